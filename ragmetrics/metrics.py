@@ -1,0 +1,337 @@
+"""The metric registry: the one place a metric is added.
+
+A metric is a :class:`MetricInfo` (name, aliases, formula, conventions) plus a
+vectorised kernel over a :class:`~ragmetrics.ranking.Ranking`. Names follow
+ranx / ir_measures habits (``ndcg@10``, ``recall@5``, ``mrr``, ``map@100``);
+:func:`parse_metric` accepts case-insensitive aliases (``nDCG@10``, ``P@5``,
+``R@5``, ``RR``, ``AP``, ``hit_rate@5``, ``success@5``) and returns the
+canonical :class:`MetricSpec`.
+
+Kernels return one value per evaluated query: shape ``(n_queries, len(ks))``
+for cut-off metrics (``ks`` are 1-based cut-offs), shape ``(n_queries,)`` for
+metrics computed over the whole ranking.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from ragmetrics.errors import MetricNameError, RagMetricsError
+
+if TYPE_CHECKING:
+    from ragmetrics.ranking import Ranking
+
+KRule = Literal["required", "optional", "none"]
+CutKernel = Callable[["Ranking", np.ndarray], np.ndarray]
+FullKernel = Callable[["Ranking"], np.ndarray]
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """What a metric is: its canonical name, aliases, text for people, and kernels.
+
+    ``cut`` computes the metric at cut-offs ``ks``; ``full`` over the whole
+    ranking (for metrics whose ``k`` is optional or absent). ``trec_eval``
+    names the trec_eval measure it equals (``None`` when trec_eval has none).
+    """
+
+    name: str
+    pretty: str
+    k: KRule
+    formula: str
+    conventions: str
+    aliases: tuple[str, ...] = ()
+    trec_eval: str | None = None
+    cut: CutKernel | None = None
+    full: FullKernel | None = None
+    needs_corpus: bool = False
+    curve: bool = False
+    llamaindex: str | None = field(default=None)
+
+
+@dataclass(frozen=True, order=True)
+class MetricSpec:
+    """A metric with its cut-off: ``MetricSpec("ndcg", 10)`` is ``ndcg@10``."""
+
+    name: str
+    k: int | None = None
+
+    def __str__(self) -> str:
+        return self.name if self.k is None else f"{self.name}@{self.k}"
+
+    @property
+    def info(self) -> MetricInfo:
+        return METRICS[self.name]
+
+    @property
+    def pretty(self) -> str:
+        base = METRICS[self.name].pretty
+        return base if self.k is None else f"{base}@{self.k}"
+
+
+def _safe_divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """numerator / denominator, 0 where the denominator is 0."""
+    numerator = np.asarray(numerator, dtype=np.float64)
+    denominator = np.broadcast_to(np.asarray(denominator, dtype=np.float64), numerator.shape)
+    out = np.zeros(numerator.shape, dtype=np.float64)
+    np.divide(numerator, denominator, out=out, where=denominator != 0)
+    return out
+
+
+def _col(values: np.ndarray) -> np.ndarray:
+    return values[:, None]
+
+
+# --- kernels -----------------------------------------------------------------------------
+
+
+def _precision(r: Ranking, ks: np.ndarray) -> np.ndarray:
+    return r.hits_at(ks) / ks[None, :].astype(np.float64)
+
+
+def _recall(r: Ranking, ks: np.ndarray) -> np.ndarray:
+    return _safe_divide(r.hits_at(ks), _col(r.n_rel))
+
+
+def _f1(r: Ranking, ks: np.ndarray) -> np.ndarray:
+    return 2.0 * r.hits_at(ks) / (ks[None, :] + _col(r.n_rel)).astype(np.float64)
+
+
+def _hits(r: Ranking, ks: np.ndarray) -> np.ndarray:
+    return (r.hits_at(ks) > 0).astype(np.float64)
+
+
+def _rr_cut(r: Ranking, ks: np.ndarray) -> np.ndarray:
+    first = _col(r.first_rel_rank)  # 1-based, 0 when none retrieved
+    return np.where((first > 0) & (first <= ks[None, :]), 1.0 / np.maximum(first, 1), 0.0)
+
+
+def _rr(r: Ranking) -> np.ndarray:
+    return np.where(r.first_rel_rank > 0, 1.0 / np.maximum(r.first_rel_rank, 1), 0.0)
+
+
+def _ap_cut(r: Ranking, ks: np.ndarray) -> np.ndarray:
+    return _safe_divide(r.precision_sum_at(ks), _col(r.n_rel))
+
+
+def _ap(r: Ranking) -> np.ndarray:
+    return _safe_divide(r.precision_sum_full(), r.n_rel)
+
+
+def _ndcg_cut(r: Ranking, ks: np.ndarray) -> np.ndarray:
+    return _safe_divide(r.dcg_at(ks, "linear"), r.ideal_dcg_at(ks, "linear"))
+
+
+def _ndcg(r: Ranking) -> np.ndarray:
+    return _safe_divide(r.dcg_full("linear"), r.ideal_dcg_full("linear"))
+
+
+def _ndcg_exp_cut(r: Ranking, ks: np.ndarray) -> np.ndarray:
+    return _safe_divide(r.dcg_at(ks, "exponential"), r.ideal_dcg_at(ks, "exponential"))
+
+
+def _ndcg_exp(r: Ranking) -> np.ndarray:
+    return _safe_divide(r.dcg_full("exponential"), r.ideal_dcg_full("exponential"))
+
+
+def _rprec(r: Ranking) -> np.ndarray:
+    return _safe_divide(r.hits_at_own_r(), r.n_rel)
+
+
+def _bpref(r: Ranking) -> np.ndarray:
+    return _safe_divide(r.bpref_sum(), r.n_rel)
+
+
+def _accuracy(r: Ranking, ks: np.ndarray) -> np.ndarray:
+    if r.corpus_size is None:
+        raise RagMetricsError(
+            "accuracy@k needs the corpus size (the number of documents in the collection); "
+            "pass corpus_size= to the dataset or load a BEIR folder with its corpus"
+        )
+    n = float(r.corpus_size)
+    tp = r.hits_at(ks)
+    retrieved = np.minimum(ks[None, :], _col(r.n_ret)).astype(np.float64)
+    false_pos = retrieved - tp
+    false_neg = _col(r.n_rel) - tp
+    true_neg = n - tp - false_pos - false_neg
+    if np.any(true_neg < 0):
+        raise RagMetricsError(
+            f"accuracy@k: corpus_size={r.corpus_size} is smaller than the documents one query "
+            "retrieved plus its relevant documents; expected the size of the whole collection"
+        )
+    return (tp + true_neg) / n
+
+
+# --- the registry ------------------------------------------------------------------------
+
+_TIES = "Ranking: score descending, ties broken by doc_id descending (trec_eval)."
+
+METRICS: dict[str, MetricInfo] = {
+    m.name: m
+    for m in (
+        MetricInfo(
+            "precision", "P", "required",
+            "TP@k / k",
+            "Divides by k even when fewer than k documents were retrieved (missing ranks count as "
+            "non-relevant). Relevant = label >= rel_level. " + _TIES,
+            aliases=("p", "prec"), trec_eval="P", cut=_precision, curve=True,
+        ),
+        MetricInfo(
+            "recall", "Recall", "required",
+            "TP@k / R, R = number of relevant documents in the qrels",
+            "0 when the query has no relevant document. " + _TIES,
+            aliases=("r", "rec"), trec_eval="recall", cut=_recall, curve=True,
+        ),
+        MetricInfo(
+            "f1", "F1", "required",
+            "2·TP@k / (k + R) = harmonic mean of P@k and Recall@k",
+            "0 when nothing relevant is in the top k. Not trec_eval's set_F (which divides by the "
+            "number retrieved). " + _TIES,
+            aliases=("f",), cut=_f1, curve=True,
+        ),
+        MetricInfo(
+            "hits", "Hits", "required",
+            "1 if any relevant document is in the top k, else 0 (mean = hit rate)",
+            "Binary, like ir_measures Success@k and ranx hit_rate@k; not ranx's hits (a count). "
+            + _TIES,
+            aliases=("hit_rate", "hitrate", "success", "hit"), trec_eval="success", cut=_hits,
+            curve=True,
+        ),
+        MetricInfo(
+            "mrr", "MRR", "optional",
+            "1 / rank of the first relevant document (0 if none; mrr@k: 0 beyond k)",
+            "Per query this is the reciprocal rank; its mean is MRR. " + _TIES,
+            aliases=("rr", "recip_rank", "reciprocal_rank"), trec_eval="recip_rank",
+            cut=_rr_cut, full=_rr, curve=True,
+        ),
+        MetricInfo(
+            "map", "MAP", "optional",
+            "(1/R) · Σ over relevant ranks i ≤ k of TP@i / i",
+            "Divides by all R relevant documents, retrieved or not, also for map@k (trec_eval "
+            "map_cut), never by min(k, R). " + _TIES,
+            aliases=("ap", "average_precision"), trec_eval="map", cut=_ap_cut, full=_ap, curve=True,
+        ),
+        MetricInfo(
+            "ndcg", "nDCG", "optional",
+            "DCG@k / IDCG@k, DCG = Σ_{i≤k} label_i / log2(i + 1)",
+            "Gain = the raw label (linear, trec_eval), labels <= 0 give 0; rel_level does not "
+            "change gains. IDCG from all judged labels of the query sorted descending, cut at k. "
+            "IDCG = 0 gives 0. " + _TIES,
+            aliases=("ndcg_cut",), trec_eval="ndcg_cut", cut=_ndcg_cut, full=_ndcg, curve=True,
+        ),
+        MetricInfo(
+            "ndcg_exp", "nDCG-exp", "optional",
+            "DCG@k / IDCG@k with gain 2^label − 1",
+            "Exponential gain (Burges; ranx ndcg_burges). Equals ndcg for binary labels. " + _TIES,
+            aliases=("ndcg_burges",), cut=_ndcg_exp_cut, full=_ndcg_exp,
+        ),
+        MetricInfo(
+            "rprec", "R-Prec", "none",
+            "TP@R / R",
+            "Precision at rank R (the number of relevant documents); divides by R even when "
+            "fewer were retrieved; 0 when R = 0. " + _TIES,
+            aliases=("r_precision", "rprecision", "r-prec"), trec_eval="Rprec", full=_rprec,
+        ),
+        MetricInfo(
+            "bpref", "bpref", "none",
+            "(1/R) · Σ over relevant retrieved d of (1 − min(N_d, R) / min(N, R))",
+            "N = judged non-relevant documents (0 <= label < rel_level) of the query, N_d = those "
+            "ranked above d; unjudged and negative-label documents are skipped; a term is 1 when "
+            "N_d = 0. " + _TIES,
+            trec_eval="bpref", full=_bpref,
+        ),
+        MetricInfo(
+            "accuracy", "Accuracy", "required",
+            "(TP + TN) / N over a corpus of N documents, top k retrieved",
+            "Needs the corpus size. FP = min(k, retrieved) − TP, FN = R − TP, TN = N − TP − FP − FN; "
+            "an empty ranking scores (N − R) / N. " + _TIES,
+            aliases=("acc",), cut=_accuracy, needs_corpus=True,
+        ),
+    )
+}
+
+_ALIASES: dict[str, str] = {}
+for _info in METRICS.values():
+    for _name in (_info.name, *_info.aliases):
+        _ALIASES[_name.lower()] = _info.name
+
+_METRIC_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_\-]*)\s*(?:[@._](\d+))?\s*$")
+
+
+def parse_metric(text: str | MetricSpec) -> MetricSpec:
+    """Parse ``"nDCG@10"`` into ``MetricSpec("ndcg", 10)``.
+
+    Accepts canonical names and aliases, case-insensitively, with ``@k`` (also
+    trec_eval's ``P_5`` / ``P.5``). Raises :class:`MetricNameError` with a
+    "did you mean" suggestion for unknown names and when a cut-off is missing
+    or not allowed.
+    """
+    if isinstance(text, MetricSpec):
+        return text
+    match = _METRIC_RE.match(str(text))
+    if not match:
+        raise MetricNameError(
+            f"cannot read metric {text!r}; expected a name with an optional @k, e.g. 'ndcg@10'. "
+            f"Known: {known_metric_names()}"
+        )
+    raw, k_text = match.group(1), match.group(2)
+    name = _ALIASES.get(raw.lower())
+    if name is None:
+        choices = sorted(_ALIASES)
+        close = difflib.get_close_matches(raw.lower(), choices, n=1, cutoff=0.5)
+        hint = f"; did you mean '{_ALIASES[close[0]]}{'@' + k_text if k_text else ''}'?" if close else ""
+        raise MetricNameError(f"unknown metric {text!r}{hint} Known: {known_metric_names()}")
+    info = METRICS[name]
+    k = int(k_text) if k_text is not None else None
+    if k is not None and k < 1:
+        raise MetricNameError(f"metric {text!r}: the cut-off k must be an int >= 1. Got {k} instead.")
+    if info.k == "required" and k is None:
+        raise MetricNameError(f"metric {text!r} needs a cut-off, e.g. '{name}@10'")
+    if info.k == "none" and k is not None:
+        raise MetricNameError(f"metric {text!r} takes no cut-off; use '{name}'")
+    return MetricSpec(name, k)
+
+
+def known_metric_names() -> str:
+    """The canonical names, with @k where a cut-off is required or allowed."""
+    shown = {"required": "@k", "optional": "[@k]", "none": ""}
+    return ", ".join(f"{m.name}{shown[m.k]}" for m in METRICS.values())
+
+
+def compute(ranking: Ranking, specs: list[MetricSpec]) -> dict[MetricSpec, np.ndarray]:
+    """Per-query values of every spec, sharing one kernel call per metric name."""
+    out: dict[MetricSpec, np.ndarray] = {}
+    by_name: dict[str, list[MetricSpec]] = {}
+    for spec in specs:
+        by_name.setdefault(spec.name, []).append(spec)
+    for name, group in by_name.items():
+        info = METRICS[name]
+        cut = [s for s in group if s.k is not None]
+        if cut:
+            assert info.cut is not None
+            ks = np.array([s.k for s in cut], dtype=np.int64)
+            values = info.cut(ranking, ks)
+            for i, spec in enumerate(cut):
+                out[spec] = values[:, i]
+        for spec in group:
+            if spec.k is None:
+                assert info.full is not None
+                out[spec] = info.full(ranking)
+    return out
+
+
+def curve(ranking: Ranking, name: str, k_max: int) -> np.ndarray:
+    """Per-query values of ``name@k`` for k = 1..k_max: shape (n_queries, k_max)."""
+    info = METRICS[name]
+    if info.cut is None:
+        raise MetricNameError(f"metric {name!r} has no cut-off, so it has no curve over k")
+    return info.cut(ranking, np.arange(1, k_max + 1, dtype=np.int64))
+
+
+CURVE_METRICS: tuple[str, ...] = tuple(m.name for m in METRICS.values() if m.curve)

@@ -1,0 +1,260 @@
+"""The data model: an evaluation :class:`Dataset` and ranked retrieval :class:`Run` s.
+
+Both are thin, immutable wrappers over columnar pandas frames, validated once on
+construction so the engine can trust them:
+
+* ``Dataset.qrels``: ``query_id`` (str), ``doc_id`` (str), ``relevance`` (int64).
+  A label >= ``rel_level`` (default 1) is relevant, 0 is judged non-relevant,
+  a negative label is "in the pool but unjudged" (trec_eval semantics).
+  Duplicate (query_id, doc_id) judgments are an error.
+* ``Dataset.queries``: ``query_id``, ``query``, ``category``, ``difficulty``,
+  ``expected_answer``, ``expected_keywords`` (a list per row), and any extra
+  columns (kept as facets). Queries may have no judgments at all (for example a
+  "negative" query whose answer is not in the corpus).
+* ``Run.frame``: ``query_id``, ``doc_id``, ``score`` (float64), and optionally
+  ``rank``, ``text`` (the chunk's text) and ``source_doc`` (the document a chunk
+  came from). Rows need not be sorted; the engine sorts (see ``evaluate``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ragmetrics.errors import RagMetricsError
+
+QUERY_COLUMNS = ("query_id", "query", "category", "difficulty", "expected_answer", "expected_keywords")
+QRELS_COLUMNS = ("query_id", "doc_id", "relevance")
+RUN_COLUMNS = ("query_id", "doc_id", "score")
+RUN_OPTIONAL_COLUMNS = ("rank", "text", "source_doc")
+
+
+def query_id_from_text(text: str) -> str:
+    """A stable id for a query that has none: ``q`` + 12 hex digits of SHA-1.
+
+    The text is NFC-normalised and stripped first, so the same question typed
+    on two machines gets the same id.
+    """
+    normalized = unicodedata.normalize("NFC", str(text)).strip()
+    return "q" + hashlib.sha1(normalized.encode("utf-8")).hexdigest()[:12]
+
+
+def _as_str_column(values: Any) -> pd.Series:
+    series = pd.Series(values)
+    if series.dtype != "str":
+        series = series.astype("str")
+    return series.reset_index(drop=True)
+
+
+def _require_columns(frame: pd.DataFrame, required: Iterable[str], what: str) -> None:
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        raise RagMetricsError(
+            f"{what} is missing column(s) {missing} (found {list(frame.columns)})"
+        )
+
+
+def _check_ids(series: pd.Series, column: str, what: str) -> None:
+    if series.isna().any() or (series.str.len() == 0).any():
+        bad = int((series.isna() | (series.str.len() == 0)).to_numpy().argmax())
+        raise RagMetricsError(f"{what}: row {bad + 1} has an empty {column}")
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """Queries with their judged documents.
+
+    Build it with :meth:`from_frames` (validates) or a loader from
+    ``ragmetrics.io``. ``corpus_size`` (number of documents in the collection)
+    is needed only by ``accuracy@k``; ``documents`` optionally holds the corpus
+    (``doc_id``, ``title``, ``text``) for display.
+    """
+
+    qrels: pd.DataFrame
+    queries: pd.DataFrame
+    name: str = "dataset"
+    corpus_size: int | None = None
+    documents: pd.DataFrame | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_frames(
+        cls,
+        qrels: pd.DataFrame,
+        queries: pd.DataFrame | None = None,
+        *,
+        name: str = "dataset",
+        corpus_size: int | None = None,
+        documents: pd.DataFrame | None = None,
+    ) -> Dataset:
+        """Validate and normalise the frames.
+
+        Without ``queries``, the query set is the qrels' query ids (text unknown).
+        Queries named in the qrels but absent from ``queries`` are added.
+        """
+        _require_columns(qrels, QRELS_COLUMNS, "qrels")
+        qrels_out = pd.DataFrame(
+            {
+                "query_id": _as_str_column(qrels["query_id"]),
+                "doc_id": _as_str_column(qrels["doc_id"]),
+            }
+        )
+        relevance = pd.to_numeric(qrels["relevance"].reset_index(drop=True), errors="coerce")
+        if relevance.isna().any() or not np.all(np.mod(relevance.to_numpy(dtype=float), 1) == 0):
+            bad = relevance.isna() | (np.mod(relevance.fillna(0.5).to_numpy(dtype=float), 1) != 0)
+            row = int(bad.to_numpy().argmax())
+            raise RagMetricsError(
+                f"qrels: row {row + 1} has relevance {qrels['relevance'].iloc[row]!r}; expected an integer"
+            )
+        qrels_out["relevance"] = relevance.astype("int64").to_numpy()
+        _check_ids(qrels_out["query_id"], "query_id", "qrels")
+        _check_ids(qrels_out["doc_id"], "doc_id", "qrels")
+        dup = qrels_out.duplicated(["query_id", "doc_id"])
+        if dup.any():
+            row = int(dup.to_numpy().argmax())
+            raise RagMetricsError(
+                f"qrels: row {row + 1} judges ({qrels_out['query_id'][row]!r}, "
+                f"{qrels_out['doc_id'][row]!r}) a second time; expected one label per query and document"
+            )
+
+        if queries is None:
+            queries = pd.DataFrame({"query_id": pd.unique(qrels_out["query_id"])})
+        _require_columns(queries, ("query_id",), "queries")
+        queries_out = queries.reset_index(drop=True).copy()
+        queries_out["query_id"] = _as_str_column(queries_out["query_id"])
+        _check_ids(queries_out["query_id"], "query_id", "queries")
+        dup = queries_out["query_id"].duplicated()
+        if dup.any():
+            row = int(dup.to_numpy().argmax())
+            raise RagMetricsError(
+                f"queries: row {row + 1} repeats query_id {queries_out['query_id'][row]!r}; expected unique ids"
+            )
+        known = set(queries_out["query_id"])
+        extra = [q for q in pd.unique(qrels_out["query_id"]) if q not in known]
+        if extra:
+            queries_out = pd.concat(
+                [queries_out, pd.DataFrame({"query_id": extra})], ignore_index=True
+            )
+        for column in QUERY_COLUMNS[1:]:
+            if column not in queries_out.columns:
+                queries_out[column] = [[] for _ in range(len(queries_out))] if column == "expected_keywords" else ""
+        for column in ("query", "category", "difficulty", "expected_answer"):
+            queries_out[column] = queries_out[column].fillna("").astype("str")
+        queries_out["expected_keywords"] = [
+            list(v) if isinstance(v, (list, tuple, np.ndarray)) else ([] if v is None or v == "" or (isinstance(v, float) and np.isnan(v)) else [str(v)])
+            for v in queries_out["expected_keywords"]
+        ]
+        ordered = list(QUERY_COLUMNS) + [c for c in queries_out.columns if c not in QUERY_COLUMNS]
+        if corpus_size is not None and (not isinstance(corpus_size, (int, np.integer)) or corpus_size < 1):
+            raise RagMetricsError(f"The 'corpus_size' parameter must be an int >= 1 or None. Got {corpus_size!r} instead.")
+        return cls(
+            qrels=qrels_out,
+            queries=queries_out[ordered],
+            name=name,
+            corpus_size=None if corpus_size is None else int(corpus_size),
+            documents=documents,
+        )
+
+    @classmethod
+    def from_dict(
+        cls,
+        qrels: Mapping[str, Mapping[str, int]],
+        *,
+        name: str = "dataset",
+        corpus_size: int | None = None,
+    ) -> Dataset:
+        """From a pytrec_eval / ranx style ``{query_id: {doc_id: label}}`` mapping."""
+        rows = [(q, d, r) for q, docs in qrels.items() for d, r in docs.items()]
+        frame = pd.DataFrame(rows, columns=list(QRELS_COLUMNS))
+        queries = pd.DataFrame({"query_id": list(qrels.keys())})
+        return cls.from_frames(frame, queries, name=name, corpus_size=corpus_size)
+
+    @property
+    def query_ids(self) -> pd.Series:
+        return self.queries["query_id"]
+
+    def __len__(self) -> int:
+        return len(self.queries)
+
+
+@dataclass(frozen=True, eq=False)
+class Run:
+    """One system's ranked results.
+
+    ``has_scores`` is False when the source gave only an order (a list of ids);
+    the loader then sets ``score`` to minus the position so that sorting keeps
+    the given order.
+    """
+
+    name: str
+    frame: pd.DataFrame
+    has_scores: bool = True
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, *, name: str = "run", has_scores: bool | None = None) -> Run:
+        """Validate a frame with ``query_id``, ``doc_id`` and ``score`` (or ``rank``).
+
+        Without a ``score`` column but with ``rank``, the score is ``-rank``;
+        with neither, the score is minus the row's position within its query
+        (file order).
+        """
+        _require_columns(frame, ("query_id", "doc_id"), f"run {name!r}")
+        out = pd.DataFrame(
+            {
+                "query_id": _as_str_column(frame["query_id"]),
+                "doc_id": _as_str_column(frame["doc_id"]),
+            }
+        )
+        _check_ids(out["query_id"], "query_id", f"run {name!r}")
+        _check_ids(out["doc_id"], "doc_id", f"run {name!r}")
+        if "score" in frame.columns:
+            score = pd.to_numeric(frame["score"].reset_index(drop=True), errors="coerce").to_numpy(dtype="float64")
+            scored = True if has_scores is None else has_scores
+        elif "rank" in frame.columns:
+            score = -pd.to_numeric(frame["rank"].reset_index(drop=True), errors="coerce").to_numpy(dtype="float64")
+            scored = False
+        else:
+            score = -out.groupby("query_id", sort=False).cumcount().to_numpy(dtype="float64")
+            scored = False
+        if not np.all(np.isfinite(score)):
+            row = int((~np.isfinite(score)).argmax())
+            raise RagMetricsError(
+                f"run {name!r}: row {row + 1} has score {frame['score'].iloc[row] if 'score' in frame.columns else frame['rank'].iloc[row]!r}; expected a finite number"
+            )
+        out["score"] = score
+        for column in RUN_OPTIONAL_COLUMNS:
+            if column in frame.columns:
+                values = frame[column].reset_index(drop=True)
+                if column == "rank":
+                    out[column] = pd.to_numeric(values, errors="coerce").astype("Int64")
+                else:
+                    out[column] = values.astype("str").where(values.notna(), None)
+        return cls(name=name, frame=out, has_scores=scored)
+
+    @classmethod
+    def from_dict(cls, run: Mapping[str, Mapping[str, float]], *, name: str = "run") -> Run:
+        """From a pytrec_eval / ranx style ``{query_id: {doc_id: score}}`` mapping."""
+        rows = [(q, d, s) for q, docs in run.items() for d, s in docs.items()]
+        return cls.from_frame(pd.DataFrame(rows, columns=list(RUN_COLUMNS)), name=name)
+
+    @classmethod
+    def from_lists(cls, ranked: Mapping[str, Iterable[str]], *, name: str = "run") -> Run:
+        """From ``{query_id: [doc_id, ...]}`` in rank order (no scores)."""
+        rows = [(q, d) for q, docs in ranked.items() for d in docs]
+        return cls.from_frame(pd.DataFrame(rows, columns=["query_id", "doc_id"]), name=name)
+
+    def with_name(self, name: str) -> Run:
+        return Run(name=name, frame=self.frame, has_scores=self.has_scores)
+
+    @property
+    def has_chunks(self) -> bool:
+        """True when some rows name the document their chunk came from."""
+        return "source_doc" in self.frame.columns and bool(self.frame["source_doc"].notna().any())
+
+    def __len__(self) -> int:
+        return len(self.frame)

@@ -1,0 +1,390 @@
+"""Aligning a run with a dataset into a columnar :class:`Ranking`, the engine's core.
+
+The run is sorted once (score descending as float64, ties by doc_id descending in
+byte order, as trec_eval; the file's rank column and line order are ignored),
+duplicate (query, doc) rows keep their best-ranked occurrence, and each row's
+label is looked up in one vectorised join. Every metric at every cut-off then
+comes from per-query cumulative sums: flat arrays for whole-ranking metrics, a
+dense query-by-rank matrix (built once per depth) for cut-off metrics and curves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ragmetrics.errors import RagMetricsError
+from ragmetrics.model import Dataset, Run
+
+UNJUDGED = np.iinfo(np.int64).min
+GainMode = Literal["linear", "exponential"]
+Missing = Literal["zero", "skip"]
+Level = Literal["auto", "document", "chunk"]
+Order = Literal["score", "file"]
+
+
+@dataclass
+class Coverage:
+    """What alignment found; every count comes with up to ``EXAMPLES`` example ids."""
+
+    queries_evaluated: int = 0
+    missing_in_run: list[str] = field(default_factory=list)
+    not_in_dataset: list[str] = field(default_factory=list)
+    rows_not_in_dataset: int = 0
+    no_judgments: list[str] = field(default_factory=list)
+    no_relevant: list[str] = field(default_factory=list)
+    matched_by_text: int = 0
+    duplicates_dropped: int = 0
+    duplicate_queries: list[str] = field(default_factory=list)
+    chunks_merged: int = 0
+    tied_pairs: int = 0
+    tied_queries: list[str] = field(default_factory=list)
+    empty_run: bool = False
+
+    def summary(self) -> dict[str, int]:
+        """Counts only, for tables and warnings."""
+        return {
+            "queries_evaluated": self.queries_evaluated,
+            "missing_in_run": len(self.missing_in_run),
+            "not_in_dataset": len(self.not_in_dataset),
+            "no_judgments": len(self.no_judgments),
+            "no_relevant": len(self.no_relevant),
+            "matched_by_text": self.matched_by_text,
+            "duplicates_dropped": self.duplicates_dropped,
+            "chunks_merged": self.chunks_merged,
+            "tied_pairs": self.tied_pairs,
+            "tied_queries": len(self.tied_queries),
+        }
+
+
+def _segment_starts(q: np.ndarray, n_queries: int) -> np.ndarray:
+    """Index of each query's first row in a q-sorted flat array."""
+    return np.searchsorted(q, np.arange(n_queries + 1))
+
+
+def _within(values: np.ndarray, q: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Cumulative sum of ``values`` restarted at each query (inclusive)."""
+    cs = np.cumsum(values, dtype=np.float64 if values.dtype.kind == "f" else np.int64)
+    before = np.concatenate(([0], cs))[starts[:-1]]
+    return cs - before[q]
+
+
+def _discount(pos: np.ndarray) -> np.ndarray:
+    return 1.0 / np.log2(pos + 2.0)
+
+
+def _gain(label: np.ndarray, mode: GainMode) -> np.ndarray:
+    positive = np.where(label > 0, label, 0).astype(np.float64)
+    return positive if mode == "linear" else np.exp2(positive) - 1.0
+
+
+@dataclass(eq=False)
+class Ranking:
+    """One run aligned with one dataset: flat arrays sorted by (query, rank).
+
+    ``q`` is the evaluated-query index (0..n_queries-1, in dataset order),
+    ``pos`` the 0-based rank after sorting and de-duplication, ``label`` the
+    qrels label (``UNJUDGED`` when the document is not judged).
+    """
+
+    query_ids: np.ndarray
+    q: np.ndarray
+    pos: np.ndarray
+    label: np.ndarray
+    rel_level: int
+    n_rel: np.ndarray
+    n_nonrel: np.ndarray
+    n_ret: np.ndarray
+    ideal_q: np.ndarray
+    ideal_pos: np.ndarray
+    ideal_label: np.ndarray
+    corpus_size: int | None
+    doc_code: np.ndarray | None = None
+    doc_ids: np.ndarray | None = None
+    _dense: dict[tuple[str, int], np.ndarray] = field(default_factory=dict, repr=False)
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.query_ids)
+
+    @property
+    def rel(self) -> np.ndarray:
+        return self.label >= self.rel_level
+
+    @property
+    def first_rel_rank(self) -> np.ndarray:
+        """1-based rank of the first relevant document, 0 when none was retrieved."""
+        if "first" not in self.__dict__:
+            first = np.zeros(self.n_queries, dtype=np.int64)
+            rel = self.rel
+            rows = np.flatnonzero(rel)
+            # rows are sorted by (q, pos), so the first row per query wins
+            qs, idx = np.unique(self.q[rows], return_index=True)
+            first[qs] = self.pos[rows[idx]] + 1
+            self.__dict__["first"] = first
+        return self.__dict__["first"]
+
+    def _dense_cumulative(self, kind: str, depth: int) -> np.ndarray:
+        """(n_queries, depth) cumulative sums along rank of a per-row value."""
+        cached = [(d, m) for (k, d), m in self._dense.items() if k == kind and d >= depth]
+        if cached:
+            return min(cached, key=lambda dm: dm[0])[1][:, :depth]
+        keep = self.pos < depth
+        q, pos = self.q[keep], self.pos[keep]
+        if kind == "rel":
+            values = self.rel[keep].astype(np.int32)
+            matrix = np.zeros((self.n_queries, depth), dtype=np.int32)
+        elif kind == "precision":
+            within = _within(self.rel.astype(np.int64), self.q, _segment_starts(self.q, self.n_queries))
+            values = np.where(self.rel, within / (self.pos + 1.0), 0.0)[keep]
+            matrix = np.zeros((self.n_queries, depth), dtype=np.float64)
+        elif kind.startswith("dcg:"):
+            values = _gain(self.label[keep], kind[4:]) * _discount(pos)  # type: ignore[arg-type]
+            matrix = np.zeros((self.n_queries, depth), dtype=np.float64)
+        elif kind.startswith("ideal:"):
+            ik = self.ideal_pos < depth
+            q, pos = self.ideal_q[ik], self.ideal_pos[ik]
+            values = _gain(self.ideal_label[ik], kind[6:]) * _discount(pos)  # type: ignore[arg-type]
+            matrix = np.zeros((self.n_queries, depth), dtype=np.float64)
+        else:  # pragma: no cover - internal
+            raise KeyError(kind)
+        matrix[q, pos] = values
+        np.cumsum(matrix, axis=1, out=matrix)
+        self._dense = {key: m for key, m in self._dense.items() if key[0] != kind}
+        self._dense[(kind, depth)] = matrix
+        return matrix
+
+    def _at(self, kind: str, ks: np.ndarray) -> np.ndarray:
+        matrix = self._dense_cumulative(kind, int(ks.max()))
+        return matrix[:, ks - 1].astype(np.float64, copy=False)
+
+    def hits_at(self, ks: np.ndarray) -> np.ndarray:
+        """Relevant documents in the top k (TP@k), shape (n_queries, len(ks))."""
+        return self._at("rel", ks)
+
+    def precision_sum_at(self, ks: np.ndarray) -> np.ndarray:
+        """Σ over relevant ranks i <= k of TP@i / i (AP@k times R)."""
+        return self._at("precision", ks)
+
+    def dcg_at(self, ks: np.ndarray, mode: GainMode) -> np.ndarray:
+        return self._at(f"dcg:{mode}", ks)
+
+    def ideal_dcg_at(self, ks: np.ndarray, mode: GainMode) -> np.ndarray:
+        return self._at(f"ideal:{mode}", ks)
+
+    def _per_query(self, q: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        return np.bincount(q, weights=weights, minlength=self.n_queries).astype(np.float64)
+
+    def precision_sum_full(self) -> np.ndarray:
+        rel = self.rel
+        within = _within(rel.astype(np.int64), self.q, _segment_starts(self.q, self.n_queries))
+        return self._per_query(self.q, np.where(rel, within / (self.pos + 1.0), 0.0))
+
+    def dcg_full(self, mode: GainMode) -> np.ndarray:
+        return self._per_query(self.q, _gain(self.label, mode) * _discount(self.pos))
+
+    def ideal_dcg_full(self, mode: GainMode) -> np.ndarray:
+        return self._per_query(self.ideal_q, _gain(self.ideal_label, mode) * _discount(self.ideal_pos))
+
+    def hits_at_own_r(self) -> np.ndarray:
+        """Relevant documents in the top R, R = the query's number of relevant documents."""
+        return self._per_query(self.q, (self.rel & (self.pos < self.n_rel[self.q])).astype(np.float64))
+
+    def bpref_sum(self) -> np.ndarray:
+        rel = self.rel
+        judged_nonrel = (self.label >= 0) & ~rel
+        above = _within(judged_nonrel.astype(np.int64), self.q, _segment_starts(self.q, self.n_queries))
+        above = above - judged_nonrel  # judged non-relevant strictly above each row
+        r = self.n_rel[self.q].astype(np.float64)
+        n = np.minimum(self.n_nonrel[self.q], self.n_rel[self.q]).astype(np.float64)
+        term = np.ones(len(self.q))
+        safe = (above > 0) & (n > 0)
+        term[safe] = 1.0 - np.minimum(above[safe], r[safe]) / n[safe]
+        return self._per_query(self.q, np.where(rel, term, 0.0))
+
+
+def _string_order(values: np.ndarray | pd.Index) -> np.ndarray:
+    """Rank of each string in byte (code point) order, computed by Arrow in C++."""
+    array = pa.array(np.asarray(values, dtype=object), type=pa.large_string())
+    order = pc.sort_indices(array).to_numpy()
+    ranks = np.empty(len(order), dtype=np.int64)
+    ranks[order] = np.arange(len(order))
+    return ranks
+
+
+def _examples(values, limit: int = 0) -> list[str]:
+    return [str(v) for v in values] if limit == 0 else [str(v) for v in list(values)[:limit]]
+
+
+def build_ranking(
+    dataset: Dataset,
+    run: Run,
+    *,
+    rel_level: int = 1,
+    missing: Missing = "zero",
+    level: Level = "auto",
+    order: Order = "score",
+    score_precision: Literal["float64", "float32"] = "float64",
+    duplicates: Literal["best", "error", "keep"] = "best",
+) -> tuple[Ranking, Coverage]:
+    """Align ``run`` with ``dataset``; see :func:`ragmetrics.evaluate` for the conventions.
+
+    ``order="file"`` keeps each query's rows in the order given (by the rank
+    column when there is one), for pipelines whose scores are not comparable.
+    ``duplicates="keep"`` keeps repeated documents (LlamaIndex semantics).
+    """
+    if missing not in ("zero", "skip"):
+        raise RagMetricsError(f"The 'missing' parameter must be 'zero' or 'skip'. Got {missing!r} instead.")
+    if level not in ("auto", "document", "chunk"):
+        raise RagMetricsError(f"The 'level' parameter must be 'auto', 'document' or 'chunk'. Got {level!r} instead.")
+    coverage = Coverage()
+    queries = dataset.queries
+    qrels = dataset.qrels
+    query_index = pd.Index(queries["query_id"])
+
+    frame = run.frame
+    coverage.empty_run = len(frame) == 0
+    row_query = query_index.get_indexer(frame["query_id"])
+    unknown = row_query < 0
+    if unknown.any():
+        texts = queries["query"]
+        unique_text = ~texts.duplicated(keep=False) & (texts.str.len() > 0)
+        text_index = pd.Index(texts[unique_text])
+        text_pos = np.flatnonzero(unique_text.to_numpy())
+        by_text = text_index.get_indexer(frame["query_id"][unknown])
+        resolved = by_text >= 0
+        fill = np.full(len(by_text), -1)
+        fill[resolved] = text_pos[by_text[resolved]]
+        row_query[unknown] = fill
+        coverage.matched_by_text = int(pd.unique(frame["query_id"][unknown][resolved]).size)
+        still = row_query < 0
+        coverage.rows_not_in_dataset = int(still.sum())
+        coverage.not_in_dataset = _examples(pd.unique(frame["query_id"][still]))
+
+    judged = np.zeros(len(queries), dtype=bool)
+    qrels_query = query_index.get_indexer(qrels["query_id"])
+    judged[qrels_query] = True
+    coverage.no_judgments = _examples(queries["query_id"][~judged])
+    in_run = np.zeros(len(queries), dtype=bool)
+    in_run[row_query[row_query >= 0]] = True
+    coverage.missing_in_run = _examples(queries["query_id"][judged & ~in_run])
+    evaluated = judged & in_run if missing == "skip" else judged
+    eval_of_query = np.full(len(queries), -1, dtype=np.int64)
+    eval_of_query[evaluated] = np.arange(int(evaluated.sum()))
+    query_ids = queries["query_id"].to_numpy(dtype=object)[evaluated]
+    n_queries = len(query_ids)
+    coverage.queries_evaluated = n_queries
+
+    keep = row_query >= 0
+    keep[keep] = evaluated[row_query[keep]]
+    q = eval_of_query[row_query[keep]]
+    chunk_ids = frame["doc_id"].to_numpy()[keep]
+    use_source = level in ("auto", "document") and "source_doc" in frame.columns
+    if level == "document" and "source_doc" not in frame.columns:
+        raise RagMetricsError(
+            f"run {run.name!r}: level='document' needs a source_doc column or a chunk mapping "
+            "(see ragmetrics.io.attach_source_docs)"
+        )
+    if use_source:
+        source = frame["source_doc"].to_numpy(dtype=object)[keep]
+        docs = np.where(pd.isna(source), chunk_ids, source)
+    else:
+        docs = chunk_ids
+    score = frame["score"].to_numpy(dtype=np.float64)[keep]
+    if score_precision == "float32":
+        score = score.astype(np.float32).astype(np.float64)
+
+    # qrels of evaluated queries, and one code space for their docs and the run's
+    qrels_eval = eval_of_query[qrels_query]
+    qk = qrels_eval >= 0
+    qrels_q = qrels_eval[qk]
+    qrels_label = qrels["relevance"].to_numpy(dtype=np.int64)[qk]
+    all_docs = np.concatenate([np.asarray(docs, dtype=object), qrels["doc_id"].to_numpy(dtype=object)[qk]])
+    codes, uniques = pd.factorize(all_docs)
+    doc_code, qrels_code = codes[: len(docs)], codes[len(docs):]
+    n_docs = max(len(uniques), 1)
+
+    # sort: query, score desc, doc_id desc (byte order)
+    if order == "score":
+        doc_rank = _string_order(uniques)[doc_code] if len(doc_code) else doc_code
+        perm = np.lexsort((-doc_rank, -score, q))
+    elif order == "file":
+        if "rank" in frame.columns and frame["rank"].notna().all():
+            rank = frame["rank"].to_numpy(dtype=np.int64)[keep]
+            perm = np.lexsort((np.arange(len(q)), rank, q))
+        else:
+            perm = np.argsort(q, kind="stable")
+    else:
+        raise RagMetricsError(f"The 'order' parameter must be 'score' or 'file'. Got {order!r} instead.")
+    q, doc_code, score = q[perm], doc_code[perm], score[perm]
+
+    chunk_key = None
+    if len(q):
+        if use_source:
+            chunk_codes = pd.factorize(chunk_ids)[0][perm]
+            chunk_key = q * (int(chunk_codes.max()) + 1) + chunk_codes
+        else:
+            chunk_key = q * n_docs + doc_code
+        dup_chunk = pd.Index(chunk_key).duplicated(keep="first")
+        coverage.duplicates_dropped = int(dup_chunk.sum())
+        if coverage.duplicates_dropped:
+            coverage.duplicate_queries = _examples(pd.unique(query_ids[q[dup_chunk]]))
+            if duplicates == "error":
+                first = int(np.flatnonzero(dup_chunk)[0])
+                raise RagMetricsError(
+                    f"run {run.name!r}: query {query_ids[q[first]]!r} lists document "
+                    f"{uniques[doc_code[first]]!r} more than once; expected each document once per "
+                    "query (duplicates='best' keeps the best-ranked occurrence)"
+                )
+        if duplicates != "keep":
+            dup_doc = pd.Index(q * n_docs + doc_code).duplicated(keep="first")
+            coverage.chunks_merged = int(dup_doc.sum()) - coverage.duplicates_dropped
+            unique_rows = ~dup_doc
+            q, doc_code, score = q[unique_rows], doc_code[unique_rows], score[unique_rows]
+    if order == "score" and len(q) > 1:
+        tied = (q[1:] == q[:-1]) & (score[1:] == score[:-1])
+        coverage.tied_pairs = int(tied.sum())
+        coverage.tied_queries = _examples(pd.unique(query_ids[q[1:][tied]]))
+
+    starts = _segment_starts(q, n_queries)
+    pos = np.arange(len(q), dtype=np.int64) - starts[:-1][q]
+    n_ret = np.diff(starts)
+
+    qrels_key = qrels_q * n_docs + qrels_code
+    lookup = pd.Index(qrels_key).get_indexer(q * n_docs + doc_code)
+    label = np.where(lookup >= 0, qrels_label[lookup], UNJUDGED)
+
+    is_rel = qrels_label >= rel_level
+    n_rel = np.bincount(qrels_q[is_rel], minlength=n_queries).astype(np.int64)
+    is_nonrel = (qrels_label >= 0) & ~is_rel
+    n_nonrel = np.bincount(qrels_q[is_nonrel], minlength=n_queries).astype(np.int64)
+    coverage.no_relevant = _examples(query_ids[n_rel == 0])
+
+    ideal_order = np.lexsort((-qrels_label, qrels_q))
+    ideal_q = qrels_q[ideal_order]
+    ideal_label = qrels_label[ideal_order]
+    ideal_starts = _segment_starts(ideal_q, n_queries)
+    ideal_pos = np.arange(len(ideal_q), dtype=np.int64) - ideal_starts[:-1][ideal_q]
+
+    ranking = Ranking(
+        query_ids=query_ids,
+        q=q,
+        pos=pos,
+        label=label,
+        rel_level=rel_level,
+        n_rel=n_rel,
+        n_nonrel=n_nonrel,
+        n_ret=n_ret,
+        ideal_q=ideal_q,
+        ideal_pos=ideal_pos,
+        ideal_label=ideal_label,
+        corpus_size=dataset.corpus_size,
+        doc_code=doc_code,
+        doc_ids=np.asarray(uniques, dtype=object),
+    )
+    return ranking, coverage

@@ -1,0 +1,194 @@
+"""Per-query parity with pytrec_eval (trec_eval's C code) to 1e-9.
+
+On every qrels/run pair of trec_eval's own test set, and on seeded generated
+cases with ties, duplicates, empty runs, graded, zero and negative labels,
+queries without relevant documents, short runs and non-ASCII ids.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ragmetrics as rm
+from tests import oracle
+
+TREC = Path(__file__).parent / "data" / "trec_eval"
+
+PAIRS = [
+    ("qrels.test", "results.test", 1),
+    ("qrels.test.with-comments", "results.test", 1),
+    ("qrels.test", "results.trunc", 1),
+    ("qrels.rel_level", "results.test", 1),
+    ("qrels.rel_level", "results.test", 2),
+    ("qrels-302.test", "results-302.test", 1),
+    ("qrels.comment.test", "results.comment.test", 1),
+]
+
+
+@pytest.mark.parametrize(("qrels_file", "run_file", "rel_level"), PAIRS)
+def test_trec_eval_test_files_match_pytrec_eval(qrels_file, run_file, rel_level):
+    qrels = oracle.read_qrels(TREC / qrels_file)
+    rows = oracle.read_run(TREC / run_file)
+    reference = oracle.pytrec_values(qrels, rows, rel_level=rel_level)
+    result = rm.evaluate(
+        oracle.dataset_of(qrels), oracle.run_of(rows), oracle.our_metric_names(),
+        missing="skip", rel_level=rel_level, warn=False,
+    )
+    compared = oracle.assert_same(result.per_query("run"), reference)
+    assert compared == len(reference) * len(oracle.our_metric_names())
+
+
+def test_judgment_group_qrels_are_refused_with_the_row():
+    """qrels.123 holds three judgment groups (trec_eval -R qrels_jg): one label per pair is expected."""
+    qrels = oracle.read_qrels(TREC / "qrels.123")
+    with pytest.raises(rm.RagMetricsError, match=r"row 3682 judges \('301', 'CR93E-10279'\) a second time"):
+        oracle.dataset_of(qrels)
+
+
+@pytest.mark.parametrize(("qrels_file", "run_file"), [("qrels.test", "results.test"), ("qrels.rel_level", "results.test")])
+def test_exponential_ndcg_matches_relabelled_pytrec_eval(qrels_file, run_file):
+    qrels = oracle.read_qrels(TREC / qrels_file)
+    rows = oracle.read_run(TREC / run_file)
+    reference = oracle.pytrec_ndcg_exp(qrels, rows)
+    names = [f"ndcg_exp@{k}" for k in oracle.CUTOFFS] + ["ndcg_exp"]
+    result = rm.evaluate(oracle.dataset_of(qrels), oracle.run_of(rows), names, missing="skip", warn=False)
+    oracle.assert_same(result.per_query("run"), reference)
+
+
+def _expected_aqc() -> dict[str, dict[str, float]]:
+    """trec_eval 10.0 `-m all_trec -q -c qrels.test results.trunc`, our measures only."""
+    out: dict[str, dict[str, float]] = {}
+    for line in (TREC / "out.test.aqc").read_text().splitlines():
+        measure, qid, value = line.split()
+        try:
+            ours = oracle.trec_to_ours(measure)
+        except (KeyError, ValueError):
+            continue
+        out.setdefault(qid, {})[ours] = float(value)
+    return out
+
+
+def test_trec_eval_10_output_with_missing_query_scored_zero():
+    """trec_eval 10.0 with -c scores topic 302 (absent from results.trunc) as 0."""
+    expected = _expected_aqc()
+    qrels = oracle.read_qrels(TREC / "qrels.test")
+    rows = oracle.read_run(TREC / "results.trunc")
+    metrics = sorted({m for values in expected.values() for m in values})
+    result = rm.evaluate(oracle.dataset_of(qrels), oracle.run_of(rows), metrics, missing="zero", warn=False)
+    assert result.coverage["run"].missing_in_run == ["302"]
+    per_query = result.per_query("run")
+    mean = result.mean().loc["run"]
+    compared = 0
+    for qid, values in expected.items():
+        for metric, value in values.items():
+            got = mean[metric] if qid == "all" else per_query.at[qid, metric]
+            assert round(got, 4) == pytest.approx(value, abs=1e-12), (qid, metric, got, value)
+            compared += 1
+    assert compared > 100
+
+
+NON_ASCII = ["文档一", "文档二", "é", "Ωmega", "z#1", "ß", "d\u00e9j\u00e0", "ид", "🙂doc", "A", "a", "Z"]
+
+
+def generate_case(seed: int):
+    """A small random qrels + run with every awkward feature the issue names."""
+    rng = random.Random(seed)
+    pool = [f"d{i}" for i in range(rng.randint(3, 30))] + rng.sample(NON_ASCII, rng.randint(0, len(NON_ASCII)))
+    n_queries = rng.randint(1, 6)
+    qids = [rng.choice(["q", "查询", "Q"]) + str(i) for i in range(n_queries)]
+    qrels, rows = [], []
+    for qid in qids:
+        judged = rng.sample(pool, rng.randint(1, min(len(pool), 12)))
+        labels = [rng.choice([-1, 0, 0, 1, 1, 2, 3]) for _ in judged]
+        if rng.random() < 0.15:
+            labels = [rng.choice([-1, 0]) for _ in judged]  # no relevant document
+        if all(lab < 0 for lab in labels):
+            labels[0] = 0  # pytrec_eval can crash on all-negative queries; tested separately
+        qrels += [(qid, d, lab) for d, lab in zip(judged, labels)]
+        if rng.random() < 0.1:
+            continue  # query missing from the run: an empty ranking
+        length = rng.choice([0, 1, 2, 3, 5, 8, 12, 20, 40])
+        grid = rng.random() < 0.6
+        for _ in range(length):
+            doc = rng.choice(pool + [f"u{rng.randint(0, 50)}"])
+            score = rng.randint(0, 6) / 4 if grid else rng.uniform(-5, 5)
+            rows.append((qid, doc, score))
+            if rng.random() < 0.1:
+                rows.append((qid, doc, rng.randint(0, 6) / 4))  # a duplicate row
+    if rng.random() < 0.3:
+        rows.append(("not-a-query", "d0", 1.0))
+    rng.shuffle(rows)
+    return qrels, rows, rng.choice([1, 1, 1, 2])
+
+
+SEEDS = range(240)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_generated_cases_match_pytrec_eval(seed):
+    qrels, rows, rel_level = generate_case(seed)
+    cutoffs = (1, 2, 3, 5, 10, 20, 50)
+    names = oracle.our_metric_names(cutoffs)
+    dataset, run = oracle.dataset_of(qrels), oracle.run_of(rows)
+
+    reference = oracle.pytrec_values(qrels, rows, rel_level=rel_level, cutoffs=cutoffs)
+    skip = rm.evaluate(dataset, run, names, missing="skip", rel_level=rel_level, warn=False)
+    oracle.assert_same(skip.per_query("run"), reference)
+
+    # missing="zero" (trec_eval -c): the same values plus zeros for the queries not in the run
+    zero = rm.evaluate(dataset, run, names, missing="zero", rel_level=rel_level, warn=False).per_query("run")
+    judged = list(dict.fromkeys(q for q, _, _ in qrels))
+    assert list(zero.index) == judged
+    for qid in judged:
+        if qid in reference:
+            assert np.allclose(zero.loc[qid].to_numpy(), skip.per_query("run").loc[qid].to_numpy(), atol=0)
+        else:
+            assert (zero.loc[qid] == 0).all()
+
+    exp_reference = oracle.pytrec_ndcg_exp(qrels, rows, cutoffs=cutoffs)
+    exp_names = [f"ndcg_exp@{k}" for k in cutoffs] + ["ndcg_exp"]
+    exp = rm.evaluate(dataset, run, exp_names, missing="skip", warn=False)
+    oracle.assert_same(exp.per_query("run"), exp_reference)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_tie_order_matches_pytrec_eval_on_exact_scores(seed):
+    """Raw tied scores (exact in float32, no duplicates): pytrec_eval's own sort must agree with ours."""
+    qrels, rows, _ = generate_case(1000 + seed)
+    seen, unique_rows = set(), []
+    for qid, doc, score in rows:
+        if (qid, doc) not in seen:
+            seen.add((qid, doc))
+            unique_rows.append((qid, doc, float(round(score * 4) / 4)))
+    reference = oracle.pytrec_values(qrels, unique_rows, cutoffs=(1, 2, 3, 5, 10), raw_scores=True)
+    result = rm.evaluate(
+        oracle.dataset_of(qrels), oracle.run_of(unique_rows), oracle.our_metric_names((1, 2, 3, 5, 10)),
+        missing="skip", warn=False,
+    )
+    oracle.assert_same(result.per_query("run"), reference)
+
+
+def test_float32_option_reproduces_pytrec_eval_rounding():
+    """Cosine-like scores 1e-9 apart tie in float32 (pytrec_eval) but not in float64 (trec_eval 10)."""
+    qrels = [("q1", "a", 0), ("q1", "b", 1)]
+    rows = [("q1", "a", 0.812345679), ("q1", "b", 0.812345678)]
+    raw = oracle.pytrec_values(qrels, rows, cutoffs=(1,), raw_scores=True)
+    ds, run = oracle.dataset_of(qrels), oracle.run_of(rows)
+    f32 = rm.evaluate(ds, run, ["mrr", "precision@1"], score_precision="float32").per_query("run")
+    f64 = rm.evaluate(ds, run, ["mrr", "precision@1"]).per_query("run")
+    assert f32.at["q1", "mrr"] == raw["q1"]["mrr"] == 1.0
+    assert f64.at["q1", "mrr"] == 0.5  # trec_eval 10.0 (double): a ranks first
+
+
+def test_all_negative_labels_score_zero():
+    """trec_eval aborts or reads a stale buffer here; we score 0 and report the query."""
+    ds = oracle.dataset_of([("q1", "a", -1), ("q1", "b", -1), ("q2", "c", 1)])
+    run = oracle.run_of([("q1", "a", 1.0), ("q2", "c", 1.0)])
+    result = rm.evaluate(ds, run, ["ndcg@10", "map", "bpref", "mrr"], warn=False)
+    assert (result.per_query("run").loc["q1"] == 0).all()
+    assert (result.per_query("run").loc["q2"] == 1).all()
+    assert result.coverage["run"].no_relevant == ["q1"]
