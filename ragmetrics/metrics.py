@@ -261,7 +261,7 @@ for _info in METRICS.values():
     for _name in (_info.name, *_info.aliases):
         _ALIASES[_name.lower()] = _info.name
 
-_METRIC_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_\-]*)\s*(?:[@._](\d+))?\s*$")
+_METRIC_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_\-]*?)\s*(?:[@._](\d+))?\s*$")
 
 
 def parse_metric(text: str | MetricSpec) -> MetricSpec:

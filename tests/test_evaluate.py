@@ -1,0 +1,221 @@
+"""The engine's conventions, each on a case small enough to check by hand."""
+
+from __future__ import annotations
+
+import random
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import ragmetrics as rm
+
+
+def dataset(qrels, queries=None, corpus_size=None):
+    frame = pd.DataFrame(qrels, columns=["query_id", "doc_id", "relevance"])
+    return rm.Dataset.from_frames(frame, None if queries is None else pd.DataFrame(queries), corpus_size=corpus_size)
+
+
+def run(rows, name="run", **extra):
+    frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "score", *extra])
+    return rm.Run.from_frame(frame, name=name)
+
+
+# --- metric names -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "canonical"),
+    [
+        ("nDCG@10", "ndcg@10"), ("NDCG@10", "ndcg@10"), ("P@5", "precision@5"), ("R@5", "recall@5"),
+        ("RR", "mrr"), ("MRR@10", "mrr@10"), ("AP", "map"), ("MAP@100", "map@100"), ("hit_rate@5", "hits@5"),
+        ("success@5", "hits@5"), ("P_5", "precision@5"), ("ndcg_cut_10", "ndcg@10"), ("recip_rank", "mrr"),
+        ("Rprec", "rprec"), ("bpref", "bpref"), ("F1@3", "f1@3"), ("accuracy@5", "accuracy@5"),
+    ],
+)
+def test_aliases_parse_to_canonical_names(text, canonical):
+    assert str(rm.parse_metric(text)) == canonical
+
+
+def test_unknown_metric_suggests_the_closest_and_lists_all():
+    with pytest.raises(rm.MetricNameError, match=r"unknown metric 'ndgc@10'; did you mean 'ndcg@10'\? Known: precision@k, recall@k"):
+        rm.parse_metric("ndgc@10")
+
+
+@pytest.mark.parametrize(("text", "message"), [("precision", "needs a cut-off"), ("rprec@5", "takes no cut-off"), ("ndcg@0", "must be an int >= 1")])
+def test_bad_cut_offs_are_explained(text, message):
+    with pytest.raises(rm.MetricNameError, match=message):
+        rm.parse_metric(text)
+
+
+def test_every_registered_metric_has_formula_and_conventions():
+    for info in rm.METRICS.values():
+        assert info.formula and info.conventions and info.pretty
+        assert (info.cut is not None) == (info.k in ("required", "optional"))
+        assert (info.full is not None) == (info.k in ("optional", "none"))
+
+
+# --- alignment and coverage ---------------------------------------------------------------
+
+
+def test_coverage_reports_every_mismatch():
+    ds = dataset(
+        [("q1", "a", 1), ("q2", "b", 1), ("q3", "c", 0)],
+        queries=[{"query_id": q, "query": t} for q, t in [("q1", "one"), ("q2", "two"), ("q3", "three"), ("q4", "four")]],
+    )
+    r = run([("q1", "a", 1.0), ("q1", "a", 0.5), ("q1", "x", 1.0), ("q1", "y", 1.0), ("three", "c", 2.0), ("zz", "a", 1.0)])
+    with pytest.warns(rm.RagMetricsWarning, match="1 judged queries missing from the run; 1 run queries not in the dataset"):
+        result = rm.evaluate(ds, r, ["precision@2", "mrr"])
+    cov = result.coverage["run"]
+    assert cov.missing_in_run == ["q2"]
+    assert cov.not_in_dataset == ["zz"] and cov.rows_not_in_dataset == 1
+    assert cov.no_judgments == ["q4"]
+    assert cov.no_relevant == ["q3"]
+    assert cov.matched_by_text == 1
+    assert cov.duplicates_dropped == 1 and cov.duplicate_queries == ["q1"]
+    assert cov.tied_pairs == 2 and cov.tied_queries == ["q1"]
+    values = result.per_query("run")
+    assert list(values.index) == ["q1", "q2", "q3"]
+    # q1: a (1.0), y (1.0), x (1.0) tie on score -> doc_id descending: y, x, a
+    assert values.at["q1", "mrr"] == pytest.approx(1 / 3)
+    assert values.at["q2", "mrr"] == 0.0  # missing from the run: an empty ranking
+    skip = rm.evaluate(ds, r, ["mrr"], missing="skip", warn=False).per_query("run")
+    assert list(skip.index) == ["q1", "q3"]
+
+
+def test_duplicates_keep_the_best_ranked_occurrence_or_error():
+    ds = dataset([("q", "a", 1), ("q", "b", 1)])
+    r = run([("q", "b", 0.1), ("q", "c", 0.5), ("q", "b", 0.9)])
+    assert rm.evaluate(ds, r, ["mrr"], warn=False).per_query("run").at["q", "mrr"] == 1.0
+    with pytest.raises(rm.RagMetricsError, match=r"query 'q' lists document 'b' more than once"):
+        rm.evaluate(ds, r, ["mrr"], duplicates="error")
+
+
+def test_file_order_option_ignores_scores():
+    ds = dataset([("q", "a", 1)])
+    r = run([("q", "b", 0.1), ("q", "a", 0.9)])
+    assert rm.evaluate(ds, r, ["mrr"]).per_query("run").at["q", "mrr"] == 1.0
+    assert rm.evaluate(ds, r, ["mrr"], order="file").per_query("run").at["q", "mrr"] == 0.5
+
+
+def test_runs_without_scores_keep_their_order():
+    ds = dataset([("q", "a", 1)])
+    r = rm.Run.from_lists({"q": ["z", "a", "b"]})
+    assert not r.has_scores
+    assert rm.evaluate(ds, r, ["mrr"]).per_query("run").at["q", "mrr"] == 0.5
+
+
+def test_chunks_count_at_the_rank_of_their_documents_first_chunk():
+    ds = dataset([("q", "doc1", 1), ("q", "doc2", 1)])
+    r = run(
+        [("q", "doc3#0", 0.9, "doc3"), ("q", "doc3#1", 0.8, "doc3"), ("q", "doc1#4", 0.7, "doc1"), ("q", "doc1#0", 0.6, "doc1"), ("q", "doc2#2", 0.5, "doc2")],
+        source_doc=None,
+    )
+    result = rm.evaluate(ds, r, ["mrr", "precision@2", "recall@3", "ndcg@3"], warn=False)
+    values = result.per_query("run").loc["q"]
+    assert values["mrr"] == 0.5  # doc3, doc1, doc2
+    assert values["precision@2"] == 0.5 and values["recall@3"] == 1.0
+    assert result.coverage["run"].chunks_merged == 2 and result.coverage["run"].duplicates_dropped == 0
+    chunk_level = rm.evaluate(ds, r, ["mrr"], level="chunk", warn=False).per_query("run")
+    assert chunk_level.at["q", "mrr"] == 0.0  # chunk ids are not judged
+
+
+def test_level_document_without_a_mapping_is_an_error():
+    with pytest.raises(rm.RagMetricsError, match="needs a source_doc column or a chunk mapping"):
+        rm.evaluate(dataset([("q", "a", 1)]), run([("q", "a", 1.0)]), ["mrr"], level="document")
+
+
+def test_accuracy_uses_the_corpus_size():
+    ds = dataset([("q1", "a", 1), ("q1", "b", 1), ("q2", "c", 1)], corpus_size=10)
+    r = run([("q1", "a", 3.0), ("q1", "x", 2.0), ("q1", "b", 1.0)])
+    values = rm.evaluate(ds, r, ["accuracy@2", "accuracy@5"], warn=False).per_query("run")
+    # q1 @2: TP=1 FP=1 FN=1 TN=7 -> 8/10; @5 (3 retrieved): TP=2 FP=1 FN=0 TN=7 -> 9/10
+    assert values.loc["q1"].tolist() == [0.8, 0.9]
+    assert values.loc["q2"].tolist() == [0.9, 0.9]  # empty ranking: (N - R) / N
+    with pytest.raises(rm.RagMetricsError, match="needs the corpus size"):
+        rm.evaluate(dataset([("q", "a", 1)]), r, ["accuracy@5"], warn=False)
+
+
+def test_means_count_zero_scored_queries_and_curves_follow_k_max():
+    ds = dataset([("q1", "a", 1), ("q2", "b", 1)])
+    r = run([("q1", "a", 1.0)])
+    result = rm.evaluate(ds, r, ["hits@1"], k_max=4, warn=False)
+    assert result.mean().at["run", "hits@1"] == 0.5
+    curves = result.curves(["hits", "precision"])
+    assert list(curves.columns) == ["run", "metric", "k", "value"]
+    assert curves[curves.metric == "precision"].value.tolist() == [0.5, 0.25, 1 / 6, 0.125]
+
+
+def test_several_runs_and_json_shape():
+    ds = dataset([("q", "a", 1)])
+    result = rm.evaluate(ds, [run([("q", "a", 1.0)], "good"), run([("q", "b", 1.0)], "bad")], ["P@1", "RR"])
+    assert result.metrics == ["precision@1", "mrr"]
+    assert result.to_dict(per_query=True) == {
+        "runs": {
+            "good": {"mean": {"precision@1": 1.0, "mrr": 1.0}, "per_query": {"q": {"precision@1": 1.0, "mrr": 1.0}}},
+            "bad": {"mean": {"precision@1": 0.0, "mrr": 0.0}, "per_query": {"q": {"precision@1": 0.0, "mrr": 0.0}}},
+        }
+    }
+    with pytest.raises(rm.RagMetricsError, match="run names must be unique"):
+        rm.evaluate(ds, [run([], "x"), run([], "x")], ["mrr"])
+
+
+def test_inputs_are_not_modified():
+    ds = dataset([("q", "a", 1), ("q", "b", 0)])
+    r = run([("q", "b", 2.0), ("q", "a", 1.0), ("q", "a", 0.5)])
+    before_run, before_qrels = r.frame.copy(), ds.qrels.copy()
+    rm.evaluate(ds, r, ["ndcg@2", "map"], warn=False)
+    pd.testing.assert_frame_equal(r.frame, before_run)
+    pd.testing.assert_frame_equal(ds.qrels, before_qrels)
+
+
+def test_empty_run_scores_zero_everywhere():
+    ds = dataset([("q", "a", 1)])
+    result = rm.evaluate(ds, run([]), ["ndcg@10", "map", "mrr", "rprec", "bpref", "hits@5"], warn=False)
+    assert result.coverage["run"].empty_run
+    assert (result.per_query("run").loc["q"] == 0).all()
+
+
+# --- LlamaIndex mode against llama_index.core itself ----------------------------------------
+
+
+def test_llamaindex_mode_equals_llama_index_core():
+    metrics = pytest.importorskip("llama_index.core.evaluation.retrieval.metrics")
+    rng = random.Random(7)
+    compared = 0
+    for case in range(150):
+        pool = [f"d{i}" for i in range(rng.randint(2, 15))]
+        qrels, rows, expected = [], [], {}
+        for q in range(rng.randint(1, 5)):
+            qid = f"q{case}_{q}"
+            exp_ids = rng.sample(pool, rng.randint(0, min(5, len(pool))))
+            qrels += [(qid, d, 1) for d in exp_ids] + [(qid, pool[-1] + "x", 0)]
+            retrieved = [rng.choice(pool) for _ in range(rng.randint(0, 10))]  # duplicates on purpose
+            rows += [(qid, d, 0.0) for d in retrieved]
+            expected[qid] = (exp_ids, retrieved)
+        frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
+        frame["rank"] = frame.groupby("query_id").cumcount() + 1
+        r = rm.Run.from_frame(frame.drop(columns="score"), name="li")
+        k = rng.choice([None, 1, 3, 5])
+        suffix = "" if k is None else f"@{k}"
+        names = ["hit_rate", "mrr", "precision", "recall", "ap", "ndcg"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ours = rm.evaluate(dataset(qrels), r, [n + suffix for n in names], mode="llamaindex").per_query("li")
+        classes = [metrics.HitRate(), metrics.MRR(), metrics.Precision(), metrics.Recall(), metrics.AveragePrecision(), metrics.NDCG()]
+        for qid, (exp_ids, retrieved) in expected.items():
+            retrieved = retrieved if k is None else retrieved[:k]
+            for column, metric in zip(ours.columns, classes):
+                if not exp_ids or not retrieved:
+                    assert np.isnan(ours.at[qid, column])  # LlamaIndex raises ValueError here
+                    continue
+                value = metric.compute(expected_ids=exp_ids, retrieved_ids=retrieved).score
+                assert ours.at[qid, column] == pytest.approx(value, abs=1e-12), (qid, column)
+                compared += 1
+    assert compared > 500
+
+
+def test_llamaindex_mode_rejects_metrics_it_does_not_have():
+    with pytest.raises(rm.MetricNameError, match="no LlamaIndex counterpart"):
+        rm.evaluate(dataset([("q", "a", 1)]), run([("q", "a", 1.0)]), ["bpref"], mode="llamaindex")
