@@ -120,6 +120,93 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ragmetrics.compare import compare_result
+
+    dataset = _load_dataset(args)
+    runs = _load_runs([args.baseline, *args.run], args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RagMetricsWarning)
+        result = evaluate(dataset, runs, args.metric or ["ndcg@10"], missing=args.missing, rel_level=args.rel_level, level=args.level)
+    comparison = compare_result(
+        result, baseline=runs[0].name, runs=[r.name for r in runs[1:]], test=args.test, alpha=args.alpha,
+        seed=args.seed, n_resamples=args.resamples, segments=(),
+    )
+    if args.format == "json":
+        json.dump(comparison.to_dict(), out, ensure_ascii=False, indent=2)
+        out.write("\n")
+    else:
+        for row in comparison.table.itertuples(index=False):
+            mark = "*" if row.significant else " "
+            out.write(
+                f"{row.metric:<14} {row.run:<24} {row.mean:.4f} vs {row.baseline_mean:.4f}  "
+                f"delta {row.delta:+.4f} [{row.ci_low:+.4f}, {row.ci_high:+.4f}]  "
+                f"p={row.p_value:.4g} (holm {row.p_value_corrected:.4g}){mark}  "
+                f"W/T/L {row.wins}/{row.ties}/{row.losses}\n"
+            )
+        out.write(f"test: {args.test}; * = significant at alpha {args.alpha} after Holm correction\n")
+    _report_coverage(result, err)
+    return 0
+
+
+def cmd_fuse(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ragmetrics.fusion import fuse, ranked_frame
+    from ragmetrics.io import write_trec_run
+
+    runs = _load_runs(args.runs, args)
+    weights = [float(w) for w in args.weights.split(",")] if args.weights else None
+    norm = None if args.norm == "none" else args.norm
+    fused = fuse(runs, method=args.method, k=args.k, norm=norm, weights=weights, depth=args.depth, name=args.name)
+    if args.depth_out:
+        fused = Run.from_frame(ranked_frame(fused, args.depth_out), name=fused.name)
+    write_trec_run(fused, args.output)
+    err.write(f"ragmetrics: wrote {args.output} ({fused.frame['query_id'].nunique()} queries, run {fused.name!r})\n")
+    return 0
+
+
+def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ragmetrics.compare import compare_result
+    from ragmetrics.targets import check_targets, resolve_targets
+
+    targets = resolve_targets(args.targets)
+    dataset = _load_dataset(args)
+    paths = [args.run] + ([args.baseline] if args.baseline else [])
+    runs = _load_runs(paths, args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RagMetricsWarning)
+        result = evaluate(dataset, runs, list(targets), missing=args.missing, rel_level=args.rel_level, level=args.level)
+    run = runs[0].name
+    failures = 0
+    for check in check_targets(result.runs[run], targets, seed=args.seed):
+        failures += not check.passed
+        out.write(("PASS " if check.passed else "FAIL ") + check.reason() + "\n")
+    if args.baseline:
+        comparison = compare_result(result, baseline=runs[1].name, runs=[run], test=args.test, alpha=args.alpha, seed=args.seed, segments=())
+        for row in comparison.table.itertuples(index=False):
+            regression = row.significant and row.delta < 0
+            failures += regression
+            verdict = "FAIL regression" if regression else ("PASS improvement" if row.significant else "PASS no significant change")
+            out.write(
+                f"{verdict}: {row.metric} {row.mean:.4f} vs baseline {row.baseline_mean:.4f} "
+                f"(delta {row.delta:+.4f}, 95% CI [{row.ci_low:+.4f}, {row.ci_high:+.4f}], p={row.p_value_corrected:.4g} Holm, {args.test})\n"
+            )
+    out.write(f"{'FAILED' if failures else 'OK'}: {failures} check(s) failed\n")
+    return 1 if failures else 0
+
+
+def _add_eval_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--missing", choices=["zero", "skip"], default="zero", help="judged queries absent from a run: score 0 (trec_eval -c, default) or skip (pytrec_eval)")
+    parser.add_argument("--rel-level", type=int, default=1, help="smallest label counted as relevant (trec_eval -l)")
+    parser.add_argument("--level", choices=["auto", "document", "chunk"], default="auto", help="evaluate chunks at document level (auto: when the run names source documents)")
+
+
+def _add_test_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--test", choices=["t", "wilcoxon", "randomization", "bootstrap"], default="t", help="paired significance test")
+    parser.add_argument("--alpha", type=float, default=0.05)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--resamples", type=int, default=10_000, help="resamples for randomization and bootstrap")
+
+
 def _add_data_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", required=True, help="qrels (TREC, CSV, JSON), an evaluation set (JSON/JSONL) or a BEIR folder")
     parser.add_argument("--queries", help="queries file to attach text to TREC qrels")
@@ -137,13 +224,44 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_options(p)
     p.add_argument("--run", action="append", required=True, help="a run file; repeat for several runs")
     p.add_argument("-m", "--metric", action="append", help="metric, e.g. ndcg@10 (repeatable); default: " + " ".join(DEFAULT_METRICS))
-    p.add_argument("--missing", choices=["zero", "skip"], default="zero", help="judged queries absent from a run: score 0 (trec_eval -c, default) or skip (pytrec_eval)")
-    p.add_argument("--rel-level", type=int, default=1, help="smallest label counted as relevant (trec_eval -l)")
-    p.add_argument("--level", choices=["auto", "document", "chunk"], default="auto", help="evaluate chunks at document level (auto: when the run names source documents)")
+    _add_eval_options(p)
     p.add_argument("--mode", choices=["trec", "llamaindex"], default="trec", help="conventions: trec_eval (default) or LlamaIndex RetrieverEvaluator")
     p.add_argument("--per-query", action="store_true", help="also print per-query values")
     p.add_argument("--format", choices=["table", "json", "csv", "markdown"], default="table")
     p.set_defaults(handler=cmd_eval)
+
+    p = sub.add_parser("compare", help="compare runs with a baseline: deltas, CIs, paired tests")
+    _add_data_options(p)
+    p.add_argument("--baseline", required=True, help="the baseline run file")
+    p.add_argument("--run", action="append", required=True, help="a run file to compare; repeatable")
+    p.add_argument("-m", "--metric", action="append", help="metric (repeatable); default ndcg@10")
+    _add_eval_options(p)
+    _add_test_options(p)
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.set_defaults(handler=cmd_compare)
+
+    p = sub.add_parser("fuse", help="fuse runs (reciprocal rank fusion, CombSUM, CombMNZ) into a TREC run")
+    p.add_argument("runs", nargs="+", help="run files")
+    p.add_argument("--method", choices=["rrf", "combsum", "combmnz"], default="rrf")
+    p.add_argument("--k", type=int, default=60, help="RRF constant")
+    p.add_argument("--norm", choices=["minmax", "zscore", "none"], default="minmax", help="score normalisation (combsum/combmnz)")
+    p.add_argument("--weights", help="comma-separated weights, one per run")
+    p.add_argument("--depth", type=int, help="fuse only each run's top N")
+    p.add_argument("--depth-out", type=int, help="write only the fused top N per query")
+    p.add_argument("--name", help="run name (the TREC tag)")
+    p.add_argument("-o", "--output", required=True, help="output TREC run file (.gz to compress)")
+    p.add_argument("--chunk-mapping", help=argparse.SUPPRESS)
+    p.add_argument("--chunk-pattern", help=argparse.SUPPRESS)
+    p.set_defaults(handler=cmd_fuse)
+
+    p = sub.add_parser("check", help="CI gate: targets (with CIs) and no significant regression against a baseline")
+    _add_data_options(p)
+    p.add_argument("--run", required=True, help="the run to check")
+    p.add_argument("--baseline", help="a baseline run: a significant regression fails the check")
+    p.add_argument("--targets", required=True, help="faq, tech, legal, overview, or a JSON file {metric: threshold}")
+    _add_eval_options(p)
+    _add_test_options(p)
+    p.set_defaults(handler=cmd_check)
     return parser
 
 

@@ -1,0 +1,190 @@
+"""``compare``: is run B better than the baseline, or is that noise?
+
+Per metric and run: mean with a 95% bootstrap interval, the delta against the
+baseline with its own interval (paired bootstrap of per-query differences), a
+paired p-value, the Holm-corrected p-value (across every run x metric of the
+table; within a segment facet, across every run x metric x group of it), and
+win/tie/loss counts with the query ids behind them. Values are aligned by
+query id; the evaluated queries are the same for every run of one evaluation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ragmetrics import stats
+from ragmetrics.errors import RagMetricsError
+from ragmetrics.evaluate import EvalResult, evaluate
+
+MIN_GROUP = 10
+TIE_TOLERANCE = 1e-12
+
+
+@dataclass(eq=False)
+class Comparison:
+    """``table``: one row per (metric, run), overall; ``segments``: the same per group."""
+
+    table: pd.DataFrame
+    segments: pd.DataFrame
+    baseline: str
+    test: str
+    alpha: float
+
+    def to_dict(self) -> dict[str, Any]:
+        keys = ["metric", "baseline", "run", "mean", "baseline_mean", "delta", "ci_low", "ci_high",
+                "p_value", "p_value_corrected", "wins", "ties", "losses"]
+        rows = []
+        for record in self.table[keys].to_dict(orient="records"):
+            rows.append({k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in record.items()})
+        return {"comparisons": rows}
+
+
+def _one(
+    metric: str, run: str, baseline: str, ids: np.ndarray, values: np.ndarray, base: np.ndarray,
+    test: str, n_resamples: int, seed: int,
+) -> dict[str, Any]:
+    diff = values - base
+    mean_low, mean_high = stats.bootstrap_ci(values, seed=seed)
+    low, high = stats.bootstrap_ci(diff, seed=seed)
+    wins = diff > TIE_TOLERANCE
+    losses = diff < -TIE_TOLERANCE
+    return {
+        "metric": metric,
+        "baseline": baseline,
+        "run": run,
+        "n": len(values),
+        "mean": float(values.mean()) if len(values) else float("nan"),
+        "mean_ci_low": float(mean_low),
+        "mean_ci_high": float(mean_high),
+        "baseline_mean": float(base.mean()) if len(base) else float("nan"),
+        "delta": float(diff.mean()) if len(diff) else float("nan"),
+        "ci_low": float(low),
+        "ci_high": float(high),
+        "p_value": stats.paired_p_value(values, base, test=test, n_resamples=n_resamples, seed=seed)
+        if run != baseline else float("nan"),
+        "wins": int(wins.sum()),
+        "ties": int((~wins & ~losses).sum()),
+        "losses": int(losses.sum()),
+        "win_ids": [str(q) for q in ids[wins]],
+        "loss_ids": [str(q) for q in ids[losses]],
+        "too_few": len(values) < MIN_GROUP,
+    }
+
+
+def compare_result(
+    result: EvalResult,
+    *,
+    baseline: str | None = None,
+    runs: Sequence[str] | None = None,
+    metrics: Sequence[str] | None = None,
+    test: str = "t",
+    correction: str | None = "holm",
+    alpha: float = 0.05,
+    seed: int = 0,
+    n_resamples: int = stats.DEFAULT_RESAMPLES,
+    segments: Sequence[str] = ("category", "difficulty"),
+) -> Comparison:
+    """Compare the runs of an existing :class:`EvalResult` against ``baseline``.
+
+    ``baseline`` defaults to the first run. The baseline's own row is kept (delta 0, no p-value).
+    """
+    if test not in stats.TESTS:
+        raise RagMetricsError(f"The 'test' parameter must be one of {list(stats.TESTS)}. Got {test!r} instead.")
+    if correction not in ("holm", None, "none"):
+        raise RagMetricsError(f"The 'correction' parameter must be 'holm' or None. Got {correction!r} instead.")
+    names = result.run_names
+    baseline = baseline or names[0]
+    if baseline not in result.runs:
+        raise RagMetricsError(f"baseline {baseline!r} is not among the runs {names}")
+    chosen = list(runs) if runs else names
+    unknown = [r for r in chosen if r not in result.runs]
+    if unknown:
+        raise RagMetricsError(f"unknown run(s) {unknown}; the runs are {names}")
+    metric_names = list(metrics) if metrics else result.metrics
+    base_values = result.runs[baseline].values
+    queries = result.dataset.queries.set_index("query_id")
+
+    def rows_for(ids: pd.Index, group: dict[str, Any]) -> list[dict[str, Any]]:
+        rows = []
+        for metric in metric_names:
+            base = base_values.loc[ids, metric].to_numpy(dtype=np.float64)
+            for run in chosen:
+                values = result.runs[run].values.loc[ids, metric].to_numpy(dtype=np.float64)
+                keep = ~(np.isnan(values) | np.isnan(base))
+                row = _one(metric, run, baseline, ids.to_numpy()[keep], values[keep], base[keep], test, n_resamples, seed)
+                rows.append({**group, **row})
+        return rows
+
+    def corrected(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+        if frame.empty:
+            frame["p_value_corrected"] = []
+            frame["significant"] = []
+            return frame
+        if correction == "holm":
+            if by:
+                frame["p_value_corrected"] = frame.groupby(by, sort=False)["p_value"].transform(lambda p: stats.holm(p.to_numpy()))
+            else:
+                frame["p_value_corrected"] = stats.holm(frame["p_value"].to_numpy())
+        else:
+            frame["p_value_corrected"] = frame["p_value"]
+        frame["significant"] = frame["p_value_corrected"] < alpha
+        return frame
+
+    all_ids = base_values.index
+    table = corrected(pd.DataFrame(rows_for(all_ids, {})), [])
+    segment_rows: list[dict[str, Any]] = []
+    for facet in segments:
+        if facet not in queries.columns:
+            continue
+        labels = queries.loc[all_ids, facet].astype("str")
+        for value in sorted(v for v in pd.unique(labels) if v):
+            segment_rows += rows_for(all_ids[labels.to_numpy() == value], {"segment": facet, "group": value})
+    seg = pd.DataFrame(segment_rows)
+    seg = corrected(seg, ["segment"]) if not seg.empty else pd.DataFrame(columns=list(table.columns) + ["segment", "group"])
+    return Comparison(table=table, segments=seg, baseline=baseline, test=test, alpha=alpha)
+
+
+def compare(
+    dataset: Any,
+    runs: Any,
+    metrics: Sequence[str],
+    *,
+    baseline: str | None = None,
+    test: str = "t",
+    correction: str | None = "holm",
+    alpha: float = 0.05,
+    seed: int = 0,
+    n_resamples: int = stats.DEFAULT_RESAMPLES,
+    **evaluate_options: Any,
+) -> Comparison:
+    """Evaluate ``runs`` on ``dataset`` and compare each with ``baseline`` (default: the first run).
+
+    ``test``: ``"t"`` (paired t-test), ``"wilcoxon"``, ``"randomization"`` (Fisher,
+    seeded) or ``"bootstrap"`` (paired, seeded). Evaluation options (``missing``,
+    ``rel_level``, ...) pass through to :func:`ragmetrics.evaluate`.
+    """
+    result = evaluate(dataset, runs, metrics, **evaluate_options)
+    return compare_result(
+        result, baseline=baseline, test=test, correction=correction, alpha=alpha, seed=seed, n_resamples=n_resamples
+    )
+
+
+def discriminative_power(result: EvalResult, metric: str, *, test: str = "t", alpha: float = 0.05, seed: int = 0,
+                         n_resamples: int = stats.DEFAULT_RESAMPLES) -> pd.DataFrame:
+    """Every run pair's p-value for ``metric``; the share below ``alpha`` is the dataset's discriminative power."""
+    names = result.run_names
+    rows = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            x = result.runs[a].values[metric].to_numpy(dtype=np.float64)
+            y = result.runs[b].values[metric].to_numpy(dtype=np.float64)
+            keep = ~(np.isnan(x) | np.isnan(y))
+            p = stats.paired_p_value(x[keep], y[keep], test=test, n_resamples=n_resamples, seed=seed)  # type: ignore[arg-type]
+            rows.append({"run_a": a, "run_b": b, "delta": float((x[keep] - y[keep]).mean()), "p_value": p, "significant": p < alpha,
+                         "sd_difference": float(np.std(x[keep] - y[keep], ddof=1)) if keep.sum() > 1 else float("nan")})
+    return pd.DataFrame(rows, columns=["run_a", "run_b", "delta", "p_value", "significant", "sd_difference"])

@@ -1,0 +1,102 @@
+"""``fuse``: combine runs into one ("what if we went hybrid?").
+
+Ranks come from the engine's order (score descending, ties by doc_id
+descending), so fusion is deterministic on ties; inputs are never modified.
+
+* ``rrf``: Σ_i w_i / (k + rank_i(d)) over the runs that retrieved d (Cormack et al. 2009);
+* ``combsum``: Σ_i w_i · norm_i(score_i(d));
+* ``combmnz``: combsum × the number of runs that retrieved d.
+
+Normalisation (per query and run, combsum/combmnz only): ``minmax`` maps to
+[0, 1] (a query whose scores are all equal gets 1 for each document),
+``zscore`` subtracts the mean and divides by the population standard
+deviation (all equal: 0), ``None`` keeps raw scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ragmetrics.errors import RagMetricsError
+from ragmetrics.model import Run
+from ragmetrics.ranking import _string_order
+
+METHODS = ("rrf", "combsum", "combmnz")
+NORMS = ("minmax", "zscore", None)
+
+
+def ranked_frame(run: Run, depth: int | None = None) -> pd.DataFrame:
+    """The run's rows in evaluation order with a 1-based ``rank`` per query (best occurrence per doc)."""
+    frame = run.frame[["query_id", "doc_id", "score"]]
+    if frame.empty:
+        return frame.assign(rank=pd.Series(dtype="int64"))
+    q_codes, _ = pd.factorize(frame["query_id"])
+    d_codes, d_uniques = pd.factorize(frame["doc_id"])
+    doc_rank = _string_order(d_uniques)[d_codes]
+    order = np.lexsort((-doc_rank, -frame["score"].to_numpy(), q_codes))
+    ordered = frame.iloc[order]
+    ordered = ordered[~ordered.duplicated(["query_id", "doc_id"], keep="first")]
+    ordered = ordered.assign(rank=ordered.groupby("query_id", sort=False).cumcount().to_numpy() + 1)
+    if depth is not None:
+        ordered = ordered[ordered["rank"] <= depth]
+    return ordered.reset_index(drop=True)
+
+
+def _normalise(frame: pd.DataFrame, norm: str | None) -> np.ndarray:
+    score = frame["score"].to_numpy(dtype=np.float64)
+    if norm is None:
+        return score
+    grouped = frame.groupby("query_id", sort=False)["score"]
+    if norm == "minmax":
+        low, high = grouped.transform("min").to_numpy(), grouped.transform("max").to_numpy()
+        span = high - low
+        return np.where(span > 0, (score - low) / np.where(span > 0, span, 1), 1.0)
+    mean, std = grouped.transform("mean").to_numpy(), grouped.transform(lambda s: s.std(ddof=0)).to_numpy()
+    return np.where(std > 0, (score - mean) / np.where(std > 0, std, 1), 0.0)
+
+
+def fuse(
+    runs: Sequence[Run],
+    *,
+    method: str = "rrf",
+    k: int = 60,
+    norm: str | None = "minmax",
+    weights: Sequence[float] | None = None,
+    depth: int | None = None,
+    name: str | None = None,
+) -> Run:
+    """Fuse ``runs`` into a new :class:`Run` (see the module docstring for the formulas).
+
+    ``depth`` cuts every input run to its top ``depth`` before fusing; the
+    default name is ``"<method>(<run names>)"``.
+    """
+    runs = list(runs)
+    if len(runs) < 2:
+        raise RagMetricsError(f"fusion needs at least two runs; got {len(runs)}")
+    if method not in METHODS:
+        raise RagMetricsError(f"The 'method' parameter must be one of {list(METHODS)}. Got {method!r} instead.")
+    if norm not in NORMS:
+        raise RagMetricsError(f"The 'norm' parameter must be one of {list(NORMS)}. Got {norm!r} instead.")
+    if not isinstance(k, (int, np.integer)) or k < 0:
+        raise RagMetricsError(f"The 'k' parameter must be an int >= 0. Got {k!r} instead.")
+    weights = [1.0] * len(runs) if weights is None else [float(w) for w in weights]
+    if len(weights) != len(runs):
+        raise RagMetricsError(f"got {len(weights)} weights for {len(runs)} runs; expected one weight per run")
+
+    parts = []
+    for run, weight in zip(runs, weights):
+        frame = ranked_frame(run, depth)
+        if method == "rrf":
+            contribution = weight / (k + frame["rank"].to_numpy(dtype=np.float64))
+        else:
+            contribution = weight * _normalise(frame, norm)
+        parts.append(pd.DataFrame({"query_id": frame["query_id"], "doc_id": frame["doc_id"], "score": contribution}))
+    stacked = pd.concat(parts, ignore_index=True)
+    fused = stacked.groupby(["query_id", "doc_id"], sort=False).agg(score=("score", "sum"), n=("score", "size")).reset_index()
+    if method == "combmnz":
+        fused["score"] = fused["score"] * fused["n"]
+    label = name or f"{method}({','.join(r.name for r in runs)})"
+    return Run.from_frame(fused[["query_id", "doc_id", "score"]], name=label)

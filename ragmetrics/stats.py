@@ -1,0 +1,165 @@
+"""Paired significance tests, bootstrap intervals and multiple-comparison correction.
+
+All functions take per-query arrays already aligned by query id (the same
+query at the same index) and are seeded where they resample, so that a
+comparison repeats exactly. scipy does the work where it has the procedure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from scipy import stats as sps
+
+from ragmetrics.errors import RagMetricsError
+
+Test = Literal["t", "wilcoxon", "randomization", "bootstrap"]
+TESTS: tuple[str, ...] = ("t", "wilcoxon", "randomization", "bootstrap")
+DEFAULT_RESAMPLES = 10_000
+
+
+def _paired(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 1:
+        raise RagMetricsError(f"paired tests need two 1-d arrays of the same length; got shapes {a.shape} and {b.shape}")
+    return a, b
+
+
+def paired_p_value(
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    test: Test = "t",
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> float:
+    """Two-sided p-value for "mean(a - b) = 0" on paired per-query values.
+
+    * ``t``: paired t-test (``scipy.stats.ttest_rel``);
+    * ``wilcoxon``: Wilcoxon signed-rank (``scipy.stats.wilcoxon``, zero differences dropped);
+    * ``randomization``: Fisher's sign-flip permutation test of the mean difference
+      (``scipy.stats.permutation_test``; exact when 2^n <= n_resamples);
+    * ``bootstrap``: paired bootstrap of the mean difference, shifted to the null
+      (Sakai 2006): p = share of |mean*(d - mean d)| >= |mean d|.
+
+    Identical inputs (every difference 0) give p = 1; fewer than 2 queries give NaN.
+    """
+    a, b = _paired(a, b)
+    diff = a - b
+    if len(diff) < 2:
+        return float("nan")
+    if np.all(diff == 0):
+        return 1.0
+    if test == "t":
+        if np.all(diff == diff[0]):
+            return 0.0  # a constant non-zero difference: zero variance, certain
+        return float(sps.ttest_rel(a, b).pvalue)
+    if test == "wilcoxon":
+        return float(sps.wilcoxon(a, b, zero_method="wilcox").pvalue)
+    if test == "randomization":
+        result = sps.permutation_test(
+            (a, b),
+            lambda x, y, axis: np.mean(x - y, axis=axis),
+            permutation_type="samples",
+            vectorized=True,
+            n_resamples=n_resamples,
+            alternative="two-sided",
+            rng=np.random.default_rng(seed),
+        )
+        return float(result.pvalue)
+    if test == "bootstrap":
+        rng = np.random.default_rng(seed)
+        centered = diff - diff.mean()
+        observed = abs(diff.mean())
+        hits = 0
+        for chunk in _chunks(n_resamples):
+            idx = rng.integers(0, len(diff), size=(chunk, len(diff)))
+            hits += int(np.count_nonzero(np.abs(centered[idx].mean(axis=1)) >= observed - 1e-15))
+        return hits / n_resamples
+    raise RagMetricsError(f"The 'test' parameter must be one of {list(TESTS)}. Got {test!r} instead.")
+
+
+def _chunks(total: int, size: int = 2_000) -> list[int]:
+    return [min(size, total - start) for start in range(0, total, size)]
+
+
+def bootstrap_ci(
+    values: np.ndarray,
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 2_000,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap interval of the mean along axis 0.
+
+    ``values`` is (n_queries,) or (n_queries, n_points) -- e.g. a curve over K,
+    where every point gets its interval from the same resampled query sets.
+    Returns (low, high) with the shape of one row. One query gives low = high = the value.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if values.shape[0] == 0:
+        nan = np.full(values.shape[1:], np.nan)
+        return nan, nan
+    if values.shape[0] == 1:
+        return values[0].copy(), values[0].copy()
+    rng = np.random.default_rng(seed)
+    n = values.shape[0]
+    means = np.empty((n_resamples,) + values.shape[1:])
+    done = 0
+    for chunk in _chunks(n_resamples, max(1, 2_000_000 // max(1, values.size))):
+        idx = rng.integers(0, n, size=(chunk, n))
+        means[done : done + chunk] = values[idx].mean(axis=1)
+        done += chunk
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(means, [alpha, 1 - alpha], axis=0)
+    return low, high
+
+
+def holm(p_values: np.ndarray) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values (step-down, monotone, capped at 1); NaN stays NaN."""
+    p = np.asarray(p_values, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    valid = np.flatnonzero(~np.isnan(p))
+    m = len(valid)
+    if m == 0:
+        return out
+    order = valid[np.argsort(p[valid], kind="stable")]
+    adjusted = np.maximum.accumulate(p[order] * (m - np.arange(m)))
+    out[order] = np.minimum(adjusted, 1.0)
+    return out
+
+
+@dataclass(frozen=True)
+class PowerEstimate:
+    """What a dataset can detect, from the observed per-query standard deviation of differences."""
+
+    n_queries: int
+    sd_difference: float
+    min_detectable_delta: float
+    alpha: float
+    power: float
+
+    def queries_needed(self, delta: float) -> int:
+        """Queries a paired t-test needs to detect ``delta`` at this alpha and power."""
+        return queries_needed(delta, self.sd_difference, alpha=self.alpha, power=self.power)
+
+
+def _z(alpha: float, power: float) -> float:
+    return float(sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))
+
+
+def min_detectable_delta(sd_difference: float, n_queries: int, *, alpha: float = 0.05, power: float = 0.8) -> float:
+    """Smallest mean difference a paired test detects with ``power`` (normal approximation)."""
+    if n_queries < 2:
+        return float("inf")
+    return _z(alpha, power) * sd_difference / np.sqrt(n_queries)
+
+
+def queries_needed(delta: float, sd_difference: float, *, alpha: float = 0.05, power: float = 0.8) -> int:
+    """Queries needed to detect a mean difference ``delta`` (normal approximation, at least 2)."""
+    if delta <= 0:
+        raise RagMetricsError(f"The 'delta' parameter must be > 0. Got {delta!r} instead.")
+    return max(2, int(np.ceil((_z(alpha, power) * sd_difference / delta) ** 2)))

@@ -1,0 +1,100 @@
+"""Targets: what "good enough" means for a scenario, checked with confidence intervals.
+
+A target passes only when the lower end of the mean's 95% bootstrap interval
+clears the threshold ("we are sure it is above"); a mean above the threshold
+with an interval that reaches below it is ``uncertain``; a mean at or below
+the threshold fails.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ragmetrics import stats
+from ragmetrics.errors import RagMetricsError
+from ragmetrics.evaluate import RunResult
+from ragmetrics.metrics import parse_metric
+
+COMMON = {"mrr": 0.70, "hits@5": 0.90, "ndcg@10": 0.65}
+
+PROFILES: dict[str, dict[str, float]] = {
+    "faq": {"recall@5": 0.90, "recall@10": 0.95, **COMMON},
+    "tech": {"recall@5": 0.80, "recall@10": 0.90, **COMMON},
+    "legal": {"recall@5": 0.95, "recall@10": 0.98, **COMMON},
+    "overview": {"recall@5": 0.60, "recall@10": 0.80, **COMMON},
+}
+PROFILE_TITLES = {
+    "faq": "FAQ / customer support",
+    "tech": "Technical documentation",
+    "legal": "Legal and compliance",
+    "overview": "Open-ended overview",
+}
+
+
+@dataclass(frozen=True)
+class TargetCheck:
+    metric: str
+    threshold: float
+    mean: float
+    ci_low: float
+    ci_high: float
+
+    @property
+    def status(self) -> str:
+        if self.ci_low > self.threshold:
+            return "pass"
+        if self.mean > self.threshold:
+            return "uncertain"
+        return "fail"
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+    def reason(self) -> str:
+        return (
+            f"{self.metric} = {self.mean:.4f} (95% CI {self.ci_low:.4f}-{self.ci_high:.4f}) "
+            f"vs target > {self.threshold:.2f}: {self.status}"
+        )
+
+
+def resolve_targets(spec: str | Mapping[str, float]) -> dict[str, float]:
+    """A profile name (faq, tech, legal, overview), a JSON file ``{metric: threshold}``, or a mapping."""
+    if isinstance(spec, Mapping):
+        raw = dict(spec)
+    elif spec in PROFILES:
+        raw = PROFILES[spec]
+    else:
+        path = Path(spec)
+        if not path.exists():
+            raise RagMetricsError(f"targets {spec!r}: expected a profile ({', '.join(PROFILES)}) or a JSON file of {{metric: threshold}}")
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise RagMetricsError(f"{spec}:{exc.lineno}: expected a JSON object {{metric: threshold}}, found {exc.msg}") from None
+        if not isinstance(raw, dict):
+            raise RagMetricsError(f"{spec}: expected a JSON object {{metric: threshold}}, found {type(raw).__name__}")
+    out = {}
+    for metric, threshold in raw.items():
+        if not isinstance(threshold, (int, float)) or isinstance(threshold, bool) or not 0 <= threshold <= 1:
+            raise RagMetricsError(f"target for {metric!r} must be a number in [0, 1]; got {threshold!r}")
+        out[str(parse_metric(metric))] = float(threshold)
+    return out
+
+
+def check_targets(result: RunResult, targets: Mapping[str, float], *, seed: int = 0) -> list[TargetCheck]:
+    """Each target against the run's mean and its 95% bootstrap interval."""
+    checks = []
+    for metric, threshold in targets.items():
+        if metric not in result.values.columns:
+            raise RagMetricsError(f"target metric {metric!r} was not evaluated; evaluated: {list(result.values.columns)}")
+        values = result.values[metric].to_numpy(dtype=np.float64)
+        values = values[~np.isnan(values)]
+        low, high = stats.bootstrap_ci(values, seed=seed)
+        checks.append(TargetCheck(metric, threshold, float(values.mean()) if len(values) else float("nan"), float(low), float(high)))
+    return checks

@@ -1,0 +1,124 @@
+"""The command line, run as a user runs it: a real process on real files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+SCIFACT = Path(__file__).parent / "data" / "scifact"
+QRELS = str(SCIFACT / "qrels.tsv")
+BM25 = str(SCIFACT / "bm25-stem.trec.gz")
+DENSE = str(SCIFACT / "dense-all-minilm-l6-v2.trec.gz")
+HYBRID = str(SCIFACT / "hybrid-rrf60.trec.gz")
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    exe = shutil.which("ragmetrics")
+    command = [exe] if exe else [sys.executable, "-m", "ragmetrics"]
+    return subprocess.run([*command, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_eval_prints_the_published_scifact_bm25_scores():
+    done = cli("eval", "--dataset", QRELS, "--run", BM25, "-m", "ndcg@10", "-m", "recall@100", "-m", "mrr")
+    assert done.returncode == 0, done.stderr
+    lines = [line.split("\t") for line in done.stdout.splitlines()]
+    values = {name.strip(): value for name, qid, value in lines if qid == "all"}
+    assert values["runid"] == "bm25-stem" and values["num_q"] == "300"
+    assert (values["ndcg@10"], values["recall@100"], values["mrr"]) == ("0.6791", "0.9127", "0.6475")
+
+
+def test_eval_json_has_exactly_the_documented_shape():
+    done = cli("eval", "--dataset", QRELS, "--run", BM25, "--run", DENSE, "-m", "nDCG@10", "-m", "RR", "--per-query", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(done.stdout)
+    assert list(payload) == ["runs"]
+    assert list(payload["runs"]) == ["bm25-stem", "dense-all-minilm-l6-v2"]
+    bm25 = payload["runs"]["bm25-stem"]
+    assert list(bm25) == ["mean", "per_query"]
+    assert list(bm25["mean"]) == ["ndcg@10", "mrr"]
+    assert len(bm25["per_query"]) == 300 and bm25["per_query"]["1"].keys() == {"ndcg@10", "mrr"}
+    assert round(bm25["mean"]["ndcg@10"], 4) == 0.6791
+    without = json.loads(cli("eval", "--dataset", QRELS, "--run", BM25, "-m", "mrr", "--format", "json").stdout)
+    assert list(without["runs"]["bm25-stem"]) == ["mean"]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "markdown"])
+def test_other_formats(fmt, tmp_path):
+    done = cli("eval", "--dataset", QRELS, "--run", BM25, "-m", "ndcg@10", "--format", fmt)
+    assert done.returncode == 0, done.stderr
+    if fmt == "csv":
+        (tmp_path / "out.csv").write_text(done.stdout)
+        frame = pd.read_csv(tmp_path / "out.csv")
+        assert frame.columns.tolist() == ["run", "query_id", "ndcg@10"]
+        assert frame.iloc[0].tolist()[:2] == ["bm25-stem", "all"]
+    else:
+        assert done.stdout.splitlines()[0] == "| run | ndcg@10 |"
+        assert "| bm25-stem | 0.6791 |" in done.stdout
+
+
+def test_missing_skip_and_llamaindex_mode(tmp_path):
+    trunc = tmp_path / "trunc.trec"
+    lines = [line for line in pd.read_csv(BM25, header=None, sep="\t")[0] if not line.startswith("1 ")]
+    trunc.write_text("\n".join(lines) + "\n")
+    zero = cli("eval", "--dataset", QRELS, "--run", str(trunc), "-m", "mrr", "--format", "json")
+    skip = cli("eval", "--dataset", QRELS, "--run", str(trunc), "-m", "mrr", "--format", "json", "--missing", "skip")
+    assert "1 judged queries missing from the run" in zero.stderr
+    assert json.loads(zero.stdout)["runs"]["trunc"]["mean"]["mrr"] < json.loads(skip.stdout)["runs"]["trunc"]["mean"]["mrr"]
+    li = cli("eval", "--dataset", QRELS, "--run", BM25, "-m", "hit_rate", "-m", "mrr", "--mode", "llamaindex", "--format", "json")
+    assert li.returncode == 0, li.stderr
+    assert set(json.loads(li.stdout)["runs"]["bm25-stem"]["mean"]) == {"hits", "mrr"}
+
+
+def test_bad_input_is_one_line_naming_file_and_line(tmp_path):
+    bad = tmp_path / "bad.trec"
+    bad.write_text("q1 Q0 d1 1 0.5 run\nq1 Q0 d2 2 oops run\n")
+    done = cli("eval", "--dataset", QRELS, "--run", str(bad))
+    assert done.returncode == 2
+    assert "bad.trec:2:" in done.stderr and "Traceback" not in done.stderr
+    unknown = cli("eval", "--dataset", QRELS, "--run", BM25, "-m", "ndgc@10")
+    assert unknown.returncode == 2 and "did you mean 'ndcg@10'" in unknown.stderr
+    missing = cli("eval", "--dataset", str(tmp_path / "nope.tsv"), "--run", BM25)
+    assert missing.returncode == 2 and "nope.tsv" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_compare_json(tmp_path):
+    done = cli("compare", "--dataset", QRELS, "--baseline", BM25, "--run", HYBRID, "--run", DENSE, "-m", "ndcg@10", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)["comparisons"]
+    assert [(r["baseline"], r["run"]) for r in rows] == [("bm25-stem", "hybrid-rrf60"), ("bm25-stem", "dense-all-minilm-l6-v2")]
+    keys = {"metric", "baseline", "run", "mean", "baseline_mean", "delta", "ci_low", "ci_high", "p_value", "p_value_corrected", "wins", "ties", "losses"}
+    assert set(rows[0]) == keys
+    hybrid = rows[0]
+    assert round(hybrid["mean"], 4) == 0.7132 and round(hybrid["baseline_mean"], 4) == 0.6791
+    assert hybrid["ci_low"] < hybrid["delta"] < hybrid["ci_high"] and hybrid["p_value"] < 0.05
+    assert hybrid["wins"] + hybrid["ties"] + hybrid["losses"] == 300
+
+
+def test_fuse_writes_a_trec_run_that_scores_like_the_published_hybrid(tmp_path):
+    out = tmp_path / "rrf.trec"
+    done = cli("fuse", "--method", "rrf", "--k", "60", "-o", str(out), BM25, DENSE)
+    assert done.returncode == 0, done.stderr
+    first = out.read_text().splitlines()[0].split()
+    assert len(first) == 6 and first[1] == "Q0" and first[3] == "1"
+    scored = cli("eval", "--dataset", QRELS, "--run", str(out), "-m", "ndcg@10", "--format", "json")
+    assert round(json.loads(scored.stdout)["runs"]["rrf"]["mean"]["ndcg@10"], 4) == 0.7132
+
+
+def test_check_fails_a_regression_and_passes_an_improvement(tmp_path):
+    targets = tmp_path / "targets.json"
+    targets.write_text(json.dumps({"ndcg@10": 0.60}))
+    improvement = cli("check", "--dataset", QRELS, "--run", HYBRID, "--baseline", BM25, "--targets", str(targets))
+    assert improvement.returncode == 0, improvement.stdout + improvement.stderr
+    assert "PASS ndcg@10 = 0.7132" in improvement.stdout and "PASS improvement" in improvement.stdout
+    regression = cli("check", "--dataset", QRELS, "--run", BM25, "--baseline", HYBRID, "--targets", str(targets))
+    assert regression.returncode == 1
+    assert "FAIL regression: ndcg@10 0.6791 vs baseline 0.7132" in regression.stdout
+    missed = cli("check", "--dataset", QRELS, "--run", HYBRID, "--targets", "faq")
+    assert missed.returncode == 1
+    assert "FAIL recall@5" in missed.stdout and "vs target > 0.90: fail" in missed.stdout

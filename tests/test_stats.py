@@ -1,0 +1,148 @@
+"""Significance tests, intervals, Holm, power, and compare() on real and textbook data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+import ragmetrics as rm
+from ragmetrics import stats
+from ragmetrics.compare import compare, compare_result, discriminative_power
+
+# Student's sleep data (Cushny & Peebles 1905): extra hours of sleep under two drugs, paired.
+SLEEP_A = np.array([0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0])
+SLEEP_B = np.array([1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4])
+
+
+def test_paired_t_matches_the_textbook_value_and_scipy():
+    p = stats.paired_p_value(SLEEP_A, SLEEP_B, test="t")
+    assert p == sps.ttest_rel(SLEEP_A, SLEEP_B).pvalue
+    assert p == pytest.approx(0.002833, abs=1e-6)  # t = -4.0621, df = 9 (R's t.test(paired=TRUE))
+
+
+def test_wilcoxon_matches_scipy():
+    assert stats.paired_p_value(SLEEP_A, SLEEP_B, test="wilcoxon") == sps.wilcoxon(SLEEP_A, SLEEP_B).pvalue
+
+
+def test_randomization_is_exact_on_small_samples_and_seeded():
+    # 10 pairs, one zero difference: 2^10 sign flips <= n_resamples -> scipy enumerates them all
+    p = stats.paired_p_value(SLEEP_A, SLEEP_B, test="randomization", n_resamples=5000)
+    exact = sps.permutation_test(
+        (SLEEP_A, SLEEP_B), lambda x, y, axis: np.mean(x - y, axis=axis), permutation_type="samples", vectorized=True
+    ).pvalue
+    assert p == exact
+    assert p == pytest.approx(4 / 1024, abs=1e-12)
+
+
+def test_randomization_and_bootstrap_converge_to_the_t_test_on_large_samples():
+    rng = np.random.default_rng(3)
+    a = rng.normal(0.50, 0.2, 2000)
+    b = a + rng.normal(-0.01, 0.2, 2000)
+    p_t = stats.paired_p_value(a, b, test="t")
+    assert 0.005 < p_t < 0.2
+    p_rand = stats.paired_p_value(a, b, test="randomization", n_resamples=20_000, seed=1)
+    p_boot = stats.paired_p_value(a, b, test="bootstrap", n_resamples=20_000, seed=1)
+    assert p_rand == pytest.approx(p_t, abs=0.01)
+    assert p_boot == pytest.approx(p_t, abs=0.01)
+
+
+@pytest.mark.parametrize("test", ["randomization", "bootstrap"])
+def test_seeded_tests_repeat_exactly_and_depend_on_the_seed(test):
+    rng = np.random.default_rng(0)
+    a, b = rng.random(200), rng.random(200)
+    first = stats.paired_p_value(a, b, test=test, seed=42, n_resamples=3000)
+    assert first == stats.paired_p_value(a, b, test=test, seed=42, n_resamples=3000)
+    assert first != stats.paired_p_value(a, b, test=test, seed=43, n_resamples=3000)
+
+
+def test_identical_runs_give_p_one_and_unknown_test_is_refused():
+    x = np.array([0.1, 0.5, 1.0])
+    for test in stats.TESTS:
+        assert stats.paired_p_value(x, x, test=test) == 1.0
+    with pytest.raises(rm.RagMetricsError, match="must be one of"):
+        stats.paired_p_value(x, x + 1, test="z")
+
+
+def test_holm_on_a_textbook_example():
+    # Holm (1979) step-down: sorted p * (m, m-1, ...), running max, capped at 1
+    p = np.array([0.01, 0.04, 0.03, 0.005, np.nan])
+    assert np.allclose(stats.holm(p)[:4], [0.03, 0.06, 0.06, 0.02])
+    assert np.isnan(stats.holm(p)[4])
+
+
+def test_bootstrap_interval_brackets_the_mean_vectorised_over_points():
+    rng = np.random.default_rng(1)
+    values = rng.random((300, 5))
+    low, high = stats.bootstrap_ci(values, seed=3)
+    mean = values.mean(axis=0)
+    assert low.shape == (5,) and np.all(low < mean) and np.all(mean < high)
+    # percentile interval of the mean of U(0,1): about ±1.96 * 0.2887 / sqrt(300)
+    assert np.allclose(high - low, 2 * 1.96 * 0.2887 / np.sqrt(300), rtol=0.15)
+    again = stats.bootstrap_ci(values, seed=3)
+    assert np.array_equal(low, again[0]) and np.array_equal(high, again[1])
+
+
+def test_power_helpers_are_consistent():
+    n = stats.queries_needed(0.05, 0.25)
+    assert n == 197  # (1.96 + 0.8416)^2 * 0.25^2 / 0.05^2 = 196.2
+    assert stats.min_detectable_delta(0.25, n) <= 0.05 < stats.min_detectable_delta(0.25, n - 1)
+
+
+def _frame_dataset(n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    qrels = pd.DataFrame({"query_id": [f"q{i}" for i in range(n)], "doc_id": "rel", "relevance": 1})
+    queries = pd.DataFrame({
+        "query_id": [f"q{i}" for i in range(n)],
+        "category": ["faq" if i % 3 else "howto" for i in range(n)],
+        "difficulty": ["easy" if i < n // 2 else "hard" for i in range(n)],
+    })
+    return rm.Dataset.from_frames(qrels, queries), rng
+
+
+def _run_with_rank(name, ranks):
+    rows = []
+    for i, rank in enumerate(ranks):
+        for pos in range(1, 11):
+            rows.append((f"q{i}", "rel" if pos == rank else f"x{pos}", -float(pos)))
+    return rm.Run.from_frame(pd.DataFrame(rows, columns=["query_id", "doc_id", "score"]), name=name)
+
+
+def test_compare_reports_deltas_tests_and_the_queries_behind_wins():
+    ds, rng = _frame_dataset()
+    base_ranks = rng.integers(1, 11, 60)
+    better_ranks = np.maximum(1, base_ranks - rng.integers(0, 4, 60))
+    runs = [_run_with_rank("base", base_ranks), _run_with_rank("better", better_ranks)]
+    comparison = compare(ds, runs, ["mrr", "ndcg@10"], baseline="base", seed=5)
+    row = comparison.table.set_index(["metric", "run"]).loc[("mrr", "better")]
+    result = rm.evaluate(ds, runs, ["mrr"])
+    diff = result.per_query("better")["mrr"].to_numpy() - result.per_query("base")["mrr"].to_numpy()
+    assert row["delta"] == pytest.approx(diff.mean())
+    assert row["p_value"] == pytest.approx(sps.ttest_rel(result.per_query("better")["mrr"], result.per_query("base")["mrr"]).pvalue)
+    assert row["wins"] == (diff > 0).sum() and row["losses"] == 0 and row["ties"] == (diff == 0).sum()
+    assert sorted(row["win_ids"]) == sorted(result.per_query("base").index[diff > 0])
+    assert row["ci_low"] > 0 and row["significant"]
+    seg = comparison.segments
+    assert set(seg["segment"]) == {"category", "difficulty"}
+    assert set(seg[seg.segment == "category"]["group"]) == {"faq", "howto"}
+    assert seg["n"].sum() == 2 * 2 * 2 * 60  # two facets x two metrics x two runs, every query once per facet
+    assert comparison.to_dict()["comparisons"][0].keys() >= {"metric", "baseline", "run", "p_value_corrected", "wins"}
+    again = compare_result(result, baseline="base", seed=5)
+    assert again.table.equals(compare_result(result, baseline="base", seed=5).table)
+
+
+def test_segments_flag_small_groups():
+    ds, rng = _frame_dataset(n=14)
+    runs = [_run_with_rank("a", rng.integers(1, 11, 14)), _run_with_rank("b", rng.integers(1, 11, 14))]
+    seg = compare(ds, runs, ["mrr"], baseline="a").segments
+    small = seg[(seg.segment == "category") & (seg.group == "howto")]
+    assert small["n"].iloc[0] == 5 and small["too_few"].all()
+
+
+def test_discriminative_power_lists_every_pair():
+    ds, rng = _frame_dataset()
+    runs = [_run_with_rank(n, rng.integers(1, 11, 60)) for n in "abc"]
+    power = discriminative_power(rm.evaluate(ds, runs, ["mrr"]), "mrr")
+    assert list(zip(power.run_a, power.run_b)) == [("a", "b"), ("a", "c"), ("b", "c")]
+    assert power["p_value"].between(0, 1).all()
