@@ -1,0 +1,330 @@
+"""The store: datasets, runs and saved views, kept under the hash of their content.
+
+The same files give the same id on every server, so a share link names data by
+id and opens anywhere the same store (or the same uploads) is served.
+
+* Embedded default: one SQLite file, ``$RAGMETRICS_DATA_DIR/ragmetrics.sqlite``
+  (``RAGMETRICS_DATA_DIR`` defaults to ``./data``).
+* Teams set ``RAGMETRICS_STORE_URL`` to a PostgreSQL URL
+  (``postgresql+psycopg://user:pass@host/db``); several dashboard processes then
+  share one store.
+
+Every write is one transaction (``INSERT ... ON CONFLICT DO NOTHING``): a crash
+or kill mid-upload leaves the store as it was, and two uploads of the same
+content at once store it once. Ids reach SQL only as bound parameters, after
+validation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from ragmetrics.errors import RagMetricsError
+from ragmetrics.model import Dataset, Run
+
+ID_PATTERN = re.compile(r"^[0-9a-f]{16}$")
+HASH_VERSION = b"ragmetrics-content-v1"
+
+metadata = sa.MetaData()
+datasets_table = sa.Table(
+    "datasets", metadata,
+    sa.Column("id", sa.String(16), primary_key=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("n_queries", sa.Integer, nullable=False),
+    sa.Column("n_judgments", sa.Integer, nullable=False),
+    sa.Column("size_bytes", sa.Integer, nullable=False),
+    sa.Column("payload", sa.LargeBinary, nullable=False),
+)
+runs_table = sa.Table(
+    "runs", metadata,
+    sa.Column("id", sa.String(16), primary_key=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("n_queries", sa.Integer, nullable=False),
+    sa.Column("n_rows", sa.Integer, nullable=False),
+    sa.Column("size_bytes", sa.Integer, nullable=False),
+    sa.Column("payload", sa.LargeBinary, nullable=False),
+)
+links_table = sa.Table(
+    "dataset_runs", metadata,
+    sa.Column("dataset_id", sa.String(16), primary_key=True),
+    sa.Column("run_id", sa.String(16), primary_key=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+views_table = sa.Table(
+    "views", metadata,
+    sa.Column("id", sa.String(16), primary_key=True),
+    sa.Column("state", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+
+class StoreKeyError(RagMetricsError, KeyError):
+    """An id that is malformed or not in this store; the message says how to restore it."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+def default_url() -> str:
+    """``RAGMETRICS_STORE_URL``, else a SQLite file in ``RAGMETRICS_DATA_DIR`` (default ``./data``)."""
+    url = os.environ.get("RAGMETRICS_STORE_URL")
+    if url:
+        return url
+    folder = Path(os.environ.get("RAGMETRICS_DATA_DIR", "data"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{(folder / 'ragmetrics.sqlite').resolve()}"
+
+
+def _digest(frames: list[pd.DataFrame], extra: Mapping[str, Any]) -> str:
+    """Order-independent content hash: sorted per-row hashes of each frame, plus metadata."""
+    h = hashlib.sha256(HASH_VERSION)
+    h.update(json.dumps(extra, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8"))
+    for frame in frames:
+        h.update(("|".join(frame.columns)).encode("utf-8"))
+        if len(frame):
+            rows = pd.util.hash_pandas_object(frame, index=False).to_numpy()
+            h.update(np.sort(rows).tobytes())
+    return h.hexdigest()[:16]
+
+
+def _hashable(frame: pd.DataFrame) -> pd.DataFrame:
+    """Lists (expected keywords) become JSON text so that rows hash."""
+    out = frame.copy()
+    for column in out.columns:
+        if out[column].dtype == object:
+            out[column] = [json.dumps(v, ensure_ascii=False) if isinstance(v, (list, dict)) else (None if v is None else str(v)) for v in out[column]]
+    return out
+
+
+def dataset_id(dataset: Dataset) -> str:
+    """The content id of a dataset: qrels (any order), queries, corpus size and documents."""
+    frames = [_hashable(dataset.qrels), _hashable(dataset.queries)]
+    if dataset.documents is not None:
+        frames.append(_hashable(dataset.documents))
+    return _digest(frames, {"corpus_size": dataset.corpus_size})
+
+
+def run_id(run: Run) -> str:
+    """The content id of a run: its rows in any order (the name is not content)."""
+    return _digest([_hashable(run.frame)], {"has_scores": run.has_scores})
+
+
+def _to_parquet(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> bytes:
+    """Several frames and a JSON header in one blob: [header length][header][parquet]..."""
+    parts, header = [], {"meta": meta, "tables": []}
+    for name, frame in tables.items():
+        sink = io.BytesIO()
+        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), sink, compression="zstd")
+        data = sink.getvalue()
+        header["tables"].append([name, len(data)])
+        parts.append(data)
+    head = json.dumps(header, ensure_ascii=False).encode("utf-8")
+    return len(head).to_bytes(8, "little") + head + b"".join(parts)
+
+
+def _from_parquet(blob: bytes) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+    size = int.from_bytes(blob[:8], "little")
+    header = json.loads(blob[8 : 8 + size].decode("utf-8"))
+    offset, tables = 8 + size, {}
+    for name, length in header["tables"]:
+        tables[name] = pq.read_table(io.BytesIO(blob[offset : offset + length])).to_pandas()
+        offset += length
+    return tables, header["meta"]
+
+
+def check_id(value: str, what: str = "id") -> str:
+    """Refuse anything but 16 lowercase hex digits before it gets near SQL."""
+    if not isinstance(value, str) or not ID_PATTERN.match(value):
+        raise StoreKeyError(f"{what} {str(value)[:40]!r} is not a valid id; expected 16 hexadecimal digits")
+    return value
+
+
+class Store:
+    """Content-addressed storage of datasets, runs and views (SQLite or PostgreSQL)."""
+
+    def __init__(self, url: str | None = None) -> None:
+        self.url = url or default_url()
+        kwargs: dict[str, Any] = {"future": True}
+        if self.url.startswith("sqlite"):
+            kwargs["connect_args"] = {"timeout": 30, "check_same_thread": False}
+        else:
+            kwargs["pool_pre_ping"] = True
+        self.engine = sa.create_engine(self.url, **kwargs)
+        if self.engine.dialect.name == "sqlite":
+            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+        metadata.create_all(self.engine, checkfirst=True)
+
+    @property
+    def kind(self) -> str:
+        return self.engine.dialect.name
+
+    def _insert(self, table: sa.Table):
+        dialect = postgresql if self.kind == "postgresql" else sqlite
+        return dialect.insert(table)
+
+    # --- writes ------------------------------------------------------------------------
+
+    def put_dataset(self, dataset: Dataset) -> str:
+        """Store ``dataset`` (idempotent) and return its content id."""
+        ident = dataset_id(dataset)
+        tables = {"qrels": dataset.qrels, "queries": dataset.queries}
+        if dataset.documents is not None:
+            tables["documents"] = dataset.documents
+        blob = _to_parquet(tables, {"name": dataset.name, "corpus_size": dataset.corpus_size})
+        row = {
+            "id": ident, "name": dataset.name, "created_at": time.time(), "n_queries": len(dataset.queries),
+            "n_judgments": len(dataset.qrels), "size_bytes": len(blob), "payload": blob,
+        }
+        with self.engine.begin() as conn:
+            conn.execute(self._insert(datasets_table).values(**row).on_conflict_do_nothing(index_elements=["id"]))
+        return ident
+
+    def put_run(self, run: Run, dataset: str | None = None) -> str:
+        """Store ``run`` (idempotent), link it to ``dataset`` (an id) if given; return its content id."""
+        ident = run_id(run)
+        if dataset is not None:
+            check_id(dataset, "dataset")
+        blob = _to_parquet({"rows": run.frame}, {"name": run.name, "has_scores": run.has_scores})
+        now = time.time()
+        row = {
+            "id": ident, "name": run.name, "created_at": now, "n_queries": int(run.frame["query_id"].nunique()),
+            "n_rows": len(run.frame), "size_bytes": len(blob), "payload": blob,
+        }
+        with self.engine.begin() as conn:
+            conn.execute(self._insert(runs_table).values(**row).on_conflict_do_nothing(index_elements=["id"]))
+            if dataset is not None:
+                conn.execute(
+                    self._insert(links_table).values(dataset_id=dataset, run_id=ident, created_at=now)
+                    .on_conflict_do_nothing(index_elements=["dataset_id", "run_id"])
+                )
+        return ident
+
+    def put_view(self, state: Mapping[str, Any]) -> str:
+        """Save a view state (JSON-able mapping) under its content id."""
+        text = json.dumps(state, sort_keys=True, ensure_ascii=False)
+        ident = hashlib.sha256(b"view|" + text.encode("utf-8")).hexdigest()[:16]
+        with self.engine.begin() as conn:
+            conn.execute(self._insert(views_table).values(id=ident, state=text, created_at=time.time()).on_conflict_do_nothing(index_elements=["id"]))
+        return ident
+
+    def rename_dataset(self, ident: str, name: str) -> None:
+        self._rename(datasets_table, check_id(ident, "dataset"), name)
+
+    def rename_run(self, ident: str, name: str) -> None:
+        self._rename(runs_table, check_id(ident, "run"), name)
+
+    def _rename(self, table: sa.Table, ident: str, name: str) -> None:
+        name = name.strip()
+        if not name:
+            raise RagMetricsError("a name cannot be empty")
+        with self.engine.begin() as conn:
+            if conn.execute(sa.update(table).where(table.c.id == ident).values(name=name)).rowcount == 0:
+                raise StoreKeyError(f"{table.name[:-1]} {ident} is not in this store")
+
+    def delete_dataset(self, ident: str) -> None:
+        """Delete a dataset and its links (runs stay: they may serve other datasets)."""
+        check_id(ident, "dataset")
+        with self.engine.begin() as conn:
+            conn.execute(sa.delete(links_table).where(links_table.c.dataset_id == ident))
+            conn.execute(sa.delete(datasets_table).where(datasets_table.c.id == ident))
+
+    def delete_run(self, ident: str) -> None:
+        check_id(ident, "run")
+        with self.engine.begin() as conn:
+            conn.execute(sa.delete(links_table).where(links_table.c.run_id == ident))
+            conn.execute(sa.delete(runs_table).where(runs_table.c.id == ident))
+
+    # --- reads -------------------------------------------------------------------------
+
+    def _payload(self, table: sa.Table, ident: str, what: str) -> tuple[str, bytes]:
+        check_id(ident, what)
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(table.c.name, table.c.payload).where(table.c.id == ident)).first()
+        if row is None:
+            raise StoreKeyError(
+                f"{what} {ident} is not in this store; upload the same {what} file on this server "
+                f"(the same content gets the same id) or point it at the store that has it"
+            )
+        return row[0], row[1]
+
+    def get_dataset(self, ident: str) -> Dataset:
+        name, blob = self._payload(datasets_table, ident, "dataset")
+        tables, meta = _from_parquet(blob)
+        queries = tables["queries"]
+        if "expected_keywords" in queries.columns:
+            queries["expected_keywords"] = [list(v) if v is not None else [] for v in queries["expected_keywords"]]
+        return Dataset.from_frames(
+            tables["qrels"], queries, name=name, corpus_size=meta.get("corpus_size"), documents=tables.get("documents")
+        )
+
+    def get_run(self, ident: str) -> Run:
+        name, blob = self._payload(runs_table, ident, "run")
+        tables, meta = _from_parquet(blob)
+        return Run.from_frame(tables["rows"], name=name, has_scores=bool(meta.get("has_scores", True)))
+
+    def get_view(self, ident: str) -> dict[str, Any]:
+        check_id(ident, "view")
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(views_table.c.state).where(views_table.c.id == ident)).first()
+        if row is None:
+            raise StoreKeyError(f"view {ident} is not in this store")
+        return json.loads(row[0])
+
+    def has_dataset(self, ident: str) -> bool:
+        return self._exists(datasets_table, ident)
+
+    def has_run(self, ident: str) -> bool:
+        return self._exists(runs_table, ident)
+
+    def _exists(self, table: sa.Table, ident: str) -> bool:
+        if not isinstance(ident, str) or not ID_PATTERN.match(ident):
+            return False
+        with self.engine.connect() as conn:
+            return conn.execute(sa.select(table.c.id).where(table.c.id == ident)).first() is not None
+
+    def list_datasets(self) -> pd.DataFrame:
+        """Stored datasets, newest first: id, name, n_queries, n_judgments, size_bytes, created_at."""
+        t = datasets_table
+        query = sa.select(t.c.id, t.c.name, t.c.n_queries, t.c.n_judgments, t.c.size_bytes, t.c.created_at).order_by(t.c.created_at.desc())
+        with self.engine.connect() as conn:
+            return pd.DataFrame(conn.execute(query).mappings().all(), columns=["id", "name", "n_queries", "n_judgments", "size_bytes", "created_at"])
+
+    def list_runs(self, dataset: str | None = None) -> pd.DataFrame:
+        """Stored runs (of ``dataset`` if given), oldest link first: id, name, n_queries, n_rows, size_bytes, created_at."""
+        t = runs_table
+        columns = [t.c.id, t.c.name, t.c.n_queries, t.c.n_rows, t.c.size_bytes, t.c.created_at]
+        if dataset is None:
+            query = sa.select(*columns).order_by(t.c.created_at)
+        else:
+            check_id(dataset, "dataset")
+            query = (
+                sa.select(*columns).join(links_table, links_table.c.run_id == t.c.id)
+                .where(links_table.c.dataset_id == dataset).order_by(links_table.c.created_at, t.c.name)
+            )
+        with self.engine.connect() as conn:
+            return pd.DataFrame(conn.execute(query).mappings().all(), columns=["id", "name", "n_queries", "n_rows", "size_bytes", "created_at"])
+
+
+def _sqlite_pragmas(connection: Any, _record: Any) -> None:
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=FULL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()

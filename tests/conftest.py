@@ -1,0 +1,60 @@
+"""Shared fixtures: a real throwaway PostgreSQL server for store tests."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _postgres_bin(name: str) -> str | None:
+    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    return found[-1] if found else shutil.which(name)
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """``RAGMETRICS_TEST_POSTGRES_URL`` if set, else a fresh cluster started with Debian's binaries.
+
+    Skips when PostgreSQL is not installed, unless ``RAGMETRICS_REQUIRE_POSTGRES=1`` (CI), where it fails.
+    """
+    url = os.environ.get("RAGMETRICS_TEST_POSTGRES_URL")
+    if url:
+        yield url
+        return
+    initdb, pg_ctl = _postgres_bin("initdb"), _postgres_bin("pg_ctl")
+    if not (initdb and pg_ctl):
+        if os.environ.get("RAGMETRICS_REQUIRE_POSTGRES"):
+            pytest.fail("PostgreSQL binaries (initdb, pg_ctl) not found; install Debian's postgresql package")
+        pytest.skip("PostgreSQL is not installed (Debian package postgresql)")
+    folder = Path(tempfile.mkdtemp(prefix="ragmetrics-pg-"))
+    data = folder / "data"
+    as_user: list[str] = []
+    if os.geteuid() == 0:  # postgres refuses to run as root
+        shutil.chown(folder, "postgres")
+        as_user = ["runuser", "-u", "postgres", "--"]
+    port = _free_port()
+    subprocess.run([*as_user, initdb, "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync"], check=True, capture_output=True)
+    subprocess.run(
+        [*as_user, pg_ctl, "-D", str(data), "-l", str(folder / "log"), "-w", "-o", f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off", "start"],
+        check=True, capture_output=True,
+    )
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*as_user, pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True)
+        time.sleep(0.2)
+        shutil.rmtree(folder, ignore_errors=True)

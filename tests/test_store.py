@@ -1,0 +1,178 @@
+"""The store against a real SQLite file and a real PostgreSQL server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import uuid
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+import ragmetrics as rm
+from ragmetrics.io import load_dataset, load_run
+from ragmetrics.store import Store, StoreKeyError, dataset_id, run_id
+
+SCIFACT = Path(__file__).parent / "data" / "scifact"
+
+
+@pytest.fixture(scope="module")
+def scifact():
+    dataset = load_dataset(SCIFACT / "qrels.tsv", queries=SCIFACT / "queries.jsonl")
+    return dataset, load_run(SCIFACT / "bm25-stem.trec.gz"), load_run(SCIFACT / "dense-all-minilm-l6-v2.trec.gz")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path):
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.sqlite'}"
+    base = request.getfixturevalue("postgres_url")
+    # a fresh database per test keeps the tests independent
+    name = "t" + uuid.uuid4().hex[:12]
+    engine = sa.create_engine(base, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    engine.dispose()
+    return base.rsplit("/", 1)[0] + "/" + name
+
+
+def test_round_trip_keeps_content_and_numbers(store_url, scifact):
+    dataset, bm25, _ = scifact
+    store = Store(store_url)
+    ds_id = store.put_dataset(dataset)
+    run = store.put_run(bm25, ds_id)
+    again = Store(store_url)  # a restart: a new process would open the same way
+    loaded_ds, loaded_run = again.get_dataset(ds_id), again.get_run(run)
+    pd.testing.assert_frame_equal(loaded_ds.qrels, dataset.qrels)
+    assert loaded_ds.queries["query"].tolist() == dataset.queries["query"].tolist()
+    pd.testing.assert_frame_equal(loaded_run.frame, bm25.frame)
+    assert loaded_run.name == "bm25-stem"
+    before = rm.evaluate(dataset, bm25, ["ndcg@10", "mrr"]).mean()
+    after = rm.evaluate(loaded_ds, loaded_run, ["ndcg@10", "mrr"]).mean()
+    pd.testing.assert_frame_equal(before, after)
+    assert dataset_id(loaded_ds) == ds_id and run_id(loaded_run) == run
+
+
+def test_ids_depend_on_content_only(scifact):
+    dataset, bm25, dense = scifact
+    shuffled = rm.Run.from_frame(bm25.frame.sample(frac=1.0, random_state=3), name="renamed")
+    assert run_id(shuffled) == run_id(bm25)
+    assert run_id(dense) != run_id(bm25)
+    reordered = rm.Dataset.from_frames(dataset.qrels.iloc[::-1], dataset.queries, name="other name")
+    assert dataset_id(reordered) == dataset_id(dataset)
+    changed = rm.Dataset.from_frames(dataset.qrels.assign(relevance=2), dataset.queries)
+    assert dataset_id(changed) != dataset_id(dataset)
+
+
+def test_workspace_listing_rename_and_delete(store_url, scifact):
+    dataset, bm25, dense = scifact
+    store = Store(store_url)
+    ds_id = store.put_dataset(dataset)
+    a, b = store.put_run(bm25, ds_id), store.put_run(dense, ds_id)
+    assert store.put_run(bm25, ds_id) == a  # the same content twice: stored once
+    listed = store.list_runs(ds_id)
+    assert listed["id"].tolist() == [a, b] and listed["n_queries"].tolist() == [300, 300]
+    assert store.list_datasets().loc[0, "n_queries"] == 300
+    store.rename_run(a, "BM25 (stemmed)")
+    assert store.get_run(a).name == "BM25 (stemmed)"
+    store.delete_run(b)
+    assert store.list_runs(ds_id)["id"].tolist() == [a]
+    with pytest.raises(StoreKeyError, match=f"run {b} is not in this store; upload the same run file"):
+        store.get_run(b)
+    store.delete_dataset(ds_id)
+    assert store.list_datasets().empty and store.list_runs(ds_id).empty
+
+
+def test_malformed_ids_never_reach_sql(store_url):
+    store = Store(store_url)
+    for bad in ["'; DROP TABLE runs; --", "ABCDEF0123456789", "", "0" * 17]:
+        with pytest.raises(StoreKeyError, match="is not a valid id"):
+            store.get_run(bad)
+        assert not store.has_run(bad)
+    assert isinstance(StoreKeyError("x"), (KeyError, ValueError))
+
+
+def test_views_are_saved_by_content(store_url):
+    store = Store(store_url)
+    state = {"page": "overview", "runs": ["a"], "k": 10}
+    ident = store.put_view(state)
+    assert store.put_view(dict(reversed(list(state.items())))) == ident
+    assert Store(store_url).get_view(ident) == state
+
+
+def test_concurrent_uploads_of_the_same_content_are_safe(store_url, scifact):
+    dataset, bm25, _ = scifact
+    Store(store_url)  # create the schema once
+    ids, errors = [], []
+
+    def upload():
+        try:
+            store = Store(store_url)
+            ids.append((store.put_dataset(dataset), store.put_run(bm25)))
+        except Exception as exc:  # noqa: BLE001 - collected for the assertion
+            errors.append(exc)
+
+    threads = [threading.Thread(target=upload) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(set(ids)) == 1
+    store = Store(store_url)
+    assert len(store.list_runs()) == 1 and len(store.list_datasets()) == 1
+
+
+KILLED_WRITER = textwrap.dedent(
+    """
+    import sys, time
+    import sqlalchemy as sa
+    from ragmetrics.io import load_run
+    from ragmetrics.store import Store
+
+    store = Store(sys.argv[1])
+    run = load_run(sys.argv[2])
+
+    @sa.event.listens_for(store.engine, "after_execute")
+    def pause(conn, clauseelement, *args):
+        if getattr(clauseelement, "table", None) is not None and clauseelement.table.name == "dataset_runs":
+            print("inside transaction", flush=True)
+            time.sleep(60)
+
+    store.put_run(run, "0123456789abcdef")
+    """
+)
+
+
+def test_a_writer_killed_mid_transaction_leaves_the_store_intact(store_url, scifact, tmp_path):
+    dataset, bm25, _ = scifact
+    store = Store(store_url)
+    ds_id = store.put_dataset(dataset)
+    kept = store.put_run(bm25, ds_id)
+    script = tmp_path / "writer.py"
+    script.write_text(KILLED_WRITER)
+    writer = subprocess.Popen(
+        [sys.executable, str(script), store_url, str(SCIFACT / "dense-all-minilm-l6-v2.trec.gz")],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert writer.stdout.readline().strip() == "inside transaction"  # run row written, not committed
+        writer.send_signal(signal.SIGKILL)
+        writer.wait(timeout=30)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+    after = Store(store_url)
+    assert after.list_runs()["id"].tolist() == [kept]  # the killed upload left nothing behind
+    assert after.list_runs(ds_id)["id"].tolist() == [kept]
+    pd.testing.assert_frame_equal(after.get_run(kept).frame, bm25.frame)
+    if after.kind == "sqlite":
+        with after.engine.connect() as conn:
+            assert conn.execute(sa.text("PRAGMA integrity_check")).scalar() == "ok"
+    assert after.put_run(load_run(SCIFACT / "dense-all-minilm-l6-v2.trec.gz"), ds_id)  # and it still takes writes
+    assert len(after.list_runs(ds_id)) == 2
