@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -194,6 +195,20 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 1 if failures else 0
 
 
+def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ragmetrics.store import Store, share_link
+
+    dataset = _load_dataset(args)
+    runs = _load_runs(args.run, args)
+    store = Store(args.store)
+    dataset_id = store.put_dataset(dataset)
+    run_ids = [store.put_run(run, dataset_id) for run in runs]
+    base = args.base_url or os.environ.get("RAGMETRICS_BASE_URL", "http://localhost:8501")
+    out.write(share_link(base, dataset=dataset_id, runs=run_ids) + "\n")
+    err.write(f"ragmetrics: stored dataset {dataset_id} and {len(run_ids)} run(s) in {store.kind} store\n")
+    return 0
+
+
 def _add_eval_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--missing", choices=["zero", "skip"], default="zero", help="judged queries absent from a run: score 0 (trec_eval -c, default) or skip (pytrec_eval)")
     parser.add_argument("--rel-level", type=int, default=1, help="smallest label counted as relevant (trec_eval -l)")
@@ -262,6 +277,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_eval_options(p)
     _add_test_options(p)
     p.set_defaults(handler=cmd_check)
+
+    p = sub.add_parser("push", help="store a dataset and runs in the team's store and print a share link")
+    _add_data_options(p)
+    p.add_argument("--run", action="append", required=True, help="a run file; repeatable")
+    p.add_argument("--store", help="store URL (sqlite:///path or postgresql+psycopg://...); default: RAGMETRICS_STORE_URL or ./data")
+    p.add_argument("--base-url", help="the dashboard's address; default RAGMETRICS_BASE_URL or http://localhost:8501")
+    p.set_defaults(handler=cmd_push)
     return parser
 
 

@@ -149,6 +149,17 @@ def _from_parquet(blob: bytes) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]
     return tables, header["meta"]
 
 
+def share_link(base_url: str, *, dataset: str, runs: list[str] | tuple[str, ...] = (), page: str = "overview", **params: str) -> str:
+    """The dashboard URL that opens ``dataset`` with ``runs`` on ``page`` (keys as the dashboard reads them)."""
+    from urllib.parse import urlencode
+
+    query = {"ds": check_id(dataset, "dataset")}
+    if runs:
+        query["runs"] = ",".join(check_id(r, "run") for r in runs)
+    query.update({k: str(v) for k, v in params.items()})
+    return f"{base_url.rstrip('/')}/{page}?{urlencode(query, safe=',@')}"
+
+
 def check_id(value: str, what: str = "id") -> str:
     """Refuse anything but 16 lowercase hex digits before it gets near SQL."""
     if not isinstance(value, str) or not ID_PATTERN.match(value):

@@ -122,3 +122,17 @@ def test_check_fails_a_regression_and_passes_an_improvement(tmp_path):
     missed = cli("check", "--dataset", QRELS, "--run", HYBRID, "--targets", "faq")
     assert missed.returncode == 1
     assert "FAIL recall@5" in missed.stdout and "vs target > 0.90: fail" in missed.stdout
+
+
+def test_push_stores_the_files_and_prints_a_share_link(tmp_path):
+    from ragmetrics.store import Store
+
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    done = cli("push", "--store", url, "--dataset", QRELS, "--run", BM25, "--run", HYBRID, "--base-url", "http://dash.example:8501/")
+    assert done.returncode == 0, done.stderr
+    link = done.stdout.strip()
+    store = Store(url)
+    dataset_id = store.list_datasets()["id"].item()
+    run_ids = store.list_runs(dataset_id)["id"].tolist()
+    assert link == f"http://dash.example:8501/overview?ds={dataset_id}&runs={run_ids[0]},{run_ids[1]}"
+    assert store.get_run(run_ids[0]).name == "bm25-stem"
