@@ -10,6 +10,7 @@ dense query-by-rank matrix (built once per depth) for cut-off metrics and curves
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -19,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragmetrics.errors import RagMetricsError
-from ragmetrics.model import Dataset, Run
+from ragmetrics.model import Dataset, Run, query_id_from_text
 
 UNJUDGED = np.iinfo(np.int64).min
 GainMode = Literal["linear", "exponential"]
@@ -217,6 +218,27 @@ def _string_order(values: np.ndarray | pd.Index) -> np.ndarray:
     return ranks
 
 
+def _match_by_text(texts: pd.Series, run_ids: pd.Series) -> tuple[np.ndarray, int]:
+    """Dataset positions for run query ids that are a query's text, or the id derived from it.
+
+    Texts are compared after NFC normalisation and stripping (as
+    ``query_id_from_text`` does); a text shared by two dataset queries matches neither.
+    """
+    distinct = pd.Series(pd.unique(texts[texts.str.len() > 0]))
+    normalized = {t: unicodedata.normalize("NFC", t).strip() for t in distinct}
+    keys = texts.map(lambda t: normalized.get(t, ""))
+    hashed = keys.map(lambda t: query_id_from_text(t) if t else "")
+    positions = np.full(len(run_ids), -1, dtype=np.int64)
+    run_keys = run_ids.map(lambda t: unicodedata.normalize("NFC", t).strip()).to_numpy(dtype=object)
+    for column in (keys, hashed):
+        usable = (column.str.len() > 0) & ~column.duplicated(keep=False)
+        index = pd.Index(column[usable])
+        found = index.get_indexer(run_keys)
+        take = (positions < 0) & (found >= 0)
+        positions[take] = np.flatnonzero(usable.to_numpy())[found[take]]
+    return positions, int(pd.unique(run_ids[positions >= 0]).size)
+
+
 def _examples(values, limit: int = 0) -> list[str]:
     return [str(v) for v in values] if limit == 0 else [str(v) for v in list(values)[:limit]]
 
@@ -252,16 +274,8 @@ def build_ranking(
     row_query = query_index.get_indexer(frame["query_id"])
     unknown = row_query < 0
     if unknown.any():
-        texts = queries["query"]
-        unique_text = ~texts.duplicated(keep=False) & (texts.str.len() > 0)
-        text_index = pd.Index(texts[unique_text])
-        text_pos = np.flatnonzero(unique_text.to_numpy())
-        by_text = text_index.get_indexer(frame["query_id"][unknown])
-        resolved = by_text >= 0
-        fill = np.full(len(by_text), -1)
-        fill[resolved] = text_pos[by_text[resolved]]
-        row_query[unknown] = fill
-        coverage.matched_by_text = int(pd.unique(frame["query_id"][unknown][resolved]).size)
+        row_query[unknown], matched = _match_by_text(queries["query"], frame["query_id"][unknown])
+        coverage.matched_by_text = matched
         still = row_query < 0
         coverage.rows_not_in_dataset = int(still.sum())
         coverage.not_in_dataset = _examples(pd.unique(frame["query_id"][still]))

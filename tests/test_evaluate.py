@@ -219,3 +219,14 @@ def test_llamaindex_mode_equals_llama_index_core():
 def test_llamaindex_mode_rejects_metrics_it_does_not_have():
     with pytest.raises(rm.MetricNameError, match="no LlamaIndex counterpart"):
         rm.evaluate(dataset([("q", "a", 1)]), run([("q", "a", 1.0)]), ["bpref"], mode="llamaindex")
+
+
+def test_run_queries_match_by_text_or_by_the_id_derived_from_text():
+    ds = dataset(
+        [("q1", "a", 1), ("q2", "b", 1)],
+        queries=[{"query_id": "q1", "query": "退款 要 多久？"}, {"query_id": "q2", "query": "How much?"}],
+    )
+    r = run([(" 退款 要 多久？ ", "a", 1.0), (rm.query_id_from_text("How much?"), "b", 1.0)])
+    result = rm.evaluate(ds, r, ["mrr"])
+    assert result.coverage["run"].matched_by_text == 2
+    assert result.per_query("run")["mrr"].tolist() == [1.0, 1.0]

@@ -1,0 +1,236 @@
+"""Column aliases for tabular inputs (CSV, TSV, Parquet, flat JSONL rows) and
+the vectorized value checks that turn a bad cell into a line-numbered error."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ragmetrics.errors import ParseError
+from ragmetrics.io._source import Source, shorten
+from ragmetrics.model import Dataset, Run, query_id_from_text
+
+# canonical name -> accepted names, in order of preference (compared after
+# lower-casing and turning '-' and ' ' into '_')
+ALIASES: dict[str, tuple[str, ...]] = {
+    "query_id": ("query_id", "qid", "query", "topic", "topic_id"),
+    "doc_id": ("doc_id", "docid", "docno", "doc", "chunk_id", "corpus_id"),
+    "score": ("score",),
+    "rank": ("rank",),
+    "relevance": ("relevance", "label", "rel", "grade"),
+    "text": ("text", "chunk_text", "content"),
+    "source_doc": ("source_doc", "document_id", "parent_doc"),
+}
+QUERY_FACETS = ("category", "difficulty", "expected_answer")
+QUERY_TEXT_NAMES = ("query", "question", "query_text")
+
+FLOAT_PATTERN = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+INT_PATTERN = r"^[+-]?[0-9]+(\.0*)?$"
+
+LineOf = Callable[[int], int | None]
+
+
+def normalise_name(name: str) -> str:
+    return str(name).strip().lower().replace("-", "_").replace(" ", "_")
+
+
+def resolve(columns: Iterable[str]) -> dict[str, str]:
+    """canonical name -> the column that provides it (first alias found)."""
+    by_norm: dict[str, str] = {}
+    for column in columns:
+        by_norm.setdefault(normalise_name(column), column)
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for canonical, names in ALIASES.items():
+        for alias in names:
+            column = by_norm.get(alias)
+            if column is not None and column not in used:
+                out[canonical] = column
+                used.add(column)
+                break
+    return out
+
+
+def describe_aliases(canonical: Sequence[str]) -> str:
+    return "; ".join(f"{c} (or {'/'.join(a for a in ALIASES[c] if a != c)})" if len(ALIASES[c]) > 1 else c for c in canonical)
+
+
+def missing_columns_error(source: Source, line: int | None, missing: list[str], found: Iterable[str]) -> ParseError:
+    found = [str(c) for c in found]
+    listed = f"{found[:20]}" + (f" and {len(found) - 20} more" if len(found) > 20 else "")
+    return ParseError(
+        source.name, line,
+        f"column(s) {describe_aliases(missing)}",
+        f"missing {missing}; columns found: {listed}",
+    )
+
+
+def _cell_error(source: Source, line_of: LineOf, row: int, column: str, what: str, value: object) -> ParseError:
+    if isinstance(value, np.generic):
+        value = value.item()
+    line = line_of(row)
+    where = "" if line is not None else f" (row {row + 1})"
+    return ParseError(source.name, line, f"{what} in column {column!r}", f"{shorten(value)}{where}")
+
+
+def as_id_column(source: Source, line_of: LineOf, values: pd.Series, column: str) -> pd.Series:
+    """Strings, stripped of surrounding blanks, never empty."""
+    values = values.reset_index(drop=True)
+    if values.dtype != "str":
+        floats = pd.api.types.is_float_dtype(values.dtype)
+        out = values.astype("str")
+        if floats:  # 3.0 -> "3": ids stored as floats by a CSV round trip
+            integral = values.notna() & (np.mod(values.fillna(0.5), 1) == 0)
+            out = out.where(~integral, values.where(integral, 0).astype("int64").astype("str"))
+        values = out.where(values.notna(), None) if values.isna().any() else out
+    values = values.str.strip(" \t")
+    bad = values.isna() | (values.str.len() == 0)
+    if bad.any():
+        row = int(bad.to_numpy().argmax())
+        raise _cell_error(source, line_of, row, column, "a non-empty id", values.iloc[row] if not pd.isna(values.iloc[row]) else "")
+    return values
+
+
+def as_float_column(source: Source, line_of: LineOf, values: pd.Series, column: str) -> np.ndarray:
+    """Finite float64 values; strings must look like decimal numbers."""
+    values = values.reset_index(drop=True)
+    if pd.api.types.is_bool_dtype(values.dtype):
+        raise _cell_error(source, line_of, 0, column, "a number", values.iloc[0])
+    if pd.api.types.is_numeric_dtype(values.dtype):
+        out = values.to_numpy(dtype="float64", na_value=np.nan)
+    else:
+        arr = pa.array(values.astype("str").where(values.notna(), None).str.strip(" \t"), type=pa.string())
+        ok = pc.fill_null(pc.match_substring_regex(arr, FLOAT_PATTERN), False).to_numpy(zero_copy_only=False)
+        if not ok.all():
+            row = int(np.argmin(ok))
+            raise _cell_error(source, line_of, row, column, "a finite number", values.iloc[row] if not pd.isna(values.iloc[row]) else "")
+        out = pc.cast(arr, pa.float64()).to_numpy(zero_copy_only=False)
+    finite = np.isfinite(out)
+    if not finite.all():
+        row = int(np.argmin(finite))
+        raise _cell_error(source, line_of, row, column, "a finite number", values.iloc[row])
+    return out
+
+
+def as_int_column(source: Source, line_of: LineOf, values: pd.Series, column: str) -> np.ndarray:
+    """Integer labels (``2`` or ``2.0``, not ``2.5``)."""
+    values = values.reset_index(drop=True)
+    if pd.api.types.is_bool_dtype(values.dtype):
+        raise _cell_error(source, line_of, 0, column, "an integer", values.iloc[0])
+    if pd.api.types.is_integer_dtype(values.dtype) and not values.isna().any():
+        return values.to_numpy(dtype="int64")
+    if pd.api.types.is_numeric_dtype(values.dtype):
+        floats = values.to_numpy(dtype="float64", na_value=np.nan)
+        ok = np.isfinite(floats) & (np.mod(np.nan_to_num(floats, nan=0.5), 1) == 0)
+        if not ok.all():
+            row = int(np.argmin(ok))
+            raise _cell_error(source, line_of, row, column, "an integer", values.iloc[row])
+        return floats.astype("int64")
+    arr = pa.array(values.astype("str").where(values.notna(), None).str.strip(" \t"), type=pa.string())
+    ok = pc.fill_null(pc.match_substring_regex(arr, INT_PATTERN), False).to_numpy(zero_copy_only=False)
+    if not ok.all():
+        row = int(np.argmin(ok))
+        raise _cell_error(source, line_of, row, column, "an integer", values.iloc[row] if not pd.isna(values.iloc[row]) else "")
+    return pc.cast(arr, pa.float64()).to_numpy(zero_copy_only=False).astype("int64")
+
+
+def hashed_query_ids(texts: pd.Series) -> pd.Series:
+    """``query_id_from_text`` for each text, computed once per distinct text."""
+    codes, uniques = pd.factorize(texts)
+    ids = np.array([query_id_from_text(t) for t in uniques], dtype=object)
+    return pd.Series(ids[codes], dtype="str")
+
+
+def run_from_columns(source: Source, frame: pd.DataFrame, line_of: LineOf, *, name: str, header_line: int | None) -> Run:
+    """A Run from a frame with aliased column names."""
+    cols = resolve(frame.columns)
+    missing = [c for c in ("query_id", "doc_id") if c not in cols]
+    if missing:
+        raise missing_columns_error(source, header_line, missing, frame.columns)
+    # a "chunk_id" column next to a document column: the chunk is what was retrieved
+    norm = {normalise_name(c): c for c in frame.columns}
+    if "chunk_id" in norm and "source_doc" not in cols and cols["doc_id"] != norm["chunk_id"]:
+        cols["source_doc"] = cols["doc_id"]
+        cols["doc_id"] = norm["chunk_id"]
+    out = pd.DataFrame()
+    qcol = cols["query_id"]
+    qids = as_id_column(source, line_of, frame[qcol], qcol)
+    out["query_id"] = hashed_query_ids(qids) if normalise_name(qcol) == "query" else qids
+    out["doc_id"] = as_id_column(source, line_of, frame[cols["doc_id"]], cols["doc_id"])
+    if "score" in cols:
+        out["score"] = as_float_column(source, line_of, frame[cols["score"]], cols["score"])
+    if "rank" in cols:
+        ranks = frame[cols["rank"]].reset_index(drop=True)
+        if "score" in cols:  # informative only: gaps allowed
+            given = ranks.notna() & (ranks.astype("str").str.strip() != "")
+            values = np.full(len(ranks), np.nan)
+            if given.any():
+                values[given.to_numpy()] = as_int_column(
+                    source, lambda row: line_of(int(np.flatnonzero(given.to_numpy())[row])), ranks[given], cols["rank"]
+                )
+            out["rank"] = values
+        else:
+            out["rank"] = as_int_column(source, line_of, ranks, cols["rank"])
+    for optional in ("text", "source_doc"):
+        if optional in cols:
+            values = frame[cols[optional]].reset_index(drop=True)
+            values = values.astype("str").where(values.notna(), None)
+            if optional == "source_doc":
+                values = values.where(values.str.len() > 0, None)
+            out[optional] = values
+    return Run.from_frame(out, name=name)
+
+
+def dataset_from_columns(source: Source, frame: pd.DataFrame, line_of: LineOf, *, name: str, header_line: int | None) -> Dataset:
+    """A Dataset (qrels plus what the table says about queries) from aliased columns."""
+    cols = resolve(frame.columns)
+    if "relevance" not in cols and "score" in cols:  # BEIR qrels: query-id corpus-id score
+        cols["relevance"] = cols.pop("score")
+    missing = [c for c in ("query_id", "doc_id", "relevance") if c not in cols]
+    if missing:
+        raise missing_columns_error(source, header_line, missing, frame.columns)
+    qcol = cols["query_id"]
+    raw_q = as_id_column(source, line_of, frame[qcol], qcol)
+    from_text = normalise_name(qcol) == "query"
+    qrels = pd.DataFrame(
+        {
+            "query_id": hashed_query_ids(raw_q) if from_text else raw_q,
+            "doc_id": as_id_column(source, line_of, frame[cols["doc_id"]], cols["doc_id"]),
+            "relevance": as_int_column(source, line_of, frame[cols["relevance"]], cols["relevance"]),
+        }
+    )
+    check_duplicate_judgments(source, qrels, line_of)
+    queries = pd.DataFrame({"query_id": qrels["query_id"]})
+    norm = {normalise_name(c): c for c in frame.columns if c not in cols.values()}
+    if from_text:
+        queries["query"] = raw_q
+    else:
+        for text_name in QUERY_TEXT_NAMES:
+            if text_name in norm:
+                queries["query"] = frame[norm[text_name]].reset_index(drop=True).astype("str")
+                break
+    for facet in QUERY_FACETS:
+        if facet in norm:
+            queries[facet] = frame[norm[facet]].reset_index(drop=True).astype("str")
+    queries = queries.drop_duplicates("query_id", keep="first").reset_index(drop=True)
+    return Dataset.from_frames(qrels, queries, name=name)
+
+
+def check_duplicate_judgments(source: Source, qrels: pd.DataFrame, line_of: LineOf) -> None:
+    dup = qrels.duplicated(["query_id", "doc_id"], keep="first").to_numpy()
+    if dup.any():
+        row = int(dup.argmax())
+        q, d = qrels["query_id"].iloc[row], qrels["doc_id"].iloc[row]
+        first = int(((qrels["query_id"] == q) & (qrels["doc_id"] == d)).to_numpy().argmax())
+        first_line = line_of(first)
+        where = f"line {first_line}" if first_line is not None else f"row {first + 1}"
+        line = line_of(row)
+        raise ParseError(
+            source.name, line, "one label per query and document",
+            f"a second label for query {q!r}, document {d!r} (first on {where})"
+            + ("" if line is not None else f" (row {row + 1})"),
+        )

@@ -1,0 +1,262 @@
+"""BEIR-style folders, and the queries / corpus files they are made of.
+
+A folder (or a .zip of one) holding:
+
+* ``corpus.jsonl``: ``{"_id" or "id", "title", "text"}`` per line (optional);
+* ``queries.jsonl``: ``{"_id" or "id", "text"}`` per line (optional);
+* the judgments: ``qrels/test.tsv`` (else the first ``qrels/*.tsv``) with a
+  header ``query-id corpus-id score``, or a top-level ``qrels.tsv`` /
+  ``qrels.txt`` / ``qrels`` in TREC (``qid 0 docid rel``) or BEIR form.
+
+Queries are restricted to those with judgments in the chosen qrels (BEIR's
+queries.jsonl holds every split). ``corpus_size`` is the number of distinct
+documents in the corpus, ``documents`` the corpus itself.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from collections.abc import Callable
+from pathlib import PurePosixPath
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.json as pajson
+
+from ragmetrics.errors import ParseError
+from ragmetrics.io import tables, trec
+from ragmetrics.io._columns import normalise_name
+from ragmetrics.io._json import first_char, records
+from ragmetrics.io._source import ZIP_MAGIC, Source, shorten
+from ragmetrics.model import Dataset
+
+QUERY_ID_KEYS = ("_id", "id", "query_id", "qid")
+QUERY_TEXT_KEYS = ("text", "query")
+DOC_ID_KEYS = ("_id", "id", "doc_id", "docid")
+
+
+# --------------------------------------------------------------------------
+# folders: a directory or a zip archive
+# --------------------------------------------------------------------------
+class Folder:
+    def __init__(self, name: str, files: dict[str, Callable[[], Source]]) -> None:
+        self.name = name
+        self.files = files  # relative posix path -> Source factory
+
+    def find(self, *candidates: str) -> Source | None:
+        lowered = {p.lower(): p for p in self.files}
+        for candidate in candidates:
+            if candidate.lower() in lowered:
+                return self.files[lowered[candidate.lower()]]()
+        return None
+
+    def glob_qrels(self) -> list[str]:
+        return sorted(p for p in self.files if p.lower().startswith("qrels/") and p.lower().endswith(".tsv"))
+
+
+def open_folder(source: Source) -> Folder:
+    if source.is_dir:
+        assert source.path is not None
+        root = source.path
+        files: dict[str, Callable[[], Source]] = {}
+        for path in sorted(root.rglob("*")):
+            rel = path.relative_to(root).as_posix()
+            if path.is_file() and rel.count("/") <= 1:
+                files[rel] = lambda p=path, r=rel: Source(f"{source.name.rstrip('/')}/{r}", path=p)
+        return Folder(source.name, files)
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(source.raw))
+    except zipfile.BadZipFile as exc:
+        raise ParseError(source.name, None, "a zip archive of a BEIR folder", str(exc)) from None
+    names = [n for n in archive.namelist() if not n.endswith("/")]
+    # the folder inside the archive: where corpus.jsonl / queries.jsonl / qrels live
+    roots = sorted(
+        {str(PurePosixPath(n).parent) for n in names if PurePosixPath(n).name in ("corpus.jsonl", "queries.jsonl")}
+        | {str(PurePosixPath(n).parent.parent) for n in names if PurePosixPath(n).parent.name == "qrels"},
+        key=len,
+    )
+    root = roots[0] if roots else "."
+    prefix = "" if root == "." else root + "/"
+    files = {}
+    for n in names:
+        if n.startswith(prefix):
+            rel = n[len(prefix):]
+            files[rel] = lambda n=n, r=rel: Source(f"{source.name}/{r}", raw=archive.read(n))
+    return Folder(source.name, files)
+
+
+def sniff_beir(source: Source) -> bool:
+    return source.is_dir or source.raw[:4] == ZIP_MAGIC
+
+
+# --------------------------------------------------------------------------
+# queries and corpus files
+# --------------------------------------------------------------------------
+def _pick(record: dict[str, Any], keys: tuple[str, ...]) -> tuple[str | None, Any]:
+    for key in keys:
+        if record.get(key) is not None:
+            return key, record[key]
+    return None, None
+
+
+def _as_id(value: Any) -> str | None:
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def read_queries(source: Source) -> pd.DataFrame:
+    """``query_id``, ``query`` and any other keys, from JSONL/JSON or TSV/CSV."""
+    if first_char(source) in "{[" and source.extension not in (".tsv", ".csv", ".txt"):
+        rows: list[dict[str, Any]] = []
+        seen: dict[str, int] = {}
+        for line, _n, record in records(source):
+            if not isinstance(record, dict):
+                raise ParseError(source.name, line, "a JSON object", type(record).__name__)
+            key, raw_id = _pick(record, QUERY_ID_KEYS)
+            qid = _as_id(raw_id)
+            if qid is None:
+                raise ParseError(source.name, line, 'a query id ("_id", "id" or "query_id")', f"keys {sorted(record)[:8]}" if key is None else shorten(raw_id))
+            tkey, text = _pick(record, QUERY_TEXT_KEYS)
+            if not isinstance(text, str):
+                raise ParseError(source.name, line, 'the query text ("text" or "query")', f"keys {sorted(record)[:8]}" if tkey is None else shorten(text))
+            if qid in seen:
+                raise ParseError(source.name, line, "each query id once", f"{qid!r} again (first on line {seen[qid]})")
+            seen[qid] = line
+            row = {"query_id": qid, "query": text}
+            for k, v in record.items():
+                if k not in (key, tkey) and k not in QUERY_ID_KEYS and k not in QUERY_TEXT_KEYS:
+                    if k == "metadata" and not v:
+                        continue
+                    row[k] = v
+            rows.append(row)
+        return pd.DataFrame(rows, columns=None if rows else ["query_id", "query"])
+    delimiter = "\t" if source.extension != ".csv" and b"\t" in source.head.split(b"\n")[0] else ","
+    first = source.head.split(b"\n")[0].rstrip(b"\r").split(delimiter.encode())
+    if first and normalise_name(first[0].decode("utf-8", "replace")) in ("id", "_id", "query_id", "qid", "query"):
+        frame, line_of, _ = tables.read_delimited(source, delimiter)
+        cols = {normalise_name(c): c for c in frame.columns}
+        idc = next((cols[k] for k in ("query_id", "qid", "_id", "id") if k in cols), None)
+        textc = next((cols[k] for k in ("text", "query", "query_text", "question") if k in cols and cols[k] != idc), None)
+        if idc is None or textc is None:
+            raise ParseError(source.name, 1, "columns for the query id and its text (e.g. query_id, text)", f"columns {list(frame.columns)}")
+        out = frame.rename(columns={idc: "query_id", textc: "query"})
+    else:  # headerless: id <delimiter> text
+        lines: list[tuple[str, str]] = []
+        for lineno, raw in enumerate(source.text().split("\n"), 1):
+            raw = raw.rstrip("\r")
+            if not raw.strip():
+                continue
+            qid, sep, text = raw.partition(delimiter)
+            if not sep or not qid.strip():
+                raise ParseError(source.name, lineno, f"'query_id{delimiter!r}text'".replace("'\\t'", "<tab>"), shorten(raw))
+            lines.append((qid.strip(), text))
+        out = pd.DataFrame(lines, columns=["query_id", "query"])
+    dup = out["query_id"].duplicated()
+    if dup.any():
+        raise ParseError(source.name, None, "each query id once", f"{out['query_id'][dup].iloc[0]!r} twice")
+    return out
+
+
+def read_corpus(source: Source) -> pd.DataFrame:
+    """``doc_id``, ``title``, ``text`` from a BEIR corpus.jsonl (C reader, Python fallback)."""
+    try:
+        table = pajson.read_json(
+            pa.BufferReader(source.data),
+            parse_options=pajson.ParseOptions(
+                explicit_schema=pa.schema([(k, pa.string()) for k in ("_id", "id", "doc_id", "title", "text")]),
+                unexpected_field_behavior="ignore",
+            ),
+        )
+        ids = None
+        for key in DOC_ID_KEYS:
+            if key in table.column_names and table.column(key).null_count == 0:
+                ids = table.column(key)
+                break
+        if ids is not None and table.num_rows:
+            frame = pd.DataFrame({"doc_id": ids.to_pandas().str.strip()})
+            if (frame["doc_id"].str.len() > 0).all():
+                for col in ("title", "text"):
+                    values = table.column(col).to_pandas() if col in table.column_names else pd.Series([""] * len(frame))
+                    frame[col] = values.fillna("").astype("str")
+                return frame.drop_duplicates("doc_id", keep="first").reset_index(drop=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    rows: list[tuple[str, str, str]] = []
+    for line, _n, record in records(source):
+        if not isinstance(record, dict):
+            raise ParseError(source.name, line, "a JSON object", type(record).__name__)
+        key, raw_id = _pick(record, DOC_ID_KEYS)
+        doc = _as_id(raw_id)
+        if doc is None:
+            raise ParseError(source.name, line, 'a document id ("_id" or "id")', f"keys {sorted(record)[:8]}" if key is None else shorten(raw_id))
+        rows.append((doc, str(record.get("title") or ""), str(record.get("text") or "")))
+    if not rows:
+        raise ParseError(source.name, None, "at least one document", "none")
+    frame = pd.DataFrame(rows, columns=["doc_id", "title", "text"]).astype("str")
+    return frame.drop_duplicates("doc_id", keep="first").reset_index(drop=True)
+
+
+def read_qrels_file(source: Source) -> pd.DataFrame:
+    """A BEIR qrels TSV (with header) or a TREC qrels file."""
+    first = next((ln for ln in source.head.split(b"\n") if ln.strip()), b"")
+    head = normalise_name(trec.split_fields(first.decode("utf-8", "replace"))[0]) if first.strip() else ""
+    if head in ("query_id", "qid", "query", "topic", "topic_id"):
+        delimiter = "\t" if b"\t" in first else ","
+        dataset = tables.read_tsv_dataset(source, name="qrels") if delimiter == "\t" else tables.read_csv_dataset(source, name="qrels")
+        return dataset.qrels
+    return trec.parse_qrels_frame(source)
+
+
+def merge_queries(dataset: Dataset, queries: pd.DataFrame, *, keep_unjudged: bool = False) -> Dataset:
+    """Attach text (and extra columns) from ``queries`` to the dataset's queries."""
+    base = dataset.queries
+    extra = queries.set_index("query_id")
+    merged = base.copy()
+    texts = merged["query_id"].map(extra["query"]).fillna("")
+    merged["query"] = merged["query"].where(merged["query"].astype("str").str.len() > 0, texts)
+    for column in extra.columns:
+        if column == "query":
+            continue
+        values = merged["query_id"].map(extra[column])
+        if column in merged.columns:
+            empty = merged[column].isna() | (merged[column].astype("str") == "")
+            merged[column] = merged[column].where(~empty, values)
+        else:
+            merged[column] = values
+    if keep_unjudged:
+        missing = queries[~queries["query_id"].isin(set(merged["query_id"]))]
+        merged = pd.concat([merged, missing], ignore_index=True)
+    return Dataset.from_frames(
+        dataset.qrels, merged, name=dataset.name, corpus_size=dataset.corpus_size, documents=dataset.documents
+    )
+
+
+def read_beir(source: Source, *, name: str) -> Dataset:
+    folder = open_folder(source)
+    qrels_source = folder.find("qrels/test.tsv")
+    if qrels_source is None and folder.glob_qrels():
+        qrels_source = folder.files[folder.glob_qrels()[0]]()
+    if qrels_source is None:
+        qrels_source = folder.find("qrels.tsv", "qrels.txt", "qrels.trec", "qrels", "test.tsv")
+    if qrels_source is None:
+        raise ParseError(
+            source.name, None, "a BEIR folder with qrels/test.tsv (or qrels/*.tsv, or qrels.tsv)",
+            f"files {sorted(folder.files)[:10]}",
+        )
+    qrels = read_qrels_file(qrels_source)
+    dataset = Dataset.from_frames(qrels, name=name)
+    queries_source = folder.find("queries.jsonl", "queries.json", "queries.tsv")
+    if queries_source is not None:
+        dataset = merge_queries(dataset, read_queries(queries_source))
+    corpus_source = folder.find("corpus.jsonl", "corpus.json")
+    if corpus_source is not None:
+        documents = read_corpus(corpus_source)
+        dataset = Dataset.from_frames(
+            dataset.qrels, dataset.queries, name=name, corpus_size=len(documents) or None, documents=documents
+        )
+    return dataset

@@ -1,0 +1,168 @@
+"""Chunk runs evaluated at document level: give each retrieved chunk the
+document it came from (``source_doc``).
+
+The engine, not this module, collapses chunks to documents (a document counts
+at the rank of its first chunk); here we only fill the column.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ragmetrics.errors import ParseError, RagMetricsError
+from ragmetrics.io import tables
+from ragmetrics.io._columns import normalise_name
+from ragmetrics.io._json import first_char, first_record, records, scan_object
+from ragmetrics.io._source import Source, open_source, shorten
+from ragmetrics.model import Run
+
+CHUNK_COLUMNS = ("chunk_id", "chunk", "chunkid", "passage_id")
+DOC_COLUMNS = ("source_doc", "doc_id", "document_id", "parent_doc", "docid", "doc")
+
+
+def _compile(pattern: str | re.Pattern[str]) -> tuple[re.Pattern[str], int | str]:
+    """The regex and the group holding the document id."""
+    if isinstance(pattern, re.Pattern):
+        regex = pattern
+    else:
+        try:
+            regex = re.compile(pattern)
+        except re.error as exc:
+            raise RagMetricsError(f"chunk pattern {pattern!r} is not a valid regular expression: {exc}") from None
+        if regex.groups == 0:
+            # a plain separator: the document id is everything before its last occurrence
+            regex = re.compile(r"(?s)^(?P<doc>.+)" + re.escape(pattern))
+    if regex.groups == 0:
+        raise RagMetricsError(
+            f"chunk pattern {regex.pattern!r} needs a group for the document id, e.g. r'(?P<doc>.+)#\\d+$'"
+        )
+    return regex, ("doc" if "doc" in regex.groupindex else 1)
+
+
+def _extract(uniques: pd.Series, pattern: str | re.Pattern[str]) -> pd.Series:
+    regex, group = _compile(pattern)
+    found = uniques.str.extract(regex.pattern, flags=regex.flags & ~re.UNICODE, expand=True)
+    column = found[group] if group == "doc" else found.iloc[:, 0]
+    column = column.reset_index(drop=True)
+    return column.where(column.notna() & (column.astype("str").str.len() > 0), None)
+
+
+def _frame_pairs(frame: pd.DataFrame, what: str, source: Source | None = None, line_of: Any = None) -> pd.DataFrame:
+    norm = {normalise_name(c): c for c in frame.columns}
+    chunk = next((norm[c] for c in CHUNK_COLUMNS if c in norm), None)
+    doc = next((norm[c] for c in DOC_COLUMNS if c in norm and norm[c] != chunk), None)
+    if chunk is None or doc is None:
+        expected = "a chunk_id column and a doc_id (or source_doc) column"
+        if source is not None:
+            raise ParseError(source.name, 1, expected, f"columns {list(frame.columns)}")
+        raise RagMetricsError(f"{what}: expected {expected}, found columns {list(frame.columns)}")
+    pairs = pd.DataFrame(
+        {"chunk_id": frame[chunk].astype("str").str.strip().to_numpy(), "doc_id": frame[doc].astype("str").str.strip().to_numpy()}
+    )
+    bad = (frame[chunk].isna() | frame[doc].isna()).to_numpy() | (pairs["chunk_id"].str.len() == 0).to_numpy() | (pairs["doc_id"].str.len() == 0).to_numpy()
+    if bad.any():
+        row = int(bad.argmax())
+        if source is not None:
+            raise ParseError(source.name, line_of(row) if line_of else None, "a chunk id and a document id", f"row {row + 1}: {shorten(tuple(frame.iloc[row][[chunk, doc]]))}")
+        raise RagMetricsError(f"{what}: row {row + 1} has an empty chunk or document id")
+    return _check_pairs(pairs, what, source, line_of)
+
+
+def _check_pairs(pairs: pd.DataFrame, what: str, source: Source | None, line_of: Any) -> pd.DataFrame:
+    unique = pairs.drop_duplicates()
+    dup = unique["chunk_id"].duplicated(keep="first")
+    if dup.any():
+        chunk = unique["chunk_id"][dup].iloc[0]
+        docs = sorted(set(unique["doc_id"][unique["chunk_id"] == chunk]))
+        rows = np.flatnonzero((pairs["chunk_id"] == chunk).to_numpy())
+        if source is not None:
+            line = line_of(int(rows[-1])) if line_of else None
+            raise ParseError(source.name, line, "one document per chunk", f"chunk {chunk!r} mapped to {docs}")
+        raise RagMetricsError(f"{what}: chunk {chunk!r} is mapped to several documents {docs}")
+    return unique.reset_index(drop=True)
+
+
+def _file_pairs(source: Source) -> pd.DataFrame:
+    if source.extension in (".csv", ".tsv", ".tab", ".txt") or first_char(source) not in "{[":
+        delimiter = "," if source.extension == ".csv" else "\t"
+        frame, line_of, _ = tables.read_delimited(source, delimiter)
+        return _frame_pairs(frame, source.name, source, line_of)
+    record = first_record(source)
+    if first_char(source) == "{" and (record is None or (isinstance(record, dict) and all(isinstance(v, str) for v in record.values()) and not ({normalise_name(k) for k in record} & set(CHUNK_COLUMNS)))):
+        # one JSON object {chunk_id: doc_id}
+        lines, chunks, docs = [], [], []
+        for line, key, value in scan_object(source, source.text()):
+            if not isinstance(value, (str, int)) or isinstance(value, bool) or not str(value).strip():
+                raise ParseError(source.name, line, f"a document id for chunk {key!r}", shorten(value))
+            lines.append(line)
+            chunks.append(key)
+            docs.append(str(value))
+        pairs = pd.DataFrame({"chunk_id": chunks, "doc_id": docs}, dtype="str")
+        return _check_pairs(pairs, source.name, source, lambda row: lines[row])
+    rows, lines = [], []
+    for line, _n, item in records(source):
+        if not isinstance(item, dict):
+            raise ParseError(source.name, line, "a JSON object", type(item).__name__)
+        rows.append(item)
+        lines.append(line)
+    return _frame_pairs(pd.DataFrame.from_records(rows), source.name, source, lambda row: lines[row])
+
+
+def _mapping_pairs(mapping: Any) -> pd.DataFrame:
+    if isinstance(mapping, pd.DataFrame):
+        return _frame_pairs(mapping, "chunk mapping")
+    if isinstance(mapping, dict):
+        pairs = pd.DataFrame(
+            {"chunk_id": [str(k) for k in mapping], "doc_id": [str(v) for v in mapping.values()]}, dtype="str"
+        )
+        return pairs
+    if isinstance(mapping, (str, os.PathLike, bytes)) or hasattr(mapping, "read"):
+        return _file_pairs(open_source(mapping))
+    raise TypeError(f"chunk mapping must be a dict, a DataFrame or a file; got {type(mapping).__name__}")
+
+
+def attach_source_docs(run: Run, *, mapping: Any = None, pattern: str | re.Pattern[str] | None = None) -> Run:
+    """A new Run whose ``source_doc`` column names each chunk's document.
+
+    ``mapping``: a ``{chunk_id: doc_id}`` dict, a DataFrame with ``chunk_id``
+    and ``doc_id`` (or ``source_doc``) columns, or a CSV/TSV/JSONL/JSON file
+    of such pairs. ``pattern``: a regex whose group ``doc`` (else its first
+    group) extracts the document id from the chunk id, e.g.
+    ``r"(?P<doc>.+)#\\d+$"``; a string without groups is a separator, the
+    document id being what precedes its last occurrence (``"#"``, ``"_C"``).
+    The mapping wins over the pattern. Chunks matched by neither keep the
+    ``source_doc`` they had, else their own id.
+    """
+    if mapping is None and pattern is None:
+        raise RagMetricsError("attach_source_docs needs a mapping or a pattern")
+    frame = run.frame
+    codes, uniques = pd.factorize(frame["doc_id"])
+    uniques = pd.Series(uniques, dtype="str")
+    resolved = pd.Series([None] * len(uniques), dtype=object)
+    if pattern is not None:
+        extracted = _extract(uniques, pattern)
+        resolved = extracted.astype(object).where(extracted.notna(), None)
+    if mapping is not None:
+        pairs = _mapping_pairs(mapping)
+        index = pd.Index(pairs["chunk_id"]).get_indexer(uniques)
+        hit = index >= 0
+        docs = pairs["doc_id"].to_numpy(dtype=object)
+        values = resolved.to_numpy(dtype=object).copy()
+        values[hit] = docs[index[hit]]
+        resolved = pd.Series(values, dtype=object)
+    per_row = resolved.to_numpy(dtype=object)[codes]
+    fallback = frame["source_doc"].to_numpy(dtype=object) if "source_doc" in frame.columns else None
+    ids = frame["doc_id"].to_numpy(dtype=object)
+    missing = pd.isna(per_row)
+    if fallback is not None:
+        per_row = np.where(missing, fallback, per_row)
+        missing = pd.isna(per_row)
+    per_row = np.where(missing, ids, per_row)
+    out = frame.copy()
+    out["source_doc"] = pd.Series(per_row, dtype="str")
+    return Run(name=run.name, frame=out, has_scores=run.has_scores)

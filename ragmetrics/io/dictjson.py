@@ -1,0 +1,100 @@
+"""The ranx / pytrec_eval dictionary JSON: ``{qid: {docid: score}}`` for runs,
+``{qid: {docid: label}}`` for qrels. Errors name the line of the query's key
+(or of the document's key when it can be found)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ragmetrics.errors import ParseError
+from ragmetrics.io._json import first_char, first_record, scan_object
+from ragmetrics.io._source import Source, shorten
+from ragmetrics.model import Dataset, Run
+
+
+def _doc_line(text_cache: list[str], source: Source, qline: int, doc: str) -> int:
+    """Best effort: the line of ``"doc":`` at or after the query's line."""
+    if not text_cache:
+        text_cache.append(source.text())
+    text = text_cache[0]
+    start = 0
+    for _ in range(qline - 1):
+        start = text.find("\n", start) + 1
+    for needle in (json.dumps(doc, ensure_ascii=False), json.dumps(doc)):
+        pos = text.find(needle, start)
+        if pos >= 0:
+            return text.count("\n", 0, pos) + 1
+    return qline
+
+
+def _read(source: Source, *, labels: bool) -> tuple[pd.DataFrame, list[str]]:
+    text = source.text()
+    cache = [text]
+    qids: list[str] = []
+    docs: list[str] = []
+    values: list[Any] = []
+    order: list[str] = []
+    seen: dict[str, int] = {}
+    what = "an integer label" if labels else "a finite number as score"
+    for line, qid, inner in scan_object(source, text):
+        if qid in seen:
+            raise ParseError(source.name, line, "each query once", f"{qid!r} again (first on line {seen[qid]})")
+        seen[qid] = line
+        if not isinstance(inner, dict):
+            raise ParseError(source.name, line, f"a {{doc_id: {'label' if labels else 'score'}}} object for query {qid!r}", shorten(inner))
+        if not qid.strip():
+            raise ParseError(source.name, line, "a non-empty query id", repr(qid))
+        order.append(qid)
+        for doc, value in inner.items():
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if ok and labels:
+                ok = float(value).is_integer()
+            elif ok:
+                ok = math.isfinite(value)
+            if not ok or not doc.strip():
+                found = shorten(value) if doc.strip() else "an empty document id"
+                raise ParseError(
+                    source.name, _doc_line(cache, source, line, doc),
+                    f"{what} for query {qid!r}, document {doc!r}" if doc.strip() else "a non-empty document id",
+                    found,
+                )
+            qids.append(qid)
+            docs.append(doc)
+            values.append(value)
+    if not order:
+        raise ParseError(source.name, None, "at least one query", "an empty object")
+    frame = pd.DataFrame({"query_id": pd.Series(qids, dtype="str"), "doc_id": pd.Series(docs, dtype="str")})
+    if labels:
+        frame["relevance"] = np.asarray(values, dtype="float64").astype("int64")
+    else:
+        frame["score"] = np.asarray(values, dtype="float64")
+    return frame, order
+
+
+def read_dict_run(source: Source, *, name: str) -> Run:
+    frame, _ = _read(source, labels=False)
+    return Run.from_frame(frame, name=name)
+
+
+def read_dict_dataset(source: Source, *, name: str) -> Dataset:
+    frame, order = _read(source, labels=True)
+    return Dataset.from_frames(frame, pd.DataFrame({"query_id": order}), name=name)
+
+
+def sniff_dict_json(source: Source) -> bool:
+    if source.is_dir or first_char(source) != "{":
+        return False
+    record = first_record(source)
+    if record is None:  # pretty-printed, or a first line longer than the sniffed head
+        return _DICT_START.match(source.head) is not None
+    return isinstance(record, dict) and bool(record) and all(isinstance(v, dict) for v in record.values())
+
+
+# '{', a quoted key, ':', '{' : the opening of {qid: {docid: value}}
+_DICT_START = re.compile(rb'\s*\{\s*"(?:[^"\\]|\\.)*"\s*:\s*\{')

@@ -1,0 +1,149 @@
+"""The hand-written evaluation set: a JSON list or JSONL of records
+
+    {"query": ..., "expected_answer": ..., "expected_keywords": [...],
+     "relevant_docs": [...] or {doc: grade}, "difficulty": ..., "category": ...}
+
+with an optional ``"query_id"`` (or ``"id"``). Without one, the id is
+``query_id_from_text(query)``. ``relevant_docs`` as a list gives grade 1 to
+each document; as a map it gives the grades. It may be empty or missing (a
+query without judgments, for example category "negative"). Other keys are kept
+as extra query columns. Errors name the line and, for a JSON list, the record
+number and its query.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from ragmetrics.errors import ParseError
+from ragmetrics.io._json import first_char, first_record, records
+from ragmetrics.io._source import Source, shorten
+from ragmetrics.model import Dataset, query_id_from_text
+
+ID_KEYS = ("query_id", "id")
+TEXT_FIELDS = ("expected_answer", "category", "difficulty")
+KNOWN = {"query", "expected_answer", "expected_keywords", "relevant_docs", "difficulty", "category", *ID_KEYS}
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _as_doc_id(value: Any) -> str | None:
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    if _is_int(value):
+        return str(value)
+    return None
+
+
+def read_evalset(source: Source, *, name: str) -> Dataset:
+    is_list = first_char(source) == "["
+    query_rows: list[dict[str, Any]] = []
+    qrels: list[tuple[str, str, int]] = []
+    seen: dict[str, tuple[int, int]] = {}
+
+    for line, number, record in records(source):
+        where = f" in record {number}" if is_list else ""
+
+        def fail(expected: str, found: str, query: Any = None) -> ParseError:
+            about = f" (query {shorten(query, 50)})" if is_list and query is not None else ""
+            return ParseError(source.name, line, expected + where, found + about)
+
+        if not isinstance(record, dict):
+            raise fail("a JSON object", type(record).__name__)
+        query = record.get("query")
+        if not isinstance(query, str) or not query.strip():
+            if "query" not in record:
+                raise fail('a "query" key', f"keys {sorted(record)[:8]}")
+            raise fail('a non-empty "query" string', shorten(query))
+
+        qid: str | None = None
+        for key in ID_KEYS:
+            if key in record and record[key] is not None:
+                qid = _as_doc_id(record[key])
+                if qid is None:
+                    raise fail(f'"{key}" as a non-empty string or an integer', shorten(record[key]), query)
+                break
+        if qid is None:
+            qid = query_id_from_text(query)
+        if qid in seen:
+            first_line, first_number = seen[qid]
+            first = f"record {first_number}, line {first_line}" if is_list else f"line {first_line}"
+            raise fail(
+                "a unique query id (give the records distinct \"query_id\"s)",
+                f"{qid!r} again, as on {first}", query,
+            )
+        seen[qid] = (line, number)
+
+        row: dict[str, Any] = {"query_id": qid, "query": query}
+        for key in TEXT_FIELDS:
+            value = record.get(key)
+            if value is None:
+                row[key] = ""
+            elif isinstance(value, str) or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+                row[key] = str(value)
+            else:
+                raise fail(f'"{key}" as a string', shorten(value), query)
+
+        keywords = record.get("expected_keywords")
+        if keywords is None:
+            row["expected_keywords"] = []
+        elif isinstance(keywords, str):
+            row["expected_keywords"] = [keywords]
+        elif isinstance(keywords, list) and all(isinstance(k, (str, int, float)) and not isinstance(k, bool) for k in keywords):
+            row["expected_keywords"] = [str(k) for k in keywords]
+        else:
+            raise fail('"expected_keywords" as a list of strings', shorten(keywords), query)
+
+        docs = record.get("relevant_docs")
+        judged: dict[str, int] = {}
+        if docs is None:
+            pass
+        elif isinstance(docs, list):
+            for item in docs:
+                doc = _as_doc_id(item)
+                if doc is None:
+                    raise fail('"relevant_docs" items as document ids (strings)', shorten(item), query)
+                if doc in judged:
+                    raise fail('each document once in "relevant_docs"', f"{doc!r} twice", query)
+                judged[doc] = 1
+        elif isinstance(docs, dict):
+            for key, grade in docs.items():
+                doc = _as_doc_id(key)
+                if doc is None:
+                    raise fail('"relevant_docs" keys as document ids', shorten(key), query)
+                if isinstance(grade, float) and grade.is_integer():
+                    grade = int(grade)
+                if not _is_int(grade):
+                    raise fail(f'an integer grade for {doc!r} in "relevant_docs"', shorten(grade), query)
+                if doc in judged:
+                    raise fail('each document once in "relevant_docs"', f"{doc!r} twice", query)
+                judged[doc] = grade
+        else:
+            raise fail('"relevant_docs" as a list of ids or a {doc: grade} map', shorten(docs), query)
+        qrels.extend((qid, doc, grade) for doc, grade in judged.items())
+
+        for key, value in record.items():
+            if key not in KNOWN:
+                row[key] = value
+        query_rows.append(row)
+
+    if not query_rows:
+        raise ParseError(source.name, None, "at least one record", "none")
+    queries = pd.DataFrame(query_rows)
+    qrels_frame = pd.DataFrame(qrels, columns=["query_id", "doc_id", "relevance"])
+    qrels_frame = qrels_frame.astype({"query_id": "str", "doc_id": "str", "relevance": "int64"})
+    return Dataset.from_frames(qrels_frame, queries, name=name)
+
+
+def sniff_evalset(source: Source) -> bool:
+    if source.is_dir:
+        return False
+    start = first_char(source)
+    if start == "[":
+        return b'"query"' in source.head
+    record = first_record(source)
+    return isinstance(record, dict) and "query" in record and "retrieved" not in record

@@ -1,0 +1,519 @@
+"""TREC runs (``qid Q0 docid rank score tag``) and qrels (``qid iter docid rel``).
+
+Conventions (research/metric-anchors.md, sections 2 and 5.1):
+
+* fields are split on ASCII space and tab only (never on Unicode whitespace);
+  ids are kept byte for byte (UTF-8), case-sensitive, never normalised;
+* blank lines and lines whose first non-blank character is ``#`` are skipped;
+  a ``#`` anywhere else (inside a docid, say) is data;
+* runs: at least 6 fields, extra fields ignored, the score (field 5) must be a
+  finite number; the rank (field 4), ``Q0`` and the tag are not used;
+* qrels: exactly 4 fields, the label must be an integer (negative allowed),
+  one label per (query, document).
+
+Speed: the whole file is handed to Arrow's multithreaded C CSV reader with a
+single-space delimiter. Tabs are turned into spaces and comment lines emptied
+with bytes operations (line numbers are kept). If Arrow refuses the file or
+an empty field shows up (several spaces in a row, leading or trailing blanks),
+runs of spaces are collapsed with ``bytes.replace`` and Arrow tries once more.
+Runs whose lines carry different numbers of extra fields then go through
+pandas' C parser. Only when that fails too does a Python scan run over the
+lines: it finds the first bad line and names it. A bad value found after a C
+parse (a NaN score, a repeated judgment) is mapped back to its line with numpy.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from collections.abc import Iterator
+from typing import IO, Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from ragmetrics.errors import ParseError, RagMetricsError
+from ragmetrics.io._source import Source, nonempty_line_numbers, shorten
+from ragmetrics.model import Dataset, Run
+
+_TAB_TO_SPACE = bytes.maketrans(b"\t", b" ")
+INT_RE = re.compile(r"[+-]?[0-9]+\Z")
+FLOAT_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+_NONFINITE_RE = re.compile(r"[+-]?(?:nan|inf|infinity)\Z", re.IGNORECASE)
+
+RUN_LINE = "'qid Q0 docid rank score tag'"
+QRELS_LINE = "'qid iter docid rel'"
+
+
+def split_fields(line: str) -> list[str]:
+    """Split on runs of ASCII spaces and tabs only."""
+    if "\t" in line:
+        line = line.replace("\t", " ")
+    fields = line.split(" ")
+    return fields if "" not in fields else [f for f in fields if f]
+
+
+def _data_lines(source: Source) -> Iterator[tuple[int, list[str], str]]:
+    """``(line number, fields, line)`` of every non-blank, non-comment line.
+
+    The text is decoded in one go; bytes that are not UTF-8 are reported at
+    their line, after the lines before it were checked.
+    """
+    data = source.data
+    bad_line = None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        cut = data.rfind(b"\n", 0, exc.start) + 1
+        text = data[:cut].decode("utf-8", errors="replace")
+        bad_line = data.count(b"\n", 0, cut) + 1
+        bad_byte = data[exc.start]
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if bad_line is not None and lineno == bad_line:
+            break
+        if line.endswith("\r"):
+            line = line[:-1]
+        fields = split_fields(line)
+        if fields and not fields[0].startswith("#"):
+            yield lineno, fields, line
+    if bad_line is not None:
+        raise ParseError(source.name, bad_line, "UTF-8 text", f"byte 0x{bad_byte:02x}")
+
+
+# --------------------------------------------------------------------------
+# fast path helpers
+# --------------------------------------------------------------------------
+def _blank_comments(data: bytes) -> bytes:
+    """Empty every line that starts with ``#``, keeping its line break."""
+    parts = data.split(b"\n#")
+    first = parts[0]
+    if first.startswith(b"#"):
+        nl = first.find(b"\n")
+        first = b"" if nl < 0 else first[nl:]
+    out = [first]
+    for part in parts[1:]:
+        nl = part.find(b"\n")
+        out.append(b"" if nl < 0 else part[nl:])
+    return b"\n".join(out)
+
+
+def _normalise(data: bytes, *, collapse: bool) -> bytes | None:
+    """Single-space separated lines, comments emptied; ``None``: use the slow scan."""
+    if b"\t" in data:
+        data = data.translate(_TAB_TO_SPACE)
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n")
+        if b"\r" in data:  # a lone CR: Arrow would take it for a line break
+            return None
+    if collapse:
+        while b"  " in data:
+            data = data.replace(b"  ", b" ")
+        if data.startswith(b" "):
+            data = data[1:]
+        if data.endswith(b" "):
+            data = data[:-1]
+        data = data.replace(b"\n ", b"\n").replace(b" \n", b"\n")
+    if b"#" in data and (data.startswith(b"#") or b"\n#" in data):
+        data = _blank_comments(data)
+    return data
+
+
+def _first_field_count(data: bytes) -> int | None:
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        if end < 0:
+            end = len(data)
+        if end > start:
+            return data.count(b" ", start, end) + 1
+        start = end + 1
+    return None
+
+
+def _arrow_read(data: bytes, ncols: int, typed: dict[int, pa.DataType]) -> pa.Table:
+    names = [f"f{i}" for i in range(ncols)]
+    types = {name: typed.get(i, pa.large_string()) for i, name in enumerate(names)}
+    return pacsv.read_csv(
+        pa.BufferReader(data),
+        read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
+        parse_options=pacsv.ParseOptions(
+            delimiter=" ", quote_char=False, double_quote=False, escape_char=False,
+            newlines_in_values=False, ignore_empty_lines=True,
+        ),
+        convert_options=pacsv.ConvertOptions(
+            column_types=types, null_values=[""], strings_can_be_null=True,
+            quoted_strings_can_be_null=False, true_values=[], false_values=[],
+        ),
+    )
+
+
+def _fast_table(
+    source: Source, *, min_cols: int, max_cols: int | None, typed: dict[int, pa.DataType]
+) -> tuple[pa.Table | None, bytes | None]:
+    """Arrow-parse the file: ``(table, data)``, or ``(None, collapsed data)``
+    when Arrow could not (the collapsed data is ``None`` if a lone CR was seen)."""
+    first_length = -1
+    data: bytes | None = None
+    for collapse in (False, True):
+        data = _normalise(source.data, collapse=collapse)
+        if data is None:
+            return None, None
+        if len(data) == first_length:  # collapsing changed nothing: Arrow would fail again
+            break
+        first_length = len(data)
+        ncols = _first_field_count(data)
+        if ncols is None or ncols < min_cols or (max_cols is not None and ncols > max_cols):
+            continue
+        try:
+            table = _arrow_read(data, ncols, typed)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            if "conversion error" in str(exc):
+                _locate_bad_value(source, data, ncols, typed)
+            continue
+        if any(col.null_count for col in table.columns):
+            continue
+        return table, data
+    return None, data
+
+
+# what a typed field must look like, and how to say so
+_FIELD_RULES = {
+    pa.float64(): (r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$", "a finite number as score"),
+    pa.int64(): (r"^[+-]?[0-9]+$", "an integer relevance label"),
+}
+
+
+def _locate_bad_value(source: Source, data: bytes, ncols: int, typed: dict[int, pa.DataType]) -> None:
+    """After Arrow refused a value: read the fields as text (still in C), find
+    the first value that breaks its field's rule and raise at its line.
+    Returns quietly when nothing is found (the caller falls back)."""
+    try:
+        table = _arrow_read(data, ncols, {})
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return
+    if any(col.null_count for col in table.columns):
+        return
+    for index, kind in sorted(typed.items()):
+        pattern, what = _FIELD_RULES[kind]
+        ok = pc.match_substring_regex(table.column(f"f{index}"), pattern).to_numpy(zero_copy_only=False)
+        if not ok.all():
+            row = int(np.argmin(ok))
+            line = int(nonempty_line_numbers(data, [row])[0])
+            value = table.column(f"f{index}")[row].as_py()
+            raise ParseError(source.name, line, f"{what} (field {index + 1})", shorten(value))
+
+
+def _empty_file(source: Source, what: str) -> ParseError:
+    return ParseError(source.name, None, f"at least one line {what}", "no data lines")
+
+
+# --------------------------------------------------------------------------
+# runs
+# --------------------------------------------------------------------------
+def _score_error(source: Source, line: int, text: str) -> ParseError:
+    return ParseError(source.name, line, "a finite number as score (field 5)", shorten(text))
+
+
+def parse_run_frame(source: Source) -> pd.DataFrame:
+    """``query_id``, ``doc_id``, ``score`` from a TREC run file."""
+    table, data = _fast_table(source, min_cols=6, max_cols=None, typed={4: pa.float64()})
+    if table is not None and data is not None:
+        if table.num_rows == 0:
+            raise _empty_file(source, RUN_LINE)
+        score = table.column("f4").to_numpy()
+        finite = np.isfinite(score)
+        if not finite.all():
+            row = int(np.argmin(finite))
+            line = int(nonempty_line_numbers(data, [row])[0])
+            fields = split_fields(source.line_text(line))
+            raise _score_error(source, line, fields[4] if len(fields) > 4 else str(score[row]))
+        return pd.DataFrame(
+            {
+                "query_id": table.column("f0").to_pandas(),
+                "doc_id": table.column("f2").to_pandas(),
+                "score": score,
+            }
+        )
+    frame = _pandas_run(source, data) if data is not None else None
+    return frame if frame is not None else _slow_run(source)
+
+
+def _pandas_run(source: Source, data: bytes | None = None) -> pd.DataFrame | None:
+    """Second C reader, for lines with different numbers of extra fields.
+
+    pandas' C parser ignores fields beyond the ``usecols``; a line with fewer
+    than 6 fields leaves an empty tag or score, which sends us to the scan.
+    ``data``: the normalised (collapsed) bytes.
+    """
+    if data is None:
+        data = _normalise(source.data, collapse=True)
+    if data is None or _first_field_count(data) is None:
+        return None
+    try:
+        frame = pd.read_csv(
+            io.BytesIO(data), sep=" ", header=None, names=range(6), usecols=[0, 2, 4, 5], index_col=False,
+            dtype={0: "str", 2: "str", 4: "float64", 5: "str"}, engine="c", quoting=csv.QUOTE_NONE,
+            na_filter=False, skip_blank_lines=True, encoding="utf-8",
+        )
+    except (ValueError, IndexError, pd.errors.ParserError):
+        return None
+    if frame.empty:
+        return None
+    for column in (0, 2, 5):
+        if (frame[column].str.len() == 0).any():
+            return None
+    score = frame[4].to_numpy(dtype="float64")
+    finite = np.isfinite(score)
+    if not finite.all():
+        row = int(np.argmin(finite))
+        line = int(nonempty_line_numbers(data, [row])[0])
+        fields = split_fields(source.line_text(line))
+        raise _score_error(source, line, fields[4] if len(fields) > 4 else str(score[row]))
+    return pd.DataFrame({"query_id": frame[0], "doc_id": frame[2], "score": score})
+
+
+def _slow_run(source: Source) -> pd.DataFrame:
+    qids: list[str] = []
+    docs: list[str] = []
+    scores: list[float] = []
+    for lineno, fields, line in _data_lines(source):
+        if len(fields) < 6:
+            raise ParseError(
+                source.name, lineno, f"6 fields {RUN_LINE}", f"{len(fields)} field(s) in {shorten(line)}"
+            )
+        text = fields[4]
+        if not FLOAT_RE.match(text):
+            raise _score_error(source, lineno, text)
+        value = float(text)
+        if not math.isfinite(value):
+            raise _score_error(source, lineno, text)
+        qids.append(fields[0])
+        docs.append(fields[2])
+        scores.append(value)
+    if not qids:
+        raise _empty_file(source, RUN_LINE)
+    return pd.DataFrame(
+        {
+            "query_id": pd.Series(qids, dtype="str"),
+            "doc_id": pd.Series(docs, dtype="str"),
+            "score": np.asarray(scores, dtype="float64"),
+        }
+    )
+
+
+def read_run(source: Source, *, name: str) -> Run:
+    return Run.from_frame(parse_run_frame(source), name=name)
+
+
+# --------------------------------------------------------------------------
+# qrels
+# --------------------------------------------------------------------------
+def parse_qrels_frame(source: Source) -> pd.DataFrame:
+    """``query_id``, ``doc_id``, ``relevance`` from a TREC qrels file."""
+    table, data = _fast_table(source, min_cols=4, max_cols=4, typed={3: pa.int64()})
+    if table is None or data is None:
+        frame, lines = _slow_qrels(source)
+    else:
+        frame = pd.DataFrame(
+            {
+                "query_id": table.column("f0").to_pandas(),
+                "doc_id": table.column("f2").to_pandas(),
+                "relevance": table.column("f3").to_numpy(),
+            }
+        )
+        lines = None
+        if len(frame) == 0:
+            raise _empty_file(source, QRELS_LINE)
+    dup = frame.duplicated(["query_id", "doc_id"], keep="first").to_numpy()
+    if dup.any():
+        row = int(dup.argmax())
+        q, d = frame["query_id"].iloc[row], frame["doc_id"].iloc[row]
+        first = int(((frame["query_id"] == q) & (frame["doc_id"] == d)).to_numpy().argmax())
+        if lines is None:
+            assert data is not None
+            line, first_line = (int(x) for x in nonempty_line_numbers(data, [row, first]))
+        else:
+            line, first_line = lines[row], lines[first]
+        raise ParseError(
+            source.name, line, "one label per query and document",
+            f"a second label for query {q!r}, document {d!r} (first on line {first_line})",
+        )
+    return frame
+
+
+def _slow_qrels(source: Source) -> tuple[pd.DataFrame, list[int]]:
+    qids: list[str] = []
+    docs: list[str] = []
+    labels: list[int] = []
+    lines: list[int] = []
+    for lineno, fields, line in _data_lines(source):
+        if len(fields) != 4:
+            raise ParseError(
+                source.name, lineno, f"4 fields {QRELS_LINE}", f"{len(fields)} field(s) in {shorten(line)}"
+            )
+        if not INT_RE.match(fields[3]):
+            raise ParseError(source.name, lineno, "an integer relevance label (field 4)", shorten(fields[3]))
+        qids.append(fields[0])
+        docs.append(fields[2])
+        labels.append(int(fields[3]))
+        lines.append(lineno)
+    if not qids:
+        raise _empty_file(source, QRELS_LINE)
+    frame = pd.DataFrame(
+        {
+            "query_id": pd.Series(qids, dtype="str"),
+            "doc_id": pd.Series(docs, dtype="str"),
+            "relevance": np.asarray(labels, dtype="int64"),
+        }
+    )
+    return frame, lines
+
+
+def read_qrels(source: Source, *, name: str) -> Dataset:
+    return Dataset.from_frames(parse_qrels_frame(source), name=name)
+
+
+# --------------------------------------------------------------------------
+# sniffing
+# --------------------------------------------------------------------------
+def _first_fields(source: Source) -> list[str] | None:
+    for raw in source.head.split(b"\n")[:100]:
+        fields = split_fields(raw.rstrip(b"\r").decode("utf-8", errors="replace"))
+        if fields and not fields[0].startswith("#"):
+            return fields
+    return None
+
+
+def sniff_run(source: Source) -> bool:
+    fields = _first_fields(source)
+    return bool(
+        fields
+        and len(fields) >= 6
+        and INT_RE.match(fields[3])
+        and (FLOAT_RE.match(fields[4]) or _NONFINITE_RE.match(fields[4]))
+    )
+
+
+def sniff_qrels(source: Source) -> bool:
+    fields = _first_fields(source)
+    return bool(fields and len(fields) == 4 and INT_RE.match(fields[3]))
+
+
+# --------------------------------------------------------------------------
+# writers
+# --------------------------------------------------------------------------
+_WS_RE = r"[ \t\r\n]"
+
+
+def _check_no_whitespace(values: pa.ChunkedArray | pa.Array, what: str) -> None:
+    bad = pc.match_substring_regex(values, _WS_RE)
+    if pc.any(bad).as_py():
+        row = int(np.argmax(bad.to_numpy(zero_copy_only=False)))
+        raise RagMetricsError(
+            f"{what} {values[row].as_py()!r} (row {row + 1}) contains whitespace; a TREC file cannot hold it"
+        )
+
+
+def _open_for_write(dest: Any) -> tuple[IO[Any], bool, bool]:
+    """(stream, close_it, binary)."""
+    import gzip
+    import io
+    import os
+
+    if isinstance(dest, (str, os.PathLike)):
+        path = os.fspath(dest)
+        if str(path).lower().endswith((".gz", ".gzip")):
+            return gzip.open(path, "wb"), True, True
+        return open(path, "wb"), True, True
+    if isinstance(dest, io.TextIOBase):
+        return dest, False, False
+    if hasattr(dest, "write"):
+        return dest, False, True
+    raise TypeError(f"dest must be a path or a writable file-like object; got {type(dest).__name__}")
+
+
+def _write_lines(lines: pa.Array | pa.ChunkedArray, dest: Any) -> None:
+    """Write the strings, one per line, joined in Arrow (no Python str per line)."""
+    stream, close, binary = _open_for_write(dest)
+    lines = pc.cast(lines, pa.large_string())
+    newline = pa.scalar("\n", pa.large_string())
+    try:
+        step = 1 << 20
+        for start in range(0, len(lines), step):
+            chunk = lines[start : start + step]
+            if isinstance(chunk, pa.ChunkedArray):
+                chunk = chunk.combine_chunks()
+            joined = pc.binary_join(
+                pa.LargeListArray.from_arrays(pa.array([0, len(chunk)], pa.int64()), chunk), newline
+            )[0]
+            data = bytes(joined.as_buffer()) + b"\n"
+            stream.write(data if binary else data.decode("utf-8"))
+    finally:
+        if close:
+            stream.close()
+
+
+def _lit(text: str) -> pa.Scalar:
+    return pa.scalar(text, pa.large_string())
+
+
+def _strings(values: pd.Series) -> pa.Array:
+    return pa.array(values.astype("str"), type=pa.large_string())
+
+
+def write_trec_run(run: Run, dest: Any, *, tag: str | None = None) -> None:
+    """Write ``run`` as ``qid Q0 docid rank score tag`` lines.
+
+    Queries keep their order of first appearance; within a query rows go by
+    score descending, ties by doc_id descending (trec_eval's order, byte-wise),
+    and the rank is 1..n in that order. Scores are written in their shortest
+    round-trip form. ``tag`` defaults to the run's name (whitespace -> ``_``).
+    """
+    frame = run.frame
+    tag = re.sub(r"\s+", "_", str(run.name if tag is None else tag).strip()) or "run"
+    qcodes, _ = pd.factorize(frame["query_id"], sort=False)
+    table = pa.table(
+        {
+            "q": pa.array(qcodes),
+            "score": pa.array(frame["score"].to_numpy(dtype="float64")),
+            "doc": _strings(frame["doc_id"]),
+        }
+    )
+    order = pc.sort_indices(
+        table, sort_keys=[("q", "ascending"), ("score", "descending"), ("doc", "descending")]
+    )
+    qid = pc.take(_strings(frame["query_id"]), order)
+    did = pc.take(table.column("doc"), order)
+    _check_no_whitespace(qid, "query_id")
+    _check_no_whitespace(did, "doc_id")
+    sorted_q = qcodes[order.to_numpy()]
+    n = len(sorted_q)
+    starts = np.flatnonzero(np.r_[True, sorted_q[1:] != sorted_q[:-1]]) if n else np.array([], dtype=np.int64)
+    rank = np.arange(n, dtype=np.int64) - np.repeat(starts, np.diff(np.r_[starts, n])) + 1
+    lines = pc.binary_join_element_wise(
+        qid, _lit("Q0"), did,
+        pc.cast(pa.array(rank), pa.large_string()),
+        pc.cast(pc.take(table.column("score"), order), pa.large_string()),
+        _lit(tag), _lit(" "),
+    )
+    _write_lines(lines, dest)
+
+
+def write_trec_qrels(qrels: Dataset | pd.DataFrame, dest: Any) -> None:
+    """Write ``qid 0 docid rel`` lines, in the frame's row order."""
+    frame = qrels.qrels if isinstance(qrels, Dataset) else qrels
+    missing = [c for c in ("query_id", "doc_id", "relevance") if c not in frame.columns]
+    if missing:
+        raise RagMetricsError(f"qrels frame is missing column(s) {missing} (found {list(frame.columns)})")
+    qid = _strings(frame["query_id"])
+    did = _strings(frame["doc_id"])
+    _check_no_whitespace(qid, "query_id")
+    _check_no_whitespace(did, "doc_id")
+    rel = pa.array(pd.to_numeric(frame["relevance"]).to_numpy(dtype="int64"))
+    lines = pc.binary_join_element_wise(qid, _lit("0"), did, pc.cast(rel, pa.large_string()), _lit(" "))
+    _write_lines(lines, dest)

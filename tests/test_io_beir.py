@@ -1,0 +1,118 @@
+"""BEIR folders (and zips), scifact-style folders, queries= and corpus=."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from ragmetrics.errors import ParseError
+from ragmetrics.io import load_dataset, load_qrels
+
+DATA = Path(__file__).parent / "data" / "io"
+MINI = DATA / "scifact-mini"
+
+
+def make_beir(root: Path) -> Path:
+    """A real BEIR layout built from the scifact excerpt."""
+    root.mkdir(parents=True)
+    (root / "qrels").mkdir()
+    with open(root / "corpus.jsonl", "w") as out:
+        for line in open(MINI / "corpus.jsonl"):
+            record = json.loads(line)
+            out.write(json.dumps({"_id": record["id"], "title": record["title"], "text": record["text"], "metadata": {}}) + "\n")
+    with open(root / "queries.jsonl", "w") as out:
+        for line in open(MINI / "queries.jsonl"):
+            record = json.loads(line)
+            out.write(json.dumps({"_id": record["id"], "text": record["text"], "metadata": {}}) + "\n")
+        out.write(json.dumps({"_id": "999", "text": "a train query, not in the test qrels", "metadata": {}}) + "\n")
+    lines = ["query-id\tcorpus-id\tscore"] + ["\t".join(ln.split()[i] for i in (0, 2, 3)) for ln in open(MINI / "qrels.tsv")]
+    (root / "qrels" / "test.tsv").write_text("\n".join(lines) + "\n")
+    (root / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\n999\t4983\t1\n")
+    return root
+
+
+def test_beir_folder(tmp_path: Path) -> None:
+    dataset = load_dataset(make_beir(tmp_path / "scifact"))
+    assert dataset.name == "scifact"
+    assert len(dataset.qrels) == 6
+    assert len(dataset) == 5  # only queries judged in qrels/test.tsv
+    assert dataset.corpus_size == 53
+    assert list(dataset.documents.columns) == ["doc_id", "title", "text"]
+    assert dataset.queries.iloc[0]["query"] == "0-dimensional biomaterials show inductive properties."
+    assert "metadata" not in dataset.queries.columns
+
+
+def test_beir_zip_from_bytes(tmp_path: Path) -> None:
+    root = make_beir(tmp_path / "scifact")
+    sink = io.BytesIO()
+    with zipfile.ZipFile(sink, "w") as archive:
+        for path in root.rglob("*"):
+            if path.is_file():
+                archive.write(path, "scifact/" + path.relative_to(root).as_posix())
+    dataset = load_dataset(sink.getvalue(), filename="scifact.zip")
+    assert dataset.name == "scifact"
+    assert len(dataset) == 5 and dataset.corpus_size == 53
+
+
+def test_folder_with_trec_qrels_like_shared_data(tmp_path: Path) -> None:
+    folder = tmp_path / "scifact-mini"
+    shutil.copytree(MINI, folder)
+    dataset = load_dataset(folder)
+    assert dataset.name == "scifact-mini"
+    assert len(dataset) == 5 and len(dataset.qrels) == 6
+    assert dataset.corpus_size == 53
+    assert (dataset.queries["query"].str.len() > 0).all()
+
+
+def test_chinese_folder_excerpt() -> None:
+    dataset = load_dataset(DATA / "cmrc-mini")
+    assert list(dataset.queries["query"])[0] == "大莱龙铁路位于哪里？"
+    assert dataset.corpus_size is None
+
+
+def test_trec_qrels_with_queries_and_corpus_files() -> None:
+    dataset = load_dataset(
+        MINI / "qrels.tsv", queries=MINI / "queries.jsonl", corpus=MINI / "corpus.jsonl", name="sf"
+    )
+    assert dataset.name == "sf" and dataset.corpus_size == 53 and len(dataset.documents) == 53
+    assert (dataset.queries["query"].str.len() > 0).all()
+    explicit = load_dataset(MINI / "qrels.tsv", corpus=MINI / "corpus.jsonl", corpus_size=5183)
+    assert explicit.corpus_size == 5183
+
+
+def test_queries_as_tsv_with_and_without_header(tmp_path: Path) -> None:
+    (tmp_path / "q.tsv").write_text("1\tfirst query\n3\tsecond\tquery with a tab\n")
+    dataset = load_dataset(MINI / "qrels.tsv", queries=tmp_path / "q.tsv")
+    texts = dict(zip(dataset.queries["query_id"], dataset.queries["query"]))
+    assert texts["1"] == "first query" and texts["3"] == "second\tquery with a tab" and texts["5"] == ""
+    (tmp_path / "h.tsv").write_text("query_id\ttext\n1\tfirst\n")
+    dataset = load_dataset(MINI / "qrels.tsv", queries=tmp_path / "h.tsv")
+    assert dict(zip(dataset.queries["query_id"], dataset.queries["query"]))["1"] == "first"
+
+
+def test_bad_queries_and_corpus_files(tmp_path: Path) -> None:
+    (tmp_path / "queries.jsonl").write_text('{"_id": "1", "text": "ok"}\n{"_id": "3"}\n')
+    with pytest.raises(ParseError, match=r"queries\.jsonl:2: expected the query text"):
+        load_dataset(MINI / "qrels.tsv", queries=tmp_path / "queries.jsonl")
+    (tmp_path / "corpus.jsonl").write_text('{"_id": "1", "text": "ok"}\n{"title": "no id"}\n')
+    with pytest.raises(ParseError, match=r"corpus\.jsonl:2: expected a document id"):
+        load_dataset(MINI / "qrels.tsv", corpus=tmp_path / "corpus.jsonl")
+
+
+def test_bad_beir_qrels_reports_file_inside_folder(tmp_path: Path) -> None:
+    root = make_beir(tmp_path / "b")
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n1\t31715818\t1\n3\t14717500\tyes\n")
+    with pytest.raises(ParseError, match=r"b/qrels/test\.tsv:3: expected an integer in column 'score', found 'yes'"):
+        load_dataset(root)
+    assert len(load_qrels(root / "qrels" / "train.tsv")) == 1
+
+
+def test_folder_without_qrels(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ParseError, match=r"empty: expected a BEIR folder"):
+        load_dataset(tmp_path / "empty")

@@ -1,0 +1,85 @@
+"""Chunk-to-document mappings: attach_source_docs and load_run(chunk_...)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ragmetrics.errors import ParseError, RagMetricsError
+from ragmetrics.io import attach_source_docs, load_run
+from ragmetrics.model import Run
+
+DATA = Path(__file__).parent / "data" / "io"
+
+
+def chunk_run() -> Run:
+    return Run.from_dict({"q1": {"doc#0": 3.0, "doc#12": 2.0, "other": 1.0, "a#b#3": 0.5}}, name="chunks")
+
+
+def test_pattern_named_group_and_separator_shorthand() -> None:
+    run = chunk_run()
+    out = attach_source_docs(run, pattern=r"(?P<doc>.+)#\d+$")
+    assert list(out.frame["source_doc"]) == ["doc", "doc", "other", "a#b"]
+    assert "source_doc" not in run.frame.columns  # the input is left alone
+    assert out.name == run.name and out.has_scores == run.has_scores
+    assert list(attach_source_docs(run, pattern="#").frame["source_doc"]) == ["doc", "doc", "other", "a#b"]
+    assert list(attach_source_docs(run, pattern=r"^(\w+)#").frame["source_doc"]) == ["doc", "doc", "other", "a"]
+
+
+def test_cmrc_chunk_ids() -> None:
+    run = load_run(DATA / "cmrc-mini" / "bm25-jieba.trec", chunk_pattern=r"(?P<doc>.+)_C\d+$")
+    assert run.frame["source_doc"].iloc[0] == "DEV_3"
+    assert (run.frame["source_doc"] == run.frame["doc_id"].str.replace(r"_C\d+$", "", regex=True)).all()
+    assert list(load_run(DATA / "cmrc-mini" / "bm25-jieba.trec", chunk_pattern="_C").frame["source_doc"]) == list(
+        run.frame["source_doc"]
+    )
+
+
+def test_mapping_dict_frame_and_files(tmp_path: Path) -> None:
+    run = chunk_run()
+    expected = ["D", "E", "other", "a#b#3"]
+    mapping = {"doc#0": "D", "doc#12": "E"}
+    assert list(attach_source_docs(run, mapping=mapping).frame["source_doc"]) == expected
+    frame = pd.DataFrame({"Chunk_ID": list(mapping), "source_doc": list(mapping.values())})
+    assert list(attach_source_docs(run, mapping=frame).frame["source_doc"]) == expected
+    (tmp_path / "m.csv").write_text("chunk_id,doc_id\ndoc#0,D\ndoc#12,E\ndoc#12,E\n")
+    (tmp_path / "m.tsv").write_text("chunk_id\tparent_doc\ndoc#0\tD\ndoc#12\tE\n")
+    (tmp_path / "m.jsonl").write_text('{"chunk_id": "doc#0", "doc_id": "D"}\n{"chunk_id": "doc#12", "doc_id": "E"}\n')
+    (tmp_path / "m.json").write_text('{"doc#0": "D", "doc#12": "E"}')
+    for name in ("m.csv", "m.tsv", "m.jsonl", "m.json"):
+        assert list(attach_source_docs(run, mapping=tmp_path / name).frame["source_doc"]) == expected, name
+
+
+def test_mapping_wins_over_pattern_and_existing_column_is_kept() -> None:
+    run = chunk_run()
+    out = attach_source_docs(run, mapping={"doc#0": "X"}, pattern="#")
+    assert list(out.frame["source_doc"]) == ["X", "doc", "other", "a#b"]
+    with_column = Run.from_frame(
+        pd.DataFrame({"query_id": ["q"] * 2, "doc_id": ["c1", "c2"], "score": [2.0, 1.0], "source_doc": ["A", None]})
+    )
+    assert list(attach_source_docs(with_column, pattern="#").frame["source_doc"]) == ["A", "c2"]
+
+
+def test_load_run_with_mapping_file(tmp_path: Path) -> None:
+    (tmp_path / "map.tsv").write_text("chunk_id\tdoc_id\nDEV_3_C0\tpara-3\n")
+    run = load_run(DATA / "cmrc-mini" / "bm25-jieba.trec", chunk_mapping=tmp_path / "map.tsv")
+    assert run.frame["source_doc"].iloc[0] == "para-3"
+    assert run.frame["source_doc"].iloc[2] == run.frame["doc_id"].iloc[2]  # unmatched: its own id
+
+
+def test_mapping_errors(tmp_path: Path) -> None:
+    (tmp_path / "bad.csv").write_text("chunk_id,doc_id\nc1,D\nc2,E\nc1,F\n")
+    with pytest.raises(ParseError, match=r"bad\.csv:4: expected one document per chunk, found chunk 'c1' mapped to \['D', 'F'\]"):
+        attach_source_docs(chunk_run(), mapping=tmp_path / "bad.csv")
+    (tmp_path / "cols.csv").write_text("a,b\nc1,D\n")
+    with pytest.raises(ParseError, match=r"cols\.csv:1: expected a chunk_id column"):
+        attach_source_docs(chunk_run(), mapping=tmp_path / "cols.csv")
+    (tmp_path / "bad.jsonl").write_text('{"chunk_id": "c1", "doc_id": "D"}\n{"chunk_id": "c2", "doc_id": ""}\n')
+    with pytest.raises(ParseError, match=r"bad\.jsonl:2: expected a chunk id and a document id"):
+        attach_source_docs(chunk_run(), mapping=tmp_path / "bad.jsonl")
+    with pytest.raises(RagMetricsError, match="not a valid regular expression"):
+        attach_source_docs(chunk_run(), pattern="(unclosed")
+    with pytest.raises(RagMetricsError, match="needs a mapping or a pattern"):
+        attach_source_docs(chunk_run())

@@ -1,0 +1,115 @@
+"""The format table, detection, sources and default names."""
+
+from __future__ import annotations
+
+import gzip
+import io
+from pathlib import Path
+
+import pytest
+
+from ragmetrics.errors import ParseError
+from ragmetrics.io import FORMATS, load_dataset, load_qrels, load_run
+from ragmetrics.io._source import open_source
+from ragmetrics.io.formats import KNOWN_EXTENSIONS, detect
+
+RUN = b"q1 Q0 d1 1 2.5 tag\n"
+QRELS = b"q1 0 d1 1\n"
+
+
+def test_table_rows_are_complete_and_unique() -> None:
+    seen = set()
+    for fmt in FORMATS:
+        assert fmt.kind in ("run", "dataset")
+        assert callable(fmt.sniff) and callable(fmt.reader) and fmt.description
+        assert all(ext.startswith(".") for ext in fmt.extensions)
+        assert (fmt.name, fmt.kind) not in seen
+        seen.add((fmt.name, fmt.kind))
+
+
+@pytest.mark.parametrize(
+    ("data", "filename", "kind", "expected"),
+    [
+        (RUN, "x.trec", "run", "trec"),
+        (RUN, "x.txt", "run", "trec"),
+        (RUN, "x.tsv", "run", "trec"),
+        (RUN, None, "run", "trec"),
+        (b"qid\tdocid\tscore\nq1\td1\t1\n", "x.tsv", "run", "tsv"),
+        (b"qid\tdocid\tscore\nq1\td1\t1\n", None, "run", "tsv"),
+        (b"qid,docid,score\nq1,d1,1\n", None, "run", "csv"),
+        (b'{"query_id": "q1", "retrieved": ["d"]}\n', "x.json", "run", "jsonl"),
+        (b'{"q1": {"d1": 1.0}}', "x.json", "run", "dict-json"),
+        (b'{\n  "q1": {\n    "d1": 1.0\n  }\n}', None, "run", "dict-json"),
+        (QRELS, "x.qrels", "dataset", "trec"),
+        (QRELS, "qrels.tsv", "dataset", "trec"),
+        (QRELS, None, "dataset", "trec"),
+        (b"query-id\tcorpus-id\tscore\nq1\td1\t1\n", "test.tsv", "dataset", "tsv"),
+        (b'[{"query": "a"}]', "x.json", "dataset", "evalset"),
+        (b'{"query": "a"}\n', "x.jsonl", "dataset", "evalset"),
+        (b'{"query": "a"}\n', None, "dataset", "evalset"),
+        (b'{"q1": {"d1": 1}}', "x.json", "dataset", "dict-json"),
+    ],
+)
+def test_detection(data: bytes, filename: str | None, kind: str, expected: str) -> None:
+    assert detect(open_source(data, filename), kind).name == expected
+
+
+def test_explicit_format_and_unknown_names() -> None:
+    assert len(load_run(RUN, filename="x.weird", format="trec")) == 1
+    assert len(load_qrels(QRELS, format="qrels")) == 1
+    with pytest.raises(ParseError, match=r"x\.weird: expected a run format among .*found 'xml'"):
+        load_run(RUN, filename="x.weird", format="xml")
+
+
+def test_unknown_content_lists_supported_formats() -> None:
+    with pytest.raises(ParseError, match=r"notes\.md: expected a supported run format: .*trec .*csv .*found extension '\.md'") as info:
+        load_run(b"hello world\n", filename="notes.md")
+    assert info.value.line is None
+    with pytest.raises(ParseError, match=r"<bytes>: expected a supported dataset format: .*evalset"):
+        load_dataset(b"hello world\n")
+
+
+def test_wrong_kind_gets_a_line_numbered_error() -> None:
+    with pytest.raises(ParseError, match=r"judged\.trec:1: expected 6 fields"):
+        load_run(QRELS, filename="judged.trec")
+
+
+@pytest.mark.parametrize(
+    ("name", "stem"),
+    [
+        ("bm25-stem.trec.gz", "bm25-stem"),
+        ("/a/b/dense.v2.trec", "dense.v2"),
+        ("run.jsonl", "run"),
+        ("results.csv.gzip", "results"),
+        ("noext", "noext"),
+    ],
+)
+def test_default_names(name: str, stem: str) -> None:
+    assert open_source(b"", name).default_name(KNOWN_EXTENSIONS) == stem
+
+
+def test_sources_stream_text_stream_and_names(tmp_path: Path) -> None:
+    stream = io.BytesIO(gzip.compress(RUN))
+    stream.name = "uploaded.trec.gz"
+    assert load_run(stream).name == "uploaded"
+    assert load_run(io.StringIO(RUN.decode()), format="trec").name == "<stream>"
+    assert load_run(RUN, filename="up.trec", name="mine").name == "mine"
+    with pytest.raises(ParseError, match=r"up\.trec: expected a complete gzip stream"):
+        load_run(gzip.compress(RUN)[:-6], filename="up.trec")
+    with pytest.raises(TypeError):
+        load_run(12345)
+    with pytest.raises(ParseError, match=r"expected a run file .*found a folder"):
+        load_run(tmp_path)
+
+
+def test_dict_json_with_a_first_line_longer_than_the_sniffed_head() -> None:
+    big = "{" + ", ".join(f'"q{i}": {{"d{i}": {i}.5, "e{i}": 1}}' for i in range(5000)) + "}"
+    assert len(big) > 65536
+    run = load_run(big.encode(), filename="big.json")
+    assert len(run) == 10000
+
+
+def test_missing_columns_message_is_bounded() -> None:
+    header = ",".join(f"c{i}" for i in range(500))
+    with pytest.raises(ParseError, match=r"and 480 more$"):
+        load_run((header + "\n" + ",".join("1" * 500) + "\n").encode(), filename="wide.csv")

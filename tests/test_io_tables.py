@@ -1,0 +1,138 @@
+"""CSV / TSV / Parquet tables with column aliases."""
+
+from __future__ import annotations
+
+import gzip
+import io
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from ragmetrics.errors import ParseError
+from ragmetrics.io import load_dataset, load_qrels, load_run
+from ragmetrics.model import query_id_from_text
+
+
+def triples(run) -> list[tuple]:
+    f = run.frame
+    return list(zip(f["query_id"], f["doc_id"], f["score"]))
+
+
+def test_csv_run_with_aliases_quotes_and_crlf(tmp_path: Path) -> None:
+    data = (
+        b"\xef\xbb\xbfQID,DocNo,Score,Chunk_Text,Parent-Doc\r\n"
+        b'q1,d#1,1.5,"text, with comma",D1\r\n'
+        b'\r\n'
+        b'q1,d2,0.5,"multi\r\nline ""quoted""",\r\n'
+    )
+    path = tmp_path / "hybrid.csv"
+    path.write_bytes(data)
+    for run in (load_run(path), load_run(data, filename="hybrid.csv"), load_run(gzip.compress(data), filename="hybrid.csv.gz")):
+        assert run.name == "hybrid"
+        assert triples(run) == [("q1", "d#1", 1.5), ("q1", "d2", 0.5)]
+        assert list(run.frame["text"]) == ["text, with comma", 'multi\r\nline "quoted"']
+        assert list(run.frame["source_doc"].fillna("-")) == ["D1", "-"]
+
+
+def test_tsv_run_rank_only_and_ids_kept_as_text() -> None:
+    data = b"topic\tdocid\trank\n001\t0042\t2\n001\t0007\t1\n"
+    run = load_run(data, filename="r.tsv")
+    assert not run.has_scores
+    assert list(run.frame["query_id"]) == ["001", "001"]
+    assert list(run.frame["doc_id"]) == ["0042", "0007"]
+    assert list(run.frame["score"]) == [-2.0, -1.0]
+
+
+def test_csv_run_without_score_keeps_file_order() -> None:
+    run = load_run(b"query_id,doc_id\nq1,b\nq1,a\n", filename="r.csv")
+    assert list(run.frame["score"]) == [0.0, -1.0] and not run.has_scores
+
+
+def test_csv_run_query_text_column_is_hashed_like_the_evalset() -> None:
+    run = load_run(b"query,doc_id,score\nWhat is BM25?,d1,1\n", filename="r.csv")
+    assert list(run.frame["query_id"]) == [query_id_from_text("What is BM25?")]
+
+
+def test_chunk_id_next_to_doc_id_becomes_source_doc() -> None:
+    run = load_run(b"qid,chunk_id,doc_id,score\nq1,D1#0,D1,1\n", filename="r.csv")
+    assert list(run.frame["doc_id"]) == ["D1#0"] and list(run.frame["source_doc"]) == ["D1"]
+
+
+@pytest.mark.parametrize(
+    ("data", "line", "pattern"),
+    [
+        (b"qid,docid,score\nq1,d1,1.5\nq1,d2,high\n", 3, r"a finite number in column 'score', found 'high'"),
+        (b"qid,docid,score\nq1,d1,1.5\n\nq1,d2,nan\n", 4, r"a finite number in column 'score', found 'nan'"),
+        (b"qid,docid,score\nq1,d1,1.5\nq1,,0.5\n", 3, r"a non-empty id in column 'docid'"),
+        (b"qid,docid,score\nq1,d1,1.5\nq1,d2\n", 3, r"3 fields like the header, found 2"),
+        (b'qid,docid,score,text\nq1,d1,1,"a\nb"\nq1,d2,x,t\n', 4, r"a finite number in column 'score'"),
+        (b"qid,docid,score\r\nq1,d1,1.5\r\n\r\nq1,d2,-inf\r\n", 4, r"a finite number"),
+        (b"qid,docid,score\nq1,d1,1.5\n\xff,d2,1\n", 3, r"UTF-8 text"),
+        (b"qid,docid,rank\nq1,d1,1\nq1,d2,1.5\n", 3, r"an integer in column 'rank'"),
+    ],
+)
+def test_csv_run_errors(data: bytes, line: int, pattern: str) -> None:
+    with pytest.raises(ParseError, match=rf"bad\.csv:{line}: expected {pattern}"):
+        load_run(data, filename="bad.csv")
+
+
+def test_missing_columns_lists_missing_and_found() -> None:
+    with pytest.raises(ParseError, match=r"bad\.csv:1: expected column\(s\) doc_id .*missing \['doc_id'\]; columns found: \['qid', 'passage', 'score'\]"):
+        load_run(b"qid,passage,score\nq1,p,1\n", filename="bad.csv")
+    with pytest.raises(ParseError, match=r"bad\.tsv:1: expected column\(s\) relevance .*found: \['qid', 'docid'\]"):
+        load_dataset(b"qid\tdocid\nq1\td1\n", filename="bad.tsv", format="tsv")
+
+
+def test_qrels_tables_csv_and_beir_tsv() -> None:
+    data = b"Query_ID,doc,Grade,query_text,category\nq1,d1,2,What?,fact\nq1,d2,0,What?,fact\nq2,d3,1.0,Why?,why\n"
+    dataset = load_dataset(data, filename="labels.csv")
+    assert list(dataset.qrels.itertuples(index=False, name=None)) == [("q1", "d1", 2), ("q1", "d2", 0), ("q2", "d3", 1)]
+    assert list(dataset.queries["query"]) == ["What?", "Why?"]
+    assert list(dataset.queries["category"]) == ["fact", "why"]
+    beir = load_qrels(b"query-id\tcorpus-id\tscore\nq1\td1\t1\n", filename="test.tsv")
+    assert list(beir.itertuples(index=False, name=None)) == [("q1", "d1", 1)]
+
+
+@pytest.mark.parametrize(
+    ("data", "line", "pattern"),
+    [
+        (b"qid,docid,label\nq1,d1,1\nq1,d2,2.5\n", 3, r"an integer in column 'label', found '2\.5'"),
+        (b"qid,docid,label\nq1,d1,1\n\nq1,d1,0\n", 4, r"one label per query and document, .*first on line 2"),
+    ],
+)
+def test_qrels_table_errors(data: bytes, line: int, pattern: str) -> None:
+    with pytest.raises(ParseError, match=rf"bad\.csv:{line}: expected {pattern}"):
+        load_qrels(data, filename="bad.csv")
+
+
+# --------------------------------------------------------------------------
+# Parquet
+# --------------------------------------------------------------------------
+def _parquet(frame: pd.DataFrame) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), sink)
+    return sink.getvalue()
+
+
+def test_parquet_run_and_qrels(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"QID": [1, 1, 2], "docid": ["a", "b", "c"], "score": [0.5, 0.25, 1.0], "content": ["x", None, "z"]})
+    data = _parquet(frame)
+    (tmp_path / "dense.parquet").write_bytes(data)
+    for run in (load_run(tmp_path / "dense.parquet"), load_run(data)):  # sniffed by magic bytes
+        assert triples(run) == [("1", "a", 0.5), ("1", "b", 0.25), ("2", "c", 1.0)]
+        assert list(run.frame["text"].fillna("-")) == ["x", "-", "z"]
+    assert load_run(tmp_path / "dense.parquet").name == "dense"
+    qrels = load_qrels(_parquet(pd.DataFrame({"qid": ["q1"], "doc_id": ["d1"], "rel": [np.int32(2)]})), filename="q.parquet")
+    assert list(qrels.itertuples(index=False, name=None)) == [("q1", "d1", 2)]
+
+
+def test_parquet_errors_name_the_row() -> None:
+    data = _parquet(pd.DataFrame({"qid": ["q1", "q1", "q2"], "docid": ["a", "b", "c"], "score": [0.5, np.nan, 1.0]}))
+    with pytest.raises(ParseError, match=r"bad\.parquet: expected a finite number in column 'score', found nan \(row 2\)"):
+        load_run(data, filename="bad.parquet")
+    with pytest.raises(ParseError, match=r"bad\.parquet: expected a Parquet file"):
+        load_run(b"PAR1 not really", filename="bad.parquet")
