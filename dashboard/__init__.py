@@ -1,0 +1,1 @@
+"""The ragmetrics dashboard: ``streamlit run dashboard/app.py``."""

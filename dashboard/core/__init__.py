@@ -1,0 +1,1 @@
+"""Pure builders for the dashboard (frames, figures, view state, targets, diagnosis, report); never imports streamlit."""

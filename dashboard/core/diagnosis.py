@@ -1,0 +1,236 @@
+"""Deterministic diagnosis rules: each finding cites the numbers that fired it.
+
+Input is one run's per-query table (:func:`dashboard.core.frames.query_table`);
+output is a list of :class:`Finding`. The rules and their thresholds:
+
+* ``easy_missed``: more than ``EASY_MISSED_MAX`` (2) easy queries have no
+  relevant document in the top K -> check indexing, chunk size and the
+  embedding model's coverage of the domain's terms.
+* ``hard_missed``: more than ``HARD_MISSED_MAX`` (2) hard queries are missed
+  -> HyDE for short queries, a larger top-k plus a reranker, hybrid retrieval
+  with BM25.
+* ``near_miss``: at least ``NEAR_MISS_MIN`` (3) missed queries, and at least
+  half of them, have their first relevant document at ranks K+1..max(20, 2K)
+  -> rerank or raise K.
+* ``ranking_not_recall``: recall at the run's depth (at most 100) is at least
+  ``HIGH_RECALL`` (0.85) but MRR is below ``LOW_MRR`` (0.70) -> the ranking,
+  not the recall, is the problem.
+* ``weak_category``: a category with at least ``CATEGORY_MIN_N`` (5) queries
+  whose mean is at least ``CATEGORY_GAP`` (0.15) below the mean of all other
+  queries -> it is named.
+
+Pure pandas, no Streamlit: it can move into ``ragmetrics`` unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+EASY_MISSED_MAX = 2
+HARD_MISSED_MAX = 2
+NEAR_MISS_MIN = 3
+NEAR_MISS_SHARE = 0.5
+NEAR_MISS_LIMIT = 20
+HIGH_RECALL = 0.85
+LOW_MRR = 0.70
+CATEGORY_MIN_N = 5
+CATEGORY_GAP = 0.15
+MIN_TRUSTED_N = 10
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+@dataclass(frozen=True)
+class Finding:
+    run: str
+    rule: str
+    title: str
+    evidence: str
+    advice: tuple[str, ...]
+    queries: tuple[str, ...] = ()
+    severity: str = "warning"
+
+
+def is_short(query: str) -> bool:
+    """Short enough that HyDE helps: at most 4 words, or at most 8 characters of CJK text."""
+    text = str(query).strip()
+    if _CJK.search(text):
+        return len(re.sub(r"\s+", "", text)) <= 8
+    return len(text.split()) <= 4
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{100.0 * part / whole:.0f}%" if whole else "—"
+
+
+def _ids(frame: pd.DataFrame, limit: int = 5) -> tuple[str, ...]:
+    return tuple(str(q) for q in frame["query_id"].head(limit))
+
+
+def _fmt_ids(ids: tuple[str, ...]) -> str:
+    return ", ".join(ids)
+
+
+def diagnose(
+    run: str,
+    table: pd.DataFrame,
+    *,
+    k: int,
+    deep_k: int,
+    metric_label: str | None = None,
+    low_mrr: float = LOW_MRR,
+) -> list[Finding]:
+    """Apply every rule to one run's per-query table.
+
+    ``table`` needs ``query_id, query, category, difficulty, n_relevant,
+    first_relevant_rank, hit, rr, recall_deep`` and optionally ``value`` (the
+    metric compared across categories; ``hit`` otherwise). ``deep_k`` is the
+    cut-off of ``recall_deep``. Queries without relevant documents are ignored.
+    """
+    table = table[table["n_relevant"] > 0].reset_index(drop=True)
+    findings: list[Finding] = []
+    if table.empty:
+        return findings
+    missed = table[~table["hit"].astype(bool)]
+    limit = max(NEAR_MISS_LIMIT, 2 * k)
+
+    easy = table[table["difficulty"] == "easy"]
+    easy_missed = missed[missed["difficulty"] == "easy"]
+    if len(easy_missed) > EASY_MISSED_MAX:
+        never = int((easy_missed["first_relevant_rank"] <= 0).sum())
+        ids = _ids(easy_missed)
+        findings.append(
+            Finding(
+                run,
+                "easy_missed",
+                f"{len(easy_missed)} easy queries are missed at K={k}",
+                f"{len(easy_missed)} of {len(easy)} easy queries ({_pct(len(easy_missed), len(easy))}) have no relevant "
+                f"document in the top {k}; {never} of them never retrieve one at all. Examples: {_fmt_ids(ids)}.",
+                (
+                    "Check that the relevant documents were indexed at all: look their ids up in the index.",
+                    "Check the chunk size: an answer split across chunks, or buried in a long chunk, matches poorly.",
+                    "Check that the embedding model covers the domain's terms (product names, codes, jargon); "
+                    "try a domain-adapted or multilingual model.",
+                ),
+                ids,
+                "error",
+            )
+        )
+
+    hard = table[table["difficulty"] == "hard"]
+    hard_missed = missed[missed["difficulty"] == "hard"]
+    if len(hard_missed) > HARD_MISSED_MAX:
+        short = int(hard_missed["query"].map(is_short).sum())
+        ids = _ids(hard_missed)
+        findings.append(
+            Finding(
+                run,
+                "hard_missed",
+                f"{len(hard_missed)} hard queries are missed at K={k}",
+                f"{len(hard_missed)} of {len(hard)} hard queries ({_pct(len(hard_missed), len(hard))}) have no relevant "
+                f"document in the top {k}; {short} of them are short. Examples: {_fmt_ids(ids)}.",
+                (
+                    f"HyDE for short queries ({short} here): embed a generated hypothetical answer instead of the bare question.",
+                    "Retrieve a larger top-k (e.g. 50) and rerank it with a cross-encoder.",
+                    "Hybrid retrieval: fuse BM25 with the dense run (e.g. reciprocal rank fusion) to catch exact terms.",
+                ),
+                ids,
+            )
+        )
+
+    retrieved_late = missed[missed["first_relevant_rank"] > 0]
+    near = missed[(missed["first_relevant_rank"] > k) & (missed["first_relevant_rank"] <= limit)]
+    if len(missed) and len(near) >= NEAR_MISS_MIN and len(near) / len(missed) >= NEAR_MISS_SHARE:
+        median = float(np.median(near["first_relevant_rank"]))
+        hits_limit = float(((table["first_relevant_rank"] > 0) & (table["first_relevant_rank"] <= limit)).mean())
+        hits_k = float(table["hit"].mean())
+        ids = _ids(near)
+        findings.append(
+            Finding(
+                run,
+                "near_miss",
+                f"Most misses are near misses (ranks {k + 1}–{limit})",
+                f"{len(near)} of {len(missed)} missed queries ({_pct(len(near), len(missed))}) have their first relevant "
+                f"document at ranks {k + 1}–{limit} (median rank {median:g}); {len(missed) - len(retrieved_late)} are never "
+                f"retrieved. Hits@{limit} = {hits_limit:.3f} against Hits@{k} = {hits_k:.3f}.",
+                (
+                    f"Rerank the top {limit}–50 with a cross-encoder so these documents move into the top {k}.",
+                    f"Or raise K to {limit} if the generator can take that much context.",
+                ),
+                ids,
+            )
+        )
+
+    recall_deep = float(table["recall_deep"].mean())
+    mrr = float(table["rr"].mean())
+    if recall_deep >= HIGH_RECALL and mrr < low_mrr:
+        at_one = float((table["first_relevant_rank"] == 1).mean())
+        below = table[table["first_relevant_rank"] > 1]["first_relevant_rank"]
+        median = float(np.median(below)) if len(below) else float("nan")
+        findings.append(
+            Finding(
+                run,
+                "ranking_not_recall",
+                "Ranking, not recall, is the problem",
+                f"Recall@{deep_k} = {recall_deep:.3f} (at least {HIGH_RECALL:.2f}) but MRR = {mrr:.3f} (below {low_mrr:.2f}): "
+                f"the relevant documents are retrieved, but only {at_one:.0%} of queries have one at rank 1 "
+                f"(elsewhere the first one is at median rank {median:g}).",
+                (
+                    "Add a reranker (cross-encoder) over the retrieved candidates.",
+                    "Tune the fusion weights or the score normalisation of a hybrid run.",
+                    "Check query/passage prompts of the embedding model (e.g. e5's 'query: ' prefix).",
+                ),
+            )
+        )
+
+    value = table["value"] if "value" in table.columns else table["hit"].astype(float)
+    label = metric_label or f"Hits@{k}"
+    categories = table["category"].astype("str")
+    for category, n in categories.value_counts().items():
+        if n < CATEGORY_MIN_N or n == len(table):
+            continue
+        inside = value[categories == category]
+        outside = value[categories != category]
+        gap = float(inside.mean() - outside.mean())
+        if gap <= -CATEGORY_GAP:
+            small = f" Only {n} queries: too few to be sure." if n < MIN_TRUSTED_N else ""
+            ids = _ids(table[(categories == category) & ~table["hit"].astype(bool)])
+            findings.append(
+                Finding(
+                    run,
+                    "weak_category",
+                    f"Category '{category}' is far below the others",
+                    f"{label} = {inside.mean():.3f} on '{category}' (n={n}) against {outside.mean():.3f} on the other "
+                    f"{len(outside)} queries ({gap:+.3f}).{small}",
+                    (
+                        f"Open the missed queries filtered to '{category}' and compare what was retrieved with the relevant documents.",
+                        f"Check that '{category}' documents are indexed and chunked like the rest, and that their vocabulary "
+                        "(names, numbers, units) survives tokenisation.",
+                    ),
+                    ids,
+                )
+            )
+    return findings
+
+
+def findings_frame(findings: list[Finding]) -> pd.DataFrame:
+    """Findings as a table: ``run, rule, severity, title, evidence, advice, queries``."""
+    return pd.DataFrame(
+        [
+            {
+                "run": f.run,
+                "rule": f.rule,
+                "severity": f.severity,
+                "title": f.title,
+                "evidence": f.evidence,
+                "advice": " | ".join(f.advice),
+                "queries": ", ".join(f.queries),
+            }
+            for f in findings
+        ],
+        columns=["run", "rule", "severity", "title", "evidence", "advice", "queries"],
+    )

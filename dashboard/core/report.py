@@ -1,0 +1,156 @@
+"""A one-file report of the overview, as HTML (self-contained, no scripts) or Markdown.
+
+All user text (run names, categories, query ids) is escaped: the HTML report
+never carries markup that came from an uploaded file.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import pandas as pd
+
+from dashboard.core.diagnosis import Finding
+from dashboard.core.evaluation import pretty
+
+
+@dataclass(frozen=True)
+class ReportInput:
+    dataset: str
+    summary: dict[str, int]
+    k: int
+    profile: str
+    overview: pd.DataFrame  # frames.overview_frame
+    summary_ci: pd.DataFrame  # frames.summary_frame (run, metric, mean, ci_low, ci_high)
+    checks: pd.DataFrame  # targets.check_frame
+    findings: Sequence[Finding]
+    link: str = ""
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float):
+        return "—" if math.isnan(value) else f"{value:.3f}"
+    return str(value)
+
+
+def _display_overview(data: ReportInput) -> pd.DataFrame:
+    frame = data.overview.copy()
+    ci = data.summary_ci.set_index(["run", "metric"]) if len(data.summary_ci) else None
+    for column in frame.columns[2:]:
+        cells = []
+        for run, value in zip(frame["run"], frame[column]):
+            cell = _fmt(value)
+            if ci is not None and (run, column) in ci.index:
+                low, high = ci.loc[(run, column), ["ci_low", "ci_high"]]
+                if not (math.isnan(low) or math.isnan(high)):
+                    cell += f" [{low:.3f}, {high:.3f}]"
+            cells.append(cell)
+        frame[column] = cells
+    frame.columns = ["run", "queries", *[pretty(c) for c in frame.columns[2:]]]
+    return frame
+
+
+def _display_checks(checks: pd.DataFrame) -> pd.DataFrame:
+    if checks.empty:
+        return pd.DataFrame(columns=["run", "target", "value", "95% CI", "result"])
+    return pd.DataFrame(
+        {
+            "run": checks["run"],
+            "target": checks["target"],
+            "value": [_fmt(v) for v in checks["value"]],
+            "95% CI": [f"{lo:.3f}–{hi:.3f}" for lo, hi in zip(checks["ci_low"], checks["ci_high"])],
+            "result": [str(s) for s in checks["status"]],
+        }
+    )
+
+
+def _md_cell(value: object) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(frame: pd.DataFrame) -> str:
+    header = "| " + " | ".join(_md_cell(c) for c in frame.columns) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    rows = ["| " + " | ".join(_md_cell(_fmt(v)) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([header, rule, *rows])
+
+
+def _stamp() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def markdown_report(data: ReportInput) -> str:
+    s = data.summary
+    parts = [
+        f"# Retrieval evaluation: {_md_cell(data.dataset)}",
+        "",
+        f"{s['queries']:,} queries ({s['judged_queries']:,} judged), K = {data.k}, targets profile: {_md_cell(data.profile)}. "
+        f"Generated {_stamp()} by ragmetrics. Means with 95% bootstrap intervals.",
+        "",
+        f"## Metrics at K = {data.k}",
+        "",
+        _md_table(_display_overview(data)),
+        "",
+        "## Targets",
+        "",
+        _md_table(_display_checks(data.checks)),
+        "",
+        "## Diagnosis",
+        "",
+    ]
+    if not data.findings:
+        parts.append("No rule fired.")
+    for f in data.findings:
+        parts += [f"### {_md_cell(f.run)}: {_md_cell(f.title)}", "", _md_cell(f.evidence), ""]
+        parts += [f"- {_md_cell(a)}" for a in f.advice]
+        parts.append("")
+    if data.link:
+        parts += ["", f"View: {data.link}"]
+    return "\n".join(parts) + "\n"
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI","Noto Sans CJK SC","PingFang SC",sans-serif;margin:2rem auto;max-width:1100px;color:#222;padding:0 1rem}
+h1{font-size:1.6rem}h2{font-size:1.25rem;margin-top:2rem;border-bottom:1px solid #ddd;padding-bottom:.3rem}h3{font-size:1.05rem}
+table{border-collapse:collapse;font-size:.9rem;margin:.5rem 0}th,td{border:1px solid #ddd;padding:.3rem .6rem;text-align:left}
+th{background:#f5f5f5}td.pass{color:#1a7f37}td.uncertain{color:#b26a00}td.fail{color:#c62828;font-weight:600}.muted{color:#666;font-size:.9rem}
+.finding{border-left:4px solid #f0ad4e;padding:.2rem 1rem;margin:1rem 0;background:#fffaf0}
+"""
+
+
+def _html_table(frame: pd.DataFrame, classes_from: str | None = None) -> str:
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    body = []
+    for row in frame.itertuples(index=False):
+        cells = []
+        for column, value in zip(frame.columns, row):
+            text = html.escape(_fmt(value))
+            cls = f' class="{value}"' if column == classes_from and value in ("pass", "uncertain", "fail") else ""
+            cells.append(f"<td{cls}>{text}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def html_report(data: ReportInput) -> str:
+    s = data.summary
+    e = html.escape
+    findings = []
+    for f in data.findings:
+        advice = "".join(f"<li>{e(a)}</li>" for a in f.advice)
+        findings.append(f'<div class="finding"><h3>{e(f.run)}: {e(f.title)}</h3><p>{e(f.evidence)}</p><ul>{advice}</ul></div>')
+    link = f'<p class="muted">View: {e(data.link)}</p>' if data.link else ""
+    return (
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<title>ragmetrics report: {e(data.dataset)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>Retrieval evaluation: {e(data.dataset)}</h1>"
+        f"<p class=\"muted\">{s['queries']:,} queries ({s['judged_queries']:,} judged), K = {data.k}, "
+        f"targets profile: {e(data.profile)}. Generated {_stamp()} by ragmetrics. Means with 95% bootstrap intervals.</p>"
+        f"<h2>Metrics at K = {data.k}</h2>{_html_table(_display_overview(data))}"
+        f"<h2>Targets</h2>{_html_table(_display_checks(data.checks), classes_from='result')}"
+        f"<h2>Diagnosis</h2>{''.join(findings) or '<p>No rule fired.</p>'}{link}"
+        "</body></html>"
+    )

@@ -1,0 +1,177 @@
+"""Targets in the dashboard: the library's scenario profiles (``ragmetrics.targets``), editable, checked per run.
+
+A target set is an ordered ``{metric: threshold}`` mapping meaning "metric >
+threshold". Checks use :func:`ragmetrics.targets.check_targets`, so a run gets
+the same verdict here as from ``ragmetrics check``: ``pass`` when the lower
+end of the mean's 95% bootstrap interval clears the threshold, ``uncertain``
+when only the mean does, ``fail`` otherwise. The view state stores an edited
+set as ``format_targets`` text (``recall@5>0.9;mrr>0.7``); pure, no Streamlit.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from dashboard.core.evaluation import RunEval, pretty
+from ragmetrics.errors import RagMetricsError
+from ragmetrics.targets import PROFILE_TITLES, PROFILES, check_targets, resolve_targets
+
+DEFAULT_PROFILE = "faq"
+DESCRIPTIONS = {
+    "faq": "Short factual questions over a curated FAQ: nearly every answer must be in the top 5.",
+    "tech": "API references, manuals and specifications.",
+    "legal": "Legal and compliance: missing a clause is costly, so near-complete recall.",
+    "overview": "Open-ended overview questions over a broad, loosely curated collection.",
+}
+MARKS = {"pass": "✓", "uncertain": "?", "fail": "✗"}
+
+Targets = dict[str, float]
+
+
+def profile_title(key: str) -> str:
+    return PROFILE_TITLES.get(key, key)
+
+
+def profile_targets(key: str) -> Targets:
+    """The thresholds of a profile (the default profile's for an unknown key)."""
+    return dict(PROFILES.get(key, PROFILES[DEFAULT_PROFILE]))
+
+
+def label(metric: str, threshold: float) -> str:
+    """``Recall@5 > 0.90``."""
+    return f"{pretty(metric)} > {threshold:.2f}"
+
+
+_ITEM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_\-]*(?:@\d+)?)\s*>\s*([-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)\s*$")
+
+
+def parse_targets(text: str) -> tuple[Targets, list[str]]:
+    """Read ``"recall@5>0.9;mrr>0.7"`` (``;`` or ``,`` separated); bad items are skipped with a note."""
+    out: Targets = {}
+    notes: list[str] = []
+    for item in re.split(r"[;,]", text or ""):
+        if not item.strip():
+            continue
+        match = _ITEM.match(item)
+        if not match:
+            notes.append(f"ignored target {item.strip()[:40]!r}: expected metric>value, e.g. recall@5>0.9")
+            continue
+        try:
+            out.update(resolve_targets({match.group(1): float(match.group(2))}))
+        except RagMetricsError as err:
+            notes.append(f"ignored target {item.strip()[:40]!r}: {err}")
+    return out, notes
+
+
+def format_targets(targets: Mapping[str, float]) -> str:
+    """Inverse of :func:`parse_targets`."""
+    return ";".join(f"{m}>{t:g}" for m, t in targets.items())
+
+
+def current_targets(profile: str, edited: str | None) -> tuple[Targets, list[str]]:
+    """The targets in force: the edited set when there is one, else the profile's."""
+    if edited is None:
+        return profile_targets(profile), []
+    return parse_targets(edited)
+
+
+def edited_text(profile: str, targets: Mapping[str, float]) -> str | None:
+    """What the view stores: None when ``targets`` equal the profile's (same order), else their text."""
+    return None if list(targets.items()) == list(profile_targets(profile).items()) else format_targets(targets)
+
+
+def threshold_for(targets: Mapping[str, float], metric: str, default: float) -> float:
+    return float(targets.get(metric, default))
+
+
+TARGET_COLUMNS = ["metric", "threshold"]
+
+
+def targets_frame(targets: Mapping[str, float]) -> pd.DataFrame:
+    """Targets as an editable table: ``metric, threshold``."""
+    return pd.DataFrame({"metric": list(targets), "threshold": list(targets.values())}, columns=TARGET_COLUMNS)
+
+
+def targets_from_frame(frame: pd.DataFrame) -> tuple[Targets, list[str]]:
+    """Read an edited :func:`targets_frame`; empty rows are dropped, bad ones skipped with a note."""
+    out: Targets = {}
+    notes: list[str] = []
+    for i, row in enumerate(frame.to_dict("records"), start=1):
+        metric, threshold = row.get("metric"), row.get("threshold")
+        if metric is None or (isinstance(metric, float) and math.isnan(metric)) or not str(metric).strip():
+            continue
+        try:
+            out.update(resolve_targets({str(metric).strip(): float(threshold)}))  # type: ignore[arg-type]
+        except (RagMetricsError, TypeError, ValueError) as err:
+            notes.append(f"target row {i} ignored: {err}")
+    return out, notes
+
+
+CHECK_COLUMNS = ["run", "metric", "target", "threshold", "value", "ci_low", "ci_high", "status", "passed"]
+
+
+def check_frame(evals: Sequence[RunEval], targets: Mapping[str, float]) -> pd.DataFrame:
+    """Each run against each target, with :func:`ragmetrics.targets.check_targets` semantics.
+
+    One row per (run, target): ``run, metric, target`` (label), ``threshold``,
+    ``value`` (the mean), ``ci_low, ci_high`` (95% bootstrap), ``status``
+    (pass / uncertain / fail) and ``passed``.
+    """
+    rows = []
+    for ev in evals:
+        if not targets:
+            break
+        for check in check_targets(ev.result_for(list(targets)), targets):
+            rows.append(
+                {
+                    "run": ev.name,
+                    "metric": check.metric,
+                    "target": label(check.metric, check.threshold),
+                    "threshold": check.threshold,
+                    "value": check.mean,
+                    "ci_low": check.ci_low,
+                    "ci_high": check.ci_high,
+                    "status": check.status,
+                    "passed": check.passed,
+                }
+            )
+    return pd.DataFrame(rows, columns=CHECK_COLUMNS)
+
+
+def targets_table(checks: pd.DataFrame) -> pd.DataFrame:
+    """Wide display of :func:`check_frame`: one row per run, a ``"✓ 0.934"`` / ``"? 0.912"`` / ``"✗ 0.812"``
+    column per target, and ``met`` ("3/5")."""
+    if checks.empty:
+        return pd.DataFrame(columns=["run", "met"])
+    cells = checks.assign(
+        cell=[f"{MARKS[s]} " + ("—" if math.isnan(v) else f"{v:.3f}") for s, v in zip(checks["status"], checks["value"])]
+    )
+    order = list(dict.fromkeys(checks["target"]))
+    runs = list(dict.fromkeys(checks["run"]))
+    wide = cells.pivot(index="run", columns="target", values="cell").loc[runs, order]
+    met = checks.groupby("run", sort=False)["passed"].agg(lambda s: f"{int(s.sum())}/{len(s)}")
+    wide.insert(0, "met", met.loc[runs])
+    wide = wide.reset_index()
+    wide.columns.name = None
+    return wide
+
+
+def style_targets(wide: pd.DataFrame) -> Any:
+    """Colour :func:`targets_table` cells: green pass, amber uncertain, red fail."""
+
+    def color(value: object) -> str:
+        text = str(value)
+        if text.startswith(MARKS["pass"]):
+            return "color: #1a7f37"
+        if text.startswith(MARKS["uncertain"]):
+            return "color: #b26a00"
+        if text.startswith(MARKS["fail"]):
+            return "color: #c62828; font-weight: 600"
+        return ""
+
+    return wide.style.map(color)

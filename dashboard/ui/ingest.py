@@ -1,0 +1,147 @@
+"""Uploaded files -> ``ragmetrics.io`` loaders -> the workspace.
+
+Each uploaded file is ingested once (remembered by its upload id), so reruns
+do not parse it again and its outcome (the loader's message, with the line
+number, or what was added) keeps showing while the file stays in the
+uploader. A bad file never shows a traceback and never removes anything
+already loaded.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import PurePath
+from typing import Any
+
+import streamlit as st
+
+from dashboard.core.text import md_escape
+from dashboard.core.workspace import Workspace
+from dashboard.ui import state
+from ragmetrics.errors import RagMetricsError, RagMetricsWarning
+from ragmetrics.io import FORMATS, load_dataset, load_run
+
+DATASET_TYPES = ["json", "jsonl", "ndjson", "tsv", "txt", "csv", "qrels", "trec", "parquet", "pq", "zip", "gz"]
+RUN_TYPES = ["trec", "run", "res", "txt", "tsv", "csv", "json", "jsonl", "ndjson", "parquet", "pq", "gz"]
+
+
+@dataclass
+class Outcome:
+    filename: str
+    ok: bool
+    message: str
+    ident: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    fresh: bool = False  # ingested in this script run (not remembered from an earlier one)
+
+
+def is_new(outcome: Outcome | None) -> bool:
+    return outcome is not None and outcome.fresh
+
+
+def _formats_help() -> str:
+    lines = []
+    for kind, title in (("dataset", "Datasets"), ("run", "Runs")):
+        lines.append(f"**{title}**")
+        lines += [f"- {md_escape(f.label())}" for f in FORMATS if f.kind == kind]
+    return "\n".join(lines)
+
+
+def _error_text(filename: str, err: Exception) -> str:
+    if isinstance(err, RagMetricsError):
+        text = str(err)
+        return text if filename in text else f"{filename}: {text}"
+    return f"{filename}: could not be read ({type(err).__name__}: {err})"
+
+
+def _role(name: str) -> str:
+    lower = PurePath(name).name.lower()
+    if "corpus" in lower or lower.startswith("docs") or lower.startswith("documents"):
+        return "corpus"
+    if "queries" in lower or "topics" in lower:
+        return "queries"
+    return "main"
+
+
+def ingest_dataset(files: Sequence[Any], workspace: Workspace) -> Outcome | None:
+    """Load a dataset from one file, or from a judgments file plus ``*queries*`` / ``*corpus*`` files."""
+    if not files:
+        return None
+    key = "dataset:" + "|".join(sorted(f.file_id for f in files))
+    known = state.upload_outcome(key)
+    if known is not None:
+        return known
+    names = ", ".join(f.name for f in files)
+    roles: dict[str, Any] = {}
+    for f in files:
+        roles.setdefault(_role(f.name), f)
+    main = roles.get("main") or roles.get("queries")
+    start = time.perf_counter()
+    if main is None:
+        outcome = Outcome(names, False, f"{names}: expected a judgments file or evaluation set besides the corpus")
+    else:
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", RagMetricsWarning)
+                extra: dict[str, Any] = {}
+                if "queries" in roles and roles["queries"] is not main:
+                    extra["queries"] = roles["queries"].getvalue()
+                if "corpus" in roles:
+                    extra["corpus"] = roles["corpus"].getvalue()
+                dataset = load_dataset(main.getvalue(), filename=main.name, **extra)
+            entry = workspace.add_dataset(dataset, source=names)
+            outcome = Outcome(
+                names, True,
+                f"dataset “{entry.name}”: {len(dataset.queries):,} queries, {len(dataset.qrels):,} judgments",
+                entry.id, [str(w.message) for w in caught], time.perf_counter() - start,
+            )
+        except Exception as err:  # noqa: BLE001 - every failure becomes a message, never a traceback
+            outcome = Outcome(names, False, _error_text(main.name, err))
+    state.remember_upload(key, outcome)
+    return replace(outcome, fresh=True)
+
+
+def ingest_runs(files: Sequence[Any], dataset_id: str, workspace: Workspace) -> list[Outcome]:
+    """Load each run file into the workspace under ``dataset_id``; one outcome per file."""
+    outcomes = []
+    for f in files:
+        key = f"run:{dataset_id}:{f.file_id}"
+        known = state.upload_outcome(key)
+        if known is not None:
+            outcomes.append(known)
+            continue
+        start = time.perf_counter()
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", RagMetricsWarning)
+                run = load_run(f.getvalue(), filename=f.name)
+            entry = workspace.add_run(dataset_id, run, source=f.name)
+            outcome = Outcome(
+                f.name, True, f"run “{entry.name}”: {len(run.frame):,} rows",
+                entry.id, [str(w.message) for w in caught], time.perf_counter() - start,
+            )
+        except Exception as err:  # noqa: BLE001 - every failure becomes a message, never a traceback
+            outcome = Outcome(f.name, False, _error_text(f.name, err))
+        state.remember_upload(key, outcome)
+        outcomes.append(replace(outcome, fresh=True))
+    return outcomes
+
+
+def show_outcomes(outcomes: Sequence[Outcome | None]) -> None:
+    """One line per file: st.success / st.error with the loader's message, and warnings."""
+    for outcome in outcomes:
+        if outcome is None:
+            continue
+        if outcome.ok:
+            st.success(f"Loaded {md_escape(outcome.filename)} → {md_escape(outcome.message)} ({outcome.seconds:.1f} s)", icon=":material/check_circle:")
+        else:
+            st.error(md_escape(outcome.message), icon=":material/error:")
+        for warning in outcome.warnings:
+            st.warning(md_escape(f"{outcome.filename}: {warning}"))
+
+
+FORMATS_HELP = _formats_help()

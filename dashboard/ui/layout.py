@@ -1,0 +1,175 @@
+"""Page scaffolding: ``page_setup`` (view, sidebar, evaluations), ``finish``, and the one table and figure helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from dashboard.core import frames
+from dashboard.core.evaluation import K_MAX, RunEval
+from dashboard.core.text import md_escape
+from dashboard.core.view_state import Facts, ViewState, encode, reconcile
+from dashboard.core.workspace import DatasetEntry, RunEntry, Workspace
+from dashboard.ui import cache, state, widgets
+
+
+@dataclass
+class Page:
+    state: ViewState
+    workspace: Workspace
+    dataset: DatasetEntry | None
+    runs: list[RunEntry]
+    evals: list[RunEval]
+    fresh: bool
+
+    @property
+    def run_names(self) -> list[str]:
+        return [ev.name for ev in self.evals]
+
+
+def _facts(workspace: Workspace, dataset_id: str) -> Facts:
+    entry = workspace.dataset(dataset_id)
+    assert entry is not None
+    queries = entry.dataset.queries
+    ids = set(queries["query_id"])
+    return Facts(
+        runs=[r.id for r in workspace.runs(dataset_id)],
+        run_names={r.id: r.name for r in workspace.runs(dataset_id)},
+        categories=frames.group_values(entry.dataset, "category"),
+        difficulties=frames.group_values(entry.dataset, "difficulty"),
+        has_query=lambda q: q in ids,
+        k_max=K_MAX,
+    )
+
+
+def page_setup(page: str, title: str, *, needs_runs: bool = True) -> Page:
+    """Read the view, render the title and the sidebar, evaluate the selected runs (cached)."""
+    start = state.read_view_state(page)
+    workspace = cache.get_workspace()
+    view, notes = reconcile(start.state, [d.id for d in workspace.datasets()], lambda d: _facts(workspace, d))
+    notes = [*start.notes, *notes]
+    fresh = start.fresh
+
+    st.title(title)
+    with st.sidebar:
+        datasets = {d.id: d.name for d in workspace.datasets()}
+        picked = widgets.dataset_picker(datasets, view.dataset, force=fresh)
+        if picked != view.dataset:
+            view, more = reconcile(
+                view.with_(dataset=picked, runs=(), baseline=None, focus_run=None, query=None, category=None, difficulty=None),
+                list(datasets),
+                lambda d: _facts(workspace, d),
+            )
+            notes += more
+            fresh = True
+        run_options = {r.id: r.name for r in workspace.runs(view.dataset)}
+        run_ids = widgets.run_picker(run_options, view.runs, force=fresh)
+        metric = widgets.metric_picker(view.metric, force=fresh)
+        k = widgets.k_picker(view.k, force=fresh)
+        view = view.with_(runs=tuple(run_ids), metric=metric, k=k)
+        if view.focus_run not in run_ids:
+            view = view.with_(focus_run=run_ids[0] if run_ids else None)
+
+    for note in notes:
+        st.info(md_escape(note), icon=":material/info:")
+    dataset = workspace.dataset(view.dataset)
+    runs = [r for r in (workspace.run(view.dataset or "", i) for i in view.runs) if r is not None]
+    evals: list[RunEval] = []
+    if dataset is None:
+        empty_state()
+    else:
+        _caption(dataset, runs, view)
+        if needs_runs and not runs:
+            st.warning("Pick at least one run in the sidebar, or upload runs on the Upload page.", icon=":material/arrow_back:")
+        elif runs:
+            with st.spinner("Evaluating runs…"):
+                evals = cache.run_evals(dataset, runs)
+    return Page(view, workspace, dataset, runs, evals, fresh)
+
+
+def _caption(dataset: DatasetEntry, runs: list[RunEntry], view: ViewState) -> None:
+    summary = frames.dataset_summary(dataset.dataset)
+    st.caption(
+        f"Dataset **{md_escape(dataset.name)}**: {summary['queries']:,} queries "
+        f"({summary['judged_queries']:,} judged, {summary['relevant']:,} relevant judgments) · "
+        f"{len(runs)} run(s) selected · K = {view.k}"
+    )
+
+
+def empty_state() -> None:
+    st.info("No dataset is loaded yet. Upload an evaluation set and runs on the Upload page to start.", icon=":material/folder_open:")
+
+
+def share_box(view: ViewState) -> None:
+    query = urlencode(encode(view))
+    base = ""
+    try:
+        base = st.context.url or ""
+    except Exception:  # noqa: BLE001 - context is unavailable outside a browser session
+        base = ""
+    with st.sidebar:
+        st.caption("Share this view (copy):")
+        st.code(f"{base}?{query}", language=None, wrap_lines=True)
+
+
+def finish(page: Page, view: ViewState | None = None) -> None:
+    """Write the final view to the URL and session, and show the share link."""
+    final = view or page.state
+    share_box(final)
+    state.write_view_state(final)
+
+
+def rerun_with(view: ViewState) -> None:
+    """Make ``view`` the current view, push it into every widget, and rerun."""
+    state.write_view_state(view, reseed=True)
+    st.rerun()
+
+
+def show_table(
+    frame: pd.DataFrame,
+    *,
+    key: str,
+    filename: str,
+    column_config: Mapping[str, Any] | None = None,
+    height: int | str = "auto",
+    styled: Any = None,
+    **kwargs: Any,
+) -> Any:
+    """``st.dataframe`` (of ``styled`` when given, a Styler of ``frame``) plus a CSV download of ``frame``
+    (UTF-8 with BOM, so spreadsheets read Chinese)."""
+    event = st.dataframe(
+        frame if styled is None else styled, key=key, hide_index=True, column_config=column_config, height=height, **kwargs  # type: ignore[arg-type]
+    )
+    st.download_button(
+        "Download CSV",
+        frame.to_csv(index=False).encode("utf-8-sig"),
+        file_name=filename,
+        mime="text/csv",
+        key=f"{key}.csv",
+        on_click="ignore",
+        icon=":material/download:",
+    )
+    return event
+
+
+PLOTLY_CONFIG: dict[str, Any] = {
+    "displaylogo": False,
+    "modeBarButtonsToRemove": ["lasso2d", "select2d"],
+}
+
+
+def show_figure(fig: go.Figure, *, key: str, filename: str) -> None:
+    """The one place charts are drawn; the camera button in the chart's toolbar saves a PNG."""
+    config = {**PLOTLY_CONFIG, "toImageButtonOptions": {"format": "png", "filename": filename, "scale": 2}}
+    st.plotly_chart(fig, key=key, config=config, theme="streamlit")
+
+
+def number_columns(frame: pd.DataFrame, labels: Mapping[str, str], fmt: str = "%.3f") -> dict[str, Any]:
+    """Column config showing metric columns with display labels and 3 decimals."""
+    return {c: st.column_config.NumberColumn(labels.get(c, c), format=fmt) for c in frame.columns if c in labels}

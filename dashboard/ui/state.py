@@ -1,0 +1,118 @@
+"""The only module that touches ``st.query_params`` and ``st.session_state``.
+
+The view lives in the URL (``core.view_state``). Switching pages clears the
+URL, so the last :class:`ViewState` is also kept in session state and is used
+when the URL carries none. Widgets get their starting value from the view
+(:func:`seed`); on a fresh view (a link just opened, or another page just
+left) the view overwrites whatever the widget held before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+from dashboard.core.view_state import ViewState, decode, encode
+
+_VIEW = "ragmetrics.view"
+_PAGE = "ragmetrics.page"
+_FORCE = "ragmetrics.force_seed"
+_UPLOADS = "ragmetrics.uploads"
+_MARKS = "ragmetrics.marks"
+_SEEN = "ragmetrics.seen_urls"
+_SEEN_MAX = 50
+
+
+@dataclass
+class PageStart:
+    state: ViewState
+    notes: list[str]
+    fresh: bool
+
+
+def _url_params() -> dict[str, list[str]]:
+    return {key: st.query_params.get_all(key) for key in st.query_params.keys()}
+
+
+def _fingerprint(params: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(params.items()))
+
+
+def _remember_url(params: dict[str, str]) -> None:
+    seen: list[tuple[tuple[str, str], ...]] = st.session_state.setdefault(_SEEN, [])
+    key = _fingerprint(params)
+    if key in seen:
+        seen.remove(key)
+    seen.append(key)
+    del seen[:-_SEEN_MAX]
+
+
+def read_view_state(page: str) -> PageStart:
+    """The view for this run.
+
+    The URL is read when the session starts (a link was opened) or when it
+    holds parameters this session never wrote (e.g. a page link with
+    parameters). A URL this session wrote earlier is stale, not news: a rerun
+    can be requested before the browser applied the latest URL, and reading
+    it then would undo the user's last change. Otherwise the last view is
+    used (switching pages clears the URL).
+    """
+    params = _url_params()
+    flat = {k: v[-1] for k, v in params.items() if v}
+    last: ViewState | None = st.session_state.get(_VIEW)
+    last_page = st.session_state.get(_PAGE)
+    forced = bool(st.session_state.pop(_FORCE, False))
+    seen = st.session_state.get(_SEEN, [])
+    if last is None or (flat and _fingerprint(flat) not in seen):
+        state, notes = decode(params, page)
+        _remember_url(flat)
+        return PageStart(state, notes, fresh=True)
+    return PageStart(last.with_(page=page), [], fresh=forced or last_page != page)
+
+
+def write_view_state(state: ViewState, *, reseed: bool = False) -> None:
+    """Keep ``state`` as the last view and put it in the URL (only when it changed).
+
+    ``reseed`` makes the next run push the view into every widget (use it
+    before ``st.rerun()`` after changing the view from code).
+    """
+    st.session_state[_VIEW] = state
+    st.session_state[_PAGE] = state.page
+    if reseed:
+        st.session_state[_FORCE] = True
+    wanted = encode(state)
+    _remember_url(wanted)
+    current = {k: v[-1] for k, v in _url_params().items() if v}
+    if current != wanted:
+        st.query_params.from_dict(wanted)
+
+
+def seed(key: str, value: Any, *, force: bool = False) -> None:
+    """Give widget ``key`` its starting value; call before the widget is created."""
+    if force or key not in st.session_state:
+        st.session_state[key] = value
+
+
+def widget_value(key: str, default: Any = None) -> Any:
+    return st.session_state.get(key, default)
+
+
+def upload_outcome(file_id: str) -> Any:
+    """What ingesting an uploaded file gave last time (None if it was never ingested)."""
+    return st.session_state.get(_UPLOADS, {}).get(file_id)
+
+
+def remember_upload(file_id: str, outcome: Any) -> None:
+    st.session_state.setdefault(_UPLOADS, {})[file_id] = outcome
+
+
+def changed(mark: str, value: Hashable) -> bool:
+    """True when ``value`` differs from the one seen under ``mark`` last time (and remember it)."""
+    marks = st.session_state.setdefault(_MARKS, {})
+    if marks.get(mark) == value:
+        return False
+    marks[mark] = value
+    return True

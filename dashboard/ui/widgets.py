@@ -1,0 +1,101 @@
+"""Shared pickers: each takes the view's value, returns the widget's value, and writes no view state.
+
+Keys are namespaced (``sidebar.runs``, ``missed.category``). ``force=True``
+pushes the view's value into the widget (a link was just opened, or the page
+was just switched to).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import streamlit as st
+
+from dashboard.core.evaluation import CURVE_METRICS, K_MAX, METRIC_CHOICES, metric_title
+from dashboard.core.targets import DEFAULT_PROFILE, PROFILES, profile_title
+from dashboard.ui import state
+
+ALL = "All"
+
+METRIC_LABELS: dict[str, str] = {m: metric_title(m) for m in METRIC_CHOICES}
+
+
+def dataset_picker(options: Mapping[str, str], value: str | None, *, force: bool) -> str | None:
+    """Dataset id; ``options`` maps id -> name."""
+    ids = list(options)
+    if not ids:
+        return None
+    key = "sidebar.dataset"
+    state.seed(key, value if value in options else ids[0], force=force or state.widget_value(key) not in options)
+    return st.selectbox("Dataset", ids, format_func=lambda i: options.get(i, i), key=key)
+
+
+def run_picker(options: Mapping[str, str], value: Sequence[str], *, force: bool) -> list[str]:
+    """Selected run ids; ``options`` maps id -> name."""
+    key = "sidebar.runs"
+    current = state.widget_value(key)
+    stale = current is not None and any(r not in options for r in current)
+    state.seed(key, [r for r in value if r in options], force=force or stale)
+    return list(
+        st.multiselect(
+            "Runs", list(options), format_func=lambda i: options.get(i, i), key=key,
+            help="The runs to compare; add more on the Upload page.",
+        )
+    )
+
+
+def metric_picker(value: str, *, force: bool) -> str:
+    key = "sidebar.metric"
+    state.seed(key, value if value in METRIC_CHOICES else "recall", force=force)
+    return st.selectbox(
+        "Metric", list(METRIC_CHOICES), format_func=lambda m: METRIC_LABELS.get(m, m), key=key,
+        help="Used by the breakdown, the missed-queries page and the category rule of the diagnosis.",
+    )
+
+
+def k_picker(value: int, *, force: bool, k_max: int = K_MAX) -> int:
+    key = "sidebar.k"
+    state.seed(key, int(min(max(value, 1), k_max)), force=force)
+    return int(st.slider("K (cut-off)", 1, k_max, key=key, help="Metric@K, and 'missed' = no relevant document in the top K."))
+
+
+def takes_k(metric: str) -> bool:
+    return metric in CURVE_METRICS
+
+
+def group_picker(label: str, key: str, options: Sequence[str], value: str | None, *, force: bool) -> str | None:
+    """A category or difficulty filter; None means all."""
+    choices = [ALL, *options]
+    state.seed(key, value if value in options else ALL, force=force or state.widget_value(key) not in choices)
+    picked = st.selectbox(label, choices, key=key)
+    return None if picked == ALL else picked
+
+
+def run_focus_picker(options: Mapping[str, str], value: str | None, key: str, *, force: bool) -> str | None:
+    ids = list(options)
+    if not ids:
+        return None
+    state.seed(key, value if value in options else ids[0], force=force or state.widget_value(key) not in options)
+    return st.selectbox("Run", ids, format_func=lambda i: options.get(i, i), key=key)
+
+
+def search_box(value: str, key: str, *, force: bool) -> str:
+    state.seed(key, value, force=force)
+    return str(st.text_input("Search query text or id", key=key, placeholder="e.g. 退款 or q012")).strip()
+
+
+def profile_picker(value: str, *, force: bool) -> str:
+    key = "overview.profile"
+    state.seed(key, value if value in PROFILES else DEFAULT_PROFILE, force=force)
+    return st.selectbox(
+        "Targets profile", list(PROFILES), format_func=profile_title, key=key,
+        help="Scenario thresholds; edit them below. The edited set travels with the share link.",
+    )
+
+
+def query_picker(options: Sequence[str], labels: Mapping[str, str], value: str | None, key: str, *, force: bool) -> str | None:
+    """One query id from ``options`` (None when there are none)."""
+    if not options:
+        return None
+    state.seed(key, value if value in options else options[0], force=force or state.widget_value(key) not in options)
+    return st.selectbox("Query", list(options), format_func=lambda q: labels.get(q, q), key=key)

@@ -1,0 +1,51 @@
+"""Diagnosis: deterministic rules over each selected run at K, each citing the numbers that fired it.
+
+Rules (see ``core.diagnosis``): easy queries missed, hard queries missed, near misses at ranks K+1..20,
+high recall but low MRR, a category far below the others. Reads ``ds, runs, m, k``.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard.core import diagnosis, figures, targets
+from dashboard.core.evaluation import metric_spec, pretty
+from dashboard.core.text import md_escape
+from dashboard.ui import cache, layout
+
+page = layout.page_setup("diagnosis", "Diagnosis")
+view = page.state
+
+ICONS = {"error": ":red[:material/error:]", "warning": ":orange[:material/warning:]", "info": ":blue[:material/info:]"}
+
+if page.evals and page.dataset is not None:
+    ds, k = page.dataset, view.k
+    spec = str(metric_spec(view.metric, view.k))
+    in_force, _ = targets.current_targets(view.profile, view.targets)
+    low_mrr = targets.threshold_for(in_force, "mrr", diagnosis.LOW_MRR)
+    st.caption(
+        f"At K = {k}; categories compared on {pretty(spec)}; 'low MRR' means below {low_mrr:.2f} "
+        "(the MRR target in force). Change K and the metric in the sidebar."
+    )
+    all_findings = []
+    tables = {}
+    for ev in page.evals:
+        found = cache.findings(ds.id, ev, k, spec, pretty(spec), low_mrr)
+        tables[ev.name] = cache.query_table(ds.id, ev, k, spec)
+        all_findings += found
+        st.subheader(md_escape(ev.name))
+        if not found:
+            st.success("No rule fired for this run.", icon=":material/check_circle:")
+        for f in found:
+            with st.container(border=True):
+                st.markdown(f"{ICONS.get(f.severity, ICONS['warning'])} **{md_escape(f.title)}**")
+                st.markdown(md_escape(f.evidence))
+                st.markdown("\n".join(f"- {md_escape(a)}" for a in f.advice))
+    st.subheader("Where the first relevant document sits")
+    layout.show_figure(
+        figures.rank_histogram_figure(tables, k, runs=page.run_names), key="diagnosis.ranks", filename=f"first-relevant-rank-k{k}"
+    )
+    with st.expander("All findings as a table"):
+        layout.show_table(diagnosis.findings_frame(all_findings), key="diagnosis.table", filename=f"diagnosis-k{k}.csv")
+
+layout.finish(page, view)

@@ -1,0 +1,129 @@
+"""Missed queries: queries with no relevant document in the top K, filtered and searchable, and one query's detail.
+
+Each row: where the first relevant document did appear (near miss at K+1..20 versus deeper or never
+retrieved), the relevant documents, the retrieved top K, and which expected keywords the retrieved text
+contains (runs with chunk text). Reads ``ds, runs, k, fr, cat, diff, s, q``.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard.core import frames
+from dashboard.core.evaluation import pretty
+from dashboard.core.text import md_escape
+from dashboard.ui import cache, layout, state, widgets
+
+page = layout.page_setup("missed", "Missed queries")
+view = page.state
+
+if page.evals and page.dataset is not None:
+    ds, k = page.dataset, view.k
+    by_id = {ev.run_id: ev for ev in page.evals}
+    cols = st.columns([2, 2, 2, 3])
+    with cols[0]:
+        focus = widgets.run_focus_picker({ev.run_id: ev.name for ev in page.evals}, view.focus_run, "missed.run", force=page.fresh)
+    with cols[1]:
+        category = widgets.group_picker(
+            "Category", "missed.category", frames.group_values(ds.dataset, "category"), view.category, force=page.fresh
+        )
+    with cols[2]:
+        difficulty = widgets.group_picker(
+            "Difficulty", "missed.difficulty", frames.group_values(ds.dataset, "difficulty"), view.difficulty, force=page.fresh
+        )
+    with cols[3]:
+        search = widgets.search_box(view.search, "missed.search", force=page.fresh)
+    view = view.with_(focus_run=focus, category=category, difficulty=difficulty, search=search)
+    ev = by_id[focus] if focus in by_id else page.evals[0]
+
+    missed = cache.missed_frame(ds.id, ev, k)
+    shown = frames.filter_queries(missed, category=category, difficulty=difficulty, search=search)
+    counts = frames.miss_counts(missed, int((ev.n_rel > 0).sum()))
+    limit = frames.near_miss_limit(k)
+    st.markdown(
+        f"**{md_escape(ev.name)}** misses **{counts['missed']}** of {counts['total']} queries with relevant documents at "
+        f"K = {k}: {counts['near miss']} near misses (first relevant at ranks {k + 1}–{limit}), {counts['deeper']} deeper, "
+        f"{counts['not retrieved']} never retrieved. Showing {len(shown)} after filters."
+    )
+    if not ev.has_text:
+        st.caption("This run carries no chunk text, so expected keywords cannot be checked.")
+    event = layout.show_table(
+        shown,
+        key="missed.table",
+        filename=f"missed-{ev.name}-k{k}.csv",
+        column_config={
+            "query_id": st.column_config.TextColumn("query_id", pinned=True),
+            "query": st.column_config.TextColumn("query", width="medium"),
+            "first_relevant_rank": st.column_config.NumberColumn("first relevant rank", format="%d"),
+            "relevant_docs": st.column_config.TextColumn("relevant docs (grade)", width="medium"),
+            "top_k": st.column_config.TextColumn(f"retrieved top {k}", width="large"),
+            "keywords_found": st.column_config.TextColumn("keywords found"),
+            "keywords_missing": st.column_config.TextColumn("keywords missing"),
+        },
+        on_select="rerun",
+        selection_mode="single-row",
+        height=min(38 + 35 * max(len(shown), 1), 420),
+    )
+    rows = list(getattr(getattr(event, "selection", None), "rows", []) or [])
+    force_query = page.fresh
+    if rows and rows[0] < len(shown):
+        picked = str(shown["query_id"].iloc[rows[0]])
+        if state.changed("missed.table.pick", picked):
+            view, force_query = view.with_(query=picked), True
+
+    st.subheader("Query detail")
+    options = shown["query_id"].astype("str").tolist()
+    labels = frames.query_labels(shown)
+    if view.query and view.query not in options:
+        info = frames.query_info(ds.dataset, view.query)
+        if info:
+            options = [view.query, *options]
+            labels[view.query] = f"{view.query} · {info['query']}"
+    st.caption("Select a row in the table above, or pick a query here.")
+    query_id = widgets.query_picker(options, labels, view.query, "missed.query", force=force_query)
+    view = view.with_(query=query_id)
+    if query_id:
+        info = frames.query_info(ds.dataset, query_id)
+        st.markdown(f"#### {md_escape(info.get('query', query_id))}")
+        st.markdown(
+            f"`{query_id.replace('`', 'ʼ')}` · category **{md_escape(info.get('category', ''))}** · "
+            f"difficulty **{md_escape(info.get('difficulty', ''))}**"
+        )
+        if info.get("expected_answer"):
+            st.markdown(f"**Expected answer:** {md_escape(info['expected_answer'])}")
+        keywords = info.get("expected_keywords") or []
+        if keywords:
+            st.markdown("**Expected keywords:** " + ", ".join(md_escape(w) for w in keywords))  # type: ignore[union-attr]
+        st.markdown("**Per run**")
+        per_run = frames.query_metrics_frame(page.evals, query_id, k)
+        layout.show_table(
+            frames.with_text_for_missing(per_run, ["first_relevant_rank"], "not retrieved"),
+            key="missed.detail.runs", filename=f"query-{query_id}-runs.csv",
+            column_config={
+                "first_relevant_rank": st.column_config.TextColumn("first relevant rank"),
+                **layout.number_columns(per_run, {c: pretty(c) for c in per_run.columns[3:]}),
+            },
+        )
+        st.markdown("**Relevant documents** and their rank in each run")
+        relevant = frames.relevant_docs_frame(page.evals, query_id)
+        layout.show_table(
+            frames.with_text_for_missing(relevant, page.run_names, "not retrieved"),
+            key="missed.detail.relevant", filename=f"query-{query_id}-relevant.csv",
+        )
+        depth = max(20, k)
+        st.markdown(f"**Retrieved by {md_escape(ev.name)}**, top {depth} documents (✓ = relevant)")
+        detail = frames.query_detail_frame(ev, query_id, depth)
+        layout.show_table(
+            detail,
+            key="missed.detail.retrieved",
+            height=38 + 35 * max(len(detail), 1),
+            styled=frames.style_relevant(detail),
+            filename=f"query-{query_id}-{ev.name}.csv",
+            column_config={
+                "relevant": st.column_config.CheckboxColumn("✓"),
+                "score": st.column_config.NumberColumn("score", format="%.4f"),
+                "text": st.column_config.TextColumn("text (best chunk)", width="large"),
+            },
+        )
+
+layout.finish(page, view)

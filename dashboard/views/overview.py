@@ -1,0 +1,110 @@
+"""Overview: each selected run at K (means with 95% CIs), targets pass/fail, curves over K, the PR curve, the report.
+
+Reads ``ds, runs, m, k, prof, tgt`` from the URL (see ``core.view_state.PARAM_KEYS``).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard.core import figures, frames, report, targets
+from dashboard.core.evaluation import pretty
+from dashboard.core.view_state import share_query
+from dashboard.ui import cache, layout, widgets
+
+page = layout.page_setup("overview", "Overview")
+view = page.state
+
+if page.evals and page.dataset is not None:
+    evals, k, ds = page.evals, view.k, page.dataset
+
+    st.subheader(f"Metrics at K = {k}")
+    overview = frames.overview_frame(evals, k)
+    labels = {c: pretty(c) for c in overview.columns[2:]}
+    layout.show_table(
+        overview, key="overview.metrics", filename=f"overview-k{k}.csv",
+        column_config=layout.number_columns(overview, labels),
+    )
+    specs = [str(s) for s in frames.overview_specs(k)]
+    summary = cache.summary_frame(ds.id, evals, specs)
+    with st.expander("Means with 95% bootstrap confidence intervals"):
+        layout.show_table(
+            summary, key="overview.ci", filename=f"overview-ci-k{k}.csv",
+            column_config=layout.number_columns(summary, {"mean": "mean", "ci_low": "95% CI low", "ci_high": "95% CI high"}),
+        )
+
+    st.subheader("Targets")
+    left, right = st.columns([1, 2])
+    with left:
+        profile = widgets.profile_picker(view.profile, force=page.fresh)
+        if profile != view.profile:
+            view = view.with_(profile=profile, targets=None)
+        st.caption(targets.DESCRIPTIONS.get(profile, ""))
+    in_force, notes = targets.current_targets(view.profile, view.targets)
+    with right, st.expander("Edit targets", icon=":material/edit:"):
+        edited = st.data_editor(
+            targets.targets_frame(in_force),
+            key=f"overview.targets.{view.profile}",
+            num_rows="dynamic",
+            hide_index=True,
+            column_config={
+                "metric": st.column_config.TextColumn("metric", help="e.g. recall@5, mrr, ndcg@10"),
+                "threshold": st.column_config.NumberColumn(
+                    "must be above", min_value=0.0, max_value=1.0, step=0.01, format="%.2f"
+                ),
+            },
+        )
+        in_force, more = targets.targets_from_frame(edited)
+        notes += more
+        if st.button("Reset to the profile", key="overview.targets.reset"):
+            layout.rerun_with(view.with_(targets=None))
+    view = view.with_(targets=targets.edited_text(view.profile, in_force))
+    for note in notes:
+        st.warning(note)
+    checks = cache.target_checks(ds.id, evals, targets.format_targets(in_force))
+    st.caption(
+        "✓ pass: the lower end of the 95% bootstrap interval clears the target · ? uncertain: only the mean does · "
+        "✗ fail (same verdicts as `ragmetrics check`)."
+    )
+    wide = targets.targets_table(checks)
+    layout.show_table(wide, key="overview.targets", filename="targets.csv", styled=targets.style_targets(wide))
+
+    st.subheader("Curves over K")
+    k_max = frames.display_k_max(evals)
+    st.caption(
+        f"Mean over {evals[0].n_queries:,} queries for K = 1…{k_max}; shaded: 95% bootstrap band. "
+        "The camera button in a chart's toolbar saves it as PNG."
+    )
+    with st.spinner("Bootstrapping confidence bands…"):
+        curves = cache.curve_frame(ds.id, evals, k_max)
+    layout.show_figure(figures.curves_figure(curves, runs=page.run_names, k_mark=k), key="overview.curves", filename="curves")
+    pr = frames.pr_frame(evals, k_max)
+    layout.show_figure(figures.pr_figure(pr, runs=page.run_names), key="overview.pr", filename="precision-recall")
+    with st.expander("Curve data"):
+        layout.show_table(curves, key="overview.curves.table", filename="curves.csv")
+
+    st.subheader("Report")
+    low_mrr = targets.threshold_for(in_force, "mrr", 0.70)
+    findings = [f for ev in evals for f in cache.findings(ds.id, ev, k, f"hits@{k}", f"Hits@{k}", low_mrr)]
+    data = report.ReportInput(
+        dataset=ds.name,
+        summary=frames.dataset_summary(ds.dataset),
+        k=k,
+        profile=targets.profile_title(view.profile),
+        overview=overview,
+        summary_ci=summary,
+        checks=checks,
+        findings=findings,
+        link=share_query(view),
+    )
+    c1, c2, _ = st.columns([1, 1, 3])
+    c1.download_button(
+        "HTML report", report.html_report(data).encode("utf-8"), file_name=f"ragmetrics-{ds.name}-k{k}.html",
+        mime="text/html", on_click="ignore", icon=":material/description:", key="overview.report.html",
+    )
+    c2.download_button(
+        "Markdown report", report.markdown_report(data).encode("utf-8"), file_name=f"ragmetrics-{ds.name}-k{k}.md",
+        mime="text/markdown", on_click="ignore", icon=":material/article:", key="overview.report.md",
+    )
+
+layout.finish(page, view)

@@ -1,0 +1,79 @@
+"""Upload: an evaluation dataset and any number of runs, in every format ``ragmetrics.io`` reads, then the
+validation report (id mismatches, empty results, duplicates, ties, queries without relevant documents,
+small categories) before anything is scored. Reads ``ds, runs``; an upload selects what it added.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard.core import frames
+from dashboard.core.text import md_escape
+from dashboard.ui import cache, ingest, layout
+
+page = layout.page_setup("upload", "Upload", needs_runs=False)
+view = page.state
+workspace = page.workspace
+
+with st.expander("Formats", icon=":material/help:"):
+    st.markdown(ingest.FORMATS_HELP)
+
+st.subheader("1 · Dataset")
+st.caption(
+    "One file (evaluation set JSON/JSONL, TREC qrels, CSV/TSV/Parquet qrels, ranx JSON, or a BEIR .zip), "
+    "or a qrels file together with files named *queries* and *corpus*. Runs below are added to the dataset selected in the sidebar."
+)
+dataset_files = st.file_uploader(
+    "Dataset files", type=ingest.DATASET_TYPES, accept_multiple_files=True, key="upload.dataset"
+)
+outcome = ingest.ingest_dataset(dataset_files or [], workspace)
+ingest.show_outcomes([outcome])
+if outcome is not None and outcome.ok and outcome.ident and outcome.ident != view.dataset and ingest.is_new(outcome):
+    layout.rerun_with(view.with_(dataset=outcome.ident, runs=(), baseline=None, focus_run=None, query=None, category=None, difficulty=None))
+
+st.subheader("2 · Runs")
+if page.dataset is None:
+    st.info("Load a dataset first.")
+else:
+    st.caption(f"Runs are added to **{md_escape(page.dataset.name)}**. TREC, JSONL, CSV/TSV, Parquet or ranx JSON; .gz is fine.")
+    run_files = st.file_uploader("Run files", type=ingest.RUN_TYPES, accept_multiple_files=True, key="upload.runs")
+    outcomes = ingest.ingest_runs(run_files or [], page.dataset.id, workspace)
+    ingest.show_outcomes(outcomes)
+    added = [o.ident for o in outcomes if o.ok and o.ident and ingest.is_new(o)]
+    if added:
+        selected = list(dict.fromkeys([*[r for r in view.runs if workspace.run(page.dataset.id, r)], *added]))
+        layout.rerun_with(view.with_(runs=tuple(selected)))
+
+    st.subheader("3 · Validation report")
+    runs = page.runs or workspace.runs(page.dataset.id)
+    if not runs:
+        st.info("Upload at least one run to see how it lines up with the dataset.")
+    else:
+        with st.spinner("Checking the runs against the dataset…"):
+            evals = cache.run_evals(page.dataset, runs)
+            report = cache.validation_frame(page.dataset, evals)
+        summary = frames.dataset_summary(page.dataset.dataset)
+        cols = st.columns(4)
+        cols[0].metric("Queries", f"{summary['queries']:,}")
+        cols[1].metric("Judged queries", f"{summary['judged_queries']:,}")
+        cols[2].metric("Runs checked", len(evals))
+        cols[3].metric("Checks to look at", int((report["status"] == "warning").sum()))
+        layout.show_table(
+            report,
+            key="upload.validation",
+            filename="validation.csv",
+            height=min(38 + 35 * len(report), 1200),
+            column_config={
+                "scope": st.column_config.TextColumn("scope", width="small"),
+                "count": st.column_config.NumberColumn("count", width="small"),
+                "status": st.column_config.TextColumn("status", width="small"),
+                "examples": st.column_config.TextColumn("examples", width="medium"),
+                "effect": st.column_config.TextColumn("what happens", width="medium"),
+            },
+        )
+        st.caption("Everything looks right? Open **Overview** in the menu: the uploaded runs are selected.")
+
+st.subheader("Loaded")
+layout.show_table(frames.workspace_frame(workspace), key="upload.workspace", filename="workspace.csv")
+
+layout.finish(page, view)

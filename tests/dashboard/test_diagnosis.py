@@ -1,0 +1,102 @@
+"""Diagnosis rules: each fires on its pattern, stays quiet otherwise, and cites its numbers."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from dashboard.core import diagnosis, frames
+
+
+def table(rows: list[tuple[str, str, int]], *, rr: float | None = None, recall_deep: float | None = None, query: str = "a fairly long question about the product") -> pd.DataFrame:
+    """rows: (category, difficulty, first relevant rank); hit = rank in 1..5."""
+    out = pd.DataFrame(
+        {
+            "query_id": [f"q{i:03d}" for i in range(len(rows))],
+            "query": query,
+            "category": [r[0] for r in rows],
+            "difficulty": [r[1] for r in rows],
+            "n_relevant": 1,
+            "first_relevant_rank": [r[2] for r in rows],
+        }
+    )
+    out["hit"] = (out["first_relevant_rank"] > 0) & (out["first_relevant_rank"] <= 5)
+    out["rr"] = rr if rr is not None else [1.0 / r if r > 0 else 0.0 for r in out["first_relevant_rank"]]
+    out["recall_deep"] = recall_deep if recall_deep is not None else (out["first_relevant_rank"] > 0).astype(float)
+    return out
+
+
+def rules(findings):
+    return [f.rule for f in findings]
+
+
+def test_quiet_on_a_good_run() -> None:
+    good = table([("x", "easy", 1)] * 20 + [("y", "hard", 1)] * 20)
+    assert diagnosis.diagnose("r", good, k=5, deep_k=100) == []
+
+
+def test_easy_missed_needs_more_than_two() -> None:
+    base = [("x", "easy", 1)] * 17
+    two = table(base + [("x", "easy", 0)] * 2)
+    assert "easy_missed" not in rules(diagnosis.diagnose("r", two, k=5, deep_k=100))
+    three = table(base + [("x", "easy", 0), ("x", "easy", 0), ("x", "easy", 40)])
+    found = [f for f in diagnosis.diagnose("r", three, k=5, deep_k=100) if f.rule == "easy_missed"]
+    assert len(found) == 1
+    f = found[0]
+    assert "3 of 20 easy queries (15%)" in f.evidence and "2 of them never retrieve" in f.evidence
+    assert any("indexed" in a for a in f.advice) and any("chunk size" in a for a in f.advice)
+    assert any("embedding model" in a for a in f.advice)
+    assert f.queries == ("q017", "q018", "q019")
+
+
+def test_hard_missed_mentions_hyde_for_short_queries() -> None:
+    rows = [("x", "hard", 1)] * 6 + [("x", "hard", 0)] * 4
+    f = [f for f in diagnosis.diagnose("r", table(rows, query="退款多久到账"), k=5, deep_k=100) if f.rule == "hard_missed"][0]
+    assert "4 of 10 hard queries (40%)" in f.evidence and "4 of them are short" in f.evidence
+    joined = " ".join(f.advice)
+    assert "HyDE" in joined and "rerank" in joined and "BM25" in joined
+    two = table([("x", "hard", 1)] * 8 + [("x", "hard", 0)] * 2)
+    assert "hard_missed" not in rules(diagnosis.diagnose("r", two, k=5, deep_k=100))
+
+
+def test_near_misses() -> None:
+    rows = [("x", "medium", 1)] * 20 + [("x", "medium", 7), ("x", "medium", 9), ("x", "medium", 15), ("x", "medium", 0)]
+    f = [f for f in diagnosis.diagnose("r", table(rows), k=5, deep_k=100) if f.rule == "near_miss"][0]
+    assert "3 of 4 missed queries (75%)" in f.evidence and "ranks 6–20" in f.evidence and "median rank 9" in f.evidence
+    assert "Hits@20 = 0.958" in f.evidence and "Hits@5 = 0.833" in f.evidence
+    assert any("Rerank" in a for a in f.advice) and any("raise K" in a for a in f.advice)
+    deep = table([("x", "medium", 1)] * 20 + [("x", "medium", 50)] * 3 + [("x", "medium", 7)])
+    assert "near_miss" not in rules(diagnosis.diagnose("r", deep, k=5, deep_k=100))
+
+
+def test_ranking_not_recall() -> None:
+    rows = [("x", "medium", 3)] * 10 + [("x", "medium", 1)] * 2
+    f = [f for f in diagnosis.diagnose("r", table(rows, recall_deep=0.95), k=5, deep_k=100) if f.rule == "ranking_not_recall"][0]
+    assert "Recall@100 = 0.950" in f.evidence and "MRR = 0.444" in f.evidence and "17% of queries" in f.evidence
+    assert "ranking_not_recall" not in rules(diagnosis.diagnose("r", table(rows, recall_deep=0.5), k=5, deep_k=100))
+    # the MRR bar follows the targets in force
+    assert "ranking_not_recall" not in rules(diagnosis.diagnose("r", table(rows, recall_deep=0.95), k=5, deep_k=100, low_mrr=0.4))
+
+
+def test_weak_category_is_named() -> None:
+    rows = [("good", "medium", 1)] * 20 + [("pricing", "medium", 1)] * 2 + [("pricing", "medium", 30)] * 4
+    f = [f for f in diagnosis.diagnose("r", table(rows), k=5, deep_k=100) if f.rule == "weak_category"][0]
+    assert "'pricing'" in f.title
+    assert "Hits@5 = 0.333 on 'pricing' (n=6) against 1.000 on the other 20 queries (-0.667)" in f.evidence
+    assert "too few to be sure" in f.evidence
+    tiny_group = table([("good", "medium", 1)] * 20 + [("rare", "medium", 0)] * 4)
+    assert "weak_category" not in rules(diagnosis.diagnose("r", tiny_group, k=5, deep_k=100))
+
+
+def test_on_real_runs_and_findings_frame(tiny_evals) -> None:
+    ev = tiny_evals[0]
+    found = diagnosis.diagnose(ev.name, frames.query_table(ev, 5), k=5, deep_k=30)
+    assert "easy_missed" not in rules(found)
+    frame = diagnosis.findings_frame(found)
+    assert list(frame.columns) == ["run", "rule", "severity", "title", "evidence", "advice", "queries"]
+    assert len(frame) == len(found)
+
+
+@pytest.mark.parametrize("text,short", [("退款多久到账", True), ("免费版最多能在几台设备上同步数据？", False), ("refund time", True), ("how long does a refund take to arrive", False)])
+def test_is_short(text: str, short: bool) -> None:
+    assert diagnosis.is_short(text) is short

@@ -1,0 +1,128 @@
+"""The URL codec: round trips, a fixed point, never raising, notes for what it drops, and reconcile."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlsplit
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dashboard.core.view_state import PAGES, PARAM_KEYS, Facts, ViewState, decode, encode, reconcile, share_query, share_url
+from ragmetrics.store import share_link
+
+FULL = ViewState(
+    page="missed",
+    dataset="6d5d0047d3d731a2",
+    runs=("6475a854ed3be87f", "41248b0b0ca4e752"),
+    baseline="6475a854ed3be87f",
+    metric="ndcg",
+    k=10,
+    profile="legal",
+    targets="recall@5>0.95;mrr>0.8",
+    category="退款",
+    difficulty="hard",
+    focus_run="41248b0b0ca4e752",
+    query="q012",
+    search="发票 & refund",
+)
+
+
+def test_round_trip_full_state() -> None:
+    params = encode(FULL)
+    assert set(params) <= set(PARAM_KEYS)
+    state, notes = decode(params, "missed")
+    assert notes == []
+    assert state == FULL
+
+
+def test_defaults_are_short() -> None:
+    assert encode(ViewState()) == {"v": "1", "m": "recall", "k": "5", "prof": "faq"}
+    assert decode({})[0] == ViewState()
+
+
+def test_lists_and_repeated_keys_as_apptest_and_query_params_give_them() -> None:
+    state, notes = decode({"runs": ["a1", "b2,c3"], "k": ["3", "7"], "ds": ["d1"]})
+    assert state.runs == ("a1", "b2", "c3") and state.k == 7 and state.dataset == "d1" and notes == []
+
+
+def test_metric_with_cutoff_sets_k() -> None:
+    state, _ = decode({"m": "nDCG@10"})
+    assert (state.metric, state.k) == ("ndcg", 10)
+    state, _ = decode({"m": "nDCG@10", "k": "3"})
+    assert (state.metric, state.k) == ("ndcg", 3)
+
+
+def test_bad_values_fall_back_with_notes() -> None:
+    state, notes = decode(
+        {
+            "k": "abc", "m": "ndgc", "prof": "nope", "ds": "../../etc/passwd", "runs": "ok1,bad id",
+            "tgt": "recall@5>0.9;junk", "unknown": "x", "v": "9", "fr": "<script>",
+        },
+        "nowhere",
+    )
+    assert state.k == 5 and state.metric == "recall" and state.profile == "faq"
+    assert state.dataset is None and state.runs == ("ok1",) and state.targets == "recall@5>0.9"
+    assert state.page == "overview" and state.focus_run is None
+    text = " ".join(notes)
+    for fragment in ("K must be a whole number", "ndgc", "nope", "not an id", "junk", "version", "unknown page"):
+        assert fragment in text, fragment
+    clamped, notes = decode({"k": "1000"})
+    assert clamped.k == 100 and "between 1 and 100" in notes[0]
+
+
+def test_metric_offered_only() -> None:
+    state, notes = decode({"m": "bpref"})
+    assert state.metric == "recall" and "not offered" in notes[0]
+
+
+values = st.one_of(st.text(max_size=30), st.lists(st.text(max_size=10), max_size=3))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from([*PARAM_KEYS, "x", ""]), values, max_size=8), st.one_of(st.none(), st.text(max_size=8)))
+def test_decode_never_raises_and_encode_decode_is_a_fixed_point(params, page) -> None:
+    state, notes = decode(params, page)
+    assert isinstance(state, ViewState) and isinstance(notes, list)
+    once = encode(state)
+    again, more = decode(once, state.page)
+    assert encode(again) == once and more == []
+
+
+def test_decode_survives_non_mappings() -> None:
+    state, notes = decode(None)  # type: ignore[arg-type]
+    assert state == ViewState() and notes
+
+
+def test_share_query_matches_the_library_link() -> None:
+    query = share_query(FULL)
+    path, _, qs = query.partition("?")
+    assert path == "missed"
+    assert decode(parse_qs(qs), path)[0] == FULL
+    url = share_url("http://host:8501/", FULL.with_(page="overview"))
+    assert urlsplit(url).path == "/overview"
+    # ragmetrics push prints links the dashboard reads
+    link = share_link("http://host:8501", dataset="6d5d0047d3d731a2", runs=["6475a854ed3be87f"])
+    parts = urlsplit(link)
+    state, notes = decode(parse_qs(parts.query), parts.path.strip("/"))
+    assert notes == [] and state.page == "overview"
+    assert state.dataset == "6d5d0047d3d731a2" and state.runs == ("6475a854ed3be87f",)
+    assert set(PAGES) >= {"overview", "upload", "breakdown", "missed", "diagnosis", "metrics"}
+
+
+def _facts(_dataset: str) -> Facts:
+    return Facts(runs=["r1", "r2", "r3"], categories=["a", "b"], difficulties=["easy"], has_query=lambda q: q == "q1", k_max=100)
+
+
+def test_reconcile_unknown_ids_fall_back_with_a_clear_note() -> None:
+    state, notes = reconcile(ViewState(dataset="dead", runs=("r1",)), ["d1", "d2"], _facts)
+    assert state.dataset == "d1" and state.runs == ("r1", "r2", "r3")
+    assert "dataset dead" in notes[0] and "upload the same files" in notes[0]
+    state, notes = reconcile(
+        ViewState(dataset="d2", runs=("r2", "zz"), baseline="zz", category="c", difficulty="easy", query="q9", focus_run="zz"),
+        ["d1", "d2"], _facts,
+    )
+    assert state.dataset == "d2" and state.runs == ("r2",) and state.baseline is None and state.focus_run == "r2"
+    assert state.category is None and state.difficulty == "easy" and state.query is None
+    assert len(notes) == 3
+    empty, notes = reconcile(FULL, [], _facts)
+    assert empty.dataset is None and empty.runs == () and notes == []

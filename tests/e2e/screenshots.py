@@ -1,0 +1,48 @@
+"""Screenshot every page with the bundled sample data into docs/screenshots/ (``python tests/e2e/screenshots.py``).
+
+Starts its own ``streamlit run`` server and drives Debian's chromium.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from playwright.sync_api import sync_playwright  # noqa: E402
+
+from dashboard.views import VIEWS  # noqa: E402
+from tests.e2e.server import CHROMIUM_ARGS, REPO, chromium_path, streamlit_server, wait_for_app  # noqa: E402
+
+OUT = REPO / "docs" / "screenshots"
+WIDTH = 1440
+_CONTENT_HEIGHT = """() => Math.max(...Array.from(document.querySelectorAll(
+  "[data-testid='stMain'], [data-testid='stAppViewContainer'], [data-testid='stMainBlockContainer'], [data-testid='stSidebarContent']"
+)).map(e => e.scrollHeight))"""
+
+
+def main() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    with streamlit_server() as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": WIDTH, "height": 1000}, device_scale_factor=1)
+        for view in VIEWS:
+            page.goto(f"{base}/{view.url_path}")
+            wait_for_app(page)
+            if view.key in ("overview", "breakdown", "diagnosis"):
+                page.locator(".js-plotly-plot").first.wait_for(timeout=60_000)
+            # the app scrolls inside its main container, not the document: grow the viewport to fit it
+            height = page.evaluate(_CONTENT_HEIGHT)
+            page.set_viewport_size({"width": WIDTH, "height": min(max(int(height) + 40, 800), 12000)})
+            wait_for_app(page)
+            page.wait_for_timeout(800)  # let plotly finish resizing before the picture
+            target = OUT / f"{view.key}.png"
+            page.screenshot(path=str(target), full_page=True)
+            page.set_viewport_size({"width": WIDTH, "height": 1000})
+            print(f"{target.relative_to(REPO)}")
+        browser.close()
+
+
+if __name__ == "__main__":
+    main()

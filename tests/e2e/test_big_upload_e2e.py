@@ -1,0 +1,65 @@
+"""A 10,000-query run (1,000,000 rows) uploads and renders its overview in a few seconds (marker ``slow``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.e2e.server import wait_for_app
+from tests.e2e.test_dashboard_e2e import TIMEOUT, legend_names, open_page
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+N_QUERIES = 10_000
+DEPTH = int(os.environ.get("RAGMETRICS_BIG_DEPTH", "100"))
+BUDGET_SECONDS = 15.0  # upload + parse + evaluate + overview, on a 2-core CI box
+
+
+def _write_big(folder: Path) -> tuple[Path, Path]:
+    rng = np.random.default_rng(0)
+    n_docs = 200_000
+    items, lines = [], []
+    for i in range(N_QUERIES):
+        qid = f"Q{i:05d}"
+        relevant = rng.choice(n_docs, size=int(rng.integers(1, 4)), replace=False)
+        items.append(
+            {
+                "query_id": qid, "query": f"question {i}", "relevant_docs": {f"D{d}": 1 for d in relevant},
+                "category": ["pricing", "refund", "api", "specs", "faq"][i % 5], "difficulty": ["easy", "medium", "hard"][i % 3],
+            }
+        )
+        docs = rng.choice(n_docs, size=DEPTH, replace=False)
+        if rng.random() < 0.8:
+            docs[int(rng.integers(0, 15))] = relevant[0]
+        scores = np.sort(rng.random(DEPTH))[::-1] * 10
+        lines.extend(f"{qid} Q0 D{d} {k + 1} {s:.6f} big" for k, (d, s) in enumerate(zip(docs, scores)))
+    dataset, run = folder / "big_eval.json", folder / "big-run.trec"
+    dataset.write_text(json.dumps(items))
+    run.write_text("\n".join(lines) + "\n")
+    return dataset, run
+
+
+def test_ten_thousand_queries_upload_to_overview(page: Page, app_url: str, tmp_path: Path) -> None:
+    dataset, run = _write_big(tmp_path)
+    page.goto(f"{app_url}/upload")
+    wait_for_app(page)
+    start = time.perf_counter()
+    page.get_by_test_id("stFileUploaderDropzoneInput").nth(0).set_input_files(str(dataset))
+    expect(page.get_by_text("Loaded big_eval.json")).to_be_visible(timeout=TIMEOUT)
+    wait_for_app(page)
+    page.get_by_test_id("stFileUploaderDropzoneInput").nth(1).set_input_files(str(run))
+    expect(page.get_by_text("Loaded big-run.trec")).to_be_visible(timeout=TIMEOUT)
+    wait_for_app(page)
+    uploaded = time.perf_counter()
+    open_page(page, "Overview")
+    assert legend_names(page) == ["big-run"]
+    expect(page.get_by_text("10,000 queries").first).to_be_visible()
+    done = time.perf_counter()
+    print(f"\n10k-query run: upload+validation {uploaded - start:.1f}s, overview {done - uploaded:.1f}s, total {done - start:.1f}s")
+    assert done - start < BUDGET_SECONDS
