@@ -218,6 +218,20 @@ def _string_order(values: np.ndarray | pd.Index) -> np.ndarray:
     return ranks
 
 
+def match_queries(queries: pd.DataFrame, run_query_ids: pd.Series) -> tuple[np.ndarray, int]:
+    """The dataset row of each run row's query (-1 when unknown), and how many distinct ids matched by text.
+
+    A run names a query by its id, else by its text or the id derived from its
+    text (:func:`ragmetrics.query_id_from_text`).
+    """
+    rows = pd.Index(queries["query_id"]).get_indexer(run_query_ids)
+    unknown = rows < 0
+    matched = 0
+    if unknown.any():
+        rows[unknown], matched = _match_by_text(queries["query"], run_query_ids[unknown])
+    return rows, matched
+
+
 def _match_by_text(texts: pd.Series, run_ids: pd.Series) -> tuple[np.ndarray, int]:
     """Dataset positions for run query ids that are a query's text, or the id derived from it.
 
@@ -271,11 +285,8 @@ def build_ranking(
 
     frame = run.frame
     coverage.empty_run = len(frame) == 0
-    row_query = query_index.get_indexer(frame["query_id"])
-    unknown = row_query < 0
-    if unknown.any():
-        row_query[unknown], matched = _match_by_text(queries["query"], frame["query_id"][unknown])
-        coverage.matched_by_text = matched
+    row_query, coverage.matched_by_text = match_queries(queries, frame["query_id"])
+    if (row_query < 0).any():
         still = row_query < 0
         coverage.rows_not_in_dataset = int(still.sum())
         coverage.not_in_dataset = _examples(pd.unique(frame["query_id"][still]))

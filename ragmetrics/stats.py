@@ -8,6 +8,7 @@ comparison repeats exactly. scipy does the work where it has the procedure.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -86,36 +87,65 @@ def _chunks(total: int, size: int = 2_000) -> list[int]:
     return [min(size, total - start) for start in range(0, total, size)]
 
 
+_BLOCK = 256
+_CACHE_LIMIT = 20_000_000  # counts matrices up to this many cells (160 MB) are kept for reuse
+
+
+def _count_blocks(n: int, n_resamples: int, seed: int):
+    """Blocks of resample counts (rows: resamples, columns: how often each query is drawn)."""
+    rng = np.random.default_rng([seed, n])
+    for start in range(0, n_resamples, _BLOCK):
+        rows = min(_BLOCK, n_resamples - start)
+        idx = rng.integers(0, n, size=(rows, n)) + np.arange(rows)[:, None] * n
+        yield np.bincount(idx.ravel(), minlength=rows * n).reshape(rows, n).astype(np.float64)
+
+
+@lru_cache(maxsize=8)
+def _cached_counts(n: int, n_resamples: int, seed: int) -> np.ndarray:
+    counts = np.vstack(list(_count_blocks(n, n_resamples, seed)))
+    counts.setflags(write=False)
+    return counts
+
+
+def _resampled_means(matrix: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
+    n = matrix.shape[0]
+    if n * n_resamples <= _CACHE_LIMIT:
+        return _cached_counts(n, n_resamples, seed) @ matrix / n
+    return np.vstack([block @ matrix / n for block in _count_blocks(n, n_resamples, seed)])
+
+
 def bootstrap_ci(
     values: np.ndarray,
     *,
     confidence: float = 0.95,
-    n_resamples: int = 2_000,
+    n_resamples: int = 1_000,
     seed: int = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bootstrap interval of the mean along axis 0.
 
-    ``values`` is (n_queries,) or (n_queries, n_points) -- e.g. a curve over K,
-    where every point gets its interval from the same resampled query sets.
-    Returns (low, high) with the shape of one row. One query gives low = high = the value.
+    ``values`` is (n_queries,) or (n_queries, n_points), e.g. a curve over K:
+    one matrix of resample counts ``W`` serves every point, the resampled means
+    being ``W @ values / n``, so a whole curve costs one matrix product and every
+    point (and every run of the same query set and seed) is resampled on the
+    same queries. Returns (low, high) shaped like one row; one query gives
+    low = high = its value, none gives NaN.
     """
     values = np.asarray(values, dtype=np.float64)
     if values.shape[0] == 0:
         nan = np.full(values.shape[1:], np.nan)
-        return nan, nan
+        return nan, nan.copy()
     if values.shape[0] == 1:
         return values[0].copy(), values[0].copy()
-    rng = np.random.default_rng(seed)
     n = values.shape[0]
-    means = np.empty((n_resamples,) + values.shape[1:])
-    done = 0
-    for chunk in _chunks(n_resamples, max(1, 2_000_000 // max(1, values.size))):
-        idx = rng.integers(0, n, size=(chunk, n))
-        means[done : done + chunk] = values[idx].mean(axis=1)
-        done += chunk
+    matrix = values.reshape(n, -1)
+    means = _resampled_means(matrix, n_resamples, seed)
     alpha = (1 - confidence) / 2
     low, high = np.quantile(means, [alpha, 1 - alpha], axis=0)
-    return low, high
+    mean = matrix.mean(axis=0)
+    # rounding in the product can put a degenerate column's bound a hair past its mean
+    low, high = np.minimum(low, mean), np.maximum(high, mean)
+    shape = values.shape[1:]
+    return low.reshape(shape), high.reshape(shape)
 
 
 def holm(p_values: np.ndarray) -> np.ndarray:

@@ -1,31 +1,18 @@
-"""Seeded percentile bootstrap of means, vectorised across columns.
+"""The dashboard's bootstrap settings over :func:`ragmetrics.stats.bootstrap_ci`.
 
-One resampling matrix ``W`` (resamples x queries, each row the counts of a
-resample) serves every column at once: the resampled means are ``W @ V / n``,
-so a whole curve (K = 1..100) costs one matrix product. The same ``W`` is used
-for every run of a dataset, so runs are resampled on the same queries.
+One seed and one resample count for every interval shown, so runs and curve
+points are resampled on the same queries and the numbers match ``ragmetrics check``.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
+from ragmetrics import stats
+
 N_RESAMPLES = 1000
-SEED = 20240601
+SEED = 0
 CONFIDENCE = 0.95
-
-
-@lru_cache(maxsize=4)
-def _weights(n: int, n_resamples: int, seed: int) -> np.ndarray:
-    rng = np.random.default_rng([seed, n])
-    idx = rng.integers(0, n, size=(n_resamples, n))
-    weights = np.empty((n_resamples, n), dtype=np.float32)
-    for b in range(n_resamples):
-        weights[b] = np.bincount(idx[b], minlength=n)
-    weights.setflags(write=False)
-    return weights
 
 
 def bootstrap_ci(
@@ -43,16 +30,8 @@ def bootstrap_ci(
     if matrix.ndim == 1:
         matrix = matrix[:, None]
     n, m = matrix.shape
-    if n == 0:
-        nan = np.full(m, np.nan)
-        return nan, nan.copy(), nan.copy()
-    mean = matrix.mean(axis=0)
     if n < 2:
-        nan = np.full(m, np.nan)
-        return mean, nan, nan.copy()
-    weights = _weights(n, n_resamples, seed)
-    resampled = (weights @ matrix.astype(np.float32)).astype(np.float64) / n
-    alpha = (1.0 - confidence) / 2.0
-    low, high = np.quantile(resampled, [alpha, 1.0 - alpha], axis=0)
-    # float32 products can drift by ~1e-7 past the mean on degenerate columns
-    return mean, np.minimum(low, mean), np.maximum(high, mean)
+        mean = matrix.mean(axis=0) if n else np.full(m, np.nan)
+        return mean, np.full(m, np.nan), np.full(m, np.nan)
+    low, high = stats.bootstrap_ci(matrix, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    return matrix.mean(axis=0), low, high

@@ -21,7 +21,7 @@ from ragmetrics.evaluate import RunResult
 from ragmetrics.errors import RagMetricsError
 from ragmetrics.metrics import MetricSpec, parse_metric
 from ragmetrics.model import Dataset, Run
-from ragmetrics.ranking import Coverage, Ranking
+from ragmetrics.ranking import Coverage, Ranking, match_queries
 
 K_MAX = 100
 """Depth of the stored curves; metric@K for K <= K_MAX is a slice."""
@@ -171,24 +171,8 @@ def evaluate_run(dataset: Dataset, run: Run, *, run_id: str = "", k_max: int = K
 
 
 def resolve_query_rows(dataset: Dataset, run_query_ids: pd.Series) -> np.ndarray:
-    """Dataset row of each run row's query, by id and else by unique query text; -1 when unknown.
-
-    Mirrors :func:`ragmetrics.ranking.build_ranking`'s matching rule.
-    """
-    queries = dataset.queries
-    index = pd.Index(queries["query_id"])
-    rows = index.get_indexer(run_query_ids)
-    unknown = rows < 0
-    if unknown.any():
-        texts = queries["query"]
-        unique = ~texts.duplicated(keep=False) & (texts.str.len() > 0)
-        text_index = pd.Index(texts[unique])
-        text_pos = np.flatnonzero(unique.to_numpy())
-        by_text = text_index.get_indexer(run_query_ids[unknown])
-        fill = np.full(len(by_text), -1)
-        fill[by_text >= 0] = text_pos[by_text[by_text >= 0]]
-        rows[unknown] = fill
-    return rows
+    """Dataset row of each run row's query (the engine's rule: id, else query text); -1 when unknown."""
+    return match_queries(dataset.queries, run_query_ids)[0]
 
 
 def _aligned_rows(ev: RunEval) -> pd.DataFrame:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -19,6 +20,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
     executable = chromium_path()
     if executable is None:
+        if os.environ.get("RAGMETRICS_REQUIRE_E2E"):
+            pytest.fail("chromium is not installed but RAGMETRICS_REQUIRE_E2E is set (apt-get install -y chromium)")
         pytest.skip("chromium is not installed (apt-get install -y chromium)")
     return {**browser_type_launch_args, "executable_path": executable, "args": CHROMIUM_ARGS}
 
