@@ -253,6 +253,88 @@ def _match_by_text(texts: pd.Series, run_ids: pd.Series) -> tuple[np.ndarray, in
     return positions, int(pd.unique(run_ids[positions >= 0]).size)
 
 
+def _factorize(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes (first-seen order) and the distinct values, hashed in Arrow's C++ for string columns."""
+    codes, uniques = pd.factorize(values)
+    return codes.astype(np.int64, copy=False), np.asarray(uniques, dtype=object)
+
+
+def _codes_in(values: pd.Series, names: np.ndarray) -> np.ndarray:
+    """Position of each value among ``names``; -1 when absent."""
+    if len(values) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return pd.Index(names).get_indexer(values).astype(np.int64, copy=False) if len(names) else np.full(len(values), -1, dtype=np.int64)
+
+
+def _trec_order(q: np.ndarray, score: np.ndarray, doc: np.ndarray, doc_names: np.ndarray) -> np.ndarray | None:
+    """The permutation putting rows in trec_eval order (query, score desc, doc_id desc); None if already so.
+
+    Runs usually arrive grouped by query with scores descending, so this checks
+    that in O(n) first and sorts only what needs it: the whole run by (query,
+    score) when scores are out of order, then each block of tied scores by doc_id.
+    """
+    n = len(q)
+    if n < 2:
+        return None
+    perm: np.ndarray | None = None
+    if np.any(q[1:] < q[:-1]):
+        perm = np.argsort(q, kind="stable")
+    qs, ss = (q, score) if perm is None else (q[perm], score[perm])
+    same = qs[1:] == qs[:-1]
+    if np.any(same & (ss[1:] > ss[:-1])):
+        table = pa.table({"q": q, "s": score})
+        perm = pc.sort_indices(table, sort_keys=[("q", "ascending"), ("s", "descending")]).to_numpy().astype(np.int64)
+        qs, ss = q[perm], score[perm]
+        same = qs[1:] == qs[:-1]
+    tie = same & (ss[1:] == ss[:-1])
+    if not tie.any():
+        return perm
+    in_tie = np.zeros(n, dtype=bool)
+    in_tie[1:] |= tie
+    in_tie[:-1] |= tie
+    rows = np.flatnonzero(in_tie)
+    tied_with_previous = np.zeros(n, dtype=bool)
+    tied_with_previous[1:] = tie
+    group = np.cumsum(~tied_with_previous[rows])
+    base = np.arange(n) if perm is None else perm
+    docs = doc[base[rows]]
+    distinct, inverse = np.unique(docs, return_inverse=True)
+    rank = _string_order(doc_names[distinct])[inverse]
+    local = np.lexsort((-rank, group))
+    if perm is None:
+        perm = np.arange(n)
+    perm[rows] = perm[rows][local]
+    return perm
+
+
+def _later_duplicates(q: np.ndarray, code: np.ndarray) -> np.ndarray:
+    """True for every row whose (query, code) pair appeared on an earlier row."""
+    key = q * (int(code.max(initial=0)) + 1) + code
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    repeat = np.zeros(len(key), dtype=bool)
+    repeat[1:] = ordered[1:] == ordered[:-1]
+    out = np.zeros(len(key), dtype=bool)
+    out[order[repeat]] = True
+    return out
+
+
+def _labels(q: np.ndarray, doc: np.ndarray, qrels_q: np.ndarray, qrels_doc: np.ndarray, qrels_label: np.ndarray, n_docs: int) -> np.ndarray:
+    """Each row's qrels label (``UNJUDGED`` when not judged); only rows of judged documents are looked up."""
+    label = np.full(len(q), UNJUDGED, dtype=np.int64)
+    retrieved = qrels_doc >= 0
+    if not retrieved.any() or len(q) == 0:
+        return label
+    judged_doc = np.zeros(n_docs, dtype=bool)
+    judged_doc[qrels_doc[retrieved]] = True
+    rows = np.flatnonzero(judged_doc[doc])
+    keys = qrels_q[retrieved] * n_docs + qrels_doc[retrieved]
+    lookup = pd.Index(keys).get_indexer(q[rows] * n_docs + doc[rows])
+    found = lookup >= 0
+    label[rows[found]] = qrels_label[retrieved][lookup[found]]
+    return label
+
+
 def _examples(values, limit: int = 0) -> list[str]:
     return [str(v) for v in values] if limit == 0 else [str(v) for v in list(values)[:limit]]
 
@@ -281,22 +363,30 @@ def build_ranking(
     coverage = Coverage()
     queries = dataset.queries
     qrels = dataset.qrels
-    query_index = pd.Index(queries["query_id"])
-
     frame = run.frame
     coverage.empty_run = len(frame) == 0
-    row_query, coverage.matched_by_text = match_queries(queries, frame["query_id"])
-    if (row_query < 0).any():
-        still = row_query < 0
-        coverage.rows_not_in_dataset = int(still.sum())
-        coverage.not_in_dataset = _examples(pd.unique(frame["query_id"][still]))
+    if level == "document" and "source_doc" not in frame.columns:
+        raise RagMetricsError(
+            f"run {run.name!r}: level='document' needs a source_doc column or a chunk mapping "
+            "(see ragmetrics.io.attach_source_docs)"
+        )
+    if order not in ("score", "file"):
+        raise RagMetricsError(f"The 'order' parameter must be 'score' or 'file'. Got {order!r} instead.")
 
+    # queries: match each distinct run query id once, then spread to the rows
+    query_codes, query_names = _factorize(frame["query_id"])
+    unique_rows, coverage.matched_by_text = match_queries(queries, pd.Series(query_names, dtype="str"))
+    unknown = unique_rows < 0
+    if unknown.any():
+        coverage.not_in_dataset = _examples(query_names[unknown])
+        coverage.rows_not_in_dataset = int(np.bincount(query_codes, minlength=len(query_names))[unknown].sum())
+
+    qrels_query = pd.Index(queries["query_id"]).get_indexer(qrels["query_id"])
     judged = np.zeros(len(queries), dtype=bool)
-    qrels_query = query_index.get_indexer(qrels["query_id"])
     judged[qrels_query] = True
     coverage.no_judgments = _examples(queries["query_id"][~judged])
     in_run = np.zeros(len(queries), dtype=bool)
-    in_run[row_query[row_query >= 0]] = True
+    in_run[unique_rows[~unknown]] = True
     coverage.missing_in_run = _examples(queries["query_id"][judged & ~in_run])
     evaluated = judged & in_run if missing == "skip" else judged
     eval_of_query = np.full(len(queries), -1, dtype=np.int64)
@@ -305,84 +395,70 @@ def build_ranking(
     n_queries = len(query_ids)
     coverage.queries_evaluated = n_queries
 
-    keep = row_query >= 0
-    keep[keep] = evaluated[row_query[keep]]
-    q = eval_of_query[row_query[keep]]
-    chunk_ids = frame["doc_id"].to_numpy()[keep]
+    eval_of_unique = np.where(unknown, -1, eval_of_query[np.maximum(unique_rows, 0)])
+    q = eval_of_unique[query_codes]
+    keep = q >= 0
+    everything = bool(keep.all())
     use_source = level in ("auto", "document") and "source_doc" in frame.columns
-    if level == "document" and "source_doc" not in frame.columns:
-        raise RagMetricsError(
-            f"run {run.name!r}: level='document' needs a source_doc column or a chunk mapping "
-            "(see ragmetrics.io.attach_source_docs)"
-        )
-    if use_source:
-        source = frame["source_doc"].to_numpy(dtype=object)[keep]
-        docs = np.where(pd.isna(source), chunk_ids, source)
-    else:
-        docs = chunk_ids
-    score = frame["score"].to_numpy(dtype=np.float64)[keep]
+    docs = frame["source_doc"].fillna(frame["doc_id"]) if use_source else frame["doc_id"]
+    doc_code, doc_names = _factorize(docs)
+    score = frame["score"].to_numpy(dtype=np.float64)
     if score_precision == "float32":
         score = score.astype(np.float32).astype(np.float64)
+    chunk_code = _factorize(frame["doc_id"])[0] if use_source else None
+    file_rank = frame["rank"].to_numpy(dtype=np.float64, na_value=np.nan) if order == "file" and "rank" in frame.columns else None
+    if not everything:
+        q, doc_code, score = q[keep], doc_code[keep], score[keep]
+        chunk_code = None if chunk_code is None else chunk_code[keep]
+        file_rank = None if file_rank is None else file_rank[keep]
+    n_docs = max(len(doc_names), 1)
 
-    # qrels of evaluated queries, and one code space for their docs and the run's
+    # qrels of evaluated queries, their documents in the run's code space (-1: never retrieved)
     qrels_eval = eval_of_query[qrels_query]
     qk = qrels_eval >= 0
     qrels_q = qrels_eval[qk]
     qrels_label = qrels["relevance"].to_numpy(dtype=np.int64)[qk]
-    all_docs = np.concatenate([np.asarray(docs, dtype=object), qrels["doc_id"].to_numpy(dtype=object)[qk]])
-    codes, uniques = pd.factorize(all_docs)
-    doc_code, qrels_code = codes[: len(docs)], codes[len(docs):]
-    n_docs = max(len(uniques), 1)
+    qrels_code = _codes_in(qrels["doc_id"][qk], doc_names)
 
-    # sort: query, score desc, doc_id desc (byte order)
     if order == "score":
-        doc_rank = _string_order(uniques)[doc_code] if len(doc_code) else doc_code
-        perm = np.lexsort((-doc_rank, -score, q))
-    elif order == "file":
-        if "rank" in frame.columns and frame["rank"].notna().all():
-            rank = frame["rank"].to_numpy(dtype=np.int64)[keep]
-            perm = np.lexsort((np.arange(len(q)), rank, q))
-        else:
-            perm = np.argsort(q, kind="stable")
+        perm = _trec_order(q, score, doc_code, doc_names)
+    elif file_rank is not None and not np.isnan(file_rank).any():
+        perm = np.lexsort((file_rank, q))
     else:
-        raise RagMetricsError(f"The 'order' parameter must be 'score' or 'file'. Got {order!r} instead.")
-    q, doc_code, score = q[perm], doc_code[perm], score[perm]
+        perm = np.argsort(q, kind="stable")
+    if perm is not None:
+        q, doc_code, score = q[perm], doc_code[perm], score[perm]
+        chunk_code = None if chunk_code is None else chunk_code[perm]
 
-    chunk_key = None
     if len(q):
-        if use_source:
-            chunk_codes = pd.factorize(chunk_ids)[0][perm]
-            chunk_key = q * (int(chunk_codes.max()) + 1) + chunk_codes
-        else:
-            chunk_key = q * n_docs + doc_code
-        dup_chunk = pd.Index(chunk_key).duplicated(keep="first")
-        coverage.duplicates_dropped = int(dup_chunk.sum())
+        chunk_dups = _later_duplicates(q, chunk_code if chunk_code is not None else doc_code)
+        coverage.duplicates_dropped = int(chunk_dups.sum())
         if coverage.duplicates_dropped:
-            coverage.duplicate_queries = _examples(pd.unique(query_ids[q[dup_chunk]]))
+            coverage.duplicate_queries = _examples(pd.unique(query_ids[q[chunk_dups]]))
             if duplicates == "error":
-                first = int(np.flatnonzero(dup_chunk)[0])
+                first = int(np.flatnonzero(chunk_dups)[0])
                 raise RagMetricsError(
                     f"run {run.name!r}: query {query_ids[q[first]]!r} lists document "
-                    f"{uniques[doc_code[first]]!r} more than once; expected each document once per "
+                    f"{doc_names[doc_code[first]]!r} more than once; expected each document once per "
                     "query (duplicates='best' keeps the best-ranked occurrence)"
                 )
         if duplicates != "keep":
-            dup_doc = pd.Index(q * n_docs + doc_code).duplicated(keep="first")
-            coverage.chunks_merged = int(dup_doc.sum()) - coverage.duplicates_dropped
-            unique_rows = ~dup_doc
-            q, doc_code, score = q[unique_rows], doc_code[unique_rows], score[unique_rows]
+            doc_dups = _later_duplicates(q, doc_code) if chunk_code is not None else chunk_dups
+            coverage.chunks_merged = int(doc_dups.sum()) - coverage.duplicates_dropped
+            if doc_dups.any():
+                unique_rows = ~doc_dups
+                q, doc_code, score = q[unique_rows], doc_code[unique_rows], score[unique_rows]
     if order == "score" and len(q) > 1:
         tied = (q[1:] == q[:-1]) & (score[1:] == score[:-1])
         coverage.tied_pairs = int(tied.sum())
-        coverage.tied_queries = _examples(pd.unique(query_ids[q[1:][tied]]))
+        if coverage.tied_pairs:
+            coverage.tied_queries = _examples(pd.unique(query_ids[q[1:][tied]]))
 
     starts = _segment_starts(q, n_queries)
     pos = np.arange(len(q), dtype=np.int64) - starts[:-1][q]
     n_ret = np.diff(starts)
 
-    qrels_key = qrels_q * n_docs + qrels_code
-    lookup = pd.Index(qrels_key).get_indexer(q * n_docs + doc_code)
-    label = np.where(lookup >= 0, qrels_label[lookup], UNJUDGED)
+    label = _labels(q, doc_code, qrels_q, qrels_code, qrels_label, n_docs)
 
     is_rel = qrels_label >= rel_level
     n_rel = np.bincount(qrels_q[is_rel], minlength=n_queries).astype(np.int64)
@@ -410,6 +486,6 @@ def build_ranking(
         ideal_label=ideal_label,
         corpus_size=dataset.corpus_size,
         doc_code=doc_code,
-        doc_ids=np.asarray(uniques, dtype=object),
+        doc_ids=doc_names,
     )
     return ranking, coverage
