@@ -11,6 +11,10 @@ Normalisation (per query and run, combsum/combmnz only): ``minmax`` maps to
 [0, 1] (a query whose scores are all equal gets 1 for each document),
 ``zscore`` subtracts the mean and divides by the population standard
 deviation (all equal: 0), ``None`` keeps raw scores.
+
+Chunk runs keep their ``source_doc`` and ``text`` (from the first input run
+that has them for a chunk), so a fused chunk run is evaluated at document level
+like its inputs.
 """
 
 from __future__ import annotations
@@ -99,4 +103,11 @@ def fuse(
     if method == "combmnz":
         fused["score"] = fused["score"] * fused["n"]
     label = name or f"{method}({','.join(r.name for r in runs)})"
-    return Run.from_frame(fused[["query_id", "doc_id", "score"]], name=label)
+    fused = fused[["query_id", "doc_id", "score"]]
+    for column in ("source_doc", "text"):
+        # chunk runs keep their chunk-to-document mapping and chunk text: the first run that has a value wins
+        known = [r.frame[["query_id", "doc_id", column]].dropna(subset=[column]) for r in runs if column in r.frame.columns]
+        if known:
+            values = pd.concat(known, ignore_index=True).drop_duplicates(["query_id", "doc_id"], keep="first")
+            fused = fused.merge(values, on=["query_id", "doc_id"], how="left")
+    return Run.from_frame(fused, name=label)

@@ -40,7 +40,8 @@ def paired_p_value(
     """Two-sided p-value for "mean(a - b) = 0" on paired per-query values.
 
     * ``t``: paired t-test (``scipy.stats.ttest_rel``);
-    * ``wilcoxon``: Wilcoxon signed-rank (``scipy.stats.wilcoxon``, zero differences dropped);
+    * ``wilcoxon``: Wilcoxon signed-rank (``scipy.stats.wilcoxon``, zero differences dropped;
+      exact without ties, else the normal approximation with continuity correction, as R does);
     * ``randomization``: Fisher's sign-flip permutation test of the mean difference
       (``scipy.stats.permutation_test``; exact when 2^n <= n_resamples);
     * ``bootstrap``: paired bootstrap of the mean difference, shifted to the null
@@ -59,6 +60,11 @@ def paired_p_value(
             return 0.0  # a constant non-zero difference: zero variance, certain
         return float(sps.ttest_rel(a, b).pvalue)
     if test == "wilcoxon":
+        magnitudes = np.abs(diff[diff != 0])
+        if len(magnitudes) < len(diff) or len(np.unique(magnitudes)) < len(magnitudes):
+            # zeros or ties: the normal approximation with continuity correction, as R's wilcox.test does
+            # (scipy's permutation fallback is exact but takes about a second per call at n = 12)
+            return float(sps.wilcoxon(a, b, zero_method="wilcox", method="approx", correction=True).pvalue)
         return float(sps.wilcoxon(a, b, zero_method="wilcox").pvalue)
     if test == "randomization":
         result = sps.permutation_test(

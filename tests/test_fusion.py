@@ -90,3 +90,14 @@ def test_weights_depth_and_bad_parameters():
     with pytest.raises(rm.RagMetricsError, match="'method' parameter"):
         fuse([a, b], method="borda")
     assert np.isclose(fuse([a, b], method="combmnz", norm="minmax").frame.score.max(), 2.0)
+
+
+def test_fused_chunk_runs_keep_their_documents_and_text():
+    a = rm.Run.from_frame(pd.DataFrame({"query_id": "q", "doc_id": ["d1#0", "d2#0"], "score": [2.0, 1.0], "source_doc": ["d1", "d2"], "text": ["one", "two"]}), name="a")
+    b = rm.Run.from_frame(pd.DataFrame({"query_id": "q", "doc_id": ["d2#0", "d3#1"], "score": [2.0, 1.0], "source_doc": ["d2", "d3"]}), name="b")
+    fused = fuse([a, b]).frame.set_index("doc_id")
+    assert fused["source_doc"].to_dict() == {"d1#0": "d1", "d2#0": "d2", "d3#1": "d3"}
+    assert fused.loc["d3#1", "text"] is None or pd.isna(fused.loc["d3#1", "text"])
+    assert fused.loc["d2#0", "text"] == "two"
+    ds = rm.Dataset.from_frames(pd.DataFrame({"query_id": ["q"], "doc_id": ["d2"], "relevance": [1]}))
+    assert rm.evaluate(ds, fuse([a, b]), ["mrr"]).mean().iloc[0, 0] == 1.0

@@ -22,8 +22,12 @@ def test_paired_t_matches_the_textbook_value_and_scipy():
     assert p == pytest.approx(0.002833, abs=1e-6)  # t = -4.0621, df = 9 (R's t.test(paired=TRUE))
 
 
-def test_wilcoxon_matches_scipy():
-    assert stats.paired_p_value(SLEEP_A, SLEEP_B, test="wilcoxon") == sps.wilcoxon(SLEEP_A, SLEEP_B).pvalue
+def test_wilcoxon_matches_r_with_ties_and_scipy_exact_without():
+    # R: wilcox.test(extra ~ group, data = sleep, paired = TRUE) -> V = 0, p-value = 0.009091 (ties and a zero)
+    assert stats.paired_p_value(SLEEP_A, SLEEP_B, test="wilcoxon") == pytest.approx(0.009091, abs=1e-6)
+    a = np.array([0.11, 0.52, 0.33, 0.94, 0.25, 0.66, 0.17, 0.08])
+    b = a + np.array([0.01, 0.03, -0.02, 0.05, 0.04, 0.06, 0.07, 0.08])
+    assert stats.paired_p_value(a, b, test="wilcoxon") == sps.wilcoxon(a, b, method="exact").pvalue
 
 
 def test_randomization_is_exact_on_small_samples_and_seeded():
