@@ -1,5 +1,9 @@
 """The bundled sample data (``sample_runs/``), loaded through ``ragmetrics.io`` as listed in its manifest.
 
+The dashboard stores them once in a new store (see
+:meth:`dashboard.core.workspace.Workspace.seed`); ``RAGMETRICS_SAMPLES=off``
+starts with an empty store instead.
+
 ``sample_runs/manifest.json`` lists datasets in the order the dashboard shows
 them (``product_faq_zh`` first). Each entry is an evaluation set
 (``kind: evalset``: ``eval_set`` + ``corpus``) or TREC files (``kind: trec``:
@@ -17,6 +21,9 @@ from pathlib import Path
 
 from ragmetrics.io import load_dataset, load_run
 from ragmetrics.model import Dataset, Run
+
+
+OFF = ("off", "none", "no", "0", "false")
 
 
 def samples_dir() -> Path:
@@ -38,6 +45,8 @@ class Sample:
 
 def manifest(folder: Path | None = None) -> list[dict[str, object]]:
     """The manifest's dataset entries; [] when there is none."""
+    if folder is None and os.environ.get("RAGMETRICS_SAMPLES", "").strip().lower() in OFF:
+        return []
     path = (folder or samples_dir()) / "manifest.json"
     if not path.is_file():
         return []

@@ -20,10 +20,11 @@ from dashboard.core.evaluation import CURVE_METRICS, K_MAX, METRIC_CHOICES, metr
 from dashboard.core.targets import DEFAULT_PROFILE, PROFILES, format_targets, parse_targets
 from ragmetrics.errors import RagMetricsError
 from ragmetrics.metrics import MetricSpec, parse_metric
+from ragmetrics.store import ID_PATTERN
 
 VERSION = "1"
 
-PAGES: tuple[str, ...] = ("overview", "upload", "breakdown", "missed", "diagnosis", "metrics")
+PAGES: tuple[str, ...] = ("overview", "upload", "breakdown", "missed", "diagnosis", "metrics", "workspace", "compare", "power")
 """Page keys; each is also the page's URL path (the default page, ``overview``, is served at ``/`` too)."""
 
 PARAM_KEYS: dict[str, str] = {
@@ -105,7 +106,27 @@ def share_query(state: ViewState) -> str:
 
 
 def share_url(base_url: str, state: ViewState) -> str:
+    """The absolute share link (``base_url`` is the app's root, e.g. ``http://host:8501``)."""
     return base_url.rstrip("/") + "/" + share_query(state)
+
+
+def app_root(page_url: str | None, page_paths: Sequence[str] = ()) -> str:
+    """The app's root URL from the URL of the page in the browser (``st.context.url``); "" when unknown.
+
+    Drops any query or fragment, then the last path segment when it is one of
+    ``page_paths`` (the pages' URL paths), keeping a ``server.baseUrlPath`` prefix.
+    """
+    if not page_url or "://" not in page_url:
+        return ""
+    url = page_url.split("#", 1)[0].split("?", 1)[0].rstrip("/")
+    scheme, _, rest = url.partition("://")
+    host, slash, path = rest.partition("/")
+    if not host:
+        return ""
+    parts = [p for p in path.split("/") if p] if slash else []
+    if parts and parts[-1] in set(page_paths):
+        parts = parts[:-1]
+    return f"{scheme}://{host}" + "".join(f"/{p}" for p in parts)
 
 
 def _last(value: str | Sequence[str] | None) -> str | None:
@@ -169,13 +190,16 @@ def decode(params: Mapping[str, str | Sequence[str]], page: str | None = None) -
         if _ID_RE.match(ds):
             values["dataset"] = ds
         else:
-            note(f"ignored dataset id {ds[:40]!r}: not an id")
+            note(
+                f"ignored dataset id {ds[:40]!r}: not an id (ids are 16 hexadecimal digits, as the Workspace page "
+                "and `ragmetrics push` show them); check that the whole link was copied"
+            )
 
     def runs() -> None:
         ids = _all(params.get("runs"))
         good = [r for r in dict.fromkeys(ids) if _ID_RE.match(r)]
         if len(good) < len(dict.fromkeys(ids)):
-            note("ignored run ids that are not ids")
+            note("ignored run ids that are not ids (ids are 16 hexadecimal digits); check that the whole link was copied")
         if len(good) > _MAX_RUNS:
             note(f"kept the first {_MAX_RUNS} runs of {len(good)}")
             good = good[:_MAX_RUNS]
@@ -270,6 +294,7 @@ class Facts:
 
     runs: Sequence[str]
     run_names: Mapping[str, str] = field(default_factory=dict)
+    name: str = ""  # the dataset's display name
     categories: Sequence[str] = ()
     difficulties: Sequence[str] = ()
     has_query: Callable[[str], bool] = lambda _q: True
@@ -280,6 +305,27 @@ def _short(ident: str) -> str:
     return ident[:12] + ("…" if len(ident) > 12 else "")
 
 
+def _malformed(ident: str) -> str:
+    """A hint when an id cannot be one of ours (ids are 16 hexadecimal digits)."""
+    if ID_PATTERN.match(ident):
+        return ""
+    return f" ({ident[:40]!r} is not even a well-formed id: ids are 16 hexadecimal digits, so check that the whole link was copied)"
+
+
+def missing_note(dataset: str) -> str:
+    """What to say when a link names ``dataset`` and the store holds no dataset at all."""
+    return (
+        f"This link refers to dataset {dataset[:40]}, which is not loaded on this server: "
+        f"its store holds no dataset yet{_malformed(dataset)}. {RESTORE}"
+    )
+
+
+RESTORE = (
+    "To restore the view, upload the same files on the Upload page (the same content gets the same id), "
+    "or run the dashboard on the store that has them (RAGMETRICS_STORE_URL)."
+)
+
+
 def reconcile(
     state: ViewState,
     datasets: Sequence[str],
@@ -287,27 +333,33 @@ def reconcile(
     *,
     default_runs: int = 5,
 ) -> tuple[ViewState, list[str]]:
-    """Fit ``state`` to what is loaded; unknown ids fall back with a note naming them."""
+    """Fit ``state`` to what is stored; unknown ids fall back with a note naming them and how to restore them."""
     notes: list[str] = []
-    if not datasets:
+    if not datasets:  # the page explains an empty store (see ``missing_note``)
         return state.with_(dataset=None, runs=(), baseline=None, focus_run=None, query=None), notes
     dataset = state.dataset
     if dataset not in datasets:
+        fallback = datasets[0]
         if dataset is not None:
+            name = facts_for(fallback).name or _short(fallback)
+            with_runs = f" and {len(state.runs)} run(s) of it" if state.runs else ""
             notes.append(
-                f"This link refers to dataset {_short(dataset)}, which is not loaded on this server; "
-                "upload the same files to restore the view. Showing the first loaded dataset instead."
+                f"This link refers to dataset {dataset[:40]}{with_runs}, which is not loaded on this server "
+                f"(its store does not have it){_malformed(dataset)}. {RESTORE} Showing “{name}” instead."
             )
-        dataset = datasets[0]
+        dataset = fallback
         state = state.with_(runs=(), baseline=None, focus_run=None, query=None, category=None, difficulty=None)
     facts = facts_for(dataset)
     known = list(facts.runs)
     runs = [r for r in state.runs if r in known]
     missing = [r for r in state.runs if r not in known]
     if missing:
+        shown = ", ".join(r[:40] for r in missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        hint = "".join(_malformed(r) for r in missing[:1])
         notes.append(
-            f"{len(missing)} run(s) of this link are not loaded here ({', '.join(_short(r) for r in missing[:3])}); "
-            "upload them to restore the view."
+            f"{len(missing)} run(s) of this link are not loaded here for this dataset: {shown}{hint}. "
+            "To restore the view, upload the same run files on the Upload page with this dataset selected, "
+            "or run the dashboard on the store that has them (RAGMETRICS_STORE_URL)."
         )
     if not runs:
         runs = known[:default_runs]

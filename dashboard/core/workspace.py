@@ -1,100 +1,421 @@
-"""Loaded datasets and runs, by content id; in memory for now.
+"""The datasets and runs the dashboard shows, kept in a :class:`ragmetrics.store.Store`.
 
-This is the one small interface the pages use to reach data
-(``datasets``, ``dataset``, ``runs``, ``run``, ``add_dataset``, ``add_run``).
-A persistent store can replace it: ids are already content hashes, so the same
-files give the same ids on any server.
+This is the one small interface the pages use to reach data (``datasets``,
+``dataset``, ``runs``, ``run``, ``add_dataset``, ``add_run``, plus ``rename_*``
+and ``delete_*`` for the Workspace page). Everything lives in the store:
+uploads land there, a restart finds them again, and several dashboard
+processes pointed at one PostgreSQL store see the same data. Ids are content
+hashes (:func:`ragmetrics.store.dataset_id`, :func:`ragmetrics.store.run_id`),
+so the same files give the same ids on any server.
+
+Listings are re-read from the store at most every ``LISTING_TTL`` seconds
+(and at once after this process writes, or when an id is asked for that the
+last listing did not have), so data another process stored shows up without
+a restart. Loaded datasets and runs are kept in a small LRU by content id:
+content never changes under an id, only names do, and entries always carry
+the current name.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import threading
-from dataclasses import dataclass, field
+import time
+from collections import OrderedDict
+from collections.abc import Callable
 from datetime import datetime, timezone
+from typing import Any
 
-from ragmetrics import store
+import pandas as pd
+import sqlalchemy as sa
+
+from ragmetrics import store as store_mod
+from ragmetrics.errors import RagMetricsError
 from ragmetrics.model import Dataset, Run
+from ragmetrics.store import Store, StoreKeyError
+
+LISTING_TTL = 1.0
+"""Seconds a listing of the store is reused before it is read again."""
+
+SAMPLES_MARKER = {"ragmetrics": "bundled samples seeded", "version": 1}
+"""A saved view whose presence says this store already received the bundled samples (deleted samples stay deleted)."""
+
+
+def samples_marker_id() -> str:
+    """The id :meth:`Store.put_view` gives :data:`SAMPLES_MARKER` (same formula; a test holds them equal)."""
+    text = json.dumps(SAMPLES_MARKER, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(b"view|" + text.encode("utf-8")).hexdigest()[:16]
 
 
 def dataset_id(dataset: Dataset) -> str:
     """Content id of a dataset, the same as the store's (:func:`ragmetrics.store.dataset_id`)."""
-    return store.dataset_id(dataset)
+    return store_mod.dataset_id(dataset)
 
 
 def run_id(run: Run) -> str:
     """Content id of a run (its rows, not its name), the same as the store's."""
-    return store.run_id(run)
+    return store_mod.run_id(run)
 
 
-@dataclass(frozen=True, eq=False)
+def _utc(timestamp: float) -> datetime:
+    return datetime.fromtimestamp(float(timestamp), timezone.utc)
+
+
 class DatasetEntry:
-    id: str
-    name: str
-    dataset: Dataset
-    source: str = ""
-    description: str = ""
-    added: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    """A stored dataset: id, current name and facts from the listing; ``dataset`` loads the content on first use."""
+
+    def __init__(
+        self,
+        id: str,  # noqa: A002 - the store's word
+        name: str,
+        dataset: Dataset | None = None,
+        source: str = "",
+        description: str = "",
+        added: datetime | None = None,
+        *,
+        n_queries: int = 0,
+        n_judgments: int = 0,
+        size_bytes: int = 0,
+        loader: Callable[[str, str], Dataset] | None = None,
+    ) -> None:
+        self.id, self.name, self.source, self.description = id, name, source, description
+        self.added = added or datetime.now(timezone.utc)
+        self.n_queries, self.n_judgments, self.size_bytes = n_queries, n_judgments, size_bytes
+        self._dataset, self._loader = dataset, loader
+
+    @property
+    def dataset(self) -> Dataset:
+        if self._loader is not None:
+            return self._loader(self.id, self.name)
+        assert self._dataset is not None
+        return self._dataset
+
+    def __repr__(self) -> str:
+        return f"DatasetEntry(id={self.id!r}, name={self.name!r}, n_queries={self.n_queries})"
 
 
-@dataclass(frozen=True, eq=False)
 class RunEntry:
-    id: str
-    name: str
-    run: Run
-    dataset_id: str
-    source: str = ""
-    added: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    """A stored run under one dataset; ``run`` loads the content on first use (named with the current name)."""
+
+    def __init__(
+        self,
+        id: str,  # noqa: A002 - the store's word
+        name: str,
+        run: Run | None,
+        dataset_id: str,
+        source: str = "",
+        added: datetime | None = None,
+        *,
+        n_queries: int = 0,
+        n_rows: int = 0,
+        size_bytes: int = 0,
+        loader: Callable[[str, str], Run] | None = None,
+    ) -> None:
+        self.id, self.name, self.dataset_id, self.source = id, name, dataset_id, source
+        self.added = added or datetime.now(timezone.utc)
+        self.n_queries, self.n_rows, self.size_bytes = n_queries, n_rows, size_bytes
+        self._run, self._loader = run, loader
+
+    @property
+    def run(self) -> Run:
+        if self._loader is not None:
+            return self._loader(self.id, self.name)
+        assert self._run is not None
+        return self._run
+
+    def __repr__(self) -> str:
+        return f"RunEntry(id={self.id!r}, name={self.name!r}, dataset_id={self.dataset_id!r})"
 
 
 class Workspace:
-    """Datasets and, per dataset, runs; adding the same content twice returns the existing entry."""
+    """Datasets and, per dataset, runs, in ``store``; adding the same content twice returns the existing entry.
 
-    def __init__(self) -> None:
+    Without a store it uses a private in-memory SQLite database (for tests and
+    scripts; the dashboard always passes the process's store).
+    """
+
+    def __init__(self, store: Store | None = None, *, cache_size: int = 24) -> None:
+        self.store = store if store is not None else Store("sqlite://")
         self._lock = threading.RLock()
-        self._datasets: dict[str, DatasetEntry] = {}
-        self._runs: dict[str, dict[str, RunEntry]] = {}
+        self._cache_size = cache_size
+        self._objects: OrderedDict[str, Dataset | Run] = OrderedDict()
+        self._entries: dict[tuple[str, ...], DatasetEntry | RunEntry] = {}
+        self._sources: dict[str, str] = {}
+        self._descriptions: dict[str, str] = {}
+        self._datasets_at = -1.0
+        self._datasets: list[DatasetEntry] = []
+        self._runs_at: dict[str, float] = {}
+        self._runs: dict[str, list[RunEntry]] = {}
+
+    # --- listings ----------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Forget the listings, so the next call reads the store (another process may have written)."""
+        with self._lock:
+            self._datasets_at = -1.0
+            self._runs_at.clear()
 
     def datasets(self) -> list[DatasetEntry]:
+        """Stored datasets, oldest first (so the bundled samples, seeded first, lead)."""
         with self._lock:
-            return list(self._datasets.values())
+            if time.monotonic() - self._datasets_at > LISTING_TTL:
+                table = self.store.list_datasets().sort_values(["created_at", "name"], kind="stable")
+                self._datasets = [self._dataset_entry(row) for row in table.itertuples(index=False)]
+                self._datasets_at = time.monotonic()
+            return list(self._datasets)
 
     def dataset(self, ident: str | None) -> DatasetEntry | None:
-        return self._datasets.get(ident) if ident else None
+        if not ident:
+            return None
+        for refresh in (False, True):
+            if refresh:
+                self.refresh()
+            for entry in self.datasets():
+                if entry.id == ident:
+                    return entry
+        return None
 
     def runs(self, dataset_ident: str | None) -> list[RunEntry]:
+        """Runs stored for a dataset, in the order they were added to it."""
+        if not dataset_ident or not store_mod.ID_PATTERN.match(dataset_ident):
+            return []
         with self._lock:
-            return list(self._runs.get(dataset_ident or "", {}).values())
+            if time.monotonic() - self._runs_at.get(dataset_ident, -1e9) > LISTING_TTL:
+                table = self.store.list_runs(dataset_ident)
+                self._runs[dataset_ident] = [self._run_entry(dataset_ident, row) for row in table.itertuples(index=False)]
+                self._runs_at[dataset_ident] = time.monotonic()
+            return list(self._runs.get(dataset_ident, []))
 
     def run(self, dataset_ident: str, ident: str) -> RunEntry | None:
-        return self._runs.get(dataset_ident, {}).get(ident)
+        for refresh in (False, True):
+            if refresh:
+                with self._lock:
+                    self._runs_at.pop(dataset_ident, None)
+            for entry in self.runs(dataset_ident):
+                if entry.id == ident:
+                    return entry
+        return None
+
+    def _dataset_entry(self, row: Any) -> DatasetEntry:
+        key = ("dataset", row.id)
+        entry = self._entries.get(key)
+        added = _utc(row.created_at)
+        if not (isinstance(entry, DatasetEntry) and entry.name == row.name and entry.added == added):
+            entry = DatasetEntry(
+                row.id, row.name, None, self._sources.get(row.id, ""), self._descriptions.get(row.id, ""), added,
+                n_queries=int(row.n_queries), n_judgments=int(row.n_judgments), size_bytes=int(row.size_bytes),
+                loader=self._load_dataset,
+            )
+            self._entries[key] = entry
+        return entry
+
+    def _run_entry(self, dataset_ident: str, row: Any) -> RunEntry:
+        key = ("run", dataset_ident, row.id)
+        entry = self._entries.get(key)
+        added = _utc(row.created_at)
+        if not (isinstance(entry, RunEntry) and entry.name == row.name and entry.added == added):
+            entry = RunEntry(
+                row.id, row.name, None, dataset_ident, self._sources.get(row.id, ""), added,
+                n_queries=int(row.n_queries), n_rows=int(row.n_rows), size_bytes=int(row.size_bytes),
+                loader=self._load_run,
+            )
+            self._entries[key] = entry
+        return entry
+
+    # --- content -----------------------------------------------------------------------
+
+    def _cached(self, key: str, load: Callable[[], Dataset | Run]) -> Dataset | Run:
+        with self._lock:
+            found = self._objects.get(key)
+            if found is not None:
+                self._objects.move_to_end(key)
+                return found
+        loaded = load()  # outside the lock: a big run must not block the listings
+        with self._lock:
+            self._objects[key] = loaded
+            while len(self._objects) > self._cache_size:
+                self._objects.popitem(last=False)
+        return loaded
+
+    def _load_dataset(self, ident: str, name: str) -> Dataset:
+        dataset = self._cached("dataset:" + ident, lambda: self.store.get_dataset(ident))
+        assert isinstance(dataset, Dataset)
+        return dataset if dataset.name == name else dataclasses.replace(dataset, name=name)
+
+    def _load_run(self, ident: str, name: str) -> Run:
+        run = self._cached("run:" + ident, lambda: self.store.get_run(ident))
+        assert isinstance(run, Run)
+        return run if run.name == name else run.with_name(name)
+
+    # --- writes ------------------------------------------------------------------------
 
     def add_dataset(self, dataset: Dataset, *, name: str | None = None, source: str = "", description: str = "") -> DatasetEntry:
+        """Store ``dataset`` (once per content); a name already taken by other content gets a suffix."""
         ident = dataset_id(dataset)
         with self._lock:
-            existing = self._datasets.get(ident)
-            if existing is not None:
-                return existing
-            names = {e.name for e in self._datasets.values()}
-            entry = DatasetEntry(ident, _unique(name or dataset.name, names), dataset, source, description)
-            self._datasets[ident] = entry
-            self._runs.setdefault(ident, {})
-            return entry
+            if source:
+                self._sources.setdefault(ident, source)
+            if description:
+                self._descriptions.setdefault(ident, description)
+        existing = self.dataset(ident)
+        if existing is not None:
+            return existing
+        unique = _unique(name or dataset.name, {e.name for e in self.datasets()})
+        self.store.put_dataset(dataset if unique == dataset.name else dataclasses.replace(dataset, name=unique))
+        self.refresh()
+        entry = self.dataset(ident)
+        assert entry is not None
+        return entry
 
     def add_run(self, dataset_ident: str, run: Run, *, source: str = "") -> RunEntry:
-        """Add ``run`` under a dataset; a name already taken by other content gets a suffix."""
-        if dataset_ident not in self._datasets:
-            raise KeyError(f"no dataset {dataset_ident!r} in the workspace")
+        """Store ``run`` under a dataset (once per content); a name already taken by other content gets a suffix."""
+        if self.dataset(dataset_ident) is None:
+            raise StoreKeyError(f"no dataset {dataset_ident!r} in the workspace")
         ident = run_id(run)
         with self._lock:
-            runs = self._runs.setdefault(dataset_ident, {})
-            existing = runs.get(ident)
-            if existing is not None:
-                return existing
-            name = _unique(run.name, {e.name for e in runs.values()})
-            stored = run if name == run.name else run.with_name(name)
-            entry = RunEntry(ident, name, stored, dataset_ident, source)
-            runs[ident] = entry
-            return entry
+            if source:
+                self._sources.setdefault(ident, source)
+        existing = self.run(dataset_ident, ident)
+        if existing is not None:
+            return existing
+        name = _unique(run.name, {e.name for e in self.runs(dataset_ident)})
+        self.store.put_run(run if name == run.name else run.with_name(name), dataset_ident)
+        self.refresh()
+        entry = self.run(dataset_ident, ident)
+        assert entry is not None
+        return entry
+
+    def rename_dataset(self, ident: str, name: str) -> DatasetEntry:
+        """Rename a stored dataset; the name must be new among the stored datasets."""
+        name = name.strip()
+        if any(e.name == name and e.id != ident for e in self.datasets()):
+            raise RagMetricsError(f"another dataset is already called {name!r}")
+        self.store.rename_dataset(ident, name)
+        self.refresh()
+        entry = self.dataset(ident)
+        assert entry is not None
+        return entry
+
+    def rename_run(self, dataset_ident: str, ident: str, name: str) -> RunEntry:
+        """Rename a stored run; the name must be new among the dataset's runs."""
+        name = name.strip()
+        if any(e.name == name and e.id != ident for e in self.runs(dataset_ident)):
+            raise RagMetricsError(f"another run of this dataset is already called {name!r}")
+        self.store.rename_run(ident, name)
+        self.refresh()
+        entry = self.run(dataset_ident, ident)
+        assert entry is not None
+        return entry
+
+    def shared_runs(self, dataset_ident: str) -> set[str]:
+        """Ids of this dataset's runs that another stored dataset uses too."""
+        mine = {r.id for r in self.runs(dataset_ident)}
+        others: set[str] = set()
+        for entry in self.datasets():
+            if entry.id != dataset_ident:
+                others |= {r.id for r in self.runs(entry.id)}
+        return mine & others
+
+    def delete_dataset(self, ident: str) -> int:
+        """Delete a dataset and those of its runs no other dataset uses; returns how many runs went with it."""
+        shared = self.shared_runs(ident)
+        doomed = [r.id for r in self.runs(ident) if r.id not in shared]
+        self.store.delete_dataset(ident)
+        for run in doomed:
+            self.store.delete_run(run)
+        self._forget(ident, doomed)
+        return len(doomed)
+
+    def delete_run(self, ident: str) -> None:
+        """Delete a run from the store (from every dataset that uses it)."""
+        self.store.delete_run(ident)
+        self._forget(None, [ident])
+
+    def _forget(self, dataset_ident: str | None, runs: list[str]) -> None:
+        with self._lock:
+            gone = {dataset_ident, *runs}
+            for key in [k for k in self._entries if k[-1] in gone]:
+                del self._entries[key]
+            for key in [k for k in self._objects if k.split(":", 1)[1] in gone]:
+                del self._objects[key]
+        self.refresh()
+
+    # --- samples -----------------------------------------------------------------------
+
+    def seed(self, samples: Callable[[], Any]) -> bool:
+        """Store the bundled samples once per store (idempotent, and safe when two processes start together).
+
+        ``samples`` yields objects with ``dataset``, ``name``, ``source``,
+        ``description`` and ``runs`` (pairs of run and source). A marker view
+        records that the store got them, so samples a team deleted stay deleted.
+        Returns True when it seeded.
+        """
+        try:
+            self.store.get_view(samples_marker_id())
+            return False
+        except StoreKeyError:
+            pass
+        for sample in samples():
+            entry = self.add_dataset(sample.dataset, name=sample.name, source=sample.source, description=sample.description)
+            for run, source in sample.runs:
+                self.add_run(entry.id, run, source=source)
+        self.store.put_view(SAMPLES_MARKER)
+        return True
+
+    # --- tables for the Workspace page -------------------------------------------------
+
+    def dataset_table(self) -> pd.DataFrame:
+        """``name, id, queries, judgments, runs, size, added`` per stored dataset (oldest first)."""
+        rows = [
+            {
+                "name": d.name, "id": d.id, "queries": d.n_queries, "judgments": d.n_judgments,
+                "runs": len(self.runs(d.id)), "size": human_size(d.size_bytes), "added": _when(d.added),
+            }
+            for d in self.datasets()
+        ]
+        return pd.DataFrame(rows, columns=["name", "id", "queries", "judgments", "runs", "size", "added"])
+
+    def run_table(self, dataset_ident: str | None) -> pd.DataFrame:
+        """``name, id, queries, rows, size, added`` per run of a dataset (in the order they were added)."""
+        rows = [
+            {
+                "name": r.name, "id": r.id, "queries": r.n_queries, "rows": r.n_rows,
+                "size": human_size(r.size_bytes), "added": _when(r.added),
+            }
+            for r in self.runs(dataset_ident)
+        ]
+        return pd.DataFrame(rows, columns=["name", "id", "queries", "rows", "size", "added"])
+
+    def describe_store(self) -> str:
+        """Where the data lives, fit to show: the SQLite file, or the database URL with its password hidden."""
+        if self.store.kind == "sqlite":
+            path = self.store.url.split(":///", 1)[-1] if ":///" in self.store.url else "(in memory)"
+            return f"SQLite file {path}"
+        kind = {"postgresql": "PostgreSQL"}.get(self.store.kind, self.store.kind)
+        return f"{kind} at {safe_url(self.store.url)}"
+
+
+def safe_url(url: str) -> str:
+    """A store URL fit to show: the password hidden."""
+    try:
+        return sa.engine.make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - a URL we cannot parse is shown without its credentials part
+        return url.split("@")[-1]
+
+
+def human_size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def _when(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _unique(name: str, taken: set[str]) -> str:

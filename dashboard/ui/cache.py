@@ -1,14 +1,19 @@
-"""Caching: the workspace, evaluations keyed on content ids, and frames derived from them.
+"""Caching: the store, the workspace over it, evaluations keyed on content ids, and frames derived from them.
 
-``get_workspace()`` is the one door to loaded data (a persistent store can
-replace it). A run is evaluated once per (dataset content, run content) to
-depth ``K_MAX``; K, metric and filters only slice the cached arrays, and the
-frames that need a bootstrap are cached on (ids, names, K, ...).
+``get_workspace()`` is the one door to stored data: one
+:class:`ragmetrics.store.Store` per process and store URL (see
+:func:`store_url`), seeded once with the bundled samples. A run is evaluated
+once per (dataset content, run content, run name) to depth ``K_MAX``; K,
+metric and filters only slice the cached arrays, and the frames that need a
+bootstrap are cached on (ids, names, K, ...).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -17,31 +22,75 @@ from dashboard.core import frames, samples, targets
 from dashboard.core.diagnosis import Finding, diagnose
 from dashboard.core.evaluation import RunEval, evaluate_run
 from dashboard.core.workspace import DatasetEntry, RunEntry, Workspace
+from ragmetrics.store import Store
 
 
-@st.cache_resource(show_spinner="Loading the sample data…")
-def get_workspace() -> Workspace:
-    """The process-wide workspace, seeded with the bundled samples (first one first)."""
-    workspace = Workspace()
-    for sample in samples.iter_samples():
-        entry = workspace.add_dataset(
-            sample.dataset, name=sample.name, source=sample.source, description=sample.description
-        )
-        for run, source in sample.runs:
-            workspace.add_run(entry.id, run, source=source)
+def _secrets() -> Mapping[str, Any]:
+    """The ``[ragmetrics]`` table of ``.streamlit/secrets.toml``; {} when there is none."""
+    try:
+        from streamlit.runtime.secrets import secrets_singleton
+
+        if not secrets_singleton.load_if_toml_exists():
+            return {}
+        section = st.secrets.get("ragmetrics")
+        return dict(section) if isinstance(section, Mapping) else {}
+    except Exception:  # noqa: BLE001 - no secrets file, or one we cannot read: use the environment and defaults
+        return {}
+
+
+def store_url() -> str:
+    """Where the data lives, first found wins.
+
+    1. ``RAGMETRICS_STORE_URL`` (environment, or a root-level key of ``.streamlit/secrets.toml``,
+       which Streamlit copies into the environment);
+    2. ``store_url`` in the ``[ragmetrics]`` table of ``.streamlit/secrets.toml``;
+    3. a SQLite file ``ragmetrics.sqlite`` in ``RAGMETRICS_DATA_DIR`` (environment), else
+       ``data_dir`` of ``[ragmetrics]`` in the secrets, else ``./data``.
+    """
+    secrets = _secrets()  # loading them first puts their root-level keys in the environment
+    env = os.environ.get("RAGMETRICS_STORE_URL", "").strip()
+    if env:
+        return env
+    url = str(secrets.get("store_url", "") or "").strip()
+    if url:
+        return url
+    folder = Path(os.environ.get("RAGMETRICS_DATA_DIR", "").strip() or str(secrets.get("data_dir", "") or "").strip() or "data")
+    folder.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{(folder / 'ragmetrics.sqlite').resolve()}"
+
+
+@st.cache_resource(show_spinner=False)
+def _store(url: str) -> Store:
+    return Store(url)
+
+
+@st.cache_resource(show_spinner="Opening the store (the first start stores the sample data)…")
+def _workspace(url: str) -> Workspace:
+    workspace = Workspace(_store(url))
+    workspace.seed(samples.iter_samples)
     return workspace
 
 
+def get_store() -> Store:
+    """The process's store for the configured URL (one engine per URL)."""
+    return _store(store_url())
+
+
+def get_workspace() -> Workspace:
+    """The process-wide workspace over the configured store, seeded with the bundled samples at its first start."""
+    return _workspace(store_url())
+
+
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _evaluate(dataset_id: str, run_id: str, _dataset_entry: DatasetEntry, _run_entry: RunEntry) -> RunEval:
+def _evaluate(dataset_id: str, run_id: str, name: str, _dataset_entry: DatasetEntry, _run_entry: RunEntry) -> RunEval:
     return evaluate_run(_dataset_entry.dataset, _run_entry.run, run_id=run_id)
 
 
 def run_evals(dataset: DatasetEntry, runs: Sequence[RunEntry]) -> list[RunEval]:
-    """Evaluations of ``runs`` on ``dataset``, computed once per content pair; shows a spinner when it computes."""
+    """Evaluations of ``runs`` on ``dataset``, computed once per content pair (and run name, so a rename shows)."""
     out = []
     for run in runs:
-        out.append(_evaluate(dataset.id, run.id, dataset, run))
+        out.append(_evaluate(dataset.id, run.id, run.name, dataset, run))
     return out
 
 
@@ -118,3 +167,64 @@ def _target_checks(dataset_id: str, key: tuple[tuple[str, str], ...], targets_te
 def target_checks(dataset_id: str, evals: Sequence[RunEval], targets_text: str) -> pd.DataFrame:
     """:func:`dashboard.core.targets.check_frame`, cached per run set and target text."""
     return _target_checks(dataset_id, _key(evals), targets_text, evals)
+
+
+# --- comparison, dataset power and fusion (dashboard.core.comparison) ----------------------
+
+from dashboard.core import comparison as _comparison  # noqa: E402
+from ragmetrics.compare import Comparison  # noqa: E402
+from ragmetrics.model import Run  # noqa: E402
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _compare(
+    dataset_id: str, key: tuple[tuple[str, str], ...], baseline: str, specs: tuple[str, ...], test: str, alpha: float,
+    _evals: Sequence[RunEval],
+) -> Comparison:
+    return _comparison.run_comparison(_evals, baseline, list(specs), test=test, alpha=alpha)
+
+
+def comparison(dataset_id: str, evals: Sequence[RunEval], baseline: str, specs: Sequence[str], test: str, alpha: float) -> Comparison:
+    """:func:`dashboard.core.comparison.run_comparison`, cached per run set, baseline (a run name), metrics, test and alpha."""
+    return _compare(dataset_id, _key(evals), baseline, tuple(specs), test, float(alpha), evals)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _power_pairs(
+    dataset_id: str, key: tuple[tuple[str, str], ...], specs: tuple[str, ...], test: str, alpha: float, _evals: Sequence[RunEval]
+) -> pd.DataFrame:
+    return _comparison.power_pairs(_comparison.eval_result(_evals, list(specs)), list(specs), test=test, alpha=alpha)
+
+
+def power_pairs(dataset_id: str, evals: Sequence[RunEval], specs: Sequence[str], test: str, alpha: float) -> pd.DataFrame:
+    """Every run pair's p-value and SD of differences per metric (:func:`dashboard.core.comparison.power_pairs`), cached."""
+    return _power_pairs(dataset_id, _key(evals), tuple(specs), test, float(alpha), evals)
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _fused(
+    dataset_id: str, run_ids: tuple[str, ...], method: str, k: int, norm: str, weights: tuple[float, ...], name: str,
+    _runs: Sequence[Run],
+) -> Run:
+    return _comparison.fuse_runs(_runs, method=method, k=k, norm=norm, weights=list(weights), name=name or None)
+
+
+def fused_run(
+    dataset_id: str, runs: Sequence[RunEntry], *, method: str, k: int, norm: str, weights: Sequence[float], name: str
+) -> Run:
+    """:func:`dashboard.core.comparison.fuse_runs` of workspace runs, cached per inputs and settings."""
+    return _fused(dataset_id, tuple(r.id for r in runs), method, int(k), norm, tuple(float(w) for w in weights), name,
+                  [r.run for r in runs])
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _fusion_preview(
+    dataset_id: str, run_ids: tuple[str, ...], fused_key: tuple[object, ...], specs: tuple[str, ...],
+    _dataset: DatasetEntry, _inputs: Sequence[Run], _fused: Run,
+) -> pd.DataFrame:
+    return _comparison.fusion_preview(_dataset.dataset, _inputs, _fused, list(specs))
+
+
+def fusion_preview(dataset: DatasetEntry, runs: Sequence[RunEntry], fused: Run, fused_key: tuple[object, ...], specs: Sequence[str]) -> pd.DataFrame:
+    """Means of ``specs`` for the inputs and the fused run; ``fused_key`` names the fusion settings."""
+    return _fusion_preview(dataset.id, tuple(r.id for r in runs), fused_key, tuple(specs), dataset, [r.run for r in runs], fused)

@@ -1,10 +1,11 @@
-"""Uploaded files -> ``ragmetrics.io`` loaders -> the workspace.
+"""Uploaded files -> ``ragmetrics.io`` loaders -> the workspace (and so the store).
 
 Each uploaded file is ingested once (remembered by its upload id), so reruns
 do not parse it again and its outcome (the loader's message, with the line
 number, or what was added) keeps showing while the file stays in the
 uploader. A bad file never shows a traceback and never removes anything
-already loaded.
+already stored: it fails before the store is written, and each store write is
+one transaction.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import PurePath
 from typing import Any
 
 import streamlit as st
+from sqlalchemy.exc import SQLAlchemyError
 
 from dashboard.core.text import md_escape
 from dashboard.core.workspace import Workspace
@@ -55,6 +57,9 @@ def _error_text(filename: str, err: Exception) -> str:
     if isinstance(err, RagMetricsError):
         text = str(err)
         return text if filename in text else f"{filename}: {text}"
+    if isinstance(err, SQLAlchemyError):  # read fine, but the store refused it: nothing was written
+        first = str(err).splitlines()[0][:300] if str(err) else ""
+        return f"{filename}: could not be stored; the store is unchanged ({type(err).__name__}: {first})"
     return f"{filename}: could not be read ({type(err).__name__}: {err})"
 
 
@@ -137,7 +142,11 @@ def show_outcomes(outcomes: Sequence[Outcome | None]) -> None:
         if outcome is None:
             continue
         if outcome.ok:
-            st.success(f"Loaded {md_escape(outcome.filename)} → {md_escape(outcome.message)} ({outcome.seconds:.1f} s)", icon=":material/check_circle:")
+            stored = f", stored as `{outcome.ident}`" if outcome.ident else ""
+            st.success(
+                f"Loaded {md_escape(outcome.filename)} → {md_escape(outcome.message)} ({outcome.seconds:.1f} s){stored}",
+                icon=":material/check_circle:",
+            )
         else:
             st.error(md_escape(outcome.message), icon=":material/error:")
         for warning in outcome.warnings:

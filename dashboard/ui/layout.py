@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -14,9 +14,10 @@ import streamlit as st
 from dashboard.core import frames
 from dashboard.core.evaluation import K_MAX, RunEval
 from dashboard.core.text import md_escape
-from dashboard.core.view_state import Facts, ViewState, encode, reconcile
-from dashboard.core.workspace import DatasetEntry, RunEntry, Workspace
+from dashboard.core.view_state import Facts, ViewState, app_root, missing_note, reconcile, share_query, share_url
+from dashboard.core.workspace import DatasetEntry, RunEntry, Workspace, safe_url
 from dashboard.ui import cache, state, widgets
+from ragmetrics.store import StoreKeyError
 
 
 @dataclass
@@ -38,9 +39,11 @@ def _facts(workspace: Workspace, dataset_id: str) -> Facts:
     assert entry is not None
     queries = entry.dataset.queries
     ids = set(queries["query_id"])
+    runs = workspace.runs(dataset_id)
     return Facts(
-        runs=[r.id for r in workspace.runs(dataset_id)],
-        run_names={r.id: r.name for r in workspace.runs(dataset_id)},
+        runs=[r.id for r in runs],
+        run_names={r.id: r.name for r in runs},
+        name=entry.name,
         categories=frames.group_values(entry.dataset, "category"),
         difficulties=frames.group_values(entry.dataset, "difficulty"),
         has_query=lambda q: q in ids,
@@ -48,12 +51,37 @@ def _facts(workspace: Workspace, dataset_id: str) -> Facts:
     )
 
 
+def open_workspace(title: str) -> Workspace:
+    """The workspace; when the store cannot be opened, say so (without the password) and stop the page."""
+    try:
+        workspace = cache.get_workspace()
+        workspace.datasets()
+        return workspace
+    except Exception as err:  # noqa: BLE001 - a page explains a broken store instead of showing a traceback
+        st.title(title)
+        where = safe_url(cache.store_url())
+        st.error(
+            md_escape(
+                f"The store at {where} cannot be opened ({type(err).__name__}: {str(err).splitlines()[0][:300]}). "
+                "Check RAGMETRICS_STORE_URL (or RAGMETRICS_DATA_DIR) and that the database is running, then reload."
+            ),
+            icon=":material/database:",
+        )
+        st.stop()
+        raise  # st.stop() raises; this keeps type checkers calm
+
+
 def page_setup(page: str, title: str, *, needs_runs: bool = True) -> Page:
     """Read the view, render the title and the sidebar, evaluate the selected runs (cached)."""
     start = state.read_view_state(page)
-    workspace = cache.get_workspace()
-    view, notes = reconcile(start.state, [d.id for d in workspace.datasets()], lambda d: _facts(workspace, d))
+    workspace = open_workspace(title)
+    if start.fresh:
+        workspace.refresh()  # a link just opened or another page: see what other processes stored meanwhile
+    dataset_ids = [d.id for d in workspace.datasets()]
+    view, notes = reconcile(start.state, dataset_ids, lambda d: _facts(workspace, d))
     notes = [*start.notes, *notes]
+    if not dataset_ids and start.state.dataset:
+        notes.append(missing_note(start.state.dataset))
     fresh = start.fresh
 
     st.title(title)
@@ -88,8 +116,12 @@ def page_setup(page: str, title: str, *, needs_runs: bool = True) -> Page:
         if needs_runs and not runs:
             st.warning("Pick at least one run in the sidebar, or upload runs on the Upload page.", icon=":material/arrow_back:")
         elif runs:
-            with st.spinner("Evaluating runs…"):
-                evals = cache.run_evals(dataset, runs)
+            try:
+                with st.spinner("Evaluating runs…"):
+                    evals = cache.run_evals(dataset, runs)
+            except StoreKeyError as err:  # deleted by someone else between the listing and the load
+                workspace.refresh()
+                st.warning(md_escape(f"{err}. Reload the page to see what the store holds now."), icon=":material/sync_problem:")
     return Page(view, workspace, dataset, runs, evals, fresh)
 
 
@@ -103,19 +135,54 @@ def _caption(dataset: DatasetEntry, runs: list[RunEntry], view: ViewState) -> No
 
 
 def empty_state() -> None:
-    st.info("No dataset is loaded yet. Upload an evaluation set and runs on the Upload page to start.", icon=":material/folder_open:")
+    st.info(
+        "No dataset is stored yet. Upload an evaluation set and runs on the Upload page to start "
+        "(they are kept in the store; see the Workspace page).",
+        icon=":material/folder_open:",
+    )
+
+
+def _page_paths() -> list[str]:
+    from dashboard.views import VIEWS
+
+    return [p for v in VIEWS for p in (v.key, f"{v.key}-home")]
+
+
+def app_base_url() -> str:
+    """The app's root URL for share links: ``RAGMETRICS_BASE_URL`` if set, else the browser's address
+    (``st.context.url``), else the request's ``Host`` header; "" when none is known (AppTest)."""
+    configured = os.environ.get("RAGMETRICS_BASE_URL", "").strip()
+    if configured:
+        return configured.rstrip("/")
+    try:
+        root = app_root(st.context.url, _page_paths())
+        if root:
+            return root
+        headers = st.context.headers
+        host = headers.get("X-Forwarded-Host") or headers.get("Host")
+        if host:
+            scheme = headers.get("X-Forwarded-Proto") or "http"
+            prefix = str(st.get_option("server.baseUrlPath") or "").strip("/")
+            return f"{scheme}://{host}" + (f"/{prefix}" if prefix else "")
+    except Exception:  # noqa: BLE001 - no browser context (AppTest, bare mode): the link stays relative
+        pass
+    return ""
+
+
+def share_link(view: ViewState) -> str:
+    """The link that reopens ``view``: absolute when the app's address is known, else ``/page?query``."""
+    base = app_base_url()
+    return share_url(base, view) if base else "/" + share_query(view)
 
 
 def share_box(view: ViewState) -> None:
-    query = urlencode(encode(view))
-    base = ""
-    try:
-        base = st.context.url or ""
-    except Exception:  # noqa: BLE001 - context is unavailable outside a browser session
-        base = ""
+    """The "Copy share link" control at the foot of the sidebar (the code block's copy button copies it)."""
     with st.sidebar:
-        st.caption("Share this view (copy):")
-        st.code(f"{base}?{query}", language=None, wrap_lines=True)
+        st.markdown(":material/link: **Copy share link**", help=(
+            "Opens this page with the same dataset, runs, metric, K, filters and query for anyone whose dashboard "
+            "uses the same store (or holds the same uploaded files). Use the copy button at the block's right."
+        ))
+        st.code(share_link(view), language=None, wrap_lines=True)
 
 
 def finish(page: Page, view: ViewState | None = None) -> None:

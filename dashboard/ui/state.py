@@ -116,3 +116,30 @@ def changed(mark: str, value: Hashable) -> bool:
         return False
     marks[mark] = value
     return True
+
+
+_PENDING = "ragmetrics.pending"
+
+
+def ask(action: str, target: Hashable) -> None:
+    """Remember that ``action`` on ``target`` waits for the user's confirmation (e.g. a delete)."""
+    st.session_state[_PENDING] = (action, target)
+
+
+def pending() -> tuple[str, Any] | None:
+    """The action waiting for confirmation, if any: ``(action, target)``."""
+    value = st.session_state.get(_PENDING)
+    return value if isinstance(value, tuple) and len(value) == 2 else None
+
+
+def settle() -> None:
+    """Forget the pending action (confirmed or cancelled)."""
+    st.session_state.pop(_PENDING, None)
+
+
+def flash(message: str | None = None) -> str | None:
+    """Keep ``message`` for the next run (after ``st.rerun``), or take the kept one."""
+    if message is not None:
+        st.session_state["ragmetrics.flash"] = message
+        return None
+    return st.session_state.pop("ragmetrics.flash", None)

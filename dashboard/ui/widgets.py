@@ -99,3 +99,42 @@ def query_picker(options: Sequence[str], labels: Mapping[str, str], value: str |
         return None
     state.seed(key, value if value in options else options[0], force=force or state.widget_value(key) not in options)
     return st.selectbox("Query", list(options), format_func=lambda q: labels.get(q, q), key=key)
+
+
+# --- comparison and power pickers ----------------------------------------------------------
+
+
+def baseline_picker(options: Mapping[str, str], value: str | None, *, force: bool, key: str = "compare.baseline") -> str | None:
+    """The baseline run id (``ViewState.baseline``); ``options`` maps id -> name."""
+    ids = list(options)
+    if not ids:
+        return None
+    state.seed(key, value if value in options else ids[0], force=force or state.widget_value(key) not in options)
+    return st.selectbox(
+        "Baseline", ids, format_func=lambda i: options.get(i, i), key=key,
+        help="Every other selected run is compared with this one, query by query.",
+    )
+
+
+def test_picker(key: str, default: str = "t") -> str:
+    """The paired significance test (``t``, ``wilcoxon``, ``randomization``, ``bootstrap``)."""
+    from dashboard.core.comparison import TEST_LABELS
+
+    state.seed(key, default if default in TEST_LABELS else "t", force=state.widget_value(key) not in TEST_LABELS)
+    return str(
+        st.selectbox(
+            "Significance test", list(TEST_LABELS), format_func=lambda t: TEST_LABELS.get(t, t), key=key,
+            help="Paired on per-query values. Randomization and bootstrap use 10,000 seeded resamples, so results repeat exactly.",
+        )
+    )
+
+
+def alpha_picker(key: str, default: float = 0.05) -> float:
+    """The significance level alpha."""
+    from dashboard.core.comparison import ALPHAS
+
+    state.seed(key, default if default in ALPHAS else 0.05, force=state.widget_value(key) not in ALPHAS)
+    return float(
+        st.selectbox("α (significance level)", list(ALPHAS), format_func=lambda a: f"{a:g}", key=key,
+                     help="A difference is significant when its Holm-corrected p-value is below α.")
+    )

@@ -31,6 +31,9 @@ VIEWS: tuple[View, ...] = (
     View("breakdown", "views/breakdown.py", "Breakdown", ":material/bar_chart:", "Results"),
     View("missed", "views/missed.py", "Missed queries", ":material/search_off:", "Results"),
     View("diagnosis", "views/diagnosis.py", "Diagnosis", ":material/medical_services:", "Results"),
+    View("compare", "views/compare.py", "Compare runs", ":material/compare_arrows:", "Results"),
+    View("power", "views/power.py", "Dataset power", ":material/query_stats:", "Results"),
     View("upload", "views/upload.py", "Upload", ":material/upload_file:", "Data"),
+    View("workspace", "views/workspace.py", "Workspace", ":material/database:", "Data"),
     View("metrics", "views/metrics.py", "Metric definitions", ":material/functions:", "Reference"),
 )

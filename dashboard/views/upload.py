@@ -1,6 +1,7 @@
 """Upload: an evaluation dataset and any number of runs, in every format ``ragmetrics.io`` reads, then the
 validation report (id mismatches, empty results, duplicates, ties, queries without relevant documents,
 small categories) before anything is scored. Reads ``ds, runs``; an upload selects what it added.
+Uploads land in the store (``ui.cache.get_workspace``); a file that fails to load changes nothing stored.
 """
 
 from __future__ import annotations
@@ -74,6 +75,10 @@ else:
         st.caption("Everything looks right? Open **Overview** in the menu: the uploaded runs are selected.")
 
 st.subheader("Loaded")
-layout.show_table(frames.workspace_frame(workspace), key="upload.workspace", filename="workspace.csv")
+st.caption(
+    "Everything uploaded is kept in the store, so it survives a restart and, with a shared PostgreSQL store, "
+    "every dashboard process sees it. Rename or delete on the **Workspace** page (menu, under Data)."
+)
+layout.show_table(workspace.dataset_table(), key="upload.workspace", filename="datasets.csv")
 
 layout.finish(page, view)

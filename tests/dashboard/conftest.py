@@ -91,3 +91,12 @@ def faq_evals(faq: samples.Sample) -> list[RunEval]:
 def faq_result(faq: samples.Sample) -> ragmetrics.EvalResult:
     metrics = ["recall@5", "precision@5", "f1@5", "hits@5", "ndcg@5", "mrr@5", "map@5", "recall@10", "ndcg@10", "mrr", "map", "recall@20"]
     return ragmetrics.evaluate(faq.dataset, [r for r, _ in faq.runs], metrics, warn=False)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_store(tmp_path_factory: pytest.TempPathFactory):
+    """Dashboard tests use a fresh SQLite store, never ./data or a team's RAGMETRICS_STORE_URL."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("RAGMETRICS_STORE_URL", raising=False)
+        mp.setenv("RAGMETRICS_DATA_DIR", str(tmp_path_factory.mktemp("store")))
+        yield

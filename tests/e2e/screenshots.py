@@ -1,4 +1,5 @@
-"""Screenshot every page with the bundled sample data into docs/screenshots/ (``python tests/e2e/screenshots.py``).
+"""Screenshot every page with the bundled sample data into docs/screenshots/ (``python tests/e2e/screenshots.py``;
+name page keys, e.g. ``compare power``, to take only those).
 
 Starts its own ``streamlit run`` server and drives Debian's chromium.
 """
@@ -27,10 +28,11 @@ def main() -> None:
     with streamlit_server() as base, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": WIDTH, "height": 1000}, device_scale_factor=1)
-        for view in VIEWS:
+        only = set(sys.argv[1:])
+        for view in [v for v in VIEWS if not only or v.key in only]:
             page.goto(f"{base}/{view.url_path}")
             wait_for_app(page)
-            if view.key in ("overview", "breakdown", "diagnosis"):
+            if view.key in ("overview", "breakdown", "diagnosis", "compare", "power"):
                 page.locator(".js-plotly-plot").first.wait_for(timeout=60_000)
             # the app scrolls inside its main container, not the document: grow the viewport to fit it
             height = page.evaluate(_CONTENT_HEIGHT)

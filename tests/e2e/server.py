@@ -37,11 +37,27 @@ def free_port() -> int:
 
 
 @contextmanager
-def streamlit_server(timeout: float = 90.0) -> Iterator[str]:
-    """Start the dashboard on a free port, wait for /_stcore/health, yield its base URL; print the log on teardown."""
+def streamlit_server(
+    timeout: float = 90.0, *, data_dir: str | Path | None = None, store_url: str | None = None, env: dict[str, str] | None = None
+) -> Iterator[str]:
+    """Start the dashboard on a free port, wait for /_stcore/health, yield its base URL; print the log on teardown.
+
+    The server gets its own store: ``store_url`` (``RAGMETRICS_STORE_URL``) when given, else a SQLite file in
+    ``data_dir`` (``RAGMETRICS_DATA_DIR``), else in a fresh temporary folder; never ./data or a team's store.
+    Start it again with the same ``data_dir`` to restart on the same data. ``env`` adds environment variables.
+    """
     port = free_port()
+    own: str | None = None
     log = tempfile.NamedTemporaryFile("w+", prefix="streamlit-", suffix=".log", delete=False)
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    extra = env or {}
+    env = {k: v for k, v in os.environ.items() if k not in ("RAGMETRICS_STORE_URL", "RAGMETRICS_DATA_DIR", "RAGMETRICS_BASE_URL")}
+    env["PYTHONUNBUFFERED"] = "1"
+    if store_url:
+        env["RAGMETRICS_STORE_URL"] = store_url
+    else:
+        own = None if data_dir else tempfile.mkdtemp(prefix="ragmetrics-e2e-data-")
+        env["RAGMETRICS_DATA_DIR"] = str(data_dir or own)
+    env.update(extra)
     proc = subprocess.Popen(
         [
             sys.executable, "-m", "streamlit", "run", "dashboard/app.py",
@@ -82,6 +98,8 @@ def streamlit_server(timeout: float = 90.0) -> Iterator[str]:
         text = Path(log.name).read_text()
         if text.strip():
             print(f"--- streamlit server log ({log.name}) ---\n{text[-5000:]}")
+        if own:
+            shutil.rmtree(own, ignore_errors=True)
 
 
 def wait_for_app(page, timeout: float = 60_000) -> None:  # type: ignore[no-untyped-def]

@@ -1,0 +1,288 @@
+"""Compare: is a run better than the baseline, or is that noise? And "what if we went hybrid?" (fusion).
+
+Per metric at K: mean with 95% CI, delta against the baseline with its CI, paired p-value, Holm-corrected p,
+a significance mark and win/tie/loss counts (``ragmetrics.compare``). Selecting a row shows that run and
+metric query by query: the queries behind its wins and losses, sorted deltas, baseline-versus-run scatter,
+one query's two rankings side by side, and the same comparison per category and difficulty. Fusion adds a
+fused run to the workspace, so every page sees it, and downloads it as a TREC file.
+
+Reads ``ds, runs, base, m, k, fr, q`` (see ``core.view_state.PARAM_KEYS``).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard.core import comparison as cmp
+from dashboard.core import frames
+from dashboard.core.evaluation import metric_spec, pretty
+from dashboard.core.text import md_escape
+from dashboard.core.workspace import run_id
+from dashboard.ui import cache, layout, state, widgets
+
+page = layout.page_setup("compare", "Compare runs")
+view = page.state
+
+if page.dataset is not None and len(page.evals) == 1:
+    st.info("Pick at least two runs in the sidebar to compare them, or fuse runs into a new one below.", icon=":material/info:")
+
+if page.dataset is not None and len(page.evals) >= 2:
+    ds, k = page.dataset, view.k
+    by_id = {ev.run_id: ev for ev in page.evals}
+    names = {ev.run_id: ev.name for ev in page.evals}
+
+    c1, c2, c3, c4 = st.columns([3, 3, 3, 2])
+    with c1:
+        base_id = widgets.baseline_picker(names, view.baseline, force=page.fresh) or page.evals[0].run_id
+    base = by_id[base_id]
+    others = {rid: name for rid, name in names.items() if rid != base_id}
+    with c2:
+        focus_id = widgets.run_focus_picker(others, view.focus_run, "compare.run", force=page.fresh) or next(iter(others))
+    with c3:
+        test = widgets.test_picker("compare.test")
+    with c4:
+        alpha = widgets.alpha_picker("compare.alpha")
+    view = view.with_(baseline=base_id, focus_run=focus_id)
+    specs = cmp.compare_specs(view.metric, k)
+    spec = str(metric_spec(view.metric, k))
+
+    st.caption(
+        f"Each run against **{md_escape(base.name)}** on the same {base.n_queries:,} queries: mean with its 95% bootstrap "
+        f"interval, Δ = run − baseline with its paired-bootstrap interval, the {cmp.TEST_LABELS[test]}'s p-value and the "
+        f"Holm-corrected one (across every run × metric of the table). ▲/▼: corrected p < {alpha:g}. W / T / L: queries "
+        "the run wins, ties and loses. **Select a row** to see its queries below."
+    )
+    with st.spinner(f"Running the {cmp.TEST_LABELS[test]} on every run and metric…"):
+        comparison = cache.comparison(ds.id, page.evals, base.name, specs, test, alpha)
+    table = cmp.comparison_frame(comparison)
+    display = cmp.comparison_display(table, base.name)
+    focus = by_id[focus_id]
+    matches = table.index[(table["metric"] == spec) & (table["run"] == focus.name)].tolist()
+    focus_row = int(matches[0]) if matches else None
+    event = layout.show_table(
+        table,
+        key=f"compare.table.{base_id}.{focus_id}.{spec}.{test}.{alpha}",
+        filename=f"compare-{base.name}-k{k}-{test}.csv",
+        styled=cmp.style_marks(display, focus_row),
+        column_config={
+            "mean": st.column_config.NumberColumn("mean", format="%.3f"),
+            "n": st.column_config.NumberColumn("n", format="%d"),
+            "significance": st.column_config.TextColumn("significance", help=f"Holm-corrected p < {alpha:g}"),
+        },
+        on_select="rerun",
+        selection_mode="single-row",
+        selection_default={"selection": {"rows": [focus_row] if focus_row is not None else []}},
+        height=38 + 35 * max(len(display), 1),
+    )
+    rows = list(getattr(getattr(event, "selection", None), "rows", []) or [])
+    if rows and rows[0] < len(table):
+        picked_metric, picked_run = str(table["metric"].iloc[rows[0]]), str(table["run"].iloc[rows[0]])
+        picked_id = next((rid for rid, name in others.items() if name == picked_run), None)
+        if picked_id is not None and (picked_metric != spec or picked_id != focus_id):
+            layout.rerun_with(view.with_(metric=cmp.metric_name(picked_metric), focus_run=picked_id))
+
+    deltas = table[table["run"] != base.name].reset_index(drop=True)
+    layout.show_figure(
+        cmp.forest_figure(deltas, labels=[f"{pretty(m)} · {r}" for m, r in zip(deltas["metric"], deltas["run"])],
+                          title=f"Δ against {base.name} with 95% CI"),
+        key="compare.forest", filename=f"compare-deltas-{base.name}",
+    )
+
+    # --- one run, one metric, query by query -------------------------------------------
+    st.subheader("Query by query")
+    per_query = cmp.per_query_frame(base, focus, spec)
+    counts = cmp.outcome_counts(per_query)
+    st.markdown(
+        f"**{md_escape(focus.name)}** against **{md_escape(base.name)}** on **{pretty(spec)}** "
+        f"(pick the run above or select a row; metric and K in the sidebar): wins **{counts['win']}**, "
+        f"ties **{counts['tie']}**, losses **{counts['loss']}** of {len(per_query)} queries."
+    )
+    outcome = st.radio(
+        "Show the queries behind", ["loss", "win", "tie"], horizontal=True, key="compare.outcome",
+        format_func=lambda o: f"{cmp.OUTCOME_NAMES[o]} ({counts[o]})",
+    )
+    listed = cmp.queries_with(per_query, outcome)
+    pick = layout.show_table(
+        listed,
+        key=f"compare.queries.{focus_id}.{spec}.{outcome}",
+        filename=f"{outcome}-{focus.name}-vs-{base.name}-{spec}.csv",
+        column_config={
+            "query_id": st.column_config.TextColumn("query_id", pinned=True),
+            "query": st.column_config.TextColumn("query", width="large"),
+            "baseline": st.column_config.NumberColumn(f"{base.name}", format="%.3f"),
+            "run": st.column_config.NumberColumn(f"{focus.name}", format="%.3f"),
+            "delta": st.column_config.NumberColumn("Δ", format="%+.3f"),
+            "baseline_first_rank": st.column_config.NumberColumn(f"first relevant · {base.name}", format="%d", help="0 = not retrieved"),
+            "run_first_rank": st.column_config.NumberColumn(f"first relevant · {focus.name}", format="%d", help="0 = not retrieved"),
+        },
+        column_order=[c for c in listed.columns if c != "outcome"],
+        on_select="rerun",
+        selection_mode="single-row",
+        height=min(38 + 35 * max(len(listed), 1), 320),
+    )
+    force_query = page.fresh
+    picked_rows = list(getattr(getattr(pick, "selection", None), "rows", []) or [])
+    if picked_rows and picked_rows[0] < len(listed):
+        chosen = str(listed["query_id"].iloc[picked_rows[0]])
+        if state.changed("compare.queries.pick", (focus_id, spec, outcome, chosen)):
+            view, force_query = view.with_(query=chosen), True
+
+    left, right = st.columns(2)
+    with left:
+        layout.show_figure(cmp.delta_figure(per_query, run=focus.name, baseline=base.name, spec=spec),
+                           key="compare.deltas", filename=f"deltas-{focus.name}-vs-{base.name}")
+    with right:
+        layout.show_figure(cmp.scatter_figure(per_query, run=focus.name, baseline=base.name, spec=spec),
+                           key="compare.scatter", filename=f"scatter-{focus.name}-vs-{base.name}")
+
+    # --- one query, both rankings ------------------------------------------------------
+    st.subheader("One query, both rankings")
+    st.caption("Select a query in the table above or pick one here (losses first). ✓ marks relevant documents; "
+               "“rank in other” is where the other run put the same document.")
+    options = cmp.query_order(per_query)
+    labels = frames.query_labels(per_query)
+    query_id = widgets.query_picker(options, labels, view.query, "compare.query", force=force_query)
+    view = view.with_(query=query_id)
+    if query_id:
+        info = frames.query_info(ds.dataset, query_id)
+        row = per_query[per_query["query_id"] == query_id].iloc[0]
+        st.markdown(f"#### {md_escape(info.get('query', query_id))}")
+        st.markdown(
+            f"`{query_id.replace('`', 'ʼ')}` · category **{md_escape(info.get('category', ''))}** · "
+            f"difficulty **{md_escape(info.get('difficulty', ''))}** · {pretty(spec)} "
+            f"{row['baseline']:.3f} → {row['run']:.3f} (Δ {row['delta']:+.3f}, a {row['outcome']} for {md_escape(focus.name)})"
+        )
+        if info.get("expected_answer"):
+            st.markdown(f"**Expected answer:** {md_escape(info['expected_answer'])}")
+        depth = cmp.pair_depth([row["baseline_first_rank"], row["run_first_rank"]], k)
+        base_rank, run_rank = cmp.ranking_pair(base, focus, query_id, depth)
+        config = {
+            "rank": st.column_config.NumberColumn("rank", format="%d", width="small"),
+            "relevant": st.column_config.CheckboxColumn("✓", width="small"),
+            "judgment": st.column_config.TextColumn("grade", width="small"),
+            "doc_id": st.column_config.TextColumn("doc_id"),
+            "other_rank": st.column_config.NumberColumn("rank in other", format="%d", help="empty: not retrieved by the other run"),
+            "score": st.column_config.NumberColumn("score", format="%.4f"),
+            "title": st.column_config.TextColumn("title", width="medium"),
+            "text": st.column_config.TextColumn("text (best chunk)", width="large"),
+        }
+        col_a, col_b = st.columns(2)
+        for column, ev, ranked, role in ((col_a, base, base_rank, "baseline"), (col_b, focus, run_rank, "run")):
+            with column:
+                first = int(row["baseline_first_rank" if role == "baseline" else "run_first_rank"])
+                st.markdown(
+                    f"**{md_escape(ev.name)}** ({role}) · top {depth} · first relevant at "
+                    + (f"rank **{first}**" if first > 0 else "**not retrieved**")
+                )
+                layout.show_table(
+                    ranked, key=f"compare.ranking.{role}", filename=f"query-{query_id}-{ev.name}.csv",
+                    styled=frames.style_relevant(ranked), column_config=config,
+                    column_order=[c for c in ("rank", "relevant", "judgment", "doc_id", "other_rank", "title", "text", "score") if c in ranked.columns],
+                    height=38 + 35 * max(len(ranked), 1), placeholder="—",
+                )
+        if st.button("Open this query in Missed queries", icon=":material/search_off:", key="compare.open_missed"):
+            state.write_view_state(view.with_(focus_run=focus_id, query=query_id))
+            st.switch_page("views/missed.py")
+
+    # --- segments ----------------------------------------------------------------------
+    st.subheader("By category and difficulty")
+    segments = cmp.segment_frame(comparison, spec, focus.name, ds.dataset)
+    if segments.empty:
+        st.info("This dataset has no category or difficulty labels.", icon=":material/info:")
+    else:
+        st.caption(
+            f"{md_escape(focus.name)} against {md_escape(base.name)} on {pretty(spec)} within each group; Holm-corrected "
+            f"within each facet (across runs × metrics × groups). Groups with fewer than {cmp.MIN_GROUP} queries are "
+            "marked *too few to tell* whatever their p-value."
+        )
+        layout.show_figure(
+            cmp.forest_figure(segments, labels=cmp.segment_labels(segments), title=f"Δ {pretty(spec)} per group: {focus.name} − {base.name}"),
+            key="compare.segments.chart", filename=f"segments-{focus.name}-vs-{base.name}",
+        )
+        with st.expander("Per-group table"):
+            layout.show_table(
+                segments, key="compare.segments.table", filename=f"segments-{focus.name}-vs-{base.name}-{spec}.csv",
+                column_config={
+                    **layout.number_columns(segments, {c: c for c in ("baseline_mean", "mean", "ci_low", "ci_high")}),
+                    "delta": st.column_config.NumberColumn("Δ", format="%+.3f"),
+                    "p_value": st.column_config.NumberColumn("p", format="%.4f"),
+                    "p_value_corrected": st.column_config.NumberColumn("p (Holm)", format="%.4f"),
+                    "too_few": st.column_config.CheckboxColumn(f"too few (n < {cmp.MIN_GROUP})"),
+                },
+            )
+
+# --- fusion ------------------------------------------------------------------------------
+if page.dataset is not None:
+    ds = page.dataset
+    st.divider()
+    st.subheader("What if we went hybrid? Fuse runs")
+    stored = page.workspace.runs(ds.id)
+    options = {r.id: r.name for r in stored}
+    if len(options) < 2:
+        st.info("Fusion needs at least two runs of this dataset; add runs on the Upload page.", icon=":material/info:")
+    else:
+        st.caption(
+            "RRF adds 1 / (k + rank) over the runs that retrieved a document; CombSUM adds normalised scores; CombMNZ "
+            "multiplies that sum by the number of runs that retrieved it. Ties are broken deterministically. "
+            "**Add** makes the fused run a run like any other: it is stored, selected in the sidebar and shown on every page."
+        )
+        key = "compare.fuse.runs"
+        state.seed(key, [r for r in view.runs if r in options][:2] or list(options)[:2],
+                   force=any(r not in options for r in (state.widget_value(key) or [])))
+        c1, c2, c3, c4 = st.columns([4, 2, 1, 2])
+        with c1:
+            chosen_ids = st.multiselect("Runs to fuse", list(options), format_func=lambda i: options.get(i, i), key=key)
+        with c2:
+            method = st.selectbox("Method", list(cmp.FUSION_METHODS), format_func=lambda m: cmp.FUSION_LABELS[m], key="compare.fuse.method")
+        with c3:
+            rrf_k = int(st.number_input("k", min_value=0, max_value=1000, value=60, step=10, key="compare.fuse.k",
+                                        disabled=method != "rrf", help="RRF's rank offset (60 in Cormack et al.)"))
+        with c4:
+            norm = st.selectbox("Score normalisation", list(cmp.NORM_CHOICES), format_func=lambda n: cmp.NORM_LABELS[n],
+                                key="compare.fuse.norm", disabled=method == "rrf", help="CombSUM and CombMNZ only")
+        weights: list[float] = []
+        if chosen_ids:
+            wcols = st.columns(max(len(chosen_ids), 4))
+            for i, rid in enumerate(chosen_ids):
+                with wcols[i % len(wcols)]:
+                    weights.append(float(st.number_input(f"weight · {options[rid]}", min_value=0.0, max_value=10.0, value=1.0,
+                                                         step=0.1, key=f"compare.fuse.w.{rid}")))
+        entries = [r for r in stored if r.id in chosen_ids]
+        entries.sort(key=lambda r: chosen_ids.index(r.id))
+        default_name = cmp.fused_name([r.name for r in entries], method, k=rrf_k, norm=norm, weights=weights)
+        name = str(st.text_input("Name of the fused run", placeholder=default_name, key="compare.fuse.name")).strip()
+        if len(entries) < 2:
+            st.caption("Pick at least two runs to fuse.")
+        else:
+            with st.spinner("Fusing…"):
+                fused = cache.fused_run(ds.id, entries, method=method, k=rrf_k, norm=norm, weights=weights, name=name or default_name)
+                specs_now = cmp.compare_specs(view.metric, view.k)
+                preview = cache.fusion_preview(ds, entries, fused, (method, rrf_k, norm, tuple(weights), fused.name), specs_now)
+            st.markdown(f"**{md_escape(fused.name)}** against its inputs at K = {view.k}:")
+            layout.show_table(
+                preview, key="compare.fuse.preview", filename=f"fusion-preview-k{view.k}.csv",
+                column_config={**layout.number_columns(preview, {s: pretty(s) for s in specs_now}),
+                               "role": st.column_config.TextColumn("role", width="small")},
+            )
+            fused_id = run_id(fused)
+            existing = next((r for r in stored if r.id == fused_id), None)
+            b1, b2, _ = st.columns([2, 2, 3])
+            with b1:
+                add = st.button("Add to the workspace and compare", icon=":material/add_circle:", type="primary",
+                                key="compare.fuse.add", disabled=existing is not None and existing.id in view.runs)
+            with b2:
+                st.download_button(
+                    "Download TREC run", cmp.trec_bytes(fused), file_name=f"{cmp.file_stem(fused.name)}.trec",
+                    mime="text/plain", on_click="ignore", icon=":material/download:", key="compare.fuse.download",
+                )
+            if existing is not None:
+                where = "selected in the sidebar" if existing.id in view.runs else "stored (select it in the sidebar to see it)"
+                st.success(f"This fused run is in the workspace as **{md_escape(existing.name)}**, {where}.", icon=":material/check_circle:")
+            if add:
+                entry = page.workspace.add_run(
+                    ds.id, fused, source=cmp.fusion_source([r.name for r in entries], method, k=rrf_k, norm=norm, weights=weights)
+                )
+                runs = view.runs if entry.id in view.runs else (*view.runs, entry.id)
+                layout.rerun_with(view.with_(runs=runs, focus_run=entry.id if len(runs) > 1 else view.focus_run))
+
+layout.finish(page, view)

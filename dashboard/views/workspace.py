@@ -1,0 +1,154 @@
+"""Workspace: what the store holds. Every stored dataset with its size, query count and time added, the runs
+of the dataset selected in the sidebar, and rename and delete (delete asks first). Reads ``ds, runs``.
+
+Everything here is shared: the store is the team's when it is PostgreSQL, so a rename or delete is seen by
+everyone using it, and links to deleted data stop working until the same files are uploaded again.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard.core.text import md_escape
+from dashboard.ui import layout, state
+from ragmetrics.errors import RagMetricsError
+
+page = layout.page_setup("workspace", "Workspace", needs_runs=False)
+view = page.state
+workspace = page.workspace
+
+message = state.flash()
+if message:
+    st.success(md_escape(message), icon=":material/check_circle:")
+
+datasets = workspace.datasets()
+n_runs = len({r.id for d in datasets for r in workspace.runs(d.id)})
+st.markdown(
+    f"**{len(datasets)}** dataset(s) and **{n_runs}** run(s) in the store "
+    f"({md_escape(workspace.describe_store())}). Uploads land here automatically; ids are hashes of the content, "
+    "so the same files get the same id on every server."
+)
+
+st.subheader("Datasets")
+table = workspace.dataset_table()
+layout.show_table(
+    table,
+    key="workspace.datasets",
+    filename="datasets.csv",
+    column_config={
+        "id": st.column_config.TextColumn("id", help="Content id: the `ds` of share links"),
+        "queries": st.column_config.NumberColumn("queries", format="%d"),
+        "judgments": st.column_config.NumberColumn("judgments", format="%d"),
+        "runs": st.column_config.NumberColumn("runs", format="%d"),
+        "size": st.column_config.TextColumn("size", help="Stored size (compressed)"),
+        "added": st.column_config.TextColumn("time added"),
+    },
+)
+
+
+def _rename(label: str, key: str, current: str, apply) -> None:  # type: ignore[no-untyped-def]
+    """A name field and a Rename button; ``apply(name)`` renames and returns the new entry."""
+    with st.form(key=key, border=False):
+        left, right = st.columns([3, 1], vertical_alignment="bottom")
+        name = left.text_input(label, value=current, key=f"{key}.name", max_chars=200)
+        if right.form_submit_button("Rename", icon=":material/edit:"):
+            if name.strip() == current:
+                return
+            try:
+                entry = apply(name)
+            except RagMetricsError as err:  # empty, taken, or gone meanwhile
+                st.error(md_escape(str(err)), icon=":material/error:")
+                return
+            state.flash(f"Renamed “{current}” to “{entry.name}”.")
+            layout.rerun_with(view)
+
+
+def _confirm(what: str, detail: str, on_yes) -> None:  # type: ignore[no-untyped-def]
+    """The question a pending delete waits on, with Delete and Cancel."""
+    with st.container(border=True):
+        st.warning(md_escape(f"Delete {what}? {detail}"), icon=":material/warning:")
+        yes, no, _ = st.columns([1, 1, 4])
+        if yes.button("Delete", type="primary", key="workspace.confirm.yes", icon=":material/delete:"):
+            state.settle()
+            on_yes()
+        if no.button("Cancel", key="workspace.confirm.no"):
+            state.settle()
+            st.rerun()
+
+
+dataset = page.dataset
+if dataset is None:
+    st.info("The store holds no dataset. Upload one on the Upload page.", icon=":material/folder_open:")
+else:
+    st.subheader(f"Dataset “{dataset.name}”")
+    st.caption(
+        f"`{dataset.id}` · {dataset.n_queries:,} queries · {dataset.n_judgments:,} judgments · "
+        f"added {dataset.added:%Y-%m-%d %H:%M} UTC. Pick another dataset in the sidebar."
+    )
+    _rename("Dataset name", f"workspace.rename.dataset.{dataset.id}", dataset.name,
+            lambda name: workspace.rename_dataset(dataset.id, name))
+    pending = state.pending()
+    if pending == ("delete-dataset", dataset.id):
+        runs_here = workspace.runs(dataset.id)
+        shared = workspace.shared_runs(dataset.id)
+        going = len(runs_here) - len(shared)
+        detail = (
+            f"This removes “{dataset.name}” and {going} of its {len(runs_here)} run(s) from the store, for everyone "
+            "using it" + (f" ({len(shared)} run(s) stay: other datasets use them)" if shared else "")
+            + ". Links to it stop working until the same files are uploaded again."
+        )
+
+        def _delete_dataset() -> None:
+            n = workspace.delete_dataset(dataset.id)
+            state.flash(f"Deleted dataset “{dataset.name}” and {n} run(s).")
+            layout.rerun_with(view.with_(dataset=None, runs=(), baseline=None, focus_run=None, query=None,
+                                         category=None, difficulty=None))
+
+        _confirm(f"dataset “{dataset.name}”", detail, _delete_dataset)
+    elif st.button("Delete dataset…", key="workspace.delete.dataset", icon=":material/delete:"):
+        state.ask("delete-dataset", dataset.id)
+        st.rerun()
+
+    st.subheader("Runs")
+    runs = workspace.runs(dataset.id)
+    if not runs:
+        st.info("This dataset has no runs yet. Add some on the Upload page.", icon=":material/upload_file:")
+    else:
+        layout.show_table(
+            workspace.run_table(dataset.id),
+            key="workspace.runs",
+            filename=f"runs-{dataset.name}.csv",
+            column_config={
+                "id": st.column_config.TextColumn("id", help="Content id: one of the `runs` of share links"),
+                "queries": st.column_config.NumberColumn("queries", format="%d"),
+                "rows": st.column_config.NumberColumn("rows", format="%d"),
+                "size": st.column_config.TextColumn("size", help="Stored size (compressed)"),
+                "added": st.column_config.TextColumn("time added"),
+            },
+        )
+        names = {r.id: r.name for r in runs}
+        picked = st.selectbox("Run to rename or delete", list(names), format_func=lambda i: names.get(i, i), key="workspace.run")
+        run = workspace.run(dataset.id, picked) if picked else None
+        if run is not None:
+            _rename("Run name", f"workspace.rename.run.{run.id}", run.name,
+                    lambda name: workspace.rename_run(dataset.id, run.id, name))
+            if state.pending() == ("delete-run", run.id):
+                others = [d.name for d in workspace.datasets() if d.id != dataset.id and workspace.run(d.id, run.id)]
+                detail = (
+                    f"This removes run “{run.name}” ({run.n_rows:,} rows) from the store, for everyone using it"
+                    + (f", also from {', '.join(others)}" if others else "")
+                    + ". Links that name it will say it is missing until the same file is uploaded again."
+                )
+
+                def _delete_run() -> None:
+                    workspace.delete_run(run.id)
+                    state.flash(f"Deleted run “{run.name}”.")
+                    left = tuple(r for r in view.runs if r != run.id)
+                    layout.rerun_with(view.with_(runs=left, baseline=view.baseline if view.baseline != run.id else None))
+
+                _confirm(f"run “{run.name}”", detail, _delete_run)
+            elif st.button("Delete run…", key="workspace.delete.run", icon=":material/delete:"):
+                state.ask("delete-run", run.id)
+                st.rerun()
+
+layout.finish(page, view)

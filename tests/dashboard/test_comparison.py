@@ -1,0 +1,324 @@
+"""Comparison, power and fusion builders (dashboard.core.comparison) without Streamlit: columns, values equal
+to ragmetrics.compare / stats / fusion, trace names."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import ragmetrics
+from dashboard.core import comparison as cmp
+from dashboard.core.evaluation import RunEval, evaluate_run
+from ragmetrics import stats
+from ragmetrics.compare import compare, compare_result, discriminative_power
+from ragmetrics.fusion import fuse
+from ragmetrics.io import load_run
+
+SPECS = ["recall@5", "ndcg@5", "mrr@5"]
+
+
+@pytest.fixture(scope="module")
+def faq_cmp(faq_evals: list[RunEval]):
+    return cmp.run_comparison(faq_evals, "bm25", SPECS, test="t", alpha=0.05)
+
+
+# --- specs and alignment -----------------------------------------------------------------
+
+
+def test_compare_specs_keep_a_fixed_order_and_include_the_sidebar_metric() -> None:
+    assert cmp.compare_specs("recall", 5) == ["recall@5", "precision@5", "hits@5", "ndcg@5", "mrr@5"]
+    assert cmp.compare_specs("ndcg", 10) == ["recall@10", "precision@10", "hits@10", "ndcg@10", "mrr@10"]
+    assert cmp.compare_specs("map", 3) == ["recall@3", "precision@3", "hits@3", "ndcg@3", "mrr@3", "map@3"]
+    assert cmp.compare_specs("rprec", 5)[-1] == "rprec"
+    assert cmp.metric_name("ndcg@10") == "ndcg" and cmp.metric_name("rprec") == "rprec"
+
+
+def test_the_table_equals_ragmetrics_compare_on_the_same_runs(faq, faq_evals, faq_cmp) -> None:
+    library = compare(faq.dataset, [r for r, _ in faq.runs], SPECS, baseline="bm25", test="t", warn=False).table
+    ours = faq_cmp.table
+    assert list(ours["metric"]) == list(library["metric"]) and list(ours["run"]) == list(library["run"])
+    for column in ("n", "mean", "mean_ci_low", "mean_ci_high", "delta", "ci_low", "ci_high", "p_value", "p_value_corrected", "wins", "ties", "losses"):
+        np.testing.assert_allclose(ours[column].to_numpy(dtype=float), library[column].to_numpy(dtype=float), rtol=1e-6, atol=1e-6, err_msg=column)
+    assert list(ours["win_ids"]) == list(library["win_ids"])
+
+
+def test_comparison_frame_puts_the_baseline_first_and_marks_significance(faq_cmp) -> None:
+    frame = cmp.comparison_frame(faq_cmp)
+    assert list(frame.columns) == cmp.COMPARISON_COLUMNS
+    assert len(frame) == len(SPECS) * 3
+    assert list(frame["run"][:3]) == ["bm25", "dense-e5", "hybrid-rrf"]
+    assert list(frame["significance"][frame["run"] == "bm25"]) == [cmp.BASELINE] * len(SPECS)
+    others = frame[frame["run"] != "bm25"]
+    for _, row in others.iterrows():
+        significant = row["p_value_corrected"] < 0.05
+        expected = (cmp.BETTER if row["delta"] > 0 else cmp.WORSE) if significant else cmp.NOT_SIGNIFICANT
+        assert row["significance"] == expected
+    # the hybrid run beats BM25 on nDCG@5 beyond doubt; dense-e5's recall gain is noise
+    assert frame.set_index(["metric", "run"]).loc[("ndcg@5", "hybrid-rrf"), "significance"] == cmp.BETTER
+    assert frame.set_index(["metric", "run"]).loc[("recall@5", "dense-e5"), "significance"] == cmp.NOT_SIGNIFICANT
+
+
+def test_comparison_display_keeps_rows_and_formats_text(faq_cmp) -> None:
+    frame = cmp.comparison_frame(faq_cmp)
+    display = cmp.comparison_display(frame, "bm25")
+    assert len(display) == len(frame)
+    assert list(display.columns) == [
+        "metric", "run", "n", "mean", "mean 95% CI", "Δ vs baseline", "Δ 95% CI", "p", "p (Holm)", "significance", "W / T / L",
+    ]
+    assert display["metric"][0] == "Recall@5"
+    row = display.iloc[1]
+    src = frame.iloc[1]
+    assert row["Δ vs baseline"] == f"{src['delta']:+.3f}"
+    assert row["Δ 95% CI"] == f"[{src['ci_low']:.3f}, {src['ci_high']:.3f}]"
+    assert row["W / T / L"] == f"{src['wins']} / {src['ties']} / {src['losses']}"
+    assert display.iloc[0]["p"] == "—" and display.iloc[0]["Δ vs baseline"] == ""
+    assert cmp.format_p(3e-7) == "<0.0001" and cmp.format_p(0.04321) == "0.0432"
+    styled = cmp.style_marks(display, focus_row=1).to_html()
+    assert "font-weight: 700" in styled
+
+
+@pytest.mark.parametrize("test", ["randomization", "bootstrap"])
+def test_resampling_tests_repeat_exactly(faq_evals, test) -> None:
+    a = cmp.run_comparison(faq_evals, "bm25", ["ndcg@5"], test=test).table["p_value"].to_numpy()
+    b = cmp.run_comparison(faq_evals, "bm25", ["ndcg@5"], test=test).table["p_value"].to_numpy()
+    np.testing.assert_array_equal(a, b)
+
+
+def test_forest_figure_names_traces_by_significance(faq_cmp) -> None:
+    frame = cmp.comparison_frame(faq_cmp)
+    deltas = frame[frame["run"] != "bm25"]
+    fig = cmp.forest_figure(deltas, labels=[f"{m} · {r}" for m, r in zip(deltas["metric"], deltas["run"])], title="Δ")
+    names = [t.name for t in fig.data]
+    assert set(names) <= {cmp.BETTER, cmp.WORSE, cmp.NOT_SIGNIFICANT, cmp.TOO_FEW} and cmp.BETTER in names
+    assert sum(len(t.x) for t in fig.data) == len(deltas)
+    assert list(fig.layout.yaxis.categoryarray)[-1] == "recall@5 · dense-e5"  # first row on top
+
+
+# --- per query ---------------------------------------------------------------------------
+
+
+def test_per_query_outcomes_are_the_librarys_wins_ties_and_losses(faq_evals, faq_cmp) -> None:
+    base, run = faq_evals[0], faq_evals[2]
+    pq = cmp.per_query_frame(base, run, "ndcg@5")
+    assert list(pq.columns) == cmp.PER_QUERY_COLUMNS
+    row = faq_cmp.table.set_index(["metric", "run"]).loc[("ndcg@5", "hybrid-rrf")]
+    assert cmp.outcome_counts(pq) == {"win": row["wins"], "tie": row["ties"], "loss": row["losses"]}
+    assert sorted(cmp.queries_with(pq, "win")["query_id"]) == sorted(row["win_ids"])
+    assert sorted(cmp.queries_with(pq, "loss")["query_id"]) == sorted(row["loss_ids"])
+    np.testing.assert_allclose(pq["delta"], pq["run"] - pq["baseline"])
+    assert pq["delta"].is_monotonic_decreasing
+    assert pq["delta"].mean() == pytest.approx(row["delta"])
+    losses = cmp.queries_with(pq, "loss")
+    assert losses["delta"].is_monotonic_increasing  # the worst loss first
+    order = cmp.query_order(pq)
+    assert order[: len(losses)] == list(losses["query_id"]) and len(order) == len(pq)
+
+
+def test_per_query_first_ranks(tiny_evals) -> None:
+    from tests.dashboard.conftest import RANKS_A, RANKS_B
+
+    pq = cmp.per_query_frame(tiny_evals[0], tiny_evals[1], "hits@5").set_index("query_id")
+    assert pq.loc["q02", "baseline_first_rank"] == RANKS_A[2] and pq.loc["q02", "run_first_rank"] == RANKS_B[2]
+    assert pq.loc["q04", "baseline_first_rank"] == 0  # not retrieved by run-a
+    assert pq.loc["q02", "outcome"] == "win" and pq.loc["q09", "outcome"] == "tie"
+
+
+def test_delta_and_scatter_figures(faq_evals) -> None:
+    pq = cmp.per_query_frame(faq_evals[0], faq_evals[1], "ndcg@5")
+    counts = cmp.outcome_counts(pq)
+    fig = cmp.delta_figure(pq, run="dense-e5", baseline="bm25", spec="ndcg@5")
+    assert [t.name for t in fig.data] == [f"wins ({counts['win']})", f"ties ({counts['tie']})", f"losses ({counts['loss']})"]
+    xs = [x for t in fig.data for x in t.x]
+    assert sorted(xs) == list(range(1, len(pq) + 1))
+    ys = [y for t in fig.data for y in t.y]
+    assert max(ys) == pytest.approx(pq["delta"].max()) and min(ys) == pytest.approx(pq["delta"].min())
+    assert "nDCG@5" in fig.layout.title.text
+    scatter = cmp.scatter_figure(pq, run="dense-e5", baseline="bm25", spec="ndcg@5")
+    assert scatter.data[0].name == "no change"
+    assert [t.name.split(" ")[0] for t in scatter.data[1:]] == ["wins", "ties", "losses"]
+    # markers group queries with the same pair of values; the counts add up to every query
+    assert sum(c for t in scatter.data[1:] for c, _ in t.customdata) == len(pq)
+    for trace in scatter.data[1:]:
+        outcome = trace.name.split(" ")[0]
+        for x, y in zip(trace.x, trace.y):
+            assert (y > x) if outcome == "wins" else (y < x) if outcome == "losses" else y == pytest.approx(x)
+
+
+def test_ranking_pair_marks_relevant_documents_and_the_other_runs_rank(tiny_evals) -> None:
+    left, right = cmp.ranking_pair(tiny_evals[0], tiny_evals[1], "q02", depth=10)
+    assert list(left.columns[:6]) == cmp.RANKING_COLUMNS and "text" in left.columns and "text" not in right.columns
+    assert len(left) == len(right) == 10
+    hit = left[left["relevant"]]
+    assert list(hit["doc_id"]) == ["d2"] and list(hit["rank"]) == [7] and list(hit["other_rank"]) == [1]
+    assert right.iloc[0]["doc_id"] == "d2" and bool(right.iloc[0]["relevant"]) and right.iloc[0]["other_rank"] == 7
+    assert right.iloc[0]["judgment"] == "2"
+    # a document only one run retrieved has no rank in the other (run-b put d2 where run-a had x2_0)
+    assert left.iloc[0]["doc_id"] == "x2_0" and pd.isna(left.iloc[0]["other_rank"])
+    assert pd.isna(right.set_index("doc_id").loc["x2_6", "other_rank"]) and left["other_rank"].notna().sum() == 9
+
+
+def test_pair_depth_reaches_the_first_relevant_document() -> None:
+    assert cmp.pair_depth([1, 3], 5) == 10
+    assert cmp.pair_depth([11, 2], 5) == 11
+    assert cmp.pair_depth([0, 45], 20) == 20  # beyond the limit (or not retrieved): no deeper
+
+
+# --- segments ----------------------------------------------------------------------------
+
+
+def test_segments_flag_small_groups_too_few_to_tell(tiny, tiny_evals) -> None:
+    comparison = cmp.run_comparison(tiny_evals, "run-a", ["hits@5"], test="t")
+    seg = cmp.segment_frame(comparison, "hits@5", "run-b", tiny)
+    assert list(seg.columns) == cmp.SEGMENT_COLUMNS
+    assert list(seg["segment"]) == ["category", "category", "difficulty", "difficulty"]
+    by = seg.set_index(["segment", "group"])
+    assert by.loc[("category", "a"), "n"] == 8 and by.loc[("category", "b"), "n"] == 4
+    assert set(seg["significance"]) == {cmp.TOO_FEW} and seg["too_few"].all()
+    labels = cmp.segment_labels(seg)
+    assert labels[0] == "category: a (n=8)"
+    fig = cmp.forest_figure(seg, labels=labels, title="per group")
+    assert [t.name for t in fig.data] == [cmp.TOO_FEW] and fig.data[0].marker.symbol == "circle-open"
+
+
+def test_segments_equal_the_library_and_follow_the_dashboard_order(faq, faq_evals, faq_cmp) -> None:
+    seg = cmp.segment_frame(faq_cmp, "ndcg@5", "hybrid-rrf", faq.dataset)
+    assert list(seg["group"][seg["segment"] == "difficulty"]) == ["easy", "medium", "hard"]
+    library = faq_cmp.segments
+    library = library[(library["metric"] == "ndcg@5") & (library["run"] == "hybrid-rrf")].set_index(["segment", "group"])
+    for _, row in seg.iterrows():
+        ref = library.loc[(row["segment"], row["group"])]
+        assert row["n"] == ref["n"] and row["delta"] == pytest.approx(ref["delta"])
+        assert row["p_value_corrected"] == pytest.approx(ref["p_value_corrected"])
+    assert (seg["significance"] != cmp.TOO_FEW).all()  # every FAQ group has at least 10 judged queries
+    assert cmp.segment_frame(faq_cmp, "ndcg@5", "nope").empty
+
+
+# --- dataset power -----------------------------------------------------------------------
+
+
+def test_power_pairs_equal_discriminative_power(faq_evals) -> None:
+    result = cmp.eval_result(faq_evals, SPECS)
+    pairs = cmp.power_pairs(result, SPECS)
+    assert list(pairs.columns) == cmp.PAIR_COLUMNS and len(pairs) == 3 * len(SPECS)
+    for spec in SPECS:
+        ours = pairs[pairs["metric"] == spec].reset_index(drop=True)
+        ref = discriminative_power(result, spec)
+        np.testing.assert_allclose(ours["p_value"], ref["p_value"])
+        np.testing.assert_allclose(ours["sd_difference"], ref["sd_difference"])
+    table = cmp.power_table(pairs, 91)
+    assert list(table.columns) == cmp.POWER_COLUMNS and list(table["metric"]) == SPECS and table["label"][1] == "nDCG@5"
+    row = table.set_index("metric").loc["ndcg@5"]
+    part = pairs[pairs["metric"] == "ndcg@5"]
+    assert row["share"] == pytest.approx(part["significant"].mean())
+    assert row["mdd"] == pytest.approx(stats.min_detectable_delta(float(part["sd_difference"].median()), 91))
+
+
+def test_pairs_table_and_queries_needed(faq_evals) -> None:
+    pairs = cmp.power_pairs(cmp.eval_result(faq_evals, SPECS), SPECS)
+    chosen = cmp.pairs_table(pairs, "ndcg@5", 91, alpha=0.05, power=0.9)
+    assert list(chosen.columns) == ["run_a", "run_b", "delta", "p_value", "significant", "sd_difference", "mdd", "queries_needed"]
+    for _, row in chosen.iterrows():
+        assert row["mdd"] == pytest.approx(stats.min_detectable_delta(row["sd_difference"], 91, power=0.9))
+        assert row["queries_needed"] == stats.queries_needed(abs(row["delta"]), row["sd_difference"], power=0.9)
+        # an observed difference below the smallest detectable one needs more queries than the dataset has
+        assert (row["queries_needed"] > 91) == (abs(row["delta"]) < row["mdd"])
+
+
+def test_stages_rules_and_needed() -> None:
+    assert [cmp.stage_of(n) for n in (10, 25, 40, 91, 100, 150, 500)] == [
+        "below prototype size", "prototype size", "between prototype and development size", "development size",
+        "release size", "release size", "beyond release size",
+    ]
+    rules = cmp.rules_frame(0.2, 91)
+    assert list(rules["stage"][:3]) == ["prototype", "development", "release"] and rules["stage"][3] == "this dataset"
+    assert rules["mdd_low_end"][0] == pytest.approx(stats.min_detectable_delta(0.2, 20))
+    assert rules["mdd_high_end"][2] == pytest.approx(stats.min_detectable_delta(0.2, 200))
+    needed = cmp.needed_frame(0.2, [0.01, 0.05, 0.1])
+    assert list(needed["queries_needed"]) == [stats.queries_needed(d, 0.2) for d in (0.01, 0.05, 0.1)]
+    assert cmp.queries_needed(0.0, 0.2) is None and cmp.queries_needed(0.05, float("nan")) is None
+
+
+def test_power_curve_and_figure() -> None:
+    curve = cmp.power_curve_frame([0.1, 0.2, 0.3], n_max=1000)
+    assert list(curve.columns) == ["n", "mdd", "mdd_low", "mdd_high"]
+    assert curve["mdd"].is_monotonic_decreasing and (curve["mdd_low"] <= curve["mdd"]).all() and (curve["mdd"] <= curve["mdd_high"]).all()
+    assert curve["mdd"].iloc[0] == pytest.approx(stats.min_detectable_delta(0.2, int(curve["n"].iloc[0])))
+    fig = cmp.power_figure(curve, 91, 0.2, metric="ndcg@10", target_delta=0.05)
+    assert [t.name for t in fig.data] == ["range over run pairs", "median run pair", "this dataset"]
+    assert fig.data[2].x == (91,) and fig.data[2].y[0] == pytest.approx(stats.min_detectable_delta(0.2, 91))
+    rects = [s for s in fig.layout.shapes if s.type == "rect"]
+    # shaded ranges (data values) labelled above the plot (annotations on a log axis take log10 values)
+    assert [(r.x0, r.x1) for r in rects] == [(20, 30), (50, 100), (100, 200)]
+    labels = {a.text.split("<br>")[0]: 10 ** a.x for a in fig.layout.annotations if "<br>" in (a.text or "")}
+    assert labels.keys() == {"prototype", "development", "release"} and 20 < labels["prototype"] < 30
+    needed = stats.queries_needed(0.05, 0.2)
+    assert any(f"{needed:,} queries" in (a.text or "") for a in fig.layout.annotations)
+    assert cmp.power_curve_frame([]).empty
+
+
+# --- fusion ------------------------------------------------------------------------------
+
+
+def test_fuse_runs_equals_the_library_and_keeps_chunk_columns(faq) -> None:
+    runs = [r for r, _ in faq.runs][:2]
+    fused = cmp.fuse_runs(runs, method="rrf", k=60)
+    assert fused.name == "rrf60(bm25+dense-e5)"
+    assert {"source_doc", "text"} <= set(fused.frame.columns)
+    reference = fuse(runs, method="rrf", k=60).frame
+    merged = fused.frame.merge(reference, on=["query_id", "doc_id"], suffixes=("", "_ref"))
+    assert len(merged) == len(reference) == len(fused.frame)
+    np.testing.assert_allclose(merged["score"], merged["score_ref"])
+    # the chunk ids map to documents, so the fused run scores like a hybrid should
+    result = ragmetrics.evaluate(faq.dataset, [*runs, fused], ["ndcg@10"], warn=False).mean()["ndcg@10"]
+    assert result[fused.name] > max(result["bm25"], result["dense-e5"]) - 0.05 and result[fused.name] > 0.5
+    # inputs are untouched
+    assert list(runs[0].frame.columns) == ["query_id", "doc_id", "score", "text", "source_doc"]
+
+
+def test_weighted_combsum_name_and_norm(faq) -> None:
+    runs = [r for r, _ in faq.runs][:2]
+    fused = cmp.fuse_runs(runs, method="combsum", norm="zscore", weights=[0.7, 0.3])
+    assert fused.name == "combsum-zscore(0.7·bm25+0.3·dense-e5)"
+    reference = fuse(runs, method="combsum", norm="zscore", weights=[0.7, 0.3]).frame.set_index(["query_id", "doc_id"])["score"]
+    ours = fused.frame.set_index(["query_id", "doc_id"])["score"]
+    np.testing.assert_allclose(ours.loc[reference.index], reference)
+    raw = cmp.fuse_runs(runs, method="combmnz", norm="none")
+    assert raw.name == "combmnz-raw(bm25+dense-e5)"
+    assert cmp.fused_name(["a", "b"], "rrf", k=10, weights=[2, 2]) == "rrf10(a+b)"
+
+
+def test_trec_download_round_trips(faq, tmp_path) -> None:
+    fused = cmp.fuse_runs([r for r, _ in faq.runs][:2], method="rrf", k=60)
+    data = cmp.trec_bytes(fused)
+    first = data.decode("utf-8").splitlines()[0].split()
+    assert len(first) == 6 and first[1] == "Q0" and first[3] == "1" and first[5] == "rrf60(bm25+dense-e5)"
+    path = tmp_path / f"{cmp.file_stem(fused.name)}.trec"
+    path.write_bytes(data)
+    back = load_run(path)
+    merged = back.frame.merge(fused.frame, on=["query_id", "doc_id"], suffixes=("", "_fused"))
+    assert len(merged) == len(fused.frame)
+    np.testing.assert_allclose(merged["score"], merged["score_fused"])
+    assert cmp.file_stem("rrf60(0.5·bm25+dense)") == "rrf60_0.5_bm25+dense" and cmp.file_stem("混合") == "fused-run"
+
+
+def test_fusion_preview_and_source(faq) -> None:
+    runs = [r for r, _ in faq.runs][:2]
+    fused = cmp.fuse_runs(runs, method="rrf", k=60)
+    preview = cmp.fusion_preview(faq.dataset, runs, fused, ["recall@5", "ndcg@5"])
+    assert list(preview.columns) == ["run", "role", "recall@5", "ndcg@5"]
+    assert list(preview["role"]) == ["input", "input", "fused"]
+    reference = ragmetrics.evaluate(faq.dataset, [*runs, fused], ["ndcg@5"], warn=False).mean()["ndcg@5"]
+    assert preview.set_index("run").loc[fused.name, "ndcg@5"] == pytest.approx(reference[fused.name])
+    assert cmp.fusion_source(["bm25", "dense"], "rrf", k=60, norm=None, weights=[1, 1]) == "fusion: rrf k=60 of bm25, dense"
+    assert cmp.fusion_source(["a", "b"], "combsum", k=60, norm="minmax", weights=[0.5, 1]) == "fusion: combsum norm=minmax weights=0.5/1 of a, b"
+
+
+def test_compare_result_on_tiny_matches_the_eval_result_path(tiny, tiny_runs, tiny_evals) -> None:
+    """The dashboard's aligned EvalResult gives the library's numbers on hand-made data too."""
+    ours = cmp.run_comparison(tiny_evals, "run-a", ["mrr@10"], test="wilcoxon").table
+    ref = compare_result(ragmetrics.evaluate(tiny, tiny_runs, ["mrr@10"], warn=False), baseline="run-a", test="wilcoxon").table
+    np.testing.assert_allclose(ours["p_value"].to_numpy(dtype=float), ref["p_value"].to_numpy(dtype=float), equal_nan=True)
+    assert not math.isnan(ours["p_value"].iloc[1])

@@ -1,0 +1,168 @@
+"""The store-backed workspace without Streamlit: persistence, names, rename and delete, seeding once, two processes."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from dashboard.core import samples
+from dashboard.core.view_state import Facts, ViewState, app_root, decode, missing_note, reconcile
+from dashboard.core.workspace import SAMPLES_MARKER, Workspace, dataset_id, human_size, run_id, safe_url, samples_marker_id
+from ragmetrics.errors import RagMetricsError
+from ragmetrics.io import load_dataset, load_run
+from ragmetrics.store import Store
+
+DATA = Path(__file__).resolve().parents[1] / "e2e" / "data"
+
+
+@pytest.fixture(scope="module")
+def mini():
+    return load_dataset(DATA / "mini_eval.json"), load_run(DATA / "mini-bm25.trec"), load_run(DATA / "mini-dense.trec")
+
+
+def _sqlite(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'ragmetrics.sqlite'}"
+
+
+def test_what_is_added_survives_a_restart(tmp_path, mini) -> None:
+    dataset, bm25, dense = mini
+    ws = Workspace(Store(_sqlite(tmp_path)))
+    entry = ws.add_dataset(dataset, source="mini_eval.json")
+    a, b = ws.add_run(entry.id, bm25), ws.add_run(entry.id, dense)
+    assert entry.id == dataset_id(dataset) and (a.id, b.id) == (run_id(bm25), run_id(dense))
+    assert ws.add_dataset(dataset) is entry and ws.add_run(entry.id, bm25) is a
+
+    again = Workspace(Store(_sqlite(tmp_path)))  # a new process on the same file
+    assert [d.id for d in again.datasets()] == [entry.id]
+    assert [(r.id, r.name) for r in again.runs(entry.id)] == [(a.id, "mini-bm25"), (b.id, "mini-dense")]
+    stored = again.dataset(entry.id)
+    assert stored is not None and stored.n_queries == 12 and stored.size_bytes > 0
+    assert dataset_id(stored.dataset) == entry.id
+    assert run_id(again.run(entry.id, b.id).run) == b.id  # type: ignore[union-attr]
+    assert again.run(entry.id, "0" * 16) is None and again.dataset("nope") is None and again.runs("nope") == []
+
+
+def test_names_are_unique_per_dataset_and_renames_reach_the_content(tmp_path, mini) -> None:
+    dataset, bm25, dense = mini
+    ws = Workspace(Store(_sqlite(tmp_path)))
+    entry = ws.add_dataset(dataset)
+    ws.add_run(entry.id, bm25)
+    clash = ws.add_run(entry.id, dense.with_name("mini-bm25"))
+    assert clash.name == "mini-bm25 (2)" and clash.run.name == "mini-bm25 (2)"
+    renamed = ws.rename_run(entry.id, clash.id, "dense")
+    assert renamed.name == "dense" and renamed.run.name == "dense"
+    with pytest.raises(RagMetricsError, match="already called 'mini-bm25'"):
+        ws.rename_run(entry.id, clash.id, "mini-bm25")
+    assert ws.rename_dataset(entry.id, "  mini  ").name == "mini"
+    assert ws.dataset(entry.id).dataset.name == "mini"  # type: ignore[union-attr]
+    with pytest.raises(RagMetricsError, match="empty"):
+        ws.rename_dataset(entry.id, "   ")
+    table = ws.run_table(entry.id)
+    assert table["name"].tolist() == ["mini-bm25", "dense"] and table["rows"].tolist() == [len(bm25.frame), len(dense.frame)]
+    assert ws.dataset_table()[["name", "queries", "runs"]].values.tolist() == [["mini", 12, 2]]
+
+
+def test_delete_takes_the_runs_no_other_dataset_uses(tmp_path, mini) -> None:
+    dataset, bm25, dense = mini
+    store = Store(_sqlite(tmp_path))
+    ws = Workspace(store)
+    first = ws.add_dataset(dataset)
+    other = ws.add_dataset(dataset.__class__.from_frames(dataset.qrels.iloc[:10], dataset.queries, name="mini-part"))
+    a = ws.add_run(first.id, bm25)
+    b = ws.add_run(first.id, dense)
+    ws.add_run(other.id, dense)  # shared
+    assert ws.shared_runs(first.id) == {b.id}
+    assert ws.delete_dataset(first.id) == 1
+    assert ws.dataset(first.id) is None and not store.has_run(a.id) and store.has_run(b.id)
+    assert [r.id for r in ws.runs(other.id)] == [b.id]
+    ws.delete_run(b.id)
+    assert ws.runs(other.id) == [] and not store.has_run(b.id)
+
+
+def test_a_run_needs_a_stored_dataset_and_a_failure_changes_nothing(tmp_path, mini) -> None:
+    dataset, bm25, _ = mini
+    ws = Workspace(Store(_sqlite(tmp_path)))
+    entry = ws.add_dataset(dataset)
+    with pytest.raises(KeyError, match="no dataset"):
+        ws.add_run("0123456789abcdef", bm25)
+    assert [d.id for d in ws.datasets()] == [entry.id] and ws.runs(entry.id) == []
+
+
+def test_samples_are_seeded_once_per_store(tmp_path, monkeypatch) -> None:
+    store = Store(_sqlite(tmp_path))
+    assert store.put_view(SAMPLES_MARKER) == samples_marker_id()  # the workspace computes the store's id
+    store.engine.dispose()
+    (tmp_path / "ragmetrics.sqlite").unlink()
+
+    calls = []
+
+    def only_faq():
+        calls.append(1)
+        return samples.iter_samples(names=["product_faq_zh"])
+
+    ws = Workspace(Store(_sqlite(tmp_path)))
+    assert ws.seed(only_faq) is True
+    names = [d.name for d in ws.datasets()]
+    assert names == ["product_faq_zh"] and len(ws.runs(ws.datasets()[0].id)) == 3
+    ws.delete_dataset(ws.datasets()[0].id)
+    again = Workspace(Store(_sqlite(tmp_path)))  # a restart: the deleted sample stays deleted
+    assert again.seed(only_faq) is False and again.datasets() == [] and len(calls) == 1
+    monkeypatch.setenv("RAGMETRICS_SAMPLES", "off")
+    assert samples.manifest() == []
+
+
+def test_two_processes_share_one_postgresql_store(postgres_url, mini) -> None:
+    name = "w" + uuid.uuid4().hex[:12]
+    engine = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    engine.dispose()
+    url = postgres_url.rsplit("/", 1)[0] + "/" + name
+    dataset, bm25, _ = mini
+    one, two = Workspace(Store(url)), Workspace(Store(url))
+    assert two.datasets() == []
+    entry = one.add_dataset(dataset)
+    run = one.add_run(entry.id, bm25)
+    # the other process asks by id (as a link does): a miss re-reads the store at once
+    seen = two.run(entry.id, run.id)
+    assert seen is not None and seen.name == "mini-bm25" and run_id(seen.run) == run.id
+    one.rename_run(entry.id, run.id, "bm25 v2")
+    two.refresh()
+    assert two.run(entry.id, run.id).name == "bm25 v2"  # type: ignore[union-attr]
+    assert two.describe_store() == f"PostgreSQL at {url}"
+
+
+def test_store_urls_are_shown_without_passwords() -> None:
+    assert safe_url("postgresql+psycopg://team:s3cret@db:5432/rag") == "postgresql+psycopg://team:***@db:5432/rag"
+    assert human_size(512) == "512 B" and human_size(2 * 1024 * 1024) == "2.0 MB"
+
+
+def test_app_root_from_the_browser_address() -> None:
+    paths = ["overview", "overview-home", "missed", "workspace"]
+    assert app_root("http://h:8501/missed", paths) == "http://h:8501"
+    assert app_root("http://h:8501/", paths) == "http://h:8501"
+    assert app_root("https://h/team/dash/workspace?x=1#top", paths) == "https://h/team/dash"
+    assert app_root("https://h/team/dash", paths) == "https://h/team/dash"
+    assert app_root(None, paths) == "" and app_root("garbage", paths) == ""
+
+
+def _facts(_dataset: str) -> Facts:
+    return Facts(runs=["a" * 16], name="mini")
+
+
+def test_unknown_and_malformed_ids_say_what_is_missing_and_how_to_restore() -> None:
+    unknown = "0123456789abcdef"
+    _, notes = reconcile(ViewState(dataset=unknown), ["f" * 16], _facts)
+    assert unknown in notes[0] and "upload the same files" in notes[0] and "RAGMETRICS_STORE_URL" in notes[0]
+    assert "Showing “mini” instead" in notes[0] and "well-formed" not in notes[0]
+    _, notes = reconcile(ViewState(dataset="dead"), ["f" * 16], _facts)
+    assert "not even a well-formed id" in notes[0]
+    _, notes = reconcile(ViewState(dataset="f" * 16, runs=("b" * 16, "oops")), ["f" * 16], _facts)
+    assert "2 run(s)" in notes[0] and "b" * 16 in notes[0] and "upload the same run files" in notes[0]
+    _, notes = decode({"ds": "../../etc"})
+    assert "not an id" in notes[0] and "16 hexadecimal digits" in notes[0]
+    note = missing_note(unknown)
+    assert unknown in note and "holds no dataset yet" in note and "Upload page" in note

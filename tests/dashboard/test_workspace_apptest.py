@@ -1,0 +1,229 @@
+"""The Workspace page, share links and unknown or malformed ids under AppTest, each test on its own SQLite store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard.core.view_state import decode
+from dashboard.core.workspace import Workspace, dataset_id, run_id
+from dashboard.views import VIEWS
+from ragmetrics.io import load_dataset, load_run
+from ragmetrics.store import Store
+
+pytestmark = pytest.mark.apptest
+
+DATA = Path(__file__).resolve().parents[1] / "e2e" / "data"
+TIMEOUT = 60
+
+
+@pytest.fixture
+def store_dir(tmp_path, monkeypatch) -> Path:
+    """A fresh, empty store for this test (no samples): what the page shows is what the test put there."""
+    monkeypatch.setenv("RAGMETRICS_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("RAGMETRICS_SAMPLES", "off")
+    monkeypatch.delenv("RAGMETRICS_STORE_URL", raising=False)
+    monkeypatch.delenv("RAGMETRICS_BASE_URL", raising=False)
+    return tmp_path
+
+
+@pytest.fixture
+def mini(store_dir) -> dict[str, str]:
+    """The e2e mini dataset and its two runs, stored as an earlier upload would have."""
+    ws = Workspace(Store(f"sqlite:///{store_dir / 'ragmetrics.sqlite'}"))
+    entry = ws.add_dataset(load_dataset(DATA / "mini_eval.json"))
+    ids = {"dataset": entry.id}
+    for name in ("mini-bm25", "mini-dense"):
+        ids[name] = ws.add_run(entry.id, load_run(DATA / f"{name}.trec")).id
+    ws.store.engine.dispose()
+    return ids
+
+
+def _page(key: str, params: dict[str, str] | None = None) -> AppTest:
+    view = next(v for v in VIEWS if v.key == key)
+    at = AppTest.from_file(str(view.path), default_timeout=TIMEOUT)
+    for name, value in (params or {}).items():
+        at.query_params[name] = value
+    return at.run()
+
+
+def _param(at: AppTest, key: str) -> str | None:
+    value = at.query_params.get(key)
+    if isinstance(value, list):
+        return value[-1] if value else None
+    return value
+
+
+def _ok(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def _text(elements) -> str:  # type: ignore[no-untyped-def]
+    return " ".join(e.value for e in elements).replace("\\", "")
+
+
+def test_workspace_lists_what_is_stored(mini) -> None:
+    at = _page("workspace")
+    _ok(at)
+    datasets = at.dataframe[0].value
+    assert datasets[["name", "id", "queries", "judgments", "runs"]].values.tolist() == [
+        ["mini_eval", mini["dataset"], 12, 24, 2]
+    ]
+    assert datasets["size"].iloc[0].endswith("KB") and datasets["added"].iloc[0].endswith("UTC")
+    runs = at.dataframe[1].value
+    assert runs["name"].tolist() == ["mini-bm25", "mini-dense"]
+    assert runs["id"].tolist() == [mini["mini-bm25"], mini["mini-dense"]]
+    assert set(runs.columns) >= {"queries", "rows", "size", "added"}
+    assert "**1** dataset(s) and **2** run(s)" in _text(at.markdown)
+    assert _param(at, "ds") == mini["dataset"]
+
+
+def test_rename_a_dataset_and_a_run(mini) -> None:
+    at = _page("workspace")
+    at.text_input(key=f"workspace.rename.dataset.{mini['dataset']}.name").set_value("FAQ v2")
+    next(b for b in at.button if b.label == "Rename").click().run()
+    _ok(at)
+    assert "Renamed “mini_eval” to “FAQ v2”" in _text(at.success)
+    assert at.dataframe[0].value["name"].tolist() == ["FAQ v2"]
+    at.selectbox(key="workspace.run").set_value(mini["mini-dense"]).run()
+    at.text_input(key=f"workspace.rename.run.{mini['mini-dense']}.name").set_value("dense-e5")
+    [b for b in at.button if b.label == "Rename"][1].click().run()
+    _ok(at)
+    assert at.dataframe[1].value["name"].tolist() == ["mini-bm25", "dense-e5"]
+    # another page shows the new names (evaluations are cached per content, and per name)
+    overview = _page("overview", {"ds": mini["dataset"]})
+    _ok(overview)
+    assert list(overview.dataframe[0].value["run"]) == ["mini-bm25", "dense-e5"]
+    # a name another run has is refused with a message, nothing changes
+    at.text_input(key=f"workspace.rename.run.{mini['mini-dense']}.name").set_value("mini-bm25")
+    [b for b in at.button if b.label == "Rename"][1].click().run()
+    assert not at.exception and "already called 'mini-bm25'" in _text(at.error)
+    assert at.dataframe[1].value["name"].tolist() == ["mini-bm25", "dense-e5"]
+
+
+def test_delete_asks_first(mini, store_dir) -> None:
+    at = _page("workspace")
+    at.button(key="workspace.delete.run").click().run()  # the first run is picked
+    _ok(at)
+    assert "Delete run “mini-bm25”?" in _text(at.warning)
+    assert len(at.dataframe[1].value) == 2  # nothing deleted yet
+    at.button(key="workspace.confirm.no").click().run()
+    assert not at.warning and len(at.dataframe[1].value) == 2
+    at.button(key="workspace.delete.run").click().run()
+    at.button(key="workspace.confirm.yes").click().run()
+    _ok(at)
+    assert at.dataframe[1].value["name"].tolist() == ["mini-dense"]
+    assert _param(at, "runs") == mini["mini-dense"]
+
+    at.button(key="workspace.delete.dataset").click().run()
+    assert "Delete dataset “mini_eval”?" in _text(at.warning) and "1 of its 1 run(s)" in _text(at.warning)
+    at.button(key="workspace.confirm.yes").click().run()
+    _ok(at)
+    assert "Deleted dataset “mini_eval” and 1 run(s)" in _text(at.success)
+    assert at.dataframe[0].value.empty and _param(at, "ds") is None
+    store = Store(f"sqlite:///{store_dir / 'ragmetrics.sqlite'}")  # gone from the store itself
+    assert store.list_datasets().empty and store.list_runs().empty
+
+
+def test_an_upload_lands_in_the_store_and_survives_a_restart(store_dir) -> None:
+    import streamlit as st
+
+    at = _page("upload")
+    _ok(at)
+    at.file_uploader(key="upload.dataset").set_value(("mini_eval.json", (DATA / "mini_eval.json").read_bytes(), "application/json"))
+    at.run()
+    at.file_uploader(key="upload.runs").set_value(
+        [(n, (DATA / n).read_bytes(), "text/plain") for n in ("mini-bm25.trec", "broken-run.trec")]
+    )
+    at.run()
+    assert not at.exception and "broken-run.trec:4" in _text(at.error)  # the bad file is refused ...
+    ds = _param(at, "ds")
+    runs = _param(at, "runs")
+    assert ds == dataset_id(load_dataset(DATA / "mini_eval.json")) and runs == run_id(load_run(DATA / "mini-bm25.trec"))
+    assert f"stored as `{ds}`" in _text(at.success)
+    st.cache_resource.clear()  # ... and after a "restart" (no cached store or workspace) the good ones are there
+    again = _page("overview", {"ds": ds, "runs": runs, "k": "3"})
+    _ok(again)
+    assert list(again.dataframe[0].value["run"]) == ["mini-bm25"] and not at.info
+    assert Store(f"sqlite:///{store_dir / 'ragmetrics.sqlite'}").has_run(runs)
+
+
+@pytest.mark.parametrize(
+    "params, expected",
+    [
+        ({"ds": "0123456789abcdef"}, ["dataset 0123456789abcdef", "not loaded on this server", "upload the same files", "RAGMETRICS_STORE_URL", "Showing “mini_eval” instead"]),
+        ({"ds": "dead"}, ["dataset dead", "not even a well-formed id"]),
+        ({"ds": "../../etc/passwd"}, ["not an id", "16 hexadecimal digits"]),
+        ({"runs": "ffffffffffffffff,zz"}, ["2 run(s) of this link are not loaded here", "ffffffffffffffff", "upload the same run files"]),
+        ({"k": "abc", "m": "nope", "cat": "no such", "q": "q404", "zzz": "1"}, ["K must be a whole number", "unknown metric", "category 'no such'", "query 'q404'"]),
+    ],
+    ids=["unknown-dataset", "malformed-dataset", "not-an-id", "unknown-runs", "bad-values"],
+)
+@pytest.mark.parametrize("page", ["overview", "missed", "workspace"])
+def test_unknown_or_malformed_ids_explain_instead_of_failing(mini, page, params, expected) -> None:
+    if "runs" in params:
+        params = {"ds": mini["dataset"], **params}
+    if "cat" in params:
+        params = {"ds": mini["dataset"], **params}
+    at = _page(page, params)
+    _ok(at)
+    assert at.title[0].value  # never a blank page
+    notes = _text(at.info)
+    for fragment in expected:
+        assert fragment in notes, (fragment, notes)
+    assert _param(at, "ds") == mini["dataset"]  # the page still shows what the store has
+
+
+def test_a_link_to_an_empty_store_says_what_is_missing(store_dir) -> None:
+    at = _page("overview", {"ds": "0123456789abcdef", "runs": "ffffffffffffffff"})
+    _ok(at)
+    notes = _text(at.info)
+    assert "dataset 0123456789abcdef" in notes and "holds no dataset yet" in notes and "Upload page" in notes
+
+
+def test_a_store_that_cannot_be_opened_is_explained(monkeypatch, store_dir) -> None:
+    monkeypatch.setenv("RAGMETRICS_STORE_URL", "postgresql+psycopg://team:s3cret@127.0.0.1:1/rag?connect_timeout=2")
+    at = _page("overview")
+    assert not at.exception
+    message = _text(at.error)
+    assert "cannot be opened" in message and "RAGMETRICS_STORE_URL" in message and "s3cret" not in message
+
+
+def test_every_page_shows_a_share_link_that_reopens_it(mini, monkeypatch) -> None:
+    monkeypatch.setenv("RAGMETRICS_BASE_URL", "https://rag.example.com/dash/")
+    for view in VIEWS:
+        if view.key in ("compare", "power"):  # pages of a parallel change; covered by their own tests
+            continue
+        at = _page(view.key, {"ds": mini["dataset"], "runs": mini["mini-dense"], "k": "7", "m": "ndcg"})
+        _ok(at)
+        link = at.code[-1].value
+        parts = urlsplit(link)
+        assert f"{parts.scheme}://{parts.netloc}{parts.path}" == f"https://rag.example.com/dash/{view.key}", link
+        state, notes = decode(parse_qs(parts.query), parts.path.rsplit("/", 1)[-1])
+        assert notes == [] and state.page == view.key
+        assert (state.dataset, state.runs, state.k, state.metric) == (mini["dataset"], (mini["mini-dense"],), 7, "ndcg")
+        assert "Copy share link" in _text(at.markdown)
+
+
+def test_the_link_ragmetrics_push_prints_opens_its_run(mini) -> None:
+    from ragmetrics.store import share_link
+
+    link = share_link("http://localhost:8501", dataset=mini["dataset"], runs=[mini["mini-dense"]])
+    parts = urlsplit(link)
+    assert parts.path == "/overview"
+    at = _page("overview", {k: v[-1] for k, v in parse_qs(parts.query).items()})
+    _ok(at)
+    assert at.multiselect(key="sidebar.runs").value == [mini["mini-dense"]]
+    assert list(at.dataframe[0].value["run"]) == ["mini-dense"]
+
+
+def test_the_store_url_comes_from_the_environment(store_dir, monkeypatch) -> None:
+    from dashboard.ui import cache
+
+    assert cache.store_url() == f"sqlite:///{(store_dir / 'ragmetrics.sqlite').resolve()}"
+    monkeypatch.setenv("RAGMETRICS_STORE_URL", "postgresql+psycopg://team@db/rag")
+    assert cache.store_url() == "postgresql+psycopg://team@db/rag"

@@ -1,0 +1,93 @@
+"""Compare two runs in a real browser and open one query's two rankings side by side; the link reopens the view."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.e2e.server import wait_for_app
+from tests.e2e.test_dashboard_e2e import TIMEOUT, dropdown_options, open_page, traces
+
+pytestmark = pytest.mark.e2e
+
+
+def pick(page: Page, key: str, label: str) -> None:
+    """Choose the option whose text is ``label`` in the selectbox with widget key ``key``."""
+    options = dropdown_options(page, key)
+    options.filter(has_text=re.compile(rf"^{re.escape(label)}$")).first.click()
+    wait_for_app(page)
+
+
+def click_row(page: Page, key_prefix: str, row: int) -> None:
+    """Click the selection box of ``row`` in the data grid whose widget key starts with ``key_prefix`` (a canvas)."""
+    grid = page.locator(f"[class*='st-key-{key_prefix}']").get_by_test_id("stDataFrame").first
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()
+    assert box is not None
+    header = row_height = 35
+    page.mouse.click(box["x"] + 15, box["y"] + header + row * row_height + row_height / 2)
+    wait_for_app(page)
+
+
+def chart_names(page: Page) -> list[list[str]]:
+    count = page.locator(".js-plotly-plot").count()
+    return [[t["name"] for t in traces(page, i)] for i in range(count)]
+
+
+def test_compare_two_runs_and_open_a_querys_rankings(page: Page, browser: Browser, app_url: str) -> None:
+    page.goto(f"{app_url}/")
+    wait_for_app(page)
+    open_page(page, "Compare runs")
+    expect(page.get_by_text("Each run against", exact=False)).to_be_visible(timeout=TIMEOUT)
+
+    # dense-e5 as the baseline, hybrid-rrf as the run looked at query by query
+    pick(page, "compare.baseline", "dense-e5")
+    expect(page.get_by_text("Each run against dense-e5", exact=False)).to_be_visible(timeout=TIMEOUT)
+    pick(page, "compare.run", "hybrid-rrf")
+    summary = page.get_by_text(re.compile(r"hybrid-rrf against dense-e5 on Recall@5 \(pick"))
+    expect(summary).to_be_visible(timeout=TIMEOUT)
+    assert re.search(r"wins \d+, ties \d+, losses \d+ of 91 queries", summary.inner_text())
+
+    names = chart_names(page)
+    assert any({"▲ better", "not significant"} & set(n) for n in names)  # the deltas with their CIs
+    assert any(n and n[0].startswith("wins (") for n in names)  # sorted per-query deltas
+    assert any(n and n[0] == "no change" for n in names)  # baseline-versus-run scatter
+
+    # selecting a row of the table shows that run and metric query by query
+    click_row(page, "compare-table", 10)  # metrics in order, each with dense-e5 (baseline), bm25, hybrid-rrf: nDCG@5 · bm25
+    summary = page.get_by_text(re.compile(r"bm25 against dense-e5 on nDCG@5 \(pick"))
+    expect(summary).to_be_visible(timeout=TIMEOUT)
+    wait_for_app(page)
+    assert "m=ndcg" in page.url
+
+    # one query's two rankings side by side, relevant documents marked
+    heading = page.get_by_role("heading", level=4)
+    expect(heading).to_have_count(1, timeout=TIMEOUT)
+    first = heading.inner_text()
+    options = dropdown_options(page, "compare.query")
+    assert options.count() >= 4  # a virtual list: only the visible options are in the DOM
+    wanted = options.nth(3).inner_text()
+    query_id = wanted.split(" · ")[0]
+    options.nth(3).click()
+    wait_for_app(page)
+    expect(heading).not_to_have_text(first, timeout=TIMEOUT)
+    expect(page.get_by_text(re.compile(r"^dense-e5 \(baseline\) · top \d+"))).to_be_visible()
+    expect(page.get_by_text(re.compile(r"^bm25 \(run\) · top \d+"))).to_be_visible()
+    rankings = page.locator("[data-testid='stDataFrame']").filter(has=page.get_by_text("rank in other"))
+    expect(rankings).to_have_count(2, timeout=TIMEOUT)
+    assert f"q={query_id}" in page.url and "base=" in page.url and "fr=" in page.url
+
+    # the link opens the same comparison and query in a fresh browser
+    link = page.url
+    text = heading.inner_text()
+    fresh = browser.new_context()
+    other = fresh.new_page()
+    other.goto(link)
+    wait_for_app(other)
+    expect(other.get_by_role("heading", name="Compare runs", level=1)).to_be_visible(timeout=TIMEOUT)
+    expect(other.get_by_role("heading", level=4)).to_have_text(text, timeout=TIMEOUT)
+    expect(other.get_by_text(re.compile(r"^dense-e5 \(baseline\) · top \d+"))).to_be_visible(timeout=TIMEOUT)
+    expect(other.get_by_text(re.compile(r"bm25 against dense-e5 on nDCG@5 \(pick"))).to_be_visible(timeout=TIMEOUT)
+    fresh.close()
