@@ -12,7 +12,6 @@ import os
 import sys
 import warnings
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TextIO
 
 import pandas as pd

@@ -13,7 +13,7 @@ import pandas as pd
 from ragmetrics import llamaindex
 from ragmetrics import metrics as registry
 from ragmetrics.errors import RagMetricsError, RagMetricsWarning
-from ragmetrics.metrics import CURVE_METRICS, MetricSpec, parse_metric
+from ragmetrics.metrics import MetricSpec, parse_metric
 from ragmetrics.model import Dataset, Run
 from ragmetrics.ranking import Coverage, Level, Missing, Ranking, build_ranking
 

@@ -160,6 +160,12 @@ def share_link(base_url: str, *, dataset: str, runs: list[str] | tuple[str, ...]
     return f"{base_url.rstrip('/')}/{page}?{urlencode(query, safe=',@')}"
 
 
+def view_id(state: Mapping[str, Any]) -> str:
+    """The content id :meth:`Store.put_view` gives ``state``."""
+    text = json.dumps(state, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(b"view|" + text.encode("utf-8")).hexdigest()[:16]
+
+
 def check_id(value: str, what: str = "id") -> str:
     """Refuse anything but 16 lowercase hex digits before it gets near SQL."""
     if not isinstance(value, str) or not ID_PATTERN.match(value):
@@ -177,6 +183,8 @@ class Store:
             kwargs["connect_args"] = {"timeout": 30, "check_same_thread": False}
         else:
             kwargs["pool_pre_ping"] = True
+            if self.url.startswith("postgresql") and "connect_timeout" not in self.url:
+                kwargs["connect_args"] = {"connect_timeout": 10}  # an unreachable server fails in seconds, not minutes
         self.engine = sa.create_engine(self.url, **kwargs)
         if self.engine.dialect.name == "sqlite":
             sa.event.listen(self.engine, "connect", _sqlite_pragmas)
@@ -229,8 +237,8 @@ class Store:
 
     def put_view(self, state: Mapping[str, Any]) -> str:
         """Save a view state (JSON-able mapping) under its content id."""
+        ident = view_id(state)
         text = json.dumps(state, sort_keys=True, ensure_ascii=False)
-        ident = hashlib.sha256(b"view|" + text.encode("utf-8")).hexdigest()[:16]
         with self.engine.begin() as conn:
             conn.execute(self._insert(views_table).values(id=ident, state=text, created_at=time.time()).on_conflict_do_nothing(index_elements=["id"]))
         return ident
@@ -255,6 +263,13 @@ class Store:
         with self.engine.begin() as conn:
             conn.execute(sa.delete(links_table).where(links_table.c.dataset_id == ident))
             conn.execute(sa.delete(datasets_table).where(datasets_table.c.id == ident))
+
+    def unlink_run(self, dataset: str, run: str) -> None:
+        """Take ``run`` out of ``dataset``'s list; the run stays for other datasets."""
+        check_id(dataset, "dataset")
+        check_id(run, "run")
+        with self.engine.begin() as conn:
+            conn.execute(sa.delete(links_table).where((links_table.c.dataset_id == dataset) & (links_table.c.run_id == run)))
 
     def delete_run(self, ident: str) -> None:
         check_id(ident, "run")
@@ -297,6 +312,9 @@ class Store:
         if row is None:
             raise StoreKeyError(f"view {ident} is not in this store")
         return json.loads(row[0])
+
+    def has_view(self, ident: str) -> bool:
+        return self._exists(views_table, ident)
 
     def has_dataset(self, ident: str) -> bool:
         return self._exists(datasets_table, ident)

@@ -81,6 +81,9 @@ def test_workspace_listing_rename_and_delete(store_url, scifact):
     assert store.list_datasets().loc[0, "n_queries"] == 300
     store.rename_run(a, "BM25 (stemmed)")
     assert store.get_run(a).name == "BM25 (stemmed)"
+    store.unlink_run(ds_id, b)
+    assert store.list_runs(ds_id)["id"].tolist() == [a] and store.has_run(b)
+    store.put_run(dense, ds_id)
     store.delete_run(b)
     assert store.list_runs(ds_id)["id"].tolist() == [a]
     with pytest.raises(StoreKeyError, match=f"run {b} is not in this store; upload the same run file"):
@@ -103,6 +106,7 @@ def test_views_are_saved_by_content(store_url):
     state = {"page": "overview", "runs": ["a"], "k": 10}
     ident = store.put_view(state)
     assert store.put_view(dict(reversed(list(state.items())))) == ident
+    assert store.has_view(ident) and not store.has_view("0" * 16) and not store.has_view("junk")
     assert Store(store_url).get_view(ident) == state
 
 

@@ -19,8 +19,6 @@ the current name.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import threading
 import time
 from collections import OrderedDict
@@ -44,9 +42,8 @@ SAMPLES_MARKER = {"ragmetrics": "bundled samples seeded", "version": 1}
 
 
 def samples_marker_id() -> str:
-    """The id :meth:`Store.put_view` gives :data:`SAMPLES_MARKER` (same formula; a test holds them equal)."""
-    text = json.dumps(SAMPLES_MARKER, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(b"view|" + text.encode("utf-8")).hexdigest()[:16]
+    """The store id of :data:`SAMPLES_MARKER`."""
+    return store_mod.view_id(SAMPLES_MARKER)
 
 
 def dataset_id(dataset: Dataset) -> str:
@@ -352,11 +349,8 @@ class Workspace:
         records that the store got them, so samples a team deleted stay deleted.
         Returns True when it seeded.
         """
-        try:
-            self.store.get_view(samples_marker_id())
+        if self.store.has_view(samples_marker_id()):
             return False
-        except StoreKeyError:
-            pass
         for sample in samples():
             entry = self.add_dataset(sample.dataset, name=sample.name, source=sample.source, description=sample.description)
             for run, source in sample.runs:

@@ -11,7 +11,7 @@ import pytest
 
 import ragmetrics
 from dashboard.core import comparison as cmp
-from dashboard.core.evaluation import RunEval, evaluate_run
+from dashboard.core.evaluation import RunEval
 from ragmetrics import stats
 from ragmetrics.compare import compare, compare_result, discriminative_power
 from ragmetrics.fusion import fuse
