@@ -25,7 +25,7 @@ from dashboard.core.evaluation import K_MAX, METRIC_CHOICES, RunEval, common_que
 from dashboard.core.figures import _base_layout, safe
 from dashboard.core.text import snippet
 from ragmetrics import stats
-from ragmetrics.compare import TIE_TOLERANCE, Comparison, compare_result, discriminative_power
+from ragmetrics.compare import MIN_GROUP, TIE_TOLERANCE, Comparison, compare_result, discriminative_power  # noqa: F401 (MIN_GROUP is read by the views)
 from ragmetrics.evaluate import EvalResult, RunResult, evaluate
 from ragmetrics.fusion import METHODS, fuse
 from ragmetrics.io import write_trec_run
