@@ -1,4 +1,9 @@
-"""A 10,000-query run (1,000,000 rows) uploads and renders its overview in a few seconds (marker ``slow``)."""
+"""A 10,000-query run (1,000,000 rows) uploads through the browser and renders its overview (marker ``slow``).
+
+The time it takes is printed, not asserted (speed is measured, not unit-tested):
+``RAGMETRICS_BIG_QUERIES=100000 python -m pytest tests/e2e/test_big_upload_e2e.py -s``
+measures the 100,000-query case.
+"""
 
 from __future__ import annotations
 
@@ -16,9 +21,8 @@ from tests.e2e.test_dashboard_e2e import TIMEOUT, legend_names, open_page
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-N_QUERIES = 10_000
+N_QUERIES = int(os.environ.get("RAGMETRICS_BIG_QUERIES", "10000"))
 DEPTH = int(os.environ.get("RAGMETRICS_BIG_DEPTH", "100"))
-BUDGET_SECONDS = 15.0  # upload + parse + evaluate + overview, on a 2-core CI box
 
 
 def _write_big(folder: Path) -> tuple[Path, Path]:
@@ -59,7 +63,6 @@ def test_ten_thousand_queries_upload_to_overview(page: Page, app_url: str, tmp_p
     uploaded = time.perf_counter()
     open_page(page, "Overview")
     assert legend_names(page) == ["big-run"]
-    expect(page.get_by_text("10,000 queries").first).to_be_visible()
+    expect(page.get_by_text(f"{N_QUERIES:,} queries").first).to_be_visible()
     done = time.perf_counter()
-    print(f"\n10k-query run: upload+validation {uploaded - start:.1f}s, overview {done - uploaded:.1f}s, total {done - start:.1f}s")
-    assert done - start < BUDGET_SECONDS
+    print(f"\n{N_QUERIES:,}-query run: upload+validation {uploaded - start:.1f}s, overview {done - uploaded:.1f}s, total {done - start:.1f}s")
