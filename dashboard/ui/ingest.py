@@ -10,6 +10,8 @@ one transaction.
 
 from __future__ import annotations
 
+import os
+
 import time
 import warnings
 from collections.abc import Sequence
@@ -25,6 +27,11 @@ from dashboard.core.workspace import Workspace
 from dashboard.ui import state
 from ragmetrics.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.io import FORMATS, load_dataset, load_run
+from ragmetrics.limits import ENV_VARS, Limits
+
+# uploads from the browser get tighter defaults than the CLI; a RAGMETRICS_MAX_* variable still wins
+_UPLOAD_DEFAULTS = {"max_bytes": 1 << 30, "max_rows": 20_000_000, "max_queries": 1_000_000}
+UPLOAD_LIMITS = Limits.from_env(**{k: v for k, v in _UPLOAD_DEFAULTS.items() if not os.environ.get(ENV_VARS[k], "").strip()})
 
 DATASET_TYPES = ["json", "jsonl", "ndjson", "tsv", "txt", "csv", "qrels", "trec", "parquet", "pq", "zip", "gz"]
 RUN_TYPES = ["trec", "run", "res", "txt", "tsv", "csv", "json", "jsonl", "ndjson", "parquet", "pq", "gz"]
@@ -94,10 +101,10 @@ def ingest_dataset(files: Sequence[Any], workspace: Workspace) -> Outcome | None
                 warnings.simplefilter("always", RagMetricsWarning)
                 extra: dict[str, Any] = {}
                 if "queries" in roles and roles["queries"] is not main:
-                    extra["queries"] = roles["queries"].getvalue()
+                    extra["queries"] = (roles["queries"].getvalue(), roles["queries"].name)
                 if "corpus" in roles:
-                    extra["corpus"] = roles["corpus"].getvalue()
-                dataset = load_dataset(main.getvalue(), filename=main.name, **extra)
+                    extra["corpus"] = (roles["corpus"].getvalue(), roles["corpus"].name)
+                dataset = load_dataset(main.getvalue(), filename=main.name, limits=UPLOAD_LIMITS, **extra)
             entry = workspace.add_dataset(dataset, source=names)
             outcome = Outcome(
                 names, True,
@@ -123,7 +130,7 @@ def ingest_runs(files: Sequence[Any], dataset_id: str, workspace: Workspace) -> 
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", RagMetricsWarning)
-                run = load_run(f.getvalue(), filename=f.name)
+                run = load_run(f.getvalue(), filename=f.name, limits=UPLOAD_LIMITS)
             entry = workspace.add_run(dataset_id, run, source=f.name)
             outcome = Outcome(
                 f.name, True, f"run “{entry.name}”: {len(run.frame):,} rows",

@@ -11,6 +11,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from ragmetrics.export import to_safe_csv
+
 from dashboard.core import frames
 from dashboard.core.evaluation import K_MAX, RunEval
 from dashboard.core.text import md_escape
@@ -215,7 +217,7 @@ def show_table(
     )
     st.download_button(
         "Download CSV",
-        frame.to_csv(index=False).encode("utf-8-sig"),
+        to_safe_csv(frame),
         file_name=filename,
         mime="text/csv",
         key=f"{key}.csv",

@@ -7,6 +7,10 @@ by its magic bytes; UTF-8 with or without BOM; CRLF accepted. Every input
 problem raises :class:`ragmetrics.errors.ParseError` (a ``ValueError``) whose
 message reads ``file:line: expected ..., found ...``.
 
+``limits`` (a :class:`ragmetrics.limits.Limits`; default ``Limits.from_env()``)
+caps an input's size (stored and decompressed), rows and queries; exceeding
+one raises :class:`ragmetrics.limits.LimitError`, a ParseError.
+
 Formats and how they are detected: see :mod:`ragmetrics.io.formats`.
 """
 
@@ -16,17 +20,22 @@ import re
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from ragmetrics.io._source import open_source
+from ragmetrics.io._source import Source, open_source
 from ragmetrics.io.beir import merge_queries, read_corpus, read_queries
 from ragmetrics.io.chunks import attach_source_docs
 from ragmetrics.io.formats import FORMATS, KNOWN_EXTENSIONS, Format, detect
 from ragmetrics.io.trec import write_trec_qrels, write_trec_run
+from ragmetrics.limits import LimitError, Limits, resolve
 from ragmetrics.model import Dataset, Run
 
 __all__ = [
     "FORMATS",
     "Format",
+    "LimitError",
+    "Limits",
     "attach_source_docs",
     "load_dataset",
     "load_qrels",
@@ -44,19 +53,40 @@ def load_run(
     filename: str | None = None,
     chunk_mapping: Any = None,
     chunk_pattern: str | re.Pattern[str] | None = None,
+    limits: Limits | None = None,
 ) -> Run:
     """Read a run (TREC, JSONL, CSV/TSV, Parquet or ranx dict JSON).
 
     ``name`` defaults to the file name without its extensions
     (``bm25-stem.trec.gz`` -> ``bm25-stem``). ``chunk_mapping`` /
     ``chunk_pattern`` fill ``source_doc`` (see :func:`attach_source_docs`).
+    ``chunk_mapping`` may be ``(bytes, filename)``; bytes alone are called
+    ``<chunk mapping>`` in messages. ``limits``: see the module documentation.
     """
-    src = open_source(source, filename)
+    limits = resolve(limits)
+    src = open_source(source, filename, limits)
     fmt = detect(src, "run", format)
     run = fmt.reader(src, name=name or src.default_name(KNOWN_EXTENSIONS))
+    limits.check_rows(src.name, len(run.frame))
+    _check_run_queries(src, run.frame["query_id"])
     if chunk_mapping is not None or chunk_pattern is not None:
+        if chunk_mapping is not None and not isinstance(chunk_mapping, (dict, pd.DataFrame)):
+            chunk_mapping = _open_extra(chunk_mapping, "chunk mapping", limits)
         run = attach_source_docs(run, mapping=chunk_mapping, pattern=chunk_pattern)
     return run
+
+
+def _check_run_queries(src: Source, query_ids: pd.Series) -> None:
+    """``max_queries`` for a run without hashing every row when it cannot matter:
+    rows, then the number of changes of query id, bound the number of queries."""
+    limit = src.limits.max_queries
+    if len(query_ids) <= limit:
+        return
+    ids = pa.array(query_ids)
+    changes = int(pc.sum(pc.not_equal(ids[1:], ids[:-1])).as_py() or 0) + 1
+    if changes <= limit:
+        return
+    src.limits.check_queries(src.name, int(query_ids.nunique()))
 
 
 def load_dataset(
@@ -68,6 +98,7 @@ def load_dataset(
     queries: Any = None,
     corpus: Any = None,
     corpus_size: int | None = None,
+    limits: Limits | None = None,
 ) -> Dataset:
     """Read an evaluation dataset: TREC qrels, an evaluation-set JSON/JSONL,
     a qrels table (CSV/TSV/Parquet), a ranx dict JSON, or a BEIR folder (or zip).
@@ -76,16 +107,23 @@ def load_dataset(
     or TSV ``id<TAB>text``) whose text is attached to the dataset's queries
     (queries without judgments are not added). ``corpus``: a corpus.jsonl
     giving ``documents`` and ``corpus_size`` (the number of documents).
-    An explicit ``corpus_size`` wins over both.
+    Either may be a path, bytes, a stream or a ``(bytes, filename)`` pair; the
+    filename names it in messages (bytes alone are called ``<queries>`` /
+    ``<corpus>``).
+    An explicit ``corpus_size`` wins over both. ``limits``: see the module
+    documentation (each file is checked on its own).
     """
-    src = open_source(source, filename)
+    limits = resolve(limits)
+    src = open_source(source, filename, limits)
     fmt = detect(src, "dataset", format)
     dataset = fmt.reader(src, name=name or src.default_name(KNOWN_EXTENSIONS))
+    limits.check_rows(src.name, len(dataset.qrels))
+    limits.check_queries(src.name, len(dataset.queries))
     if queries is not None:
-        dataset = merge_queries(dataset, read_queries(open_source(queries)))
+        dataset = merge_queries(dataset, read_queries(_open_extra(queries, "queries", limits)))
     documents, size = dataset.documents, dataset.corpus_size
     if corpus is not None:
-        documents = read_corpus(open_source(corpus))
+        documents = read_corpus(_open_extra(corpus, "corpus", limits))
         size = len(documents) or None
     if corpus_size is not None:
         size = corpus_size
@@ -96,6 +134,17 @@ def load_dataset(
     return dataset
 
 
-def load_qrels(source: Any, *, format: str | None = None, filename: str | None = None) -> pd.DataFrame:
+def _open_extra(value: Any, role: str, limits: Limits) -> Source:
+    """A queries / corpus input: ``(data, filename)`` pairs name themselves."""
+    if isinstance(value, tuple) and len(value) == 2 and (value[1] is None or isinstance(value[1], str)):
+        return open_source(value[0], value[1] or f"<{role}>", limits)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return open_source(value, f"<{role}>", limits)
+    return open_source(value, limits=limits)
+
+
+def load_qrels(
+    source: Any, *, format: str | None = None, filename: str | None = None, limits: Limits | None = None
+) -> pd.DataFrame:
     """The judgments (``query_id``, ``doc_id``, ``relevance``) of any dataset input."""
-    return load_dataset(source, format=format, filename=filename).qrels
+    return load_dataset(source, format=format, filename=filename, limits=limits).qrels

@@ -1,5 +1,12 @@
 """JSON helpers that keep line numbers: JSONL records, JSON array items and
-top-level object members, each with the line it starts on."""
+top-level object members, each with the line it starts on.
+
+Every parse goes through :func:`parse_value`, which turns what the standard
+decoder can throw on hostile input (bad syntax, numbers of more than 4,300
+digits, nesting deeper than the interpreter's stack) into a ParseError at the
+record's line, and refuses nesting deeper than :data:`MAX_DEPTH` and unpaired
+``\\udXXX`` surrogate escapes (they cannot be encoded as UTF-8 later).
+"""
 
 from __future__ import annotations
 
@@ -9,10 +16,73 @@ from collections.abc import Iterator
 from typing import Any
 
 from ragmetrics.errors import ParseError
-from ragmetrics.io._source import Source, decode, shorten
+from ragmetrics.io._source import Source, check_line_rows, decode, shorten
 
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+#: deepest nesting of arrays and objects accepted in one record
+MAX_DEPTH = 64
+
+
+def _too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False, allow_nan=True).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    except (ValueError, RecursionError):  # pragma: no cover - depth is checked first
+        return False
+    return False
+
+
+def _value_problem(value: Any, text: str, start: int, end: int) -> tuple[str, str] | None:
+    """(expected, found) when a decoded value must be refused; looks at its
+    text ``text[start:end]`` first, so the usual value costs two counts."""
+    if isinstance(value, (dict, list)):
+        brackets = text.count("[", start, end) + text.count("{", start, end)
+        if brackets > MAX_DEPTH and _too_deep(value):
+            return f"JSON nested at most {MAX_DEPTH} levels deep", "deeper nesting"
+    if _SURROGATE_ESCAPE.search(text, start, end) and _has_lone_surrogate(value):
+        return "text that can be written as UTF-8", "an unpaired surrogate escape (\\udXXX)"
+    return None
+
+
+def parse_value(source: Source, text: str, pos: int = 0, line: int = 1, *, whole: bool = False) -> tuple[Any, int]:
+    """Decode the JSON value at ``text[pos:]`` -> ``(value, end)``; ``line`` is the
+    line of ``text[0]``. ``whole``: the value must fill the text (JSONL line)."""
+    try:
+        if whole:
+            value, end = json.loads(text), len(text)
+        else:
+            value, end = _DECODER.raw_decode(text, pos)
+    except json.JSONDecodeError as exc:
+        raise _json_error(source, text, exc, line) from None
+    except RecursionError:
+        raise ParseError(
+            source.name, line + text.count("\n", 0, pos), f"JSON nested at most {MAX_DEPTH} levels deep", "deeper nesting"
+        ) from None
+    except ValueError as exc:  # int('1' * 5000): "Exceeds the limit (4300 digits) ... value has 5000 digits"
+        digits = re.search(r"has ([0-9]+) digits", str(exc))
+        raise ParseError(
+            source.name, line + text.count("\n", 0, pos), "JSON numbers of at most 4,300 digits",
+            f"a number of {int(digits.group(1)):,} digits" if digits else shorten(str(exc)),
+        ) from None
+    problem = _value_problem(value, text, pos, end)
+    if problem is not None:
+        raise ParseError(source.name, line + text.count("\n", 0, pos), *problem)
+    return value, end
 
 
 def first_char(source: Source) -> str:
@@ -28,7 +98,7 @@ def first_record(source: Source) -> Any:
         if raw:
             try:
                 return json.loads(raw.decode("utf-8", errors="replace"))
-            except ValueError:
+            except (ValueError, RecursionError):
                 return None
     return None
 
@@ -41,15 +111,13 @@ def _json_error(source: Source, text: str, exc: json.JSONDecodeError, first_line
 
 def iter_jsonl(source: Source) -> Iterator[tuple[int, Any]]:
     """``(line, value)`` for every non-blank line."""
+    check_line_rows(source)
     for lineno, raw in enumerate(source.data.split(b"\n"), 1):
         raw = raw.strip(b" \t\r")
         if not raw:
             continue
         text = decode(raw, source.name, first_line=lineno)
-        try:
-            yield lineno, json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise _json_error(source, text, exc, lineno) from None
+        yield lineno, parse_value(source, text, 0, lineno, whole=True)[0]
 
 
 def _skip(text: str, pos: int) -> int:
@@ -57,10 +125,7 @@ def _skip(text: str, pos: int) -> int:
 
 
 def _decode_at(source: Source, text: str, pos: int) -> tuple[Any, int]:
-    try:
-        return _DECODER.raw_decode(text, pos)
-    except json.JSONDecodeError as exc:
-        raise _json_error(source, text, exc) from None
+    return parse_value(source, text, pos)
 
 
 def _expect(source: Source, text: str, pos: int, chars: str, what: str) -> str:
@@ -78,10 +143,13 @@ def scan_array(source: Source, text: str) -> Iterator[tuple[int, Any]]:
     if pos < len(text) and text[pos] == "]":
         pos += 1
     else:
-        line, last = 1, 0
+        line, last, count, limit = 1, 0, 0, source.limits.max_rows
         while True:
             line += text.count("\n", last, pos)
             last = pos
+            count += 1
+            if count > limit:
+                source.limits.check_rows(source.name, count, at_least=True)
             item, pos = _decode_at(source, text, pos)
             yield line, item
             pos = _skip(text, pos)
@@ -100,10 +168,13 @@ def scan_object(source: Source, text: str) -> Iterator[tuple[int, str, Any]]:
     if pos < len(text) and text[pos] == "}":
         pos += 1
     else:
-        line, last = 1, 0
+        line, last, count, limit = 1, 0, 0, source.limits.max_rows
         while True:
             line += text.count("\n", last, pos)
             last = pos
+            count += 1
+            if count > limit:
+                source.limits.check_rows(source.name, count, at_least=True)
             _expect(source, text, pos, '"', "a quoted key")
             key, pos = _decode_at(source, text, pos)
             pos = _skip(text, pos)

@@ -8,8 +8,9 @@ line, and the line number of the n-th non-empty line.
 
 from __future__ import annotations
 
-import gzip
 import os
+import re
+import reprlib
 import zlib
 from functools import cached_property
 from pathlib import Path
@@ -18,18 +19,49 @@ from typing import Any
 import numpy as np
 
 from ragmetrics.errors import ParseError
+from ragmetrics.limits import Limits, resolve
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZIP_MAGIC = b"PK\x03\x04"
 PARQUET_MAGIC = b"PAR1"
 BOM = b"\xef\xbb\xbf"
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 COMPRESSION_SUFFIXES = (".gz", ".gzip")
 
 
+_REPR = reprlib.Repr()
+_REPR.maxlevel = 3
+_REPR.maxstring = _REPR.maxother = 80
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 6
+
+
 def shorten(value: Any, limit: int = 60) -> str:
-    """``repr`` of a value, cut to ``limit`` characters for error messages."""
-    text = repr(value)
+    """``repr`` of a value, cut to ``limit`` characters for error messages.
+
+    Safe on anything a file can hold: long strings are cut before ``repr``,
+    containers are shown a few levels deep, huge integers by their size.
+    """
+    if isinstance(value, str):
+        text = repr(value[: limit + 2]) if len(value) > limit + 2 else repr(value)
+    elif isinstance(value, bool) or value is None or isinstance(value, float):
+        text = repr(value)
+    elif isinstance(value, int):
+        text = repr(value) if value.bit_length() <= 200 else f"an integer of about {int(value.bit_length() * 0.30103):,} digits"
+    else:
+        try:
+            text = _REPR.repr(value)
+        except Exception:  # noqa: BLE001 - a message must never fail
+            text = f"a {type(value).__name__}"
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def names_of(names: Any, limit: int = 8, *, sort: bool = True) -> str:
+    """``['a', 'b'] and 3 more`` for messages: at most ``limit`` names, each shortened."""
+    items = [str(n) for n in names]
+    if sort:
+        items = sorted(items)
+    shown = "[" + ", ".join(shorten(n, 40) for n in items[:limit]) + "]"
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
 class Source:
@@ -39,10 +71,13 @@ class Source:
     the path, else ``<bytes>`` / the stream's name.
     """
 
-    def __init__(self, name: str, *, path: Path | None = None, raw: bytes | None = None) -> None:
+    def __init__(
+        self, name: str, *, path: Path | None = None, raw: bytes | None = None, limits: Limits | None = None
+    ) -> None:
         self.name = name
         self.path = path
         self._raw = raw
+        self.limits = resolve(limits)
 
     # -- what it is -------------------------------------------------------
     @property
@@ -56,24 +91,50 @@ class Source:
             return self._raw
         assert self.path is not None
         try:
-            return self.path.read_bytes()
+            with open(self.path, "rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                self.limits.check_size(self.name, size)
+                data = handle.read(self.limits.max_bytes + 1)
         except IsADirectoryError:
             raise ParseError(self.name, None, "a file", "a folder") from None
         except OSError as exc:
             raise ParseError(self.name, None, "a readable file", exc.strerror or str(exc)) from None
+        self.limits.check_size(self.name, len(data))  # a pipe or a file that grew
+        return data
+
+    @cached_property
+    def magic(self) -> bytes:
+        """The first bytes as stored (for sniffing Parquet, zip...)."""
+        return self.raw[:8]
 
     @cached_property
     def data(self) -> bytes:
-        """Decompressed bytes with a leading UTF-8 BOM removed."""
+        """Decompressed bytes as UTF-8 (UTF-16 with a byte-order mark is converted), BOM removed;
+        a text whose only line breaks are CRs gets LFs instead.
+
+        Gzip is inflated in a stream that stops at the :class:`Limits` cap.
+        """
         raw = self.raw
+        self.magic  # noqa: B018 - keep the magic bytes before the raw bytes may be dropped
         if raw[:2] == GZIP_MAGIC:
-            try:
-                raw = gzip.decompress(raw)
-            except (OSError, EOFError, zlib.error) as exc:
-                raise ParseError(self.name, None, "a complete gzip stream", str(exc)) from None
+            raw = gunzip(raw, self.name, self.limits)
+        if raw[:2] in UTF16_BOMS:
+            raw = from_utf16(raw, self.name)
         if raw[:3] == BOM:
             raw = raw[3:]
+        if b"\r" in raw and b"\n" not in raw and raw[:4] not in (PARQUET_MAGIC, ZIP_MAGIC):
+            raw = raw.replace(b"\r", b"\n")  # classic Mac line breaks (Excel's "CSV (Macintosh)")
+        if raw is not self.raw and self.path is not None:
+            del self.__dict__["raw"]  # read from disk: drop the stored form, it can be read again
         return raw
+
+    def release(self) -> None:
+        """Forget the bytes of a file read from disk (read again if asked for);
+        a reader calls it once parsed, before building the result."""
+        if self.path is not None and self._raw is None:
+            self.magic  # noqa: B018 - keep the magic bytes
+            self.__dict__.pop("data", None)
+            self.__dict__.pop("raw", None)
 
     @property
     def head(self) -> bytes:
@@ -159,28 +220,123 @@ def nonempty_line_numbers(data: bytes, rows: np.ndarray) -> np.ndarray:
     return nonempty[np.asarray(rows, dtype=np.int64)] + 1
 
 
-def open_source(source: Any, filename: str | None = None) -> Source:
-    """Wrap a path, ``bytes`` or binary file-like as a :class:`Source`."""
+def open_source(source: Any, filename: str | None = None, limits: Limits | None = None) -> Source:
+    """Wrap a path, ``bytes`` or binary file-like as a :class:`Source`.
+
+    ``limits`` (default: :meth:`Limits.from_env`) caps the stored size here and
+    the decompressed size when the data is first used.
+    """
     if isinstance(source, Source):
         return source
+    limits = resolve(limits)
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return Source(filename or "<bytes>", raw=bytes(source))
+        name = filename or "<bytes>"
+        limits.check_size(name, memoryview(source).nbytes)
+        return Source(name, raw=source if isinstance(source, bytes) else bytes(source), limits=limits)
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         name = filename or str(source)
-        if not path.exists():
+        try:
+            exists = path.exists()
+        except (OSError, ValueError):  # a name too long, a NUL byte in it
+            exists = False
+        if not exists:
             raise ParseError(name, None, "an existing file or folder", "nothing at that path")
-        return Source(name, path=path)
+        return Source(name, path=path, limits=limits)
     read = getattr(source, "read", None)
     if callable(read):
-        content = read()
+        stream_name = getattr(source, "name", None)
+        name = filename or (stream_name if isinstance(stream_name, str) else "<stream>")
+        content = read(limits.max_bytes + 1)
         if isinstance(content, str):
             content = content.encode("utf-8")
         if not isinstance(content, (bytes, bytearray, memoryview)):
             raise TypeError(f"source.read() returned {type(content).__name__}; expected bytes")
-        stream_name = getattr(source, "name", None)
-        name = filename or (stream_name if isinstance(stream_name, str) else "<stream>")
-        return Source(name, raw=bytes(content))
+        limits.check_size(name, memoryview(content).nbytes)
+        return Source(name, raw=bytes(content), limits=limits)
     raise TypeError(
         f"source must be a path, bytes or a binary file-like object; got {type(source).__name__}"
     )
+
+
+# --------------------------------------------------------------------------
+# decompression and re-encoding
+# --------------------------------------------------------------------------
+_INFLATE_STEP = 1 << 20
+
+
+def gunzip(raw: bytes, name: str, limits: Limits) -> bytes:
+    """Inflate gzip member(s) in 1 MiB steps, stopping at ``limits.inflate_cap``.
+
+    A bomb stops after at most the cap has been produced (the pieces are
+    dropped on the way out); a truncated or corrupt stream, or bytes after
+    the last member that are not padding, are a ParseError.
+    """
+    cap = limits.inflate_cap(len(raw))
+    pieces: list[bytes] = []
+    total = 0
+    rest = raw
+    while True:
+        inflater = zlib.decompressobj(wbits=31)
+        data = rest
+        try:
+            while not inflater.eof:
+                piece = inflater.decompress(data, _INFLATE_STEP)
+                data = inflater.unconsumed_tail
+                if piece:
+                    total += len(piece)
+                    if total > cap:
+                        pieces.clear()
+                        raise limits.inflate_error(name, len(raw), total)
+                    pieces.append(piece)
+                elif not data:
+                    raise ParseError(name, None, "a complete gzip stream", "the data ends early (truncated file)")
+        except zlib.error as exc:
+            raise ParseError(name, None, "a valid gzip stream", f"corrupt data ({exc})") from None
+        rest = inflater.unused_data
+        if not rest.strip(b"\0"):  # end of data, or zero padding (tape archives)
+            break
+        if rest[:2] != GZIP_MAGIC:
+            raise ParseError(name, None, "nothing after the gzip data", f"{len(rest):,} more bytes")
+    return b"".join(pieces)
+
+
+def from_utf16(raw: bytes, name: str) -> bytes:
+    """UTF-16 text with a byte-order mark, as UTF-8 (a BOM-less UTF-8 result)."""
+    encoding = "utf-16-le" if raw[:2] == b"\xff\xfe" else "utf-16-be"
+    body = raw[2:]
+    try:
+        text = body.decode(encoding)
+    except UnicodeDecodeError as exc:
+        newline = "\n".encode(encoding)
+        line = body.count(newline, 0, exc.start - exc.start % 2) + 1
+        raise ParseError(name, line, f"{encoding.upper()} text (the file starts with its byte-order mark)", f"bytes {body[exc.start:exc.start + 2].hex(' ')}") from None
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # pragma: no cover - lone surrogates are refused by decode
+        raise ParseError(name, text.count("\n", 0, exc.start) + 1, "UTF-16 text", "an unpaired surrogate") from None
+
+
+# --------------------------------------------------------------------------
+# row limits
+# --------------------------------------------------------------------------
+_BLANK_LINE = re.compile(rb"^[ \t\r]*$", re.MULTILINE)
+
+
+def count_lines(data: bytes) -> int:
+    """Lines of ``data`` (a last line without a line break counts)."""
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+def check_line_rows(source: Source, data: bytes | None = None, *, header_lines: int = 0) -> None:
+    """``max_rows`` for a line-per-row file: counting line breaks is cheap;
+    only a file that may exceed the limit has its blank lines counted."""
+    data = source.data if data is None else data
+    lines = count_lines(data) - header_lines
+    limit = source.limits.max_rows
+    if lines <= limit:
+        return
+    blank = sum(1 for _ in _BLANK_LINE.finditer(data))
+    if not data or data.endswith(b"\n"):
+        blank -= 1  # the empty string after the last line break is no line
+    source.limits.check_rows(source.name, lines - blank)

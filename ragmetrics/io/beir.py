@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.json as pajson
@@ -29,12 +30,13 @@ from ragmetrics.errors import ParseError
 from ragmetrics.io import tables, trec
 from ragmetrics.io._columns import normalise_name
 from ragmetrics.io._json import first_char, records
-from ragmetrics.io._source import ZIP_MAGIC, Source, shorten
+from ragmetrics.io._source import ZIP_MAGIC, Source, check_line_rows, names_of, shorten
 from ragmetrics.model import Dataset
 
 QUERY_ID_KEYS = ("_id", "id", "query_id", "qid")
 QUERY_TEXT_KEYS = ("text", "query")
 DOC_ID_KEYS = ("_id", "id", "doc_id", "docid")
+MAX_EXTRA_KEYS = 100  # distinct extra keys of a queries file (each becomes a column)
 
 
 # --------------------------------------------------------------------------
@@ -64,13 +66,14 @@ def open_folder(source: Source) -> Folder:
         for path in sorted(root.rglob("*")):
             rel = path.relative_to(root).as_posix()
             if path.is_file() and rel.count("/") <= 1:
-                files[rel] = lambda p=path, r=rel: Source(f"{source.name.rstrip('/')}/{r}", path=p)
+                files[rel] = lambda p=path, r=rel: Source(f"{source.name.rstrip('/')}/{r}", path=p, limits=source.limits)
         return Folder(source.name, files)
     try:
         archive = zipfile.ZipFile(io.BytesIO(source.raw))
-    except zipfile.BadZipFile as exc:
-        raise ParseError(source.name, None, "a zip archive of a BEIR folder", str(exc)) from None
-    names = [n for n in archive.namelist() if not n.endswith("/")]
+        infos = {info.filename: info for info in archive.infolist() if not info.is_dir()}
+    except Exception as exc:  # noqa: BLE001 - zipfile fails in many ways on a corrupt archive
+        raise ParseError(source.name, None, "a zip archive of a BEIR folder", _zip_problem(exc)) from None
+    names = list(infos)
     # the folder inside the archive: where corpus.jsonl / queries.jsonl / qrels live
     roots = sorted(
         {str(PurePosixPath(n).parent) for n in names if PurePosixPath(n).name in ("corpus.jsonl", "queries.jsonl")}
@@ -83,12 +86,46 @@ def open_folder(source: Source) -> Folder:
     for n in names:
         if n.startswith(prefix):
             rel = n[len(prefix):]
-            files[rel] = lambda n=n, r=rel: Source(f"{source.name}/{r}", raw=archive.read(n))
+            member = f"{source.name}/{rel if len(rel) <= 120 else rel[:117] + '...'}"
+            files[rel] = lambda i=infos[n], m=member: Source(m, raw=_read_member(archive, i, m, source), limits=source.limits)
     return Folder(source.name, files)
 
 
+def _zip_problem(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    found = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return found if len(found) <= 160 else found[:157] + "..."
+
+
+def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, source: Source) -> bytes:
+    """A member's bytes, inflated in 1 MiB steps up to the limits' cap (a zip
+    bomb stops there); encrypted members, unknown methods and bad CRCs are ParseErrors."""
+    limits = source.limits
+    cap = limits.inflate_cap(info.compress_size)
+    if info.file_size > cap:  # declared: refuse before inflating anything
+        raise limits.inflate_error(name, info.compress_size, info.file_size)
+    pieces: list[bytes] = []
+    total = 0
+    try:
+        with archive.open(info) as handle:
+            while True:
+                piece = handle.read(1 << 20)
+                if not piece:
+                    break
+                total += len(piece)
+                if total > cap:
+                    pieces.clear()
+                    raise limits.inflate_error(name, info.compress_size, total)
+                pieces.append(piece)
+    except ParseError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - corrupt, encrypted or unsupported members
+        raise ParseError(name, None, "a readable zip member", _zip_problem(exc)) from None
+    return b"".join(pieces)
+
+
 def sniff_beir(source: Source) -> bool:
-    return source.is_dir or source.raw[:4] == ZIP_MAGIC
+    return source.is_dir or source.magic[:4] == ZIP_MAGIC
 
 
 # --------------------------------------------------------------------------
@@ -114,24 +151,29 @@ def read_queries(source: Source) -> pd.DataFrame:
     if first_char(source) in "{[" and source.extension not in (".tsv", ".csv", ".txt"):
         rows: list[dict[str, Any]] = []
         seen: dict[str, int] = {}
+        extra_keys: set[str] = set()
         for line, _n, record in records(source):
             if not isinstance(record, dict):
                 raise ParseError(source.name, line, "a JSON object", type(record).__name__)
             key, raw_id = _pick(record, QUERY_ID_KEYS)
             qid = _as_id(raw_id)
             if qid is None:
-                raise ParseError(source.name, line, 'a query id ("_id", "id" or "query_id")', f"keys {sorted(record)[:8]}" if key is None else shorten(raw_id))
+                raise ParseError(source.name, line, 'a query id ("_id", "id" or "query_id")', f"keys {names_of(record)}" if key is None else shorten(raw_id))
             tkey, text = _pick(record, QUERY_TEXT_KEYS)
             if not isinstance(text, str):
-                raise ParseError(source.name, line, 'the query text ("text" or "query")', f"keys {sorted(record)[:8]}" if tkey is None else shorten(text))
+                raise ParseError(source.name, line, 'the query text ("text" or "query")', f"keys {names_of(record)}" if tkey is None else shorten(text))
             if qid in seen:
-                raise ParseError(source.name, line, "each query id once", f"{qid!r} again (first on line {seen[qid]})")
+                raise ParseError(source.name, line, "each query id once", f"{shorten(qid)} again (first on line {seen[qid]})")
             seen[qid] = line
             row = {"query_id": qid, "query": text}
             for k, v in record.items():
                 if k not in (key, tkey) and k not in QUERY_ID_KEYS and k not in QUERY_TEXT_KEYS:
                     if k == "metadata" and not v:
                         continue
+                    if k not in extra_keys:
+                        if len(extra_keys) >= MAX_EXTRA_KEYS:
+                            raise ParseError(source.name, line, f"at most {MAX_EXTRA_KEYS} distinct extra keys", f"one more, {shorten(k)}")
+                        extra_keys.add(k)
                     row[k] = v
             rows.append(row)
         return pd.DataFrame(rows, columns=None if rows else ["query_id", "query"])
@@ -143,8 +185,9 @@ def read_queries(source: Source) -> pd.DataFrame:
         idc = next((cols[k] for k in ("query_id", "qid", "_id", "id") if k in cols), None)
         textc = next((cols[k] for k in ("text", "query", "query_text", "question") if k in cols and cols[k] != idc), None)
         if idc is None or textc is None:
-            raise ParseError(source.name, 1, "columns for the query id and its text (e.g. query_id, text)", f"columns {list(frame.columns)}")
-        out = frame.rename(columns={idc: "query_id", textc: "query"})
+            raise ParseError(source.name, 1, "columns for the query id and its text (e.g. query_id, text)", f"columns {names_of(frame.columns, 20, sort=False)}")
+        others = [c for c in frame.columns if c not in (idc, textc) and c not in ("query_id", "query")]
+        out = frame[[idc, textc, *others]].rename(columns={idc: "query_id", textc: "query"})
     else:  # headerless: id <delimiter> text
         lines: list[tuple[str, str]] = []
         for lineno, raw in enumerate(source.text().split("\n"), 1):
@@ -158,13 +201,31 @@ def read_queries(source: Source) -> pd.DataFrame:
         out = pd.DataFrame(lines, columns=["query_id", "query"])
     dup = out["query_id"].duplicated()
     if dup.any():
-        raise ParseError(source.name, None, "each query id once", f"{out['query_id'][dup].iloc[0]!r} twice")
+        raise ParseError(source.name, None, "each query id once", f"{shorten(out['query_id'][dup].iloc[0])} twice")
     return out
+
+
+def _objects_only(data: bytes) -> bool:
+    """True when every line starts with ``{`` (no blank or indented lines either).
+
+    pyarrow's JSON reader (26.0) crashes the process with a segmentation fault
+    when a block of the input starts with a top-level ``null``; it is given
+    only inputs where every record opens an object. Vectorized: one pass of
+    numpy over the bytes."""
+    if not data or data[:1] != b"{":
+        return False
+    buf = np.frombuffer(data, dtype=np.uint8)
+    starts = np.flatnonzero(buf == 10) + 1
+    starts = starts[starts < len(buf)]
+    return bool((buf[starts] == ord("{")).all())
 
 
 def read_corpus(source: Source) -> pd.DataFrame:
     """``doc_id``, ``title``, ``text`` from a BEIR corpus.jsonl (C reader, Python fallback)."""
+    check_line_rows(source)
     try:
+        if not _objects_only(source.data):
+            raise pa.ArrowInvalid("not one object per line: the line-numbered reader takes it")
         table = pajson.read_json(
             pa.BufferReader(source.data),
             parse_options=pajson.ParseOptions(
@@ -193,7 +254,7 @@ def read_corpus(source: Source) -> pd.DataFrame:
         key, raw_id = _pick(record, DOC_ID_KEYS)
         doc = _as_id(raw_id)
         if doc is None:
-            raise ParseError(source.name, line, 'a document id ("_id" or "id")', f"keys {sorted(record)[:8]}" if key is None else shorten(raw_id))
+            raise ParseError(source.name, line, 'a document id ("_id" or "id")', f"keys {names_of(record)}" if key is None else shorten(raw_id))
         rows.append((doc, str(record.get("title") or ""), str(record.get("text") or "")))
     if not rows:
         raise ParseError(source.name, None, "at least one document", "none")
@@ -217,8 +278,10 @@ def merge_queries(dataset: Dataset, queries: pd.DataFrame, *, keep_unjudged: boo
     base = dataset.queries
     extra = queries.set_index("query_id")
     merged = base.copy()
-    texts = merged["query_id"].map(extra["query"]).fillna("")
+    mapped = merged["query_id"].map(extra["query"])
+    texts = mapped.astype(object).where(mapped.notna(), "")
     merged["query"] = merged["query"].where(merged["query"].astype("str").str.len() > 0, texts)
+    added: dict[str, pd.Series] = {}
     for column in extra.columns:
         if column == "query":
             continue
@@ -227,7 +290,9 @@ def merge_queries(dataset: Dataset, queries: pd.DataFrame, *, keep_unjudged: boo
             empty = merged[column].isna() | (merged[column].astype("str") == "")
             merged[column] = merged[column].where(~empty, values)
         else:
-            merged[column] = values
+            added[column] = values
+    if added:  # at once: one insert per column fragments the frame (and pandas warns)
+        merged = pd.concat([merged, pd.DataFrame(added, index=merged.index)], axis=1)
     if keep_unjudged:
         missing = queries[~queries["query_id"].isin(set(merged["query_id"]))]
         merged = pd.concat([merged, missing], ignore_index=True)

@@ -18,11 +18,12 @@ from ragmetrics.errors import ParseError, RagMetricsError
 from ragmetrics.io import tables
 from ragmetrics.io._columns import normalise_name
 from ragmetrics.io._json import first_char, first_record, records, scan_object
-from ragmetrics.io._source import Source, open_source, shorten
+from ragmetrics.io._source import Source, names_of, open_source, shorten
 from ragmetrics.model import Run
 
 CHUNK_COLUMNS = ("chunk_id", "chunk", "chunkid", "passage_id")
 DOC_COLUMNS = ("source_doc", "doc_id", "document_id", "parent_doc", "docid", "doc")
+_PAIR_KEYS = set(CHUNK_COLUMNS) | set(DOC_COLUMNS)
 
 
 def _compile(pattern: str | re.Pattern[str]) -> tuple[re.Pattern[str], int | str]:
@@ -59,8 +60,8 @@ def _frame_pairs(frame: pd.DataFrame, what: str, source: Source | None = None, l
     if chunk is None or doc is None:
         expected = "a chunk_id column and a doc_id (or source_doc) column"
         if source is not None:
-            raise ParseError(source.name, 1, expected, f"columns {list(frame.columns)}")
-        raise RagMetricsError(f"{what}: expected {expected}, found columns {list(frame.columns)}")
+            raise ParseError(source.name, 1, expected, f"columns {names_of(frame.columns, 20, sort=False)}")
+        raise RagMetricsError(f"{what}: expected {expected}, found columns {names_of(frame.columns, 20, sort=False)}")
     pairs = pd.DataFrame(
         {"chunk_id": frame[chunk].astype("str").str.strip().to_numpy(), "doc_id": frame[doc].astype("str").str.strip().to_numpy()}
     )
@@ -82,8 +83,8 @@ def _check_pairs(pairs: pd.DataFrame, what: str, source: Source | None, line_of:
         rows = np.flatnonzero((pairs["chunk_id"] == chunk).to_numpy())
         if source is not None:
             line = line_of(int(rows[-1])) if line_of else None
-            raise ParseError(source.name, line, "one document per chunk", f"chunk {chunk!r} mapped to {docs}")
-        raise RagMetricsError(f"{what}: chunk {chunk!r} is mapped to several documents {docs}")
+            raise ParseError(source.name, line, "one document per chunk", f"chunk {shorten(chunk)} mapped to {names_of(docs)}")
+        raise RagMetricsError(f"{what}: chunk {shorten(chunk)} is mapped to several documents {names_of(docs)}")
     return unique.reset_index(drop=True)
 
 
@@ -98,7 +99,7 @@ def _file_pairs(source: Source) -> pd.DataFrame:
         lines, chunks, docs = [], [], []
         for line, key, value in scan_object(source, source.text()):
             if not isinstance(value, (str, int)) or isinstance(value, bool) or not str(value).strip():
-                raise ParseError(source.name, line, f"a document id for chunk {key!r}", shorten(value))
+                raise ParseError(source.name, line, f"a document id for chunk {shorten(key)}", shorten(value))
             lines.append(line)
             chunks.append(key)
             docs.append(str(value))
@@ -108,7 +109,7 @@ def _file_pairs(source: Source) -> pd.DataFrame:
     for line, _n, item in records(source):
         if not isinstance(item, dict):
             raise ParseError(source.name, line, "a JSON object", type(item).__name__)
-        rows.append(item)
+        rows.append({k: v for k, v in item.items() if normalise_name(k) in _PAIR_KEYS})
         lines.append(line)
     return _frame_pairs(pd.DataFrame.from_records(rows), source.name, source, lambda row: lines[row])
 
@@ -121,7 +122,7 @@ def _mapping_pairs(mapping: Any) -> pd.DataFrame:
             {"chunk_id": [str(k) for k in mapping], "doc_id": [str(v) for v in mapping.values()]}, dtype="str"
         )
         return pairs
-    if isinstance(mapping, (str, os.PathLike, bytes)) or hasattr(mapping, "read"):
+    if isinstance(mapping, (str, os.PathLike, bytes, Source)) or hasattr(mapping, "read"):
         return _file_pairs(open_source(mapping))
     raise TypeError(f"chunk mapping must be a dict, a DataFrame or a file; got {type(mapping).__name__}")
 

@@ -17,6 +17,15 @@ from ragmetrics.io._json import first_char, first_record, scan_object
 from ragmetrics.io._source import Source, shorten
 from ragmetrics.model import Dataset, Run
 
+LABEL_LIMIT = 2**53  # larger labels are not exact as floats (and mean nothing)
+
+
+def _finite(value: float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer beyond the float range
+        return False
+
 
 def _doc_line(text_cache: list[str], source: Source, qline: int, doc: str) -> int:
     """Best effort: the line of ``"doc":`` at or after the query's line."""
@@ -44,24 +53,26 @@ def _read(source: Source, *, labels: bool) -> tuple[pd.DataFrame, list[str]]:
     what = "an integer label" if labels else "a finite number as score"
     for line, qid, inner in scan_object(source, text):
         if qid in seen:
-            raise ParseError(source.name, line, "each query once", f"{qid!r} again (first on line {seen[qid]})")
+            raise ParseError(source.name, line, "each query once", f"{shorten(qid)} again (first on line {seen[qid]})")
         seen[qid] = line
         if not isinstance(inner, dict):
-            raise ParseError(source.name, line, f"a {{doc_id: {'label' if labels else 'score'}}} object for query {qid!r}", shorten(inner))
+            raise ParseError(source.name, line, f"a {{doc_id: {'label' if labels else 'score'}}} object for query {shorten(qid)}", shorten(inner))
         if not qid.strip():
             raise ParseError(source.name, line, "a non-empty query id", repr(qid))
         order.append(qid)
+        if len(qids) + len(inner) > source.limits.max_rows:
+            source.limits.check_rows(source.name, len(qids) + len(inner), at_least=True)
         for doc, value in inner.items():
             ok = isinstance(value, (int, float)) and not isinstance(value, bool)
             if ok and labels:
-                ok = float(value).is_integer()
+                ok = (isinstance(value, int) or value.is_integer()) and abs(value) <= LABEL_LIMIT
             elif ok:
-                ok = math.isfinite(value)
+                ok = _finite(value)
             if not ok or not doc.strip():
                 found = shorten(value) if doc.strip() else "an empty document id"
                 raise ParseError(
                     source.name, _doc_line(cache, source, line, doc),
-                    f"{what} for query {qid!r}, document {doc!r}" if doc.strip() else "a non-empty document id",
+                    f"{what} for query {shorten(qid)}, document {shorten(doc)}" if doc.strip() else "a non-empty document id",
                     found,
                 )
             qids.append(qid)

@@ -19,10 +19,14 @@ import pandas as pd
 
 from ragmetrics.errors import ParseError
 from ragmetrics.io._json import first_char, first_record, records
-from ragmetrics.io._source import Source, shorten
+from ragmetrics.io._source import Source, names_of, shorten
 from ragmetrics.model import Dataset, query_id_from_text
 
 ID_KEYS = ("query_id", "id")
+GRADE_LIMIT = 2**53
+#: each distinct extra key becomes a column for every query: a file naming a
+#: new key on each line would otherwise grow as lines x keys
+MAX_EXTRA_KEYS = 100
 TEXT_FIELDS = ("expected_answer", "category", "difficulty")
 KNOWN = {"query", "expected_answer", "expected_keywords", "relevant_docs", "difficulty", "category", *ID_KEYS}
 
@@ -44,6 +48,7 @@ def read_evalset(source: Source, *, name: str) -> Dataset:
     query_rows: list[dict[str, Any]] = []
     qrels: list[tuple[str, str, int]] = []
     seen: dict[str, tuple[int, int]] = {}
+    extra_keys: set[str] = set()
 
     for line, number, record in records(source):
         where = f" in record {number}" if is_list else ""
@@ -57,7 +62,7 @@ def read_evalset(source: Source, *, name: str) -> Dataset:
         query = record.get("query")
         if not isinstance(query, str) or not query.strip():
             if "query" not in record:
-                raise fail('a "query" key', f"keys {sorted(record)[:8]}")
+                raise fail('a "query" key', f"keys {names_of(record)}")
             raise fail('a non-empty "query" string', shorten(query))
 
         qid: str | None = None
@@ -74,7 +79,7 @@ def read_evalset(source: Source, *, name: str) -> Dataset:
             first = f"record {first_number}, line {first_line}" if is_list else f"line {first_line}"
             raise fail(
                 "a unique query id (give the records distinct \"query_id\"s)",
-                f"{qid!r} again, as on {first}", query,
+                f"{shorten(qid)} again, as on {first}", query,
             )
         seen[qid] = (line, number)
 
@@ -108,7 +113,7 @@ def read_evalset(source: Source, *, name: str) -> Dataset:
                 if doc is None:
                     raise fail('"relevant_docs" items as document ids (strings)', shorten(item), query)
                 if doc in judged:
-                    raise fail('each document once in "relevant_docs"', f"{doc!r} twice", query)
+                    raise fail('each document once in "relevant_docs"', f"{shorten(doc)} twice", query)
                 judged[doc] = 1
         elif isinstance(docs, dict):
             for key, grade in docs.items():
@@ -117,10 +122,10 @@ def read_evalset(source: Source, *, name: str) -> Dataset:
                     raise fail('"relevant_docs" keys as document ids', shorten(key), query)
                 if isinstance(grade, float) and grade.is_integer():
                     grade = int(grade)
-                if not _is_int(grade):
-                    raise fail(f'an integer grade for {doc!r} in "relevant_docs"', shorten(grade), query)
+                if not _is_int(grade) or abs(grade) > GRADE_LIMIT:
+                    raise fail(f'an integer grade for {shorten(doc)} in "relevant_docs"', shorten(grade), query)
                 if doc in judged:
-                    raise fail('each document once in "relevant_docs"', f"{doc!r} twice", query)
+                    raise fail('each document once in "relevant_docs"', f"{shorten(doc)} twice", query)
                 judged[doc] = grade
         else:
             raise fail('"relevant_docs" as a list of ids or a {doc: grade} map', shorten(docs), query)
@@ -128,6 +133,10 @@ def read_evalset(source: Source, *, name: str) -> Dataset:
 
         for key, value in record.items():
             if key not in KNOWN:
+                if key not in extra_keys:
+                    if len(extra_keys) >= MAX_EXTRA_KEYS:
+                        raise fail(f"at most {MAX_EXTRA_KEYS} distinct extra keys (kept as query columns)", f"one more, {shorten(key)}", query)
+                    extra_keys.add(key)
                 row[key] = value
         query_rows.append(row)
 

@@ -26,11 +26,14 @@ import pandas as pd
 from ragmetrics.errors import ParseError
 from ragmetrics.io._columns import ALIASES, normalise_name, run_from_columns
 from ragmetrics.io._json import first_char, first_record, records
-from ragmetrics.io._source import Source, shorten
+from ragmetrics.io._source import Source, names_of, shorten
 from ragmetrics.model import Run, query_id_from_text
 
 ITEM_ID_KEYS = ("doc_id", "id", "docid", "chunk_id")
 SOURCE_KEYS = ALIASES["source_doc"]
+# the keys a flat row is read for; others are dropped at once (a new key on each
+# line would otherwise make a lines x keys frame)
+FLAT_KEYS = {alias for names in ALIASES.values() for alias in names}
 
 
 def _id(value: Any) -> str | None:
@@ -42,9 +45,13 @@ def _id(value: Any) -> str | None:
 
 
 def _score(value: Any) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond the float range
+        return None
+    return number if math.isfinite(number) else None
 
 
 def read_jsonl_run(source: Source, *, name: str) -> Run:
@@ -59,6 +66,7 @@ def read_jsonl_run(source: Source, *, name: str) -> Run:
     scored: bool | None = None
     scored_line = 0
     any_text = any_source = False
+    first_keys: list[str] = []
 
     for line, _number, record in records(source):
         if not isinstance(record, dict):
@@ -68,9 +76,11 @@ def read_jsonl_run(source: Source, *, name: str) -> Run:
             mode = this_mode
         elif this_mode != mode:
             expected = 'a "retrieved" list as on the lines before' if mode == "nested" else "one flat row per line as on the lines before"
-            raise ParseError(source.name, line, expected, f"keys {sorted(record)[:8]}")
+            raise ParseError(source.name, line, expected, f"keys {names_of(record)}")
         if mode == "flat":
-            flat_rows.append(record)
+            if not flat_rows:
+                first_keys = list(record)
+            flat_rows.append({k: v for k, v in record.items() if normalise_name(k) in FLAT_KEYS})
             flat_lines.append(line)
             continue
 
@@ -84,7 +94,7 @@ def read_jsonl_run(source: Source, *, name: str) -> Run:
         if qid is None:
             query = record.get("query")
             if not isinstance(query, str) or not query.strip():
-                raise ParseError(source.name, line, 'a "query_id" or a non-empty "query"', f"keys {sorted(record)[:8]}")
+                raise ParseError(source.name, line, 'a "query_id" or a non-empty "query"', f"keys {names_of(record)}")
             qid = query_id_from_text(query)
         retrieved = record["retrieved"]
         if not isinstance(retrieved, list):
@@ -98,7 +108,7 @@ def read_jsonl_run(source: Source, *, name: str) -> Run:
                 if doc is None:
                     raise ParseError(
                         source.name, line, f'a "doc_id" (or id/docid/chunk_id) in retrieved item {position}',
-                        f"keys {sorted(item)[:8]}" if key is None else shorten(item[key]),
+                        f"keys {names_of(item)}" if key is None else shorten(item[key]),
                     )
                 if "chunk_id" in item and key != "chunk_id":
                     # {"chunk_id": c, "doc_id": d}: the chunk c of document d was retrieved
@@ -140,11 +150,14 @@ def read_jsonl_run(source: Source, *, name: str) -> Run:
             sources.append(source_doc)
             any_text |= text is not None
             any_source |= source_doc is not None
+        if len(qids) > source.limits.max_rows:
+            source.limits.check_rows(source.name, len(qids), at_least=True)
 
     if mode is None:
         raise ParseError(source.name, None, "at least one JSON record", "none")
     if mode == "flat":
         frame = pd.DataFrame.from_records(flat_rows)
+        frame.attrs["all_columns"] = first_keys
         return run_from_columns(
             source, frame, lambda row: flat_lines[row], name=name, header_line=flat_lines[0]
         )

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import csv
 import io
+import re
+from collections import Counter
 from collections.abc import Callable
 
 import pandas as pd
@@ -19,11 +21,46 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ragmetrics.errors import ParseError
-from ragmetrics.io._columns import ALIASES, dataset_from_columns, normalise_name, run_from_columns
-from ragmetrics.io._source import PARQUET_MAGIC, Source, decode, nonempty_line_numbers, shorten
+from ragmetrics.io._columns import (
+    ALIASES,
+    QUERY_FACETS,
+    QUERY_TEXT_NAMES,
+    dataset_from_columns,
+    normalise_name,
+    run_from_columns,
+)
+from ragmetrics.io._source import (
+    PARQUET_MAGIC,
+    Source,
+    check_line_rows,
+    decode,
+    nonempty_line_numbers,
+    shorten,
+)
 from ragmetrics.model import Dataset, Run
 
 _KNOWN = {alias for names in ALIASES.values() for alias in names}
+_LONE_CR = re.compile(rb"\r(?!\n)")
+MAX_COLUMNS = 1000
+
+
+def _check_lone_cr(source: Source, data: bytes, first_line: int, start: int = 0) -> None:
+    """A CR that does not end a CRLF line break: Arrow would split the row there.
+    ``data[start:]`` is checked; ``first_line`` is the line number at ``start``."""
+    if data.find(b"\r", start) >= 0:
+        match = _LONE_CR.search(data, start)
+        if match is not None:
+            raise ParseError(
+                source.name, data.count(b"\n", start, match.start()) + first_line,
+                "lines ending in \\n or \\r\\n", "a carriage return (\\r) inside the line",
+            )
+
+
+def _csv_error(source: Source, line: int, exc: csv.Error) -> ParseError:
+    text = str(exc)
+    if "field larger than field limit" in text:
+        return ParseError(source.name, line, f"fields of at most {csv.field_size_limit():,} characters", "a longer one")
+    return ParseError(source.name, line, "a well-formed CSV line", text)
 
 
 def _header(source: Source, delimiter: str) -> tuple[list[str], int, int]:
@@ -35,40 +72,56 @@ def _header(source: Source, delimiter: str) -> tuple[list[str], int, int]:
         end = len(data) if end < 0 else end
         raw = data[start:end].rstrip(b"\r")
         if raw.strip(b" \t"):
+            _check_lone_cr(source, raw, line)
             text = decode(raw, source.name, first_line=line)
-            names = [n.strip() for n in next(csv.reader([text], delimiter=delimiter))]
+            try:
+                names = [n.strip() for n in next(csv.reader([text], delimiter=delimiter))]
+            except csv.Error as exc:
+                raise _csv_error(source, line, exc) from None
+            if len(names) > MAX_COLUMNS:
+                raise ParseError(source.name, line, f"a header of at most {MAX_COLUMNS:,} columns", f"{len(names):,}")
             if any(not n for n in names):
                 raise ParseError(source.name, line, "a header line with a name for every column", shorten(text))
             seen: set[str] = set()
             for n in names:
                 if n in seen:
-                    raise ParseError(source.name, line, "unique column names in the header", f"{n!r} twice")
+                    raise ParseError(source.name, line, "unique column names in the header", f"{shorten(n)} twice")
                 seen.add(n)
             return names, line, min(end + 1, len(data))
         start, line = end + 1, line + 1
     raise ParseError(source.name, None, "a header line and rows", "no data")
 
 
-def _csv_lines(text: str, delimiter: str) -> list[tuple[int, list[str]]]:
-    """Python ``csv`` scan of the body: (first line, fields) per non-empty record."""
+def _csv_lines(source: Source, text: str, delimiter: str, first_line: int) -> list[tuple[int, list[str]]]:
+    """Python ``csv`` scan of the body: (first line, fields) per non-empty record;
+    ``first_line`` is the file's line number of the body's first line."""
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     out = []
     previous = 0
-    for record in reader:
-        if record:
-            out.append((previous + 1, record))
-        previous = reader.line_num
+    try:
+        for record in reader:
+            if record:
+                out.append((previous + 1, record))
+            previous = reader.line_num
+    except csv.Error as exc:
+        raise _csv_error(source, previous + first_line, exc) from None
     return out
 
 
 def read_delimited(source: Source, delimiter: str) -> tuple[pd.DataFrame, Callable[[int], int | None], int]:
     """All columns as strings; ``line_of(row)`` gives a data row's line; the header line."""
     names, header_line, body_start = _header(source, delimiter)
-    body = source.data[body_start:]
-    quoted = b'"' in body
+    data = source.data
+    check_line_rows(source, data, header_lines=header_line)
+    _check_lone_cr(source, data, header_line + 1, body_start)
+    quoted = data.find(b'"', body_start) >= 0
+
+    def body() -> bytes:  # a copy, made only to report an error
+        return data[body_start:]
+
     try:
         table = pacsv.read_csv(
-            pa.BufferReader(body),
+            pa.BufferReader(pa.py_buffer(data).slice(body_start)),
             read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
             parse_options=pacsv.ParseOptions(
                 delimiter=delimiter, quote_char='"', double_quote=True, escape_char=False,
@@ -80,8 +133,8 @@ def read_delimited(source: Source, delimiter: str) -> tuple[pd.DataFrame, Callab
             ),
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        text = decode(body, source.name, first_line=header_line + 1)
-        for line, record in _csv_lines(text, delimiter):
+        text = decode(body(), source.name, first_line=header_line + 1)
+        for line, record in _csv_lines(source, text, delimiter, header_line + 1):
             if len(record) != len(names):
                 raise ParseError(
                     source.name, line + header_line,
@@ -89,25 +142,82 @@ def read_delimited(source: Source, delimiter: str) -> tuple[pd.DataFrame, Callab
                 ) from None
         raise ParseError(source.name, None, "a well-formed table", str(exc).splitlines()[0]) from None
 
+    pa.default_memory_pool().release_unused()  # the parser's scratch space: numpy cannot reuse it
     cache: list[list[int]] = []
 
     def line_of(row: int) -> int | None:
         if not quoted:
-            return int(nonempty_line_numbers(body, [row])[0]) + header_line
+            return int(nonempty_line_numbers(body(), [row])[0]) + header_line
         if not cache:
-            text = body.decode("utf-8", errors="replace")
-            cache.append([line for line, _ in _csv_lines(text, delimiter)])
-        return cache[0][row] + header_line
+            text = body().decode("utf-8", errors="replace")
+            try:
+                cache.append([line for line, _ in _csv_lines(source, text, delimiter, header_line + 1)])
+            except ParseError:
+                cache.append([])
+        return cache[0][row] + header_line if row < len(cache[0]) else None
 
     return table.to_pandas(), line_of, header_line
 
 
+# the columns a Parquet table is read for (other columns are never decoded)
+_PARQUET_WANTED = _KNOWN | set(QUERY_TEXT_NAMES) | set(QUERY_FACETS)
+
+
+def _parquet_failure(source: Source, exc: BaseException) -> ParseError:
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return ParseError(source.name, None, "a Parquet file", first if len(first) <= 200 else first[:197] + "...")
+
+
+def _plain_column(source: Source, name: str, column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Text or numbers: dictionaries decoded, binary checked as UTF-8, decimals
+    as floats; nested, temporal and other types refused."""
+    kind = column.type
+    if pa.types.is_dictionary(kind):
+        column = column.cast(kind.value_type)
+        kind = column.type
+    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind):
+        try:
+            column = column.cast(pa.large_binary()).cast(pa.large_string())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            raise ParseError(source.name, None, f"UTF-8 text in column {shorten(name)}", "bytes that are not UTF-8") from None
+        return column
+    if pa.types.is_decimal(kind) or pa.types.is_float16(kind):
+        return column.cast(pa.float64(), safe=False)
+    if (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_integer(kind)
+            or pa.types.is_floating(kind) or pa.types.is_boolean(kind) or pa.types.is_null(kind)):
+        return column
+    raise ParseError(source.name, None, f"text or numbers in column {shorten(name)}", f"type {shorten(str(kind), 60)}")
+
+
 def read_parquet(source: Source) -> pd.DataFrame:
+    """The useful columns of a Parquet file, checked against the limits (rows and
+    declared size, from the footer) before any data page is decompressed."""
+    data = source.data
     try:
-        table = pq.read_table(pa.BufferReader(source.data))
-    except (pa.ArrowException, OSError) as exc:
-        raise ParseError(source.name, None, "a Parquet file", str(exc).splitlines()[0]) from None
-    return table.to_pandas()
+        parquet = pq.ParquetFile(pa.BufferReader(data))
+        meta = parquet.metadata
+        names = list(parquet.schema_arrow.names)
+        declared = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    except Exception as exc:  # noqa: BLE001 - a corrupt footer fails in many ways inside pyarrow
+        raise _parquet_failure(source, exc) from None
+    source.limits.check_rows(source.name, meta.num_rows)
+    if declared > source.limits.inflate_cap(len(data)):
+        raise source.limits.inflate_error(source.name, len(data), declared)
+    wanted = [n for n in names if normalise_name(n) in _PARQUET_WANTED]
+    repeated = sorted(n for n, times in Counter(wanted).items() if times > 1)
+    if repeated:
+        raise ParseError(source.name, None, "unique column names", f"{shorten(repeated[0])} more than once")
+    try:
+        table = parquet.read(columns=wanted, use_threads=True)
+        table.validate(full=True)  # invalid UTF-8, offsets out of range: refused here, not in pandas
+    except Exception as exc:  # noqa: BLE001 - corrupt pages fail in many ways inside pyarrow
+        raise _parquet_failure(source, exc) from None
+    if table.num_rows > source.limits.max_rows:  # the footer may understate it
+        source.limits.check_rows(source.name, table.num_rows)
+    columns = [_plain_column(source, name, table.column(i)) for i, name in enumerate(table.column_names)]
+    frame = pa.Table.from_arrays(columns, names=table.column_names).to_pandas() if columns else pd.DataFrame(index=range(table.num_rows))
+    frame.attrs["all_columns"] = names
+    return frame
 
 
 def _no_line(row: int) -> None:
@@ -177,11 +287,19 @@ def sniff_tsv_dataset(source: Source) -> bool:
 
 
 def sniff_parquet(source: Source) -> bool:
-    return not source.is_dir and source.raw[:4] == PARQUET_MAGIC
+    return not source.is_dir and source.magic[:4] == PARQUET_MAGIC
 
 
 __all__ = [
-    "read_csv_run", "read_tsv_run", "read_parquet_run",
-    "read_csv_dataset", "read_tsv_dataset", "read_parquet_dataset",
-    "sniff_csv_run", "sniff_tsv_run", "sniff_csv_dataset", "sniff_tsv_dataset", "sniff_parquet",
+    "read_csv_dataset",
+    "read_csv_run",
+    "read_parquet_dataset",
+    "read_parquet_run",
+    "read_tsv_dataset",
+    "read_tsv_run",
+    "sniff_csv_dataset",
+    "sniff_csv_run",
+    "sniff_parquet",
+    "sniff_tsv_dataset",
+    "sniff_tsv_run",
 ]

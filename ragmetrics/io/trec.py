@@ -38,12 +38,19 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from ragmetrics.errors import ParseError, RagMetricsError
-from ragmetrics.io._source import Source, nonempty_line_numbers, shorten
+from ragmetrics.io._columns import first_duplicate
+from ragmetrics.io._source import (
+    Source,
+    check_line_rows,
+    nonempty_line_numbers,
+    shorten,
+)
 from ragmetrics.model import Dataset, Run
 
 _TAB_TO_SPACE = bytes.maketrans(b"\t", b" ")
 INT_RE = re.compile(r"[+-]?[0-9]+\Z")
-FLOAT_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+# unambiguous: "[0-9]+\.?[0-9]*" took time quadratic in a digit run that fails to match (40,000 digits: 37 s)
+FLOAT_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _NONFINITE_RE = re.compile(r"[+-]?(?:nan|inf|infinity)\Z", re.IGNORECASE)
 
 RUN_LINE = "'qid Q0 docid rank score tag'"
@@ -76,8 +83,9 @@ def _data_lines(source: Source) -> Iterator[tuple[int, list[str], str]]:
     for lineno, line in enumerate(text.split("\n"), 1):
         if bad_line is not None and lineno == bad_line:
             break
-        if line.endswith("\r"):
-            line = line[:-1]
+        line = line.removesuffix("\r")
+        if "\r" in line:  # Arrow and every tool would break the line there; we would not
+            raise ParseError(source.name, lineno, "lines ending in \\n or \\r\\n", "a carriage return (\\r) inside the line")
         fields = split_fields(line)
         if fields and not fields[0].startswith("#"):
             yield lineno, fields, line
@@ -135,9 +143,23 @@ def _first_field_count(data: bytes) -> int | None:
     return None
 
 
-def _arrow_read(data: bytes, ncols: int, typed: dict[int, pa.DataType]) -> pa.Table:
+_ARROW_MAX_COLUMNS = 64
+
+
+def _has_empty_fields(data: bytes) -> bool:
+    """Two spaces in a row, or a line starting or ending with one (bytes scans, C speed)."""
+    return (
+        b"  " in data or data.startswith(b" ") or data.endswith(b" ") or b"\n " in data or b" \n" in data
+    )
+
+
+def _arrow_read(
+    data: bytes, ncols: int, typed: dict[int, pa.DataType], keep: tuple[int, ...] | None = None
+) -> pa.Table:
+    """Arrow's C reader; only the ``keep`` fields are materialised (``None``: all),
+    as 32-bit-offset strings (each 16 MiB block is its own chunk)."""
     names = [f"f{i}" for i in range(ncols)]
-    types = {name: typed.get(i, pa.large_string()) for i, name in enumerate(names)}
+    types = {name: typed.get(i, pa.string()) for i, name in enumerate(names)}
     return pacsv.read_csv(
         pa.BufferReader(data),
         read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
@@ -148,15 +170,20 @@ def _arrow_read(data: bytes, ncols: int, typed: dict[int, pa.DataType]) -> pa.Ta
         convert_options=pacsv.ConvertOptions(
             column_types=types, null_values=[""], strings_can_be_null=True,
             quoted_strings_can_be_null=False, true_values=[], false_values=[],
+            include_columns=None if keep is None else [names[i] for i in keep],
         ),
     )
 
 
 def _fast_table(
-    source: Source, *, min_cols: int, max_cols: int | None, typed: dict[int, pa.DataType]
+    source: Source, *, min_cols: int, max_cols: int | None, typed: dict[int, pa.DataType], keep: tuple[int, ...]
 ) -> tuple[pa.Table | None, bytes | None]:
     """Arrow-parse the file: ``(table, data)``, or ``(None, collapsed data)``
-    when Arrow could not (the collapsed data is ``None`` if a lone CR was seen)."""
+    when Arrow could not (the collapsed data is ``None`` if a lone CR was seen).
+
+    Only the ``keep`` fields become columns (memory: a run keeps 3 of 6). That
+    is exact because no field can be empty when Arrow reads: data with runs of
+    blanks or blanks at line ends is collapsed first."""
     first_length = -1
     data: bytes | None = None
     for collapse in (False, True):
@@ -166,11 +193,14 @@ def _fast_table(
         if len(data) == first_length:  # collapsing changed nothing: Arrow would fail again
             break
         first_length = len(data)
-        ncols = _first_field_count(data)
-        if ncols is None or ncols < min_cols or (max_cols is not None and ncols > max_cols):
+        if not collapse and _has_empty_fields(data):
             continue
+        ncols = _first_field_count(data)
+        if ncols is None or ncols < min_cols or ncols > (max_cols or _ARROW_MAX_COLUMNS):
+            continue  # a line of thousands of fields: the scan splits it faster than Arrow builds columns
         try:
-            table = _arrow_read(data, ncols, typed)
+            table = _arrow_read(data, ncols, typed, keep)
+            pa.default_memory_pool().release_unused()  # the parser's scratch space: numpy cannot reuse it
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             if "conversion error" in str(exc):
                 _locate_bad_value(source, data, ncols, typed)
@@ -221,7 +251,8 @@ def _score_error(source: Source, line: int, text: str) -> ParseError:
 
 def parse_run_frame(source: Source) -> pd.DataFrame:
     """``query_id``, ``doc_id``, ``score`` from a TREC run file."""
-    table, data = _fast_table(source, min_cols=6, max_cols=None, typed={4: pa.float64()})
+    check_line_rows(source)
+    table, data = _fast_table(source, min_cols=6, max_cols=None, typed={4: pa.float64()}, keep=(0, 2, 4))
     if table is not None and data is not None:
         if table.num_rows == 0:
             raise _empty_file(source, RUN_LINE)
@@ -307,7 +338,9 @@ def _slow_run(source: Source) -> pd.DataFrame:
 
 
 def read_run(source: Source, *, name: str) -> Run:
-    return Run.from_frame(parse_run_frame(source), name=name)
+    frame = parse_run_frame(source)
+    source.release()
+    return Run.from_frame(frame, name=name)
 
 
 # --------------------------------------------------------------------------
@@ -315,7 +348,8 @@ def read_run(source: Source, *, name: str) -> Run:
 # --------------------------------------------------------------------------
 def parse_qrels_frame(source: Source) -> pd.DataFrame:
     """``query_id``, ``doc_id``, ``relevance`` from a TREC qrels file."""
-    table, data = _fast_table(source, min_cols=4, max_cols=4, typed={3: pa.int64()})
+    check_line_rows(source)
+    table, data = _fast_table(source, min_cols=4, max_cols=4, typed={3: pa.int64()}, keep=(0, 2, 3))
     if table is None or data is None:
         frame, lines = _slow_qrels(source)
     else:
@@ -329,11 +363,10 @@ def parse_qrels_frame(source: Source) -> pd.DataFrame:
         lines = None
         if len(frame) == 0:
             raise _empty_file(source, QRELS_LINE)
-    dup = frame.duplicated(["query_id", "doc_id"], keep="first").to_numpy()
-    if dup.any():
-        row = int(dup.argmax())
+    found = first_duplicate(frame["query_id"], frame["doc_id"])
+    if found is not None:
+        row, first = found
         q, d = frame["query_id"].iloc[row], frame["doc_id"].iloc[row]
-        first = int(((frame["query_id"] == q) & (frame["doc_id"] == d)).to_numpy().argmax())
         if lines is None:
             assert data is not None
             line, first_line = (int(x) for x in nonempty_line_numbers(data, [row, first]))
@@ -341,7 +374,7 @@ def parse_qrels_frame(source: Source) -> pd.DataFrame:
             line, first_line = lines[row], lines[first]
         raise ParseError(
             source.name, line, "one label per query and document",
-            f"a second label for query {q!r}, document {d!r} (first on line {first_line})",
+            f"a second label for query {shorten(q)}, document {shorten(d)} (first on line {first_line})",
         )
     return frame
 
@@ -356,11 +389,12 @@ def _slow_qrels(source: Source) -> tuple[pd.DataFrame, list[int]]:
             raise ParseError(
                 source.name, lineno, f"4 fields {QRELS_LINE}", f"{len(fields)} field(s) in {shorten(line)}"
             )
-        if not INT_RE.match(fields[3]):
-            raise ParseError(source.name, lineno, "an integer relevance label (field 4)", shorten(fields[3]))
+        label = fields[3]
+        if not INT_RE.match(label) or len(label) > 20 or not -(2**63) <= int(label) < 2**63:
+            raise ParseError(source.name, lineno, "an integer relevance label (field 4)", shorten(label))
         qids.append(fields[0])
         docs.append(fields[2])
-        labels.append(int(fields[3]))
+        labels.append(int(label))
         lines.append(lineno)
     if not qids:
         raise _empty_file(source, QRELS_LINE)
@@ -375,7 +409,9 @@ def _slow_qrels(source: Source) -> tuple[pd.DataFrame, list[int]]:
 
 
 def read_qrels(source: Source, *, name: str) -> Dataset:
-    return Dataset.from_frames(parse_qrels_frame(source), name=name)
+    frame = parse_qrels_frame(source)
+    source.release()
+    return Dataset.from_frames(frame, name=name)
 
 
 # --------------------------------------------------------------------------
