@@ -92,15 +92,18 @@ def test_gzip_bomb_is_not_inflated_into_memory(tmp_path: Path) -> None:
     path = tmp_path / "bomb.trec.gz"
     path.write_bytes(gzip_bomb(b"\0" * (16 * MiB), 64))
     code = textwrap.dedent(f"""
-        import resource, sys
+        import sys
         from ragmetrics.io import load_run
         from ragmetrics.limits import LimitError
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        def status(field):  # VmHWM, not ru_maxrss, which carries the parent's high-water mark across exec
+            with open("/proc/self/status") as f:
+                return next(int(l.split()[1]) * 1024 for l in f if l.startswith(field + ":"))
+        before = status("VmRSS")
         try:
             load_run({str(path)!r})
         except LimitError as err:
             print(err, file=sys.stderr)
-        print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024)
+        print(status("VmHWM") - before)
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=_env(), timeout=120, check=False)
     assert "decompression bomb" in out.stderr, out.stderr
