@@ -93,17 +93,8 @@ def _emit(result: EvalResult, fmt: str, per_query: bool, out: TextIO) -> None:
 
 def _report_coverage(result: EvalResult, err: TextIO) -> None:
     for name, coverage in result.coverage.items():
-        notes = []
-        if coverage.missing_in_run:
-            notes.append(f"{len(coverage.missing_in_run)} judged queries missing from the run (scored 0)")
-        if coverage.not_in_dataset:
-            notes.append(f"{len(coverage.not_in_dataset)} run queries not in the dataset (dropped)")
-        if coverage.duplicates_dropped:
-            notes.append(f"{coverage.duplicates_dropped} duplicate rows dropped")
-        if coverage.no_relevant:
-            notes.append(f"{len(coverage.no_relevant)} queries without a relevant document (scored 0)")
-        if notes:
-            err.write(f"ragmetrics: note: run {name!r}: " + "; ".join(notes) + "\n")
+        if coverage.notes():
+            err.write(f"ragmetrics: note: run {name!r}: " + "; ".join(coverage.notes()) + "\n")
 
 
 def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

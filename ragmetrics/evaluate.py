@@ -232,12 +232,5 @@ def evaluate(
 
 
 def _warn(name: str, coverage: Coverage) -> None:
-    notes = []
-    if coverage.missing_in_run:
-        notes.append(f"{len(coverage.missing_in_run)} judged queries missing from the run")
-    if coverage.not_in_dataset:
-        notes.append(f"{len(coverage.not_in_dataset)} run queries not in the dataset (dropped)")
-    if coverage.duplicates_dropped:
-        notes.append(f"{coverage.duplicates_dropped} duplicate rows dropped")
-    if notes:
-        warnings.warn(f"run {name!r}: " + "; ".join(notes), RagMetricsWarning, stacklevel=3)
+    if coverage.notes():
+        warnings.warn(f"run {name!r}: " + "; ".join(coverage.notes()), RagMetricsWarning, stacklevel=3)

@@ -47,6 +47,19 @@ class Coverage:
     tied_queries: list[str] = field(default_factory=list)
     empty_run: bool = False
 
+    def notes(self) -> list[str]:
+        """What a user should know about this alignment, one short phrase per issue found."""
+        found = []
+        if self.missing_in_run:
+            found.append(f"{len(self.missing_in_run)} judged queries missing from the run (scored 0)")
+        if self.not_in_dataset:
+            found.append(f"{len(self.not_in_dataset)} run queries not in the dataset (dropped)")
+        if self.duplicates_dropped:
+            found.append(f"{self.duplicates_dropped} duplicate rows dropped")
+        if self.no_relevant:
+            found.append(f"{len(self.no_relevant)} queries without a relevant document (scored 0)")
+        return found
+
     def summary(self) -> dict[str, int]:
         """Counts only, for tables and warnings."""
         return {

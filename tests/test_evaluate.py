@@ -65,7 +65,7 @@ def test_coverage_reports_every_mismatch():
         queries=[{"query_id": q, "query": t} for q, t in [("q1", "one"), ("q2", "two"), ("q3", "three"), ("q4", "four")]],
     )
     r = run([("q1", "a", 1.0), ("q1", "a", 0.5), ("q1", "x", 1.0), ("q1", "y", 1.0), ("three", "c", 2.0), ("zz", "a", 1.0)])
-    with pytest.warns(rm.RagMetricsWarning, match="1 judged queries missing from the run; 1 run queries not in the dataset"):
+    with pytest.warns(rm.RagMetricsWarning, match=r"1 judged queries missing from the run \(scored 0\); 1 run queries not in the dataset \(dropped\)"):
         result = rm.evaluate(ds, r, ["precision@2", "mrr"])
     cov = result.coverage["run"]
     assert cov.missing_in_run == ["q2"]
