@@ -200,9 +200,9 @@ class Store:
 
     # --- writes ------------------------------------------------------------------------
 
-    def put_dataset(self, dataset: Dataset) -> str:
-        """Store ``dataset`` (idempotent) and return its content id."""
-        ident = dataset_id(dataset)
+    def put_dataset(self, dataset: Dataset, *, ident: str | None = None) -> str:
+        """Store ``dataset`` (idempotent) and return its content id (``ident``: already computed by :func:`dataset_id`)."""
+        ident = ident or dataset_id(dataset)
         tables = {"qrels": dataset.qrels, "queries": dataset.queries}
         if dataset.documents is not None:
             tables["documents"] = dataset.documents
@@ -215,9 +215,10 @@ class Store:
             conn.execute(self._insert(datasets_table).values(**row).on_conflict_do_nothing(index_elements=["id"]))
         return ident
 
-    def put_run(self, run: Run, dataset: str | None = None) -> str:
-        """Store ``run`` (idempotent), link it to ``dataset`` (an id) if given; return its content id."""
-        ident = run_id(run)
+    def put_run(self, run: Run, dataset: str | None = None, *, ident: str | None = None) -> str:
+        """Store ``run`` (idempotent), link it to ``dataset`` (an id) if given; return its content id
+        (``ident``: already computed by :func:`run_id`, which hashes every row)."""
+        ident = ident or run_id(run)
         if dataset is not None:
             check_id(dataset, "dataset")
         blob = _to_parquet({"rows": run.frame}, {"name": run.name, "has_scores": run.has_scores})

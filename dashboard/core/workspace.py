@@ -260,7 +260,7 @@ class Workspace:
         if existing is not None:
             return existing
         unique = _unique(name or dataset.name, {e.name for e in self.datasets()})
-        self.store.put_dataset(dataset if unique == dataset.name else dataclasses.replace(dataset, name=unique))
+        self.store.put_dataset(dataset if unique == dataset.name else dataclasses.replace(dataset, name=unique), ident=ident)
         self.refresh()
         entry = self.dataset(ident)
         assert entry is not None
@@ -278,7 +278,7 @@ class Workspace:
         if existing is not None:
             return existing
         name = _unique(run.name, {e.name for e in self.runs(dataset_ident)})
-        self.store.put_run(run if name == run.name else run.with_name(name), dataset_ident)
+        self.store.put_run(run if name == run.name else run.with_name(name), dataset_ident, ident=ident)
         self.refresh()
         entry = self.run(dataset_ident, ident)
         assert entry is not None
