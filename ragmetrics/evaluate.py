@@ -15,7 +15,7 @@ from ragmetrics import metrics as registry
 from ragmetrics.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.metrics import MetricSpec, parse_metric
 from ragmetrics.model import Dataset, Run
-from ragmetrics.ranking import Coverage, Level, Missing, Ranking, build_ranking
+from ragmetrics.ranking import Coverage, Level, Missing, Ranking, aligned_ranking
 
 DEFAULT_METRICS = ("ndcg@10", "recall@5", "recall@10", "precision@5", "hits@5", "mrr", "map")
 Mode = Literal["trec", "llamaindex"]
@@ -181,6 +181,10 @@ def evaluate(
       relevant document score 0. All are reported in the coverage report.
     * Relevant means label >= ``rel_level``; nDCG gains are the raw labels.
 
+    The alignment of a run with the dataset is remembered on the ``Run``: calling
+    ``evaluate`` (or ``compare``) again with the same objects and options only
+    computes the new metrics. Treat runs and datasets as immutable.
+
     ``mode="llamaindex"`` reproduces llama_index.core's RetrieverEvaluator
     instead (see :mod:`ragmetrics.llamaindex`).
     """
@@ -211,12 +215,12 @@ def evaluate(
     results: dict[str, RunResult] = {}
     for run in run_list:
         if mode == "llamaindex":
-            ranking, coverage = build_ranking(
+            ranking, coverage = aligned_ranking(
                 data, run, rel_level=rel_level, missing=missing, level=level, order="file", duplicates="keep"
             )
             values = llamaindex.compute(ranking, specs)
         else:
-            ranking, coverage = build_ranking(
+            ranking, coverage = aligned_ranking(
                 data, run, rel_level=rel_level, missing=missing, level=level, order=order,
                 score_precision=score_precision, duplicates=duplicates,
             )

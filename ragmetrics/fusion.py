@@ -39,7 +39,7 @@ def ranked_frame(run: Run, depth: int | None = None) -> pd.DataFrame:
         return frame.assign(rank=pd.Series(dtype="int64"))
     q_codes, _ = pd.factorize(frame["query_id"])
     d_codes, d_uniques = pd.factorize(frame["doc_id"])
-    doc_rank = _string_order(d_uniques)[d_codes]
+    doc_rank = _string_order(d_uniques, np.arange(len(d_uniques)))[d_codes]
     order = np.lexsort((-doc_rank, -frame["score"].to_numpy(), q_codes))
     ordered = frame.iloc[order]
     ordered = ordered[~ordered.duplicated(["query_id", "doc_id"], keep="first")]

@@ -11,6 +11,7 @@ dense query-by-rank matrix (built once per depth) for cut-off metrics and curves
 from __future__ import annotations
 
 import unicodedata
+import weakref
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -222,9 +223,12 @@ class Ranking:
         return self._per_query(self.q, np.where(rel, term, 0.0))
 
 
-def _string_order(values: np.ndarray | pd.Index) -> np.ndarray:
-    """Rank of each string in byte (code point) order, computed by Arrow in C++."""
-    array = pa.array(np.asarray(values, dtype=object), type=pa.large_string())
+def _string_order(names: np.ndarray | pa.Array, which: np.ndarray) -> np.ndarray:
+    """Rank of each of ``names[which]`` among them in byte (code point) order, computed by Arrow in C++."""
+    if isinstance(names, pa.Array):
+        array = names.take(pa.array(which))
+    else:
+        array = pa.array(np.asarray(names[which], dtype=object), type=pa.large_string())
     order = pc.sort_indices(array).to_numpy()
     ranks = np.empty(len(order), dtype=np.int64)
     ranks[order] = np.arange(len(order))
@@ -266,17 +270,49 @@ def _match_by_text(texts: pd.Series, run_ids: pd.Series) -> tuple[np.ndarray, in
     return positions, int(pd.unique(run_ids[positions >= 0]).size)
 
 
-def _factorize(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Integer codes (first-seen order) and the distinct values, hashed in Arrow's C++ for string columns."""
-    codes, uniques = pd.factorize(values)
-    return codes.astype(np.int64, copy=False), np.asarray(uniques, dtype=object)
+def _arrow_strings(values: pd.Series) -> pa.Array | None:
+    """The column as one Arrow string array (zero-copy for Arrow-backed strings); None if it holds nulls or non-strings."""
+    try:
+        array = pa.array(values)
+    except (pa.ArrowException, TypeError, ValueError):
+        return None
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+    if array.null_count or not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+        return None
+    return array
 
 
-def _codes_in(values: pd.Series, names: np.ndarray) -> np.ndarray:
+def _factorize(values: pd.Series) -> tuple[np.ndarray, np.ndarray | pa.Array]:
+    """Integer codes (first-seen order) and the distinct values.
+
+    String columns are hashed by Arrow's dictionary encoder in C++ and their
+    distinct values stay an Arrow array (:func:`_codes_in` probes it without
+    building a Python hash table); anything else goes through ``pd.factorize``.
+    """
+    array = _arrow_strings(values)
+    if array is None:
+        codes, uniques = pd.factorize(values)
+        return codes.astype(np.int64, copy=False), np.asarray(uniques, dtype=object)
+    encoded = pc.dictionary_encode(array)
+    return encoded.indices.to_numpy().astype(np.int64), encoded.dictionary
+
+
+def _as_objects(names: np.ndarray | pa.Array) -> np.ndarray:
+    return names if isinstance(names, np.ndarray) else np.asarray(names.to_numpy(zero_copy_only=False), dtype=object)
+
+
+def _codes_in(values: pd.Series, names: np.ndarray | pa.Array) -> np.ndarray:
     """Position of each value among ``names``; -1 when absent."""
     if len(values) == 0:
         return np.zeros(0, dtype=np.int64)
-    return pd.Index(names).get_indexer(values).astype(np.int64, copy=False) if len(names) else np.full(len(values), -1, dtype=np.int64)
+    if len(names) == 0:
+        return np.full(len(values), -1, dtype=np.int64)
+    array = _arrow_strings(values)
+    if isinstance(names, pa.Array) and array is not None:
+        found = pc.index_in(array, value_set=names.cast(array.type))
+        return found.fill_null(-1).to_numpy().astype(np.int64)
+    return pd.Index(_as_objects(names)).get_indexer(values).astype(np.int64, copy=False)
 
 
 def _trec_order(q: np.ndarray, score: np.ndarray, doc: np.ndarray, doc_names: np.ndarray) -> np.ndarray | None:
@@ -309,11 +345,11 @@ def _trec_order(q: np.ndarray, score: np.ndarray, doc: np.ndarray, doc_names: np
     tied_with_previous = np.zeros(n, dtype=bool)
     tied_with_previous[1:] = tie
     group = np.cumsum(~tied_with_previous[rows])
-    base = np.arange(n) if perm is None else perm
-    docs = doc[base[rows]]
+    docs = doc[rows] if perm is None else doc[perm[rows]]
     distinct, inverse = np.unique(docs, return_inverse=True)
-    rank = _string_order(doc_names[distinct])[inverse]
-    local = np.lexsort((-rank, group))
+    rank = _string_order(doc_names, distinct)[inverse]
+    # within each block of tied rows: doc_id descending (rank is a dense 0..m-1 order of the distinct ids)
+    local = np.argsort(group * len(distinct) + (len(distinct) - 1 - rank), kind="stable")
     if perm is None:
         perm = np.arange(n)
     perm[rows] = perm[rows][local]
@@ -323,6 +359,9 @@ def _trec_order(q: np.ndarray, score: np.ndarray, doc: np.ndarray, doc_names: np
 def _later_duplicates(q: np.ndarray, code: np.ndarray) -> np.ndarray:
     """True for every row whose (query, code) pair appeared on an earlier row."""
     key = q * (int(code.max(initial=0)) + 1) + code
+    ordered = np.sort(key)
+    if not np.any(ordered[1:] == ordered[:-1]):  # the usual case: a plain sort proves there is none
+        return np.zeros(len(key), dtype=bool)
     order = np.argsort(key, kind="stable")
     ordered = key[order]
     repeat = np.zeros(len(key), dtype=bool)
@@ -388,6 +427,7 @@ def build_ranking(
 
     # queries: match each distinct run query id once, then spread to the rows
     query_codes, query_names = _factorize(frame["query_id"])
+    query_names = _as_objects(query_names)
     unique_rows, coverage.matched_by_text = match_queries(queries, pd.Series(query_names, dtype="str"))
     unknown = unique_rows < 0
     if unknown.any():
@@ -452,7 +492,7 @@ def build_ranking(
                 first = int(np.flatnonzero(chunk_dups)[0])
                 raise RagMetricsError(
                     f"run {run.name!r}: query {query_ids[q[first]]!r} lists document "
-                    f"{doc_names[doc_code[first]]!r} more than once; expected each document once per "
+                    f"{_as_objects(doc_names)[doc_code[first]]!r} more than once; expected each document once per "
                     "query (duplicates='best' keeps the best-ranked occurrence)"
                 )
         if duplicates != "keep":
@@ -499,6 +539,23 @@ def build_ranking(
         ideal_label=ideal_label,
         corpus_size=dataset.corpus_size,
         doc_code=doc_code,
-        doc_ids=doc_names,
+        doc_ids=_as_objects(doc_names),
     )
+    return ranking, coverage
+
+
+# Each run remembers its latest alignment (per dataset object and settings), so evaluating the same
+# Run and Dataset objects again (more metrics, compare, check) skips build_ranking. Runs and datasets
+# are immutable values (frozen dataclasses); a frame changed in place after evaluation is not noticed.
+_ALIGNED: weakref.WeakKeyDictionary[Run, tuple[weakref.ref[Dataset], tuple, Ranking, Coverage]] = weakref.WeakKeyDictionary()
+
+
+def aligned_ranking(dataset: Dataset, run: Run, **settings) -> tuple[Ranking, Coverage]:
+    """:func:`build_ranking`, remembered per run: the same run, dataset object and settings reuse it."""
+    key = tuple(sorted(settings.items()))
+    hit = _ALIGNED.get(run)
+    if hit is not None and hit[0]() is dataset and hit[1] == key:
+        return hit[2], hit[3]
+    ranking, coverage = build_ranking(dataset, run, **settings)
+    _ALIGNED[run] = (weakref.ref(dataset), key, ranking, coverage)
     return ranking, coverage

@@ -230,3 +230,19 @@ def test_run_queries_match_by_text_or_by_the_id_derived_from_text():
     result = rm.evaluate(ds, r, ["mrr"])
     assert result.coverage["run"].matched_by_text == 2
     assert result.per_query("run")["mrr"].tolist() == [1.0, 1.0]
+
+
+def test_the_alignment_is_reused_for_the_same_objects_and_options_only():
+    data = dataset([("q1", "d1", 2), ("q1", "d2", 1), ("q2", "d3", 1)])
+    ranked = run([("q1", "d2", 3.0), ("q1", "d1", 3.0), ("q1", "d9", 1.0), ("q2", "d3", 0.5)])
+    first = rm.evaluate(data, ranked, ["ndcg@10"], warn=False)
+    again = rm.evaluate(data, ranked, ["map", "precision@2"], warn=False)
+    assert again["run"].ranking is first["run"].ranking
+    fresh = rm.evaluate(dataset([("q1", "d1", 2), ("q1", "d2", 1), ("q2", "d3", 1)]), run(list(ranked.frame.itertuples(index=False))), ["map", "precision@2"], warn=False)
+    assert fresh["run"].ranking is not first["run"].ranking
+    pd.testing.assert_frame_equal(again["run"].values, fresh["run"].values)
+    # other options or another dataset object build a new alignment
+    assert rm.evaluate(data, ranked, ["map"], rel_level=2, warn=False)["run"].ranking is not first["run"].ranking
+    assert rm.evaluate(data, ranked, ["map"], rel_level=2, warn=False)["run"].values["map"].tolist() == [0.5, 0.0]  # tie: d2 before d1
+    other = dataset([("q1", "d9", 1)])
+    assert rm.evaluate(other, ranked, ["map"], warn=False)["run"].values["map"].tolist() == [1 / 3]

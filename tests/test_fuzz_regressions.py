@@ -27,6 +27,8 @@ from ragmetrics.errors import ParseError
 from ragmetrics.io import load_dataset, load_run
 
 ROOT = Path(__file__).resolve().parent.parent
+# the regressions below took 27 s to hours; this bound catches them without timing the machine
+HANG_SECONDS = 15.0
 
 
 @pytest.fixture(autouse=True)
@@ -176,7 +178,7 @@ def test_pathological_lines_are_fast(data: bytes, filename: str | None) -> None:
         load_run(data, filename=filename)
     except ParseError as err:
         assert str(err).startswith(filename or "<bytes>")
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < HANG_SECONDS  # a hang bound, not a speed target: these took 37 s to hours
 
 
 def _distinct_keys(template: dict, n: int) -> bytes:
@@ -193,7 +195,7 @@ def test_a_new_key_on_every_line_is_linear() -> None:
         load_dataset(b"".join(json.dumps({"query": f"q{i}", f"k{i}": 1}).encode() + b"\n" for i in range(20_000)), filename="e.jsonl")
     with pytest.raises(ParseError, match=r"^<queries>:101: expected at most 100 distinct extra keys"):
         load_dataset(b"q1 0 d1 1\n", filename="q.qrels", queries=b"".join(json.dumps({"_id": f"q{i}", "text": "t", f"k{i}": 1}).encode() + b"\n" for i in range(200)))
-    assert time.perf_counter() - start < 5
+    assert time.perf_counter() - start < HANG_SECONDS  # a hang bound, not a speed target: this took 27-44 s
 
 
 def test_corpus_starting_with_null_does_not_crash_the_process() -> None:
