@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 
 from ragmetrics.errors import ParseError
 from ragmetrics.io._source import Source, names_of, shorten
-from ragmetrics.model import Dataset, Run, query_id_from_text
+from ragmetrics.model import Dataset, Run, first_duplicate, query_id_from_text
 
 # canonical name -> accepted names, in order of preference (compared after
 # lower-casing and turning '-' and ' ' into '_')
@@ -226,35 +226,6 @@ def dataset_from_columns(source: Source, frame: pd.DataFrame, line_of: LineOf, *
             queries[facet] = frame[norm[facet]].reset_index(drop=True).astype("str")
     queries = queries.drop_duplicates("query_id", keep="first").reset_index(drop=True)
     return Dataset.from_frames(qrels, queries, name=name)
-
-
-def first_duplicate(first: pd.Series, second: pd.Series) -> tuple[int, int] | None:
-    """``(row, earlier_row)`` of the first row whose (first, second) pair already
-    appeared, or ``None``.
-
-    Arrow sorts the pairs (stable) and compares neighbours: about 0.6 s and
-    100 MB for 5M rows, where ``DataFrame.duplicated`` (Python objects) takes
-    ~1 GB and hashing 5M distinct strings in Arrow ~800 MB."""
-    if len(first) < 2:
-        return None
-    a, b = pa.chunked_array(pa.array(first)), pa.chunked_array(pa.array(second))
-    order = pc.sort_indices(pa.table({"a": a, "b": b}), sort_keys=[("a", "ascending"), ("b", "ascending")])
-    sorted_a, sorted_b = pc.take(a, order), pc.take(b, order)
-    n = len(order)
-    same = pc.and_(
-        pc.equal(sorted_a.slice(1), sorted_a.slice(0, n - 1)), pc.equal(sorted_b.slice(1), sorted_b.slice(0, n - 1))
-    )
-    same = same.to_numpy(zero_copy_only=False) if isinstance(same, pa.Array) else np.concatenate(
-        [c.to_numpy(zero_copy_only=False) for c in same.chunks] or [np.zeros(0, dtype=bool)]
-    )
-    del sorted_a, sorted_b
-    pa.default_memory_pool().release_unused()  # numpy and pandas cannot reuse Arrow's freed pages
-    if not same.any():
-        return None
-    row = int(order.to_numpy()[1:][same].min())
-    match = pc.and_(pc.equal(a, a[row]), pc.equal(b, b[row]))
-    earlier = int(pc.index(match, True).as_py())
-    return row, earlier
 
 
 def check_duplicate_judgments(source: Source, qrels: pd.DataFrame, line_of: LineOf) -> None:
