@@ -1,6 +1,6 @@
 """The ``ragmetrics`` command line: a thin shell over the library, fit for CI.
 
-Exit codes: 0 success, 1 a check failed (``check``), 2 bad input or usage.
+Exit codes: 0 success, 1 a check failed (``check``, or ``diagnose --fail-on-error``), 2 bad input or usage.
 Errors go to stderr as one line naming the file and line; never a traceback.
 """
 
@@ -185,6 +185,30 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 1 if failures else 0
 
 
+def cmd_diagnose(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ragmetrics.diagnosis import diagnose_run, findings_frame
+
+    dataset = _load_dataset(args)
+    runs = _load_runs(args.run, args)
+    findings = []
+    for run in runs:
+        findings += diagnose_run(dataset, run, k=args.k, metric=args.metric, missing=args.missing, rel_level=args.rel_level, level=args.level)
+    if args.format == "json":
+        json.dump(findings_frame(findings).to_dict(orient="records"), out, ensure_ascii=False, indent=1)
+        out.write("\n")
+    elif args.format == "csv":
+        findings_frame(findings).to_csv(out, index=False)
+    else:
+        for run in runs:
+            mine = [f for f in findings if f.run == run.name]
+            out.write(f"== {run.name}: {len(mine)} finding(s) at K={args.k}\n")
+            for f in mine:
+                out.write(f"[{f.severity}] {f.title}\n  {f.evidence}\n")
+                out.write("".join(f"  - {advice}\n" for advice in f.advice))
+    errors = sum(f.severity == "error" for f in findings)
+    return 1 if args.fail_on_error and errors else 0
+
+
 def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from ragmetrics.store import Store, share_link
 
@@ -267,6 +291,16 @@ def build_parser() -> argparse.ArgumentParser:
     _add_eval_options(p)
     _add_test_options(p)
     p.set_defaults(handler=cmd_check)
+
+    p = sub.add_parser("diagnose", help="plain-language diagnosis of each run's misses at K, with the numbers behind it")
+    _add_data_options(p)
+    p.add_argument("--run", action="append", required=True, help="a run file; repeatable")
+    p.add_argument("--k", type=int, default=5, help="the cut-off a query must hit (default 5)")
+    p.add_argument("-m", "--metric", help="the metric compared across categories (default hits@K)")
+    _add_eval_options(p)
+    p.add_argument("--format", choices=["text", "json", "csv"], default="text")
+    p.add_argument("--fail-on-error", action="store_true", help="exit 1 when a finding has severity 'error' (easy queries missed)")
+    p.set_defaults(handler=cmd_diagnose)
 
     p = sub.add_parser("push", help="store a dataset and runs in the team's store and print a share link")
     _add_data_options(p)

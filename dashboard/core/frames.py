@@ -15,6 +15,7 @@ import pandas as pd
 
 from dashboard.core.bootstrap import bootstrap_ci
 from dashboard.core.evaluation import K_MAX, RunEval, metric_spec
+from ragmetrics import diagnosis
 from ragmetrics.metrics import MetricSpec, parse_metric
 from ragmetrics.model import Dataset
 
@@ -27,7 +28,7 @@ NEAR_MISS_LIMIT = 20
 OVERVIEW_METRICS: tuple[str, ...] = ("recall", "precision", "f1", "hits", "ndcg", "mrr", "map")
 CURVE_PANEL_METRICS: tuple[str, ...] = ("recall", "precision", "f1", "hits", "ndcg")
 DIFFICULTY_ORDER: tuple[str, ...] = ("easy", "medium", "hard")
-NO_GROUP = "(none)"
+NO_GROUP = diagnosis.NO_GROUP
 
 
 # --- dataset facts -----------------------------------------------------------------------
@@ -58,17 +59,7 @@ def dataset_summary(dataset: Dataset) -> dict[str, int]:
 
 
 def _query_facets(ev: RunEval) -> pd.DataFrame:
-    queries = ev.dataset.queries.set_index("query_id")
-    facets = queries.reindex(pd.Index(ev.query_ids, dtype="str"))
-    out = pd.DataFrame(
-        {
-            "query_id": pd.array(ev.query_ids, dtype="str"),
-            "query": facets["query"].fillna("").to_numpy(),
-            "category": facets["category"].fillna("").replace("", NO_GROUP).to_numpy(),
-            "difficulty": facets["difficulty"].fillna("").replace("", NO_GROUP).to_numpy(),
-        }
-    )
-    return out
+    return diagnosis.query_facets(ev.dataset, ev.query_ids)
 
 
 # --- means, curves, PR -------------------------------------------------------------------
@@ -217,19 +208,19 @@ def _extra_facet(ev: RunEval, column: str) -> pd.DataFrame:
 
 
 def query_table(ev: RunEval, k: int, spec: MetricSpec | str | None = None) -> pd.DataFrame:
-    """One row per evaluated query: facets, ``n_relevant``, ``first_relevant_rank`` (0 = not retrieved),
-    ``hit`` (a relevant document in the top K), ``rr`` (reciprocal rank), ``recall_deep`` (recall at the
-    run's depth, at most K_MAX) and, with ``spec``, ``value``."""
-    out = _query_facets(ev)
-    out["n_relevant"] = ev.n_rel
-    out["first_relevant_rank"] = ev.first_rel_rank
-    out["hit"] = (ev.first_rel_rank > 0) & (ev.first_rel_rank <= k)
-    out["rr"] = ev.values("mrr")
+    """:func:`ragmetrics.diagnosis.query_table` of one cached evaluation (``recall_deep``: recall at the
+    run's depth, at most K_MAX; ``value``: ``spec``'s values)."""
     deep = min(K_MAX, max(ev.depth, 1))
-    out["recall_deep"] = ev.values(f"recall@{deep}")
-    if spec is not None:
-        out["value"] = ev.values(spec)
-    return out
+    return diagnosis.query_table(
+        ev.dataset,
+        ev.query_ids,
+        n_relevant=ev.n_rel,
+        first_relevant_rank=ev.first_rel_rank,
+        rr=ev.values("mrr"),
+        recall_deep=ev.values(f"recall@{deep}"),
+        k=k,
+        value=None if spec is None else ev.values(spec),
+    )
 
 
 def _relevant_lists(ev: RunEval, query_ids: Sequence[str]) -> dict[str, list[tuple[str, int]]]:

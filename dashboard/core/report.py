@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 
 import pandas as pd
 
-from dashboard.core.diagnosis import Finding
+from ragmetrics.diagnosis import Finding
 from dashboard.core.evaluation import pretty
 
 

@@ -19,7 +19,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.core import frames, samples, targets
-from dashboard.core.diagnosis import Finding, diagnose
+from ragmetrics.diagnosis import Finding, diagnose
 from dashboard.core.evaluation import RunEval, evaluate_run
 from dashboard.core.workspace import DatasetEntry, RunEntry, Workspace
 from ragmetrics.store import Store

@@ -1,6 +1,6 @@
 """Diagnosis: deterministic rules over each selected run at K, each citing the numbers that fired it.
 
-Rules (see ``core.diagnosis``): easy queries missed, hard queries missed, near misses at ranks K+1..20,
+Rules (see ``ragmetrics.diagnosis``): easy queries missed, hard queries missed, near misses at ranks K+1..20,
 high recall but low MRR, a category far below the others. Reads ``ds, runs, m, k``.
 """
 
@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.core import diagnosis, figures, targets
+from dashboard.core import figures, targets
 from dashboard.core.evaluation import metric_spec, pretty
 from dashboard.core.text import md_escape
 from dashboard.ui import cache, layout
+from ragmetrics import diagnosis
 
 page = layout.page_setup("diagnosis", "Diagnosis")
 view = page.state

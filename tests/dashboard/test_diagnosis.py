@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from dashboard.core import diagnosis, frames
+from dashboard.core import frames
+from ragmetrics import diagnosis
 
 
 def table(rows: list[tuple[str, str, int]], *, rr: float | None = None, recall_deep: float | None = None, query: str = "a fairly long question about the product") -> pd.DataFrame:
@@ -100,3 +101,16 @@ def test_on_real_runs_and_findings_frame(tiny_evals) -> None:
 @pytest.mark.parametrize("text,short", [("退款多久到账", True), ("免费版最多能在几台设备上同步数据？", False), ("refund time", True), ("how long does a refund take to arrive", False)])
 def test_is_short(text: str, short: bool) -> None:
     assert diagnosis.is_short(text) is short
+
+
+@pytest.mark.parametrize("k", [1, 3, 5])
+def test_the_library_and_the_dashboard_give_the_same_findings(faq, faq_evals, k: int) -> None:
+    """``ragmetrics.diagnosis.diagnose_run`` (CLI) and the dashboard's cached route apply the same rules to the same table."""
+    fired = 0
+    for (run, _), ev in zip(faq.runs, faq_evals, strict=True):
+        deep = min(100, ev.depth)
+        from_dashboard = diagnosis.diagnose(ev.name, frames.query_table(ev, k, "ndcg@10"), k=k, deep_k=deep, metric_label="ndcg@10")
+        from_library = diagnosis.diagnose_run(faq.dataset, run, k=k, metric="nDCG@10")
+        assert from_library == from_dashboard
+        fired += len(from_library)
+    assert fired > 0  # the sample runs do trip rules (hard queries missed, near misses)

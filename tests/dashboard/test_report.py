@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dashboard.core import diagnosis, frames, report, targets
+from dashboard.core import frames, report, targets
+from ragmetrics import diagnosis
 from dashboard.core.evaluation import evaluate_run
 from ragmetrics import Run
 

@@ -1,7 +1,8 @@
-"""Deterministic diagnosis rules: each finding cites the numbers that fired it.
+"""Plain-language diagnosis of a run's misses: deterministic rules, each finding cites the numbers that fired it.
 
-Input is one run's per-query table (:func:`dashboard.core.frames.query_table`);
-output is a list of :class:`Finding`. The rules and their thresholds:
+:func:`diagnose_run` evaluates a run and applies the rules; :func:`diagnose`
+applies them to a per-query table (:func:`query_table`), which the dashboard
+builds from its cached evaluation. The rules and their thresholds:
 
 * ``easy_missed``: more than ``EASY_MISSED_MAX`` (2) easy queries have no
   relevant document in the top K -> check indexing, chunk size and the
@@ -19,7 +20,8 @@ output is a list of :class:`Finding`. The rules and their thresholds:
   whose mean is at least ``CATEGORY_GAP`` (0.15) below the mean of all other
   queries -> it is named.
 
-Pure pandas, no Streamlit: it can move into ``ragmetrics`` unchanged.
+Queries without a relevant document are left out of every rule; a missing
+category or difficulty counts as :data:`NO_GROUP`.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from ragmetrics.model import Dataset, Run
 
 EASY_MISSED_MAX = 2
 HARD_MISSED_MAX = 2
@@ -40,6 +44,10 @@ LOW_MRR = 0.70
 CATEGORY_MIN_N = 5
 CATEGORY_GAP = 0.15
 MIN_TRUSTED_N = 10
+#: how queries without a category or difficulty are grouped
+NO_GROUP = "(none)"
+#: deepest recall the ``ranking_not_recall`` rule looks at
+DEEP_K_MAX = 100
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
@@ -234,3 +242,74 @@ def findings_frame(findings: list[Finding]) -> pd.DataFrame:
         ],
         columns=["run", "rule", "severity", "title", "evidence", "advice", "queries"],
     )
+
+
+def query_facets(dataset: Dataset, query_ids: np.ndarray) -> pd.DataFrame:
+    """``query_id, query, category, difficulty`` of each of ``query_ids`` (missing facets: :data:`NO_GROUP`)."""
+    facets = dataset.queries.set_index("query_id").reindex(pd.Index(query_ids, dtype="str"))
+    return pd.DataFrame(
+        {
+            "query_id": pd.array(query_ids, dtype="str"),
+            "query": facets["query"].fillna("").to_numpy(),
+            "category": facets["category"].fillna("").replace("", NO_GROUP).to_numpy(),
+            "difficulty": facets["difficulty"].fillna("").replace("", NO_GROUP).to_numpy(),
+        }
+    )
+
+
+def query_table(
+    dataset: Dataset,
+    query_ids: np.ndarray,
+    *,
+    n_relevant: np.ndarray,
+    first_relevant_rank: np.ndarray,
+    rr: np.ndarray,
+    recall_deep: np.ndarray,
+    k: int,
+    value: np.ndarray | None = None,
+) -> pd.DataFrame:
+    """One row per evaluated query (``query_ids``, in that order): ``query_id, query, category, difficulty,
+    n_relevant, first_relevant_rank`` (0 = not retrieved), ``hit`` (a relevant document in the top K),
+    ``rr``, ``recall_deep`` and, when given, ``value`` (the metric compared across categories)."""
+    out = query_facets(dataset, query_ids)
+    out["n_relevant"] = n_relevant
+    out["first_relevant_rank"] = first_relevant_rank
+    out["hit"] = (first_relevant_rank > 0) & (first_relevant_rank <= k)
+    out["rr"] = rr
+    out["recall_deep"] = recall_deep
+    if value is not None:
+        out["value"] = value
+    return out
+
+
+def diagnose_run(
+    dataset: Dataset, run: Run, *, k: int = 5, metric: str | None = None, low_mrr: float = LOW_MRR, **evaluate_options
+) -> list[Finding]:
+    """Evaluate ``run`` (trec_eval conventions, ``evaluate_options`` as :func:`ragmetrics.evaluate`) and apply every rule.
+
+    ``metric`` (e.g. ``"ndcg@10"``) is compared across categories; ``hits@k`` otherwise.
+    """
+    from ragmetrics.evaluate import evaluate
+    from ragmetrics.metrics import parse_metric
+
+    if not isinstance(k, (int, np.integer)) or k < 1:
+        from ragmetrics.errors import RagMetricsError
+
+        raise RagMetricsError(f"The 'k' parameter must be an int >= 1. Got {k!r} instead.")
+    compared = str(parse_metric(metric)) if metric else f"hits@{k}"
+    first = evaluate(dataset, run, ["mrr"], warn=False, **evaluate_options)[run.name]
+    deep = min(DEEP_K_MAX, max(int(first.ranking.n_ret.max(initial=0)), 1))
+    names = list(dict.fromkeys(["mrr", f"recall@{deep}", compared]))
+    result = evaluate(dataset, run, names, warn=False, **evaluate_options)[run.name]  # reuses the alignment
+    ranking = result.ranking
+    table = query_table(
+        dataset,
+        ranking.query_ids,
+        n_relevant=ranking.n_rel,
+        first_relevant_rank=ranking.first_rel_rank,
+        rr=result.values["mrr"].to_numpy(),
+        recall_deep=result.values[f"recall@{deep}"].to_numpy(),
+        k=k,
+        value=result.values[compared].to_numpy(),
+    )
+    return diagnose(run.name, table, k=k, deep_k=deep, metric_label=compared, low_mrr=low_mrr)
