@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlencode
 
+from dashboard.core.comparison import ALPHAS, TEST_LABELS
 from dashboard.core.evaluation import CURVE_METRICS, K_MAX, METRIC_CHOICES, metric_spec
 from dashboard.core.targets import DEFAULT_PROFILE, PROFILES, format_targets, parse_targets
 from ragmetrics.errors import RagMetricsError
@@ -41,6 +42,8 @@ PARAM_KEYS: dict[str, str] = {
     "fr": "run shown on the missed-queries page",
     "q": "selected query id",
     "s": "text search on the missed-queries page",
+    "t": "paired test on the Compare page (t, wilcoxon, randomization, bootstrap; absent = t)",
+    "a": "significance level alpha on the Compare page (0.01, 0.05, 0.1; absent = 0.05)",
 }
 
 _ID_RE = re.compile(r"^[A-Za-z0-9_.:\-]{1,80}$")
@@ -63,6 +66,8 @@ class ViewState:
     focus_run: str | None = None
     query: str | None = None
     search: str = ""
+    test: str = "t"
+    alpha: float = 0.05
 
     def with_(self, **changes: object) -> ViewState:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -92,6 +97,10 @@ def encode(state: ViewState) -> dict[str, str]:
             out[key] = value
     if state.search:
         out["s"] = state.search
+    if state.test != ViewState.test:
+        out["t"] = state.test
+    if state.alpha != ViewState.alpha:
+        out["a"] = f"{state.alpha:g}"
     return out
 
 
@@ -277,9 +286,28 @@ def decode(params: Mapping[str, str | Sequence[str]], page: str | None = None) -
         if search:
             values["search"] = search
 
+    def significance() -> None:
+        test = _last(params.get("t"))
+        if test:
+            if test in TEST_LABELS:
+                values["test"] = test
+            else:
+                note(f"unknown test {test[:40]!r}; using the paired t-test (t, wilcoxon, randomization or bootstrap)")
+        alpha = _last(params.get("a"))
+        if alpha:
+            try:
+                level = float(alpha)
+            except ValueError:
+                level = float("nan")
+            match = [a for a in ALPHAS if abs(a - level) < 1e-12]
+            if match:
+                values["alpha"] = match[0]
+            else:
+                note(f"alpha must be one of {', '.join(f'{a:g}' for a in ALPHAS)}, got {alpha[:20]!r}; using 0.05")
+
     for fn, key in (
         (version, "v"), (dataset, "ds"), (runs, "runs"), (baseline, "base"), (metric, "m"),
-        (cutoff, "k"), (profile, "prof"), (targets, "tgt"), (texts, "cat"),
+        (cutoff, "k"), (profile, "prof"), (targets, "tgt"), (texts, "cat"), (significance, "t"),
     ):
         safe(fn, key)
     try:

@@ -116,11 +116,11 @@ def baseline_picker(options: Mapping[str, str], value: str | None, *, force: boo
     )
 
 
-def test_picker(key: str, default: str = "t") -> str:
+def test_picker(key: str, default: str = "t", *, force: bool = False) -> str:
     """The paired significance test (``t``, ``wilcoxon``, ``randomization``, ``bootstrap``)."""
     from dashboard.core.comparison import TEST_LABELS
 
-    state.seed(key, default if default in TEST_LABELS else "t", force=state.widget_value(key) not in TEST_LABELS)
+    state.seed(key, default if default in TEST_LABELS else "t", force=force or state.widget_value(key) not in TEST_LABELS)
     return str(
         st.selectbox(
             "Significance test", list(TEST_LABELS), format_func=lambda t: TEST_LABELS.get(t, t), key=key,
@@ -129,11 +129,11 @@ def test_picker(key: str, default: str = "t") -> str:
     )
 
 
-def alpha_picker(key: str, default: float = 0.05) -> float:
+def alpha_picker(key: str, default: float = 0.05, *, force: bool = False) -> float:
     """The significance level alpha."""
     from dashboard.core.comparison import ALPHAS
 
-    state.seed(key, default if default in ALPHAS else 0.05, force=state.widget_value(key) not in ALPHAS)
+    state.seed(key, default if default in ALPHAS else 0.05, force=force or state.widget_value(key) not in ALPHAS)
     return float(
         st.selectbox("α (significance level)", list(ALPHAS), format_func=lambda a: f"{a:g}", key=key,
                      help="A difference is significant when its Holm-corrected p-value is below α.")

@@ -6,7 +6,7 @@ metric query by query: the queries behind its wins and losses, sorted deltas, ba
 one query's two rankings side by side, and the same comparison per category and difficulty. Fusion adds a
 fused run to the workspace, so every page sees it, and downloads it as a TREC file.
 
-Reads ``ds, runs, base, m, k, fr, q`` (see ``core.view_state.PARAM_KEYS``).
+Reads ``ds, runs, base, m, k, fr, q, t, a`` (see ``core.view_state.PARAM_KEYS``).
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ if page.dataset is not None and len(page.evals) >= 2:
     with c2:
         focus_id = widgets.run_focus_picker(others, view.focus_run, "compare.run", force=page.fresh) or next(iter(others))
     with c3:
-        test = widgets.test_picker("compare.test")
+        test = widgets.test_picker("compare.test", view.test, force=page.fresh)
     with c4:
-        alpha = widgets.alpha_picker("compare.alpha")
-    view = view.with_(baseline=base_id, focus_run=focus_id)
+        alpha = widgets.alpha_picker("compare.alpha", view.alpha, force=page.fresh)
+    view = view.with_(baseline=base_id, focus_run=focus_id, test=test, alpha=alpha)
     specs = cmp.compare_specs(view.metric, k)
     spec = str(metric_spec(view.metric, k))
 

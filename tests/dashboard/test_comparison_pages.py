@@ -165,6 +165,13 @@ def test_the_test_and_alpha_can_be_picked(faq_ids) -> None:
     at.selectbox(key="compare.alpha").set_value(0.01).run()
     _no_problems(at)
     assert any("corrected p < 0.01" in c.value for c in at.caption)
+    # both travel in the share link ...
+    assert (_param(at, "t"), _param(at, "a")) == ("bootstrap", "0.01")
+    # ... and a link with them opens the same comparison
+    opened = _page("compare", {"t": "bootstrap", "a": "0.01"})
+    _no_problems(opened)
+    assert (opened.selectbox(key="compare.test").value, opened.selectbox(key="compare.alpha").value) == ("bootstrap", 0.01)
+    assert _table(opened, "Δ vs baseline")["p"].tolist() == _table(at, "Δ vs baseline")["p"].tolist()
 
 
 def test_open_in_missed_queries_through_the_router(faq_ids) -> None:

@@ -24,6 +24,8 @@ FULL = ViewState(
     focus_run="41248b0b0ca4e752",
     query="q012",
     search="发票 & refund",
+    test="randomization",
+    alpha=0.01,
 )
 
 
@@ -68,6 +70,14 @@ def test_bad_values_fall_back_with_notes() -> None:
         assert fragment in text, fragment
     clamped, notes = decode({"k": "1000"})
     assert clamped.k == 100 and "between 1 and 100" in notes[0]
+
+
+def test_compare_test_and_alpha_travel_only_when_not_the_default() -> None:
+    assert encode(ViewState(test="wilcoxon", alpha=0.1)) == {"v": "1", "m": "recall", "k": "5", "prof": "faq", "t": "wilcoxon", "a": "0.1"}
+    assert decode({"t": "bootstrap", "a": "0.10"}) == (ViewState(test="bootstrap", alpha=0.1), [])
+    state, notes = decode({"t": "anova", "a": "0.5"})
+    assert (state.test, state.alpha) == ("t", 0.05)
+    assert "unknown test 'anova'" in notes[0] and "alpha must be one of 0.01, 0.05, 0.1, got '0.5'" in notes[1]
 
 
 def test_metric_offered_only() -> None:
