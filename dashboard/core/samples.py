@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragmetrics.io import load_dataset, load_run
+from ragmetrics.limits import Limits
 from ragmetrics.model import Dataset, Run
 
 
@@ -54,13 +55,17 @@ def manifest(folder: Path | None = None) -> list[dict[str, object]]:
     return list(data.get("datasets", []))
 
 
+# the bundled samples are ours, not uploads: the deployer's RAGMETRICS_MAX_* limits must not refuse them
+SAMPLE_LIMITS = Limits()
+
+
 def load_sample(entry: dict[str, object], folder: Path | None = None) -> Sample:
     root = (folder or samples_dir()) / str(entry["folder"])
     name = str(entry.get("name", entry["folder"]))
     corpus_size = entry.get("corpus_size")
     corpus = root / str(entry["corpus"]) if entry.get("corpus") else None
     if entry.get("kind") == "evalset":
-        dataset = load_dataset(root / str(entry["eval_set"]), name=name, corpus=corpus)
+        dataset = load_dataset(root / str(entry["eval_set"]), name=name, corpus=corpus, limits=SAMPLE_LIMITS)
     else:
         queries = root / str(entry["queries"]) if entry.get("queries") else None
         dataset = load_dataset(
@@ -69,8 +74,9 @@ def load_sample(entry: dict[str, object], folder: Path | None = None) -> Sample:
             queries=queries,
             corpus=corpus,
             corpus_size=int(corpus_size) if isinstance(corpus_size, int) else None,  # type: ignore[arg-type]
+            limits=SAMPLE_LIMITS,
         )
-    runs = tuple((load_run(root / str(r)), f"{entry['folder']}/{r}") for r in entry.get("runs", []))  # type: ignore[union-attr]
+    runs = tuple((load_run(root / str(r), limits=SAMPLE_LIMITS), f"{entry['folder']}/{r}") for r in entry.get("runs", []))  # type: ignore[union-attr]
     return Sample(
         name=name,
         description=str(entry.get("description", "")),

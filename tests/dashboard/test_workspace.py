@@ -166,3 +166,16 @@ def test_unknown_and_malformed_ids_say_what_is_missing_and_how_to_restore() -> N
     assert "not an id" in notes[0] and "16 hexadecimal digits" in notes[0]
     note = missing_note(unknown)
     assert unknown in note and "holds no dataset yet" in note and "Upload page" in note
+
+
+def test_tight_upload_limits_do_not_refuse_the_bundled_samples(tmp_path, monkeypatch) -> None:
+    """A deployer's RAGMETRICS_MAX_ROWS below a sample's size (bm25.jsonl: 1,019+ rows) limits uploads, not the samples."""
+    monkeypatch.setenv("RAGMETRICS_MAX_ROWS", "1000")
+    ws = Workspace(Store(_sqlite(tmp_path)))
+    assert ws.seed(lambda: samples.iter_samples(names=["product_faq_zh"])) is True
+    assert [len(ws.runs(d.id)) for d in ws.datasets()] == [3]
+    from ragmetrics.errors import ParseError
+    from ragmetrics.io import load_run
+
+    with pytest.raises(ParseError, match=r"the limit is 1,000 \(RAGMETRICS_MAX_ROWS\)"):
+        load_run(samples.samples_dir() / "product_faq_zh" / "runs" / "bm25.jsonl")
