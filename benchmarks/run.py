@@ -191,7 +191,7 @@ class FloorJob:
         self.np, self.pa, self.pc, self.pacsv = np, pa, pc, pacsv
 
     def _read(self, path: Path, names: list[str]):
-        pa, pacsv = self.pa, self.pacsv
+        pacsv = self.pacsv
         return pacsv.read_csv(
             path,
             read_options=pacsv.ReadOptions(column_names=names),

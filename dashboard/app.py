@@ -1,15 +1,21 @@
-"""Router only: ``streamlit run dashboard/app.py``. Pages live in ``dashboard/views`` (see ``views.VIEWS``)."""
+"""Router only: ``streamlit run dashboard/app.py``. Pages live in ``dashboard/views`` (see ``views.VIEWS``).
+
+When the deployer configures sign-in (``dashboard.ui.auth``: a shared password or OIDC), the gate runs first:
+until the session is signed in, no page runs, nothing reads the store and the sidebar has no menu.
+"""
 
 from __future__ import annotations
 
 import streamlit as st
 
+from dashboard.ui import auth
 from dashboard.views import VIEWS
 
 
 def main() -> None:
     # in a function so tests can drive the router (as Streamlit's own hello app does)
     st.set_page_config(page_title="ragmetrics", page_icon=":material/query_stats:", layout="wide")
+    signed_in = auth.gate()  # draws the sign-in form when sign-in is configured and still needed
     sections: dict[str, list[st.Page]] = {}
     for view in VIEWS:
         if view.default:
@@ -20,6 +26,11 @@ def main() -> None:
         else:
             page = st.Page(view.path, title=view.title, icon=view.icon, url_path=view.key)
             sections.setdefault(view.section, []).append(page)
+    if not signed_in:
+        # No menu and no page run (so no store access); registering the pages keeps the address's page path,
+        # which Streamlit would otherwise reset to "/", so a share link opens its page once signed in.
+        st.navigation(sections, position="hidden")
+        return
     st.navigation(sections).run()
 
 

@@ -10,32 +10,18 @@ bootstrap are cached on (ids, names, K, ...).
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from dashboard.core import frames, samples, targets
-from ragmetrics.diagnosis import Finding, diagnose
 from dashboard.core.evaluation import RunEval, evaluate_run
 from dashboard.core.workspace import DatasetEntry, RunEntry, Workspace
+from dashboard.ui import settings
+from ragmetrics.diagnosis import Finding, diagnose
 from ragmetrics.store import Store
-
-
-def _secrets() -> Mapping[str, Any]:
-    """The ``[ragmetrics]`` table of ``.streamlit/secrets.toml``; {} when there is none."""
-    try:
-        from streamlit.runtime.secrets import secrets_singleton
-
-        if not secrets_singleton.load_if_toml_exists():
-            return {}
-        section = st.secrets.get("ragmetrics")
-        return dict(section) if isinstance(section, Mapping) else {}
-    except Exception:  # noqa: BLE001 - no secrets file, or one we cannot read: use the environment and defaults
-        return {}
 
 
 def store_url() -> str:
@@ -47,14 +33,11 @@ def store_url() -> str:
     3. a SQLite file ``ragmetrics.sqlite`` in ``RAGMETRICS_DATA_DIR`` (environment), else
        ``data_dir`` of ``[ragmetrics]`` in the secrets, else ``./data``.
     """
-    secrets = _secrets()  # loading them first puts their root-level keys in the environment
-    env = os.environ.get("RAGMETRICS_STORE_URL", "").strip()
-    if env:
-        return env
-    url = str(secrets.get("store_url", "") or "").strip()
+    table = settings.secrets_table()  # loading them first puts their root-level keys in the environment
+    url = settings.setting("RAGMETRICS_STORE_URL", "store_url", table)
     if url:
         return url
-    folder = Path(os.environ.get("RAGMETRICS_DATA_DIR", "").strip() or str(secrets.get("data_dir", "") or "").strip() or "data")
+    folder = Path(settings.setting("RAGMETRICS_DATA_DIR", "data_dir", table) or "data")
     folder.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{(folder / 'ragmetrics.sqlite').resolve()}"
 

@@ -1,0 +1,308 @@
+"""Optional sign-in, run by the router before any page: a shared password, or Streamlit's OIDC login.
+
+Configuration (the environment wins over the ``[ragmetrics]`` table of ``.streamlit/secrets.toml``):
+
+=============================  ==================  =====================================================
+environment                    ``[ragmetrics]``    meaning
+=============================  ==================  =====================================================
+``RAGMETRICS_AUTH``            ``auth``            ``password``, ``oidc`` or ``none``; unset: ``password``
+                                                   when a password is set, else ``none`` (no sign-in)
+``RAGMETRICS_PASSWORD``        ``password``        the shared password, in clear
+``RAGMETRICS_PASSWORD_HASH``   ``password_hash``   its hash: ``pbkdf2_sha256$<iterations>$<salt>$<base64>``
+                                                   (print one with ``python -m dashboard.ui.auth``),
+                                                   or 64 hex digits of an unsalted SHA-256
+``RAGMETRICS_AUTH_PROVIDER``   ``auth_provider``   OIDC: the provider, a ``[auth.NAME]`` table (optional)
+``RAGMETRICS_AUTH_ALLOW``      ``auth_allow``      OIDC: who may enter, comma-separated addresses and
+                                                   ``@domain`` entries (a TOML list too); unset: anyone
+                                                   the provider signs in
+=============================  ==================  =====================================================
+
+OIDC uses Streamlit's own login (``st.login``, an ``[auth]`` table in ``secrets.toml``, the Authlib and httpx
+packages: ``pip install "ragmetrics[dashboard,auth]"``). A configuration that asks for sign-in but cannot give it
+(no password, unknown mode, a bad hash, no ``[auth]`` table, no Authlib) locks the dashboard and says why.
+
+The password sign-in lasts for the browser session (a reload or a new tab asks again). The page and the
+query of the address that was opened are left alone, so a share link opens its view after sign-in.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import importlib.util
+import math
+import os
+import secrets as _random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+from dashboard.core.text import md_escape
+from dashboard.ui import settings
+
+MODES = ("none", "password", "oidc")
+MAX_FAILURES = 5  # wrong passwords in a row (per session) before a pause
+LOCKOUT_SECONDS = 30.0
+PBKDF2_ITERATIONS = 600_000
+_PBKDF2 = "pbkdf2_sha256"
+
+_SIGNED_IN = "ragmetrics.auth.signed_in"  # the fingerprint of the password configuration that was passed
+_FAILURES = "ragmetrics.auth.failures"
+_LOCKED_UNTIL = "ragmetrics.auth.locked_until"
+
+clock: Callable[[], float] = time.monotonic  # tests replace it to pass the lockout without waiting
+
+
+# --- configuration -----------------------------------------------------------------------
+
+
+def _has_auth_table() -> bool:
+    """Whether ``secrets.toml`` has Streamlit's ``[auth]`` table (what ``st.login`` reads)."""
+    try:
+        from streamlit.runtime.secrets import secrets_singleton
+
+        return bool(secrets_singleton.load_if_toml_exists() and isinstance(st.secrets.get("auth"), Mapping))
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def missing_oidc_packages() -> list[str]:
+    """What Streamlit's OIDC login needs and is not installed (``streamlit[auth]``: Authlib and httpx)."""
+    return [name for name, module in (("Authlib", "authlib"), ("httpx", "httpx")) if importlib.util.find_spec(module) is None]
+
+
+@dataclass(frozen=True)
+class AuthConfig:
+    mode: str  # "none", "password", "oidc"
+    check: Callable[[str], bool] | None = None  # password mode: is this the password?
+    fingerprint: str = ""  # password mode: changes when the password does (signs everyone out)
+    provider: str | None = None  # oidc mode: the [auth.NAME] provider, None for the default one
+    allow: tuple[str, ...] = ()  # oidc mode: allowed e-mail addresses and "@domain"s; () lets everyone in
+    problem: str | None = None  # set: sign-in is asked for but cannot work; the dashboard stays locked
+
+
+def read_config() -> AuthConfig:
+    """The sign-in the deployer configured (see the module docstring)."""
+    table = settings.secrets_table()  # loading the secrets first also puts their root-level keys in the environment
+    mode = settings.setting("RAGMETRICS_AUTH", "auth", table).lower()
+    # the environment wins as a whole: a password set there hides both password keys of the secrets
+    if os.environ.get("RAGMETRICS_PASSWORD_HASH", "").strip() or os.environ.get("RAGMETRICS_PASSWORD", "").strip():
+        hashed, clear = os.environ.get("RAGMETRICS_PASSWORD_HASH", "").strip(), os.environ.get("RAGMETRICS_PASSWORD", "")
+    else:
+        hashed, clear = str(table.get("password_hash", "") or "").strip(), str(table.get("password", "") or "")
+    if not mode:
+        mode = "password" if (hashed or clear.strip()) else "none"
+    if mode in ("off", "false", "no"):
+        mode = "none"
+    if mode not in MODES:
+        return AuthConfig("password", problem=f"RAGMETRICS_AUTH (or auth in [ragmetrics]) is {mode!r}: use password, oidc or none.")
+    if mode == "none":
+        return AuthConfig("none")
+    if mode == "oidc":
+        provider = settings.setting("RAGMETRICS_AUTH_PROVIDER", "auth_provider", table) or None
+        allow = _allow_list(os.environ.get("RAGMETRICS_AUTH_ALLOW", "").strip() or table.get("auth_allow"))
+        if not _has_auth_table():
+            return AuthConfig("oidc", provider=provider, problem=(
+                "OIDC sign-in is selected but .streamlit/secrets.toml has no [auth] table "
+                "(redirect_uri, cookie_secret and the provider's client_id, client_secret, server_metadata_url)."
+            ))
+        missing = missing_oidc_packages()
+        if missing:
+            return AuthConfig("oidc", provider=provider, problem=(
+                f'OIDC sign-in needs {" and ".join(missing)}: pip install "ragmetrics[dashboard,auth]" (or "streamlit[auth]").'
+            ))
+        return AuthConfig("oidc", provider=provider, allow=allow)
+    if hashed:
+        try:
+            check = hash_checker(hashed)
+        except ValueError as err:
+            return AuthConfig("password", problem=f"RAGMETRICS_PASSWORD_HASH (or password_hash) is not usable: {err}")
+        return AuthConfig("password", check, _fingerprint(hashed))
+    if clear.strip():
+        want = hashlib.sha256(clear.encode()).digest()  # digests: equal lengths, so the time does not tell the length
+        return AuthConfig("password", lambda given: hmac.compare_digest(hashlib.sha256(given.encode()).digest(), want), _fingerprint(clear))
+    return AuthConfig("password", problem="Password sign-in is selected but no password is set (RAGMETRICS_PASSWORD or RAGMETRICS_PASSWORD_HASH).")
+
+
+def _allow_list(value: Any) -> tuple[str, ...]:
+    items = value if isinstance(value, (list, tuple)) else str(value or "").split(",")
+    return tuple(item.strip().lower() for item in map(str, items) if item.strip())
+
+
+def allowed(email: str, allow: tuple[str, ...], verified: Any = None) -> bool:
+    """Whether ``email`` may enter: everyone when ``allow`` is empty, else an exact address or an ``@domain``
+    entry; an address the provider says is not verified (``email_verified`` false) never matches."""
+    if not allow:
+        return True
+    email = email.strip().lower()
+    if not email or "@" not in email or verified is False or str(verified).lower() == "false":
+        return False
+    domain = email[email.rindex("@"):]
+    return email in allow or domain in allow
+
+
+def _fingerprint(secret: str) -> str:
+    return hashlib.sha256(b"ragmetrics-auth\0" + secret.encode()).hexdigest()
+
+
+# --- password hashes ---------------------------------------------------------------------
+
+
+def hash_password(password: str, *, iterations: int = PBKDF2_ITERATIONS, salt: str | None = None) -> str:
+    """``pbkdf2_sha256$<iterations>$<salt>$<base64 digest>`` (the format Django uses too)."""
+    salt = salt or _random.token_urlsafe(16)
+    digest = hashlib.pbkdf2_hmac("sha256", password.encode(), salt.encode(), iterations)
+    return f"{_PBKDF2}${iterations}${salt}${base64.b64encode(digest).decode()}"
+
+
+def hash_checker(stored: str) -> Callable[[str], bool]:
+    """The check for a stored hash: PBKDF2 (see :func:`hash_password`) or 64 hex digits of SHA-256."""
+    stored = stored.strip()
+    if stored.startswith(_PBKDF2 + "$"):
+        parts = stored.split("$")
+        if len(parts) != 4 or not parts[1].isdigit() or not parts[2]:
+            raise ValueError(f"expected {_PBKDF2}$<iterations>$<salt>$<base64 digest>")
+        iterations, salt = int(parts[1]), parts[2]
+        try:
+            expected = base64.b64decode(parts[3], validate=True)
+        except ValueError:
+            raise ValueError("the digest is not base64") from None
+        if not 1 <= iterations <= 10_000_000 or len(expected) != 32:
+            raise ValueError("iterations must be 1 to 10,000,000 and the digest 32 bytes")
+
+        def check(given: str) -> bool:
+            digest = hashlib.pbkdf2_hmac("sha256", given.encode(), salt.encode(), iterations)
+            return hmac.compare_digest(digest, expected)
+
+        return check
+    hex_digits = stored.lower().removeprefix("sha256:")
+    if len(hex_digits) == 64 and all(c in "0123456789abcdef" for c in hex_digits):
+        return lambda given: hmac.compare_digest(hashlib.sha256(given.encode()).hexdigest(), hex_digits)
+    raise ValueError(f"expected {_PBKDF2}$<iterations>$<salt>$<base64 digest> or 64 hex digits of SHA-256")
+
+
+# --- the gate ----------------------------------------------------------------------------
+
+
+def gate() -> bool:
+    """True when this session may see the dashboard (a sign-out control is then in the sidebar).
+
+    Otherwise draw only the sign-in form and return False: the router then runs no page. Nothing here
+    touches the URL, so the page and query that were opened (a share link) open once signed in.
+    """
+    config = read_config()
+    if config.mode == "none":
+        return True
+    if config.problem:
+        _panel().error(
+            config.problem + " The deployer must fix the configuration; until then the dashboard stays locked.",
+            icon=":material/lock:",
+        )
+        return False
+    if config.mode == "oidc":
+        return _oidc_gate(config)
+    return _password_gate(config)
+
+
+def _panel() -> Any:
+    """The centred column the sign-in is drawn in, headed by the app's name."""
+    _, middle, _ = st.columns([1, 2, 1])
+    middle.title("ragmetrics", anchor=False)
+    middle.caption("This dashboard requires sign-in.")
+    return middle
+
+
+def _password_gate(config: AuthConfig) -> bool:
+    assert config.check is not None
+    if st.session_state.get(_SIGNED_IN) == config.fingerprint:
+        if st.sidebar.button("Sign out", key="auth.sign_out", icon=":material/logout:"):
+            sign_out()
+        return True
+    middle = _panel()
+    with middle, st.form("auth.form", clear_on_submit=True, enter_to_submit=True):
+        # no key: the password is not kept in session state, and the form clears it after each submit
+        password = st.text_input("Password", type="password", autocomplete="current-password")
+        submitted = st.form_submit_button("Sign in", type="primary", icon=":material/login:")
+    if not submitted:
+        return False
+    now = clock()
+    wait = float(st.session_state.get(_LOCKED_UNTIL, 0.0)) - now
+    if wait > 0:
+        middle.error(f"Too many wrong passwords. Try again in {math.ceil(wait)} s.", icon=":material/timer:")
+        return False
+    if password and config.check(password):
+        st.session_state[_SIGNED_IN] = config.fingerprint
+        st.session_state.pop(_FAILURES, None)
+        st.session_state.pop(_LOCKED_UNTIL, None)
+        st.rerun()  # draw the page the address asks for, without the form
+    failures = int(st.session_state.get(_FAILURES, 0)) + 1
+    if failures >= MAX_FAILURES:
+        st.session_state[_LOCKED_UNTIL] = now + LOCKOUT_SECONDS
+        failures = 0
+        middle.error(f"Wrong password. Too many tries: wait {int(LOCKOUT_SECONDS)} s before the next one.", icon=":material/timer:")
+    else:
+        middle.error("Wrong password.", icon=":material/error:")
+    st.session_state[_FAILURES] = failures
+    return False
+
+
+def sign_out() -> None:
+    """Forget this session's password sign-in and show the form again (the address stays as it is)."""
+    for key in (_SIGNED_IN, _FAILURES, _LOCKED_UNTIL):
+        st.session_state.pop(key, None)
+    st.rerun()
+
+
+def _oidc_gate(config: AuthConfig) -> bool:
+    from streamlit.errors import StreamlitAuthError
+
+    if st.user.get("is_logged_in", False):
+        email = str(st.user.get("email") or "")
+        if not allowed(email, config.allow, st.user.get("email_verified")):
+            with _panel():
+                st.error(
+                    f"{md_escape(email or 'This account')} may not open this dashboard. "
+                    "Sign out and use another account, or ask the dashboard's deployer for access.",
+                    icon=":material/block:",
+                )
+                if st.button("Sign out", key="auth.sign_out", icon=":material/logout:"):
+                    st.logout()
+                    st.stop()
+            return False
+        who = st.user.get("name") or email
+        with st.sidebar:
+            if who:
+                st.caption(f"Signed in as {md_escape(str(who))}")
+            if st.button("Sign out", key="auth.sign_out", icon=":material/logout:"):
+                st.logout()  # ends the session: the browser is sent to the provider's or the app's sign-out
+                st.stop()
+        return True
+    with _panel():
+        st.write("Sign in with your organisation's account to open the dashboard.")
+        if st.query_params:  # Streamlit's login returns to the home page: the link's view is not kept
+            st.caption("After signing in you arrive on the home page: open the link you were given again.")
+        if st.button("Sign in", key="auth.login", type="primary", icon=":material/login:"):
+            try:
+                st.login(config.provider)  # None: the [auth] table's own provider
+            except StreamlitAuthError as err:
+                st.error(f"Sign-in is not configured correctly: {err}", icon=":material/error:")
+    return False
+
+
+def _main() -> None:
+    """``python -m dashboard.ui.auth``: ask for a password (twice) and print its PBKDF2 hash."""
+    import getpass
+    import sys
+
+    first = getpass.getpass("Password: ")
+    if not first or first != getpass.getpass("Again: "):
+        sys.exit("The passwords are empty or differ.")
+    print(hash_password(first))
+
+
+if __name__ == "__main__":
+    _main()
