@@ -120,12 +120,17 @@ def _resampled_means(matrix: np.ndarray, n_resamples: int, seed: int) -> np.ndar
     return np.vstack([block @ matrix / n for block in _count_blocks(n, n_resamples, seed)])
 
 
+#: above this many queries :func:`bootstrap_ci` gives the normal (CLT) interval of the mean
+NORMAL_ABOVE = 20_000
+
+
 def bootstrap_ci(
     values: np.ndarray,
     *,
     confidence: float = 0.95,
     n_resamples: int = 1_000,
     seed: int = 0,
+    normal_above: int | None = NORMAL_ABOVE,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bootstrap interval of the mean along axis 0.
 
@@ -135,6 +140,14 @@ def bootstrap_ci(
     point (and every run of the same query set and seed) is resampled on the
     same queries. Returns (low, high) shaped like one row; one query gives
     low = high = its value, none gives NaN.
+
+    With more than ``normal_above`` queries (None: never) the interval is
+    mean +- z * s / sqrt(n): the product costs n_resamples x n x n_points
+    (tens of seconds for 100,000 queries x 400 curve points), while at 20,000
+    queries the two intervals already agree within the bootstrap's own
+    Monte-Carlo error (a percentile bound at 1,000 resamples wobbles by ~4% of
+    the half-width; measured differences: under 0.0004, 8% of the half-width at
+    most, on hits, graded and reciprocal-rank columns; ``tests/test_stats.py``).
     """
     values = np.asarray(values, dtype=np.float64)
     if values.shape[0] == 0:
@@ -144,6 +157,11 @@ def bootstrap_ci(
         return values[0].copy(), values[0].copy()
     n = values.shape[0]
     matrix = values.reshape(n, -1)
+    if normal_above is not None and n > normal_above:
+        mean = matrix.mean(axis=0)
+        half = sps.norm.ppf(0.5 + confidence / 2) * matrix.std(axis=0, ddof=1) / np.sqrt(n)
+        shape = values.shape[1:]
+        return (mean - half).reshape(shape), (mean + half).reshape(shape)
     means = _resampled_means(matrix, n_resamples, seed)
     alpha = (1 - confidence) / 2
     low, high = np.quantile(means, [alpha, 1 - alpha], axis=0)

@@ -88,6 +88,26 @@ def test_bootstrap_interval_brackets_the_mean_vectorised_over_points():
     assert np.array_equal(low, again[0]) and np.array_equal(high, again[1])
 
 
+def test_above_normal_above_the_interval_is_the_normal_one_and_agrees_with_the_bootstrap():
+    """At 20,000 queries the bootstrap and the normal interval differ by less than 10% of the half-width
+    (the percentile bound's own Monte-Carlo SD at 1,000 resamples is ~4.3% of it) on hits-like (p = 0.7
+    and 0.02), U-shaped graded and reciprocal-rank columns; above it, the normal one is used."""
+    rng = np.random.default_rng(1)
+    n = stats.NORMAL_ABOVE
+    columns = [(rng.random(n) < 0.7).astype(float), (rng.random(n) < 0.02).astype(float), rng.beta(0.5, 0.5, n),
+               1 / np.maximum(1, rng.geometric(0.3, n)), np.full(n, 0.25)]
+    matrix = np.column_stack(columns)
+    low, high = stats.bootstrap_ci(matrix)  # n == NORMAL_ABOVE: still the bootstrap
+    normal_low, normal_high = stats.bootstrap_ci(matrix, normal_above=n - 1)
+    half = sps.norm.ppf(0.975) * matrix.std(axis=0, ddof=1) / np.sqrt(n)
+    np.testing.assert_allclose(normal_low, matrix.mean(axis=0) - half)
+    np.testing.assert_allclose(normal_high, matrix.mean(axis=0) + half)
+    assert np.all(np.abs(low - normal_low)[:4] < 0.10 * half[:4]) and np.all(np.abs(high - normal_high)[:4] < 0.10 * half[:4])
+    assert low[4] == high[4] == normal_low[4] == normal_high[4] == 0.25  # a constant column: a point interval
+    curve = np.column_stack([matrix, matrix[:, :2]]).reshape(n, 7)
+    assert stats.bootstrap_ci(curve, normal_above=None)[0].shape == (7,)
+
+
 def test_power_helpers_are_consistent():
     n = stats.queries_needed(0.05, 0.25)
     assert n == 197  # (1.96 + 0.8416)^2 * 0.25^2 / 0.05^2 = 196.2

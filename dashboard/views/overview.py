@@ -11,6 +11,7 @@ from dashboard.core import figures, frames, report, targets
 from dashboard.core.evaluation import pretty
 from dashboard.core.view_state import share_query
 from dashboard.ui import cache, layout, widgets
+from ragmetrics.stats import NORMAL_ABOVE
 
 page = layout.page_setup("overview", "Overview")
 view = page.state
@@ -72,7 +73,8 @@ if page.evals and page.dataset is not None:
     st.subheader("Curves over K")
     k_max = frames.display_k_max(evals)
     st.caption(
-        f"Mean over {evals[0].n_queries:,} queries for K = 1…{k_max}; shaded: 95% bootstrap band. "
+        f"Mean over {evals[0].n_queries:,} queries for K = 1…{k_max}; shaded: 95% bootstrap band"
+        f"{f' (normal approximation over {NORMAL_ABOVE:,} queries)' if evals[0].n_queries > NORMAL_ABOVE else ''}. "
         "The camera button in a chart's toolbar saves it as PNG."
     )
     with st.spinner("Bootstrapping confidence bands…"):
