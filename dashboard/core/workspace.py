@@ -46,16 +46,6 @@ def samples_marker_id() -> str:
     return store_mod.view_id(SAMPLES_MARKER)
 
 
-def dataset_id(dataset: Dataset) -> str:
-    """Content id of a dataset, the same as the store's (:func:`ragmetrics.store.dataset_id`)."""
-    return store_mod.dataset_id(dataset)
-
-
-def run_id(run: Run) -> str:
-    """Content id of a run (its rows, not its name), the same as the store's."""
-    return store_mod.run_id(run)
-
-
 def _utc(timestamp: float) -> datetime:
     return datetime.fromtimestamp(float(timestamp), timezone.utc)
 
@@ -250,7 +240,7 @@ class Workspace:
 
     def add_dataset(self, dataset: Dataset, *, name: str | None = None, source: str = "", description: str = "") -> DatasetEntry:
         """Store ``dataset`` (once per content); a name already taken by other content gets a suffix."""
-        ident = dataset_id(dataset)
+        ident = store_mod.dataset_id(dataset)
         with self._lock:
             if source:
                 self._sources.setdefault(ident, source)
@@ -270,7 +260,7 @@ class Workspace:
         """Store ``run`` under a dataset (once per content); a name already taken by other content gets a suffix."""
         if self.dataset(dataset_ident) is None:
             raise StoreKeyError(f"no dataset {dataset_ident!r} in the workspace")
-        ident = run_id(run)
+        ident = store_mod.run_id(run)
         with self._lock:
             if source:
                 self._sources.setdefault(ident, source)

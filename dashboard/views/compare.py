@@ -17,8 +17,8 @@ from dashboard.core import comparison as cmp
 from dashboard.core import frames
 from dashboard.core.evaluation import metric_spec, pretty
 from dashboard.core.text import md_escape
-from dashboard.core.workspace import run_id
 from dashboard.ui import cache, layout, state, widgets
+from ragmetrics.store import run_id
 
 page = layout.page_setup("compare", "Compare runs")
 view = page.state

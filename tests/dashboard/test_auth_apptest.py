@@ -162,7 +162,7 @@ def test_a_password_locks_every_page_until_signed_in(monkeypatch: pytest.MonkeyP
 
 def test_a_share_link_opens_its_page_and_view_after_sign_in(monkeypatch: pytest.MonkeyPatch, store_opened: list[int]) -> None:
     from dashboard.core.samples import iter_samples
-    from dashboard.core.workspace import dataset_id, run_id
+    from ragmetrics.store import dataset_id, run_id
 
     sample = next(iter_samples(names=["product_faq_zh"]))
     runs = {run.name: run_id(run) for run, _ in sample.runs}

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard.core import comparison as cmp
 from dashboard.core.samples import iter_samples
-from dashboard.core.workspace import dataset_id, run_id
+from ragmetrics.store import dataset_id, run_id
 from dashboard.views import VIEWS
 
 pytestmark = pytest.mark.apptest

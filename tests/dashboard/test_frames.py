@@ -11,7 +11,8 @@ import ragmetrics
 from dashboard.core import frames
 from dashboard.core.bootstrap import bootstrap_ci
 from dashboard.core.evaluation import K_MAX, evaluate_run, metric_spec, pretty
-from dashboard.core.workspace import Workspace, dataset_id, run_id
+from dashboard.core.workspace import Workspace
+from ragmetrics.store import dataset_id, run_id
 from ragmetrics import Run
 
 from .conftest import RANKS_A

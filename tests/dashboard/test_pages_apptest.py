@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.core.samples import iter_samples
-from dashboard.core.workspace import dataset_id, run_id
+from ragmetrics.store import dataset_id, run_id
 from dashboard.views import VIEWS
 
 pytestmark = pytest.mark.apptest

@@ -10,7 +10,8 @@ import sqlalchemy as sa
 
 from dashboard.core import samples
 from dashboard.core.view_state import Facts, ViewState, app_root, decode, missing_note, reconcile
-from dashboard.core.workspace import SAMPLES_MARKER, Workspace, dataset_id, human_size, run_id, safe_url, samples_marker_id
+from dashboard.core.workspace import SAMPLES_MARKER, Workspace, human_size, safe_url, samples_marker_id
+from ragmetrics.store import dataset_id, run_id
 from ragmetrics.errors import RagMetricsError
 from ragmetrics.io import load_dataset, load_run
 from ragmetrics.store import Store

@@ -9,7 +9,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.core.view_state import decode
-from dashboard.core.workspace import Workspace, dataset_id, run_id
+from dashboard.core.workspace import Workspace
+from ragmetrics.store import dataset_id, run_id
 from dashboard.views import VIEWS
 from ragmetrics.io import load_dataset, load_run
 from ragmetrics.store import Store
