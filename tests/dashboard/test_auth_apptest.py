@@ -11,11 +11,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.ui import auth, cache
+from tests.dashboard.apptest import open_app, param
 
 pytestmark = pytest.mark.apptest
 
-APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
-TIMEOUT = 60
 PASSWORD = "correct horse battery staple"
 AUTH_ENV = ("RAGMETRICS_AUTH", "RAGMETRICS_PASSWORD", "RAGMETRICS_PASSWORD_HASH", "RAGMETRICS_AUTH_PROVIDER", "RAGMETRICS_AUTH_ALLOW")
 OIDC_PACKAGES = not auth.missing_oidc_packages()  # Authlib and httpx really installed (checked before any stub)
@@ -73,20 +72,8 @@ def secrets_toml(tmp_path: Path) -> Callable[[str], None]:
     return write
 
 
-def _app(user: dict | None = None, params: dict[str, str] | None = None) -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    if user is not None:
-        at.user = user
-    for key, value in (params or {}).items():
-        at.query_params[key] = value
-    return at.run()
 
 
-def _param(at: AppTest, key: str) -> str | None:
-    value = at.query_params.get(key)
-    if isinstance(value, list):
-        return value[-1] if value else None
-    return value
 
 
 def _texts(at: AppTest) -> list[str]:
@@ -114,7 +101,7 @@ def _sign_in(at: AppTest, password: str) -> AppTest:
 
 
 def test_without_configuration_the_app_opens_directly(store_opened: list[int]) -> None:
-    at = _app()
+    at = open_app()
     assert not at.exception
     assert at.title[0].value == "Overview"
     assert not at.text_input and store_opened
@@ -124,7 +111,7 @@ def test_without_configuration_the_app_opens_directly(store_opened: list[int]) -
 def test_auth_none_turns_a_configured_password_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAGMETRICS_PASSWORD", PASSWORD)
     monkeypatch.setenv("RAGMETRICS_AUTH", "none")
-    assert _app().title[0].value == "Overview"
+    assert open_app().title[0].value == "Overview"
 
 
 # --- shared password ----------------------------------------------------------------------
@@ -132,7 +119,7 @@ def test_auth_none_turns_a_configured_password_off(monkeypatch: pytest.MonkeyPat
 
 def test_a_password_locks_every_page_until_signed_in(monkeypatch: pytest.MonkeyPatch, store_opened: list[int]) -> None:
     monkeypatch.setenv("RAGMETRICS_PASSWORD", PASSWORD)
-    at = _app()
+    at = open_app()
     _assert_locked(at, store_opened)
     assert [t.label for t in at.text_input] == ["Password"]
     assert [b.label for b in at.button] == ["Sign in"]
@@ -168,13 +155,13 @@ def test_a_share_link_opens_its_page_and_view_after_sign_in(monkeypatch: pytest.
     runs = {run.name: run_id(run) for run, _ in sample.runs}
     link = {"v": "1", "ds": dataset_id(sample.dataset), "runs": runs["bm25"], "k": "5", "q": "q009"}
     monkeypatch.setenv("RAGMETRICS_PASSWORD", PASSWORD)
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()  # registers the pages (the menu stays hidden)
+    at = open_app()  # registers the pages (the menu stays hidden)
     at.switch_page("views/missed.py")  # the share link's page path ...
     for key, value in link.items():  # ... and its query
         at.query_params[key] = value
     at.run()
     _assert_locked(at, store_opened)
-    assert {k: _param(at, k) for k in link} == link  # the gate leaves the address alone
+    assert {k: param(at, k) for k in link} == link  # the gate leaves the address alone
 
     at = _sign_in(at, PASSWORD)
     assert not at.exception and not at.error
@@ -182,12 +169,12 @@ def test_a_share_link_opens_its_page_and_view_after_sign_in(monkeypatch: pytest.
     assert at.multiselect(key="sidebar.runs").value == [runs["bm25"]]
     assert at.slider(key="sidebar.k").value == 5
     assert at.selectbox(key="missed.query").value == "q009"
-    assert _param(at, "q") == "q009" and _param(at, "ds") == link["ds"]
+    assert param(at, "q") == "q009" and param(at, "ds") == link["ds"]
 
 
 def test_a_hashed_password_works_and_the_clear_text_is_not_needed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAGMETRICS_PASSWORD_HASH", auth.hash_password(PASSWORD, iterations=1_000))
-    at = _sign_in(_app(), PASSWORD.upper())
+    at = _sign_in(open_app(), PASSWORD.upper())
     assert [e.value for e in at.error] == ["Wrong password."]
     at = _sign_in(at, PASSWORD)
     assert at.title[0].value == "Overview"
@@ -195,31 +182,31 @@ def test_a_hashed_password_works_and_the_clear_text_is_not_needed(monkeypatch: p
 
 def test_a_sha256_hex_password_hash_works(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAGMETRICS_PASSWORD_HASH", hashlib.sha256(PASSWORD.encode()).hexdigest().upper())
-    assert _sign_in(_app(), PASSWORD).title[0].value == "Overview"
+    assert _sign_in(open_app(), PASSWORD).title[0].value == "Overview"
 
 
 def test_the_password_in_secrets_toml_and_the_environment_wins(secrets_toml, monkeypatch: pytest.MonkeyPatch) -> None:
     secrets_toml('[ragmetrics]\npassword = "from-secrets"\n')
-    at = _app()
+    at = open_app()
     assert [t.label for t in at.text_input] == ["Password"]
     assert _sign_in(at, "from-secrets").title[0].value == "Overview"
 
     monkeypatch.setenv("RAGMETRICS_PASSWORD", "from-env")  # the environment wins over secrets.toml
-    at = _sign_in(_app(), "from-secrets")
+    at = _sign_in(open_app(), "from-secrets")
     assert [e.value for e in at.error] == ["Wrong password."]
     assert _sign_in(at, "from-env").title[0].value == "Overview"
 
 
 def test_a_hash_in_secrets_toml(secrets_toml) -> None:
     secrets_toml(f'[ragmetrics]\npassword_hash = "{auth.hash_password(PASSWORD, iterations=1_000)}"\n')
-    assert _sign_in(_app(), PASSWORD).title[0].value == "Overview"
+    assert _sign_in(open_app(), PASSWORD).title[0].value == "Overview"
 
 
 def test_too_many_wrong_passwords_pause_the_form(monkeypatch: pytest.MonkeyPatch, store_opened: list[int]) -> None:
     now = [1000.0]
     monkeypatch.setattr(auth, "clock", lambda: now[0])
     monkeypatch.setenv("RAGMETRICS_PASSWORD", PASSWORD)
-    at = _app()
+    at = open_app()
     for _ in range(auth.MAX_FAILURES - 1):
         at = _sign_in(at, "nope")
         assert [e.value for e in at.error] == ["Wrong password."]
@@ -234,7 +221,7 @@ def test_too_many_wrong_passwords_pause_the_form(monkeypatch: pytest.MonkeyPatch
 
 def test_changing_the_password_signs_sessions_out(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAGMETRICS_PASSWORD", PASSWORD)
-    at = _sign_in(_app(), PASSWORD)
+    at = _sign_in(open_app(), PASSWORD)
     assert at.title[0].value == "Overview"
     monkeypatch.setenv("RAGMETRICS_PASSWORD", "a new one")
     at.run()
@@ -254,7 +241,7 @@ def test_changing_the_password_signs_sessions_out(monkeypatch: pytest.MonkeyPatc
 def test_a_broken_configuration_stays_locked(monkeypatch: pytest.MonkeyPatch, store_opened: list[int], env: dict, says: str) -> None:
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    at = _app()
+    at = open_app()
     _assert_locked(at, store_opened)
     assert len(at.error) == 1 and says in at.error[0].value and "stays locked" in at.error[0].value
     assert not at.text_input and not at.button
@@ -270,10 +257,10 @@ def oidc(secrets_toml, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_oidc_shows_only_a_sign_in_button_until_logged_in(oidc, monkeypatch: pytest.MonkeyPatch, store_opened: list[int]) -> None:
     monkeypatch.setattr(auth, "missing_oidc_packages", list)  # the gate's check; st.login checks for itself
-    at = _app(user={"is_logged_in": False}, params={"v": "1", "k": "8"})
+    at = open_app(user={"is_logged_in": False}, params={"v": "1", "k": "8"})
     _assert_locked(at, store_opened)
     assert [b.label for b in at.button] == ["Sign in"] and not at.text_input and not at.error
-    assert _param(at, "k") == "8"
+    assert param(at, "k") == "8"
     assert any("open the link you were given again" in c.value for c in at.caption)  # st.login returns to "/"
 
     at.button(key="auth.login").click().run()  # st.login: with Authlib, a redirect to /auth/login; without, an error
@@ -286,7 +273,7 @@ def test_oidc_shows_only_a_sign_in_button_until_logged_in(oidc, monkeypatch: pyt
 
 def test_oidc_logged_in_user_sees_the_dashboard_and_can_sign_out(oidc, monkeypatch: pytest.MonkeyPatch, store_opened: list[int]) -> None:
     monkeypatch.setattr(auth, "missing_oidc_packages", list)
-    _oidc_signed_in(_app(user={"is_logged_in": True, "name": "Ada Lovelace", "email": "ada@example.com"}), store_opened)
+    _oidc_signed_in(open_app(user={"is_logged_in": True, "name": "Ada Lovelace", "email": "ada@example.com"}), store_opened)
 
 
 @pytest.mark.parametrize(
@@ -304,7 +291,7 @@ def test_oidc_logged_in_user_sees_the_dashboard_and_can_sign_out(oidc, monkeypat
 def test_oidc_allow_list(secrets_toml, monkeypatch: pytest.MonkeyPatch, store_opened: list[int], allow: str, user: dict, enters: bool) -> None:
     monkeypatch.setattr(auth, "missing_oidc_packages", list)
     secrets_toml(f'[ragmetrics]\nauth = "oidc"\n{allow}\n' + AUTH_TABLE)
-    at = _app(user={"is_logged_in": True, "name": "Ada", **user})
+    at = open_app(user={"is_logged_in": True, "name": "Ada", **user})
     assert not at.exception
     if enters:
         assert at.title[0].value == "Overview" and store_opened
@@ -318,14 +305,14 @@ def test_oidc_allow_list(secrets_toml, monkeypatch: pytest.MonkeyPatch, store_op
 def test_oidc_allow_list_from_the_environment_wins(oidc, monkeypatch: pytest.MonkeyPatch, store_opened: list[int]) -> None:
     monkeypatch.setattr(auth, "missing_oidc_packages", list)
     monkeypatch.setenv("RAGMETRICS_AUTH_ALLOW", "@other.org")
-    at = _app(user={"is_logged_in": True, "email": "ada@example.com"})
+    at = open_app(user={"is_logged_in": True, "email": "ada@example.com"})
     _assert_locked(at, store_opened)
     assert at.error[0].value.startswith("ada@example")
 
 
 def test_oidc_without_its_packages_stays_locked(oidc, monkeypatch: pytest.MonkeyPatch, store_opened: list[int]) -> None:
     monkeypatch.setattr(auth, "missing_oidc_packages", lambda: ["Authlib", "httpx"])
-    at = _app(user={"is_logged_in": True, "name": "Ada Lovelace"})
+    at = open_app(user={"is_logged_in": True, "name": "Ada Lovelace"})
     _assert_locked(at, store_opened)
     assert "needs Authlib and httpx" in at.error[0].value and "ragmetrics[dashboard,auth]" in at.error[0].value
     assert not at.button
@@ -345,7 +332,7 @@ def _oidc_signed_in(at: AppTest, store_opened: list[int]) -> None:
 def test_oidc_without_an_auth_table_stays_locked(secrets_toml, monkeypatch: pytest.MonkeyPatch, store_opened: list[int]) -> None:
     secrets_toml("[ragmetrics]\nstore_url = \"\"\n")
     monkeypatch.setenv("RAGMETRICS_AUTH", "oidc")
-    at = _app(user={"is_logged_in": True})  # even a (forged) logged-in user: OIDC is not configured
+    at = open_app(user={"is_logged_in": True})  # even a (forged) logged-in user: OIDC is not configured
     _assert_locked(at, store_opened)
     assert "no [auth] table" in at.error[0].value and not at.button
 

@@ -3,8 +3,6 @@ the numbers of ragmetrics.compare, click-through to queries, fusion adding a run
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -13,13 +11,11 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard.core import comparison as cmp
 from dashboard.core.samples import iter_samples
+from tests.dashboard.apptest import charts, no_problems, open_app, open_page, param
 from ragmetrics.store import dataset_id, run_id
-from dashboard.views import VIEWS
 
 pytestmark = pytest.mark.apptest
 
-APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
-TIMEOUT = 120
 
 
 @pytest.fixture(scope="module")
@@ -38,46 +34,30 @@ def own_store(tmp_path, monkeypatch) -> Path:
     return tmp_path
 
 
-def _param(at: AppTest, key: str) -> str | None:
-    value = at.query_params.get(key)
-    if isinstance(value, list):
-        return value[-1] if value else None
-    return value
 
 
-def _page(view_key: str, params: Mapping[str, str] | None = None) -> AppTest:
-    view = next(v for v in VIEWS if v.key == view_key)
-    at = AppTest.from_file(str(view.path), default_timeout=TIMEOUT)
-    for key, value in (params or {}).items():
-        at.query_params[key] = value
-    return at.run()
 
 
-def _no_problems(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
 
 
 def _table(at: AppTest, column: str):
     return next(d.value for d in at.dataframe if column in d.value.columns)
 
 
-def _charts(at: AppTest) -> list[dict]:
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
 
 def test_compare_page_defaults_to_the_first_run_as_baseline(faq_ids) -> None:
-    at = _page("compare")
-    _no_problems(at)
+    at = open_page("compare")
+    no_problems(at)
     assert at.title[0].value == "Compare runs"
-    assert _param(at, "base") == faq_ids["bm25"]
-    assert _param(at, "fr") == faq_ids["dense-e5"]  # the run shown query by query is never the baseline
+    assert param(at, "base") == faq_ids["bm25"]
+    assert param(at, "fr") == faq_ids["dense-e5"]  # the run shown query by query is never the baseline
     table = _table(at, "Δ vs baseline")
     assert len(table) == 5 * 3 and list(table["run"][:3]) == ["bm25", "dense-e5", "hybrid-rrf"]
     assert table["significance"][0] == cmp.BASELINE
     headers = [s.value for s in at.subheader]
     assert headers == ["Query by query", "One query, both rankings", "By category and difficulty", "What if we went hybrid? Fuse runs"]
-    traces = [[t.get("name") for t in c["data"]] for c in _charts(at)]
+    traces = [[t.get("name") for t in c["data"]] for c in charts(at)]
     assert any(names and names[0].startswith("wins") for names in traces)  # sorted per-query deltas
     assert any(names and names[0] == "no change" for names in traces)  # baseline-versus-run scatter
 
@@ -89,8 +69,8 @@ def test_compare_reads_the_url_and_shows_the_librarys_numbers(faq, faq_ids) -> N
         "ds": faq_ids["dataset"], "runs": ",".join(faq_ids[n] for n in ("bm25", "dense-e5", "hybrid-rrf")),
         "base": faq_ids["hybrid-rrf"], "fr": faq_ids["bm25"], "m": "ndcg", "k": "10", "q": "q009",
     }
-    at = _page("compare", params)
-    _no_problems(at)
+    at = open_page("compare", params)
+    no_problems(at)
     assert at.selectbox(key="compare.baseline").value == faq_ids["hybrid-rrf"]
     assert at.selectbox(key="compare.run").value == faq_ids["bm25"]
     assert at.selectbox(key="compare.query").value == "q009"
@@ -110,7 +90,7 @@ def test_compare_reads_the_url_and_shows_the_librarys_numbers(faq, faq_ids) -> N
     rankings = [d.value for d in at.dataframe if "other_rank" in d.value.columns]
     # BM25 finds q009's document at rank 11, so both rankings go that deep to show it
     assert len(rankings) == 2 and all(r["relevant"].any() for r in rankings) and len(rankings[0]) == 11
-    assert _param(at, "q") == "q009" and _param(at, "base") == faq_ids["hybrid-rrf"] and _param(at, "m") == "ndcg"
+    assert param(at, "q") == "q009" and param(at, "base") == faq_ids["hybrid-rrf"] and param(at, "m") == "ndcg"
 
 
 def _evals(faq):
@@ -120,102 +100,102 @@ def _evals(faq):
 
 
 def test_selecting_a_row_focuses_its_run_and_metric(faq_ids) -> None:
-    at = _page("compare")
+    at = open_page("compare")
     key = next(d.key for d in at.dataframe if d.key and d.key.startswith("compare.table."))
     table = _table(at, "Δ vs baseline")
     row = int(table.index[(table["metric"] == "nDCG@5") & (table["run"] == "hybrid-rrf")][0])
     at.session_state[key] = {"selection": {"rows": [row], "columns": [], "cells": []}}
     at.run()
-    _no_problems(at)
-    assert _param(at, "m") == "ndcg" and _param(at, "fr") == faq_ids["hybrid-rrf"]
+    no_problems(at)
+    assert param(at, "m") == "ndcg" and param(at, "fr") == faq_ids["hybrid-rrf"]
     assert at.selectbox(key="sidebar.metric").value == "ndcg"
     assert at.selectbox(key="compare.run").value == faq_ids["hybrid-rrf"]
     assert any("hybrid-rrf" in m.value.replace("\\", "") and "nDCG@5" in m.value for m in at.markdown)
 
 
 def test_wins_and_losses_click_through_to_their_queries(faq_ids) -> None:
-    at = _page("compare", {"m": "ndcg"})
-    _no_problems(at)
+    at = open_page("compare", {"m": "ndcg"})
+    no_problems(at)
     radio = at.radio(key="compare.outcome")
     assert radio.value == "loss"
     losses = _table(at, "outcome")
     assert set(losses["outcome"]) == {"loss"} and losses["delta"].is_monotonic_increasing
     radio.set_value("win").run()
-    _no_problems(at)
+    no_problems(at)
     wins = _table(at, "outcome")
     assert set(wins["outcome"]) == {"win"}
     picked = str(wins["query_id"].iloc[2])
     key = next(d.key for d in at.dataframe if d.key and d.key.startswith("compare.queries."))
     at.session_state[key] = {"selection": {"rows": [2], "columns": [], "cells": []}}
     at.run()
-    _no_problems(at)
+    no_problems(at)
     assert at.selectbox(key="compare.query").value == picked
-    assert _param(at, "q") == picked
+    assert param(at, "q") == picked
 
 
 def test_the_test_and_alpha_can_be_picked(faq_ids) -> None:
-    at = _page("compare")
+    at = open_page("compare")
     first = _table(at, "Δ vs baseline")
     for test in ("randomization", "bootstrap"):  # (Wilcoxon: the builder tests; scipy is slow on small tied groups)
         at.selectbox(key="compare.test").set_value(test).run()
-        _no_problems(at)
+        no_problems(at)
         shown = _table(at, "Δ vs baseline")
         assert shown["p"].tolist() != first["p"].tolist()
         assert shown["Δ vs baseline"].tolist() == first["Δ vs baseline"].tolist()  # the test changes p, not Δ
     at.selectbox(key="compare.alpha").set_value(0.01).run()
-    _no_problems(at)
+    no_problems(at)
     assert any("corrected p < 0.01" in c.value for c in at.caption)
     # both travel in the share link ...
-    assert (_param(at, "t"), _param(at, "a")) == ("bootstrap", "0.01")
+    assert (param(at, "t"), param(at, "a")) == ("bootstrap", "0.01")
     # ... and a link with them opens the same comparison
-    opened = _page("compare", {"t": "bootstrap", "a": "0.01"})
-    _no_problems(opened)
+    opened = open_page("compare", {"t": "bootstrap", "a": "0.01"})
+    no_problems(opened)
     assert (opened.selectbox(key="compare.test").value, opened.selectbox(key="compare.alpha").value) == ("bootstrap", 0.01)
     assert _table(opened, "Δ vs baseline")["p"].tolist() == _table(at, "Δ vs baseline")["p"].tolist()
 
 
 def test_open_in_missed_queries_through_the_router(faq_ids) -> None:
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    at = open_app()
     at.switch_page("views/compare.py").run()
-    _no_problems(at)
+    no_problems(at)
     query = at.selectbox(key="compare.query").value
     at.button(key="compare.open_missed").click().run()
-    _no_problems(at)
+    no_problems(at)
     assert at.title[0].value == "Missed queries"
     assert at.selectbox(key="missed.query").value == query
     assert at.selectbox(key="missed.run").value == faq_ids["dense-e5"]
 
 
 def test_fusion_adds_a_run_every_page_sees(own_store, faq_ids) -> None:
-    at = _page("compare")
-    _no_problems(at)
+    at = open_page("compare")
+    no_problems(at)
     assert at.multiselect(key="compare.fuse.runs").value == [faq_ids["bm25"], faq_ids["dense-e5"]]
     preview = _table(at, "role")
     assert list(preview["role"]) == ["input", "input", "fused"] and preview["run"].iloc[2] == "rrf60(bm25+dense-e5)"
     assert any(b.proto.label == "Download TREC run" for b in at.get("download_button"))
     at.button(key="compare.fuse.add").click().run()
-    _no_problems(at)
-    runs = (_param(at, "runs") or "").split(",")
+    no_problems(at)
+    runs = (param(at, "runs") or "").split(",")
     assert len(runs) == 4 and len(at.multiselect(key="sidebar.runs").value) == 4
     fused_id = runs[-1]
-    assert _param(at, "fr") == fused_id
+    assert param(at, "fr") == fused_id
     assert "rrf60(bm25+dense-e5)" in set(_table(at, "Δ vs baseline")["run"])
     assert any("in the workspace as" in s.value for s in at.success)
     # the fused run is a run like any other: the overview and breakdown show it
-    other = _page("overview", {"ds": faq_ids["dataset"], "runs": ",".join(runs)})
-    _no_problems(other)
+    other = open_page("overview", {"ds": faq_ids["dataset"], "runs": ",".join(runs)})
+    no_problems(other)
     assert "rrf60(bm25+dense-e5)" in set(other.dataframe[0].value["run"])
 
 
 def test_fusion_settings(own_store, faq_ids) -> None:
-    at = _page("compare")
+    at = open_page("compare")
     at.selectbox(key="compare.fuse.method").set_value("combmnz").run()
     at.selectbox(key="compare.fuse.norm").set_value("zscore").run()
     at.number_input(key=f"compare.fuse.w.{faq_ids['bm25']}").set_value(0.5).run()
-    _no_problems(at)
+    no_problems(at)
     assert _table(at, "role")["run"].iloc[2] == "combmnz-zscore(0.5·bm25+1·dense-e5)"
     at.text_input(key="compare.fuse.name").input("my-hybrid").run()
-    _no_problems(at)
+    no_problems(at)
     assert _table(at, "role")["run"].iloc[2] == "my-hybrid"
 
 
@@ -223,8 +203,8 @@ def test_power_page_shows_discriminative_power_and_queries_needed(faq, faq_ids) 
     from ragmetrics import stats
     from ragmetrics.compare import discriminative_power
 
-    at = _page("power", {"m": "ndcg", "k": "10"})
-    _no_problems(at)
+    at = open_page("power", {"m": "ndcg", "k": "10"})
+    no_problems(at)
     assert at.title[0].value == "Dataset power"
     metrics = {m.label: m.value for m in at.metric}
     result = cmp.eval_result(_evals(faq), ["ndcg@10"])
@@ -235,11 +215,11 @@ def test_power_page_shows_discriminative_power_and_queries_needed(faq, faq_ids) 
     assert metrics["Queries to detect Δ = 0.05"] == f"{stats.queries_needed(0.05, sd):,}"
     table = _table(at, "share")
     assert list(table["metric"]) == cmp.compare_specs("ndcg", 10)
-    chart = _charts(at)[0]
+    chart = charts(at)[0]
     assert [t["name"] for t in chart["data"]] == ["range over run pairs", "median run pair", "this dataset"]
     at.number_input(key="power.target").set_value(0.1).run()
     at.selectbox(key="power.level").set_value(0.9).run()
-    _no_problems(at)
+    no_problems(at)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Queries to detect Δ = 0.1"] == f"{stats.queries_needed(0.1, sd, power=0.9):,}"
     rules = _table(at, "mdd_low_end")
@@ -249,6 +229,6 @@ def test_power_page_shows_discriminative_power_and_queries_needed(faq, faq_ids) 
 
 def test_one_run_explains_instead_of_failing(faq_ids) -> None:
     for page in ("compare", "power"):
-        at = _page(page, {"ds": faq_ids["dataset"], "runs": faq_ids["bm25"]})
-        _no_problems(at)
+        at = open_page(page, {"ds": faq_ids["dataset"], "runs": faq_ids["bm25"]})
+        no_problems(at)
         assert any("at least two runs" in i.value for i in at.info)

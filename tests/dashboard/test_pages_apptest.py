@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from dashboard.core.samples import iter_samples
+from tests.dashboard.apptest import charts, no_problems, open_app, open_page, param
 from ragmetrics.store import dataset_id, run_id
 from dashboard.views import VIEWS
 
 pytestmark = pytest.mark.apptest
 
-APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
 DATA = Path(__file__).resolve().parents[1] / "e2e" / "data"
-TIMEOUT = 60
 
 
 @pytest.fixture(scope="module")
@@ -28,64 +24,48 @@ def faq_ids() -> dict[str, str]:
     return ids
 
 
-def _param(at: AppTest, key: str) -> str | None:
-    value = at.query_params.get(key)
-    if isinstance(value, list):  # AppTest applies parse_qs in some releases
-        return value[-1] if value else None
-    return value
 
 
-def _page(view_key: str, params: Mapping[str, str] | None = None) -> AppTest:
-    view = next(v for v in VIEWS if v.key == view_key)
-    at = AppTest.from_file(str(view.path), default_timeout=TIMEOUT)
-    for key, value in (params or {}).items():
-        at.query_params[key] = value
-    return at.run()
 
 
-def _no_problems(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
 
 
-def _charts(at: AppTest) -> list[dict]:
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
 
 @pytest.mark.parametrize("view", VIEWS, ids=lambda v: v.key)
 def test_every_page_runs_on_the_samples(view, faq_ids) -> None:
-    at = _page(view.key)
-    _no_problems(at)
+    at = open_page(view.key)
+    no_problems(at)
     assert at.title[0].value == view.title
     # the view is written back to the URL: the sample dataset, opened first, with its runs
-    assert _param(at, "ds") == faq_ids["dataset"]
-    assert _param(at, "runs") == ",".join(faq_ids[n] for n in ("bm25", "dense-e5", "hybrid-rrf"))
+    assert param(at, "ds") == faq_ids["dataset"]
+    assert param(at, "runs") == ",".join(faq_ids[n] for n in ("bm25", "dense-e5", "hybrid-rrf"))
 
 
 def test_router_runs_every_page() -> None:
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
-    _no_problems(at)
+    at = open_app()
+    no_problems(at)
     assert at.title[0].value == "Overview"
     for view in VIEWS:
         at.switch_page(view.file).run()
-        _no_problems(at)
+        no_problems(at)
         assert at.title[0].value == view.title
 
 
 def test_overview_reads_the_url_and_draws_one_trace_per_run(faq_ids) -> None:
     runs = [faq_ids["bm25"], faq_ids["hybrid-rrf"]]
-    at = _page("overview", {"ds": faq_ids["dataset"], "runs": ",".join(runs), "m": "ndcg", "k": "10", "prof": "tech"})
-    _no_problems(at)
+    at = open_page("overview", {"ds": faq_ids["dataset"], "runs": ",".join(runs), "m": "ndcg", "k": "10", "prof": "tech"})
+    no_problems(at)
     assert at.multiselect(key="sidebar.runs").value == runs
     assert at.slider(key="sidebar.k").value == 10
     assert at.selectbox(key="sidebar.metric").value == "ndcg"
     assert at.selectbox(key="overview.profile").value == "tech"
     metrics = at.dataframe[0].value
     assert list(metrics["run"]) == ["bm25", "hybrid-rrf"] and "recall@10" in metrics.columns
-    curves = _charts(at)[0]["data"]
+    curves = charts(at)[0]["data"]
     legend = [t["name"] for t in curves if t.get("showlegend") is not False and not t["name"].endswith("95% CI")]
     assert legend == ["bm25", "hybrid-rrf"]
-    assert _param(at, "k") == "10" and _param(at, "prof") == "tech" and _param(at, "m") == "ndcg"
+    assert param(at, "k") == "10" and param(at, "prof") == "tech" and param(at, "m") == "ndcg"
 
 
 def test_changing_k_and_metric_does_not_re_evaluate(monkeypatch, faq_ids) -> None:
@@ -100,45 +80,45 @@ def test_changing_k_and_metric_does_not_re_evaluate(monkeypatch, faq_ids) -> Non
 
     cache._evaluate.clear()
     monkeypatch.setattr(cache, "evaluate_run", counting)
-    at = _page("overview", {"ds": faq_ids["dataset"]})
+    at = open_page("overview", {"ds": faq_ids["dataset"]})
     assert sorted(calls) == ["bm25", "dense-e5", "hybrid-rrf"]
     at.slider(key="sidebar.k").set_value(3).run()
     at.selectbox(key="sidebar.metric").set_value("map").run()
-    _no_problems(at)
+    no_problems(at)
     assert "recall@3" in at.dataframe[0].value.columns
-    assert _param(at, "k") == "3" and _param(at, "m") == "map"
+    assert param(at, "k") == "3" and param(at, "m") == "map"
     assert len(calls) == 3  # K and metric only slice the cached curves
 
 
 def test_missed_page_opens_the_query_in_the_url(faq_ids) -> None:
-    at = _page("missed", {"ds": faq_ids["dataset"], "runs": faq_ids["bm25"], "k": "5", "q": "q009"})
-    _no_problems(at)
+    at = open_page("missed", {"ds": faq_ids["dataset"], "runs": faq_ids["bm25"], "k": "5", "q": "q009"})
+    no_problems(at)
     assert at.selectbox(key="missed.query").value == "q009"
     assert any("Ubuntu" in m.value for m in at.markdown)
     table = at.dataframe[0].value
     assert "q009" in set(table["query_id"])
-    assert _param(at, "q") == "q009"
+    assert param(at, "q") == "q009"
     # filters: a category narrows the table and lands in the URL
     at.selectbox(key="missed.category").set_value("procedural").run()
-    _no_problems(at)
+    no_problems(at)
     assert set(at.dataframe[0].value["category"]) <= {"procedural"}
-    assert _param(at, "cat") == "procedural"
+    assert param(at, "cat") == "procedural"
 
 
 def test_bad_link_explains_instead_of_failing() -> None:
-    at = _page("breakdown", {"ds": "0123456789abcdef", "k": "abc", "m": "nope", "runs": "ffffffffffffffff"})
-    _no_problems(at)
+    at = open_page("breakdown", {"ds": "0123456789abcdef", "k": "abc", "m": "nope", "runs": "ffffffffffffffff"})
+    no_problems(at)
     infos = " ".join(i.value for i in at.info)
     assert "not loaded on this server" in infos and "K must be a whole number" in infos and "unknown metric" in infos
-    assert len(_charts(at)) == 2
+    assert len(charts(at)) == 2
 
 
 def test_upload_dataset_runs_and_a_broken_run() -> None:
-    at = _page("upload")
-    _no_problems(at)
+    at = open_page("upload")
+    no_problems(at)
     at.file_uploader(key="upload.dataset").set_value(("mini_eval.json", (DATA / "mini_eval.json").read_bytes(), "application/json"))
     at.run()
-    _no_problems(at)
+    no_problems(at)
     assert at.selectbox(key="sidebar.dataset").format_func(at.selectbox(key="sidebar.dataset").value) == "mini_eval"
     at.file_uploader(key="upload.runs").set_value(
         [(name, (DATA / name).read_bytes(), "text/plain") for name in ("mini-bm25.trec", "mini-dense.trec", "broken-run.trec")]
@@ -157,19 +137,19 @@ def test_upload_dataset_runs_and_a_broken_run() -> None:
 
 
 def test_edited_targets_travel_in_the_url(faq_ids) -> None:
-    at = _page("overview", {"ds": faq_ids["dataset"], "tgt": "recall@5>0.5;mrr>0.99"})
-    _no_problems(at)
+    at = open_page("overview", {"ds": faq_ids["dataset"], "tgt": "recall@5>0.5;mrr>0.99"})
+    no_problems(at)
     targets_table = next(d.value for d in at.dataframe if "met" in d.value.columns)
     assert list(targets_table.columns) == ["run", "met", "Recall@5 > 0.50", "MRR > 0.99"]
     assert set(targets_table["met"]) == {"1/2"}
-    assert _param(at, "tgt") == "recall@5>0.5;mrr>0.99"
+    assert param(at, "tgt") == "recall@5>0.5;mrr>0.99"
 
 
 def test_upload_a_dataset_made_of_qrels_queries_and_corpus() -> None:
     folder = Path(__file__).resolve().parents[2] / "sample_runs" / "scifact"
-    at = _page("upload")
+    at = open_page("upload")
     files = [(name, (folder / name).read_bytes(), "application/octet-stream") for name in ("qrels.tsv", "queries.jsonl", "corpus.jsonl.gz")]
     at.file_uploader(key="upload.dataset").set_value(files)
     at.run()
-    _no_problems(at)
+    no_problems(at)
     assert "300 queries" in " ".join(s.value for s in at.success)

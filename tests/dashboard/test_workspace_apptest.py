@@ -6,10 +6,10 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from dashboard.core.view_state import decode
 from dashboard.core.workspace import Workspace
+from tests.dashboard.apptest import no_problems, open_page, param
 from ragmetrics.store import dataset_id, run_id
 from dashboard.views import VIEWS
 from ragmetrics.io import load_dataset, load_run
@@ -18,7 +18,6 @@ from ragmetrics.store import Store
 pytestmark = pytest.mark.apptest
 
 DATA = Path(__file__).resolve().parents[1] / "e2e" / "data"
-TIMEOUT = 60
 
 
 @pytest.fixture
@@ -43,24 +42,10 @@ def mini(store_dir) -> dict[str, str]:
     return ids
 
 
-def _page(key: str, params: dict[str, str] | None = None) -> AppTest:
-    view = next(v for v in VIEWS if v.key == key)
-    at = AppTest.from_file(str(view.path), default_timeout=TIMEOUT)
-    for name, value in (params or {}).items():
-        at.query_params[name] = value
-    return at.run()
 
 
-def _param(at: AppTest, key: str) -> str | None:
-    value = at.query_params.get(key)
-    if isinstance(value, list):
-        return value[-1] if value else None
-    return value
 
 
-def _ok(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
 
 
 def _text(elements) -> str:  # type: ignore[no-untyped-def]
@@ -68,8 +53,8 @@ def _text(elements) -> str:  # type: ignore[no-untyped-def]
 
 
 def test_workspace_lists_what_is_stored(mini) -> None:
-    at = _page("workspace")
-    _ok(at)
+    at = open_page("workspace")
+    no_problems(at)
     datasets = at.dataframe[0].value
     assert datasets[["name", "id", "queries", "judgments", "runs"]].values.tolist() == [
         ["mini_eval", mini["dataset"], 12, 24, 2]
@@ -80,24 +65,24 @@ def test_workspace_lists_what_is_stored(mini) -> None:
     assert runs["id"].tolist() == [mini["mini-bm25"], mini["mini-dense"]]
     assert set(runs.columns) >= {"queries", "rows", "size", "added"}
     assert "**1** dataset(s) and **2** run(s)" in _text(at.markdown)
-    assert _param(at, "ds") == mini["dataset"]
+    assert param(at, "ds") == mini["dataset"]
 
 
 def test_rename_a_dataset_and_a_run(mini) -> None:
-    at = _page("workspace")
+    at = open_page("workspace")
     at.text_input(key=f"workspace.rename.dataset.{mini['dataset']}.name").set_value("FAQ v2")
     next(b for b in at.button if b.label == "Rename").click().run()
-    _ok(at)
+    no_problems(at)
     assert "Renamed “mini_eval” to “FAQ v2”" in _text(at.success)
     assert at.dataframe[0].value["name"].tolist() == ["FAQ v2"]
     at.selectbox(key="workspace.run").set_value(mini["mini-dense"]).run()
     at.text_input(key=f"workspace.rename.run.{mini['mini-dense']}.name").set_value("dense-e5")
     [b for b in at.button if b.label == "Rename"][1].click().run()
-    _ok(at)
+    no_problems(at)
     assert at.dataframe[1].value["name"].tolist() == ["mini-bm25", "dense-e5"]
     # another page shows the new names (evaluations are cached per content, and per name)
-    overview = _page("overview", {"ds": mini["dataset"]})
-    _ok(overview)
+    overview = open_page("overview", {"ds": mini["dataset"]})
+    no_problems(overview)
     assert list(overview.dataframe[0].value["run"]) == ["mini-bm25", "dense-e5"]
     # a name another run has is refused with a message, nothing changes
     at.text_input(key=f"workspace.rename.run.{mini['mini-dense']}.name").set_value("mini-bm25")
@@ -107,25 +92,25 @@ def test_rename_a_dataset_and_a_run(mini) -> None:
 
 
 def test_delete_asks_first(mini, store_dir) -> None:
-    at = _page("workspace")
+    at = open_page("workspace")
     at.button(key="workspace.delete.run").click().run()  # the first run is picked
-    _ok(at)
+    no_problems(at)
     assert "Delete run “mini-bm25”?" in _text(at.warning)
     assert len(at.dataframe[1].value) == 2  # nothing deleted yet
     at.button(key="workspace.confirm.no").click().run()
     assert not at.warning and len(at.dataframe[1].value) == 2
     at.button(key="workspace.delete.run").click().run()
     at.button(key="workspace.confirm.yes").click().run()
-    _ok(at)
+    no_problems(at)
     assert at.dataframe[1].value["name"].tolist() == ["mini-dense"]
-    assert _param(at, "runs") == mini["mini-dense"]
+    assert param(at, "runs") == mini["mini-dense"]
 
     at.button(key="workspace.delete.dataset").click().run()
     assert "Delete dataset “mini_eval”?" in _text(at.warning) and "1 of its 1 run(s)" in _text(at.warning)
     at.button(key="workspace.confirm.yes").click().run()
-    _ok(at)
+    no_problems(at)
     assert "Deleted dataset “mini_eval” and 1 run(s)" in _text(at.success)
-    assert at.dataframe[0].value.empty and _param(at, "ds") is None
+    assert at.dataframe[0].value.empty and param(at, "ds") is None
     store = Store(f"sqlite:///{store_dir / 'ragmetrics.sqlite'}")  # gone from the store itself
     assert store.list_datasets().empty and store.list_runs().empty
 
@@ -133,8 +118,8 @@ def test_delete_asks_first(mini, store_dir) -> None:
 def test_an_upload_lands_in_the_store_and_survives_a_restart(store_dir) -> None:
     import streamlit as st
 
-    at = _page("upload")
-    _ok(at)
+    at = open_page("upload")
+    no_problems(at)
     at.file_uploader(key="upload.dataset").set_value(("mini_eval.json", (DATA / "mini_eval.json").read_bytes(), "application/json"))
     at.run()
     at.file_uploader(key="upload.runs").set_value(
@@ -142,13 +127,13 @@ def test_an_upload_lands_in_the_store_and_survives_a_restart(store_dir) -> None:
     )
     at.run()
     assert not at.exception and "broken-run.trec:4" in _text(at.error)  # the bad file is refused ...
-    ds = _param(at, "ds")
-    runs = _param(at, "runs")
+    ds = param(at, "ds")
+    runs = param(at, "runs")
     assert ds == dataset_id(load_dataset(DATA / "mini_eval.json")) and runs == run_id(load_run(DATA / "mini-bm25.trec"))
     assert f"stored as `{ds}`" in _text(at.success)
     st.cache_resource.clear()  # ... and after a "restart" (no cached store or workspace) the good ones are there
-    again = _page("overview", {"ds": ds, "runs": runs, "k": "3"})
-    _ok(again)
+    again = open_page("overview", {"ds": ds, "runs": runs, "k": "3"})
+    no_problems(again)
     assert list(again.dataframe[0].value["run"]) == ["mini-bm25"] and not at.info
     assert Store(f"sqlite:///{store_dir / 'ragmetrics.sqlite'}").has_run(runs)
 
@@ -170,25 +155,25 @@ def test_unknown_or_malformed_ids_explain_instead_of_failing(mini, page, params,
         params = {"ds": mini["dataset"], **params}
     if "cat" in params:
         params = {"ds": mini["dataset"], **params}
-    at = _page(page, params)
-    _ok(at)
+    at = open_page(page, params)
+    no_problems(at)
     assert at.title[0].value  # never a blank page
     notes = _text(at.info)
     for fragment in expected:
         assert fragment in notes, (fragment, notes)
-    assert _param(at, "ds") == mini["dataset"]  # the page still shows what the store has
+    assert param(at, "ds") == mini["dataset"]  # the page still shows what the store has
 
 
 def test_a_link_to_an_empty_store_says_what_is_missing(store_dir) -> None:
-    at = _page("overview", {"ds": "0123456789abcdef", "runs": "ffffffffffffffff"})
-    _ok(at)
+    at = open_page("overview", {"ds": "0123456789abcdef", "runs": "ffffffffffffffff"})
+    no_problems(at)
     notes = _text(at.info)
     assert "dataset 0123456789abcdef" in notes and "holds no dataset yet" in notes and "Upload page" in notes
 
 
 def test_a_store_that_cannot_be_opened_is_explained(monkeypatch, store_dir) -> None:
     monkeypatch.setenv("RAGMETRICS_STORE_URL", "postgresql+psycopg://team:s3cret@127.0.0.1:1/rag?connect_timeout=2")
-    at = _page("overview")
+    at = open_page("overview")
     assert not at.exception
     message = _text(at.error)
     assert "cannot be opened" in message and "RAGMETRICS_STORE_URL" in message and "s3cret" not in message
@@ -199,8 +184,8 @@ def test_every_page_shows_a_share_link_that_reopens_it(mini, monkeypatch) -> Non
     for view in VIEWS:
         if view.key in ("compare", "power"):  # pages of a parallel change; covered by their own tests
             continue
-        at = _page(view.key, {"ds": mini["dataset"], "runs": mini["mini-dense"], "k": "7", "m": "ndcg"})
-        _ok(at)
+        at = open_page(view.key, {"ds": mini["dataset"], "runs": mini["mini-dense"], "k": "7", "m": "ndcg"})
+        no_problems(at)
         link = at.code[-1].value
         parts = urlsplit(link)
         assert f"{parts.scheme}://{parts.netloc}{parts.path}" == f"https://rag.example.com/dash/{view.key}", link
@@ -216,8 +201,8 @@ def test_the_link_ragmetrics_push_prints_opens_its_run(mini) -> None:
     link = share_link("http://localhost:8501", dataset=mini["dataset"], runs=[mini["mini-dense"]])
     parts = urlsplit(link)
     assert parts.path == "/overview"
-    at = _page("overview", {k: v[-1] for k, v in parse_qs(parts.query).items()})
-    _ok(at)
+    at = open_page("overview", {k: v[-1] for k, v in parse_qs(parts.query).items()})
+    no_problems(at)
     assert at.multiselect(key="sidebar.runs").value == [mini["mini-dense"]]
     assert list(at.dataframe[0].value["run"]) == ["mini-dense"]
 

@@ -1,0 +1,51 @@
+"""Shared AppTest helpers: open a page (or the router) with URL parameters, read the URL back, check a run."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from dashboard.views import VIEWS
+
+APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+TIMEOUT = 120  # seconds per AppTest run: generous, the machine may be busy with browser tests
+
+
+def open_page(view_key: str, params: Mapping[str, str] | None = None, *, timeout: float = TIMEOUT) -> AppTest:
+    """Run one page's script (not the router) with ``params`` as its URL query."""
+    view = next(v for v in VIEWS if v.key == view_key)
+    return _run(AppTest.from_file(str(view.path), default_timeout=timeout), params)
+
+
+def open_app(params: Mapping[str, str] | None = None, *, user: dict | None = None, timeout: float = TIMEOUT) -> AppTest:
+    """Run the router (``dashboard/app.py``); ``user`` sets ``st.user`` (OIDC tests)."""
+    at = AppTest.from_file(str(APP), default_timeout=timeout)
+    if user is not None:
+        at.user = user
+    return _run(at, params)
+
+
+def _run(at: AppTest, params: Mapping[str, str] | None) -> AppTest:
+    for key, value in (params or {}).items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def param(at: AppTest, key: str) -> str | None:
+    """The URL's value for ``key`` after a run (AppTest gives lists in some releases)."""
+    value = at.query_params.get(key)
+    if isinstance(value, list):
+        return value[-1] if value else None
+    return value
+
+
+def no_problems(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def charts(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
