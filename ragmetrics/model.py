@@ -63,6 +63,13 @@ def _require_columns(frame: pd.DataFrame, required: Iterable[str], what: str) ->
 
 
 def _check_ids(series: pd.Series, column: str, what: str) -> None:
+    """No missing or empty id (Arrow's byte lengths, no Python strings)."""
+    try:
+        array = pa.array(series)
+        if not array.null_count and (len(array) == 0 or pc.min(pc.binary_length(array)).as_py() > 0):
+            return
+    except (pa.ArrowException, TypeError, ValueError):
+        pass
     if series.isna().any() or (series.str.len() == 0).any():
         bad = int((series.isna() | (series.str.len() == 0)).to_numpy().argmax())
         raise RagMetricsError(f"{what}: row {bad + 1} has an empty {column}")

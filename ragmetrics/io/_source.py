@@ -341,8 +341,10 @@ def check_line_rows(source: Source, data: bytes | None = None, *, header_lines: 
     """``max_rows`` for a line-per-row file: counting line breaks is cheap;
     only a file that may exceed the limit has its blank lines counted."""
     data = source.data if data is None else data
-    lines = count_lines(data) - header_lines
     limit = source.limits.max_rows
+    if len(data) <= limit:  # every line takes at least one byte
+        return
+    lines = count_lines(data) - header_lines
     if lines <= limit:
         return
     blank = sum(1 for _ in _BLANK_LINE.finditer(data))
