@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.server import wait_for_app
-from tests.e2e.test_dashboard_e2e import TIMEOUT, dropdown_options, open_page, traces
+from tests.e2e.test_dashboard_e2e import TIMEOUT, dropdown_options, open_page
 
 pytestmark = pytest.mark.e2e
 
@@ -32,8 +32,15 @@ def click_row(page: Page, key_prefix: str, row: int) -> None:
 
 
 def chart_names(page: Page) -> list[list[str]]:
-    count = page.locator(".js-plotly-plot").count()
-    return [[t["name"] for t in traces(page, i)] for i in range(count)]
+    """Trace names of every chart on the page, read in one step once the app is idle and every chart drawn
+    (counting first and then waiting chart by chart raced with reruns that re-mount the charts)."""
+    wait_for_app(page)
+    page.wait_for_function(
+        "() => { const gs = [...document.querySelectorAll('.js-plotly-plot')];"
+        " return gs.length > 0 && gs.every(g => Array.isArray(g.data)); }",
+        timeout=TIMEOUT,
+    )
+    return page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].map(g => g.data.map(t => t.name))")
 
 
 def test_compare_two_runs_and_open_a_querys_rankings(page: Page, browser: Browser, app_url: str) -> None:
