@@ -29,9 +29,6 @@ K_MAX = 100
 CURVE_METRICS: tuple[str, ...] = ("recall", "precision", "f1", "hits", "ndcg", "mrr", "map")
 """Cut-off metrics kept as per-query curves (the metric picker offers these)."""
 
-FULL_METRICS: tuple[str, ...] = ("mrr", "map", "ndcg", "rprec", "bpref")
-"""Whole-ranking metrics computed once per run."""
-
 METRIC_CHOICES: tuple[str, ...] = (*CURVE_METRICS, "rprec")
 """Metric names the dashboard offers; the first seven take K."""
 
@@ -85,6 +82,7 @@ class RunEval:
     coverage: Coverage
     ranking: Ranking
     dataset: Dataset = field(repr=False)
+    computed: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
     def n_queries(self) -> int:
@@ -109,22 +107,31 @@ class RunEval:
         return "text" in self.run.frame.columns and bool(self.run.frame["text"].notna().any())
 
     def values(self, spec: MetricSpec | str) -> np.ndarray:
-        """Per-query values of one metric (float64), aligned with ``query_ids``."""
+        """Per-query values of one metric (float64), aligned with ``query_ids``.
+
+        A cut-off metric is sliced from its curve when the curve was computed, else computed at that K alone."""
         spec = parse_metric(spec)
-        if spec.k is not None and spec.name in self.curves and spec.k <= K_MAX:
-            return self.curves[spec.name][:, spec.k - 1].astype(np.float64)
+        if spec.k is not None and spec.name in CURVE_METRICS and spec.k <= K_MAX:
+            if spec.name in self.curves:
+                return self.curves[spec.name][:, spec.k - 1].astype(np.float64)
+            # rounded as the stored curves are, so a value is the same before and after its curve exists
+            return registry.compute(self.ranking, [spec])[spec].astype(np.float32).astype(np.float64)
         key = str(spec)
         if key in self.full.columns:
             return self.full[key].to_numpy(dtype=np.float64)
-        return registry.compute(self.ranking, [spec])[spec].astype(np.float64)
+        if key not in self.computed:  # whole-ranking metrics too are computed on first use, then kept
+            self.computed[key] = registry.compute(self.ranking, [spec])[spec].astype(np.float64)
+        return self.computed[key]
 
     def mean(self, spec: MetricSpec | str) -> float:
         values = self.values(spec)
         return float(values.mean()) if len(values) else float("nan")
 
     def curve(self, metric: str, k_max: int) -> np.ndarray:
-        """Per-query ``metric@k`` for k = 1..k_max, shape (n_queries, k_max)."""
-        if k_max <= K_MAX and metric in self.curves:
+        """Per-query ``metric@k`` for k = 1..k_max, shape (n_queries, k_max); curves to K_MAX are kept once computed."""
+        if k_max <= K_MAX and metric in CURVE_METRICS:
+            if metric not in self.curves:  # computed on first use: a 100,000-query run need not pay for all seven
+                self.curves[metric] = registry.curve(self.ranking, metric, K_MAX).astype(np.float32)
             return self.curves[metric][:, :k_max].astype(np.float64)
         return registry.curve(self.ranking, metric, k_max)
 
@@ -151,12 +158,10 @@ class RunEval:
 
 def evaluate_run(dataset: Dataset, run: Run, *, run_id: str = "", k_max: int = K_MAX) -> RunEval:
     """Evaluate one run to depth ``k_max``; never warns (the coverage report says it all)."""
-    result = ragmetrics.evaluate(dataset, [run], list(FULL_METRICS), k_max=k_max, warn=False)
+    # MRR (cheap once aligned) is the one whole-ranking metric every page reads; the others come on first use
+    result = ragmetrics.evaluate(dataset, [run], ["mrr"], k_max=k_max, warn=False)
     run_result = result[run.name]
-    curves = {
-        name: registry.curve(run_result.ranking, name, k_max).astype(np.float32)
-        for name in CURVE_METRICS
-    }
+    curves: dict[str, np.ndarray] = {}  # filled by RunEval.curve on first use
     return RunEval(
         run_id=run_id or run.name,
         name=run.name,

@@ -272,3 +272,18 @@ def test_style_relevant_tints_relevant_rows(faq_evals) -> None:
     assert detail["relevant"].sum() == 1
     assert "#e6f4ea" in frames.style_relevant(detail).to_html()
     assert "#e6f4ea" not in frames.style_relevant(detail.assign(relevant=False)).to_html()
+
+
+def test_curves_are_computed_on_first_use_and_values_agree_before_and_after(faq) -> None:
+    from dashboard.core.evaluation import CURVE_METRICS, evaluate_run
+
+    run, _ = faq.runs[0]
+    ev = evaluate_run(faq.dataset, run)
+    assert ev.curves == {}
+    before = {m: ev.values(f"{m}@7") for m in CURVE_METRICS}
+    assert ev.curves == {}  # a value at one K does not build the curve
+    for m in CURVE_METRICS:
+        curve = ev.curve(m, 20)
+        assert curve.shape == (ev.n_queries, 20) and m in ev.curves
+        np.testing.assert_array_equal(ev.values(f"{m}@7"), before[m])
+        np.testing.assert_array_equal(curve[:, 6], before[m])
