@@ -27,7 +27,7 @@ from dashboard.core.workspace import Workspace
 from dashboard.ui import state
 from ragmetrics.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.io import FORMATS, load_dataset, load_run
-from ragmetrics.limits import ENV_VARS, Limits
+from ragmetrics.limits import ENV_VARS, Limits, human_bytes
 
 # uploads from the browser get tighter defaults than the CLI; a RAGMETRICS_MAX_* variable still wins
 _UPLOAD_DEFAULTS = {"max_bytes": 1 << 30, "max_rows": 20_000_000, "max_queries": 1_000_000}
@@ -97,7 +97,8 @@ def ingest_dataset(files: Sequence[Any], workspace: Workspace) -> Outcome | None
         outcome = Outcome(names, False, f"{names}: expected a judgments file or evaluation set besides the corpus")
     else:
         try:
-            with warnings.catch_warnings(record=True) as caught:
+            with st.spinner(f"Reading and storing {names} ({human_bytes(sum(f.size for f in files))})…"), \
+                    warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", RagMetricsWarning)
                 extra: dict[str, Any] = {}
                 if "queries" in roles and roles["queries"] is not main:
@@ -105,7 +106,7 @@ def ingest_dataset(files: Sequence[Any], workspace: Workspace) -> Outcome | None
                 if "corpus" in roles:
                     extra["corpus"] = (roles["corpus"].getvalue(), roles["corpus"].name)
                 dataset = load_dataset(main.getvalue(), filename=main.name, limits=UPLOAD_LIMITS, **extra)
-            entry = workspace.add_dataset(dataset, source=names)
+                entry = workspace.add_dataset(dataset, source=names)
             outcome = Outcome(
                 names, True,
                 f"dataset “{entry.name}”: {len(dataset.queries):,} queries, {len(dataset.qrels):,} judgments",
@@ -128,10 +129,11 @@ def ingest_runs(files: Sequence[Any], dataset_id: str, workspace: Workspace) -> 
             continue
         start = time.perf_counter()
         try:
-            with warnings.catch_warnings(record=True) as caught:
+            with st.spinner(f"Reading and storing {f.name} ({human_bytes(f.size)})…"), \
+                    warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", RagMetricsWarning)
                 run = load_run(f.getvalue(), filename=f.name, limits=UPLOAD_LIMITS)
-            entry = workspace.add_run(dataset_id, run, source=f.name)
+                entry = workspace.add_run(dataset_id, run, source=f.name)
             outcome = Outcome(
                 f.name, True, f"run “{entry.name}”: {len(run.frame):,} rows",
                 entry.id, [str(w.message) for w in caught], time.perf_counter() - start,
