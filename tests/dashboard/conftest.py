@@ -100,3 +100,14 @@ def _private_store(tmp_path_factory: pytest.TempPathFactory):
         mp.delenv("RAGMETRICS_STORE_URL", raising=False)
         mp.setenv("RAGMETRICS_DATA_DIR", str(tmp_path_factory.mktemp("store")))
         yield
+
+
+@pytest.fixture(scope="session")
+def faq_ids() -> dict[str, str]:
+    """Store ids of the FAQ sample's dataset (``"dataset"``) and of each of its runs (by run name)."""
+    from ragmetrics.store import dataset_id, run_id
+
+    sample = next(samples.iter_samples(names=["product_faq_zh"]))
+    ids = {"dataset": dataset_id(sample.dataset)}
+    ids.update({run.name: run_id(run) for run, _ in sample.runs})
+    return ids

@@ -10,20 +10,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.core import comparison as cmp
-from dashboard.core.samples import iter_samples
 from tests.dashboard.apptest import charts, no_problems, open_app, open_page, param
-from ragmetrics.store import dataset_id, run_id
 
 pytestmark = pytest.mark.apptest
 
-
-
-@pytest.fixture(scope="module")
-def faq_ids() -> dict[str, str]:
-    sample = next(iter_samples(names=["product_faq_zh"]))
-    ids = {"dataset": dataset_id(sample.dataset)}
-    ids.update({run.name: run_id(run) for run, _ in sample.runs})
-    return ids
 
 
 @pytest.fixture()

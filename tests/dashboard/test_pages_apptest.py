@@ -6,22 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.core.samples import iter_samples
 from tests.dashboard.apptest import charts, no_problems, open_app, open_page, param
-from ragmetrics.store import dataset_id, run_id
 from dashboard.views import VIEWS
 
 pytestmark = pytest.mark.apptest
 
 DATA = Path(__file__).resolve().parents[1] / "e2e" / "data"
-
-
-@pytest.fixture(scope="module")
-def faq_ids() -> dict[str, str]:
-    sample = next(iter_samples(names=["product_faq_zh"]))
-    ids = {"dataset": dataset_id(sample.dataset)}
-    ids.update({run.name: run_id(run) for run, _ in sample.runs})
-    return ids
 
 
 
