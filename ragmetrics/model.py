@@ -19,8 +19,10 @@ construction so the engine can trust them:
 from __future__ import annotations
 
 import hashlib
+import os
 import unicodedata
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,6 +106,78 @@ def first_duplicate(first: pd.Series, second: pd.Series) -> tuple[int, int] | No
     return row, earlier
 
 
+def arrow_strings(values: pd.Series) -> pa.Array | pa.ChunkedArray | None:
+    """The column as Arrow strings, zero-copy for Arrow-backed columns (chunks kept);
+    ``None`` if it holds nulls or non-strings."""
+    try:
+        array = pa.array(values)
+    except (pa.ArrowException, TypeError, ValueError):
+        return None
+    if array.null_count or not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+        return None
+    return array
+
+
+def factorize_ids(values: pd.Series, *, grouped: bool = False) -> tuple[np.ndarray, pa.Array | np.ndarray]:
+    """``(codes, names)``: int32 codes in first-seen order and the distinct values (``names[codes]`` is the column).
+
+    Strings are hashed by Arrow's dictionary encoder in C++ and the names stay an
+    Arrow array; anything else goes through ``pd.factorize`` (names: an object array).
+    ``grouped``: the column comes in blocks of equal values (a run's query ids), so
+    only the first value of each block is hashed.
+    """
+    array = arrow_strings(values)
+    if array is None:
+        codes, uniques = pd.factorize(values)
+        return codes.astype(np.int32, copy=False), np.asarray(uniques, dtype=object)
+    if grouped and len(array) > 1:
+        pieces = [pc.run_end_encode(c) for c in (array.chunks if isinstance(array, pa.ChunkedArray) else [array]) if len(c)]
+        if sum(len(p.values) for p in pieces) * 4 < len(array):
+            codes, names = _dictionary_encode(pa.concat_arrays([p.values for p in pieces]))
+            lengths = np.concatenate([np.diff(p.run_ends.to_numpy(), prepend=0) for p in pieces])
+            return np.repeat(codes, lengths), names
+    return _dictionary_encode(array)
+
+
+PARALLEL_ENCODE_ROWS = 2_000_000  # below this one thread encodes (thread start-up would not pay)
+
+
+def _dictionary_encode(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+    """Codes in first-seen order and the dictionary. A long chunked column is encoded in
+    two halves on two threads (Arrow releases the GIL) and the second half's dictionary is
+    merged into the first's: 0.73 s -> 0.46 s for 10M ids on 2 cores."""
+    if isinstance(array, pa.ChunkedArray) and len(array) >= PARALLEL_ENCODE_ROWS and array.num_chunks > 1 and _cores() > 1:
+        sizes = np.cumsum([len(c) for c in array.chunks])
+        cut = int(np.searchsorted(sizes, sizes[-1] // 2)) + 1
+        halves = [pa.chunked_array(array.chunks[:cut], array.type), pa.chunked_array(array.chunks[cut:], array.type)]
+        if len(halves[1]):
+            with ThreadPoolExecutor(2) as pool:
+                (first, names), (second, more) = pool.map(_dictionary_encode_serial, halves)
+            found = pc.index_in(more, value_set=names).to_numpy(zero_copy_only=False)
+            mapping = np.where(np.isnan(found), -1, found).astype(np.int32) if found.dtype.kind == "f" else found.astype(np.int32)
+            new = np.flatnonzero(mapping < 0)
+            mapping[new] = len(names) + np.arange(len(new), dtype=np.int32)
+            return np.concatenate([first, mapping[second]]), pa.concat_arrays([names, more.take(pa.array(new))])
+    return _dictionary_encode_serial(array)
+
+
+def _dictionary_encode_serial(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+    encoded = pc.dictionary_encode(array)
+    if isinstance(encoded, pa.ChunkedArray):  # chunks share one growing dictionary: the last is complete
+        if encoded.num_chunks == 0:
+            return np.zeros(0, dtype=np.int32), pa.array([], type=array.type)
+        codes = np.concatenate([chunk.indices.to_numpy() for chunk in encoded.chunks])
+        return codes.astype(np.int32, copy=False), encoded.chunk(encoded.num_chunks - 1).dictionary
+    return encoded.indices.to_numpy().astype(np.int32, copy=False), encoded.dictionary
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
 @dataclass(frozen=True, eq=False)
 class Dataset:
     """Queries with their judged documents.
@@ -119,6 +193,14 @@ class Dataset:
     name: str = "dataset"
     corpus_size: int | None = None
     documents: pd.DataFrame | None = field(default=None, repr=False)
+    _rows: np.ndarray | None = field(default=None, init=False, repr=False, compare=False)
+
+    def qrels_query_rows(self) -> np.ndarray:
+        """Each judgment's row in ``queries`` (every qrels query is there), computed once per dataset."""
+        if self._rows is None:
+            object.__setattr__(self, "_rows", pd.Index(self.queries["query_id"]).get_indexer(self.qrels["query_id"]))
+        assert self._rows is not None
+        return self._rows
 
     @classmethod
     def from_frames(
@@ -232,6 +314,23 @@ class Run:
     name: str
     frame: pd.DataFrame
     has_scores: bool = True
+    _codes: dict[str, tuple[np.ndarray, pa.Array | np.ndarray]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def id_codes(self, column: str) -> tuple[np.ndarray, pa.Array | np.ndarray]:
+        """:func:`factorize_ids` of ``query_id``, ``doc_id`` or ``document`` (``source_doc``
+        where a row names one, else ``doc_id``), computed once per run: every alignment
+        of this run (with any dataset, any settings) reuses it."""
+        found = self._codes.get(column)
+        if found is None:
+            frame = self.frame
+            if column == "document":
+                values = frame["source_doc"].fillna(frame["doc_id"]) if "source_doc" in frame.columns else frame["doc_id"]
+            else:
+                values = frame[column]
+            found = self._codes[column] = factorize_ids(values, grouped=column == "query_id")
+        return found
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, *, name: str = "run", has_scores: bool | None = None) -> Run:
@@ -251,7 +350,12 @@ class Run:
         _check_ids(out["query_id"], "query_id", f"run {name!r}")
         _check_ids(out["doc_id"], "doc_id", f"run {name!r}")
         if "score" in frame.columns:
-            score = pd.to_numeric(frame["score"].reset_index(drop=True), errors="coerce").to_numpy(dtype="float64")
+            given = frame["score"]
+            score = (
+                given.to_numpy()
+                if given.dtype == np.float64
+                else pd.to_numeric(given.reset_index(drop=True), errors="coerce").to_numpy(dtype="float64")
+            )
             scored = True if has_scores is None else has_scores
         elif "rank" in frame.columns:
             score = -pd.to_numeric(frame["rank"].reset_index(drop=True), errors="coerce").to_numpy(dtype="float64")
@@ -264,7 +368,7 @@ class Run:
             raise RagMetricsError(
                 f"run {name!r}: row {row + 1} has score {frame['score'].iloc[row] if 'score' in frame.columns else frame['rank'].iloc[row]!r}; expected a finite number"
             )
-        out["score"] = score
+        out = out.assign(score=pd.Series(score, copy=False))
         for column in RUN_OPTIONAL_COLUMNS:
             if column in frame.columns:
                 values = frame[column].reset_index(drop=True)
@@ -287,7 +391,9 @@ class Run:
         return cls.from_frame(pd.DataFrame(rows, columns=["query_id", "doc_id"]), name=name)
 
     def with_name(self, name: str) -> Run:
-        return Run(name=name, frame=self.frame, has_scores=self.has_scores)
+        renamed = Run(name=name, frame=self.frame, has_scores=self.has_scores)
+        renamed._codes.update(self._codes)  # same frame, same codes
+        return renamed
 
     @property
     def has_chunks(self) -> bool:

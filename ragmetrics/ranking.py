@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragmetrics.errors import RagMetricsError
-from ragmetrics.model import Dataset, Run, query_id_from_text
+from ragmetrics.model import Dataset, Run, arrow_strings, query_id_from_text
 
 UNJUDGED = np.iinfo(np.int64).min
 GainMode = Literal["linear", "exponential"]
@@ -120,12 +120,19 @@ class Ranking:
     ideal_label: np.ndarray
     corpus_size: int | None
     doc_code: np.ndarray | None = None
-    doc_ids: np.ndarray | None = None
+    doc_names: np.ndarray | pa.Array | None = None
     _dense: dict[tuple[str, int], np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
     def n_queries(self) -> int:
         return len(self.query_ids)
+
+    @property
+    def doc_ids(self) -> np.ndarray | None:
+        """The distinct document ids as a Python object array (``doc_ids[doc_code]``: each row's id), built on first use."""
+        if "doc_ids" not in self.__dict__:
+            self.__dict__["doc_ids"] = None if self.doc_names is None else _as_objects(self.doc_names)
+        return self.__dict__["doc_ids"]
 
     @property
     def rel(self) -> np.ndarray:
@@ -270,34 +277,6 @@ def _match_by_text(texts: pd.Series, run_ids: pd.Series) -> tuple[np.ndarray, in
     return positions, int(pd.unique(run_ids[positions >= 0]).size)
 
 
-def _arrow_strings(values: pd.Series) -> pa.Array | None:
-    """The column as one Arrow string array (zero-copy for Arrow-backed strings); None if it holds nulls or non-strings."""
-    try:
-        array = pa.array(values)
-    except (pa.ArrowException, TypeError, ValueError):
-        return None
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
-    if array.null_count or not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
-        return None
-    return array
-
-
-def _factorize(values: pd.Series) -> tuple[np.ndarray, np.ndarray | pa.Array]:
-    """Integer codes (first-seen order) and the distinct values.
-
-    String columns are hashed by Arrow's dictionary encoder in C++ and their
-    distinct values stay an Arrow array (:func:`_codes_in` probes it without
-    building a Python hash table); anything else goes through ``pd.factorize``.
-    """
-    array = _arrow_strings(values)
-    if array is None:
-        codes, uniques = pd.factorize(values)
-        return codes.astype(np.int64, copy=False), np.asarray(uniques, dtype=object)
-    encoded = pc.dictionary_encode(array)
-    return encoded.indices.to_numpy().astype(np.int64), encoded.dictionary
-
-
 def _as_objects(names: np.ndarray | pa.Array) -> np.ndarray:
     return names if isinstance(names, np.ndarray) else np.asarray(names.to_numpy(zero_copy_only=False), dtype=object)
 
@@ -308,15 +287,18 @@ def _codes_in(values: pd.Series, names: np.ndarray | pa.Array) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     if len(names) == 0:
         return np.full(len(values), -1, dtype=np.int64)
-    array = _arrow_strings(values)
+    array = arrow_strings(values)
     if isinstance(names, pa.Array) and array is not None:
         found = pc.index_in(array, value_set=names.cast(array.type))
         return found.fill_null(-1).to_numpy().astype(np.int64)
     return pd.Index(_as_objects(names)).get_indexer(values).astype(np.int64, copy=False)
 
 
-def _trec_order(q: np.ndarray, score: np.ndarray, doc: np.ndarray, doc_names: np.ndarray) -> np.ndarray | None:
-    """The permutation putting rows in trec_eval order (query, score desc, doc_id desc); None if already so.
+def _trec_order(
+    q: np.ndarray, score: np.ndarray, doc: np.ndarray, doc_names: np.ndarray | pa.Array
+) -> tuple[np.ndarray | None, bool]:
+    """The permutation putting rows in trec_eval order (query, score desc, doc_id desc), None if already
+    so; and whether it only reorders rows of tied scores (then query and score columns need no permuting).
 
     Runs usually arrive grouped by query with scores descending, so this checks
     that in O(n) first and sorts only what needs it: the whole run by (query,
@@ -324,7 +306,7 @@ def _trec_order(q: np.ndarray, score: np.ndarray, doc: np.ndarray, doc_names: np
     """
     n = len(q)
     if n < 2:
-        return None
+        return None, True
     perm: np.ndarray | None = None
     if np.any(q[1:] < q[:-1]):
         perm = np.argsort(q, kind="stable")
@@ -336,8 +318,9 @@ def _trec_order(q: np.ndarray, score: np.ndarray, doc: np.ndarray, doc_names: np
         qs, ss = q[perm], score[perm]
         same = qs[1:] == qs[:-1]
     tie = same & (ss[1:] == ss[:-1])
+    ties_only = perm is None
     if not tie.any():
-        return perm
+        return perm, ties_only
     in_tie = np.zeros(n, dtype=bool)
     in_tie[1:] |= tie
     in_tie[:-1] |= tie
@@ -353,14 +336,27 @@ def _trec_order(q: np.ndarray, score: np.ndarray, doc: np.ndarray, doc_names: np
     if perm is None:
         perm = np.arange(n)
     perm[rows] = perm[rows][local]
-    return perm
+    return perm, ties_only
 
 
-def _later_duplicates(q: np.ndarray, code: np.ndarray) -> np.ndarray:
-    """True for every row whose (query, code) pair appeared on an earlier row."""
+def _later_duplicates(q: np.ndarray, code: np.ndarray, pos: np.ndarray, n_ret: np.ndarray) -> np.ndarray:
+    """True for every row whose (query, code) pair appeared on an earlier row (rows sorted by query;
+    ``pos``: each row's place in its query, ``n_ret``: rows per query)."""
+    if len(q) == 0:
+        return np.zeros(0, dtype=bool)
+    width = int(n_ret.max())
+    if len(n_ret) * width <= 2 * len(q) + 4096:
+        # the usual case, proved in one small sort: each query's codes in a row of a padded matrix
+        # (padding -1, -2, ... never equals a code or another pad), sorted along the rows
+        slots = np.empty((len(n_ret), width), dtype=code.dtype)
+        slots[:] = -1 - np.arange(width, dtype=code.dtype)
+        slots[q, pos] = code
+        slots.sort(axis=1)
+        if not np.any(slots[:, 1:] == slots[:, :-1]):
+            return np.zeros(len(q), dtype=bool)
     key = q * (int(code.max(initial=0)) + 1) + code
     ordered = np.sort(key)
-    if not np.any(ordered[1:] == ordered[:-1]):  # the usual case: a plain sort proves there is none
+    if not np.any(ordered[1:] == ordered[:-1]):  # a plain sort proves there is none
         return np.zeros(len(key), dtype=bool)
     order = np.argsort(key, kind="stable")
     ordered = key[order]
@@ -426,7 +422,7 @@ def build_ranking(
         raise RagMetricsError(f"The 'order' parameter must be 'score' or 'file'. Got {order!r} instead.")
 
     # queries: match each distinct run query id once, then spread to the rows
-    query_codes, query_names = _factorize(frame["query_id"])
+    query_codes, query_names = run.id_codes("query_id")
     query_names = _as_objects(query_names)
     unique_rows, coverage.matched_by_text = match_queries(queries, pd.Series(query_names, dtype="str"))
     unknown = unique_rows < 0
@@ -434,7 +430,7 @@ def build_ranking(
         coverage.not_in_dataset = _examples(query_names[unknown])
         coverage.rows_not_in_dataset = int(np.bincount(query_codes, minlength=len(query_names))[unknown].sum())
 
-    qrels_query = pd.Index(queries["query_id"]).get_indexer(qrels["query_id"])
+    qrels_query = dataset.qrels_query_rows()
     judged = np.zeros(len(queries), dtype=bool)
     judged[qrels_query] = True
     coverage.no_judgments = _examples(queries["query_id"][~judged])
@@ -453,12 +449,11 @@ def build_ranking(
     keep = q >= 0
     everything = bool(keep.all())
     use_source = level in ("auto", "document") and "source_doc" in frame.columns
-    docs = frame["source_doc"].fillna(frame["doc_id"]) if use_source else frame["doc_id"]
-    doc_code, doc_names = _factorize(docs)
+    doc_code, doc_names = run.id_codes("document" if use_source else "doc_id")
     score = frame["score"].to_numpy(dtype=np.float64)
     if score_precision == "float32":
         score = score.astype(np.float32).astype(np.float64)
-    chunk_code = _factorize(frame["doc_id"])[0] if use_source else None
+    chunk_code = run.id_codes("doc_id")[0] if use_source else None
     file_rank = frame["rank"].to_numpy(dtype=np.float64, na_value=np.nan) if order == "file" and "rank" in frame.columns else None
     if not everything:
         q, doc_code, score = q[keep], doc_code[keep], score[keep]
@@ -473,18 +468,24 @@ def build_ranking(
     qrels_label = qrels["relevance"].to_numpy(dtype=np.int64)[qk]
     qrels_code = _codes_in(qrels["doc_id"][qk], doc_names)
 
+    ties_only = False
     if order == "score":
-        perm = _trec_order(q, score, doc_code, doc_names)
+        perm, ties_only = _trec_order(q, score, doc_code, doc_names)
     elif file_rank is not None and not np.isnan(file_rank).any():
         perm = np.lexsort((file_rank, q))
     else:
         perm = np.argsort(q, kind="stable")
     if perm is not None:
-        q, doc_code, score = q[perm], doc_code[perm], score[perm]
+        if not ties_only:  # tied rows share query and score: only their documents move
+            q, score = q[perm], score[perm]
+        doc_code = doc_code[perm]
         chunk_code = None if chunk_code is None else chunk_code[perm]
 
+    starts = _segment_starts(q, n_queries)
+    pos = np.arange(len(q), dtype=np.int64) - starts[:-1][q]
     if len(q):
-        chunk_dups = _later_duplicates(q, chunk_code if chunk_code is not None else doc_code)
+        n_ret = np.diff(starts)
+        chunk_dups = _later_duplicates(q, chunk_code if chunk_code is not None else doc_code, pos, n_ret)
         coverage.duplicates_dropped = int(chunk_dups.sum())
         if coverage.duplicates_dropped:
             coverage.duplicate_queries = _examples(pd.unique(query_ids[q[chunk_dups]]))
@@ -496,19 +497,19 @@ def build_ranking(
                     "query (duplicates='best' keeps the best-ranked occurrence)"
                 )
         if duplicates != "keep":
-            doc_dups = _later_duplicates(q, doc_code) if chunk_code is not None else chunk_dups
+            doc_dups = _later_duplicates(q, doc_code, pos, n_ret) if chunk_code is not None else chunk_dups
             coverage.chunks_merged = int(doc_dups.sum()) - coverage.duplicates_dropped
             if doc_dups.any():
                 unique_rows = ~doc_dups
                 q, doc_code, score = q[unique_rows], doc_code[unique_rows], score[unique_rows]
+                starts = _segment_starts(q, n_queries)
+                pos = np.arange(len(q), dtype=np.int64) - starts[:-1][q]
     if order == "score" and len(q) > 1:
         tied = (q[1:] == q[:-1]) & (score[1:] == score[:-1])
         coverage.tied_pairs = int(tied.sum())
         if coverage.tied_pairs:
             coverage.tied_queries = _examples(pd.unique(query_ids[q[1:][tied]]))
 
-    starts = _segment_starts(q, n_queries)
-    pos = np.arange(len(q), dtype=np.int64) - starts[:-1][q]
     n_ret = np.diff(starts)
 
     label = _labels(q, doc_code, qrels_q, qrels_code, qrels_label, n_docs)
@@ -539,7 +540,7 @@ def build_ranking(
         ideal_label=ideal_label,
         corpus_size=dataset.corpus_size,
         doc_code=doc_code,
-        doc_ids=_as_objects(doc_names),
+        doc_names=doc_names,
     )
     return ranking, coverage
 

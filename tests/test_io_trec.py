@@ -30,6 +30,31 @@ def rows(run: Run) -> list[tuple[str, str, float]]:
 
 
 EXPECTED_RUN = [("q1", "d1", 2.5), ("q1", "d2", 1.5), ("q2", "d1", 0.25)]
+REAL_READER_THREADS = trec._reader_threads
+
+
+@pytest.fixture(scope="module", autouse=True, params=[1, 4], ids=["one-reader", "four-readers"])
+def readers(request: pytest.FixtureRequest):
+    """Every test here runs twice: files read whole, and cut into up to four pieces read in parallel
+    (what files over ``trec.BYTES_PER_READER`` get), so line numbers and fallbacks hold across pieces."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(trec, "_reader_threads", lambda size: request.param)
+        yield request.param
+
+
+def test_pieces_end_at_line_breaks_and_large_files_get_one_reader_per_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = b"q1 Q0 a 1 1 t\nq1 Q0 bb 2 0.5 t\nq2 Q0 ccc 1 2 t"
+    for parts in (1, 2, 3, 4, 10):
+        pieces = [bytes(p) for p in trec._line_slices(data, parts)]
+        assert b"".join(pieces) == data
+        assert all(p.endswith(b"\n") for p in pieces[:-1])
+        assert 1 <= len(pieces) <= min(parts, 3)
+    monkeypatch.setattr(trec.os, "sched_getaffinity", lambda pid: set(range(8)))
+    assert REAL_READER_THREADS(trec.BYTES_PER_READER - 1) == 1
+    assert REAL_READER_THREADS(3 * trec.BYTES_PER_READER) == 3
+    assert REAL_READER_THREADS(100 * trec.BYTES_PER_READER) == 4
+    monkeypatch.setattr(trec.os, "sched_getaffinity", lambda pid: {0, 1})
+    assert REAL_READER_THREADS(100 * trec.BYTES_PER_READER) == 2
 
 
 # --------------------------------------------------------------------------

@@ -337,12 +337,16 @@ def count_lines(data: bytes) -> int:
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
 
-def check_line_rows(source: Source, data: bytes | None = None, *, header_lines: int = 0) -> None:
+def check_line_rows(
+    source: Source, data: bytes | None = None, *, header_lines: int = 0, min_row_bytes: int = 1
+) -> None:
     """``max_rows`` for a line-per-row file: counting line breaks is cheap;
-    only a file that may exceed the limit has its blank lines counted."""
+    only a file that may exceed the limit has its blank lines counted.
+    ``min_row_bytes``: the shortest valid row with its line break (a shorter line
+    is refused by the parser anyway), so small enough files are not counted."""
     data = source.data if data is None else data
     limit = source.limits.max_rows
-    if len(data) <= limit:  # every line takes at least one byte
+    if len(data) + 1 < (limit + 1) * min_row_bytes:
         return
     lines = count_lines(data) - header_lines
     if lines <= limit:
