@@ -136,7 +136,17 @@ class Ranking:
 
     @property
     def rel(self) -> np.ndarray:
-        return self.label >= self.rel_level
+        if "rel" not in self.__dict__:
+            self.__dict__["rel"] = self.label >= self.rel_level
+        return self.__dict__["rel"]
+
+    def _relevant_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """The relevant rows, and each one's 1-based count among its query's relevant rows (TP at its rank)."""
+        if "relevant_rows" not in self.__dict__:
+            rows = np.flatnonzero(self.rel)
+            rq = self.q[rows]
+            self.__dict__["relevant_rows"] = (rows, np.arange(1, len(rows) + 1) - _segment_starts(rq, self.n_queries)[:-1][rq])
+        return self.__dict__["relevant_rows"]
 
     @property
     def first_rel_rank(self) -> np.ndarray:
@@ -162,8 +172,11 @@ class Ranking:
             values = self.rel[keep].astype(np.int32)
             matrix = np.zeros((self.n_queries, depth), dtype=np.int32)
         elif kind == "precision":
-            within = _within(self.rel.astype(np.int64), self.q, _segment_starts(self.q, self.n_queries))
-            values = np.where(self.rel, within / (self.pos + 1.0), 0.0)[keep]
+            rows, tp = self._relevant_rows()
+            shallow = self.pos[rows] < depth
+            rows, tp = rows[shallow], tp[shallow]
+            q, pos = self.q[rows], self.pos[rows]
+            values = tp / (pos + 1.0)
             matrix = np.zeros((self.n_queries, depth), dtype=np.float64)
         elif kind.startswith("dcg:"):
             values = _gain(self.label[keep], kind[4:]) * _discount(pos)  # type: ignore[arg-type]
@@ -203,9 +216,8 @@ class Ranking:
         return np.bincount(q, weights=weights, minlength=self.n_queries).astype(np.float64)
 
     def precision_sum_full(self) -> np.ndarray:
-        rel = self.rel
-        within = _within(rel.astype(np.int64), self.q, _segment_starts(self.q, self.n_queries))
-        return self._per_query(self.q, np.where(rel, within / (self.pos + 1.0), 0.0))
+        rows, tp = self._relevant_rows()
+        return self._per_query(self.q[rows], tp / (self.pos[rows] + 1.0))
 
     def dcg_full(self, mode: GainMode) -> np.ndarray:
         return self._per_query(self.q, _gain(self.label, mode) * _discount(self.pos))
