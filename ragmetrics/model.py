@@ -19,10 +19,8 @@ construction so the engine can trust them:
 from __future__ import annotations
 
 import hashlib
-import os
 import unicodedata
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,29 +137,7 @@ def factorize_ids(values: pd.Series, *, grouped: bool = False) -> tuple[np.ndarr
     return _dictionary_encode(array)
 
 
-PARALLEL_ENCODE_ROWS = 2_000_000  # below this one thread encodes (thread start-up would not pay)
-
-
 def _dictionary_encode(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
-    """Codes in first-seen order and the dictionary. A long chunked column is encoded in
-    two halves on two threads (Arrow releases the GIL) and the second half's dictionary is
-    merged into the first's: 0.73 s -> 0.46 s for 10M ids on 2 cores."""
-    if isinstance(array, pa.ChunkedArray) and len(array) >= PARALLEL_ENCODE_ROWS and array.num_chunks > 1 and _cores() > 1:
-        sizes = np.cumsum([len(c) for c in array.chunks])
-        cut = int(np.searchsorted(sizes, sizes[-1] // 2)) + 1
-        halves = [pa.chunked_array(array.chunks[:cut], array.type), pa.chunked_array(array.chunks[cut:], array.type)]
-        if len(halves[1]):
-            with ThreadPoolExecutor(2) as pool:
-                (first, names), (second, more) = pool.map(_dictionary_encode_serial, halves)
-            found = pc.index_in(more, value_set=names).to_numpy(zero_copy_only=False)
-            mapping = np.where(np.isnan(found), -1, found).astype(np.int32) if found.dtype.kind == "f" else found.astype(np.int32)
-            new = np.flatnonzero(mapping < 0)
-            mapping[new] = len(names) + np.arange(len(new), dtype=np.int32)
-            return np.concatenate([first, mapping[second]]), pa.concat_arrays([names, more.take(pa.array(new))])
-    return _dictionary_encode_serial(array)
-
-
-def _dictionary_encode_serial(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     encoded = pc.dictionary_encode(array)
     if isinstance(encoded, pa.ChunkedArray):  # chunks share one growing dictionary: the last is complete
         if encoded.num_chunks == 0:
@@ -169,13 +145,6 @@ def _dictionary_encode_serial(array: pa.Array | pa.ChunkedArray) -> tuple[np.nda
         codes = np.concatenate([chunk.indices.to_numpy() for chunk in encoded.chunks])
         return codes.astype(np.int32, copy=False), encoded.chunk(encoded.num_chunks - 1).dictionary
     return encoded.indices.to_numpy().astype(np.int32, copy=False), encoded.dictionary
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
 
 
 @dataclass(frozen=True, eq=False)
