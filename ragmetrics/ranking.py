@@ -140,6 +140,12 @@ class Ranking:
             self.__dict__["rel"] = self.label >= self.rel_level
         return self.__dict__["rel"]
 
+    def _gain_rows(self) -> np.ndarray:
+        """Rows with a positive label (the only ones with a gain)."""
+        if "gain_rows" not in self.__dict__:
+            self.__dict__["gain_rows"] = np.flatnonzero(self.label > 0)
+        return self.__dict__["gain_rows"]
+
     def _relevant_rows(self) -> tuple[np.ndarray, np.ndarray]:
         """The relevant rows, and each one's 1-based count among its query's relevant rows (TP at its rank)."""
         if "relevant_rows" not in self.__dict__:
@@ -166,10 +172,12 @@ class Ranking:
         cached = [(d, m) for (k, d), m in self._dense.items() if k == kind and d >= depth]
         if cached:
             return min(cached, key=lambda dm: dm[0])[1][:, :depth]
-        keep = self.pos < depth
-        q, pos = self.q[keep], self.pos[keep]
+        # only rows with a nonzero value are written into the zeroed matrix (relevant or positive-gain rows: few)
         if kind == "rel":
-            values = self.rel[keep].astype(np.int32)
+            rows = self._relevant_rows()[0]
+            rows = rows[self.pos[rows] < depth]
+            q, pos = self.q[rows], self.pos[rows]
+            values = np.ones(len(rows), dtype=np.int32)
             matrix = np.zeros((self.n_queries, depth), dtype=np.int32)
         elif kind == "precision":
             rows, tp = self._relevant_rows()
@@ -179,7 +187,10 @@ class Ranking:
             values = tp / (pos + 1.0)
             matrix = np.zeros((self.n_queries, depth), dtype=np.float64)
         elif kind.startswith("dcg:"):
-            values = _gain(self.label[keep], kind[4:]) * _discount(pos)  # type: ignore[arg-type]
+            rows = self._gain_rows()
+            rows = rows[self.pos[rows] < depth]
+            q, pos = self.q[rows], self.pos[rows]
+            values = _gain(self.label[rows], kind[4:]) * _discount(pos)  # type: ignore[arg-type]
             matrix = np.zeros((self.n_queries, depth), dtype=np.float64)
         elif kind.startswith("ideal:"):
             ik = self.ideal_pos < depth
@@ -220,7 +231,8 @@ class Ranking:
         return self._per_query(self.q[rows], tp / (self.pos[rows] + 1.0))
 
     def dcg_full(self, mode: GainMode) -> np.ndarray:
-        return self._per_query(self.q, _gain(self.label, mode) * _discount(self.pos))
+        rows = self._gain_rows()
+        return self._per_query(self.q[rows], _gain(self.label[rows], mode) * _discount(self.pos[rows]))
 
     def ideal_dcg_full(self, mode: GainMode) -> np.ndarray:
         return self._per_query(self.ideal_q, _gain(self.ideal_label, mode) * _discount(self.ideal_pos))

