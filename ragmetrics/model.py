@@ -223,21 +223,23 @@ class Dataset:
             raise RagMetricsError(
                 f"queries: row {row + 1} repeats query_id {queries_out['query_id'][row]!r}; expected unique ids"
             )
-        known = set(queries_out["query_id"])
-        extra = [q for q in pd.unique(qrels_out["query_id"]) if q not in known]
+        judged = pd.Series(pd.unique(qrels_out["query_id"]), dtype="str")
+        extra = judged[~judged.isin(queries_out["query_id"])].tolist()
         if extra:
             queries_out = pd.concat(
                 [queries_out, pd.DataFrame({"query_id": extra})], ignore_index=True
             )
+        given_keywords = "expected_keywords" in queries_out.columns
         for column in QUERY_COLUMNS[1:]:
             if column not in queries_out.columns:
                 queries_out[column] = [[] for _ in range(len(queries_out))] if column == "expected_keywords" else ""
         for column in ("query", "category", "difficulty", "expected_answer"):
             queries_out[column] = queries_out[column].fillna("").astype("str")
-        queries_out["expected_keywords"] = [
-            list(v) if isinstance(v, (list, tuple, np.ndarray)) else ([] if v is None or v == "" or (isinstance(v, float) and np.isnan(v)) else [str(v)])
-            for v in queries_out["expected_keywords"]
-        ]
+        if given_keywords:
+            queries_out["expected_keywords"] = [
+                list(v) if isinstance(v, (list, tuple, np.ndarray)) else ([] if v is None or v == "" or (isinstance(v, float) and np.isnan(v)) else [str(v)])
+                for v in queries_out["expected_keywords"]
+            ]
         ordered = list(QUERY_COLUMNS) + [c for c in queries_out.columns if c not in QUERY_COLUMNS]
         if corpus_size is not None and (not isinstance(corpus_size, (int, np.integer)) or corpus_size < 1):
             raise RagMetricsError(f"The 'corpus_size' parameter must be an int >= 1 or None. Got {corpus_size!r} instead.")

@@ -206,7 +206,14 @@ class Ranking:
         return matrix
 
     def _at(self, kind: str, ks: np.ndarray) -> np.ndarray:
-        matrix = self._dense_cumulative(kind, int(ks.max()))
+        """Columns ``ks`` (1-based) of a cumulative matrix as float64; the whole curve 1..k of a
+        float matrix is a read-only view of the cached matrix (no 80 MB copy at 100,000 queries)."""
+        depth = int(ks.max())
+        matrix = self._dense_cumulative(kind, depth)
+        if matrix.dtype == np.float64 and len(ks) == depth and np.array_equal(ks, np.arange(1, depth + 1)):
+            view = matrix[:, :depth]
+            view.flags.writeable = False
+            return view
         return matrix[:, ks - 1].astype(np.float64, copy=False)
 
     def hits_at(self, ks: np.ndarray) -> np.ndarray:

@@ -147,13 +147,18 @@ def run_id(run: Run) -> str:
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # an odd 64-bit constant: row = (h(query) * MIX + h(doc)) * MIX + h(rest), mod 2**64
 
 
-def _to_parquet(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]) -> bytes:
-    """Several frames and a JSON header in one blob: [header length][header][parquet]..."""
+def frame_parquet(frame: pd.DataFrame) -> bytes:
+    """One frame as Parquet (zstd), as the store keeps it; Arrow releases the GIL while it writes."""
+    sink = io.BytesIO()
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), sink, compression="zstd")
+    return sink.getvalue()
+
+
+def _to_parquet(tables: Mapping[str, pd.DataFrame | bytes], meta: Mapping[str, Any]) -> bytes:
+    """Several frames (or their :func:`frame_parquet`) and a JSON header in one blob: [header length][header][parquet]..."""
     parts, header = [], {"meta": meta, "tables": []}
     for name, frame in tables.items():
-        sink = io.BytesIO()
-        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), sink, compression="zstd")
-        data = sink.getvalue()
+        data = frame if isinstance(frame, bytes) else frame_parquet(frame)
         header["tables"].append([name, len(data)])
         parts.append(data)
     head = json.dumps(header, ensure_ascii=False).encode("utf-8")
@@ -236,13 +241,16 @@ class Store:
             conn.execute(self._insert(datasets_table).values(**row).on_conflict_do_nothing(index_elements=["id"]))
         return ident
 
-    def put_run(self, run: Run, dataset: str | None = None, *, ident: str | None = None) -> str:
+    def put_run(
+        self, run: Run, dataset: str | None = None, *, ident: str | None = None, rows: bytes | None = None
+    ) -> str:
         """Store ``run`` (idempotent), link it to ``dataset`` (an id) if given; return its content id
-        (``ident``: already computed by :func:`run_id`, which hashes every row)."""
+        (``ident``: already computed by :func:`run_id`, which hashes every row; ``rows``: the
+        frame's :func:`frame_parquet`, already written)."""
         ident = ident or run_id(run)
         if dataset is not None:
             check_id(dataset, "dataset")
-        blob = _to_parquet({"rows": run.frame}, {"name": run.name, "has_scores": run.has_scores})
+        blob = _to_parquet({"rows": run.frame if rows is None else rows}, {"name": run.name, "has_scores": run.has_scores})
         now = time.time()
         row = {
             "id": ident, "name": run.name, "created_at": now, "n_queries": int(run.frame["query_id"].nunique()),
