@@ -494,10 +494,11 @@ def validation_frame(dataset: Dataset, evals: Sequence[RunEval], *, min_group: i
     queries = dataset.queries
     qrels = dataset.qrels
     rel_level = evals[0].ranking.rel_level if evals else 1
-    judged = set(qrels["query_id"])
-    no_judgments = [q for q in queries["query_id"] if q not in judged]
     best = qrels.groupby("query_id", sort=False)["relevance"].max()
-    no_relevant = [q for q in queries["query_id"] if q in judged and best.get(q, 0) < rel_level]
+    best_of_query = best.reindex(queries["query_id"])
+    judged = best_of_query.notna().to_numpy()
+    no_judgments = queries["query_id"][~judged].tolist()
+    no_relevant = queries["query_id"][judged & (best_of_query.fillna(0).to_numpy() < rel_level)].tolist()
     add("dataset", "queries without judgments", no_judgments, "left out of every mean", "info")
     add("dataset", "queries without a relevant document", no_relevant, "scored 0 in every metric")
     categories = queries["category"].replace("", NO_GROUP).value_counts()

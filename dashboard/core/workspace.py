@@ -221,11 +221,15 @@ class Workspace:
                 self._objects.move_to_end(key)
                 return found
         loaded = load()  # outside the lock: a big run must not block the listings
+        self._remember(key, loaded)
+        return loaded
+
+    def _remember(self, key: str, value: Dataset | Run) -> None:
         with self._lock:
-            self._objects[key] = loaded
+            self._objects[key] = value
+            self._objects.move_to_end(key)
             while len(self._objects) > self._cache_size:
                 self._objects.popitem(last=False)
-        return loaded
 
     def _load_dataset(self, ident: str, name: str) -> Dataset:
         dataset = self._cached("dataset:" + ident, lambda: self.store.get_dataset(ident))
@@ -252,6 +256,7 @@ class Workspace:
             return existing
         unique = _unique(name or dataset.name, {e.name for e in self.datasets()})
         self.store.put_dataset(dataset if unique == dataset.name else dataclasses.replace(dataset, name=unique), ident=ident)
+        self._remember("dataset:" + ident, dataset)
         self.refresh()
         entry = self.dataset(ident)
         assert entry is not None
@@ -275,6 +280,7 @@ class Workspace:
             name = _unique(run.name, {e.name for e in self.runs(dataset_ident)})
             renamed = run if name == run.name else run.with_name(name)
             self.store.put_run(renamed, dataset_ident, ident=ident, rows=rows.result())
+        self._remember("run:" + ident, renamed)  # with its encoded ids: the first evaluation need not read it back
         self.refresh()
         entry = self.run(dataset_ident, ident)
         assert entry is not None
