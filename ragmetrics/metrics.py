@@ -77,7 +77,7 @@ class MetricSpec:
 
 def _safe_divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     """numerator / denominator, 0 where the denominator is 0."""
-    numerator = np.asarray(numerator, dtype=np.float64)
+    numerator = np.asarray(numerator)  # integer counts are divided as they are: no float64 copy first
     denominator = np.broadcast_to(np.asarray(denominator, dtype=np.float64), numerator.shape)
     out = np.zeros(numerator.shape, dtype=np.float64)
     np.divide(numerator, denominator, out=out, where=denominator != 0)

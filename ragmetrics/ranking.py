@@ -206,18 +206,18 @@ class Ranking:
         return matrix
 
     def _at(self, kind: str, ks: np.ndarray) -> np.ndarray:
-        """Columns ``ks`` (1-based) of a cumulative matrix as float64; the whole curve 1..k of a
-        float matrix is a read-only view of the cached matrix (no 80 MB copy at 100,000 queries)."""
+        """Columns ``ks`` (1-based) of a cumulative matrix; the whole curve 1..k is a read-only view
+        of the cached matrix (no 80 MB copy at 100,000 queries)."""
         depth = int(ks.max())
         matrix = self._dense_cumulative(kind, depth)
-        if matrix.dtype == np.float64 and len(ks) == depth and np.array_equal(ks, np.arange(1, depth + 1)):
+        if len(ks) == depth and np.array_equal(ks, np.arange(1, depth + 1)):
             view = matrix[:, :depth]
             view.flags.writeable = False
             return view
-        return matrix[:, ks - 1].astype(np.float64, copy=False)
+        return matrix[:, ks - 1]
 
     def hits_at(self, ks: np.ndarray) -> np.ndarray:
-        """Relevant documents in the top k (TP@k), shape (n_queries, len(ks))."""
+        """Relevant documents in the top k (TP@k), shape (n_queries, len(ks)), int32."""
         return self._at("rel", ks)
 
     def precision_sum_at(self, ks: np.ndarray) -> np.ndarray:
