@@ -82,6 +82,13 @@ def _segment_starts(q: np.ndarray, n_queries: int) -> np.ndarray:
     return np.searchsorted(q, np.arange(n_queries + 1))
 
 
+def _positions(starts: np.ndarray, n_queries: int) -> np.ndarray:
+    """Each row's 0-based place within its query (rows sorted by query), int32."""
+    pos = np.arange(int(starts[-1]), dtype=np.int32)
+    pos -= np.repeat(starts[:-1].astype(np.int32), np.diff(starts))
+    return pos
+
+
 def _within(values: np.ndarray, q: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """Cumulative sum of ``values`` restarted at each query (inclusive)."""
     cs = np.cumsum(values, dtype=np.float64 if values.dtype.kind == "f" else np.int64)
@@ -327,9 +334,12 @@ def _codes_in(values: pd.Series, names: np.ndarray | pa.Array) -> np.ndarray:
 
 def _trec_order(
     q: np.ndarray, score: np.ndarray, doc: np.ndarray, doc_names: np.ndarray | pa.Array
-) -> tuple[np.ndarray | None, bool]:
-    """The permutation putting rows in trec_eval order (query, score desc, doc_id desc), None if already
-    so; and whether it only reorders rows of tied scores (then query and score columns need no permuting).
+) -> tuple[np.ndarray | None, tuple[np.ndarray, np.ndarray] | None]:
+    """How to put rows in trec_eval order (query, score desc, doc_id desc): ``(perm, ties)``.
+
+    ``perm`` sorts by (query, score desc), None when already so; ``ties`` = ``(rows, local)``
+    then orders the tied rows by doc_id desc: ``column[rows] = column[rows][local]``, None when
+    no score ties. Tied rows share query and score, so only the document columns need it.
 
     Runs usually arrive grouped by query with scores descending, so this checks
     that in O(n) first and sorts only what needs it: the whole run by (query,
@@ -337,7 +347,7 @@ def _trec_order(
     """
     n = len(q)
     if n < 2:
-        return None, True
+        return None, None
     perm: np.ndarray | None = None
     if np.any(q[1:] < q[:-1]):
         perm = np.argsort(q, kind="stable")
@@ -349,9 +359,8 @@ def _trec_order(
         qs, ss = q[perm], score[perm]
         same = qs[1:] == qs[:-1]
     tie = same & (ss[1:] == ss[:-1])
-    ties_only = perm is None
     if not tie.any():
-        return perm, ties_only
+        return perm, None
     in_tie = np.zeros(n, dtype=bool)
     in_tie[1:] |= tie
     in_tie[:-1] |= tie
@@ -364,10 +373,7 @@ def _trec_order(
     rank = _string_order(doc_names, distinct)[inverse]
     # within each block of tied rows: doc_id descending (rank is a dense 0..m-1 order of the distinct ids)
     local = np.argsort(group * len(distinct) + (len(distinct) - 1 - rank), kind="stable")
-    if perm is None:
-        perm = np.arange(n)
-    perm[rows] = perm[rows][local]
-    return perm, ties_only
+    return perm, (rows, local)
 
 
 def _later_duplicates(q: np.ndarray, code: np.ndarray, pos: np.ndarray, n_ret: np.ndarray) -> np.ndarray:
@@ -499,21 +505,26 @@ def build_ranking(
     qrels_label = qrels["relevance"].to_numpy(dtype=np.int64)[qk]
     qrels_code = _codes_in(qrels["doc_id"][qk], doc_names)
 
-    ties_only = False
+    ties = None
     if order == "score":
-        perm, ties_only = _trec_order(q, score, doc_code, doc_names)
+        perm, ties = _trec_order(q, score, doc_code, doc_names)
     elif file_rank is not None and not np.isnan(file_rank).any():
         perm = np.lexsort((file_rank, q))
     else:
         perm = np.argsort(q, kind="stable")
     if perm is not None:
-        if not ties_only:  # tied rows share query and score: only their documents move
-            q, score = q[perm], score[perm]
-        doc_code = doc_code[perm]
+        q, score, doc_code = q[perm], score[perm], doc_code[perm]
         chunk_code = None if chunk_code is None else chunk_code[perm]
+    if ties is not None:  # the run's own code arrays are never written to: copy them first
+        rows, local = ties
+        doc_code = doc_code.copy() if perm is None else doc_code
+        doc_code[rows] = doc_code[rows][local]
+        if chunk_code is not None:
+            chunk_code = chunk_code.copy() if perm is None else chunk_code
+            chunk_code[rows] = chunk_code[rows][local]
 
     starts = _segment_starts(q, n_queries)
-    pos = np.arange(len(q), dtype=np.int64) - starts[:-1][q]
+    pos = _positions(starts, n_queries)
     if len(q):
         n_ret = np.diff(starts)
         chunk_dups = _later_duplicates(q, chunk_code if chunk_code is not None else doc_code, pos, n_ret)
@@ -534,7 +545,7 @@ def build_ranking(
                 unique_rows = ~doc_dups
                 q, doc_code, score = q[unique_rows], doc_code[unique_rows], score[unique_rows]
                 starts = _segment_starts(q, n_queries)
-                pos = np.arange(len(q), dtype=np.int64) - starts[:-1][q]
+                pos = _positions(starts, n_queries)
     if order == "score" and len(q) > 1:
         tied = (q[1:] == q[:-1]) & (score[1:] == score[:-1])
         coverage.tied_pairs = int(tied.sum())
