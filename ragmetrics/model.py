@@ -223,8 +223,9 @@ class Dataset:
             raise RagMetricsError(
                 f"queries: row {row + 1} repeats query_id {queries_out['query_id'][row]!r}; expected unique ids"
             )
-        judged = pd.Series(pd.unique(qrels_out["query_id"]), dtype="str")
-        extra = judged[~judged.isin(queries_out["query_id"])].tolist()
+        judged = pa.array(pd.unique(qrels_out["query_id"]), type=pa.large_string())
+        known = pc.is_in(judged, value_set=pa.array(queries_out["query_id"], type=pa.large_string()))
+        extra = judged.filter(pc.invert(known)).to_pylist()
         if extra:
             queries_out = pd.concat(
                 [queries_out, pd.DataFrame({"query_id": extra})], ignore_index=True
