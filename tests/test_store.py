@@ -64,6 +64,19 @@ def test_ids_depend_on_content_only(scifact):
     shuffled = rm.Run.from_frame(bm25.frame.sample(frac=1.0, random_state=3), name="renamed")
     assert run_id(shuffled) == run_id(bm25)
     assert run_id(dense) != run_id(bm25)
+    # one field of one row changed (or two rows' documents swapped) is other content
+    frame = bm25.frame
+    one_score = frame.assign(score=frame["score"].where(frame.index != 7, frame["score"][7] + 1e-9))
+    swapped = frame.copy()
+    swapped.loc[[3, 4], "doc_id"] = frame["doc_id"][[4, 3]].to_numpy()
+    moved = frame.copy()
+    moved.loc[5, "query_id"] = frame["query_id"].iloc[-1]
+    with_rank = frame.assign(rank=range(1, len(frame) + 1))
+    variants = [rm.Run.from_frame(f) for f in (one_score, swapped, moved, with_rank)]
+    assert len({run_id(bm25), *(run_id(v) for v in variants)}) == 5
+    assert run_id(rm.Run.from_frame(frame.assign(score=frame["score"] * 0.0))) == run_id(
+        rm.Run.from_frame(frame.assign(score=frame["score"] * -0.0))
+    )  # -0.0 and 0.0 are the same score
     reordered = rm.Dataset.from_frames(dataset.qrels.iloc[::-1], dataset.queries, name="other name")
     assert dataset_id(reordered) == dataset_id(dataset)
     changed = rm.Dataset.from_frames(dataset.qrels.assign(relevance=2), dataset.queries)
