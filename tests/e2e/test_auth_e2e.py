@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import secrets
 import threading
 import time
@@ -114,6 +115,8 @@ def shared_link(browser: Browser, server: str) -> dict[str, object]:
     dropdown_options(page, "missed.query").nth(1).click()
     wait_for_app(page)
     expect(_box(page, "missed.query").locator("input[role='combobox']")).not_to_have_value(first_query, timeout=TIMEOUT)
+    chosen = _choice(page, "missed.query").split(" · ")[0]
+    expect(page).to_have_url(re.compile(rf"[?&]q={re.escape(chosen)}(&|$)"), timeout=TIMEOUT)  # the rerun wrote it
     link = page.url
     for key in ("/missed?", "ds=", "runs=", "k=8", "q="):
         assert key in link, key
