@@ -67,7 +67,7 @@ def test_compare_two_runs_and_open_a_querys_rankings(page: Page, browser: Browse
     summary = page.get_by_text(re.compile(r"bm25 against dense-e5 on nDCG@5 \(pick"))
     expect(summary).to_be_visible(timeout=TIMEOUT)
     wait_for_app(page)
-    assert "m=ndcg" in page.url
+    expect(page).to_have_url(re.compile(r"[?&]m=ndcg(&|$)"), timeout=TIMEOUT)
 
     # one query's two rankings side by side, relevant documents marked
     heading = page.get_by_role("heading", level=4)
@@ -84,7 +84,9 @@ def test_compare_two_runs_and_open_a_querys_rankings(page: Page, browser: Browse
     expect(page.get_by_text(re.compile(r"^bm25 \(run\) · top \d+"))).to_be_visible()
     rankings = page.locator("[data-testid='stDataFrame']").filter(has=page.get_by_text("rank in other"))
     expect(rankings).to_have_count(2, timeout=TIMEOUT)
-    assert f"q={query_id}" in page.url and "base=" in page.url and "fr=" in page.url
+    # the address is written at the end of the rerun that drew the rankings: wait for it
+    expect(page).to_have_url(re.compile(rf"[?&]q={re.escape(query_id)}(&|$)"), timeout=TIMEOUT)
+    assert "base=" in page.url and "fr=" in page.url
 
     # the link opens the same comparison and query in a fresh browser
     link = page.url

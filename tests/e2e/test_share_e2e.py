@@ -6,6 +6,7 @@ One SQLite server records the view (it is restarted once); two servers share one
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import uuid
@@ -182,6 +183,8 @@ def shared_view(browser: Browser, sqlite_server: Server) -> dict[str, object]:
     options.nth(1).click()
     wait_for_app(page)
     expect(_box(page, "missed.query").locator("input[role='combobox']")).not_to_have_value(first_query, timeout=TIMEOUT)
+    chosen = _choice(page, "missed.query").split(" · ")[0]
+    expect(page).to_have_url(re.compile(rf"[?&]q={re.escape(chosen)}(&|$)"), timeout=TIMEOUT)  # written at the end of the rerun
 
     link = page.url
     assert share_code(page) == link  # "Copy share link" gives exactly the address of the view
