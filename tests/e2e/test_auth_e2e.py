@@ -12,28 +12,27 @@ from __future__ import annotations
 import base64
 import json
 import os
-import re
 import secrets
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from dashboard.views import VIEWS
 from tests.e2e.server import streamlit_server, wait_for_app
-from tests.e2e.test_dashboard_e2e import DATA, TIMEOUT, dropdown_options, open_page
-from tests.e2e.test_share_e2e import _box, _choice, widget_values
+from tests.e2e.test_dashboard_e2e import TIMEOUT, open_page
+from tests.e2e.test_share_e2e import another_missed_query, k_three_up, upload_files, widget_values
 
 pytestmark = pytest.mark.e2e
 
 PASSWORD = "e2e shared pass phrase"
-FILES = [DATA / "mini_eval.json", DATA / "mini-bm25.trec", DATA / "mini-dense.trec"]
 # what a signed-in page shows (checked present after sign-in, so their absence before it means something)
 PAGE_PARTS = ("stDataFrame", "stSelectbox", "stMultiSelect", "stSlider", "stCode", "stPlotlyChart")
 SLOW = 3 * TIMEOUT  # the first run of a page after sign-in opens the store (2 cores, other browser tests alongside)
@@ -47,8 +46,18 @@ def server() -> Iterator[str]:
         yield base
 
 
-def _context(browser: Browser) -> BrowserContext:
-    return browser.new_context(viewport={"width": 1400, "height": 1000})
+@contextmanager
+def _fresh_page(browser: Browser, url: str | None = None) -> Iterator[Page]:
+    """A page in a new browser context (a new session, no cookies), at ``url`` once the app is idle; closed after."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        page = context.new_page()
+        if url is not None:
+            page.goto(url)
+            wait_for_app(page)
+        yield page
+    finally:
+        context.close()
 
 
 def _password(page: Page):  # type: ignore[no-untyped-def]
@@ -89,49 +98,26 @@ def _same_address(url: str, link: str) -> None:
 @pytest.fixture(scope="module")
 def shared_link(browser: Browser, server: str) -> dict[str, object]:
     """Sign in, upload a dataset and two runs, set K and a query on Missed queries: the link and what it shows."""
-    context = _context(browser)
-    page = context.new_page()
-    page.goto(f"{server}/upload")
-    wait_for_app(page)
-    assert_locked(page)
-    sign_in(page, PASSWORD)
-    expect(page.get_by_role("heading", name="Upload", level=1)).to_be_visible(timeout=SLOW)
-    wait_for_app(page)
-    page.get_by_test_id("stFileUploaderDropzoneInput").nth(0).set_input_files(str(FILES[0]))
-    expect(page.get_by_text("Loaded mini_eval.json")).to_be_visible(timeout=TIMEOUT)
-    wait_for_app(page)
-    page.get_by_test_id("stFileUploaderDropzoneInput").nth(1).set_input_files([str(f) for f in FILES[1:]])
-    expect(page.get_by_text("Loaded mini-dense.trec")).to_be_visible(timeout=TIMEOUT)
-    wait_for_app(page)
+    with _fresh_page(browser, f"{server}/upload") as page:
+        assert_locked(page)
+        sign_in(page, PASSWORD)
+        expect(page.get_by_role("heading", name="Upload", level=1)).to_be_visible(timeout=SLOW)
+        wait_for_app(page)
+        upload_files(page)
 
-    open_page(page, "Missed queries")
-    slider = _box(page, "sidebar.k").get_by_role("slider")
-    slider.focus()
-    for _ in range(3):
-        slider.press("ArrowRight")
-    wait_for_app(page)
-    expect(_box(page, "sidebar.k").locator("input[type='range']")).to_have_value("8", timeout=TIMEOUT)
-    first_query = _choice(page, "missed.query")
-    dropdown_options(page, "missed.query").nth(1).click()
-    wait_for_app(page)
-    expect(_box(page, "missed.query").locator("input[role='combobox']")).not_to_have_value(first_query, timeout=TIMEOUT)
-    chosen = _choice(page, "missed.query").split(" · ")[0]
-    expect(page).to_have_url(re.compile(rf"[?&]q={re.escape(chosen)}(&|$)"), timeout=TIMEOUT)  # the rerun wrote it
-    link = page.url
-    for key in ("/missed?", "ds=", "runs=", "k=8", "q="):
-        assert key in link, key
-    values = widget_values(page)
-    context.close()
+        open_page(page, "Missed queries")
+        k_three_up(page)
+        another_missed_query(page)
+        link = page.url
+        for key in ("/missed?", "ds=", "runs=", "k=8", "q="):
+            assert key in link, key
+        values = widget_values(page)
     return {"link": link, "values": values}
 
 
 def test_a_share_link_asks_for_the_password_then_opens_its_view(browser: Browser, shared_link: dict) -> None:
     link = str(shared_link["link"])
-    context = _context(browser)
-    try:
-        page = context.new_page()
-        page.goto(link)
-        wait_for_app(page)
+    with _fresh_page(browser, link) as page:
         assert_locked(page)
         _same_address(page.url, link)  # the gate leaves the address alone
 
@@ -145,17 +131,11 @@ def test_a_share_link_asks_for_the_password_then_opens_its_view(browser: Browser
             expect(page.get_by_test_id(shown).first).to_be_visible(timeout=TIMEOUT)
         assert widget_values(page) == shared_link["values"]
         _same_address(page.url, link)
-    finally:
-        context.close()
 
 
 def test_a_wrong_password_keeps_the_link_locked(browser: Browser, shared_link: dict) -> None:
     link = str(shared_link["link"])
-    context = _context(browser)
-    try:
-        page = context.new_page()
-        page.goto(link)
-        wait_for_app(page)
+    with _fresh_page(browser, link) as page:
         for attempt in ("wrong", PASSWORD.upper()):
             sign_in(page, attempt)
             expect(page.get_by_text("Wrong password.")).to_be_visible(timeout=TIMEOUT)
@@ -165,14 +145,10 @@ def test_a_wrong_password_keeps_the_link_locked(browser: Browser, shared_link: d
         expect(page.get_by_role("heading", name="Missed queries")).to_have_count(0)
         _same_address(page.url, link)
         assert PASSWORD.upper() not in page.content()
-    finally:
-        context.close()
 
 
 def test_every_page_is_locked_and_sign_out_locks_again(browser: Browser, server: str, shared_link: dict) -> None:
-    context = _context(browser)
-    try:
-        page = context.new_page()
+    with _fresh_page(browser) as page:
         for view in VIEWS:
             page.goto(f"{server}/{view.key}?v=1&k=7")
             wait_for_app(page)
@@ -188,8 +164,6 @@ def test_every_page_is_locked_and_sign_out_locks_again(browser: Browser, server:
         page.get_by_test_id("stSidebar").get_by_role("button", name="Sign out").click()
         wait_for_app(page)
         assert_locked(page)
-    finally:
-        context.close()
 
 
 # --- OIDC: Streamlit's st.login against a provider served here --------------------------------------
@@ -321,11 +295,7 @@ def oidc_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
 def test_oidc_sign_in_opens_the_dashboard_and_sign_out_locks_it(browser: Browser, oidc_server) -> None:
     base, idp = oidc_server
     link = f"{base}/missed?v=1&k=8"
-    context = _context(browser)
-    try:
-        page = context.new_page()
-        page.goto(link)
-        wait_for_app(page)
+    with _fresh_page(browser, link) as page:
         expect(page.get_by_role("heading", level=1)).to_have_text("ragmetrics", timeout=TIMEOUT)
         expect(page.get_by_text("open the link you were given again")).to_be_visible()
         expect(page.get_by_test_id("stSidebarNav")).to_have_count(0)
@@ -352,15 +322,11 @@ def test_oidc_sign_in_opens_the_dashboard_and_sign_out_locks_it(browser: Browser
         expect(page.get_by_role("heading", level=1)).to_have_text("ragmetrics")
         expect(page.get_by_test_id("stSidebarNav")).to_have_count(0)
         expect(sidebar_elements(page)).to_have_count(0)
-    finally:
-        context.close()
 
 
 def test_oidc_without_sign_in_a_fresh_browser_stays_locked(browser: Browser, oidc_server) -> None:
     base, _ = oidc_server
-    context = _context(browser)
-    try:
-        page = context.new_page()
+    with _fresh_page(browser) as page:
         for view in VIEWS:
             page.goto(f"{base}/{view.key}?v=1")
             wait_for_app(page)
@@ -370,5 +336,3 @@ def test_oidc_without_sign_in_a_fresh_browser_stays_locked(browser: Browser, oid
             expect(sidebar_elements(page)).to_have_count(0)
             for hidden in PAGE_PARTS:
                 expect(page.get_by_test_id(hidden)).to_have_count(0)
-    finally:
-        context.close()

@@ -133,6 +133,33 @@ def share_code(page: Page) -> str:
 def upload(page: Page, base: str) -> None:
     page.goto(f"{base}/upload")
     wait_for_app(page)
+    upload_files(page)
+
+
+def k_three_up(page: Page) -> None:
+    """Move the sidebar's K slider three steps up, from 5 to 8."""
+    slider = _box(page, "sidebar.k").get_by_role("slider")
+    slider.focus()
+    for _ in range(3):
+        slider.press("ArrowRight")
+    wait_for_app(page)
+    expect(_box(page, "sidebar.k").locator("input[type='range']")).to_have_value("8", timeout=TIMEOUT)
+
+
+def another_missed_query(page: Page) -> str:
+    """On Missed queries, pick the second query of the list and wait until the rerun wrote its id to the address;
+    returns the label of the query it replaced."""
+    first_query = _choice(page, "missed.query")
+    dropdown_options(page, "missed.query").nth(1).click()
+    wait_for_app(page)
+    expect(_box(page, "missed.query").locator("input[role='combobox']")).not_to_have_value(first_query, timeout=TIMEOUT)
+    chosen = _choice(page, "missed.query").split(" · ")[0]
+    expect(page).to_have_url(re.compile(rf"[?&]q={re.escape(chosen)}(&|$)"), timeout=TIMEOUT)  # written at the end of the rerun
+    return first_query
+
+
+def upload_files(page: Page) -> None:
+    """On the Upload page: the mini dataset, then its runs."""
     page.get_by_test_id("stFileUploaderDropzoneInput").nth(0).set_input_files(str(FILES[0]))
     expect(page.get_by_text("Loaded mini_eval.json")).to_be_visible(timeout=TIMEOUT)
     wait_for_app(page)
@@ -171,20 +198,9 @@ def shared_view(browser: Browser, sqlite_server: Server) -> dict[str, object]:
     wait_for_app(page)
     expect(_box(page, "sidebar.runs").locator("[data-tag]")).to_have_count(2, timeout=TIMEOUT)
     _pick(page, "sidebar.metric", "nDCG")
-    slider = _box(page, "sidebar.k").get_by_role("slider")
-    slider.focus()
-    for _ in range(3):
-        slider.press("ArrowRight")
-    wait_for_app(page)
-    expect(_box(page, "sidebar.k").locator("input[type='range']")).to_have_value("8", timeout=TIMEOUT)
+    k_three_up(page)
     _pick(page, "missed.category", "api")
-    first_query = _choice(page, "missed.query")
-    options = dropdown_options(page, "missed.query")
-    options.nth(1).click()
-    wait_for_app(page)
-    expect(_box(page, "missed.query").locator("input[role='combobox']")).not_to_have_value(first_query, timeout=TIMEOUT)
-    chosen = _choice(page, "missed.query").split(" · ")[0]
-    expect(page).to_have_url(re.compile(rf"[?&]q={re.escape(chosen)}(&|$)"), timeout=TIMEOUT)  # written at the end of the rerun
+    first_query = another_missed_query(page)
 
     link = page.url
     assert share_code(page) == link  # "Copy share link" gives exactly the address of the view
