@@ -37,8 +37,8 @@ def ranked_frame(run: Run, depth: int | None = None) -> pd.DataFrame:
     frame = run.frame[["query_id", "doc_id", "score"]]
     if frame.empty:
         return frame.assign(rank=pd.Series(dtype="int64"))
-    q_codes, _ = pd.factorize(frame["query_id"])
-    d_codes, d_uniques = pd.factorize(frame["doc_id"])
+    q_codes, _ = run.id_codes("query_id")
+    d_codes, d_uniques = run.id_codes("doc_id")
     doc_rank = _string_order(d_uniques, np.arange(len(d_uniques)))[d_codes]
     order = np.lexsort((-doc_rank, -frame["score"].to_numpy(), q_codes))
     ordered = frame.iloc[order]

@@ -563,7 +563,7 @@ def write_trec_run(run: Run, dest: Any, *, tag: str | None = None) -> None:
     """
     frame = run.frame
     tag = re.sub(r"\s+", "_", str(run.name if tag is None else tag).strip()) or "run"
-    qcodes, _ = pd.factorize(frame["query_id"], sort=False)
+    qcodes, _ = run.id_codes("query_id")
     table = pa.table(
         {
             "q": pa.array(qcodes),
