@@ -110,8 +110,8 @@ class RagmetricsJob:
 
         dataset, run = data
         ragmetrics.ranking._ALIGNED.clear()
-        run._codes.clear()
-        object.__setattr__(dataset, "_rows", None)
+        run.forget_derived()
+        dataset.forget_derived()
         return self.curves(data)
 
 
@@ -291,6 +291,9 @@ def _child_env() -> dict[str, str]:
         env.pop("OPENBLAS_CORETYPE", None)
         env.pop("OPENBLAS_L2_SIZE", None)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    # every tool runs as ragmetrics computes: numpy's huge-page advice off (ragmetrics.memory), so the floor
+    # and ranx's numpy arrays get the same memory as ragmetrics' (pytrec_eval allocates in C++)
+    env.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
     return env
 
 

@@ -10,11 +10,13 @@ import streamlit as st
 
 from dashboard.ui import auth
 from dashboard.views import VIEWS
+from ragmetrics.memory import use_small_pages_for_this_process
 
 
 def main() -> None:
     # in a function so tests can drive the router (as Streamlit's own hello app does)
     st.set_page_config(page_title="ragmetrics", page_icon=":material/query_stats:", layout="wide")
+    use_small_pages_for_this_process()  # the server is ragmetrics' own process (see ragmetrics.memory)
     signed_in = auth.gate()  # draws the sign-in form when sign-in is configured and still needed
     sections: dict[str, list[st.Page]] = {}
     for view in VIEWS:

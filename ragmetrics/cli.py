@@ -20,6 +20,7 @@ from ragmetrics.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.evaluate import DEFAULT_METRICS, EvalResult, evaluate
 from ragmetrics.metrics import known_metric_names
 from ragmetrics.model import Dataset, Run
+from ragmetrics.memory import small_pages
 
 
 def _load_dataset(args: argparse.Namespace) -> Dataset:
@@ -317,7 +318,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.handler(args, out, err))
+        with small_pages():
+            return int(args.handler(args, out, err))
     except RagMetricsError as exc:
         err.write(f"ragmetrics: error: {exc}\n")
         return 2

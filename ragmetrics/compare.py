@@ -20,6 +20,7 @@ import pandas as pd
 from ragmetrics import stats
 from ragmetrics.errors import RagMetricsError
 from ragmetrics.evaluate import EvalResult, evaluate
+from ragmetrics.memory import computes
 
 MIN_GROUP = 10
 TIE_TOLERANCE = 1e-12
@@ -149,6 +150,7 @@ def compare_result(
     return Comparison(table=table, segments=seg, baseline=baseline, test=test, alpha=alpha)
 
 
+@computes
 def compare(
     dataset: Any,
     runs: Any,

@@ -16,6 +16,7 @@ from ragmetrics.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.metrics import MetricSpec, parse_metric
 from ragmetrics.model import Dataset, Run
 from ragmetrics.ranking import Coverage, Level, Missing, Ranking, aligned_ranking
+from ragmetrics.memory import computes
 
 DEFAULT_METRICS = ("ndcg@10", "recall@5", "recall@10", "precision@5", "hits@5", "mrr", "map")
 Mode = Literal["trec", "llamaindex"]
@@ -144,6 +145,7 @@ def _as_runs(runs: Run | Iterable[Run] | Mapping[str, Any]) -> list[Run]:
     return out
 
 
+@computes
 def evaluate(
     dataset: Dataset | Mapping[str, Mapping[str, int]] | pd.DataFrame,
     runs: Run | Iterable[Run] | Mapping[str, Any],

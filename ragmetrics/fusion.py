@@ -27,6 +27,7 @@ import pandas as pd
 from ragmetrics.errors import RagMetricsError
 from ragmetrics.model import Run
 from ragmetrics.ranking import _string_order
+from ragmetrics.memory import computes
 
 METHODS = ("rrf", "combsum", "combmnz")
 NORMS = ("minmax", "zscore", None)
@@ -62,6 +63,7 @@ def _normalise(frame: pd.DataFrame, norm: str | None) -> np.ndarray:
     return np.where(std > 0, (score - mean) / np.where(std > 0, std, 1), 0.0)
 
 
+@computes
 def fuse(
     runs: Sequence[Run],
     *,

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragmetrics.errors import RagMetricsError
-from ragmetrics.model import Dataset, Run, arrow_strings, query_id_from_text
+from ragmetrics.model import Dataset, Run, arrow_strings, factorize_ids, query_id_from_text
 
 UNJUDGED = np.iinfo(np.int64).min
 GainMode = Literal["linear", "exponential"]
@@ -126,20 +126,35 @@ class Ranking:
     ideal_pos: np.ndarray
     ideal_label: np.ndarray
     corpus_size: int | None
-    doc_code: np.ndarray | None = None
-    doc_names: np.ndarray | pa.Array | None = None
+    doc_values: pa.Array | pa.ChunkedArray | None = None
+    doc_rows: np.ndarray | None = None
     _dense: dict[tuple[str, int], np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
     def n_queries(self) -> int:
         return len(self.query_ids)
 
+    def docs(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """The document id of each row (``rows``: a boolean mask or row numbers; all rows by default),
+        as a Python object array, taken from the run on demand."""
+        if self.doc_values is None:
+            raise RagMetricsError("this ranking was built without document ids")
+        if rows is not None:
+            rows = np.asarray(rows)
+            rows = np.flatnonzero(rows) if rows.dtype == bool else rows
+        if self.doc_rows is not None:
+            rows = self.doc_rows if rows is None else self.doc_rows[rows]
+        return _as_objects(self.doc_values if rows is None else pc.take(self.doc_values, rows))
+
     @property
-    def doc_ids(self) -> np.ndarray | None:
-        """The distinct document ids as a Python object array (``doc_ids[doc_code]``: each row's id), built on first use."""
-        if "doc_ids" not in self.__dict__:
-            self.__dict__["doc_ids"] = None if self.doc_names is None else _as_objects(self.doc_names)
-        return self.__dict__["doc_ids"]
+    def doc_code(self) -> np.ndarray:
+        """Each row's document as an int32 code (equal codes: equal ids), encoded on first use."""
+        if "doc_code" not in self.__dict__:
+            if self.doc_values is None:
+                raise RagMetricsError("this ranking was built without document ids")
+            values = self.doc_values if self.doc_rows is None else pc.take(self.doc_values, self.doc_rows)
+            self.__dict__["doc_code"] = factorize_ids(values)[0]
+        return self.__dict__["doc_code"]
 
     @property
     def rel(self) -> np.ndarray:
@@ -315,7 +330,7 @@ def _match_by_text(texts: pd.Series, run_ids: pd.Series) -> tuple[np.ndarray, in
     return positions, int(pd.unique(run_ids[positions >= 0]).size)
 
 
-def _as_objects(names: np.ndarray | pa.Array) -> np.ndarray:
+def _as_objects(names: np.ndarray | pa.Array | pa.ChunkedArray) -> np.ndarray:
     return names if isinstance(names, np.ndarray) else np.asarray(names.to_numpy(zero_copy_only=False), dtype=object)
 
 
@@ -333,17 +348,19 @@ def _codes_in(values: pd.Series, names: np.ndarray | pa.Array) -> np.ndarray:
 
 
 def _trec_order(
-    q: np.ndarray, score: np.ndarray, doc: np.ndarray, doc_names: np.ndarray | pa.Array
+    q: np.ndarray, score: np.ndarray, doc_values: pa.Array | pa.ChunkedArray, src: np.ndarray | None
 ) -> tuple[np.ndarray | None, tuple[np.ndarray, np.ndarray] | None]:
     """How to put rows in trec_eval order (query, score desc, doc_id desc): ``(perm, ties)``.
 
     ``perm`` sorts by (query, score desc), None when already so; ``ties`` = ``(rows, local)``
     then orders the tied rows by doc_id desc: ``column[rows] = column[rows][local]``, None when
     no score ties. Tied rows share query and score, so only the document columns need it.
+    ``doc_values[src]`` are the rows' documents (``src`` None: the rows are ``doc_values``' own).
 
     Runs usually arrive grouped by query with scores descending, so this checks
     that in O(n) first and sorts only what needs it: the whole run by (query,
-    score) when scores are out of order, then each block of tied scores by doc_id.
+    score) when scores are out of order, then each block of tied scores by doc_id
+    (Arrow compares the id strings' bytes, as trec_eval's ``strcmp``).
     """
     n = len(q)
     if n < 2:
@@ -368,12 +385,11 @@ def _trec_order(
     tied_with_previous = np.zeros(n, dtype=bool)
     tied_with_previous[1:] = tie
     group = np.cumsum(~tied_with_previous[rows])
-    docs = doc[rows] if perm is None else doc[perm[rows]]
-    distinct, inverse = np.unique(docs, return_inverse=True)
-    rank = _string_order(doc_names, distinct)[inverse]
-    # within each block of tied rows: doc_id descending (rank is a dense 0..m-1 order of the distinct ids)
-    local = np.argsort(group * len(distinct) + (len(distinct) - 1 - rank), kind="stable")
-    return perm, (rows, local)
+    before = rows if perm is None else perm[rows]
+    docs = pc.take(doc_values, before if src is None else src[before])
+    # within each block of tied rows: doc_id descending (a stable sort)
+    local = pc.sort_indices(pa.table({"g": group, "d": docs}), sort_keys=[("g", "ascending"), ("d", "descending")])
+    return perm, (rows, local.to_numpy())
 
 
 def _later_duplicates(q: np.ndarray, code: np.ndarray, pos: np.ndarray, n_ret: np.ndarray) -> np.ndarray:
@@ -404,6 +420,82 @@ def _later_duplicates(q: np.ndarray, code: np.ndarray, pos: np.ndarray, n_ret: n
     return out
 
 
+_PAD = np.uint64((1 << 64) - 1)
+
+
+class _FingerprintRows:
+    """Each query's rows sorted by document fingerprint, for duplicate and label lookups
+    without encoding the ids: row ``r`` of a padded (n_queries, width) uint64 matrix holds
+    query ``r``'s keys, a key being the fingerprint's high bits with the row's place in its
+    query in the low bits, sorted (pads, all ones, last). ``None`` from :meth:`build` when the
+    run is too ragged for a matrix, or a key cannot be told from a pad.
+
+    Fingerprints may collide: what this finds is a candidate that the caller checks
+    against the strings."""
+
+    def __init__(self, keys: np.ndarray, bits: int, starts: np.ndarray, n_ret: np.ndarray) -> None:
+        self.keys, self.bits, self.starts, self.n_ret = keys, bits, starts, n_ret
+        self.low = np.uint64((1 << bits) - 1)
+
+    @classmethod
+    def build(cls, fp: np.ndarray, q: np.ndarray, pos: np.ndarray, starts: np.ndarray, n_ret: np.ndarray) -> _FingerprintRows | None:
+        if len(q) == 0:
+            return None
+        width = int(n_ret.max())
+        if len(n_ret) * width > 2 * len(q) + 4096:
+            return None
+        bits = max(width - 1, 1).bit_length()
+        keys = np.full((len(n_ret), width), _PAD, dtype=np.uint64)
+        keys[q, pos] = (fp & ~np.uint64((1 << bits) - 1)) | pos.astype(np.uint64)
+        keys.sort(axis=1)
+        filled = np.flatnonzero(n_ret)
+        if np.any(keys[filled, n_ret[filled] - 1] == _PAD):
+            return None
+        return cls(keys, bits, starts, n_ret)
+
+    def _row(self, r: np.ndarray, key: np.ndarray) -> np.ndarray:
+        return self.starts[r] + (key & self.low).astype(np.int64)
+
+    def repeats(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(later, earlier)`` rows: neighbours in fingerprint order within a query whose fingerprints agree
+        (``earlier`` ranks above ``later``); a row repeating an earlier one is in ``later``."""
+        keys, n_ret = self.keys, self.n_ret
+        if keys.shape[1] < 2:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        high = keys & ~self.low
+        same = high[:, 1:] == high[:, :-1]
+        same &= np.arange(1, keys.shape[1]) < n_ret[:, None]
+        r, j = np.nonzero(same)
+        return self._row(r, keys[r, j + 1]), self._row(r, keys[r, j])
+
+    def find(self, r: np.ndarray, fp: np.ndarray) -> np.ndarray:
+        """The best-ranked row of query ``r`` whose fingerprint agrees with ``fp``; -1 when none."""
+        keys, n_ret = self.keys, self.n_ret
+        target = fp & ~self.low
+        lo = np.zeros(len(r), dtype=np.int64)
+        hi = n_ret[r].astype(np.int64)
+        for _ in range(int(keys.shape[1]).bit_length()):
+            mid = (lo + hi) >> 1
+            below = keys[r, np.minimum(mid, keys.shape[1] - 1)] < target
+            searching = lo < hi
+            lo = np.where(searching & below, mid + 1, lo)
+            hi = np.where(searching & ~below, mid, hi)
+        key = keys[r, np.minimum(lo, keys.shape[1] - 1)]
+        hit = (lo < n_ret[r]) & ((key & ~self.low) == target)
+        return np.where(hit, self._row(r, key), -1)
+
+
+def _same_strings(left: pa.Array | pa.ChunkedArray, left_rows: np.ndarray, right: pa.Array | pa.ChunkedArray, right_rows: np.ndarray) -> bool:
+    """``left[left_rows] == right[right_rows]`` element-wise, for every pair (byte equality, in Arrow)."""
+    if len(left_rows) == 0:
+        return True
+    a = pc.take(left, left_rows)
+    b = pc.take(right, right_rows)
+    if a.type != b.type:
+        b = b.cast(a.type)
+    return bool(pc.all(pc.equal(a, b)).as_py())
+
+
 def _labels(q: np.ndarray, doc: np.ndarray, qrels_q: np.ndarray, qrels_doc: np.ndarray, qrels_label: np.ndarray, n_docs: int) -> np.ndarray:
     """Each row's qrels label (``UNJUDGED`` when not judged); only rows of judged documents are looked up."""
     label = np.full(len(q), UNJUDGED, dtype=np.int64)
@@ -418,6 +510,79 @@ def _labels(q: np.ndarray, doc: np.ndarray, qrels_q: np.ndarray, qrels_doc: np.n
     found = lookup >= 0
     label[rows[found]] = qrels_label[retrieved][lookup[found]]
     return label
+
+
+def _align_documents(
+    run: Run, dataset: Dataset, doc_column: str, src: np.ndarray | None, q: np.ndarray, pos: np.ndarray,
+    starts: np.ndarray, n_ret: np.ndarray, qrels_q: np.ndarray, qrels_rows: np.ndarray, qrels_label: np.ndarray,
+    use_source: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For rows sorted by (query, rank): ``(chunk_dups, doc_dups, label)``, the rows repeating an earlier
+    chunk id, the rows repeating an earlier document, and each row's qrels label (``UNJUDGED`` when
+    not judged; a repeated document carries its label on every row).
+
+    By fingerprints, each query's rows sorted in a small matrix (no id encoding), every match
+    checked against the strings; by encoded ids when the run is too ragged for that or a
+    fingerprint collided (both give the same answer)."""
+    found = _align_by_fingerprints(run, dataset, doc_column, src, q, pos, starts, n_ret, qrels_q, qrels_rows, qrels_label, use_source)
+    if found is not None:
+        return found
+    doc_code, doc_names = run.id_codes(doc_column)
+    doc_code = doc_code if src is None else doc_code[src]
+    chunk_dups = _later_duplicates(q, (run.id_codes("doc_id")[0] if src is None else run.id_codes("doc_id")[0][src]) if use_source else doc_code, pos, n_ret)
+    doc_dups = _later_duplicates(q, doc_code, pos, n_ret) if use_source else chunk_dups
+    qrels_code = _codes_in(dataset.qrels["doc_id"].iloc[qrels_rows], doc_names)
+    label = _labels(q, doc_code, qrels_q, qrels_code, qrels_label, max(len(doc_names), 1))
+    return chunk_dups, doc_dups, label
+
+
+def _align_by_fingerprints(
+    run: Run, dataset: Dataset, doc_column: str, src: np.ndarray | None, q: np.ndarray, pos: np.ndarray,
+    starts: np.ndarray, n_ret: np.ndarray, qrels_q: np.ndarray, qrels_rows: np.ndarray, qrels_label: np.ndarray,
+    use_source: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`_align_documents` by fingerprints; ``None`` when it cannot be proved exact that way."""
+
+    def frame_rows(rows: np.ndarray) -> np.ndarray:
+        return rows if src is None else src[rows]
+
+    def repeated(column: str) -> tuple[_FingerprintRows, np.ndarray, np.ndarray] | None:
+        fp = run.id_fingerprints(column)
+        fp = fp if src is None else fp[src]
+        index = _FingerprintRows.build(fp, q, pos, starts, n_ret)
+        if index is None:
+            return None
+        later, earlier = index.repeats()
+        values = run.id_values(column)
+        if not _same_strings(values, frame_rows(later), values, frame_rows(earlier)):
+            return None
+        return index, later, fp
+
+    found = repeated(doc_column)
+    if found is None:
+        return None
+    index, later, fp = found
+    doc_dups = np.zeros(len(q), dtype=bool)
+    doc_dups[later] = True
+    chunk_dups = doc_dups
+    if use_source:
+        chunks = repeated("doc_id")
+        if chunks is None:
+            return None
+        chunk_dups = np.zeros(len(q), dtype=bool)
+        chunk_dups[chunks[1]] = True
+
+    label = np.full(len(q), UNJUDGED, dtype=np.int64)
+    retrieved = n_ret[qrels_q] > 0
+    rows = index.find(qrels_q[retrieved], dataset.qrels_doc_fingerprints()[qrels_rows[retrieved]])
+    hit = rows >= 0
+    rows = rows[hit]
+    if not _same_strings(run.id_values(doc_column), frame_rows(rows), dataset.qrels_doc_values(), qrels_rows[retrieved][hit]):
+        return None
+    label[rows] = qrels_label[retrieved][hit]
+    if len(later):
+        label[later] = label[index.find(q[later], fp[later])]
+    return chunk_dups, doc_dups, label
 
 
 def _examples(values, limit: int = 0) -> list[str]:
@@ -486,64 +651,65 @@ def build_ranking(
     keep = q >= 0
     everything = bool(keep.all())
     use_source = level in ("auto", "document") and "source_doc" in frame.columns
-    doc_code, doc_names = run.id_codes("document" if use_source else "doc_id")
+    doc_column = "document" if use_source else "doc_id"
+    doc_values = run.id_values(doc_column)
     score = frame["score"].to_numpy(dtype=np.float64)
     if score_precision == "float32":
         score = score.astype(np.float32).astype(np.float64)
-    chunk_code = run.id_codes("doc_id")[0] if use_source else None
     file_rank = frame["rank"].to_numpy(dtype=np.float64, na_value=np.nan) if order == "file" and "rank" in frame.columns else None
+    src: np.ndarray | None = None  # each row's row in the run's frame (None: the same)
     if not everything:
-        q, doc_code, score = q[keep], doc_code[keep], score[keep]
-        chunk_code = None if chunk_code is None else chunk_code[keep]
+        src = np.flatnonzero(keep)
+        q, score = q[keep], score[keep]
         file_rank = None if file_rank is None else file_rank[keep]
-    n_docs = max(len(doc_names), 1)
 
-    # qrels of evaluated queries, their documents in the run's code space (-1: never retrieved)
+    # qrels of evaluated queries
     qrels_eval = eval_of_query[qrels_query]
     qk = qrels_eval >= 0
     qrels_q = qrels_eval[qk]
     qrels_label = qrels["relevance"].to_numpy(dtype=np.int64)[qk]
-    qrels_code = _codes_in(qrels["doc_id"][qk], doc_names)
+    qrels_rows = np.flatnonzero(qk)
 
     ties = None
     if order == "score":
-        perm, ties = _trec_order(q, score, doc_code, doc_names)
+        perm, ties = _trec_order(q, score, doc_values, src)
     elif file_rank is not None and not np.isnan(file_rank).any():
         perm = np.lexsort((file_rank, q))
     else:
         perm = np.argsort(q, kind="stable")
     if perm is not None:
-        q, score, doc_code = q[perm], score[perm], doc_code[perm]
-        chunk_code = None if chunk_code is None else chunk_code[perm]
-    if ties is not None:  # the run's own code arrays are never written to: copy them first
+        q, score = q[perm], score[perm]
+        src = perm if src is None else src[perm]
+    if ties is not None:
         rows, local = ties
-        doc_code = doc_code.copy() if perm is None else doc_code
-        doc_code[rows] = doc_code[rows][local]
-        if chunk_code is not None:
-            chunk_code = chunk_code.copy() if perm is None else chunk_code
-            chunk_code[rows] = chunk_code[rows][local]
+        src = np.arange(len(q)) if src is None else src
+        src[rows] = src[rows][local]
 
     starts = _segment_starts(q, n_queries)
     pos = _positions(starts, n_queries)
+    n_ret = np.diff(starts)
+    aligned = _align_documents(
+        run, dataset, doc_column, src, q, pos, starts, n_ret, qrels_q, qrels_rows, qrels_label, use_source
+    )
+    chunk_dups, doc_dups, label = aligned
     if len(q):
-        n_ret = np.diff(starts)
-        chunk_dups = _later_duplicates(q, chunk_code if chunk_code is not None else doc_code, pos, n_ret)
         coverage.duplicates_dropped = int(chunk_dups.sum())
         if coverage.duplicates_dropped:
             coverage.duplicate_queries = _examples(pd.unique(query_ids[q[chunk_dups]]))
             if duplicates == "error":
                 first = int(np.flatnonzero(chunk_dups)[0])
+                doc = pc.take(doc_values, [first if src is None else int(src[first])])[0].as_py()
                 raise RagMetricsError(
                     f"run {run.name!r}: query {query_ids[q[first]]!r} lists document "
-                    f"{_as_objects(doc_names)[doc_code[first]]!r} more than once; expected each document once per "
+                    f"{doc!r} more than once; expected each document once per "
                     "query (duplicates='best' keeps the best-ranked occurrence)"
                 )
         if duplicates != "keep":
-            doc_dups = _later_duplicates(q, doc_code, pos, n_ret) if chunk_code is not None else chunk_dups
             coverage.chunks_merged = int(doc_dups.sum()) - coverage.duplicates_dropped
             if doc_dups.any():
                 unique_rows = ~doc_dups
-                q, doc_code, score = q[unique_rows], doc_code[unique_rows], score[unique_rows]
+                q, score, label = q[unique_rows], score[unique_rows], label[unique_rows]
+                src = np.flatnonzero(unique_rows) if src is None else src[unique_rows]
                 starts = _segment_starts(q, n_queries)
                 pos = _positions(starts, n_queries)
     if order == "score" and len(q) > 1:
@@ -553,8 +719,6 @@ def build_ranking(
             coverage.tied_queries = _examples(pd.unique(query_ids[q[1:][tied]]))
 
     n_ret = np.diff(starts)
-
-    label = _labels(q, doc_code, qrels_q, qrels_code, qrels_label, n_docs)
 
     is_rel = qrels_label >= rel_level
     n_rel = np.bincount(qrels_q[is_rel], minlength=n_queries).astype(np.int64)
@@ -581,8 +745,8 @@ def build_ranking(
         ideal_pos=ideal_pos,
         ideal_label=ideal_label,
         corpus_size=dataset.corpus_size,
-        doc_code=doc_code,
-        doc_names=doc_names,
+        doc_values=doc_values,
+        doc_rows=src,
     )
     return ranking, coverage
 

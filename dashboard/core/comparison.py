@@ -383,9 +383,8 @@ def _doc_ranks(ev: RunEval, query_id: str) -> dict[str, int]:
     if len(where) == 0:
         return {}
     ranking = ev.ranking
-    assert ranking.doc_ids is not None and ranking.doc_code is not None
     mask = ranking.q == int(where[0])
-    docs = ranking.doc_ids[ranking.doc_code[mask]]
+    docs = ranking.docs(mask)
     return {str(d): int(p) + 1 for d, p in zip(docs, ranking.pos[mask])}
 
 

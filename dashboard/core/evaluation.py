@@ -204,11 +204,10 @@ def _aligned_rows(ev: RunEval) -> pd.DataFrame:
         out["text"] = frame["text"].to_numpy(dtype=object)[keep]
     # the engine's document order per query: (q, pos) -> doc id
     ranking = ev.ranking
-    assert ranking.doc_ids is not None and ranking.doc_code is not None
     ranked = pd.DataFrame(
         {
             "q": ranking.q,
-            "doc_id": pd.array(ranking.doc_ids[ranking.doc_code], dtype="str"),
+            "doc_id": pd.array(ranking.docs(), dtype="str"),
             "rank": ranking.pos + 1,
         }
     )

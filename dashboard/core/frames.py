@@ -225,10 +225,9 @@ def _relevant_lists(ev: RunEval, query_ids: Sequence[str]) -> dict[str, list[tup
 
 def _top_k_lists(ev: RunEval, qs: np.ndarray, k: int) -> dict[int, list[tuple[str, bool]]]:
     ranking = ev.ranking
-    assert ranking.doc_ids is not None and ranking.doc_code is not None
     wanted = np.isin(ranking.q, qs) & (ranking.pos < k)
     q = ranking.q[wanted]
-    docs = ranking.doc_ids[ranking.doc_code[wanted]]
+    docs = ranking.docs(wanted)
     rel = ranking.rel[wanted]
     out: dict[int, list[tuple[str, bool]]] = {}
     for qi, doc, r in zip(q.tolist(), docs.tolist(), rel.tolist()):
@@ -429,9 +428,8 @@ def relevant_docs_frame(evals: Sequence[RunEval], query_id: str) -> pd.DataFrame
         ranks: dict[str, int] = {}
         if len(where):
             ranking = ev.ranking
-            assert ranking.doc_ids is not None and ranking.doc_code is not None
             mask = ranking.q == int(where[0])
-            docs = ranking.doc_ids[ranking.doc_code[mask]]
+            docs = ranking.docs(mask)
             ranks = {str(d): int(p) + 1 for d, p in zip(docs, ranking.pos[mask])}
         out[ev.name] = pd.array([ranks.get(str(d)) for d in out["doc_id"]], dtype="Int64")
     return out
