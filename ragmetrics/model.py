@@ -194,6 +194,19 @@ def string_fingerprints(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return out
 
 
+def take_strings(values: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array | pa.ChunkedArray:
+    """``values[rows]``; rows in ascending order are taken chunk by chunk (4x faster than Arrow's
+    take over a chunked array, which locates each row among the chunks)."""
+    if not isinstance(values, pa.ChunkedArray) or values.num_chunks < 2 or len(rows) < 2 or np.any(rows[1:] < rows[:-1]):
+        return pc.take(values, rows)
+    bounds = np.cumsum([0] + [len(c) for c in values.chunks])
+    cuts = np.searchsorted(rows, bounds)
+    return pa.chunked_array(
+        [chunk.take(rows[cuts[i] : cuts[i + 1]] - bounds[i]) for i, chunk in enumerate(values.chunks) if cuts[i + 1] > cuts[i]],
+        type=values.type,
+    )
+
+
 def _dictionary_encode(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     encoded = pc.dictionary_encode(array)
     if isinstance(encoded, pa.ChunkedArray):  # chunks share one growing dictionary: the last is complete
@@ -253,11 +266,14 @@ class Dataset:
         name: str = "dataset",
         corpus_size: int | None = None,
         documents: pd.DataFrame | None = None,
+        judged_once: bool = False,
     ) -> Dataset:
         """Validate and normalise the frames.
 
         Without ``queries``, the query set is the qrels' query ids (text unknown).
         Queries named in the qrels but absent from ``queries`` are added.
+        ``judged_once``: the caller already proved that no (query, document) pair is
+        judged twice (the TREC reader does, naming the file's lines), so it is not checked again.
         """
         _require_columns(qrels, QRELS_COLUMNS, "qrels")
         qrels_out = pd.DataFrame(
@@ -276,7 +292,7 @@ class Dataset:
         qrels_out["relevance"] = relevance.astype("int64").to_numpy()
         _check_ids(qrels_out["query_id"], "query_id", "qrels")
         _check_ids(qrels_out["doc_id"], "doc_id", "qrels")
-        found = first_duplicate(qrels_out["query_id"], qrels_out["doc_id"])
+        found = None if judged_once else first_duplicate(qrels_out["query_id"], qrels_out["doc_id"])
         if found is not None:
             row = found[0]
             raise RagMetricsError(

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragmetrics.errors import RagMetricsError
-from ragmetrics.model import Dataset, Run, arrow_strings, factorize_ids, query_id_from_text
+from ragmetrics.model import Dataset, Run, arrow_strings, factorize_ids, query_id_from_text, take_strings
 
 UNJUDGED = np.iinfo(np.int64).min
 GainMode = Literal["linear", "exponential"]
@@ -144,7 +144,7 @@ class Ranking:
             rows = np.flatnonzero(rows) if rows.dtype == bool else rows
         if self.doc_rows is not None:
             rows = self.doc_rows if rows is None else self.doc_rows[rows]
-        return _as_objects(self.doc_values if rows is None else pc.take(self.doc_values, rows))
+        return _as_objects(self.doc_values if rows is None else take_strings(self.doc_values, rows))
 
     @property
     def doc_code(self) -> np.ndarray:
@@ -386,7 +386,7 @@ def _trec_order(
     tied_with_previous[1:] = tie
     group = np.cumsum(~tied_with_previous[rows])
     before = rows if perm is None else perm[rows]
-    docs = pc.take(doc_values, before if src is None else src[before])
+    docs = take_strings(doc_values, before if src is None else src[before])
     # within each block of tied rows: doc_id descending (a stable sort)
     local = pc.sort_indices(pa.table({"g": group, "d": docs}), sort_keys=[("g", "ascending"), ("d", "descending")])
     return perm, (rows, local.to_numpy())
@@ -489,8 +489,9 @@ def _same_strings(left: pa.Array | pa.ChunkedArray, left_rows: np.ndarray, right
     """``left[left_rows] == right[right_rows]`` element-wise, for every pair (byte equality, in Arrow)."""
     if len(left_rows) == 0:
         return True
-    a = pc.take(left, left_rows)
-    b = pc.take(right, right_rows)
+    order = np.argsort(left_rows, kind="stable")
+    a = take_strings(left, left_rows[order])
+    b = take_strings(right, right_rows[order])
     if a.type != b.type:
         b = b.cast(a.type)
     return bool(pc.all(pc.equal(a, b)).as_py())
