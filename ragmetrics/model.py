@@ -62,11 +62,23 @@ def _require_columns(frame: pd.DataFrame, required: Iterable[str], what: str) ->
         )
 
 
+def _has_empty_string(array: pa.Array | pa.ChunkedArray) -> bool:
+    """True if some string is empty: two equal neighbouring offsets (no lengths array is built)."""
+    for chunk in array.chunks if isinstance(array, pa.ChunkedArray) else [array]:
+        if len(chunk) == 0:
+            continue
+        width = np.int64 if pa.types.is_large_string(chunk.type) or pa.types.is_large_binary(chunk.type) else np.int32
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=width)[chunk.offset : chunk.offset + len(chunk) + 1]
+        if np.any(offsets[1:] == offsets[:-1]):
+            return True
+    return False
+
+
 def _check_ids(series: pd.Series, column: str, what: str) -> None:
-    """No missing or empty id (Arrow's byte lengths, no Python strings)."""
+    """No missing or empty id (Arrow's offsets, no Python strings)."""
     try:
         array = pa.array(series)
-        if not array.null_count and (len(array) == 0 or pc.min(pc.binary_length(array)).as_py() > 0):
+        if not array.null_count and (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)) and not _has_empty_string(array):
             return
     except (pa.ArrowException, TypeError, ValueError):
         pass

@@ -84,6 +84,9 @@ def _segment_starts(q: np.ndarray, n_queries: int) -> np.ndarray:
 
 def _positions(starts: np.ndarray, n_queries: int) -> np.ndarray:
     """Each row's 0-based place within its query (rows sorted by query), int32."""
+    width = int(starts[1] - starts[0]) if n_queries else 0
+    if n_queries and int(starts[-1]) == n_queries * width and np.all(np.diff(starts) == width):
+        return np.tile(np.arange(width, dtype=np.int32), n_queries)  # every query has `width` rows
     pos = np.arange(int(starts[-1]), dtype=np.int32)
     pos -= np.repeat(starts[:-1].astype(np.int32), np.diff(starts))
     return pos
@@ -445,8 +448,13 @@ class _FingerprintRows:
         if len(n_ret) * width > 2 * len(q) + 4096:
             return None
         bits = max(width - 1, 1).bit_length()
-        keys = np.full((len(n_ret), width), _PAD, dtype=np.uint64)
-        keys[q, pos] = (fp & ~np.uint64((1 << bits) - 1)) | pos.astype(np.uint64)
+        high = ~np.uint64((1 << bits) - 1)
+        if len(q) == len(n_ret) * width:  # every query has `width` rows: the rows are the matrix, no pads
+            keys = (fp & high).reshape(len(n_ret), width)
+            keys |= np.arange(width, dtype=np.uint64)
+        else:
+            keys = np.full((len(n_ret), width), _PAD, dtype=np.uint64)
+            keys[q, pos] = (fp & high) | pos.astype(np.uint64)
         keys.sort(axis=1)
         filled = np.flatnonzero(n_ret)
         if np.any(keys[filled, n_ret[filled] - 1] == _PAD):
@@ -472,16 +480,18 @@ class _FingerprintRows:
         """The best-ranked row of query ``r`` whose fingerprint agrees with ``fp``; -1 when none."""
         keys, n_ret = self.keys, self.n_ret
         target = fp & ~self.low
-        lo = np.zeros(len(r), dtype=np.int64)
-        hi = n_ret[r].astype(np.int64)
-        for _ in range(int(keys.shape[1]).bit_length()):
-            mid = (lo + hi) >> 1
-            below = keys[r, np.minimum(mid, keys.shape[1] - 1)] < target
-            searching = lo < hi
-            lo = np.where(searching & below, mid + 1, lo)
-            hi = np.where(searching & ~below, mid, hi)
-        key = keys[r, np.minimum(lo, keys.shape[1] - 1)]
-        hit = (lo < n_ret[r]) & ((key & ~self.low) == target)
+        flat = keys.ravel()
+        base = r * keys.shape[1]
+        n = n_ret[r]
+        # branchless lower bound: how many of the row's keys are below the target
+        below = np.zeros(len(r), dtype=np.int64)
+        step = 1 << (int(keys.shape[1]).bit_length() - 1)
+        while step:
+            ahead = below + step
+            below += step * ((ahead <= n) & (flat[base + np.minimum(ahead, keys.shape[1]) - 1] < target))
+            step >>= 1
+        key = flat[base + np.minimum(below, keys.shape[1] - 1)]
+        hit = (below < n) & ((key & ~self.low) == target)
         return np.where(hit, self._row(r, key), -1)
 
 
