@@ -100,11 +100,15 @@ def _recall(r: Ranking, ks: np.ndarray) -> np.ndarray:
 
 
 def _f1(r: Ranking, ks: np.ndarray) -> np.ndarray:
-    return 2.0 * r.hits_at(ks) / (ks[None, :] + _col(r.n_rel)).astype(np.float64)
+    # 2 * hits / (k + R), in one float64 matrix (doubling is exact, so this equals the textbook order)
+    out = np.add(ks[None, :], _col(r.n_rel), dtype=np.float64)
+    np.divide(r.hits_at(ks), out, out=out)
+    out *= 2.0
+    return out
 
 
 def _hits(r: Ranking, ks: np.ndarray) -> np.ndarray:
-    return (r.hits_at(ks) > 0).astype(np.float64)
+    return np.minimum(r.hits_at(ks), 1.0)  # counts are >= 0: 1.0 where any relevant document, as float64
 
 
 def _rr_cut(r: Ranking, ks: np.ndarray) -> np.ndarray:
