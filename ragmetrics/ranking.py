@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import unicodedata
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -596,6 +597,10 @@ def _align_by_fingerprints(
     return chunk_dups, doc_dups, label
 
 
+BACKGROUND_ROWS = 1_000_000  # below this a second thread would not pay for itself
+_BACKGROUND = ThreadPoolExecutor(1, thread_name_prefix="ragmetrics-fingerprints")
+
+
 def _examples(values, limit: int = 0) -> list[str]:
     return [str(v) for v in values] if limit == 0 else [str(v) for v in list(values)[:limit]]
 
@@ -634,6 +639,12 @@ def build_ranking(
     if order not in ("score", "file"):
         raise RagMetricsError(f"The 'order' parameter must be 'score' or 'file'. Got {order!r} instead.")
 
+    use_source = level in ("auto", "document") and "source_doc" in frame.columns
+    doc_column = "document" if use_source else "doc_id"
+    # the documents' fingerprints, the alignment's largest step, are computed on another core meanwhile
+    # (numpy releases the GIL in its loops); the alignment waits for them below
+    ahead = _BACKGROUND.submit(run.id_fingerprints, doc_column) if len(frame) >= BACKGROUND_ROWS else None
+
     # queries: match each distinct run query id once, then spread to the rows
     query_codes, query_names = run.id_codes("query_id")
     query_names = _as_objects(query_names)
@@ -661,8 +672,6 @@ def build_ranking(
     q = eval_of_unique[query_codes]
     keep = q >= 0
     everything = bool(keep.all())
-    use_source = level in ("auto", "document") and "source_doc" in frame.columns
-    doc_column = "document" if use_source else "doc_id"
     doc_values = run.id_values(doc_column)
     score = frame["score"].to_numpy(dtype=np.float64)
     if score_precision == "float32":
@@ -699,6 +708,8 @@ def build_ranking(
     starts = _segment_starts(q, n_queries)
     pos = _positions(starts, n_queries)
     n_ret = np.diff(starts)
+    if ahead is not None:
+        ahead.result()
     aligned = _align_documents(
         run, dataset, doc_column, src, q, pos, starts, n_ret, qrels_q, qrels_rows, qrels_label, use_source
     )
