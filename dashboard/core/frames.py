@@ -111,7 +111,7 @@ def curve_frame(
         if ev.n_queries == 0:
             continue
         for metric in metrics:
-            mean, low, high = bootstrap_ci(ev.curve(metric, k_max))
+            mean, low, high = bootstrap_ci(ev.kept_curve(metric, k_max))
             parts.append(
                 pd.DataFrame({"run": ev.name, "metric": metric, "k": ks, "value": mean, "ci_low": low, "ci_high": high})
             )
@@ -132,8 +132,8 @@ def pr_frame(evals: Sequence[RunEval], k_max: int = K_MAX) -> pd.DataFrame:
                 {
                     "run": ev.name,
                     "k": ks,
-                    "recall": ev.curve("recall", k_max).mean(axis=0),
-                    "precision": ev.curve("precision", k_max).mean(axis=0),
+                    "recall": ev.kept_curve("recall", k_max).mean(axis=0, dtype=np.float64),
+                    "precision": ev.kept_curve("precision", k_max).mean(axis=0, dtype=np.float64),
                     "label": [f"K={k}" for k in ks],
                 }
             )
