@@ -262,11 +262,16 @@ class Workspace:
         assert entry is not None
         return entry
 
-    def add_run(self, dataset_ident: str, run: Run, *, source: str = "") -> RunEntry:
-        """Store ``run`` under a dataset (once per content); a name already taken by other content gets a suffix."""
+    def add_run(
+        self, dataset_ident: str, run: Run, *, source: str = "", meanwhile: Callable[[Run], object] | None = None
+    ) -> RunEntry:
+        """Store ``run`` under a dataset (once per content); a name already taken by other content gets a suffix.
+
+        ``meanwhile(run)`` (say, the evaluation the next page needs) runs on another thread while the rows are
+        stored, given the run object the workspace will hand out; its errors are left for that page to meet."""
         if self.dataset(dataset_ident) is None:
             raise StoreKeyError(f"no dataset {dataset_ident!r} in the workspace")
-        with ThreadPoolExecutor(1) as pool:
+        with ThreadPoolExecutor(2) as pool:
             # the rows are written to Parquet while they are hashed: two cores, ~1 s less for 10M rows
             rows = pool.submit(store_mod.frame_parquet, run.frame)
             ident = store_mod.run_id(run)
@@ -279,6 +284,8 @@ class Workspace:
                 return existing
             name = _unique(run.name, {e.name for e in self.runs(dataset_ident)})
             renamed = run if name == run.name else run.with_name(name)
+            if meanwhile is not None:
+                pool.submit(meanwhile, renamed)  # waited for on leaving the block; an error in it is not raised here
             self.store.put_run(renamed, dataset_ident, ident=ident, rows=rows.result())
         self._remember("run:" + ident, renamed)  # with its encoded ids: the first evaluation need not read it back
         self.refresh()

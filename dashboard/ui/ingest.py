@@ -23,6 +23,7 @@ import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 
 from dashboard.core.text import md_escape
+from dashboard.core.evaluation import evaluate_run
 from dashboard.core.workspace import Workspace
 from dashboard.ui import state
 from ragmetrics.errors import RagMetricsError, RagMetricsWarning
@@ -133,7 +134,13 @@ def ingest_runs(files: Sequence[Any], dataset_id: str, workspace: Workspace) -> 
                     warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", RagMetricsWarning)
                 run = load_run(f.getvalue(), filename=f.name, limits=UPLOAD_LIMITS)
-                entry = workspace.add_run(dataset_id, run, source=f.name)
+                dataset = workspace.dataset(dataset_id)
+                # the validation report's evaluation is aligned while the rows are stored (evaluate_run's own call:
+                # the engine remembers the alignment per run object, which the workspace hands out again)
+                entry = workspace.add_run(
+                    dataset_id, run, source=f.name,
+                    meanwhile=None if dataset is None else (lambda stored: evaluate_run(dataset.dataset, stored)),
+                )
             outcome = Outcome(
                 f.name, True, f"run “{entry.name}”: {len(run.frame):,} rows",
                 entry.id, [str(w.message) for w in caught], time.perf_counter() - start,

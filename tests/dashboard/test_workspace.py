@@ -180,3 +180,25 @@ def test_tight_upload_limits_do_not_refuse_the_bundled_samples(tmp_path, monkeyp
 
     with pytest.raises(ParseError, match=r"the limit is 1,000 \(RAGMETRICS_MAX_ROWS\)"):
         load_run(samples.samples_dir() / "product_faq_zh" / "runs" / "bm25.jsonl")
+
+
+def test_the_evaluation_aligned_while_a_run_is_stored_is_the_one_the_pages_reuse(tmp_path, mini, monkeypatch) -> None:
+    """ingest's ``meanwhile``: evaluate_run on the stored run object, so the page's evaluation finds the alignment."""
+    import ragmetrics.ranking
+    from dashboard.core.evaluation import evaluate_run
+
+    dataset, bm25, _ = mini
+    ws = Workspace(Store(_sqlite(tmp_path)))
+    entry = ws.add_dataset(dataset)
+    builds = []
+    original = ragmetrics.ranking.build_ranking
+    monkeypatch.setattr(ragmetrics.ranking, "build_ranking", lambda *a, **k: builds.append(1) or original(*a, **k))
+    seen = []
+    run_entry = ws.add_run(entry.id, bm25, meanwhile=lambda stored: seen.append(evaluate_run(entry.dataset, stored)))
+    assert len(seen) == 1 and builds == [1]
+    again = evaluate_run(entry.dataset, run_entry.run, run_id=run_entry.id)
+    assert builds == [1]  # aligned once, while storing
+    assert again.mean("mrr") == seen[0].mean("mrr") and run_entry.id == run_id(bm25)
+
+    failing = ws.add_run(entry.id, load_run(DATA / "mini-dense.trec"), meanwhile=lambda stored: 1 / 0)
+    assert ws.run(entry.id, failing.id) is not None  # an error in the side work does not stop the store
