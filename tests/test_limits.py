@@ -307,3 +307,13 @@ def test_file_at_the_size_limit_needs_a_few_times_its_size(tmp_path: Path) -> No
     ratio = result["extra"] / size
     print(f"\nmemory: {size / 1e6:.0f} MB run, {result['rows']:,} rows, peak extra {result['extra'] / 1e6:.0f} MB = {ratio:.2f}x the file")
     assert result["rows"] > 0 and result["extra"] < 4 * size + 32 * MiB, ratio
+
+
+def test_a_long_run_is_refused_while_it_is_read() -> None:
+    """The TREC reader counts rows block by block (16 MiB each): over the limit, it stops before the end of the file."""
+    lines = 2_000_000
+    data = b"".join(b"q%d Q0 document-%07d 1 1.5 tag\n" % (i // 100, i) for i in range(lines))
+    assert len(data) > 2 * 16 * 2**20
+    with pytest.raises(LimitError, match=r"^big\.trec has at least [0-9,]+ rows; the limit is 1,000 ") as info:
+        load_run(data, filename="big.trec", limits=Limits(max_rows=1_000))
+    assert 1_000 < info.value.value < lines

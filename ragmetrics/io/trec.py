@@ -29,7 +29,8 @@ import io
 import math
 import os
 import re
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import IO, Any
 
@@ -179,7 +180,8 @@ def _reader_threads(size: int) -> int:
 
 
 def _arrow_read(
-    data: bytes, ncols: int, typed: dict[int, pa.DataType], keep: tuple[int, ...] | None = None
+    data: bytes, ncols: int, typed: dict[int, pa.DataType], keep: tuple[int, ...] | None = None,
+    rows_read: Callable[[int, bool], None] | None = None,
 ) -> pa.Table:
     """Arrow's C reader, every field as text unless ``typed``; returns the ``keep`` fields
     (``None``: all) as 64-bit-offset strings, one chunk per 16 MiB block.
@@ -207,6 +209,8 @@ def _arrow_read(
         quoted_strings_can_be_null=False, true_values=[], false_values=[],
     )
     selected = list(range(ncols)) if keep is None else list(keep)
+    counted = [0]
+    counting = threading.Lock()
 
     def read(piece: memoryview) -> list[pa.RecordBatch]:
         reader = pacsv.open_csv(
@@ -214,10 +218,20 @@ def _arrow_read(
             parse_options=parse_options, convert_options=convert_options, memory_pool=reading_pool(),
         )
         batches = []
-        for batch in reader:
+        blocks = iter(reader)
+        batch = next(blocks, None)
+        while batch is not None:
+            following = next(blocks, None)
             if keep is not None and any(column.null_count for column in batch.columns):
                 raise _EmptyField
             batches.append(batch.select(selected))
+            if rows_read is not None:  # the row limit, block by block: no count of the file's lines first
+                with counting:
+                    counted[0] += batch.num_rows
+                    total = counted[0]
+                if following is not None:
+                    rows_read(total, True)  # more to come: "at least"
+            batch = following
         return batches
 
     pieces = _line_slices(data, _reader_threads(len(data)))
@@ -227,7 +241,10 @@ def _arrow_read(
     else:
         parts = [read(piece) for piece in pieces]
     schema = pa.schema([pa.field(names[i], types[names[i]]) for i in selected])
-    return pa.Table.from_batches([batch for part in parts for batch in part], schema=schema)
+    table = pa.Table.from_batches([batch for part in parts for batch in part], schema=schema)
+    if rows_read is not None:
+        rows_read(table.num_rows, False)
+    return table
 
 
 def _fast_table(
@@ -253,7 +270,9 @@ def _fast_table(
         if ncols is None or ncols < min_cols or ncols > (max_cols or _ARROW_MAX_COLUMNS):
             continue  # a line of thousands of fields: the scan splits it faster than Arrow builds columns
         try:
-            table = _arrow_read(data, ncols, typed, keep)
+            table = _arrow_read(
+                data, ncols, typed, keep, rows_read=lambda rows, more: source.limits.check_rows(source.name, rows, at_least=more)
+            )
             reading_pool().release_unused()  # the parser's scratch space: numpy cannot reuse it
         except _EmptyField:
             continue
@@ -305,7 +324,6 @@ def _score_error(source: Source, line: int, text: str) -> ParseError:
 
 def parse_run_frame(source: Source) -> pd.DataFrame:
     """``query_id``, ``doc_id``, ``score`` from a TREC run file."""
-    check_line_rows(source, min_row_bytes=len("q Q0 d 1 1 t\n"))
     table, data = _fast_table(source, min_cols=6, max_cols=None, typed={4: pa.float64()}, keep=(0, 2, 4))
     if table is not None and data is not None:
         if table.num_rows == 0:
@@ -325,6 +343,7 @@ def parse_run_frame(source: Source) -> pd.DataFrame:
             },
             copy=False,
         )
+    check_line_rows(source, min_row_bytes=len("q Q0 d 1 1 t\n"))  # Arrow counted as it read; these parsers do not
     frame = _pandas_run(source, data) if data is not None else None
     return frame if frame is not None else _slow_run(source)
 
@@ -403,9 +422,9 @@ def read_run(source: Source, *, name: str) -> Run:
 # --------------------------------------------------------------------------
 def parse_qrels_frame(source: Source) -> pd.DataFrame:
     """``query_id``, ``doc_id``, ``relevance`` from a TREC qrels file."""
-    check_line_rows(source, min_row_bytes=len("q 0 d 1\n"))
     table, data = _fast_table(source, min_cols=4, max_cols=4, typed={3: pa.int64()}, keep=(0, 2, 3))
     if table is None or data is None:
+        check_line_rows(source, min_row_bytes=len("q 0 d 1\n"))  # Arrow counted as it read; the scan does not
         frame, lines = _slow_qrels(source)
     else:
         frame = pd.DataFrame(
