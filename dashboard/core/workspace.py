@@ -231,15 +231,23 @@ class Workspace:
             while len(self._objects) > self._cache_size:
                 self._objects.popitem(last=False)
 
+    # a renamed object is remembered in place of the old one: every caller then gets the same object, and the
+    # engine's caches (alignments, fingerprints), which are kept per object, are found again
     def _load_dataset(self, ident: str, name: str) -> Dataset:
         dataset = self._cached("dataset:" + ident, lambda: self.store.get_dataset(ident))
         assert isinstance(dataset, Dataset)
-        return dataset if dataset.name == name else dataclasses.replace(dataset, name=name)
+        if dataset.name != name:
+            dataset = dataclasses.replace(dataset, name=name)
+            self._remember("dataset:" + ident, dataset)
+        return dataset
 
     def _load_run(self, ident: str, name: str) -> Run:
         run = self._cached("run:" + ident, lambda: self.store.get_run(ident))
         assert isinstance(run, Run)
-        return run if run.name == name else run.with_name(name)
+        if run.name != name:
+            run = run.with_name(name)
+            self._remember("run:" + ident, run)
+        return run
 
     # --- writes ------------------------------------------------------------------------
 
@@ -255,8 +263,9 @@ class Workspace:
         if existing is not None:
             return existing
         unique = _unique(name or dataset.name, {e.name for e in self.datasets()})
-        self.store.put_dataset(dataset if unique == dataset.name else dataclasses.replace(dataset, name=unique), ident=ident)
-        self._remember("dataset:" + ident, dataset)
+        stored = dataset if unique == dataset.name else dataclasses.replace(dataset, name=unique)
+        self.store.put_dataset(stored, ident=ident)
+        self._remember("dataset:" + ident, stored)
         self.refresh()
         entry = self.dataset(ident)
         assert entry is not None

@@ -202,3 +202,15 @@ def test_the_evaluation_aligned_while_a_run_is_stored_is_the_one_the_pages_reuse
 
     failing = ws.add_run(entry.id, load_run(DATA / "mini-dense.trec"), meanwhile=lambda stored: 1 / 0)
     assert ws.run(entry.id, failing.id) is not None  # an error in the side work does not stop the store
+
+
+def test_a_renamed_dataset_or_run_is_one_object_for_every_caller(tmp_path, mini) -> None:
+    """The engine keeps alignments per object: a rename must not hand out a new object at each access."""
+    dataset, bm25, _ = mini
+    ws = Workspace(Store(_sqlite(tmp_path)))
+    entry = ws.add_dataset(dataset, name="renamed at upload")
+    run_entry = ws.add_run(entry.id, bm25)
+    assert entry.dataset is ws.dataset(entry.id).dataset and entry.dataset.name == "renamed at upload"  # type: ignore[union-attr]
+    ws.rename_run(entry.id, run_entry.id, "later name")
+    first, second = ws.run(entry.id, run_entry.id), ws.run(entry.id, run_entry.id)
+    assert first is not None and second is not None and first.run is second.run and first.run.name == "later name"
