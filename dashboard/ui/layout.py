@@ -39,8 +39,7 @@ class Page:
 def _facts(workspace: Workspace, dataset_id: str) -> Facts:
     entry = workspace.dataset(dataset_id)
     assert entry is not None
-    queries = entry.dataset.queries
-    ids = set(queries["query_id"])
+    query_ids = entry.dataset.queries["query_id"]
     runs = workspace.runs(dataset_id)
     return Facts(
         runs=[r.id for r in runs],
@@ -48,7 +47,7 @@ def _facts(workspace: Workspace, dataset_id: str) -> Facts:
         name=entry.name,
         categories=frames.group_values(entry.dataset, "category"),
         difficulties=frames.group_values(entry.dataset, "difficulty"),
-        has_query=lambda q: q in ids,
+        has_query=lambda q: bool((query_ids == q).any()),  # asked for one query: no set of 100,000 ids per rerun
         k_max=K_MAX,
     )
 
