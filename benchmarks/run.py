@@ -192,6 +192,11 @@ class FloorJob:
         import pyarrow.compute as pc
         import pyarrow.csv as pacsv
 
+        from ragmetrics.memory import reading_pool
+
+        # the floor reads into the Arrow pool ragmetrics' readers use (jemalloc where pyarrow has it), so that
+        # the allocator is not what tells the two parses apart
+        pa.set_memory_pool(reading_pool())
         self.np, self.pa, self.pc, self.pacsv = np, pa, pc, pacsv
 
     def _read(self, path: Path, names: list[str]):
