@@ -8,9 +8,7 @@ slices these arrays (see :meth:`RunEval.values`).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -85,7 +83,6 @@ class RunEval:
     ranking: Ranking
     dataset: Dataset = field(repr=False)
     computed: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
-    _curve_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def n_queries(self) -> int:
@@ -137,11 +134,10 @@ class RunEval:
     def kept_curve(self, metric: str, k_max: int) -> np.ndarray:
         """:meth:`curve` as kept: a read-only float32 view for the curves kept to K_MAX (no copy; sum it in float64)."""
         if k_max <= K_MAX and metric in CURVE_METRICS:
-            with self._curve_lock:  # one computation per curve, also when prefetch_curves is at it
-                if metric not in self.curves:  # computed on first use: a 100,000-query run need not pay for all seven
-                    kept = registry.curve(self.ranking, metric, K_MAX).astype(np.float32)
-                    kept.flags.writeable = False
-                    self.curves[metric] = kept
+            if metric not in self.curves:  # computed on first use: a 100,000-query run need not pay for all seven
+                kept = registry.curve(self.ranking, metric, K_MAX).astype(np.float32)
+                kept.flags.writeable = False
+                self.curves[metric] = kept
             return self.curves[metric][:, :k_max]
         return registry.curve(self.ranking, metric, k_max)
 
@@ -164,18 +160,6 @@ class RunEval:
         share its rank; the best-ranked chunk comes first.
         """
         return _aligned_rows(self)
-
-
-_PREFETCH = ThreadPoolExecutor(1, thread_name_prefix="ragmetrics-prefetch")
-
-
-def prefetch_curves(evals: Sequence[RunEval], metrics: Sequence[str]) -> None:
-    """Compute ``metrics``' curves of ``evals`` on a background thread, for the page a person is likely to open
-    next (the overview after an upload); a page that asks for a curve meanwhile waits for it, not computes it twice."""
-    for ev in evals:
-        for metric in metrics:
-            if metric not in ev.curves:
-                _PREFETCH.submit(ev.kept_curve, metric, K_MAX)
 
 
 def evaluate_run(dataset: Dataset, run: Run, *, run_id: str = "", k_max: int = K_MAX) -> RunEval:

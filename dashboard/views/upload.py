@@ -9,7 +9,6 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.core import frames
-from dashboard.core.evaluation import prefetch_curves
 from dashboard.core.text import md_escape
 from dashboard.ui import cache, ingest, layout
 
@@ -74,7 +73,6 @@ else:
             },
         )
         st.caption("Everything looks right? Open **Overview** in the menu: the uploaded runs are selected.")
-        prefetch_curves(evals, frames.CURVE_PANEL_METRICS)  # the overview's curves, computed while this page is read
 
 st.subheader("Loaded")
 st.caption(

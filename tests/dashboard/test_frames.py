@@ -287,32 +287,3 @@ def test_curves_are_computed_on_first_use_and_values_agree_before_and_after(faq)
         assert curve.shape == (ev.n_queries, 20) and m in ev.curves
         np.testing.assert_array_equal(ev.values(f"{m}@7"), before[m])
         np.testing.assert_array_equal(curve[:, 6], before[m])
-
-
-def test_prefetched_curves_are_computed_once_and_equal_the_page_s(faq, monkeypatch) -> None:
-    """prefetch_curves fills a run's curves on a background thread; a page asking meanwhile waits for them."""
-    import threading
-
-    from dashboard.core import evaluation
-    from ragmetrics import metrics as registry
-
-    ev = evaluation.evaluate_run(faq.dataset, faq.runs[0][0])
-    calls, started, release = [], threading.Event(), threading.Event()
-    original = registry.curve
-
-    def slow_curve(ranking, metric, k_max):
-        calls.append(metric)
-        started.set()
-        release.wait(5)
-        return original(ranking, metric, k_max)
-
-    monkeypatch.setattr(evaluation.registry, "curve", slow_curve)
-    evaluation.prefetch_curves([ev], ["recall"])
-    assert started.wait(5)
-    waiter = threading.Thread(target=lambda: ev.kept_curve("recall", 10))
-    waiter.start()
-    release.set()
-    waiter.join(5)
-    evaluation._PREFETCH.submit(lambda: None).result(5)  # the prefetch queue is drained
-    assert calls == ["recall"]
-    assert np.array_equal(ev.kept_curve("recall", 10), original(ev.ranking, "recall", 10).astype(np.float32))
