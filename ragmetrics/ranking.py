@@ -3,9 +3,12 @@
 The run is sorted once (score descending as float64, ties by doc_id descending in
 byte order, as trec_eval; the file's rank column and line order are ignored),
 duplicate (query, doc) rows keep their best-ranked occurrence, and each row's
-label is looked up in one vectorised join. Every metric at every cut-off then
-comes from per-query cumulative sums: flat arrays for whole-ranking metrics, a
-dense query-by-rank matrix (built once per depth) for cut-off metrics and curves.
+label is looked up per query: document ids are compared by 64-bit fingerprints
+within each query (every match confirmed on the strings), with dictionary-encoded
+ids as the exact fallback when a fingerprint collides or the run is too ragged.
+Every metric at every cut-off then comes from per-query cumulative sums: flat
+arrays for whole-ranking metrics, a dense query-by-rank matrix (built once per
+depth) for cut-off metrics and curves.
 """
 
 from __future__ import annotations
