@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,14 +62,21 @@ def _require_columns(frame: pd.DataFrame, required: Iterable[str], what: str) ->
         )
 
 
+def _chunks(array: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    return array.chunks if isinstance(array, pa.ChunkedArray) else [array]
+
+
+def _offsets(chunk: pa.Array) -> np.ndarray:
+    """The string chunk's offsets as a numpy view (``len(chunk) + 1`` of them, slicing applied)."""
+    width = np.int64 if pa.types.is_large_string(chunk.type) or pa.types.is_large_binary(chunk.type) else np.int32
+    return np.frombuffer(chunk.buffers()[1], dtype=width)[chunk.offset : chunk.offset + len(chunk) + 1]
+
+
 def _has_empty_string(array: pa.Array | pa.ChunkedArray) -> bool:
     """True if some string is empty: two equal neighbouring offsets (no lengths array is built)."""
-    for chunk in array.chunks if isinstance(array, pa.ChunkedArray) else [array]:
-        if len(chunk) == 0:
-            continue
-        width = np.int64 if pa.types.is_large_string(chunk.type) or pa.types.is_large_binary(chunk.type) else np.int32
-        offsets = np.frombuffer(chunk.buffers()[1], dtype=width)[chunk.offset : chunk.offset + len(chunk) + 1]
-        if np.any(offsets[1:] == offsets[:-1]):
+    for chunk in _chunks(array):
+        offsets = _offsets(chunk)
+        if len(chunk) and np.any(offsets[1:] == offsets[:-1]):
             return True
     return False
 
@@ -128,6 +135,21 @@ def arrow_strings(values: pd.Series | pa.Array | pa.ChunkedArray) -> pa.Array | 
     return array
 
 
+def _once(cache: dict, key: Any, compute: Callable[[], Any]) -> Any:
+    """``cache[key]``, computed on first use (what a Run or Dataset derives from its frames)."""
+    if key not in cache:
+        cache[key] = compute()
+    return cache[key]
+
+
+def strings_of(values: pd.Series | pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """:func:`arrow_strings`, or the values converted to Arrow strings when they are not (ids of other types)."""
+    array = arrow_strings(values)
+    if array is None:
+        array = pa.array(pd.Series(values).astype(str).to_numpy(dtype=object), type=pa.large_string())
+    return array
+
+
 def factorize_ids(values: pd.Series | pa.Array | pa.ChunkedArray, *, grouped: bool = False) -> tuple[np.ndarray, pa.Array | np.ndarray]:
     """``(codes, names)``: int32 codes in first-seen order and the distinct values (``names[codes]`` is the column).
 
@@ -153,6 +175,13 @@ _BYTE_MASKS = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [(1 << 64) - 1],
 _FP_SEED, _FP_MIX, _FP_SHIFT = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(31)
 
 
+def _mix(h: np.ndarray, word: np.ndarray) -> None:
+    """One step of the fingerprint, in place: h = f(h xor word) with f a bijection of 64-bit words."""
+    h ^= word
+    h *= _FP_MIX
+    h ^= h >> _FP_SHIFT
+
+
 def string_fingerprints(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """A 64-bit fingerprint of each string (its UTF-8 bytes and length), uint64.
 
@@ -161,7 +190,7 @@ def string_fingerprints(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     strings. Read straight from Arrow's buffers eight bytes at a time: about
     0.3-0.6 s for 10M ids where hashing them into a dictionary took 1.0-1.2 s.
     """
-    chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
+    chunks = _chunks(array)
     out = np.empty(sum(len(c) for c in chunks), dtype=np.uint64)
     at = 0
     for chunk in chunks:
@@ -170,8 +199,7 @@ def string_fingerprints(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
             continue
         if not pa.types.is_large_string(chunk.type):
             chunk = chunk.cast(pa.large_string())
-        _, offsets_buffer, data_buffer = chunk.buffers()
-        offsets = np.frombuffer(offsets_buffer, dtype=np.int64)[chunk.offset : chunk.offset + n + 1]
+        offsets = _offsets(chunk)
         base, end = int(offsets[0]), int(offsets[-1])
         start = offsets[:-1] - base
         length = np.diff(offsets)
@@ -179,29 +207,23 @@ def string_fingerprints(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
         # zero bytes past the end: every word read below lies inside the copy (words of ids that have ended are masked off)
         padded = np.zeros(end - base + longest + 16, dtype=np.uint8)
         if end > base:
-            padded[: end - base] = np.frombuffer(data_buffer, dtype=np.uint8, count=end)[base:]
+            padded[: end - base] = np.frombuffer(chunk.buffers()[2], dtype=np.uint8, count=end)[base:]
         words = np.ndarray(shape=(len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
         h = out[at : at + n]
         np.multiply(length.astype(np.uint64), _FP_SEED, out=h)
         for k in range(0, longest, 8):
             # an id of L bytes mixes in its ceil(L / 8) words, whatever the other ids' lengths
-            if shortest > k:
-                h ^= words[start + k] & _BYTE_MASKS[np.minimum(length - k, 8)] if shortest < k + 8 else (words[start + k] if k else words[start])
-                h *= _FP_MIX
-                h ^= h >> _FP_SHIFT
-                continue
-            live = length > k
-            if np.count_nonzero(live) * 4 > n:  # most ids go on: mix them all, keep the ended ones' values
-                mixed = h ^ (words[start + k] & _BYTE_MASKS[np.clip(length - k, 0, 8)])
-                mixed *= _FP_MIX
-                mixed ^= mixed >> _FP_SHIFT
+            if shortest > k:  # every id goes on: all rows, masked only where an id ends within the word
+                _mix(h, words[start + k] & _BYTE_MASKS[np.minimum(length - k, 8)] if shortest < k + 8 else words[start + k])
+            elif np.count_nonzero(live := length > k) * 4 > n:  # most go on: mix all, keep the ended ones' values
+                mixed = h.copy()
+                _mix(mixed, words[start + k] & _BYTE_MASKS[np.clip(length - k, 0, 8)])
                 np.copyto(h, mixed, where=live)
-                continue
-            live = np.flatnonzero(live)
-            mixed = h[live] ^ (words[start[live] + k] & _BYTE_MASKS[np.minimum(length[live] - k, 8)])
-            mixed *= _FP_MIX
-            mixed ^= mixed >> _FP_SHIFT
-            h[live] = mixed
+            else:  # a few long ids: only their rows
+                rows = np.flatnonzero(live)
+                mixed = h[rows]
+                _mix(mixed, words[start[rows] + k] & _BYTE_MASKS[np.minimum(length[rows] - k, 8)])
+                h[rows] = mixed
         at += n
     return out
 
@@ -248,22 +270,15 @@ class Dataset:
 
     def qrels_query_rows(self) -> np.ndarray:
         """Each judgment's row in ``queries`` (every qrels query is there), computed once per dataset."""
-        if "query_rows" not in self._derived:
-            self._derived["query_rows"] = pd.Index(self.queries["query_id"]).get_indexer(self.qrels["query_id"])
-        return self._derived["query_rows"]
+        return _once(self._derived, "query_rows", lambda: pd.Index(self.queries["query_id"]).get_indexer(self.qrels["query_id"]))
 
     def qrels_doc_values(self) -> pa.Array | pa.ChunkedArray:
         """The judged documents' ids as Arrow strings (qrels order)."""
-        if "doc_values" not in self._derived:
-            array = arrow_strings(self.qrels["doc_id"])
-            self._derived["doc_values"] = array if array is not None else pa.array(self.qrels["doc_id"].astype(str).to_numpy(dtype=object), type=pa.large_string())
-        return self._derived["doc_values"]
+        return _once(self._derived, "doc_values", lambda: strings_of(self.qrels["doc_id"]))
 
     def qrels_doc_fingerprints(self) -> np.ndarray:
         """:func:`string_fingerprints` of each judgment's document, computed once per dataset."""
-        if "doc_fingerprints" not in self._derived:
-            self._derived["doc_fingerprints"] = string_fingerprints(self.qrels_doc_values())
-        return self._derived["doc_fingerprints"]
+        return _once(self._derived, "doc_fingerprints", lambda: string_fingerprints(self.qrels_doc_values()))
 
     def forget_derived(self) -> None:
         """Drop what was computed from the qrels (it is rebuilt on demand)."""
@@ -389,12 +404,6 @@ class Run:
     has_scores: bool = True
     _derived: dict[tuple[str, str], Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
-    def _once(self, kind: str, column: str, compute) -> Any:
-        key = (kind, column)
-        if key not in self._derived:
-            self._derived[key] = compute()
-        return self._derived[key]
-
     def id_values(self, column: str) -> pa.Array | pa.ChunkedArray:
         """``query_id``, ``doc_id`` or ``document`` (``source_doc`` where a row names one,
         else ``doc_id``) as Arrow strings, zero-copy where the frame holds Arrow strings."""
@@ -404,15 +413,14 @@ class Run:
             values = frame[column if column != "document" else "doc_id"]
             if column == "document" and "source_doc" in frame.columns:
                 values = frame["source_doc"].fillna(frame["doc_id"])
-            array = arrow_strings(values)
-            return array if array is not None else pa.array(values.astype(str).to_numpy(dtype=object), type=pa.large_string())
+            return strings_of(values)
 
-        return self._once("values", column, compute)
+        return _once(self._derived, ("values", column), compute)
 
     def id_codes(self, column: str) -> tuple[np.ndarray, pa.Array | np.ndarray]:
         """:func:`factorize_ids` of ``query_id``, ``doc_id`` or ``document`` (see :meth:`id_values`),
         computed once per run: every alignment of this run (with any dataset, any settings) reuses it."""
-        return self._once("codes", column, lambda: factorize_ids(self.id_values(column), grouped=column == "query_id"))
+        return _once(self._derived, ("codes", column), lambda: factorize_ids(self.id_values(column), grouped=column == "query_id"))
 
     def id_fingerprints(self, column: str) -> np.ndarray:
         """:func:`string_fingerprints` of each row's ``query_id``, ``doc_id`` or ``document``, computed once per run
@@ -425,7 +433,7 @@ class Run:
                 return string_fingerprints(names)[codes]
             return string_fingerprints(self.id_values(column))
 
-        return self._once("fingerprints", column, compute)
+        return _once(self._derived, ("fingerprints", column), compute)
 
     def forget_derived(self) -> None:
         """Drop the encoded ids, fingerprints and alignments remembered for this run (they are rebuilt on demand)."""

@@ -159,7 +159,7 @@ class Ranking:
         if "doc_code" not in self.__dict__:
             if self.doc_values is None:
                 raise RagMetricsError("this ranking was built without document ids")
-            values = self.doc_values if self.doc_rows is None else pc.take(self.doc_values, self.doc_rows)
+            values = self.doc_values if self.doc_rows is None else take_strings(self.doc_values, self.doc_rows)
             self.__dict__["doc_code"] = factorize_ids(values)[0]
         return self.__dict__["doc_code"]
 
@@ -441,8 +441,8 @@ class _FingerprintRows:
     against the strings."""
 
     def __init__(self, keys: np.ndarray, bits: int, starts: np.ndarray, n_ret: np.ndarray) -> None:
-        self.keys, self.bits, self.starts, self.n_ret = keys, bits, starts, n_ret
-        self.low = np.uint64((1 << bits) - 1)
+        self.keys, self.starts, self.n_ret = keys, starts, n_ret
+        self.low = np.uint64((1 << bits) - 1)  # the key's low bits: the row's place in its query
 
     @classmethod
     def build(cls, fp: np.ndarray, q: np.ndarray, pos: np.ndarray, starts: np.ndarray, n_ret: np.ndarray) -> _FingerprintRows | None:
@@ -542,9 +542,12 @@ def _align_documents(
     found = _align_by_fingerprints(run, dataset, doc_column, src, q, pos, starts, n_ret, qrels_q, qrels_rows, qrels_label, use_source)
     if found is not None:
         return found
-    doc_code, doc_names = run.id_codes(doc_column)
-    doc_code = doc_code if src is None else doc_code[src]
-    chunk_dups = _later_duplicates(q, (run.id_codes("doc_id")[0] if src is None else run.id_codes("doc_id")[0][src]) if use_source else doc_code, pos, n_ret)
+    def codes_of(column: str) -> np.ndarray:
+        codes = run.id_codes(column)[0]
+        return codes if src is None else codes[src]
+
+    doc_code, doc_names = codes_of(doc_column), run.id_codes(doc_column)[1]
+    chunk_dups = _later_duplicates(q, codes_of("doc_id") if use_source else doc_code, pos, n_ret)
     doc_dups = _later_duplicates(q, doc_code, pos, n_ret) if use_source else chunk_dups
     qrels_code = _codes_in(dataset.qrels["doc_id"].iloc[qrels_rows], doc_names)
     label = _labels(q, doc_code, qrels_q, qrels_code, qrels_label, max(len(doc_names), 1))

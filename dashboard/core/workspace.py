@@ -296,7 +296,7 @@ class Workspace:
             if meanwhile is not None:
                 pool.submit(meanwhile, renamed)  # waited for on leaving the block; an error in it is not raised here
             self.store.put_run(renamed, dataset_ident, ident=ident, rows=rows.result())
-        self._remember("run:" + ident, renamed)  # with its encoded ids: the first evaluation need not read it back
+        self._remember("run:" + ident, renamed)  # with its fingerprints and alignment: the first evaluation need not read it back
         self.refresh()
         entry = self.run(dataset_ident, ident)
         assert entry is not None
