@@ -19,6 +19,7 @@ construction so the engine can trust them:
 from __future__ import annotations
 
 import hashlib
+import threading
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -136,10 +137,23 @@ def arrow_strings(values: pd.Series | pa.Array | pa.ChunkedArray) -> pa.Array | 
 
 
 def _once(cache: dict, key: Any, compute: Callable[[], Any]) -> Any:
-    """``cache[key]``, computed on first use (what a Run or Dataset derives from its frames)."""
-    if key not in cache:
-        cache[key] = compute()
+    """``cache[key]``, computed on first use (what a Run or Dataset derives from its frames).
+
+    Thread-safe per key: a thread that asks while another computes the same key waits for that result
+    (the dashboard hashes a run for the store while another thread aligns it; both need its fingerprints)."""
+    try:
+        return cache[key]
+    except KeyError:
+        pass
+    with _ONCE_GUARD:
+        lock = cache.setdefault(("computing", key), threading.Lock())
+    with lock:
+        if key not in cache:
+            cache[key] = compute()
     return cache[key]
+
+
+_ONCE_GUARD = threading.Lock()
 
 
 def strings_of(values: pd.Series | pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:

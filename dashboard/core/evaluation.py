@@ -135,7 +135,7 @@ class RunEval:
         """:meth:`curve` as kept: a read-only float32 view for the curves kept to K_MAX (no copy; sum it in float64)."""
         if k_max <= K_MAX and metric in CURVE_METRICS:
             if metric not in self.curves:  # computed on first use: a 100,000-query run need not pay for all seven
-                kept = registry.curve(self.ranking, metric, K_MAX).astype(np.float32)
+                kept = registry.curve(self.ranking, metric, K_MAX, dtype=np.float32)
                 kept.flags.writeable = False
                 self.curves[metric] = kept
             return self.curves[metric][:, :k_max]

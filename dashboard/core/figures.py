@@ -244,3 +244,25 @@ def rank_histogram_figure(tables: dict[str, pd.DataFrame], k: int, runs: Sequenc
     fig.update_yaxes(title_text="queries")
     _base_layout(fig, 360)
     return fig
+
+
+def depth_figure(depths: pd.DataFrame, runs: Sequence[str] | None = None) -> go.Figure:
+    """Queries per number of documents retrieved, one bar colour per run (:func:`dashboard.core.frames.depth_frame`).
+
+    A run cut short for some queries, or missing some, shows here before any metric is read."""
+    names = _runs_in(depths, runs)
+    colors = run_colors(names)
+    fig = go.Figure()
+    for run in names:
+        part = depths[depths["run"] == run]
+        fig.add_trace(
+            go.Bar(
+                x=part["retrieved"].tolist(), y=part["queries"].tolist(), name=safe(run), marker={"color": colors[run]},
+                hovertemplate="%{y:,} queries with %{x} documents<extra>%{fullData.name}</extra>",
+            )
+        )
+    fig.update_layout(barmode="group", title={"text": "Documents retrieved per query"}, showlegend=True)
+    fig.update_xaxes(title_text="documents retrieved (after merging chunks)", rangemode="tozero")
+    fig.update_yaxes(title_text="queries")
+    _base_layout(fig, 300)
+    return fig

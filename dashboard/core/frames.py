@@ -532,6 +532,19 @@ def validation_frame(dataset: Dataset, evals: Sequence[RunEval], *, min_group: i
     return pd.DataFrame(rows, columns=VALIDATION_COLUMNS)
 
 
+def depth_frame(evals: Sequence[RunEval]) -> pd.DataFrame:
+    """How deep each run ranks its evaluated queries: ``run, retrieved, queries`` (queries that got that many
+    documents, after chunks were merged into documents; 0 for a query the run left out)."""
+    parts = []
+    for ev in evals:
+        counts = np.bincount(ev.ranking.n_ret, minlength=1)
+        depths = np.flatnonzero(counts)
+        parts.append(pd.DataFrame({"run": ev.name, "retrieved": depths, "queries": counts[depths]}))
+    if not parts:
+        return pd.DataFrame(columns=["run", "retrieved", "queries"])
+    return pd.concat(parts, ignore_index=True)
+
+
 def query_labels(frame: pd.DataFrame, limit: int = 60) -> dict[str, str]:
     """``{query_id: "query_id · text…"}`` for pickers."""
     from dashboard.core.text import snippet

@@ -280,21 +280,22 @@ class Workspace:
         stored, given the run object the workspace will hand out; its errors are left for that page to meet."""
         if self.dataset(dataset_ident) is None:
             raise StoreKeyError(f"no dataset {dataset_ident!r} in the workspace")
+        name = _unique(run.name, {e.name for e in self.runs(dataset_ident)})
+        renamed = run if name == run.name else run.with_name(name)  # the object handed out, hashed and aligned
         with ThreadPoolExecutor(2) as pool:
-            # the rows are written to Parquet while they are hashed: two cores, ~1 s less for 10M rows
-            rows = pool.submit(store_mod.frame_parquet, run.frame)
-            ident = store_mod.run_id(run)
+            # the rows are written to Parquet while they are hashed and aligned (the hash and the alignment share
+            # the ids' fingerprints): on two cores this keeps both busy, which one after the other did not
+            rows = pool.submit(store_mod.frame_parquet, renamed.frame)
+            if meanwhile is not None:
+                pool.submit(meanwhile, renamed)  # waited for on leaving the block; an error in it is not raised here
+            ident = store_mod.run_id(renamed)
             with self._lock:
                 if source:
                     self._sources.setdefault(ident, source)
             existing = self.run(dataset_ident, ident)
-            if existing is not None:
+            if existing is not None:  # stored before (under its first name)
                 rows.cancel()
                 return existing
-            name = _unique(run.name, {e.name for e in self.runs(dataset_ident)})
-            renamed = run if name == run.name else run.with_name(name)
-            if meanwhile is not None:
-                pool.submit(meanwhile, renamed)  # waited for on leaving the block; an error in it is not raised here
             self.store.put_run(renamed, dataset_ident, ident=ident, rows=rows.result())
         self._remember("run:" + ident, renamed)  # with its fingerprints and alignment: the first evaluation need not read it back
         self.refresh()

@@ -73,6 +73,11 @@ def read_view_state(page: str) -> PageStart:
     return PageStart(last.with_(page=page), [], fresh=forced or last_page != page)
 
 
+def last_view() -> ViewState | None:
+    """The view the last run ended with (None before the first run finished)."""
+    return st.session_state.get(_VIEW)
+
+
 def write_view_state(state: ViewState, *, reseed: bool = False) -> None:
     """Keep ``state`` as the last view and put it in the URL (only when it changed).
 

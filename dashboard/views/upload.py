@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.core import frames
+from dashboard.core import figures, frames
 from dashboard.core.text import md_escape
 from dashboard.ui import cache, ingest, layout
 
@@ -25,25 +25,28 @@ st.caption(
     "or a qrels file together with files named *queries* and *corpus*. Runs below are added to the dataset selected in the sidebar."
 )
 dataset_files = st.file_uploader(
-    "Dataset files", type=ingest.DATASET_TYPES, accept_multiple_files=True, key="upload.dataset"
+    "Dataset files", type=ingest.DATASET_TYPES, accept_multiple_files=True, key=ingest.DATASET_KEY,
+    on_change=ingest.on_dataset_upload,
 )
+# ingested by the callback already (this only shows its outcome), unless a file came without one
 outcome = ingest.ingest_dataset(dataset_files or [], workspace)
 ingest.show_outcomes([outcome])
-if outcome is not None and outcome.ok and outcome.ident and outcome.ident != view.dataset and ingest.is_new(outcome):
-    layout.rerun_with(view.with_(dataset=outcome.ident, runs=(), baseline=None, focus_run=None, query=None, category=None, difficulty=None))
+if (opened := ingest.view_with_dataset(view, outcome)) is not None:
+    layout.rerun_with(opened)
 
 st.subheader("2 · Runs")
 if page.dataset is None:
     st.info("Load a dataset first.")
 else:
     st.caption(f"Runs are added to **{md_escape(page.dataset.name)}**. TREC, JSONL, CSV/TSV, Parquet or ranx JSON; .gz is fine.")
-    run_files = st.file_uploader("Run files", type=ingest.RUN_TYPES, accept_multiple_files=True, key="upload.runs")
-    outcomes = ingest.ingest_runs(run_files or [], page.dataset.id, workspace)
+    run_files = st.file_uploader(
+        "Run files", type=ingest.RUN_TYPES, accept_multiple_files=True, key=ingest.RUNS_KEY,
+        on_change=ingest.on_runs_upload, args=(page.dataset.id,),
+    )
+    outcomes = ingest.ingest_runs(run_files or [], page.dataset.id, workspace)  # as for the dataset above
     ingest.show_outcomes(outcomes)
-    added = [o.ident for o in outcomes if o.ok and o.ident and ingest.is_new(o)]
-    if added:
-        selected = list(dict.fromkeys([*[r for r in view.runs if workspace.run(page.dataset.id, r)], *added]))
-        layout.rerun_with(view.with_(runs=tuple(selected)))
+    if (selected := ingest.view_with_runs(view, outcomes, page.dataset.id, workspace)) is not None:
+        layout.rerun_with(selected)
 
     st.subheader("3 · Validation report")
     runs = page.runs or workspace.runs(page.dataset.id)
@@ -71,6 +74,9 @@ else:
                 "examples": st.column_config.TextColumn("examples", width="medium"),
                 "effect": st.column_config.TextColumn("what happens", width="medium"),
             },
+        )
+        layout.show_figure(
+            figures.depth_figure(frames.depth_frame(evals), runs=[ev.name for ev in evals]), key="upload.depth", filename="depth"
         )
         st.caption("Everything looks right? Open **Overview** in the menu: the uploaded runs are selected.")
 

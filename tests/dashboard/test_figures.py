@@ -98,3 +98,9 @@ def test_user_text_is_not_markup_in_figures(tiny, tiny_runs) -> None:
     evals = [evaluate_run(tiny, Run.from_frame(tiny_runs[0].frame, name="<b>bold</b> & co"))]
     fig = figures.pr_figure(frames.pr_frame(evals, 10))
     assert fig.data[0].name == "&lt;b&gt;bold&lt;/b&gt; &amp; co"
+
+
+def test_depth_figure_one_bar_series_per_run(tiny_evals) -> None:
+    fig = figures.depth_figure(frames.depth_frame(tiny_evals), runs=["run-b", "run-a"])
+    assert [t.name for t in fig.data] == ["run-b", "run-a"]
+    assert list(fig.data[0].x) == [30] and list(fig.data[0].y) == [12]

@@ -287,3 +287,23 @@ def test_curves_are_computed_on_first_use_and_values_agree_before_and_after(faq)
         assert curve.shape == (ev.n_queries, 20) and m in ev.curves
         np.testing.assert_array_equal(ev.values(f"{m}@7"), before[m])
         np.testing.assert_array_equal(curve[:, 6], before[m])
+
+
+def test_depth_frame_counts_queries_per_ranking_depth(tiny, tiny_runs) -> None:
+    from dashboard.core.evaluation import evaluate_run
+    from ragmetrics import Run
+
+    frame = tiny_runs[1].frame
+    rank = frame.groupby("query_id").cumcount()
+    # q01 cut to 5 documents, q02 left out, q03 given one duplicate row (kept once): 1 query at 0, 1 at 5, 10 at 30
+    cut = frame[~((frame["query_id"] == "q01") & (rank >= 5)) & (frame["query_id"] != "q02")]
+    cut = pd.concat([cut, cut[cut["query_id"] == "q03"].head(1).assign(score=0.5)], ignore_index=True)
+    ev = evaluate_run(tiny, Run.from_frame(cut, name="cut"))
+    depths = frames.depth_frame([ev, *[evaluate_run(tiny, r) for r in tiny_runs[:1]]])
+    assert depths.to_dict("records") == [
+        {"run": "cut", "retrieved": 0, "queries": 1},
+        {"run": "cut", "retrieved": 5, "queries": 1},
+        {"run": "cut", "retrieved": 30, "queries": 10},
+        {"run": "run-a", "retrieved": 30, "queries": 12},
+    ]
+    assert frames.depth_frame([]).columns.tolist() == ["run", "retrieved", "queries"]
