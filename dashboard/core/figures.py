@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
+import plotly.io as pio
 from plotly.subplots import make_subplots
 
 from dashboard.core.evaluation import metric_title, pretty
@@ -26,6 +27,7 @@ BAND_SUFFIX = " · 95% CI"
 PR_LABEL_KS: tuple[int, ...] = (1, 5, 10, 20, 50, 100)
 _TEXT_POSITIONS = ("top right", "bottom left", "middle right", "top left", "bottom right")
 FONT = "Source Sans Pro, Noto Sans CJK SC, Noto Sans, sans-serif"
+TEMPLATE = pio.templates["plotly_white"]  # built with this module, not by the first chart a page draws
 
 
 def safe(text: object) -> str:
@@ -45,7 +47,7 @@ def _rgba(hex_color: str, alpha: float) -> str:
 
 def _base_layout(fig: go.Figure, height: int) -> None:
     fig.update_layout(
-        template="plotly_white",
+        template=TEMPLATE,
         height=height,
         margin={"l": 50, "r": 20, "t": 50, "b": 50},
         font={"family": FONT},

@@ -213,6 +213,15 @@ def query_table(ev: RunEval, k: int, spec: MetricSpec | str | None = None) -> pd
     )
 
 
+def run_findings(
+    ev: RunEval, k: int, spec: str, label: str, low_mrr: float, table: pd.DataFrame | None = None
+) -> list[diagnosis.Finding]:
+    """Plain-language findings for one run at K: :func:`ragmetrics.diagnosis.diagnose` over its
+    :func:`query_table` (pass ``table`` when it is at hand)."""
+    table = query_table(ev, k, spec) if table is None else table
+    return diagnosis.diagnose(ev.name, table, k=k, deep_k=min(K_MAX, max(ev.depth, 1)), metric_label=label, low_mrr=low_mrr)
+
+
 def _relevant_lists(ev: RunEval, query_ids: Sequence[str]) -> dict[str, list[tuple[str, int]]]:
     qrels = ev.dataset.qrels
     rel = qrels[(qrels["relevance"] >= ev.ranking.rel_level) & qrels["query_id"].isin(list(query_ids))]

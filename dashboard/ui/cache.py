@@ -20,7 +20,7 @@ from dashboard.core import frames, samples, targets
 from dashboard.core.evaluation import RunEval, evaluate_run
 from dashboard.core.workspace import DatasetEntry, RunEntry, Workspace
 from dashboard.ui import settings
-from ragmetrics.diagnosis import Finding, diagnose
+from ragmetrics.diagnosis import Finding
 from ragmetrics.store import Store
 
 
@@ -127,9 +127,8 @@ def query_table(dataset_id: str, ev: RunEval, k: int, spec: str) -> pd.DataFrame
 
 
 def findings(dataset_id: str, ev: RunEval, k: int, spec: str, label: str, low_mrr: float) -> list[Finding]:
-    table = query_table(dataset_id, ev, k, spec)
-    deep = min(100, max(ev.depth, 1))
-    return diagnose(ev.name, table, k=k, deep_k=deep, metric_label=label, low_mrr=low_mrr)
+    """:func:`dashboard.core.frames.run_findings` over the cached query table."""
+    return frames.run_findings(ev, k, spec, label, low_mrr, table=query_table(dataset_id, ev, k, spec))
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

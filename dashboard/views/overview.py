@@ -87,25 +87,29 @@ if page.evals and page.dataset is not None:
 
     st.subheader("Report")
     low_mrr = targets.threshold_for(in_force, "mrr", 0.70)
-    findings = [f for ev in evals for f in cache.findings(ds.id, ev, k, f"hits@{k}", f"Hits@{k}", low_mrr)]
-    data = report.ReportInput(
-        dataset=ds.name,
-        summary=frames.dataset_summary(ds.dataset),
-        k=k,
-        profile=targets.profile_title(view.profile),
-        overview=overview,
-        summary_ci=summary,
-        checks=checks,
-        findings=findings,
-        link=share_query(view),
-    )
+
+    def report_input() -> report.ReportInput:
+        # runs when a report is downloaded (Streamlit's deferred download), not on every draw of the page
+        return report.ReportInput(
+            dataset=ds.name,
+            summary=frames.dataset_summary(ds.dataset),
+            k=k,
+            profile=targets.profile_title(view.profile),
+            overview=overview,
+            summary_ci=summary,
+            checks=checks,
+            findings=[f for ev in evals for f in frames.run_findings(ev, k, f"hits@{k}", f"Hits@{k}", low_mrr)],
+            link=link,
+        )
+
+    link = share_query(view)
     c1, c2, _ = st.columns([1, 1, 3])
     c1.download_button(
-        "HTML report", report.html_report(data).encode("utf-8"), file_name=f"ragmetrics-{ds.name}-k{k}.html",
+        "HTML report", lambda: report.html_report(report_input()).encode("utf-8"), file_name=f"ragmetrics-{ds.name}-k{k}.html",
         mime="text/html", on_click="ignore", icon=":material/description:", key="overview.report.html",
     )
     c2.download_button(
-        "Markdown report", report.markdown_report(data).encode("utf-8"), file_name=f"ragmetrics-{ds.name}-k{k}.md",
+        "Markdown report", lambda: report.markdown_report(report_input()).encode("utf-8"), file_name=f"ragmetrics-{ds.name}-k{k}.md",
         mime="text/markdown", on_click="ignore", icon=":material/article:", key="overview.report.md",
     )
 

@@ -69,6 +69,15 @@ def test_upload_explore_and_open_a_missed_query(page: Page, app_url: str) -> Non
     expect(page.get_by_text("mini_eval", exact=False).first).to_be_visible()
     assert legend_names(page) == ["mini-bm25", "mini-dense"]
     assert "v=1" in page.url and "runs=" in page.url
+    # the reports are written when asked for (a deferred download), with the overview's numbers and findings
+    for label, marks in (
+        ("HTML report", ("<html", "mini_eval", "<h2>Diagnosis</h2>", "Most misses are near misses")),
+        ("Markdown report", ("## Diagnosis", "### mini-dense: 3 easy queries are missed at K=5")),
+    ):
+        with page.expect_download(timeout=TIMEOUT) as download:
+            page.get_by_role("button", name=label).click()
+        text = Path(download.value.path()).read_text(encoding="utf-8")
+        assert all(mark in text for mark in marks), (label, text[:500])
 
     open_page(page, "Missed queries")
     expect(page.get_by_test_id("stDataFrame").first).to_be_visible(timeout=TIMEOUT)
