@@ -60,6 +60,8 @@ def test_ten_thousand_queries_upload_to_overview(page: Page, app_url: str, tmp_p
     wait_for_app(page)
     dataset_loaded = time.perf_counter()
     page.get_by_test_id("stFileUploaderDropzoneInput").nth(1).set_input_files(str(run))
+    if N_QUERIES >= 50_000:  # the page says what it is doing while it reads (a small run is read within the spinner's delay)
+        expect(page.get_by_text("Reading and storing big-run.trec")).to_be_visible(timeout=TIMEOUT)
     loaded = page.get_by_text("Loaded big-run.trec")
     expect(loaded).to_be_visible(timeout=TIMEOUT)
     wait_for_app(page)
