@@ -196,3 +196,38 @@ def test_dict_json_errors() -> None:
         load_run(b'{\n"q1": {"d": 1},\n"q2": [1]\n}', filename="bad.json")
     with pytest.raises(ParseError, match=r"bad\.json:3: expected each query once"):
         load_run(b'{\n"q1": {"d": 1},\n"q1": {"e": 1}\n}', filename="bad.json", format="dict-json")
+
+
+def test_a_json_list_is_decoded_at_once_and_read_again_for_a_message(monkeypatch) -> None:
+    """A valid list is decoded in one call (no item-by-item scan); any problem sends the reader back to the
+    careful scan, so the message still names the item's line."""
+    import ragmetrics.io._json as json_io
+    import ragmetrics.io.evalset as evalset
+    from ragmetrics.io._source import open_source
+
+    data = as_list([*EVAL, {"query": "deep", "extra": [[[[["x"]]]]]}, {"query": "gr\\u00e4de", "relevant_docs": {"d9": -1}}])
+    careful = load_dataset(data, filename="ok.json")
+    scanned: list[int] = []
+    real_records = json_io.records
+
+    def counting_records(source):
+        scanned.append(1)
+        return real_records(source)
+
+    monkeypatch.setattr(evalset, "records", counting_records)
+    fast = load_dataset(data, filename="ok.json")
+    assert not scanned  # the whole-array path read it
+    assert fast.queries.equals(careful.queries) and fast.qrels.equals(careful.qrels)
+
+    bad = as_list([EVAL[0], EVAL[1], {"query": "q", "relevant_docs": {"d1": 1.5}}])
+    line = bad[: bad.rindex(b"\n  {")].count(b"\n") + 2
+    with pytest.raises(ParseError, match=rf"bad\.json:{line}: expected an integer grade .* in record 3"):
+        load_dataset(bad, filename="bad.json")
+    assert scanned  # read again item by item for the line
+    # what only the careful scan judges is never decoded at once: nesting deeper than MAX_DEPTH, lone surrogates
+    deep = b'[{"query": "a", "x": ' + b"[" * 70 + b"]" * 70 + b"}]"
+    assert json_io.whole_array(open_source(deep, "deep.json", None)) is None
+    lone = b'[{"query": "a\\ud800"}]'
+    assert json_io.whole_array(open_source(lone, "lone.json", None)) is None
+    with pytest.raises(ParseError, match=r"lone\.json:1: expected text that can be written as UTF-8"):
+        load_dataset(lone, filename="lone.json")

@@ -13,12 +13,13 @@ number and its query.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import pandas as pd
 
 from ragmetrics.errors import ParseError
-from ragmetrics.io._json import first_char, first_record, records
+from ragmetrics.io._json import first_char, first_record, records, whole_array
 from ragmetrics.io._source import Source, names_of, shorten
 from ragmetrics.model import Dataset, query_id_from_text
 
@@ -44,13 +45,24 @@ def _as_doc_id(value: Any) -> str | None:
 
 
 def read_evalset(source: Source, *, name: str) -> Dataset:
+    items = whole_array(source)
+    if items is not None:
+        try:
+            return _read(source, name, ((0, number, item) for number, item in enumerate(items, 1)))
+        except ParseError:
+            pass  # read again item by item: the message names the item's line
+    return _read(source, name, records(source))
+
+
+def _read(source: Source, name: str, items: Iterable[tuple[int, int, Any]]) -> Dataset:
+    """The dataset of ``(line, record_number, record)`` items (line 0: not known, see :func:`read_evalset`)."""
     is_list = first_char(source) == "["
     query_rows: list[dict[str, Any]] = []
     qrels: list[tuple[str, str, int]] = []
     seen: dict[str, tuple[int, int]] = {}
     extra_keys: set[str] = set()
 
-    for line, number, record in records(source):
+    for line, number, record in items:
         where = f" in record {number}" if is_list else ""
 
         def fail(expected: str, found: str, query: Any = None) -> ParseError:
