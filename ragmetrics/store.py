@@ -143,7 +143,7 @@ def run_id(run: Run) -> str:
             rows *= _MIX
             rows += pd.util.hash_pandas_object(_hashable(frame[rest]), index=False).to_numpy()
         rows.sort()
-        h.update(rows.tobytes())
+        h.update(rows)  # the sorted array's own buffer (no 80 MB copy for 10M rows)
     return h.hexdigest()[:16]
 
 
