@@ -282,21 +282,26 @@ class Workspace:
             raise StoreKeyError(f"no dataset {dataset_ident!r} in the workspace")
         name = _unique(run.name, {e.name for e in self.runs(dataset_ident)})
         renamed = run if name == run.name else run.with_name(name)  # the object handed out, hashed and aligned
-        with ThreadPoolExecutor(2) as pool:
-            # the rows are written to Parquet while they are hashed and aligned (the hash and the alignment share
-            # the ids' fingerprints): on two cores this keeps both busy, which one after the other did not
+        # the rows are written to Parquet while they are hashed and aligned (the hash and the alignment share
+        # the ids' fingerprints): on two cores this keeps both busy, which one after the other did not
+        pool = ThreadPoolExecutor(2)
+        wait = True  # for meanwhile too; an error in it is not raised here
+        try:
             rows = pool.submit(store_mod.frame_parquet, renamed.frame)
             if meanwhile is not None:
-                pool.submit(meanwhile, renamed)  # waited for on leaving the block; an error in it is not raised here
+                pool.submit(meanwhile, renamed)
             ident = store_mod.run_id(renamed)
             with self._lock:
                 if source:
                     self._sources.setdefault(ident, source)
             existing = self.run(dataset_ident, ident)
-            if existing is not None:  # stored before (under its first name)
+            if existing is not None:  # stored before (under its first name): this copy's work is not waited for
                 rows.cancel()
+                wait = False
                 return existing
             self.store.put_run(renamed, dataset_ident, ident=ident, rows=rows.result())
+        finally:
+            pool.shutdown(wait=wait)
         self._remember("run:" + ident, renamed)  # with its fingerprints and alignment: the first evaluation need not read it back
         self.refresh()
         entry = self.run(dataset_ident, ident)

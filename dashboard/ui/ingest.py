@@ -6,10 +6,10 @@ number, or what was added) keeps showing while the file stays in the
 uploader. The uploaders ingest in their ``on_change`` callbacks
 (:func:`on_dataset_upload`, :func:`on_runs_upload`), which Streamlit runs
 before the page: the page then starts on the view that opens what was added,
-instead of drawing itself twice (a second pass cost about 1 s with a 334 MB
-run in the uploader, which Streamlit deep-copies on every run). A bad file never shows a traceback and never removes anything
-already stored: it fails before the store is written, and each store write is
-one transaction.
+instead of drawing itself twice (the second pass cost about 1 s with a 334 MB
+run). A bad file never shows a traceback and never removes anything already
+stored: it fails before the store is written, and each store write is one
+transaction.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from ragmetrics.limits import ENV_VARS, Limits, human_bytes
 # uploads from the browser get tighter defaults than the CLI; a RAGMETRICS_MAX_* variable still wins
 _UPLOAD_DEFAULTS = {"max_bytes": 1 << 30, "max_rows": 20_000_000, "max_queries": 1_000_000}
 UPLOAD_LIMITS = Limits.from_env(**{k: v for k, v in _UPLOAD_DEFAULTS.items() if not os.environ.get(ENV_VARS[k], "").strip()})
+
 
 def _deepcopy_sharing_bytes(self: UploadedFile, memo: dict[int, Any]) -> UploadedFile:
     """A deep copy of an upload that shares its bytes until one of the two is written to (BytesIO's

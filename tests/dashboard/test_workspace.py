@@ -203,6 +203,16 @@ def test_the_evaluation_aligned_while_a_run_is_stored_is_the_one_the_pages_reuse
     failing = ws.add_run(entry.id, load_run(DATA / "mini-dense.trec"), meanwhile=lambda stored: 1 / 0)
     assert ws.run(entry.id, failing.id) is not None  # an error in the side work does not stop the store
 
+    # the same file again: the stored entry comes back at once, without waiting for this copy's side work
+    import threading
+
+    release, finished = threading.Event(), []
+    again_entry = ws.add_run(
+        entry.id, load_run(DATA / "mini-bm25.trec"), meanwhile=lambda stored: release.wait(30) and finished.append(stored)
+    )
+    assert again_entry.id == run_entry.id and again_entry.run is run_entry.run and not finished
+    release.set()
+
 
 def test_a_renamed_dataset_or_run_is_one_object_for_every_caller(tmp_path, mini) -> None:
     """The engine keeps alignments per object: a rename must not hand out a new object at each access."""
