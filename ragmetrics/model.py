@@ -150,6 +150,7 @@ def _once(cache: dict, key: Any, compute: Callable[[], Any]) -> Any:
     with lock:
         if key not in cache:
             cache[key] = compute()
+        cache.pop(("computing", key), None)  # later callers find the value; the waiting ones hold the lock already
     return cache[key]
 
 

@@ -18,7 +18,7 @@ import os
 
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 from typing import Any
@@ -194,19 +194,21 @@ def view_with_runs(view: ViewState, outcomes: Sequence[Outcome], dataset_id: str
 
 def on_dataset_upload() -> None:
     """``on_change`` of the dataset uploader: ingest before the page runs; the page opens the new dataset."""
-    view = state.last_view()
     outcome = ingest_dataset(state.widget_value(DATASET_KEY) or [], cache.get_workspace())
-    changed = view_with_dataset(view, outcome) if view is not None else None
-    if changed is not None:
-        state.write_view_state(changed, reseed=True)
+    _start_page_on(lambda view: view_with_dataset(view, outcome))
 
 
 def on_runs_upload(dataset_id: str) -> None:
     """``on_change`` of the runs uploader: ingest before the page runs; the page selects the new runs."""
     workspace = cache.get_workspace()
-    view = state.last_view()
     outcomes = ingest_runs(state.widget_value(RUNS_KEY) or [], dataset_id, workspace)
-    changed = view_with_runs(view, outcomes, dataset_id, workspace) if view is not None else None
+    _start_page_on(lambda view: view_with_runs(view, outcomes, dataset_id, workspace))
+
+
+def _start_page_on(change: Callable[[ViewState], ViewState | None]) -> None:
+    """Make ``change(last view)`` the view the page starts on (and push it into the widgets), if it changes it."""
+    view = state.last_view()
+    changed = change(view) if view is not None else None
     if changed is not None:
         state.write_view_state(changed, reseed=True)
 

@@ -87,6 +87,7 @@ if page.evals and page.dataset is not None:
 
     st.subheader("Report")
     low_mrr = targets.threshold_for(in_force, "mrr", 0.70)
+    link = share_query(view)
 
     def report_input() -> report.ReportInput:
         # runs when a report is downloaded (Streamlit's deferred download), not on every draw of the page
@@ -102,7 +103,6 @@ if page.evals and page.dataset is not None:
             link=link,
         )
 
-    link = share_query(view)
     c1, c2, _ = st.columns([1, 1, 3])
     c1.download_button(
         "HTML report", lambda: report.html_report(report_input()).encode("utf-8"), file_name=f"ragmetrics-{ds.name}-k{k}.html",

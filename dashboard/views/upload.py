@@ -28,11 +28,7 @@ dataset_files = st.file_uploader(
     "Dataset files", type=ingest.DATASET_TYPES, accept_multiple_files=True, key=ingest.DATASET_KEY,
     on_change=ingest.on_dataset_upload,
 )
-# ingested by the callback already (this only shows its outcome), unless a file came without one
-outcome = ingest.ingest_dataset(dataset_files or [], workspace)
-ingest.show_outcomes([outcome])
-if (opened := ingest.view_with_dataset(view, outcome)) is not None:
-    layout.rerun_with(opened)
+ingest.show_outcomes([ingest.ingest_dataset(dataset_files or [], workspace)])  # the callback ingested it: its outcome
 
 st.subheader("2 · Runs")
 if page.dataset is None:
@@ -43,10 +39,7 @@ else:
         "Run files", type=ingest.RUN_TYPES, accept_multiple_files=True, key=ingest.RUNS_KEY,
         on_change=ingest.on_runs_upload, args=(page.dataset.id,),
     )
-    outcomes = ingest.ingest_runs(run_files or [], page.dataset.id, workspace)  # as for the dataset above
-    ingest.show_outcomes(outcomes)
-    if (selected := ingest.view_with_runs(view, outcomes, page.dataset.id, workspace)) is not None:
-        layout.rerun_with(selected)
+    ingest.show_outcomes(ingest.ingest_runs(run_files or [], page.dataset.id, workspace))  # as for the dataset above
 
     st.subheader("3 · Validation report")
     runs = page.runs or workspace.runs(page.dataset.id)
