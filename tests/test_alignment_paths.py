@@ -136,3 +136,90 @@ def test_a_ragged_run_falls_back_to_encoded_ids():
     result = rm.evaluate(dataset, run, oracle.our_metric_names((1, 10, 1000)), missing="skip", warn=False)
     oracle.assert_same(result.per_query("run"), reference)
     assert "codes" in {kind for kind, _ in run._derived}
+
+
+def reference_fingerprint(text: str) -> int:
+    """The fingerprint as documented, one string at a time in Python integers: seed by the byte length,
+    then for each 8-byte little-endian word (zero-padded): xor, multiply, xor-shift (mod 2**64)."""
+    data = text.encode()
+    mask = (1 << 64) - 1
+    h = (len(data) * 0x9E3779B97F4A7C15) & mask
+    for k in range(0, len(data), 8):
+        h ^= int.from_bytes(data[k : k + 8], "little")
+        h = (h * 0xBF58476D1CE4E5B9) & mask
+        h ^= h >> 31
+    return h
+
+
+def test_fingerprints_equal_the_documented_function_across_blocks_and_chunks(monkeypatch):
+    """Stored run ids hash these fingerprints (store.RUN_HASH_VERSION), so their values must not change:
+    ids of 0-40 bytes (multi-byte UTF-8 too), blocks of mixed and equal lengths, sliced and chunked arrays."""
+    monkeypatch.setattr(ragmetrics.model, "FINGERPRINT_BLOCK", 7)  # many blocks, and a last partial one
+    rng = random.Random(5)
+    alphabet = "abcXYZ0189-_/é中"
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.choice([0, 1, 7, 8, 9, 15, 16, 17, 24, 33, 40]))) for _ in range(300)]
+    texts += ["doc%06d" % i for i in range(40)] + ["a" * 40] * 3 + [""] * 3  # a block of equal lengths; a block of empty ids
+    expected = np.array([reference_fingerprint(t) for t in texts], dtype=np.uint64)
+    chunked = pa.chunked_array([pa.array(texts[:150]), pa.array(["pad"] + texts[150:]).slice(1)])
+    for array in (pa.array(texts), pa.array(texts, type=pa.large_string()), chunked, pa.array(["pad"] * 5 + texts).slice(5)):
+        np.testing.assert_array_equal(ragmetrics.model.string_fingerprints(array), expected)
+
+
+def _reference_ranking(qrels, rows, settings):
+    """Each evaluated query's documents in trec_eval order (score desc, doc id desc by bytes), best-ranked
+    occurrence kept unless ``duplicates='keep'``, and the adjacent pairs of equal score, in plain Python."""
+    judged = list(dict.fromkeys(qid for qid, _, _ in qrels))
+    docs, tied_pairs, tied_queries = {}, 0, []
+    for qid in judged:
+        mine = sorted(((s, d) for q, d, s in rows if q == qid), key=lambda sd: (-sd[0], [-b for b in sd[1].encode()] + [1]))
+        if settings.get("duplicates") != "keep":
+            seen = set()
+            mine = [(s, d) for s, d in mine if not (d in seen or seen.add(d))]
+        docs[qid] = [d for _, d in mine]
+        ties = sum(a[0] == b[0] for a, b in zip(mine, mine[1:]))
+        tied_pairs += ties
+        if ties:
+            tied_queries.append(qid)
+    return docs, tied_pairs, tied_queries
+
+
+@pytest.mark.parametrize("seed", range(0, 240, 2))
+@pytest.mark.parametrize("settings", [{}, {"duplicates": "keep"}])
+@pytest.mark.parametrize("presorted", [False, True])
+def test_ranking_documents_and_ties_equal_a_plain_sort(seed, settings, presorted):
+    """The ranking's documents (read back through its map to the run's rows) and the tie counts of the
+    coverage report equal a plain per-query sort, with ties, duplicates and unknown queries in the run;
+    ``presorted``: the run comes sorted by query and score, only tied documents out of order (as most
+    runs do: the rows keep their places and only the tied ones move)."""
+    qrels, rows, _ = generate_case(seed)
+    if presorted:
+        order = {qid: i for i, qid in enumerate(dict.fromkeys(qid for qid, _, _ in qrels))}
+        rows = sorted((r for r in rows if r[0] in order), key=lambda r: (order[r[0]], -r[2]))
+    ranking, coverage = build_ranking(oracle.dataset_of(qrels), oracle.run_of(rows), **settings)
+    docs, tied_pairs, tied_queries = _reference_ranking(qrels, rows, settings)
+    got = ranking.docs()
+    assert {qid: list(got[ranking.q == i]) for i, qid in enumerate(ranking.query_ids)} == docs
+    assert (coverage.tied_pairs, coverage.tied_queries) == (tied_pairs, tied_queries)
+    rows_of = ranking.docs(np.arange(len(ranking.q))[::-1])  # row numbers in any order
+    assert list(rows_of) == list(got[::-1])
+
+
+@pytest.mark.parametrize("scale", [1, 50, 200, 40_000, 2**31 - 1, 2**40])
+@pytest.mark.parametrize("seed", range(0, 240, 12))
+def test_labels_of_every_size_are_read_back_exactly(seed, scale):
+    """Rows carry labels in the narrowest integer type that holds the qrels' labels (int8 for 0..3 grades,
+    up to int64), with the unjudged mark below all of them; metrics equal pytrec_eval's for int8 and int16
+    labels (pytrec_eval takes seconds per case on labels in the tens of thousands)."""
+    qrels, rows, rel_level = generate_case(seed)
+    rng = random.Random(seed)
+    qrels = [(qid, doc, label * scale if label > 0 else label * rng.choice([1, scale])) for qid, doc, label in qrels]
+    ranking, _ = build_ranking(oracle.dataset_of(qrels), oracle.run_of(rows), rel_level=rel_level)
+    judged = {(qid, doc): label for qid, doc, label in qrels}
+    unjudged = np.iinfo(ranking.label.dtype).min
+    assert unjudged < min(label for *_, label in qrels)
+    expected = [judged.get((ranking.query_ids[q], doc), unjudged) for q, doc in zip(ranking.q, ranking.docs())]
+    assert ranking.label.tolist() == expected
+    if scale <= 200:
+        reference = oracle.pytrec_values(qrels, rows, rel_level=rel_level)
+        result = rm.evaluate(oracle.dataset_of(qrels), oracle.run_of(rows), oracle.our_metric_names(), missing="skip", rel_level=rel_level, warn=False)
+        oracle.assert_same(result.per_query("run"), reference, tol=1e-9 * scale)
