@@ -13,6 +13,8 @@ depth) for cut-off metrics and curves.
 
 from __future__ import annotations
 
+import functools
+
 import unicodedata
 import weakref
 from concurrent.futures import ThreadPoolExecutor
@@ -388,14 +390,16 @@ class FrameRows:
         out[moved] = self.moved_from[at[moved]]
         return out
 
-    def take(self, values: np.ndarray) -> np.ndarray:
-        """``values`` (one per frame row) in sorted order."""
+    def take(self, values: np.ndarray, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """``values`` (one per frame row) in sorted order, of the sorted rows ``start..stop-1``."""
+        stop = self.n if stop is None else stop
         if self.order is not None:
-            return values[self.order]
+            return values[self.order[start:stop]]
         if self.moved_to is None:
-            return values
-        out = values.copy()
-        out[self.moved_to] = values[self.moved_from]
+            return values[start:stop]
+        out = values[start:stop].copy()
+        lo, hi = np.searchsorted(self.moved_to, [start, stop])
+        out[self.moved_to[lo:hi] - start] = values[self.moved_from[lo:hi]]
         return out
 
     def array(self) -> np.ndarray | None:
@@ -626,44 +630,74 @@ def _align_by_fingerprints(
     starts: np.ndarray, n_ret: np.ndarray, qrels_q: np.ndarray, qrels_rows: np.ndarray, qrels_label: np.ndarray,
     use_source: bool,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """:func:`_align_documents` by fingerprints; ``None`` when it cannot be proved exact that way."""
+    """:func:`_align_documents` by fingerprints; ``None`` when it cannot be proved exact that way.
+
+    Queries are independent here: a large run is aligned in two halves of its queries, one on the
+    background thread (numpy and Arrow release the GIL in their loops), each half writing its own rows."""
+    doc_dups = np.zeros(len(q), dtype=bool)
+    chunk_dups = np.zeros(len(q), dtype=bool) if use_source else doc_dups
+    label = _unjudged_labels(len(q), qrels_label)
+    retrieved = n_ret[qrels_q] > 0
+    qrels_q, qrels_rows, qrels_label = qrels_q[retrieved], qrels_rows[retrieved], qrels_label[retrieved]
+    part = functools.partial(
+        _align_queries, run, dataset, doc_column, frame_rows, q, pos, starts, n_ret, qrels_q, qrels_rows, qrels_label,
+        use_source, (chunk_dups, doc_dups, label),
+    )
+    n_queries = len(n_ret)
+    if len(q) < BACKGROUND_ROWS or n_queries < 2:
+        return (chunk_dups, doc_dups, label) if part(0, n_queries) else None
+    half = int(np.searchsorted(starts, starts[-1] // 2))  # two halves of about as many rows
+    other = _BACKGROUND.submit(part, half, n_queries)
+    ok = part(0, half)
+    return (chunk_dups, doc_dups, label) if other.result() and ok else None
+
+
+def _align_queries(
+    run: Run, dataset: Dataset, doc_column: str, frame_rows: FrameRows, q: np.ndarray, pos: np.ndarray,
+    starts: np.ndarray, n_ret: np.ndarray, qrels_q: np.ndarray, qrels_rows: np.ndarray, qrels_label: np.ndarray,
+    use_source: bool, out: tuple[np.ndarray, np.ndarray, np.ndarray], first: int, stop: int,
+) -> bool:
+    """Align queries ``first..stop-1`` (their rows ``starts[first]..starts[stop]-1``) into those rows of ``out``
+    = ``(chunk_dups, doc_dups, label)``; False when a fingerprint match is not confirmed by the strings."""
+    r0, r1 = int(starts[first]), int(starts[stop])
+    if r0 == r1:
+        return True
+    q, pos, starts, n_ret = q[r0:r1] - first, pos[r0:r1], starts[first : stop + 1] - r0, n_ret[first:stop]
+    chunk_dups, doc_dups, label = (column[r0:r1] for column in out)
+    mine = (qrels_q >= first) & (qrels_q < stop)
+    qrels_q, qrels_rows, qrels_label = qrels_q[mine] - first, qrels_rows[mine], qrels_label[mine]
 
     def repeated(column: str) -> tuple[_FingerprintRows, np.ndarray, np.ndarray] | None:
-        fp = frame_rows.take(run.id_fingerprints(column))
+        fp = frame_rows.take(run.id_fingerprints(column), r0, r1)
         index = _FingerprintRows.build(fp, q, pos, starts, n_ret)
         if index is None:
             return None
         later, earlier = index.repeats()
         values = run.id_values(column)
-        if not _same_strings(values, frame_rows.of(later), values, frame_rows.of(earlier)):
+        if not _same_strings(values, frame_rows.of(later + r0), values, frame_rows.of(earlier + r0)):
             return None
         return index, later, fp
 
     found = repeated(doc_column)
     if found is None:
-        return None
+        return False
     index, later, fp = found
-    doc_dups = np.zeros(len(q), dtype=bool)
     doc_dups[later] = True
-    chunk_dups = doc_dups
     if use_source:
         chunks = repeated("doc_id")
         if chunks is None:
-            return None
-        chunk_dups = np.zeros(len(q), dtype=bool)
+            return False
         chunk_dups[chunks[1]] = True
 
-    label = _unjudged_labels(len(q), qrels_label)
-    retrieved = n_ret[qrels_q] > 0
-    rows = index.find(qrels_q[retrieved], dataset.qrels_doc_fingerprints()[qrels_rows[retrieved]])
+    rows = index.find(qrels_q, dataset.qrels_doc_fingerprints()[qrels_rows])
     hit = rows >= 0
     rows = rows[hit]
-    if not _same_strings(run.id_values(doc_column), frame_rows.of(rows), dataset.qrels_doc_values(), qrels_rows[retrieved][hit]):
-        return None
-    label[rows] = qrels_label[retrieved][hit]
+    if not _same_strings(run.id_values(doc_column), frame_rows.of(rows + r0), dataset.qrels_doc_values(), qrels_rows[hit]):
+        return False
+    label[rows] = qrels_label[hit]
     if len(later):
         label[later] = label[index.find(q[later], fp[later])]
-    return chunk_dups, doc_dups, label
+    return True
 
 
 BACKGROUND_ROWS = 1_000_000  # below this a second thread would not pay for itself

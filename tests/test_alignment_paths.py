@@ -19,6 +19,7 @@ import pytest
 
 import ragmetrics as rm
 import ragmetrics.model
+import ragmetrics.ranking
 from ragmetrics.ranking import build_ranking
 from tests import oracle
 from tests.test_parity_pytrec_eval import PAIRS, TREC, generate_case
@@ -59,7 +60,10 @@ def test_trec_eval_files_with_colliding_fingerprints(weak_fingerprints, qrels_fi
 
 
 @pytest.mark.parametrize("seed", range(0, 240, 3))
-def test_generated_cases_with_colliding_fingerprints(weak_fingerprints, seed):
+@pytest.mark.parametrize("background", [False, True])
+def test_generated_cases_with_colliding_fingerprints(weak_fingerprints, monkeypatch, seed, background):
+    if background:  # fingerprinted meanwhile, aligned in two halves: a collision in either half falls back
+        monkeypatch.setattr(ragmetrics.ranking, "BACKGROUND_ROWS", 0)
     qrels, rows, rel_level = generate_case(seed)
     cutoffs = (1, 2, 3, 5, 10, 20, 50)
     reference = oracle.pytrec_values(qrels, rows, rel_level=rel_level, cutoffs=cutoffs)
@@ -186,11 +190,15 @@ def _reference_ranking(qrels, rows, settings):
 @pytest.mark.parametrize("seed", range(0, 240, 2))
 @pytest.mark.parametrize("settings", [{}, {"duplicates": "keep"}])
 @pytest.mark.parametrize("presorted", [False, True])
-def test_ranking_documents_and_ties_equal_a_plain_sort(seed, settings, presorted):
+@pytest.mark.parametrize("background", [False, True])
+def test_ranking_documents_and_ties_equal_a_plain_sort(monkeypatch, seed, settings, presorted, background):
     """The ranking's documents (read back through its map to the run's rows) and the tie counts of the
     coverage report equal a plain per-query sort, with ties, duplicates and unknown queries in the run;
     ``presorted``: the run comes sorted by query and score, only tied documents out of order (as most
-    runs do: the rows keep their places and only the tied ones move)."""
+    runs do: the rows keep their places and only the tied ones move); ``background``: as a large run,
+    fingerprinted on the background thread and aligned in two halves of its queries."""
+    if background:
+        monkeypatch.setattr(ragmetrics.ranking, "BACKGROUND_ROWS", 0)
     qrels, rows, _ = generate_case(seed)
     if presorted:
         order = {qid: i for i, qid in enumerate(dict.fromkeys(qid for qid, _, _ in qrels))}
