@@ -390,13 +390,14 @@ class FrameRows:
         out[moved] = self.moved_from[at[moved]]
         return out
 
-    def take(self, values: np.ndarray, start: int = 0, stop: int | None = None) -> np.ndarray:
-        """``values`` (one per frame row) in sorted order, of the sorted rows ``start..stop-1``."""
+    def take(self, values: np.ndarray, start: int = 0, stop: int | None = None, *, copy: bool = False) -> np.ndarray:
+        """``values`` (one per frame row) in sorted order, of the sorted rows ``start..stop-1``
+        (``copy``: an array of the caller's own, never a view of ``values``)."""
         stop = self.n if stop is None else stop
         if self.order is not None:
             return values[self.order[start:stop]]
         if self.moved_to is None:
-            return values[start:stop]
+            return values[start:stop].copy() if copy else values[start:stop]
         out = values[start:stop].copy()
         lo, hi = np.searchsorted(self.moved_to, [start, stop])
         out[self.moved_to[lo:hi] - start] = values[self.moved_from[lo:hi]]
@@ -422,9 +423,9 @@ def _trec_order(
 ) -> tuple[np.ndarray | None, tuple[np.ndarray, np.ndarray] | None]:
     """How to put rows in trec_eval order (query, score desc, doc_id desc): ``(perm, ties)``.
 
-    ``perm`` sorts by (query, score desc), None when already so; ``ties`` = ``(rows, from_rows)``
-    then orders the tied rows by doc_id desc: ``column[rows] = column[from_rows]``, None when
-    no score ties. Tied rows share query and score, so only the document columns need it.
+    ``perm`` sorts by (query, score desc), None when already so; ``ties`` = ``(rows, from_rows, pairs)``
+    then orders the tied rows by doc_id desc: ``column[rows] = column[from_rows]``, ``pairs`` being
+    the rows tied with the next one; None when no score ties. Tied rows share query and score, so only the document columns need it.
     ``doc_values[src]`` are the rows' documents (``src`` None: the rows are ``doc_values``' own).
 
     Runs usually arrive grouped by query with scores descending, so this checks
@@ -459,7 +460,7 @@ def _trec_order(
     docs = take_strings(doc_values, before if src is None else src[before])
     # within each block of tied rows: doc_id descending (a stable sort)
     local = pc.sort_indices(pa.table({"g": group, "d": docs}), sort_keys=[("g", "ascending"), ("d", "descending")])
-    return perm, (rows, rows[local.to_numpy()])
+    return perm, (rows, rows[local.to_numpy()], np.flatnonzero(tie))
 
 
 def _later_duplicates(q: np.ndarray, code: np.ndarray, pos: np.ndarray, n_ret: np.ndarray) -> np.ndarray:
@@ -508,7 +509,9 @@ class _FingerprintRows:
         self.low = np.uint64((1 << bits) - 1)  # the key's low bits: the row's place in its query
 
     @classmethod
-    def build(cls, fp: np.ndarray, q: np.ndarray, pos: np.ndarray, starts: np.ndarray, n_ret: np.ndarray) -> _FingerprintRows | None:
+    def build(cls, fp: np.ndarray, q: np.ndarray, pos: np.ndarray, starts: np.ndarray, n_ret: np.ndarray, first: int = 0) -> _FingerprintRows | None:
+        """The index of rows sorted by (query, rank) whose query is ``q - first``; ``fp`` is the rows'
+        fingerprints, an array of the caller's that becomes the keys (overwritten)."""
         if len(q) == 0:
             return None
         width = int(n_ret.max())
@@ -517,11 +520,11 @@ class _FingerprintRows:
         bits = max(width - 1, 1).bit_length()
         high = ~np.uint64((1 << bits) - 1)
         if len(q) == len(n_ret) * width:  # every query has `width` rows: the rows are the matrix, no pads
-            keys = (fp & high).reshape(len(n_ret), width)
+            keys = np.bitwise_and(fp, high, out=fp).reshape(len(n_ret), width)
             keys |= np.arange(width, dtype=np.uint64)
         else:
             keys = np.full((len(n_ret), width), _PAD, dtype=np.uint64)
-            keys[q, pos] = (fp & high) | pos.astype(np.uint64)
+            keys[q - first, pos] = (fp & high) | pos.astype(np.uint64)
         keys.sort(axis=1)
         filled = np.flatnonzero(n_ret)
         if np.any(keys[filled, n_ret[filled] - 1] == _PAD):
@@ -537,10 +540,16 @@ class _FingerprintRows:
         keys, n_ret = self.keys, self.n_ret
         if keys.shape[1] < 2:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        high = keys & ~self.low
-        same = high[:, 1:] == high[:, :-1]
-        same &= np.arange(1, keys.shape[1]) < n_ret[:, None]
-        r, j = np.nonzero(same)
+        places = np.arange(1, keys.shape[1])
+        step = max(1, (1 << 16) // keys.shape[1])  # queries at a time: the temporaries stay in the core's cache
+        found = []
+        for b in range(0, len(keys), step):
+            high = keys[b : b + step] & ~self.low
+            same = high[:, 1:] == high[:, :-1]
+            same &= places < n_ret[b : b + step, None]
+            r, j = np.nonzero(same)
+            found.append((r + b, j))
+        r, j = (np.concatenate(parts) for parts in zip(*found))
         return self._row(r, keys[r, j + 1]), self._row(r, keys[r, j])
 
     def find(self, r: np.ndarray, fp: np.ndarray) -> np.ndarray:
@@ -662,26 +671,25 @@ def _align_queries(
     r0, r1 = int(starts[first]), int(starts[stop])
     if r0 == r1:
         return True
-    q, pos, starts, n_ret = q[r0:r1] - first, pos[r0:r1], starts[first : stop + 1] - r0, n_ret[first:stop]
+    q, pos, starts, n_ret = q[r0:r1], pos[r0:r1], starts[first : stop + 1] - r0, n_ret[first:stop]
     chunk_dups, doc_dups, label = (column[r0:r1] for column in out)
     mine = (qrels_q >= first) & (qrels_q < stop)
-    qrels_q, qrels_rows, qrels_label = qrels_q[mine] - first, qrels_rows[mine], qrels_label[mine]
+    qrels_q, qrels_rows, qrels_label = qrels_q[mine], qrels_rows[mine], qrels_label[mine]
 
-    def repeated(column: str) -> tuple[_FingerprintRows, np.ndarray, np.ndarray] | None:
-        fp = frame_rows.take(run.id_fingerprints(column), r0, r1)
-        index = _FingerprintRows.build(fp, q, pos, starts, n_ret)
+    def repeated(column: str) -> tuple[_FingerprintRows, np.ndarray] | None:
+        index = _FingerprintRows.build(frame_rows.take(run.id_fingerprints(column), r0, r1, copy=True), q, pos, starts, n_ret, first)
         if index is None:
             return None
         later, earlier = index.repeats()
         values = run.id_values(column)
         if not _same_strings(values, frame_rows.of(later + r0), values, frame_rows.of(earlier + r0)):
             return None
-        return index, later, fp
+        return index, later
 
     found = repeated(doc_column)
     if found is None:
         return False
-    index, later, fp = found
+    index, later = found
     doc_dups[later] = True
     if use_source:
         chunks = repeated("doc_id")
@@ -689,14 +697,14 @@ def _align_queries(
             return False
         chunk_dups[chunks[1]] = True
 
-    rows = index.find(qrels_q, dataset.qrels_doc_fingerprints()[qrels_rows])
+    rows = index.find(qrels_q - first, dataset.qrels_doc_fingerprints()[qrels_rows])
     hit = rows >= 0
     rows = rows[hit]
     if not _same_strings(run.id_values(doc_column), frame_rows.of(rows + r0), dataset.qrels_doc_values(), qrels_rows[hit]):
         return False
     label[rows] = qrels_label[hit]
     if len(later):
-        label[later] = label[index.find(q[later], fp[later])]
+        label[later] = label[index.find(q[later] - first, run.id_fingerprints(doc_column)[frame_rows.of(later + r0)])]
     return True
 
 
@@ -803,7 +811,7 @@ def build_ranking(
     if perm is not None:
         q, score = q[perm], score[perm]
         src = perm if src is None else src[perm]
-    frame_rows = FrameRows(src, len(q), ties)
+    frame_rows = FrameRows(src, len(q), None if ties is None else ties[:2])
 
     starts = _segment_starts(q, n_queries)
     pos = _positions(starts, n_queries)
@@ -834,10 +842,10 @@ def build_ranking(
                 frame_rows = frame_rows.subset(unique_rows)
                 starts = _segment_starts(q, n_queries)
                 pos = _positions(starts, n_queries)
-                ties = None if ties is None else (np.arange(len(q)), None)  # rows moved: look at all of them
+                if ties is not None:  # rows moved up: count the pairs again
+                    ties = (None, None, np.flatnonzero((q[1:] == q[:-1]) & (score[1:] == score[:-1])))
     if order == "score" and ties is not None:
-        tied = ties[0]  # only rows in a block of tied scores can tie with their neighbour
-        tied = tied[:-1][(tied[1:] == tied[:-1] + 1) & (q[tied[1:]] == q[tied[:-1]]) & (score[tied[1:]] == score[tied[:-1]])]
+        tied = ties[2]
         coverage.tied_pairs = len(tied)
         if coverage.tied_pairs:
             tied_q = q[tied]  # ascending
