@@ -14,7 +14,6 @@ depth) for cut-off metrics and curves.
 from __future__ import annotations
 
 import functools
-
 import unicodedata
 import weakref
 from concurrent.futures import ThreadPoolExecutor
@@ -420,12 +419,13 @@ class FrameRows:
 
 def _trec_order(
     q: np.ndarray, score: np.ndarray, doc_values: pa.Array | pa.ChunkedArray, src: np.ndarray | None
-) -> tuple[np.ndarray | None, tuple[np.ndarray, np.ndarray] | None]:
+) -> tuple[np.ndarray | None, tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
     """How to put rows in trec_eval order (query, score desc, doc_id desc): ``(perm, ties)``.
 
     ``perm`` sorts by (query, score desc), None when already so; ``ties`` = ``(rows, from_rows, pairs)``
     then orders the tied rows by doc_id desc: ``column[rows] = column[from_rows]``, ``pairs`` being
-    the rows tied with the next one; None when no score ties. Tied rows share query and score, so only the document columns need it.
+    the rows tied with the next one; None when no score ties. Tied rows share query and score, so
+    only the document columns need it.
     ``doc_values[src]`` are the rows' documents (``src`` None: the rows are ``doc_values``' own).
 
     Runs usually arrive grouped by query with scores descending, so this checks
@@ -709,7 +709,7 @@ def _align_queries(
 
 
 BACKGROUND_ROWS = 1_000_000  # below this a second thread would not pay for itself
-_BACKGROUND = ThreadPoolExecutor(1, thread_name_prefix="ragmetrics-fingerprints")
+_BACKGROUND = ThreadPoolExecutor(1, thread_name_prefix="ragmetrics-alignment")
 
 
 def _examples(values, limit: int = 0) -> list[str]:
@@ -812,6 +812,7 @@ def build_ranking(
         q, score = q[perm], score[perm]
         src = perm if src is None else src[perm]
     frame_rows = FrameRows(src, len(q), None if ties is None else ties[:2])
+    tie_pairs = None if ties is None else ties[2]  # rows tied with the next row
 
     starts = _segment_starts(q, n_queries)
     pos = _positions(starts, n_queries)
@@ -842,13 +843,12 @@ def build_ranking(
                 frame_rows = frame_rows.subset(unique_rows)
                 starts = _segment_starts(q, n_queries)
                 pos = _positions(starts, n_queries)
-                if ties is not None:  # rows moved up: count the pairs again
-                    ties = (None, None, np.flatnonzero((q[1:] == q[:-1]) & (score[1:] == score[:-1])))
-    if order == "score" and ties is not None:
-        tied = ties[2]
-        coverage.tied_pairs = len(tied)
+                if tie_pairs is not None:  # rows moved up: count the pairs again
+                    tie_pairs = np.flatnonzero((q[1:] == q[:-1]) & (score[1:] == score[:-1]))
+    if order == "score" and tie_pairs is not None:
+        coverage.tied_pairs = len(tie_pairs)
         if coverage.tied_pairs:
-            tied_q = q[tied]  # ascending
+            tied_q = q[tie_pairs]  # ascending
             coverage.tied_queries = _examples(query_ids[tied_q[np.r_[True, tied_q[1:] != tied_q[:-1]]]])
 
     n_ret = np.diff(starts)
