@@ -170,7 +170,11 @@ class Ranking:
     @property
     def rel(self) -> np.ndarray:
         if "rel" not in self.__dict__:
-            self.__dict__["rel"] = self.label >= self.rel_level
+            rel = self.label >= self.rel_level
+            unjudged = np.iinfo(self.label.dtype).min
+            if self.rel_level <= unjudged:  # the unjudged mark itself passes such a level: never relevant
+                rel &= self.label != unjudged
+            self.__dict__["rel"] = rel
         return self.__dict__["rel"]
 
     def _gain_rows(self) -> np.ndarray:

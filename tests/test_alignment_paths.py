@@ -231,3 +231,25 @@ def test_labels_of_every_size_are_read_back_exactly(seed, scale):
         reference = oracle.pytrec_values(qrels, rows, rel_level=rel_level)
         result = rm.evaluate(oracle.dataset_of(qrels), oracle.run_of(rows), oracle.our_metric_names(), missing="skip", rel_level=rel_level, warn=False)
         oracle.assert_same(result.per_query("run"), reference, tol=1e-9 * scale)
+
+
+@pytest.mark.parametrize("rel_level", [1, 0, -1, -127, -128, -129, -40_000, -(2**40)])
+def test_unjudged_documents_are_never_relevant_whatever_the_level(rel_level):
+    """The unjudged mark is the label dtype's minimum (-128 for int8 grades): a relevance level at or below it
+    must still leave unjudged documents non-relevant, and precision, recall and AP count judged ones only."""
+    qrels = [("q1", "d1", 1), ("q1", "d2", 0), ("q2", "d3", 2)]
+    rows = [("q1", "d1", 3.0), ("q1", "u9", 2.0), ("q1", "d2", 1.0), ("q2", "u8", 5.0), ("q2", "d3", 4.0)]
+    result = rm.evaluate(oracle.dataset_of(qrels), oracle.run_of(rows), ["precision@3", "recall@3", "map"], rel_level=rel_level, warn=False)
+    ranking = result["run"].ranking
+    judged = {(q, d): label for q, d, label in qrels}
+    expected_rel = [judged.get((ranking.query_ids[q], d), None) for q, d in zip(ranking.q, ranking.docs())]
+    assert ranking.rel.tolist() == [label is not None and label >= rel_level for label in expected_rel]
+    per_query = result.per_query("run")
+    relevant = {q: [d for (qq, d), label in judged.items() if qq == q and label >= rel_level] for q in ("q1", "q2")}
+    for qid in ("q1", "q2"):
+        ranked = [d for q, d, _ in rows if q == qid]
+        hits = [d in relevant[qid] for d in ranked]
+        assert per_query.at[qid, "precision@3"] == pytest.approx(sum(hits[:3]) / 3)
+        assert per_query.at[qid, "recall@3"] == pytest.approx(sum(hits[:3]) / len(relevant[qid]) if relevant[qid] else 0.0)
+        ap = sum(sum(hits[: i + 1]) / (i + 1) for i, h in enumerate(hits) if h) / len(relevant[qid]) if relevant[qid] else 0.0
+        assert per_query.at[qid, "map"] == pytest.approx(ap)
