@@ -136,12 +136,18 @@ def arrow_strings(values: pd.Series | pa.Array | pa.ChunkedArray) -> pa.Array | 
     return array
 
 
-def _positions_in(values: pd.Series, names: pd.Series) -> np.ndarray:
-    """Each value's position among the distinct ``names`` (-1 when absent): Arrow's hash lookup for strings
-    (5x pandas' get_indexer on 650k judgments), pandas' otherwise."""
+def positions_in(values: pd.Series, names: pd.Series | np.ndarray | pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Each value's position among the distinct ``names``, -1 when absent: Arrow's hash lookup when both
+    are strings (5x pandas' ``get_indexer`` on 650k judgments), pandas' otherwise."""
+    if len(values) == 0:
+        return np.zeros(0, dtype=np.int64)
+    if len(names) == 0:
+        return np.full(len(values), -1, dtype=np.int64)
     array, known = arrow_strings(values), arrow_strings(names)
     if array is not None and known is not None:
         return pc.index_in(array, value_set=known.cast(array.type)).fill_null(-1).to_numpy().astype(np.int64, copy=False)
+    if isinstance(names, (pa.Array, pa.ChunkedArray)):
+        names = np.asarray(names.to_numpy(zero_copy_only=False), dtype=object)
     return pd.Index(names).get_indexer(values).astype(np.int64, copy=False)
 
 
@@ -305,7 +311,7 @@ class Dataset:
 
     def qrels_query_rows(self) -> np.ndarray:
         """Each judgment's row in ``queries`` (every qrels query is there), computed once per dataset."""
-        return _once(self._derived, "query_rows", lambda: _positions_in(self.qrels["query_id"], self.queries["query_id"]))
+        return _once(self._derived, "query_rows", lambda: positions_in(self.qrels["query_id"], self.queries["query_id"]))
 
     def qrels_doc_values(self) -> pa.Array | pa.ChunkedArray:
         """The judged documents' ids as Arrow strings (qrels order)."""

@@ -26,11 +26,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragmetrics.errors import RagMetricsError
-from ragmetrics.model import Dataset, Run, arrow_strings, factorize_ids, query_id_from_text, take_strings
+from ragmetrics.model import Dataset, Run, factorize_ids, positions_in, query_id_from_text, take_strings
 
 UNJUDGED = np.iinfo(np.int64).min
 """The label of a row whose document is not judged: the smallest value of the labels' dtype
-(``np.iinfo(ranking.label.dtype).min``, this constant when labels are int64), below every judged label."""
+(``np.iinfo(ranking.label.dtype).min``, this constant when labels are int64), below every judged
+label and below the relevance level, so an unjudged document is never relevant."""
 GainMode = Literal["linear", "exponential"]
 Missing = Literal["zero", "skip"]
 Level = Literal["auto", "document", "chunk"]
@@ -170,11 +171,7 @@ class Ranking:
     @property
     def rel(self) -> np.ndarray:
         if "rel" not in self.__dict__:
-            rel = self.label >= self.rel_level
-            unjudged = np.iinfo(self.label.dtype).min
-            if self.rel_level <= unjudged:  # the unjudged mark itself passes such a level: never relevant
-                rel &= self.label != unjudged
-            self.__dict__["rel"] = rel
+            self.__dict__["rel"] = self.label >= self.rel_level
         return self.__dict__["rel"]
 
     def _gain_rows(self) -> np.ndarray:
@@ -347,19 +344,6 @@ def _match_by_text(texts: pd.Series, run_ids: pd.Series) -> tuple[np.ndarray, in
 
 def _as_objects(names: np.ndarray | pa.Array | pa.ChunkedArray) -> np.ndarray:
     return names if isinstance(names, np.ndarray) else np.asarray(names.to_numpy(zero_copy_only=False), dtype=object)
-
-
-def _codes_in(values: pd.Series, names: np.ndarray | pa.Array) -> np.ndarray:
-    """Position of each value among ``names``; -1 when absent."""
-    if len(values) == 0:
-        return np.zeros(0, dtype=np.int64)
-    if len(names) == 0:
-        return np.full(len(values), -1, dtype=np.int64)
-    array = arrow_strings(values)
-    if isinstance(names, pa.Array) and array is not None:
-        found = pc.index_in(array, value_set=names.cast(array.type))
-        return found.fill_null(-1).to_numpy().astype(np.int64)
-    return pd.Index(_as_objects(names)).get_indexer(values).astype(np.int64, copy=False)
 
 
 class FrameRows:
@@ -587,17 +571,23 @@ def _same_strings(left: pa.Array | pa.ChunkedArray, left_rows: np.ndarray, right
     return bool(pc.all(pc.equal(a, b)).as_py())
 
 
-def _unjudged_labels(n: int, qrels_label: np.ndarray) -> np.ndarray:
-    """``n`` rows labelled unjudged, in the narrowest integer type that holds every judged label above its
-    smallest value (int8 for the usual 0..3 grades: 10 MB at 10M rows where int64 took 80 MB)."""
-    low, high = (int(qrels_label.min()), int(qrels_label.max())) if len(qrels_label) else (0, 0)
-    dtype = next((t for t in (np.int8, np.int16, np.int32) if np.iinfo(t).min < low and high <= np.iinfo(t).max), np.int64)
+def _label_dtype(qrels_label: np.ndarray, rel_level: int) -> type:
+    """The narrowest integer type whose smallest value, the unjudged mark, lies below every judged label and
+    below ``rel_level`` (int8 for the usual 0..3 grades: 10 MB at 10M rows where int64 took 80 MB)."""
+    low = min(int(qrels_label.min()), rel_level) if len(qrels_label) else min(0, rel_level)
+    high = int(qrels_label.max()) if len(qrels_label) else 0
+    return next((t for t in (np.int8, np.int16, np.int32) if np.iinfo(t).min < low and high <= np.iinfo(t).max), np.int64)
+
+
+def _unjudged_labels(n: int, dtype: type) -> np.ndarray:
     return np.full(n, np.iinfo(dtype).min, dtype=dtype)
 
 
-def _labels(q: np.ndarray, doc: np.ndarray, qrels_q: np.ndarray, qrels_doc: np.ndarray, qrels_label: np.ndarray, n_docs: int) -> np.ndarray:
+def _labels(
+    q: np.ndarray, doc: np.ndarray, qrels_q: np.ndarray, qrels_doc: np.ndarray, qrels_label: np.ndarray, n_docs: int, label_dtype: type
+) -> np.ndarray:
     """Each row's qrels label (``UNJUDGED`` when not judged); only rows of judged documents are looked up."""
-    label = _unjudged_labels(len(q), qrels_label)
+    label = _unjudged_labels(len(q), label_dtype)
     retrieved = qrels_doc >= 0
     if not retrieved.any() or len(q) == 0:
         return label
@@ -614,7 +604,7 @@ def _labels(q: np.ndarray, doc: np.ndarray, qrels_q: np.ndarray, qrels_doc: np.n
 def _align_documents(
     run: Run, dataset: Dataset, doc_column: str, frame_rows: FrameRows, q: np.ndarray, pos: np.ndarray,
     starts: np.ndarray, n_ret: np.ndarray, qrels_q: np.ndarray, qrels_rows: np.ndarray, qrels_label: np.ndarray,
-    use_source: bool,
+    use_source: bool, label_dtype: type,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For rows sorted by (query, rank): ``(chunk_dups, doc_dups, label)``, the rows repeating an earlier
     chunk id, the rows repeating an earlier document, and each row's qrels label (``UNJUDGED`` when
@@ -623,7 +613,9 @@ def _align_documents(
     By fingerprints, each query's rows sorted in a small matrix (no id encoding), every match
     checked against the strings; by encoded ids when the run is too ragged for that or a
     fingerprint collided (both give the same answer)."""
-    found = _align_by_fingerprints(run, dataset, doc_column, frame_rows, q, pos, starts, n_ret, qrels_q, qrels_rows, qrels_label, use_source)
+    found = _align_by_fingerprints(
+        run, dataset, doc_column, frame_rows, q, pos, starts, n_ret, qrels_q, qrels_rows, qrels_label, use_source, label_dtype
+    )
     if found is not None:
         return found
 
@@ -633,15 +625,15 @@ def _align_documents(
     doc_code, doc_names = codes_of(doc_column), run.id_codes(doc_column)[1]
     chunk_dups = _later_duplicates(q, codes_of("doc_id") if use_source else doc_code, pos, n_ret)
     doc_dups = _later_duplicates(q, doc_code, pos, n_ret) if use_source else chunk_dups
-    qrels_code = _codes_in(dataset.qrels["doc_id"].iloc[qrels_rows], doc_names)
-    label = _labels(q, doc_code, qrels_q, qrels_code, qrels_label, max(len(doc_names), 1))
+    qrels_code = positions_in(dataset.qrels["doc_id"].iloc[qrels_rows], doc_names)
+    label = _labels(q, doc_code, qrels_q, qrels_code, qrels_label, max(len(doc_names), 1), label_dtype)
     return chunk_dups, doc_dups, label
 
 
 def _align_by_fingerprints(
     run: Run, dataset: Dataset, doc_column: str, frame_rows: FrameRows, q: np.ndarray, pos: np.ndarray,
     starts: np.ndarray, n_ret: np.ndarray, qrels_q: np.ndarray, qrels_rows: np.ndarray, qrels_label: np.ndarray,
-    use_source: bool,
+    use_source: bool, label_dtype: type,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """:func:`_align_documents` by fingerprints; ``None`` when it cannot be proved exact that way.
 
@@ -649,7 +641,7 @@ def _align_by_fingerprints(
     background thread (numpy and Arrow release the GIL in their loops), each half writing its own rows."""
     doc_dups = np.zeros(len(q), dtype=bool)
     chunk_dups = np.zeros(len(q), dtype=bool) if use_source else doc_dups
-    label = _unjudged_labels(len(q), qrels_label)
+    label = _unjudged_labels(len(q), label_dtype)
     retrieved = n_ret[qrels_q] > 0
     qrels_q, qrels_rows, qrels_label = qrels_q[retrieved], qrels_rows[retrieved], qrels_label[retrieved]
     part = functools.partial(
@@ -824,7 +816,8 @@ def build_ranking(
     if ahead is not None:
         ahead.result()
     aligned = _align_documents(
-        run, dataset, doc_column, frame_rows, q, pos, starts, n_ret, qrels_q, qrels_rows, qrels_label, use_source
+        run, dataset, doc_column, frame_rows, q, pos, starts, n_ret, qrels_q, qrels_rows, qrels_label, use_source,
+        _label_dtype(qrels_label, rel_level),
     )
     chunk_dups, doc_dups, label = aligned
     if len(q):
