@@ -393,8 +393,15 @@ class Store:
             return pd.DataFrame(conn.execute(query).mappings().all(), columns=["id", "name", "n_queries", "n_rows", "size_bytes", "created_at"])
 
 
+SQLITE_PAGE_SIZE = 65536
+"""Page size of a new SQLite store (an existing file keeps its own): a run is one blob of up to ~100 MB, and
+SQLite writes a blob as a chain of pages; a 103 MB blob with synchronous=FULL took 0.58 s at 4 KiB pages and
+0.39 s at 64 KiB here."""
+
+
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:
     cursor = connection.cursor()
+    cursor.execute(f"PRAGMA page_size={SQLITE_PAGE_SIZE}")  # before WAL mode: only an empty file takes it
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=FULL")
     cursor.execute("PRAGMA busy_timeout=30000")

@@ -59,6 +59,25 @@ def test_round_trip_keeps_content_and_numbers(store_url, scifact):
     assert dataset_id(loaded_ds) == ds_id and run_id(loaded_run) == run
 
 
+def test_a_new_sqlite_store_uses_large_pages_and_an_existing_one_keeps_its_own(tmp_path, scifact):
+    import sqlite3
+
+    from ragmetrics.store import SQLITE_PAGE_SIZE
+
+    dataset, bm25, _ = scifact
+    fresh = tmp_path / "fresh.sqlite"
+    Store(f"sqlite:///{fresh}").put_run(bm25, Store(f"sqlite:///{fresh}").put_dataset(dataset))
+    assert sqlite3.connect(fresh).execute("PRAGMA page_size").fetchone()[0] == SQLITE_PAGE_SIZE == 65536
+    # a store made with SQLite's default pages (as before this setting) opens, keeps its pages and its rows
+    old = tmp_path / "old.sqlite"
+    sqlite3.connect(old).execute("PRAGMA journal_mode=WAL").close()
+    legacy = Store(f"sqlite:///{old}")
+    assert sqlite3.connect(old).execute("PRAGMA page_size").fetchone()[0] == 4096
+    ds_id = legacy.put_dataset(dataset)
+    ident = legacy.put_run(bm25, ds_id)
+    pd.testing.assert_frame_equal(Store(f"sqlite:///{old}").get_run(ident).frame, bm25.frame)
+
+
 def test_ids_depend_on_content_only(scifact):
     dataset, bm25, dense = scifact
     shuffled = rm.Run.from_frame(bm25.frame.sample(frac=1.0, random_state=3), name="renamed")

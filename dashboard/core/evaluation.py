@@ -8,6 +8,7 @@ slices these arrays (see :meth:`RunEval.values`).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -83,6 +84,9 @@ class RunEval:
     ranking: Ranking
     dataset: Dataset = field(repr=False)
     computed: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    # one evaluation is shared by sessions and by the upload page's prefetch thread: a curve is computed once,
+    # a second caller waits for it instead of computing it again
+    _curve_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     @property
     def n_queries(self) -> int:
@@ -135,9 +139,11 @@ class RunEval:
         """:meth:`curve` as kept: a read-only float32 view for the curves kept to K_MAX (no copy; sum it in float64)."""
         if k_max <= K_MAX and metric in CURVE_METRICS:
             if metric not in self.curves:  # computed on first use: a 100,000-query run need not pay for all seven
-                kept = registry.curve(self.ranking, metric, K_MAX, dtype=np.float32)
-                kept.flags.writeable = False
-                self.curves[metric] = kept
+                with self._curve_lock:
+                    if metric not in self.curves:
+                        kept = registry.curve(self.ranking, metric, K_MAX, dtype=np.float32)
+                        kept.flags.writeable = False
+                        self.curves[metric] = kept
             return self.curves[metric][:, :k_max]
         return registry.curve(self.ranking, metric, k_max)
 

@@ -10,6 +10,7 @@ bootstrap are cached on (ids, names, K, ...).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.core import frames, samples, targets
-from dashboard.core.evaluation import RunEval, evaluate_run
+from dashboard.core.evaluation import K_MAX, RunEval, evaluate_run
 from dashboard.core.workspace import DatasetEntry, RunEntry, Workspace
 from dashboard.ui import settings
 from ragmetrics.diagnosis import Finding
@@ -75,6 +76,16 @@ def run_evals(dataset: DatasetEntry, runs: Sequence[RunEntry]) -> list[RunEval]:
     for run in runs:
         out.append(_evaluate(dataset.id, run.id, run.name, dataset, run))
     return out
+
+
+def prefetch_curves(evals: Sequence[RunEval]) -> None:
+    """Compute the overview's curves of ``evals`` on a background thread (the upload page calls this after a new run
+    is stored: the overview, usually the next page, then finds them computed or being computed, and waits for those)."""
+    missing = [(ev, metric) for ev in evals for metric in frames.CURVE_PANEL_METRICS if metric not in ev.curves]
+    if missing:
+        threading.Thread(
+            target=lambda: [ev.kept_curve(metric, K_MAX) for ev, metric in missing], name="ragmetrics-prefetch", daemon=True
+        ).start()
 
 
 def _key(evals: Sequence[RunEval]) -> tuple[tuple[str, str], ...]:

@@ -49,6 +49,7 @@ else:
         with st.spinner("Checking the runs against the dataset…"):
             evals = cache.run_evals(page.dataset, runs)
             report = cache.validation_frame(page.dataset, evals)
+        cache.prefetch_curves(evals)  # for the overview, while this page is drawn and read
         summary = frames.dataset_summary(page.dataset.dataset)
         cols = st.columns(4)
         cols[0].metric("Queries", f"{summary['queries']:,}")

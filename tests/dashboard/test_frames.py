@@ -307,3 +307,49 @@ def test_depth_frame_counts_queries_per_ranking_depth(tiny, tiny_runs) -> None:
         {"run": "run-a", "retrieved": 30, "queries": 12},
     ]
     assert frames.depth_frame([]).columns.tolist() == ["run", "retrieved", "queries"]
+
+
+def test_a_curve_raced_by_threads_is_computed_once(faq, monkeypatch) -> None:
+    """Sessions and the upload page's prefetch share one evaluation: concurrent callers wait for one computation."""
+    import threading
+    import time
+
+    from dashboard.core import evaluation
+
+    calls: list[str] = []
+    real = evaluation.registry.curve
+
+    def slow_curve(ranking, metric, k_max, **kw):
+        calls.append(metric)
+        time.sleep(0.05)  # long enough for every thread to arrive while the first computes
+        return real(ranking, metric, k_max, **kw)
+
+    monkeypatch.setattr(evaluation.registry, "curve", slow_curve)
+    run, _ = faq.runs[0]
+    ev = evaluate_run(faq.dataset, run)
+    got: list[np.ndarray] = []
+    threads = [threading.Thread(target=lambda: got.append(ev.kept_curve("recall", K_MAX))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert calls == ["recall"]
+    assert len(got) == 4 and all(g is not None and np.shares_memory(g, got[0]) for g in got)
+    np.testing.assert_array_equal(got[0], real(ev.ranking, "recall", K_MAX, dtype=np.float32))
+
+
+def test_prefetch_computes_the_overview_curves_in_the_background(faq) -> None:
+    import threading
+
+    from dashboard.ui import cache
+
+    run, _ = faq.runs[0]
+    ev = evaluate_run(faq.dataset, run)
+    assert not set(frames.CURVE_PANEL_METRICS) & set(ev.curves)
+    cache.prefetch_curves([ev])
+    for t in [t for t in threading.enumerate() if t.name == "ragmetrics-prefetch"]:
+        t.join(timeout=60)
+    assert set(frames.CURVE_PANEL_METRICS) <= set(ev.curves)
+    fresh = evaluate_run(faq.dataset, run)
+    for metric in frames.CURVE_PANEL_METRICS:
+        np.testing.assert_array_equal(ev.curves[metric], fresh.kept_curve(metric, K_MAX), err_msg=metric)

@@ -59,6 +59,8 @@ def test_ten_thousand_queries_upload_to_overview(page: Page, app_url: str, tmp_p
     expect(page.get_by_text("Loaded big_eval.json")).to_be_visible(timeout=TIMEOUT)
     wait_for_app(page)
     dataset_loaded = time.perf_counter()
+    puts: list[float] = []  # the browser's upload request of the run, start to response (Streamlit's own route)
+    page.on("requestfinished", lambda r: puts.append(r.timing["responseEnd"] / 1000) if "upload_file" in r.url else None)
     page.get_by_test_id("stFileUploaderDropzoneInput").nth(1).set_input_files(str(run))
     if N_QUERIES >= 50_000:  # the page says what it is doing while it reads (a small run is read within the spinner's delay)
         expect(page.get_by_text("Reading and storing big-run.trec")).to_be_visible(timeout=TIMEOUT)
@@ -66,7 +68,7 @@ def test_ten_thousand_queries_upload_to_overview(page: Page, app_url: str, tmp_p
     expect(loaded).to_be_visible(timeout=TIMEOUT)
     wait_for_app(page)
     uploaded = time.perf_counter()
-    print(f"\nserver: {loaded.inner_text()}")
+    print(f"\nserver: {loaded.inner_text()}; the upload request took {', '.join(f'{t:.1f}s' for t in puts)}")
     open_page(page, "Overview")
     assert legend_names(page) == ["big-run"]
     expect(page.get_by_text(f"{N_QUERIES:,} queries").first).to_be_visible()
