@@ -6,6 +6,8 @@ until the session is signed in, no page runs, nothing reads the store and the si
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from dashboard.ui import auth
@@ -13,9 +15,13 @@ from dashboard.views import VIEWS
 from ragmetrics.memory import use_small_pages_for_this_process
 
 
+# a file served by this server: a Material icon would make every browser fetch it from Google's font CDN
+FAVICON = str(Path(__file__).parent / "assets" / "favicon.svg")
+
+
 def main() -> None:
     # in a function so tests can drive the router (as Streamlit's own hello app does)
-    st.set_page_config(page_title="ragmetrics", page_icon=":material/query_stats:", layout="wide")
+    st.set_page_config(page_title="ragmetrics", page_icon=FAVICON, layout="wide")
     use_small_pages_for_this_process()  # the server is ragmetrics' own process (see ragmetrics.memory)
     signed_in = auth.gate()  # draws the sign-in form when sign-in is configured and still needed
     sections: dict[str, list[st.Page]] = {}

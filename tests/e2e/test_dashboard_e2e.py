@@ -51,6 +51,9 @@ def dropdown_options(page: Page, key: str):  # type: ignore[no-untyped-def]
 
 
 def test_upload_explore_and_open_a_missed_query(page: Page, app_url: str) -> None:
+    # a self-hosted dashboard works offline: nothing it serves makes the browser fetch from another host
+    elsewhere: list[str] = []
+    page.on("request", lambda r: None if r.url.startswith((app_url, "data:", "blob:")) else elsewhere.append(r.url))
     page.goto(f"{app_url}/upload")
     wait_for_app(page)
     inputs = page.get_by_test_id("stFileUploaderDropzoneInput")
@@ -94,6 +97,7 @@ def test_upload_explore_and_open_a_missed_query(page: Page, app_url: str) -> Non
     expect(page.get_by_text("Relevant documents", exact=True)).to_be_visible()
     expect(page.get_by_text("top 20 documents")).to_be_visible()
     expect(page).to_have_url(re.compile(r"[?&]q=t"), timeout=TIMEOUT)
+    assert elsewhere == []
 
 
 def test_malformed_run_shows_its_line_number(page: Page, app_url: str) -> None:
