@@ -51,6 +51,8 @@ datasets_table = sa.Table(
     sa.Column("n_judgments", sa.Integer, nullable=False),
     sa.Column("size_bytes", sa.Integer, nullable=False),
     sa.Column("payload", sa.LargeBinary, nullable=False),
+    sa.Column("source", sa.Text, nullable=False, server_default=""),  # the file(s) it was first read from
+    sa.Column("description", sa.Text, nullable=False, server_default=""),
 )
 runs_table = sa.Table(
     "runs", metadata,
@@ -61,7 +63,10 @@ runs_table = sa.Table(
     sa.Column("n_rows", sa.Integer, nullable=False),
     sa.Column("size_bytes", sa.Integer, nullable=False),
     sa.Column("payload", sa.LargeBinary, nullable=False),
+    sa.Column("source", sa.Text, nullable=False, server_default=""),
 )
+ADDED_COLUMNS = {"datasets": ("source", "description"), "runs": ("source",)}
+"""Text columns added after the first stores were made: :class:`Store` adds them to an older store, empty."""
 links_table = sa.Table(
     "dataset_runs", metadata,
     sa.Column("dataset_id", sa.String(16), primary_key=True),
@@ -227,6 +232,20 @@ class Store:
         if self.engine.dialect.name == "sqlite":
             sa.event.listen(self.engine, "connect", _sqlite_pragmas)
         metadata.create_all(self.engine, checkfirst=True)
+        self._add_missing_columns()
+
+    def _add_missing_columns(self) -> None:
+        """Bring a store made by an older version up to date (safe when two processes open it together)."""
+        for table, columns in ADDED_COLUMNS.items():
+            for column in columns:
+                if column in {c["name"] for c in sa.inspect(self.engine).get_columns(table)}:
+                    continue
+                try:
+                    with self.engine.begin() as conn:
+                        conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN {column} TEXT NOT NULL DEFAULT ''"))
+                except sa.exc.DBAPIError:
+                    if column not in {c["name"] for c in sa.inspect(self.engine).get_columns(table)}:
+                        raise  # not another process adding it first
 
     @property
     def kind(self) -> str:
@@ -238,8 +257,9 @@ class Store:
 
     # --- writes ------------------------------------------------------------------------
 
-    def put_dataset(self, dataset: Dataset, *, ident: str | None = None) -> str:
-        """Store ``dataset`` (idempotent) and return its content id (``ident``: already computed by :func:`dataset_id`)."""
+    def put_dataset(self, dataset: Dataset, *, ident: str | None = None, source: str = "", description: str = "") -> str:
+        """Store ``dataset`` (idempotent: the first copy's name, source and description stay) and return its content
+        id (``ident``: already computed by :func:`dataset_id`; ``source``: the file(s) it was read from)."""
         ident = ident or dataset_id(dataset)
         tables = {"qrels": dataset.qrels, "queries": dataset.queries}
         if dataset.documents is not None:
@@ -248,17 +268,18 @@ class Store:
         row = {
             "id": ident, "name": dataset.name, "created_at": time.time(), "n_queries": len(dataset.queries),
             "n_judgments": len(dataset.qrels), "size_bytes": len(blob), "payload": blob,
+            "source": source, "description": description,
         }
         with self.engine.begin() as conn:
             conn.execute(self._insert(datasets_table).values(**row).on_conflict_do_nothing(index_elements=["id"]))
         return ident
 
     def put_run(
-        self, run: Run, dataset: str | None = None, *, ident: str | None = None, rows: bytes | None = None
+        self, run: Run, dataset: str | None = None, *, ident: str | None = None, rows: bytes | None = None, source: str = ""
     ) -> str:
-        """Store ``run`` (idempotent), link it to ``dataset`` (an id) if given; return its content id
-        (``ident``: already computed by :func:`run_id`, which hashes every row; ``rows``: the
-        frame's :func:`frame_parquet`, already written)."""
+        """Store ``run`` (idempotent: the first copy's name and source stay), link it to ``dataset`` (an id) if
+        given; return its content id (``ident``: already computed by :func:`run_id`, which hashes every row;
+        ``rows``: the frame's :func:`frame_parquet`, already written; ``source``: the file it was read from)."""
         ident = ident or run_id(run)
         if dataset is not None:
             check_id(dataset, "dataset")
@@ -266,7 +287,7 @@ class Store:
         now = time.time()
         row = {
             "id": ident, "name": run.name, "created_at": now, "n_queries": len(run.id_codes("query_id")[1]),
-            "n_rows": len(run.frame), "size_bytes": len(blob), "payload": blob,
+            "n_rows": len(run.frame), "size_bytes": len(blob), "payload": blob, "source": source,
         }
         with self.engine.begin() as conn:
             conn.execute(self._insert(runs_table).values(**row).on_conflict_do_nothing(index_elements=["id"]))
@@ -371,16 +392,18 @@ class Store:
             return conn.execute(sa.select(table.c.id).where(table.c.id == ident)).first() is not None
 
     def list_datasets(self) -> pd.DataFrame:
-        """Stored datasets, newest first: id, name, n_queries, n_judgments, size_bytes, created_at."""
+        """Stored datasets, newest first: id, name, n_queries, n_judgments, size_bytes, created_at, source, description."""
         t = datasets_table
-        query = sa.select(t.c.id, t.c.name, t.c.n_queries, t.c.n_judgments, t.c.size_bytes, t.c.created_at).order_by(t.c.created_at.desc())
+        names = ["id", "name", "n_queries", "n_judgments", "size_bytes", "created_at", "source", "description"]
+        query = sa.select(*(t.c[n] for n in names)).order_by(t.c.created_at.desc())
         with self.engine.connect() as conn:
-            return pd.DataFrame(conn.execute(query).mappings().all(), columns=["id", "name", "n_queries", "n_judgments", "size_bytes", "created_at"])
+            return pd.DataFrame(conn.execute(query).mappings().all(), columns=names)
 
     def list_runs(self, dataset: str | None = None) -> pd.DataFrame:
-        """Stored runs (of ``dataset`` if given), oldest link first: id, name, n_queries, n_rows, size_bytes, created_at."""
+        """Stored runs (of ``dataset`` if given), oldest link first: id, name, n_queries, n_rows, size_bytes, created_at, source."""
         t = runs_table
-        columns = [t.c.id, t.c.name, t.c.n_queries, t.c.n_rows, t.c.size_bytes, t.c.created_at]
+        names = ["id", "name", "n_queries", "n_rows", "size_bytes", "created_at", "source"]
+        columns = [t.c[n] for n in names]
         if dataset is None:
             query = sa.select(*columns).order_by(t.c.created_at)
         else:
@@ -390,7 +413,7 @@ class Store:
                 .where(links_table.c.dataset_id == dataset).order_by(links_table.c.created_at, t.c.name)
             )
         with self.engine.connect() as conn:
-            return pd.DataFrame(conn.execute(query).mappings().all(), columns=["id", "name", "n_queries", "n_rows", "size_bytes", "created_at"])
+            return pd.DataFrame(conn.execute(query).mappings().all(), columns=names)
 
 
 SQLITE_PAGE_SIZE = 65536

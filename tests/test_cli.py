@@ -136,3 +136,6 @@ def test_push_stores_the_files_and_prints_a_share_link(tmp_path):
     run_ids = store.list_runs(dataset_id)["id"].tolist()
     assert link == f"http://dash.example:8501/overview?ds={dataset_id}&runs={run_ids[0]},{run_ids[1]}"
     assert store.get_run(run_ids[0]).name == "bm25-stem"
+    # the Workspace page shows which files they came from
+    assert store.list_datasets()["source"].tolist() == [Path(QRELS).name]
+    assert store.list_runs(dataset_id)["source"].tolist() == [Path(BM25).name, Path(HYBRID).name]

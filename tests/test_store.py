@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 import ragmetrics as rm
 from ragmetrics.io import load_dataset, load_run
-from ragmetrics.store import Store, StoreKeyError, dataset_id, run_id
+from ragmetrics.store import ADDED_COLUMNS, Store, StoreKeyError, dataset_id, run_id
 
 SCIFACT = Path(__file__).parent / "data" / "scifact"
 
@@ -76,6 +76,42 @@ def test_a_new_sqlite_store_uses_large_pages_and_an_existing_one_keeps_its_own(t
     ds_id = legacy.put_dataset(dataset)
     ident = legacy.put_run(bm25, ds_id)
     pd.testing.assert_frame_equal(Store(f"sqlite:///{old}").get_run(ident).frame, bm25.frame)
+
+
+def test_sources_and_descriptions_are_stored_and_an_older_store_gets_their_columns(store_url, scifact):
+    dataset, bm25, dense = scifact
+    store = Store(store_url)
+    ds_id = store.put_dataset(dataset, source="qrels.tsv, queries.jsonl", description="SciFact test claims")
+    run = store.put_run(bm25, ds_id, source="bm25-stem.trec.gz")
+    store.put_run(bm25, ds_id, source="a later copy.trec")  # the same content again: the first source stays
+    again = Store(store_url)
+    assert again.list_datasets()[["source", "description"]].values.tolist() == [["qrels.tsv, queries.jsonl", "SciFact test claims"]]
+    assert again.list_runs(ds_id)[["id", "source"]].values.tolist() == [[run, "bm25-stem.trec.gz"]]
+    # a store made before these columns existed: they are added (empty) when it is opened, its rows untouched
+    with again.engine.begin() as conn:
+        for table, columns in ADDED_COLUMNS.items():
+            for column in columns:
+                conn.execute(sa.text(f"ALTER TABLE {table} DROP COLUMN {column}"))
+    errors: list[BaseException] = []
+
+    def open_store() -> None:
+        try:
+            Store(store_url)
+        except BaseException as err:  # noqa: BLE001 - reported below, not lost in the thread
+            errors.append(err)
+
+    openers = [threading.Thread(target=open_store) for _ in range(3)]  # processes starting together
+    for t in openers:
+        t.start()
+    for t in openers:
+        t.join()
+    assert errors == []
+    upgraded = Store(store_url)
+    assert upgraded.list_datasets()[["id", "source", "description"]].values.tolist() == [[ds_id, "", ""]]
+    assert upgraded.list_runs(ds_id)[["id", "source"]].values.tolist() == [[run, ""]]
+    pd.testing.assert_frame_equal(upgraded.get_run(run).frame, bm25.frame)
+    other = upgraded.put_run(dense, ds_id, source="dense.trec")
+    assert upgraded.list_runs(ds_id)["source"].tolist() == ["", "dense.trec"] and other != run
 
 
 def test_ids_depend_on_content_only(scifact):

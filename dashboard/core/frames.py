@@ -595,31 +595,6 @@ def metrics_reference_frame() -> pd.DataFrame:
     )
 
 
-def workspace_frame(workspace: object) -> pd.DataFrame:
-    """What is loaded: ``kind, name, id, dataset, size, source, added`` (a :class:`~dashboard.core.workspace.Workspace`)."""
-    from dashboard.core.workspace import Workspace
-
-    assert isinstance(workspace, Workspace)
-    rows: list[dict[str, object]] = []
-    for d in workspace.datasets():
-        rows.append(
-            {
-                "kind": "dataset", "name": d.name, "id": d.id, "dataset": d.name,
-                "size": f"{len(d.dataset.queries):,} queries", "source": d.source,
-                "added": d.added.strftime("%Y-%m-%d %H:%M"),
-            }
-        )
-        for r in workspace.runs(d.id):
-            rows.append(
-                {
-                    "kind": "run", "name": r.name, "id": r.id, "dataset": d.name,
-                    "size": f"{len(r.run.frame):,} rows", "source": r.source,
-                    "added": r.added.strftime("%Y-%m-%d %H:%M"),
-                }
-            )
-    return pd.DataFrame(rows, columns=["kind", "name", "id", "dataset", "size", "source", "added"])
-
-
 def with_text_for_missing(frame: pd.DataFrame, columns: Sequence[str], text: str) -> pd.DataFrame:
     """A display copy where NA in ``columns`` reads ``text`` (numbers become text)."""
     out = frame.copy()

@@ -130,8 +130,6 @@ class Workspace:
         self._cache_size = cache_size
         self._objects: OrderedDict[str, Dataset | Run] = OrderedDict()
         self._entries: dict[tuple[str, ...], DatasetEntry | RunEntry] = {}
-        self._sources: dict[str, str] = {}
-        self._descriptions: dict[str, str] = {}
         self._datasets_at = -1.0
         self._datasets: list[DatasetEntry] = []
         self._runs_at: dict[str, float] = {}
@@ -192,7 +190,7 @@ class Workspace:
         added = _utc(row.created_at)
         if not (isinstance(entry, DatasetEntry) and entry.name == row.name and entry.added == added):
             entry = DatasetEntry(
-                row.id, row.name, None, self._sources.get(row.id, ""), self._descriptions.get(row.id, ""), added,
+                row.id, row.name, None, row.source, row.description, added,
                 n_queries=int(row.n_queries), n_judgments=int(row.n_judgments), size_bytes=int(row.size_bytes),
                 loader=self._load_dataset,
             )
@@ -205,7 +203,7 @@ class Workspace:
         added = _utc(row.created_at)
         if not (isinstance(entry, RunEntry) and entry.name == row.name and entry.added == added):
             entry = RunEntry(
-                row.id, row.name, None, dataset_ident, self._sources.get(row.id, ""), added,
+                row.id, row.name, None, dataset_ident, row.source, added,
                 n_queries=int(row.n_queries), n_rows=int(row.n_rows), size_bytes=int(row.size_bytes),
                 loader=self._load_run,
             )
@@ -254,17 +252,12 @@ class Workspace:
     def add_dataset(self, dataset: Dataset, *, name: str | None = None, source: str = "", description: str = "") -> DatasetEntry:
         """Store ``dataset`` (once per content); a name already taken by other content gets a suffix."""
         ident = store_mod.dataset_id(dataset)
-        with self._lock:
-            if source:
-                self._sources.setdefault(ident, source)
-            if description:
-                self._descriptions.setdefault(ident, description)
         existing = self.dataset(ident)
         if existing is not None:
             return existing
         unique = _unique(name or dataset.name, {e.name for e in self.datasets()})
         stored = dataset if unique == dataset.name else dataclasses.replace(dataset, name=unique)
-        self.store.put_dataset(stored, ident=ident)
+        self.store.put_dataset(stored, ident=ident, source=source, description=description)
         self._remember("dataset:" + ident, stored)
         self.refresh()
         entry = self.dataset(ident)
@@ -291,15 +284,12 @@ class Workspace:
             if meanwhile is not None:
                 pool.submit(meanwhile, renamed)
             ident = store_mod.run_id(renamed)
-            with self._lock:
-                if source:
-                    self._sources.setdefault(ident, source)
             existing = self.run(dataset_ident, ident)
             if existing is not None:  # stored before (under its first name): this copy's work is not waited for
                 rows.cancel()
                 wait = False
                 return existing
-            self.store.put_run(renamed, dataset_ident, ident=ident, rows=rows.result())
+            self.store.put_run(renamed, dataset_ident, ident=ident, rows=rows.result(), source=source)
         finally:
             pool.shutdown(wait=wait)
         self._remember("run:" + ident, renamed)  # with its fingerprints and alignment: the first evaluation need not read it back
@@ -385,26 +375,29 @@ class Workspace:
     # --- tables for the Workspace page -------------------------------------------------
 
     def dataset_table(self) -> pd.DataFrame:
-        """``name, id, queries, judgments, runs, size, added`` per stored dataset (oldest first)."""
+        """``name, id, queries, judgments, runs, size, added, source, description`` per stored dataset (oldest first);
+        ``source`` is the file(s) it was first read from."""
         rows = [
             {
                 "name": d.name, "id": d.id, "queries": d.n_queries, "judgments": d.n_judgments,
                 "runs": len(self.runs(d.id)), "size": human_size(d.size_bytes), "added": _when(d.added),
+                "source": d.source, "description": d.description,
             }
             for d in self.datasets()
         ]
-        return pd.DataFrame(rows, columns=["name", "id", "queries", "judgments", "runs", "size", "added"])
+        columns = ["name", "id", "queries", "judgments", "runs", "size", "added", "source", "description"]
+        return pd.DataFrame(rows, columns=columns)
 
     def run_table(self, dataset_ident: str | None) -> pd.DataFrame:
-        """``name, id, queries, rows, size, added`` per run of a dataset (in the order they were added)."""
+        """``name, id, queries, rows, size, added, source`` per run of a dataset (in the order they were added)."""
         rows = [
             {
                 "name": r.name, "id": r.id, "queries": r.n_queries, "rows": r.n_rows,
-                "size": human_size(r.size_bytes), "added": _when(r.added),
+                "size": human_size(r.size_bytes), "added": _when(r.added), "source": r.source,
             }
             for r in self.runs(dataset_ident)
         ]
-        return pd.DataFrame(rows, columns=["name", "id", "queries", "rows", "size", "added"])
+        return pd.DataFrame(rows, columns=["name", "id", "queries", "rows", "size", "added", "source"])
 
     def describe_store(self) -> str:
         """Where the data lives, fit to show: the SQLite file, or the database URL with its password hidden."""

@@ -42,6 +42,8 @@ layout.show_table(
         "runs": st.column_config.NumberColumn("runs", format="%d"),
         "size": st.column_config.TextColumn("size", help="Stored size (compressed)"),
         "added": st.column_config.TextColumn("time added"),
+        "source": st.column_config.TextColumn("source", help="The file(s) it was first read from"),
+        "description": st.column_config.TextColumn("description", width="large"),
     },
 )
 
@@ -124,6 +126,7 @@ else:
                 "rows": st.column_config.NumberColumn("rows", format="%d"),
                 "size": st.column_config.TextColumn("size", help="Stored size (compressed)"),
                 "added": st.column_config.TextColumn("time added"),
+                "source": st.column_config.TextColumn("source", help="The file it was first read from"),
             },
         )
         names = {r.id: r.name for r in runs}

@@ -252,8 +252,8 @@ def test_workspace_ids_and_names(tiny, tiny_runs) -> None:
     renamed = ws.add_run(entry.id, Run.from_frame(tiny_runs[1].frame, name="run-a"))
     assert renamed.name == "run-a (2)" and renamed.run.name == "run-a (2)"
     assert [r.name for r in ws.runs(entry.id)] == ["run-a", "run-a (2)"]
-    table = frames.workspace_frame(ws)
-    assert table["kind"].tolist() == ["dataset", "run", "run"]
+    assert ws.dataset_table()["runs"].tolist() == [2]
+    assert ws.run_table(entry.id)["name"].tolist() == ["run-a", "run-a (2)"]
 
 
 def test_curves_to_k_max_are_stored(faq_evals) -> None:
