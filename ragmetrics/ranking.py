@@ -13,7 +13,7 @@ depth) for cut-off metrics and curves.
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import unicodedata
 import weakref
 from concurrent.futures import ThreadPoolExecutor
@@ -601,76 +601,82 @@ def _labels(
     return label
 
 
-def _align_documents(
-    run: Run, dataset: Dataset, doc_column: str, frame_rows: FrameRows, q: np.ndarray, pos: np.ndarray,
-    starts: np.ndarray, n_ret: np.ndarray, qrels_q: np.ndarray, qrels_rows: np.ndarray, qrels_label: np.ndarray,
-    use_source: bool, label_dtype: type,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For rows sorted by (query, rank): ``(chunk_dups, doc_dups, label)``, the rows repeating an earlier
-    chunk id, the rows repeating an earlier document, and each row's qrels label (``UNJUDGED`` when
-    not judged; a repeated document carries its label on every row).
+@dataclass(frozen=True)
+class _SortedRows:
+    """What the alignment reads: a run's rows sorted by (query, rank) (``q``: each row's query, ``pos``: its 0-based
+    position, ``starts``/``n_ret``: each query's first row and row count; ``frame_rows``: the frame row of each)
+    and the judgments of the evaluated queries (``qrels_q``: their query, ``qrels_rows``: their row in the qrels)."""
+
+    run: Run
+    dataset: Dataset
+    doc_column: str
+    use_source: bool
+    frame_rows: FrameRows
+    q: np.ndarray
+    pos: np.ndarray
+    starts: np.ndarray
+    n_ret: np.ndarray
+    qrels_q: np.ndarray
+    qrels_rows: np.ndarray
+    qrels_label: np.ndarray
+
+
+def _align_documents(rows: _SortedRows, label_dtype: type) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(chunk_dups, doc_dups, label)``: the rows repeating an earlier chunk id, the rows repeating an earlier
+    document, and each row's qrels label (``UNJUDGED`` when not judged; a repeated document carries its label
+    on every row).
 
     By fingerprints, each query's rows sorted in a small matrix (no id encoding), every match
     checked against the strings; by encoded ids when the run is too ragged for that or a
     fingerprint collided (both give the same answer)."""
-    found = _align_by_fingerprints(
-        run, dataset, doc_column, frame_rows, q, pos, starts, n_ret, qrels_q, qrels_rows, qrels_label, use_source, label_dtype
-    )
+    found = _align_by_fingerprints(rows, label_dtype)
     if found is not None:
         return found
+    run, q, pos, n_ret = rows.run, rows.q, rows.pos, rows.n_ret
 
     def codes_of(column: str) -> np.ndarray:
-        return frame_rows.take(run.id_codes(column)[0])
+        return rows.frame_rows.take(run.id_codes(column)[0])
 
-    doc_code, doc_names = codes_of(doc_column), run.id_codes(doc_column)[1]
-    chunk_dups = _later_duplicates(q, codes_of("doc_id") if use_source else doc_code, pos, n_ret)
-    doc_dups = _later_duplicates(q, doc_code, pos, n_ret) if use_source else chunk_dups
-    qrels_code = positions_in(dataset.qrels["doc_id"].iloc[qrels_rows], doc_names)
-    label = _labels(q, doc_code, qrels_q, qrels_code, qrels_label, max(len(doc_names), 1), label_dtype)
+    doc_code, doc_names = codes_of(rows.doc_column), run.id_codes(rows.doc_column)[1]
+    chunk_dups = _later_duplicates(q, codes_of("doc_id") if rows.use_source else doc_code, pos, n_ret)
+    doc_dups = _later_duplicates(q, doc_code, pos, n_ret) if rows.use_source else chunk_dups
+    qrels_code = positions_in(rows.dataset.qrels["doc_id"].iloc[rows.qrels_rows], doc_names)
+    label = _labels(q, doc_code, rows.qrels_q, qrels_code, rows.qrels_label, max(len(doc_names), 1), label_dtype)
     return chunk_dups, doc_dups, label
 
 
-def _align_by_fingerprints(
-    run: Run, dataset: Dataset, doc_column: str, frame_rows: FrameRows, q: np.ndarray, pos: np.ndarray,
-    starts: np.ndarray, n_ret: np.ndarray, qrels_q: np.ndarray, qrels_rows: np.ndarray, qrels_label: np.ndarray,
-    use_source: bool, label_dtype: type,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def _align_by_fingerprints(rows: _SortedRows, label_dtype: type) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """:func:`_align_documents` by fingerprints; ``None`` when it cannot be proved exact that way.
 
     Queries are independent here: a large run is aligned in two halves of its queries, one on the
     background thread (numpy and Arrow release the GIL in their loops), each half writing its own rows."""
-    doc_dups = np.zeros(len(q), dtype=bool)
-    chunk_dups = np.zeros(len(q), dtype=bool) if use_source else doc_dups
-    label = _unjudged_labels(len(q), label_dtype)
-    retrieved = n_ret[qrels_q] > 0
-    qrels_q, qrels_rows, qrels_label = qrels_q[retrieved], qrels_rows[retrieved], qrels_label[retrieved]
-    part = functools.partial(
-        _align_queries, run, dataset, doc_column, frame_rows, q, pos, starts, n_ret, qrels_q, qrels_rows, qrels_label,
-        use_source, (chunk_dups, doc_dups, label),
+    n_rows, n_queries = len(rows.q), len(rows.n_ret)
+    doc_dups = np.zeros(n_rows, dtype=bool)
+    chunk_dups = np.zeros(n_rows, dtype=bool) if rows.use_source else doc_dups
+    out = (chunk_dups, doc_dups, _unjudged_labels(n_rows, label_dtype))
+    retrieved = rows.n_ret[rows.qrels_q] > 0
+    rows = dataclasses.replace(
+        rows, qrels_q=rows.qrels_q[retrieved], qrels_rows=rows.qrels_rows[retrieved], qrels_label=rows.qrels_label[retrieved]
     )
-    n_queries = len(n_ret)
-    if len(q) < BACKGROUND_ROWS or n_queries < 2:
-        return (chunk_dups, doc_dups, label) if part(0, n_queries) else None
-    half = int(np.searchsorted(starts, starts[-1] // 2))  # two halves of about as many rows
-    other = _BACKGROUND.submit(part, half, n_queries)
-    ok = part(0, half)
-    return (chunk_dups, doc_dups, label) if other.result() and ok else None
+    if n_rows < BACKGROUND_ROWS or n_queries < 2:
+        return out if _align_queries(rows, out, 0, n_queries) else None
+    half = int(np.searchsorted(rows.starts, rows.starts[-1] // 2))  # two halves of about as many rows
+    other = _BACKGROUND.submit(_align_queries, rows, out, half, n_queries)
+    ok = _align_queries(rows, out, 0, half)
+    return out if other.result() and ok else None
 
 
-def _align_queries(
-    run: Run, dataset: Dataset, doc_column: str, frame_rows: FrameRows, q: np.ndarray, pos: np.ndarray,
-    starts: np.ndarray, n_ret: np.ndarray, qrels_q: np.ndarray, qrels_rows: np.ndarray, qrels_label: np.ndarray,
-    use_source: bool, out: tuple[np.ndarray, np.ndarray, np.ndarray], first: int, stop: int,
-) -> bool:
+def _align_queries(rows: _SortedRows, out: tuple[np.ndarray, np.ndarray, np.ndarray], first: int, stop: int) -> bool:
     """Align queries ``first..stop-1`` (their rows ``starts[first]..starts[stop]-1``) into those rows of ``out``
     = ``(chunk_dups, doc_dups, label)``; False when a fingerprint match is not confirmed by the strings."""
-    r0, r1 = int(starts[first]), int(starts[stop])
+    r0, r1 = int(rows.starts[first]), int(rows.starts[stop])
     if r0 == r1:
         return True
-    q, pos, starts, n_ret = q[r0:r1], pos[r0:r1], starts[first : stop + 1] - r0, n_ret[first:stop]
+    run, frame_rows, doc_column = rows.run, rows.frame_rows, rows.doc_column
+    q, pos, starts, n_ret = rows.q[r0:r1], rows.pos[r0:r1], rows.starts[first : stop + 1] - r0, rows.n_ret[first:stop]
     chunk_dups, doc_dups, label = (column[r0:r1] for column in out)
-    mine = (qrels_q >= first) & (qrels_q < stop)
-    qrels_q, qrels_rows, qrels_label = qrels_q[mine], qrels_rows[mine], qrels_label[mine]
+    mine = (rows.qrels_q >= first) & (rows.qrels_q < stop)
+    qrels_q, qrels_rows, qrels_label = rows.qrels_q[mine], rows.qrels_rows[mine], rows.qrels_label[mine]
 
     def repeated(column: str) -> tuple[_FingerprintRows, np.ndarray] | None:
         index = _FingerprintRows.build(frame_rows.take(run.id_fingerprints(column), r0, r1, copy=True), q, pos, starts, n_ret, first)
@@ -687,18 +693,18 @@ def _align_queries(
         return False
     index, later = found
     doc_dups[later] = True
-    if use_source:
+    if rows.use_source:
         chunks = repeated("doc_id")
         if chunks is None:
             return False
         chunk_dups[chunks[1]] = True
 
-    rows = index.find(qrels_q - first, dataset.qrels_doc_fingerprints()[qrels_rows])
-    hit = rows >= 0
-    rows = rows[hit]
-    if not _same_strings(run.id_values(doc_column), frame_rows.of(rows + r0), dataset.qrels_doc_values(), qrels_rows[hit]):
+    hit_rows = index.find(qrels_q - first, rows.dataset.qrels_doc_fingerprints()[qrels_rows])
+    hit = hit_rows >= 0
+    hit_rows = hit_rows[hit]
+    if not _same_strings(run.id_values(doc_column), frame_rows.of(hit_rows + r0), rows.dataset.qrels_doc_values(), qrels_rows[hit]):
         return False
-    label[rows] = qrels_label[hit]
+    label[hit_rows] = qrels_label[hit]
     if len(later):
         label[later] = label[index.find(q[later] - first, run.id_fingerprints(doc_column)[frame_rows.of(later + r0)])]
     return True
@@ -816,7 +822,7 @@ def build_ranking(
     if ahead is not None:
         ahead.result()
     aligned = _align_documents(
-        run, dataset, doc_column, frame_rows, q, pos, starts, n_ret, qrels_q, qrels_rows, qrels_label, use_source,
+        _SortedRows(run, dataset, doc_column, use_source, frame_rows, q, pos, starts, n_ret, qrels_q, qrels_rows, qrels_label),
         _label_dtype(qrels_label, rel_level),
     )
     chunk_dups, doc_dups, label = aligned

@@ -231,20 +231,14 @@ def rank_histogram_figure(tables: dict[str, pd.DataFrame], k: int, runs: Sequenc
 
     ``tables`` maps a run to its :func:`dashboard.core.frames.query_table`.
     """
-    names = [r for r in (runs or list(tables)) if r in tables]
-    colors = run_colors(names)
     buckets = [str(i) for i in range(1, limit + 1)] + [f">{limit}", "none"]
-    fig = go.Figure()
-    for run in names:
+    counts: dict[str, tuple[list, list]] = {}
+    for run in [r for r in (runs or list(tables)) if r in tables]:
         ranks = tables[run].loc[tables[run]["n_relevant"] > 0, "first_relevant_rank"]
-        counts = [int((ranks == i).sum()) for i in range(1, limit + 1)]
-        counts += [int((ranks > limit).sum()), int((ranks <= 0).sum())]
-        fig.add_trace(go.Bar(x=buckets, y=counts, name=safe(run), marker={"color": colors[run]}))
+        counts[run] = (buckets, [int((ranks == i).sum()) for i in range(1, limit + 1)] + [int((ranks > limit).sum()), int((ranks <= 0).sum())])
+    fig = _query_count_bars(counts, title=f"Rank of the first relevant document (dotted: K={k})", height=360)
     fig.add_vline(x=k - 0.5, line_dash="dot", line_color="#888")
-    fig.update_layout(barmode="group", title={"text": f"Rank of the first relevant document (dotted: K={k})"})
     fig.update_xaxes(title_text="rank", type="category")
-    fig.update_yaxes(title_text="queries")
-    _base_layout(fig, 360)
     return fig
 
 
@@ -252,19 +246,26 @@ def depth_figure(depths: pd.DataFrame, runs: Sequence[str] | None = None) -> go.
     """Queries per number of documents retrieved, one bar colour per run (:func:`dashboard.core.frames.depth_frame`).
 
     A run cut short for some queries, or missing some, shows here before any metric is read."""
-    names = _runs_in(depths, runs)
-    colors = run_colors(names)
-    fig = go.Figure()
-    for run in names:
+    counts = {}
+    for run in _runs_in(depths, runs):
         part = depths[depths["run"] == run]
-        fig.add_trace(
-            go.Bar(
-                x=part["retrieved"].tolist(), y=part["queries"].tolist(), name=safe(run), marker={"color": colors[run]},
-                hovertemplate="%{y:,} queries with %{x} documents<extra>%{fullData.name}</extra>",
-            )
-        )
-    fig.update_layout(barmode="group", title={"text": "Documents retrieved per query"}, showlegend=True)
+        counts[run] = (part["retrieved"].tolist(), part["queries"].tolist())
+    fig = _query_count_bars(
+        counts, title="Documents retrieved per query", height=300,
+        hovertemplate="%{y:,} queries with %{x} documents<extra>%{fullData.name}</extra>",
+    )
+    fig.update_layout(showlegend=True)
     fig.update_xaxes(title_text="documents retrieved (after merging chunks)", rangemode="tozero")
+    return fig
+
+
+def _query_count_bars(counts: dict[str, tuple[list, list]], *, title: str, height: int, hovertemplate: str | None = None) -> go.Figure:
+    """Grouped bars of query counts, one trace per run (``counts``: run -> (x, y)) in the run's colour."""
+    colors = run_colors(list(counts))
+    fig = go.Figure()
+    for run, (x, y) in counts.items():
+        fig.add_trace(go.Bar(x=x, y=y, name=safe(run), marker={"color": colors[run]}, hovertemplate=hovertemplate))
+    fig.update_layout(barmode="group", title={"text": title})
     fig.update_yaxes(title_text="queries")
-    _base_layout(fig, 300)
+    _base_layout(fig, height)
     return fig
