@@ -12,6 +12,7 @@ import os
 import sys
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TextIO
 
 import pandas as pd
@@ -217,8 +218,8 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     runs = _load_runs(args.run, args)
     store = Store(args.store)
     dataset_files = [args.dataset, *(f for f in (getattr(args, "queries", None), getattr(args, "corpus", None)) if f)]
-    dataset_id = store.put_dataset(dataset, source=", ".join(os.path.basename(str(f)) for f in dataset_files))
-    run_ids = [store.put_run(run, dataset_id, source=os.path.basename(path)) for run, path in zip(runs, args.run)]
+    dataset_id = store.put_dataset(dataset, source=", ".join(Path(f).name for f in dataset_files))
+    run_ids = [store.put_run(run, dataset_id, source=Path(path).name) for run, path in zip(runs, args.run)]
     base = args.base_url or os.environ.get("RAGMETRICS_BASE_URL", "http://localhost:8501")
     out.write(share_link(base, dataset=dataset_id, runs=run_ids) + "\n")
     err.write(f"ragmetrics: stored dataset {dataset_id} and {len(run_ids)} run(s) in {store.kind} store\n")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import logging
 import os
 import re
 import time
@@ -37,6 +38,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from ragmetrics.errors import RagMetricsError
 from ragmetrics.model import Dataset, Run
 
+_LOG = logging.getLogger(__name__)
 ID_PATTERN = re.compile(r"^[0-9a-f]{16}$")
 HASH_VERSION = b"ragmetrics-content-v2"
 RUN_HASH_VERSION = b"ragmetrics-run-v3"  # v3: row hashes from the id fingerprints the alignment uses
@@ -235,17 +237,46 @@ class Store:
         self._add_missing_columns()
 
     def _add_missing_columns(self) -> None:
-        """Bring a store made by an older version up to date (safe when two processes open it together)."""
+        """Bring a store made by an older version up to date (safe when several processes open it together).
+
+        A database user that may not alter the tables (not their owner), or a table locked by a long
+        transaction, leaves the store as it is: it opens without those columns (read as empty) and a
+        later opening by its owner adds them."""
+        self._without: set[tuple[str, str]] = set()
         for table, columns in ADDED_COLUMNS.items():
             for column in columns:
-                if column in {c["name"] for c in sa.inspect(self.engine).get_columns(table)}:
+                if column in self._columns(table):
                     continue
                 try:
                     with self.engine.begin() as conn:
+                        if self.kind == "postgresql":
+                            conn.execute(sa.text("SET LOCAL lock_timeout = '5s'"))  # never queue every reader behind it
                         conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN {column} TEXT NOT NULL DEFAULT ''"))
-                except sa.exc.DBAPIError:
-                    if column not in {c["name"] for c in sa.inspect(self.engine).get_columns(table)}:
-                        raise  # not another process adding it first
+                except sa.exc.DBAPIError as err:
+                    if column not in self._columns(table):  # not another process adding it first
+                        self._without.add((table, column))
+                        _LOG.warning("store: cannot add column %s.%s (%s); it reads as empty", table, column, err.orig)
+
+    def _columns(self, table: str) -> set[str]:
+        return {c["name"] for c in sa.inspect(self.engine).get_columns(table)}
+
+    def _has(self, table: sa.Table, column: str) -> bool:
+        return (table.name, column) not in self._without
+
+    def _put(self, table: sa.Table, row: dict[str, Any], conn: Any) -> None:
+        """Insert ``row`` unless its id is stored; a stored row keeps its values, but an empty source or description
+        takes this copy's (stored before they were recorded)."""
+        row = {k: v for k, v in row.items() if self._has(table, k)}
+        fill = [c for c in ("source", "description") if c in row and row[c]]
+        statement = self._insert(table).values(**row)
+        if fill:
+            statement = statement.on_conflict_do_update(
+                index_elements=["id"],
+                set_={c: sa.func.coalesce(sa.func.nullif(table.c[c], ""), statement.excluded[c]) for c in fill},
+            )
+        else:
+            statement = statement.on_conflict_do_nothing(index_elements=["id"])
+        conn.execute(statement)
 
     @property
     def kind(self) -> str:
@@ -258,8 +289,9 @@ class Store:
     # --- writes ------------------------------------------------------------------------
 
     def put_dataset(self, dataset: Dataset, *, ident: str | None = None, source: str = "", description: str = "") -> str:
-        """Store ``dataset`` (idempotent: the first copy's name, source and description stay) and return its content
-        id (``ident``: already computed by :func:`dataset_id`; ``source``: the file(s) it was read from)."""
+        """Store ``dataset`` (idempotent: a stored copy keeps its name, and its source and description unless they are
+        empty) and return its content id (``ident``: already computed by :func:`dataset_id`; ``source``: the file(s)
+        it was read from)."""
         ident = ident or dataset_id(dataset)
         tables = {"qrels": dataset.qrels, "queries": dataset.queries}
         if dataset.documents is not None:
@@ -271,13 +303,13 @@ class Store:
             "source": source, "description": description,
         }
         with self.engine.begin() as conn:
-            conn.execute(self._insert(datasets_table).values(**row).on_conflict_do_nothing(index_elements=["id"]))
+            self._put(datasets_table, row, conn)
         return ident
 
     def put_run(
         self, run: Run, dataset: str | None = None, *, ident: str | None = None, rows: bytes | None = None, source: str = ""
     ) -> str:
-        """Store ``run`` (idempotent: the first copy's name and source stay), link it to ``dataset`` (an id) if
+        """Store ``run`` (idempotent: a stored copy keeps its name, and its source unless empty), link it to ``dataset`` (an id) if
         given; return its content id (``ident``: already computed by :func:`run_id`, which hashes every row;
         ``rows``: the frame's :func:`frame_parquet`, already written; ``source``: the file it was read from)."""
         ident = ident or run_id(run)
@@ -290,7 +322,7 @@ class Store:
             "n_rows": len(run.frame), "size_bytes": len(blob), "payload": blob, "source": source,
         }
         with self.engine.begin() as conn:
-            conn.execute(self._insert(runs_table).values(**row).on_conflict_do_nothing(index_elements=["id"]))
+            self._put(runs_table, row, conn)
             if dataset is not None:
                 conn.execute(
                     self._insert(links_table).values(dataset_id=dataset, run_id=ident, created_at=now)
@@ -391,11 +423,14 @@ class Store:
         with self.engine.connect() as conn:
             return conn.execute(sa.select(table.c.id).where(table.c.id == ident)).first() is not None
 
+    def _column(self, table: sa.Table, name: str) -> Any:
+        return table.c[name] if self._has(table, name) else sa.literal("").label(name)
+
     def list_datasets(self) -> pd.DataFrame:
         """Stored datasets, newest first: id, name, n_queries, n_judgments, size_bytes, created_at, source, description."""
         t = datasets_table
         names = ["id", "name", "n_queries", "n_judgments", "size_bytes", "created_at", "source", "description"]
-        query = sa.select(*(t.c[n] for n in names)).order_by(t.c.created_at.desc())
+        query = sa.select(*(self._column(t, n) for n in names)).order_by(t.c.created_at.desc())
         with self.engine.connect() as conn:
             return pd.DataFrame(conn.execute(query).mappings().all(), columns=names)
 
@@ -403,7 +438,7 @@ class Store:
         """Stored runs (of ``dataset`` if given), oldest link first: id, name, n_queries, n_rows, size_bytes, created_at, source."""
         t = runs_table
         names = ["id", "name", "n_queries", "n_rows", "size_bytes", "created_at", "source"]
-        columns = [t.c[n] for n in names]
+        columns = [self._column(t, n) for n in names]
         if dataset is None:
             query = sa.select(*columns).order_by(t.c.created_at)
         else:

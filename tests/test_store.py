@@ -88,10 +88,7 @@ def test_sources_and_descriptions_are_stored_and_an_older_store_gets_their_colum
     assert again.list_datasets()[["source", "description"]].values.tolist() == [["qrels.tsv, queries.jsonl", "SciFact test claims"]]
     assert again.list_runs(ds_id)[["id", "source"]].values.tolist() == [[run, "bm25-stem.trec.gz"]]
     # a store made before these columns existed: they are added (empty) when it is opened, its rows untouched
-    with again.engine.begin() as conn:
-        for table, columns in ADDED_COLUMNS.items():
-            for column in columns:
-                conn.execute(sa.text(f"ALTER TABLE {table} DROP COLUMN {column}"))
+    _drop_added_columns(again)
     errors: list[BaseException] = []
 
     def open_store() -> None:
@@ -112,6 +109,55 @@ def test_sources_and_descriptions_are_stored_and_an_older_store_gets_their_colum
     pd.testing.assert_frame_equal(upgraded.get_run(run).frame, bm25.frame)
     other = upgraded.put_run(dense, ds_id, source="dense.trec")
     assert upgraded.list_runs(ds_id)["source"].tolist() == ["", "dense.trec"] and other != run
+
+
+def _drop_added_columns(store: Store) -> None:
+    """Make ``store`` look like one made before the source and description columns existed."""
+    with store.engine.begin() as conn:
+        for table, columns in ADDED_COLUMNS.items():
+            for column in columns:
+                conn.execute(sa.text(f"ALTER TABLE {table} DROP COLUMN {column}"))
+
+
+def test_an_upgraded_store_takes_the_source_of_a_later_copy(store_url, scifact):
+    dataset, bm25, _ = scifact
+    store = Store(store_url)
+    ds_id = store.put_dataset(dataset)
+    run = store.put_run(bm25, ds_id)
+    _drop_added_columns(store)
+    upgraded = Store(store_url)
+    assert upgraded.put_run(bm25, ds_id, source="bm25-stem.trec.gz") == run  # stored without a source: it takes this one
+    assert upgraded.put_dataset(dataset, source="qrels.tsv", description="claims") == ds_id
+    assert upgraded.list_runs(ds_id)["source"].tolist() == ["bm25-stem.trec.gz"]
+    assert upgraded.list_datasets()[["source", "description"]].values.tolist() == [["qrels.tsv", "claims"]]
+    upgraded.put_run(bm25, ds_id, source="renamed.trec")
+    assert upgraded.list_runs(ds_id)["source"].tolist() == ["bm25-stem.trec.gz"]  # a source once known stays
+
+
+def test_a_postgresql_user_who_may_not_alter_the_tables_still_opens_an_older_store(postgres_url, scifact):
+    dataset, bm25, dense = scifact
+    name = "t" + uuid.uuid4().hex[:12]
+    admin = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        conn.execute(sa.text(f"CREATE ROLE {name} LOGIN"))
+    admin.dispose()
+    owner_url = postgres_url.rsplit("/", 1)[0] + "/" + name
+    owner = Store(owner_url)
+    ds_id = owner.put_dataset(dataset)
+    run = owner.put_run(bm25, ds_id)
+    _drop_added_columns(owner)
+    with owner.engine.begin() as conn:  # the application's user may read and write rows, not change tables
+        conn.execute(sa.text(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {name}"))
+    owner.engine.dispose()
+    app = Store(owner_url.replace("postgres@", f"{name}@", 1))
+    assert app.list_runs(ds_id)[["id", "source"]].values.tolist() == [[run, ""]]
+    assert app.list_datasets()[["source", "description"]].values.tolist() == [["", ""]]
+    other = app.put_run(dense, ds_id, source="dense.trec")  # the source is dropped, the run stored
+    pd.testing.assert_frame_equal(app.get_run(other).frame, dense.frame)
+    assert app.list_runs(ds_id)["source"].tolist() == ["", ""]
+    # its owner opens it later: the columns are added, the rows kept
+    assert Store(owner_url).list_runs(ds_id)[["id", "source"]].values.tolist() == [[run, ""], [other, ""]]
 
 
 def test_ids_depend_on_content_only(scifact):

@@ -85,8 +85,8 @@ class RunEval:
     dataset: Dataset = field(repr=False)
     computed: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     # one evaluation is shared by sessions and by the upload page's prefetch thread: a curve is computed once,
-    # a second caller waits for it instead of computing it again
-    _curve_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    # a second caller of the same curve waits for it instead of computing it again
+    _curve_locks: dict[str, threading.Lock] = field(default_factory=dict, init=False, repr=False)
 
     @property
     def n_queries(self) -> int:
@@ -139,7 +139,7 @@ class RunEval:
         """:meth:`curve` as kept: a read-only float32 view for the curves kept to K_MAX (no copy; sum it in float64)."""
         if k_max <= K_MAX and metric in CURVE_METRICS:
             if metric not in self.curves:  # computed on first use: a 100,000-query run need not pay for all seven
-                with self._curve_lock:
+                with self._curve_locks.setdefault(metric, threading.Lock()):  # setdefault: atomic
                     if metric not in self.curves:
                         kept = registry.curve(self.ranking, metric, K_MAX, dtype=np.float32)
                         kept.flags.writeable = False

@@ -10,6 +10,7 @@ bootstrap are cached on (ids, names, K, ...).
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -78,14 +79,35 @@ def run_evals(dataset: DatasetEntry, runs: Sequence[RunEntry]) -> list[RunEval]:
     return out
 
 
+_prefetching: set[tuple[int, str]] = set()  # (id of the evaluation, metric) being computed by a prefetch thread
+_prefetch_lock = threading.Lock()
+_LOG = logging.getLogger(__name__)
+
+
 def prefetch_curves(evals: Sequence[RunEval]) -> None:
-    """Compute the overview's curves of ``evals`` on a background thread (the upload page calls this after a new run
-    is stored: the overview, usually the next page, then finds them computed or being computed, and waits for those)."""
-    missing = [(ev, metric) for ev in evals for metric in frames.CURVE_PANEL_METRICS if metric not in ev.curves]
-    if missing:
-        threading.Thread(
-            target=lambda: [ev.kept_curve(metric, K_MAX) for ev, metric in missing], name="ragmetrics-prefetch", daemon=True
-        ).start()
+    """Compute the overview's curves of ``evals`` on a background thread (the upload page calls this after its
+    validation report: the overview, usually the next page, then finds them computed or being computed, and
+    waits only for those). A curve already being prefetched is not started again; one that fails is logged and
+    left for the page that needs it, which shows the error."""
+    with _prefetch_lock:
+        todo = [
+            (ev, metric) for ev in evals for metric in frames.CURVE_PANEL_METRICS
+            if metric not in ev.curves and (id(ev), metric) not in _prefetching
+        ]
+        _prefetching.update((id(ev), metric) for ev, metric in todo)
+    if todo:
+        threading.Thread(target=_prefetch, args=(todo,), name="ragmetrics-prefetch", daemon=True).start()
+
+
+def _prefetch(todo: list[tuple[RunEval, str]]) -> None:
+    for ev, metric in todo:
+        try:
+            ev.kept_curve(metric, K_MAX)
+        except Exception:  # noqa: BLE001 - the overview computes it again and shows the error
+            _LOG.warning("prefetching %s curves of %s failed", metric, ev.name, exc_info=True)
+        finally:
+            with _prefetch_lock:
+                _prefetching.discard((id(ev), metric))
 
 
 def _key(evals: Sequence[RunEval]) -> tuple[tuple[str, str], ...]:

@@ -338,18 +338,54 @@ def test_a_curve_raced_by_threads_is_computed_once(faq, monkeypatch) -> None:
     np.testing.assert_array_equal(got[0], real(ev.ranking, "recall", K_MAX, dtype=np.float32))
 
 
-def test_prefetch_computes_the_overview_curves_in_the_background(faq) -> None:
+def _join_prefetch_threads() -> None:
     import threading
 
+    for t in [t for t in threading.enumerate() if t.name == "ragmetrics-prefetch"]:
+        t.join(timeout=60)
+
+
+def test_prefetch_computes_the_overview_curves_in_the_background(faq) -> None:
     from dashboard.ui import cache
 
     run, _ = faq.runs[0]
     ev = evaluate_run(faq.dataset, run)
     assert not set(frames.CURVE_PANEL_METRICS) & set(ev.curves)
     cache.prefetch_curves([ev])
-    for t in [t for t in threading.enumerate() if t.name == "ragmetrics-prefetch"]:
-        t.join(timeout=60)
+    _join_prefetch_threads()
     assert set(frames.CURVE_PANEL_METRICS) <= set(ev.curves)
     fresh = evaluate_run(faq.dataset, run)
     for metric in frames.CURVE_PANEL_METRICS:
         np.testing.assert_array_equal(ev.curves[metric], fresh.kept_curve(metric, K_MAX), err_msg=metric)
+
+
+def test_prefetch_asked_again_and_again_computes_each_curve_once_and_survives_a_failure(faq, monkeypatch, caplog) -> None:
+    """The upload page reruns often: a curve being prefetched is not started again; a failing one is logged,
+    the others are still computed, and the overview meets the error itself."""
+    import time
+
+    from dashboard.core import evaluation
+    from dashboard.ui import cache
+
+    calls: list[str] = []
+    real = evaluation.registry.curve
+
+    def curve(ranking, metric, k_max, **kw):
+        calls.append(metric)
+        time.sleep(0.05)
+        if metric == "precision":
+            raise MemoryError("no room for precision")
+        return real(ranking, metric, k_max, **kw)
+
+    monkeypatch.setattr(evaluation.registry, "curve", curve)
+    run, _ = faq.runs[0]
+    ev = evaluate_run(faq.dataset, run)
+    with caplog.at_level("WARNING", logger="dashboard.ui.cache"):
+        for _ in range(5):
+            cache.prefetch_curves([ev])
+        _join_prefetch_threads()
+    assert sorted(calls) == sorted(frames.CURVE_PANEL_METRICS)
+    assert set(ev.curves) == set(frames.CURVE_PANEL_METRICS) - {"precision"}
+    assert any("precision" in r.getMessage() and r.exc_info for r in caplog.records)
+    with pytest.raises(MemoryError):
+        ev.kept_curve("precision", K_MAX)
