@@ -235,8 +235,10 @@ class Ranking:
             raise KeyError(kind)
         matrix[q, pos] = values
         np.cumsum(matrix, axis=1, out=matrix)
-        self._dense = {key: m for key, m in self._dense.items() if key[0] != kind}
-        self._dense[(kind, depth)] = matrix
+        # a new dict swapped in whole: a thread reading the cache (the dashboard shares rankings) never sees it change
+        dense = {key: m for key, m in self._dense.items() if key[0] != kind}
+        dense[(kind, depth)] = matrix
+        self._dense = dense
         return matrix
 
     def _at(self, kind: str, ks: np.ndarray) -> np.ndarray:
