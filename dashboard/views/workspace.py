@@ -85,8 +85,12 @@ else:
     st.subheader(f"Dataset “{dataset.name}”")
     st.caption(
         f"`{dataset.id}` · {dataset.n_queries:,} queries · {dataset.n_judgments:,} judgments · "
-        f"added {dataset.added:%Y-%m-%d %H:%M} UTC. Pick another dataset in the sidebar."
+        f"added {dataset.added:%Y-%m-%d %H:%M} UTC"
+        + (f" from {md_escape(dataset.source)}" if dataset.source else "")
+        + ". Pick another dataset in the sidebar."
     )
+    if dataset.description:
+        st.markdown(md_escape(dataset.description))
     _rename("Dataset name", f"workspace.rename.dataset.{dataset.id}", dataset.name,
             lambda name: workspace.rename_dataset(dataset.id, name))
     pending = state.pending()

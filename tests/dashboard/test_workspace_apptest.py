@@ -34,10 +34,10 @@ def store_dir(tmp_path, monkeypatch) -> Path:
 def mini(store_dir) -> dict[str, str]:
     """The e2e mini dataset and its two runs, stored as an earlier upload would have."""
     ws = Workspace(Store(f"sqlite:///{store_dir / 'ragmetrics.sqlite'}"))
-    entry = ws.add_dataset(load_dataset(DATA / "mini_eval.json"))
+    entry = ws.add_dataset(load_dataset(DATA / "mini_eval.json"), source="mini_eval.json", description="A made-up FAQ set.")
     ids = {"dataset": entry.id}
     for name in ("mini-bm25", "mini-dense"):
-        ids[name] = ws.add_run(entry.id, load_run(DATA / f"{name}.trec")).id
+        ids[name] = ws.add_run(entry.id, load_run(DATA / f"{name}.trec"), source=f"{name}.trec").id
     ws.store.engine.dispose()
     return ids
 
@@ -64,6 +64,10 @@ def test_workspace_lists_what_is_stored(mini) -> None:
     assert runs["name"].tolist() == ["mini-bm25", "mini-dense"]
     assert runs["id"].tolist() == [mini["mini-bm25"], mini["mini-dense"]]
     assert set(runs.columns) >= {"queries", "rows", "size", "added"}
+    # where each came from, read back from the store (a fresh server process here)
+    assert datasets[["source", "description"]].values.tolist() == [["mini_eval.json", "A made-up FAQ set."]]
+    assert runs["source"].tolist() == ["mini-bm25.trec", "mini-dense.trec"]
+    assert "A made-up FAQ set." in _text(at.markdown) and "from mini_eval.json" in _text(at.caption)
     assert "**1** dataset(s) and **2** run(s)" in _text(at.markdown)
     assert param(at, "ds") == mini["dataset"]
 
