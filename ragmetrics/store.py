@@ -244,9 +244,8 @@ class Store:
         later opening by its owner adds them."""
         self._without: set[tuple[str, str]] = set()
         for table, columns in ADDED_COLUMNS.items():
-            for column in columns:
-                if column in self._columns(table):
-                    continue
+            present = self._columns(table)
+            for column in [c for c in columns if c not in present]:
                 try:
                     with self.engine.begin() as conn:
                         if self.kind == "postgresql":
@@ -267,7 +266,7 @@ class Store:
         """Insert ``row`` unless its id is stored; a stored row keeps its values, but an empty source or description
         takes this copy's (stored before they were recorded)."""
         row = {k: v for k, v in row.items() if self._has(table, k)}
-        fill = [c for c in ("source", "description") if c in row and row[c]]
+        fill = [c for c in ("source", "description") if row.get(c)]
         statement = self._insert(table).values(**row)
         if fill:
             statement = statement.on_conflict_do_update(

@@ -235,7 +235,8 @@ def rank_histogram_figure(tables: dict[str, pd.DataFrame], k: int, runs: Sequenc
     counts: dict[str, tuple[list, list]] = {}
     for run in [r for r in (runs or list(tables)) if r in tables]:
         ranks = tables[run].loc[tables[run]["n_relevant"] > 0, "first_relevant_rank"]
-        counts[run] = (buckets, [int((ranks == i).sum()) for i in range(1, limit + 1)] + [int((ranks > limit).sum()), int((ranks <= 0).sum())])
+        per_rank = [int((ranks == i).sum()) for i in range(1, limit + 1)]
+        counts[run] = (buckets, per_rank + [int((ranks > limit).sum()), int((ranks <= 0).sum())])
     fig = _query_count_bars(counts, title=f"Rank of the first relevant document (dotted: K={k})", height=360)
     fig.add_vline(x=k - 0.5, line_dash="dot", line_color="#888")
     fig.update_xaxes(title_text="rank", type="category")
