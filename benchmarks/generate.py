@@ -133,7 +133,9 @@ def _chunk(rng, q0: int, nq: int, depth: int):
     jq, jj, jl = jq[sort], jj[sort], jl[sort]
     jdoc = (mult[jq] * scatter[jj] + base[jq]) % CORPUS
     qrels = pc.binary_join_element_wise(
-        _strings(qnum[jq], "q"), "0", _strings(jdoc, "doc"),
+        _strings(qnum[jq], "q"),
+        "0",
+        _strings(jdoc, "doc"),
         pc.binary_join_element_wise(pc.cast(pa.array(jl), pa.string()), "\n", ""),
         " ",
     )
@@ -143,15 +145,20 @@ def _chunk(rng, q0: int, nq: int, depth: int):
     step = rng.exponential(0.3 if depth <= 200 else 0.05, size=(nq, depth))
     step[:, 0] = 0.0
     step[rng.random((nq, depth)) < TIE_RATE] = 0.0
-    score_units = np.round(start * 10_000).astype(np.int64) - np.cumsum(np.round(step * 10_000).astype(np.int64), axis=1)
+    score_units = np.round(start * 10_000).astype(np.int64) - np.cumsum(
+        np.round(step * 10_000).astype(np.int64), axis=1
+    )
     score = score_units / 10_000.0
     rank = np.broadcast_to(np.arange(1, depth + 1), (nq, depth)).ravel()
     rdoc = ((mult[:, None] * scatter[None, :depth] + base[:, None]) % CORPUS).ravel()
     run = pc.binary_join_element_wise(
-        _strings(np.repeat(qnum, depth), "q"), "Q0", _strings(rdoc, "doc"),
+        _strings(np.repeat(qnum, depth), "q"),
+        "Q0",
+        _strings(rdoc, "doc"),
         pc.cast(pa.array(rank), pa.string()),
         pc.cast(pa.array(score.ravel()), pa.string()),
-        "bench\n", " ",
+        "bench\n",
+        " ",
     )
     return run, qrels
 
@@ -179,7 +186,10 @@ def generate(size: str, *, seed: int = SEED, force: bool = False, quiet: bool = 
     os.replace(tmp_r, run_path)
     if not quiet:
         mb = run_path.stat().st_size / 2**20
-        print(f"{label}: {n:,} queries x {depth} -> {run_path} ({mb:,.0f} MiB) in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+        print(
+            f"{label}: {n:,} queries x {depth} -> {run_path} ({mb:,.0f} MiB) in {time.perf_counter() - t0:.1f}s",
+            file=sys.stderr,
+        )
     return qrels_path, run_path
 
 

@@ -46,7 +46,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-import generate  # noqa: E402
+import contextlib
+
+import generate
 
 TOOLS = ("floor", "ragmetrics", "pytrec_eval", "ranx")
 DEFAULT_SIZES = "1k,10k,100k,10kx1000,1m"
@@ -55,12 +57,20 @@ K_MAX = 100
 CURVES = ("precision", "recall", "f1", "hits")
 STANDARD = ("ndcg@10", "map", "mrr", "recall@100", "precision@10", "hits@5")
 PYTREC_STANDARD = {
-    "ndcg@10": "ndcg_cut_10", "map": "map", "mrr": "recip_rank",
-    "recall@100": "recall_100", "precision@10": "P_10", "hits@5": "success_5",
+    "ndcg@10": "ndcg_cut_10",
+    "map": "map",
+    "mrr": "recip_rank",
+    "recall@100": "recall_100",
+    "precision@10": "P_10",
+    "hits@5": "success_5",
 }
 RANX_STANDARD = {
-    "ndcg@10": "ndcg@10", "map": "map", "mrr": "mrr",
-    "recall@100": "recall@100", "precision@10": "precision@10", "hits@5": "hit_rate@5",
+    "ndcg@10": "ndcg@10",
+    "map": "map",
+    "mrr": "mrr",
+    "recall@100": "recall@100",
+    "precision@10": "precision@10",
+    "hits@5": "hit_rate@5",
 }
 RANX_CURVE = {"precision": "precision", "recall": "recall", "f1": "f1", "hits": "hit_rate"}
 TOLERANCE = 1e-9
@@ -151,7 +161,12 @@ class PytrecJob:
         p, r, s = matrix("P"), matrix("recall"), matrix("success")
         denom = p + r
         f1 = np.divide(2 * p * r, denom, out=np.zeros_like(p), where=denom > 0)
-        return {"precision": _floats(p.mean(0)), "recall": _floats(r.mean(0)), "f1": _floats(f1.mean(0)), "hits": _floats(s.mean(0))}
+        return {
+            "precision": _floats(p.mean(0)),
+            "recall": _floats(r.mean(0)),
+            "f1": _floats(f1.mean(0)),
+            "hits": _floats(s.mean(0)),
+        }
 
 
 class RanxJob:
@@ -337,7 +352,7 @@ def run_worker(tool: str, size: str, *, timeout: float, mem_limit_mib: float) ->
     watcher.join()
     for line in stdout.splitlines():
         if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT "):])
+            return json.loads(line[len("RESULT ") :])
     reason = killed[0] if killed else f"exit code {proc.returncode}"
     tail = "\n".join(stderr.strip().splitlines()[-5:])
     return {"tool": tool, "size": size, "error": reason, "stderr_tail": tail}
@@ -354,7 +369,13 @@ def summarise(runs: list[dict]) -> dict:
     out["peak_rss_mib"] = max(r["peak_rss_mib"] for r in ok)
     out["vm_hwm_mib"] = max(r["vm_hwm_mib"] for r in ok)
     out["load_before"] = [r["load_before"] for r in runs]
-    out["runs"] = [{k: r[k] for k in ("parse_s", "standard_s", "curves_s", "curves_cold_s", "total_s", "peak_rss_mib", "load_before")} for r in ok]
+    out["runs"] = [
+        {
+            k: r[k]
+            for k in ("parse_s", "standard_s", "curves_s", "curves_cold_s", "total_s", "peak_rss_mib", "load_before")
+        }
+        for r in ok
+    ]
     out["repeats"] = len(ok)
     return out
 
@@ -377,7 +398,10 @@ def _fmt_ratio(x: float | None) -> str:
 
 
 def ratios_for(res: dict) -> dict:
-    rm, pt, rx, fl = (res.get(t) if res.get(t) and "error" not in res.get(t) else None for t in ("ragmetrics", "pytrec_eval", "ranx", "floor"))
+    rm, pt, rx, fl = (
+        res.get(t) if res.get(t) and "error" not in res.get(t) else None
+        for t in ("ragmetrics", "pytrec_eval", "ranx", "floor")
+    )
     get = lambda r, k: None if r is None else r[k]  # noqa: E731
     return {
         "ragmetrics_total_vs_floor": _ratio(get(rm, "total_s"), get(fl, "total_s")),
@@ -414,13 +438,25 @@ def markdown(results: dict, sizes: list[str], tools: list[str]) -> str:
                 f"| {size} | {tool} | {r['parse_s']:.2f} | {standard} | {curves} | {alone} | {r['total_s']:.2f} | "
                 f"{r['peak_rss_mib']:,.0f} | {r['warmup_s']:.2f} | {check} |"
             )
-    lines += ["", "| size | ragmetrics total / floor | pytrec_eval / ragmetrics (b) | ranx / ragmetrics (b) | pytrec_eval / ragmetrics (b) alone | ranx / ragmetrics (b) alone | pytrec_eval / ragmetrics (a) | ranx / ragmetrics (a) | pytrec_eval / ragmetrics total | ranx / ragmetrics total | ragmetrics RSS / pytrec_eval RSS |",
-              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines += [
+        "",
+        "| size | ragmetrics total / floor | pytrec_eval / ragmetrics (b) | ranx / ragmetrics (b) | pytrec_eval / ragmetrics (b) alone | ranx / ragmetrics (b) alone | pytrec_eval / ragmetrics (a) | ranx / ragmetrics (a) | pytrec_eval / ragmetrics total | ranx / ragmetrics total | ragmetrics RSS / pytrec_eval RSS |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for size in sizes:
         r = results[size]["ratios"]
-        keys = ["ragmetrics_total_vs_floor", "pytrec_eval_vs_ragmetrics_curves", "ranx_vs_ragmetrics_curves",
-                "pytrec_eval_vs_ragmetrics_curves_cold", "ranx_vs_ragmetrics_curves_cold", "pytrec_eval_vs_ragmetrics_standard", "ranx_vs_ragmetrics_standard", "pytrec_eval_vs_ragmetrics_total",
-                "ranx_vs_ragmetrics_total", "ragmetrics_rss_vs_pytrec_eval"]
+        keys = [
+            "ragmetrics_total_vs_floor",
+            "pytrec_eval_vs_ragmetrics_curves",
+            "ranx_vs_ragmetrics_curves",
+            "pytrec_eval_vs_ragmetrics_curves_cold",
+            "ranx_vs_ragmetrics_curves_cold",
+            "pytrec_eval_vs_ragmetrics_standard",
+            "ranx_vs_ragmetrics_standard",
+            "pytrec_eval_vs_ragmetrics_total",
+            "ranx_vs_ragmetrics_total",
+            "ragmetrics_rss_vs_pytrec_eval",
+        ]
         lines.append(f"| {size} | " + " | ".join(_fmt_ratio(r[k]) for k in keys) + " |")
     return "\n".join(lines)
 
@@ -435,10 +471,8 @@ def meta() -> dict:
         except md.PackageNotFoundError:
             versions[pkg] = None
     cpu = ""
-    try:
+    with contextlib.suppress(OSError, StopIteration):
         cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
     mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     return {
         "python": platform.python_version(),
@@ -454,12 +488,22 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default=DEFAULT_SIZES, help=f"comma-separated (default {DEFAULT_SIZES})")
     parser.add_argument("--tools", default=",".join(TOOLS), help=f"comma-separated subset of {','.join(TOOLS)}")
-    parser.add_argument("--repeat", type=int, default=3,
-                        help="fresh subprocesses per tool and size, timings are medians (default 3; sizes over --others-max-rows run once)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="fresh subprocesses per tool and size, timings are medians (default 3; sizes over --others-max-rows run once)",
+    )
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per worker (default 1800)")
-    parser.add_argument("--mem-limit", type=float, default=21, help="GiB of RSS at which a worker is killed (default 21)")
-    parser.add_argument("--others-max-rows", type=float, default=20e6,
-                        help="skip pytrec_eval and ranx above this many run rows (default 20e6; their dicts would not fit)")
+    parser.add_argument(
+        "--mem-limit", type=float, default=21, help="GiB of RSS at which a worker is killed (default 21)"
+    )
+    parser.add_argument(
+        "--others-max-rows",
+        type=float,
+        default=20e6,
+        help="skip pytrec_eval and ranx above this many run rows (default 20e6; their dicts would not fit)",
+    )
     parser.add_argument("--json", default=str(generate.OUT / "results.json"))
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -479,7 +523,9 @@ def main(argv: list[str] | None = None) -> None:
     # generate in a child process: the driver must stay small, since a worker's
     # ru_maxrss starts from the driver's peak RSS (it is carried across exec)
     missing = [label for label, _, _ in sizes if not all(p.exists() for p in generate.paths(label))]
-    subprocess.run([sys.executable, str(HERE / "generate.py"), "--sizes", ",".join([WARMUP_SIZE, *missing])], check=True)
+    subprocess.run(
+        [sys.executable, str(HERE / "generate.py"), "--sizes", ",".join([WARMUP_SIZE, *missing])], check=True
+    )
 
     results: dict = {"meta": meta(), "settings": vars(args) | {"tools": tools}, "sizes": {}}
     for label, n, depth in sizes:
@@ -487,21 +533,31 @@ def main(argv: list[str] | None = None) -> None:
         results["sizes"][label] = entry
         for tool in tools:
             if tool in ("pytrec_eval", "ranx") and n * depth > args.others_max_rows:
-                entry["tools"][tool] = {"tool": tool, "size": label, "error": f"skipped (over {args.others_max_rows:,.0f} rows)"}
+                entry["tools"][tool] = {
+                    "tool": tool,
+                    "size": label,
+                    "error": f"skipped (over {args.others_max_rows:,.0f} rows)",
+                }
                 continue
             runs = []
             repeat = args.repeat if n * depth <= args.others_max_rows else 1  # the largest sizes run once
             for i in range(repeat):
                 load = os.getloadavg()[0]
-                print(f"[{label}] {tool} run {i + 1}/{repeat} (load average {load:.2f}) ...", file=sys.stderr, flush=True)
+                print(
+                    f"[{label}] {tool} run {i + 1}/{repeat} (load average {load:.2f}) ...", file=sys.stderr, flush=True
+                )
                 r = run_worker(tool, label, timeout=args.timeout, mem_limit_mib=args.mem_limit * 1024)
                 r["load_before"] = load
                 runs.append(r)
                 if "error" in r:
                     print(f"    {r['error']}\n{r.get('stderr_tail', '')}", file=sys.stderr)
                     break
-                print(f"    parse {r['parse_s']:.2f}s  (a) {r['standard_s']:.2f}s  (b) {r['curves_s']:.2f}s  (b) alone {r['curves_cold_s']:.2f}s  "
-                      f"peak {r['peak_rss_mib']:,.0f} MiB", file=sys.stderr, flush=True)
+                print(
+                    f"    parse {r['parse_s']:.2f}s  (a) {r['standard_s']:.2f}s  (b) {r['curves_s']:.2f}s  (b) alone {r['curves_cold_s']:.2f}s  "
+                    f"peak {r['peak_rss_mib']:,.0f} MiB",
+                    file=sys.stderr,
+                    flush=True,
+                )
             entry["tools"][tool] = summarise(runs)
         ref = entry["tools"].get("pytrec_eval")
         for tool in ("ragmetrics", "ranx"):
@@ -523,12 +579,21 @@ def main(argv: list[str] | None = None) -> None:
     Path(args.json).write_text(json.dumps(results, indent=1))
     labels = [label for label, _, _ in sizes]
     m = results["meta"]
-    print(f"{m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB; Python {m['python']}; "
-          + ", ".join(f"{k} {v}" for k, v in m["versions"].items() if v))
-    print(f"Timings: median of {args.repeat} fresh process(es) (1 above {args.others_max_rows:,.0f} rows), warm (after a 50-query warm-up run, shown as 'warm-up s'); "
-          "peak RSS = the worker's ru_maxrss.\n")
+    print(
+        f"{m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB; Python {m['python']}; "
+        + ", ".join(f"{k} {v}" for k, v in m["versions"].items() if v)
+    )
+    print(
+        f"Timings: median of {args.repeat} fresh process(es) (1 above {args.others_max_rows:,.0f} rows), warm (after a 50-query warm-up run, shown as 'warm-up s'); "
+        "peak RSS = the worker's ru_maxrss.\n"
+    )
     print(markdown({k: results["sizes"][k] for k in labels}, labels, tools))
-    failed = [(k, t) for k in labels for t, c in results["sizes"][k]["checks"].items() if t == "ragmetrics" and not c.startswith("equal")]
+    failed = [
+        (k, t)
+        for k in labels
+        for t, c in results["sizes"][k]["checks"].items()
+        if t == "ragmetrics" and not c.startswith("equal")
+    ]
     if failed:
         print(f"\nMEANS DIFFER from pytrec_eval: {failed}")
         sys.exit(1)

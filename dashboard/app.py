@@ -14,7 +14,6 @@ from dashboard.ui import auth
 from dashboard.views import VIEWS
 from ragmetrics.memory import use_small_pages_for_this_process
 
-
 # a file served by this server: a Material icon would make every browser fetch it from Google's font CDN
 FAVICON = str(Path(__file__).parent / "assets" / "favicon.svg")
 

@@ -19,9 +19,9 @@ import pandas as pd
 
 from ragmetrics.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.evaluate import DEFAULT_METRICS, EvalResult, evaluate
+from ragmetrics.memory import small_pages
 from ragmetrics.metrics import known_metric_names
 from ragmetrics.model import Dataset, Run
-from ragmetrics.memory import small_pages
 
 
 def _load_dataset(args: argparse.Namespace) -> Dataset:
@@ -41,7 +41,9 @@ def _load_runs(paths: Sequence[str], args: argparse.Namespace) -> list[Run]:
     runs: list[Run] = []
     seen: dict[str, int] = {}
     for path in paths:
-        run = load_run(path, chunk_mapping=getattr(args, "chunk_mapping", None), chunk_pattern=getattr(args, "chunk_pattern", None))
+        run = load_run(
+            path, chunk_mapping=getattr(args, "chunk_mapping", None), chunk_pattern=getattr(args, "chunk_pattern", None)
+        )
         count = seen.get(run.name, 0)
         seen[run.name] = count + 1
         if count:
@@ -105,8 +107,13 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RagMetricsWarning)
         result = evaluate(
-            dataset, runs, args.metric or list(DEFAULT_METRICS),
-            missing=args.missing, rel_level=args.rel_level, level=args.level, mode=args.mode,
+            dataset,
+            runs,
+            args.metric or list(DEFAULT_METRICS),
+            missing=args.missing,
+            rel_level=args.rel_level,
+            level=args.level,
+            mode=args.mode,
         )
     _emit(result, args.format, args.per_query, out)
     _report_coverage(result, err)
@@ -120,10 +127,18 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     runs = _load_runs([args.baseline, *args.run], args)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RagMetricsWarning)
-        result = evaluate(dataset, runs, args.metric or ["ndcg@10"], missing=args.missing, rel_level=args.rel_level, level=args.level)
+        result = evaluate(
+            dataset, runs, args.metric or ["ndcg@10"], missing=args.missing, rel_level=args.rel_level, level=args.level
+        )
     comparison = compare_result(
-        result, baseline=runs[0].name, runs=[r.name for r in runs[1:]], test=args.test, alpha=args.alpha,
-        seed=args.seed, n_resamples=args.resamples, segments=(),
+        result,
+        baseline=runs[0].name,
+        runs=[r.name for r in runs[1:]],
+        test=args.test,
+        alpha=args.alpha,
+        seed=args.seed,
+        n_resamples=args.resamples,
+        segments=(),
     )
     if args.format == "json":
         json.dump(comparison.to_dict(), out, ensure_ascii=False, indent=2)
@@ -167,18 +182,26 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     runs = _load_runs(paths, args)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RagMetricsWarning)
-        result = evaluate(dataset, runs, list(targets), missing=args.missing, rel_level=args.rel_level, level=args.level)
+        result = evaluate(
+            dataset, runs, list(targets), missing=args.missing, rel_level=args.rel_level, level=args.level
+        )
     run = runs[0].name
     failures = 0
     for check in check_targets(result.runs[run], targets, seed=args.seed):
         failures += not check.passed
         out.write(("PASS " if check.passed else "FAIL ") + check.reason() + "\n")
     if args.baseline:
-        comparison = compare_result(result, baseline=runs[1].name, runs=[run], test=args.test, alpha=args.alpha, seed=args.seed, segments=())
+        comparison = compare_result(
+            result, baseline=runs[1].name, runs=[run], test=args.test, alpha=args.alpha, seed=args.seed, segments=()
+        )
         for row in comparison.table.itertuples(index=False):
             regression = row.significant and row.delta < 0
             failures += regression
-            verdict = "FAIL regression" if regression else ("PASS improvement" if row.significant else "PASS no significant change")
+            verdict = (
+                "FAIL regression"
+                if regression
+                else ("PASS improvement" if row.significant else "PASS no significant change")
+            )
             out.write(
                 f"{verdict}: {row.metric} {row.mean:.4f} vs baseline {row.baseline_mean:.4f} "
                 f"(delta {row.delta:+.4f}, 95% CI [{row.ci_low:+.4f}, {row.ci_high:+.4f}], p={row.p_value_corrected:.4g} Holm, {args.test})\n"
@@ -194,7 +217,9 @@ def cmd_diagnose(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     runs = _load_runs(args.run, args)
     findings = []
     for run in runs:
-        findings += diagnose_run(dataset, run, k=args.k, metric=args.metric, missing=args.missing, rel_level=args.rel_level, level=args.level)
+        findings += diagnose_run(
+            dataset, run, k=args.k, metric=args.metric, missing=args.missing, rel_level=args.rel_level, level=args.level
+        )
     if args.format == "json":
         json.dump(findings_frame(findings).to_dict(orient="records"), out, ensure_ascii=False, indent=1)
         out.write("\n")
@@ -227,25 +252,41 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _add_eval_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--missing", choices=["zero", "skip"], default="zero", help="judged queries absent from a run: score 0 (trec_eval -c, default) or skip (pytrec_eval)")
+    parser.add_argument(
+        "--missing",
+        choices=["zero", "skip"],
+        default="zero",
+        help="judged queries absent from a run: score 0 (trec_eval -c, default) or skip (pytrec_eval)",
+    )
     parser.add_argument("--rel-level", type=int, default=1, help="smallest label counted as relevant (trec_eval -l)")
-    parser.add_argument("--level", choices=["auto", "document", "chunk"], default="auto", help="evaluate chunks at document level (auto: when the run names source documents)")
+    parser.add_argument(
+        "--level",
+        choices=["auto", "document", "chunk"],
+        default="auto",
+        help="evaluate chunks at document level (auto: when the run names source documents)",
+    )
 
 
 def _add_test_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--test", choices=["t", "wilcoxon", "randomization", "bootstrap"], default="t", help="paired significance test")
+    parser.add_argument(
+        "--test", choices=["t", "wilcoxon", "randomization", "bootstrap"], default="t", help="paired significance test"
+    )
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--resamples", type=int, default=10_000, help="resamples for randomization and bootstrap")
 
 
 def _add_data_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dataset", required=True, help="qrels (TREC, CSV, JSON), an evaluation set (JSON/JSONL) or a BEIR folder")
+    parser.add_argument(
+        "--dataset", required=True, help="qrels (TREC, CSV, JSON), an evaluation set (JSON/JSONL) or a BEIR folder"
+    )
     parser.add_argument("--queries", help="queries file to attach text to TREC qrels")
     parser.add_argument("--corpus", help="corpus.jsonl (gives the corpus size for accuracy@k)")
     parser.add_argument("--corpus-size", type=int, help="number of documents in the collection (accuracy@k)")
     parser.add_argument("--chunk-mapping", help="chunk-to-document mapping file (CSV/TSV/JSONL)")
-    parser.add_argument("--chunk-pattern", help="regex with a group 'doc' (or the separator '#') taking the document id from a chunk id")
+    parser.add_argument(
+        "--chunk-pattern", help="regex with a group 'doc' (or the separator '#') taking the document id from a chunk id"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -255,9 +296,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="evaluate runs against a dataset", description=f"Metrics: {known_metric_names()}")
     _add_data_options(p)
     p.add_argument("--run", action="append", required=True, help="a run file; repeat for several runs")
-    p.add_argument("-m", "--metric", action="append", help="metric, e.g. ndcg@10 (repeatable); default: " + " ".join(DEFAULT_METRICS))
+    p.add_argument(
+        "-m",
+        "--metric",
+        action="append",
+        help="metric, e.g. ndcg@10 (repeatable); default: " + " ".join(DEFAULT_METRICS),
+    )
     _add_eval_options(p)
-    p.add_argument("--mode", choices=["trec", "llamaindex"], default="trec", help="conventions: trec_eval (default) or LlamaIndex RetrieverEvaluator")
+    p.add_argument(
+        "--mode",
+        choices=["trec", "llamaindex"],
+        default="trec",
+        help="conventions: trec_eval (default) or LlamaIndex RetrieverEvaluator",
+    )
     p.add_argument("--per-query", action="store_true", help="also print per-query values")
     p.add_argument("--format", choices=["table", "json", "csv", "markdown"], default="table")
     p.set_defaults(handler=cmd_eval)
@@ -276,7 +327,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("runs", nargs="+", help="run files")
     p.add_argument("--method", choices=["rrf", "combsum", "combmnz"], default="rrf")
     p.add_argument("--k", type=int, default=60, help="RRF constant")
-    p.add_argument("--norm", choices=["minmax", "zscore", "none"], default="minmax", help="score normalisation (combsum/combmnz)")
+    p.add_argument(
+        "--norm", choices=["minmax", "zscore", "none"], default="minmax", help="score normalisation (combsum/combmnz)"
+    )
     p.add_argument("--weights", help="comma-separated weights, one per run")
     p.add_argument("--depth", type=int, help="fuse only each run's top N")
     p.add_argument("--depth-out", type=int, help="write only the fused top N per query")
@@ -295,20 +348,27 @@ def build_parser() -> argparse.ArgumentParser:
     _add_test_options(p)
     p.set_defaults(handler=cmd_check)
 
-    p = sub.add_parser("diagnose", help="plain-language diagnosis of each run's misses at K, with the numbers behind it")
+    p = sub.add_parser(
+        "diagnose", help="plain-language diagnosis of each run's misses at K, with the numbers behind it"
+    )
     _add_data_options(p)
     p.add_argument("--run", action="append", required=True, help="a run file; repeatable")
     p.add_argument("--k", type=int, default=5, help="the cut-off a query must hit (default 5)")
     p.add_argument("-m", "--metric", help="the metric compared across categories (default hits@K)")
     _add_eval_options(p)
     p.add_argument("--format", choices=["text", "json", "csv"], default="text")
-    p.add_argument("--fail-on-error", action="store_true", help="exit 1 when a finding has severity 'error' (easy queries missed)")
+    p.add_argument(
+        "--fail-on-error", action="store_true", help="exit 1 when a finding has severity 'error' (easy queries missed)"
+    )
     p.set_defaults(handler=cmd_diagnose)
 
     p = sub.add_parser("push", help="store a dataset and runs in the team's store and print a share link")
     _add_data_options(p)
     p.add_argument("--run", action="append", required=True, help="a run file; repeatable")
-    p.add_argument("--store", help="store URL (sqlite:///path or postgresql+psycopg://...); default: RAGMETRICS_STORE_URL or ./data")
+    p.add_argument(
+        "--store",
+        help="store URL (sqlite:///path or postgresql+psycopg://...); default: RAGMETRICS_STORE_URL or ./data",
+    )
     p.add_argument("--base-url", help="the dashboard's address; default RAGMETRICS_BASE_URL or http://localhost:8501")
     p.set_defaults(handler=cmd_push)
     return parser

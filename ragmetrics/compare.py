@@ -37,8 +37,21 @@ class Comparison:
     alpha: float
 
     def to_dict(self) -> dict[str, Any]:
-        keys = ["metric", "baseline", "run", "mean", "baseline_mean", "delta", "ci_low", "ci_high",
-                "p_value", "p_value_corrected", "wins", "ties", "losses"]
+        keys = [
+            "metric",
+            "baseline",
+            "run",
+            "mean",
+            "baseline_mean",
+            "delta",
+            "ci_low",
+            "ci_high",
+            "p_value",
+            "p_value_corrected",
+            "wins",
+            "ties",
+            "losses",
+        ]
         rows = []
         for record in self.table[keys].to_dict(orient="records"):
             rows.append({k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in record.items()})
@@ -46,8 +59,15 @@ class Comparison:
 
 
 def _one(
-    metric: str, run: str, baseline: str, ids: np.ndarray, values: np.ndarray, base: np.ndarray,
-    test: str, n_resamples: int, seed: int,
+    metric: str,
+    run: str,
+    baseline: str,
+    ids: np.ndarray,
+    values: np.ndarray,
+    base: np.ndarray,
+    test: str,
+    n_resamples: int,
+    seed: int,
 ) -> dict[str, Any]:
     diff = values - base
     mean_low, mean_high = stats.bootstrap_ci(values, seed=seed)
@@ -67,7 +87,8 @@ def _one(
         "ci_low": float(low),
         "ci_high": float(high),
         "p_value": stats.paired_p_value(values, base, test=test, n_resamples=n_resamples, seed=seed)
-        if run != baseline else float("nan"),
+        if run != baseline
+        else float("nan"),
         "wins": int(wins.sum()),
         "ties": int((~wins & ~losses).sum()),
         "losses": int(losses.sum()),
@@ -117,7 +138,9 @@ def compare_result(
             for run in chosen:
                 values = result.runs[run].values.loc[ids, metric].to_numpy(dtype=np.float64)
                 keep = ~(np.isnan(values) | np.isnan(base))
-                row = _one(metric, run, baseline, ids.to_numpy()[keep], values[keep], base[keep], test, n_resamples, seed)
+                row = _one(
+                    metric, run, baseline, ids.to_numpy()[keep], values[keep], base[keep], test, n_resamples, seed
+                )
                 rows.append({**group, **row})
         return rows
 
@@ -128,7 +151,9 @@ def compare_result(
             return frame
         if correction == "holm":
             if by:
-                frame["p_value_corrected"] = frame.groupby(by, sort=False)["p_value"].transform(lambda p: stats.holm(p.to_numpy()))
+                frame["p_value_corrected"] = frame.groupby(by, sort=False)["p_value"].transform(
+                    lambda p: stats.holm(p.to_numpy())
+                )
             else:
                 frame["p_value_corrected"] = stats.holm(frame["p_value"].to_numpy())
         else:
@@ -146,7 +171,11 @@ def compare_result(
         for value in sorted(v for v in pd.unique(labels) if v):
             segment_rows += rows_for(all_ids[labels.to_numpy() == value], {"segment": facet, "group": value})
     seg = pd.DataFrame(segment_rows)
-    seg = corrected(seg, ["segment"]) if not seg.empty else pd.DataFrame(columns=list(table.columns) + ["segment", "group"])
+    seg = (
+        corrected(seg, ["segment"])
+        if not seg.empty
+        else pd.DataFrame(columns=list(table.columns) + ["segment", "group"])
+    )
     return Comparison(table=table, segments=seg, baseline=baseline, test=test, alpha=alpha)
 
 
@@ -176,17 +205,32 @@ def compare(
     )
 
 
-def discriminative_power(result: EvalResult, metric: str, *, test: str = "t", alpha: float = 0.05, seed: int = 0,
-                         n_resamples: int = stats.DEFAULT_RESAMPLES) -> pd.DataFrame:
+def discriminative_power(
+    result: EvalResult,
+    metric: str,
+    *,
+    test: str = "t",
+    alpha: float = 0.05,
+    seed: int = 0,
+    n_resamples: int = stats.DEFAULT_RESAMPLES,
+) -> pd.DataFrame:
     """Every run pair's p-value for ``metric``; the share below ``alpha`` is the dataset's discriminative power."""
     names = result.run_names
     rows = []
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             x = result.runs[a].values[metric].to_numpy(dtype=np.float64)
             y = result.runs[b].values[metric].to_numpy(dtype=np.float64)
             keep = ~(np.isnan(x) | np.isnan(y))
             p = stats.paired_p_value(x[keep], y[keep], test=test, n_resamples=n_resamples, seed=seed)  # type: ignore[arg-type]
-            rows.append({"run_a": a, "run_b": b, "delta": float((x[keep] - y[keep]).mean()), "p_value": p, "significant": p < alpha,
-                         "sd_difference": float(np.std(x[keep] - y[keep], ddof=1)) if keep.sum() > 1 else float("nan")})
+            rows.append(
+                {
+                    "run_a": a,
+                    "run_b": b,
+                    "delta": float((x[keep] - y[keep]).mean()),
+                    "p_value": p,
+                    "significant": p < alpha,
+                    "sd_difference": float(np.std(x[keep] - y[keep], ddof=1)) if keep.sum() > 1 else float("nan"),
+                }
+            )
     return pd.DataFrame(rows, columns=["run_a", "run_b", "delta", "p_value", "significant", "sd_difference"])

@@ -13,10 +13,10 @@ import pandas as pd
 from ragmetrics import llamaindex
 from ragmetrics import metrics as registry
 from ragmetrics.errors import RagMetricsError, RagMetricsWarning
+from ragmetrics.memory import computes
 from ragmetrics.metrics import MetricSpec, parse_metric
 from ragmetrics.model import Dataset, Run
 from ragmetrics.ranking import Coverage, Level, Missing, Ranking, aligned_ranking
-from ragmetrics.memory import computes
 
 DEFAULT_METRICS = ("ndcg@10", "recall@5", "recall@10", "precision@5", "hits@5", "mrr", "map")
 Mode = Literal["trec", "llamaindex"]
@@ -81,7 +81,9 @@ class EvalResult:
     def coverage(self) -> dict[str, Coverage]:
         return {name: r.coverage for name, r in self.runs.items()}
 
-    def curves(self, metrics: Sequence[str] = ("precision", "recall", "f1", "hits", "ndcg"), k_max: int | None = None) -> pd.DataFrame:
+    def curves(
+        self, metrics: Sequence[str] = ("precision", "recall", "f1", "hits", "ndcg"), k_max: int | None = None
+    ) -> pd.DataFrame:
         """Mean ``metric@k`` for k = 1..k_max: long frame (run, metric, k, value)."""
         k_max = k_max or self.k_max
         parts = []
@@ -126,7 +128,9 @@ def _as_dataset(dataset: Dataset | Mapping[str, Mapping[str, int]] | pd.DataFram
         return Dataset.from_frames(dataset)
     if isinstance(dataset, Mapping):
         return Dataset.from_dict(dataset)
-    raise RagMetricsError(f"expected a Dataset, a qrels DataFrame or a {{query_id: {{doc_id: label}}}} dict, got {type(dataset).__name__}")
+    raise RagMetricsError(
+        f"expected a Dataset, a qrels DataFrame or a {{query_id: {{doc_id: label}}}} dict, got {type(dataset).__name__}"
+    )
 
 
 def _as_runs(runs: Run | Iterable[Run] | Mapping[str, Any]) -> list[Run]:
@@ -223,11 +227,19 @@ def evaluate(
             values = llamaindex.compute(ranking, specs)
         else:
             ranking, coverage = aligned_ranking(
-                data, run, rel_level=rel_level, missing=missing, level=level, order=order,
-                score_precision=score_precision, duplicates=duplicates,
+                data,
+                run,
+                rel_level=rel_level,
+                missing=missing,
+                level=level,
+                order=order,
+                score_precision=score_precision,
+                duplicates=duplicates,
             )
             values = registry.compute(ranking, specs)
-        frame = pd.DataFrame({str(s): values[s] for s in specs}, index=pd.Index(ranking.query_ids, name="query_id", dtype="str"))
+        frame = pd.DataFrame(
+            {str(s): values[s] for s in specs}, index=pd.Index(ranking.query_ids, name="query_id", dtype="str")
+        )
         results[run.name] = RunResult(run.name, frame, coverage, ranking, mode)
         if warn:
             _warn(run.name, coverage)

@@ -50,8 +50,12 @@ def neutralise(value: Any) -> Any:
 
 def _neutralise_series(values: pd.Series) -> pd.Series:
     kind = values.dtype
-    if (pd.api.types.is_numeric_dtype(kind) or pd.api.types.is_bool_dtype(kind)
-            or pd.api.types.is_datetime64_any_dtype(kind) or pd.api.types.is_timedelta64_dtype(kind)):
+    if (
+        pd.api.types.is_numeric_dtype(kind)
+        or pd.api.types.is_bool_dtype(kind)
+        or pd.api.types.is_datetime64_any_dtype(kind)
+        or pd.api.types.is_timedelta64_dtype(kind)
+    ):
         return values
     if isinstance(kind, pd.CategoricalDtype):
         values = values.astype(object)
@@ -87,9 +91,7 @@ def _neutralise_labels(index: pd.Index) -> pd.Index:
 
 def safe_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """A copy of ``frame`` whose text cells, column names and index labels are neutralised."""
-    out = pd.DataFrame(
-        {i: _neutralise_series(frame.iloc[:, i]) for i in range(frame.shape[1])}, index=frame.index
-    )
+    out = pd.DataFrame({i: _neutralise_series(frame.iloc[:, i]) for i in range(frame.shape[1])}, index=frame.index)
     out.columns = _neutralise_labels(frame.columns)
     out.index = _neutralise_labels(frame.index)
     return out

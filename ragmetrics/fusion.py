@@ -25,9 +25,9 @@ import numpy as np
 import pandas as pd
 
 from ragmetrics.errors import RagMetricsError
+from ragmetrics.memory import computes
 from ragmetrics.model import Run
 from ragmetrics.ranking import _string_order
-from ragmetrics.memory import computes
 
 METHODS = ("rrf", "combsum", "combmnz")
 NORMS = ("minmax", "zscore", None)
@@ -101,14 +101,20 @@ def fuse(
             contribution = weight * _normalise(frame, norm)
         parts.append(pd.DataFrame({"query_id": frame["query_id"], "doc_id": frame["doc_id"], "score": contribution}))
     stacked = pd.concat(parts, ignore_index=True)
-    fused = stacked.groupby(["query_id", "doc_id"], sort=False).agg(score=("score", "sum"), n=("score", "size")).reset_index()
+    fused = (
+        stacked.groupby(["query_id", "doc_id"], sort=False)
+        .agg(score=("score", "sum"), n=("score", "size"))
+        .reset_index()
+    )
     if method == "combmnz":
         fused["score"] = fused["score"] * fused["n"]
     label = name or f"{method}({','.join(r.name for r in runs)})"
     fused = fused[["query_id", "doc_id", "score"]]
     for column in ("source_doc", "text"):
         # chunk runs keep their chunk-to-document mapping and chunk text: the first run that has a value wins
-        known = [r.frame[["query_id", "doc_id", column]].dropna(subset=[column]) for r in runs if column in r.frame.columns]
+        known = [
+            r.frame[["query_id", "doc_id", column]].dropna(subset=[column]) for r in runs if column in r.frame.columns
+        ]
         if known:
             values = pd.concat(known, ignore_index=True).drop_duplicates(["query_id", "doc_id"], keep="first")
             fused = fused.merge(values, on=["query_id", "doc_id"], how="left")

@@ -134,7 +134,10 @@ class Limits:
         """A stored (possibly compressed) input of ``size`` bytes."""
         if size > self.max_bytes:
             raise LimitError(
-                source, "max_bytes", size, self.max_bytes,
+                source,
+                "max_bytes",
+                size,
+                self.max_bytes,
                 f"{source} is {human_bytes(size)} ({size:,} bytes); the limit is "
                 f"{human_bytes(self.max_bytes)} ({ENV_VARS['max_bytes']})",
             )
@@ -147,13 +150,19 @@ class Limits:
         """The error for a decompression that went past :meth:`inflate_cap`."""
         if self.inflate_cap(compressed) < self.max_bytes:
             return LimitError(
-                source, "max_ratio", reached, self.max_ratio * max(compressed, 1),
+                source,
+                "max_ratio",
+                reached,
+                self.max_ratio * max(compressed, 1),
                 f"{source} expands more than {self.max_ratio:,}-fold when decompressed "
                 f"({human_bytes(compressed)} to over {human_bytes(reached - 1)}), which looks like a "
                 f"decompression bomb; the limit is {self.max_ratio:,}x ({ENV_VARS['max_ratio']})",
             )
         return LimitError(
-            source, "max_bytes", reached, self.max_bytes,
+            source,
+            "max_bytes",
+            reached,
+            self.max_bytes,
             f"{source} decompresses to more than {human_bytes(self.max_bytes)}; the limit is "
             f"{human_bytes(self.max_bytes)} ({ENV_VARS['max_bytes']})",
         )
@@ -161,7 +170,10 @@ class Limits:
     def check_rows(self, source: str, rows: int, *, at_least: bool = False) -> None:
         if rows > self.max_rows:
             raise LimitError(
-                source, "max_rows", rows, self.max_rows,
+                source,
+                "max_rows",
+                rows,
+                self.max_rows,
                 f"{source} has {'at least ' if at_least else ''}{rows:,} rows; "
                 f"the limit is {self.max_rows:,} ({ENV_VARS['max_rows']})",
             )
@@ -169,7 +181,10 @@ class Limits:
     def check_queries(self, source: str, queries: int) -> None:
         if queries > self.max_queries:
             raise LimitError(
-                source, "max_queries", queries, self.max_queries,
+                source,
+                "max_queries",
+                queries,
+                self.max_queries,
                 f"{source} has {queries:,} queries; the limit is {self.max_queries:,} ({ENV_VARS['max_queries']})",
             )
 
@@ -179,4 +194,15 @@ def resolve(limits: Limits | None) -> Limits:
     return Limits.from_env() if limits is None else limits
 
 
-__all__ = ["ENV_VARS", "RATIO_FLOOR", "GiB", "KiB", "LimitError", "Limits", "MiB", "human_bytes", "parse_size", "resolve"]
+__all__ = [
+    "ENV_VARS",
+    "RATIO_FLOOR",
+    "GiB",
+    "KiB",
+    "LimitError",
+    "Limits",
+    "MiB",
+    "human_bytes",
+    "parse_size",
+    "resolve",
+]

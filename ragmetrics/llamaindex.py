@@ -42,7 +42,7 @@ def parse(text: str | MetricSpec) -> MetricSpec:
         try:
             spec = parse_metric(raw)
         except MetricNameError:
-            if "@" in raw or "_" in raw and raw.rsplit("_", 1)[-1].isdigit():
+            if "@" in raw or ("_" in raw and raw.rsplit("_", 1)[-1].isdigit()):
                 raise
             spec = MetricSpec(parse_metric(raw + "@1").name, None)
     if spec.name not in SUPPORTED:
@@ -87,7 +87,9 @@ def compute(ranking: Ranking, specs: list[MetricSpec]) -> dict[MetricSpec, np.nd
         elif spec.name == "recall":
             values = np.divide(per_query(top & first_occurrence & rel), n_rel, out=np.zeros(n), where=n_rel > 0)
         elif spec.name == "map":
-            values = np.divide(per_query(top & rel, running_hits / (pos + 1.0)), n_rel, out=np.zeros(n), where=n_rel > 0)
+            values = np.divide(
+                per_query(top & rel, running_hits / (pos + 1.0)), n_rel, out=np.zeros(n), where=n_rel > 0
+            )
         else:  # ndcg
             dcg = per_query(top & rel, 1.0 / np.log2(pos + 2.0))
             values = np.divide(dcg, ideal, out=np.zeros(n), where=ideal > 0)

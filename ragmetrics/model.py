@@ -58,9 +58,7 @@ def _as_str_column(values: Any) -> pd.Series:
 def _require_columns(frame: pd.DataFrame, required: Iterable[str], what: str) -> None:
     missing = [c for c in required if c not in frame.columns]
     if missing:
-        raise RagMetricsError(
-            f"{what} is missing column(s) {missing} (found {list(frame.columns)})"
-        )
+        raise RagMetricsError(f"{what} is missing column(s) {missing} (found {list(frame.columns)})")
 
 
 def _chunks(array: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
@@ -86,7 +84,11 @@ def _check_ids(series: pd.Series, column: str, what: str) -> None:
     """No missing or empty id (Arrow's offsets, no Python strings)."""
     try:
         array = pa.array(series)
-        if not array.null_count and (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)) and not _has_empty_string(array):
+        if (
+            not array.null_count
+            and (pa.types.is_string(array.type) or pa.types.is_large_string(array.type))
+            and not _has_empty_string(array)
+        ):
             return
     except (pa.ArrowException, TypeError, ValueError):
         pass
@@ -111,8 +113,10 @@ def first_duplicate(first: pd.Series, second: pd.Series) -> tuple[int, int] | No
     same = pc.and_(
         pc.equal(sorted_a.slice(1), sorted_a.slice(0, n - 1)), pc.equal(sorted_b.slice(1), sorted_b.slice(0, n - 1))
     )
-    same = same.to_numpy(zero_copy_only=False) if isinstance(same, pa.Array) else np.concatenate(
-        [c.to_numpy(zero_copy_only=False) for c in same.chunks] or [np.zeros(0, dtype=bool)]
+    same = (
+        same.to_numpy(zero_copy_only=False)
+        if isinstance(same, pa.Array)
+        else np.concatenate([c.to_numpy(zero_copy_only=False) for c in same.chunks] or [np.zeros(0, dtype=bool)])
     )
     del sorted_a, sorted_b
     pa.default_memory_pool().release_unused()  # numpy and pandas cannot reuse Arrow's freed pages
@@ -145,7 +149,9 @@ def positions_in(values: pd.Series, names: pd.Series | np.ndarray | pa.Array | p
         return np.full(len(values), -1, dtype=np.int64)
     array, known = arrow_strings(values), arrow_strings(names)
     if array is not None and known is not None:
-        return pc.index_in(array, value_set=known.cast(array.type)).fill_null(-1).to_numpy().astype(np.int64, copy=False)
+        return (
+            pc.index_in(array, value_set=known.cast(array.type)).fill_null(-1).to_numpy().astype(np.int64, copy=False)
+        )
     if isinstance(names, (pa.Array, pa.ChunkedArray)):
         names = np.asarray(names.to_numpy(zero_copy_only=False), dtype=object)
     return pd.Index(names).get_indexer(values).astype(np.int64, copy=False)
@@ -180,7 +186,9 @@ def strings_of(values: pd.Series | pa.Array | pa.ChunkedArray) -> pa.Array | pa.
     return array
 
 
-def factorize_ids(values: pd.Series | pa.Array | pa.ChunkedArray, *, grouped: bool = False) -> tuple[np.ndarray, pa.Array | np.ndarray]:
+def factorize_ids(
+    values: pd.Series | pa.Array | pa.ChunkedArray, *, grouped: bool = False
+) -> tuple[np.ndarray, pa.Array | np.ndarray]:
     """``(codes, names)``: int32 codes in first-seen order and the distinct values (``names[codes]`` is the column).
 
     Strings are hashed by Arrow's dictionary encoder in C++ and the names stay an
@@ -193,7 +201,9 @@ def factorize_ids(values: pd.Series | pa.Array | pa.ChunkedArray, *, grouped: bo
         codes, uniques = pd.factorize(values)
         return codes.astype(np.int32, copy=False), np.asarray(uniques, dtype=object)
     if grouped and len(array) > 1:
-        pieces = [pc.run_end_encode(c) for c in (array.chunks if isinstance(array, pa.ChunkedArray) else [array]) if len(c)]
+        pieces = [
+            pc.run_end_encode(c) for c in (array.chunks if isinstance(array, pa.ChunkedArray) else [array]) if len(c)
+        ]
         if sum(len(p.values) for p in pieces) * 4 < len(array):
             codes, names = _dictionary_encode(pa.concat_arrays([p.values for p in pieces]))
             lengths = np.concatenate([np.diff(p.run_ends.to_numpy(), prepend=0) for p in pieces])
@@ -272,12 +282,21 @@ def _fingerprint_block(data: np.ndarray, offsets: np.ndarray, h: np.ndarray) -> 
 def take_strings(values: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array | pa.ChunkedArray:
     """``values[rows]``; rows in ascending order are taken chunk by chunk (4x faster than Arrow's
     take over a chunked array, which locates each row among the chunks)."""
-    if not isinstance(values, pa.ChunkedArray) or values.num_chunks < 2 or len(rows) < 2 or np.any(rows[1:] < rows[:-1]):
+    if (
+        not isinstance(values, pa.ChunkedArray)
+        or values.num_chunks < 2
+        or len(rows) < 2
+        or np.any(rows[1:] < rows[:-1])
+    ):
         return pc.take(values, rows)
     bounds = np.cumsum([0] + [len(c) for c in values.chunks])
     cuts = np.searchsorted(rows, bounds)
     return pa.chunked_array(
-        [chunk.take(rows[cuts[i] : cuts[i + 1]] - bounds[i]) for i, chunk in enumerate(values.chunks) if cuts[i + 1] > cuts[i]],
+        [
+            chunk.take(rows[cuts[i] : cuts[i + 1]] - bounds[i])
+            for i, chunk in enumerate(values.chunks)
+            if cuts[i + 1] > cuts[i]
+        ],
         type=values.type,
     )
 
@@ -311,7 +330,9 @@ class Dataset:
 
     def qrels_query_rows(self) -> np.ndarray:
         """Each judgment's row in ``queries`` (every qrels query is there), computed once per dataset."""
-        return _once(self._derived, "query_rows", lambda: positions_in(self.qrels["query_id"], self.queries["query_id"]))
+        return _once(
+            self._derived, "query_rows", lambda: positions_in(self.qrels["query_id"], self.queries["query_id"])
+        )
 
     def qrels_doc_values(self) -> pa.Array | pa.ChunkedArray:
         """The judged documents' ids as Arrow strings (qrels order)."""
@@ -384,9 +405,7 @@ class Dataset:
         known = pc.is_in(judged, value_set=pa.array(queries_out["query_id"], type=pa.large_string()))
         extra = judged.filter(pc.invert(known)).to_pylist()
         if extra:
-            queries_out = pd.concat(
-                [queries_out, pd.DataFrame({"query_id": extra})], ignore_index=True
-            )
+            queries_out = pd.concat([queries_out, pd.DataFrame({"query_id": extra})], ignore_index=True)
         given_keywords = "expected_keywords" in queries_out.columns
         for column in QUERY_COLUMNS[1:]:
             if column not in queries_out.columns:
@@ -395,12 +414,16 @@ class Dataset:
             queries_out[column] = queries_out[column].fillna("").astype("str")
         if given_keywords:
             queries_out["expected_keywords"] = [
-                list(v) if isinstance(v, (list, tuple, np.ndarray)) else ([] if v is None or v == "" or (isinstance(v, float) and np.isnan(v)) else [str(v)])
+                list(v)
+                if isinstance(v, (list, tuple, np.ndarray))
+                else ([] if v is None or v == "" or (isinstance(v, float) and np.isnan(v)) else [str(v)])
                 for v in queries_out["expected_keywords"]
             ]
         ordered = list(QUERY_COLUMNS) + [c for c in queries_out.columns if c not in QUERY_COLUMNS]
         if corpus_size is not None and (not isinstance(corpus_size, (int, np.integer)) or corpus_size < 1):
-            raise RagMetricsError(f"The 'corpus_size' parameter must be an int >= 1 or None. Got {corpus_size!r} instead.")
+            raise RagMetricsError(
+                f"The 'corpus_size' parameter must be an int >= 1 or None. Got {corpus_size!r} instead."
+            )
         return cls(
             qrels=qrels_out,
             queries=queries_out[ordered],
@@ -461,7 +484,11 @@ class Run:
     def id_codes(self, column: str) -> tuple[np.ndarray, pa.Array | np.ndarray]:
         """:func:`factorize_ids` of ``query_id``, ``doc_id`` or ``document`` (see :meth:`id_values`),
         computed once per run: every alignment of this run (with any dataset, any settings) reuses it."""
-        return _once(self._derived, ("codes", column), lambda: factorize_ids(self.id_values(column), grouped=column == "query_id"))
+        return _once(
+            self._derived,
+            ("codes", column),
+            lambda: factorize_ids(self.id_values(column), grouped=column == "query_id"),
+        )
 
     def id_fingerprints(self, column: str) -> np.ndarray:
         """:func:`string_fingerprints` of each row's ``query_id``, ``doc_id`` or ``document``, computed once per run

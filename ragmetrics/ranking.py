@@ -185,7 +185,10 @@ class Ranking:
         if "relevant_rows" not in self.__dict__:
             rows = np.flatnonzero(self.rel)
             rq = self.q[rows]
-            self.__dict__["relevant_rows"] = (rows, np.arange(1, len(rows) + 1) - _segment_starts(rq, self.n_queries)[:-1][rq])
+            self.__dict__["relevant_rows"] = (
+                rows,
+                np.arange(1, len(rows) + 1) - _segment_starts(rq, self.n_queries)[:-1][rq],
+            )
         return self.__dict__["relevant_rows"]
 
     @property
@@ -499,7 +502,9 @@ class _FingerprintRows:
         self.low = np.uint64((1 << bits) - 1)  # the key's low bits: the row's place in its query
 
     @classmethod
-    def build(cls, fp: np.ndarray, q: np.ndarray, pos: np.ndarray, starts: np.ndarray, n_ret: np.ndarray, first: int = 0) -> _FingerprintRows | None:
+    def build(
+        cls, fp: np.ndarray, q: np.ndarray, pos: np.ndarray, starts: np.ndarray, n_ret: np.ndarray, first: int = 0
+    ) -> _FingerprintRows | None:
         """The index of rows sorted by (query, rank) whose query is ``q - first``; ``fp`` is the rows'
         fingerprints, an array of the caller's that becomes the keys (overwritten)."""
         if len(q) == 0:
@@ -561,7 +566,9 @@ class _FingerprintRows:
         return np.where(hit, self._row(r, key), -1)
 
 
-def _same_strings(left: pa.Array | pa.ChunkedArray, left_rows: np.ndarray, right: pa.Array | pa.ChunkedArray, right_rows: np.ndarray) -> bool:
+def _same_strings(
+    left: pa.Array | pa.ChunkedArray, left_rows: np.ndarray, right: pa.Array | pa.ChunkedArray, right_rows: np.ndarray
+) -> bool:
     """``left[left_rows] == right[right_rows]`` element-wise, for every pair (byte equality, in Arrow)."""
     if len(left_rows) == 0:
         return True
@@ -578,7 +585,9 @@ def _label_dtype(qrels_label: np.ndarray, rel_level: int) -> type:
     below ``rel_level`` (int8 for the usual 0..3 grades: 10 MB at 10M rows where int64 took 80 MB)."""
     low = min(int(qrels_label.min()), rel_level) if len(qrels_label) else min(0, rel_level)
     high = int(qrels_label.max()) if len(qrels_label) else 0
-    return next((t for t in (np.int8, np.int16, np.int32) if np.iinfo(t).min < low and high <= np.iinfo(t).max), np.int64)
+    return next(
+        (t for t in (np.int8, np.int16, np.int32) if np.iinfo(t).min < low and high <= np.iinfo(t).max), np.int64
+    )
 
 
 def _unjudged_labels(n: int, dtype: type) -> np.ndarray:
@@ -586,7 +595,13 @@ def _unjudged_labels(n: int, dtype: type) -> np.ndarray:
 
 
 def _labels(
-    q: np.ndarray, doc: np.ndarray, qrels_q: np.ndarray, qrels_doc: np.ndarray, qrels_label: np.ndarray, n_docs: int, label_dtype: type
+    q: np.ndarray,
+    doc: np.ndarray,
+    qrels_q: np.ndarray,
+    qrels_doc: np.ndarray,
+    qrels_label: np.ndarray,
+    n_docs: int,
+    label_dtype: type,
 ) -> np.ndarray:
     """Each row's qrels label (``UNJUDGED`` when not judged); only rows of judged documents are looked up."""
     label = _unjudged_labels(len(q), label_dtype)
@@ -658,7 +673,10 @@ def _align_by_fingerprints(rows: _SortedRows, label_dtype: type) -> tuple[np.nda
     out = (chunk_dups, doc_dups, _unjudged_labels(n_rows, label_dtype))
     retrieved = rows.n_ret[rows.qrels_q] > 0
     rows = dataclasses.replace(
-        rows, qrels_q=rows.qrels_q[retrieved], qrels_rows=rows.qrels_rows[retrieved], qrels_label=rows.qrels_label[retrieved]
+        rows,
+        qrels_q=rows.qrels_q[retrieved],
+        qrels_rows=rows.qrels_rows[retrieved],
+        qrels_label=rows.qrels_label[retrieved],
     )
     if n_rows < BACKGROUND_ROWS or n_queries < 2:
         return out if _align_queries(rows, out, 0, n_queries) else None
@@ -681,7 +699,9 @@ def _align_queries(rows: _SortedRows, out: tuple[np.ndarray, np.ndarray, np.ndar
     qrels_q, qrels_rows, qrels_label = rows.qrels_q[mine], rows.qrels_rows[mine], rows.qrels_label[mine]
 
     def repeated(column: str) -> tuple[_FingerprintRows, np.ndarray] | None:
-        index = _FingerprintRows.build(frame_rows.take(run.id_fingerprints(column), r0, r1, copy=True), q, pos, starts, n_ret, first)
+        index = _FingerprintRows.build(
+            frame_rows.take(run.id_fingerprints(column), r0, r1, copy=True), q, pos, starts, n_ret, first
+        )
         if index is None:
             return None
         later, earlier = index.repeats()
@@ -704,7 +724,9 @@ def _align_queries(rows: _SortedRows, out: tuple[np.ndarray, np.ndarray, np.ndar
     hit_rows = index.find(qrels_q - first, rows.dataset.qrels_doc_fingerprints()[qrels_rows])
     hit = hit_rows >= 0
     hit_rows = hit_rows[hit]
-    if not _same_strings(run.id_values(doc_column), frame_rows.of(hit_rows + r0), rows.dataset.qrels_doc_values(), qrels_rows[hit]):
+    if not _same_strings(
+        run.id_values(doc_column), frame_rows.of(hit_rows + r0), rows.dataset.qrels_doc_values(), qrels_rows[hit]
+    ):
         return False
     label[hit_rows] = qrels_label[hit]
     if len(later):
@@ -790,7 +812,11 @@ def build_ranking(
     score = frame["score"].to_numpy(dtype=np.float64)
     if score_precision == "float32":
         score = score.astype(np.float32).astype(np.float64)
-    file_rank = frame["rank"].to_numpy(dtype=np.float64, na_value=np.nan) if order == "file" and "rank" in frame.columns else None
+    file_rank = (
+        frame["rank"].to_numpy(dtype=np.float64, na_value=np.nan)
+        if order == "file" and "rank" in frame.columns
+        else None
+    )
     src: np.ndarray | None = None  # each row's row in the run's frame (None: the same)
     if not everything:
         keep = q >= 0
@@ -824,7 +850,9 @@ def build_ranking(
     if ahead is not None:
         ahead.result()
     aligned = _align_documents(
-        _SortedRows(run, dataset, doc_column, use_source, frame_rows, q, pos, starts, n_ret, qrels_q, qrels_rows, qrels_label),
+        _SortedRows(
+            run, dataset, doc_column, use_source, frame_rows, q, pos, starts, n_ret, qrels_q, qrels_rows, qrels_label
+        ),
         _label_dtype(qrels_label, rel_level),
     )
     chunk_dups, doc_dups, label = aligned
@@ -892,7 +920,9 @@ def build_ranking(
 # Each run remembers its latest alignment (per dataset object and settings), so evaluating the same
 # Run and Dataset objects again (more metrics, compare, check) skips build_ranking. Runs and datasets
 # are immutable values (frozen dataclasses); a frame changed in place after evaluation is not noticed.
-_ALIGNED: weakref.WeakKeyDictionary[Run, tuple[weakref.ref[Dataset], tuple, Ranking, Coverage]] = weakref.WeakKeyDictionary()
+_ALIGNED: weakref.WeakKeyDictionary[Run, tuple[weakref.ref[Dataset], tuple, Ranking, Coverage]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def aligned_ranking(dataset: Dataset, run: Run, **settings) -> tuple[Ranking, Coverage]:

@@ -25,7 +25,9 @@ def _paired(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1:
-        raise RagMetricsError(f"paired tests need two 1-d arrays of the same length; got shapes {a.shape} and {b.shape}")
+        raise RagMetricsError(
+            f"paired tests need two 1-d arrays of the same length; got shapes {a.shape} and {b.shape}"
+        )
     return a, b
 
 

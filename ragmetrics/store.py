@@ -45,7 +45,8 @@ RUN_HASH_VERSION = b"ragmetrics-run-v3"  # v3: row hashes from the id fingerprin
 
 metadata = sa.MetaData()
 datasets_table = sa.Table(
-    "datasets", metadata,
+    "datasets",
+    metadata,
     sa.Column("id", sa.String(16), primary_key=True),
     sa.Column("name", sa.Text, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
@@ -57,7 +58,8 @@ datasets_table = sa.Table(
     sa.Column("description", sa.Text, nullable=False, server_default=""),
 )
 runs_table = sa.Table(
-    "runs", metadata,
+    "runs",
+    metadata,
     sa.Column("id", sa.String(16), primary_key=True),
     sa.Column("name", sa.Text, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
@@ -70,13 +72,15 @@ runs_table = sa.Table(
 ADDED_COLUMNS = {"datasets": ("source", "description"), "runs": ("source",)}
 """Text columns added after the first stores were made: :class:`Store` adds them to an older store, empty."""
 links_table = sa.Table(
-    "dataset_runs", metadata,
+    "dataset_runs",
+    metadata,
     sa.Column("dataset_id", sa.String(16), primary_key=True),
     sa.Column("run_id", sa.String(16), primary_key=True),
     sa.Column("created_at", sa.Float, nullable=False),
 )
 views_table = sa.Table(
-    "views", metadata,
+    "views",
+    metadata,
     sa.Column("id", sa.String(16), primary_key=True),
     sa.Column("state", sa.Text, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
@@ -117,7 +121,10 @@ def _hashable(frame: pd.DataFrame) -> pd.DataFrame:
     out = frame.copy()
     for column in out.columns:
         if out[column].dtype == object:
-            out[column] = [json.dumps(v, ensure_ascii=False) if isinstance(v, (list, dict)) else (None if v is None else str(v)) for v in out[column]]
+            out[column] = [
+                json.dumps(v, ensure_ascii=False) if isinstance(v, (list, dict)) else (None if v is None else str(v))
+                for v in out[column]
+            ]
     return out
 
 
@@ -166,7 +173,9 @@ def frame_parquet(frame: pd.DataFrame) -> bytes:
     """One frame as Parquet (zstd), as the store keeps it; Arrow releases the GIL while it writes."""
     sink = io.BytesIO()
     pq.write_table(
-        pa.Table.from_pandas(frame, preserve_index=False), sink, compression="zstd",
+        pa.Table.from_pandas(frame, preserve_index=False),
+        sink,
+        compression="zstd",
         use_dictionary=[c for c in DICTIONARY_COLUMNS if c in frame.columns],
         write_statistics=False,  # min/max of 10M strings cost 0.5 s at 10M rows; the store reads whole blobs
     )
@@ -194,7 +203,9 @@ def _from_parquet(blob: bytes) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]
     return tables, header["meta"]
 
 
-def share_link(base_url: str, *, dataset: str, runs: list[str] | tuple[str, ...] = (), page: str = "overview", **params: str) -> str:
+def share_link(
+    base_url: str, *, dataset: str, runs: list[str] | tuple[str, ...] = (), page: str = "overview", **params: str
+) -> str:
     """The dashboard URL that opens ``dataset`` with ``runs`` on ``page`` (keys as the dashboard reads them)."""
     from urllib.parse import urlencode
 
@@ -287,7 +298,9 @@ class Store:
 
     # --- writes ------------------------------------------------------------------------
 
-    def put_dataset(self, dataset: Dataset, *, ident: str | None = None, source: str = "", description: str = "") -> str:
+    def put_dataset(
+        self, dataset: Dataset, *, ident: str | None = None, source: str = "", description: str = ""
+    ) -> str:
         """Store ``dataset`` (idempotent: a stored copy keeps its name, and its source and description unless they are
         empty) and return its content id (``ident``: already computed by :func:`dataset_id`; ``source``: the file(s)
         it was read from)."""
@@ -297,16 +310,28 @@ class Store:
             tables["documents"] = dataset.documents
         blob = _to_parquet(tables, {"name": dataset.name, "corpus_size": dataset.corpus_size})
         row = {
-            "id": ident, "name": dataset.name, "created_at": time.time(), "n_queries": len(dataset.queries),
-            "n_judgments": len(dataset.qrels), "size_bytes": len(blob), "payload": blob,
-            "source": source, "description": description,
+            "id": ident,
+            "name": dataset.name,
+            "created_at": time.time(),
+            "n_queries": len(dataset.queries),
+            "n_judgments": len(dataset.qrels),
+            "size_bytes": len(blob),
+            "payload": blob,
+            "source": source,
+            "description": description,
         }
         with self.engine.begin() as conn:
             self._put(datasets_table, row, conn)
         return ident
 
     def put_run(
-        self, run: Run, dataset: str | None = None, *, ident: str | None = None, rows: bytes | None = None, source: str = ""
+        self,
+        run: Run,
+        dataset: str | None = None,
+        *,
+        ident: str | None = None,
+        rows: bytes | None = None,
+        source: str = "",
     ) -> str:
         """Store ``run`` (idempotent: a stored copy keeps its name, and its source unless empty), link it to ``dataset`` (an id) if
         given; return its content id (``ident``: already computed by :func:`run_id`, which hashes every row;
@@ -314,17 +339,26 @@ class Store:
         ident = ident or run_id(run)
         if dataset is not None:
             check_id(dataset, "dataset")
-        blob = _to_parquet({"rows": run.frame if rows is None else rows}, {"name": run.name, "has_scores": run.has_scores})
+        blob = _to_parquet(
+            {"rows": run.frame if rows is None else rows}, {"name": run.name, "has_scores": run.has_scores}
+        )
         now = time.time()
         row = {
-            "id": ident, "name": run.name, "created_at": now, "n_queries": len(run.id_codes("query_id")[1]),
-            "n_rows": len(run.frame), "size_bytes": len(blob), "payload": blob, "source": source,
+            "id": ident,
+            "name": run.name,
+            "created_at": now,
+            "n_queries": len(run.id_codes("query_id")[1]),
+            "n_rows": len(run.frame),
+            "size_bytes": len(blob),
+            "payload": blob,
+            "source": source,
         }
         with self.engine.begin() as conn:
             self._put(runs_table, row, conn)
             if dataset is not None:
                 conn.execute(
-                    self._insert(links_table).values(dataset_id=dataset, run_id=ident, created_at=now)
+                    self._insert(links_table)
+                    .values(dataset_id=dataset, run_id=ident, created_at=now)
                     .on_conflict_do_nothing(index_elements=["dataset_id", "run_id"])
                 )
         return ident
@@ -334,7 +368,11 @@ class Store:
         ident = view_id(state)
         text = json.dumps(state, sort_keys=True, ensure_ascii=False)
         with self.engine.begin() as conn:
-            conn.execute(self._insert(views_table).values(id=ident, state=text, created_at=time.time()).on_conflict_do_nothing(index_elements=["id"]))
+            conn.execute(
+                self._insert(views_table)
+                .values(id=ident, state=text, created_at=time.time())
+                .on_conflict_do_nothing(index_elements=["id"])
+            )
         return ident
 
     def rename_dataset(self, ident: str, name: str) -> None:
@@ -363,7 +401,9 @@ class Store:
         check_id(dataset, "dataset")
         check_id(run, "run")
         with self.engine.begin() as conn:
-            conn.execute(sa.delete(links_table).where((links_table.c.dataset_id == dataset) & (links_table.c.run_id == run)))
+            conn.execute(
+                sa.delete(links_table).where((links_table.c.dataset_id == dataset) & (links_table.c.run_id == run))
+            )
 
     def delete_run(self, ident: str) -> None:
         check_id(ident, "run")
@@ -443,8 +483,10 @@ class Store:
         else:
             check_id(dataset, "dataset")
             query = (
-                sa.select(*columns).join(links_table, links_table.c.run_id == t.c.id)
-                .where(links_table.c.dataset_id == dataset).order_by(links_table.c.created_at, t.c.name)
+                sa.select(*columns)
+                .join(links_table, links_table.c.run_id == t.c.id)
+                .where(links_table.c.dataset_id == dataset)
+                .order_by(links_table.c.created_at, t.c.name)
             )
         with self.engine.connect() as conn:
             return pd.DataFrame(conn.execute(query).mappings().all(), columns=names)

@@ -72,11 +72,15 @@ def resolve_targets(spec: str | Mapping[str, float]) -> dict[str, float]:
     else:
         path = Path(spec)
         if not path.exists():
-            raise RagMetricsError(f"targets {spec!r}: expected a profile ({', '.join(PROFILES)}) or a JSON file of {{metric: threshold}}")
+            raise RagMetricsError(
+                f"targets {spec!r}: expected a profile ({', '.join(PROFILES)}) or a JSON file of {{metric: threshold}}"
+            )
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
-            raise RagMetricsError(f"{spec}:{exc.lineno}: expected a JSON object {{metric: threshold}}, found {exc.msg}") from None
+            raise RagMetricsError(
+                f"{spec}:{exc.lineno}: expected a JSON object {{metric: threshold}}, found {exc.msg}"
+            ) from None
         if not isinstance(raw, dict):
             raise RagMetricsError(f"{spec}: expected a JSON object {{metric: threshold}}, found {type(raw).__name__}")
     out = {}
@@ -92,9 +96,15 @@ def check_targets(result: RunResult, targets: Mapping[str, float], *, seed: int 
     checks = []
     for metric, threshold in targets.items():
         if metric not in result.values.columns:
-            raise RagMetricsError(f"target metric {metric!r} was not evaluated; evaluated: {list(result.values.columns)}")
+            raise RagMetricsError(
+                f"target metric {metric!r} was not evaluated; evaluated: {list(result.values.columns)}"
+            )
         values = result.values[metric].to_numpy(dtype=np.float64)
         values = values[~np.isnan(values)]
         low, high = stats.bootstrap_ci(values, seed=seed)
-        checks.append(TargetCheck(metric, threshold, float(values.mean()) if len(values) else float("nan"), float(low), float(high)))
+        checks.append(
+            TargetCheck(
+                metric, threshold, float(values.mean()) if len(values) else float("nan"), float(low), float(high)
+            )
+        )
     return checks

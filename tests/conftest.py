@@ -47,10 +47,26 @@ def postgres_url():
         shutil.chown(folder, "postgres")
         as_user = ["runuser", "-u", "postgres", "--"]
     port = _free_port()
-    subprocess.run([*as_user, initdb, "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync"], check=True, capture_output=True)
     subprocess.run(
-        [*as_user, pg_ctl, "-D", str(data), "-l", str(folder / "log"), "-w", "-o", f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off", "start"],
-        check=True, capture_output=True,
+        [*as_user, initdb, "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync"],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [
+            *as_user,
+            pg_ctl,
+            "-D",
+            str(data),
+            "-l",
+            str(folder / "log"),
+            "-w",
+            "-o",
+            f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
     )
     try:
         yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"

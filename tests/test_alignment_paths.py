@@ -10,6 +10,7 @@ pytrec_eval's and the real fingerprints' results.
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import numpy as np
@@ -39,7 +40,11 @@ def by_first_byte_high(array):
     return real_fingerprints(array) & np.uint64(0xFF00000000000000)
 
 
-WEAK = {"length": by_length, "constant": lambda array: np.zeros(len(array), dtype=np.uint64), "top-byte": by_first_byte_high}
+WEAK = {
+    "length": by_length,
+    "constant": lambda array: np.zeros(len(array), dtype=np.uint64),
+    "top-byte": by_first_byte_high,
+}
 
 
 @pytest.fixture(params=sorted(WEAK))
@@ -54,7 +59,12 @@ def test_trec_eval_files_with_colliding_fingerprints(weak_fingerprints, qrels_fi
     rows = oracle.read_run(TREC / run_file)
     reference = oracle.pytrec_values(qrels, rows, rel_level=rel_level)
     result = rm.evaluate(
-        oracle.dataset_of(qrels), oracle.run_of(rows), oracle.our_metric_names(), missing="skip", rel_level=rel_level, warn=False
+        oracle.dataset_of(qrels),
+        oracle.run_of(rows),
+        oracle.our_metric_names(),
+        missing="skip",
+        rel_level=rel_level,
+        warn=False,
     )
     assert oracle.assert_same(result.per_query("run"), reference) == len(reference) * len(oracle.our_metric_names())
 
@@ -68,7 +78,12 @@ def test_generated_cases_with_colliding_fingerprints(weak_fingerprints, monkeypa
     cutoffs = (1, 2, 3, 5, 10, 20, 50)
     reference = oracle.pytrec_values(qrels, rows, rel_level=rel_level, cutoffs=cutoffs)
     result = rm.evaluate(
-        oracle.dataset_of(qrels), oracle.run_of(rows), oracle.our_metric_names(cutoffs), missing="skip", rel_level=rel_level, warn=False
+        oracle.dataset_of(qrels),
+        oracle.run_of(rows),
+        oracle.our_metric_names(cutoffs),
+        missing="skip",
+        rel_level=rel_level,
+        warn=False,
     )
     oracle.assert_same(result.per_query("run"), reference)
 
@@ -92,13 +107,19 @@ def _chunk_case(seed: int) -> tuple[rm.Dataset, rm.Run]:
 def _ranking_state(dataset, run, **settings):
     ranking, coverage = build_ranking(dataset, run, **settings)
     return {
-        "q": ranking.q.tolist(), "pos": ranking.pos.tolist(), "label": ranking.label.tolist(), "docs": ranking.docs().tolist(),
-        "coverage": coverage.summary(), "duplicate_queries": coverage.duplicate_queries,
+        "q": ranking.q.tolist(),
+        "pos": ranking.pos.tolist(),
+        "label": ranking.label.tolist(),
+        "docs": ranking.docs().tolist(),
+        "coverage": coverage.summary(),
+        "duplicate_queries": coverage.duplicate_queries,
     }
 
 
 @pytest.mark.parametrize("seed", range(40))
-@pytest.mark.parametrize("settings", [{}, {"duplicates": "keep"}, {"level": "chunk"}, {"order": "file", "duplicates": "keep"}])
+@pytest.mark.parametrize(
+    "settings", [{}, {"duplicates": "keep"}, {"level": "chunk"}, {"order": "file", "duplicates": "keep"}]
+)
 def test_chunk_runs_align_the_same_either_way(monkeypatch, seed, settings):
     expected = _ranking_state(*_chunk_case(seed), **settings)
     for weak in WEAK.values():
@@ -121,7 +142,7 @@ def test_a_plain_run_is_aligned_without_encoding_its_documents(monkeypatch):
 
     original = rm.Run.id_codes
     monkeypatch.setattr(rm.Run, "id_codes", no_encoding)
-    ranking, coverage = build_ranking(dataset, run)
+    _ranking, coverage = build_ranking(dataset, run)
     assert coverage.duplicates_dropped > 0
     reference = oracle.pytrec_values(qrels, rows, cutoffs=(5,))
     result = rm.evaluate(dataset, run, oracle.our_metric_names((5,)), missing="skip", warn=False)
@@ -161,11 +182,21 @@ def test_fingerprints_equal_the_documented_function_across_blocks_and_chunks(mon
     monkeypatch.setattr(ragmetrics.model, "FINGERPRINT_BLOCK", 7)  # many blocks, and a last partial one
     rng = random.Random(5)
     alphabet = "abcXYZ0189-_/é中"
-    texts = ["".join(rng.choice(alphabet) for _ in range(rng.choice([0, 1, 7, 8, 9, 15, 16, 17, 24, 33, 40]))) for _ in range(300)]
-    texts += ["doc%06d" % i for i in range(40)] + ["a" * 40] * 3 + [""] * 3  # a block of equal lengths; a block of empty ids
+    texts = [
+        "".join(rng.choice(alphabet) for _ in range(rng.choice([0, 1, 7, 8, 9, 15, 16, 17, 24, 33, 40])))
+        for _ in range(300)
+    ]
+    texts += (
+        ["doc%06d" % i for i in range(40)] + ["a" * 40] * 3 + [""] * 3
+    )  # a block of equal lengths; a block of empty ids
     expected = np.array([reference_fingerprint(t) for t in texts], dtype=np.uint64)
     chunked = pa.chunked_array([pa.array(texts[:150]), pa.array(["pad"] + texts[150:]).slice(1)])
-    for array in (pa.array(texts), pa.array(texts, type=pa.large_string()), chunked, pa.array(["pad"] * 5 + texts).slice(5)):
+    for array in (
+        pa.array(texts),
+        pa.array(texts, type=pa.large_string()),
+        chunked,
+        pa.array(["pad"] * 5 + texts).slice(5),
+    ):
         np.testing.assert_array_equal(ragmetrics.model.string_fingerprints(array), expected)
 
 
@@ -175,12 +206,14 @@ def _reference_ranking(qrels, rows, settings):
     judged = list(dict.fromkeys(qid for qid, _, _ in qrels))
     docs, tied_pairs, tied_queries = {}, 0, []
     for qid in judged:
-        mine = sorted(((s, d) for q, d, s in rows if q == qid), key=lambda sd: (-sd[0], [-b for b in sd[1].encode()] + [1]))
+        mine = sorted(
+            ((s, d) for q, d, s in rows if q == qid), key=lambda sd: (-sd[0], [-b for b in sd[1].encode()] + [1])
+        )
         if settings.get("duplicates") != "keep":
             seen = set()
             mine = [(s, d) for s, d in mine if not (d in seen or seen.add(d))]
         docs[qid] = [d for _, d in mine]
-        ties = sum(a[0] == b[0] for a, b in zip(mine, mine[1:]))
+        ties = sum(a[0] == b[0] for a, b in itertools.pairwise(mine))
         tied_pairs += ties
         if ties:
             tied_queries.append(qid)
@@ -229,7 +262,14 @@ def test_labels_of_every_size_are_read_back_exactly(seed, scale):
     assert ranking.label.tolist() == expected
     if scale <= 200:
         reference = oracle.pytrec_values(qrels, rows, rel_level=rel_level)
-        result = rm.evaluate(oracle.dataset_of(qrels), oracle.run_of(rows), oracle.our_metric_names(), missing="skip", rel_level=rel_level, warn=False)
+        result = rm.evaluate(
+            oracle.dataset_of(qrels),
+            oracle.run_of(rows),
+            oracle.our_metric_names(),
+            missing="skip",
+            rel_level=rel_level,
+            warn=False,
+        )
         oracle.assert_same(result.per_query("run"), reference, tol=1e-9 * scale)
 
 
@@ -239,10 +279,16 @@ def test_unjudged_documents_are_never_relevant_whatever_the_level(rel_level):
     must still leave unjudged documents non-relevant, and precision, recall and AP count judged ones only."""
     qrels = [("q1", "d1", 1), ("q1", "d2", 0), ("q2", "d3", 2)]
     rows = [("q1", "d1", 3.0), ("q1", "u9", 2.0), ("q1", "d2", 1.0), ("q2", "u8", 5.0), ("q2", "d3", 4.0)]
-    result = rm.evaluate(oracle.dataset_of(qrels), oracle.run_of(rows), ["precision@3", "recall@3", "map"], rel_level=rel_level, warn=False)
+    result = rm.evaluate(
+        oracle.dataset_of(qrels),
+        oracle.run_of(rows),
+        ["precision@3", "recall@3", "map"],
+        rel_level=rel_level,
+        warn=False,
+    )
     ranking = result["run"].ranking
     judged = {(q, d): label for q, d, label in qrels}
-    expected_rel = [judged.get((ranking.query_ids[q], d), None) for q, d in zip(ranking.q, ranking.docs())]
+    expected_rel = [judged.get((ranking.query_ids[q], d)) for q, d in zip(ranking.q, ranking.docs())]
     assert ranking.rel.tolist() == [label is not None and label >= rel_level for label in expected_rel]
     per_query = result.per_query("run")
     relevant = {q: [d for (qq, d), label in judged.items() if qq == q and label >= rel_level] for q in ("q1", "q2")}
@@ -250,6 +296,12 @@ def test_unjudged_documents_are_never_relevant_whatever_the_level(rel_level):
         ranked = [d for q, d, _ in rows if q == qid]
         hits = [d in relevant[qid] for d in ranked]
         assert per_query.at[qid, "precision@3"] == pytest.approx(sum(hits[:3]) / 3)
-        assert per_query.at[qid, "recall@3"] == pytest.approx(sum(hits[:3]) / len(relevant[qid]) if relevant[qid] else 0.0)
-        ap = sum(sum(hits[: i + 1]) / (i + 1) for i, h in enumerate(hits) if h) / len(relevant[qid]) if relevant[qid] else 0.0
+        assert per_query.at[qid, "recall@3"] == pytest.approx(
+            sum(hits[:3]) / len(relevant[qid]) if relevant[qid] else 0.0
+        )
+        ap = (
+            sum(sum(hits[: i + 1]) / (i + 1) for i, h in enumerate(hits) if h) / len(relevant[qid])
+            if relevant[qid]
+            else 0.0
+        )
         assert per_query.at[qid, "map"] == pytest.approx(ap)

@@ -34,7 +34,22 @@ def test_eval_prints_the_published_scifact_bm25_scores():
 
 
 def test_eval_json_has_exactly_the_documented_shape():
-    done = cli("eval", "--dataset", QRELS, "--run", BM25, "--run", DENSE, "-m", "nDCG@10", "-m", "RR", "--per-query", "--format", "json")
+    done = cli(
+        "eval",
+        "--dataset",
+        QRELS,
+        "--run",
+        BM25,
+        "--run",
+        DENSE,
+        "-m",
+        "nDCG@10",
+        "-m",
+        "RR",
+        "--per-query",
+        "--format",
+        "json",
+    )
     assert done.returncode == 0, done.stderr
     payload = json.loads(done.stdout)
     assert list(payload) == ["runs"]
@@ -69,8 +84,25 @@ def test_missing_skip_and_llamaindex_mode(tmp_path):
     zero = cli("eval", "--dataset", QRELS, "--run", str(trunc), "-m", "mrr", "--format", "json")
     skip = cli("eval", "--dataset", QRELS, "--run", str(trunc), "-m", "mrr", "--format", "json", "--missing", "skip")
     assert "1 judged queries missing from the run" in zero.stderr
-    assert json.loads(zero.stdout)["runs"]["trunc"]["mean"]["mrr"] < json.loads(skip.stdout)["runs"]["trunc"]["mean"]["mrr"]
-    li = cli("eval", "--dataset", QRELS, "--run", BM25, "-m", "hit_rate", "-m", "mrr", "--mode", "llamaindex", "--format", "json")
+    assert (
+        json.loads(zero.stdout)["runs"]["trunc"]["mean"]["mrr"]
+        < json.loads(skip.stdout)["runs"]["trunc"]["mean"]["mrr"]
+    )
+    li = cli(
+        "eval",
+        "--dataset",
+        QRELS,
+        "--run",
+        BM25,
+        "-m",
+        "hit_rate",
+        "-m",
+        "mrr",
+        "--mode",
+        "llamaindex",
+        "--format",
+        "json",
+    )
     assert li.returncode == 0, li.stderr
     assert set(json.loads(li.stdout)["runs"]["bm25-stem"]["mean"]) == {"hits", "mrr"}
 
@@ -88,11 +120,42 @@ def test_bad_input_is_one_line_naming_file_and_line(tmp_path):
 
 
 def test_compare_json(tmp_path):
-    done = cli("compare", "--dataset", QRELS, "--baseline", BM25, "--run", HYBRID, "--run", DENSE, "-m", "ndcg@10", "--format", "json")
+    done = cli(
+        "compare",
+        "--dataset",
+        QRELS,
+        "--baseline",
+        BM25,
+        "--run",
+        HYBRID,
+        "--run",
+        DENSE,
+        "-m",
+        "ndcg@10",
+        "--format",
+        "json",
+    )
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)["comparisons"]
-    assert [(r["baseline"], r["run"]) for r in rows] == [("bm25-stem", "hybrid-rrf60"), ("bm25-stem", "dense-all-minilm-l6-v2")]
-    keys = {"metric", "baseline", "run", "mean", "baseline_mean", "delta", "ci_low", "ci_high", "p_value", "p_value_corrected", "wins", "ties", "losses"}
+    assert [(r["baseline"], r["run"]) for r in rows] == [
+        ("bm25-stem", "hybrid-rrf60"),
+        ("bm25-stem", "dense-all-minilm-l6-v2"),
+    ]
+    keys = {
+        "metric",
+        "baseline",
+        "run",
+        "mean",
+        "baseline_mean",
+        "delta",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "p_value_corrected",
+        "wins",
+        "ties",
+        "losses",
+    }
     assert set(rows[0]) == keys
     hybrid = rows[0]
     assert round(hybrid["mean"], 4) == 0.7132 and round(hybrid["baseline_mean"], 4) == 0.6791
@@ -128,7 +191,19 @@ def test_push_stores_the_files_and_prints_a_share_link(tmp_path):
     from ragmetrics.store import Store
 
     url = f"sqlite:///{tmp_path / 'store.sqlite'}"
-    done = cli("push", "--store", url, "--dataset", QRELS, "--run", BM25, "--run", HYBRID, "--base-url", "http://dash.example:8501/")
+    done = cli(
+        "push",
+        "--store",
+        url,
+        "--dataset",
+        QRELS,
+        "--run",
+        BM25,
+        "--run",
+        HYBRID,
+        "--base-url",
+        "http://dash.example:8501/",
+    )
     assert done.returncode == 0, done.stderr
     link = done.stdout.strip()
     store = Store(url)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ragmetrics.io import load_dataset, load_run
 from ragmetrics.diagnosis import diagnose_run
+from ragmetrics.io import load_dataset, load_run
 from tests.test_cli import cli
 
 FAQ = Path(__file__).resolve().parent.parent / "sample_runs" / "product_faq_zh"
@@ -19,8 +19,16 @@ BM25 = str(FAQ / "runs" / "bm25.jsonl")
 
 def easy_dataset(tmp_path: Path) -> tuple[str, str]:
     """20 easy queries; the run ranks the relevant document first for 16 of them and never for 4."""
-    items = [{"query_id": f"q{i:02d}", "query": f"question number {i} about the product", "difficulty": "easy",
-              "category": "billing" if i < 10 else "setup", "relevant_docs": [f"d{i}"]} for i in range(20)]
+    items = [
+        {
+            "query_id": f"q{i:02d}",
+            "query": f"question number {i} about the product",
+            "difficulty": "easy",
+            "category": "billing" if i < 10 else "setup",
+            "relevant_docs": [f"d{i}"],
+        }
+        for i in range(20)
+    ]
     dataset = tmp_path / "easy.json"
     dataset.write_text(json.dumps(items))
     lines = []
@@ -45,7 +53,9 @@ def test_json_and_csv_hold_the_library_findings() -> None:
     done = cli("diagnose", "--dataset", EVAL_SET, "--run", BM25, "--k", "3", "--format", "json")
     assert done.returncode == 0, done.stderr
     payload = json.loads(done.stdout)
-    assert [(f["run"], f["rule"], f["title"], f["evidence"]) for f in payload] == [(f.run, f.rule, f.title, f.evidence) for f in expected]
+    assert [(f["run"], f["rule"], f["title"], f["evidence"]) for f in payload] == [
+        (f.run, f.rule, f.title, f.evidence) for f in expected
+    ]
     done = cli("diagnose", "--dataset", EVAL_SET, "--run", BM25, "--k", "3", "--format", "csv")
     table = pd.read_csv(pd.io.common.StringIO(done.stdout))
     assert table["rule"].tolist() == [f.rule for f in expected]
@@ -56,7 +66,10 @@ def test_fail_on_error_fails_when_easy_queries_are_missed(tmp_path: Path) -> Non
     done = cli("diagnose", "--dataset", dataset, "--run", run, "--k", "3")
     assert done.returncode == 0, done.stderr
     assert "[error] 4 easy queries are missed at K=3" in done.stdout
-    assert "4 of 20 easy queries (20%) have no relevant document in the top 3; 4 of them never retrieve one at all" in done.stdout
+    assert (
+        "4 of 20 easy queries (20%) have no relevant document in the top 3; 4 of them never retrieve one at all"
+        in done.stdout
+    )
     failed = cli("diagnose", "--dataset", dataset, "--run", run, "--k", "3", "--fail-on-error")
     assert failed.returncode == 1 and failed.stdout == done.stdout
     good_run = tmp_path / "good.trec"
@@ -65,7 +78,10 @@ def test_fail_on_error_fails_when_easy_queries_are_missed(tmp_path: Path) -> Non
     assert good.returncode == 0 and good.stdout == "== good: 0 finding(s) at K=3\n", good.stderr
 
 
-@pytest.mark.parametrize(("k", "message"), [("0", "The 'k' parameter must be an int >= 1. Got 0 instead."), ("x", "argument --k: invalid int value: 'x'")])
+@pytest.mark.parametrize(
+    ("k", "message"),
+    [("0", "The 'k' parameter must be an int >= 1. Got 0 instead."), ("x", "argument --k: invalid int value: 'x'")],
+)
 def test_bad_k_is_a_usage_error(k: str, message: str) -> None:
     done = cli("diagnose", "--dataset", EVAL_SET, "--run", BM25, "--k", k)
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr

@@ -28,10 +28,23 @@ def run(rows, name="run", **extra):
 @pytest.mark.parametrize(
     ("text", "canonical"),
     [
-        ("nDCG@10", "ndcg@10"), ("NDCG@10", "ndcg@10"), ("P@5", "precision@5"), ("R@5", "recall@5"),
-        ("RR", "mrr"), ("MRR@10", "mrr@10"), ("AP", "map"), ("MAP@100", "map@100"), ("hit_rate@5", "hits@5"),
-        ("success@5", "hits@5"), ("P_5", "precision@5"), ("ndcg_cut_10", "ndcg@10"), ("recip_rank", "mrr"),
-        ("Rprec", "rprec"), ("bpref", "bpref"), ("F1@3", "f1@3"), ("accuracy@5", "accuracy@5"),
+        ("nDCG@10", "ndcg@10"),
+        ("NDCG@10", "ndcg@10"),
+        ("P@5", "precision@5"),
+        ("R@5", "recall@5"),
+        ("RR", "mrr"),
+        ("MRR@10", "mrr@10"),
+        ("AP", "map"),
+        ("MAP@100", "map@100"),
+        ("hit_rate@5", "hits@5"),
+        ("success@5", "hits@5"),
+        ("P_5", "precision@5"),
+        ("ndcg_cut_10", "ndcg@10"),
+        ("recip_rank", "mrr"),
+        ("Rprec", "rprec"),
+        ("bpref", "bpref"),
+        ("F1@3", "f1@3"),
+        ("accuracy@5", "accuracy@5"),
     ],
 )
 def test_aliases_parse_to_canonical_names(text, canonical):
@@ -39,11 +52,16 @@ def test_aliases_parse_to_canonical_names(text, canonical):
 
 
 def test_unknown_metric_suggests_the_closest_and_lists_all():
-    with pytest.raises(rm.MetricNameError, match=r"unknown metric 'ndgc@10'; did you mean 'ndcg@10'\? Known: precision@k, recall@k"):
+    with pytest.raises(
+        rm.MetricNameError, match=r"unknown metric 'ndgc@10'; did you mean 'ndcg@10'\? Known: precision@k, recall@k"
+    ):
         rm.parse_metric("ndgc@10")
 
 
-@pytest.mark.parametrize(("text", "message"), [("precision", "needs a cut-off"), ("rprec@5", "takes no cut-off"), ("ndcg@0", "must be an int >= 1")])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("precision", "needs a cut-off"), ("rprec@5", "takes no cut-off"), ("ndcg@0", "must be an int >= 1")],
+)
 def test_bad_cut_offs_are_explained(text, message):
     with pytest.raises(rm.MetricNameError, match=message):
         rm.parse_metric(text)
@@ -62,10 +80,17 @@ def test_every_registered_metric_has_formula_and_conventions():
 def test_coverage_reports_every_mismatch():
     ds = dataset(
         [("q1", "a", 1), ("q2", "b", 1), ("q3", "c", 0)],
-        queries=[{"query_id": q, "query": t} for q, t in [("q1", "one"), ("q2", "two"), ("q3", "three"), ("q4", "four")]],
+        queries=[
+            {"query_id": q, "query": t} for q, t in [("q1", "one"), ("q2", "two"), ("q3", "three"), ("q4", "four")]
+        ],
     )
-    r = run([("q1", "a", 1.0), ("q1", "a", 0.5), ("q1", "x", 1.0), ("q1", "y", 1.0), ("three", "c", 2.0), ("zz", "a", 1.0)])
-    with pytest.warns(rm.RagMetricsWarning, match=r"1 judged queries missing from the run \(scored 0\); 1 run queries not in the dataset \(dropped\)"):
+    r = run(
+        [("q1", "a", 1.0), ("q1", "a", 0.5), ("q1", "x", 1.0), ("q1", "y", 1.0), ("three", "c", 2.0), ("zz", "a", 1.0)]
+    )
+    with pytest.warns(
+        rm.RagMetricsWarning,
+        match=r"1 judged queries missing from the run \(scored 0\); 1 run queries not in the dataset \(dropped\)",
+    ):
         result = rm.evaluate(ds, r, ["precision@2", "mrr"])
     cov = result.coverage["run"]
     assert cov.missing_in_run == ["q2"]
@@ -109,7 +134,13 @@ def test_runs_without_scores_keep_their_order():
 def test_chunks_count_at_the_rank_of_their_documents_first_chunk():
     ds = dataset([("q", "doc1", 1), ("q", "doc2", 1)])
     r = run(
-        [("q", "doc3#0", 0.9, "doc3"), ("q", "doc3#1", 0.8, "doc3"), ("q", "doc1#4", 0.7, "doc1"), ("q", "doc1#0", 0.6, "doc1"), ("q", "doc2#2", 0.5, "doc2")],
+        [
+            ("q", "doc3#0", 0.9, "doc3"),
+            ("q", "doc3#1", 0.8, "doc3"),
+            ("q", "doc1#4", 0.7, "doc1"),
+            ("q", "doc1#0", 0.6, "doc1"),
+            ("q", "doc2#2", 0.5, "doc2"),
+        ],
         source_doc=None,
     )
     result = rm.evaluate(ds, r, ["mrr", "precision@2", "recall@3", "ndcg@3"], warn=False)
@@ -203,7 +234,14 @@ def test_llamaindex_mode_equals_llama_index_core():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             ours = rm.evaluate(dataset(qrels), r, [n + suffix for n in names], mode="llamaindex").per_query("li")
-        classes = [metrics.HitRate(), metrics.MRR(), metrics.Precision(), metrics.Recall(), metrics.AveragePrecision(), metrics.NDCG()]
+        classes = [
+            metrics.HitRate(),
+            metrics.MRR(),
+            metrics.Precision(),
+            metrics.Recall(),
+            metrics.AveragePrecision(),
+            metrics.NDCG(),
+        ]
         for qid, (exp_ids, retrieved) in expected.items():
             retrieved = retrieved if k is None else retrieved[:k]
             for column, metric in zip(ours.columns, classes):
@@ -238,11 +276,19 @@ def test_the_alignment_is_reused_for_the_same_objects_and_options_only():
     first = rm.evaluate(data, ranked, ["ndcg@10"], warn=False)
     again = rm.evaluate(data, ranked, ["map", "precision@2"], warn=False)
     assert again["run"].ranking is first["run"].ranking
-    fresh = rm.evaluate(dataset([("q1", "d1", 2), ("q1", "d2", 1), ("q2", "d3", 1)]), run(list(ranked.frame.itertuples(index=False))), ["map", "precision@2"], warn=False)
+    fresh = rm.evaluate(
+        dataset([("q1", "d1", 2), ("q1", "d2", 1), ("q2", "d3", 1)]),
+        run(list(ranked.frame.itertuples(index=False))),
+        ["map", "precision@2"],
+        warn=False,
+    )
     assert fresh["run"].ranking is not first["run"].ranking
     pd.testing.assert_frame_equal(again["run"].values, fresh["run"].values)
     # other options or another dataset object build a new alignment
     assert rm.evaluate(data, ranked, ["map"], rel_level=2, warn=False)["run"].ranking is not first["run"].ranking
-    assert rm.evaluate(data, ranked, ["map"], rel_level=2, warn=False)["run"].values["map"].tolist() == [0.5, 0.0]  # tie: d2 before d1
+    assert rm.evaluate(data, ranked, ["map"], rel_level=2, warn=False)["run"].values["map"].tolist() == [
+        0.5,
+        0.0,
+    ]  # tie: d2 before d1
     other = dataset([("q1", "d9", 1)])
     assert rm.evaluate(other, ranked, ["map"], warn=False)["run"].values["map"].tolist() == [1 / 3]

@@ -27,8 +27,24 @@ def rows(data: bytes | str) -> list[list[str]]:
 
 @pytest.mark.parametrize(
     "cell",
-    ["=1+1", "+1+1", "-1+1", "@SUM(A1:A9)", "=HYPERLINK(\"http://x\",\"y\")", "\t=1", "\r=1", "\n=1", "  =1",
-     "=cmd|' /C calc'!A0", "-", "+", "@", "＝1+1", "－2+3", "\tx"],
+    [
+        "=1+1",
+        "+1+1",
+        "-1+1",
+        "@SUM(A1:A9)",
+        '=HYPERLINK("http://x","y")',
+        "\t=1",
+        "\r=1",
+        "\n=1",
+        "  =1",
+        "=cmd|' /C calc'!A0",
+        "-",
+        "+",
+        "@",
+        "＝1+1",
+        "－2+3",
+        "\tx",
+    ],
 )
 def test_dangerous_text_is_prefixed_with_a_quote(cell: str) -> None:
     assert is_dangerous(cell)
@@ -49,10 +65,15 @@ def test_text_that_is_exactly_a_number_is_unchanged(cell: str) -> None:
 
 
 def test_numbers_stay_numbers() -> None:
-    frame = pd.DataFrame({
-        "delta": [-0.25, 1.0, -3.0], "count": [-1, 0, 2], "flag": [True, False, True],
-        "when": pd.to_datetime(["2024-01-01", "2024-01-02", "2024-01-03"]), "nan": [np.nan, -1.5, None],
-    })
+    frame = pd.DataFrame(
+        {
+            "delta": [-0.25, 1.0, -3.0],
+            "count": [-1, 0, 2],
+            "flag": [True, False, True],
+            "when": pd.to_datetime(["2024-01-01", "2024-01-02", "2024-01-03"]),
+            "nan": [np.nan, -1.5, None],
+        }
+    )
     back = pd.read_csv(io.BytesIO(to_safe_csv(frame)), parse_dates=["when"])
     pd.testing.assert_frame_equal(back, frame, check_dtype=False)
     out = rows(to_safe_csv(frame))
@@ -75,7 +96,9 @@ def test_headers_index_and_categories_are_neutralised() -> None:
 
 
 def test_string_dtype_columns_and_missing_values() -> None:
-    frame = pd.DataFrame({"q": pd.array(["=1", None, "ok"], dtype="string"), "s": pd.Series(["-x", "y", None], dtype="str")})
+    frame = pd.DataFrame(
+        {"q": pd.array(["=1", None, "ok"], dtype="string"), "s": pd.Series(["-x", "y", None], dtype="str")}
+    )
     out = rows(to_safe_csv(frame))
     assert out[1] == ["'=1", "'-x"] and out[2] == ["", "y"] and out[3] == ["ok", ""]
 
@@ -89,8 +112,8 @@ def test_bytes_with_bom_by_default_or_text() -> None:
 
 def test_a_carriage_return_inside_a_cell_cannot_start_a_row() -> None:
     """pandas writes a lone CR bare with its default line ending; quoted here."""
-    frame = pd.DataFrame({"query": ["harmless\r=HYPERLINK(\"http://evil\")"], "n": [-1]})
-    assert rows(to_safe_csv(frame)) == [["query", "n"], ["harmless\r=HYPERLINK(\"http://evil\")", "-1"]]
+    frame = pd.DataFrame({"query": ['harmless\r=HYPERLINK("http://evil")'], "n": [-1]})
+    assert rows(to_safe_csv(frame)) == [["query", "n"], ['harmless\r=HYPERLINK("http://evil")', "-1"]]
 
 
 def test_input_frame_is_not_modified() -> None:
@@ -100,7 +123,9 @@ def test_input_frame_is_not_modified() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.text(max_size=12), min_size=1, max_size=8), st.lists(st.floats(allow_nan=True), min_size=1, max_size=8))
+@given(
+    st.lists(st.text(max_size=12), min_size=1, max_size=8), st.lists(st.floats(allow_nan=True), min_size=1, max_size=8)
+)
 def test_no_cell_of_the_export_starts_a_formula(texts: list[str], numbers: list[float]) -> None:
     """Property: read back as CSV, no text cell begins with a trigger unless it is a
     number; numeric columns round-trip to the same values."""

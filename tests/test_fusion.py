@@ -59,15 +59,23 @@ def test_score_fusion_equals_ranx(scifact, method, norm):
     ranx = pytest.importorskip("ranx")
     _, bm25, dense, _ = scifact
     runs = [r.frame.drop_duplicates(["query_id", "doc_id"]) for r in (bm25, dense)]
-    theirs = ranx.fuse([_as_ranx(f, "score") for f in runs], method={"combsum": "sum", "combmnz": "mnz"}[method], norm="zmuv" if norm == "zscore" else "min-max").to_dict()
+    theirs = ranx.fuse(
+        [_as_ranx(f, "score") for f in runs],
+        method={"combsum": "sum", "combmnz": "mnz"}[method],
+        norm="zmuv" if norm == "zscore" else "min-max",
+    ).to_dict()
     ours = fuse([bm25, dense], method=method, norm=norm).frame
     diffs = [abs(s - theirs[q][d]) for q, d, s in ours[["query_id", "doc_id", "score"]].itertuples(index=False)]
     assert max(diffs) < 1e-9
 
 
 def test_fusion_is_deterministic_on_ties_and_leaves_inputs_alone():
-    a = rm.Run.from_frame(pd.DataFrame({"query_id": "q", "doc_id": ["x", "y", "z"], "score": [1.0, 1.0, 0.5]}), name="a")
-    b = rm.Run.from_frame(pd.DataFrame({"query_id": "q", "doc_id": ["z", "y", "x"], "score": [2.0, 2.0, 2.0]}), name="b")
+    a = rm.Run.from_frame(
+        pd.DataFrame({"query_id": "q", "doc_id": ["x", "y", "z"], "score": [1.0, 1.0, 0.5]}), name="a"
+    )
+    b = rm.Run.from_frame(
+        pd.DataFrame({"query_id": "q", "doc_id": ["z", "y", "x"], "score": [2.0, 2.0, 2.0]}), name="b"
+    )
     before = a.frame.copy(), b.frame.copy()
     first = fuse([a, b], k=1)
     # a ranks y(1) x(2) z(3) (ties by doc_id descending); b ranks z, y, x
@@ -93,8 +101,22 @@ def test_weights_depth_and_bad_parameters():
 
 
 def test_fused_chunk_runs_keep_their_documents_and_text():
-    a = rm.Run.from_frame(pd.DataFrame({"query_id": "q", "doc_id": ["d1#0", "d2#0"], "score": [2.0, 1.0], "source_doc": ["d1", "d2"], "text": ["one", "two"]}), name="a")
-    b = rm.Run.from_frame(pd.DataFrame({"query_id": "q", "doc_id": ["d2#0", "d3#1"], "score": [2.0, 1.0], "source_doc": ["d2", "d3"]}), name="b")
+    a = rm.Run.from_frame(
+        pd.DataFrame(
+            {
+                "query_id": "q",
+                "doc_id": ["d1#0", "d2#0"],
+                "score": [2.0, 1.0],
+                "source_doc": ["d1", "d2"],
+                "text": ["one", "two"],
+            }
+        ),
+        name="a",
+    )
+    b = rm.Run.from_frame(
+        pd.DataFrame({"query_id": "q", "doc_id": ["d2#0", "d3#1"], "score": [2.0, 1.0], "source_doc": ["d2", "d3"]}),
+        name="b",
+    )
     fused = fuse([a, b]).frame.set_index("doc_id")
     assert fused["source_doc"].to_dict() == {"d1#0": "d1", "d2#0": "d2", "d3#1": "d3"}
     assert fused.loc["d3#1", "text"] is None or pd.isna(fused.loc["d3#1", "text"])

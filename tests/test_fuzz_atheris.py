@@ -86,8 +86,12 @@ def test_atheris_smoke(family: str, tmp_path: Path) -> None:
     pytest.importorskip("atheris")
     result = subprocess.run(
         [sys.executable, __file__, family, f"-runs={runs}", "-max_total_time=60", "-print_final_stats=1"],
-        cwd=tmp_path, env={**os.environ, "RAGMETRICS_ATHERIS_CORPUS": str(tmp_path)},
-        capture_output=True, text=True, timeout=300, check=False,
+        cwd=tmp_path,
+        env={**os.environ, "RAGMETRICS_ATHERIS_CORPUS": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     crashes = list(tmp_path.glob("crash-*")) + list(tmp_path.glob("timeout-*"))
     assert result.returncode == 0 and not crashes, (result.stderr[-3000:], crashes)

@@ -117,13 +117,72 @@ class RandomDraw(Draw):
 # --------------------------------------------------------------------------
 HUGE_DIGITS = "7" * 5000  # beyond Python's 4,300-digit int parsing limit
 HOSTILE_TOKENS = [
-    b"", b" ", b"\t", b"NaN", b"nan", b"-nan", b"inf", b"-inf", b"Infinity", b"-Infinity", b"1e999", b"-1e400",
-    b"1e-400", b"99999999999999999999", b"-9223372036854775809", b"9223372036854775807", b"1" * 400,
-    HUGE_DIGITS.encode(), b"0x1F", b"1,5", b"1_000", b"+1", b"-0", b".5", b"5.", b"1e", b"--1", b"2.0", b"2.5",
-    b"true", b"null", b"None", b"[]", b"{}", b"\"", b"'", b"\\", b",", b";", b"#", b"#x", b"=1+1", b"@SUM(A1)",
-    b"\x00", b"\x1f\x8b", b"PK\x03\x04", b"PAR1", b"\xef\xbb\xbf", b"\xff\xfe", b"\xe9", b"caf\xe9", b"\xc3",
-    b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xc2\xa0", b"\xe2\x80\xa8", b"\x85", b"\r", b"\r\n", b"\n",
-    "文档".encode(), "é".encode(), "😀".encode(), b"\\ud800", b"\\udfff\\ud800", b"\x0b\x0c",
+    b"",
+    b" ",
+    b"\t",
+    b"NaN",
+    b"nan",
+    b"-nan",
+    b"inf",
+    b"-inf",
+    b"Infinity",
+    b"-Infinity",
+    b"1e999",
+    b"-1e400",
+    b"1e-400",
+    b"99999999999999999999",
+    b"-9223372036854775809",
+    b"9223372036854775807",
+    b"1" * 400,
+    HUGE_DIGITS.encode(),
+    b"0x1F",
+    b"1,5",
+    b"1_000",
+    b"+1",
+    b"-0",
+    b".5",
+    b"5.",
+    b"1e",
+    b"--1",
+    b"2.0",
+    b"2.5",
+    b"true",
+    b"null",
+    b"None",
+    b"[]",
+    b"{}",
+    b'"',
+    b"'",
+    b"\\",
+    b",",
+    b";",
+    b"#",
+    b"#x",
+    b"=1+1",
+    b"@SUM(A1)",
+    b"\x00",
+    b"\x1f\x8b",
+    b"PK\x03\x04",
+    b"PAR1",
+    b"\xef\xbb\xbf",
+    b"\xff\xfe",
+    b"\xe9",
+    b"caf\xe9",
+    b"\xc3",
+    b"\xed\xa0\x80",
+    b"\xf4\x90\x80\x80",
+    b"\xc2\xa0",
+    b"\xe2\x80\xa8",
+    b"\x85",
+    b"\r",
+    b"\r\n",
+    b"\n",
+    "文档".encode(),
+    "é".encode(),
+    "😀".encode(),
+    b"\\ud800",
+    b"\\udfff\\ud800",
+    b"\x0b\x0c",
 ]
 NUMBERS = [b"1", b"0", b"-1", b"2", b"3", b"1.5", b"-2.25", b"3e-5", b".5", b"1E10", b"0.000001", b"12"]
 IDS = [b"q1", b"q2", b"1", b"2", b"d1", b"d2", b"MED-10", "文档".encode(), "é".encode(), b"d#1", b"a.b"]
@@ -134,19 +193,58 @@ def hostile_token(d: Draw) -> bytes:
     if roll == 0:
         return d.blob(12)
     if roll == 1:
-        return d.choice([b"x", b"9", b" ", b"\t", b",", b"\"", b"[", b"{"]) * d.int(100, 20000)
+        return d.choice([b"x", b"9", b" ", b"\t", b",", b'"', b"[", b"{"]) * d.int(100, 20000)
     if roll == 2:  # long almost-numbers: backtracking regexes go quadratic on these
-        return d.choice([b"", b"-", b"+", b"."]) + b"1" * d.int(1000, 60000) + d.choice([b"x", b".", b"e", b"e+", b"..", b"1x"])
+        return (
+            d.choice([b"", b"-", b"+", b"."])
+            + b"1" * d.int(1000, 60000)
+            + d.choice([b"x", b".", b"e", b"e+", b"..", b"1x"])
+        )
     return d.choice(HOSTILE_TOKENS)
 
 
 def hostile_value(d: Draw) -> Any:
     """A JSON-able value that breaks expectations (markers are replaced after dumping)."""
-    return d.choice([
-        None, True, False, 0, -1, 1.5, 2**63, -(2**64), 10**300, -0.0, float("nan"), float("inf"), float("-inf"),
-        "", " ", "\t", "nan", "inf", "1e999", "NaN", "é", "文档", "\ud800", "\udfff", "\ud83d\ude00", "=1+1",
-        "x" * d.int(1, 3000), [], {}, [[]], {"a": {"b": [1]}}, ["a", 1, None], "__HUGE__", "__DEEP__", 3.0, "7",
-    ])
+    return d.choice(
+        [
+            None,
+            True,
+            False,
+            0,
+            -1,
+            1.5,
+            2**63,
+            -(2**64),
+            10**300,
+            -0.0,
+            float("nan"),
+            float("inf"),
+            float("-inf"),
+            "",
+            " ",
+            "\t",
+            "nan",
+            "inf",
+            "1e999",
+            "NaN",
+            "é",
+            "文档",
+            "\ud800",
+            "\udfff",
+            "\ud83d\ude00",
+            "=1+1",
+            "x" * d.int(1, 3000),
+            [],
+            {},
+            [[]],
+            {"a": {"b": [1]}},
+            ["a", 1, None],
+            "__HUGE__",
+            "__DEEP__",
+            3.0,
+            "7",
+        ]
+    )
 
 
 def _dumps(value: Any, d: Draw) -> bytes:
@@ -177,7 +275,25 @@ def mutate_json(d: Draw, value: Any) -> Any:
     if op == 0:
         del value[key]
     elif op == 1:
-        value[d.choice(["query_id", "qid", "query", "id", "_id", "doc_id", "score", "retrieved", "relevant_docs", "", " ", "\ud800", "text"])] = value.pop(key)
+        value[
+            d.choice(
+                [
+                    "query_id",
+                    "qid",
+                    "query",
+                    "id",
+                    "_id",
+                    "doc_id",
+                    "score",
+                    "retrieved",
+                    "relevant_docs",
+                    "",
+                    " ",
+                    "\ud800",
+                    "text",
+                ]
+            )
+        ] = value.pop(key)
     elif op == 2:
         value[d.choice(["extra", "metadata", "score", "rank", "chunk_id", "source_doc"])] = hostile_value(d)
     else:
@@ -203,7 +319,7 @@ def mutate_bytes(d: Draw, data: bytes, *, delimiters: bytes = b" \t,") -> bytes:
         return data[: d.int(0, n)]
     if op == 1:
         a = d.int(0, n)
-        return data[:a] + data[d.int(a, n):]
+        return data[:a] + data[d.int(a, n) :]
     if op == 2:
         at = d.int(0, n)
         return data[:at] + hostile_token(d) + data[at:]
@@ -213,7 +329,9 @@ def mutate_bytes(d: Draw, data: bytes, *, delimiters: bytes = b" \t,") -> bytes:
         parts = lines[i].split(d.choice(list(delimiters)).to_bytes(1, "big"))
         j = d.int(0, len(parts) - 1)
         parts[j] = hostile_token(d)
-        lines[i] = delimiters[:1].join(parts) if d.chance(20) else d.choice(list(delimiters)).to_bytes(1, "big").join(parts)
+        lines[i] = (
+            delimiters[:1].join(parts) if d.chance(20) else d.choice(list(delimiters)).to_bytes(1, "big").join(parts)
+        )
         return b"\n".join(lines)
     if op == 6:  # a line with a field more or less
         lines = _lines(data)
@@ -247,20 +365,34 @@ def mutate_bytes(d: Draw, data: bytes, *, delimiters: bytes = b" \t,") -> bytes:
         return _reencode(data, d.choice(["latin-1", "cp1252"]))
     if op == 14:  # a huge line
         lines = _lines(data)
-        lines.insert(d.int(0, len(lines)), d.choice([b"x", b"q1 ", b"a,", b"\t", b"{", b"\""]) * d.int(1000, 400_000))
+        lines.insert(d.int(0, len(lines)), d.choice([b"x", b"q1 ", b"a,", b"\t", b"{", b'"']) * d.int(1000, 400_000))
         return b"\n".join(lines)
     if op == 15:  # many lines
         return data * d.int(2, max(2, 200_000 // max(n, 1)))
     if op == 16:
         at = d.int(0, n)
-        return data[:at] + d.choice([b"[", b"{\"a\":", b"{\"q\":{"]) * d.int(50, 50_000) + data[at:]
+        return data[:at] + d.choice([b"[", b'{"a":', b'{"q":{']) * d.int(50, 50_000) + data[at:]
     if op == 17:
         at = d.int(0, n)
         return data[:at] + b"\x00" * d.int(1, 8) + data[at:]
     if op == 18:
         return d.blob(2000)
     if op == 19:
-        return d.choice([b"", b"\n", b" \t\r\n\n", b"#\n", b"\xef\xbb\xbf", b"\xef\xbb\xbf\n", b"\x00", b"[]", b"{}", b"null", b"[[]]"])
+        return d.choice(
+            [
+                b"",
+                b"\n",
+                b" \t\r\n\n",
+                b"#\n",
+                b"\xef\xbb\xbf",
+                b"\xef\xbb\xbf\n",
+                b"\x00",
+                b"[]",
+                b"{}",
+                b"null",
+                b"[[]]",
+            ]
+        )
     if op == 20:  # flip a few bytes
         out = bytearray(data)
         for _ in range(d.int(1, 4)):
@@ -300,7 +432,12 @@ def zip_bomb(name: str, parts: list[tuple[bytes, int]]) -> bytes:
     body, crc, size = deflate_repeated(parts)
     raw_name = name.encode()
     local = struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, 8, 0, 0, crc, len(body), size, len(raw_name), 0) + raw_name
-    central = struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 20, 20, 0, 8, 0, 0, crc, len(body), size, len(raw_name), 0, 0, 0, 0, 0, 0) + raw_name
+    central = (
+        struct.pack(
+            "<4s6H3L5H2L", b"PK\x01\x02", 20, 20, 0, 8, 0, 0, crc, len(body), size, len(raw_name), 0, 0, 0, 0, 0, 0
+        )
+        + raw_name
+    )
     end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 1, 1, len(central), len(local) + len(body), 0)
     return local + body + central + end
 
@@ -358,7 +495,14 @@ def gen_trec_run(d: Draw) -> bytes:
         if roll == 1:
             lines.append(b"")
             continue
-        fields = [_field(d, IDS), d.choice([b"Q0", b"0", b"q0"]), _field(d, IDS), _field(d, NUMBERS[:5]), _field(d, NUMBERS), _field(d, [b"run", b"bm25"])]
+        fields = [
+            _field(d, IDS),
+            d.choice([b"Q0", b"0", b"q0"]),
+            _field(d, IDS),
+            _field(d, NUMBERS[:5]),
+            _field(d, NUMBERS),
+            _field(d, [b"run", b"bm25"]),
+        ]
         if d.chance(10):
             fields = fields[: d.int(0, 5)] if d.chance(50) else fields + [d.choice(IDS)] * d.int(1, 3)
         lines.append(d.choice([b" ", b"\t", b"  "]).join(fields))
@@ -413,7 +557,13 @@ def gen_jsonl_run(d: Draw) -> bytes:
     for i in range(d.int(0, 6)):
         if flat:
             for j in range(d.int(1, 4)):
-                records.append({d.choice(["query_id", "qid", "query"]): f"q{i}", d.choice(["doc_id", "docid", "chunk_id"]): f"d{j}", "score": d.choice([1.0, 2, 0.5, -1])})
+                records.append(
+                    {
+                        d.choice(["query_id", "qid", "query"]): f"q{i}",
+                        d.choice(["doc_id", "docid", "chunk_id"]): f"d{j}",
+                        "score": d.choice([1.0, 2, 0.5, -1]),
+                    }
+                )
             continue
         record: dict[str, Any] = {d.choice(["query_id", "qid", "query"]): d.choice([f"q{i}", i, "what?"])}
         scored = d.chance(60)
@@ -445,7 +595,9 @@ def gen_jsonl_run(d: Draw) -> bytes:
 def gen_dict_json(d: Draw) -> bytes:
     labels = d.chance(50)
     value: Any = {
-        f"q{i}": {f"d{j}": (d.choice([0, 1, 2, -1]) if labels else d.choice([1.5, 0.25, 3, -1.0])) for j in range(d.int(0, 5))}
+        f"q{i}": {
+            f"d{j}": (d.choice([0, 1, 2, -1]) if labels else d.choice([1.5, 0.25, 3, -1.0])) for j in range(d.int(0, 5))
+        }
         for i in range(d.int(0, 5))
     }
     for _ in range(d.int(0, 3)):
@@ -453,8 +605,29 @@ def gen_dict_json(d: Draw) -> bytes:
     return _dumps(value, d)
 
 
-TABLE_HEADERS = ["query_id", "qid", "query", "Topic", "doc_id", "docno", "chunk_id", "corpus-id", "query-id", "score", "rank",
-                 "relevance", "label", "text", "source_doc", "category", "question", "x", "", "score", "Doc ID"]
+TABLE_HEADERS = [
+    "query_id",
+    "qid",
+    "query",
+    "Topic",
+    "doc_id",
+    "docno",
+    "chunk_id",
+    "corpus-id",
+    "query-id",
+    "score",
+    "rank",
+    "relevance",
+    "label",
+    "text",
+    "source_doc",
+    "category",
+    "question",
+    "x",
+    "",
+    "score",
+    "Doc ID",
+]
 
 
 def gen_table(d: Draw) -> bytes:
@@ -472,7 +645,7 @@ def gen_table(d: Draw) -> bytes:
             pool = NUMBERS if name in ("score", "rank", "relevance", "label") else IDS
             cell = _field(d, pool)
             if d.chance(5):
-                cell = b'"' + cell.replace(b'"', b'""') + d.choice([b'"', b"", b'\n"', b'"x']) 
+                cell = b'"' + cell.replace(b'"', b'""') + d.choice([b'"', b"", b'\n"', b'"x'])
             cells.append(cell)
         if d.chance(5):
             cells = cells[: d.int(0, len(cells))] if d.chance(50) else cells + [b"extra"]
@@ -490,7 +663,9 @@ def _parquet_column(d: Draw, rows: int) -> pa.Array:
     if kind == 5:
         return pa.array([d.choice([0, 1, 2, -1, 2**62, None]) for _ in range(rows)], pa.int64())
     if kind == 6:
-        return pa.array([d.choice([0.5, 1.0, float("nan"), float("inf"), -0.0, 1e308, None]) for _ in range(rows)], pa.float64())
+        return pa.array(
+            [d.choice([0.5, 1.0, float("nan"), float("inf"), -0.0, 1e308, None]) for _ in range(rows)], pa.float64()
+        )
     if kind == 7:
         return pa.array([d.chance(50) for _ in range(rows)], pa.bool_())
     if kind == 8:
@@ -511,14 +686,20 @@ def _parquet_column(d: Draw, rows: int) -> pa.Array:
 def gen_parquet(d: Draw) -> bytes:
     rows = d.int(0, 12)
     standard = d.chance(50)
-    names = ["query_id", "doc_id", d.choice(["score", "relevance", "rank"])] if standard else [d.choice(TABLE_HEADERS) for _ in range(d.int(0, 5))]
+    names = (
+        ["query_id", "doc_id", d.choice(["score", "relevance", "rank"])]
+        if standard
+        else [d.choice(TABLE_HEADERS) for _ in range(d.int(0, 5))]
+    )
     if d.chance(20):
         names.append(d.choice(TABLE_HEADERS))  # may repeat a name: Parquet allows it
     columns = []
     for name in names:
         if standard and d.chance(75):
             if name in ("score", "rank", "relevance"):
-                col = pa.array([d.choice([1.0, 2.0, 0.5]) if name == "score" else d.choice([1, 2, 0]) for _ in range(rows)])
+                col = pa.array(
+                    [d.choice([1.0, 2.0, 0.5]) if name == "score" else d.choice([1, 2, 0]) for _ in range(rows)]
+                )
             else:
                 col = pa.array([d.choice(["q1", "q2", "d1", "d2"]) for _ in range(rows)], pa.string())
         else:
@@ -526,7 +707,9 @@ def gen_parquet(d: Draw) -> bytes:
         columns.append(col)
     table = pa.Table.from_arrays(columns, names=names) if names else pa.table({})
     out = io.BytesIO()
-    pq.write_table(table, out, compression=d.choice(["snappy", "zstd", "gzip", "none"]), row_group_size=d.choice([None, 1, 3]))
+    pq.write_table(
+        table, out, compression=d.choice(["snappy", "zstd", "gzip", "none"]), row_group_size=d.choice([None, 1, 3])
+    )
     data = out.getvalue()
     roll = d.int(0, 9)
     if roll < 3:
@@ -539,7 +722,17 @@ def gen_parquet(d: Draw) -> bytes:
     return data
 
 
-BEIR_MEMBERS = ["corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "qrels/dev.tsv", "qrels.tsv", "qrels.txt", "qrels", "queries.tsv", "corpus.json"]
+BEIR_MEMBERS = [
+    "corpus.jsonl",
+    "queries.jsonl",
+    "qrels/test.tsv",
+    "qrels/dev.tsv",
+    "qrels.tsv",
+    "qrels.txt",
+    "qrels",
+    "queries.tsv",
+    "corpus.json",
+]
 
 
 def gen_beir_zip(d: Draw) -> bytes:
@@ -548,9 +741,14 @@ def gen_beir_zip(d: Draw) -> bytes:
     qids = ["q1", "q2", "3"]
     docs = ["d1", "d2", "文档"]
     members: dict[str, bytes] = {
-        "qrels/test.tsv": b"query-id\tcorpus-id\tscore\n" + b"".join(f"{d.choice(qids)}\t{d.choice(docs)}\t{d.choice([0, 1, 2])}\n".encode() for _ in range(d.int(0, 6))),
-        "queries.jsonl": b"".join(json.dumps({"_id": q, "text": f"text {q}", "metadata": {}}).encode() + b"\n" for q in qids),
-        "corpus.jsonl": b"".join(json.dumps({"_id": doc, "title": "t", "text": "x"}, ensure_ascii=False).encode() + b"\n" for doc in docs),
+        "qrels/test.tsv": b"query-id\tcorpus-id\tscore\n"
+        + b"".join(f"{d.choice(qids)}\t{d.choice(docs)}\t{d.choice([0, 1, 2])}\n".encode() for _ in range(d.int(0, 6))),
+        "queries.jsonl": b"".join(
+            json.dumps({"_id": q, "text": f"text {q}", "metadata": {}}).encode() + b"\n" for q in qids
+        ),
+        "corpus.jsonl": b"".join(
+            json.dumps({"_id": doc, "title": "t", "text": "x"}, ensure_ascii=False).encode() + b"\n" for doc in docs
+        ),
     }
     if d.chance(20):
         members["qrels.tsv"] = gen_trec_qrels(d)
@@ -567,7 +765,9 @@ def gen_beir_zip(d: Draw) -> bytes:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as zf:
         for name, content in members.items():
-            method = d.choice([zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])
+            method = d.choice(
+                [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA]
+            )
             zf.writestr(prefix + name, content, compress_type=method)
     data = out.getvalue()
     roll = d.int(0, 9)
@@ -603,9 +803,27 @@ class Family:
 FAMILIES = {
     f.name: f
     for f in (
-        Family("trec_run", gen_trec_run, ("run", "dataset"), ("run.trec", "run.txt", "run.tsv", None, "run.trec.gz", "r.json"), b" \t"),
-        Family("trec_qrels", gen_trec_qrels, ("dataset", "run"), ("q.qrels", "qrels.txt", "qrels.tsv", None, "q.qrels.gz", "q.csv"), b" \t"),
-        Family("evalset", gen_evalset, ("dataset", "run"), ("eval.json", "eval.jsonl", None, "eval.jsonl.gz", "eval.txt"), b",:"),
+        Family(
+            "trec_run",
+            gen_trec_run,
+            ("run", "dataset"),
+            ("run.trec", "run.txt", "run.tsv", None, "run.trec.gz", "r.json"),
+            b" \t",
+        ),
+        Family(
+            "trec_qrels",
+            gen_trec_qrels,
+            ("dataset", "run"),
+            ("q.qrels", "qrels.txt", "qrels.tsv", None, "q.qrels.gz", "q.csv"),
+            b" \t",
+        ),
+        Family(
+            "evalset",
+            gen_evalset,
+            ("dataset", "run"),
+            ("eval.json", "eval.jsonl", None, "eval.jsonl.gz", "eval.txt"),
+            b",:",
+        ),
         Family("jsonl_run", gen_jsonl_run, ("run", "dataset"), ("run.jsonl", "run.json", None, "run.ndjson.gz"), b",:"),
         Family("table", gen_table, ("run", "dataset"), ("t.csv", "t.tsv", None, "t.txt", "t.csv.gz", "t.tab"), b",\t"),
         Family("parquet", gen_parquet, ("run", "dataset"), ("t.parquet", None, "t.pq", "t.csv"), b"\0", wrap=False),
@@ -630,12 +848,18 @@ class Case:
 
 
 QUERIES = [
-    b'{"_id": "q1", "text": "t"}\n{"_id": "d1", "title": "", "text": "x"}\n', b"id\ttext\nq1\thello\n", b"q1\thello\n",
-    b"query_id,text,query\nq1,a,b\n", b'[{"query_id": "q1", "query": "a", "extra": [1]}]',
+    b'{"_id": "q1", "text": "t"}\n{"_id": "d1", "title": "", "text": "x"}\n',
+    b"id\ttext\nq1\thello\n",
+    b"q1\thello\n",
+    b"query_id,text,query\nq1,a,b\n",
+    b'[{"query_id": "q1", "query": "a", "extra": [1]}]',
 ]
 MAPPINGS = [
-    b"chunk_id,doc_id\nd1#1,d1\nd2,D2\n", b"chunk_id\tsource_doc\nd1\tdoc\n", b'{"d1": "doc1", "d2": "doc2"}',
-    b'{"chunk_id": "d1", "doc_id": "x"}\n{"chunk_id": "d2", "doc_id": "y"}\n', b'[{"chunk_id": "d1", "doc_id": "x"}]',
+    b"chunk_id,doc_id\nd1#1,d1\nd2,D2\n",
+    b"chunk_id\tsource_doc\nd1\tdoc\n",
+    b'{"d1": "doc1", "d2": "doc2"}',
+    b'{"chunk_id": "d1", "doc_id": "x"}\n{"chunk_id": "d2", "doc_id": "y"}\n',
+    b'[{"chunk_id": "d1", "doc_id": "x"}]',
 ]
 
 
@@ -747,8 +971,13 @@ COUNTS: dict[str, dict[str, int]] = {}
 def _fuzz(family: str) -> None:
     counts = COUNTS.setdefault(family, {"ok": 0, "error": 0})
 
-    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=EXAMPLES <= 500,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        derandomize=EXAMPLES <= 500,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(st.data())
     def run(data: Any) -> None:
         counts[check_case(make_case(HypothesisDraw(data), FAMILIES[family]))] += 1
@@ -756,8 +985,10 @@ def _fuzz(family: str) -> None:
     start = time.perf_counter()
     run()
     total = counts["ok"] + counts["error"]
-    line = (f"fuzz {family}: {total:,} inputs in {time.perf_counter() - start:.0f} s, "
-            f"{counts['error']:,} refused with a ParseError, {counts['ok']:,} loaded")
+    line = (
+        f"fuzz {family}: {total:,} inputs in {time.perf_counter() - start:.0f} s, "
+        f"{counts['error']:,} refused with a ParseError, {counts['ok']:,} loaded"
+    )
     print("\n" + line)
     report = os.environ.get("RAGMETRICS_FUZZ_REPORT")
     if report:
@@ -787,7 +1018,10 @@ def random_campaign(family: str, n: int, seed: int = 0) -> dict[str, list[str]]:
             if isinstance(exc, KeyboardInterrupt):
                 raise
             tb = traceback.extract_tb(exc.__traceback__)
-            where = next((f"{os.path.basename(fr.filename)}:{fr.lineno}" for fr in reversed(tb) if "ragmetrics" in fr.filename), "?")
+            where = next(
+                (f"{os.path.basename(fr.filename)}:{fr.lineno}" for fr in reversed(tb) if "ragmetrics" in fr.filename),
+                "?",
+            )
             key = f"{type(exc).__name__} at {where}: {str(exc).splitlines()[0][:150] if str(exc) else ''}"
             failures.setdefault(key[:220], []).append(f"{i}: {case!r}"[:600])
     return failures

@@ -24,13 +24,18 @@ def make_beir(root: Path) -> Path:
     with open(root / "corpus.jsonl", "w") as out:
         for line in open(MINI / "corpus.jsonl"):
             record = json.loads(line)
-            out.write(json.dumps({"_id": record["id"], "title": record["title"], "text": record["text"], "metadata": {}}) + "\n")
+            out.write(
+                json.dumps({"_id": record["id"], "title": record["title"], "text": record["text"], "metadata": {}})
+                + "\n"
+            )
     with open(root / "queries.jsonl", "w") as out:
         for line in open(MINI / "queries.jsonl"):
             record = json.loads(line)
             out.write(json.dumps({"_id": record["id"], "text": record["text"], "metadata": {}}) + "\n")
         out.write(json.dumps({"_id": "999", "text": "a train query, not in the test qrels", "metadata": {}}) + "\n")
-    lines = ["query-id\tcorpus-id\tscore"] + ["\t".join(ln.split()[i] for i in (0, 2, 3)) for ln in open(MINI / "qrels.tsv")]
+    lines = ["query-id\tcorpus-id\tscore"] + [
+        "\t".join(ln.split()[i] for i in (0, 2, 3)) for ln in open(MINI / "qrels.tsv")
+    ]
     (root / "qrels" / "test.tsv").write_text("\n".join(lines) + "\n")
     (root / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\n999\t4983\t1\n")
     return root
@@ -71,14 +76,12 @@ def test_folder_with_trec_qrels_like_shared_data(tmp_path: Path) -> None:
 
 def test_chinese_folder_excerpt() -> None:
     dataset = load_dataset(DATA / "cmrc-mini")
-    assert list(dataset.queries["query"])[0] == "大莱龙铁路位于哪里？"
+    assert next(iter(dataset.queries["query"])) == "大莱龙铁路位于哪里？"
     assert dataset.corpus_size is None
 
 
 def test_trec_qrels_with_queries_and_corpus_files() -> None:
-    dataset = load_dataset(
-        MINI / "qrels.tsv", queries=MINI / "queries.jsonl", corpus=MINI / "corpus.jsonl", name="sf"
-    )
+    dataset = load_dataset(MINI / "qrels.tsv", queries=MINI / "queries.jsonl", corpus=MINI / "corpus.jsonl", name="sf")
     assert dataset.name == "sf" and dataset.corpus_size == 53 and len(dataset.documents) == 53
     assert (dataset.queries["query"].str.len() > 0).all()
     explicit = load_dataset(MINI / "qrels.tsv", corpus=MINI / "corpus.jsonl", corpus_size=5183)

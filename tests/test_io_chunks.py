@@ -71,7 +71,9 @@ def test_load_run_with_mapping_file(tmp_path: Path) -> None:
 
 def test_mapping_errors(tmp_path: Path) -> None:
     (tmp_path / "bad.csv").write_text("chunk_id,doc_id\nc1,D\nc2,E\nc1,F\n")
-    with pytest.raises(ParseError, match=r"bad\.csv:4: expected one document per chunk, found chunk 'c1' mapped to \['D', 'F'\]"):
+    with pytest.raises(
+        ParseError, match=r"bad\.csv:4: expected one document per chunk, found chunk 'c1' mapped to \['D', 'F'\]"
+    ):
         attach_source_docs(chunk_run(), mapping=tmp_path / "bad.csv")
     (tmp_path / "cols.csv").write_text("a,b\nc1,D\n")
     with pytest.raises(ParseError, match=r"cols\.csv:1: expected a chunk_id column"):

@@ -62,7 +62,9 @@ def test_explicit_format_and_unknown_names() -> None:
 
 
 def test_unknown_content_lists_supported_formats() -> None:
-    with pytest.raises(ParseError, match=r"notes\.md: expected a supported run format: .*trec .*csv .*found extension '\.md'") as info:
+    with pytest.raises(
+        ParseError, match=r"notes\.md: expected a supported run format: .*trec .*csv .*found extension '\.md'"
+    ) as info:
         load_run(b"hello world\n", filename="notes.md")
     assert info.value.line is None
     with pytest.raises(ParseError, match=r"<bytes>: expected a supported dataset format: .*evalset"):

@@ -48,7 +48,12 @@ def test_evalset_list_and_jsonl(encode, name: str, tmp_path: Path) -> None:
         q1 = query_id_from_text("What is BM25?")
         assert list(dataset.query_ids) == [q1, query_id_from_text("Who won in 2031?"), "Q3", "17"]
         assert list(dataset.qrels.itertuples(index=False, name=None)) == [
-            (q1, "doc#1", 1), (q1, "doc#2", 1), ("Q3", "d1", 2), ("Q3", "d3", 0), ("Q3", "d4", -1), ("17", "42", 1),
+            (q1, "doc#1", 1),
+            (q1, "doc#2", 1),
+            ("Q3", "d1", 2),
+            ("Q3", "d3", 0),
+            ("Q3", "d4", -1),
+            ("17", "42", 1),
         ]
         first = dataset.queries.iloc[0]
         assert first["expected_keywords"] == ["ranking", "tf-idf"]
@@ -118,14 +123,22 @@ def test_evalset_not_an_object_and_bad_json() -> None:
 # JSONL runs
 # --------------------------------------------------------------------------
 def test_jsonl_run_ranked_ids_keep_file_order(tmp_path: Path) -> None:
-    data = b'{"query_id": "q1", "retrieved": ["d3", "d1", "d#2"]}\n\n{"query": "What is BM25?", "retrieved": [7, "d1"]}\n'
+    data = (
+        b'{"query_id": "q1", "retrieved": ["d3", "d1", "d#2"]}\n\n{"query": "What is BM25?", "retrieved": [7, "d1"]}\n'
+    )
     path = tmp_path / "dense.jsonl"
     path.write_bytes(data)
     run = load_run(path)
     assert run.name == "dense" and not run.has_scores
     frame = run.frame
     q2 = query_id_from_text("What is BM25?")
-    assert list(zip(frame["query_id"], frame["doc_id"])) == [("q1", "d3"), ("q1", "d1"), ("q1", "d#2"), (q2, "7"), (q2, "d1")]
+    assert list(zip(frame["query_id"], frame["doc_id"])) == [
+        ("q1", "d3"),
+        ("q1", "d1"),
+        ("q1", "d#2"),
+        (q2, "7"),
+        (q2, "d1"),
+    ]
     assert list(frame["score"]) == [0.0, -1.0, -2.0, 0.0, -1.0]
 
 
@@ -147,7 +160,10 @@ def test_jsonl_run_items_with_scores_text_and_chunks() -> None:
 def test_jsonl_run_flat_rows() -> None:
     data = b'{"qid": "q1", "docno": "d1", "score": 1.5}\n{"qid": "q1", "docno": "d2", "score": 0.5, "rank": 2}\n'
     run = load_run(data, filename="flat.jsonl")
-    assert list(zip(run.frame["query_id"], run.frame["doc_id"], run.frame["score"])) == [("q1", "d1", 1.5), ("q1", "d2", 0.5)]
+    assert list(zip(run.frame["query_id"], run.frame["doc_id"], run.frame["score"])) == [
+        ("q1", "d1", 1.5),
+        ("q1", "d2", 0.5),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -155,13 +171,33 @@ def test_jsonl_run_flat_rows() -> None:
     [
         (b'{"query_id": "q1", "retrieved": ["a"]}\n{"query_id": "q2", "retrieved": "b"}\n', 2, '"retrieved" as a list'),
         (b'{"query_id": "q1", "retrieved": ["a"]}\n{"retrieved": ["b"]}\n', 2, 'a "query_id" or a non-empty "query"'),
-        (b'{"query_id": "q1", "retrieved": [{"doc_id": "a", "score": 1}]}\n{"query_id": "q2", "retrieved": [{"doc_id": "b", "score": "NaN"}]}\n', 2, "a finite number as score of retrieved item 1"),
-        (b'{"query_id": "q1", "retrieved": [{"doc_id": "a", "score": 1}]}\n\n{"query_id": "q2", "retrieved": [{"doc_id": "b"}]}\n', 3, "a score on every retrieved item"),
-        (b'{"query_id": "q1", "retrieved": [{"doc_id": "a"}, {"title": "x"}]}\n', 1, 'a "doc_id" .* in retrieved item 2'),
+        (
+            b'{"query_id": "q1", "retrieved": [{"doc_id": "a", "score": 1}]}\n{"query_id": "q2", "retrieved": [{"doc_id": "b", "score": "NaN"}]}\n',
+            2,
+            "a finite number as score of retrieved item 1",
+        ),
+        (
+            b'{"query_id": "q1", "retrieved": [{"doc_id": "a", "score": 1}]}\n\n{"query_id": "q2", "retrieved": [{"doc_id": "b"}]}\n',
+            3,
+            "a score on every retrieved item",
+        ),
+        (
+            b'{"query_id": "q1", "retrieved": [{"doc_id": "a"}, {"title": "x"}]}\n',
+            1,
+            'a "doc_id" .* in retrieved item 2',
+        ),
         (b'{"query_id": "q1", "retrieved": [null]}\n', 1, "a document id as retrieved item 1"),
         (b'{"query_id": "q1", "retrieved": ["a"]}\n{"query_id": "q1", "doc_id": "b"}\n', 2, 'a "retrieved" list'),
-        (b'{"query_id": "q1", "doc_id": "a", "score": 1}\n{"query_id": "q1", "doc_id": "b", "score": "high"}\n', 2, "a finite number in column 'score'"),
-        (b'{"query_id": "q1", "doc_id": "a"}\n{"query_id": "q1", "doc_id": ""}\n', 2, "a non-empty id in column 'doc_id'"),
+        (
+            b'{"query_id": "q1", "doc_id": "a", "score": 1}\n{"query_id": "q1", "doc_id": "b", "score": "high"}\n',
+            2,
+            "a finite number in column 'score'",
+        ),
+        (
+            b'{"query_id": "q1", "doc_id": "a"}\n{"query_id": "q1", "doc_id": ""}\n',
+            2,
+            "a non-empty id in column 'doc_id'",
+        ),
         (b'{"query_id": "q1", "retrieved": ["a"]}\n{"query_id": "q1", "retrieved": ["a"],}\n', 2, "valid JSON"),
     ],
 )
@@ -177,7 +213,9 @@ def test_dict_json_run_and_qrels(tmp_path: Path) -> None:
     run = load_run(b'{"q1": {"d1": 1.5, "d#2": 0.5}, "q2": {"d3": 1}}', filename="ranx.json")
     assert run.name == "ranx"
     assert list(zip(run.frame["query_id"], run.frame["doc_id"], run.frame["score"])) == [
-        ("q1", "d1", 1.5), ("q1", "d#2", 0.5), ("q2", "d3", 1.0),
+        ("q1", "d1", 1.5),
+        ("q1", "d#2", 0.5),
+        ("q2", "d3", 1.0),
     ]
     pretty = json.dumps({"q1": {"d1": 1, "d2": 0}, "q2": {"d3": 2.0}}, indent=2).encode()
     (tmp_path / "qrels.json").write_bytes(pretty)
@@ -188,9 +226,13 @@ def test_dict_json_run_and_qrels(tmp_path: Path) -> None:
 
 def test_dict_json_errors() -> None:
     bad = b'{\n  "q1": {"d1": 1.5},\n  "q2": {\n    "d2": 1,\n    "d3": "high"\n  }\n}'
-    with pytest.raises(ParseError, match=r"bad\.json:5: expected a finite number as score for query 'q2', document 'd3', found 'high'"):
+    with pytest.raises(
+        ParseError, match=r"bad\.json:5: expected a finite number as score for query 'q2', document 'd3', found 'high'"
+    ):
         load_run(bad, filename="bad.json")
-    with pytest.raises(ParseError, match=r"bad\.json:2: expected an integer label for query 'q1', document 'd1', found 1\.5"):
+    with pytest.raises(
+        ParseError, match=r"bad\.json:2: expected an integer label for query 'q1', document 'd1', found 1\.5"
+    ):
         load_qrels(bad, filename="bad.json")
     with pytest.raises(ParseError, match=r"bad\.json:3: expected a \{doc_id: score\} object for query 'q2'"):
         load_run(b'{\n"q1": {"d": 1},\n"q2": [1]\n}', filename="bad.json")
@@ -205,7 +247,9 @@ def test_a_json_list_is_decoded_at_once_and_read_again_for_a_message(monkeypatch
     import ragmetrics.io.evalset as evalset
     from ragmetrics.io._source import open_source
 
-    data = as_list([*EVAL, {"query": "deep", "extra": [[[[["x"]]]]]}, {"query": "gr\\u00e4de", "relevant_docs": {"d9": -1}}])
+    data = as_list(
+        [*EVAL, {"query": "deep", "extra": [[[[["x"]]]]]}, {"query": "gr\\u00e4de", "relevant_docs": {"d9": -1}}]
+    )
     careful = load_dataset(data, filename="ok.json")
     scanned: list[int] = []
     real_records = json_io.records

@@ -26,12 +26,16 @@ def test_csv_run_with_aliases_quotes_and_crlf(tmp_path: Path) -> None:
     data = (
         b"\xef\xbb\xbfQID,DocNo,Score,Chunk_Text,Parent-Doc\r\n"
         b'q1,d#1,1.5,"text, with comma",D1\r\n'
-        b'\r\n'
+        b"\r\n"
         b'q1,d2,0.5,"multi\r\nline ""quoted""",\r\n'
     )
     path = tmp_path / "hybrid.csv"
     path.write_bytes(data)
-    for run in (load_run(path), load_run(data, filename="hybrid.csv"), load_run(gzip.compress(data), filename="hybrid.csv.gz")):
+    for run in (
+        load_run(path),
+        load_run(data, filename="hybrid.csv"),
+        load_run(gzip.compress(data), filename="hybrid.csv.gz"),
+    ):
         assert run.name == "hybrid"
         assert triples(run) == [("q1", "d#1", 1.5), ("q1", "d2", 0.5)]
         assert list(run.frame["text"]) == ["text, with comma", 'multi\r\nline "quoted"']
@@ -81,7 +85,10 @@ def test_csv_run_errors(data: bytes, line: int, pattern: str) -> None:
 
 
 def test_missing_columns_lists_missing_and_found() -> None:
-    with pytest.raises(ParseError, match=r"bad\.csv:1: expected column\(s\) doc_id .*missing \['doc_id'\]; columns found: \['qid', 'passage', 'score'\]"):
+    with pytest.raises(
+        ParseError,
+        match=r"bad\.csv:1: expected column\(s\) doc_id .*missing \['doc_id'\]; columns found: \['qid', 'passage', 'score'\]",
+    ):
         load_run(b"qid,passage,score\nq1,p,1\n", filename="bad.csv")
     with pytest.raises(ParseError, match=r"bad\.tsv:1: expected column\(s\) relevance .*found: \['qid', 'docid'\]"):
         load_dataset(b"qid\tdocid\nq1\td1\n", filename="bad.tsv", format="tsv")
@@ -119,20 +126,26 @@ def _parquet(frame: pd.DataFrame) -> bytes:
 
 
 def test_parquet_run_and_qrels(tmp_path: Path) -> None:
-    frame = pd.DataFrame({"QID": [1, 1, 2], "docid": ["a", "b", "c"], "score": [0.5, 0.25, 1.0], "content": ["x", None, "z"]})
+    frame = pd.DataFrame(
+        {"QID": [1, 1, 2], "docid": ["a", "b", "c"], "score": [0.5, 0.25, 1.0], "content": ["x", None, "z"]}
+    )
     data = _parquet(frame)
     (tmp_path / "dense.parquet").write_bytes(data)
     for run in (load_run(tmp_path / "dense.parquet"), load_run(data)):  # sniffed by magic bytes
         assert triples(run) == [("1", "a", 0.5), ("1", "b", 0.25), ("2", "c", 1.0)]
         assert list(run.frame["text"].fillna("-")) == ["x", "-", "z"]
     assert load_run(tmp_path / "dense.parquet").name == "dense"
-    qrels = load_qrels(_parquet(pd.DataFrame({"qid": ["q1"], "doc_id": ["d1"], "rel": [np.int32(2)]})), filename="q.parquet")
+    qrels = load_qrels(
+        _parquet(pd.DataFrame({"qid": ["q1"], "doc_id": ["d1"], "rel": [np.int32(2)]})), filename="q.parquet"
+    )
     assert list(qrels.itertuples(index=False, name=None)) == [("q1", "d1", 2)]
 
 
 def test_parquet_errors_name_the_row() -> None:
     data = _parquet(pd.DataFrame({"qid": ["q1", "q1", "q2"], "docid": ["a", "b", "c"], "score": [0.5, np.nan, 1.0]}))
-    with pytest.raises(ParseError, match=r"bad\.parquet: expected a finite number in column 'score', found nan \(row 2\)"):
+    with pytest.raises(
+        ParseError, match=r"bad\.parquet: expected a finite number in column 'score', found nan \(row 2\)"
+    ):
         load_run(data, filename="bad.parquet")
     with pytest.raises(ParseError, match=r"bad\.parquet: expected a Parquet file"):
         load_run(b"PAR1 not really", filename="bad.parquet")

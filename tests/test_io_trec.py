@@ -13,8 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragmetrics.errors import ParseError
-from ragmetrics.io import load_dataset, load_qrels, load_run, write_trec_qrels, write_trec_run
-from ragmetrics.io import trec
+from ragmetrics.io import load_dataset, load_qrels, load_run, trec, write_trec_qrels, write_trec_run
 from ragmetrics.io._source import Source
 from ragmetrics.model import Dataset, Run
 
@@ -94,7 +93,9 @@ def test_run_bom_crlf_tabs_and_blank_runs() -> None:
 
 
 def test_run_comments_and_hash_inside_docid() -> None:
-    data = b"# made by bm25\n" + b"q1 Q0 d#1 1 2.5 tag\n#q1 Q0 dX 1 9 tag\n  # indented comment\nq1 Q0 d2# 2 1.5 tag#x\n"
+    data = (
+        b"# made by bm25\n" + b"q1 Q0 d#1 1 2.5 tag\n#q1 Q0 dX 1 9 tag\n  # indented comment\nq1 Q0 d2# 2 1.5 tag#x\n"
+    )
     assert rows(load_run(data, filename="r.trec")) == [("q1", "d#1", 2.5), ("q1", "d2#", 1.5)]
 
 
@@ -186,10 +187,16 @@ _SEP = st.sampled_from([" ", "\t", "  ", " \t "])
 @given(
     st.lists(
         st.tuples(
-            _ID, _ID, st.floats(allow_nan=False, allow_infinity=False, width=64), _SEP, st.booleans(), st.booleans(),
+            _ID,
+            _ID,
+            st.floats(allow_nan=False, allow_infinity=False, width=64),
+            _SEP,
+            st.booleans(),
+            st.booleans(),
             st.sampled_from(["", " x", " x y"]),
         ),
-        min_size=1, max_size=20,
+        min_size=1,
+        max_size=20,
     ),
     st.booleans(),
 )

@@ -41,7 +41,12 @@ def test_defaults_take_a_million_queries_of_a_hundred_documents() -> None:
 
 
 def test_from_env_reads_sizes_with_suffixes_and_separators() -> None:
-    env = {"RAGMETRICS_MAX_BYTES": "500M", "RAGMETRICS_MAX_ROWS": "10_000_000", "RAGMETRICS_MAX_QUERIES": "1,000", "RAGMETRICS_MAX_RATIO": "50"}
+    env = {
+        "RAGMETRICS_MAX_BYTES": "500M",
+        "RAGMETRICS_MAX_ROWS": "10_000_000",
+        "RAGMETRICS_MAX_QUERIES": "1,000",
+        "RAGMETRICS_MAX_RATIO": "50",
+    }
     limits = Limits.from_env(env)
     assert limits == Limits(max_bytes=500 * MiB, max_rows=10_000_000, max_queries=1000, max_ratio=50)
     assert Limits.from_env({}, max_rows=5).max_rows == 5
@@ -75,7 +80,10 @@ def test_limit_error_is_a_parse_error_and_pickles() -> None:
 def test_gzip_bomb_stops_quickly_with_default_limits() -> None:
     bomb = bombs()[0]  # 1 GiB of zeros in about 1 MB
     start = time.perf_counter()
-    with pytest.raises(LimitError, match=r"^bomb\.trec\.gz expands more than 100-fold when decompressed .*decompression bomb; the limit is 100x \(RAGMETRICS_MAX_RATIO\)$") as info:
+    with pytest.raises(
+        LimitError,
+        match=r"^bomb\.trec\.gz expands more than 100-fold when decompressed .*decompression bomb; the limit is 100x \(RAGMETRICS_MAX_RATIO\)$",
+    ) as info:
         load_run(bomb, filename="bomb.trec.gz", limits=Limits())
     assert time.perf_counter() - start < 5
     assert info.value.limit == "max_ratio"
@@ -83,7 +91,10 @@ def test_gzip_bomb_stops_quickly_with_default_limits() -> None:
 
 def test_gzip_of_valid_lines_stops_at_max_bytes() -> None:
     bomb = bombs()[1]  # 1 GiB of valid run lines
-    with pytest.raises(LimitError, match=r"^run\.trec\.gz decompresses to more than 16 MiB; the limit is 16 MiB \(RAGMETRICS_MAX_BYTES\)$"):
+    with pytest.raises(
+        LimitError,
+        match=r"^run\.trec\.gz decompresses to more than 16 MiB; the limit is 16 MiB \(RAGMETRICS_MAX_BYTES\)$",
+    ):
         load_run(bomb, filename="run.trec.gz", limits=Limits(max_bytes=16 * MiB, max_ratio=10_000))
 
 
@@ -105,7 +116,9 @@ def test_gzip_bomb_is_not_inflated_into_memory(tmp_path: Path) -> None:
             print(err, file=sys.stderr)
         print(status("VmHWM") - before)
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=_env(), timeout=120, check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=_env(), timeout=120, check=False
+    )
     assert "decompression bomb" in out.stderr, out.stderr
     assert int(out.stdout.split()[-1]) < 250 * MiB
 
@@ -132,9 +145,15 @@ def test_gzip_member_inside_zip_is_capped_too() -> None:
 @pytest.mark.parametrize(
     ("mangle", "message"),
     [
-        (lambda g: g[:-10], r"r\.trec\.gz: expected a complete gzip stream, found the data ends early \(truncated file\)"),
+        (
+            lambda g: g[:-10],
+            r"r\.trec\.gz: expected a complete gzip stream, found the data ends early \(truncated file\)",
+        ),
         (lambda g: g[:20], r"r\.trec\.gz: expected a complete gzip stream, found the data ends early"),
-        (lambda g: g[:-8] + b"\0\0\0\0" + g[-4:], r"r\.trec\.gz: expected a valid gzip stream, found corrupt data \(.*incorrect data check"),
+        (
+            lambda g: g[:-8] + b"\0\0\0\0" + g[-4:],
+            r"r\.trec\.gz: expected a valid gzip stream, found corrupt data \(.*incorrect data check",
+        ),
         (lambda g: g + b"trailing", r"r\.trec\.gz: expected nothing after the gzip data, found 8 more bytes"),
     ],
 )
@@ -155,7 +174,9 @@ def test_stored_size_is_checked_before_reading(tmp_path: Path) -> None:
     path = tmp_path / "big.trec"
     path.write_bytes(run_lines(100))
     size = path.stat().st_size
-    with pytest.raises(LimitError, match=rf"big\.trec is .* \({size:,} bytes\); the limit is 1,000 bytes \(RAGMETRICS_MAX_BYTES\)$"):
+    with pytest.raises(
+        LimitError, match=rf"big\.trec is .* \({size:,} bytes\); the limit is 1,000 bytes \(RAGMETRICS_MAX_BYTES\)$"
+    ):
         load_run(path, limits=Limits(max_bytes=1000))
     with pytest.raises(LimitError, match=r"^up\.trec is "):
         load_run(path.read_bytes(), filename="up.trec", limits=Limits(max_bytes=1000))
@@ -178,16 +199,30 @@ ROW_CASES = [
     ("dataset", "q.qrels", b"".join(f"q1 0 d{i} 1\n".encode() for i in range(12))),
     ("run", "r.csv", b"qid,docid,score\n" + b"".join(f"q1,d{i},1\n".encode() for i in range(12))),
     ("dataset", "q.tsv", b"qid\tdocid\trel\n" + b"".join(f"q1\td{i}\t1\n".encode() for i in range(12))),
-    ("run", "r.jsonl", b"".join(json.dumps({"query_id": "q1", "doc_id": f"d{i}", "score": 1}).encode() + b"\n" for i in range(12))),
-    ("run", "r.parquet", _parquet(pa.table({"qid": ["q1"] * 12, "docid": [f"d{i}" for i in range(12)], "score": [1.0] * 12}))),
-    ("dataset", "e.jsonl", b"".join(json.dumps({"query": f"q{i}", "relevant_docs": ["d"]}).encode() + b"\n" for i in range(12))),
+    (
+        "run",
+        "r.jsonl",
+        b"".join(json.dumps({"query_id": "q1", "doc_id": f"d{i}", "score": 1}).encode() + b"\n" for i in range(12)),
+    ),
+    (
+        "run",
+        "r.parquet",
+        _parquet(pa.table({"qid": ["q1"] * 12, "docid": [f"d{i}" for i in range(12)], "score": [1.0] * 12})),
+    ),
+    (
+        "dataset",
+        "e.jsonl",
+        b"".join(json.dumps({"query": f"q{i}", "relevant_docs": ["d"]}).encode() + b"\n" for i in range(12)),
+    ),
 ]
 
 
 @pytest.mark.parametrize(("kind", "filename", "data"), ROW_CASES, ids=[c[1] for c in ROW_CASES])
 def test_row_limit_every_line_format(kind: str, filename: str, data: bytes) -> None:
     loader = load_run if kind == "run" else load_dataset
-    with pytest.raises(LimitError, match=rf"^{filename.replace('.', '[.]')} has 12 rows; the limit is 10 \(RAGMETRICS_MAX_ROWS\)$"):
+    with pytest.raises(
+        LimitError, match=rf"^{filename.replace('.', '[.]')} has 12 rows; the limit is 10 \(RAGMETRICS_MAX_ROWS\)$"
+    ):
         loader(data, filename=filename, limits=Limits(max_rows=10))
     assert loader(data, filename=filename, limits=Limits(max_rows=12)) is not None
 
@@ -195,13 +230,20 @@ def test_row_limit_every_line_format(kind: str, filename: str, data: bytes) -> N
 @pytest.mark.parametrize(
     ("kind", "filename", "data"),
     [
-        ("dataset", "e.json", json.dumps([{"query": f"q{i}", "relevant_docs": ["d"]} for i in range(12)], indent=1).encode()),
+        (
+            "dataset",
+            "e.json",
+            json.dumps([{"query": f"q{i}", "relevant_docs": ["d"]} for i in range(12)], indent=1).encode(),
+        ),
         ("run", "d.json", json.dumps({f"q{i}": {"d": 1.0} for i in range(12)}).encode()),
     ],
 )
 def test_row_limit_while_scanning_json(kind: str, filename: str, data: bytes) -> None:
     loader = load_run if kind == "run" else load_dataset
-    with pytest.raises(LimitError, match=rf"^{filename.replace('.', '[.]')} has at least 11 rows; the limit is 10 \(RAGMETRICS_MAX_ROWS\)$"):
+    with pytest.raises(
+        LimitError,
+        match=rf"^{filename.replace('.', '[.]')} has at least 11 rows; the limit is 10 \(RAGMETRICS_MAX_ROWS\)$",
+    ):
         loader(data, filename=filename, limits=Limits(max_rows=10))
 
 
@@ -243,7 +285,12 @@ def test_rows_limit_for_queries_and_corpus_files() -> None:
 
 
 def test_env_var_names_are_documented_in_messages() -> None:
-    assert set(ENV_VARS.values()) == {"RAGMETRICS_MAX_BYTES", "RAGMETRICS_MAX_ROWS", "RAGMETRICS_MAX_QUERIES", "RAGMETRICS_MAX_RATIO"}
+    assert set(ENV_VARS.values()) == {
+        "RAGMETRICS_MAX_BYTES",
+        "RAGMETRICS_MAX_ROWS",
+        "RAGMETRICS_MAX_QUERIES",
+        "RAGMETRICS_MAX_RATIO",
+    }
 
 
 # --------------------------------------------------------------------------
@@ -282,7 +329,10 @@ def write_big_run(path: Path, queries: int, per_query: int) -> int:
             ranks = np.tile(np.arange(1, per_query + 1), len(qs) // per_query)
             docs = rng.integers(0, 5_000_000, len(qs))
             scores = np.round(30 - ranks * 0.1 + rng.random(len(qs)) * 0.01, 6)
-            lines = [f"q{q} Q0 doc{d} {r} {s} bm25\n" for q, d, r, s in zip(qs.tolist(), docs.tolist(), ranks.tolist(), scores.tolist())]
+            lines = [
+                f"q{q} Q0 doc{d} {r} {s} bm25\n"
+                for q, d, r, s in zip(qs.tolist(), docs.tolist(), ranks.tolist(), scores.tolist())
+            ]
             out.write("".join(lines).encode())
     return path.stat().st_size
 
@@ -290,7 +340,12 @@ def write_big_run(path: Path, queries: int, per_query: int) -> int:
 def measure(path: Path, kind: str, size: int) -> dict[str, int]:
     out = subprocess.run(
         [sys.executable, "-c", MEMORY_PROBE, str(path), kind, str(size)],
-        capture_output=True, text=True, cwd=ROOT, env=_env(), timeout=600, check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=_env(),
+        timeout=600,
+        check=False,
     )
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -305,7 +360,9 @@ def test_file_at_the_size_limit_needs_a_few_times_its_size(tmp_path: Path) -> No
     size = write_big_run(path, queries=max(1, target * 1_000_000 // 38 // 100), per_query=100)
     result = measure(path, "run", size)
     ratio = result["extra"] / size
-    print(f"\nmemory: {size / 1e6:.0f} MB run, {result['rows']:,} rows, peak extra {result['extra'] / 1e6:.0f} MB = {ratio:.2f}x the file")
+    print(
+        f"\nmemory: {size / 1e6:.0f} MB run, {result['rows']:,} rows, peak extra {result['extra'] / 1e6:.0f} MB = {ratio:.2f}x the file"
+    )
     assert result["rows"] > 0 and result["extra"] < 4 * size + 32 * MiB, ratio
 
 

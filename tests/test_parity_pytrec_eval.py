@@ -35,8 +35,12 @@ def test_trec_eval_test_files_match_pytrec_eval(qrels_file, run_file, rel_level)
     rows = oracle.read_run(TREC / run_file)
     reference = oracle.pytrec_values(qrels, rows, rel_level=rel_level)
     result = rm.evaluate(
-        oracle.dataset_of(qrels), oracle.run_of(rows), oracle.our_metric_names(),
-        missing="skip", rel_level=rel_level, warn=False,
+        oracle.dataset_of(qrels),
+        oracle.run_of(rows),
+        oracle.our_metric_names(),
+        missing="skip",
+        rel_level=rel_level,
+        warn=False,
     )
     compared = oracle.assert_same(result.per_query("run"), reference)
     assert compared == len(reference) * len(oracle.our_metric_names())
@@ -49,7 +53,9 @@ def test_judgment_group_qrels_are_refused_with_the_row():
         oracle.dataset_of(qrels)
 
 
-@pytest.mark.parametrize(("qrels_file", "run_file"), [("qrels.test", "results.test"), ("qrels.rel_level", "results.test")])
+@pytest.mark.parametrize(
+    ("qrels_file", "run_file"), [("qrels.test", "results.test"), ("qrels.rel_level", "results.test")]
+)
 def test_exponential_ndcg_matches_relabelled_pytrec_eval(qrels_file, run_file):
     qrels = oracle.read_qrels(TREC / qrels_file)
     rows = oracle.read_run(TREC / run_file)
@@ -166,8 +172,11 @@ def test_tie_order_matches_pytrec_eval_on_exact_scores(seed):
             unique_rows.append((qid, doc, float(round(score * 4) / 4)))
     reference = oracle.pytrec_values(qrels, unique_rows, cutoffs=(1, 2, 3, 5, 10), raw_scores=True)
     result = rm.evaluate(
-        oracle.dataset_of(qrels), oracle.run_of(unique_rows), oracle.our_metric_names((1, 2, 3, 5, 10)),
-        missing="skip", warn=False,
+        oracle.dataset_of(qrels),
+        oracle.run_of(unique_rows),
+        oracle.our_metric_names((1, 2, 3, 5, 10)),
+        missing="skip",
+        warn=False,
     )
     oracle.assert_same(result.per_query("run"), reference)
 

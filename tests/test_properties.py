@@ -39,7 +39,9 @@ def cases(draw):
 
 
 def frames(qrels, rows, corpus_size=50):
-    dataset = rm.Dataset.from_frames(pd.DataFrame(qrels, columns=["query_id", "doc_id", "relevance"]), corpus_size=corpus_size)
+    dataset = rm.Dataset.from_frames(
+        pd.DataFrame(qrels, columns=["query_id", "doc_id", "relevance"]), corpus_size=corpus_size
+    )
     run = rm.Run.from_frame(pd.DataFrame(rows, columns=["query_id", "doc_id", "score"]).astype({"score": float}))
     return dataset, run
 
@@ -76,7 +78,7 @@ def test_a_perfect_ranking_scores_one_at_k_equal_r(relevant_labels, other_labels
     rows = [("q", doc, float(len(ordered) - i)) for i, (doc, _) in enumerate(ordered)]
     names = all_metric_names(len(relevant))
     values = rm.evaluate(*frames(qrels, rows), names, warn=False).per_query("run").loc["q"]
-    assert values.to_dict() == {name: 1.0 for name in names}
+    assert values.to_dict() == dict.fromkeys(names, 1.0)
 
 
 @settings(max_examples=60, deadline=None)
@@ -84,7 +86,9 @@ def test_a_perfect_ranking_scores_one_at_k_equal_r(relevant_labels, other_labels
 def test_curves_equal_the_point_metrics_at_every_k(case):
     qrels, rows = case
     dataset, run = frames(qrels, rows)
-    result = rm.evaluate(dataset, run, [f"{m}@{k}" for m in ("precision", "recall", "ndcg", "hits", "f1") for k in (1, 4, 9)], warn=False)
+    result = rm.evaluate(
+        dataset, run, [f"{m}@{k}" for m in ("precision", "recall", "ndcg", "hits", "f1") for k in (1, 4, 9)], warn=False
+    )
     for metric in ("precision", "recall", "ndcg", "hits", "f1"):
         curve = result["run"].curve(metric, 9)
         for k in (1, 4, 9):

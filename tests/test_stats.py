@@ -94,15 +94,22 @@ def test_above_normal_above_the_interval_is_the_normal_one_and_agrees_with_the_b
     and 0.02), U-shaped graded and reciprocal-rank columns; above it, the normal one is used."""
     rng = np.random.default_rng(1)
     n = stats.NORMAL_ABOVE
-    columns = [(rng.random(n) < 0.7).astype(float), (rng.random(n) < 0.02).astype(float), rng.beta(0.5, 0.5, n),
-               1 / np.maximum(1, rng.geometric(0.3, n)), np.full(n, 0.25)]
+    columns = [
+        (rng.random(n) < 0.7).astype(float),
+        (rng.random(n) < 0.02).astype(float),
+        rng.beta(0.5, 0.5, n),
+        1 / np.maximum(1, rng.geometric(0.3, n)),
+        np.full(n, 0.25),
+    ]
     matrix = np.column_stack(columns)
     low, high = stats.bootstrap_ci(matrix)  # n == NORMAL_ABOVE: still the bootstrap
     normal_low, normal_high = stats.bootstrap_ci(matrix, normal_above=n - 1)
     half = sps.norm.ppf(0.975) * matrix.std(axis=0, ddof=1) / np.sqrt(n)
     np.testing.assert_allclose(normal_low, matrix.mean(axis=0) - half)
     np.testing.assert_allclose(normal_high, matrix.mean(axis=0) + half)
-    assert np.all(np.abs(low - normal_low)[:4] < 0.10 * half[:4]) and np.all(np.abs(high - normal_high)[:4] < 0.10 * half[:4])
+    assert np.all(np.abs(low - normal_low)[:4] < 0.10 * half[:4]) and np.all(
+        np.abs(high - normal_high)[:4] < 0.10 * half[:4]
+    )
     assert low[4] == high[4] == normal_low[4] == normal_high[4] == 0.25  # a constant column: a point interval
     curve = np.column_stack([matrix, matrix[:, :2]]).reshape(n, 7)
     assert stats.bootstrap_ci(curve, normal_above=None)[0].shape == (7,)
@@ -117,11 +124,13 @@ def test_power_helpers_are_consistent():
 def _frame_dataset(n=60, seed=0):
     rng = np.random.default_rng(seed)
     qrels = pd.DataFrame({"query_id": [f"q{i}" for i in range(n)], "doc_id": "rel", "relevance": 1})
-    queries = pd.DataFrame({
-        "query_id": [f"q{i}" for i in range(n)],
-        "category": ["faq" if i % 3 else "howto" for i in range(n)],
-        "difficulty": ["easy" if i < n // 2 else "hard" for i in range(n)],
-    })
+    queries = pd.DataFrame(
+        {
+            "query_id": [f"q{i}" for i in range(n)],
+            "category": ["faq" if i % 3 else "howto" for i in range(n)],
+            "difficulty": ["easy" if i < n // 2 else "hard" for i in range(n)],
+        }
+    )
     return rm.Dataset.from_frames(qrels, queries), rng
 
 
@@ -143,7 +152,9 @@ def test_compare_reports_deltas_tests_and_the_queries_behind_wins():
     result = rm.evaluate(ds, runs, ["mrr"])
     diff = result.per_query("better")["mrr"].to_numpy() - result.per_query("base")["mrr"].to_numpy()
     assert row["delta"] == pytest.approx(diff.mean())
-    assert row["p_value"] == pytest.approx(sps.ttest_rel(result.per_query("better")["mrr"], result.per_query("base")["mrr"]).pvalue)
+    assert row["p_value"] == pytest.approx(
+        sps.ttest_rel(result.per_query("better")["mrr"], result.per_query("base")["mrr"]).pvalue
+    )
     assert row["wins"] == (diff > 0).sum() and row["losses"] == 0 and row["ties"] == (diff == 0).sum()
     assert sorted(row["win_ids"]) == sorted(result.per_query("base").index[diff > 0])
     assert row["ci_low"] > 0 and row["significant"]

@@ -85,7 +85,9 @@ def test_sources_and_descriptions_are_stored_and_an_older_store_gets_their_colum
     run = store.put_run(bm25, ds_id, source="bm25-stem.trec.gz")
     store.put_run(bm25, ds_id, source="a later copy.trec")  # the same content again: the first source stays
     again = Store(store_url)
-    assert again.list_datasets()[["source", "description"]].values.tolist() == [["qrels.tsv, queries.jsonl", "SciFact test claims"]]
+    assert again.list_datasets()[["source", "description"]].values.tolist() == [
+        ["qrels.tsv, queries.jsonl", "SciFact test claims"]
+    ]
     assert again.list_runs(ds_id)[["id", "source"]].values.tolist() == [[run, "bm25-stem.trec.gz"]]
     # a store made before these columns existed: they are added (empty) when it is opened, its rows untouched
     _drop_added_columns(again)
@@ -94,7 +96,7 @@ def test_sources_and_descriptions_are_stored_and_an_older_store_gets_their_colum
     def open_store() -> None:
         try:
             Store(store_url)
-        except BaseException as err:  # noqa: BLE001 - reported below, not lost in the thread
+        except BaseException as err:
             errors.append(err)
 
     openers = [threading.Thread(target=open_store) for _ in range(3)]  # processes starting together
@@ -126,7 +128,9 @@ def test_an_upgraded_store_takes_the_source_of_a_later_copy(store_url, scifact):
     run = store.put_run(bm25, ds_id)
     _drop_added_columns(store)
     upgraded = Store(store_url)
-    assert upgraded.put_run(bm25, ds_id, source="bm25-stem.trec.gz") == run  # stored without a source: it takes this one
+    assert (
+        upgraded.put_run(bm25, ds_id, source="bm25-stem.trec.gz") == run
+    )  # stored without a source: it takes this one
     assert upgraded.put_dataset(dataset, source="qrels.tsv", description="claims") == ds_id
     assert upgraded.list_runs(ds_id)["source"].tolist() == ["bm25-stem.trec.gz"]
     assert upgraded.list_datasets()[["source", "description"]].values.tolist() == [["qrels.tsv", "claims"]]
@@ -233,7 +237,7 @@ def test_concurrent_uploads_of_the_same_content_are_safe(store_url, scifact):
         try:
             store = Store(store_url)
             ids.append((store.put_dataset(dataset), store.put_run(bm25)))
-        except Exception as exc:  # noqa: BLE001 - collected for the assertion
+        except Exception as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=upload) for _ in range(6)]
@@ -276,7 +280,9 @@ def test_a_writer_killed_mid_transaction_leaves_the_store_intact(store_url, scif
     script.write_text(KILLED_WRITER)
     writer = subprocess.Popen(
         [sys.executable, str(script), store_url, str(SCIFACT / "dense-all-minilm-l6-v2.trec.gz")],
-        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     try:
         assert writer.stdout.readline().strip() == "inside transaction"  # run row written, not committed

@@ -11,6 +11,7 @@ results for tables and draws them. Figures follow :mod:`dashboard.core.figures`
 from __future__ import annotations
 
 import io
+import itertools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -101,7 +102,12 @@ def run_comparison(
 ) -> Comparison:
     """:func:`ragmetrics.compare.compare_result` on the dashboard's evaluations (``baseline`` is a run name)."""
     return compare_result(
-        eval_result(evals, specs), baseline=baseline, metrics=list(specs), test=test, alpha=alpha, seed=seed,
+        eval_result(evals, specs),
+        baseline=baseline,
+        metrics=list(specs),
+        test=test,
+        alpha=alpha,
+        seed=seed,
         n_resamples=n_resamples,
     )
 
@@ -109,7 +115,9 @@ def run_comparison(
 # --- the comparison table ----------------------------------------------------------------
 
 
-def significance_mark(run: str, baseline: str, delta: float, p_corrected: float, alpha: float, too_few: bool = False) -> str:
+def significance_mark(
+    run: str, baseline: str, delta: float, p_corrected: float, alpha: float, too_few: bool = False
+) -> str:
     """``baseline``, ``too few to tell``, ``▲ better`` / ``▼ worse`` (Holm-corrected p < alpha) or ``not significant``."""
     if run == baseline:
         return BASELINE
@@ -125,8 +133,21 @@ def significance_mark(run: str, baseline: str, delta: float, p_corrected: float,
 
 
 COMPARISON_COLUMNS = [
-    "metric", "run", "n", "mean", "mean_ci_low", "mean_ci_high", "delta", "ci_low", "ci_high",
-    "p_value", "p_value_corrected", "significance", "wins", "ties", "losses",
+    "metric",
+    "run",
+    "n",
+    "mean",
+    "mean_ci_low",
+    "mean_ci_high",
+    "delta",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "p_value_corrected",
+    "significance",
+    "wins",
+    "ties",
+    "losses",
 ]
 
 
@@ -175,11 +196,16 @@ def comparison_display(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
             "mean": frame["mean"].astype(float),
             "mean 95% CI": [format_ci(lo, hi) for lo, hi in zip(frame["mean_ci_low"], frame["mean_ci_high"])],
             "Δ vs baseline": ["" if b else f"{d:+.3f}" for b, d in zip(is_base, frame["delta"])],
-            "Δ 95% CI": ["" if b else format_ci(lo, hi) for b, lo, hi in zip(is_base, frame["ci_low"], frame["ci_high"])],
+            "Δ 95% CI": [
+                "" if b else format_ci(lo, hi) for b, lo, hi in zip(is_base, frame["ci_low"], frame["ci_high"])
+            ],
             "p": [format_p(p) for p in frame["p_value"]],
             "p (Holm)": [format_p(p) for p in frame["p_value_corrected"]],
             "significance": frame["significance"],
-            "W / T / L": ["" if b else f"{w} / {t} / {lo}" for b, w, t, lo in zip(is_base, frame["wins"], frame["ties"], frame["losses"])],
+            "W / T / L": [
+                "" if b else f"{w} / {t} / {lo}"
+                for b, w, t, lo in zip(is_base, frame["wins"], frame["ties"], frame["losses"])
+            ],
         }
     )
 
@@ -193,11 +219,16 @@ def style_marks(display: pd.DataFrame, focus_row: int | None = None) -> Any:
 
     styler = display.style.map(colour, subset=["significance"]).format({"mean": "{:.3f}"})
     if focus_row is not None and 0 <= focus_row < len(display):
-        styler = styler.apply(lambda row: ["font-weight: 700; background-color: #eef4fb" if row.name == focus_row else "" for _ in row], axis=1)
+        styler = styler.apply(
+            lambda row: ["font-weight: 700; background-color: #eef4fb" if row.name == focus_row else "" for _ in row],
+            axis=1,
+        )
     return styler
 
 
-def forest_figure(frame: pd.DataFrame, *, labels: Sequence[str], title: str, x_title: str = "Δ vs baseline (95% CI)") -> go.Figure:
+def forest_figure(
+    frame: pd.DataFrame, *, labels: Sequence[str], title: str, x_title: str = "Δ vs baseline (95% CI)"
+) -> go.Figure:
     """Deltas with their 95% CI as horizontal error bars, one row per ``labels`` entry (top to bottom).
 
     ``frame`` has ``delta, ci_low, ci_high, significance`` (and ``n``); traces
@@ -218,14 +249,18 @@ def forest_figure(frame: pd.DataFrame, *, labels: Sequence[str], title: str, x_t
                 mode="markers",
                 name=mark,
                 marker={
-                    "color": MARK_COLORS[mark], "size": 10,
+                    "color": MARK_COLORS[mark],
+                    "size": 10,
                     "symbol": "circle-open" if mark == TOO_FEW else "circle",
                 },
                 error_x={
-                    "type": "data", "symmetric": False,
+                    "type": "data",
+                    "symmetric": False,
                     "array": (part["ci_high"].astype(float) - delta).clip(lower=0).fillna(0).tolist(),
                     "arrayminus": (delta - part["ci_low"].astype(float)).clip(lower=0).fillna(0).tolist(),
-                    "color": MARK_COLORS[mark], "thickness": 1.5, "width": 4,
+                    "color": MARK_COLORS[mark],
+                    "thickness": 1.5,
+                    "width": 4,
                 },
                 customdata=list(zip(part["ci_low"], part["ci_high"], part.get("n", pd.Series([0] * len(part))))),
                 hovertemplate="%{y}<br>Δ %{x:+.3f}<br>95% CI %{customdata[0]:+.3f} – %{customdata[1]:+.3f}"
@@ -236,8 +271,11 @@ def forest_figure(frame: pd.DataFrame, *, labels: Sequence[str], title: str, x_t
     fig.update_yaxes(categoryorder="array", categoryarray=list(data["label"])[::-1], type="category")
     fig.update_xaxes(title_text=x_title, zeroline=False)
     _base_layout(fig, 90 + 32 * max(len(data), 2))
-    fig.update_layout(title={"text": safe(title)}, showlegend=True,
-                      legend={"orientation": "h", "y": -0.25 if len(data) > 4 else -0.5, "x": 0})
+    fig.update_layout(
+        title={"text": safe(title)},
+        showlegend=True,
+        legend={"orientation": "h", "y": -0.25 if len(data) > 4 else -0.5, "x": 0},
+    )
     return fig
 
 
@@ -245,8 +283,16 @@ def forest_figure(frame: pd.DataFrame, *, labels: Sequence[str], title: str, x_t
 
 
 PER_QUERY_COLUMNS = [
-    "query_id", "query", "category", "difficulty", "baseline", "run", "delta", "outcome",
-    "baseline_first_rank", "run_first_rank",
+    "query_id",
+    "query",
+    "category",
+    "difficulty",
+    "baseline",
+    "run",
+    "delta",
+    "outcome",
+    "baseline_first_rank",
+    "run_first_rank",
 ]
 
 
@@ -324,10 +370,16 @@ def delta_figure(per_query: pd.DataFrame, *, run: str, baseline: str, spec: str)
             )
         )
     if len(data):
-        fig.add_hline(y=float(data["delta"].mean()), line_dash="dot", line_color="#444",
-                      annotation_text=f"mean Δ {float(data['delta'].mean()):+.3f}", annotation_position="top right")
+        fig.add_hline(
+            y=float(data["delta"].mean()),
+            line_dash="dot",
+            line_color="#444",
+            annotation_text=f"mean Δ {float(data['delta'].mean()):+.3f}",
+            annotation_position="top right",
+        )
     fig.update_layout(
-        barmode="overlay", bargap=0.05,
+        barmode="overlay",
+        bargap=0.05,
         title={"text": f"{label}: {safe(run)} − {safe(baseline)}, per query (sorted)"},
         legend={"orientation": "h", "y": -0.18, "x": 0},
     )
@@ -343,7 +395,9 @@ def scatter_figure(per_query: pd.DataFrame, *, run: str, baseline: str, spec: st
     label = pretty(spec)
     fig = go.Figure()
     fig.add_trace(
-        go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="no change", line={"dash": "dot", "color": "#888"}, hoverinfo="skip")
+        go.Scatter(
+            x=[0, 1], y=[0, 1], mode="lines", name="no change", line={"dash": "dot", "color": "#888"}, hoverinfo="skip"
+        )
     )
     for outcome in OUTCOMES:
         part = per_query[per_query["outcome"] == outcome]
@@ -354,15 +408,20 @@ def scatter_figure(per_query: pd.DataFrame, *, run: str, baseline: str, spec: st
         ys = [float(y) for _, y in grouped.index]
         counts = [len(ids) for ids in grouped]
         ids = [
-            ", ".join(safe(i) for i in items[:max_ids]) + (f", … (+{len(items) - max_ids})" if len(items) > max_ids else "")
+            ", ".join(safe(i) for i in items[:max_ids])
+            + (f", … (+{len(items) - max_ids})" if len(items) > max_ids else "")
             for items in grouped
         ]
         fig.add_trace(
             go.Scatter(
-                x=xs, y=ys, mode="markers",
+                x=xs,
+                y=ys,
+                mode="markers",
                 name=f"{OUTCOME_NAMES[outcome]} ({len(part)})",
                 marker={
-                    "color": OUTCOME_COLORS[outcome], "opacity": 0.75, "line": {"width": 0.5, "color": "white"},
+                    "color": OUTCOME_COLORS[outcome],
+                    "opacity": 0.75,
+                    "line": {"width": 0.5, "color": "white"},
                     "size": [8 + 5 * math.sqrt(c - 1) for c in counts],
                 },
                 customdata=list(zip(counts, ids)),
@@ -372,8 +431,10 @@ def scatter_figure(per_query: pd.DataFrame, *, run: str, baseline: str, spec: st
         )
     fig.update_xaxes(title_text=f"{label} · {safe(baseline)} (baseline)", range=[-0.04, 1.04])
     fig.update_yaxes(title_text=f"{label} · {safe(run)}", range=[-0.04, 1.04], scaleanchor="x", scaleratio=1)
-    fig.update_layout(title={"text": "Per query: baseline against run (above the diagonal: the run wins)"},
-                      legend={"orientation": "h", "y": -0.18, "x": 0})
+    fig.update_layout(
+        title={"text": "Per query: baseline against run (above the diagonal: the run wins)"},
+        legend={"orientation": "h", "y": -0.18, "x": 0},
+    )
     _base_layout(fig, 460)
     return fig
 
@@ -418,8 +479,21 @@ def ranking_pair(base: RunEval, run: RunEval, query_id: str, depth: int = 20) ->
 # --- segments ----------------------------------------------------------------------------
 
 SEGMENT_COLUMNS = [
-    "segment", "group", "n", "baseline_mean", "mean", "delta", "ci_low", "ci_high",
-    "p_value", "p_value_corrected", "significance", "wins", "ties", "losses", "too_few",
+    "segment",
+    "group",
+    "n",
+    "baseline_mean",
+    "mean",
+    "delta",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "p_value_corrected",
+    "significance",
+    "wins",
+    "ties",
+    "losses",
+    "too_few",
 ]
 
 
@@ -469,7 +543,9 @@ POWER_LEVELS: tuple[float, ...] = (0.8, 0.9)
 PAIR_COLUMNS = ["metric", "run_a", "run_b", "delta", "p_value", "significant", "sd_difference"]
 
 
-def power_pairs(result: EvalResult, specs: Sequence[str], *, test: str = "t", alpha: float = 0.05, seed: int = SEED) -> pd.DataFrame:
+def power_pairs(
+    result: EvalResult, specs: Sequence[str], *, test: str = "t", alpha: float = 0.05, seed: int = SEED
+) -> pd.DataFrame:
     """:func:`ragmetrics.compare.discriminative_power` for each metric, stacked with a ``metric`` column."""
     parts = []
     for spec in specs:
@@ -517,7 +593,9 @@ def power_table(pairs: pd.DataFrame, n_queries: int, *, alpha: float = 0.05, pow
     return pd.DataFrame(rows, columns=POWER_COLUMNS)
 
 
-def pairs_table(pairs: pd.DataFrame, spec: str, n_queries: int, *, alpha: float = 0.05, power: float = 0.8) -> pd.DataFrame:
+def pairs_table(
+    pairs: pd.DataFrame, spec: str, n_queries: int, *, alpha: float = 0.05, power: float = 0.8
+) -> pd.DataFrame:
     """The run pairs of one metric: ``delta`` (a − b), p, ``significant``, the pair's SD, its smallest
     detectable difference ``mdd`` and ``queries_needed`` to detect the observed |delta|."""
     part = pairs[pairs["metric"] == spec].reset_index(drop=True)
@@ -538,7 +616,7 @@ def stage_of(n_queries: int) -> str:
             return f"{name} size"
     if n_queries > RULES_OF_THUMB[-1][2]:
         return "beyond release size"
-    for (name, _, high), (nxt, low, _) in zip(RULES_OF_THUMB, RULES_OF_THUMB[1:]):
+    for (name, _, high), (nxt, low, _) in itertools.pairwise(RULES_OF_THUMB):
         if high < n_queries < low:
             return f"between {name} and {nxt} size"
     return ""
@@ -550,7 +628,12 @@ RULES_COLUMNS = ["stage", "queries", "mdd_low_end", "mdd_high_end"]
 def rules_frame(sd: float, n_queries: int, *, alpha: float = 0.05, power: float = 0.8) -> pd.DataFrame:
     """The rules of thumb with the smallest detectable difference at each end of the range, and this dataset."""
     rows: list[dict[str, object]] = [
-        {"stage": name, "queries": f"{low}–{high}", "mdd_low_end": _mdd(sd, low, alpha, power), "mdd_high_end": _mdd(sd, high, alpha, power)}
+        {
+            "stage": name,
+            "queries": f"{low}–{high}",
+            "mdd_low_end": _mdd(sd, low, alpha, power),
+            "mdd_high_end": _mdd(sd, high, alpha, power),
+        }
         for name, low, high in RULES_OF_THUMB
     ]
     here = _mdd(sd, n_queries, alpha, power)
@@ -575,7 +658,9 @@ def typical_sd(sds: Sequence[float]) -> float:
     return float(np.median(values)) if values else float("nan")
 
 
-def power_curve_frame(sds: Sequence[float], *, alpha: float = 0.05, power: float = 0.8, n_min: int = 10, n_max: int = 1000) -> pd.DataFrame:
+def power_curve_frame(
+    sds: Sequence[float], *, alpha: float = 0.05, power: float = 0.8, n_min: int = 10, n_max: int = 1000
+) -> pd.DataFrame:
     """Smallest detectable difference (:func:`ragmetrics.stats.min_detectable_delta`) against query count
     ``n`` for the median (``mdd``), lowest and highest SD of ``sds``."""
     values = [float(s) for s in sds if s is not None and not math.isnan(s)]
@@ -586,8 +671,16 @@ def power_curve_frame(sds: Sequence[float], *, alpha: float = 0.05, power: float
     return pd.DataFrame({"n": ns, **{col: [_mdd(sd, n, alpha, power) for n in ns] for col, sd in levels.items()}})
 
 
-def power_figure(curve: pd.DataFrame, n_queries: int, sd: float, *, metric: str, target_delta: float | None = None,
-                 alpha: float = 0.05, power: float = 0.8) -> go.Figure:
+def power_figure(
+    curve: pd.DataFrame,
+    n_queries: int,
+    sd: float,
+    *,
+    metric: str,
+    target_delta: float | None = None,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> go.Figure:
     """The smallest detectable Δ against the number of queries (log x), with the rules-of-thumb ranges shaded,
     this dataset's size marked and, with ``target_delta``, how many queries that difference needs (SD ``sd``).
 
@@ -600,21 +693,35 @@ def power_figure(curve: pd.DataFrame, n_queries: int, sd: float, *, metric: str,
     for (name, low, high), color in zip(RULES_OF_THUMB, shades):
         # on a log axis plotly.js places shapes by data value but annotations by log10 of it
         fig.add_vrect(x0=low, x1=high, fillcolor=color, line_width=0, layer="below")
-        fig.add_annotation(x=math.log10(math.sqrt(low * high)), y=0.99, yref="paper", yanchor="top", showarrow=False,
-                           text=f"{name}<br>{low}–{high}", font={"size": 11, "color": "#555"})
+        fig.add_annotation(
+            x=math.log10(math.sqrt(low * high)),
+            y=0.99,
+            yref="paper",
+            yanchor="top",
+            showarrow=False,
+            text=f"{name}<br>{low}–{high}",
+            font={"size": 11, "color": "#555"},
+        )
     top = 0.0
     if len(curve):
         ns = curve["n"].tolist()
         fig.add_trace(
             go.Scatter(
-                x=ns + ns[::-1], y=curve["mdd_high"].tolist() + curve["mdd_low"].tolist()[::-1],
-                fill="toself", fillcolor="rgba(31,119,180,0.15)", line={"width": 0}, hoverinfo="skip",
+                x=ns + ns[::-1],
+                y=curve["mdd_high"].tolist() + curve["mdd_low"].tolist()[::-1],
+                fill="toself",
+                fillcolor="rgba(31,119,180,0.15)",
+                line={"width": 0},
+                hoverinfo="skip",
                 name="range over run pairs",
             )
         )
         fig.add_trace(
             go.Scatter(
-                x=ns, y=curve["mdd"].tolist(), mode="lines", line={"color": "#1f77b4", "width": 2.5},
+                x=ns,
+                y=curve["mdd"].tolist(),
+                mode="lines",
+                line={"color": "#1f77b4", "width": 2.5},
                 name="median run pair",
                 hovertemplate="%{x} queries → detects Δ ≥ %{y:.3f}<extra></extra>",
             )
@@ -624,20 +731,33 @@ def power_figure(curve: pd.DataFrame, n_queries: int, sd: float, *, metric: str,
     if not math.isnan(here):
         fig.add_trace(
             go.Scatter(
-                x=[n_queries], y=[here], mode="markers+text", name="this dataset",
+                x=[n_queries],
+                y=[here],
+                mode="markers+text",
+                name="this dataset",
                 marker={"size": 13, "color": "#d62728", "symbol": "diamond"},
-                text=[f"{n_queries} queries: Δ ≥ {here:.3f}"], textposition="top right",
+                text=[f"{n_queries} queries: Δ ≥ {here:.3f}"],
+                textposition="top right",
                 hovertemplate="this dataset: %{x} queries → Δ ≥ %{y:.3f}<extra></extra>",
             )
         )
     needed = queries_needed(target_delta or 0.0, sd, alpha, power)
     if target_delta and needed is not None:
-        fig.add_hline(y=target_delta, line_dash="dot", line_color="#444",
-                      annotation_text=f"Δ = {target_delta:g} needs ≈ {needed:,} queries", annotation_position="bottom right")
+        fig.add_hline(
+            y=target_delta,
+            line_dash="dot",
+            line_color="#444",
+            annotation_text=f"Δ = {target_delta:g} needs ≈ {needed:,} queries",
+            annotation_position="bottom right",
+        )
     fig.update_yaxes(range=[0, max(top, target_delta or 0.0, 0.01) * 1.08])
     n_max = max([1000, n_queries * 1.2, *(curve["n"].tolist() if len(curve) else [])])
-    fig.update_xaxes(type="log", title_text="queries in the dataset", range=[1.0, math.log10(n_max)],
-                     tickvals=[v for v in (10, 20, 30, 50, 100, 200, 300, 500, 1000, 2000, 5000, 10000) if v <= n_max])
+    fig.update_xaxes(
+        type="log",
+        title_text="queries in the dataset",
+        range=[1.0, math.log10(n_max)],
+        tickvals=[v for v in (10, 20, 30, 50, 100, 200, 300, 500, 1000, 2000, 5000, 10000) if v <= n_max],
+    )
     fig.update_yaxes(title_text=f"smallest detectable Δ {label}")
     fig.update_layout(
         title={"text": f"Smallest difference in {label} a paired test detects (α = {alpha:g}, power {power:.0%})"},
@@ -655,27 +775,43 @@ NORM_CHOICES: tuple[str, ...] = ("minmax", "zscore", "none")
 NORM_LABELS: dict[str, str] = {"minmax": "min–max per query", "zscore": "z-score per query", "none": "raw scores"}
 
 
-def fused_name(names: Sequence[str], method: str, *, k: int = 60, norm: str | None = "minmax",
-               weights: Sequence[float] | None = None) -> str:
+def fused_name(
+    names: Sequence[str],
+    method: str,
+    *,
+    k: int = 60,
+    norm: str | None = "minmax",
+    weights: Sequence[float] | None = None,
+) -> str:
     """A readable default name: ``rrf60(bm25+dense)``, ``combsum-zscore(0.7·bm25+0.3·dense)``."""
     label = f"rrf{k}" if method == "rrf" else f"{method}-{norm or 'raw'}"
-    uniform = weights is None or len(set(float(w) for w in weights)) <= 1
+    uniform = weights is None or len({float(w) for w in weights}) <= 1
     parts = list(names) if uniform else [f"{float(w):g}·{n}" for w, n in zip(weights or [], names)]
     return f"{label}({'+'.join(parts)})"
 
 
-def fuse_runs(runs: Sequence[Run], *, method: str = "rrf", k: int = 60, norm: str | None = "minmax",
-              weights: Sequence[float] | None = None, name: str | None = None) -> Run:
+def fuse_runs(
+    runs: Sequence[Run],
+    *,
+    method: str = "rrf",
+    k: int = 60,
+    norm: str | None = "minmax",
+    weights: Sequence[float] | None = None,
+    name: str | None = None,
+) -> Run:
     """:func:`ragmetrics.fusion.fuse`, keeping each (query, document) row's ``source_doc`` and ``text`` from
     the first input run that has it, so fused chunk runs still evaluate at document level and show text."""
     norm = None if norm in (None, "none") else norm
     label = name or fused_name([r.name for r in runs], method, k=k, norm=norm, weights=weights)
     fused = fuse(runs, method=method, k=int(k), norm=norm, weights=weights, name=label)
-    carried = [c for c in ("source_doc", "text") if c not in fused.frame.columns and any(c in r.frame.columns for r in runs)]
+    carried = [
+        c for c in ("source_doc", "text") if c not in fused.frame.columns and any(c in r.frame.columns for r in runs)
+    ]
     if not carried:
         return fused
     extra = pd.concat(
-        [r.frame[["query_id", "doc_id", *[c for c in carried if c in r.frame.columns]]] for r in runs], ignore_index=True
+        [r.frame[["query_id", "doc_id", *[c for c in carried if c in r.frame.columns]]] for r in runs],
+        ignore_index=True,
     )
     extra = extra.dropna(subset=[c for c in carried if c in extra.columns], how="all")
     extra = extra.drop_duplicates(["query_id", "doc_id"], keep="first")
@@ -702,7 +838,14 @@ def fusion_preview(dataset: Dataset, inputs: Sequence[Run], fused: Run, specs: S
     return pd.DataFrame(rows, columns=["run", "role", *specs])
 
 
-def fusion_source(names: Sequence[str], method: str, *, k: int, norm: str | None, weights: Mapping[str, float] | Sequence[float] | None) -> str:
+def fusion_source(
+    names: Sequence[str],
+    method: str,
+    *,
+    k: int,
+    norm: str | None,
+    weights: Mapping[str, float] | Sequence[float] | None,
+) -> str:
     """The workspace's ``source`` text for a fused run."""
     detail = f"k={k}" if method == "rrf" else f"norm={norm or 'none'}"
     w = list(weights.values()) if isinstance(weights, Mapping) else list(weights or [])

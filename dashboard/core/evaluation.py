@@ -18,8 +18,8 @@ import pandas as pd
 
 import ragmetrics
 from ragmetrics import metrics as registry
-from ragmetrics.evaluate import RunResult
 from ragmetrics.errors import RagMetricsError
+from ragmetrics.evaluate import RunResult
 from ragmetrics.metrics import MetricSpec, parse_metric
 from ragmetrics.model import Dataset, Run
 from ragmetrics.ranking import Coverage, Ranking, match_queries
@@ -63,7 +63,9 @@ def pretty(spec: MetricSpec | str) -> str:
 
 def metric_title(name: str) -> str:
     """Display name of a metric without its cut-off: ``precision`` -> ``Precision``."""
-    return LONG_NAMES.get(name, parse_metric(f"{name}@1").info.pretty if name in CURVE_METRICS else parse_metric(name).info.pretty)
+    return LONG_NAMES.get(
+        name, parse_metric(f"{name}@1").info.pretty if name in CURVE_METRICS else parse_metric(name).info.pretty
+    )
 
 
 @dataclass(eq=False)

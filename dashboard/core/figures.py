@@ -20,8 +20,16 @@ from dashboard.core.evaluation import metric_title, pretty
 from dashboard.core.frames import CURVE_PANEL_METRICS
 
 PALETTE: tuple[str, ...] = (
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
 )
 BAND_SUFFIX = " · 95% CI"
 PR_LABEL_KS: tuple[int, ...] = (1, 5, 10, 20, 50, 100)
@@ -131,7 +139,15 @@ def curves_figure(
     _base_layout(fig, 300 * rows + 60)
     free = rows * cols - len(metrics)
     if free > 0:
-        fig.update_layout(legend={"x": 1.0 - free / cols + 0.04, "y": 0.42, "xanchor": "left", "yanchor": "top", "title": {"text": "runs"}})
+        fig.update_layout(
+            legend={
+                "x": 1.0 - free / cols + 0.04,
+                "y": 0.42,
+                "xanchor": "left",
+                "yanchor": "top",
+                "title": {"text": "runs"},
+            }
+        )
     return fig
 
 
@@ -221,12 +237,20 @@ def breakdown_figure(
     if bool(flags.any()):
         fig.add_annotation(
             text="hatched ⚠: fewer than 10 queries, too few to tell",
-            xref="paper", yref="paper", x=1, y=1.08, showarrow=False, xanchor="right", font={"size": 11, "color": "#666"},
+            xref="paper",
+            yref="paper",
+            x=1,
+            y=1.08,
+            showarrow=False,
+            xanchor="right",
+            font={"size": 11, "color": "#666"},
         )
     return fig
 
 
-def rank_histogram_figure(tables: dict[str, pd.DataFrame], k: int, runs: Sequence[str] | None = None, limit: int = 20) -> go.Figure:
+def rank_histogram_figure(
+    tables: dict[str, pd.DataFrame], k: int, runs: Sequence[str] | None = None, limit: int = 20
+) -> go.Figure:
     """Where the first relevant document sits, per run: ranks 1..limit, ``>limit`` and ``none``.
 
     ``tables`` maps a run to its :func:`dashboard.core.frames.query_table`.
@@ -252,7 +276,9 @@ def depth_figure(depths: pd.DataFrame, runs: Sequence[str] | None = None) -> go.
         part = depths[depths["run"] == run]
         counts[run] = (part["retrieved"].tolist(), part["queries"].tolist())
     fig = _query_count_bars(
-        counts, title="Documents retrieved per query", height=300,
+        counts,
+        title="Documents retrieved per query",
+        height=300,
         hovertemplate="%{y:,} queries with %{x} documents<extra>%{fullData.name}</extra>",
     )
     fig.update_layout(showlegend=True)
@@ -260,7 +286,9 @@ def depth_figure(depths: pd.DataFrame, runs: Sequence[str] | None = None) -> go.
     return fig
 
 
-def _query_count_bars(counts: dict[str, tuple[list, list]], *, title: str, height: int, hovertemplate: str | None = None) -> go.Figure:
+def _query_count_bars(
+    counts: dict[str, tuple[list, list]], *, title: str, height: int, hovertemplate: str | None = None
+) -> go.Figure:
     """Grouped bars of query counts, one trace per run (``counts``: run -> (x, y)) in the run's colour."""
     colors = run_colors(list(counts))
     fig = go.Figure()

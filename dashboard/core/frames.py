@@ -79,7 +79,14 @@ def summary_frame(evals: Sequence[RunEval], specs: Sequence[MetricSpec | str]) -
         mean, low, high = bootstrap_ci(matrix)
         for i, spec in enumerate(parsed):
             rows.append(
-                {"run": ev.name, "metric": str(spec), "n": ev.n_queries, "mean": mean[i], "ci_low": low[i], "ci_high": high[i]}
+                {
+                    "run": ev.name,
+                    "metric": str(spec),
+                    "n": ev.n_queries,
+                    "mean": mean[i],
+                    "ci_low": low[i],
+                    "ci_high": high[i],
+                }
             )
     return pd.DataFrame(rows, columns=["run", "metric", "n", "mean", "ci_low", "ci_high"])
 
@@ -219,7 +226,9 @@ def run_findings(
     """Plain-language findings for one run at K: :func:`ragmetrics.diagnosis.diagnose` over its
     :func:`query_table` (pass ``table`` when it is at hand)."""
     table = query_table(ev, k, spec) if table is None else table
-    return diagnosis.diagnose(ev.name, table, k=k, deep_k=min(K_MAX, max(ev.depth, 1)), metric_label=label, low_mrr=low_mrr)
+    return diagnosis.diagnose(
+        ev.name, table, k=k, deep_k=min(K_MAX, max(ev.depth, 1)), metric_label=label, low_mrr=low_mrr
+    )
 
 
 def _relevant_lists(ev: RunEval, query_ids: Sequence[str]) -> dict[str, list[tuple[str, int]]]:
@@ -277,8 +286,16 @@ def miss_status(first_rank: int, k: int) -> str:
 
 
 MISSED_COLUMNS = [
-    "query_id", "query", "category", "difficulty", "status", "first_relevant_rank",
-    "relevant_docs", "top_k", "keywords_found", "keywords_missing",
+    "query_id",
+    "query",
+    "category",
+    "difficulty",
+    "status",
+    "first_relevant_rank",
+    "relevant_docs",
+    "top_k",
+    "keywords_found",
+    "keywords_missing",
 ]
 
 
@@ -484,7 +501,14 @@ def validation_frame(dataset: Dataset, evals: Sequence[RunEval], *, min_group: i
     """
     rows: list[dict[str, object]] = []
 
-    def add(scope: str, check: str, items: Sequence[str] | int, effect: str, severity: str = "warning", examples: Sequence[str] = ()) -> None:
+    def add(
+        scope: str,
+        check: str,
+        items: Sequence[str] | int,
+        effect: str,
+        severity: str = "warning",
+        examples: Sequence[str] = (),
+    ) -> None:
         count = items if isinstance(items, int) else len(items)
         shown = examples if examples else ([] if isinstance(items, int) else items)
         rows.append(
@@ -510,7 +534,9 @@ def validation_frame(dataset: Dataset, evals: Sequence[RunEval], *, min_group: i
     add("dataset", "queries without a relevant document", no_relevant, "scored 0 in every metric")
     categories = queries["category"].replace("", NO_GROUP).value_counts()
     small = [f"{c} ({n})" for c, n in categories.items() if n < min_group]
-    add("dataset", f"categories with fewer than {min_group} queries", small, "their breakdown is marked too few to tell")
+    add(
+        "dataset", f"categories with fewer than {min_group} queries", small, "their breakdown is marked too few to tell"
+    )
 
     for ev in evals:
         cov = ev.coverage
@@ -529,7 +555,13 @@ def validation_frame(dataset: Dataset, evals: Sequence[RunEval], *, min_group: i
             "best-ranked occurrence kept",
             examples=cov.duplicate_queries,
         )
-        add(ev.name, "chunks merged into their document", cov.chunks_merged, "a document counts at its first chunk's rank", "info")
+        add(
+            ev.name,
+            "chunks merged into their document",
+            cov.chunks_merged,
+            "a document counts at its first chunk's rank",
+            "info",
+        )
         add(
             ev.name,
             "tied scores (adjacent pairs)",

@@ -14,8 +14,8 @@ from datetime import datetime, timezone
 
 import pandas as pd
 
-from ragmetrics.diagnosis import Finding
 from dashboard.core.evaluation import pretty
+from ragmetrics.diagnosis import Finding
 
 
 @dataclass(frozen=True)
@@ -141,13 +141,15 @@ def html_report(data: ReportInput) -> str:
     findings = []
     for f in data.findings:
         advice = "".join(f"<li>{e(a)}</li>" for a in f.advice)
-        findings.append(f'<div class="finding"><h3>{e(f.run)}: {e(f.title)}</h3><p>{e(f.evidence)}</p><ul>{advice}</ul></div>')
+        findings.append(
+            f'<div class="finding"><h3>{e(f.run)}: {e(f.title)}</h3><p>{e(f.evidence)}</p><ul>{advice}</ul></div>'
+        )
     link = f'<p class="muted">View: {e(data.link)}</p>' if data.link else ""
     return (
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>ragmetrics report: {e(data.dataset)}</title><style>{_CSS}</style></head><body>"
         f"<h1>Retrieval evaluation: {e(data.dataset)}</h1>"
-        f"<p class=\"muted\">{s['queries']:,} queries ({s['judged_queries']:,} judged), K = {data.k}, "
+        f'<p class="muted">{s["queries"]:,} queries ({s["judged_queries"]:,} judged), K = {data.k}, '
         f"targets profile: {e(data.profile)}. Generated {_stamp()} by ragmetrics. Means with 95% bootstrap intervals.</p>"
         f"<h2>Metrics at K = {data.k}</h2>{_html_table(_display_overview(data))}"
         f"<h2>Targets</h2>{_html_table(_display_checks(data.checks), classes_from='result')}"

@@ -23,7 +23,6 @@ from ragmetrics.io import load_dataset, load_run
 from ragmetrics.limits import Limits
 from ragmetrics.model import Dataset, Run
 
-
 OFF = ("off", "none", "no", "0", "false")
 
 
@@ -76,7 +75,9 @@ def load_sample(entry: dict[str, object], folder: Path | None = None) -> Sample:
             corpus_size=int(corpus_size) if isinstance(corpus_size, int) else None,  # type: ignore[arg-type]
             limits=SAMPLE_LIMITS,
         )
-    runs = tuple((load_run(root / str(r), limits=SAMPLE_LIMITS), f"{entry['folder']}/{r}") for r in entry.get("runs", []))  # type: ignore[union-attr]
+    runs = tuple(
+        (load_run(root / str(r), limits=SAMPLE_LIMITS), f"{entry['folder']}/{r}") for r in entry.get("runs", [])
+    )  # type: ignore[union-attr]
     return Sample(
         name=name,
         description=str(entry.get("description", "")),

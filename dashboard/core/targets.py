@@ -149,7 +149,9 @@ def targets_table(checks: pd.DataFrame) -> pd.DataFrame:
     if checks.empty:
         return pd.DataFrame(columns=["run", "met"])
     cells = checks.assign(
-        cell=[f"{MARKS[s]} " + ("—" if math.isnan(v) else f"{v:.3f}") for s, v in zip(checks["status"], checks["value"])]
+        cell=[
+            f"{MARKS[s]} " + ("—" if math.isnan(v) else f"{v:.3f}") for s, v in zip(checks["status"], checks["value"])
+        ]
     )
     order = list(dict.fromkeys(checks["target"]))
     runs = list(dict.fromkeys(checks["run"]))

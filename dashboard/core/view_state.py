@@ -25,7 +25,17 @@ from ragmetrics.store import ID_PATTERN
 
 VERSION = "1"
 
-PAGES: tuple[str, ...] = ("overview", "upload", "breakdown", "missed", "diagnosis", "metrics", "workspace", "compare", "power")
+PAGES: tuple[str, ...] = (
+    "overview",
+    "upload",
+    "breakdown",
+    "missed",
+    "diagnosis",
+    "metrics",
+    "workspace",
+    "compare",
+    "power",
+)
 """Page keys; each is also the page's URL path (the default page, ``overview``, is served at ``/`` too)."""
 
 PARAM_KEYS: dict[str, str] = {
@@ -170,7 +180,7 @@ def decode(params: Mapping[str, str | Sequence[str]], page: str | None = None) -
     values: dict[str, object] = {}
     try:
         params = dict(params)
-    except Exception:  # noqa: BLE001 - decoding must never raise
+    except Exception:
         return ViewState(), ["could not read the link's parameters; showing the default view"]
 
     def note(msg: str) -> None:
@@ -179,7 +189,7 @@ def decode(params: Mapping[str, str | Sequence[str]], page: str | None = None) -
     def safe(fn: Callable[[], None], key: str) -> None:
         try:
             fn()
-        except Exception:  # noqa: BLE001 - decoding must never raise
+        except Exception:
             note(f"ignored the link's {key!r} value")
 
     if page is not None:
@@ -208,7 +218,9 @@ def decode(params: Mapping[str, str | Sequence[str]], page: str | None = None) -
         ids = _all(params.get("runs"))
         good = [r for r in dict.fromkeys(ids) if _ID_RE.match(r)]
         if len(good) < len(dict.fromkeys(ids)):
-            note("ignored run ids that are not ids (ids are 16 hexadecimal digits); check that the whole link was copied")
+            note(
+                "ignored run ids that are not ids (ids are 16 hexadecimal digits); check that the whole link was copied"
+            )
         if len(good) > _MAX_RUNS:
             note(f"kept the first {_MAX_RUNS} runs of {len(good)}")
             good = good[:_MAX_RUNS]
@@ -306,13 +318,21 @@ def decode(params: Mapping[str, str | Sequence[str]], page: str | None = None) -
                 note(f"alpha must be one of {', '.join(f'{a:g}' for a in ALPHAS)}, got {alpha[:20]!r}; using 0.05")
 
     for fn, key in (
-        (version, "v"), (dataset, "ds"), (runs, "runs"), (baseline, "base"), (metric, "m"),
-        (cutoff, "k"), (profile, "prof"), (targets, "tgt"), (texts, "cat"), (significance, "t"),
+        (version, "v"),
+        (dataset, "ds"),
+        (runs, "runs"),
+        (baseline, "base"),
+        (metric, "m"),
+        (cutoff, "k"),
+        (profile, "prof"),
+        (targets, "tgt"),
+        (texts, "cat"),
+        (significance, "t"),
     ):
         safe(fn, key)
     try:
         return ViewState(**values), notes  # type: ignore[arg-type]
-    except Exception:  # noqa: BLE001 - decoding must never raise
+    except Exception:
         return ViewState(), [*notes, "could not read the link; showing the default view"]
 
 
@@ -408,8 +428,14 @@ def reconcile(
     k = min(state.k, max(facts.k_max, 1))
     return (
         state.with_(
-            dataset=dataset, runs=tuple(runs), baseline=baseline, focus_run=focus,
-            category=category, difficulty=difficulty, query=query, k=k,
+            dataset=dataset,
+            runs=tuple(runs),
+            baseline=baseline,
+            focus_run=focus,
+            category=category,
+            difficulty=difficulty,
+            query=query,
+            k=k,
         ),
         notes,
     )

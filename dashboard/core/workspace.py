@@ -56,7 +56,7 @@ class DatasetEntry:
 
     def __init__(
         self,
-        id: str,  # noqa: A002 - the store's word
+        id: str,
         name: str,
         dataset: Dataset | None = None,
         source: str = "",
@@ -89,7 +89,7 @@ class RunEntry:
 
     def __init__(
         self,
-        id: str,  # noqa: A002 - the store's word
+        id: str,
         name: str,
         run: Run | None,
         dataset_id: str,
@@ -170,7 +170,9 @@ class Workspace:
         with self._lock:
             if time.monotonic() - self._runs_at.get(dataset_ident, -1e9) > LISTING_TTL:
                 table = self.store.list_runs(dataset_ident)
-                self._runs[dataset_ident] = [self._run_entry(dataset_ident, row) for row in table.itertuples(index=False)]
+                self._runs[dataset_ident] = [
+                    self._run_entry(dataset_ident, row) for row in table.itertuples(index=False)
+                ]
                 self._runs_at[dataset_ident] = time.monotonic()
             return list(self._runs.get(dataset_ident, []))
 
@@ -190,8 +192,15 @@ class Workspace:
         added = _utc(row.created_at)
         if not (isinstance(entry, DatasetEntry) and entry.name == row.name and entry.added == added):
             entry = DatasetEntry(
-                row.id, row.name, None, row.source, row.description, added,
-                n_queries=int(row.n_queries), n_judgments=int(row.n_judgments), size_bytes=int(row.size_bytes),
+                row.id,
+                row.name,
+                None,
+                row.source,
+                row.description,
+                added,
+                n_queries=int(row.n_queries),
+                n_judgments=int(row.n_judgments),
+                size_bytes=int(row.size_bytes),
                 loader=self._load_dataset,
             )
             self._entries[key] = entry
@@ -203,8 +212,15 @@ class Workspace:
         added = _utc(row.created_at)
         if not (isinstance(entry, RunEntry) and entry.name == row.name and entry.added == added):
             entry = RunEntry(
-                row.id, row.name, None, dataset_ident, row.source, added,
-                n_queries=int(row.n_queries), n_rows=int(row.n_rows), size_bytes=int(row.size_bytes),
+                row.id,
+                row.name,
+                None,
+                dataset_ident,
+                row.source,
+                added,
+                n_queries=int(row.n_queries),
+                n_rows=int(row.n_rows),
+                size_bytes=int(row.size_bytes),
                 loader=self._load_run,
             )
             self._entries[key] = entry
@@ -249,7 +265,9 @@ class Workspace:
 
     # --- writes ------------------------------------------------------------------------
 
-    def add_dataset(self, dataset: Dataset, *, name: str | None = None, source: str = "", description: str = "") -> DatasetEntry:
+    def add_dataset(
+        self, dataset: Dataset, *, name: str | None = None, source: str = "", description: str = ""
+    ) -> DatasetEntry:
         """Store ``dataset`` (once per content); a name already taken by other content gets a suffix."""
         ident = store_mod.dataset_id(dataset)
         existing = self.dataset(ident)
@@ -292,7 +310,9 @@ class Workspace:
             self.store.put_run(renamed, dataset_ident, ident=ident, rows=rows.result(), source=source)
         finally:
             pool.shutdown(wait=wait)
-        self._remember("run:" + ident, renamed)  # with its fingerprints and alignment: the first evaluation need not read it back
+        self._remember(
+            "run:" + ident, renamed
+        )  # with its fingerprints and alignment: the first evaluation need not read it back
         self.refresh()
         entry = self.run(dataset_ident, ident)
         assert entry is not None
@@ -366,7 +386,9 @@ class Workspace:
         if self.store.has_view(samples_marker_id()):
             return False
         for sample in samples():
-            entry = self.add_dataset(sample.dataset, name=sample.name, source=sample.source, description=sample.description)
+            entry = self.add_dataset(
+                sample.dataset, name=sample.name, source=sample.source, description=sample.description
+            )
             for run, source in sample.runs:
                 self.add_run(entry.id, run, source=source)
         self.store.put_view(SAMPLES_MARKER)
@@ -379,9 +401,15 @@ class Workspace:
         ``source`` is the file(s) it was first read from."""
         rows = [
             {
-                "name": d.name, "id": d.id, "queries": d.n_queries, "judgments": d.n_judgments,
-                "runs": len(self.runs(d.id)), "size": human_size(d.size_bytes), "added": _when(d.added),
-                "source": d.source, "description": d.description,
+                "name": d.name,
+                "id": d.id,
+                "queries": d.n_queries,
+                "judgments": d.n_judgments,
+                "runs": len(self.runs(d.id)),
+                "size": human_size(d.size_bytes),
+                "added": _when(d.added),
+                "source": d.source,
+                "description": d.description,
             }
             for d in self.datasets()
         ]
@@ -392,8 +420,13 @@ class Workspace:
         """``name, id, queries, rows, size, added, source`` per run of a dataset (in the order they were added)."""
         rows = [
             {
-                "name": r.name, "id": r.id, "queries": r.n_queries, "rows": r.n_rows,
-                "size": human_size(r.size_bytes), "added": _when(r.added), "source": r.source,
+                "name": r.name,
+                "id": r.id,
+                "queries": r.n_queries,
+                "rows": r.n_rows,
+                "size": human_size(r.size_bytes),
+                "added": _when(r.added),
+                "source": r.source,
             }
             for r in self.runs(dataset_ident)
         ]
@@ -412,7 +445,7 @@ def safe_url(url: str) -> str:
     """A store URL fit to show: the password hidden."""
     try:
         return sa.engine.make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - a URL we cannot parse is shown without its credentials part
+    except Exception:
         return url.split("@")[-1]
 
 

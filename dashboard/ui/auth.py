@@ -66,13 +66,17 @@ def _has_auth_table() -> bool:
         from streamlit.runtime.secrets import secrets_singleton
 
         return bool(secrets_singleton.load_if_toml_exists() and isinstance(st.secrets.get("auth"), Mapping))
-    except Exception:  # noqa: BLE001
+    except Exception:
         return False
 
 
 def missing_oidc_packages() -> list[str]:
     """What Streamlit's OIDC login needs and is not installed (``streamlit[auth]``: Authlib and httpx)."""
-    return [name for name, module in (("Authlib", "authlib"), ("httpx", "httpx")) if importlib.util.find_spec(module) is None]
+    return [
+        name
+        for name, module in (("Authlib", "authlib"), ("httpx", "httpx"))
+        if importlib.util.find_spec(module) is None
+    ]
 
 
 @dataclass(frozen=True)
@@ -91,7 +95,10 @@ def read_config() -> AuthConfig:
     mode = settings.setting("RAGMETRICS_AUTH", "auth", table).lower()
     # the environment wins as a whole: a password set there hides both password keys of the secrets
     if os.environ.get("RAGMETRICS_PASSWORD_HASH", "").strip() or os.environ.get("RAGMETRICS_PASSWORD", "").strip():
-        hashed, clear = os.environ.get("RAGMETRICS_PASSWORD_HASH", "").strip(), os.environ.get("RAGMETRICS_PASSWORD", "")
+        hashed, clear = (
+            os.environ.get("RAGMETRICS_PASSWORD_HASH", "").strip(),
+            os.environ.get("RAGMETRICS_PASSWORD", ""),
+        )
     else:
         hashed, clear = str(table.get("password_hash", "") or "").strip(), str(table.get("password", "") or "")
     if not mode:
@@ -99,22 +106,32 @@ def read_config() -> AuthConfig:
     if mode in ("off", "false", "no"):
         mode = "none"
     if mode not in MODES:
-        return AuthConfig("password", problem=f"RAGMETRICS_AUTH (or auth in [ragmetrics]) is {mode!r}: use password, oidc or none.")
+        return AuthConfig(
+            "password", problem=f"RAGMETRICS_AUTH (or auth in [ragmetrics]) is {mode!r}: use password, oidc or none."
+        )
     if mode == "none":
         return AuthConfig("none")
     if mode == "oidc":
         provider = settings.setting("RAGMETRICS_AUTH_PROVIDER", "auth_provider", table) or None
         allow = _allow_list(os.environ.get("RAGMETRICS_AUTH_ALLOW", "").strip() or table.get("auth_allow"))
         if not _has_auth_table():
-            return AuthConfig("oidc", provider=provider, problem=(
-                "OIDC sign-in is selected but .streamlit/secrets.toml has no [auth] table "
-                "(redirect_uri, cookie_secret and the provider's client_id, client_secret, server_metadata_url)."
-            ))
+            return AuthConfig(
+                "oidc",
+                provider=provider,
+                problem=(
+                    "OIDC sign-in is selected but .streamlit/secrets.toml has no [auth] table "
+                    "(redirect_uri, cookie_secret and the provider's client_id, client_secret, server_metadata_url)."
+                ),
+            )
         missing = missing_oidc_packages()
         if missing:
-            return AuthConfig("oidc", provider=provider, problem=(
-                f'OIDC sign-in needs {" and ".join(missing)}: pip install "ragmetrics[dashboard,auth]" (or "streamlit[auth]").'
-            ))
+            return AuthConfig(
+                "oidc",
+                provider=provider,
+                problem=(
+                    f'OIDC sign-in needs {" and ".join(missing)}: pip install "ragmetrics[dashboard,auth]" (or "streamlit[auth]").'
+                ),
+            )
         return AuthConfig("oidc", provider=provider, allow=allow)
     if hashed:
         try:
@@ -124,8 +141,15 @@ def read_config() -> AuthConfig:
         return AuthConfig("password", check, _fingerprint(hashed))
     if clear.strip():
         want = hashlib.sha256(clear.encode()).digest()  # digests: equal lengths, so the time does not tell the length
-        return AuthConfig("password", lambda given: hmac.compare_digest(hashlib.sha256(given.encode()).digest(), want), _fingerprint(clear))
-    return AuthConfig("password", problem="Password sign-in is selected but no password is set (RAGMETRICS_PASSWORD or RAGMETRICS_PASSWORD_HASH).")
+        return AuthConfig(
+            "password",
+            lambda given: hmac.compare_digest(hashlib.sha256(given.encode()).digest(), want),
+            _fingerprint(clear),
+        )
+    return AuthConfig(
+        "password",
+        problem="Password sign-in is selected but no password is set (RAGMETRICS_PASSWORD or RAGMETRICS_PASSWORD_HASH).",
+    )
 
 
 def _allow_list(value: Any) -> tuple[str, ...]:
@@ -141,7 +165,7 @@ def allowed(email: str, allow: tuple[str, ...], verified: Any = None) -> bool:
     email = email.strip().lower()
     if not email or "@" not in email or verified is False or str(verified).lower() == "false":
         return False
-    domain = email[email.rindex("@"):]
+    domain = email[email.rindex("@") :]
     return email in allow or domain in allow
 
 
@@ -243,7 +267,10 @@ def _password_gate(config: AuthConfig) -> bool:
     if failures >= MAX_FAILURES:
         st.session_state[_LOCKED_UNTIL] = now + LOCKOUT_SECONDS
         failures = 0
-        middle.error(f"Wrong password. Too many tries: wait {int(LOCKOUT_SECONDS)} s before the next one.", icon=":material/timer:")
+        middle.error(
+            f"Wrong password. Too many tries: wait {int(LOCKOUT_SECONDS)} s before the next one.",
+            icon=":material/timer:",
+        )
     else:
         middle.error("Wrong password.", icon=":material/error:")
     st.session_state[_FAILURES] = failures

@@ -91,7 +91,9 @@ def prefetch_curves(evals: Sequence[RunEval]) -> None:
     left for the page that needs it, which shows the error."""
     with _prefetch_lock:
         todo = [
-            (ev, metric) for ev in evals for metric in frames.CURVE_PANEL_METRICS
+            (ev, metric)
+            for ev in evals
+            for metric in frames.CURVE_PANEL_METRICS
             if metric not in ev.curves and (id(ev), metric) not in _prefetching
         ]
         _prefetching.update((id(ev), metric) for ev, metric in todo)
@@ -103,7 +105,7 @@ def _prefetch(todo: list[tuple[RunEval, str]]) -> None:
     for ev, metric in todo:
         try:
             ev.kept_curve(metric, K_MAX)
-        except Exception:  # noqa: BLE001 - the overview computes it again and shows the error
+        except Exception:
             _LOG.warning("prefetching %s curves of %s failed", metric, ev.name, exc_info=True)
         finally:
             with _prefetch_lock:
@@ -124,7 +126,9 @@ def curve_frame(dataset_id: str, evals: Sequence[RunEval], k_max: int) -> pd.Dat
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _summary(dataset_id: str, key: tuple[tuple[str, str], ...], specs: tuple[str, ...], _evals: Sequence[RunEval]) -> pd.DataFrame:
+def _summary(
+    dataset_id: str, key: tuple[tuple[str, str], ...], specs: tuple[str, ...], _evals: Sequence[RunEval]
+) -> pd.DataFrame:
     return frames.summary_frame(_evals, list(specs))
 
 
@@ -133,7 +137,9 @@ def summary_frame(dataset_id: str, evals: Sequence[RunEval], specs: Sequence[str
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
-def _breakdown(dataset_id: str, key: tuple[tuple[str, str], ...], spec: str, by: str, _evals: Sequence[RunEval]) -> pd.DataFrame:
+def _breakdown(
+    dataset_id: str, key: tuple[tuple[str, str], ...], spec: str, by: str, _evals: Sequence[RunEval]
+) -> pd.DataFrame:
     return frames.breakdown_frame(_evals, spec, by)
 
 
@@ -165,7 +171,9 @@ def findings(dataset_id: str, ev: RunEval, k: int, spec: str, label: str, low_mr
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def _validation(dataset_id: str, key: tuple[tuple[str, str], ...], _dataset: DatasetEntry, _evals: Sequence[RunEval]) -> pd.DataFrame:
+def _validation(
+    dataset_id: str, key: tuple[tuple[str, str], ...], _dataset: DatasetEntry, _evals: Sequence[RunEval]
+) -> pd.DataFrame:
     return frames.validation_frame(_dataset.dataset, _evals)
 
 
@@ -174,7 +182,9 @@ def validation_frame(dataset: DatasetEntry, evals: Sequence[RunEval]) -> pd.Data
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
-def _target_checks(dataset_id: str, key: tuple[tuple[str, str], ...], targets_text: str, _evals: Sequence[RunEval]) -> pd.DataFrame:
+def _target_checks(
+    dataset_id: str, key: tuple[tuple[str, str], ...], targets_text: str, _evals: Sequence[RunEval]
+) -> pd.DataFrame:
     parsed, _ = targets.parse_targets(targets_text)
     return targets.check_frame(_evals, parsed)
 
@@ -193,32 +203,52 @@ from ragmetrics.model import Run  # noqa: E402
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _compare(
-    dataset_id: str, key: tuple[tuple[str, str], ...], baseline: str, specs: tuple[str, ...], test: str, alpha: float,
+    dataset_id: str,
+    key: tuple[tuple[str, str], ...],
+    baseline: str,
+    specs: tuple[str, ...],
+    test: str,
+    alpha: float,
     _evals: Sequence[RunEval],
 ) -> Comparison:
     return _comparison.run_comparison(_evals, baseline, list(specs), test=test, alpha=alpha)
 
 
-def comparison(dataset_id: str, evals: Sequence[RunEval], baseline: str, specs: Sequence[str], test: str, alpha: float) -> Comparison:
+def comparison(
+    dataset_id: str, evals: Sequence[RunEval], baseline: str, specs: Sequence[str], test: str, alpha: float
+) -> Comparison:
     """:func:`dashboard.core.comparison.run_comparison`, cached per run set, baseline (a run name), metrics, test and alpha."""
     return _compare(dataset_id, _key(evals), baseline, tuple(specs), test, float(alpha), evals)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _power_pairs(
-    dataset_id: str, key: tuple[tuple[str, str], ...], specs: tuple[str, ...], test: str, alpha: float, _evals: Sequence[RunEval]
+    dataset_id: str,
+    key: tuple[tuple[str, str], ...],
+    specs: tuple[str, ...],
+    test: str,
+    alpha: float,
+    _evals: Sequence[RunEval],
 ) -> pd.DataFrame:
     return _comparison.power_pairs(_comparison.eval_result(_evals, list(specs)), list(specs), test=test, alpha=alpha)
 
 
-def power_pairs(dataset_id: str, evals: Sequence[RunEval], specs: Sequence[str], test: str, alpha: float) -> pd.DataFrame:
+def power_pairs(
+    dataset_id: str, evals: Sequence[RunEval], specs: Sequence[str], test: str, alpha: float
+) -> pd.DataFrame:
     """Every run pair's p-value and SD of differences per metric (:func:`dashboard.core.comparison.power_pairs`), cached."""
     return _power_pairs(dataset_id, _key(evals), tuple(specs), test, float(alpha), evals)
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
 def _fused(
-    dataset_id: str, run_ids: tuple[str, ...], method: str, k: int, norm: str, weights: tuple[float, ...], name: str,
+    dataset_id: str,
+    run_ids: tuple[str, ...],
+    method: str,
+    k: int,
+    norm: str,
+    weights: tuple[float, ...],
+    name: str,
     _runs: Sequence[Run],
 ) -> Run:
     return _comparison.fuse_runs(_runs, method=method, k=k, norm=norm, weights=list(weights), name=name or None)
@@ -228,18 +258,35 @@ def fused_run(
     dataset_id: str, runs: Sequence[RunEntry], *, method: str, k: int, norm: str, weights: Sequence[float], name: str
 ) -> Run:
     """:func:`dashboard.core.comparison.fuse_runs` of workspace runs, cached per inputs and settings."""
-    return _fused(dataset_id, tuple(r.id for r in runs), method, int(k), norm, tuple(float(w) for w in weights), name,
-                  [r.run for r in runs])
+    return _fused(
+        dataset_id,
+        tuple(r.id for r in runs),
+        method,
+        int(k),
+        norm,
+        tuple(float(w) for w in weights),
+        name,
+        [r.run for r in runs],
+    )
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def _fusion_preview(
-    dataset_id: str, run_ids: tuple[str, ...], fused_key: tuple[object, ...], specs: tuple[str, ...],
-    _dataset: DatasetEntry, _inputs: Sequence[Run], _fused: Run,
+    dataset_id: str,
+    run_ids: tuple[str, ...],
+    fused_key: tuple[object, ...],
+    specs: tuple[str, ...],
+    _dataset: DatasetEntry,
+    _inputs: Sequence[Run],
+    _fused: Run,
 ) -> pd.DataFrame:
     return _comparison.fusion_preview(_dataset.dataset, _inputs, _fused, list(specs))
 
 
-def fusion_preview(dataset: DatasetEntry, runs: Sequence[RunEntry], fused: Run, fused_key: tuple[object, ...], specs: Sequence[str]) -> pd.DataFrame:
+def fusion_preview(
+    dataset: DatasetEntry, runs: Sequence[RunEntry], fused: Run, fused_key: tuple[object, ...], specs: Sequence[str]
+) -> pd.DataFrame:
     """Means of ``specs`` for the inputs and the fused run; ``fused_key`` names the fusion settings."""
-    return _fusion_preview(dataset.id, tuple(r.id for r in runs), fused_key, tuple(specs), dataset, [r.run for r in runs], fused)
+    return _fusion_preview(
+        dataset.id, tuple(r.id for r in runs), fused_key, tuple(specs), dataset, [r.run for r in runs], fused
+    )

@@ -15,7 +15,6 @@ transaction.
 from __future__ import annotations
 
 import os
-
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -27,10 +26,10 @@ import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 from streamlit.runtime.uploaded_file_manager import UploadedFile, UploadedFileRec
 
-from dashboard.core.text import md_escape
 from dashboard.core.evaluation import evaluate_run
-from dashboard.core.workspace import Workspace
+from dashboard.core.text import md_escape
 from dashboard.core.view_state import ViewState
+from dashboard.core.workspace import Workspace
 from dashboard.ui import cache, state
 from ragmetrics.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.io import FORMATS, load_dataset, load_run
@@ -38,7 +37,9 @@ from ragmetrics.limits import ENV_VARS, Limits, human_bytes
 
 # uploads from the browser get tighter defaults than the CLI; a RAGMETRICS_MAX_* variable still wins
 _UPLOAD_DEFAULTS = {"max_bytes": 1 << 30, "max_rows": 20_000_000, "max_queries": 1_000_000}
-UPLOAD_LIMITS = Limits.from_env(**{k: v for k, v in _UPLOAD_DEFAULTS.items() if not os.environ.get(ENV_VARS[k], "").strip()})
+UPLOAD_LIMITS = Limits.from_env(
+    **{k: v for k, v in _UPLOAD_DEFAULTS.items() if not os.environ.get(ENV_VARS[k], "").strip()}
+)
 
 
 def _deepcopy_sharing_bytes(self: UploadedFile, memo: dict[int, Any]) -> UploadedFile:
@@ -93,7 +94,7 @@ def _error_text(filename: str, err: Exception) -> str:
 
 def _role(name: str) -> str:
     lower = PurePath(name).name.lower()
-    if "corpus" in lower or lower.startswith("docs") or lower.startswith("documents"):
+    if "corpus" in lower or lower.startswith(("docs", "documents")):
         return "corpus"
     if "queries" in lower or "topics" in lower:
         return "queries"
@@ -118,8 +119,10 @@ def ingest_dataset(files: Sequence[Any], workspace: Workspace) -> Outcome | None
         outcome = Outcome(names, False, f"{names}: expected a judgments file or evaluation set besides the corpus")
     else:
         try:
-            with st.spinner(f"Reading and storing {names} ({human_bytes(sum(f.size for f in files))})…"), \
-                    warnings.catch_warnings(record=True) as caught:
+            with (
+                st.spinner(f"Reading and storing {names} ({human_bytes(sum(f.size for f in files))})…"),
+                warnings.catch_warnings(record=True) as caught,
+            ):
                 warnings.simplefilter("always", RagMetricsWarning)
                 extra: dict[str, Any] = {}
                 if "queries" in roles and roles["queries"] is not main:
@@ -129,11 +132,14 @@ def ingest_dataset(files: Sequence[Any], workspace: Workspace) -> Outcome | None
                 dataset = load_dataset(main.getvalue(), filename=main.name, limits=UPLOAD_LIMITS, **extra)
                 entry = workspace.add_dataset(dataset, source=names)
             outcome = Outcome(
-                names, True,
+                names,
+                True,
                 f"dataset “{entry.name}”: {len(dataset.queries):,} queries, {len(dataset.qrels):,} judgments",
-                entry.id, [str(w.message) for w in caught], time.perf_counter() - start,
+                entry.id,
+                [str(w.message) for w in caught],
+                time.perf_counter() - start,
             )
-        except Exception as err:  # noqa: BLE001 - every failure becomes a message, never a traceback
+        except Exception as err:
             outcome = Outcome(names, False, _error_text(main.name, err))
     state.remember_upload(key, outcome)
     return replace(outcome, fresh=True)
@@ -150,22 +156,30 @@ def ingest_runs(files: Sequence[Any], dataset_id: str, workspace: Workspace) -> 
             continue
         start = time.perf_counter()
         try:
-            with st.spinner(f"Reading and storing {f.name} ({human_bytes(f.size)})…"), \
-                    warnings.catch_warnings(record=True) as caught:
+            with (
+                st.spinner(f"Reading and storing {f.name} ({human_bytes(f.size)})…"),
+                warnings.catch_warnings(record=True) as caught,
+            ):
                 warnings.simplefilter("always", RagMetricsWarning)
                 run = load_run(f.getvalue(), filename=f.name, limits=UPLOAD_LIMITS)
                 dataset = workspace.dataset(dataset_id)
                 # the validation report's evaluation is aligned while the rows are stored (evaluate_run's own call:
                 # the engine remembers the alignment per run object, which the workspace hands out again)
                 entry = workspace.add_run(
-                    dataset_id, run, source=f.name,
-                    meanwhile=None if dataset is None else (lambda stored: evaluate_run(dataset.dataset, stored)),
+                    dataset_id,
+                    run,
+                    source=f.name,
+                    meanwhile=None if dataset is None else (lambda stored: evaluate_run(dataset.dataset, stored)),  # noqa: B023 - called in this iteration
                 )
             outcome = Outcome(
-                f.name, True, f"run “{entry.name}”: {len(run.frame):,} rows",
-                entry.id, [str(w.message) for w in caught], time.perf_counter() - start,
+                f.name,
+                True,
+                f"run “{entry.name}”: {len(run.frame):,} rows",
+                entry.id,
+                [str(w.message) for w in caught],
+                time.perf_counter() - start,
             )
-        except Exception as err:  # noqa: BLE001 - every failure becomes a message, never a traceback
+        except Exception as err:
             outcome = Outcome(f.name, False, _error_text(f.name, err))
         state.remember_upload(key, outcome)
         outcomes.append(replace(outcome, fresh=True))
@@ -180,10 +194,14 @@ def view_with_dataset(view: ViewState, outcome: Outcome | None) -> ViewState | N
     """The view that opens a dataset this run added (None when nothing new was added)."""
     if outcome is None or not (outcome.ok and outcome.ident and outcome.ident != view.dataset and is_new(outcome)):
         return None
-    return view.with_(dataset=outcome.ident, runs=(), baseline=None, focus_run=None, query=None, category=None, difficulty=None)
+    return view.with_(
+        dataset=outcome.ident, runs=(), baseline=None, focus_run=None, query=None, category=None, difficulty=None
+    )
 
 
-def view_with_runs(view: ViewState, outcomes: Sequence[Outcome], dataset_id: str, workspace: Workspace) -> ViewState | None:
+def view_with_runs(
+    view: ViewState, outcomes: Sequence[Outcome], dataset_id: str, workspace: Workspace
+) -> ViewState | None:
     """The view that also selects the runs this run added (None when nothing new was added)."""
     added = [o.ident for o in outcomes if o.ok and o.ident and is_new(o)]
     if not added:

@@ -11,14 +11,13 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from ragmetrics.export import to_safe_csv
-
 from dashboard.core import frames
 from dashboard.core.evaluation import K_MAX, RunEval
 from dashboard.core.text import md_escape
 from dashboard.core.view_state import Facts, ViewState, app_root, missing_note, reconcile, share_query, share_url
 from dashboard.core.workspace import DatasetEntry, RunEntry, Workspace, safe_url
 from dashboard.ui import cache, state, widgets
+from ragmetrics.export import to_safe_csv
 from ragmetrics.store import StoreKeyError
 
 
@@ -58,7 +57,7 @@ def open_workspace(title: str) -> Workspace:
         workspace = cache.get_workspace()
         workspace.datasets()
         return workspace
-    except Exception as err:  # noqa: BLE001 - a page explains a broken store instead of showing a traceback
+    except Exception as err:
         st.title(title)
         where = safe_url(cache.store_url())
         st.error(
@@ -91,7 +90,9 @@ def page_setup(page: str, title: str, *, needs_runs: bool = True) -> Page:
         picked = widgets.dataset_picker(datasets, view.dataset, force=fresh)
         if picked != view.dataset:
             view, more = reconcile(
-                view.with_(dataset=picked, runs=(), baseline=None, focus_run=None, query=None, category=None, difficulty=None),
+                view.with_(
+                    dataset=picked, runs=(), baseline=None, focus_run=None, query=None, category=None, difficulty=None
+                ),
                 list(datasets),
                 lambda d: _facts(workspace, d),
             )
@@ -115,14 +116,19 @@ def page_setup(page: str, title: str, *, needs_runs: bool = True) -> Page:
     else:
         _caption(dataset, runs, view)
         if needs_runs and not runs:
-            st.warning("Pick at least one run in the sidebar, or upload runs on the Upload page.", icon=":material/arrow_back:")
+            st.warning(
+                "Pick at least one run in the sidebar, or upload runs on the Upload page.", icon=":material/arrow_back:"
+            )
         elif runs:
             try:
                 with st.spinner("Evaluating runs…"):
                     evals = cache.run_evals(dataset, runs)
             except StoreKeyError as err:  # deleted by someone else between the listing and the load
                 workspace.refresh()
-                st.warning(md_escape(f"{err}. Reload the page to see what the store holds now."), icon=":material/sync_problem:")
+                st.warning(
+                    md_escape(f"{err}. Reload the page to see what the store holds now."),
+                    icon=":material/sync_problem:",
+                )
     return Page(view, workspace, dataset, runs, evals, fresh)
 
 
@@ -165,7 +171,7 @@ def app_base_url() -> str:
             scheme = headers.get("X-Forwarded-Proto") or "http"
             prefix = str(st.get_option("server.baseUrlPath") or "").strip("/")
             return f"{scheme}://{host}" + (f"/{prefix}" if prefix else "")
-    except Exception:  # noqa: BLE001 - no browser context (AppTest, bare mode): the link stays relative
+    except Exception:
         pass
     return ""
 
@@ -179,10 +185,13 @@ def share_link(view: ViewState) -> str:
 def share_box(view: ViewState) -> None:
     """The "Copy share link" control at the foot of the sidebar (the code block's copy button copies it)."""
     with st.sidebar:
-        st.markdown(":material/link: **Copy share link**", help=(
-            "Opens this page with the same dataset, runs, metric, K, filters and query for anyone whose dashboard "
-            "uses the same store (or holds the same uploaded files). Use the copy button at the block's right."
-        ))
+        st.markdown(
+            ":material/link: **Copy share link**",
+            help=(
+                "Opens this page with the same dataset, runs, metric, K, filters and query for anyone whose dashboard "
+                "uses the same store (or holds the same uploaded files). Use the copy button at the block's right."
+            ),
+        )
         st.code(share_link(view), language=None, wrap_lines=True)
 
 
@@ -212,7 +221,12 @@ def show_table(
     """``st.dataframe`` (of ``styled`` when given, a Styler of ``frame``) plus a CSV download of ``frame``
     (UTF-8 with BOM, so spreadsheets read Chinese)."""
     event = st.dataframe(
-        frame if styled is None else styled, key=key, hide_index=True, column_config=column_config, height=height, **kwargs  # type: ignore[arg-type]
+        frame if styled is None else styled,
+        key=key,
+        hide_index=True,
+        column_config=column_config,
+        height=height,
+        **kwargs,  # type: ignore[arg-type]
     )
     st.download_button(
         "Download CSV",

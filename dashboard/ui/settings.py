@@ -21,7 +21,7 @@ def secrets_table() -> Mapping[str, Any]:
             return {}
         section = st.secrets.get("ragmetrics")
         return dict(section) if isinstance(section, Mapping) else {}
-    except Exception:  # noqa: BLE001 - no secrets file, or one we cannot read: use the environment and defaults
+    except Exception:
         return {}
 
 

@@ -34,7 +34,7 @@ class PageStart:
 
 
 def _url_params() -> dict[str, list[str]]:
-    return {key: st.query_params.get_all(key) for key in st.query_params.keys()}
+    return {key: st.query_params.get_all(key) for key in st.query_params}
 
 
 def _fingerprint(params: dict[str, str]) -> tuple[tuple[str, str], ...]:

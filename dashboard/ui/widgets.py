@@ -38,7 +38,10 @@ def run_picker(options: Mapping[str, str], value: Sequence[str], *, force: bool)
     state.seed(key, [r for r in value if r in options], force=force or stale)
     return list(
         st.multiselect(
-            "Runs", list(options), format_func=lambda i: options.get(i, i), key=key,
+            "Runs",
+            list(options),
+            format_func=lambda i: options.get(i, i),
+            key=key,
             help="The runs to compare; add more on the Upload page.",
         )
     )
@@ -48,7 +51,10 @@ def metric_picker(value: str, *, force: bool) -> str:
     key = "sidebar.metric"
     state.seed(key, value if value in METRIC_CHOICES else "recall", force=force)
     return st.selectbox(
-        "Metric", list(METRIC_CHOICES), format_func=lambda m: METRIC_LABELS.get(m, m), key=key,
+        "Metric",
+        list(METRIC_CHOICES),
+        format_func=lambda m: METRIC_LABELS.get(m, m),
+        key=key,
         help="Used by the breakdown, the missed-queries page and the category rule of the diagnosis.",
     )
 
@@ -56,7 +62,9 @@ def metric_picker(value: str, *, force: bool) -> str:
 def k_picker(value: int, *, force: bool, k_max: int = K_MAX) -> int:
     key = "sidebar.k"
     state.seed(key, int(min(max(value, 1), k_max)), force=force)
-    return int(st.slider("K (cut-off)", 1, k_max, key=key, help="Metric@K, and 'missed' = no relevant document in the top K."))
+    return int(
+        st.slider("K (cut-off)", 1, k_max, key=key, help="Metric@K, and 'missed' = no relevant document in the top K.")
+    )
 
 
 def takes_k(metric: str) -> bool:
@@ -88,12 +96,17 @@ def profile_picker(value: str, *, force: bool) -> str:
     key = "overview.profile"
     state.seed(key, value if value in PROFILES else DEFAULT_PROFILE, force=force)
     return st.selectbox(
-        "Targets profile", list(PROFILES), format_func=profile_title, key=key,
+        "Targets profile",
+        list(PROFILES),
+        format_func=profile_title,
+        key=key,
         help="Scenario thresholds; edit them below. The edited set travels with the share link.",
     )
 
 
-def query_picker(options: Sequence[str], labels: Mapping[str, str], value: str | None, key: str, *, force: bool) -> str | None:
+def query_picker(
+    options: Sequence[str], labels: Mapping[str, str], value: str | None, key: str, *, force: bool
+) -> str | None:
     """One query id from ``options`` (None when there are none)."""
     if not options:
         return None
@@ -104,26 +117,36 @@ def query_picker(options: Sequence[str], labels: Mapping[str, str], value: str |
 # --- comparison and power pickers ----------------------------------------------------------
 
 
-def baseline_picker(options: Mapping[str, str], value: str | None, *, force: bool, key: str = "compare.baseline") -> str | None:
+def baseline_picker(
+    options: Mapping[str, str], value: str | None, *, force: bool, key: str = "compare.baseline"
+) -> str | None:
     """The baseline run id (``ViewState.baseline``); ``options`` maps id -> name."""
     ids = list(options)
     if not ids:
         return None
     state.seed(key, value if value in options else ids[0], force=force or state.widget_value(key) not in options)
     return st.selectbox(
-        "Baseline", ids, format_func=lambda i: options.get(i, i), key=key,
+        "Baseline",
+        ids,
+        format_func=lambda i: options.get(i, i),
+        key=key,
         help="Every other selected run is compared with this one, query by query.",
     )
 
 
-def test_picker(key: str, default: str = "t", *, force: bool = False) -> str:
+def significance_test_picker(key: str, default: str = "t", *, force: bool = False) -> str:
     """The paired significance test (``t``, ``wilcoxon``, ``randomization``, ``bootstrap``)."""
     from dashboard.core.comparison import TEST_LABELS
 
-    state.seed(key, default if default in TEST_LABELS else "t", force=force or state.widget_value(key) not in TEST_LABELS)
+    state.seed(
+        key, default if default in TEST_LABELS else "t", force=force or state.widget_value(key) not in TEST_LABELS
+    )
     return str(
         st.selectbox(
-            "Significance test", list(TEST_LABELS), format_func=lambda t: TEST_LABELS.get(t, t), key=key,
+            "Significance test",
+            list(TEST_LABELS),
+            format_func=lambda t: TEST_LABELS.get(t, t),
+            key=key,
             help="Paired on per-query values. Randomization and bootstrap use 10,000 seeded resamples, so results repeat exactly.",
         )
     )
@@ -135,6 +158,11 @@ def alpha_picker(key: str, default: float = 0.05, *, force: bool = False) -> flo
 
     state.seed(key, default if default in ALPHAS else 0.05, force=force or state.widget_value(key) not in ALPHAS)
     return float(
-        st.selectbox("α (significance level)", list(ALPHAS), format_func=lambda a: f"{a:g}", key=key,
-                     help="A difference is significant when its Holm-corrected p-value is below α.")
+        st.selectbox(
+            "α (significance level)",
+            list(ALPHAS),
+            format_func=lambda a: f"{a:g}",
+            key=key,
+            help="A difference is significant when its Holm-corrected p-value is below α.",
+        )
     )

@@ -34,7 +34,9 @@ if page.evals and page.dataset is not None:
                 + ", ".join(f"{md_escape(g)} ({n})" for g, n in left_out.items())
             )
         layout.show_figure(
-            figures.breakdown_figure(table, spec, by, runs=page.run_names), key=f"breakdown.{by}.chart", filename=f"{spec}-by-{by}"
+            figures.breakdown_figure(table, spec, by, runs=page.run_names),
+            key=f"breakdown.{by}.chart",
+            filename=f"{spec}-by-{by}",
         )
         with st.expander(f"{title}: table"):
             layout.show_table(
@@ -42,7 +44,9 @@ if page.evals and page.dataset is not None:
                 key=f"breakdown.{by}.table",
                 filename=f"{spec}-by-{by}.csv",
                 column_config={
-                    **layout.number_columns(table, {"mean": pretty(spec), "ci_low": "95% CI low", "ci_high": "95% CI high"}),
+                    **layout.number_columns(
+                        table, {"mean": pretty(spec), "ci_low": "95% CI low", "ci_high": "95% CI high"}
+                    ),
                     "too_few": st.column_config.CheckboxColumn(f"too few (n < {frames.MIN_GROUP})"),
                 },
             )

@@ -24,7 +24,10 @@ page = layout.page_setup("compare", "Compare runs")
 view = page.state
 
 if page.dataset is not None and len(page.evals) == 1:
-    st.info("Pick at least two runs in the sidebar to compare them, or fuse runs into a new one below.", icon=":material/info:")
+    st.info(
+        "Pick at least two runs in the sidebar to compare them, or fuse runs into a new one below.",
+        icon=":material/info:",
+    )
 
 if page.dataset is not None and len(page.evals) >= 2:
     ds, k = page.dataset, view.k
@@ -37,9 +40,11 @@ if page.dataset is not None and len(page.evals) >= 2:
     base = by_id[base_id]
     others = {rid: name for rid, name in names.items() if rid != base_id}
     with c2:
-        focus_id = widgets.run_focus_picker(others, view.focus_run, "compare.run", force=page.fresh) or next(iter(others))
+        focus_id = widgets.run_focus_picker(others, view.focus_run, "compare.run", force=page.fresh) or next(
+            iter(others)
+        )
     with c3:
-        test = widgets.test_picker("compare.test", view.test, force=page.fresh)
+        test = widgets.significance_test_picker("compare.test", view.test, force=page.fresh)
     with c4:
         alpha = widgets.alpha_picker("compare.alpha", view.alpha, force=page.fresh)
     view = view.with_(baseline=base_id, focus_run=focus_id, test=test, alpha=alpha)
@@ -83,9 +88,13 @@ if page.dataset is not None and len(page.evals) >= 2:
 
     deltas = table[table["run"] != base.name].reset_index(drop=True)
     layout.show_figure(
-        cmp.forest_figure(deltas, labels=[f"{pretty(m)} · {r}" for m, r in zip(deltas["metric"], deltas["run"])],
-                          title=f"Δ against {base.name} with 95% CI"),
-        key="compare.forest", filename=f"compare-deltas-{base.name}",
+        cmp.forest_figure(
+            deltas,
+            labels=[f"{pretty(m)} · {r}" for m, r in zip(deltas["metric"], deltas["run"])],
+            title=f"Δ against {base.name} with 95% CI",
+        ),
+        key="compare.forest",
+        filename=f"compare-deltas-{base.name}",
     )
 
     # --- one run, one metric, query by query -------------------------------------------
@@ -98,7 +107,10 @@ if page.dataset is not None and len(page.evals) >= 2:
         f"ties **{counts['tie']}**, losses **{counts['loss']}** of {len(per_query)} queries."
     )
     outcome = st.radio(
-        "Show the queries behind", ["loss", "win", "tie"], horizontal=True, key="compare.outcome",
+        "Show the queries behind",
+        ["loss", "win", "tie"],
+        horizontal=True,
+        key="compare.outcome",
         format_func=lambda o: f"{cmp.OUTCOME_NAMES[o]} ({counts[o]})",
     )
     listed = cmp.queries_with(per_query, outcome)
@@ -112,8 +124,12 @@ if page.dataset is not None and len(page.evals) >= 2:
             "baseline": st.column_config.NumberColumn(f"{base.name}", format="%.3f"),
             "run": st.column_config.NumberColumn(f"{focus.name}", format="%.3f"),
             "delta": st.column_config.NumberColumn("Δ", format="%+.3f"),
-            "baseline_first_rank": st.column_config.NumberColumn(f"first relevant · {base.name}", format="%d", help="0 = not retrieved"),
-            "run_first_rank": st.column_config.NumberColumn(f"first relevant · {focus.name}", format="%d", help="0 = not retrieved"),
+            "baseline_first_rank": st.column_config.NumberColumn(
+                f"first relevant · {base.name}", format="%d", help="0 = not retrieved"
+            ),
+            "run_first_rank": st.column_config.NumberColumn(
+                f"first relevant · {focus.name}", format="%d", help="0 = not retrieved"
+            ),
         },
         column_order=[c for c in listed.columns if c != "outcome"],
         on_select="rerun",
@@ -129,16 +145,24 @@ if page.dataset is not None and len(page.evals) >= 2:
 
     left, right = st.columns(2)
     with left:
-        layout.show_figure(cmp.delta_figure(per_query, run=focus.name, baseline=base.name, spec=spec),
-                           key="compare.deltas", filename=f"deltas-{focus.name}-vs-{base.name}")
+        layout.show_figure(
+            cmp.delta_figure(per_query, run=focus.name, baseline=base.name, spec=spec),
+            key="compare.deltas",
+            filename=f"deltas-{focus.name}-vs-{base.name}",
+        )
     with right:
-        layout.show_figure(cmp.scatter_figure(per_query, run=focus.name, baseline=base.name, spec=spec),
-                           key="compare.scatter", filename=f"scatter-{focus.name}-vs-{base.name}")
+        layout.show_figure(
+            cmp.scatter_figure(per_query, run=focus.name, baseline=base.name, spec=spec),
+            key="compare.scatter",
+            filename=f"scatter-{focus.name}-vs-{base.name}",
+        )
 
     # --- one query, both rankings ------------------------------------------------------
     st.subheader("One query, both rankings")
-    st.caption("Select a query in the table above or pick one here (losses first). ✓ marks relevant documents; "
-               "“rank in other” is where the other run put the same document.")
+    st.caption(
+        "Select a query in the table above or pick one here (losses first). ✓ marks relevant documents; "
+        "“rank in other” is where the other run put the same document."
+    )
     options = cmp.query_order(per_query)
     labels = frames.query_labels(per_query)
     query_id = widgets.query_picker(options, labels, view.query, "compare.query", force=force_query)
@@ -161,7 +185,9 @@ if page.dataset is not None and len(page.evals) >= 2:
             "relevant": st.column_config.CheckboxColumn("✓", width="small"),
             "judgment": st.column_config.TextColumn("grade", width="small"),
             "doc_id": st.column_config.TextColumn("doc_id"),
-            "other_rank": st.column_config.NumberColumn("rank in other", format="%d", help="empty: not retrieved by the other run"),
+            "other_rank": st.column_config.NumberColumn(
+                "rank in other", format="%d", help="empty: not retrieved by the other run"
+            ),
             "score": st.column_config.NumberColumn("score", format="%.4f"),
             "title": st.column_config.TextColumn("title", width="medium"),
             "text": st.column_config.TextColumn("text (best chunk)", width="large"),
@@ -175,10 +201,18 @@ if page.dataset is not None and len(page.evals) >= 2:
                     + (f"rank **{first}**" if first > 0 else "**not retrieved**")
                 )
                 layout.show_table(
-                    ranked, key=f"compare.ranking.{role}", filename=f"query-{query_id}-{ev.name}.csv",
-                    styled=frames.style_relevant(ranked), column_config=config,
-                    column_order=[c for c in ("rank", "relevant", "judgment", "doc_id", "other_rank", "title", "text", "score") if c in ranked.columns],
-                    height=38 + 35 * max(len(ranked), 1), placeholder="—",
+                    ranked,
+                    key=f"compare.ranking.{role}",
+                    filename=f"query-{query_id}-{ev.name}.csv",
+                    styled=frames.style_relevant(ranked),
+                    column_config=config,
+                    column_order=[
+                        c
+                        for c in ("rank", "relevant", "judgment", "doc_id", "other_rank", "title", "text", "score")
+                        if c in ranked.columns
+                    ],
+                    height=38 + 35 * max(len(ranked), 1),
+                    placeholder="—",
                 )
         if st.button("Open this query in Missed queries", icon=":material/search_off:", key="compare.open_missed"):
             state.write_view_state(view.with_(focus_run=focus_id, query=query_id))
@@ -196,12 +230,19 @@ if page.dataset is not None and len(page.evals) >= 2:
             "marked *too few to tell* whatever their p-value."
         )
         layout.show_figure(
-            cmp.forest_figure(segments, labels=cmp.segment_labels(segments), title=f"Δ {pretty(spec)} per group: {focus.name} − {base.name}"),
-            key="compare.segments.chart", filename=f"segments-{focus.name}-vs-{base.name}",
+            cmp.forest_figure(
+                segments,
+                labels=cmp.segment_labels(segments),
+                title=f"Δ {pretty(spec)} per group: {focus.name} − {base.name}",
+            ),
+            key="compare.segments.chart",
+            filename=f"segments-{focus.name}-vs-{base.name}",
         )
         with st.expander("Per-group table"):
             layout.show_table(
-                segments, key="compare.segments.table", filename=f"segments-{focus.name}-vs-{base.name}-{spec}.csv",
+                segments,
+                key="compare.segments.table",
+                filename=f"segments-{focus.name}-vs-{base.name}-{spec}.csv",
                 column_config={
                     **layout.number_columns(segments, {c: c for c in ("baseline_mean", "mean", "ci_low", "ci_high")}),
                     "delta": st.column_config.NumberColumn("Δ", format="%+.3f"),
@@ -227,26 +268,60 @@ if page.dataset is not None:
             "**Add** makes the fused run a run like any other: it is stored, selected in the sidebar and shown on every page."
         )
         key = "compare.fuse.runs"
-        state.seed(key, [r for r in view.runs if r in options][:2] or list(options)[:2],
-                   force=any(r not in options for r in (state.widget_value(key) or [])))
+        state.seed(
+            key,
+            [r for r in view.runs if r in options][:2] or list(options)[:2],
+            force=any(r not in options for r in (state.widget_value(key) or [])),
+        )
         c1, c2, c3, c4 = st.columns([4, 2, 1, 2])
         with c1:
             chosen_ids = st.multiselect("Runs to fuse", list(options), format_func=lambda i: options.get(i, i), key=key)
         with c2:
-            method = st.selectbox("Method", list(cmp.FUSION_METHODS), format_func=lambda m: cmp.FUSION_LABELS[m], key="compare.fuse.method")
+            method = st.selectbox(
+                "Method",
+                list(cmp.FUSION_METHODS),
+                format_func=lambda m: cmp.FUSION_LABELS[m],
+                key="compare.fuse.method",
+            )
         with c3:
-            rrf_k = int(st.number_input("k", min_value=0, max_value=1000, value=60, step=10, key="compare.fuse.k",
-                                        disabled=method != "rrf", help="RRF's rank offset (60 in Cormack et al.)"))
+            rrf_k = int(
+                st.number_input(
+                    "k",
+                    min_value=0,
+                    max_value=1000,
+                    value=60,
+                    step=10,
+                    key="compare.fuse.k",
+                    disabled=method != "rrf",
+                    help="RRF's rank offset (60 in Cormack et al.)",
+                )
+            )
         with c4:
-            norm = st.selectbox("Score normalisation", list(cmp.NORM_CHOICES), format_func=lambda n: cmp.NORM_LABELS[n],
-                                key="compare.fuse.norm", disabled=method == "rrf", help="CombSUM and CombMNZ only")
+            norm = st.selectbox(
+                "Score normalisation",
+                list(cmp.NORM_CHOICES),
+                format_func=lambda n: cmp.NORM_LABELS[n],
+                key="compare.fuse.norm",
+                disabled=method == "rrf",
+                help="CombSUM and CombMNZ only",
+            )
         weights: list[float] = []
         if chosen_ids:
             wcols = st.columns(max(len(chosen_ids), 4))
             for i, rid in enumerate(chosen_ids):
                 with wcols[i % len(wcols)]:
-                    weights.append(float(st.number_input(f"weight · {options[rid]}", min_value=0.0, max_value=10.0, value=1.0,
-                                                         step=0.1, key=f"compare.fuse.w.{rid}")))
+                    weights.append(
+                        float(
+                            st.number_input(
+                                f"weight · {options[rid]}",
+                                min_value=0.0,
+                                max_value=10.0,
+                                value=1.0,
+                                step=0.1,
+                                key=f"compare.fuse.w.{rid}",
+                            )
+                        )
+                    )
         entries = [r for r in stored if r.id in chosen_ids]
         entries.sort(key=lambda r: chosen_ids.index(r.id))
         default_name = cmp.fused_name([r.name for r in entries], method, k=rrf_k, norm=norm, weights=weights)
@@ -255,32 +330,59 @@ if page.dataset is not None:
             st.caption("Pick at least two runs to fuse.")
         else:
             with st.spinner("Fusing…"):
-                fused = cache.fused_run(ds.id, entries, method=method, k=rrf_k, norm=norm, weights=weights, name=name or default_name)
+                fused = cache.fused_run(
+                    ds.id, entries, method=method, k=rrf_k, norm=norm, weights=weights, name=name or default_name
+                )
                 specs_now = cmp.compare_specs(view.metric, view.k)
-                preview = cache.fusion_preview(ds, entries, fused, (method, rrf_k, norm, tuple(weights), fused.name), specs_now)
+                preview = cache.fusion_preview(
+                    ds, entries, fused, (method, rrf_k, norm, tuple(weights), fused.name), specs_now
+                )
             st.markdown(f"**{md_escape(fused.name)}** against its inputs at K = {view.k}:")
             layout.show_table(
-                preview, key="compare.fuse.preview", filename=f"fusion-preview-k{view.k}.csv",
-                column_config={**layout.number_columns(preview, {s: pretty(s) for s in specs_now}),
-                               "role": st.column_config.TextColumn("role", width="small")},
+                preview,
+                key="compare.fuse.preview",
+                filename=f"fusion-preview-k{view.k}.csv",
+                column_config={
+                    **layout.number_columns(preview, {s: pretty(s) for s in specs_now}),
+                    "role": st.column_config.TextColumn("role", width="small"),
+                },
             )
             fused_id = run_id(fused)
             existing = next((r for r in stored if r.id == fused_id), None)
             b1, b2, _ = st.columns([2, 2, 3])
             with b1:
-                add = st.button("Add to the workspace and compare", icon=":material/add_circle:", type="primary",
-                                key="compare.fuse.add", disabled=existing is not None and existing.id in view.runs)
+                add = st.button(
+                    "Add to the workspace and compare",
+                    icon=":material/add_circle:",
+                    type="primary",
+                    key="compare.fuse.add",
+                    disabled=existing is not None and existing.id in view.runs,
+                )
             with b2:
                 st.download_button(
-                    "Download TREC run", cmp.trec_bytes(fused), file_name=f"{cmp.file_stem(fused.name)}.trec",
-                    mime="text/plain", on_click="ignore", icon=":material/download:", key="compare.fuse.download",
+                    "Download TREC run",
+                    cmp.trec_bytes(fused),
+                    file_name=f"{cmp.file_stem(fused.name)}.trec",
+                    mime="text/plain",
+                    on_click="ignore",
+                    icon=":material/download:",
+                    key="compare.fuse.download",
                 )
             if existing is not None:
-                where = "selected in the sidebar" if existing.id in view.runs else "stored (select it in the sidebar to see it)"
-                st.success(f"This fused run is in the workspace as **{md_escape(existing.name)}**, {where}.", icon=":material/check_circle:")
+                where = (
+                    "selected in the sidebar"
+                    if existing.id in view.runs
+                    else "stored (select it in the sidebar to see it)"
+                )
+                st.success(
+                    f"This fused run is in the workspace as **{md_escape(existing.name)}**, {where}.",
+                    icon=":material/check_circle:",
+                )
             if add:
                 entry = page.workspace.add_run(
-                    ds.id, fused, source=cmp.fusion_source([r.name for r in entries], method, k=rrf_k, norm=norm, weights=weights)
+                    ds.id,
+                    fused,
+                    source=cmp.fusion_source([r.name for r in entries], method, k=rrf_k, norm=norm, weights=weights),
                 )
                 runs = view.runs if entry.id in view.runs else (*view.runs, entry.id)
                 layout.rerun_with(view.with_(runs=runs, focus_run=entry.id if len(runs) > 1 else view.focus_run))

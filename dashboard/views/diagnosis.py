@@ -44,7 +44,9 @@ if page.evals and page.dataset is not None:
                 st.markdown("\n".join(f"- {md_escape(a)}" for a in f.advice))
     st.subheader("Where the first relevant document sits")
     layout.show_figure(
-        figures.rank_histogram_figure(tables, k, runs=page.run_names), key="diagnosis.ranks", filename=f"first-relevant-rank-k{k}"
+        figures.rank_histogram_figure(tables, k, runs=page.run_names),
+        key="diagnosis.ranks",
+        filename=f"first-relevant-rank-k{k}",
     )
     with st.expander("All findings as a table"):
         layout.show_table(diagnosis.findings_frame(all_findings), key="diagnosis.table", filename=f"diagnosis-k{k}.csv")

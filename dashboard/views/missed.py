@@ -22,14 +22,20 @@ if page.evals and page.dataset is not None:
     by_id = {ev.run_id: ev for ev in page.evals}
     cols = st.columns([2, 2, 2, 3])
     with cols[0]:
-        focus = widgets.run_focus_picker({ev.run_id: ev.name for ev in page.evals}, view.focus_run, "missed.run", force=page.fresh)
+        focus = widgets.run_focus_picker(
+            {ev.run_id: ev.name for ev in page.evals}, view.focus_run, "missed.run", force=page.fresh
+        )
     with cols[1]:
         category = widgets.group_picker(
             "Category", "missed.category", frames.group_values(ds.dataset, "category"), view.category, force=page.fresh
         )
     with cols[2]:
         difficulty = widgets.group_picker(
-            "Difficulty", "missed.difficulty", frames.group_values(ds.dataset, "difficulty"), view.difficulty, force=page.fresh
+            "Difficulty",
+            "missed.difficulty",
+            frames.group_values(ds.dataset, "difficulty"),
+            view.difficulty,
+            force=page.fresh,
         )
     with cols[3]:
         search = widgets.search_box(view.search, "missed.search", force=page.fresh)
@@ -98,7 +104,8 @@ if page.evals and page.dataset is not None:
         per_run = frames.query_metrics_frame(page.evals, query_id, k)
         layout.show_table(
             frames.with_text_for_missing(per_run, ["first_relevant_rank"], "not retrieved"),
-            key="missed.detail.runs", filename=f"query-{query_id}-runs.csv",
+            key="missed.detail.runs",
+            filename=f"query-{query_id}-runs.csv",
             column_config={
                 "first_relevant_rank": st.column_config.TextColumn("first relevant rank"),
                 **layout.number_columns(per_run, {c: pretty(c) for c in per_run.columns[3:]}),
@@ -108,7 +115,8 @@ if page.evals and page.dataset is not None:
         relevant = frames.relevant_docs_frame(page.evals, query_id)
         layout.show_table(
             frames.with_text_for_missing(relevant, page.run_names, "not retrieved"),
-            key="missed.detail.relevant", filename=f"query-{query_id}-relevant.csv",
+            key="missed.detail.relevant",
+            filename=f"query-{query_id}-relevant.csv",
         )
         depth = max(20, k)
         st.markdown(f"**Retrieved by {md_escape(ev.name)}**, top {depth} documents (✓ = relevant)")

@@ -23,15 +23,21 @@ if page.evals and page.dataset is not None:
     overview = frames.overview_frame(evals, k)
     labels = {c: pretty(c) for c in overview.columns[2:]}
     layout.show_table(
-        overview, key="overview.metrics", filename=f"overview-k{k}.csv",
+        overview,
+        key="overview.metrics",
+        filename=f"overview-k{k}.csv",
         column_config=layout.number_columns(overview, labels),
     )
     specs = [str(s) for s in frames.overview_specs(k)]
     summary = cache.summary_frame(ds.id, evals, specs)
     with st.expander("Means with 95% bootstrap confidence intervals"):
         layout.show_table(
-            summary, key="overview.ci", filename=f"overview-ci-k{k}.csv",
-            column_config=layout.number_columns(summary, {"mean": "mean", "ci_low": "95% CI low", "ci_high": "95% CI high"}),
+            summary,
+            key="overview.ci",
+            filename=f"overview-ci-k{k}.csv",
+            column_config=layout.number_columns(
+                summary, {"mean": "mean", "ci_low": "95% CI low", "ci_high": "95% CI high"}
+            ),
         )
 
     st.subheader("Targets")
@@ -79,7 +85,9 @@ if page.evals and page.dataset is not None:
     )
     with st.spinner("Bootstrapping confidence bands…"):
         curves = cache.curve_frame(ds.id, evals, k_max)
-    layout.show_figure(figures.curves_figure(curves, runs=page.run_names, k_mark=k), key="overview.curves", filename="curves")
+    layout.show_figure(
+        figures.curves_figure(curves, runs=page.run_names, k_mark=k), key="overview.curves", filename="curves"
+    )
     pr = frames.pr_frame(evals, k_max)
     layout.show_figure(figures.pr_figure(pr, runs=page.run_names), key="overview.pr", filename="precision-recall")
     with st.expander("Curve data"):
@@ -105,12 +113,22 @@ if page.evals and page.dataset is not None:
 
     c1, c2, _ = st.columns([1, 1, 3])
     c1.download_button(
-        "HTML report", lambda: report.html_report(report_input()).encode("utf-8"), file_name=f"ragmetrics-{ds.name}-k{k}.html",
-        mime="text/html", on_click="ignore", icon=":material/description:", key="overview.report.html",
+        "HTML report",
+        lambda: report.html_report(report_input()).encode("utf-8"),
+        file_name=f"ragmetrics-{ds.name}-k{k}.html",
+        mime="text/html",
+        on_click="ignore",
+        icon=":material/description:",
+        key="overview.report.html",
     )
     c2.download_button(
-        "Markdown report", lambda: report.markdown_report(report_input()).encode("utf-8"), file_name=f"ragmetrics-{ds.name}-k{k}.md",
-        mime="text/markdown", on_click="ignore", icon=":material/article:", key="overview.report.md",
+        "Markdown report",
+        lambda: report.markdown_report(report_input()).encode("utf-8"),
+        file_name=f"ragmetrics-{ds.name}-k{k}.md",
+        mime="text/markdown",
+        on_click="ignore",
+        icon=":material/article:",
+        key="overview.report.md",
     )
 
 layout.finish(page, view)

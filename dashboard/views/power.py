@@ -28,17 +28,32 @@ if page.dataset is not None and len(page.evals) >= 2:
 
     c1, c2, c3, c4 = st.columns(4)
     with c1:
-        test = widgets.test_picker("power.test")
+        test = widgets.significance_test_picker("power.test")
     with c2:
         alpha = widgets.alpha_picker("power.alpha")
     with c3:
         state.seed("power.level", 0.8)
-        power = float(st.selectbox("Power", list(cmp.POWER_LEVELS), format_func=lambda p: f"{p:.0%}", key="power.level",
-                                   help="The chance of detecting a real difference of the given size."))
+        power = float(
+            st.selectbox(
+                "Power",
+                list(cmp.POWER_LEVELS),
+                format_func=lambda p: f"{p:.0%}",
+                key="power.level",
+                help="The chance of detecting a real difference of the given size.",
+            )
+        )
     with c4:
         state.seed("power.target", 0.05)
-        target = float(st.number_input("Difference to detect (Δ)", min_value=0.005, max_value=0.5, step=0.005,
-                                       format="%.3f", key="power.target"))
+        target = float(
+            st.number_input(
+                "Difference to detect (Δ)",
+                min_value=0.005,
+                max_value=0.5,
+                step=0.005,
+                format="%.3f",
+                key="power.target",
+            )
+        )
 
     with st.spinner(f"Testing every run pair ({cmp.TEST_LABELS[test]})…"):
         pairs = cache.power_pairs(ds.id, page.evals, specs, test, alpha)
@@ -50,11 +65,27 @@ if page.dataset is not None and len(page.evals) >= 2:
 
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Queries", f"{n:,}", cmp.stage_of(n), delta_color="off", delta_arrow="off")
-    m2.metric(f"Run pairs significant ({pretty(spec)})", f"{int(here['significant'])} of {int(here['pairs'])}",
-              f"discriminative power {here['share']:.0%}", delta_color="off", delta_arrow="off")
-    m3.metric("Smallest detectable Δ", f"{here['mdd']:.3f}", f"SD of differences {sd:.3f} (median pair)", delta_color="off", delta_arrow="off")
-    m4.metric(f"Queries to detect Δ = {target:g}", "—" if needed is None else f"{needed:,}",
-              None if needed is None else cmp.stage_of(needed), delta_color="off", delta_arrow="off")
+    m2.metric(
+        f"Run pairs significant ({pretty(spec)})",
+        f"{int(here['significant'])} of {int(here['pairs'])}",
+        f"discriminative power {here['share']:.0%}",
+        delta_color="off",
+        delta_arrow="off",
+    )
+    m3.metric(
+        "Smallest detectable Δ",
+        f"{here['mdd']:.3f}",
+        f"SD of differences {sd:.3f} (median pair)",
+        delta_color="off",
+        delta_arrow="off",
+    )
+    m4.metric(
+        f"Queries to detect Δ = {target:g}",
+        "—" if needed is None else f"{needed:,}",
+        None if needed is None else cmp.stage_of(needed),
+        delta_color="off",
+        delta_arrow="off",
+    )
     st.caption(
         f"Smallest detectable Δ = (z₁₋α/₂ + z_power) · SD / √n: the difference a paired test finds with {power:.0%} power at "
         f"α = {alpha:g} (normal approximation), where SD is the standard deviation of the per-query differences between "
@@ -62,17 +93,24 @@ if page.dataset is not None and len(page.evals) >= 2:
         "(uncorrected, as Sakai defines it). More runs in the sidebar give more pairs."
     )
     curve = cmp.power_curve_frame(chosen["sd_difference"].tolist(), alpha=alpha, power=power, n_max=max(1000, 2 * n))
-    layout.show_figure(cmp.power_figure(curve, n, sd, metric=spec, target_delta=target, alpha=alpha, power=power),
-                       key="power.curve", filename=f"power-{spec}")
+    layout.show_figure(
+        cmp.power_figure(curve, n, sd, metric=spec, target_delta=target, alpha=alpha, power=power),
+        key="power.curve",
+        filename=f"power-{spec}",
+    )
 
     st.subheader("Discriminative power per metric")
     layout.show_table(
-        mdd, key="power.metrics", filename=f"discriminative-power-k{k}-{test}.csv",
+        mdd,
+        key="power.metrics",
+        filename=f"discriminative-power-k{k}-{test}.csv",
         column_order=[c for c in mdd.columns if c != "metric"],
         column_config={
             "label": st.column_config.TextColumn("metric"),
             "significant": st.column_config.NumberColumn(f"pairs with p < {alpha:g}", format="%d"),
-            "share": st.column_config.ProgressColumn("discriminative power", format="percent", min_value=0.0, max_value=1.0),
+            "share": st.column_config.ProgressColumn(
+                "discriminative power", format="percent", min_value=0.0, max_value=1.0
+            ),
             "sd_median": st.column_config.NumberColumn("SD of differences (median pair)", format="%.3f"),
             "mdd": st.column_config.NumberColumn(f"smallest detectable Δ at n = {n}", format="%.3f"),
         },
@@ -80,7 +118,9 @@ if page.dataset is not None and len(page.evals) >= 2:
 
     st.subheader(f"Run pairs on {pretty(spec)}")
     layout.show_table(
-        chosen, key="power.pairs", filename=f"pairs-{spec}-{test}.csv",
+        chosen,
+        key="power.pairs",
+        filename=f"pairs-{spec}-{test}.csv",
         column_config={
             "delta": st.column_config.NumberColumn("Δ (a − b)", format="%+.3f"),
             "p_value": st.column_config.NumberColumn("p", format="%.4f"),
@@ -96,18 +136,28 @@ if page.dataset is not None and len(page.evals) >= 2:
     with left:
         rules = cmp.rules_frame(sd, n, alpha=alpha, power=power)
         layout.show_table(
-            rules, key="power.rules", filename="rules-of-thumb.csv",
+            rules,
+            key="power.rules",
+            filename="rules-of-thumb.csv",
             column_config={
-                "mdd_low_end": st.column_config.NumberColumn("Δ at low end", format="%.3f",
-                                                             help="Smallest detectable difference with the fewest queries of the range"),
-                "mdd_high_end": st.column_config.NumberColumn("Δ at high end", format="%.3f",
-                                                              help="Smallest detectable difference with the most queries of the range"),
+                "mdd_low_end": st.column_config.NumberColumn(
+                    "Δ at low end",
+                    format="%.3f",
+                    help="Smallest detectable difference with the fewest queries of the range",
+                ),
+                "mdd_high_end": st.column_config.NumberColumn(
+                    "Δ at high end",
+                    format="%.3f",
+                    help="Smallest detectable difference with the most queries of the range",
+                ),
             },
         )
     with right:
         deltas = sorted({0.01, 0.02, 0.03, 0.05, 0.1, round(target, 4)})
         layout.show_table(
-            cmp.needed_frame(sd, deltas, alpha=alpha, power=power), key="power.needed", filename="queries-needed.csv",
+            cmp.needed_frame(sd, deltas, alpha=alpha, power=power),
+            key="power.needed",
+            filename="queries-needed.csv",
             column_config={
                 "delta": st.column_config.NumberColumn("Δ to detect", format="%.3f"),
                 "queries_needed": st.column_config.NumberColumn("queries needed", format="%d"),

@@ -25,7 +25,10 @@ st.caption(
     "or a qrels file together with files named *queries* and *corpus*. Runs below are added to the dataset selected in the sidebar."
 )
 dataset_files = st.file_uploader(
-    "Dataset files", type=ingest.DATASET_TYPES, accept_multiple_files=True, key=ingest.DATASET_KEY,
+    "Dataset files",
+    type=ingest.DATASET_TYPES,
+    accept_multiple_files=True,
+    key=ingest.DATASET_KEY,
     on_change=ingest.on_dataset_upload,
 )
 ingest.show_outcomes([ingest.ingest_dataset(dataset_files or [], workspace)])  # the callback ingested it: its outcome
@@ -34,10 +37,16 @@ st.subheader("2 · Runs")
 if page.dataset is None:
     st.info("Load a dataset first.")
 else:
-    st.caption(f"Runs are added to **{md_escape(page.dataset.name)}**. TREC, JSONL, CSV/TSV, Parquet or ranx JSON; .gz is fine.")
+    st.caption(
+        f"Runs are added to **{md_escape(page.dataset.name)}**. TREC, JSONL, CSV/TSV, Parquet or ranx JSON; .gz is fine."
+    )
     run_files = st.file_uploader(
-        "Run files", type=ingest.RUN_TYPES, accept_multiple_files=True, key=ingest.RUNS_KEY,
-        on_change=ingest.on_runs_upload, args=(page.dataset.id,),
+        "Run files",
+        type=ingest.RUN_TYPES,
+        accept_multiple_files=True,
+        key=ingest.RUNS_KEY,
+        on_change=ingest.on_runs_upload,
+        args=(page.dataset.id,),
     )
     ingest.show_outcomes(ingest.ingest_runs(run_files or [], page.dataset.id, workspace))  # as for the dataset above
 
@@ -70,7 +79,9 @@ else:
             },
         )
         layout.show_figure(
-            figures.depth_figure(frames.depth_frame(evals), runs=[ev.name for ev in evals]), key="upload.depth", filename="depth"
+            figures.depth_figure(frames.depth_frame(evals), runs=[ev.name for ev in evals]),
+            key="upload.depth",
+            filename="depth",
         )
         st.caption("Everything looks right? Open **Overview** in the menu: the uploaded runs are selected.")
 

@@ -91,8 +91,12 @@ else:
     )
     if dataset.description:
         st.markdown(md_escape(dataset.description))
-    _rename("Dataset name", f"workspace.rename.dataset.{dataset.id}", dataset.name,
-            lambda name: workspace.rename_dataset(dataset.id, name))
+    _rename(
+        "Dataset name",
+        f"workspace.rename.dataset.{dataset.id}",
+        dataset.name,
+        lambda name: workspace.rename_dataset(dataset.id, name),
+    )
     pending = state.pending()
     if pending == ("delete-dataset", dataset.id):
         runs_here = workspace.runs(dataset.id)
@@ -100,15 +104,19 @@ else:
         going = len(runs_here) - len(shared)
         detail = (
             f"This removes “{dataset.name}” and {going} of its {len(runs_here)} run(s) from the store, for everyone "
-            "using it" + (f" ({len(shared)} run(s) stay: other datasets use them)" if shared else "")
+            "using it"
+            + (f" ({len(shared)} run(s) stay: other datasets use them)" if shared else "")
             + ". Links to it stop working until the same files are uploaded again."
         )
 
         def _delete_dataset() -> None:
             n = workspace.delete_dataset(dataset.id)
             state.flash(f"Deleted dataset “{dataset.name}” and {n} run(s).")
-            layout.rerun_with(view.with_(dataset=None, runs=(), baseline=None, focus_run=None, query=None,
-                                         category=None, difficulty=None))
+            layout.rerun_with(
+                view.with_(
+                    dataset=None, runs=(), baseline=None, focus_run=None, query=None, category=None, difficulty=None
+                )
+            )
 
         _confirm(f"dataset “{dataset.name}”", detail, _delete_dataset)
     elif st.button("Delete dataset…", key="workspace.delete.dataset", icon=":material/delete:"):
@@ -134,11 +142,17 @@ else:
             },
         )
         names = {r.id: r.name for r in runs}
-        picked = st.selectbox("Run to rename or delete", list(names), format_func=lambda i: names.get(i, i), key="workspace.run")
+        picked = st.selectbox(
+            "Run to rename or delete", list(names), format_func=lambda i: names.get(i, i), key="workspace.run"
+        )
         run = workspace.run(dataset.id, picked) if picked else None
         if run is not None:
-            _rename("Run name", f"workspace.rename.run.{run.id}", run.name,
-                    lambda name: workspace.rename_run(dataset.id, run.id, name))
+            _rename(
+                "Run name",
+                f"workspace.rename.run.{run.id}",
+                run.name,
+                lambda name: workspace.rename_run(dataset.id, run.id, name),
+            )
             if state.pending() == ("delete-run", run.id):
                 others = [d.name for d in workspace.datasets() if d.id != dataset.id and workspace.run(d.id, run.id)]
                 detail = (
@@ -151,7 +165,9 @@ else:
                     workspace.delete_run(run.id)
                     state.flash(f"Deleted run “{run.name}”.")
                     left = tuple(r for r in view.runs if r != run.id)
-                    layout.rerun_with(view.with_(runs=left, baseline=view.baseline if view.baseline != run.id else None))
+                    layout.rerun_with(
+                        view.with_(runs=left, baseline=view.baseline if view.baseline != run.id else None)
+                    )
 
                 _confirm(f"run “{run.name}”", detail, _delete_run)
             elif st.button("Delete run…", key="workspace.delete.run", icon=":material/delete:"):

@@ -57,13 +57,16 @@ def resolve(columns: Iterable[str]) -> dict[str, str]:
 
 
 def describe_aliases(canonical: Sequence[str]) -> str:
-    return "; ".join(f"{c} (or {'/'.join(a for a in ALIASES[c] if a != c)})" if len(ALIASES[c]) > 1 else c for c in canonical)
+    return "; ".join(
+        f"{c} (or {'/'.join(a for a in ALIASES[c] if a != c)})" if len(ALIASES[c]) > 1 else c for c in canonical
+    )
 
 
 def missing_columns_error(source: Source, line: int | None, missing: list[str], found: Iterable[str]) -> ParseError:
     listed = names_of(found, 20, sort=False)
     return ParseError(
-        source.name, line,
+        source.name,
+        line,
         f"column(s) {describe_aliases(missing)}",
         f"missing {missing}; columns found: {listed}",
     )
@@ -91,7 +94,9 @@ def as_id_column(source: Source, line_of: LineOf, values: pd.Series, column: str
     bad = values.isna() | (values.str.len() == 0)
     if bad.any():
         row = int(bad.to_numpy().argmax())
-        raise _cell_error(source, line_of, row, column, "a non-empty id", values.iloc[row] if not pd.isna(values.iloc[row]) else "")
+        raise _cell_error(
+            source, line_of, row, column, "a non-empty id", values.iloc[row] if not pd.isna(values.iloc[row]) else ""
+        )
     return values
 
 
@@ -107,7 +112,14 @@ def as_float_column(source: Source, line_of: LineOf, values: pd.Series, column: 
         ok = pc.fill_null(pc.match_substring_regex(arr, FLOAT_PATTERN), False).to_numpy(zero_copy_only=False)
         if not ok.all():
             row = int(np.argmin(ok))
-            raise _cell_error(source, line_of, row, column, "a finite number", values.iloc[row] if not pd.isna(values.iloc[row]) else "")
+            raise _cell_error(
+                source,
+                line_of,
+                row,
+                column,
+                "a finite number",
+                values.iloc[row] if not pd.isna(values.iloc[row]) else "",
+            )
         out = pc.cast(arr, pa.float64()).to_numpy(zero_copy_only=False)
     finite = np.isfinite(out)
     if not finite.all():
@@ -128,7 +140,11 @@ def as_int_column(source: Source, line_of: LineOf, values: pd.Series, column: st
         return values.to_numpy(dtype="int64")
     if pd.api.types.is_numeric_dtype(values.dtype):
         floats = values.to_numpy(dtype="float64", na_value=np.nan)
-        ok = np.isfinite(floats) & (np.mod(np.nan_to_num(floats, nan=0.5), 1) == 0) & (np.abs(np.nan_to_num(floats)) <= INT_LIMIT)
+        ok = (
+            np.isfinite(floats)
+            & (np.mod(np.nan_to_num(floats, nan=0.5), 1) == 0)
+            & (np.abs(np.nan_to_num(floats)) <= INT_LIMIT)
+        )
         if not ok.all():
             row = int(np.argmin(ok))
             raise _cell_error(source, line_of, row, column, "an integer", values.iloc[row])
@@ -137,7 +153,9 @@ def as_int_column(source: Source, line_of: LineOf, values: pd.Series, column: st
     ok = pc.fill_null(pc.match_substring_regex(arr, INT_PATTERN), False).to_numpy(zero_copy_only=False)
     if not ok.all():
         row = int(np.argmin(ok))
-        raise _cell_error(source, line_of, row, column, "an integer", values.iloc[row] if not pd.isna(values.iloc[row]) else "")
+        raise _cell_error(
+            source, line_of, row, column, "an integer", values.iloc[row] if not pd.isna(values.iloc[row]) else ""
+        )
     floats = pc.cast(arr, pa.float64()).to_numpy(zero_copy_only=False)
     big = np.abs(floats) > INT_LIMIT
     if big.any():
@@ -153,7 +171,9 @@ def hashed_query_ids(texts: pd.Series) -> pd.Series:
     return pd.Series(ids[codes], dtype="str")
 
 
-def run_from_columns(source: Source, frame: pd.DataFrame, line_of: LineOf, *, name: str, header_line: int | None) -> Run:
+def run_from_columns(
+    source: Source, frame: pd.DataFrame, line_of: LineOf, *, name: str, header_line: int | None
+) -> Run:
     """A Run from a frame with aliased column names."""
     cols = resolve(frame.columns)
     missing = [c for c in ("query_id", "doc_id") if c not in cols]
@@ -193,7 +213,9 @@ def run_from_columns(source: Source, frame: pd.DataFrame, line_of: LineOf, *, na
     return Run.from_frame(out, name=name)
 
 
-def dataset_from_columns(source: Source, frame: pd.DataFrame, line_of: LineOf, *, name: str, header_line: int | None) -> Dataset:
+def dataset_from_columns(
+    source: Source, frame: pd.DataFrame, line_of: LineOf, *, name: str, header_line: int | None
+) -> Dataset:
     """A Dataset (qrels plus what the table says about queries) from aliased columns."""
     cols = resolve(frame.columns)
     if "relevance" not in cols and "score" in cols:  # BEIR qrels: query-id corpus-id score
@@ -237,7 +259,9 @@ def check_duplicate_judgments(source: Source, qrels: pd.DataFrame, line_of: Line
         where = f"line {first_line}" if first_line is not None else f"row {first + 1}"
         line = line_of(row)
         raise ParseError(
-            source.name, line, "one label per query and document",
+            source.name,
+            line,
+            "one label per query and document",
             f"a second label for query {shorten(q)}, document {shorten(d)} (first on {where})"
             + ("" if line is not None else f" (row {row + 1})"),
         )

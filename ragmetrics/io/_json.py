@@ -71,12 +71,17 @@ def parse_value(source: Source, text: str, pos: int = 0, line: int = 1, *, whole
         raise _json_error(source, text, exc, line) from None
     except RecursionError:
         raise ParseError(
-            source.name, line + text.count("\n", 0, pos), f"JSON nested at most {MAX_DEPTH} levels deep", "deeper nesting"
+            source.name,
+            line + text.count("\n", 0, pos),
+            f"JSON nested at most {MAX_DEPTH} levels deep",
+            "deeper nesting",
         ) from None
     except ValueError as exc:  # int('1' * 5000): "Exceeds the limit (4300 digits) ... value has 5000 digits"
         digits = re.search(r"has ([0-9]+) digits", str(exc))
         raise ParseError(
-            source.name, line + text.count("\n", 0, pos), "JSON numbers of at most 4,300 digits",
+            source.name,
+            line + text.count("\n", 0, pos),
+            "JSON numbers of at most 4,300 digits",
             f"a number of {int(digits.group(1)):,} digits" if digits else shorten(str(exc)),
         ) from None
     problem = _value_problem(value, text, pos, end)
@@ -106,7 +111,9 @@ def first_record(source: Source) -> Any:
 def _json_error(source: Source, text: str, exc: json.JSONDecodeError, first_line: int = 1) -> ParseError:
     line = text.count("\n", 0, exc.pos) + first_line
     snippet = text[exc.pos : exc.pos + 30].split("\n")[0]
-    return ParseError(source.name, line, f"valid JSON ({exc.msg})", shorten(snippet) if snippet else "the end of the data")
+    return ParseError(
+        source.name, line, f"valid JSON ({exc.msg})", shorten(snippet) if snippet else "the end of the data"
+    )
 
 
 def iter_jsonl(source: Source) -> Iterator[tuple[int, Any]]:

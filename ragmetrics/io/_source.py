@@ -46,11 +46,15 @@ def shorten(value: Any, limit: int = 60) -> str:
     elif isinstance(value, bool) or value is None or isinstance(value, float):
         text = repr(value)
     elif isinstance(value, int):
-        text = repr(value) if value.bit_length() <= 200 else f"an integer of about {int(value.bit_length() * 0.30103):,} digits"
+        text = (
+            repr(value)
+            if value.bit_length() <= 200
+            else f"an integer of about {int(value.bit_length() * 0.30103):,} digits"
+        )
     else:
         try:
             text = _REPR.repr(value)
-        except Exception:  # noqa: BLE001 - a message must never fail
+        except Exception:
             text = f"a {type(value).__name__}"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -254,9 +258,7 @@ def open_source(source: Any, filename: str | None = None, limits: Limits | None 
             raise TypeError(f"source.read() returned {type(content).__name__}; expected bytes")
         limits.check_size(name, memoryview(content).nbytes)
         return Source(name, raw=bytes(content), limits=limits)
-    raise TypeError(
-        f"source must be a path, bytes or a binary file-like object; got {type(source).__name__}"
-    )
+    raise TypeError(f"source must be a path, bytes or a binary file-like object; got {type(source).__name__}")
 
 
 # --------------------------------------------------------------------------
@@ -319,7 +321,12 @@ def from_utf16(raw: bytes, name: str) -> bytes:
     except UnicodeDecodeError as exc:
         newline = "\n".encode(encoding)
         line = body.count(newline, 0, exc.start - exc.start % 2) + 1
-        raise ParseError(name, line, f"{encoding.upper()} text (the file starts with its byte-order mark)", f"bytes {body[exc.start:exc.start + 2].hex(' ')}") from None
+        raise ParseError(
+            name,
+            line,
+            f"{encoding.upper()} text (the file starts with its byte-order mark)",
+            f"bytes {body[exc.start : exc.start + 2].hex(' ')}",
+        ) from None
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError as exc:  # pragma: no cover - lone surrogates are refused by decode

@@ -66,12 +66,14 @@ def open_folder(source: Source) -> Folder:
         for path in sorted(root.rglob("*")):
             rel = path.relative_to(root).as_posix()
             if path.is_file() and rel.count("/") <= 1:
-                files[rel] = lambda p=path, r=rel: Source(f"{source.name.rstrip('/')}/{r}", path=p, limits=source.limits)
+                files[rel] = lambda p=path, r=rel: Source(
+                    f"{source.name.rstrip('/')}/{r}", path=p, limits=source.limits
+                )
         return Folder(source.name, files)
     try:
         archive = zipfile.ZipFile(io.BytesIO(source.raw))
         infos = {info.filename: info for info in archive.infolist() if not info.is_dir()}
-    except Exception as exc:  # noqa: BLE001 - zipfile fails in many ways on a corrupt archive
+    except Exception as exc:
         raise ParseError(source.name, None, "a zip archive of a BEIR folder", _zip_problem(exc)) from None
     names = list(infos)
     # the folder inside the archive: where corpus.jsonl / queries.jsonl / qrels live
@@ -85,9 +87,11 @@ def open_folder(source: Source) -> Folder:
     files = {}
     for n in names:
         if n.startswith(prefix):
-            rel = n[len(prefix):]
+            rel = n[len(prefix) :]
             member = f"{source.name}/{rel if len(rel) <= 120 else rel[:117] + '...'}"
-            files[rel] = lambda i=infos[n], m=member: Source(m, raw=_read_member(archive, i, m, source), limits=source.limits)
+            files[rel] = lambda i=infos[n], m=member: Source(
+                m, raw=_read_member(archive, i, m, source), limits=source.limits
+            )
     return Folder(source.name, files)
 
 
@@ -119,7 +123,7 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, sou
                 pieces.append(piece)
     except ParseError:
         raise
-    except Exception as exc:  # noqa: BLE001 - corrupt, encrypted or unsupported members
+    except Exception as exc:
         raise ParseError(name, None, "a readable zip member", _zip_problem(exc)) from None
     return b"".join(pieces)
 
@@ -158,12 +162,24 @@ def read_queries(source: Source) -> pd.DataFrame:
             key, raw_id = _pick(record, QUERY_ID_KEYS)
             qid = _as_id(raw_id)
             if qid is None:
-                raise ParseError(source.name, line, 'a query id ("_id", "id" or "query_id")', f"keys {names_of(record)}" if key is None else shorten(raw_id))
+                raise ParseError(
+                    source.name,
+                    line,
+                    'a query id ("_id", "id" or "query_id")',
+                    f"keys {names_of(record)}" if key is None else shorten(raw_id),
+                )
             tkey, text = _pick(record, QUERY_TEXT_KEYS)
             if not isinstance(text, str):
-                raise ParseError(source.name, line, 'the query text ("text" or "query")', f"keys {names_of(record)}" if tkey is None else shorten(text))
+                raise ParseError(
+                    source.name,
+                    line,
+                    'the query text ("text" or "query")',
+                    f"keys {names_of(record)}" if tkey is None else shorten(text),
+                )
             if qid in seen:
-                raise ParseError(source.name, line, "each query id once", f"{shorten(qid)} again (first on line {seen[qid]})")
+                raise ParseError(
+                    source.name, line, "each query id once", f"{shorten(qid)} again (first on line {seen[qid]})"
+                )
             seen[qid] = line
             row = {"query_id": qid, "query": text}
             for k, v in record.items():
@@ -172,7 +188,12 @@ def read_queries(source: Source) -> pd.DataFrame:
                         continue
                     if k not in extra_keys:
                         if len(extra_keys) >= MAX_EXTRA_KEYS:
-                            raise ParseError(source.name, line, f"at most {MAX_EXTRA_KEYS} distinct extra keys", f"one more, {shorten(k)}")
+                            raise ParseError(
+                                source.name,
+                                line,
+                                f"at most {MAX_EXTRA_KEYS} distinct extra keys",
+                                f"one more, {shorten(k)}",
+                            )
                         extra_keys.add(k)
                     row[k] = v
             rows.append(row)
@@ -180,12 +201,19 @@ def read_queries(source: Source) -> pd.DataFrame:
     delimiter = "\t" if source.extension != ".csv" and b"\t" in source.head.split(b"\n")[0] else ","
     first = source.head.split(b"\n")[0].rstrip(b"\r").split(delimiter.encode())
     if first and normalise_name(first[0].decode("utf-8", "replace")) in ("id", "_id", "query_id", "qid", "query"):
-        frame, line_of, _ = tables.read_delimited(source, delimiter)
+        frame, _line_of, _ = tables.read_delimited(source, delimiter)
         cols = {normalise_name(c): c for c in frame.columns}
         idc = next((cols[k] for k in ("query_id", "qid", "_id", "id") if k in cols), None)
-        textc = next((cols[k] for k in ("text", "query", "query_text", "question") if k in cols and cols[k] != idc), None)
+        textc = next(
+            (cols[k] for k in ("text", "query", "query_text", "question") if k in cols and cols[k] != idc), None
+        )
         if idc is None or textc is None:
-            raise ParseError(source.name, 1, "columns for the query id and its text (e.g. query_id, text)", f"columns {names_of(frame.columns, 20, sort=False)}")
+            raise ParseError(
+                source.name,
+                1,
+                "columns for the query id and its text (e.g. query_id, text)",
+                f"columns {names_of(frame.columns, 20, sort=False)}",
+            )
         others = [c for c in frame.columns if c not in (idc, textc) and c not in ("query_id", "query")]
         out = frame[[idc, textc, *others]].rename(columns={idc: "query_id", textc: "query"})
     else:  # headerless: id <delimiter> text
@@ -196,7 +224,9 @@ def read_queries(source: Source) -> pd.DataFrame:
                 continue
             qid, sep, text = raw.partition(delimiter)
             if not sep or not qid.strip():
-                raise ParseError(source.name, lineno, f"'query_id{delimiter!r}text'".replace("'\\t'", "<tab>"), shorten(raw))
+                raise ParseError(
+                    source.name, lineno, f"'query_id{delimiter!r}text'".replace("'\\t'", "<tab>"), shorten(raw)
+                )
             lines.append((qid.strip(), text))
         out = pd.DataFrame(lines, columns=["query_id", "query"])
     dup = out["query_id"].duplicated()
@@ -242,7 +272,9 @@ def read_corpus(source: Source) -> pd.DataFrame:
             frame = pd.DataFrame({"doc_id": ids.to_pandas().str.strip()})
             if (frame["doc_id"].str.len() > 0).all():
                 for col in ("title", "text"):
-                    values = table.column(col).to_pandas() if col in table.column_names else pd.Series([""] * len(frame))
+                    values = (
+                        table.column(col).to_pandas() if col in table.column_names else pd.Series([""] * len(frame))
+                    )
                     frame[col] = values.fillna("").astype("str")
                 return frame.drop_duplicates("doc_id", keep="first").reset_index(drop=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -254,7 +286,12 @@ def read_corpus(source: Source) -> pd.DataFrame:
         key, raw_id = _pick(record, DOC_ID_KEYS)
         doc = _as_id(raw_id)
         if doc is None:
-            raise ParseError(source.name, line, 'a document id ("_id" or "id")', f"keys {names_of(record)}" if key is None else shorten(raw_id))
+            raise ParseError(
+                source.name,
+                line,
+                'a document id ("_id" or "id")',
+                f"keys {names_of(record)}" if key is None else shorten(raw_id),
+            )
         rows.append((doc, str(record.get("title") or ""), str(record.get("text") or "")))
     if not rows:
         raise ParseError(source.name, None, "at least one document", "none")
@@ -268,7 +305,11 @@ def read_qrels_file(source: Source) -> pd.DataFrame:
     head = normalise_name(trec.split_fields(first.decode("utf-8", "replace"))[0]) if first.strip() else ""
     if head in ("query_id", "qid", "query", "topic", "topic_id"):
         delimiter = "\t" if b"\t" in first else ","
-        dataset = tables.read_tsv_dataset(source, name="qrels") if delimiter == "\t" else tables.read_csv_dataset(source, name="qrels")
+        dataset = (
+            tables.read_tsv_dataset(source, name="qrels")
+            if delimiter == "\t"
+            else tables.read_csv_dataset(source, name="qrels")
+        )
         return dataset.qrels
     return trec.parse_qrels_frame(source)
 
@@ -310,7 +351,9 @@ def read_beir(source: Source, *, name: str) -> Dataset:
         qrels_source = folder.find("qrels.tsv", "qrels.txt", "qrels.trec", "qrels", "test.tsv")
     if qrels_source is None:
         raise ParseError(
-            source.name, None, "a BEIR folder with qrels/test.tsv (or qrels/*.tsv, or qrels.tsv)",
+            source.name,
+            None,
+            "a BEIR folder with qrels/test.tsv (or qrels/*.tsv, or qrels.tsv)",
             f"files {sorted(folder.files)[:10]}",
         )
     qrels = read_qrels_file(qrels_source)

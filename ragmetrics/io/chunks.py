@@ -63,13 +63,25 @@ def _frame_pairs(frame: pd.DataFrame, what: str, source: Source | None = None, l
             raise ParseError(source.name, 1, expected, f"columns {names_of(frame.columns, 20, sort=False)}")
         raise RagMetricsError(f"{what}: expected {expected}, found columns {names_of(frame.columns, 20, sort=False)}")
     pairs = pd.DataFrame(
-        {"chunk_id": frame[chunk].astype("str").str.strip().to_numpy(), "doc_id": frame[doc].astype("str").str.strip().to_numpy()}
+        {
+            "chunk_id": frame[chunk].astype("str").str.strip().to_numpy(),
+            "doc_id": frame[doc].astype("str").str.strip().to_numpy(),
+        }
     )
-    bad = (frame[chunk].isna() | frame[doc].isna()).to_numpy() | (pairs["chunk_id"].str.len() == 0).to_numpy() | (pairs["doc_id"].str.len() == 0).to_numpy()
+    bad = (
+        (frame[chunk].isna() | frame[doc].isna()).to_numpy()
+        | (pairs["chunk_id"].str.len() == 0).to_numpy()
+        | (pairs["doc_id"].str.len() == 0).to_numpy()
+    )
     if bad.any():
         row = int(bad.argmax())
         if source is not None:
-            raise ParseError(source.name, line_of(row) if line_of else None, "a chunk id and a document id", f"row {row + 1}: {shorten(tuple(frame.iloc[row][[chunk, doc]]))}")
+            raise ParseError(
+                source.name,
+                line_of(row) if line_of else None,
+                "a chunk id and a document id",
+                f"row {row + 1}: {shorten(tuple(frame.iloc[row][[chunk, doc]]))}",
+            )
         raise RagMetricsError(f"{what}: row {row + 1} has an empty chunk or document id")
     return _check_pairs(pairs, what, source, line_of)
 
@@ -83,7 +95,9 @@ def _check_pairs(pairs: pd.DataFrame, what: str, source: Source | None, line_of:
         rows = np.flatnonzero((pairs["chunk_id"] == chunk).to_numpy())
         if source is not None:
             line = line_of(int(rows[-1])) if line_of else None
-            raise ParseError(source.name, line, "one document per chunk", f"chunk {shorten(chunk)} mapped to {names_of(docs)}")
+            raise ParseError(
+                source.name, line, "one document per chunk", f"chunk {shorten(chunk)} mapped to {names_of(docs)}"
+            )
         raise RagMetricsError(f"{what}: chunk {shorten(chunk)} is mapped to several documents {names_of(docs)}")
     return unique.reset_index(drop=True)
 
@@ -94,7 +108,14 @@ def _file_pairs(source: Source) -> pd.DataFrame:
         frame, line_of, _ = tables.read_delimited(source, delimiter)
         return _frame_pairs(frame, source.name, source, line_of)
     record = first_record(source)
-    if first_char(source) == "{" and (record is None or (isinstance(record, dict) and all(isinstance(v, str) for v in record.values()) and not ({normalise_name(k) for k in record} & set(CHUNK_COLUMNS)))):
+    if first_char(source) == "{" and (
+        record is None
+        or (
+            isinstance(record, dict)
+            and all(isinstance(v, str) for v in record.values())
+            and not ({normalise_name(k) for k in record} & set(CHUNK_COLUMNS))
+        )
+    ):
         # one JSON object {chunk_id: doc_id}
         lines, chunks, docs = [], [], []
         for line, key, value in scan_object(source, source.text()):

@@ -56,7 +56,12 @@ def _read(source: Source, *, labels: bool) -> tuple[pd.DataFrame, list[str]]:
             raise ParseError(source.name, line, "each query once", f"{shorten(qid)} again (first on line {seen[qid]})")
         seen[qid] = line
         if not isinstance(inner, dict):
-            raise ParseError(source.name, line, f"a {{doc_id: {'label' if labels else 'score'}}} object for query {shorten(qid)}", shorten(inner))
+            raise ParseError(
+                source.name,
+                line,
+                f"a {{doc_id: {'label' if labels else 'score'}}} object for query {shorten(qid)}",
+                shorten(inner),
+            )
         if not qid.strip():
             raise ParseError(source.name, line, "a non-empty query id", repr(qid))
         order.append(qid)
@@ -71,8 +76,11 @@ def _read(source: Source, *, labels: bool) -> tuple[pd.DataFrame, list[str]]:
             if not ok or not doc.strip():
                 found = shorten(value) if doc.strip() else "an empty document id"
                 raise ParseError(
-                    source.name, _doc_line(cache, source, line, doc),
-                    f"{what} for query {shorten(qid)}, document {shorten(doc)}" if doc.strip() else "a non-empty document id",
+                    source.name,
+                    _doc_line(cache, source, line, doc),
+                    f"{what} for query {shorten(qid)}, document {shorten(doc)}"
+                    if doc.strip()
+                    else "a non-empty document id",
                     found,
                 )
             qids.append(qid)

@@ -67,7 +67,7 @@ def _read(source: Source, name: str, items: Iterable[tuple[int, int, Any]]) -> D
 
         def fail(expected: str, found: str, query: Any = None) -> ParseError:
             about = f" (query {shorten(query, 50)})" if is_list and query is not None else ""
-            return ParseError(source.name, line, expected + where, found + about)
+            return ParseError(source.name, line, expected + where, found + about)  # noqa: B023 - raised in this iteration
 
         if not isinstance(record, dict):
             raise fail("a JSON object", type(record).__name__)
@@ -90,8 +90,9 @@ def _read(source: Source, name: str, items: Iterable[tuple[int, int, Any]]) -> D
             first_line, first_number = seen[qid]
             first = f"record {first_number}, line {first_line}" if is_list else f"line {first_line}"
             raise fail(
-                "a unique query id (give the records distinct \"query_id\"s)",
-                f"{shorten(qid)} again, as on {first}", query,
+                'a unique query id (give the records distinct "query_id"s)',
+                f"{shorten(qid)} again, as on {first}",
+                query,
             )
         seen[qid] = (line, number)
 
@@ -110,7 +111,9 @@ def _read(source: Source, name: str, items: Iterable[tuple[int, int, Any]]) -> D
             row["expected_keywords"] = []
         elif isinstance(keywords, str):
             row["expected_keywords"] = [keywords]
-        elif isinstance(keywords, list) and all(isinstance(k, (str, int, float)) and not isinstance(k, bool) for k in keywords):
+        elif isinstance(keywords, list) and all(
+            isinstance(k, (str, int, float)) and not isinstance(k, bool) for k in keywords
+        ):
             row["expected_keywords"] = [str(k) for k in keywords]
         else:
             raise fail('"expected_keywords" as a list of strings', shorten(keywords), query)
@@ -147,7 +150,11 @@ def _read(source: Source, name: str, items: Iterable[tuple[int, int, Any]]) -> D
             if key not in KNOWN:
                 if key not in extra_keys:
                     if len(extra_keys) >= MAX_EXTRA_KEYS:
-                        raise fail(f"at most {MAX_EXTRA_KEYS} distinct extra keys (kept as query columns)", f"one more, {shorten(key)}", query)
+                        raise fail(
+                            f"at most {MAX_EXTRA_KEYS} distinct extra keys (kept as query columns)",
+                            f"one more, {shorten(key)}",
+                            query,
+                        )
                     extra_keys.add(key)
                 row[key] = value
         query_rows.append(row)

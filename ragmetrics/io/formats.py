@@ -39,35 +39,117 @@ class Format:
 # Order matters for sniffing: the most specific signatures first.
 FORMATS: tuple[Format, ...] = (
     # ---- runs ---------------------------------------------------------------
-    Format("parquet", "run", (".parquet", ".pq"), tables.sniff_parquet, tables.read_parquet_run,
-           "Parquet table with query_id, doc_id, score columns (aliases allowed)"),
-    Format("jsonl", "run", (".jsonl", ".ndjson", ".json"), jsonruns.sniff_jsonl_run, jsonruns.read_jsonl_run,
-           'JSONL {"query_id" or "query", "retrieved": [...]} or flat {"query_id", "doc_id", "score"} rows',
-           aliases=("jsonl-run",)),
-    Format("dict-json", "run", (".json",), dictjson.sniff_dict_json, dictjson.read_dict_run,
-           "ranx / pytrec_eval JSON {qid: {docid: score}}", aliases=("ranx", "pytrec_eval", "pytrec-eval", "dict")),
-    Format("trec", "run", (".trec", ".run", ".res", ".txt", ".tsv"), trec.sniff_run, trec.read_run,
-           "TREC run lines 'qid Q0 docid rank score tag'", aliases=("trec-run", "trec_run")),
-    Format("csv", "run", (".csv",), tables.sniff_csv_run, tables.read_csv_run,
-           "CSV with a header: query_id, doc_id, score (aliases allowed)"),
-    Format("tsv", "run", (".tsv", ".tab", ".txt"), tables.sniff_tsv_run, tables.read_tsv_run,
-           "TSV with a header: query_id, doc_id, score (aliases allowed)"),
+    Format(
+        "parquet",
+        "run",
+        (".parquet", ".pq"),
+        tables.sniff_parquet,
+        tables.read_parquet_run,
+        "Parquet table with query_id, doc_id, score columns (aliases allowed)",
+    ),
+    Format(
+        "jsonl",
+        "run",
+        (".jsonl", ".ndjson", ".json"),
+        jsonruns.sniff_jsonl_run,
+        jsonruns.read_jsonl_run,
+        'JSONL {"query_id" or "query", "retrieved": [...]} or flat {"query_id", "doc_id", "score"} rows',
+        aliases=("jsonl-run",),
+    ),
+    Format(
+        "dict-json",
+        "run",
+        (".json",),
+        dictjson.sniff_dict_json,
+        dictjson.read_dict_run,
+        "ranx / pytrec_eval JSON {qid: {docid: score}}",
+        aliases=("ranx", "pytrec_eval", "pytrec-eval", "dict"),
+    ),
+    Format(
+        "trec",
+        "run",
+        (".trec", ".run", ".res", ".txt", ".tsv"),
+        trec.sniff_run,
+        trec.read_run,
+        "TREC run lines 'qid Q0 docid rank score tag'",
+        aliases=("trec-run", "trec_run"),
+    ),
+    Format(
+        "csv",
+        "run",
+        (".csv",),
+        tables.sniff_csv_run,
+        tables.read_csv_run,
+        "CSV with a header: query_id, doc_id, score (aliases allowed)",
+    ),
+    Format(
+        "tsv",
+        "run",
+        (".tsv", ".tab", ".txt"),
+        tables.sniff_tsv_run,
+        tables.read_tsv_run,
+        "TSV with a header: query_id, doc_id, score (aliases allowed)",
+    ),
     # ---- datasets -----------------------------------------------------------
-    Format("beir", "dataset", (".zip",), beir.sniff_beir, beir.read_beir,
-           "BEIR folder: corpus.jsonl, queries.jsonl, qrels/test.tsv (or qrels.tsv)"),
-    Format("parquet", "dataset", (".parquet", ".pq"), tables.sniff_parquet, tables.read_parquet_dataset,
-           "Parquet qrels table with query_id, doc_id, relevance columns (aliases allowed)"),
-    Format("evalset", "dataset", (".json", ".jsonl", ".ndjson"), evalset.sniff_evalset, evalset.read_evalset,
-           'evaluation set: JSON list or JSONL of {"query", "relevant_docs", "expected_answer", ...}',
-           aliases=("json", "jsonl", "eval-set", "eval_set")),
-    Format("dict-json", "dataset", (".json",), dictjson.sniff_dict_json, dictjson.read_dict_dataset,
-           "ranx / pytrec_eval JSON {qid: {docid: label}}", aliases=("ranx", "pytrec_eval", "pytrec-eval", "dict")),
-    Format("trec", "dataset", (".qrels", ".qrel", ".txt", ".tsv", ".trec"), trec.sniff_qrels, trec.read_qrels,
-           "TREC qrels lines 'qid iter docid rel'", aliases=("trec-qrels", "trec_qrels", "qrels")),
-    Format("csv", "dataset", (".csv",), tables.sniff_csv_dataset, tables.read_csv_dataset,
-           "CSV qrels with a header: query_id, doc_id, relevance (aliases allowed)"),
-    Format("tsv", "dataset", (".tsv", ".tab", ".txt"), tables.sniff_tsv_dataset, tables.read_tsv_dataset,
-           "TSV qrels with a header: query_id, doc_id, relevance (aliases allowed)"),
+    Format(
+        "beir",
+        "dataset",
+        (".zip",),
+        beir.sniff_beir,
+        beir.read_beir,
+        "BEIR folder: corpus.jsonl, queries.jsonl, qrels/test.tsv (or qrels.tsv)",
+    ),
+    Format(
+        "parquet",
+        "dataset",
+        (".parquet", ".pq"),
+        tables.sniff_parquet,
+        tables.read_parquet_dataset,
+        "Parquet qrels table with query_id, doc_id, relevance columns (aliases allowed)",
+    ),
+    Format(
+        "evalset",
+        "dataset",
+        (".json", ".jsonl", ".ndjson"),
+        evalset.sniff_evalset,
+        evalset.read_evalset,
+        'evaluation set: JSON list or JSONL of {"query", "relevant_docs", "expected_answer", ...}',
+        aliases=("json", "jsonl", "eval-set", "eval_set"),
+    ),
+    Format(
+        "dict-json",
+        "dataset",
+        (".json",),
+        dictjson.sniff_dict_json,
+        dictjson.read_dict_dataset,
+        "ranx / pytrec_eval JSON {qid: {docid: label}}",
+        aliases=("ranx", "pytrec_eval", "pytrec-eval", "dict"),
+    ),
+    Format(
+        "trec",
+        "dataset",
+        (".qrels", ".qrel", ".txt", ".tsv", ".trec"),
+        trec.sniff_qrels,
+        trec.read_qrels,
+        "TREC qrels lines 'qid iter docid rel'",
+        aliases=("trec-qrels", "trec_qrels", "qrels"),
+    ),
+    Format(
+        "csv",
+        "dataset",
+        (".csv",),
+        tables.sniff_csv_dataset,
+        tables.read_csv_dataset,
+        "CSV qrels with a header: query_id, doc_id, relevance (aliases allowed)",
+    ),
+    Format(
+        "tsv",
+        "dataset",
+        (".tsv", ".tab", ".txt"),
+        tables.sniff_tsv_dataset,
+        tables.read_tsv_dataset,
+        "TSV qrels with a header: query_id, doc_id, relevance (aliases allowed)",
+    ),
 )
 
 KINDS = ("run", "dataset")
@@ -87,9 +169,7 @@ def by_name(name: str, kind: str, source_name: str) -> Format:
     for fmt in formats_of(kind):
         if wanted == fmt.name or wanted in fmt.aliases:
             return fmt
-    raise ParseError(
-        source_name, None, f"a {kind} format among {[f.name for f in formats_of(kind)]}", repr(name)
-    )
+    raise ParseError(source_name, None, f"a {kind} format among {[f.name for f in formats_of(kind)]}", repr(name))
 
 
 def detect(source: Source, kind: str, format: str | None = None) -> Format:

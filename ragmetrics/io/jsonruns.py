@@ -75,7 +75,11 @@ def read_jsonl_run(source: Source, *, name: str) -> Run:
         if mode is None:
             mode = this_mode
         elif this_mode != mode:
-            expected = 'a "retrieved" list as on the lines before' if mode == "nested" else "one flat row per line as on the lines before"
+            expected = (
+                'a "retrieved" list as on the lines before'
+                if mode == "nested"
+                else "one flat row per line as on the lines before"
+            )
             raise ParseError(source.name, line, expected, f"keys {names_of(record)}")
         if mode == "flat":
             if not flat_rows:
@@ -89,7 +93,9 @@ def read_jsonl_run(source: Source, *, name: str) -> Run:
             if record.get(key) is not None:
                 qid = _id(record[key])
                 if qid is None:
-                    raise ParseError(source.name, line, f'"{key}" as a non-empty string or integer', shorten(record[key]))
+                    raise ParseError(
+                        source.name, line, f'"{key}" as a non-empty string or integer', shorten(record[key])
+                    )
                 break
         if qid is None:
             query = record.get("query")
@@ -107,7 +113,9 @@ def read_jsonl_run(source: Source, *, name: str) -> Run:
                 doc = _id(item[key]) if key else None
                 if doc is None:
                     raise ParseError(
-                        source.name, line, f'a "doc_id" (or id/docid/chunk_id) in retrieved item {position}',
+                        source.name,
+                        line,
+                        f'a "doc_id" (or id/docid/chunk_id) in retrieved item {position}',
                         f"keys {names_of(item)}" if key is None else shorten(item[key]),
                     )
                 if "chunk_id" in item and key != "chunk_id":
@@ -126,7 +134,9 @@ def read_jsonl_run(source: Source, *, name: str) -> Run:
                     score = _score(item["score"])
                     if score is None:
                         raise ParseError(
-                            source.name, line, f"a finite number as score of retrieved item {position}",
+                            source.name,
+                            line,
+                            f"a finite number as score of retrieved item {position}",
                             shorten(item["score"]),
                         )
             else:
@@ -138,9 +148,9 @@ def read_jsonl_run(source: Source, *, name: str) -> Run:
                 scored, scored_line = has_score, line
             elif has_score != scored:
                 raise ParseError(
-                    source.name, line,
-                    f"{'a score on every' if scored else 'no score on any'} retrieved item "
-                    f"(as on line {scored_line})",
+                    source.name,
+                    line,
+                    f"{'a score on every' if scored else 'no score on any'} retrieved item (as on line {scored_line})",
                     f"{'none' if scored else 'a score'} on item {position}",
                 )
             qids.append(qid)
@@ -158,9 +168,7 @@ def read_jsonl_run(source: Source, *, name: str) -> Run:
     if mode == "flat":
         frame = pd.DataFrame.from_records(flat_rows)
         frame.attrs["all_columns"] = first_keys
-        return run_from_columns(
-            source, frame, lambda row: flat_lines[row], name=name, header_line=flat_lines[0]
-        )
+        return run_from_columns(source, frame, lambda row: flat_lines[row], name=name, header_line=flat_lines[0])
     frame = pd.DataFrame({"query_id": pd.Series(qids, dtype="str"), "doc_id": pd.Series(docs, dtype="str")})
     if scored:
         frame["score"] = scores

@@ -51,8 +51,10 @@ def _check_lone_cr(source: Source, data: bytes, first_line: int, start: int = 0)
         match = _LONE_CR.search(data, start)
         if match is not None:
             raise ParseError(
-                source.name, data.count(b"\n", start, match.start()) + first_line,
-                "lines ending in \\n or \\r\\n", "a carriage return (\\r) inside the line",
+                source.name,
+                data.count(b"\n", start, match.start()) + first_line,
+                "lines ending in \\n or \\r\\n",
+                "a carriage return (\\r) inside the line",
             )
 
 
@@ -124,11 +126,17 @@ def read_delimited(source: Source, delimiter: str) -> tuple[pd.DataFrame, Callab
             pa.BufferReader(pa.py_buffer(data).slice(body_start)),
             read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
             parse_options=pacsv.ParseOptions(
-                delimiter=delimiter, quote_char='"', double_quote=True, escape_char=False,
-                newlines_in_values=quoted, ignore_empty_lines=True,
+                delimiter=delimiter,
+                quote_char='"',
+                double_quote=True,
+                escape_char=False,
+                newlines_in_values=quoted,
+                ignore_empty_lines=True,
             ),
             convert_options=pacsv.ConvertOptions(
-                column_types={n: pa.string() for n in names}, null_values=[], strings_can_be_null=False,
+                column_types={n: pa.string() for n in names},
+                null_values=[],
+                strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
             ),
         )
@@ -137,8 +145,10 @@ def read_delimited(source: Source, delimiter: str) -> tuple[pd.DataFrame, Callab
         for line, record in _csv_lines(source, text, delimiter, header_line + 1):
             if len(record) != len(names):
                 raise ParseError(
-                    source.name, line + header_line,
-                    f"{len(names)} fields like the header", f"{len(record)} in {shorten(delimiter.join(record))}",
+                    source.name,
+                    line + header_line,
+                    f"{len(names)} fields like the header",
+                    f"{len(record)} in {shorten(delimiter.join(record))}",
                 ) from None
         raise ParseError(source.name, None, "a well-formed table", str(exc).splitlines()[0]) from None
 
@@ -179,12 +189,20 @@ def _plain_column(source: Source, name: str, column: pa.ChunkedArray) -> pa.Chun
         try:
             column = column.cast(pa.large_binary()).cast(pa.large_string())
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            raise ParseError(source.name, None, f"UTF-8 text in column {shorten(name)}", "bytes that are not UTF-8") from None
+            raise ParseError(
+                source.name, None, f"UTF-8 text in column {shorten(name)}", "bytes that are not UTF-8"
+            ) from None
         return column
     if pa.types.is_decimal(kind) or pa.types.is_float16(kind):
         return column.cast(pa.float64(), safe=False)
-    if (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_integer(kind)
-            or pa.types.is_floating(kind) or pa.types.is_boolean(kind) or pa.types.is_null(kind)):
+    if (
+        pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_integer(kind)
+        or pa.types.is_floating(kind)
+        or pa.types.is_boolean(kind)
+        or pa.types.is_null(kind)
+    ):
         return column
     raise ParseError(source.name, None, f"text or numbers in column {shorten(name)}", f"type {shorten(str(kind), 60)}")
 
@@ -198,7 +216,7 @@ def read_parquet(source: Source) -> pd.DataFrame:
         meta = parquet.metadata
         names = list(parquet.schema_arrow.names)
         declared = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-    except Exception as exc:  # noqa: BLE001 - a corrupt footer fails in many ways inside pyarrow
+    except Exception as exc:
         raise _parquet_failure(source, exc) from None
     source.limits.check_rows(source.name, meta.num_rows)
     if declared > source.limits.inflate_cap(len(data)):
@@ -210,12 +228,16 @@ def read_parquet(source: Source) -> pd.DataFrame:
     try:
         table = parquet.read(columns=wanted, use_threads=True)
         table.validate(full=True)  # invalid UTF-8, offsets out of range: refused here, not in pandas
-    except Exception as exc:  # noqa: BLE001 - corrupt pages fail in many ways inside pyarrow
+    except Exception as exc:
         raise _parquet_failure(source, exc) from None
     if table.num_rows > source.limits.max_rows:  # the footer may understate it
         source.limits.check_rows(source.name, table.num_rows)
     columns = [_plain_column(source, name, table.column(i)) for i, name in enumerate(table.column_names)]
-    frame = pa.Table.from_arrays(columns, names=table.column_names).to_pandas() if columns else pd.DataFrame(index=range(table.num_rows))
+    frame = (
+        pa.Table.from_arrays(columns, names=table.column_names).to_pandas()
+        if columns
+        else pd.DataFrame(index=range(table.num_rows))
+    )
     frame.attrs["all_columns"] = names
     return frame
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import math
 import os
 import re
@@ -41,14 +42,13 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from ragmetrics.errors import ParseError, RagMetricsError
-from ragmetrics.memory import reading_pool
-
 from ragmetrics.io._source import (
     Source,
     check_line_rows,
     nonempty_line_numbers,
     shorten,
 )
+from ragmetrics.memory import reading_pool
 from ragmetrics.model import Dataset, Run, first_duplicate
 
 _TAB_TO_SPACE = bytes.maketrans(b"\t", b" ")
@@ -89,7 +89,9 @@ def _data_lines(source: Source) -> Iterator[tuple[int, list[str], str]]:
             break
         line = line.removesuffix("\r")
         if "\r" in line:  # Arrow and every tool would break the line there; we would not
-            raise ParseError(source.name, lineno, "lines ending in \\n or \\r\\n", "a carriage return (\\r) inside the line")
+            raise ParseError(
+                source.name, lineno, "lines ending in \\n or \\r\\n", "a carriage return (\\r) inside the line"
+            )
         fields = split_fields(line)
         if fields and not fields[0].startswith("#"):
             yield lineno, fields, line
@@ -164,7 +166,7 @@ def _line_slices(data: bytes, parts: int) -> list[memoryview]:
             break
         cuts.append(cut)
     cuts.append(len(data))
-    return [view[a:b] for a, b in zip(cuts, cuts[1:]) if b > a]
+    return [view[a:b] for a, b in itertools.pairwise(cuts) if b > a]
 
 
 BYTES_PER_READER = 32 << 20  # below this a file is read by one reader (thread start-up would not pay)
@@ -180,7 +182,10 @@ def _reader_threads(size: int) -> int:
 
 
 def _arrow_read(
-    data: bytes, ncols: int, typed: dict[int, pa.DataType], keep: tuple[int, ...] | None = None,
+    data: bytes,
+    ncols: int,
+    typed: dict[int, pa.DataType],
+    keep: tuple[int, ...] | None = None,
     rows_read: Callable[[int, bool], None] | None = None,
 ) -> pa.Table:
     """Arrow's C reader, every field as text unless ``typed``; returns the ``keep`` fields
@@ -197,16 +202,25 @@ def _arrow_read(
     # kept text: 64-bit offsets, as pandas' string columns hold them (no cast, a copy, when the frame is built);
     # fields read only to see that none is empty: bytes, which Arrow neither checks as UTF-8 nor keeps (0.75 s -> 0.55 s at 366 MB)
     types = {
-        name: typed.get(i, pa.large_string() if keep is None or i in keep else pa.binary()) for i, name in enumerate(names)
+        name: typed.get(i, pa.large_string() if keep is None or i in keep else pa.binary())
+        for i, name in enumerate(names)
     }
     read_options = pacsv.ReadOptions(column_names=names, block_size=1 << 24, use_threads=False)
     parse_options = pacsv.ParseOptions(
-        delimiter=" ", quote_char=False, double_quote=False, escape_char=False,
-        newlines_in_values=False, ignore_empty_lines=True,
+        delimiter=" ",
+        quote_char=False,
+        double_quote=False,
+        escape_char=False,
+        newlines_in_values=False,
+        ignore_empty_lines=True,
     )
     convert_options = pacsv.ConvertOptions(
-        column_types=types, null_values=[""], strings_can_be_null=True,
-        quoted_strings_can_be_null=False, true_values=[], false_values=[],
+        column_types=types,
+        null_values=[""],
+        strings_can_be_null=True,
+        quoted_strings_can_be_null=False,
+        true_values=[],
+        false_values=[],
     )
     selected = list(range(ncols)) if keep is None else list(keep)
     counted = [0]
@@ -214,8 +228,11 @@ def _arrow_read(
 
     def read(piece: memoryview) -> list[pa.RecordBatch]:
         reader = pacsv.open_csv(
-            pa.BufferReader(piece), read_options=read_options,
-            parse_options=parse_options, convert_options=convert_options, memory_pool=reading_pool(),
+            pa.BufferReader(piece),
+            read_options=read_options,
+            parse_options=parse_options,
+            convert_options=convert_options,
+            memory_pool=reading_pool(),
         )
         batches = []
         blocks = iter(reader)
@@ -271,7 +288,11 @@ def _fast_table(
             continue  # a line of thousands of fields: the scan splits it faster than Arrow builds columns
         try:
             table = _arrow_read(
-                data, ncols, typed, keep, rows_read=lambda rows, more: source.limits.check_rows(source.name, rows, at_least=more)
+                data,
+                ncols,
+                typed,
+                keep,
+                rows_read=lambda rows, more: source.limits.check_rows(source.name, rows, at_least=more),
             )
             reading_pool().release_unused()  # the parser's scratch space: numpy cannot reuse it
         except _EmptyField:
@@ -361,9 +382,18 @@ def _pandas_run(source: Source, data: bytes | None = None) -> pd.DataFrame | Non
         return None
     try:
         frame = pd.read_csv(
-            io.BytesIO(data), sep=" ", header=None, names=range(6), usecols=[0, 2, 4, 5], index_col=False,
-            dtype={0: "str", 2: "str", 4: "float64", 5: "str"}, engine="c", quoting=csv.QUOTE_NONE,
-            na_filter=False, skip_blank_lines=True, encoding="utf-8",
+            io.BytesIO(data),
+            sep=" ",
+            header=None,
+            names=range(6),
+            usecols=[0, 2, 4, 5],
+            index_col=False,
+            dtype={0: "str", 2: "str", 4: "float64", 5: "str"},
+            engine="c",
+            quoting=csv.QUOTE_NONE,
+            na_filter=False,
+            skip_blank_lines=True,
+            encoding="utf-8",
         )
     except (ValueError, IndexError, pd.errors.ParserError):
         return None
@@ -388,9 +418,7 @@ def _slow_run(source: Source) -> pd.DataFrame:
     scores: list[float] = []
     for lineno, fields, line in _data_lines(source):
         if len(fields) < 6:
-            raise ParseError(
-                source.name, lineno, f"6 fields {RUN_LINE}", f"{len(fields)} field(s) in {shorten(line)}"
-            )
+            raise ParseError(source.name, lineno, f"6 fields {RUN_LINE}", f"{len(fields)} field(s) in {shorten(line)}")
         text = fields[4]
         if not FLOAT_RE.match(text):
             raise _score_error(source, lineno, text)
@@ -447,7 +475,9 @@ def parse_qrels_frame(source: Source) -> pd.DataFrame:
         else:
             line, first_line = lines[row], lines[first]
         raise ParseError(
-            source.name, line, "one label per query and document",
+            source.name,
+            line,
+            "one label per query and document",
             f"a second label for query {shorten(q)}, document {shorten(d)} (first on line {first_line})",
         )
     return frame
@@ -594,9 +624,7 @@ def write_trec_run(run: Run, dest: Any, *, tag: str | None = None) -> None:
             "doc": _strings(frame["doc_id"]),
         }
     )
-    order = pc.sort_indices(
-        table, sort_keys=[("q", "ascending"), ("score", "descending"), ("doc", "descending")]
-    )
+    order = pc.sort_indices(table, sort_keys=[("q", "ascending"), ("score", "descending"), ("doc", "descending")])
     qid = pc.take(_strings(frame["query_id"]), order)
     did = pc.take(table.column("doc"), order)
     _check_no_whitespace(qid, "query_id")
@@ -606,10 +634,13 @@ def write_trec_run(run: Run, dest: Any, *, tag: str | None = None) -> None:
     starts = np.flatnonzero(np.r_[True, sorted_q[1:] != sorted_q[:-1]]) if n else np.array([], dtype=np.int64)
     rank = np.arange(n, dtype=np.int64) - np.repeat(starts, np.diff(np.r_[starts, n])) + 1
     lines = pc.binary_join_element_wise(
-        qid, _lit("Q0"), did,
+        qid,
+        _lit("Q0"),
+        did,
         pc.cast(pa.array(rank), pa.large_string()),
         pc.cast(pc.take(table.column("score"), order), pa.large_string()),
-        _lit(tag), _lit(" "),
+        _lit(tag),
+        _lit(" "),
     )
     _write_lines(lines, dest)
 

@@ -34,7 +34,9 @@ def _tiny_dataset() -> Dataset:
             qrels.append((qid, f"d{i}", 2))
             qrels.append((qid, f"e{i}", 1))
     queries.append({"query_id": "q13", "query": "unjudged question", "category": "b", "difficulty": "easy"})
-    return Dataset.from_frames(pd.DataFrame(qrels, columns=["query_id", "doc_id", "relevance"]), pd.DataFrame(queries), name="tiny")
+    return Dataset.from_frames(
+        pd.DataFrame(qrels, columns=["query_id", "doc_id", "relevance"]), pd.DataFrame(queries), name="tiny"
+    )
 
 
 def _tiny_run(name: str, first_rank: dict[int, int], *, text: bool = False) -> Run:
@@ -89,7 +91,20 @@ def faq_evals(faq: samples.Sample) -> list[RunEval]:
 
 @pytest.fixture(scope="session")
 def faq_result(faq: samples.Sample) -> ragmetrics.EvalResult:
-    metrics = ["recall@5", "precision@5", "f1@5", "hits@5", "ndcg@5", "mrr@5", "map@5", "recall@10", "ndcg@10", "mrr", "map", "recall@20"]
+    metrics = [
+        "recall@5",
+        "precision@5",
+        "f1@5",
+        "hits@5",
+        "ndcg@5",
+        "mrr@5",
+        "map@5",
+        "recall@10",
+        "ndcg@10",
+        "mrr",
+        "map",
+        "recall@20",
+    ]
     return ragmetrics.evaluate(faq.dataset, [r for r, _ in faq.runs], metrics, warn=False)
 
 

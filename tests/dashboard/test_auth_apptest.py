@@ -16,7 +16,13 @@ from tests.dashboard.apptest import open_app, param
 pytestmark = pytest.mark.apptest
 
 PASSWORD = "correct horse battery staple"
-AUTH_ENV = ("RAGMETRICS_AUTH", "RAGMETRICS_PASSWORD", "RAGMETRICS_PASSWORD_HASH", "RAGMETRICS_AUTH_PROVIDER", "RAGMETRICS_AUTH_ALLOW")
+AUTH_ENV = (
+    "RAGMETRICS_AUTH",
+    "RAGMETRICS_PASSWORD",
+    "RAGMETRICS_PASSWORD_HASH",
+    "RAGMETRICS_AUTH_PROVIDER",
+    "RAGMETRICS_AUTH_ALLOW",
+)
 OIDC_PACKAGES = not auth.missing_oidc_packages()  # Authlib and httpx really installed (checked before any stub)
 AUTH_TABLE = """
 [auth]
@@ -72,14 +78,22 @@ def secrets_toml(tmp_path: Path) -> Callable[[str], None]:
     return write
 
 
-
-
-
-
 def _texts(at: AppTest) -> list[str]:
     """Everything the run wrote as text, to check the password is never echoed."""
     out: list[str] = []
-    for kind in ("title", "header", "subheader", "markdown", "caption", "error", "warning", "info", "success", "code", "text"):
+    for kind in (
+        "title",
+        "header",
+        "subheader",
+        "markdown",
+        "caption",
+        "error",
+        "warning",
+        "info",
+        "success",
+        "code",
+        "text",
+    ):
         out += [str(e.value) for e in at.get(kind)]
     return out
 
@@ -147,7 +161,9 @@ def test_a_password_locks_every_page_until_signed_in(monkeypatch: pytest.MonkeyP
     assert not at.get("plotly_chart") and len(at.sidebar) == 0
 
 
-def test_a_share_link_opens_its_page_and_view_after_sign_in(monkeypatch: pytest.MonkeyPatch, store_opened: list[int]) -> None:
+def test_a_share_link_opens_its_page_and_view_after_sign_in(
+    monkeypatch: pytest.MonkeyPatch, store_opened: list[int]
+) -> None:
     from dashboard.core.samples import iter_samples
     from ragmetrics.store import dataset_id, run_id
 
@@ -238,7 +254,9 @@ def test_changing_the_password_signs_sessions_out(monkeypatch: pytest.MonkeyPatc
     ],
     ids=["no-password", "unknown-mode", "unknown-hash", "bad-pbkdf2"],
 )
-def test_a_broken_configuration_stays_locked(monkeypatch: pytest.MonkeyPatch, store_opened: list[int], env: dict, says: str) -> None:
+def test_a_broken_configuration_stays_locked(
+    monkeypatch: pytest.MonkeyPatch, store_opened: list[int], env: dict, says: str
+) -> None:
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     at = open_app()
@@ -255,7 +273,9 @@ def oidc(secrets_toml, monkeypatch: pytest.MonkeyPatch) -> None:
     secrets_toml('[ragmetrics]\nauth = "oidc"\n' + AUTH_TABLE)
 
 
-def test_oidc_shows_only_a_sign_in_button_until_logged_in(oidc, monkeypatch: pytest.MonkeyPatch, store_opened: list[int]) -> None:
+def test_oidc_shows_only_a_sign_in_button_until_logged_in(
+    oidc, monkeypatch: pytest.MonkeyPatch, store_opened: list[int]
+) -> None:
     monkeypatch.setattr(auth, "missing_oidc_packages", list)  # the gate's check; st.login checks for itself
     at = open_app(user={"is_logged_in": False}, params={"v": "1", "k": "8"})
     _assert_locked(at, store_opened)
@@ -271,9 +291,13 @@ def test_oidc_shows_only_a_sign_in_button_until_logged_in(oidc, monkeypatch: pyt
         assert len(at.error) == 1 and "Authlib" in at.error[0].value
 
 
-def test_oidc_logged_in_user_sees_the_dashboard_and_can_sign_out(oidc, monkeypatch: pytest.MonkeyPatch, store_opened: list[int]) -> None:
+def test_oidc_logged_in_user_sees_the_dashboard_and_can_sign_out(
+    oidc, monkeypatch: pytest.MonkeyPatch, store_opened: list[int]
+) -> None:
     monkeypatch.setattr(auth, "missing_oidc_packages", list)
-    _oidc_signed_in(open_app(user={"is_logged_in": True, "name": "Ada Lovelace", "email": "ada@example.com"}), store_opened)
+    _oidc_signed_in(
+        open_app(user={"is_logged_in": True, "name": "Ada Lovelace", "email": "ada@example.com"}), store_opened
+    )
 
 
 @pytest.mark.parametrize(
@@ -288,7 +312,9 @@ def test_oidc_logged_in_user_sees_the_dashboard_and_can_sign_out(oidc, monkeypat
     ],
     ids=["domain", "address", "other-domain", "unverified", "suffix-trick", "no-email"],
 )
-def test_oidc_allow_list(secrets_toml, monkeypatch: pytest.MonkeyPatch, store_opened: list[int], allow: str, user: dict, enters: bool) -> None:
+def test_oidc_allow_list(
+    secrets_toml, monkeypatch: pytest.MonkeyPatch, store_opened: list[int], allow: str, user: dict, enters: bool
+) -> None:
     monkeypatch.setattr(auth, "missing_oidc_packages", list)
     secrets_toml(f'[ragmetrics]\nauth = "oidc"\n{allow}\n' + AUTH_TABLE)
     at = open_app(user={"is_logged_in": True, "name": "Ada", **user})
@@ -302,7 +328,9 @@ def test_oidc_allow_list(secrets_toml, monkeypatch: pytest.MonkeyPatch, store_op
     assert at.user.get("is_logged_in") is False
 
 
-def test_oidc_allow_list_from_the_environment_wins(oidc, monkeypatch: pytest.MonkeyPatch, store_opened: list[int]) -> None:
+def test_oidc_allow_list_from_the_environment_wins(
+    oidc, monkeypatch: pytest.MonkeyPatch, store_opened: list[int]
+) -> None:
     monkeypatch.setattr(auth, "missing_oidc_packages", list)
     monkeypatch.setenv("RAGMETRICS_AUTH_ALLOW", "@other.org")
     at = open_app(user={"is_logged_in": True, "email": "ada@example.com"})
@@ -329,8 +357,10 @@ def _oidc_signed_in(at: AppTest, store_opened: list[int]) -> None:
     assert [t.value for t in at.title] == ["ragmetrics"] and [b.label for b in at.button] == ["Sign in"]
 
 
-def test_oidc_without_an_auth_table_stays_locked(secrets_toml, monkeypatch: pytest.MonkeyPatch, store_opened: list[int]) -> None:
-    secrets_toml("[ragmetrics]\nstore_url = \"\"\n")
+def test_oidc_without_an_auth_table_stays_locked(
+    secrets_toml, monkeypatch: pytest.MonkeyPatch, store_opened: list[int]
+) -> None:
+    secrets_toml('[ragmetrics]\nstore_url = ""\n')
     monkeypatch.setenv("RAGMETRICS_AUTH", "oidc")
     at = open_app(user={"is_logged_in": True})  # even a (forged) logged-in user: OIDC is not configured
     _assert_locked(at, store_opened)
@@ -354,7 +384,9 @@ def test_hash_password_round_trip_and_format() -> None:
             auth.hash_checker(bad)
 
 
-def test_the_hash_helper_prints_a_usable_hash(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_hash_helper_prints_a_usable_hash(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr("getpass.getpass", lambda prompt="": PASSWORD)
     auth._main()  # python -m dashboard.ui.auth
     printed = capsys.readouterr().out.strip()

@@ -40,8 +40,27 @@ def test_the_table_equals_ragmetrics_compare_on_the_same_runs(faq, faq_evals, fa
     library = compare(faq.dataset, [r for r, _ in faq.runs], SPECS, baseline="bm25", test="t", warn=False).table
     ours = faq_cmp.table
     assert list(ours["metric"]) == list(library["metric"]) and list(ours["run"]) == list(library["run"])
-    for column in ("n", "mean", "mean_ci_low", "mean_ci_high", "delta", "ci_low", "ci_high", "p_value", "p_value_corrected", "wins", "ties", "losses"):
-        np.testing.assert_allclose(ours[column].to_numpy(dtype=float), library[column].to_numpy(dtype=float), rtol=1e-6, atol=1e-6, err_msg=column)
+    for column in (
+        "n",
+        "mean",
+        "mean_ci_low",
+        "mean_ci_high",
+        "delta",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "p_value_corrected",
+        "wins",
+        "ties",
+        "losses",
+    ):
+        np.testing.assert_allclose(
+            ours[column].to_numpy(dtype=float),
+            library[column].to_numpy(dtype=float),
+            rtol=1e-6,
+            atol=1e-6,
+            err_msg=column,
+        )
     assert list(ours["win_ids"]) == list(library["win_ids"])
 
 
@@ -66,7 +85,17 @@ def test_comparison_display_keeps_rows_and_formats_text(faq_cmp) -> None:
     display = cmp.comparison_display(frame, "bm25")
     assert len(display) == len(frame)
     assert list(display.columns) == [
-        "metric", "run", "n", "mean", "mean 95% CI", "Δ vs baseline", "Δ 95% CI", "p", "p (Holm)", "significance", "W / T / L",
+        "metric",
+        "run",
+        "n",
+        "mean",
+        "mean 95% CI",
+        "Δ vs baseline",
+        "Δ 95% CI",
+        "p",
+        "p (Holm)",
+        "significance",
+        "W / T / L",
     ]
     assert display["metric"][0] == "Recall@5"
     row = display.iloc[1]
@@ -130,7 +159,11 @@ def test_delta_and_scatter_figures(faq_evals) -> None:
     pq = cmp.per_query_frame(faq_evals[0], faq_evals[1], "ndcg@5")
     counts = cmp.outcome_counts(pq)
     fig = cmp.delta_figure(pq, run="dense-e5", baseline="bm25", spec="ndcg@5")
-    assert [t.name for t in fig.data] == [f"wins ({counts['win']})", f"ties ({counts['tie']})", f"losses ({counts['loss']})"]
+    assert [t.name for t in fig.data] == [
+        f"wins ({counts['win']})",
+        f"ties ({counts['tie']})",
+        f"losses ({counts['loss']})",
+    ]
     xs = [x for t in fig.data for x in t.x]
     assert sorted(xs) == list(range(1, len(pq) + 1))
     ys = [y for t in fig.data for y in t.y]
@@ -187,7 +220,9 @@ def test_segments_equal_the_library_and_follow_the_dashboard_order(faq, faq_eval
     seg = cmp.segment_frame(faq_cmp, "ndcg@5", "hybrid-rrf", faq.dataset)
     assert list(seg["group"][seg["segment"] == "difficulty"]) == ["easy", "medium", "hard"]
     library = faq_cmp.segments
-    library = library[(library["metric"] == "ndcg@5") & (library["run"] == "hybrid-rrf")].set_index(["segment", "group"])
+    library = library[(library["metric"] == "ndcg@5") & (library["run"] == "hybrid-rrf")].set_index(
+        ["segment", "group"]
+    )
     for _, row in seg.iterrows():
         ref = library.loc[(row["segment"], row["group"])]
         assert row["n"] == ref["n"] and row["delta"] == pytest.approx(ref["delta"])
@@ -219,7 +254,16 @@ def test_power_pairs_equal_discriminative_power(faq_evals) -> None:
 def test_pairs_table_and_queries_needed(faq_evals) -> None:
     pairs = cmp.power_pairs(cmp.eval_result(faq_evals, SPECS), SPECS)
     chosen = cmp.pairs_table(pairs, "ndcg@5", 91, alpha=0.05, power=0.9)
-    assert list(chosen.columns) == ["run_a", "run_b", "delta", "p_value", "significant", "sd_difference", "mdd", "queries_needed"]
+    assert list(chosen.columns) == [
+        "run_a",
+        "run_b",
+        "delta",
+        "p_value",
+        "significant",
+        "sd_difference",
+        "mdd",
+        "queries_needed",
+    ]
     for _, row in chosen.iterrows():
         assert row["mdd"] == pytest.approx(stats.min_detectable_delta(row["sd_difference"], 91, power=0.9))
         assert row["queries_needed"] == stats.queries_needed(abs(row["delta"]), row["sd_difference"], power=0.9)
@@ -229,8 +273,13 @@ def test_pairs_table_and_queries_needed(faq_evals) -> None:
 
 def test_stages_rules_and_needed() -> None:
     assert [cmp.stage_of(n) for n in (10, 25, 40, 91, 100, 150, 500)] == [
-        "below prototype size", "prototype size", "between prototype and development size", "development size",
-        "release size", "release size", "beyond release size",
+        "below prototype size",
+        "prototype size",
+        "between prototype and development size",
+        "development size",
+        "release size",
+        "release size",
+        "beyond release size",
     ]
     rules = cmp.rules_frame(0.2, 91)
     assert list(rules["stage"][:3]) == ["prototype", "development", "release"] and rules["stage"][3] == "this dataset"
@@ -244,7 +293,11 @@ def test_stages_rules_and_needed() -> None:
 def test_power_curve_and_figure() -> None:
     curve = cmp.power_curve_frame([0.1, 0.2, 0.3], n_max=1000)
     assert list(curve.columns) == ["n", "mdd", "mdd_low", "mdd_high"]
-    assert curve["mdd"].is_monotonic_decreasing and (curve["mdd_low"] <= curve["mdd"]).all() and (curve["mdd"] <= curve["mdd_high"]).all()
+    assert (
+        curve["mdd"].is_monotonic_decreasing
+        and (curve["mdd_low"] <= curve["mdd"]).all()
+        and (curve["mdd"] <= curve["mdd_high"]).all()
+    )
     assert curve["mdd"].iloc[0] == pytest.approx(stats.min_detectable_delta(0.2, int(curve["n"].iloc[0])))
     fig = cmp.power_figure(curve, 91, 0.2, metric="ndcg@10", target_delta=0.05)
     assert [t.name for t in fig.data] == ["range over run pairs", "median run pair", "this dataset"]
@@ -252,7 +305,7 @@ def test_power_curve_and_figure() -> None:
     rects = [s for s in fig.layout.shapes if s.type == "rect"]
     # shaded ranges (data values) labelled above the plot (annotations on a log axis take log10 values)
     assert [(r.x0, r.x1) for r in rects] == [(20, 30), (50, 100), (100, 200)]
-    labels = {a.text.split("<br>")[0]: 10 ** a.x for a in fig.layout.annotations if "<br>" in (a.text or "")}
+    labels = {a.text.split("<br>")[0]: 10**a.x for a in fig.layout.annotations if "<br>" in (a.text or "")}
     assert labels.keys() == {"prototype", "development", "release"} and 20 < labels["prototype"] < 30
     needed = stats.queries_needed(0.05, 0.2)
     assert any(f"{needed:,} queries" in (a.text or "") for a in fig.layout.annotations)
@@ -282,7 +335,9 @@ def test_weighted_combsum_name_and_norm(faq) -> None:
     runs = [r for r, _ in faq.runs][:2]
     fused = cmp.fuse_runs(runs, method="combsum", norm="zscore", weights=[0.7, 0.3])
     assert fused.name == "combsum-zscore(0.7·bm25+0.3·dense-e5)"
-    reference = fuse(runs, method="combsum", norm="zscore", weights=[0.7, 0.3]).frame.set_index(["query_id", "doc_id"])["score"]
+    reference = fuse(runs, method="combsum", norm="zscore", weights=[0.7, 0.3]).frame.set_index(["query_id", "doc_id"])[
+        "score"
+    ]
     ours = fused.frame.set_index(["query_id", "doc_id"])["score"]
     np.testing.assert_allclose(ours.loc[reference.index], reference)
     raw = cmp.fuse_runs(runs, method="combmnz", norm="none")
@@ -312,13 +367,23 @@ def test_fusion_preview_and_source(faq) -> None:
     assert list(preview["role"]) == ["input", "input", "fused"]
     reference = ragmetrics.evaluate(faq.dataset, [*runs, fused], ["ndcg@5"], warn=False).mean()["ndcg@5"]
     assert preview.set_index("run").loc[fused.name, "ndcg@5"] == pytest.approx(reference[fused.name])
-    assert cmp.fusion_source(["bm25", "dense"], "rrf", k=60, norm=None, weights=[1, 1]) == "fusion: rrf k=60 of bm25, dense"
-    assert cmp.fusion_source(["a", "b"], "combsum", k=60, norm="minmax", weights=[0.5, 1]) == "fusion: combsum norm=minmax weights=0.5/1 of a, b"
+    assert (
+        cmp.fusion_source(["bm25", "dense"], "rrf", k=60, norm=None, weights=[1, 1])
+        == "fusion: rrf k=60 of bm25, dense"
+    )
+    assert (
+        cmp.fusion_source(["a", "b"], "combsum", k=60, norm="minmax", weights=[0.5, 1])
+        == "fusion: combsum norm=minmax weights=0.5/1 of a, b"
+    )
 
 
 def test_compare_result_on_tiny_matches_the_eval_result_path(tiny, tiny_runs, tiny_evals) -> None:
     """The dashboard's aligned EvalResult gives the library's numbers on hand-made data too."""
     ours = cmp.run_comparison(tiny_evals, "run-a", ["mrr@10"], test="wilcoxon").table
-    ref = compare_result(ragmetrics.evaluate(tiny, tiny_runs, ["mrr@10"], warn=False), baseline="run-a", test="wilcoxon").table
-    np.testing.assert_allclose(ours["p_value"].to_numpy(dtype=float), ref["p_value"].to_numpy(dtype=float), equal_nan=True)
+    ref = compare_result(
+        ragmetrics.evaluate(tiny, tiny_runs, ["mrr@10"], warn=False), baseline="run-a", test="wilcoxon"
+    ).table
+    np.testing.assert_allclose(
+        ours["p_value"].to_numpy(dtype=float), ref["p_value"].to_numpy(dtype=float), equal_nan=True
+    )
     assert not math.isnan(ours["p_value"].iloc[1])

@@ -15,8 +15,7 @@ from tests.dashboard.apptest import charts, no_problems, open_app, open_page, pa
 pytestmark = pytest.mark.apptest
 
 
-
-@pytest.fixture()
+@pytest.fixture
 def own_store(tmp_path, monkeypatch) -> Path:
     """A store of its own, for tests that add runs (the session's store stays as the samples left it)."""
     monkeypatch.delenv("RAGMETRICS_STORE_URL", raising=False)
@@ -24,16 +23,8 @@ def own_store(tmp_path, monkeypatch) -> Path:
     return tmp_path
 
 
-
-
-
-
-
-
 def _table(at: AppTest, column: str):
     return next(d.value for d in at.dataframe if column in d.value.columns)
-
-
 
 
 def test_compare_page_defaults_to_the_first_run_as_baseline(faq_ids) -> None:
@@ -46,7 +37,12 @@ def test_compare_page_defaults_to_the_first_run_as_baseline(faq_ids) -> None:
     assert len(table) == 5 * 3 and list(table["run"][:3]) == ["bm25", "dense-e5", "hybrid-rrf"]
     assert table["significance"][0] == cmp.BASELINE
     headers = [s.value for s in at.subheader]
-    assert headers == ["Query by query", "One query, both rankings", "By category and difficulty", "What if we went hybrid? Fuse runs"]
+    assert headers == [
+        "Query by query",
+        "One query, both rankings",
+        "By category and difficulty",
+        "What if we went hybrid? Fuse runs",
+    ]
     traces = [[t.get("name") for t in c["data"]] for c in charts(at)]
     assert any(names and names[0].startswith("wins") for names in traces)  # sorted per-query deltas
     assert any(names and names[0] == "no change" for names in traces)  # baseline-versus-run scatter
@@ -56,8 +52,13 @@ def test_compare_reads_the_url_and_shows_the_librarys_numbers(faq, faq_ids) -> N
     from ragmetrics.compare import compare
 
     params = {
-        "ds": faq_ids["dataset"], "runs": ",".join(faq_ids[n] for n in ("bm25", "dense-e5", "hybrid-rrf")),
-        "base": faq_ids["hybrid-rrf"], "fr": faq_ids["bm25"], "m": "ndcg", "k": "10", "q": "q009",
+        "ds": faq_ids["dataset"],
+        "runs": ",".join(faq_ids[n] for n in ("bm25", "dense-e5", "hybrid-rrf")),
+        "base": faq_ids["hybrid-rrf"],
+        "fr": faq_ids["bm25"],
+        "m": "ndcg",
+        "k": "10",
+        "q": "q009",
     }
     at = open_page("compare", params)
     no_problems(at)
@@ -67,14 +68,19 @@ def test_compare_reads_the_url_and_shows_the_librarys_numbers(faq, faq_ids) -> N
     table = _table(at, "Δ vs baseline")
     assert list(table["metric"].unique()) == ["Recall@10", "Precision@10", "Hits@10", "nDCG@10", "MRR@10"]
     # the same table as the library's, Holm-corrected across its 5 metrics x 3 runs
-    library = compare(faq.dataset, [r for r, _ in faq.runs], cmp.compare_specs("ndcg", 10), baseline="hybrid-rrf", warn=False).table
+    library = compare(
+        faq.dataset, [r for r, _ in faq.runs], cmp.compare_specs("ndcg", 10), baseline="hybrid-rrf", warn=False
+    ).table
     library = library[library["metric"] == "ndcg@10"].set_index("run")
     shown = table[table["metric"] == "nDCG@10"].set_index("run")
     for run in ("bm25", "dense-e5"):
         assert shown.loc[run, "Δ vs baseline"] == f"{library.loc[run, 'delta']:+.3f}"
         assert shown.loc[run, "p"] == cmp.format_p(library.loc[run, "p_value"])
         assert shown.loc[run, "p (Holm)"] == cmp.format_p(library.loc[run, "p_value_corrected"])
-        assert shown.loc[run, "W / T / L"] == f"{library.loc[run, 'wins']} / {library.loc[run, 'ties']} / {library.loc[run, 'losses']}"
+        assert (
+            shown.loc[run, "W / T / L"]
+            == f"{library.loc[run, 'wins']} / {library.loc[run, 'ties']} / {library.loc[run, 'losses']}"
+        )
     # one query's two rankings, side by side, relevant documents marked
     assert any("Ubuntu" in m.value for m in at.markdown)
     rankings = [d.value for d in at.dataframe if "other_rank" in d.value.columns]
@@ -140,7 +146,10 @@ def test_the_test_and_alpha_can_be_picked(faq_ids) -> None:
     # ... and a link with them opens the same comparison
     opened = open_page("compare", {"t": "bootstrap", "a": "0.01"})
     no_problems(opened)
-    assert (opened.selectbox(key="compare.test").value, opened.selectbox(key="compare.alpha").value) == ("bootstrap", 0.01)
+    assert (opened.selectbox(key="compare.test").value, opened.selectbox(key="compare.alpha").value) == (
+        "bootstrap",
+        0.01,
+    )
     assert _table(opened, "Δ vs baseline")["p"].tolist() == _table(at, "Δ vs baseline")["p"].tolist()
 
 

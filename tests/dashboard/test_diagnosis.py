@@ -9,7 +9,13 @@ from dashboard.core import frames
 from ragmetrics import diagnosis
 
 
-def table(rows: list[tuple[str, str, int]], *, rr: float | None = None, recall_deep: float | None = None, query: str = "a fairly long question about the product") -> pd.DataFrame:
+def table(
+    rows: list[tuple[str, str, int]],
+    *,
+    rr: float | None = None,
+    recall_deep: float | None = None,
+    query: str = "a fairly long question about the product",
+) -> pd.DataFrame:
     """rows: (category, difficulty, first relevant rank); hit = rank in 1..5."""
     out = pd.DataFrame(
         {
@@ -52,7 +58,11 @@ def test_easy_missed_needs_more_than_two() -> None:
 
 def test_hard_missed_mentions_hyde_for_short_queries() -> None:
     rows = [("x", "hard", 1)] * 6 + [("x", "hard", 0)] * 4
-    f = [f for f in diagnosis.diagnose("r", table(rows, query="退款多久到账"), k=5, deep_k=100) if f.rule == "hard_missed"][0]
+    f = next(
+        f
+        for f in diagnosis.diagnose("r", table(rows, query="退款多久到账"), k=5, deep_k=100)
+        if f.rule == "hard_missed"
+    )
     assert "4 of 10 hard queries (40%)" in f.evidence and "4 of them are short" in f.evidence
     joined = " ".join(f.advice)
     assert "HyDE" in joined and "rerank" in joined and "BM25" in joined
@@ -62,7 +72,7 @@ def test_hard_missed_mentions_hyde_for_short_queries() -> None:
 
 def test_near_misses() -> None:
     rows = [("x", "medium", 1)] * 20 + [("x", "medium", 7), ("x", "medium", 9), ("x", "medium", 15), ("x", "medium", 0)]
-    f = [f for f in diagnosis.diagnose("r", table(rows), k=5, deep_k=100) if f.rule == "near_miss"][0]
+    f = next(f for f in diagnosis.diagnose("r", table(rows), k=5, deep_k=100) if f.rule == "near_miss")
     assert "3 of 4 missed queries (75%)" in f.evidence and "ranks 6–20" in f.evidence and "median rank 9" in f.evidence
     assert "Hits@20 = 0.958" in f.evidence and "Hits@5 = 0.833" in f.evidence
     assert any("Rerank" in a for a in f.advice) and any("raise K" in a for a in f.advice)
@@ -72,16 +82,22 @@ def test_near_misses() -> None:
 
 def test_ranking_not_recall() -> None:
     rows = [("x", "medium", 3)] * 10 + [("x", "medium", 1)] * 2
-    f = [f for f in diagnosis.diagnose("r", table(rows, recall_deep=0.95), k=5, deep_k=100) if f.rule == "ranking_not_recall"][0]
+    f = next(
+        f
+        for f in diagnosis.diagnose("r", table(rows, recall_deep=0.95), k=5, deep_k=100)
+        if f.rule == "ranking_not_recall"
+    )
     assert "Recall@100 = 0.950" in f.evidence and "MRR = 0.444" in f.evidence and "17% of queries" in f.evidence
     assert "ranking_not_recall" not in rules(diagnosis.diagnose("r", table(rows, recall_deep=0.5), k=5, deep_k=100))
     # the MRR bar follows the targets in force
-    assert "ranking_not_recall" not in rules(diagnosis.diagnose("r", table(rows, recall_deep=0.95), k=5, deep_k=100, low_mrr=0.4))
+    assert "ranking_not_recall" not in rules(
+        diagnosis.diagnose("r", table(rows, recall_deep=0.95), k=5, deep_k=100, low_mrr=0.4)
+    )
 
 
 def test_weak_category_is_named() -> None:
     rows = [("good", "medium", 1)] * 20 + [("pricing", "medium", 1)] * 2 + [("pricing", "medium", 30)] * 4
-    f = [f for f in diagnosis.diagnose("r", table(rows), k=5, deep_k=100) if f.rule == "weak_category"][0]
+    f = next(f for f in diagnosis.diagnose("r", table(rows), k=5, deep_k=100) if f.rule == "weak_category")
     assert "'pricing'" in f.title
     assert "Hits@5 = 0.333 on 'pricing' (n=6) against 1.000 on the other 20 queries (-0.667)" in f.evidence
     assert "too few to be sure" in f.evidence
@@ -98,7 +114,15 @@ def test_on_real_runs_and_findings_frame(tiny_evals) -> None:
     assert len(frame) == len(found)
 
 
-@pytest.mark.parametrize("text,short", [("退款多久到账", True), ("免费版最多能在几台设备上同步数据？", False), ("refund time", True), ("how long does a refund take to arrive", False)])
+@pytest.mark.parametrize(
+    ("text", "short"),
+    [
+        ("退款多久到账", True),
+        ("免费版最多能在几台设备上同步数据？", False),
+        ("refund time", True),
+        ("how long does a refund take to arrive", False),
+    ],
+)
 def test_is_short(text: str, short: bool) -> None:
     assert diagnosis.is_short(text) is short
 
@@ -109,7 +133,9 @@ def test_the_library_and_the_dashboard_give_the_same_findings(faq, faq_evals, k:
     fired = 0
     for (run, _), ev in zip(faq.runs, faq_evals, strict=True):
         deep = min(100, ev.depth)
-        from_dashboard = diagnosis.diagnose(ev.name, frames.query_table(ev, k, "ndcg@10"), k=k, deep_k=deep, metric_label="ndcg@10")
+        from_dashboard = diagnosis.diagnose(
+            ev.name, frames.query_table(ev, k, "ndcg@10"), k=k, deep_k=deep, metric_label="ndcg@10"
+        )
         from_library = diagnosis.diagnose_run(faq.dataset, run, k=k, metric="nDCG@10")
         assert from_library == from_dashboard
         fired += len(from_library)

@@ -21,7 +21,11 @@ def test_curves_figure_one_line_per_run_per_panel(curves, faq_evals) -> None:
     runs = [ev.name for ev in faq_evals]
     fig = figures.curves_figure(curves, runs=runs, k_mark=5)
     assert [a.text for a in fig.layout.annotations if a.text.endswith("@K")] == [
-        "Recall@K", "Precision@K", "F1@K", "Hits@K", "nDCG@K"
+        "Recall@K",
+        "Precision@K",
+        "F1@K",
+        "Hits@K",
+        "nDCG@K",
     ]
     lines = _lines(fig)
     bands = [t for t in fig.data if t.name.endswith(figures.BAND_SUFFIX)]
@@ -45,7 +49,9 @@ def test_curves_figure_log_axis_for_deep_curves(faq_evals) -> None:
     fig = figures.curves_figure(deep, metrics=("recall",))
     assert fig.layout.xaxis.type == "log"
     assert list(fig.layout.xaxis.tickvals) == [1, 2, 5, 10, 20, 50, 100]
-    shallow = figures.curves_figure(frames.curve_frame(faq_evals[:1], metrics=("recall",), k_max=10), metrics=("recall",))
+    shallow = figures.curves_figure(
+        frames.curve_frame(faq_evals[:1], metrics=("recall",), k_max=10), metrics=("recall",)
+    )
     assert shallow.layout.xaxis.type == "linear"
 
 

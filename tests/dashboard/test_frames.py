@@ -12,8 +12,8 @@ from dashboard.core import frames
 from dashboard.core.bootstrap import bootstrap_ci
 from dashboard.core.evaluation import K_MAX, evaluate_run, metric_spec, pretty
 from dashboard.core.workspace import Workspace
-from ragmetrics.store import dataset_id, run_id
 from ragmetrics import Run
+from ragmetrics.store import dataset_id, run_id
 
 from .conftest import RANKS_A
 
@@ -40,7 +40,17 @@ def test_values_slice_equals_ragmetrics(faq, faq_evals, faq_result) -> None:
 
 def test_overview_frame_columns_and_means(faq_evals, faq_result) -> None:
     frame = frames.overview_frame(faq_evals, 5)
-    assert list(frame.columns) == ["run", "queries", "recall@5", "precision@5", "f1@5", "hits@5", "ndcg@5", "mrr@5", "map@5"]
+    assert list(frame.columns) == [
+        "run",
+        "queries",
+        "recall@5",
+        "precision@5",
+        "f1@5",
+        "hits@5",
+        "ndcg@5",
+        "mrr@5",
+        "map@5",
+    ]
     assert list(frame["run"]) == faq_result.run_names
     means = faq_result.mean()
     for metric in frame.columns[2:]:
@@ -164,7 +174,17 @@ def test_query_detail_frame_merges_chunks(faq, faq_evals) -> None:
     ev = faq_evals[0]
     qid = "q009"
     detail = frames.query_detail_frame(ev, qid, 20)
-    assert list(detail.columns) == ["rank", "doc_id", "judgment", "relevant", "score", "chunks", "chunk_id", "title", "text"]
+    assert list(detail.columns) == [
+        "rank",
+        "doc_id",
+        "judgment",
+        "relevant",
+        "score",
+        "chunks",
+        "chunk_id",
+        "title",
+        "text",
+    ]
     assert detail["rank"].tolist() == list(range(1, len(detail) + 1))
     assert detail["doc_id"].is_unique  # documents, not chunks
     assert all(c.startswith(d) for c, d in zip(detail["chunk_id"], detail["doc_id"]))
@@ -181,7 +201,11 @@ def test_relevant_docs_and_query_metrics(faq_evals) -> None:
     qid = "q009"
     relevant = frames.relevant_docs_frame(faq_evals, qid)
     assert list(relevant.columns)[:2] == ["doc_id", "relevance"]
-    assert [c for c in relevant.columns if c in {"bm25", "dense-e5", "hybrid-rrf"}] == ["bm25", "dense-e5", "hybrid-rrf"]
+    assert [c for c in relevant.columns if c in {"bm25", "dense-e5", "hybrid-rrf"}] == [
+        "bm25",
+        "dense-e5",
+        "hybrid-rrf",
+    ]
     per_run = frames.query_metrics_frame(faq_evals, qid, 5).set_index("run")
     for run in ("bm25", "dense-e5", "hybrid-rrf"):
         ranks = relevant[run].dropna()
@@ -196,13 +220,19 @@ def test_validation_frame_counts() -> None:
         [("q1", "d1", 1), ("q2", "d2", 1), ("q3", "d3", 0)], columns=["query_id", "doc_id", "relevance"]
     )
     queries = pd.DataFrame(
-        {"query_id": ["q1", "q2", "q3", "q4"], "query": ["one", "two", "three", "four"], "category": ["x", "x", "y", "y"]}
+        {
+            "query_id": ["q1", "q2", "q3", "q4"],
+            "query": ["one", "two", "three", "four"],
+            "category": ["x", "x", "y", "y"],
+        }
     )
     dataset = ragmetrics.Dataset.from_frames(qrels, queries)
     run = Run.from_frame(
         pd.DataFrame(
             [
-                ("q1", "d1", 2.0), ("q1", "d9", 2.0), ("q1", "d1", 1.0),  # a tie and a duplicate
+                ("q1", "d1", 2.0),
+                ("q1", "d9", 2.0),
+                ("q1", "d1", 1.0),  # a tie and a duplicate
                 ("zz", "d1", 1.0),  # unknown query
                 ("two", "d2", 1.0),  # matched by text
             ],
@@ -231,7 +261,9 @@ def test_bootstrap_matches_scipy_percentile() -> None:
     rng = np.random.default_rng(3)
     values = (rng.random(200) < 0.7).astype(float)
     mean, low, high = bootstrap_ci(values)
-    ref = scipy_stats.bootstrap((values,), np.mean, method="percentile", n_resamples=4000, random_state=1).confidence_interval
+    ref = scipy_stats.bootstrap(
+        (values,), np.mean, method="percentile", n_resamples=4000, random_state=1
+    ).confidence_interval
     assert mean[0] == pytest.approx(values.mean())
     assert low[0] == pytest.approx(ref.low, abs=0.02) and high[0] == pytest.approx(ref.high, abs=0.02)
     constant = np.ones((50, 3))
@@ -359,7 +391,9 @@ def test_prefetch_computes_the_overview_curves_in_the_background(faq) -> None:
         np.testing.assert_array_equal(ev.curves[metric], fresh.kept_curve(metric, K_MAX), err_msg=metric)
 
 
-def test_prefetch_asked_again_and_again_computes_each_curve_once_and_survives_a_failure(faq, monkeypatch, caplog) -> None:
+def test_prefetch_asked_again_and_again_computes_each_curve_once_and_survives_a_failure(
+    faq, monkeypatch, caplog
+) -> None:
     """The upload page reruns often: a curve being prefetched is not started again; a failing one is logged,
     the others are still computed, and the overview meets the error itself."""
     import time

@@ -16,7 +16,13 @@ def test_a_deep_copied_upload_shares_its_bytes_until_written() -> None:
     upload.seek(7)
     [clone] = copy.deepcopy([upload])  # what Streamlit does to a widget's value on every run
     assert clone is not upload and clone.getvalue() is data  # no copy of the bytes
-    assert (clone.file_id, clone.name, clone.type, clone.size, clone.tell()) == ("id-1", "run.trec", "text/plain", len(data), 7)
+    assert (clone.file_id, clone.name, clone.type, clone.size, clone.tell()) == (
+        "id-1",
+        "run.trec",
+        "text/plain",
+        len(data),
+        7,
+    )
     clone.write(b"XX")  # copy-on-write: the original is untouched
     assert upload.getvalue() is data and clone.getvalue()[7:9] == b"XX"
 

@@ -6,20 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.dashboard.apptest import charts, no_problems, open_app, open_page, param
 from dashboard.views import VIEWS
+from tests.dashboard.apptest import charts, no_problems, open_app, open_page, param
 
 pytestmark = pytest.mark.apptest
 
 DATA = Path(__file__).resolve().parents[1] / "e2e" / "data"
-
-
-
-
-
-
-
-
 
 
 @pytest.mark.parametrize("view", VIEWS, ids=lambda v: v.key)
@@ -44,7 +36,9 @@ def test_router_runs_every_page() -> None:
 
 def test_overview_reads_the_url_and_draws_one_trace_per_run(faq_ids) -> None:
     runs = [faq_ids["bm25"], faq_ids["hybrid-rrf"]]
-    at = open_page("overview", {"ds": faq_ids["dataset"], "runs": ",".join(runs), "m": "ndcg", "k": "10", "prof": "tech"})
+    at = open_page(
+        "overview", {"ds": faq_ids["dataset"], "runs": ",".join(runs), "m": "ndcg", "k": "10", "prof": "tech"}
+    )
     no_problems(at)
     assert at.multiselect(key="sidebar.runs").value == runs
     assert at.slider(key="sidebar.k").value == 10
@@ -106,12 +100,17 @@ def test_bad_link_explains_instead_of_failing() -> None:
 def test_upload_dataset_runs_and_a_broken_run() -> None:
     at = open_page("upload")
     no_problems(at)
-    at.file_uploader(key="upload.dataset").set_value(("mini_eval.json", (DATA / "mini_eval.json").read_bytes(), "application/json"))
+    at.file_uploader(key="upload.dataset").set_value(
+        ("mini_eval.json", (DATA / "mini_eval.json").read_bytes(), "application/json")
+    )
     at.run()
     no_problems(at)
     assert at.selectbox(key="sidebar.dataset").format_func(at.selectbox(key="sidebar.dataset").value) == "mini_eval"
     at.file_uploader(key="upload.runs").set_value(
-        [(name, (DATA / name).read_bytes(), "text/plain") for name in ("mini-bm25.trec", "mini-dense.trec", "broken-run.trec")]
+        [
+            (name, (DATA / name).read_bytes(), "text/plain")
+            for name in ("mini-bm25.trec", "mini-dense.trec", "broken-run.trec")
+        ]
     )
     at.run()
     assert not at.exception
@@ -138,7 +137,10 @@ def test_edited_targets_travel_in_the_url(faq_ids) -> None:
 def test_upload_a_dataset_made_of_qrels_queries_and_corpus() -> None:
     folder = Path(__file__).resolve().parents[2] / "sample_runs" / "scifact"
     at = open_page("upload")
-    files = [(name, (folder / name).read_bytes(), "application/octet-stream") for name in ("qrels.tsv", "queries.jsonl", "corpus.jsonl.gz")]
+    files = [
+        (name, (folder / name).read_bytes(), "application/octet-stream")
+        for name in ("qrels.tsv", "queries.jsonl", "corpus.jsonl.gz")
+    ]
     at.file_uploader(key="upload.dataset").set_value(files)
     at.run()
     no_problems(at)

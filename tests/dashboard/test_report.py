@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dashboard.core import frames, report, targets
-from ragmetrics import diagnosis
 from dashboard.core.evaluation import evaluate_run
-from ragmetrics import Run
+from ragmetrics import Run, diagnosis
 
 
 def _data(evals, name: str = "product_faq_zh") -> report.ReportInput:

@@ -7,7 +7,17 @@ from urllib.parse import parse_qs, urlsplit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashboard.core.view_state import PAGES, PARAM_KEYS, Facts, ViewState, decode, encode, reconcile, share_query, share_url
+from dashboard.core.view_state import (
+    PAGES,
+    PARAM_KEYS,
+    Facts,
+    ViewState,
+    decode,
+    encode,
+    reconcile,
+    share_query,
+    share_url,
+)
 from ragmetrics.store import share_link
 
 FULL = ViewState(
@@ -57,8 +67,15 @@ def test_metric_with_cutoff_sets_k() -> None:
 def test_bad_values_fall_back_with_notes() -> None:
     state, notes = decode(
         {
-            "k": "abc", "m": "ndgc", "prof": "nope", "ds": "../../etc/passwd", "runs": "ok1,bad id",
-            "tgt": "recall@5>0.9;junk", "unknown": "x", "v": "9", "fr": "<script>",
+            "k": "abc",
+            "m": "ndgc",
+            "prof": "nope",
+            "ds": "../../etc/passwd",
+            "runs": "ok1,bad id",
+            "tgt": "recall@5>0.9;junk",
+            "unknown": "x",
+            "v": "9",
+            "fr": "<script>",
         },
         "nowhere",
     )
@@ -73,7 +90,14 @@ def test_bad_values_fall_back_with_notes() -> None:
 
 
 def test_compare_test_and_alpha_travel_only_when_not_the_default() -> None:
-    assert encode(ViewState(test="wilcoxon", alpha=0.1)) == {"v": "1", "m": "recall", "k": "5", "prof": "faq", "t": "wilcoxon", "a": "0.1"}
+    assert encode(ViewState(test="wilcoxon", alpha=0.1)) == {
+        "v": "1",
+        "m": "recall",
+        "k": "5",
+        "prof": "faq",
+        "t": "wilcoxon",
+        "a": "0.1",
+    }
     assert decode({"t": "bootstrap", "a": "0.10"}) == (ViewState(test="bootstrap", alpha=0.1), [])
     state, notes = decode({"t": "anova", "a": "0.5"})
     assert (state.test, state.alpha) == ("t", 0.05)
@@ -89,7 +113,10 @@ values = st.one_of(st.text(max_size=30), st.lists(st.text(max_size=10), max_size
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.dictionaries(st.sampled_from([*PARAM_KEYS, "x", ""]), values, max_size=8), st.one_of(st.none(), st.text(max_size=8)))
+@given(
+    st.dictionaries(st.sampled_from([*PARAM_KEYS, "x", ""]), values, max_size=8),
+    st.one_of(st.none(), st.text(max_size=8)),
+)
 def test_decode_never_raises_and_encode_decode_is_a_fixed_point(params, page) -> None:
     state, notes = decode(params, page)
     assert isinstance(state, ViewState) and isinstance(notes, list)
@@ -120,7 +147,9 @@ def test_share_query_matches_the_library_link() -> None:
 
 
 def _facts(_dataset: str) -> Facts:
-    return Facts(runs=["r1", "r2", "r3"], categories=["a", "b"], difficulties=["easy"], has_query=lambda q: q == "q1", k_max=100)
+    return Facts(
+        runs=["r1", "r2", "r3"], categories=["a", "b"], difficulties=["easy"], has_query=lambda q: q == "q1", k_max=100
+    )
 
 
 def test_reconcile_unknown_ids_fall_back_with_a_clear_note() -> None:
@@ -128,8 +157,11 @@ def test_reconcile_unknown_ids_fall_back_with_a_clear_note() -> None:
     assert state.dataset == "d1" and state.runs == ("r1", "r2", "r3")
     assert "dataset dead" in notes[0] and "upload the same files" in notes[0]
     state, notes = reconcile(
-        ViewState(dataset="d2", runs=("r2", "zz"), baseline="zz", category="c", difficulty="easy", query="q9", focus_run="zz"),
-        ["d1", "d2"], _facts,
+        ViewState(
+            dataset="d2", runs=("r2", "zz"), baseline="zz", category="c", difficulty="easy", query="q9", focus_run="zz"
+        ),
+        ["d1", "d2"],
+        _facts,
     )
     assert state.dataset == "d2" and state.runs == ("r2",) and state.baseline is None and state.focus_run == "r2"
     assert state.category is None and state.difficulty == "easy" and state.query is None

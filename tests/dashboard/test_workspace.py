@@ -11,10 +11,9 @@ import sqlalchemy as sa
 from dashboard.core import samples
 from dashboard.core.view_state import Facts, ViewState, app_root, decode, missing_note, reconcile
 from dashboard.core.workspace import SAMPLES_MARKER, Workspace, human_size, safe_url, samples_marker_id
-from ragmetrics.store import dataset_id, run_id
 from ragmetrics.errors import RagMetricsError
 from ragmetrics.io import load_dataset, load_run
-from ragmetrics.store import Store
+from ragmetrics.store import Store, dataset_id, run_id
 
 DATA = Path(__file__).resolve().parents[1] / "e2e" / "data"
 
@@ -62,7 +61,10 @@ def test_names_are_unique_per_dataset_and_renames_reach_the_content(tmp_path, mi
     with pytest.raises(RagMetricsError, match="empty"):
         ws.rename_dataset(entry.id, "   ")
     table = ws.run_table(entry.id)
-    assert table["name"].tolist() == ["mini-bm25", "dense"] and table["rows"].tolist() == [len(bm25.frame), len(dense.frame)]
+    assert table["name"].tolist() == ["mini-bm25", "dense"] and table["rows"].tolist() == [
+        len(bm25.frame),
+        len(dense.frame),
+    ]
     assert ws.dataset_table()[["name", "queries", "runs"]].values.tolist() == [["mini", 12, 2]]
 
 
@@ -208,7 +210,9 @@ def test_the_evaluation_aligned_while_a_run_is_stored_is_the_one_the_pages_reuse
 
     release, finished = threading.Event(), []
     again_entry = ws.add_run(
-        entry.id, load_run(DATA / "mini-bm25.trec"), meanwhile=lambda stored: release.wait(30) and finished.append(stored)
+        entry.id,
+        load_run(DATA / "mini-bm25.trec"),
+        meanwhile=lambda stored: release.wait(30) and finished.append(stored),
     )
     assert again_entry.id == run_entry.id and again_entry.run is run_entry.run and not finished
     release.set()

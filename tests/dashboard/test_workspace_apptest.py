@@ -9,11 +9,10 @@ import pytest
 
 from dashboard.core.view_state import decode
 from dashboard.core.workspace import Workspace
-from tests.dashboard.apptest import no_problems, open_page, param
-from ragmetrics.store import dataset_id, run_id
 from dashboard.views import VIEWS
 from ragmetrics.io import load_dataset, load_run
-from ragmetrics.store import Store
+from ragmetrics.store import Store, dataset_id, run_id
+from tests.dashboard.apptest import no_problems, open_page, param
 
 pytestmark = pytest.mark.apptest
 
@@ -34,18 +33,14 @@ def store_dir(tmp_path, monkeypatch) -> Path:
 def mini(store_dir) -> dict[str, str]:
     """The e2e mini dataset and its two runs, stored as an earlier upload would have."""
     ws = Workspace(Store(f"sqlite:///{store_dir / 'ragmetrics.sqlite'}"))
-    entry = ws.add_dataset(load_dataset(DATA / "mini_eval.json"), source="mini_eval.json", description="A made-up FAQ set.")
+    entry = ws.add_dataset(
+        load_dataset(DATA / "mini_eval.json"), source="mini_eval.json", description="A made-up FAQ set."
+    )
     ids = {"dataset": entry.id}
     for name in ("mini-bm25", "mini-dense"):
         ids[name] = ws.add_run(entry.id, load_run(DATA / f"{name}.trec"), source=f"{name}.trec").id
     ws.store.engine.dispose()
     return ids
-
-
-
-
-
-
 
 
 def _text(elements) -> str:  # type: ignore[no-untyped-def]
@@ -124,7 +119,9 @@ def test_an_upload_lands_in_the_store_and_survives_a_restart(store_dir) -> None:
 
     at = open_page("upload")
     no_problems(at)
-    at.file_uploader(key="upload.dataset").set_value(("mini_eval.json", (DATA / "mini_eval.json").read_bytes(), "application/json"))
+    at.file_uploader(key="upload.dataset").set_value(
+        ("mini_eval.json", (DATA / "mini_eval.json").read_bytes(), "application/json")
+    )
     at.run()
     at.file_uploader(key="upload.runs").set_value(
         [(n, (DATA / n).read_bytes(), "text/plain") for n in ("mini-bm25.trec", "broken-run.trec")]
@@ -143,13 +140,28 @@ def test_an_upload_lands_in_the_store_and_survives_a_restart(store_dir) -> None:
 
 
 @pytest.mark.parametrize(
-    "params, expected",
+    ("params", "expected"),
     [
-        ({"ds": "0123456789abcdef"}, ["dataset 0123456789abcdef", "not loaded on this server", "upload the same files", "RAGMETRICS_STORE_URL", "Showing “mini_eval” instead"]),
+        (
+            {"ds": "0123456789abcdef"},
+            [
+                "dataset 0123456789abcdef",
+                "not loaded on this server",
+                "upload the same files",
+                "RAGMETRICS_STORE_URL",
+                "Showing “mini_eval” instead",
+            ],
+        ),
         ({"ds": "dead"}, ["dataset dead", "not even a well-formed id"]),
         ({"ds": "../../etc/passwd"}, ["not an id", "16 hexadecimal digits"]),
-        ({"runs": "ffffffffffffffff,zz"}, ["2 run(s) of this link are not loaded here", "ffffffffffffffff", "upload the same run files"]),
-        ({"k": "abc", "m": "nope", "cat": "no such", "q": "q404", "zzz": "1"}, ["K must be a whole number", "unknown metric", "category 'no such'", "query 'q404'"]),
+        (
+            {"runs": "ffffffffffffffff,zz"},
+            ["2 run(s) of this link are not loaded here", "ffffffffffffffff", "upload the same run files"],
+        ),
+        (
+            {"k": "abc", "m": "nope", "cat": "no such", "q": "q404", "zzz": "1"},
+            ["K must be a whole number", "unknown metric", "category 'no such'", "query 'q404'"],
+        ),
     ],
     ids=["unknown-dataset", "malformed-dataset", "not-an-id", "unknown-runs", "bad-values"],
 )

@@ -60,7 +60,16 @@ if str(REPO) not in sys.path:  # run as a script: make ``tests`` and ``ragmetric
 from tests.e2e.server import CHROMIUM_ARGS, chromium_path, streamlit_server
 
 # the pages a user explores (menu titles); Upload is visited to upload
-PAGES = ["Overview", "Breakdown", "Missed queries", "Diagnosis", "Compare runs", "Dataset power", "Workspace", "Metric definitions"]
+PAGES = [
+    "Overview",
+    "Breakdown",
+    "Missed queries",
+    "Diagnosis",
+    "Compare runs",
+    "Dataset power",
+    "Workspace",
+    "Metric definitions",
+]
 SAMPLE = "product_faq_zh"  # the first sample dataset: selected by default, so uploads go to it
 # a new session lands on a light page: a cold load of the Overview costs chromium about 5 CPU seconds, of this
 # page about half; on the 2 cores that also run the server, that halves the ramp-up (users' browsers do not
@@ -220,7 +229,12 @@ def latency_stats(values: list[float]) -> dict[str, Any]:
     def r(v: float | None) -> float | None:
         return None if v is None else round(v, 3)
 
-    return {"count": len(values), "p50": r(percentile(values, 50)), "p95": r(percentile(values, 95)), "max": r(max(values) if values else None)}
+    return {
+        "count": len(values),
+        "p50": r(percentile(values, 50)),
+        "p95": r(percentile(values, 95)),
+        "max": r(max(values) if values else None),
+    }
 
 
 # --- run files ---------------------------------------------------------------------------
@@ -234,7 +248,11 @@ class RunFiles:
         evalset = json.loads((root / "eval_set.json").read_text(encoding="utf-8"))
         self.queries = [q["query_id"] for q in evalset]
         self.relevant = {q["query_id"]: list(q.get("relevant_docs") or {}) for q in evalset}
-        self.docs = [json.loads(line)["id"] for line in (root / "corpus.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+        self.docs = [
+            json.loads(line)["id"]
+            for line in (root / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+            if line.strip()
+        ]
         self.folder, self.seed = folder, seed
 
     def make(self, session: int, n: int) -> tuple[Path, str]:
@@ -272,8 +290,20 @@ class Failed(Exception):
 
 
 class User:
-    def __init__(self, index: int, base: str, browser: Any, results: Results, files: RunFiles, *, t0: float,
-                 timeout: float, seed: int, upload_every: float, think: tuple[float, float]) -> None:
+    def __init__(
+        self,
+        index: int,
+        base: str,
+        browser: Any,
+        results: Results,
+        files: RunFiles,
+        *,
+        t0: float,
+        timeout: float,
+        seed: int,
+        upload_every: float,
+        think: tuple[float, float],
+    ) -> None:
         self.index, self.base, self.browser, self.results, self.files = index, base, browser, results, files
         self.t0, self.timeout_ms = t0, timeout * 1000
         self.rng = random.Random(f"{seed}:user:{index}")
@@ -374,7 +404,7 @@ class User:
         """The app's state in a few words, for the message of a failed interaction."""
         try:
             return str(await asyncio.wait_for(self.page.evaluate(DESCRIBE_JS), 10))
-        except Exception as err:  # noqa: BLE001 - a crashed or hung page
+        except Exception as err:
             return f"unavailable ({type(err).__name__})"
 
     async def check_page(self) -> bool:
@@ -389,7 +419,9 @@ class User:
             self.results.warnings_seen[key] = self.results.warnings_seen.get(key, 0) + 1
         dropped = bool(found["dialogs"] or found["drops"] or found["connection"] != "CONNECTED")
         if dropped:
-            self.problem("connection", f"state {found['connection']}, drops {found['drops']}, dialog {found['dialogs']}")
+            self.problem(
+                "connection", f"state {found['connection']}, drops {found['drops']}, dialog {found['dialogs']}"
+            )
         return not (found["exceptions"] or found["errors"] or dropped)
 
     async def timed(self, kind: str, detail: str, action: Any, expect: Any) -> Interaction:
@@ -404,24 +436,31 @@ class User:
             await expect(started)
             await self.wait_idle(started)
             await expect(started)  # still there once idle: no later rerun took it away
-        except Exception as err:  # noqa: BLE001 - every failure is recorded; the session then starts over
+        except Exception as err:
             timeout = isinstance(err, Timeout) or type(err).__name__ == "TimeoutError"
             outcome = "timeout" if timeout else "error"
             first = str(err).splitlines()[0][:300] if str(err) else ""
-            entry = Problem(self.index, "interaction", f"{type(err).__name__}: {first} [page: {await self.describe()}]",
-                            round(self.now(), 2), self.action)
+            entry = Problem(
+                self.index,
+                "interaction",
+                f"{type(err).__name__}: {first} [page: {await self.describe()}]",
+                round(self.now(), 2),
+                self.action,
+            )
             (self.results.timeouts if timeout else self.results.problems).append(entry)
         seconds = time.monotonic() - started
         if outcome == "ok":
             try:
                 clean = await self.check_page()
-            except Exception as err:  # noqa: BLE001
+            except Exception as err:
                 self.problem("interaction", f"checking the page failed: {type(err).__name__}: {err}")
                 clean = False
             # events (console errors, failed requests) during the interaction count against it too
             if not clean or len(self.results.problems) > errors_before:
                 outcome = "error"
-        record = Interaction(self.index, kind, detail, round(start_at, 3), round(seconds, 3), outcome == "ok", outcome, self.phase)
+        record = Interaction(
+            self.index, kind, detail, round(start_at, 3), round(seconds, 3), outcome == "ok", outcome, self.phase
+        )
         self.results.interactions.append(record)
         self.action = ""
         return record
@@ -463,7 +502,9 @@ class User:
         current = int(await slider.input_value(timeout=self.timeout_ms))  # an <input type=range>
         step = self.rng.choice([-1, 1]) if 1 < current < 20 else (1 if current <= 1 else -1)
         new = current + step
-        caption = self.page.get_by_test_id("stCaptionContainer").filter(has_text=re.compile(rf"run\(s\) selected · K = {new}$"))
+        caption = self.page.get_by_test_id("stCaptionContainer").filter(
+            has_text=re.compile(rf"run\(s\) selected · K = {new}$")
+        )
 
         async def press() -> None:
             await slider.focus()
@@ -592,7 +633,9 @@ def cpu_snapshot(port: str) -> dict[str, float]:
             if kid not in mine:
                 mine.add(kid)
                 todo.append(kid)
-    server = sum(cpu for _ppid, cmd, cpu in procs.values() if "streamlit run" in cmd and f"--server.port {port} " in cmd + " ")
+    server = sum(
+        cpu for _ppid, cmd, cpu in procs.values() if "streamlit run" in cmd and f"--server.port {port} " in cmd + " "
+    )
     chromium = sum(procs[pid][2] for pid in mine if "chromium" in procs[pid][1])
     return {"server": server, "chromium": chromium, "at": time.monotonic(), "load": os.getloadavg()[0]} if procs else {}
 
@@ -627,8 +670,19 @@ async def warm_up(browser: Any, base: str, timeout: float) -> float:
     return time.monotonic() - started
 
 
-async def drive(base: str, sessions: int, seconds: float, *, timeout: float, seed: int, upload_every: float, folder: Path,
-                warmup: bool = True, open_concurrency: int = 4, think: tuple[float, float] = (1.0, 3.0)) -> tuple[Results, dict[str, Any]]:
+async def drive(
+    base: str,
+    sessions: int,
+    seconds: float,
+    *,
+    timeout: float,
+    seed: int,
+    upload_every: float,
+    folder: Path,
+    warmup: bool = True,
+    open_concurrency: int = 4,
+    think: tuple[float, float] = (1.0, 3.0),
+) -> tuple[Results, dict[str, Any]]:
     """Ramp-up, then ``seconds`` of all ``sessions`` exploring; returns the results and timing facts."""
     from playwright.async_api import async_playwright
 
@@ -644,7 +698,18 @@ async def drive(base: str, sessions: int, seconds: float, *, timeout: float, see
             meta["warmup_seconds"] = round(await warm_up(browser, base, timeout), 2) if warmup else 0.0
             t0 = time.monotonic()
             users = [
-                User(i, base, browser, results, files, t0=t0, timeout=timeout, seed=seed, upload_every=upload_every, think=think)
+                User(
+                    i,
+                    base,
+                    browser,
+                    results,
+                    files,
+                    t0=t0,
+                    timeout=timeout,
+                    seed=seed,
+                    upload_every=upload_every,
+                    think=think,
+                )
                 for i in range(sessions)
             ]
 
@@ -715,18 +780,25 @@ def verify_store(data_dir: Path, results: Results) -> dict[str, Any]:
             "confirmed_and_stored": len(confirmed) - len(lost),
             "stored_unconfirmed": len([u for u in results.uploads if not u.confirmed and u.stored]),
             "lost": [u.filename for u in lost],
-            "wrong_id": [f"{u.filename}: UI {u.ui_id} != content {u.expected_id}" for u in confirmed if u.ui_id != u.expected_id],
+            "wrong_id": [
+                f"{u.filename}: UI {u.ui_id} != content {u.expected_id}" for u in confirmed if u.ui_id != u.expected_id
+            ],
             "misnamed": [
-                f"{u.filename}: stored as {u.stored_name!r}" for u in confirmed
+                f"{u.filename}: stored as {u.stored_name!r}"
+                for u in confirmed
                 if u.stored_name is not None and u.stored_name != Path(u.filename).stem
             ],
-            "other_datasets": sorted({u.dataset_id for u in results.uploads if u.dataset_id and u.dataset_id != sample_id}),
+            "other_datasets": sorted(
+                {u.dataset_id for u in results.uploads if u.dataset_id and u.dataset_id != sample_id}
+            ),
         }
     finally:
         store.engine.dispose()
 
 
-def summarize(results: Results, meta: dict[str, Any], uploads: dict[str, Any], *, sessions: int, seconds: float) -> dict[str, Any]:
+def summarize(
+    results: Results, meta: dict[str, Any], uploads: dict[str, Any], *, sessions: int, seconds: float
+) -> dict[str, Any]:
     ok = [i for i in results.interactions if i.ok]
     steady = [i for i in results.interactions if i.phase == "steady"]
     explored: dict[int, int] = {}  # per session: ok interactions in the timed window, page loads not counted
@@ -769,8 +841,12 @@ def summarize(results: Results, meta: dict[str, Any], uploads: dict[str, Any], *
         "interaction_log": [asdict(i) for i in results.interactions],
     }
     summary["passed"] = bool(
-        summary["errors"] == 0 and summary["timeouts"] == 0 and not uploads["lost"] and not uploads["wrong_id"]
-        and not uploads["misnamed"] and uploads["confirmed"] == uploads["confirmed_and_stored"]
+        summary["errors"] == 0
+        and summary["timeouts"] == 0
+        and not uploads["lost"]
+        and not uploads["wrong_id"]
+        and not uploads["misnamed"]
+        and uploads["confirmed"] == uploads["confirmed_and_stored"]
     )
     return summary
 
@@ -782,12 +858,16 @@ def format_summary(s: dict[str, Any]) -> str:
     u = s["uploads"]
     by_kind = ", ".join(f"{k} {n}" for k, n in s["interactions_by_kind"].items())
     w = s.get("cpu", {}).get("timed_window")
-    cpu_line = [
-        (
-            f"cpu in the timed window: server {w['server_cores']} cores, chromium {w['chromium_cores']} cores "
-            f"(of {w['machine_cores']}; 1-minute load average {w['load_average_1m']})"
-        )
-    ] if w else []
+    cpu_line = (
+        [
+            (
+                f"cpu in the timed window: server {w['server_cores']} cores, chromium {w['chromium_cores']} cores "
+                f"(of {w['machine_cores']}; 1-minute load average {w['load_average_1m']})"
+            )
+        ]
+        if w
+        else []
+    )
     lines = [
         (
             f"load test: {s['sessions']} concurrent browser sessions (one chromium, a context each) on loopback; "
@@ -817,12 +897,20 @@ def format_summary(s: dict[str, Any]) -> str:
     for kind, st in s["latency"].items():
         lines.append(f"  {kind:<9} {st['count']:>5} {fmt(st['p50']):>8} {fmt(st['p95']):>8} {fmt(st['max']):>8}")
     lines.append("  (all = navigate + widget + upload; open = a new session's cold page load, in the ramp-up)")
-    pages = [f"{page} {fmt(st['p50'])}/{fmt(st['max'])} (n={st['count']})" for page, st in s["navigate_latency_by_page"].items() if st["count"]]
+    pages = [
+        f"{page} {fmt(st['p50'])}/{fmt(st['max'])} (n={st['count']})"
+        for page, st in s["navigate_latency_by_page"].items()
+        if st["count"]
+    ]
     lines.append("  navigate p50/max by page: " + ", ".join(pages))
     if s.get("warnings_seen"):
-        lines.append("  st.warning texts seen (not errors): " + "; ".join(f"{n}x {t}" for t, n in s["warnings_seen"].items()))
+        lines.append(
+            "  st.warning texts seen (not errors): " + "; ".join(f"{n}x {t}" for t, n in s["warnings_seen"].items())
+        )
     for p in s["error_details"][:15]:
-        lines.append(f"  ERROR session {p['session']} at {p['at']}s [{p['kind']}] during {p['during'] or '-'}: {p['message']}")
+        lines.append(
+            f"  ERROR session {p['session']} at {p['at']}s [{p['kind']}] during {p['during'] or '-'}: {p['message']}"
+        )
     for p in s["timeout_details"][:15]:
         lines.append(f"  TIMEOUT session {p['session']} at {p['at']}s during {p['during']}: {p['message']}")
     lines += [f"  LOST upload {name}" for name in u["lost"][:15]]
@@ -831,9 +919,18 @@ def format_summary(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def run_load(sessions: int = 20, seconds: float = 60.0, *, timeout: float = 120.0, seed: int = 1, upload_every: float = 4.0,
-             data_dir: str | Path | None = None, warmup: bool = True, open_concurrency: int = 4,
-             think: tuple[float, float] = (1.0, 3.0)) -> dict[str, Any]:
+def run_load(
+    sessions: int = 20,
+    seconds: float = 60.0,
+    *,
+    timeout: float = 120.0,
+    seed: int = 1,
+    upload_every: float = 4.0,
+    data_dir: str | Path | None = None,
+    warmup: bool = True,
+    open_concurrency: int = 4,
+    think: tuple[float, float] = (1.0, 3.0),
+) -> dict[str, Any]:
     """Start a server with its own store, drive it, check the store; return the summary."""
     folder = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="ragmetrics-load-"))
     store_dir, runs_dir = folder / "store", folder / "runs"
@@ -841,10 +938,20 @@ def run_load(sessions: int = 20, seconds: float = 60.0, *, timeout: float = 120.
     runs_dir.mkdir(parents=True, exist_ok=True)
     try:
         with streamlit_server(data_dir=store_dir) as base:
-            results, meta = asyncio.run(drive(
-                base, sessions, seconds, timeout=timeout, seed=seed, upload_every=upload_every, folder=runs_dir,
-                warmup=warmup, open_concurrency=open_concurrency, think=think,
-            ))
+            results, meta = asyncio.run(
+                drive(
+                    base,
+                    sessions,
+                    seconds,
+                    timeout=timeout,
+                    seed=seed,
+                    upload_every=upload_every,
+                    folder=runs_dir,
+                    warmup=warmup,
+                    open_concurrency=open_concurrency,
+                    think=think,
+                )
+            )
             uploads = verify_store(store_dir, results)
         meta.update(open_concurrency=open_concurrency, think_seconds=list(think), interaction_timeout=timeout)
         return summarize(results, meta, uploads, sessions=sessions, seconds=seconds)
@@ -854,22 +961,52 @@ def run_load(sessions: int = 20, seconds: float = 60.0, *, timeout: float = 120.
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sessions", type=int, default=20, help="concurrent browser sessions (default 20)")
-    parser.add_argument("--seconds", type=float, default=60.0, help="length of the timed window after the ramp-up (default 60)")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds one interaction may take before it counts as a timeout (default 120)")
-    parser.add_argument("--upload-every", type=float, default=4.0, help="about one upload per this many interactions (default 4)")
-    parser.add_argument("--open-concurrency", type=int, default=4, help="sessions opening the app at once in the ramp-up (default 4)")
-    parser.add_argument("--think", type=float, nargs=2, default=(1.0, 3.0), metavar=("MIN", "MAX"),
-                        help="seconds a user pauses between interactions, uniform in [MIN, MAX] (default 1 3)")
+    parser.add_argument(
+        "--seconds", type=float, default=60.0, help="length of the timed window after the ramp-up (default 60)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds one interaction may take before it counts as a timeout (default 120)",
+    )
+    parser.add_argument(
+        "--upload-every", type=float, default=4.0, help="about one upload per this many interactions (default 4)"
+    )
+    parser.add_argument(
+        "--open-concurrency", type=int, default=4, help="sessions opening the app at once in the ramp-up (default 4)"
+    )
+    parser.add_argument(
+        "--think",
+        type=float,
+        nargs=2,
+        default=(1.0, 3.0),
+        metavar=("MIN", "MAX"),
+        help="seconds a user pauses between interactions, uniform in [MIN, MAX] (default 1 3)",
+    )
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--data-dir", help="keep the store and the generated runs here (default: a temporary folder, removed)")
-    parser.add_argument("--no-warmup", action="store_true", help="no page view before the ramp-up (the first one stores the samples)")
+    parser.add_argument(
+        "--data-dir", help="keep the store and the generated runs here (default: a temporary folder, removed)"
+    )
+    parser.add_argument(
+        "--no-warmup", action="store_true", help="no page view before the ramp-up (the first one stores the samples)"
+    )
     parser.add_argument("--json", help="also write the summary as JSON to this path")
     args = parser.parse_args(argv)
     summary = run_load(
-        args.sessions, args.seconds, timeout=args.timeout, seed=args.seed, upload_every=args.upload_every,
-        data_dir=args.data_dir, warmup=not args.no_warmup, open_concurrency=args.open_concurrency, think=tuple(args.think),
+        args.sessions,
+        args.seconds,
+        timeout=args.timeout,
+        seed=args.seed,
+        upload_every=args.upload_every,
+        data_dir=args.data_dir,
+        warmup=not args.no_warmup,
+        open_concurrency=args.open_concurrency,
+        think=tuple(args.think),
     )
     print(format_summary(summary), flush=True)
     if args.json:

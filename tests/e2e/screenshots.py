@@ -11,10 +11,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from playwright.sync_api import sync_playwright  # noqa: E402
+from playwright.sync_api import sync_playwright
 
-from dashboard.views import VIEWS  # noqa: E402
-from tests.e2e.server import CHROMIUM_ARGS, REPO, chromium_path, streamlit_server, wait_for_app  # noqa: E402
+from dashboard.views import VIEWS
+from tests.e2e.server import CHROMIUM_ARGS, REPO, chromium_path, streamlit_server, wait_for_app
 
 OUT = REPO / "docs" / "screenshots"
 WIDTH = 1440

@@ -38,7 +38,11 @@ def free_port() -> int:
 
 @contextmanager
 def streamlit_server(
-    timeout: float = 90.0, *, data_dir: str | Path | None = None, store_url: str | None = None, env: dict[str, str] | None = None
+    timeout: float = 90.0,
+    *,
+    data_dir: str | Path | None = None,
+    store_url: str | None = None,
+    env: dict[str, str] | None = None,
 ) -> Iterator[str]:
     """Start the dashboard on a free port, wait for /_stcore/health, yield its base URL; print the log on teardown.
 
@@ -50,7 +54,11 @@ def streamlit_server(
     own: str | None = None
     log = tempfile.NamedTemporaryFile("w+", prefix="streamlit-", suffix=".log", delete=False)
     extra = env or {}
-    env = {k: v for k, v in os.environ.items() if k not in ("RAGMETRICS_STORE_URL", "RAGMETRICS_DATA_DIR", "RAGMETRICS_BASE_URL")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("RAGMETRICS_STORE_URL", "RAGMETRICS_DATA_DIR", "RAGMETRICS_BASE_URL")
+    }
     env["PYTHONUNBUFFERED"] = "1"
     if store_url:
         env["RAGMETRICS_STORE_URL"] = store_url
@@ -60,12 +68,21 @@ def streamlit_server(
     env.update(extra)
     proc = subprocess.Popen(
         [
-            sys.executable, "-m", "streamlit", "run", "dashboard/app.py",
-            "--server.headless", "true",
-            "--server.port", str(port),
-            "--server.address", "127.0.0.1",
-            "--browser.gatherUsageStats", "false",
-            "--server.fileWatcherType", "none",
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "dashboard/app.py",
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--browser.gatherUsageStats",
+            "false",
+            "--server.fileWatcherType",
+            "none",
         ],
         cwd=REPO,
         stdout=log,

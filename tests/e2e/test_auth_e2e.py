@@ -41,7 +41,12 @@ SLOW = 3 * TIMEOUT  # the first run of a page after sign-in opens the store (2 c
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
     # "" clears what the developer's shell may hold (a hash there would win over the password)
-    env = {"RAGMETRICS_PASSWORD": PASSWORD, "RAGMETRICS_PASSWORD_HASH": "", "RAGMETRICS_AUTH": "", "RAGMETRICS_SAMPLES": "off"}
+    env = {
+        "RAGMETRICS_PASSWORD": PASSWORD,
+        "RAGMETRICS_PASSWORD_HASH": "",
+        "RAGMETRICS_AUTH": "",
+        "RAGMETRICS_SAMPLES": "off",
+    }
     with streamlit_server(env=env) as base:
         yield base
 
@@ -199,7 +204,13 @@ class FakeOpenIDProvider:
         from joserfc import jwt
 
         now = int(time.time())
-        claims: dict[str, Any] = {"iss": self.base, "sub": "user-1", "aud": self.client_id, "iat": now, "exp": now + 300}
+        claims: dict[str, Any] = {
+            "iss": self.base,
+            "sub": "user-1",
+            "aud": self.client_id,
+            "iat": now,
+            "exp": now + 300,
+        }
         claims.update(self.user)
         if nonce:
             claims["nonce"] = nonce
@@ -232,23 +243,39 @@ class FakeOpenIDProvider:
                     code = secrets.token_urlsafe(16)
                     idp.codes[code] = query.get("nonce")
                     self.send_response(302)
-                    self.send_header("Location", query["redirect_uri"] + "?" + urlencode({"code": code, "state": query["state"]}))
+                    self.send_header(
+                        "Location", query["redirect_uri"] + "?" + urlencode({"code": code, "state": query["state"]})
+                    )
                     self.end_headers()
                 else:
                     self._json({"error": "invalid_request"}, 400)
 
             def do_POST(self) -> None:
-                form = {k: v[-1] for k, v in parse_qs(self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode()).items()}
+                form = {
+                    k: v[-1]
+                    for k, v in parse_qs(self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode()).items()
+                }
                 client = (form.get("client_id"), form.get("client_secret"))
                 basic = self.headers.get("Authorization", "")
                 if basic.startswith("Basic "):
                     name, _, secret = base64.b64decode(basic[6:]).decode().partition(":")
                     client = (name, secret)
-                if urlsplit(self.path).path != "/token" or client != (idp.client_id, idp.client_secret) or form.get("code") not in idp.codes:
+                if (
+                    urlsplit(self.path).path != "/token"
+                    or client != (idp.client_id, idp.client_secret)
+                    or form.get("code") not in idp.codes
+                ):
                     self._json({"error": "invalid_grant"}, 400)
                     return
                 nonce = idp.codes.pop(form["code"])
-                self._json({"access_token": secrets.token_urlsafe(16), "token_type": "Bearer", "expires_in": 300, "id_token": idp.id_token(nonce)})
+                self._json(
+                    {
+                        "access_token": secrets.token_urlsafe(16),
+                        "token_type": "Bearer",
+                        "expires_in": 300,
+                        "id_token": idp.id_token(nonce),
+                    }
+                )
 
         return Handler
 
@@ -271,8 +298,12 @@ def oidc_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
                 pytest.fail(f"{module} is missing: pip install -e '.[test]' (streamlit[auth])")
             pytest.skip(f"{module} is missing (pip install 'streamlit[auth]')")
     secrets_toml = Path(tmp_path_factory.mktemp("oidc")) / "secrets.toml"
-    env = {"RAGMETRICS_AUTH": "oidc", "RAGMETRICS_AUTH_ALLOW": "@example.com", "STREAMLIT_SECRETS_FILES": str(secrets_toml),
-           "RAGMETRICS_SAMPLES": "off"}
+    env = {
+        "RAGMETRICS_AUTH": "oidc",
+        "RAGMETRICS_AUTH_ALLOW": "@example.com",
+        "STREAMLIT_SECRETS_FILES": str(secrets_toml),
+        "RAGMETRICS_SAMPLES": "off",
+    }
     user = {"name": "Ada Lovelace", "email": "ada@example.com"}
     idp = FakeOpenIDProvider("ragmetrics-e2e", secrets.token_urlsafe(16), user)
     idp.start()

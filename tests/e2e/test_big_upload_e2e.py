@@ -34,8 +34,11 @@ def _write_big(folder: Path) -> tuple[Path, Path]:
         relevant = rng.choice(n_docs, size=int(rng.integers(1, 4)), replace=False)
         items.append(
             {
-                "query_id": qid, "query": f"question {i}", "relevant_docs": {f"D{d}": 1 for d in relevant},
-                "category": ["pricing", "refund", "api", "specs", "faq"][i % 5], "difficulty": ["easy", "medium", "hard"][i % 3],
+                "query_id": qid,
+                "query": f"question {i}",
+                "relevant_docs": {f"D{d}": 1 for d in relevant},
+                "category": ["pricing", "refund", "api", "specs", "faq"][i % 5],
+                "difficulty": ["easy", "medium", "hard"][i % 3],
             }
         )
         docs = rng.choice(n_docs, size=DEPTH, replace=False)
@@ -60,9 +63,13 @@ def test_ten_thousand_queries_upload_to_overview(page: Page, app_url: str, tmp_p
     wait_for_app(page)
     dataset_loaded = time.perf_counter()
     puts: list[float] = []  # the browser's upload request of the run, start to response (Streamlit's own route)
-    page.on("requestfinished", lambda r: puts.append(r.timing["responseEnd"] / 1000) if "upload_file" in r.url else None)
+    page.on(
+        "requestfinished", lambda r: puts.append(r.timing["responseEnd"] / 1000) if "upload_file" in r.url else None
+    )
     page.get_by_test_id("stFileUploaderDropzoneInput").nth(1).set_input_files(str(run))
-    if N_QUERIES >= 50_000:  # the page says what it is doing while it reads (a small run is read within the spinner's delay)
+    if (
+        N_QUERIES >= 50_000
+    ):  # the page says what it is doing while it reads (a small run is read within the spinner's delay)
         expect(page.get_by_text("Reading and storing big-run.trec")).to_be_visible(timeout=TIMEOUT)
     loaded = page.get_by_text("Loaded big-run.trec")
     expect(loaded).to_be_visible(timeout=TIMEOUT)

@@ -63,7 +63,9 @@ def test_compare_two_runs_and_open_a_querys_rankings(page: Page, browser: Browse
     assert any(n and n[0] == "no change" for n in names)  # baseline-versus-run scatter
 
     # selecting a row of the table shows that run and metric query by query
-    click_row(page, "compare-table", 10)  # metrics in order, each with dense-e5 (baseline), bm25, hybrid-rrf: nDCG@5 · bm25
+    click_row(
+        page, "compare-table", 10
+    )  # metrics in order, each with dense-e5 (baseline), bm25, hybrid-rrf: nDCG@5 · bm25
     summary = page.get_by_text(re.compile(r"bm25 against dense-e5 on nDCG@5 \(pick"))
     expect(summary).to_be_visible(timeout=TIMEOUT)
     wait_for_app(page)

@@ -42,7 +42,9 @@ MAX_ROWS = 100_000
 STREAMLIT_CAP_MB = 5
 LIMIT_ENV = {"RAGMETRICS_MAX_ROWS": "100_000", "STREAMLIT_SERVER_MAX_UPLOAD_SIZE": str(STREAMLIT_CAP_MB)}
 HOSTILE_ID = "x' OR 1=1--"
-COPIES = tuple(range(2, 11))  # more bombs: the app spends a few seconds refusing them, while the other session is served
+COPIES = tuple(
+    range(2, 11)
+)  # more bombs: the app spends a few seconds refusing them, while the other session is served
 
 
 def _trec_lines(n: int, tag: str) -> bytes:
@@ -82,7 +84,8 @@ RECORD_FIRST_ERROR = """() => {
 
 def bomb_message(name: str) -> re.Pattern[str]:
     return re.compile(
-        re.escape(f"{name} expands more than 100-fold when decompressed (2.5 MiB to over ") + r"\d+ MiB"
+        re.escape(f"{name} expands more than 100-fold when decompressed (2.5 MiB to over ")
+        + r"\d+ MiB"
         + re.escape("), which looks like a decompression bomb; the limit is 100x (RAGMETRICS_MAX_RATIO)")
     )
 
@@ -123,7 +126,7 @@ def test_over_limit_uploads_and_a_gzip_bomb_explain_themselves_while_other_sessi
             assert legend_names(other) == SAMPLE_RUNS  # the default view's charts
             notes = other.get_by_test_id("stAlertContentInfo")
             expect(notes.filter(has_text="ignored dataset id")).to_contain_text(
-                "\"x' OR 1=1--\": not an id (ids are 16 hexadecimal digits", timeout=TIMEOUT
+                '"x\' OR 1=1--": not an id (ids are 16 hexadecimal digits', timeout=TIMEOUT
             )
             expect(notes.filter(has_text="ignored run ids that are not ids")).to_have_count(1)
             expect(other.get_by_test_id("stException")).to_have_count(0)
@@ -146,12 +149,17 @@ def test_over_limit_uploads_and_a_gzip_bomb_explain_themselves_while_other_sessi
             # each refused file says which file and which limit
             errors = page.get_by_test_id("stAlertContentError")
             expect(errors.filter(has_text="too-many-rows.trec")).to_contain_text(
-                f"too-many-rows.trec has {MAX_ROWS + 1:,} rows; the limit is {MAX_ROWS:,} (RAGMETRICS_MAX_ROWS)", timeout=TIMEOUT
+                f"too-many-rows.trec has {MAX_ROWS + 1:,} rows; the limit is {MAX_ROWS:,} (RAGMETRICS_MAX_ROWS)",
+                timeout=TIMEOUT,
             )
             for name in ("bomb", *(f"bomb-{c}" for c in COPIES)):
-                expect(errors.filter(has_text=f"{name}.trec.gz")).to_contain_text(bomb_message(f"{name}.trec.gz"), timeout=TIMEOUT)
+                expect(errors.filter(has_text=f"{name}.trec.gz")).to_contain_text(
+                    bomb_message(f"{name}.trec.gz"), timeout=TIMEOUT
+                )
             # Streamlit's own cap: the uploader refuses the file next to its name; it never reaches the app
-            huge = page.get_by_test_id("stFileUploader").nth(1).get_by_test_id("stFileChip").filter(has_text="huge.trec")
+            huge = (
+                page.get_by_test_id("stFileUploader").nth(1).get_by_test_id("stFileChip").filter(has_text="huge.trec")
+            )
             expect(huge).to_contain_text(f"File must be {STREAMLIT_CAP_MB}.0MB or smaller.", timeout=TIMEOUT)
             wait_for_app(page)
             expect(errors).to_have_count(2 + len(COPIES))
@@ -159,7 +167,7 @@ def test_over_limit_uploads_and_a_gzip_bomb_explain_themselves_while_other_sessi
             expect(page.get_by_test_id("stException")).to_have_count(0)
             expect(page.get_by_test_id("stAlertContentSuccess")).to_have_count(0)
             for error in errors.all():  # one line each, no traceback
-                assert "Traceback" not in error.inner_text() and "File \"" not in error.inner_text()
+                assert "Traceback" not in error.inner_text() and 'File "' not in error.inner_text()
             stages.append(("uploads refused", time.perf_counter() - start))
             margin = (page.evaluate("() => window.__firstError") - served_at) / 1000
 
@@ -194,12 +202,23 @@ def write_hostile_dataset(folder: Path) -> dict[str, Path]:
     """An evaluation set whose first query has a script for text and a formula for id; two runs that disagree on it."""
     items = [
         {
-            "query_id": EVIL_ID, "query": EVIL_TEXT, "relevant_docs": {"D1": 1}, "category": "evil", "difficulty": "hard",
-            "expected_answer": EVIL_ANSWER, "expected_keywords": [EVIL_KEYWORD],
+            "query_id": EVIL_ID,
+            "query": EVIL_TEXT,
+            "relevant_docs": {"D1": 1},
+            "category": "evil",
+            "difficulty": "hard",
+            "expected_answer": EVIL_ANSWER,
+            "expected_keywords": [EVIL_KEYWORD],
         }
     ]
     items += [
-        {"query_id": f"q{i}", "query": f"plain question {i}", "relevant_docs": {f"D{i}": 1}, "category": "plain", "difficulty": "easy"}
+        {
+            "query_id": f"q{i}",
+            "query": f"plain question {i}",
+            "relevant_docs": {f"D{i}": 1},
+            "category": "plain",
+            "difficulty": "easy",
+        }
         for i in range(2, 6)
     ]
     dataset = folder / "hostile_eval.json"
@@ -221,7 +240,12 @@ def assert_nothing_ran(page: Page) -> None:
     assert page.evaluate("() => window.__xss") is None
     assert page.evaluate("() => [...document.scripts].filter(s => s.textContent.includes('__xss')).length") == 0
     assert page.locator("img[src='x'], svg[onload], [onerror], [onload], a[href^='javascript']").count() == 0
-    assert page.evaluate("() => [...document.querySelectorAll('b')].filter(b => ['b', 'bold?'].includes(b.textContent)).length") == 0
+    assert (
+        page.evaluate(
+            "() => [...document.querySelectorAll('b')].filter(b => ['b', 'bold?'].includes(b.textContent)).length"
+        )
+        == 0
+    )
 
 
 def test_script_query_text_and_formula_id_render_inert_and_export_neutralised(browser: Browser, tmp_path: Path) -> None:
@@ -289,7 +313,9 @@ def test_script_query_text_and_formula_id_render_inert_and_export_neutralised(br
             assert_nothing_ran(page)
 
             # the payload is live: put into the page as HTML, it runs; shown by the dashboard, it did not
-            page.evaluate("t => { const d = document.createElement('div'); d.innerHTML = t; document.body.append(d); }", EVIL_TEXT)
+            page.evaluate(
+                "t => { const d = document.createElement('div'); d.innerHTML = t; document.body.append(d); }", EVIL_TEXT
+            )
             page.wait_for_function("() => window.__xss === 2", timeout=TIMEOUT)
             print(f"\nhostile text and ids: {time.perf_counter() - start:.1f}s")
         finally:

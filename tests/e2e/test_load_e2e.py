@@ -34,8 +34,19 @@ HARD_LIMIT = SECONDS + 480  # ramp-up and drain included; far above a normal run
 def run_driver(out: Path) -> tuple[int, str, str]:
     """The driver in its own process group (its own asyncio loop: the sync Playwright fixtures of other e2e
     tests keep one running in this process); past ``HARD_LIMIT`` the group (server, chromium) is killed."""
-    command = [sys.executable, str(REPO / "tests" / "e2e" / "load.py"), "--sessions", str(SESSIONS), "--seconds", str(SECONDS), "--json", str(out)]
-    proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    command = [
+        sys.executable,
+        str(REPO / "tests" / "e2e" / "load.py"),
+        "--sessions",
+        str(SESSIONS),
+        "--seconds",
+        str(SECONDS),
+        "--json",
+        str(out),
+    ]
+    proc = subprocess.Popen(
+        command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         stdout, stderr = proc.communicate(timeout=HARD_LIMIT)
     except subprocess.TimeoutExpired:

@@ -25,7 +25,9 @@ from tests.e2e.test_dashboard_e2e import DATA, TIMEOUT, dropdown_options, legend
 pytestmark = pytest.mark.e2e
 
 FILES = [DATA / "mini_eval.json", DATA / "mini-bm25.trec", DATA / "mini-dense.trec"]
-NO_SAMPLES = {"RAGMETRICS_SAMPLES": "off"}  # the seeding is covered elsewhere; these stores hold only what the tests put
+NO_SAMPLES = {
+    "RAGMETRICS_SAMPLES": "off"
+}  # the seeding is covered elsewhere; these stores hold only what the tests put
 
 
 class Server:
@@ -97,7 +99,11 @@ def _pick(page: Page, key: str, label: str) -> None:
 
 
 def _chips(page: Page) -> list[str]:
-    return _box(page, "sidebar.runs").locator("[data-tag]").evaluate_all("els => els.map(e => e.getAttribute('aria-label'))")
+    return (
+        _box(page, "sidebar.runs")
+        .locator("[data-tag]")
+        .evaluate_all("els => els.map(e => e.getAttribute('aria-label'))")
+    )
 
 
 def widget_values(page: Page) -> dict[str, object]:
@@ -154,7 +160,9 @@ def another_missed_query(page: Page) -> str:
     wait_for_app(page)
     expect(_box(page, "missed.query").locator("input[role='combobox']")).not_to_have_value(first_query, timeout=TIMEOUT)
     chosen = _choice(page, "missed.query").split(" · ")[0]
-    expect(page).to_have_url(re.compile(rf"[?&]q={re.escape(chosen)}(&|$)"), timeout=TIMEOUT)  # written at the end of the rerun
+    expect(page).to_have_url(
+        re.compile(rf"[?&]q={re.escape(chosen)}(&|$)"), timeout=TIMEOUT
+    )  # written at the end of the rerun
     return first_query
 
 
@@ -242,11 +250,28 @@ def test_the_link_ragmetrics_push_prints_shows_that_run(page: Page, pg_servers, 
     _, second, url = pg_servers
     lines = (DATA / "mini-dense.trec").read_text().splitlines()
     nightly = tmp_path / "nightly-ci.trec"  # a run no server has seen: the top 3 of each query
-    nightly.write_text("\n".join(line.replace("mini-dense", "nightly-ci") for line in lines if int(line.split()[3]) <= 3) + "\n")
+    nightly.write_text(
+        "\n".join(line.replace("mini-dense", "nightly-ci") for line in lines if int(line.split()[3]) <= 3) + "\n"
+    )
     done = subprocess.run(
-        [sys.executable, "-m", "ragmetrics", "push", "--store", url, "--dataset", str(FILES[0]), "--run", str(nightly),
-         "--base-url", second.base],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "ragmetrics",
+            "push",
+            "--store",
+            url,
+            "--dataset",
+            str(FILES[0]),
+            "--run",
+            str(nightly),
+            "--base-url",
+            second.base,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     link = done.stdout.strip().splitlines()[-1]
