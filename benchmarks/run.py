@@ -92,37 +92,39 @@ def _floats(values) -> list[float]:
 
 
 class RagmetricsJob:
+    """As a user who holds the alignment: (a) aligns once (with an executor, so a large run is aligned on two
+    threads) and (b) reads its curves from the same alignment; (b) cold aligns again from the parsed files."""
+
     def __init__(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
         import ragmetrics as rm
         import ragmetrics.io as rmio
 
         self.rm, self.rmio = rm, rmio
+        self.pool = ThreadPoolExecutor(1)
+        self.alignment = None
 
     def parse(self, qrels: Path, run: Path):
         return self.rmio.load_dataset(qrels), self.rmio.load_run(run)
 
     def standard(self, data) -> dict[str, float]:
         dataset, run = data
-        result = self.rm.evaluate(dataset, run, list(STANDARD), warn=False)
-        mean = result[run.name].mean
-        self.n_queries = len(result[run.name].values)
-        return {m: float(mean[m]) for m in STANDARD}
+        self.alignment = self.rm.align(dataset, run, executor=self.pool)
+        result = self.rm.evaluate(dataset, self.alignment, list(STANDARD), warn=False)
+        means = result[run.name].means
+        self.n_queries = self.alignment.n_queries
+        return {m: float(means[m]) for m in STANDARD}
 
-    def curves(self, data) -> dict[str, list[float]]:
+    def curves(self, data, alignment=None) -> dict[str, list[float]]:
         dataset, run = data
-        result = self.rm.evaluate(dataset, run, [f"{m}@{K_MAX}" for m in CURVES], warn=False)
-        return {m: _floats(result[run.name].curve(m, K_MAX).mean(axis=0)) for m in CURVES}
+        alignment = alignment or self.alignment or self.rm.align(dataset, run, executor=self.pool)
+        return {m: _floats(alignment.curve(m, K_MAX).mean(axis=0)) for m in CURVES}
 
     def curves_cold(self, data) -> dict[str, list[float]]:
-        """(b) again after forgetting all that (a) left behind (the run's alignment, its encoded ids,
-        the dataset's qrels index): what (b) costs on its own from the parsed files, in a fresh session."""
-        import ragmetrics.ranking
-
+        """(b) on a fresh alignment of the parsed files: what (b) costs on its own."""
         dataset, run = data
-        ragmetrics.ranking._ALIGNED.clear()
-        run.forget_derived()
-        dataset.forget_derived()
-        return self.curves(data)
+        return self.curves(data, self.rm.align(dataset, run, executor=self.pool))
 
 
 class PytrecJob:

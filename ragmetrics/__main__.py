@@ -1,5 +1,3 @@
-import sys
+from ragmetrics.cli import entry
 
-from ragmetrics.cli import main
-
-sys.exit(main())
+entry()

@@ -11,15 +11,13 @@ import json
 import os
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-import pandas as pd
-
+from ragmetrics.engine.conventions import CHOICES
 from ragmetrics.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.evaluate import DEFAULT_METRICS, EvalResult, evaluate
-from ragmetrics.memory import small_pages
 from ragmetrics.metrics import known_metric_names
 from ragmetrics.model import Dataset, Run
 
@@ -58,21 +56,24 @@ def _format_table(result: EvalResult, per_query: bool, out: TextIO) -> None:
         out.write(f"{'runid':<22}\tall\t{name}\n")
         out.write(f"{'num_q':<22}\tall\t{run.coverage.queries_evaluated}\n")
         if per_query:
-            for qid, row in run.values.iterrows():
-                for metric, value in row.items():
-                    out.write(f"{metric:<22}\t{qid}\t{value:.4f}\n")
-        for metric, value in run.mean.items():
+            arrays = run.arrays
+            for i, qid in enumerate(run.query_ids):
+                for metric in run.metrics:
+                    out.write(f"{metric:<22}\t{qid}\t{arrays[metric][i]:.4f}\n")
+        for metric, value in run.means.items():
             out.write(f"{metric:<22}\tall\t{value:.4f}\n")
 
 
-def _wide(result: EvalResult, per_query: bool) -> pd.DataFrame:
+def _wide(result: EvalResult, per_query: bool):  # -> pd.DataFrame
+    import pandas as pd
+
     parts = []
     for name, run in result.runs.items():
         if per_query:
             frame = run.values.reset_index()
             frame.insert(0, "run", name)
             parts.append(frame)
-        mean = pd.DataFrame([run.mean.to_dict()])
+        mean = pd.DataFrame([run.means])
         mean.insert(0, "query_id", "all")
         mean.insert(0, "run", name)
         parts.append(mean)
@@ -86,11 +87,10 @@ def _emit(result: EvalResult, fmt: str, per_query: bool, out: TextIO) -> None:
     elif fmt == "csv":
         _wide(result, per_query).to_csv(out, index=False, float_format="%.6f")
     elif fmt == "markdown":
-        frame = result.mean()
-        out.write("| run | " + " | ".join(frame.columns) + " |\n")
-        out.write("|---|" + "---:|" * len(frame.columns) + "\n")
-        for name, row in frame.iterrows():
-            out.write(f"| {name} | " + " | ".join(f"{v:.4f}" for v in row) + " |\n")
+        out.write("| run | " + " | ".join(result.metrics) + " |\n")
+        out.write("|---|" + "---:|" * len(result.metrics) + "\n")
+        for name, run in result.runs.items():
+            out.write(f"| {name} | " + " | ".join(f"{v:.4f}" for v in run.means.values()) + " |\n")
     else:
         _format_table(result, per_query, out)
 
@@ -254,26 +254,32 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _add_eval_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--missing",
-        choices=["zero", "skip"],
+        choices=CHOICES["missing"],
         default="zero",
         help="judged queries absent from a run: score 0 (trec_eval -c, default) or skip (pytrec_eval)",
     )
     parser.add_argument("--rel-level", type=int, default=1, help="smallest label counted as relevant (trec_eval -l)")
     parser.add_argument(
         "--level",
-        choices=["auto", "document", "chunk"],
+        choices=CHOICES["level"],
         default="auto",
         help="evaluate chunks at document level (auto: when the run names source documents)",
     )
 
 
 def _add_test_options(parser: argparse.ArgumentParser) -> None:
+    from ragmetrics import stats
+
+    tests = "; ".join(f"{t.name}: {t.title}" for t in stats.TESTS.values())
+    parser.add_argument("--test", choices=list(stats.TESTS), default="t", help=f"paired significance test ({tests})")
+    parser.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the resampling tests and intervals (default 0)")
     parser.add_argument(
-        "--test", choices=["t", "wilcoxon", "randomization", "bootstrap"], default="t", help="paired significance test"
+        "--resamples",
+        type=int,
+        default=stats.DEFAULT_RESAMPLES,
+        help=f"resamples for randomization and bootstrap (default {stats.DEFAULT_RESAMPLES})",
     )
-    parser.add_argument("--alpha", type=float, default=0.05)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--resamples", type=int, default=10_000, help="resamples for randomization and bootstrap")
 
 
 def _add_data_options(parser: argparse.ArgumentParser) -> None:
@@ -289,11 +295,8 @@ def _add_data_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ragmetrics", description="Exact retrieval evaluation for RAG and search.")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("eval", help="evaluate runs against a dataset", description=f"Metrics: {known_metric_names()}")
+def _eval_parser(p: argparse.ArgumentParser) -> None:
+    p.description = f"Metrics: {known_metric_names()}"
     _add_data_options(p)
     p.add_argument("--run", action="append", required=True, help="a run file; repeat for several runs")
     p.add_argument(
@@ -305,7 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_eval_options(p)
     p.add_argument(
         "--mode",
-        choices=["trec", "llamaindex"],
+        choices=CHOICES["mode"],
         default="trec",
         help="conventions: trec_eval (default) or LlamaIndex RetrieverEvaluator",
     )
@@ -313,7 +316,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["table", "json", "csv", "markdown"], default="table")
     p.set_defaults(handler=cmd_eval)
 
-    p = sub.add_parser("compare", help="compare runs with a baseline: deltas, CIs, paired tests")
+
+def _compare_parser(p: argparse.ArgumentParser) -> None:
     _add_data_options(p)
     p.add_argument("--baseline", required=True, help="the baseline run file")
     p.add_argument("--run", action="append", required=True, help="a run file to compare; repeatable")
@@ -323,12 +327,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["table", "json"], default="table")
     p.set_defaults(handler=cmd_compare)
 
-    p = sub.add_parser("fuse", help="fuse runs (reciprocal rank fusion, CombSUM, CombMNZ) into a TREC run")
+
+def _fuse_parser(p: argparse.ArgumentParser) -> None:
+    from ragmetrics import fusion
+
     p.add_argument("runs", nargs="+", help="run files")
-    p.add_argument("--method", choices=["rrf", "combsum", "combmnz"], default="rrf")
+    p.add_argument("--method", choices=fusion.METHODS, default="rrf", help="fusion method")
     p.add_argument("--k", type=int, default=60, help="RRF constant")
     p.add_argument(
-        "--norm", choices=["minmax", "zscore", "none"], default="minmax", help="score normalisation (combsum/combmnz)"
+        "--norm",
+        choices=[n or "none" for n in fusion.NORMS],
+        default="minmax",
+        help="score normalisation (combsum/combmnz)",
     )
     p.add_argument("--weights", help="comma-separated weights, one per run")
     p.add_argument("--depth", type=int, help="fuse only each run's top N")
@@ -339,7 +349,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-pattern", help=argparse.SUPPRESS)
     p.set_defaults(handler=cmd_fuse)
 
-    p = sub.add_parser("check", help="CI gate: targets (with CIs) and no significant regression against a baseline")
+
+def _check_parser(p: argparse.ArgumentParser) -> None:
     _add_data_options(p)
     p.add_argument("--run", required=True, help="the run to check")
     p.add_argument("--baseline", help="a baseline run: a significant regression fails the check")
@@ -348,9 +359,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_test_options(p)
     p.set_defaults(handler=cmd_check)
 
-    p = sub.add_parser(
-        "diagnose", help="plain-language diagnosis of each run's misses at K, with the numbers behind it"
-    )
+
+def _diagnose_parser(p: argparse.ArgumentParser) -> None:
     _add_data_options(p)
     p.add_argument("--run", action="append", required=True, help="a run file; repeatable")
     p.add_argument("--k", type=int, default=5, help="the cut-off a query must hit (default 5)")
@@ -362,7 +372,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(handler=cmd_diagnose)
 
-    p = sub.add_parser("push", help="store a dataset and runs in the team's store and print a share link")
+
+def _push_parser(p: argparse.ArgumentParser) -> None:
     _add_data_options(p)
     p.add_argument("--run", action="append", required=True, help="a run file; repeatable")
     p.add_argument(
@@ -371,17 +382,37 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--base-url", help="the dashboard's address; default RAGMETRICS_BASE_URL or http://localhost:8501")
     p.set_defaults(handler=cmd_push)
+
+
+COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
+    "eval": ("evaluate runs against a dataset", _eval_parser),
+    "compare": ("compare runs with a baseline: deltas, CIs, paired tests", _compare_parser),
+    "fuse": ("fuse runs (reciprocal rank fusion, CombSUM, CombMNZ) into a TREC run", _fuse_parser),
+    "check": ("CI gate: targets (with CIs) and no significant regression against a baseline", _check_parser),
+    "diagnose": ("plain-language diagnosis of each run's misses at K, with the numbers behind it", _diagnose_parser),
+    "push": ("store a dataset and runs in the team's store and print a share link", _push_parser),
+}
+"""The subcommands: name -> (help, the builder of its options)."""
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``command``, only that subcommand (a CLI call pays for the options it uses)."""
+    parser = argparse.ArgumentParser(prog="ragmetrics", description="Exact retrieval evaluation for RAG and search.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (help_text, build) in COMMANDS.items():
+        if command is None or command == name:
+            build(sub.add_parser(name, help=help_text))
     return parser
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
     args = parser.parse_args(argv)
     try:
-        with small_pages():
-            return int(args.handler(args, out, err))
+        return int(args.handler(args, out, err))
     except RagMetricsError as exc:
         err.write(f"ragmetrics: error: {exc}\n")
         return 2
@@ -392,5 +423,13 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         return 0
 
 
-if __name__ == "__main__":  # pragma: no cover
+def entry() -> None:  # pragma: no cover - the console script
+    """``ragmetrics``: this process is ragmetrics' own, so it makes the process-wide memory choice too."""
+    from ragmetrics.memory import use_small_pages_for_this_process
+
+    use_small_pages_for_this_process()
     sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    entry()

@@ -20,7 +20,6 @@ import pandas as pd
 from ragmetrics import stats
 from ragmetrics.errors import RagMetricsError
 from ragmetrics.evaluate import EvalResult, evaluate
-from ragmetrics.memory import computes
 
 MIN_GROUP = 10
 TIE_TOLERANCE = 1e-12
@@ -35,6 +34,7 @@ class Comparison:
     baseline: str
     test: str
     alpha: float
+    correction: str = "holm"
 
     def to_dict(self) -> dict[str, Any]:
         keys = [
@@ -117,8 +117,11 @@ def compare_result(
     """
     if test not in stats.TESTS:
         raise RagMetricsError(f"The 'test' parameter must be one of {list(stats.TESTS)}. Got {test!r} instead.")
-    if correction not in ("holm", None, "none"):
-        raise RagMetricsError(f"The 'correction' parameter must be 'holm' or None. Got {correction!r} instead.")
+    correction = correction or "none"
+    if correction not in stats.CORRECTIONS:
+        raise RagMetricsError(
+            f"The 'correction' parameter must be one of {list(stats.CORRECTIONS)} or None. Got {correction!r} instead."
+        )
     names = result.run_names
     baseline = baseline or names[0]
     if baseline not in result.runs:
@@ -149,15 +152,13 @@ def compare_result(
             frame["p_value_corrected"] = []
             frame["significant"] = []
             return frame
-        if correction == "holm":
-            if by:
-                frame["p_value_corrected"] = frame.groupby(by, sort=False)["p_value"].transform(
-                    lambda p: stats.holm(p.to_numpy())
-                )
-            else:
-                frame["p_value_corrected"] = stats.holm(frame["p_value"].to_numpy())
+        adjust = stats.CORRECTIONS[correction]
+        if by:
+            frame["p_value_corrected"] = frame.groupby(by, sort=False)["p_value"].transform(
+                lambda p: adjust(p.to_numpy())
+            )
         else:
-            frame["p_value_corrected"] = frame["p_value"]
+            frame["p_value_corrected"] = adjust(frame["p_value"].to_numpy())
         frame["significant"] = frame["p_value_corrected"] < alpha
         return frame
 
@@ -176,10 +177,9 @@ def compare_result(
         if not seg.empty
         else pd.DataFrame(columns=list(table.columns) + ["segment", "group"])
     )
-    return Comparison(table=table, segments=seg, baseline=baseline, test=test, alpha=alpha)
+    return Comparison(table=table, segments=seg, baseline=baseline, test=test, alpha=alpha, correction=correction)
 
 
-@computes
 def compare(
     dataset: Any,
     runs: Any,

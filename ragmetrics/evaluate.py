@@ -1,55 +1,97 @@
-"""``evaluate``: per-query values, means, curves over K and a coverage report."""
+"""``evaluate``: per-query values, means, curves over K and a coverage report, for one or more runs.
+
+Each run is aligned once (:func:`ragmetrics.align`); the results keep the alignments, so asking for more
+metrics, curves or the aligned rows later computes only what is new. Nothing here imports pandas until a
+frame is asked for.
+"""
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
-from ragmetrics import llamaindex
-from ragmetrics import metrics as registry
+from ragmetrics.engine import Alignment, Conventions, Coverage, Ranking, align
+from ragmetrics.engine.conventions import Mode
 from ragmetrics.errors import RagMetricsError, RagMetricsWarning
-from ragmetrics.memory import computes
-from ragmetrics.metrics import MetricSpec, parse_metric
+from ragmetrics.metrics import MetricSpec
 from ragmetrics.model import Dataset, Run
-from ragmetrics.ranking import Coverage, Level, Missing, Ranking, aligned_ranking
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+    import pandas as pd
 
 DEFAULT_METRICS = ("ndcg@10", "recall@5", "recall@10", "precision@5", "hits@5", "mrr", "map")
-Mode = Literal["trec", "llamaindex"]
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True, eq=False)
 class RunResult:
-    """One run's results: ``values`` is a frame indexed by query_id, one column per metric."""
+    """One run's results: the alignment and the metrics asked for (canonical names, in order)."""
 
-    name: str
-    values: pd.DataFrame
-    coverage: Coverage
-    ranking: Ranking
-    mode: Mode = "trec"
+    alignment: Alignment
+    metrics: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return self.alignment.name
+
+    @property
+    def coverage(self) -> Coverage:
+        return self.alignment.coverage
+
+    @property
+    def ranking(self) -> Ranking:
+        return self.alignment.ranking
+
+    @property
+    def mode(self) -> Mode:
+        return self.alignment.conventions.mode
+
+    @property
+    def query_ids(self) -> np.ndarray:
+        return self.alignment.query_ids
+
+    def array(self, metric: str | MetricSpec) -> np.ndarray:
+        """Per-query values of one metric, aligned with :attr:`query_ids` (read-only)."""
+        return self.alignment.value(metric)
+
+    @property
+    def arrays(self) -> dict[str, np.ndarray]:
+        values = self.alignment.values(list(self.metrics))
+        return {str(spec): array for spec, array in values.items()}
+
+    @property
+    def means(self) -> dict[str, float]:
+        """Arithmetic mean of each metric over the evaluated queries (NaN values, LlamaIndex skips, left out)."""
+        return {metric: self.alignment.mean(metric) for metric in self.metrics}
+
+    @property
+    def values(self) -> pd.DataFrame:
+        """Per-query values: a frame indexed by query_id, one column per metric."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            self.arrays, index=pd.Index(self.query_ids, name="query_id", dtype="str"), columns=list(self.metrics)
+        )
 
     @property
     def mean(self) -> pd.Series:
-        """Arithmetic mean over the evaluated queries (NaN values, LlamaIndex skips, left out)."""
-        return self.values.mean(axis=0, skipna=True)
+        import pandas as pd
+
+        return pd.Series(self.means, dtype=np.float64)
 
     def curve(self, metric: str, k_max: int) -> np.ndarray:
         """Per-query ``metric@k`` for k = 1..k_max, shape (n_queries, k_max)."""
-        if self.mode != "trec":
-            raise RagMetricsError("curves are computed with the trec_eval conventions only (mode='trec')")
-        return registry.curve(self.ranking, parse_metric(f"{metric}@1").name, k_max)
+        return self.alignment.curve(metric, k_max)
 
 
 class EvalResult:
-    """Results of one or more runs on one dataset.
-
-    ``metrics`` are canonical names in the order asked for; ``runs`` maps a run
-    name to its :class:`RunResult`.
-    """
+    """Results of one or more runs on one dataset: ``runs`` maps a run name to its :class:`RunResult`;
+    ``metrics`` are canonical names in the order asked for."""
 
     def __init__(self, dataset: Dataset, specs: list[MetricSpec], runs: dict[str, RunResult], k_max: int):
         self.dataset = dataset
@@ -67,12 +109,17 @@ class EvalResult:
 
     def mean(self) -> pd.DataFrame:
         """Means: one row per run, one column per metric."""
-        frame = pd.DataFrame({name: r.mean for name, r in self.runs.items()}).T
-        frame.index.name = "run"
-        return frame[self.metrics] if len(frame) else pd.DataFrame(columns=self.metrics)
+        import pandas as pd
+
+        frame = pd.DataFrame(
+            [r.means for r in self.runs.values()], index=pd.Index(self.run_names, name="run"), columns=self.metrics
+        )
+        return frame.astype(np.float64)
 
     def per_query(self, run: str | None = None) -> pd.DataFrame:
         """Per-query values; for all runs the index is (run, query_id)."""
+        import pandas as pd
+
         if run is not None:
             return self.runs[run].values
         return pd.concat({name: r.values for name, r in self.runs.items()}, names=["run", "query_id"])
@@ -85,18 +132,23 @@ class EvalResult:
         self, metrics: Sequence[str] = ("precision", "recall", "f1", "hits", "ndcg"), k_max: int | None = None
     ) -> pd.DataFrame:
         """Mean ``metric@k`` for k = 1..k_max: long frame (run, metric, k, value)."""
+        import pandas as pd
+
+        from ragmetrics.metrics import parse_metric
+
         k_max = k_max or self.k_max
         parts = []
         for name, result in self.runs.items():
             for metric in metrics:
                 values = result.curve(metric, k_max)
+                mean = values.mean(axis=0) if len(values) else np.zeros(k_max)
                 parts.append(
                     pd.DataFrame(
                         {
                             "run": name,
                             "metric": parse_metric(f"{metric}@1").name,
                             "k": np.arange(1, k_max + 1),
-                            "value": values.mean(axis=0) if len(values) else np.zeros(k_max),
+                            "value": mean,
                         }
                     )
                 )
@@ -106,11 +158,12 @@ class EvalResult:
         """``{"runs": {RUN: {"mean": {METRIC: v}, "per_query": {QID: {METRIC: v}}}}}``."""
         out: dict[str, Any] = {}
         for name, result in self.runs.items():
-            entry: dict[str, Any] = {"mean": {m: _plain(v) for m, v in result.mean.items()}}
+            entry: dict[str, Any] = {"mean": {m: _plain(v) for m, v in result.means.items()}}
             if per_query:
+                arrays = result.arrays
                 entry["per_query"] = {
-                    str(qid): {m: _plain(v) for m, v in row.items()}
-                    for qid, row in result.values.to_dict(orient="index").items()
+                    str(qid): {m: _plain(arrays[m][i]) for m in result.metrics}
+                    for i, qid in enumerate(result.query_ids)
                 }
             out[name] = entry
         return {"runs": out}
@@ -121,20 +174,23 @@ def _plain(value: Any) -> float | None:
     return None if np.isnan(value) else value
 
 
-def _as_dataset(dataset: Dataset | Mapping[str, Mapping[str, int]] | pd.DataFrame) -> Dataset:
+def _as_dataset(dataset: Any) -> Dataset:
     if isinstance(dataset, Dataset):
         return dataset
-    if isinstance(dataset, pd.DataFrame):
-        return Dataset.from_frames(dataset)
     if isinstance(dataset, Mapping):
         return Dataset.from_dict(dataset)
+    if hasattr(dataset, "columns"):  # a qrels DataFrame
+        return Dataset.from_frames(dataset)
     raise RagMetricsError(
         f"expected a Dataset, a qrels DataFrame or a {{query_id: {{doc_id: label}}}} dict, got {type(dataset).__name__}"
     )
 
 
-def _as_runs(runs: Run | Iterable[Run] | Mapping[str, Any]) -> list[Run]:
-    if isinstance(runs, Run):
+_RUNS_EXPECTED = "expected a Run, an Alignment, a list of them, {name: Run} or a {query_id: {doc_id: score}} dict"
+
+
+def _as_runs(runs: Any) -> list[Run | Alignment]:
+    if isinstance(runs, (Run, Alignment)):
         return [runs]
     if isinstance(runs, Mapping):
         values = list(runs.values())
@@ -142,111 +198,91 @@ def _as_runs(runs: Run | Iterable[Run] | Mapping[str, Any]) -> list[Run]:
             return [v.with_name(str(k)) for k, v in runs.items()]
         if all(isinstance(v, Mapping) for v in values):
             return [Run.from_dict(runs)]
-        raise RagMetricsError("expected a Run, a list of Runs, {name: Run} or a {query_id: {doc_id: score}} dict")
-    out = list(runs)
-    if not all(isinstance(r, Run) for r in out):
-        raise RagMetricsError("expected a Run, a list of Runs, {name: Run} or a {query_id: {doc_id: score}} dict")
+        raise RagMetricsError(_RUNS_EXPECTED)
+    out = list(runs) if isinstance(runs, Iterable) else [runs]
+    if not all(isinstance(r, (Run, Alignment)) for r in out):
+        raise RagMetricsError(_RUNS_EXPECTED)
     return out
 
 
-@computes
 def evaluate(
-    dataset: Dataset | Mapping[str, Mapping[str, int]] | pd.DataFrame,
-    runs: Run | Iterable[Run] | Mapping[str, Any],
+    dataset: Dataset | Mapping[str, Mapping[str, int]] | Any,
+    runs: Run | Alignment | Iterable[Run | Alignment] | Mapping[str, Any],
     metrics: Sequence[str | MetricSpec] | str | None = None,
     *,
-    missing: Missing = "zero",
-    rel_level: int = 1,
-    level: Level = "auto",
-    order: Literal["score", "file"] = "score",
-    score_precision: Literal["float64", "float32"] = "float64",
-    duplicates: Literal["best", "error"] = "best",
-    mode: Mode = "trec",
+    conventions: Conventions | None = None,
     k_max: int | None = None,
     warn: bool = True,
+    executor: Executor | None = None,
+    **changes: Any,
 ) -> EvalResult:
     """Evaluate one or more runs against a dataset.
 
-    Conventions (default = trec_eval 10.0 run with ``-c``):
+    ``conventions`` (a :class:`ragmetrics.Conventions`; default trec_eval 10.0 run with ``-c``), or its
+    fields as keywords: ``missing``, ``rel_level``, ``level``, ``order``, ``score_precision``,
+    ``duplicates``, ``mode`` (``"llamaindex"`` reproduces llama_index.core's RetrieverEvaluator, see
+    :mod:`ragmetrics.llamaindex`). In short:
 
-    * Ranking: score descending as float64, ties by doc_id descending (byte
-      order); the rank column and file order are ignored (``order="file"``
-      keeps the given order). ``score_precision="float32"`` rounds scores as
-      pytrec_eval / trec_eval <= 9.0.8 do.
-    * Duplicate (query, doc) rows keep the best-ranked occurrence and are
-      counted in the coverage report (``duplicates="error"`` refuses them,
-      as trec_eval does).
-    * Chunks: with a ``source_doc`` column (``level="auto"`` or
-      ``"document"``) chunks are mapped to their document, which counts at the
-      rank of its first chunk; ``level="chunk"`` evaluates chunk ids as given.
-    * Queries: the evaluated queries are those with at least one judgment, in
-      dataset order. A judged query absent from the run is an empty ranking
-      scoring 0 (``missing="skip"`` leaves it out, as pytrec_eval does). Run
-      queries unknown to the dataset (matched by id, else by query text) are
-      dropped; queries without judgments are left out; judged queries with no
-      relevant document score 0. All are reported in the coverage report.
+    * Ranking: score descending as float64, ties by doc_id descending (byte order); the rank column and file
+      order are ignored (``order="file"`` keeps the given order).
+    * Duplicate (query, doc) rows keep the best-ranked occurrence and are counted in the coverage report.
+    * Chunks with a ``source_doc`` count as their document, at the rank of its first chunk.
+    * Queries: those with at least one judgment, in dataset order. A judged query absent from the run scores
+      0 (``missing="skip"`` leaves it out); run queries unknown to the dataset (matched by id, else by query
+      text) are dropped; all is reported in the coverage report.
     * Relevant means label >= ``rel_level``; nDCG gains are the raw labels.
 
-    The alignment of a run with the dataset is remembered on the ``Run``: calling
-    ``evaluate`` (or ``compare``) again with the same objects and options only
-    computes the new metrics. Treat runs and datasets as immutable.
-
-    ``mode="llamaindex"`` reproduces llama_index.core's RetrieverEvaluator
-    instead (see :mod:`ragmetrics.llamaindex`).
+    ``runs`` may hold :class:`ragmetrics.Alignment` s already made (on this dataset, under these conventions):
+    they are used as they are. ``executor`` is passed to :func:`ragmetrics.align`.
     """
     data = _as_dataset(dataset)
     run_list = _as_runs(runs)
     names = [r.name for r in run_list]
     if len(set(names)) != len(names):
         raise RagMetricsError(f"run names must be unique; got {names}")
+    if "mode" in changes and changes["mode"] == "llamaindex" and conventions is None:
+        conventions = Conventions.llamaindex()
+        changes.pop("mode")
+    conventions = (conventions or Conventions()).replace(**changes) if changes else conventions or Conventions()
     if metrics is None:
         metrics = DEFAULT_METRICS
     if isinstance(metrics, str):
         metrics = [metrics]
-    if not isinstance(rel_level, (int, np.integer)):
-        raise RagMetricsError(f"The 'rel_level' parameter must be an int. Got {rel_level!r} instead.")
-    if mode == "llamaindex":
-        specs = [llamaindex.parse(m) for m in metrics]
-    elif mode == "trec":
-        specs = [parse_metric(m) for m in metrics]
-    else:
-        raise RagMetricsError(f"The 'mode' parameter must be 'trec' or 'llamaindex'. Got {mode!r} instead.")
-    specs = list(dict.fromkeys(specs))
-    if not specs:
-        raise RagMetricsError("no metric to compute; pass metric names such as ['ndcg@10', 'recall@5']")
-    deepest = max([s.k for s in specs if s.k is not None], default=10)
     if k_max is not None and (not isinstance(k_max, (int, np.integer)) or k_max < 1):
         raise RagMetricsError(f"The 'k_max' parameter must be an int >= 1 or None. Got {k_max!r} instead.")
 
     results: dict[str, RunResult] = {}
+    specs: list[MetricSpec] = []
     for run in run_list:
-        if mode == "llamaindex":
-            ranking, coverage = aligned_ranking(
-                data, run, rel_level=rel_level, missing=missing, level=level, order="file", duplicates="keep"
-            )
-            values = llamaindex.compute(ranking, specs)
-        else:
-            ranking, coverage = aligned_ranking(
-                data,
-                run,
-                rel_level=rel_level,
-                missing=missing,
-                level=level,
-                order=order,
-                score_precision=score_precision,
-                duplicates=duplicates,
-            )
-            values = registry.compute(ranking, specs)
-        frame = pd.DataFrame(
-            {str(s): values[s] for s in specs}, index=pd.Index(ranking.query_ids, name="query_id", dtype="str")
-        )
-        results[run.name] = RunResult(run.name, frame, coverage, ranking, mode)
+        alignment = _aligned(data, run, conventions, executor)
+        if not specs:
+            specs = list(dict.fromkeys(alignment._spec(m) for m in metrics))
+            if not specs:
+                raise RagMetricsError("no metric to compute; pass metric names such as ['ndcg@10', 'recall@5']")
+        alignment.values(specs)
+        results[run.name] = RunResult(alignment, tuple(str(s) for s in specs))
         if warn:
-            _warn(run.name, coverage)
+            _warn(run.name, alignment.coverage)
+    if not run_list:
+        from ragmetrics.metrics import parse_metric
+
+        specs = list(dict.fromkeys(parse_metric(m) for m in metrics))
     if k_max is None:
-        retrieved = max((int(r.ranking.n_ret.max(initial=0)) for r in results.values()), default=0)
+        deepest = max([s.k for s in specs if s.k is not None], default=10)
+        retrieved = max((r.alignment.depth for r in results.values()), default=0)
         k_max = max(deepest, min(100, max(retrieved, 1)))
     return EvalResult(data, specs, results, int(k_max))
+
+
+def _aligned(dataset: Dataset, run: Run | Alignment, conventions: Conventions, executor: Executor | None) -> Alignment:
+    if isinstance(run, Run):
+        return align(dataset, run, conventions, executor=executor)
+    if run.dataset is not dataset or run.conventions != conventions:
+        raise RagMetricsError(
+            f"the alignment of run {run.name!r} was made on another dataset or under other conventions "
+            f"({run.conventions}); pass the run itself to align it again"
+        )
+    return run
 
 
 def _warn(name: str, coverage: Coverage) -> None:

@@ -20,14 +20,16 @@ like its inputs.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ragmetrics.errors import RagMetricsError
-from ragmetrics.memory import computes
+from ragmetrics.ids import byte_order, dictionary_codes
 from ragmetrics.model import Run
-from ragmetrics.ranking import _string_order
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 METHODS = ("rrf", "combsum", "combmnz")
 NORMS = ("minmax", "zscore", None)
@@ -35,12 +37,14 @@ NORMS = ("minmax", "zscore", None)
 
 def ranked_frame(run: Run, depth: int | None = None) -> pd.DataFrame:
     """The run's rows in evaluation order with a 1-based ``rank`` per query (best occurrence per doc)."""
+    import pandas as pd
+
     frame = run.frame[["query_id", "doc_id", "score"]]
     if frame.empty:
         return frame.assign(rank=pd.Series(dtype="int64"))
-    q_codes, _ = run.id_codes("query_id")
-    d_codes, d_uniques = run.id_codes("doc_id")
-    doc_rank = _string_order(d_uniques, np.arange(len(d_uniques)))[d_codes]
+    q_codes, _ = dictionary_codes(run.column("query_id"), grouped=True)
+    d_codes, d_uniques = dictionary_codes(run.column("doc_id"))
+    doc_rank = byte_order(d_uniques)[d_codes]
     order = np.lexsort((-doc_rank, -frame["score"].to_numpy(), q_codes))
     ordered = frame.iloc[order]
     ordered = ordered[~ordered.duplicated(["query_id", "doc_id"], keep="first")]
@@ -63,7 +67,6 @@ def _normalise(frame: pd.DataFrame, norm: str | None) -> np.ndarray:
     return np.where(std > 0, (score - mean) / np.where(std > 0, std, 1), 0.0)
 
 
-@computes
 def fuse(
     runs: Sequence[Run],
     *,
@@ -79,6 +82,8 @@ def fuse(
     ``depth`` cuts every input run to its top ``depth`` before fusing; the
     default name is ``"<method>(<run names>)"``.
     """
+    import pandas as pd
+
     runs = list(runs)
     if len(runs) < 2:
         raise RagMetricsError(f"fusion needs at least two runs; got {len(runs)}")

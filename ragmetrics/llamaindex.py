@@ -24,11 +24,11 @@ Names: ``hit_rate`` (= ``hits``), ``mrr``, ``precision``, ``recall``, ``ap``
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
+from ragmetrics.engine.accumulators import Ranking
+from ragmetrics.engine.order import running_sum, segment_starts
 from ragmetrics.errors import MetricNameError
 from ragmetrics.metrics import MetricSpec, parse_metric
-from ragmetrics.ranking import Ranking, _segment_starts, _within
 
 SUPPORTED = ("hits", "mrr", "precision", "recall", "map", "ndcg")
 
@@ -57,11 +57,12 @@ def compute(ranking: Ranking, specs: list[MetricSpec]) -> dict[MetricSpec, np.nd
     """Per-query values in LlamaIndex semantics; ``ranking`` must keep file order and duplicates."""
     q, pos, n = ranking.q, ranking.pos, ranking.n_queries
     rel = ranking.rel
-    starts = _segment_starts(q, n)
+    starts = segment_starts(q, n)
     # first occurrence of each (query, doc): distinct ids for precision and recall
     key = q * (int(ranking.doc_code.max(initial=0)) + 1) + ranking.doc_code
-    first_occurrence = ~pd.Index(key).duplicated(keep="first")
-    running_hits = _within(rel.astype(np.int64), q, starts)
+    first_occurrence = np.zeros(len(key), dtype=bool)
+    first_occurrence[np.unique(key, return_index=True)[1]] = True
+    running_hits = running_sum(rel.astype(np.int64), q, starts)
     n_rel = ranking.n_rel.astype(np.float64)
     ideal = np.cumsum(1.0 / np.log2(np.arange(2, int(n_rel.max(initial=0)) + 2)))
     ideal = np.concatenate(([0.0], ideal))[ranking.n_rel]

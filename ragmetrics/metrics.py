@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from ragmetrics.engine.accumulators import Gain
 from ragmetrics.errors import MetricNameError, RagMetricsError
 
 if TYPE_CHECKING:
-    from ragmetrics.ranking import Ranking
+    from ragmetrics.engine.accumulators import Ranking
 
 KRule = Literal["required", "optional", "none"]
-CutKernel = Callable[["Ranking", np.ndarray, type], np.ndarray]
-"""``(ranking, ks, dtype) -> (n_queries, len(ks))`` matrix of ``dtype``: the float64 values, rounded once to
-``dtype`` as they are written (no float64 matrix first; the dashboard keeps float32 curves)."""
+CutKernel = Callable[["Ranking", np.ndarray], np.ndarray]
+"""``(ranking, ks) -> (n_queries, len(ks))`` float64 matrix (``ks``: 1-based cut-offs)."""
 FullKernel = Callable[["Ranking"], np.ndarray]
 
 
@@ -55,6 +55,12 @@ class MetricInfo:
     needs_corpus: bool = False
     curve: bool = False
     llamaindex: str | None = field(default=None)
+    title: str = ""
+    """The name in a page's headings and pickers (``Precision``); the short ``pretty`` (``P``) when empty."""
+
+    def __post_init__(self) -> None:
+        if not self.title:
+            object.__setattr__(self, "title", self.pretty)
 
 
 @dataclass(frozen=True, order=True)
@@ -76,12 +82,18 @@ class MetricSpec:
         base = METRICS[self.name].pretty
         return base if self.k is None else f"{base}@{self.k}"
 
+    @property
+    def title(self) -> str:
+        """``Precision@5``, ``nDCG@10``: the registry's title with the cut-off."""
+        base = METRICS[self.name].title
+        return base if self.k is None else f"{base}@{self.k}"
 
-def _safe_divide(numerator: np.ndarray, denominator: np.ndarray, dtype: type = np.float64) -> np.ndarray:
-    """numerator / denominator in float64, 0 where the denominator is 0, written as ``dtype``."""
+
+def _safe_divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """numerator / denominator in float64, 0 where the denominator is 0."""
     numerator = np.asarray(numerator)  # integer counts are divided as they are: no float64 copy first
     denominator = np.broadcast_to(np.asarray(denominator, dtype=np.float64), numerator.shape)
-    out = np.zeros(numerator.shape, dtype=dtype)
+    out = np.zeros(numerator.shape, dtype=np.float64)
     np.divide(numerator, denominator, out=out, where=denominator != 0)
     return out
 
@@ -93,62 +105,61 @@ def _col(values: np.ndarray) -> np.ndarray:
 # --- kernels -----------------------------------------------------------------------------
 
 
-def _matrix(r: Ranking, ks: np.ndarray, dtype: type) -> np.ndarray:
-    return np.empty((r.n_queries, len(ks)), dtype=dtype)
+def _matrix(r: Ranking, ks: np.ndarray) -> np.ndarray:
+    return np.empty((r.n_queries, len(ks)), dtype=np.float64)
 
 
-def _precision(r: Ranking, ks: np.ndarray, dtype: type = np.float64) -> np.ndarray:
-    return np.divide(r.hits_at(ks), ks[None, :].astype(np.float64), out=_matrix(r, ks, dtype))
+def _precision(r: Ranking, ks: np.ndarray) -> np.ndarray:
+    return np.divide(r.hits_at(ks), ks[None, :].astype(np.float64), out=_matrix(r, ks))
 
 
-def _recall(r: Ranking, ks: np.ndarray, dtype: type = np.float64) -> np.ndarray:
-    return _safe_divide(r.hits_at(ks), _col(r.n_rel), dtype)
+def _recall(r: Ranking, ks: np.ndarray) -> np.ndarray:
+    return _safe_divide(r.hits_at(ks), _col(r.n_rel))
 
 
-def _f1(r: Ranking, ks: np.ndarray, dtype: type = np.float64) -> np.ndarray:
-    # 2 * hits / (k + R) in one matrix: k + R is exact, the division is done in float64 and rounded once
-    # to dtype, and doubling is exact, so this equals the textbook order
-    out = np.add(ks[None, :], _col(r.n_rel), dtype=np.float64, out=_matrix(r, ks, dtype))
+def _f1(r: Ranking, ks: np.ndarray) -> np.ndarray:
+    # 2 * hits / (k + R) in one matrix: k + R is exact and doubling is exact, so this equals the textbook order
+    out = np.add(ks[None, :], _col(r.n_rel), dtype=np.float64, out=_matrix(r, ks))
     np.divide(r.hits_at(ks), out, out=out, dtype=np.float64)
     out *= 2.0
     return out
 
 
-def _hits(r: Ranking, ks: np.ndarray, dtype: type = np.float64) -> np.ndarray:
-    return np.minimum(r.hits_at(ks), 1.0, out=_matrix(r, ks, dtype))  # counts are >= 0: 1 where any relevant document
+def _hits(r: Ranking, ks: np.ndarray) -> np.ndarray:
+    return np.minimum(r.hits_at(ks), 1.0, out=_matrix(r, ks))  # counts are >= 0: 1 where any relevant document
 
 
-def _rr_cut(r: Ranking, ks: np.ndarray, dtype: type = np.float64) -> np.ndarray:
+def _rr_cut(r: Ranking, ks: np.ndarray) -> np.ndarray:
     first = _col(r.first_rel_rank)  # 1-based, 0 when none retrieved
-    return np.where((first > 0) & (first <= ks[None, :]), 1.0 / np.maximum(first, 1), 0.0).astype(dtype, copy=False)
+    return np.where((first > 0) & (first <= ks[None, :]), 1.0 / np.maximum(first, 1), 0.0)
 
 
 def _rr(r: Ranking) -> np.ndarray:
     return np.where(r.first_rel_rank > 0, 1.0 / np.maximum(r.first_rel_rank, 1), 0.0)
 
 
-def _ap_cut(r: Ranking, ks: np.ndarray, dtype: type = np.float64) -> np.ndarray:
-    return _safe_divide(r.precision_sum_at(ks), _col(r.n_rel), dtype)
+def _ap_cut(r: Ranking, ks: np.ndarray) -> np.ndarray:
+    return _safe_divide(r.precision_sum_at(ks), _col(r.n_rel))
 
 
 def _ap(r: Ranking) -> np.ndarray:
     return _safe_divide(r.precision_sum_full(), r.n_rel)
 
 
-def _ndcg_cut(r: Ranking, ks: np.ndarray, dtype: type = np.float64) -> np.ndarray:
-    return _safe_divide(r.dcg_at(ks, "linear"), r.ideal_dcg_at(ks, "linear"), dtype)
+def _ndcg_cut(r: Ranking, ks: np.ndarray) -> np.ndarray:
+    return _safe_divide(r.dcg_at(ks, Gain.LINEAR), r.ideal_dcg_at(ks, Gain.LINEAR))
 
 
 def _ndcg(r: Ranking) -> np.ndarray:
-    return _safe_divide(r.dcg_full("linear"), r.ideal_dcg_full("linear"))
+    return _safe_divide(r.dcg_full(Gain.LINEAR), r.ideal_dcg_full(Gain.LINEAR))
 
 
-def _ndcg_exp_cut(r: Ranking, ks: np.ndarray, dtype: type = np.float64) -> np.ndarray:
-    return _safe_divide(r.dcg_at(ks, "exponential"), r.ideal_dcg_at(ks, "exponential"), dtype)
+def _ndcg_exp_cut(r: Ranking, ks: np.ndarray) -> np.ndarray:
+    return _safe_divide(r.dcg_at(ks, Gain.EXPONENTIAL), r.ideal_dcg_at(ks, Gain.EXPONENTIAL))
 
 
 def _ndcg_exp(r: Ranking) -> np.ndarray:
-    return _safe_divide(r.dcg_full("exponential"), r.ideal_dcg_full("exponential"))
+    return _safe_divide(r.dcg_full(Gain.EXPONENTIAL), r.ideal_dcg_full(Gain.EXPONENTIAL))
 
 
 def _rprec(r: Ranking) -> np.ndarray:
@@ -159,7 +170,7 @@ def _bpref(r: Ranking) -> np.ndarray:
     return _safe_divide(r.bpref_sum(), r.n_rel)
 
 
-def _accuracy(r: Ranking, ks: np.ndarray, dtype: type = np.float64) -> np.ndarray:
+def _accuracy(r: Ranking, ks: np.ndarray) -> np.ndarray:
     if r.corpus_size is None:
         raise RagMetricsError(
             "accuracy@k needs the corpus size (the number of documents in the collection); "
@@ -176,7 +187,7 @@ def _accuracy(r: Ranking, ks: np.ndarray, dtype: type = np.float64) -> np.ndarra
             f"accuracy@k: corpus_size={r.corpus_size} is smaller than the documents one query "
             "retrieved plus its relevant documents; expected the size of the whole collection"
         )
-    return ((tp + true_neg) / n).astype(dtype, copy=False)
+    return (tp + true_neg) / n
 
 
 # --- the registry ------------------------------------------------------------------------
@@ -194,6 +205,7 @@ METRICS: dict[str, MetricInfo] = {
             "Divides by k even when fewer than k documents were retrieved (missing ranks count as "
             "non-relevant). Relevant = label >= rel_level. " + _TIES,
             aliases=("p", "prec"),
+            title="Precision",
             trec_eval="P",
             cut=_precision,
             curve=True,
@@ -386,14 +398,12 @@ def compute(ranking: Ranking, specs: list[MetricSpec]) -> dict[MetricSpec, np.nd
     return out
 
 
-def curve(ranking: Ranking, name: str, k_max: int, *, dtype: type = np.float64) -> np.ndarray:
-    """Per-query values of ``name@k`` for k = 1..k_max: shape (n_queries, k_max).
-
-    ``dtype=np.float32`` gives the float64 values rounded to float32, without a float64 matrix first."""
+def curve(ranking: Ranking, name: str, k_max: int) -> np.ndarray:
+    """Per-query values of ``name@k`` for k = 1..k_max: shape (n_queries, k_max)."""
     info = METRICS[name]
     if info.cut is None:
         raise MetricNameError(f"metric {name!r} has no cut-off, so it has no curve over k")
-    return info.cut(ranking, np.arange(1, k_max + 1, dtype=np.int64), dtype)
+    return info.cut(ranking, np.arange(1, k_max + 1, dtype=np.int64))
 
 
 CURVE_METRICS: tuple[str, ...] = tuple(m.name for m in METRICS.values() if m.curve)

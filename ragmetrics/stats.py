@@ -7,17 +7,15 @@ comparison repeats exactly. scipy does the work where it has the procedure.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Literal
 
 import numpy as np
-from scipy import stats as sps
 
 from ragmetrics.errors import RagMetricsError
 
 Test = Literal["t", "wilcoxon", "randomization", "bootstrap"]
-TESTS: tuple[str, ...] = ("t", "wilcoxon", "randomization", "bootstrap")
 DEFAULT_RESAMPLES = 10_000
 
 
@@ -31,96 +29,155 @@ def _paired(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
+def _t(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) -> float:
+    from scipy import stats as sps
+
+    diff = a - b
+    if np.all(diff == diff[0]):
+        return 0.0  # a constant non-zero difference: zero variance, certain
+    return float(sps.ttest_rel(a, b).pvalue)
+
+
+def _wilcoxon(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) -> float:
+    from scipy import stats as sps
+
+    diff = a - b
+    magnitudes = np.abs(diff[diff != 0])
+    if len(magnitudes) < len(diff) or len(np.unique(magnitudes)) < len(magnitudes):
+        # zeros or ties: the normal approximation with continuity correction, as R's wilcox.test does
+        # (scipy's permutation fallback is exact but takes about a second per call at n = 12)
+        return float(sps.wilcoxon(a, b, zero_method="wilcox", method="approx", correction=True).pvalue)
+    return float(sps.wilcoxon(a, b, zero_method="wilcox").pvalue)
+
+
+def _randomization(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) -> float:
+    from scipy import stats as sps
+
+    result = sps.permutation_test(
+        (a, b),
+        lambda x, y, axis: np.mean(x - y, axis=axis),
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=n_resamples,
+        alternative="two-sided",
+        rng=np.random.default_rng(seed),
+    )
+    return float(result.pvalue)
+
+
+def _bootstrap(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) -> float:
+    diff = a - b
+    rng = np.random.default_rng(seed)
+    centered = diff - diff.mean()
+    observed = abs(diff.mean())
+    hits = 0
+    for start in range(0, n_resamples, 2_000):
+        idx = rng.integers(0, len(diff), size=(min(2_000, n_resamples - start), len(diff)))
+        hits += int(np.count_nonzero(np.abs(centered[idx].mean(axis=1)) >= observed - 1e-15))
+    return hits / n_resamples
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """A paired significance test of "mean(a - b) = 0": its name, a title for people, and its p-value."""
+
+    name: str
+    title: str
+    description: str
+    p_value: Callable[[np.ndarray, np.ndarray, int, int], float]
+    resampled: bool = False
+
+
+TESTS: dict[str, PairedTest] = {
+    t.name: t
+    for t in (
+        PairedTest("t", "Paired t-test", "scipy.stats.ttest_rel on the per-query values", _t),
+        PairedTest(
+            "wilcoxon",
+            "Wilcoxon signed-rank",
+            "zero differences dropped; exact without ties, else the normal approximation with continuity "
+            "correction, as R does",
+            _wilcoxon,
+        ),
+        PairedTest(
+            "randomization",
+            "Fisher randomization",
+            "sign-flip permutation test of the mean difference (exact when 2^n <= resamples), seeded",
+            _randomization,
+            resampled=True,
+        ),
+        PairedTest(
+            "bootstrap",
+            "Paired bootstrap",
+            "bootstrap of the mean difference shifted to the null (Sakai 2006), seeded",
+            _bootstrap,
+            resampled=True,
+        ),
+    )
+}
+"""The registry of paired tests: the one place a test is added (the CLI's and the dashboard's choices)."""
+
+
 def paired_p_value(
     a: np.ndarray,
     b: np.ndarray,
     *,
-    test: Test = "t",
+    test: Test | str = "t",
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
 ) -> float:
-    """Two-sided p-value for "mean(a - b) = 0" on paired per-query values.
-
-    * ``t``: paired t-test (``scipy.stats.ttest_rel``);
-    * ``wilcoxon``: Wilcoxon signed-rank (``scipy.stats.wilcoxon``, zero differences dropped;
-      exact without ties, else the normal approximation with continuity correction, as R does);
-    * ``randomization``: Fisher's sign-flip permutation test of the mean difference
-      (``scipy.stats.permutation_test``; exact when 2^n <= n_resamples);
-    * ``bootstrap``: paired bootstrap of the mean difference, shifted to the null
-      (Sakai 2006): p = share of |mean*(d - mean d)| >= |mean d|.
+    """Two-sided p-value of a :data:`TESTS` test on paired per-query values.
 
     Identical inputs (every difference 0) give p = 1; fewer than 2 queries give NaN.
     """
+    if test not in TESTS:
+        raise RagMetricsError(f"The 'test' parameter must be one of {list(TESTS)}. Got {test!r} instead.")
     a, b = _paired(a, b)
     diff = a - b
     if len(diff) < 2:
         return float("nan")
     if np.all(diff == 0):
         return 1.0
-    if test == "t":
-        if np.all(diff == diff[0]):
-            return 0.0  # a constant non-zero difference: zero variance, certain
-        return float(sps.ttest_rel(a, b).pvalue)
-    if test == "wilcoxon":
-        magnitudes = np.abs(diff[diff != 0])
-        if len(magnitudes) < len(diff) or len(np.unique(magnitudes)) < len(magnitudes):
-            # zeros or ties: the normal approximation with continuity correction, as R's wilcox.test does
-            # (scipy's permutation fallback is exact but takes about a second per call at n = 12)
-            return float(sps.wilcoxon(a, b, zero_method="wilcox", method="approx", correction=True).pvalue)
-        return float(sps.wilcoxon(a, b, zero_method="wilcox").pvalue)
-    if test == "randomization":
-        result = sps.permutation_test(
-            (a, b),
-            lambda x, y, axis: np.mean(x - y, axis=axis),
-            permutation_type="samples",
-            vectorized=True,
-            n_resamples=n_resamples,
-            alternative="two-sided",
-            rng=np.random.default_rng(seed),
-        )
-        return float(result.pvalue)
-    if test == "bootstrap":
-        rng = np.random.default_rng(seed)
-        centered = diff - diff.mean()
-        observed = abs(diff.mean())
-        hits = 0
-        for chunk in _chunks(n_resamples):
-            idx = rng.integers(0, len(diff), size=(chunk, len(diff)))
-            hits += int(np.count_nonzero(np.abs(centered[idx].mean(axis=1)) >= observed - 1e-15))
-        return hits / n_resamples
-    raise RagMetricsError(f"The 'test' parameter must be one of {list(TESTS)}. Got {test!r} instead.")
-
-
-def _chunks(total: int, size: int = 2_000) -> list[int]:
-    return [min(size, total - start) for start in range(0, total, size)]
+    return TESTS[test].p_value(a, b, n_resamples, seed)
 
 
 _BLOCK = 256
-_CACHE_LIMIT = 20_000_000  # counts matrices up to this many cells (160 MB) are kept for reuse
 
 
-def _count_blocks(n: int, n_resamples: int, seed: int):
-    """Blocks of resample counts (rows: resamples, columns: how often each query is drawn)."""
-    rng = np.random.default_rng([seed, n])
-    for start in range(0, n_resamples, _BLOCK):
-        rows = min(_BLOCK, n_resamples - start)
-        idx = rng.integers(0, n, size=(rows, n)) + np.arange(rows)[:, None] * n
-        yield np.bincount(idx.ravel(), minlength=rows * n).reshape(rows, n).astype(np.float64)
+class Resampler:
+    """The bootstrap's resamples of ``n`` queries (rows: resamples, columns: how often each query is drawn),
+    drawn once from ``seed``: whoever computes many intervals over the same queries holds one and passes it
+    to :func:`bootstrap_ci`, so every interval is resampled on the same queries and the draws are not repeated."""
+
+    def __init__(self, n: int, n_resamples: int = 1_000, seed: int = 0) -> None:
+        self.n, self.n_resamples, self.seed = n, n_resamples, seed
+        self._counts: np.ndarray | None = None
+
+    def blocks(self):
+        """The counts in blocks of rows (the whole matrix is never built)."""
+        rng = np.random.default_rng([self.seed, self.n])
+        for start in range(0, self.n_resamples, _BLOCK):
+            rows = min(_BLOCK, self.n_resamples - start)
+            idx = rng.integers(0, self.n, size=(rows, self.n)) + np.arange(rows)[:, None] * self.n
+            yield np.bincount(idx.ravel(), minlength=rows * self.n).reshape(rows, self.n).astype(np.float64)
+
+    @property
+    def nbytes(self) -> int:
+        return 8 * self.n * self.n_resamples
+
+    def means(self, matrix: np.ndarray) -> np.ndarray:
+        """The resampled means of each column of ``matrix`` (n rows): (n_resamples, columns)."""
+        if self._counts is None and self.nbytes <= KEEP_COUNTS_BYTES:
+            counts = np.vstack(list(self.blocks()))
+            counts.setflags(write=False)
+            self._counts = counts
+        if self._counts is not None:
+            return self._counts @ matrix / self.n
+        return np.vstack([block @ matrix / self.n for block in self.blocks()])
 
 
-@lru_cache(maxsize=8)
-def _cached_counts(n: int, n_resamples: int, seed: int) -> np.ndarray:
-    counts = np.vstack(list(_count_blocks(n, n_resamples, seed)))
-    counts.setflags(write=False)
-    return counts
-
-
-def _resampled_means(matrix: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
-    n = matrix.shape[0]
-    if n * n_resamples <= _CACHE_LIMIT:
-        return _cached_counts(n, n_resamples, seed) @ matrix / n
-    return np.vstack([block @ matrix / n for block in _count_blocks(n, n_resamples, seed)])
-
+KEEP_COUNTS_BYTES = 160 << 20
+"""A :class:`Resampler` keeps its counts when they take at most this (20M cells); above, it draws them anew."""
 
 #: above this many queries :func:`bootstrap_ci` gives the normal (CLT) interval of the mean
 NORMAL_ABOVE = 20_000
@@ -133,23 +190,18 @@ def bootstrap_ci(
     n_resamples: int = 1_000,
     seed: int = 0,
     normal_above: int | None = NORMAL_ABOVE,
+    resampler: Resampler | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bootstrap interval of the mean along axis 0.
 
-    ``values`` is (n_queries,) or (n_queries, n_points), e.g. a curve over K:
-    one matrix of resample counts ``W`` serves every point, the resampled means
-    being ``W @ values / n``, so a whole curve costs one matrix product and every
-    point (and every run of the same query set and seed) is resampled on the
-    same queries. Returns (low, high) shaped like one row; one query gives
-    low = high = its value, none gives NaN.
+    ``values`` is (n_queries,) or (n_queries, n_points), e.g. a curve over K: one matrix of resample counts
+    ``W`` serves every point, the resampled means being ``W @ values / n``, so a whole curve costs one matrix
+    product and every point is resampled on the same queries (pass a ``resampler`` to share them across
+    calls). Returns (low, high) shaped like one row; one query gives low = high = its value, none gives NaN.
 
-    With more than ``normal_above`` queries (None: never) the interval is
-    mean +- z * s / sqrt(n): the product costs n_resamples x n x n_points
-    (tens of seconds for 100,000 queries x 400 curve points), while at 20,000
-    queries the two intervals already agree within the bootstrap's own
-    Monte-Carlo error (a percentile bound at 1,000 resamples wobbles by ~4% of
-    the half-width; measured differences: under 0.0004, 8% of the half-width at
-    most, on hits, graded and reciprocal-rank columns; ``tests/test_stats.py``).
+    With more than ``normal_above`` queries (None: never) the interval is mean +- z * s / sqrt(n): the product
+    costs n_resamples x n x n_points, while at 20,000 queries the two intervals already agree within the
+    bootstrap's own Monte-Carlo error (``tests/test_stats.py``).
     """
     values = np.asarray(values)
     if values.dtype.kind != "f":
@@ -162,7 +214,8 @@ def bootstrap_ci(
     n = values.shape[0]
     matrix = values.reshape(n, -1)
     if normal_above is not None and n > normal_above:
-        # float64 sums, no centred copy: one pass for the means, one for the squares (float32 curves too)
+        from scipy import stats as sps
+
         mean = matrix.mean(axis=0, dtype=np.float64)
         squares = np.einsum("ij,ij->j", matrix, matrix, dtype=np.float64)
         variance = np.maximum(squares - n * mean**2, 0.0) / (n - 1)
@@ -170,7 +223,9 @@ def bootstrap_ci(
         shape = values.shape[1:]
         return (mean - half).reshape(shape), (mean + half).reshape(shape)
     matrix = matrix.astype(np.float64, copy=False)
-    means = _resampled_means(matrix, n_resamples, seed)
+    if resampler is None or (resampler.n, resampler.n_resamples, resampler.seed) != (n, n_resamples, seed):
+        resampler = Resampler(n, n_resamples, seed)
+    means = resampler.means(matrix)
     alpha = (1 - confidence) / 2
     low, high = np.quantile(means, [alpha, 1 - alpha], axis=0)
     mean = matrix.mean(axis=0)
@@ -194,6 +249,24 @@ def holm(p_values: np.ndarray) -> np.ndarray:
     return out
 
 
+def bonferroni(p_values: np.ndarray) -> np.ndarray:
+    """Bonferroni adjusted p-values (each times the number of valid p-values, capped at 1); NaN stays NaN."""
+    p = np.asarray(p_values, dtype=np.float64)
+    return np.minimum(p * int(np.count_nonzero(~np.isnan(p))), 1.0)
+
+
+def uncorrected(p_values: np.ndarray) -> np.ndarray:
+    return np.asarray(p_values, dtype=np.float64).copy()
+
+
+CORRECTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "holm": holm,
+    "bonferroni": bonferroni,
+    "none": uncorrected,
+}
+"""Multiple-comparison corrections by name: the one place one is added."""
+
+
 @dataclass(frozen=True)
 class PowerEstimate:
     """What a dataset can detect, from the observed per-query standard deviation of differences."""
@@ -210,6 +283,8 @@ class PowerEstimate:
 
 
 def _z(alpha: float, power: float) -> float:
+    from scipy import stats as sps
+
     return float(sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))
 
 

@@ -36,6 +36,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ragmetrics.errors import RagMetricsError
+from ragmetrics.ids import dictionary_codes, string_fingerprints
 from ragmetrics.model import Dataset, Run
 
 _LOG = logging.getLogger(__name__)
@@ -140,15 +141,15 @@ def run_id(run: Run) -> str:
     """The content id of a run: its rows in any order (the name is not content).
 
     Each row's 64-bit hash combines the fingerprints of its query and document ids
-    (:meth:`Run.id_fingerprints`, which the alignment reuses) with its score's bits
+    (:func:`ragmetrics.ids.string_fingerprints`) with its score's bits
     and the hashes of any other columns; the sorted row hashes go into SHA-256."""
     frame = run.frame
     h = hashlib.sha256(RUN_HASH_VERSION)
     h.update(json.dumps({"has_scores": run.has_scores}, sort_keys=True).encode("utf-8"))
     h.update(("|".join(frame.columns)).encode("utf-8"))
     if len(frame):
-        rows = run.id_fingerprints("query_id") * _MIX
-        rows += run.id_fingerprints("doc_id")
+        rows = string_fingerprints(run.column("query_id")) * _MIX
+        rows += string_fingerprints(run.column("doc_id"))
         score = (frame["score"].to_numpy(dtype=np.float64) + 0.0).view(np.uint64)  # + 0.0: -0.0 hashes as 0.0
         rows *= _MIX
         rows += score
@@ -347,8 +348,8 @@ class Store:
             "id": ident,
             "name": run.name,
             "created_at": now,
-            "n_queries": len(run.id_codes("query_id")[1]),
-            "n_rows": len(run.frame),
+            "n_queries": len(dictionary_codes(run.column("query_id"), grouped=True)[1]),
+            "n_rows": len(run),
             "size_bytes": len(blob),
             "payload": blob,
             "source": source,

@@ -1,31 +1,31 @@
-"""The two ways a run's documents are aligned with the qrels give the same rankings.
+"""The two ways documents are matched with the judgments agree, and the ranking equals a plain sort.
 
-``build_ranking`` first tries fingerprints (each query's rows sorted by a 64-bit
-hash of the id, every match checked against the strings) and falls back to
-encoded ids when a fingerprint collides or the run is too ragged. Here the
-fingerprint function is replaced by weak ones (the id's length, a constant) so
-that collisions happen everywhere, and every result must still equal
-pytrec_eval's and the real fingerprints' results.
+``ragmetrics.engine.documents`` matches by fingerprints (fast; ``None`` when a match is not confirmed by
+the strings or the run is too ragged) and falls back to dictionary codes (exact by construction). One
+property holds them together: on any run, with the real fingerprints, with weak ones that collide
+everywhere, and split in two halves on an executor, the fingerprint path gives the codes' answer or none.
 """
 
 from __future__ import annotations
 
 import itertools
 import random
+from concurrent.futures import ThreadPoolExecutor
+from unittest import mock
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import ragmetrics as rm
-import ragmetrics.model
-import ragmetrics.ranking
-from ragmetrics.ranking import build_ranking
+import ragmetrics.ids
+from ragmetrics.engine import documents
 from tests import oracle
 from tests.test_parity_pytrec_eval import PAIRS, TREC, generate_case
 
-real_fingerprints = ragmetrics.model.string_fingerprints
+real_fingerprints = ragmetrics.ids.string_fingerprints
 
 
 def by_length(array):
@@ -35,132 +35,135 @@ def by_length(array):
     return lengths.astype(np.uint64)
 
 
-def by_first_byte_high(array):
-    """A real fingerprint with only its top byte kept: rare ids agree, most do not."""
-    return real_fingerprints(array) & np.uint64(0xFF00000000000000)
-
-
 WEAK = {
     "length": by_length,
     "constant": lambda array: np.zeros(len(array), dtype=np.uint64),
-    "top-byte": by_first_byte_high,
+    "top-byte": lambda array: real_fingerprints(array) & np.uint64(0xFF00000000000000),
 }
 
+ids = st.sampled_from(["a", "b", "c", "doc1", "doc10", "é", "文档", "x" * 9, "x" * 17, ""])
 
-@pytest.fixture(params=sorted(WEAK))
-def weak_fingerprints(request, monkeypatch):
-    monkeypatch.setattr(ragmetrics.model, "string_fingerprints", WEAK[request.param])
-    return request.param
+
+@st.composite
+def cases(draw):
+    """A dataset and a run: repeated documents, tied scores, unknown and missing queries, ragged depths,
+    sometimes chunks mapped to documents (some rows without a source)."""
+    queries = [f"q{i}" for i in range(draw(st.integers(1, 5)))]
+    qrels = {}
+    for q in queries:
+        for doc in draw(st.lists(ids.filter(bool), max_size=6, unique=True)):
+            qrels[(q, doc)] = draw(st.integers(-1, 3))
+    if not qrels:
+        qrels[(queries[0], "a")] = 1
+    chunked = draw(st.booleans())
+    rows = []
+    for q in [*queries, "unknown"]:
+        for _ in range(draw(st.integers(0, 30 if draw(st.booleans()) else 4))):
+            doc = draw(ids.filter(bool))
+            score = float(draw(st.integers(0, 6)))
+            if chunked:
+                source = None if draw(st.integers(0, 9)) == 0 else doc
+                rows.append((q, f"{doc}#{draw(st.integers(0, 2))}", score, source))
+            else:
+                rows.append((q, doc, score, None))
+    qrels_table = pa.table(
+        {
+            "query_id": [q for q, _ in qrels],
+            "doc_id": [d for _, d in qrels],
+            "relevance": pa.array(list(qrels.values()), pa.int64()),
+        }
+    )
+    run = {
+        "query_id": pa.array([r[0] for r in rows], pa.large_string()),
+        "doc_id": pa.array([r[1] for r in rows], pa.large_string()),
+        "score": pa.array([r[2] for r in rows], pa.float64()),
+    }
+    if chunked:
+        run["source_doc"] = pa.array([r[3] for r in rows], pa.large_string())
+    conventions = draw(
+        st.sampled_from(
+            [
+                rm.Conventions(),
+                rm.Conventions(duplicates="keep"),
+                rm.Conventions(level="chunk"),
+                rm.Conventions.llamaindex(),
+            ]
+        )
+    )
+    return rm.Dataset.from_tables(qrels_table), rm.Run.from_table(pa.table(run)), conventions
+
+
+def matched_rows(dataset, run, conventions) -> documents.SortedRows:
+    """The rows ``align`` hands to the matching."""
+    seen = []
+    real = documents.match
+
+    def capture(rows, executor=None):
+        seen.append(rows)
+        return real(rows, executor)
+
+    with mock.patch.object(documents, "match", capture):
+        rm.align(dataset, run, conventions)
+    return seen[0]
+
+
+def same(a, b) -> bool:
+    return all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases())
+def test_fingerprints_give_the_codes_answer_or_none(case):
+    rows = matched_rows(*case)
+    exact = documents.by_codes(rows)
+    fast = documents.by_fingerprints(rows)
+    assert fast is not None  # small runs always fit the matrix, and real fingerprints do not collide here
+    assert same(fast, exact)
+    with ThreadPoolExecutor(1) as pool, mock.patch.object(documents, "SPLIT_ROWS", 0):
+        split = documents.by_fingerprints(rows, pool)
+    assert split is not None and same(split, exact)
+    for weak in WEAK.values():
+        weakened = documents.SortedRows(
+            **{
+                **rows.__dict__,
+                "fingerprint": weak,
+                "document_fingerprints": weak(rows.documents),
+                "chunk_fingerprints": None if rows.chunks is None else weak(rows.chunks),
+            }
+        )
+        found = documents.by_fingerprints(weakened)
+        assert found is None or same(found, exact)
 
 
 @pytest.mark.parametrize(("qrels_file", "run_file", "rel_level"), PAIRS[:3])
-def test_trec_eval_files_with_colliding_fingerprints(weak_fingerprints, qrels_file, run_file, rel_level):
+@pytest.mark.parametrize("weak", sorted(WEAK))
+def test_trec_eval_files_with_colliding_fingerprints(weak, qrels_file, run_file, rel_level):
+    """End to end through the fallback: weak fingerprints everywhere, pytrec_eval's numbers still."""
     qrels = oracle.read_qrels(TREC / qrels_file)
     rows = oracle.read_run(TREC / run_file)
     reference = oracle.pytrec_values(qrels, rows, rel_level=rel_level)
-    result = rm.evaluate(
-        oracle.dataset_of(qrels),
-        oracle.run_of(rows),
-        oracle.our_metric_names(),
-        missing="skip",
-        rel_level=rel_level,
-        warn=False,
-    )
+    with mock.patch.object(documents, "string_fingerprints", WEAK[weak]):
+        result = rm.evaluate(
+            oracle.dataset_of(qrels),
+            oracle.run_of(rows),
+            oracle.our_metric_names(),
+            missing="skip",
+            rel_level=rel_level,
+            warn=False,
+        )
     assert oracle.assert_same(result.per_query("run"), reference) == len(reference) * len(oracle.our_metric_names())
 
 
-@pytest.mark.parametrize("seed", range(0, 240, 3))
-@pytest.mark.parametrize("background", [False, True])
-def test_generated_cases_with_colliding_fingerprints(weak_fingerprints, monkeypatch, seed, background):
-    if background:  # fingerprinted meanwhile, aligned in two halves: a collision in either half falls back
-        monkeypatch.setattr(ragmetrics.ranking, "BACKGROUND_ROWS", 0)
-    qrels, rows, rel_level = generate_case(seed)
-    cutoffs = (1, 2, 3, 5, 10, 20, 50)
-    reference = oracle.pytrec_values(qrels, rows, rel_level=rel_level, cutoffs=cutoffs)
-    result = rm.evaluate(
-        oracle.dataset_of(qrels),
-        oracle.run_of(rows),
-        oracle.our_metric_names(cutoffs),
-        missing="skip",
-        rel_level=rel_level,
-        warn=False,
-    )
-    oracle.assert_same(result.per_query("run"), reference)
-
-
-def _chunk_case(seed: int) -> tuple[rm.Dataset, rm.Run]:
-    """A chunk-level run: several chunks per document, some chunks repeated, some rows without a source."""
-    rng = random.Random(seed)
-    docs = [f"doc{i}" for i in range(12)] + ["文档甲", "문서"]
-    qrels, rows = [], []
-    for qi in range(rng.randint(1, 5)):
-        qid = f"q{qi}"
-        qrels += [(qid, d, rng.choice([0, 1, 2])) for d in rng.sample(docs, 4)]
-        for rank in range(rng.randint(0, 25)):
-            doc = rng.choice(docs)
-            chunk = f"{doc}#{rng.randint(0, 3)}"
-            rows.append((qid, chunk, None if rng.random() < 0.1 else doc, 100.0 - rank + rng.choice([0, 0, 0.5])))
-    frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "source_doc", "score"])
-    return oracle.dataset_of(qrels), rm.Run.from_frame(frame, name="run")
-
-
-def _ranking_state(dataset, run, **settings):
-    ranking, coverage = build_ranking(dataset, run, **settings)
-    return {
-        "q": ranking.q.tolist(),
-        "pos": ranking.pos.tolist(),
-        "label": ranking.label.tolist(),
-        "docs": ranking.docs().tolist(),
-        "coverage": coverage.summary(),
-        "duplicate_queries": coverage.duplicate_queries,
-    }
-
-
-@pytest.mark.parametrize("seed", range(40))
-@pytest.mark.parametrize(
-    "settings", [{}, {"duplicates": "keep"}, {"level": "chunk"}, {"order": "file", "duplicates": "keep"}]
-)
-def test_chunk_runs_align_the_same_either_way(monkeypatch, seed, settings):
-    expected = _ranking_state(*_chunk_case(seed), **settings)
-    for weak in WEAK.values():
-        with monkeypatch.context() as patch:
-            patch.setattr(ragmetrics.model, "string_fingerprints", weak)
-            assert _ranking_state(*_chunk_case(seed), **settings) == expected
-
-
-def test_a_plain_run_is_aligned_without_encoding_its_documents(monkeypatch):
-    """Duplicates and chunks included, the fingerprints decide and the strings confirm: no id encoding."""
-    qrels, rows, _ = generate_case(10)
-    assert len(rows) > len({(q, d) for q, d, _ in rows})  # the case repeats documents
-    dataset, run = oracle.dataset_of(qrels), oracle.run_of(rows)
-    chunk_dataset, chunk_run = _chunk_case(3)
-
-    def no_encoding(self, column):
-        if column != "query_id":
-            raise AssertionError(f"{column} was encoded")
-        return original(self, column)
-
-    original = rm.Run.id_codes
-    monkeypatch.setattr(rm.Run, "id_codes", no_encoding)
-    _ranking, coverage = build_ranking(dataset, run)
-    assert coverage.duplicates_dropped > 0
-    reference = oracle.pytrec_values(qrels, rows, cutoffs=(5,))
-    result = rm.evaluate(dataset, run, oracle.our_metric_names((5,)), missing="skip", warn=False)
-    oracle.assert_same(result.per_query("run"), reference)
-    _, chunk_coverage = build_ranking(chunk_dataset, chunk_run)
-    assert chunk_coverage.chunks_merged > 0
-
-
-def test_a_ragged_run_falls_back_to_encoded_ids():
-    """One query far deeper than the rest: no padded matrix, the encoded ids align it, same numbers."""
+def test_a_ragged_run_falls_back_to_codes_with_the_same_numbers():
+    """One query far deeper than the rest: no padded matrix, the codes align it, same numbers."""
     qrels = [("q1", "a", 1), ("q2", "b", 1)] + [("q3", f"d{i}", 1) for i in range(0, 5000, 7)]
     rows = [("q1", "a", 1.0), ("q2", "x", 2.0), ("q2", "b", 1.0)] + [("q3", f"d{i}", -float(i)) for i in range(5000)]
     rows.append(("q3", "d14", -1.0))  # a duplicate, best occurrence at rank 2
     dataset, run = oracle.dataset_of(qrels), oracle.run_of(rows)
+    assert documents.by_fingerprints(matched_rows(dataset, run, rm.Conventions())) is None
     reference = oracle.pytrec_values(qrels, rows, cutoffs=(1, 10, 1000))
     result = rm.evaluate(dataset, run, oracle.our_metric_names((1, 10, 1000)), missing="skip", warn=False)
     oracle.assert_same(result.per_query("run"), reference)
-    assert "codes" in {kind for kind, _ in run._derived}
 
 
 def reference_fingerprint(text: str) -> int:
@@ -179,28 +182,26 @@ def reference_fingerprint(text: str) -> int:
 def test_fingerprints_equal_the_documented_function_across_blocks_and_chunks(monkeypatch):
     """Stored run ids hash these fingerprints (store.RUN_HASH_VERSION), so their values must not change:
     ids of 0-40 bytes (multi-byte UTF-8 too), blocks of mixed and equal lengths, sliced and chunked arrays."""
-    monkeypatch.setattr(ragmetrics.model, "FINGERPRINT_BLOCK", 7)  # many blocks, and a last partial one
+    monkeypatch.setattr(ragmetrics.ids, "FINGERPRINT_BLOCK", 7)  # many blocks, and a last partial one
     rng = random.Random(5)
     alphabet = "abcXYZ0189-_/é中"
     texts = [
         "".join(rng.choice(alphabet) for _ in range(rng.choice([0, 1, 7, 8, 9, 15, 16, 17, 24, 33, 40])))
         for _ in range(300)
     ]
-    texts += (
-        ["doc%06d" % i for i in range(40)] + ["a" * 40] * 3 + [""] * 3
-    )  # a block of equal lengths; a block of empty ids
+    texts += [f"doc{i:06d}" for i in range(40)] + ["a" * 40] * 3 + [""] * 3
     expected = np.array([reference_fingerprint(t) for t in texts], dtype=np.uint64)
-    chunked = pa.chunked_array([pa.array(texts[:150]), pa.array(["pad"] + texts[150:]).slice(1)])
+    chunked = pa.chunked_array([pa.array(texts[:150]), pa.array(["pad", *texts[150:]]).slice(1)])
     for array in (
         pa.array(texts),
         pa.array(texts, type=pa.large_string()),
         chunked,
         pa.array(["pad"] * 5 + texts).slice(5),
     ):
-        np.testing.assert_array_equal(ragmetrics.model.string_fingerprints(array), expected)
+        np.testing.assert_array_equal(ragmetrics.ids.string_fingerprints(array), expected)
 
 
-def _reference_ranking(qrels, rows, settings):
+def _reference_ranking(qrels, rows, duplicates):
     """Each evaluated query's documents in trec_eval order (score desc, doc id desc by bytes), best-ranked
     occurrence kept unless ``duplicates='keep'``, and the adjacent pairs of equal score, in plain Python."""
     judged = list(dict.fromkeys(qid for qid, _, _ in qrels))
@@ -209,8 +210,8 @@ def _reference_ranking(qrels, rows, settings):
         mine = sorted(
             ((s, d) for q, d, s in rows if q == qid), key=lambda sd: (-sd[0], [-b for b in sd[1].encode()] + [1])
         )
-        if settings.get("duplicates") != "keep":
-            seen = set()
+        if duplicates != "keep":
+            seen: set[str] = set()
             mine = [(s, d) for s, d in mine if not (d in seen or seen.add(d))]
         docs[qid] = [d for _, d in mine]
         ties = sum(a[0] == b[0] for a, b in itertools.pairwise(mine))
@@ -220,33 +221,31 @@ def _reference_ranking(qrels, rows, settings):
     return docs, tied_pairs, tied_queries
 
 
-@pytest.mark.parametrize("seed", range(0, 240, 2))
-@pytest.mark.parametrize("settings", [{}, {"duplicates": "keep"}])
+@pytest.mark.parametrize("seed", range(0, 240, 12))
+@pytest.mark.parametrize("duplicates", ["best", "keep"])
 @pytest.mark.parametrize("presorted", [False, True])
-@pytest.mark.parametrize("background", [False, True])
-def test_ranking_documents_and_ties_equal_a_plain_sort(monkeypatch, seed, settings, presorted, background):
-    """The ranking's documents (read back through its map to the run's rows) and the tie counts of the
-    coverage report equal a plain per-query sort, with ties, duplicates and unknown queries in the run;
-    ``presorted``: the run comes sorted by query and score, only tied documents out of order (as most
-    runs do: the rows keep their places and only the tied ones move); ``background``: as a large run,
-    fingerprinted on the background thread and aligned in two halves of its queries."""
-    if background:
-        monkeypatch.setattr(ragmetrics.ranking, "BACKGROUND_ROWS", 0)
+@pytest.mark.parametrize("split", [False, True])
+def test_ranking_documents_and_ties_equal_a_plain_sort(monkeypatch, seed, duplicates, presorted, split):
+    """The ranking's documents and the tie counts equal a plain per-query sort, with ties, duplicates and
+    unknown queries; ``presorted``: the run comes sorted by query and score, only tied documents out of
+    order; ``split``: as a large run, fingerprinted and aligned in two halves on an executor."""
     qrels, rows, _ = generate_case(seed)
     if presorted:
         order = {qid: i for i, qid in enumerate(dict.fromkeys(qid for qid, _, _ in qrels))}
         rows = sorted((r for r in rows if r[0] in order), key=lambda r: (order[r[0]], -r[2]))
-    ranking, coverage = build_ranking(oracle.dataset_of(qrels), oracle.run_of(rows), **settings)
-    docs, tied_pairs, tied_queries = _reference_ranking(qrels, rows, settings)
+    monkeypatch.setattr(documents, "SPLIT_ROWS", 0 if split else documents.SPLIT_ROWS)
+    with ThreadPoolExecutor(1) as pool:
+        alignment = rm.align(oracle.dataset_of(qrels), oracle.run_of(rows), duplicates=duplicates, executor=pool)
+    ranking, coverage = alignment.ranking, alignment.coverage
+    docs, tied_pairs, tied_queries = _reference_ranking(qrels, rows, duplicates)
     got = ranking.docs()
     assert {qid: list(got[ranking.q == i]) for i, qid in enumerate(ranking.query_ids)} == docs
     assert (coverage.tied_pairs, coverage.tied_queries) == (tied_pairs, tied_queries)
-    rows_of = ranking.docs(np.arange(len(ranking.q))[::-1])  # row numbers in any order
-    assert list(rows_of) == list(got[::-1])
+    assert list(ranking.docs(np.arange(len(ranking.q))[::-1])) == list(got[::-1])  # row numbers in any order
 
 
 @pytest.mark.parametrize("scale", [1, 50, 200, 40_000, 2**31 - 1, 2**40])
-@pytest.mark.parametrize("seed", range(0, 240, 12))
+@pytest.mark.parametrize("seed", range(0, 240, 40))
 def test_labels_of_every_size_are_read_back_exactly(seed, scale):
     """Rows carry labels in the narrowest integer type that holds the qrels' labels (int8 for 0..3 grades,
     up to int64), with the unjudged mark below all of them; metrics equal pytrec_eval's for int8 and int16
@@ -254,7 +253,7 @@ def test_labels_of_every_size_are_read_back_exactly(seed, scale):
     qrels, rows, rel_level = generate_case(seed)
     rng = random.Random(seed)
     qrels = [(qid, doc, label * scale if label > 0 else label * rng.choice([1, scale])) for qid, doc, label in qrels]
-    ranking, _ = build_ranking(oracle.dataset_of(qrels), oracle.run_of(rows), rel_level=rel_level)
+    ranking = rm.align(oracle.dataset_of(qrels), oracle.run_of(rows), rel_level=rel_level).ranking
     judged = {(qid, doc): label for qid, doc, label in qrels}
     unjudged = np.iinfo(ranking.label.dtype).min
     assert unjudged < min(label for *_, label in qrels)
@@ -299,9 +298,3 @@ def test_unjudged_documents_are_never_relevant_whatever_the_level(rel_level):
         assert per_query.at[qid, "recall@3"] == pytest.approx(
             sum(hits[:3]) / len(relevant[qid]) if relevant[qid] else 0.0
         )
-        ap = (
-            sum(sum(hits[: i + 1]) / (i + 1) for i, h in enumerate(hits) if h) / len(relevant[qid])
-            if relevant[qid]
-            else 0.0
-        )
-        assert per_query.at[qid, "map"] == pytest.approx(ap)

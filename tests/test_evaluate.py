@@ -270,25 +270,73 @@ def test_run_queries_match_by_text_or_by_the_id_derived_from_text():
     assert result.per_query("run")["mrr"].tolist() == [1.0, 1.0]
 
 
-def test_the_alignment_is_reused_for_the_same_objects_and_options_only():
+def test_a_held_alignment_is_reused_and_computes_each_metric_once():
     data = dataset([("q1", "d1", 2), ("q1", "d2", 1), ("q2", "d3", 1)])
     ranked = run([("q1", "d2", 3.0), ("q1", "d1", 3.0), ("q1", "d9", 1.0), ("q2", "d3", 0.5)])
-    first = rm.evaluate(data, ranked, ["ndcg@10"], warn=False)
-    again = rm.evaluate(data, ranked, ["map", "precision@2"], warn=False)
-    assert again["run"].ranking is first["run"].ranking
-    fresh = rm.evaluate(
-        dataset([("q1", "d1", 2), ("q1", "d2", 1), ("q2", "d3", 1)]),
-        run(list(ranked.frame.itertuples(index=False))),
-        ["map", "precision@2"],
-        warn=False,
-    )
-    assert fresh["run"].ranking is not first["run"].ranking
+    alignment = rm.align(data, ranked)
+    first = rm.evaluate(data, alignment, ["ndcg@10"], warn=False)
+    again = rm.evaluate(data, [alignment], ["map", "precision@2"], warn=False)
+    assert again["run"].alignment is first["run"].alignment is alignment
+    assert alignment.value("map") is again["run"].array("map")  # kept, not computed again
+    assert not alignment.value("map").flags.writeable
+    fresh = rm.evaluate(dataset([("q1", "d1", 2), ("q1", "d2", 1), ("q2", "d3", 1)]), ranked, ["map", "precision@2"])
     pd.testing.assert_frame_equal(again["run"].values, fresh["run"].values)
-    # other options or another dataset object build a new alignment
-    assert rm.evaluate(data, ranked, ["map"], rel_level=2, warn=False)["run"].ranking is not first["run"].ranking
-    assert rm.evaluate(data, ranked, ["map"], rel_level=2, warn=False)["run"].values["map"].tolist() == [
-        0.5,
-        0.0,
-    ]  # tie: d2 before d1
-    other = dataset([("q1", "d9", 1)])
-    assert rm.evaluate(other, ranked, ["map"], warn=False)["run"].values["map"].tolist() == [1 / 3]
+    # an alignment made under other conventions or on another dataset is refused, not silently reused
+    with pytest.raises(rm.RagMetricsError, match="another dataset or under other conventions"):
+        rm.evaluate(data, alignment, ["map"], rel_level=2)
+    with pytest.raises(rm.RagMetricsError, match="another dataset or under other conventions"):
+        rm.evaluate(dataset([("q1", "d9", 1)]), alignment, ["map"])
+    assert rm.evaluate(data, ranked, ["map"], rel_level=2, warn=False)["run"].values["map"].tolist() == [0.5, 0.0]
+    assert rm.evaluate(dataset([("q1", "d9", 1)]), ranked, ["map"], warn=False)["run"].values["map"].tolist() == [1 / 3]
+
+
+def test_one_run_against_two_datasets_from_two_threads_gives_each_its_numbers():
+    """Nothing is cached on the run: two threads align the same Run object with two datasets at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    ranked = run([(f"q{i}", f"d{j}", float(-j)) for i in range(200) for j in range(30)])
+    first = dataset([(f"q{i}", f"d{i % 30}", 1) for i in range(200)])
+    second = dataset([(f"q{i}", f"d{(i * 7) % 30}", 2) for i in range(200)])
+    expected = {
+        id(d): rm.evaluate(d, run(list(ranked.frame.itertuples(index=False))), ["mrr", "ndcg@10"]).mean()
+        for d in (first, second)
+    }
+    with ThreadPoolExecutor(2) as pool:
+        jobs = [pool.submit(rm.evaluate, d, ranked, ["mrr", "ndcg@10"]) for _ in range(20) for d in (first, second)]
+        results = [(d, job.result()) for job, d in zip(jobs, [first, second] * 20)]
+    for d, result in results:
+        pd.testing.assert_frame_equal(result.mean(), expected[id(d)])
+    assert expected[id(first)].loc["run", "mrr"] != expected[id(second)].loc["run", "mrr"]
+
+
+def test_a_run_built_from_a_frame_changed_after_a_first_evaluation_gives_the_new_numbers():
+    data = dataset([("q1", "d1", 1), ("q2", "d2", 1)])
+    frame = pd.DataFrame({"query_id": ["q1", "q1", "q2"], "doc_id": ["d1", "d9", "d2"], "score": [2.0, 1.0, 1.0]})
+    before = rm.Run.from_frame(frame, name="run")
+    assert rm.evaluate(data, before, ["mrr"])["run"].means["mrr"] == 1.0
+    frame.loc[0, "score"] = 0.5  # d9 now ranks first for q1
+    after = rm.Run.from_frame(frame, name="run")
+    assert rm.evaluate(data, after, ["mrr"])["run"].means["mrr"] == 0.75
+    assert rm.evaluate(data, before, ["mrr"])["run"].means["mrr"] == 1.0  # the first run kept its own rows
+
+
+def test_alignment_values_and_curves_are_computed_once_under_threads():
+    from concurrent.futures import ThreadPoolExecutor
+    from unittest import mock
+
+    from ragmetrics import metrics as registry
+
+    data = dataset([(f"q{i}", f"d{i}", 1) for i in range(50)])
+    ranked = run([(f"q{i}", f"d{j}", float(-j)) for i in range(50) for j in range(40)])
+    alignment = rm.align(data, ranked)
+    calls = []
+    real = registry.curve
+
+    def counted(*args, **kwargs):
+        calls.append(args[1])
+        return real(*args, **kwargs)
+
+    with mock.patch.object(registry, "curve", counted), ThreadPoolExecutor(4) as pool:
+        curves = list(pool.map(lambda _: alignment.curve("recall", 20), range(16)))
+    assert calls == ["recall"]
+    assert all(c is curves[0] for c in curves)

@@ -201,22 +201,3 @@ def test_all_negative_labels_score_zero():
     assert (result.per_query("run").loc["q1"] == 0).all()
     assert (result.per_query("run").loc["q2"] == 1).all()
     assert result.coverage["run"].no_relevant == ["q1"]
-
-
-@pytest.mark.parametrize("seed", range(0, 120, 2))
-def test_float32_curves_are_the_float64_curves_rounded_once(seed):
-    """``curve(..., dtype=np.float32)`` (the dashboard's kept curves) writes the float64 values rounded once,
-    for every cut-off metric, on the generated cases (ties, duplicates, graded and negative labels, empty runs)."""
-    from ragmetrics import metrics
-    from ragmetrics.ranking import build_ranking
-
-    qrels, rows, rel_level = generate_case(seed)
-    dataset = oracle.dataset_of(qrels)
-    ranking = build_ranking(dataset, oracle.run_of(rows), rel_level=rel_level)[0]
-    for name, info in metrics.METRICS.items():
-        if info.cut is None or info.needs_corpus:
-            continue
-        wide = metrics.curve(ranking, name, 60)
-        narrow = metrics.curve(ranking, name, 60, dtype=np.float32)
-        assert wide.dtype == np.float64 and narrow.dtype == np.float32, name
-        assert np.array_equal(narrow, wide.astype(np.float32)), name

@@ -16,20 +16,21 @@ Formats and how they are detected: see :mod:`ragmetrics.io.formats`.
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ragmetrics.errors import RagMetricsError
 from ragmetrics.io._source import Source, open_source
-from ragmetrics.io.beir import merge_queries, read_corpus, read_queries
-from ragmetrics.io.chunks import attach_source_docs
 from ragmetrics.io.formats import FORMATS, KNOWN_EXTENSIONS, Format, detect
-from ragmetrics.io.trec import write_trec_qrels, write_trec_run
 from ragmetrics.limits import LimitError, Limits, resolve
 from ragmetrics.model import Dataset, Run
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "FORMATS",
@@ -67,26 +68,27 @@ def load_run(
     src = open_source(source, filename, limits)
     fmt = detect(src, "run", format)
     run = fmt.reader(src, name=name or src.default_name(KNOWN_EXTENSIONS))
-    limits.check_rows(src.name, len(run.frame))
-    _check_run_queries(src, run.frame["query_id"])
+    limits.check_rows(src.name, len(run))
+    _check_run_queries(src, run.column("query_id"))
     if chunk_mapping is not None or chunk_pattern is not None:
-        if chunk_mapping is not None and not isinstance(chunk_mapping, (dict, pd.DataFrame)):
+        if chunk_mapping is not None and not isinstance(chunk_mapping, dict) and not hasattr(chunk_mapping, "columns"):
             chunk_mapping = _open_extra(chunk_mapping, "chunk mapping", limits)
+        from ragmetrics.io.chunks import attach_source_docs
+
         run = attach_source_docs(run, mapping=chunk_mapping, pattern=chunk_pattern)
     return run
 
 
-def _check_run_queries(src: Source, query_ids: pd.Series) -> None:
+def _check_run_queries(src: Source, query_ids: pa.ChunkedArray) -> None:
     """``max_queries`` for a run without hashing every row when it cannot matter:
     rows, then the number of changes of query id, bound the number of queries."""
     limit = src.limits.max_queries
     if len(query_ids) <= limit:
         return
-    ids = pa.array(query_ids)
-    changes = int(pc.sum(pc.not_equal(ids[1:], ids[:-1])).as_py() or 0) + 1
+    changes = int(pc.sum(pc.not_equal(query_ids[1:], query_ids[:-1])).as_py() or 0) + 1
     if changes <= limit:
         return
-    src.limits.check_queries(src.name, int(query_ids.nunique()))
+    src.limits.check_queries(src.name, len(pc.unique(query_ids)))
 
 
 def load_dataset(
@@ -117,20 +119,24 @@ def load_dataset(
     src = open_source(source, filename, limits)
     fmt = detect(src, "dataset", format)
     dataset = fmt.reader(src, name=name or src.default_name(KNOWN_EXTENSIONS))
-    limits.check_rows(src.name, len(dataset.qrels))
-    limits.check_queries(src.name, len(dataset.queries))
+    limits.check_rows(src.name, dataset.qrels_table.num_rows)
+    limits.check_queries(src.name, len(dataset))
     if queries is not None:
+        from ragmetrics.io.beir import merge_queries, read_queries
+
         dataset = merge_queries(dataset, read_queries(_open_extra(queries, "queries", limits)))
     documents, size = dataset.documents, dataset.corpus_size
     if corpus is not None:
+        from ragmetrics.io.beir import read_corpus
+
         documents = read_corpus(_open_extra(corpus, "corpus", limits))
         size = len(documents) or None
     if corpus_size is not None:
         size = corpus_size
     if documents is not dataset.documents or size != dataset.corpus_size:
-        dataset = Dataset.from_frames(
-            dataset.qrels, dataset.queries, name=dataset.name, corpus_size=size, documents=documents
-        )
+        if size is not None and (not isinstance(size, int) or size < 1):
+            raise RagMetricsError(f"The 'corpus_size' parameter must be an int >= 1 or None. Got {size!r} instead.")
+        dataset = dataclasses.replace(dataset, corpus_size=size, documents=documents)
     return dataset
 
 
@@ -148,3 +154,16 @@ def load_qrels(
 ) -> pd.DataFrame:
     """The judgments (``query_id``, ``doc_id``, ``relevance``) of any dataset input."""
     return load_dataset(source, format=format, filename=filename, limits=limits).qrels
+
+
+def __getattr__(name: str) -> Any:
+    """The writers and ``attach_source_docs``, imported when first asked for."""
+    if name in ("write_trec_qrels", "write_trec_run"):
+        from ragmetrics.io import trec
+
+        return getattr(trec, name)
+    if name == "attach_source_docs":
+        from ragmetrics.io.chunks import attach_source_docs
+
+        return attach_source_docs
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

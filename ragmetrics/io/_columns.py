@@ -11,8 +11,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragmetrics.errors import ParseError
+from ragmetrics.ids import first_duplicate
 from ragmetrics.io._source import Source, names_of, shorten
-from ragmetrics.model import Dataset, Run, first_duplicate, query_id_from_text
+from ragmetrics.model import Dataset, Run, query_id_from_text
 
 # canonical name -> accepted names, in order of preference (compared after
 # lower-casing and turning '-' and ' ' into '_')

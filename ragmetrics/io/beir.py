@@ -31,7 +31,7 @@ from ragmetrics.io import tables, trec
 from ragmetrics.io._columns import normalise_name
 from ragmetrics.io._json import first_char, records
 from ragmetrics.io._source import ZIP_MAGIC, Source, check_line_rows, names_of, shorten
-from ragmetrics.model import Dataset
+from ragmetrics.model import Dataset, table_frame
 
 QUERY_ID_KEYS = ("_id", "id", "query_id", "qid")
 QUERY_TEXT_KEYS = ("text", "query")
@@ -311,7 +311,7 @@ def read_qrels_file(source: Source) -> pd.DataFrame:
             else tables.read_csv_dataset(source, name="qrels")
         )
         return dataset.qrels
-    return trec.parse_qrels_frame(source)
+    return table_frame(trec.parse_qrels_table(source))
 
 
 def merge_queries(dataset: Dataset, queries: pd.DataFrame, *, keep_unjudged: bool = False) -> Dataset:

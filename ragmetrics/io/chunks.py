@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from ragmetrics.errors import ParseError, RagMetricsError
 from ragmetrics.io import tables
@@ -185,6 +186,4 @@ def attach_source_docs(run: Run, *, mapping: Any = None, pattern: str | re.Patte
         per_row = np.where(missing, fallback, per_row)
         missing = pd.isna(per_row)
     per_row = np.where(missing, ids, per_row)
-    out = frame.copy()
-    out["source_doc"] = pd.Series(per_row, dtype="str")
-    return Run(name=run.name, frame=out, has_scores=run.has_scores)
+    return run.with_columns(source_doc=pa.array(per_row.astype(str), type=pa.large_string()))

@@ -12,13 +12,25 @@ format of that kind is sniffed, in table order.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ragmetrics.errors import ParseError
-from ragmetrics.io import beir, dictjson, evalset, jsonruns, tables, trec
 from ragmetrics.io._source import Source
+
+
+def _lazy(path: str) -> Callable[..., Any]:
+    """``module:function`` of ``ragmetrics.io``, imported on first call (a TREC read never imports the JSON,
+    CSV and Parquet readers, nor pandas through them)."""
+    module, name = path.split(":")
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(f"ragmetrics.io.{module}"), name)(*args, **kwargs)
+
+    call.__qualname__ = call.__name__ = path
+    return call
 
 
 @dataclass(frozen=True)
@@ -43,16 +55,16 @@ FORMATS: tuple[Format, ...] = (
         "parquet",
         "run",
         (".parquet", ".pq"),
-        tables.sniff_parquet,
-        tables.read_parquet_run,
+        _lazy("tables:sniff_parquet"),
+        _lazy("tables:read_parquet_run"),
         "Parquet table with query_id, doc_id, score columns (aliases allowed)",
     ),
     Format(
         "jsonl",
         "run",
         (".jsonl", ".ndjson", ".json"),
-        jsonruns.sniff_jsonl_run,
-        jsonruns.read_jsonl_run,
+        _lazy("jsonruns:sniff_jsonl_run"),
+        _lazy("jsonruns:read_jsonl_run"),
         'JSONL {"query_id" or "query", "retrieved": [...]} or flat {"query_id", "doc_id", "score"} rows',
         aliases=("jsonl-run",),
     ),
@@ -60,8 +72,8 @@ FORMATS: tuple[Format, ...] = (
         "dict-json",
         "run",
         (".json",),
-        dictjson.sniff_dict_json,
-        dictjson.read_dict_run,
+        _lazy("dictjson:sniff_dict_json"),
+        _lazy("dictjson:read_dict_run"),
         "ranx / pytrec_eval JSON {qid: {docid: score}}",
         aliases=("ranx", "pytrec_eval", "pytrec-eval", "dict"),
     ),
@@ -69,8 +81,8 @@ FORMATS: tuple[Format, ...] = (
         "trec",
         "run",
         (".trec", ".run", ".res", ".txt", ".tsv"),
-        trec.sniff_run,
-        trec.read_run,
+        _lazy("trec:sniff_run"),
+        _lazy("trec:read_run"),
         "TREC run lines 'qid Q0 docid rank score tag'",
         aliases=("trec-run", "trec_run"),
     ),
@@ -78,16 +90,16 @@ FORMATS: tuple[Format, ...] = (
         "csv",
         "run",
         (".csv",),
-        tables.sniff_csv_run,
-        tables.read_csv_run,
+        _lazy("tables:sniff_csv_run"),
+        _lazy("tables:read_csv_run"),
         "CSV with a header: query_id, doc_id, score (aliases allowed)",
     ),
     Format(
         "tsv",
         "run",
         (".tsv", ".tab", ".txt"),
-        tables.sniff_tsv_run,
-        tables.read_tsv_run,
+        _lazy("tables:sniff_tsv_run"),
+        _lazy("tables:read_tsv_run"),
         "TSV with a header: query_id, doc_id, score (aliases allowed)",
     ),
     # ---- datasets -----------------------------------------------------------
@@ -95,24 +107,24 @@ FORMATS: tuple[Format, ...] = (
         "beir",
         "dataset",
         (".zip",),
-        beir.sniff_beir,
-        beir.read_beir,
+        _lazy("beir:sniff_beir"),
+        _lazy("beir:read_beir"),
         "BEIR folder: corpus.jsonl, queries.jsonl, qrels/test.tsv (or qrels.tsv)",
     ),
     Format(
         "parquet",
         "dataset",
         (".parquet", ".pq"),
-        tables.sniff_parquet,
-        tables.read_parquet_dataset,
+        _lazy("tables:sniff_parquet"),
+        _lazy("tables:read_parquet_dataset"),
         "Parquet qrels table with query_id, doc_id, relevance columns (aliases allowed)",
     ),
     Format(
         "evalset",
         "dataset",
         (".json", ".jsonl", ".ndjson"),
-        evalset.sniff_evalset,
-        evalset.read_evalset,
+        _lazy("evalset:sniff_evalset"),
+        _lazy("evalset:read_evalset"),
         'evaluation set: JSON list or JSONL of {"query", "relevant_docs", "expected_answer", ...}',
         aliases=("json", "jsonl", "eval-set", "eval_set"),
     ),
@@ -120,8 +132,8 @@ FORMATS: tuple[Format, ...] = (
         "dict-json",
         "dataset",
         (".json",),
-        dictjson.sniff_dict_json,
-        dictjson.read_dict_dataset,
+        _lazy("dictjson:sniff_dict_json"),
+        _lazy("dictjson:read_dict_dataset"),
         "ranx / pytrec_eval JSON {qid: {docid: label}}",
         aliases=("ranx", "pytrec_eval", "pytrec-eval", "dict"),
     ),
@@ -129,8 +141,8 @@ FORMATS: tuple[Format, ...] = (
         "trec",
         "dataset",
         (".qrels", ".qrel", ".txt", ".tsv", ".trec"),
-        trec.sniff_qrels,
-        trec.read_qrels,
+        _lazy("trec:sniff_qrels"),
+        _lazy("trec:read_qrels"),
         "TREC qrels lines 'qid iter docid rel'",
         aliases=("trec-qrels", "trec_qrels", "qrels"),
     ),
@@ -138,16 +150,16 @@ FORMATS: tuple[Format, ...] = (
         "csv",
         "dataset",
         (".csv",),
-        tables.sniff_csv_dataset,
-        tables.read_csv_dataset,
+        _lazy("tables:sniff_csv_dataset"),
+        _lazy("tables:read_csv_dataset"),
         "CSV qrels with a header: query_id, doc_id, relevance (aliases allowed)",
     ),
     Format(
         "tsv",
         "dataset",
         (".tsv", ".tab", ".txt"),
-        tables.sniff_tsv_dataset,
-        tables.read_tsv_dataset,
+        _lazy("tables:sniff_tsv_dataset"),
+        _lazy("tables:read_tsv_dataset"),
         "TSV qrels with a header: query_id, doc_id, relevance (aliases allowed)",
     ),
 )

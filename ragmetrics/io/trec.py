@@ -32,16 +32,15 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import IO, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from ragmetrics.errors import ParseError, RagMetricsError
+from ragmetrics.ids import as_strings, dictionary_codes, first_duplicate, table_of, to_arrow, to_numpy
 from ragmetrics.io._source import (
     Source,
     check_line_rows,
@@ -49,7 +48,7 @@ from ragmetrics.io._source import (
     shorten,
 )
 from ragmetrics.memory import reading_pool
-from ragmetrics.model import Dataset, Run, first_duplicate
+from ragmetrics.model import Dataset, Run
 
 _TAB_TO_SPACE = bytes.maketrans(b"\t", b" ")
 INT_RE = re.compile(r"[+-]?[0-9]+\Z")
@@ -253,6 +252,8 @@ def _arrow_read(
 
     pieces = _line_slices(data, _reader_threads(len(data)))
     if len(pieces) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(len(pieces)) as pool:
             parts = list(pool.map(read, pieces))
     else:
@@ -343,39 +344,38 @@ def _score_error(source: Source, line: int, text: str) -> ParseError:
     return ParseError(source.name, line, "a finite number as score (field 5)", shorten(text))
 
 
-def parse_run_frame(source: Source) -> pd.DataFrame:
+def _run_table(query_id: Any, doc_id: Any, score: np.ndarray) -> pa.Table:
+    return table_of({"query_id": as_strings(query_id), "doc_id": as_strings(doc_id), "score": to_arrow(score)})
+
+
+def parse_run_table(source: Source) -> pa.Table:
     """``query_id``, ``doc_id``, ``score`` from a TREC run file."""
     table, data = _fast_table(source, min_cols=6, max_cols=None, typed={4: pa.float64()}, keep=(0, 2, 4))
     if table is not None and data is not None:
         if table.num_rows == 0:
             raise _empty_file(source, RUN_LINE)
-        score = table.column("f4").to_numpy()
+        score = to_numpy(table.column("f4"))
         finite = np.isfinite(score)
         if not finite.all():
             row = int(np.argmin(finite))
             line = int(nonempty_line_numbers(data, [row])[0])
             fields = split_fields(source.line_text(line))
             raise _score_error(source, line, fields[4] if len(fields) > 4 else str(score[row]))
-        return pd.DataFrame(
-            {
-                "query_id": table.column("f0").to_pandas(),
-                "doc_id": table.column("f2").to_pandas(),
-                "score": score,
-            },
-            copy=False,
-        )
+        return _run_table(table.column("f0"), table.column("f2"), score)
     check_line_rows(source, min_row_bytes=len("q Q0 d 1 1 t\n"))  # Arrow counted as it read; these parsers do not
-    frame = _pandas_run(source, data) if data is not None else None
-    return frame if frame is not None else _slow_run(source)
+    found = _pandas_run(source, data) if data is not None else None
+    return found if found is not None else _slow_run(source)
 
 
-def _pandas_run(source: Source, data: bytes | None = None) -> pd.DataFrame | None:
+def _pandas_run(source: Source, data: bytes | None = None) -> pa.Table | None:
     """Second C reader, for lines with different numbers of extra fields.
 
     pandas' C parser ignores fields beyond the ``usecols``; a line with fewer
     than 6 fields leaves an empty tag or score, which sends us to the scan.
     ``data``: the normalised (collapsed) bytes.
     """
+    import pandas as pd
+
     if data is None:
         data = _normalise(source.data, collapse=True)
     if data is None or _first_field_count(data) is None:
@@ -409,10 +409,10 @@ def _pandas_run(source: Source, data: bytes | None = None) -> pd.DataFrame | Non
         line = int(nonempty_line_numbers(data, [row])[0])
         fields = split_fields(source.line_text(line))
         raise _score_error(source, line, fields[4] if len(fields) > 4 else str(score[row]))
-    return pd.DataFrame({"query_id": frame[0], "doc_id": frame[2], "score": score})
+    return _run_table(frame[0], frame[2], score)
 
 
-def _slow_run(source: Source) -> pd.DataFrame:
+def _slow_run(source: Source) -> pa.Table:
     qids: list[str] = []
     docs: list[str] = []
     scores: list[float] = []
@@ -430,45 +430,44 @@ def _slow_run(source: Source) -> pd.DataFrame:
         scores.append(value)
     if not qids:
         raise _empty_file(source, RUN_LINE)
-    return pd.DataFrame(
-        {
-            "query_id": pd.Series(qids, dtype="str"),
-            "doc_id": pd.Series(docs, dtype="str"),
-            "score": np.asarray(scores, dtype="float64"),
-        }
+    return _run_table(
+        pa.array(qids, type=pa.large_string()),
+        pa.array(docs, type=pa.large_string()),
+        np.asarray(scores, dtype="float64"),
     )
 
 
 def read_run(source: Source, *, name: str) -> Run:
-    frame = parse_run_frame(source)
+    table = parse_run_table(source)
     source.release()
-    return Run.from_frame(frame, name=name)
+    return Run.from_table(table, name=name)
 
 
 # --------------------------------------------------------------------------
 # qrels
 # --------------------------------------------------------------------------
-def parse_qrels_frame(source: Source) -> pd.DataFrame:
-    """``query_id``, ``doc_id``, ``relevance`` from a TREC qrels file."""
+def parse_qrels_table(source: Source) -> pa.Table:
+    """``query_id``, ``doc_id``, ``relevance`` from a TREC qrels file; a second label of a pair is refused,
+    naming both lines."""
     table, data = _fast_table(source, min_cols=4, max_cols=4, typed={3: pa.int64()}, keep=(0, 2, 3))
+    lines: list[int] | None = None
     if table is None or data is None:
         check_line_rows(source, min_row_bytes=len("q 0 d 1\n"))  # Arrow counted as it read; the scan does not
-        frame, lines = _slow_qrels(source)
+        qrels, lines = _slow_qrels(source)
     else:
-        frame = pd.DataFrame(
+        qrels = table_of(
             {
-                "query_id": table.column("f0").to_pandas(),
-                "doc_id": table.column("f2").to_pandas(),
-                "relevance": table.column("f3").to_numpy(),
+                "query_id": as_strings(table.column("f0")),
+                "doc_id": as_strings(table.column("f2")),
+                "relevance": table.column("f3").combine_chunks(),
             }
         )
-        lines = None
-        if len(frame) == 0:
+        if qrels.num_rows == 0:
             raise _empty_file(source, QRELS_LINE)
-    found = first_duplicate(frame["query_id"], frame["doc_id"])
+    found = first_duplicate(qrels.column("query_id"), qrels.column("doc_id"))
     if found is not None:
         row, first = found
-        q, d = frame["query_id"].iloc[row], frame["doc_id"].iloc[row]
+        q, d = qrels.column("query_id")[row].as_py(), qrels.column("doc_id")[row].as_py()
         if lines is None:
             assert data is not None
             line, first_line = (int(x) for x in nonempty_line_numbers(data, [row, first]))
@@ -480,10 +479,10 @@ def parse_qrels_frame(source: Source) -> pd.DataFrame:
             "one label per query and document",
             f"a second label for query {shorten(q)}, document {shorten(d)} (first on line {first_line})",
         )
-    return frame
+    return qrels
 
 
-def _slow_qrels(source: Source) -> tuple[pd.DataFrame, list[int]]:
+def _slow_qrels(source: Source) -> tuple[pa.Table, list[int]]:
     qids: list[str] = []
     docs: list[str] = []
     labels: list[int] = []
@@ -502,20 +501,20 @@ def _slow_qrels(source: Source) -> tuple[pd.DataFrame, list[int]]:
         lines.append(lineno)
     if not qids:
         raise _empty_file(source, QRELS_LINE)
-    frame = pd.DataFrame(
+    table = table_of(
         {
-            "query_id": pd.Series(qids, dtype="str"),
-            "doc_id": pd.Series(docs, dtype="str"),
-            "relevance": np.asarray(labels, dtype="int64"),
+            "query_id": pa.array(qids, type=pa.large_string()),
+            "doc_id": pa.array(docs, type=pa.large_string()),
+            "relevance": to_arrow(np.asarray(labels, dtype="int64")),
         }
     )
-    return frame, lines
+    return table, lines
 
 
 def read_qrels(source: Source, *, name: str) -> Dataset:
-    frame = parse_qrels_frame(source)  # refuses a second judgment of a pair, naming both lines
+    table = parse_qrels_table(source)
     source.release()
-    return Dataset.from_frames(frame, name=name, judged_once=True)
+    return Dataset.from_tables(table, name=name, judged_once=True)
 
 
 # --------------------------------------------------------------------------
@@ -602,10 +601,6 @@ def _lit(text: str) -> pa.Scalar:
     return pa.scalar(text, pa.large_string())
 
 
-def _strings(values: pd.Series) -> pa.Array:
-    return pa.array(values.astype("str"), type=pa.large_string())
-
-
 def write_trec_run(run: Run, dest: Any, *, tag: str | None = None) -> None:
     """Write ``run`` as ``qid Q0 docid rank score tag`` lines.
 
@@ -614,22 +609,15 @@ def write_trec_run(run: Run, dest: Any, *, tag: str | None = None) -> None:
     and the rank is 1..n in that order. Scores are written in their shortest
     round-trip form. ``tag`` defaults to the run's name (whitespace -> ``_``).
     """
-    frame = run.frame
     tag = re.sub(r"\s+", "_", str(run.name if tag is None else tag).strip()) or "run"
-    qcodes, _ = run.id_codes("query_id")
-    table = pa.table(
-        {
-            "q": pa.array(qcodes),
-            "score": pa.array(frame["score"].to_numpy(dtype="float64")),
-            "doc": _strings(frame["doc_id"]),
-        }
-    )
+    qcodes, _ = dictionary_codes(run.column("query_id"), grouped=True)
+    table = table_of({"q": to_arrow(qcodes), "score": run.column("score"), "doc": run.column("doc_id")})
     order = pc.sort_indices(table, sort_keys=[("q", "ascending"), ("score", "descending"), ("doc", "descending")])
-    qid = pc.take(_strings(frame["query_id"]), order)
+    qid = pc.take(run.column("query_id"), order)
     did = pc.take(table.column("doc"), order)
     _check_no_whitespace(qid, "query_id")
     _check_no_whitespace(did, "doc_id")
-    sorted_q = qcodes[order.to_numpy()]
+    sorted_q = qcodes[to_numpy(order)]
     n = len(sorted_q)
     starts = np.flatnonzero(np.r_[True, sorted_q[1:] != sorted_q[:-1]]) if n else np.array([], dtype=np.int64)
     rank = np.arange(n, dtype=np.int64) - np.repeat(starts, np.diff(np.r_[starts, n])) + 1
@@ -645,16 +633,11 @@ def write_trec_run(run: Run, dest: Any, *, tag: str | None = None) -> None:
     _write_lines(lines, dest)
 
 
-def write_trec_qrels(qrels: Dataset | pd.DataFrame, dest: Any) -> None:
-    """Write ``qid 0 docid rel`` lines, in the frame's row order."""
-    frame = qrels.qrels if isinstance(qrels, Dataset) else qrels
-    missing = [c for c in ("query_id", "doc_id", "relevance") if c not in frame.columns]
-    if missing:
-        raise RagMetricsError(f"qrels frame is missing column(s) {missing} (found {list(frame.columns)})")
-    qid = _strings(frame["query_id"])
-    did = _strings(frame["doc_id"])
+def write_trec_qrels(qrels: Dataset | Any, dest: Any) -> None:
+    """Write ``qid 0 docid rel`` lines, in the table's row order."""
+    table = qrels.qrels_table if isinstance(qrels, Dataset) else Dataset.from_frames(qrels).qrels_table
+    qid, did, rel = (table.column(c) for c in ("query_id", "doc_id", "relevance"))
     _check_no_whitespace(qid, "query_id")
     _check_no_whitespace(did, "doc_id")
-    rel = pa.array(pd.to_numeric(frame["relevance"]).to_numpy(dtype="int64"))
     lines = pc.binary_join_element_wise(qid, _lit("0"), did, pc.cast(rel, pa.large_string()), _lit(" "))
     _write_lines(lines, dest)

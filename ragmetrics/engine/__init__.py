@@ -1,0 +1,13 @@
+"""The engine: a run aligned with a dataset (:func:`align`) and what metrics read from it.
+
+One module per concern, each readable alone: ``conventions`` (the rules), ``queries`` (which query a run
+row is), ``order`` (ranking order and ties), ``documents`` (labels and repeated documents),
+``accumulators`` (cumulative sums per query), ``coverage`` (what alignment found), ``alignment`` (the value).
+"""
+
+from ragmetrics.engine.accumulators import Cumulative, Gain, Ranking
+from ragmetrics.engine.alignment import Alignment, align
+from ragmetrics.engine.conventions import Conventions
+from ragmetrics.engine.coverage import Coverage
+
+__all__ = ["Alignment", "Conventions", "Coverage", "Cumulative", "Gain", "Ranking", "align"]

@@ -1,0 +1,51 @@
+"""Which dataset query each run query is: by id, else by its text or the id derived from its text."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import numpy as np
+
+from ragmetrics.ids import Strings, positions_in, to_arrow
+
+
+def _normal(text: str) -> str:
+    return unicodedata.normalize("NFC", text).strip()
+
+
+def match_queries(query_ids: Strings, query_texts: Strings, run_query_ids: Strings) -> tuple[np.ndarray, int]:
+    """The dataset row of each of ``run_query_ids`` (-1 when unknown), and how many of them matched by text.
+
+    A run names a query by its id, else by its text or the id derived from that text
+    (:func:`ragmetrics.query_id_from_text`); texts are compared after NFC normalisation and stripping, and a
+    text shared by two dataset queries matches neither.
+    """
+    rows = positions_in(run_query_ids, query_ids)
+    unknown = np.flatnonzero(rows < 0)
+    if len(unknown) == 0:
+        return rows, 0
+    from ragmetrics.model import query_id_from_text
+
+    by_text: dict[str, int] = {}
+    by_hash: dict[str, int] = {}
+    shared_text: set[str] = set()
+    shared_hash: set[str] = set()
+    for row, text in enumerate(query_texts.to_pylist()):
+        key = _normal(text or "")
+        if not key:
+            continue
+        for index, shared, name in ((by_text, shared_text, key), (by_hash, shared_hash, query_id_from_text(key))):
+            if name in index:
+                shared.add(name)
+            index[name] = row
+    wanted = run_query_ids.take(to_arrow(unknown))
+    matched = 0
+    for at, name in zip(unknown.tolist(), wanted.to_pylist()):
+        key = _normal(name)
+        found = by_text.get(key) if key not in shared_text else None
+        if found is None:
+            found = by_hash.get(key) if key not in shared_hash else None
+        if found is not None:
+            rows[at] = found
+            matched += 1
+    return rows, matched

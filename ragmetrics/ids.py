@@ -1,0 +1,296 @@
+"""Ids as Arrow strings: validation, dictionary codes, 64-bit fingerprints, lookups.
+
+Every id column the engine reads is an Arrow string array (``string`` or
+``large_string``, possibly chunked); nothing here builds Python strings per row.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+Strings = pa.Array | pa.ChunkedArray
+
+# pyarrow imports pandas (0.3 s) the first time it converts Python or numpy values (``pa.array``,
+# ``Array.to_numpy``, scalars), to check whether they are pandas objects; the CLI's path builds and reads
+# numeric arrays through the buffers below instead, so that a plain ``ragmetrics eval`` never pays for it.
+
+
+def to_arrow(values: np.ndarray) -> pa.Array:
+    """A 1-d numpy array of numbers or booleans as an Arrow array (zero-copy for numbers)."""
+    values = np.ascontiguousarray(values)
+    if values.dtype == bool:
+        bits = np.packbits(values, bitorder="little")
+        return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(bits)])
+    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)])
+
+
+def to_numpy(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """An Arrow array of numbers or booleans without nulls as numpy (zero-copy for one chunk of numbers)."""
+    chunks = chunks_of(values)
+    if len(chunks) != 1:
+        parts = [to_numpy(c) for c in chunks]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=values.type.to_pandas_dtype())
+    chunk = chunks[0]
+    if chunk.null_count:
+        raise ValueError("to_numpy: the array has nulls; fill them first")
+    data = chunk.buffers()[1]
+    if pa.types.is_boolean(chunk.type):
+        raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+        return np.unpackbits(raw, bitorder="little", count=chunk.offset + len(chunk))[chunk.offset :].astype(bool)
+    dtype = np.dtype(chunk.type.to_pandas_dtype())
+    if data is None:
+        return np.zeros(0, dtype=dtype)
+    return np.frombuffer(data, dtype=dtype)[chunk.offset : chunk.offset + len(chunk)]
+
+
+def table_of(columns: dict[str, pa.Array | pa.ChunkedArray]) -> pa.Table:
+    """An Arrow table of Arrow columns (``pa.table`` of a dict checks for pandas first)."""
+    return pa.Table.from_arrays(list(columns.values()), names=list(columns))
+
+
+def empty_strings(n: int) -> pa.Array:
+    """``n`` empty large strings."""
+    return pa.Array.from_buffers(
+        pa.large_string(), n, [None, pa.py_buffer(np.zeros(n + 1, np.int64)), pa.py_buffer(b"")]
+    )
+
+
+def empty_lists(n: int, kind: pa.DataType) -> pa.Array:
+    """``n`` empty lists of ``kind`` (a list type with int32 offsets)."""
+    return pa.ListArray.from_arrays(to_arrow(np.zeros(n + 1, np.int32)), pa.nulls(0, kind.value_type)).cast(kind)
+
+
+def scalar_like(value: float | int, kind: pa.DataType) -> pa.Scalar:
+    """An Arrow scalar built without pyarrow's pandas check (see :func:`to_arrow`)."""
+    return to_arrow(np.array([value], dtype=kind.to_pandas_dtype()))[0]
+
+
+def chunks_of(array: Strings) -> list[pa.Array]:
+    return array.chunks if isinstance(array, pa.ChunkedArray) else [array]
+
+
+def offsets_of(chunk: pa.Array) -> np.ndarray:
+    """A string chunk's offsets as a numpy view (``len(chunk) + 1`` of them, its slicing applied)."""
+    large = pa.types.is_large_string(chunk.type) or pa.types.is_large_binary(chunk.type)
+    width = np.int64 if large else np.int32
+    return np.frombuffer(chunk.buffers()[1], dtype=width)[chunk.offset : chunk.offset + len(chunk) + 1]
+
+
+def is_strings(array: Strings) -> bool:
+    return pa.types.is_string(array.type) or pa.types.is_large_string(array.type)
+
+
+def as_strings(values: object) -> Strings:
+    """The values as Arrow large strings, zero-copy for Arrow-backed string columns (pandas' ``str``).
+
+    Values that are not strings are converted with ``str``; missing values stay null."""
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        array = values
+    else:
+        try:
+            array = pa.array(values, from_pandas=True)
+        except (pa.ArrowException, TypeError, ValueError):
+            array = pa.array([None if v is None else str(v) for v in values], type=pa.large_string())
+    if pa.types.is_large_string(array.type):
+        return array
+    if pa.types.is_string(array.type) or pa.types.is_null(array.type):
+        return array.cast(pa.large_string())
+    if pa.types.is_dictionary(array.type):
+        return as_strings(array.cast(array.type.value_type))
+    return pc.cast(array, pa.large_string()) if _castable(array.type) else _stringify(array)
+
+
+def _castable(kind: pa.DataType) -> bool:
+    return pa.types.is_integer(kind) or pa.types.is_boolean(kind) or pa.types.is_binary(kind)
+
+
+def _stringify(array: Strings) -> pa.Array:
+    """Floats and other values as Python prints them (``1.0`` stays ``1.0``), nulls kept."""
+    return pa.array([None if v is None else str(v) for v in array.to_pylist()], type=pa.large_string())
+
+
+def first_empty(array: Strings) -> int | None:
+    """Row of the first null or empty string, or ``None`` (offsets only, no Python strings)."""
+    at = 0
+    for chunk in chunks_of(array):
+        if len(chunk):
+            empty = np.diff(offsets_of(chunk)) == 0
+            if chunk.null_count:
+                empty |= ~np.asarray(chunk.is_valid())
+            hit = np.flatnonzero(empty)
+            if len(hit):
+                return at + int(hit[0])
+        at += len(chunk)
+    return None
+
+
+def first_duplicate(first: Strings, second: Strings) -> tuple[int, int] | None:
+    """``(row, earlier_row)`` of the first row whose (first, second) pair already appeared, or ``None``.
+
+    Arrow sorts the pairs (stable) and compares neighbours: about 0.6 s and 100 MB for 5M rows."""
+    n = len(first)
+    if n < 2:
+        return None
+    first, second = as_strings(first), as_strings(second)
+    order = pc.sort_indices(
+        pa.Table.from_arrays([first, second], names=["a", "b"]), sort_keys=[("a", "ascending"), ("b", "ascending")]
+    )
+    sorted_a, sorted_b = pc.take(first, order), pc.take(second, order)
+    same = pc.and_(
+        pc.equal(sorted_a.slice(1), sorted_a.slice(0, n - 1)), pc.equal(sorted_b.slice(1), sorted_b.slice(0, n - 1))
+    )
+    mask = to_numpy(same)
+    del sorted_a, sorted_b
+    if not mask.any():
+        return None
+    row = int(to_numpy(order)[1:][mask].min())
+    match = to_numpy(pc.and_(pc.equal(first, first[row]), pc.equal(second, second[row])))
+    return row, int(np.argmax(match))
+
+
+def positions_in(values: Strings, names: Strings) -> np.ndarray:
+    """Each value's position among the distinct ``names``, -1 when absent (Arrow's hash lookup), int64."""
+    if len(values) == 0:
+        return np.zeros(0, dtype=np.int64)
+    if len(names) == 0:
+        return np.full(len(values), -1, dtype=np.int64)
+    found = pc.index_in(values, value_set=names if names.type == values.type else names.cast(values.type))
+    if found.null_count:
+        found = pc.fill_null(found, scalar_like(-1, found.type))
+    return to_numpy(found).astype(np.int64, copy=False)
+
+
+def dictionary_codes(array: Strings, *, grouped: bool = False) -> tuple[np.ndarray, pa.Array]:
+    """``(codes, names)``: int32 codes in first-seen order and the distinct strings (``names[codes]`` is the column).
+
+    ``grouped``: the column comes in blocks of equal values (a run's query ids), so only the first value of
+    each block is hashed."""
+    if grouped and len(array) > 1:
+        pieces = [pc.run_end_encode(c) for c in chunks_of(array) if len(c)]
+        if sum(len(p.values) for p in pieces) * 4 < len(array):
+            codes, names = _dictionary_encode(pa.concat_arrays([p.values for p in pieces]))
+            lengths = np.concatenate([np.diff(to_numpy(p.run_ends), prepend=0) for p in pieces])
+            return np.repeat(codes, lengths), names
+    return _dictionary_encode(array)
+
+
+def _dictionary_encode(array: Strings) -> tuple[np.ndarray, pa.Array]:
+    encoded = pc.dictionary_encode(array)
+    if isinstance(encoded, pa.ChunkedArray):  # chunks share one growing dictionary: the last is complete
+        if encoded.num_chunks == 0:
+            return np.zeros(0, dtype=np.int32), pa.nulls(0, type=array.type)
+        codes = np.concatenate([to_numpy(chunk.indices) for chunk in encoded.chunks])
+        return codes.astype(np.int32, copy=False), encoded.chunk(encoded.num_chunks - 1).dictionary
+    return to_numpy(encoded.indices).astype(np.int32, copy=False), encoded.dictionary
+
+
+def take_strings(values: Strings, rows: np.ndarray) -> Strings:
+    """``values[rows]``; ascending rows are taken chunk by chunk (4x faster than Arrow's take over a chunked
+    array, which locates each row among the chunks)."""
+    if (
+        not isinstance(values, pa.ChunkedArray)
+        or values.num_chunks < 2
+        or len(rows) < 2
+        or np.any(rows[1:] < rows[:-1])
+    ):
+        return values.take(to_arrow(np.asarray(rows, dtype=np.int64)))
+    bounds = np.cumsum([0] + [len(c) for c in values.chunks])
+    cuts = np.searchsorted(rows, bounds)
+    return pa.chunked_array(
+        [
+            chunk.take(to_arrow(np.asarray(rows[cuts[i] : cuts[i + 1]] - bounds[i], dtype=np.int64)))
+            for i, chunk in enumerate(values.chunks)
+            if cuts[i + 1] > cuts[i]
+        ],
+        type=values.type,
+    )
+
+
+def same_strings(left: Strings, left_rows: np.ndarray, right: Strings, right_rows: np.ndarray) -> bool:
+    """``left[left_rows] == right[right_rows]`` for every pair (byte equality, in Arrow)."""
+    if len(left_rows) == 0:
+        return True
+    order = np.argsort(left_rows, kind="stable")
+    a = take_strings(left, left_rows[order])
+    b = take_strings(right, right_rows[order])
+    if a.type != b.type:
+        b = b.cast(a.type)
+    return bool(pc.all(pc.equal(a, b)).as_py())
+
+
+def byte_order(names: Strings) -> np.ndarray:
+    """Rank of each string among ``names`` in byte (code point) order, computed by Arrow in C++."""
+    order = to_numpy(pc.sort_indices(names))
+    ranks = np.empty(len(order), dtype=np.int64)
+    ranks[order] = np.arange(len(order))
+    return ranks
+
+
+# --- fingerprints ----------------------------------------------------------------------------
+
+_BYTE_MASKS = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
+_SEED, _MIX, _SHIFT = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(31)
+
+FINGERPRINT_BLOCK = 1 << 15
+"""Rows fingerprinted at a time: the block's temporaries stay in the core's cache and are reused, where
+whole-column temporaries (80 MB each at 10M rows) are fresh pages to fault in at every step."""
+
+
+def _mix(h: np.ndarray, word: np.ndarray) -> None:
+    """One step, in place: h = f(h xor word), f a bijection of 64-bit words."""
+    h ^= word
+    h *= _MIX
+    h ^= h >> _SHIFT
+
+
+def string_fingerprints(array: Strings) -> np.ndarray:
+    """A 64-bit fingerprint of each string (its UTF-8 bytes and length), uint64.
+
+    Equal strings always get equal fingerprints; different strings almost never do, so whoever needs
+    exactness checks fingerprint matches against the strings. Read from Arrow's buffers eight bytes at a
+    time, a block of rows at a time. The store's run ids hash these values: the function must not change.
+    """
+    chunks = chunks_of(array)
+    out = np.empty(sum(len(c) for c in chunks), dtype=np.uint64)
+    at = 0
+    for chunk in chunks:
+        if len(chunk) == 0:
+            continue
+        if not pa.types.is_large_string(chunk.type):
+            chunk = chunk.cast(pa.large_string())
+        offsets = offsets_of(chunk)
+        data = np.frombuffer(chunk.buffers()[2], dtype=np.uint8, count=int(offsets[-1]))
+        for first in range(0, len(chunk), FINGERPRINT_BLOCK):
+            block = offsets[first : first + FINGERPRINT_BLOCK + 1]
+            _fingerprint_block(data, block, out[at + first : at + first + len(block) - 1])
+        at += len(chunk)
+    return out
+
+
+def _fingerprint_block(data: np.ndarray, offsets: np.ndarray, h: np.ndarray) -> None:
+    """Fingerprints of the strings ``data[offsets[i]:offsets[i + 1]]`` into ``h``."""
+    base, end = int(offsets[0]), int(offsets[-1])
+    start = offsets[:-1] - base
+    length = np.diff(offsets)
+    shortest, longest = int(length.min()), int(length.max())
+    # zero bytes past the end: every word read below lies inside the copy (words of ids that ended are masked off)
+    padded = np.zeros(end - base + longest + 16, dtype=np.uint8)
+    padded[: end - base] = data[base:end]
+    words = np.ndarray(shape=(len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
+    n = len(h)
+    np.multiply(length.astype(np.uint64), _SEED, out=h)
+    for k in range(0, longest, 8):
+        # an id of L bytes mixes in its ceil(L / 8) words, whatever the other ids' lengths
+        if shortest > k:  # every id goes on: all rows, masked only where an id ends within the word
+            _mix(h, words[start + k] & _BYTE_MASKS[np.minimum(length - k, 8)] if shortest < k + 8 else words[start + k])
+        elif np.count_nonzero(live := length > k) * 4 > n:  # most go on: mix all, keep the ended ones' values
+            mixed = h.copy()
+            _mix(mixed, words[start + k] & _BYTE_MASKS[np.clip(length - k, 0, 8)])
+            np.copyto(h, mixed, where=live)
+        else:  # a few long ids: only their rows
+            rows = np.flatnonzero(live)
+            mixed = h[rows]
+            _mix(mixed, words[start[rows] + k] & _BYTE_MASKS[np.minimum(length[rows] - k, 8)])
+            h[rows] = mixed
