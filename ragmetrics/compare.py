@@ -222,7 +222,7 @@ def discriminative_power(
             x = result.runs[a].values[metric].to_numpy(dtype=np.float64)
             y = result.runs[b].values[metric].to_numpy(dtype=np.float64)
             keep = ~(np.isnan(x) | np.isnan(y))
-            p = stats.paired_p_value(x[keep], y[keep], test=test, n_resamples=n_resamples, seed=seed)  # type: ignore[arg-type]
+            p = stats.paired_p_value(x[keep], y[keep], test=test, n_resamples=n_resamples, seed=seed)
             rows.append(
                 {
                     "run_a": a,

@@ -6,11 +6,13 @@ Every id column the engine reads is an Arrow string array (``string`` or
 
 from __future__ import annotations
 
+from typing import Any, TypeAlias
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-Strings = pa.Array | pa.ChunkedArray
+Strings: TypeAlias = pa.Array | pa.ChunkedArray
 
 # pyarrow imports pandas (0.3 s) the first time it converts Python or numpy values (``pa.array``,
 # ``Array.to_numpy``, scalars), to check whether they are pandas objects; the CLI's path builds and reads
@@ -82,7 +84,7 @@ def is_strings(array: Strings) -> bool:
     return pa.types.is_string(array.type) or pa.types.is_large_string(array.type)
 
 
-def as_strings(values: object) -> Strings:
+def as_strings(values: Any) -> Strings:
     """The values as Arrow large strings, zero-copy for Arrow-backed string columns (pandas' ``str``).
 
     Values that are not strings are converted with ``str``; missing values stay null."""

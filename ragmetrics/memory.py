@@ -18,14 +18,16 @@ def use_small_pages_for_this_process() -> None:
     """Switch numpy's huge-page advice off for the rest of this process (a no-op where numpy lacks the switch)."""
     if os.environ.get("RAGMETRICS_NUMPY_HUGEPAGES", "") == "1":
         return
-    try:  # numpy >= 2
-        from numpy._core.multiarray import _set_madvise_hugepage
-    except ImportError:  # pragma: no cover - numpy 1.x
+    import importlib
+
+    for name in ("numpy._core.multiarray", "numpy.core.multiarray"):  # numpy >= 2, numpy 1.x
         try:
-            from numpy.core.multiarray import _set_madvise_hugepage
-        except ImportError:
+            switch = getattr(importlib.import_module(name), "_set_madvise_hugepage", None)
+        except ImportError:  # pragma: no cover
+            continue
+        if switch is not None:
+            switch(False)
             return
-    _set_madvise_hugepage(False)
 
 
 def reading_pool() -> pa.MemoryPool:

@@ -7,7 +7,7 @@ comparison repeats exactly. scipy does the work where it has the procedure.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -153,7 +153,7 @@ class Resampler:
         self.n, self.n_resamples, self.seed = n, n_resamples, seed
         self._counts: np.ndarray | None = None
 
-    def blocks(self):
+    def blocks(self) -> Iterator[np.ndarray]:
         """The counts in blocks of rows (the whole matrix is never built)."""
         rng = np.random.default_rng([self.seed, self.n])
         for start in range(0, self.n_resamples, _BLOCK):

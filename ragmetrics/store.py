@@ -158,7 +158,7 @@ def run_id(run: Run) -> str:
             rows *= _MIX
             rows += pd.util.hash_pandas_object(_hashable(frame[rest]), index=False).to_numpy()
         rows.sort()
-        h.update(rows)  # the sorted array's own buffer (no 80 MB copy for 10M rows)
+        h.update(rows.data)  # the sorted array's own buffer (no 80 MB copy for 10M rows)
     return h.hexdigest()[:16]
 
 
@@ -185,7 +185,8 @@ def frame_parquet(frame: pd.DataFrame) -> bytes:
 
 def _to_parquet(tables: Mapping[str, pd.DataFrame | bytes], meta: Mapping[str, Any]) -> bytes:
     """Several frames (or their :func:`frame_parquet`) and a JSON header in one blob: [header length][header][parquet]..."""
-    parts, header = [], {"meta": meta, "tables": []}
+    parts: list[bytes] = []
+    header: dict[str, Any] = {"meta": meta, "tables": []}
     for name, frame in tables.items():
         data = frame if isinstance(frame, bytes) else frame_parquet(frame)
         header["tables"].append([name, len(data)])

@@ -193,7 +193,7 @@ class Ranking:
             shallow = self.ideal_pos < depth
             q, pos = self.ideal_q[shallow], self.ideal_pos[shallow]
             values = kind.gain.of(self.ideal_label[shallow]) * discount(pos)
-        matrix = np.zeros((self.n_queries, depth), dtype=dtype)
+        matrix: np.ndarray = np.zeros((self.n_queries, depth), dtype=dtype)
         matrix[q, pos] = values
         np.cumsum(matrix, axis=1, out=matrix)
         return matrix

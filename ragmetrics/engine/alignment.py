@@ -8,6 +8,7 @@ the threads; holding it is how a caller avoids aligning again.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -101,14 +102,13 @@ class Alignment:
         per metric name for all its cut-offs)."""
         specs = list(dict.fromkeys(self._spec(m) for m in metrics))
         todo = [s for s in specs if ("value", s) not in self._once]
-        if todo:
-            computed = self._compute(todo)
-            for spec in todo:
-                self._once.get(("value", spec), lambda spec=spec: _read_only(computed[spec]))
-        return {
-            spec: self._once.get(("value", spec), lambda spec=spec: _read_only(self._compute([spec])[spec]))
-            for spec in specs
-        }
+        computed = self._compute(todo) if todo else {}
+
+        def kept(spec: MetricSpec) -> np.ndarray:
+            found = computed.get(spec)
+            return _read_only(found if found is not None else self._compute([spec])[spec])
+
+        return {spec: self._once.get(("value", spec), functools.partial(kept, spec)) for spec in specs}
 
     def mean(self, metric: str | MetricSpec) -> float:
         """The mean over the evaluated queries (NaN values, LlamaIndex's skipped queries, left out)."""

@@ -32,7 +32,7 @@ def running_sum(values: np.ndarray, q: np.ndarray, starts: np.ndarray) -> np.nda
 
 class FrameRows:
     """Which row of the run's table each sorted row comes from: ``order[i]`` (``order`` None: row ``i``
-    itself), except the sorted rows ``moved_to``, which come from ``moved_from``.
+    itself), except the sorted rows ``moved[0]``, which come from ``moved[1]``.
 
     Reordering tied scores by doc id moves a few rows (3% of a 10M-row BM25-like run) within their
     blocks; keeping those as a patch spares a full-size permutation and the gathers through it."""
@@ -43,22 +43,23 @@ class FrameRows:
             order[moved[0]] = order[moved[1]]
             moved = None
         self.order, self.n = order, n
-        self.moved_to, self.moved_from = moved if moved is not None else (None, None)
+        self.moved = moved
 
     @property
     def identity(self) -> bool:
-        return self.order is None and self.moved_to is None
+        return self.order is None and self.moved is None
 
     def of(self, rows: np.ndarray) -> np.ndarray:
         """The table rows of sorted rows ``rows``."""
         if self.order is not None:
             return self.order[rows]
-        if self.moved_to is None or len(rows) == 0 or len(self.moved_to) == 0:
+        if self.moved is None or len(rows) == 0 or len(self.moved[0]) == 0:
             return rows
-        at = np.minimum(np.searchsorted(self.moved_to, rows), len(self.moved_to) - 1)
-        moved = self.moved_to[at] == rows
+        moved_to, moved_from = self.moved
+        at = np.minimum(np.searchsorted(moved_to, rows), len(moved_to) - 1)
+        moved = moved_to[at] == rows
         out = np.array(rows, dtype=np.int64)
-        out[moved] = self.moved_from[at[moved]]
+        out[moved] = moved_from[at[moved]]
         return out
 
     def take(self, values: np.ndarray, start: int = 0, stop: int | None = None, *, copy: bool = False) -> np.ndarray:
@@ -67,11 +68,12 @@ class FrameRows:
         stop = self.n if stop is None else stop
         if self.order is not None:
             return values[self.order[start:stop]]
-        if self.moved_to is None:
+        if self.moved is None:
             return values[start:stop].copy() if copy else values[start:stop]
+        moved_to, moved_from = self.moved
         out = values[start:stop].copy()
-        lo, hi = np.searchsorted(self.moved_to, [start, stop])
-        out[self.moved_to[lo:hi] - start] = values[self.moved_from[lo:hi]]
+        lo, hi = np.searchsorted(moved_to, [start, stop])
+        out[moved_to[lo:hi] - start] = values[moved_from[lo:hi]]
         return out
 
     def strings(self, values: Strings) -> Strings:
@@ -81,10 +83,10 @@ class FrameRows:
 
     def array(self) -> np.ndarray | None:
         """The table row of every sorted row (None: each its own)."""
-        if self.moved_to is None:
+        if self.moved is None:
             return self.order
         order = np.arange(self.n)
-        order[self.moved_to] = self.moved_from
+        order[self.moved[0]] = self.moved[1]
         return order
 
     def subset(self, keep: np.ndarray) -> FrameRows:

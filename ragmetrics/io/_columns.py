@@ -43,8 +43,8 @@ def normalise_name(name: str) -> str:
 def resolve(columns: Iterable[str]) -> dict[str, str]:
     """canonical name -> the column that provides it (first alias found)."""
     by_norm: dict[str, str] = {}
-    for column in columns:
-        by_norm.setdefault(normalise_name(column), column)
+    for name in columns:
+        by_norm.setdefault(normalise_name(name), name)
     out: dict[str, str] = {}
     used: set[str] = set()
     for canonical, names in ALIASES.items():

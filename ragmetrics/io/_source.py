@@ -205,7 +205,7 @@ def decode(data: bytes, name: str, *, first_line: int = 1) -> str:
         raise ParseError(name, line, "UTF-8 text", f"byte 0x{data[exc.start]:02x}") from None
 
 
-def nonempty_line_numbers(data: bytes, rows: np.ndarray) -> np.ndarray:
+def nonempty_line_numbers(data: bytes, rows: np.ndarray | list[int]) -> np.ndarray:
     """1-based line numbers of the ``rows``-th (0-based) non-empty lines of ``data``.
 
     Used to turn the row index of a C-parsed table (which skips empty lines)

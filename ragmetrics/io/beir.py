@@ -15,6 +15,7 @@ documents in the corpus, ``documents`` the corpus itself.
 
 from __future__ import annotations
 
+import functools
 import io
 import zipfile
 from collections.abc import Callable
@@ -66,8 +67,8 @@ def open_folder(source: Source) -> Folder:
         for path in sorted(root.rglob("*")):
             rel = path.relative_to(root).as_posix()
             if path.is_file() and rel.count("/") <= 1:
-                files[rel] = lambda p=path, r=rel: Source(
-                    f"{source.name.rstrip('/')}/{r}", path=p, limits=source.limits
+                files[rel] = functools.partial(
+                    Source, f"{source.name.rstrip('/')}/{rel}", path=path, limits=source.limits
                 )
         return Folder(source.name, files)
     try:
@@ -82,16 +83,14 @@ def open_folder(source: Source) -> Folder:
         | {str(PurePosixPath(n).parent.parent) for n in names if PurePosixPath(n).parent.name == "qrels"},
         key=len,
     )
-    root = roots[0] if roots else "."
-    prefix = "" if root == "." else root + "/"
+    inner = roots[0] if roots else "."
+    prefix = "" if inner == "." else inner + "/"
     files = {}
     for n in names:
         if n.startswith(prefix):
             rel = n[len(prefix) :]
             member = f"{source.name}/{rel if len(rel) <= 120 else rel[:117] + '...'}"
-            files[rel] = lambda i=infos[n], m=member: Source(
-                m, raw=_read_member(archive, i, m, source), limits=source.limits
-            )
+            files[rel] = functools.partial(_member_source, archive, infos[n], member, source)
     return Folder(source.name, files)
 
 
@@ -99,6 +98,10 @@ def _zip_problem(exc: BaseException) -> str:
     text = str(exc).splitlines()[0] if str(exc) else ""
     found = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     return found if len(found) <= 160 else found[:157] + "..."
+
+
+def _member_source(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, source: Source) -> Source:
+    return Source(name, raw=_read_member(archive, info, name, source), limits=source.limits)
 
 
 def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, source: Source) -> bytes:
@@ -283,14 +286,14 @@ def read_corpus(source: Source) -> pd.DataFrame:
     for line, _n, record in records(source):
         if not isinstance(record, dict):
             raise ParseError(source.name, line, "a JSON object", type(record).__name__)
-        key, raw_id = _pick(record, DOC_ID_KEYS)
+        id_key, raw_id = _pick(record, DOC_ID_KEYS)
         doc = _as_id(raw_id)
         if doc is None:
             raise ParseError(
                 source.name,
                 line,
                 'a document id ("_id" or "id")',
-                f"keys {names_of(record)}" if key is None else shorten(raw_id),
+                f"keys {names_of(record)}" if id_key is None else shorten(raw_id),
             )
         rows.append((doc, str(record.get("title") or ""), str(record.get("text") or "")))
     if not rows:

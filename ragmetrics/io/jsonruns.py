@@ -106,19 +106,20 @@ def read_jsonl_run(source: Source, *, name: str) -> Run:
         if not isinstance(retrieved, list):
             raise ParseError(source.name, line, '"retrieved" as a list', shorten(retrieved))
         for position, item in enumerate(retrieved, 1):
+            doc: str | None
             text = source_doc = None
             score: float | None = None
             if isinstance(item, dict):
-                key = next((k for k in ITEM_ID_KEYS if item.get(k) is not None), None)
-                doc = _id(item[key]) if key else None
+                id_key = next((k for k in ITEM_ID_KEYS if item.get(k) is not None), None)
+                doc = _id(item[id_key]) if id_key else None
                 if doc is None:
                     raise ParseError(
                         source.name,
                         line,
                         f'a "doc_id" (or id/docid/chunk_id) in retrieved item {position}',
-                        f"keys {names_of(item)}" if key is None else shorten(item[key]),
+                        f"keys {names_of(item)}" if id_key is None else shorten(item[id_key]),
                     )
-                if "chunk_id" in item and key != "chunk_id":
+                if "chunk_id" in item and id_key != "chunk_id":
                     # {"chunk_id": c, "doc_id": d}: the chunk c of document d was retrieved
                     chunk = _id(item["chunk_id"])
                     if chunk is not None:

@@ -32,7 +32,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterator
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -558,7 +558,7 @@ def _check_no_whitespace(values: pa.ChunkedArray | pa.Array, what: str) -> None:
         )
 
 
-def _open_for_write(dest: Any) -> tuple[IO[Any], bool, bool]:
+def _open_for_write(dest: Any) -> tuple[Any, bool, bool]:
     """(stream, close_it, binary)."""
     import gzip
     import io
