@@ -101,20 +101,23 @@ def _report_coverage(result: EvalResult, err: TextIO) -> None:
             err.write(f"ragmetrics: note: run {name!r}: " + "; ".join(coverage.notes()) + "\n")
 
 
+def _evaluate(args: argparse.Namespace, dataset: Dataset, runs: list[Run], metrics: Sequence[str]) -> EvalResult:
+    """:func:`ragmetrics.evaluate` under the conventions the options give; the coverage notes are printed by
+    :func:`_report_coverage`, not warned. A large run is aligned on two threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    changes = {"missing": args.missing, "rel_level": args.rel_level, "level": args.level}
+    if getattr(args, "mode", "trec") == "llamaindex":
+        changes["mode"] = "llamaindex"
+    with warnings.catch_warnings(), ThreadPoolExecutor(1) as pool:
+        warnings.simplefilter("ignore", RagMetricsWarning)
+        return evaluate(dataset, runs, metrics, executor=pool, **changes)
+
+
 def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     dataset = _load_dataset(args)
     runs = _load_runs(args.run, args)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RagMetricsWarning)
-        result = evaluate(
-            dataset,
-            runs,
-            args.metric or list(DEFAULT_METRICS),
-            missing=args.missing,
-            rel_level=args.rel_level,
-            level=args.level,
-            mode=args.mode,
-        )
+    result = _evaluate(args, dataset, runs, args.metric or list(DEFAULT_METRICS))
     _emit(result, args.format, args.per_query, out)
     _report_coverage(result, err)
     return 0
@@ -125,11 +128,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     dataset = _load_dataset(args)
     runs = _load_runs([args.baseline, *args.run], args)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RagMetricsWarning)
-        result = evaluate(
-            dataset, runs, args.metric or ["ndcg@10"], missing=args.missing, rel_level=args.rel_level, level=args.level
-        )
+    result = _evaluate(args, dataset, runs, args.metric or ["ndcg@10"])
     comparison = compare_result(
         result,
         baseline=runs[0].name,
@@ -180,11 +179,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     dataset = _load_dataset(args)
     paths = [args.run] + ([args.baseline] if args.baseline else [])
     runs = _load_runs(paths, args)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RagMetricsWarning)
-        result = evaluate(
-            dataset, runs, list(targets), missing=args.missing, rel_level=args.rel_level, level=args.level
-        )
+    result = _evaluate(args, dataset, runs, list(targets))
     run = runs[0].name
     failures = 0
     for check in check_targets(result.runs[run], targets, seed=args.seed):
@@ -237,7 +232,8 @@ def cmd_diagnose(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from ragmetrics.store import Store, share_link
+    from ragmetrics.share import share_link
+    from ragmetrics.store import Store
 
     dataset = _load_dataset(args)
     runs = _load_runs(args.run, args)

@@ -57,6 +57,11 @@ class MetricInfo:
     llamaindex: str | None = field(default=None)
     title: str = ""
     """The name in a page's headings and pickers (``Precision``); the short ``pretty`` (``P``) when empty."""
+    reads_judged_only: bool = False
+    """The metric skips unjudged documents by its own definition (bpref), so no ``unjudged`` convention changes it."""
+    rises_with_relevance: bool = True
+    """Judging an unjudged retrieved document relevant never lowers the value. False for AP, nDCG and R-precision:
+    a new relevant document far down raises R or the ideal ranking more than the sum (AP 1.0 can fall to 0.52)."""
 
     def __post_init__(self) -> None:
         if not self.title:
@@ -127,6 +132,10 @@ def _f1(r: Ranking, ks: np.ndarray) -> np.ndarray:
 
 def _hits(r: Ranking, ks: np.ndarray) -> np.ndarray:
     return np.minimum(r.hits_at(ks), 1.0, out=_matrix(r, ks))  # counts are >= 0: 1 where any relevant document
+
+
+def _judged(r: Ranking, ks: np.ndarray) -> np.ndarray:
+    return np.divide(r.judged_at(ks), ks[None, :].astype(np.float64), out=_matrix(r, ks))
 
 
 def _rr_cut(r: Ranking, ks: np.ndarray) -> np.ndarray:
@@ -264,6 +273,7 @@ METRICS: dict[str, MetricInfo] = {
             "map_cut), never by min(k, R). " + _TIES,
             aliases=("ap", "average_precision"),
             trec_eval="map",
+            rises_with_relevance=False,
             cut=_ap_cut,
             full=_ap,
             curve=True,
@@ -278,6 +288,7 @@ METRICS: dict[str, MetricInfo] = {
             "IDCG = 0 gives 0. " + _TIES,
             aliases=("ndcg_cut",),
             trec_eval="ndcg_cut",
+            rises_with_relevance=False,
             cut=_ndcg_cut,
             full=_ndcg,
             curve=True,
@@ -289,6 +300,7 @@ METRICS: dict[str, MetricInfo] = {
             "DCG@k / IDCG@k with gain 2^label − 1",
             "Exponential gain (Burges; ranx ndcg_burges). Equals ndcg for binary labels. " + _TIES,
             aliases=("ndcg_burges",),
+            rises_with_relevance=False,
             cut=_ndcg_exp_cut,
             full=_ndcg_exp,
         ),
@@ -301,6 +313,7 @@ METRICS: dict[str, MetricInfo] = {
             "fewer were retrieved; 0 when R = 0. " + _TIES,
             aliases=("r_precision", "rprecision", "r-prec"),
             trec_eval="Rprec",
+            rises_with_relevance=False,
             full=_rprec,
         ),
         MetricInfo(
@@ -312,7 +325,20 @@ METRICS: dict[str, MetricInfo] = {
             "ranked above d; unjudged and negative-label documents are skipped; a term is 1 when "
             "N_d = 0. " + _TIES,
             trec_eval="bpref",
+            reads_judged_only=True,
             full=_bpref,
+        ),
+        MetricInfo(
+            "judged",
+            "Judged",
+            "required",
+            "judged documents in the top k / k",
+            "How much of the top k the judgments cover (ir_measures Judged@k): a document is judged when the "
+            "qrels label it, whatever the label. Divides by k even when fewer were retrieved. Read on the "
+            "ranking as retrieved (under --unjudged skip every remaining document is judged). " + _TIES,
+            aliases=("judged_at",),
+            cut=_judged,
+            curve=False,
         ),
         MetricInfo(
             "accuracy",

@@ -8,13 +8,13 @@ the deepest cut-off asked for, so K = 1..100 costs about what one cut-off costs.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 import numpy as np
 
 from ragmetrics.engine.once import Once
-from ragmetrics.engine.order import FrameRows, running_sum, segment_starts
+from ragmetrics.engine.order import FrameRows, positions, running_sum, segment_starts
 from ragmetrics.errors import RagMetricsError
 from ragmetrics.ids import Strings, dictionary_codes, take_strings
 
@@ -34,6 +34,7 @@ class Cumulative(Enum):
     """What a dense (n_queries, depth) matrix accumulates along rank."""
 
     RELEVANT = "relevant documents in the top k (TP@k)"
+    JUDGED = "judged documents in the top k"
     PRECISION = "sum of TP@i / i over relevant ranks i <= k"
     DCG = "DCG@k, linear gain"
     DCG_EXPONENTIAL = "DCG@k, exponential gain"
@@ -80,6 +81,8 @@ class Ranking:
     corpus_size: int | None
     documents: Strings | None = None
     doc_rows: FrameRows | None = None
+    judged_rows: np.ndarray | None = None
+    """Which rows were judged, when that is not what the labels say (a ranking completed by :meth:`completed`)."""
     _once: Once = field(default_factory=Once, init=False, repr=False)
     _sums: dict[Cumulative, np.ndarray] = field(default_factory=dict, init=False, repr=False)
     _sum_locks: dict[Cumulative, threading.Lock] = field(
@@ -97,7 +100,52 @@ class Ranking:
     @property
     def judged(self) -> np.ndarray:
         """True where the row's document is judged."""
+        if self.judged_rows is not None:
+            return self.judged_rows
         return self._once.get("judged", lambda: self.label != self.unjudged_label)
+
+    def condensed(self) -> Ranking:
+        """The ranking with its unjudged documents removed (Sakai's condensed lists; ir_measures' judged_only):
+        the judged ones move up, the judgments stay as they are."""
+        keep = self.judged
+        q = self.q[keep]
+        starts = segment_starts(q, self.n_queries)
+        rows = (self.doc_rows or FrameRows(None, len(self.q))).subset(keep)
+        return replace(
+            self,
+            q=q,
+            pos=positions(starts, self.n_queries),
+            label=self.label[keep],
+            n_ret=np.diff(starts),
+            doc_rows=None if rows.identity else rows,
+            judged_rows=None,
+        )
+
+    def completed(self, depth: int | None) -> Ranking:
+        """The ranking as if every unjudged document in the top ``depth`` (None: all of them) were judged relevant,
+        with the smallest relevant grade (``rel_level``, at least 1): the best case the judgments leave open for a
+        metric at that cut-off. The added judgments count in R and in the ideal ranking."""
+        grade = max(self.rel_level, 1)
+        unjudged = ~self.judged
+        if depth is not None:
+            unjudged &= self.pos < depth
+        label = self.label.astype(np.promote_types(self.label.dtype, np.min_scalar_type(grade)))
+        label[unjudged] = grade
+        added = self.q[unjudged]
+        ideal_q = np.concatenate([self.ideal_q, added])
+        ideal_label = np.concatenate([self.ideal_label, np.full(len(added), grade, dtype=self.ideal_label.dtype)])
+        order = np.lexsort((-ideal_label, ideal_q))
+        ideal_q, ideal_label = ideal_q[order], ideal_label[order]
+        ideal_pos = np.arange(len(ideal_q), dtype=np.int64) - segment_starts(ideal_q, self.n_queries)[:-1][ideal_q]
+        return replace(
+            self,
+            label=label,
+            n_rel=self.n_rel + np.bincount(added, minlength=self.n_queries),
+            ideal_q=ideal_q,
+            ideal_pos=ideal_pos,
+            ideal_label=ideal_label,
+            judged_rows=self.judged,
+        )
 
     def docs(self, rows: np.ndarray | None = None) -> np.ndarray:
         """The document id of each row (``rows``: a boolean mask or row numbers; all rows by default), as a
@@ -172,7 +220,12 @@ class Ranking:
     def _build(self, kind: Cumulative, depth: int) -> np.ndarray:
         # only rows with a nonzero value are written into the zeroed matrix (relevant or positive-gain rows: few)
         dtype: type = np.float64
-        if kind is Cumulative.RELEVANT:
+        if kind is Cumulative.JUDGED:
+            rows = np.flatnonzero(self.judged & (self.pos < depth))
+            q, pos = self.q[rows], self.pos[rows]
+            values = np.ones(len(rows), dtype=np.int32)
+            dtype = np.int32
+        elif kind is Cumulative.RELEVANT:
             rows = self._relevant_rows()[0]
             rows = rows[self.pos[rows] < depth]
             q, pos = self.q[rows], self.pos[rows]
@@ -209,6 +262,10 @@ class Ranking:
     def hits_at(self, ks: np.ndarray) -> np.ndarray:
         """Relevant documents in the top k (TP@k), shape (n_queries, len(ks)), int32."""
         return self.at(Cumulative.RELEVANT, ks)
+
+    def judged_at(self, ks: np.ndarray) -> np.ndarray:
+        """Judged documents in the top k, shape (n_queries, len(ks)), int32."""
+        return self.at(Cumulative.JUDGED, ks)
 
     def precision_sum_at(self, ks: np.ndarray) -> np.ndarray:
         """Σ over relevant ranks i <= k of TP@i / i (AP@k times R)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -119,14 +119,47 @@ class Alignment:
     def curve(self, metric: str, k_max: int) -> np.ndarray:
         """Per-query ``metric@k`` for k = 1..k_max, shape (n_queries, k_max), float64, read-only."""
         from ragmetrics import metrics as registry
-        from ragmetrics.metrics import parse_metric
+        from ragmetrics.metrics import MetricSpec, parse_metric
 
         if self.conventions.mode != "trec":
             raise RagMetricsError("curves are computed with the trec_eval conventions only (mode='trec')")
         name = parse_metric(f"{metric}@1").name if "@" not in str(metric) else parse_metric(metric).name
-        return self._once.get(
-            ("curve", name, int(k_max)), lambda: _read_only(registry.curve(self.ranking, name, int(k_max)))
-        )
+
+        def compute() -> np.ndarray:
+            if self.conventions.unjudged != "relevant":
+                return registry.curve(self.scored(), name, int(k_max))
+            # the best case depends on the cut-off: each k reads its own completed ranking
+            columns = [registry.compute(self.scored(k), [MetricSpec(name, k)]) for k in range(1, int(k_max) + 1)]
+            return np.column_stack([c[MetricSpec(name, k)] for k, c in enumerate(columns, 1)])
+
+        return self._once.get(("curve", name, int(k_max)), lambda: _read_only(compute()))
+
+    def scored(self, depth: int | None = None) -> Ranking:
+        """The ranking the metrics read under the ``unjudged`` convention: the aligned one (``nonrelevant``), its
+        condensed list (``skip``), or completed to ``depth`` (``relevant``; None: the whole ranking)."""
+        rule = self.conventions.unjudged
+        if rule == "skip":
+            return self._once.get("condensed", self.ranking.condensed)
+        if rule == "relevant":
+            return self._once.get(("completed", depth), lambda: self.ranking.completed(depth))
+        return self.ranking
+
+    def under(self, **changes: Any) -> Alignment:
+        """The same alignment read under other ``unjudged`` or ``rel_level``-free conventions without aligning again
+        (``under(unjudged="relevant")`` gives the optimistic bound); other changes need :func:`align`."""
+        conventions = self.conventions.replace(**changes)
+        if set(changes) - {"unjudged"}:
+            raise RagMetricsError(f"only 'unjudged' can change on an alignment; align again for {sorted(changes)}")
+        return replace(self, conventions=conventions)
+
+    def bounds(self, metric: str | MetricSpec) -> tuple[np.ndarray, np.ndarray]:
+        """Per-query interval of ``metric`` over the two ends the judgments leave open: every unjudged document
+        non-relevant, and every one within the cut-off relevant. For most metrics the first is the low end; for
+        AP, nDCG and R-precision (``MetricInfo.rises_with_relevance`` False) either can be, so the interval is their
+        minimum and maximum."""
+        low = self.under(unjudged="nonrelevant").value(metric)
+        high = self.under(unjudged="relevant").value(metric)
+        return np.minimum(low, high), np.maximum(low, high)
 
     def rows(self) -> pd.DataFrame:
         """The run's rows of evaluated queries in ranking order, every chunk of a document at the document's rank.
@@ -152,7 +185,17 @@ class Alignment:
             return llamaindex.compute(self.ranking, specs)
         from ragmetrics import metrics as registry
 
-        return registry.compute(self.ranking, specs)
+        out: dict[MetricSpec, np.ndarray] = {}
+        as_defined = [s for s in specs if s.info.reads_judged_only]
+        if as_defined:
+            out.update(registry.compute(self.ranking, as_defined))
+        specs = [s for s in specs if not s.info.reads_judged_only]
+        if self.conventions.unjudged != "relevant":
+            out.update(registry.compute(self.scored(), specs))
+            return out
+        for depth in dict.fromkeys(s.k for s in specs):  # one completed ranking per cut-off
+            out.update(registry.compute(self.scored(depth), [s for s in specs if s.k == depth]))
+        return out
 
     def _rows(self) -> pd.DataFrame:
         import pandas as pd

@@ -18,6 +18,7 @@ Order = Literal["score", "file"]
 ScorePrecision = Literal["float64", "float32"]
 Duplicates = Literal["best", "error", "keep"]
 Mode = Literal["trec", "llamaindex"]
+Unjudged = Literal["nonrelevant", "skip", "relevant"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,10 @@ class Conventions:
     * ``duplicates``: a repeated (query, document) keeps its best-ranked row (``best``), is refused (``error``,
       as trec_eval) or is kept (``keep``, LlamaIndex).
     * ``mode``: which kernels compute the metrics (``trec`` or ``llamaindex``).
+    * ``unjudged``: a retrieved document the qrels do not label is non-relevant (``nonrelevant``, trec_eval),
+      removed from the ranking before scoring (``skip``: condensed lists, as Sakai's and ir_measures'
+      judged_only), or relevant with the smallest relevant grade wherever it is within the metric's cut-off
+      (``relevant``: the optimistic bound, R and the ideal ranking counting it).
     """
 
     rel_level: int = 1
@@ -44,6 +49,7 @@ class Conventions:
     score_precision: ScorePrecision = "float64"
     duplicates: Duplicates = "best"
     mode: Mode = "trec"
+    unjudged: Unjudged = "nonrelevant"
 
     def __post_init__(self) -> None:
         if isinstance(self.rel_level, bool) or not isinstance(self.rel_level, numbers.Integral):
@@ -54,6 +60,8 @@ class Conventions:
             if value not in choices:
                 listed = ", ".join(repr(c) for c in choices)
                 raise RagMetricsError(f"The {name!r} parameter must be one of {listed}. Got {value!r} instead.")
+        if self.mode == "llamaindex" and self.unjudged != "nonrelevant":
+            raise RagMetricsError("LlamaIndex mode scores unjudged documents as non-relevant, as LlamaIndex does")
 
     @classmethod
     def llamaindex(cls, **changes: Any) -> Conventions:
@@ -75,5 +83,6 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "score_precision": get_args(ScorePrecision),
     "duplicates": get_args(Duplicates),
     "mode": get_args(Mode),
+    "unjudged": get_args(Unjudged),
 }
 """The allowed values of each convention (the CLI's choices come from here)."""

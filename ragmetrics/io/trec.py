@@ -204,7 +204,9 @@ def _arrow_read(
         name: typed.get(i, pa.large_string() if keep is None or i in keep else pa.binary())
         for i, name in enumerate(names)
     }
-    read_options = pacsv.ReadOptions(column_names=names, block_size=1 << 24, use_threads=False)
+    # 16 MiB blocks for big files; a small file read in 1 MiB blocks is not slowed by allocating a big one
+    block = 1 << 24 if len(data) > BYTES_PER_READER else 1 << 20
+    read_options = pacsv.ReadOptions(column_names=names, block_size=block, use_threads=False)
     parse_options = pacsv.ParseOptions(
         delimiter=" ",
         quote_char=False,
