@@ -95,10 +95,21 @@ def _emit(result: EvalResult, fmt: str, per_query: bool, out: TextIO) -> None:
         _format_table(result, per_query, out)
 
 
+JUDGED_NOTE_BELOW = 0.5
+"""A note says how much of the top 10 is judged when less than this is."""
+
+
 def _report_coverage(result: EvalResult, err: TextIO) -> None:
-    for name, coverage in result.coverage.items():
-        if coverage.notes():
-            err.write(f"ragmetrics: note: run {name!r}: " + "; ".join(coverage.notes()) + "\n")
+    for name, run in result.runs.items():
+        notes = run.coverage.notes()
+        state = run.alignment.health
+        if state.queries_ranked and state.judged_at_10 < JUDGED_NOTE_BELOW:
+            notes.append(
+                f"judged@10 = {state.judged_at_10:.2f}: most of the top 10 is unjudged (scored as "
+                f"{run.alignment.conventions.unjudged}; --unjudged relevant shows the best case)"
+            )
+        if notes:
+            err.write(f"ragmetrics: note: run {name!r}: " + "; ".join(notes) + "\n")
 
 
 def _evaluate(args: argparse.Namespace, dataset: Dataset, runs: list[Run], metrics: Sequence[str]) -> EvalResult:
@@ -106,12 +117,17 @@ def _evaluate(args: argparse.Namespace, dataset: Dataset, runs: list[Run], metri
     :func:`_report_coverage`, not warned. A large run is aligned on two threads."""
     from concurrent.futures import ThreadPoolExecutor
 
-    changes = {"missing": args.missing, "rel_level": args.rel_level, "level": args.level}
+    changes = {"missing": args.missing, "rel_level": args.rel_level, "level": args.level, "unjudged": args.unjudged}
     if getattr(args, "mode", "trec") == "llamaindex":
         changes["mode"] = "llamaindex"
     with warnings.catch_warnings(), ThreadPoolExecutor(1) as pool:
         warnings.simplefilter("ignore", RagMetricsWarning)
-        return evaluate(dataset, runs, metrics, executor=pool, **changes)
+        result = evaluate(dataset, runs, metrics, executor=pool, **changes)
+    if not args.allow_no_overlap:
+        for run in result.runs.values():
+            if run.alignment.health.no_overlap:
+                raise RagMetricsError(run.alignment.explain_no_overlap())
+    return result
 
 
 def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -210,11 +226,10 @@ def cmd_diagnose(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     dataset = _load_dataset(args)
     runs = _load_runs(args.run, args)
+    result = _evaluate(args, dataset, runs, ["mrr"])
     findings = []
-    for run in runs:
-        findings += diagnose_run(
-            dataset, run, k=args.k, metric=args.metric, missing=args.missing, rel_level=args.rel_level, level=args.level
-        )
+    for evaluated in result.runs.values():
+        findings += diagnose_run(dataset, evaluated.alignment, k=args.k, metric=args.metric)
     if args.format == "json":
         json.dump(findings_frame(findings).to_dict(orient="records"), out, ensure_ascii=False, indent=1)
         out.write("\n")
@@ -260,6 +275,70 @@ def _add_eval_options(parser: argparse.ArgumentParser) -> None:
         choices=CHOICES["level"],
         default="auto",
         help="evaluate chunks at document level (auto: when the run names source documents)",
+    )
+    _add_judgment_options(parser)
+
+
+def cmd_pool(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    import csv
+
+    from ragmetrics.export import neutralise
+    from ragmetrics.judging import pool
+
+    dataset = _load_dataset(args)
+    runs = _load_runs(args.run, args)
+    result = _evaluate(args, dataset, runs, ["judged@10"])
+    pairs = pool(dataset, [r.alignment for r in result.runs.values()], args.depth)
+    columns = ["query_id", "doc_id", *(["text"] if "text" in pairs.columns else [])]
+    with open(args.output, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, delimiter="\t", lineterminator="\n")
+        writer.writerow(columns)
+        for row in pairs[columns].itertuples(index=False):
+            # ids stay exact (the labels come back keyed on them); text is neutralised for spreadsheets
+            cells = [row.query_id, row.doc_id]
+            if "text" in columns:
+                cells.append(neutralise(" ".join(str(row.text).split())) if isinstance(row.text, str) else "")
+            writer.writerow(cells)
+    queries = pairs["query_id"].nunique() if len(pairs) else 0
+    err.write(
+        f"ragmetrics: wrote {args.output}: {len(pairs)} unjudged pair(s) of {queries} queries, top {args.depth}\n"
+    )
+    return 0
+
+
+def cmd_judge_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ragmetrics.io import load_dataset, write_trec_qrels
+    from ragmetrics.judging import merge
+
+    dataset = _load_dataset(args)
+    labels = load_dataset(args.labels)
+    try:
+        merged = merge(dataset, labels, override=args.override)
+    except RagMetricsError:
+        found = merge(dataset, labels, override=True)
+        for q, d, old, new in found.conflicts:
+            err.write(f"ragmetrics: conflict: query {q} document {d}: judged {old}, labelled {new}\n")
+        raise
+    write_trec_qrels(merged.dataset, args.output)
+    err.write(
+        f"ragmetrics: wrote {args.output}: {merged.dataset.qrels_table.num_rows} judgments "
+        f"({merged.added} added, {merged.changed} changed)\n"
+    )
+    return 0
+
+
+def _add_judgment_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--unjudged",
+        choices=CHOICES["unjudged"],
+        default="nonrelevant",
+        help="retrieved documents the qrels do not label: non-relevant (trec_eval, default), skip (condensed lists: "
+        "removed before scoring), relevant (the best case within each cut-off)",
+    )
+    parser.add_argument(
+        "--allow-no-overlap",
+        action="store_true",
+        help="score a run whose ids do not meet the qrels (refused by default: every metric would be 0)",
     )
 
 
@@ -380,6 +459,25 @@ def _push_parser(p: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=cmd_push)
 
 
+def _pool_parser(p: argparse.ArgumentParser) -> None:
+    _add_data_options(p)
+    p.add_argument("--run", action="append", required=True, help="a run file; repeatable (the pool is their union)")
+    p.add_argument("--depth", type=int, default=10, help="pool each run's top K (default 10)")
+    p.add_argument("-o", "--output", required=True, help="the TSV to write: query_id, doc_id (and text when known)")
+    _add_eval_options(p)
+    p.set_defaults(handler=cmd_pool)
+
+
+def _judge_parser(p: argparse.ArgumentParser) -> None:
+    actions = p.add_subparsers(dest="action", required=True)
+    m = actions.add_parser("merge", help="add labels to a dataset's judgments and write TREC qrels")
+    _add_data_options(m)
+    m.add_argument("--labels", required=True, help="the labels: TREC qrels lines, or a TSV with query_id doc_id label")
+    m.add_argument("-o", "--output", required=True, help="the merged qrels to write (TREC, .gz to compress)")
+    m.add_argument("--override", action="store_true", help="let a new label change a judgment already made")
+    m.set_defaults(handler=cmd_judge_merge)
+
+
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "eval": ("evaluate runs against a dataset", _eval_parser),
     "compare": ("compare runs with a baseline: deltas, CIs, paired tests", _compare_parser),
@@ -387,6 +485,8 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "check": ("CI gate: targets (with CIs) and no significant regression against a baseline", _check_parser),
     "diagnose": ("plain-language diagnosis of each run's misses at K, with the numbers behind it", _diagnose_parser),
     "push": ("store a dataset and runs in the team's store and print a share link", _push_parser),
+    "pool": ("the unjudged (query, document) pairs in the runs' top K, to be judged", _pool_parser),
+    "judge": ("judgments: merge new labels into a dataset's qrels", _judge_parser),
 }
 """The subcommands: name -> (help, the builder of its options)."""
 

@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ragmetrics.engine import Alignment
 from ragmetrics.model import Dataset, Run
 
 EASY_MISSED_MAX = 2
@@ -283,33 +285,33 @@ def query_table(
 
 
 def diagnose_run(
-    dataset: Dataset, run: Run, *, k: int = 5, metric: str | None = None, low_mrr: float = LOW_MRR, **evaluate_options
+    dataset: Dataset,
+    run: Run | Alignment,
+    *,
+    k: int = 5,
+    metric: str | None = None,
+    low_mrr: float = LOW_MRR,
+    **conventions: Any,
 ) -> list[Finding]:
-    """Evaluate ``run`` (trec_eval conventions, ``evaluate_options`` as :func:`ragmetrics.evaluate`) and apply every rule.
-
-    ``metric`` (e.g. ``"ndcg@10"``) is compared across categories; ``hits@k`` otherwise.
-    """
-    from ragmetrics.evaluate import evaluate
+    """Align ``run`` (or take its :class:`ragmetrics.Alignment`; ``conventions`` as :func:`ragmetrics.align`) and
+    apply every rule. ``metric`` (e.g. ``"ndcg@10"``) is compared across categories; ``hits@k`` otherwise."""
+    from ragmetrics.engine import align
+    from ragmetrics.errors import RagMetricsError
     from ragmetrics.metrics import parse_metric
 
     if not isinstance(k, (int, np.integer)) or k < 1:
-        from ragmetrics.errors import RagMetricsError
-
         raise RagMetricsError(f"The 'k' parameter must be an int >= 1. Got {k!r} instead.")
+    alignment = run if isinstance(run, Alignment) else align(dataset, run, **conventions)
     compared = str(parse_metric(metric)) if metric else f"hits@{k}"
-    first = evaluate(dataset, run, ["mrr"], warn=False, **evaluate_options)[run.name]
-    deep = min(DEEP_K_MAX, max(int(first.ranking.n_ret.max(initial=0)), 1))
-    names = list(dict.fromkeys(["mrr", f"recall@{deep}", compared]))
-    result = evaluate(dataset, run, names, warn=False, **evaluate_options)[run.name]  # reuses the alignment
-    ranking = result.ranking
+    deep = min(DEEP_K_MAX, max(alignment.depth, 1))
     table = query_table(
         dataset,
-        ranking.query_ids,
-        n_relevant=ranking.n_rel,
-        first_relevant_rank=ranking.first_rel_rank,
-        rr=result.values["mrr"].to_numpy(),
-        recall_deep=result.values[f"recall@{deep}"].to_numpy(),
+        alignment.query_ids,
+        n_relevant=alignment.n_rel,
+        first_relevant_rank=alignment.first_rel_rank,
+        rr=alignment.value("mrr"),
+        recall_deep=alignment.value(f"recall@{deep}"),
         k=k,
-        value=result.values[compared].to_numpy(),
+        value=alignment.value(compared),
     )
-    return diagnose(run.name, table, k=k, deep_k=deep, metric_label=compared, low_mrr=low_mrr)
+    return diagnose(alignment.name, table, k=k, deep_k=deep, metric_label=compared, low_mrr=low_mrr)

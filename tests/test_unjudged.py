@@ -59,7 +59,9 @@ def test_judged_at_k_is_the_share_of_the_top_k_the_qrels_label(seed):
     qrels, rows, _ = generate_case(seed)
     judged = {(q, d) for q, d, _ in qrels}
     ranked = oracle.trec_order(rows)
-    result = rm.evaluate(oracle.dataset_of(qrels), oracle.run_of(rows), ["judged@1", "judged@5", "judged@20"], warn=False)
+    result = rm.evaluate(
+        oracle.dataset_of(qrels), oracle.run_of(rows), ["judged@1", "judged@5", "judged@20"], warn=False
+    )
     values = result.per_query("run")
     for qid in values.index:
         docs = ranked.get(qid, [])

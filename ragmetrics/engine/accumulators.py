@@ -223,13 +223,13 @@ class Ranking:
         if kind is Cumulative.JUDGED:
             rows = np.flatnonzero(self.judged & (self.pos < depth))
             q, pos = self.q[rows], self.pos[rows]
-            values = np.ones(len(rows), dtype=np.int32)
+            values: np.ndarray = np.ones(len(rows), dtype=np.int32)
             dtype = np.int32
         elif kind is Cumulative.RELEVANT:
             rows = self._relevant_rows()[0]
             rows = rows[self.pos[rows] < depth]
             q, pos = self.q[rows], self.pos[rows]
-            values: np.ndarray = np.ones(len(rows), dtype=np.int32)
+            values = np.ones(len(rows), dtype=np.int32)
             dtype = np.int32
         elif kind is Cumulative.PRECISION:
             rows, tp = self._relevant_rows()

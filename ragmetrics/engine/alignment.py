@@ -21,6 +21,7 @@ from ragmetrics.engine import documents
 from ragmetrics.engine.accumulators import Ranking
 from ragmetrics.engine.conventions import Conventions
 from ragmetrics.engine.coverage import Coverage
+from ragmetrics.engine.health import Health, explain_no_overlap, health
 from ragmetrics.engine.once import Once
 from ragmetrics.engine.order import FrameRows, positions, segment_starts, trec_order
 from ragmetrics.engine.queries import match_queries
@@ -86,6 +87,15 @@ class Alignment:
         """True when the run carries chunk text."""
         table = self.run.table
         return "text" in table.column_names and table.column("text").null_count < table.num_rows
+
+    @property
+    def health(self) -> Health:
+        """How the run meets the judgments (:mod:`ragmetrics.engine.health`); ``health.no_overlap`` says the
+        numbers mean nothing, and :meth:`explain_no_overlap` why."""
+        return self._once.get("health", lambda: health(self))
+
+    def explain_no_overlap(self) -> str:
+        return explain_no_overlap(self)
 
     @property
     def depth(self) -> int:

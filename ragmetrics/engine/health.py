@@ -1,0 +1,231 @@
+"""How well a run meets the judgments: coverage of the top k, relevant documents found, id overlap, and,
+when the ids do not meet at all, the likely cause and a fix tried on the data.
+
+A number computed from a run whose ids never meet the qrels means nothing (every metric 0): such an
+alignment is refused by the CLI (``--allow-no-overlap`` proceeds) and shown in red by the dashboard.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ragmetrics.engine.alignment import Alignment
+
+NO_OVERLAP = 0.02
+"""A run meets the qrels when at least this share of the queries it ranks has a judged document in its ranking
+(a share, not a count of rows: sparse qrels judge one document of a thousand retrieved)."""
+
+DIAGNOSIS_QUERIES = 500
+"""Queries the fixes are tried on (the first ones the run ranks)."""
+
+_REGEX_SPECIALS = set(".^$*+?{}[]\\|()")
+
+CHUNK_SEPARATORS = ("#", "::", "_C", "-C", "_chunk", "-chunk", "__", "_", "-", ":", "|", "/", ".")
+"""Separators tried between a document id and a chunk number, most specific first."""
+
+
+@dataclass(frozen=True)
+class Health:
+    """What the run and the qrels share, over the evaluated queries.
+
+    ``queries_ranked``: evaluated queries the run ranks documents for; ``queries_meeting``: those with at least
+    one judged document in their ranking; ``judged_at_10``: mean share of the top 10 that is judged;
+    ``relevant_retrieved``: share of the relevant judgments retrieved at any rank; ``run_queries_known``: share
+    of the run's distinct queries that are dataset queries."""
+
+    queries_ranked: int
+    queries_meeting: int
+    judged_at_10: float
+    relevant_retrieved: float
+    run_queries_known: float
+
+    @property
+    def overlap(self) -> float:
+        """Share of the ranked queries whose ranking meets the judgments (1.0 when nothing is ranked)."""
+        return self.queries_meeting / self.queries_ranked if self.queries_ranked else 1.0
+
+    @property
+    def no_overlap(self) -> bool:
+        """True when the run ranks documents but (almost) none of its queries' rankings meets the qrels, or none
+        of its queries is a dataset query."""
+        return (self.queries_ranked > 0 and self.overlap < NO_OVERLAP) or self.run_queries_known == 0.0
+
+
+def health(alignment: Alignment) -> Health:
+    ranking = alignment.ranking
+    coverage = alignment.coverage
+    judged = ranking.judged
+    ranked = ranking.n_ret > 0
+    meeting = np.bincount(ranking.q[judged], minlength=ranking.n_queries) > 0
+    top = np.minimum(ranking.n_ret, 10)
+    judged_top = np.bincount(ranking.q[judged & (ranking.pos < 10)], minlength=ranking.n_queries)
+    relevant = int(ranking.n_rel.sum())
+    distinct_run_queries = len(coverage.not_in_dataset) + int(np.count_nonzero(ranked))
+    known = 1.0 if distinct_run_queries == 0 else 1.0 - len(coverage.not_in_dataset) / distinct_run_queries
+    if coverage.empty_run:
+        known = 1.0
+    return Health(
+        queries_ranked=int(np.count_nonzero(ranked)),
+        queries_meeting=int(np.count_nonzero(meeting & ranked)),
+        judged_at_10=float((judged_top[ranked] / 10).mean()) if ranked.any() and top.any() else 0.0,
+        relevant_retrieved=float(np.count_nonzero(ranking.rel)) / relevant if relevant else 0.0,
+        run_queries_known=known,
+    )
+
+
+# --- why the ids do not meet, and what would fix it --------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A change tried on the data: what it is (for people and as the CLI option), and the overlap it gives."""
+
+    cause: str
+    advice: str
+    overlap: float
+
+
+def _judged_pairs(alignment: Alignment) -> tuple[dict[str, set[str]], set[str]]:
+    qrels = alignment.dataset.qrels_table
+    pairs: dict[str, set[str]] = {}
+    for q, d in zip(qrels.column("query_id").to_pylist(), qrels.column("doc_id").to_pylist()):
+        pairs.setdefault(q, set()).add(d)
+    return pairs, {d for docs in pairs.values() for d in docs}
+
+
+def _run_pairs(alignment: Alignment, column: str) -> dict[str, list[str]]:
+    """The first :data:`DIAGNOSIS_QUERIES` ranked queries' ids in ``column`` (``doc_id``, or ``documents``)."""
+    table = alignment.run.table
+    ids = table.column("query_id").to_pylist()
+    docs = (alignment.run.documents() if column == "documents" else table.column("doc_id")).to_pylist()
+    out: dict[str, list[str]] = {}
+    for q, d in zip(ids, docs):
+        if q in out or len(out) < DIAGNOSIS_QUERIES:
+            out.setdefault(q, []).append(d)
+    return out
+
+
+def _overlap(run: dict[str, list[str]], judged: dict[str, set[str]], mapped: Callable[[str], str]) -> float:
+    known = [q for q in run if q in judged]
+    if not known:
+        return 0.0
+    return sum(any(mapped(d) in judged[q] for d in run[q]) for q in known) / len(known)
+
+
+def _chunk_fixes(run: dict[str, list[str]], judged: dict[str, set[str]]) -> Iterable[Fix]:
+    sample = [d for docs in run.values() for d in docs[:20]][:5000]
+    for sep in CHUNK_SEPARATORS:
+        if not any(sep in d for d in sample):
+            continue
+        tails = [d.rsplit(sep, 1)[1] for d in sample if sep in d]
+        if len(set(tails)) == 1:  # one constant ending is no chunk numbering (an affix: see _affix_fixes)
+            continue
+        literal = "".join("\\" + c if c in _REGEX_SPECIALS else c for c in sep)
+        pattern = rf"(?P<doc>.+){literal}\d+$" if all(t.isdigit() for t in tails) else sep
+
+        def mapped(d: str, sep: str = sep) -> str:
+            return d.rsplit(sep, 1)[0] if sep in d else d
+
+        share = _overlap(run, judged, mapped)
+        if share >= NO_OVERLAP:
+            yield Fix(
+                "the run names chunks and the qrels judge the documents they come from",
+                f"map chunks to documents with --chunk-pattern '{pattern}' (library: chunk_pattern=)",
+                share,
+            )
+            return
+
+
+def _affix_fixes(run: dict[str, list[str]], judged: dict[str, set[str]], judged_docs: set[str]) -> Iterable[Fix]:
+    run_docs = [d for docs in run.values() for d in docs]
+    lowered = {d.casefold() for d in judged_docs}
+    share = _overlap(run, {q: {d.casefold() for d in ds} for q, ds in judged.items()}, str.casefold)
+    if share >= NO_OVERLAP and lowered:
+        yield Fix("the ids differ in case only", "write the run's ids with the qrels' case", share)
+    prefix, qprefix = _common_prefix(run_docs), _common_prefix(judged_docs)
+    suffix, qsuffix = _common_suffix(run_docs), _common_suffix(judged_docs)
+    for what, old, new in (("prefix", prefix, qprefix), ("suffix", suffix, qsuffix)):
+        if old == new:
+            continue
+
+        def mapped(d: str, what: str = what, old: str = old, new: str = new) -> str:
+            if what == "prefix":
+                return new + d[len(old) :] if d.startswith(old) else d
+            return d[: len(d) - len(old)] + new if old and d.endswith(old) else d + new
+
+        share = _overlap(run, judged, mapped)
+        if share >= NO_OVERLAP:
+            yield Fix(
+                f"the run's ids carry the {what} {old!r} where the qrels' carry {new!r}",
+                f"replace the {what} {old!r} by {new!r} in the run's document ids",
+                share,
+            )
+
+
+def _common_prefix(values: Iterable[str]) -> str:
+    items = list(values)[:5000]
+    if not items:
+        return ""
+    first, last = min(items), max(items)
+    n = 0
+    while n < min(len(first), len(last)) and first[n] == last[n]:
+        n += 1
+    return first[:n]
+
+
+def _common_suffix(values: Iterable[str]) -> str:
+    return _common_prefix(v[::-1] for v in values)[::-1]
+
+
+def explain_no_overlap(alignment: Alignment) -> str:
+    """One message: what does not meet, the likely cause, and the fix tried with the overlap it would give."""
+    state = alignment.health
+    name = alignment.run.name
+    judged, judged_docs = _judged_pairs(alignment)
+    table = alignment.run.table
+    run_queries = table.column("query_id").unique().to_pylist()[:3]
+    dataset_queries = alignment.dataset.queries_table.column("query_id").to_pylist()[:3]
+    if state.run_queries_known == 0.0:
+        return (
+            f"run {name!r}: none of its queries is a query of dataset {alignment.dataset.name!r} (run: "
+            f"{', '.join(run_queries)}; dataset: {', '.join(dataset_queries)}); it was likely made for another "
+            "dataset: give that dataset, or a queries file whose texts the run's queries match. "
+            "--allow-no-overlap scores it anyway (every metric 0)"
+        )
+    fixes: list[Fix] = []
+    if "source_doc" in table.column_names and alignment.conventions.level != "chunk":
+        share = _overlap(_run_pairs(alignment, "doc_id"), judged, lambda d: d)
+        if share >= NO_OVERLAP:
+            fixes.append(
+                Fix(
+                    "the qrels judge chunks, but the run was mapped to documents (a chunk pattern or mapping)",
+                    "evaluate the chunk ids as given: drop --chunk-pattern/--chunk-mapping, or --level chunk",
+                    share,
+                )
+            )
+    documents = _run_pairs(alignment, "documents")
+    if not fixes:
+        fixes += list(_chunk_fixes(documents, judged))
+    if not fixes:
+        fixes += list(_affix_fixes(documents, judged, judged_docs))
+    run_docs = list(dict.fromkeys(d for docs in documents.values() for d in docs[:1]))[:3]
+    head = (
+        f"run {name!r}: its document ids do not meet the qrels of dataset {alignment.dataset.name!r} "
+        f"({state.queries_meeting} of {state.queries_ranked} ranked queries have a judged document; run ids such as "
+        f"{', '.join(run_docs)}, qrels ids such as {', '.join(sorted(judged_docs)[:3])})"
+    )
+    if fixes:
+        best = max(fixes, key=lambda f: f.overlap)
+        return (
+            f"{head}: {best.cause}; {best.advice} (tried: {best.overlap:.0%} of the queries then meet the qrels). "
+            "--allow-no-overlap scores it as it is"
+        )
+    return (
+        f"{head}: no chunk pattern, case or prefix change makes them meet; the run was likely made for another "
+        "collection. --allow-no-overlap scores it as it is (every metric 0)"
+    )

@@ -1,0 +1,122 @@
+"""Where a run and the qrels do not meet: refused with the cause and a fix tried on the data, never a silent 0."""
+
+from __future__ import annotations
+
+import gzip
+import io
+from pathlib import Path
+
+import pytest
+
+import ragmetrics as rm
+from ragmetrics.cli import main
+from ragmetrics.io import load_dataset, load_run
+
+ROOT = Path(__file__).parents[1]
+CMRC = ROOT / "sample_runs" / "cmrc2018"
+SCIFACT = ROOT / "tests" / "data" / "scifact"
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_a_chunk_pattern_that_maps_runs_away_from_chunk_qrels_is_refused_with_the_fix():
+    code, out, err = run_cli(
+        "eval", "--dataset", str(CMRC / "qrels.tsv"), "--run", str(CMRC / "runs/bm25-jieba.trec.gz"),
+        "--chunk-pattern", r"(?P<doc>.+)_C\d+$", "-m", "ndcg@10",
+    )  # fmt: skip
+    assert code == 2 and out == ""
+    assert "do not meet the qrels" in err and "0 of 812 ranked queries" in err
+    assert "the qrels judge chunks" in err and "drop --chunk-pattern" in err and "100% of the queries" in err
+    assert err.count("\n") == 1  # one message
+
+
+def test_another_datasets_run_is_refused():
+    code, out, err = run_cli(
+        "eval", "--dataset", str(SCIFACT / "qrels.tsv"), "--run", str(CMRC / "runs/bm25-jieba.trec.gz")
+    )
+    assert code == 2 and out == ""
+    assert "none of its queries is a query of dataset" in err and "another dataset" in err
+
+
+@pytest.mark.parametrize("command", ["compare", "check"])
+def test_compare_and_check_refuse_it_too(command):
+    run = str(CMRC / "runs/bm25-jieba.trec.gz")
+    extra = ["--baseline", run, "--run", run] if command == "compare" else ["--run", run, "--targets", "faq"]
+    code, _, err = run_cli(command, "--dataset", str(SCIFACT / "qrels.tsv"), *extra)
+    assert code == 2 and "none of its queries" in err
+
+
+def test_allow_no_overlap_scores_it_anyway():
+    code, out, _ = run_cli(
+        "eval", "--dataset", str(SCIFACT / "qrels.tsv"), "--run", str(CMRC / "runs/bm25-jieba.trec.gz"),
+        "--allow-no-overlap", "-m", "ndcg@10",
+    )  # fmt: skip
+    assert code == 0 and "ndcg@10               \tall\t0.0000" in out
+
+
+def test_the_right_cmrc_evaluation_prints_its_readme_numbers():
+    code, out, _ = run_cli(
+        "eval", "--dataset", str(CMRC / "qrels.tsv"), "--run", str(CMRC / "runs/bm25-jieba.trec.gz"),
+        "-m", "ndcg@10", "-m", "recall@100", "-m", "mrr",
+    )  # fmt: skip
+    assert code == 0
+    assert "ndcg@10               \tall\t0.9154" in out
+    assert "recall@100            \tall\t0.9945" in out
+    assert "mrr                   \tall\t0.8918" in out
+
+
+def _rewritten(tmp_path: Path, change) -> Path:
+    lines = gzip.open(SCIFACT / "bm25-stem.trec.gz", "rt").read().splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        q, q0, doc, rank, score, tag = line.split()
+        out.append(" ".join([q, q0, change(doc, i), rank, score, tag]))
+    path = tmp_path / "run.trec"
+    path.write_text("\n".join(out) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("change", "cause", "fix"),
+    [
+        (lambda d, i: f"{d}#{i % 3}", "the run names chunks", r"--chunk-pattern '(?P<doc>.+)#\d+$'"),
+        (lambda d, i: f"{d}::c{i % 3}", "the run names chunks", "--chunk-pattern '::'"),
+        (lambda d, i: f"pmid-{d}", "the prefix 'pmid-'", "replace the prefix 'pmid-' by ''"),
+        (lambda d, i: f"{d}.txt", "the suffix '.txt'", "replace the suffix '.txt' by ''"),
+    ],
+)
+def test_the_fix_is_detected_and_tried(tmp_path, change, cause, fix):
+    code, _, err = run_cli("eval", "--dataset", str(SCIFACT / "qrels.tsv"), "--run", str(_rewritten(tmp_path, change)))
+    assert code == 2
+    assert cause in err and fix in err, err
+    tried = int(err.split("tried: ")[1].split("%")[0])
+    assert tried > 90
+
+
+def test_the_suggested_chunk_pattern_works(tmp_path):
+    path = _rewritten(tmp_path, lambda d, i: f"{d}#{i % 3}")
+    code, out, _ = run_cli(
+        "eval", "--dataset", str(SCIFACT / "qrels.tsv"), "--run", str(path), "--chunk-pattern", r"(?P<doc>.+)#\d+$",
+        "-m", "ndcg@10",
+    )  # fmt: skip
+    assert code == 0 and "\tall\t0.6791" in out
+
+
+def test_health_counts_what_the_run_and_qrels_share():
+    dataset = rm.Dataset.from_dict({"q1": {"a": 1, "b": 0}, "q2": {"c": 1}, "q3": {"d": 1}})
+    run = rm.Run.from_dict({"q1": {"a": 3.0, "x": 2.0, "b": 1.0}, "q2": {"y": 1.0}})
+    state = rm.align(dataset, run).health
+    assert (state.queries_ranked, state.queries_meeting) == (2, 1)
+    assert state.judged_at_10 == pytest.approx((2 / 10 + 0) / 2)
+    assert state.relevant_retrieved == pytest.approx(1 / 3)
+    assert not state.no_overlap and state.overlap == 0.5
+
+
+def test_health_of_sample_runs_is_good():
+    dataset = load_dataset(CMRC / "qrels.tsv")
+    state = rm.align(dataset, load_run(CMRC / "runs/bm25-jieba.trec.gz")).health
+    assert state.overlap > 0.99 and state.relevant_retrieved > 0.99 and not state.no_overlap

@@ -1,0 +1,107 @@
+"""Filling the holes in the judgments, end to end and offline: hide judgments, pool, label, merge."""
+
+from __future__ import annotations
+
+import csv
+import io
+import random
+from itertools import combinations
+from pathlib import Path
+
+import ragmetrics as rm
+from ragmetrics.cli import main
+from ragmetrics.compare import compare_result
+from ragmetrics.io import load_dataset, load_run
+
+SCIFACT = Path(__file__).parent / "data" / "scifact"
+RUNS = [SCIFACT / "bm25-stem.trec.gz", SCIFACT / "dense-all-minilm-l6-v2.trec.gz", SCIFACT / "hybrid-rrf60.trec.gz"]
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    return main([str(a) for a in argv], out=out, err=err), out.getvalue(), err.getvalue()
+
+
+def _qrels_lines(path: Path) -> list[str]:
+    return [line for line in path.read_text().splitlines() if line.strip()]
+
+
+def _verdicts(dataset: rm.Dataset, runs: list[rm.Run]) -> dict[tuple[str, str], bool]:
+    result = rm.evaluate(dataset, runs, ["ndcg@10"], warn=False)
+    out = {}
+    for a, b in combinations(result.run_names, 2):
+        table = compare_result(result, baseline=a, runs=[b], seed=0, segments=()).table
+        out[(a, b)] = bool(table["significant"].iloc[0])
+    return out
+
+
+def test_hide_pool_label_merge_gives_full_coverage_and_the_full_qrels_order_and_verdicts(tmp_path):
+    full = _qrels_lines(SCIFACT / "qrels.tsv")
+    rng = random.Random(7)
+    hidden = set(rng.sample(range(len(full)), k=round(0.3 * len(full))))
+    partial = tmp_path / "partial.qrels"
+    partial.write_text("\n".join(line for i, line in enumerate(full) if i not in hidden) + "\n")
+    truth = {(f[0], f[2]): int(f[3]) for f in (line.split() for line in full)}
+
+    code, _, err = run_cli("pool", "--dataset", partial, *[a for r in RUNS for a in ("--run", r)], "--depth", 10,
+                           "-o", tmp_path / "pool.tsv")  # fmt: skip
+    assert code == 0, err
+    with open(tmp_path / "pool.tsv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle, delimiter="\t"))
+    assert rows[0] == ["query_id", "doc_id"]
+    pairs = [tuple(r) for r in rows[1:]]
+    assert len(pairs) == len(set(pairs)) > 0
+    # a judge that reads the full qrels (pairs it does not know are 0)
+    labels = tmp_path / "labels.tsv"
+    labels.write_text("query_id\tdoc_id\tlabel\n" + "".join(f"{q}\t{d}\t{truth.get((q, d), 0)}\n" for q, d in pairs))
+    code, _, err = run_cli("judge", "merge", "--dataset", partial, "--labels", labels, "-o", tmp_path / "merged.qrels")
+    assert code == 0, err
+
+    merged = load_dataset(tmp_path / "merged.qrels")
+    complete = load_dataset(SCIFACT / "qrels.tsv")
+    runs = [load_run(r) for r in RUNS]
+    on_merged = rm.evaluate(merged, runs, ["judged@10", "ndcg@10"], warn=False)
+    on_full = rm.evaluate(complete, runs, ["ndcg@10"], warn=False)
+    assert all(on_merged[r.name].means["judged@10"] == 1.0 for r in runs)
+    by_merged = on_merged.mean()["ndcg@10"].sort_values().index.tolist()
+    by_full = on_full.mean()["ndcg@10"].sort_values().index.tolist()
+    assert by_merged == by_full
+    assert _verdicts(merged, runs) == _verdicts(complete, runs)
+    # and before the loop the holes were there
+    before = rm.evaluate(load_dataset(partial), runs, ["judged@10"], warn=False)
+    assert all(before[r.name].means["judged@10"] < 1.0 for r in runs)
+
+
+def test_the_pool_carries_text_when_the_dataset_knows_it(tmp_path):
+    sample = Path(__file__).parents[1] / "sample_runs" / "scifact"
+    code, _, err = run_cli("pool", "--dataset", sample / "qrels.tsv", "--corpus", sample / "corpus.jsonl.gz",
+                           "--run", sample / "runs" / "bm25-stem.trec.gz", "--depth", 3, "-o", tmp_path / "pool.tsv")  # fmt: skip
+    assert code == 0, err
+    with open(tmp_path / "pool.tsv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle, delimiter="\t"))
+    assert rows[0] == ["query_id", "doc_id", "text"]
+    assert all(len(r) == 3 and r[2] for r in rows[1:])
+
+
+def test_a_label_that_changes_a_judgment_is_a_conflict_unless_overridden(tmp_path):
+    qrels = tmp_path / "q.qrels"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 0\n")
+    labels = tmp_path / "l.tsv"
+    labels.write_text("query_id\tdoc_id\tlabel\nq1\td1\t2\nq1\td2\t0\nq1\td3\t1\n")
+    code, _, err = run_cli("judge", "merge", "--dataset", qrels, "--labels", labels, "-o", tmp_path / "m.qrels")
+    assert code == 2
+    assert "conflict: query q1 document d1: judged 1, labelled 2" in err and "1 label(s) would change" in err
+    assert not (tmp_path / "m.qrels").exists()
+    code, _, err = run_cli("judge", "merge", "--dataset", qrels, "--labels", labels, "-o", tmp_path / "m.qrels",
+                           "--override")  # fmt: skip
+    assert code == 0 and "1 added, 1 changed" in err
+    assert sorted(_qrels_lines(tmp_path / "m.qrels")) == ["q1 0 d1 2", "q1 0 d2 0", "q1 0 d3 1"]
+
+
+def test_trec_qrels_lines_are_labels_too(tmp_path):
+    qrels = tmp_path / "q.qrels"
+    qrels.write_text("q1 0 d1 1\n")
+    labels = tmp_path / "more.qrels"
+    labels.write_text("q1 0 d4 2\n")
+    code, _, _ = run_cli("judge", "merge", "--dataset", qrels, "--labels", labels, "-o", tmp_path / "m.qrels")
+    assert code == 0 and sorted(_qrels_lines(tmp_path / "m.qrels")) == ["q1 0 d1 1", "q1 0 d4 2"]
