@@ -27,6 +27,7 @@ from ragmetrics.errors import MetricNameError, RagMetricsError
 
 if TYPE_CHECKING:
     from ragmetrics.engine.accumulators import Ranking
+    from ragmetrics.engine.text import TextEvidence
 
 KRule = Literal["required", "optional", "none"]
 CutKernel = Callable[["Ranking", np.ndarray], np.ndarray]
@@ -59,6 +60,8 @@ class MetricInfo:
     """The name in a page's headings and pickers (``Precision``); the short ``pretty`` (``P``) when empty."""
     reads_judged_only: bool = False
     """The metric skips unjudged documents by its own definition (bpref), so no ``unjudged`` convention changes it."""
+    needs_text: bool = False
+    """Read from the ranked documents' text (the run's chunk text or the dataset's corpus), not the judgments."""
     rises_with_relevance: bool = True
     """Judging an unjudged retrieved document relevant never lowers the value. False for AP, nDCG and R-precision:
     a new relevant document far down raises R or the ideal ranking more than the sum (AP 1.0 can fall to 0.52)."""
@@ -136,6 +139,37 @@ def _hits(r: Ranking, ks: np.ndarray) -> np.ndarray:
 
 def _judged(r: Ranking, ks: np.ndarray) -> np.ndarray:
     return np.divide(r.judged_at(ks), ks[None, :].astype(np.float64), out=_matrix(r, ks))
+
+
+def _evidence(r: Ranking) -> TextEvidence:
+    if r.evidence is None:
+        raise RagMetricsError("this ranking carries no text evidence; text metrics are computed by an Alignment")
+    return r.evidence
+
+
+def _keyword_recall(r: Ranking, ks: np.ndarray) -> np.ndarray:
+    evidence = _evidence(r)
+    depth = int(ks.max())
+    found = np.zeros((r.n_queries, depth), dtype=np.uint64)
+    shallow = r.pos < depth
+    found[r.q[shallow], r.pos[shallow]] = evidence.keyword_bits[shallow]
+    np.bitwise_or.accumulate(found, axis=1, out=found)
+    hits = np.bitwise_count(found[:, ks - 1]).astype(np.float64)
+    out = np.full(hits.shape, np.nan)
+    asked = evidence.n_keywords > 0
+    out[asked] = hits[asked] / evidence.n_keywords[asked, None]
+    return out
+
+
+def _answer_in(r: Ranking, ks: np.ndarray) -> np.ndarray:
+    evidence = _evidence(r)
+    first = np.zeros(r.n_queries, dtype=np.int64)
+    rows = np.flatnonzero(evidence.answer_found)
+    queries, at = np.unique(r.q[rows], return_index=True)  # rows are sorted by (q, pos): the first wins
+    first[queries] = r.pos[rows[at]] + 1
+    out = ((first[:, None] > 0) & (first[:, None] <= ks[None, :])).astype(np.float64)
+    out[~evidence.has_answer] = np.nan
+    return out
 
 
 def _rr_cut(r: Ranking, ks: np.ndarray) -> np.ndarray:
@@ -339,6 +373,31 @@ METRICS: dict[str, MetricInfo] = {
             aliases=("judged_at",),
             cut=_judged,
             curve=False,
+        ),
+        MetricInfo(
+            "keyword_recall",
+            "KwRecall",
+            "required",
+            "expected keywords found in the top-k texts / expected keywords",
+            "Case-insensitive literal match in the text of the top k documents (every retrieved chunk of a "
+            "document, else the corpus title and text); a query without expected keywords is left out (NaN). "
+            "Needs text; no judgments are read.",
+            aliases=("keyword_recall_at", "kw_recall"),
+            cut=_keyword_recall,
+            needs_text=True,
+            title="Keyword recall",
+        ),
+        MetricInfo(
+            "answer_in",
+            "AnswerIn",
+            "required",
+            "1 if the expected answer occurs in a top-k text, else 0",
+            "Case-insensitive literal match of the whole expected answer; a query without one is left out (NaN). "
+            "Needs text; no judgments are read.",
+            aliases=("answer_at", "answer_recall"),
+            cut=_answer_in,
+            needs_text=True,
+            title="Answer in top k",
         ),
         MetricInfo(
             "accuracy",

@@ -69,7 +69,7 @@ def test_judged_at_k_is_the_share_of_the_top_k_the_qrels_label(seed):
             assert values.at[qid, f"judged@{k}"] == sum((qid, d) in judged for d in docs[:k]) / k
 
 
-CUT = [m for m, info in METRICS.items() if info.cut is not None and not info.needs_corpus]
+CUT = [m for m, info in METRICS.items() if info.cut is not None and not (info.needs_corpus or info.needs_text)]
 FULL = [m for m, info in METRICS.items() if info.full is not None]
 
 

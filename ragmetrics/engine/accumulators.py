@@ -15,6 +15,7 @@ import numpy as np
 
 from ragmetrics.engine.once import Once
 from ragmetrics.engine.order import FrameRows, positions, running_sum, segment_starts
+from ragmetrics.engine.text import TextEvidence
 from ragmetrics.errors import RagMetricsError
 from ragmetrics.ids import Strings, dictionary_codes, take_strings
 
@@ -83,6 +84,8 @@ class Ranking:
     doc_rows: FrameRows | None = None
     judged_rows: np.ndarray | None = None
     """Which rows were judged, when that is not what the labels say (a ranking completed by :meth:`completed`)."""
+    evidence: TextEvidence | None = None
+    """What each ranked row's text holds, for the text metrics (:mod:`ragmetrics.engine.text`)."""
     _once: Once = field(default_factory=Once, init=False, repr=False)
     _sums: dict[Cumulative, np.ndarray] = field(default_factory=dict, init=False, repr=False)
     _sum_locks: dict[Cumulative, threading.Lock] = field(

@@ -1,0 +1,82 @@
+"""What the ranked texts hold: each ranked document's text against its query's expected keywords and answer.
+
+Read by ``keyword_recall@k`` and ``answer_in@k``. A ranked document's text is the text of every chunk of it the
+run retrieved (a chunk run's ``text`` column) or else the dataset's corpus text (title and text). Matching is
+case-insensitive (``str.casefold``) and literal; a query's first 64 keywords are counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ragmetrics.errors import RagMetricsError
+
+if TYPE_CHECKING:
+    from ragmetrics.engine.alignment import Alignment
+
+MAX_KEYWORDS = 64
+
+
+@dataclass(frozen=True)
+class TextEvidence:
+    """Per ranked row (the alignment's ranking order): ``keyword_bits`` (bit i: the query's keyword i is in the
+    text) and ``answer_found``; per query: ``n_keywords`` and ``has_answer``."""
+
+    keyword_bits: np.ndarray
+    answer_found: np.ndarray
+    n_keywords: np.ndarray
+    has_answer: np.ndarray
+
+
+def ranked_texts(alignment: Alignment) -> list[str]:
+    """The text of each ranked row of the alignment's ranking, in its order."""
+    ranking = alignment.ranking
+    rows = alignment.rows()
+    if "text" in rows.columns and rows["text"].notna().any():
+        joined = rows.assign(text=rows["text"].fillna("").astype(str)).groupby(["q", "rank"], sort=False)["text"]
+        texts = joined.agg("\n".join)
+        keys = list(zip(ranking.q.tolist(), (ranking.pos + 1).tolist()))
+        return [texts.get(key, "") for key in keys]
+    documents = alignment.dataset.documents
+    if documents is None or "text" not in documents.columns:
+        raise RagMetricsError(
+            "keyword and answer metrics read the retrieved text: give a run with a text column, or the dataset's "
+            "corpus (--corpus corpus.jsonl, a BEIR folder)"
+        )
+    corpus = documents.drop_duplicates("doc_id").set_index("doc_id")
+    title = corpus["title"].fillna("").astype(str) if "title" in corpus.columns else None
+    text = corpus["text"].fillna("").astype(str)
+    full = (title + "\n" + text) if title is not None else text
+    lookup = full.to_dict()
+    return [lookup.get(doc, "") for doc in ranking.docs().tolist()]
+
+
+def evidence(alignment: Alignment) -> TextEvidence:
+    ranking = alignment.ranking
+    queries = alignment.dataset.queries_table
+    position = {q: i for i, q in enumerate(queries.column("query_id").to_pylist())}
+    rows = [position[q] for q in ranking.query_ids.tolist()]
+    all_keywords = queries.column("expected_keywords").to_pylist()
+    all_answers = queries.column("expected_answer").to_pylist()
+    keywords = [[str(w).casefold() for w in (all_keywords[r] or []) if str(w).strip()][:MAX_KEYWORDS] for r in rows]
+    answers = [str(all_answers[r] or "").strip().casefold() for r in rows]
+    texts = ranked_texts(alignment)
+    bits = np.zeros(len(texts), dtype=np.uint64)
+    found = np.zeros(len(texts), dtype=bool)
+    for i, (q, text) in enumerate(zip(ranking.q.tolist(), texts)):
+        haystack = text.casefold()
+        value = 0
+        for j, word in enumerate(keywords[q]):
+            if word in haystack:
+                value |= 1 << j
+        bits[i] = value
+        found[i] = bool(answers[q]) and answers[q] in haystack
+    return TextEvidence(
+        keyword_bits=bits,
+        answer_found=found,
+        n_keywords=np.array([len(k) for k in keywords], dtype=np.int64),
+        has_answer=np.array([bool(a) for a in answers], dtype=bool),
+    )
