@@ -10,7 +10,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard.ui import auth
+from dashboard.ui import auth, state
 from dashboard.views import VIEWS
 from ragmetrics.memory import use_small_pages_for_this_process
 
@@ -23,6 +23,7 @@ def main() -> None:
     st.set_page_config(page_title="ragmetrics", page_icon=FAVICON, layout="wide")
     use_small_pages_for_this_process()  # the server is ragmetrics' own process (see ragmetrics.memory)
     signed_in = auth.gate()  # draws the sign-in form when sign-in is configured and still needed
+    state.set_pages([v.key for v in VIEWS], [p for v in VIEWS for p in (v.key, f"{v.key}-home")])
     sections: dict[str, list[st.Page]] = {}
     for view in VIEWS:
         if view.default:

@@ -22,7 +22,6 @@ import io
 import json
 import logging
 import os
-import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -38,9 +37,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from ragmetrics.errors import RagMetricsError
 from ragmetrics.ids import dictionary_codes, string_fingerprints
 from ragmetrics.model import Dataset, Run
+from ragmetrics.share import ID_PATTERN
 
 _LOG = logging.getLogger(__name__)
-ID_PATTERN = re.compile(r"^[0-9a-f]{16}$")
 HASH_VERSION = b"ragmetrics-content-v2"
 RUN_HASH_VERSION = b"ragmetrics-run-v3"  # v3: row hashes from the id fingerprints the alignment uses
 
@@ -203,19 +202,6 @@ def _from_parquet(blob: bytes) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]
         tables[name] = pq.read_table(io.BytesIO(blob[offset : offset + length])).to_pandas()
         offset += length
     return tables, header["meta"]
-
-
-def share_link(
-    base_url: str, *, dataset: str, runs: list[str] | tuple[str, ...] = (), page: str = "overview", **params: str
-) -> str:
-    """The dashboard URL that opens ``dataset`` with ``runs`` on ``page`` (keys as the dashboard reads them)."""
-    from urllib.parse import urlencode
-
-    query = {"ds": check_id(dataset, "dataset")}
-    if runs:
-        query["runs"] = ",".join(check_id(r, "run") for r in runs)
-    query.update({k: str(v) for k, v in params.items()})
-    return f"{base_url.rstrip('/')}/{page}?{urlencode(query, safe=',@')}"
 
 
 def view_id(state: Mapping[str, Any]) -> str:

@@ -1,7 +1,8 @@
 """The dashboard's bootstrap settings over :func:`ragmetrics.stats.bootstrap_ci`.
 
-One seed and one resample count for every interval shown, so runs and curve
-points are resampled on the same queries and the numbers match ``ragmetrics check``.
+One seed and one resample count for every interval shown, so runs and curve points are resampled on the
+same queries and the numbers match ``ragmetrics check``. A :func:`resampler` held across calls draws those
+resamples once for many intervals (every run of one dataset has the same evaluated queries).
 """
 
 from __future__ import annotations
@@ -9,10 +10,18 @@ from __future__ import annotations
 import numpy as np
 
 from ragmetrics import stats
+from ragmetrics.stats import NORMAL_ABOVE
+
+__all__ = ["CONFIDENCE", "NORMAL_ABOVE", "N_RESAMPLES", "SEED", "bootstrap_ci", "resampler"]
 
 N_RESAMPLES = 1000
 SEED = 0
 CONFIDENCE = 0.95
+
+
+def resampler(n: int) -> stats.Resampler:
+    """The resamples of ``n`` queries every interval of the dashboard uses."""
+    return stats.Resampler(n, N_RESAMPLES, SEED)
 
 
 def bootstrap_ci(
@@ -21,8 +30,9 @@ def bootstrap_ci(
     n_resamples: int = N_RESAMPLES,
     confidence: float = CONFIDENCE,
     seed: int = SEED,
+    resampler: stats.Resampler | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Mean and percentile CI of each column of ``values`` (n, m) -> three arrays of length m.
+    """Mean and percentile CI of each column of ``values`` (n, m) -> three float64 arrays of length m.
 
     A 1-d input is one column. With fewer than two rows the bounds are NaN.
     """
@@ -35,5 +45,7 @@ def bootstrap_ci(
     if n < 2:
         mean = matrix.mean(axis=0, dtype=np.float64) if n else np.full(m, np.nan)
         return mean, np.full(m, np.nan), np.full(m, np.nan)
-    low, high = stats.bootstrap_ci(matrix, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    low, high = stats.bootstrap_ci(
+        matrix, n_resamples=n_resamples, confidence=confidence, seed=seed, resampler=resampler
+    )
     return matrix.mean(axis=0, dtype=np.float64), low, high

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 
 import pandas as pd
 
-from dashboard.core.evaluation import pretty
+from dashboard.core.specs import title
 from ragmetrics.diagnosis import Finding
 
 
@@ -24,8 +24,8 @@ class ReportInput:
     summary: dict[str, int]
     k: int
     profile: str
-    overview: pd.DataFrame  # frames.overview_frame
-    summary_ci: pd.DataFrame  # frames.summary_frame (run, metric, mean, ci_low, ci_high)
+    overview: pd.DataFrame  # overview.overview_frame
+    summary_ci: pd.DataFrame  # overview.summary_frame (run, metric, mean, ci_low, ci_high)
     checks: pd.DataFrame  # targets.check_frame
     findings: Sequence[Finding]
     link: str = ""
@@ -50,7 +50,7 @@ def _display_overview(data: ReportInput) -> pd.DataFrame:
                     cell += f" [{low:.3f}, {high:.3f}]"
             cells.append(cell)
         frame[column] = cells
-    frame.columns = ["run", "queries", *[pretty(c) for c in frame.columns[2:]]]
+    frame.columns = ["run", "queries", *[title(c) for c in frame.columns[2:]]]
     return frame
 
 

@@ -5,23 +5,43 @@ threshold". Checks use :func:`ragmetrics.targets.check_targets`, so a run gets
 the same verdict here as from ``ragmetrics check``: ``pass`` when the lower
 end of the mean's 95% bootstrap interval clears the threshold, ``uncertain``
 when only the mean does, ``fail`` otherwise. The view state stores an edited
-set as ``format_targets`` text (``recall@5>0.9;mrr>0.7``); pure, no Streamlit.
+set as text (``recall@5>0.9;mrr>0.7``, :func:`ragmetrics.share.format_targets`); pure, no Streamlit.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
 from pandas.io.formats.style import Styler  # with this module, so no page pays for building its templates (0.2-0.5 s)
 
-from dashboard.core.evaluation import RunEval, pretty
+from dashboard.core.results import Alignment, run_result
+from dashboard.core.specs import title
 from ragmetrics.errors import RagMetricsError
+from ragmetrics.share import DEFAULT_PROFILE, format_targets, parse_targets
 from ragmetrics.targets import PROFILE_TITLES, PROFILES, check_targets, resolve_targets
 
-DEFAULT_PROFILE = "faq"
+__all__ = [
+    "CHECK_COLUMNS",
+    "DEFAULT_PROFILE",
+    "DESCRIPTIONS",
+    "PROFILES",
+    "check_frame",
+    "current_targets",
+    "edited_text",
+    "format_targets",
+    "label",
+    "parse_targets",
+    "profile_targets",
+    "profile_title",
+    "style_targets",
+    "targets_frame",
+    "targets_from_frame",
+    "targets_table",
+    "threshold_for",
+]
+
 DESCRIPTIONS = {
     "faq": "Short factual questions over a curated FAQ: nearly every answer must be in the top 5.",
     "tech": "API references, manuals and specifications.",
@@ -44,33 +64,7 @@ def profile_targets(key: str) -> Targets:
 
 def label(metric: str, threshold: float) -> str:
     """``Recall@5 > 0.90``."""
-    return f"{pretty(metric)} > {threshold:.2f}"
-
-
-_ITEM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_\-]*(?:@\d+)?)\s*>\s*([-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)\s*$")
-
-
-def parse_targets(text: str) -> tuple[Targets, list[str]]:
-    """Read ``"recall@5>0.9;mrr>0.7"`` (``;`` or ``,`` separated); bad items are skipped with a note."""
-    out: Targets = {}
-    notes: list[str] = []
-    for item in re.split(r"[;,]", text or ""):
-        if not item.strip():
-            continue
-        match = _ITEM.match(item)
-        if not match:
-            notes.append(f"ignored target {item.strip()[:40]!r}: expected metric>value, e.g. recall@5>0.9")
-            continue
-        try:
-            out.update(resolve_targets({match.group(1): float(match.group(2))}))
-        except RagMetricsError as err:
-            notes.append(f"ignored target {item.strip()[:40]!r}: {err}")
-    return out, notes
-
-
-def format_targets(targets: Mapping[str, float]) -> str:
-    """Inverse of :func:`parse_targets`."""
-    return ";".join(f"{m}>{t:g}" for m, t in targets.items())
+    return f"{title(metric)} > {threshold:.2f}"
 
 
 def current_targets(profile: str, edited: str | None) -> tuple[Targets, list[str]]:
@@ -115,7 +109,7 @@ def targets_from_frame(frame: pd.DataFrame) -> tuple[Targets, list[str]]:
 CHECK_COLUMNS = ["run", "metric", "target", "threshold", "value", "ci_low", "ci_high", "status", "passed"]
 
 
-def check_frame(evals: Sequence[RunEval], targets: Mapping[str, float]) -> pd.DataFrame:
+def check_frame(alignments: Sequence[Alignment], targets: Mapping[str, float]) -> pd.DataFrame:
     """Each run against each target, with :func:`ragmetrics.targets.check_targets` semantics.
 
     One row per (run, target): ``run, metric, target`` (label), ``threshold``,
@@ -123,13 +117,13 @@ def check_frame(evals: Sequence[RunEval], targets: Mapping[str, float]) -> pd.Da
     (pass / uncertain / fail) and ``passed``.
     """
     rows = []
-    for ev in evals:
+    for alignment in alignments:
         if not targets:
             break
-        for check in check_targets(ev.result_for(list(targets)), targets):
+        for check in check_targets(run_result(alignment, list(targets)), targets):
             rows.append(
                 {
-                    "run": ev.name,
+                    "run": alignment.name,
                     "metric": check.metric,
                     "target": label(check.metric, check.threshold),
                     "threshold": check.threshold,

@@ -1,139 +1,26 @@
-"""The view in the URL: a :class:`ViewState` and its query-string codec.
+"""A view against what this server has loaded: :func:`reconcile` fits a decoded :class:`ViewState` to the stored
+datasets, runs, categories and queries, with a note for each id it cannot find and how to restore it.
 
-``encode`` turns a state into short, documented keys (``PARAM_KEYS``);
-``decode`` reads any mapping of strings (or lists of strings, as AppTest and
-repeated keys give) and never raises: unknown keys are ignored, bad values
-fall back to defaults with a note saying why. ``reconcile`` then checks the
-state against what is loaded (dataset and run ids, categories, query ids).
-Ids are content hashes, so a link names the same data on any server that
-holds the same files. ``encode(decode(x))`` is a fixed point.
+The view and its codec (``encode``, ``decode``, share links) are :mod:`ragmetrics.share`, so ``ragmetrics push``
+and the dashboard build and read the same links. :func:`app_root` finds the app's root URL from the browser's
+address, for absolute share links.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from urllib.parse import urlencode
+from dataclasses import dataclass, field
 
-from dashboard.core.comparison import ALPHAS, TEST_LABELS
-from dashboard.core.evaluation import CURVE_METRICS, K_MAX, METRIC_CHOICES, metric_spec
-from dashboard.core.targets import DEFAULT_PROFILE, PROFILES, format_targets, parse_targets
-from ragmetrics.errors import RagMetricsError
-from ragmetrics.metrics import MetricSpec, parse_metric
-from ragmetrics.store import ID_PATTERN
+from ragmetrics.share import DEFAULT_PAGE, K_MAX, ViewState, is_id
 
-VERSION = "1"
-
-PAGES: tuple[str, ...] = (
-    "overview",
-    "upload",
-    "breakdown",
-    "missed",
-    "diagnosis",
-    "metrics",
-    "workspace",
-    "compare",
-    "power",
-)
-"""Page keys; each is also the page's URL path (the default page, ``overview``, is served at ``/`` too)."""
-
-PARAM_KEYS: dict[str, str] = {
-    "v": "schema version",
-    "ds": "dataset id",
-    "runs": "selected run ids, comma-separated (or repeated keys)",
-    "base": "baseline run id",
-    "m": "metric name (recall, precision, f1, hits, ndcg, mrr, map, rprec)",
-    "k": "cut-off K",
-    "prof": "targets profile (faq, tech, legal, overview)",
-    "tgt": "edited targets, e.g. recall@5>0.9;mrr>0.7 (absent = the profile's)",
-    "cat": "category filter",
-    "diff": "difficulty filter",
-    "fr": "run shown on the missed-queries page",
-    "q": "selected query id",
-    "s": "text search on the missed-queries page",
-    "t": "paired test on the Compare page (t, wilcoxon, randomization, bootstrap; absent = t)",
-    "a": "significance level alpha on the Compare page (0.01, 0.05, 0.1; absent = 0.05)",
-}
-
-_ID_RE = re.compile(r"^[A-Za-z0-9_.:\-]{1,80}$")
-_MAX_TEXT = 500
-_MAX_RUNS = 20
-
-
-@dataclass(frozen=True)
-class ViewState:
-    page: str = "overview"
-    dataset: str | None = None
-    runs: tuple[str, ...] = ()
-    baseline: str | None = None
-    metric: str = "recall"
-    k: int = 5
-    profile: str = DEFAULT_PROFILE
-    targets: str | None = None
-    category: str | None = None
-    difficulty: str | None = None
-    focus_run: str | None = None
-    query: str | None = None
-    search: str = ""
-    test: str = "t"
-    alpha: float = 0.05
-
-    def with_(self, **changes: object) -> ViewState:
-        return replace(self, **changes)  # type: ignore[arg-type]
-
-
-def encode(state: ViewState) -> dict[str, str]:
-    """Query parameters for ``state`` (the page is the URL path, not a parameter)."""
-    out: dict[str, str] = {"v": VERSION}
-    if state.dataset:
-        out["ds"] = state.dataset
-    if state.runs:
-        out["runs"] = ",".join(state.runs)
-    if state.baseline:
-        out["base"] = state.baseline
-    out["m"] = state.metric
-    out["k"] = str(state.k)
-    out["prof"] = state.profile
-    if state.targets is not None:
-        out["tgt"] = state.targets
-    for key, value in (
-        ("cat", state.category),
-        ("diff", state.difficulty),
-        ("fr", state.focus_run),
-        ("q", state.query),
-    ):
-        if value:
-            out[key] = value
-    if state.search:
-        out["s"] = state.search
-    if state.test != ViewState.test:
-        out["t"] = state.test
-    if state.alpha != ViewState.alpha:
-        out["a"] = f"{state.alpha:g}"
-    return out
-
-
-def page_path(page: str) -> str:
-    """URL path of a page (the default page is also served at ``/``), as in :func:`ragmetrics.store.share_link`."""
-    return page if page in PAGES else PAGES[0]
-
-
-def share_query(state: ViewState) -> str:
-    """``path?query`` for a share link, relative to the app's root URL."""
-    return f"{page_path(state.page)}?{urlencode(encode(state))}"
-
-
-def share_url(base_url: str, state: ViewState) -> str:
-    """The absolute share link (``base_url`` is the app's root, e.g. ``http://host:8501``)."""
-    return base_url.rstrip("/") + "/" + share_query(state)
+__all__ = ["RESTORE", "Facts", "ViewState", "app_root", "missing_note", "reconcile"]
 
 
 def app_root(page_url: str | None, page_paths: Sequence[str] = ()) -> str:
     """The app's root URL from the URL of the page in the browser (``st.context.url``); "" when unknown.
 
-    Drops any query or fragment, then the last path segment when it is one of
-    ``page_paths`` (the pages' URL paths), keeping a ``server.baseUrlPath`` prefix.
+    Drops any query or fragment, then the last path segment when it is one of ``page_paths`` (the pages' URL
+    paths), keeping a ``server.baseUrlPath`` prefix.
     """
     if not page_url or "://" not in page_url:
         return ""
@@ -146,194 +33,6 @@ def app_root(page_url: str | None, page_paths: Sequence[str] = ()) -> str:
     if parts and parts[-1] in set(page_paths):
         parts = parts[:-1]
     return f"{scheme}://{host}" + "".join(f"/{p}" for p in parts)
-
-
-def _last(value: str | Sequence[str] | None) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value
-    items = [str(v) for v in value]
-    return items[-1] if items else None
-
-
-def _all(value: str | Sequence[str] | None) -> list[str]:
-    if value is None:
-        return []
-    items = [value] if isinstance(value, str) else [str(v) for v in value]
-    return [part.strip() for item in items for part in item.split(",") if part.strip()]
-
-
-def _clean_text(value: str | None) -> str | None:
-    if value is None:
-        return None
-    text = "".join(ch for ch in value if ch.isprintable()).strip()
-    return text[:_MAX_TEXT] or None
-
-
-def decode(params: Mapping[str, str | Sequence[str]], page: str | None = None) -> tuple[ViewState, list[str]]:
-    """Read a state from query parameters; never raises.
-
-    Returns the state and notes (one per value that was ignored or adjusted).
-    """
-    notes: list[str] = []
-    values: dict[str, object] = {}
-    try:
-        params = dict(params)
-    except Exception:
-        return ViewState(), ["could not read the link's parameters; showing the default view"]
-
-    def note(msg: str) -> None:
-        notes.append(msg)
-
-    def safe(fn: Callable[[], None], key: str) -> None:
-        try:
-            fn()
-        except Exception:
-            note(f"ignored the link's {key!r} value")
-
-    if page is not None:
-        values["page"] = page if page in PAGES else PAGES[0]
-        if page not in PAGES:
-            note(f"unknown page {page!r}; showing the overview")
-
-    def version() -> None:
-        v = _last(params.get("v"))
-        if v is not None and v != VERSION:
-            note(f"link made by view-state version {v!r}; read as version {VERSION}")
-
-    def dataset() -> None:
-        ds = _last(params.get("ds"))
-        if ds is None or ds == "":
-            return
-        if _ID_RE.match(ds):
-            values["dataset"] = ds
-        else:
-            note(
-                f"ignored dataset id {ds[:40]!r}: not an id (ids are 16 hexadecimal digits, as the Workspace page "
-                "and `ragmetrics push` show them); check that the whole link was copied"
-            )
-
-    def runs() -> None:
-        ids = _all(params.get("runs"))
-        good = [r for r in dict.fromkeys(ids) if _ID_RE.match(r)]
-        if len(good) < len(dict.fromkeys(ids)):
-            note(
-                "ignored run ids that are not ids (ids are 16 hexadecimal digits); check that the whole link was copied"
-            )
-        if len(good) > _MAX_RUNS:
-            note(f"kept the first {_MAX_RUNS} runs of {len(good)}")
-            good = good[:_MAX_RUNS]
-        values["runs"] = tuple(good)
-
-    def baseline() -> None:
-        base = _last(params.get("base"))
-        if base:
-            if _ID_RE.match(base):
-                values["baseline"] = base
-            else:
-                note("ignored the baseline: not a run id")
-
-    def metric() -> None:
-        m = _last(params.get("m"))
-        if not m:
-            return
-        try:
-            spec = parse_metric(m) if "@" in m else metric_spec(m, 1)
-            spec = MetricSpec(spec.name, spec.k if "@" in m else None)
-        except RagMetricsError:
-            note(f"unknown metric {m[:40]!r}; showing recall")
-            return
-        if spec.name not in METRIC_CHOICES:
-            note(f"metric {spec.name!r} is not offered here; showing recall")
-            return
-        values["metric"] = spec.name
-        if spec.k is not None and spec.name in CURVE_METRICS:
-            values["k"] = min(spec.k, K_MAX)
-
-    def cutoff() -> None:
-        k = _last(params.get("k"))
-        if k is None or k == "":
-            return
-        try:
-            number = int(k)
-        except ValueError:
-            note(f"K must be a whole number, got {k[:20]!r}; using 5")
-            return
-        if number < 1 or number > K_MAX:
-            clamped = min(max(number, 1), K_MAX)
-            note(f"K must be between 1 and {K_MAX}, got {number}; using {clamped}")
-            number = clamped
-        values["k"] = number
-
-    def profile() -> None:
-        p = _last(params.get("prof"))
-        if p is None or p == "":
-            return
-        if p in PROFILES:
-            values["profile"] = p
-        else:
-            note(f"unknown targets profile {p[:40]!r}; using {DEFAULT_PROFILE!r}")
-
-    def targets() -> None:
-        t = _last(params.get("tgt"))
-        if t is None:
-            return
-        parsed, problems = parse_targets(t)
-        notes.extend(problems)
-        values["targets"] = format_targets(parsed)
-
-    def texts() -> None:
-        for key, name in (("cat", "category"), ("diff", "difficulty"), ("q", "query")):
-            value = _clean_text(_last(params.get(key)))
-            if value:
-                values[name] = value
-        fr = _last(params.get("fr"))
-        if fr:
-            if _ID_RE.match(fr):
-                values["focus_run"] = fr
-            else:
-                note("ignored the focused run: not a run id")
-        search = _clean_text(_last(params.get("s")))
-        if search:
-            values["search"] = search
-
-    def significance() -> None:
-        test = _last(params.get("t"))
-        if test:
-            if test in TEST_LABELS:
-                values["test"] = test
-            else:
-                note(f"unknown test {test[:40]!r}; using the paired t-test (t, wilcoxon, randomization or bootstrap)")
-        alpha = _last(params.get("a"))
-        if alpha:
-            try:
-                level = float(alpha)
-            except ValueError:
-                level = float("nan")
-            match = [a for a in ALPHAS if abs(a - level) < 1e-12]
-            if match:
-                values["alpha"] = match[0]
-            else:
-                note(f"alpha must be one of {', '.join(f'{a:g}' for a in ALPHAS)}, got {alpha[:20]!r}; using 0.05")
-
-    for fn, key in (
-        (version, "v"),
-        (dataset, "ds"),
-        (runs, "runs"),
-        (baseline, "base"),
-        (metric, "m"),
-        (cutoff, "k"),
-        (profile, "prof"),
-        (targets, "tgt"),
-        (texts, "cat"),
-        (significance, "t"),
-    ):
-        safe(fn, key)
-    try:
-        return ViewState(**values), notes  # type: ignore[arg-type]
-    except Exception:
-        return ViewState(), [*notes, "could not read the link; showing the default view"]
 
 
 @dataclass(frozen=True)
@@ -355,7 +54,7 @@ def _short(ident: str) -> str:
 
 def _malformed(ident: str) -> str:
     """A hint when an id cannot be one of ours (ids are 16 hexadecimal digits)."""
-    if ID_PATTERN.match(ident):
+    if is_id(ident):
         return ""
     return f" ({ident[:40]!r} is not even a well-formed id: ids are 16 hexadecimal digits, so check that the whole link was copied)"
 
@@ -380,9 +79,16 @@ def reconcile(
     facts_for: Callable[[str], Facts],
     *,
     default_runs: int = 5,
+    pages: Sequence[str] = (),
 ) -> tuple[ViewState, list[str]]:
-    """Fit ``state`` to what is stored; unknown ids fall back with a note naming them and how to restore them."""
+    """Fit ``state`` to what is stored; unknown ids fall back with a note naming them and how to restore them.
+
+    ``pages``: the dashboard's page keys; a page not among them shows the default page, with a note."""
     notes: list[str] = []
+    if pages and state.page not in pages:
+        fallback = DEFAULT_PAGE if DEFAULT_PAGE in pages else pages[0]
+        notes.append(f"unknown page {state.page[:40]!r}; showing the {fallback} page")
+        state = state.with_(page=fallback)
     if not datasets:  # the page explains an empty store (see ``missing_note``)
         return state.with_(dataset=None, runs=(), baseline=None, focus_run=None, query=None), notes
     dataset = state.dataset

@@ -1,7 +1,7 @@
 """The bundled sample data (``sample_runs/``), loaded through ``ragmetrics.io`` as listed in its manifest.
 
 The dashboard stores them once in a new store (see
-:meth:`dashboard.core.workspace.Workspace.seed`); ``RAGMETRICS_SAMPLES=off``
+:meth:`dashboard.data.workspace.Workspace.seed`); ``RAGMETRICS_SAMPLES=off``
 starts with an empty store instead.
 
 ``sample_runs/manifest.json`` lists datasets in the order the dashboard shows

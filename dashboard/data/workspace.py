@@ -24,19 +24,21 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
 from typing import Any
 
 import pandas as pd
-import sqlalchemy as sa
 
+from dashboard.data.entries import DatasetEntry, RunEntry, human_size, safe_url, utc, when
 from ragmetrics import store as store_mod
 from ragmetrics.errors import RagMetricsError
 from ragmetrics.model import Dataset, Run
+from ragmetrics.share import is_id
 from ragmetrics.store import Store, StoreKeyError
 
 LISTING_TTL = 1.0
 """Seconds a listing of the store is reused before it is read again."""
+
+__all__ = ["LISTING_TTL", "SAMPLES_MARKER", "DatasetEntry", "RunEntry", "Workspace", "human_size", "safe_url"]
 
 SAMPLES_MARKER = {"ragmetrics": "bundled samples seeded", "version": 1}
 """A saved view whose presence says this store already received the bundled samples (deleted samples stay deleted)."""
@@ -45,76 +47,6 @@ SAMPLES_MARKER = {"ragmetrics": "bundled samples seeded", "version": 1}
 def samples_marker_id() -> str:
     """The store id of :data:`SAMPLES_MARKER`."""
     return store_mod.view_id(SAMPLES_MARKER)
-
-
-def _utc(timestamp: float) -> datetime:
-    return datetime.fromtimestamp(float(timestamp), timezone.utc)
-
-
-class DatasetEntry:
-    """A stored dataset: id, current name and facts from the listing; ``dataset`` loads the content on first use."""
-
-    def __init__(
-        self,
-        id: str,
-        name: str,
-        dataset: Dataset | None = None,
-        source: str = "",
-        description: str = "",
-        added: datetime | None = None,
-        *,
-        n_queries: int = 0,
-        n_judgments: int = 0,
-        size_bytes: int = 0,
-        loader: Callable[[str, str], Dataset] | None = None,
-    ) -> None:
-        self.id, self.name, self.source, self.description = id, name, source, description
-        self.added = added or datetime.now(timezone.utc)
-        self.n_queries, self.n_judgments, self.size_bytes = n_queries, n_judgments, size_bytes
-        self._dataset, self._loader = dataset, loader
-
-    @property
-    def dataset(self) -> Dataset:
-        if self._loader is not None:
-            return self._loader(self.id, self.name)
-        assert self._dataset is not None
-        return self._dataset
-
-    def __repr__(self) -> str:
-        return f"DatasetEntry(id={self.id!r}, name={self.name!r}, n_queries={self.n_queries})"
-
-
-class RunEntry:
-    """A stored run under one dataset; ``run`` loads the content on first use (named with the current name)."""
-
-    def __init__(
-        self,
-        id: str,
-        name: str,
-        run: Run | None,
-        dataset_id: str,
-        source: str = "",
-        added: datetime | None = None,
-        *,
-        n_queries: int = 0,
-        n_rows: int = 0,
-        size_bytes: int = 0,
-        loader: Callable[[str, str], Run] | None = None,
-    ) -> None:
-        self.id, self.name, self.dataset_id, self.source = id, name, dataset_id, source
-        self.added = added or datetime.now(timezone.utc)
-        self.n_queries, self.n_rows, self.size_bytes = n_queries, n_rows, size_bytes
-        self._run, self._loader = run, loader
-
-    @property
-    def run(self) -> Run:
-        if self._loader is not None:
-            return self._loader(self.id, self.name)
-        assert self._run is not None
-        return self._run
-
-    def __repr__(self) -> str:
-        return f"RunEntry(id={self.id!r}, name={self.name!r}, dataset_id={self.dataset_id!r})"
 
 
 class Workspace:
@@ -165,7 +97,7 @@ class Workspace:
 
     def runs(self, dataset_ident: str | None) -> list[RunEntry]:
         """Runs stored for a dataset, in the order they were added to it."""
-        if not dataset_ident or not store_mod.ID_PATTERN.match(dataset_ident):
+        if not dataset_ident or not is_id(dataset_ident):
             return []
         with self._lock:
             if time.monotonic() - self._runs_at.get(dataset_ident, -1e9) > LISTING_TTL:
@@ -189,7 +121,7 @@ class Workspace:
     def _dataset_entry(self, row: Any) -> DatasetEntry:
         key = ("dataset", row.id)
         entry = self._entries.get(key)
-        added = _utc(row.created_at)
+        added = utc(row.created_at)
         if not (isinstance(entry, DatasetEntry) and entry.name == row.name and entry.added == added):
             entry = DatasetEntry(
                 row.id,
@@ -209,7 +141,7 @@ class Workspace:
     def _run_entry(self, dataset_ident: str, row: Any) -> RunEntry:
         key = ("run", dataset_ident, row.id)
         entry = self._entries.get(key)
-        added = _utc(row.created_at)
+        added = utc(row.created_at)
         if not (isinstance(entry, RunEntry) and entry.name == row.name and entry.added == added):
             entry = RunEntry(
                 row.id,
@@ -245,8 +177,8 @@ class Workspace:
             while len(self._objects) > self._cache_size:
                 self._objects.popitem(last=False)
 
-    # a renamed object is remembered in place of the old one: every caller then gets the same object, and the
-    # engine's caches (alignments, fingerprints), which are kept per object, are found again
+    # a renamed object is remembered in place of the old one: every caller then gets the same object (one
+    # copy in memory), whatever the name it was first loaded under
     def _load_dataset(self, ident: str, name: str) -> Dataset:
         dataset = self._cached("dataset:" + ident, lambda: self.store.get_dataset(ident))
         assert isinstance(dataset, Dataset)
@@ -310,13 +242,15 @@ class Workspace:
             self.store.put_run(renamed, dataset_ident, ident=ident, rows=rows.result(), source=source)
         finally:
             pool.shutdown(wait=wait)
-        self._remember(
-            "run:" + ident, renamed
-        )  # with its fingerprints and alignment: the first evaluation need not read it back
+        self._remember("run:" + ident, renamed)  # the object ``meanwhile`` was given: the pages need not read it back
         self.refresh()
         entry = self.run(dataset_ident, ident)
         assert entry is not None
         return entry
+
+    def stored_run(self, dataset_ident: str, run: Run) -> RunEntry | None:
+        """The stored run of this dataset with ``run``'s content (whatever its name), or None."""
+        return self.run(dataset_ident, store_mod.run_id(run))
 
     def rename_dataset(self, ident: str, name: str) -> DatasetEntry:
         """Rename a stored dataset; the name must be new among the stored datasets."""
@@ -407,7 +341,7 @@ class Workspace:
                 "judgments": d.n_judgments,
                 "runs": len(self.runs(d.id)),
                 "size": human_size(d.size_bytes),
-                "added": _when(d.added),
+                "added": when(d.added),
                 "source": d.source,
                 "description": d.description,
             }
@@ -425,7 +359,7 @@ class Workspace:
                 "queries": r.n_queries,
                 "rows": r.n_rows,
                 "size": human_size(r.size_bytes),
-                "added": _when(r.added),
+                "added": when(r.added),
                 "source": r.source,
             }
             for r in self.runs(dataset_ident)
@@ -439,27 +373,6 @@ class Workspace:
             return f"SQLite file {path}"
         kind = {"postgresql": "PostgreSQL"}.get(self.store.kind, self.store.kind)
         return f"{kind} at {safe_url(self.store.url)}"
-
-
-def safe_url(url: str) -> str:
-    """A store URL fit to show: the password hidden."""
-    try:
-        return sa.engine.make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return url.split("@")[-1]
-
-
-def human_size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"
-
-
-def _when(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _unique(name: str, taken: set[str]) -> str:

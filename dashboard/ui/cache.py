@@ -1,28 +1,32 @@
-"""Caching: the store, the workspace over it, evaluations keyed on content ids, and frames derived from them.
+"""Caching: the store, the workspace over it, the alignments, and the frames derived from them.
 
-``get_workspace()`` is the one door to stored data: one
-:class:`ragmetrics.store.Store` per process and store URL (see
-:func:`store_url`), seeded once with the bundled samples. A run is evaluated
-once per (dataset content, run content, run name) to depth ``K_MAX``; K,
-metric and filters only slice the cached arrays, and the frames that need a
+``get_workspace()`` is the one door to stored data: one :class:`ragmetrics.store.Store` per process and store
+URL (see :func:`store_url`), seeded once with the bundled samples. A run is aligned once per (dataset content,
+run content, run name) and the :class:`ragmetrics.Alignment` is held (:class:`dashboard.data.alignments.Alignments`):
+K, metric and filters read values, curves and rows from it, computed on it once. The frames that need a
 bootstrap are cached on (ids, names, K, ...).
 """
 
 from __future__ import annotations
 
-import logging
-import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
-from dashboard.core import frames, samples, targets
-from dashboard.core.evaluation import K_MAX, RunEval, evaluate_run
-from dashboard.core.workspace import DatasetEntry, RunEntry, Workspace
+from dashboard.core import breakdown, compare, diagnosis, fusion, missed, overview, power, targets, validation
+from dashboard.core.diagnosis import Finding
+from dashboard.core.specs import K_MAX
+from dashboard.data import samples
+from dashboard.data.alignments import Alignments
+from dashboard.data.prefetch import CurvePrefetcher
+from dashboard.data.workspace import DatasetEntry, RunEntry, Workspace
 from dashboard.ui import settings
-from ragmetrics.diagnosis import Finding
+from ragmetrics import Alignment, align
+from ragmetrics.compare import Comparison
+from ragmetrics.model import Run
 from ragmetrics.store import Store
 
 
@@ -66,227 +70,229 @@ def get_workspace() -> Workspace:
     return _workspace(store_url())
 
 
-@st.cache_resource(show_spinner=False, max_entries=64)
-def _evaluate(dataset_id: str, run_id: str, name: str, _dataset_entry: DatasetEntry, _run_entry: RunEntry) -> RunEval:
-    return evaluate_run(_dataset_entry.dataset, _run_entry.run, run_id=run_id)
+# --- alignments ----------------------------------------------------------------------------
 
 
-def run_evals(dataset: DatasetEntry, runs: Sequence[RunEntry]) -> list[RunEval]:
-    """Evaluations of ``runs`` on ``dataset``, computed once per content pair (and run name, so a rename shows)."""
-    out = []
-    for run in runs:
-        out.append(_evaluate(dataset.id, run.id, run.name, dataset, run))
-    return out
+@st.cache_resource(show_spinner=False)
+def _alignments() -> Alignments:
+    return Alignments(max_entries=64)
 
 
-_prefetching: set[tuple[int, str]] = set()  # (id of the evaluation, metric) being computed by a prefetch thread
-_prefetch_lock = threading.Lock()
-_LOG = logging.getLogger(__name__)
+@st.cache_resource(show_spinner=False)
+def _prefetcher() -> CurvePrefetcher:
+    return CurvePrefetcher()
 
 
-def prefetch_curves(evals: Sequence[RunEval]) -> None:
-    """Compute the overview's curves of ``evals`` on a background thread (the upload page calls this after its
-    validation report: the overview, usually the next page, then finds them computed or being computed, and
-    waits only for those). A curve already being prefetched is not started again; one that fails is logged and
-    left for the page that needs it, which shows the error."""
-    with _prefetch_lock:
-        todo = [
-            (ev, metric)
-            for ev in evals
-            for metric in frames.CURVE_PANEL_METRICS
-            if metric not in ev.curves and (id(ev), metric) not in _prefetching
-        ]
-        _prefetching.update((id(ev), metric) for ev, metric in todo)
-    if todo:
-        threading.Thread(target=_prefetch, args=(todo,), name="ragmetrics-prefetch", daemon=True).start()
+@dataclass(frozen=True, eq=False)
+class Selection:
+    """The runs a page shows on one dataset: their ids and alignments, in the sidebar's order. ``key`` (ids and
+    names) is what the frames below are cached on."""
+
+    dataset_id: str
+    run_ids: tuple[str, ...]
+    alignments: tuple[Alignment, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.alignments)
+
+    @property
+    def key(self) -> tuple[tuple[str, str], ...]:
+        return tuple(zip(self.run_ids, self.names))
+
+    @property
+    def by_id(self) -> dict[str, Alignment]:
+        return dict(zip(self.run_ids, self.alignments))
+
+    def only(self, run_id: str) -> Selection:
+        """The selection of one of these runs."""
+        i = self.run_ids.index(run_id)
+        return Selection(self.dataset_id, (run_id,), (self.alignments[i],))
+
+    def __len__(self) -> int:
+        return len(self.alignments)
 
 
-def _prefetch(todo: list[tuple[RunEval, str]]) -> None:
-    for ev, metric in todo:
-        try:
-            ev.kept_curve(metric, K_MAX)
-        except Exception:
-            _LOG.warning("prefetching %s curves of %s failed", metric, ev.name, exc_info=True)
-        finally:
-            with _prefetch_lock:
-                _prefetching.discard((id(ev), metric))
+def select(dataset: DatasetEntry, runs: Sequence[RunEntry]) -> Selection:
+    """The alignments of ``runs`` on ``dataset``, made once per content pair (and run name, so a rename shows)."""
+    held = _alignments()
+    return Selection(dataset.id, tuple(r.id for r in runs), tuple(held.get(dataset, r) for r in runs))
 
 
-def _key(evals: Sequence[RunEval]) -> tuple[tuple[str, str], ...]:
-    return tuple((ev.run_id, ev.name) for ev in evals)
+def add_run(workspace: Workspace, dataset: DatasetEntry, run: Run, *, source: str = "") -> RunEntry:
+    """Store ``run`` under ``dataset``; it is aligned while its rows are written, and the alignment kept."""
+    return _alignments().add_run(workspace, dataset, run, source=source)
+
+
+def prefetch_curves(alignments: Sequence[Alignment]) -> None:
+    """Compute the overview's curves of ``alignments`` on a background thread (the upload page calls this after
+    its validation report, so the overview, usually the next page, finds them computed or being computed)."""
+    _prefetcher().start(alignments, overview.CURVE_PANEL_METRICS, K_MAX)
+
+
+# --- frames ------------------------------------------------------------------------------
+
+RunKey = tuple[tuple[str, str], ...]
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _curves(dataset_id: str, key: tuple[tuple[str, str], ...], k_max: int, _evals: Sequence[RunEval]) -> pd.DataFrame:
-    return frames.curve_frame(_evals, k_max=k_max)
+def _curves(dataset_id: str, key: RunKey, k_max: int, _alignments: Sequence[Alignment]) -> pd.DataFrame:
+    return overview.curve_frame(_alignments, k_max=k_max)
 
 
-def curve_frame(dataset_id: str, evals: Sequence[RunEval], k_max: int) -> pd.DataFrame:
-    return _curves(dataset_id, _key(evals), k_max, evals)
+def curve_frame(selection: Selection, k_max: int) -> pd.DataFrame:
+    """:func:`dashboard.core.overview.curve_frame`, cached per run set and depth."""
+    return _curves(selection.dataset_id, selection.key, k_max, selection.alignments)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _summary(
-    dataset_id: str, key: tuple[tuple[str, str], ...], specs: tuple[str, ...], _evals: Sequence[RunEval]
-) -> pd.DataFrame:
-    return frames.summary_frame(_evals, list(specs))
+def _summary(dataset_id: str, key: RunKey, specs: tuple[str, ...], _alignments: Sequence[Alignment]) -> pd.DataFrame:
+    return overview.summary_frame(_alignments, list(specs))
 
 
-def summary_frame(dataset_id: str, evals: Sequence[RunEval], specs: Sequence[str]) -> pd.DataFrame:
-    return _summary(dataset_id, _key(evals), tuple(specs), evals)
-
-
-@st.cache_data(show_spinner=False, max_entries=128)
-def _breakdown(
-    dataset_id: str, key: tuple[tuple[str, str], ...], spec: str, by: str, _evals: Sequence[RunEval]
-) -> pd.DataFrame:
-    return frames.breakdown_frame(_evals, spec, by)
-
-
-def breakdown_frame(dataset_id: str, evals: Sequence[RunEval], spec: str, by: str) -> pd.DataFrame:
-    return _breakdown(dataset_id, _key(evals), spec, by, evals)
+def summary_frame(selection: Selection, specs: Sequence[str]) -> pd.DataFrame:
+    """:func:`dashboard.core.overview.summary_frame`, cached per run set and metrics."""
+    return _summary(selection.dataset_id, selection.key, tuple(specs), selection.alignments)
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
-def _missed(dataset_id: str, run_id: str, name: str, k: int, _ev: RunEval) -> pd.DataFrame:
-    return frames.missed_frame(_ev, k)
+def _breakdown(dataset_id: str, key: RunKey, spec: str, by: str, _alignments: Sequence[Alignment]) -> pd.DataFrame:
+    return breakdown.breakdown_frame(_alignments, spec, by)
 
 
-def missed_frame(dataset_id: str, ev: RunEval, k: int) -> pd.DataFrame:
-    return _missed(dataset_id, ev.run_id, ev.name, k, ev)
+def breakdown_frame(selection: Selection, spec: str, by: str) -> pd.DataFrame:
+    """:func:`dashboard.core.breakdown.breakdown_frame`, cached per run set, metric and facet."""
+    return _breakdown(selection.dataset_id, selection.key, spec, by, selection.alignments)
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
-def _query_table(dataset_id: str, run_id: str, name: str, k: int, spec: str, _ev: RunEval) -> pd.DataFrame:
-    return frames.query_table(_ev, k, spec)
+def _missed(dataset_id: str, key: RunKey, k: int, _alignment: Alignment) -> pd.DataFrame:
+    return missed.missed_frame(_alignment, k)
 
 
-def query_table(dataset_id: str, ev: RunEval, k: int, spec: str) -> pd.DataFrame:
-    return _query_table(dataset_id, ev.run_id, ev.name, k, spec, ev)
+def missed_frame(selection: Selection, run_id: str, k: int) -> pd.DataFrame:
+    """:func:`dashboard.core.missed.missed_frame` of one run of the selection, cached per run and K."""
+    one = selection.only(run_id)
+    return _missed(one.dataset_id, one.key, k, one.alignments[0])
 
 
-def findings(dataset_id: str, ev: RunEval, k: int, spec: str, label: str, low_mrr: float) -> list[Finding]:
-    """:func:`dashboard.core.frames.run_findings` over the cached query table."""
-    return frames.run_findings(ev, k, spec, label, low_mrr, table=query_table(dataset_id, ev, k, spec))
+@st.cache_data(show_spinner=False, max_entries=128)
+def _query_table(dataset_id: str, key: RunKey, k: int, spec: str, _alignment: Alignment) -> pd.DataFrame:
+    return missed.query_table(_alignment, k, spec)
+
+
+def query_table(selection: Selection, run_id: str, k: int, spec: str) -> pd.DataFrame:
+    """:func:`dashboard.core.missed.query_table` of one run, cached per run, K and metric."""
+    one = selection.only(run_id)
+    return _query_table(one.dataset_id, one.key, k, spec, one.alignments[0])
+
+
+def findings(selection: Selection, run_id: str, k: int, spec: str, label: str, low_mrr: float) -> list[Finding]:
+    """:func:`dashboard.core.diagnosis.run_findings` over the cached query table."""
+    table = query_table(selection, run_id, k, spec)
+    return diagnosis.run_findings(selection.by_id[run_id], k, spec, label, low_mrr, table=table)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def _validation(
-    dataset_id: str, key: tuple[tuple[str, str], ...], _dataset: DatasetEntry, _evals: Sequence[RunEval]
-) -> pd.DataFrame:
-    return frames.validation_frame(_dataset.dataset, _evals)
+def _validation(dataset_id: str, key: RunKey, _dataset: DatasetEntry, _alignments: Sequence[Alignment]) -> pd.DataFrame:
+    return validation.validation_frame(_dataset.dataset, _alignments)
 
 
-def validation_frame(dataset: DatasetEntry, evals: Sequence[RunEval]) -> pd.DataFrame:
-    return _validation(dataset.id, _key(evals), dataset, evals)
+def validation_frame(dataset: DatasetEntry, selection: Selection) -> pd.DataFrame:
+    """:func:`dashboard.core.validation.validation_frame`, cached per dataset and run set."""
+    return _validation(dataset.id, selection.key, dataset, selection.alignments)
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
-def _target_checks(
-    dataset_id: str, key: tuple[tuple[str, str], ...], targets_text: str, _evals: Sequence[RunEval]
-) -> pd.DataFrame:
+def _target_checks(dataset_id: str, key: RunKey, targets_text: str, _alignments: Sequence[Alignment]) -> pd.DataFrame:
     parsed, _ = targets.parse_targets(targets_text)
-    return targets.check_frame(_evals, parsed)
+    return targets.check_frame(_alignments, parsed)
 
 
-def target_checks(dataset_id: str, evals: Sequence[RunEval], targets_text: str) -> pd.DataFrame:
+def target_checks(selection: Selection, targets_text: str) -> pd.DataFrame:
     """:func:`dashboard.core.targets.check_frame`, cached per run set and target text."""
-    return _target_checks(dataset_id, _key(evals), targets_text, evals)
+    return _target_checks(selection.dataset_id, selection.key, targets_text, selection.alignments)
 
 
-# --- comparison, dataset power and fusion (dashboard.core.comparison) ----------------------
-
-from dashboard.core import comparison as _comparison  # noqa: E402
-from ragmetrics.compare import Comparison  # noqa: E402
-from ragmetrics.model import Run  # noqa: E402
+# --- comparison, dataset power and fusion --------------------------------------------------
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _compare(
     dataset_id: str,
-    key: tuple[tuple[str, str], ...],
+    key: RunKey,
     baseline: str,
     specs: tuple[str, ...],
     test: str,
     alpha: float,
-    _evals: Sequence[RunEval],
+    _alignments: Sequence[Alignment],
 ) -> Comparison:
-    return _comparison.run_comparison(_evals, baseline, list(specs), test=test, alpha=alpha)
+    return compare.run_comparison(_alignments, baseline, list(specs), test=test, alpha=alpha)
 
 
-def comparison(
-    dataset_id: str, evals: Sequence[RunEval], baseline: str, specs: Sequence[str], test: str, alpha: float
-) -> Comparison:
-    """:func:`dashboard.core.comparison.run_comparison`, cached per run set, baseline (a run name), metrics, test and alpha."""
-    return _compare(dataset_id, _key(evals), baseline, tuple(specs), test, float(alpha), evals)
+def comparison(selection: Selection, baseline: str, specs: Sequence[str], test: str, alpha: float) -> Comparison:
+    """:func:`dashboard.core.compare.run_comparison`, cached per run set, baseline (a run name), metrics, test and alpha."""
+    return _compare(
+        selection.dataset_id, selection.key, baseline, tuple(specs), test, float(alpha), selection.alignments
+    )
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _power_pairs(
-    dataset_id: str,
-    key: tuple[tuple[str, str], ...],
-    specs: tuple[str, ...],
-    test: str,
-    alpha: float,
-    _evals: Sequence[RunEval],
+    dataset_id: str, key: RunKey, specs: tuple[str, ...], test: str, alpha: float, _alignments: Sequence[Alignment]
 ) -> pd.DataFrame:
-    return _comparison.power_pairs(_comparison.eval_result(_evals, list(specs)), list(specs), test=test, alpha=alpha)
+    return power.power_pairs(_alignments, list(specs), test=test, alpha=alpha)
 
 
-def power_pairs(
-    dataset_id: str, evals: Sequence[RunEval], specs: Sequence[str], test: str, alpha: float
-) -> pd.DataFrame:
-    """Every run pair's p-value and SD of differences per metric (:func:`dashboard.core.comparison.power_pairs`), cached."""
-    return _power_pairs(dataset_id, _key(evals), tuple(specs), test, float(alpha), evals)
+def power_pairs(selection: Selection, specs: Sequence[str], test: str, alpha: float) -> pd.DataFrame:
+    """Every run pair's p-value and SD of differences per metric (:func:`dashboard.core.power.power_pairs`), cached."""
+    return _power_pairs(selection.dataset_id, selection.key, tuple(specs), test, float(alpha), selection.alignments)
+
+
+FusionKey = tuple[tuple[str, ...], str, int, str, tuple[float, ...], str]
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def _fused(
-    dataset_id: str,
-    run_ids: tuple[str, ...],
-    method: str,
-    k: int,
-    norm: str,
-    weights: tuple[float, ...],
-    name: str,
-    _runs: Sequence[Run],
-) -> Run:
-    return _comparison.fuse_runs(_runs, method=method, k=k, norm=norm, weights=list(weights), name=name or None)
+def _fused(dataset_id: str, settings_key: FusionKey, _runs: Sequence[Run]) -> Run:
+    _, method, k, norm, weights, name = settings_key
+    return fusion.fuse_runs(_runs, method=method, k=k, norm=norm, weights=list(weights), name=name or None)
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _fused_alignment(dataset_id: str, settings_key: FusionKey, _dataset: DatasetEntry, _run: Run) -> Alignment:
+    return align(_dataset.dataset, _run)
 
 
 def fused_run(
-    dataset_id: str, runs: Sequence[RunEntry], *, method: str, k: int, norm: str, weights: Sequence[float], name: str
-) -> Run:
-    """:func:`dashboard.core.comparison.fuse_runs` of workspace runs, cached per inputs and settings."""
-    return _fused(
-        dataset_id,
-        tuple(r.id for r in runs),
-        method,
-        int(k),
-        norm,
-        tuple(float(w) for w in weights),
-        name,
-        [r.run for r in runs],
-    )
+    dataset: DatasetEntry,
+    runs: Sequence[RunEntry],
+    *,
+    method: str,
+    k: int,
+    norm: str,
+    weights: Sequence[float],
+    name: str,
+) -> tuple[Run, Alignment]:
+    """:func:`dashboard.core.fusion.fuse_runs` of workspace runs and its alignment, cached per inputs and settings."""
+    settings_key: FusionKey = (tuple(r.id for r in runs), method, int(k), norm, tuple(float(w) for w in weights), name)
+    run = _fused(dataset.id, settings_key, [r.run for r in runs])
+    return run, _fused_alignment(dataset.id, settings_key, dataset, run)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def _fusion_preview(
     dataset_id: str,
-    run_ids: tuple[str, ...],
+    key: RunKey,
     fused_key: tuple[object, ...],
     specs: tuple[str, ...],
-    _dataset: DatasetEntry,
-    _inputs: Sequence[Run],
-    _fused: Run,
+    _inputs: Sequence[Alignment],
+    _fused: Alignment,
 ) -> pd.DataFrame:
-    return _comparison.fusion_preview(_dataset.dataset, _inputs, _fused, list(specs))
+    return fusion.fusion_preview(_inputs, _fused, list(specs))
 
 
 def fusion_preview(
-    dataset: DatasetEntry, runs: Sequence[RunEntry], fused: Run, fused_key: tuple[object, ...], specs: Sequence[str]
+    inputs: Selection, fused: Alignment, fused_key: tuple[object, ...], specs: Sequence[str]
 ) -> pd.DataFrame:
     """Means of ``specs`` for the inputs and the fused run; ``fused_key`` names the fusion settings."""
-    return _fusion_preview(
-        dataset.id, tuple(r.id for r in runs), fused_key, tuple(specs), dataset, [r.run for r in runs], fused
-    )
+    return _fusion_preview(inputs.dataset_id, inputs.key, fused_key, tuple(specs), inputs.alignments, fused)

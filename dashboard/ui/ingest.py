@@ -26,14 +26,13 @@ import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 from streamlit.runtime.uploaded_file_manager import UploadedFile, UploadedFileRec
 
-from dashboard.core.evaluation import evaluate_run
 from dashboard.core.text import md_escape
-from dashboard.core.view_state import ViewState
-from dashboard.core.workspace import Workspace
+from dashboard.data.workspace import Workspace
 from dashboard.ui import cache, state
 from ragmetrics.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.io import FORMATS, load_dataset, load_run
 from ragmetrics.limits import ENV_VARS, Limits, human_bytes
+from ragmetrics.share import ViewState
 
 # uploads from the browser get tighter defaults than the CLI; a RAGMETRICS_MAX_* variable still wins
 _UPLOAD_DEFAULTS = {"max_bytes": 1 << 30, "max_rows": 20_000_000, "max_queries": 1_000_000}
@@ -55,8 +54,15 @@ def _deepcopy_sharing_bytes(self: UploadedFile, memo: dict[int, Any]) -> Uploade
 
 UploadedFile.__deepcopy__ = _deepcopy_sharing_bytes  # type: ignore[attr-defined]
 
-DATASET_TYPES = ["json", "jsonl", "ndjson", "tsv", "txt", "csv", "qrels", "trec", "parquet", "pq", "zip", "gz"]
-RUN_TYPES = ["trec", "run", "res", "txt", "tsv", "csv", "json", "jsonl", "ndjson", "parquet", "pq", "gz"]
+
+def upload_types(kind: str) -> list[str]:
+    """What the uploader of ``kind`` (``dataset`` or ``run``) accepts: every extension the formats table
+    (:data:`ragmetrics.io.FORMATS`) gives that kind, and ``gz`` (any of them gzipped; the readers detect it)."""
+    return sorted({ext.lstrip(".") for f in FORMATS if f.kind == kind for ext in f.extensions} | {"gz"})
+
+
+DATASET_TYPES = upload_types("dataset")
+RUN_TYPES = upload_types("run")
 
 
 @dataclass
@@ -134,7 +140,7 @@ def ingest_dataset(files: Sequence[Any], workspace: Workspace) -> Outcome | None
             outcome = Outcome(
                 names,
                 True,
-                f"dataset “{entry.name}”: {len(dataset.queries):,} queries, {len(dataset.qrels):,} judgments",
+                f"dataset “{entry.name}”: {len(dataset):,} queries, {dataset.qrels_table.num_rows:,} judgments",
                 entry.id,
                 [str(w.message) for w in caught],
                 time.perf_counter() - start,
@@ -163,18 +169,16 @@ def ingest_runs(files: Sequence[Any], dataset_id: str, workspace: Workspace) -> 
                 warnings.simplefilter("always", RagMetricsWarning)
                 run = load_run(f.getvalue(), filename=f.name, limits=UPLOAD_LIMITS)
                 dataset = workspace.dataset(dataset_id)
-                # the validation report's evaluation is aligned while the rows are stored (evaluate_run's own call:
-                # the engine remembers the alignment per run object, which the workspace hands out again)
-                entry = workspace.add_run(
-                    dataset_id,
-                    run,
-                    source=f.name,
-                    meanwhile=None if dataset is None else (lambda stored: evaluate_run(dataset.dataset, stored)),  # noqa: B023 - called in this iteration
+                # the validation report's alignment is made while the rows are stored, and kept for the pages
+                entry = (
+                    workspace.add_run(dataset_id, run, source=f.name)  # raises: the dataset is gone
+                    if dataset is None
+                    else cache.add_run(workspace, dataset, run, source=f.name)
                 )
             outcome = Outcome(
                 f.name,
                 True,
-                f"run “{entry.name}”: {len(run.frame):,} rows",
+                f"run “{entry.name}”: {len(run):,} rows",
                 entry.id,
                 [str(w.message) for w in caught],
                 time.perf_counter() - start,

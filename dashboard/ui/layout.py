@@ -9,44 +9,53 @@ from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
+import pyarrow.compute as pc
 import streamlit as st
 
-from dashboard.core import frames
-from dashboard.core.evaluation import K_MAX, RunEval
+from dashboard.core.queries import dataset_summary, group_values
+from dashboard.core.specs import K_MAX
 from dashboard.core.text import md_escape
-from dashboard.core.view_state import Facts, ViewState, app_root, missing_note, reconcile, share_query, share_url
-from dashboard.core.workspace import DatasetEntry, RunEntry, Workspace, safe_url
+from dashboard.core.view_state import Facts, ViewState, app_root, missing_note, reconcile
+from dashboard.data.workspace import DatasetEntry, RunEntry, Workspace, safe_url
 from dashboard.ui import cache, state, widgets
+from ragmetrics import Alignment
 from ragmetrics.export import to_safe_csv
+from ragmetrics.share import share_query, share_url
 from ragmetrics.store import StoreKeyError
 
 
 @dataclass
 class Page:
+    """What a page works on: the view, the workspace, the dataset, the selected runs and their alignments."""
+
     state: ViewState
     workspace: Workspace
     dataset: DatasetEntry | None
     runs: list[RunEntry]
-    evals: list[RunEval]
+    selection: cache.Selection
     fresh: bool
 
     @property
+    def alignments(self) -> list[Alignment]:
+        return list(self.selection.alignments)
+
+    @property
     def run_names(self) -> list[str]:
-        return [ev.name for ev in self.evals]
+        return list(self.selection.names)
 
 
 def _facts(workspace: Workspace, dataset_id: str) -> Facts:
     entry = workspace.dataset(dataset_id)
     assert entry is not None
-    query_ids = entry.dataset.queries["query_id"]
+    query_ids = entry.dataset.queries_table.column("query_id")
     runs = workspace.runs(dataset_id)
     return Facts(
         runs=[r.id for r in runs],
         run_names={r.id: r.name for r in runs},
         name=entry.name,
-        categories=frames.group_values(entry.dataset, "category"),
-        difficulties=frames.group_values(entry.dataset, "difficulty"),
-        has_query=lambda q: bool((query_ids == q).any()),  # asked for one query: no set of 100,000 ids per rerun
+        categories=group_values(entry.dataset, "category"),
+        difficulties=group_values(entry.dataset, "difficulty"),
+        has_query=lambda q: bool(pc.any(pc.equal(query_ids, q)).as_py()),  # one query: no set of 100,000 ids per rerun
         k_max=K_MAX,
     )
 
@@ -72,13 +81,14 @@ def open_workspace(title: str) -> Workspace:
 
 
 def page_setup(page: str, title: str, *, needs_runs: bool = True) -> Page:
-    """Read the view, render the title and the sidebar, evaluate the selected runs (cached)."""
+    """Read the view, render the title and the sidebar, align the selected runs (cached)."""
     start = state.read_view_state(page)
     workspace = open_workspace(title)
     if start.fresh:
         workspace.refresh()  # a link just opened or another page: see what other processes stored meanwhile
     dataset_ids = [d.id for d in workspace.datasets()]
-    view, notes = reconcile(start.state, dataset_ids, lambda d: _facts(workspace, d))
+    pages, _ = state.pages()
+    view, notes = reconcile(start.state, dataset_ids, lambda d: _facts(workspace, d), pages=pages)
     notes = [*start.notes, *notes]
     if not dataset_ids and start.state.dataset:
         notes.append(missing_note(start.state.dataset))
@@ -110,7 +120,7 @@ def page_setup(page: str, title: str, *, needs_runs: bool = True) -> Page:
         st.info(md_escape(note), icon=":material/info:")
     dataset = workspace.dataset(view.dataset)
     runs = [r for r in (workspace.run(view.dataset or "", i) for i in view.runs) if r is not None]
-    evals: list[RunEval] = []
+    selection = cache.Selection(dataset.id if dataset else "", (), ())
     if dataset is None:
         empty_state()
     else:
@@ -121,19 +131,19 @@ def page_setup(page: str, title: str, *, needs_runs: bool = True) -> Page:
             )
         elif runs:
             try:
-                with st.spinner("Evaluating runs…"):
-                    evals = cache.run_evals(dataset, runs)
+                with st.spinner("Aligning runs…"):
+                    selection = cache.select(dataset, runs)
             except StoreKeyError as err:  # deleted by someone else between the listing and the load
                 workspace.refresh()
                 st.warning(
                     md_escape(f"{err}. Reload the page to see what the store holds now."),
                     icon=":material/sync_problem:",
                 )
-    return Page(view, workspace, dataset, runs, evals, fresh)
+    return Page(view, workspace, dataset, runs, selection, fresh)
 
 
 def _caption(dataset: DatasetEntry, runs: list[RunEntry], view: ViewState) -> None:
-    summary = frames.dataset_summary(dataset.dataset)
+    summary = dataset_summary(dataset.dataset)
     st.caption(
         f"Dataset **{md_escape(dataset.name)}**: {summary['queries']:,} queries "
         f"({summary['judged_queries']:,} judged, {summary['relevant']:,} relevant judgments) · "
@@ -149,20 +159,20 @@ def empty_state() -> None:
     )
 
 
-def _page_paths() -> list[str]:
-    from dashboard.views import VIEWS
+def _page_paths(page: str) -> list[str]:
+    """The pages' URL paths as the router named them (this page's own when it runs alone)."""
+    _, paths = state.pages()
+    return list(paths) or [page, f"{page}-home"]
 
-    return [p for v in VIEWS for p in (v.key, f"{v.key}-home")]
 
-
-def app_base_url() -> str:
+def app_base_url(page: str = "") -> str:
     """The app's root URL for share links: ``RAGMETRICS_BASE_URL`` if set, else the browser's address
     (``st.context.url``), else the request's ``Host`` header; "" when none is known (AppTest)."""
     configured = os.environ.get("RAGMETRICS_BASE_URL", "").strip()
     if configured:
         return configured.rstrip("/")
     try:
-        root = app_root(st.context.url, _page_paths())
+        root = app_root(st.context.url, _page_paths(page))
         if root:
             return root
         headers = st.context.headers
@@ -178,8 +188,13 @@ def app_base_url() -> str:
 
 def share_link(view: ViewState) -> str:
     """The link that reopens ``view``: absolute when the app's address is known, else ``/page?query``."""
-    base = app_base_url()
+    base = app_base_url(view.page)
     return share_url(base, view) if base else "/" + share_query(view)
+
+
+def share_path(view: ViewState) -> str:
+    """``page?query`` of ``view``, relative to the app's root (what the reports print)."""
+    return share_query(view)
 
 
 def share_box(view: ViewState) -> None:

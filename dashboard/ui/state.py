@@ -1,6 +1,6 @@
 """The only module that touches ``st.query_params`` and ``st.session_state``.
 
-The view lives in the URL (``core.view_state``). Switching pages clears the
+The view lives in the URL (:mod:`ragmetrics.share` is its codec). Switching pages clears the
 URL, so the last :class:`ViewState` is also kept in session state and is used
 when the URL carries none. Widgets get their starting value from the view
 (:func:`seed`); on a fresh view (a link just opened, or another page just
@@ -9,13 +9,13 @@ left) the view overwrites whatever the widget held before.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
 
-from dashboard.core.view_state import ViewState, decode, encode
+from ragmetrics.share import ViewState, decode, encode
 
 _VIEW = "ragmetrics.view"
 _PAGE = "ragmetrics.page"
@@ -24,6 +24,19 @@ _UPLOADS = "ragmetrics.uploads"
 _MARKS = "ragmetrics.marks"
 _SEEN = "ragmetrics.seen_urls"
 _SEEN_MAX = 50
+_PAGES = "ragmetrics.pages"
+
+
+def set_pages(keys: Sequence[str], paths: Sequence[str]) -> None:
+    """The router names the app's pages (their keys and URL paths) for this run; the table is
+    ``dashboard.views.VIEWS``, which this layer does not import."""
+    st.session_state[_PAGES] = (tuple(keys), tuple(paths))
+
+
+def pages() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The page keys and URL paths the router named ((), () when a page runs without the router, as in tests)."""
+    value = st.session_state.get(_PAGES)
+    return value if isinstance(value, tuple) and len(value) == 2 else ((), ())
 
 
 @dataclass
@@ -67,7 +80,8 @@ def read_view_state(page: str) -> PageStart:
     forced = bool(st.session_state.pop(_FORCE, False))
     seen = st.session_state.get(_SEEN, [])
     if last is None or (flat and _fingerprint(flat) not in seen):
-        state, notes = decode(params, page)
+        keys, _ = pages()
+        state, notes = decode(params, page, pages=keys or None)
         _remember_url(flat)
         return PageStart(state, notes, fresh=True)
     return PageStart(last.with_(page=page), [], fresh=forced or last_page != page)

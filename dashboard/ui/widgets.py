@@ -11,13 +11,29 @@ from collections.abc import Mapping, Sequence
 
 import streamlit as st
 
-from dashboard.core.evaluation import CURVE_METRICS, K_MAX, METRIC_CHOICES, metric_title
+from dashboard.core.compare import ALPHAS, DEFAULT_ALPHA, DEFAULT_TEST, TESTS, test_title
+from dashboard.core.specs import K_MAX, METRIC_CHOICES, metric_title, takes_k
 from dashboard.core.targets import DEFAULT_PROFILE, PROFILES, profile_title
 from dashboard.ui import state
 
-ALL = "All"
+__all__ = [
+    "ALL",
+    "alpha_picker",
+    "baseline_picker",
+    "dataset_picker",
+    "group_picker",
+    "k_picker",
+    "metric_picker",
+    "profile_picker",
+    "query_picker",
+    "run_focus_picker",
+    "run_picker",
+    "search_box",
+    "significance_test_picker",
+    "takes_k",
+]
 
-METRIC_LABELS: dict[str, str] = {m: metric_title(m) for m in METRIC_CHOICES}
+ALL = "All"
 
 
 def dataset_picker(options: Mapping[str, str], value: str | None, *, force: bool) -> str | None:
@@ -49,11 +65,11 @@ def run_picker(options: Mapping[str, str], value: Sequence[str], *, force: bool)
 
 def metric_picker(value: str, *, force: bool) -> str:
     key = "sidebar.metric"
-    state.seed(key, value if value in METRIC_CHOICES else "recall", force=force)
+    state.seed(key, value if value in METRIC_CHOICES else METRIC_CHOICES[0], force=force)
     return st.selectbox(
         "Metric",
         list(METRIC_CHOICES),
-        format_func=lambda m: METRIC_LABELS.get(m, m),
+        format_func=metric_title,
         key=key,
         help="Used by the breakdown, the missed-queries page and the category rule of the diagnosis.",
     )
@@ -65,10 +81,6 @@ def k_picker(value: int, *, force: bool, k_max: int = K_MAX) -> int:
     return int(
         st.slider("K (cut-off)", 1, k_max, key=key, help="Metric@K, and 'missed' = no relevant document in the top K.")
     )
-
-
-def takes_k(metric: str) -> bool:
-    return metric in CURVE_METRICS
 
 
 def group_picker(label: str, key: str, options: Sequence[str], value: str | None, *, force: bool) -> str | None:
@@ -134,35 +146,32 @@ def baseline_picker(
     )
 
 
-def significance_test_picker(key: str, default: str = "t", *, force: bool = False) -> str:
-    """The paired significance test (``t``, ``wilcoxon``, ``randomization``, ``bootstrap``)."""
-    from dashboard.core.comparison import TEST_LABELS
-
-    state.seed(
-        key, default if default in TEST_LABELS else "t", force=force or state.widget_value(key) not in TEST_LABELS
-    )
+def significance_test_picker(key: str, default: str = DEFAULT_TEST, *, force: bool = False) -> str:
+    """The paired significance test, from the library's registry (:data:`ragmetrics.stats.TESTS`)."""
+    state.seed(key, default if default in TESTS else DEFAULT_TEST, force=force or state.widget_value(key) not in TESTS)
+    resampled = " and ".join(t.title for t in TESTS.values() if t.resampled)
     return str(
         st.selectbox(
             "Significance test",
-            list(TEST_LABELS),
-            format_func=lambda t: TEST_LABELS.get(t, t),
+            list(TESTS),
+            format_func=test_title,
             key=key,
-            help="Paired on per-query values. Randomization and bootstrap use 10,000 seeded resamples, so results repeat exactly.",
+            help=f"Paired on per-query values. {resampled} use 10,000 seeded resamples, so results repeat exactly.",
         )
     )
 
 
-def alpha_picker(key: str, default: float = 0.05, *, force: bool = False) -> float:
+def alpha_picker(key: str, default: float = DEFAULT_ALPHA, *, force: bool = False) -> float:
     """The significance level alpha."""
-    from dashboard.core.comparison import ALPHAS
-
-    state.seed(key, default if default in ALPHAS else 0.05, force=force or state.widget_value(key) not in ALPHAS)
+    state.seed(
+        key, default if default in ALPHAS else DEFAULT_ALPHA, force=force or state.widget_value(key) not in ALPHAS
+    )
     return float(
         st.selectbox(
             "α (significance level)",
             list(ALPHAS),
             format_func=lambda a: f"{a:g}",
             key=key,
-            help="A difference is significant when its Holm-corrected p-value is below α.",
+            help="A difference is significant when its corrected p-value (Holm) is below α.",
         )
     )

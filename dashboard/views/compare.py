@@ -6,37 +6,39 @@ metric query by query: the queries behind its wins and losses, sorted deltas, ba
 one query's two rankings side by side, and the same comparison per category and difficulty. Fusion adds a
 fused run to the workspace, so every page sees it, and downloads it as a TREC file.
 
-Reads ``ds, runs, base, m, k, fr, q, t, a`` (see ``core.view_state.PARAM_KEYS``).
+Reads ``ds, runs, base, m, k, fr, q, t, a`` (see ``ragmetrics.share.PARAM_KEYS``).
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.core import comparison as cmp
-from dashboard.core import frames
-from dashboard.core.evaluation import metric_spec, pretty
+from dashboard.core import compare as cmp
+from dashboard.core import compare_queries as by_query
+from dashboard.core import fusion
+from dashboard.core.missed import style_relevant
+from dashboard.core.queries import query_info, query_labels
+from dashboard.core.specs import metric_spec, title
 from dashboard.core.text import md_escape
 from dashboard.ui import cache, layout, state, widgets
-from ragmetrics.store import run_id
 
 page = layout.page_setup("compare", "Compare runs")
 view = page.state
 
-if page.dataset is not None and len(page.evals) == 1:
+if page.dataset is not None and len(page.alignments) == 1:
     st.info(
         "Pick at least two runs in the sidebar to compare them, or fuse runs into a new one below.",
         icon=":material/info:",
     )
 
-if page.dataset is not None and len(page.evals) >= 2:
-    ds, k = page.dataset, view.k
-    by_id = {ev.run_id: ev for ev in page.evals}
-    names = {ev.run_id: ev.name for ev in page.evals}
+if page.dataset is not None and len(page.alignments) >= 2:
+    ds, k, selection = page.dataset, view.k, page.selection
+    by_id = selection.by_id
+    names = dict(zip(selection.run_ids, selection.names))
 
     c1, c2, c3, c4 = st.columns([3, 3, 3, 2])
     with c1:
-        base_id = widgets.baseline_picker(names, view.baseline, force=page.fresh) or page.evals[0].run_id
+        base_id = widgets.baseline_picker(names, view.baseline, force=page.fresh) or selection.run_ids[0]
     base = by_id[base_id]
     others = {rid: name for rid, name in names.items() if rid != base_id}
     with c2:
@@ -53,14 +55,15 @@ if page.dataset is not None and len(page.evals) >= 2:
 
     st.caption(
         f"Each run against **{md_escape(base.name)}** on the same {base.n_queries:,} queries: mean with its 95% bootstrap "
-        f"interval, Δ = run − baseline with its paired-bootstrap interval, the {cmp.TEST_LABELS[test]}'s p-value and the "
-        f"Holm-corrected one (across every run × metric of the table). ▲/▼: corrected p < {alpha:g}. W / T / L: queries "
-        "the run wins, ties and loses. **Select a row** to see its queries below."
+        f"interval, Δ = run − baseline with its paired-bootstrap interval, the p-value of the paired test "
+        f"({cmp.test_title(test)}) and the Holm-corrected one (across every run × metric of the table). "
+        f"▲/▼: corrected p < {alpha:g}. W / T / L: queries the run wins, ties and loses. "
+        "**Select a row** to see its queries below."
     )
-    with st.spinner(f"Running the {cmp.TEST_LABELS[test]} on every run and metric…"):
-        comparison = cache.comparison(ds.id, page.evals, base.name, specs, test, alpha)
+    with st.spinner(f"Running the {cmp.test_title(test)} on every run and metric…"):
+        comparison = cache.comparison(selection, base.name, specs, test, alpha)
     table = cmp.comparison_frame(comparison)
-    display = cmp.comparison_display(table, base.name)
+    display = cmp.comparison_display(table, base.name, comparison.correction)
     focus = by_id[focus_id]
     matches = table.index[(table["metric"] == spec) & (table["run"] == focus.name)].tolist()
     focus_row = int(matches[0]) if matches else None
@@ -90,7 +93,7 @@ if page.dataset is not None and len(page.evals) >= 2:
     layout.show_figure(
         cmp.forest_figure(
             deltas,
-            labels=[f"{pretty(m)} · {r}" for m, r in zip(deltas["metric"], deltas["run"])],
+            labels=[f"{title(m)} · {r}" for m, r in zip(deltas["metric"], deltas["run"])],
             title=f"Δ against {base.name} with 95% CI",
         ),
         key="compare.forest",
@@ -99,10 +102,10 @@ if page.dataset is not None and len(page.evals) >= 2:
 
     # --- one run, one metric, query by query -------------------------------------------
     st.subheader("Query by query")
-    per_query = cmp.per_query_frame(base, focus, spec)
-    counts = cmp.outcome_counts(per_query)
+    per_query = by_query.per_query_frame(base, focus, spec)
+    counts = by_query.outcome_counts(per_query)
     st.markdown(
-        f"**{md_escape(focus.name)}** against **{md_escape(base.name)}** on **{pretty(spec)}** "
+        f"**{md_escape(focus.name)}** against **{md_escape(base.name)}** on **{title(spec)}** "
         f"(pick the run above or select a row; metric and K in the sidebar): wins **{counts['win']}**, "
         f"ties **{counts['tie']}**, losses **{counts['loss']}** of {len(per_query)} queries."
     )
@@ -111,9 +114,9 @@ if page.dataset is not None and len(page.evals) >= 2:
         ["loss", "win", "tie"],
         horizontal=True,
         key="compare.outcome",
-        format_func=lambda o: f"{cmp.OUTCOME_NAMES[o]} ({counts[o]})",
+        format_func=lambda o: f"{by_query.OUTCOME_NAMES[o]} ({counts[o]})",
     )
-    listed = cmp.queries_with(per_query, outcome)
+    listed = by_query.queries_with(per_query, outcome)
     pick = layout.show_table(
         listed,
         key=f"compare.queries.{focus_id}.{spec}.{outcome}",
@@ -146,13 +149,13 @@ if page.dataset is not None and len(page.evals) >= 2:
     left, right = st.columns(2)
     with left:
         layout.show_figure(
-            cmp.delta_figure(per_query, run=focus.name, baseline=base.name, spec=spec),
+            by_query.delta_figure(per_query, run=focus.name, baseline=base.name, spec=spec),
             key="compare.deltas",
             filename=f"deltas-{focus.name}-vs-{base.name}",
         )
     with right:
         layout.show_figure(
-            cmp.scatter_figure(per_query, run=focus.name, baseline=base.name, spec=spec),
+            by_query.scatter_figure(per_query, run=focus.name, baseline=base.name, spec=spec),
             key="compare.scatter",
             filename=f"scatter-{focus.name}-vs-{base.name}",
         )
@@ -163,23 +166,23 @@ if page.dataset is not None and len(page.evals) >= 2:
         "Select a query in the table above or pick one here (losses first). ✓ marks relevant documents; "
         "“rank in other” is where the other run put the same document."
     )
-    options = cmp.query_order(per_query)
-    labels = frames.query_labels(per_query)
+    options = by_query.query_order(per_query)
+    labels = query_labels(per_query)
     query_id = widgets.query_picker(options, labels, view.query, "compare.query", force=force_query)
     view = view.with_(query=query_id)
     if query_id:
-        info = frames.query_info(ds.dataset, query_id)
+        info = query_info(ds.dataset, query_id)
         row = per_query[per_query["query_id"] == query_id].iloc[0]
         st.markdown(f"#### {md_escape(info.get('query', query_id))}")
         st.markdown(
             f"`{query_id.replace('`', 'ʼ')}` · category **{md_escape(info.get('category', ''))}** · "
-            f"difficulty **{md_escape(info.get('difficulty', ''))}** · {pretty(spec)} "
+            f"difficulty **{md_escape(info.get('difficulty', ''))}** · {title(spec)} "
             f"{row['baseline']:.3f} → {row['run']:.3f} (Δ {row['delta']:+.3f}, a {row['outcome']} for {md_escape(focus.name)})"
         )
         if info.get("expected_answer"):
             st.markdown(f"**Expected answer:** {md_escape(info['expected_answer'])}")
-        depth = cmp.pair_depth([row["baseline_first_rank"], row["run_first_rank"]], k)
-        base_rank, run_rank = cmp.ranking_pair(base, focus, query_id, depth)
+        depth = by_query.pair_depth([row["baseline_first_rank"], row["run_first_rank"]], k)
+        base_rank, run_rank = by_query.ranking_pair(base, focus, query_id, depth)
         config = {
             "rank": st.column_config.NumberColumn("rank", format="%d", width="small"),
             "relevant": st.column_config.CheckboxColumn("✓", width="small"),
@@ -193,18 +196,18 @@ if page.dataset is not None and len(page.evals) >= 2:
             "text": st.column_config.TextColumn("text (best chunk)", width="large"),
         }
         col_a, col_b = st.columns(2)
-        for column, ev, ranked, role in ((col_a, base, base_rank, "baseline"), (col_b, focus, run_rank, "run")):
+        for column, shown_run, ranked, role in ((col_a, base, base_rank, "baseline"), (col_b, focus, run_rank, "run")):
             with column:
                 first = int(row["baseline_first_rank" if role == "baseline" else "run_first_rank"])
                 st.markdown(
-                    f"**{md_escape(ev.name)}** ({role}) · top {depth} · first relevant at "
+                    f"**{md_escape(shown_run.name)}** ({role}) · top {depth} · first relevant at "
                     + (f"rank **{first}**" if first > 0 else "**not retrieved**")
                 )
                 layout.show_table(
                     ranked,
                     key=f"compare.ranking.{role}",
-                    filename=f"query-{query_id}-{ev.name}.csv",
-                    styled=frames.style_relevant(ranked),
+                    filename=f"query-{query_id}-{shown_run.name}.csv",
+                    styled=style_relevant(ranked),
                     column_config=config,
                     column_order=[
                         c
@@ -225,7 +228,7 @@ if page.dataset is not None and len(page.evals) >= 2:
         st.info("This dataset has no category or difficulty labels.", icon=":material/info:")
     else:
         st.caption(
-            f"{md_escape(focus.name)} against {md_escape(base.name)} on {pretty(spec)} within each group; Holm-corrected "
+            f"{md_escape(focus.name)} against {md_escape(base.name)} on {title(spec)} within each group; Holm-corrected "
             f"within each facet (across runs × metrics × groups). Groups with fewer than {cmp.MIN_GROUP} queries are "
             "marked *too few to tell* whatever their p-value."
         )
@@ -233,7 +236,7 @@ if page.dataset is not None and len(page.evals) >= 2:
             cmp.forest_figure(
                 segments,
                 labels=cmp.segment_labels(segments),
-                title=f"Δ {pretty(spec)} per group: {focus.name} − {base.name}",
+                title=f"Δ {title(spec)} per group: {focus.name} − {base.name}",
             ),
             key="compare.segments.chart",
             filename=f"segments-{focus.name}-vs-{base.name}",
@@ -279,8 +282,8 @@ if page.dataset is not None:
         with c2:
             method = st.selectbox(
                 "Method",
-                list(cmp.FUSION_METHODS),
-                format_func=lambda m: cmp.FUSION_LABELS[m],
+                list(fusion.FUSION_METHODS),
+                format_func=lambda m: fusion.FUSION_LABELS[m],
                 key="compare.fuse.method",
             )
         with c3:
@@ -299,8 +302,8 @@ if page.dataset is not None:
         with c4:
             norm = st.selectbox(
                 "Score normalisation",
-                list(cmp.NORM_CHOICES),
-                format_func=lambda n: cmp.NORM_LABELS[n],
+                list(fusion.NORM_CHOICES),
+                format_func=lambda n: fusion.NORM_LABELS[n],
                 key="compare.fuse.norm",
                 disabled=method == "rrf",
                 help="CombSUM and CombMNZ only",
@@ -324,18 +327,19 @@ if page.dataset is not None:
                     )
         entries = [r for r in stored if r.id in chosen_ids]
         entries.sort(key=lambda r: chosen_ids.index(r.id))
-        default_name = cmp.fused_name([r.name for r in entries], method, k=rrf_k, norm=norm, weights=weights)
+        default_name = fusion.fused_name([r.name for r in entries], method, k=rrf_k, norm=norm, weights=weights)
         name = str(st.text_input("Name of the fused run", placeholder=default_name, key="compare.fuse.name")).strip()
         if len(entries) < 2:
             st.caption("Pick at least two runs to fuse.")
         else:
             with st.spinner("Fusing…"):
-                fused = cache.fused_run(
-                    ds.id, entries, method=method, k=rrf_k, norm=norm, weights=weights, name=name or default_name
+                fused, fused_alignment = cache.fused_run(
+                    ds, entries, method=method, k=rrf_k, norm=norm, weights=weights, name=name or default_name
                 )
                 specs_now = cmp.compare_specs(view.metric, view.k)
+                inputs = cache.select(ds, entries)
                 preview = cache.fusion_preview(
-                    ds, entries, fused, (method, rrf_k, norm, tuple(weights), fused.name), specs_now
+                    inputs, fused_alignment, (method, rrf_k, norm, tuple(weights), fused.name), specs_now
                 )
             st.markdown(f"**{md_escape(fused.name)}** against its inputs at K = {view.k}:")
             layout.show_table(
@@ -343,12 +347,11 @@ if page.dataset is not None:
                 key="compare.fuse.preview",
                 filename=f"fusion-preview-k{view.k}.csv",
                 column_config={
-                    **layout.number_columns(preview, {s: pretty(s) for s in specs_now}),
+                    **layout.number_columns(preview, {s: title(s) for s in specs_now}),
                     "role": st.column_config.TextColumn("role", width="small"),
                 },
             )
-            fused_id = run_id(fused)
-            existing = next((r for r in stored if r.id == fused_id), None)
+            existing = page.workspace.stored_run(ds.id, fused)
             b1, b2, _ = st.columns([2, 2, 3])
             with b1:
                 add = st.button(
@@ -361,8 +364,8 @@ if page.dataset is not None:
             with b2:
                 st.download_button(
                     "Download TREC run",
-                    cmp.trec_bytes(fused),
-                    file_name=f"{cmp.file_stem(fused.name)}.trec",
+                    fusion.trec_bytes(fused),
+                    file_name=f"{fusion.file_stem(fused.name)}.trec",
                     mime="text/plain",
                     on_click="ignore",
                     icon=":material/download:",
@@ -379,10 +382,11 @@ if page.dataset is not None:
                     icon=":material/check_circle:",
                 )
             if add:
-                entry = page.workspace.add_run(
-                    ds.id,
+                entry = cache.add_run(
+                    page.workspace,
+                    ds,
                     fused,
-                    source=cmp.fusion_source([r.name for r in entries], method, k=rrf_k, norm=norm, weights=weights),
+                    source=fusion.fusion_source([r.name for r in entries], method, k=rrf_k, norm=norm, weights=weights),
                 )
                 runs = view.runs if entry.id in view.runs else (*view.runs, entry.id)
                 layout.rerun_with(view.with_(runs=runs, focus_run=entry.id if len(runs) > 1 else view.focus_run))

@@ -8,33 +8,32 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.core import figures, targets
-from dashboard.core.evaluation import metric_spec, pretty
+from dashboard.core import diagnosis, targets
+from dashboard.core.specs import metric_spec, title
 from dashboard.core.text import md_escape
 from dashboard.ui import cache, layout
-from ragmetrics import diagnosis
 
 page = layout.page_setup("diagnosis", "Diagnosis")
 view = page.state
 
 ICONS = {"error": ":red[:material/error:]", "warning": ":orange[:material/warning:]", "info": ":blue[:material/info:]"}
 
-if page.evals and page.dataset is not None:
-    ds, k = page.dataset, view.k
+if page.alignments and page.dataset is not None:
+    selection, k = page.selection, view.k
     spec = str(metric_spec(view.metric, view.k))
     in_force, _ = targets.current_targets(view.profile, view.targets)
     low_mrr = targets.threshold_for(in_force, "mrr", diagnosis.LOW_MRR)
     st.caption(
-        f"At K = {k}; categories compared on {pretty(spec)}; 'low MRR' means below {low_mrr:.2f} "
+        f"At K = {k}; categories compared on {title(spec)}; 'low MRR' means below {low_mrr:.2f} "
         "(the MRR target in force). Change K and the metric in the sidebar."
     )
     all_findings = []
     tables = {}
-    for ev in page.evals:
-        found = cache.findings(ds.id, ev, k, spec, pretty(spec), low_mrr)
-        tables[ev.name] = cache.query_table(ds.id, ev, k, spec)
+    for run_id, name in zip(selection.run_ids, selection.names):
+        found = cache.findings(selection, run_id, k, spec, title(spec), low_mrr)
+        tables[name] = cache.query_table(selection, run_id, k, spec)
         all_findings += found
-        st.subheader(md_escape(ev.name))
+        st.subheader(md_escape(name))
         if not found:
             st.success("No rule fired for this run.", icon=":material/check_circle:")
         for f in found:
@@ -44,7 +43,7 @@ if page.evals and page.dataset is not None:
                 st.markdown("\n".join(f"- {md_escape(a)}" for a in f.advice))
     st.subheader("Where the first relevant document sits")
     layout.show_figure(
-        figures.rank_histogram_figure(tables, k, runs=page.run_names),
+        diagnosis.rank_histogram_figure(tables, k, runs=page.run_names),
         key="diagnosis.ranks",
         filename=f"first-relevant-rank-k{k}",
     )

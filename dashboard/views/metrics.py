@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.core.frames import metrics_reference_frame
+from dashboard.core.metrics_reference import metrics_reference_frame
 from dashboard.ui import layout
 
 page = layout.page_setup("metrics", "Metric definitions", needs_runs=False)

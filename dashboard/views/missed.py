@@ -9,54 +9,56 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.core import frames
-from dashboard.core.evaluation import pretty
+from dashboard.core import missed as builders
+from dashboard.core.queries import group_values, query_info, query_labels
+from dashboard.core.specs import title
 from dashboard.core.text import md_escape
 from dashboard.ui import cache, layout, state, widgets
 
 page = layout.page_setup("missed", "Missed queries")
 view = page.state
 
-if page.evals and page.dataset is not None:
-    ds, k = page.dataset, view.k
-    by_id = {ev.run_id: ev for ev in page.evals}
+if page.alignments and page.dataset is not None:
+    ds, k, selection = page.dataset, view.k, page.selection
+    by_id = selection.by_id
     cols = st.columns([2, 2, 2, 3])
     with cols[0]:
         focus = widgets.run_focus_picker(
-            {ev.run_id: ev.name for ev in page.evals}, view.focus_run, "missed.run", force=page.fresh
+            dict(zip(selection.run_ids, selection.names)), view.focus_run, "missed.run", force=page.fresh
         )
     with cols[1]:
         category = widgets.group_picker(
-            "Category", "missed.category", frames.group_values(ds.dataset, "category"), view.category, force=page.fresh
+            "Category", "missed.category", group_values(ds.dataset, "category"), view.category, force=page.fresh
         )
     with cols[2]:
         difficulty = widgets.group_picker(
             "Difficulty",
             "missed.difficulty",
-            frames.group_values(ds.dataset, "difficulty"),
+            group_values(ds.dataset, "difficulty"),
             view.difficulty,
             force=page.fresh,
         )
     with cols[3]:
         search = widgets.search_box(view.search, "missed.search", force=page.fresh)
     view = view.with_(focus_run=focus, category=category, difficulty=difficulty, search=search)
-    ev = by_id[focus] if focus in by_id else page.evals[0]
+    focus = focus if focus in by_id else selection.run_ids[0]
+    run = by_id[focus]
 
-    missed = cache.missed_frame(ds.id, ev, k)
-    shown = frames.filter_queries(missed, category=category, difficulty=difficulty, search=search)
-    counts = frames.miss_counts(missed, int((ev.n_rel > 0).sum()))
-    limit = frames.near_miss_limit(k)
+    missed = cache.missed_frame(selection, focus, k)
+    shown = builders.filter_queries(missed, category=category, difficulty=difficulty, search=search)
+    counts = builders.miss_counts(missed, int((run.n_rel > 0).sum()))
+    limit = builders.near_miss_limit(k)
     st.markdown(
-        f"**{md_escape(ev.name)}** misses **{counts['missed']}** of {counts['total']} queries with relevant documents at "
+        f"**{md_escape(run.name)}** misses **{counts['missed']}** of {counts['total']} queries with relevant documents at "
         f"K = {k}: {counts['near miss']} near misses (first relevant at ranks {k + 1}–{limit}), {counts['deeper']} deeper, "
         f"{counts['not retrieved']} never retrieved. Showing {len(shown)} after filters."
     )
-    if not ev.has_text:
+    if not run.has_text:
         st.caption("This run carries no chunk text, so expected keywords cannot be checked.")
     event = layout.show_table(
         shown,
         key="missed.table",
-        filename=f"missed-{ev.name}-k{k}.csv",
+        filename=f"missed-{run.name}-k{k}.csv",
         column_config={
             "query_id": st.column_config.TextColumn("query_id", pinned=True),
             "query": st.column_config.TextColumn("query", width="medium"),
@@ -79,9 +81,9 @@ if page.evals and page.dataset is not None:
 
     st.subheader("Query detail")
     options = shown["query_id"].astype("str").tolist()
-    labels = frames.query_labels(shown)
+    labels = query_labels(shown)
     if view.query and view.query not in options:
-        info = frames.query_info(ds.dataset, view.query)
+        info = query_info(ds.dataset, view.query)
         if info:
             options = [view.query, *options]
             labels[view.query] = f"{view.query} · {info['query']}"
@@ -89,7 +91,7 @@ if page.evals and page.dataset is not None:
     query_id = widgets.query_picker(options, labels, view.query, "missed.query", force=force_query)
     view = view.with_(query=query_id)
     if query_id:
-        info = frames.query_info(ds.dataset, query_id)
+        info = query_info(ds.dataset, query_id)
         st.markdown(f"#### {md_escape(info.get('query', query_id))}")
         st.markdown(
             f"`{query_id.replace('`', 'ʼ')}` · category **{md_escape(info.get('category', ''))}** · "
@@ -101,32 +103,32 @@ if page.evals and page.dataset is not None:
         if keywords:
             st.markdown("**Expected keywords:** " + ", ".join(md_escape(w) for w in keywords))  # type: ignore[union-attr]
         st.markdown("**Per run**")
-        per_run = frames.query_metrics_frame(page.evals, query_id, k)
+        per_run = builders.query_metrics_frame(page.alignments, query_id, k)
         layout.show_table(
-            frames.with_text_for_missing(per_run, ["first_relevant_rank"], "not retrieved"),
+            builders.with_text_for_missing(per_run, ["first_relevant_rank"], "not retrieved"),
             key="missed.detail.runs",
             filename=f"query-{query_id}-runs.csv",
             column_config={
                 "first_relevant_rank": st.column_config.TextColumn("first relevant rank"),
-                **layout.number_columns(per_run, {c: pretty(c) for c in per_run.columns[3:]}),
+                **layout.number_columns(per_run, {c: title(c) for c in per_run.columns[3:]}),
             },
         )
         st.markdown("**Relevant documents** and their rank in each run")
-        relevant = frames.relevant_docs_frame(page.evals, query_id)
+        relevant = builders.relevant_docs_frame(page.alignments, query_id)
         layout.show_table(
-            frames.with_text_for_missing(relevant, page.run_names, "not retrieved"),
+            builders.with_text_for_missing(relevant, page.run_names, "not retrieved"),
             key="missed.detail.relevant",
             filename=f"query-{query_id}-relevant.csv",
         )
         depth = max(20, k)
-        st.markdown(f"**Retrieved by {md_escape(ev.name)}**, top {depth} documents (✓ = relevant)")
-        detail = frames.query_detail_frame(ev, query_id, depth)
+        st.markdown(f"**Retrieved by {md_escape(run.name)}**, top {depth} documents (✓ = relevant)")
+        detail = builders.query_detail_frame(run, query_id, depth)
         layout.show_table(
             detail,
             key="missed.detail.retrieved",
             height=38 + 35 * max(len(detail), 1),
-            styled=frames.style_relevant(detail),
-            filename=f"query-{query_id}-{ev.name}.csv",
+            styled=builders.style_relevant(detail),
+            filename=f"query-{query_id}-{run.name}.csv",
             column_config={
                 "relevant": st.column_config.CheckboxColumn("✓"),
                 "score": st.column_config.NumberColumn("score", format="%.4f"),

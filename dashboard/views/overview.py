@@ -1,35 +1,34 @@
 """Overview: each selected run at K (means with 95% CIs), targets pass/fail, curves over K, the PR curve, the report.
 
-Reads ``ds, runs, m, k, prof, tgt`` from the URL (see ``core.view_state.PARAM_KEYS``).
+Reads ``ds, runs, m, k, prof, tgt`` from the URL (see ``ragmetrics.share.PARAM_KEYS``).
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.core import figures, frames, report, targets
-from dashboard.core.evaluation import pretty
-from dashboard.core.view_state import share_query
+from dashboard.core import diagnosis, overview, report, targets
+from dashboard.core.queries import dataset_summary
+from dashboard.core.specs import title
 from dashboard.ui import cache, layout, widgets
-from ragmetrics.stats import NORMAL_ABOVE
 
 page = layout.page_setup("overview", "Overview")
 view = page.state
 
-if page.evals and page.dataset is not None:
-    evals, k, ds = page.evals, view.k, page.dataset
+if page.alignments and page.dataset is not None:
+    selection, alignments, k, ds = page.selection, page.alignments, view.k, page.dataset
 
     st.subheader(f"Metrics at K = {k}")
-    overview = frames.overview_frame(evals, k)
-    labels = {c: pretty(c) for c in overview.columns[2:]}
+    means = overview.overview_frame(alignments, k)
+    labels = {c: title(c) for c in means.columns[2:]}
     layout.show_table(
-        overview,
+        means,
         key="overview.metrics",
         filename=f"overview-k{k}.csv",
-        column_config=layout.number_columns(overview, labels),
+        column_config=layout.number_columns(means, labels),
     )
-    specs = [str(s) for s in frames.overview_specs(k)]
-    summary = cache.summary_frame(ds.id, evals, specs)
+    specs = [str(s) for s in overview.overview_specs(k)]
+    summary = cache.summary_frame(selection, specs)
     with st.expander("Means with 95% bootstrap confidence intervals"):
         layout.show_table(
             summary,
@@ -68,7 +67,7 @@ if page.evals and page.dataset is not None:
     view = view.with_(targets=targets.edited_text(view.profile, in_force))
     for note in notes:
         st.warning(note)
-    checks = cache.target_checks(ds.id, evals, targets.format_targets(in_force))
+    checks = cache.target_checks(selection, targets.format_targets(in_force))
     st.caption(
         "✓ pass: the lower end of the 95% bootstrap interval clears the target · ? uncertain: only the mean does · "
         "✗ fail (same verdicts as `ragmetrics check`)."
@@ -77,37 +76,39 @@ if page.evals and page.dataset is not None:
     layout.show_table(wide, key="overview.targets", filename="targets.csv", styled=targets.style_targets(wide))
 
     st.subheader("Curves over K")
-    k_max = frames.display_k_max(evals)
+    k_max = overview.display_k_max(alignments)
+    n_queries = alignments[0].n_queries
+    normal = overview.NORMAL_ABOVE
     st.caption(
-        f"Mean over {evals[0].n_queries:,} queries for K = 1…{k_max}; shaded: 95% bootstrap band"
-        f"{f' (normal approximation over {NORMAL_ABOVE:,} queries)' if evals[0].n_queries > NORMAL_ABOVE else ''}. "
+        f"Mean over {n_queries:,} queries for K = 1…{k_max}; shaded: 95% bootstrap band"
+        f"{f' (normal approximation over {normal:,} queries)' if n_queries > normal else ''}. "
         "The camera button in a chart's toolbar saves it as PNG."
     )
     with st.spinner("Bootstrapping confidence bands…"):
-        curves = cache.curve_frame(ds.id, evals, k_max)
+        curves = cache.curve_frame(selection, k_max)
     layout.show_figure(
-        figures.curves_figure(curves, runs=page.run_names, k_mark=k), key="overview.curves", filename="curves"
+        overview.curves_figure(curves, runs=page.run_names, k_mark=k), key="overview.curves", filename="curves"
     )
-    pr = frames.pr_frame(evals, k_max)
-    layout.show_figure(figures.pr_figure(pr, runs=page.run_names), key="overview.pr", filename="precision-recall")
+    pr = overview.pr_frame(alignments, k_max)
+    layout.show_figure(overview.pr_figure(pr, runs=page.run_names), key="overview.pr", filename="precision-recall")
     with st.expander("Curve data"):
         layout.show_table(curves, key="overview.curves.table", filename="curves.csv")
 
     st.subheader("Report")
     low_mrr = targets.threshold_for(in_force, "mrr", 0.70)
-    link = share_query(view)
+    link = layout.share_path(view)
 
     def report_input() -> report.ReportInput:
         # runs when a report is downloaded (Streamlit's deferred download), not on every draw of the page
         return report.ReportInput(
             dataset=ds.name,
-            summary=frames.dataset_summary(ds.dataset),
+            summary=dataset_summary(ds.dataset),
             k=k,
             profile=targets.profile_title(view.profile),
-            overview=overview,
+            overview=means,
             summary_ci=summary,
             checks=checks,
-            findings=[f for ev in evals for f in frames.run_findings(ev, k, f"hits@{k}", f"Hits@{k}", low_mrr)],
+            findings=[f for a in alignments for f in diagnosis.run_findings(a, k, f"hits@{k}", f"Hits@{k}", low_mrr)],
             link=link,
         )
 

@@ -10,21 +10,22 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.core import comparison as cmp
-from dashboard.core.evaluation import common_query_ids, metric_spec, pretty
+from dashboard.core import power as power_mod
+from dashboard.core.compare import compare_specs, test_title
+from dashboard.core.specs import metric_spec, title
 from dashboard.ui import cache, layout, state, widgets
 
 page = layout.page_setup("power", "Dataset power")
 view = page.state
 
-if page.dataset is not None and len(page.evals) == 1:
+if page.dataset is not None and len(page.alignments) == 1:
     st.info("Dataset power compares runs pairwise: pick at least two runs in the sidebar.", icon=":material/info:")
 
-if page.dataset is not None and len(page.evals) >= 2:
-    ds, k = page.dataset, view.k
-    specs = cmp.compare_specs(view.metric, k)
+if page.dataset is not None and len(page.alignments) >= 2:
+    selection, k = page.selection, view.k
+    specs = compare_specs(view.metric, k)
     spec = str(metric_spec(view.metric, k))
-    n = len(common_query_ids(page.evals))
+    n = power_mod.queries_of(page.alignments)
 
     c1, c2, c3, c4 = st.columns(4)
     with c1:
@@ -36,7 +37,7 @@ if page.dataset is not None and len(page.evals) >= 2:
         power = float(
             st.selectbox(
                 "Power",
-                list(cmp.POWER_LEVELS),
+                list(power_mod.POWER_LEVELS),
                 format_func=lambda p: f"{p:.0%}",
                 key="power.level",
                 help="The chance of detecting a real difference of the given size.",
@@ -55,18 +56,18 @@ if page.dataset is not None and len(page.evals) >= 2:
             )
         )
 
-    with st.spinner(f"Testing every run pair ({cmp.TEST_LABELS[test]})…"):
-        pairs = cache.power_pairs(ds.id, page.evals, specs, test, alpha)
-    chosen = cmp.pairs_table(pairs, spec, n, alpha=alpha, power=power)
-    sd = cmp.typical_sd(chosen["sd_difference"])
-    mdd = cmp.power_table(pairs, n, alpha=alpha, power=power)
+    with st.spinner(f"Testing every run pair ({test_title(test)})…"):
+        pairs = cache.power_pairs(selection, specs, test, alpha)
+    chosen = power_mod.pairs_table(pairs, spec, n, alpha=alpha, power=power)
+    sd = power_mod.typical_sd(chosen["sd_difference"])
+    mdd = power_mod.power_table(pairs, n, alpha=alpha, power=power)
     here = mdd[mdd["metric"] == spec].iloc[0]
-    needed = cmp.queries_needed(target, sd, alpha=alpha, power=power)
+    needed = power_mod.queries_needed(target, sd, alpha=alpha, power=power)
 
     m1, m2, m3, m4 = st.columns(4)
-    m1.metric("Queries", f"{n:,}", cmp.stage_of(n), delta_color="off", delta_arrow="off")
+    m1.metric("Queries", f"{n:,}", power_mod.stage_of(n), delta_color="off", delta_arrow="off")
     m2.metric(
-        f"Run pairs significant ({pretty(spec)})",
+        f"Run pairs significant ({title(spec)})",
         f"{int(here['significant'])} of {int(here['pairs'])}",
         f"discriminative power {here['share']:.0%}",
         delta_color="off",
@@ -82,19 +83,21 @@ if page.dataset is not None and len(page.evals) >= 2:
     m4.metric(
         f"Queries to detect Δ = {target:g}",
         "—" if needed is None else f"{needed:,}",
-        None if needed is None else cmp.stage_of(needed),
+        None if needed is None else power_mod.stage_of(needed),
         delta_color="off",
         delta_arrow="off",
     )
     st.caption(
         f"Smallest detectable Δ = (z₁₋α/₂ + z_power) · SD / √n: the difference a paired test finds with {power:.0%} power at "
         f"α = {alpha:g} (normal approximation), where SD is the standard deviation of the per-query differences between "
-        f"two runs. Discriminative power: the share of run pairs whose {cmp.TEST_LABELS[test]} p-value is below α "
+        f"two runs. Discriminative power: the share of run pairs whose p-value ({test_title(test)}) is below α "
         "(uncorrected, as Sakai defines it). More runs in the sidebar give more pairs."
     )
-    curve = cmp.power_curve_frame(chosen["sd_difference"].tolist(), alpha=alpha, power=power, n_max=max(1000, 2 * n))
+    curve = power_mod.power_curve_frame(
+        chosen["sd_difference"].tolist(), alpha=alpha, power=power, n_max=max(1000, 2 * n)
+    )
     layout.show_figure(
-        cmp.power_figure(curve, n, sd, metric=spec, target_delta=target, alpha=alpha, power=power),
+        power_mod.power_figure(curve, n, sd, metric=spec, target_delta=target, alpha=alpha, power=power),
         key="power.curve",
         filename=f"power-{spec}",
     )
@@ -116,7 +119,7 @@ if page.dataset is not None and len(page.evals) >= 2:
         },
     )
 
-    st.subheader(f"Run pairs on {pretty(spec)}")
+    st.subheader(f"Run pairs on {title(spec)}")
     layout.show_table(
         chosen,
         key="power.pairs",
@@ -134,7 +137,7 @@ if page.dataset is not None and len(page.evals) >= 2:
     st.subheader("Against the rules of thumb")
     left, right = st.columns(2)
     with left:
-        rules = cmp.rules_frame(sd, n, alpha=alpha, power=power)
+        rules = power_mod.rules_frame(sd, n, alpha=alpha, power=power)
         layout.show_table(
             rules,
             key="power.rules",
@@ -155,7 +158,7 @@ if page.dataset is not None and len(page.evals) >= 2:
     with right:
         deltas = sorted({0.01, 0.02, 0.03, 0.05, 0.1, round(target, 4)})
         layout.show_table(
-            cmp.needed_frame(sd, deltas, alpha=alpha, power=power),
+            power_mod.needed_frame(sd, deltas, alpha=alpha, power=power),
             key="power.needed",
             filename="queries-needed.csv",
             column_config={

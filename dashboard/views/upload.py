@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.core import figures, frames
+from dashboard.core import validation
+from dashboard.core.queries import dataset_summary
 from dashboard.core.text import md_escape
 from dashboard.ui import cache, ingest, layout
 
@@ -56,14 +57,14 @@ else:
         st.info("Upload at least one run to see how it lines up with the dataset.")
     else:
         with st.spinner("Checking the runs against the dataset…"):
-            evals = cache.run_evals(page.dataset, runs)
-            report = cache.validation_frame(page.dataset, evals)
-        cache.prefetch_curves(evals)  # for the overview, while this page is drawn and read
-        summary = frames.dataset_summary(page.dataset.dataset)
+            checked = cache.select(page.dataset, runs)
+            report = cache.validation_frame(page.dataset, checked)
+        cache.prefetch_curves(checked.alignments)  # for the overview, while this page is drawn and read
+        summary = dataset_summary(page.dataset.dataset)
         cols = st.columns(4)
         cols[0].metric("Queries", f"{summary['queries']:,}")
         cols[1].metric("Judged queries", f"{summary['judged_queries']:,}")
-        cols[2].metric("Runs checked", len(evals))
+        cols[2].metric("Runs checked", len(checked))
         cols[3].metric("Checks to look at", int((report["status"] == "warning").sum()))
         layout.show_table(
             report,
@@ -79,7 +80,7 @@ else:
             },
         )
         layout.show_figure(
-            figures.depth_figure(frames.depth_frame(evals), runs=[ev.name for ev in evals]),
+            validation.depth_figure(validation.depth_frame(checked.alignments), runs=list(checked.names)),
             key="upload.depth",
             filename="depth",
         )

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboard.core import RagMetricsError
 from dashboard.core.text import md_escape
 from dashboard.ui import layout, state
-from ragmetrics.errors import RagMetricsError
 
 page = layout.page_setup("workspace", "Workspace", needs_runs=False)
 view = page.state

@@ -6,9 +6,8 @@ import pandas as pd
 import pytest
 
 import ragmetrics
-from dashboard.core import samples
-from dashboard.core.evaluation import RunEval, evaluate_run
-from ragmetrics import Dataset, Run
+from dashboard.data import samples
+from ragmetrics import Alignment, Dataset, Run
 
 
 def _tiny_dataset() -> Dataset:
@@ -72,8 +71,8 @@ def tiny_runs() -> list[Run]:
 
 
 @pytest.fixture(scope="session")
-def tiny_evals(tiny: Dataset, tiny_runs: list[Run]) -> list[RunEval]:
-    return [evaluate_run(tiny, run) for run in tiny_runs]
+def tiny_alignments(tiny: Dataset, tiny_runs: list[Run]) -> list[Alignment]:
+    return [ragmetrics.align(tiny, run) for run in tiny_runs]
 
 
 @pytest.fixture(scope="session")
@@ -85,8 +84,8 @@ def faq() -> samples.Sample:
 
 
 @pytest.fixture(scope="session")
-def faq_evals(faq: samples.Sample) -> list[RunEval]:
-    return [evaluate_run(faq.dataset, run) for run, _ in faq.runs]
+def faq_alignments(faq: samples.Sample) -> list[Alignment]:
+    return [ragmetrics.align(faq.dataset, run) for run, _ in faq.runs]
 
 
 @pytest.fixture(scope="session")

@@ -164,7 +164,7 @@ def test_a_password_locks_every_page_until_signed_in(monkeypatch: pytest.MonkeyP
 def test_a_share_link_opens_its_page_and_view_after_sign_in(
     monkeypatch: pytest.MonkeyPatch, store_opened: list[int]
 ) -> None:
-    from dashboard.core.samples import iter_samples
+    from dashboard.data.samples import iter_samples
     from ragmetrics.store import dataset_id, run_id
 
     sample = next(iter_samples(names=["product_faq_zh"]))

@@ -1,5 +1,5 @@
-"""Comparison, power and fusion builders (dashboard.core.comparison) without Streamlit: columns, values equal
-to ragmetrics.compare / stats / fusion, trace names."""
+"""Compare, query-by-query, power and fusion builders without Streamlit: columns, values equal to
+ragmetrics.compare / stats / fusion, trace names."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ import pandas as pd
 import pytest
 
 import ragmetrics
-from dashboard.core import comparison as cmp
-from dashboard.core.evaluation import RunEval
-from ragmetrics import stats
+from dashboard.core import compare as cmp
+from dashboard.core import compare_queries as by_query
+from dashboard.core import fusion, power
+from dashboard.core.results import eval_result
+from ragmetrics import Alignment, stats
 from ragmetrics.compare import compare, compare_result, discriminative_power
 from ragmetrics.fusion import fuse
 from ragmetrics.io import load_run
@@ -21,8 +23,8 @@ SPECS = ["recall@5", "ndcg@5", "mrr@5"]
 
 
 @pytest.fixture(scope="module")
-def faq_cmp(faq_evals: list[RunEval]):
-    return cmp.run_comparison(faq_evals, "bm25", SPECS, test="t", alpha=0.05)
+def faq_cmp(faq_alignments: list[Alignment]):
+    return cmp.run_comparison(faq_alignments, "bm25", SPECS, test="t", alpha=0.05)
 
 
 # --- specs and alignment -----------------------------------------------------------------
@@ -36,7 +38,7 @@ def test_compare_specs_keep_a_fixed_order_and_include_the_sidebar_metric() -> No
     assert cmp.metric_name("ndcg@10") == "ndcg" and cmp.metric_name("rprec") == "rprec"
 
 
-def test_the_table_equals_ragmetrics_compare_on_the_same_runs(faq, faq_evals, faq_cmp) -> None:
+def test_the_table_equals_ragmetrics_compare_on_the_same_runs(faq, faq_alignments, faq_cmp) -> None:
     library = compare(faq.dataset, [r for r, _ in faq.runs], SPECS, baseline="bm25", test="t", warn=False).table
     ours = faq_cmp.table
     assert list(ours["metric"]) == list(library["metric"]) and list(ours["run"]) == list(library["run"])
@@ -110,9 +112,9 @@ def test_comparison_display_keeps_rows_and_formats_text(faq_cmp) -> None:
 
 
 @pytest.mark.parametrize("test", ["randomization", "bootstrap"])
-def test_resampling_tests_repeat_exactly(faq_evals, test) -> None:
-    a = cmp.run_comparison(faq_evals, "bm25", ["ndcg@5"], test=test).table["p_value"].to_numpy()
-    b = cmp.run_comparison(faq_evals, "bm25", ["ndcg@5"], test=test).table["p_value"].to_numpy()
+def test_resampling_tests_repeat_exactly(faq_alignments, test) -> None:
+    a = cmp.run_comparison(faq_alignments, "bm25", ["ndcg@5"], test=test).table["p_value"].to_numpy()
+    b = cmp.run_comparison(faq_alignments, "bm25", ["ndcg@5"], test=test).table["p_value"].to_numpy()
     np.testing.assert_array_equal(a, b)
 
 
@@ -129,36 +131,36 @@ def test_forest_figure_names_traces_by_significance(faq_cmp) -> None:
 # --- per query ---------------------------------------------------------------------------
 
 
-def test_per_query_outcomes_are_the_librarys_wins_ties_and_losses(faq_evals, faq_cmp) -> None:
-    base, run = faq_evals[0], faq_evals[2]
-    pq = cmp.per_query_frame(base, run, "ndcg@5")
-    assert list(pq.columns) == cmp.PER_QUERY_COLUMNS
+def test_per_query_outcomes_are_the_librarys_wins_ties_and_losses(faq_alignments, faq_cmp) -> None:
+    base, run = faq_alignments[0], faq_alignments[2]
+    pq = by_query.per_query_frame(base, run, "ndcg@5")
+    assert list(pq.columns) == by_query.PER_QUERY_COLUMNS
     row = faq_cmp.table.set_index(["metric", "run"]).loc[("ndcg@5", "hybrid-rrf")]
-    assert cmp.outcome_counts(pq) == {"win": row["wins"], "tie": row["ties"], "loss": row["losses"]}
-    assert sorted(cmp.queries_with(pq, "win")["query_id"]) == sorted(row["win_ids"])
-    assert sorted(cmp.queries_with(pq, "loss")["query_id"]) == sorted(row["loss_ids"])
+    assert by_query.outcome_counts(pq) == {"win": row["wins"], "tie": row["ties"], "loss": row["losses"]}
+    assert sorted(by_query.queries_with(pq, "win")["query_id"]) == sorted(row["win_ids"])
+    assert sorted(by_query.queries_with(pq, "loss")["query_id"]) == sorted(row["loss_ids"])
     np.testing.assert_allclose(pq["delta"], pq["run"] - pq["baseline"])
     assert pq["delta"].is_monotonic_decreasing
     assert pq["delta"].mean() == pytest.approx(row["delta"])
-    losses = cmp.queries_with(pq, "loss")
+    losses = by_query.queries_with(pq, "loss")
     assert losses["delta"].is_monotonic_increasing  # the worst loss first
-    order = cmp.query_order(pq)
+    order = by_query.query_order(pq)
     assert order[: len(losses)] == list(losses["query_id"]) and len(order) == len(pq)
 
 
-def test_per_query_first_ranks(tiny_evals) -> None:
+def test_per_query_first_ranks(tiny_alignments) -> None:
     from tests.dashboard.conftest import RANKS_A, RANKS_B
 
-    pq = cmp.per_query_frame(tiny_evals[0], tiny_evals[1], "hits@5").set_index("query_id")
+    pq = by_query.per_query_frame(tiny_alignments[0], tiny_alignments[1], "hits@5").set_index("query_id")
     assert pq.loc["q02", "baseline_first_rank"] == RANKS_A[2] and pq.loc["q02", "run_first_rank"] == RANKS_B[2]
     assert pq.loc["q04", "baseline_first_rank"] == 0  # not retrieved by run-a
     assert pq.loc["q02", "outcome"] == "win" and pq.loc["q09", "outcome"] == "tie"
 
 
-def test_delta_and_scatter_figures(faq_evals) -> None:
-    pq = cmp.per_query_frame(faq_evals[0], faq_evals[1], "ndcg@5")
-    counts = cmp.outcome_counts(pq)
-    fig = cmp.delta_figure(pq, run="dense-e5", baseline="bm25", spec="ndcg@5")
+def test_delta_and_scatter_figures(faq_alignments) -> None:
+    pq = by_query.per_query_frame(faq_alignments[0], faq_alignments[1], "ndcg@5")
+    counts = by_query.outcome_counts(pq)
+    fig = by_query.delta_figure(pq, run="dense-e5", baseline="bm25", spec="ndcg@5")
     assert [t.name for t in fig.data] == [
         f"wins ({counts['win']})",
         f"ties ({counts['tie']})",
@@ -169,7 +171,7 @@ def test_delta_and_scatter_figures(faq_evals) -> None:
     ys = [y for t in fig.data for y in t.y]
     assert max(ys) == pytest.approx(pq["delta"].max()) and min(ys) == pytest.approx(pq["delta"].min())
     assert "nDCG@5" in fig.layout.title.text
-    scatter = cmp.scatter_figure(pq, run="dense-e5", baseline="bm25", spec="ndcg@5")
+    scatter = by_query.scatter_figure(pq, run="dense-e5", baseline="bm25", spec="ndcg@5")
     assert scatter.data[0].name == "no change"
     assert [t.name.split(" ")[0] for t in scatter.data[1:]] == ["wins", "ties", "losses"]
     # markers group queries with the same pair of values; the counts add up to every query
@@ -180,9 +182,9 @@ def test_delta_and_scatter_figures(faq_evals) -> None:
             assert (y > x) if outcome == "wins" else (y < x) if outcome == "losses" else y == pytest.approx(x)
 
 
-def test_ranking_pair_marks_relevant_documents_and_the_other_runs_rank(tiny_evals) -> None:
-    left, right = cmp.ranking_pair(tiny_evals[0], tiny_evals[1], "q02", depth=10)
-    assert list(left.columns[:6]) == cmp.RANKING_COLUMNS and "text" in left.columns and "text" not in right.columns
+def test_ranking_pair_marks_relevant_documents_and_the_other_runs_rank(tiny_alignments) -> None:
+    left, right = by_query.ranking_pair(tiny_alignments[0], tiny_alignments[1], "q02", depth=10)
+    assert list(left.columns[:6]) == by_query.RANKING_COLUMNS and "text" in left.columns and "text" not in right.columns
     assert len(left) == len(right) == 10
     hit = left[left["relevant"]]
     assert list(hit["doc_id"]) == ["d2"] and list(hit["rank"]) == [7] and list(hit["other_rank"]) == [1]
@@ -194,16 +196,16 @@ def test_ranking_pair_marks_relevant_documents_and_the_other_runs_rank(tiny_eval
 
 
 def test_pair_depth_reaches_the_first_relevant_document() -> None:
-    assert cmp.pair_depth([1, 3], 5) == 10
-    assert cmp.pair_depth([11, 2], 5) == 11
-    assert cmp.pair_depth([0, 45], 20) == 20  # beyond the limit (or not retrieved): no deeper
+    assert by_query.pair_depth([1, 3], 5) == 10
+    assert by_query.pair_depth([11, 2], 5) == 11
+    assert by_query.pair_depth([0, 45], 20) == 20  # beyond the limit (or not retrieved): no deeper
 
 
 # --- segments ----------------------------------------------------------------------------
 
 
-def test_segments_flag_small_groups_too_few_to_tell(tiny, tiny_evals) -> None:
-    comparison = cmp.run_comparison(tiny_evals, "run-a", ["hits@5"], test="t")
+def test_segments_flag_small_groups_too_few_to_tell(tiny, tiny_alignments) -> None:
+    comparison = cmp.run_comparison(tiny_alignments, "run-a", ["hits@5"], test="t")
     seg = cmp.segment_frame(comparison, "hits@5", "run-b", tiny)
     assert list(seg.columns) == cmp.SEGMENT_COLUMNS
     assert list(seg["segment"]) == ["category", "category", "difficulty", "difficulty"]
@@ -216,7 +218,7 @@ def test_segments_flag_small_groups_too_few_to_tell(tiny, tiny_evals) -> None:
     assert [t.name for t in fig.data] == [cmp.TOO_FEW] and fig.data[0].marker.symbol == "circle-open"
 
 
-def test_segments_equal_the_library_and_follow_the_dashboard_order(faq, faq_evals, faq_cmp) -> None:
+def test_segments_equal_the_library_and_follow_the_dashboard_order(faq, faq_alignments, faq_cmp) -> None:
     seg = cmp.segment_frame(faq_cmp, "ndcg@5", "hybrid-rrf", faq.dataset)
     assert list(seg["group"][seg["segment"] == "difficulty"]) == ["easy", "medium", "hard"]
     library = faq_cmp.segments
@@ -234,26 +236,28 @@ def test_segments_equal_the_library_and_follow_the_dashboard_order(faq, faq_eval
 # --- dataset power -----------------------------------------------------------------------
 
 
-def test_power_pairs_equal_discriminative_power(faq_evals) -> None:
-    result = cmp.eval_result(faq_evals, SPECS)
-    pairs = cmp.power_pairs(result, SPECS)
-    assert list(pairs.columns) == cmp.PAIR_COLUMNS and len(pairs) == 3 * len(SPECS)
+def test_power_pairs_equal_discriminative_power(faq_alignments) -> None:
+    result = eval_result(faq_alignments, SPECS)
+    pairs = power.power_pairs(result, SPECS)
+    assert list(pairs.columns) == power.PAIR_COLUMNS and len(pairs) == 3 * len(SPECS)
     for spec in SPECS:
         ours = pairs[pairs["metric"] == spec].reset_index(drop=True)
         ref = discriminative_power(result, spec)
         np.testing.assert_allclose(ours["p_value"], ref["p_value"])
         np.testing.assert_allclose(ours["sd_difference"], ref["sd_difference"])
-    table = cmp.power_table(pairs, 91)
-    assert list(table.columns) == cmp.POWER_COLUMNS and list(table["metric"]) == SPECS and table["label"][1] == "nDCG@5"
+    table = power.power_table(pairs, 91)
+    assert (
+        list(table.columns) == power.POWER_COLUMNS and list(table["metric"]) == SPECS and table["label"][1] == "nDCG@5"
+    )
     row = table.set_index("metric").loc["ndcg@5"]
     part = pairs[pairs["metric"] == "ndcg@5"]
     assert row["share"] == pytest.approx(part["significant"].mean())
     assert row["mdd"] == pytest.approx(stats.min_detectable_delta(float(part["sd_difference"].median()), 91))
 
 
-def test_pairs_table_and_queries_needed(faq_evals) -> None:
-    pairs = cmp.power_pairs(cmp.eval_result(faq_evals, SPECS), SPECS)
-    chosen = cmp.pairs_table(pairs, "ndcg@5", 91, alpha=0.05, power=0.9)
+def test_pairs_table_and_queries_needed(faq_alignments) -> None:
+    pairs = power.power_pairs(eval_result(faq_alignments, SPECS), SPECS)
+    chosen = power.pairs_table(pairs, "ndcg@5", 91, alpha=0.05, power=0.9)
     assert list(chosen.columns) == [
         "run_a",
         "run_b",
@@ -272,7 +276,7 @@ def test_pairs_table_and_queries_needed(faq_evals) -> None:
 
 
 def test_stages_rules_and_needed() -> None:
-    assert [cmp.stage_of(n) for n in (10, 25, 40, 91, 100, 150, 500)] == [
+    assert [power.stage_of(n) for n in (10, 25, 40, 91, 100, 150, 500)] == [
         "below prototype size",
         "prototype size",
         "between prototype and development size",
@@ -281,17 +285,17 @@ def test_stages_rules_and_needed() -> None:
         "release size",
         "beyond release size",
     ]
-    rules = cmp.rules_frame(0.2, 91)
+    rules = power.rules_frame(0.2, 91)
     assert list(rules["stage"][:3]) == ["prototype", "development", "release"] and rules["stage"][3] == "this dataset"
     assert rules["mdd_low_end"][0] == pytest.approx(stats.min_detectable_delta(0.2, 20))
     assert rules["mdd_high_end"][2] == pytest.approx(stats.min_detectable_delta(0.2, 200))
-    needed = cmp.needed_frame(0.2, [0.01, 0.05, 0.1])
+    needed = power.needed_frame(0.2, [0.01, 0.05, 0.1])
     assert list(needed["queries_needed"]) == [stats.queries_needed(d, 0.2) for d in (0.01, 0.05, 0.1)]
-    assert cmp.queries_needed(0.0, 0.2) is None and cmp.queries_needed(0.05, float("nan")) is None
+    assert power.queries_needed(0.0, 0.2) is None and power.queries_needed(0.05, float("nan")) is None
 
 
 def test_power_curve_and_figure() -> None:
-    curve = cmp.power_curve_frame([0.1, 0.2, 0.3], n_max=1000)
+    curve = power.power_curve_frame([0.1, 0.2, 0.3], n_max=1000)
     assert list(curve.columns) == ["n", "mdd", "mdd_low", "mdd_high"]
     assert (
         curve["mdd"].is_monotonic_decreasing
@@ -299,7 +303,7 @@ def test_power_curve_and_figure() -> None:
         and (curve["mdd"] <= curve["mdd_high"]).all()
     )
     assert curve["mdd"].iloc[0] == pytest.approx(stats.min_detectable_delta(0.2, int(curve["n"].iloc[0])))
-    fig = cmp.power_figure(curve, 91, 0.2, metric="ndcg@10", target_delta=0.05)
+    fig = power.power_figure(curve, 91, 0.2, metric="ndcg@10", target_delta=0.05)
     assert [t.name for t in fig.data] == ["range over run pairs", "median run pair", "this dataset"]
     assert fig.data[2].x == (91,) and fig.data[2].y[0] == pytest.approx(stats.min_detectable_delta(0.2, 91))
     rects = [s for s in fig.layout.shapes if s.type == "rect"]
@@ -309,7 +313,7 @@ def test_power_curve_and_figure() -> None:
     assert labels.keys() == {"prototype", "development", "release"} and 20 < labels["prototype"] < 30
     needed = stats.queries_needed(0.05, 0.2)
     assert any(f"{needed:,} queries" in (a.text or "") for a in fig.layout.annotations)
-    assert cmp.power_curve_frame([]).empty
+    assert power.power_curve_frame([]).empty
 
 
 # --- fusion ------------------------------------------------------------------------------
@@ -317,7 +321,7 @@ def test_power_curve_and_figure() -> None:
 
 def test_fuse_runs_equals_the_library_and_keeps_chunk_columns(faq) -> None:
     runs = [r for r, _ in faq.runs][:2]
-    fused = cmp.fuse_runs(runs, method="rrf", k=60)
+    fused = fusion.fuse_runs(runs, method="rrf", k=60)
     assert fused.name == "rrf60(bm25+dense-e5)"
     assert {"source_doc", "text"} <= set(fused.frame.columns)
     reference = fuse(runs, method="rrf", k=60).frame
@@ -333,53 +337,56 @@ def test_fuse_runs_equals_the_library_and_keeps_chunk_columns(faq) -> None:
 
 def test_weighted_combsum_name_and_norm(faq) -> None:
     runs = [r for r, _ in faq.runs][:2]
-    fused = cmp.fuse_runs(runs, method="combsum", norm="zscore", weights=[0.7, 0.3])
+    fused = fusion.fuse_runs(runs, method="combsum", norm="zscore", weights=[0.7, 0.3])
     assert fused.name == "combsum-zscore(0.7·bm25+0.3·dense-e5)"
     reference = fuse(runs, method="combsum", norm="zscore", weights=[0.7, 0.3]).frame.set_index(["query_id", "doc_id"])[
         "score"
     ]
     ours = fused.frame.set_index(["query_id", "doc_id"])["score"]
     np.testing.assert_allclose(ours.loc[reference.index], reference)
-    raw = cmp.fuse_runs(runs, method="combmnz", norm="none")
+    raw = fusion.fuse_runs(runs, method="combmnz", norm="none")
     assert raw.name == "combmnz-raw(bm25+dense-e5)"
-    assert cmp.fused_name(["a", "b"], "rrf", k=10, weights=[2, 2]) == "rrf10(a+b)"
+    assert fusion.fused_name(["a", "b"], "rrf", k=10, weights=[2, 2]) == "rrf10(a+b)"
 
 
 def test_trec_download_round_trips(faq, tmp_path) -> None:
-    fused = cmp.fuse_runs([r for r, _ in faq.runs][:2], method="rrf", k=60)
-    data = cmp.trec_bytes(fused)
+    fused = fusion.fuse_runs([r for r, _ in faq.runs][:2], method="rrf", k=60)
+    data = fusion.trec_bytes(fused)
     first = data.decode("utf-8").splitlines()[0].split()
     assert len(first) == 6 and first[1] == "Q0" and first[3] == "1" and first[5] == "rrf60(bm25+dense-e5)"
-    path = tmp_path / f"{cmp.file_stem(fused.name)}.trec"
+    path = tmp_path / f"{fusion.file_stem(fused.name)}.trec"
     path.write_bytes(data)
     back = load_run(path)
     merged = back.frame.merge(fused.frame, on=["query_id", "doc_id"], suffixes=("", "_fused"))
     assert len(merged) == len(fused.frame)
     np.testing.assert_allclose(merged["score"], merged["score_fused"])
-    assert cmp.file_stem("rrf60(0.5·bm25+dense)") == "rrf60_0.5_bm25+dense" and cmp.file_stem("混合") == "fused-run"
+    assert (
+        fusion.file_stem("rrf60(0.5·bm25+dense)") == "rrf60_0.5_bm25+dense" and fusion.file_stem("混合") == "fused-run"
+    )
 
 
 def test_fusion_preview_and_source(faq) -> None:
     runs = [r for r, _ in faq.runs][:2]
-    fused = cmp.fuse_runs(runs, method="rrf", k=60)
-    preview = cmp.fusion_preview(faq.dataset, runs, fused, ["recall@5", "ndcg@5"])
+    fused = fusion.fuse_runs(runs, method="rrf", k=60)
+    inputs = [ragmetrics.align(faq.dataset, r) for r in runs]
+    preview = fusion.fusion_preview(inputs, ragmetrics.align(faq.dataset, fused), ["recall@5", "ndcg@5"])
     assert list(preview.columns) == ["run", "role", "recall@5", "ndcg@5"]
     assert list(preview["role"]) == ["input", "input", "fused"]
     reference = ragmetrics.evaluate(faq.dataset, [*runs, fused], ["ndcg@5"], warn=False).mean()["ndcg@5"]
     assert preview.set_index("run").loc[fused.name, "ndcg@5"] == pytest.approx(reference[fused.name])
     assert (
-        cmp.fusion_source(["bm25", "dense"], "rrf", k=60, norm=None, weights=[1, 1])
+        fusion.fusion_source(["bm25", "dense"], "rrf", k=60, norm=None, weights=[1, 1])
         == "fusion: rrf k=60 of bm25, dense"
     )
     assert (
-        cmp.fusion_source(["a", "b"], "combsum", k=60, norm="minmax", weights=[0.5, 1])
+        fusion.fusion_source(["a", "b"], "combsum", k=60, norm="minmax", weights=[0.5, 1])
         == "fusion: combsum norm=minmax weights=0.5/1 of a, b"
     )
 
 
-def test_compare_result_on_tiny_matches_the_eval_result_path(tiny, tiny_runs, tiny_evals) -> None:
+def test_compare_result_on_tiny_matches_the_eval_result_path(tiny, tiny_runs, tiny_alignments) -> None:
     """The dashboard's aligned EvalResult gives the library's numbers on hand-made data too."""
-    ours = cmp.run_comparison(tiny_evals, "run-a", ["mrr@10"], test="wilcoxon").table
+    ours = cmp.run_comparison(tiny_alignments, "run-a", ["mrr@10"], test="wilcoxon").table
     ref = compare_result(
         ragmetrics.evaluate(tiny, tiny_runs, ["mrr@10"], warn=False), baseline="run-a", test="wilcoxon"
     ).table
@@ -387,3 +394,17 @@ def test_compare_result_on_tiny_matches_the_eval_result_path(tiny, tiny_runs, ti
         ours["p_value"].to_numpy(dtype=float), ref["p_value"].to_numpy(dtype=float), equal_nan=True
     )
     assert not math.isnan(ours["p_value"].iloc[1])
+
+
+def test_choices_and_labels_come_from_the_library_registries(faq_cmp) -> None:
+    from ragmetrics import compare as library_compare
+    from ragmetrics import fusion as library_fusion
+    from ragmetrics import share
+
+    assert list(cmp.TESTS) == list(stats.TESTS) and cmp.test_title("randomization") == "Fisher randomization"
+    assert all(cmp.test_title(t) == stats.TESTS[t].title for t in stats.TESTS)
+    assert cmp.ALPHAS is share.ALPHAS and cmp.MIN_GROUP is library_compare.MIN_GROUP
+    assert faq_cmp.correction == "holm"
+    display = cmp.comparison_display(cmp.comparison_frame(faq_cmp), "bm25", faq_cmp.correction)
+    assert "p (Holm)" in display.columns
+    assert fusion.NORM_CHOICES == ("minmax", "zscore", "none") and fusion.FUSION_METHODS is library_fusion.METHODS

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard.core import comparison as cmp
+from dashboard.core import compare as cmp
+from dashboard.core.results import eval_result
 from tests.dashboard.apptest import charts, no_problems, open_app, open_page, param
 
 pytestmark = pytest.mark.apptest
@@ -89,10 +90,10 @@ def test_compare_reads_the_url_and_shows_the_librarys_numbers(faq, faq_ids) -> N
     assert param(at, "q") == "q009" and param(at, "base") == faq_ids["hybrid-rrf"] and param(at, "m") == "ndcg"
 
 
-def _evals(faq):
-    from dashboard.core.evaluation import evaluate_run
+def _alignments(faq):
+    import ragmetrics
 
-    return [evaluate_run(faq.dataset, run) for run, _ in faq.runs]
+    return [ragmetrics.align(faq.dataset, run) for run, _ in faq.runs]
 
 
 def test_selecting_a_row_focuses_its_run_and_metric(faq_ids) -> None:
@@ -206,7 +207,7 @@ def test_power_page_shows_discriminative_power_and_queries_needed(faq, faq_ids) 
     no_problems(at)
     assert at.title[0].value == "Dataset power"
     metrics = {m.label: m.value for m in at.metric}
-    result = cmp.eval_result(_evals(faq), ["ndcg@10"])
+    result = eval_result(_alignments(faq), ["ndcg@10"])
     pairs = discriminative_power(result, "ndcg@10")
     assert metrics["Run pairs significant (nDCG@10)"] == f"{int(pairs['significant'].sum())} of 3"
     sd = float(pairs["sd_difference"].median())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from dashboard.core import frames
+from dashboard.core import missed
 from ragmetrics import diagnosis
 
 
@@ -105,9 +105,9 @@ def test_weak_category_is_named() -> None:
     assert "weak_category" not in rules(diagnosis.diagnose("r", tiny_group, k=5, deep_k=100))
 
 
-def test_on_real_runs_and_findings_frame(tiny_evals) -> None:
-    ev = tiny_evals[0]
-    found = diagnosis.diagnose(ev.name, frames.query_table(ev, 5), k=5, deep_k=30)
+def test_on_real_runs_and_findings_frame(tiny_alignments) -> None:
+    ev = tiny_alignments[0]
+    found = diagnosis.diagnose(ev.name, missed.query_table(ev, 5), k=5, deep_k=30)
     assert "easy_missed" not in rules(found)
     frame = diagnosis.findings_frame(found)
     assert list(frame.columns) == ["run", "rule", "severity", "title", "evidence", "advice", "queries"]
@@ -128,15 +128,26 @@ def test_is_short(text: str, short: bool) -> None:
 
 
 @pytest.mark.parametrize("k", [1, 3, 5])
-def test_the_library_and_the_dashboard_give_the_same_findings(faq, faq_evals, k: int) -> None:
+def test_the_library_and_the_dashboard_give_the_same_findings(faq, faq_alignments, k: int) -> None:
     """``ragmetrics.diagnosis.diagnose_run`` (CLI) and the dashboard's cached route apply the same rules to the same table."""
     fired = 0
-    for (run, _), ev in zip(faq.runs, faq_evals, strict=True):
+    for (run, _), ev in zip(faq.runs, faq_alignments, strict=True):
         deep = min(100, ev.depth)
         from_dashboard = diagnosis.diagnose(
-            ev.name, frames.query_table(ev, k, "ndcg@10"), k=k, deep_k=deep, metric_label="ndcg@10"
+            ev.name, missed.query_table(ev, k, "ndcg@10"), k=k, deep_k=deep, metric_label="ndcg@10"
         )
         from_library = diagnosis.diagnose_run(faq.dataset, run, k=k, metric="nDCG@10")
         assert from_library == from_dashboard
         fired += len(from_library)
     assert fired > 0  # the sample runs do trip rules (hard queries missed, near misses)
+
+
+def test_rank_histogram(tiny_alignments) -> None:
+    from dashboard.core import diagnosis as builders
+
+    tables = {a.name: missed.query_table(a, 5) for a in tiny_alignments}
+    fig = builders.rank_histogram_figure(tables, 5)
+    assert [t.name for t in fig.data] == ["run-a", "run-b"]
+    a = dict(zip(fig.data[0].x, fig.data[0].y))
+    assert a["1"] == 4 and a["7"] == 1 and a[">20"] == 1 and a["none"] == 1
+    assert sum(fig.data[0].y) == 11  # q12 has no relevant document

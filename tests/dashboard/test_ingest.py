@@ -6,8 +6,9 @@ import copy
 
 from streamlit.runtime.uploaded_file_manager import UploadedFile, UploadedFileRec
 
-from dashboard.core.view_state import ViewState
 from dashboard.ui import ingest
+from ragmetrics.io import FORMATS
+from ragmetrics.share import ViewState
 
 
 def test_a_deep_copied_upload_shares_its_bytes_until_written() -> None:
@@ -53,3 +54,12 @@ def test_an_upload_opens_what_it_added() -> None:
     again = ingest.view_with_runs(view, [_outcome("r1")], "d1", workspace)  # type: ignore[arg-type]
     assert again is not None and again.runs == ("r1",)
     assert ingest.view_with_runs(view, [_outcome("r2", fresh=False)], "d1", workspace) is None  # type: ignore[arg-type]
+
+
+def test_the_uploaders_accept_every_extension_of_the_formats_table() -> None:
+    """The file types come from ragmetrics.io.FORMATS: .tab and .qrel qrels upload too (and .gz of any)."""
+    for kind, types in (("dataset", ingest.DATASET_TYPES), ("run", ingest.RUN_TYPES)):
+        expected = {ext.lstrip(".") for f in FORMATS if f.kind == kind for ext in f.extensions}
+        assert set(types) == expected | {"gz"}
+    assert {"tab", "qrel", "qrels", "zip"} <= set(ingest.DATASET_TYPES)
+    assert {"tab", "trec", "run"} <= set(ingest.RUN_TYPES)

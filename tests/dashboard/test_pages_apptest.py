@@ -52,18 +52,19 @@ def test_overview_reads_the_url_and_draws_one_trace_per_run(faq_ids) -> None:
     assert param(at, "k") == "10" and param(at, "prof") == "tech" and param(at, "m") == "ndcg"
 
 
-def test_changing_k_and_metric_does_not_re_evaluate(monkeypatch, faq_ids) -> None:
+def test_changing_k_and_metric_does_not_re_align(monkeypatch, faq_ids) -> None:
+    from dashboard.data import alignments
     from dashboard.ui import cache
 
     calls: list[str] = []
-    real = cache.evaluate_run
+    real = alignments.align
 
-    def counting(dataset, run, **kwargs):
+    def counting(dataset, run, *args, **kwargs):
         calls.append(run.name)
-        return real(dataset, run, **kwargs)
+        return real(dataset, run, *args, **kwargs)
 
-    cache._evaluate.clear()
-    monkeypatch.setattr(cache, "evaluate_run", counting)
+    cache._alignments.clear()
+    monkeypatch.setattr(alignments, "align", counting)
     at = open_page("overview", {"ds": faq_ids["dataset"]})
     assert sorted(calls) == ["bm25", "dense-e5", "hybrid-rrf"]
     at.slider(key="sidebar.k").set_value(3).run()
@@ -71,7 +72,10 @@ def test_changing_k_and_metric_does_not_re_evaluate(monkeypatch, faq_ids) -> Non
     no_problems(at)
     assert "recall@3" in at.dataframe[0].value.columns
     assert param(at, "k") == "3" and param(at, "m") == "map"
-    assert len(calls) == 3  # K and metric only slice the cached curves
+    assert len(calls) == 3  # K and metric only read the held alignments
+    for view in VIEWS:  # nor does any other page
+        no_problems(open_page(view.key, {"ds": faq_ids["dataset"]}))
+    assert len(calls) == 3
 
 
 def test_missed_page_opens_the_query_in_the_url(faq_ids) -> None:

@@ -48,11 +48,11 @@ def test_targets_from_editor_frame() -> None:
     assert len(notes) == 1 and "ndcg" in notes[0]
 
 
-def test_check_frame_agrees_with_ragmetrics_check(faq_evals, faq_result) -> None:
+def test_check_frame_agrees_with_ragmetrics_check(faq_alignments, faq_result) -> None:
     wanted = targets.profile_targets("faq")
-    checks = targets.check_frame(faq_evals, wanted)
+    checks = targets.check_frame(faq_alignments, wanted)
     assert list(checks.columns) == targets.CHECK_COLUMNS
-    assert len(checks) == len(faq_evals) * len(wanted)
+    assert len(checks) == len(faq_alignments) * len(wanted)
     for run in faq_result.run_names:
         library = {c.metric: c for c in check_targets(faq_result[run], {m: wanted[m] for m in wanted})}
         mine = checks[checks["run"] == run].set_index("metric")
@@ -64,11 +64,11 @@ def test_check_frame_agrees_with_ragmetrics_check(faq_evals, faq_result) -> None
     assert (checks["passed"] == (checks["status"] == "pass")).all()
 
 
-def test_targets_table_and_style(faq_evals) -> None:
-    checks = targets.check_frame(faq_evals, {"recall@5": 0.9, "hits@5": 0.5})
+def test_targets_table_and_style(faq_alignments) -> None:
+    checks = targets.check_frame(faq_alignments, {"recall@5": 0.9, "hits@5": 0.5})
     wide = targets.targets_table(checks)
     assert list(wide.columns) == ["run", "met", "Recall@5 > 0.90", "Hits@5 > 0.50"]
-    assert wide["run"].tolist() == [ev.name for ev in faq_evals]
+    assert wide["run"].tolist() == [ev.name for ev in faq_alignments]
     assert all(cell.startswith("✗ ") for cell in wide["Recall@5 > 0.90"])
     assert all(cell.startswith("✓ ") for cell in wide["Hits@5 > 0.50"])
     assert set(wide["met"]) == {"1/2"}

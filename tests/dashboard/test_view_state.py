@@ -1,4 +1,5 @@
-"""The URL codec: round trips, a fixed point, never raising, notes for what it drops, and reconcile."""
+"""The URL codec (ragmetrics.share): round trips, a fixed point, never raising, notes for what it drops; the one
+link builder that ``ragmetrics push`` and the dashboard share; and reconcile against loaded data."""
 
 from __future__ import annotations
 
@@ -7,18 +8,12 @@ from urllib.parse import parse_qs, urlsplit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashboard.core.view_state import (
-    PAGES,
-    PARAM_KEYS,
-    Facts,
-    ViewState,
-    decode,
-    encode,
-    reconcile,
-    share_query,
-    share_url,
-)
-from ragmetrics.store import share_link
+from dashboard.core.view_state import Facts, reconcile
+from dashboard.views import VIEWS
+from ragmetrics import share
+from ragmetrics.share import PARAM_KEYS, ViewState, decode, encode, share_link, share_query, share_url
+
+PAGES = [v.key for v in VIEWS]
 
 FULL = ViewState(
     page="missed",
@@ -78,6 +73,7 @@ def test_bad_values_fall_back_with_notes() -> None:
             "fr": "<script>",
         },
         "nowhere",
+        pages=PAGES,
     )
     assert state.k == 5 and state.metric == "recall" and state.profile == "faq"
     assert state.dataset is None and state.runs == ("ok1",) and state.targets == "recall@5>0.9"
@@ -144,6 +140,64 @@ def test_share_query_matches_the_library_link() -> None:
     assert notes == [] and state.page == "overview"
     assert state.dataset == "6d5d0047d3d731a2" and state.runs == ("6475a854ed3be87f",)
     assert set(PAGES) >= {"overview", "upload", "breakdown", "missed", "diagnosis", "metrics"}
+    # the link is the short form, exactly as push prints it
+    assert link == "http://host:8501/overview?ds=6d5d0047d3d731a2&runs=6475a854ed3be87f"
+    assert share_link("http://h", dataset="6d5d0047d3d731a2", page="missed", k=10).endswith(
+        "/missed?ds=6d5d0047d3d731a2&k=10"
+    )
+
+
+def test_share_link_refuses_malformed_ids() -> None:
+    import pytest
+
+    from ragmetrics.errors import RagMetricsError
+
+    with pytest.raises(RagMetricsError, match="not a valid id"):
+        share_link("http://h", dataset="../etc")
+    with pytest.raises(RagMetricsError, match="run"):
+        share_link("http://h", dataset="6d5d0047d3d731a2", runs=["x y"])
+    assert share.is_id("0123456789abcdef") and not share.is_id("0123456789ABCDEF") and not share.is_id(None)
+
+
+def test_the_page_list_is_the_views_and_the_codec_checks_only_a_pages_shape() -> None:
+    default = next(v for v in VIEWS if v.default)
+    assert default.key == share.DEFAULT_PAGE == ViewState().page
+    assert decode({}, "missed")[0].page == "missed" and decode({}, "missed", pages=PAGES) == (
+        ViewState(page="missed"),
+        [],
+    )
+    state, notes = decode({}, "../../x")  # not a page key at all
+    assert state.page == share.DEFAULT_PAGE and "unknown page" in notes[0]
+    state, notes = decode({}, "nowhere")  # well-formed: reconcile checks it against the pages
+    assert state.page == "nowhere" and notes == []
+    fitted, notes = reconcile(state, ["d1"], _facts, pages=PAGES)
+    assert fitted.page == "overview" and "unknown page 'nowhere'" in notes[0]
+    assert reconcile(ViewState(page="compare"), ["d1"], _facts, pages=PAGES)[0].page == "compare"
+
+
+def test_choices_come_from_the_library_registries() -> None:
+    from ragmetrics.metrics import CURVE_METRICS
+    from ragmetrics.stats import TESTS
+    from ragmetrics.targets import PROFILES
+
+    assert set(share.METRIC_CHOICES) == {*CURVE_METRICS, "rprec"}
+    for test in TESTS:
+        assert decode({"t": test})[0].test == test
+    for profile in PROFILES:
+        assert decode({"prof": profile})[0].profile == profile
+    assert all(decode({"a": f"{a:g}"})[0].alpha == a for a in share.ALPHAS)
+
+
+def test_the_codec_imports_neither_plotly_nor_sqlalchemy() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, ragmetrics.share, dashboard.core.view_state; "
+        "bad = [m for m in ('plotly', 'sqlalchemy', 'streamlit') if m in sys.modules]; print(bad); sys.exit(bool(bad))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def _facts(_dataset: str) -> Facts:

@@ -8,11 +8,14 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from dashboard.core import samples
-from dashboard.core.view_state import Facts, ViewState, app_root, decode, missing_note, reconcile
-from dashboard.core.workspace import SAMPLES_MARKER, Workspace, human_size, safe_url, samples_marker_id
+from dashboard.core.view_state import Facts, ViewState, app_root, missing_note, reconcile
+from dashboard.data import samples
+from dashboard.data.alignments import Alignments
+from dashboard.data.workspace import SAMPLES_MARKER, Workspace, human_size, safe_url, samples_marker_id
+from ragmetrics import Run
 from ragmetrics.errors import RagMetricsError
 from ragmetrics.io import load_dataset, load_run
+from ragmetrics.share import decode
 from ragmetrics.store import Store, dataset_id, run_id
 
 DATA = Path(__file__).resolve().parents[1] / "e2e" / "data"
@@ -184,26 +187,29 @@ def test_tight_upload_limits_do_not_refuse_the_bundled_samples(tmp_path, monkeyp
         load_run(samples.samples_dir() / "product_faq_zh" / "runs" / "bm25.jsonl")
 
 
-def test_the_evaluation_aligned_while_a_run_is_stored_is_the_one_the_pages_reuse(tmp_path, mini, monkeypatch) -> None:
-    """ingest's ``meanwhile``: evaluate_run on the stored run object, so the page's evaluation finds the alignment."""
-    import ragmetrics.ranking
-    from dashboard.core.evaluation import evaluate_run
+def test_the_alignment_made_while_a_run_is_stored_is_the_one_the_pages_reuse(tmp_path, mini, monkeypatch) -> None:
+    """ingest's ``meanwhile``: the run is aligned while its rows are written, and the pages find that alignment."""
+    from dashboard.data import alignments as module
 
     dataset, bm25, _ = mini
     ws = Workspace(Store(_sqlite(tmp_path)))
     entry = ws.add_dataset(dataset)
     builds = []
-    original = ragmetrics.ranking.build_ranking
-    monkeypatch.setattr(ragmetrics.ranking, "build_ranking", lambda *a, **k: builds.append(1) or original(*a, **k))
-    seen = []
-    run_entry = ws.add_run(entry.id, bm25, meanwhile=lambda stored: seen.append(evaluate_run(entry.dataset, stored)))
-    assert len(seen) == 1 and builds == [1]
-    again = evaluate_run(entry.dataset, run_entry.run, run_id=run_entry.id)
+    original = module.align
+    monkeypatch.setattr(module, "align", lambda *a, **k: builds.append(1) or original(*a, **k))
+    held = Alignments()
+    run_entry = held.add_run(ws, entry, bm25, source="mini-bm25.trec")
+    assert builds == [1] and run_entry.id == run_id(bm25)
+    again = held.get(entry, run_entry)
     assert builds == [1]  # aligned once, while storing
-    assert again.mean("mrr") == seen[0].mean("mrr") and run_entry.id == run_id(bm25)
+    assert again is held.get(ws.dataset(entry.id), ws.run(entry.id, run_entry.id))  # type: ignore[arg-type]
+    assert again.run.name == run_entry.name and again.mean("mrr") > 0
 
-    failing = ws.add_run(entry.id, load_run(DATA / "mini-dense.trec"), meanwhile=lambda stored: 1 / 0)
+    monkeypatch.setattr(module, "align", lambda *a, **k: 1 / 0)
+    failing = held.add_run(ws, entry, load_run(DATA / "mini-dense.trec"))
     assert ws.run(entry.id, failing.id) is not None  # an error in the side work does not stop the store
+    with pytest.raises(ZeroDivisionError):  # the page meets it
+        held.get(entry, failing)
 
     # the same file again: the stored entry comes back at once, without waiting for this copy's side work
     import threading
@@ -216,10 +222,59 @@ def test_the_evaluation_aligned_while_a_run_is_stored_is_the_one_the_pages_reuse
     )
     assert again_entry.id == run_entry.id and again_entry.run is run_entry.run and not finished
     release.set()
+    assert ws.stored_run(entry.id, load_run(DATA / "mini-bm25.trec").with_name("any name")) is again_entry
+
+
+def test_alignments_are_made_once_under_threads_and_kept_in_an_lru(tmp_path, mini, monkeypatch) -> None:
+    import threading
+    import time
+
+    from dashboard.data import alignments as module
+
+    dataset, bm25, dense = mini
+    ws = Workspace(Store(_sqlite(tmp_path)))
+    entry = ws.add_dataset(dataset)
+    a, b = ws.add_run(entry.id, bm25), ws.add_run(entry.id, dense)
+    builds = []
+    original = module.align
+
+    def slow(*args, **kwargs):
+        builds.append(args[1].name)
+        time.sleep(0.05)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, "align", slow)
+    held = Alignments(max_entries=1)
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(held.get(entry, a))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert builds == ["mini-bm25"] and all(g is got[0] for g in got)
+    held.get(entry, b)  # the LRU keeps one: the first goes
+    assert (entry.id, a.id, a.name) not in held and (entry.id, b.id, b.name) in held
+    renamed = ws.rename_run(entry.id, b.id, "dense v2")
+    assert held.get(entry, renamed).name == "dense v2"  # the name is in the key: a rename shows
+
+
+def test_workspace_ids_and_names(tiny, tiny_runs) -> None:
+    ws = Workspace()
+    entry = ws.add_dataset(tiny, name="tiny")
+    assert ws.add_dataset(tiny).id == entry.id == dataset_id(tiny)
+    first = ws.add_run(entry.id, tiny_runs[0])
+    shuffled = Run.from_frame(tiny_runs[0].frame.sample(frac=1.0, random_state=0), name="other name")
+    assert run_id(shuffled) == first.id  # row order and name are not content
+    assert ws.add_run(entry.id, shuffled) is first
+    renamed = ws.add_run(entry.id, Run.from_frame(tiny_runs[1].frame, name="run-a"))
+    assert renamed.name == "run-a (2)" and renamed.run.name == "run-a (2)"
+    assert [r.name for r in ws.runs(entry.id)] == ["run-a", "run-a (2)"]
+    assert ws.dataset_table()["runs"].tolist() == [2]
+    assert ws.run_table(entry.id)["name"].tolist() == ["run-a", "run-a (2)"]
 
 
 def test_a_renamed_dataset_or_run_is_one_object_for_every_caller(tmp_path, mini) -> None:
-    """The engine keeps alignments per object: a rename must not hand out a new object at each access."""
+    """A rename must not hand out a new object at each access (one copy in memory per content)."""
     dataset, bm25, _ = mini
     ws = Workspace(Store(_sqlite(tmp_path)))
     entry = ws.add_dataset(dataset, name="renamed at upload")

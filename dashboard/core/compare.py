@@ -1,0 +1,342 @@
+"""Compare: is a run better than the baseline, or is that noise? The table, its marks, the forest plot, segments.
+
+The numbers are the library's (:func:`ragmetrics.compare.compare_result` on an
+:class:`~ragmetrics.evaluate.EvalResult` built around the dashboard's alignments); this module shapes them for
+tables and draws them. Test and alpha choices are the library's (:data:`ragmetrics.stats.TESTS`,
+:data:`ragmetrics.share.ALPHAS`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from dashboard.core.charts import base_layout, safe
+from dashboard.core.queries import group_values
+from dashboard.core.results import Alignment, eval_result
+from dashboard.core.specs import METRIC_CHOICES, metric_spec, title
+from ragmetrics import stats
+from ragmetrics.compare import MIN_GROUP, Comparison, compare_result
+from ragmetrics.metrics import parse_metric
+from ragmetrics.model import Dataset
+from ragmetrics.share import ALPHAS, DEFAULT_ALPHA, DEFAULT_TEST
+
+__all__ = [
+    "ALPHAS",
+    "BASELINE",
+    "BETTER",
+    "COMPARISON_COLUMNS",
+    "DEFAULT_ALPHA",
+    "DEFAULT_TEST",
+    "MIN_GROUP",
+    "NOT_SIGNIFICANT",
+    "SEED",
+    "SEGMENT_COLUMNS",
+    "TESTS",
+    "TOO_FEW",
+    "WORSE",
+    "Comparison",
+    "compare_specs",
+    "comparison_display",
+    "comparison_frame",
+    "correction_title",
+    "forest_figure",
+    "format_ci",
+    "format_p",
+    "metric_name",
+    "run_comparison",
+    "segment_frame",
+    "segment_labels",
+    "significance_mark",
+    "style_marks",
+    "test_title",
+]
+
+SEED = 0
+"""Every resampling test and interval on these pages is seeded, so a view repeats exactly."""
+
+TESTS = stats.TESTS
+STANDARD_METRICS: tuple[str, ...] = ("recall", "precision", "ndcg", "hits", "mrr")
+"""Compared besides the sidebar metric, all at the sidebar's K."""
+
+BETTER = "▲ better"
+WORSE = "▼ worse"
+NOT_SIGNIFICANT = "not significant"
+BASELINE = "baseline"
+TOO_FEW = "too few to tell"
+MARK_COLORS: dict[str, str] = {
+    BETTER: "#2ca02c",
+    WORSE: "#d62728",
+    NOT_SIGNIFICANT: "#7f7f7f",
+    TOO_FEW: "#bbbbbb",
+    BASELINE: "#1f77b4",
+}
+
+
+def test_title(test: str) -> str:
+    """The paired test's title from the library's registry (``t`` -> ``Paired t-test``)."""
+    return TESTS[test].title if test in TESTS else test
+
+
+def correction_title(correction: str) -> str:
+    """How a corrected p-value is labelled: ``Holm``, ``Bonferroni``, ``uncorrected``."""
+    return "uncorrected" if correction in ("none", "", None) else correction.capitalize()
+
+
+def compare_specs(metric: str, k: int) -> list[str]:
+    """The sidebar metric and the standard ones, all at ``k``, in a fixed order (so table rows stay put)."""
+    names = [m for m in METRIC_CHOICES if m in STANDARD_METRICS or m == metric]
+    return list(dict.fromkeys(str(metric_spec(m, k)) for m in names))
+
+
+def metric_name(spec: str) -> str:
+    """The sidebar metric of a compared spec: ``ndcg@5`` -> ``ndcg``."""
+    return parse_metric(spec).name
+
+
+def run_comparison(
+    alignments: Sequence[Alignment],
+    baseline: str,
+    specs: Sequence[str],
+    *,
+    test: str = DEFAULT_TEST,
+    alpha: float = DEFAULT_ALPHA,
+    seed: int = SEED,
+    n_resamples: int = stats.DEFAULT_RESAMPLES,
+    correction: str = "holm",
+) -> Comparison:
+    """:func:`ragmetrics.compare.compare_result` on the alignments (``baseline`` is a run name)."""
+    return compare_result(
+        eval_result(alignments, specs),
+        baseline=baseline,
+        metrics=list(specs),
+        test=test,
+        alpha=alpha,
+        seed=seed,
+        n_resamples=n_resamples,
+        correction=correction,
+    )
+
+
+# --- the comparison table ----------------------------------------------------------------
+
+
+def significance_mark(
+    run: str, baseline: str, delta: float, p_corrected: float, alpha: float, too_few: bool = False
+) -> str:
+    """``baseline``, ``too few to tell``, ``▲ better`` / ``▼ worse`` (corrected p < alpha) or ``not significant``."""
+    if run == baseline:
+        return BASELINE
+    if too_few:
+        return TOO_FEW
+    if p_corrected is None or (isinstance(p_corrected, float) and math.isnan(p_corrected)):
+        return NOT_SIGNIFICANT
+    if p_corrected < alpha and delta > 0:
+        return BETTER
+    if p_corrected < alpha and delta < 0:
+        return WORSE
+    return NOT_SIGNIFICANT
+
+
+COMPARISON_COLUMNS = [
+    "metric",
+    "run",
+    "n",
+    "mean",
+    "mean_ci_low",
+    "mean_ci_high",
+    "delta",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "p_value_corrected",
+    "significance",
+    "wins",
+    "ties",
+    "losses",
+]
+
+
+def comparison_frame(comparison: Comparison) -> pd.DataFrame:
+    """One row per (metric, run), the baseline first within each metric; ``significance`` from
+    :func:`significance_mark`. Numbers are :attr:`Comparison.table`'s (the baseline row keeps its mean and CI;
+    its delta is 0 and it has no p)."""
+    table = comparison.table
+    if table.empty:
+        return pd.DataFrame(columns=COMPARISON_COLUMNS)
+    metrics = list(dict.fromkeys(table["metric"]))
+    order = sorted(
+        range(len(table)),
+        key=lambda i: (metrics.index(table["metric"].iloc[i]), table["run"].iloc[i] != comparison.baseline, i),
+    )
+    part = table.iloc[order].reset_index(drop=True)
+    out = part[[c for c in COMPARISON_COLUMNS if c in part.columns and c != "significance"]].copy()
+    out["significance"] = [
+        significance_mark(r, comparison.baseline, d, p, comparison.alpha)
+        for r, d, p in zip(part["run"], part["delta"], part["p_value_corrected"])
+    ]
+    return out[COMPARISON_COLUMNS]
+
+
+def format_p(p: float) -> str:
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return "—"
+    return "<0.0001" if p < 0.0001 else f"{p:.4f}"
+
+
+def format_ci(low: float, high: float) -> str:
+    if any(v is None or math.isnan(v) for v in (low, high)):
+        return "—"
+    return f"[{low:.3f}, {high:.3f}]"
+
+
+def comparison_display(frame: pd.DataFrame, baseline: str, correction: str = "holm") -> pd.DataFrame:
+    """:func:`comparison_frame` for reading (same rows, same order): CIs and p-values as text, W / T / L in one
+    column; the corrected p-value is labelled with its correction (``p (Holm)``)."""
+    is_base = frame["run"] == baseline
+    return pd.DataFrame(
+        {
+            "metric": [title(m) for m in frame["metric"]],
+            "run": frame["run"].astype("str"),
+            "n": frame["n"].astype(int),
+            "mean": frame["mean"].astype(float),
+            "mean 95% CI": [format_ci(lo, hi) for lo, hi in zip(frame["mean_ci_low"], frame["mean_ci_high"])],
+            "Δ vs baseline": ["" if b else f"{d:+.3f}" for b, d in zip(is_base, frame["delta"])],
+            "Δ 95% CI": [
+                "" if b else format_ci(lo, hi) for b, lo, hi in zip(is_base, frame["ci_low"], frame["ci_high"])
+            ],
+            "p": [format_p(p) for p in frame["p_value"]],
+            f"p ({correction_title(correction)})": [format_p(p) for p in frame["p_value_corrected"]],
+            "significance": frame["significance"],
+            "W / T / L": [
+                "" if b else f"{w} / {t} / {lo}"
+                for b, w, t, lo in zip(is_base, frame["wins"], frame["ties"], frame["losses"])
+            ],
+        }
+    )
+
+
+def style_marks(display: pd.DataFrame, focus_row: int | None = None) -> Any:
+    """A Styler colouring the ``significance`` column; ``focus_row`` (the row the charts below show) in bold."""
+
+    def colour(value: object) -> str:
+        color = MARK_COLORS.get(str(value))
+        return f"color: {color}; font-weight: 600" if color and value not in (NOT_SIGNIFICANT, TOO_FEW) else ""
+
+    styler = display.style.map(colour, subset=["significance"]).format({"mean": "{:.3f}"})
+    if focus_row is not None and 0 <= focus_row < len(display):
+        styler = styler.apply(
+            lambda row: ["font-weight: 700; background-color: #eef4fb" if row.name == focus_row else "" for _ in row],
+            axis=1,
+        )
+    return styler
+
+
+def forest_figure(
+    frame: pd.DataFrame, *, labels: Sequence[str], title: str, x_title: str = "Δ vs baseline (95% CI)"
+) -> go.Figure:
+    """Deltas with their 95% CI as horizontal error bars, one row per ``labels`` entry (top to bottom).
+
+    ``frame`` has ``delta, ci_low, ci_high, significance`` (and ``n``); traces are named by significance
+    (``▲ better``, ``▼ worse``, ``not significant``, ``too few to tell``), a dotted line marks 0.
+    """
+    fig = go.Figure()
+    data = frame.reset_index(drop=True).assign(label=[safe(x) for x in labels])
+    for mark in (BETTER, WORSE, NOT_SIGNIFICANT, TOO_FEW):
+        part = data[data["significance"] == mark]
+        if part.empty:
+            continue
+        delta = part["delta"].astype(float)
+        fig.add_trace(
+            go.Scatter(
+                x=delta.tolist(),
+                y=part["label"].tolist(),
+                mode="markers",
+                name=mark,
+                marker={
+                    "color": MARK_COLORS[mark],
+                    "size": 10,
+                    "symbol": "circle-open" if mark == TOO_FEW else "circle",
+                },
+                error_x={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": (part["ci_high"].astype(float) - delta).clip(lower=0).fillna(0).tolist(),
+                    "arrayminus": (delta - part["ci_low"].astype(float)).clip(lower=0).fillna(0).tolist(),
+                    "color": MARK_COLORS[mark],
+                    "thickness": 1.5,
+                    "width": 4,
+                },
+                customdata=list(zip(part["ci_low"], part["ci_high"], part.get("n", pd.Series([0] * len(part))))),
+                hovertemplate="%{y}<br>Δ %{x:+.3f}<br>95% CI %{customdata[0]:+.3f} – %{customdata[1]:+.3f}"
+                "<br>n=%{customdata[2]}<extra>%{fullData.name}</extra>",
+            )
+        )
+    fig.add_vline(x=0, line_dash="dot", line_color="#666")
+    fig.update_yaxes(categoryorder="array", categoryarray=list(data["label"])[::-1], type="category")
+    fig.update_xaxes(title_text=x_title, zeroline=False)
+    base_layout(fig, 90 + 32 * max(len(data), 2))
+    fig.update_layout(
+        title={"text": safe(title)},
+        showlegend=True,
+        legend={"orientation": "h", "y": -0.25 if len(data) > 4 else -0.5, "x": 0},
+    )
+    return fig
+
+
+# --- segments ----------------------------------------------------------------------------
+
+SEGMENT_COLUMNS = [
+    "segment",
+    "group",
+    "n",
+    "baseline_mean",
+    "mean",
+    "delta",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "p_value_corrected",
+    "significance",
+    "wins",
+    "ties",
+    "losses",
+    "too_few",
+]
+
+
+def segment_frame(comparison: Comparison, spec: str, run: str, dataset: Dataset | None = None) -> pd.DataFrame:
+    """One run against the baseline on one metric, per category and per difficulty.
+
+    Groups in the dashboard's order (categories by size, difficulties easy → hard when ``dataset`` is given);
+    ``significance`` is ``too few to tell`` when n < :data:`ragmetrics.compare.MIN_GROUP`; the correction is the
+    library's (within a facet, across runs × metrics × groups).
+    """
+    seg = comparison.segments
+    if seg.empty or "segment" not in seg.columns:
+        return pd.DataFrame(columns=SEGMENT_COLUMNS)
+    part = seg[(seg["metric"] == spec) & (seg["run"] == run)].copy()
+    if part.empty:
+        return pd.DataFrame(columns=SEGMENT_COLUMNS)
+    if dataset is not None:
+        rank = {}
+        for facet in part["segment"].unique():
+            if facet in dataset.queries_table.column_names:
+                rank.update({(facet, g): i for i, g in enumerate(group_values(dataset, facet))})
+        part["_order"] = [rank.get((s, g), 10_000) for s, g in zip(part["segment"], part["group"])]
+        facets = list(dict.fromkeys(part["segment"]))
+        part["_facet"] = [facets.index(s) for s in part["segment"]]
+        part = part.sort_values(["_facet", "_order", "group"], kind="stable")
+    part["significance"] = [
+        significance_mark(run, comparison.baseline, d, p, comparison.alpha, bool(tf))
+        for d, p, tf in zip(part["delta"], part["p_value_corrected"], part["too_few"])
+    ]
+    return part[SEGMENT_COLUMNS].reset_index(drop=True)
+
+
+def segment_labels(frame: pd.DataFrame) -> list[str]:
+    return [f"{s}: {g} (n={n})" for s, g, n in zip(frame["segment"], frame["group"], frame["n"])]

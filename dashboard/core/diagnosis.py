@@ -1,0 +1,44 @@
+"""Diagnosis: the library's deterministic rules (:mod:`ragmetrics.diagnosis`) over each run at K, and where
+the first relevant document sits."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from dashboard.core.charts import query_count_bars
+from dashboard.core.missed import deep_k, query_table
+from dashboard.core.results import Alignment
+from ragmetrics.diagnosis import LOW_MRR, Finding, diagnose, findings_frame
+
+__all__ = ["LOW_MRR", "Finding", "findings_frame", "rank_histogram_figure", "run_findings"]
+
+
+def run_findings(
+    alignment: Alignment, k: int, spec: str, label: str, low_mrr: float = LOW_MRR, table: pd.DataFrame | None = None
+) -> list[Finding]:
+    """Plain-language findings for one run at K: :func:`ragmetrics.diagnosis.diagnose` over its
+    :func:`dashboard.core.missed.query_table` (pass ``table`` when it is at hand)."""
+    table = query_table(alignment, k, spec) if table is None else table
+    return diagnose(alignment.name, table, k=k, deep_k=deep_k(alignment), metric_label=label, low_mrr=low_mrr)
+
+
+def rank_histogram_figure(
+    tables: dict[str, pd.DataFrame], k: int, runs: Sequence[str] | None = None, limit: int = 20
+) -> go.Figure:
+    """Where the first relevant document sits, per run: ranks 1..limit, ``>limit`` and ``none``.
+
+    ``tables`` maps a run to its :func:`dashboard.core.missed.query_table`.
+    """
+    buckets = [str(i) for i in range(1, limit + 1)] + [f">{limit}", "none"]
+    counts: dict[str, tuple[list, list]] = {}
+    for run in [r for r in (runs or list(tables)) if r in tables]:
+        ranks = tables[run].loc[tables[run]["n_relevant"] > 0, "first_relevant_rank"]
+        per_rank = [int((ranks == i).sum()) for i in range(1, limit + 1)]
+        counts[run] = (buckets, [*per_rank, int((ranks > limit).sum()), int((ranks <= 0).sum())])
+    fig = query_count_bars(counts, title=f"Rank of the first relevant document (dotted: K={k})", height=360)
+    fig.add_vline(x=k - 0.5, line_dash="dot", line_color="#888")
+    fig.update_xaxes(title_text="rank", type="category")
+    return fig

@@ -1,0 +1,260 @@
+"""Overview: each run's means at K with 95% intervals, curves over K with bootstrap bands, precision against recall.
+
+Alignments in, frames and figures out. Metric columns use canonical names (``recall@5``); the pages show the
+registry's titles (:func:`dashboard.core.specs.title`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from dashboard.core.bootstrap import NORMAL_ABOVE, bootstrap_ci, resampler
+from dashboard.core.charts import BAND_SUFFIX, base_layout, rgba, run_colors, runs_in, safe
+from dashboard.core.results import Alignment, curve
+from dashboard.core.specs import K_MAX, metric_spec, metric_title
+from ragmetrics.metrics import MetricSpec, parse_metric
+from ragmetrics.stats import Resampler
+
+__all__ = [
+    "CURVE_PANEL_METRICS",
+    "NORMAL_ABOVE",
+    "OVERVIEW_METRICS",
+    "PR_LABEL_KS",
+    "curve_frame",
+    "curves_figure",
+    "display_k_max",
+    "overview_frame",
+    "overview_specs",
+    "pr_figure",
+    "pr_frame",
+    "summary_frame",
+]
+
+OVERVIEW_METRICS: tuple[str, ...] = ("recall", "precision", "f1", "hits", "ndcg", "mrr", "map")
+CURVE_PANEL_METRICS: tuple[str, ...] = ("recall", "precision", "f1", "hits", "ndcg")
+PR_LABEL_KS: tuple[int, ...] = (1, 5, 10, 20, 50, 100)
+_TEXT_POSITIONS = ("top right", "bottom left", "middle right", "top left", "bottom right")
+
+
+class _Resamplers(dict[int, Resampler]):
+    """One set of resamples per query count: every run of a dataset, every metric and K share it."""
+
+    def __missing__(self, n: int) -> Resampler:
+        self[n] = resampler(n)
+        return self[n]
+
+
+def overview_specs(k: int) -> list[MetricSpec]:
+    """The overview's metrics at K: Recall, Precision, F1, Hits, nDCG, MRR and MAP, each @K."""
+    return [metric_spec(m, k) for m in OVERVIEW_METRICS]
+
+
+def overview_frame(alignments: Sequence[Alignment], k: int) -> pd.DataFrame:
+    """One row per run: ``run``, ``queries``, then the mean of each overview metric at K (canonical names)."""
+    specs = overview_specs(k)
+    rows = []
+    for alignment in alignments:
+        row: dict[str, object] = {"run": alignment.name, "queries": alignment.n_queries}
+        row.update({str(spec): alignment.mean(spec) for spec in specs})
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["run", "queries", *[str(s) for s in specs]])
+
+
+def summary_frame(alignments: Sequence[Alignment], specs: Sequence[MetricSpec | str]) -> pd.DataFrame:
+    """Mean and 95% CI of each metric per run: ``run, metric, n, mean, ci_low, ci_high`` (long)."""
+    rows = []
+    parsed = [parse_metric(s) for s in specs]
+    resamplers = _Resamplers()
+    for alignment in alignments:
+        n = alignment.n_queries
+        values = alignment.values(parsed)
+        matrix = np.column_stack([values[s] for s in parsed]) if parsed else np.zeros((n, 0))
+        mean, low, high = bootstrap_ci(matrix, resampler=resamplers[n])
+        for i, spec in enumerate(parsed):
+            rows.append(
+                {
+                    "run": alignment.name,
+                    "metric": str(spec),
+                    "n": n,
+                    "mean": mean[i],
+                    "ci_low": low[i],
+                    "ci_high": high[i],
+                }
+            )
+    return pd.DataFrame(rows, columns=["run", "metric", "n", "mean", "ci_low", "ci_high"])
+
+
+def curve_frame(
+    alignments: Sequence[Alignment], metrics: Sequence[str] = CURVE_PANEL_METRICS, k_max: int = K_MAX
+) -> pd.DataFrame:
+    """Mean ``metric@k`` for k = 1..k_max with a 95% bootstrap band: ``run, metric, k, value, ci_low, ci_high``.
+
+    Every curve is resampled on the same resamples of the queries: bands of one run are coherent across K and
+    metrics, and runs are resampled alike.
+    """
+    parts = []
+    ks = np.arange(1, k_max + 1)
+    resamplers = _Resamplers()
+    for alignment in alignments:
+        if alignment.n_queries == 0:
+            continue
+        for metric in metrics:
+            values = curve(alignment, metric, k_max)
+            mean, low, high = bootstrap_ci(values, resampler=resamplers[alignment.n_queries])
+            parts.append(
+                pd.DataFrame(
+                    {"run": alignment.name, "metric": metric, "k": ks, "value": mean, "ci_low": low, "ci_high": high}
+                )
+            )
+    if not parts:
+        return pd.DataFrame(columns=["run", "metric", "k", "value", "ci_low", "ci_high"])
+    return pd.concat(parts, ignore_index=True)
+
+
+def pr_frame(alignments: Sequence[Alignment], k_max: int = K_MAX) -> pd.DataFrame:
+    """Mean precision@k against mean recall@k, one point per K: ``run, k, recall, precision, label``."""
+    parts = []
+    ks = np.arange(1, k_max + 1)
+    for alignment in alignments:
+        if alignment.n_queries == 0:
+            continue
+        parts.append(
+            pd.DataFrame(
+                {
+                    "run": alignment.name,
+                    "k": ks,
+                    "recall": curve(alignment, "recall", k_max).mean(axis=0),
+                    "precision": curve(alignment, "precision", k_max).mean(axis=0),
+                    "label": [f"K={k}" for k in ks],
+                }
+            )
+        )
+    if not parts:
+        return pd.DataFrame(columns=["run", "k", "recall", "precision", "label"])
+    return pd.concat(parts, ignore_index=True)
+
+
+def display_k_max(alignments: Sequence[Alignment], floor: int = 10) -> int:
+    """Deepest K worth plotting: the deepest ranking among the runs, between ``floor`` and K_MAX."""
+    deepest = max((a.depth for a in alignments), default=floor)
+    return int(min(K_MAX, max(floor, deepest)))
+
+
+# --- figures -----------------------------------------------------------------------------
+
+
+def curves_figure(
+    curves: pd.DataFrame,
+    metrics: Sequence[str] = CURVE_PANEL_METRICS,
+    runs: Sequence[str] | None = None,
+    *,
+    k_mark: int | None = None,
+    log_x: bool | None = None,
+) -> go.Figure:
+    """Small multiples of metric@K against K, one line per run with its 95% bootstrap band.
+
+    ``curves`` is :func:`curve_frame`. Panels follow ``metrics`` in a grid of three columns; the legend sits in
+    the free cell. ``k_mark`` draws a dotted vertical line at the chosen K.
+    """
+    runs = runs_in(curves, runs)
+    colors = run_colors(runs)
+    cols = 3
+    rows = max(1, -(-len(metrics) // cols))
+    titles = [f"{metric_title(m)}@K" for m in metrics]
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.07, vertical_spacing=0.2)
+    k_max = int(curves["k"].max()) if len(curves) else 10
+    if log_x is None:
+        log_x = k_max > 20
+    for i, metric in enumerate(metrics):
+        row, col = i // cols + 1, i % cols + 1
+        part = curves[curves["metric"] == metric]
+        label = metric_title(metric)
+        for run in runs:
+            data = part[part["run"] == run]
+            if data.empty:
+                continue
+            ks = data["k"].tolist()
+            fig.add_trace(
+                go.Scatter(
+                    x=ks + ks[::-1],
+                    y=data["ci_high"].tolist() + data["ci_low"].tolist()[::-1],
+                    fill="toself",
+                    fillcolor=rgba(colors[run], 0.15),
+                    line={"width": 0},
+                    hoverinfo="skip",
+                    name=safe(run) + BAND_SUFFIX,
+                    legendgroup=run,
+                    showlegend=False,
+                ),
+                row=row,
+                col=col,
+            )
+            fig.add_trace(
+                go.Scatter(
+                    x=ks,
+                    y=data["value"].tolist(),
+                    mode="lines",
+                    line={"color": colors[run], "width": 2},
+                    name=safe(run),
+                    legendgroup=run,
+                    showlegend=i == 0,
+                    customdata=list(zip(data["ci_low"], data["ci_high"])),
+                    hovertemplate=f"{label}@%{{x}} = %{{y:.3f}}"
+                    "<br>95% CI %{customdata[0]:.3f}–%{customdata[1]:.3f}<extra>%{fullData.name}</extra>",
+                ),
+                row=row,
+                col=col,
+            )
+        tickvals = [v for v in (1, 2, 5, 10, 20, 50, 100) if v <= k_max] if log_x else None
+        fig.update_xaxes(type="log" if log_x else "linear", tickvals=tickvals, title_text="K", row=row, col=col)
+        fig.update_yaxes(range=[0, 1.02], row=row, col=col)
+        if k_mark is not None:
+            fig.add_vline(x=k_mark, line_dash="dot", line_color="#888", row=row, col=col)  # type: ignore[arg-type]
+    base_layout(fig, 300 * rows + 60)
+    free = rows * cols - len(metrics)
+    if free > 0:
+        fig.update_layout(
+            legend={
+                "x": 1.0 - free / cols + 0.04,
+                "y": 0.42,
+                "xanchor": "left",
+                "yanchor": "top",
+                "title": {"text": "runs"},
+            }
+        )
+    return fig
+
+
+def pr_figure(pr: pd.DataFrame, runs: Sequence[str] | None = None, label_ks: Sequence[int] = PR_LABEL_KS) -> go.Figure:
+    """Precision@K against Recall@K, one line per run, points labelled ``K=…`` at ``label_ks``."""
+    runs = runs_in(pr, runs)
+    colors = run_colors(runs)
+    fig = go.Figure()
+    shown = set(label_ks)
+    for i, run in enumerate(runs):
+        data = pr[pr["run"] == run]
+        fig.add_trace(
+            go.Scatter(
+                x=data["recall"].tolist(),
+                y=data["precision"].tolist(),
+                mode="lines+markers+text",
+                marker={"size": [8 if k in shown else 3 for k in data["k"]], "color": colors[run]},
+                line={"color": colors[run], "width": 2},
+                text=[label if k in shown else "" for k, label in zip(data["k"], data["label"])],
+                textposition=_TEXT_POSITIONS[i % len(_TEXT_POSITIONS)],
+                textfont={"size": 10, "color": colors[run]},
+                customdata=data["k"].tolist(),
+                name=safe(run),
+                hovertemplate="K=%{customdata}<br>Recall=%{x:.3f}<br>Precision=%{y:.3f}<extra>%{fullData.name}</extra>",
+            )
+        )
+    fig.update_xaxes(title_text="Recall@K", range=[0, 1.02])
+    fig.update_yaxes(title_text="Precision@K", range=[0, 1.05])
+    base_layout(fig, 420)
+    fig.update_layout(title={"text": "Precision–recall over K"})
+    return fig

@@ -1,0 +1,292 @@
+"""Dataset power: can this query set tell the runs apart, and how many queries would it take?
+
+Across every pair of runs: the share whose difference is significant at alpha (discriminative power,
+:func:`ragmetrics.compare.discriminative_power`); from the observed SD of per-query differences, the smallest
+difference the dataset detects and the queries needed for a given one (:mod:`ragmetrics.stats`), against the
+rules of thumb (20-30 queries to prototype, 50-100 in development, 100-200 before release).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from dashboard.core.charts import base_layout
+from dashboard.core.compare import SEED
+from dashboard.core.results import Alignment, common_query_ids, eval_result
+from dashboard.core.specs import title
+from ragmetrics import stats
+from ragmetrics.compare import discriminative_power
+from ragmetrics.evaluate import EvalResult
+
+__all__ = [
+    "PAIR_COLUMNS",
+    "POWER_COLUMNS",
+    "POWER_LEVELS",
+    "RULES_COLUMNS",
+    "RULES_OF_THUMB",
+    "needed_frame",
+    "pairs_table",
+    "power_curve_frame",
+    "power_figure",
+    "power_pairs",
+    "power_table",
+    "queries_needed",
+    "queries_of",
+    "rules_frame",
+    "stage_of",
+    "typical_sd",
+]
+
+
+RULES_OF_THUMB: tuple[tuple[str, int, int], ...] = (
+    ("prototype", 20, 30),
+    ("development", 50, 100),
+    ("release", 100, 200),
+)
+"""Query-set sizes teams use as rules of thumb."""
+
+POWER_LEVELS: tuple[float, ...] = (0.8, 0.9)
+PAIR_COLUMNS = ["metric", "run_a", "run_b", "delta", "p_value", "significant", "sd_difference"]
+
+
+def power_pairs(
+    result: EvalResult | Sequence[Alignment],
+    specs: Sequence[str],
+    *,
+    test: str = "t",
+    alpha: float = 0.05,
+    seed: int = SEED,
+) -> pd.DataFrame:
+    """:func:`ragmetrics.compare.discriminative_power` for each metric, stacked with a ``metric`` column
+    (``result``: an :class:`~ragmetrics.evaluate.EvalResult`, or the alignments to build one of)."""
+    if not isinstance(result, EvalResult):
+        result = eval_result(result, specs)
+    parts = []
+    for spec in specs:
+        pairs = discriminative_power(result, spec, test=test, alpha=alpha, seed=seed)
+        parts.append(pairs.assign(metric=spec))
+    if not parts:
+        return pd.DataFrame(columns=PAIR_COLUMNS)
+    return pd.concat(parts, ignore_index=True)[PAIR_COLUMNS]
+
+
+def _mdd(sd: float, n: int, alpha: float, power: float) -> float:
+    if sd is None or math.isnan(sd):
+        return float("nan")
+    return float(stats.min_detectable_delta(sd, n, alpha=alpha, power=power))
+
+
+def queries_needed(delta: float, sd: float, alpha: float = 0.05, power: float = 0.8) -> int | None:
+    """:func:`ragmetrics.stats.queries_needed` for |delta|; None when delta is 0 or either value is unknown."""
+    if sd is None or math.isnan(sd) or delta is None or math.isnan(delta) or abs(delta) <= 0:
+        return None
+    return stats.queries_needed(abs(delta), sd, alpha=alpha, power=power)
+
+
+POWER_COLUMNS = ["metric", "label", "pairs", "significant", "share", "sd_median", "mdd"]
+
+
+def power_table(pairs: pd.DataFrame, n_queries: int, *, alpha: float = 0.05, power: float = 0.8) -> pd.DataFrame:
+    """Per metric: run pairs, how many differ significantly (uncorrected p < alpha), their ``share`` (the
+    discriminative power), the median SD of per-query differences, and ``mdd``: the smallest mean difference
+    the dataset's ``n_queries`` detect with that SD at ``alpha`` and ``power``."""
+    rows = []
+    for metric, part in pairs.groupby("metric", sort=False):
+        sd = float(part["sd_difference"].median()) if len(part) else float("nan")
+        rows.append(
+            {
+                "metric": metric,
+                "label": title(str(metric)),
+                "pairs": len(part),
+                "significant": int(part["significant"].sum()),
+                "share": float(part["significant"].mean()) if len(part) else float("nan"),
+                "sd_median": sd,
+                "mdd": _mdd(sd, n_queries, alpha, power),
+            }
+        )
+    return pd.DataFrame(rows, columns=POWER_COLUMNS)
+
+
+def pairs_table(
+    pairs: pd.DataFrame, spec: str, n_queries: int, *, alpha: float = 0.05, power: float = 0.8
+) -> pd.DataFrame:
+    """The run pairs of one metric: ``delta`` (a − b), p, ``significant``, the pair's SD, its smallest
+    detectable difference ``mdd`` and ``queries_needed`` to detect the observed |delta|."""
+    part = pairs[pairs["metric"] == spec].reset_index(drop=True)
+    out = part[["run_a", "run_b", "delta", "p_value", "significant", "sd_difference"]].copy()
+    out["mdd"] = [_mdd(sd, n_queries, alpha, power) for sd in part["sd_difference"]]
+    out["queries_needed"] = pd.array(
+        [queries_needed(d, sd, alpha, power) for d, sd in zip(part["delta"], part["sd_difference"])], dtype="Int64"
+    )
+    return out
+
+
+def stage_of(n_queries: int) -> str:
+    """Where a query-set size sits against :data:`RULES_OF_THUMB`."""
+    if n_queries < RULES_OF_THUMB[0][1]:
+        return "below prototype size"
+    for name, low, high in reversed(RULES_OF_THUMB):
+        if low <= n_queries <= high:
+            return f"{name} size"
+    if n_queries > RULES_OF_THUMB[-1][2]:
+        return "beyond release size"
+    for (name, _, high), (nxt, low, _) in itertools.pairwise(RULES_OF_THUMB):
+        if high < n_queries < low:
+            return f"between {name} and {nxt} size"
+    return ""
+
+
+RULES_COLUMNS = ["stage", "queries", "mdd_low_end", "mdd_high_end"]
+
+
+def rules_frame(sd: float, n_queries: int, *, alpha: float = 0.05, power: float = 0.8) -> pd.DataFrame:
+    """The rules of thumb with the smallest detectable difference at each end of the range, and this dataset."""
+    rows: list[dict[str, object]] = [
+        {
+            "stage": name,
+            "queries": f"{low}–{high}",
+            "mdd_low_end": _mdd(sd, low, alpha, power),
+            "mdd_high_end": _mdd(sd, high, alpha, power),
+        }
+        for name, low, high in RULES_OF_THUMB
+    ]
+    here = _mdd(sd, n_queries, alpha, power)
+    rows.append({"stage": "this dataset", "queries": f"{n_queries}", "mdd_low_end": here, "mdd_high_end": here})
+    return pd.DataFrame(rows, columns=RULES_COLUMNS)
+
+
+def needed_frame(sd: float, deltas: Sequence[float], *, alpha: float = 0.05, power: float = 0.8) -> pd.DataFrame:
+    """Queries needed to detect each difference in ``deltas`` with SD ``sd``: ``delta, queries_needed, stage``."""
+    rows = []
+    for delta in deltas:
+        n = queries_needed(delta, sd, alpha, power)
+        rows.append({"delta": float(delta), "queries_needed": n, "stage": stage_of(n) if n is not None else ""})
+    out = pd.DataFrame(rows, columns=["delta", "queries_needed", "stage"])
+    out["queries_needed"] = pd.array(out["queries_needed"], dtype="Int64")
+    return out
+
+
+def typical_sd(sds: Sequence[float]) -> float:
+    """The median of the run pairs' SDs of per-query differences (NaN when there is none)."""
+    values = [float(s) for s in sds if s is not None and not math.isnan(s)]
+    return float(np.median(values)) if values else float("nan")
+
+
+def power_curve_frame(
+    sds: Sequence[float], *, alpha: float = 0.05, power: float = 0.8, n_min: int = 10, n_max: int = 1000
+) -> pd.DataFrame:
+    """Smallest detectable difference (:func:`ragmetrics.stats.min_detectable_delta`) against query count
+    ``n`` for the median (``mdd``), lowest and highest SD of ``sds``."""
+    values = [float(s) for s in sds if s is not None and not math.isnan(s)]
+    if not values:
+        return pd.DataFrame(columns=["n", "mdd", "mdd_low", "mdd_high"])
+    ns = [int(n) for n in np.unique(np.round(np.geomspace(n_min, n_max, 80)).astype(int))]
+    levels = {"mdd": typical_sd(values), "mdd_low": min(values), "mdd_high": max(values)}
+    return pd.DataFrame({"n": ns, **{col: [_mdd(sd, n, alpha, power) for n in ns] for col, sd in levels.items()}})
+
+
+def power_figure(
+    curve: pd.DataFrame,
+    n_queries: int,
+    sd: float,
+    *,
+    metric: str,
+    target_delta: float | None = None,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> go.Figure:
+    """The smallest detectable Δ against the number of queries (log x), with the rules-of-thumb ranges shaded,
+    this dataset's size marked and, with ``target_delta``, how many queries that difference needs (SD ``sd``).
+
+    ``curve`` is :func:`power_curve_frame`. Traces: ``range over run pairs`` (band), ``median run pair``,
+    ``this dataset``.
+    """
+    label = title(metric)
+    fig = go.Figure()
+    shades = ("rgba(255,193,7,0.18)", "rgba(156,39,176,0.10)", "rgba(76,175,80,0.16)")
+    for (name, low, high), color in zip(RULES_OF_THUMB, shades):
+        # on a log axis plotly.js places shapes by data value but annotations by log10 of it
+        fig.add_vrect(x0=low, x1=high, fillcolor=color, line_width=0, layer="below")
+        fig.add_annotation(
+            x=math.log10(math.sqrt(low * high)),
+            y=0.99,
+            yref="paper",
+            yanchor="top",
+            showarrow=False,
+            text=f"{name}<br>{low}–{high}",
+            font={"size": 11, "color": "#555"},
+        )
+    top = 0.0
+    if len(curve):
+        ns = curve["n"].tolist()
+        fig.add_trace(
+            go.Scatter(
+                x=ns + ns[::-1],
+                y=curve["mdd_high"].tolist() + curve["mdd_low"].tolist()[::-1],
+                fill="toself",
+                fillcolor="rgba(31,119,180,0.15)",
+                line={"width": 0},
+                hoverinfo="skip",
+                name="range over run pairs",
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=ns,
+                y=curve["mdd"].tolist(),
+                mode="lines",
+                line={"color": "#1f77b4", "width": 2.5},
+                name="median run pair",
+                hovertemplate="%{x} queries → detects Δ ≥ %{y:.3f}<extra></extra>",
+            )
+        )
+        top = float(curve["mdd_high"].max())
+    here = _mdd(sd, n_queries, alpha, power)
+    if not math.isnan(here):
+        fig.add_trace(
+            go.Scatter(
+                x=[n_queries],
+                y=[here],
+                mode="markers+text",
+                name="this dataset",
+                marker={"size": 13, "color": "#d62728", "symbol": "diamond"},
+                text=[f"{n_queries} queries: Δ ≥ {here:.3f}"],
+                textposition="top right",
+                hovertemplate="this dataset: %{x} queries → Δ ≥ %{y:.3f}<extra></extra>",
+            )
+        )
+    needed = queries_needed(target_delta or 0.0, sd, alpha, power)
+    if target_delta and needed is not None:
+        fig.add_hline(
+            y=target_delta,
+            line_dash="dot",
+            line_color="#444",
+            annotation_text=f"Δ = {target_delta:g} needs ≈ {needed:,} queries",
+            annotation_position="bottom right",
+        )
+    fig.update_yaxes(range=[0, max(top, target_delta or 0.0, 0.01) * 1.08])
+    n_max = max([1000, n_queries * 1.2, *(curve["n"].tolist() if len(curve) else [])])
+    fig.update_xaxes(
+        type="log",
+        title_text="queries in the dataset",
+        range=[1.0, math.log10(n_max)],
+        tickvals=[v for v in (10, 20, 30, 50, 100, 200, 300, 500, 1000, 2000, 5000, 10000) if v <= n_max],
+    )
+    fig.update_yaxes(title_text=f"smallest detectable Δ {label}")
+    fig.update_layout(
+        title={"text": f"Smallest difference in {label} a paired test detects (α = {alpha:g}, power {power:.0%})"},
+        legend={"orientation": "h", "y": -0.2, "x": 0},
+    )
+    base_layout(fig, 440)
+    return fig
+
+
+def queries_of(alignments: Sequence[Alignment]) -> int:
+    """How many queries every run was evaluated on (the n of the power analysis)."""
+    return len(common_query_ids(alignments))

@@ -1,0 +1,107 @@
+"""The dataset's queries as pages show them: groups (category, difficulty), counts, one query's record.
+
+Read from the dataset's Arrow tables one column at a time (no whole pandas frame per page run).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import pyarrow.compute as pc
+
+from dashboard.core.text import snippet
+from ragmetrics.diagnosis import NO_GROUP
+from ragmetrics.model import Dataset
+
+__all__ = [
+    "DIFFICULTY_ORDER",
+    "NO_GROUP",
+    "dataset_summary",
+    "doc_titles",
+    "group_values",
+    "has_groups",
+    "labels_of",
+    "query_info",
+    "query_labels",
+    "unevaluated_groups",
+]
+
+DIFFICULTY_ORDER: tuple[str, ...] = ("easy", "medium", "hard")
+
+
+def labels_of(dataset: Dataset, by: str) -> pd.Series:
+    """A query column as text, one value per query (missing: "")."""
+    table = dataset.queries_table
+    if by not in table.column_names:
+        return pd.Series([""] * table.num_rows, dtype="str")
+    return table.column(by).to_pandas().fillna("").astype("str")
+
+
+def group_values(dataset: Dataset, by: str) -> list[str]:
+    """Distinct values of ``category`` or ``difficulty`` (empty as ``(none)``), in display order: difficulties
+    easy → hard, then others by name; categories by size, largest first."""
+    counts = labels_of(dataset, by).replace("", NO_GROUP).value_counts(sort=False)
+    if by == "difficulty":
+        known = [d for d in DIFFICULTY_ORDER if d in counts.index]
+        rest = sorted(v for v in counts.index if v not in DIFFICULTY_ORDER)
+        return known + rest
+    return sorted(counts.index, key=lambda v: (-int(counts[v]), v))
+
+
+def has_groups(dataset: Dataset, by: str) -> bool:
+    """True when some query has a non-empty ``by`` label."""
+    return by in dataset.queries_table.column_names and bool((labels_of(dataset, by) != "").any())
+
+
+def unevaluated_groups(dataset: Dataset, evaluated: Sequence[str], by: str) -> dict[str, int]:
+    """Groups with queries left out of the evaluation (no judgments): ``{group: count}``."""
+    ids = dataset.queries_table.column("query_id")
+    left_out = ~pd.Series(ids.to_pandas()).isin(list(evaluated)).to_numpy()
+    values = labels_of(dataset, by)[left_out].replace("", NO_GROUP)
+    return {str(k): int(v) for k, v in values.value_counts().items()}
+
+
+def dataset_summary(dataset: Dataset) -> dict[str, int]:
+    """Counts for the page header: queries, judged queries, judgments, relevant judgments, categories, documents."""
+    qrels = dataset.qrels_table
+    categories = labels_of(dataset, "category")
+    return {
+        "queries": dataset.queries_table.num_rows,
+        "judged_queries": int(pc.count_distinct(qrels.column("query_id")).as_py()) if qrels.num_rows else 0,
+        "judgments": qrels.num_rows,
+        "relevant": int(pc.sum(pc.greater_equal(qrels.column("relevance"), 1)).as_py() or 0),
+        "categories": int(categories[categories != ""].nunique()),
+        "documents": 0 if dataset.documents is None else len(dataset.documents),
+    }
+
+
+def query_info(dataset: Dataset, query_id: str) -> dict[str, object]:
+    """The dataset's record of one query: text, category, difficulty, expected answer and keywords ({} if unknown)."""
+    table = dataset.queries_table
+    rows = np.flatnonzero(pc.equal(table.column("query_id"), query_id).to_numpy(zero_copy_only=False))
+    if len(rows) == 0:
+        return {}
+    row = table.slice(int(rows[0]), 1).to_pylist()[0]
+    return {
+        "query_id": query_id,
+        "query": str(row.get("query") or ""),
+        "category": str(row.get("category") or "") or NO_GROUP,
+        "difficulty": str(row.get("difficulty") or "") or NO_GROUP,
+        "expected_answer": str(row.get("expected_answer") or ""),
+        "expected_keywords": [str(v) for v in row.get("expected_keywords") or []],
+    }
+
+
+def doc_titles(dataset: Dataset) -> pd.Series | None:
+    """Document titles by doc_id, when the dataset carries its corpus with titles."""
+    docs = dataset.documents
+    if docs is None or "doc_id" not in docs.columns or "title" not in docs.columns:
+        return None
+    return docs.drop_duplicates("doc_id").set_index("doc_id")["title"].astype("str")
+
+
+def query_labels(frame: pd.DataFrame, limit: int = 60) -> dict[str, str]:
+    """``{query_id: "query_id · text…"}`` for pickers (``frame`` has ``query_id`` and ``query``)."""
+    return {str(q): f"{q} · {snippet(t, limit)}" for q, t in zip(frame["query_id"], frame["query"])}

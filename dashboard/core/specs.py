@@ -1,0 +1,40 @@
+"""The metrics the dashboard offers and their names for people, all from the library's registries.
+
+The metric picker offers :data:`ragmetrics.share.METRIC_CHOICES` (the registry's curve metrics, then
+R-precision); a curve metric is read at the sidebar's K. Titles are the registry's
+(:attr:`ragmetrics.metrics.MetricSpec.title`: ``Precision@5``, ``nDCG@10``).
+"""
+
+from __future__ import annotations
+
+from ragmetrics.metrics import CURVE_METRICS, METRICS, MetricSpec, parse_metric
+from ragmetrics.share import K_MAX, METRIC_CHOICES
+
+__all__ = ["CURVE_METRICS", "K_MAX", "METRIC_CHOICES", "MetricSpec", "metric_spec", "metric_title", "takes_k", "title"]
+
+
+def takes_k(metric: str) -> bool:
+    """True for a curve metric (read at K)."""
+    return metric in CURVE_METRICS
+
+
+def metric_spec(metric: str, k: int) -> MetricSpec:
+    """The spec shown for a picked metric name at K: ``recall`` -> ``recall@K``, ``rprec`` -> ``rprec``; a name
+    with its own cut-off (``mrr@3``) keeps it."""
+    if "@" in metric:
+        return parse_metric(metric)
+    try:
+        name = parse_metric(metric).name
+    except ValueError:  # a metric that needs a cut-off, named without one
+        name = parse_metric(f"{metric}@1").name
+    return MetricSpec(name, int(k)) if name in CURVE_METRICS else parse_metric(name)
+
+
+def title(spec: MetricSpec | str) -> str:
+    """The registry's title with the cut-off: ``precision@5`` -> ``Precision@5``, ``ndcg@10`` -> ``nDCG@10``."""
+    return parse_metric(spec).title
+
+
+def metric_title(name: str) -> str:
+    """A metric's title without a cut-off: ``precision`` -> ``Precision``."""
+    return METRICS[metric_spec(name, 1).name].title

@@ -1,0 +1,1 @@
+"""The stateful middle: the workspace over the store, the bundled samples, alignments and prefetching."""

@@ -1,0 +1,104 @@
+"""What the workspace hands out: a stored dataset or run as an entry (id, current name, facts from the store's
+listing, the content loaded on first use), and how the Workspace page shows sizes, times and store URLs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timezone
+
+import sqlalchemy as sa
+
+from ragmetrics.model import Dataset, Run
+
+__all__ = ["DatasetEntry", "RunEntry", "human_size", "safe_url", "utc", "when"]
+
+
+def utc(timestamp: float) -> datetime:
+    return datetime.fromtimestamp(float(timestamp), timezone.utc)
+
+
+class DatasetEntry:
+    """A stored dataset: id, current name and facts from the listing; ``dataset`` loads the content on first use."""
+
+    def __init__(
+        self,
+        id: str,
+        name: str,
+        dataset: Dataset | None = None,
+        source: str = "",
+        description: str = "",
+        added: datetime | None = None,
+        *,
+        n_queries: int = 0,
+        n_judgments: int = 0,
+        size_bytes: int = 0,
+        loader: Callable[[str, str], Dataset] | None = None,
+    ) -> None:
+        self.id, self.name, self.source, self.description = id, name, source, description
+        self.added = added or datetime.now(timezone.utc)
+        self.n_queries, self.n_judgments, self.size_bytes = n_queries, n_judgments, size_bytes
+        self._dataset, self._loader = dataset, loader
+
+    @property
+    def dataset(self) -> Dataset:
+        if self._loader is not None:
+            return self._loader(self.id, self.name)
+        assert self._dataset is not None
+        return self._dataset
+
+    def __repr__(self) -> str:
+        return f"DatasetEntry(id={self.id!r}, name={self.name!r}, n_queries={self.n_queries})"
+
+
+class RunEntry:
+    """A stored run under one dataset; ``run`` loads the content on first use (named with the current name)."""
+
+    def __init__(
+        self,
+        id: str,
+        name: str,
+        run: Run | None,
+        dataset_id: str,
+        source: str = "",
+        added: datetime | None = None,
+        *,
+        n_queries: int = 0,
+        n_rows: int = 0,
+        size_bytes: int = 0,
+        loader: Callable[[str, str], Run] | None = None,
+    ) -> None:
+        self.id, self.name, self.dataset_id, self.source = id, name, dataset_id, source
+        self.added = added or datetime.now(timezone.utc)
+        self.n_queries, self.n_rows, self.size_bytes = n_queries, n_rows, size_bytes
+        self._run, self._loader = run, loader
+
+    @property
+    def run(self) -> Run:
+        if self._loader is not None:
+            return self._loader(self.id, self.name)
+        assert self._run is not None
+        return self._run
+
+    def __repr__(self) -> str:
+        return f"RunEntry(id={self.id!r}, name={self.name!r}, dataset_id={self.dataset_id!r})"
+
+
+def safe_url(url: str) -> str:
+    """A store URL fit to show: the password hidden."""
+    try:
+        return sa.engine.make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return url.split("@")[-1]
+
+
+def human_size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def when(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

@@ -1,0 +1,417 @@
+"""The view in a share link: :class:`ViewState`, its query-string codec, and the one place links are built.
+
+A dashboard view (dataset, runs, baseline, metric, K, targets, filters, query, test, alpha) travels as short,
+documented query keys (:data:`PARAM_KEYS`); the page is the URL's path. :func:`encode` writes them,
+:func:`decode` reads any mapping of strings (or lists of strings, as repeated keys give) and never raises:
+unknown keys are ignored, bad values fall back to defaults with a note saying why. ``encode(decode(x))`` is a
+fixed point. :func:`share_url` and :func:`share_link` (what ``ragmetrics push`` prints) are the only builders
+of a link, so a link the CLI prints and one the dashboard shows read the same.
+
+Ids are content ids, 16 lowercase hexadecimal digits (:data:`ID_PATTERN`, also the store's), so a link names
+the same data on any server that holds the same files. The choices a link may name come from the library's
+registries: metrics (:data:`ragmetrics.metrics.CURVE_METRICS`), paired tests (:data:`ragmetrics.stats.TESTS`)
+and targets profiles (:data:`ragmetrics.targets.PROFILES`). Whether a state fits what a server has loaded is
+the dashboard's business (``dashboard.core.view_state.reconcile``), and so is the list of its pages: here a
+page key is only checked for its shape, unless the known pages are passed to :func:`decode`.
+
+This module imports no plotting, database or web library.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from urllib.parse import urlencode
+
+from ragmetrics.errors import RagMetricsError
+from ragmetrics.metrics import CURVE_METRICS, MetricSpec, parse_metric
+from ragmetrics.stats import TESTS
+from ragmetrics.targets import PROFILES, resolve_targets
+
+VERSION = "1"
+
+ID_PATTERN = re.compile(r"^[0-9a-f]{16}$")
+"""A content id (of a dataset, a run or a view): 16 lowercase hexadecimal digits."""
+
+
+def is_id(value: object) -> bool:
+    """True when ``value`` is a well-formed content id (see :data:`ID_PATTERN`)."""
+    return isinstance(value, str) and ID_PATTERN.match(value) is not None
+
+
+K_MAX = 100
+"""The deepest cut-off a view names (metric@K for K = 1..K_MAX)."""
+
+_MENU_ORDER = ("recall", "precision", "f1", "hits", "ndcg", "mrr", "map")
+METRIC_CHOICES: tuple[str, ...] = (
+    *sorted(CURVE_METRICS, key=lambda m: (_MENU_ORDER.index(m) if m in _MENU_ORDER else len(_MENU_ORDER), m)),
+    "rprec",
+)
+"""The metrics a view can name, in menu order: the registry's curve metrics (each taking K), then R-precision."""
+
+DEFAULT_METRIC = "recall"
+DEFAULT_K = 5
+DEFAULT_PROFILE = "faq"
+DEFAULT_TEST = "t"
+ALPHAS: tuple[float, ...] = (0.01, 0.05, 0.10)
+"""The significance levels a view can name."""
+DEFAULT_ALPHA = 0.05
+DEFAULT_PAGE = "overview"
+"""The page a link opens when it names none (``ragmetrics push`` links open it)."""
+
+PARAM_KEYS: dict[str, str] = {
+    "v": "schema version",
+    "ds": "dataset id",
+    "runs": "selected run ids, comma-separated (or repeated keys)",
+    "base": "baseline run id",
+    "m": f"metric name ({', '.join(METRIC_CHOICES)})",
+    "k": f"cut-off K (1 to {K_MAX})",
+    "prof": f"targets profile ({', '.join(PROFILES)})",
+    "tgt": "edited targets, e.g. recall@5>0.9;mrr>0.7 (absent = the profile's)",
+    "cat": "category filter",
+    "diff": "difficulty filter",
+    "fr": "run shown on the missed-queries and compare pages",
+    "q": "selected query id",
+    "s": "text search on the missed-queries page",
+    "t": f"paired test on the Compare page ({', '.join(TESTS)}; absent = {DEFAULT_TEST})",
+    "a": f"significance level alpha on the Compare page ({', '.join(f'{a:g}' for a in ALPHAS)}; "
+    f"absent = {DEFAULT_ALPHA:g})",
+}
+"""Every query key a link may carry, with what it means."""
+
+_REF_RE = re.compile(r"^[A-Za-z0-9_.:\-]{1,80}$")  # what may be looked up as an id (reconcile says if it is one)
+_PAGE_RE = re.compile(r"^[a-z][a-z0-9_\-]{0,39}$")
+_MAX_TEXT = 500
+_MAX_RUNS = 20
+
+
+@dataclass(frozen=True)
+class ViewState:
+    """Everything a share link names; every field has the default a link without it opens."""
+
+    page: str = DEFAULT_PAGE
+    dataset: str | None = None
+    runs: tuple[str, ...] = ()
+    baseline: str | None = None
+    metric: str = DEFAULT_METRIC
+    k: int = DEFAULT_K
+    profile: str = DEFAULT_PROFILE
+    targets: str | None = None
+    category: str | None = None
+    difficulty: str | None = None
+    focus_run: str | None = None
+    query: str | None = None
+    search: str = ""
+    test: str = DEFAULT_TEST
+    alpha: float = DEFAULT_ALPHA
+
+    def with_(self, **changes: object) -> ViewState:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+# --- targets as text ---------------------------------------------------------------------
+
+_TARGET = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_\-]*(?:@\d+)?)\s*>\s*([-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)\s*$")
+
+
+def parse_targets(text: str | None) -> tuple[dict[str, float], list[str]]:
+    """Read ``"recall@5>0.9;mrr>0.7"`` (``;`` or ``,`` separated); bad items are skipped with a note."""
+    out: dict[str, float] = {}
+    notes: list[str] = []
+    for item in re.split(r"[;,]", text or ""):
+        if not item.strip():
+            continue
+        match = _TARGET.match(item)
+        if not match:
+            notes.append(f"ignored target {item.strip()[:40]!r}: expected metric>value, e.g. recall@5>0.9")
+            continue
+        try:
+            out.update(resolve_targets({match.group(1): float(match.group(2))}))
+        except RagMetricsError as err:
+            notes.append(f"ignored target {item.strip()[:40]!r}: {err}")
+    return out, notes
+
+
+def format_targets(targets: Mapping[str, float]) -> str:
+    """Inverse of :func:`parse_targets`."""
+    return ";".join(f"{m}>{t:g}" for m, t in targets.items())
+
+
+# --- encode ------------------------------------------------------------------------------
+
+
+def encode(state: ViewState, *, defaults: bool = True) -> dict[str, str]:
+    """Query parameters for ``state`` (the page is the URL path, not a parameter).
+
+    ``defaults=False`` leaves out the schema version and every value equal to the default view's (the
+    short form ``ragmetrics push`` prints); decoding either form gives the same state.
+    """
+    out: dict[str, str] = {"v": VERSION} if defaults else {}
+    if state.dataset:
+        out["ds"] = state.dataset
+    if state.runs:
+        out["runs"] = ",".join(state.runs)
+    if state.baseline:
+        out["base"] = state.baseline
+    for key, value, default in (
+        ("m", state.metric, DEFAULT_METRIC),
+        ("k", str(state.k), str(DEFAULT_K)),
+        ("prof", state.profile, DEFAULT_PROFILE),
+    ):
+        if defaults or value != default:
+            out[key] = value
+    if state.targets is not None:
+        out["tgt"] = state.targets
+    for key, text in (("cat", state.category), ("diff", state.difficulty), ("fr", state.focus_run), ("q", state.query)):
+        if text:
+            out[key] = text
+    if state.search:
+        out["s"] = state.search
+    if state.test != DEFAULT_TEST:
+        out["t"] = state.test
+    if state.alpha != DEFAULT_ALPHA:
+        out["a"] = f"{state.alpha:g}"
+    return out
+
+
+# --- links -------------------------------------------------------------------------------
+
+
+def page_path(page: str) -> str:
+    """URL path of a page (its key; a malformed key gives the default page)."""
+    return page if _PAGE_RE.match(page or "") else DEFAULT_PAGE
+
+
+def share_query(state: ViewState, *, defaults: bool = True) -> str:
+    """``path?query`` for a share link, relative to the app's root URL (commas and ``@`` kept as they are)."""
+    return f"{page_path(state.page)}?{urlencode(encode(state, defaults=defaults), safe=',@')}"
+
+
+def share_url(base_url: str, state: ViewState, *, defaults: bool = True) -> str:
+    """The absolute share link (``base_url`` is the app's root, e.g. ``http://host:8501``)."""
+    return base_url.rstrip("/") + "/" + share_query(state, defaults=defaults)
+
+
+def share_link(
+    base_url: str, *, dataset: str, runs: Sequence[str] = (), page: str = DEFAULT_PAGE, **changes: object
+) -> str:
+    """The dashboard link that opens ``dataset`` with ``runs`` on ``page``, in the short form (only what differs
+    from the default view; ``changes`` are other :class:`ViewState` fields). Ids are checked first."""
+    for ident, what in ((dataset, "dataset"), *((r, "run") for r in runs)):
+        if not is_id(ident):
+            raise RagMetricsError(f"{what} {str(ident)[:40]!r} is not a valid id; expected 16 hexadecimal digits")
+    state = ViewState(page=page, dataset=dataset, runs=tuple(runs)).with_(**changes)
+    return share_url(base_url, state, defaults=False)
+
+
+# --- decode ------------------------------------------------------------------------------
+
+
+def _last(value: str | Sequence[str] | None) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    items = [str(v) for v in value]
+    return items[-1] if items else None
+
+
+def _all(value: str | Sequence[str] | None) -> list[str]:
+    if value is None:
+        return []
+    items = [value] if isinstance(value, str) else [str(v) for v in value]
+    return [part.strip() for item in items for part in item.split(",") if part.strip()]
+
+
+def _clean_text(value: str | None) -> str | None:
+    if value is None:
+        return None
+    text = "".join(ch for ch in value if ch.isprintable()).strip()
+    return text[:_MAX_TEXT] or None
+
+
+def _metric(text: str) -> MetricSpec:
+    """A metric named with or without its cut-off (``ndcg``, ``nDCG@10``); the cut-off only when given."""
+    if "@" in text:
+        return parse_metric(text)
+    try:
+        return MetricSpec(parse_metric(text).name)
+    except RagMetricsError:
+        return MetricSpec(parse_metric(f"{text}@1").name)  # a name that needs a cut-off, given without one
+
+
+def decode(
+    params: Mapping[str, str | Sequence[str]], page: str | None = None, *, pages: Sequence[str] | None = None
+) -> tuple[ViewState, list[str]]:
+    """Read a state from query parameters (and the page from the URL path); never raises.
+
+    ``pages``: the known page keys (the first is shown for an unknown one); without them a page key is only
+    checked for its shape. Returns the state and notes (one per value that was ignored or adjusted).
+    """
+    notes: list[str] = []
+    values: dict[str, object] = {}
+    try:
+        params = dict(params)
+    except Exception:
+        return ViewState(), ["could not read the link's parameters; showing the default view"]
+
+    def note(msg: str) -> None:
+        notes.append(msg)
+
+    def guarded(fn: Callable[[], None], key: str) -> None:
+        try:
+            fn()
+        except Exception:
+            note(f"ignored the link's {key!r} value")
+
+    def page_key() -> None:
+        if page is None:
+            return
+        known = list(pages) if pages is not None else None
+        if (known is not None and page in known) or (known is None and _PAGE_RE.match(page)):
+            values["page"] = page
+            return
+        fallback = DEFAULT_PAGE if known is None or DEFAULT_PAGE in known else known[0]
+        values["page"] = fallback
+        note(f"unknown page {str(page)[:40]!r}; showing the {fallback} page")
+
+    def version() -> None:
+        v = _last(params.get("v"))
+        if v is not None and v != VERSION:
+            note(f"link made by view-state version {v[:20]!r}; read as version {VERSION}")
+
+    def dataset() -> None:
+        ds = _last(params.get("ds"))
+        if not ds:
+            return
+        if _REF_RE.match(ds):
+            values["dataset"] = ds
+        else:
+            note(
+                f"ignored dataset id {ds[:40]!r}: not an id (ids are 16 hexadecimal digits, as the Workspace page "
+                "and `ragmetrics push` show them); check that the whole link was copied"
+            )
+
+    def runs() -> None:
+        ids = list(dict.fromkeys(_all(params.get("runs"))))
+        good = [r for r in ids if _REF_RE.match(r)]
+        if len(good) < len(ids):
+            note(
+                "ignored run ids that are not ids (ids are 16 hexadecimal digits); check that the whole link was copied"
+            )
+        if len(good) > _MAX_RUNS:
+            note(f"kept the first {_MAX_RUNS} runs of {len(good)}")
+            good = good[:_MAX_RUNS]
+        values["runs"] = tuple(good)
+
+    def baseline() -> None:
+        base = _last(params.get("base"))
+        if base:
+            if _REF_RE.match(base):
+                values["baseline"] = base
+            else:
+                note("ignored the baseline: not a run id")
+
+    def metric() -> None:
+        m = _last(params.get("m"))
+        if not m:
+            return
+        try:
+            spec = _metric(m)
+        except RagMetricsError:
+            note(f"unknown metric {m[:40]!r}; showing {DEFAULT_METRIC}")
+            return
+        if spec.name not in METRIC_CHOICES:
+            note(f"metric {spec.name!r} is not offered here; showing {DEFAULT_METRIC}")
+            return
+        values["metric"] = spec.name
+        if spec.k is not None and spec.name in CURVE_METRICS:
+            values["k"] = min(spec.k, K_MAX)
+
+    def cutoff() -> None:
+        k = _last(params.get("k"))
+        if not k:
+            return
+        try:
+            number = int(k)
+        except ValueError:
+            note(f"K must be a whole number, got {k[:20]!r}; using {DEFAULT_K}")
+            return
+        if number < 1 or number > K_MAX:
+            clamped = min(max(number, 1), K_MAX)
+            note(f"K must be between 1 and {K_MAX}, got {number}; using {clamped}")
+            number = clamped
+        values["k"] = number
+
+    def profile() -> None:
+        p = _last(params.get("prof"))
+        if not p:
+            return
+        if p in PROFILES:
+            values["profile"] = p
+        else:
+            note(f"unknown targets profile {p[:40]!r}; using {DEFAULT_PROFILE!r}")
+
+    def targets() -> None:
+        t = _last(params.get("tgt"))
+        if t is None:
+            return
+        parsed, problems = parse_targets(t)
+        notes.extend(problems)
+        values["targets"] = format_targets(parsed)
+
+    def texts() -> None:
+        for key, name in (("cat", "category"), ("diff", "difficulty"), ("q", "query")):
+            value = _clean_text(_last(params.get(key)))
+            if value:
+                values[name] = value
+        fr = _last(params.get("fr"))
+        if fr:
+            if _REF_RE.match(fr):
+                values["focus_run"] = fr
+            else:
+                note("ignored the focused run: not a run id")
+        search = _clean_text(_last(params.get("s")))
+        if search:
+            values["search"] = search
+
+    def significance() -> None:
+        test = _last(params.get("t"))
+        if test:
+            if test in TESTS:
+                values["test"] = test
+            else:
+                known = ", ".join(TESTS)
+                note(f"unknown test {test[:40]!r}; using the {TESTS[DEFAULT_TEST].title.lower()} ({known})")
+        alpha = _last(params.get("a"))
+        if alpha:
+            try:
+                level = float(alpha)
+            except ValueError:
+                level = float("nan")
+            match = [a for a in ALPHAS if abs(a - level) < 1e-12]
+            if match:
+                values["alpha"] = match[0]
+            else:
+                shown = ", ".join(f"{a:g}" for a in ALPHAS)
+                note(f"alpha must be one of {shown}, got {alpha[:20]!r}; using {DEFAULT_ALPHA:g}")
+
+    for fn, key in (
+        (page_key, "page"),
+        (version, "v"),
+        (dataset, "ds"),
+        (runs, "runs"),
+        (baseline, "base"),
+        (metric, "m"),
+        (cutoff, "k"),
+        (profile, "prof"),
+        (targets, "tgt"),
+        (texts, "cat"),
+        (significance, "t"),
+    ):
+        guarded(fn, key)
+    try:
+        return ViewState(**values), notes  # type: ignore[arg-type]
+    except Exception:
+        return ViewState(), [*notes, "could not read the link; showing the default view"]
