@@ -32,7 +32,7 @@ def use_small_pages_for_this_process() -> None:
 
 def reading_pool() -> pa.MemoryPool:
     """The Arrow memory pool the parsers read into: jemalloc where this pyarrow has it (mimalloc, Arrow's
-    default, took huge pages too: reading a 366 MB run took 1.43-1.63 s with it, 1.16-1.23 s with jemalloc)."""
+    default, takes huge pages too, with the same cost as numpy's advice above)."""
     try:
         return pa.jemalloc_memory_pool()
     except (NotImplementedError, pa.ArrowNotImplementedError):  # pragma: no cover - a pyarrow without jemalloc

@@ -210,7 +210,7 @@ def whole_array(source: Source) -> list[Any] | None:
     deeper than :data:`MAX_DEPTH`, no more items than the row limit. ``None`` otherwise, and for JSONL.
 
     A reader that finds a problem in these items reads the file again with :func:`records`, so every
-    message still names the item's line (a 100,000-record file: 0.2 s here against 1.2-1.7 s scanned)."""
+    message still names the item's line (several times faster than scanning item by item)."""
     if first_char(source) != "[":
         return None
     try:

@@ -275,7 +275,7 @@ def gunzip(raw: bytes, name: str, limits: Limits) -> bytes:
     dropped on the way out); a truncated or corrupt stream, or bytes after
     the last member that are not padding, are a ParseError. The input is fed
     in bounded slices (zlib's ``unconsumed_tail`` copies what it is given, so
-    feeding the whole file made large files quadratic: 43 s for 94 MiB).
+    feeding the whole file made large files quadratic).
     """
     cap = limits.inflate_cap(len(raw))
     pieces: list[bytes] = []

@@ -52,7 +52,7 @@ from ragmetrics.model import Dataset, Run
 
 _TAB_TO_SPACE = bytes.maketrans(b"\t", b" ")
 INT_RE = re.compile(r"[+-]?[0-9]+\Z")
-# unambiguous: "[0-9]+\.?[0-9]*" took time quadratic in a digit run that fails to match (40,000 digits: 37 s)
+# unambiguous: "[0-9]+\.?[0-9]*" takes time quadratic in a digit run that fails to match
 FLOAT_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _NONFINITE_RE = re.compile(r"[+-]?(?:nan|inf|infinity)\Z", re.IGNORECASE)
 
@@ -191,15 +191,14 @@ def _arrow_read(
     (``None``: all) as 64-bit-offset strings, one chunk per 16 MiB block.
 
     With ``keep``, an empty field anywhere raises :class:`_EmptyField`: every field is
-    parsed and checked block by block, and only the kept ones are held. (That check
-    replaced five substring scans of the whole file, 1.1 s of a 3.4 s load at 366 MB.)
-    Streaming readers, not ``read_csv``: each holds a block or two of scratch space at a
-    time, where ``read_csv`` peaked at 3.4x the table it returned (1,050 MB for a 366 MB
-    run, 381 MB streamed). A large file is cut at line breaks into one piece per core,
+    parsed and checked block by block, and only the kept ones are held (no substring scans
+    of the whole file). Streaming readers, not ``read_csv``: each holds a block or two of
+    scratch space at a time, where ``read_csv`` peaks at several times the table it returns.
+    A large file is cut at line breaks into one piece per core,
     read by parallel streaming readers (Arrow releases the GIL); rows keep file order."""
     names = [f"f{i}" for i in range(ncols)]
     # kept text: 64-bit offsets, as pandas' string columns hold them (no cast, a copy, when the frame is built);
-    # fields read only to see that none is empty: bytes, which Arrow neither checks as UTF-8 nor keeps (0.75 s -> 0.55 s at 366 MB)
+    # fields read only to see that none is empty: bytes, which Arrow neither checks as UTF-8 nor keeps
     types = {
         name: typed.get(i, pa.large_string() if keep is None or i in keep else pa.binary())
         for i, name in enumerate(names)
