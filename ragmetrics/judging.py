@@ -115,3 +115,22 @@ def merge(dataset: Dataset, labels: Dataset | pd.DataFrame, *, override: bool = 
     result = Dataset.from_tables(table, dataset.queries_table, name=dataset.name, corpus_size=dataset.corpus_size,
                                  documents=dataset.documents, judged_once=True)  # fmt: skip
     return Merged(result, len(added), len(conflicts), conflicts)
+
+
+def diff(before: Dataset, after: Dataset) -> pd.DataFrame:
+    """How two versions' judgments differ: ``query_id, doc_id, before, after, change`` (added, removed, changed),
+    in query then document order."""
+    import pandas as pd
+
+    old = before.qrels.rename(columns={"relevance": "before"})
+    new = after.qrels.rename(columns={"relevance": "after"})
+    both = old.merge(new, on=["query_id", "doc_id"], how="outer")
+    both = both[both["before"].ne(both["after"]) | both["before"].isna() | both["after"].isna()].copy()
+    both["change"] = [
+        "added" if pd.isna(b) else "removed" if pd.isna(a) else "changed" for b, a in zip(both["before"], both["after"])
+    ]
+    for column in ("before", "after"):
+        both[column] = both[column].astype("Int64")
+    return both.sort_values(["query_id", "doc_id"]).reset_index(drop=True)[
+        ["query_id", "doc_id", "before", "after", "change"]
+    ]

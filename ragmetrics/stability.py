@@ -67,7 +67,7 @@ def stability(
     means = pd.DataFrame(
         {"run": names, "before": [results[0][n].means[name] for n in names], "after": [results[1][n].means[name] for n in names]}
     )
-    rows = []
+    rows: list[dict[str, Any]] = []
     for side, result in zip(("before", "after"), results):
         pvalues, deltas = [], []
         for a, b in combinations(names, 2):

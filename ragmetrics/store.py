@@ -17,6 +17,7 @@ validation.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -78,6 +79,30 @@ links_table = sa.Table(
     sa.Column("run_id", sa.String(16), primary_key=True),
     sa.Column("created_at", sa.Float, nullable=False),
 )
+labels_table = sa.Table(
+    "labels",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("dataset_id", sa.String(16), nullable=False, index=True),  # the version the label was given on
+    sa.Column("query_id", sa.Text, nullable=False),
+    sa.Column("doc_id", sa.Text, nullable=False),
+    sa.Column("label", sa.Integer, nullable=False),
+    sa.Column("author", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("kind", sa.Text, nullable=False),  # "judgment", or "suggestion:<rule>" (never merged)
+    sa.Column("version", sa.String(16)),  # the qrels version it went into; NULL while pending
+)
+"""Every label as it was given, at once (a reload, a second tab or a crash loses none)."""
+versions_table = sa.Table(
+    "qrels_versions",
+    metadata,
+    sa.Column("id", sa.String(16), primary_key=True),  # the new version: a dataset of its own
+    sa.Column("parent", sa.String(16), nullable=False, index=True),
+    sa.Column("author", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("n_labels", sa.Integer, nullable=False),
+)
+"""A qrels version is a dataset (content id and all) whose judgments are its parent's plus labels."""
 views_table = sa.Table(
     "views",
     metadata,
@@ -398,6 +423,95 @@ class Store:
         with self.engine.begin() as conn:
             conn.execute(sa.delete(links_table).where(links_table.c.run_id == ident))
             conn.execute(sa.delete(runs_table).where(runs_table.c.id == ident))
+
+    # --- judgments -----------------------------------------------------------------------
+
+    def add_label(
+        self, dataset: str, query_id: str, doc_id: str, label: int, *, author: str = "anonymous", kind: str = "judgment"
+    ) -> None:
+        """Keep one label at once, pending on ``dataset`` until :meth:`commit_labels` makes a version of it."""
+        check_id(dataset, "dataset")
+        if not isinstance(label, (int, np.integer)) or isinstance(label, bool):
+            raise RagMetricsError(f"a label must be an integer grade; got {label!r}")
+        row = {
+            "dataset_id": dataset, "query_id": str(query_id), "doc_id": str(doc_id), "label": int(label),
+            "author": author or "anonymous", "created_at": time.time(), "kind": kind, "version": None,
+        }  # fmt: skip
+        with self.engine.begin() as conn:
+            conn.execute(sa.insert(labels_table).values(**row))
+
+    def pending_labels(self, dataset: str, *, kind: str = "judgment") -> pd.DataFrame:
+        """The labels given on ``dataset`` not yet in a version: the latest per (query, document), oldest first:
+        ``query_id, doc_id, label, author, created_at``."""
+        check_id(dataset, "dataset")
+        t = labels_table
+        query = (
+            sa.select(t.c.query_id, t.c.doc_id, t.c.label, t.c.author, t.c.created_at, t.c.id)
+            .where((t.c.dataset_id == dataset) & t.c.version.is_(None) & (t.c.kind == kind))
+            .order_by(t.c.id)
+        )
+        with self.engine.connect() as conn:
+            frame = pd.DataFrame(conn.execute(query).mappings().all(), columns=["query_id", "doc_id", "label", "author", "created_at", "id"])
+        latest = frame.drop_duplicates(["query_id", "doc_id"], keep="last")
+        return latest.drop(columns="id").reset_index(drop=True)
+
+    def commit_labels(self, dataset: str, *, author: str = "anonymous") -> str | None:
+        """Make the pending labels on ``dataset`` a new qrels version: a dataset whose judgments are the parent's
+        plus the labels (the latest label of a pair wins), with the parent's runs. Returns its id (None when
+        nothing is pending)."""
+        from ragmetrics.judging import merge
+
+        pending = self.pending_labels(dataset)
+        if pending.empty:
+            return None
+        parent = self.get_dataset(dataset)
+        labels = pending.rename(columns={"label": "relevance"})[["query_id", "doc_id", "relevance"]]
+        merged = merge(parent, labels, override=True).dataset
+        number = 1 + len(self.versions(dataset))
+        child = dataclasses.replace(merged, name=f"{parent.name} (+{len(labels)} labels, v{number})")
+        ident = self.put_dataset(child, source=f"labels on {dataset}")
+        now = time.time()
+        with self.engine.begin() as conn:
+            conn.execute(
+                self._insert(versions_table)
+                .values(id=ident, parent=dataset, author=author or "anonymous", created_at=now, n_labels=len(labels))
+                .on_conflict_do_nothing(index_elements=["id"])
+            )
+            t = labels_table
+            conn.execute(
+                sa.update(t)
+                .where((t.c.dataset_id == dataset) & t.c.version.is_(None) & (t.c.kind == "judgment"))
+                .values(version=ident)
+            )
+            runs = conn.execute(sa.select(links_table.c.run_id).where(links_table.c.dataset_id == dataset)).scalars()
+            for run in list(runs):
+                conn.execute(
+                    self._insert(links_table)
+                    .values(dataset_id=ident, run_id=run, created_at=now)
+                    .on_conflict_do_nothing(index_elements=["dataset_id", "run_id"])
+                )
+        return ident
+
+    def versions(self, dataset: str) -> pd.DataFrame:
+        """The qrels versions made from ``dataset`` (children first by time): ``id, parent, author, created_at, n_labels``."""
+        check_id(dataset, "dataset")
+        t = versions_table
+        query = sa.select(t.c.id, t.c.parent, t.c.author, t.c.created_at, t.c.n_labels).where(t.c.parent == dataset)
+        with self.engine.connect() as conn:
+            return pd.DataFrame(conn.execute(query.order_by(t.c.created_at)).mappings().all(),
+                                columns=["id", "parent", "author", "created_at", "n_labels"])  # fmt: skip
+
+    def lineage(self, dataset: str) -> list[str]:
+        """``dataset`` and its ancestors, itself first (a dataset that is no version has only itself)."""
+        chain = [check_id(dataset, "dataset")]
+        with self.engine.connect() as conn:
+            while True:
+                parent = conn.execute(
+                    sa.select(versions_table.c.parent).where(versions_table.c.id == chain[-1])
+                ).scalar()
+                if parent is None or parent in chain:
+                    return chain
+                chain.append(parent)
 
     # --- reads -------------------------------------------------------------------------
 
