@@ -11,14 +11,14 @@ is what the metrics read.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
-from ragmetrics.engine import Alignment, align
+from ragmetrics.engine import Alignment, Ranking, align
 from ragmetrics.errors import RagMetricsError
 from ragmetrics.model import Dataset, Run
 
@@ -134,3 +134,82 @@ def diff(before: Dataset, after: Dataset) -> pd.DataFrame:
     return both.sort_values(["query_id", "doc_id"]).reset_index(drop=True)[
         ["query_id", "doc_id", "before", "after", "change"]
     ]
+
+
+def label_impact(
+    alignments: Mapping[str, Alignment], pairs: pd.DataFrame, metric: str, baseline: str | None = None
+) -> pd.DataFrame:
+    """How much judging each pooled pair relevant would move the comparison on ``metric``.
+
+    ``pairs`` (``query_id, doc_id``, as :func:`pool` gives) are judged one at a time with the smallest relevant
+    grade; for each run the metric's value on that query is computed with and without it (exactly, by the
+    registry's kernel on a ranking with one copy of the query per pair). ``impact`` is the change of the mean
+    difference between the runs and ``baseline`` (the first run by default; with one run, of its mean), so a pair
+    both runs rank alike moves little and one neither ranks within the cut-off moves nothing. Returned sorted by
+    impact, largest first: ``query_id, doc_id, impact`` and ``delta_<run>`` per run."""
+
+    from ragmetrics.metrics import compute, parse_metric
+
+    names = list(alignments)
+    if not names:
+        raise RagMetricsError("label_impact needs at least one alignment")
+    baseline = baseline or names[0]
+    spec = parse_metric(metric)
+    out = pairs[["query_id", "doc_id"]].reset_index(drop=True).copy()
+    n_queries = max(alignments[baseline].n_queries, 1)
+    for name in names:
+        ranking = alignments[name].ranking
+        qindex = {q: i for i, q in enumerate(ranking.query_ids.tolist())}
+        q = np.array([qindex.get(x, -1) for x in out["query_id"]], dtype=np.int64)
+        known = q >= 0
+        delta = np.zeros(len(out))
+        if known.any():
+            with_label = compute(_one_more_relevant(ranking, q[known], out["doc_id"].to_numpy()[known]), [spec])[spec]
+            without = compute(ranking, [spec])[spec][q[known]]
+            delta[known] = np.nan_to_num(with_label - without)
+        out[f"delta_{name}"] = delta
+    others = [n for n in names if n != baseline] or [baseline]
+    base = out[f"delta_{baseline}"] if len(names) > 1 else 0.0
+    out["impact"] = sum((out[f"delta_{n}"] - base).abs() for n in others) / n_queries / len(others)
+    return out.sort_values("impact", ascending=False, kind="stable").reset_index(drop=True)[
+        ["query_id", "doc_id", "impact", *[f"delta_{n}" for n in names]]
+    ]
+
+
+def _one_more_relevant(ranking: Ranking, q: np.ndarray, docs: np.ndarray) -> Ranking:
+    """One copy of query ``q[i]``'s ranking per pair ``i``, with document ``docs[i]`` judged relevant (the smallest
+    relevant grade) in copy ``i``: its row relabelled when ranked, R and the ideal ranking one more either way."""
+    from ragmetrics.engine.order import segment_starts
+
+    grade = max(ranking.rel_level, 1)
+    starts = segment_starts(ranking.q, ranking.n_queries)
+    lengths = ranking.n_ret[q]
+    source = np.concatenate([np.arange(starts[x], starts[x + 1]) for x in q]) if len(q) else np.zeros(0, np.int64)
+    copy = np.repeat(np.arange(len(q)), lengths)
+    label = ranking.label[source].astype(np.promote_types(ranking.label.dtype, np.min_scalar_type(grade)))
+    ranked_docs = ranking.docs(source) if len(source) else np.zeros(0, dtype=object)
+    label[(ranked_docs == docs[copy]) & ~ranking.judged[source]] = grade
+    ideal_rows = [np.flatnonzero(ranking.ideal_q == x) for x in q]
+    ideal_q = (
+        np.concatenate([np.full(len(r) + 1, i) for i, r in enumerate(ideal_rows)]) if len(q) else np.zeros(0, np.int64)
+    )
+    ideal_label = (
+        np.concatenate([np.r_[ranking.ideal_label[r], grade] for r in ideal_rows]) if len(q) else np.zeros(0, np.int64)
+    )
+    order = np.lexsort((-ideal_label, ideal_q))
+    ideal_q, ideal_label = ideal_q[order], ideal_label[order]
+    ideal_pos = np.arange(len(ideal_q)) - segment_starts(ideal_q, len(q))[:-1][ideal_q]
+    return Ranking(
+        query_ids=ranking.query_ids[q],
+        q=copy,
+        pos=ranking.pos[source],
+        label=label,
+        rel_level=ranking.rel_level,
+        n_rel=ranking.n_rel[q] + 1,
+        n_nonrel=ranking.n_nonrel[q],
+        n_ret=lengths,
+        ideal_q=ideal_q,
+        ideal_pos=ideal_pos,
+        ideal_label=ideal_label,
+        corpus_size=ranking.corpus_size,
+    )

@@ -8,6 +8,9 @@ import random
 from itertools import combinations
 from pathlib import Path
 
+import pandas as pd
+import pytest
+
 import ragmetrics as rm
 from ragmetrics.cli import main
 from ragmetrics.compare import compare_result
@@ -105,3 +108,29 @@ def test_trec_qrels_lines_are_labels_too(tmp_path):
     labels.write_text("q1 0 d4 2\n")
     code, _, _ = run_cli("judge", "merge", "--dataset", qrels, "--labels", labels, "-o", tmp_path / "m.qrels")
     assert code == 0 and sorted(_qrels_lines(tmp_path / "m.qrels")) == ["q1 0 d1 1", "q1 0 d4 2"]
+
+
+def test_label_impact_equals_scoring_each_label_on_its_own():
+    from ragmetrics.judging import label_impact, pool
+
+    full = load_dataset(SCIFACT / "qrels.tsv")
+    qrels = full.qrels
+    keep = random.Random(1).sample(range(len(qrels)), k=len(qrels) * 2 // 3)
+    partial = rm.Dataset.from_frames(qrels.iloc[sorted(keep)].reset_index(drop=True), name="partial")
+    runs = [load_run(r) for r in RUNS[::2]]
+    alignments = {r.name: rm.align(partial, r) for r in runs}
+    pairs = pool(partial, list(alignments.values()), 10)
+    impact = label_impact(alignments, pairs, "ndcg@10")
+    assert impact["impact"].is_monotonic_decreasing and (impact["impact"] >= 0).all()
+    for row in impact.sample(12, random_state=0).itertuples(index=False):
+        more = rm.Dataset.from_frames(
+            pd.concat(
+                [partial.qrels, pd.DataFrame({"query_id": [row.query_id], "doc_id": [row.doc_id], "relevance": [1]})]
+            ),
+            name="more",
+        )
+        for run in runs:
+            before = rm.evaluate(partial, run, ["ndcg@10"], warn=False)[run.name].values.at[row.query_id, "ndcg@10"]
+            after = rm.evaluate(more, run, ["ndcg@10"], warn=False)[run.name].values.at[row.query_id, "ndcg@10"]
+            got = impact[(impact.query_id == row.query_id) & (impact.doc_id == row.doc_id)][f"delta_{run.name}"].iloc[0]
+            assert got == pytest.approx(after - before, abs=1e-12)
