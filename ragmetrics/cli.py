@@ -22,15 +22,34 @@ from ragmetrics.metrics import known_metric_names
 from ragmetrics.model import Dataset, Run
 
 
+def _looks_like(path: str, kind: str) -> bool:
+    """True when ``path`` sniffs as a ``kind`` ("run" or "dataset") file (for the "did you swap them?" hint)."""
+    from ragmetrics.io._source import open_source
+    from ragmetrics.io.formats import formats_of
+
+    try:
+        source = open_source(path)
+        return any(f.name in ("trec", "jsonl", "evalset") and f.sniff(source) for f in formats_of(kind))
+    except (RagMetricsError, OSError):
+        return False
+
+
 def _load_dataset(args: argparse.Namespace) -> Dataset:
     from ragmetrics.io import load_dataset
 
-    return load_dataset(
-        args.dataset,
-        queries=getattr(args, "queries", None),
-        corpus=getattr(args, "corpus", None),
-        corpus_size=getattr(args, "corpus_size", None),
-    )
+    try:
+        return load_dataset(
+            args.dataset,
+            queries=getattr(args, "queries", None),
+            corpus=getattr(args, "corpus", None),
+            corpus_size=getattr(args, "corpus_size", None),
+        )
+    except RagMetricsError as exc:
+        if _looks_like(args.dataset, "run"):
+            raise RagMetricsError(
+                f"{exc} ({args.dataset} looks like a run: did you swap --dataset and --run?)"
+            ) from None
+        raise
 
 
 def _load_runs(paths: Sequence[str], args: argparse.Namespace) -> list[Run]:
@@ -39,9 +58,16 @@ def _load_runs(paths: Sequence[str], args: argparse.Namespace) -> list[Run]:
     runs: list[Run] = []
     seen: dict[str, int] = {}
     for path in paths:
-        run = load_run(
-            path, chunk_mapping=getattr(args, "chunk_mapping", None), chunk_pattern=getattr(args, "chunk_pattern", None)
-        )
+        try:
+            run = load_run(
+                path,
+                chunk_mapping=getattr(args, "chunk_mapping", None),
+                chunk_pattern=getattr(args, "chunk_pattern", None),
+            )
+        except RagMetricsError as exc:
+            if _looks_like(path, "dataset") and not _looks_like(path, "run"):
+                raise RagMetricsError(f"{exc} ({path} looks like qrels: did you swap --dataset and --run?)") from None
+            raise
         count = seen.get(run.name, 0)
         seen[run.name] = count + 1
         if count:
@@ -145,11 +171,13 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     dataset = _load_dataset(args)
     runs = _load_runs([args.baseline, *args.run], args)
     result = _evaluate(args, dataset, runs, args.metric or ["ndcg@10"])
+    _warn_same_rows(runs[1:], runs[0], err)
     comparison = compare_result(
         result,
         baseline=runs[0].name,
         runs=[r.name for r in runs[1:]],
         test=args.test,
+        correction=args.correction,
         alpha=args.alpha,
         seed=args.seed,
         n_resamples=args.resamples,
@@ -164,10 +192,10 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             out.write(
                 f"{row.metric:<14} {row.run:<24} {row.mean:.4f} vs {row.baseline_mean:.4f}  "
                 f"delta {row.delta:+.4f} [{row.ci_low:+.4f}, {row.ci_high:+.4f}]  "
-                f"p={row.p_value:.4g} (holm {row.p_value_corrected:.4g}){mark}  "
+                f"p={row.p_value:.4g} ({args.correction} {row.p_value_corrected:.4g}){mark}  "
                 f"W/T/L {row.wins}/{row.ties}/{row.losses}\n"
             )
-        out.write(f"test: {args.test}; * = significant at alpha {args.alpha} after Holm correction\n")
+        out.write(f"test: {args.test}; * = significant at alpha {args.alpha}, {_family(args, len(comparison.table))}\n")
     _report_coverage(result, err)
     return 0
 
@@ -187,15 +215,35 @@ def cmd_fuse(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
+def _family(args: argparse.Namespace, size: int) -> str:
+    """The correction and the family it covers, in words (the same wording as the dashboard's)."""
+    if args.correction == "none":
+        return "uncorrected"
+    return f"{args.correction.capitalize()}-corrected over {size} comparison(s)"
+
+
+def _warn_same_rows(runs: Sequence[Run], baseline: Run, err: TextIO) -> None:
+    for run in runs:
+        if run.table.equals(baseline.table):
+            err.write(f"ragmetrics: warning: run {run.name!r} has the same rows as the baseline: nothing to compare\n")
+
+
 def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from ragmetrics.compare import compare_result
     from ragmetrics.targets import check_targets, resolve_targets
 
-    targets = resolve_targets(args.targets)
+    if not args.targets and not args.baseline:
+        raise RagMetricsError(
+            "check needs --targets (thresholds to clear), --baseline (no significant regression), or both"
+        )
+    targets = resolve_targets(args.targets) if args.targets else {}
     dataset = _load_dataset(args)
     paths = [args.run] + ([args.baseline] if args.baseline else [])
     runs = _load_runs(paths, args)
-    result = _evaluate(args, dataset, runs, list(targets))
+    if args.baseline:
+        _warn_same_rows(runs[:1], runs[1], err)
+    gated = list(targets) or args.metric or ["ndcg@10"]
+    result = _evaluate(args, dataset, runs, list(dict.fromkeys([*gated, *(args.metric or [])])))
     run = runs[0].name
     failures = 0
     for check in check_targets(result.runs[run], targets, seed=args.seed):
@@ -203,7 +251,16 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(("PASS " if check.passed else "FAIL ") + check.reason() + "\n")
     if args.baseline:
         comparison = compare_result(
-            result, baseline=runs[1].name, runs=[run], test=args.test, alpha=args.alpha, seed=args.seed, segments=()
+            result,
+            baseline=runs[1].name,
+            runs=[run],
+            metrics=result.metrics,
+            test=args.test,
+            correction=args.correction,
+            alpha=args.alpha,
+            seed=args.seed,
+            n_resamples=args.resamples,
+            segments=(),
         )
         for row in comparison.table.itertuples(index=False):
             regression = row.significant and row.delta < 0
@@ -215,7 +272,8 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             )
             out.write(
                 f"{verdict}: {row.metric} {row.mean:.4f} vs baseline {row.baseline_mean:.4f} "
-                f"(delta {row.delta:+.4f}, 95% CI [{row.ci_low:+.4f}, {row.ci_high:+.4f}], p={row.p_value_corrected:.4g} Holm, {args.test})\n"
+                f"(delta {row.delta:+.4f}, 95% CI [{row.ci_low:+.4f}, {row.ci_high:+.4f}], "
+                f"p={row.p_value_corrected:.4g} {_family(args, len(comparison.table))}, {args.test})\n"
             )
     out.write(f"{'FAILED' if failures else 'OK'}: {failures} check(s) failed\n")
     return 1 if failures else 0
@@ -347,6 +405,12 @@ def _add_test_options(parser: argparse.ArgumentParser) -> None:
 
     tests = "; ".join(f"{t.name}: {t.title}" for t in stats.TESTS.values())
     parser.add_argument("--test", choices=list(stats.TESTS), default="t", help=f"paired significance test ({tests})")
+    parser.add_argument(
+        "--correction",
+        choices=list(stats.CORRECTIONS),
+        default="holm",
+        help="multiple-comparison correction over every run x metric compared (default holm)",
+    )
     parser.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the resampling tests and intervals (default 0)")
     parser.add_argument(
@@ -388,7 +452,12 @@ def _eval_parser(p: argparse.ArgumentParser) -> None:
         help="conventions: trec_eval (default) or LlamaIndex RetrieverEvaluator",
     )
     p.add_argument("--per-query", action="store_true", help="also print per-query values")
-    p.add_argument("--format", choices=["table", "json", "csv", "markdown"], default="table")
+    p.add_argument(
+        "--format",
+        choices=["table", "json", "csv", "markdown"],
+        default="table",
+        help="table: trec_eval's layout (default); json; csv (formula-neutral); markdown",
+    )
     p.set_defaults(handler=cmd_eval)
 
 
@@ -399,7 +468,7 @@ def _compare_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("-m", "--metric", action="append", help="metric (repeatable); default ndcg@10")
     _add_eval_options(p)
     _add_test_options(p)
-    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.add_argument("--format", choices=["table", "json"], default="table", help="table (default) or json")
     p.set_defaults(handler=cmd_compare)
 
 
@@ -429,7 +498,16 @@ def _check_parser(p: argparse.ArgumentParser) -> None:
     _add_data_options(p)
     p.add_argument("--run", required=True, help="the run to check")
     p.add_argument("--baseline", help="a baseline run: a significant regression fails the check")
-    p.add_argument("--targets", required=True, help="faq, tech, legal, overview, or a JSON file {metric: threshold}")
+    p.add_argument(
+        "--targets",
+        help="thresholds: faq, tech, legal, overview, 'ndcg@10>0.6,recall@5>0.9', or a JSON file {metric: threshold}",
+    )
+    p.add_argument(
+        "-m",
+        "--metric",
+        action="append",
+        help="metric the regression gate compares (repeatable; default the targets' or ndcg@10)",
+    )
     _add_eval_options(p)
     _add_test_options(p)
     p.set_defaults(handler=cmd_check)
@@ -441,7 +519,7 @@ def _diagnose_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k", type=int, default=5, help="the cut-off a query must hit (default 5)")
     p.add_argument("-m", "--metric", help="the metric compared across categories (default hits@K)")
     _add_eval_options(p)
-    p.add_argument("--format", choices=["text", "json", "csv"], default="text")
+    p.add_argument("--format", choices=["text", "json", "csv"], default="text", help="text (default), json or csv")
     p.add_argument(
         "--fail-on-error", action="store_true", help="exit 1 when a finding has severity 'error' (easy queries missed)"
     )
@@ -493,7 +571,10 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``command``, only that subcommand (a CLI call pays for the options it uses)."""
+    from ragmetrics import __version__
+
     parser = argparse.ArgumentParser(prog="ragmetrics", description="Exact retrieval evaluation for RAG and search.")
+    parser.add_argument("--version", action="version", version=f"ragmetrics {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (help_text, build) in COMMANDS.items():
         if command is None or command == name:
@@ -508,7 +589,14 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
     args = parser.parse_args(argv)
     try:
-        return int(args.handler(args, out, err))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RagMetricsWarning)
+            try:
+                return int(args.handler(args, out, err))
+            finally:
+                for warning in caught:
+                    if issubclass(warning.category, RagMetricsWarning):
+                        err.write(f"ragmetrics: warning: {warning.message}\n")
     except RagMetricsError as exc:
         err.write(f"ragmetrics: error: {exc}\n")
         return 2

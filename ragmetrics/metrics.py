@@ -305,7 +305,7 @@ METRICS: dict[str, MetricInfo] = {
             "(1/R) · Σ over relevant ranks i ≤ k of TP@i / i",
             "Divides by all R relevant documents, retrieved or not, also for map@k (trec_eval "
             "map_cut), never by min(k, R). " + _TIES,
-            aliases=("ap", "average_precision"),
+            aliases=("ap", "average_precision", "map_cut"),
             trec_eval="map",
             rises_with_relevance=False,
             cut=_ap_cut,
@@ -440,6 +440,12 @@ def parse_metric(text: str | MetricSpec) -> MetricSpec:
     raw, k_text = match.group(1), match.group(2)
     name = _ALIASES.get(raw.lower())
     if name is None:
+        glued = re.fullmatch(r"(.*?[A-Za-z])(\d+)", raw)  # "ndcg10": a known name with its cut-off glued on
+        if glued and glued.group(1).lower() in _ALIASES and k_text is None:
+            known, digits = _ALIASES[glued.group(1).lower()], glued.group(2)
+            raise MetricNameError(
+                f"unknown metric {text!r}; did you mean '{known}@{digits}'? Known: {known_metric_names()}"
+            )
         choices = sorted(_ALIASES)
         close = difflib.get_close_matches(raw.lower(), choices, n=1, cutoff=0.5)
         hint = f"; did you mean '{_ALIASES[close[0]]}{'@' + k_text if k_text else ''}'?" if close else ""

@@ -27,7 +27,7 @@ from urllib.parse import urlencode
 from ragmetrics.errors import RagMetricsError
 from ragmetrics.metrics import CURVE_METRICS, MetricSpec, parse_metric
 from ragmetrics.stats import TESTS
-from ragmetrics.targets import PROFILES, resolve_targets
+from ragmetrics.targets import PROFILES, resolve_targets, target_items
 
 VERSION = "1"
 
@@ -112,24 +112,19 @@ class ViewState:
 
 # --- targets as text ---------------------------------------------------------------------
 
-_TARGET = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_\-]*(?:@\d+)?)\s*>\s*([-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)\s*$")
-
 
 def parse_targets(text: str | None) -> tuple[dict[str, float], list[str]]:
     """Read ``"recall@5>0.9;mrr>0.7"`` (``;`` or ``,`` separated); bad items are skipped with a note."""
     out: dict[str, float] = {}
     notes: list[str] = []
-    for item in re.split(r"[;,]", text or ""):
-        if not item.strip():
-            continue
-        match = _TARGET.match(item)
-        if not match:
-            notes.append(f"ignored target {item.strip()[:40]!r}: expected metric>value, e.g. recall@5>0.9")
+    for item, metric, threshold in target_items(text or ""):
+        if threshold is None:
+            notes.append(f"ignored target {item[:40]!r}: expected metric>value, e.g. recall@5>0.9")
             continue
         try:
-            out.update(resolve_targets({match.group(1): float(match.group(2))}))
+            out.update(resolve_targets({metric: threshold}))
         except RagMetricsError as err:
-            notes.append(f"ignored target {item.strip()[:40]!r}: {err}")
+            notes.append(f"ignored target {item[:40]!r}: {err}")
     return out, notes
 
 

@@ -9,6 +9,7 @@ the threshold fails.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,12 +64,33 @@ class TargetCheck:
         )
 
 
+TARGET_ITEM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_\-]*(?:@\d+)?)\s*>\s*([-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)\s*$")
+"""One target as text: ``metric>threshold`` (``recall@5>0.9``); items are separated by ``,`` or ``;``."""
+
+
+def target_items(text: str) -> list[tuple[str, str, float | None]]:
+    """``(item, metric, threshold)`` of each non-empty item of ``text`` (threshold None: not ``metric>value``)."""
+    out: list[tuple[str, str, float | None]] = []
+    for item in re.split(r"[;,]", text or ""):
+        if item.strip():
+            match = TARGET_ITEM.match(item)
+            out.append((item.strip(), match.group(1), float(match.group(2))) if match else (item.strip(), "", None))
+    return out
+
+
 def resolve_targets(spec: str | Mapping[str, float]) -> dict[str, float]:
-    """A profile name (faq, tech, legal, overview), a JSON file ``{metric: threshold}``, or a mapping."""
+    """A profile name (faq, tech, legal, overview), a JSON file ``{metric: threshold}``, targets as text
+    (``"ndcg@10>0.6,recall@5>0.9"``, the dashboard's syntax), or a mapping."""
     if isinstance(spec, Mapping):
         raw = dict(spec)
     elif spec in PROFILES:
         raw = PROFILES[spec]
+    elif ">" in spec and not Path(spec).exists():
+        raw = {}
+        for item, metric, threshold in target_items(spec):
+            if threshold is None:
+                raise RagMetricsError(f"target {item[:40]!r}: expected metric>value, e.g. recall@5>0.9")
+            raw[metric] = threshold
     else:
         path = Path(spec)
         if not path.exists():

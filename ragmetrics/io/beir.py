@@ -320,6 +320,18 @@ def read_qrels_file(source: Source) -> pd.DataFrame:
 def merge_queries(dataset: Dataset, queries: pd.DataFrame, *, keep_unjudged: bool = False) -> Dataset:
     """Attach text (and extra columns) from ``queries`` to the dataset's queries."""
     base = dataset.queries
+    if len(queries) and not base["query_id"].isin(set(queries["query_id"])).any():
+        import warnings
+
+        from ragmetrics.errors import RagMetricsWarning
+
+        warnings.warn(
+            f"the queries file matches none of the dataset's {len(base)} queries (its ids: "
+            f"{', '.join(map(str, queries['query_id'].head(3)))}; the dataset's: "
+            f"{', '.join(map(str, base['query_id'].head(3)))}); is it another dataset's?",
+            RagMetricsWarning,
+            stacklevel=3,
+        )
     extra = queries.set_index("query_id")
     merged = base.copy()
     mapped = merged["query_id"].map(extra["query"])

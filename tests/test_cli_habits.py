@@ -1,0 +1,99 @@
+"""The CLI as users coming from trec_eval, ranx and the dashboard type it."""
+
+from __future__ import annotations
+
+import argparse
+import io
+from pathlib import Path
+
+import pytest
+
+import ragmetrics as rm
+from ragmetrics.cli import build_parser, main
+
+SCIFACT = Path(__file__).parent / "data" / "scifact"
+QRELS, BM25, HYBRID = SCIFACT / "qrels.tsv", SCIFACT / "bm25-stem.trec.gz", SCIFACT / "hybrid-rrf60.trec.gz"
+
+
+def run_cli(*argv: object) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    return main([str(a) for a in argv], out=out, err=err), out.getvalue(), err.getvalue()
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0 and capsys.readouterr().out.strip() == f"ragmetrics {rm.__version__}"
+
+
+@pytest.mark.parametrize(
+    ("name", "canonical"),
+    [("P_5", "precision@5"), ("map_cut_10", "map@10"), ("recall_100", "recall@100"), ("ndcg_cut_10", "ndcg@10"),
+     ("recip_rank", "mrr"), ("success_5", "hits@5"), ("Rprec", "rprec"), ("P.5", "precision@5")],
+)  # fmt: skip
+def test_trec_eval_measure_names(name, canonical):
+    assert str(rm.parse_metric(name)) == canonical
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"), [("ndcg10", "ndcg@10"), ("recall100", "recall@100"), ("P5", "precision@5")]
+)
+def test_a_cut_off_glued_to_the_name_is_suggested_with_its_at(typed, meant):
+    code, _, err = run_cli("eval", "--dataset", QRELS, "--run", BM25, "-m", typed)
+    assert code == 2 and f"did you mean '{meant}'?" in err
+
+
+def test_targets_in_the_dashboards_syntax():
+    code, out, _ = run_cli("check", "--dataset", QRELS, "--run", BM25, "--targets", "ndcg@10>0.6,recall@5>0.9")
+    assert code == 1
+    assert "PASS ndcg@10 = 0.6791" in out and "FAIL recall@5 = 0.7343" in out
+
+
+def test_check_with_a_baseline_and_no_targets_is_a_regression_gate():
+    better, out_better, _ = run_cli("check", "--dataset", QRELS, "--run", HYBRID, "--baseline", BM25)
+    code, out, _ = run_cli("check", "--dataset", QRELS, "--run", BM25, "--baseline", HYBRID, "-m", "ndcg@10")
+    assert code == 1 and "FAIL regression: ndcg@10" in out and "Holm-corrected over 1 comparison(s)" in out
+    assert better == 0 and "PASS improvement: ndcg@10" in out_better
+    code, _, err = run_cli("check", "--dataset", QRELS, "--run", BM25)
+    assert code == 2 and "needs --targets" in err
+
+
+def test_the_correction_is_chosen_and_named():
+    code, out, _ = run_cli("compare", "--dataset", QRELS, "--baseline", BM25, "--run", HYBRID, "-m", "recall@5",
+                           "-m", "ndcg@10", "--correction", "none")  # fmt: skip
+    assert code == 0 and "(none " in out and "uncorrected" in out
+    code, out, _ = run_cli("compare", "--dataset", QRELS, "--baseline", BM25, "--run", HYBRID, "-m", "recall@5",
+                           "-m", "ndcg@10", "--correction", "bonferroni")  # fmt: skip
+    assert "Bonferroni-corrected over 2 comparison(s)" in out
+
+
+def test_the_same_run_as_baseline_is_warned_about():
+    code, _, err = run_cli("compare", "--dataset", QRELS, "--baseline", BM25, "--run", BM25)
+    assert code == 0 and "has the same rows as the baseline" in err
+
+
+def test_a_queries_file_of_another_dataset_is_warned_about(tmp_path):
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text('{"_id": "DEV_1", "text": "somewhere else"}\n')
+    code, _, err = run_cli("eval", "--dataset", QRELS, "--queries", queries, "--run", BM25, "-m", "mrr")
+    assert code == 0 and "warning: the queries file matches none of the dataset's 300 queries" in err
+
+
+def test_swapped_dataset_and_run_get_a_hint():
+    code, _, err = run_cli("eval", "--dataset", BM25, "--run", QRELS)
+    assert code == 2 and "did you swap --dataset and --run?" in err
+
+
+def test_every_option_has_help_text():
+    missing = []
+
+    def walk(parser: argparse.ArgumentParser, path: list[str]) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, [*path, name])
+            elif not action.help:
+                missing.append((path, action.option_strings or action.dest))
+
+    walk(build_parser(), [])
+    assert missing == []
