@@ -344,3 +344,13 @@ def test_regular_files_never_take_the_python_scan(variant, monkeypatch: pytest.M
     assert len(load_run(variant(run), filename="r.trec")) == 20000
     qrels = b"".join(f"q{i // 10} 0 d{i} {i % 3 - 1}\n".encode() for i in range(5000))
     assert len(load_qrels(variant(qrels), filename="r.qrels")) == 5000
+
+
+@pytest.mark.parametrize("blank", ["\v", "\f", "\t", " \v\f "])
+def test_fields_split_on_c_whitespace_as_trec_eval(blank: str) -> None:
+    """trec_eval reads fields with sscanf("%s"): a vertical tab or form feed separates fields as a space does."""
+    plain = load_run(b"q1 Q0 d1 1 2.5 t\nq1 Q0 d2 2 1.0 t\n", filename="r.trec")
+    odd = load_run(f"q1{blank}Q0 d1 1{blank}2.5 t\nq1 Q0{blank}d2 2 1.0 t\n".encode(), filename="r.trec")
+    assert odd.table.equals(plain.table)
+    qrels = load_dataset(f"q1{blank}0 d1{blank}1\n".encode(), filename="q.qrels").qrels
+    assert list(qrels.itertuples(index=False, name=None)) == [("q1", "d1", 1)]

@@ -2,7 +2,8 @@
 
 Conventions (research/metric-anchors.md, sections 2 and 5.1):
 
-* fields are split on ASCII space and tab only (never on Unicode whitespace);
+* fields are split on C whitespace as trec_eval's ``sscanf`` does: space, tab, vertical tab and form feed
+  (never on Unicode whitespace; a carriage return inside a line is refused);
   ids are kept byte for byte (UTF-8), case-sensitive, never normalised;
 * blank lines and lines whose first non-blank character is ``#`` are skipped;
   a ``#`` anywhere else (inside a docid, say) is data;
@@ -50,7 +51,7 @@ from ragmetrics.io._source import (
 from ragmetrics.memory import reading_pool
 from ragmetrics.model import Dataset, Run
 
-_TAB_TO_SPACE = bytes.maketrans(b"\t", b" ")
+_TAB_TO_SPACE = bytes.maketrans(b"\t\v\f", b"   ")
 INT_RE = re.compile(r"[+-]?[0-9]+\Z")
 # unambiguous: "[0-9]+\.?[0-9]*" takes time quadratic in a digit run that fails to match
 FLOAT_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
@@ -61,9 +62,9 @@ QRELS_LINE = "'qid iter docid rel'"
 
 
 def split_fields(line: str) -> list[str]:
-    """Split on runs of ASCII spaces and tabs only."""
-    if "\t" in line:
-        line = line.replace("\t", " ")
+    """Split on runs of C whitespace within a line (space, tab, vertical tab, form feed), as trec_eval does."""
+    if "\t" in line or "\v" in line or "\f" in line:
+        line = line.replace("\t", " ").replace("\v", " ").replace("\f", " ")
     fields = line.split(" ")
     return fields if "" not in fields else [f for f in fields if f]
 
@@ -117,7 +118,7 @@ def _blank_comments(data: bytes) -> bytes:
 
 def _normalise(data: bytes, *, collapse: bool) -> bytes | None:
     """Single-space separated lines, comments emptied; ``None``: use the slow scan."""
-    if b"\t" in data:
+    if b"\t" in data or b"\v" in data or b"\f" in data:
         data = data.translate(_TAB_TO_SPACE)
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n")
