@@ -204,8 +204,8 @@ def _arrow_read(
         name: typed.get(i, pa.large_string() if keep is None or i in keep else pa.binary())
         for i, name in enumerate(names)
     }
-    # 16 MiB blocks for big files; a small file read in 1 MiB blocks is not slowed by allocating a big one
-    block = 1 << 24 if len(data) > BYTES_PER_READER else 1 << 20
+    # 16 MiB blocks for big files; a small file is one block of its own size (no big allocation, no line across blocks)
+    block = 1 << 24 if len(data) > BYTES_PER_READER else max(1 << 16, len(data) + 1)
     read_options = pacsv.ReadOptions(column_names=names, block_size=block, use_threads=False)
     parse_options = pacsv.ParseOptions(
         delimiter=" ",
