@@ -3,22 +3,72 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
-import ragmetrics as rm
+import pytest
 
-README = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+BEGIN = "<!-- metrics table: python scripts/readme_metrics.py -->"
+END = "<!-- end metrics table -->"
 
 
-def test_every_registered_metric_is_documented():
-    table = README.split("## Metrics", 1)[1].split("### LlamaIndex", 1)[0]
+def _section(title: str) -> str:
+    """The text under ``## title`` up to the next ``## `` heading."""
+    return README.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_metrics_table_is_the_registry_script_output():
+    table = _section("Metrics")
+    assert BEGIN in table and END in table, f"the Metrics section lacks the markers {BEGIN} ... {END}"
+    pasted = table.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n") + "\n"
+    generated = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "readme_metrics.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    ).stdout
+    assert pasted == generated, (
+        "README's metrics table differs from the registry: run `python scripts/readme_metrics.py` "
+        "and paste its output between the markers"
+    )
+
+
+def test_every_registered_metric_is_in_the_table():
+    import ragmetrics as rm
+
+    table = _section("Metrics")
     for info in rm.METRICS.values():
         assert re.search(rf"`{info.name}(@k)?`", table), f"README metrics table lacks {info.name}"
 
 
 def test_the_two_setup_commands_and_the_ci_test_command_agree():
-    setup = README.split("## Set-up", 1)[1].split("## Library", 1)[0]
+    setup = _section("Set-up")
     assert 'pip install -e ".[dashboard]" && streamlit run dashboard/app.py' in setup
     assert 'pip install -e ".[test]" && python -m pytest' in setup
-    ci = (Path(__file__).parents[1] / ".ci" / "run").read_text()
-    assert "python -m pytest" in ci.splitlines()[-1]
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert "python -m pytest" in [line.strip() for line in ci], ".ci/run no longer runs the README's `python -m pytest`"
+
+
+def test_the_readme_stays_short():
+    size = len(README.encode("utf-8"))
+    assert size < 12_000, f"README.md is {size:,} bytes; keep it under 12,000 and move reference material to docs/"
+
+
+@pytest.mark.parametrize(
+    "path", [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))], ids=lambda p: p.relative_to(ROOT).as_posix()
+)
+def test_no_diary_in_the_docs(path: Path):
+    """Docs state what is true of the code; timings of a session belong to benchmarks/README.md's tables."""
+    text = path.read_text(encoding="utf-8")
+    for pattern, what in (
+        (r"\b20\d\d-\d\d-\d\d\b", "a date"),
+        (r"\b\d{1,2}:\d\d(?:-\d{1,2}:\d\d)? ?UTC\b", "a clock time"),
+        (r"\b[Ss]ession \d", "a session name"),
+        (r"measured on commit|at commit \"", "a commit a measurement was made on"),
+    ):
+        found = re.search(pattern, text)
+        assert not found, f"{path.name} holds {what}: {found.group(0)!r}"
