@@ -10,10 +10,10 @@ fresh subprocess loads the same qrels + run files and computes
 * (b) curves over K = 1..100 of precision, recall, F1 and hits;
 
 timing the parse, (a) and (b) separately, in that order on the same objects, as a
-user would run them. ragmetrics remembers a run's alignment with the dataset (and
-the run's encoded ids), so its (b) reuses the work of (a); ``(b) alone`` times (b)
-once more after forgetting all of it, which is what (b) costs by itself from the
-parsed files (pytrec_eval and ranx keep nothing between calls: their (b) is always alone). Wall clock, warm: each worker first
+user would run them. The ragmetrics job holds the alignment (a) made, so its (b) reuses it;
+``(b) alone`` times (b) once more on a fresh alignment of the parsed files, which is what
+(b) costs by itself (pytrec_eval and ranx keep nothing between calls: their (b) is always
+alone). Wall clock, warm: each worker first
 runs the whole job once on a 50-query file, which absorbs numba compilation
 and first-call costs; that warm-up time is reported as ``warmup``), and
 reporting the subprocess's own peak RSS (``ru_maxrss``, which includes the
