@@ -4,8 +4,9 @@ A dashboard view (dataset, runs, baseline, metric, K, targets, filters, query, t
 documented query keys (:data:`PARAM_KEYS`); the page is the URL's path. :func:`encode` writes them,
 :func:`decode` reads any mapping of strings (or lists of strings, as repeated keys give) and never raises:
 unknown keys are ignored, bad values fall back to defaults with a note saying why. ``encode(decode(x))`` is a
-fixed point. :func:`share_url` and :func:`share_link` (what ``ragmetrics push`` prints) are the only builders
-of a link, so a link the CLI prints and one the dashboard shows read the same.
+fixed point. :func:`share_url` (the dashboard's link, the address it shows) and :func:`share_link` (the short
+form ``ragmetrics push`` prints) build every link, so a link the CLI prints and one the dashboard shows read
+the same.
 
 Ids are content ids, 16 lowercase hexadecimal digits (:data:`ID_PATTERN`, also the store's), so a link names
 the same data on any server that holds the same files. The choices a link may name come from the library's
@@ -178,26 +179,32 @@ def page_path(page: str) -> str:
     return page if _PAGE_RE.match(page or "") else DEFAULT_PAGE
 
 
-def share_query(state: ViewState, *, defaults: bool = True) -> str:
-    """``path?query`` for a share link, relative to the app's root URL (commas and ``@`` kept as they are)."""
-    return f"{page_path(state.page)}?{urlencode(encode(state, defaults=defaults), safe=',@')}"
+def share_query(state: ViewState, *, short: bool = False) -> str:
+    """``path?query`` for a share link, relative to the app's root URL.
+
+    The full form (default) carries every key and is encoded as browsers write a query (it is the address
+    the dashboard shows); ``short=True`` leaves out the default values and keeps commas and ``@`` readable,
+    for a terminal (what ``ragmetrics push`` prints). Both decode to the same state.
+    """
+    query = urlencode(encode(state, defaults=not short), safe=",@" if short else "")
+    return f"{page_path(state.page)}?{query}"
 
 
-def share_url(base_url: str, state: ViewState, *, defaults: bool = True) -> str:
-    """The absolute share link (``base_url`` is the app's root, e.g. ``http://host:8501``)."""
-    return base_url.rstrip("/") + "/" + share_query(state, defaults=defaults)
+def share_url(base_url: str, state: ViewState, *, short: bool = False) -> str:
+    """The absolute share link (``base_url`` is the app's root, e.g. ``http://host:8501``); see :func:`share_query`."""
+    return base_url.rstrip("/") + "/" + share_query(state, short=short)
 
 
 def share_link(
     base_url: str, *, dataset: str, runs: Sequence[str] = (), page: str = DEFAULT_PAGE, **changes: object
 ) -> str:
-    """The dashboard link that opens ``dataset`` with ``runs`` on ``page``, in the short form (only what differs
-    from the default view; ``changes`` are other :class:`ViewState` fields). Ids are checked first."""
+    """The short link that opens ``dataset`` with ``runs`` on ``page`` (``changes``: other :class:`ViewState`
+    fields), as ``ragmetrics push`` prints it. Ids are checked first."""
     for ident, what in ((dataset, "dataset"), *((r, "run") for r in runs)):
         if not is_id(ident):
             raise RagMetricsError(f"{what} {str(ident)[:40]!r} is not a valid id; expected 16 hexadecimal digits")
     state = ViewState(page=page, dataset=dataset, runs=tuple(runs)).with_(**changes)
-    return share_url(base_url, state, defaults=False)
+    return share_url(base_url, state, short=True)
 
 
 # --- decode ------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ __all__ = [
     "TOO_FEW",
     "WORSE",
     "Comparison",
+    "against_baseline",
     "compare_specs",
     "comparison_display",
     "comparison_frame",
@@ -48,6 +49,7 @@ __all__ = [
     "format_ci",
     "format_p",
     "metric_name",
+    "row_of",
     "run_comparison",
     "segment_frame",
     "segment_labels",
@@ -180,6 +182,17 @@ def comparison_frame(comparison: Comparison) -> pd.DataFrame:
         for r, d, p in zip(part["run"], part["delta"], part["p_value_corrected"])
     ]
     return out[COMPARISON_COLUMNS]
+
+
+def row_of(frame: pd.DataFrame, metric: str, run: str) -> int | None:
+    """The row of :func:`comparison_frame` for ``metric`` and ``run`` (None when it has none)."""
+    matches = frame.index[(frame["metric"] == metric) & (frame["run"] == run)].tolist()
+    return int(matches[0]) if matches else None
+
+
+def against_baseline(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """The rows of :func:`comparison_frame` that compare a run with the baseline (the forest plot's)."""
+    return frame[frame["run"] != baseline].reset_index(drop=True)
 
 
 def format_p(p: float) -> str:

@@ -28,6 +28,7 @@ __all__ = [
     "per_query_frame",
     "queries_with",
     "query_order",
+    "query_row",
     "ranking_pair",
     "scatter_figure",
 ]
@@ -80,6 +81,11 @@ def per_query_frame(base: Alignment, run: Alignment, spec: str) -> pd.DataFrame:
         columns=PER_QUERY_COLUMNS,
     )
     return out.sort_values(["delta", "query_id"], ascending=[False, True], kind="stable").reset_index(drop=True)
+
+
+def query_row(per_query: pd.DataFrame, query_id: str) -> pd.Series:
+    """One query's row of :func:`per_query_frame`."""
+    return per_query[per_query["query_id"] == query_id].iloc[0]
 
 
 def outcome_counts(per_query: pd.DataFrame) -> dict[str, int]:

@@ -30,6 +30,7 @@ __all__ = [
     "POWER_LEVELS",
     "RULES_COLUMNS",
     "RULES_OF_THUMB",
+    "metric_row",
     "needed_frame",
     "pairs_table",
     "power_curve_frame",
@@ -74,6 +75,11 @@ def power_pairs(
     if not parts:
         return pd.DataFrame(columns=PAIR_COLUMNS)
     return pd.concat(parts, ignore_index=True)[PAIR_COLUMNS]
+
+
+def metric_row(table: pd.DataFrame, spec: str) -> pd.Series:
+    """One metric's row of :func:`power_table`."""
+    return table[table["metric"] == spec].iloc[0]
 
 
 def _mdd(sd: float, n: int, alpha: float, power: float) -> float:

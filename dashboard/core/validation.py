@@ -15,7 +15,7 @@ from dashboard.core.results import Alignment
 from ragmetrics.compare import MIN_GROUP
 from ragmetrics.model import Dataset
 
-__all__ = ["VALIDATION_COLUMNS", "depth_figure", "depth_frame", "validation_frame"]
+__all__ = ["VALIDATION_COLUMNS", "depth_figure", "depth_frame", "to_look_at", "validation_frame"]
 
 VALIDATION_COLUMNS = ["scope", "check", "count", "status", "examples", "effect"]
 
@@ -107,6 +107,11 @@ def validation_frame(dataset: Dataset, alignments: Sequence[Alignment], *, min_g
             examples=cov.tied_queries,
         )
     return pd.DataFrame(rows, columns=VALIDATION_COLUMNS)
+
+
+def to_look_at(report: pd.DataFrame) -> int:
+    """How many checks of :func:`validation_frame` are warnings."""
+    return int((report["status"] == "warning").sum())
 
 
 def depth_frame(alignments: Sequence[Alignment]) -> pd.DataFrame:

@@ -119,10 +119,18 @@ def ingest_dataset(files: Sequence[Any], workspace: Workspace) -> Outcome | None
     roles: dict[str, Any] = {}
     for f in files:
         roles.setdefault(_role(f.name), f)
+    mains = [f.name for f in files if _role(f.name) == "main"]
     main = roles.get("main") or roles.get("queries")
     start = time.perf_counter()
     if main is None:
         outcome = Outcome(names, False, f"{names}: expected a judgments file or evaluation set besides the corpus")
+    elif len(mains) > 1:
+        outcome = Outcome(
+            names,
+            False,
+            f"{names}: files uploaded together make one dataset (one judgments file or evaluation set, with files "
+            f"named *queries* and *corpus*), got {len(mains)} of them; remove all but one to load it",
+        )
     else:
         try:
             with (

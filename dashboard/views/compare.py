@@ -65,8 +65,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
     table = cmp.comparison_frame(comparison)
     display = cmp.comparison_display(table, base.name, comparison.correction)
     focus = by_id[focus_id]
-    matches = table.index[(table["metric"] == spec) & (table["run"] == focus.name)].tolist()
-    focus_row = int(matches[0]) if matches else None
+    focus_row = cmp.row_of(table, spec, focus.name)
     event = layout.show_table(
         table,
         key=f"compare.table.{base_id}.{focus_id}.{spec}.{test}.{alpha}",
@@ -89,7 +88,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
         if picked_id is not None and (picked_metric != spec or picked_id != focus_id):
             layout.rerun_with(view.with_(metric=cmp.metric_name(picked_metric), focus_run=picked_id))
 
-    deltas = table[table["run"] != base.name].reset_index(drop=True)
+    deltas = cmp.against_baseline(table, base.name)
     layout.show_figure(
         cmp.forest_figure(
             deltas,
@@ -172,7 +171,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
     view = view.with_(query=query_id)
     if query_id:
         info = query_info(ds.dataset, query_id)
-        row = per_query[per_query["query_id"] == query_id].iloc[0]
+        row = by_query.query_row(per_query, query_id)
         st.markdown(f"#### {md_escape(info.get('query', query_id))}")
         st.markdown(
             f"`{query_id.replace('`', 'ʼ')}` · category **{md_escape(info.get('category', ''))}** · "

@@ -61,7 +61,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
     chosen = power_mod.pairs_table(pairs, spec, n, alpha=alpha, power=power)
     sd = power_mod.typical_sd(chosen["sd_difference"])
     mdd = power_mod.power_table(pairs, n, alpha=alpha, power=power)
-    here = mdd[mdd["metric"] == spec].iloc[0]
+    here = power_mod.metric_row(mdd, spec)
     needed = power_mod.queries_needed(target, sd, alpha=alpha, power=power)
 
     m1, m2, m3, m4 = st.columns(4)

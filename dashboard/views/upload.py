@@ -65,7 +65,7 @@ else:
         cols[0].metric("Queries", f"{summary['queries']:,}")
         cols[1].metric("Judged queries", f"{summary['judged_queries']:,}")
         cols[2].metric("Runs checked", len(checked))
-        cols[3].metric("Checks to look at", int((report["status"] == "warning").sum()))
+        cols[3].metric("Checks to look at", validation.to_look_at(report))
         layout.show_table(
             report,
             key="upload.validation",

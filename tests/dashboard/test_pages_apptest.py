@@ -149,3 +149,19 @@ def test_upload_a_dataset_made_of_qrels_queries_and_corpus() -> None:
     at.run()
     no_problems(at)
     assert "300 queries" in " ".join(s.value for s in at.success)
+
+
+def test_two_judgment_files_at_once_are_refused_not_half_read() -> None:
+    """Files uploaded together make one dataset: a second judgments file is not silently ignored."""
+    at = open_page("upload")
+    at.file_uploader(key="upload.dataset").set_value(
+        [(name, (DATA / name).read_bytes(), "text/plain") for name in ("mini-qrels.tab", "mini.qrel")]
+    )
+    at.run()
+    assert not at.exception
+    errors = [e.value.replace("\\", "") for e in at.error]
+    assert len(errors) == 1 and "make one dataset" in errors[0] and "got 2" in errors[0]
+    at.file_uploader(key="upload.dataset").set_value([("mini.qrel", (DATA / "mini.qrel").read_bytes(), "text/plain")])
+    at.run()
+    no_problems(at)
+    assert "Loaded mini.qrel" in " ".join(s.value for s in at.success).replace("\\", "")

@@ -1,7 +1,8 @@
 """Screenshot every page with the bundled sample data into docs/screenshots/ (``python tests/e2e/screenshots.py``;
-name page keys, e.g. ``compare power``, to take only those).
+name page keys, e.g. ``compare power``, to take only those; ``--out DIR`` writes elsewhere).
 
-Starts its own ``streamlit run`` server and drives Debian's chromium.
+Starts its own ``streamlit run`` server and drives Debian's chromium. A page that shows an exception or an error
+box is reported, and the script exits 1.
 """
 
 from __future__ import annotations
@@ -24,11 +25,18 @@ _CONTENT_HEIGHT = """() => Math.max(...Array.from(document.querySelectorAll(
 
 
 def main() -> None:
-    OUT.mkdir(parents=True, exist_ok=True)
+    args = sys.argv[1:]
+    out = OUT
+    if "--out" in args:
+        at = args.index("--out")
+        out = Path(args[at + 1]).resolve()
+        del args[at : at + 2]
+    out.mkdir(parents=True, exist_ok=True)
+    problems: list[str] = []
     with streamlit_server() as base, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": WIDTH, "height": 1000}, device_scale_factor=1)
-        only = set(sys.argv[1:])
+        only = set(args)
         for view in [v for v in VIEWS if not only or v.key in only]:
             page.goto(f"{base}/{view.url_path}")
             wait_for_app(page)
@@ -39,11 +47,23 @@ def main() -> None:
             page.set_viewport_size({"width": WIDTH, "height": min(max(int(height) + 40, 800), 12000)})
             wait_for_app(page)
             page.wait_for_timeout(800)  # let plotly finish resizing before the picture
-            target = OUT / f"{view.key}.png"
+            target = out / f"{view.key}.png"
             page.screenshot(path=str(target), full_page=True)
             page.set_viewport_size({"width": WIDTH, "height": 1000})
-            print(f"{target.relative_to(REPO)}")
+            shown = [
+                e.inner_text()[:300]
+                for kind in ("stException", "stAlertContentError")
+                for e in page.get_by_test_id(kind).all()
+            ]
+            problems += [f"{view.key}: {text}" for text in shown]
+            print(
+                f"{target.relative_to(REPO) if target.is_relative_to(REPO) else target}"
+                + (" (errors)" if shown else "")
+            )
         browser.close()
+    if problems:
+        print("\n".join(["pages with errors:", *problems]))
+        sys.exit(1)
 
 
 if __name__ == "__main__":
