@@ -3,7 +3,8 @@
 An alignment is a value: its per-query values, curves and aligned rows are computed on it on first use, once,
 whatever the sessions and threads. Holding it is how changing K, the metric or a filter never aligns again.
 Content never changes under an id; the run's name is in the key, so a rename shows. The most recently used
-``max_entries`` are kept.
+are kept: at most ``max_entries``, and at most ``max_bytes`` of the runs' rows (an alignment and what is computed
+on it grow with its run; the most recent one is always kept).
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ class Alignments:
     """An LRU of alignments by (dataset id, run id, run name), safe to share between threads: a second caller of
     an alignment being made waits for it. Big runs are aligned on two threads (the library's ``executor``)."""
 
-    def __init__(self, max_entries: int = 64) -> None:
-        self.max_entries = max_entries
+    def __init__(self, max_entries: int = 64, max_bytes: int = 4 << 30) -> None:
+        self.max_entries, self.max_bytes = max_entries, max_bytes
         self._items: OrderedDict[Key, Alignment] = OrderedDict()
+        self._sizes: dict[Key, int] = {}
         self._making: dict[Key, threading.Lock] = {}
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
@@ -48,8 +50,12 @@ class Alignments:
         with self._lock:
             self._items[key] = alignment
             self._items.move_to_end(key)
-            while len(self._items) > self.max_entries:
-                self._items.popitem(last=False)
+            self._sizes[key] = int(alignment.run.table.nbytes)
+            while len(self._items) > 1 and (
+                len(self._items) > self.max_entries or sum(self._sizes.values()) > self.max_bytes
+            ):
+                old, _ = self._items.popitem(last=False)
+                self._sizes.pop(old, None)
         return alignment
 
     def get(self, dataset: DatasetEntry, run: RunEntry) -> Alignment:

@@ -256,6 +256,11 @@ def test_alignments_are_made_once_under_threads_and_kept_in_an_lru(tmp_path, min
     assert (entry.id, a.id, a.name) not in held and (entry.id, b.id, b.name) in held
     renamed = ws.rename_run(entry.id, b.id, "dense v2")
     assert held.get(entry, renamed).name == "dense v2"  # the name is in the key: a rename shows
+    # bounded in bytes too: two runs' rows do not fit, so only the latest is kept
+    small = Alignments(max_entries=10, max_bytes=int(bm25.table.nbytes * 1.5))
+    small.get(entry, a)
+    small.get(entry, renamed)
+    assert (entry.id, a.id, a.name) not in small and (entry.id, renamed.id, renamed.name) in small
 
 
 def test_workspace_ids_and_names(tiny, tiny_runs) -> None:
