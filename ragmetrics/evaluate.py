@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ragmetrics.engine import Alignment, Conventions, Coverage, Ranking, align
 from ragmetrics.engine.conventions import Mode
+from ragmetrics.engine.once import Once
 from ragmetrics.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.metrics import MetricSpec
 from ragmetrics.model import Dataset, Run
@@ -34,6 +35,7 @@ class RunResult:
 
     alignment: Alignment
     metrics: tuple[str, ...]
+    _frames: Once = field(default_factory=Once, init=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -72,11 +74,13 @@ class RunResult:
     @property
     def values(self) -> pd.DataFrame:
         """Per-query values: a frame indexed by query_id, one column per metric."""
-        import pandas as pd
+        def build() -> pd.DataFrame:
+            import pandas as pd
 
-        return pd.DataFrame(
-            self.arrays, index=pd.Index(self.query_ids, name="query_id", dtype="str"), columns=list(self.metrics)
-        )
+            index = pd.Index(self.query_ids, name="query_id", dtype="str")
+            return pd.DataFrame(self.arrays, index=index, columns=list(self.metrics))
+
+        return self._frames.get("values", build).copy(deep=False)
 
     @property
     def mean(self) -> pd.Series:
@@ -277,7 +281,7 @@ def evaluate(
 def _aligned(dataset: Dataset, run: Run | Alignment, conventions: Conventions, executor: Executor | None) -> Alignment:
     if isinstance(run, Run):
         return align(dataset, run, conventions, executor=executor)
-    if run.dataset is not dataset or run.conventions != conventions:
+    if not run.same_source(dataset, conventions):
         raise RagMetricsError(
             f"the alignment of run {run.name!r} was made on another dataset or under other conventions "
             f"({run.conventions}); pass the run itself to align it again"

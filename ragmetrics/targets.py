@@ -13,13 +13,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ragmetrics import stats
 from ragmetrics.errors import RagMetricsError
-from ragmetrics.evaluate import RunResult
 from ragmetrics.metrics import parse_metric
+
+if TYPE_CHECKING:
+    from ragmetrics.evaluate import RunResult
 
 COMMON = {"mrr": 0.70, "hits@5": 0.90, "ndcg@10": 0.65}
 

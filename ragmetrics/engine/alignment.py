@@ -46,6 +46,10 @@ def _names(values: np.ndarray) -> list[str]:
     return [str(v) for v in values]
 
 
+CURVE_DEPTH = 100
+"""Curves are kept to at least this depth: a shallower one is a slice of it (the dashboard's K goes to 100)."""
+
+
 @dataclass(frozen=True, eq=False)
 class Alignment:
     """One run aligned with one dataset under ``conventions``: the ranking, its coverage report, and the
@@ -136,14 +140,16 @@ class Alignment:
             raise RagMetricsError("curves are computed with the trec_eval conventions only (mode='trec')")
         name = parse_metric(f"{metric}@1").name if "@" not in str(metric) else parse_metric(metric).name
 
-        def compute() -> np.ndarray:
+        def compute_at(depth: int) -> np.ndarray:
             if self.conventions.unjudged != "relevant":
-                return registry.curve(self.scored(), name, int(k_max))
+                return registry.curve(self.scored(), name, depth)
             # the best case depends on the cut-off: each k reads its own completed ranking
-            columns = [registry.compute(self.scored(k), [MetricSpec(name, k)]) for k in range(1, int(k_max) + 1)]
+            columns = [registry.compute(self.scored(k), [MetricSpec(name, k)]) for k in range(1, depth + 1)]
             return np.column_stack([c[MetricSpec(name, k)] for k, c in enumerate(columns, 1)])
 
-        return self._once.get(("curve", name, int(k_max)), lambda: _read_only(compute()))
+        depth = max(int(k_max), CURVE_DEPTH)  # one kept curve per metric serves every k_max up to it
+        kept = self._once.get(("curve", name, depth), lambda: _read_only(compute_at(depth)))
+        return kept[:, : int(k_max)]
 
     def scored(self, depth: int | None = None) -> Ranking:
         """The ranking the metrics read under the ``unjudged`` convention: the aligned one (``nonrelevant``), its
@@ -171,6 +177,26 @@ class Alignment:
         low = self.under(unjudged="nonrelevant").value(metric)
         high = self.under(unjudged="relevant").value(metric)
         return np.minimum(low, high), np.maximum(low, high)
+
+    def computed(self, metric: str | MetricSpec, *, curve: bool = False) -> bool:
+        """True when the metric's per-query values (or, ``curve``: its curve) are already computed on this alignment."""
+        if curve:
+            from ragmetrics.metrics import parse_metric
+
+            name = parse_metric(f"{metric}@1").name if "@" not in str(metric) else parse_metric(metric).name
+            return ("curve", name, CURVE_DEPTH) in self._once
+        return ("value", self._spec(metric)) in self._once
+
+    def same_source(self, dataset: Dataset, conventions: Conventions) -> bool:
+        """True when this alignment was made on ``dataset`` (the same object or the same judgments and queries)
+        under ``conventions``."""
+        if self.conventions != conventions:
+            return False
+        if self.dataset is dataset:
+            return True
+        return self.dataset.qrels_table.equals(dataset.qrels_table) and self.dataset.queries_table.equals(
+            dataset.queries_table
+        )
 
     def rows(self) -> pd.DataFrame:
         """The run's rows of evaluated queries in ranking order, every chunk of a document at the document's rank.
