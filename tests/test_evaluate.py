@@ -339,4 +339,5 @@ def test_alignment_values_and_curves_are_computed_once_under_threads():
     with mock.patch.object(registry, "curve", counted), ThreadPoolExecutor(4) as pool:
         curves = list(pool.map(lambda _: alignment.curve("recall", 20), range(16)))
     assert calls == ["recall"]
-    assert all(c is curves[0] for c in curves)
+    assert all(np.shares_memory(c, curves[0]) and c.shape == (50, 20) for c in curves)
+    assert np.shares_memory(alignment.curve("recall", 100), curves[0])  # a deeper one is the same kept curve
