@@ -237,7 +237,8 @@ def test_a_curve_raced_by_threads_is_computed_once(faq, monkeypatch) -> None:
     for t in threads:
         t.join()
     assert calls == ["recall"]
-    assert len(got) == 4 and all(g is got[0] for g in got)
+    # one kept curve: every caller gets it (or a view of it), not a copy
+    assert len(got) == 4 and all(np.shares_memory(g, got[0]) for g in got)
     np.testing.assert_array_equal(got[0], real(alignment.ranking, "recall", K_MAX))
 
 

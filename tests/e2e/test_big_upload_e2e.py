@@ -19,7 +19,7 @@ from playwright.sync_api import Page, expect
 from tests.e2e.server import wait_for_app
 from tests.e2e.test_dashboard_e2e import TIMEOUT, legend_names, open_page
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.soak]
 
 N_QUERIES = int(os.environ.get("RAGMETRICS_BIG_QUERIES", "10000"))
 DEPTH = int(os.environ.get("RAGMETRICS_BIG_DEPTH", "100"))

@@ -24,7 +24,7 @@ import pytest
 
 from tests.e2e.server import REPO, chromium_path
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.soak]
 
 SESSIONS = int(os.environ.get("RAGMETRICS_LOAD_SESSIONS", "20"))
 SECONDS = float(os.environ.get("RAGMETRICS_LOAD_SECONDS", "60"))
