@@ -27,16 +27,11 @@ import sys
 import time
 from pathlib import Path
 
+from run import PYTREC_STANDARD  # benchmarks/run.py, beside this file
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "out"
-METRICS = {  # ragmetrics name -> pytrec_eval measure (the benchmark's six)
-    "ndcg@10": "ndcg_cut_10",
-    "map": "map",
-    "mrr": "recip_rank",
-    "recall@100": "recall_100",
-    "precision@10": "P_10",
-    "hits@5": "success_5",
-}
+METRICS = PYTREC_STANDARD  # ragmetrics name -> pytrec_eval measure: the engine benchmark's six
 SIZES = {
     "scifact": (ROOT / "tests/data/scifact/qrels.tsv", ROOT / "tests/data/scifact/bm25-stem.trec.gz"),
     "100k": (OUT / "100k/qrels.txt", OUT / "100k/run.trec"),

@@ -124,3 +124,9 @@ def assert_same(ours: pd.DataFrame, reference: dict[str, dict[str, float]], tol:
             assert abs(got - expected) <= tol, f"{qid} {metric}: ours {got!r}, pytrec_eval {expected!r}"
             compared += 1
     return compared
+
+
+def our_values(qrels, rows, *, cutoffs=CUTOFFS, **conventions) -> pd.DataFrame:
+    """ragmetrics' per-query values of the metrics :func:`pytrec_values` gives, under ``conventions``."""
+    result = rm.evaluate(dataset_of(qrels), run_of(rows), our_metric_names(cutoffs), warn=False, **conventions)
+    return result.per_query("run")

@@ -24,16 +24,8 @@ def test_skip_equals_trec_eval_on_the_ranking_without_its_unjudged_documents(qre
     qrels = oracle.read_qrels(TREC / qrels_file)
     rows = oracle.read_run(TREC / run_file)
     reference = oracle.pytrec_values(qrels, _condensed(qrels, rows), rel_level=rel_level)
-    result = rm.evaluate(
-        oracle.dataset_of(qrels),
-        oracle.run_of(rows),
-        oracle.our_metric_names(),
-        missing="skip",
-        rel_level=rel_level,
-        unjudged="skip",
-        warn=False,
-    )
-    compared = oracle.assert_same(result.per_query("run").loc[list(reference)], reference)
+    values = oracle.our_values(qrels, rows, missing="skip", rel_level=rel_level, unjudged="skip")
+    compared = oracle.assert_same(values.loc[list(reference)], reference)
     assert compared == len(reference) * len(oracle.our_metric_names())
 
 
@@ -42,15 +34,7 @@ def test_skip_equals_trec_eval_on_generated_cases(seed):
     qrels, rows, rel_level = generate_case(seed)
     condensed = _condensed(qrels, rows)
     reference = oracle.pytrec_values(qrels, condensed, rel_level=rel_level)
-    result = rm.evaluate(
-        oracle.dataset_of(qrels),
-        oracle.run_of(rows),
-        oracle.our_metric_names(),
-        rel_level=rel_level,
-        unjudged="skip",
-        warn=False,
-    )
-    values = result.per_query("run")
+    values = oracle.our_values(qrels, rows, rel_level=rel_level, unjudged="skip")
     oracle.assert_same(values.loc[[q for q in reference if q in values.index]], reference)
 
 
