@@ -27,6 +27,7 @@ from ragmetrics.diagnosis import NEAR_MISS_LIMIT
 __all__ = [
     "MISSED_COLUMNS",
     "NEAR_MISS_LIMIT",
+    "TEXT_DEPTH",
     "deep_k",
     "doc_ranks",
     "filter_queries",
@@ -42,6 +43,9 @@ __all__ = [
     "style_relevant",
     "with_text_for_missing",
 ]
+
+TEXT_DEPTH = 20
+"""The deepest rank whose text the query detail shows."""
 
 MISSED_COLUMNS = [
     "query_id",

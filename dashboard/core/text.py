@@ -1,10 +1,31 @@
-"""Text helpers for showing user-supplied strings safely."""
+"""Text helpers for showing user-supplied strings safely, and document text with the query's evidence marked.
+
+Everything shown here is user content (queries, answers, documents, ids): :func:`md_escape` for Markdown,
+:func:`highlight_html` for a passage with marks. The latter escapes the text as HTML first and adds only its own
+``<mark>`` and ``<br>`` tags, all in one HTML block on one line (no blank line, so Markdown never resumes inside
+it): nothing a document holds becomes markup, a link, a formula or a script.
+"""
 
 from __future__ import annotations
 
+import html
 import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+_MD_ENTITY = re.compile(r"[\\`*_{}\[\]()#+\-!|~$:]")
+
+__all__ = [
+    "HIGHLIGHT_LEGEND",
+    "MARK_STYLES",
+    "MAX_PASSAGE",
+    "Marks",
+    "highlight_html",
+    "md_escape",
+    "query_terms",
+    "snippet",
+]
 
 
 def md_escape(text: object) -> str:
@@ -16,3 +37,118 @@ def snippet(text: object, limit: int = 160) -> str:
     """One line, at most ``limit`` characters."""
     flat = " ".join(str(text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+# --- marking the evidence in a passage -----------------------------------------------------
+
+MARK_STYLES: dict[str, tuple[str, str]] = {
+    "answer": ("expected answer", "background-color:#b7ebc6;color:inherit;padding:0 2px;border-radius:3px"),
+    "keyword": ("expected keyword", "background-color:#ffe58f;color:inherit;padding:0 2px;border-radius:3px"),
+    "query": ("query term", "background-color:#d6e4ff;color:inherit;padding:0 2px;border-radius:3px"),
+}
+"""Kind -> (what it marks, inline style). Earlier kinds win where marks overlap."""
+
+MAX_PASSAGE = 4000
+"""Characters of a passage shown (the rest is cut with "…")."""
+
+HIGHLIGHT_LEGEND = (
+    "<div>" + " ".join(f'<mark style="{style}">{what}</mark>' for what, style in MARK_STYLES.values()) + "</div>"
+)
+"""The marks' colours, for a caption next to marked passages (static HTML)."""
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+_WORD = re.compile(r"\w+", re.UNICODE)
+_STOP = frozenset((
+    "the", "and", "for", "are", "was", "were", "what", "which", "who", "whom", "whose", "when", "where", "why",
+    "how", "does", "did", "do", "with", "from", "that", "this", "these", "those", "into", "onto", "about",
+    "than", "then", "there", "their", "they", "them", "its", "it's", "has", "have", "had", "not", "but", "can",
+    "could", "would", "should", "will", "may", "might", "been", "being", "our", "your", "you", "his", "her",
+    "she", "him"
+))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Marks:
+    """What to mark in a passage: the expected answer, the expected keywords, and words of the query."""
+
+    answer: str = ""
+    keywords: Sequence[str] = ()
+    query: str = ""
+
+
+def query_terms(query: str, text: str, *, min_cjk: int = 2, min_latin: int = 3) -> list[str]:
+    """Words of ``query`` that ``text`` contains: Latin words of at least ``min_latin`` letters (not stop words),
+    and for Chinese, Japanese or Korean (no spaces between words) the longest runs of at least ``min_cjk``
+    characters of the query found in the text."""
+    haystack = text.casefold()
+    found: list[str] = []
+    for word in _WORD.findall(query):
+        if _CJK.search(word):
+            i = 0
+            while i < len(word):
+                best = 0
+                for j in range(len(word), i + min_cjk - 1, -1):
+                    if word[i:j].casefold() in haystack:
+                        best = j - i
+                        break
+                if best >= min_cjk:
+                    found.append(word[i : i + best])
+                    i += best
+                else:
+                    i += 1
+        elif len(word) >= min_latin and word.casefold() not in _STOP and word.casefold() in haystack:
+            found.append(word)
+    return list(dict.fromkeys(found))
+
+
+def _spans(text: str, terms: Iterable[str], *, whole_words: bool = False) -> list[tuple[int, int]]:
+    spans = []
+    for term in terms:
+        term = term.strip()
+        if not term:
+            continue
+        pattern = re.escape(term)
+        if whole_words and not _CJK.search(term):
+            pattern = rf"(?<!\w){pattern}(?!\w)"
+        spans += [(m.start(), m.end()) for m in re.finditer(pattern, text, re.IGNORECASE)]
+    return spans
+
+
+def _as_html(text: str) -> str:
+    """Text as HTML character data: escaped, and Markdown's and Streamlit's special characters written as numeric
+    character references (so even a renderer that read Markdown inside HTML would see only characters)."""
+    escaped = html.escape(text, quote=True)
+    return _MD_ENTITY.sub(lambda m: f"&#{ord(m.group())};", escaped).replace("\n", "<br>")
+
+
+def highlight_html(text: object, marks: Marks | None = None, *, limit: int = MAX_PASSAGE) -> str:
+    """``text`` as one line of safe HTML with the expected answer, the keywords and the query's words marked
+    (``<mark>``; see :data:`MARK_STYLES`), line breaks as ``<br>``, cut at ``limit`` characters. For
+    ``st.markdown(..., unsafe_allow_html=True)``: the text itself is escaped, so it can hold no tag."""
+    raw = str(text or "").replace("\r\n", "\n").replace("\r", "\n")
+    cut = len(raw) > limit
+    raw = raw[:limit]
+    marks = marks or Marks()
+    owner = [""] * len(raw)  # which kind marks each character (the first kind to claim it)
+    claims = {
+        "answer": _spans(raw, [marks.answer]),
+        "keyword": _spans(raw, marks.keywords),
+        "query": _spans(raw, query_terms(marks.query, raw), whole_words=True) if marks.query else [],
+    }
+    for kind in MARK_STYLES:
+        for start, end in claims[kind]:
+            for i in range(start, end):
+                if not owner[i]:
+                    owner[i] = kind
+    pieces: list[str] = []
+    i = 0
+    while i < len(raw):
+        j = i
+        while j < len(raw) and owner[j] == owner[i]:
+            j += 1
+        part = _as_html(raw[i:j])
+        kind = owner[i]
+        pieces.append(f'<mark style="{MARK_STYLES[kind][1]}">{part}</mark>' if kind else part)
+        i = j
+    body = "".join(pieces) + ("…" if cut else "")
+    return f'<div style="white-space:normal;line-height:1.6">{body or "<em>(no text)</em>"}</div>'

@@ -29,7 +29,8 @@ def _examples(items: Sequence[str], limit: int = 5) -> str:
 def validation_frame(dataset: Dataset, alignments: Sequence[Alignment], *, min_group: int = MIN_GROUP) -> pd.DataFrame:
     """The pre-scoring report: one row per check and scope (``dataset`` or a run name).
 
-    Columns: ``scope, check, count, status`` (ok / warning / info), ``examples`` (up to five ids), ``effect``
+    Columns: ``scope, check, count, status`` (ok / info / warning / error: a run whose ids do not meet the
+    qrels, :attr:`ragmetrics.engine.health.Health.no_overlap`), ``examples`` (up to five ids), ``effect``
     (what the evaluation does about it).
     """
     rows: list[dict[str, object]] = []
@@ -98,6 +99,25 @@ def validation_frame(dataset: Dataset, alignments: Sequence[Alignment], *, min_g
             "a document counts at its first chunk's rank",
             "info",
         )
+        health = alignment.health
+        unmet = health.queries_ranked - health.queries_meeting
+        rows.append(
+            {
+                "scope": name,
+                "check": "ranked queries with no judged document (id overlap)",
+                "count": int(unmet),
+                "status": "error" if health.no_overlap else ("info" if unmet else "ok"),
+                "examples": f"{health.overlap:.0%} of {health.queries_ranked:,} ranked queries meet the qrels"
+                + (
+                    ""
+                    if health.run_queries_known == 1.0
+                    else f"; {health.run_queries_known:.0%} of the run's queries are dataset queries"
+                ),
+                "effect": "no overlap: every metric 0, the numbers mean nothing (see the message below)"
+                if health.no_overlap
+                else ("scored as ranked: those rankings hold only unjudged documents" if unmet else ""),
+            }
+        )
         add(
             name,
             "tied scores (adjacent pairs)",
@@ -110,8 +130,8 @@ def validation_frame(dataset: Dataset, alignments: Sequence[Alignment], *, min_g
 
 
 def to_look_at(report: pd.DataFrame) -> int:
-    """How many checks of :func:`validation_frame` are warnings."""
-    return int((report["status"] == "warning").sum())
+    """How many checks of :func:`validation_frame` are warnings or errors (a run whose ids do not meet the qrels)."""
+    return int(report["status"].isin(["warning", "error"]).sum())
 
 
 def depth_frame(alignments: Sequence[Alignment]) -> pd.DataFrame:

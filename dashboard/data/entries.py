@@ -4,21 +4,37 @@ listing, the content loaded on first use), and how the Workspace page shows size
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import sqlalchemy as sa
 
 from ragmetrics.model import Dataset, Run
 
-__all__ = ["DatasetEntry", "RunEntry", "human_size", "safe_url", "utc", "when"]
+__all__ = ["DatasetEntry", "RunEntry", "VersionInfo", "human_size", "safe_url", "utc", "when"]
 
 
 def utc(timestamp: float) -> datetime:
     return datetime.fromtimestamp(float(timestamp), timezone.utc)
 
 
+@dataclass(frozen=True)
+class VersionInfo:
+    """Where a qrels version came from (:meth:`ragmetrics.store.Store.commit_labels`): its parent dataset, who
+    saved it and when, how many labels it added, and ``number``: its steps from the original judgments (1 for a
+    version of the original, 2 for a version of that, ...)."""
+
+    parent: str
+    author: str
+    created: datetime
+    n_labels: int
+    number: int
+
+
 class DatasetEntry:
-    """A stored dataset: id, current name and facts from the listing; ``dataset`` loads the content on first use."""
+    """A stored dataset: id, current name and facts from the listing; ``dataset`` loads the content on first use.
+    ``version`` is set when it is a qrels version of another dataset; ``has_versions`` when versions were made
+    from it."""
 
     def __init__(
         self,
@@ -33,11 +49,25 @@ class DatasetEntry:
         n_judgments: int = 0,
         size_bytes: int = 0,
         loader: Callable[[str, str], Dataset] | None = None,
+        version: VersionInfo | None = None,
+        has_versions: bool = False,
     ) -> None:
         self.id, self.name, self.source, self.description = id, name, source, description
         self.added = added or datetime.now(timezone.utc)
         self.n_queries, self.n_judgments, self.size_bytes = n_queries, n_judgments, size_bytes
         self._dataset, self._loader = dataset, loader
+        self.version, self.has_versions = version, has_versions
+
+    @property
+    def label(self) -> str:
+        """The name with the qrels version it is (what the dataset picker shows): ``name · qrels v2 by ann,
+        2026-01-02 10:00`` for a version, ``name · qrels v0 (original)`` for judgments versions were made from."""
+        if self.version is not None:
+            made = f"{self.version.created:%Y-%m-%d %H:%M}"
+            return f"{self.name} · qrels v{self.version.number} by {self.version.author}, {made}"
+        if self.has_versions:
+            return f"{self.name} · qrels v0 (original)"
+        return self.name
 
     @property
     def dataset(self) -> Dataset:

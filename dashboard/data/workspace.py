@@ -28,7 +28,7 @@ from typing import Any
 
 import pandas as pd
 
-from dashboard.data.entries import DatasetEntry, RunEntry, human_size, safe_url, utc, when
+from dashboard.data.entries import DatasetEntry, RunEntry, VersionInfo, human_size, safe_url, utc, when
 from ragmetrics import store as store_mod
 from ragmetrics.errors import RagMetricsError
 from ragmetrics.model import Dataset, Run
@@ -38,7 +38,16 @@ from ragmetrics.store import Store, StoreKeyError
 LISTING_TTL = 1.0
 """Seconds a listing of the store is reused before it is read again."""
 
-__all__ = ["LISTING_TTL", "SAMPLES_MARKER", "DatasetEntry", "RunEntry", "Workspace", "human_size", "safe_url"]
+__all__ = [
+    "LISTING_TTL",
+    "SAMPLES_MARKER",
+    "DatasetEntry",
+    "RunEntry",
+    "VersionInfo",
+    "Workspace",
+    "human_size",
+    "safe_url",
+]
 
 SAMPLES_MARKER = {"ragmetrics": "bundled samples seeded", "version": 1}
 """A saved view whose presence says this store already received the bundled samples (deleted samples stay deleted)."""
@@ -80,7 +89,12 @@ class Workspace:
         with self._lock:
             if time.monotonic() - self._datasets_at > LISTING_TTL:
                 table = self.store.list_datasets().sort_values(["created_at", "name"], kind="stable")
-                self._datasets = [self._dataset_entry(row) for row in table.itertuples(index=False)]
+                versions = self._versions(table["id"].tolist())
+                parents = {v.parent for v in versions.values()}
+                self._datasets = [
+                    self._dataset_entry(row, versions.get(row.id), row.id in parents)
+                    for row in table.itertuples(index=False)
+                ]
                 self._datasets_at = time.monotonic()
             return list(self._datasets)
 
@@ -118,11 +132,32 @@ class Workspace:
                     return entry
         return None
 
-    def _dataset_entry(self, row: Any) -> DatasetEntry:
+    def _versions(self, ids: list[str]) -> dict[str, VersionInfo]:
+        """The qrels versions among the stored datasets ``ids``: ``{version id: VersionInfo}``."""
+        rows: dict[str, Any] = {}
+        for ident in ids:
+            for row in self.store.versions(ident).itertuples(index=False):
+                rows[row.id] = row
+        out: dict[str, VersionInfo] = {}
+        for ident, row in rows.items():
+            number, seen, up = 1, {ident}, row.parent
+            while up in rows and up not in seen:  # steps back to the original judgments
+                seen.add(up)
+                number, up = number + 1, rows[up].parent
+            out[ident] = VersionInfo(str(row.parent), str(row.author), utc(row.created_at), int(row.n_labels), number)
+        return out
+
+    def _dataset_entry(self, row: Any, version: VersionInfo | None = None, has_versions: bool = False) -> DatasetEntry:
         key = ("dataset", row.id)
         entry = self._entries.get(key)
         added = utc(row.created_at)
-        if not (isinstance(entry, DatasetEntry) and entry.name == row.name and entry.added == added):
+        if not (
+            isinstance(entry, DatasetEntry)
+            and entry.name == row.name
+            and entry.added == added
+            and entry.version == version
+            and entry.has_versions == has_versions
+        ):
             entry = DatasetEntry(
                 row.id,
                 row.name,
@@ -134,6 +169,8 @@ class Workspace:
                 n_judgments=int(row.n_judgments),
                 size_bytes=int(row.size_bytes),
                 loader=self._load_dataset,
+                version=version,
+                has_versions=has_versions,
             )
             self._entries[key] = entry
         return entry
@@ -306,6 +343,67 @@ class Workspace:
             for key in [k for k in self._objects if k.split(":", 1)[1] in gone]:
                 del self._objects[key]
         self.refresh()
+
+    # --- judgments and qrels versions ---------------------------------------------------
+
+    def add_label(
+        self, dataset_ident: str, query_id: str, doc_id: str, label: int, *, author: str, kind: str = "judgment"
+    ) -> None:
+        """Keep one label at once (:meth:`ragmetrics.store.Store.add_label`): pending on the dataset until saved."""
+        self.store.add_label(dataset_ident, query_id, doc_id, int(label), author=author, kind=kind)
+
+    def pending_labels(self, dataset_ident: str, *, kind: str = "judgment") -> pd.DataFrame:
+        """The labels given on the dataset and not saved in a version yet (the latest per pair):
+        ``query_id, doc_id, label, author, created_at``."""
+        return self.store.pending_labels(dataset_ident, kind=kind)
+
+    def commit_labels(self, dataset_ident: str, *, author: str) -> DatasetEntry | None:
+        """Save the pending labels as a new qrels version (a new dataset with the parent's runs); None when no
+        label is pending."""
+        ident = self.store.commit_labels(dataset_ident, author=author)
+        if ident is None:
+            return None
+        self.refresh()
+        return self.dataset(ident)
+
+    def family(self, dataset_ident: str) -> list[DatasetEntry]:
+        """The qrels versions of one lineage, oldest first: the original judgments the dataset descends from and
+        every version made from it or from its versions (the dataset alone when it has none)."""
+        entries = {e.id: e for e in self.datasets()}
+        root = dataset_ident
+        seen = {root}
+        while root in entries and entries[root].version is not None:
+            up = entries[root].version.parent  # type: ignore[union-attr]
+            if up in seen or up not in entries:
+                break
+            seen.add(up)
+            root = up
+        members = [root]
+        for entry in self.datasets():  # oldest first: a parent is listed before its versions
+            if entry.version is not None and entry.version.parent in members and entry.id not in members:
+                members.append(entry.id)
+        return [entries[m] for m in members if m in entries]
+
+    def version_table(self, dataset_ident: str) -> pd.DataFrame:
+        """``version, name, id, parent, author, saved, labels, judgments`` of each qrels version of the dataset's
+        lineage (:meth:`family`), oldest first."""
+        family = self.family(dataset_ident)
+        names = {e.id: e.name for e in family}
+        rows = [
+            {
+                "version": f"v{e.version.number}" if e.version else "v0 (original)",
+                "name": e.name,
+                "id": e.id,
+                "parent": "" if e.version is None else names.get(e.version.parent, e.version.parent),
+                "author": "" if e.version is None else e.version.author,
+                "saved": when(e.version.created if e.version else e.added),
+                "labels": 0 if e.version is None else e.version.n_labels,
+                "judgments": e.n_judgments,
+            }
+            for e in family
+        ]
+        columns = ["version", "name", "id", "parent", "author", "saved", "labels", "judgments"]
+        return pd.DataFrame(rows, columns=columns)
 
     # --- samples -----------------------------------------------------------------------
 

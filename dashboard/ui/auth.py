@@ -320,6 +320,17 @@ def _oidc_gate(config: AuthConfig) -> bool:
     return False
 
 
+def user_name() -> str:
+    """Who is signed in, for the labels they give: the OIDC account's e-mail address (else its name);
+    "anonymous" with a shared password (it names no one) or without sign-in."""
+    try:
+        if read_config().mode == "oidc" and st.user.get("is_logged_in", False):
+            return str(st.user.get("email") or st.user.get("name") or "anonymous")
+    except Exception:  # no user information in this context (a bare script run)
+        pass
+    return "anonymous"
+
+
 def _main() -> None:
     """``python -m dashboard.ui.auth``: ask for a password (twice) and print its PBKDF2 hash."""
     import getpass

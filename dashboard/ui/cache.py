@@ -16,7 +16,19 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from dashboard.core import breakdown, compare, diagnosis, fusion, missed, overview, power, targets, validation
+from dashboard.core import (
+    breakdown,
+    compare,
+    diagnosis,
+    fusion,
+    health,
+    judge,
+    missed,
+    overview,
+    power,
+    targets,
+    validation,
+)
 from dashboard.core.diagnosis import Finding
 from dashboard.core.specs import K_MAX
 from dashboard.data import samples
@@ -24,9 +36,10 @@ from dashboard.data.alignments import Alignments
 from dashboard.data.prefetch import CurvePrefetcher
 from dashboard.data.workspace import DatasetEntry, RunEntry, Workspace
 from dashboard.ui import settings
-from ragmetrics import Alignment, align
+from ragmetrics import Alignment, align, judging
 from ragmetrics.compare import Comparison
 from ragmetrics.model import Run
+from ragmetrics.stability import Stability, stability
 from ragmetrics.store import Store
 
 
@@ -296,3 +309,55 @@ def fusion_preview(
 ) -> pd.DataFrame:
     """Means of ``specs`` for the inputs and the fused run; ``fused_key`` names the fusion settings."""
     return _fusion_preview(inputs.dataset_id, inputs.key, fused_key, tuple(specs), inputs.alignments, fused)
+
+
+# --- run health, judging and qrels versions -------------------------------------------------
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _no_overlap(dataset_id: str, key: RunKey, _alignments: Sequence[Alignment]) -> dict[str, str]:
+    return health.no_overlap_messages(_alignments)
+
+
+def no_overlap(selection: Selection) -> dict[str, str]:
+    """``{run name: why}`` of the selected runs whose ids do not meet the qrels, cached per run set (the
+    explanation tries fixes on the data)."""
+    return _no_overlap(selection.dataset_id, selection.key, selection.alignments)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _judge_queue(
+    dataset_id: str, key: RunKey, depth: int, metric: str, baseline: str | None, _alignments: Sequence[Alignment]
+) -> pd.DataFrame:
+    return judge.queue_frame({a.name: a for a in _alignments}, depth, metric, baseline)
+
+
+def judge_queue(selection: Selection, depth: int, metric: str, baseline: str | None) -> pd.DataFrame:
+    """:func:`dashboard.core.judge.queue_frame` of the selected runs (``baseline``: a run name), cached per
+    dataset version, run set, depth, metric and baseline; the labels given meanwhile are taken out by the page."""
+    return _judge_queue(selection.dataset_id, selection.key, int(depth), metric, baseline, selection.alignments)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _qrels_diff(before_id: str, after_id: str, _before: DatasetEntry, _after: DatasetEntry) -> pd.DataFrame:
+    return judging.diff(_before.dataset, _after.dataset)
+
+
+def qrels_diff(before: DatasetEntry, after: DatasetEntry) -> pd.DataFrame:
+    """:func:`ragmetrics.judging.diff` of two qrels versions, cached per pair of content ids."""
+    return _qrels_diff(before.id, after.id, before, after)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _stability(
+    before_id: str, after_id: str, key: tuple[tuple[str, str], ...], metric: str, _before: DatasetEntry,
+    _after: DatasetEntry, _runs: Sequence[RunEntry],
+) -> Stability:  # fmt: skip
+    return stability(_before.dataset, _after.dataset, [r.run for r in _runs], metric)
+
+
+def qrels_stability(before: DatasetEntry, after: DatasetEntry, runs: Sequence[RunEntry], metric: str) -> Stability:
+    """:func:`ragmetrics.stability.stability` of ``runs`` under two qrels versions on ``metric``, cached per
+    versions, runs and metric."""
+    key = tuple((r.id, r.name) for r in runs)
+    return _stability(before.id, after.id, key, metric, before, after, runs)

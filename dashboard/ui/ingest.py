@@ -159,11 +159,23 @@ def ingest_dataset(files: Sequence[Any], workspace: Workspace) -> Outcome | None
     return replace(outcome, fresh=True)
 
 
-def ingest_runs(files: Sequence[Any], dataset_id: str, workspace: Workspace) -> list[Outcome]:
-    """Load each run file into the workspace under ``dataset_id``; one outcome per file."""
+def ingest_runs(
+    files: Sequence[Any],
+    dataset_id: str,
+    workspace: Workspace,
+    *,
+    chunk_pattern: str = "",
+    chunk_mapping: Any = None,
+) -> list[Outcome]:
+    """Load each run file into the workspace under ``dataset_id``; one outcome per file. ``chunk_pattern`` (a
+    regular expression or a separator) and ``chunk_mapping`` (an uploaded chunk-to-document file) map a run's
+    chunk ids to documents (:func:`ragmetrics.io.load_run`), for runs of any format; a run is read again when
+    they change."""
     outcomes = []
+    pattern = (chunk_pattern or "").strip()
+    mapping_id = getattr(chunk_mapping, "file_id", "") if chunk_mapping is not None else ""
     for f in files:
-        key = f"run:{dataset_id}:{f.file_id}"
+        key = f"run:{dataset_id}:{f.file_id}:{pattern}:{mapping_id}"
         known = state.upload_outcome(key)
         if known is not None:
             outcomes.append(known)
@@ -175,7 +187,13 @@ def ingest_runs(files: Sequence[Any], dataset_id: str, workspace: Workspace) -> 
                 warnings.catch_warnings(record=True) as caught,
             ):
                 warnings.simplefilter("always", RagMetricsWarning)
-                run = load_run(f.getvalue(), filename=f.name, limits=UPLOAD_LIMITS)
+                run = load_run(
+                    f.getvalue(),
+                    filename=f.name,
+                    limits=UPLOAD_LIMITS,
+                    chunk_pattern=pattern or None,
+                    chunk_mapping=(chunk_mapping.getvalue(), chunk_mapping.name) if chunk_mapping is not None else None,
+                )
                 dataset = workspace.dataset(dataset_id)
                 # the validation report's alignment is made while the rows are stored, and kept for the pages
                 entry = (
@@ -183,10 +201,14 @@ def ingest_runs(files: Sequence[Any], dataset_id: str, workspace: Workspace) -> 
                     if dataset is None
                     else cache.add_run(workspace, dataset, run, source=f.name)
                 )
+            mapped = " and ".join(
+                ([f"pattern {pattern}"] if pattern else []) + ([f"mapping {chunk_mapping.name}"] if mapping_id else [])
+            )
             outcome = Outcome(
                 f.name,
                 True,
-                f"run “{entry.name}”: {len(run):,} rows",
+                f"run “{entry.name}”: {len(run):,} rows"
+                + (f", chunks mapped to documents by {mapped}" if mapped else ""),
                 entry.id,
                 [str(w.message) for w in caught],
                 time.perf_counter() - start,
@@ -200,6 +222,28 @@ def ingest_runs(files: Sequence[Any], dataset_id: str, workspace: Workspace) -> 
 
 DATASET_KEY = "upload.dataset"
 RUNS_KEY = "upload.runs"
+CHUNK_PATTERN_KEY = "upload.chunk_pattern"
+CHUNK_MAPPING_KEY = "upload.chunk_mapping"
+CHUNK_MAPPING_TYPES = ["csv", "tsv", "tab", "txt", "json", "jsonl", "gz"]
+
+CHUNK_PATTERN_HELP = (
+    "When a run names chunks and the qrels judge the documents they come from: a regular expression whose group "
+    "`doc` (else its first group) is the document id, e.g. `(?P<doc>.+)_C\\d+$` for `DEV_3_C0` → `DEV_3` or "
+    "`(?P<doc>.+)#\\d+$` for `doc#3`; or a plain separator such as `#` (the document is what precedes its last "
+    "occurrence). A document then counts at the rank of its first chunk. Leave it empty when the qrels judge the "
+    "chunks themselves. Works for every run format; set it before uploading the runs (changing it reads the runs "
+    "in the uploader again)."
+)
+CHUNK_MAPPING_HELP = (
+    "A chunk-to-document file: CSV/TSV with `chunk_id` and `doc_id` (or `source_doc`) columns, JSONL of such "
+    "records, or one JSON object `{chunk_id: doc_id}`. It wins over the pattern where both name a chunk. Works for "
+    "every run format; upload it before the runs."
+)
+
+
+def chunk_options() -> tuple[str, Any]:
+    """The chunk pattern and chunk-mapping file the upload page's fields hold ("", None when empty)."""
+    return str(state.widget_value(CHUNK_PATTERN_KEY) or "").strip(), state.widget_value(CHUNK_MAPPING_KEY)
 
 
 def view_with_dataset(view: ViewState, outcome: Outcome | None) -> ViewState | None:
@@ -231,7 +275,10 @@ def on_dataset_upload() -> None:
 def on_runs_upload(dataset_id: str) -> None:
     """``on_change`` of the runs uploader: ingest before the page runs; the page selects the new runs."""
     workspace = cache.get_workspace()
-    outcomes = ingest_runs(state.widget_value(RUNS_KEY) or [], dataset_id, workspace)
+    pattern, mapping = chunk_options()
+    outcomes = ingest_runs(
+        state.widget_value(RUNS_KEY) or [], dataset_id, workspace, chunk_pattern=pattern, chunk_mapping=mapping
+    )
     _start_page_on(lambda view: view_with_runs(view, outcomes, dataset_id, workspace))
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +14,7 @@ import streamlit as st
 
 from dashboard.core.queries import dataset_summary, group_values
 from dashboard.core.specs import K_MAX
-from dashboard.core.text import md_escape
+from dashboard.core.text import HIGHLIGHT_LEGEND, md_escape
 from dashboard.core.view_state import Facts, ViewState, app_root, missing_note, reconcile
 from dashboard.data.workspace import DatasetEntry, RunEntry, Workspace, safe_url
 from dashboard.ui import cache, state, widgets
@@ -80,8 +80,9 @@ def open_workspace(title: str) -> Workspace:
         raise  # st.stop() raises; this keeps type checkers calm
 
 
-def page_setup(page: str, title: str, *, needs_runs: bool = True) -> Page:
-    """Read the view, render the title and the sidebar, align the selected runs (cached)."""
+def page_setup(page: str, title: str, *, needs_runs: bool = True, health_banner: bool = True) -> Page:
+    """Read the view, render the title and the sidebar, align the selected runs (cached). A selected run whose ids
+    do not meet the qrels gets a red banner saying why (``health_banner``; the upload page shows it in its report)."""
     start = state.read_view_state(page)
     workspace = open_workspace(title)
     if start.fresh:
@@ -96,7 +97,7 @@ def page_setup(page: str, title: str, *, needs_runs: bool = True) -> Page:
 
     st.title(title)
     with st.sidebar:
-        datasets = {d.id: d.name for d in workspace.datasets()}
+        datasets = {d.id: d.label for d in workspace.datasets()}  # the label names the qrels version
         picked = widgets.dataset_picker(datasets, view.dataset, force=fresh)
         if picked != view.dataset:
             view, more = reconcile(
@@ -139,13 +140,31 @@ def page_setup(page: str, title: str, *, needs_runs: bool = True) -> Page:
                     md_escape(f"{err}. Reload the page to see what the store holds now."),
                     icon=":material/sync_problem:",
                 )
+            if health_banner and selection.alignments:
+                no_overlap_banner(selection)
     return Page(view, workspace, dataset, runs, selection, fresh)
+
+
+def no_overlap_banner(selection: cache.Selection) -> None:
+    """A red box per selected run whose document ids do not meet the qrels: every number of it is 0 and means
+    nothing, so the page says why (the likely cause and a fix tried on the data) instead of plotting zeros."""
+    for name, message in cache.no_overlap(selection).items():
+        st.error(
+            f"**{md_escape(name)}: no overlap with the judgments, its numbers below mean nothing.** "
+            + md_escape(message),
+            icon=":material/link_off:",
+        )
 
 
 def _caption(dataset: DatasetEntry, runs: list[RunEntry], view: ViewState) -> None:
     summary = dataset_summary(dataset.dataset)
+    version = (
+        f" (qrels v{dataset.version.number}, {dataset.version.n_labels:,} labels by {md_escape(dataset.version.author)})"
+        if dataset.version
+        else ""
+    )
     st.caption(
-        f"Dataset **{md_escape(dataset.name)}**: {summary['queries']:,} queries "
+        f"Dataset **{md_escape(dataset.name)}**{version}: {summary['queries']:,} queries "
         f"({summary['judged_queries']:,} judged, {summary['relevant']:,} relevant judgments) · "
         f"{len(runs)} run(s) selected · K = {view.k}"
     )
@@ -265,6 +284,22 @@ def show_figure(fig: go.Figure, *, key: str, filename: str) -> None:
     """The one place charts are drawn; the camera button in the chart's toolbar saves a PNG."""
     config = {**PLOTLY_CONFIG, "toImageButtonOptions": {"format": "png", "filename": filename, "scale": 2}}
     st.plotly_chart(fig, key=key, config=config, theme="streamlit")
+
+
+def show_legend() -> None:
+    """What the colours of marked text mean (static HTML)."""
+    st.markdown(HIGHLIGHT_LEGEND, unsafe_allow_html=True)
+
+
+def show_passages(cards: Sequence[tuple[str, str]], *, legend: bool = True) -> None:
+    """Passages (from ``dashboard.core.documents``: an escaped Markdown header and the text as safe HTML with its
+    marks), each in a bordered box; ``legend`` first says what the colours mark."""
+    if legend and cards:
+        show_legend()
+    for head, body in cards:
+        with st.container(border=True):
+            st.markdown(head)
+            st.markdown(body, unsafe_allow_html=True)  # escaped by highlight_html: only its own tags
 
 
 def number_columns(frame: pd.DataFrame, labels: Mapping[str, str], fmt: str = "%.3f") -> dict[str, Any]:

@@ -34,6 +34,7 @@ VIEWS: tuple[View, ...] = (
     View("compare", "views/compare.py", "Compare runs", ":material/compare_arrows:", "Results"),
     View("power", "views/power.py", "Dataset power", ":material/query_stats:", "Results"),
     View("upload", "views/upload.py", "Upload", ":material/upload_file:", "Data"),
+    View("judge", "views/judge.py", "Judge", ":material/gavel:", "Data"),
     View("workspace", "views/workspace.py", "Workspace", ":material/database:", "Data"),
     View("metrics", "views/metrics.py", "Metric definitions", ":material/functions:", "Reference"),
 )

@@ -2,13 +2,17 @@
 
 Each row: where the first relevant document did appear (near miss at K+1..20 versus deeper or never
 retrieved), the relevant documents, the retrieved top K, and which expected keywords the retrieved text
-contains (runs with chunk text). Reads ``ds, runs, k, fr, cat, diff, s, q``.
+contains (runs with chunk text). The query's detail shows the text of its relevant documents and of what the
+run retrieved (the run's chunk text, else the dataset's corpus), the expected answer, keywords and query words
+marked, each retrieved document marked relevant, judged non-relevant or unjudged. Reads ``ds, runs, k, fr,
+cat, diff, s, q``.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
+from dashboard.core import documents
 from dashboard.core import missed as builders
 from dashboard.core.queries import group_values, query_info, query_labels
 from dashboard.core.specs import title
@@ -120,6 +124,12 @@ if page.alignments and page.dataset is not None:
             key="missed.detail.relevant",
             filename=f"query-{query_id}-relevant.csv",
         )
+        marks = documents.marks_for(ds.dataset, query_id)
+        with st.expander("Text of the relevant documents", expanded=True, icon=":material/article:"):
+            cards = documents.relevant_cards(documents.relevant_passages(page.alignments, query_id), marks)
+            layout.show_passages(cards)
+            if not cards:
+                st.caption("This query has no relevant document.")
         depth = max(20, k)
         st.markdown(f"**Retrieved by {md_escape(run.name)}**, top {depth} documents (✓ = relevant)")
         detail = builders.query_detail_frame(run, query_id, depth)
@@ -135,5 +145,16 @@ if page.alignments and page.dataset is not None:
                 "text": st.column_config.TextColumn("text (best chunk)", width="large"),
             },
         )
+        shown_depth = min(k, builders.TEXT_DEPTH)
+        with st.expander(
+            f"Text of what {md_escape(run.name)} retrieved, top {shown_depth}", expanded=True, icon=":material/article:"
+        ):
+            st.caption(
+                "Each retrieved chunk (a document's chunks share its rank) with its judgment: relevant, judged "
+                "non-relevant, or unjudged (not in the qrels)."
+            )
+            layout.show_passages(
+                documents.retrieved_cards(documents.retrieved_passages(run, query_id, shown_depth), marks)
+            )
 
 layout.finish(page, view)

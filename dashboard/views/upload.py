@@ -1,6 +1,9 @@
 """Upload: an evaluation dataset and any number of runs, in every format ``ragmetrics.io`` reads, then the
 validation report (id mismatches, empty results, duplicates, ties, queries without relevant documents,
-small categories) before anything is scored. Reads ``ds, runs``; an upload selects what it added.
+small categories, and each run's health: judged@10, relevant documents retrieved, id overlap, with the likely
+cause and a fix when a run's ids do not meet the qrels) before anything is scored. Runs of any format may name
+chunks: a chunk pattern or a chunk-mapping file maps them to documents. Reads ``ds, runs``; an upload selects
+what it added.
 Uploads land in the store (``ui.cache.get_workspace``); a file that fails to load changes nothing stored.
 """
 
@@ -8,12 +11,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.core import validation
+from dashboard.core import health, validation
 from dashboard.core.queries import dataset_summary
 from dashboard.core.text import md_escape
 from dashboard.ui import cache, ingest, layout
 
-page = layout.page_setup("upload", "Upload", needs_runs=False)
+page = layout.page_setup("upload", "Upload", needs_runs=False, health_banner=False)  # the report shows health
 view = page.state
 workspace = page.workspace
 
@@ -41,6 +44,23 @@ else:
     st.caption(
         f"Runs are added to **{md_escape(page.dataset.name)}**. TREC, JSONL, CSV/TSV, Parquet or ranx JSON; .gz is fine."
     )
+    with st.expander("Chunk ids → documents (optional, any run format)", icon=":material/call_split:"):
+        left, right = st.columns(2)
+        left.text_input(
+            "Chunk pattern",
+            key=ingest.CHUNK_PATTERN_KEY,
+            placeholder=r"e.g. (?P<doc>.+)_C\d+$  or  #",
+            help=ingest.CHUNK_PATTERN_HELP,
+        )
+        right.file_uploader(
+            "Chunk-mapping file",
+            type=ingest.CHUNK_MAPPING_TYPES,
+            key=ingest.CHUNK_MAPPING_KEY,
+            help=ingest.CHUNK_MAPPING_HELP,
+        )
+        st.caption(
+            "Only when the run's ids are chunks and the qrels judge documents. Set these before uploading the runs."
+        )
     run_files = st.file_uploader(
         "Run files",
         type=ingest.RUN_TYPES,
@@ -49,7 +69,10 @@ else:
         on_change=ingest.on_runs_upload,
         args=(page.dataset.id,),
     )
-    ingest.show_outcomes(ingest.ingest_runs(run_files or [], page.dataset.id, workspace))  # as for the dataset above
+    pattern, mapping = ingest.chunk_options()
+    ingest.show_outcomes(  # as for the dataset above
+        ingest.ingest_runs(run_files or [], page.dataset.id, workspace, chunk_pattern=pattern, chunk_mapping=mapping)
+    )
 
     st.subheader("3 · Validation report")
     runs = page.runs or workspace.runs(page.dataset.id)
@@ -79,6 +102,43 @@ else:
                 "effect": st.column_config.TextColumn("what happens", width="medium"),
             },
         )
+        st.markdown("**Run health**: how each run meets the judgments")
+        layout.show_table(
+            health.health_frame(checked.alignments),
+            key="upload.health",
+            filename="health.csv",
+            column_config={
+                "status": st.column_config.TextColumn("status", width="small"),
+                "judged@10": st.column_config.NumberColumn(
+                    "judged@10", format="percent", help="Mean share of each query's top 10 that the qrels judge"
+                ),
+                "relevant_retrieved": st.column_config.NumberColumn(
+                    "relevant retrieved", format="percent", help="Share of the relevant judgments retrieved at any rank"
+                ),
+                "overlap": st.column_config.NumberColumn(
+                    "overlap",
+                    format="percent",
+                    help="Share of the ranked queries whose ranking holds a judged document; below 2% the ids do not meet",
+                ),
+                "queries_ranked": st.column_config.NumberColumn("queries ranked", format="%d"),
+                "queries_meeting": st.column_config.NumberColumn("meeting the qrels", format="%d"),
+                "run_queries_known": st.column_config.NumberColumn(
+                    "run queries known", format="percent", help="Share of the run's queries that are dataset queries"
+                ),
+            },
+        )
+        failing = cache.no_overlap(checked)
+        for name, message in failing.items():
+            st.error(
+                f"**{md_escape(name)}: no overlap with the judgments, every metric would be 0.** " + md_escape(message),
+                icon=":material/link_off:",
+            )
+        if failing:
+            st.caption(
+                "On this page the **Chunk pattern** and **Chunk-mapping file** fields (under *Chunk ids → documents*) "
+                "are what `--chunk-pattern` and `--chunk-mapping` stand for: fill or clear them and upload the run "
+                "again. The result pages show such a run in red too."
+            )
         layout.show_figure(
             validation.depth_figure(validation.depth_frame(checked.alignments), runs=list(checked.names)),
             key="upload.depth",

@@ -1,0 +1,53 @@
+"""How well each run meets the judgments (:attr:`ragmetrics.Alignment.health`): the upload page's health table,
+and the runs whose ids do not meet the qrels at all, with the library's explanation (a result page shows those
+in red instead of plotting their zeros as if they meant something)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from dashboard.core.results import Alignment
+
+__all__ = ["HEALTH_COLUMNS", "health_frame", "no_overlap_messages"]
+
+HEALTH_COLUMNS = [
+    "run",
+    "status",
+    "judged@10",
+    "relevant_retrieved",
+    "overlap",
+    "queries_ranked",
+    "queries_meeting",
+    "run_queries_known",
+]
+
+
+def health_frame(alignments: Sequence[Alignment]) -> pd.DataFrame:
+    """One row per run: ``status`` (``ok`` or ``no overlap``), ``judged@10`` (mean share of the top 10 that is
+    judged), ``relevant_retrieved`` (share of the relevant judgments retrieved at any rank), ``overlap`` (share of
+    the ranked queries whose ranking holds a judged document), the counts behind it, and ``run_queries_known``
+    (share of the run's queries that are dataset queries)."""
+    rows = []
+    for alignment in alignments:
+        health = alignment.health
+        rows.append(
+            {
+                "run": alignment.name,
+                "status": "no overlap" if health.no_overlap else "ok",
+                "judged@10": health.judged_at_10,
+                "relevant_retrieved": health.relevant_retrieved,
+                "overlap": health.overlap,
+                "queries_ranked": health.queries_ranked,
+                "queries_meeting": health.queries_meeting,
+                "run_queries_known": health.run_queries_known,
+            }
+        )
+    return pd.DataFrame(rows, columns=HEALTH_COLUMNS)
+
+
+def no_overlap_messages(alignments: Sequence[Alignment]) -> dict[str, str]:
+    """``{run name: message}`` of the runs whose ids do not meet the qrels (:attr:`Health.no_overlap`): what does
+    not meet, the likely cause and a fix tried on the data (:meth:`ragmetrics.Alignment.explain_no_overlap`)."""
+    return {a.name: a.explain_no_overlap() for a in alignments if a.health.no_overlap}

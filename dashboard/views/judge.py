@@ -1,0 +1,183 @@
+"""Judge: fill the holes in the judgments, the pairs that matter most first, and save them as a qrels version.
+
+Pools the unjudged (query, document) pairs of the selected runs' top *depth* (default 10), orders them by how
+much labelling each relevant would move the comparison on the sidebar's metric at K against the baseline
+(pairs that cannot change anything come last), and shows one pair at a time: the query, its expected answer
+and keywords beside the document's text with the evidence marked, one button per grade of the dataset's scale
+(keys 0-9 press them). Every label is stored at once (author: the signed-in user, else "anonymous"), so a
+reload, a second tab or a restarted server keeps it; "Save as a new qrels version" makes them a new dataset
+(the dataset picker and share links then name it). A rule's suggestion (expected answer or keywords found in
+the text) is offered with the rule's name and stored only when accepted. Reads ``ds, runs, base, m, k``.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard.core import documents, judge
+from dashboard.core.queries import query_info
+from dashboard.core.specs import metric_spec, title
+from dashboard.core.text import highlight_html, md_escape
+from dashboard.ui import cache, judging, layout, state, widgets
+
+page = layout.page_setup("judge", "Judge")
+view = page.state
+
+message = state.flash()
+if message:
+    st.success(md_escape(message), icon=":material/check_circle:")
+
+if page.alignments and page.dataset is not None:
+    ds, selection, workspace = page.dataset, page.selection, page.workspace
+    spec = str(metric_spec(view.metric, view.k))
+    names = dict(zip(selection.run_ids, selection.names))
+    left, middle, _ = st.columns([1, 1, 2])
+    with left:
+        depth = int(
+            st.number_input(
+                "Pool depth",
+                min_value=1,
+                max_value=100,
+                value=judge.DEFAULT_DEPTH,
+                key="judge.depth",
+                help="The unjudged documents of each selected run's top this many ranks are pooled.",
+            )
+        )
+    with middle:
+        baseline = widgets.baseline_picker(names, view.baseline, force=page.fresh, key="judge.baseline")
+    view = view.with_(baseline=baseline)
+    baseline_name = names.get(baseline or "", selection.names[0])
+
+    with st.spinner("Pooling the unjudged documents and weighing each one…"):
+        queue = cache.judge_queue(selection, depth, spec, baseline_name)
+    pending = judging.pending(workspace, ds.id)
+    todo = judge.open_pairs(queue, pending, judging.skipped(ds.id))
+    counts = judge.queue_summary(queue, judge.open_pairs(queue, pending))
+    st.markdown(
+        f"**{counts['left']:,}** of {counts['pooled']:,} unjudged pairs in the top {depth} of {len(selection)} run(s) "
+        f"are left to judge: **{counts['can_change']:,}** can move {title(spec)}'s comparison against "
+        f"**{md_escape(baseline_name)}** and come first; {counts['cannot']:,} cannot change anything on it and come "
+        f"last. **{len(pending):,}** label(s) given on this version, not saved yet."
+    )
+
+    scale = judge.grade_scale(ds.dataset)
+    level = page.alignments[0].conventions.rel_level
+    if todo.empty:
+        if counts["left"]:
+            st.info("You skipped every pair that is left.", icon=":material/skip_next:")
+            if st.button("Bring the skipped pairs back", key="judge.unskip"):
+                judging.unskip_all(ds.id)
+                st.rerun()
+        else:
+            st.success(
+                f"Nothing left to judge in the top {depth} of these runs. Save the labels below, or pool deeper.",
+                icon=":material/task_alt:",
+            )
+    else:
+        pair = todo.iloc[0]
+        query_id, doc_id = str(pair["query_id"]), str(pair["doc_id"])
+        info = query_info(ds.dataset, query_id)
+        marks = documents.marks_for(ds.dataset, query_id)
+        found = documents.pair_text(page.alignments, ds.dataset, query_id, doc_id)
+        if not bool(pair["can_change"]):
+            st.info(
+                f"Labelling this pair cannot change anything on {title(spec)} against {md_escape(baseline_name)}: "
+                "every pair left that can comes first, and none is left. Labels still fill the judgments.",
+                icon=":material/info:",
+            )
+        st.caption(
+            f"Pair 1 of {len(todo):,} left · best rank {int(pair['best_rank'])} · retrieved there by "
+            f"{int(pair['runs'])} of {len(selection)} run(s) · impact on the mean difference {float(pair['impact']):.4f}"
+        )
+        query_side, doc_side = st.columns(2, border=True)
+        with query_side:
+            st.markdown(f"#### {md_escape(info.get('query', query_id))}")
+            st.caption(f"query {md_escape(query_id)}")
+            if marks.answer:
+                st.markdown("**Expected answer**")
+                st.markdown(highlight_html(marks.answer), unsafe_allow_html=True)
+            if marks.keywords:
+                st.markdown("**Expected keywords:** " + ", ".join(md_escape(w) for w in marks.keywords))
+            if not (marks.answer or marks.keywords):
+                st.caption("This dataset gives no expected answer or keywords for this query.")
+        with doc_side:
+            st.markdown(
+                documents.header(doc_id, status=documents.UNJUDGED, title=found["title"], source=found["source"])
+            )
+            layout.show_legend()
+            st.markdown(highlight_html(found["text"], marks), unsafe_allow_html=True)
+        suggestion = judge.suggest(marks, found["text"], scale, level)
+        buttons = st.columns(len(scale) + 1)
+        for column, grade in zip(buttons, scale):
+            column.button(
+                judge.grade_title(grade, scale, level),
+                key=f"judge.grade.{grade}",
+                type="primary" if grade >= level else "secondary",
+                shortcut=str(grade) if 0 <= grade <= 9 else None,
+                on_click=judging.give,
+                args=(workspace, ds.id, query_id, doc_id, grade),
+                width="stretch",
+            )
+        buttons[-1].button(
+            "Skip",
+            key="judge.skip",
+            icon=":material/skip_next:",
+            shortcut="S",
+            on_click=judging.skip,
+            args=(ds.id, query_id, doc_id),
+            width="stretch",
+        )
+        st.caption("Keys: the grade's digit labels the pair, S skips it (for this session).")
+        if suggestion is not None:
+            with st.container(border=True):
+                st.markdown(
+                    f":material/lightbulb: Rule **{suggestion.rule}** suggests grade **{suggestion.grade}**: "
+                    f"{md_escape(suggestion.reason)}. A suggestion, not a judgment: nothing is stored unless you "
+                    "accept it (then it is your label, and the store keeps that the rule suggested it)."
+                )
+                st.button(
+                    f"Accept the suggestion: {judge.grade_title(suggestion.grade, scale, level)}",
+                    key="judge.accept",
+                    icon=":material/check:",
+                    shortcut="A",
+                    on_click=judging.give,
+                    args=(workspace, ds.id, query_id, doc_id, suggestion.grade, suggestion.kind),
+                )
+
+    st.subheader("Labels given, not saved yet")
+    given = judge.pending_table(pending, judging.accepted_suggestions(workspace, ds.id))
+    if given.empty:
+        st.caption("None yet on this version. Every label is stored the moment it is given.")
+    else:
+        layout.show_table(
+            given,
+            key="judge.pending",
+            filename=f"labels-{ds.name}.csv",
+            column_config={
+                "label": st.column_config.NumberColumn("label", format="%d"),
+                "suggested_by": st.column_config.TextColumn(
+                    "suggested by", help="The rule whose suggestion was accepted"
+                ),
+            },
+        )
+    if st.button(
+        "Save as a new qrels version",
+        key="judge.save",
+        type="primary",
+        icon=":material/save:",
+        disabled=given.empty,
+        help="Makes a new dataset: these judgments plus the labels, with this dataset's runs; the page opens it.",
+    ):
+        saved = judging.save_version(workspace, ds)
+        if saved is not None:
+            state.flash(f"Saved {len(given)} label(s) as a new qrels version: “{saved.name}” ({saved.id}).")
+            layout.rerun_with(view.with_(dataset=saved.id))
+    with st.expander("The queue (next pairs first)"):
+        layout.show_table(
+            todo.head(500),
+            key="judge.queue",
+            filename=f"judge-queue-{ds.name}.csv",
+            column_config={"impact": st.column_config.NumberColumn("impact", format="%.4f")},
+        )
+
+layout.finish(page, view)
