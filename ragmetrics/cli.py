@@ -7,7 +7,6 @@ Errors go to stderr as one line naming the file and line; never a traceback.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import warnings
@@ -50,6 +49,31 @@ def _load_dataset(args: argparse.Namespace) -> Dataset:
                 f"{exc} ({args.dataset} looks like a run: did you swap --dataset and --run?)"
             ) from None
         raise
+
+
+PARALLEL_LOAD_BYTES = 8 << 20
+"""Below this many bytes of input files, reading them one after the other is quicker than starting a thread."""
+
+
+def _total_size(paths: Sequence[str]) -> int:
+    return sum(os.path.getsize(p) for p in paths if os.path.isfile(p))
+
+
+def _load_inputs(args: argparse.Namespace, paths: Sequence[str]) -> tuple[Dataset, list[Run]]:
+    """The dataset and the runs; the dataset is read on another thread while the runs are (file reads and the
+    parsers release the GIL), an error in either reported as it would be alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if _total_size([args.dataset, *paths]) < PARALLEL_LOAD_BYTES:
+        return _load_dataset(args), _load_runs(paths, args)
+    with ThreadPoolExecutor(1) as pool:
+        dataset = pool.submit(_load_dataset, args)
+        try:
+            runs = _load_runs(paths, args)
+        except BaseException:
+            dataset.result()  # the dataset's error, when it has one, is the first to report
+            raise
+        return dataset.result(), runs
 
 
 def _load_runs(paths: Sequence[str], args: argparse.Namespace) -> list[Run]:
@@ -108,6 +132,8 @@ def _wide(result: EvalResult, per_query: bool):  # -> pd.DataFrame
 
 def _emit(result: EvalResult, fmt: str, per_query: bool, out: TextIO) -> None:
     if fmt == "json":
+        import json
+
         json.dump(result.to_dict(per_query=per_query), out, ensure_ascii=False, indent=2)
         out.write("\n")
     elif fmt == "csv":
@@ -157,8 +183,7 @@ def _evaluate(args: argparse.Namespace, dataset: Dataset, runs: list[Run], metri
 
 
 def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    dataset = _load_dataset(args)
-    runs = _load_runs(args.run, args)
+    dataset, runs = _load_inputs(args, args.run)
     result = _evaluate(args, dataset, runs, args.metric or list(DEFAULT_METRICS))
     _emit(result, args.format, args.per_query, out)
     _report_coverage(result, err)
@@ -168,8 +193,7 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from ragmetrics.compare import compare_result
 
-    dataset = _load_dataset(args)
-    runs = _load_runs([args.baseline, *args.run], args)
+    dataset, runs = _load_inputs(args, [args.baseline, *args.run])
     result = _evaluate(args, dataset, runs, args.metric or ["ndcg@10"])
     _warn_same_rows(runs[1:], runs[0], err)
     comparison = compare_result(
@@ -184,6 +208,8 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         segments=(),
     )
     if args.format == "json":
+        import json
+
         json.dump(comparison.to_dict(), out, ensure_ascii=False, indent=2)
         out.write("\n")
     else:
@@ -237,9 +263,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "check needs --targets (thresholds to clear), --baseline (no significant regression), or both"
         )
     targets = resolve_targets(args.targets) if args.targets else {}
-    dataset = _load_dataset(args)
-    paths = [args.run] + ([args.baseline] if args.baseline else [])
-    runs = _load_runs(paths, args)
+    dataset, runs = _load_inputs(args, [args.run] + ([args.baseline] if args.baseline else []))
     if args.baseline:
         _warn_same_rows(runs[:1], runs[1], err)
     gated = list(targets) or args.metric or ["ndcg@10"]
@@ -282,13 +306,14 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_diagnose(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from ragmetrics.diagnosis import diagnose_run, findings_frame
 
-    dataset = _load_dataset(args)
-    runs = _load_runs(args.run, args)
+    dataset, runs = _load_inputs(args, args.run)
     result = _evaluate(args, dataset, runs, ["mrr"])
     findings = []
     for evaluated in result.runs.values():
         findings += diagnose_run(dataset, evaluated.alignment, k=args.k, metric=args.metric)
     if args.format == "json":
+        import json
+
         json.dump(findings_frame(findings).to_dict(orient="records"), out, ensure_ascii=False, indent=1)
         out.write("\n")
     elif args.format == "csv":
@@ -308,8 +333,7 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from ragmetrics.share import share_link
     from ragmetrics.store import Store
 
-    dataset = _load_dataset(args)
-    runs = _load_runs(args.run, args)
+    dataset, runs = _load_inputs(args, args.run)
     store = Store(args.store)
     dataset_files = [args.dataset, *(f for f in (getattr(args, "queries", None), getattr(args, "corpus", None)) if f)]
     dataset_id = store.put_dataset(dataset, source=", ".join(Path(f).name for f in dataset_files))
@@ -343,8 +367,7 @@ def cmd_pool(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from ragmetrics.export import neutralise
     from ragmetrics.judging import pool
 
-    dataset = _load_dataset(args)
-    runs = _load_runs(args.run, args)
+    dataset, runs = _load_inputs(args, args.run)
     result = _evaluate(args, dataset, runs, ["judged@10"])
     pairs = pool(dataset, [r.alignment for r in result.runs.values()], args.depth)
     columns = ["query_id", "doc_id", *(["text"] if "text" in pairs.columns else [])]

@@ -10,14 +10,17 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ragmetrics.engine.once import Once
 from ragmetrics.engine.order import FrameRows, positions, running_sum, segment_starts
-from ragmetrics.engine.text import TextEvidence
 from ragmetrics.errors import RagMetricsError
 from ragmetrics.ids import Strings, dictionary_codes, take_strings
+
+if TYPE_CHECKING:
+    from ragmetrics.engine.text import TextEvidence
 
 
 class Gain(Enum):

@@ -25,7 +25,6 @@ from ragmetrics.engine.health import Health, explain_no_overlap, health
 from ragmetrics.engine.once import Once
 from ragmetrics.engine.order import FrameRows, positions, segment_starts, trec_order
 from ragmetrics.engine.queries import match_queries
-from ragmetrics.engine.text import evidence as text_evidence
 from ragmetrics.errors import RagMetricsError
 from ragmetrics.ids import dictionary_codes, positions_in, scalar_like, to_arrow, to_numpy
 from ragmetrics.model import Dataset, Run
@@ -228,6 +227,8 @@ class Alignment:
             out.update(registry.compute(self.ranking, as_defined))
         textual = [s for s in specs if s.info.needs_text]
         if textual:
+            from ragmetrics.engine.text import evidence as text_evidence
+
             with_text = self._once.get("evidence", lambda: replace(self.ranking, evidence=text_evidence(self)))
             out.update(registry.compute(with_text, textual))
         specs = [s for s in specs if not (s.info.reads_judged_only or s.info.needs_text)]
