@@ -396,3 +396,54 @@ def test_the_hash_helper_prints_a_usable_hash(
     monkeypatch.setattr("getpass.getpass", lambda prompt="": next(answers))
     with pytest.raises(SystemExit):
         auth._main()
+
+
+# --- who gives a label ----------------------------------------------------------------------
+
+
+def _judge_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    """A store of its own holding the Judge page's small dataset; returns its URL and the dataset id."""
+    from dashboard.data.workspace import Workspace
+    from ragmetrics.store import Store
+    from tests.dashboard.test_judge_apptest import judge_dataset
+
+    folder = tmp_path / "judge-store"
+    folder.mkdir()
+    monkeypatch.setenv("RAGMETRICS_DATA_DIR", str(folder))
+    monkeypatch.setenv("RAGMETRICS_SAMPLES", "off")
+    url = f"sqlite:///{folder / 'ragmetrics.sqlite'}"
+    ws = Workspace(Store(url))
+    dataset, runs = judge_dataset()
+    entry = ws.add_dataset(dataset)
+    for run in runs:
+        ws.add_run(entry.id, run)
+    ws.store.engine.dispose()
+    return url, entry.id
+
+
+def _label_on_the_judge_page(at: AppTest, url: str, dataset: str) -> list[str]:
+    from ragmetrics.store import Store
+
+    at.switch_page("views/judge.py").run()
+    assert not at.exception and at.title[0].value == "Judge"
+    at.button(key="judge.grade.1").click().run()
+    assert not at.exception
+    return Store(url).pending_labels(dataset)["author"].tolist()
+
+
+def test_an_oidc_users_labels_carry_their_address(
+    oidc, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, store_opened: list[int]
+) -> None:
+    monkeypatch.setattr(auth, "missing_oidc_packages", list)
+    url, dataset = _judge_store(tmp_path, monkeypatch)
+    at = open_app(user={"is_logged_in": True, "name": "Ada Lovelace", "email": "ada@example.com"})
+    assert _label_on_the_judge_page(at, url, dataset) == ["ada@example.com"]
+
+
+def test_a_shared_password_names_no_one_so_labels_are_anonymous(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("RAGMETRICS_PASSWORD", PASSWORD)
+    url, dataset = _judge_store(tmp_path, monkeypatch)
+    at = _sign_in(open_app(), PASSWORD)
+    assert _label_on_the_judge_page(at, url, dataset) == ["anonymous"]

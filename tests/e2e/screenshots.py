@@ -1,6 +1,10 @@
 """Screenshot every page with the bundled sample data into docs/screenshots/ (``python tests/e2e/screenshots.py``;
 name page keys, e.g. ``compare power``, to take only those; ``--out DIR`` writes elsewhere).
 
+Most pages show the first sample (product_faq_zh); the Judge and Missed queries pages show CMRC 2018 (Chinese
+queries against Chinese Wikipedia chunks whose titles repeat: their text is what tells them apart), so the
+pictures show Chinese text rendered with Debian's ``fonts-noto-cjk`` and the marked evidence.
+
 Starts its own ``streamlit run`` server and drives Debian's chromium. A page that shows an exception or an error
 box is reported, and the script exits 1.
 """
@@ -14,7 +18,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from playwright.sync_api import sync_playwright
 
+from dashboard.data import samples
 from dashboard.views import VIEWS
+from ragmetrics.store import dataset_id
 from tests.e2e.server import CHROMIUM_ARGS, REPO, chromium_path, streamlit_server, wait_for_app
 
 OUT = REPO / "docs" / "screenshots"
@@ -22,6 +28,18 @@ WIDTH = 1440
 _CONTENT_HEIGHT = """() => Math.max(...Array.from(document.querySelectorAll(
   "[data-testid='stMain'], [data-testid='stAppViewContainer'], [data-testid='stMainBlockContainer'], [data-testid='stSidebarContent']"
 )).map(e => e.scrollHeight))"""
+
+
+ON_CMRC = ("judge", "missed")
+"""Pages shown on the CMRC 2018 sample (the others on the first sample)."""
+
+
+def page_query(key: str) -> str:
+    """The query string a page's picture opens with ("" for the first sample's default view)."""
+    if key not in ON_CMRC:
+        return ""
+    cmrc = next(samples.iter_samples(names=["cmrc2018"]), None)
+    return f"?ds={dataset_id(cmrc.dataset)}" if cmrc is not None else ""
 
 
 def main() -> None:
@@ -38,7 +56,7 @@ def main() -> None:
         page = browser.new_page(viewport={"width": WIDTH, "height": 1000}, device_scale_factor=1)
         only = set(args)
         for view in [v for v in VIEWS if not only or v.key in only]:
-            page.goto(f"{base}/{view.url_path}")
+            page.goto(f"{base}/{view.url_path}{page_query(view.key)}")
             wait_for_app(page)
             if view.key in ("overview", "breakdown", "diagnosis", "compare", "power"):
                 page.locator(".js-plotly-plot").first.wait_for(timeout=60_000)

@@ -1,0 +1,296 @@
+"""The Judge page, run health on the Upload and result pages, passages on Missed queries and qrels versions on
+the Workspace page, under AppTest, each test on its own SQLite store."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dashboard.data.workspace import Workspace
+from ragmetrics import Dataset, Run
+from ragmetrics.store import Store
+from tests.dashboard.apptest import no_problems, open_page, param
+
+pytestmark = pytest.mark.apptest
+
+REPO = Path(__file__).resolve().parents[2]
+HOSTILE = '<img src=x onerror="alert(1)"> **not bold** [link](javascript:alert(1))'
+
+
+def _text(elements) -> str:  # type: ignore[no-untyped-def]
+    return " ".join(str(e.value) for e in elements).replace("\\", "")
+
+
+def judge_dataset() -> tuple[Dataset, list[Run]]:
+    """Two queries with expected answers and keywords, graded 0-2, a corpus (one text hostile), two runs with a
+    few unjudged documents in their top 3."""
+    qrels = pd.DataFrame(
+        [("q1", "d1", 2), ("q1", "d2", 0), ("q2", "d5", 1)], columns=["query_id", "doc_id", "relevance"]
+    )
+    queries = pd.DataFrame(
+        {
+            "query_id": ["q1", "q2"],
+            "query": ["个人 Pro 年付多少钱？", "how do I get a refund"],
+            "expected_answer": ["年付 168 元", "fill in the refund form"],
+            "expected_keywords": [["年付", "168 元"], ["refund", "form"]],
+        }
+    )
+    docs = pd.DataFrame(
+        {
+            "doc_id": ["d1", "d2", "d3", "d4", "d5", "d6", "d7"],
+            "title": ["价格", "价格", "价格", "杂项", "Refunds", "Refunds", "Other"],
+            "text": [
+                "个人 Pro 年付 168 元。",
+                "团队版按人数计费。",
+                "个人 Pro 年付 168 元，月付 18 元。",
+                HOSTILE,
+                "Refunds take 14 days.",
+                "To get a refund, fill in the refund form.",
+                "Nothing here.",
+            ],
+        }
+    )
+    dataset = Dataset.from_frames(qrels, queries, name="judge-mini", documents=docs)
+
+    def run(name: str, rankings: dict[str, list[str]]) -> Run:
+        rows = [{"query_id": q, "doc_id": d, "score": 9.0 - i} for q, ds in rankings.items() for i, d in enumerate(ds)]
+        return Run.from_frame(pd.DataFrame(rows), name=name)
+
+    return dataset, [
+        run("alpha", {"q1": ["d3", "d1", "d4"], "q2": ["d6", "d5", "d7"]}),
+        run("beta", {"q1": ["d1", "d2", "d3"], "q2": ["d5", "d7", "d6"]}),
+    ]
+
+
+@pytest.fixture
+def store_dir(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("RAGMETRICS_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("RAGMETRICS_SAMPLES", "off")
+    monkeypatch.delenv("RAGMETRICS_STORE_URL", raising=False)
+    monkeypatch.delenv("RAGMETRICS_BASE_URL", raising=False)
+    return tmp_path
+
+
+def _store(folder: Path) -> Store:
+    return Store(f"sqlite:///{folder / 'ragmetrics.sqlite'}")
+
+
+@pytest.fixture
+def judged(store_dir) -> dict[str, str]:
+    ws = Workspace(_store(store_dir))
+    dataset, runs = judge_dataset()
+    entry = ws.add_dataset(dataset, source="judge-mini")
+    ids = {"dataset": entry.id}
+    for run in runs:
+        ids[run.name] = ws.add_run(entry.id, run).id
+    ws.store.engine.dispose()
+    return ids
+
+
+def _pair(at) -> tuple[str, str]:  # type: ignore[no-untyped-def]
+    """The (query text, document header) of the pair the page shows."""
+    query = next(m.value for m in at.markdown if m.value.startswith("#### "))
+    doc = next(m.value for m in at.markdown if "badge[unjudged]" in m.value)
+    return query[5:], doc
+
+
+def _left(at) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+    """(pairs left to judge, pairs pooled) as the page says."""
+    found = re.search(r"\*\*(\d+)\*\* of (\d+) unjudged pairs", " ".join(m.value for m in at.markdown))
+    assert found, "no queue summary"
+    return int(found.group(1)), int(found.group(2))
+
+
+def _params(ids: dict[str, str]) -> dict[str, str]:
+    return {"ds": ids["dataset"], "runs": f"{ids['alpha']},{ids['beta']}", "m": "ndcg", "k": "3"}
+
+
+def test_judge_page_gives_labels_at_once_and_a_second_session_sees_them(judged, store_dir) -> None:
+    at = open_page("judge", _params(judged))
+    no_problems(at)
+    # one button per grade of the dataset's scale (0 1 2), a key each, and Skip
+    grades = [b for b in at.button if b.key and b.key.startswith("judge.grade.")]
+    assert [b.label for b in grades] == ["0 · not relevant", "1 · relevant", "2 · highly relevant"]
+    assert _left(at) == (4, 4)
+    first = _pair(at)
+    at.button(key="judge.grade.1").click().run()
+    no_problems(at)
+    assert _pair(at) != first and _left(at) == (3, 4)
+    pending = _store(store_dir).pending_labels(judged["dataset"])
+    assert len(pending) == 1 and pending["label"].tolist() == [1] and pending["author"].tolist() == ["anonymous"]
+    table = at.dataframe[0].value
+    assert table[["label", "author"]].values.tolist() == [[1, "anonymous"]]
+    # another tab (a fresh session) reads the store: the label is there and the pair is out of its queue
+    other = open_page("judge", _params(judged))
+    no_problems(other)
+    assert _left(other) == (3, 4) and _pair(other) != first
+    assert other.dataframe[0].value["label"].tolist() == [1]
+
+
+def test_the_pair_shows_query_answer_keywords_and_escaped_marked_text(judged) -> None:
+    at = open_page("judge", _params(judged))
+    texts = [m.value for m in at.markdown]
+    assert any("Expected keywords:" in t for t in texts)
+    html = [t for t in texts if t.startswith('<div style="')]
+    assert html and all("<script" not in t and "<img" not in t for t in html)
+    # walk the queue: the hostile document shows as text, never as markup
+    seen = []
+    for _ in range(4):
+        seen.append(_pair(at)[1])
+        bodies = [m.value for m in at.markdown if m.value.startswith('<div style="')]
+        assert all("<img" not in b and "**not bold**" not in b for b in bodies)
+        if "d4" in seen[-1]:
+            assert any("&lt;img src=x onerror=&quot;alert&#40;1&#41;&quot;&gt;" in b for b in bodies)
+        at.button(key="judge.skip").click().run()
+    assert any("d4" in s for s in seen)
+    assert "You skipped every pair" in _text(at.info)
+    at.button(key="judge.unskip").click().run()
+    assert _left(at) == (4, 4)
+
+
+def test_a_suggestion_is_stored_only_when_accepted_and_names_its_rule(judged, store_dir) -> None:
+    at = open_page("judge", _params(judged))
+    store = _store(store_dir)
+    for _ in range(4):  # find a pair a rule has a suggestion for
+        if any(b.key == "judge.accept" for b in at.button):
+            break
+        at.button(key="judge.skip").click().run()
+    accept = at.button(key="judge.accept")
+    assert "Rule **answer** suggests grade **2**" in " ".join(m.value for m in at.markdown)
+    for rule in ("answer", "keywords"):  # shown, not stored
+        assert store.pending_labels(judged["dataset"], kind=f"suggestion:{rule}").empty
+    assert store.pending_labels(judged["dataset"]).empty
+    accept.click().run()
+    no_problems(at)
+    suggestion = store.pending_labels(judged["dataset"], kind="suggestion:answer")
+    label = store.pending_labels(judged["dataset"])
+    assert len(suggestion) == 1 and len(label) == 1
+    assert (
+        suggestion[["query_id", "doc_id", "label"]].values.tolist()
+        == label[["query_id", "doc_id", "label"]].values.tolist()
+    )
+    assert at.dataframe[0].value["suggested_by"].tolist() == ["answer"]
+
+
+def test_save_as_a_new_version_opens_it_and_the_picker_names_it(judged, store_dir) -> None:
+    at = open_page("judge", _params(judged))
+    at.button(key="judge.grade.2").click().run()
+    at.button(key="judge.grade.0").click().run()
+    assert not at.button(key="judge.save").disabled
+    at.button(key="judge.save").click().run()
+    no_problems(at)
+    store = _store(store_dir)
+    versions = store.versions(judged["dataset"])
+    assert len(versions) == 1 and versions["n_labels"].tolist() == [2] and versions["author"].tolist() == ["anonymous"]
+    new = versions["id"].iloc[0]
+    assert param(at, "ds") == new  # the share link pins the version
+    picker = at.selectbox(key="sidebar.dataset")
+    assert picker.value == new and " · qrels v1 by anonymous, " in picker.format_func(new)
+    assert picker.format_func(judged["dataset"]) == "judge-mini · qrels v0 (original)"
+    assert "Saved 2 label(s) as a new qrels version" in _text(at.success)
+    assert _left(at) == (2, 2)  # the labelled pairs are judged in the new version
+    qrels = store.get_dataset(new).qrels
+    assert len(qrels) == 5 and store.pending_labels(judged["dataset"]).empty
+    assert at.button(key="judge.save").disabled  # nothing pending on the new version
+
+
+def test_workspace_lists_versions_diffs_them_and_shows_stability(judged, store_dir) -> None:
+    store = _store(store_dir)
+    store.add_label(judged["dataset"], "q1", "d3", 2, author="ann")
+    store.add_label(judged["dataset"], "q2", "d6", 1, author="ann")
+    new = store.commit_labels(judged["dataset"], author="ann")
+    at = open_page("workspace", {"ds": new, "m": "ndcg", "k": "3"})
+    no_problems(at)
+    tables = [d.value for d in at.dataframe]
+    versions = next(t for t in tables if "version" in t.columns)
+    assert versions[["version", "id", "author", "labels"]].values.tolist() == [
+        ["v0 (original)", judged["dataset"], "", 0],
+        ["v1", new, "ann", 2],
+    ]
+    assert at.selectbox(key="workspace.diff.before").value == judged["dataset"]
+    assert at.selectbox(key="workspace.diff.after").value == new
+    diff = next(t for t in tables if "change" in t.columns and "doc_id" in t.columns)
+    assert diff[["query_id", "doc_id", "change"]].values.tolist() == [["q1", "d3", "added"], ["q2", "d6", "added"]]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Judgments added"] == "2" and metrics["Changed"] == "0" and metrics["Removed"] == "0"
+    assert metrics["Kendall's tau"] in {"1.000", "-1.000", "0.000", "n/a"} and "of 1" in metrics["Changed verdicts"]
+    means = next(t for t in tables if "rank_before" in t.columns)
+    assert means["run"].tolist() == ["alpha", "beta"]
+    assert any("verdict_before" in t.columns for t in tables)
+
+
+def test_missed_page_shows_texts_with_judgments_and_marks(judged) -> None:
+    at = open_page("missed", {**_params(judged), "k": "1", "fr": judged["alpha"], "q": "q1"})
+    no_problems(at)
+    assert [e.label for e in at.expander][:2] == [
+        "Text of the relevant documents",
+        "Text of what alpha retrieved, top 1",
+    ]
+    heads = [m.value for m in at.markdown if m.value.startswith(("**#", "**d"))]
+    assert any(h.startswith("**d1** · :green-badge[relevant (2)]") for h in heads)
+    assert any(h.startswith("**#1** · **d3** · :gray-badge[unjudged]") for h in heads)
+    bodies = [m.value for m in at.markdown if m.value.startswith('<div style="')]
+    assert any(">年付 168 元</mark>" in b for b in bodies)  # the expected answer, marked
+
+
+# --- run health --------------------------------------------------------------------------
+
+
+def _upload(at, key: str, path: Path):  # type: ignore[no-untyped-def]
+    at.file_uploader(key=key).set_value((path.name, path.read_bytes(), "application/octet-stream"))
+    return at.run()
+
+
+def test_upload_reports_health_and_the_no_overlap_cause_in_red(store_dir) -> None:
+    cmrc = REPO / "sample_runs" / "cmrc2018"
+    at = _upload(open_page("upload"), "upload.dataset", cmrc / "qrels.tsv")
+    no_problems(at)
+    at.text_input(key="upload.chunk_pattern").set_value(r"(?P<doc>.+)_C\d+$").run()
+    at = _upload(at, "upload.runs", cmrc / "runs" / "bm25-jieba.trec.gz")
+    assert not at.exception
+    assert "chunks mapped to documents by pattern" in _text(at.success)
+    errors = _text(at.error)
+    assert "no overlap with the judgments" in errors
+    assert "the qrels judge chunks, but the run was mapped to documents" in errors
+    health = next(d.value for d in at.dataframe if "judged@10" in d.value.columns)
+    assert health[["run", "status", "overlap"]].values.tolist() == [["bm25-jieba", "no overlap", 0.0]]
+    assert {m.label: m.value for m in at.metric}["Checks to look at"] == "1"
+    report = at.dataframe[0].value
+    assert "error" in set(report["status"])
+
+    # the result pages say so in red instead of plotting zeros as if they meant something
+    overview = open_page("overview")
+    assert not overview.exception
+    assert "bm25-jieba: no overlap with the judgments, its numbers below mean nothing." in _text(overview.error)
+
+    # the same run against another dataset's qrels: the run was made for another dataset
+    scifact = REPO / "tests" / "data" / "scifact" / "qrels.tsv"
+    at = _upload(at, "upload.dataset", scifact)
+    at.text_input(key="upload.chunk_pattern").set_value("").run()
+    at = _upload(at, "upload.runs", cmrc / "runs" / "bm25-jieba.trec.gz")
+    assert not at.exception
+    assert "likely made for another dataset" in _text(at.error)
+
+
+def test_a_healthy_run_gets_no_banner_and_a_chunk_mapping_file_maps_any_format(store_dir, tmp_path) -> None:
+    dataset, _ = judge_dataset()
+    ws = Workspace(_store(store_dir))
+    entry = ws.add_dataset(dataset)
+    ws.store.engine.dispose()
+    at = open_page("upload", {"ds": entry.id})
+    mapping = tmp_path / "chunks.csv"
+    mapping.write_text("chunk_id,doc_id\nc1,d1\nc3,d3\n")
+    run = tmp_path / "chunky.csv"
+    run.write_text("query_id,doc_id,score\nq1,c3,2\nq1,c1,1\n")
+    at.file_uploader(key="upload.chunk_mapping").set_value((mapping.name, mapping.read_bytes(), "text/csv"))
+    at.run()
+    at = _upload(at, "upload.runs", run)
+    no_problems(at)
+    assert "chunks mapped to documents by mapping chunks.csv" in _text(at.success)
+    health = next(d.value for d in at.dataframe if "judged@10" in d.value.columns)
+    assert health["status"].tolist() == ["ok"] and health["overlap"].tolist() == [1.0]
+    overview = open_page("overview")
+    no_problems(overview)

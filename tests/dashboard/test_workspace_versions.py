@@ -1,0 +1,59 @@
+"""The workspace's labels and qrels versions: labels stored at once, a version is a dataset with its parent's
+runs, the picker's label names the version, a lineage lists its versions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dashboard.data.workspace import Workspace
+from ragmetrics.io import load_dataset, load_run
+from ragmetrics.store import Store
+
+DATA = Path(__file__).resolve().parents[1] / "e2e" / "data"
+
+
+def _workspace(path: Path) -> tuple[Workspace, str, str]:
+    ws = Workspace(Store(f"sqlite:///{path / 'store.sqlite'}"))
+    entry = ws.add_dataset(load_dataset(DATA / "mini_eval.json"))
+    run = ws.add_run(entry.id, load_run(DATA / "mini-bm25.trec"))
+    return ws, entry.id, run.id
+
+
+def test_labels_are_kept_at_once_and_seen_by_another_process(tmp_path) -> None:
+    ws, ds, _ = _workspace(tmp_path)
+    ws.add_label(ds, "t01", "new-doc", 1, author="ann")
+    ws.add_label(ds, "t01", "new-doc", 2, author="ann")  # the latest label of a pair wins
+    ws.add_label(ds, "t02", "other", 1, author="bob", kind="suggestion:keywords")
+    other = Workspace(Store(f"sqlite:///{tmp_path / 'store.sqlite'}"))  # a second server on the same store
+    pending = other.pending_labels(ds)
+    assert pending[["query_id", "doc_id", "label", "author"]].values.tolist() == [["t01", "new-doc", 2, "ann"]]
+    assert other.pending_labels(ds, kind="suggestion:keywords")["doc_id"].tolist() == ["other"]
+
+
+def test_a_saved_version_is_a_dataset_with_its_parents_runs_and_a_label_naming_it(tmp_path) -> None:
+    ws, ds, run = _workspace(tmp_path)
+    assert ws.commit_labels(ds, author="ann") is None  # nothing pending
+    ws.add_label(ds, "t01", "new-doc", 1, author="ann")
+    v1 = ws.commit_labels(ds, author="ann")
+    assert v1 is not None and v1.id != ds
+    assert v1.version is not None and (v1.version.parent, v1.version.author, v1.version.n_labels) == (ds, "ann", 1)
+    assert v1.version.number == 1 and v1.n_judgments == ws.dataset(ds).n_judgments + 1
+    assert [r.id for r in ws.runs(v1.id)] == [run]
+    assert ws.pending_labels(ds).empty and ws.pending_labels(v1.id).empty
+    labels = {d.id: d.label for d in ws.datasets()}
+    assert labels[ds] == "mini_eval · qrels v0 (original)"
+    assert labels[v1.id].startswith(f"{v1.name} · qrels v1 by ann, ")
+    ws.add_label(v1.id, "t02", "another", 0, author="bob")
+    v2 = ws.commit_labels(v1.id, author="bob")
+    assert v2 is not None and v2.version is not None and v2.version.number == 2 and v2.version.parent == v1.id
+    # every member of the lineage lists the same versions, oldest first
+    for member in (ds, v1.id, v2.id):
+        assert [e.id for e in ws.family(member)] == [ds, v1.id, v2.id]
+    table = ws.version_table(v2.id)
+    assert table.columns.tolist() == ["version", "name", "id", "parent", "author", "saved", "labels", "judgments"]
+    assert table["version"].tolist() == ["v0 (original)", "v1", "v2"]
+    assert table["author"].tolist() == ["", "ann", "bob"] and table["labels"].tolist() == [0, 1, 1]
+    assert table["parent"].tolist() == ["", "mini_eval", v1.name]
+    # a dataset without versions is its own family, and keeps its plain name in the picker
+    other = ws.add_dataset(load_dataset(DATA / "mini.qrel"))
+    assert [e.id for e in ws.family(other.id)] == [other.id] and other.label == other.name
