@@ -579,6 +579,20 @@ def _judge_parser(p: argparse.ArgumentParser) -> None:
     m.set_defaults(handler=cmd_judge_merge)
 
 
+def cmd_retrieve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ragmetrics.retrieve.command import run
+
+    return run(args, _load_dataset(args), out, err)
+
+
+def _retrieve_parser(p: argparse.ArgumentParser) -> None:
+    from ragmetrics.retrieve.command import add_options
+
+    _add_data_options(p)
+    add_options(p)
+    p.set_defaults(handler=cmd_retrieve)
+
+
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "eval": ("evaluate runs against a dataset", _eval_parser),
     "compare": ("compare runs with a baseline: deltas, CIs, paired tests", _compare_parser),
@@ -588,6 +602,7 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "push": ("store a dataset and runs in the team's store and print a share link", _push_parser),
     "pool": ("the unjudged (query, document) pairs in the runs' top K, to be judged", _pool_parser),
     "judge": ("judgments: merge new labels into a dataset's qrels", _judge_parser),
+    "retrieve": ("call a retriever for every query and write its run, latency and metadata", _retrieve_parser),
 }
 """The subcommands: name -> (help, the builder of its options)."""
 

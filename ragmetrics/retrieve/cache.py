@@ -1,0 +1,111 @@
+"""The response cache: one SQLite row per answered query, written as each answer arrives.
+
+The key is a SHA-256 of the retriever's identity, the query text, k and the repeat number, so that a re-run
+after a crash, or with other metrics, calls only what was not answered, and each repeat of ``repeat=N`` is
+an answer of its own. Failed calls are not kept (the next run tries them again). The file is in WAL mode:
+a committed answer survives the process being killed, and several processes may share the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ragmetrics.retrieve.adapters import Hit
+
+CACHE_FILE = "retrieve.sqlite"
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS answers (
+    key TEXT PRIMARY KEY,
+    retriever TEXT NOT NULL,
+    query TEXT NOT NULL,
+    k INTEGER NOT NULL,
+    repeat INTEGER NOT NULL,
+    hits TEXT NOT NULL,
+    latency REAL,
+    attempts INTEGER,
+    created REAL NOT NULL
+)
+"""
+
+
+def default_cache_dir() -> Path:
+    """``$RAGMETRICS_CACHE_DIR``, else ``$XDG_CACHE_HOME/ragmetrics``, else ``~/.cache/ragmetrics``."""
+    given = os.environ.get("RAGMETRICS_CACHE_DIR")
+    if given:
+        return Path(given)
+    base = os.environ.get("XDG_CACHE_HOME")
+    return (Path(base) if base else Path.home() / ".cache") / "ragmetrics"
+
+
+def answer_key(identity: str, query: str, k: int, repeat: int) -> str:
+    payload = json.dumps([identity, query, int(k), int(repeat)], ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def encode_hits(hits: Sequence[Hit]) -> str:
+    return json.dumps([list(h) for h in hits], ensure_ascii=False, separators=(",", ":"))
+
+
+def decode_hits(text: str) -> list[Hit]:
+    return [Hit(*row) for row in json.loads(text)]
+
+
+class ResponseCache:
+    """Answers on disk. Used from one thread (the runner's), a connection per instance."""
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        self.path = Path(folder) / CACHE_FILE
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(SCHEMA)
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, tuple[list[Hit], float | None, int]]:
+        """``{key: (hits, latency, attempts)}`` of the keys that have an answer."""
+        wanted = list(dict.fromkeys(keys))
+        found: dict[str, tuple[list[Hit], float | None, int]] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(f"SELECT key, hits, latency, attempts FROM answers WHERE key IN ({marks})", chunk)
+            for key, hits, latency, attempts in rows:
+                found[key] = (decode_hits(hits), latency, int(attempts or 1))
+        return found
+
+    def put(
+        self,
+        key: str,
+        *,
+        retriever: str,
+        query: str,
+        k: int,
+        repeat: int,
+        hits: Sequence[Hit],
+        latency: float,
+        attempts: int,
+    ) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (key, retriever, query, int(k), int(repeat), encode_hits(hits), latency, attempts, time.time()),
+        )
+
+    def count(self, retriever: str | None = None) -> int:
+        if retriever is None:
+            return int(self._db.execute("SELECT COUNT(*) FROM answers").fetchone()[0])
+        return int(self._db.execute("SELECT COUNT(*) FROM answers WHERE retriever = ?", (retriever,)).fetchone()[0])
+
+    def queries(self, retriever: str | None = None) -> list[Any]:
+        """The query texts answered (for ``retriever``), for inspection and tests."""
+        sql = "SELECT query FROM answers" + (" WHERE retriever = ?" if retriever else "")
+        return [row[0] for row in self._db.execute(sql, (retriever,) if retriever else ())]
+
+    def close(self) -> None:
+        self._db.close()

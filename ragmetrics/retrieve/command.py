@@ -1,0 +1,145 @@
+"""``ragmetrics retrieve``: the options and the work behind the command (``ragmetrics.cli`` registers it).
+
+It prints a summary (queries, latency p50/p95/max, errors, empties, retries, answers from the cache) and
+writes the run as TREC and its metadata as JSON beside it (``RUN.json``, or ``--meta-out``). Exit 0, or 1
+when some queries still failed (the run is written without them; running again calls only those).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, TextIO
+
+from ragmetrics.model import Dataset
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--retriever",
+        required=True,
+        help="bm25 (over --corpus), an http:// or https:// URL, or module:attr (a callable fn(query, k), a "
+        "LlamaIndex or LangChain retriever, or a zero-argument factory returning one; the current directory is "
+        "importable)",
+    )
+    p.add_argument("--k", type=int, default=100, help="documents asked for per query (default 100)")
+    p.add_argument("-o", "--output", required=True, help="the TREC run to write (.gz to compress)")
+    p.add_argument("--meta-out", help="the metadata JSON to write (default: the run's path + .json)")
+    p.add_argument("--concurrency", type=int, default=4, help="calls at once (default 4)")
+    p.add_argument("--repeat", type=int, default=1, help="ask every query N times and report the noise (default 1)")
+    p.add_argument("--name", help="run name (the TREC tag; default from the retriever)")
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds per call (default 30)")
+    p.add_argument("--retries", type=int, default=3, help="tries again after an error, a timeout or a 5xx (default 3)")
+    p.add_argument("--no-cache", action="store_true", help="call every query again (the new answers are stored)")
+    p.add_argument("--cache-dir", help="the cache folder (default RAGMETRICS_CACHE_DIR or ~/.cache/ragmetrics)")
+    p.add_argument(
+        "--request",
+        help='HTTP request template: [METHOD ]JSON with {query} and {k}, default POST {"query": "{query}", "k": "{k}"}',
+    )
+    p.add_argument(
+        "--response",
+        help="HTTP response: the dotted path to the result list and field=path mappings, "
+        "e.g. hits.hits,doc_id=_id,score=_score (default: a list, or an object's 'results')",
+    )
+    p.add_argument(
+        "--doc-id-field",
+        help="the doc id: a (dotted) field of each HTTP result, a LlamaIndex node's metadata field (or ref_doc_id), "
+        "a LangChain document's metadata field (or id)",
+    )
+    p.add_argument("--header", action="append", help="an HTTP header 'Name: value' (repeatable; not cached)")
+
+
+def _headers(values: list[str] | None) -> dict[str, str]:
+    from ragmetrics.errors import RagMetricsError
+
+    out = {}
+    for value in values or []:
+        key, sep, rest = value.partition(":")
+        if not sep or not key.strip():
+            raise RagMetricsError(f"--header {value!r}: expected 'Name: value'")
+        out[key.strip()] = rest.strip()
+    return out
+
+
+def _progress(err: TextIO) -> tuple[Any, Any]:
+    """A tqdm bar on ``err`` (shown when it is a terminal) and its closer."""
+    from tqdm import tqdm
+
+    bar: Any = None
+
+    def update(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, file=err, unit="query", desc="retrieve", disable=None, leave=False)
+        bar.update(done - bar.n)
+
+    def close() -> None:
+        if bar is not None:
+            bar.close()
+
+    return update, close
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f} ms"
+
+
+def summary(metadata: dict[str, Any]) -> str:
+    """The one-paragraph report of a retrieval."""
+    counts, latency = metadata["counts"], metadata["latency"]
+    lines = [
+        f"retrieved {metadata['queries']} queries x {metadata['repeat']} with {metadata['retriever']['kind']} "
+        f"{metadata['run']!r} (k={metadata['k']}) in {metadata['seconds']:.1f} s: "
+        f"{counts['called']} called, {counts['cached']} from cache",
+        f"latency p50 {_ms(latency['p50_ms'])}, p95 {_ms(latency['p95_ms'])}, max {_ms(latency['max_ms'])}; "
+        f"errors {counts['failed']}, empty {counts['empty']}, retries {counts['retries']}",
+    ]
+    noise = metadata.get("noise")
+    if noise:
+        overlap = noise["jaccard_at_k"]["mean"]
+        parts = [f"repeat noise: {noise['queries_changed']} of {noise['queries']} queries changed"]
+        if overlap is not None:
+            parts.append(f"mean Jaccard@{noise['k']} {overlap:.4f}")
+        for metric, m in noise.get("metrics", {}).items():
+            parts.append(f"{metric} {m['mean']:.4f} [{m['low']:.4f}, {m['high']:.4f}]")
+        lines.append("; ".join(parts))
+    return "\n".join(lines) + "\n"
+
+
+def run(args: argparse.Namespace, dataset: Dataset, out: TextIO, err: TextIO) -> int:
+    from ragmetrics.io import write_trec_run
+    from ragmetrics.retrieve.runner import retrieve
+
+    update, close = _progress(err)
+    try:
+        result = retrieve(
+            dataset,
+            args.retriever,
+            k=args.k,
+            concurrency=args.concurrency,
+            repeat=args.repeat,
+            timeout=args.timeout,
+            retries=args.retries,
+            cache="refresh" if args.no_cache else True,
+            cache_dir=args.cache_dir,
+            name=args.name,
+            progress=update,
+            doc_id_field=args.doc_id_field,
+            request=args.request,
+            response=args.response,
+            headers=_headers(args.header),
+        )
+    finally:
+        close()
+    run = result.run
+    write_trec_run(run, args.output)
+    meta_out = args.meta_out or f"{args.output}.json"
+    result.write_metadata(meta_out)
+    out.write(summary(result.metadata))
+    failed = result.failed
+    if failed:
+        shown = "; ".join(f"{c.query_id}: {c.error}" for c in failed[:5])
+        more = f" (and {len(failed) - 5} more, listed in {meta_out})" if len(failed) > 5 else ""
+        err.write(f"ragmetrics: warning: {len(failed)} call(s) failed and are not in the run: {shown}{more}\n")
+    queries = len({c.query_id for c in result.calls if c.repeat == 0 and not c.failed})
+    err.write(f"ragmetrics: wrote {args.output} ({queries} queries, run {run.name!r}) and {meta_out}\n")
+    return 1 if failed else 0
