@@ -1,4 +1,5 @@
-"""The response cache: one SQLite row per answered query, written as each answer arrives.
+"""The response cache: one SQLite row per answered query, written as each answer arrives (by the thread that
+received it, so an answer is on disk before the run goes on, whatever happens to the process next).
 
 The key is a SHA-256 of the retriever's identity, the query text, k and the repeat number, so that a re-run
 after a crash, or with other metrics, calls only what was not answered, and each repeat of ``repeat=N`` is
@@ -12,6 +13,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -58,12 +60,14 @@ def decode_hits(text: str) -> list[Hit]:
 
 
 class ResponseCache:
-    """Answers on disk. Used from one thread (the runner's), a connection per instance."""
+    """Answers on disk: one connection, shared by the threads that answer under a lock (each answer is
+    committed by the thread that received it, the moment it arrives)."""
 
     def __init__(self, folder: str | os.PathLike[str]) -> None:
         self.path = Path(folder) / CACHE_FILE
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(SCHEMA)
@@ -75,7 +79,10 @@ class ResponseCache:
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            rows = self._db.execute(f"SELECT key, hits, latency, attempts FROM answers WHERE key IN ({marks})", chunk)
+            with self._lock:
+                rows = self._db.execute(
+                    f"SELECT key, hits, latency, attempts FROM answers WHERE key IN ({marks})", chunk
+                ).fetchall()
             for key, hits, latency, attempts in rows:
                 found[key] = (decode_hits(hits), latency, int(attempts or 1))
         return found
@@ -92,20 +99,21 @@ class ResponseCache:
         latency: float,
         attempts: int,
     ) -> None:
-        self._db.execute(
-            "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (key, retriever, query, int(k), int(repeat), encode_hits(hits), latency, attempts, time.time()),
-        )
+        row = (key, retriever, query, int(k), int(repeat), encode_hits(hits), latency, attempts, time.time())
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
 
     def count(self, retriever: str | None = None) -> int:
-        if retriever is None:
-            return int(self._db.execute("SELECT COUNT(*) FROM answers").fetchone()[0])
-        return int(self._db.execute("SELECT COUNT(*) FROM answers WHERE retriever = ?", (retriever,)).fetchone()[0])
+        sql = "SELECT COUNT(*) FROM answers" + (" WHERE retriever = ?" if retriever else "")
+        with self._lock:
+            return int(self._db.execute(sql, (retriever,) if retriever else ()).fetchone()[0])
 
     def queries(self, retriever: str | None = None) -> list[Any]:
         """The query texts answered (for ``retriever``), for inspection and tests."""
         sql = "SELECT query FROM answers" + (" WHERE retriever = ?" if retriever else "")
-        return [row[0] for row in self._db.execute(sql, (retriever,) if retriever else ())]
+        with self._lock:
+            return [row[0] for row in self._db.execute(sql, (retriever,) if retriever else ())]
 
     def close(self) -> None:
-        self._db.close()
+        with self._lock:
+            self._db.close()

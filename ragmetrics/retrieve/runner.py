@@ -215,12 +215,28 @@ class _Retrieval:
                 progress(done, total)
             pending = [t for t in tasks if t not in calls]
             caller = _Caller(self.adapter, self.timeout, self.retries, self.backoff)
+
+            def ask(task: tuple[int, int]) -> _Outcome:
+                outcome = caller(texts[task[0]], self.k)
+                if store is not None and outcome.hits is not None:
+                    store.put(
+                        keys[task],
+                        retriever=identity,
+                        query=texts[task[0]],
+                        k=self.k,
+                        repeat=task[1],
+                        hits=outcome.hits,
+                        latency=outcome.latency or 0.0,
+                        attempts=outcome.attempts,
+                    )
+                return outcome
+
             called = 0
             answered_any = False
             with ThreadPoolExecutor(self.concurrency, thread_name_prefix="ragmetrics-retrieve") as pool:
                 futures: dict[Future[_Outcome], tuple[int, int]] = {}
                 try:
-                    futures = {pool.submit(caller, texts[t[0]], self.k): t for t in pending}
+                    futures = {pool.submit(ask, t): t for t in pending}
                     waiting = set(futures)
                     while waiting:
                         finished, waiting = wait(waiting, return_when=FIRST_COMPLETED)
@@ -242,17 +258,6 @@ class _Retrieval:
                                 calls[task] = Call(
                                     qid, task[1], outcome.latency, outcome.attempts, False, len(outcome.hits)
                                 )
-                                if store is not None:
-                                    store.put(
-                                        keys[task],
-                                        retriever=identity,
-                                        query=texts[task[0]],
-                                        k=self.k,
-                                        repeat=task[1],
-                                        hits=outcome.hits,
-                                        latency=outcome.latency or 0.0,
-                                        attempts=outcome.attempts,
-                                    )
                             done += 1
                             if progress is not None:
                                 progress(done, total)

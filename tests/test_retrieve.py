@@ -1,0 +1,381 @@
+"""ragmetrics.retrieve with Python callables: the run, retries, timeouts, failures, the cache, repeats, metadata."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ragmetrics import Dataset, RagMetricsError, evaluate
+from ragmetrics.cli import main
+from ragmetrics.retrieve import Hit, ResponseCache, retrieve
+from ragmetrics.retrieve.adapters import CallableAdapter, hits_from
+
+DOCS = [f"d{i}" for i in range(20)]
+QUERIES = pd.DataFrame({"query_id": [f"q{i}" for i in range(12)], "query": [f"question {i}" for i in range(12)]})
+QRELS = pd.DataFrame({"query_id": [f"q{i}" for i in range(12)], "doc_id": [f"d{i}" for i in range(12)], "relevance": 1})
+DATASET = Dataset.from_frames(QRELS, QUERIES, name="toy")
+
+
+def ranked(query: str, k: int) -> list[tuple[str, float]]:
+    """The relevant document first for even queries, third for odd ones."""
+    i = int(query.split()[-1])
+    order = [d for d in DOCS if d != f"d{i}"]
+    order.insert(0 if i % 2 == 0 else 2, f"d{i}")
+    return [(d, float(len(order) - r)) for r, d in enumerate(order)][:k]
+
+
+class Counting:
+    def __init__(self, fn=ranked):
+        self.fn = fn
+        self.calls: Counter[str] = Counter()
+        self.lock = threading.Lock()
+
+    def __call__(self, query: str, k: int):
+        with self.lock:
+            self.calls[query] += 1
+            n = self.calls[query]
+        return self.fn(query, k, n) if self.fn is not ranked else ranked(query, k)
+
+
+def test_a_callables_run_evaluates_like_any_other(tmp_path):
+    result = retrieve(DATASET, ranked, k=10, cache_dir=tmp_path)
+    assert result.run.name == "ranked" and len(result.run) == 120
+    assert result.run.frame.groupby("query_id")["rank"].apply(list).iloc[0] == list(range(1, 11))
+    mrr = evaluate(DATASET, result.run, ["mrr"]).runs["ranked"].means["mrr"]
+    assert mrr == pytest.approx((6 * 1 + 6 / 3) / 12)
+    meta = result.metadata
+    assert meta["counts"]["answered"] == 12 and meta["counts"]["failed"] == 0 and meta["k"] == 10
+    assert meta["retriever"]["kind"] == "callable" and meta["retriever"]["identity"].endswith(":ranked")
+    assert set(meta["latency"]) == {"count", "p50_ms", "p95_ms", "max_ms", "mean_ms"}
+    assert len(result.latencies) == 12 and (result.latencies >= 0).all()
+    decoded = json.loads(result.to_json())
+    assert decoded["counts"] == meta["counts"] and len(decoded["calls"]) == 12
+    assert list(result.calls_frame().columns) == [
+        "query_id",
+        "repeat",
+        "latency",
+        "attempts",
+        "cached",
+        "hits",
+        "error",
+    ]
+
+
+def test_what_a_callable_may_return():
+    where = "t"
+    assert hits_from([("a", 1), ["b", "2.5", "text"], "c", {"id": 7, "score": None, "source_doc": "S"}], where) == [
+        Hit("a", 1.0),
+        Hit("b", 2.5, "text"),
+        Hit("c"),
+        Hit("7", None, None, "S"),
+    ]
+    assert hits_from([{"meta": {"key": "x"}, "score": 1}], where, doc_id_field="meta.key") == [Hit("x", 1.0)]
+    for bad, message in [
+        (None, "returned None"),
+        ({"doc_id": "a"}, "expected a ranked list"),
+        ([3.5], "expected .doc_id, score. pairs"),
+        ([(None, 1)], "expected a document id"),
+        ([("a", "high")], "is not a number"),
+        ([{"score": 1}], "'doc_id' or 'id'"),
+        ([("", 1)], "empty"),
+    ]:
+        with pytest.raises(RagMetricsError, match=message):
+            hits_from(bad, where)
+
+
+def test_ids_only_a_one_argument_function_an_async_one():
+    def ids(query):  # no k: cut by the runner
+        return [d for d, _ in ranked(query, 100)]
+
+    result = retrieve(DATASET, ids, k=5, cache=False)
+    assert not result.run.has_scores and len(result.run) == 60
+    assert result.run.frame["score"].tolist()[:5] == [-1.0, -2.0, -3.0, -4.0, -5.0]
+
+    async def coroutine(query, k):
+        return [{"doc_id": d, "score": s, "text": f"text of {d}"} for d, s in ranked(query, k)]
+
+    async_run = retrieve(DATASET, coroutine, k=5, cache=False).run
+    assert async_run.frame["text"].iloc[0].startswith("text of") and async_run.has_scores
+
+
+def test_errors_are_retried_with_backoff_and_counted():
+    def flaky(query, k, n):
+        if n <= 2:
+            raise ConnectionError("reset by peer")
+        return ranked(query, k)
+
+    fn = Counting(flaky)
+    result = retrieve(DATASET, fn, k=5, cache=False, retries=3, backoff=0.001, concurrency=3)
+    assert not result.failed and all(n == 3 for n in fn.calls.values())
+    assert result.metadata["counts"]["retries"] == 24
+    assert {c.attempts for c in result.calls} == {3}
+
+
+def test_a_query_that_still_fails_is_listed_not_an_empty_ranking():
+    def broken_for_q3(query, k, n):
+        if query == "question 3":
+            raise RuntimeError("index shard down")
+        if query == "question 5":
+            return []
+        return ranked(query, k)
+
+    fn = Counting(broken_for_q3)
+    result = retrieve(DATASET, fn, k=5, cache=False, retries=2, backoff=0.001)
+    assert [(c.query_id, c.attempts, c.error) for c in result.failed] == [("q3", 3, "RuntimeError: index shard down")]
+    assert "q3" not in set(result.run.frame["query_id"])
+    assert [c.query_id for c in result.empty] == ["q5"]
+    counts = result.metadata["counts"]
+    assert (counts["failed"], counts["empty"], counts["answered"], counts["retries"]) == (1, 1, 11, 2)
+    assert result.metadata["failed"] == [{"query_id": "q3", "repeat": 0, "error": "RuntimeError: index shard down"}]
+    assert result.metadata["empty_queries"] == ["q5"]
+
+
+def test_a_bad_answer_is_not_retried_and_a_dead_retriever_stops_early():
+    def bad_shape(query, k, n):
+        return {"results": []} if query == "question 0" else ranked(query, k)
+
+    fn = Counting(bad_shape)
+    result = retrieve(DATASET, fn, k=5, cache=False, backoff=0.001, concurrency=1)
+    assert fn.calls["question 0"] == 1 and "expected a ranked list" in result.failed[0].error
+
+    def dead(query, k):
+        raise ConnectionRefusedError("nobody listening")
+
+    with pytest.raises(RagMetricsError, match=r"failed on the first 5 queries called .*nobody listening"):
+        retrieve(DATASET, dead, k=5, cache=False, retries=0, concurrency=1)
+
+
+def test_a_call_past_its_timeout_fails_and_is_tried_again():
+    def slow_once(query, k, n):
+        if query == "question 1" and n == 1:
+            time.sleep(2)
+        return ranked(query, k)
+
+    fn = Counting(slow_once)
+    started = time.perf_counter()
+    result = retrieve(DATASET, fn, k=5, cache=False, timeout=0.2, retries=1, backoff=0.001)
+    assert time.perf_counter() - started < 1.5
+    assert not result.failed and result.calls[1].attempts == 2
+    fn = Counting(slow_once)
+    result = retrieve(DATASET, fn, k=5, cache=False, timeout=0.2, retries=0)
+    assert result.failed[0].query_id == "q1" and "timed out after 0.2 s" in result.failed[0].error
+
+
+def test_concurrency_is_bounded():
+    state = {"now": 0, "most": 0}
+    lock = threading.Lock()
+
+    def watched(query, k):
+        with lock:
+            state["now"] += 1
+            state["most"] = max(state["most"], state["now"])
+        time.sleep(0.02)
+        with lock:
+            state["now"] -= 1
+        return ranked(query, k)
+
+    retrieve(DATASET, watched, k=5, cache=False, concurrency=3)
+    assert state["most"] == 3
+
+
+def test_the_cache_answers_again_for_nothing_and_resumes_a_stopped_run(tmp_path):
+    fn = Counting()
+    first = retrieve(DATASET, fn, k=5, cache_dir=tmp_path, concurrency=1)
+    assert sum(fn.calls.values()) == 12
+    again = retrieve(DATASET, fn, k=5, cache_dir=tmp_path)
+    assert sum(fn.calls.values()) == 12 and again.run.table.equals(first.run.table)
+    assert again.metadata["counts"]["cached"] == 12 and all(c.cached and c.attempts == 0 for c in again.calls)
+    assert again.metadata["latency"]["count"] == 12  # the latencies the answers had
+    retrieve(DATASET, fn, k=6, cache_dir=tmp_path)  # another k: other answers
+    assert sum(fn.calls.values()) == 24
+    retrieve(DATASET, fn, k=5, cache_dir=tmp_path, cache="refresh")
+    assert sum(fn.calls.values()) == 36
+    retrieve(DATASET, fn, k=5, cache_dir=tmp_path, cache_key="ranked-v2")  # a new name: a new key
+    assert sum(fn.calls.values()) == 48
+
+    # a progress hook that stops the run: what was answered is stored; the next run asks only the rest
+    fresh = tmp_path / "fresh"
+    seen = []
+
+    def stop_after_five(done, total):
+        seen.append((done, total))
+        if done == 5:
+            raise KeyboardInterrupt
+
+    fn = Counting()
+    with pytest.raises(KeyboardInterrupt):
+        retrieve(DATASET, fn, k=5, cache_dir=fresh, concurrency=1, progress=stop_after_five)
+    assert seen[0] == (0, 12) and seen[-1] == (5, 12)
+    stored = ResponseCache(fresh)
+    assert stored.count() >= 5
+    stored.close()
+    stored = ResponseCache(fresh)
+    answered = set(stored.queries())
+    stored.close()
+    resumed = retrieve(DATASET, fn, k=5, cache_dir=fresh)
+    # every answer that had arrived is stored (the answering thread writes it), so nothing is asked twice
+    assert len(answered) >= 5 and all(n == 1 for n in fn.calls.values()) and len(fn.calls) == 12
+    assert resumed.metadata["counts"]["cached"] == len(answered) and resumed.run.table.equals(first.run.table)
+
+
+def test_cache_false_writes_nothing(tmp_path):
+    retrieve(DATASET, ranked, k=5, cache=False, cache_dir=tmp_path)
+    assert not list(tmp_path.iterdir())
+
+
+def test_repeat_reports_the_noise_per_query_and_on_every_mean(tmp_path):
+    rng = random.Random(3)
+    lock = threading.Lock()
+
+    def jittery(query, k):
+        order = ranked(query, 20)
+        with lock:
+            if query.endswith(("1", "2", "3")) and rng.random() < 0.9:
+                order = [order[1], order[0], *order[2:4], ("d99", order[4][1]), *order[5:]]
+        return order[:k]
+
+    result = retrieve(DATASET, jittery, k=10, repeat=4, cache_dir=tmp_path, noise_metrics=["mrr", "ndcg@10"])
+    assert len(result.runs) == 4 and [r.name for r in result.runs] == ["jittery", "jittery#2", "jittery#3", "jittery#4"]
+    noise = result.noise
+    assert noise["repeats"] == 4 and noise["queries"] == 12 and noise["interval"] == "min-max of the repeat means"
+    for metric in ("mrr", "ndcg@10"):
+        m = noise["metrics"][metric]
+        assert m["low"] <= m["mean"] <= m["high"] and m["spread"] == pytest.approx(m["high"] - m["low"])
+        assert len(m["repeat_means"]) == 4
+    steady = [q for q, v in noise["per_query"].items() if not v["changed"]]
+    assert {"q0", "q4", "q11"} <= set(steady)
+    assert all(noise["per_query"][q]["jaccard"] == 1.0 and noise["per_query"][q]["std"]["mrr"] == 0 for q in steady)
+    assert noise["queries_changed"] >= 1 and noise["jaccard_at_k"]["min"] < 1
+    json.loads(result.to_json())  # serialisable
+    # each repeat is cached on its own: a second run calls nothing
+    calls = Counter()
+
+    def never(query, k):
+        calls[query] += 1
+        return []
+
+    identity = result.metadata["retriever"]["identity"]
+    cached = retrieve(
+        DATASET, never, k=10, repeat=4, cache_dir=tmp_path, cache_key=identity, noise_metrics=["mrr", "ndcg@10"]
+    )
+    assert not calls and cached.noise == noise
+
+
+def test_queries_without_text():
+    no_text = Dataset.from_frames(QRELS)
+    with pytest.raises(RagMetricsError, match="no text"):
+        retrieve(no_text, ranked, cache=False)
+    some = Dataset.from_frames(QRELS, QUERIES.assign(query=[""] + list(QUERIES["query"][1:])))
+    result = retrieve(some, ranked, cache=False)
+    assert [(c.query_id, c.error) for c in result.failed] == [("q0", "the query has no text")]
+
+
+def test_bad_parameters():
+    for kwargs in ({"k": 0}, {"concurrency": 0}, {"repeat": 0}, {"retries": -1}, {"timeout": 0}, {"cache": "x"}):
+        with pytest.raises(RagMetricsError):
+            retrieve(DATASET, ranked, **kwargs)
+    with pytest.raises(RagMetricsError, match="expected 'bm25', an http"):
+        retrieve(DATASET, "no-such-thing", cache=False)
+    with pytest.raises(RagMetricsError, match="cannot import"):
+        retrieve(DATASET, "no_such_module_here:fn", cache=False)
+    with pytest.raises(RagMetricsError, match="needs the dataset's corpus"):
+        retrieve(DATASET, "bm25", cache=False)
+
+
+def _toy_files(tmp_path: Path) -> list[str]:
+    qrels, queries = tmp_path / "qrels.tsv", tmp_path / "queries.jsonl"
+    QRELS.assign(x=0)[["query_id", "x", "doc_id", "relevance"]].to_csv(qrels, sep=" ", header=False, index=False)
+    QUERIES.rename(columns={"query_id": "id", "query": "text"}).to_json(queries, orient="records", lines=True)
+    return ["--dataset", str(qrels), "--queries", str(queries)]
+
+
+def test_the_command_prints_the_summary_and_exits_1_when_queries_failed(tmp_path, monkeypatch):
+    (tmp_path / "toy_retrievers_for_test.py").write_text(
+        "from tests.test_retrieve import ranked\n"
+        "def broken(query, k):\n"
+        "    if query == 'question 2':\n"
+        "        raise ValueError('no shard')\n"
+        "    return ranked(query, k)\n"
+        "def make():\n"
+        "    return ranked\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    data = _toy_files(tmp_path)
+    cache = ["--cache-dir", str(tmp_path / "cache"), "--retries", "0"]
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    out, err = io.StringIO(), Terminal()
+    code = main(
+        ["retrieve", *data, "--retriever", "toy_retrievers_for_test:make", "-o", "r.trec", *cache], out=out, err=err
+    )
+    assert code == 0, err.getvalue()
+    assert "retrieved 12 queries x 1 with callable 'make'" in out.getvalue()
+    assert "retrieve:" in err.getvalue() and "/12 [" in err.getvalue()  # tqdm's bar on a terminal
+    meta = json.loads((tmp_path / "r.trec.json").read_text())
+    assert meta["retriever"]["identity"] == "callable:toy_retrievers_for_test:make"
+
+    out, err = io.StringIO(), io.StringIO()
+    code = main(
+        [
+            "retrieve",
+            *data,
+            "--retriever",
+            "toy_retrievers_for_test:broken",
+            "-o",
+            "b.trec",
+            "--meta-out",
+            "b.json",
+            *cache,
+        ],
+        out=out,
+        err=err,
+    )
+    assert code == 1
+    assert "errors 1, empty 0, retries 0" in out.getvalue()
+    assert "1 call(s) failed and are not in the run: q2: ValueError: no shard" in err.getvalue()
+    assert "q2" not in (tmp_path / "b.trec").read_text().split()
+    assert json.loads((tmp_path / "b.json").read_text())["failed"][0]["query_id"] == "q2"
+
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["retrieve", *data, "--retriever", "nothing", "-o", "n.trec"], out=out, err=err)
+    assert (
+        code == 2
+        and err.getvalue().startswith("ragmetrics: error: retriever 'nothing'")
+        and err.getvalue().count("\n") == 1
+    )
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["retrieve", *data, "--retriever", "bm25", "--header", "nocolon", "-o", "n.trec"], out=out, err=err)
+    assert code == 2 and "'Name: value'" in err.getvalue()
+
+
+def test_eval_imports_none_of_the_retrieval_packages():
+    root = Path(__file__).parent / "data" / "scifact"
+    code = (
+        "import sys, io\n"
+        "from ragmetrics.cli import main\n"
+        f"main(['eval', '--dataset', {str(root / 'qrels.tsv')!r}, '--run', {str(root / 'bm25-stem.trec.gz')!r}], out=io.StringIO())\n"
+        "heavy = ('httpx', 'bm25s', 'Stemmer', 'jieba', 'tqdm', 'langchain_core', 'llama_index', 'ragmetrics.retrieve')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_an_adapter_object_is_used_as_it_is():
+    adapter = CallableAdapter(ranked, name="mine")
+    result = retrieve(DATASET, adapter, k=3, cache=False)
+    assert result.run.name == "mine" and result.metadata["retriever"]["identity"] == "callable:mine"
