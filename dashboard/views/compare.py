@@ -15,8 +15,8 @@ import streamlit as st
 
 from dashboard.core import compare as cmp
 from dashboard.core import compare_queries as by_query
-from dashboard.core import fusion
-from dashboard.core.missed import style_relevant
+from dashboard.core import documents, fusion
+from dashboard.core.missed import TEXT_DEPTH, style_relevant
 from dashboard.core.queries import query_info, query_labels
 from dashboard.core.specs import metric_spec, title
 from dashboard.core.text import md_escape
@@ -216,6 +216,14 @@ if page.dataset is not None and len(page.alignments) >= 2:
                     height=38 + 35 * max(len(ranked), 1),
                     placeholder="—",
                 )
+                shown = min(depth, TEXT_DEPTH)
+                with st.expander(f"Text of the top {shown}", icon=":material/article:"):
+                    layout.show_passages(
+                        documents.retrieved_cards(
+                            documents.retrieved_passages(shown_run, query_id, shown),
+                            documents.marks_for(ds.dataset, query_id),
+                        )
+                    )
         if st.button("Open this query in Missed queries", icon=":material/search_off:", key="compare.open_missed"):
             state.write_view_state(view.with_(focus_run=focus_id, query=query_id))
             st.switch_page("views/missed.py")

@@ -548,7 +548,11 @@ class User:
         selected = self.page.locator(".st-key-sidebar-runs").get_by_text(path.stem, exact=True)
 
         async def put() -> None:
-            await self.page.get_by_test_id("stFileUploaderDropzoneInput").nth(1).set_input_files(str(path))
+            await (
+                self.page.locator(".st-key-upload-runs")
+                .get_by_test_id("stFileUploaderDropzoneInput")
+                .set_input_files(str(path))
+            )
 
         async def expect(started: float) -> None:
             await self.visible(loaded, started)

@@ -58,7 +58,7 @@ def test_ten_thousand_queries_upload_to_overview(page: Page, app_url: str, tmp_p
     page.goto(f"{app_url}/upload")
     wait_for_app(page)
     start = time.perf_counter()
-    page.get_by_test_id("stFileUploaderDropzoneInput").nth(0).set_input_files(str(dataset))
+    page.locator(".st-key-upload-dataset").get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(dataset))
     expect(page.get_by_text("Loaded big_eval.json")).to_be_visible(timeout=TIMEOUT)
     wait_for_app(page)
     dataset_loaded = time.perf_counter()
@@ -66,7 +66,7 @@ def test_ten_thousand_queries_upload_to_overview(page: Page, app_url: str, tmp_p
     page.on(
         "requestfinished", lambda r: puts.append(r.timing["responseEnd"] / 1000) if "upload_file" in r.url else None
     )
-    page.get_by_test_id("stFileUploaderDropzoneInput").nth(1).set_input_files(str(run))
+    page.locator(".st-key-upload-runs").get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(run))
     if (
         N_QUERIES >= 50_000
     ):  # the page says what it is doing while it reads (a small run is read within the spinner's delay)

@@ -60,7 +60,7 @@ def test_upload_explore_and_open_a_missed_query(page: Page, app_url: str) -> Non
     inputs.nth(0).set_input_files(str(DATA / "mini_eval.json"))
     expect(page.get_by_text("Loaded mini_eval.json")).to_be_visible(timeout=TIMEOUT)
     wait_for_app(page)
-    page.get_by_test_id("stFileUploaderDropzoneInput").nth(1).set_input_files(
+    page.locator(".st-key-upload-runs").get_by_test_id("stFileUploaderDropzoneInput").set_input_files(
         [str(DATA / "mini-bm25.trec"), str(DATA / "mini-dense.trec")]
     )
     expect(page.get_by_text("Loaded mini-bm25.trec")).to_be_visible(timeout=TIMEOUT)
@@ -103,7 +103,9 @@ def test_upload_explore_and_open_a_missed_query(page: Page, app_url: str) -> Non
 def test_malformed_run_shows_its_line_number(page: Page, app_url: str) -> None:
     page.goto(f"{app_url}/upload")
     wait_for_app(page)
-    page.get_by_test_id("stFileUploaderDropzoneInput").nth(1).set_input_files(str(DATA / "broken-run.trec"))
+    page.locator(".st-key-upload-runs").get_by_test_id("stFileUploaderDropzoneInput").set_input_files(
+        str(DATA / "broken-run.trec")
+    )
     error = page.get_by_test_id("stAlertContentError")
     expect(error).to_contain_text("broken-run.trec:4: expected 6 fields", timeout=TIMEOUT)
     expect(page.get_by_test_id("stException")).to_have_count(0)

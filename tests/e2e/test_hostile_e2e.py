@@ -135,7 +135,7 @@ def test_over_limit_uploads_and_a_gzip_bomb_explain_themselves_while_other_sessi
             # ... and while the first session's uploads are being refused (seconds of inflating bombs), it opens
             # another page and gets its charts
             page.evaluate(RECORD_FIRST_ERROR)
-            page.get_by_test_id("stFileUploaderDropzoneInput").nth(1).set_input_files(
+            page.locator(".st-key-upload-runs").get_by_test_id("stFileUploaderDropzoneInput").set_input_files(
                 [str(files[name]) for name in ("bomb", *(f"bomb-{c}" for c in COPIES), "rows", "huge")]
             )
             page.wait_for_selector("[data-testid='stApp'][data-test-script-state='running']", timeout=TIMEOUT)
@@ -158,7 +158,10 @@ def test_over_limit_uploads_and_a_gzip_bomb_explain_themselves_while_other_sessi
                 )
             # Streamlit's own cap: the uploader refuses the file next to its name; it never reaches the app
             huge = (
-                page.get_by_test_id("stFileUploader").nth(1).get_by_test_id("stFileChip").filter(has_text="huge.trec")
+                page.locator(".st-key-upload-runs")
+                .get_by_test_id("stFileUploader")
+                .get_by_test_id("stFileChip")
+                .filter(has_text="huge.trec")
             )
             expect(huge).to_contain_text(f"File must be {STREAMLIT_CAP_MB}.0MB or smaller.", timeout=TIMEOUT)
             wait_for_app(page)
@@ -257,10 +260,12 @@ def test_script_query_text_and_formula_id_render_inert_and_export_neutralised(br
             page = context.new_page()
             page.goto(f"{base}/upload")
             wait_for_app(page)
-            page.get_by_test_id("stFileUploaderDropzoneInput").nth(0).set_input_files(str(files["dataset"]))
+            page.locator(".st-key-upload-dataset").get_by_test_id("stFileUploaderDropzoneInput").set_input_files(
+                str(files["dataset"])
+            )
             expect(page.get_by_text("Loaded hostile_eval.json")).to_be_visible(timeout=TIMEOUT)
             wait_for_app(page)
-            page.get_by_test_id("stFileUploaderDropzoneInput").nth(1).set_input_files(
+            page.locator(".st-key-upload-runs").get_by_test_id("stFileUploaderDropzoneInput").set_input_files(
                 [str(files["misses-it"]), str(files["finds-it"])]
             )
             expect(page.get_by_text("Loaded finds-it.trec")).to_be_visible(timeout=TIMEOUT)

@@ -168,10 +168,12 @@ def another_missed_query(page: Page) -> str:
 
 def upload_files(page: Page) -> None:
     """On the Upload page: the mini dataset, then its runs."""
-    page.get_by_test_id("stFileUploaderDropzoneInput").nth(0).set_input_files(str(FILES[0]))
+    page.locator(".st-key-upload-dataset").get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(FILES[0]))
     expect(page.get_by_text("Loaded mini_eval.json")).to_be_visible(timeout=TIMEOUT)
     wait_for_app(page)
-    page.get_by_test_id("stFileUploaderDropzoneInput").nth(1).set_input_files([str(f) for f in FILES[1:]])
+    page.locator(".st-key-upload-runs").get_by_test_id("stFileUploaderDropzoneInput").set_input_files(
+        [str(f) for f in FILES[1:]]
+    )
     expect(page.get_by_text("Loaded mini-dense.trec")).to_be_visible(timeout=TIMEOUT)
     wait_for_app(page)
 

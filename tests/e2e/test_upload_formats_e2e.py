@@ -25,7 +25,7 @@ def test_tab_and_qrel_qrels_upload_and_are_stored(page: Page, tmp_path: Path) ->
     with streamlit_server(data_dir=tmp_path, env={"RAGMETRICS_SAMPLES": "off"}) as base:
         page.goto(f"{base}/upload")
         wait_for_app(page)
-        uploader = page.get_by_test_id("stFileUploader").nth(0)
+        uploader = page.locator(".st-key-upload-dataset")
         for path in FILES:
             # one dataset per upload: the file before is taken out of the uploader first (files in it together
             # are one dataset: judgments, queries, corpus)

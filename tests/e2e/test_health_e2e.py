@@ -1,0 +1,82 @@
+"""Run health in a real browser: a run whose ids do not meet the qrels shows the likely cause in red.
+
+CMRC 2018's qrels judge chunks (``DEV_3_C0``); its BM25 run uploaded with the chunk pattern
+``(?P<doc>.+)_C\\d+$`` names documents (``DEV_3``): nothing meets, and the Upload page says the qrels judge chunks
+while the run was mapped to documents; the Overview says so in red too. The same run against SciFact's qrels
+names another dataset's queries: the page says it was made for another dataset.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.e2e.server import streamlit_server, wait_for_app
+from tests.e2e.test_dashboard_e2e import TIMEOUT, open_page
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+CMRC_QRELS = REPO / "sample_runs" / "cmrc2018" / "qrels.tsv"
+CMRC_RUN = REPO / "sample_runs" / "cmrc2018" / "runs" / "bm25-jieba.trec.gz"
+SCIFACT_QRELS = REPO / "tests" / "data" / "scifact" / "qrels.tsv"
+PATTERN = r"(?P<doc>.+)_C\d+$"
+
+
+def _upload(page: Page, key: str, path: Path) -> None:
+    box = page.locator(f".st-key-{key.replace('.', '-')}")
+    remove = box.get_by_role("button", name=re.compile(r"^Remove "))
+    while remove.count():  # one file per upload here
+        remove.first.click()
+        wait_for_app(page)
+    box.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(path))
+    expect(page.get_by_test_id("stAlertContentSuccess").filter(has_text=f"Loaded {path.name}")).to_be_visible(
+        timeout=TIMEOUT
+    )
+    wait_for_app(page)
+
+
+def _set_pattern(page: Page, value: str) -> None:
+    expander = page.get_by_test_id("stExpander").filter(has_text="Chunk ids → documents")
+    field = page.locator(".st-key-upload-chunk_pattern").get_by_test_id("stTextInputField")
+    if not field.is_visible():
+        expander.get_by_text("Chunk ids → documents").click()
+    field.fill(value)
+    field.press("Enter")
+    wait_for_app(page)
+
+
+def test_no_overlap_names_its_cause_in_red(page: Page, tmp_path: Path) -> None:
+    with streamlit_server(data_dir=tmp_path, env={"RAGMETRICS_SAMPLES": "off"}) as base:
+        page.goto(f"{base}/upload")
+        wait_for_app(page)
+        _upload(page, "upload.dataset", CMRC_QRELS)
+        _set_pattern(page, PATTERN)
+        _upload(page, "upload.runs", CMRC_RUN)
+        expect(page.get_by_text("chunks mapped to documents by pattern")).to_be_visible(timeout=TIMEOUT)
+        red = page.get_by_test_id("stAlertContentError").filter(has_text="no overlap with the judgments")
+        expect(red).to_have_count(1, timeout=TIMEOUT)
+        expect(red).to_contain_text("the qrels judge chunks, but the run was mapped to documents")
+        expect(red).to_contain_text("0 of 812 ranked queries have a judged document")
+        checks = page.get_by_test_id("stMetric").filter(has_text="Checks to look at")
+        expect(checks.get_by_test_id("stMetricValue")).to_have_text("1")
+
+        # the result pages say it in red instead of plotting zeros as if they meant something
+        open_page(page, "Overview")
+        banner = page.get_by_test_id("stAlertContentError").filter(has_text="its numbers below mean nothing")
+        expect(banner).to_have_count(1, timeout=TIMEOUT)
+        expect(banner).to_contain_text("bm25-jieba")
+
+        # the same run against SciFact's qrels: another dataset's queries
+        open_page(page, "Upload")
+        _upload(page, "upload.dataset", SCIFACT_QRELS)
+        _set_pattern(page, "")
+        _upload(page, "upload.runs", CMRC_RUN)
+        red = page.get_by_test_id("stAlertContentError").filter(has_text="no overlap with the judgments")
+        expect(red).to_have_count(1, timeout=TIMEOUT)
+        expect(red).to_contain_text("none of its queries is a query of dataset")
+        expect(red).to_contain_text("likely made for another dataset")
+        expect(page.get_by_test_id("stException")).to_have_count(0)
