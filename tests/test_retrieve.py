@@ -155,6 +155,17 @@ def test_a_bad_answer_is_not_retried_and_a_dead_retriever_stops_early():
         retrieve(DATASET, dead, k=5, cache=False, retries=0, concurrency=1)
 
 
+def test_a_query_failing_again_on_resume_is_listed(tmp_path):
+    def broken_for_q3(query, k):
+        if query == "question 3":
+            raise RuntimeError("still down")
+        return ranked(query, k)
+
+    retrieve(DATASET, broken_for_q3, k=5, cache_dir=tmp_path, retries=0)
+    again = retrieve(DATASET, broken_for_q3, k=5, cache_dir=tmp_path, retries=0)  # only q3 is called: it fails
+    assert again.metadata["counts"]["called"] == 1 and [c.query_id for c in again.failed] == ["q3"]
+
+
 def test_a_call_past_its_timeout_fails_and_is_tried_again():
     def slow_once(query, k, n):
         if query == "question 1" and n == 1:

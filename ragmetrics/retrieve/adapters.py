@@ -432,6 +432,10 @@ def adapt(
     )
 
 
+BM25_SPECS = ("bm25", "bm25:auto", "bm25:en", "bm25:zh")
+"""The built-in BM25, its language chosen by the corpus or given."""
+
+
 def resolve(
     spec: Any,
     *,
@@ -442,20 +446,21 @@ def resolve(
     response: str | None = None,
     headers: Mapping[str, str] | None = None,
 ) -> Adapter:
-    """The adapter for a spec: ``bm25`` (the built-in baseline over ``dataset``'s corpus), an ``http(s)://`` URL,
+    """The adapter for a spec: ``bm25`` (the built-in baseline over ``dataset``'s corpus; ``bm25:en`` or
+    ``bm25:zh`` name its language instead of letting the corpus choose), an ``http(s)://`` URL,
     or ``module:attr`` naming a callable, a retriever object or a zero-argument factory returning one (the
     current directory is importable). Any other object goes to :func:`adapt`."""
     if not isinstance(spec, str):
         return adapt(spec, doc_id_field=doc_id_field, request=request, response=response, headers=headers)
     text = spec.strip()
-    if text.lower() == "bm25" or text.lower().startswith("bm25:"):
+    if text.lower() in BM25_SPECS:
         if request is not None or response is not None or headers or doc_id_field:
             raise RagMetricsError("--request, --response, --header and --doc-id-field do not apply to bm25")
         from ragmetrics.retrieve.bm25 import BM25
 
         if dataset is None:
             raise RagMetricsError("the bm25 retriever needs a dataset with its corpus")
-        return BM25.from_dataset(dataset, cache_dir=cache_dir, language=text[5:] or "auto")
+        return BM25.from_dataset(dataset, cache_dir=cache_dir, language=text.lower()[5:] or "auto")
     if text.startswith(("http://", "https://")):
         return adapt(text, doc_id_field=doc_id_field, request=request, response=response, headers=headers)
     if ":" not in text:

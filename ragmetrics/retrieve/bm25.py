@@ -107,6 +107,7 @@ class BM25(Adapter):
     :meth:`from_documents`; ``cache_dir=None`` keeps the index in memory only."""
 
     kind = "bm25"
+    native_timeout = True  # in-process and never waits on anything: no watcher thread per call
 
     def __init__(self, model: Any, doc_ids: list[str], *, language: str, key: str, info: dict[str, Any]) -> None:
         self.model = model

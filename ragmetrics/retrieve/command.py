@@ -14,6 +14,12 @@ from ragmetrics.model import Dataset
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
+    """The command's own options (after the shared data options, whose help is adjusted here)."""
+    for action in p._actions:
+        if action.dest == "corpus":
+            action.help = "corpus.jsonl: the documents the built-in bm25 indexes (title + text)"
+        elif action.dest in ("chunk_mapping", "chunk_pattern"):
+            action.help = argparse.SUPPRESS  # a TREC run has no source_doc column: give them to eval instead
     p.add_argument(
         "--retriever",
         required=True,
@@ -25,7 +31,13 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", required=True, help="the TREC run to write (.gz to compress)")
     p.add_argument("--meta-out", help="the metadata JSON to write (default: the run's path + .json)")
     p.add_argument("--concurrency", type=int, default=4, help="calls at once (default 4)")
-    p.add_argument("--repeat", type=int, default=1, help="ask every query N times and report the noise (default 1)")
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="ask every query N times and report the noise: per query the Jaccard overlap of the top k and each "
+        "metric's standard deviation, per mean the min-max of the repeats' means (the run written is the first)",
+    )
     p.add_argument("--name", help="run name (the TREC tag; default from the retriever)")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds per call (default 30)")
     p.add_argument("--retries", type=int, default=3, help="tries again after an error, a timeout or a 5xx (default 3)")

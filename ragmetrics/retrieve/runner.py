@@ -27,7 +27,8 @@ Progress = Callable[[int, int], Any]
 
 NOISE_METRICS = ("ndcg@10", "recall@10", "mrr")
 FAIL_FAST = 5
-"""When the first this many queries called all fail, the retriever is taken to be broken: the run stops."""
+"""When the first this many queries called all fail and none was answered (nor cached), the retriever is taken
+to be broken: the run stops with the error instead of listing every query as failed."""
 MAX_BACKOFF = 30.0
 
 
@@ -132,11 +133,13 @@ def retrieve(
     :func:`~ragmetrics.retrieve.cache.default_cache_dir`), one SQLite row per answered query as it arrives, so an
     interrupted run resumes where it stopped; ``"refresh"`` calls everything again and stores the new
     answers; False neither reads nor writes. ``cache_key`` replaces the retriever's identity in the key (the
-    identity is the adapter kind and its parameters, URL or ``module:attr``: name a changed retriever anew).
+    identity is the adapter kind and its parameters, URL or ``module:attr``; a function object is known by its
+    ``module:qualname``, so give a lambda, a nested function or a changed retriever a ``cache_key`` of its own).
 
     ``repeat=N`` asks every query N times (each repeat cached on its own) and reports the noise
-    (:mod:`ragmetrics.retrieve.noise`, over ``noise_metrics``). ``progress(done, total)`` is called after each
-    answer; an exception it raises stops the run (what was answered stays in the cache).
+    (:mod:`ragmetrics.retrieve.noise`, over ``noise_metrics``: nDCG@10, recall@10 and MRR by default).
+    ``progress(done, total)`` is called after each answer; an exception it raises stops the run (every answer
+    that had arrived is already in the cache).
     """
     if k < 1 or concurrency < 1 or repeat < 1 or retries < 0:
         raise RagMetricsError(
@@ -232,7 +235,7 @@ class _Retrieval:
                 return outcome
 
             called = 0
-            answered_any = False
+            answered_any = bool(answers)
             with ThreadPoolExecutor(self.concurrency, thread_name_prefix="ragmetrics-retrieve") as pool:
                 futures: dict[Future[_Outcome], tuple[int, int]] = {}
                 try:
@@ -247,7 +250,7 @@ class _Retrieval:
                             called += 1
                             if outcome.hits is None:
                                 calls[task] = Call(qid, task[1], None, outcome.attempts, False, 0, outcome.error)
-                                if not answered_any and called >= min(FAIL_FAST, len(pending)):
+                                if not answered_any and called >= FAIL_FAST:
                                     raise RagMetricsError(
                                         f"the retriever failed on the first {called} queries called "
                                         f"({self.adapter.kind} {self.adapter.identity}): {outcome.error}"
