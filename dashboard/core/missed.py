@@ -2,7 +2,7 @@
 
 Each missed query: where its first relevant document did appear (a near miss at K+1..max(20, 2K), deeper, or
 never retrieved), its relevant documents, the retrieved top K, and which expected keywords the retrieved text
-contains (runs with chunk text). The detail of a query: its ranked documents with their judgments (from the
+contains (the run's chunk text, else the dataset's corpus). The detail of a query: its ranked documents with their judgments (from the
 alignment's rows, every chunk of a document at the document's rank) and each relevant document's rank in
 every run.
 """
@@ -17,6 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dashboard.core.documents import corpus_frame
 from dashboard.core.overview import overview_specs
 from dashboard.core.queries import doc_titles
 from dashboard.core.results import Alignment, position
@@ -41,6 +42,7 @@ __all__ = [
     "query_table",
     "relevant_docs_frame",
     "style_relevant",
+    "text_known",
     "with_text_for_missing",
 ]
 
@@ -138,12 +140,26 @@ def keyword_hits(keywords: Sequence[str], text: str) -> tuple[list[str], list[st
 
 
 def _top_k_text(alignment: Alignment, qs: np.ndarray, k: int) -> dict[int, str]:
-    if not alignment.has_text:
-        return {}
+    """The text of each query's top ``k``: the run's chunk text, else the corpus text of the chunks' (or their
+    documents') ids; {} when neither is known."""
     rows = alignment.rows()
     rows = rows[rows["q"].isin(qs) & (rows["rank"] <= k)]
-    texts = rows["text"].fillna("").astype("str")
+    if alignment.has_text:
+        texts = rows["text"].fillna("").astype("str")
+    elif alignment.dataset.documents is not None and "text" in alignment.dataset.documents.columns:
+        chunks, docs = rows["chunk_id"].astype("str"), rows["doc_id"].astype("str")
+        corpus = corpus_frame(alignment.dataset, [*chunks, *docs])
+        full = (corpus["title"] + "\n" + corpus["text"]).to_dict()
+        texts = pd.Series([full.get(c) or full.get(d, "") for c, d in zip(chunks, docs)], index=rows.index)
+    else:
+        return {}
     return {int(q): "\n".join(group) for q, group in texts.groupby(rows["q"].to_numpy(), sort=False)}
+
+
+def text_known(alignment: Alignment) -> bool:
+    """True when the retrieved documents' text is known (the run's chunk text, or the dataset's corpus)."""
+    documents = alignment.dataset.documents
+    return alignment.has_text or (documents is not None and "text" in documents.columns)
 
 
 def _keywords(alignment: Alignment, query_ids: Sequence[str]) -> dict[str, list[str]]:
@@ -159,7 +175,8 @@ def missed_frame(alignment: Alignment, k: int) -> pd.DataFrame:
     Columns: ``query_id, query, category, difficulty``; ``status`` (near miss / deeper / not retrieved, see
     :func:`miss_status`); ``first_relevant_rank`` (nullable; NA = never retrieved); ``relevant_docs`` ("doc
     (grade)", best first); ``top_k`` (retrieved documents, a relevant one marked "✓"); ``keywords_found``
-    ("2/3") and ``keywords_missing`` when the run carries chunk text, else empty.
+    ("2/3") and ``keywords_missing`` when the retrieved text is known (the run's chunk text, else the dataset's
+    corpus: title and text), else empty.
     """
     table = query_table(alignment, k)
     qs = np.flatnonzero((~table["hit"].to_numpy()) & (alignment.n_rel > 0))
@@ -171,7 +188,7 @@ def missed_frame(alignment: Alignment, k: int) -> pd.DataFrame:
     relevant = _relevant_lists(alignment, ids)
     tops = _top_k_lists(alignment, qs, k)
     texts = _top_k_text(alignment, qs, k)
-    keywords = _keywords(alignment, ids) if alignment.has_text else {}
+    keywords = _keywords(alignment, ids) if text_known(alignment) else {}
     found_col: list[str] = []
     missing_col: list[str] = []
     for qi, qid in zip(qs.tolist(), ids):

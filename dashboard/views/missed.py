@@ -2,7 +2,7 @@
 
 Each row: where the first relevant document did appear (near miss at K+1..20 versus deeper or never
 retrieved), the relevant documents, the retrieved top K, and which expected keywords the retrieved text
-contains (runs with chunk text). The query's detail shows the text of its relevant documents and of what the
+contains (the run's chunk text, else the dataset's corpus). The query's detail shows the text of its relevant documents and of what the
 run retrieved (the run's chunk text, else the dataset's corpus), the expected answer, keywords and query words
 marked, each retrieved document marked relevant, judged non-relevant or unjudged. Reads ``ds, runs, k, fr,
 cat, diff, s, q``.
@@ -57,8 +57,8 @@ if page.alignments and page.dataset is not None:
         f"K = {k}: {counts['near miss']} near misses (first relevant at ranks {k + 1}–{limit}), {counts['deeper']} deeper, "
         f"{counts['not retrieved']} never retrieved. Showing {len(shown)} after filters."
     )
-    if not run.has_text:
-        st.caption("This run carries no chunk text, so expected keywords cannot be checked.")
+    if not builders.text_known(run):
+        st.caption("Neither this run nor the dataset carries document text, so expected keywords cannot be checked.")
     event = layout.show_table(
         shown,
         key="missed.table",

@@ -260,3 +260,12 @@ def test_diff_counts_and_stability_summaries(graded, runs) -> None:
     assert verdicts["changed"].tolist() == sorted(verdicts["changed"], reverse=True)
     one = stability(graded, after, [runs["a"].run], "recall@1")
     assert versions.stability_summary(one)["tau"] is None
+
+
+def test_missed_keywords_read_the_corpus_when_the_run_has_no_text(runs) -> None:
+    from dashboard.core import missed
+
+    assert missed.text_known(runs["a"]) and not runs["a"].has_text
+    frame = missed.missed_frame(runs["a"], 1).set_index("query_id")
+    assert frame.loc["q2", "keywords_found"] == "1/2" and frame.loc["q2", "keywords_missing"] == "form"
+    assert frame.loc["q1", "keywords_found"] == "0/2"
