@@ -62,6 +62,23 @@ if page.alignments and page.dataset is not None:
 
     scale = judge.grade_scale(ds.dataset)
     level = page.alignments[0].conventions.rel_level
+    last = judging.last_given()
+    if last is not None and last[0] == ds.id and not pending.empty:
+        _, last_query, last_doc, last_grade, _ = last
+        with st.container(horizontal=True, vertical_alignment="center"):
+            st.caption(
+                f"Last label: {md_escape(last_doc)} for {md_escape(last_query)} → **{last_grade}**. A slip? Change it "
+                "(the latest label of a pair is the one saved):"
+            )
+            for grade in scale:
+                if grade != last_grade:
+                    st.button(
+                        str(grade),
+                        key=f"judge.relabel.{grade}",
+                        type="tertiary",
+                        on_click=judging.give,
+                        args=(workspace, ds.id, last_query, last_doc, grade),
+                    )
     if todo.empty:
         if counts["left"]:
             st.info("You skipped every pair that is left.", icon=":material/skip_next:")

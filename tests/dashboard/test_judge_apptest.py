@@ -294,3 +294,13 @@ def test_a_healthy_run_gets_no_banner_and_a_chunk_mapping_file_maps_any_format(s
     assert health["status"].tolist() == ["ok"] and health["overlap"].tolist() == [1.0]
     overview = open_page("overview")
     no_problems(overview)
+
+
+def test_a_slip_is_changed_with_the_last_labels_buttons(judged, store_dir) -> None:
+    at = open_page("judge", _params(judged))
+    at.button(key="judge.grade.1").click().run()
+    assert "Last label:" in _text(at.caption)
+    at.button(key="judge.relabel.0").click().run()
+    no_problems(at)
+    pending = _store(store_dir).pending_labels(judged["dataset"])
+    assert pending["label"].tolist() == [0] and _left(at) == (3, 4)  # one pair, its latest label
