@@ -29,6 +29,7 @@ __all__ = [
     "Suggestion",
     "grade_scale",
     "grade_title",
+    "next_pair",
     "open_pairs",
     "pending_table",
     "queue_frame",
@@ -91,6 +92,22 @@ def open_pairs(queue: pd.DataFrame, pending: pd.DataFrame, skipped: Collection[t
         return queue
     keep = [(q, d) not in done for q, d in zip(queue["query_id"].astype("str"), queue["doc_id"].astype("str"))]
     return queue[keep].reset_index(drop=True)
+
+
+def next_pair(left: pd.DataFrame) -> dict[str, object] | None:
+    """The pair to judge now (the head of :func:`open_pairs`) as plain values: ``query_id, doc_id`` (str),
+    ``best_rank, runs`` (int), ``impact`` (float), ``can_change`` (bool); None when nothing is left."""
+    if left.empty:
+        return None
+    row = left.iloc[0]
+    return {
+        "query_id": str(row["query_id"]),
+        "doc_id": str(row["doc_id"]),
+        "best_rank": int(row["best_rank"]),
+        "runs": int(row["runs"]),
+        "impact": float(row["impact"]),
+        "can_change": bool(row["can_change"]),
+    }
 
 
 def queue_summary(queue: pd.DataFrame, left: pd.DataFrame) -> dict[str, int]:

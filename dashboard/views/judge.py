@@ -79,7 +79,8 @@ if page.alignments and page.dataset is not None:
                         on_click=judging.give,
                         args=(workspace, ds.id, last_query, last_doc, grade),
                     )
-    if todo.empty:
+    pair = judge.next_pair(todo)
+    if pair is None:
         if counts["left"]:
             st.info("You skipped every pair that is left.", icon=":material/skip_next:")
             if st.button("Bring the skipped pairs back", key="judge.unskip"):
@@ -91,20 +92,19 @@ if page.alignments and page.dataset is not None:
                 icon=":material/task_alt:",
             )
     else:
-        pair = todo.iloc[0]
         query_id, doc_id = str(pair["query_id"]), str(pair["doc_id"])
         info = query_info(ds.dataset, query_id)
         marks = documents.marks_for(ds.dataset, query_id)
         found = documents.pair_text(page.alignments, ds.dataset, query_id, doc_id)
-        if not bool(pair["can_change"]):
+        if not pair["can_change"]:
             st.info(
                 f"Labelling this pair cannot change anything on {title(spec)} against {md_escape(baseline_name)}: "
                 "every pair left that can comes first, and none is left. Labels still fill the judgments.",
                 icon=":material/info:",
             )
         st.caption(
-            f"Pair 1 of {len(todo):,} left · best rank {int(pair['best_rank'])} · retrieved there by "
-            f"{int(pair['runs'])} of {len(selection)} run(s) · impact on the mean difference {float(pair['impact']):.4f}"
+            f"Pair 1 of {len(todo):,} left · best rank {pair['best_rank']} · retrieved there by "
+            f"{pair['runs']} of {len(selection)} run(s) · impact on the mean difference {pair['impact']:.4f}"
         )
         query_side, doc_side = st.columns(2, border=True)
         with query_side:

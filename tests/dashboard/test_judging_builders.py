@@ -180,6 +180,10 @@ def test_open_pairs_leave_out_labelled_and_skipped(runs) -> None:
     assert summary["pooled"] == len(queue) and summary["left"] == len(left)
     assert summary["can_change"] + summary["cannot"] == len(left)
     assert judge.open_pairs(queue, pending.iloc[0:0]).equals(queue)
+    head = judge.next_pair(left)
+    assert head is not None and (head["query_id"], head["doc_id"]) == (left["query_id"][0], left["doc_id"][0])
+    assert isinstance(head["best_rank"], int) and isinstance(head["can_change"], bool)
+    assert judge.next_pair(left.iloc[0:0]) is None
 
 
 def test_queue_of_fully_judged_runs_is_empty(graded) -> None:
