@@ -9,10 +9,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import streamlit as st
+from starlette.middleware import Middleware
 
 from dashboard.ui import auth, state
+from dashboard.ui.gate import SignInGate
 from dashboard.views import VIEWS
 from ragmetrics.memory import use_small_pages_for_this_process
+
+# `streamlit run dashboard/app.py` finds this and serves the app through it: the sign-in gate wraps every route
+# and the websocket of the server, before any of Streamlit's own (dashboard.ui.gate)
+app = st.App(__file__, middleware=[Middleware(SignInGate)])
 
 # a file served by this server: a Material icon would make every browser fetch it from Google's font CDN
 FAVICON = str(Path(__file__).parent / "assets" / "favicon.svg")

@@ -240,8 +240,25 @@ def _panel() -> Any:
     return middle
 
 
+def _signed_in_at_the_gate(config: AuthConfig) -> bool:
+    """True when the browser carries the server gate's sign-in cookie for this password (dashboard.ui.gate)."""
+    from dashboard.ui.gate import COOKIE, cookie_valid
+
+    try:
+        value = st.context.cookies.get(COOKIE)
+    except Exception:  # noqa: BLE001 - no browser context (a bare script run): no cookie
+        return False
+    return cookie_valid(value, config.fingerprint)
+
+
 def _password_gate(config: AuthConfig) -> bool:
     assert config.check is not None
+    if _signed_in_at_the_gate(config):
+        from dashboard.ui.gate import SIGNOUT_PATH
+
+        # a plain link in this tab (st.link_button opens a new one): the gate clears the cookie and asks again
+        st.sidebar.markdown(f'<a href="{SIGNOUT_PATH}" target="_self">Sign out</a>', unsafe_allow_html=True)
+        return True
     if st.session_state.get(_SIGNED_IN) == config.fingerprint:
         if st.sidebar.button("Sign out", key="auth.sign_out", icon=":material/logout:"):
             sign_out()

@@ -1,7 +1,8 @@
 """Sign-in in a real browser against a real ``streamlit run`` server.
 
-Shared password (``RAGMETRICS_PASSWORD``): every page and share link shows only the sign-in form; the right password
-opens the link's own view (same page path, same query); a wrong one keeps it locked; signing out locks the session again.
+Shared password (``RAGMETRICS_PASSWORD``): every page and share link answers with the server gate's sign-in page
+(``dashboard.ui.gate``: no Streamlit app at all); the right password opens the link's own view (same page path, same
+query); a wrong one keeps it locked; signing out locks the browser again.
 
 OIDC (``RAGMETRICS_AUTH=oidc``): Streamlit's own ``st.login`` flow against a minimal OpenID provider served here on
 127.0.0.1 (discovery, authorize, token with an RS256 id_token, JWKS); needs ``streamlit[auth]`` (Authlib).
@@ -51,15 +52,24 @@ def server() -> Iterator[str]:
         yield base
 
 
+GATE_FORM = "body[data-ragmetrics-gate]"  # a page of the server's sign-in gate, not of the app
+
+
+def _open(page: Page, url: str) -> None:
+    """Go to ``url``; wait for the app unless the gate answered with its sign-in page."""
+    page.goto(url)
+    if page.locator(GATE_FORM).count() == 0:
+        wait_for_app(page)
+
+
 @contextmanager
 def _fresh_page(browser: Browser, url: str | None = None) -> Iterator[Page]:
-    """A page in a new browser context (a new session, no cookies), at ``url`` once the app is idle; closed after."""
+    """A page in a new browser context (a new session, no cookies), at ``url``; closed after."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
         page = context.new_page()
         if url is not None:
-            page.goto(url)
-            wait_for_app(page)
+            _open(page, url)
         yield page
     finally:
         context.close()
@@ -74,24 +84,31 @@ def sidebar_elements(page: Page):  # type: ignore[no-untyped-def]
     return page.get_by_test_id("stSidebar").get_by_test_id("stElementContainer")
 
 
-def assert_locked(page: Page) -> None:
-    """Only the sign-in form: no page heading, no menu, no sidebar widgets, no chart, table or share link."""
+def assert_locked(page: Page, link: str | None = None) -> None:
+    """Only the gate's sign-in form: no Streamlit app (so no heading of a page, no menu, no widget, chart or table);
+    ``link``: the address it will open after sign-in is that one."""
     expect(_password(page)).to_be_visible(timeout=TIMEOUT)
     expect(page.get_by_role("button", name="Sign in")).to_be_visible()
     headings = page.get_by_role("heading", level=1)
     expect(headings).to_have_count(1)
     expect(headings).to_have_text("ragmetrics")
-    expect(page.get_by_test_id("stSidebarNav")).to_have_count(0)
-    expect(sidebar_elements(page)).to_have_count(0)
+    expect(page.get_by_test_id("stApp")).to_have_count(0)
     for hidden in PAGE_PARTS:
         expect(page.get_by_test_id(hidden)).to_have_count(0)
     expect(page.locator(".js-plotly-plot")).to_have_count(0)
-    expect(page.get_by_test_id("stException")).to_have_count(0)
+    assert urlsplit(page.url).path == "/_ragmetrics/signin"
+    if link is not None:
+        target = parse_qs(urlsplit(page.url).query)["next"][0]
+        want = urlsplit(link)
+        _same_address(target, want.path + ("?" + want.query if want.query else ""))
 
 
 def sign_in(page: Page, password: str) -> None:
     _password(page).fill(password)
     page.get_by_role("button", name="Sign in").click()
+    page.wait_for_load_state("load")
+    if page.locator(GATE_FORM).count() == 0:
+        wait_for_app(page)
 
 
 def _same_address(url: str, link: str) -> None:
@@ -104,7 +121,7 @@ def _same_address(url: str, link: str) -> None:
 def shared_link(browser: Browser, server: str) -> dict[str, object]:
     """Sign in, upload a dataset and two runs, set K and a query on Missed queries: the link and what it shows."""
     with _fresh_page(browser, f"{server}/upload") as page:
-        assert_locked(page)
+        assert_locked(page, f"{server}/upload")
         sign_in(page, PASSWORD)
         expect(page.get_by_role("heading", name="Upload", level=1)).to_be_visible(timeout=SLOW)
         wait_for_app(page)
@@ -123,8 +140,7 @@ def shared_link(browser: Browser, server: str) -> dict[str, object]:
 def test_a_share_link_asks_for_the_password_then_opens_its_view(browser: Browser, shared_link: dict) -> None:
     link = str(shared_link["link"])
     with _fresh_page(browser, link) as page:
-        assert_locked(page)
-        _same_address(page.url, link)  # the gate leaves the address alone
+        assert_locked(page, link)  # the gate keeps the link's address to open after sign-in
 
         sign_in(page, PASSWORD)
         expect(page.get_by_role("heading", name="Missed queries", level=1)).to_be_visible(timeout=SLOW)
@@ -144,20 +160,17 @@ def test_a_wrong_password_keeps_the_link_locked(browser: Browser, shared_link: d
         for attempt in ("wrong", PASSWORD.upper()):
             sign_in(page, attempt)
             expect(page.get_by_text("Wrong password.")).to_be_visible(timeout=TIMEOUT)
-            wait_for_app(page)
-            assert_locked(page)
+            assert_locked(page, link)
             expect(_password(page)).to_have_value("")  # the form forgets what was typed
         expect(page.get_by_role("heading", name="Missed queries")).to_have_count(0)
-        _same_address(page.url, link)
         assert PASSWORD.upper() not in page.content()
 
 
 def test_every_page_is_locked_and_sign_out_locks_again(browser: Browser, server: str, shared_link: dict) -> None:
     with _fresh_page(browser) as page:
         for view in VIEWS:
-            page.goto(f"{server}/{view.key}?v=1&k=7")
-            wait_for_app(page)
-            assert_locked(page)
+            _open(page, f"{server}/{view.key}?v=1&k=7")
+            assert_locked(page, f"{server}/{view.key}?v=1&k=7")
         sign_in(page, PASSWORD)  # on the last page of the menu
         last = VIEWS[-1]
         expect(page.get_by_role("heading", name=last.title, level=1)).to_be_visible(timeout=SLOW)
@@ -166,8 +179,10 @@ def test_every_page_is_locked_and_sign_out_locks_again(browser: Browser, server:
         open_page(page, VIEWS[0].title)  # signed in for the session: the menu works (the uploaded runs are charted)
         expect(page.get_by_test_id("stPlotlyChart").first).to_be_visible(timeout=TIMEOUT)
 
-        page.get_by_test_id("stSidebar").get_by_role("button", name="Sign out").click()
-        wait_for_app(page)
+        page.get_by_test_id("stSidebar").get_by_text("Sign out").click()
+        page.wait_for_load_state("load")
+        assert_locked(page)
+        _open(page, f"{server}/{VIEWS[0].key}")  # signed out in this browser: every page locked again
         assert_locked(page)
 
 
@@ -328,9 +343,8 @@ def test_oidc_sign_in_opens_the_dashboard_and_sign_out_locks_it(browser: Browser
     link = f"{base}/missed?v=1&k=8"
     with _fresh_page(browser, link) as page:
         expect(page.get_by_role("heading", level=1)).to_have_text("ragmetrics", timeout=TIMEOUT)
-        expect(page.get_by_text("open the link you were given again")).to_be_visible()
-        expect(page.get_by_test_id("stSidebarNav")).to_have_count(0)
-        expect(sidebar_elements(page)).to_have_count(0)
+        expect(page.locator(GATE_FORM)).to_have_count(1)  # the gate's page: no app, no menu, no widget
+        expect(page.get_by_test_id("stApp")).to_have_count(0)
         expect(_password(page)).to_have_count(0)
 
         # Sign in -> /auth/login -> the provider -> /oauth2callback (token exchange, id_token checked) -> "/"
@@ -349,21 +363,19 @@ def test_oidc_sign_in_opens_the_dashboard_and_sign_out_locks_it(browser: Browser
 
         sidebar.get_by_role("button", name="Sign out").click()  # st.logout -> /auth/logout -> "/" without the cookie
         expect(page.get_by_role("button", name="Sign in")).to_be_visible(timeout=SLOW)
-        wait_for_app(page)
         expect(page.get_by_role("heading", level=1)).to_have_text("ragmetrics")
-        expect(page.get_by_test_id("stSidebarNav")).to_have_count(0)
-        expect(sidebar_elements(page)).to_have_count(0)
+        expect(page.locator(GATE_FORM)).to_have_count(1)
+        expect(page.get_by_test_id("stApp")).to_have_count(0)
 
 
 def test_oidc_without_sign_in_a_fresh_browser_stays_locked(browser: Browser, oidc_server) -> None:
     base, _ = oidc_server
     with _fresh_page(browser) as page:
         for view in VIEWS:
-            page.goto(f"{base}/{view.key}?v=1")
-            wait_for_app(page)
+            _open(page, f"{base}/{view.key}?v=1")
             expect(page.get_by_role("button", name="Sign in")).to_be_visible(timeout=TIMEOUT)
             expect(page.get_by_role("heading", level=1)).to_have_text("ragmetrics")
-            expect(page.get_by_test_id("stSidebarNav")).to_have_count(0)
-            expect(sidebar_elements(page)).to_have_count(0)
+            expect(page.locator(GATE_FORM)).to_have_count(1)
+            expect(page.get_by_test_id("stApp")).to_have_count(0)
             for hidden in PAGE_PARTS:
                 expect(page.get_by_test_id(hidden)).to_have_count(0)
