@@ -74,6 +74,7 @@ class RunResult:
     @property
     def values(self) -> pd.DataFrame:
         """Per-query values: a frame indexed by query_id, one column per metric."""
+
         def build() -> pd.DataFrame:
             import pandas as pd
 

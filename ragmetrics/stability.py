@@ -65,7 +65,11 @@ def stability(
     name = results[0].metrics[0]
     names = results[0].run_names
     means = pd.DataFrame(
-        {"run": names, "before": [results[0][n].means[name] for n in names], "after": [results[1][n].means[name] for n in names]}
+        {
+            "run": names,
+            "before": [results[0][n].means[name] for n in names],
+            "after": [results[1][n].means[name] for n in names],
+        }
     )
     rows: list[dict[str, Any]] = []
     for side, result in zip(("before", "after"), results):
@@ -93,4 +97,3 @@ def stability(
     ]
     tau = float(sps.kendalltau(means["before"], means["after"]).statistic) if len(names) > 1 else float("nan")
     return Stability(name, means, verdicts, tau, swapped)
-

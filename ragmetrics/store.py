@@ -451,7 +451,10 @@ class Store:
             .order_by(t.c.id)
         )
         with self.engine.connect() as conn:
-            frame = pd.DataFrame(conn.execute(query).mappings().all(), columns=["query_id", "doc_id", "label", "author", "created_at", "id"])
+            frame = pd.DataFrame(
+                conn.execute(query).mappings().all(),
+                columns=["query_id", "doc_id", "label", "author", "created_at", "id"],
+            )
         latest = frame.drop_duplicates(["query_id", "doc_id"], keep="last")
         return latest.drop(columns="id").reset_index(drop=True)
 
