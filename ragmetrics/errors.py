@@ -31,6 +31,15 @@ class ParseError(RagMetricsError):
         super().__init__(message)
 
 
+class FieldError(RagMetricsError):
+    """A value of a table is not acceptable (an id that is empty, too long or holds a control character): ``row`` is
+    0-based, ``column`` names the field; a loader turns it into a :class:`ParseError` at the row's line."""
+
+    def __init__(self, what: str, row: int, column: str, problem: str) -> None:
+        self.row, self.column, self.problem = row, column, problem
+        super().__init__(f"{what}: row {row + 1}: the {column} {problem}")
+
+
 class MetricNameError(RagMetricsError):
     """An unknown or malformed metric name."""
 

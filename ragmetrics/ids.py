@@ -113,18 +113,52 @@ def _stringify(array: Strings) -> pa.Array:
     return pa.array([None if v is None else str(v) for v in array.to_pylist()], type=pa.large_string())
 
 
+MAX_ID_BYTES = 4096
+"""The longest id the model takes (``Limits.max_id_bytes`` for the loaders): every step on ids is linear in their
+length, and no real document or query id comes near it."""
+
+
+def id_text_problem(value: str, max_bytes: int | None = MAX_ID_BYTES) -> str | None:
+    """What is wrong with one id (as :func:`id_problem` says it), or None."""
+    if not value:
+        return "is empty"
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if max_bytes is not None and size > max_bytes:
+        return f"has {size:,} bytes; the limit is {max_bytes:,}"
+    bad = next((c for c in value if ord(c) < 0x20 or ord(c) == 0x7F), None)
+    return None if bad is None else f"holds a control character (byte 0x{ord(bad):02x})"
+
+
 def first_empty(array: Strings) -> int | None:
     """Row of the first null or empty string, or ``None`` (offsets only, no Python strings)."""
+    found = id_problem(array, None)
+    return found[0] if found is not None and found[1] == "is empty" else None
+
+
+def id_problem(array: Strings, max_bytes: int | None = MAX_ID_BYTES) -> tuple[int, str] | None:
+    """``(row, what is wrong)`` of the first id that is empty, longer than ``max_bytes`` (None: any length) or holds a
+    control character (NUL, a line break, ...); ``None`` when every id is fine. Reads Arrow's buffers only: one pass
+    over the offsets and one over the bytes, no Python strings."""
     at = 0
     for chunk in chunks_of(array):
-        if len(chunk):
-            empty = np.diff(offsets_of(chunk)) == 0
+        n = len(chunk)
+        if n:
+            offsets = offsets_of(chunk)
+            lengths = offsets[1:] - offsets[:-1]
             if chunk.null_count:
-                empty |= ~np.asarray(chunk.is_valid())
-            hit = np.flatnonzero(empty)
-            if len(hit):
-                return at + int(hit[0])
-        at += len(chunk)
+                lengths = np.where(to_numpy(chunk.is_valid()), lengths, 0)
+            if int(lengths.min()) == 0:
+                return at + int(np.argmin(lengths)), "is empty"
+            if max_bytes is not None and int(lengths.max()) > max_bytes:
+                row = int(np.argmax(lengths > max_bytes))
+                return at + row, f"has {int(lengths[row]):,} bytes; the limit is {max_bytes:,}"
+            data = np.frombuffer(chunk.buffers()[2], dtype=np.uint8)[int(offsets[0]) : int(offsets[-1])]
+            # DEL (0x7f) is looked for only when some byte reaches it (never in ASCII-only ids below it)
+            if len(data) and (int(data.min()) < 0x20 or (int(data.max()) >= 0x7F and bool((data == 0x7F).any()))):
+                bad = int(np.flatnonzero((data < 0x20) | (data == 0x7F))[0])
+                row = int(np.searchsorted(offsets, bad + int(offsets[0]), side="right")) - 1
+                return at + row, f"holds a control character (byte 0x{int(data[bad]):02x})"
+        at += n
     return None
 
 

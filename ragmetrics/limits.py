@@ -10,6 +10,8 @@
   records, retrieved items of a nested JSONL run, Parquet rows, judgments).
   Text formats are checked by counting line breaks before parsing.
 * ``max_queries``: distinct queries of one run or dataset.
+* ``max_id_bytes``: the longest query or document id (UTF-8 bytes); ids are also refused when empty or when they
+  hold a control character (NUL, a line break, ...), naming the file and line.
 
 The defaults take a 1M-query x 100-document run from the command line; a
 server taking uploads sets tighter ones (``Limits(max_bytes=..., ...)`` passed
@@ -43,6 +45,7 @@ ENV_VARS: dict[str, str] = {
     "max_rows": "RAGMETRICS_MAX_ROWS",
     "max_queries": "RAGMETRICS_MAX_QUERIES",
     "max_ratio": "RAGMETRICS_MAX_RATIO",
+    "max_id_bytes": "RAGMETRICS_MAX_ID_BYTES",
 }
 
 _SUFFIXES = {"": 1, "K": KiB, "KB": KiB, "KIB": KiB, "M": MiB, "MB": MiB, "MIB": MiB, "G": GiB, "GB": GiB, "GIB": GiB}
@@ -107,6 +110,7 @@ class Limits:
     max_rows: int = 200_000_000
     max_queries: int = 5_000_000
     max_ratio: int = 100
+    max_id_bytes: int = 4096
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):

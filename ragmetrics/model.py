@@ -26,15 +26,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ragmetrics.errors import RagMetricsError
+from ragmetrics.errors import FieldError, RagMetricsError
 from ragmetrics.ids import (
+    MAX_ID_BYTES,
     Strings,
     as_strings,
     dictionary_codes,
     empty_lists,
     empty_strings,
     first_duplicate,
-    first_empty,
+    id_problem,
     scalar_like,
     table_of,
     to_arrow,
@@ -70,10 +71,10 @@ def _require_columns(columns: Iterable[str], required: Iterable[str], what: str)
         raise RagMetricsError(f"{what} is missing column(s) {missing} (found {found})")
 
 
-def _check_ids(values: Strings, column: str, what: str) -> None:
-    bad = first_empty(values)
-    if bad is not None:
-        raise RagMetricsError(f"{what}: row {bad + 1} has an empty {column}")
+def _check_ids(values: Strings, column: str, what: str, max_bytes: int = MAX_ID_BYTES) -> None:
+    found = id_problem(values, max_bytes)
+    if found is not None:
+        raise FieldError(what, found[0], column, found[1])
 
 
 def _column(source: Any, name: str) -> Any:
@@ -148,7 +149,14 @@ class Run:
     has_scores: bool = True
 
     @classmethod
-    def from_table(cls, table: pa.Table | Any, *, name: str = "run", has_scores: bool | None = None) -> Run:
+    def from_table(
+        cls,
+        table: pa.Table | Any,
+        *,
+        name: str = "run",
+        has_scores: bool | None = None,
+        max_id_bytes: int = MAX_ID_BYTES,
+    ) -> Run:
         """Validate a table (Arrow, or a pandas frame) with ``query_id``, ``doc_id`` and ``score`` (or ``rank``).
 
         Without a ``score`` column but with ``rank``, the score is ``-rank``; with neither, the score is minus
@@ -158,8 +166,8 @@ class Run:
         what = f"run {name!r}"
         _require_columns(columns, ("query_id", "doc_id"), what)
         query_id, doc_id = as_strings(_column(table, "query_id")), as_strings(_column(table, "doc_id"))
-        _check_ids(query_id, "query_id", what)
-        _check_ids(doc_id, "doc_id", what)
+        _check_ids(query_id, "query_id", what, max_id_bytes)
+        _check_ids(doc_id, "doc_id", what, max_id_bytes)
         if "score" in columns:
             given = _column(table, "score")
             score = _floats(given)
@@ -196,9 +204,11 @@ class Run:
         return cls(name=name, table=table_of(out), has_scores=scored)
 
     @classmethod
-    def from_frame(cls, frame: pd.DataFrame, *, name: str = "run", has_scores: bool | None = None) -> Run:
+    def from_frame(
+        cls, frame: pd.DataFrame, *, name: str = "run", has_scores: bool | None = None, max_id_bytes: int = MAX_ID_BYTES
+    ) -> Run:
         """:meth:`from_table` of a pandas frame (the frame is copied: changing it later changes nothing here)."""
-        return cls.from_table(frame, name=name, has_scores=has_scores)
+        return cls.from_table(frame, name=name, has_scores=has_scores, max_id_bytes=max_id_bytes)
 
     @classmethod
     def from_dict(cls, run: Mapping[str, Mapping[str, float]], *, name: str = "run") -> Run:
@@ -349,6 +359,7 @@ class Dataset:
         corpus_size: int | None = None,
         documents: pd.DataFrame | None = None,
         judged_once: bool = False,
+        max_id_bytes: int = MAX_ID_BYTES,
     ) -> Dataset:
         """Validate and normalise the tables (Arrow tables or pandas frames).
 
@@ -359,8 +370,8 @@ class Dataset:
         _require_columns(_pandas_columns(qrels), QRELS_COLUMNS, "qrels")
         query_id, doc_id = as_strings(_column(qrels, "query_id")), as_strings(_column(qrels, "doc_id"))
         relevance = _labels(_column(qrels, "relevance"))
-        _check_ids(query_id, "query_id", "qrels")
-        _check_ids(doc_id, "doc_id", "qrels")
+        _check_ids(query_id, "query_id", "qrels", max_id_bytes)
+        _check_ids(doc_id, "doc_id", "qrels", max_id_bytes)
         found = None if judged_once else first_duplicate(query_id, doc_id)
         if found is not None:
             row = found[0]
@@ -391,10 +402,17 @@ class Dataset:
         corpus_size: int | None = None,
         documents: pd.DataFrame | None = None,
         judged_once: bool = False,
+        max_id_bytes: int = MAX_ID_BYTES,
     ) -> Dataset:
         """:meth:`from_tables` of pandas frames (copied: changing them later changes nothing here)."""
         return cls.from_tables(
-            qrels, queries, name=name, corpus_size=corpus_size, documents=documents, judged_once=judged_once
+            qrels,
+            queries,
+            name=name,
+            corpus_size=corpus_size,
+            documents=documents,
+            judged_once=judged_once,
+            max_id_bytes=max_id_bytes,
         )
 
     @classmethod

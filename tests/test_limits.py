@@ -290,6 +290,7 @@ def test_env_var_names_are_documented_in_messages() -> None:
         "RAGMETRICS_MAX_ROWS",
         "RAGMETRICS_MAX_QUERIES",
         "RAGMETRICS_MAX_RATIO",
+        "RAGMETRICS_MAX_ID_BYTES",
     }
 
 

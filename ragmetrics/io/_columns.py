@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 
 from ragmetrics.errors import ParseError
 from ragmetrics.ids import first_duplicate
-from ragmetrics.io._source import Source, names_of, shorten
+from ragmetrics.io._source import Source, at_lines, names_of, shorten
 from ragmetrics.model import Dataset, Run, query_id_from_text
 
 # canonical name -> accepted names, in order of preference (compared after
@@ -211,7 +211,8 @@ def run_from_columns(
             if optional == "source_doc":
                 values = values.where(values.str.len() > 0, None)
             out[optional] = values
-    return Run.from_frame(out, name=name)
+    limit = source.limits.max_id_bytes
+    return at_lines(source, line_of, lambda: Run.from_frame(out, name=name, max_id_bytes=limit))
 
 
 def dataset_from_columns(
@@ -248,7 +249,8 @@ def dataset_from_columns(
         if facet in norm:
             queries[facet] = frame[norm[facet]].reset_index(drop=True).astype("str")
     queries = queries.drop_duplicates("query_id", keep="first").reset_index(drop=True)
-    return Dataset.from_frames(qrels, queries, name=name)
+    limit = source.limits.max_id_bytes
+    return at_lines(source, line_of, lambda: Dataset.from_frames(qrels, queries, name=name, max_id_bytes=limit))
 
 
 def check_duplicate_judgments(source: Source, qrels: pd.DataFrame, line_of: LineOf) -> None:

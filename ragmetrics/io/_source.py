@@ -8,18 +8,23 @@ line, and the line number of the n-th non-empty line.
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 import reprlib
 import zlib
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
-from ragmetrics.errors import ParseError
+from ragmetrics.errors import FieldError, ParseError
+from ragmetrics.ids import id_text_problem
 from ragmetrics.limits import Limits, resolve
+
+T = TypeVar("T")
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZIP_MAGIC = b"PK\x03\x04"
@@ -362,3 +367,42 @@ def check_line_rows(
     if not data or data.endswith(b"\n"):
         blank -= 1  # the empty string after the last line break is no line
     source.limits.check_rows(source.name, lines - blank)
+
+
+class RowLines:
+    """The line of each row of a table built from records that each give several rows (a nested JSON run): the
+    first row and line of each record, a row's line found by bisection."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.lines: list[int] = []
+
+    def add(self, first_row: int, line: int) -> None:
+        self.starts.append(first_row)
+        self.lines.append(line)
+
+    def __call__(self, row: int) -> int | None:
+        at = bisect.bisect_right(self.starts, row) - 1
+        return self.lines[at] if at >= 0 else None
+
+
+def _id_rule(source: Source, what: str) -> str:
+    return f"{what} that is not empty, has no control character and at most {source.limits.max_id_bytes:,} bytes"
+
+
+def at_lines(source: Source, line_of: Callable[[int], int | None], build: Callable[[], T]) -> T:
+    """``build()`` (a Run or a Dataset made from the file's rows), its :class:`FieldError` said at the row's line."""
+    try:
+        return build()
+    except FieldError as err:
+        raise ParseError(
+            source.name, line_of(err.row), _id_rule(source, f"a {err.column}"), f"one that {err.problem}"
+        ) from None
+
+
+def check_id(source: Source, line: int | None, value: str, what: str) -> str:
+    """``value`` when it is an acceptable id (see :func:`ragmetrics.ids.id_problem`), else the error at ``line``."""
+    problem = id_text_problem(value, source.limits.max_id_bytes)
+    if problem is not None:
+        raise ParseError(source.name, line, _id_rule(source, what), f"{shorten(value)}, which {problem}")
+    return value

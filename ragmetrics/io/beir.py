@@ -25,13 +25,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 from ragmetrics.errors import ParseError
+from ragmetrics.ids import id_problem
 from ragmetrics.io import tables, trec
 from ragmetrics.io._columns import normalise_name
 from ragmetrics.io._json import first_char, records
-from ragmetrics.io._source import ZIP_MAGIC, Source, check_line_rows, names_of, shorten
+from ragmetrics.io._source import ZIP_MAGIC, Source, check_id, check_line_rows, names_of, shorten
 from ragmetrics.model import Dataset, table_frame
 
 QUERY_ID_KEYS = ("_id", "id", "query_id", "qid")
@@ -171,6 +173,7 @@ def read_queries(source: Source) -> pd.DataFrame:
                     'a query id ("_id", "id" or "query_id")',
                     f"keys {names_of(record)}" if key is None else shorten(raw_id),
                 )
+            check_id(source, line, qid, "a query id")
             tkey, text = _pick(record, QUERY_TEXT_KEYS)
             if not isinstance(text, str):
                 raise ParseError(
@@ -272,8 +275,9 @@ def read_corpus(source: Source) -> pd.DataFrame:
                 ids = table.column(key)
                 break
         if ids is not None and table.num_rows:
-            frame = pd.DataFrame({"doc_id": ids.to_pandas().str.strip()})
-            if (frame["doc_id"].str.len() > 0).all():
+            stripped = pc.utf8_trim_whitespace(ids)
+            if id_problem(stripped, source.limits.max_id_bytes) is None:  # else the line-numbered reader names it
+                frame = pd.DataFrame({"doc_id": stripped.to_pandas()})
                 for col in ("title", "text"):
                     values = (
                         table.column(col).to_pandas() if col in table.column_names else pd.Series([""] * len(frame))
@@ -295,6 +299,7 @@ def read_corpus(source: Source) -> pd.DataFrame:
                 'a document id ("_id" or "id")',
                 f"keys {names_of(record)}" if id_key is None else shorten(raw_id),
             )
+        check_id(source, line, doc, "a document id")
         rows.append((doc, str(record.get("title") or ""), str(record.get("text") or "")))
     if not rows:
         raise ParseError(source.name, None, "at least one document", "none")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -14,8 +15,10 @@ import pandas as pd
 
 from ragmetrics.errors import ParseError
 from ragmetrics.io._json import first_char, first_record, scan_object
-from ragmetrics.io._source import Source, shorten
+from ragmetrics.io._source import RowLines, Source, at_lines, shorten
 from ragmetrics.model import Dataset, Run
+
+LineOf = Callable[[int], int | None]
 
 LABEL_LIMIT = 2**53  # larger labels are not exact as floats (and mean nothing)
 
@@ -42,7 +45,7 @@ def _doc_line(text_cache: list[str], source: Source, qline: int, doc: str) -> in
     return qline
 
 
-def _read(source: Source, *, labels: bool) -> tuple[pd.DataFrame, list[str]]:
+def _read(source: Source, *, labels: bool) -> tuple[pd.DataFrame, list[str], LineOf]:
     text = source.text()
     cache = [text]
     qids: list[str] = []
@@ -51,6 +54,7 @@ def _read(source: Source, *, labels: bool) -> tuple[pd.DataFrame, list[str]]:
     order: list[str] = []
     seen: dict[str, int] = {}
     what = "an integer label" if labels else "a finite number as score"
+    query_lines = RowLines()
     for line, qid, inner in scan_object(source, text):
         if qid in seen:
             raise ParseError(source.name, line, "each query once", f"{shorten(qid)} again (first on line {seen[qid]})")
@@ -65,6 +69,7 @@ def _read(source: Source, *, labels: bool) -> tuple[pd.DataFrame, list[str]]:
         if not qid.strip():
             raise ParseError(source.name, line, "a non-empty query id", repr(qid))
         order.append(qid)
+        query_lines.add(len(qids), line)
         if len(qids) + len(inner) > source.limits.max_rows:
             source.limits.check_rows(source.name, len(qids) + len(inner), at_least=True)
         for doc, value in inner.items():
@@ -93,17 +98,25 @@ def _read(source: Source, *, labels: bool) -> tuple[pd.DataFrame, list[str]]:
         frame["relevance"] = np.asarray(values, dtype="float64").astype("int64")
     else:
         frame["score"] = np.asarray(values, dtype="float64")
-    return frame, order
+
+    def line_of(row: int) -> int | None:
+        line = query_lines(row)
+        return None if line is None else _doc_line(cache, source, line, docs[row])
+
+    return frame, order, line_of
 
 
 def read_dict_run(source: Source, *, name: str) -> Run:
-    frame, _ = _read(source, labels=False)
-    return Run.from_frame(frame, name=name)
+    frame, _, line_of = _read(source, labels=False)
+    limit = source.limits.max_id_bytes
+    return at_lines(source, line_of, lambda: Run.from_frame(frame, name=name, max_id_bytes=limit))
 
 
 def read_dict_dataset(source: Source, *, name: str) -> Dataset:
-    frame, order = _read(source, labels=True)
-    return Dataset.from_frames(frame, pd.DataFrame({"query_id": order}), name=name)
+    frame, order, line_of = _read(source, labels=True)
+    queries = pd.DataFrame({"query_id": order})
+    limit = source.limits.max_id_bytes
+    return at_lines(source, line_of, lambda: Dataset.from_frames(frame, queries, name=name, max_id_bytes=limit))
 
 
 def sniff_dict_json(source: Source) -> bool:

@@ -20,7 +20,7 @@ import pandas as pd
 
 from ragmetrics.errors import ParseError
 from ragmetrics.io._json import first_char, first_record, records, whole_array
-from ragmetrics.io._source import Source, names_of, shorten
+from ragmetrics.io._source import Source, check_id, names_of, shorten
 from ragmetrics.model import Dataset, query_id_from_text
 
 ID_KEYS = ("query_id", "id")
@@ -86,6 +86,7 @@ def _read(source: Source, name: str, items: Iterable[tuple[int, int, Any]]) -> D
                 break
         if qid is None:
             qid = query_id_from_text(query)
+        check_id(source, line or None, qid, "a query id")
         if qid in seen:
             first_line, first_number = seen[qid]
             first = f"record {first_number}, line {first_line}" if is_list else f"line {first_line}"
@@ -144,6 +145,8 @@ def _read(source: Source, name: str, items: Iterable[tuple[int, int, Any]]) -> D
                 judged[doc] = grade
         else:
             raise fail('"relevant_docs" as a list of ids or a {doc: grade} map', shorten(docs), query)
+        for doc in judged:
+            check_id(source, line or None, doc, "a document id")
         qrels.extend((qid, doc, grade) for doc, grade in judged.items())
 
         for key, value in record.items():

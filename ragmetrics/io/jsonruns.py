@@ -26,7 +26,7 @@ import pandas as pd
 from ragmetrics.errors import ParseError
 from ragmetrics.io._columns import ALIASES, normalise_name, run_from_columns
 from ragmetrics.io._json import first_char, first_record, records
-from ragmetrics.io._source import Source, names_of, shorten
+from ragmetrics.io._source import RowLines, Source, at_lines, names_of, shorten
 from ragmetrics.model import Run, query_id_from_text
 
 ITEM_ID_KEYS = ("doc_id", "id", "docid", "chunk_id")
@@ -67,6 +67,7 @@ def read_jsonl_run(source: Source, *, name: str) -> Run:
     scored_line = 0
     any_text = any_source = False
     first_keys: list[str] = []
+    row_lines = RowLines()
 
     for line, _number, record in records(source):
         if not isinstance(record, dict):
@@ -105,6 +106,7 @@ def read_jsonl_run(source: Source, *, name: str) -> Run:
         retrieved = record["retrieved"]
         if not isinstance(retrieved, list):
             raise ParseError(source.name, line, '"retrieved" as a list', shorten(retrieved))
+        row_lines.add(len(qids), line)
         for position, item in enumerate(retrieved, 1):
             doc: str | None
             text = source_doc = None
@@ -177,7 +179,8 @@ def read_jsonl_run(source: Source, *, name: str) -> Run:
         frame["text"] = texts
     if any_source:
         frame["source_doc"] = sources
-    return Run.from_frame(frame, name=name)
+    limit = source.limits.max_id_bytes
+    return at_lines(source, row_lines, lambda: Run.from_frame(frame, name=name, max_id_bytes=limit))
 
 
 def sniff_jsonl_run(source: Source) -> bool:

@@ -44,6 +44,7 @@ from ragmetrics.errors import ParseError, RagMetricsError
 from ragmetrics.ids import as_strings, dictionary_codes, first_duplicate, table_of, to_arrow, to_numpy
 from ragmetrics.io._source import (
     Source,
+    at_lines,
     check_line_rows,
     nonempty_line_numbers,
     shorten,
@@ -439,10 +440,26 @@ def _slow_run(source: Source) -> pa.Table:
     )
 
 
+def _data_line(source: Source, row: int) -> int | None:
+    """The file line of data row ``row`` (blank and comment lines are not rows); read only for an error message."""
+    seen = -1
+    for number, line in enumerate(source.data.split(b"\n"), 1):
+        stripped = line.strip(b" \t\r\v\f")
+        if stripped and not stripped.startswith(b"#"):
+            seen += 1
+            if seen == row:
+                return number
+    return None
+
+
 def read_run(source: Source, *, name: str) -> Run:
     table = parse_run_table(source)
+    limit = source.limits.max_id_bytes
+    run = at_lines(
+        source, lambda row: _data_line(source, row), lambda: Run.from_table(table, name=name, max_id_bytes=limit)
+    )
     source.release()
-    return Run.from_table(table, name=name)
+    return run
 
 
 # --------------------------------------------------------------------------
@@ -515,8 +532,14 @@ def _slow_qrels(source: Source) -> tuple[pa.Table, list[int]]:
 
 def read_qrels(source: Source, *, name: str) -> Dataset:
     table = parse_qrels_table(source)
+    limit = source.limits.max_id_bytes
+    dataset = at_lines(
+        source,
+        lambda row: _data_line(source, row),
+        lambda: Dataset.from_tables(table, name=name, judged_once=True, max_id_bytes=limit),
+    )
     source.release()
-    return Dataset.from_tables(table, name=name, judged_once=True)
+    return dataset
 
 
 # --------------------------------------------------------------------------

@@ -13,8 +13,9 @@ import statistics
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import websockets
@@ -99,6 +100,15 @@ async def _websocket(base: str, headers: dict[str, str] | None = None, subprotoc
         return f"refused {err.response.status_code}"
 
 
+def _in_own_loop(coroutine: Coroutine[Any, Any, str]) -> str:
+    """``asyncio.run`` on a thread of its own: the browser tests of the same process keep a loop running here."""
+    result: list[str] = []
+    thread = threading.Thread(target=lambda: result.append(asyncio.run(coroutine)))
+    thread.start()
+    thread.join()
+    return result[0]
+
+
 ROUTES = [
     ("GET", "/"),
     ("GET", "/overview?ds=0123456789abcdef"),
@@ -139,15 +149,15 @@ def test_only_health_and_the_sign_in_page_answer(server: str) -> None:
 
 
 def test_the_websocket_refuses_a_client_that_has_not_signed_in(server: str) -> None:
-    assert asyncio.run(_websocket(server)) == "refused 403"
+    assert _in_own_loop(_websocket(server)) == "refused 403"
     forged = make_cookie("not the configured password")  # well formed, signed with another key
-    assert asyncio.run(_websocket(server, {"Cookie": f"{COOKIE}={forged}"})) == "refused 403"
+    assert _in_own_loop(_websocket(server, {"Cookie": f"{COOKIE}={forged}"})) == "refused 403"
     _, good = _sign_in(server)
     assert good is not None
     expiry, nonce, mac = good.split(".")
     tampered = f"{int(expiry) + SESSION_SECONDS}.{nonce}.{mac}"  # a longer life, the old signature
-    assert asyncio.run(_websocket(server, {"Cookie": f"{COOKIE}={tampered}"})) == "refused 403"
-    assert asyncio.run(_websocket(server, {"Cookie": f"{COOKIE}={good}"})) == "open"
+    assert _in_own_loop(_websocket(server, {"Cookie": f"{COOKIE}={tampered}"})) == "refused 403"
+    assert _in_own_loop(_websocket(server, {"Cookie": f"{COOKIE}={good}"})) == "open"
 
 
 def test_a_session_is_resumed_only_with_the_proof_of_sign_in(server: str) -> None:
@@ -155,8 +165,8 @@ def test_a_session_is_resumed_only_with_the_proof_of_sign_in(server: str) -> Non
     so nothing is resumed, whatever id the client names."""
     _, good = _sign_in(server)
     subprotocols = ["streamlit", "xsrf-token-from-a-proxy-log", "0123456789abcdef-session-id"]
-    assert asyncio.run(_websocket(server, {"Cookie": f"{COOKIE}={good}"}, subprotocols)) == "open"
-    assert asyncio.run(_websocket(server, None, subprotocols)) == "refused 403"
+    assert _in_own_loop(_websocket(server, {"Cookie": f"{COOKIE}={good}"}, subprotocols)) == "open"
+    assert _in_own_loop(_websocket(server, None, subprotocols)) == "refused 403"
 
 
 def test_uploads_are_refused_before_their_bytes_are_kept(server: str) -> None:

@@ -1,0 +1,165 @@
+"""Ids that cannot be right (a control character, more bytes than the limit) are refused by every loader with the
+file and line of the id, and ids at the limit (in bytes, not characters) are taken."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+
+from ragmetrics.errors import ParseError, RagMetricsError
+from ragmetrics.io import load_dataset, load_run
+from ragmetrics.limits import Limits
+from ragmetrics.model import Dataset, Run
+
+BAD_LINE = 3  # every file below puts the doc id under test on its third line
+
+
+def trec_run(doc: str) -> str:
+    return f"q1 Q0 d1 1 3.0 t\nq1 Q0 d2 2 2.0 t\nq1 Q0 {doc} 3 1.0 t\n"
+
+
+def tsv_run(doc: str) -> str:
+    return f"query_id\tdoc_id\tscore\nq1\td1\t3\nq1\t{doc}\t2\n"
+
+
+def csv_run(doc: str) -> str:
+    return f"query_id,doc_id,score\nq1,d1,3\nq1,{doc},2\n"
+
+
+def flat_jsonl_run(doc: str) -> str:
+    rows = [{"query_id": "q1", "doc_id": d, "score": s} for d, s in (("d1", 3), ("d2", 2), (doc, 1))]
+    return "".join(json.dumps(r) + "\n" for r in rows)
+
+
+def nested_jsonl_run(doc: str) -> str:
+    rows = [{"query_id": q, "retrieved": [{"doc_id": "d1", "score": 1.0}]} for q in ("q1", "q2")]
+    rows.append({"query_id": "q3", "retrieved": [{"doc_id": "d1", "score": 2.0}, {"doc_id": doc, "score": 1.0}]})
+    return "".join(json.dumps(r) + "\n" for r in rows)
+
+
+def dict_json_run(doc: str) -> str:
+    return '{\n  "q1": {"d1": 2.0},\n  "q2": {' + json.dumps(doc) + ": 1.0}\n}\n"
+
+
+def trec_qrels(doc: str) -> str:
+    return f"q1 0 d1 1\nq1 0 d2 0\nq1 0 {doc} 1\n"
+
+
+def tsv_qrels(doc: str) -> str:
+    return f"query_id\tdoc_id\trelevance\nq1\td1\t1\nq1\t{doc}\t1\n"
+
+
+def evalset_jsonl(doc: str) -> str:
+    rows = [{"query_id": f"q{i}", "query": f"question {i}", "relevant_docs": ["d1"]} for i in (1, 2)]
+    rows.append({"query_id": "q3", "query": "question 3", "relevant_docs": ["d1", doc]})
+    return "".join(json.dumps(r) + "\n" for r in rows)
+
+
+def dict_json_qrels(doc: str) -> str:
+    return '{\n  "q1": {"d1": 1},\n  "q2": {' + json.dumps(doc) + ": 1}\n}\n"
+
+
+RUNS: dict[str, tuple[str, Callable[[str], str]]] = {
+    "trec": ("run.trec", trec_run),
+    "tsv": ("run.tsv", tsv_run),
+    "csv": ("run.csv", csv_run),
+    "flat jsonl": ("run.jsonl", flat_jsonl_run),
+    "nested jsonl": ("run.jsonl", nested_jsonl_run),
+    "dict json": ("run.json", dict_json_run),
+}
+DATASETS: dict[str, tuple[str, Callable[[str], str]]] = {
+    "trec": ("qrels.txt", trec_qrels),
+    "tsv": ("qrels.tsv", tsv_qrels),
+    "evalset": ("evalset.jsonl", evalset_jsonl),
+    "dict json": ("qrels.json", dict_json_qrels),
+}
+BAD_IDS = {
+    "nul": ("d\x00x", "control character (byte 0x00)"),
+    "escape": ("d\x1b[31mx", "control character (byte 0x1b)"),
+    "delete": ("d\x7fx", "control character (byte 0x7f)"),
+    "too long": ("d" * 5000, "5,000 bytes; the limit is 4,096"),
+}
+
+
+def _refused(load: Callable[[], object], filename: str, problem: str) -> ParseError:
+    with pytest.raises(ParseError) as caught:
+        load()
+    err = caught.value
+    assert err.source == filename, str(err)
+    assert err.line == BAD_LINE, str(err)
+    assert problem in str(err), str(err)
+    return err
+
+
+@pytest.mark.parametrize("bad", BAD_IDS)
+@pytest.mark.parametrize("fmt", RUNS)
+def test_a_run_with_a_bad_doc_id_is_refused_at_its_line(fmt: str, bad: str) -> None:
+    filename, build = RUNS[fmt]
+    doc, problem = BAD_IDS[bad]
+    _refused(lambda: load_run(build(doc).encode(), filename=filename), filename, problem)
+
+
+@pytest.mark.parametrize("bad", BAD_IDS)
+@pytest.mark.parametrize("fmt", DATASETS)
+def test_a_dataset_with_a_bad_doc_id_is_refused_at_its_line(fmt: str, bad: str) -> None:
+    filename, build = DATASETS[fmt]
+    doc, problem = BAD_IDS[bad]
+    _refused(lambda: load_dataset(build(doc).encode(), filename=filename), filename, problem)
+
+
+def test_a_bad_query_id_is_refused_at_its_line() -> None:
+    text = "q1 Q0 d1 1 3.0 t\nq2 Q0 d1 1 3.0 t\nq\x013 Q0 d1 1 1.0 t\n"
+    _refused(lambda: load_run(text.encode(), filename="run.trec"), "run.trec", "byte 0x01")
+
+
+def test_the_line_counts_blank_and_comment_lines() -> None:
+    text = "# a comment\n\nq1 Q0 d\x00 1 1.0 t\n"
+    _refused(lambda: load_run(text.encode(), filename="run.trec"), "run.trec", "byte 0x00")
+
+
+def test_a_bad_id_in_a_queries_or_corpus_file_names_that_file() -> None:
+    qrels = trec_qrels("d3").encode()
+    queries = b'{"_id": "q1", "text": "a"}\n{"_id": "q2", "text": "b"}\n{"_id": "q\\u0000", "text": "c"}\n'
+    with pytest.raises(ParseError, match="byte 0x00") as caught:
+        load_dataset(qrels, filename="qrels.txt", queries=(queries, "queries.jsonl"))
+    assert (caught.value.source, caught.value.line) == ("queries.jsonl", 3)
+    corpus = b'{"_id": "d1", "text": "a"}\n{"_id": "d2", "text": "b"}\n{"_id": "d\\u001b", "text": "c"}\n'
+    with pytest.raises(ParseError, match="byte 0x1b") as caught:
+        load_dataset(qrels, filename="qrels.txt", corpus=(corpus, "corpus.jsonl"))
+    assert (caught.value.source, caught.value.line) == ("corpus.jsonl", 3)
+
+
+def test_the_limit_counts_utf8_bytes_and_takes_an_id_at_the_limit() -> None:
+    at_limit = "文" * (4096 // 3) + "d"  # 4,096 bytes in 1,366 characters
+    assert len(at_limit.encode()) == 4096
+    run = load_run(trec_run(at_limit).encode(), filename="run.trec")
+    assert at_limit in set(run.frame["doc_id"])
+    over = at_limit + "d"
+    _refused(lambda: load_run(trec_run(over).encode(), filename="run.trec"), "run.trec", "4,097 bytes")
+
+
+def test_the_limit_is_configurable() -> None:
+    long_id = "d" * 5000
+    run = load_run(trec_run(long_id).encode(), filename="run.trec", limits=Limits(max_id_bytes=8192))
+    assert long_id in set(run.frame["doc_id"])
+    _refused(
+        lambda: load_run(trec_run("d12345").encode(), filename="run.trec", limits=Limits(max_id_bytes=5)),
+        "run.trec",
+        "6 bytes; the limit is 5",
+    )
+
+
+def test_unicode_ids_and_inner_spaces_are_taken() -> None:
+    ids = ["文档-1", "doc with space", "é́", "🙂"]
+    rows = "".join(f"q1\t{d}\t{3 - i}\n" for i, d in enumerate(ids))
+    run = load_run(("query_id\tdoc_id\tscore\n" + rows).encode(), filename="run.tsv")
+    assert list(run.frame["doc_id"]) == ids
+
+
+def test_the_model_refuses_bad_ids_built_in_python() -> None:
+    with pytest.raises(RagMetricsError, match=r"row 2: the doc_id holds a control character \(byte 0x0a\)"):
+        Run.from_dict({"q1": {"d1": 1.0, "d\n2": 0.5}})
+    with pytest.raises(RagMetricsError, match=r"row 1: the query_id is empty"):
+        Dataset.from_dict({"": {"d1": 1}})
