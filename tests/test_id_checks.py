@@ -4,7 +4,11 @@ file and line of the id, and ids at the limit (in bytes, not characters) are tak
 from __future__ import annotations
 
 import json
+import resource
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -163,3 +167,44 @@ def test_the_model_refuses_bad_ids_built_in_python() -> None:
         Run.from_dict({"q1": {"d1": 1.0, "d\n2": 0.5}})
     with pytest.raises(RagMetricsError, match=r"row 1: the query_id is empty"):
         Dataset.from_dict({"": {"d1": 1}})
+
+
+def _cli_cpu(tmp_path: Path, name: str, content: bytes, *, qrels: bytes = b"q1 0 d1 1\n") -> tuple[int, str, float]:
+    """Exit code, stderr and CPU seconds (user + system) of ``ragmetrics eval`` on a run file, as a fresh process."""
+    run, dataset = tmp_path / name, tmp_path / "qrels.txt"
+    run.write_bytes(content)
+    dataset.write_bytes(qrels)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(
+        [sys.executable, "-m", "ragmetrics", "eval", "--dataset", str(dataset), "--run", str(run)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return done.returncode, done.stderr, cpu
+
+
+HUGE_INPUTS = {
+    "a 16-million-character id": (
+        b"q1 Q0 " + b"d" * 16_000_000 + b" 1 1.0 t\n",
+        "16,000,000 bytes; the limit is 4,096",
+    ),
+    "a 50 MB line of one field": (b"q1 Q0 d1 1 1.0 t\n" + b"x" * 50_000_000 + b"\n", "expected 6 fields"),
+    "a 50 MB line of 17 million fields": (b"q1 Q0 d1 1 1.0 t\n" + b"ab " * 17_000_000 + b"\n", "found 'ab'"),
+}
+
+
+@pytest.mark.parametrize("case", HUGE_INPUTS)
+def test_a_huge_field_or_line_is_refused_in_under_two_seconds_of_cpu(tmp_path: Path, case: str) -> None:
+    content, message = HUGE_INPUTS[case]
+    code, err, cpu = _cli_cpu(tmp_path, "run.trec", content)
+    assert code == 2 and "run.trec:" in err and message in err and "Traceback" not in err, err[:500]
+    assert cpu < 2.0, f"{case}: {cpu:.2f} s of CPU"
+
+
+def test_a_qrels_line_of_millions_of_fields_says_how_many_it_read(tmp_path: Path) -> None:
+    code, err, cpu = _cli_cpu(tmp_path, "run.trec", b"q1 Q0 d1 1 1.0 t\n", qrels=b"q1 0 d1 1\n" + b"ab " * 17_000_000)
+    assert code == 2 and "qrels.txt:2: expected 4 fields" in err and "found more than 16 field(s)" in err, err[:500]
+    assert cpu < 2.0, f"{cpu:.2f} s of CPU"

@@ -16,6 +16,7 @@ import pandas as pd
 
 from dashboard.core.specs import title
 from ragmetrics.diagnosis import Finding
+from ragmetrics.export import markdown_cell, markdown_table
 
 
 @dataclass(frozen=True)
@@ -68,15 +69,8 @@ def _display_checks(checks: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def _md_cell(value: object) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
-
-
 def _md_table(frame: pd.DataFrame) -> str:
-    header = "| " + " | ".join(_md_cell(c) for c in frame.columns) + " |"
-    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    rows = ["| " + " | ".join(_md_cell(_fmt(v)) for v in row) + " |" for row in frame.itertuples(index=False)]
-    return "\n".join([header, rule, *rows])
+    return markdown_table(frame.map(_fmt)).rstrip("\n")
 
 
 def _stamp() -> str:
@@ -86,9 +80,9 @@ def _stamp() -> str:
 def markdown_report(data: ReportInput) -> str:
     s = data.summary
     parts = [
-        f"# Retrieval evaluation: {_md_cell(data.dataset)}",
+        f"# Retrieval evaluation: {markdown_cell(data.dataset)}",
         "",
-        f"{s['queries']:,} queries ({s['judged_queries']:,} judged), K = {data.k}, targets profile: {_md_cell(data.profile)}. "
+        f"{s['queries']:,} queries ({s['judged_queries']:,} judged), K = {data.k}, targets profile: {markdown_cell(data.profile)}. "
         f"Generated {_stamp()} by ragmetrics. Means with 95% bootstrap intervals.",
         "",
         f"## Metrics at K = {data.k}",
@@ -105,8 +99,8 @@ def markdown_report(data: ReportInput) -> str:
     if not data.findings:
         parts.append("No rule fired.")
     for f in data.findings:
-        parts += [f"### {_md_cell(f.run)}: {_md_cell(f.title)}", "", _md_cell(f.evidence), ""]
-        parts += [f"- {_md_cell(a)}" for a in f.advice]
+        parts += [f"### {markdown_cell(f.run)}: {markdown_cell(f.title)}", "", markdown_cell(f.evidence), ""]
+        parts += [f"- {markdown_cell(a)}" for a in f.advice]
         parts.append("")
     if data.link:
         parts += ["", f"View: {data.link}"]

@@ -310,7 +310,7 @@ def read_corpus(source: Source) -> pd.DataFrame:
 def read_qrels_file(source: Source) -> pd.DataFrame:
     """A BEIR qrels TSV (with header) or a TREC qrels file."""
     first = next((ln for ln in source.head.split(b"\n") if ln.strip()), b"")
-    head = normalise_name(trec.split_fields(first.decode("utf-8", "replace"))[0]) if first.strip() else ""
+    head = normalise_name(trec.split_fields(first.decode("utf-8", "replace"), 1)[0]) if first.strip() else ""
     if head in ("query_id", "qid", "query", "topic", "topic_id"):
         delimiter = "\t" if b"\t" in first else ","
         dataset = (

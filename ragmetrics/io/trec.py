@@ -60,17 +60,30 @@ _NONFINITE_RE = re.compile(r"[+-]?(?:nan|inf|infinity)\Z", re.IGNORECASE)
 
 RUN_LINE = "'qid Q0 docid rank score tag'"
 QRELS_LINE = "'qid iter docid rel'"
+FIELDS_READ = 16
+"""Fields of a line the scans split at most (a message counts up to this many): a line of millions costs no more."""
 
 
-def split_fields(line: str) -> list[str]:
-    """Split on runs of C whitespace within a line (space, tab, vertical tab, form feed), as trec_eval does."""
+_FIELD = re.compile(r"[^ \t\v\f]+")
+
+
+def split_fields(line: str, at_most: int | None = None) -> list[str]:
+    """Split on runs of C whitespace within a line (space, tab, vertical tab, form feed), as trec_eval does.
+    ``at_most``: only the first ``at_most + 1`` fields (one more than the caller takes says there are more), so a
+    line of millions of fields costs no more than a line of seven."""
+    if at_most is not None:
+        return [m.group() for m in itertools.islice(_FIELD.finditer(line), at_most + 1)]
     if "\t" in line or "\v" in line or "\f" in line:
         line = line.replace("\t", " ").replace("\v", " ").replace("\f", " ")
     fields = line.split(" ")
     return fields if "" not in fields else [f for f in fields if f]
 
 
-def _data_lines(source: Source) -> Iterator[tuple[int, list[str], str]]:
+def _count(fields: list[str], at_most: int) -> str:
+    return f"more than {at_most}" if len(fields) > at_most else str(len(fields))
+
+
+def _data_lines(source: Source, at_most: int) -> Iterator[tuple[int, list[str], str]]:
     """``(line number, fields, line)`` of every non-blank, non-comment line.
 
     The text is decoded in one go; bytes that are not UTF-8 are reported at
@@ -93,7 +106,7 @@ def _data_lines(source: Source) -> Iterator[tuple[int, list[str], str]]:
             raise ParseError(
                 source.name, lineno, "lines ending in \\n or \\r\\n", "a carriage return (\\r) inside the line"
             )
-        fields = split_fields(line)
+        fields = split_fields(line, at_most)
         if fields and not fields[0].startswith("#"):
             yield lineno, fields, line
     if bad_line is not None:
@@ -362,7 +375,7 @@ def parse_run_table(source: Source) -> pa.Table:
         if not finite.all():
             row = int(np.argmin(finite))
             line = int(nonempty_line_numbers(data, [row])[0])
-            fields = split_fields(source.line_text(line))
+            fields = split_fields(source.line_text(line), 5)
             raise _score_error(source, line, fields[4] if len(fields) > 4 else str(score[row]))
         return _run_table(table.column("f0"), table.column("f2"), score)
     check_line_rows(source, min_row_bytes=len("q Q0 d 1 1 t\n"))  # Arrow counted as it read; these parsers do not
@@ -410,7 +423,7 @@ def _pandas_run(source: Source, data: bytes | None = None) -> pa.Table | None:
     if not finite.all():
         row = int(np.argmin(finite))
         line = int(nonempty_line_numbers(data, [row])[0])
-        fields = split_fields(source.line_text(line))
+        fields = split_fields(source.line_text(line), 5)
         raise _score_error(source, line, fields[4] if len(fields) > 4 else str(score[row]))
     return _run_table(frame[0], frame[2], score)
 
@@ -419,7 +432,7 @@ def _slow_run(source: Source) -> pa.Table:
     qids: list[str] = []
     docs: list[str] = []
     scores: list[float] = []
-    for lineno, fields, line in _data_lines(source):
+    for lineno, fields, line in _data_lines(source, FIELDS_READ):
         if len(fields) < 6:
             raise ParseError(source.name, lineno, f"6 fields {RUN_LINE}", f"{len(fields)} field(s) in {shorten(line)}")
         text = fields[4]
@@ -506,10 +519,13 @@ def _slow_qrels(source: Source) -> tuple[pa.Table, list[int]]:
     docs: list[str] = []
     labels: list[int] = []
     lines: list[int] = []
-    for lineno, fields, line in _data_lines(source):
+    for lineno, fields, line in _data_lines(source, FIELDS_READ):
         if len(fields) != 4:
             raise ParseError(
-                source.name, lineno, f"4 fields {QRELS_LINE}", f"{len(fields)} field(s) in {shorten(line)}"
+                source.name,
+                lineno,
+                f"4 fields {QRELS_LINE}",
+                f"{_count(fields, FIELDS_READ)} field(s) in {shorten(line)}",
             )
         label = fields[3]
         if not INT_RE.match(label) or len(label) > 20 or not -(2**63) <= int(label) < 2**63:
@@ -547,7 +563,7 @@ def read_qrels(source: Source, *, name: str) -> Dataset:
 # --------------------------------------------------------------------------
 def _first_fields(source: Source) -> list[str] | None:
     for raw in source.head.split(b"\n")[:100]:
-        fields = split_fields(raw.rstrip(b"\r").decode("utf-8", errors="replace"))
+        fields = split_fields(raw.rstrip(b"\r").decode("utf-8", errors="replace"), FIELDS_READ)
         if fields and not fields[0].startswith("#"):
             return fields
     return None

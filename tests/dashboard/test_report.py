@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import ragmetrics
 from dashboard.core import missed, overview, report, targets
 from dashboard.core.queries import dataset_summary
@@ -29,7 +31,7 @@ def test_markdown_report_holds_the_overview(faq_alignments) -> None:
     means = overview.overview_frame(faq_alignments, 5)
     assert text.startswith("# Retrieval evaluation: product_faq_zh")
     assert "| run | queries | Recall@5 |" in text
-    assert f"{means.loc[0, 'recall@5']:.3f} [" in text  # mean with its interval
+    assert f"{means.loc[0, 'recall@5']:.3f} \\[" in text  # mean with its interval
     assert "Recall@10 > 0.95" in text and "## Diagnosis" in text and "overview?v=1&k=5" in text
 
 
@@ -41,3 +43,11 @@ def test_html_report_escapes_user_text(tiny, tiny_runs) -> None:
     assert "<b>data</b>" not in page and "&lt;b&gt;data&lt;/b&gt;" in page
     assert page.startswith("<!DOCTYPE html>") and "<table>" in page
     assert 'class="fail"' in page or 'class="pass"' in page or 'class="uncertain"' in page
+
+
+def test_markdown_report_escapes_user_text(tiny, tiny_runs) -> None:
+    evil = tiny_runs[0].with_name("<img src=x onerror=alert(1)>[click](javascript:alert(2))")
+    text = report.markdown_report(_data([ragmetrics.align(tiny, evil)], name="<b>data</b> | *x*"))
+    assert "<img" not in text and "<b>" not in text and not re.search(r"(?<!\\)\[[^\]]*\]\(", text)
+    assert "&lt;img src=x onerror=alert(1)>\\[click](javascript:alert(2))" in text
+    assert text.startswith("# Retrieval evaluation: &lt;b>data&lt;/b> \\| \\*x\\*")
