@@ -143,7 +143,8 @@ def _emit(result: EvalResult, fmt: str, per_query: bool, out: TextIO) -> None:
     elif fmt == "markdown":
         from ragmetrics.export import markdown_table
 
-        out.write(markdown_table(_wide(result, per_query)))
+        frame = _wide(result, per_query)
+        out.write(markdown_table(frame if per_query else frame.drop(columns="query_id")))
     else:
         _format_table(result, per_query, out)
 

@@ -75,6 +75,12 @@ def human_bytes(size: int) -> str:
     return f"{size:,} bytes"  # pragma: no cover
 
 
+def _limit_bytes(size: int, limit: int) -> str:
+    """The limit as :func:`human_bytes` says it, with its exact bytes when a size over it rounds to the same text."""
+    text = human_bytes(limit)
+    return f"{limit:,} bytes" if human_bytes(size) == text and size >= KiB else text
+
+
 class LimitError(ParseError):
     """An input exceeds one of the :class:`Limits`.
 
@@ -143,7 +149,7 @@ class Limits:
                 size,
                 self.max_bytes,
                 f"{source} is {human_bytes(size)} ({size:,} bytes); the limit is "
-                f"{human_bytes(self.max_bytes)} ({ENV_VARS['max_bytes']})",
+                f"{_limit_bytes(size, self.max_bytes)} ({ENV_VARS['max_bytes']})",
             )
 
     def inflate_cap(self, compressed: int) -> int:
@@ -167,8 +173,7 @@ class Limits:
             "max_bytes",
             reached,
             self.max_bytes,
-            f"{source} decompresses to more than {human_bytes(self.max_bytes)}; the limit is "
-            f"{human_bytes(self.max_bytes)} ({ENV_VARS['max_bytes']})",
+            f"{source} decompresses to more than the limit of {human_bytes(self.max_bytes)} ({ENV_VARS['max_bytes']})",
         )
 
     def check_rows(self, source: str, rows: int, *, at_least: bool = False) -> None:

@@ -36,7 +36,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ragmetrics.errors import RagMetricsError
-from ragmetrics.ids import dictionary_codes, string_fingerprints
+from ragmetrics.ids import dictionary_codes, id_text_problem, string_fingerprints
 from ragmetrics.model import Dataset, Run
 from ragmetrics.share import ID_PATTERN
 
@@ -110,6 +110,19 @@ views_table = sa.Table(
     sa.Column("state", sa.Text, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
 )
+
+
+MAX_NAME_BYTES = 512
+"""The longest name, author or label kind the store keeps (UTF-8 bytes)."""
+
+
+def checked_text(value: str, what: str, max_bytes: int | None = None) -> str:
+    """``value`` when it can be kept as it is: not empty, no control character (PostgreSQL refuses NUL; a terminal
+    obeys escapes), at most ``max_bytes`` (default: an id's limit); else a :class:`RagMetricsError` saying why."""
+    problem = id_text_problem(value) if max_bytes is None else id_text_problem(value, max_bytes)
+    if problem is not None:
+        raise RagMetricsError(f"{what} {problem}: {value[:80]!r}")
+    return value
 
 
 class StoreKeyError(RagMetricsError, KeyError):
@@ -395,9 +408,7 @@ class Store:
         self._rename(runs_table, check_id(ident, "run"), name)
 
     def _rename(self, table: sa.Table, ident: str, name: str) -> None:
-        name = name.strip()
-        if not name:
-            raise RagMetricsError("a name cannot be empty")
+        name = checked_text(name.strip(), "a name", MAX_NAME_BYTES)
         with self.engine.begin() as conn:
             if conn.execute(sa.update(table).where(table.c.id == ident).values(name=name)).rowcount == 0:
                 raise StoreKeyError(f"{table.name[:-1]} {ident} is not in this store")
@@ -434,8 +445,10 @@ class Store:
         if not isinstance(label, (int, np.integer)) or isinstance(label, bool):
             raise RagMetricsError(f"a label must be an integer grade; got {label!r}")
         row = {
-            "dataset_id": dataset, "query_id": str(query_id), "doc_id": str(doc_id), "label": int(label),
-            "author": author or "anonymous", "created_at": time.time(), "kind": kind, "version": None,
+            "dataset_id": dataset, "query_id": checked_text(str(query_id), "a query id"),
+            "doc_id": checked_text(str(doc_id), "a document id"), "label": int(label),
+            "author": checked_text(author or "anonymous", "an author", MAX_NAME_BYTES), "created_at": time.time(),
+            "kind": checked_text(kind, "a label kind", MAX_NAME_BYTES), "version": None,
         }  # fmt: skip
         with self.engine.begin() as conn:
             conn.execute(sa.insert(labels_table).values(**row))

@@ -275,3 +275,18 @@ def test_a_json_list_is_decoded_at_once_and_read_again_for_a_message(monkeypatch
     assert json_io.whole_array(open_source(lone, "lone.json", None)) is None
     with pytest.raises(ParseError, match=r"lone\.json:1: expected text that can be written as UTF-8"):
         load_dataset(lone, filename="lone.json")
+
+
+def test_a_query_in_two_nested_records_names_both_lines() -> None:
+    text = (
+        b'{"query_id": "q1", "retrieved": ["d1"]}\n{"query_id": "q2", "retrieved": ["d1"]}\n'
+        b'{"query_id": "q1", "retrieved": ["d2"]}\n'
+    )
+    with pytest.raises(
+        ParseError, match=r"^run\.jsonl:3: expected one record per query .* 'q1' again, first on line 1$"
+    ):
+        load_run(text, filename="run.jsonl")
+    # records without ids are told apart by their text: the same question twice is the same query
+    same_text = b'{"query": "what?", "retrieved": ["d1"]}\n{"query": "what?", "retrieved": ["d2"]}\n'
+    with pytest.raises(ParseError, match=r"^run\.jsonl:2: expected one record per query"):
+        load_run(same_text, filename="run.jsonl")

@@ -93,7 +93,7 @@ def test_gzip_of_valid_lines_stops_at_max_bytes() -> None:
     bomb = bombs()[1]  # 1 GiB of valid run lines
     with pytest.raises(
         LimitError,
-        match=r"^run\.trec\.gz decompresses to more than 16 MiB; the limit is 16 MiB \(RAGMETRICS_MAX_BYTES\)$",
+        match=r"^run\.trec\.gz decompresses to more than the limit of 16 MiB \(RAGMETRICS_MAX_BYTES\)$",
     ):
         load_run(bomb, filename="run.trec.gz", limits=Limits(max_bytes=16 * MiB, max_ratio=10_000))
 
@@ -375,3 +375,25 @@ def test_a_long_run_is_refused_while_it_is_read() -> None:
     with pytest.raises(LimitError, match=r"^big\.trec has at least [0-9,]+ rows; the limit is 1,000 ") as info:
         load_run(data, filename="big.trec", limits=Limits(max_rows=1_000))
     assert 1_000 < info.value.value < lines
+
+
+def test_a_size_just_over_the_limit_says_the_limit_in_bytes() -> None:
+    with pytest.raises(LimitError) as caught:
+        Limits(max_bytes=512 * MiB).check_size("run.trec", 512 * MiB + 1)
+    assert str(caught.value) == (
+        "run.trec is 512 MiB (536,870,913 bytes); the limit is 536,870,912 bytes (RAGMETRICS_MAX_BYTES)"
+    )
+    with pytest.raises(LimitError, match=r"is 600 MiB \(629,145,600 bytes\); the limit is 512 MiB \("):
+        Limits(max_bytes=512 * MiB).check_size("run.trec", 600 * MiB)
+
+
+def test_a_device_is_refused_before_reading_and_a_pipe_is_read() -> None:
+    with pytest.raises(ParseError, match=r"^/dev/zero: expected a file or a pipe, found a device$"):
+        load_run("/dev/zero")
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"q1 Q0 d1 1 1.0 t\n")
+    os.close(write_end)
+    try:
+        assert len(load_run(f"/dev/fd/{read_end}", filename="piped.trec")) == 1
+    finally:
+        os.close(read_end)

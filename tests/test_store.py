@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -300,3 +301,25 @@ def test_a_writer_killed_mid_transaction_leaves_the_store_intact(store_url, scif
             assert conn.execute(sa.text("PRAGMA integrity_check")).scalar() == "ok"
     assert after.put_run(load_run(SCIFACT / "dense-all-minilm-l6-v2.trec.gz"), ds_id)  # and it still takes writes
     assert len(after.list_runs(ds_id)) == 2
+
+
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [
+        ("a\x00b", "control character (byte 0x00)"),
+        ("\x1b[31mred", "byte 0x1b"),
+        ("", "is empty"),
+        ("n" * 513, "513 bytes"),
+    ],
+)
+def test_a_name_or_label_the_store_cannot_keep_is_a_clear_error_and_changes_nothing(store_url, name, problem):
+    store = Store(store_url)
+    ident = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="kept"))
+    with pytest.raises(rm.RagMetricsError, match=rf"^a name .*{re.escape(problem)}"):
+        store.rename_dataset(ident, name)
+    if name:  # no author is "anonymous"
+        with pytest.raises(rm.RagMetricsError, match=rf"^an author .*{re.escape(problem)}"):
+            store.add_label(ident, "q1", "d2", 1, author=name)
+    with pytest.raises(rm.RagMetricsError, match=r"^a document id .*byte 0x00"):
+        store.add_label(ident, "q1", "d\x002", 1)
+    assert store.get_dataset(ident).name == "kept" and store.pending_labels(ident).empty

@@ -12,6 +12,7 @@ import bisect
 import os
 import re
 import reprlib
+import stat
 import zlib
 from collections.abc import Callable
 from functools import cached_property
@@ -101,8 +102,10 @@ class Source:
         assert self.path is not None
         try:
             with open(self.path, "rb") as handle:
-                size = os.fstat(handle.fileno()).st_size
-                self.limits.check_size(self.name, size)
+                status = os.fstat(handle.fileno())
+                if stat.S_ISCHR(status.st_mode) or stat.S_ISBLK(status.st_mode):  # /dev/zero never ends
+                    raise ParseError(self.name, None, "a file or a pipe", "a device")
+                self.limits.check_size(self.name, status.st_size)
                 data = handle.read(self.limits.max_bytes + 1)
         except IsADirectoryError:
             raise ParseError(self.name, None, "a file", "a folder") from None

@@ -68,6 +68,7 @@ def read_jsonl_run(source: Source, *, name: str) -> Run:
     any_text = any_source = False
     first_keys: list[str] = []
     row_lines = RowLines()
+    query_lines: dict[str, int] = {}
 
     for line, _number, record in records(source):
         if not isinstance(record, dict):
@@ -103,6 +104,14 @@ def read_jsonl_run(source: Source, *, name: str) -> Run:
             if not isinstance(query, str) or not query.strip():
                 raise ParseError(source.name, line, 'a "query_id" or a non-empty "query"', f"keys {names_of(record)}")
             qid = query_id_from_text(query)
+        first = query_lines.setdefault(qid, line)
+        if first != line:
+            raise ParseError(
+                source.name,
+                line,
+                'one record per query (its whole ranking in one "retrieved" list)',
+                f"query {shorten(qid)} again, first on line {first}",
+            )
         retrieved = record["retrieved"]
         if not isinstance(retrieved, list):
             raise ParseError(source.name, line, '"retrieved" as a list', shorten(retrieved))
