@@ -59,12 +59,14 @@ class MetricInfo:
     title: str = ""
     """The name in a page's headings and pickers (``Precision``); the short ``pretty`` (``P``) when empty."""
     reads_judged_only: bool = False
-    """The metric skips unjudged documents by its own definition (bpref), so no ``unjudged`` convention changes it."""
+    """The metric skips unjudged documents by its own definition (bpref), so ``nonrelevant`` and ``skip`` do not
+    change it; ``relevant`` judges them, which does."""
     needs_text: bool = False
     """Read from the ranked documents' text (the run's chunk text or the dataset's corpus), not the judgments."""
     rises_with_relevance: bool = True
-    """Judging an unjudged retrieved document relevant never lowers the value. False for AP, nDCG and R-precision:
-    a new relevant document far down raises R or the ideal ranking more than the sum (AP 1.0 can fall to 0.52)."""
+    """Judging an unjudged retrieved document relevant never lowers the value. False for AP, nDCG, R-precision and
+    bpref: a new relevant document far down raises R or the ideal ranking more than the sum (AP 1.0 can fall to
+    0.52)."""
 
     def __post_init__(self) -> None:
         if not self.title:
@@ -360,6 +362,7 @@ METRICS: dict[str, MetricInfo] = {
             "N_d = 0. " + _TIES,
             trec_eval="bpref",
             reads_judged_only=True,
+            rises_with_relevance=False,
             full=_bpref,
         ),
         MetricInfo(

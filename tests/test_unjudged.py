@@ -89,6 +89,17 @@ def test_ap_can_fall_when_an_unjudged_document_is_judged_relevant():
     assert [b[0] for b in alignment.bounds("map")] == [pytest.approx(0.52), 1.0]
 
 
+def test_bpref_can_fall_when_an_unjudged_document_is_judged_relevant():
+    """bpref skips unjudged documents under the other conventions; judged relevant below five non-relevant ones,
+    one sits where it adds 0 and doubles R."""
+    dataset = rm.Dataset.from_dict({"q1": {"d1": 1, **{f"n{i}": 0 for i in range(5)}}})
+    run = rm.Run.from_dict({"q1": {"d1": 10.0, **{f"n{i}": 9.0 - i for i in range(5)}, "u": 0.0}})
+    alignment = rm.align(dataset, run)
+    assert alignment.value("bpref")[0] == alignment.under(unjudged="skip").value("bpref")[0] == 1.0
+    assert alignment.under(unjudged="relevant").value("bpref")[0] == 0.5
+    assert [b[0] for b in alignment.bounds("bpref")] == [0.5, 1.0]
+
+
 def test_the_optimistic_bound_judges_unjudged_documents_relevant_within_the_cut_off():
     dataset = rm.Dataset.from_dict({"q1": {"d1": 1, "d2": 0, "d5": 1}})
     run = rm.Run.from_dict({"q1": {"u9": 4.0, "d2": 3.0, "d1": 2.0, "u8": 1.0}})
@@ -104,3 +115,30 @@ def test_the_optimistic_bound_judges_unjudged_documents_relevant_within_the_cut_
 def test_llamaindex_mode_refuses_other_unjudged_conventions():
     with pytest.raises(rm.RagMetricsError, match="LlamaIndex mode"):
         rm.Conventions.llamaindex(unjudged="skip")
+
+
+RISING = [m for m in CUT + FULL if METRICS[m].rises_with_relevance and m != "judged"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10_000), st.sampled_from([1, 2, 5, 10, 30]), st.randoms(use_true_random=False))
+def test_the_bounds_of_a_rising_metric_hold_every_labeling_of_the_unjudged_documents(seed, k, rng):
+    """Judge any subset of the unjudged documents within the cut-off relevant (the rest stay unjudged): a metric
+    that rises with relevance then lies within its bounds. (judged@k counts judgments, not labels.)"""
+    qrels, rows, rel_level = generate_case(seed)
+    alignment = rm.align(oracle.dataset_of(qrels), oracle.run_of(rows), rel_level=rel_level)
+    judged = {(q, d) for q, d, _ in qrels}
+    ranked = oracle.trec_order(rows)
+    queries = {q for q, _, _ in qrels}
+    for metric in [f"{m}@{k}" for m in CUT if m in RISING] + [m for m in FULL if m in RISING]:
+        depth = k if "@" in metric else None
+        unjudged = [(q, d) for q, docs in ranked.items() if q in queries for d in docs[:depth] if (q, d) not in judged]
+        chosen = [pair for pair in unjudged if rng.random() < 0.5]
+        labelled = rm.align(
+            oracle.dataset_of(qrels + [(q, d, max(rel_level, 1)) for q, d in chosen]),
+            oracle.run_of(rows),
+            rel_level=rel_level,
+        )
+        low, high = alignment.bounds(metric)
+        value = labelled.value(metric)
+        assert np.all((low - 1e-12 <= value) & (value <= high + 1e-12)), (metric, chosen)

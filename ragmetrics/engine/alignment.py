@@ -169,10 +169,14 @@ class Alignment:
         return replace(self, conventions=conventions)
 
     def bounds(self, metric: str | MetricSpec) -> tuple[np.ndarray, np.ndarray]:
-        """Per-query interval of ``metric`` over the two ends the judgments leave open: every unjudged document
-        non-relevant, and every one within the cut-off relevant. For most metrics the first is the low end; for
-        AP, nDCG and R-precision (``MetricInfo.rises_with_relevance`` False) either can be, so the interval is their
-        minimum and maximum."""
+        """Per-query values of ``metric`` at the two ends the judgments leave open: every unjudged document
+        non-relevant, and every one within the cut-off relevant, as ``(lower, upper)``.
+
+        For a metric that rises with relevance (``MetricInfo.rises_with_relevance``: the cut-off metrics, MRR,
+        judged@k) the two ends bracket the value under every labeling of those unjudged documents. AP, nDCG,
+        R-precision and bpref can fall when a document is judged relevant (a new relevant document far down adds
+        more to R than to the sum), so for them the pair is the minimum and maximum of the two ends only: some
+        labeling in between can lie outside it."""
         low = self.under(unjudged="nonrelevant").value(metric)
         high = self.under(unjudged="relevant").value(metric)
         return np.minimum(low, high), np.maximum(low, high)
@@ -222,7 +226,9 @@ class Alignment:
         from ragmetrics import metrics as registry
 
         out: dict[MetricSpec, np.ndarray] = {}
-        as_defined = [s for s in specs if s.info.reads_judged_only]
+        # bpref skips unjudged documents by its definition; judging them relevant (the "relevant" end) moves it
+        completed = self.conventions.unjudged == "relevant"
+        as_defined = [s for s in specs if s.info.reads_judged_only and not completed]
         if as_defined:
             out.update(registry.compute(self.ranking, as_defined))
         textual = [s for s in specs if s.info.needs_text]
@@ -231,7 +237,7 @@ class Alignment:
 
             with_text = self._once.get("evidence", lambda: replace(self.ranking, evidence=text_evidence(self)))
             out.update(registry.compute(with_text, textual))
-        specs = [s for s in specs if not (s.info.reads_judged_only or s.info.needs_text)]
+        specs = [s for s in specs if not ((s.info.reads_judged_only and not completed) or s.info.needs_text)]
         if self.conventions.unjudged != "relevant":
             out.update(registry.compute(self.scored(), specs))
             return out
