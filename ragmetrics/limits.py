@@ -12,12 +12,14 @@
 * ``max_queries``: distinct queries of one run or dataset.
 * ``max_id_bytes``: the longest query or document id (UTF-8 bytes); ids are also refused when empty or when they
   hold a control character (NUL, a line break, ...), naming the file and line.
+* ``max_text_bytes``: the longest text field (UTF-8 bytes): a query, an expected answer or keyword, a document's
+  title or text, a run's chunk text.
 
 The defaults take a 1M-query x 100-document run from the command line; a
 server taking uploads sets tighter ones (``Limits(max_bytes=..., ...)`` passed
 as ``limits=`` to the loaders, or the environment variables
 ``RAGMETRICS_MAX_BYTES``, ``RAGMETRICS_MAX_ROWS``, ``RAGMETRICS_MAX_QUERIES``,
-``RAGMETRICS_MAX_RATIO``; sizes accept ``K``/``M``/``G`` suffixes, powers of
+``RAGMETRICS_MAX_RATIO``, ``RAGMETRICS_MAX_ID_BYTES``, ``RAGMETRICS_MAX_TEXT_BYTES``; sizes accept ``K``/``M``/``G`` suffixes, powers of
 1024, and ``_`` or ``,`` separators).
 
 Exceeding a limit raises :class:`LimitError`, a
@@ -46,6 +48,7 @@ ENV_VARS: dict[str, str] = {
     "max_queries": "RAGMETRICS_MAX_QUERIES",
     "max_ratio": "RAGMETRICS_MAX_RATIO",
     "max_id_bytes": "RAGMETRICS_MAX_ID_BYTES",
+    "max_text_bytes": "RAGMETRICS_MAX_TEXT_BYTES",
 }
 
 _SUFFIXES = {"": 1, "K": KiB, "KB": KiB, "KIB": KiB, "M": MiB, "MB": MiB, "MIB": MiB, "G": GiB, "GB": GiB, "GIB": GiB}
@@ -117,6 +120,7 @@ class Limits:
     max_queries: int = 5_000_000
     max_ratio: int = 100
     max_id_bytes: int = 4096
+    max_text_bytes: int = 4 * MiB
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ragmetrics.errors import FieldError, ParseError
 from ragmetrics.ids import id_text_problem
@@ -394,13 +396,62 @@ def _id_rule(source: Source, what: str) -> str:
 
 
 def at_lines(source: Source, line_of: Callable[[int], int | None], build: Callable[[], T]) -> T:
-    """``build()`` (a Run or a Dataset made from the file's rows), its :class:`FieldError` said at the row's line."""
+    """``build()`` (a Run or a Dataset made from the file's rows), its :class:`FieldError` said at the row's line,
+    and its text fields held to ``max_text_bytes`` (a run's text at the row's line; a query's by its id)."""
     try:
-        return build()
+        built = build()
     except FieldError as err:
         raise ParseError(
             source.name, line_of(err.row), _id_rule(source, f"a {err.column}"), f"one that {err.problem}"
         ) from None
+    table = getattr(built, "table", None)
+    if isinstance(table, pa.Table) and "text" in table.column_names:
+        check_texts(source, table.select(["text"]), line_of)
+    queries = getattr(built, "queries_table", None)
+    if isinstance(queries, pa.Table):
+        check_texts(source, queries, lambda row: None, ids=queries.column("query_id"))
+    return built
+
+
+def _text_rule(source: Source, what: str) -> str:
+    return f"{what} of at most {source.limits.max_text_bytes:,} bytes (RAGMETRICS_MAX_TEXT_BYTES)"
+
+
+def check_text(source: Source, line: int | None, value: str, what: str) -> str:
+    """``value`` when it is within ``max_text_bytes``, else the error at ``line``."""
+    if len(value) * 4 > source.limits.max_text_bytes:  # characters take at most 4 bytes: most texts need no encoding
+        size = len(value.encode("utf-8", "surrogatepass"))
+        if size > source.limits.max_text_bytes:
+            raise ParseError(source.name, line, _text_rule(source, what), f"{size:,} bytes ({shorten(value, 40)})")
+    return value
+
+
+def check_texts(
+    source: Source,
+    columns: pa.Table | Any,
+    line_of: Callable[[int], int | None],
+    *,
+    ids: Any = None,
+) -> None:
+    """Every string column of ``columns`` (an Arrow table or a pandas frame) within ``max_text_bytes``; the first
+    text over it is an error at ``line_of(row)`` (and names ``ids[row]``, a query's id, when given)."""
+    table = columns if isinstance(columns, pa.Table) else pa.Table.from_pandas(columns, preserve_index=False)
+    for name in table.column_names:
+        column = table.column(name)
+        kind = column.type.value_type if pa.types.is_list(column.type) else column.type
+        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)) or name in ("query_id", "doc_id"):
+            continue
+        flat = pc.list_flatten(column) if pa.types.is_list(column.type) else column
+        lengths = pc.binary_length(flat)
+        longest = pc.max(lengths).as_py()
+        if longest is None or longest <= source.limits.max_text_bytes:
+            continue
+        row = int(pc.index(lengths, longest).as_py())
+        if pa.types.is_list(column.type):  # the row of the list that holds the item
+            sizes = np.cumsum(pc.list_value_length(column).fill_null(0).to_numpy())
+            row = int(np.searchsorted(sizes, row, side="right"))
+        about = f" (query {shorten(str(ids[row]), 40)})" if ids is not None else ""
+        raise ParseError(source.name, line_of(row), _text_rule(source, f"a {name}"), f"{longest:,} bytes{about}")
 
 
 def check_id(source: Source, line: int | None, value: str, what: str) -> str:

@@ -33,7 +33,16 @@ from ragmetrics.ids import id_problem
 from ragmetrics.io import tables, trec
 from ragmetrics.io._columns import normalise_name
 from ragmetrics.io._json import first_char, records
-from ragmetrics.io._source import ZIP_MAGIC, Source, check_id, check_line_rows, names_of, shorten
+from ragmetrics.io._source import (
+    ZIP_MAGIC,
+    Source,
+    check_id,
+    check_line_rows,
+    check_text,
+    check_texts,
+    names_of,
+    shorten,
+)
 from ragmetrics.model import Dataset, table_frame
 
 QUERY_ID_KEYS = ("_id", "id", "query_id", "qid")
@@ -187,7 +196,7 @@ def read_queries(source: Source) -> pd.DataFrame:
                     source.name, line, "each query id once", f"{shorten(qid)} again (first on line {seen[qid]})"
                 )
             seen[qid] = line
-            row = {"query_id": qid, "query": text}
+            row = {"query_id": qid, "query": check_text(source, line, text, "a query text")}
             for k, v in record.items():
                 if k not in (key, tkey) and k not in QUERY_ID_KEYS and k not in QUERY_TEXT_KEYS:
                     if k == "metadata" and not v:
@@ -207,7 +216,8 @@ def read_queries(source: Source) -> pd.DataFrame:
     delimiter = "\t" if source.extension != ".csv" and b"\t" in source.head.split(b"\n")[0] else ","
     first = source.head.split(b"\n")[0].rstrip(b"\r").split(delimiter.encode())
     if first and normalise_name(first[0].decode("utf-8", "replace")) in ("id", "_id", "query_id", "qid", "query"):
-        frame, _line_of, _ = tables.read_delimited(source, delimiter)
+        frame, line_of, _ = tables.read_delimited(source, delimiter)
+        check_texts(source, frame, line_of)
         cols = {normalise_name(c): c for c in frame.columns}
         idc = next((cols[k] for k in ("query_id", "qid", "_id", "id") if k in cols), None)
         textc = next(
@@ -233,7 +243,7 @@ def read_queries(source: Source) -> pd.DataFrame:
                 raise ParseError(
                     source.name, lineno, f"'query_id{delimiter!r}text'".replace("'\\t'", "<tab>"), shorten(raw)
                 )
-            lines.append((qid.strip(), text))
+            lines.append((qid.strip(), check_text(source, lineno, text, "a query text")))
         out = pd.DataFrame(lines, columns=["query_id", "query"])
     dup = out["query_id"].duplicated()
     if dup.any():
@@ -276,6 +286,10 @@ def read_corpus(source: Source) -> pd.DataFrame:
                 break
         if ids is not None and table.num_rows:
             stripped = pc.utf8_trim_whitespace(ids)
+            texts = [table.column(c) for c in ("title", "text") if c in table.column_names]
+            longest = max((pc.max(pc.binary_length(c)).as_py() or 0 for c in texts), default=0)
+            if longest > source.limits.max_text_bytes:
+                raise pa.ArrowInvalid("a text over the limit: the line-numbered reader names its line")
             if id_problem(stripped, source.limits.max_id_bytes) is None:  # else the line-numbered reader names it
                 frame = pd.DataFrame({"doc_id": stripped.to_pandas()})
                 for col in ("title", "text"):
@@ -300,7 +314,8 @@ def read_corpus(source: Source) -> pd.DataFrame:
                 f"keys {names_of(record)}" if id_key is None else shorten(raw_id),
             )
         check_id(source, line, doc, "a document id")
-        rows.append((doc, str(record.get("title") or ""), str(record.get("text") or "")))
+        title = check_text(source, line, str(record.get("title") or ""), "a document title")
+        rows.append((doc, title, check_text(source, line, str(record.get("text") or ""), "a document text")))
     if not rows:
         raise ParseError(source.name, None, "at least one document", "none")
     frame = pd.DataFrame(rows, columns=["doc_id", "title", "text"]).astype("str")

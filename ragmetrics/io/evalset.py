@@ -20,7 +20,7 @@ import pandas as pd
 
 from ragmetrics.errors import ParseError
 from ragmetrics.io._json import first_char, first_record, records, whole_array
-from ragmetrics.io._source import Source, check_id, names_of, shorten
+from ragmetrics.io._source import Source, check_id, check_text, names_of, shorten
 from ragmetrics.model import Dataset, query_id_from_text
 
 ID_KEYS = ("query_id", "id")
@@ -76,6 +76,7 @@ def _read(source: Source, name: str, items: Iterable[tuple[int, int, Any]]) -> D
             if "query" not in record:
                 raise fail('a "query" key', f"keys {names_of(record)}")
             raise fail('a non-empty "query" string', shorten(query))
+        check_text(source, line or None, query, 'a "query"' + where)
 
         qid: str | None = None
         for key in ID_KEYS:
@@ -103,7 +104,7 @@ def _read(source: Source, name: str, items: Iterable[tuple[int, int, Any]]) -> D
             if value is None:
                 row[key] = ""
             elif isinstance(value, str) or (isinstance(value, (int, float)) and not isinstance(value, bool)):
-                row[key] = str(value)
+                row[key] = check_text(source, line or None, str(value), f'a "{key}"' + where)
             else:
                 raise fail(f'"{key}" as a string', shorten(value), query)
 
@@ -111,11 +112,13 @@ def _read(source: Source, name: str, items: Iterable[tuple[int, int, Any]]) -> D
         if keywords is None:
             row["expected_keywords"] = []
         elif isinstance(keywords, str):
-            row["expected_keywords"] = [keywords]
+            row["expected_keywords"] = [check_text(source, line or None, keywords, '"expected_keywords"' + where)]
         elif isinstance(keywords, list) and all(
             isinstance(k, (str, int, float)) and not isinstance(k, bool) for k in keywords
         ):
-            row["expected_keywords"] = [str(k) for k in keywords]
+            row["expected_keywords"] = [
+                check_text(source, line or None, str(k), 'an "expected_keywords" item' + where) for k in keywords
+            ]
         else:
             raise fail('"expected_keywords" as a list of strings', shorten(keywords), query)
 
