@@ -49,7 +49,8 @@ def canonical_metrics(metrics: Sequence[str], conventions: Conventions) -> tuple
     return names
 
 
-def _run_name(path: str) -> str:
+def run_name(path: str) -> str:
+    """A run file's run name, as the loaders name it (the file name without its extensions)."""
     from ragmetrics.io._source import open_source
     from ragmetrics.io.formats import KNOWN_EXTENSIONS
 
@@ -98,7 +99,7 @@ def evaluate_files(
         used = 0
         for path, out in zip(paths, outs):
             run = executor.describe(path, "run")
-            name = _run_name(path)
+            name = run_name(path)
             count = sum(1 for n in results if n == name or n.startswith(f"{name}-"))
             if count:
                 name = f"{name}-{count + 1}"

@@ -17,7 +17,7 @@ import pyarrow as pa
 from ragmetrics.engine import Conventions
 from ragmetrics.errors import RagMetricsError
 from ragmetrics.ids import MAX_ID_BYTES
-from ragmetrics.partitioned.buckets import POSITION, Plan, Side, evaluate_bucket, schema
+from ragmetrics.partitioned.buckets import POSITION, Plan, Side, evaluate_bucket
 from ragmetrics.partitioned.engine import Engine, Options
 from ragmetrics.partitioned.inputs import FIRST_FIELD, TRIMMED, Input
 from ragmetrics.partitioned.result import PartitionedRun, combine
