@@ -111,6 +111,7 @@ def _format_table(result: EvalResult | PartitionedResult, per_query: bool, out: 
         out.write(f"{'num_q':<22}\tall\t{run.coverage.queries_evaluated}\n")
         if per_query:
             arrays = run.arrays
+            assert run.query_ids is not None  # --per-query and --per-query-out are refused together
             for i, qid in enumerate(run.query_ids):
                 for metric in run.metrics:
                     out.write(f"{metric:<22}\t{qid}\t{arrays[metric][i]:.4f}\n")
@@ -245,12 +246,12 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.per_query and args.per_query_out:
         raise RagMetricsError("--per-query prints the values --per-query-out writes to a file: give one of them")
     if args.engine != "inprocess":
-        result: EvalResult | PartitionedResult = _eval_partitioned(args, metrics)
-        _emit(result, args.format, args.per_query, out)
-        _report_coverage(result, err)
-        for run in result.runs.values():
-            if run.per_query_file:
-                err.write(f"ragmetrics: wrote {run.per_query_file}: {run.coverage.queries_evaluated} queries\n")
+        partitioned = _eval_partitioned(args, metrics)
+        _emit(partitioned, args.format, args.per_query, out)
+        _report_coverage(partitioned, err)
+        for written in partitioned.runs.values():
+            if written.per_query_file:
+                err.write(f"ragmetrics: wrote {written.per_query_file}: {written.coverage.queries_evaluated} queries\n")
         return 0
     dataset, runs = _load_inputs(args, args.run)
     result = _evaluate(args, dataset, runs, metrics)

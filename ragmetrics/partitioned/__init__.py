@@ -57,6 +57,20 @@ def run_name(path: str) -> str:
     return open_source(b"", filename=path.rstrip("/").rsplit("/", 1)[-1]).default_name(KNOWN_EXTENSIONS)
 
 
+def _refuse_empty(result: PartitionedRun, qrels: str, run: str) -> None:
+    """An input without a data row is refused as the in-process loader refuses it (which then reads only its
+    blank and comment lines)."""
+    import os
+
+    from ragmetrics.io import load_dataset, load_run
+
+    coverage = result.coverage
+    if coverage.empty_run and os.path.isfile(run):
+        load_run(run)
+    if not coverage.queries_evaluated and not coverage.missing_in_run and os.path.isfile(qrels):
+        load_dataset(qrels)
+
+
 def evaluate_files(
     dataset: str,
     runs: str | Sequence[str],
@@ -107,4 +121,5 @@ def evaluate_files(
             used = buckets or executor.buckets_for(qrels, run)
             tables = executor.tables(plan, qrels, run, used, out)
             results[name] = combine(name, names, conventions, tables, keep_ids=out is None, per_query_file=out)
+            _refuse_empty(results[name], qrels.path, path)
     return PartitionedResult(results, names, engine, used)

@@ -30,8 +30,9 @@ from ragmetrics.model import Dataset, Run
 if TYPE_CHECKING:
     pass
 
-EVALUATED, UNKNOWN, TOTALS = 0, 1, 2
-"""The ``kind`` of a bucket table's row."""
+EVALUATED, UNKNOWN, TOTALS, SKIPPED = 0, 1, 2, 3
+"""The ``kind`` of a bucket table's row (``SKIPPED``: a judged query missing from the run, not evaluated under
+``missing="skip"``)."""
 
 FLAGS = ("missing_in_run", "no_relevant", "duplicate", "tied")
 """Per evaluated query: the coverage lists it belongs to (``duplicate``: rows dropped, ``tied``: tied scores)."""
@@ -121,7 +122,7 @@ def _in_file(side: Side, rows: pa.Table, exc: ParseError) -> ParseError:
     line = None
     if exc.line is not None:
         if side.layout == "trec":
-            line = file_line(side.file, rows.column("line")[exc.line - 1].as_py())
+            line = _trec_line(side, rows, exc.line)
         else:
             line = side.line_of(to_numpy(rows.column(POSITION)), exc.line - 1)
     return ParseError(side.file, line, exc.expected, _first_on_line(side, rows, exc.found))
@@ -134,13 +135,22 @@ def _first_on_line(side: Side, rows: pa.Table, found: str) -> str:
     match = re.search(r"\(first on line (\d+)\)", found)
     if side.layout != "trec" or match is None:
         return found
-    first = file_line(side.file, rows.column("line")[int(match.group(1)) - 1].as_py())
+    first = _trec_line(side, rows, int(match.group(1)))
     return found[: match.start()] + (f"(first on line {first})" if first else "(first on another line)")
 
 
-def file_line(path: str, text: str) -> int | None:
-    """The line number of the first line of ``path`` that reads ``text`` (an error's line); None when the file cannot
-    be read here (a cluster's path). Read in blocks: a line of a file of any size is found in bounded memory."""
+def _trec_line(side: Side, rows: pa.Table, bucket_line: int) -> int | None:
+    """The input file's line of a bucket's line: the same occurrence of the same text (every line of a text has one
+    query id, so all of them are in this bucket, in file order)."""
+    lines = rows.column("line")
+    text = lines[bucket_line - 1].as_py()
+    occurrence = int(pc.sum(pc.equal(lines.slice(0, bucket_line - 1), text)).as_py() or 0)
+    return file_line(side.file, text, occurrence)
+
+
+def file_line(path: str, text: str, occurrence: int = 0) -> int | None:
+    """The line number of the line of ``path`` that reads ``text`` (after ``occurrence`` earlier ones); None when
+    the file cannot be read here (a cluster's path). Read in blocks: a file of any size in bounded memory."""
     import gzip
     import os
 
@@ -155,14 +165,23 @@ def file_line(path: str, text: str) -> int | None:
             data = tail + block
             cut = data.rfind(b"\n") + 1
             complete, tail = data[:cut], data[cut:]
-            for ending in (b"\n", b"\r\n"):
-                at = (b"\n" + complete).find(b"\n" + wanted + ending)
-                if at >= 0:
+            prefixed = b"\n" + complete
+            for at in _line_starts(prefixed, wanted):
+                if occurrence == 0:
                     return lines_before + complete.count(b"\n", 0, at) + 1
+                occurrence -= 1
             lines_before += complete.count(b"\n")
         if tail.rstrip(b"\r") == wanted:
             return lines_before + 1
     return None
+
+
+def _line_starts(prefixed: bytes, wanted: bytes):  # -> Iterator[int]
+    """Offsets in ``prefixed`` (a line break, then whole lines) of the lines that read ``wanted``, in order."""
+    import re
+
+    for match in re.finditer(re.escape(b"\n" + wanted) + rb"(?=\r?\n)", prefixed):
+        yield match.start()
 
 
 def _read(side: Side, rows: pa.Table, plan: Plan, kind: Literal["run", "dataset"]) -> Run | Dataset:
@@ -256,6 +275,17 @@ def evaluate_bucket(plan: Plan, qrels_rows: pa.Table, run_rows: pa.Table) -> pa.
     for name, values_of in zip(plan.metrics, values.values()):
         columns[name] = pa.array(values_of, pa.float64())
     parts.append(_table(plan, columns, len(ids)))
+    skipped = np.setdiff1d(np.array(coverage.missing_in_run, dtype=object), ids)
+    if len(skipped):
+        position = _first_positions(dataset.qrels_table.column("query_id"), qrels_positions, skipped)
+        kinds = np.full(len(skipped), SKIPPED, np.int8)
+        parts.append(
+            _table(
+                plan,
+                {"kind": kinds, "position": position, "query_id": pa.array(skipped.tolist(), pa.large_string())},
+                len(skipped),
+            )
+        )
     unknown = np.array(coverage.not_in_dataset, dtype=object)
     if len(unknown):
         parts.append(_unknown_rows(plan, unknown, run, run_positions))

@@ -85,7 +85,7 @@ class DuckDB(Engine):
         import duckdb
 
         self.work = Path(tempfile.mkdtemp(prefix="ragmetrics-duckdb-", dir=options.work_dir))
-        config = {
+        config: dict[str, str | bool | int | float | list[str]] = {
             "memory_limit": options.memory_limit or DEFAULT_MEMORY_LIMIT,
             "temp_directory": str(self.work / "spill"),
             "preserve_insertion_order": True,

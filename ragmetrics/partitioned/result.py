@@ -15,7 +15,7 @@ from ragmetrics.engine import Conventions, Coverage
 from ragmetrics.engine.health import Health, QueryTallies, health_of
 from ragmetrics.errors import RagMetricsError
 from ragmetrics.ids import to_numpy
-from ragmetrics.partitioned.buckets import EVALUATED, TALLIES, TOTALS, UNKNOWN, schema
+from ragmetrics.partitioned.buckets import EVALUATED, SKIPPED, TALLIES, TOTALS, UNKNOWN, schema
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -89,9 +89,13 @@ def combine(
     def column(name: str) -> np.ndarray:
         return to_numpy(evaluated.column(name))
 
+    missing = table.filter(
+        pa.array((kind == SKIPPED) | ((kind == EVALUATED) & to_numpy(table.column("missing_in_run"))))
+    )
+    missing = missing.take(pc.sort_indices(missing, sort_keys=[("position", "ascending")]))
     coverage = Coverage(
         queries_evaluated=evaluated.num_rows,
-        missing_in_run=ids_where("missing_in_run"),
+        missing_in_run=missing.column("query_id").to_pylist(),
         not_in_dataset=unknown.column("query_id").to_pylist(),
         rows_not_in_dataset=total("unknown_rows"),
         no_judgments=[],
