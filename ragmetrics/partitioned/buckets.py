@@ -151,15 +151,14 @@ def _trec_line(side: Side, rows: pa.Table, bucket_line: int) -> int | None:
 def file_line(path: str, text: str, occurrence: int = 0) -> int | None:
     """The line number of the line of ``path`` that reads ``text`` (after ``occurrence`` earlier ones); None when
     the file cannot be read here (a cluster's path). Read in blocks: a file of any size in bounded memory."""
-    import gzip
     import os
+
+    from ragmetrics.partitioned.inputs import open_plain
 
     if not os.path.isfile(path):
         return None
     wanted = text.encode("utf-8")
-    with open(path, "rb") as probe:
-        gzipped = probe.read(2) == b"\x1f\x8b"
-    with gzip.open(path, "rb") if gzipped else open(path, "rb") as handle:
+    with open_plain(path) as handle:
         lines_before, tail = 0, b""
         while block := handle.read(1 << 24):
             data = tail + block

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from ragmetrics.errors import ParseError, RagMetricsError
 from ragmetrics.partitioned.buckets import POSITION, Plan, evaluate_bucket
 from ragmetrics.partitioned.engine import Engine, Options
-from ragmetrics.partitioned.inputs import FIRST_FIELD, TRIMMED, Input, with_columns
+from ragmetrics.partitioned.inputs import FIRST_FIELD, TRIMMED, Input, is_gzipped, open_plain, with_columns
 
 DEFAULT_MEMORY_LIMIT = "2GB"
 BUCKET_BYTES = 48 << 20
@@ -45,11 +45,7 @@ def _name(column: str) -> str:
 def check_line_breaks(path: str) -> None:
     """Refuse a carriage return that does not end a line (the TREC loader refuses it; DuckDB would break the line
     there), naming its line. Read in blocks."""
-    import gzip
-
-    with open(path, "rb") as probe:
-        gzipped = probe.read(2) == b"\x1f\x8b"
-    with gzip.open(path, "rb") if gzipped else open(path, "rb") as handle:
+    with open_plain(path) as handle:
         lines_before, carry = 0, b""
         while block := handle.read(1 << 24):
             data = carry + block
@@ -103,9 +99,7 @@ class DuckDB(Engine):
 
     def buckets_for(self, qrels: Input, run: Input) -> int:
         def weight(path: str) -> int:
-            with open(path, "rb") as handle:
-                gzipped = handle.read(2) == b"\x1f\x8b"
-            return os.path.getsize(path) * (GZIP_RATIO if gzipped else 1)
+            return os.path.getsize(path) * (GZIP_RATIO if is_gzipped(path) else 1)
 
         return max(1, -(-(weight(qrels.path) + weight(run.path)) // BUCKET_BYTES))
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Literal
+from typing import BinaryIO, Literal
 
 from ragmetrics.errors import ParseError, RagMetricsError
 from ragmetrics.partitioned.buckets import Side
@@ -42,12 +42,20 @@ class Input:
         return "\t" if self.format == "tsv" else ","
 
 
-def _head(path: str) -> bytes:
+def is_gzipped(path: str) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(2) == b"\x1f\x8b"
+
+
+def open_plain(path: str) -> BinaryIO:
+    """The file's bytes, decompressed when it is gzipped (detected by its magic bytes, as the loaders do)."""
     import gzip
 
-    with open(path, "rb") as handle:
-        magic = handle.read(2)
-    with gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb") as handle:
+    return gzip.open(path, "rb") if is_gzipped(path) else open(path, "rb")  # type: ignore[return-value]
+
+
+def _head(path: str) -> bytes:
+    with open_plain(path) as handle:
         return handle.read(HEAD_BYTES)
 
 
