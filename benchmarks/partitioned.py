@@ -3,8 +3,9 @@
     python benchmarks/partitioned.py --size 1m --engines duckdb,inprocess --memory-limit 2GB
     python benchmarks/partitioned.py --size 100k --engines spark,inprocess --spark-master 'local[2]'
 
-Each engine runs `python -m ragmetrics eval` once under `/usr/bin/time -v` (peak RSS of the process and its children:
-GNU time reports the largest of them, so Spark's JVM counts) on the files of `benchmarks/generate.py`; the means
+Each engine runs `python -m ragmetrics eval` once under `/usr/bin/time -v` (GNU time's maximum resident set size: of
+the largest process it saw end, which for Spark is the driver's Python, not its JVM) on the files of
+`benchmarks/generate.py`; the means
 printed by every engine must be the same (exit 1 otherwise). Results go to `benchmarks/out/partitioned.json`.
 """
 
