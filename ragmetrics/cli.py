@@ -12,13 +12,17 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ragmetrics.engine.conventions import CHOICES
 from ragmetrics.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.evaluate import DEFAULT_METRICS, EvalResult, evaluate
 from ragmetrics.metrics import known_metric_names
 from ragmetrics.model import Dataset, Run
+from ragmetrics.partitioned.engine import ENGINES
+
+if TYPE_CHECKING:
+    from ragmetrics.partitioned import PartitionedResult
 
 
 def _looks_like(path: str, kind: str) -> bool:
@@ -100,13 +104,14 @@ def _load_runs(paths: Sequence[str], args: argparse.Namespace) -> list[Run]:
     return runs
 
 
-def _format_table(result: EvalResult, per_query: bool, out: TextIO) -> None:
+def _format_table(result: EvalResult | PartitionedResult, per_query: bool, out: TextIO) -> None:
     """trec_eval's layout: ``measure<TAB>query<TAB>value``, 'all' for the mean."""
     for name, run in result.runs.items():
         out.write(f"{'runid':<22}\tall\t{name}\n")
         out.write(f"{'num_q':<22}\tall\t{run.coverage.queries_evaluated}\n")
         if per_query:
             arrays = run.arrays
+            assert run.query_ids is not None  # --per-query and --per-query-out are refused together
             for i, qid in enumerate(run.query_ids):
                 for metric in run.metrics:
                     out.write(f"{metric:<22}\t{qid}\t{arrays[metric][i]:.4f}\n")
@@ -114,7 +119,7 @@ def _format_table(result: EvalResult, per_query: bool, out: TextIO) -> None:
             out.write(f"{metric:<22}\tall\t{value:.4f}\n")
 
 
-def _wide(result: EvalResult, per_query: bool):  # -> pd.DataFrame
+def _wide(result: EvalResult | PartitionedResult, per_query: bool):  # -> pd.DataFrame
     import pandas as pd
 
     parts = []
@@ -130,7 +135,7 @@ def _wide(result: EvalResult, per_query: bool):  # -> pd.DataFrame
     return pd.concat(parts, ignore_index=True)
 
 
-def _emit(result: EvalResult, fmt: str, per_query: bool, out: TextIO) -> None:
+def _emit(result: EvalResult | PartitionedResult, fmt: str, per_query: bool, out: TextIO) -> None:
     if fmt == "json":
         import json
 
@@ -153,14 +158,14 @@ JUDGED_NOTE_BELOW = 0.5
 """A note says how much of the top 10 is judged when less than this is."""
 
 
-def _report_coverage(result: EvalResult, err: TextIO) -> None:
+def _report_coverage(result: EvalResult | PartitionedResult, err: TextIO) -> None:
     for name, run in result.runs.items():
         notes = run.coverage.notes()
-        state = run.alignment.health
+        state = run.health
         if state.queries_ranked and state.judged_at_10 < JUDGED_NOTE_BELOW:
             notes.append(
                 f"judged@10 = {state.judged_at_10:.2f}: most of the top 10 is unjudged (scored as "
-                f"{run.alignment.conventions.unjudged}; --unjudged relevant shows the best case)"
+                f"{run.conventions.unjudged}; --unjudged relevant shows the best case)"
             )
         if notes:
             err.write(f"ragmetrics: note: run {name!r}: " + "; ".join(notes) + "\n")
@@ -184,11 +189,78 @@ def _evaluate(args: argparse.Namespace, dataset: Dataset, runs: list[Run], metri
     return result
 
 
+def _per_query_paths(path: str | None, names: Sequence[str]) -> list[str | None]:
+    """``--per-query-out``: the path for one run; for several, the run's name before the extension."""
+    if path is None:
+        return [None] * len(names)
+    if len(names) == 1:
+        return [path]
+    stem, dot, suffix = path.rpartition(".")
+    return [f"{stem}.{name}.{suffix}" if dot else f"{path}.{name}" for name in names]
+
+
+def _eval_partitioned(args: argparse.Namespace, metrics: Sequence[str]) -> PartitionedResult:
+    """``eval --engine duckdb|spark``: the inputs read by the engine, bucket by bucket."""
+    from ragmetrics.engine import Conventions
+    from ragmetrics.partitioned import evaluate_files, run_name
+
+    refused = [f"--{o.replace('_', '-')}" for o in ("queries", "corpus", "chunk_mapping") if getattr(args, o, None)]
+    if refused:
+        raise RagMetricsError(
+            f"{', '.join(refused)}: not with --engine {args.engine} (it reads qrels and runs only; "
+            "--corpus-size and --chunk-pattern are read); use --engine inprocess"
+        )
+    conventions = Conventions.llamaindex() if args.mode == "llamaindex" else Conventions()
+    conventions = conventions.replace(
+        missing=args.missing, rel_level=args.rel_level, level=args.level, unjudged=args.unjudged
+    )
+    names = [run_name(p) for p in args.run]
+    result = evaluate_files(
+        args.dataset,
+        args.run,
+        metrics,
+        engine=args.engine,
+        conventions=conventions,
+        buckets=args.buckets,
+        memory_limit=args.memory_limit,
+        work_dir=args.work_dir,
+        spark_master=args.spark_master,
+        per_query_out=_per_query_paths(args.per_query_out, names),
+        corpus_size=args.corpus_size,
+        chunk_pattern=args.chunk_pattern,
+    )
+    if not args.allow_no_overlap:
+        for name, run in result.runs.items():
+            state = run.health
+            if state.no_overlap:
+                raise RagMetricsError(
+                    f"run {name!r}: its ids do not meet the qrels ({state.queries_meeting} of {state.queries_ranked} "
+                    f"ranked queries have a judged document, {state.run_queries_known:.0%} of its queries are judged "
+                    "queries); --engine inprocess says the likely cause; --allow-no-overlap scores it anyway"
+                )
+    return result
+
+
 def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    metrics = args.metric or list(DEFAULT_METRICS)
+    if args.per_query and args.per_query_out:
+        raise RagMetricsError("--per-query prints the values --per-query-out writes to a file: give one of them")
+    if args.engine != "inprocess":
+        partitioned = _eval_partitioned(args, metrics)
+        _emit(partitioned, args.format, args.per_query, out)
+        _report_coverage(partitioned, err)
+        for written in partitioned.runs.values():
+            if written.per_query_file:
+                err.write(f"ragmetrics: wrote {written.per_query_file}: {written.coverage.queries_evaluated} queries\n")
+        return 0
     dataset, runs = _load_inputs(args, args.run)
-    result = _evaluate(args, dataset, runs, args.metric or list(DEFAULT_METRICS))
+    result = _evaluate(args, dataset, runs, metrics)
     _emit(result, args.format, args.per_query, out)
     _report_coverage(result, err)
+    for (_name, run), path in zip(result.runs.items(), _per_query_paths(args.per_query_out, list(result.runs))):
+        if path is not None:
+            run.values.reset_index().to_parquet(path, index=False)
+            err.write(f"ragmetrics: wrote {path}: {run.coverage.queries_evaluated} queries\n")
     return 0
 
 
@@ -485,7 +557,24 @@ def _eval_parser(p: argparse.ArgumentParser) -> None:
         default="table",
         help="table: trec_eval's layout (default); json; csv (formula-neutral); markdown",
     )
+    _add_engine_options(p)
     p.set_defaults(handler=cmd_eval)
+
+
+def _add_engine_options(p: argparse.ArgumentParser) -> None:
+    engines = "; ".join(f"{name}: {summary}" for name, (_, summary) in ENGINES.items())
+    p.add_argument("--engine", choices=list(ENGINES), default="inprocess", help=f"where runs are evaluated ({engines})")
+    p.add_argument(
+        "--buckets", type=int, help="duckdb, spark: buckets the queries are hashed into (default: the engine's)"
+    )
+    p.add_argument("--memory-limit", help="duckdb: its memory limit, e.g. 2GB (default 2GB); beyond it, it spills")
+    p.add_argument("--work-dir", help="duckdb: folder for its buckets and spills (default: a temporary folder)")
+    p.add_argument("--spark-master", help="spark: master URL of the session started here (default local[*])")
+    p.add_argument(
+        "--per-query-out",
+        help="write the per-query values to this Parquet file (spark: a Parquet folder) where the engine runs, "
+        "instead of collecting them; several runs: RUN before the extension",
+    )
 
 
 def _compare_parser(p: argparse.ArgumentParser) -> None:

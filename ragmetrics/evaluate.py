@@ -16,6 +16,7 @@ import numpy as np
 
 from ragmetrics.engine import Alignment, Conventions, Coverage, Ranking, align
 from ragmetrics.engine.conventions import Mode
+from ragmetrics.engine.health import Health
 from ragmetrics.engine.once import Once
 from ragmetrics.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.metrics import MetricSpec
@@ -48,6 +49,14 @@ class RunResult:
     @property
     def ranking(self) -> Ranking:
         return self.alignment.ranking
+
+    @property
+    def health(self) -> Health:
+        return self.alignment.health
+
+    @property
+    def conventions(self) -> Conventions:
+        return self.alignment.conventions
 
     @property
     def mode(self) -> Mode:
@@ -161,17 +170,22 @@ class EvalResult:
 
     def to_dict(self, per_query: bool = False) -> dict[str, Any]:
         """``{"runs": {RUN: {"mean": {METRIC: v}, "per_query": {QID: {METRIC: v}}}}}``."""
-        out: dict[str, Any] = {}
-        for name, result in self.runs.items():
-            entry: dict[str, Any] = {"mean": {m: _plain(v) for m, v in result.means.items()}}
-            if per_query:
-                arrays = result.arrays
-                entry["per_query"] = {
-                    str(qid): {m: _plain(arrays[m][i]) for m in result.metrics}
-                    for i, qid in enumerate(result.query_ids)
-                }
-            out[name] = entry
-        return {"runs": out}
+        return results_dict(self.runs.values(), per_query)
+
+
+def results_dict(runs: Iterable[Any], per_query: bool) -> dict[str, Any]:
+    """``{"runs": {RUN: {"mean": ..., "per_query": ...}}}`` of results with ``name``, ``means``, ``metrics``,
+    ``arrays`` and ``query_ids`` (a :class:`RunResult`, or a partitioned engine's run)."""
+    out: dict[str, Any] = {}
+    for result in runs:
+        entry: dict[str, Any] = {"mean": {m: _plain(v) for m, v in result.means.items()}}
+        if per_query:
+            arrays = result.arrays
+            entry["per_query"] = {
+                str(qid): {m: _plain(arrays[m][i]) for m in result.metrics} for i, qid in enumerate(result.query_ids)
+            }
+        out[result.name] = entry
+    return {"runs": out}
 
 
 def _plain(value: Any) -> float | None:

@@ -74,3 +74,39 @@ def postgres_url():
         subprocess.run([*as_user, pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True)
         time.sleep(0.2)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session for the test session (``local[2]``, few shuffle partitions).
+
+    Skips when PySpark or Java is missing, unless ``RAGMETRICS_REQUIRE_SPARK=1`` (CI), where it fails."""
+    required = bool(os.environ.get("RAGMETRICS_REQUIRE_SPARK"))
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        if required:
+            pytest.fail("PySpark is not installed: pip install -e '.[test]'")
+        pytest.skip("PySpark is not installed")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        if required:
+            pytest.fail("Java is not installed; install Debian's openjdk-17-jre-headless")
+        pytest.skip("Java is not installed (Debian package openjdk-17-jre-headless)")
+    try:
+        session = (
+            SparkSession.builder.master("local[2]")
+            .appName("ragmetrics-tests")
+            .config("spark.sql.shuffle.partitions", "4")
+            .config("spark.default.parallelism", "2")
+            .config("spark.ui.enabled", "false")
+            .config("spark.driver.memory", "1g")
+            .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+            .getOrCreate()
+        )
+    except Exception as exc:
+        if required:
+            pytest.fail(f"Spark could not start: {exc}")
+        pytest.skip(f"Spark could not start: {exc}")
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

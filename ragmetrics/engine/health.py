@@ -70,26 +70,58 @@ class Health:
         return (self.queries_ranked > 0 and self.overlap < NO_OVERLAP) or self.run_queries_known == 0.0
 
 
-def health(alignment: Alignment) -> Health:
+@dataclass(frozen=True)
+class QueryTallies:
+    """Per evaluated query, what :class:`Health` is made of: these add up over any split of the queries, so a run
+    evaluated in parts (:mod:`ragmetrics.partitioned`) gets the health of the whole from its parts' tallies."""
+
+    ranked: np.ndarray
+    """bool: the run ranks documents for the query."""
+    meeting: np.ndarray
+    """bool: its ranking holds a judged document."""
+    judged_top: np.ndarray
+    """int: judged documents in its top 10."""
+    relevant_found: np.ndarray
+    """int: relevant documents retrieved at any rank."""
+    relevant: np.ndarray
+    """int: its relevant judgments."""
+
+
+def query_tallies(alignment: Alignment) -> QueryTallies:
     ranking = alignment.ranking
-    coverage = alignment.coverage
     judged = ranking.judged
-    ranked = ranking.n_ret > 0
-    meeting = np.bincount(ranking.q[judged], minlength=ranking.n_queries) > 0
-    top = np.minimum(ranking.n_ret, 10)
-    judged_top = np.bincount(ranking.q[judged & (ranking.pos < 10)], minlength=ranking.n_queries)
-    relevant = int(ranking.n_rel.sum())
-    distinct_run_queries = len(coverage.not_in_dataset) + int(np.count_nonzero(ranked))
-    known = 1.0 if distinct_run_queries == 0 else 1.0 - len(coverage.not_in_dataset) / distinct_run_queries
-    if coverage.empty_run:
+    n = ranking.n_queries
+    return QueryTallies(
+        ranked=ranking.n_ret > 0,
+        meeting=np.bincount(ranking.q[judged], minlength=n) > 0,
+        judged_top=np.bincount(ranking.q[judged & (ranking.pos < 10)], minlength=n),
+        relevant_found=np.bincount(ranking.q[ranking.rel], minlength=n),
+        relevant=ranking.n_rel,
+    )
+
+
+def health_of(tallies: QueryTallies, unknown_queries: int, empty_run: bool) -> Health:
+    """The health of a run from its queries' tallies, the number of its distinct queries the dataset does not
+    know, and whether it has no rows at all."""
+    ranked = tallies.ranked
+    n_ranked = int(np.count_nonzero(ranked))
+    relevant = int(tallies.relevant.sum())
+    distinct_run_queries = unknown_queries + n_ranked
+    known = 1.0 if distinct_run_queries == 0 else 1.0 - unknown_queries / distinct_run_queries
+    if empty_run:
         known = 1.0
     return Health(
-        queries_ranked=int(np.count_nonzero(ranked)),
-        queries_meeting=int(np.count_nonzero(meeting & ranked)),
-        judged_at_10=float((judged_top[ranked] / 10).mean()) if ranked.any() and top.any() else 0.0,
-        relevant_retrieved=float(np.count_nonzero(ranking.rel)) / relevant if relevant else 0.0,
+        queries_ranked=n_ranked,
+        queries_meeting=int(np.count_nonzero(tallies.meeting & ranked)),
+        judged_at_10=float((tallies.judged_top[ranked] / 10).mean()) if n_ranked else 0.0,
+        relevant_retrieved=int(tallies.relevant_found.sum()) / relevant if relevant else 0.0,
         run_queries_known=known,
     )
+
+
+def health(alignment: Alignment) -> Health:
+    coverage = alignment.coverage
+    return health_of(query_tallies(alignment), len(coverage.not_in_dataset), coverage.empty_run)
 
 
 # --- why the ids do not meet, and what would fix it --------------------------------------------

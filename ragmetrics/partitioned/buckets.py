@@ -1,0 +1,364 @@
+"""One bucket of a partitioned evaluation, and the fold of every bucket's table into the run's result.
+
+A bucket holds every row of its queries on both sides (its qrels rows and its run rows), so the unchanged engine
+(:func:`ragmetrics.align`) evaluates it as it would the whole. :func:`evaluate_bucket` returns one Arrow table per
+bucket (:data:`BUCKET_SCHEMA` plus a column per metric): a row per evaluated query (``kind`` 0) with its values, its
+coverage flags and its health tallies, a row per run query the qrels do not know (``kind`` 1), and one row of the
+bucket's totals (``kind`` 2). :func:`combine` folds any set of such tables, in any order, into a
+:class:`PartitionedRun` whose values and coverage equal the in-process engine's on the whole.
+
+``position`` orders the result: a query's first row in the qrels (dataset order, as the engine orders queries) and an
+unknown query's first row in the run (the order the engine lists them in).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ragmetrics.engine import Conventions, align
+from ragmetrics.engine.health import query_tallies
+from ragmetrics.errors import ParseError
+from ragmetrics.ids import MAX_ID_BYTES, positions_in, to_numpy
+from ragmetrics.model import Dataset, Run
+
+if TYPE_CHECKING:
+    pass
+
+EVALUATED, UNKNOWN, TOTALS, SKIPPED = 0, 1, 2, 3
+"""The ``kind`` of a bucket table's row (``SKIPPED``: a judged query missing from the run, not evaluated under
+``missing="skip"``)."""
+
+FLAGS = ("missing_in_run", "no_relevant", "duplicate", "tied")
+"""Per evaluated query: the coverage lists it belongs to (``duplicate``: rows dropped, ``tied``: tied scores)."""
+TALLIES = ("ranked", "meeting", "judged_top", "relevant_found", "relevant")
+"""Per evaluated query: :class:`ragmetrics.engine.health.QueryTallies`."""
+TOTALS_COLUMNS = ("run_rows", "unknown_rows", "duplicates_dropped", "chunks_merged", "tied_pairs", "matched_by_text")
+"""Per bucket (its ``kind`` 2 row): the counts of the coverage report that are not per query."""
+
+BUCKET_SCHEMA = pa.schema(
+    [
+        pa.field("kind", pa.int8()),
+        pa.field("position", pa.int64()),
+        pa.field("query_id", pa.large_string()),
+        *(pa.field(f, pa.bool_()) for f in FLAGS),
+        pa.field("ranked", pa.bool_()),
+        pa.field("meeting", pa.bool_()),
+        *(pa.field(t, pa.int64()) for t in TALLIES[2:]),
+        *(pa.field(c, pa.int64()) for c in TOTALS_COLUMNS),
+    ]
+)
+POSITION = "position"
+"""The column of a bucket's input rows giving the row's place in its file (0-based, increasing with the file)."""
+
+
+def schema(metrics: Sequence[str]) -> pa.Schema:
+    """A bucket table's schema: :data:`BUCKET_SCHEMA` and a float64 column per metric (canonical names)."""
+    return pa.schema([*BUCKET_SCHEMA, *(pa.field(m, pa.float64()) for m in metrics)])
+
+
+@dataclass(frozen=True)
+class Side:
+    """How one input's rows, a bucket at a time, become a :class:`Run` or a :class:`Dataset`.
+
+    ``layout``: ``"trec"``, rows of one ``line`` column (the file's lines, read by the TREC loader itself, so every
+    rule of :mod:`ragmetrics.io.trec` holds); ``"columns"``, rows of the table's own columns (named as a CSV, TSV or
+    Parquet file or a DataFrame names them; the aliases and checks of :mod:`ragmetrics.io._columns` apply).
+    ``header_line``: the line a CSV or TSV header is on (a data row's line is then ``position + header_line + 1``);
+    None where rows have no lines."""
+
+    file: str
+    layout: Literal["trec", "columns"]
+    header_line: int | None = None
+
+    def line_of(self, positions: np.ndarray, row: int) -> int | None:
+        if self.layout == "columns" and self.header_line is not None and 0 <= row < len(positions):
+            return int(positions[row]) + self.header_line + 1
+        return None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What every bucket does: the run's name, how both sides are read, the metrics (canonical names) and the
+    conventions. A plain value: Spark sends it to its executors."""
+
+    run_name: str
+    run: Side
+    qrels: Side
+    metrics: tuple[str, ...]
+    conventions: Conventions = field(default_factory=Conventions)
+    corpus_size: int | None = None
+    chunk_pattern: str | None = None
+    max_id_bytes: int = MAX_ID_BYTES
+
+    def schema(self) -> pa.Schema:
+        return schema(self.metrics)
+
+
+def _source(name: str, data: bytes, max_id_bytes: int):  # -> Source
+    from ragmetrics.io._source import Source
+    from ragmetrics.limits import Limits
+
+    # the whole input was not read here, so the in-memory caps do not apply; the id rule does
+    unlimited = Limits(max_bytes=1 << 62, max_rows=1 << 62, max_queries=1 << 62, max_id_bytes=max_id_bytes)
+    return Source(name, raw=data, limits=unlimited)
+
+
+def _lines(rows: pa.Table) -> bytes:
+    lines = rows.column("line").combine_chunks().cast(pa.large_string())
+    joined = pc.binary_join(
+        pa.LargeListArray.from_arrays(pa.array([0, len(lines)], pa.int64()), lines), pa.scalar("\n", pa.large_string())
+    )[0]
+    return joined.as_buffer().to_pybytes() + b"\n"
+
+
+def _in_file(side: Side, rows: pa.Table, exc: ParseError) -> ParseError:
+    """``exc``, raised on a bucket, said of the input file: its line found by the line's text."""
+    line = None
+    if exc.line is not None:
+        if side.layout == "trec":
+            line = _trec_line(side, rows, exc.line)
+        else:
+            line = side.line_of(to_numpy(rows.column(POSITION)), exc.line - 1)
+    return ParseError(side.file, line, exc.expected, _first_on_line(side, rows, exc.found))
+
+
+def _first_on_line(side: Side, rows: pa.Table, found: str) -> str:
+    """A duplicate judgment names its first line: said of the input file too."""
+    import re
+
+    match = re.search(r"\(first on line (\d+)\)", found)
+    if side.layout != "trec" or match is None:
+        return found
+    first = _trec_line(side, rows, int(match.group(1)))
+    return found[: match.start()] + (f"(first on line {first})" if first else "(first on another line)")
+
+
+def _trec_line(side: Side, rows: pa.Table, bucket_line: int) -> int | None:
+    """The input file's line of a bucket's line: the same occurrence of the same text (every line of a text has one
+    query id, so all of them are in this bucket, in file order)."""
+    lines = rows.column("line")
+    text = lines[bucket_line - 1].as_py()
+    occurrence = int(pc.sum(pc.equal(lines.slice(0, bucket_line - 1), text)).as_py() or 0)
+    return file_line(side.file, text, occurrence)
+
+
+def file_line(path: str, text: str, occurrence: int = 0) -> int | None:
+    """The line number of the line of ``path`` that reads ``text`` (after ``occurrence`` earlier ones); None when
+    the file cannot be read here (a cluster's path). Read in blocks: a file of any size in bounded memory."""
+    import os
+
+    from ragmetrics.partitioned.inputs import open_plain
+
+    if not os.path.isfile(path):
+        return None
+    wanted = text.encode("utf-8")
+    with open_plain(path) as handle:
+        lines_before, tail = 0, b""
+        while block := handle.read(1 << 24):
+            data = tail + block
+            cut = data.rfind(b"\n") + 1
+            complete, tail = data[:cut], data[cut:]
+            prefixed = b"\n" + complete
+            for at in _line_starts(prefixed, wanted):
+                if occurrence == 0:
+                    return lines_before + complete.count(b"\n", 0, at) + 1
+                occurrence -= 1
+            lines_before += complete.count(b"\n")
+        if tail.rstrip(b"\r") == wanted:
+            return lines_before + 1
+    return None
+
+
+def _line_starts(prefixed: bytes, wanted: bytes):  # -> Iterator[int]
+    """Offsets in ``prefixed`` (a line break, then whole lines) of the lines that read ``wanted``, in order."""
+    import re
+
+    for match in re.finditer(re.escape(b"\n" + wanted) + rb"(?=\r?\n)", prefixed):
+        yield match.start()
+
+
+def _read(side: Side, rows: pa.Table, plan: Plan, kind: Literal["run", "dataset"]) -> Run | Dataset:
+    try:
+        if side.layout == "trec":
+            from ragmetrics.io import trec
+
+            source = _source(side.file, _lines(rows), plan.max_id_bytes)
+            return trec.read_run(source, name=plan.run_name) if kind == "run" else trec.read_qrels(source, name="qrels")
+        from ragmetrics.io import _columns
+
+        source = _source(side.file, b"", plan.max_id_bytes)
+        frame = rows.drop_columns([POSITION]).to_pandas()
+        positions = to_numpy(rows.column(POSITION))
+        header = side.header_line
+
+        def line_of(row: int) -> int | None:
+            return side.line_of(positions, row)
+
+        if kind == "run":
+            return _columns.run_from_columns(source, frame, line_of, name=plan.run_name, header_line=header)
+        return _columns.dataset_from_columns(source, frame, line_of, name="qrels", header_line=header)
+    except ParseError as exc:
+        if exc.source != side.file or side.layout == "trec":
+            raise _in_file(side, rows, exc) from None
+        raise
+
+
+def _sorted(rows: pa.Table) -> pa.Table:
+    """The rows in file order (a shuffle or a partitioned write need not keep it)."""
+    positions = to_numpy(rows.column(POSITION))
+    if len(positions) < 2 or bool(np.all(positions[1:] > positions[:-1])):
+        return rows
+    return rows.take(pa.array(np.argsort(positions, kind="stable")))
+
+
+def _first_positions(ids: pa.ChunkedArray, positions: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """For each id in ``wanted``, the smallest position of a row of ``ids`` holding it."""
+    grouped = pa.table({"id": ids, "p": pa.array(positions)}).group_by("id").aggregate([("p", "min")])
+    at = positions_in(pa.array(wanted.tolist(), pa.large_string()), grouped.column("id"))
+    return to_numpy(grouped.column("p_min"))[at]
+
+
+def evaluate_bucket(plan: Plan, qrels_rows: pa.Table, run_rows: pa.Table) -> pa.Table:
+    """The bucket table of one bucket: ``qrels_rows`` and ``run_rows`` are the bucket's rows of each input (the
+    side's columns and :data:`POSITION`)."""
+    qrels_rows, run_rows = _sorted(qrels_rows), _sorted(run_rows)
+    run = _read(plan.run, run_rows, plan, "run") if run_rows.num_rows else _empty_run(plan.run_name)
+    assert isinstance(run, Run)
+    if plan.chunk_pattern is not None:
+        from ragmetrics.io.chunks import attach_source_docs
+
+        run = attach_source_docs(run, pattern=plan.chunk_pattern)
+    run_positions = to_numpy(run_rows.column(POSITION)) if run_rows.num_rows else np.zeros(0, np.int64)
+    totals = {"run_rows": run.table.num_rows}
+    parts = []
+    if qrels_rows.num_rows == 0:  # every query of the bucket's run is unknown to the qrels
+        unknown = np.array(pc.unique(run.table.column("query_id")).to_pylist(), dtype=object)
+        totals["unknown_rows"] = run.table.num_rows
+        if len(unknown):
+            parts.append(_unknown_rows(plan, unknown, run, run_positions))
+        parts.append(_totals_row(plan, totals))
+        return pa.concat_tables(parts)
+    dataset = _read(plan.qrels, qrels_rows, plan, "dataset")
+    assert isinstance(dataset, Dataset)
+    if plan.corpus_size is not None:
+        from dataclasses import replace
+
+        dataset = replace(dataset, corpus_size=plan.corpus_size)
+    alignment = align(dataset, run, plan.conventions)
+    coverage = alignment.coverage
+    values = alignment.values(list(plan.metrics))
+    ids = alignment.query_ids
+    qrels_positions = to_numpy(qrels_rows.column(POSITION))
+    columns: dict[str, pa.Array | np.ndarray] = {
+        "kind": np.full(len(ids), EVALUATED, np.int8),
+        "position": _first_positions(dataset.qrels_table.column("query_id"), qrels_positions, ids),
+        "query_id": pa.array(ids.tolist(), pa.large_string()),
+    }
+    listed = {
+        "missing_in_run": coverage.missing_in_run,
+        "no_relevant": coverage.no_relevant,
+        "duplicate": coverage.duplicate_queries,
+        "tied": coverage.tied_queries,
+    }
+    for flag in FLAGS:
+        columns[flag] = np.isin(ids, np.array(listed[flag], dtype=object)) if listed[flag] else np.zeros(len(ids), bool)
+    tallies = query_tallies(alignment)
+    for tally in TALLIES:
+        columns[tally] = getattr(tallies, tally)
+    for name, values_of in zip(plan.metrics, values.values()):
+        columns[name] = pa.array(values_of, pa.float64())
+    parts.append(_table(plan, columns, len(ids)))
+    skipped = np.setdiff1d(np.array(coverage.missing_in_run, dtype=object), ids)
+    if len(skipped):
+        position = _first_positions(dataset.qrels_table.column("query_id"), qrels_positions, skipped)
+        kinds = np.full(len(skipped), SKIPPED, np.int8)
+        parts.append(
+            _table(
+                plan,
+                {"kind": kinds, "position": position, "query_id": pa.array(skipped.tolist(), pa.large_string())},
+                len(skipped),
+            )
+        )
+    unknown = np.array(coverage.not_in_dataset, dtype=object)
+    if len(unknown):
+        parts.append(_unknown_rows(plan, unknown, run, run_positions))
+    totals.update(
+        unknown_rows=coverage.rows_not_in_dataset,
+        duplicates_dropped=coverage.duplicates_dropped,
+        chunks_merged=coverage.chunks_merged,
+        tied_pairs=coverage.tied_pairs,
+        matched_by_text=coverage.matched_by_text,
+    )
+    parts.append(_totals_row(plan, totals))
+    return pa.concat_tables(parts)
+
+
+def _empty_run(name: str) -> Run:
+    empty = pa.array([], pa.large_string())
+    return Run.from_table(
+        pa.table({"query_id": empty, "doc_id": empty, "score": pa.array([], pa.float64())}), name=name
+    )
+
+
+def _table(plan: Plan, columns: dict[str, pa.Array | np.ndarray], rows: int) -> pa.Table:
+    target = plan.schema()
+    arrays = []
+    for f in target:
+        given = columns.get(f.name)
+        if given is None:
+            nothing = f.name in plan.metrics or pa.types.is_large_string(f.type)
+            arrays.append(pa.nulls(rows, f.type) if nothing else pa.array(np.zeros(rows), f.type))
+        else:
+            arrays.append(given if isinstance(given, pa.Array) else pa.array(given, f.type))
+    return pa.Table.from_arrays(arrays, schema=target)
+
+
+def _unknown_rows(plan: Plan, unknown: np.ndarray, run: Run, run_positions: np.ndarray) -> pa.Table:
+    position = _first_positions(run.table.column("query_id"), run_positions, unknown)
+    return _table(
+        plan,
+        {
+            "kind": np.full(len(unknown), UNKNOWN, np.int8),
+            "position": position,
+            "query_id": pa.array(unknown.tolist(), pa.large_string()),
+        },
+        len(unknown),
+    )
+
+
+def _totals_row(plan: Plan, totals: dict[str, int]) -> pa.Table:
+    columns: dict[str, pa.Array | np.ndarray] = {"kind": np.array([TOTALS], np.int8)}
+    columns.update({k: np.array([v], np.int64) for k, v in totals.items()})
+    return _table(plan, columns, 1)
+
+
+def per_query_rows(table: pa.Table, metrics: Sequence[str]) -> pa.Table:
+    """A bucket table's evaluated queries as the per-query file holds them: ``query_id`` and a column per metric."""
+    evaluated = table.filter(pc.equal(table.column("kind"), EVALUATED))
+    return evaluated.select(["query_id", *metrics])
+
+
+def without_ids(table: pa.Table) -> pa.Table:
+    """A bucket table with the ids of evaluated queries dropped where no coverage list names them (what a run too
+    large to collect keeps after its per-query rows were written)."""
+    flagged = pc.or_(
+        pc.not_equal(table.column("kind"), EVALUATED),
+        pc.or_(
+            pc.or_(table.column("missing_in_run"), table.column("no_relevant")),
+            pc.or_(table.column("duplicate"), table.column("tied")),
+        ),
+    )
+    ids = pc.if_else(flagged, table.column("query_id"), pa.scalar(None, pa.large_string()))
+    return table.set_column(table.schema.get_field_index("query_id"), "query_id", ids)
+
+
+def rows_of(columns: dict[str, Sequence[object]]) -> pa.Table:
+    """A small input table (tests, examples): the columns given and :data:`POSITION` in row order."""
+    n = len(next(iter(columns.values()))) if columns else 0
+    return pa.table({**columns, POSITION: pa.array(np.arange(n, dtype=np.int64))})

@@ -1,0 +1,187 @@
+"""The DuckDB engine: out of core on one machine.
+
+DuckDB reads each input (TREC lines, CSV/TSV cells as text, Parquet columns), numbers its rows in file order and
+writes them to Parquet in a work folder, one folder per bucket (``COPY ... PARTITION_BY``), under its
+``memory_limit`` (it spills to the work folder beyond it). Buckets are then evaluated one at a time, so the memory
+this process needs is a bucket's, not the run's.
+
+A TREC line's fields are split by the TREC loader itself, on the bucket's lines: DuckDB only finds the first field
+(the query id) to bucket on, with the loader's rule (C whitespace). DuckDB breaks lines at a lone carriage return
+where the loader refuses the line: such a file is refused here too, before DuckDB reads it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ragmetrics.errors import ParseError, RagMetricsError
+from ragmetrics.partitioned.buckets import POSITION, Plan, evaluate_bucket
+from ragmetrics.partitioned.engine import Engine, Options
+from ragmetrics.partitioned.inputs import FIRST_FIELD, TRIMMED, Input, is_gzipped, open_plain, with_columns
+
+DEFAULT_MEMORY_LIMIT = "2GB"
+BUCKET_BYTES = 48 << 20
+"""Input bytes per bucket when the number is not given (a bucket of a TREC run then takes a few hundred MB here)."""
+GZIP_RATIO = 5
+"""A gzipped input's bytes counted this many times (a TREC run compresses about so much)."""
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _name(column: str) -> str:
+    return '"' + column.replace('"', '""') + '"'
+
+
+def check_line_breaks(path: str) -> None:
+    """Refuse a carriage return that does not end a line (the TREC loader refuses it; DuckDB would break the line
+    there), naming its line. Read in blocks."""
+    with open_plain(path) as handle:
+        lines_before, carry = 0, b""
+        while block := handle.read(1 << 24):
+            data = carry + block
+            carry = data[-1:] if data.endswith(b"\r") else b""
+            body = data[: len(data) - len(carry)]
+            if body.count(b"\r") != body.count(b"\r\n"):
+                at = re.search(rb"\r(?!\n)", body)
+                assert at is not None
+                line = lines_before + body.count(b"\n", 0, at.start()) + 1
+                raise ParseError(path, line, "lines ending in \\n or \\r\\n", "a carriage return (\\r) inside the line")
+            lines_before += body.count(b"\n")
+        if carry:
+            raise ParseError(
+                path, lines_before + 1, "lines ending in \\n or \\r\\n", "a carriage return (\\r) inside the line"
+            )
+
+
+def _duckdb_error(path: str, exc: Exception) -> RagMetricsError:
+    text = str(exc)
+    line = re.search(r"on Line: (\d+)", text)
+    if "unicode" in text.lower():
+        return ParseError(path, int(line.group(1)) if line else None, "UTF-8 text", "bytes that are not UTF-8")
+    first = text.splitlines()[0] if text else type(exc).__name__
+    detail = next((s.strip() for s in text.splitlines()[1:] if s.strip()), "")
+    return ParseError(path, int(line.group(1)) if line else None, "a file DuckDB can read", f"{first} {detail}".strip())
+
+
+class DuckDB(Engine):
+    name = "duckdb"
+
+    def __init__(self, options: Options) -> None:
+        super().__init__(options)
+        import duckdb
+
+        self.work = Path(tempfile.mkdtemp(prefix="ragmetrics-duckdb-", dir=options.work_dir))
+        config: dict[str, str | bool | int | float | list[str]] = {
+            "memory_limit": options.memory_limit or DEFAULT_MEMORY_LIMIT,
+            "temp_directory": str(self.work / "spill"),
+            "preserve_insertion_order": True,
+        }
+        try:
+            self.con = duckdb.connect(config=config)
+        except duckdb.Error as exc:
+            shutil.rmtree(self.work, ignore_errors=True)
+            raise RagMetricsError(f"DuckDB: {str(exc).splitlines()[0]} (--memory-limit takes e.g. 2GB)") from None
+        self._partitioned: dict[tuple[str, int], tuple[Path, pa.Schema]] = {}
+
+    def close(self) -> None:
+        self.con.close()
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def buckets_for(self, qrels: Input, run: Input) -> int:
+        def weight(path: str) -> int:
+            return os.path.getsize(path) * (GZIP_RATIO if is_gzipped(path) else 1)
+
+        return max(1, -(-(weight(qrels.path) + weight(run.path)) // BUCKET_BYTES))
+
+    def _select(self, found: Input, buckets: int) -> tuple[str, Input]:
+        """The query that reads ``found``: its columns, ``position`` and ``bucket``."""
+        path = _literal(found.path)
+        if found.format == "trec":
+            check_line_breaks(found.path)
+            lines = (
+                f"SELECT line, row_number() OVER () - 1 AS {POSITION}, regexp_extract(line, {_literal(FIRST_FIELD)}, 1)"
+                f" AS key FROM read_csv({path}, columns={{'line': 'VARCHAR'}}, header=false, delim='\\0', quote='',"
+                " escape='', auto_detect=false)"
+            )
+            # blank and comment lines carry no row: the loader skips them
+            query = (
+                f"SELECT line, {POSITION}, hash(key) % {buckets} AS bucket FROM ({lines}) "
+                "WHERE key <> '' AND NOT starts_with(key, '#')"
+            )
+            return query, found
+        trimmed = _literal(TRIMMED)
+        if found.format == "parquet":
+            described = self.con.execute(f"DESCRIBE SELECT * FROM read_parquet({path})").fetchall()
+            types = {str(row[0]): str(row[1]) for row in described}
+            found = with_columns(found, list(types))
+            query_type = types[found.query_column or ""]
+            q = _name(found.query_column or "")
+            if query_type in ("DOUBLE", "FLOAT") or query_type.startswith("DECIMAL"):
+                key = (
+                    f"CASE WHEN {q} = floor({q}) AND abs({q}) < 9007199254740992 THEN CAST(CAST({q} AS BIGINT) AS "
+                    f"VARCHAR) ELSE CAST({q} AS VARCHAR) END"
+                )
+            else:
+                key = f"trim(CAST({q} AS VARCHAR), {trimmed})"
+            columns = ", ".join(_name(c) for c in found.columns)
+            query = (
+                f"SELECT {columns}, file_row_number AS {POSITION}, hash({key}) % {buckets} AS bucket "
+                f"FROM read_parquet({path}, file_row_number=true)"
+            )
+            return query, found
+        # CSV, TSV: every cell as text, as the in-process reader reads it (an empty cell is an empty string)
+        spec = ", ".join(f"{_literal(c)}: 'VARCHAR'" for c in found.columns)
+        delimiter = "\\t" if found.format == "tsv" else ","
+        header_line = found.side.header_line or 1
+        cells = ", ".join(f"coalesce({_name(c)}, '') AS {_name(c)}" for c in found.columns)
+        q = _name(found.query_column or "")
+        query = (
+            f"SELECT {cells}, row_number() OVER () - 1 AS {POSITION}, hash(trim(coalesce({q}, ''), {trimmed})) % "
+            f"{buckets} AS bucket FROM read_csv({path}, columns={{{spec}}}, header=true, skip={header_line - 1}, "
+            f"delim=E'{delimiter}', quote='\"', escape='\"', auto_detect=false, strict_mode=true)"
+        )
+        return query, found
+
+    def _partition(self, found: Input, buckets: int) -> tuple[Path, pa.Schema]:
+        key = (found.path, buckets)
+        if key not in self._partitioned:
+            folder = self.work / f"input-{len(self._partitioned)}"
+            query, found = self._select(found, buckets)
+            import duckdb
+
+            try:
+                self.con.execute(f"COPY ({query}) TO {_literal(str(folder))} (FORMAT parquet, PARTITION_BY (bucket))")
+                fields = self.con.execute(f"DESCRIBE {query}").fetchall()
+            except duckdb.Error as exc:
+                raise _duckdb_error(found.path, exc) from None
+            types = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "UBIGINT": pa.uint64()}
+            schema = pa.schema([(name, types.get(kind, pa.string())) for name, kind, *_ in fields if name != "bucket"])
+            self._partitioned[key] = (folder, schema)
+        return self._partitioned[key]
+
+    def bucket_tables(self, plan: Plan, qrels: Input, run: Input, buckets: int) -> Iterator[pa.Table]:
+        qrels_folder, qrels_schema = self._partition(qrels, buckets)
+        run_folder, run_schema = self._partition(run, buckets)
+        for bucket in range(buckets):
+            yield evaluate_bucket(
+                plan, _read(qrels_folder, bucket, qrels_schema), _read(run_folder, bucket, run_schema)
+            )
+
+
+def _read(folder: Path, bucket: int, schema: pa.Schema) -> pa.Table:
+    """A bucket's rows (none: an empty table of the input's columns)."""
+    part = folder / f"bucket={bucket}"
+    if not part.exists():
+        return schema.empty_table()
+    table = pq.read_table(part)
+    return table.drop_columns([c for c in table.column_names if c == "bucket"])

@@ -1,0 +1,131 @@
+"""The executor interface and its registry: THE one place an engine is added (the CLI's ``--engine`` choices are read
+from :data:`ENGINES`).
+
+An engine reads both inputs, puts each row in the bucket of its query id (the same function on both sides, so a
+query's judgments and its ranking always meet), and yields one bucket table per bucket
+(:func:`ragmetrics.partitioned.buckets.evaluate_bucket`, run where the engine runs). The tables are folded by
+:func:`ragmetrics.partitioned.result.combine`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import pyarrow as pa
+
+from ragmetrics.errors import RagMetricsError
+from ragmetrics.partitioned.buckets import Plan, per_query_rows, without_ids
+from ragmetrics.partitioned.inputs import Input
+
+
+@dataclass(frozen=True)
+class Options:
+    """``buckets``: how many (None: the engine's default); ``memory_limit``: DuckDB's (e.g. ``"2GB"``);
+    ``work_dir``: where DuckDB writes its buckets and spills (default: a temporary folder); ``spark_master``: the
+    Spark master URL (``local[*]`` by default) when no session is running."""
+
+    buckets: int | None = None
+    memory_limit: str | None = None
+    work_dir: str | None = None
+    spark_master: str | None = None
+
+
+class Engine(ABC):
+    """Reads inputs and yields bucket tables; a context manager that frees what it made (work folders, sessions)."""
+
+    name: ClassVar[str]
+    local: ClassVar[bool] = True
+    """The engine reads files of this machine (it sniffs them); False: paths the cluster reads."""
+
+    def __init__(self, options: Options) -> None:
+        if options.buckets is not None and (not isinstance(options.buckets, int) or options.buckets < 1):
+            raise RagMetricsError(f"buckets must be an int >= 1; got {options.buckets!r}")
+        self.options = options
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:  # noqa: B027 - engines without resources keep nothing
+        """Free the work folder, the connection or the session the engine started."""
+
+    def describe(self, path: str, kind: str) -> Input:
+        """The input at ``path`` as this engine reads it."""
+        from ragmetrics.partitioned.inputs import describe
+
+        return describe(path, kind, local=self.local)  # type: ignore[arg-type]
+
+    @abstractmethod
+    def buckets_for(self, qrels: Input, run: Input) -> int:
+        """The number of buckets used when none is given."""
+
+    @abstractmethod
+    def bucket_tables(self, plan: Plan, qrels: Input, run: Input, buckets: int) -> Iterator[pa.Table]:
+        """One bucket table per bucket."""
+
+    def tables(
+        self, plan: Plan, qrels: Input, run: Input, buckets: int, per_query_out: str | None = None
+    ) -> Iterator[pa.Table]:
+        """The bucket tables; with ``per_query_out``, each bucket's per-query rows are written there (Parquet) as
+        the bucket is done and the tables keep only the ids a coverage list names."""
+        if per_query_out is None:
+            yield from self.bucket_tables(plan, qrels, run, buckets)
+            return
+        import pyarrow.parquet as pq
+
+        writer = None
+        try:
+            for table in self.bucket_tables(plan, qrels, run, buckets):
+                rows = per_query_rows(table, plan.metrics)
+                if writer is None:
+                    writer = pq.ParquetWriter(per_query_out, rows.schema)
+                writer.write_table(rows)
+                yield without_ids(table)
+        finally:
+            if writer is not None:
+                writer.close()
+
+
+def bucket_of(query_ids: pa.ChunkedArray | pa.Array, buckets: int) -> np.ndarray:
+    """The in-process engine's bucket of each row (a hash of the query id; each distinct id hashed once)."""
+    import pandas as pd
+
+    from ragmetrics.ids import dictionary_codes
+
+    codes, uniques = dictionary_codes(query_ids)
+    hashes = pd.util.hash_array(np.array(uniques.to_pylist(), dtype=object))
+    return (hashes % np.uint64(buckets)).astype(np.int64)[codes]
+
+
+ENGINES: dict[str, tuple[str, str]] = {
+    "inprocess": ("ragmetrics.partitioned.local:InProcess", "this process, every input in memory (the default)"),
+    "duckdb": (
+        "ragmetrics.partitioned.duck:DuckDB",
+        "DuckDB, out of core: buckets in a work folder (ragmetrics[duckdb])",
+    ),
+    "spark": (
+        "ragmetrics.partitioned.spark:Spark",
+        "Spark, local or a cluster, an Arrow UDF per bucket (ragmetrics[spark])",
+    ),
+}
+"""name -> (``module:class``, what it is), imported when used (DuckDB and PySpark are optional extras)."""
+
+
+def engine_class(name: str) -> type[Engine]:
+    if name not in ENGINES:
+        raise RagMetricsError(f"unknown engine {name!r}; expected one of {', '.join(ENGINES)}")
+    module, cls = ENGINES[name][0].split(":")
+    try:
+        found: type[Engine] = getattr(importlib.import_module(module), cls)
+    except ImportError as exc:
+        raise RagMetricsError(
+            f"engine {name!r} needs {exc.name or 'a package'}: pip install 'ragmetrics[{name}]'"
+        ) from None
+    return found

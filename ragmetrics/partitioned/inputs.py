@@ -1,0 +1,120 @@
+"""What an input file is, for an engine that reads it itself: its layout (:class:`~ragmetrics.partitioned.buckets.Side`),
+its columns, and the column whose value is the query id (what a row is bucketed on).
+
+Only the file's head is read here (format detection sniffs it as the in-process loaders do).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import BinaryIO, Literal
+
+from ragmetrics.errors import ParseError, RagMetricsError
+from ragmetrics.partitioned.buckets import Side
+
+HEAD_BYTES = 1 << 16
+FORMATS = ("trec", "csv", "tsv", "parquet")
+"""The formats an engine reads itself."""
+TRIMMED = " \t"
+"""Blanks stripped around an id of a table cell (as :func:`ragmetrics.io._columns.as_id_column` does)."""
+WHITESPACE = "[ \\t\\x0B\\f]"
+"""A TREC field separator (C whitespace: space, tab, vertical tab, form feed), as a regular expression both RE2
+(DuckDB) and Java (Spark) read the same way."""
+FIRST_FIELD = f"^{WHITESPACE}*([^ \\t\\x0B\\f]*)"
+"""A TREC line's first field (its query id), group 1."""
+
+
+@dataclass(frozen=True)
+class Input:
+    """An input file as an engine reads it: ``format`` (one of :data:`FORMATS`), the :class:`Side` each bucket is
+    read with, the table's column names (none for TREC) and the column holding the query id."""
+
+    path: str
+    kind: Literal["run", "dataset"]
+    format: str
+    side: Side
+    columns: tuple[str, ...] = ()
+    query_column: str | None = None
+
+    @property
+    def delimiter(self) -> str:
+        return "\t" if self.format == "tsv" else ","
+
+
+def is_gzipped(path: str) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(2) == b"\x1f\x8b"
+
+
+def open_plain(path: str) -> BinaryIO:
+    """The file's bytes, decompressed when it is gzipped (detected by its magic bytes, as the loaders do)."""
+    import gzip
+
+    return gzip.open(path, "rb") if is_gzipped(path) else open(path, "rb")  # type: ignore[return-value]
+
+
+def _head(path: str) -> bytes:
+    with open_plain(path) as handle:
+        return handle.read(HEAD_BYTES)
+
+
+def describe(path: str, kind: Literal["run", "dataset"], *, local: bool = True) -> Input:
+    """The input at ``path``. ``local``: the file is on this machine (sniffed); otherwise (a cluster's path) its
+    format is taken from its extension."""
+    from ragmetrics.io._source import open_source
+    from ragmetrics.io.formats import KNOWN_EXTENSIONS, detect
+    from ragmetrics.limits import Limits
+
+    if local and not os.path.exists(path):
+        raise ParseError(path, None, "an existing file", "nothing at that path")
+    if local and os.path.isdir(path):
+        raise RagMetricsError(f"{path}: a folder; the partitioned engines read one file per input")
+    head = _head(path) if local else b""
+    # the head only: the name (its extension) and the first bytes decide the format, as for the in-process loaders
+    source = open_source(head, filename=os.path.basename(path), limits=Limits.from_env())
+    if not local:
+        suffixes = [s for s in source.suffixes if s in KNOWN_EXTENSIONS]
+        by_extension = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv"}
+        fmt = next((by_extension[s] for s in reversed(suffixes) if s in by_extension), "trec")
+    else:
+        fmt = detect(source, kind, None).name
+    if fmt not in FORMATS:
+        raise RagMetricsError(
+            f"{path}: a {fmt} {kind}; the partitioned engines read {', '.join(FORMATS)} files "
+            "(--engine inprocess reads every format)"
+        )
+    if fmt == "trec":
+        return Input(path, kind, fmt, Side(path, "trec"))
+    if fmt == "parquet":
+        return Input(path, kind, fmt, Side(path, "columns"))
+    from ragmetrics.io import tables
+
+    delimiter = "\t" if fmt == "tsv" else ","
+    names, header_line, _ = tables._header(source, delimiter)
+    return Input(path, kind, fmt, Side(path, "columns", header_line), tuple(names), _query_column(path, names))
+
+
+def with_columns(found: Input, names: list[str]) -> Input:
+    """``found`` with its columns as the engine reports them (Parquet)."""
+    from ragmetrics.io._columns import normalise_name
+    from ragmetrics.io.tables import _PARQUET_WANTED
+
+    wanted = tuple(n for n in names if normalise_name(n) in _PARQUET_WANTED)
+    return Input(found.path, found.kind, found.format, found.side, wanted, _query_column(found.path, wanted))
+
+
+def _query_column(path: str, names: list[str] | tuple[str, ...]) -> str:
+    from ragmetrics.io._columns import normalise_name, resolve
+
+    column = resolve(names).get("query_id")
+    if column is None:
+        from ragmetrics.io._columns import describe_aliases
+
+        raise ParseError(path, None, f"a column {describe_aliases(['query_id'])}", f"columns {list(names)}")
+    if normalise_name(column) == "query":
+        raise RagMetricsError(
+            f"{path}: queries are named by their text (column {column!r}); the partitioned engines bucket rows by a "
+            "query id column (query_id/qid/topic): add one, or use --engine inprocess"
+        )
+    return column

@@ -1,0 +1,158 @@
+"""The result of a partitioned evaluation: every bucket's table folded into a :class:`PartitionedRun`, whose values
+and coverage report equal the in-process engine's on the whole input."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ragmetrics.engine import Conventions, Coverage
+from ragmetrics.engine.health import Health, QueryTallies, health_of
+from ragmetrics.errors import RagMetricsError
+from ragmetrics.ids import to_numpy
+from ragmetrics.partitioned.buckets import EVALUATED, SKIPPED, TALLIES, TOTALS, UNKNOWN, schema
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass(frozen=True, eq=False)
+class PartitionedRun:
+    """One run evaluated bucket by bucket: per-query values in dataset order, the coverage report and the health,
+    equal to the in-process engine's. ``query_ids`` is None when the per-query rows were written to a file
+    instead of collected (the values are kept: means and paired tests need only them)."""
+
+    name: str
+    metrics: tuple[str, ...]
+    conventions: Conventions
+    query_ids: np.ndarray | None
+    arrays: dict[str, np.ndarray]
+    coverage: Coverage
+    health: Health
+    per_query_file: str | None = None
+
+    @property
+    def means(self) -> dict[str, float]:
+        """As :meth:`ragmetrics.Alignment.mean`: over the evaluated queries, NaN values left out."""
+        out = {}
+        for metric, values in self.arrays.items():
+            kept = values[~np.isnan(values)]
+            out[metric] = float(kept.mean()) if len(kept) else float("nan")
+        return out
+
+    def array(self, metric: str) -> np.ndarray:
+        from ragmetrics.metrics import parse_metric
+
+        return self.arrays[str(parse_metric(metric))]
+
+    @property
+    def values(self) -> pd.DataFrame:
+        """Per-query values: a frame indexed by query_id, one column per metric."""
+        import pandas as pd
+
+        if self.query_ids is None:
+            raise RagMetricsError(f"run {self.name!r}: the per-query values were written to {self.per_query_file}")
+        index = pd.Index(self.query_ids, name="query_id", dtype="str")
+        return pd.DataFrame(self.arrays, index=index, columns=list(self.metrics))
+
+
+def combine(
+    run_name: str,
+    metrics: Sequence[str],
+    conventions: Conventions,
+    tables: Iterable[pa.Table],
+    *,
+    keep_ids: bool = True,
+    per_query_file: str | None = None,
+) -> PartitionedRun:
+    """Fold bucket tables (any order, any split) into the run's result."""
+    parts = list(tables)
+    table = pa.concat_tables(parts) if parts else schema(metrics).empty_table()
+    order = pc.sort_indices(table, sort_keys=[("kind", "ascending"), ("position", "ascending")])
+    table = table.take(order)
+    kind = to_numpy(table.column("kind"))
+    evaluated = table.filter(pa.array(kind == EVALUATED))
+    unknown = table.filter(pa.array(kind == UNKNOWN))
+    totals = table.filter(pa.array(kind == TOTALS))
+
+    def total(column: str) -> int:
+        return int(pc.sum(totals.column(column)).as_py() or 0)
+
+    def ids_where(flag: str) -> list[str]:
+        return evaluated.filter(evaluated.column(flag)).column("query_id").to_pylist()
+
+    def column(name: str) -> np.ndarray:
+        return to_numpy(evaluated.column(name))
+
+    missing = table.filter(
+        pa.array((kind == SKIPPED) | ((kind == EVALUATED) & to_numpy(table.column("missing_in_run"))))
+    )
+    missing = missing.take(pc.sort_indices(missing, sort_keys=[("position", "ascending")]))
+    coverage = Coverage(
+        queries_evaluated=evaluated.num_rows,
+        missing_in_run=missing.column("query_id").to_pylist(),
+        not_in_dataset=unknown.column("query_id").to_pylist(),
+        rows_not_in_dataset=total("unknown_rows"),
+        no_judgments=[],
+        no_relevant=ids_where("no_relevant"),
+        matched_by_text=total("matched_by_text"),
+        duplicates_dropped=total("duplicates_dropped"),
+        duplicate_queries=ids_where("duplicate"),
+        chunks_merged=total("chunks_merged"),
+        tied_pairs=total("tied_pairs"),
+        tied_queries=ids_where("tied"),
+        empty_run=total("run_rows") == 0,
+    )
+    tallies = QueryTallies(**{name: column(name) for name in TALLIES})
+    health = health_of(tallies, unknown.num_rows, coverage.empty_run)
+    query_ids = None
+    if keep_ids:
+        query_ids = np.array(evaluated.column("query_id").to_pylist(), dtype=object)
+    arrays = {m: _floats(evaluated.column(m)) for m in metrics}
+    return PartitionedRun(
+        run_name, tuple(metrics), conventions, query_ids, arrays, coverage, health, per_query_file=per_query_file
+    )
+
+
+def _floats(values: pa.ChunkedArray) -> np.ndarray:
+    array = to_numpy(values.cast(pa.float64())).astype(np.float64, copy=True)
+    array.flags.writeable = False
+    return array
+
+
+class PartitionedResult:
+    """Results of one or more runs evaluated by an engine: ``runs`` maps a run name to its :class:`PartitionedRun`,
+    ``metrics`` are canonical names in the order asked for, ``engine`` names the engine."""
+
+    def __init__(self, runs: dict[str, PartitionedRun], metrics: Sequence[str], engine: str, buckets: int) -> None:
+        self.runs = runs
+        self.metrics = list(metrics)
+        self.engine = engine
+        self.buckets = buckets
+
+    @property
+    def run_names(self) -> list[str]:
+        return list(self.runs)
+
+    def __getitem__(self, name: str) -> PartitionedRun:
+        return self.runs[name]
+
+    def mean(self) -> pd.DataFrame:
+        """Means: one row per run, one column per metric."""
+        import pandas as pd
+
+        frame = pd.DataFrame(
+            [r.means for r in self.runs.values()], index=pd.Index(self.run_names, name="run"), columns=self.metrics
+        )
+        return frame.astype(np.float64)
+
+    def to_dict(self, per_query: bool = False) -> dict[str, Any]:
+        """As :meth:`ragmetrics.evaluate.EvalResult.to_dict`."""
+        from ragmetrics.evaluate import results_dict
+
+        return results_dict(self.runs.values(), per_query)

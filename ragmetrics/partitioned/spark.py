@@ -1,0 +1,220 @@
+"""The Spark engine: both inputs as DataFrames, bucketed by ``pmod(xxhash64(query id), buckets)``, each bucket's
+qrels and run rows cogrouped and evaluated by the unchanged engine in an Arrow UDF (``cogroup(...).applyInArrow``,
+PySpark >= 4.0) on the executors; the bucket tables come back to the driver (or, with a per-query output, the
+per-query rows are written by the executors and only the numbers come back).
+
+Files are read by Spark (paths the cluster reads: local, HDFS, S3 as it is configured): a TREC file as text lines
+(split by the TREC loader itself in each bucket), CSV/TSV with a header, Parquet. Spark needs Java 17 or later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from ragmetrics.engine import Conventions
+from ragmetrics.errors import RagMetricsError
+from ragmetrics.ids import MAX_ID_BYTES
+from ragmetrics.partitioned.buckets import POSITION, Plan, Side, evaluate_bucket
+from ragmetrics.partitioned.engine import Engine, Options
+from ragmetrics.partitioned.inputs import FIRST_FIELD, TRIMMED, Input
+from ragmetrics.partitioned.result import PartitionedRun, combine
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+DEFAULT_MASTER = "local[*]"
+
+
+def session(master: str | None = None) -> SparkSession:
+    """The running Spark session, or one started on ``master`` (default ``local[*]``)."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    return SparkSession.builder.master(master or DEFAULT_MASTER).appName("ragmetrics").getOrCreate()
+
+
+def _bucketed(frame: DataFrame, key: Column, buckets: int) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    return frame.withColumn("bucket", F.pmod(F.xxhash64(key), F.lit(buckets)))
+
+
+def _strings(table: pa.Table) -> pa.Table:
+    """Spark's Arrow reader takes ``string``, not ``large_string``."""
+    fields = [pa.field(f.name, pa.string() if pa.types.is_large_string(f.type) else f.type) for f in table.schema]
+    return table.cast(pa.schema(fields))
+
+
+def _spark_schema(plan: Plan) -> Any:
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(_strings(plan.schema().empty_table()).schema)
+
+
+def bucket_frame(plan: Plan, qrels: DataFrame, run: DataFrame) -> DataFrame:
+    """The bucket tables as a DataFrame: ``qrels`` and ``run`` carry ``bucket``, :data:`POSITION` and the columns
+    each side reads; each cogroup is one call of :func:`evaluate_bucket` on an executor."""
+
+    def evaluate(qrels_rows: pa.Table, run_rows: pa.Table) -> pa.Table:
+        return _strings(evaluate_bucket(plan, qrels_rows.drop_columns(["bucket"]), run_rows.drop_columns(["bucket"])))
+
+    grouped = qrels.groupBy("bucket").cogroup(run.groupBy("bucket"))
+    return grouped.applyInArrow(evaluate, schema=_spark_schema(plan))
+
+
+def _with_position(frame: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    # increasing in the order Spark reads the rows (a file's order, for one file)
+    return frame.withColumn(POSITION, F.monotonically_increasing_id())
+
+
+def column_key(frame: DataFrame, column: str) -> Column:
+    """The query id of a table cell as the bucket key: text, blanks around it stripped (as the loaders strip them),
+    a whole float as an integer."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import DecimalType, DoubleType, FloatType
+
+    value = F.col(f"`{column}`")
+    kind = frame.schema[column].dataType
+    if isinstance(kind, (DoubleType, FloatType, DecimalType)):
+        whole = (value == F.floor(value)) & (F.abs(value) < F.lit(2**53))
+        return F.when(whole, value.cast("bigint").cast("string")).otherwise(value.cast("string"))
+    return F.regexp_replace(value.cast("string"), f"^[{TRIMMED}]+|[{TRIMMED}]+$", "")
+
+
+def frames_of_file(spark: SparkSession, found: Input, buckets: int) -> DataFrame:
+    """One input file as a bucketed DataFrame."""
+    from pyspark.sql import functions as F
+
+    if found.format == "trec":
+        lines = _with_position(spark.read.text(found.path)).withColumnRenamed("value", "line")
+        key = F.regexp_extract(F.col("line"), FIRST_FIELD, 1)
+        data = lines.where((key != "") & ~key.startswith("#"))
+        return _bucketed(data, key, buckets).select("line", POSITION, "bucket")
+    if found.format == "parquet":
+        frame = _with_position(spark.read.parquet(found.path))
+        from ragmetrics.partitioned.inputs import with_columns
+
+        found = with_columns(found, [c for c in frame.columns if c != POSITION])
+    else:
+        frame = spark.read.csv(
+            found.path, header=True, sep=found.delimiter, quote='"', escape='"', inferSchema=False, nullValue=None
+        )
+        frame = _with_position(frame.select([F.coalesce(F.col(f"`{c}`"), F.lit("")).alias(c) for c in frame.columns]))
+        if not found.columns:  # a cluster's file: its header as Spark read it
+            from ragmetrics.partitioned.inputs import with_columns
+
+            found = with_columns(found, [c for c in frame.columns if c != POSITION])
+    assert found.query_column is not None
+    key = column_key(frame, found.query_column)
+    return _bucketed(frame.select(*[f"`{c}`" for c in found.columns], POSITION), key, buckets)
+
+
+def collect(
+    plan: Plan, frame: DataFrame, per_query_out: str | None = None
+) -> tuple[Iterator[pa.Table], DataFrame | None]:
+    """The bucket tables at the driver; with ``per_query_out``, the executors write the per-query rows there
+    (a Parquet folder, Spark's way) and the driver gets the rows without the ids no coverage list names."""
+    from pyspark.sql import functions as F
+
+    if per_query_out is None:
+        return iter([frame.toArrow()]), None
+    kept = frame.persist()
+    kept.where(F.col("kind") == 0).select("query_id", *[f"`{m}`" for m in plan.metrics]).write.mode(
+        "overwrite"
+    ).parquet(per_query_out)
+    flagged = (F.col("kind") != 0) | F.col("missing_in_run") | F.col("no_relevant") | F.col("duplicate") | F.col("tied")
+    numbers = kept.withColumn("query_id", F.when(flagged, F.col("query_id")))
+    return iter([numbers.toArrow()]), kept
+
+
+class Spark(Engine):
+    name = "spark"
+    local = False
+
+    def __init__(self, options: Options) -> None:
+        super().__init__(options)
+        self.spark = session(options.spark_master)
+
+    def describe(self, path: str, kind: str) -> Input:
+        import os
+
+        from ragmetrics.partitioned.inputs import describe
+
+        return describe(path, kind, local=os.path.exists(path))  # type: ignore[arg-type]
+
+    def buckets_for(self, qrels: Input, run: Input) -> int:
+        return int(self.spark.conf.get("spark.sql.shuffle.partitions") or 200)
+
+    def bucket_tables(self, plan: Plan, qrels: Input, run: Input, buckets: int) -> Iterator[pa.Table]:
+        yield from self.tables(plan, qrels, run, buckets)
+
+    def tables(
+        self, plan: Plan, qrels: Input, run: Input, buckets: int, per_query_out: str | None = None
+    ) -> Iterator[pa.Table]:
+        frame = bucket_frame(plan, frames_of_file(self.spark, qrels, buckets), frames_of_file(self.spark, run, buckets))
+        tables, kept = collect(plan, frame, per_query_out)
+        try:
+            yield from tables
+        finally:
+            if kept is not None:
+                kept.unpersist()
+
+
+def evaluate(
+    qrels: DataFrame,
+    run: DataFrame,
+    metrics: Sequence[str] | None = None,
+    *,
+    name: str = "run",
+    conventions: Conventions | None = None,
+    buckets: int | None = None,
+    per_query_out: str | None = None,
+    corpus_size: int | None = None,
+    max_id_bytes: int = MAX_ID_BYTES,
+    **changes: Any,
+) -> PartitionedRun:
+    """Evaluate a run DataFrame against a qrels DataFrame on their Spark session.
+
+    Columns are named as in a CSV file (``query_id``/``qid``, ``doc_id``/``docno``, ``relevance``/``label``,
+    ``score``; see :mod:`ragmetrics.io._columns`). ``buckets`` defaults to ``spark.sql.shuffle.partitions``;
+    ``per_query_out``: a Parquet folder the executors write the per-query values to (the result then keeps the
+    values, not the ids). Conventions as :func:`ragmetrics.evaluate`."""
+    from ragmetrics.evaluate import DEFAULT_METRICS
+    from ragmetrics.io._columns import resolve
+    from ragmetrics.partitioned import canonical_metrics
+
+    conventions = (conventions or Conventions()).replace(**changes) if changes else conventions or Conventions()
+    names = canonical_metrics(list(metrics or DEFAULT_METRICS), conventions)
+    count = buckets or int(qrels.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
+    if count < 1:
+        raise RagMetricsError(f"buckets must be an int >= 1; got {buckets!r}")
+    sides = []
+    for frame, what in ((qrels, "qrels DataFrame"), (run, "run DataFrame")):
+        column = resolve(frame.columns).get("query_id")
+        if column is None:
+            raise RagMetricsError(f"the {what} has no query id column (query_id/qid/topic); columns {frame.columns}")
+        positioned = _with_position(frame)
+        sides.append(_bucketed(positioned, column_key(positioned, column), count))
+    plan = Plan(
+        name,
+        Side("<run DataFrame>", "columns"),
+        Side("<qrels DataFrame>", "columns"),
+        names,
+        conventions,
+        corpus_size,
+        None,
+        max_id_bytes,
+    )
+    tables, kept = collect(plan, bucket_frame(plan, sides[0], sides[1]), per_query_out)
+    try:
+        return combine(name, names, conventions, tables, keep_ids=per_query_out is None, per_query_file=per_query_out)
+    finally:
+        if kept is not None:
+            kept.unpersist()

@@ -1,0 +1,112 @@
+"""Cases the partitioned engines must evaluate exactly as the in-process engine does, and the comparison.
+
+Each case is a qrels file and a run file on disk. ``hard`` is generated: one query holding most of the run's rows
+(a skewed bucket), judged queries missing from the run, run queries the qrels do not know, repeated documents,
+tied scores, graded, zero and negative labels, a query without a relevant document, comment and blank lines,
+tabs and runs of blanks between fields.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+
+import ragmetrics as rm
+from ragmetrics.io import load_dataset, load_run
+
+DATA = Path(__file__).parent / "data"
+TREC = DATA / "trec_eval"
+SCIFACT = DATA / "scifact"
+
+CONFORMANCE = [
+    ("qrels.test", "results.test"),
+    ("qrels.test.with-comments", "results.test"),
+    ("qrels.test", "results.trunc"),
+    ("qrels.rel_level", "results.test"),
+    ("qrels-302.test", "results-302.test"),
+    ("qrels.comment.test", "results.comment.test"),
+]
+"""trec_eval's own test files (tests/test_parity_pytrec_eval.py reads the same pairs)."""
+
+METRICS = [
+    "ndcg@10",
+    "ndcg",
+    "map",
+    "map@100",
+    "mrr",
+    "mrr@10",
+    "recall@5",
+    "recall@100",
+    "precision@5",
+    "f1@10",
+    "hits@5",
+    "rprec",
+    "bpref",
+    "judged@10",
+]
+BUCKETS = (1, 2, 7, 16)
+
+
+def write_hard_case(folder: Path, seed: int = 7) -> tuple[Path, Path]:
+    """The generated case: ``qrels.txt`` and ``run.trec`` in ``folder``."""
+    rng = random.Random(seed)
+    qrels_lines = ["# judgments of the generated case", ""]
+    judged = [f"q{i}" for i in range(40)]
+    for q in judged:
+        for d in rng.sample(range(400), rng.randint(1, 12)):
+            label = rng.choice([-1, 0, 0, 1, 1, 2, 3]) if q != "q3" else 0  # q3: no relevant document
+            sep = rng.choice([" ", "\t", "  "])
+            qrels_lines.append(sep.join([q, "0", f"d{d}", str(label)]))
+    run_lines = ["# a run", ""]
+    in_run = [q for q in judged if q not in {"q31", "q32", "q33", "q34"}]  # judged, missing from the run
+    unknown = ["u1", "u2", "u9", "zz"]  # in the run, unknown to the qrels
+    for q in in_run + unknown:
+        depth = 3000 if q == "q5" else rng.randint(1, 40)  # q5 holds most of the rows
+        docs = [rng.randrange(400) for _ in range(depth)]  # repeats: duplicate rows
+        for rank, d in enumerate(docs, 1):
+            score = round(rng.choice([1.0, 0.5, rng.random()]), 3)  # ties
+            sep = rng.choice([" ", "\t", " \t "])
+            run_lines.append(sep.join([q, "Q0", f"d{d}", str(rank), str(score), "tag"]))
+    rng.shuffle(run_lines)  # rows of a query scattered over the file
+    qrels_path, run_path = folder / "qrels.txt", folder / "run.trec"
+    qrels_path.write_text("\n".join(qrels_lines) + "\n", encoding="utf-8")
+    run_path.write_text("\n".join(run_lines) + "\n", encoding="utf-8")
+    return qrels_path, run_path
+
+
+def as_tables(qrels: Path, run: Path, folder: Path, fmt: str) -> tuple[Path, Path]:
+    """The same case as CSV or Parquet files (the in-process loaders read them back identically)."""
+    dataset, loaded = load_dataset(qrels), load_run(run)
+    qrels_frame = dataset.qrels
+    run_frame = loaded.frame[["query_id", "doc_id", "score"]]
+    out_q, out_r = folder / f"qrels.{fmt}", folder / f"{run.name.split('.')[0]}.{fmt}"
+    if fmt == "csv":
+        qrels_frame.to_csv(out_q, index=False)
+        run_frame.to_csv(out_r, index=False)
+    else:
+        qrels_frame.to_parquet(out_q, index=False)
+        run_frame.to_parquet(out_r, index=False)
+    return out_q, out_r
+
+
+def reference(qrels: Path, run: Path, **conventions) -> rm.Alignment:
+    """The in-process engine on the whole input."""
+    return rm.align(load_dataset(qrels), load_run(run), **conventions)
+
+
+def assert_same(found, alignment: rm.Alignment, metrics=METRICS) -> int:
+    """Every per-query value (exactly, NaN where NaN), the query order, the coverage report and the health equal;
+    returns the number of values compared."""
+    assert found.query_ids is not None
+    assert list(found.query_ids) == list(alignment.query_ids)
+    compared = 0
+    for metric in metrics:
+        ours, theirs = found.array(metric), alignment.value(metric)
+        np.testing.assert_array_equal(ours, theirs, err_msg=metric)
+        compared += len(theirs)
+    assert found.coverage == alignment.coverage
+    assert found.coverage.summary() == alignment.coverage.summary()
+    assert found.health == alignment.health
+    return compared

@@ -1,0 +1,246 @@
+"""Partitioned evaluation (in-process buckets and DuckDB): every per-query value, every coverage count and list and
+the run's health equal the in-process engine's on the whole input, for 1, 2, 7 and 16 buckets."""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from ragmetrics.cli import build_parser, main
+from ragmetrics.errors import ParseError, RagMetricsError
+from ragmetrics.io import load_dataset, load_run
+from ragmetrics.partitioned import ENGINES, evaluate_files
+from ragmetrics.partitioned.buckets import Plan, Side
+from ragmetrics.partitioned.local import bucket_tables_of
+from ragmetrics.partitioned.result import combine
+from tests.partitioned_cases import (
+    BUCKETS,
+    CONFORMANCE,
+    METRICS,
+    SCIFACT,
+    TREC,
+    as_tables,
+    assert_same,
+    reference,
+    write_hard_case,
+)
+
+ENGINES_TESTED = ("inprocess", "duckdb")
+
+
+@pytest.fixture(scope="module")
+def hard(tmp_path_factory):
+    return write_hard_case(tmp_path_factory.mktemp("hard"))
+
+
+def _run(qrels, run, engine, buckets, **conventions):
+    result = evaluate_files(str(qrels), str(run), METRICS, engine=engine, buckets=buckets, **conventions)
+    return next(iter(result.runs.values()))
+
+
+@pytest.mark.parametrize("engine", ENGINES_TESTED)
+@pytest.mark.parametrize("buckets", BUCKETS)
+def test_hard_case_equals_in_process(hard, engine, buckets):
+    qrels, run = hard
+    expected = reference(qrels, run)
+    coverage = expected.coverage
+    # the case holds what it is meant to
+    assert coverage.missing_in_run and coverage.not_in_dataset and coverage.duplicates_dropped
+    assert coverage.tied_pairs and coverage.no_relevant
+    assert load_run(run).frame["query_id"].value_counts().iloc[0] > 0.5 * len(load_run(run))
+    assert assert_same(_run(qrels, run, engine, buckets), expected) == len(METRICS) * coverage.queries_evaluated
+
+
+@pytest.mark.parametrize("engine", ENGINES_TESTED)
+@pytest.mark.parametrize("conventions", [{"missing": "skip"}, {"rel_level": 2}, {"unjudged": "skip"}])
+def test_hard_case_under_other_conventions(hard, engine, conventions):
+    qrels, run = hard
+    assert_same(_run(qrels, run, engine, 7, **conventions), reference(qrels, run, **conventions))
+
+
+@pytest.mark.parametrize("engine", ENGINES_TESTED)
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_tables_equal_in_process(hard, tmp_path, engine, fmt):
+    qrels, run = as_tables(*hard, tmp_path, fmt)
+    expected = reference(qrels, run)
+    for buckets in (2, 16):
+        assert_same(_run(qrels, run, engine, buckets), expected)
+
+
+@pytest.mark.parametrize("engine", ENGINES_TESTED)
+@pytest.mark.parametrize(("qrels_file", "run_file"), CONFORMANCE)
+def test_conformance_cases(engine, qrels_file, run_file):
+    expected = reference(TREC / qrels_file, TREC / run_file)
+    for buckets in BUCKETS:
+        assert_same(_run(TREC / qrels_file, TREC / run_file, engine, buckets), expected)
+
+
+@pytest.mark.parametrize("run_file", ["bm25-stem.trec.gz", "hybrid-rrf60.trec.gz", "dense-all-minilm-l6-v2.trec.gz"])
+def test_scifact(run_file):
+    expected = reference(SCIFACT / "qrels.tsv", SCIFACT / run_file)
+    for buckets in BUCKETS:
+        assert_same(_run(SCIFACT / "qrels.tsv", SCIFACT / run_file, "duckdb", buckets), expected)
+
+
+def test_buckets_in_any_order_fold_to_the_same_result(hard):
+    """The fold does not depend on the order the buckets come back in (a cluster returns them in any order)."""
+    qrels, run = hard
+    dataset, loaded = load_dataset(qrels), load_run(run)
+    plan = Plan("run", Side(str(run), "columns"), Side(str(qrels), "columns"), tuple(METRICS))
+    tables = list(bucket_tables_of(plan, dataset, loaded, 16))
+    assert len(tables) == 16
+    folded = combine("run", METRICS, plan.conventions, tables[::-1])
+    assert_same(folded, reference(qrels, run))
+
+
+def test_an_empty_run_is_refused_as_in_process(tmp_path, hard):
+    qrels, _ = hard
+    empty = tmp_path / "empty.trec"
+    empty.write_text("# nothing\n\n", encoding="utf-8")
+    with pytest.raises(ParseError) as in_process:
+        load_run(empty)
+    with pytest.raises(ParseError) as partitioned:
+        evaluate_files(str(qrels), str(empty), ["ndcg@10"], engine="duckdb")
+    assert str(partitioned.value) == str(in_process.value)
+
+
+# --- bad input: the same error as the in-process loader, at the input file's line ----------------------------
+
+
+def _same_error(qrels, run, match):
+    def in_process():
+        load_dataset(qrels)
+        load_run(run)
+
+    with pytest.raises(RagMetricsError, match=match) as in_process_error:
+        in_process()
+    with pytest.raises(RagMetricsError, match=match) as partitioned:
+        evaluate_files(str(qrels), str(run), ["ndcg@10"], engine="duckdb", buckets=3)
+    return str(in_process_error.value), str(partitioned.value)
+
+
+def test_a_bad_score_names_the_files_line(tmp_path, hard):
+    qrels, run = hard
+    lines = run.read_text().splitlines()
+    lines[40] = "q7 Q0 d1 1 high tag"
+    bad = tmp_path / "bad.trec"
+    bad.write_text("\n".join(lines) + "\n")
+    ours, theirs = _same_error(qrels, bad, r"bad.trec:41: expected a finite number as score \(field 5\), found 'high'")
+    assert ours == theirs
+
+
+def test_a_second_judgment_names_both_lines(tmp_path):
+    """The lines are the file's (identical lines told apart by their order); a bucket reports its own first one."""
+    import re
+
+    _, theirs = _same_error(TREC / "qrels.123", TREC / "results.test", "a second label")
+    line, first = (int(n) for n in re.search(r"qrels.123:(\d+):.*first on line (\d+)", theirs).groups())
+    text = (TREC / "qrels.123").read_text().splitlines()
+    assert first < line
+    assert text[line - 1].split()[0::2][:2] == text[first - 1].split()[0::2][:2]  # the same query and document
+
+
+def test_a_lone_carriage_return_is_refused_at_its_line(tmp_path, hard):
+    qrels, _ = hard
+    bad = tmp_path / "cr.trec"
+    bad.write_bytes(b"q1 Q0 d1 1 1.0 t\r\nq1 Q0 d2 2 0.5 t\nq1 Q0 d\r3 3 0.1 t\n")
+    with pytest.raises(ParseError, match=r"cr.trec:3: expected lines ending in \\n or \\r\\n"):
+        evaluate_files(str(qrels), str(bad), ["ndcg@10"], engine="duckdb")
+    with pytest.raises(ParseError, match=r"cr.trec:3: expected lines ending in \\n or \\r\\n"):
+        load_run(bad)
+
+
+def test_crlf_and_gzip_are_read_as_in_process(tmp_path, hard):
+    qrels, run = hard
+    packed = tmp_path / "run.trec.gz"
+    packed.write_bytes(gzip.compress(run.read_bytes().replace(b"\n", b"\r\n")))
+    assert_same(_run(qrels, packed, "duckdb", 7), reference(qrels, packed))
+
+
+def test_bytes_that_are_not_utf8(tmp_path, hard):
+    qrels, _ = hard
+    bad = tmp_path / "latin1.trec"
+    bad.write_bytes(b"q1 Q0 d1 1 1.0 t\nq1 Q0 d\xe92 2 0.5 t\n")
+    with pytest.raises(ParseError, match=r"latin1.trec:2: expected UTF-8 text"):
+        evaluate_files(str(qrels), str(bad), ["ndcg@10"], engine="duckdb")
+
+
+def test_formats_it_does_not_read_are_refused_clearly(tmp_path, hard):
+    qrels, _ = hard
+    jsonl = tmp_path / "run.jsonl"
+    jsonl.write_text('{"query_id": "q1", "retrieved": ["d1"]}\n')
+    with pytest.raises(RagMetricsError, match=r"a jsonl run; the partitioned engines read trec, csv, tsv, parquet"):
+        evaluate_files(str(qrels), str(jsonl), ["ndcg@10"], engine="duckdb")
+
+
+def test_queries_named_by_text_are_refused(tmp_path, hard):
+    qrels, _ = hard
+    run = tmp_path / "run.csv"
+    run.write_text("query,doc_id,score\nwhat is x,d1,1\n")
+    with pytest.raises(RagMetricsError, match="named by their text"):
+        evaluate_files(str(qrels), str(run), ["ndcg@10"], engine="duckdb")
+
+
+# --- the command line --------------------------------------------------------------------------------------
+
+
+def test_engine_choices_are_the_registry():
+    eval_parser = build_parser("eval")._subparsers._group_actions[0].choices["eval"]
+    engine = next(a for a in eval_parser._actions if a.dest == "engine")
+    assert list(engine.choices) == list(ENGINES)
+
+
+def _cli(*argv):
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_cli_duckdb_prints_what_in_process_prints(hard, fmt):
+    qrels, run = hard
+    common = ["eval", "--dataset", str(qrels), "--run", str(run), "--run", str(SCIFACT / "bm25-stem.trec.gz")]
+    common += ["-m", "ndcg@10", "-m", "map", "--format", fmt, "--per-query", "--allow-no-overlap"]
+    in_process = _cli(*common)
+    on_duckdb = _cli(*common, "--engine", "duckdb", "--memory-limit", "256MB", "--buckets", "5")
+    assert in_process[0] == on_duckdb[0] == 0
+    assert on_duckdb[1] == in_process[1]
+    assert on_duckdb[2] == in_process[2]
+    assert "judged queries missing from the run" in on_duckdb[2]
+
+
+def test_cli_per_query_out_writes_parquet(hard, tmp_path):
+    qrels, run = hard
+    expected = reference(qrels, run)
+    for engine in ENGINES_TESTED:
+        out = tmp_path / f"{engine}.parquet"
+        code, printed, err = _cli(
+            "eval", "--dataset", str(qrels), "--run", str(run), "-m", "ndcg@10", "--engine", engine,
+            "--per-query-out", str(out),
+        )  # fmt: skip
+        assert code == 0, err
+        assert f"wrote {out}: {expected.coverage.queries_evaluated} queries" in err
+        table = pq.read_table(out).to_pandas().set_index("query_id").loc[list(expected.query_ids)]
+        np.testing.assert_array_equal(table["ndcg@10"].to_numpy(), expected.value("ndcg@10"))
+        assert f"{'ndcg@10':<22}\tall\t{expected.mean('ndcg@10'):.4f}" in printed
+
+
+def test_cli_refuses_what_the_engines_do_not_read(hard):
+    qrels, run = hard
+    code, _, err = _cli("eval", "--dataset", str(qrels), "--run", str(run), "--engine", "duckdb", "--queries", "x")
+    assert code == 2
+    assert "--queries: not with --engine duckdb" in err
+
+
+def test_cli_bad_memory_limit(hard):
+    qrels, run = hard
+    code, _, err = _cli(
+        "eval", "--dataset", str(qrels), "--run", str(run), "--engine", "duckdb", "--memory-limit", "lots"
+    )
+    assert code == 2
+    assert "DuckDB" in err and "--memory-limit" in err

@@ -1,0 +1,107 @@
+"""The Spark engine, in ``local[2]``: every per-query value, every coverage count and list and the run's health equal
+the in-process engine's, for files (``--engine spark``) and for DataFrames (``ragmetrics.spark.evaluate``).
+
+Kept small for CI: one session for the whole test session (the ``spark`` fixture), few shuffle partitions.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+import ragmetrics.spark as rms
+from ragmetrics.io import load_dataset, load_run
+from ragmetrics.partitioned import evaluate_files
+from tests.partitioned_cases import (
+    BUCKETS,
+    CONFORMANCE,
+    METRICS,
+    SCIFACT,
+    TREC,
+    as_tables,
+    assert_same,
+    reference,
+    write_hard_case,
+)
+
+pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")  # PySpark's note on pandas 3
+
+
+@pytest.fixture(scope="module")
+def hard(tmp_path_factory):
+    return write_hard_case(tmp_path_factory.mktemp("hard-spark"))
+
+
+def _files(spark, qrels, run, buckets, **conventions):
+    result = evaluate_files(str(qrels), str(run), METRICS, engine="spark", buckets=buckets, **conventions)
+    return next(iter(result.runs.values()))
+
+
+def test_hard_case_files_every_bucket_count(spark, hard):
+    qrels, run = hard
+    expected = reference(qrels, run)
+    for buckets in BUCKETS:
+        assert assert_same(_files(spark, qrels, run, buckets), expected) == len(METRICS) * len(expected.query_ids)
+
+
+def test_hard_case_skip_missing(spark, hard):
+    qrels, run = hard
+    assert_same(_files(spark, qrels, run, 7, missing="skip"), reference(qrels, run, missing="skip"))
+
+
+def test_scifact_files(spark):
+    expected = reference(SCIFACT / "qrels.tsv", SCIFACT / "bm25-stem.trec.gz")
+    for buckets in (2, 16):
+        assert_same(_files(spark, SCIFACT / "qrels.tsv", SCIFACT / "bm25-stem.trec.gz", buckets), expected)
+
+
+@pytest.mark.parametrize(("qrels_file", "run_file"), CONFORMANCE)
+def test_conformance_files(spark, qrels_file, run_file):
+    expected = reference(TREC / qrels_file, TREC / run_file)
+    assert_same(_files(spark, TREC / qrels_file, TREC / run_file, 7), expected)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_table_files(spark, hard, tmp_path, fmt):
+    qrels, run = as_tables(*hard, tmp_path, fmt)
+    assert_same(_files(spark, qrels, run, 7), reference(qrels, run))
+
+
+def test_dataframes_every_bucket_count(spark, hard):
+    qrels, run = hard
+    expected = reference(qrels, run)
+    qrels_df = spark.createDataFrame(load_dataset(qrels).qrels)
+    run_df = spark.createDataFrame(load_run(run).frame[["query_id", "doc_id", "score"]])
+    for buckets in BUCKETS:
+        assert_same(rms.evaluate(qrels_df, run_df, METRICS, buckets=buckets), expected)
+
+
+def test_dataframes_scifact_with_aliased_columns(spark):
+    qrels, run = SCIFACT / "qrels.tsv", SCIFACT / "dense-all-minilm-l6-v2.trec.gz"
+    expected = reference(qrels, run)
+    qrels_df = spark.createDataFrame(
+        load_dataset(qrels).qrels.rename(columns={"query_id": "qid", "relevance": "label"})
+    )
+    run_df = spark.createDataFrame(
+        load_run(run).frame[["query_id", "doc_id", "score"]].rename(columns={"doc_id": "docno"})
+    )
+    assert_same(rms.evaluate(qrels_df, run_df, METRICS, buckets=7), expected)
+
+
+def test_per_query_rows_written_by_the_executors(spark, hard, tmp_path):
+    qrels, run = hard
+    expected = reference(qrels, run)
+    out = tmp_path / "per-query.parquet"
+    result = evaluate_files(str(qrels), str(run), ["ndcg@10"], engine="spark", buckets=4, per_query_out=str(out))
+    found = next(iter(result.runs.values()))
+    assert found.query_ids is None
+    np.testing.assert_array_equal(found.array("ndcg@10"), expected.value("ndcg@10"))
+    assert found.coverage == expected.coverage
+    written = pq.read_table(out).to_pandas().set_index("query_id").loc[list(expected.query_ids)]
+    np.testing.assert_array_equal(written["ndcg@10"].to_numpy(), expected.value("ndcg@10"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert len(pq.read_table(out)) == expected.n_queries
