@@ -110,7 +110,7 @@ def test_on_real_runs_and_findings_frame(tiny_alignments) -> None:
     found = diagnosis.diagnose(ev.name, missed.query_table(ev, 5), k=5, deep_k=30)
     assert "easy_missed" not in rules(found)
     frame = diagnosis.findings_frame(found)
-    assert list(frame.columns) == ["run", "rule", "severity", "title", "evidence", "advice", "queries"]
+    assert list(frame.columns) == ["run", "rule", "severity", "title", "evidence", "advice", "advice_ids", "queries"]
     assert len(frame) == len(found)
 
 
