@@ -139,7 +139,7 @@ def _emit(result: EvalResult, fmt: str, per_query: bool, out: TextIO) -> None:
     elif fmt == "csv":
         from ragmetrics.export import to_safe_csv
 
-        out.write(str(to_safe_csv(_wide(result, per_query), encoding=None, float_format="%.6f")))
+        out.write(str(to_safe_csv(_wide(result, per_query), encoding=None)))  # floats as repr: float64-exact
     elif fmt == "markdown":
         from ragmetrics.export import markdown_table
 
