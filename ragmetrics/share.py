@@ -265,6 +265,12 @@ def _all(value: str | Sequence[str] | None) -> list[str]:
     return [part.strip() for item in items for part in item.split(",") if part.strip()]
 
 
+def _level(text: str, levels: Sequence[float]) -> float | None:
+    """The one of ``levels`` that ``text`` names (``"0.10"`` names 0.1), or None."""
+    number = _number(text)
+    return next((level for level in levels if number is not None and abs(level - number) < 1e-12), None)
+
+
 def _number(value: str | None) -> float | None:
     """A finite number, or None (absent or not a number)."""
     if not value:
@@ -438,24 +444,19 @@ def decode(
                 note(f"unknown test {test[:40]!r}; using the {TESTS[DEFAULT_TEST].title.lower()} ({known})")
         alpha = _last(params.get("a"))
         if alpha:
-            try:
-                level = float(alpha)
-            except ValueError:
-                level = float("nan")
-            match = [a for a in ALPHAS if abs(a - level) < 1e-12]
-            if match:
-                values["alpha"] = match[0]
+            match = _level(alpha, ALPHAS)
+            if match is not None:
+                values["alpha"] = match
             else:
                 shown = ", ".join(f"{a:g}" for a in ALPHAS)
                 note(f"alpha must be one of {shown}, got {alpha[:20]!r}; using {DEFAULT_ALPHA:g}")
 
     def correction() -> None:
         c = _last(params.get("c"))
-        if c:
-            if c in CORRECTIONS:
-                values["correction"] = c
-            else:
-                note(f"unknown correction {c[:40]!r}; using {DEFAULT_CORRECTION} ({', '.join(CORRECTIONS)})")
+        if c and c not in CORRECTIONS:
+            note(f"unknown correction {c[:40]!r}; using {DEFAULT_CORRECTION} ({', '.join(CORRECTIONS)})")
+        elif c:
+            values["correction"] = c
 
     def metric_set() -> None:
         items = list(dict.fromkeys(_all(params.get("ms"))))
@@ -471,16 +472,15 @@ def decode(
 
     def page_controls() -> None:
         outcome = _last(params.get("o"))
-        if outcome:
-            if outcome in OUTCOMES:
-                values["outcome"] = outcome
-            else:
-                note(f"unknown outcome {outcome[:20]!r}; listing the {DEFAULT_OUTCOME}es")
-        level = _number(_last(params.get("pw")))
-        if level is not None:
-            match = [p for p in POWER_LEVELS if abs(p - level) < 1e-12]
-            if match:
-                values["power"] = match[0]
+        if outcome and outcome not in OUTCOMES:
+            note(f"unknown outcome {outcome[:20]!r}; listing the {DEFAULT_OUTCOME}es")
+        elif outcome:
+            values["outcome"] = outcome
+        level = _last(params.get("pw"))
+        if level:
+            match = _level(level, POWER_LEVELS)
+            if match is not None:
+                values["power"] = match
             else:
                 note(f"power must be one of {', '.join(f'{p:g}' for p in POWER_LEVELS)}; using {DEFAULT_POWER:g}")
         delta = _number(_last(params.get("d")))
