@@ -107,7 +107,9 @@ def test_llamaindex_mode_takes_the_rank_column_of_a_table_and_the_line_order_of_
     (tmp_path / "run.csv").write_text("query_id,doc_id,rank,score\nq1,d9,3,0.1\nq1,d1,1,0.3\nq1,d8,2,0.2\n")
     values = {}
     for name in ("run.trec", "run.csv"):
-        code, out, _ = run_cli("eval", "--dataset", qrels, "--run", tmp_path / name, "-m", "mrr", "--mode", "llamaindex")
+        code, out, _ = run_cli(
+            "eval", "--dataset", qrels, "--run", tmp_path / name, "-m", "mrr", "--mode", "llamaindex"
+        )
         assert code == 0
         values[name] = out.split("mrr")[1].split()[1]
     assert values == {"run.trec": "0.5000", "run.csv": "1.0000"}
