@@ -144,7 +144,7 @@ def _emit(result: EvalResult | PartitionedResult, fmt: str, per_query: bool, out
     elif fmt == "csv":
         from ragmetrics.export import to_safe_csv
 
-        out.write(str(to_safe_csv(_wide(result, per_query), encoding=None, float_format="%.6f")))
+        out.write(str(to_safe_csv(_wide(result, per_query), encoding=None)))  # floats as repr: float64-exact
     elif fmt == "markdown":
         from ragmetrics.export import markdown_table
 
@@ -316,10 +316,10 @@ def cmd_fuse(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _family(args: argparse.Namespace, size: int) -> str:
-    """The correction and the family it covers, in words (the same wording as the dashboard's)."""
-    if args.correction == "none":
-        return "uncorrected"
-    return f"{args.correction.capitalize()}-corrected over {size} comparison(s)"
+    """The correction and the family it covers, in words (:func:`ragmetrics.stats.family_text`, as the dashboard)."""
+    from ragmetrics.stats import family_text
+
+    return family_text(args.correction, size)
 
 
 def _warn_same_rows(runs: Sequence[Run], baseline: Run, err: TextIO) -> None:
@@ -388,7 +388,7 @@ def cmd_diagnose(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.format == "json":
         import json
 
-        json.dump(findings_frame(findings).to_dict(orient="records"), out, ensure_ascii=False, indent=1)
+        json.dump([f.to_dict() for f in findings], out, ensure_ascii=False, indent=1)
         out.write("\n")
     elif args.format == "csv":
         from ragmetrics.export import to_safe_csv

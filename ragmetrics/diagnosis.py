@@ -5,23 +5,29 @@ applies them to a per-query table (:func:`query_table`), which the dashboard
 builds from its cached evaluation. The rules and their thresholds:
 
 * ``easy_missed``: more than ``EASY_MISSED_MAX`` (2) easy queries have no
-  relevant document in the top K -> check indexing, chunk size and the
-  embedding model's coverage of the domain's terms.
+  relevant document in the top K -> check indexing, chunk size and (for a
+  dense run) the embedding model's coverage of the domain's terms.
 * ``hard_missed``: more than ``HARD_MISSED_MAX`` (2) hard queries are missed
-  -> HyDE for short queries, a larger top-k plus a reranker, hybrid retrieval
-  with BM25.
-* ``near_miss``: at least ``NEAR_MISS_MIN`` (3) missed queries, and at least
-  half of them, have their first relevant document at ranks K+1..max(20, 2K)
-  -> rerank or raise K.
+  -> HyDE when some of them are short, a larger top-k plus a reranker, and
+  fusion with the other kind of retriever when the run is not a fusion already.
+* ``near_miss``: at least ``NEAR_MISS_MIN`` (3) missed queries, and more than
+  half of them ("most"), have their first relevant document at ranks
+  K+1..max(20, 2K) -> rerank or raise K.
 * ``ranking_not_recall``: recall at the run's depth (at most 100) is at least
   ``HIGH_RECALL`` (0.85) but MRR is below ``LOW_MRR`` (0.70) -> the ranking,
-  not the recall, is the problem.
+  not the recall, is the problem (fusion weights only for a fused run, query
+  prompts only for a dense one).
 * ``weak_category``: a category with at least ``CATEGORY_MIN_N`` (5) queries
   whose mean is at least ``CATEGORY_GAP`` (0.15) below the mean of all other
   queries -> it is named.
 
 Queries without a relevant document are left out of every rule; a missing
 category or difficulty counts as :data:`NO_GROUP`.
+
+Advice is structured (:class:`Advice`): a stable id (``rule.action``, e.g.
+``hard_missed.fuse_bm25``), the text, and the evidence values that made it
+apply. What kind of run it is (:class:`RunTraits`: fused, lexical, dense) is
+read from its name unless the caller knows better, and said in the evidence.
 """
 
 from __future__ import annotations
@@ -53,6 +59,62 @@ DEEP_K_MAX = 100
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
+THRESHOLDS: tuple[str, ...] = (
+    f"easy or hard queries missed: more than {EASY_MISSED_MAX} / {HARD_MISSED_MAX}",
+    f"near misses: at least {NEAR_MISS_MIN} and more than {NEAR_MISS_SHARE:.0%} of the misses",
+    f"ranking, not recall: deep recall at least {HIGH_RECALL:.2f} and MRR below {LOW_MRR:.2f}",
+    f"weak category: at least {CATEGORY_MIN_N} queries, {CATEGORY_GAP:.2f} below the others",
+)
+"""The rules' thresholds in words (the dashboard's Diagnosis page states them)."""
+
+
+class Advice(str):
+    """One piece of advice: the text (the string itself), a stable ``id`` (``rule.action``) and the ``evidence``
+    values that made it apply. A string, so it reads, joins and escapes as its text."""
+
+    id: str
+    evidence: dict[str, Any]
+
+    def __new__(cls, id: str, text: str, evidence: dict[str, Any] | None = None) -> Advice:
+        self = super().__new__(cls, text)
+        self.id = id
+        self.evidence = dict(evidence or {})
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Advice, (self.id, str(self), self.evidence))
+
+    @property
+    def text(self) -> str:
+        return str(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "text": str(self), "evidence": self.evidence}
+
+
+@dataclass(frozen=True)
+class RunTraits:
+    """What kind of retriever made a run, for advice that only fits some kinds. ``source``: how it is known."""
+
+    fused: bool = False
+    lexical: bool = False
+    dense: bool = False
+    source: str = "unknown"
+
+    @classmethod
+    def from_name(cls, name: str) -> RunTraits:
+        """Read from a run's name: ``rrf``/``hybrid``/``fus``/``comb`` fused, ``bm25``/``lexical``/``sparse``/``tfidf``
+        lexical, ``dense``/``e5``/``bge``/``minilm``/``embed``/``vector``/``gte`` dense."""
+        text = name.lower()
+        fused = bool(re.search(r"rrf|hybrid|fus|comb(sum|mnz)", text))
+        lexical = bool(re.search(r"bm25|lexical|sparse|tf-?idf|splade", text))
+        dense = bool(re.search(r"dense|(^|[^a-z])e5|bge|minilm|embed|vector|gte|mpnet|openai|ada", text))
+        return cls(fused=fused, lexical=lexical and not fused, dense=dense and not fused, source=f"its name {name!r}")
+
+    def words(self) -> str:
+        kinds = [k for k, on in (("fused", self.fused), ("lexical", self.lexical), ("dense", self.dense)) if on]
+        return f"{' and '.join(kinds) or 'of unknown kind'} (from {self.source})"
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -60,9 +122,22 @@ class Finding:
     rule: str
     title: str
     evidence: str
-    advice: tuple[str, ...]
+    advice: tuple[Advice, ...]
     queries: tuple[str, ...] = ()
     severity: str = "warning"
+    values: tuple[tuple[str, Any], ...] = ()  # the evidence as numbers: (name, value)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "rule": self.rule,
+            "severity": self.severity,
+            "title": self.title,
+            "evidence": self.evidence,
+            "values": dict(self.values),
+            "advice": [a.to_dict() if isinstance(a, Advice) else {"id": "", "text": str(a)} for a in self.advice],
+            "queries": list(self.queries),
+        }
 
 
 def is_short(query: str) -> bool:
@@ -93,6 +168,7 @@ def diagnose(
     deep_k: int,
     metric_label: str | None = None,
     low_mrr: float = LOW_MRR,
+    traits: RunTraits | None = None,
 ) -> list[Finding]:
     """Apply every rule to one run's per-query table.
 
@@ -100,7 +176,10 @@ def diagnose(
     first_relevant_rank, hit, rr, recall_deep`` and optionally ``value`` (the
     metric compared across categories; ``hit`` otherwise). ``deep_k`` is the
     cut-off of ``recall_deep``. Queries without relevant documents are ignored.
+    ``traits``: what kind of run it is (default: read from ``run``, its name).
     """
+    traits = traits or RunTraits.from_name(run)
+    kind = {"fused": traits.fused, "lexical": traits.lexical, "dense": traits.dense, "kind_from": traits.source}
     table = table[table["n_relevant"] > 0].reset_index(drop=True)
     findings: list[Finding] = []
     if table.empty:
@@ -120,14 +199,34 @@ def diagnose(
                 f"{len(easy_missed)} easy queries are missed at K={k}",
                 f"{len(easy_missed)} of {len(easy)} easy queries ({_pct(len(easy_missed), len(easy))}) have no relevant "
                 f"document in the top {k}; {never} of them never retrieve one at all. Examples: {_fmt_ids(ids)}.",
-                (
-                    "Check that the relevant documents were indexed at all: look their ids up in the index.",
-                    "Check the chunk size: an answer split across chunks, or buried in a long chunk, matches poorly.",
-                    "Check that the embedding model covers the domain's terms (product names, codes, jargon); "
-                    "try a domain-adapted or multilingual model.",
+                tuple(
+                    a
+                    for a in (
+                        Advice(
+                            "easy_missed.check_index",
+                            "Check that the relevant documents were indexed at all: look their ids up in the index.",
+                            {"easy_missed": len(easy_missed), "never_retrieved": never},
+                        ),
+                        Advice(
+                            "easy_missed.chunk_size",
+                            "Check the chunk size: an answer split across chunks, or buried in a long chunk, matches "
+                            "poorly.",
+                            {"easy_missed": len(easy_missed)},
+                        ),
+                        Advice(
+                            "easy_missed.embedding_coverage",
+                            "Check that the embedding model covers the domain's terms (product names, codes, jargon); "
+                            "try a domain-adapted or multilingual model.",
+                            {"easy_missed": len(easy_missed), **kind},
+                        )
+                        if not traits.lexical
+                        else None,
+                    )
+                    if a is not None
                 ),
                 ids,
                 "error",
+                (("easy_missed", len(easy_missed)), ("easy", len(easy)), ("never_retrieved", never)),
             )
         )
 
@@ -143,18 +242,15 @@ def diagnose(
                 f"{len(hard_missed)} hard queries are missed at K={k}",
                 f"{len(hard_missed)} of {len(hard)} hard queries ({_pct(len(hard_missed), len(hard))}) have no relevant "
                 f"document in the top {k}; {short} of them are short. Examples: {_fmt_ids(ids)}.",
-                (
-                    f"HyDE for short queries ({short} here): embed a generated hypothetical answer instead of the bare question.",
-                    "Retrieve a larger top-k (e.g. 50) and rerank it with a cross-encoder.",
-                    "Hybrid retrieval: fuse BM25 with the dense run (e.g. reciprocal rank fusion) to catch exact terms.",
-                ),
+                _hard_advice(len(hard_missed), short, traits, kind),
                 ids,
+                values=(("hard_missed", len(hard_missed)), ("hard", len(hard)), ("short", short)),
             )
         )
 
     retrieved_late = missed[missed["first_relevant_rank"] > 0]
     near = missed[(missed["first_relevant_rank"] > k) & (missed["first_relevant_rank"] <= limit)]
-    if len(missed) and len(near) >= NEAR_MISS_MIN and len(near) / len(missed) >= NEAR_MISS_SHARE:
+    if len(missed) and len(near) >= NEAR_MISS_MIN and len(near) / len(missed) > NEAR_MISS_SHARE:
         median = float(np.median(near["first_relevant_rank"]))
         hits_limit = float(((table["first_relevant_rank"] > 0) & (table["first_relevant_rank"] <= limit)).mean())
         hits_k = float(table["hit"].mean())
@@ -168,10 +264,19 @@ def diagnose(
                 f"document at ranks {k + 1}–{limit} (median rank {median:g}); {len(missed) - len(retrieved_late)} are never "
                 f"retrieved. Hits@{limit} = {hits_limit:.3f} against Hits@{k} = {hits_k:.3f}.",
                 (
-                    f"Rerank the top {limit}–50 with a cross-encoder so these documents move into the top {k}.",
-                    f"Or raise K to {limit} if the generator can take that much context.",
+                    Advice(
+                        "near_miss.rerank",
+                        f"Rerank the top {limit}–50 with a cross-encoder so these documents move into the top {k}.",
+                        {"near": len(near), "missed": len(missed), "median_rank": median},
+                    ),
+                    Advice(
+                        "near_miss.raise_k",
+                        f"Or raise K to {limit} if the generator can take that much context.",
+                        {f"hits@{limit}": hits_limit, f"hits@{k}": hits_k},
+                    ),
                 ),
                 ids,
+                values=(("near", len(near)), ("missed", len(missed)), ("median_rank", median)),
             )
         )
 
@@ -189,11 +294,32 @@ def diagnose(
                 f"Recall@{deep_k} = {recall_deep:.3f} (at least {HIGH_RECALL:.2f}) but MRR = {mrr:.3f} (below {low_mrr:.2f}): "
                 f"the relevant documents are retrieved, but only {at_one:.0%} of queries have one at rank 1 "
                 f"(elsewhere the first one is at median rank {median:g}).",
-                (
-                    "Add a reranker (cross-encoder) over the retrieved candidates.",
-                    "Tune the fusion weights or the score normalisation of a hybrid run.",
-                    "Check query/passage prompts of the embedding model (e.g. e5's 'query: ' prefix).",
+                tuple(
+                    a
+                    for a in (
+                        Advice(
+                            "ranking_not_recall.rerank",
+                            "Add a reranker (cross-encoder) over the retrieved candidates.",
+                            {f"recall@{deep_k}": recall_deep, "mrr": mrr},
+                        ),
+                        Advice(
+                            "ranking_not_recall.fusion_weights",
+                            "Tune the fusion weights or the score normalisation of this hybrid run.",
+                            {"mrr": mrr, **kind},
+                        )
+                        if traits.fused
+                        else None,
+                        Advice(
+                            "ranking_not_recall.query_prompt",
+                            "Check query/passage prompts of the embedding model (e.g. e5's 'query: ' prefix).",
+                            {"mrr": mrr, **kind},
+                        )
+                        if traits.dense
+                        else None,
+                    )
+                    if a is not None
                 ),
+                values=((f"recall@{deep_k}", recall_deep), ("mrr", mrr), ("at_rank_1", at_one)),
             )
         )
 
@@ -217,18 +343,69 @@ def diagnose(
                     f"{label} = {inside.mean():.3f} on '{category}' (n={n}) against {outside.mean():.3f} on the other "
                     f"{len(outside)} queries ({gap:+.3f}).{small}",
                     (
-                        f"Open the missed queries filtered to '{category}' and compare what was retrieved with the relevant documents.",
-                        f"Check that '{category}' documents are indexed and chunked like the rest, and that their vocabulary "
-                        "(names, numbers, units) survives tokenisation.",
+                        Advice(
+                            "weak_category.inspect",
+                            f"Open the missed queries filtered to '{category}' and compare what was retrieved with the "
+                            "relevant documents.",
+                            {"category": str(category), "gap": gap, "n": int(n)},
+                        ),
+                        Advice(
+                            "weak_category.indexing",
+                            f"Check that '{category}' documents are indexed and chunked like the rest, and that their "
+                            "vocabulary (names, numbers, units) survives tokenisation.",
+                            {"category": str(category), "gap": gap},
+                        ),
                     ),
                     ids,
+                    values=(("category", str(category)), ("n", int(n)), ("gap", gap)),
                 )
             )
     return findings
 
 
+def _hard_advice(missed: int, short: int, traits: RunTraits, kind: dict[str, Any]) -> tuple[Advice, ...]:
+    """What to try for missed hard queries, given what the run is: HyDE only with short queries among them, a
+    fusion only for a run that is not one already (with BM25 for a dense run, with a dense run for a lexical one)."""
+    out = []
+    if short:
+        out.append(
+            Advice(
+                "hard_missed.hyde",
+                f"HyDE for short queries ({short} here): embed a generated hypothetical answer instead of the bare "
+                "question.",
+                {"short": short, "hard_missed": missed},
+            )
+        )
+    out.append(
+        Advice(
+            "hard_missed.rerank",
+            "Retrieve a larger top-k (e.g. 50) and rerank it with a cross-encoder.",
+            {"hard_missed": missed},
+        )
+    )
+    if not traits.fused:
+        if traits.lexical:
+            out.append(
+                Advice(
+                    "hard_missed.fuse_dense",
+                    "Hybrid retrieval: fuse this lexical run with a dense one (e.g. reciprocal rank fusion) to catch "
+                    "paraphrases.",
+                    {"hard_missed": missed, **kind},
+                )
+            )
+        else:
+            out.append(
+                Advice(
+                    "hard_missed.fuse_bm25",
+                    "Hybrid retrieval: fuse BM25 with this run (e.g. reciprocal rank fusion) to catch exact terms.",
+                    {"hard_missed": missed, **kind},
+                )
+            )
+    return tuple(out)
+
+
 def findings_frame(findings: list[Finding]) -> pd.DataFrame:
-    """Findings as a table: ``run, rule, severity, title, evidence, advice, queries``."""
+    """Findings as a table: ``run, rule, severity, title, evidence, advice, advice_ids, queries``."""
     return pd.DataFrame(
         [
             {
@@ -238,11 +415,12 @@ def findings_frame(findings: list[Finding]) -> pd.DataFrame:
                 "title": f.title,
                 "evidence": f.evidence,
                 "advice": " | ".join(f.advice),
+                "advice_ids": ", ".join(getattr(a, "id", "") for a in f.advice),
                 "queries": ", ".join(f.queries),
             }
             for f in findings
         ],
-        columns=["run", "rule", "severity", "title", "evidence", "advice", "queries"],
+        columns=["run", "rule", "severity", "title", "evidence", "advice", "advice_ids", "queries"],
     )
 
 
@@ -291,6 +469,7 @@ def diagnose_run(
     k: int = 5,
     metric: str | None = None,
     low_mrr: float = LOW_MRR,
+    traits: RunTraits | None = None,
     **conventions: Any,
 ) -> list[Finding]:
     """Align ``run`` (or take its :class:`ragmetrics.Alignment`; ``conventions`` as :func:`ragmetrics.align`) and
@@ -314,4 +493,4 @@ def diagnose_run(
         k=k,
         value=alignment.value(compared),
     )
-    return diagnose(alignment.name, table, k=k, deep_k=deep, metric_label=compared, low_mrr=low_mrr)
+    return diagnose(alignment.name, table, k=k, deep_k=deep, metric_label=compared, low_mrr=low_mrr, traits=traits)

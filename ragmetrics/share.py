@@ -27,7 +27,7 @@ from urllib.parse import urlencode
 
 from ragmetrics.errors import RagMetricsError
 from ragmetrics.metrics import CURVE_METRICS, MetricSpec, parse_metric
-from ragmetrics.stats import TESTS
+from ragmetrics.stats import CORRECTIONS, TESTS
 from ragmetrics.targets import PROFILES, resolve_targets, target_items
 
 VERSION = "1"
@@ -53,8 +53,23 @@ METRIC_CHOICES: tuple[str, ...] = (
 
 DEFAULT_METRIC = "recall"
 DEFAULT_K = 5
-DEFAULT_PROFILE = "faq"
+NO_PROFILE = ""
+"""No targets profile: a view shows no targets until the user picks a profile or edits targets."""
+DEFAULT_PROFILE = NO_PROFILE
 DEFAULT_TEST = "t"
+DEFAULT_CORRECTION = "holm"
+OUTCOMES: tuple[str, ...] = ("loss", "win", "tie")
+"""The queries Compare lists behind a run's result (its losses, wins or ties against the baseline)."""
+DEFAULT_OUTCOME = "loss"
+POWER_LEVELS: tuple[float, ...] = (0.8, 0.9)
+"""The statistical powers Dataset power can be asked for."""
+DEFAULT_POWER = 0.8
+DELTA_RANGE: tuple[float, float] = (0.005, 0.5)
+"""The differences to detect Dataset power accepts."""
+DEFAULT_DELTA = 0.05
+DEFAULT_DEPTH = 10
+"""The Judge page's pool depth (1 to K_MAX)."""
+MAX_METRICS = 12
 ALPHAS: tuple[float, ...] = (0.01, 0.05, 0.10)
 """The significance levels a view can name."""
 DEFAULT_ALPHA = 0.05
@@ -68,7 +83,7 @@ PARAM_KEYS: dict[str, str] = {
     "base": "baseline run id",
     "m": f"metric name ({', '.join(METRIC_CHOICES)})",
     "k": f"cut-off K (1 to {K_MAX})",
-    "prof": f"targets profile ({', '.join(PROFILES)})",
+    "prof": f"targets profile ({', '.join(PROFILES)}; absent = no targets)",
     "tgt": "edited targets, e.g. recall@5>0.9;mrr>0.7 (absent = the profile's)",
     "cat": "category filter",
     "diff": "difficulty filter",
@@ -78,6 +93,14 @@ PARAM_KEYS: dict[str, str] = {
     "t": f"paired test on the Compare page ({', '.join(TESTS)}; absent = {DEFAULT_TEST})",
     "a": f"significance level alpha on the Compare page ({', '.join(f'{a:g}' for a in ALPHAS)}; "
     f"absent = {DEFAULT_ALPHA:g})",
+    "c": f"multiple-comparison correction ({', '.join(CORRECTIONS)}; absent = {DEFAULT_CORRECTION})",
+    "ms": "the metrics Compare compares, each with its cut-off, e.g. ndcg@10,recall@100 (absent = m at k and the "
+    "standard set)",
+    "o": f"the queries Compare lists ({', '.join(OUTCOMES)}; absent = {DEFAULT_OUTCOME})",
+    "pw": f"power on the Dataset power page ({', '.join(f'{p:g}' for p in POWER_LEVELS)}; absent = {DEFAULT_POWER:g})",
+    "d": f"difference to detect on the Dataset power page ({DELTA_RANGE[0]:g} to {DELTA_RANGE[1]:g}; "
+    f"absent = {DEFAULT_DELTA:g})",
+    "dp": f"pool depth on the Judge page (1 to {K_MAX}; absent = {DEFAULT_DEPTH})",
 }
 """Every query key a link may carry, with what it means."""
 
@@ -106,6 +129,12 @@ class ViewState:
     search: str = ""
     test: str = DEFAULT_TEST
     alpha: float = DEFAULT_ALPHA
+    correction: str = DEFAULT_CORRECTION
+    metrics: tuple[str, ...] = ()
+    outcome: str = DEFAULT_OUTCOME
+    power: float = DEFAULT_POWER
+    delta: float = DEFAULT_DELTA
+    depth: int = DEFAULT_DEPTH
 
     def with_(self, **changes: object) -> ViewState:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -150,13 +179,11 @@ def encode(state: ViewState, *, defaults: bool = True) -> dict[str, str]:
         out["runs"] = ",".join(state.runs)
     if state.baseline:
         out["base"] = state.baseline
-    for key, value, default in (
-        ("m", state.metric, DEFAULT_METRIC),
-        ("k", str(state.k), str(DEFAULT_K)),
-        ("prof", state.profile, DEFAULT_PROFILE),
-    ):
+    for key, value, default in (("m", state.metric, DEFAULT_METRIC), ("k", str(state.k), str(DEFAULT_K))):
         if defaults or value != default:
             out[key] = value
+    if state.profile:
+        out["prof"] = state.profile
     if state.targets is not None:
         out["tgt"] = state.targets
     for key, text in (("cat", state.category), ("diff", state.difficulty), ("fr", state.focus_run), ("q", state.query)):
@@ -168,6 +195,18 @@ def encode(state: ViewState, *, defaults: bool = True) -> dict[str, str]:
         out["t"] = state.test
     if state.alpha != DEFAULT_ALPHA:
         out["a"] = f"{state.alpha:g}"
+    if state.correction != DEFAULT_CORRECTION:
+        out["c"] = state.correction
+    if state.metrics:
+        out["ms"] = ",".join(state.metrics)
+    for key, text, default_text in (
+        ("o", state.outcome, DEFAULT_OUTCOME),
+        ("pw", f"{state.power:g}", f"{DEFAULT_POWER:g}"),
+        ("d", f"{state.delta:g}", f"{DEFAULT_DELTA:g}"),
+        ("dp", str(state.depth), str(DEFAULT_DEPTH)),
+    ):
+        if text != default_text:
+            out[key] = text
     return out
 
 
@@ -224,6 +263,23 @@ def _all(value: str | Sequence[str] | None) -> list[str]:
         return []
     items = [value] if isinstance(value, str) else [str(v) for v in value]
     return [part.strip() for item in items for part in item.split(",") if part.strip()]
+
+
+def _level(text: str, levels: Sequence[float]) -> float | None:
+    """The one of ``levels`` that ``text`` names (``"0.10"`` names 0.1), or None."""
+    number = _number(text)
+    return next((level for level in levels if number is not None and abs(level - number) < 1e-12), None)
+
+
+def _number(value: str | None) -> float | None:
+    """A finite number, or None (absent or not a number)."""
+    if not value:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return float("nan")
+    return number if number == number and abs(number) != float("inf") else float("nan")
 
 
 def _clean_text(value: str | None) -> str | None:
@@ -353,7 +409,7 @@ def decode(
         if p in PROFILES:
             values["profile"] = p
         else:
-            note(f"unknown targets profile {p[:40]!r}; using {DEFAULT_PROFILE!r}")
+            note(f"unknown targets profile {p[:40]!r}; showing no targets (profiles: {', '.join(PROFILES)})")
 
     def targets() -> None:
         t = _last(params.get("tgt"))
@@ -388,16 +444,58 @@ def decode(
                 note(f"unknown test {test[:40]!r}; using the {TESTS[DEFAULT_TEST].title.lower()} ({known})")
         alpha = _last(params.get("a"))
         if alpha:
-            try:
-                level = float(alpha)
-            except ValueError:
-                level = float("nan")
-            match = [a for a in ALPHAS if abs(a - level) < 1e-12]
-            if match:
-                values["alpha"] = match[0]
+            match = _level(alpha, ALPHAS)
+            if match is not None:
+                values["alpha"] = match
             else:
                 shown = ", ".join(f"{a:g}" for a in ALPHAS)
                 note(f"alpha must be one of {shown}, got {alpha[:20]!r}; using {DEFAULT_ALPHA:g}")
+
+    def correction() -> None:
+        c = _last(params.get("c"))
+        if c and c not in CORRECTIONS:
+            note(f"unknown correction {c[:40]!r}; using {DEFAULT_CORRECTION} ({', '.join(CORRECTIONS)})")
+        elif c:
+            values["correction"] = c
+
+    def metric_set() -> None:
+        items = list(dict.fromkeys(_all(params.get("ms"))))
+        specs: list[str] = []
+        for item in items[:MAX_METRICS]:
+            try:
+                specs.append(str(parse_metric(item)))
+            except RagMetricsError:
+                note(f"ignored metric {item[:40]!r} of the compared set: not a metric name")
+        if len(items) > MAX_METRICS:
+            note(f"kept the first {MAX_METRICS} compared metrics of {len(items)}")
+        values["metrics"] = tuple(dict.fromkeys(specs))
+
+    def page_controls() -> None:
+        outcome = _last(params.get("o"))
+        if outcome and outcome not in OUTCOMES:
+            note(f"unknown outcome {outcome[:20]!r}; listing the {DEFAULT_OUTCOME}es")
+        elif outcome:
+            values["outcome"] = outcome
+        level = _last(params.get("pw"))
+        if level:
+            match = _level(level, POWER_LEVELS)
+            if match is not None:
+                values["power"] = match
+            else:
+                note(f"power must be one of {', '.join(f'{p:g}' for p in POWER_LEVELS)}; using {DEFAULT_POWER:g}")
+        delta = _number(_last(params.get("d")))
+        if delta is not None:
+            if DELTA_RANGE[0] <= delta <= DELTA_RANGE[1]:
+                values["delta"] = delta
+            else:
+                note(f"the difference to detect must be between {DELTA_RANGE[0]:g} and {DELTA_RANGE[1]:g}; "
+                     f"using {DEFAULT_DELTA:g}")  # fmt: skip
+        depth = _number(_last(params.get("dp")))
+        if depth is not None:
+            if 1 <= depth <= K_MAX and depth == int(depth):
+                values["depth"] = int(depth)
+            else:
+                note(f"the pool depth must be a whole number from 1 to {K_MAX}; using {DEFAULT_DEPTH}")
 
     for fn, key in (
         (page_key, "page"),
@@ -411,6 +509,9 @@ def decode(
         (targets, "tgt"),
         (texts, "cat"),
         (significance, "t"),
+        (correction, "c"),
+        (metric_set, "ms"),
+        (page_controls, "o"),
     ):
         guarded(fn, key)
     try:

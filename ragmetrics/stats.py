@@ -267,6 +267,14 @@ CORRECTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 """Multiple-comparison corrections by name: the one place one is added."""
 
 
+def family_text(correction: str | None, size: int) -> str:
+    """The correction and the family it covers, in the words the CLI and every dashboard page use:
+    ``Holm-corrected over 4 comparison(s)``, ``uncorrected``."""
+    if correction in (None, "", "none"):
+        return "uncorrected"
+    return f"{correction.capitalize()}-corrected over {size} comparison(s)"
+
+
 @dataclass(frozen=True)
 class PowerEstimate:
     """What a dataset can detect, from the observed per-query standard deviation of differences."""

@@ -97,3 +97,21 @@ def test_every_option_has_help_text():
 
     walk(build_parser(), [])
     assert missing == []
+
+
+def test_llamaindex_mode_takes_the_rank_column_of_a_table_and_the_line_order_of_trec(tmp_path):
+    """As docs/conventions.md says: a CSV run's rank column orders it; a TREC run's rank field is never read."""
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 1\n")
+    (tmp_path / "run.trec").write_text("q1 Q0 d9 3 0.1 r\nq1 Q0 d1 1 0.3 r\nq1 Q0 d8 2 0.2 r\n")
+    (tmp_path / "run.csv").write_text("query_id,doc_id,rank,score\nq1,d9,3,0.1\nq1,d1,1,0.3\nq1,d8,2,0.2\n")
+    values = {}
+    for name in ("run.trec", "run.csv"):
+        code, out, _ = run_cli(
+            "eval", "--dataset", qrels, "--run", tmp_path / name, "-m", "mrr", "--mode", "llamaindex"
+        )
+        assert code == 0
+        values[name] = out.split("mrr")[1].split()[1]
+    assert values == {"run.trec": "0.5000", "run.csv": "1.0000"}
+    docs = (Path(__file__).parents[1] / "docs" / "conventions.md").read_text()
+    assert "a TREC run's rank" in docs and "TREC: line order" in docs

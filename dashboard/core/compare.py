@@ -19,11 +19,13 @@ from dashboard.core.charts import base_layout, safe
 from dashboard.core.queries import group_values
 from dashboard.core.results import Alignment, eval_result
 from dashboard.core.specs import METRIC_CHOICES, metric_spec, title
+from dashboard.core.text import md_escape
 from ragmetrics import stats
 from ragmetrics.compare import MIN_GROUP, Comparison, compare_result
-from ragmetrics.metrics import parse_metric
+from ragmetrics.metrics import CURVE_METRICS, parse_metric
 from ragmetrics.model import Dataset
-from ragmetrics.share import ALPHAS, DEFAULT_ALPHA, DEFAULT_TEST
+from ragmetrics.share import ALPHAS, DEFAULT_ALPHA, DEFAULT_TEST, K_MAX, OUTCOMES
+from ragmetrics.stats import family_text as family_words
 
 __all__ = [
     "ALPHAS",
@@ -34,6 +36,7 @@ __all__ = [
     "DEFAULT_TEST",
     "MIN_GROUP",
     "NOT_SIGNIFICANT",
+    "OUTCOMES",
     "SEED",
     "SEGMENT_COLUMNS",
     "TESTS",
@@ -45,10 +48,14 @@ __all__ = [
     "comparison_display",
     "comparison_frame",
     "correction_title",
+    "family_size",
+    "family_text",
+    "family_words",
     "forest_figure",
     "format_ci",
     "format_p",
     "metric_name",
+    "metric_options",
     "row_of",
     "run_comparison",
     "segment_frame",
@@ -56,6 +63,7 @@ __all__ = [
     "significance_mark",
     "style_marks",
     "test_title",
+    "verdict",
 ]
 
 SEED = 0
@@ -89,10 +97,62 @@ def correction_title(correction: str) -> str:
     return "uncorrected" if correction in ("none", "", None) else correction.capitalize()
 
 
-def compare_specs(metric: str, k: int) -> list[str]:
-    """The sidebar metric and the standard ones, all at ``k``, in a fixed order (so table rows stay put)."""
+def compare_specs(metric: str, k: int, chosen: Sequence[str] = ()) -> list[str]:
+    """The metrics compared: ``chosen`` (each with its own cut-off) when the view names a set, else the sidebar
+    metric and the standard ones, all at ``k``, in a fixed order (so table rows stay put)."""
+    if chosen:
+        return list(dict.fromkeys(str(parse_metric(s)) for s in chosen))
     names = [m for m in METRIC_CHOICES if m in STANDARD_METRICS or m == metric]
     return list(dict.fromkeys(str(metric_spec(m, k)) for m in names))
+
+
+def metric_options(k: int, chosen: Sequence[str] = ()) -> list[str]:
+    """What the metric-set picker offers: every picker metric at each preset cut-off and at ``k``, the chosen
+    ones, then the whole-ranking metrics (a typed ``metric@K`` is accepted too)."""
+    cuts = sorted({1, 3, 5, 10, 20, K_MAX, int(k)})
+    specs = [f"{m}@{c}" for m in METRIC_CHOICES if m in CURVE_METRICS for c in cuts]
+    whole = [m for m in ("mrr", "map", "ndcg", "rprec") if m not in specs]
+    return list(dict.fromkeys([*chosen, *specs, *whole]))
+
+
+def family_size(comparison: Comparison) -> int:
+    """How many comparisons the correction covered: the rows with a p-value (every run × metric but the
+    baseline's own)."""
+    return int(comparison.table["p_value"].notna().sum()) if not comparison.table.empty else 0
+
+
+def family_text(comparison: Comparison) -> str:
+    """``Holm-corrected over 8 comparison(s)`` (:func:`ragmetrics.stats.family_text`, the CLI's words)."""
+    return stats.family_text(comparison.correction, family_size(comparison))
+
+
+def verdict(comparison: Comparison, spec: str, *, markdown: bool = True) -> str | None:
+    """The best run against the baseline on ``spec``, in words: which run, by how much, the 95% CI of the
+    difference, and whether it is significant after the correction, with the family named. ``markdown``: names
+    escaped and bold (else plain text). None when there is no other run or ``spec`` is not compared."""
+    bold = (lambda t: f"**{t}**") if markdown else (lambda t: t)
+    name = md_escape if markdown else str
+    table = comparison.table
+    rows = table[(table["metric"] == spec) & (table["run"] != comparison.baseline)] if not table.empty else table
+    if rows.empty:
+        return None
+    best = rows.loc[rows["mean"].astype(float).idxmax()]
+    delta, base = float(best["delta"]), bold(name(comparison.baseline))
+    run = bold(name(str(best["run"])))
+    p = float(best["p_value_corrected"])
+    significant = bool(p < comparison.alpha)
+    ci = f"95% CI [{float(best['ci_low']):+.3f}, {float(best['ci_high']):+.3f}]"
+    if abs(delta) <= 0:
+        words = f"{run} ties {base} on {title(spec)}"
+    elif delta > 0:
+        words = f"{run} beats {base} on {title(spec)} by {bold(f'{delta:+.3f}')}"
+    else:
+        words = f"No run beats {base} on {title(spec)}: the best, {run}, is behind by {bold(f'{delta:+.3f}')}"
+    judged = bold("significant" if significant else "not significant")
+    return (
+        f"{words} ({ci}), {judged} at α = {comparison.alpha:g} (p = {format_p(p)}, {family_text(comparison)}; "
+        f"{test_title(comparison.test)})."
+    )
 
 
 def metric_name(spec: str) -> str:

@@ -11,9 +11,24 @@ import plotly.graph_objects as go
 from dashboard.core.charts import query_count_bars
 from dashboard.core.missed import deep_k, query_table
 from dashboard.core.results import Alignment
-from ragmetrics.diagnosis import LOW_MRR, Finding, diagnose, findings_frame
+from ragmetrics.diagnosis import LOW_MRR, THRESHOLDS, Advice, Finding, diagnose, findings_frame
 
-__all__ = ["LOW_MRR", "Finding", "findings_frame", "rank_histogram_figure", "run_findings"]
+__all__ = [
+    "LOW_MRR",
+    "THRESHOLDS",
+    "Advice",
+    "Finding",
+    "evidence_words",
+    "findings_frame",
+    "rank_histogram_figure",
+    "run_findings",
+]
+
+
+def evidence_words(advice: Advice) -> str:
+    """``because hard_missed = 12, short = 3`` (numbers to 3 decimals)."""
+    parts = [f"{k} = {v:.3f}" if isinstance(v, float) else f"{k} = {v}" for k, v in advice.evidence.items()]
+    return f"{advice.id}: because " + ", ".join(parts)
 
 
 def run_findings(
@@ -41,4 +56,5 @@ def rank_histogram_figure(
     fig = query_count_bars(counts, title=f"Rank of the first relevant document (dotted: K={k})", height=360)
     fig.add_vline(x=k - 0.5, line_dash="dot", line_color="#888")
     fig.update_xaxes(title_text="rank", type="category")
+    fig.update_yaxes(type="log", title_text="queries (log scale)")  # the tail stays visible beside rank 1
     return fig

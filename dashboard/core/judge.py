@@ -19,7 +19,7 @@ import pandas as pd
 
 from dashboard.core.results import Alignment
 from dashboard.core.text import Marks
-from ragmetrics import judging
+from ragmetrics import judging, share
 from ragmetrics.model import Dataset
 
 __all__ = [
@@ -37,7 +37,7 @@ __all__ = [
     "suggest",
 ]
 
-DEFAULT_DEPTH = 10
+DEFAULT_DEPTH = share.DEFAULT_DEPTH
 RULES = ("answer", "keywords")
 """The suggestion rules, stored as ``suggestion:<rule>`` labels when a judge accepts one."""
 QUEUE_COLUMNS = ["query_id", "doc_id", "best_rank", "runs", "impact", "can_change"]

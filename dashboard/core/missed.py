@@ -63,6 +63,21 @@ MISSED_COLUMNS = [
 ]
 
 
+MISSED_ORDER = [
+    "query_id",
+    "query",
+    "status",
+    "first_relevant_rank",
+    "keywords_found",
+    "keywords_missing",
+    "category",
+    "difficulty",
+    "relevant_docs",
+    "top_k",
+]
+"""The columns in the order they are shown: the short ones first, so that keywords stay on screen."""
+
+
 def deep_k(alignment: Alignment) -> int:
     """The depth the diagnosis reads recall at: the run's depth, at most :data:`ragmetrics.diagnosis.DEEP_K_MAX`."""
     return min(diagnosis.DEEP_K_MAX, max(alignment.depth, 1))

@@ -212,7 +212,7 @@ def curves_figure(
             )
         tickvals = [v for v in (1, 2, 5, 10, 20, 50, 100) if v <= k_max] if log_x else None
         fig.update_xaxes(type="log" if log_x else "linear", tickvals=tickvals, title_text="K", row=row, col=col)
-        fig.update_yaxes(range=[0, 1.02], row=row, col=col)
+        fig.update_yaxes(autorange=True, row=row, col=col)  # saturated runs stay apart
         if k_mark is not None:
             fig.add_vline(x=k_mark, line_dash="dot", line_color="#888", row=row, col=col)  # type: ignore[arg-type]
     base_layout(fig, 300 * rows + 60)
@@ -231,7 +231,8 @@ def curves_figure(
 
 
 def pr_figure(pr: pd.DataFrame, runs: Sequence[str] | None = None, label_ks: Sequence[int] = PR_LABEL_KS) -> go.Figure:
-    """Precision@K against Recall@K, one line per run, points labelled ``K=…`` at ``label_ks``."""
+    """Precision@K against Recall@K, one line per run; the first run's points at ``label_ks`` are labelled
+    ``K=…`` (every run's would pile up on each other; the hover names K on every point). Axes fit the data."""
     runs = runs_in(pr, runs)
     colors = run_colors(runs)
     fig = go.Figure()
@@ -245,7 +246,7 @@ def pr_figure(pr: pd.DataFrame, runs: Sequence[str] | None = None, label_ks: Seq
                 mode="lines+markers+text",
                 marker={"size": [8 if k in shown else 3 for k in data["k"]], "color": colors[run]},
                 line={"color": colors[run], "width": 2},
-                text=[label if k in shown else "" for k, label in zip(data["k"], data["label"])],
+                text=[label if k in shown and i == 0 else "" for k, label in zip(data["k"], data["label"])],
                 textposition=_TEXT_POSITIONS[i % len(_TEXT_POSITIONS)],
                 textfont={"size": 10, "color": colors[run]},
                 customdata=data["k"].tolist(),
@@ -253,8 +254,8 @@ def pr_figure(pr: pd.DataFrame, runs: Sequence[str] | None = None, label_ks: Seq
                 hovertemplate="K=%{customdata}<br>Recall=%{x:.3f}<br>Precision=%{y:.3f}<extra>%{fullData.name}</extra>",
             )
         )
-    fig.update_xaxes(title_text="Recall@K", range=[0, 1.02])
-    fig.update_yaxes(title_text="Precision@K", range=[0, 1.05])
+    fig.update_xaxes(title_text="Recall@K", autorange=True)
+    fig.update_yaxes(title_text="Precision@K", autorange=True)
     base_layout(fig, 420)
     fig.update_layout(title={"text": "Precision–recall over K"})
     return fig

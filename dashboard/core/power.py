@@ -23,8 +23,10 @@ from dashboard.core.specs import title
 from ragmetrics import stats
 from ragmetrics.compare import discriminative_power
 from ragmetrics.evaluate import EvalResult
+from ragmetrics.share import DELTA_RANGE, POWER_LEVELS
 
 __all__ = [
+    "DELTA_RANGE",
     "PAIR_COLUMNS",
     "POWER_COLUMNS",
     "POWER_LEVELS",
@@ -52,8 +54,7 @@ RULES_OF_THUMB: tuple[tuple[str, int, int], ...] = (
 )
 """Query-set sizes teams use as rules of thumb."""
 
-POWER_LEVELS: tuple[float, ...] = (0.8, 0.9)
-PAIR_COLUMNS = ["metric", "run_a", "run_b", "delta", "p_value", "significant", "sd_difference"]
+PAIR_COLUMNS = ["metric", "run_a", "run_b", "delta", "p_value", "p_value_corrected", "significant", "sd_difference"]
 
 
 def power_pairs(
@@ -63,15 +64,18 @@ def power_pairs(
     test: str = "t",
     alpha: float = 0.05,
     seed: int = SEED,
+    correction: str = "none",
 ) -> pd.DataFrame:
     """:func:`ragmetrics.compare.discriminative_power` for each metric, stacked with a ``metric`` column
-    (``result``: an :class:`~ragmetrics.evaluate.EvalResult`, or the alignments to build one of)."""
+    (``result``: an :class:`~ragmetrics.evaluate.EvalResult`, or the alignments to build one of).
+    ``p_value_corrected``: ``correction`` over the run pairs of each metric; ``significant``: it is below alpha."""
     if not isinstance(result, EvalResult):
         result = eval_result(result, specs)
     parts = []
     for spec in specs:
         pairs = discriminative_power(result, spec, test=test, alpha=alpha, seed=seed)
-        parts.append(pairs.assign(metric=spec))
+        corrected = stats.CORRECTIONS[correction](pairs["p_value"].to_numpy(dtype=float))
+        parts.append(pairs.assign(metric=spec, p_value_corrected=corrected, significant=corrected < alpha))
     if not parts:
         return pd.DataFrame(columns=PAIR_COLUMNS)
     return pd.concat(parts, ignore_index=True)[PAIR_COLUMNS]
@@ -125,7 +129,7 @@ def pairs_table(
     """The run pairs of one metric: ``delta`` (a − b), p, ``significant``, the pair's SD, its smallest
     detectable difference ``mdd`` and ``queries_needed`` to detect the observed |delta|."""
     part = pairs[pairs["metric"] == spec].reset_index(drop=True)
-    out = part[["run_a", "run_b", "delta", "p_value", "significant", "sd_difference"]].copy()
+    out = part[["run_a", "run_b", "delta", "p_value", "p_value_corrected", "significant", "sd_difference"]].copy()
     out["mdd"] = [_mdd(sd, n_queries, alpha, power) for sd in part["sd_difference"]]
     out["queries_needed"] = pd.array(
         [queries_needed(d, sd, alpha, power) for d, sd in zip(part["delta"], part["sd_difference"])], dtype="Int64"

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.compute as pc
 
-from dashboard.core.text import snippet
+from dashboard.core.text import md_escape, snippet
 from ragmetrics.diagnosis import NO_GROUP
 from ragmetrics.model import Dataset
 
@@ -92,6 +92,39 @@ def query_info(dataset: Dataset, query_id: str) -> dict[str, object]:
         "expected_answer": str(row.get("expected_answer") or ""),
         "expected_keywords": [str(v) for v in row.get("expected_keywords") or []],
     }
+
+
+def has_keywords(dataset: Dataset) -> bool:
+    """True when some query lists expected keywords."""
+    if "expected_keywords" not in dataset.queries_table.column_names:
+        return False
+    column = dataset.queries_table.column("expected_keywords")
+    try:
+        return bool(pc.max(pc.list_value_length(column)).as_py() or 0)
+    except Exception:  # not a list column
+        return bool(pc.any(pc.is_valid(column)).as_py())
+
+
+def query_line(query_id: str, info: dict[str, object]) -> str:
+    r"""``\`q012\` · category **billing** · difficulty **hard**``: the id, and the facets the query has (escaped)."""
+    parts = [f"`{query_id.replace('`', 'ʼ')}`"]
+    for by in ("category", "difficulty"):
+        value = str(info.get(by) or "")
+        if value and value != NO_GROUP:
+            parts.append(f"{by} **{md_escape(value)}**")
+    return " · ".join(parts)
+
+
+def search_example(dataset: Dataset) -> str:
+    """A hint for the search box from the data at hand: a word of the first query, or its id."""
+    table = dataset.queries_table
+    if table.num_rows == 0:
+        return ""
+    first = table.slice(0, 1).to_pylist()[0]
+    words = [w for w in str(first.get("query") or "").split() if len(w) > 3]
+    text = words[0] if words else str(first.get("query") or "")[:4]
+    ident = str(first.get("query_id") or "")
+    return " or ".join(snippet(t, 20) for t in (text, ident) if t)
 
 
 def doc_titles(dataset: Dataset) -> pd.Series | None:

@@ -29,7 +29,16 @@ class ReportInput:
     summary_ci: pd.DataFrame  # overview.summary_frame (run, metric, mean, ci_low, ci_high)
     checks: pd.DataFrame  # targets.check_frame
     findings: Sequence[Finding]
-    link: str = ""
+    link: str = ""  # the view's absolute share link ("" when the app's address is unknown)
+    verdict: str = ""  # plain text (dashboard.core.compare.verdict)
+    comparison: pd.DataFrame | None = None  # dashboard.core.compare.comparison_display
+    family: str = ""  # the correction's family in words (Holm-corrected over 8 comparison(s))
+
+    @property
+    def link_line(self) -> str:
+        if self.link.startswith(("http://", "https://")):
+            return self.link
+        return "unknown address: set RAGMETRICS_BASE_URL to the dashboard's address for a link in the report"
 
 
 def _fmt(value: object) -> str:
@@ -93,17 +102,19 @@ def markdown_report(data: ReportInput) -> str:
         "",
         _md_table(_display_checks(data.checks)),
         "",
-        "## Diagnosis",
-        "",
     ]
+    if data.comparison is not None and len(data.comparison):
+        parts += ["## Comparison", "", markdown_cell(data.verdict), "", _md_table(data.comparison), "",
+                  markdown_cell(f"p-values {data.family}."), ""]  # fmt: skip
+    parts += ["## Diagnosis", ""]
     if not data.findings:
         parts.append("No rule fired.")
     for f in data.findings:
         parts += [f"### {markdown_cell(f.run)}: {markdown_cell(f.title)}", "", markdown_cell(f.evidence), ""]
         parts += [f"- {markdown_cell(a)}" for a in f.advice]
         parts.append("")
-    if data.link:
-        parts += ["", f"View: {data.link}"]
+    line = data.link_line
+    parts += ["", f"View: <{line}>" if line.startswith(("http://", "https://")) else f"View: {line}"]
     return "\n".join(parts) + "\n"
 
 
@@ -138,7 +149,18 @@ def html_report(data: ReportInput) -> str:
         findings.append(
             f'<div class="finding"><h3>{e(f.run)}: {e(f.title)}</h3><p>{e(f.evidence)}</p><ul>{advice}</ul></div>'
         )
-    link = f'<p class="muted">View: {e(data.link)}</p>' if data.link else ""
+    line = data.link_line
+    link = (
+        f'<p class="muted">View: <a href="{e(line)}">{e(line)}</a></p>'
+        if line.startswith(("http://", "https://"))
+        else f'<p class="muted">View: {e(line)}</p>'
+    )
+    comparison = ""
+    if data.comparison is not None and len(data.comparison):
+        comparison = (
+            f"<h2>Comparison</h2><p>{e(data.verdict)}</p>{_html_table(data.comparison)}"
+            f'<p class="muted">p-values {e(data.family)}.</p>'
+        )
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>ragmetrics report: {e(data.dataset)}</title><style>{_CSS}</style></head><body>"
@@ -147,6 +169,6 @@ def html_report(data: ReportInput) -> str:
         f"targets profile: {e(data.profile)}. Generated {_stamp()} by ragmetrics. Means with 95% bootstrap intervals.</p>"
         f"<h2>Metrics at K = {data.k}</h2>{_html_table(_display_overview(data))}"
         f"<h2>Targets</h2>{_html_table(_display_checks(data.checks), classes_from='result')}"
-        f"<h2>Diagnosis</h2>{''.join(findings) or '<p>No rule fired.</p>'}{link}"
+        f"{comparison}<h2>Diagnosis</h2>{''.join(findings) or '<p>No rule fired.</p>'}{link}"
         "</body></html>"
     )

@@ -10,7 +10,17 @@ from __future__ import annotations
 from ragmetrics.metrics import CURVE_METRICS, METRICS, MetricSpec, parse_metric
 from ragmetrics.share import K_MAX, METRIC_CHOICES
 
-__all__ = ["CURVE_METRICS", "K_MAX", "METRIC_CHOICES", "MetricSpec", "metric_spec", "metric_title", "takes_k", "title"]
+__all__ = [
+    "CURVE_METRICS",
+    "K_MAX",
+    "METRIC_CHOICES",
+    "MetricSpec",
+    "metric_spec",
+    "metric_title",
+    "parse_metric",
+    "takes_k",
+    "title",
+]
 
 
 def takes_k(metric: str) -> bool:

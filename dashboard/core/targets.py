@@ -58,8 +58,8 @@ def profile_title(key: str) -> str:
 
 
 def profile_targets(key: str) -> Targets:
-    """The thresholds of a profile (the default profile's for an unknown key)."""
-    return dict(PROFILES.get(key, PROFILES[DEFAULT_PROFILE]))
+    """The thresholds of a profile (none for no profile or an unknown key)."""
+    return dict(PROFILES.get(key, {}))
 
 
 def label(metric: str, threshold: float) -> str:

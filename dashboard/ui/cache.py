@@ -279,28 +279,49 @@ def _compare(
     specs: tuple[str, ...],
     test: str,
     alpha: float,
+    correction: str,
     _alignments: Sequence[Alignment],
 ) -> Comparison:
-    return compare.run_comparison(_alignments, baseline, list(specs), test=test, alpha=alpha)
+    return compare.run_comparison(_alignments, baseline, list(specs), test=test, alpha=alpha, correction=correction)
 
 
-def comparison(selection: Selection, baseline: str, specs: Sequence[str], test: str, alpha: float) -> Comparison:
-    """:func:`dashboard.core.compare.run_comparison`, cached per run set, baseline (a run name), metrics, test and alpha."""
+def comparison(
+    selection: Selection, baseline: str, specs: Sequence[str], test: str, alpha: float, correction: str = "holm"
+) -> Comparison:
+    """:func:`dashboard.core.compare.run_comparison`, cached per run set, baseline (a run name), metrics, test,
+    alpha and correction."""
     return _compare(
-        selection.dataset_id, selection.key, baseline, tuple(specs), test, float(alpha), selection.alignments
+        selection.dataset_id,
+        selection.key,
+        baseline,
+        tuple(specs),
+        test,
+        float(alpha),
+        correction,
+        selection.alignments,
     )
 
 
 @memo
 def _power_pairs(
-    dataset_id: str, key: RunKey, specs: tuple[str, ...], test: str, alpha: float, _alignments: Sequence[Alignment]
+    dataset_id: str,
+    key: RunKey,
+    specs: tuple[str, ...],
+    test: str,
+    alpha: float,
+    correction: str,
+    _alignments: Sequence[Alignment],
 ) -> pd.DataFrame:
-    return power.power_pairs(_alignments, list(specs), test=test, alpha=alpha)
+    return power.power_pairs(_alignments, list(specs), test=test, alpha=alpha, correction=correction)
 
 
-def power_pairs(selection: Selection, specs: Sequence[str], test: str, alpha: float) -> pd.DataFrame:
+def power_pairs(
+    selection: Selection, specs: Sequence[str], test: str, alpha: float, correction: str = "none"
+) -> pd.DataFrame:
     """Every run pair's p-value and SD of differences per metric (:func:`dashboard.core.power.power_pairs`), cached."""
-    return _power_pairs(selection.dataset_id, selection.key, tuple(specs), test, float(alpha), selection.alignments)
+    return _power_pairs(
+        selection.dataset_id, selection.key, tuple(specs), test, float(alpha), correction, selection.alignments
+    )
 
 
 FusionKey = tuple[tuple[str, ...], str, int, str, tuple[float, ...], str]

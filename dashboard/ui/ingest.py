@@ -144,7 +144,8 @@ def ingest_dataset(files: Sequence[Any], workspace: Workspace) -> Outcome | None
                 if "corpus" in roles:
                     extra["corpus"] = (roles["corpus"].getvalue(), roles["corpus"].name)
                 dataset = load_dataset(main.getvalue(), filename=main.name, limits=UPLOAD_LIMITS, **extra)
-                entry = workspace.add_dataset(dataset, source=names)
+                name, description = dataset_labels()
+                entry = workspace.add_dataset(dataset, name=name, source=names, description=description)
             outcome = Outcome(
                 names,
                 True,
@@ -221,6 +222,16 @@ def ingest_runs(
 
 
 DATASET_KEY = "upload.dataset"
+NAME_KEY = "upload.name"
+DESCRIPTION_KEY = "upload.description"
+
+
+def dataset_labels() -> tuple[str | None, str]:
+    """The name and description typed for the next dataset upload (None, "" when left empty: the file's name)."""
+    name = " ".join(str(state.widget_value(NAME_KEY) or "").split())
+    return name or None, str(state.widget_value(DESCRIPTION_KEY) or "").strip()
+
+
 RUNS_KEY = "upload.runs"
 CHUNK_PATTERN_KEY = "upload.chunk_pattern"
 CHUNK_MAPPING_KEY = "upload.chunk_mapping"

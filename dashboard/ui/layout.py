@@ -287,6 +287,13 @@ def show_figure(fig: go.Figure, *, key: str, filename: str) -> None:
     st.plotly_chart(fig, key=key, config=config, theme="streamlit")
 
 
+def show_verdict(text: str | None) -> None:
+    """The verdict line of a comparison (:func:`dashboard.core.compare.verdict`), when there is one."""
+    if text:
+        with st.container(border=True, key="verdict"):
+            st.markdown(f":material/gavel: **Verdict.** {text}")
+
+
 def show_legend() -> None:
     """What the colours of marked text mean (static HTML)."""
     st.markdown(HIGHLIGHT_LEGEND, unsafe_allow_html=True)

@@ -115,6 +115,19 @@ def seed(key: str, value: Any, *, force: bool = False) -> None:
         st.session_state[key] = value
 
 
+def touch(key: str) -> None:
+    """Remember that the user changed widget ``key`` (an ``on_change`` callback)."""
+    st.session_state[f"ragmetrics.touched.{key}"] = True
+
+
+def touched(key: str, *, forget: bool = False) -> bool:
+    """True when the user changed widget ``key`` since it was last reset (``forget`` resets it)."""
+    if forget:
+        st.session_state.pop(f"ragmetrics.touched.{key}", None)
+        return False
+    return bool(st.session_state.get(f"ragmetrics.touched.{key}"))
+
+
 def widget_value(key: str, default: Any = None) -> Any:
     return st.session_state.get(key, default)
 

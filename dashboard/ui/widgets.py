@@ -11,19 +11,25 @@ from collections.abc import Mapping, Sequence
 
 import streamlit as st
 
-from dashboard.core.compare import ALPHAS, DEFAULT_ALPHA, DEFAULT_TEST, TESTS, test_title
+from dashboard.core.compare import ALPHAS, DEFAULT_ALPHA, DEFAULT_TEST, TESTS, correction_title, test_title
 from dashboard.core.specs import K_MAX, METRIC_CHOICES, metric_title, takes_k
 from dashboard.core.targets import DEFAULT_PROFILE, PROFILES, profile_title
 from dashboard.ui import state
+from ragmetrics.errors import RagMetricsError
+from ragmetrics.metrics import parse_metric
+from ragmetrics.share import DEFAULT_CORRECTION, NO_PROFILE
+from ragmetrics.stats import CORRECTIONS
 
 __all__ = [
     "ALL",
     "alpha_picker",
     "baseline_picker",
+    "correction_picker",
     "dataset_picker",
     "group_picker",
     "k_picker",
     "metric_picker",
+    "metric_set_picker",
     "profile_picker",
     "query_picker",
     "run_focus_picker",
@@ -75,12 +81,47 @@ def metric_picker(value: str, *, force: bool) -> str:
     )
 
 
+K_PRESETS: tuple[int, ...] = (1, 3, 5, 10, 20, 100)
+"""The cut-offs offered as one-click presets beside the K box."""
+
+
+def _k_from_preset() -> None:
+    preset = st.session_state.get("sidebar.k.preset")
+    if preset is not None:
+        st.session_state["sidebar.k"] = int(preset)
+
+
+def _preset_from_k() -> None:
+    k = st.session_state.get("sidebar.k")
+    st.session_state["sidebar.k.preset"] = k if k in K_PRESETS else None
+
+
 def k_picker(value: int, *, force: bool, k_max: int = K_MAX) -> int:
+    """K as a number box (any whole K from 1 to ``k_max``) with one-click presets."""
     key = "sidebar.k"
-    state.seed(key, int(min(max(value, 1), k_max)), force=force)
-    return int(
-        st.slider("K (cut-off)", 1, k_max, key=key, help="Metric@K, and 'missed' = no relevant document in the top K.")
+    k = int(min(max(value, 1), k_max))
+    state.seed(key, k, force=force)
+    state.seed(f"{key}.preset", k if k in K_PRESETS else None, force=force)
+    picked = int(
+        st.number_input(
+            "K (cut-off)",
+            min_value=1,
+            max_value=k_max,
+            step=1,
+            key=key,
+            on_change=_preset_from_k,
+            help="Metric@K, and 'missed' = no relevant document in the top K. Type any K, or pick a preset below.",
+        )
     )
+    st.pills(
+        "K presets",
+        [p for p in K_PRESETS if p <= k_max],
+        key=f"{key}.preset",
+        on_change=_k_from_preset,
+        label_visibility="collapsed",
+        help="Common cut-offs",
+    )
+    return picked
 
 
 def group_picker(label: str, key: str, options: Sequence[str], value: str | None, *, force: bool) -> str | None:
@@ -99,20 +140,67 @@ def run_focus_picker(options: Mapping[str, str], value: str | None, key: str, *,
     return st.selectbox("Run", ids, format_func=lambda i: options.get(i, i), key=key)
 
 
-def search_box(value: str, key: str, *, force: bool) -> str:
+def search_box(value: str, key: str, *, force: bool, example: str = "") -> str:
+    """Text search; ``example`` (a query of the data at hand) is the placeholder's hint."""
     state.seed(key, value, force=force)
-    return str(st.text_input("Search query text or id", key=key, placeholder="e.g. 退款 or q012")).strip()
+    placeholder = f"e.g. {example}" if example else ""
+    return str(st.text_input("Search query text or id", key=key, placeholder=placeholder)).strip()
 
 
 def profile_picker(value: str, *, force: bool) -> str:
+    """The targets profile; "" (no targets) until the user picks one."""
     key = "overview.profile"
-    state.seed(key, value if value in PROFILES else DEFAULT_PROFILE, force=force)
-    return st.selectbox(
-        "Targets profile",
-        list(PROFILES),
-        format_func=profile_title,
+    choices = [NO_PROFILE, *PROFILES]
+    state.seed(key, value if value in choices else DEFAULT_PROFILE, force=force)
+    return str(
+        st.selectbox(
+            "Targets profile",
+            choices,
+            format_func=lambda p: profile_title(p) if p else "No targets",
+            key=key,
+            help="Scenario thresholds to check each run against; edit them below. The set travels with the share link.",
+        )
+    )
+
+
+def metric_set_picker(
+    chosen: Sequence[str], default: Sequence[str], options: Sequence[str], *, force: bool, key: str = "compare.metrics"
+) -> tuple[list[str], list[str]]:
+    """The metrics a page compares, each with its own cut-off; ``chosen`` empty follows ``default`` (the sidebar's
+    metric and K) until the user edits the set. Returns the valid specs and the entries that are no metric."""
+    own = state.touched(key, forget=force)
+    state.seed(key, list(chosen or default), force=force or (not chosen and not own))
+    picked = st.multiselect(
+        "Metrics",
+        list(dict.fromkeys([*options, *(state.widget_value(key) or [])])),
         key=key,
-        help="Scenario thresholds; edit them below. The edited set travels with the share link.",
+        accept_new_options=True,
+        on_change=state.touch,
+        args=(key,),
+        help="Each with its own cut-off (type e.g. ndcg@7 to add one). All of them are one family for the correction.",
+    )
+    valid: list[str] = []
+    bad: list[str] = []
+    for item in picked:
+        try:
+            valid.append(str(parse_metric(str(item))))
+        except (RagMetricsError, ValueError):
+            bad.append(str(item))
+    return list(dict.fromkeys(valid)), bad
+
+
+def correction_picker(key: str, value: str, *, force: bool) -> str:
+    """The multiple-comparison correction, from the library's registry (:data:`ragmetrics.stats.CORRECTIONS`)."""
+    state.seed(key, value if value in CORRECTIONS else DEFAULT_CORRECTION, force=force)
+    return str(
+        st.selectbox(
+            "Correction",
+            list(CORRECTIONS),
+            format_func=correction_title,
+            key=key,
+            help="Over the family the page names: Holm (step-down, controls the family-wise error), Bonferroni "
+            "(p × family size), or none (each p-value alone).",
+        )
     )
 
 
@@ -172,6 +260,6 @@ def alpha_picker(key: str, default: float = DEFAULT_ALPHA, *, force: bool = Fals
             list(ALPHAS),
             format_func=lambda a: f"{a:g}",
             key=key,
-            help="A difference is significant when its corrected p-value (Holm) is below α.",
+            help="A difference is significant when its corrected p-value is below α.",
         )
     )

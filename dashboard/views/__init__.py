@@ -1,8 +1,15 @@
-"""The pages, in menu order: ``VIEWS`` is used by the router, the AppTest suite, the e2e tests and the screenshot script."""
+"""The pages, in menu order: ``VIEWS`` is used by the router, the AppTest suite, the e2e tests and the screenshot script.
+
+Every widget of a page is part of its view and travels in the share link (``ragmetrics.share``), except the
+widgets a page declares in ``unlinked``: key prefixes of the inputs of an action (an upload, a fusion to add, a
+rename), each with the reason. ``tests/dashboard/test_share_roundtrip.py`` walks every widget of every page and
+fails on one that neither round-trips through the URL nor is declared here.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 VIEWS_DIR = Path(__file__).resolve().parent
@@ -16,6 +23,7 @@ class View:
     icon: str
     section: str
     default: bool = False
+    unlinked: Mapping[str, str] = field(default_factory=dict)  # widget key prefix -> why it is not in the link
 
     @property
     def path(self) -> Path:
@@ -31,10 +39,35 @@ VIEWS: tuple[View, ...] = (
     View("breakdown", "views/breakdown.py", "Breakdown", ":material/bar_chart:", "Results"),
     View("missed", "views/missed.py", "Missed queries", ":material/search_off:", "Results"),
     View("diagnosis", "views/diagnosis.py", "Diagnosis", ":material/medical_services:", "Results"),
-    View("compare", "views/compare.py", "Compare runs", ":material/compare_arrows:", "Results"),
+    View(
+        "compare",
+        "views/compare.py",
+        "Compare runs",
+        ":material/compare_arrows:",
+        "Results",
+        unlinked={"compare.fuse.": "the settings of a fused run to add; once added, the fused run is in the link"},
+    ),
     View("power", "views/power.py", "Dataset power", ":material/query_stats:", "Results"),
-    View("upload", "views/upload.py", "Upload", ":material/upload_file:", "Data"),
+    View(
+        "upload",
+        "views/upload.py",
+        "Upload",
+        ":material/upload_file:",
+        "Data",
+        unlinked={"upload.": "inputs of an upload; what it stores is in the link (its dataset and runs)"},
+    ),
     View("judge", "views/judge.py", "Judge", ":material/gavel:", "Data"),
-    View("workspace", "views/workspace.py", "Workspace", ":material/database:", "Data"),
+    View(
+        "workspace",
+        "views/workspace.py",
+        "Workspace",
+        ":material/database:",
+        "Data",
+        unlinked={
+            "workspace.rename.": "inputs of a rename; the new name is stored",
+            "workspace.run": "the run a rename or delete acts on",
+            "workspace.diff.": "the two qrels versions diffed: a link names one version (its dataset id)",
+        },
+    ),
     View("metrics", "views/metrics.py", "Metric definitions", ":material/functions:", "Reference"),
 )

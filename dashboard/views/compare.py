@@ -17,8 +17,8 @@ from dashboard.core import compare as cmp
 from dashboard.core import compare_queries as by_query
 from dashboard.core import documents, fusion
 from dashboard.core.missed import TEXT_DEPTH, style_relevant
-from dashboard.core.queries import query_info, query_labels
-from dashboard.core.specs import metric_spec, title
+from dashboard.core.queries import query_info, query_labels, query_line
+from dashboard.core.specs import metric_spec, parse_metric, title
 from dashboard.core.text import md_escape
 from dashboard.ui import cache, layout, state, widgets
 
@@ -36,7 +36,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
     by_id = selection.by_id
     names = dict(zip(selection.run_ids, selection.names))
 
-    c1, c2, c3, c4 = st.columns([3, 3, 3, 2])
+    c1, c2, c3, c4, c5 = st.columns([3, 3, 3, 2, 2])
     with c1:
         base_id = widgets.baseline_picker(names, view.baseline, force=page.fresh) or selection.run_ids[0]
     base = by_id[base_id]
@@ -49,32 +49,51 @@ if page.dataset is not None and len(page.alignments) >= 2:
         test = widgets.significance_test_picker("compare.test", view.test, force=page.fresh)
     with c4:
         alpha = widgets.alpha_picker("compare.alpha", view.alpha, force=page.fresh)
-    view = view.with_(baseline=base_id, focus_run=focus_id, test=test, alpha=alpha)
-    specs = cmp.compare_specs(view.metric, k)
-    spec = str(metric_spec(view.metric, k))
+    with c5:
+        correction = widgets.correction_picker("compare.correction", view.correction, force=page.fresh)
+    default_specs = cmp.compare_specs(view.metric, k)
+    specs, not_metrics = widgets.metric_set_picker(
+        view.metrics, default_specs, cmp.metric_options(k, view.metrics), force=page.fresh
+    )
+    for item in not_metrics:
+        st.warning(md_escape(f"{item!r} is not a metric name (e.g. ndcg@10, recall@100, mrr); left out."))
+    specs = specs or default_specs
+    view = view.with_(
+        baseline=base_id,
+        focus_run=focus_id,
+        test=test,
+        alpha=alpha,
+        correction=correction,
+        metrics=() if specs == default_specs else tuple(specs),
+    )
+    sidebar_spec = str(metric_spec(view.metric, k))
+    spec = sidebar_spec if sidebar_spec in specs else specs[0]
 
+    with st.spinner(f"Running the {cmp.test_title(test)} on every run and metric…"):
+        comparison = cache.comparison(selection, base.name, specs, test, alpha, correction)
+    layout.show_verdict(cmp.verdict(comparison, spec))
     st.caption(
         f"Each run against **{md_escape(base.name)}** on the same {base.n_queries:,} queries: mean with its 95% bootstrap "
         f"interval, Δ = run − baseline with its paired-bootstrap interval, the p-value of the paired test "
-        f"({cmp.test_title(test)}) and the Holm-corrected one (across every run × metric of the table). "
-        f"▲/▼: corrected p < {alpha:g}. W / T / L: queries the run wins, ties and loses. "
+        f"({cmp.test_title(test)}) and the corrected one: {cmp.family_text(comparison)} (every run × metric of the "
+        f"table). ▲/▼: corrected p < {alpha:g}. W / T / L: queries the run wins, ties and loses. "
         "**Select a row** to see its queries below."
     )
-    with st.spinner(f"Running the {cmp.test_title(test)} on every run and metric…"):
-        comparison = cache.comparison(selection, base.name, specs, test, alpha)
     table = cmp.comparison_frame(comparison)
     display = cmp.comparison_display(table, base.name, comparison.correction)
     focus = by_id[focus_id]
     focus_row = cmp.row_of(table, spec, focus.name)
     event = layout.show_table(
         table,
-        key=f"compare.table.{base_id}.{focus_id}.{spec}.{test}.{alpha}",
+        key=f"compare.table.{base_id}.{focus_id}.{spec}.{test}.{alpha}.{correction}.{len(specs)}",
         filename=f"compare-{base.name}-k{k}-{test}.csv",
         styled=cmp.style_marks(display, focus_row),
         column_config={
             "mean": st.column_config.NumberColumn("mean", format="%.3f"),
             "n": st.column_config.NumberColumn("n", format="%d"),
-            "significance": st.column_config.TextColumn("significance", help=f"Holm-corrected p < {alpha:g}"),
+            "significance": st.column_config.TextColumn(
+                "significance", help=f"{cmp.correction_title(correction)} p < {alpha:g}"
+            ),
         },
         on_select="rerun",
         selection_mode="single-row",
@@ -86,7 +105,15 @@ if page.dataset is not None and len(page.alignments) >= 2:
         picked_metric, picked_run = str(table["metric"].iloc[rows[0]]), str(table["run"].iloc[rows[0]])
         picked_id = next((rid for rid, name in others.items() if name == picked_run), None)
         if picked_id is not None and (picked_metric != spec or picked_id != focus_id):
-            layout.rerun_with(view.with_(metric=cmp.metric_name(picked_metric), focus_run=picked_id))
+            picked_spec = parse_metric(picked_metric)
+            layout.rerun_with(
+                view.with_(
+                    metric=picked_spec.name,
+                    k=picked_spec.k or view.k,
+                    focus_run=picked_id,
+                    metrics=tuple(specs) if view.metrics or picked_spec.k not in (None, k) else (),
+                )
+            )
 
     deltas = cmp.against_baseline(table, base.name)
     layout.show_figure(
@@ -108,13 +135,15 @@ if page.dataset is not None and len(page.alignments) >= 2:
         f"(pick the run above or select a row; metric and K in the sidebar): wins **{counts['win']}**, "
         f"ties **{counts['tie']}**, losses **{counts['loss']}** of {len(per_query)} queries."
     )
+    state.seed("compare.outcome", view.outcome, force=page.fresh)
     outcome = st.radio(
         "Show the queries behind",
-        ["loss", "win", "tie"],
+        list(cmp.OUTCOMES),
         horizontal=True,
         key="compare.outcome",
         format_func=lambda o: f"{by_query.OUTCOME_NAMES[o]} ({counts[o]})",
     )
+    view = view.with_(outcome=outcome)
     listed = by_query.queries_with(per_query, outcome)
     pick = layout.show_table(
         listed,
@@ -174,9 +203,8 @@ if page.dataset is not None and len(page.alignments) >= 2:
         row = by_query.query_row(per_query, query_id)
         st.markdown(f"#### {md_escape(info.get('query', query_id))}")
         st.markdown(
-            f"`{query_id.replace('`', 'ʼ')}` · category **{md_escape(info.get('category', ''))}** · "
-            f"difficulty **{md_escape(info.get('difficulty', ''))}** · {title(spec)} "
-            f"{row['baseline']:.3f} → {row['run']:.3f} (Δ {row['delta']:+.3f}, a {row['outcome']} for {md_escape(focus.name)})"
+            query_line(query_id, info) + f" · {title(spec)} {row['baseline']:.3f} → {row['run']:.3f} "
+            f"(Δ {row['delta']:+.3f}, a {row['outcome']} for {md_escape(focus.name)})"
         )
         if info.get("expected_answer"):
             st.markdown(f"**Expected answer:** {md_escape(info['expected_answer'])}")
@@ -235,8 +263,8 @@ if page.dataset is not None and len(page.alignments) >= 2:
         st.info("This dataset has no category or difficulty labels.", icon=":material/info:")
     else:
         st.caption(
-            f"{md_escape(focus.name)} against {md_escape(base.name)} on {title(spec)} within each group; Holm-corrected "
-            f"within each facet (across runs × metrics × groups). Groups with fewer than {cmp.MIN_GROUP} queries are "
+            f"{md_escape(focus.name)} against {md_escape(base.name)} on {title(spec)} within each group; "
+            f"{cmp.correction_title(correction)}-corrected within each facet (across runs × metrics × groups). Groups with fewer than {cmp.MIN_GROUP} queries are "
             "marked *too few to tell* whatever their p-value."
         )
         layout.show_figure(
@@ -257,7 +285,9 @@ if page.dataset is not None and len(page.alignments) >= 2:
                     **layout.number_columns(segments, {c: c for c in ("baseline_mean", "mean", "ci_low", "ci_high")}),
                     "delta": st.column_config.NumberColumn("Δ", format="%+.3f"),
                     "p_value": st.column_config.NumberColumn("p", format="%.4f"),
-                    "p_value_corrected": st.column_config.NumberColumn("p (Holm)", format="%.4f"),
+                    "p_value_corrected": st.column_config.NumberColumn(
+                        f"p ({cmp.correction_title(correction)})", format="%.4f"
+                    ),
                     "too_few": st.column_config.CheckboxColumn(f"too few (n < {cmp.MIN_GROUP})"),
                 },
             )
@@ -343,7 +373,7 @@ if page.dataset is not None:
                 fused, fused_alignment = cache.fused_run(
                     ds, entries, method=method, k=rrf_k, norm=norm, weights=weights, name=name or default_name
                 )
-                specs_now = cmp.compare_specs(view.metric, view.k)
+                specs_now = cmp.compare_specs(view.metric, view.k, view.metrics)
                 inputs = cache.select(ds, entries)
                 preview = cache.fusion_preview(
                     inputs, fused_alignment, (method, rrf_k, norm, tuple(weights), fused.name), specs_now

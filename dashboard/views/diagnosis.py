@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.core import diagnosis, targets
+from dashboard.core import diagnosis
 from dashboard.core.specs import metric_spec, title
 from dashboard.core.text import md_escape
 from dashboard.ui import cache, layout
@@ -21,11 +21,11 @@ ICONS = {"error": ":red[:material/error:]", "warning": ":orange[:material/warnin
 if page.alignments and page.dataset is not None:
     selection, k = page.selection, view.k
     spec = str(metric_spec(view.metric, view.k))
-    in_force, _ = targets.current_targets(view.profile, view.targets)
-    low_mrr = targets.threshold_for(in_force, "mrr", diagnosis.LOW_MRR)
+    low_mrr = diagnosis.LOW_MRR
     st.caption(
-        f"At K = {k}; categories compared on {title(spec)}; 'low MRR' means below {low_mrr:.2f} "
-        "(the MRR target in force). Change K and the metric in the sidebar."
+        f"At K = {k}; categories compared on {title(spec)}. The rules' own thresholds: "
+        + "; ".join(md_escape(t) for t in diagnosis.THRESHOLDS)
+        + ". Change K and the metric in the sidebar."
     )
     all_findings = []
     tables = {}
@@ -40,7 +40,10 @@ if page.alignments and page.dataset is not None:
             with st.container(border=True):
                 st.markdown(f"{ICONS.get(f.severity, ICONS['warning'])} **{md_escape(f.title)}**")
                 st.markdown(md_escape(f.evidence))
-                st.markdown("\n".join(f"- {md_escape(a)}" for a in f.advice))
+                for advice in f.advice:
+                    st.markdown(f"- {md_escape(advice)}")
+                    if getattr(advice, "evidence", None):
+                        st.caption(md_escape(diagnosis.evidence_words(advice)))
     st.subheader("Where the first relevant document sits")
     layout.show_figure(
         diagnosis.rank_histogram_figure(tables, k, runs=page.run_names),

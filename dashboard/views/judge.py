@@ -33,19 +33,19 @@ if page.alignments and page.dataset is not None:
     names = dict(zip(selection.run_ids, selection.names))
     left, middle, _ = st.columns([1, 1, 2])
     with left:
+        state.seed("judge.depth", view.depth, force=page.fresh)
         depth = int(
             st.number_input(
                 "Pool depth",
                 min_value=1,
                 max_value=100,
-                value=judge.DEFAULT_DEPTH,
                 key="judge.depth",
                 help="The unjudged documents of each selected run's top this many ranks are pooled.",
             )
         )
     with middle:
         baseline = widgets.baseline_picker(names, view.baseline, force=page.fresh, key="judge.baseline")
-    view = view.with_(baseline=baseline)
+    view = view.with_(baseline=baseline, depth=depth)
     baseline_name = names.get(baseline or "", selection.names[0])
 
     with st.spinner("Pooling the unjudged documents and weighing each one…"):

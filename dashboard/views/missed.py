@@ -14,7 +14,15 @@ import streamlit as st
 
 from dashboard.core import documents
 from dashboard.core import missed as builders
-from dashboard.core.queries import group_values, query_info, query_labels
+from dashboard.core.queries import (
+    group_values,
+    has_groups,
+    has_keywords,
+    query_info,
+    query_labels,
+    query_line,
+    search_example,
+)
 from dashboard.core.specs import title
 from dashboard.core.text import md_escape
 from dashboard.ui import cache, layout, state, widgets
@@ -25,25 +33,21 @@ view = page.state
 if page.alignments and page.dataset is not None:
     ds, k, selection = page.dataset, view.k, page.selection
     by_id = selection.by_id
-    cols = st.columns([2, 2, 2, 3])
+    facets = [by for by in ("category", "difficulty") if has_groups(ds.dataset, by)]  # filters only where labelled
+    cols = st.columns([2] * (1 + len(facets)) + [3])
     with cols[0]:
         focus = widgets.run_focus_picker(
             dict(zip(selection.run_ids, selection.names)), view.focus_run, "missed.run", force=page.fresh
         )
-    with cols[1]:
-        category = widgets.group_picker(
-            "Category", "missed.category", group_values(ds.dataset, "category"), view.category, force=page.fresh
-        )
-    with cols[2]:
-        difficulty = widgets.group_picker(
-            "Difficulty",
-            "missed.difficulty",
-            group_values(ds.dataset, "difficulty"),
-            view.difficulty,
-            force=page.fresh,
-        )
-    with cols[3]:
-        search = widgets.search_box(view.search, "missed.search", force=page.fresh)
+    picked: dict[str, str | None] = {"category": None, "difficulty": None}
+    for column, by in zip(cols[1:], facets):
+        with column:
+            picked[by] = widgets.group_picker(
+                by.capitalize(), f"missed.{by}", group_values(ds.dataset, by), getattr(view, by), force=page.fresh
+            )
+    category, difficulty = picked["category"], picked["difficulty"]
+    with cols[-1]:
+        search = widgets.search_box(view.search, "missed.search", force=page.fresh, example=search_example(ds.dataset))
     view = view.with_(focus_run=focus, category=category, difficulty=difficulty, search=search)
     focus = focus if focus in by_id else selection.run_ids[0]
     run = by_id[focus]
@@ -57,21 +61,26 @@ if page.alignments and page.dataset is not None:
         f"K = {k}: {counts['near miss']} near misses (first relevant at ranks {k + 1}–{limit}), {counts['deeper']} deeper, "
         f"{counts['not retrieved']} never retrieved. Showing {len(shown)} after filters."
     )
-    if not builders.text_known(run):
+    keywords_known = has_keywords(ds.dataset)
+    if keywords_known and not builders.text_known(run):
         st.caption("Neither this run nor the dataset carries document text, so expected keywords cannot be checked.")
+    hidden = [*(by for by in ("category", "difficulty") if by not in facets)]
+    if not (keywords_known and builders.text_known(run)):
+        hidden += ["keywords_found", "keywords_missing"]
     event = layout.show_table(
-        shown,
+        builders.with_text_for_missing(shown, ["first_relevant_rank"], "not retrieved"),
         key="missed.table",
         filename=f"missed-{run.name}-k{k}.csv",
         column_config={
             "query_id": st.column_config.TextColumn("query_id", pinned=True),
             "query": st.column_config.TextColumn("query", width="medium"),
-            "first_relevant_rank": st.column_config.NumberColumn("first relevant rank", format="%d"),
+            "first_relevant_rank": st.column_config.TextColumn("first relevant rank"),
             "relevant_docs": st.column_config.TextColumn("relevant docs (grade)", width="medium"),
-            "top_k": st.column_config.TextColumn(f"retrieved top {k}", width="large"),
+            "top_k": st.column_config.TextColumn(f"retrieved top {k}", width="medium"),
             "keywords_found": st.column_config.TextColumn("keywords found"),
             "keywords_missing": st.column_config.TextColumn("keywords missing"),
         },
+        column_order=[c for c in builders.MISSED_ORDER if c in shown.columns and c not in hidden],
         on_select="rerun",
         selection_mode="single-row",
         height=min(38 + 35 * max(len(shown), 1), 420),
@@ -97,10 +106,7 @@ if page.alignments and page.dataset is not None:
     if query_id:
         info = query_info(ds.dataset, query_id)
         st.markdown(f"#### {md_escape(info.get('query', query_id))}")
-        st.markdown(
-            f"`{query_id.replace('`', 'ʼ')}` · category **{md_escape(info.get('category', ''))}** · "
-            f"difficulty **{md_escape(info.get('difficulty', ''))}**"
-        )
+        st.markdown(query_line(query_id, info))
         if info.get("expected_answer"):
             st.markdown(f"**Expected answer:** {md_escape(info['expected_answer'])}")
         keywords = info.get("expected_keywords") or []

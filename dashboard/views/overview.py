@@ -1,15 +1,18 @@
-"""Overview: each selected run at K (means with 95% CIs), targets pass/fail, curves over K, the PR curve, the report.
+"""Overview: the verdict (the best run against the baseline on the sidebar's metric at K), each selected run at K
+(means with 95% CIs), targets pass/fail when a profile is picked, curves over K, the PR curve, the report.
 
-Reads ``ds, runs, m, k, prof, tgt`` from the URL (see ``ragmetrics.share.PARAM_KEYS``).
+Reads ``ds, runs, base, m, k, prof, tgt, t, a, c, ms`` from the URL (see ``ragmetrics.share.PARAM_KEYS``); the
+verdict is Compare's, on the same family of comparisons.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
+from dashboard.core import compare as cmp
 from dashboard.core import diagnosis, overview, report, targets
 from dashboard.core.queries import dataset_summary
-from dashboard.core.specs import title
+from dashboard.core.specs import metric_spec, title
 from dashboard.ui import cache, layout, widgets
 
 page = layout.page_setup("overview", "Overview")
@@ -17,6 +20,24 @@ view = page.state
 
 if page.alignments and page.dataset is not None:
     selection, alignments, k, ds = page.selection, page.alignments, view.k, page.dataset
+    names = dict(zip(selection.run_ids, selection.names))
+    comparison = None
+    if len(alignments) >= 2:
+        left, _ = st.columns([1, 2])
+        with left:
+            base_id = widgets.baseline_picker(names, view.baseline, force=page.fresh, key="overview.baseline")
+        view = view.with_(baseline=base_id)
+        specs = cmp.compare_specs(view.metric, k, view.metrics)
+        spec = str(metric_spec(view.metric, k))
+        specs = specs if spec in specs else [spec, *specs]
+        comparison = cache.comparison(
+            selection, names[base_id or selection.run_ids[0]], specs, view.test, view.alpha, view.correction
+        )
+        layout.show_verdict(cmp.verdict(comparison, spec))
+        st.caption(
+            f"On {title(spec)} (the sidebar's metric and K); the family is Compare's: every run × metric it compares. "
+            "Test, α, correction and the metrics: **Compare runs** page."
+        )
 
     st.subheader(f"Metrics at K = {k}")
     means = overview.overview_frame(alignments, k)
@@ -45,35 +66,37 @@ if page.alignments and page.dataset is not None:
         profile = widgets.profile_picker(view.profile, force=page.fresh)
         if profile != view.profile:
             view = view.with_(profile=profile, targets=None)
-        st.caption(targets.DESCRIPTIONS.get(profile, ""))
+        st.caption(targets.DESCRIPTIONS.get(profile, "Pick a profile to check each run against its thresholds."))
     in_force, notes = targets.current_targets(view.profile, view.targets)
-    with right, st.expander("Edit targets", icon=":material/edit:"):
-        edited = st.data_editor(
-            targets.targets_frame(in_force),
-            key=f"overview.targets.{view.profile}",
-            num_rows="dynamic",
-            hide_index=True,
-            column_config={
-                "metric": st.column_config.TextColumn("metric", help="e.g. recall@5, mrr, ndcg@10"),
-                "threshold": st.column_config.NumberColumn(
-                    "must be above", min_value=0.0, max_value=1.0, step=0.01, format="%.2f"
-                ),
-            },
-        )
-        in_force, more = targets.targets_from_frame(edited)
-        notes += more
-        if st.button("Reset to the profile", key="overview.targets.reset"):
-            layout.rerun_with(view.with_(targets=None))
-    view = view.with_(targets=targets.edited_text(view.profile, in_force))
+    if view.profile or in_force:
+        with right, st.expander("Edit targets", icon=":material/edit:"):
+            edited = st.data_editor(
+                targets.targets_frame(in_force),
+                key=f"overview.targets.{view.profile}",
+                num_rows="dynamic",
+                hide_index=True,
+                column_config={
+                    "metric": st.column_config.TextColumn("metric", help="e.g. recall@5, mrr, ndcg@10"),
+                    "threshold": st.column_config.NumberColumn(
+                        "must be above", min_value=0.0, max_value=1.0, step=0.01, format="%.2f"
+                    ),
+                },
+            )
+            in_force, more = targets.targets_from_frame(edited)
+            notes += more
+            if st.button("Reset to the profile", key="overview.targets.reset"):
+                layout.rerun_with(view.with_(targets=None))
+        view = view.with_(targets=targets.edited_text(view.profile, in_force))
     for note in notes:
         st.warning(note)
     checks = cache.target_checks(selection, targets.format_targets(in_force))
-    st.caption(
-        "✓ pass: the lower end of the 95% bootstrap interval clears the target · ? uncertain: only the mean does · "
-        "✗ fail (same verdicts as `ragmetrics check`)."
-    )
-    wide = targets.targets_table(checks)
-    layout.show_table(wide, key="overview.targets", filename="targets.csv", styled=targets.style_targets(wide))
+    if in_force:
+        st.caption(
+            "✓ pass: the lower end of the 95% bootstrap interval clears the target · ? uncertain: only the mean does · "
+            "✗ fail (same verdicts as `ragmetrics check`)."
+        )
+        wide = targets.targets_table(checks)
+        layout.show_table(wide, key="overview.targets", filename="targets.csv", styled=targets.style_targets(wide))
 
     st.subheader("Curves over K")
     k_max = overview.display_k_max(alignments)
@@ -95,8 +118,7 @@ if page.alignments and page.dataset is not None:
         layout.show_table(curves, key="overview.curves.table", filename="curves.csv")
 
     st.subheader("Report")
-    low_mrr = targets.threshold_for(in_force, "mrr", 0.70)
-    link = layout.share_path(view)
+    link = layout.share_link(view)
 
     def report_input() -> report.ReportInput:
         # runs when a report is downloaded (Streamlit's deferred download), not on every draw of the page
@@ -104,12 +126,17 @@ if page.alignments and page.dataset is not None:
             dataset=ds.name,
             summary=dataset_summary(ds.dataset),
             k=k,
-            profile=targets.profile_title(view.profile),
+            profile=targets.profile_title(view.profile) if view.profile else "none",
             overview=means,
             summary_ci=summary,
             checks=checks,
-            findings=[f for a in alignments for f in diagnosis.run_findings(a, k, f"hits@{k}", f"Hits@{k}", low_mrr)],
+            findings=[f for a in alignments for f in diagnosis.run_findings(a, k, f"hits@{k}", f"Hits@{k}")],
             link=link,
+            verdict=(cmp.verdict(comparison, spec, markdown=False) or "") if comparison else "",
+            comparison=cmp.comparison_display(cmp.comparison_frame(comparison), comparison.baseline, view.correction)
+            if comparison
+            else None,
+            family=cmp.family_text(comparison) if comparison else "",
         )
 
     c1, c2, _ = st.columns([1, 1, 3])

@@ -3,7 +3,7 @@
 Across every pair of the selected runs: the share whose difference is significant at alpha (discriminative
 power); from the observed SD of per-query differences, the smallest difference the dataset detects and the
 queries needed for a given one, against the rules of thumb (20-30 queries to prototype, 50-100 in
-development, 100-200 before release). Reads ``ds, runs, m, k``.
+development, 100-200 before release). Reads ``ds, runs, m, k, t, a, c, pw, d``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.core import power as power_mod
-from dashboard.core.compare import compare_specs, test_title
+from dashboard.core.compare import compare_specs, correction_title, family_words, test_title
+from dashboard.core.power import DELTA_RANGE, POWER_LEVELS
 from dashboard.core.specs import metric_spec, title
 from dashboard.ui import cache, layout, state, widgets
 
@@ -27,49 +28,56 @@ if page.dataset is not None and len(page.alignments) >= 2:
     spec = str(metric_spec(view.metric, k))
     n = power_mod.queries_of(page.alignments)
 
-    c1, c2, c3, c4 = st.columns(4)
+    c1, c2, c3, c4, c5 = st.columns(5)
     with c1:
-        test = widgets.significance_test_picker("power.test")
+        test = widgets.significance_test_picker("power.test", view.test, force=page.fresh)
     with c2:
-        alpha = widgets.alpha_picker("power.alpha")
+        alpha = widgets.alpha_picker("power.alpha", view.alpha, force=page.fresh)
     with c3:
-        state.seed("power.level", 0.8)
+        correction = widgets.correction_picker("power.correction", view.correction, force=page.fresh)
+    with c4:
+        state.seed("power.level", view.power, force=page.fresh)
         power = float(
             st.selectbox(
                 "Power",
-                list(power_mod.POWER_LEVELS),
+                list(POWER_LEVELS),
                 format_func=lambda p: f"{p:.0%}",
                 key="power.level",
                 help="The chance of detecting a real difference of the given size.",
             )
         )
-    with c4:
-        state.seed("power.target", 0.05)
-        target = float(
-            st.number_input(
-                "Difference to detect (Δ)",
-                min_value=0.005,
-                max_value=0.5,
-                step=0.005,
-                format="%.3f",
-                key="power.target",
-            )
+    with c5:
+        state.seed("power.target", view.delta, force=page.fresh)
+        target = round(
+            float(
+                st.number_input(
+                    "Difference to detect (Δ)",
+                    min_value=DELTA_RANGE[0],
+                    max_value=DELTA_RANGE[1],
+                    step=0.005,
+                    format="%.3f",
+                    key="power.target",
+                )
+            ),
+            4,
         )
+    view = view.with_(test=test, alpha=alpha, correction=correction, power=power, delta=target)
 
     with st.spinner(f"Testing every run pair ({test_title(test)})…"):
-        pairs = cache.power_pairs(selection, specs, test, alpha)
+        pairs = cache.power_pairs(selection, specs, test, alpha, correction)
     chosen = power_mod.pairs_table(pairs, spec, n, alpha=alpha, power=power)
     sd = power_mod.typical_sd(chosen["sd_difference"])
     mdd = power_mod.power_table(pairs, n, alpha=alpha, power=power)
     here = power_mod.metric_row(mdd, spec)
     needed = power_mod.queries_needed(target, sd, alpha=alpha, power=power)
+    family = family_words(correction, int(here["pairs"]))
 
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Queries", f"{n:,}", power_mod.stage_of(n), delta_color="off", delta_arrow="off")
     m2.metric(
         f"Run pairs significant ({title(spec)})",
         f"{int(here['significant'])} of {int(here['pairs'])}",
-        f"discriminative power {here['share']:.0%}",
+        f"discriminative power {here['share']:.0%}, {family}",
         delta_color="off",
         delta_arrow="off",
     )
@@ -90,8 +98,9 @@ if page.dataset is not None and len(page.alignments) >= 2:
     st.caption(
         f"Smallest detectable Δ = (z₁₋α/₂ + z_power) · SD / √n: the difference a paired test finds with {power:.0%} power at "
         f"α = {alpha:g} (normal approximation), where SD is the standard deviation of the per-query differences between "
-        f"two runs. Discriminative power: the share of run pairs whose p-value ({test_title(test)}) is below α "
-        "(uncorrected, as Sakai defines it). More runs in the sidebar give more pairs."
+        f"two runs. Discriminative power: the share of run pairs whose p-value ({test_title(test)}) is below α, "
+        f"{family} (the run pairs of each metric; Sakai defines it uncorrected: pick “uncorrected”). "
+        "More runs in the sidebar give more pairs."
     )
     curve = power_mod.power_curve_frame(
         chosen["sd_difference"].tolist(), alpha=alpha, power=power, n_max=max(1000, 2 * n)
@@ -110,7 +119,9 @@ if page.dataset is not None and len(page.alignments) >= 2:
         column_order=[c for c in mdd.columns if c != "metric"],
         column_config={
             "label": st.column_config.TextColumn("metric"),
-            "significant": st.column_config.NumberColumn(f"pairs with p < {alpha:g}", format="%d"),
+            "significant": st.column_config.NumberColumn(
+                f"pairs with {correction_title(correction)} p < {alpha:g}", format="%d"
+            ),
             "share": st.column_config.ProgressColumn(
                 "discriminative power", format="percent", min_value=0.0, max_value=1.0
             ),
@@ -127,7 +138,8 @@ if page.dataset is not None and len(page.alignments) >= 2:
         column_config={
             "delta": st.column_config.NumberColumn("Δ (a − b)", format="%+.3f"),
             "p_value": st.column_config.NumberColumn("p", format="%.4f"),
-            "significant": st.column_config.CheckboxColumn(f"p < {alpha:g}"),
+            "p_value_corrected": st.column_config.NumberColumn(f"p ({correction_title(correction)})", format="%.4f"),
+            "significant": st.column_config.CheckboxColumn(f"{correction_title(correction)} p < {alpha:g}"),
             "sd_difference": st.column_config.NumberColumn("SD of differences", format="%.3f"),
             "mdd": st.column_config.NumberColumn("smallest detectable Δ", format="%.3f"),
             "queries_needed": st.column_config.NumberColumn("queries to detect this Δ", format="%d"),

@@ -29,6 +29,20 @@ st.caption(
     "One file (evaluation set JSON/JSONL, TREC qrels, CSV/TSV/Parquet qrels, ranx JSON, or a BEIR .zip), "
     "or a qrels file together with files named *queries* and *corpus*. Runs below are added to the dataset selected in the sidebar."
 )
+name_column, description_column = st.columns([1, 2])
+name_column.text_input(
+    "Name",
+    key=ingest.NAME_KEY,
+    max_chars=200,
+    placeholder="e.g. SciFact test (the file's name when empty)",
+    help="How the dataset is named in the pickers and reports; rename it later on the Workspace page.",
+)
+description_column.text_input(
+    "Description",
+    key=ingest.DESCRIPTION_KEY,
+    max_chars=2000,
+    placeholder="what the queries are, where the judgments come from",
+)
 dataset_files = st.file_uploader(
     "Dataset files",
     type=ingest.DATASET_TYPES,

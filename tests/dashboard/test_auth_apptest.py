@@ -183,7 +183,7 @@ def test_a_share_link_opens_its_page_and_view_after_sign_in(
     assert not at.exception and not at.error
     assert at.title[0].value == "Missed queries"
     assert at.multiselect(key="sidebar.runs").value == [runs["bm25"]]
-    assert at.slider(key="sidebar.k").value == 5
+    assert at.number_input(key="sidebar.k").value == 5
     assert at.selectbox(key="missed.query").value == "q009"
     assert param(at, "q") == "q009" and param(at, "ds") == link["ds"]
 

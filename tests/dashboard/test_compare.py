@@ -263,6 +263,7 @@ def test_pairs_table_and_queries_needed(faq_alignments) -> None:
         "run_b",
         "delta",
         "p_value",
+        "p_value_corrected",
         "significant",
         "sd_difference",
         "mdd",

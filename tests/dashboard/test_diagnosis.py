@@ -110,7 +110,7 @@ def test_on_real_runs_and_findings_frame(tiny_alignments) -> None:
     found = diagnosis.diagnose(ev.name, missed.query_table(ev, 5), k=5, deep_k=30)
     assert "easy_missed" not in rules(found)
     frame = diagnosis.findings_frame(found)
-    assert list(frame.columns) == ["run", "rule", "severity", "title", "evidence", "advice", "queries"]
+    assert list(frame.columns) == ["run", "rule", "severity", "title", "evidence", "advice", "advice_ids", "queries"]
     assert len(frame) == len(found)
 
 
@@ -151,3 +151,31 @@ def test_rank_histogram(tiny_alignments) -> None:
     a = dict(zip(fig.data[0].x, fig.data[0].y))
     assert a["1"] == 4 and a["7"] == 1 and a[">20"] == 1 and a["none"] == 1
     assert sum(fig.data[0].y) == 11  # q12 has no relevant document
+
+
+def test_advice_looks_at_the_run_and_carries_its_evidence() -> None:
+    hard = [("x", "hard", 1)] * 6 + [("x", "hard", 0)] * 4
+
+    def advice(run, rows, **kwargs):
+        return {a.id: a for f in diagnosis.diagnose(run, rows, k=5, deep_k=100, **kwargs) for a in f.advice}
+
+    long_queries = table(hard, query="a long question about several things at once")
+    dense = advice("dense-e5", long_queries)
+    assert "hard_missed.hyde" not in dense  # no short query among the misses: no HyDE
+    assert (
+        dense["hard_missed.fuse_bm25"].evidence["hard_missed"] == 4 and dense["hard_missed.fuse_bm25"].evidence["dense"]
+    )
+    assert "hard_missed.fuse_bm25" not in advice("hybrid-rrf60", long_queries)  # already a fusion
+    assert "hard_missed.fuse_dense" in advice("bm25-stem", long_queries)
+    assert advice("dense-e5", table(hard, query="退款"))["hard_missed.hyde"].evidence["short"] == 4
+    ranking = table([("x", "medium", 3)] * 10 + [("x", "medium", 1)] * 2, recall_deep=0.95)
+    assert set(advice("bm25", ranking)) == {"ranking_not_recall.rerank"}  # no fusion weights nor e5 prefix
+    assert {"ranking_not_recall.fusion_weights"} <= set(advice("rrf", ranking))
+    assert {"ranking_not_recall.query_prompt"} <= set(advice("dense-e5", ranking))
+
+
+def test_most_near_misses_means_more_than_half() -> None:
+    half = [("x", "medium", 1)] * 20 + [("x", "medium", 7)] * 3 + [("x", "medium", 0)] * 3
+    assert "near_miss" not in rules(diagnosis.diagnose("r", table(half), k=5, deep_k=100))
+    more = [("x", "medium", 1)] * 20 + [("x", "medium", 7)] * 4 + [("x", "medium", 0)] * 3
+    assert "near_miss" in rules(diagnosis.diagnose("r", table(more), k=5, deep_k=100))

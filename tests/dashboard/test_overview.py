@@ -154,7 +154,7 @@ def test_curves_figure_one_line_per_run_per_panel(curves, faq_alignments) -> Non
     np.testing.assert_allclose(first_panel[0].y, recall_bm25["value"].to_numpy())
     band = bands[0]
     assert band.fill == "toself" and band.showlegend is False and len(band.x) == 40
-    assert fig.layout.xaxis.title.text == "K" and tuple(fig.layout.yaxis.range) == (0, 1.02)
+    assert fig.layout.xaxis.title.text == "K" and fig.layout.yaxis.autorange is True  # saturated runs stay apart
     # one colour per run, shared by line and band
     assert first_panel[0].line.color == charts.PALETTE[0] and first_panel[1].line.color == charts.PALETTE[1]
 

@@ -41,7 +41,7 @@ def test_overview_reads_the_url_and_draws_one_trace_per_run(faq_ids) -> None:
     )
     no_problems(at)
     assert at.multiselect(key="sidebar.runs").value == runs
-    assert at.slider(key="sidebar.k").value == 10
+    assert at.number_input(key="sidebar.k").value == 10
     assert at.selectbox(key="sidebar.metric").value == "ndcg"
     assert at.selectbox(key="overview.profile").value == "tech"
     metrics = at.dataframe[0].value
@@ -67,7 +67,7 @@ def test_changing_k_and_metric_does_not_re_align(monkeypatch, faq_ids) -> None:
     monkeypatch.setattr(alignments, "align", counting)
     at = open_page("overview", {"ds": faq_ids["dataset"]})
     assert sorted(calls) == ["bm25", "dense-e5", "hybrid-rrf"]
-    at.slider(key="sidebar.k").set_value(3).run()
+    at.number_input(key="sidebar.k").set_value(3).run()
     at.selectbox(key="sidebar.metric").set_value("map").run()
     no_problems(at)
     assert "recall@3" in at.dataframe[0].value.columns

@@ -22,7 +22,7 @@ def _data(evals, name: str = "product_faq_zh") -> report.ReportInput:
         summary_ci=overview.summary_frame(evals, [str(s) for s in overview.overview_specs(5)]),
         checks=checks,
         findings=findings,
-        link="overview?v=1&k=5",
+        link="http://team.example:8501/overview?v=1&k=5",
     )
 
 
@@ -32,7 +32,11 @@ def test_markdown_report_holds_the_overview(faq_alignments) -> None:
     assert text.startswith("# Retrieval evaluation: product_faq_zh")
     assert "| run | queries | Recall@5 |" in text
     assert f"{means.loc[0, 'recall@5']:.3f} \\[" in text  # mean with its interval
-    assert "Recall@10 > 0.95" in text and "## Diagnosis" in text and "overview?v=1&k=5" in text
+    assert (
+        "Recall@10 > 0.95" in text
+        and "## Diagnosis" in text
+        and "View: <http://team.example:8501/overview?v=1&k=5>" in text
+    )
 
 
 def test_html_report_escapes_user_text(tiny, tiny_runs) -> None:

@@ -16,7 +16,7 @@ def test_profiles_hold_the_issue_thresholds() -> None:
         assert (t["recall@5"], t["recall@10"]) == (r5, r10)
         assert (t["mrr"], t["hits@5"], t["ndcg@10"]) == (0.70, 0.90, 0.65)
         assert targets.profile_title(key)
-    assert targets.profile_targets("nope") == targets.profile_targets("faq")
+    assert targets.profile_targets("nope") == {} and targets.profile_targets("") == {}  # no profile: no targets
 
 
 def test_parse_and_format_round_trip() -> None:

@@ -43,7 +43,7 @@ def test_round_trip_full_state() -> None:
 
 
 def test_defaults_are_short() -> None:
-    assert encode(ViewState()) == {"v": "1", "m": "recall", "k": "5", "prof": "faq"}
+    assert encode(ViewState()) == {"v": "1", "m": "recall", "k": "5"}  # no targets profile until one is picked
     assert decode({})[0] == ViewState()
 
 
@@ -75,7 +75,7 @@ def test_bad_values_fall_back_with_notes() -> None:
         "nowhere",
         pages=PAGES,
     )
-    assert state.k == 5 and state.metric == "recall" and state.profile == "faq"
+    assert state.k == 5 and state.metric == "recall" and state.profile == ""
     assert state.dataset is None and state.runs == ("ok1",) and state.targets == "recall@5>0.9"
     assert state.page == "overview" and state.focus_run is None
     text = " ".join(notes)
@@ -90,7 +90,6 @@ def test_compare_test_and_alpha_travel_only_when_not_the_default() -> None:
         "v": "1",
         "m": "recall",
         "k": "5",
-        "prof": "faq",
         "t": "wilcoxon",
         "a": "0.1",
     }
@@ -222,3 +221,23 @@ def test_reconcile_unknown_ids_fall_back_with_a_clear_note() -> None:
     assert len(notes) == 3
     empty, notes = reconcile(FULL, [], _facts)
     assert empty.dataset is None and empty.runs == () and notes == []
+
+
+def test_every_control_of_the_pages_travels_and_bad_values_fall_back() -> None:
+    state = ViewState(
+        profile="tech",
+        correction="bonferroni",
+        metrics=("ndcg@10", "recall@100"),
+        outcome="win",
+        power=0.9,
+        delta=0.02,
+        depth=20,
+    )
+    assert decode(encode(state)) == (state, [])
+    assert decode(encode(state, defaults=False)) == (state, [])
+    assert "ms" not in encode(ViewState()) and "c" not in encode(ViewState())
+    bad, notes = decode({"c": "fdr", "ms": "ndcg10,recall@5", "o": "draw", "pw": "0.7", "d": "2", "dp": "x"})
+    assert (bad.correction, bad.metrics, bad.outcome, bad.power, bad.delta, bad.depth) == (
+        "holm", ("recall@5",), "loss", 0.8, 0.05, 10
+    )  # fmt: skip
+    assert len(notes) == 6 and "unknown correction 'fdr'" in notes[0] and "'ndcg10'" in notes[1]

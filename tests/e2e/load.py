@@ -8,7 +8,7 @@ One Debian chromium (Playwright's async API) with one browser context per simula
 * Ramp-up: every session opens the app (on the light Metric definitions page, see ``LANDING``) in its own
   context, a few at a time (a cold page load costs chromium several CPU seconds); the sessions stay connected.
 * Steady state, ``--seconds`` long: all sessions at once visit pages through the sidebar menu, move the K
-  slider (or the win/tie/loss radio on Compare runs), and now and then upload a run file of their own (a
+  box (or the win/tie/loss radio on Compare runs), and now and then upload a run file of their own (a
   TREC run for the sample dataset's queries, unique name and content, so every upload is a new run id),
   with 1-3 s of "reading" between interactions. An interaction started before the end is finished.
 
@@ -497,9 +497,9 @@ class User:
         return record
 
     async def move_k(self) -> Interaction:
-        """One arrow key on the sidebar's K slider; the page's caption then says the new K."""
-        slider = self.page.locator(".st-key-sidebar-k").get_by_role("slider")
-        current = int(await slider.input_value(timeout=self.timeout_ms))  # an <input type=range>
+        """K one up or down in the sidebar's K box; the page's caption then says the new K."""
+        box = self.page.locator(".st-key-sidebar-k input")
+        current = int(await box.input_value(timeout=self.timeout_ms))
         step = self.rng.choice([-1, 1]) if 1 < current < 20 else (1 if current <= 1 else -1)
         new = current + step
         caption = self.page.get_by_test_id("stCaptionContainer").filter(
@@ -507,8 +507,8 @@ class User:
         )
 
         async def press() -> None:
-            await slider.focus()
-            await slider.press("ArrowRight" if step > 0 else "ArrowLeft")
+            await box.fill(str(new))
+            await box.press("Enter")
 
         async def expect(started: float) -> None:
             await self.visible(caption, started)

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.server import REPO, streamlit_server, wait_for_app
-from tests.e2e.test_dashboard_e2e import DATA, TIMEOUT, dropdown_options, legend_names, open_page
+from tests.e2e.test_dashboard_e2e import DATA, TIMEOUT, dropdown_options, k_box, legend_names, open_page, set_k
 
 pytestmark = pytest.mark.e2e
 
@@ -115,7 +115,7 @@ def widget_values(page: Page) -> dict[str, object]:
         "dataset": _choice(page, "sidebar.dataset"),
         "runs": _chips(page),
         "metric": _choice(page, "sidebar.metric"),
-        "k": _box(page, "sidebar.k").locator("input[type='range']").input_value(),
+        "k": k_box(page).input_value(),
         "focus run": _choice(page, "missed.run"),
         "category": _choice(page, "missed.category"),
         "difficulty": _choice(page, "missed.difficulty"),
@@ -143,13 +143,9 @@ def upload(page: Page, base: str) -> None:
 
 
 def k_three_up(page: Page) -> None:
-    """Move the sidebar's K slider three steps up, from 5 to 8."""
-    slider = _box(page, "sidebar.k").get_by_role("slider")
-    slider.focus()
-    for _ in range(3):
-        slider.press("ArrowRight")
-    wait_for_app(page)
-    expect(_box(page, "sidebar.k").locator("input[type='range']")).to_have_value("8", timeout=TIMEOUT)
+    """Type K = 8 into the sidebar's K box (it was 5)."""
+    assert k_box(page).input_value() == "5"
+    set_k(page, 8)
 
 
 def another_missed_query(page: Page) -> str:
