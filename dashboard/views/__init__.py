@@ -56,6 +56,14 @@ VIEWS: tuple[View, ...] = (
         "Data",
         unlinked={"upload.": "inputs of an upload; what it stores is in the link (its dataset and runs)"},
     ),
+    View(
+        "retrieve",
+        "views/retrieve.py",
+        "Run a retriever",
+        ":material/travel_explore:",
+        "Data",
+        unlinked={"retrieve.": "inputs of a retrieval; the run it stores is in the link"},
+    ),
     View("judge", "views/judge.py", "Judge", ":material/gavel:", "Data"),
     View(
         "workspace",

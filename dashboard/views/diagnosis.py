@@ -11,7 +11,7 @@ import streamlit as st
 from dashboard.core import diagnosis
 from dashboard.core.specs import metric_spec, title
 from dashboard.core.text import md_escape
-from dashboard.ui import cache, layout
+from dashboard.ui import actions, cache, layout
 
 page = layout.page_setup("diagnosis", "Diagnosis")
 view = page.state
@@ -44,6 +44,7 @@ if page.alignments and page.dataset is not None:
                     st.markdown(f"- {md_escape(advice)}")
                     if getattr(advice, "evidence", None):
                         st.caption(md_escape(diagnosis.evidence_words(advice)))
+        actions.hybrid_button(page, run_id)
     st.subheader("Where the first relevant document sits")
     layout.show_figure(
         diagnosis.rank_histogram_figure(tables, k, runs=page.run_names),

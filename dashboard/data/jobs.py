@@ -1,0 +1,104 @@
+"""Work that outlives one script run: a retrieval over every query of a dataset, on a thread of its own.
+
+A :class:`RetrievalJob` calls :func:`ragmetrics.retrieve.retrieve` with a progress callback that counts answers
+and stops the run when :meth:`RetrievalJob.cancel` was asked (every answer that had arrived stays in the response
+cache, so starting it again costs only the queries left). The page polls :meth:`RetrievalJob.status`; the job
+never touches Streamlit, so it keeps going while the page reruns.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragmetrics.errors import RagMetricsError
+from ragmetrics.model import Dataset
+from ragmetrics.retrieve import Retrieval, retrieve
+
+__all__ = ["Cancelled", "JobStatus", "RetrievalJob"]
+
+
+class Cancelled(RagMetricsError):
+    """The user cancelled the retrieval."""
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """Where a job is: ``done`` of ``total`` answers (cached ones included), and once it ended its ``result`` or
+    its ``error`` (``cancelled`` when the user stopped it)."""
+
+    done: int
+    total: int
+    running: bool
+    seconds: float
+    result: Retrieval | None = None
+    error: str | None = None
+    cancelled: bool = False
+
+    @property
+    def fraction(self) -> float:
+        return self.done / self.total if self.total else 0.0
+
+
+@dataclass
+class RetrievalJob:
+    """One retrieval of ``retriever`` (anything :func:`ragmetrics.retrieve.retrieve` takes) over ``dataset``."""
+
+    dataset: Dataset
+    retriever: Any
+    label: str
+    options: dict[str, Any] = field(default_factory=dict)
+    _done: int = 0
+    _total: int = 0
+    _result: Retrieval | None = None
+    _error: str | None = None
+    _started: float = field(default_factory=time.monotonic)
+    _ended: float | None = None
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> RetrievalJob:
+        self._thread = threading.Thread(target=self._work, name="ragmetrics-retrieve-job", daemon=True)
+        self._thread.start()
+        return self
+
+    def _progress(self, done: int, total: int) -> None:
+        self._done, self._total = done, total
+        if self._stop.is_set():
+            raise Cancelled("cancelled")
+
+    def _work(self) -> None:
+        try:
+            self._result = retrieve(self.dataset, self.retriever, progress=self._progress, **self.options)
+        except Cancelled:
+            self._error = "cancelled"
+        except RagMetricsError as err:
+            self._error = str(err)
+        except Exception as err:  # the page shows it; the server goes on
+            self._error = f"{type(err).__name__}: {err}"
+        finally:
+            self._ended = time.monotonic()
+
+    def cancel(self) -> None:
+        """Stop at the next answer (the answers so far stay cached)."""
+        self._stop.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the job to end; True when it did."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self._ended is not None
+
+    def status(self) -> JobStatus:
+        ended = self._ended
+        return JobStatus(
+            done=self._done,
+            total=self._total,
+            running=ended is None,
+            seconds=(ended if ended is not None else time.monotonic()) - self._started,
+            result=self._result if ended is not None else None,
+            error=self._error if ended is not None else None,
+            cancelled=ended is not None and self._error == "cancelled",
+        )

@@ -1,0 +1,41 @@
+"""Retrievers the e2e tests register with the dashboard (``RAGMETRICS_RETRIEVERS``): the SciFact sample's BM25 run
+served query by query from its file, with a delay per call."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import time
+from functools import cache
+from pathlib import Path
+
+SCIFACT = Path(__file__).resolve().parents[2] / "sample_runs" / "scifact"
+
+
+@cache
+def _rankings() -> dict[str, list[tuple[str, float]]]:
+    """Query text -> the BM25 run's ranked (doc id, score) pairs."""
+    texts = {}
+    for line in (SCIFACT / "queries.jsonl").read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            record = json.loads(line)
+            texts[str(record["id"])] = record["text"]
+    ranked: dict[str, list[tuple[str, float]]] = {}
+    with gzip.open(SCIFACT / "runs" / "bm25-stem.trec.gz", "rt", encoding="utf-8") as lines:
+        for line in lines:
+            qid, _, doc, _, score, *_ = line.split()
+            ranked.setdefault(texts[qid], []).append((doc, float(score)))
+    return ranked
+
+
+def _serve(query: str, k: int, delay: float) -> list[tuple[str, float]]:
+    time.sleep(delay)
+    return sorted(_rankings().get(query, []), key=lambda pair: -pair[1])[:k]
+
+
+def scifact_bm25(query: str, k: int) -> list[tuple[str, float]]:
+    return _serve(query, k, 0.02)
+
+
+def slow_scifact_bm25(query: str, k: int) -> list[tuple[str, float]]:
+    return _serve(query, k, 0.25)
