@@ -62,6 +62,16 @@ def choices(dataset: DatasetEntry) -> dict[str, str]:
     return offered
 
 
+SOURCE_PREFIX = "retriever: "
+"""A run this page stored names its retriever in its source: ``retriever: <label>``."""
+
+
+def made_by(dataset: DatasetEntry, run: RunEntry) -> str | None:
+    """The offered retriever (its label) that made ``run``, or None (an uploaded run, or one no longer offered)."""
+    label = run.source[len(SOURCE_PREFIX) :] if run.source.startswith(SOURCE_PREFIX) else None
+    return label if label is not None and label in choices(dataset) else None
+
+
 def current_job() -> RetrievalJob | None:
     """This session's retrieval (running, or ended and not stored yet)."""
     job = st.session_state.get(JOB_KEY)
@@ -80,17 +90,19 @@ def start_job(dataset: DatasetEntry, label: str, *, k: int, name: str) -> Retrie
     return job
 
 
-def finish_job(workspace: Workspace, dataset: DatasetEntry) -> tuple[RetrievalJob, RunEntry | None] | None:
-    """An ended job of this session, taken off it: the job, and the stored run when it gave one."""
+def finish_job(workspace: Workspace, dataset: DatasetEntry) -> tuple[RetrievalJob, RunEntry | None, bool] | None:
+    """An ended job of this session, taken off it: the job, the stored run when it gave one, and whether that run
+    was stored before (the same rows: the store keeps one copy, under its first name)."""
     job = current_job()
     if job is None or job.status().running:
         return None
     del st.session_state[JOB_KEY]
     result = job.status().result
     if result is None:
-        return job, None
-    entry = cache.add_run(workspace, dataset, result.run, source=f"retriever: {job.label}")
-    return job, entry
+        return job, None, False
+    known = workspace.stored_run(dataset.id, result.run) is not None
+    entry = cache.add_run(workspace, dataset, result.run, source=SOURCE_PREFIX + job.label)
+    return job, entry, known
 
 
 def try_hybrid(workspace: Workspace, dataset: DatasetEntry, run: RunEntry) -> RunEntry:

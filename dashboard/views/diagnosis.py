@@ -45,6 +45,7 @@ if page.alignments and page.dataset is not None:
                     if getattr(advice, "evidence", None):
                         st.caption(md_escape(diagnosis.evidence_words(advice)))
         actions.hybrid_button(page, run_id)
+        actions.raise_k_button(page, run_id)
     st.subheader("Where the first relevant document sits")
     layout.show_figure(
         diagnosis.rank_histogram_figure(tables, k, runs=page.run_names),

@@ -33,14 +33,19 @@ else:
     dataset = page.dataset
     ended = retrievers.finish_job(workspace, dataset)
     if ended is not None:
-        job, entry = ended
+        job, entry, known = ended
         status = job.status()
         if entry is not None and status.result is not None:
             result = status.result
             failed = f"; {len(result.failed)} queries still failed" if result.failed else ""
+            what = (
+                f"gave the same rows as the stored run “{entry.name}” ({len(result.run):,} rows), so nothing new was stored"
+                if known
+                else f"run “{entry.name}” stored, {len(result.run):,} rows"
+            )
             state.flash(
-                f"{job.label}: run “{entry.name}” stored, {len(result.run):,} rows for {status.total:,} queries "
-                f"in {status.seconds:.1f} s; {_latency(result.metadata)}{failed}. It is selected in the sidebar."
+                f"{job.label}: {what} for {status.total:,} queries in {status.seconds:.1f} s; "
+                f"{_latency(result.metadata)}{failed}. It is selected in the sidebar."
             )
             layout.rerun_with(view.with_(runs=tuple(dict.fromkeys([*view.runs, entry.id]))))
         elif status.cancelled:

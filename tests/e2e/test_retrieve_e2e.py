@@ -1,5 +1,6 @@
 """Live retrievers in a real browser: a retriever the deployer registered runs from the "Run a retriever" page with
-progress and cancel, and its run lands in the workspace; "Try hybrid (+BM25)" on Diagnosis fuses the SciFact dense
+progress and cancel, and its run lands in the workspace (Diagnosis then offers to run it again with a larger
+top_k); "Try hybrid (+BM25)" on Diagnosis fuses the SciFact dense
 run with the built-in BM25 and opens Compare on the fused run with its significance."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from ragmetrics import align
 from ragmetrics.share import ViewState, encode
 from ragmetrics.store import Store, dataset_id, run_id
 from tests.e2e.server import streamlit_server, wait_for_app
-from tests.e2e.test_dashboard_e2e import TIMEOUT
+from tests.e2e.test_dashboard_e2e import TIMEOUT, open_page
 
 pytestmark = pytest.mark.e2e
 
@@ -61,6 +62,14 @@ def test_a_registered_retriever_runs_from_the_page_with_progress_and_cancel(page
         assert "latency p50" in stored.inner_text()
         wait_for_app(page)
         assert "stub-bm25" in page.get_by_test_id("stSidebar").inner_text()  # selected
+
+        # Diagnosis offers to run the retriever that made it again with a larger top_k
+        open_page(page, "Diagnosis")
+        page.get_by_role("button", name="Re-run slow stub BM25 with top_k = 200").click()
+        expect(page.get_by_role("heading", name="Run a retriever", level=1)).to_be_visible(timeout=TIMEOUT)
+        # the stub serves at most the file's 100 documents: the same rows, which the store keeps once
+        again = page.get_by_text(re.compile(r"gave the same rows as the stored run “stub-bm25” \(29,966 rows\)"))
+        expect(again).to_be_visible(timeout=120_000)
     store = Store(f"sqlite:///{tmp_path / 'data' / 'ragmetrics.sqlite'}")
     runs = store.list_runs(ds)
     stored_id = runs.loc[runs["name"] == "stub-bm25", "id"].item()
