@@ -429,21 +429,20 @@ class Leaderboard:
         return str(to_safe_csv(summary, encoding=None, float_format="%.6f"))
 
     def to_latex(self) -> str:
-        """A ``tabular`` (booktabs rules): one row per system, ``mean$^\\dagger$ (rank)`` cells; LaTeX specials
+        """A ``tabular`` (plain LaTeX, no package needed): one row per system, ``mean$^\\dagger$ (rank)`` cells; LaTeX specials
         in names are escaped."""
         cells = self.cells(mark="$^\\dagger$")
         header = ["System", *(latex_escape(n) for n in self.datasets.values()), "Mean rank", "Mean"]
         spec = "l" + "r" * (len(header) - 1)
-        lines = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", " & ".join(header) + " \\\\", "\\midrule"]
+        lines = [f"\\begin{{tabular}}{{{spec}}}", "\\hline", " & ".join(header) + " \\\\", "\\hline"]
         for row in cells.itertuples(index=False):
             values = [latex_escape(str(row[0]))]
             for value in row[1:]:
                 text = str(value)
                 values.append("--" if text == "–" else text.replace("†", "$^\\dagger$"))
             lines.append(" & ".join(values) + " \\\\")
-        lines += ["\\bottomrule", "\\end{tabular}"]
-        note = self.footnote(mark="$^\\dagger$").replace("_", "\\_").replace("%", "\\%").replace("@", "@")
-        return "\n".join(lines) + "\n" + f"% {note}\n"
+        lines += ["\\hline", "\\end{tabular}"]
+        return "\n".join(lines) + "\n" + f"% {self.footnote(mark='dagger')}\n"
 
     def to_dict(self) -> dict[str, Any]:
         def plain(v: Any) -> Any:

@@ -175,7 +175,7 @@ def retriever_tags(metadata: Mapping[str, Any]) -> dict[str, str]:
     for tag, value in (
         ("top_k", metadata.get("k")),
         ("model", retriever.get("model") or retriever.get("model_name")),
-        ("index", retriever.get("index") or retriever.get("index_name") or retriever.get("index_key")),
+        ("index", retriever.get("index_name")),
         ("repeat", metadata.get("repeat")),
         ("queries", metadata.get("queries")),
         ("date", metadata.get("started")),
@@ -283,8 +283,9 @@ def ir_metadata(
     if kind:
         stage["method"] = kind
     for key in sorted(tags):
-        if key.startswith("retriever.") and key[len("retriever.") :] not in _RETRIEVAL_SKIP:
-            stage[key[len("retriever.") :]] = _yaml_value(take(key))
+        param = key[len("retriever.") :]
+        if key.startswith("retriever.") and param not in _RETRIEVAL_SKIP and param not in stage:
+            stage[param] = _yaml_value(take(key))  # one named like the stage's own keys stays under ragmetrics
     for key in ("top_k", "model", "index", "chunk_size"):
         value = take(key)
         if value is not None:
