@@ -58,6 +58,10 @@ DEFAULT_TEST = "t"
 ALPHAS: tuple[float, ...] = (0.01, 0.05, 0.10)
 """The significance levels a view can name."""
 DEFAULT_ALPHA = 0.05
+DEFAULT_ORDER = "date"
+"""The tag the Timeline orders runs by when a link names none (``ragmetrics history --by``)."""
+DEFAULT_SYSTEM_TAG = "system"
+"""The tag naming a Leaderboard's systems when a link names none (``ragmetrics leaderboard --system-tag``)."""
 DEFAULT_PAGE = "overview"
 """The page a link opens when it names none (``ragmetrics push`` links open it)."""
 
@@ -78,6 +82,9 @@ PARAM_KEYS: dict[str, str] = {
     "t": f"paired test on the Compare page ({', '.join(TESTS)}; absent = {DEFAULT_TEST})",
     "a": f"significance level alpha on the Compare page ({', '.join(f'{a:g}' for a in ALPHAS)}; "
     f"absent = {DEFAULT_ALPHA:g})",
+    "by": f"the tag the Timeline orders runs by (absent = {DEFAULT_ORDER})",
+    "where": "the Timeline's tag filter, KEY=VALUE (absent = every run)",
+    "sys": f"the tag naming the Leaderboard's systems (absent = {DEFAULT_SYSTEM_TAG})",
 }
 """Every query key a link may carry, with what it means."""
 
@@ -106,6 +113,9 @@ class ViewState:
     search: str = ""
     test: str = DEFAULT_TEST
     alpha: float = DEFAULT_ALPHA
+    order_by: str = DEFAULT_ORDER
+    where: str | None = None  # KEY=VALUE
+    system_tag: str = DEFAULT_SYSTEM_TAG
 
     def with_(self, **changes: object) -> ViewState:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -168,6 +178,12 @@ def encode(state: ViewState, *, defaults: bool = True) -> dict[str, str]:
         out["t"] = state.test
     if state.alpha != DEFAULT_ALPHA:
         out["a"] = f"{state.alpha:g}"
+    if state.order_by != DEFAULT_ORDER:
+        out["by"] = state.order_by
+    if state.where:
+        out["where"] = state.where
+    if state.system_tag != DEFAULT_SYSTEM_TAG:
+        out["sys"] = state.system_tag
     return out
 
 
@@ -399,6 +415,26 @@ def decode(
                 shown = ", ".join(f"{a:g}" for a in ALPHAS)
                 note(f"alpha must be one of {shown}, got {alpha[:20]!r}; using {DEFAULT_ALPHA:g}")
 
+    def tags() -> None:
+        from ragmetrics.runmeta import check_key, parse_tag
+
+        for key, name, default in (("by", "order_by", DEFAULT_ORDER), ("sys", "system_tag", DEFAULT_SYSTEM_TAG)):
+            value = _last(params.get(key))
+            if not value:
+                continue
+            try:
+                values[name] = check_key(value)
+            except RagMetricsError:
+                note(f"ignored the link's {key!r} value {value[:40]!r}: not a tag key; using {default!r}")
+        where = _last(params.get("where"))
+        if where:
+            try:
+                tag, text = parse_tag(where, "the link's 'where'")
+            except RagMetricsError as err:
+                note(f"ignored the tag filter: {err}")
+            else:
+                values["where"] = f"{tag}={text}"
+
     for fn, key in (
         (page_key, "page"),
         (version, "v"),
@@ -411,6 +447,7 @@ def decode(
         (targets, "tgt"),
         (texts, "cat"),
         (significance, "t"),
+        (tags, "by"),
     ):
         guarded(fn, key)
     try:

@@ -33,6 +33,8 @@ VIEWS: tuple[View, ...] = (
     View("diagnosis", "views/diagnosis.py", "Diagnosis", ":material/medical_services:", "Results"),
     View("compare", "views/compare.py", "Compare runs", ":material/compare_arrows:", "Results"),
     View("power", "views/power.py", "Dataset power", ":material/query_stats:", "Results"),
+    View("timeline", "views/timeline.py", "Timeline", ":material/timeline:", "History"),
+    View("leaderboard", "views/leaderboard.py", "Leaderboard", ":material/leaderboard:", "History"),
     View("upload", "views/upload.py", "Upload", ":material/upload_file:", "Data"),
     View("judge", "views/judge.py", "Judge", ":material/gavel:", "Data"),
     View("workspace", "views/workspace.py", "Workspace", ":material/database:", "Data"),
