@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 from dashboard.data.workspace import DatasetEntry, RunEntry, Workspace
@@ -81,7 +81,15 @@ class Alignments:
         with self._lock:
             return key in self._items
 
-    def add_run(self, workspace: Workspace, dataset: DatasetEntry, run: Run, *, source: str = "") -> RunEntry:
+    def add_run(
+        self,
+        workspace: Workspace,
+        dataset: DatasetEntry,
+        run: Run,
+        *,
+        source: str = "",
+        tags: Mapping[str, str] | None = None,
+    ) -> RunEntry:
         """Store ``run`` under ``dataset`` and keep its alignment: the run is aligned while its rows are written
         (:meth:`Workspace.add_run`'s ``meanwhile``), so the page that shows it next finds the alignment made.
         An error in aligning is not raised here: the page meets it."""
@@ -90,7 +98,7 @@ class Alignments:
         def meanwhile(stored: Run) -> None:
             made[stored.name] = align(dataset.dataset, stored, executor=self._executor())
 
-        entry = workspace.add_run(dataset.id, run, source=source, meanwhile=meanwhile)
+        entry = workspace.add_run(dataset.id, run, source=source, meanwhile=meanwhile, tags=tags)
         alignment = made.get(entry.name)
         if alignment is not None and (dataset.id, entry.id, entry.name) not in self:
             self.put((dataset.id, entry.id, entry.name), alignment)

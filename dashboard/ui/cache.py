@@ -134,9 +134,12 @@ def select(dataset: DatasetEntry, runs: Sequence[RunEntry]) -> Selection:
     return Selection(dataset.id, tuple(r.id for r in runs), tuple(held.get(dataset, r) for r in runs))
 
 
-def add_run(workspace: Workspace, dataset: DatasetEntry, run: Run, *, source: str = "") -> RunEntry:
-    """Store ``run`` under ``dataset``; it is aligned while its rows are written, and the alignment kept."""
-    return _alignments().add_run(workspace, dataset, run, source=source)
+def add_run(
+    workspace: Workspace, dataset: DatasetEntry, run: Run, *, source: str = "", tags: dict[str, str] | None = None
+) -> RunEntry:
+    """Store ``run`` under ``dataset`` (with its metadata ``tags``); it is aligned while its rows are written, and
+    the alignment kept."""
+    return _alignments().add_run(workspace, dataset, run, source=source, tags=tags)
 
 
 def prefetch_curves(alignments: Sequence[Alignment]) -> None:

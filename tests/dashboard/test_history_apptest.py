@@ -3,6 +3,7 @@ dense run), and the run metadata on the Workspace and Compare pages."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from urllib.parse import parse_qs
 
@@ -129,3 +130,37 @@ def test_the_edited_tag_table_is_checked_before_it_is_saved():
         metadata.tags_from_frame(pd.DataFrame({"key": ["two words"], "value": ["1"]}))
     with pytest.raises(RagMetricsError, match="empty"):
         metadata.tags_from_frame(pd.DataFrame({"key": ["a"], "value": [""]}))
+
+
+def test_the_upload_sets_the_typed_tags_and_the_retrieval_metadata_on_the_runs(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGMETRICS_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("RAGMETRICS_SAMPLES", "off")
+    monkeypatch.delenv("RAGMETRICS_STORE_URL", raising=False)
+    e2e = Path(__file__).resolve().parents[1] / "e2e" / "data"
+    at = open_page("upload")
+    at.file_uploader(key="upload.dataset").set_value(
+        ("mini_eval.json", (e2e / "mini_eval.json").read_bytes(), "application/json")
+    )
+    at.run()
+    meta = {"retriever": {"kind": "http", "url": "http://127.0.0.1:9/search"}, "k": 20,
+            "latency": {"p50_ms": 3.5, "p95_ms": 9.25, "max_ms": 30.0}, "counts": {"failed": 0, "empty": 2}}  # fmt: skip
+    at.text_area(key="upload.run_tags").set_value("commit=9548cd6\nsystem=bm25\ntop_k=10")
+    at.file_uploader(key="upload.retrieval_meta").set_value(("run.json", json.dumps(meta).encode(), "application/json"))
+    at.file_uploader(key="upload.runs").set_value(
+        [("mini-bm25.trec", (e2e / "mini-bm25.trec").read_bytes(), "text/plain")]
+    )
+    at.run()
+    _page_problems(at)
+    assert "10 metadata tag(s)" in " ".join(s.value.replace("\\", "") for s in at.success)
+    store = Store(f"sqlite:///{tmp_path / 'ragmetrics.sqlite'}")
+    (run,) = store.list_runs()["id"]
+    assert store.tags(run) == {"commit": "9548cd6", "system": "bm25", "top_k": "10", "retriever.kind": "http",
+                               "retriever.url": "http://127.0.0.1:9/search", "latency.p50_ms": "3.5",
+                               "latency.p95_ms": "9.25", "latency.max_ms": "30", "errors": "0", "empty": "2"}  # fmt: skip
+    # a bad line is an error naming it, and stores nothing
+    at.text_area(key="upload.run_tags").set_value("commit=1\nno equals sign")
+    at.file_uploader(key="upload.runs").set_value(
+        [("mini-dense.trec", (e2e / "mini-dense.trec").read_bytes(), "text/plain")]
+    )
+    at.run()
+    assert any("line 2" in e.value for e in at.error) and len(store.list_runs()) == 1
