@@ -77,8 +77,13 @@ if page.dataset is not None:
             st.warning("No run matches this filter.", icon=":material/filter_alt_off:")
         else:
             message = tl.drop_message(line, title(spec))
+            root = layout.app_base_url("timeline")
+            links = [f"{root}/{link}" if root and link else link for link in tl.step_links(line, view)]
             if message:
                 st.error(md_escape(message), icon=":material/trending_down:")
+                st.link_button(
+                    "Open this step in Compare", links[line.first_drop - 1], icon=":material/compare_arrows:"
+                )
             else:
                 st.success(
                     f"No significant drop of {title(spec)} over {len(line.frame)} run(s).",
@@ -87,8 +92,6 @@ if page.dataset is not None:
             layout.show_figure(
                 tl.timeline_figure(line, title(spec)), key="timeline.figure", filename=f"timeline-{spec}"
             )
-            root = layout.app_base_url("timeline")
-            links = [f"{root}/{link}" if root and link else link for link in tl.step_links(line, view)]
             shown = [k for k in ("branch", "system", "commit") if any(k in t for t in line.tags.values())]
             table = tl.timeline_table(line, links, shown)
             layout.show_table(
