@@ -12,13 +12,16 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ragmetrics.engine.conventions import CHOICES
 from ragmetrics.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.evaluate import DEFAULT_METRICS, EvalResult, evaluate
 from ragmetrics.metrics import known_metric_names
 from ragmetrics.model import Dataset, Run
+
+if TYPE_CHECKING:
+    from ragmetrics.store import Store
 
 
 def _looks_like(path: str, kind: str) -> bool:
@@ -362,15 +365,15 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
-def _store_dataset(args: argparse.Namespace):  # -> tuple[Store, str]
-    from ragmetrics.history import resolve_dataset
+def _store_dataset(args: argparse.Namespace) -> tuple[Store, str]:
+    from ragmetrics.history_store import resolve_dataset
     from ragmetrics.store import Store
 
     store = Store(args.store)
     return store, resolve_dataset(store, args.dataset, queries=getattr(args, "queries", None))
 
 
-def _stored_run(store, dataset: str | None, spec: str) -> str:  # type: ignore[no-untyped-def]
+def _stored_run(store: Store, dataset: str | None, spec: str) -> str:
     """A stored run named by its id, or by its name among ``dataset``'s runs."""
     from ragmetrics.share import is_id
 
@@ -391,7 +394,8 @@ def _stored_run(store, dataset: str | None, spec: str) -> str:  # type: ignore[n
 
 
 def cmd_history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from ragmetrics.history import store_timeline, timeline_csv, timeline_text
+    from ragmetrics.history import timeline_csv, timeline_text
+    from ragmetrics.history_store import store_timeline
     from ragmetrics.runmeta import parse_tags
 
     store, dataset = _store_dataset(args)
@@ -424,7 +428,7 @@ def cmd_history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_leaderboard(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from ragmetrics.history import resolve_dataset, store_leaderboard
+    from ragmetrics.history_store import resolve_dataset, store_leaderboard
     from ragmetrics.store import Store
 
     store = Store(args.store)
@@ -450,7 +454,7 @@ def cmd_leaderboard(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_meta(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from ragmetrics.history import resolve_dataset
+    from ragmetrics.history_store import resolve_dataset
     from ragmetrics.runmeta import check_key, ir_metadata_yaml, parse_tags
     from ragmetrics.store import Store
 

@@ -10,6 +10,9 @@
   dataset, whether each system differs significantly from that dataset's best (paired test, Holm-corrected over
   the dataset's systems). Exports: Markdown, CSV, LaTeX and JSON.
 
+The store's side (naming a stored dataset, reading its runs and tags) is :mod:`ragmetrics.history_store`; this
+module computes on datasets and runs given to it, so the dashboard's builders can use it.
+
 Run order: ``by="date"`` orders by the ``date`` tag (ISO 8601), a run without one at the time it was stored;
 another tag orders by its values (as numbers when every value is one, else as text), and runs without it are
 left out with a note.
@@ -21,8 +24,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -32,10 +34,6 @@ from ragmetrics.errors import RagMetricsError
 from ragmetrics.metrics import parse_metric
 from ragmetrics.model import Dataset, Run
 from ragmetrics.runmeta import parse_date
-from ragmetrics.share import is_id
-
-if TYPE_CHECKING:
-    from ragmetrics.store import Store
 
 DATE_TAG = "date"
 DEFAULT_SYSTEM_TAG = "system"
@@ -50,51 +48,6 @@ class StoredRun:
     created_at: float
     tags: Mapping[str, str]
     load: Callable[[], Run] = field(repr=False, compare=False)
-
-
-def resolve_dataset(store: Store, spec: str, *, queries: str | None = None) -> str:
-    """The stored dataset ``spec`` names: its id, a file (its content id is computed; ``queries`` as for
-    ``eval``), or its stored name. Anything else is a clear error."""
-    from ragmetrics.store import dataset_id
-
-    spec = str(spec).strip()
-    if is_id(spec) and store.has_dataset(spec):
-        return spec
-    if Path(spec).exists():
-        from ragmetrics.io import load_dataset
-
-        ident = dataset_id(load_dataset(spec, queries=queries))
-        if not store.has_dataset(ident):
-            raise RagMetricsError(
-                f"{spec}: its content id is {ident}, which this store does not hold; push it first "
-                "(ragmetrics push --dataset ... --run ...), or give the same --queries file it was pushed with"
-            )
-        return ident
-    listed = store.list_datasets()
-    named = listed[listed["name"] == spec]
-    if len(named) == 1:
-        return str(named["id"].iloc[0])
-    if len(named) > 1:
-        ids = ", ".join(named["id"])
-        raise RagMetricsError(f"{len(named)} stored datasets are called {spec!r} ({ids}): give the id of one")
-    known = ", ".join(sorted(listed["name"].astype(str))[:10]) or "none"
-    raise RagMetricsError(
-        f"--dataset {spec[:80]!r} is neither a file, a stored dataset's id nor its name (stored: {known})"
-    )
-
-
-def stored_runs(store: Store, dataset: str) -> list[StoredRun]:
-    """The runs linked to ``dataset``, with their tags, in the order they were added."""
-    listing = store.list_runs(dataset)
-    tags = store.tags_of(listing["id"].tolist())
-    return [
-        StoredRun(row.id, row.name, float(row.created_at), tags.get(row.id, {}), _loader(store, row.id))
-        for row in listing.itertuples(index=False)
-    ]
-
-
-def _loader(store: Store, ident: str) -> Callable[[], Run]:
-    return lambda: store.get_run(ident)
 
 
 def matching(runs: Sequence[StoredRun], where: Mapping[str, str]) -> list[StoredRun]:
@@ -194,12 +147,12 @@ class Timeline:
         return len(self.frame) > 1 and bool(self.frame["drop"].iloc[-1])
 
     def to_dict(self) -> dict[str, Any]:
-        rows = [
-            {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+        rows: list[dict[str, Any]] = [
+            {str(k): (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
             for row in self.frame.to_dict(orient="records")
         ]
         for row in rows:
-            row["tags"] = self.tags.get(row["run_id"], {})
+            row["tags"] = self.tags.get(str(row["run_id"]), {})
         return {
             "dataset": self.dataset,
             "dataset_name": self.dataset_name,
@@ -249,7 +202,7 @@ def timeline(
     frame = pd.DataFrame(columns=TIMELINE_COLUMNS)
     if chosen:
         result = _evaluate(dataset, evaluated, metric, **evaluate_options)
-        options = {"metrics": [metric], "test": test, "correction": "none", "alpha": alpha, "seed": seed,
+        options: dict[str, Any] = {"metrics": [metric], "test": test, "correction": "none", "alpha": alpha, "seed": seed,
                    "n_resamples": n_resamples, "segments": ()}  # fmt: skip
         rows = []
         for i, run in enumerate(chosen):
@@ -302,11 +255,6 @@ def _step(comparison: Any, prefix: str) -> dict[str, float]:
         key = prefix + short if prefix else ("delta_" + short if short in ("low", "high") else short)
         out[key] = math.nan if row is None else float(row[column])
     return out
-
-
-def store_timeline(store: Store, dataset: str, metric: str, **options: Any) -> Timeline:
-    """:func:`timeline` of a stored dataset's runs (``dataset``: its id)."""
-    return timeline(store.get_dataset(dataset), stored_runs(store, dataset), metric, dataset_id=dataset, **options)
 
 
 def timeline_csv(line: Timeline) -> str:
@@ -557,17 +505,3 @@ def leaderboard(
         tests=tests,
         notes=notes,
     )
-
-
-def leaf_datasets(store: Store) -> list[str]:
-    """The stored datasets no qrels version was made from (the newest judgments of each lineage), oldest first."""
-    listed = store.list_datasets().sort_values("created_at", kind="stable")
-    return [i for i in listed["id"] if store.versions(i).empty]
-
-
-def store_leaderboard(
-    store: Store, metric: str, *, datasets: Sequence[str] | None = None, **options: Any
-) -> Leaderboard:
-    """:func:`leaderboard` over stored datasets (``datasets``: ids; default :func:`leaf_datasets`)."""
-    chosen = list(datasets) if datasets else leaf_datasets(store)
-    return leaderboard([(d, store.get_dataset(d), stored_runs(store, d)) for d in chosen], metric, **options)

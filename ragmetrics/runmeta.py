@@ -68,10 +68,15 @@ def check_key(key: str) -> str:
 
 
 def check_value(key: str, value: object) -> str:
-    from ragmetrics.store import checked_text
+    """``value`` as text when a tag can hold it (as the store checks names: not empty, no control character, at most
+    :data:`MAX_VALUE_BYTES`); else a clear error."""
+    from ragmetrics.ids import id_text_problem
 
     text = str(value).strip()
-    return checked_text(text, f"the value of tag {key!r}", MAX_VALUE_BYTES)
+    problem = id_text_problem(text, MAX_VALUE_BYTES)
+    if problem is not None:
+        raise RagMetricsError(f"the value of tag {key!r} {problem}: {text[:80]!r}")
+    return text
 
 
 def check_tags(tags: Mapping[str, object]) -> dict[str, str]:

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from ragmetrics.runmeta import LATENCY_TAGS, check_tags
+from ragmetrics.runmeta import KNOWN_TAGS, LATENCY_TAGS, check_tags, ir_metadata_yaml
 
-__all__ = ["LATENCY_COLUMNS", "latency_frame", "tag_frame", "tags_from_frame"]
+__all__ = ["KNOWN_TAGS", "LATENCY_COLUMNS", "ir_metadata_yaml", "latency_frame", "tag_frame", "tags_from_frame"]
 
 LATENCY_COLUMNS = {
     "latency.p50_ms": "p50 ms",

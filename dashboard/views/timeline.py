@@ -15,7 +15,6 @@ from dashboard.core import timeline as tl
 from dashboard.core.specs import metric_spec, title
 from dashboard.core.text import md_escape
 from dashboard.ui import cache, layout, state, widgets
-from ragmetrics.history import DATE_TAG
 
 page = layout.page_setup("timeline", "Timeline", needs_runs=False, health_banner=False)
 view = page.state
@@ -35,7 +34,7 @@ if page.dataset is not None:
             st.info(md_escape(f"No run has the tag {view.where}: showing every run."), icon=":material/info:")
         c1, c2, c3, c4, c5 = st.columns([2, 3, 3, 3, 2])
         with c1:
-            state.seed("timeline.by", view.order_by if view.order_by in orders else DATE_TAG,
+            state.seed("timeline.by", view.order_by if view.order_by in orders else tl.DATE_TAG,
                        force=page.fresh or state.widget_value("timeline.by") not in orders)  # fmt: skip
             by = st.selectbox(
                 "Order by", orders, key="timeline.by", help="The date tag (else the time stored), or a tag's values"
@@ -113,7 +112,7 @@ if page.dataset is not None:
                 f"Δ previous: this run − the run before, with its paired-bootstrap 95% CI; p: the {test} test, "
                 f"uncorrected (each step is its own question, as `ragmetrics history` gates the last one); a drop is "
                 f"p < {alpha:g} with Δ < 0. The same numbers: `ragmetrics history --dataset {page.dataset.id} -m {spec}"
-                + (f" --by {by}" if by != DATE_TAG else "")
+                + (f" --by {by}" if by != tl.DATE_TAG else "")
                 + (f" --where {view.where}" if view.where else "")
                 + "`."
             )

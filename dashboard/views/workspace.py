@@ -19,7 +19,6 @@ from dashboard.core import RagMetricsError, metadata, versions
 from dashboard.core.specs import metric_spec, title
 from dashboard.core.text import md_escape
 from dashboard.ui import cache, layout, state
-from ragmetrics.runmeta import KNOWN_TAGS, ir_metadata_yaml
 
 page = layout.page_setup("workspace", "Workspace", needs_runs=False)
 view = page.state
@@ -91,7 +90,7 @@ def _metadata_editor(run_id: str, run_name: str) -> None:
     st.markdown(
         "**Metadata** of the run: its tags (commit, branch, system, model, chunk_size, top_k, date, note, and what "
         "`ragmetrics retrieve` recorded). Add, edit or delete rows, then save.",
-        help="Keys other pages read: " + "; ".join(f"{k}: {v}" for k, v in KNOWN_TAGS.items()),
+        help="Keys other pages read: " + "; ".join(f"{k}: {v}" for k, v in metadata.KNOWN_TAGS.items()),
     )
     tags = workspace.tags(run_id)
     version = hashlib.sha256(repr(sorted(tags.items())).encode("utf-8")).hexdigest()[:8]  # a fresh editor per save
@@ -116,7 +115,7 @@ def _metadata_editor(run_id: str, run_name: str) -> None:
             state.flash(f"Saved {len(new)} tag(s) of run “{run_name}”.")
             layout.rerun_with(view)
     if dataset is not None:
-        yaml_text = ir_metadata_yaml(
+        yaml_text = metadata.ir_metadata_yaml(
             tags, run_name=run_name, run_id=run_id, dataset=dataset.name, dataset_source=dataset.source or None
         )
         download.download_button(

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from ragmetrics.history import store_timeline
+from ragmetrics.history_store import store_timeline
 from ragmetrics.io import load_dataset, load_run
 from ragmetrics.store import Store
 from tests.e2e.server import wait_for_app
@@ -98,7 +98,7 @@ def test_the_timeline_flags_the_drop_and_its_share_link_reopens_it(browser: Brow
 
 
 def test_the_leaderboard_share_link_keeps_its_system_tag(browser: Browser, history_server) -> None:
-    server, ids = history_server
+    server, _ = history_server
     context = browser.new_context(viewport={"width": 1500, "height": 1100})
     try:
         page = context.new_page()
