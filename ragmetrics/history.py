@@ -281,7 +281,7 @@ def timeline_text(line: Timeline) -> str:
         if row.step == 1:
             step = "  (first)"
         else:
-            verdict = "DROP" if row.drop else ("up" if row.significant else "no significant change")
+            verdict = "DROP" if row.drop else ("significant rise" if row.significant else "no significant change")
             mark = "  <- first significant drop" if row.step == first else ""
             step = (
                 f"  delta {row.delta:+.4f} [{row.delta_low:+.4f}, {row.delta_high:+.4f}] "

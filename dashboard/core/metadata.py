@@ -24,7 +24,9 @@ assert tuple(LATENCY_COLUMNS) == LATENCY_TAGS
 
 def tag_frame(tags: Mapping[str, str]) -> pd.DataFrame:
     """``key, value`` rows of a run's tags, by key (what the Workspace's editor edits)."""
-    return pd.DataFrame({"key": list(tags), "value": list(tags.values())}, columns=["key", "value"])
+    return pd.DataFrame(
+        {"key": pd.Series(list(tags), dtype="string"), "value": pd.Series(list(tags.values()), dtype="string")}
+    )  # text even when empty: the editor's text columns need it
 
 
 def tags_from_frame(frame: pd.DataFrame) -> dict[str, str]:
