@@ -104,7 +104,10 @@ def _metadata_editor(run_id: str, run_name: str) -> None:
             "value": st.column_config.TextColumn("value", width="large"),
         },
     )
-    save, download, _ = st.columns([1, 2, 2])
+    changed = not metadata.tag_frame(tags).equals(edited.reset_index(drop=True))
+    save, download, note = st.columns([1, 2, 2], vertical_alignment="center")
+    if changed:
+        note.caption(":material/edit_note: Unsaved changes")
     if save.button("Save metadata", key=f"workspace.tags.save.{run_id}", icon=":material/save:"):
         try:
             new = metadata.tags_from_frame(edited)
