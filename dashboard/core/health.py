@@ -1,6 +1,6 @@
 """How well each run meets the judgments (:attr:`ragmetrics.Alignment.health`): the upload page's health table,
 and the runs whose ids do not meet the qrels at all, with the library's explanation (a result page shows those
-in red instead of plotting their zeros as if they meant something)."""
+in red instead of plotting their zeros as if they meant something), and the runs the upload refuses."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pandas as pd
 
 from dashboard.core.results import Alignment
 
-__all__ = ["HEALTH_COLUMNS", "health_frame", "no_overlap_messages"]
+__all__ = ["HEALTH_COLUMNS", "health_frame", "no_overlap_messages", "refusal"]
 
 HEALTH_COLUMNS = [
     "run",
@@ -50,4 +50,13 @@ def health_frame(alignments: Sequence[Alignment]) -> pd.DataFrame:
 def no_overlap_messages(alignments: Sequence[Alignment]) -> dict[str, str]:
     """``{run name: message}`` of the runs whose ids do not meet the qrels (:attr:`Health.no_overlap`): what does
     not meet, the likely cause and a fix tried on the data (:meth:`ragmetrics.Alignment.explain_no_overlap`)."""
-    return {a.name: a.explain_no_overlap() for a in alignments if a.health.no_overlap}
+    return {a.name: a.explain_no_overlap("dashboard") for a in alignments if a.health.no_overlap}
+
+
+def refusal(alignment: Alignment) -> str | None:
+    """Why the upload refuses a run, or None: none of its queries is a query of the dataset (the library's
+    :attr:`Health.no_overlap` with ``run_queries_known`` 0), so it was made for another dataset."""
+    health = alignment.health
+    if not (health.no_overlap and health.run_queries_known == 0.0):
+        return None
+    return f"{alignment.explain_no_overlap('dashboard')} Not stored; upload it under the dataset it was made for."

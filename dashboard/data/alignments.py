@@ -2,35 +2,46 @@
 
 An alignment is a value: its per-query values, curves and aligned rows are computed on it on first use, once,
 whatever the sessions and threads. Holding it is how changing K, the metric or a filter never aligns again.
-Content never changes under an id; the run's name is in the key, so a rename shows. The most recently used
-are kept: at most ``max_entries``, and at most ``max_bytes`` of the runs' rows (an alignment and what is computed
-on it grow with its run; the most recent one is always kept).
+Content never changes under an id; the run's name is in the key, so a rename shows. The most recently used are
+kept within a budget of bytes (:class:`dashboard.data.bounded.ByteLRU`): an alignment is measured with its run
+and everything computed on it, not its dataset (the workspace counts that), again each time it is used, since
+it grows as its curves are computed.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from threading import Lock
 
+from dashboard.core.health import refusal
+from dashboard.data.bounded import ByteLRU, no_user
+from dashboard.data.sizes import nbytes
 from dashboard.data.workspace import DatasetEntry, RunEntry, Workspace
 from ragmetrics import Alignment, align
+from ragmetrics.errors import RagMetricsError
 from ragmetrics.model import Run
 
 Key = tuple[str, str, str]
 
 
-class Alignments:
-    """An LRU of alignments by (dataset id, run id, run name), safe to share between threads: a second caller of
-    an alignment being made waits for it. Big runs are aligned on two threads (the library's ``executor``)."""
+class RunRefused(RagMetricsError):
+    """A run that is not stored, and why (:func:`dashboard.core.health.refusal`)."""
 
-    def __init__(self, max_entries: int = 64, max_bytes: int = 4 << 30) -> None:
-        self.max_entries, self.max_bytes = max_entries, max_bytes
-        self._items: OrderedDict[Key, Alignment] = OrderedDict()
-        self._sizes: dict[Key, int] = {}
-        self._making: dict[Key, threading.Lock] = {}
-        self._lock = threading.Lock()
+
+def alignment_bytes(alignment: Alignment) -> int:
+    """Bytes an alignment holds: its run, ranking and computed values, without its dataset."""
+    return nbytes(alignment, exclude=[alignment.dataset])
+
+
+class Alignments:
+    """A byte-bounded LRU of alignments by (dataset id, run id, run name), safe to share between threads: a
+    second caller of an alignment being made waits for it. Big runs are aligned on two threads (the library's
+    ``executor``). ``user()`` names the session asking (see :meth:`ByteLRU.release`)."""
+
+    def __init__(self, max_bytes: int = 512 << 20, *, user: Callable[[], str | None] = no_user) -> None:
+        self.held: ByteLRU[Key, Alignment] = ByteLRU(max_bytes, size=alignment_bytes, user=user)
+        self._lock = Lock()
         self._pool: ThreadPoolExecutor | None = None
 
     def _executor(self) -> ThreadPoolExecutor:
@@ -39,24 +50,8 @@ class Alignments:
                 self._pool = ThreadPoolExecutor(2, thread_name_prefix="ragmetrics-align")
             return self._pool
 
-    def _found(self, key: Key) -> Alignment | None:
-        with self._lock:
-            found = self._items.get(key)
-            if found is not None:
-                self._items.move_to_end(key)
-            return found
-
     def put(self, key: Key, alignment: Alignment) -> Alignment:
-        with self._lock:
-            self._items[key] = alignment
-            self._items.move_to_end(key)
-            self._sizes[key] = int(alignment.run.table.nbytes)
-            while len(self._items) > 1 and (
-                len(self._items) > self.max_entries or sum(self._sizes.values()) > self.max_bytes
-            ):
-                old, _ = self._items.popitem(last=False)
-                self._sizes.pop(old, None)
-        return alignment
+        return self.held.put(key, alignment)
 
     def get(self, dataset: DatasetEntry, run: RunEntry) -> Alignment:
         """The alignment of ``run`` with ``dataset`` (made on first use)."""
@@ -64,22 +59,18 @@ class Alignments:
         return self._get(key, lambda: align(dataset.dataset, run.run, executor=self._executor()))
 
     def _get(self, key: Key, make: Callable[[], Alignment]) -> Alignment:
-        found = self._found(key)
+        found = self.held.get(key)
         if found is not None:
+            self.held.remeasure(key)  # what the last page computed on it counts from now on
             return found
-        with self._lock:
-            making = self._making.setdefault(key, threading.Lock())
-        try:
-            with making:
-                found = self._found(key)
-                return found if found is not None else self.put(key, make())
-        finally:
-            with self._lock:
-                self._making.pop(key, None)
+        return self.held.get_or_make(key, make)
 
     def __contains__(self, key: Key) -> bool:
-        with self._lock:
-            return key in self._items
+        return key in self.held
+
+    def release(self, session: str) -> int:
+        """A session ended: drop the alignments no other session used (:meth:`ByteLRU.release`)."""
+        return self.held.release(session)
 
     def add_run(
         self,
@@ -90,15 +81,23 @@ class Alignments:
         source: str = "",
         tags: Mapping[str, str] | None = None,
     ) -> RunEntry:
-        """Store ``run`` under ``dataset`` and keep its alignment: the run is aligned while its rows are written
-        (:meth:`Workspace.add_run`'s ``meanwhile``), so the page that shows it next finds the alignment made.
-        An error in aligning is not raised here: the page meets it."""
+        """Store ``run`` under ``dataset`` (with its metadata ``tags``) and keep its alignment: the run is aligned
+        while its rows are written, so the page that shows it next finds the alignment made. A run none of whose
+        queries is a dataset query is refused before anything is written (:class:`RunRefused`, the library's
+        reason); another error in aligning is not raised here: the page meets it."""
         made: dict[str, Alignment] = {}
 
-        def meanwhile(stored: Run) -> None:
-            made[stored.name] = align(dataset.dataset, stored, executor=self._executor())
+        def admit(stored: Run) -> None:
+            try:
+                alignment = align(dataset.dataset, stored, executor=self._executor())
+            except Exception:
+                return  # left for the page that shows the run
+            made[stored.name] = alignment
+            reason = refusal(alignment)
+            if reason is not None:
+                raise RunRefused(reason)
 
-        entry = workspace.add_run(dataset.id, run, source=source, meanwhile=meanwhile, tags=tags)
+        entry = workspace.add_run(dataset.id, run, source=source, admit=admit, tags=tags)
         alignment = made.get(entry.name)
         if alignment is not None and (dataset.id, entry.id, entry.name) not in self:
             self.put((dataset.id, entry.id, entry.name), alignment)

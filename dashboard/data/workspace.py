@@ -11,9 +11,9 @@ so the same files give the same ids on any server.
 Listings are re-read from the store at most every ``LISTING_TTL`` seconds
 (and at once after this process writes, or when an id is asked for that the
 last listing did not have), so data another process stored shows up without
-a restart. Loaded datasets and runs are kept in a small LRU by content id:
-content never changes under an id, only names do, and entries always carry
-the current name.
+a restart. Loaded datasets and runs are kept in an LRU bounded by bytes
+(:class:`dashboard.data.bounded.ByteLRU`) by content id: content never changes
+under an id, only names do, and entries always carry the current name.
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pandas as pd
 
+from dashboard.data.bounded import ByteLRU, no_user
 from dashboard.data.entries import DatasetEntry, RunEntry, VersionInfo, human_size, safe_url, utc, when
 from ragmetrics import store as store_mod
 from ragmetrics.errors import RagMetricsError
@@ -63,14 +63,17 @@ class Workspace:
     """Datasets and, per dataset, runs, in ``store``; adding the same content twice returns the existing entry.
 
     Without a store it uses a private in-memory SQLite database (for tests and
-    scripts; the dashboard always passes the process's store).
+    scripts; the dashboard always passes the process's store). Loaded objects are
+    kept within ``cache_bytes``; ``user()`` names the session asking (see
+    :meth:`ByteLRU.release`).
     """
 
-    def __init__(self, store: Store | None = None, *, cache_size: int = 24) -> None:
+    def __init__(
+        self, store: Store | None = None, *, cache_bytes: int = 512 << 20, user: Callable[[], str | None] = no_user
+    ) -> None:
         self.store = store if store is not None else Store("sqlite://")
         self._lock = threading.RLock()
-        self._cache_size = cache_size
-        self._objects: OrderedDict[str, Dataset | Run] = OrderedDict()
+        self.objects: ByteLRU[str, Dataset | Run] = ByteLRU(cache_bytes, user=user)
         self._entries: dict[tuple[str, ...], DatasetEntry | RunEntry] = {}
         self._datasets_at = -1.0
         self._datasets: list[DatasetEntry] = []
@@ -199,21 +202,14 @@ class Workspace:
     # --- content -----------------------------------------------------------------------
 
     def _cached(self, key: str, load: Callable[[], Dataset | Run]) -> Dataset | Run:
-        with self._lock:
-            found = self._objects.get(key)
-            if found is not None:
-                self._objects.move_to_end(key)
-                return found
-        loaded = load()  # outside the lock: a big run must not block the listings
-        self._remember(key, loaded)
-        return loaded
+        return self.objects.get_or_make(key, load)  # a big run loads outside the listings' lock
 
     def _remember(self, key: str, value: Dataset | Run) -> None:
-        with self._lock:
-            self._objects[key] = value
-            self._objects.move_to_end(key)
-            while len(self._objects) > self._cache_size:
-                self._objects.popitem(last=False)
+        self.objects.put(key, value)
+
+    def release(self, session: str) -> int:
+        """A session ended: drop the loaded objects no other session used; the bytes dropped."""
+        return self.objects.release(session)
 
     # a renamed object is remembered in place of the old one: every caller then gets the same object (one
     # copy in memory), whatever the name it was first loaded under
@@ -258,14 +254,15 @@ class Workspace:
         run: Run,
         *,
         source: str = "",
-        meanwhile: Callable[[Run], object] | None = None,
+        admit: Callable[[Run], object] | None = None,
         tags: Mapping[str, str] | None = None,
     ) -> RunEntry:
         """Store ``run`` under a dataset (once per content); a name already taken by other content gets a suffix.
         ``tags``: its metadata (set on a stored copy too).
 
-        ``meanwhile(run)`` (say, the evaluation the next page needs) runs on another thread while the rows are
-        stored, given the run object the workspace will hand out; its errors are left for that page to meet."""
+        ``admit(run)`` (say, the alignment the next page needs, which may find the run is for another dataset)
+        runs on another thread while the rows are prepared, given the run object the workspace will hand out;
+        what it raises is raised here and nothing is stored."""
         if self.dataset(dataset_ident) is None:
             raise StoreKeyError(f"no dataset {dataset_ident!r} in the workspace")
         name = _unique(run.name, {e.name for e in self.runs(dataset_ident)})
@@ -273,23 +270,22 @@ class Workspace:
         # the rows are written to Parquet while they are hashed and aligned (the hash and the alignment share
         # the ids' fingerprints): on two cores this keeps both busy, which one after the other did not
         pool = ThreadPoolExecutor(2)
-        wait = True  # for meanwhile too; an error in it is not raised here
         try:
             rows = pool.submit(store_mod.frame_parquet, renamed.frame)
-            if meanwhile is not None:
-                pool.submit(meanwhile, renamed)
+            admitted = pool.submit(admit, renamed) if admit is not None else None
             ident = store_mod.run_id(renamed)
             existing = self.run(dataset_ident, ident)
-            if existing is not None:  # stored before (under its first name): this copy's work is not waited for
+            if existing is not None:  # stored before (under its first name): admitted then
                 rows.cancel()
-                wait = False
                 if tags:
                     self.set_tags(ident, tags)
                 return existing
+            if admitted is not None:
+                admitted.result()
             self.store.put_run(renamed, dataset_ident, ident=ident, rows=rows.result(), source=source, tags=tags)
         finally:
-            pool.shutdown(wait=wait)
-        self._remember("run:" + ident, renamed)  # the object ``meanwhile`` was given: the pages need not read it back
+            pool.shutdown(wait=False, cancel_futures=True)
+        self._remember("run:" + ident, renamed)  # the object ``admit`` was given: the pages need not read it back
         self.refresh()
         entry = self.run(dataset_ident, ident)
         assert entry is not None
@@ -350,8 +346,7 @@ class Workspace:
             gone = {dataset_ident, *runs}
             for key in [k for k in self._entries if k[-1] in gone]:
                 del self._entries[key]
-            for key in [k for k in self._objects if k.split(":", 1)[1] in gone]:
-                del self._objects[key]
+            self.objects.drop(lambda key: key.split(":", 1)[1] not in gone)
         self.refresh()
 
     # --- run metadata ----------------------------------------------------------------

@@ -4,15 +4,18 @@
 URL (see :func:`store_url`), seeded once with the bundled samples. A run is aligned once per (dataset content,
 run content, run name) and the :class:`ragmetrics.Alignment` is held (:class:`dashboard.data.alignments.Alignments`):
 K, metric and filters read values, curves and rows from it, computed on it once. The frames that need a
-bootstrap are cached on (ids, names, K, ...).
+bootstrap are cached on (ids, names, K, ...) (:func:`memo`). Every cache is bounded in bytes
+(:class:`dashboard.ui.memory.Budgets`) and forgets what only an ended session used (:class:`dashboard.ui.memory.Sweeper`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import inspect
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 import streamlit as st
@@ -34,9 +37,10 @@ from dashboard.core.diagnosis import Finding
 from dashboard.core.specs import K_MAX
 from dashboard.data import samples
 from dashboard.data.alignments import Alignments
+from dashboard.data.bounded import ByteLRU
 from dashboard.data.prefetch import CurvePrefetcher
 from dashboard.data.workspace import DatasetEntry, RunEntry, Workspace
-from dashboard.ui import settings
+from dashboard.ui import memory, settings
 from ragmetrics import Alignment, align, history, judging
 from ragmetrics.compare import Comparison
 from ragmetrics.history import Leaderboard, StoredRun, Timeline
@@ -70,7 +74,7 @@ def _store(url: str) -> Store:
 
 @st.cache_resource(show_spinner="Opening the store (the first start stores the sample data)…")
 def _workspace(url: str) -> Workspace:
-    workspace = Workspace(_store(url))
+    workspace = Workspace(_store(url), cache_bytes=memory.budgets().objects, user=memory.current_session)
     workspace.seed(samples.iter_samples)
     return workspace
 
@@ -90,7 +94,43 @@ def get_workspace() -> Workspace:
 
 @st.cache_resource(show_spinner=False)
 def _alignments() -> Alignments:
-    return Alignments(max_entries=64)
+    return Alignments(memory.budgets().alignments, user=memory.current_session)
+
+
+@st.cache_resource(show_spinner=False)
+def _frames() -> ByteLRU[tuple[object, ...], Any]:
+    return ByteLRU(memory.budgets().frames, user=memory.current_session)
+
+
+def held_caches() -> list[memory.Held]:
+    """The process's caches that know their sessions (the sweeper releases an ended session's share)."""
+    return [_alignments().held, get_workspace().objects, _frames()]
+
+
+@st.cache_resource(show_spinner=False)
+def start_sweeper() -> memory.Sweeper:
+    """The process's :class:`dashboard.ui.memory.Sweeper` (started by the first page)."""
+    return memory.Sweeper(held_caches)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def memo(fn: F) -> F:
+    """Keep ``fn``'s results in the frames cache (bounded in bytes), keyed on its arguments whose names do not
+    start with ``_`` (those are the objects the key's ids name). A frame is handed out as a copy, so a page that
+    changes it does not change the cache."""
+    signature = inspect.signature(fn)
+    keyed = [name for name in signature.parameters if not name.startswith("_")]
+
+    @functools.wraps(fn)
+    def cached(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        key = (fn.__qualname__, *(bound.arguments[name] for name in keyed))
+        value = _frames().get_or_make(key, lambda: fn(*args, **kwargs))
+        return value.copy() if isinstance(value, pd.DataFrame) else value
+
+    return cached  # type: ignore[return-value]
 
 
 @st.cache_resource(show_spinner=False)
@@ -153,7 +193,7 @@ def prefetch_curves(alignments: Sequence[Alignment]) -> None:
 RunKey = tuple[tuple[str, str], ...]
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@memo
 def _curves(dataset_id: str, key: RunKey, k_max: int, _alignments: Sequence[Alignment]) -> pd.DataFrame:
     return overview.curve_frame(_alignments, k_max=k_max)
 
@@ -163,7 +203,7 @@ def curve_frame(selection: Selection, k_max: int) -> pd.DataFrame:
     return _curves(selection.dataset_id, selection.key, k_max, selection.alignments)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@memo
 def _summary(dataset_id: str, key: RunKey, specs: tuple[str, ...], _alignments: Sequence[Alignment]) -> pd.DataFrame:
     return overview.summary_frame(_alignments, list(specs))
 
@@ -173,7 +213,7 @@ def summary_frame(selection: Selection, specs: Sequence[str]) -> pd.DataFrame:
     return _summary(selection.dataset_id, selection.key, tuple(specs), selection.alignments)
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
+@memo
 def _breakdown(dataset_id: str, key: RunKey, spec: str, by: str, _alignments: Sequence[Alignment]) -> pd.DataFrame:
     return breakdown.breakdown_frame(_alignments, spec, by)
 
@@ -183,7 +223,7 @@ def breakdown_frame(selection: Selection, spec: str, by: str) -> pd.DataFrame:
     return _breakdown(selection.dataset_id, selection.key, spec, by, selection.alignments)
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
+@memo
 def _missed(dataset_id: str, key: RunKey, k: int, _alignment: Alignment) -> pd.DataFrame:
     return missed.missed_frame(_alignment, k)
 
@@ -194,7 +234,7 @@ def missed_frame(selection: Selection, run_id: str, k: int) -> pd.DataFrame:
     return _missed(one.dataset_id, one.key, k, one.alignments[0])
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
+@memo
 def _query_table(dataset_id: str, key: RunKey, k: int, spec: str, _alignment: Alignment) -> pd.DataFrame:
     return missed.query_table(_alignment, k, spec)
 
@@ -211,7 +251,7 @@ def findings(selection: Selection, run_id: str, k: int, spec: str, label: str, l
     return diagnosis.run_findings(selection.by_id[run_id], k, spec, label, low_mrr, table=table)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@memo
 def _validation(dataset_id: str, key: RunKey, _dataset: DatasetEntry, _alignments: Sequence[Alignment]) -> pd.DataFrame:
     return validation.validation_frame(_dataset.dataset, _alignments)
 
@@ -221,7 +261,7 @@ def validation_frame(dataset: DatasetEntry, selection: Selection) -> pd.DataFram
     return _validation(dataset.id, selection.key, dataset, selection.alignments)
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
+@memo
 def _target_checks(dataset_id: str, key: RunKey, targets_text: str, _alignments: Sequence[Alignment]) -> pd.DataFrame:
     parsed, _ = targets.parse_targets(targets_text)
     return targets.check_frame(_alignments, parsed)
@@ -235,7 +275,7 @@ def target_checks(selection: Selection, targets_text: str) -> pd.DataFrame:
 # --- comparison, dataset power and fusion --------------------------------------------------
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@memo
 def _compare(
     dataset_id: str,
     key: RunKey,
@@ -255,7 +295,7 @@ def comparison(selection: Selection, baseline: str, specs: Sequence[str], test: 
     )
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@memo
 def _power_pairs(
     dataset_id: str, key: RunKey, specs: tuple[str, ...], test: str, alpha: float, _alignments: Sequence[Alignment]
 ) -> pd.DataFrame:
@@ -270,13 +310,13 @@ def power_pairs(selection: Selection, specs: Sequence[str], test: str, alpha: fl
 FusionKey = tuple[tuple[str, ...], str, int, str, tuple[float, ...], str]
 
 
-@st.cache_resource(show_spinner=False, max_entries=32)
+@memo
 def _fused(dataset_id: str, settings_key: FusionKey, _runs: Sequence[Run]) -> Run:
     _, method, k, norm, weights, name = settings_key
     return fusion.fuse_runs(_runs, method=method, k=k, norm=norm, weights=list(weights), name=name or None)
 
 
-@st.cache_resource(show_spinner=False, max_entries=32)
+@memo
 def _fused_alignment(dataset_id: str, settings_key: FusionKey, _dataset: DatasetEntry, _run: Run) -> Alignment:
     return align(_dataset.dataset, _run)
 
@@ -297,7 +337,7 @@ def fused_run(
     return run, _fused_alignment(dataset.id, settings_key, dataset, run)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@memo
 def _fusion_preview(
     dataset_id: str,
     key: RunKey,
@@ -319,7 +359,7 @@ def fusion_preview(
 # --- run health, judging and qrels versions -------------------------------------------------
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@memo
 def _no_overlap(dataset_id: str, key: RunKey, _alignments: Sequence[Alignment]) -> dict[str, str]:
     return health.no_overlap_messages(_alignments)
 
@@ -330,7 +370,7 @@ def no_overlap(selection: Selection) -> dict[str, str]:
     return _no_overlap(selection.dataset_id, selection.key, selection.alignments)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@memo
 def _judge_queue(
     dataset_id: str, key: RunKey, depth: int, metric: str, baseline: str | None, _alignments: Sequence[Alignment]
 ) -> pd.DataFrame:
@@ -343,7 +383,7 @@ def judge_queue(selection: Selection, depth: int, metric: str, baseline: str | N
     return _judge_queue(selection.dataset_id, selection.key, int(depth), metric, baseline, selection.alignments)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@memo
 def _qrels_diff(before_id: str, after_id: str, _before: DatasetEntry, _after: DatasetEntry) -> pd.DataFrame:
     return judging.diff(_before.dataset, _after.dataset)
 
@@ -353,7 +393,7 @@ def qrels_diff(before: DatasetEntry, after: DatasetEntry) -> pd.DataFrame:
     return _qrels_diff(before.id, after.id, before, after)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@memo
 def _stability(
     before_id: str, after_id: str, key: tuple[tuple[str, str], ...], metric: str, _before: DatasetEntry,
     _after: DatasetEntry, _runs: Sequence[RunEntry],
@@ -378,7 +418,7 @@ def _tag_key(runs: Sequence[StoredRun]) -> TagKey:
     return tuple((r.id, tuple(sorted(r.tags.items()))) for r in runs)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@memo
 def _timeline(
     dataset_id: str, key: TagKey, spec: str, by: str, where: tuple[tuple[str, str], ...], baseline: str | None,
     test: str, alpha: float, _dataset: DatasetEntry, _runs: Sequence[StoredRun],
@@ -398,7 +438,7 @@ def timeline(
                      float(alpha), dataset, runs)  # fmt: skip
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@memo
 def _leaderboard(
     key: tuple[tuple[str, TagKey], ...], spec: str, system_tag: str, test: str, alpha: float,
     _datasets: Sequence[tuple[str, Any, Sequence[StoredRun]]],

@@ -28,7 +28,7 @@ from streamlit.runtime.uploaded_file_manager import UploadedFile, UploadedFileRe
 
 from dashboard.core.text import md_escape
 from dashboard.data.workspace import Workspace
-from dashboard.ui import cache, state
+from dashboard.ui import cache, memory, state
 from ragmetrics.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.io import FORMATS, load_dataset, load_run
 from ragmetrics.limits import ENV_VARS, Limits, human_bytes
@@ -315,6 +315,21 @@ def _start_page_on(change: Callable[[ViewState], ViewState | None]) -> None:
     changed = change(view) if view is not None else None
     if changed is not None:
         state.write_view_state(changed, reseed=True)
+
+
+def show_upload_budget() -> None:
+    """The bytes this session's uploaders hold against its budget, and the last upload refused for it and why
+    (:mod:`dashboard.ui.memory`)."""
+    session = memory.current_session()
+    refused = memory.last_refusal(session)
+    if refused:
+        st.error(md_escape(f"Upload refused: {refused}"), icon=":material/block:")
+    held = memory.upload_bytes().get(session or "", 0)
+    limit = memory.budgets().upload_session
+    st.caption(
+        f"Files in this session's uploaders: {human_bytes(held)} of {human_bytes(limit)}; an upload past that is "
+        "refused (remove files with ×, or start a new session)."
+    )
 
 
 def show_outcomes(outcomes: Sequence[Outcome | None]) -> None:

@@ -65,6 +65,7 @@ def open_workspace(title: str) -> Workspace:
     try:
         workspace = cache.get_workspace()
         workspace.datasets()
+        cache.start_sweeper()  # once per process: what ended sessions held goes back
         return workspace
     except Exception as err:
         st.title(title)

@@ -22,6 +22,7 @@ workspace = page.workspace
 
 with st.expander("Formats", icon=":material/help:"):
     st.markdown(ingest.FORMATS_HELP)
+ingest.show_upload_budget()
 
 st.subheader("1 · Dataset")
 st.caption(

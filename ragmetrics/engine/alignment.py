@@ -98,8 +98,10 @@ class Alignment:
         numbers mean nothing, and :meth:`explain_no_overlap` why."""
         return self._once.get("health", lambda: health(self))
 
-    def explain_no_overlap(self) -> str:
-        return explain_no_overlap(self)
+    def explain_no_overlap(self, audience: str = "cli") -> str:
+        """Why the ids do not meet the qrels and the fix tried on the data, in the words of ``audience``
+        (``"cli"`` or ``"dashboard"``: :data:`ragmetrics.engine.health.ADVICE`)."""
+        return explain_no_overlap(self, audience)
 
     @property
     def depth(self) -> int:

@@ -25,6 +25,20 @@ DIAGNOSIS_QUERIES = 500
 
 _REGEX_SPECIALS = set(".^$*+?{}[]\\|()")
 
+ADVICE: dict[str, dict[str, str]] = {
+    "cli": {
+        "chunk_pattern": "map chunks to documents with --chunk-pattern '{pattern}' (library: chunk_pattern=)",
+        "chunk_ids": "evaluate the chunk ids as given: drop --chunk-pattern/--chunk-mapping, or --level chunk",
+        "override": "--allow-no-overlap scores it anyway (every metric 0)",
+    },
+    "dashboard": {
+        "chunk_pattern": "upload the run again with the chunk pattern {pattern} (Upload page, Chunk ids → documents)",
+        "chunk_ids": "upload the run again with the chunk pattern and the chunk-mapping file empty",
+        "override": "",
+    },
+}
+"""The fixes and the override in the words of each interface (``explain_no_overlap(audience=...)``)."""
+
 CHUNK_SEPARATORS = ("#", "::", "_C", "-C", "_chunk", "-chunk", "__", "_", "-", ":", "|", "/", ".")
 """Separators tried between a document id and a chunk number, most specific first."""
 
@@ -117,7 +131,7 @@ def _overlap(run: dict[str, list[str]], judged: dict[str, set[str]], mapped: Cal
     return sum(any(mapped(d) in judged[q] for d in run[q]) for q in known) / len(known)
 
 
-def _chunk_fixes(run: dict[str, list[str]], judged: dict[str, set[str]]) -> Iterable[Fix]:
+def _chunk_fixes(run: dict[str, list[str]], judged: dict[str, set[str]], words: dict[str, str]) -> Iterable[Fix]:
     sample = [d for docs in run.values() for d in docs[:20]][:5000]
     for sep in CHUNK_SEPARATORS:
         if not any(sep in d for d in sample):
@@ -135,7 +149,7 @@ def _chunk_fixes(run: dict[str, list[str]], judged: dict[str, set[str]]) -> Iter
         if share >= NO_OVERLAP:
             yield Fix(
                 "the run names chunks and the qrels judge the documents they come from",
-                f"map chunks to documents with --chunk-pattern '{pattern}' (library: chunk_pattern=)",
+                words["chunk_pattern"].format(pattern=pattern),
                 share,
             )
             return
@@ -182,8 +196,11 @@ def _common_suffix(values: Iterable[str]) -> str:
     return _common_prefix(v[::-1] for v in values)[::-1]
 
 
-def explain_no_overlap(alignment: Alignment) -> str:
-    """One message: what does not meet, the likely cause, and the fix tried with the overlap it would give."""
+def explain_no_overlap(alignment: Alignment, audience: str = "cli") -> str:
+    """One message: what does not meet, the likely cause, and the fix tried with the overlap it would give, in
+    the words of ``audience`` (a key of :data:`ADVICE`: the command line's options, or the dashboard's fields)."""
+    words = ADVICE[audience]
+    override = f" {words['override']}" if words["override"] else ""
     state = alignment.health
     name = alignment.run.name
     judged, judged_docs = _judged_pairs(alignment)
@@ -194,8 +211,7 @@ def explain_no_overlap(alignment: Alignment) -> str:
         return (
             f"run {name!r}: none of its queries is a query of dataset {alignment.dataset.name!r} (run: "
             f"{', '.join(run_queries)}; dataset: {', '.join(dataset_queries)}); it was likely made for another "
-            "dataset: give that dataset, or a queries file whose texts the run's queries match. "
-            "--allow-no-overlap scores it anyway (every metric 0)"
+            f"dataset: give that dataset, or a queries file whose texts the run's queries match.{override}"
         )
     fixes: list[Fix] = []
     if "source_doc" in table.column_names and alignment.conventions.level != "chunk":
@@ -204,13 +220,13 @@ def explain_no_overlap(alignment: Alignment) -> str:
             fixes.append(
                 Fix(
                     "the qrels judge chunks, but the run was mapped to documents (a chunk pattern or mapping)",
-                    "evaluate the chunk ids as given: drop --chunk-pattern/--chunk-mapping, or --level chunk",
+                    words["chunk_ids"],
                     share,
                 )
             )
     documents = _run_pairs(alignment, "documents")
     if not fixes:
-        fixes += list(_chunk_fixes(documents, judged))
+        fixes += list(_chunk_fixes(documents, judged, words))
     if not fixes:
         fixes += list(_affix_fixes(documents, judged, judged_docs))
     run_docs = list(dict.fromkeys(d for docs in documents.values() for d in docs[:1]))[:3]
@@ -222,10 +238,10 @@ def explain_no_overlap(alignment: Alignment) -> str:
     if fixes:
         best = max(fixes, key=lambda f: f.overlap)
         return (
-            f"{head}: {best.cause}; {best.advice} (tried: {best.overlap:.0%} of the queries then meet the qrels). "
-            "--allow-no-overlap scores it as it is"
+            f"{head}: {best.cause}; {best.advice} (tried: {best.overlap:.0%} of the queries then meet the qrels)."
+            + override
         )
     return (
         f"{head}: no chunk pattern, case or prefix change makes them meet; the run was likely made for another "
-        "collection. --allow-no-overlap scores it as it is (every metric 0)"
+        f"collection.{override}"
     )

@@ -218,7 +218,7 @@ def test_the_alignment_made_while_a_run_is_stored_is_the_one_the_pages_reuse(tmp
     again_entry = ws.add_run(
         entry.id,
         load_run(DATA / "mini-bm25.trec"),
-        meanwhile=lambda stored: release.wait(30) and finished.append(stored),
+        admit=lambda stored: release.wait(30) and finished.append(stored),
     )
     assert again_entry.id == run_entry.id and again_entry.run is run_entry.run and not finished
     release.set()
@@ -230,6 +230,7 @@ def test_alignments_are_made_once_under_threads_and_kept_in_an_lru(tmp_path, min
     import time
 
     from dashboard.data import alignments as module
+    from dashboard.data.alignments import alignment_bytes
 
     dataset, bm25, dense = mini
     ws = Workspace(Store(_sqlite(tmp_path)))
@@ -244,7 +245,9 @@ def test_alignments_are_made_once_under_threads_and_kept_in_an_lru(tmp_path, min
         return original(*args, **kwargs)
 
     monkeypatch.setattr(module, "align", slow)
-    held = Alignments(max_entries=1)
+    one = alignment_bytes(Alignments().get(entry, a))
+    builds.clear()
+    held = Alignments(max_bytes=int(one * 1.5))
     got = []
     threads = [threading.Thread(target=lambda: got.append(held.get(entry, a))) for _ in range(4)]
     for t in threads:
@@ -252,15 +255,11 @@ def test_alignments_are_made_once_under_threads_and_kept_in_an_lru(tmp_path, min
     for t in threads:
         t.join()
     assert builds == ["mini-bm25"] and all(g is got[0] for g in got)
-    held.get(entry, b)  # the LRU keeps one: the first goes
+    held.get(entry, b)  # two do not fit in the budget: the least recently used goes
     assert (entry.id, a.id, a.name) not in held and (entry.id, b.id, b.name) in held
+    assert held.held.nbytes <= held.held.budget and held.held.evicted == 1
     renamed = ws.rename_run(entry.id, b.id, "dense v2")
     assert held.get(entry, renamed).name == "dense v2"  # the name is in the key: a rename shows
-    # bounded in bytes too: two runs' rows do not fit, so only the latest is kept
-    small = Alignments(max_entries=10, max_bytes=int(bm25.table.nbytes * 1.5))
-    small.get(entry, a)
-    small.get(entry, renamed)
-    assert (entry.id, a.id, a.name) not in small and (entry.id, renamed.id, renamed.name) in small
 
 
 def test_workspace_ids_and_names(tiny, tiny_runs) -> None:

@@ -36,6 +36,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class ServerURL(str):
+    """A server's base URL that also knows the server's process id (for tests that read its memory)."""
+
+    pid: int
+
+
 @contextmanager
 def streamlit_server(
     timeout: float = 90.0,
@@ -43,8 +49,9 @@ def streamlit_server(
     data_dir: str | Path | None = None,
     store_url: str | None = None,
     env: dict[str, str] | None = None,
-) -> Iterator[str]:
-    """Start the dashboard on a free port, wait for /_stcore/health, yield its base URL; print the log on teardown.
+) -> Iterator[ServerURL]:
+    """Start the dashboard on a free port, wait for /_stcore/health, yield its base URL (with the ``pid``); print
+    the log on teardown.
 
     The server gets its own store: ``store_url`` (``RAGMETRICS_STORE_URL``) when given, else a SQLite file in
     ``data_dir`` (``RAGMETRICS_DATA_DIR``), else in a fresh temporary folder; never ./data or a team's store.
@@ -104,7 +111,9 @@ def streamlit_server(
             if time.monotonic() > deadline:
                 raise RuntimeError(f"streamlit did not become healthy in {timeout}s:\n{Path(log.name).read_text()}")
             time.sleep(0.3)
-        yield base
+        url = ServerURL(base)
+        url.pid = proc.pid
+        yield url
     finally:
         proc.terminate()
         try:

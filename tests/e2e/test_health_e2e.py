@@ -26,16 +26,16 @@ SCIFACT_QRELS = REPO / "tests" / "data" / "scifact" / "qrels.tsv"
 PATTERN = r"(?P<doc>.+)_C\d+$"
 
 
-def _upload(page: Page, key: str, path: Path) -> None:
+def _upload(page: Page, key: str, path: Path, *, loaded: bool = True) -> None:
+    """Upload one file into the uploader ``key``; wait for it to be loaded (or, ``loaded=False``, refused)."""
     box = page.locator(f".st-key-{key.replace('.', '-')}")
     remove = box.get_by_role("button", name=re.compile(r"^Remove "))
     while remove.count():  # one file per upload here
         remove.first.click()
         wait_for_app(page)
     box.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(path))
-    expect(page.get_by_test_id("stAlertContentSuccess").filter(has_text=f"Loaded {path.name}")).to_be_visible(
-        timeout=TIMEOUT
-    )
+    outcome = "stAlertContentSuccess" if loaded else "stAlertContentError"
+    expect(page.get_by_test_id(outcome).filter(has_text=path.name)).to_be_visible(timeout=TIMEOUT)
     wait_for_app(page)
 
 
@@ -70,13 +70,15 @@ def test_no_overlap_names_its_cause_in_red(page: Page, tmp_path: Path) -> None:
         expect(banner).to_have_count(1, timeout=TIMEOUT)
         expect(banner).to_contain_text("bm25-jieba")
 
-        # the same run against SciFact's qrels: another dataset's queries
+        # the same run against SciFact's qrels: another dataset's queries, refused at upload (nothing stored)
         open_page(page, "Upload")
         _upload(page, "upload.dataset", SCIFACT_QRELS)
         _set_pattern(page, "")
-        _upload(page, "upload.runs", CMRC_RUN)
-        red = page.get_by_test_id("stAlertContentError").filter(has_text="no overlap with the judgments")
+        _upload(page, "upload.runs", CMRC_RUN, loaded=False)
+        red = page.get_by_test_id("stAlertContentError").filter(has_text="none of its queries is a query of dataset")
         expect(red).to_have_count(1, timeout=TIMEOUT)
-        expect(red).to_contain_text("none of its queries is a query of dataset")
         expect(red).to_contain_text("likely made for another dataset")
+        expect(red).to_contain_text("Not stored; upload it under the dataset it was made for")
+        expect(red).not_to_contain_text("--allow-no-overlap")
+        expect(page.get_by_text("Upload at least one run")).to_be_visible()
         expect(page.get_by_test_id("stException")).to_have_count(0)

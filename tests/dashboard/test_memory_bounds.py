@@ -1,0 +1,118 @@
+"""Caches bounded in bytes: the measure (``dashboard.data.sizes``), the LRU (``dashboard.data.bounded``), the
+upload budget's rule (``dashboard.ui.memory``) and a run for another dataset refused before it is stored."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from dashboard.data.alignments import Alignments, RunRefused
+from dashboard.data.bounded import ByteLRU
+from dashboard.data.sizes import nbytes
+from dashboard.data.workspace import Workspace
+from dashboard.ui.memory import Budgets, over_budget
+from ragmetrics.model import Run
+
+MiB = 1 << 20
+
+
+def test_nbytes_counts_buffers_once_and_what_containers_hold() -> None:
+    array = np.zeros(MiB, dtype=np.uint8)
+    assert MiB <= nbytes(array) < MiB + 4096
+    assert nbytes([array, array[10:], array.reshape(1024, 1024)]) < MiB + 4096  # views share the buffer
+    arrow = pa.array(np.arange(MiB // 8, dtype=np.int64))
+    assert MiB <= nbytes({"a": arrow, "b": pa.chunked_array([arrow])}) < MiB + 4096
+    frame = pd.DataFrame({"x": np.arange(MiB // 8, dtype=np.int64), "s": ["abc" * 10] * (MiB // 8)})
+    assert nbytes(frame) > 2 * MiB  # the object column's strings are counted (from a sample)
+    assert nbytes({"kept": array}, exclude=[array]) < 4096
+
+
+def test_byte_lru_keeps_within_its_budget_newest_first() -> None:
+    lru: ByteLRU[str, bytes] = ByteLRU(10 * MiB, size=len)
+    for i in range(5):
+        lru.put(f"k{i}", bytes(3 * MiB))
+    assert lru.keys() == ["k2", "k3", "k4"] and lru.nbytes == 9 * MiB and lru.evicted == 2
+    assert lru.get("k2") is not None  # now the most recent
+    lru.put("k5", bytes(3 * MiB))
+    assert lru.keys() == ["k4", "k2", "k5"]
+    assert lru.put("huge", bytes(11 * MiB)) is not None and "huge" not in lru  # handed back, not kept
+    assert lru.nbytes <= lru.budget
+
+
+def test_byte_lru_remeasures_a_value_that_grew() -> None:
+    grown: list[bytes] = [bytes(MiB)]
+    lru: ByteLRU[str, list[bytes]] = ByteLRU(4 * MiB, size=lambda v: sum(map(len, v)))
+    lru.put("other", [bytes(2 * MiB)])
+    lru.put("growing", grown)
+    grown.append(bytes(2 * MiB))
+    assert lru.remeasure("growing") == 3 * MiB
+    assert lru.keys() == ["growing"] and lru.nbytes == 3 * MiB  # the other went to make room
+
+
+def test_release_drops_only_what_the_ended_session_alone_used() -> None:
+    session = {"id": None}
+    lru: ByteLRU[str, bytes] = ByteLRU(100 * MiB, size=len, user=lambda: session["id"])
+    lru.put("seeded", bytes(MiB))  # outside any session
+    session["id"] = "a"
+    lru.put("mine", bytes(MiB))
+    lru.put("shared", bytes(MiB))
+    session["id"] = "b"
+    lru.get("shared")
+    assert lru.users() == {"a", "b"}
+    assert lru.release("a") == MiB
+    assert lru.keys() == ["seeded", "shared"]
+    assert lru.release("b") == MiB and lru.keys() == ["seeded"]
+
+
+def test_byte_lru_makes_a_value_once_under_threads() -> None:
+    lru: ByteLRU[str, bytes] = ByteLRU(10 * MiB, size=len)
+    made: list[int] = []
+    start = threading.Barrier(4)
+
+    def make() -> bytes:
+        made.append(1)
+        return bytes(10)
+
+    def worker() -> None:
+        start.wait()
+        lru.get_or_make("k", make)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert made == [1]
+
+
+def test_upload_budget_per_session_and_in_total() -> None:
+    limits = Budgets(upload_session=10 * MiB, upload_total=25 * MiB)
+    assert over_budget("a", 4 * MiB, {"a": 6 * MiB}, limits) is None
+    reason = over_budget("a", 5 * MiB, {"a": 6 * MiB}, limits)
+    assert reason is not None and "a session may hold 10 MiB (RAGMETRICS_UPLOAD_SESSION_BYTES)" in reason
+    reason = over_budget("c", 5 * MiB, {"a": 9 * MiB, "b": 9 * MiB, "c": 3 * MiB}, limits)
+    assert reason is not None and "limit of 25 MiB (RAGMETRICS_UPLOAD_TOTAL_BYTES)" in reason
+
+
+def test_budgets_read_sizes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGMETRICS_UPLOAD_SESSION_BYTES", "200MB")
+    monkeypatch.setenv("RAGMETRICS_CACHE_BYTES", "1GiB")
+    budgets = Budgets.read()
+    assert budgets.upload_session == 200 * MiB and budgets.upload_total == Budgets().upload_total
+    assert budgets.alignments + budgets.objects + budgets.frames == budgets.cache == 1 << 30
+
+
+def test_a_run_for_another_dataset_is_refused_before_it_is_stored(tiny) -> None:
+    workspace = Workspace()
+    entry = workspace.add_dataset(tiny)
+    foreign = Run.from_frame(
+        pd.DataFrame({"query_id": ["x1", "x2"], "doc_id": ["d1", "d2"], "score": [1.0, 0.5]}), name="foreign"
+    )
+    with pytest.raises(RunRefused, match=r"none of its queries is a query of dataset .* Not stored") as refused:
+        Alignments().add_run(workspace, entry, foreign)
+    assert "--allow-no-overlap" not in str(refused.value)  # the dashboard's words, not the command line's
+    assert workspace.runs(entry.id) == []
