@@ -73,6 +73,10 @@ MAX_METRICS = 12
 ALPHAS: tuple[float, ...] = (0.01, 0.05, 0.10)
 """The significance levels a view can name."""
 DEFAULT_ALPHA = 0.05
+DEFAULT_ORDER = "date"
+"""The tag the Timeline orders runs by when a link names none (``ragmetrics history --by``)."""
+DEFAULT_SYSTEM_TAG = "system"
+"""The tag naming a Leaderboard's systems when a link names none (``ragmetrics leaderboard --system-tag``)."""
 DEFAULT_PAGE = "overview"
 """The page a link opens when it names none (``ragmetrics push`` links open it)."""
 
@@ -101,6 +105,9 @@ PARAM_KEYS: dict[str, str] = {
     "d": f"difference to detect on the Dataset power page ({DELTA_RANGE[0]:g} to {DELTA_RANGE[1]:g}; "
     f"absent = {DEFAULT_DELTA:g})",
     "dp": f"pool depth on the Judge page (1 to {K_MAX}; absent = {DEFAULT_DEPTH})",
+    "by": f"the tag the Timeline orders runs by (absent = {DEFAULT_ORDER})",
+    "where": "the Timeline's tag filter, KEY=VALUE (absent = every run)",
+    "sys": f"the tag naming the Leaderboard's systems (absent = {DEFAULT_SYSTEM_TAG})",
 }
 """Every query key a link may carry, with what it means."""
 
@@ -135,6 +142,9 @@ class ViewState:
     power: float = DEFAULT_POWER
     delta: float = DEFAULT_DELTA
     depth: int = DEFAULT_DEPTH
+    order_by: str = DEFAULT_ORDER
+    where: str | None = None  # KEY=VALUE
+    system_tag: str = DEFAULT_SYSTEM_TAG
 
     def with_(self, **changes: object) -> ViewState:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -207,6 +217,12 @@ def encode(state: ViewState, *, defaults: bool = True) -> dict[str, str]:
     ):
         if text != default_text:
             out[key] = text
+    if state.order_by != DEFAULT_ORDER:
+        out["by"] = state.order_by
+    if state.where:
+        out["where"] = state.where
+    if state.system_tag != DEFAULT_SYSTEM_TAG:
+        out["sys"] = state.system_tag
     return out
 
 
@@ -497,6 +513,26 @@ def decode(
             else:
                 note(f"the pool depth must be a whole number from 1 to {K_MAX}; using {DEFAULT_DEPTH}")
 
+    def tags() -> None:
+        from ragmetrics.runmeta import check_key, parse_tag
+
+        for key, name, default in (("by", "order_by", DEFAULT_ORDER), ("sys", "system_tag", DEFAULT_SYSTEM_TAG)):
+            value = _last(params.get(key))
+            if not value:
+                continue
+            try:
+                values[name] = check_key(value)
+            except RagMetricsError:
+                note(f"ignored the link's {key!r} value {value[:40]!r}: not a tag key; using {default!r}")
+        where = _last(params.get("where"))
+        if where:
+            try:
+                tag, text = parse_tag(where, "the link's 'where'")
+            except RagMetricsError as err:
+                note(f"ignored the tag filter: {err}")
+            else:
+                values["where"] = f"{tag}={text}"
+
     for fn, key in (
         (page_key, "page"),
         (version, "v"),
@@ -512,6 +548,7 @@ def decode(
         (correction, "c"),
         (metric_set, "ms"),
         (page_controls, "o"),
+        (tags, "by"),
     ):
         guarded(fn, key)
     try:

@@ -24,7 +24,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +103,16 @@ versions_table = sa.Table(
     sa.Column("n_labels", sa.Integer, nullable=False),
 )
 """A qrels version is a dataset (content id and all) whose judgments are its parent's plus labels."""
+tags_table = sa.Table(
+    "run_tags",
+    metadata,
+    sa.Column("run_id", sa.String(16), primary_key=True),
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+"""A run's metadata (:mod:`ragmetrics.runmeta`): key-value tags per run content id. A store made before it gets
+the (empty) table when it is opened."""
 views_table = sa.Table(
     "views",
     metadata,
@@ -358,13 +368,18 @@ class Store:
         ident: str | None = None,
         rows: bytes | None = None,
         source: str = "",
+        tags: Mapping[str, object] | None = None,
     ) -> str:
         """Store ``run`` (idempotent: a stored copy keeps its name, and its source unless empty), link it to ``dataset`` (an id) if
         given; return its content id (``ident``: already computed by :func:`run_id`, which hashes every row;
-        ``rows``: the frame's :func:`frame_parquet`, already written; ``source``: the file it was read from)."""
+        ``rows``: the frame's :func:`frame_parquet`, already written; ``source``: the file it was read from;
+        ``tags``: metadata set in the same transaction, see :meth:`set_tags`)."""
+        from ragmetrics.runmeta import check_tags
+
         ident = ident or run_id(run)
         if dataset is not None:
             check_id(dataset, "dataset")
+        checked = check_tags(tags or {})
         blob = _to_parquet(
             {"rows": run.frame if rows is None else rows}, {"name": run.name, "has_scores": run.has_scores}
         )
@@ -381,6 +396,7 @@ class Store:
         }
         with self.engine.begin() as conn:
             self._put(runs_table, row, conn)
+            self._write_tags(conn, ident, checked, now)
             if dataset is not None:
                 conn.execute(
                     self._insert(links_table)
@@ -432,8 +448,62 @@ class Store:
     def delete_run(self, ident: str) -> None:
         check_id(ident, "run")
         with self.engine.begin() as conn:
+            conn.execute(sa.delete(tags_table).where(tags_table.c.run_id == ident))
             conn.execute(sa.delete(links_table).where(links_table.c.run_id == ident))
             conn.execute(sa.delete(runs_table).where(runs_table.c.id == ident))
+
+    # --- run metadata ------------------------------------------------------------------
+
+    def set_tags(self, run: str, tags: Mapping[str, object | None], *, replace: bool = False) -> dict[str, str]:
+        """Set ``run``'s tags (a value of None removes its key; ``replace``: the run keeps only ``tags``), in one
+        transaction; returns the run's tags after. Keys and values are checked (:mod:`ragmetrics.runmeta`)."""
+        from ragmetrics.runmeta import check_key, check_tags
+
+        check_id(run, "run")
+        removed = [check_key(k) for k, v in tags.items() if v is None]
+        kept = check_tags({k: v for k, v in tags.items() if v is not None})
+        with self.engine.begin() as conn:
+            if conn.execute(sa.select(runs_table.c.id).where(runs_table.c.id == run)).first() is None:
+                raise StoreKeyError(f"run {run} is not in this store")
+            t = tags_table
+            if replace:
+                conn.execute(sa.delete(t).where(t.c.run_id == run))
+            elif removed:
+                conn.execute(sa.delete(t).where((t.c.run_id == run) & t.c.key.in_(removed)))
+            self._write_tags(conn, run, kept, time.time())
+        return self.tags(run)
+
+    def _write_tags(self, conn: Any, run: str, tags: Mapping[str, str], now: float) -> None:
+        if not tags:
+            return
+        statement = self._insert(tags_table).values(
+            [{"run_id": run, "key": k, "value": v, "updated_at": now} for k, v in tags.items()]
+        )
+        conn.execute(
+            statement.on_conflict_do_update(
+                index_elements=["run_id", "key"],
+                set_={"value": statement.excluded.value, "updated_at": statement.excluded.updated_at},
+            )
+        )
+
+    def tags(self, run: str) -> dict[str, str]:
+        """``run``'s tags, by key."""
+        return self.tags_of([check_id(run, "run")]).get(run, {})
+
+    def tags_of(self, runs: Sequence[str] | None = None) -> dict[str, dict[str, str]]:
+        """The tags of ``runs`` (every run's when None): ``{run id: {key: value}}`` (runs without tags absent)."""
+        t = tags_table
+        query = sa.select(t.c.run_id, t.c.key, t.c.value).order_by(t.c.run_id, t.c.key)
+        if runs is not None:
+            ids = [check_id(r, "run") for r in runs]
+            if not ids:
+                return {}
+            query = query.where(t.c.run_id.in_(ids))
+        out: dict[str, dict[str, str]] = {}
+        with self.engine.connect() as conn:
+            for run, key, value in conn.execute(query):
+                out.setdefault(run, {})[key] = value
+        return out
 
     # --- judgments -----------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ it grows as its curves are computed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from threading import Lock
 
@@ -72,11 +72,19 @@ class Alignments:
         """A session ended: drop the alignments no other session used (:meth:`ByteLRU.release`)."""
         return self.held.release(session)
 
-    def add_run(self, workspace: Workspace, dataset: DatasetEntry, run: Run, *, source: str = "") -> RunEntry:
-        """Store ``run`` under ``dataset`` and keep its alignment: the run is aligned while its rows are written,
-        so the page that shows it next finds the alignment made. A run none of whose queries is a dataset query
-        is refused before anything is written (:class:`RunRefused`, the library's reason); another error in
-        aligning is not raised here: the page meets it."""
+    def add_run(
+        self,
+        workspace: Workspace,
+        dataset: DatasetEntry,
+        run: Run,
+        *,
+        source: str = "",
+        tags: Mapping[str, str] | None = None,
+    ) -> RunEntry:
+        """Store ``run`` under ``dataset`` (with its metadata ``tags``) and keep its alignment: the run is aligned
+        while its rows are written, so the page that shows it next finds the alignment made. A run none of whose
+        queries is a dataset query is refused before anything is written (:class:`RunRefused`, the library's
+        reason); another error in aligning is not raised here: the page meets it."""
         made: dict[str, Alignment] = {}
 
         def admit(stored: Run) -> None:
@@ -89,7 +97,7 @@ class Alignments:
             if reason is not None:
                 raise RunRefused(reason)
 
-        entry = workspace.add_run(dataset.id, run, source=source, admit=admit)
+        entry = workspace.add_run(dataset.id, run, source=source, admit=admit, tags=tags)
         alignment = made.get(entry.name)
         if alignment is not None and (dataset.id, entry.id, entry.name) not in self:
             self.put((dataset.id, entry.id, entry.name), alignment)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -31,6 +31,7 @@ from dashboard.data.bounded import ByteLRU, no_user
 from dashboard.data.entries import DatasetEntry, RunEntry, VersionInfo, human_size, safe_url, utc, when
 from ragmetrics import store as store_mod
 from ragmetrics.errors import RagMetricsError
+from ragmetrics.history import StoredRun
 from ragmetrics.model import Dataset, Run
 from ragmetrics.share import is_id
 from ragmetrics.store import Store, StoreKeyError
@@ -248,9 +249,16 @@ class Workspace:
         return entry
 
     def add_run(
-        self, dataset_ident: str, run: Run, *, source: str = "", admit: Callable[[Run], object] | None = None
+        self,
+        dataset_ident: str,
+        run: Run,
+        *,
+        source: str = "",
+        admit: Callable[[Run], object] | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> RunEntry:
         """Store ``run`` under a dataset (once per content); a name already taken by other content gets a suffix.
+        ``tags``: its metadata (set on a stored copy too).
 
         ``admit(run)`` (say, the alignment the next page needs, which may find the run is for another dataset)
         runs on another thread while the rows are prepared, given the run object the workspace will hand out;
@@ -269,10 +277,12 @@ class Workspace:
             existing = self.run(dataset_ident, ident)
             if existing is not None:  # stored before (under its first name): admitted then
                 rows.cancel()
+                if tags:
+                    self.set_tags(ident, tags)
                 return existing
             if admitted is not None:
                 admitted.result()
-            self.store.put_run(renamed, dataset_ident, ident=ident, rows=rows.result(), source=source)
+            self.store.put_run(renamed, dataset_ident, ident=ident, rows=rows.result(), source=source, tags=tags)
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
         self._remember("run:" + ident, renamed)  # the object ``admit`` was given: the pages need not read it back
@@ -338,6 +348,33 @@ class Workspace:
                 del self._entries[key]
             self.objects.drop(lambda key: key.split(":", 1)[1] not in gone)
         self.refresh()
+
+    # --- run metadata ----------------------------------------------------------------
+
+    def tags(self, run_ident: str) -> dict[str, str]:
+        """A stored run's metadata tags (:mod:`ragmetrics.runmeta`)."""
+        return self.store.tags(run_ident)
+
+    def tags_of(self, dataset_ident: str) -> dict[str, dict[str, str]]:
+        """The tags of every run of a dataset: ``{run id: {key: value}}``."""
+        runs = [r.id for r in self.runs(dataset_ident)]
+        return self.store.tags_of(runs) if runs else {}
+
+    def set_tags(self, run_ident: str, tags: Mapping[str, str | None], *, replace: bool = False) -> dict[str, str]:
+        """Set (None removes; ``replace``: keep only ``tags``) a run's tags; returns them after."""
+        return self.store.set_tags(run_ident, tags, replace=replace)
+
+    def stored_runs(self, dataset_ident: str) -> list[StoredRun]:
+        """The dataset's runs with their tags, for :mod:`ragmetrics.history` (rows loaded through this workspace)."""
+        tags = self.tags_of(dataset_ident)
+        return [
+            StoredRun(r.id, r.name, r.added.timestamp(), tags.get(r.id, {}), _load_of(r))
+            for r in self.runs(dataset_ident)
+        ]
+
+    def leaf_datasets(self) -> list[DatasetEntry]:
+        """The datasets no qrels version was made from (each lineage's newest judgments), oldest first."""
+        return [d for d in self.datasets() if not d.has_versions]
 
     # --- judgments and qrels versions ---------------------------------------------------
 
@@ -466,6 +503,10 @@ class Workspace:
             return f"SQLite file {path}"
         kind = {"postgresql": "PostgreSQL"}.get(self.store.kind, self.store.kind)
         return f"{kind} at {safe_url(self.store.url)}"
+
+
+def _load_of(entry: RunEntry) -> Callable[[], Run]:
+    return lambda: entry.run
 
 
 def _unique(name: str, taken: set[str]) -> str:

@@ -41,8 +41,9 @@ from dashboard.data.bounded import ByteLRU
 from dashboard.data.prefetch import CurvePrefetcher
 from dashboard.data.workspace import DatasetEntry, RunEntry, Workspace
 from dashboard.ui import memory, settings
-from ragmetrics import Alignment, align, judging
+from ragmetrics import Alignment, align, history, judging
 from ragmetrics.compare import Comparison
+from ragmetrics.history import Leaderboard, StoredRun, Timeline
 from ragmetrics.model import Run
 from ragmetrics.stability import Stability, stability
 from ragmetrics.store import Store
@@ -173,9 +174,12 @@ def select(dataset: DatasetEntry, runs: Sequence[RunEntry]) -> Selection:
     return Selection(dataset.id, tuple(r.id for r in runs), tuple(held.get(dataset, r) for r in runs))
 
 
-def add_run(workspace: Workspace, dataset: DatasetEntry, run: Run, *, source: str = "") -> RunEntry:
-    """Store ``run`` under ``dataset``; it is aligned while its rows are written, and the alignment kept."""
-    return _alignments().add_run(workspace, dataset, run, source=source)
+def add_run(
+    workspace: Workspace, dataset: DatasetEntry, run: Run, *, source: str = "", tags: dict[str, str] | None = None
+) -> RunEntry:
+    """Store ``run`` under ``dataset`` (with its metadata ``tags``); it is aligned while its rows are written, and
+    the alignment kept."""
+    return _alignments().add_run(workspace, dataset, run, source=source, tags=tags)
 
 
 def prefetch_curves(alignments: Sequence[Alignment]) -> None:
@@ -423,3 +427,53 @@ def qrels_stability(before: DatasetEntry, after: DatasetEntry, runs: Sequence[Ru
     versions, runs and metric."""
     key = tuple((r.id, r.name) for r in runs)
     return _stability(before.id, after.id, key, metric, before, after, runs)
+
+
+# --- history: the timeline and the leaderboard ---------------------------------------------
+
+TagKey = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
+
+
+def _tag_key(runs: Sequence[StoredRun]) -> TagKey:
+    """The runs and their tags, as a cache key (an edited tag is a new timeline)."""
+    return tuple((r.id, tuple(sorted(r.tags.items()))) for r in runs)
+
+
+@memo
+def _timeline(
+    dataset_id: str, key: TagKey, spec: str, by: str, where: tuple[tuple[str, str], ...], baseline: str | None,
+    test: str, alpha: float, _dataset: DatasetEntry, _runs: Sequence[StoredRun],
+) -> Timeline:  # fmt: skip
+    return history.timeline(
+        _dataset.dataset, _runs, spec, dataset_id=dataset_id, by=by, where=dict(where), baseline=baseline,
+        test=test, alpha=alpha, seed=compare.SEED,
+    )  # fmt: skip
+
+
+def timeline(
+    dataset: DatasetEntry, runs: Sequence[StoredRun], spec: str, *, by: str, where: dict[str, str],
+    baseline: str | None, test: str, alpha: float,
+) -> Timeline:  # fmt: skip
+    """:func:`ragmetrics.history.timeline` of the dataset's runs, cached per runs and tags, metric and controls."""
+    return _timeline(dataset.id, _tag_key(runs), spec, by, tuple(sorted(where.items())), baseline, test,
+                     float(alpha), dataset, runs)  # fmt: skip
+
+
+@memo
+def _leaderboard(
+    key: tuple[tuple[str, TagKey], ...], spec: str, system_tag: str, test: str, alpha: float,
+    _datasets: Sequence[tuple[str, Any, Sequence[StoredRun]]],
+) -> Leaderboard:  # fmt: skip
+    return history.leaderboard(_datasets, spec, system_tag=system_tag, test=test, alpha=alpha, seed=compare.SEED)
+
+
+def leaderboard(
+    datasets: Sequence[tuple[DatasetEntry, Sequence[StoredRun]]], spec: str, *, system_tag: str, test: str, alpha: float
+) -> Leaderboard:
+    """:func:`ragmetrics.history.leaderboard` over the datasets' runs, cached per runs and tags, metric and controls.
+    Only the runs tagged ``system_tag`` are read."""
+    chosen = [(d, [r for r in runs if r.tags.get(system_tag)]) for d, runs in datasets]
+    chosen = [(d, runs) for d, runs in chosen if runs]
+    key = tuple((d.id, _tag_key(runs)) for d, runs in chosen)
+    loaded = [(d.id, d.dataset, runs) for d, runs in chosen]
+    return _leaderboard(key, spec, system_tag, test, float(alpha), loaded)

@@ -167,11 +167,14 @@ def ingest_runs(
     *,
     chunk_pattern: str = "",
     chunk_mapping: Any = None,
+    tags_text: str = "",
+    retrieval_metadata: Any = None,
 ) -> list[Outcome]:
     """Load each run file into the workspace under ``dataset_id``; one outcome per file. ``chunk_pattern`` (a
     regular expression or a separator) and ``chunk_mapping`` (an uploaded chunk-to-document file) map a run's
     chunk ids to documents (:func:`ragmetrics.io.load_run`), for runs of any format; a run is read again when
-    they change."""
+    they change. ``tags_text`` (``KEY=VALUE`` lines) and ``retrieval_metadata`` (an uploaded ``RUN.json`` that
+    ``ragmetrics retrieve`` wrote) are the runs' metadata (:mod:`ragmetrics.runmeta`); the typed tags win."""
     outcomes = []
     pattern = (chunk_pattern or "").strip()
     mapping_id = getattr(chunk_mapping, "file_id", "") if chunk_mapping is not None else ""
@@ -183,6 +186,7 @@ def ingest_runs(
             continue
         start = time.perf_counter()
         try:
+            tags = run_tags(tags_text, retrieval_metadata)
             with (
                 st.spinner(f"Reading and storing {f.name} ({human_bytes(f.size)})…"),
                 warnings.catch_warnings(record=True) as caught,
@@ -198,9 +202,9 @@ def ingest_runs(
                 dataset = workspace.dataset(dataset_id)
                 # the validation report's alignment is made while the rows are stored, and kept for the pages
                 entry = (
-                    workspace.add_run(dataset_id, run, source=f.name)  # raises: the dataset is gone
+                    workspace.add_run(dataset_id, run, source=f.name, tags=tags)  # raises: the dataset is gone
                     if dataset is None
-                    else cache.add_run(workspace, dataset, run, source=f.name)
+                    else cache.add_run(workspace, dataset, run, source=f.name, tags=tags)
                 )
             mapped = " and ".join(
                 ([f"pattern {pattern}"] if pattern else []) + ([f"mapping {chunk_mapping.name}"] if mapping_id else [])
@@ -209,7 +213,8 @@ def ingest_runs(
                 f.name,
                 True,
                 f"run “{entry.name}”: {len(run):,} rows"
-                + (f", chunks mapped to documents by {mapped}" if mapped else ""),
+                + (f", chunks mapped to documents by {mapped}" if mapped else "")
+                + (f", {len(tags)} metadata tag(s)" if tags else ""),
                 entry.id,
                 [str(w.message) for w in caught],
                 time.perf_counter() - start,
@@ -219,6 +224,17 @@ def ingest_runs(
         state.remember_upload(key, outcome)
         outcomes.append(replace(outcome, fresh=True))
     return outcomes
+
+
+def run_tags(tags_text: str, retrieval_metadata: Any = None) -> dict[str, str]:
+    """The tags the upload's metadata fields give: those of an uploaded retrieval metadata JSON, then the typed
+    ``KEY=VALUE`` lines (which win); a bad line or file is an error naming it."""
+    from ragmetrics.runmeta import load_retrieval_metadata, parse_tag_lines, retriever_tags
+
+    found = {}
+    if retrieval_metadata is not None:
+        found = retriever_tags(load_retrieval_metadata(retrieval_metadata.getvalue(), retrieval_metadata.name))
+    return {**found, **parse_tag_lines(tags_text, "Run metadata")}
 
 
 DATASET_KEY = "upload.dataset"
@@ -235,6 +251,8 @@ def dataset_labels() -> tuple[str | None, str]:
 RUNS_KEY = "upload.runs"
 CHUNK_PATTERN_KEY = "upload.chunk_pattern"
 CHUNK_MAPPING_KEY = "upload.chunk_mapping"
+RUN_TAGS_KEY = "upload.run_tags"
+RETRIEVAL_META_KEY = "upload.retrieval_meta"
 CHUNK_MAPPING_TYPES = ["csv", "tsv", "tab", "txt", "json", "jsonl", "gz"]
 
 CHUNK_PATTERN_HELP = (
@@ -255,6 +273,14 @@ CHUNK_MAPPING_HELP = (
 def chunk_options() -> tuple[str, Any]:
     """The chunk pattern and chunk-mapping file the upload page's fields hold ("", None when empty)."""
     return str(state.widget_value(CHUNK_PATTERN_KEY) or "").strip(), state.widget_value(CHUNK_MAPPING_KEY)
+
+
+def metadata_options() -> dict[str, Any]:
+    """What the upload page's metadata fields hold, as :func:`ingest_runs`'s keyword arguments."""
+    return {
+        "tags_text": str(state.widget_value(RUN_TAGS_KEY) or ""),
+        "retrieval_metadata": state.widget_value(RETRIEVAL_META_KEY),
+    }
 
 
 def view_with_dataset(view: ViewState, outcome: Outcome | None) -> ViewState | None:
@@ -288,8 +314,9 @@ def on_runs_upload(dataset_id: str) -> None:
     workspace = cache.get_workspace()
     pattern, mapping = chunk_options()
     outcomes = ingest_runs(
-        state.widget_value(RUNS_KEY) or [], dataset_id, workspace, chunk_pattern=pattern, chunk_mapping=mapping
-    )
+        state.widget_value(RUNS_KEY) or [], dataset_id, workspace, chunk_pattern=pattern, chunk_mapping=mapping,
+        **metadata_options(),
+    )  # fmt: skip
     _start_page_on(lambda view: view_with_runs(view, outcomes, dataset_id, workspace))
 
 

@@ -64,6 +64,8 @@ VIEWS: tuple[View, ...] = (
         "Data",
         unlinked={"retrieve.": "inputs of a retrieval; the run it stores is in the link"},
     ),
+    View("timeline", "views/timeline.py", "Timeline", ":material/timeline:", "History"),
+    View("leaderboard", "views/leaderboard.py", "Leaderboard", ":material/leaderboard:", "History"),
     View("judge", "views/judge.py", "Judge", ":material/gavel:", "Data"),
     View(
         "workspace",

@@ -15,7 +15,7 @@ import streamlit as st
 
 from dashboard.core import compare as cmp
 from dashboard.core import compare_queries as by_query
-from dashboard.core import documents, fusion
+from dashboard.core import documents, fusion, metadata
 from dashboard.core.missed import TEXT_DEPTH, style_relevant
 from dashboard.core.queries import query_info, query_labels, query_line
 from dashboard.core.specs import metric_spec, parse_metric, title
@@ -125,6 +125,18 @@ if page.dataset is not None and len(page.alignments) >= 2:
         key="compare.forest",
         filename=f"compare-deltas-{base.name}",
     )
+
+    # --- the retrievers' latency beside their quality (run metadata) ------------------
+    run_tags = page.workspace.tags_of(ds.id)
+    if any(k in run_tags.get(r, {}) for r in names for k in metadata.LATENCY_COLUMNS):
+        st.markdown(
+            f"**Latency beside quality**: {title(spec)} and what `ragmetrics retrieve` recorded of each retriever "
+            "(edit a run's metadata on the Workspace page)"
+        )
+        quality = table[table["metric"] == spec].set_index("run")["mean"].to_dict()
+        latency = metadata.latency_frame(names, run_tags, quality, title(spec))
+        layout.show_table(latency, key="compare.latency", filename=f"compare-latency-{spec}.csv",
+                          column_config=layout.number_columns(latency, {title(spec): title(spec)}, "%.4f"))  # fmt: skip
 
     # --- one run, one metric, query by query -------------------------------------------
     st.subheader("Query by query")

@@ -76,6 +76,22 @@ else:
         st.caption(
             "Only when the run's ids are chunks and the qrels judge documents. Set these before uploading the runs."
         )
+    with st.expander("Run metadata (optional): commit, branch, system, model…", icon=":material/sell:"):
+        left, right = st.columns(2)
+        left.text_area(
+            "Tags, one KEY=VALUE per line",
+            key=ingest.RUN_TAGS_KEY,
+            placeholder="commit=9548cd6\nbranch=main\nsystem=bm25\ndate=2025-03-01",
+            help="Set on every run uploaded below (the Timeline orders runs by `date`, the Leaderboard names "
+            "systems by `system`); edit them later on the Workspace page.",
+        )
+        right.file_uploader(
+            "Retriever metadata (the RUN.json `ragmetrics retrieve` wrote)",
+            type=["json"],
+            key=ingest.RETRIEVAL_META_KEY,
+            help="Its retriever, top_k, model, latency p50/p95/max, error and empty counts become the runs' tags.",
+        )
+        st.caption("Set these before uploading the runs.")
     run_files = st.file_uploader(
         "Run files",
         type=ingest.RUN_TYPES,
@@ -86,7 +102,14 @@ else:
     )
     pattern, mapping = ingest.chunk_options()
     ingest.show_outcomes(  # as for the dataset above
-        ingest.ingest_runs(run_files or [], page.dataset.id, workspace, chunk_pattern=pattern, chunk_mapping=mapping)
+        ingest.ingest_runs(
+            run_files or [],
+            page.dataset.id,
+            workspace,
+            chunk_pattern=pattern,
+            chunk_mapping=mapping,
+            **ingest.metadata_options(),
+        )
     )
 
     st.subheader("3 · Validation report")

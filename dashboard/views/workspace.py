@@ -2,7 +2,8 @@
 of the dataset selected in the sidebar, and rename and delete (delete asks first). The qrels versions of the
 selected dataset's lineage (parent, author, time, labels), the difference between two of them (added, changed,
 removed judgments) and whether they tell the same story about the runs on the sidebar's metric (Kendall's tau,
-swapped pairs, changed verdicts). Reads ``ds, runs, m, k``.
+swapped pairs, changed verdicts). The picked run's metadata (tags) is edited here and downloads as ir_metadata
+YAML. Reads ``ds, runs, m, k``.
 
 Everything here is shared: the store is the team's when it is PostgreSQL, so a rename or delete is seen by
 everyone using it, and links to deleted data stop working until the same files are uploaded again.
@@ -10,9 +11,11 @@ everyone using it, and links to deleted data stop working until the same files a
 
 from __future__ import annotations
 
+import hashlib
+
 import streamlit as st
 
-from dashboard.core import RagMetricsError, versions
+from dashboard.core import RagMetricsError, metadata, versions
 from dashboard.core.specs import metric_spec, title
 from dashboard.core.text import md_escape
 from dashboard.ui import cache, layout, state
@@ -80,6 +83,49 @@ def _confirm(what: str, detail: str, on_yes) -> None:  # type: ignore[no-untyped
         if no.button("Cancel", key="workspace.confirm.no"):
             state.settle()
             st.rerun()
+
+
+def _metadata_editor(run_id: str, run_name: str) -> None:
+    """The run's tags as an editable table, saved together; its ir_metadata YAML as a download."""
+    st.markdown(
+        "**Metadata** of the run: its tags (commit, branch, system, model, chunk_size, top_k, date, note, and what "
+        "`ragmetrics retrieve` recorded). Add, edit or delete rows, then save.",
+        help="Keys other pages read: " + "; ".join(f"{k}: {v}" for k, v in metadata.KNOWN_TAGS.items()),
+    )
+    tags = workspace.tags(run_id)
+    version = hashlib.sha256(repr(sorted(tags.items())).encode("utf-8")).hexdigest()[:8]  # a fresh editor per save
+    edited = st.data_editor(
+        metadata.tag_frame(tags),
+        key=f"workspace.tags.{run_id}.{version}",
+        num_rows="dynamic",
+        hide_index=True,
+        column_config={
+            "key": st.column_config.TextColumn("key", help="Letters, digits, _ . - (e.g. commit, retriever.kind)"),
+            "value": st.column_config.TextColumn("value", width="large"),
+        },
+    )
+    changed = not metadata.tag_frame(tags).equals(edited.reset_index(drop=True))
+    save, download, note = st.columns([1, 2, 2], vertical_alignment="center")
+    if changed:
+        note.caption(":material/edit_note: Unsaved changes")
+    if save.button("Save metadata", key=f"workspace.tags.save.{run_id}", icon=":material/save:"):
+        try:
+            new = metadata.tags_from_frame(edited)
+            workspace.set_tags(run_id, new, replace=True)
+        except RagMetricsError as err:
+            st.error(md_escape(str(err)), icon=":material/error:")
+        else:
+            state.flash(f"Saved {len(new)} tag(s) of run “{run_name}”.")
+            layout.rerun_with(view)
+    if dataset is not None:
+        yaml_text = metadata.ir_metadata_yaml(
+            tags, run_name=run_name, run_id=run_id, dataset=dataset.name, dataset_source=dataset.source or None
+        )
+        download.download_button(
+            "Download ir_metadata YAML", yaml_text, file_name=f"{run_name}.ir_metadata.yaml", mime="application/yaml",
+            key=f"workspace.tags.yaml.{run_id}", on_click="ignore", icon=":material/download:",
+            help="The run's tags in the ir_metadata (PRIMAD) format; see docs/history.md for the subset written",
+        )  # fmt: skip
 
 
 dataset = page.dataset
@@ -262,6 +308,7 @@ else:
                 run.name,
                 lambda name: workspace.rename_run(dataset.id, run.id, name),
             )
+            _metadata_editor(run.id, run.name)
             if state.pending() == ("delete-run", run.id):
                 others = [d.name for d in workspace.datasets() if d.id != dataset.id and workspace.run(d.id, run.id)]
                 detail = (

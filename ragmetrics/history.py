@@ -1,0 +1,507 @@
+"""History and leaderboards over the store: every run of a dataset placed in time, and systems across datasets.
+
+* :func:`timeline`: a dataset's runs (filtered by tags) in ``date`` order (or another tag's), the chosen metric's
+  mean with its 95% bootstrap interval, and each step's paired test against the previous run and against a
+  pinned baseline (:func:`ragmetrics.compare.compare_result`). A *drop* is a step significantly below the run
+  before it. By default each step is its own question (no correction over the steps: the nightly gate asks about
+  the last one); ``correction="holm"`` corrects over the steps.
+* :func:`leaderboard`: systems (the values of one tag) x datasets: each dataset's mean and rank (1 = best), the
+  mean rank and the mean over the datasets (only for a system that has a run on each of them), and, per
+  dataset, whether each system differs significantly from that dataset's best (paired test, Holm-corrected over
+  the dataset's systems). Exports: Markdown, CSV, LaTeX and JSON.
+
+The store's side (naming a stored dataset, reading its runs and tags) is :mod:`ragmetrics.history_store`; this
+module computes on datasets and runs given to it, so the dashboard's builders can use it.
+
+Run order: ``by="date"`` orders by the ``date`` tag (ISO 8601), a run without one at the time it was stored;
+another tag orders by its values (as numbers when every value is one, else as text), and runs without it are
+left out with a note.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ragmetrics import stats
+from ragmetrics.errors import RagMetricsError
+from ragmetrics.metrics import parse_metric
+from ragmetrics.model import Dataset, Run
+from ragmetrics.runmeta import parse_date
+
+DATE_TAG = "date"
+DEFAULT_SYSTEM_TAG = "system"
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A stored run of a dataset, with its tags; ``load`` reads its rows (named as stored)."""
+
+    id: str
+    name: str
+    created_at: float
+    tags: Mapping[str, str]
+    load: Callable[[], Run] = field(repr=False, compare=False)
+
+
+def matching(runs: Sequence[StoredRun], where: Mapping[str, str]) -> list[StoredRun]:
+    """The runs whose tags hold every ``key=value`` of ``where``."""
+    return [r for r in runs if all(r.tags.get(k) == v for k, v in where.items())]
+
+
+def order_runs(runs: Sequence[StoredRun], by: str = DATE_TAG) -> tuple[list[StoredRun], list[str], list[str]]:
+    """``runs`` in ``by`` order, the value each was ordered by (shown on the timeline), and notes."""
+    if by == DATE_TAG:
+        keyed = []
+        for run in runs:
+            when = parse_date(run.tags[DATE_TAG]) if DATE_TAG in run.tags else None
+            shown = run.tags.get(DATE_TAG, "") if when is not None else ""
+            if when is None:
+                when = datetime.fromtimestamp(run.created_at, timezone.utc)
+                shown = f"{when:%Y-%m-%d %H:%M:%S} (stored)"
+            keyed.append((when, run.created_at, run.id, run, shown))
+        keyed.sort(key=lambda item: item[:3])
+        notes = []
+        stored = sum(s.endswith("(stored)") for *_, s in keyed)
+        if stored:
+            notes.append(f"{stored} run(s) without a readable 'date' tag are placed at the time they were stored")
+        return [k[3] for k in keyed], [k[4] for k in keyed], notes
+    tagged = [r for r in runs if by in r.tags]
+    notes = [f"{len(runs) - len(tagged)} run(s) without a {by!r} tag are left out"] if len(tagged) < len(runs) else []
+    numbers = [_number(r.tags[by]) for r in tagged]
+    numeric = all(n is not None for n in numbers)
+    order = sorted(
+        range(len(tagged)),
+        key=lambda i: ((numbers[i], "") if numeric else (0.0, tagged[i].tags[by]), tagged[i].created_at),
+    )
+    return [tagged[i] for i in order], [tagged[i].tags[by] for i in order], notes
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _evaluate(dataset: Dataset, runs: Sequence[StoredRun], metric: str, **options: Any) -> Any:
+    """One evaluation of the runs, each named by its id (two versions of a run may share a name)."""
+    from ragmetrics.evaluate import evaluate
+
+    return evaluate(dataset, [r.load().with_name(r.id) for r in runs], [metric], **options)
+
+
+def _check_choice(value: str, choices: Mapping[str, Any], what: str) -> None:
+    if value not in choices:
+        raise RagMetricsError(f"unknown {what} {value!r}; expected one of {', '.join(choices)}")
+
+
+# --- the timeline ------------------------------------------------------------------------------------------
+
+TIMELINE_COLUMNS = [
+    "step", "run_id", "run", "order", "mean", "ci_low", "ci_high",
+    "delta", "delta_low", "delta_high", "p_value", "p_value_corrected", "significant", "drop",
+    "baseline_delta", "baseline_low", "baseline_high", "baseline_p_value", "baseline_significant",
+]  # fmt: skip
+
+
+@dataclass(eq=False)
+class Timeline:
+    """``frame``: one row per run in order (:data:`TIMELINE_COLUMNS`): its mean and 95% CI; ``delta``, its CI,
+    ``p_value`` (and corrected) and ``significant`` against the run before; ``drop``: significantly below it;
+    ``baseline_*``: the same against the pinned baseline (NaN without one). ``tags``: each run's tags."""
+
+    dataset: str
+    dataset_name: str
+    metric: str
+    by: str
+    where: dict[str, str]
+    baseline: str | None
+    test: str
+    alpha: float
+    correction: str
+    frame: pd.DataFrame
+    tags: dict[str, dict[str, str]]
+    notes: list[str]
+
+    @property
+    def drops(self) -> list[int]:
+        """The steps (1-based) that are significant drops."""
+        return [int(s) for s in self.frame.loc[self.frame["drop"], "step"]]
+
+    @property
+    def first_drop(self) -> int | None:
+        drops = self.drops
+        return drops[0] if drops else None
+
+    @property
+    def last_step_drops(self) -> bool:
+        """True when the last run is significantly below the one before it (the nightly gate's failure)."""
+        return len(self.frame) > 1 and bool(self.frame["drop"].iloc[-1])
+
+    def to_dict(self) -> dict[str, Any]:
+        rows: list[dict[str, Any]] = [
+            {str(k): (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+            for row in self.frame.to_dict(orient="records")
+        ]
+        for row in rows:
+            row["tags"] = self.tags.get(str(row["run_id"]), {})
+        return {
+            "dataset": self.dataset,
+            "dataset_name": self.dataset_name,
+            "metric": self.metric,
+            "by": self.by,
+            "where": self.where,
+            "baseline": self.baseline,
+            "test": self.test,
+            "alpha": self.alpha,
+            "correction": self.correction,
+            "first_drop": self.first_drop,
+            "last_step_drops": self.last_step_drops,
+            "notes": self.notes,
+            "steps": rows,
+        }
+
+
+def timeline(
+    dataset: Dataset,
+    runs: Sequence[StoredRun],
+    metric: str,
+    *,
+    dataset_id: str = "",
+    by: str = DATE_TAG,
+    where: Mapping[str, str] | None = None,
+    baseline: str | None = None,
+    test: str = "t",
+    alpha: float = 0.05,
+    correction: str = "none",
+    seed: int = 0,
+    n_resamples: int = stats.DEFAULT_RESAMPLES,
+    **evaluate_options: Any,
+) -> Timeline:
+    """The timeline of ``runs`` on ``dataset`` (see the module). ``baseline``: a run id among ``runs`` (any tag
+    filter aside) to test every run against."""
+    from ragmetrics.compare import compare_result
+
+    metric = str(parse_metric(metric))
+    _check_choice(test, stats.TESTS, "test")
+    _check_choice(correction, stats.CORRECTIONS, "correction")
+    where = dict(where or {})
+    chosen, shown, notes = order_runs(matching(runs, where), by)
+    pinned = next((r for r in runs if r.id == baseline), None) if baseline else None
+    if baseline and pinned is None:
+        raise RagMetricsError(f"baseline {baseline!r} is not a run of this dataset")
+    evaluated = list(chosen) + ([pinned] if pinned is not None and pinned not in chosen else [])
+    frame = pd.DataFrame(columns=TIMELINE_COLUMNS)
+    if chosen:
+        result = _evaluate(dataset, evaluated, metric, **evaluate_options)
+        options: dict[str, Any] = {"metrics": [metric], "test": test, "correction": "none", "alpha": alpha, "seed": seed,
+                   "n_resamples": n_resamples, "segments": ()}  # fmt: skip
+        rows = []
+        for i, run in enumerate(chosen):
+            values = result.runs[run.id].values[metric].to_numpy(dtype=np.float64)
+            low, high = stats.bootstrap_ci(values, seed=seed)
+            row: dict[str, Any] = {"step": i + 1, "run_id": run.id, "run": run.name, "order": shown[i],
+                                   "mean": float(values.mean()) if len(values) else math.nan,
+                                   "ci_low": float(low), "ci_high": float(high)}  # fmt: skip
+            step = compare_result(result, baseline=chosen[i - 1].id, runs=[run.id], **options) if i else None
+            row.update(_step(step, ""))
+            against = compare_result(result, baseline=pinned.id, runs=[run.id], **options) if pinned else None
+            row.update(_step(against, "baseline_"))
+            rows.append(row)
+        frame = pd.DataFrame(rows, columns=[c for c in TIMELINE_COLUMNS if c not in ("p_value_corrected",)])
+        adjust = stats.CORRECTIONS[correction]
+        p = frame["p_value"].to_numpy(dtype=np.float64)
+        corrected = np.full_like(p, np.nan)
+        tested = ~np.isnan(p)
+        corrected[tested] = adjust(p[tested])
+        frame.insert(TIMELINE_COLUMNS.index("p_value_corrected"), "p_value_corrected", corrected)
+        frame["significant"] = frame["p_value_corrected"] < alpha
+        frame["drop"] = frame["significant"] & (frame["delta"] < 0)
+        base_p = frame["baseline_p_value"].to_numpy(dtype=np.float64)
+        frame["baseline_significant"] = base_p < alpha
+    return Timeline(
+        dataset=dataset_id,
+        dataset_name=dataset.name,
+        metric=metric,
+        by=by,
+        where=where,
+        baseline=baseline,
+        test=test,
+        alpha=alpha,
+        correction=correction,
+        frame=frame,
+        tags={r.id: dict(r.tags) for r in chosen},
+        notes=notes,
+    )
+
+
+_STEP_COLUMNS = {"delta": "delta", "ci_low": "low", "ci_high": "high", "p_value": "p_value"}
+
+
+def _step(comparison: Any, prefix: str) -> dict[str, float]:
+    """A one-row comparison's delta, CI and p-value under the timeline's names (``delta_low`` for the step's,
+    ``baseline_low`` for the baseline's); NaN without a comparison."""
+    row = None if comparison is None else comparison.table.iloc[0]
+    out = {}
+    for column, short in _STEP_COLUMNS.items():
+        key = prefix + short if prefix else ("delta_" + short if short in ("low", "high") else short)
+        out[key] = math.nan if row is None else float(row[column])
+    return out
+
+
+def timeline_csv(line: Timeline) -> str:
+    """The timeline as formula-neutral CSV (one row per run, its tags as ``tag:KEY`` columns)."""
+    from ragmetrics.export import to_safe_csv
+
+    frame = line.frame.copy()
+    keys = sorted({k for tags in line.tags.values() for k in tags})
+    for key in keys:
+        frame[f"tag:{key}"] = [line.tags.get(r, {}).get(key, "") for r in frame["run_id"]]
+    return str(to_safe_csv(frame, encoding=None, float_format="%.6f"))
+
+
+def timeline_text(line: Timeline) -> str:
+    """The terminal table: one line per step with its mean, its difference from the run before (with the CI and
+    p-value), and the verdict; the first significant drop is marked."""
+    lines = [
+        f"{line.metric} on {line.dataset_name} ({line.dataset}), {len(line.frame)} run(s) by {line.by}"
+        + (", where " + ", ".join(f"{k}={v}" for k, v in line.where.items()) if line.where else "")
+    ]
+    first = line.first_drop
+    for row in line.frame.itertuples(index=False):
+        head = f"{row.step:>3}  {str(row.order)[:25]:<25}  {row.run[:24]:<24}  {row.mean:.4f} [{row.ci_low:.4f}, {row.ci_high:.4f}]"
+        if row.step == 1:
+            step = "  (first)"
+        else:
+            verdict = "DROP" if row.drop else ("significant rise" if row.significant else "no significant change")
+            mark = "  <- first significant drop" if row.step == first else ""
+            step = (
+                f"  delta {row.delta:+.4f} [{row.delta_low:+.4f}, {row.delta_high:+.4f}] "
+                f"p={row.p_value_corrected:.4g}  {verdict}{mark}"
+            )
+        base = ""
+        if line.baseline and not math.isnan(row.baseline_p_value):
+            star = "*" if row.baseline_significant else ""
+            base = f"  vs baseline {row.baseline_delta:+.4f} p={row.baseline_p_value:.4g}{star}"
+        lines.append(head + step + base)
+    family = "uncorrected" if line.correction == "none" else f"{line.correction}-corrected over the steps"
+    lines.append(f"test: {line.test}, alpha {line.alpha:g}, {family}")
+    verdict = "the last step is a significant drop" if line.last_step_drops else "the last step is no significant drop"
+    lines.append(verdict)
+    return "\n".join(lines) + "\n"
+
+
+# --- the leaderboard -----------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Leaderboard:
+    """Systems x datasets. ``means``, ``ranks`` and ``tied`` (not significantly different from the dataset's
+    best; False for the best itself) are frames indexed by system with one column per dataset name; ``runs``:
+    the run each cell was computed from; ``tests``: each system's paired test against the dataset's best."""
+
+    metric: str
+    system_tag: str
+    test: str
+    alpha: float
+    datasets: dict[str, str]  # id -> name, in column order
+    means: pd.DataFrame
+    ranks: pd.DataFrame
+    tied: pd.DataFrame
+    runs: pd.DataFrame
+    tests: pd.DataFrame
+    notes: list[str]
+
+    @property
+    def summary(self) -> pd.DataFrame:
+        """``system``, each dataset's mean and rank, ``mean_rank`` and ``mean`` (over every dataset; NaN when the
+        system misses one), best first."""
+        frame = pd.DataFrame(index=self.means.index)
+        for name in self.datasets.values():
+            frame[name] = self.means[name]
+            frame[f"{name} rank"] = self.ranks[name]
+        complete = self.means.notna().all(axis=1)
+        frame["mean_rank"] = self.ranks.astype("float64").mean(axis=1).where(complete)
+        frame["mean"] = self.means.mean(axis=1).where(complete)
+        frame = frame.sort_values(["mean_rank", "mean"], ascending=[True, False], na_position="last", kind="stable")
+        return frame.rename_axis("system").reset_index()
+
+    def cells(self, fmt: str = "{:.4f}", mark: str = "†") -> pd.DataFrame:
+        """The table as text: ``mean (rank)`` per dataset, ``mark`` where the system is not significantly
+        different from the dataset's best; ``–`` where it has no run."""
+        summary = self.summary
+        out = pd.DataFrame({"system": summary["system"]})
+        for name in self.datasets.values():
+            texts = []
+            for system in summary["system"]:
+                value = self.means.at[system, name]
+                if pd.isna(value):
+                    texts.append("–")
+                    continue
+                tie = mark if bool(self.tied.at[system, name]) else ""
+                texts.append(f"{fmt.format(value)}{tie} ({int(self.ranks.at[system, name])})")
+            out[name] = texts
+        out["mean rank"] = [("–" if pd.isna(v) else f"{v:.2f}") for v in summary["mean_rank"]]
+        out["mean"] = [("–" if pd.isna(v) else fmt.format(v)) for v in summary["mean"]]
+        return out
+
+    def footnote(self, mark: str = "†") -> str:
+        return (
+            f"{self.metric}; (n) = rank on the dataset; {mark} = not significantly different from the dataset's best "
+            f"({self.test} test, Holm-corrected over the dataset's systems, alpha {self.alpha:g})"
+        )
+
+    def to_markdown(self) -> str:
+        from ragmetrics.export import markdown_table
+
+        return markdown_table(self.cells()) + "\n" + self.footnote() + "\n"
+
+    def to_csv(self) -> str:
+        from ragmetrics.export import to_safe_csv
+
+        summary = self.summary
+        for name in self.datasets.values():
+            summary.insert(
+                summary.columns.get_loc(f"{name} rank") + 1,
+                f"{name} tied with best",
+                [bool(self.tied.at[s, name]) if pd.notna(self.means.at[s, name]) else "" for s in summary["system"]],
+            )
+        return str(to_safe_csv(summary, encoding=None, float_format="%.6f"))
+
+    def to_latex(self) -> str:
+        """A ``tabular`` (plain LaTeX, no package needed): one row per system, ``mean$^\\dagger$ (rank)`` cells; LaTeX specials
+        in names are escaped."""
+        cells = self.cells(mark="$^\\dagger$")
+        header = ["System", *(latex_escape(n) for n in self.datasets.values()), "Mean rank", "Mean"]
+        spec = "l" + "r" * (len(header) - 1)
+        lines = [f"\\begin{{tabular}}{{{spec}}}", "\\hline", " & ".join(header) + " \\\\", "\\hline"]
+        for row in cells.itertuples(index=False):
+            values = [latex_escape(str(row[0]))]
+            for value in row[1:]:
+                text = str(value)
+                values.append("--" if text == "–" else text.replace("†", "$^\\dagger$"))
+            lines.append(" & ".join(values) + " \\\\")
+        lines += ["\\hline", "\\end{tabular}"]
+        return "\n".join(lines) + "\n" + f"% {self.footnote(mark='dagger')}\n"
+
+    def to_dict(self) -> dict[str, Any]:
+        def plain(v: Any) -> Any:
+            if isinstance(v, (float, np.floating)):
+                return None if math.isnan(v) else float(v)
+            if isinstance(v, np.integer):
+                return int(v)
+            if isinstance(v, np.bool_):
+                return bool(v)
+            return v
+
+        return {
+            "metric": self.metric,
+            "system_tag": self.system_tag,
+            "test": self.test,
+            "alpha": self.alpha,
+            "datasets": [{"id": k, "name": v} for k, v in self.datasets.items()],
+            "rows": [{k: plain(v) for k, v in r.items()} for r in self.summary.to_dict(orient="records")],
+            "runs": [{k: plain(v) for k, v in r.items()} for r in self.runs.to_dict(orient="records")],
+            "tests": [{k: plain(v) for k, v in r.items()} for r in self.tests.to_dict(orient="records")],
+            "notes": self.notes,
+        }
+
+
+_LATEX_SPECIALS = {
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+}  # fmt: skip
+
+
+def latex_escape(text: str) -> str:
+    """``text`` safe in LaTeX body text: the ten specials escaped, line breaks as spaces."""
+    return "".join(_LATEX_SPECIALS.get(ch, ch) for ch in " ".join(str(text).split()))
+
+
+def leaderboard(
+    datasets: Sequence[tuple[str, Dataset, Sequence[StoredRun]]],
+    metric: str,
+    *,
+    system_tag: str = DEFAULT_SYSTEM_TAG,
+    test: str = "t",
+    alpha: float = 0.05,
+    seed: int = 0,
+    n_resamples: int = stats.DEFAULT_RESAMPLES,
+    **evaluate_options: Any,
+) -> Leaderboard:
+    """The leaderboard of the runs tagged ``system_tag`` over ``datasets`` (``(id, dataset, its runs)``). A system
+    with several runs on a dataset is scored by its latest (``date`` order), with a note."""
+    from ragmetrics.compare import compare_result
+
+    metric = str(parse_metric(metric))
+    _check_choice(test, stats.TESTS, "test")
+    notes: list[str] = []
+    names: dict[str, str] = {}
+    means: dict[str, dict[str, float]] = {}
+    run_rows, test_rows = [], []
+    taken = set()
+    for ident, dataset, runs in datasets:
+        name = dataset.name if dataset.name not in taken else f"{dataset.name} ({ident[:6]})"
+        taken.add(name)
+        tagged, _, _ = order_runs([r for r in runs if r.tags.get(system_tag)], DATE_TAG)
+        if not tagged:
+            notes.append(f"dataset {name!r} has no run tagged {system_tag!r}: left out")
+            continue
+        latest: dict[str, StoredRun] = {}
+        for run in tagged:  # in date order: the last one wins
+            system = run.tags[system_tag]
+            if system in latest:
+                notes.append(f"{name}: system {system!r} has several runs; scored by the latest, {run.name!r}")
+            latest[system] = run
+        names[ident] = name
+        result = _evaluate(dataset, list(latest.values()), metric, **evaluate_options)
+        scores = {s: float(result.runs[r.id].means[metric]) for s, r in latest.items()}
+        for system, run in latest.items():
+            means.setdefault(system, {})[name] = scores[system]
+            run_rows.append({"dataset": name, "dataset_id": ident, "system": system, "run": run.name,
+                             "run_id": run.id, "mean": scores[system]})  # fmt: skip
+        best = max(scores, key=lambda s: (scores[s], s))
+        others = [latest[s].id for s in latest if s != best]
+        if others:
+            comparison = compare_result(
+                result, baseline=latest[best].id, runs=others, metrics=[metric], test=test, correction="holm",
+                alpha=alpha, seed=seed, n_resamples=n_resamples, segments=(),
+            )  # fmt: skip
+            by_id = {r.id: s for s, r in latest.items()}
+            for row in comparison.table.itertuples(index=False):
+                test_rows.append({"dataset": name, "system": by_id[row.run], "best": best, "delta": row.delta,
+                                  "p_value": row.p_value, "p_value_corrected": row.p_value_corrected,
+                                  "significant": bool(row.significant)})  # fmt: skip
+    systems = sorted(means)
+    columns = list(names.values())
+    mean_frame = pd.DataFrame(
+        [[means[s].get(c, np.nan) for c in columns] for s in systems], index=systems, columns=columns
+    )
+    ranks = mean_frame.rank(axis=0, ascending=False, method="min").astype("Int64")
+    tests = pd.DataFrame(
+        test_rows, columns=["dataset", "system", "best", "delta", "p_value", "p_value_corrected", "significant"]
+    )
+    tied = pd.DataFrame(False, index=systems, columns=columns)
+    for row in tests.itertuples(index=False):
+        tied.at[row.system, row.dataset] = not row.significant
+    return Leaderboard(
+        metric=metric,
+        system_tag=system_tag,
+        test=test,
+        alpha=alpha,
+        datasets=names,
+        means=mean_frame,
+        ranks=ranks,
+        tied=tied,
+        runs=pd.DataFrame(run_rows, columns=["dataset", "dataset_id", "system", "run", "run_id", "mean"]),
+        tests=tests,
+        notes=notes,
+    )

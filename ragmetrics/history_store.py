@@ -1,0 +1,77 @@
+"""History over a store: the stored dataset ``--dataset`` names, its runs with their tags, and the timeline and
+leaderboard of stored runs (:mod:`ragmetrics.history` computes them; ``ragmetrics history`` and ``ragmetrics
+leaderboard`` print them)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ragmetrics.errors import RagMetricsError
+from ragmetrics.history import Leaderboard, StoredRun, Timeline, leaderboard, timeline
+from ragmetrics.model import Run
+from ragmetrics.share import is_id
+from ragmetrics.store import Store, dataset_id
+
+
+def resolve_dataset(store: Store, spec: str, *, queries: str | None = None) -> str:
+    """The stored dataset ``spec`` names: its id, a file (its content id is computed; ``queries`` as for
+    ``eval``), or its stored name. Anything else is a clear error."""
+    spec = str(spec).strip()
+    if is_id(spec) and store.has_dataset(spec):
+        return spec
+    if Path(spec).exists():
+        from ragmetrics.io import load_dataset
+
+        ident = dataset_id(load_dataset(spec, queries=queries))
+        if not store.has_dataset(ident):
+            raise RagMetricsError(
+                f"{spec}: its content id is {ident}, which this store does not hold; push it first "
+                "(ragmetrics push --dataset ... --run ...), or give the same --queries file it was pushed with"
+            )
+        return ident
+    listed = store.list_datasets()
+    named = listed[listed["name"] == spec]
+    if len(named) == 1:
+        return str(named["id"].iloc[0])
+    if len(named) > 1:
+        ids = ", ".join(named["id"])
+        raise RagMetricsError(f"{len(named)} stored datasets are called {spec!r} ({ids}): give the id of one")
+    known = ", ".join(sorted(listed["name"].astype(str))[:10]) or "none"
+    raise RagMetricsError(
+        f"--dataset {spec[:80]!r} is neither a file, a stored dataset's id nor its name (stored: {known})"
+    )
+
+
+def stored_runs(store: Store, dataset: str) -> list[StoredRun]:
+    """The runs linked to ``dataset``, with their tags, in the order they were added."""
+    listing = store.list_runs(dataset)
+    tags = store.tags_of(listing["id"].tolist())
+    return [
+        StoredRun(row.id, row.name, float(row.created_at), tags.get(row.id, {}), _loader(store, row.id))
+        for row in listing.itertuples(index=False)
+    ]
+
+
+def _loader(store: Store, ident: str) -> Callable[[], Run]:
+    return lambda: store.get_run(ident)
+
+
+def store_timeline(store: Store, dataset: str, metric: str, **options: Any) -> Timeline:
+    """:func:`timeline` of a stored dataset's runs (``dataset``: its id)."""
+    return timeline(store.get_dataset(dataset), stored_runs(store, dataset), metric, dataset_id=dataset, **options)
+
+
+def leaf_datasets(store: Store) -> list[str]:
+    """The stored datasets no qrels version was made from (the newest judgments of each lineage), oldest first."""
+    listed = store.list_datasets().sort_values("created_at", kind="stable")
+    return [i for i in listed["id"] if store.versions(i).empty]
+
+
+def store_leaderboard(
+    store: Store, metric: str, *, datasets: Sequence[str] | None = None, **options: Any
+) -> Leaderboard:
+    """:func:`leaderboard` over stored datasets (``datasets``: ids; default :func:`leaf_datasets`)."""
+    chosen = list(datasets) if datasets else leaf_datasets(store)
+    return leaderboard([(d, store.get_dataset(d), stored_runs(store, d)) for d in chosen], metric, **options)

@@ -1,0 +1,185 @@
+"""``ragmetrics history`` and ``ragmetrics leaderboard`` on a real store: the five seeded SciFact versions, the
+two-system leaderboard on SciFact and CMRC, and the LaTeX table against its checked-in copy."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from ragmetrics.cli import main
+from ragmetrics.store import Store
+from tests.timeline_runs import DATES, DROP_VERSION, SCIFACT, write_versions
+
+REPO = Path(__file__).resolve().parents[1]
+CMRC = REPO / "sample_runs" / "cmrc2018"
+EXPECTED_LATEX = Path(__file__).parent / "data" / "history" / "leaderboard.tex"
+DATASET = ["--dataset", str(SCIFACT / "qrels.tsv"), "--queries", str(SCIFACT / "queries.jsonl")]
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def versions(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    return write_versions(tmp_path_factory.mktemp("versions"))
+
+
+@pytest.fixture
+def store_of_four(tmp_path: Path, versions: list[Path]) -> str:
+    """A store holding versions 1-4 (each pushed with its date and branch)."""
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    for number, path in enumerate(versions[:4], 1):
+        code, _, err = run_cli("push", "--store", url, *DATASET, "--run", str(path),
+                               "--meta", f"date={DATES[number - 1]}", "--meta", "branch=main",
+                               "--meta", f"version={number}")  # fmt: skip
+        assert code == 0, err
+    return url
+
+
+def history(url: str, *extra: str) -> tuple[int, dict, str]:
+    code, out, err = run_cli("history", "--store", url, *DATASET, "-m", "ndcg@10", "--format", "json", *extra)
+    assert code in (0, 1), err
+    return code, json.loads(out), err
+
+
+def test_history_flags_exactly_the_significant_drop_and_exits_1_on_it(store_of_four: str, versions: list[Path]):
+    code, before, _ = history(store_of_four)
+    assert code == 0 and before["first_drop"] is None and not before["last_step_drops"]
+    assert [s["order"] for s in before["steps"]] == DATES[:4]
+    assert all(not s["drop"] for s in before["steps"])
+    # the nightly job pushes version 5: the gate fails on that step and only on it
+    assert run_cli("push", "--store", store_of_four, *DATASET, "--run", str(versions[4]),
+                   "--meta", f"date={DATES[4]}", "--meta", "branch=main", "--meta", "version=5")[0] == 0  # fmt: skip
+    code, after, err = history(store_of_four)
+    assert code == 1 and "significant drop" in err
+    drops = [s["step"] for s in after["steps"] if s["drop"]]
+    assert drops == [DROP_VERSION] == [after["first_drop"]]
+    step = after["steps"][DROP_VERSION - 1]
+    assert step["delta"] < 0 and step["delta_high"] < 0 and step["p_value"] < 0.05
+    means = [s["mean"] for s in after["steps"]]
+    assert step["delta"] == pytest.approx(means[4] - means[3], abs=1e-12)
+    assert means[0] == pytest.approx(0.6791, abs=5e-5)  # the shared BM25 run's nDCG@10
+    # the terminal table says the same: one DROP line, the fifth, marked as the first significant drop
+    code, text, _ = run_cli("history", "--store", store_of_four, *DATASET, "-m", "ndcg@10")
+    assert code == 1
+    flagged = [line for line in text.splitlines() if "DROP" in line]
+    assert len(flagged) == 1 and flagged[0].split()[0] == str(DROP_VERSION) and "first significant drop" in flagged[0]
+    code, csv_text, _ = run_cli("history", "--store", store_of_four, *DATASET, "--format", "csv")
+    assert code == 1 and csv_text.splitlines()[0].startswith('"step","run_id"') and "tag:branch" in csv_text
+
+
+def test_the_dataset_is_named_by_file_name_or_id_and_runs_by_another_tag(store_of_four: str):
+    _, by_file, _ = history(store_of_four)
+    ident = by_file["dataset"]
+    for spec in (ident, by_file["dataset_name"]):
+        code, out, err = run_cli("history", "--store", store_of_four, "--dataset", spec, "--format", "json")
+        assert code == 0, err
+        assert [s["run_id"] for s in json.loads(out)["steps"]] == [s["run_id"] for s in by_file["steps"]]
+    # --by a numeric tag orders 1, 2, ... (not as text); --where keeps only matching runs
+    _, by_version, _ = history(store_of_four, "--by", "version")
+    assert [s["order"] for s in by_version["steps"]] == ["1", "2", "3", "4"]
+    _, none, _ = history(store_of_four, "--where", "branch=main", "--where", "version=3")
+    assert len(none["steps"]) == 1
+    code, _, err = run_cli("history", "--store", store_of_four, "--dataset", "no-such-dataset")
+    assert code == 2 and "neither a file, a stored dataset's id nor its name" in err
+    code, _, err = run_cli("history", "--store", store_of_four, *DATASET, "--where", "branch=nope")
+    assert code == 2 and "no run of dataset" in err
+
+
+def test_each_step_is_also_tested_against_a_pinned_baseline(store_of_four: str):
+    _, line, _ = history(store_of_four)
+    first = line["steps"][0]["run_id"]
+    _, pinned, _ = history(store_of_four, "--baseline", first)
+    steps = pinned["steps"]
+    assert steps[0]["baseline_p_value"] is None  # the baseline itself
+    for step in steps[1:]:
+        assert step["baseline_delta"] == pytest.approx(step["mean"] - steps[0]["mean"], abs=1e-12)
+        assert step["baseline_p_value"] is not None
+
+
+def _eval_means(dataset: list[str], runs: list[Path]) -> dict[str, float]:
+    code, out, err = run_cli("eval", *dataset, *(a for r in runs for a in ("--run", str(r))), "-m", "ndcg@10")
+    assert code == 0, err
+    means, name = {}, None
+    for line in out.splitlines():
+        measure, _, value = line.split("\t")
+        if measure.strip() == "runid":
+            name = value
+        elif measure.strip() == "ndcg@10":
+            means[name] = float(value)
+    return means
+
+
+@pytest.fixture(scope="module")
+def two_systems(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, dict[str, float]]]:
+    """BM25 and dense runs of SciFact and CMRC 2018 pushed with a system tag; ``eval``'s means of each."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('board') / 'store.sqlite'}"
+    sets = {
+        "scifact": ([*DATASET], {"BM25": SCIFACT / "bm25-stem.trec.gz", "dense_MiniLM": SCIFACT / "dense-all-minilm-l6-v2.trec.gz"}),
+        "cmrc": (["--dataset", str(CMRC / "qrels.tsv"), "--queries", str(CMRC / "queries.jsonl")],
+                 {"BM25": CMRC / "runs" / "bm25-jieba.trec.gz",
+                  "dense_MiniLM": CMRC / "runs" / "dense-multilingual-e5-small-q4.trec.gz"}),
+    }  # fmt: skip
+    printed = {}
+    store = Store(url)
+    for label, (dataset, runs) in sets.items():
+        for system, path in runs.items():
+            code, _, err = run_cli("push", "--store", url, *dataset, "--run", str(path), "--meta", f"system={system}")
+            assert code == 0, err
+        means = _eval_means(dataset, list(runs.values()))
+        printed[label] = {system: means[Path(path).name.split(".")[0]] for system, path in runs.items()}
+    scifact, cmrc = store.list_datasets().sort_values("created_at")["id"]  # both are named qrels: SciFact came first
+    store.rename_dataset(scifact, "SciFact_test & co")  # LaTeX specials, escaped in the table
+    store.rename_dataset(cmrc, "CMRC 2018 #zh")
+    return url, printed
+
+
+def test_the_leaderboard_equals_the_means_eval_prints(two_systems):
+    url, printed = two_systems
+    code, out, err = run_cli(
+        "leaderboard", "--store", url, "-m", "ndcg@10", "--system-tag", "system", "--format", "json"
+    )
+    assert code == 0, err
+    board = json.loads(out)
+    names = [d["name"] for d in board["datasets"]]
+    assert len(names) == 2
+    rows = {r["system"]: r for r in board["rows"]}
+    assert set(rows) == {"BM25", "dense_MiniLM"}
+    for label, column in zip(("scifact", "cmrc"), names):
+        for system, value in printed[label].items():
+            assert round(rows[system][column], 4) == value  # eval prints 4 decimals
+    for row in rows.values():
+        assert row["mean"] == pytest.approx(sum(row[c] for c in names) / 2, abs=1e-12)
+        assert row["mean_rank"] == pytest.approx(sum(row[f"{c} rank"] for c in names) / 2)
+    # SciFact: BM25 0.6791 vs dense 0.6451 (p 0.064, t test): not significantly apart, so dense is marked
+    assert {(t["dataset"], t["system"], t["significant"]) for t in board["tests"]} >= {
+        (names[0], "dense_MiniLM", False)
+    }
+
+
+def test_the_latex_leaderboard_is_a_valid_tabular_equal_to_the_checked_in_file(two_systems):
+    url, _ = two_systems
+    code, latex, err = run_cli("leaderboard", "--store", url, "-m", "ndcg@10", "--format", "latex")
+    assert code == 0, err
+    assert latex == EXPECTED_LATEX.read_text(encoding="utf-8")
+    body = latex.split("\\begin{tabular}{", 1)[1].split("\\end{tabular}", 1)[0]
+    spec, rows = body.split("}", 1)
+    columns = len(spec)
+    lines = [line for line in rows.strip().splitlines() if not line.startswith("\\") or "&" in line]
+    assert len(lines) == 3  # the header and two systems
+    for line in lines:
+        assert line.endswith(" \\\\") and line.count(" & ") == columns - 1
+        unescaped = re.sub(r"\\[&%$#_{}]|\$\^\\dagger\$|\\textbackslash\{\}", "", line[:-3])
+        assert not re.search(r"(?<!\\)[&%#_{}]", unescaped.replace(" & ", " "))  # every special escaped
+    assert "SciFact\\_test \\& co" in latex and "CMRC 2018 \\#zh" in latex and "dense\\_MiniLM" in latex
+    code, markdown, _ = run_cli("leaderboard", "--store", url, "--format", "markdown")
+    assert code == 0 and markdown.startswith("| system |")
+    code, csv_text, _ = run_cli("leaderboard", "--store", url, "--format", "csv")
+    assert code == 0 and "tied with best" in csv_text.splitlines()[0]
