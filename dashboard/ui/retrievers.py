@@ -24,6 +24,7 @@ from dashboard.ui import cache, settings
 from ragmetrics.errors import RagMetricsError
 from ragmetrics.fusion import fuse
 from ragmetrics.retrieve import retrieve
+from ragmetrics.runmeta import retriever_tags
 
 BM25 = "BM25 (built in, over the dataset's corpus)"
 BM25_SPEC = "bm25"
@@ -101,7 +102,8 @@ def finish_job(workspace: Workspace, dataset: DatasetEntry) -> tuple[RetrievalJo
     if result is None:
         return job, None, False
     known = workspace.stored_run(dataset.id, result.run) is not None
-    entry = cache.add_run(workspace, dataset, result.run, source=SOURCE_PREFIX + job.label)
+    tags = {**retriever_tags(result.metadata), "retriever.label": job.label}
+    entry = cache.add_run(workspace, dataset, result.run, source=SOURCE_PREFIX + job.label, tags=tags)
     return job, entry, known
 
 
@@ -116,4 +118,5 @@ def try_hybrid(workspace: Workspace, dataset: DatasetEntry, run: RunEntry) -> Ru
     if lexical.failed:
         raise RagMetricsError(f"BM25 failed on {len(lexical.failed)} queries: {lexical.failed[0]}")
     fused = fuse([run.run, lexical.run], method="rrf", k=60, name=f"{run.name} + BM25 (RRF)")
-    return cache.add_run(workspace, dataset, fused, source=f"fusion: {run.name} + built-in BM25 (RRF, k=60)")
+    tags = {"fusion": "rrf", "fusion.k": "60", "fusion.of": f"{run.name} + built-in BM25 (top {HYBRID_K})"}
+    return cache.add_run(workspace, dataset, fused, source=f"fusion: {run.name} + built-in BM25 (RRF, k=60)", tags=tags)

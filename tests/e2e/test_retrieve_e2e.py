@@ -74,6 +74,10 @@ def test_a_registered_retriever_runs_from_the_page_with_progress_and_cancel(page
     runs = store.list_runs(ds)
     stored_id = runs.loc[runs["name"] == "stub-bm25", "id"].item()
     assert round(align(sample.dataset, store.get_run(stored_id)).mean("ndcg@10"), 4) == 0.6791  # the file's
+    tags = store.tags(stored_id)  # the retriever's metadata, which Workspace and Compare show; tags belong to the
+    # content, so the second retrieval (top_k = 200, the same rows) updated them
+    assert tags["retriever.label"] == "slow stub BM25" and tags["top_k"] == "200" and tags["errors"] == "0"
+    assert float(tags["latency.p50_ms"]) >= 250  # the stub sleeps 0.25 s per call
 
 
 def test_try_hybrid_on_the_dense_run_opens_compare_with_its_significance(page: Page, tmp_path: Path) -> None:
