@@ -35,7 +35,7 @@ pytestmark = pytest.mark.e2e
 
 PASSWORD = "e2e shared pass phrase"
 # what a signed-in page shows (checked present after sign-in, so their absence before it means something)
-PAGE_PARTS = ("stDataFrame", "stSelectbox", "stMultiSelect", "stSlider", "stCode", "stPlotlyChart")
+PAGE_PARTS = ("stDataFrame", "stSelectbox", "stMultiSelect", "stNumberInput", "stCode", "stPlotlyChart")
 SLOW = 3 * TIMEOUT  # the first run of a page after sign-in opens the store (2 cores, other browser tests alongside)
 
 
