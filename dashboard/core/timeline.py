@@ -7,8 +7,8 @@ before and the baseline, with a link that opens Compare on that step (the previo
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -109,15 +109,30 @@ def timeline_figure(line: Timeline, label: str) -> go.Figure:
     return fig
 
 
+def step_view(line: Timeline, view: ViewState, step: int) -> ViewState | None:
+    """The Compare view of step ``step`` (1-based): its run against the one before it; None for the first step or
+    one the timeline does not have."""
+    ids = list(line.frame["run_id"])
+    if not 1 < step <= len(ids):
+        return None
+    before, after = ids[step - 2], ids[step - 1]
+    return view.with_(page="compare", runs=(before, after), baseline=before, focus_run=after, query=None)
+
+
 def step_links(line: Timeline, view: ViewState) -> list[str]:
     """Per step, the ``compare?...`` link (relative to the app's root) of that run against the one before it
     ("" for the first)."""
-    ids = list(line.frame["run_id"])
-    links = [""]
-    for before, after in itertools.pairwise(ids):
-        state = view.with_(page="compare", runs=(before, after), baseline=before, focus_run=after, query=None)
-        links.append(share_query(state))
-    return links[: len(ids)]
+    views = [step_view(line, view, step) for step in range(1, len(line.frame) + 1)]
+    return ["" if state is None else share_query(state) for state in views]
+
+
+def clicked_step(points: Sequence[Mapping[str, Any]]) -> int | None:
+    """The step of the first clicked point of :func:`timeline_figure` (its x label starts with the step)."""
+    for point in points:
+        head = str(point.get("x", "")).split(" · ", 1)[0]
+        if head.isdigit():
+            return int(head)
+    return None
 
 
 def timeline_table(line: Timeline, links: Sequence[str] = (), tags: Sequence[str] = ()) -> pd.DataFrame:

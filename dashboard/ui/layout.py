@@ -281,10 +281,15 @@ PLOTLY_CONFIG: dict[str, Any] = {
 }
 
 
-def show_figure(fig: go.Figure, *, key: str, filename: str) -> None:
-    """The one place charts are drawn; the camera button in the chart's toolbar saves a PNG."""
+def show_figure(fig: go.Figure, *, key: str, filename: str, clickable: bool = False) -> list[dict[str, Any]]:
+    """The one place charts are drawn; the camera button in the chart's toolbar saves a PNG. ``clickable``: a
+    click on a point reruns the page, and the clicked points are returned (else [])."""
     config = {**PLOTLY_CONFIG, "toImageButtonOptions": {"format": "png", "filename": filename, "scale": 2}}
-    st.plotly_chart(fig, key=key, config=config, theme="streamlit")
+    if not clickable:
+        st.plotly_chart(fig, key=key, config=config, theme="streamlit")
+        return []
+    event = st.plotly_chart(fig, key=key, config=config, theme="streamlit", on_select="rerun", selection_mode="points")
+    return list(event.selection.points) if event is not None else []
 
 
 def show_verdict(text: str | None) -> None:

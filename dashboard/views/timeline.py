@@ -1,6 +1,7 @@
 """Timeline: the selected dataset's stored runs in time (their ``date`` tag) or another tag's order, the sidebar's
 metric with its 95% CI per run, each step's paired test against the run before (and against a pinned baseline),
-and the first significant drop flagged; a tag filter (branch, system...). Each step's link opens Compare on it.
+and the first significant drop flagged; a tag filter (branch, system...). A click on a step's point, or its link,
+opens Compare on it.
 The numbers are :func:`ragmetrics.history.timeline`'s, as ``ragmetrics history`` prints them.
 
 Reads ``ds, m, k, by, where, base, t, a`` (see ``ragmetrics.share.PARAM_KEYS``); a pinned baseline is also
@@ -88,9 +89,17 @@ if page.dataset is not None:
                     f"No significant drop of {title(spec)} over {len(line.frame)} run(s).",
                     icon=":material/check_circle:",
                 )
-            layout.show_figure(
-                tl.timeline_figure(line, title(spec)), key="timeline.figure", filename=f"timeline-{spec}"
+            clicked = layout.show_figure(
+                tl.timeline_figure(line, title(spec)),
+                key="timeline.figure",
+                filename=f"timeline-{spec}",
+                clickable=True,
             )
+            step = tl.clicked_step(clicked)
+            compare = None if step is None else tl.step_view(line, view, step)
+            if compare is not None:  # a click on a point opens Compare for that step
+                state.write_view_state(compare, reseed=True)
+                st.switch_page("views/compare.py")
             shown = [k for k in ("branch", "system", "commit") if any(k in t for t in line.tags.values())]
             table = tl.timeline_table(line, links, shown)
             layout.show_table(

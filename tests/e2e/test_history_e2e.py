@@ -93,8 +93,31 @@ def test_the_timeline_flags_the_drop_and_its_share_link_reopens_it(browser: Brow
         wait_for_app(compare)
         expect(compare.get_by_role("heading", name="Compare runs", level=1)).to_be_visible(timeout=TIMEOUT)
         assert _choice(compare, "compare.baseline") == "bm25-v4" and _choice(compare, "compare.run") == "bm25-v5"
+        # a click on the drop's point in the chart opens the same step in Compare
+        _click_point(other, f"{DROP_VERSION} · {DATES[DROP_VERSION - 1]}")
+        expect(other.get_by_role("heading", name="Compare runs", level=1)).to_be_visible(timeout=TIMEOUT)
+        wait_for_app(other)
+        assert _choice(other, "compare.baseline") == "bm25-v4" and _choice(other, "compare.run") == "bm25-v5"
     finally:
         fresh.close()
+
+
+def _click_point(page: Page, x: str) -> None:
+    """Click the timeline chart's mean point whose x label is ``x`` (its pixel position from plotly's axes)."""
+    wait_for_app(page)
+    page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
+    where = page.evaluate(
+        """(x) => {
+            const gd = document.querySelector('.js-plotly-plot');
+            const trace = gd._fullData.find(t => t.name === 'mean');
+            const i = trace.x.indexOf(x);
+            const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, box = gd.getBoundingClientRect();
+            return {x: box.left + xa._offset + xa.d2p(x), y: box.top + ya._offset + ya.d2p(trace.y[i])};
+        }""",
+        x,
+    )
+    page.mouse.move(where["x"], where["y"])
+    page.mouse.click(where["x"], where["y"])
 
 
 def test_the_leaderboard_share_link_keeps_its_system_tag(browser: Browser, history_server) -> None:
