@@ -54,14 +54,15 @@ def test_hard_case_skip_missing(spark, hard):
 
 def test_scifact_files(spark):
     expected = reference(SCIFACT / "qrels.tsv", SCIFACT / "bm25-stem.trec.gz")
-    for buckets in (2, 16):
+    for buckets in BUCKETS:
         assert_same(_files(spark, SCIFACT / "qrels.tsv", SCIFACT / "bm25-stem.trec.gz", buckets), expected)
 
 
 @pytest.mark.parametrize(("qrels_file", "run_file"), CONFORMANCE)
 def test_conformance_files(spark, qrels_file, run_file):
     expected = reference(TREC / qrels_file, TREC / run_file)
-    assert_same(_files(spark, TREC / qrels_file, TREC / run_file, 7), expected)
+    for buckets in BUCKETS:
+        assert_same(_files(spark, TREC / qrels_file, TREC / run_file, buckets), expected)
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
