@@ -284,3 +284,17 @@ def test_unjudged_documents_are_never_relevant_whatever_the_level(rel_level):
         assert per_query.at[qid, "recall@3"] == pytest.approx(
             sum(hits[:3]) / len(relevant[qid]) if relevant[qid] else 0.0
         )
+
+
+def test_a_dataset_without_queries_aligns_every_run_query_as_unknown() -> None:
+    import pandas as pd
+
+    from ragmetrics import align
+    from ragmetrics.model import Dataset, Run
+
+    empty = pd.DataFrame({"query_id": pd.Series([], dtype=str), "doc_id": pd.Series([], dtype=str),
+                          "relevance": pd.Series([], dtype=int)})  # fmt: skip
+    run = Run.from_frame(pd.DataFrame({"query_id": ["q1", "q2"], "doc_id": ["d1", "d2"], "score": [1.0, 0.5]}))
+    alignment = align(Dataset.from_frames(empty), run)
+    assert alignment.coverage.not_in_dataset == ["q1", "q2"] and alignment.coverage.queries_evaluated == 0
+    assert alignment.health.no_overlap and len(alignment.value("ndcg@10")) == 0

@@ -347,7 +347,8 @@ def align(
     n_queries = len(query_ids)
     coverage.queries_evaluated = n_queries
 
-    eval_of_unique = np.where(unknown, -1, eval_of_query[np.maximum(unique_rows, 0)])
+    lookup = np.append(eval_of_query, -1)  # the last slot stands for a query the dataset does not have
+    eval_of_unique = lookup[np.where(unknown, len(eval_of_query), unique_rows)]
     q = eval_of_unique[query_codes]
     score = to_numpy(table.column("score"))
     if conventions.score_precision == "float32":
