@@ -553,8 +553,11 @@ class Store:
         parent = self.get_dataset(dataset)
         labels = pending.rename(columns={"label": "relevance"})[["query_id", "doc_id", "relevance"]]
         merged = merge(parent, labels, override=True).dataset
-        number = 1 + len(self.versions(dataset))
-        child = dataclasses.replace(merged, name=f"{parent.name} (+{len(labels)} labels, v{number})")
+        root = self.lineage(dataset)[-1]
+        names = self.list_datasets().set_index("id")["name"]
+        number = 1 + self._versions_below(root)  # numbered across the lineage: a version of a version is v2, v3...
+        label = "label" if len(labels) == 1 else "labels"
+        child = dataclasses.replace(merged, name=f"{names.get(root, parent.name)} (+{len(labels)} {label}, v{number})")
         ident = self.put_dataset(child, source=f"labels on {dataset}")
         now = time.time()
         with self.engine.begin() as conn:
@@ -586,6 +589,15 @@ class Store:
         with self.engine.connect() as conn:
             return pd.DataFrame(conn.execute(query.order_by(t.c.created_at)).mappings().all(),
                                 columns=["id", "parent", "author", "created_at", "n_labels"])  # fmt: skip
+
+    def _versions_below(self, root: str) -> int:
+        """How many qrels versions descend from ``root`` (children, their children, ...)."""
+        count, todo = 0, [root]
+        while todo:
+            children = self.versions(todo.pop())["id"].tolist()
+            count += len(children)
+            todo += children
+        return count
 
     def lineage(self, dataset: str) -> list[str]:
         """``dataset`` and its ancestors, itself first (a dataset that is no version has only itself)."""

@@ -54,6 +54,13 @@ def test_labels_survive_a_new_process_and_become_a_version_with_the_parents_runs
     ]
     assert rm.evaluate(child, run, ["judged@1"])["run"].means["judged@1"] == 1.0
 
+    # a version of a version: named from the original and numbered across the lineage, not nested
+    assert reopened.list_datasets().set_index("id").loc[version, "name"] == "faq (+2 labels, v1)"
+    reopened.add_label(version, "q2", "d9", 1, author="ana")
+    grandchild = reopened.commit_labels(version, author="ana")
+    assert grandchild is not None and reopened.lineage(grandchild) == [grandchild, version, parent]
+    assert reopened.list_datasets().set_index("id").loc[grandchild, "name"] == "faq (+1 label, v2)"
+
 
 def test_diff_names_changed_and_removed_judgments():
     a = rm.Dataset.from_dict({"q1": {"d1": 1, "d2": 0}})
