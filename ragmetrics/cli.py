@@ -409,12 +409,20 @@ def cmd_diagnose(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ragmetrics.per_query import read_per_query
     from ragmetrics.runmeta import parse_tags, read_sidecar, retriever_tags
     from ragmetrics.share import share_link
     from ragmetrics.store import Store
 
+    if not args.run and not args.per_query:
+        raise RagMetricsError("give a --run or a --per-query file to push")
+    args.run = args.run or []
     given = parse_tags(args.meta or [])
     dataset, runs = _load_inputs(args, args.run)
+    results = [
+        read_per_query(path, dataset, name=Path(path).name.removesuffix(".parquet"), filename=path)
+        for path in args.per_query or []
+    ]
     tags = []
     for path in args.run:  # the metadata ragmetrics retrieve wrote beside the run, then --meta (which wins)
         found = read_sidecar(path)
@@ -426,12 +434,18 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         store.put_run(run, dataset_id, source=Path(path).name, tags=meta)
         for run, path, meta in zip(runs, args.run, tags)
     ]
+    result_ids = [store.put_results(dataset_id, r, source=Path(p).name) for r, p in zip(results, args.per_query or [])]
     base = args.base_url or os.environ.get("RAGMETRICS_BASE_URL", "http://localhost:8501")
     out.write(share_link(base, dataset=dataset_id, runs=run_ids) + "\n")
     tagged = sum(bool(t) for t in tags)
     err.write(
         f"ragmetrics: stored dataset {dataset_id} and {len(run_ids)} run(s) ({', '.join(run_ids)}) in {store.kind} store"
         + (f"; {tagged} with metadata" if tagged else "")
+        + (
+            f"; {len(result_ids)} per-query result(s) without rankings ({', '.join(result_ids)}), shown on the Overview"
+            if result_ids
+            else ""
+        )
         + "\n"
     )
     return 0
@@ -791,7 +805,14 @@ def _add_store_option(p: argparse.ArgumentParser) -> None:
 
 def _push_parser(p: argparse.ArgumentParser) -> None:
     _add_data_options(p)
-    p.add_argument("--run", action="append", required=True, help="a run file; repeatable")
+    p.add_argument("--run", action="append", help="a run file; repeatable")
+    p.add_argument(
+        "--per-query",
+        action="append",
+        metavar="PARQUET",
+        help="per-query values of a run too large to upload (ragmetrics eval --per-query-out): stored without "
+        "rankings, so the dashboard shows their means and intervals; repeatable",
+    )
     p.add_argument(
         "--meta",
         action="append",

@@ -26,7 +26,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -39,6 +39,9 @@ from ragmetrics.errors import RagMetricsError
 from ragmetrics.ids import dictionary_codes, id_text_problem, string_fingerprints
 from ragmetrics.model import Dataset, Run
 from ragmetrics.share import ID_PATTERN
+
+if TYPE_CHECKING:
+    from ragmetrics.per_query import PerQueryResults
 
 _LOG = logging.getLogger(__name__)
 HASH_VERSION = b"ragmetrics-content-v2"
@@ -113,6 +116,20 @@ tags_table = sa.Table(
 )
 """A run's metadata (:mod:`ragmetrics.runmeta`): key-value tags per run content id. A store made before it gets
 the (empty) table when it is opened."""
+results_table = sa.Table(
+    "per_query_results",
+    metadata,
+    sa.Column("id", sa.String(16), primary_key=True),
+    sa.Column("dataset_id", sa.String(16), nullable=False, index=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("metrics", sa.Text, nullable=False),  # comma-separated, as the registry names them
+    sa.Column("n_queries", sa.Integer, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("source", sa.Text, nullable=False, server_default=""),
+    sa.Column("payload", sa.LargeBinary, nullable=False),
+)
+"""Per-query values of a run too large to upload, without its rankings (:mod:`ragmetrics.per_query`). A store made
+before it gets the (empty) table when it is opened."""
 views_table = sa.Table(
     "views",
     metadata,
@@ -672,6 +689,51 @@ class Store:
         query = sa.select(*(self._column(t, n) for n in names)).order_by(t.c.created_at.desc())
         with self.engine.connect() as conn:
             return pd.DataFrame(conn.execute(query).mappings().all(), columns=names)
+
+    # --- per-query results without rankings ----------------------------------------------
+
+    def put_results(self, dataset: str, results: PerQueryResults, *, source: str = "") -> str:
+        """Store per-query results on ``dataset`` (idempotent: a stored copy keeps its name); return their id."""
+        from ragmetrics.per_query import results_id, results_parquet
+
+        check_id(dataset, "dataset")
+        ident = results_id(dataset, results)
+        row = {
+            "id": ident,
+            "dataset_id": dataset,
+            "name": checked_text(results.name.strip() or "results", "a name", MAX_NAME_BYTES),
+            "metrics": ",".join(results.metrics),
+            "n_queries": len(results),
+            "created_at": time.time(),
+            "source": source,
+            "payload": results_parquet(results),
+        }
+        with self.engine.begin() as conn:
+            conn.execute(self._insert(results_table).values(**row).on_conflict_do_nothing(index_elements=["id"]))
+        return ident
+
+    def list_results(self, dataset: str) -> pd.DataFrame:
+        """The per-query results stored on ``dataset``, oldest first: id, name, metrics, n_queries, created_at,
+        source."""
+        t = results_table
+        names = ["id", "name", "metrics", "n_queries", "created_at", "source"]
+        query = sa.select(*(t.c[n] for n in names)).where(t.c.dataset_id == check_id(dataset, "dataset"))
+        with self.engine.connect() as conn:
+            return pd.DataFrame(conn.execute(query.order_by(t.c.created_at)).mappings().all(), columns=names)
+
+    def get_results(self, ident: str) -> PerQueryResults:
+        from ragmetrics.per_query import results_from_parquet
+
+        t = results_table
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(t.c.name, t.c.payload).where(t.c.id == check_id(ident, "results"))).first()
+        if row is None:
+            raise StoreKeyError(f"results {ident} are not in this store")
+        return results_from_parquet(bytes(row.payload), row.name)
+
+    def delete_results(self, ident: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(sa.delete(results_table).where(results_table.c.id == check_id(ident, "results")))
 
     def list_runs(self, dataset: str | None = None) -> pd.DataFrame:
         """Stored runs (of ``dataset`` if given), oldest link first: id, name, n_queries, n_rows, size_bytes, created_at, source."""

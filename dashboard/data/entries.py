@@ -10,8 +10,9 @@ from datetime import datetime, timezone
 import sqlalchemy as sa
 
 from ragmetrics.model import Dataset, Run
+from ragmetrics.per_query import PerQueryResults
 
-__all__ = ["DatasetEntry", "RunEntry", "VersionInfo", "human_size", "safe_url", "utc", "when"]
+__all__ = ["DatasetEntry", "ResultsEntry", "RunEntry", "VersionInfo", "human_size", "safe_url", "utc", "when"]
 
 
 def utc(timestamp: float) -> datetime:
@@ -128,6 +129,23 @@ def human_size(n: int) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{n} B"
+
+
+@dataclass(frozen=True, eq=False)
+class ResultsEntry:
+    """Per-query results stored without their rankings (:mod:`ragmetrics.per_query`); ``results`` loads them."""
+
+    id: str
+    name: str
+    metrics: tuple[str, ...]
+    n_queries: int
+    source: str
+    added: datetime
+    loader: Callable[[str], PerQueryResults]
+
+    @property
+    def results(self) -> PerQueryResults:
+        return self.loader(self.id)
 
 
 def when(moment: datetime) -> str:

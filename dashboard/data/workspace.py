@@ -28,11 +28,12 @@ from typing import Any
 import pandas as pd
 
 from dashboard.data.bounded import ByteLRU, no_user
-from dashboard.data.entries import DatasetEntry, RunEntry, VersionInfo, human_size, safe_url, utc, when
+from dashboard.data.entries import DatasetEntry, ResultsEntry, RunEntry, VersionInfo, human_size, safe_url, utc, when
 from ragmetrics import store as store_mod
 from ragmetrics.errors import RagMetricsError
 from ragmetrics.history import StoredRun
 from ragmetrics.model import Dataset, Run
+from ragmetrics.per_query import PerQueryResults
 from ragmetrics.share import is_id
 from ragmetrics.store import Store, StoreKeyError
 
@@ -73,7 +74,7 @@ class Workspace:
     ) -> None:
         self.store = store if store is not None else Store("sqlite://")
         self._lock = threading.RLock()
-        self.objects: ByteLRU[str, Dataset | Run] = ByteLRU(cache_bytes, user=user)
+        self.objects: ByteLRU[str, Dataset | Run | PerQueryResults] = ByteLRU(cache_bytes, user=user)
         self._entries: dict[tuple[str, ...], DatasetEntry | RunEntry] = {}
         self._datasets_at = -1.0
         self._datasets: list[DatasetEntry] = []
@@ -290,6 +291,41 @@ class Workspace:
         entry = self.run(dataset_ident, ident)
         assert entry is not None
         return entry
+
+    def results(self, dataset_ident: str | None) -> list[ResultsEntry]:
+        """Per-query results stored on a dataset without their rankings (``ragmetrics push --per-query``)."""
+        if not dataset_ident or not is_id(dataset_ident):
+            return []
+        return [
+            ResultsEntry(
+                row.id,
+                row.name,
+                tuple(str(row.metrics).split(",")),
+                int(row.n_queries),
+                row.source,
+                utc(row.created_at),
+                self._load_results,
+            )
+            for row in self.store.list_results(dataset_ident).itertuples(index=False)
+        ]
+
+    def results_table(self, dataset_ident: str) -> pd.DataFrame:
+        """``name, id, metrics, queries, added, source`` per stored results of a dataset."""
+        rows = [
+            {"name": r.name, "id": r.id, "metrics": ", ".join(r.metrics), "queries": r.n_queries,
+             "added": when(r.added), "source": r.source}
+            for r in self.results(dataset_ident)
+        ]  # fmt: skip
+        return pd.DataFrame(rows, columns=["name", "id", "metrics", "queries", "added", "source"])
+
+    def _load_results(self, ident: str) -> PerQueryResults:
+        loaded = self.objects.get_or_make("results:" + ident, lambda: self.store.get_results(ident))
+        assert isinstance(loaded, PerQueryResults)
+        return loaded
+
+    def delete_results(self, ident: str) -> None:
+        self.store.delete_results(ident)
+        self.objects.pop("results:" + ident)
 
     def stored_run(self, dataset_ident: str, run: Run) -> RunEntry | None:
         """The stored run of this dataset with ``run``'s content (whatever its name), or None."""

@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 import pyarrow.compute as pc
 import streamlit as st
 
+from dashboard.core import results_only
 from dashboard.core.queries import dataset_summary, group_values
 from dashboard.core.specs import K_MAX
 from dashboard.core.text import HIGHLIGHT_LEGEND, md_escape
@@ -81,7 +82,9 @@ def open_workspace(title: str) -> Workspace:
         raise  # st.stop() raises; this keeps type checkers calm
 
 
-def page_setup(page: str, title: str, *, needs_runs: bool = True, health_banner: bool = True) -> Page:
+def page_setup(
+    page: str, title: str, *, needs_runs: bool = True, health_banner: bool = True, shows_results: bool = False
+) -> Page:
     """Read the view, render the title and the sidebar, align the selected runs (cached). A selected run whose ids
     do not meet the qrels gets a red banner saying why (``health_banner``; the upload page shows it in its report)."""
     start = state.read_view_state(page)
@@ -127,6 +130,10 @@ def page_setup(page: str, title: str, *, needs_runs: bool = True, health_banner:
         empty_state()
     else:
         _caption(dataset, runs, view)
+        if needs_runs and not shows_results:  # a page that needs rankings: say which runs it cannot show
+            stored = workspace.results(dataset.id)
+            if stored:
+                st.caption(md_escape(results_only.not_shown_note([r.name for r in stored])))
         if needs_runs and not runs:
             st.warning(
                 "Pick at least one run in the sidebar, or upload runs on the Upload page.", icon=":material/arrow_back:"
@@ -144,6 +151,25 @@ def page_setup(page: str, title: str, *, needs_runs: bool = True, health_banner:
             if health_banner and selection.alignments:
                 no_overlap_banner(selection)
     return Page(view, workspace, dataset, runs, selection, fresh)
+
+
+def show_results_only(page: Page) -> None:
+    """The dataset's runs stored as per-query results only: their means and 95% intervals (Overview)."""
+    stored = page.workspace.results(page.dataset.id) if page.dataset is not None else []
+    if not stored:
+        return
+    st.subheader("Per-query results without rankings")
+    st.caption(
+        "Runs too large to upload, pushed as per-query values (ragmetrics push --per-query): their means and 95% "
+        "bootstrap intervals. Curves, breakdowns, missed queries, diagnosis, judging and comparisons need the "
+        "rankings, so those pages leave them out."
+    )
+    show_table(
+        results_only.results_frame([r.results for r in stored]),
+        key="overview.results_only",
+        filename="per-query-results.csv",
+        column_config={c: st.column_config.NumberColumn(c, format="%.4f") for c in ("mean", "ci_low", "ci_high")},
+    )
 
 
 def no_overlap_banner(selection: cache.Selection) -> None:

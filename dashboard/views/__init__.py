@@ -77,6 +77,7 @@ VIEWS: tuple[View, ...] = (
             "workspace.rename.": "inputs of a rename; the new name is stored",
             "workspace.run": "the run a rename or delete acts on",
             "workspace.diff.": "the two qrels versions diffed: a link names one version (its dataset id)",
+            "workspace.results.": "the per-query results a delete acts on",
         },
     ),
     View("metrics", "views/metrics.py", "Metric definitions", ":material/functions:", "Reference"),

@@ -15,7 +15,7 @@ from dashboard.core.queries import dataset_summary
 from dashboard.core.specs import metric_spec, title
 from dashboard.ui import cache, layout, widgets
 
-page = layout.page_setup("overview", "Overview")
+page = layout.page_setup("overview", "Overview", shows_results=True)
 view = page.state
 
 if page.alignments and page.dataset is not None:
@@ -159,4 +159,5 @@ if page.alignments and page.dataset is not None:
         key="overview.report.md",
     )
 
+layout.show_results_only(page)
 layout.finish(page, view)

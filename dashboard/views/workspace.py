@@ -330,4 +330,20 @@ else:
                 state.ask("delete-run", run.id)
                 st.rerun()
 
+    stored = workspace.results(dataset.id)
+    if stored:
+        st.subheader("Per-query results without rankings")
+        st.caption("Pushed with ragmetrics push --per-query; the Overview shows their means and intervals.")
+        layout.show_table(
+            workspace.results_table(dataset.id), key="workspace.results", filename=f"results-{dataset.name}.csv"
+        )
+        labels = {r.id: r.name for r in stored}
+        gone = st.selectbox(
+            "Results to delete", list(labels), format_func=lambda i: labels.get(i, i), key="workspace.results.pick"
+        )
+        if gone and st.button("Delete these results", key="workspace.results.delete", icon=":material/delete:"):
+            workspace.delete_results(gone)
+            state.flash(f"Deleted the per-query results “{labels[gone]}”.")
+            st.rerun()
+
 layout.finish(page, view)
