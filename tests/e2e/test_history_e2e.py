@@ -58,6 +58,37 @@ def _drop_points(page: Page) -> list[object]:
     return chart.evaluate("g => g.data.filter(t => t.name === 'significant drop').map(t => Array.from(t.x))")
 
 
+def test_a_runs_metadata_is_edited_on_the_workspace_page(browser: Browser, history_server) -> None:
+    server, ids = history_server
+    store = ids["store"]
+    assert store.tags(ids["dense"])["date"] == "2024-12-01"
+    context = browser.new_context(viewport={"width": 1500, "height": 1100})
+    try:
+        page = context.new_page()
+        _open(page, f"{server.base}/workspace?ds={ids['dataset']}", "Workspace")
+        _pick(page, "workspace.run", "dense-all-minilm-l6-v2")
+        editor = page.locator(f"[class*='st-key-workspace-tags-{ids['dense']}']").get_by_test_id("stDataFrame")
+        expect(editor).to_be_visible(timeout=TIMEOUT)
+        editor.scroll_into_view_if_needed()
+        box = editor.bounding_box()
+        assert box is not None
+        header = row_height = 35  # rows are ordered by key: branch, date, system
+        wait_for_app(page)
+        editor.dblclick(position={"x": box["width"] * 0.7, "y": header + 1 * row_height + row_height / 2})
+        cell = page.locator("#portal textarea").first  # the cell's editor: filled and committed on the element itself
+        expect(cell).to_be_visible(timeout=TIMEOUT)
+        cell.fill("2024-12-02")
+        cell.press("Enter")
+        expect(page.get_by_text("Unsaved changes")).to_be_visible(timeout=TIMEOUT)  # the server has the edit
+        wait_for_app(page)
+        page.get_by_role("button", name="Save metadata").click()
+        wait_for_app(page)
+        expect(page.get_by_text("Saved 3 tag(s) of run")).to_be_visible(timeout=TIMEOUT)
+        assert store.tags(ids["dense"]) == {"branch": "dense-try", "date": "2024-12-02", "system": "dense"}
+    finally:
+        context.close()
+
+
 def test_the_timeline_flags_the_drop_and_its_share_link_reopens_it(browser: Browser, history_server) -> None:
     server, ids = history_server
     line = ids["line"]
@@ -135,38 +166,5 @@ def test_the_leaderboard_share_link_keeps_its_system_tag(browser: Browser, histo
         assert _choice(other, "leaderboard.system") == "branch"
         expect(other.get_by_text("2 system(s) on 1 dataset(s)")).to_be_visible(timeout=TIMEOUT)
         other.context.close()
-    finally:
-        context.close()
-
-
-def test_a_runs_metadata_is_edited_on_the_workspace_page(browser: Browser, history_server) -> None:
-    server, ids = history_server
-    store = ids["store"]
-    assert store.tags(ids["dense"])["date"] == "2024-12-01"
-    context = browser.new_context(viewport={"width": 1500, "height": 1100})
-    try:
-        page = context.new_page()
-        _open(page, f"{server.base}/workspace?ds={ids['dataset']}", "Workspace")
-        _pick(page, "workspace.run", "dense-all-minilm-l6-v2")
-        editor = page.locator(f"[class*='st-key-workspace-tags-{ids['dense']}']").get_by_test_id("stDataFrame")
-        expect(editor).to_be_visible(timeout=TIMEOUT)
-        editor.scroll_into_view_if_needed()
-        box = editor.bounding_box()
-        assert box is not None
-        header = row_height = 35  # rows are ordered by key: branch, date, system
-        wait_for_app(page)
-        editor.dblclick(position={"x": box["width"] * 0.7, "y": header + 1 * row_height + row_height / 2})
-        expect(
-            page.get_by_test_id("stDataFrameGlideDataEditorOverlay").or_(page.locator("#portal textarea")).first
-        ).to_be_visible(timeout=TIMEOUT)
-        page.keyboard.press("Control+A")
-        page.keyboard.type("2024-12-02")
-        page.keyboard.press("Enter")
-        expect(page.get_by_text("Unsaved changes")).to_be_visible(timeout=TIMEOUT)  # the server has the edit
-        wait_for_app(page)
-        page.get_by_role("button", name="Save metadata").click()
-        wait_for_app(page)
-        expect(page.get_by_text("Saved 3 tag(s) of run")).to_be_visible(timeout=TIMEOUT)
-        assert store.tags(ids["dense"]) == {"branch": "dense-try", "date": "2024-12-02", "system": "dense"}
     finally:
         context.close()
