@@ -110,3 +110,21 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path):
+    """A store URL for each backend: a SQLite file, or a fresh PostgreSQL database per test (independent tests)."""
+    import uuid
+
+    import sqlalchemy as sa
+
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.sqlite'}"
+    base = request.getfixturevalue("postgres_url")
+    name = "t" + uuid.uuid4().hex[:12]
+    engine = sa.create_engine(base, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    engine.dispose()
+    return base.rsplit("/", 1)[0] + "/" + name

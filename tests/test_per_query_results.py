@@ -4,13 +4,11 @@ files refused with the reason."""
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-import sqlalchemy as sa
 
 from ragmetrics import align
 from ragmetrics.cli import main
@@ -21,19 +19,6 @@ from ragmetrics.store import Store
 
 SCIFACT = Path(__file__).resolve().parent / "data" / "scifact"
 QRELS, RUN = SCIFACT / "qrels.tsv", SCIFACT / "bm25-stem.trec.gz"
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'store.sqlite'}"
-    base = request.getfixturevalue("postgres_url")
-    name = "t" + uuid.uuid4().hex[:12]
-    engine = sa.create_engine(base, isolation_level="AUTOCOMMIT")
-    with engine.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    engine.dispose()
-    return base.rsplit("/", 1)[0] + "/" + name
 
 
 def test_pushed_per_query_results_hold_the_in_process_values(tmp_path, store_url, capsys) -> None:

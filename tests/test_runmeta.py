@@ -17,7 +17,6 @@ from ragmetrics.errors import RagMetricsError
 from ragmetrics.io import load_dataset, load_run
 from ragmetrics.runmeta import ir_metadata, parse_tag_lines, parse_tags, retriever_tags
 from ragmetrics.store import Store, StoreKeyError
-from tests.test_store import store_url  # noqa: F401  (the SQLite and PostgreSQL fixture)
 
 SCIFACT = Path(__file__).parent / "data" / "scifact"
 MINI = Path(__file__).parent / "data" / "io" / "scifact-mini"
@@ -35,7 +34,7 @@ def scifact():
     )
 
 
-def test_tags_are_kept_per_run_updated_removed_and_deleted_with_it(store_url, scifact):  # noqa: F811
+def test_tags_are_kept_per_run_updated_removed_and_deleted_with_it(store_url, scifact):
     dataset, run = scifact
     store = Store(store_url)
     ds = store.put_dataset(dataset)
@@ -61,7 +60,7 @@ def test_tags_are_kept_per_run_updated_removed_and_deleted_with_it(store_url, sc
     assert store.tags_of() == {}
 
 
-def test_an_older_store_without_the_tags_table_opens_with_its_data(store_url, scifact):  # noqa: F811
+def test_an_older_store_without_the_tags_table_opens_with_its_data(store_url, scifact):
     dataset, run = scifact
     store = Store(store_url)
     ds = store.put_dataset(dataset)

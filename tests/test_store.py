@@ -29,20 +29,6 @@ def scifact():
     return dataset, load_run(SCIFACT / "bm25-stem.trec.gz"), load_run(SCIFACT / "dense-all-minilm-l6-v2.trec.gz")
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'store.sqlite'}"
-    base = request.getfixturevalue("postgres_url")
-    # a fresh database per test keeps the tests independent
-    name = "t" + uuid.uuid4().hex[:12]
-    engine = sa.create_engine(base, isolation_level="AUTOCOMMIT")
-    with engine.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    engine.dispose()
-    return base.rsplit("/", 1)[0] + "/" + name
-
-
 def test_round_trip_keeps_content_and_numbers(store_url, scifact):
     dataset, bm25, _ = scifact
     store = Store(store_url)

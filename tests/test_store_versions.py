@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-
 import ragmetrics as rm
 from ragmetrics.judging import diff
 from ragmetrics.store import Store
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'store.sqlite'}"
-    return request.getfixturevalue("postgres_url")
 
 
 def test_labels_survive_a_new_process_and_become_a_version_with_the_parents_runs(store_url):
