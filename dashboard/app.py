@@ -47,7 +47,7 @@ def main() -> None:
         # which Streamlit would otherwise reset to "/", so a share link opens its page once signed in.
         st.navigation(sections, position="hidden")
         return
-    st.navigation(sections).run()
+    st.navigation(sections, expanded=True).run()  # every page listed: no "View more" fold
 
 
 if __name__ == "__main__":
