@@ -244,3 +244,18 @@ def test_cli_bad_memory_limit(hard):
     )
     assert code == 2
     assert "DuckDB" in err and "--memory-limit" in err
+
+
+def test_cli_work_dir_is_made_when_missing_and_a_file_is_refused(hard, tmp_path):
+    qrels, run = hard
+    common = ["eval", "--dataset", str(qrels), "--run", str(run), "-m", "ndcg@10", "--engine", "duckdb"]
+    work = tmp_path / "not" / "yet"
+    code, printed, err = _cli(*common, "--work-dir", str(work))
+    assert code == 0, err
+    assert work.is_dir() and not any(work.iterdir())  # the engine's own folder inside it is removed after
+    assert printed == _cli(*common[:-2])[1]
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    code, _, err = _cli(*common, "--work-dir", str(blocker / "sub"))
+    assert code == 2
+    assert f"work folder {blocker / 'sub'}: cannot be made" in err

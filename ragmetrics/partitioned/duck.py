@@ -80,6 +80,13 @@ class DuckDB(Engine):
         super().__init__(options)
         import duckdb
 
+        if options.work_dir:
+            try:
+                Path(options.work_dir).mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise RagMetricsError(
+                    f"work folder {options.work_dir}: cannot be made ({exc.strerror or exc})"
+                ) from None
         self.work = Path(tempfile.mkdtemp(prefix="ragmetrics-duckdb-", dir=options.work_dir))
         config: dict[str, str | bool | int | float | list[str]] = {
             "memory_limit": options.memory_limit or DEFAULT_MEMORY_LIMIT,
