@@ -7,16 +7,17 @@ Errors go to stderr as one line naming the file and line; never a traceback.
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ragmetrics.engine.conventions import CHOICES
 from ragmetrics.errors import RagMetricsError, RagMetricsWarning
-from ragmetrics.evaluate import DEFAULT_METRICS, EvalResult, evaluate
+from ragmetrics.evaluate import DEFAULT_METRICS, EvalResult, RunResult, evaluate
 from ragmetrics.metrics import known_metric_names
 from ragmetrics.model import Dataset, Run
 from ragmetrics.partitioned.engine import ENGINES
@@ -107,8 +108,11 @@ def _load_runs(paths: Sequence[str], args: argparse.Namespace) -> list[Run]:
     return runs
 
 
-def _format_table(result: EvalResult | PartitionedResult, per_query: bool, out: TextIO) -> None:
-    """trec_eval's layout: ``measure<TAB>query<TAB>value``, 'all' for the mean."""
+def _format_table(
+    result: EvalResult | PartitionedResult, per_query: bool, bounds: bool, bounds_depth: int | None, out: TextIO
+) -> None:
+    """trec_eval's layout: ``measure<TAB>query<TAB>value``, 'all' for the mean; ``bounds``: the mean's two ends
+    as ``measure:worst`` and ``measure:best``."""
     for name, run in result.runs.items():
         out.write(f"{'runid':<22}\tall\t{name}\n")
         out.write(f"{'num_q':<22}\tall\t{run.coverage.queries_evaluated}\n")
@@ -118,11 +122,15 @@ def _format_table(result: EvalResult | PartitionedResult, per_query: bool, out: 
             for i, qid in enumerate(run.query_ids):
                 for metric in run.metrics:
                     out.write(f"{metric:<22}\t{qid}\t{arrays[metric][i]:.4f}\n")
+        ends = run.mean_bounds(bounds_depth) if bounds and isinstance(run, RunResult) else {}
         for metric, value in run.means.items():
             out.write(f"{metric:<22}\tall\t{value:.4f}\n")
+            if metric in ends:
+                out.write(f"{metric + ':worst':<22}\tall\t{ends[metric][0]:.4f}\n")
+                out.write(f"{metric + ':best':<22}\tall\t{ends[metric][1]:.4f}\n")
 
 
-def _wide(result: EvalResult | PartitionedResult, per_query: bool):  # -> pd.DataFrame
+def _wide(result: EvalResult | PartitionedResult, per_query: bool, bounds: bool, bounds_depth: int | None = None):
     import pandas as pd
 
     parts = []
@@ -131,30 +139,43 @@ def _wide(result: EvalResult | PartitionedResult, per_query: bool):  # -> pd.Dat
             frame = run.values.reset_index()
             frame.insert(0, "run", name)
             parts.append(frame)
-        mean = pd.DataFrame([run.means])
-        mean.insert(0, "query_id", "all")
+        rows = {"all": run.means}
+        if bounds and isinstance(run, RunResult):
+            ends = run.mean_bounds(bounds_depth)
+            rows.update({end: {m: ends[m][i] for m in ends} for i, end in enumerate(("worst", "best"))})
+        mean = pd.DataFrame(list(rows.values()))
+        mean.insert(0, "query_id", list(rows))
         mean.insert(0, "run", name)
         parts.append(mean)
     return pd.concat(parts, ignore_index=True)
 
 
-def _emit(result: EvalResult | PartitionedResult, fmt: str, per_query: bool, out: TextIO) -> None:
+def _emit(
+    result: EvalResult | PartitionedResult, fmt: str, per_query: bool, out: TextIO, bounds: str | None = None
+) -> None:
+    """``bounds`` (``--bounds``; in-process results only): each mean's two ends over the unjudged documents too."""
+    depth = _bounds_depth(bounds)
     if fmt == "json":
         import json
 
-        json.dump(result.to_dict(per_query=per_query), out, ensure_ascii=False, indent=2)
+        data = (
+            result.to_dict(per_query=per_query, bounds=True, bounds_depth=depth)
+            if bounds and isinstance(result, EvalResult)
+            else result.to_dict(per_query=per_query)
+        )
+        json.dump(data, out, ensure_ascii=False, indent=2)
         out.write("\n")
     elif fmt == "csv":
         from ragmetrics.export import to_safe_csv
 
-        out.write(str(to_safe_csv(_wide(result, per_query), encoding=None)))  # floats as repr: float64-exact
+        out.write(str(to_safe_csv(_wide(result, per_query, bool(bounds), depth), encoding=None)))  # float64-exact
     elif fmt == "markdown":
         from ragmetrics.export import markdown_table
 
-        frame = _wide(result, per_query)
-        out.write(markdown_table(frame if per_query else frame.drop(columns="query_id")))
+        frame = _wide(result, per_query, bool(bounds), depth)
+        out.write(markdown_table(frame if per_query or bounds else frame.drop(columns="query_id")))
     else:
-        _format_table(result, per_query, out)
+        _format_table(result, per_query, bool(bounds), depth, out)
 
 
 JUDGED_NOTE_BELOW = 0.5
@@ -168,7 +189,7 @@ def _report_coverage(result: EvalResult | PartitionedResult, err: TextIO) -> Non
         if state.queries_ranked and state.judged_at_10 < JUDGED_NOTE_BELOW:
             notes.append(
                 f"judged@10 = {state.judged_at_10:.2f}: most of the top 10 is unjudged (scored as "
-                f"{run.conventions.unjudged}; --unjudged relevant shows the best case)"
+                f"{run.conventions.unjudged}; eval --bounds gives the worst and best case)"
             )
         if notes:
             err.write(f"ragmetrics: note: run {name!r}: " + "; ".join(notes) + "\n")
@@ -207,7 +228,8 @@ def _eval_partitioned(args: argparse.Namespace, metrics: Sequence[str]) -> Parti
     from ragmetrics.engine import Conventions
     from ragmetrics.partitioned import evaluate_files, run_name
 
-    refused = [f"--{o.replace('_', '-')}" for o in ("queries", "corpus", "chunk_mapping") if getattr(args, o, None)]
+    options = ("queries", "corpus", "chunk_mapping", "bounds")
+    refused = [f"--{o.replace('_', '-')}" for o in options if getattr(args, o, None)]
     if refused:
         raise RagMetricsError(
             f"{', '.join(refused)}: not with --engine {args.engine} (it reads qrels and runs only; "
@@ -258,7 +280,7 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return 0
     dataset, runs = _load_inputs(args, args.run)
     result = _evaluate(args, dataset, runs, metrics)
-    _emit(result, args.format, args.per_query, out)
+    _emit(result, args.format, args.per_query, out, bounds=args.bounds)
     _report_coverage(result, err)
     for (_name, run), path in zip(result.runs.items(), _per_query_paths(args.per_query_out, list(result.runs))):
         if path is not None:
@@ -283,6 +305,8 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         seed=args.seed,
         n_resamples=args.resamples,
         segments=(),
+        bounds=bool(args.bounds),
+        bounds_depth=_bounds_depth(args.bounds),
     )
     if args.format == "json":
         import json
@@ -296,11 +320,24 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 f"{row.metric:<14} {row.run:<24} {row.mean:.4f} vs {row.baseline_mean:.4f}  "
                 f"delta {row.delta:+.4f} [{row.ci_low:+.4f}, {row.ci_high:+.4f}]  "
                 f"p={row.p_value:.4g} ({args.correction} {row.p_value_corrected:.4g}){mark}  "
-                f"W/T/L {row.wins}/{row.ties}/{row.losses}\n"
+                f"W/T/L {row.wins}/{row.ties}/{row.losses}" + (_judged_ends(row) if args.bounds else "") + "\n"
             )
         out.write(f"test: {args.test}; * = significant at alpha {args.alpha}, {_family(args, len(comparison.table))}\n")
+        if args.bounds:
+            depth = _bounds_depth(args.bounds)
+            where = f" in each run's top {depth}" if depth else ""
+            out.write(
+                f"if judged: the delta under every way of judging the unjudged documents{where} lies in that "
+                "interval; ! = the judgments could flip its sign\n"
+            )
     _report_coverage(result, err)
     return 0
+
+
+def _judged_ends(row: Any) -> str:
+    if row.run == row.baseline:
+        return f"  if judged [{row.mean_worst:.4f}, {row.mean_best:.4f}]"
+    return f"  if judged delta [{row.delta_worst:+.4f}, {row.delta_best:+.4f}]{'!' if row.could_flip else ''}"
 
 
 def cmd_fuse(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -644,13 +681,35 @@ def _add_judgment_options(parser: argparse.ArgumentParser) -> None:
         choices=CHOICES["unjudged"],
         default="nonrelevant",
         help="retrieved documents the qrels do not label: non-relevant (trec_eval, default), skip (condensed lists: "
-        "removed before scoring), relevant (the best case within each cut-off)",
+        "removed before scoring), relevant (judged relevant within each cut-off; --bounds gives every metric's best "
+        "and worst case)",
     )
     parser.add_argument(
         "--allow-no-overlap",
         action="store_true",
         help="score a run whose ids do not meet the qrels (refused by default: every metric would be 0)",
     )
+
+
+def _add_bounds_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--bounds",
+        nargs="?",
+        const="all",
+        metavar="DEPTH",
+        help=f"also print what the unjudged documents leave open: {what} over every way of judging the unjudged "
+        "documents the runs retrieved (non-relevant or relevant); with DEPTH, those in each run's top DEPTH (what "
+        "judging `ragmetrics pool --depth DEPTH` can change)",
+    )
+
+
+def _bounds_depth(value: str | None) -> int | None:
+    """``--bounds``'s depth: None for every retrieved document (``--bounds`` alone)."""
+    if value is None or value == "all":
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise RagMetricsError(f"--bounds: expected a depth of at least 1 (e.g. --bounds 10) or nothing, got {value!r}")
+    return int(value)
 
 
 def _add_test_options(parser: argparse.ArgumentParser) -> None:
@@ -698,6 +757,7 @@ def _eval_parser(p: argparse.ArgumentParser) -> None:
         help="metric, e.g. ndcg@10 (repeatable); default: " + " ".join(DEFAULT_METRICS),
     )
     _add_eval_options(p)
+    _add_bounds_option(p, "each mean's worst and best")
     p.add_argument(
         "--mode",
         choices=CHOICES["mode"],
@@ -737,6 +797,7 @@ def _compare_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", action="append", required=True, help="a run file to compare; repeatable")
     p.add_argument("-m", "--metric", action="append", help="metric (repeatable); default ndcg@10")
     _add_eval_options(p)
+    _add_bounds_option(p, "each delta's worst and best (and the run's mean's), with a mark where its sign could flip")
     _add_test_options(p)
     p.add_argument("--format", choices=["table", "json"], default="table", help="table (default) or json")
     p.set_defaults(handler=cmd_compare)
@@ -980,11 +1041,20 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
 
 
 def entry() -> None:  # pragma: no cover - the console script
-    """``ragmetrics``: this process is ragmetrics' own, so it makes the process-wide memory choice too."""
+    """``ragmetrics``: this process is ragmetrics' own, so it makes the process-wide memory choice too, and it ends
+    without tearing its modules down: the exit handlers run and the streams are flushed, then the process exits
+    (tearing down numpy's and Arrow's modules and thread pools is a tenth of a small evaluation's wall time)."""
     from ragmetrics.memory import use_small_pages_for_this_process
 
     use_small_pages_for_this_process()
-    sys.exit(main())
+    code = main()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:
+        pass
+    atexit._run_exitfuncs()
+    os._exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover

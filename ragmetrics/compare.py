@@ -6,6 +6,13 @@ paired p-value, the Holm-corrected p-value (across every run x metric of the
 table; within a segment facet, across every run x metric x group of it), and
 win/tie/loss counts with the query ids behind them. Values are aligned by
 query id; the evaluated queries are the same for every run of one evaluation.
+
+With ``bounds``, each row also carries what the judgments leave open: the mean's worst and best value over every
+way of judging the unjudged documents the runs retrieved (in their top ``bounds_depth`` when given:
+:meth:`ragmetrics.Alignment.bounds`), the delta's
+(run's worst minus baseline's best, run's best minus baseline's worst: every judging's delta lies between them,
+a document both runs retrieved counted at both ends, so the interval can be wider than any one judging gives),
+and ``could_flip``: the delta's sign is not settled by the judgments.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ from ragmetrics.evaluate import EvalResult, evaluate
 
 MIN_GROUP = 10
 TIE_TOLERANCE = 1e-12
+BOUND_COLUMNS = ("mean_worst", "mean_best", "delta_worst", "delta_best", "could_flip")
+"""The columns ``bounds=True`` adds."""
 
 
 @dataclass(eq=False)
@@ -52,6 +61,7 @@ class Comparison:
             "ties",
             "losses",
         ]
+        keys += [k for k in BOUND_COLUMNS if k in self.table.columns]
         rows = []
         for record in self.table[keys].to_dict(orient="records"):
             rows.append({k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in record.items()})
@@ -98,6 +108,26 @@ def _one(
     }
 
 
+def _bounded(row: dict[str, Any], ends: tuple[np.ndarray, np.ndarray], base_ends: tuple[np.ndarray, np.ndarray]):
+    """``row`` with the columns of :data:`BOUND_COLUMNS` (``ends``: the run's per-query worst and best)."""
+    (worst, best), (base_worst, base_best) = ends, base_ends
+    low = float((worst - base_best).mean()) if len(worst) else float("nan")
+    high = float((best - base_worst).mean()) if len(worst) else float("nan")
+    delta = row["delta"]
+    compared = row["run"] != row["baseline"]
+    flip = compared and (
+        (delta > TIE_TOLERANCE and low <= TIE_TOLERANCE) or (delta < -TIE_TOLERANCE and high >= -TIE_TOLERANCE)
+    )
+    return {
+        **row,
+        "mean_worst": float(worst.mean()) if len(worst) else float("nan"),
+        "mean_best": float(best.mean()) if len(best) else float("nan"),
+        "delta_worst": low if compared else 0.0,
+        "delta_best": high if compared else 0.0,
+        "could_flip": bool(flip),
+    }
+
+
 def compare_result(
     result: EvalResult,
     *,
@@ -110,10 +140,14 @@ def compare_result(
     seed: int = 0,
     n_resamples: int = stats.DEFAULT_RESAMPLES,
     segments: Sequence[str] = ("category", "difficulty"),
+    bounds: bool = False,
+    bounds_depth: int | None = None,
 ) -> Comparison:
     """Compare the runs of an existing :class:`EvalResult` against ``baseline``.
 
-    ``baseline`` defaults to the first run. The baseline's own row is kept (delta 0, no p-value).
+    ``baseline`` defaults to the first run. The baseline's own row is kept (delta 0, no p-value). ``bounds``: add
+    the columns of :data:`BOUND_COLUMNS` (what the unjudged documents leave open; in each run's top
+    ``bounds_depth`` when given).
     """
     if test not in stats.TESTS:
         raise RagMetricsError(f"The 'test' parameter must be one of {list(stats.TESTS)}. Got {test!r} instead.")
@@ -134,6 +168,15 @@ def compare_result(
     base_values = result.runs[baseline].values
     queries = result.dataset.queries.set_index("query_id")
 
+    ends: dict[tuple[str, str], pd.DataFrame] = {}
+
+    def ends_of(run: str, metric: str, ids: pd.Index) -> tuple[np.ndarray, np.ndarray]:
+        if (run, metric) not in ends:
+            worst, best = result.runs[run].alignment.bounds(metric, bounds_depth)
+            ends[run, metric] = pd.DataFrame({"worst": worst, "best": best}, index=base_values.index)
+        frame = ends[run, metric].loc[ids]
+        return frame["worst"].to_numpy(), frame["best"].to_numpy()
+
     def rows_for(ids: pd.Index, group: dict[str, Any]) -> list[dict[str, Any]]:
         rows = []
         for metric in metric_names:
@@ -144,6 +187,9 @@ def compare_result(
                 row = _one(
                     metric, run, baseline, ids.to_numpy()[keep], values[keep], base[keep], test, n_resamples, seed
                 )
+                if bounds:
+                    (worst, best), (base_worst, base_best) = ends_of(run, metric, ids), ends_of(baseline, metric, ids)
+                    row = _bounded(row, (worst[keep], best[keep]), (base_worst[keep], base_best[keep]))
                 rows.append({**group, **row})
         return rows
 
@@ -191,17 +237,27 @@ def compare(
     alpha: float = 0.05,
     seed: int = 0,
     n_resamples: int = stats.DEFAULT_RESAMPLES,
+    bounds: bool = False,
+    bounds_depth: int | None = None,
     **evaluate_options: Any,
 ) -> Comparison:
     """Evaluate ``runs`` on ``dataset`` and compare each with ``baseline`` (default: the first run).
 
     ``test``: ``"t"`` (paired t-test), ``"wilcoxon"``, ``"randomization"`` (Fisher,
-    seeded) or ``"bootstrap"`` (paired, seeded). Evaluation options (``missing``,
-    ``rel_level``, ...) pass through to :func:`ragmetrics.evaluate`.
+    seeded) or ``"bootstrap"`` (paired, seeded). ``bounds``: as :func:`compare_result`. Evaluation options
+    (``missing``, ``rel_level``, ...) pass through to :func:`ragmetrics.evaluate`.
     """
     result = evaluate(dataset, runs, metrics, **evaluate_options)
     return compare_result(
-        result, baseline=baseline, test=test, correction=correction, alpha=alpha, seed=seed, n_resamples=n_resamples
+        result,
+        baseline=baseline,
+        test=test,
+        correction=correction,
+        alpha=alpha,
+        seed=seed,
+        n_resamples=n_resamples,
+        bounds=bounds,
+        bounds_depth=bounds_depth,
     )
 
 

@@ -80,6 +80,17 @@ class RunResult:
         """Arithmetic mean of each metric over the evaluated queries (NaN values, LlamaIndex skips, left out)."""
         return {metric: self.alignment.mean(metric) for metric in self.metrics}
 
+    def mean_bounds(self, depth: int | None = None) -> dict[str, tuple[float, float]]:
+        """Each metric's mean at the two ends the unjudged documents leave open, ``{metric: (worst, best)}``: the
+        lowest and highest mean over every way of judging the unjudged documents the run retrieved (``depth``: in
+        its top ``depth``; :meth:`ragmetrics.Alignment.bounds`)."""
+        out = {}
+        for metric in self.metrics:
+            worst, best = self.alignment.bounds(metric, depth)
+            kept = ~np.isnan(worst)
+            out[metric] = (float(worst[kept].mean()), float(best[kept].mean())) if kept.any() else (np.nan, np.nan)
+        return out
+
     @property
     def values(self) -> pd.DataFrame:
         """Per-query values: a frame indexed by query_id, one column per metric."""
@@ -168,9 +179,16 @@ class EvalResult:
                 )
         return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["run", "metric", "k", "value"])
 
-    def to_dict(self, per_query: bool = False) -> dict[str, Any]:
-        """``{"runs": {RUN: {"mean": {METRIC: v}, "per_query": {QID: {METRIC: v}}}}}``."""
-        return results_dict(self.runs.values(), per_query)
+    def to_dict(self, per_query: bool = False, bounds: bool = False, bounds_depth: int | None = None) -> dict[str, Any]:
+        """``{"runs": {RUN: {"mean": {METRIC: v}, "per_query": {QID: {METRIC: v}}}}}``; ``bounds`` adds
+        ``"bounds": {METRIC: {"worst": v, "best": v}}`` per run (:meth:`RunResult.mean_bounds` to ``bounds_depth``)."""
+        out = results_dict(self.runs.values(), per_query)
+        if bounds:
+            for name, run in self.runs.items():
+                out["runs"][name]["bounds"] = {
+                    m: {"worst": _plain(w), "best": _plain(b)} for m, (w, b) in run.mean_bounds(bounds_depth).items()
+                }
+        return out
 
 
 def results_dict(runs: Iterable[Any], per_query: bool) -> dict[str, Any]:

@@ -63,10 +63,11 @@ class MetricInfo:
     change it; ``relevant`` judges them, which does."""
     needs_text: bool = False
     """Read from the ranked documents' text (the run's chunk text or the dataset's corpus), not the judgments."""
-    rises_with_relevance: bool = True
-    """Judging an unjudged retrieved document relevant never lowers the value. False for AP, nDCG, R-precision and
-    bpref: a new relevant document far down raises R or the ideal ranking more than the sum (AP 1.0 can fall to
-    0.52)."""
+    reads_relevant_count: bool = False
+    """Reads R, the ideal ranking or the count of judged non-relevant documents, so judging a document relevant
+    can lower it (a new relevant document far down raises R more than the sum: AP 1.0 can fall to 0.52); the
+    bounds the judgments leave open are then searched over how many are judged relevant
+    (:mod:`ragmetrics.engine.bounds`)."""
 
     def __post_init__(self) -> None:
         if not self.title:
@@ -265,6 +266,7 @@ METRICS: dict[str, MetricInfo] = {
             trec_eval="recall",
             cut=_recall,
             curve=True,
+            reads_relevant_count=True,
         ),
         MetricInfo(
             "f1",
@@ -276,6 +278,7 @@ METRICS: dict[str, MetricInfo] = {
             aliases=("f",),
             cut=_f1,
             curve=True,
+            reads_relevant_count=True,
         ),
         MetricInfo(
             "hits",
@@ -309,7 +312,7 @@ METRICS: dict[str, MetricInfo] = {
             "map_cut), never by min(k, R). " + _TIES,
             aliases=("ap", "average_precision", "map_cut"),
             trec_eval="map",
-            rises_with_relevance=False,
+            reads_relevant_count=True,
             cut=_ap_cut,
             full=_ap,
             curve=True,
@@ -324,7 +327,7 @@ METRICS: dict[str, MetricInfo] = {
             "IDCG = 0 gives 0. " + _TIES,
             aliases=("ndcg_cut",),
             trec_eval="ndcg_cut",
-            rises_with_relevance=False,
+            reads_relevant_count=True,
             cut=_ndcg_cut,
             full=_ndcg,
             curve=True,
@@ -336,7 +339,7 @@ METRICS: dict[str, MetricInfo] = {
             "DCG@k / IDCG@k with gain 2^label − 1",
             "Exponential gain (Burges; ranx ndcg_burges). Equals ndcg for binary labels. " + _TIES,
             aliases=("ndcg_burges",),
-            rises_with_relevance=False,
+            reads_relevant_count=True,
             cut=_ndcg_exp_cut,
             full=_ndcg_exp,
         ),
@@ -349,7 +352,7 @@ METRICS: dict[str, MetricInfo] = {
             "fewer were retrieved; 0 when R = 0. " + _TIES,
             aliases=("r_precision", "rprecision", "r-prec"),
             trec_eval="Rprec",
-            rises_with_relevance=False,
+            reads_relevant_count=True,
             full=_rprec,
         ),
         MetricInfo(
@@ -362,7 +365,7 @@ METRICS: dict[str, MetricInfo] = {
             "N_d = 0. " + _TIES,
             trec_eval="bpref",
             reads_judged_only=True,
-            rises_with_relevance=False,
+            reads_relevant_count=True,
             full=_bpref,
         ),
         MetricInfo(
@@ -412,6 +415,7 @@ METRICS: dict[str, MetricInfo] = {
             aliases=("acc",),
             cut=_accuracy,
             needs_corpus=True,
+            reads_relevant_count=True,
         ),
     )
 }

@@ -104,6 +104,7 @@ PARAM_KEYS: dict[str, str] = {
     "pw": f"power on the Dataset power page ({', '.join(f'{p:g}' for p in POWER_LEVELS)}; absent = {DEFAULT_POWER:g})",
     "d": f"difference to detect on the Dataset power page ({DELTA_RANGE[0]:g} to {DELTA_RANGE[1]:g}; "
     f"absent = {DEFAULT_DELTA:g})",
+    "jb": "the Compare page's bounds from the unjudged documents (1 = shown; absent = hidden)",
     "dp": f"pool depth on the Judge page (1 to {K_MAX}; absent = {DEFAULT_DEPTH})",
     "by": f"the tag the Timeline orders runs by (absent = {DEFAULT_ORDER})",
     "where": "the Timeline's tag filter, KEY=VALUE (absent = every run)",
@@ -142,6 +143,7 @@ class ViewState:
     power: float = DEFAULT_POWER
     delta: float = DEFAULT_DELTA
     depth: int = DEFAULT_DEPTH
+    bounds: bool = False
     order_by: str = DEFAULT_ORDER
     where: str | None = None  # KEY=VALUE
     system_tag: str = DEFAULT_SYSTEM_TAG
@@ -217,6 +219,8 @@ def encode(state: ViewState, *, defaults: bool = True) -> dict[str, str]:
     ):
         if text != default_text:
             out[key] = text
+    if state.bounds:
+        out["jb"] = "1"
     if state.order_by != DEFAULT_ORDER:
         out["by"] = state.order_by
     if state.where:
@@ -512,6 +516,11 @@ def decode(
                 values["depth"] = int(depth)
             else:
                 note(f"the pool depth must be a whole number from 1 to {K_MAX}; using {DEFAULT_DEPTH}")
+        shown = _last(params.get("jb"))
+        if shown in ("0", "1"):
+            values["bounds"] = shown == "1"
+        elif shown:
+            note(f"ignored the link's 'jb' value {shown[:20]!r}: expected 1 (bounds shown) or 0")
 
     def tags() -> None:
         from ragmetrics.runmeta import check_key, parse_tag

@@ -15,6 +15,7 @@ import ragmetrics as rm
 from ragmetrics.cli import main
 from ragmetrics.compare import compare_result
 from ragmetrics.io import load_dataset, load_run
+from ragmetrics.judging import merge, pool
 
 SCIFACT = Path(__file__).parent / "data" / "scifact"
 RUNS = [SCIFACT / "bm25-stem.trec.gz", SCIFACT / "dense-all-minilm-l6-v2.trec.gz", SCIFACT / "hybrid-rrf60.trec.gz"]
@@ -70,9 +71,27 @@ def test_hide_pool_label_merge_gives_full_coverage_and_the_full_qrels_order_and_
     by_full = on_full.mean()["ndcg@10"].sort_values().index.tolist()
     assert by_merged == by_full
     assert _verdicts(merged, runs) == _verdicts(complete, runs)
-    # and before the loop the holes were there
+    # and before the loop the holes were there, and each run's bounds to depth 10 held what judging its own top 10
+    # gave (the pool of all three runs also judges documents a run ranks below 10, which its bounds leave unjudged)
     before = rm.evaluate(load_dataset(partial), runs, ["judged@10"], warn=False)
     assert all(before[r.name].means["judged@10"] < 1.0 for r in runs)
+    for run in runs:
+        alignment = rm.align(load_dataset(partial), run)
+        own = pool(load_dataset(partial), [alignment], 10)
+        given = pd.DataFrame(
+            {
+                "query_id": own["query_id"],
+                "doc_id": own["doc_id"],
+                "relevance": [truth.get((q, d), 0) for q, d in zip(own["query_id"], own["doc_id"])],
+            }
+        )
+        judged = rm.align(merge(load_dataset(partial), given).dataset, run)
+        assert list(judged.query_ids) == list(alignment.query_ids)
+        for metric in ("ndcg@10", "map", "recall@10", "rprec"):
+            worst, best = alignment.bounds(metric, 10)
+            value = judged.value(metric)
+            assert ((worst - 1e-12 <= value) & (value <= best + 1e-12)).all(), (run.name, metric)
+            assert (worst < best).any(), (run.name, metric)
 
 
 def test_the_pool_carries_text_when_the_dataset_knows_it(tmp_path):

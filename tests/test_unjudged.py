@@ -1,7 +1,10 @@
 """Unjudged documents as a stated convention: condensed lists equal trec_eval on the condensed ranking,
-judged@k equals a direct count, and the optimistic convention bounds the pessimistic one from above."""
+judged@k equals a direct count, and the bounds the judgments leave open are the worst and the best value over
+every way of judging the unjudged documents (brute force)."""
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 import pytest
@@ -57,30 +60,75 @@ CUT = [m for m, info in METRICS.items() if info.cut is not None and not (info.ne
 FULL = [m for m, info in METRICS.items() if info.full is not None]
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def _labelings_case(seed: int):
+    """A small case: one to three queries, each with a judgment, rankings of up to eight documents (ties included),
+    judged labels 0-2 (some judged documents not retrieved), at most six unjudged retrieved documents per query."""
+    rng = np.random.default_rng(seed)
+    qrels, rows = [], []
+    for qi in range(int(rng.integers(1, 4))):
+        qid = f"q{qi}"
+        docs = [f"d{i}" for i in range(int(rng.integers(1, 9)))]
+        unjudged = set(rng.choice(docs, size=min(len(docs), int(rng.integers(0, 7))), replace=False))
+        qrels += [(qid, d, int(rng.integers(0, 3))) for d in docs if d not in unjudged]
+        qrels += [(qid, f"x{i}", int(rng.integers(0, 3))) for i in range(int(rng.integers(0, 3)))]
+        if not any(q == qid for q, _, _ in qrels):
+            qrels.append((qid, "x9", 1))  # every query is judged somewhere, so every query is evaluated
+        rows += [(qid, d, float(rng.integers(0, 4))) for d in docs]
+    return qrels, rows, int(rng.choice([1, 2]))
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_the_bounds_are_the_worst_and_best_value_over_every_labeling(seed):
+    """Every way of judging a query's unjudged retrieved documents (0 or the relevance threshold; with a depth, only
+    those in its top depth), enumerated: its worst and best values are the bounds, for every metric and cut-off."""
+    qrels, rows, rel_level = _labelings_case(seed)
+    depth = (None, 2, 4)[seed % 3]
+    ranked = oracle.trec_order(rows)
+    alignment = rm.align(oracle.dataset_of(qrels), oracle.run_of(rows), rel_level=rel_level)
+    metrics = [f"{m}@{k}" for m in CUT if m != "judged" for k in (1, 2, 3, 5)] + [m for m in FULL if m != "judged"]
+    judged = {(q, d) for q, d, _ in qrels}
+    queries = list(alignment.query_ids)
+    worst = {m: np.full(len(queries), np.inf) for m in metrics}
+    best = {m: np.full(len(queries), -np.inf) for m in metrics}
+    for i, qid in enumerate(queries):
+        unjudged = [d for d in ranked[qid][:depth] if (qid, d) not in judged]
+        for labels in itertools.product([0, max(rel_level, 1)], repeat=len(unjudged)):
+            completed = qrels + [(qid, d, g) for d, g in zip(unjudged, labels)]
+            values = rm.align(oracle.dataset_of(completed), oracle.run_of(rows), rel_level=rel_level)
+            for m in metrics:
+                worst[m][i] = min(worst[m][i], values.value(m)[i])
+                best[m][i] = max(best[m][i], values.value(m)[i])
+    for m in metrics:
+        low, high = alignment.bounds(m, depth)
+        np.testing.assert_allclose(low, worst[m], rtol=0, atol=1e-12, err_msg=m)
+        np.testing.assert_allclose(high, best[m], rtol=0, atol=1e-12, err_msg=m)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10_000), st.sampled_from([1, 2, 5, 10, 30]))
-def test_relevant_and_nonrelevant_bracket_every_value(seed, k):
+def test_the_bounds_bracket_trec_eval_and_the_best_case_convention(seed, k):
+    """trec_eval's value (unjudged as non-relevant) and the ``relevant`` convention's are judgings of the unjudged
+    documents, so they lie within the bounds; bpref aside, which skips what stays unjudged. A ranking whose documents
+    are all judged has nothing to bound."""
     qrels, rows, rel_level = generate_case(seed)
     alignment = rm.align(oracle.dataset_of(qrels), oracle.run_of(rows), rel_level=rel_level)
-    pessimistic, optimistic = alignment, alignment.under(unjudged="relevant")
+    optimistic = alignment.under(unjudged="relevant")
     for metric in [f"{m}@{k}" for m in CUT] + FULL:
         low, high = alignment.bounds(metric)
-        worst, best = pessimistic.value(metric), optimistic.value(metric)
-        assert np.array_equal(low, np.minimum(worst, best)) and np.array_equal(high, np.maximum(worst, best)), metric
-        assert np.all((low >= 0) & (high <= 1 + 1e-12)), metric
-        if rm.parse_metric(metric).info.rises_with_relevance:
-            assert np.all(worst <= best + 1e-12), metric  # judging an unjudged document relevant never lowers it
-    # a ranking whose documents are all judged has nothing to bound
-    judged = {(q, d) for q, d, _ in qrels}
+        assert np.all((low >= 0) & (low <= high) & (high <= 1 + 1e-12)), metric
+        if rm.parse_metric(metric).name != "bpref":
+            for value in (alignment.value(metric), optimistic.value(metric)):
+                assert np.all((low - 1e-12 <= value) & (value <= high + 1e-12)), metric
+        if not rm.parse_metric(metric).info.reads_relevant_count:
+            assert np.array_equal(low, alignment.value(metric)), metric  # rising: trec_eval's is the worst case
     full = rm.align(oracle.dataset_of(qrels), oracle.run_of(_condensed(qrels, rows)), rel_level=rel_level)
     for metric in [f"{m}@{k}" for m in CUT] + FULL:
         low, high = full.bounds(metric)
-        assert np.allclose(low, high), metric
-    assert judged
+        assert np.array_equal(low, high) and np.array_equal(low, full.value(metric)), metric
 
 
 def test_ap_can_fall_when_an_unjudged_document_is_judged_relevant():
-    """Why AP's interval is a minimum and a maximum: a new relevant document far down adds to R more than to the sum."""
+    """Why AP's bounds are searched: a new relevant document far down adds to R more than to the sum."""
     dataset = rm.Dataset.from_dict({"q1": {"d1": 1, **{f"n{i}": 0 for i in range(48)}}})
     run = rm.Run.from_dict({"q1": {"d1": 10.0, **{f"n{i}": 9.0 - i / 100 for i in range(48)}, "u": 0.0}})
     alignment = rm.align(dataset, run)
@@ -117,28 +165,102 @@ def test_llamaindex_mode_refuses_other_unjudged_conventions():
         rm.Conventions.llamaindex(unjudged="skip")
 
 
-RISING = [m for m in CUT + FULL if METRICS[m].rises_with_relevance and m != "judged"]
+@pytest.mark.parametrize("seed", range(0, 40, 3))
+def test_every_judgings_delta_lies_within_the_comparisons_bounds(seed):
+    """Two runs on the same small case, every way of judging the documents either leaves unjudged enumerated: each
+    judging's mean delta lies within ``delta_worst`` .. ``delta_best``, each mean within its own ends."""
+    from ragmetrics.compare import compare
 
-
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.integers(0, 10_000), st.sampled_from([1, 2, 5, 10, 30]), st.randoms(use_true_random=False))
-def test_the_bounds_of_a_rising_metric_hold_every_labeling_of_the_unjudged_documents(seed, k, rng):
-    """Judge any subset of the unjudged documents within the cut-off relevant (the rest stay unjudged): a metric
-    that rises with relevance then lies within its bounds. (judged@k counts judgments, not labels.)"""
-    qrels, rows, rel_level = generate_case(seed)
-    alignment = rm.align(oracle.dataset_of(qrels), oracle.run_of(rows), rel_level=rel_level)
+    qrels, rows, rel_level = _labelings_case(seed)
+    rng = np.random.default_rng(seed)
+    other = [(q, d, float(rng.integers(0, 4))) for q, d, _ in rows]
+    runs = [oracle.run_of(rows, "a"), oracle.run_of(other, "b")]
+    metrics = ["ndcg@3", "map", "recall@2", "precision@2"]
+    table = compare(oracle.dataset_of(qrels), runs, metrics, rel_level=rel_level, bounds=True, warn=False).table
     judged = {(q, d) for q, d, _ in qrels}
-    ranked = oracle.trec_order(rows)
-    queries = {q for q, _, _ in qrels}
-    for metric in [f"{m}@{k}" for m in CUT if m in RISING] + [m for m in FULL if m in RISING]:
-        depth = k if "@" in metric else None
-        unjudged = [(q, d) for q, docs in ranked.items() if q in queries for d in docs[:depth] if (q, d) not in judged]
-        chosen = [pair for pair in unjudged if rng.random() < 0.5]
-        labelled = rm.align(
-            oracle.dataset_of(qrels + [(q, d, max(rel_level, 1)) for q, d in chosen]),
-            oracle.run_of(rows),
-            rel_level=rel_level,
-        )
-        low, high = alignment.bounds(metric)
-        value = labelled.value(metric)
-        assert np.all((low - 1e-12 <= value) & (value <= high + 1e-12)), (metric, chosen)
+    queries = {q for q, _, _ in qrels}  # a query without judgments is not evaluated, nor judged here
+    unjudged = sorted({(q, d) for q, d, _ in rows if (q, d) not in judged and q in queries})[:8]
+    grade = max(rel_level, 1)
+    seen = 0
+    for labels in itertools.product([0, grade], repeat=len(unjudged)):
+        completed = oracle.dataset_of(qrels + [(q, d, g) for (q, d), g in zip(unjudged, labels)])
+        a, b = (rm.align(completed, run, rel_level=rel_level) for run in runs)
+        for metric in metrics:
+            row = table[(table["metric"] == metric) & (table["run"] == "b")].iloc[0]
+            delta = float((b.value(metric) - a.value(metric)).mean())
+            assert row["delta_worst"] - 1e-12 <= delta <= row["delta_best"] + 1e-12, metric
+            assert row["mean_worst"] - 1e-12 <= b.mean(metric) <= row["mean_best"] + 1e-12, metric
+            seen += 1
+    assert seen == len(metrics) * 2 ** len(unjudged)
+
+
+def test_could_flip_marks_a_delta_whose_sign_the_judgments_do_not_settle():
+    from ragmetrics.compare import compare
+
+    dataset = rm.Dataset.from_dict({"q1": {"d1": 1, "d2": 0}, "q2": {"d1": 1, "d2": 0}})
+    settled = [rm.Run.from_dict({q: {"d2": 2.0, "d1": 1.0} for q in ("q1", "q2")}, name="base")]
+    settled.append(rm.Run.from_dict({q: {"d1": 2.0, "d2": 1.0} for q in ("q1", "q2")}, name="better"))
+    table = compare(dataset, settled, ["mrr"], bounds=True, warn=False).table.set_index("run")
+    assert table.at["better", "delta"] == 0.5 and not table.at["better", "could_flip"]
+    assert table.at["better", "delta_worst"] == table.at["better", "delta_best"] == 0.5  # everything is judged
+    open_ = [settled[0], rm.Run.from_dict({q: {"d1": 2.0, "u": 3.0} for q in ("q1", "q2")}, name="open")]
+    table = compare(dataset, open_, ["mrr"], bounds=True, warn=False).table.set_index("run")
+    # "open" ranks an unjudged document first: 1/2 (= the baseline) if it is not relevant, 1 if it is
+    assert table.at["open", "delta"] == 0.0 and not table.at["open", "could_flip"]
+    assert (table.at["open", "delta_worst"], table.at["open", "delta_best"]) == (0.0, 0.5)
+    worse = [settled[1], open_[1]]
+    table = compare(dataset, worse, ["mrr"], bounds=True, warn=False).table.set_index("run")
+    assert table.at["open", "delta"] == -0.5 and table.at["open", "could_flip"]
+
+
+def _cli(*argv):
+    import io
+
+    from ragmetrics.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    return main(list(argv), out, err), out.getvalue(), err.getvalue()
+
+
+def test_cli_bounds_print_each_means_two_ends():
+    import json
+
+    from ragmetrics.io import load_dataset, load_run
+
+    scifact = "tests/data/scifact"
+    args = ["--dataset", f"{scifact}/qrels.tsv", "--run", f"{scifact}/bm25-stem.trec.gz", "-m", "ndcg@10", "-m", "map"]
+    alignment = rm.align(load_dataset(f"{scifact}/qrels.tsv"), load_run(f"{scifact}/bm25-stem.trec.gz"))
+    code, table, _ = _cli("eval", *args, "--bounds")
+    assert code == 0
+    for metric in ("ndcg@10", "map"):
+        worst, best = (end.mean() for end in alignment.bounds(metric))
+        assert f"{metric + ':worst':<22}\tall\t{worst:.4f}\n" in table
+        assert f"{metric + ':best':<22}\tall\t{best:.4f}\n" in table
+        assert worst < alignment.mean(metric) < best
+    code, printed, _ = _cli("eval", *args, "--bounds", "--format", "json")
+    ends = json.loads(printed)["runs"]["bm25-stem"]["bounds"]["map"]
+    assert (ends["worst"], ends["best"]) == tuple(float(end.mean()) for end in alignment.bounds("map"))
+    code, printed, _ = _cli("eval", *args, "--bounds", "--format", "csv")
+    assert [line.split(",")[1] for line in printed.splitlines()[1:]] == ['"all"', '"worst"', '"best"']
+    code, printed, _ = _cli("eval", *args)
+    assert ":worst" not in printed
+    code, _, err = _cli("eval", *args, "--bounds", "--engine", "duckdb")
+    assert code == 2 and "--bounds: not with --engine duckdb" in err
+    code, table, _ = _cli("eval", *args, "--bounds", "10")
+    worst, best = (end.mean() for end in alignment.bounds("map", 10))
+    assert f"{'map:worst':<22}\tall\t{worst:.4f}\n" in table and f"{'map:best':<22}\tall\t{best:.4f}\n" in table
+    assert alignment.bounds("map")[0].mean() < worst  # the top 10 leave less open than the whole ranking
+    code, _, err = _cli("eval", *args, "--bounds", "0")
+    assert code == 2 and "--bounds: expected a depth of at least 1" in err
+
+
+def test_cli_compare_bounds_mark_a_verdict_the_judgments_could_flip():
+    scifact = "tests/data/scifact"
+    code, printed, _ = _cli(
+        "compare", "--dataset", f"{scifact}/qrels.tsv", "--baseline", f"{scifact}/bm25-stem.trec.gz",
+        "--run", f"{scifact}/hybrid-rrf60.trec.gz", "-m", "ndcg@10", "--bounds",
+    )  # fmt: skip
+    assert code == 0
+    line = next(x for x in printed.splitlines() if x.startswith("ndcg@10"))
+    assert "if judged delta [-0.8324, +0.8424]!" in line  # SciFact judges ~9% of the top 10: the verdict is open
+    assert "! = the judgments could flip its sign" in printed

@@ -21,7 +21,7 @@ from dashboard.core.results import Alignment, eval_result
 from dashboard.core.specs import METRIC_CHOICES, metric_spec, title
 from dashboard.core.text import md_escape
 from ragmetrics import stats
-from ragmetrics.compare import MIN_GROUP, Comparison, compare_result
+from ragmetrics.compare import BOUND_COLUMNS, MIN_GROUP, Comparison, compare_result
 from ragmetrics.metrics import CURVE_METRICS, parse_metric
 from ragmetrics.model import Dataset
 from ragmetrics.share import ALPHAS, DEFAULT_ALPHA, DEFAULT_TEST, K_MAX, OUTCOMES
@@ -32,6 +32,7 @@ __all__ = [
     "BASELINE",
     "BETTER",
     "COMPARISON_COLUMNS",
+    "COULD_FLIP",
     "DEFAULT_ALPHA",
     "DEFAULT_TEST",
     "MIN_GROUP",
@@ -39,6 +40,7 @@ __all__ = [
     "OUTCOMES",
     "SEED",
     "SEGMENT_COLUMNS",
+    "SETTLED",
     "TESTS",
     "TOO_FEW",
     "WORSE",
@@ -149,10 +151,17 @@ def verdict(comparison: Comparison, spec: str, *, markdown: bool = True) -> str 
     else:
         words = f"No run beats {base} on {title(spec)}: the best, {run}, is behind by {bold(f'{delta:+.3f}')}"
     judged = bold("significant" if significant else "not significant")
-    return (
+    text = (
         f"{words} ({ci}), {judged} at α = {comparison.alpha:g} (p = {format_p(p)}, {family_text(comparison)}; "
         f"{test_title(comparison.test)})."
     )
+    if "could_flip" in best.index and abs(delta) > 0:
+        ends = f"Δ from {float(best['delta_worst']):+.3f} to {float(best['delta_best']):+.3f}"
+        if bool(best["could_flip"]):
+            text += f" The unjudged documents could {bold('flip')} it: judged, they could give {ends}."
+        else:
+            text += f" No way of judging the unjudged documents flips it ({ends})."
+    return text
 
 
 def metric_name(spec: str) -> str:
@@ -170,8 +179,12 @@ def run_comparison(
     seed: int = SEED,
     n_resamples: int = stats.DEFAULT_RESAMPLES,
     correction: str = "holm",
+    bounds: bool = False,
+    bounds_depth: int | None = None,
 ) -> Comparison:
-    """:func:`ragmetrics.compare.compare_result` on the alignments (``baseline`` is a run name)."""
+    """:func:`ragmetrics.compare.compare_result` on the alignments (``baseline`` is a run name); ``bounds``: with
+    what the unjudged documents (in each run's top ``bounds_depth``) leave open
+    (:data:`ragmetrics.compare.BOUND_COLUMNS`)."""
     return compare_result(
         eval_result(alignments, specs),
         baseline=baseline,
@@ -181,6 +194,8 @@ def run_comparison(
         seed=seed,
         n_resamples=n_resamples,
         correction=correction,
+        bounds=bounds,
+        bounds_depth=bounds_depth,
     )
 
 
@@ -226,22 +241,23 @@ COMPARISON_COLUMNS = [
 def comparison_frame(comparison: Comparison) -> pd.DataFrame:
     """One row per (metric, run), the baseline first within each metric; ``significance`` from
     :func:`significance_mark`. Numbers are :attr:`Comparison.table`'s (the baseline row keeps its mean and CI;
-    its delta is 0 and it has no p)."""
+    its delta is 0 and it has no p); with bounds, the columns of :data:`ragmetrics.compare.BOUND_COLUMNS` after."""
     table = comparison.table
+    columns = COMPARISON_COLUMNS + [c for c in BOUND_COLUMNS if c in table.columns]
     if table.empty:
-        return pd.DataFrame(columns=COMPARISON_COLUMNS)
+        return pd.DataFrame(columns=columns)
     metrics = list(dict.fromkeys(table["metric"]))
     order = sorted(
         range(len(table)),
         key=lambda i: (metrics.index(table["metric"].iloc[i]), table["run"].iloc[i] != comparison.baseline, i),
     )
     part = table.iloc[order].reset_index(drop=True)
-    out = part[[c for c in COMPARISON_COLUMNS if c in part.columns and c != "significance"]].copy()
+    out = part[[c for c in columns if c in part.columns and c != "significance"]].copy()
     out["significance"] = [
         significance_mark(r, comparison.baseline, d, p, comparison.alpha)
         for r, d, p in zip(part["run"], part["delta"], part["p_value_corrected"])
     ]
-    return out[COMPARISON_COLUMNS]
+    return out[columns]
 
 
 def row_of(frame: pd.DataFrame, metric: str, run: str) -> int | None:
@@ -289,8 +305,28 @@ def comparison_display(frame: pd.DataFrame, baseline: str, correction: str = "ho
                 "" if b else f"{w} / {t} / {lo}"
                 for b, w, t, lo in zip(is_base, frame["wins"], frame["ties"], frame["losses"])
             ],
+            **(_judged_columns(frame, is_base) if "could_flip" in frame.columns else {}),
         }
     )
+
+
+COULD_FLIP = "could flip"
+SETTLED = "settled"
+
+
+def _judged_columns(frame: pd.DataFrame, is_base: pd.Series) -> dict[str, list[str]]:
+    """The mean's and the delta's worst and best over every way of judging the unjudged documents, and whether
+    the delta's sign could flip."""
+    return {
+        "mean if judged": [format_ci(lo, hi) for lo, hi in zip(frame["mean_worst"], frame["mean_best"])],
+        "Δ if judged": [
+            "" if b else format_ci(lo, hi) for b, lo, hi in zip(is_base, frame["delta_worst"], frame["delta_best"])
+        ],
+        "judgments": [
+            "" if b or d == 0 else (COULD_FLIP if flip else SETTLED)
+            for b, d, flip in zip(is_base, frame["delta"], frame["could_flip"])
+        ],
+    }
 
 
 def style_marks(display: pd.DataFrame, focus_row: int | None = None) -> Any:
@@ -301,6 +337,10 @@ def style_marks(display: pd.DataFrame, focus_row: int | None = None) -> Any:
         return f"color: {color}; font-weight: 600" if color and value not in (NOT_SIGNIFICANT, TOO_FEW) else ""
 
     styler = display.style.map(colour, subset=["significance"]).format({"mean": "{:.3f}"})
+    if "judgments" in display.columns:
+        styler = styler.map(
+            lambda v: "color: #b36b00; font-weight: 600" if v == COULD_FLIP else "", subset=["judgments"]
+        )
     if focus_row is not None and 0 <= focus_row < len(display):
         styler = styler.apply(
             lambda row: ["font-weight: 700; background-color: #eef4fb" if row.name == focus_row else "" for _ in row],

@@ -284,16 +284,32 @@ def _compare(
     test: str,
     alpha: float,
     correction: str,
+    bounds_depth: int | None,
     _alignments: Sequence[Alignment],
 ) -> Comparison:
-    return compare.run_comparison(_alignments, baseline, list(specs), test=test, alpha=alpha, correction=correction)
+    return compare.run_comparison(
+        _alignments,
+        baseline,
+        list(specs),
+        test=test,
+        alpha=alpha,
+        correction=correction,
+        bounds=bounds_depth is not None,
+        bounds_depth=bounds_depth,
+    )
 
 
 def comparison(
-    selection: Selection, baseline: str, specs: Sequence[str], test: str, alpha: float, correction: str = "holm"
+    selection: Selection,
+    baseline: str,
+    specs: Sequence[str],
+    test: str,
+    alpha: float,
+    correction: str = "holm",
+    bounds_depth: int | None = None,
 ) -> Comparison:
     """:func:`dashboard.core.compare.run_comparison`, cached per run set, baseline (a run name), metrics, test,
-    alpha and correction."""
+    alpha, correction and the depth of the bounds from the unjudged documents (None: no bounds)."""
     return _compare(
         selection.dataset_id,
         selection.key,
@@ -302,6 +318,7 @@ def comparison(
         test,
         float(alpha),
         correction,
+        bounds_depth,
         selection.alignments,
     )
 

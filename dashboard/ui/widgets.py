@@ -24,8 +24,10 @@ __all__ = [
     "ALL",
     "alpha_picker",
     "baseline_picker",
+    "bounds_toggle",
     "correction_picker",
     "dataset_picker",
+    "depth_input",
     "group_picker",
     "k_picker",
     "metric_picker",
@@ -202,6 +204,25 @@ def correction_picker(key: str, value: str, *, force: bool) -> str:
             "(p × family size), or none (each p-value alone).",
         )
     )
+
+
+def bounds_toggle(key: str, value: bool, *, force: bool) -> bool:
+    """Whether a comparison shows what the unjudged documents leave open (:meth:`ragmetrics.Alignment.bounds`)."""
+    state.seed(key, bool(value), force=force)
+    return bool(
+        st.toggle(
+            "Bounds from the unjudged",
+            key=key,
+            help="Each mean's and each Δ's worst and best over every way of judging the unjudged documents the runs "
+            "retrieved (non-relevant or relevant), and whether the judgments could flip a Δ's sign.",
+        )
+    )
+
+
+def depth_input(key: str, value: int, label: str, help: str, *, force: bool) -> int:
+    """A depth in ranks, 1 to K_MAX: the Judge page's pool, the documents the Compare page's bounds judge."""
+    state.seed(key, min(max(int(value), 1), K_MAX), force=force)
+    return int(st.number_input(label, min_value=1, max_value=K_MAX, key=key, help=help))
 
 
 def query_picker(

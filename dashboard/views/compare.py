@@ -6,7 +6,7 @@ metric query by query: the queries behind its wins and losses, sorted deltas, ba
 one query's two rankings side by side, and the same comparison per category and difficulty. Fusion adds a
 fused run to the workspace, so every page sees it, and downloads it as a TREC file.
 
-Reads ``ds, runs, base, m, k, fr, q, t, a`` (see ``ragmetrics.share.PARAM_KEYS``).
+Reads ``ds, runs, base, m, k, fr, q, t, a, c, ms, o, jb, dp`` (see ``ragmetrics.share.PARAM_KEYS``).
 """
 
 from __future__ import annotations
@@ -58,6 +58,20 @@ if page.dataset is not None and len(page.alignments) >= 2:
     for item in not_metrics:
         st.warning(md_escape(f"{item!r} is not a metric name (e.g. ndcg@10, recall@100, mrr); left out."))
     specs = specs or default_specs
+    b1, b2, _ = st.columns([3, 2, 7], vertical_alignment="bottom")
+    with b1:
+        bounds = widgets.bounds_toggle("compare.bounds", view.bounds, force=page.fresh)
+    depth = view.depth
+    if bounds:
+        with b2:
+            depth = widgets.depth_input(
+                "compare.bounds_depth",
+                view.depth,
+                "Judged to depth",
+                "The unjudged documents in each run's top this many ranks are the ones judged (the Judge page pools "
+                "the same depth); deeper ones stay unjudged.",
+                force=page.fresh,
+            )
     view = view.with_(
         baseline=base_id,
         focus_run=focus_id,
@@ -65,12 +79,14 @@ if page.dataset is not None and len(page.alignments) >= 2:
         alpha=alpha,
         correction=correction,
         metrics=() if specs == default_specs else tuple(specs),
+        bounds=bounds,
+        depth=depth,
     )
     sidebar_spec = str(metric_spec(view.metric, k))
     spec = sidebar_spec if sidebar_spec in specs else specs[0]
 
     with st.spinner(f"Running the {cmp.test_title(test)} on every run and metric…"):
-        comparison = cache.comparison(selection, base.name, specs, test, alpha, correction)
+        comparison = cache.comparison(selection, base.name, specs, test, alpha, correction, depth if bounds else None)
     layout.show_verdict(cmp.verdict(comparison, spec))
     st.caption(
         f"Each run against **{md_escape(base.name)}** on the same {base.n_queries:,} queries: mean with its 95% bootstrap "
@@ -78,6 +94,13 @@ if page.dataset is not None and len(page.alignments) >= 2:
         f"({cmp.test_title(test)}) and the corrected one: {cmp.family_text(comparison)} (every run × metric of the "
         f"table). ▲/▼: corrected p < {alpha:g}. W / T / L: queries the run wins, ties and loses. "
         "**Select a row** to see its queries below."
+        + (
+            f" *If judged*: the worst and best over every way of judging the unjudged documents in each run's top "
+            f"{depth} (a Δ's ends count a document both runs retrieved at both ends, so they may be wider than any "
+            "one judging); *could flip*: judging them could reverse the Δ's sign."
+            if bounds
+            else ""
+        )
     )
     table = cmp.comparison_frame(comparison)
     display = cmp.comparison_display(table, base.name, comparison.correction)
@@ -85,7 +108,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
     focus_row = cmp.row_of(table, spec, focus.name)
     event = layout.show_table(
         table,
-        key=f"compare.table.{base_id}.{focus_id}.{spec}.{test}.{alpha}.{correction}.{len(specs)}",
+        key=f"compare.table.{base_id}.{focus_id}.{spec}.{test}.{alpha}.{correction}.{len(specs)}.{bounds}.{depth}",
         filename=f"compare-{base.name}-k{k}-{test}.csv",
         styled=cmp.style_marks(display, focus_row),
         column_config={

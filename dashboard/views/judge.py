@@ -33,15 +33,12 @@ if page.alignments and page.dataset is not None:
     names = dict(zip(selection.run_ids, selection.names))
     left, middle, _ = st.columns([1, 1, 2])
     with left:
-        state.seed("judge.depth", view.depth, force=page.fresh)
-        depth = int(
-            st.number_input(
-                "Pool depth",
-                min_value=1,
-                max_value=100,
-                key="judge.depth",
-                help="The unjudged documents of each selected run's top this many ranks are pooled.",
-            )
+        depth = widgets.depth_input(
+            "judge.depth",
+            view.depth,
+            "Pool depth",
+            "The unjudged documents of each selected run's top this many ranks are pooled.",
+            force=page.fresh,
         )
     with middle:
         baseline = widgets.baseline_picker(names, view.baseline, force=page.fresh, key="judge.baseline")

@@ -1,7 +1,7 @@
 """Overview: the verdict (the best run against the baseline on the sidebar's metric at K), each selected run at K
 (means with 95% CIs), targets pass/fail when a profile is picked, curves over K, the PR curve, the report.
 
-Reads ``ds, runs, base, m, k, prof, tgt, t, a, c, ms`` from the URL (see ``ragmetrics.share.PARAM_KEYS``); the
+Reads ``ds, runs, base, m, k, prof, tgt, t, a, c, ms, jb, dp`` from the URL (see ``ragmetrics.share.PARAM_KEYS``); the
 verdict is Compare's, on the same family of comparisons.
 """
 
@@ -31,12 +31,18 @@ if page.alignments and page.dataset is not None:
         spec = str(metric_spec(view.metric, k))
         specs = specs if spec in specs else [spec, *specs]
         comparison = cache.comparison(
-            selection, names[base_id or selection.run_ids[0]], specs, view.test, view.alpha, view.correction
+            selection,
+            names[base_id or selection.run_ids[0]],
+            specs,
+            view.test,
+            view.alpha,
+            view.correction,
+            view.depth if view.bounds else None,
         )
         layout.show_verdict(cmp.verdict(comparison, spec))
         st.caption(
             f"On {title(spec)} (the sidebar's metric and K); the family is Compare's: every run × metric it compares. "
-            "Test, α, correction and the metrics: **Compare runs** page."
+            "Test, α, correction, the metrics and the bounds from the unjudged documents: **Compare runs** page."
         )
 
     st.subheader(f"Metrics at K = {k}")

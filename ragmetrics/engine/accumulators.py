@@ -129,15 +129,29 @@ class Ranking:
 
     def completed(self, depth: int | None) -> Ranking:
         """The ranking as if every unjudged document in the top ``depth`` (None: all of them) were judged relevant,
-        with the smallest relevant grade (``rel_level``, at least 1): the best case the judgments leave open for a
-        metric at that cut-off. The added judgments count in R and in the ideal ranking."""
+        with the smallest relevant grade (``rel_level``, at least 1): the unjudged documents below it stay
+        unjudged. The added judgments count in R and in the ideal ranking."""
+        relevant = ~self.judged
+        if depth is not None:
+            relevant &= self.pos < depth
+        return self.judged_as(relevant)
+
+    def judged_as(self, relevant: np.ndarray, nonrelevant: np.ndarray | None = None) -> Ranking:
+        """The ranking with the unjudged rows where ``relevant`` is True judged relevant at the smallest relevant
+        grade (``rel_level``, at least 1), counted in R and in the ideal ranking, and those where ``nonrelevant``
+        is True judged non-relevant (label 0, counted among the judged non-relevant, which bpref reads); other
+        unjudged rows stay unjudged. judged@k still reads the judgments as aligned."""
         grade = max(self.rel_level, 1)
         unjudged = ~self.judged
-        if depth is not None:
-            unjudged &= self.pos < depth
+        relevant = relevant & unjudged
         label = self.label.astype(np.promote_types(self.label.dtype, np.min_scalar_type(grade)))
-        label[unjudged] = grade
-        added = self.q[unjudged]
+        n_nonrel = self.n_nonrel
+        if nonrelevant is not None and self.rel_level > 0:
+            rest = nonrelevant & unjudged & ~relevant
+            label[rest] = 0
+            n_nonrel = n_nonrel + np.bincount(self.q[rest], minlength=self.n_queries)
+        label[relevant] = grade
+        added = self.q[relevant]
         ideal_q = np.concatenate([self.ideal_q, added])
         ideal_label = np.concatenate([self.ideal_label, np.full(len(added), grade, dtype=self.ideal_label.dtype)])
         order = np.lexsort((-ideal_label, ideal_q))
@@ -147,6 +161,7 @@ class Ranking:
             self,
             label=label,
             n_rel=self.n_rel + np.bincount(added, minlength=self.n_queries),
+            n_nonrel=n_nonrel,
             ideal_q=ideal_q,
             ideal_pos=ideal_pos,
             ideal_label=ideal_label,

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from ragmetrics.engine import documents
 from ragmetrics.engine.accumulators import Ranking
+from ragmetrics.engine.bounds import bounds, label_free
 from ragmetrics.engine.conventions import Conventions
 from ragmetrics.engine.coverage import Coverage
 from ragmetrics.engine.health import Health, explain_no_overlap, health
@@ -170,18 +171,27 @@ class Alignment:
             raise RagMetricsError(f"only 'unjudged' can change on an alignment; align again for {sorted(changes)}")
         return replace(self, conventions=conventions)
 
-    def bounds(self, metric: str | MetricSpec) -> tuple[np.ndarray, np.ndarray]:
-        """Per-query values of ``metric`` at the two ends the judgments leave open: every unjudged document
-        non-relevant, and every one within the cut-off relevant, as ``(lower, upper)``.
+    def bounds(self, metric: str | MetricSpec, depth: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Per-query ``(worst, best)`` values of ``metric`` over every way of judging the unjudged documents the
+        run retrieved (``depth``: those in its top ``depth``, the others staying unjudged), each non-relevant or
+        relevant at the relevance threshold (exact, read-only; :mod:`ragmetrics.engine.bounds`). The value under
+        any such judging lies between them, trec_eval's too. Not in LlamaIndex mode, which scores every unjudged
+        document non-relevant."""
+        if self.conventions.mode == "llamaindex":
+            raise RagMetricsError("bounds over the unjudged documents are computed with mode='trec' only")
+        if depth is not None and (int(depth) != depth or depth < 1):
+            raise RagMetricsError(f"bounds: depth must be a whole number of at least 1, got {depth!r}")
+        spec = self._spec(metric)
+        if label_free(spec):
+            value = self.under(unjudged="nonrelevant").value(spec)
+            return value, value
 
-        For a metric that rises with relevance (``MetricInfo.rises_with_relevance``: the cut-off metrics, MRR,
-        judged@k) the two ends bracket the value under every labeling of those unjudged documents. AP, nDCG,
-        R-precision and bpref can fall when a document is judged relevant (a new relevant document far down adds
-        more to R than to the sum), so for them the pair is the minimum and maximum of the two ends only: some
-        labeling in between can lie outside it."""
-        low = self.under(unjudged="nonrelevant").value(metric)
-        high = self.under(unjudged="relevant").value(metric)
-        return np.minimum(low, high), np.maximum(low, high)
+        def compute() -> tuple[np.ndarray, np.ndarray]:
+            worst, best = bounds(self.ranking, spec, None if depth is None else int(depth))
+            return _read_only(worst), _read_only(best)
+
+        kept: tuple[np.ndarray, np.ndarray] = self._once.get(("bounds", spec, depth), compute)
+        return kept
 
     def computed(self, metric: str | MetricSpec, *, curve: bool = False) -> bool:
         """True when the metric's per-query values (or, ``curve``: its curve) are already computed on this alignment."""

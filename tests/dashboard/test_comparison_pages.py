@@ -232,3 +232,46 @@ def test_one_run_explains_instead_of_failing(faq_ids) -> None:
         at = open_page(page, {"ds": faq_ids["dataset"], "runs": faq_ids["bm25"]})
         no_problems(at)
         assert any("at least two runs" in i.value for i in at.info)
+
+
+def test_bounds_from_the_unjudged_show_the_librarys_ends_and_mark_a_verdict_that_could_flip(faq, faq_ids) -> None:
+    from ragmetrics.compare import compare
+
+    at = open_page("compare", {"m": "ndcg", "k": "10"})
+    no_problems(at)
+    assert not at.toggle(key="compare.bounds").value and "Δ if judged" not in _table(at, "Δ vs baseline").columns
+    at = at.toggle(key="compare.bounds").set_value(True).run()
+    no_problems(at)
+    assert param(at, "jb") == "1"
+    table = _table(at, "Δ if judged")
+    runs, specs = [r for r, _ in faq.runs], cmp.compare_specs("ndcg", 10)
+    library = compare(faq.dataset, runs, specs, baseline="bm25", warn=False, bounds=True, bounds_depth=10).table
+    library = library[library["metric"] == "ndcg@10"].set_index("run")
+    shown = table[table["metric"] == "nDCG@10"].set_index("run")
+    for run in ("dense-e5", "hybrid-rrf"):
+        row = library.loc[run]
+        assert shown.loc[run, "Δ if judged"] == cmp.format_ci(row["delta_worst"], row["delta_best"])
+        assert shown.loc[run, "mean if judged"] == cmp.format_ci(row["mean_worst"], row["mean_best"])
+        assert shown.loc[run, "judgments"] == (cmp.COULD_FLIP if row["could_flip"] else cmp.SETTLED)
+    assert shown.loc["bm25", "Δ if judged"] == ""
+    verdict = next(m.value for m in at.markdown if "**Verdict.**" in m.value)
+    best = library.drop(index="bm25")["mean"].idxmax()
+    expected = "could **flip** it" if library.loc[best, "could_flip"] else "No way of judging the unjudged documents"
+    assert expected in verdict
+    assert at.number_input(key="compare.bounds_depth").value == 10  # the Judge page's pool depth
+    at = at.number_input(key="compare.bounds_depth").set_value(3).run()
+    assert param(at, "dp") == "3"
+    deeper = compare(faq.dataset, runs, specs, baseline="bm25", warn=False, bounds=True, bounds_depth=3).table
+    row = deeper[(deeper["metric"] == "ndcg@10") & (deeper["run"] == "hybrid-rrf")].iloc[0]
+    shown = _table(at, "Δ if judged").set_index(["metric", "run"]).loc[("nDCG@10", "hybrid-rrf")]
+    assert shown["Δ if judged"] == cmp.format_ci(row["delta_worst"], row["delta_best"])
+    reopened = open_page("compare", {"m": "ndcg", "k": "10", "jb": "1", "dp": "3"})
+    assert reopened.toggle(key="compare.bounds").value and reopened.number_input(key="compare.bounds_depth").value == 3
+    assert "Δ if judged" in _table(reopened, "Δ vs baseline").columns
+
+
+def test_the_overviews_verdict_says_what_the_judgments_leave_open_when_the_link_asks(faq_ids) -> None:
+    plain = next(m.value for m in open_page("overview").markdown if "**Verdict.**" in m.value)
+    assert "judging" not in plain and "unjudged" not in plain
+    with_bounds = next(m.value for m in open_page("overview", {"jb": "1"}).markdown if "**Verdict.**" in m.value)
+    assert with_bounds.startswith(plain.rstrip()) and "unjudged documents" in with_bounds

@@ -232,12 +232,16 @@ def test_every_control_of_the_pages_travels_and_bad_values_fall_back() -> None:
         power=0.9,
         delta=0.02,
         depth=20,
+        bounds=True,
     )
     assert decode(encode(state)) == (state, [])
     assert decode(encode(state, defaults=False)) == (state, [])
     assert "ms" not in encode(ViewState()) and "c" not in encode(ViewState())
-    bad, notes = decode({"c": "fdr", "ms": "ndcg10,recall@5", "o": "draw", "pw": "0.7", "d": "2", "dp": "x"})
-    assert (bad.correction, bad.metrics, bad.outcome, bad.power, bad.delta, bad.depth) == (
-        "holm", ("recall@5",), "loss", 0.8, 0.05, 10
+    bad, notes = decode(
+        {"c": "fdr", "ms": "ndcg10,recall@5", "o": "draw", "pw": "0.7", "d": "2", "dp": "x", "jb": "yes"}
+    )
+    assert (bad.correction, bad.metrics, bad.outcome, bad.power, bad.delta, bad.depth, bad.bounds) == (
+        "holm", ("recall@5",), "loss", 0.8, 0.05, 10, False
     )  # fmt: skip
-    assert len(notes) == 6 and "unknown correction 'fdr'" in notes[0] and "'ndcg10'" in notes[1]
+    assert "ignored the link's 'jb' value 'yes'" in notes[-1]
+    assert len(notes) == 7 and "unknown correction 'fdr'" in notes[0] and "'ndcg10'" in notes[1]
