@@ -384,9 +384,18 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     result = _evaluate(args, dataset, runs, list(dict.fromkeys([*gated, *(args.metric or [])])))
     run = runs[0].name
     failures = 0
+    depth = _bounds_depth(args.bounds)
+    ends = result.runs[run].mean_bounds(depth) if args.bounds else {}
     for check in check_targets(result.runs[run], targets, seed=args.seed):
         failures += not check.passed
         out.write(("PASS " if check.passed else "FAIL ") + check.reason() + "\n")
+        if check.metric in ends:
+            worst, best = ends[check.metric]
+            open_ = worst <= check.threshold if check.passed else best > check.threshold
+            out.write(
+                f"  if judged: {check.metric} from {worst:.4f} to {best:.4f}"
+                + ("; the unjudged documents could flip this check\n" if open_ else "; no judging flips this check\n")
+            )
     if args.baseline:
         comparison = compare_result(
             result,
@@ -399,6 +408,8 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             seed=args.seed,
             n_resamples=args.resamples,
             segments=(),
+            bounds=bool(args.bounds),
+            bounds_depth=depth,
         )
         for row in comparison.table.itertuples(index=False):
             regression = row.significant and row.delta < 0
@@ -411,7 +422,9 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             out.write(
                 f"{verdict}: {row.metric} {row.mean:.4f} vs baseline {row.baseline_mean:.4f} "
                 f"(delta {row.delta:+.4f}, 95% CI [{row.ci_low:+.4f}, {row.ci_high:+.4f}], "
-                f"p={row.p_value_corrected:.4g} {_family(args, len(comparison.table))}, {args.test})\n"
+                f"p={row.p_value_corrected:.4g} {_family(args, len(comparison.table))}, {args.test})"
+                + (_judged_ends(row) if args.bounds else "")
+                + "\n"
             )
     out.write(f"{'FAILED' if failures else 'OK'}: {failures} check(s) failed\n")
     return 1 if failures else 0
@@ -840,6 +853,7 @@ def _check_parser(p: argparse.ArgumentParser) -> None:
         help="metric the regression gate compares (repeatable; default the targets' or ndcg@10)",
     )
     _add_eval_options(p)
+    _add_bounds_option(p, "each target's mean's and each delta's worst and best, and whether they could flip a check")
     _add_test_options(p)
     p.set_defaults(handler=cmd_check)
 

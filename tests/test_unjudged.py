@@ -264,3 +264,27 @@ def test_cli_compare_bounds_mark_a_verdict_the_judgments_could_flip():
     line = next(x for x in printed.splitlines() if x.startswith("ndcg@10"))
     assert "if judged delta [-0.8324, +0.8424]!" in line  # SciFact judges ~9% of the top 10: the verdict is open
     assert "! = the judgments could flip its sign" in printed
+
+
+def test_cli_check_bounds_say_whether_the_judgments_could_flip_each_check():
+    from ragmetrics.io import load_dataset, load_run
+
+    scifact = "tests/data/scifact"
+    code, printed, _ = _cli(
+        "check", "--dataset", f"{scifact}/qrels.tsv", "--run", f"{scifact}/hybrid-rrf60.trec.gz",
+        "--targets", "ndcg@10>0.65,mrr>0.1", "--bounds", "10",
+    )  # fmt: skip
+    assert code == 0
+    alignment = rm.align(load_dataset(f"{scifact}/qrels.tsv"), load_run(f"{scifact}/hybrid-rrf60.trec.gz"))
+    worst, best = (end.mean() for end in alignment.bounds("ndcg@10", 10))
+    lines = printed.splitlines()
+    assert (
+        lines[1] == f"  if judged: ndcg@10 from {worst:.4f} to {best:.4f}; the unjudged documents could flip this check"
+    )
+    assert worst < 0.65  # so it could
+    assert lines[3].startswith("  if judged: mrr from ") and lines[3].endswith("; no judging flips this check")
+    code, plain, _ = _cli(
+        "check", "--dataset", f"{scifact}/qrels.tsv", "--run", f"{scifact}/hybrid-rrf60.trec.gz",
+        "--targets", "ndcg@10>0.65,mrr>0.1",
+    )  # fmt: skip
+    assert "if judged" not in plain and plain.splitlines()[0] == lines[0]

@@ -65,8 +65,12 @@ def overview_frame(alignments: Sequence[Alignment], k: int) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["run", "queries", *[str(s) for s in specs]])
 
 
-def summary_frame(alignments: Sequence[Alignment], specs: Sequence[MetricSpec | str]) -> pd.DataFrame:
-    """Mean and 95% CI of each metric per run: ``run, metric, n, mean, ci_low, ci_high`` (long)."""
+def summary_frame(
+    alignments: Sequence[Alignment], specs: Sequence[MetricSpec | str], bounds_depth: int | None = None
+) -> pd.DataFrame:
+    """Mean and 95% CI of each metric per run: ``run, metric, n, mean, ci_low, ci_high`` (long); with
+    ``bounds_depth``, ``worst, best`` too: the mean's ends over every way of judging the unjudged documents in each
+    run's top ``bounds_depth`` (:meth:`ragmetrics.Alignment.bounds`)."""
     rows = []
     parsed = [parse_metric(s) for s in specs]
     resamplers = _Resamplers()
@@ -76,17 +80,14 @@ def summary_frame(alignments: Sequence[Alignment], specs: Sequence[MetricSpec | 
         matrix = np.column_stack([values[s] for s in parsed]) if parsed else np.zeros((n, 0))
         mean, low, high = bootstrap_ci(matrix, resampler=resamplers[n])
         for i, spec in enumerate(parsed):
-            rows.append(
-                {
-                    "run": alignment.name,
-                    "metric": str(spec),
-                    "n": n,
-                    "mean": mean[i],
-                    "ci_low": low[i],
-                    "ci_high": high[i],
-                }
-            )
-    return pd.DataFrame(rows, columns=["run", "metric", "n", "mean", "ci_low", "ci_high"])
+            row = {"run": alignment.name, "metric": str(spec), "n": n, "mean": mean[i], "ci_low": low[i],
+                   "ci_high": high[i]}  # fmt: skip
+            if bounds_depth is not None:
+                worst, best = alignment.bounds(spec, bounds_depth)
+                row.update(worst=float(np.nanmean(worst)), best=float(np.nanmean(best)))
+            rows.append(row)
+    columns = ["run", "metric", "n", "mean", "ci_low", "ci_high"]
+    return pd.DataFrame(rows, columns=columns + (["worst", "best"] if bounds_depth is not None else []))
 
 
 def curve_frame(

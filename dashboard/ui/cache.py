@@ -204,13 +204,15 @@ def curve_frame(selection: Selection, k_max: int) -> pd.DataFrame:
 
 
 @memo
-def _summary(dataset_id: str, key: RunKey, specs: tuple[str, ...], _alignments: Sequence[Alignment]) -> pd.DataFrame:
-    return overview.summary_frame(_alignments, list(specs))
+def _summary(
+    dataset_id: str, key: RunKey, specs: tuple[str, ...], bounds_depth: int | None, _alignments: Sequence[Alignment]
+) -> pd.DataFrame:
+    return overview.summary_frame(_alignments, list(specs), bounds_depth)
 
 
-def summary_frame(selection: Selection, specs: Sequence[str]) -> pd.DataFrame:
-    """:func:`dashboard.core.overview.summary_frame`, cached per run set and metrics."""
-    return _summary(selection.dataset_id, selection.key, tuple(specs), selection.alignments)
+def summary_frame(selection: Selection, specs: Sequence[str], bounds_depth: int | None = None) -> pd.DataFrame:
+    """:func:`dashboard.core.overview.summary_frame`, cached per run set, metrics and bounds depth."""
+    return _summary(selection.dataset_id, selection.key, tuple(specs), bounds_depth, selection.alignments)
 
 
 @memo

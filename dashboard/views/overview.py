@@ -55,14 +55,24 @@ if page.alignments and page.dataset is not None:
         column_config=layout.number_columns(means, labels),
     )
     specs = [str(s) for s in overview.overview_specs(k)]
-    summary = cache.summary_frame(selection, specs)
-    with st.expander("Means with 95% bootstrap confidence intervals"):
+    summary = cache.summary_frame(selection, specs, view.depth if view.bounds else None)
+    heading = "Means with 95% bootstrap confidence intervals"
+    if view.bounds:
+        heading += f", and their worst and best if the unjudged documents in each run's top {view.depth} were judged"
+    with st.expander(heading, expanded=view.bounds):
         layout.show_table(
             summary,
             key="overview.ci",
             filename=f"overview-ci-k{k}.csv",
             column_config=layout.number_columns(
-                summary, {"mean": "mean", "ci_low": "95% CI low", "ci_high": "95% CI high"}
+                summary,
+                {
+                    "mean": "mean",
+                    "ci_low": "95% CI low",
+                    "ci_high": "95% CI high",
+                    "worst": "if judged: worst",
+                    "best": "if judged: best",
+                },
             ),
         )
 

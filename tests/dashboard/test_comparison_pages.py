@@ -270,8 +270,16 @@ def test_bounds_from_the_unjudged_show_the_librarys_ends_and_mark_a_verdict_that
     assert "Δ if judged" in _table(reopened, "Δ vs baseline").columns
 
 
-def test_the_overviews_verdict_says_what_the_judgments_leave_open_when_the_link_asks(faq_ids) -> None:
+def test_the_overviews_verdict_says_what_the_judgments_leave_open_when_the_link_asks(faq_ids, faq_alignments) -> None:
     plain = next(m.value for m in open_page("overview").markdown if "**Verdict.**" in m.value)
     assert "judging" not in plain and "unjudged" not in plain
-    with_bounds = next(m.value for m in open_page("overview", {"jb": "1"}).markdown if "**Verdict.**" in m.value)
+    at = open_page("overview", {"jb": "1", "dp": "5"})
+    with_bounds = next(m.value for m in at.markdown if "**Verdict.**" in m.value)
     assert with_bounds.startswith(plain.rstrip()) and "unjudged documents" in with_bounds
+    means = next(d.value for d in at.dataframe if "worst" in d.value.columns)  # every mean with its two ends
+    first = means.iloc[0]
+    alignment = next(a for a in faq_alignments if a.name == first["run"])
+    worst, best = alignment.bounds(first["metric"], 5)
+    assert (first["worst"], first["best"]) == (worst.mean(), best.mean())
+    assert (means["worst"] <= means["mean"] + 1e-12).all() and (means["mean"] <= means["best"] + 1e-12).all()
+    assert not any("worst" in d.value.columns for d in open_page("overview").dataframe)
