@@ -130,15 +130,22 @@ def _blank_comments(data: bytes) -> bytes:
     return b"\n".join(out)
 
 
-def _normalise(data: bytes, *, collapse: bool) -> bytes | None:
-    """Single-space separated lines, comments emptied; ``None``: use the slow scan."""
-    if b"\t" in data or b"\v" in data or b"\f" in data:
-        data = data.translate(_TAB_TO_SPACE)
-    if b"\r" in data:
-        data = data.replace(b"\r\n", b"\n")
+def _has(data: Any, pattern: bytes) -> bool:
+    """``pattern in data`` at memchr speed for a mapped file too (an ``mmap``'s ``in`` compares byte by byte)."""
+    return bool(data.find(pattern) >= 0)
+
+
+def _normalise(data: Any, *, collapse: bool) -> Any:
+    """Single-space separated lines, comments emptied; ``None``: use the slow scan. ``data``: bytes, or a mapped
+    file (:meth:`Source.mapped`), returned as it is when nothing changes (else the changed bytes)."""
+    if _has(data, b"\t") or _has(data, b"\v") or _has(data, b"\f"):
+        data = bytes(data).translate(_TAB_TO_SPACE)
+    if _has(data, b"\r"):
+        data = bytes(data).replace(b"\r\n", b"\n")
         if b"\r" in data:  # a lone CR: Arrow would take it for a line break
             return None
     if collapse:
+        data = bytes(data)
         while b"  " in data:
             data = data.replace(b"  ", b" ")
         if data.startswith(b" "):
@@ -146,19 +153,19 @@ def _normalise(data: bytes, *, collapse: bool) -> bytes | None:
         if data.endswith(b" "):
             data = data[:-1]
         data = data.replace(b"\n ", b"\n").replace(b" \n", b"\n")
-    if b"#" in data and (data.startswith(b"#") or b"\n#" in data):
-        data = _blank_comments(data)
+    if _has(data, b"#") and (data[:1] == b"#" or _has(data, b"\n#")):
+        data = _blank_comments(bytes(data))
     return data
 
 
-def _first_field_count(data: bytes) -> int | None:
+def _first_field_count(data: Any) -> int | None:
     start = 0
     while start < len(data):
         end = data.find(b"\n", start)
         if end < 0:
             end = len(data)
         if end > start:
-            return data.count(b" ", start, end) + 1
+            return bytes(data[start:end]).count(b" ") + 1
         start = end + 1
     return None
 
@@ -294,7 +301,8 @@ def _fast_table(
     first_length = -1
     data: bytes | None = None
     for collapse in (False, True):
-        data = _normalise(source.data, collapse=collapse)
+        mapped = None if collapse else source.mapped()
+        data = _normalise(source.data if mapped is None else mapped, collapse=collapse)
         if data is None:
             return None, None
         if len(data) == first_length:  # collapsing changed nothing: Arrow would fail again
