@@ -558,6 +558,22 @@ class Store:
         latest = frame.drop_duplicates(["query_id", "doc_id"], keep="last")
         return latest.drop(columns="id").reset_index(drop=True)
 
+    def withdraw_label(self, dataset: str, query_id: str, doc_id: str) -> int:
+        """Take back the pending label of one pair (and the suggestion it accepted) before it is saved: the pair is
+        unlabelled again. Returns how many stored rows went (0: nothing was pending for it)."""
+        check_id(dataset, "dataset")
+        t = labels_table
+        with self.engine.begin() as conn:
+            done = conn.execute(
+                sa.delete(t).where(
+                    (t.c.dataset_id == dataset)
+                    & t.c.version.is_(None)
+                    & (t.c.query_id == str(query_id))
+                    & (t.c.doc_id == str(doc_id))
+                )
+            )
+        return int(done.rowcount or 0)
+
     def commit_labels(self, dataset: str, *, author: str = "anonymous") -> str | None:
         """Make the pending labels on ``dataset`` a new qrels version: a dataset whose judgments are the parent's
         plus the labels (the latest label of a pair wins), with the parent's runs. Returns its id (None when
@@ -584,10 +600,8 @@ class Store:
                 .on_conflict_do_nothing(index_elements=["id"])
             )
             t = labels_table
-            conn.execute(
-                sa.update(t)
-                .where((t.c.dataset_id == dataset) & t.c.version.is_(None) & (t.c.kind == "judgment"))
-                .values(version=ident)
+            conn.execute(  # the labels and the accepted suggestions they came from: saved together
+                sa.update(t).where((t.c.dataset_id == dataset) & t.c.version.is_(None)).values(version=ident)
             )
             runs = conn.execute(sa.select(links_table.c.run_id).where(links_table.c.dataset_id == dataset)).scalars()
             for run in list(runs):

@@ -57,3 +57,22 @@ def test_diff_names_changed_and_removed_judgments():
     a = rm.Dataset.from_dict({"q1": {"d1": 1, "d2": 0}})
     b = rm.Dataset.from_dict({"q1": {"d1": 2, "d3": 1}})
     assert diff(a, b)[["doc_id", "change"]].values.tolist() == [["d1", "changed"], ["d2", "removed"], ["d3", "added"]]
+
+
+def test_a_pending_label_is_withdrawn_with_its_suggestion_and_saving_keeps_the_suggestions_with_the_version(store_url):
+    store = Store(store_url)
+    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
+    store.add_label(parent, "q1", "u1", 1, author="ana")
+    store.add_label(parent, "q1", "u1", 1, author="ana", kind="suggestion:keywords")
+    store.add_label(parent, "q1", "u2", 0, author="ana")
+    store.add_label(parent, "q1", "u3", 2, author="ana")
+    store.add_label(parent, "q1", "u3", 2, author="ana", kind="suggestion:answer")
+    assert store.withdraw_label(parent, "q1", "u1") == 2  # the label and the suggestion it accepted
+    assert store.withdraw_label(parent, "q1", "u1") == 0
+    assert store.pending_labels(parent)["doc_id"].tolist() == ["u2", "u3"]
+    assert store.pending_labels(parent, kind="suggestion:keywords").empty
+    version = store.commit_labels(parent, author="ana")
+    assert sorted(store.get_dataset(version).qrels["doc_id"]) == ["d1", "u2", "u3"]
+    # saved with the version, the accepted suggestion no longer stands pending on the parent
+    assert store.pending_labels(parent, kind="suggestion:answer").empty
+    assert store.withdraw_label(parent, "q1", "u3") == 0  # a saved label is the version's, not withdrawn

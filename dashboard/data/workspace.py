@@ -425,6 +425,10 @@ class Workspace:
         ``query_id, doc_id, label, author, created_at``."""
         return self.store.pending_labels(dataset_ident, kind=kind)
 
+    def withdraw_label(self, dataset_ident: str, query_id: str, doc_id: str) -> int:
+        """Take back a pending label (:meth:`ragmetrics.store.Store.withdraw_label`)."""
+        return self.store.withdraw_label(dataset_ident, query_id, doc_id)
+
     def commit_labels(self, dataset_ident: str, *, author: str) -> DatasetEntry | None:
         """Save the pending labels as a new qrels version (a new dataset with the parent's runs); None when no
         label is pending."""

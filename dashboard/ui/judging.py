@@ -78,6 +78,11 @@ def save_version(workspace: Workspace, dataset: DatasetEntry) -> DatasetEntry | 
     return workspace.commit_labels(dataset.id, author=author())
 
 
+def withdraw(workspace: Workspace, dataset_id: str, pairs: list[tuple[str, str]]) -> int:
+    """Take back the pending labels of ``pairs`` (query, document): unlabelled again, back in the queue."""
+    return sum(workspace.withdraw_label(dataset_id, q, d) > 0 for q, d in pairs)
+
+
 def pending(workspace: Workspace, dataset_id: str) -> pd.DataFrame:
     """The labels given on the dataset and not saved yet, read from the store (every tab's, every process's)."""
     return workspace.pending_labels(dataset_id)

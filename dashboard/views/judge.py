@@ -163,9 +163,9 @@ if page.alignments and page.dataset is not None:
     if given.empty:
         st.caption("None yet on this version. Every label is stored the moment it is given.")
     else:
-        layout.show_table(
+        event = layout.show_table(
             given,
-            key="judge.pending",
+            key=f"judge.pending.{len(given)}",  # a new table after a label is given or withdrawn: no stale selection
             filename=f"labels-{ds.name}.csv",
             column_config={
                 "label": st.column_config.NumberColumn("label", format="%d"),
@@ -173,7 +173,21 @@ if page.alignments and page.dataset is not None:
                     "suggested by", help="The rule whose suggestion was accepted"
                 ),
             },
+            on_select="rerun",
+            selection_mode="multi-row",
         )
+        chosen = [i for i in getattr(getattr(event, "selection", None), "rows", []) or [] if i < len(given)]
+        pairs = [(str(given["query_id"].iloc[i]), str(given["doc_id"].iloc[i])) for i in chosen]
+        if st.button(
+            f"Withdraw {len(pairs)} selected label(s)" if pairs else "Withdraw selected labels",
+            key="judge.withdraw",
+            icon=":material/undo:",
+            disabled=not pairs,
+            help="Select rows of the table to take their labels back before saving: the pairs return to the queue.",
+        ):
+            taken = judging.withdraw(workspace, ds.id, pairs)
+            state.flash(f"Withdrew {taken} label(s); the pairs are back in the queue.")
+            st.rerun()
     if st.button(
         "Save as a new qrels version",
         key="judge.save",

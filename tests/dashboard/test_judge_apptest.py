@@ -304,3 +304,25 @@ def test_a_slip_is_changed_with_the_last_labels_buttons(judged, store_dir) -> No
     no_problems(at)
     pending = _store(store_dir).pending_labels(judged["dataset"])
     assert pending["label"].tolist() == [0] and _left(at) == (3, 4)  # one pair, its latest label
+
+
+def test_a_pending_label_can_be_withdrawn_before_saving(judged, store_dir) -> None:
+    at = open_page("judge", _params(judged))
+    left, pooled = _left(at)
+    at.button(key="judge.grade.2").click().run()
+    at.button(key="judge.grade.0").click().run()
+    assert _left(at) == (left - 2, pooled)
+    assert at.button(key="judge.withdraw").disabled  # nothing selected yet
+    table = next(d for d in at.dataframe if d.key and d.key.startswith("judge.pending."))
+    first = table.value.iloc[0]  # newest first: the label given last
+    at.session_state[table.key] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    at.run()
+    assert at.button(key="judge.withdraw").label == "Withdraw 1 selected label(s)"
+    at.button(key="judge.withdraw").click().run()
+    no_problems(at)
+    pending = _store(store_dir).pending_labels(judged["dataset"])
+    assert len(pending) == 1 and (first["query_id"], first["doc_id"]) not in set(
+        zip(pending["query_id"], pending["doc_id"])
+    )
+    assert _left(at) == (left - 1, pooled)  # the pair is back in the queue
+    assert "Withdrew 1 label(s)" in _text(at.success) + _text(at.info) + _text(at.toast)
