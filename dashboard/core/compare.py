@@ -287,7 +287,7 @@ def comparison_display(frame: pd.DataFrame, baseline: str, correction: str = "ho
     """:func:`comparison_frame` for reading (same rows, same order): CIs and p-values as text, W / T / L in one
     column; the corrected p-value is labelled with its correction (``p (Holm)``)."""
     is_base = frame["run"] == baseline
-    return pd.DataFrame(
+    out = pd.DataFrame(
         {
             "metric": [title(m) for m in frame["metric"]],
             "run": frame["run"].astype("str"),
@@ -305,9 +305,17 @@ def comparison_display(frame: pd.DataFrame, baseline: str, correction: str = "ho
                 "" if b else f"{w} / {t} / {lo}"
                 for b, w, t, lo in zip(is_base, frame["wins"], frame["ties"], frame["losses"])
             ],
-            **(_judged_columns(frame, is_base) if "could_flip" in frame.columns else {}),
         }
     )
+    if "could_flip" in frame.columns:  # each beside what it qualifies
+        judged = _judged_columns(frame, is_base)
+        for after, column in (
+            ("mean 95% CI", "mean if judged"),
+            ("Δ 95% CI", "Δ if judged"),
+            ("significance", "judgments"),
+        ):
+            out.insert(out.columns.get_loc(after) + 1, column, judged[column])
+    return out
 
 
 COULD_FLIP = "could flip"

@@ -34,10 +34,14 @@ ON_CMRC = ("judge", "missed")
 """Pages shown on the CMRC 2018 sample (the others on the first sample)."""
 
 
+SHOWN_WITH = {"compare": "jb=1"}
+"""Controls a page's picture shows turned on (Compare: the bounds from the unjudged documents)."""
+
+
 def page_query(key: str) -> str:
     """The query string a page's picture opens with ("" for the first sample's default view)."""
     if key not in ON_CMRC:
-        return ""
+        return f"?{SHOWN_WITH[key]}" if key in SHOWN_WITH else ""
     cmrc = next(samples.iter_samples(names=["cmrc2018"]), None)
     return f"?ds={dataset_id(cmrc.dataset)}" if cmrc is not None else ""
 
