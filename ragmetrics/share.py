@@ -54,8 +54,11 @@ METRIC_CHOICES: tuple[str, ...] = (
 DEFAULT_METRIC = "recall"
 DEFAULT_K = 5
 NO_PROFILE = ""
-"""No targets profile: a view shows no targets until the user picks a profile or edits targets."""
+"""No targets profile picked: a view shows the targets its dataset declares, if any, until the user picks a profile,
+edits targets or picks :data:`NO_TARGETS`."""
 DEFAULT_PROFILE = NO_PROFILE
+NO_TARGETS = "none"
+"""No targets at all, also for a dataset that declares some."""
 DEFAULT_TEST = "t"
 DEFAULT_CORRECTION = "holm"
 OUTCOMES: tuple[str, ...] = ("loss", "win", "tie")
@@ -87,7 +90,8 @@ PARAM_KEYS: dict[str, str] = {
     "base": "baseline run id",
     "m": f"metric name ({', '.join(METRIC_CHOICES)})",
     "k": f"cut-off K (1 to {K_MAX})",
-    "prof": f"targets profile ({', '.join(PROFILES)}; absent = no targets)",
+    "prof": f"targets profile ({', '.join(PROFILES)}; {NO_TARGETS} = no targets; absent = the dataset's own, if it "
+    "declares any, else none)",
     "tgt": "edited targets, e.g. recall@5>0.9;mrr>0.7 (absent = the profile's)",
     "cat": "category filter",
     "diff": "difficulty filter",
@@ -426,7 +430,7 @@ def decode(
         p = _last(params.get("prof"))
         if not p:
             return
-        if p in PROFILES:
+        if p in PROFILES or p == NO_TARGETS:
             values["profile"] = p
         else:
             note(f"unknown targets profile {p[:40]!r}; showing no targets (profiles: {', '.join(PROFILES)})")

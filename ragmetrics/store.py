@@ -60,6 +60,7 @@ datasets_table = sa.Table(
     sa.Column("payload", sa.LargeBinary, nullable=False),
     sa.Column("source", sa.Text, nullable=False, server_default=""),  # the file(s) it was first read from
     sa.Column("description", sa.Text, nullable=False, server_default=""),
+    sa.Column("targets", sa.Text, nullable=False, server_default=""),  # the targets it declares (a profile or a list)
 )
 runs_table = sa.Table(
     "runs",
@@ -73,7 +74,7 @@ runs_table = sa.Table(
     sa.Column("payload", sa.LargeBinary, nullable=False),
     sa.Column("source", sa.Text, nullable=False, server_default=""),
 )
-ADDED_COLUMNS = {"datasets": ("source", "description"), "runs": ("source",)}
+ADDED_COLUMNS = {"datasets": ("source", "description", "targets"), "runs": ("source",)}
 """Text columns added after the first stores were made: :class:`Store` adds them to an older store, empty."""
 links_table = sa.Table(
     "dataset_runs",
@@ -327,10 +328,10 @@ class Store:
         return (table.name, column) not in self._without
 
     def _put(self, table: sa.Table, row: dict[str, Any], conn: Any) -> None:
-        """Insert ``row`` unless its id is stored; a stored row keeps its values, but an empty source or description
-        takes this copy's (stored before they were recorded)."""
+        """Insert ``row`` unless its id is stored; a stored row keeps its values, but an empty source, description or
+        targets text takes this copy's (stored before they were recorded)."""
         row = {k: v for k, v in row.items() if self._has(table, k)}
-        fill = [c for c in ("source", "description") if row.get(c)]
+        fill = [c for c in ("source", "description", "targets") if row.get(c)]
         statement = self._insert(table).values(**row)
         if fill:
             statement = statement.on_conflict_do_update(
@@ -352,11 +353,16 @@ class Store:
     # --- writes ------------------------------------------------------------------------
 
     def put_dataset(
-        self, dataset: Dataset, *, ident: str | None = None, source: str = "", description: str = ""
+        self, dataset: Dataset, *, ident: str | None = None, source: str = "", description: str = "", targets: str = ""
     ) -> str:
-        """Store ``dataset`` (idempotent: a stored copy keeps its name, and its source and description unless they are
-        empty) and return its content id (``ident``: already computed by :func:`dataset_id`; ``source``: the file(s)
-        it was read from)."""
+        """Store ``dataset`` (idempotent: a stored copy keeps its name, and its source, description and targets unless
+        they are empty) and return its content id (``ident``: already computed by :func:`dataset_id`; ``source``: the
+        file(s) it was read from; ``targets``: the targets it declares, a profile name or ``metric>value`` items,
+        checked by :func:`ragmetrics.targets.declared_targets`)."""
+        if targets:
+            from ragmetrics.targets import declared_targets
+
+            declared_targets(targets)
         ident = ident or dataset_id(dataset)
         tables = {"qrels": dataset.qrels, "queries": dataset.queries}
         if dataset.documents is not None:
@@ -372,6 +378,7 @@ class Store:
             "payload": blob,
             "source": source,
             "description": description,
+            "targets": targets,
         }
         with self.engine.begin() as conn:
             self._put(datasets_table, row, conn)
@@ -697,9 +704,11 @@ class Store:
         return table.c[name] if self._has(table, name) else sa.literal("").label(name)
 
     def list_datasets(self) -> pd.DataFrame:
-        """Stored datasets, newest first: id, name, n_queries, n_judgments, size_bytes, created_at, source, description."""
+        """Stored datasets, newest first: id, name, n_queries, n_judgments, size_bytes, created_at, source, description,
+        targets."""
         t = datasets_table
         names = ["id", "name", "n_queries", "n_judgments", "size_bytes", "created_at", "source", "description"]
+        names.append("targets")
         query = sa.select(*(self._column(t, n) for n in names)).order_by(t.c.created_at.desc())
         with self.engine.connect() as conn:
             return pd.DataFrame(conn.execute(query).mappings().all(), columns=names)

@@ -116,6 +116,25 @@ def resolve_targets(spec: str | Mapping[str, float]) -> dict[str, float]:
     return out
 
 
+def declared_targets(text: str) -> dict[str, float]:
+    """The targets a dataset declares: a profile name or ``metric>value`` items (never a file: a dataset's text is
+    not a path to read). A clear error when it is neither."""
+    text = text.strip()
+    if text in PROFILES:
+        return resolve_targets(text)
+    if ">" not in text:
+        raise RagMetricsError(
+            f"targets {text[:40]!r}: expected a profile ({', '.join(PROFILES)}) or metric>value items, "
+            "e.g. ndcg@10>0.6,recall@5>0.9"
+        )
+    out: dict[str, float] = {}
+    for item, metric, threshold in target_items(text):
+        if threshold is None:
+            raise RagMetricsError(f"target {item[:40]!r}: expected metric>value, e.g. recall@5>0.9")
+        out.update(resolve_targets({metric: threshold}))
+    return out
+
+
 def check_targets(result: RunResult, targets: Mapping[str, float], *, seed: int = 0) -> list[TargetCheck]:
     """Each target against the run's mean and its 95% bootstrap interval."""
     checks = []

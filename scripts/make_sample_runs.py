@@ -507,6 +507,7 @@ def build_manifest(faq_counts):
             "n_chunks": faq_counts["chunks"],
             "n_queries": faq_counts["queries"],
             "license": "Apache-2.0",
+            "targets": "faq",  # a help center's FAQ: the profile its thresholds were set for
             "description": (
                 f"云笔记 Pro help center (fictional, Chinese): {faq_counts['docs']} documents "
                 f"and {faq_counts['queries']} graded queries in five categories; BM25, e5 "

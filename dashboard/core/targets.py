@@ -19,16 +19,19 @@ from pandas.io.formats.style import Styler  # with this module, so no page pays 
 from dashboard.core.results import Alignment, run_result
 from dashboard.core.specs import title
 from ragmetrics.errors import RagMetricsError
-from ragmetrics.share import DEFAULT_PROFILE, format_targets, parse_targets
-from ragmetrics.targets import PROFILE_TITLES, PROFILES, check_targets, resolve_targets
+from ragmetrics.share import DEFAULT_PROFILE, NO_PROFILE, NO_TARGETS, format_targets, parse_targets
+from ragmetrics.targets import PROFILE_TITLES, PROFILES, check_targets, declared_targets, resolve_targets
 
 __all__ = [
     "CHECK_COLUMNS",
     "DEFAULT_PROFILE",
     "DESCRIPTIONS",
+    "NO_PROFILE",
+    "NO_TARGETS",
     "PROFILES",
     "check_frame",
     "current_targets",
+    "declared_title",
     "edited_text",
     "format_targets",
     "label",
@@ -57,9 +60,21 @@ def profile_title(key: str) -> str:
     return PROFILE_TITLES.get(key, key)
 
 
-def profile_targets(key: str) -> Targets:
-    """The thresholds of a profile (none for no profile or an unknown key)."""
+def profile_targets(key: str, declared: str = "") -> Targets:
+    """The thresholds of a profile: ``NO_PROFILE`` reads the dataset's ``declared`` targets (a profile name or
+    ``metric>value`` items; none when it declares none or they do not read), ``NO_TARGETS`` and an unknown key none."""
+    if key == NO_PROFILE and declared:
+        try:
+            return declared_targets(declared)
+        except RagMetricsError:
+            return {}
     return dict(PROFILES.get(key, {}))
+
+
+def declared_title(declared: str) -> str:
+    """How the profile picker names a dataset's own targets."""
+    shown = profile_title(declared) if declared in PROFILES else declared
+    return f"The dataset's own ({shown})"
 
 
 def label(metric: str, threshold: float) -> str:
@@ -67,16 +82,17 @@ def label(metric: str, threshold: float) -> str:
     return f"{title(metric)} > {threshold:.2f}"
 
 
-def current_targets(profile: str, edited: str | None) -> tuple[Targets, list[str]]:
-    """The targets in force: the edited set when there is one, else the profile's."""
+def current_targets(profile: str, edited: str | None, declared: str = "") -> tuple[Targets, list[str]]:
+    """The targets in force: the edited set when there is one, else the profile's (:func:`profile_targets`)."""
     if edited is None:
-        return profile_targets(profile), []
+        return profile_targets(profile, declared), []
     return parse_targets(edited)
 
 
-def edited_text(profile: str, targets: Mapping[str, float]) -> str | None:
+def edited_text(profile: str, targets: Mapping[str, float], declared: str = "") -> str | None:
     """What the view stores: None when ``targets`` equal the profile's (same order), else their text."""
-    return None if list(targets.items()) == list(profile_targets(profile).items()) else format_targets(targets)
+    same = list(targets.items()) == list(profile_targets(profile, declared).items())
+    return None if same else format_targets(targets)
 
 
 def threshold_for(targets: Mapping[str, float], metric: str, default: float) -> float:
@@ -88,7 +104,13 @@ TARGET_COLUMNS = ["metric", "threshold"]
 
 def targets_frame(targets: Mapping[str, float]) -> pd.DataFrame:
     """Targets as an editable table: ``metric, threshold``."""
-    return pd.DataFrame({"metric": list(targets), "threshold": list(targets.values())}, columns=TARGET_COLUMNS)
+    return pd.DataFrame(
+        {
+            "metric": pd.Series(list(targets), dtype="str"),  # text even when empty (the editor checks the type)
+            "threshold": pd.Series(list(targets.values()), dtype="float64"),
+        },
+        columns=TARGET_COLUMNS,
+    )
 
 
 def targets_from_frame(frame: pd.DataFrame) -> tuple[Targets, list[str]]:

@@ -52,8 +52,10 @@ class DatasetEntry:
         loader: Callable[[str, str], Dataset] | None = None,
         version: VersionInfo | None = None,
         has_versions: bool = False,
+        targets: str = "",
     ) -> None:
         self.id, self.name, self.source, self.description = id, name, source, description
+        self.targets = targets  # the targets the dataset declares ("" none): a profile name or metric>value items
         self.added = added or datetime.now(timezone.utc)
         self.n_queries, self.n_judgments, self.size_bytes = n_queries, n_judgments, size_bytes
         self._dataset, self._loader = dataset, loader

@@ -41,6 +41,7 @@ class Sample:
     dataset: Dataset
     runs: tuple[tuple[Run, str], ...]  # (run, source path relative to the samples folder)
     source: str
+    targets: str = ""  # the targets the sample declares: a profile name or metric>value items
 
 
 def manifest(folder: Path | None = None) -> list[dict[str, object]]:
@@ -85,6 +86,7 @@ def load_sample(entry: dict[str, object], folder: Path | None = None) -> Sample:
         dataset=dataset,
         runs=runs,
         source=f"sample_runs/{entry['folder']}",
+        targets=str(entry.get("targets", "")),
     )
 
 

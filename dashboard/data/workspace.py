@@ -162,6 +162,7 @@ class Workspace:
             and entry.added == added
             and entry.version == version
             and entry.has_versions == has_versions
+            and entry.targets == str(row.targets or "")
         ):
             entry = DatasetEntry(
                 row.id,
@@ -176,6 +177,7 @@ class Workspace:
                 loader=self._load_dataset,
                 version=version,
                 has_versions=has_versions,
+                targets=str(row.targets or ""),
             )
             self._entries[key] = entry
         return entry
@@ -233,16 +235,17 @@ class Workspace:
     # --- writes ------------------------------------------------------------------------
 
     def add_dataset(
-        self, dataset: Dataset, *, name: str | None = None, source: str = "", description: str = ""
+        self, dataset: Dataset, *, name: str | None = None, source: str = "", description: str = "", targets: str = ""
     ) -> DatasetEntry:
-        """Store ``dataset`` (once per content); a name already taken by other content gets a suffix."""
+        """Store ``dataset`` (once per content); a name already taken by other content gets a suffix. ``targets``:
+        the targets it declares (:func:`ragmetrics.targets.declared_targets`), shown until a view picks others."""
         ident = store_mod.dataset_id(dataset)
         existing = self.dataset(ident)
         if existing is not None:
             return existing
         unique = _unique(name or dataset.name, {e.name for e in self.datasets()})
         stored = dataset if unique == dataset.name else dataclasses.replace(dataset, name=unique)
-        self.store.put_dataset(stored, ident=ident, source=source, description=description)
+        self.store.put_dataset(stored, ident=ident, source=source, description=description, targets=targets)
         self._remember("dataset:" + ident, stored)
         self.refresh()
         entry = self.dataset(ident)
@@ -491,7 +494,11 @@ class Workspace:
             return False
         for sample in samples():
             entry = self.add_dataset(
-                sample.dataset, name=sample.name, source=sample.source, description=sample.description
+                sample.dataset,
+                name=sample.name,
+                source=sample.source,
+                description=sample.description,
+                targets=getattr(sample, "targets", ""),
             )
             for run, source in sample.runs:
                 self.add_run(entry.id, run, source=source)

@@ -131,6 +131,8 @@ def ingest_dataset(files: Sequence[Any], workspace: Workspace) -> Outcome | None
             f"{names}: files uploaded together make one dataset (one judgments file or evaluation set, with files "
             f"named *queries* and *corpus*), got {len(mains)} of them; remove all but one to load it",
         )
+    elif (bad := _bad_targets(dataset_labels()[2])) is not None:
+        outcome = Outcome(names, False, f"Targets: {bad}; the dataset was not stored")
     else:
         try:
             with (
@@ -144,8 +146,10 @@ def ingest_dataset(files: Sequence[Any], workspace: Workspace) -> Outcome | None
                 if "corpus" in roles:
                     extra["corpus"] = (roles["corpus"].getvalue(), roles["corpus"].name)
                 dataset = load_dataset(main.getvalue(), filename=main.name, limits=UPLOAD_LIMITS, **extra)
-                name, description = dataset_labels()
-                entry = workspace.add_dataset(dataset, name=name, source=names, description=description)
+                name, description, declared = dataset_labels()
+                entry = workspace.add_dataset(
+                    dataset, name=name, source=names, description=description, targets=declared
+                )
             outcome = Outcome(
                 names,
                 True,
@@ -158,6 +162,19 @@ def ingest_dataset(files: Sequence[Any], workspace: Workspace) -> Outcome | None
             outcome = Outcome(names, False, _error_text(main.name, err))
     state.remember_upload(key, outcome)
     return replace(outcome, fresh=True)
+
+
+def _bad_targets(text: str) -> str | None:
+    """Why the targets typed for a dataset do not read (None: they do, or none were typed)."""
+    if not text:
+        return None
+    from ragmetrics.targets import declared_targets
+
+    try:
+        declared_targets(text)
+    except RagMetricsError as err:
+        return str(err)
+    return None
 
 
 def ingest_runs(
@@ -240,12 +257,15 @@ def run_tags(tags_text: str, retrieval_metadata: Any = None) -> dict[str, str]:
 DATASET_KEY = "upload.dataset"
 NAME_KEY = "upload.name"
 DESCRIPTION_KEY = "upload.description"
+TARGETS_KEY = "upload.targets"
 
 
-def dataset_labels() -> tuple[str | None, str]:
-    """The name and description typed for the next dataset upload (None, "" when left empty: the file's name)."""
+def dataset_labels() -> tuple[str | None, str, str]:
+    """The name, description and targets typed for the next dataset upload (None, "", "" when left empty: the
+    file's name, no description, no targets)."""
     name = " ".join(str(state.widget_value(NAME_KEY) or "").split())
-    return name or None, str(state.widget_value(DESCRIPTION_KEY) or "").strip()
+    targets = str(state.widget_value(TARGETS_KEY) or "").strip()
+    return name or None, str(state.widget_value(DESCRIPTION_KEY) or "").strip(), targets
 
 
 RUNS_KEY = "upload.runs"

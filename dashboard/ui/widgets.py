@@ -13,7 +13,7 @@ import streamlit as st
 
 from dashboard.core.compare import ALPHAS, DEFAULT_ALPHA, DEFAULT_TEST, TESTS, correction_title, test_title
 from dashboard.core.specs import K_MAX, METRIC_CHOICES, metric_title, takes_k
-from dashboard.core.targets import DEFAULT_PROFILE, PROFILES, profile_title
+from dashboard.core.targets import DEFAULT_PROFILE, NO_TARGETS, PROFILES, declared_title, profile_title
 from dashboard.ui import state
 from ragmetrics.errors import RagMetricsError
 from ragmetrics.metrics import parse_metric
@@ -149,16 +149,24 @@ def search_box(value: str, key: str, *, force: bool, example: str = "") -> str:
     return str(st.text_input("Search query text or id", key=key, placeholder=placeholder)).strip()
 
 
-def profile_picker(value: str, *, force: bool) -> str:
-    """The targets profile; "" (no targets) until the user picks one."""
+def profile_picker(value: str, *, force: bool, declared: str = "") -> str:
+    """The targets profile: "" is the dataset's ``declared`` targets when it declares some (then "No targets" is
+    ``NO_TARGETS``), else no targets, until the user picks one."""
     key = "overview.profile"
-    choices = [NO_PROFILE, *PROFILES]
-    state.seed(key, value if value in choices else DEFAULT_PROFILE, force=force)
+    choices = [NO_PROFILE, *([NO_TARGETS] if declared else []), *PROFILES]
+    stale = state.widget_value(key) not in choices
+    state.seed(key, value if value in choices else DEFAULT_PROFILE, force=force or stale)
+
+    def shown(p: str) -> str:
+        if p == NO_PROFILE:
+            return declared_title(declared) if declared else "No targets"
+        return "No targets" if p == NO_TARGETS else profile_title(p)
+
     return str(
         st.selectbox(
             "Targets profile",
             choices,
-            format_func=lambda p: profile_title(p) if p else "No targets",
+            format_func=shown,
             key=key,
             help="Scenario thresholds to check each run against; edit them below. The set travels with the share link.",
         )

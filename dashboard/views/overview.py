@@ -79,11 +79,15 @@ if page.alignments and page.dataset is not None:
     st.subheader("Targets")
     left, right = st.columns([1, 2])
     with left:
-        profile = widgets.profile_picker(view.profile, force=page.fresh)
+        declared = page.dataset.targets if page.dataset is not None else ""
+        profile = widgets.profile_picker(view.profile, force=page.fresh, declared=declared)
         if profile != view.profile:
             view = view.with_(profile=profile, targets=None)
-        st.caption(targets.DESCRIPTIONS.get(profile, "Pick a profile to check each run against its thresholds."))
-    in_force, notes = targets.current_targets(view.profile, view.targets)
+        if profile == targets.NO_PROFILE and declared:
+            st.caption("The thresholds this dataset declares; pick a profile or No targets to change them.")
+        else:
+            st.caption(targets.DESCRIPTIONS.get(profile, "Pick a profile to check each run against its thresholds."))
+    in_force, notes = targets.current_targets(view.profile, view.targets, declared)
     if view.profile or in_force:
         with right, st.expander("Edit targets", icon=":material/edit:"):
             edited = st.data_editor(
@@ -102,7 +106,7 @@ if page.alignments and page.dataset is not None:
             notes += more
             if st.button("Reset to the profile", key="overview.targets.reset"):
                 layout.rerun_with(view.with_(targets=None))
-        view = view.with_(targets=targets.edited_text(view.profile, in_force))
+        view = view.with_(targets=targets.edited_text(view.profile, in_force, declared))
     for note in notes:
         st.warning(note)
     checks = cache.target_checks(selection, targets.format_targets(in_force))

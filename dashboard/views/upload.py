@@ -29,7 +29,7 @@ st.caption(
     "One file (evaluation set JSON/JSONL, TREC qrels, CSV/TSV/Parquet qrels, ranx JSON, or a BEIR .zip), "
     "or a qrels file together with files named *queries* and *corpus*. Runs below are added to the dataset selected in the sidebar."
 )
-name_column, description_column = st.columns([1, 2])
+name_column, description_column, targets_column = st.columns([1, 2, 1])
 name_column.text_input(
     "Name",
     key=ingest.NAME_KEY,
@@ -42,6 +42,14 @@ description_column.text_input(
     key=ingest.DESCRIPTION_KEY,
     max_chars=2000,
     placeholder="what the queries are, where the judgments come from",
+)
+targets_column.text_input(
+    "Targets (optional)",
+    key=ingest.TARGETS_KEY,
+    max_chars=500,
+    placeholder="faq, or ndcg@10>0.6,recall@5>0.9",
+    help="The thresholds this dataset's runs should clear: a profile (faq, tech, legal, overview) or metric>value "
+    "items. The Overview checks them until a view picks others.",
 )
 dataset_files = st.file_uploader(
     "Dataset files",

@@ -1,0 +1,104 @@
+"""The framework's floor for ``benchmarks/browser.py``: a bare Streamlit page, then the same page with one table
+(``st.dataframe``) and one Plotly chart, each opened in fresh browser contexts (no cache), as ``browser.py`` opens
+the dashboard's pages.
+
+    python benchmarks/browser_floor.py --repeat 5
+
+Prints the median (min-max) seconds from ``goto`` to the drawn page per variant. What the dashboard's pages take
+beyond these is theirs; what these take is Streamlit's and Plotly's JavaScript being loaded and compiled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from playwright.sync_api import sync_playwright
+
+from tests.e2e.server import CHROMIUM_ARGS, chromium_path, wait_for_app
+
+APP = """import os
+import streamlit as st
+st.title("Floor")
+st.write("A page with one line of text.")
+if os.environ.get("FLOOR_TABLE"):
+    import pandas as pd
+    st.dataframe(pd.DataFrame({"a": [1, 2, 3], "b": ["x", "y", "z"]}))
+if os.environ.get("FLOOR_CHART"):
+    import plotly.graph_objects as go
+    st.plotly_chart(go.Figure(go.Scatter(x=[1, 2, 3], y=[1, 3, 2])))
+"""
+VARIANTS = {
+    "bare page": {},
+    "+ one st.dataframe": {"FLOOR_TABLE": "1"},
+    "+ one Plotly chart": {"FLOOR_CHART": "1"},
+    "+ both": {"FLOOR_TABLE": "1", "FLOOR_CHART": "1"},
+}
+DRAWN = "() => [...document.querySelectorAll('.js-plotly-plot')].every(g => g.querySelector('.main-svg'))"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def measure(app: Path, env: dict[str, str], repeat: int) -> list[float]:
+    port = free_port()
+    argv = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(port), "--server.headless",
+            "true", "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]  # fmt: skip
+    server = subprocess.Popen(argv, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.2)
+        times = []
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+            for _ in range(repeat + 1):  # the first opening warms the server, not counted
+                context = browser.new_context(viewport={"width": 1440, "height": 1000})
+                page = context.new_page()
+                started = time.perf_counter()
+                page.goto(f"http://127.0.0.1:{port}/")
+                wait_for_app(page)
+                page.get_by_text("A page with one line of text.").wait_for()
+                page.wait_for_function(DRAWN)
+                times.append(time.perf_counter() - started)
+                context.close()
+            browser.close()
+        return times[1:]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5, help="counted openings per variant (default 5)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        app = Path(folder) / "floor.py"
+        app.write_text(APP)
+        print(f"load average {os.getloadavg()[0]:.2f}")
+        for name, env in VARIANTS.items():
+            times = measure(app, env, args.repeat)
+            print(f"{name:<22} {statistics.median(times):.2f} s ({min(times):.2f}-{max(times):.2f})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
