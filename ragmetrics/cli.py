@@ -479,7 +479,9 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         tags.append({**(retriever_tags(found) if found else {}), **given})
     store = Store(args.store)
     dataset_files = [args.dataset, *(f for f in (getattr(args, "queries", None), getattr(args, "corpus", None)) if f)]
-    dataset_id = store.put_dataset(dataset, source=", ".join(Path(f).name for f in dataset_files))
+    dataset_id = store.put_dataset(
+        dataset, source=", ".join(Path(f).name for f in dataset_files), targets=args.dataset_targets or ""
+    )
     run_ids = [
         store.put_run(run, dataset_id, source=Path(path).name, tags=meta)
         for run, path, meta in zip(runs, args.run, tags)
@@ -894,6 +896,12 @@ def _push_parser(p: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="a tag on every run pushed (repeatable): commit, branch, system, model, chunk_size, top_k, date, note... "
         "The metadata ragmetrics retrieve wrote beside a run (RUN.json) is read too; --meta wins",
+    )
+    p.add_argument(
+        "--dataset-targets",
+        metavar="TARGETS",
+        help="the targets the dataset declares, which its Overview checks until a view picks others: a profile "
+        "(faq, tech, legal, overview) or 'ndcg@10>0.6,recall@5>0.9'",
     )
     _add_store_option(p)
     p.add_argument("--base-url", help="the dashboard's address; default RAGMETRICS_BASE_URL or http://localhost:8501")

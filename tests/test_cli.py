@@ -214,3 +214,15 @@ def test_push_stores_the_files_and_prints_a_share_link(tmp_path):
     # the Workspace page shows which files they came from
     assert store.list_datasets()["source"].tolist() == [Path(QRELS).name]
     assert store.list_runs(dataset_id)["source"].tolist() == [Path(BM25).name, Path(HYBRID).name]
+
+
+def test_push_declares_the_datasets_targets_and_refuses_ones_that_do_not_read(tmp_path):
+    from ragmetrics.store import Store
+
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    bad = cli("push", "--store", url, "--dataset", QRELS, "--run", BM25, "--dataset-targets", "ndcg@10=0.6")
+    assert bad.returncode == 2 and "expected a profile" in bad.stderr and "Traceback" not in bad.stderr
+    assert Store(url).list_datasets().empty  # nothing stored
+    done = cli("push", "--store", url, "--dataset", QRELS, "--run", BM25, "--dataset-targets", "ndcg@10>0.6")
+    assert done.returncode == 0, done.stderr
+    assert Store(url).list_datasets()["targets"].tolist() == ["ndcg@10>0.6"]
