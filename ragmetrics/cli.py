@@ -292,6 +292,7 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from ragmetrics.compare import compare_result
 
+    depth = _bounds_depth(args.bounds)
     dataset, runs = _load_inputs(args, [args.baseline, *args.run])
     result = _evaluate(args, dataset, runs, args.metric or ["ndcg@10"])
     _warn_same_rows(runs[1:], runs[0], err)
@@ -306,7 +307,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         n_resamples=args.resamples,
         segments=(),
         bounds=bool(args.bounds),
-        bounds_depth=_bounds_depth(args.bounds),
+        bounds_depth=depth,
     )
     if args.format == "json":
         import json
@@ -324,7 +325,6 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             )
         out.write(f"test: {args.test}; * = significant at alpha {args.alpha}, {_family(args, len(comparison.table))}\n")
         if args.bounds:
-            depth = _bounds_depth(args.bounds)
             where = f" in each run's top {depth}" if depth else ""
             out.write(
                 f"if judged: the delta under every way of judging the unjudged documents{where} lies in that "

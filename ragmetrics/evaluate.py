@@ -84,12 +84,7 @@ class RunResult:
         """Each metric's mean at the two ends the unjudged documents leave open, ``{metric: (worst, best)}``: the
         lowest and highest mean over every way of judging the unjudged documents the run retrieved (``depth``: in
         its top ``depth``; :meth:`ragmetrics.Alignment.bounds`)."""
-        out = {}
-        for metric in self.metrics:
-            worst, best = self.alignment.bounds(metric, depth)
-            kept = ~np.isnan(worst)
-            out[metric] = (float(worst[kept].mean()), float(best[kept].mean())) if kept.any() else (np.nan, np.nan)
-        return out
+        return {metric: self.alignment.mean_bounds(metric, depth) for metric in self.metrics}
 
     @property
     def values(self) -> pd.DataFrame:

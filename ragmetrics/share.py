@@ -155,6 +155,11 @@ class ViewState:
     def with_(self, **changes: object) -> ViewState:
         return replace(self, **changes)  # type: ignore[arg-type]
 
+    @property
+    def bounds_depth(self) -> int | None:
+        """The depth the bounds from the unjudged documents judge to; None when they are not shown."""
+        return self.depth if self.bounds else None
+
 
 # --- targets as text ---------------------------------------------------------------------
 

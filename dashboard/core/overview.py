@@ -83,8 +83,7 @@ def summary_frame(
             row = {"run": alignment.name, "metric": str(spec), "n": n, "mean": mean[i], "ci_low": low[i],
                    "ci_high": high[i]}  # fmt: skip
             if bounds_depth is not None:
-                worst, best = alignment.bounds(spec, bounds_depth)
-                row.update(worst=float(np.nanmean(worst)), best=float(np.nanmean(best)))
+                row["worst"], row["best"] = alignment.mean_bounds(spec, bounds_depth)
             rows.append(row)
     columns = ["run", "metric", "n", "mean", "ci_low", "ci_high"]
     return pd.DataFrame(rows, columns=columns + (["worst", "best"] if bounds_depth is not None else []))

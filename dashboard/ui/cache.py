@@ -30,6 +30,7 @@ from dashboard.core import (
     missed,
     overview,
     power,
+    results_only,
     targets,
     validation,
 )
@@ -208,6 +209,17 @@ def _summary(
     dataset_id: str, key: RunKey, specs: tuple[str, ...], bounds_depth: int | None, _alignments: Sequence[Alignment]
 ) -> pd.DataFrame:
     return overview.summary_frame(_alignments, list(specs), bounds_depth)
+
+
+@memo
+def _results_only(ids: tuple[str, ...], _stored: Sequence[Any]) -> pd.DataFrame:
+    return results_only.results_frame([entry.results for entry in _stored])
+
+
+def results_only_frame(stored: Sequence[Any]) -> pd.DataFrame:
+    """:func:`dashboard.core.results_only.results_frame` of stored results entries, cached per set of results
+    (their ids are their content)."""
+    return _results_only(tuple(entry.id for entry in stored), stored)
 
 
 def summary_frame(selection: Selection, specs: Sequence[str], bounds_depth: int | None = None) -> pd.DataFrame:

@@ -165,7 +165,7 @@ def show_results_only(page: Page) -> None:
         "rankings, so those pages leave them out."
     )
     show_table(
-        results_only.results_frame([r.results for r in stored]),
+        cache.results_only_frame(stored),
         key="overview.results_only",
         filename="per-query-results.csv",
         column_config={c: st.column_config.NumberColumn(c, format="%.4f") for c in ("mean", "ci_low", "ci_high")},

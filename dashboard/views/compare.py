@@ -86,7 +86,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
     spec = sidebar_spec if sidebar_spec in specs else specs[0]
 
     with st.spinner(f"Running the {cmp.test_title(test)} on every run and metric…"):
-        comparison = cache.comparison(selection, base.name, specs, test, alpha, correction, depth if bounds else None)
+        comparison = cache.comparison(selection, base.name, specs, test, alpha, correction, view.bounds_depth)
     layout.show_verdict(cmp.verdict(comparison, spec))
     st.caption(
         f"Each run against **{md_escape(base.name)}** on the same {base.n_queries:,} queries: mean with its 95% bootstrap "

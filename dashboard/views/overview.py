@@ -37,7 +37,7 @@ if page.alignments and page.dataset is not None:
             view.test,
             view.alpha,
             view.correction,
-            view.depth if view.bounds else None,
+            view.bounds_depth,
         )
         layout.show_verdict(cmp.verdict(comparison, spec))
         st.caption(
@@ -55,7 +55,7 @@ if page.alignments and page.dataset is not None:
         column_config=layout.number_columns(means, labels),
     )
     specs = [str(s) for s in overview.overview_specs(k)]
-    summary = cache.summary_frame(selection, specs, view.depth if view.bounds else None)
+    summary = cache.summary_frame(selection, specs, view.bounds_depth)
     heading = "Means with 95% bootstrap confidence intervals"
     if view.bounds:
         heading += f", and their worst and best if the unjudged documents in each run's top {view.depth} were judged"

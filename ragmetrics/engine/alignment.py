@@ -182,16 +182,23 @@ class Alignment:
         if depth is not None and (int(depth) != depth or depth < 1):
             raise RagMetricsError(f"bounds: depth must be a whole number of at least 1, got {depth!r}")
         spec = self._spec(metric)
-        if label_free(spec):
-            value = self.under(unjudged="nonrelevant").value(spec)
-            return value, value
 
         def compute() -> tuple[np.ndarray, np.ndarray]:
+            if label_free(spec):
+                value = self.under(unjudged="nonrelevant").value(spec)
+                return value, value
             worst, best = bounds(self.ranking, spec, None if depth is None else int(depth))
             return _read_only(worst), _read_only(best)
 
         kept: tuple[np.ndarray, np.ndarray] = self._once.get(("bounds", spec, depth), compute)
         return kept
+
+    def mean_bounds(self, metric: str | MetricSpec, depth: int | None = None) -> tuple[float, float]:
+        """The mean's two ends: the means of :meth:`bounds` over the queries with a value (each query's documents are
+        judged on their own, so these are the lowest and highest mean any judging gives)."""
+        worst, best = self.bounds(metric, depth)
+        kept = ~np.isnan(worst)
+        return (float(worst[kept].mean()), float(best[kept].mean())) if kept.any() else (np.nan, np.nan)
 
     def computed(self, metric: str | MetricSpec, *, curve: bool = False) -> bool:
         """True when the metric's per-query values (or, ``curve``: its curve) are already computed on this alignment."""
