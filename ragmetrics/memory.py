@@ -1,4 +1,5 @@
 """Process-wide memory choices, made only by processes that are ragmetrics' own (the CLI, the dashboard's server).
+The library itself never makes them.
 
 numpy marks every array of 4 MiB or more ``madvise(MADV_HUGEPAGE)``. Where the kernel grants transparent
 huge pages only on such advice (``enabled`` set to ``madvise``, common on cloud VMs), each first touch of
@@ -9,6 +10,8 @@ switches it; ``RAGMETRICS_NUMPY_HUGEPAGES=1`` keeps numpy's default in our proce
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 
 import pyarrow as pa
@@ -37,3 +40,21 @@ def reading_pool() -> pa.MemoryPool:
         return pa.jemalloc_memory_pool()
     except (NotImplementedError, pa.ArrowNotImplementedError):  # pragma: no cover - a pyarrow without jemalloc
         return pa.default_memory_pool()
+
+
+M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
+LARGE_BLOCK = 256 << 10  # glibc starts at 128 KiB; below 256 KiB the mappings cost evaluation more
+
+
+def hand_freed_memory_back_promptly() -> bool:
+    """For a long-lived server: blocks of ``LARGE_BLOCK`` bytes or more get a mapping of their own, unmapped when
+    freed, and Arrow's default pool becomes the system allocator. Whether glibc took the setting.
+
+    glibc otherwise raises its mmap threshold (up to 32 MiB) each time a mapped block is freed, after which the
+    arrays of a session's runs are carved out of per-thread heaps that fragment and that ``malloc_trim`` cannot
+    shrink; mimalloc, Arrow's default, keeps freed segments. Together they kept most of what an ended session
+    used, more after each session (``tests/e2e/test_memory_e2e.py``; figures in ``benchmarks/README.md``)."""
+    pa.set_memory_pool(pa.system_memory_pool())
+    with contextlib.suppress(OSError, AttributeError):  # not glibc
+        return bool(ctypes.CDLL("libc.so.6").mallopt(M_MMAP_THRESHOLD, LARGE_BLOCK))
+    return False

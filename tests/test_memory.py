@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import subprocess
+import sys
 import threading
 import weakref
 from concurrent.futures import Executor
@@ -68,3 +70,15 @@ def test_the_process_opt_in_switches_it_off_unless_told_to_keep_it(advice_on, mo
     memory.use_small_pages_for_this_process()
     assert _set_madvise_hugepage(True) is True
     assert np.zeros(1).sum() == 0
+
+
+def test_the_server_opt_in_maps_large_blocks_and_reads_into_the_system_pool():
+    # process-wide and not undoable (glibc's threshold): in a process of its own
+    code = (
+        "import pyarrow as pa; from ragmetrics import memory; "
+        "print(pa.default_memory_pool().backend_name, memory.hand_freed_memory_back_promptly(), "
+        "pa.default_memory_pool().backend_name)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    before, took, after = done.stdout.split()
+    assert before != "system" and (took, after) == ("True", "system")

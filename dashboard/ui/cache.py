@@ -45,6 +45,7 @@ from dashboard.ui import memory, settings
 from ragmetrics import Alignment, align, history, judging
 from ragmetrics.compare import Comparison
 from ragmetrics.history import Leaderboard, StoredRun, Timeline
+from ragmetrics.memory import hand_freed_memory_back_promptly, use_small_pages_for_this_process
 from ragmetrics.model import Run
 from ragmetrics.stability import Stability, stability
 from ragmetrics.store import Store
@@ -110,7 +111,10 @@ def held_caches() -> list[memory.Held]:
 
 @st.cache_resource(show_spinner=False)
 def start_sweeper() -> memory.Sweeper:
-    """The process's :class:`dashboard.ui.memory.Sweeper` (started by the first page)."""
+    """The process's :class:`dashboard.ui.memory.Sweeper` (started by the first page), after the process's memory
+    choices (:mod:`ragmetrics.memory`): small pages for numpy, freed memory handed back promptly."""
+    use_small_pages_for_this_process()
+    hand_freed_memory_back_promptly()
     return memory.Sweeper(held_caches)
 
 

@@ -253,10 +253,13 @@ def live_sessions() -> set[str] | None:
 
 
 def give_back_memory() -> None:
-    """Hand memory freed in the allocators back to the system (Arrow's pool; glibc's heap where there is one)."""
+    """Hand memory freed in the allocators back to the system (Arrow's pools; glibc's heap where there is one)."""
     import pyarrow as pa
 
+    from ragmetrics.memory import reading_pool
+
     pa.default_memory_pool().release_unused()
+    reading_pool().release_unused()
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
