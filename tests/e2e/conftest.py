@@ -11,9 +11,12 @@ from tests.e2e.server import CHROMIUM_ARGS, chromium_path, streamlit_server
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # one worker runs every browser test, one after the other (pyproject's --dist loadgroup): the other workers run
+    # the rest beside them
     for item in items:
         if "tests/e2e/" in str(item.fspath).replace("\\", "/"):
             item.add_marker(pytest.mark.e2e)
+            item.add_marker(pytest.mark.xdist_group("browser"))
 
 
 @pytest.fixture(scope="session")
