@@ -68,6 +68,11 @@ class Comparison:
         return {"comparisons": rows}
 
 
+SEGMENTS = ("category", "difficulty")
+"""The query columns whose groups are compared too (``Comparison.segments``); the comparisons of one column's
+groups are one family."""
+
+
 def _one(
     metric: str,
     run: str,
@@ -139,7 +144,7 @@ def compare_result(
     alpha: float = 0.05,
     seed: int = 0,
     n_resamples: int = stats.DEFAULT_RESAMPLES,
-    segments: Sequence[str] = ("category", "difficulty"),
+    segments: Sequence[str] = SEGMENTS,
     bounds: bool = False,
     bounds_depth: int | None = None,
 ) -> Comparison:

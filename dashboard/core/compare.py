@@ -21,7 +21,7 @@ from dashboard.core.results import Alignment, eval_result
 from dashboard.core.specs import METRIC_CHOICES, metric_spec, title
 from dashboard.core.text import md_escape
 from ragmetrics import stats
-from ragmetrics.compare import BOUND_COLUMNS, MIN_GROUP, Comparison, compare_result
+from ragmetrics.compare import BOUND_COLUMNS, MIN_GROUP, SEGMENTS, Comparison, compare_result
 from ragmetrics.metrics import CURVE_METRICS, parse_metric
 from ragmetrics.model import Dataset
 from ragmetrics.share import ALPHAS, DEFAULT_ALPHA, DEFAULT_TEST, K_MAX, OUTCOMES
@@ -181,10 +181,12 @@ def run_comparison(
     correction: str = "holm",
     bounds: bool = False,
     bounds_depth: int | None = None,
+    segments: bool = True,
 ) -> Comparison:
     """:func:`ragmetrics.compare.compare_result` on the alignments (``baseline`` is a run name); ``bounds``: with
     what the unjudged documents (in each run's top ``bounds_depth``) leave open
-    (:data:`ragmetrics.compare.BOUND_COLUMNS`)."""
+    (:data:`ragmetrics.compare.BOUND_COLUMNS`); ``segments=False``: without the per-category and per-difficulty
+    comparisons (an empty ``segments`` table)."""
     return compare_result(
         eval_result(alignments, specs),
         baseline=baseline,
@@ -196,6 +198,7 @@ def run_comparison(
         correction=correction,
         bounds=bounds,
         bounds_depth=bounds_depth,
+        segments=SEGMENTS if segments else (),
     )
 
 

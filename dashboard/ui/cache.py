@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard.core import (
@@ -209,6 +210,23 @@ def curve_frame(selection: Selection, k_max: int) -> pd.DataFrame:
 
 
 @memo
+def _curve_figures(
+    dataset_id: str, key: RunKey, k_max: int, runs: tuple[str, ...], _selection: Selection
+) -> tuple[go.Figure, go.Figure]:
+    curves = curve_frame(_selection, k_max)
+    pr = overview.pr_frame(_selection.alignments, k_max)
+    return overview.curves_figure(curves, runs=runs), overview.pr_figure(pr, runs=runs)
+
+
+def curve_figures(selection: Selection, k_max: int, runs: Sequence[str], k: int) -> tuple[go.Figure, go.Figure]:
+    """The Overview's curves over K (marked at ``k``) and its precision-recall figure: built once per run set,
+    depth and order of runs (:func:`dashboard.core.overview.with_k_mark`); the figures handed out are not
+    changed by the pages."""
+    curves, pr = _curve_figures(selection.dataset_id, selection.key, k_max, tuple(runs), selection)
+    return overview.with_k_mark(curves, k), pr
+
+
+@memo
 def _summary(
     dataset_id: str, key: RunKey, specs: tuple[str, ...], bounds_depth: int | None, _alignments: Sequence[Alignment]
 ) -> pd.DataFrame:
@@ -303,6 +321,7 @@ def _compare(
     alpha: float,
     correction: str,
     bounds_depth: int | None,
+    segments: bool,
     _alignments: Sequence[Alignment],
 ) -> Comparison:
     return compare.run_comparison(
@@ -314,6 +333,7 @@ def _compare(
         correction=correction,
         bounds=bounds_depth is not None,
         bounds_depth=bounds_depth,
+        segments=segments,
     )
 
 
@@ -325,9 +345,13 @@ def comparison(
     alpha: float,
     correction: str = "holm",
     bounds_depth: int | None = None,
+    *,
+    segments: bool = True,
 ) -> Comparison:
     """:func:`dashboard.core.compare.run_comparison`, cached per run set, baseline (a run name), metrics, test,
-    alpha, correction and the depth of the bounds from the unjudged documents (None: no bounds)."""
+    alpha, correction, the depth of the bounds from the unjudged documents (None: no bounds) and whether the
+    per-category and per-difficulty comparisons are made (``segments``; the whole-set table is the same either
+    way, so is its family)."""
     return _compare(
         selection.dataset_id,
         selection.key,
@@ -337,6 +361,7 @@ def comparison(
         float(alpha),
         correction,
         bounds_depth,
+        segments,
         selection.alignments,
     )
 

@@ -38,6 +38,7 @@ if page.alignments and page.dataset is not None:
             view.alpha,
             view.correction,
             view.bounds_depth,
+            segments=False,
         )
         layout.show_verdict(cmp.verdict(comparison, spec))
         st.caption(
@@ -129,11 +130,9 @@ if page.alignments and page.dataset is not None:
     )
     with st.spinner("Bootstrapping confidence bands…"):
         curves = cache.curve_frame(selection, k_max)
-    layout.show_figure(
-        overview.curves_figure(curves, runs=page.run_names, k_mark=k), key="overview.curves", filename="curves"
-    )
-    pr = overview.pr_frame(alignments, k_max)
-    layout.show_figure(overview.pr_figure(pr, runs=page.run_names), key="overview.pr", filename="precision-recall")
+        curves_figure, pr_figure = cache.curve_figures(selection, k_max, page.run_names, k)
+    layout.show_figure(curves_figure, key="overview.curves", filename="curves")
+    layout.show_figure(pr_figure, key="overview.pr", filename="precision-recall")
     with st.expander("Curve data"):
         layout.show_table(curves, key="overview.curves.table", filename="curves.csv")
 

@@ -66,6 +66,15 @@ def test_the_table_equals_ragmetrics_compare_on_the_same_runs(faq, faq_alignment
     assert list(ours["win_ids"]) == list(library["win_ids"])
 
 
+def test_without_segments_the_whole_set_table_and_its_family_are_the_same(faq_alignments) -> None:
+    specs = cmp.compare_specs("recall", 5)
+    both = cmp.run_comparison(faq_alignments, "bm25", specs)
+    only = cmp.run_comparison(faq_alignments, "bm25", specs, segments=False)
+    assert not both.segments.empty and only.segments.empty
+    pd.testing.assert_frame_equal(only.table, both.table)
+    assert cmp.family_text(only) == cmp.family_text(both)
+
+
 def test_comparison_frame_puts_the_baseline_first_and_marks_significance(faq_cmp) -> None:
     frame = cmp.comparison_frame(faq_cmp)
     assert list(frame.columns) == cmp.COMPARISON_COLUMNS

@@ -78,6 +78,27 @@ def test_changing_k_and_metric_does_not_re_align(monkeypatch, faq_ids) -> None:
     assert len(calls) == 3
 
 
+def test_changing_k_redraws_only_the_mark_of_the_curves(monkeypatch, faq_ids) -> None:
+    from dashboard.core import overview
+
+    built: list[int] = []
+    real = overview.curves_figure
+
+    def counting(*args, **kwargs):
+        built.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(overview, "curves_figure", counting)
+    at = open_page("overview", {"ds": faq_ids["dataset"], "k": "4", "base": faq_ids["dense-e5"]})
+    first = len(built)
+    for k in (6, 9):
+        at.number_input(key="sidebar.k").set_value(k).run()
+        no_problems(at)
+        marks = [s for s in charts(at)[0]["layout"]["shapes"] if s["x0"] == s["x1"]]
+        assert marks and {s["x0"] for s in marks} == {k}
+    assert first <= 1 and len(built) == first  # built once (or found in the cache), never again for a new K
+
+
 def test_missed_page_opens_the_query_in_the_url(faq_ids) -> None:
     at = open_page("missed", {"ds": faq_ids["dataset"], "runs": faq_ids["bm25"], "k": "5", "q": "q009"})
     no_problems(at)
