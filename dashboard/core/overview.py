@@ -7,7 +7,6 @@ registry's titles (:func:`dashboard.core.specs.title`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -154,13 +153,13 @@ def curves_figure(
     metrics: Sequence[str] = CURVE_PANEL_METRICS,
     runs: Sequence[str] | None = None,
     *,
-    k_mark: int | None = None,
     log_x: bool | None = None,
 ) -> go.Figure:
     """Small multiples of metric@K against K, one line per run with its 95% bootstrap band.
 
     ``curves`` is :func:`curve_frame`. Panels follow ``metrics`` in a grid of three columns; the legend sits in
-    the free cell. ``k_mark`` draws a dotted vertical line at the chosen K.
+    the free cell. Nothing in it depends on the
+    chosen K: a change of K leaves the drawn figure as it is.
     """
     runs = runs_in(curves, runs)
     colors = run_colors(runs)
@@ -214,8 +213,6 @@ def curves_figure(
         tickvals = [v for v in (1, 2, 5, 10, 20, 50, 100) if v <= k_max] if log_x else None
         fig.update_xaxes(type="log" if log_x else "linear", tickvals=tickvals, title_text="K", row=row, col=col)
         fig.update_yaxes(autorange=True, row=row, col=col)  # saturated runs stay apart
-    if k_mark is not None:
-        fig.update_layout(shapes=k_marks(fig, k_mark))
     base_layout(fig, 300 * rows + 60)
     free = rows * cols - len(metrics)
     if free > 0:
@@ -229,24 +226,6 @@ def curves_figure(
             }
         )
     return fig
-
-
-def k_marks(fig: go.Figure, k: int) -> list[dict[str, Any]]:
-    """Dotted vertical lines at ``k`` in every panel of ``fig`` that holds a trace (x in data units, on log axes
-    too)."""
-    line = {"dash": "dot", "color": "#888"}
-    return [
-        {"type": "line", "xref": axis, "yref": f"y{axis[1:]} domain", "x0": k, "x1": k, "y0": 0, "y1": 1, "line": line}
-        for axis in dict.fromkeys(trace.xaxis or "x" for trace in fig.data)
-    ]
-
-
-def with_k_mark(fig: go.Figure, k: int) -> go.Figure:
-    """A copy of :func:`curves_figure`'s ``fig`` (drawn without a mark) with the dotted line at ``k``: the figure
-    is built once per set of curves, only the mark follows K."""
-    marked = go.Figure(fig)
-    marked.update_layout(shapes=k_marks(fig, k))
-    return marked
 
 
 def pr_figure(pr: pd.DataFrame, runs: Sequence[str] | None = None, label_ks: Sequence[int] = PR_LABEL_KS) -> go.Figure:

@@ -218,12 +218,10 @@ def _curve_figures(
     return overview.curves_figure(curves, runs=runs), overview.pr_figure(pr, runs=runs)
 
 
-def curve_figures(selection: Selection, k_max: int, runs: Sequence[str], k: int) -> tuple[go.Figure, go.Figure]:
-    """The Overview's curves over K (marked at ``k``) and its precision-recall figure: built once per run set,
-    depth and order of runs (:func:`dashboard.core.overview.with_k_mark`); the figures handed out are not
-    changed by the pages."""
-    curves, pr = _curve_figures(selection.dataset_id, selection.key, k_max, tuple(runs), selection)
-    return overview.with_k_mark(curves, k), pr
+def curve_figures(selection: Selection, k_max: int, runs: Sequence[str]) -> tuple[go.Figure, go.Figure]:
+    """The Overview's curves over K and its precision-recall figure, built once per run set, depth and order of
+    runs (a change of K reruns the page with the same figures, which the browser then does not draw again)."""
+    return _curve_figures(selection.dataset_id, selection.key, k_max, tuple(runs), selection)
 
 
 @memo

@@ -130,7 +130,7 @@ if page.alignments and page.dataset is not None:
     )
     with st.spinner("Bootstrapping confidence bands…"):
         curves = cache.curve_frame(selection, k_max)
-        curves_figure, pr_figure = cache.curve_figures(selection, k_max, page.run_names, k)
+        curves_figure, pr_figure = cache.curve_figures(selection, k_max, page.run_names)
     layout.show_figure(curves_figure, key="overview.curves", filename="curves")
     layout.show_figure(pr_figure, key="overview.pr", filename="precision-recall")
     with st.expander("Curve data"):

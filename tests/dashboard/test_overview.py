@@ -134,7 +134,7 @@ def test_bootstrap_matches_scipy_percentile() -> None:
 
 def test_curves_figure_one_line_per_run_per_panel(curves, faq_alignments) -> None:
     runs = [a.name for a in faq_alignments]
-    fig = overview.curves_figure(curves, runs=runs, k_mark=5)
+    fig = overview.curves_figure(curves, runs=runs)
     assert [a.text for a in fig.layout.annotations if a.text.endswith("@K")] == [
         "Recall@K",
         "Precision@K",
@@ -157,25 +157,6 @@ def test_curves_figure_one_line_per_run_per_panel(curves, faq_alignments) -> Non
     assert fig.layout.xaxis.title.text == "K" and fig.layout.yaxis.autorange is True  # saturated runs stay apart
     # one colour per run, shared by line and band
     assert first_panel[0].line.color == charts.PALETTE[0] and first_panel[1].line.color == charts.PALETTE[1]
-
-
-def _marks(fig) -> list[tuple[str, str, float]]:
-    return [(shape.xref, shape.yref, shape.x0) for shape in fig.layout.shapes if shape.x0 == shape.x1]
-
-
-def test_the_k_mark_is_one_dotted_line_per_panel_added_to_a_copy(curves, faq_alignments) -> None:
-    runs = [a.name for a in faq_alignments]
-    plain = overview.curves_figure(curves, runs=runs)
-    marked = overview.with_k_mark(plain, 7)
-    assert _marks(plain) == []  # the figure that is kept and shared is not changed
-    panels = ["x", "x2", "x3", "x4", "x5"]
-    assert _marks(marked) == [(x, f"y{x[1:]} domain", 7) for x in panels]
-    assert all(shape.line.dash == "dot" for shape in marked.layout.shapes)
-    assert marked.data == plain.data  # the same traces
-    assert _marks(overview.curves_figure(curves, runs=runs, k_mark=7)) == _marks(marked)
-    # data units on a log axis too: plotly.js draws a shape at x=10 of a log axis where the point x=10 is
-    deep = overview.curves_figure(overview.curve_frame(faq_alignments[:1], metrics=("recall",), k_max=100))
-    assert deep.layout.xaxis.type == "log" and _marks(overview.with_k_mark(deep, 10)) == [("x", "y domain", 10)]
 
 
 def test_curves_figure_log_axis_for_deep_curves(faq_alignments) -> None:
