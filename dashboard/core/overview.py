@@ -170,8 +170,10 @@ def curves_figure(
     k_max = int(curves["k"].max()) if len(curves) else 10
     if log_x is None:
         log_x = k_max > 20
+    tickvals = [v for v in (1, 2, 5, 10, 20, 50, 100) if v <= k_max] if log_x else None
+    traces, axes = [], {}
     for i, metric in enumerate(metrics):
-        row, col = i // cols + 1, i % cols + 1
+        n = "" if i == 0 else str(i + 1)  # make_subplots numbers the panels' axes row by row
         part = curves[curves["metric"] == metric]
         label = metric_title(metric)
         for run in runs:
@@ -179,40 +181,43 @@ def curves_figure(
             if data.empty:
                 continue
             ks = data["k"].tolist()
-            fig.add_trace(
-                go.Scatter(
-                    x=ks + ks[::-1],
-                    y=data["ci_high"].tolist() + data["ci_low"].tolist()[::-1],
-                    fill="toself",
-                    fillcolor=rgba(colors[run], 0.15),
-                    line={"width": 0},
-                    hoverinfo="skip",
-                    name=safe(run) + BAND_SUFFIX,
-                    legendgroup=run,
-                    showlegend=False,
-                ),
-                row=row,
-                col=col,
+            traces.append(
+                {
+                    "type": "scatter",
+                    "x": ks + ks[::-1],
+                    "y": data["ci_high"].tolist() + data["ci_low"].tolist()[::-1],
+                    "fill": "toself",
+                    "fillcolor": rgba(colors[run], 0.15),
+                    "line": {"width": 0},
+                    "hoverinfo": "skip",
+                    "name": safe(run) + BAND_SUFFIX,
+                    "legendgroup": run,
+                    "showlegend": False,
+                    "xaxis": f"x{n}",
+                    "yaxis": f"y{n}",
+                }
             )
-            fig.add_trace(
-                go.Scatter(
-                    x=ks,
-                    y=data["value"].tolist(),
-                    mode="lines",
-                    line={"color": colors[run], "width": 2},
-                    name=safe(run),
-                    legendgroup=run,
-                    showlegend=i == 0,
-                    customdata=list(zip(data["ci_low"], data["ci_high"])),
-                    hovertemplate=f"{label}@%{{x}} = %{{y:.3f}}"
+            traces.append(
+                {
+                    "type": "scatter",
+                    "x": ks,
+                    "y": data["value"].tolist(),
+                    "mode": "lines",
+                    "line": {"color": colors[run], "width": 2},
+                    "name": safe(run),
+                    "legendgroup": run,
+                    "showlegend": i == 0,
+                    "customdata": list(zip(data["ci_low"], data["ci_high"])),
+                    "hovertemplate": f"{label}@%{{x}} = %{{y:.3f}}"
                     "<br>95% CI %{customdata[0]:.3f}–%{customdata[1]:.3f}<extra>%{fullData.name}</extra>",
-                ),
-                row=row,
-                col=col,
+                    "xaxis": f"x{n}",
+                    "yaxis": f"y{n}",
+                }
             )
-        tickvals = [v for v in (1, 2, 5, 10, 20, 50, 100) if v <= k_max] if log_x else None
-        fig.update_xaxes(type="log" if log_x else "linear", tickvals=tickvals, title_text="K", row=row, col=col)
-        fig.update_yaxes(autorange=True, row=row, col=col)  # saturated runs stay apart
+        axes[f"xaxis{n}"] = {"type": "log" if log_x else "linear", "tickvals": tickvals, "title": {"text": "K"}}
+        axes[f"yaxis{n}"] = {"autorange": True}  # saturated runs stay apart
+    fig.add_traces(traces)  # one call: each trace validated once, no per-trace lookup of its panel
+    fig.update_layout(axes)
     base_layout(fig, 300 * rows + 60)
     free = rows * cols - len(metrics)
     if free > 0:
