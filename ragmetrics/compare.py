@@ -83,10 +83,11 @@ def _one(
     test: str,
     n_resamples: int,
     seed: int,
+    resampler: stats.Resampler | None = None,
 ) -> dict[str, Any]:
     diff = values - base
-    mean_low, mean_high = stats.bootstrap_ci(values, seed=seed)
-    low, high = stats.bootstrap_ci(diff, seed=seed)
+    mean_low, mean_high = stats.bootstrap_ci(values, seed=seed, resampler=resampler)
+    low, high = stats.bootstrap_ci(diff, seed=seed, resampler=resampler)
     wins = diff > TIE_TOLERANCE
     losses = diff < -TIE_TOLERANCE
     return {
@@ -174,6 +175,10 @@ def compare_result(
     queries = result.dataset.queries.set_index("query_id")
 
     ends: dict[tuple[str, str], pd.DataFrame] = {}
+    resamplers: dict[int, stats.Resampler] = {}  # the intervals' resamples, drawn once per number of queries
+
+    def resampler(n: int) -> stats.Resampler:
+        return resamplers.setdefault(n, stats.Resampler(n, seed=seed))
 
     def ends_of(run: str, metric: str, ids: pd.Index) -> tuple[np.ndarray, np.ndarray]:
         if (run, metric) not in ends:
@@ -189,8 +194,18 @@ def compare_result(
             for run in chosen:
                 values = result.runs[run].values.loc[ids, metric].to_numpy(dtype=np.float64)
                 keep = ~(np.isnan(values) | np.isnan(base))
+                n = int(keep.sum())
                 row = _one(
-                    metric, run, baseline, ids.to_numpy()[keep], values[keep], base[keep], test, n_resamples, seed
+                    metric,
+                    run,
+                    baseline,
+                    ids.to_numpy()[keep],
+                    values[keep],
+                    base[keep],
+                    test,
+                    n_resamples,
+                    seed,
+                    resampler(n),
                 )
                 if bounds:
                     (worst, best), (base_worst, base_best) = ends_of(run, metric, ids), ends_of(baseline, metric, ids)
