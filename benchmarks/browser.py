@@ -4,13 +4,15 @@
 
 - **first start**: a fresh store (the samples are stored), the Overview opened in a fresh browser, to its last chart;
 - **overview**: a fresh browser (new context: no cache, no session) opening the Overview of the FAQ sample (106
-  queries, three runs) on the warm server, until the last chart is drawn;
-- **page by address**: each page of ``dashboard.views.VIEWS`` opened by its address in a fresh browser;
+  queries, three runs) on the warm server, until the page is drawn; then the same with its curves open (``cv=1``);
+- **page by address**: each page of ``dashboard.views.VIEWS`` opened by its address in a fresh browser, and in a
+  returning browser (a browser profile on disk that has opened the dashboard before: its caches are warm; each
+  opening is a new tab, so a new session);
 - **change K** and **change runs**: in an open Overview, K typed into its box, one run removed from the selection,
-  until the page's rerun finished and every chart is drawn again.
+  until the page's rerun finished and everything is drawn again; with the curves folded (the default) and open.
 
 "Drawn" means the script finished (the app's ``data-test-script-state`` is ``notRunning``), no skeleton is left,
-and every Plotly chart on the page holds its SVG. Prints one line per measure (median, min, max in seconds) and the
+every table holds its canvas and every Plotly chart its SVG. Prints one line per measure (median, min, max in seconds) and the
 load average, and writes them to ``benchmarks/out/browser.json``.
 """
 
@@ -32,11 +34,13 @@ sys.path.insert(0, str(REPO))
 from playwright.sync_api import Page, sync_playwright
 
 from dashboard.views import VIEWS
-from tests.e2e.server import CHROMIUM_ARGS, chromium_path, streamlit_server, wait_for_app
+from tests.e2e.server import CHROMIUM_ARGS, CURVES_SECTION, chromium_path, streamlit_server, wait_for_app
 
 TIMEOUT = 120_000
 CHARTS_DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')]
-    .every(g => g.querySelector('.main-svg') && g.data && g._fullLayout)"""
+        .every(g => g.querySelector('.main-svg') && g.data && g._fullLayout)
+    && [...document.querySelectorAll("[data-testid='stDataFrame']")].every(t => t.querySelector('canvas'))"""
+VIEWPORT = {"width": 1600, "height": 1000}
 
 
 def drawn(page: Page) -> None:
@@ -45,14 +49,22 @@ def drawn(page: Page) -> None:
     page.wait_for_function(CHARTS_DRAWN, timeout=TIMEOUT)
 
 
-def fresh_open(browser, url: str) -> float:  # type: ignore[no-untyped-def]
-    context = browser.new_context(viewport={"width": 1600, "height": 1000})
+def timed_open(context, url: str) -> float:  # type: ignore[no-untyped-def]
+    """Seconds from ``goto`` in a new tab of ``context`` until the page is drawn."""
+    page = context.new_page()
     try:
-        page = context.new_page()
         start = time.perf_counter()
         page.goto(url)
         drawn(page)
         return time.perf_counter() - start
+    finally:
+        page.close()
+
+
+def fresh_open(browser, url: str) -> float:  # type: ignore[no-untyped-def]
+    context = browser.new_context(viewport=VIEWPORT)
+    try:
+        return timed_open(context, url)
     finally:
         context.close()
 
@@ -64,6 +76,32 @@ def timed_change(page: Page, act) -> float:  # type: ignore[no-untyped-def]
         page.wait_for_selector("[data-testid='stApp'][data-test-script-state='running']", timeout=3_000)
     drawn(page)
     return time.perf_counter() - start
+
+
+def change_k(page: Page, repeat: int) -> list[float]:
+    box = page.locator(".st-key-sidebar-k input")
+    times: list[float] = []
+    for i in range(repeat):
+
+        def type_k(k: int = (6, 7)[i % 2]) -> None:
+            box.fill(str(k))
+            box.press("Enter")
+
+        times.append(timed_change(page, type_k))
+    return times
+
+
+def change_runs(page: Page, repeat: int) -> list[float]:
+    """One run removed from the selection (timed), then put back (not timed)."""
+    chips = page.locator(".st-key-sidebar-runs")
+    times: list[float] = []
+    for _ in range(repeat):
+        times.append(timed_change(page, lambda: chips.get_by_role("button", name="Remove hybrid-rrf").click()))
+        chips.locator("input[role='combobox']").click()
+        page.get_by_role("option", name="hybrid-rrf", exact=True).click()
+        page.keyboard.press("Escape")
+        drawn(page)
+    return times
 
 
 def summary(values: list[float]) -> dict[str, float]:
@@ -87,41 +125,43 @@ def main() -> int:
             results["overview, fresh browser, warm server"] = summary(
                 [fresh_open(browser, f"{base}/") for _ in range(args.repeat)]
             )
+            fresh_open(browser, f"{base}/?cv=1")  # the curves' caches warm
+            results["overview with its curves open, fresh browser"] = summary(
+                [fresh_open(browser, f"{base}/?cv=1") for _ in range(args.repeat)]
+            )
             for view in VIEWS:
                 url = f"{base}/{view.url_path}"
                 fresh_open(browser, url)  # the page's own caches warm, as a teammate's link finds them
                 results[f"page by address: {view.key}"] = summary(
                     [fresh_open(browser, url) for _ in range(args.repeat)]
                 )
-            context = browser.new_context(viewport={"width": 1600, "height": 1000})
+            with tempfile.TemporaryDirectory() as profile:
+                returning = p.chromium.launch_persistent_context(
+                    profile, executable_path=executable, args=CHROMIUM_ARGS, viewport=VIEWPORT
+                )
+                for view in VIEWS:  # the browser has opened every page before
+                    timed_open(returning, f"{base}/{view.url_path}")
+                for view in VIEWS:
+                    url = f"{base}/{view.url_path}"
+                    results[f"page by address, returning browser: {view.key}"] = summary(
+                        [timed_open(returning, url) for _ in range(args.repeat)]
+                    )
+                returning.close()
+            context = browser.new_context(viewport=VIEWPORT)
             page = context.new_page()
             page.goto(f"{base}/")
             drawn(page)
-            box = page.locator(".st-key-sidebar-k input")
-            ks: list[float] = []
-            for i in range(args.repeat):
-                k = (6, 7)[i % 2]
-
-                def type_k(k: int = k) -> None:
-                    box.fill(str(k))
-                    box.press("Enter")
-
-                ks.append(timed_change(page, type_k))
-            results["change K (Overview)"] = summary(ks)
-            runs: list[float] = []
-            chips = page.locator(".st-key-sidebar-runs")
-            for _ in range(args.repeat):
-                runs.append(timed_change(page, lambda: chips.get_by_role("button", name="Remove hybrid-rrf").click()))
-                chips.locator("input[role='combobox']").click()
-                page.get_by_role("option", name="hybrid-rrf", exact=True).click()
-                page.keyboard.press("Escape")
-                drawn(page)
-            results["change runs (Overview)"] = summary(runs)
+            for shown in ("folded", "open"):
+                if shown == "open":
+                    page.get_by_test_id("stExpander").filter(has_text=CURVES_SECTION).locator("summary").click()
+                    drawn(page)
+                results[f"change K (Overview, curves {shown})"] = summary(change_k(page, args.repeat))
+                results[f"change runs (Overview, curves {shown})"] = summary(change_runs(page, args.repeat))
             context.close()
         browser.close()
     load["after"] = os.getloadavg()
     for name, row in results.items():
-        print(f"{name:<42} median {row['median']:.2f} s  (min {row['min']:.2f}, max {row['max']:.2f}, n={row['n']})")
+        print(f"{name:<52} median {row['median']:.2f} s  (min {row['min']:.2f}, max {row['max']:.2f}, n={row['n']})")
     print(f"load average before {load['before'][0]:.2f}, after {load['after'][0]:.2f} (1 min), {os.cpu_count()} cores")
     out = REPO / "benchmarks" / "out"
     out.mkdir(exist_ok=True)

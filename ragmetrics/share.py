@@ -109,12 +109,16 @@ PARAM_KEYS: dict[str, str] = {
     "d": f"difference to detect on the Dataset power page ({DELTA_RANGE[0]:g} to {DELTA_RANGE[1]:g}; "
     f"absent = {DEFAULT_DELTA:g})",
     "jb": "the Compare page's bounds from the unjudged documents (1 = shown; absent = hidden)",
+    "cv": "the Overview's curves over K and precision-recall (1 = drawn; absent = folded)",
     "dp": f"pool depth on the Judge page (1 to {K_MAX}; absent = {DEFAULT_DEPTH})",
     "by": f"the tag the Timeline orders runs by (absent = {DEFAULT_ORDER})",
     "where": "the Timeline's tag filter, KEY=VALUE (absent = every run)",
     "sys": f"the tag naming the Leaderboard's systems (absent = {DEFAULT_SYSTEM_TAG})",
 }
 """Every query key a link may carry, with what it means."""
+
+FLAGS: dict[str, tuple[str, str]] = {"jb": ("bounds", "bounds shown"), "cv": ("curves", "curves drawn")}
+"""The on/off keys of a link: key -> (the :class:`ViewState` field, what 1 means); absent is off."""
 
 _REF_RE = re.compile(r"^[A-Za-z0-9_.:\-]{1,80}$")  # what may be looked up as an id (reconcile says if it is one)
 _PAGE_RE = re.compile(r"^[a-z][a-z0-9_\-]{0,39}$")
@@ -148,6 +152,7 @@ class ViewState:
     delta: float = DEFAULT_DELTA
     depth: int = DEFAULT_DEPTH
     bounds: bool = False
+    curves: bool = False
     order_by: str = DEFAULT_ORDER
     where: str | None = None  # KEY=VALUE
     system_tag: str = DEFAULT_SYSTEM_TAG
@@ -228,8 +233,9 @@ def encode(state: ViewState, *, defaults: bool = True) -> dict[str, str]:
     ):
         if text != default_text:
             out[key] = text
-    if state.bounds:
-        out["jb"] = "1"
+    for key, (name, _) in FLAGS.items():
+        if getattr(state, name):
+            out[key] = "1"
     if state.order_by != DEFAULT_ORDER:
         out["by"] = state.order_by
     if state.where:
@@ -525,11 +531,12 @@ def decode(
                 values["depth"] = int(depth)
             else:
                 note(f"the pool depth must be a whole number from 1 to {K_MAX}; using {DEFAULT_DEPTH}")
-        shown = _last(params.get("jb"))
-        if shown in ("0", "1"):
-            values["bounds"] = shown == "1"
-        elif shown:
-            note(f"ignored the link's 'jb' value {shown[:20]!r}: expected 1 (bounds shown) or 0")
+        for key, (name, meaning) in FLAGS.items():
+            shown = _last(params.get(key))
+            if shown in ("0", "1"):
+                values[name] = shown == "1"
+            elif shown:
+                note(f"ignored the link's {key!r} value {shown[:20]!r}: expected 1 ({meaning}) or 0")
 
     def tags() -> None:
         from ragmetrics.runmeta import check_key, parse_tag

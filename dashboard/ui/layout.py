@@ -244,14 +244,23 @@ def share_path(view: ViewState) -> str:
 
 
 def share_box(view: ViewState) -> None:
-    """The "Copy share link" control at the foot of the sidebar (the code block's copy button copies it)."""
-    with st.sidebar:
-        st.markdown(
-            ":material/link: **Copy share link**",
+    """The "Copy share link" control at the foot of the sidebar: a popover holding the link in a code block (whose
+    copy button copies it). The browser draws a closed popover's content only when it opens, so a page does not load
+    the code block's highlighter (1.5 MB of JavaScript) to show the link."""
+    with (
+        st.sidebar,
+        st.popover(
+            "Copy share link",
+            icon=":material/link:",
+            width="stretch",
             help=(
                 "Opens this page with the same dataset, runs, metric, K, filters and query for anyone whose dashboard "
-                "uses the same store (or holds the same uploaded files). Use the copy button at the block's right."
+                "uses the same store (or holds the same uploaded files)."
             ),
+        ),
+    ):
+        st.caption(
+            "This page's view, for anyone whose dashboard uses the same store. The button at the right copies it."
         )
         st.code(share_link(view), language=None, wrap_lines=True)
 

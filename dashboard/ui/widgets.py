@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from dashboard.core.compare import ALPHAS, DEFAULT_ALPHA, DEFAULT_TEST, TESTS, correction_title, test_title
 from dashboard.core.specs import K_MAX, METRIC_CHOICES, metric_title, takes_k
@@ -28,6 +29,7 @@ __all__ = [
     "correction_picker",
     "dataset_picker",
     "depth_input",
+    "folded_section",
     "group_picker",
     "k_picker",
     "metric_picker",
@@ -225,6 +227,14 @@ def bounds_toggle(key: str, value: bool, *, force: bool) -> bool:
             "retrieved (non-relevant or relevant), and whether the judgments could flip a Δ's sign.",
         )
     )
+
+
+def folded_section(label: str, key: str, value: bool, *, force: bool) -> tuple[DeltaGenerator, bool]:
+    """An expander whose content the page computes only while it is open (a rerun when it opens or folds), and
+    whether it is open: the browser loads no chart library for a folded one. Its state is the view's."""
+    state.seed(key, bool(value), force=force)
+    section = st.expander(label, key=key, on_change="rerun")
+    return section, bool(section.open)
 
 
 def depth_input(key: str, value: int, label: str, help: str, *, force: bool) -> int:

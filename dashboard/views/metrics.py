@@ -19,7 +19,7 @@ reference = metrics_reference_frame()
 for row in reference.itertuples(index=False):
     with st.container(border=True):
         st.markdown(f"**{row.display}** · `{row.name}`" + (f" · trec_eval `{row.trec_eval}`" if row.trec_eval else ""))
-        st.code(row.formula, language=None, wrap_lines=True)
+        st.markdown(f"`{row.formula}`")  # inline code: a code block would load its highlighter for one line
         st.markdown(row.conventions)
         if row.aliases:
             st.caption(f"Also accepted: {row.aliases}. Cut-off: {row.cutoff}.")

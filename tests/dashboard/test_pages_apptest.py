@@ -37,7 +37,8 @@ def test_router_runs_every_page() -> None:
 def test_overview_reads_the_url_and_draws_one_trace_per_run(faq_ids) -> None:
     runs = [faq_ids["bm25"], faq_ids["hybrid-rrf"]]
     at = open_page(
-        "overview", {"ds": faq_ids["dataset"], "runs": ",".join(runs), "m": "ndcg", "k": "10", "prof": "tech"}
+        "overview",
+        {"ds": faq_ids["dataset"], "runs": ",".join(runs), "m": "ndcg", "k": "10", "prof": "tech", "cv": "1"},
     )
     no_problems(at)
     assert at.multiselect(key="sidebar.runs").value == runs
@@ -89,14 +90,38 @@ def test_changing_k_leaves_the_figures_as_they_were(monkeypatch, faq_ids) -> Non
         return real(*args, **kwargs)
 
     monkeypatch.setattr(overview, "curves_figure", counting)
-    at = open_page("overview", {"ds": faq_ids["dataset"], "k": "4", "base": faq_ids["dense-e5"]})
+    at = open_page("overview", {"ds": faq_ids["dataset"], "k": "4", "base": faq_ids["dense-e5"], "cv": "1"})
     first, drawn = len(built), [c.proto.spec for c in at.get("plotly_chart")]
+    assert len(drawn) == 2
     for k in (6, 9):
         at.number_input(key="sidebar.k").set_value(k).run()
         no_problems(at)
         assert f"recall@{k}" in at.dataframe[0].value.columns
         assert [c.proto.spec for c in at.get("plotly_chart")] == drawn  # the same figures: nothing to draw again
     assert first <= 1 and len(built) == first  # built once (or found in the cache), never again for a new K
+
+
+def test_the_overview_draws_its_curves_only_when_their_section_is_open(monkeypatch, faq_ids) -> None:
+    from dashboard.ui import cache
+
+    asked: list[int] = []
+    real = cache.curve_figures
+
+    def counting(*args, **kwargs):
+        asked.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cache, "curve_figures", counting)
+    at = open_page("overview", {"ds": faq_ids["dataset"], "k": "4"})
+    no_problems(at)
+    assert not at.get("plotly_chart") and asked == [] and param(at, "cv") is None  # folded: nothing made or sent
+    at.session_state["overview.curves.shown"] = True  # a click on the section's label
+    at.run()
+    no_problems(at)
+    assert len(at.get("plotly_chart")) == 2 and asked == [1] and param(at, "cv") == "1"
+    at.session_state["overview.curves.shown"] = False
+    at.run()
+    assert not at.get("plotly_chart") and asked == [1] and param(at, "cv") is None
 
 
 def test_missed_page_opens_the_query_in_the_url(faq_ids) -> None:

@@ -7,6 +7,7 @@ its widgets travel in the link or are declared in its ``unlinked`` (the inputs o
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -33,7 +34,34 @@ WIDGET_KINDS = (
     "time_input",
     "color_picker",
 )
-"""Every AppTest element kind that holds a value a user sets."""
+"""Every AppTest element kind that holds a value a user sets (and folded sections, below)."""
+
+
+@dataclass
+class Section:
+    """A folded section (an expander the page computes only while it is open): a control that is open or not."""
+
+    at: AppTest
+    key: str
+
+    @property
+    def value(self) -> bool:
+        return bool(self.at.session_state[self.key]) if self.key in self.at.session_state else False
+
+    def toggle(self) -> AppTest:
+        self.at.session_state[self.key] = not self.value  # what a click on its label does
+        return self.at
+
+
+def sections(at: AppTest) -> list[Section]:
+    """The page's folded sections: expanders with a key (their element id ends in it), open or not."""
+    found = []
+    for expander in at.expander:
+        element_id = expander.proto.id
+        if element_id:
+            found.append(Section(at, element_id.split("-", 2)[2]))
+    return found
+
 
 FIRST = ("sidebar.dataset",)  # changed before the rest: it resets what depends on the dataset
 
@@ -47,6 +75,9 @@ def widgets(at: AppTest, view: View) -> dict[str, Any]:
             assert key, f"page {view.key}: a {kind} ({getattr(widget, 'label', '?')!r}) has no key"
             if not any(key.startswith(prefix) for prefix in view.unlinked):
                 found[key] = widget
+    for section in sections(at):
+        if not any(section.key.startswith(prefix) for prefix in view.unlinked):
+            found[section.key] = section
     return found
 
 
@@ -74,6 +105,8 @@ def pick_label(widget: Any, label: str) -> Any:
 
 def change(widget: Any) -> Any:
     """Set ``widget`` to another valid value (not run yet); None when it offers no other value."""
+    if isinstance(widget, Section):
+        return widget.toggle()
     kind = type(widget).__name__
     options = list(getattr(widget, "options", []) or [])
     if kind == "Selectbox":

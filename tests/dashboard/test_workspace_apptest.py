@@ -208,7 +208,9 @@ def test_every_page_shows_a_share_link_that_reopens_it(mini, monkeypatch) -> Non
         state, notes = decode(parse_qs(parts.query), parts.path.rsplit("/", 1)[-1])
         assert notes == [] and state.page == view.key
         assert (state.dataset, state.runs, state.k, state.metric) == (mini["dataset"], (mini["mini-dense"],), 7, "ndcg")
-        assert "Copy share link" in _text(at.markdown)
+        blocks = [b.proto for b in at.sidebar.children.values() if type(b).__name__ == "Block"]
+        popovers = [p.popover.label for p in blocks if p.WhichOneof("type") == "popover"]
+        assert popovers == ["Copy share link"], popovers  # the link sits in the sidebar's one popover
 
 
 def test_the_link_ragmetrics_push_prints_opens_its_run(mini) -> None:

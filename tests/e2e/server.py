@@ -140,3 +140,24 @@ def wait_for_app(page, timeout: float = 60_000) -> None:  # type: ignore[no-unty
         "() => document.querySelector(\"[data-testid='stApp']\").getAttribute('data-test-script-state') === 'notRunning'",
         timeout=timeout,
     )
+
+
+CURVES_SECTION = "Recall, precision and the other metrics over K; precision against recall"
+"""The label of the Overview's folded section that holds its curves (``cv=1`` in a link opens it)."""
+
+
+def open_curves(page, timeout: float = 60_000) -> None:  # type: ignore[no-untyped-def]
+    """Unfold the Overview's curves, as a click on their section's label does, and wait until both are drawn."""
+    page.get_by_test_id("stExpander").filter(has_text=CURVES_SECTION).locator("summary").click()
+    wait_for_app(page, timeout)
+    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= 2", timeout=timeout)
+
+
+def share_code(page, timeout: float = 60_000) -> str:  # type: ignore[no-untyped-def]
+    """The link in the sidebar's "Copy share link" popover (opened, read, closed)."""
+    page.get_by_test_id("stSidebar").get_by_role("button", name="Copy share link").click()
+    code = page.get_by_test_id("stPopoverBody").get_by_test_id("stCode")
+    code.wait_for(timeout=timeout)
+    text = str(code.inner_text()).strip()
+    page.keyboard.press("Escape")
+    return text

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.server import wait_for_app
+from tests.e2e.server import open_curves, wait_for_app
 
 DATA = Path(__file__).resolve().parent / "data"
 TIMEOUT = 60_000
@@ -85,6 +85,8 @@ def test_upload_explore_and_open_a_missed_query(page: Page, app_url: str) -> Non
 
     open_page(page, "Overview")
     expect(page.get_by_text("mini_eval", exact=False).first).to_be_visible()
+    expect(page.locator(".js-plotly-plot")).to_have_count(0)  # the curves are folded: no chart library loaded
+    open_curves(page)
     assert legend_names(page) == ["mini-bm25", "mini-dense"]
     assert "v=1" in page.url and "runs=" in page.url
     # the reports are written when asked for (a deferred download), with the overview's numbers and findings
@@ -134,6 +136,8 @@ def test_a_link_reopens_the_same_view_in_a_fresh_browser(page: Page, browser: Br
     wait_for_app(page)
     set_k(page, 10)
     expect(page.get_by_role("heading", name="Metrics at K = 10")).to_be_visible(timeout=TIMEOUT)
+    open_curves(page)
+    expect(page).to_have_url(re.compile(r"[?&]cv=1(&|$)"), timeout=TIMEOUT)
     link = page.url
     names = legend_names(page)
     assert len(names) == 3

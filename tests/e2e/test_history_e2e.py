@@ -13,9 +13,9 @@ from playwright.sync_api import Browser, Page, expect
 from ragmetrics.history_store import store_timeline
 from ragmetrics.io import load_dataset, load_run
 from ragmetrics.store import Store
-from tests.e2e.server import wait_for_app
+from tests.e2e.server import share_code, wait_for_app
 from tests.e2e.test_dashboard_e2e import TIMEOUT
-from tests.e2e.test_share_e2e import NO_SAMPLES, Server, _choice, _pick, share_code
+from tests.e2e.test_share_e2e import NO_SAMPLES, Server, _choice, _pick
 from tests.timeline_runs import DATES, DROP_VERSION, SCIFACT, seeded_versions
 
 pytestmark = pytest.mark.e2e

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.server import ServerURL, streamlit_server, wait_for_app
+from tests.e2e.server import ServerURL, open_curves, streamlit_server, wait_for_app
 from tests.e2e.test_dashboard_e2e import TIMEOUT, open_page
 
 pytestmark = [pytest.mark.e2e]
@@ -72,8 +72,7 @@ def _session(browser: Browser, url: ServerURL, dataset: Path, runs: list[Path]) 
         expect(page.get_by_text(f"Loaded {path.name}")).to_be_visible(timeout=TIMEOUT)
         wait_for_app(page)
     open_page(page, "Overview")
-    expect(page.get_by_test_id("stPlotlyChart").first).to_be_visible(timeout=TIMEOUT)
-    wait_for_app(page)
+    open_curves(page, TIMEOUT)
     peak = rss(url.pid)
     context.close()
     return peak

@@ -19,7 +19,7 @@ import pytest
 import sqlalchemy as sa
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.server import REPO, streamlit_server, wait_for_app
+from tests.e2e.server import REPO, open_curves, share_code, streamlit_server, wait_for_app
 from tests.e2e.test_dashboard_e2e import DATA, TIMEOUT, dropdown_options, k_box, legend_names, open_page, set_k
 
 pytestmark = pytest.mark.e2e
@@ -130,10 +130,6 @@ def plotted(page: Page) -> list[list[dict[str, object]]]:
     charts = page.locator(".js-plotly-plot")
     expect(charts).to_have_count(2, timeout=TIMEOUT)
     return [c.evaluate("g => g.data.map(t => ({name: t.name, y: Array.from(t.y || [])}))") for c in charts.all()]
-
-
-def share_code(page: Page) -> str:
-    return page.get_by_test_id("stSidebar").get_by_test_id("stCode").last.inner_text().strip()
 
 
 def upload(page: Page, base: str) -> None:
@@ -279,5 +275,6 @@ def test_the_link_ragmetrics_push_prints_shows_that_run(page: Page, pg_servers, 
     expect(page.get_by_role("heading", name="Overview", level=1)).to_be_visible(timeout=TIMEOUT)
     assert _chips(page) == ["nightly-ci"]
     assert _choice(page, "sidebar.dataset") == "mini_eval"
+    open_curves(page)
     assert legend_names(page) == ["nightly-ci"]
     expect(page.get_by_test_id("stAlertContentInfo")).to_have_count(0)  # nothing reported missing
