@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO))
 from playwright.sync_api import Page, sync_playwright
 
 from dashboard.views import VIEWS
-from tests.e2e.server import CHROMIUM_ARGS, CURVES_SECTION, chromium_path, streamlit_server, wait_for_app
+from tests.e2e.server import CHROMIUM_ARGS, chromium_path, open_curves, streamlit_server, wait_for_app
 
 TIMEOUT = 120_000
 CHARTS_DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')]
@@ -109,9 +109,36 @@ def summary(values: list[float]) -> dict[str, float]:
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
 
 
+def page_loads(p, browser, base: str, repeat: int, results: dict[str, dict[str, float]]) -> None:  # type: ignore[no-untyped-def]
+    """The Overview in fresh browsers (folded and with its curves open), then every page by address in fresh
+    browsers and in a returning one."""
+    results["overview, fresh browser, warm server"] = summary([fresh_open(browser, f"{base}/") for _ in range(repeat)])
+    fresh_open(browser, f"{base}/?cv=1")  # the curves' caches warm
+    results["overview with its curves open, fresh browser"] = summary(
+        [fresh_open(browser, f"{base}/?cv=1") for _ in range(repeat)]
+    )
+    for view in VIEWS:
+        url = f"{base}/{view.url_path}"
+        fresh_open(browser, url)  # the page's own caches warm, as a teammate's link finds them
+        results[f"page by address: {view.key}"] = summary([fresh_open(browser, url) for _ in range(repeat)])
+    with tempfile.TemporaryDirectory() as profile:
+        returning = p.chromium.launch_persistent_context(
+            profile, executable_path=chromium_path(), args=CHROMIUM_ARGS, viewport=VIEWPORT
+        )
+        for view in VIEWS:  # the browser has opened every page before
+            timed_open(returning, f"{base}/{view.url_path}")
+        for view in VIEWS:
+            url = f"{base}/{view.url_path}"
+            results[f"page by address, returning browser: {view.key}"] = summary(
+                [timed_open(returning, url) for _ in range(repeat)]
+            )
+        returning.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5, help="times each measure is taken (default 5)")
+    parser.add_argument("--changes-only", action="store_true", help="only the changes of K and of the runs")
     args = parser.parse_args()
     executable = chromium_path()
     if executable is None:
@@ -123,39 +150,15 @@ def main() -> int:
         browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         with streamlit_server(data_dir=data, timeout=180) as base:
             results["first start: Overview, fresh store"] = summary([fresh_open(browser, f"{base}/")])
-            results["overview, fresh browser, warm server"] = summary(
-                [fresh_open(browser, f"{base}/") for _ in range(args.repeat)]
-            )
-            fresh_open(browser, f"{base}/?cv=1")  # the curves' caches warm
-            results["overview with its curves open, fresh browser"] = summary(
-                [fresh_open(browser, f"{base}/?cv=1") for _ in range(args.repeat)]
-            )
-            for view in VIEWS:
-                url = f"{base}/{view.url_path}"
-                fresh_open(browser, url)  # the page's own caches warm, as a teammate's link finds them
-                results[f"page by address: {view.key}"] = summary(
-                    [fresh_open(browser, url) for _ in range(args.repeat)]
-                )
-            with tempfile.TemporaryDirectory() as profile:
-                returning = p.chromium.launch_persistent_context(
-                    profile, executable_path=executable, args=CHROMIUM_ARGS, viewport=VIEWPORT
-                )
-                for view in VIEWS:  # the browser has opened every page before
-                    timed_open(returning, f"{base}/{view.url_path}")
-                for view in VIEWS:
-                    url = f"{base}/{view.url_path}"
-                    results[f"page by address, returning browser: {view.key}"] = summary(
-                        [timed_open(returning, url) for _ in range(args.repeat)]
-                    )
-                returning.close()
+            if not args.changes_only:
+                page_loads(p, browser, base, args.repeat, results)
             context = browser.new_context(viewport=VIEWPORT)
             page = context.new_page()
             page.goto(f"{base}/")
             drawn(page)
             for shown in ("folded", "open"):
                 if shown == "open":
-                    page.get_by_test_id("stExpander").filter(has_text=CURVES_SECTION).locator("summary").click()
-                    drawn(page)
+                    open_curves(page, TIMEOUT)
                 results[f"change K (Overview, curves {shown})"] = summary(change_k(page, args.repeat))
                 results[f"change runs (Overview, curves {shown})"] = summary(change_runs(page, args.repeat))
             context.close()
