@@ -105,6 +105,22 @@ def change_runs(page: Page, repeat: int) -> list[float]:
     return times
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of process ``pid`` so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_until_idle(pid: int, window: float = 2.0, busy: float = 0.05) -> None:
+    """Wait until the server spends under ``busy`` of a core over ``window`` seconds (the first start stores the
+    samples and warms caches on its own threads for a while after its first page is drawn)."""
+    for _ in range(120):
+        before = cpu_seconds(pid)
+        time.sleep(window)
+        if cpu_seconds(pid) - before < busy * window:
+            return
+
+
 def summary(values: list[float]) -> dict[str, float]:
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
 
@@ -150,8 +166,12 @@ def main() -> int:
         browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         with streamlit_server(data_dir=data, timeout=180) as base:
             results["first start: Overview, fresh store"] = summary([fresh_open(browser, f"{base}/")])
-            if not args.changes_only:
+            if args.changes_only:
+                for url in (f"{base}/", f"{base}/?cv=1"):  # the server's caches warm, as the page loads warm them
+                    fresh_open(browser, url)
+            else:
                 page_loads(p, browser, base, args.repeat, results)
+            wait_until_idle(base.pid)
             context = browser.new_context(viewport=VIEWPORT)
             page = context.new_page()
             page.goto(f"{base}/")

@@ -109,7 +109,8 @@ PARAM_KEYS: dict[str, str] = {
     "d": f"difference to detect on the Dataset power page ({DELTA_RANGE[0]:g} to {DELTA_RANGE[1]:g}; "
     f"absent = {DEFAULT_DELTA:g})",
     "jb": "the Compare page's bounds from the unjudged documents (1 = shown; absent = hidden)",
-    "cv": "the Overview's curves over K and precision-recall (1 = drawn; absent = folded)",
+    "cv": "the charts a page folds away, the Overview's curves and the Upload page's depth chart (1 = drawn; absent = "
+    "folded)",
     "dp": f"pool depth on the Judge page (1 to {K_MAX}; absent = {DEFAULT_DEPTH})",
     "by": f"the tag the Timeline orders runs by (absent = {DEFAULT_ORDER})",
     "where": "the Timeline's tag filter, KEY=VALUE (absent = every run)",
@@ -117,7 +118,7 @@ PARAM_KEYS: dict[str, str] = {
 }
 """Every query key a link may carry, with what it means."""
 
-FLAGS: dict[str, tuple[str, str]] = {"jb": ("bounds", "bounds shown"), "cv": ("curves", "curves drawn")}
+FLAGS: dict[str, tuple[str, str]] = {"jb": ("bounds", "bounds shown"), "cv": ("charts", "folded charts drawn")}
 """The on/off keys of a link: key -> (the :class:`ViewState` field, what 1 means); absent is off."""
 
 _REF_RE = re.compile(r"^[A-Za-z0-9_.:\-]{1,80}$")  # what may be looked up as an id (reconcile says if it is one)
@@ -152,7 +153,7 @@ class ViewState:
     delta: float = DEFAULT_DELTA
     depth: int = DEFAULT_DEPTH
     bounds: bool = False
-    curves: bool = False
+    charts: bool = False  # the folded charts drawn
     order_by: str = DEFAULT_ORDER
     where: str | None = None  # KEY=VALUE
     system_tag: str = DEFAULT_SYSTEM_TAG

@@ -132,10 +132,10 @@ if page.alignments and page.dataset is not None:
     section, shown = widgets.folded_section(
         "Recall, precision and the other metrics over K; precision against recall",
         "overview.curves.shown",
-        view.curves,
+        view.charts,
         force=page.fresh,
     )
-    view = view.with_(curves=shown)
+    view = view.with_(charts=shown)
     if shown:
         with section, st.spinner("Bootstrapping confidence bands…"):
             curves = cache.curve_frame(selection, k_max)

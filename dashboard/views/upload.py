@@ -3,7 +3,7 @@ validation report (id mismatches, empty results, duplicates, ties, queries witho
 small categories, and each run's health: judged@10, relevant documents retrieved, id overlap, with the likely
 cause and a fix when a run's ids do not meet the qrels) before anything is scored. Runs of any format may name
 chunks: a chunk pattern or a chunk-mapping file maps them to documents. Reads ``ds, runs``; an upload selects
-what it added.
+what it added, and ``cv`` (the depth chart drawn).
 Uploads land in the store (``ui.cache.get_workspace``); a file that fails to load changes nothing stored.
 """
 
@@ -14,7 +14,7 @@ import streamlit as st
 from dashboard.core import health, validation
 from dashboard.core.queries import dataset_summary
 from dashboard.core.text import md_escape
-from dashboard.ui import cache, ingest, layout
+from dashboard.ui import cache, ingest, layout, widgets
 
 page = layout.page_setup("upload", "Upload", needs_runs=False, health_banner=False)  # the report shows health
 view = page.state
@@ -185,11 +185,20 @@ else:
                 "are what `--chunk-pattern` and `--chunk-mapping` stand for: fill or clear them and upload the run "
                 "again. The result pages show such a run in red too."
             )
-        layout.show_figure(
-            validation.depth_figure(validation.depth_frame(checked.alignments), runs=list(checked.names)),
-            key="upload.depth",
-            filename="depth",
+        section, shown = widgets.folded_section(
+            "How deep each run ranks: the documents it retrieved per query",
+            "upload.depth.shown",
+            view.charts,
+            force=page.fresh,
         )
+        view = view.with_(charts=shown)
+        if shown:
+            with section:
+                layout.show_figure(
+                    validation.depth_figure(validation.depth_frame(checked.alignments), runs=list(checked.names)),
+                    key="upload.depth",
+                    filename="depth",
+                )
         st.caption("Everything looks right? Open **Overview** in the menu: the uploaded runs are selected.")
 
 st.subheader("Loaded")

@@ -143,7 +143,7 @@ def wait_for_app(page, timeout: float = 60_000) -> None:  # type: ignore[no-unty
 
 
 CURVES_SECTION = "Recall, precision and the other metrics over K; precision against recall"
-"""The label of the Overview's folded section that holds its curves (``cv=1`` in a link opens it)."""
+"""The label of the Overview's folded section that holds its curves (``cv=1`` in a link opens it, and the other folded charts)."""
 
 
 def open_curves(page, timeout: float = 60_000) -> None:  # type: ignore[no-untyped-def]
