@@ -27,7 +27,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from ragmetrics.store import Store
-from tests.e2e.server import streamlit_server, wait_for_app
+from tests.e2e.server import open_curves, streamlit_server, wait_for_app
 from tests.e2e.test_dashboard_e2e import TIMEOUT, legend_names, open_page
 
 pytestmark = pytest.mark.e2e
@@ -121,7 +121,7 @@ def test_over_limit_uploads_and_a_gzip_bomb_explain_themselves_while_other_sessi
             # a second session opens a share link with hostile ids (a new browser context loads the app) ...
             other = viewer.new_page()
             hostile = quote(HOSTILE_ID)
-            other.goto(f"{base}/overview?ds={hostile}&runs={hostile}&k=5")
+            other.goto(f"{base}/overview?ds={hostile}&runs={hostile}&k=5&cv=1")  # with the curves drawn
             wait_for_app(other)
             assert legend_names(other) == SAMPLE_RUNS  # the default view's charts
             notes = other.get_by_test_id("stAlertContentInfo")
@@ -181,6 +181,7 @@ def test_over_limit_uploads_and_a_gzip_bomb_explain_themselves_while_other_sessi
             open_page(other, "Missed queries")
             expect(other.get_by_role("heading", level=4)).to_be_visible(timeout=TIMEOUT)
             open_page(page, "Overview")
+            open_curves(page, TIMEOUT)
             assert legend_names(page) == SAMPLE_RUNS
             with urllib.request.urlopen(f"{base}/_stcore/health", timeout=10) as response:
                 assert response.read().decode().strip() == "ok"
