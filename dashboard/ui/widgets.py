@@ -18,7 +18,7 @@ from dashboard.core.targets import DEFAULT_PROFILE, NO_TARGETS, PROFILES, declar
 from dashboard.ui import state
 from ragmetrics.errors import RagMetricsError
 from ragmetrics.metrics import parse_metric
-from ragmetrics.share import DEFAULT_CORRECTION, NO_PROFILE
+from ragmetrics.share import DEFAULT_CORRECTION, NO_PROFILE, ViewState
 from ragmetrics.stats import CORRECTIONS
 
 __all__ = [
@@ -29,7 +29,7 @@ __all__ = [
     "correction_picker",
     "dataset_picker",
     "depth_input",
-    "folded_section",
+    "folded_charts",
     "group_picker",
     "k_picker",
     "metric_picker",
@@ -229,12 +229,13 @@ def bounds_toggle(key: str, value: bool, *, force: bool) -> bool:
     )
 
 
-def folded_section(label: str, key: str, value: bool, *, force: bool) -> tuple[DeltaGenerator, bool]:
-    """An expander whose content the page computes only while it is open (a rerun when it opens or folds), and
-    whether it is open: the browser loads no chart library for a folded one. Its state is the view's."""
-    state.seed(key, bool(value), force=force)
+def folded_charts(label: str, key: str, view: ViewState, *, force: bool) -> tuple[DeltaGenerator, ViewState]:
+    """An expander for charts below the first screen, computed by the page only while it is open (a rerun when it
+    opens or folds), so the browser loads no chart library for a folded one; and the view with ``charts`` set to
+    whether it is open (a link keeps it as it was)."""
+    state.seed(key, view.charts, force=force)
     section = st.expander(label, key=key, on_change="rerun")
-    return section, bool(section.open)
+    return section, view.with_(charts=bool(section.open))
 
 
 def depth_input(key: str, value: int, label: str, help: str, *, force: bool) -> int:

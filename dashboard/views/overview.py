@@ -129,14 +129,13 @@ if page.alignments and page.dataset is not None:
         f"{f' (normal approximation over {normal:,} queries)' if n_queries > normal else ''}. "
         "Drawn when opened (a share link keeps them open); the camera button in a chart's toolbar saves it as PNG."
     )
-    section, shown = widgets.folded_section(
+    section, view = widgets.folded_charts(
         "Recall, precision and the other metrics over K; precision against recall",
         "overview.curves.shown",
-        view.charts,
+        view,
         force=page.fresh,
     )
-    view = view.with_(charts=shown)
-    if shown:
+    if view.charts:
         with section, st.spinner("Bootstrapping confidence bands…"):
             curves = cache.curve_frame(selection, k_max)
             curves_figure, pr_figure = cache.curve_figures(selection, k_max, page.run_names)

@@ -185,14 +185,13 @@ else:
                 "are what `--chunk-pattern` and `--chunk-mapping` stand for: fill or clear them and upload the run "
                 "again. The result pages show such a run in red too."
             )
-        section, shown = widgets.folded_section(
+        section, view = widgets.folded_charts(
             "How deep each run ranks: the documents it retrieved per query",
             "upload.depth.shown",
-            view.charts,
+            view,
             force=page.fresh,
         )
-        view = view.with_(charts=shown)
-        if shown:
+        if view.charts:
             with section:
                 layout.show_figure(
                     validation.depth_figure(validation.depth_frame(checked.alignments), runs=list(checked.names)),

@@ -79,17 +79,23 @@ def test_changing_k_and_metric_does_not_re_align(monkeypatch, faq_ids) -> None:
     assert len(calls) == 3
 
 
+def calls_of(monkeypatch, module, name: str) -> list[int]:  # type: ignore[no-untyped-def]
+    """Count the calls of ``module.name`` (one 1 per call) for the rest of the test."""
+    calls: list[int] = []
+    real = getattr(module, name)
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counting)
+    return calls
+
+
 def test_changing_k_leaves_the_figures_as_they_were(monkeypatch, faq_ids) -> None:
     from dashboard.core import overview
 
-    built: list[int] = []
-    real = overview.curves_figure
-
-    def counting(*args, **kwargs):
-        built.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(overview, "curves_figure", counting)
+    built = calls_of(monkeypatch, overview, "curves_figure")
     at = open_page("overview", {"ds": faq_ids["dataset"], "k": "4", "base": faq_ids["dense-e5"], "cv": "1"})
     first, drawn = len(built), [c.proto.spec for c in at.get("plotly_chart")]
     assert len(drawn) == 2
@@ -104,14 +110,7 @@ def test_changing_k_leaves_the_figures_as_they_were(monkeypatch, faq_ids) -> Non
 def test_the_overview_draws_its_curves_only_when_their_section_is_open(monkeypatch, faq_ids) -> None:
     from dashboard.ui import cache
 
-    asked: list[int] = []
-    real = cache.curve_figures
-
-    def counting(*args, **kwargs):
-        asked.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(cache, "curve_figures", counting)
+    asked = calls_of(monkeypatch, cache, "curve_figures")
     at = open_page("overview", {"ds": faq_ids["dataset"], "k": "4"})
     no_problems(at)
     assert not at.get("plotly_chart") and asked == [] and param(at, "cv") is None  # folded: nothing made or sent
