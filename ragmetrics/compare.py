@@ -17,6 +17,7 @@ and ``could_flip``: the delta's sign is not settled by the judgments.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -177,12 +178,7 @@ def compare_result(
     ends: dict[tuple[str, str], pd.DataFrame] = {}
     # the intervals' resamples, drawn once for a run of intervals over the same number of queries; only the last
     # is held (at 20,000 queries one takes 160 MB)
-    held: list[stats.Resampler] = []
-
-    def resampler(n: int) -> stats.Resampler:
-        if not held or held[0].n != n:
-            held[:] = [stats.Resampler(n, seed=seed)]
-        return held[0]
+    resampler = functools.lru_cache(maxsize=1)(lambda n: stats.Resampler(n, seed=seed))
 
     def ends_of(run: str, metric: str, ids: pd.Index) -> tuple[np.ndarray, np.ndarray]:
         if (run, metric) not in ends:

@@ -21,6 +21,7 @@ from ragmetrics.metrics import MetricSpec, parse_metric
 from ragmetrics.stats import Resampler
 
 __all__ = [
+    "CURVES_SECTION",
     "CURVE_PANEL_METRICS",
     "NORMAL_ABOVE",
     "OVERVIEW_METRICS",
@@ -38,6 +39,8 @@ __all__ = [
 OVERVIEW_METRICS: tuple[str, ...] = ("recall", "precision", "f1", "hits", "ndcg", "mrr", "map")
 CURVE_PANEL_METRICS: tuple[str, ...] = ("recall", "precision", "f1", "hits", "ndcg")
 PR_LABEL_KS: tuple[int, ...] = (1, 5, 10, 20, 50, 100)
+CURVES_SECTION = "Recall, precision and the other metrics over K; precision against recall"
+"""The label of the Overview's folded section holding :func:`curves_figure` and :func:`pr_figure`."""
 _TEXT_POSITIONS = ("top right", "bottom left", "middle right", "top left", "bottom right")
 
 
@@ -158,8 +161,7 @@ def curves_figure(
     """Small multiples of metric@K against K, one line per run with its 95% bootstrap band.
 
     ``curves`` is :func:`curve_frame`. Panels follow ``metrics`` in a grid of three columns; the legend sits in
-    the free cell. Nothing in it depends on the
-    chosen K: a change of K leaves the drawn figure as it is.
+    the free cell. Nothing in it depends on the chosen K: a change of K leaves the drawn figure as it is.
     """
     runs = runs_in(curves, runs)
     colors = run_colors(runs)

@@ -259,9 +259,7 @@ def share_box(view: ViewState) -> None:
             ),
         ),
     ):
-        st.caption(
-            "This page's view, for anyone whose dashboard uses the same store. The button at the right copies it."
-        )
+        st.caption("This page's view; the button at the block's right copies it.")
         st.code(share_link(view), language=None, wrap_lines=True)
 
 

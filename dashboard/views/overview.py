@@ -129,17 +129,12 @@ if page.alignments and page.dataset is not None:
         f"{f' (normal approximation over {normal:,} queries)' if n_queries > normal else ''}. "
         "Drawn when opened (a share link keeps them open); the camera button in a chart's toolbar saves it as PNG."
     )
-    section, view = widgets.folded_charts(
-        "Recall, precision and the other metrics over K; precision against recall",
-        "overview.curves.shown",
-        view,
-        force=page.fresh,
-    )
+    section, view = widgets.folded_charts(overview.CURVES_SECTION, "overview.curves.shown", view, force=page.fresh)
     if view.charts:
-        with section, st.spinner("Bootstrapping confidence bands…"):
-            curves = cache.curve_frame(selection, k_max)
-            curves_figure, pr_figure = cache.curve_figures(selection, k_max, page.run_names)
         with section:
+            with st.spinner("Bootstrapping confidence bands…"):
+                curves = cache.curve_frame(selection, k_max)
+                curves_figure, pr_figure = cache.curve_figures(selection, k_max, page.run_names)
             charts, data = st.tabs(["Charts", "Curve data"])
             with charts:
                 layout.show_figure(curves_figure, key="overview.curves", filename="curves")

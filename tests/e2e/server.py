@@ -142,12 +142,11 @@ def wait_for_app(page, timeout: float = 60_000) -> None:  # type: ignore[no-unty
     )
 
 
-CURVES_SECTION = "Recall, precision and the other metrics over K; precision against recall"
-"""The label of the Overview's folded section that holds its curves (``cv=1`` in a link opens it, and the other folded charts)."""
-
-
 def open_curves(page, timeout: float = 60_000) -> None:  # type: ignore[no-untyped-def]
-    """Unfold the Overview's curves, as a click on their section's label does, and wait until both are drawn."""
+    """Unfold the Overview's curves, as a click on their section's label does (``cv=1`` in a link opens them), and
+    wait until both are drawn."""
+    from dashboard.core.overview import CURVES_SECTION
+
     page.get_by_test_id("stExpander").filter(has_text=CURVES_SECTION).locator("summary").click()
     wait_for_app(page, timeout)
     page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= 2", timeout=timeout)
