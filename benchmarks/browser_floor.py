@@ -1,11 +1,12 @@
-"""The framework's floor for ``benchmarks/browser.py``: a bare Streamlit page, then the same page with one table
-(``st.dataframe``) and one Plotly chart, each opened in fresh browser contexts (no cache), as ``browser.py`` opens
-the dashboard's pages.
+"""The framework's floor for ``benchmarks/browser.py``: a bare Streamlit page, then the same page with the kinds
+of controls every dashboard page has in its sidebar, one table (``st.dataframe``) and one Plotly chart, each opened
+in fresh browser contexts (no cache), as ``browser.py`` opens the dashboard's pages.
 
     python benchmarks/browser_floor.py --repeat 5
 
-Prints the median (min-max) seconds from ``goto`` to the drawn page per variant. What the dashboard's pages take
-beyond these is theirs; what these take is Streamlit's and Plotly's JavaScript being loaded and compiled.
+Prints the median (min-max) seconds to the drawn page per variant, on the page's clock (from the navigation's
+start, ``browser.PAGE_CLOCK``) and on the wall clock (from ``goto``). What the dashboard's pages take beyond these
+is theirs; what these take is Streamlit's and Plotly's JavaScript being loaded, compiled and run.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import argparse
 import os
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,12 +26,20 @@ sys.path.insert(0, str(REPO))
 
 from playwright.sync_api import sync_playwright
 
+from benchmarks.browser import PAGE_CLOCK, VIEWPORT, Timing, page_clock, summary
 from tests.e2e.server import CHROMIUM_ARGS, chromium_path, wait_for_app
 
 APP = """import os
 import streamlit as st
 st.title("Floor")
 st.write("A page with one line of text.")
+if os.environ.get("FLOOR_CONTROLS"):  # the kinds the dashboard's sidebar holds
+    with st.sidebar:
+        st.selectbox("Dataset", ["faq", "scifact"])
+        st.multiselect("Runs", ["bm25", "dense", "hybrid"], ["bm25", "dense", "hybrid"])
+        st.number_input("K", 1, 100, 10)
+        st.pills("K presets", [1, 3, 5, 10, 20, 100])
+        st.popover("Copy share link").write("a link")
 if os.environ.get("FLOOR_TABLE"):
     import pandas as pd
     st.dataframe(pd.DataFrame({"a": [1, 2, 3], "b": ["x", "y", "z"]}))
@@ -41,9 +49,11 @@ if os.environ.get("FLOOR_CHART"):
 """
 VARIANTS = {
     "bare page": {},
+    "+ the sidebar's controls": {"FLOOR_CONTROLS": "1"},
     "+ one st.dataframe": {"FLOOR_TABLE": "1"},
     "+ one Plotly chart": {"FLOOR_CHART": "1"},
     "+ both": {"FLOOR_TABLE": "1", "FLOOR_CHART": "1"},
+    "+ controls, table and chart": {"FLOOR_CONTROLS": "1", "FLOOR_TABLE": "1", "FLOOR_CHART": "1"},
 }
 DRAWN = "() => [...document.querySelectorAll('.js-plotly-plot')].every(g => g.querySelector('.main-svg'))"
 
@@ -54,7 +64,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def measure(app: Path, env: dict[str, str], repeat: int) -> list[float]:
+def measure(app: Path, env: dict[str, str], repeat: int) -> list[Timing]:
     port = free_port()
     argv = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(port), "--server.headless",
             "true", "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]  # fmt: skip
@@ -70,14 +80,16 @@ def measure(app: Path, env: dict[str, str], repeat: int) -> list[float]:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
             for _ in range(repeat + 1):  # the first opening warms the server, not counted
-                context = browser.new_context(viewport={"width": 1440, "height": 1000})
+                context = browser.new_context(viewport=VIEWPORT)
+                context.add_init_script(PAGE_CLOCK)
                 page = context.new_page()
                 started = time.perf_counter()
                 page.goto(f"http://127.0.0.1:{port}/")
                 wait_for_app(page)
                 page.get_by_text("A page with one line of text.").wait_for()
                 page.wait_for_function(DRAWN)
-                times.append(time.perf_counter() - started)
+                wall = time.perf_counter() - started
+                times.append((page_clock(page)["drawnAt"] / 1000, wall))
                 context.close()
             browser.close()
         return times[1:]
@@ -95,8 +107,11 @@ def main() -> int:
         app.write_text(APP)
         print(f"load average {os.getloadavg()[0]:.2f}")
         for name, env in VARIANTS.items():
-            times = measure(app, env, args.repeat)
-            print(f"{name:<22} {statistics.median(times):.2f} s ({min(times):.2f}-{max(times):.2f})")
+            clocks = summary(measure(app, env, args.repeat))
+            print(
+                f"{name:<28} "
+                + "   ".join(f"{c} {r['median']:.2f} s ({r['min']:.2f}-{r['max']:.2f})" for c, r in clocks.items())
+            )
     return 0
 
 
