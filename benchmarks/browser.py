@@ -64,20 +64,35 @@ PAGE_CLOCK = """(() => {
     if (document.querySelector("[data-testid='stSkeleton']")) return false;
     for (const g of document.querySelectorAll(".js-plotly-plot"))
       if (!(g.querySelector(".main-svg") && g.data && g._fullLayout)) return false;
+    for (const g of document.querySelectorAll("[data-testid='stVegaLiteChart']"))
+      if (!g.querySelector("canvas, svg")) return false;
     for (const t of document.querySelectorAll("[data-testid='stDataFrame']"))
       if (t.checkVisibility() && !t.querySelector("canvas")) return false;
     return true;
   };
   let was = false;
-  new MutationObserver(() => {
+  let generation = 0;  // an input starts a new one: a frame asked for before it does not count
+  new MutationObserver((records) => {
+    // a rerun may start and end between two callbacks: its "running" is then only in the records
+    if (records.some((r) => r.attributeName === "data-test-script-state" && r.oldValue === "running"))
+      clock.sawRun = true;
     const now = drawnNow();
     if (now && !was) {
       clock.rising = true;
-      requestAnimationFrame(() => { clock.drawnAt = performance.now(); clock.rising = false; });
+      const asked = generation;
+      requestAnimationFrame(() => {
+        if (asked !== generation) return;
+        clock.drawnAt = performance.now();
+        clock.rising = false;
+      });
     }
     was = now;
-  }).observe(document, { subtree: true, childList: true, attributes: true });
-  const acted = () => { clock.actedAt = performance.now(); clock.sawRun = false; was = false; };
+  }).observe(document, { subtree: true, childList: true, attributes: true, attributeOldValue: true });
+  const acted = () => {
+    Object.assign(clock, { actedAt: performance.now(), drawnAt: null, sawRun: false, rising: false });
+    was = false;
+    generation += 1;
+  };
   addEventListener("pointerdown", acted, true);
   addEventListener("keydown", (e) => { if (e.key === "Enter") acted(); }, true);
 })();"""
@@ -94,7 +109,12 @@ def drawn(page: Page) -> None:
 
 def page_clock(page: Page) -> dict[str, float]:
     """The page's clock (ms since its navigation started) once the frame after the last drawing has begun."""
-    page.wait_for_function("() => window.__pageClock.drawnAt !== null && !window.__pageClock.rising", timeout=TIMEOUT)
+    try:
+        page.wait_for_function(
+            "() => window.__pageClock.drawnAt !== null && !window.__pageClock.rising", timeout=TIMEOUT
+        )
+    except Exception as error:
+        raise RuntimeError(f"the page clock saw no drawing: {page.evaluate('() => window.__pageClock')}") from error
     return dict(page.evaluate("() => ({drawnAt: window.__pageClock.drawnAt, actedAt: window.__pageClock.actedAt})"))
 
 
@@ -139,11 +159,12 @@ def timed_change(page: Page, act) -> Timing:  # type: ignore[no-untyped-def]
 
 
 def change_k(page: Page, repeat: int) -> list[Timing]:
+    """K typed into its box, 6 and 7 in turn: always a new value (typing the K in force would not rerun)."""
     box = page.locator(".st-key-sidebar-k input")
     times: list[Timing] = []
-    for i in range(repeat):
+    for _ in range(repeat):
 
-        def type_k(k: int = (6, 7)[i % 2]) -> None:
+        def type_k(k: int = 7 if box.input_value() == "6" else 6) -> None:
             box.fill(str(k))
             box.press("Enter")
 

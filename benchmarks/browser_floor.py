@@ -43,6 +43,15 @@ if os.environ.get("FLOOR_CONTROLS"):  # the kinds the dashboard's sidebar holds
 if os.environ.get("FLOOR_TABLE"):
     import pandas as pd
     st.dataframe(pd.DataFrame({"a": [1, 2, 3], "b": ["x", "y", "z"]}))
+if os.environ.get("FLOOR_STATIC_TABLE"):
+    import pandas as pd
+    st.table(pd.DataFrame({"a": [1, 2, 3], "b": ["x", "y", "z"]}), hide_index=True)
+if os.environ.get("FLOOR_VEGA_CHART"):
+    import pandas as pd
+    st.vega_lite_chart(
+        pd.DataFrame({"x": [1, 2, 3], "y": [1, 3, 2]}),
+        {"mark": "line", "encoding": {"x": {"field": "x", "type": "quantitative"}, "y": {"field": "y", "type": "quantitative"}}},
+    )
 if os.environ.get("FLOOR_CHART"):
     import plotly.graph_objects as go
     st.plotly_chart(go.Figure(go.Scatter(x=[1, 2, 3], y=[1, 3, 2])))
@@ -54,8 +63,12 @@ VARIANTS = {
     "+ one Plotly chart": {"FLOOR_CHART": "1"},
     "+ both": {"FLOOR_TABLE": "1", "FLOOR_CHART": "1"},
     "+ controls, table and chart": {"FLOOR_CONTROLS": "1", "FLOOR_TABLE": "1", "FLOOR_CHART": "1"},
+    # what lighter parts would save (not what the dashboard uses: its tables sort, its charts are Plotly's)
+    "+ one st.table (static)": {"FLOOR_STATIC_TABLE": "1"},
+    "+ one Vega-Lite chart": {"FLOOR_VEGA_CHART": "1"},
 }
-DRAWN = "() => [...document.querySelectorAll('.js-plotly-plot')].every(g => g.querySelector('.main-svg'))"
+DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')].every(g => g.querySelector('.main-svg'))
+    && [...document.querySelectorAll("[data-testid='stVegaLiteChart']")].every(g => g.querySelector('canvas, svg'))"""
 
 
 def free_port() -> int:

@@ -287,7 +287,8 @@ def show_table(
     **kwargs: Any,
 ) -> Any:
     """``st.dataframe`` (of ``styled`` when given, a Styler of ``frame``) plus a CSV download of ``frame``
-    (UTF-8 with BOM, so spreadsheets read Chinese)."""
+    (UTF-8 with BOM, so spreadsheets read Chinese), written when the button is clicked: a session holds no file
+    for the tables it only looks at."""
     event = st.dataframe(
         frame if styled is None else styled,
         key=key,
@@ -298,7 +299,7 @@ def show_table(
     )
     st.download_button(
         "Download CSV",
-        to_safe_csv(frame),
+        lambda: to_safe_csv(frame),
         file_name=filename,
         mime="text/csv",
         key=f"{key}.csv",

@@ -436,7 +436,7 @@ if page.dataset is not None:
             with b2:
                 st.download_button(
                     "Download TREC run",
-                    fusion.trec_bytes(fused),
+                    lambda: fusion.trec_bytes(fused),
                     file_name=f"{fusion.file_stem(fused.name)}.trec",
                     mime="text/plain",
                     on_click="ignore",

@@ -118,11 +118,12 @@ def _metadata_editor(run_id: str, run_name: str) -> None:
             state.flash(f"Saved {len(new)} tag(s) of run “{run_name}”.")
             layout.rerun_with(view)
     if dataset is not None:
-        yaml_text = metadata.ir_metadata_yaml(
-            tags, run_name=run_name, run_id=run_id, dataset=dataset.name, dataset_source=dataset.source or None
-        )
+        source = dataset.source or None
         download.download_button(
-            "Download ir_metadata YAML", yaml_text, file_name=f"{run_name}.ir_metadata.yaml", mime="application/yaml",
+            "Download ir_metadata YAML",
+            lambda: metadata.ir_metadata_yaml(tags, run_name=run_name, run_id=run_id, dataset=dataset.name,
+                                              dataset_source=source),
+            file_name=f"{run_name}.ir_metadata.yaml", mime="application/yaml",
             key=f"workspace.tags.yaml.{run_id}", on_click="ignore", icon=":material/download:",
             help="The run's tags in the ir_metadata (PRIMAD) format; see docs/history.md for the subset written",
         )  # fmt: skip

@@ -24,6 +24,19 @@ def test_every_page_runs_on_the_samples(view, faq_ids) -> None:
     assert param(at, "runs") == ",".join(faq_ids[n] for n in ("bm25", "dense-e5", "hybrid-rrf"))
 
 
+def test_no_page_holds_a_download_before_it_is_clicked() -> None:
+    """Every download button defers its file (written on click): a session holds no bytes for the tables and
+    reports it only looks at (Streamlit keeps a button's given data in memory while the session lives)."""
+    buttons = []
+    for view in VIEWS:
+        at = open_page(view.key)
+        no_problems(at)
+        buttons += [(f"{view.key}: {b.proto.label}", b.proto) for b in at.get("download_button")]
+    assert len(buttons) >= 10, [name for name, _ in buttons]
+    held = [name for name, proto in buttons if proto.url or not proto.deferred_file_id]
+    assert not held, held
+
+
 def test_router_runs_every_page() -> None:
     at = open_app()
     no_problems(at)
