@@ -9,7 +9,8 @@
   returning browser (a browser profile on disk that has opened the dashboard before: its caches are warm; each
   opening is a new tab, so a new session);
 - **change K** and **change runs**: in an open Overview, K typed into its box, one run removed from the selection,
-  until the page's rerun finished and everything is drawn again; with the curves folded (the default) and open.
+  until the page's rerun finished and everything is drawn again; with the curves folded (the default) and open;
+- **change outcome**: on Compare, the queries behind the wins, then the losses (its four figures stay).
 
 "Drawn" means the script finished (the app's ``data-test-script-state`` is ``notRunning``), no skeleton is left,
 every table in view holds its canvas (one in a folded section is not drawn) and every Plotly chart its SVG.
@@ -185,6 +186,16 @@ def change_runs(page: Page, repeat: int) -> list[Timing]:
     return times
 
 
+def change_outcome(page: Page, repeat: int) -> list[Timing]:
+    """On Compare, the queries behind the wins, then the losses, in turn (the page's figures stay as they are)."""
+    radio = page.locator(".st-key-compare-outcome")
+    times: list[Timing] = []
+    for i in range(repeat):
+        name = ("Wins", "Losses")[i % 2]
+        times.append(timed_change(page, lambda name=name: radio.get_by_text(name).click()))
+    return times
+
+
 def cpu_seconds(pid: int) -> float:
     """User and system CPU seconds of process ``pid`` so far (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -266,6 +277,9 @@ def main() -> int:
                     open_curves(page, TIMEOUT)
                 results[f"change K (Overview, curves {shown})"] = summary(change_k(page, args.repeat))
                 results[f"change runs (Overview, curves {shown})"] = summary(change_runs(page, args.repeat))
+            page.goto(f"{base}/compare")
+            drawn(page)
+            results["change outcome (Compare)"] = summary(change_outcome(page, args.repeat))
             context.close()
         browser.close()
     load["after"] = os.getloadavg()

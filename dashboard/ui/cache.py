@@ -11,6 +11,7 @@ bootstrap are cached on (ids, names, K, ...) (:func:`memo`). Every cache is boun
 from __future__ import annotations
 
 import functools
+import hashlib
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -137,6 +138,27 @@ def memo(fn: F) -> F:
         return value.copy() if isinstance(value, pd.DataFrame) else value
 
     return cached  # type: ignore[return-value]
+
+
+def content_digest(frame: pd.DataFrame) -> str:
+    """A digest of ``frame``'s columns, dtypes, index and values (TypeError for cells pandas cannot hash)."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(repr((list(frame.columns), [str(t) for t in frame.dtypes], frame.shape)).encode("utf-8"))
+    digest.update(pd.util.hash_pandas_object(frame, index=True).to_numpy().tobytes())
+    return digest.hexdigest()
+
+
+def figure(build: Callable[..., go.Figure], frame: pd.DataFrame, **options: str | Sequence[str]) -> go.Figure:
+    """``build(frame, **options)`` kept in the frames cache, keyed on the builder, the content of ``frame`` and
+    ``options`` (text, or sequences of it): a rerun that changes neither (a query or an outcome picked on Compare)
+    hands out the figure built before instead of validating every trace again. A frame pandas cannot hash is
+    built each time."""
+    try:
+        digest = content_digest(frame)
+    except TypeError:
+        return build(frame, **options)
+    key = ("figure", build, digest, repr(sorted(options.items())))
+    return _frames().get_or_make(key, lambda: build(frame, **options))
 
 
 @st.cache_resource(show_spinner=False)

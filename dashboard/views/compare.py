@@ -140,7 +140,8 @@ if page.dataset is not None and len(page.alignments) >= 2:
 
     deltas = cmp.against_baseline(table, base.name)
     layout.show_figure(
-        cmp.forest_figure(
+        cache.figure(
+            cmp.forest_figure,
             deltas,
             labels=[f"{title(m)} · {r}" for m, r in zip(deltas["metric"], deltas["run"])],
             title=f"Δ against {base.name} with 95% CI",
@@ -212,13 +213,13 @@ if page.dataset is not None and len(page.alignments) >= 2:
     left, right = st.columns(2)
     with left:
         layout.show_figure(
-            by_query.delta_figure(per_query, run=focus.name, baseline=base.name, spec=spec),
+            cache.figure(by_query.delta_figure, per_query, run=focus.name, baseline=base.name, spec=spec),
             key="compare.deltas",
             filename=f"deltas-{focus.name}-vs-{base.name}",
         )
     with right:
         layout.show_figure(
-            by_query.scatter_figure(per_query, run=focus.name, baseline=base.name, spec=spec),
+            cache.figure(by_query.scatter_figure, per_query, run=focus.name, baseline=base.name, spec=spec),
             key="compare.scatter",
             filename=f"scatter-{focus.name}-vs-{base.name}",
         )
@@ -303,7 +304,8 @@ if page.dataset is not None and len(page.alignments) >= 2:
             "marked *too few to tell* whatever their p-value."
         )
         layout.show_figure(
-            cmp.forest_figure(
+            cache.figure(
+                cmp.forest_figure,
                 segments,
                 labels=cmp.segment_labels(segments),
                 title=f"Δ {title(spec)} per group: {focus.name} − {base.name}",

@@ -130,6 +130,52 @@ def test_wins_and_losses_click_through_to_their_queries(faq_ids) -> None:
     assert param(at, "q") == picked
 
 
+def test_picking_an_outcome_or_a_query_builds_no_figure_again(monkeypatch, faq_ids) -> None:
+    from dashboard.core import compare_queries
+    from tests.dashboard.test_pages_apptest import calls_of
+
+    built = [calls_of(monkeypatch, module, name) for module, name in
+             ((cmp, "forest_figure"), (compare_queries, "delta_figure"), (compare_queries, "scatter_figure"))]  # fmt: skip
+    at = open_page("compare", {"m": "ndcg", "k": "7"})
+    no_problems(at)
+    drawn = [c.proto.spec for c in at.get("plotly_chart")]
+    assert [len(b) for b in built] == [2, 1, 1] and len(drawn) == 4  # the two forests, the deltas, the scatter
+    at.radio(key="compare.outcome").set_value("win").run()
+    at.selectbox(key="compare.query").set_value(at.selectbox(key="compare.query").options[3]).run()
+    no_problems(at)
+    assert [len(b) for b in built] == [2, 1, 1]  # found in the cache, not built again
+    assert [c.proto.spec for c in at.get("plotly_chart")] == drawn
+    at.selectbox(key="sidebar.metric").set_value("recall").run()  # another metric: the query by query figures
+    no_problems(at)
+    assert [len(b) for b in built] == [3, 2, 2]  # the forest of every metric compared is the same one
+    now = [c.proto.spec for c in at.get("plotly_chart")]
+    assert now[0] == drawn[0] and all(a != b for a, b in zip(now[1:], drawn[1:]))
+
+
+def test_a_figure_is_kept_per_content_of_its_frame_and_options() -> None:
+    import pandas as pd
+
+    from dashboard.ui import cache
+
+    calls: list[tuple] = []
+
+    def build(frame, **options):  # type: ignore[no-untyped-def]
+        calls.append((len(frame), options))
+        return {"rows": len(frame), **options}
+
+    frame = pd.DataFrame({"query_id": ["q1", "q2"], "delta": [0.25, -0.5]})
+    first = cache.figure(build, frame, title="a")
+    assert cache.figure(build, frame.copy(), title="a") is first and len(calls) == 1  # the same content
+    cache.figure(build, frame.assign(delta=[0.25, -0.25]), title="a")  # other values
+    cache.figure(build, frame, title="b")  # other options
+    cache.figure(build, frame.rename(columns={"delta": "d"}), title="a")  # other columns
+    assert len(calls) == 4
+    listed = pd.DataFrame({"docs": [["d1"], ["d2"]]})  # cells pandas cannot hash: built each time
+    cache.figure(build, listed)
+    cache.figure(build, listed)
+    assert len(calls) == 6
+
+
 def test_the_test_and_alpha_can_be_picked(faq_ids) -> None:
     at = open_page("compare")
     first = _table(at, "Δ vs baseline")
