@@ -58,6 +58,7 @@ def test_the_timeline_flags_the_drop_and_keeps_its_controls_in_the_url(on_store)
     table = at.dataframe[0].value
     assert table["run"].tolist() == [f"bm25-v{i}" for i in range(1, 6)]  # the filter left the dense run out
     assert table["verdict"].tolist()[1:] == ["no significant change"] * 3 + ["significant drop"]
+    assert pd.isna(table["p"].iloc[0]) and at.dataframe[0].proto.placeholder == "—"  # no "None" for the first step
     assert table["compare"].iloc[DROP_VERSION - 1].startswith("compare?")
     link = decode(parse_qs(table["compare"].iloc[DROP_VERSION - 1].split("?", 1)[1]), "compare")[0]
     assert (link.baseline, link.runs) == (on_store["runs"][3], tuple(on_store["runs"][3:5]))
