@@ -47,12 +47,17 @@ from dashboard.views import VIEWS
 from tests.e2e.server import CHROMIUM_ARGS, chromium_path, open_curves, streamlit_server, wait_for_app
 
 TIMEOUT = 120_000
-CHARTS_DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')]
-        .every(g => g.querySelector('.main-svg') && g.data && g._fullLayout)
+PARTS_DRAWN = """[...document.querySelectorAll('.js-plotly-plot')]
+      .every(g => g.querySelector('.main-svg') && g.data && g._fullLayout)
+    && [...document.querySelectorAll("[data-testid='stVegaLiteChart']")].every(g => g.querySelector('canvas, svg'))
     && [...document.querySelectorAll("[data-testid='stDataFrame']")]
-        .every(t => !t.checkVisibility() || t.querySelector('canvas'))"""
+      .every(t => !t.checkVisibility() || t.querySelector('canvas'))"""
+"""A JavaScript expression: every Plotly chart holds its SVG, every Vega-Lite chart its canvas, every table in view
+its canvas (one in a folded section is not drawn)."""
+CHARTS_DRAWN = f"() => {PARTS_DRAWN}"
 VIEWPORT = {"width": 1600, "height": 1000}
-PAGE_CLOCK = """(() => {
+PAGE_CLOCK = (
+    """(() => {
   const clock = (window.__pageClock = { drawnAt: null, actedAt: null, sawRun: false, rising: false });
   const drawnNow = () => {
     const app = document.querySelector("[data-testid='stApp']");
@@ -62,13 +67,7 @@ PAGE_CLOCK = """(() => {
     if (!clock.sawRun || state !== "notRunning") return false;
     if (app.getAttribute("data-test-connection-state") !== "CONNECTED") return false;
     if (document.querySelector("[data-testid='stSkeleton']")) return false;
-    for (const g of document.querySelectorAll(".js-plotly-plot"))
-      if (!(g.querySelector(".main-svg") && g.data && g._fullLayout)) return false;
-    for (const g of document.querySelectorAll("[data-testid='stVegaLiteChart']"))
-      if (!g.querySelector("canvas, svg")) return false;
-    for (const t of document.querySelectorAll("[data-testid='stDataFrame']"))
-      if (t.checkVisibility() && !t.querySelector("canvas")) return false;
-    return true;
+    return PARTS_DRAWN;
   };
   let was = false;
   let generation = 0;  // an input starts a new one: a frame asked for before it does not count
@@ -96,6 +95,7 @@ PAGE_CLOCK = """(() => {
   addEventListener("pointerdown", acted, true);
   addEventListener("keydown", (e) => { if (e.key === "Enter") acted(); }, true);
 })();"""
+).replace("PARTS_DRAWN", PARTS_DRAWN)
 
 
 Timing = tuple[float, float]  # seconds on the page's clock, on the wall clock

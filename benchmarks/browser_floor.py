@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO))
 
 from playwright.sync_api import sync_playwright
 
-from benchmarks.browser import PAGE_CLOCK, VIEWPORT, Timing, page_clock, summary
+from benchmarks.browser import CHARTS_DRAWN, Timing, new_context, page_clock, summary
 from tests.e2e.server import CHROMIUM_ARGS, chromium_path, wait_for_app
 
 APP = """import os
@@ -67,8 +67,6 @@ VARIANTS = {
     "+ one st.table (static)": {"FLOOR_STATIC_TABLE": "1"},
     "+ one Vega-Lite chart": {"FLOOR_VEGA_CHART": "1"},
 }
-DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')].every(g => g.querySelector('.main-svg'))
-    && [...document.querySelectorAll("[data-testid='stVegaLiteChart']")].every(g => g.querySelector('canvas, svg'))"""
 
 
 def free_port() -> int:
@@ -93,14 +91,13 @@ def measure(app: Path, env: dict[str, str], repeat: int) -> list[Timing]:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
             for _ in range(repeat + 1):  # the first opening warms the server, not counted
-                context = browser.new_context(viewport=VIEWPORT)
-                context.add_init_script(PAGE_CLOCK)
+                context = new_context(browser)
                 page = context.new_page()
                 started = time.perf_counter()
                 page.goto(f"http://127.0.0.1:{port}/")
                 wait_for_app(page)
                 page.get_by_text("A page with one line of text.").wait_for()
-                page.wait_for_function(DRAWN)
+                page.wait_for_function(CHARTS_DRAWN)
                 wall = time.perf_counter() - started
                 times.append((page_clock(page)["drawnAt"] / 1000, wall))
                 context.close()

@@ -140,7 +140,7 @@ def memo(fn: F) -> F:
     return cached  # type: ignore[return-value]
 
 
-def content_digest(frame: pd.DataFrame) -> str:
+def _content_digest(frame: pd.DataFrame) -> str:
     """A digest of ``frame``'s columns, dtypes, index and values (TypeError for cells pandas cannot hash)."""
     digest = hashlib.blake2b(digest_size=16)
     digest.update(repr((list(frame.columns), [str(t) for t in frame.dtypes], frame.shape)).encode("utf-8"))
@@ -154,7 +154,7 @@ def figure(build: Callable[..., go.Figure], frame: pd.DataFrame, **options: str 
     hands out the figure built before instead of validating every trace again. A frame pandas cannot hash is
     built each time."""
     try:
-        digest = content_digest(frame)
+        digest = _content_digest(frame)
     except TypeError:
         return build(frame, **options)
     key = ("figure", build, digest, repr(sorted(options.items())))

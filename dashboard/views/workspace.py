@@ -118,10 +118,10 @@ def _metadata_editor(run_id: str, run_name: str) -> None:
             state.flash(f"Saved {len(new)} tag(s) of run “{run_name}”.")
             layout.rerun_with(view)
     if dataset is not None:
-        source = dataset.source or None
+        named, source = dataset.name, dataset.source or None  # bound now: the file is written on a later click
         download.download_button(
             "Download ir_metadata YAML",
-            lambda: metadata.ir_metadata_yaml(tags, run_name=run_name, run_id=run_id, dataset=dataset.name,
+            lambda: metadata.ir_metadata_yaml(tags, run_name=run_name, run_id=run_id, dataset=named,
                                               dataset_source=source),
             file_name=f"{run_name}.ir_metadata.yaml", mime="application/yaml",
             key=f"workspace.tags.yaml.{run_id}", on_click="ignore", icon=":material/download:",
