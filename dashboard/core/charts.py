@@ -12,7 +12,6 @@ from collections.abc import Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
-import plotly.io as pio
 
 PALETTE: tuple[str, ...] = (
     "#1f77b4",
@@ -28,7 +27,6 @@ PALETTE: tuple[str, ...] = (
 )
 BAND_SUFFIX = " · 95% CI"
 FONT = "Source Sans Pro, Noto Sans CJK SC, Noto Sans, sans-serif"
-TEMPLATE = pio.templates["plotly_white"]  # built with this module, not by the first chart a page draws
 
 
 def safe(text: object) -> str:
@@ -46,14 +44,21 @@ def rgba(hex_color: str, alpha: float) -> str:
     return f"rgba({r},{g},{b},{alpha})"
 
 
+def base_layout_settings(height: int) -> dict[str, object]:
+    """Height, margins, font and full run names in hover labels. A figure keeps the template it was made with
+    (Streamlit's own, the process default), which the browser restyles to the page's theme: a template set here
+    would be validated again for every figure and sent with it, and then restyled all the same."""
+    return {
+        "height": height,
+        "margin": {"l": 50, "r": 20, "t": 50, "b": 50},
+        "font": {"family": FONT},
+        "hoverlabel": {"namelength": -1},
+    }
+
+
 def base_layout(fig: go.Figure, height: int) -> None:
-    fig.update_layout(
-        template=TEMPLATE,
-        height=height,
-        margin={"l": 50, "r": 20, "t": 50, "b": 50},
-        font={"family": FONT},
-        hoverlabel={"namelength": -1},
-    )
+    """:func:`base_layout_settings` applied to ``fig``."""
+    fig.update_layout(base_layout_settings(height))
 
 
 def runs_in(frame: pd.DataFrame, runs: Sequence[str] | None) -> list[str]:

@@ -6,6 +6,8 @@ registry's titles (:func:`dashboard.core.specs.title`).
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Sequence
 
 import numpy as np
@@ -14,7 +16,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dashboard.core.bootstrap import NORMAL_ABOVE, bootstrap_ci, resampler
-from dashboard.core.charts import BAND_SUFFIX, base_layout, rgba, run_colors, runs_in, safe
+from dashboard.core.charts import BAND_SUFFIX, base_layout, base_layout_settings, rgba, run_colors, runs_in, safe
 from dashboard.core.results import Alignment, curve
 from dashboard.core.specs import K_MAX, metric_spec, metric_title
 from ragmetrics.metrics import MetricSpec, parse_metric
@@ -167,13 +169,12 @@ def curves_figure(
     colors = run_colors(runs)
     cols = 3
     rows = max(1, -(-len(metrics) // cols))
-    titles = [f"{metric_title(m)}@K" for m in metrics]
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.07, vertical_spacing=0.2)
     k_max = int(curves["k"].max()) if len(curves) else 10
     if log_x is None:
         log_x = k_max > 20
     tickvals = [v for v in (1, 2, 5, 10, 20, 50, 100) if v <= k_max] if log_x else None
-    traces, axes = [], {}
+    layout = _panel_grid(rows, cols, tuple(f"{metric_title(m)}@K" for m in metrics))
+    traces = []
     for i, metric in enumerate(metrics):
         n = "" if i == 0 else str(i + 1)  # make_subplots numbers the panels' axes row by row
         part = curves[curves["metric"] == metric]
@@ -216,23 +217,33 @@ def curves_figure(
                     "yaxis": f"y{n}",
                 }
             )
-        axes[f"xaxis{n}"] = {"type": "log" if log_x else "linear", "tickvals": tickvals, "title": {"text": "K"}}
-        axes[f"yaxis{n}"] = {"autorange": True}  # saturated runs stay apart
-    fig.add_traces(traces)  # one call: each trace validated once, no per-trace lookup of its panel
-    fig.update_layout(axes)
-    base_layout(fig, 300 * rows + 60)
+        layout[f"xaxis{n}"].update({"type": "log" if log_x else "linear", "tickvals": tickvals, "title": {"text": "K"}})
+        layout[f"yaxis{n}"]["autorange"] = True  # saturated runs stay apart
+    layout.update(base_layout_settings(300 * rows + 60))
     free = rows * cols - len(metrics)
     if free > 0:
-        fig.update_layout(
-            legend={
-                "x": 1.0 - free / cols + 0.04,
-                "y": 0.42,
-                "xanchor": "left",
-                "yanchor": "top",
-                "title": {"text": "runs"},
-            }
-        )
-    return fig
+        layout["legend"] = {
+            "x": 1.0 - free / cols + 0.04,
+            "y": 0.42,
+            "xanchor": "left",
+            "yanchor": "top",
+            "title": {"text": "runs"},
+        }
+    return go.Figure(data=traces, layout=layout)  # one pass of validation over the whole figure
+
+
+@functools.lru_cache(maxsize=8)
+def _panel_grid_of(rows: int, cols: int, titles: tuple[str, ...]) -> str:
+    grid = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.07, vertical_spacing=0.2)
+    layout = grid.layout.to_plotly_json()
+    layout.pop("template", None)
+    return json.dumps(layout)
+
+
+def _panel_grid(rows: int, cols: int, titles: tuple[str, ...]) -> dict:
+    """The layout of a ``rows`` x ``cols`` grid of panels titled ``titles`` (axes and title annotations), made by
+    plotly's ``make_subplots`` once per shape and handed out as a new dict each time."""
+    return json.loads(_panel_grid_of(rows, cols, titles))
 
 
 def pr_figure(pr: pd.DataFrame, runs: Sequence[str] | None = None, label_ks: Sequence[int] = PR_LABEL_KS) -> go.Figure:
