@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import os
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -27,6 +28,90 @@ if TYPE_CHECKING:
 
 if TYPE_CHECKING:
     from ragmetrics.store import Store
+
+
+def _whole_number(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, found {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected a whole number of at least {minimum}, found {value}")
+        return value
+
+    return parse
+
+
+def _probability(text: str) -> float:
+    """An argparse type: a significance level strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1 (e.g. 0.05), found {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1 (e.g. 0.05), found {text!r}")
+    return value
+
+
+def _weights(text: str) -> list[float]:
+    """An argparse type: comma-separated finite weights, none negative, at least one positive."""
+    import math
+
+    weights = []
+    for part in text.split(","):
+        try:
+            weight = float(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected comma-separated numbers (e.g. 1,0.5), found {part!r}") from None
+        if not math.isfinite(weight) or weight < 0:
+            raise argparse.ArgumentTypeError(f"expected finite weights of 0 or more, found {part!r}")
+        weights.append(weight)
+    if not any(weights):
+        raise argparse.ArgumentTypeError(f"expected at least one weight above 0, found {text!r}")
+    return weights
+
+
+INPUT_OPTIONS = ("dataset", "run", "runs", "baseline", "labels", "queries", "corpus", "chunk_mapping", "targets")
+"""The options that name files a command reads (a command writes none of them)."""
+
+
+def _output_path(args: argparse.Namespace, path: str, option: str) -> str:
+    """``path``, a file the command is about to write for ``option``, once it is sure that its folder exists and
+    that it is none of the files the command reads (writing it would destroy that input)."""
+    folder = Path(path).resolve().parent
+    if not folder.is_dir():
+        raise RagMetricsError(f"{option} {path}: the folder {folder} does not exist")
+    if not os.path.exists(path):
+        return path
+    for name in INPUT_OPTIONS:
+        value = getattr(args, name, None)
+        for given in value if isinstance(value, list) else [value]:
+            if isinstance(given, str) and given and os.path.exists(given) and os.path.samefile(given, path):
+                raise RagMetricsError(
+                    f"{option} {path}: is also read as --{name.replace('_', '-')}; writing it would destroy that "
+                    "input: give another path"
+                )
+    return path
+
+
+@contextlib.contextmanager
+def _replacing(path: str) -> Iterator[str]:
+    """A temporary path beside ``path`` (same suffixes) to write to; it replaces ``path`` only once written whole,
+    so a failure (a full disk) leaves what was there before. A path that is not a regular file (a pipe, a device)
+    is written directly."""
+    target = Path(path)
+    if target.exists() and not target.is_file():
+        yield path
+        return
+    temporary = target.with_name(f".{os.getpid()}-partial-{target.name}")
+    try:
+        yield str(temporary)
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def _looks_like(path: str, kind: str) -> bool:
@@ -184,12 +269,13 @@ JUDGED_NOTE_BELOW = 0.5
 
 def _report_coverage(result: EvalResult | PartitionedResult, err: TextIO) -> None:
     for name, run in result.runs.items():
-        notes = run.coverage.notes()
+        notes = run.coverage.notes(run.conventions.missing)
         state = run.health
-        if state.queries_ranked and state.judged_at_10 < JUDGED_NOTE_BELOW:
+        if state.queries_ranked and state.judged_of_ranked < JUDGED_NOTE_BELOW:
             notes.append(
-                f"judged@10 = {state.judged_at_10:.2f}: most of the top 10 is unjudged (scored as "
-                f"{run.conventions.unjudged}; eval --bounds gives the worst and best case)"
+                f"judged@10 = {state.judged_at_10:.2f}: most of what it ranks in the top 10 is unjudged "
+                f"({state.judged_of_ranked:.0%} judged; scored as {run.conventions.unjudged}; eval --bounds gives "
+                "the worst and best case)"
             )
         if notes:
             err.write(f"ragmetrics: note: run {name!r}: " + "; ".join(notes) + "\n")
@@ -210,7 +296,27 @@ def _evaluate(args: argparse.Namespace, dataset: Dataset, runs: list[Run], metri
         for run in result.runs.values():
             if run.alignment.health.no_overlap:
                 raise RagMetricsError(run.alignment.explain_no_overlap())
+    _refuse_meaningless(result, args.rel_level)
     return result
+
+
+def _refuse_meaningless(result: EvalResult, rel_level: int) -> None:
+    """Numbers that cannot mean anything are errors: qrels that judge nothing relevant, or a metric that no query
+    has a value of (it needs data the dataset does not hold)."""
+    for name, run in result.runs.items():
+        coverage = run.alignment.coverage
+        if coverage.queries_evaluated and len(coverage.no_relevant) >= coverage.queries_evaluated:
+            raise RagMetricsError(
+                f"the qrels judge no document relevant (label >= {rel_level}, --rel-level) for any evaluated query: "
+                "recall, precision and AP would be 0 for every run; check --rel-level and the qrels' labels"
+            )
+        values = run.values
+        for metric in run.metrics:
+            if len(values) and values[metric].isna().all():
+                raise RagMetricsError(
+                    f"{metric}: run {name!r} has no value for any query: the metric needs what this dataset does "
+                    "not hold (expected answers, keywords, text or a corpus size), or every query was skipped"
+                )
 
 
 def _per_query_paths(path: str | None, names: Sequence[str]) -> list[str | None]:
@@ -279,12 +385,17 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 err.write(f"ragmetrics: wrote {written.per_query_file}: {written.coverage.queries_evaluated} queries\n")
         return 0
     dataset, runs = _load_inputs(args, args.run)
+    paths = [
+        path if path is None else _output_path(args, path, "--per-query-out")
+        for path in _per_query_paths(args.per_query_out, [r.name for r in runs])
+    ]
     result = _evaluate(args, dataset, runs, metrics)
     _emit(result, args.format, args.per_query, out, bounds=args.bounds)
     _report_coverage(result, err)
-    for (_name, run), path in zip(result.runs.items(), _per_query_paths(args.per_query_out, list(result.runs))):
+    for run, path in zip(result.runs.values(), paths):
         if path is not None:
-            run.values.reset_index().to_parquet(path, index=False)
+            with _replacing(path) as partial:
+                run.values.reset_index().to_parquet(partial, index=False)
             err.write(f"ragmetrics: wrote {path}: {run.coverage.queries_evaluated} queries\n")
     return 0
 
@@ -309,6 +420,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         bounds=bool(args.bounds),
         bounds_depth=depth,
     )
+    _refuse_too_few_pairs(comparison.table)
     if args.format == "json":
         import json
 
@@ -334,6 +446,19 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
+def _refuse_too_few_pairs(table: Any) -> None:
+    """A paired test on fewer than 2 queries both runs score means nothing (no p-value, an interval of one point):
+    an error, not a PASS."""
+    overall = table[table["segment"] == "all"] if "segment" in table.columns else table
+    few = overall[overall["n"] < 2]
+    if len(few):
+        row = few.iloc[0]
+        raise RagMetricsError(
+            f"{row['metric']}: run {row['run']!r} and the baseline {row['baseline']!r} share {int(row['n'])} query "
+            "with a value; a paired test needs at least 2"
+        )
+
+
 def _judged_ends(row: Any) -> str:
     if row.run == row.baseline:
         return f"  if judged [{row.mean_worst:.4f}, {row.mean_best:.4f}]"
@@ -344,13 +469,14 @@ def cmd_fuse(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from ragmetrics.fusion import fuse, ranked_frame
     from ragmetrics.io import write_trec_run
 
+    output = _output_path(args, args.output, "--output")
     runs = _load_runs(args.runs, args)
-    weights = [float(w) for w in args.weights.split(",")] if args.weights else None
     norm = None if args.norm == "none" else args.norm
-    fused = fuse(runs, method=args.method, k=args.k, norm=norm, weights=weights, depth=args.depth, name=args.name)
+    fused = fuse(runs, method=args.method, k=args.k, norm=norm, weights=args.weights, depth=args.depth, name=args.name)
     if args.depth_out:
         fused = Run.from_frame(ranked_frame(fused, args.depth_out), name=fused.name)
-    write_trec_run(fused, args.output)
+    with _replacing(output) as partial:
+        write_trec_run(fused, partial)
     err.write(f"ragmetrics: wrote {args.output} ({fused.frame['query_id'].nunique()} queries, run {fused.name!r})\n")
     return 0
 
@@ -411,6 +537,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             bounds=bool(args.bounds),
             bounds_depth=depth,
         )
+        _refuse_too_few_pairs(comparison.table)
         for row in comparison.table.itertuples(index=False):
             regression = row.significant and row.delta < 0
             failures += regression
@@ -649,11 +776,12 @@ def cmd_pool(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from ragmetrics.export import neutralise
     from ragmetrics.judging import pool
 
+    output = _output_path(args, args.output, "--output")
     dataset, runs = _load_inputs(args, args.run)
     result = _evaluate(args, dataset, runs, ["judged@10"])
     pairs = pool(dataset, [r.alignment for r in result.runs.values()], args.depth)
     columns = ["query_id", "doc_id", *(["text"] if "text" in pairs.columns else [])]
-    with open(args.output, "w", encoding="utf-8", newline="") as handle:
+    with _replacing(output) as partial, open(partial, "w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle, delimiter="\t", lineterminator="\n")
         writer.writerow(columns)
         for row in pairs[columns].itertuples(index=False):
@@ -673,6 +801,7 @@ def cmd_judge_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from ragmetrics.io import load_dataset, write_trec_qrels
     from ragmetrics.judging import merge
 
+    output = _output_path(args, args.output, "--output")
     dataset = _load_dataset(args)
     labels = load_dataset(args.labels)
     try:
@@ -682,7 +811,8 @@ def cmd_judge_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         for q, d, old, new in found.conflicts:
             err.write(f"ragmetrics: conflict: query {q} document {d}: judged {old}, labelled {new}\n")
         raise
-    write_trec_qrels(merged.dataset, args.output)
+    with _replacing(output) as partial:
+        write_trec_qrels(merged.dataset, partial)
     err.write(
         f"ragmetrics: wrote {args.output}: {merged.dataset.qrels_table.num_rows} judgments "
         f"({merged.added} added, {merged.changed} changed)\n"
@@ -738,11 +868,13 @@ def _add_test_options(parser: argparse.ArgumentParser) -> None:
         default="holm",
         help="multiple-comparison correction over every run x metric compared (default holm)",
     )
-    parser.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the resampling tests and intervals (default 0)")
+    parser.add_argument("--alpha", type=_probability, default=0.05, help="significance level, in (0, 1) (default 0.05)")
+    parser.add_argument(
+        "--seed", type=_whole_number(0), default=0, help="seed of the resampling tests and intervals (default 0)"
+    )
     parser.add_argument(
         "--resamples",
-        type=int,
+        type=_whole_number(1),
         default=stats.DEFAULT_RESAMPLES,
         help=f"resamples for randomization and bootstrap (default {stats.DEFAULT_RESAMPLES})",
     )
@@ -754,7 +886,9 @@ def _add_data_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--queries", help="queries file to attach text to TREC qrels")
     parser.add_argument("--corpus", help="corpus.jsonl (gives the corpus size for accuracy@k)")
-    parser.add_argument("--corpus-size", type=int, help="number of documents in the collection (accuracy@k)")
+    parser.add_argument(
+        "--corpus-size", type=_whole_number(1), help="number of documents in the collection (accuracy@k)"
+    )
     parser.add_argument("--chunk-mapping", help="chunk-to-document mapping file (CSV/TSV/JSONL)")
     parser.add_argument(
         "--chunk-pattern", help="regex with a group 'doc' (or the separator '#') taking the document id from a chunk id"
@@ -794,7 +928,9 @@ def _add_engine_options(p: argparse.ArgumentParser) -> None:
     engines = "; ".join(f"{name}: {summary}" for name, (_, summary) in ENGINES.items())
     p.add_argument("--engine", choices=list(ENGINES), default="inprocess", help=f"where runs are evaluated ({engines})")
     p.add_argument(
-        "--buckets", type=int, help="duckdb, spark: buckets the queries are hashed into (default: the engine's)"
+        "--buckets",
+        type=_whole_number(1),
+        help="duckdb, spark: buckets the queries are hashed into (default: the engine's)",
     )
     p.add_argument("--memory-limit", help="duckdb: its memory limit, e.g. 2GB (default 2GB); beyond it, it spills")
     p.add_argument("--work-dir", help="duckdb: folder for its buckets and spills (default: a temporary folder)")
@@ -823,16 +959,16 @@ def _fuse_parser(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("runs", nargs="+", help="run files")
     p.add_argument("--method", choices=fusion.METHODS, default="rrf", help="fusion method")
-    p.add_argument("--k", type=int, default=60, help="RRF constant")
+    p.add_argument("--k", type=_whole_number(0), default=60, help="RRF constant (default 60)")
     p.add_argument(
         "--norm",
         choices=[n or "none" for n in fusion.NORMS],
         default="minmax",
         help="score normalisation (combsum/combmnz)",
     )
-    p.add_argument("--weights", help="comma-separated weights, one per run")
-    p.add_argument("--depth", type=int, help="fuse only each run's top N")
-    p.add_argument("--depth-out", type=int, help="write only the fused top N per query")
+    p.add_argument("--weights", type=_weights, help="comma-separated weights, one per run (0 or more)")
+    p.add_argument("--depth", type=_whole_number(1), help="fuse only each run's top N")
+    p.add_argument("--depth-out", type=_whole_number(1), help="write only the fused top N per query")
     p.add_argument("--name", help="run name (the TREC tag)")
     p.add_argument("-o", "--output", required=True, help="output TREC run file (.gz to compress)")
     p.add_argument("--chunk-mapping", help=argparse.SUPPRESS)
@@ -863,7 +999,7 @@ def _check_parser(p: argparse.ArgumentParser) -> None:
 def _diagnose_parser(p: argparse.ArgumentParser) -> None:
     _add_data_options(p)
     p.add_argument("--run", action="append", required=True, help="a run file; repeatable")
-    p.add_argument("--k", type=int, default=5, help="the cut-off a query must hit (default 5)")
+    p.add_argument("--k", type=_whole_number(1), default=5, help="the cut-off a query must hit (default 5)")
     p.add_argument("-m", "--metric", help="the metric compared across categories (default hits@K)")
     _add_eval_options(p)
     p.add_argument("--format", choices=["text", "json", "csv"], default="text", help="text (default), json or csv")
@@ -971,7 +1107,7 @@ def _meta_parser(p: argparse.ArgumentParser) -> None:
 def _pool_parser(p: argparse.ArgumentParser) -> None:
     _add_data_options(p)
     p.add_argument("--run", action="append", required=True, help="a run file; repeatable (the pool is their union)")
-    p.add_argument("--depth", type=int, default=10, help="pool each run's top K (default 10)")
+    p.add_argument("--depth", type=_whole_number(1), default=10, help="pool each run's top K (default 10)")
     p.add_argument("-o", "--output", required=True, help="the TSV to write: query_id, doc_id (and text when known)")
     _add_eval_options(p)
     p.set_defaults(handler=cmd_pool)
@@ -1055,11 +1191,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     except RagMetricsError as exc:
         err.write(f"ragmetrics: error: {exc}\n")
         return 2
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        err.write(f"ragmetrics: error: {exc.filename or exc}: {exc.strerror or 'cannot be read'}\n")
-        return 2
     except BrokenPipeError:  # pragma: no cover - e.g. piped into head
         return 0
+    except OSError as exc:  # a file that cannot be read or written: missing, a folder, a full disk
+        where = f"{exc.filename}: " if exc.filename else ""
+        err.write(f"ragmetrics: error: {where}{exc.strerror or exc}\n")
+        return 2
 
 
 def entry() -> None:  # pragma: no cover - the console script
@@ -1072,9 +1209,13 @@ def entry() -> None:  # pragma: no cover - the console script
     code = main()
     try:
         sys.stdout.flush()
-        sys.stderr.flush()
     except BrokenPipeError:
         pass
+    except OSError as exc:  # standard output on a full disk
+        sys.stderr.write(f"ragmetrics: error: standard output: {exc.strerror or exc}\n")
+        code = 2
+    with contextlib.suppress(OSError):
+        sys.stderr.flush()
     atexit._run_exitfuncs()
     os._exit(code)
 

@@ -183,8 +183,8 @@ def compare_result(
     def ends_of(run: str, metric: str, ids: pd.Index) -> tuple[np.ndarray, np.ndarray]:
         if (run, metric) not in ends:
             worst, best = result.runs[run].alignment.bounds(metric, bounds_depth)
-            ends[run, metric] = pd.DataFrame({"worst": worst, "best": best}, index=base_values.index)
-        frame = ends[run, metric].loc[ids]
+            ends[run, metric] = pd.DataFrame({"worst": worst, "best": best}, index=result.runs[run].values.index)
+        frame = ends[run, metric].reindex(ids)  # a query the run skipped (missing="skip") is NaN, left out
         return frame["worst"].to_numpy(), frame["best"].to_numpy()
 
     def rows_for(ids: pd.Index, group: dict[str, Any]) -> list[dict[str, Any]]:
@@ -192,7 +192,7 @@ def compare_result(
         for metric in metric_names:
             base = base_values.loc[ids, metric].to_numpy(dtype=np.float64)
             for run in chosen:
-                values = result.runs[run].values.loc[ids, metric].to_numpy(dtype=np.float64)
+                values = result.runs[run].values[metric].reindex(ids).to_numpy(dtype=np.float64)
                 keep = ~(np.isnan(values) | np.isnan(base))
                 n = int(keep.sum())
                 row = _one(

@@ -294,7 +294,7 @@ def evaluate(
         alignment.values(specs)
         results[run.name] = RunResult(alignment, tuple(str(s) for s in specs))
         if warn:
-            _warn(run.name, alignment.coverage)
+            _warn(run.name, alignment.coverage, alignment.conventions.missing)
     if not run_list:
         from ragmetrics.metrics import parse_metric
 
@@ -317,6 +317,7 @@ def _aligned(dataset: Dataset, run: Run | Alignment, conventions: Conventions, e
     return run
 
 
-def _warn(name: str, coverage: Coverage) -> None:
-    if coverage.notes():
-        warnings.warn(f"run {name!r}: " + "; ".join(coverage.notes()), RagMetricsWarning, stacklevel=3)
+def _warn(name: str, coverage: Coverage, missing: str) -> None:
+    notes = coverage.notes(missing)
+    if notes:
+        warnings.warn(f"run {name!r}: " + "; ".join(notes), RagMetricsWarning, stacklevel=3)

@@ -7,6 +7,7 @@ comparison repeats exactly. scipy does the work where it has the procedure.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
@@ -74,7 +75,7 @@ def _bootstrap(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) -> flo
     for start in range(0, n_resamples, 2_000):
         idx = rng.integers(0, len(diff), size=(min(2_000, n_resamples - start), len(diff)))
         hits += int(np.count_nonzero(np.abs(centered[idx].mean(axis=1)) >= observed - 1e-15))
-    return hits / n_resamples
+    return (hits + 1) / (n_resamples + 1)  # the observed difference counts as one resample: never p = 0
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,7 @@ TESTS: dict[str, PairedTest] = {
         PairedTest(
             "bootstrap",
             "Paired bootstrap",
-            "bootstrap of the mean difference shifted to the null (Sakai 2006), seeded",
+            "bootstrap of the mean difference shifted to the null (Sakai 2006), seeded; p = (hits + 1) / (resamples + 1)",
             _bootstrap,
             resampled=True,
         ),
@@ -132,6 +133,10 @@ def paired_p_value(
     """
     if test not in TESTS:
         raise RagMetricsError(f"The 'test' parameter must be one of {list(TESTS)}. Got {test!r} instead.")
+    if TESTS[test].resampled and (
+        isinstance(n_resamples, bool) or not isinstance(n_resamples, numbers.Integral) or n_resamples < 1
+    ):
+        raise RagMetricsError(f"n_resamples: expected a whole number of at least 1, got {n_resamples!r}")
     a, b = _paired(a, b)
     diff = a - b
     if len(diff) < 2:

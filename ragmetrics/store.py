@@ -283,6 +283,22 @@ def check_id(value: str, what: str = "id") -> str:
     return value
 
 
+class StoreOpenError(RagMetricsError):
+    """A store URL that names no store this process can open (the password, if any, is not repeated)."""
+
+    def __init__(self, url: str, cause: Exception) -> None:
+        try:
+            shown = sa.engine.make_url(url).render_as_string(hide_password=True)
+        except sa.exc.ArgumentError:
+            shown = url if "@" not in url else "(the URL given)"
+        reason = getattr(cause, "orig", None) or cause
+        super().__init__(
+            f"store {shown}: cannot be opened ({type(reason).__name__}: {str(reason).splitlines()[0] if str(reason) else ''}); "
+            "expected sqlite:///PATH (a database file, or a new one, in an existing folder) or "
+            "postgresql+psycopg://USER:PASSWORD@HOST/DATABASE"
+        )
+
+
 class Store:
     """Content-addressed storage of datasets, runs and views (SQLite or PostgreSQL)."""
 
@@ -295,11 +311,14 @@ class Store:
             kwargs["pool_pre_ping"] = True
             if self.url.startswith("postgresql") and "connect_timeout" not in self.url:
                 kwargs["connect_args"] = {"connect_timeout": 10}  # an unreachable server fails in seconds, not minutes
-        self.engine = sa.create_engine(self.url, **kwargs)
-        if self.engine.dialect.name == "sqlite":
-            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
-        metadata.create_all(self.engine, checkfirst=True)
-        self._add_missing_columns()
+        try:
+            self.engine = sa.create_engine(self.url, **kwargs)
+            if self.engine.dialect.name == "sqlite":
+                sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+            metadata.create_all(self.engine, checkfirst=True)
+            self._add_missing_columns()
+        except (sa.exc.ArgumentError, sa.exc.DBAPIError, sa.exc.NoSuchModuleError, ImportError) as err:
+            raise StoreOpenError(self.url, err) from None
 
     def _add_missing_columns(self) -> None:
         """Bring a store made by an older version up to date (safe when several processes open it together).

@@ -81,38 +81,53 @@ def target_items(text: str) -> list[tuple[str, str, float | None]]:
     return out
 
 
+class _Pairs(list):
+    """A JSON object read as its (key, value) pairs, so a key given twice is seen."""
+
+
 def resolve_targets(spec: str | Mapping[str, float]) -> dict[str, float]:
     """A profile name (faq, tech, legal, overview), a JSON file ``{metric: threshold}``, targets as text
     (``"ndcg@10>0.6,recall@5>0.9"``, the dashboard's syntax), or a mapping."""
+    raw: list[tuple[str, object]]
     if isinstance(spec, Mapping):
-        raw = dict(spec)
+        raw = list(spec.items())
     elif spec in PROFILES:
-        raw = PROFILES[spec]
+        raw = list(PROFILES[spec].items())
     elif ">" in spec and not Path(spec).exists():
-        raw = {}
+        raw = []
         for item, metric, threshold in target_items(spec):
             if threshold is None:
                 raise RagMetricsError(f"target {item[:40]!r}: expected metric>value, e.g. recall@5>0.9")
-            raw[metric] = threshold
+            raw.append((metric, threshold))
     else:
         path = Path(spec)
         if not path.exists():
             raise RagMetricsError(
-                f"targets {spec!r}: expected a profile ({', '.join(PROFILES)}) or a JSON file of {{metric: threshold}}"
+                f"targets {spec!r}: no such file; expected a profile ({', '.join(PROFILES)}), metric>value items "
+                "(e.g. ndcg@10>0.6,recall@5>0.9) or a JSON file of {metric: threshold}"
             )
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
+            loaded = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_Pairs)
         except json.JSONDecodeError as exc:
             raise RagMetricsError(
                 f"{spec}:{exc.lineno}: expected a JSON object {{metric: threshold}}, found {exc.msg}"
             ) from None
-        if not isinstance(raw, dict):
-            raise RagMetricsError(f"{spec}: expected a JSON object {{metric: threshold}}, found {type(raw).__name__}")
-    out = {}
-    for metric, threshold in raw.items():
-        if not isinstance(threshold, (int, float)) or isinstance(threshold, bool) or not 0 <= threshold <= 1:
-            raise RagMetricsError(f"target for {metric!r} must be a number in [0, 1]; got {threshold!r}")
-        out[str(parse_metric(metric))] = float(threshold)
+        except UnicodeDecodeError:
+            raise RagMetricsError(f"{spec}: expected a UTF-8 JSON object {{metric: threshold}}") from None
+        if not isinstance(loaded, _Pairs):
+            found = "an array" if isinstance(loaded, list) else type(loaded).__name__
+            raise RagMetricsError(f"{spec}: expected a JSON object {{metric: threshold}}, found {found}")
+        raw = loaded
+    out: dict[str, float] = {}
+    for metric, given in raw:
+        if not isinstance(given, (int, float)) or isinstance(given, bool) or not 0 <= given <= 1:
+            raise RagMetricsError(f"target for {metric!r} must be a number in [0, 1]; got {given!r}")
+        name = str(parse_metric(str(metric)))
+        if name in out:
+            raise RagMetricsError(f"targets: {name} is given twice ({out[name]:g} and {float(given):g}); keep one")
+        out[name] = float(given)
+    if not out:
+        raise RagMetricsError("targets: none given; expected at least one metric>value, e.g. ndcg@10>0.6")
     return out
 
 

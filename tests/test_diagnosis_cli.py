@@ -80,7 +80,10 @@ def test_fail_on_error_fails_when_easy_queries_are_missed(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize(
     ("k", "message"),
-    [("0", "The 'k' parameter must be an int >= 1. Got 0 instead."), ("x", "argument --k: invalid int value: 'x'")],
+    [
+        ("0", "argument --k: expected a whole number of at least 1, found 0"),
+        ("x", "argument --k: expected a whole number, found 'x'"),
+    ],
 )
 def test_bad_k_is_a_usage_error(k: str, message: str) -> None:
     done = cli("diagnose", "--dataset", EVAL_SET, "--run", BM25, "--k", k)

@@ -263,7 +263,8 @@ def test_parquet_empty_bool_column_is_not_an_index_error() -> None:
     empty = pa.table(
         {"query_id": pa.array([], pa.string()), "doc_id": pa.array([], pa.string()), "score": pa.array([], pa.bool_())}
     )
-    assert len(load_run(parquet(empty), filename="t.parquet")) == 0
+    with pytest.raises(ParseError, match=r"t\.parquet: expected at least one retrieved document"):
+        load_run(parquet(empty), filename="t.parquet")
 
 
 def test_beir_with_empty_queries_file_warns_nothing() -> None:

@@ -39,6 +39,21 @@ def test_trec_eval_test_files_match_pytrec_eval(qrels_file, run_file, rel_level)
     assert compared == len(reference) * len(oracle.our_metric_names())
 
 
+PAST_EVERY_RANKING = (1500, 5000, 1_000_000)
+"""Cut-offs deeper than every run and every query's judgments (the sums are read at their last column)."""
+
+
+@pytest.mark.parametrize(
+    ("qrels_file", "run_file"), [("qrels.test", "results.test"), ("qrels-302.test", "results-302.test")]
+)
+def test_cut_offs_past_every_ranking_match_pytrec_eval(qrels_file, run_file):
+    qrels = oracle.read_qrels(TREC / qrels_file)
+    rows = oracle.read_run(TREC / run_file)
+    reference = oracle.pytrec_values(qrels, rows, cutoffs=PAST_EVERY_RANKING)
+    values = oracle.our_values(qrels, rows, cutoffs=PAST_EVERY_RANKING, missing="skip")
+    assert oracle.assert_same(values, reference) == len(reference) * len(oracle.our_metric_names(PAST_EVERY_RANKING))
+
+
 def test_judgment_group_qrels_are_refused_with_the_row():
     """qrels.123 holds three judgment groups (trec_eval -R qrels_jg): one label per pair is expected."""
     qrels = oracle.read_qrels(TREC / "qrels.123")

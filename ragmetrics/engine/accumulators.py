@@ -56,6 +56,11 @@ class Cumulative(Enum):
     def gain(self) -> Gain:
         return Gain.EXPONENTIAL if self.name.endswith("EXPONENTIAL") else Gain.LINEAR
 
+    @property
+    def ideal(self) -> bool:
+        """Accumulated along the ideal ranking (the judgments sorted by label), not the run's."""
+        return self.name.startswith("IDEAL")
+
 
 def discount(pos: np.ndarray) -> np.ndarray:
     return 1.0 / np.log2(pos + 2.0)
@@ -272,9 +277,22 @@ class Ranking:
         np.cumsum(matrix, axis=1, out=matrix)
         return matrix
 
+    def reach(self, kind: Cumulative) -> int:
+        """The deepest cut-off at which ``kind``'s sums can still grow (at least 1): past it, every column equals
+        the one at it."""
+        ideal = kind.ideal
+        positions = self.ideal_pos if ideal else self.pos
+        return self._once.get(("reach", ideal), lambda: max(1, int(positions.max(initial=-1)) + 1))
+
     def at(self, kind: Cumulative, ks: np.ndarray) -> np.ndarray:
-        """Columns ``ks`` (1-based cut-offs) of a cumulative matrix; the whole curve 1..k is a read-only view."""
+        """Columns ``ks`` (1-based cut-offs) of a cumulative matrix, read-only; the whole curve 1..k is a view. A
+        cut-off past :meth:`reach` reads the column at it, so memory follows the rankings, not the cut-off asked."""
         depth = int(ks.max())
+        reach = self.reach(kind)
+        if depth > reach:
+            columns = self.cumulative(kind, reach)[:, np.minimum(ks, reach) - 1]
+            columns.flags.writeable = False
+            return columns
         matrix = self.cumulative(kind, depth)
         if len(ks) == depth and np.array_equal(ks, np.arange(1, depth + 1)):
             return matrix

@@ -23,11 +23,13 @@ class Coverage:
     tied_queries: list[str] = field(default_factory=list)
     empty_run: bool = False
 
-    def notes(self) -> list[str]:
-        """What a user should know about this alignment, one short phrase per issue found."""
+    def notes(self, missing: str = "zero") -> list[str]:
+        """What a user should know about this alignment, one short phrase per issue found; ``missing`` is the
+        convention the judged queries absent from the run were evaluated under (``zero`` or ``skip``)."""
         found = []
         if self.missing_in_run:
-            found.append(f"{len(self.missing_in_run)} judged queries missing from the run (scored 0)")
+            treated = "scored 0" if missing == "zero" else "left out"
+            found.append(f"{len(self.missing_in_run)} judged queries missing from the run ({treated})")
         if self.not_in_dataset:
             found.append(f"{len(self.not_in_dataset)} run queries not in the dataset (dropped)")
         if self.duplicates_dropped:

@@ -48,8 +48,9 @@ class Health:
     """What the run and the qrels share, over the evaluated queries.
 
     ``queries_ranked``: evaluated queries the run ranks documents for; ``queries_meeting``: those with at least
-    one judged document in their ranking; ``judged_at_10``: mean share of the top 10 that is judged;
-    ``relevant_retrieved``: share of the relevant judgments retrieved at any rank; ``run_queries_known``: share
+    one judged document in their ranking; ``judged_at_10``: mean share of the top 10 that is judged
+    (trec_eval's judged@10: a query ranking 3 documents has at most 0.3); ``judged_of_ranked``: mean share of the
+    documents ranked in the top 10 that is judged; ``relevant_retrieved``: share of the relevant judgments retrieved at any rank; ``run_queries_known``: share
     of the run's distinct queries that are dataset queries."""
 
     queries_ranked: int
@@ -57,6 +58,7 @@ class Health:
     judged_at_10: float
     relevant_retrieved: float
     run_queries_known: float
+    judged_of_ranked: float
 
     @property
     def overlap(self) -> float:
@@ -85,6 +87,8 @@ class QueryTallies:
     """int: relevant documents retrieved at any rank."""
     relevant: np.ndarray
     """int: its relevant judgments."""
+    ranked_top: np.ndarray
+    """int: documents in its top 10 (fewer when it ranks fewer)."""
 
 
 def query_tallies(alignment: Alignment) -> QueryTallies:
@@ -97,6 +101,7 @@ def query_tallies(alignment: Alignment) -> QueryTallies:
         judged_top=np.bincount(ranking.q[judged & (ranking.pos < 10)], minlength=n),
         relevant_found=np.bincount(ranking.q[ranking.rel], minlength=n),
         relevant=ranking.n_rel,
+        ranked_top=np.minimum(ranking.n_ret, 10),
     )
 
 
@@ -116,6 +121,7 @@ def health_of(tallies: QueryTallies, unknown_queries: int, empty_run: bool) -> H
         judged_at_10=float((tallies.judged_top[ranked] / 10).mean()) if n_ranked else 0.0,
         relevant_retrieved=int(tallies.relevant_found.sum()) / relevant if relevant else 0.0,
         run_queries_known=known,
+        judged_of_ranked=float((tallies.judged_top[ranked] / tallies.ranked_top[ranked]).mean()) if n_ranked else 0.0,
     )
 
 

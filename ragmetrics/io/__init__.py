@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ragmetrics.errors import RagMetricsError
+from ragmetrics.errors import ParseError, RagMetricsError
 from ragmetrics.io._source import Source, open_source
 from ragmetrics.io.formats import FORMATS, KNOWN_EXTENSIONS, Format, detect
 from ragmetrics.limits import LimitError, Limits, resolve
@@ -69,6 +69,8 @@ def load_run(
     fmt = detect(src, "run", format)
     run = fmt.reader(src, name=name or src.default_name(KNOWN_EXTENSIONS))
     limits.check_rows(src.name, len(run))
+    if len(run) == 0:  # every query's list empty, or a table without rows: nothing a metric could score
+        raise ParseError(src.name, None, "at least one retrieved document (a query id with a document id)", "none")
     _check_run_queries(src, run.column("query_id"))
     if chunk_mapping is not None or chunk_pattern is not None:
         if chunk_mapping is not None and not isinstance(chunk_mapping, dict) and not hasattr(chunk_mapping, "columns"):

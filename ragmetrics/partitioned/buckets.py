@@ -36,7 +36,7 @@ EVALUATED, UNKNOWN, TOTALS, SKIPPED = 0, 1, 2, 3
 
 FLAGS = ("missing_in_run", "no_relevant", "duplicate", "tied")
 """Per evaluated query: the coverage lists it belongs to (``duplicate``: rows dropped, ``tied``: tied scores)."""
-TALLIES = ("ranked", "meeting", "judged_top", "relevant_found", "relevant")
+TALLIES = ("ranked", "meeting", "judged_top", "relevant_found", "relevant", "ranked_top")
 """Per evaluated query: :class:`ragmetrics.engine.health.QueryTallies`."""
 TOTALS_COLUMNS = ("run_rows", "unknown_rows", "duplicates_dropped", "chunks_merged", "tied_pairs", "matched_by_text")
 """Per bucket (its ``kind`` 2 row): the counts of the coverage report that are not per query."""

@@ -1,0 +1,256 @@
+"""Hostile but realistic command lines: each ends in one clear line and exit 2 (or a right number), never a
+traceback, a silent 0, a destroyed input or a gate that passes what it cannot judge."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import stat
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import ragmetrics as rm
+from ragmetrics import stats
+from ragmetrics.cli import main
+from ragmetrics.io import load_dataset, load_run
+
+QRELS = "q1 0 d1 1\nq1 0 d2 0\nq1 0 d3 2\nq2 0 d4 1\nq2 0 d5 1\nq3 0 d6 1\n"
+RUN_A = "q1 Q0 d1 1 3.0 a\nq1 Q0 d9 2 2.0 a\nq1 Q0 d3 3 1.0 a\nq2 Q0 d5 1 5 a\nq2 Q0 d8 2 4 a\nq3 Q0 d7 1 1 a\nq3 Q0 d6 2 0.5 a\n"
+RUN_B = "q1 Q0 d3 1 3.0 b\nq1 Q0 d1 2 2.0 b\nq2 Q0 d4 1 5 b\nq2 Q0 d5 2 4 b\nq3 Q0 d6 1 1 b\n"
+
+
+def run_cli(*argv: object) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    return main([str(a) for a in argv], out=out, err=err), out.getvalue(), err.getvalue()
+
+
+def usage_error(capsys: pytest.CaptureFixture[str], *argv: object) -> str:
+    with pytest.raises(SystemExit) as exit_:
+        main([str(a) for a in argv])
+    assert exit_.value.code == 2
+    return capsys.readouterr().err
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    paths = {"qrels": tmp_path / "qrels.txt", "a": tmp_path / "a.trec", "b": tmp_path / "b.trec"}
+    for key, text in (("qrels", QRELS), ("a", RUN_A), ("b", RUN_B)):
+        paths[key].write_text(text)
+    return paths
+
+
+def test_a_cut_off_far_past_every_ranking_costs_what_the_rankings_cost(files):
+    """Was: ndcg@99999999999 tried to allocate queries x K (2 TiB). Past the deepest ranking every sum is the last
+    one: the values equal those at the depth (P@K, F1@K and judged@K divide by K)."""
+    huge = 99_999_999_999
+    dataset, run = load_dataset(files["qrels"]), load_run(files["a"])
+    alignment = rm.align(dataset, run)
+    for name in ("ndcg", "recall", "map", "hits", "mrr", "ndcg_exp"):
+        np.testing.assert_array_equal(alignment.value(f"{name}@{huge}"), alignment.value(f"{name}@3"), err_msg=name)
+    relevant_ranked = np.array([2, 1, 1])
+    np.testing.assert_allclose(alignment.value(f"precision@{huge}"), relevant_ranked / huge, rtol=1e-12)
+    widest = max(matrix.shape[1] for matrix in alignment.ranking._sums.values())
+    assert widest <= 3
+    code, out, err = run_cli("eval", "--dataset", files["qrels"], "--run", files["a"], "-m", f"ndcg@{huge}")
+    assert code == 0 and "0.6681" in out, err
+
+
+def test_an_output_that_is_an_input_is_refused_and_the_input_kept(files, tmp_path):
+    qrels, a = files["qrels"].read_bytes(), files["a"].read_bytes()
+    cases = [
+        ("pool", "--dataset", files["qrels"], "--run", files["a"], "-o", files["qrels"]),
+        ("pool", "--dataset", files["qrels"], "--run", files["a"], "-o", files["a"]),
+        ("fuse", files["a"], files["b"], "-o", files["a"]),
+        ("judge", "merge", "--dataset", files["qrels"], "--labels", files["a"], "-o", files["qrels"]),
+        ("eval", "--dataset", files["qrels"], "--run", files["a"], "--per-query-out", files["a"]),
+    ]
+    for argv in cases:
+        code, _, err = run_cli(*argv)
+        assert code == 2 and "writing it would destroy that input" in err, (argv, err)
+    assert files["qrels"].read_bytes() == qrels and files["a"].read_bytes() == a
+
+
+def test_an_output_in_a_missing_folder_or_on_a_full_disk_is_one_line(files, tmp_path):
+    code, _, err = run_cli("fuse", files["a"], files["b"], "-o", tmp_path / "nowhere" / "f.trec")
+    assert code == 2 and "the folder" in err and "does not exist" in err
+    full = Path("/dev/full")
+    if full.exists() and stat.S_ISCHR(full.stat().st_mode):
+        code, _, err = run_cli("fuse", files["a"], files["b"], "-o", full)
+        assert code == 2 and "No space left on device" in err and "Traceback" not in err
+        assert stat.S_ISCHR(full.stat().st_mode)  # a device is written, never replaced by a file
+
+
+def test_an_output_is_replaced_only_once_written_whole(files, tmp_path):
+    out = tmp_path / "fused.trec"
+    out.write_text("old\n")
+    code, _, err = run_cli("fuse", files["a"], files["b"], "-o", out)
+    assert code == 0, err
+    assert out.read_text().startswith("q1 Q0") and not [p for p in os.listdir(tmp_path) if "partial" in p]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--alpha", "0"], "argument --alpha: expected a number strictly between 0 and 1"),
+        (["--alpha", "nan"], "argument --alpha: expected a number strictly between 0 and 1"),
+        (["--alpha", "2"], "argument --alpha: expected a number strictly between 0 and 1"),
+        (["--seed", "-1"], "argument --seed: expected a whole number of at least 0, found -1"),
+        (["--resamples", "0"], "argument --resamples: expected a whole number of at least 1, found 0"),
+        (["--resamples", "-3"], "argument --resamples: expected a whole number of at least 1, found -3"),
+    ],
+)
+def test_test_options_out_of_range_are_usage_errors(capsys, files, argv, message):
+    err = usage_error(
+        capsys, "compare", "--dataset", files["qrels"], "--baseline", files["a"], "--run", files["b"], *argv
+    )
+    assert message in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--weights", "1,abc"], "argument --weights: expected comma-separated numbers (e.g. 1,0.5), found 'abc'"),
+        (["--weights", "nan,1"], "argument --weights: expected finite weights of 0 or more, found 'nan'"),
+        (["--weights", "0,0"], "argument --weights: expected at least one weight above 0"),
+        (["--depth", "0"], "argument --depth: expected a whole number of at least 1, found 0"),
+        (["--depth-out", "0"], "argument --depth-out: expected a whole number of at least 1, found 0"),
+    ],
+)
+def test_fusion_options_out_of_range_are_usage_errors(capsys, files, tmp_path, argv, message):
+    err = usage_error(capsys, "fuse", files["a"], files["b"], "-o", tmp_path / "f.trec", *argv)
+    assert message in err
+
+
+def test_the_gate_refuses_an_alpha_that_would_pass_a_regression(capsys, files):
+    err = usage_error(
+        capsys, "check", "--dataset", files["qrels"], "--run", files["a"], "--baseline", files["b"], "--alpha", "0"
+    )
+    assert "--alpha" in err
+    code, out, _ = run_cli("check", "--dataset", files["qrels"], "--run", files["a"], "--baseline", files["b"])
+    assert code in (0, 1) and "delta -0.3319" in out
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["sqlite:///{tmp}/nowhere/s.db", "sqlite:///{tmp}", "sqlite:///{qrels}", "mysql://x", "not a url",
+     "postgresql+psycopg://user:secret@127.0.0.1:1/db"],
+)  # fmt: skip
+def test_a_store_that_cannot_be_opened_is_one_line_without_the_password(files, tmp_path, url):
+    url = url.format(tmp=tmp_path, qrels=files["qrels"])
+    code, _, err = run_cli("leaderboard", "--store", url, "--dataset", "x")
+    assert code == 2 and err.count("\n") == 1 and "cannot be opened" in err and "expected sqlite:///PATH" in err, err
+    assert "secret" not in err
+    assert files["qrels"].read_text() == QRELS
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("dict.json", json.dumps({"q1": {}, "q2": {}, "q3": {}})),
+        ("lists.jsonl", '{"query_id": "q1", "retrieved": []}\n'),
+        ("rows.parquet", None),
+    ],
+)
+def test_a_run_that_retrieves_nothing_is_refused_in_every_format(files, tmp_path, name, content):
+    path = tmp_path / name
+    if content is None:
+        pq.write_table(pa.table({"query_id": pa.array([], pa.string()), "doc_id": pa.array([], pa.string()),
+                                 "score": pa.array([], pa.float64())}), path)  # fmt: skip
+    else:
+        path.write_text(content)
+    for engine in ("inprocess", "duckdb") if content is None else ("inprocess",):
+        code, out, err = run_cli("eval", "--dataset", files["qrels"], "--run", path, "--engine", engine)
+        assert code == 2 and out == "" and f"{name}: expected at least one retrieved document" in err, err
+
+
+def test_qrels_that_judge_nothing_relevant_are_an_error_not_zeros(files):
+    code, out, err = run_cli("eval", "--dataset", files["qrels"], "--run", files["a"], "--rel-level", "99")
+    assert code == 2 and out == "" and "judge no document relevant (label >= 99" in err
+
+
+def test_a_metric_no_query_has_a_value_of_is_an_error_not_nan(tmp_path):
+    dataset = tmp_path / "set.json"
+    dataset.write_text(json.dumps([
+        {"query_id": "q1", "query": "a", "relevant_docs": ["d1"], "expected_answer": ""},
+        {"query_id": "q2", "query": "b", "relevant_docs": ["d5"]},
+    ]))  # fmt: skip
+    run = tmp_path / "run.csv"
+    run.write_text("query_id,doc_id,score,text\nq1,d1,3,hello world\nq2,d5,2,foo\n")
+    code, out, err = run_cli("eval", "--dataset", dataset, "--run", run, "-m", "answer_in@5", "-m", "ndcg@5")
+    assert code == 2 and out == "" and "answer_in@5: run 'run' has no value for any query" in err
+    code, out, err = run_cli("check", "--dataset", dataset, "--run", run, "--targets", "answer_in@5>0.5")
+    assert code == 2 and "FAIL" not in out and "has no value for any query" in err
+
+
+def test_a_paired_test_on_one_query_is_an_error_not_a_pass(files, tmp_path):
+    one = tmp_path / "one.txt"
+    one.write_text("q1 0 d1 1\nq1 0 d3 2\n")
+    code, _, err = run_cli("compare", "--dataset", one, "--baseline", files["a"], "--run", files["b"])
+    assert code == 2 and "share 1 query with a value; a paired test needs at least 2" in err
+    code, out, err = run_cli("check", "--dataset", one, "--run", files["a"], "--baseline", files["b"])
+    assert code == 2 and "PASS" not in out and "a paired test needs at least 2" in err
+
+
+def test_runs_of_different_queries_are_compared_on_the_shared_ones_with_missing_skip(files, tmp_path):
+    short = tmp_path / "short.trec"
+    short.write_text("q1 Q0 d1 1 3.0 s\nq2 Q0 d5 1 2 s\n")
+    for baseline, run in ((files["a"], short), (short, files["a"])):
+        code, out, err = run_cli(
+            "compare",
+            "--dataset",
+            files["qrels"],
+            "--baseline",
+            baseline,
+            "--run",
+            run,
+            "--missing",
+            "skip",
+            "--bounds",
+        )
+        assert code == 0 and "delta" in out and "Traceback" not in err, err
+        assert "1 judged queries missing from the run (left out)" in err and "(scored 0)" not in err
+
+
+def test_a_bootstrap_p_value_is_never_zero_and_resamples_are_checked():
+    a, b = np.array([1.0, 0.9, 0.95]), np.array([0.6, 0.6, 0.58])
+    for resamples in (2, 1000):
+        p = stats.paired_p_value(a, b, test="bootstrap", n_resamples=resamples)
+        assert p >= 1 / (resamples + 1)
+    for bad in (0, -3, 2.5):
+        with pytest.raises(rm.RagMetricsError, match="n_resamples: expected a whole number of at least 1"):
+            stats.paired_p_value(a, b, test="bootstrap", n_resamples=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("targets", "message"),
+    [
+        ("ndcg@10>0.9,ndcg@10>0.5", "ndcg@10 is given twice (0.9 and 0.5)"),
+        ('{"ndcg@10": 0.5, "NDCG@10": 0.95}', "ndcg@10 is given twice (0.5 and 0.95)"),
+        ('{"ndcg@10": 0.5, "ndcg@10": 0.95}', "ndcg@10 is given twice (0.5 and 0.95)"),
+        ("{}", "targets: none given"),
+        ("[1, 2]", "expected a JSON object {metric: threshold}, found an array"),
+    ],
+)
+def test_targets_given_twice_or_not_at_all_are_refused(files, tmp_path, targets, message):
+    if targets.startswith(("{", "[")):
+        path = tmp_path / "targets.json"
+        path.write_text(targets)
+        targets = str(path)
+    code, out, err = run_cli("check", "--dataset", files["qrels"], "--run", files["a"], "--targets", targets)
+    assert code == 2 and "OK" not in out and message in err, err
+
+
+def test_the_unjudged_note_reads_what_a_short_run_ranks_not_ten_slots(files, tmp_path):
+    judged = tmp_path / "judged.trec"
+    judged.write_text("q1 Q0 d1 1 3 j\nq1 Q0 d3 2 2 j\nq2 Q0 d5 1 1 j\nq3 Q0 d6 1 1 j\n")
+    code, _, err = run_cli("eval", "--dataset", files["qrels"], "--run", judged)
+    assert code == 0 and "unjudged" not in err, err  # judged@10 is 0.13, yet everything it ranks is judged
+    unjudged = tmp_path / "unjudged.trec"
+    unjudged.write_text("q1 Q0 x1 1 3 u\nq1 Q0 x2 2 2 u\nq1 Q0 d1 3 1 u\nq2 Q0 d5 1 1 u\nq2 Q0 x3 2 0 u\n")
+    code, _, err = run_cli("eval", "--dataset", files["qrels"], "--run", unjudged, "--missing", "skip")
+    assert code == 0 and "most of what it ranks in the top 10 is unjudged (42% judged" in err, err
