@@ -18,7 +18,7 @@ from dashboard.core import compare_queries as by_query
 from dashboard.core import documents, fusion, metadata
 from dashboard.core.missed import TEXT_DEPTH, style_relevant
 from dashboard.core.queries import query_info, query_labels, query_line
-from dashboard.core.specs import metric_spec, parse_metric, title
+from dashboard.core.specs import K_MAX, metric_spec, parse_metric, title
 from dashboard.core.text import md_escape
 from dashboard.ui import cache, layout, state, widgets
 
@@ -106,9 +106,10 @@ if page.dataset is not None and len(page.alignments) >= 2:
     display = cmp.comparison_display(table, base.name, comparison.correction)
     focus = by_id[focus_id]
     focus_row = cmp.row_of(table, spec, focus.name)
+    table_key = f"compare.table.{base_id}.{focus_id}.{spec}.{test}.{alpha}.{correction}.{len(specs)}.{bounds}.{depth}"
     event = layout.show_table(
         table,
-        key=f"compare.table.{base_id}.{focus_id}.{spec}.{test}.{alpha}.{correction}.{len(specs)}.{bounds}.{depth}",
+        key=table_key,
         filename=f"compare-{base.name}-k{k}-{test}.csv",
         styled=cmp.style_marks(display, focus_row),
         column_config={
@@ -127,16 +128,18 @@ if page.dataset is not None and len(page.alignments) >= 2:
     if rows and rows[0] < len(table):
         picked_metric, picked_run = str(table["metric"].iloc[rows[0]]), str(table["run"].iloc[rows[0]])
         picked_id = next((rid for rid, name in others.items() if name == picked_run), None)
-        if picked_id is not None and (picked_metric != spec or picked_id != focus_id):
-            picked_spec = parse_metric(picked_metric)
-            layout.rerun_with(
-                view.with_(
-                    metric=picked_spec.name,
-                    k=picked_spec.k or view.k,
-                    focus_run=picked_id,
-                    metrics=tuple(specs) if view.metrics or picked_spec.k not in (None, k) else (),
-                )
-            )
+        picked = (table_key, rows[0], picked_metric, picked_run)
+        picked_spec = parse_metric(picked_metric)
+        # the sidebar cannot name every compared metric (mrr without a cut-off, bpref, K above its range): such a
+        # pick focuses its run on the sidebar's metric; and a pick is followed once, so no view can select the
+        # same row again and rerun forever
+        shown = picked_spec.k is None or picked_spec.k <= K_MAX
+        shown = shown and str(metric_spec(picked_spec.name, picked_spec.k or view.k)) == picked_metric
+        followable = picked_id is not None and ((shown and picked_metric != spec) or picked_id != focus_id)
+        if followable and state.changed("compare.table.pick", picked):
+            moved = view.with_(metric=picked_spec.name, k=picked_spec.k or view.k) if shown else view
+            # the compared set stays as it is, and so does its correction's family
+            layout.rerun_with(moved.with_(focus_run=picked_id, metrics=tuple(specs)))
 
     deltas = cmp.against_baseline(table, base.name)
     layout.show_figure(

@@ -110,6 +110,34 @@ def test_selecting_a_row_focuses_its_run_and_metric(faq_ids) -> None:
     assert any("hybrid-rrf" in m.value.replace("\\", "") and "nDCG@5" in m.value for m in at.markdown)
 
 
+def test_selecting_a_row_keeps_the_compared_set_and_its_family(faq_ids) -> None:
+    """Was: with the default set, picking nDCG@5 changed the sidebar's metric and with it the set (18 rows to 15,
+    Holm over 12 comparisons to 10)."""
+    at = open_page("compare", {"m": "map", "k": "5"})
+    key = next(d.key for d in at.dataframe if d.key and d.key.startswith("compare.table."))
+    before = _table(at, "Δ vs baseline")
+    row = int(before.index[(before["metric"] == "nDCG@5") & (before["run"] == "hybrid-rrf")][0])
+    at.session_state[key] = {"selection": {"rows": [row], "columns": [], "cells": []}}
+    at.run()
+    no_problems(at)
+    after = _table(at, "Δ vs baseline")
+    assert param(at, "m") == "ndcg" and list(after["metric"]) == list(before["metric"])
+
+
+@pytest.mark.parametrize("other", ["mrr", "bpref", "recall@500"])
+def test_a_row_the_sidebar_cannot_name_focuses_its_run_and_reruns_once(faq_ids, other) -> None:
+    """Was: a row of mrr (no cut-off), bpref or Recall@500 reran the page to a view that selected it again, forever."""
+    at = open_page("compare", {"ms": f"recall@5,{other}"}, timeout=60)
+    key = next(d.key for d in at.dataframe if d.key and d.key.startswith("compare.table."))
+    table = _table(at, "Δ vs baseline")
+    row = int(table.index[(table["metric"] != "Recall@5") & (table["run"] == "dense-e5")][0])
+    at.session_state[key] = {"selection": {"rows": [row], "columns": [], "cells": []}}
+    at.run()  # a page that reran forever would time out here
+    no_problems(at)
+    assert param(at, "fr") == faq_ids["dense-e5"] and param(at, "m") == "recall" and param(at, "k") == "5"
+    assert at.selectbox(key="compare.run").value == faq_ids["dense-e5"]
+
+
 def test_wins_and_losses_click_through_to_their_queries(faq_ids) -> None:
     at = open_page("compare", {"m": "ndcg"})
     no_problems(at)
