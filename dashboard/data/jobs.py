@@ -50,6 +50,8 @@ class RetrievalJob:
     retriever: Any
     label: str
     options: dict[str, Any] = field(default_factory=dict)
+    dataset_id: str = ""
+    """The stored dataset the run goes under, whichever dataset the page shows when the job ends."""
     _done: int = 0
     _total: int = 0
     _result: Retrieval | None = None

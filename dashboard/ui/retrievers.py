@@ -86,25 +86,28 @@ def start_job(dataset: DatasetEntry, label: str, *, k: int, name: str) -> Retrie
     if spec is None:
         raise RagMetricsError(f"no retriever {label!r} is offered on this dataset")
     options: dict[str, Any] = {"k": int(k), "name": name or None, "concurrency": CONCURRENCY}
-    job = RetrievalJob(dataset.dataset, spec, label, options).start()
+    job = RetrievalJob(dataset.dataset, spec, label, options, dataset_id=dataset.id).start()
     st.session_state[JOB_KEY] = job
     return job
 
 
-def finish_job(workspace: Workspace, dataset: DatasetEntry) -> tuple[RetrievalJob, RunEntry | None, bool] | None:
-    """An ended job of this session, taken off it: the job, the stored run when it gave one, and whether that run
-    was stored before (the same rows: the store keeps one copy, under its first name)."""
+def finish_job(workspace: Workspace) -> tuple[RetrievalJob, DatasetEntry | None, RunEntry | None, bool] | None:
+    """An ended job of this session, taken off it: the job, the dataset it ran on (None when that was deleted
+    since), the stored run when it gave one, and whether that run was stored before (the same rows: the store
+    keeps one copy, under its first name). The run is stored under the dataset the job started on, whichever
+    the page shows now."""
     job = current_job()
     if job is None or job.status().running:
         return None
     del st.session_state[JOB_KEY]
     result = job.status().result
-    if result is None:
-        return job, None, False
+    dataset = workspace.dataset(job.dataset_id)
+    if result is None or dataset is None:
+        return job, dataset, None, False
     known = workspace.stored_run(dataset.id, result.run) is not None
     tags = {**retriever_tags(result.metadata), "retriever.label": job.label}
     entry = cache.add_run(workspace, dataset, result.run, source=SOURCE_PREFIX + job.label, tags=tags)
-    return job, entry, known
+    return job, dataset, entry, known
 
 
 def try_hybrid(workspace: Workspace, dataset: DatasetEntry, run: RunEntry) -> RunEntry:

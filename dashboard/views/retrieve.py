@@ -31,11 +31,22 @@ if page.dataset is None:
     st.info("Load a dataset first (Upload).", icon=":material/info:")
 else:
     dataset = page.dataset
-    ended = retrievers.finish_job(workspace, dataset)
+    ended = retrievers.finish_job(workspace)
     if ended is not None:
-        job, entry, known = ended
+        job, ran_on, entry, known = ended
         status = job.status()
-        if entry is not None and status.result is not None:
+        if ran_on is None:
+            st.warning(
+                f"{md_escape(job.label)} ended, but the dataset it ran on was deleted meanwhile: nothing was stored.",
+                icon=":material/warning:",
+            )
+        elif ran_on.id != dataset.id and entry is not None:
+            state.flash(
+                f"{job.label}: run “{entry.name}” stored under the dataset it ran on, “{ran_on.name}” "
+                f"({len(status.result.run) if status.result else 0:,} rows)."
+            )
+            st.rerun()
+        elif entry is not None and status.result is not None:
             result = status.result
             failed = f"; {len(result.failed)} queries still failed" if result.failed else ""
             what = (

@@ -1,0 +1,43 @@
+"""The Retrieve page on a store of its own: the built-in BM25 over the FAQ sample's corpus, in a real job."""
+
+from __future__ import annotations
+
+import pytest
+
+from dashboard.data import samples
+from ragmetrics.store import Store, dataset_id
+from tests.dashboard.apptest import no_problems, open_page
+
+pytestmark = pytest.mark.apptest
+
+
+@pytest.fixture
+def own_store(tmp_path, monkeypatch):
+    monkeypatch.delenv("RAGMETRICS_STORE_URL", raising=False)
+    monkeypatch.setenv("RAGMETRICS_DATA_DIR", str(tmp_path))
+    return tmp_path
+
+
+def _runs_under(store_dir, dataset: str) -> dict[str, str]:
+    store = Store(f"sqlite:///{store_dir / 'ragmetrics.sqlite'}")
+    runs = store.list_runs(dataset)
+    return dict(zip(runs["name"], runs["source"]))
+
+
+def test_a_retrieval_is_stored_under_the_dataset_it_ran_on_whatever_the_page_shows_when_it_ends(own_store) -> None:
+    """Was: switching the sidebar's dataset while BM25 ran stored the run under the new dataset (or, on a dataset
+    the run does not fit, lost it behind an exception)."""
+    faq = dataset_id(next(samples.iter_samples(names=["product_faq_zh"])).dataset)
+    other = dataset_id(next(samples.iter_samples(names=["scifact"])).dataset)
+    at = open_page("retrieve", {"ds": faq}, timeout=120)
+    no_problems(at)
+    at.text_input(key="retrieve.name").set_value("bm25-live")
+    at.button(key="FormSubmitter:retrieve.form-Run it").click().run()
+    job = at.session_state["retrieve.job"]
+    job.wait(120)
+    assert job.status().error is None
+    at.selectbox(key="sidebar.dataset").set_value(other).run()
+    no_problems(at)
+    assert any("stored under the dataset it ran on" in s.value for s in at.success), [s.value for s in at.success]
+    assert "bm25-live" in _runs_under(own_store, faq)
+    assert "bm25-live" not in _runs_under(own_store, other)
