@@ -329,8 +329,19 @@ def on_dataset_upload() -> None:
     _start_page_on(lambda view: view_with_dataset(view, outcome))
 
 
+RUNS_DATASET = "upload.runs.dataset"
+"""Where the files in the runs uploader were dropped: the dataset they are stored under (:func:`runs_dataset`)."""
+
+
+def runs_dataset(shown: str) -> str:
+    """The dataset the files in the runs uploader belong to: the one shown when they were dropped. A dataset
+    picked afterwards does not take them (the uploader keeps its files across the change)."""
+    return str(state.recall(RUNS_DATASET) or shown)
+
+
 def on_runs_upload(dataset_id: str) -> None:
     """``on_change`` of the runs uploader: ingest before the page runs; the page selects the new runs."""
+    state.remember(RUNS_DATASET, dataset_id)
     workspace = cache.get_workspace()
     pattern, mapping = chunk_options()
     outcomes = ingest_runs(

@@ -132,6 +132,16 @@ def widget_value(key: str, default: Any = None) -> Any:
     return st.session_state.get(key, default)
 
 
+def remember(key: str, value: Any) -> None:
+    """Keep ``value`` for this session under ``key`` (not a widget's key)."""
+    st.session_state[f"ragmetrics.remembered.{key}"] = value
+
+
+def recall(key: str, default: Any = None) -> Any:
+    """What :func:`remember` kept under ``key``."""
+    return st.session_state.get(f"ragmetrics.remembered.{key}", default)
+
+
 def upload_outcome(file_id: str) -> Any:
     """What ingesting an uploaded file gave last time (None if it was never ingested)."""
     return st.session_state.get(_UPLOADS, {}).get(file_id)

@@ -109,10 +109,17 @@ else:
         args=(page.dataset.id,),
     )
     pattern, mapping = ingest.chunk_options()
+    dropped_on = ingest.runs_dataset(page.dataset.id)
+    if run_files and dropped_on != page.dataset.id:
+        elsewhere = workspace.dataset(dropped_on)
+        st.caption(
+            f"The files above were added to “{md_escape(elsewhere.name if elsewhere else dropped_on)}”, where they "
+            "were dropped; drop files again to add runs to this dataset."
+        )
     ingest.show_outcomes(  # as for the dataset above
         ingest.ingest_runs(
             run_files or [],
-            page.dataset.id,
+            dropped_on,
             workspace,
             chunk_pattern=pattern,
             chunk_mapping=mapping,

@@ -1,4 +1,5 @@
-"""The Retrieve page on a store of its own: the built-in BM25 over the FAQ sample's corpus, in a real job."""
+"""Work that outlives a change of dataset, on a store of its own: a retrieval job (the built-in BM25 over the FAQ
+sample's corpus) and the files in the runs uploader."""
 
 from __future__ import annotations
 
@@ -41,3 +42,18 @@ def test_a_retrieval_is_stored_under_the_dataset_it_ran_on_whatever_the_page_sho
     assert any("stored under the dataset it ran on" in s.value for s in at.success), [s.value for s in at.success]
     assert "bm25-live" in _runs_under(own_store, faq)
     assert "bm25-live" not in _runs_under(own_store, other)
+
+
+def test_runs_in_the_uploader_stay_with_the_dataset_they_were_dropped_on(own_store) -> None:
+    """Was: picking another dataset in the sidebar stored the files still in the runs uploader under it too."""
+    faq = dataset_id(next(samples.iter_samples(names=["product_faq_zh"])).dataset)
+    other = dataset_id(next(samples.iter_samples(names=["scifact"])).dataset)
+    lines = (samples.samples_dir() / "product_faq_zh" / "runs" / "dense-e5.jsonl").read_bytes().splitlines()[:40]
+    at = open_page("upload", {"ds": faq}, timeout=120)
+    at.file_uploader(key="upload.runs").set_value(("my-run.jsonl", b"\n".join(lines), "application/json")).run()
+    no_problems(at)
+    assert "my-run" in _runs_under(own_store, faq)
+    at.selectbox(key="sidebar.dataset").set_value(other).run()
+    no_problems(at)
+    assert "my-run" not in _runs_under(own_store, other)
+    assert any("where they were dropped" in c.value for c in at.caption), [c.value for c in at.caption]
