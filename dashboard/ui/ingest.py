@@ -136,7 +136,7 @@ def ingest_dataset(files: Sequence[Any], workspace: Workspace) -> Outcome | None
     else:
         try:
             with (
-                st.spinner(f"Reading and storing {names} ({human_bytes(sum(f.size for f in files))})…"),
+                st.spinner(md_escape(f"Reading and storing {names} ({human_bytes(sum(f.size for f in files))})…")),
                 warnings.catch_warnings(record=True) as caught,
             ):
                 warnings.simplefilter("always", RagMetricsWarning)
@@ -205,7 +205,7 @@ def ingest_runs(
         try:
             tags = run_tags(tags_text, retrieval_metadata)
             with (
-                st.spinner(f"Reading and storing {f.name} ({human_bytes(f.size)})…"),
+                st.spinner(md_escape(f"Reading and storing {f.name} ({human_bytes(f.size)})…")),
                 warnings.catch_warnings(record=True) as caught,
             ):
                 warnings.simplefilter("always", RagMetricsWarning)

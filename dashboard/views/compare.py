@@ -393,7 +393,7 @@ if page.dataset is not None:
                     weights.append(
                         float(
                             st.number_input(
-                                f"weight · {options[rid]}",
+                                f"weight · {md_escape(options[rid])}",
                                 min_value=0.0,
                                 max_value=10.0,
                                 value=1.0,

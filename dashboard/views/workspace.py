@@ -133,7 +133,7 @@ dataset = page.dataset
 if dataset is None:
     st.info("The store holds no dataset. Upload one on the Upload page.", icon=":material/folder_open:")
 else:
-    st.subheader(f"Dataset “{dataset.name}”")
+    st.subheader(f"Dataset “{md_escape(dataset.name)}”")
     st.caption(
         f"`{dataset.id}` · {dataset.n_queries:,} queries · {dataset.n_judgments:,} judgments · "
         f"added {dataset.added:%Y-%m-%d %H:%M} UTC"

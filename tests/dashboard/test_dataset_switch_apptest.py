@@ -57,3 +57,27 @@ def test_runs_in_the_uploader_stay_with_the_dataset_they_were_dropped_on(own_sto
     no_problems(at)
     assert "my-run" not in _runs_under(own_store, other)
     assert any("where they were dropped" in c.value for c in at.caption), [c.value for c in at.caption]
+
+
+EVIL = "$x^2$ [click](http://evil.example)"
+
+
+def test_names_from_files_are_shown_as_text_in_headings_and_labels(own_store) -> None:
+    """Was: the Workspace's heading and Compare's fusion weights rendered a dataset's or run's name as Markdown
+    (a link, LaTeX)."""
+    from dashboard.data.workspace import Workspace
+    from ragmetrics.model import Run
+
+    faq = next(samples.iter_samples(names=["product_faq_zh"]))
+    workspace = Workspace(Store(f"sqlite:///{own_store / 'ragmetrics.sqlite'}"), cache_bytes=1 << 26)
+    entry = workspace.add_dataset(faq.dataset, name=f"<b>DS</b> {EVIL}")
+    for i, (run, _) in enumerate(faq.runs[:2]):
+        workspace.add_run(entry.id, Run.from_frame(run.frame, name=f"{EVIL} {i}"))
+    at = open_page("workspace", {"ds": entry.id}, timeout=120)
+    no_problems(at)
+    heading = next(s.value for s in at.get("subheader") if s.value.startswith("Dataset “"))
+    assert "\\[click\\]" in heading and "\\$" in heading
+    at = open_page("compare", {"ds": entry.id}, timeout=120)
+    no_problems(at)
+    labels = [n.label for n in at.number_input if n.label.startswith("weight")]
+    assert labels and all("\\[click\\]" in label and "\\$" in label for label in labels), labels
