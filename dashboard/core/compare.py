@@ -22,6 +22,7 @@ from dashboard.core.specs import METRIC_CHOICES, metric_spec, title
 from dashboard.core.text import md_escape
 from ragmetrics import stats
 from ragmetrics.compare import BOUND_COLUMNS, MIN_GROUP, SEGMENTS, Comparison, compare_result
+from ragmetrics.errors import RagMetricsError
 from ragmetrics.metrics import CURVE_METRICS, parse_metric
 from ragmetrics.model import Dataset
 from ragmetrics.share import ALPHAS, DEFAULT_ALPHA, DEFAULT_TEST, K_MAX, OUTCOMES
@@ -106,6 +107,21 @@ def compare_specs(metric: str, k: int, chosen: Sequence[str] = ()) -> list[str]:
         return list(dict.fromkeys(str(parse_metric(s)) for s in chosen))
     names = [m for m in METRIC_CHOICES if m in STANDARD_METRICS or m == metric]
     return list(dict.fromkeys(str(metric_spec(m, k)) for m in names))
+
+
+def computable_specs(alignments: Sequence[Alignment], specs: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``specs`` that every one of ``alignments`` can compute, and a note for each left out (a keyword or answer
+    metric on runs without text, a metric a link names that this dataset cannot give)."""
+    kept, notes = [], []
+    for spec in specs:
+        try:
+            for alignment in alignments:
+                alignment.values([spec])
+        except (RagMetricsError, ValueError) as err:
+            notes.append(f"{spec} is left out: {err}")
+        else:
+            kept.append(spec)
+    return kept, notes
 
 
 def metric_options(k: int, chosen: Sequence[str] = ()) -> list[str]:

@@ -7,6 +7,7 @@ R-precision); a curve metric is read at the sidebar's K. Titles are the registry
 
 from __future__ import annotations
 
+from ragmetrics.errors import RagMetricsError
 from ragmetrics.metrics import CURVE_METRICS, METRICS, MetricSpec, parse_metric
 from ragmetrics.share import K_MAX, METRIC_CHOICES
 
@@ -18,6 +19,7 @@ __all__ = [
     "metric_spec",
     "metric_title",
     "parse_metric",
+    "sidebar_names",
     "takes_k",
     "title",
 ]
@@ -38,6 +40,17 @@ def metric_spec(metric: str, k: int) -> MetricSpec:
     except ValueError:  # a metric that needs a cut-off, named without one
         name = parse_metric(f"{metric}@1").name
     return MetricSpec(name, int(k)) if name in CURVE_METRICS else parse_metric(name)
+
+
+def sidebar_names(spec: MetricSpec, k: int) -> bool:
+    """True when the sidebar's metric and K can name ``spec`` (``recall@5``, ``rprec``; not ``mrr`` without a
+    cut-off, a K above :data:`K_MAX`, or a metric the sidebar does not offer)."""
+    if spec.name not in METRIC_CHOICES or (spec.k is not None and spec.k > K_MAX):
+        return False
+    try:
+        return metric_spec(spec.name, spec.k or k) == spec
+    except (RagMetricsError, ValueError):
+        return False
 
 
 def title(spec: MetricSpec | str) -> str:

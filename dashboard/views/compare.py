@@ -18,7 +18,7 @@ from dashboard.core import compare_queries as by_query
 from dashboard.core import documents, fusion, metadata
 from dashboard.core.missed import TEXT_DEPTH, style_relevant
 from dashboard.core.queries import query_info, query_labels, query_line
-from dashboard.core.specs import K_MAX, metric_spec, parse_metric, title
+from dashboard.core.specs import metric_spec, parse_metric, sidebar_names, title
 from dashboard.core.text import md_escape
 from dashboard.ui import cache, layout, state, widgets
 
@@ -57,7 +57,10 @@ if page.dataset is not None and len(page.alignments) >= 2:
     )
     for item in not_metrics:
         st.warning(md_escape(f"{item!r} is not a metric name (e.g. ndcg@10, recall@100, mrr); left out."))
-    specs = specs or default_specs
+    specs, not_computable = cmp.computable_specs(page.alignments, specs or default_specs)
+    for note in not_computable:
+        st.warning(md_escape(note))
+    specs = specs or cmp.computable_specs(page.alignments, default_specs)[0]
     b1, b2, _ = st.columns([3, 2, 7], vertical_alignment="bottom")
     with b1:
         bounds = widgets.bounds_toggle("compare.bounds", view.bounds, force=page.fresh)
@@ -133,8 +136,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
         # the sidebar cannot name every compared metric (mrr without a cut-off, bpref, K above its range): such a
         # pick focuses its run on the sidebar's metric; and a pick is followed once, so no view can select the
         # same row again and rerun forever
-        shown = picked_spec.k is None or picked_spec.k <= K_MAX
-        shown = shown and str(metric_spec(picked_spec.name, picked_spec.k or view.k)) == picked_metric
+        shown = sidebar_names(picked_spec, view.k)
         followable = picked_id is not None and ((shown and picked_metric != spec) or picked_id != focus_id)
         if followable and state.changed("compare.table.pick", picked):
             moved = view.with_(metric=picked_spec.name, k=picked_spec.k or view.k) if shown else view

@@ -28,9 +28,10 @@ if page.alignments and page.dataset is not None:
         with left:
             base_id = widgets.baseline_picker(names, view.baseline, force=page.fresh, key="overview.baseline")
         view = view.with_(baseline=base_id)
-        specs = cmp.compare_specs(view.metric, k, view.metrics)
-        spec = str(metric_spec(view.metric, k))
-        specs = specs if spec in specs else [spec, *specs]
+        specs, _ = cmp.computable_specs(alignments, cmp.compare_specs(view.metric, k, view.metrics))
+        specs = specs or cmp.compare_specs(view.metric, k)
+        sidebar = str(metric_spec(view.metric, k))
+        spec = sidebar if sidebar in specs else specs[0]  # Compare's focus, on Compare's family
         comparison = cache.comparison(
             selection,
             names[base_id or selection.run_ids[0]],
@@ -42,8 +43,9 @@ if page.alignments and page.dataset is not None:
             segments=False,
         )
         layout.show_verdict(cmp.verdict(comparison, spec))
+        focus = "the sidebar's metric and K" if spec == sidebar else "the first metric Compare compares"
         st.caption(
-            f"On {title(spec)} (the sidebar's metric and K); the family is Compare's: every run × metric it compares. "
+            f"On {title(spec)} ({focus}); the family is Compare's: every run × metric it compares. "
             "Test, α, correction, the metrics and the bounds from the unjudged documents: **Compare runs** page."
         )
 

@@ -418,3 +418,17 @@ def test_choices_and_labels_come_from_the_library_registries(faq_cmp) -> None:
     display = cmp.comparison_display(cmp.comparison_frame(faq_cmp), "bm25", faq_cmp.correction)
     assert "p (Holm)" in display.columns
     assert fusion.NORM_CHOICES == ("minmax", "zscore", "none") and fusion.FUSION_METHODS is library_fusion.METHODS
+
+
+def test_metrics_the_runs_cannot_give_are_left_out_with_the_librarys_reason() -> None:
+    import pandas as pd
+
+    import ragmetrics
+
+    qrels = pd.DataFrame({"query_id": ["q1", "q2"], "doc_id": ["d1", "d2"], "relevance": [1, 1]})
+    dataset = ragmetrics.Dataset.from_frames(qrels)
+    rows = pd.DataFrame({"query_id": ["q1", "q2"], "doc_id": ["d1", "x"], "score": [1.0, 1.0]})
+    alignments = [ragmetrics.align(dataset, ragmetrics.Run.from_frame(rows, name=n)) for n in ("a", "b")]
+    kept, notes = cmp.computable_specs(alignments, ["ndcg@5", "answer_in@3", "recall@5"])
+    assert kept == ["ndcg@5", "recall@5"]
+    assert len(notes) == 1 and notes[0].startswith("answer_in@3 is left out: keyword and answer metrics read")

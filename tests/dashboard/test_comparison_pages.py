@@ -357,3 +357,24 @@ def test_the_overviews_verdict_says_what_the_judgments_leave_open_when_the_link_
     assert (first["worst"], first["best"]) == (worst.mean(), best.mean())
     assert (means["worst"] <= means["mean"] + 1e-12).all() and (means["mean"] <= means["best"] + 1e-12).all()
     assert not any("worst" in d.value.columns for d in open_page("overview").dataframe)
+
+
+def test_the_overviews_verdict_and_compares_are_one_family(faq_ids) -> None:
+    """Was: the Overview put the sidebar's metric in front of a linked set, so its family was larger than Compare's
+    (6 comparisons against 4) although its caption said it was Compare's."""
+    link = {"m": "recall", "k": "5", "ms": "ndcg@10,mrr"}
+    verdicts = [
+        next(m.value for m in open_page(page, link).markdown if "**Verdict.**" in m.value)
+        for page in ("overview", "compare")
+    ]
+    assert verdicts[0] == verdicts[1] and "over 4 comparison(s)" in verdicts[0], verdicts
+
+
+@pytest.mark.parametrize("metrics", ["keyword_recall@5", "answer_in@3,ndcg@5", "keyword_recall@5,recall@5"])
+def test_a_link_naming_metrics_the_runs_cannot_give_leaves_them_out_with_a_note(faq_ids, metrics) -> None:
+    """Was: an exception box (a keyword or answer metric on runs without text, a cut-off the sidebar cannot
+    name); now the set keeps what can be computed and says what it left out."""
+    for page in ("overview", "compare"):
+        at = open_page(page, {"ms": metrics}, timeout=60)
+        assert not at.exception, (page, [e.value for e in at.exception])
+        assert any("**Verdict.**" in m.value for m in at.markdown), page
