@@ -9,6 +9,7 @@ left) the view overwrites whatever the widget held before.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -149,6 +150,11 @@ def upload_outcome(file_id: str) -> Any:
 
 def remember_upload(file_id: str, outcome: Any) -> None:
     st.session_state.setdefault(_UPLOADS, {})[file_id] = outcome
+
+
+def digest(value: Hashable) -> str:
+    """A short, stable name for ``value`` (its repr), fit for a widget key that must change with it."""
+    return hashlib.blake2b(repr(value).encode("utf-8"), digest_size=6).hexdigest()
 
 
 def changed(mark: str, value: Hashable) -> bool:

@@ -69,7 +69,9 @@ if page.alignments and page.dataset is not None:
         hidden += ["keywords_found", "keywords_missing"]
     event = layout.show_table(
         builders.with_text_for_missing(shown, ["first_relevant_rank"], "not retrieved"),
-        key="missed.table",
+        # a key per listing: Streamlit keeps a selected row's index when the rows change, so a new K, filter,
+        # search or run would otherwise select whichever query now sits at that index
+        key=f"missed.table.{state.digest((focus, k, category, difficulty, search))}",
         filename=f"missed-{run.name}-k{k}.csv",
         column_config={
             "query_id": st.column_config.TextColumn("query_id", pinned=True),

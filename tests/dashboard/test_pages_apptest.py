@@ -223,3 +223,18 @@ def test_two_judgment_files_at_once_are_refused_not_half_read() -> None:
     at.run()
     no_problems(at)
     assert "Loaded mini.qrel" in " ".join(s.value for s in at.success).replace("\\", "")
+
+
+def test_a_new_k_on_missed_queries_keeps_the_query_the_user_chose(faq_ids) -> None:
+    """Was: the missed-queries table kept its selected row's index when K changed, so another query (the one now at
+    that index) was picked without the user choosing it."""
+    at = open_page("missed", {"k": "5"})
+    shown = next(d for d in at.dataframe if d.key and d.key.startswith("missed.table."))
+    queries = shown.value["query_id"].tolist()
+    at.session_state[shown.key] = {"selection": {"rows": [2], "columns": [], "cells": []}}
+    at.run()
+    assert param(at, "q") == queries[2]
+    at.selectbox(key="missed.query").set_value(queries[0]).run()
+    at.number_input(key="sidebar.k").set_value(10).run()
+    no_problems(at)
+    assert param(at, "q") == queries[0] and at.selectbox(key="missed.query").value == queries[0]
