@@ -316,7 +316,9 @@ def doc_ranks(alignment: Alignment, query_id: str) -> dict[str, int]:
 def relevant_docs_frame(alignments: Sequence[Alignment], query_id: str) -> pd.DataFrame:
     """Each relevant document of a query and its rank in each run (NA = not retrieved).
 
-    Columns: ``doc_id, relevance``, ``title`` when known, then one column per run.
+    Columns: ``doc_id, relevance``, ``title`` when known, then one column per run (named after it; a run named
+    like a column before it gets `` (run)`` after its name, so it never overwrites the qrels' grades); the run
+    columns are listed in ``attrs["run_columns"]``.
     """
     if not alignments:
         return pd.DataFrame(columns=["doc_id", "relevance"])
@@ -327,7 +329,11 @@ def relevant_docs_frame(alignments: Sequence[Alignment], query_id: str) -> pd.Da
         out["title"] = titles.reindex(out["doc_id"]).fillna("").to_numpy()
     for alignment in alignments:
         ranks = doc_ranks(alignment, query_id)
-        out[alignment.name] = pd.array([ranks.get(str(d)) for d in out["doc_id"]], dtype="Int64")
+        column = alignment.name
+        while column in out.columns:
+            column = f"{column} (run)"
+        out[column] = pd.array([ranks.get(str(d)) for d in out["doc_id"]], dtype="Int64")
+        out.attrs.setdefault("run_columns", []).append(column)
     return out
 
 

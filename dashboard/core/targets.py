@@ -78,8 +78,11 @@ def declared_title(declared: str) -> str:
 
 
 def label(metric: str, threshold: float) -> str:
-    """``Recall@5 > 0.90``."""
-    return f"{title(metric)} > {threshold:.2f}"
+    """``Recall@5 > 0.90``: two decimals at least, more when the threshold has them (``> 0.955``)."""
+    shown = f"{threshold:.2f}"
+    if float(shown) != threshold:
+        shown = f"{threshold:.6f}".rstrip("0")
+    return f"{title(metric)} > {shown}"
 
 
 def current_targets(profile: str, edited: str | None, declared: str = "") -> tuple[Targets, list[str]]:

@@ -128,7 +128,7 @@ if page.alignments and page.dataset is not None:
         st.markdown("**Relevant documents** and their rank in each run")
         relevant = builders.relevant_docs_frame(page.alignments, query_id)
         layout.show_table(
-            builders.with_text_for_missing(relevant, page.run_names, "not retrieved"),
+            builders.with_text_for_missing(relevant, relevant.attrs.get("run_columns", []), "not retrieved"),
             key="missed.detail.relevant",
             filename=f"query-{query_id}-relevant.csv",
         )

@@ -102,7 +102,7 @@ if page.alignments and page.dataset is not None:
                 column_config={
                     "metric": st.column_config.TextColumn("metric", help="e.g. recall@5, mrr, ndcg@10"),
                     "threshold": st.column_config.NumberColumn(
-                        "must be above", min_value=0.0, max_value=1.0, step=0.01, format="%.2f"
+                        "must be above", min_value=0.0, max_value=1.0, step=0.01, format="%.3f"
                     ),
                 },
             )

@@ -128,3 +128,12 @@ def test_style_relevant_tints_relevant_rows(faq_alignments) -> None:
     assert detail["relevant"].sum() == 1
     assert "#e6f4ea" in missed.style_relevant(detail).to_html()
     assert "#e6f4ea" not in missed.style_relevant(detail.assign(relevant=False)).to_html()
+
+
+def test_a_run_named_like_a_column_does_not_overwrite_the_grades(faq_alignments) -> None:
+    renamed = [ragmetrics.align(a.dataset, a.run.with_name("relevance")) for a in faq_alignments[:1]]
+    relevant = missed.relevant_docs_frame(renamed, "q009")
+    truth = missed.relevant_docs_frame(faq_alignments[:1], "q009")
+    assert relevant["relevance"].tolist() == truth["relevance"].tolist()
+    assert relevant.attrs["run_columns"] == ["relevance (run)"]
+    assert relevant["relevance (run)"].tolist() == truth[faq_alignments[0].name].tolist()

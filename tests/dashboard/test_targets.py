@@ -75,3 +75,11 @@ def test_targets_table_and_style(faq_alignments) -> None:
     html = targets.style_targets(wide).to_html()
     assert "#c62828" in html and "#1a7f37" in html
     assert targets.targets_table(pd.DataFrame(columns=targets.CHECK_COLUMNS)).empty
+
+
+def test_a_threshold_is_labelled_with_every_decimal_it_has() -> None:
+    """Was: 0.955 was labelled "> 0.95", so a run at 0.952 read "✗ 0.952" under "> 0.95"."""
+    from dashboard.core.targets import label
+
+    assert label("recall@5", 0.955) == "Recall@5 > 0.955"
+    assert label("recall@5", 0.9) == "Recall@5 > 0.90"
