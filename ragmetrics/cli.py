@@ -512,7 +512,13 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     failures = 0
     depth = _bounds_depth(args.bounds)
     ends = result.runs[run].mean_bounds(depth) if args.bounds else {}
-    for check in check_targets(result.runs[run], targets, seed=args.seed):
+    checks = check_targets(result.runs[run], targets, seed=args.seed)
+    for check in checks:
+        if check.status == "too few":
+            raise RagMetricsError(
+                f"target {check.metric}: {check.n} query with a value; checking a target's interval needs at least 2"
+            )
+    for check in checks:
         failures += not check.passed
         out.write(("PASS " if check.passed else "FAIL ") + check.reason() + "\n")
         if check.metric in ends:

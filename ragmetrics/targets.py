@@ -40,6 +40,12 @@ PROFILE_TITLES = {
 }
 
 
+def threshold_text(threshold: float) -> str:
+    """A threshold as written: two decimals at least, more when it has them (``0.90``, ``0.955``)."""
+    shown = f"{threshold:.2f}"
+    return shown if float(shown) == threshold else f"{threshold:.6f}".rstrip("0")
+
+
 @dataclass(frozen=True)
 class TargetCheck:
     metric: str
@@ -47,9 +53,15 @@ class TargetCheck:
     mean: float
     ci_low: float
     ci_high: float
+    n: int = 2
+    """Queries with a value: below 2 there is no interval, and the check is ``too few`` (never a pass)."""
 
     @property
     def status(self) -> str:
+        """``pass`` (the interval's lower end clears the threshold), ``uncertain`` (only the mean does), ``fail``,
+        or ``too few`` (fewer than 2 queries with a value)."""
+        if self.n < 2:
+            return "too few"
         if self.ci_low > self.threshold:
             return "pass"
         if self.mean > self.threshold:
@@ -63,7 +75,7 @@ class TargetCheck:
     def reason(self) -> str:
         return (
             f"{self.metric} = {self.mean:.4f} (95% CI {self.ci_low:.4f}-{self.ci_high:.4f}) "
-            f"vs target > {self.threshold:.2f}: {self.status}"
+            f"vs target > {threshold_text(self.threshold)}: {self.status}"
         )
 
 
@@ -163,7 +175,12 @@ def check_targets(result: RunResult, targets: Mapping[str, float], *, seed: int 
         low, high = stats.bootstrap_ci(values, seed=seed)
         checks.append(
             TargetCheck(
-                metric, threshold, float(values.mean()) if len(values) else float("nan"), float(low), float(high)
+                metric,
+                threshold,
+                float(values.mean()) if len(values) else float("nan"),
+                float(low),
+                float(high),
+                n=len(values),
             )
         )
     return checks

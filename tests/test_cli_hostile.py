@@ -254,3 +254,15 @@ def test_the_unjudged_note_reads_what_a_short_run_ranks_not_ten_slots(files, tmp
     unjudged.write_text("q1 Q0 x1 1 3 u\nq1 Q0 x2 2 2 u\nq1 Q0 d1 3 1 u\nq2 Q0 d5 1 1 u\nq2 Q0 x3 2 0 u\n")
     code, _, err = run_cli("eval", "--dataset", files["qrels"], "--run", unjudged, "--missing", "skip")
     assert code == 0 and "most of what it ranks in the top 10 is unjudged (42% judged" in err, err
+
+
+def test_a_target_checked_on_one_query_is_too_few_to_tell_not_a_pass(files, tmp_path):
+    from ragmetrics.targets import check_targets
+
+    one = tmp_path / "one.txt"
+    one.write_text("q1 0 d1 1\nq1 0 d3 2\n")
+    result = rm.evaluate(load_dataset(one), [load_run(files["a"])], ["ndcg@10"], warn=False)
+    (check,) = check_targets(result.runs["a"], {"ndcg@10": 0.1})
+    assert check.status == "too few" and not check.passed and check.n == 1
+    code, out, err = run_cli("check", "--dataset", one, "--run", files["a"], "--targets", "ndcg@10>0.1")
+    assert code == 2 and "PASS" not in out and "checking a target's interval needs at least 2" in err

@@ -20,7 +20,14 @@ from dashboard.core.results import Alignment, run_result
 from dashboard.core.specs import title
 from ragmetrics.errors import RagMetricsError
 from ragmetrics.share import DEFAULT_PROFILE, NO_PROFILE, NO_TARGETS, format_targets, parse_targets
-from ragmetrics.targets import PROFILE_TITLES, PROFILES, check_targets, declared_targets, resolve_targets
+from ragmetrics.targets import (
+    PROFILE_TITLES,
+    PROFILES,
+    check_targets,
+    declared_targets,
+    resolve_targets,
+    threshold_text,
+)
 
 __all__ = [
     "CHECK_COLUMNS",
@@ -51,7 +58,7 @@ DESCRIPTIONS = {
     "legal": "Legal and compliance: missing a clause is costly, so near-complete recall.",
     "overview": "Open-ended overview questions over a broad, loosely curated collection.",
 }
-MARKS = {"pass": "✓", "uncertain": "?", "fail": "✗"}
+MARKS = {"pass": "✓", "uncertain": "?", "fail": "✗", "too few": "·"}
 
 Targets = dict[str, float]
 
@@ -79,10 +86,7 @@ def declared_title(declared: str) -> str:
 
 def label(metric: str, threshold: float) -> str:
     """``Recall@5 > 0.90``: two decimals at least, more when the threshold has them (``> 0.955``)."""
-    shown = f"{threshold:.2f}"
-    if float(shown) != threshold:
-        shown = f"{threshold:.6f}".rstrip("0")
-    return f"{title(metric)} > {shown}"
+    return f"{title(metric)} > {threshold_text(threshold)}"
 
 
 def current_targets(profile: str, edited: str | None, declared: str = "") -> tuple[Targets, list[str]]:
@@ -139,7 +143,7 @@ def check_frame(alignments: Sequence[Alignment], targets: Mapping[str, float]) -
 
     One row per (run, target): ``run, metric, target`` (label), ``threshold``,
     ``value`` (the mean), ``ci_low, ci_high`` (95% bootstrap), ``status``
-    (pass / uncertain / fail) and ``passed``.
+    (pass / uncertain / fail / too few: under 2 queries) and ``passed``.
     """
     rows = []
     for alignment in alignments:
@@ -183,7 +187,7 @@ def targets_table(checks: pd.DataFrame) -> pd.DataFrame:
 
 
 def style_targets(wide: pd.DataFrame) -> Styler:
-    """Colour :func:`targets_table` cells: green pass, amber uncertain, red fail."""
+    """Colour :func:`targets_table` cells: green pass, amber uncertain, red fail, grey too few to tell."""
 
     def color(value: object) -> str:
         text = str(value)
@@ -193,6 +197,8 @@ def style_targets(wide: pd.DataFrame) -> Styler:
             return "color: #b26a00"
         if text.startswith(MARKS["fail"]):
             return "color: #c62828; font-weight: 600"
+        if text.startswith(MARKS["too few"]):
+            return "color: #6b7280"
         return ""
 
     return wide.style.map(color)
