@@ -292,11 +292,25 @@ def _evaluate(args: argparse.Namespace, dataset: Dataset, runs: list[Run], metri
     with warnings.catch_warnings(), ThreadPoolExecutor(1) as pool:
         warnings.simplefilter("ignore", RagMetricsWarning)
         result = evaluate(dataset, runs, metrics, executor=pool, **changes)
+    if dataset.qrels_table.num_rows == 0:
+        raise RagMetricsError(
+            f"dataset {dataset.name!r} judges no document (its queries have no relevant_docs or qrels): there is "
+            "nothing to score a run against"
+        )
     if not args.allow_no_overlap:
         for run in result.runs.values():
             if run.alignment.health.no_overlap:
                 raise RagMetricsError(run.alignment.explain_no_overlap())
     _refuse_meaningless(result, args.rel_level)
+    for name, run in result.runs.items():
+        ranking = run.alignment.ranking
+        if len(ranking.judged) and ranking.judged.all() and len(ranking.judged) == dataset.qrels_table.num_rows:
+            warnings.warn(
+                f"run {name!r} ranks exactly the judged documents, each once: is it the qrels given as a run "
+                "(did you swap --dataset and --run)?",
+                RagMetricsWarning,
+                stacklevel=2,
+            )
     return result
 
 

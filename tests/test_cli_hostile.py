@@ -266,3 +266,22 @@ def test_a_target_checked_on_one_query_is_too_few_to_tell_not_a_pass(files, tmp_
     assert check.status == "too few" and not check.passed and check.n == 1
     code, out, err = run_cli("check", "--dataset", one, "--run", files["a"], "--targets", "ndcg@10>0.1")
     assert code == 2 and "PASS" not in out and "checking a target's interval needs at least 2" in err
+
+
+def test_qrels_given_as_the_run_are_warned_about(files, tmp_path):
+    as_run = tmp_path / "qrels.tsv"
+    as_run.write_text("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{r}\n" for q, _, d, r in
+                      (line.split() for line in QRELS.splitlines())))  # fmt: skip
+    code, _, err = run_cli("eval", "--dataset", files["qrels"], "--run", as_run, "-m", "ndcg@10")
+    assert code == 0 and "ranks exactly the judged documents" in err and "did you swap --dataset and --run" in err
+    code, _, err = run_cli("eval", "--dataset", files["qrels"], "--run", files["a"], "-m", "ndcg@10")
+    assert code == 0 and "judged documents" not in err
+
+
+def test_a_dataset_that_judges_nothing_is_said_so(files, tmp_path):
+    empty = tmp_path / "set.json"
+    empty.write_text(
+        json.dumps([{"query_id": "q1", "query": "a", "relevant_docs": []}, {"query_id": "q2", "query": "b"}])
+    )
+    code, _, err = run_cli("eval", "--dataset", empty, "--run", files["a"])
+    assert code == 2 and "judges no document" in err and "none of its queries" not in err
