@@ -305,7 +305,12 @@ if page.dataset is not None and len(page.alignments) >= 2:
     else:
         st.caption(
             f"{md_escape(focus.name)} against {md_escape(base.name)} on {title(spec)} within each group; "
-            f"{cmp.correction_title(correction)}-corrected within each facet (across runs × metrics × groups). Groups with fewer than {cmp.MIN_GROUP} queries are "
+            + (
+                "p-values uncorrected"
+                if cmp.correction_title(correction) == "uncorrected"
+                else f"{cmp.correction_title(correction)}-corrected within each facet (across runs × metrics × groups)"
+            )
+            + f". Groups with fewer than {cmp.MIN_GROUP} queries are "
             "marked *too few to tell* whatever their p-value."
         )
         layout.show_figure(
