@@ -1175,7 +1175,10 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
         "systems x datasets of the stored runs: means, ranks, ties (markdown, csv, latex)",
         _leaderboard_parser,
     ),
-    "meta": ("a stored run's metadata: show, set, unset, or export as ir_metadata YAML", _meta_parser),
+    "meta": (
+        "a stored run's metadata: shown; --set KEY=VALUE, --unset KEY; --format yaml exports ir_metadata",
+        _meta_parser,
+    ),
 }
 """The subcommands: name -> (help, the builder of its options)."""
 
