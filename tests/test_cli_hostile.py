@@ -285,3 +285,16 @@ def test_a_dataset_that_judges_nothing_is_said_so(files, tmp_path):
     )
     code, _, err = run_cli("eval", "--dataset", empty, "--run", files["a"])
     assert code == 2 and "judges no document" in err and "none of its queries" not in err
+
+
+def test_a_retrieval_that_answers_nothing_keeps_the_run_file_that_was_there(files, tmp_path):
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text('{"_id": "q1", "text": "a"}\n{"_id": "q2", "text": "b"}\n')
+    kept = tmp_path / "run.trec"
+    kept.write_text(RUN_A)
+    code, _, err = run_cli(
+        "retrieve", "--dataset", files["qrels"], "--queries", queries, "--retriever", "http://127.0.0.1:9/search",
+        "-o", kept, "--retries", "0", "--timeout", "1", "--cache-dir", tmp_path / "cache",
+    )  # fmt: skip
+    assert code == 1 and "no query was answered with a document" in err and "was not written" in err, err
+    assert kept.read_text() == RUN_A

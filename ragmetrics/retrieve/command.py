@@ -143,9 +143,16 @@ def run(args: argparse.Namespace, dataset: Dataset, out: TextIO, err: TextIO) ->
     finally:
         close()
     run = result.run
-    write_trec_run(run, args.output)
     meta_out = args.meta_out or f"{args.output}.json"
     result.write_metadata(meta_out)
+    if len(run) == 0:  # every call failed or came back empty: a run file of no line would replace a real one
+        first = next((f"{c.query_id}: {c.error}" for c in result.failed), "every answer was empty")
+        err.write(
+            f"ragmetrics: error: no query was answered with a document ({first}); {args.output} was not written, "
+            f"the calls are listed in {meta_out}\n"
+        )
+        return 1
+    write_trec_run(run, args.output)
     out.write(summary(result.metadata))
     failed = result.failed
     if failed:
