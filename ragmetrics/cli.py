@@ -329,9 +329,11 @@ def _refuse_meaningless(result: EvalResult, rel_level: int) -> None:
                 f"the qrels judge no document relevant (label >= {rel_level}, --rel-level) for any evaluated query: "
                 "recall, precision and AP would be 0 for every run; check --rel-level and the qrels' labels"
             )
-        values = run.values
-        for metric in run.metrics:
-            if len(values) and values[metric].isna().all():
+        import numpy as np
+
+        for metric in run.metrics:  # the alignment's arrays: reading ``run.values`` would import pandas
+            values = run.alignment.value(metric)
+            if len(values) and np.isnan(values).all():
                 raise RagMetricsError(
                     f"{metric}: run {name!r} has no value for any query: the metric needs what this dataset does "
                     "not hold (expected answers, keywords, text or a corpus size), or every query was skipped"

@@ -298,3 +298,18 @@ def test_a_retrieval_that_answers_nothing_keeps_the_run_file_that_was_there(file
     )  # fmt: skip
     assert code == 1 and "no query was answered with a document" in err and "was not written" in err, err
     assert kept.read_text() == RUN_A
+
+
+def test_an_evaluation_on_the_command_line_does_not_import_pandas(files):
+    """Its checks read the alignment's arrays: importing pandas costs a small evaluation about a third of its wall
+    time (the CLI benchmark's SciFact ratio)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys; from ragmetrics.cli import main; "
+        f"code = main(['eval', '--dataset', {str(files['qrels'])!r}, '--run', {str(files['a'])!r}]); "
+        "print(code, 'pandas' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines()[-1] == "0 False", done.stdout + done.stderr
