@@ -397,6 +397,11 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     metrics = args.metric or list(DEFAULT_METRICS)
     if args.per_query and args.per_query_out:
         raise RagMetricsError("--per-query prints the values --per-query-out writes to a file: give one of them")
+    if args.per_query_out and not args.per_query_out.endswith(".parquet"):
+        raise RagMetricsError(
+            f"--per-query-out {args.per_query_out}: expected a path ending in .parquet (the values are written as "
+            "Parquet); for CSV, print them with --per-query --format csv"
+        )
     if args.engine != "inprocess":
         partitioned = _eval_partitioned(args, metrics)
         _emit(partitioned, args.format, args.per_query, out)

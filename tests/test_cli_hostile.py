@@ -61,18 +61,21 @@ def test_a_cut_off_far_past_every_ranking_costs_what_the_rankings_cost(files):
 
 
 def test_an_output_that_is_an_input_is_refused_and_the_input_kept(files, tmp_path):
-    qrels, a = files["qrels"].read_bytes(), files["a"].read_bytes()
+    parquet_run = tmp_path / "a.parquet"
+    load_run(files["a"]).frame.to_parquet(parquet_run)
+    qrels, a, parquet = files["qrels"].read_bytes(), files["a"].read_bytes(), parquet_run.read_bytes()
     cases = [
         ("pool", "--dataset", files["qrels"], "--run", files["a"], "-o", files["qrels"]),
         ("pool", "--dataset", files["qrels"], "--run", files["a"], "-o", files["a"]),
         ("fuse", files["a"], files["b"], "-o", files["a"]),
         ("judge", "merge", "--dataset", files["qrels"], "--labels", files["a"], "-o", files["qrels"]),
-        ("eval", "--dataset", files["qrels"], "--run", files["a"], "--per-query-out", files["a"]),
+        ("eval", "--dataset", files["qrels"], "--run", parquet_run, "--per-query-out", parquet_run),
     ]
     for argv in cases:
         code, _, err = run_cli(*argv)
         assert code == 2 and "writing it would destroy that input" in err, (argv, err)
     assert files["qrels"].read_bytes() == qrels and files["a"].read_bytes() == a
+    assert parquet_run.read_bytes() == parquet
 
 
 def test_an_output_in_a_missing_folder_or_on_a_full_disk_is_one_line(files, tmp_path):
@@ -313,3 +316,11 @@ def test_an_evaluation_on_the_command_line_does_not_import_pandas(files):
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert done.stdout.splitlines()[-1] == "0 False", done.stdout + done.stderr
+
+
+def test_per_query_values_go_to_a_parquet_path_only(files, tmp_path):
+    """Was: ``--per-query-out x.csv`` wrote Parquet under a .csv name."""
+    code, out, err = run_cli(
+        "eval", "--dataset", files["qrels"], "--run", files["a"], "--per-query-out", tmp_path / "x.csv"
+    )
+    assert code == 2 and out == "" and "expected a path ending in .parquet" in err and not (tmp_path / "x.csv").exists()
