@@ -19,7 +19,7 @@ from dashboard.core.charts import base_layout, safe
 from dashboard.core.queries import group_values
 from dashboard.core.results import Alignment, eval_result
 from dashboard.core.specs import METRIC_CHOICES, metric_spec, title
-from dashboard.core.text import md_escape
+from dashboard.core.text import md_escape, signed
 from ragmetrics import stats
 from ragmetrics.compare import BOUND_COLUMNS, MIN_GROUP, SEGMENTS, Comparison, compare_result
 from ragmetrics.errors import RagMetricsError
@@ -159,20 +159,20 @@ def verdict(comparison: Comparison, spec: str, *, markdown: bool = True) -> str 
     run = bold(name(str(best["run"])))
     p = float(best["p_value_corrected"])
     significant = bool(p < comparison.alpha)
-    ci = f"95% CI [{float(best['ci_low']):+.3f}, {float(best['ci_high']):+.3f}]"
+    ci = f"95% CI [{signed(float(best['ci_low']))}, {signed(float(best['ci_high']))}]"
     if abs(delta) <= 0:
         words = f"{run} ties {base} on {title(spec)}"
     elif delta > 0:
-        words = f"{run} beats {base} on {title(spec)} by {bold(f'{delta:+.3f}')}"
+        words = f"{run} beats {base} on {title(spec)} by {bold(signed(delta))}"
     else:
-        words = f"No run beats {base} on {title(spec)}: the best, {run}, is behind by {bold(f'{delta:+.3f}')}"
+        words = f"No run beats {base} on {title(spec)}: the best, {run}, is behind by {bold(signed(delta))}"
     judged = bold("significant" if significant else "not significant")
     text = (
         f"{words} ({ci}), {judged} at α = {comparison.alpha:g} (p = {format_p(p)}, {family_text(comparison)}; "
         f"{test_title(comparison.test)})."
     )
     if "could_flip" in best.index and abs(delta) > 0:
-        ends = f"Δ from {float(best['delta_worst']):+.3f} to {float(best['delta_best']):+.3f}"
+        ends = f"Δ from {signed(float(best['delta_worst']))} to {signed(float(best['delta_best']))}"
         if bool(best["could_flip"]):
             text += f" The unjudged documents could {bold('flip')} it: judged, they could give {ends}."
         else:
@@ -313,7 +313,7 @@ def comparison_display(frame: pd.DataFrame, baseline: str, correction: str = "ho
             "n": frame["n"].astype(int),
             "mean": frame["mean"].astype(float),
             "mean 95% CI": [format_ci(lo, hi) for lo, hi in zip(frame["mean_ci_low"], frame["mean_ci_high"])],
-            "Δ vs baseline": ["" if b else f"{d:+.3f}" for b, d in zip(is_base, frame["delta"])],
+            "Δ vs baseline": ["" if b else signed(d) for b, d in zip(is_base, frame["delta"])],
             "Δ 95% CI": [
                 "" if b else format_ci(lo, hi) for b, lo, hi in zip(is_base, frame["ci_low"], frame["ci_high"])
             ],

@@ -14,7 +14,7 @@ from dashboard.core.charts import base_layout, safe
 from dashboard.core.missed import doc_ranks, query_detail_frame
 from dashboard.core.results import Alignment, common_query_ids, facets
 from dashboard.core.specs import title
-from dashboard.core.text import snippet
+from dashboard.core.text import signed, snippet
 from ragmetrics.compare import TIE_TOLERANCE
 
 __all__ = [
@@ -135,7 +135,7 @@ def delta_figure(per_query: pd.DataFrame, *, run: str, baseline: str, spec: str)
             y=float(data["delta"].mean()),
             line_dash="dot",
             line_color="#444",
-            annotation_text=f"mean Δ {float(data['delta'].mean()):+.3f}",
+            annotation_text=f"mean Δ {signed(float(data['delta'].mean()))}",
             annotation_position="top right",
         )
     fig.update_layout(

@@ -9,6 +9,7 @@ it): nothing a document holds becomes markup, a link, a formula or a script.
 from __future__ import annotations
 
 import html
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ __all__ = [
     "highlight_html",
     "md_escape",
     "query_terms",
+    "signed",
     "snippet",
 ]
 
@@ -152,3 +154,12 @@ def highlight_html(text: object, marks: Marks | None = None, *, limit: int = MAX
         i = j
     body = "".join(pieces) + ("…" if cut else "")
     return f'<div style="white-space:normal;line-height:1.6">{body or "<em>(no text)</em>"}</div>'
+
+
+def signed(value: float) -> str:
+    """A difference with its sign, to 3 decimals; one too small for them keeps 2 significant digits (``+0.00042``),
+    so a non-zero Δ never reads ``+0.000``."""
+    shown = f"{value:+.3f}"
+    if value != 0 and float(shown) == 0:
+        shown = f"{value:+.{1 - math.floor(math.log10(abs(value)))}f}"
+    return shown

@@ -432,3 +432,12 @@ def test_metrics_the_runs_cannot_give_are_left_out_with_the_librarys_reason() ->
     kept, notes = cmp.computable_specs(alignments, ["ndcg@5", "answer_in@3", "recall@5"])
     assert kept == ["ndcg@5", "recall@5"]
     assert len(notes) == 1 and notes[0].startswith("answer_in@3 is left out: keyword and answer metrics read")
+
+
+def test_a_tiny_difference_never_reads_as_zero() -> None:
+    from dashboard.core.text import signed
+
+    assert signed(0.0341) == "+0.034"
+    assert signed(0.00042) == "+0.00042"
+    assert signed(-0.0000123) == "-0.000012"
+    assert signed(0.0) == "+0.000"
