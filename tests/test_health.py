@@ -120,3 +120,16 @@ def test_health_of_sample_runs_is_good():
     dataset = load_dataset(CMRC / "qrels.tsv")
     state = rm.align(dataset, load_run(CMRC / "runs/bm25-jieba.trec.gz")).health
     assert state.overlap > 0.99 and state.relevant_retrieved > 0.99 and not state.no_overlap
+
+
+def test_ids_that_differ_in_unicode_normalization_only_are_named_so() -> None:
+    """Was: NFC 'café' in the qrels against NFD 'café' in the run read "replace the prefix 'café' by 'café'"."""
+    import unicodedata
+
+    nfc, nfd = unicodedata.normalize("NFC", "café"), unicodedata.normalize("NFD", "café")
+    dataset = load_dataset(f"q1 0 {nfc}1 1\nq2 0 {nfc}2 1\n".encode(), filename="qrels.txt")
+    run = load_run(f"q1 Q0 {nfd}1 1 1.0 r\nq2 Q0 {nfd}2 1 1.0 r\n".encode(), filename="run.trec")
+    alignment = rm.align(dataset, run)
+    assert alignment.health.no_overlap
+    message = alignment.explain_no_overlap()
+    assert "differ in Unicode normalization only" in message and "NFC" in message and "prefix" not in message

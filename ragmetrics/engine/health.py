@@ -7,6 +7,7 @@ alignment is refused by the CLI (``--allow-no-overlap`` proceeds) and shown in r
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -195,6 +196,17 @@ def _chunk_fixes(run: dict[str, list[str]], judged: dict[str, set[str]], words: 
 
 def _affix_fixes(run: dict[str, list[str]], judged: dict[str, set[str]], judged_docs: set[str]) -> Iterable[Fix]:
     run_docs = [d for docs in run.values() for d in docs]
+    unnormalized = any(_nfc(d) != d for d in run_docs[:5000]) or any(_nfc(d) != d for d in list(judged_docs)[:5000])
+    if unnormalized:
+        share = _overlap(run, {q: {_nfc(d) for d in ds} for q, ds in judged.items()}, _nfc)
+        if share >= NO_OVERLAP:
+            yield Fix(
+                "the ids differ in Unicode normalization only (one file writes an accented letter as one character, "
+                "the other as a letter and a combining accent)",
+                "write both files' ids in one normalization form, e.g. NFC (Python: unicodedata.normalize('NFC', id))",
+                share,
+            )
+            return
     lowered = {d.casefold() for d in judged_docs}
     share = _overlap(run, {q: {d.casefold() for d in ds} for q, ds in judged.items()}, str.casefold)
     if share >= NO_OVERLAP and lowered:
@@ -217,6 +229,10 @@ def _affix_fixes(run: dict[str, list[str]], judged: dict[str, set[str]], judged_
                 f"replace the {what} {old!r} by {new!r} in the run's document ids",
                 share,
             )
+
+
+def _nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
 
 
 def _common_prefix(values: Iterable[str]) -> str:
