@@ -324,3 +324,11 @@ def test_per_query_values_go_to_a_parquet_path_only(files, tmp_path):
         "eval", "--dataset", files["qrels"], "--run", files["a"], "--per-query-out", tmp_path / "x.csv"
     )
     assert code == 2 and out == "" and "expected a path ending in .parquet" in err and not (tmp_path / "x.csv").exists()
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_utf16_without_a_byte_order_mark_is_named_as_such(encoding):
+    """Was: "expected a finite number as score (field 5), found '\\x003\\x00.\\x000\\x00'"."""
+    with pytest.raises(rm.errors.ParseError, match=r"UTF-16 without a byte-order mark .*: save the file as UTF-8"):
+        load_run(RUN_A.encode(encoding), filename="run.trec")
+    assert len(load_run(b"\xff\xfe" + RUN_A.encode("utf-16-le"), filename="run.trec")) == 7  # with its mark: read

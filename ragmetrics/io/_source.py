@@ -171,6 +171,13 @@ class Source:
             raw = gunzip(raw, self.name, self.limits)
         if raw[:2] in UTF16_BOMS:
             raw = from_utf16(raw, self.name)
+        elif raw[:4] not in (PARQUET_MAGIC, ZIP_MAGIC) and _looks_like_utf16(raw[:512]):
+            raise ParseError(
+                self.name,
+                None,
+                "UTF-8 text (or UTF-16 that starts with its byte-order mark)",
+                "UTF-16 without a byte-order mark (every other byte is 0): save the file as UTF-8",
+            )
         if raw[:3] == BOM:
             raw = raw[3:]
         if b"\r" in raw and b"\n" not in raw and raw[:4] not in (PARQUET_MAGIC, ZIP_MAGIC):
@@ -358,6 +365,17 @@ def gunzip(raw: bytes, name: str, limits: Limits) -> bytes:
             break
         raise ParseError(name, None, "nothing after the gzip data", f"{len(rest):,} more bytes")
     return b"".join(pieces)
+
+
+def _looks_like_utf16(head: bytes) -> bool:
+    """True when ``head`` reads as ASCII text in UTF-16 without its byte-order mark: a NUL in every other byte."""
+    if len(head) < 8:
+        return False
+    even, odd = head[0::2], head[1::2]
+    for zeros, text in ((odd, even), (even, odd)):  # little-endian, then big-endian
+        if zeros.count(0) >= 0.9 * len(zeros) and text.count(0) <= 0.1 * len(text):
+            return True
+    return False
 
 
 def from_utf16(raw: bytes, name: str) -> bytes:
