@@ -133,3 +133,12 @@ def test_ids_that_differ_in_unicode_normalization_only_are_named_so() -> None:
     assert alignment.health.no_overlap
     message = alignment.explain_no_overlap()
     assert "differ in Unicode normalization only" in message and "NFC" in message and "prefix" not in message
+
+
+def test_a_prefix_most_ids_carry_is_found_when_a_few_do_not() -> None:
+    """Was: one query's ids without the run's 'zz' prefix hid it ("no chunk pattern, case or prefix change")."""
+    qrels = "".join(f"q{i} 0 d{i} 1\n" for i in range(40)).encode()
+    run = "".join(f"q{i} Q0 {'x' if i == 0 else 'zz'}d{i} 1 1.0 r\n" for i in range(40)).encode()
+    alignment = rm.align(load_dataset(qrels, filename="qrels.txt"), load_run(run, filename="run.trec"))
+    assert alignment.health.no_overlap
+    assert "replace the prefix 'zzd' by 'd'" in alignment.explain_no_overlap()

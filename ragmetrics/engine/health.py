@@ -8,6 +8,7 @@ alignment is refused by the CLI (``--allow-no-overlap`` proceeds) and shown in r
 from __future__ import annotations
 
 import unicodedata
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -235,15 +236,27 @@ def _nfc(text: str) -> str:
     return unicodedata.normalize("NFC", text)
 
 
+PREFIX_SHARE = 0.95
+"""A prefix (or suffix) is the ids' own when at least this share of them carry it: one id without it, among
+hundreds, does not hide it."""
+
+
 def _common_prefix(values: Iterable[str]) -> str:
+    """The longest prefix at least :data:`PREFIX_SHARE` of (the first 5,000 of) ``values`` start with."""
     items = list(values)[:5000]
     if not items:
         return ""
-    first, last = min(items), max(items)
-    n = 0
-    while n < min(len(first), len(last)) and first[n] == last[n]:
-        n += 1
-    return first[:n]
+    needed = PREFIX_SHARE * len(items)
+    prefix = ""
+    for n in range(1, max(len(i) for i in items) + 1):
+        counts = Counter(i[:n] for i in items if len(i) >= n)
+        if not counts:
+            break
+        candidate, count = counts.most_common(1)[0]
+        if count < needed or not candidate.startswith(prefix):
+            break
+        prefix = candidate
+    return prefix
 
 
 def _common_suffix(values: Iterable[str]) -> str:
