@@ -294,14 +294,14 @@ def _evaluate(args: argparse.Namespace, dataset: Dataset, runs: list[Run], metri
     changes = {"missing": args.missing, "rel_level": args.rel_level, "level": args.level, "unjudged": args.unjudged}
     if getattr(args, "mode", "trec") == "llamaindex":
         changes["mode"] = "llamaindex"
-    with warnings.catch_warnings(), ThreadPoolExecutor(1) as pool:
-        warnings.simplefilter("ignore", RagMetricsWarning)
-        result = evaluate(dataset, runs, metrics, executor=pool, **changes)
     if dataset.qrels_table.num_rows == 0:
         raise RagMetricsError(
             f"dataset {dataset.name!r} judges no document (its queries have no relevant_docs or qrels): there is "
             "nothing to score a run against"
         )
+    with warnings.catch_warnings(), ThreadPoolExecutor(1) as pool:
+        warnings.simplefilter("ignore", RagMetricsWarning)
+        result = evaluate(dataset, runs, metrics, executor=pool, **changes)
     if not args.allow_no_overlap:
         for run in result.runs.values():
             if run.alignment.health.no_overlap:
@@ -322,6 +322,8 @@ def _evaluate(args: argparse.Namespace, dataset: Dataset, runs: list[Run], metri
 def _refuse_meaningless(result: EvalResult, rel_level: int) -> None:
     """Numbers that cannot mean anything are errors: qrels that judge nothing relevant, or a metric that no query
     has a value of (it needs data the dataset does not hold)."""
+    import numpy as np
+
     for name, run in result.runs.items():
         coverage = run.alignment.coverage
         if coverage.queries_evaluated and len(coverage.no_relevant) >= coverage.queries_evaluated:
@@ -329,8 +331,6 @@ def _refuse_meaningless(result: EvalResult, rel_level: int) -> None:
                 f"the qrels judge no document relevant (label >= {rel_level}, --rel-level) for any evaluated query: "
                 "recall, precision and AP would be 0 for every run; check --rel-level and the qrels' labels"
             )
-        import numpy as np
-
         for metric in run.metrics:  # the alignment's arrays: reading ``run.values`` would import pandas
             values = run.alignment.value(metric)
             if len(values) and np.isnan(values).all():
@@ -475,8 +475,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _refuse_too_few_pairs(table: Any) -> None:
     """A paired test on fewer than 2 queries both runs score means nothing (no p-value, an interval of one point):
     an error, not a PASS."""
-    overall = table[table["segment"] == "all"] if "segment" in table.columns else table
-    few = overall[overall["n"] < 2]
+    few = table[table["n"] < 2]  # the overall rows: a comparison's segments are a table of their own
     if len(few):
         row = few.iloc[0]
         raise RagMetricsError(
