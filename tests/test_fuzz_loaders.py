@@ -53,10 +53,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragmetrics.errors import ParseError, RagMetricsError, RagMetricsWarning
+from ragmetrics.foundation.errors import ParseError, RagMetricsError, RagMetricsWarning
+from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io import load_dataset, load_run
-from ragmetrics.limits import Limits, MiB
-from ragmetrics.model import Dataset, Run
+from ragmetrics.io.limits import Limits, MiB
 
 EXAMPLES = int(os.environ.get("RAGMETRICS_FUZZ_EXAMPLES", "200"))
 SECONDS = float(os.environ.get("RAGMETRICS_FUZZ_SECONDS", "5"))

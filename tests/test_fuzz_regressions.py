@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ragmetrics.errors import ParseError
+from ragmetrics.foundation.errors import ParseError
 from ragmetrics.io import load_dataset, load_run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -342,7 +342,7 @@ def test_corpus_starting_with_null_does_not_crash_the_process() -> None:
     """pyarrow 26's JSON reader segfaults when a block starts with a top-level null;
     run in a child process so a regression fails this test instead of killing pytest."""
     code = textwrap.dedent("""
-        from ragmetrics.errors import ParseError
+        from ragmetrics.foundation.errors import ParseError
         from ragmetrics.io import load_dataset
         for corpus in (b"null", b"null\\n{\\"_id\\": \\"d1\\"}\\n", b'{"_id": "d1"}\\n' * 5 + b"null\\n"):
             try:

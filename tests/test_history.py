@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ragmetrics.cli import main
-from ragmetrics.store import Store
+from ragmetrics.store.database import Store
 from tests.timeline_runs import DATES, DROP_VERSION, SCIFACT, write_versions
 
 REPO = Path(__file__).resolve().parents[1]

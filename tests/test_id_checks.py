@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from ragmetrics.errors import ParseError, RagMetricsError
+from ragmetrics.foundation.errors import ParseError, RagMetricsError
+from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io import load_dataset, load_run
-from ragmetrics.limits import Limits
-from ragmetrics.model import Dataset, Run
+from ragmetrics.io.limits import Limits
 
 BAD_LINE = 3  # every file below puts the doc id under test on its third line
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ragmetrics.errors import ParseError
+from ragmetrics.foundation.errors import ParseError
 from ragmetrics.io import load_dataset, load_qrels
 
 DATA = Path(__file__).parent / "data" / "io"

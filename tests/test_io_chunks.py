@@ -7,9 +7,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ragmetrics.errors import ParseError, RagMetricsError
+from ragmetrics.foundation.errors import ParseError, RagMetricsError
+from ragmetrics.foundation.model import Run
 from ragmetrics.io import attach_source_docs, load_run
-from ragmetrics.model import Run
 
 DATA = Path(__file__).parent / "data" / "io"
 

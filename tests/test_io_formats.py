@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from ragmetrics.errors import ParseError
+from ragmetrics.foundation.errors import ParseError
 from ragmetrics.io import FORMATS, load_dataset, load_qrels, load_run
-from ragmetrics.io._source import open_source
 from ragmetrics.io.formats import KNOWN_EXTENSIONS, detect
+from ragmetrics.io.source import open_source
 
 RUN = b"q1 Q0 d1 1 2.5 tag\n"
 QRELS = b"q1 0 d1 1\n"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ragmetrics.errors import ParseError
+from ragmetrics.foundation.errors import ParseError
+from ragmetrics.foundation.model import query_id_from_text
 from ragmetrics.io import load_dataset, load_qrels, load_run
-from ragmetrics.model import query_id_from_text
 
 EVAL = [
     {
@@ -245,7 +245,7 @@ def test_a_json_list_is_decoded_at_once_and_read_again_for_a_message(monkeypatch
     careful scan, so the message still names the item's line."""
     import ragmetrics.io._json as json_io
     import ragmetrics.io.evalset as evalset
-    from ragmetrics.io._source import open_source
+    from ragmetrics.io.source import open_source
 
     data = as_list(
         [*EVAL, {"query": "deep", "extra": [[[[["x"]]]]]}, {"query": "gr\\u00e4de", "relevant_docs": {"d9": -1}}]

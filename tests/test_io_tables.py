@@ -12,9 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ragmetrics.errors import ParseError
+from ragmetrics.foundation.errors import ParseError
+from ragmetrics.foundation.model import query_id_from_text
 from ragmetrics.io import load_dataset, load_qrels, load_run
-from ragmetrics.model import query_id_from_text
 
 
 def triples(run) -> list[tuple]:

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragmetrics.errors import ParseError
+from ragmetrics.foundation.errors import ParseError
+from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io import load_dataset, load_qrels, load_run, trec, write_trec_qrels, write_trec_run
-from ragmetrics.io._source import Source
-from ragmetrics.model import Dataset, Run
+from ragmetrics.io.source import Source
 
 DATA = Path(__file__).parent / "data" / "io"
 

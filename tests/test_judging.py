@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 import ragmetrics as rm
+from ragmetrics.analysis.compare import compare_result
+from ragmetrics.analysis.judging import merge, pool
 from ragmetrics.cli import main
-from ragmetrics.compare import compare_result
 from ragmetrics.io import load_dataset, load_run
-from ragmetrics.judging import merge, pool
 
 SCIFACT = Path(__file__).parent / "data" / "scifact"
 RUNS = [SCIFACT / "bm25-stem.trec.gz", SCIFACT / "dense-all-minilm-l6-v2.trec.gz", SCIFACT / "hybrid-rrf60.trec.gz"]
@@ -130,7 +130,7 @@ def test_trec_qrels_lines_are_labels_too(tmp_path):
 
 
 def test_label_impact_equals_scoring_each_label_on_its_own():
-    from ragmetrics.judging import label_impact, pool
+    from ragmetrics.analysis.judging import label_impact, pool
 
     full = load_dataset(SCIFACT / "qrels.tsv")
     qrels = full.qrels

@@ -20,9 +20,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ragmetrics.errors import ParseError, RagMetricsError
+from ragmetrics.foundation.errors import ParseError, RagMetricsError
 from ragmetrics.io import load_dataset, load_run
-from ragmetrics.limits import ENV_VARS, LimitError, Limits, MiB, parse_size
+from ragmetrics.io.limits import ENV_VARS, LimitError, Limits, MiB, parse_size
 from tests.test_fuzz_loaders import bombs, gzip_bomb
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,7 +106,7 @@ def test_gzip_bomb_is_not_inflated_into_memory(tmp_path: Path) -> None:
     code = textwrap.dedent(f"""
         import sys
         from ragmetrics.io import load_run
-        from ragmetrics.limits import LimitError
+        from ragmetrics.io.limits import LimitError
         def status(field):  # VmHWM, not ru_maxrss, which carries the parent's high-water mark across exec
             with open("/proc/self/status") as f:
                 return next(int(l.split()[1]) * 1024 for l in f if l.startswith(field + ":"))
@@ -286,7 +286,7 @@ def test_rows_limit_for_queries_and_corpus_files() -> None:
 
 
 def test_every_limit_has_a_variable_and_is_documented() -> None:
-    import ragmetrics.limits as module
+    import ragmetrics.io.limits as module
 
     guide = (ROOT / "docs" / "deployment.md").read_text(encoding="utf-8")
     assert set(ENV_VARS) == {f.name for f in dataclasses.fields(Limits)}
@@ -307,7 +307,7 @@ MEMORY_PROBE = textwrap.dedent("""
     import numpy as np
     path, kind, size_limit = sys.argv[1], sys.argv[2], int(sys.argv[3])
     from ragmetrics.io import load_dataset, load_run
-    from ragmetrics.limits import Limits
+    from ragmetrics.io.limits import Limits
     def rss(field="VmRSS"):
         with open("/proc/self/status") as f:
             return next(int(l.split()[1]) * 1024 for l in f if l.startswith(field + ":"))

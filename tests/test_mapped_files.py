@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ragmetrics.errors import ParseError
-from ragmetrics.io import _source, load_dataset, load_run
+from ragmetrics.foundation.errors import ParseError
+from ragmetrics.io import load_dataset, load_run, source
 
 TREC = Path(__file__).parent / "data" / "trec_eval"
 
@@ -49,7 +49,7 @@ def test_a_mapped_file_gives_what_the_read_bytes_give(case, tmp_path, monkeypatc
     monkeypatch.setattr(_source, "MAP_BYTES", 1)
     mapped = _outcome(path, kind)
     assert mapped == read
-    source = _source.open_source(path)
+    source = source.open_source(path)
     assert source.mapped() is not None  # the mapped path was taken
 
 
@@ -69,11 +69,11 @@ def test_compressed_or_marked_files_are_read_not_mapped(tmp_path, monkeypatch):
     plain = b"q1 Q0 d1 1 2.5 r\n"
     for name, content in {
         "run.trec.gz": gzip.compress(plain),
-        "bom.trec": _source.BOM + plain,
+        "bom.trec": source.BOM + plain,
         "utf16.trec": plain.decode().encode("utf-16"),
         "empty.trec": b"",
     }.items():
         path = tmp_path / name
         path.write_bytes(content)
-        assert _source.open_source(path).mapped() is None, name
+        assert source.open_source(path).mapped() is None, name
     assert load_run(tmp_path / "run.trec.gz").table.num_rows == 1

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import ragmetrics as rm
-from ragmetrics import memory
+from ragmetrics.foundation import memory
 
 try:
     from numpy._core.multiarray import _set_madvise_hugepage
@@ -49,8 +49,8 @@ def advice_on():
 
 
 def test_library_calls_leave_numpys_huge_page_advice_as_they_found_it(advice_on):
-    from ragmetrics.compare import compare
-    from ragmetrics.fusion import fuse
+    from ragmetrics.analysis.compare import compare
+    from ragmetrics.analysis.fusion import fuse
 
     dataset = rm.Dataset.from_dict({"q1": {"a": 1}, "q2": {"b": 2}, "q3": {"c": 1}})
     runs = [

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ragmetrics.cli import build_parser, main
-from ragmetrics.errors import ParseError, RagMetricsError
+from ragmetrics.foundation.errors import ParseError, RagMetricsError
 from ragmetrics.io import load_dataset, load_run
 from ragmetrics.partitioned import ENGINES, evaluate_files
 from ragmetrics.partitioned.buckets import Plan, Side

@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 
 from ragmetrics import align
+from ragmetrics.analysis.per_query import read_per_query, results_id
 from ragmetrics.cli import main
-from ragmetrics.errors import ParseError, RagMetricsError
+from ragmetrics.foundation.errors import ParseError, RagMetricsError
 from ragmetrics.io import load_dataset, load_run
-from ragmetrics.per_query import read_per_query, results_id
-from ragmetrics.store import Store
+from ragmetrics.store.database import Store
 
 SCIFACT = Path(__file__).resolve().parent / "data" / "scifact"
 QRELS, RUN = SCIFACT / "qrels.tsv", SCIFACT / "bm25-stem.trec.gz"

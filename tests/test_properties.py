@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ragmetrics as rm
-from ragmetrics.metrics import METRICS
+from ragmetrics.engine.metrics import METRICS
 
 DOCS = [f"d{i}" for i in range(8)] + ["文档", "é"]
 

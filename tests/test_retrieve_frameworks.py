@@ -17,7 +17,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ragmetrics import Dataset, evaluate
+from ragmetrics import Dataset
+from ragmetrics.analysis import evaluate
 from ragmetrics.cli import main
 from ragmetrics.io import load_run
 from ragmetrics.retrieve import adapt, retrieve
@@ -226,7 +227,7 @@ def test_module_attr_callables_and_factories_from_the_current_directory(tmp_path
 
 
 def test_what_cannot_be_a_retriever():
-    from ragmetrics.errors import RagMetricsError
+    from ragmetrics.foundation.errors import RagMetricsError
 
     with pytest.raises(RagMetricsError, match="cannot use int as a retriever"):
         adapt(3)

@@ -25,7 +25,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from ragmetrics.cli import main
-from ragmetrics.errors import RagMetricsError
+from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.retrieve.http import HttpAdapter, fill, parse_request, parse_response
 
 SCIFACT = Path(__file__).parent / "data" / "scifact"

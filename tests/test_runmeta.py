@@ -13,10 +13,10 @@ import sqlalchemy as sa
 import yaml
 
 from ragmetrics.cli import main
-from ragmetrics.errors import RagMetricsError
+from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.io import load_dataset, load_run
-from ragmetrics.runmeta import ir_metadata, parse_tag_lines, parse_tags, retriever_tags
-from ragmetrics.store import Store, StoreKeyError
+from ragmetrics.io.runmeta import ir_metadata, parse_tag_lines, parse_tags, retriever_tags
+from ragmetrics.store.database import Store, StoreKeyError
 
 SCIFACT = Path(__file__).parent / "data" / "scifact"
 MINI = Path(__file__).parent / "data" / "io" / "scifact-mini"

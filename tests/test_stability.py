@@ -10,8 +10,8 @@ import pytest
 from scipy import stats as sps
 
 import ragmetrics as rm
+from ragmetrics.analysis.stability import stability
 from ragmetrics.io import load_dataset, load_run
-from ragmetrics.stability import stability
 
 SCIFACT = Path(__file__).parent / "data" / "scifact"
 RUNS = ["bm25-stem.trec.gz", "dense-all-minilm-l6-v2.trec.gz", "hybrid-rrf60.trec.gz"]

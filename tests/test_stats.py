@@ -8,8 +8,8 @@ import pytest
 from scipy import stats as sps
 
 import ragmetrics as rm
-from ragmetrics import stats
-from ragmetrics.compare import compare, compare_result, discriminative_power
+from ragmetrics.analysis import stats
+from ragmetrics.analysis.compare import compare, compare_result, discriminative_power
 
 # Student's sleep data (Cushny & Peebles 1905): extra hours of sleep under two drugs, paired.
 SLEEP_A = np.array([0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0])

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 import ragmetrics as rm
 from ragmetrics.io import load_dataset, load_run
-from ragmetrics.store import ADDED_COLUMNS, Store, StoreKeyError, dataset_id, run_id
+from ragmetrics.store.database import ADDED_COLUMNS, Store, StoreKeyError, dataset_id, run_id
 
 SCIFACT = Path(__file__).parent / "data" / "scifact"
 
@@ -49,7 +49,7 @@ def test_round_trip_keeps_content_and_numbers(store_url, scifact):
 def test_a_new_sqlite_store_uses_large_pages_and_an_existing_one_keeps_its_own(tmp_path, scifact):
     import sqlite3
 
-    from ragmetrics.store import SQLITE_PAGE_SIZE
+    from ragmetrics.store.database import SQLITE_PAGE_SIZE
 
     dataset, bm25, _ = scifact
     fresh = tmp_path / "fresh.sqlite"
@@ -242,7 +242,7 @@ KILLED_WRITER = textwrap.dedent(
     import sys, time
     import sqlalchemy as sa
     from ragmetrics.io import load_run
-    from ragmetrics.store import Store
+    from ragmetrics.store.database import Store
 
     store = Store(sys.argv[1])
     run = load_run(sys.argv[2])

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import ragmetrics as rm
-from ragmetrics.judging import diff
-from ragmetrics.store import Store
+from ragmetrics.analysis.judging import diff
+from ragmetrics.store.database import Store
 
 
 def test_labels_survive_a_new_process_and_become_a_version_with_the_parents_runs(store_url):

@@ -8,9 +8,9 @@ import resource
 
 import pytest
 
-from ragmetrics.errors import ParseError
+from ragmetrics.foundation.errors import ParseError
 from ragmetrics.io import load_dataset, load_run
-from ragmetrics.limits import Limits
+from ragmetrics.io.limits import Limits
 
 LIMIT = Limits(max_text_bytes=100)
 LONG = "é" * 51  # 102 bytes of UTF-8, 51 characters

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ragmetrics as rm
-from ragmetrics.metrics import METRICS
+from ragmetrics.engine.metrics import METRICS
 from tests import oracle
 from tests.test_parity_pytrec_eval import PAIRS, TREC, generate_case
 
@@ -169,7 +169,7 @@ def test_llamaindex_mode_refuses_other_unjudged_conventions():
 def test_every_judgings_delta_lies_within_the_comparisons_bounds(seed):
     """Two runs on the same small case, every way of judging the documents either leaves unjudged enumerated: each
     judging's mean delta lies within ``delta_worst`` .. ``delta_best``, each mean within its own ends."""
-    from ragmetrics.compare import compare
+    from ragmetrics.analysis.compare import compare
 
     qrels, rows, rel_level = _labelings_case(seed)
     rng = np.random.default_rng(seed)
@@ -195,7 +195,7 @@ def test_every_judgings_delta_lies_within_the_comparisons_bounds(seed):
 
 
 def test_could_flip_marks_a_delta_whose_sign_the_judgments_do_not_settle():
-    from ragmetrics.compare import compare
+    from ragmetrics.analysis.compare import compare
 
     dataset = rm.Dataset.from_dict({"q1": {"d1": 1, "d2": 0}, "q2": {"d1": 1, "d2": 0}})
     settled = [rm.Run.from_dict({q: {"d2": 2.0, "d1": 1.0} for q in ("q1", "q2")}, name="base")]

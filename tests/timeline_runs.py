@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ragmetrics.foundation.model import Run
 from ragmetrics.io import load_run, write_trec_run
-from ragmetrics.model import Run
 
 SCIFACT = Path(__file__).parent / "data" / "scifact"
 DROP_VERSION = 5

@@ -7,6 +7,6 @@ dashboard's stateful layers.
 ``RagMetricsError`` is the library's one error type, re-exported for the pages.
 """
 
-from ragmetrics.errors import RagMetricsError
+from ragmetrics.foundation.errors import RagMetricsError
 
 __all__ = ["RagMetricsError"]

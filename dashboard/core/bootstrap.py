@@ -1,4 +1,4 @@
-"""The dashboard's bootstrap settings over :func:`ragmetrics.stats.bootstrap_ci`.
+"""The dashboard's bootstrap settings over :func:`ragmetrics.analysis.stats.bootstrap_ci`.
 
 One seed and one resample count for every interval shown, so runs and curve points are resampled on the
 same queries and the numbers match ``ragmetrics check``. A :func:`resampler` held across calls draws those
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragmetrics import stats
-from ragmetrics.stats import NORMAL_ABOVE
+from ragmetrics.analysis import stats
+from ragmetrics.analysis.stats import NORMAL_ABOVE
 
 __all__ = ["CONFIDENCE", "NORMAL_ABOVE", "N_RESAMPLES", "SEED", "bootstrap_ci", "resampler"]
 

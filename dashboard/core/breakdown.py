@@ -1,6 +1,6 @@
 """Breakdown: one metric per category or difficulty, runs side by side, n per group, 95% CI error bars.
 
-Groups with fewer than :data:`ragmetrics.compare.MIN_GROUP` queries are flagged "too few to tell".
+Groups with fewer than :data:`ragmetrics.analysis.compare.MIN_GROUP` queries are flagged "too few to tell".
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from dashboard.core.charts import base_layout, run_colors, runs_in, safe
 from dashboard.core.queries import NO_GROUP, group_values
 from dashboard.core.results import Alignment, facets
 from dashboard.core.specs import title
-from ragmetrics.compare import MIN_GROUP
-from ragmetrics.metrics import MetricSpec, parse_metric
+from ragmetrics.analysis.compare import MIN_GROUP
+from ragmetrics.engine.metrics import MetricSpec, parse_metric
 
 __all__ = ["BREAKDOWN_COLUMNS", "MIN_GROUP", "breakdown_figure", "breakdown_frame", "group_label"]
 

@@ -1,9 +1,9 @@
 """Compare: is a run better than the baseline, or is that noise? The table, its marks, the forest plot, segments.
 
-The numbers are the library's (:func:`ragmetrics.compare.compare_result` on an
-:class:`~ragmetrics.evaluate.EvalResult` built around the dashboard's alignments); this module shapes them for
-tables and draws them. Test and alpha choices are the library's (:data:`ragmetrics.stats.TESTS`,
-:data:`ragmetrics.share.ALPHAS`).
+The numbers are the library's (:func:`ragmetrics.analysis.compare.compare_result` on an
+:class:`~ragmetrics.analysis.evaluate.EvalResult` built around the dashboard's alignments); this module shapes them for
+tables and draws them. Test and alpha choices are the library's (:data:`ragmetrics.analysis.stats.TESTS`,
+:data:`dashboard.core.share.ALPHAS`).
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ import plotly.graph_objects as go
 from dashboard.core.charts import base_layout, safe
 from dashboard.core.queries import group_values
 from dashboard.core.results import Alignment, eval_result
+from dashboard.core.share import ALPHAS, DEFAULT_ALPHA, DEFAULT_TEST, K_MAX, OUTCOMES
 from dashboard.core.specs import METRIC_CHOICES, metric_spec, title
 from dashboard.core.text import md_escape, signed
-from ragmetrics import stats
-from ragmetrics.compare import BOUND_COLUMNS, MIN_GROUP, SEGMENTS, Comparison, compare_result
-from ragmetrics.errors import RagMetricsError
-from ragmetrics.metrics import CURVE_METRICS, parse_metric
-from ragmetrics.model import Dataset
-from ragmetrics.share import ALPHAS, DEFAULT_ALPHA, DEFAULT_TEST, K_MAX, OUTCOMES
-from ragmetrics.stats import family_text as family_words
+from ragmetrics.analysis import stats
+from ragmetrics.analysis.compare import BOUND_COLUMNS, MIN_GROUP, SEGMENTS, Comparison, compare_result
+from ragmetrics.analysis.stats import family_text as family_words
+from ragmetrics.engine.metrics import CURVE_METRICS, parse_metric
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.model import Dataset
 
 __all__ = [
     "ALPHAS",
@@ -140,7 +140,7 @@ def family_size(comparison: Comparison) -> int:
 
 
 def family_text(comparison: Comparison) -> str:
-    """``Holm-corrected over 8 comparison(s)`` (:func:`ragmetrics.stats.family_text`, the CLI's words)."""
+    """``Holm-corrected over 8 comparison(s)`` (:func:`ragmetrics.analysis.stats.family_text`, the CLI's words)."""
     return stats.family_text(comparison.correction, family_size(comparison))
 
 
@@ -199,9 +199,9 @@ def run_comparison(
     bounds_depth: int | None = None,
     segments: bool = True,
 ) -> Comparison:
-    """:func:`ragmetrics.compare.compare_result` on the alignments (``baseline`` is a run name); ``bounds``: with
+    """:func:`ragmetrics.analysis.compare.compare_result` on the alignments (``baseline`` is a run name); ``bounds``: with
     what the unjudged documents (in each run's top ``bounds_depth``) leave open
-    (:data:`ragmetrics.compare.BOUND_COLUMNS`); ``segments=False``: without the per-category and per-difficulty
+    (:data:`ragmetrics.analysis.compare.BOUND_COLUMNS`); ``segments=False``: without the per-category and per-difficulty
     comparisons (an empty ``segments`` table)."""
     return compare_result(
         eval_result(alignments, specs),
@@ -260,7 +260,7 @@ COMPARISON_COLUMNS = [
 def comparison_frame(comparison: Comparison) -> pd.DataFrame:
     """One row per (metric, run), the baseline first within each metric; ``significance`` from
     :func:`significance_mark`. Numbers are :attr:`Comparison.table`'s (the baseline row keeps its mean and CI;
-    its delta is 0 and it has no p); with bounds, the columns of :data:`ragmetrics.compare.BOUND_COLUMNS` after."""
+    its delta is 0 and it has no p); with bounds, the columns of :data:`ragmetrics.analysis.compare.BOUND_COLUMNS` after."""
     table = comparison.table
     columns = COMPARISON_COLUMNS + [c for c in BOUND_COLUMNS if c in table.columns]
     if table.empty:
@@ -453,7 +453,7 @@ def segment_frame(comparison: Comparison, spec: str, run: str, dataset: Dataset 
     """One run against the baseline on one metric, per category and per difficulty.
 
     Groups in the dashboard's order (categories by size, difficulties easy → hard when ``dataset`` is given);
-    ``significance`` is ``too few to tell`` when n < :data:`ragmetrics.compare.MIN_GROUP`; the correction is the
+    ``significance`` is ``too few to tell`` when n < :data:`ragmetrics.analysis.compare.MIN_GROUP`; the correction is the
     library's (within a facet, across runs × metrics × groups).
     """
     seg = comparison.segments

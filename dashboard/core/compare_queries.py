@@ -15,7 +15,7 @@ from dashboard.core.missed import doc_ranks, query_detail_frame
 from dashboard.core.results import Alignment, common_query_ids, facets
 from dashboard.core.specs import title
 from dashboard.core.text import signed, snippet
-from ragmetrics.compare import TIE_TOLERANCE
+from ragmetrics.analysis.compare import TIE_TOLERANCE
 
 __all__ = [
     "OUTCOMES",
@@ -54,7 +54,7 @@ PER_QUERY_COLUMNS = [
 
 def per_query_frame(base: Alignment, run: Alignment, spec: str) -> pd.DataFrame:
     """One row per query both runs were evaluated on: the two values, ``delta = run - baseline``,
-    ``outcome`` (win / tie / loss, as :mod:`ragmetrics.compare` counts them) and where each run's first
+    ``outcome`` (win / tie / loss, as :mod:`ragmetrics.analysis.compare` counts them) and where each run's first
     relevant document sits (0 = not retrieved). Sorted by delta, largest win first."""
     ids = common_query_ids([base, run])
     shown = facets(base).set_index("query_id")

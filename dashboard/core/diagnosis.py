@@ -1,4 +1,4 @@
-"""Diagnosis: the library's deterministic rules (:mod:`ragmetrics.diagnosis`) over each run at K, and where
+"""Diagnosis: the library's deterministic rules (:mod:`ragmetrics.analysis.diagnosis`) over each run at K, and where
 the first relevant document sits."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from dashboard.core.charts import query_count_bars
 from dashboard.core.missed import deep_k, query_table
 from dashboard.core.results import Alignment
-from ragmetrics.diagnosis import LOW_MRR, THRESHOLDS, Advice, Finding, diagnose, findings_frame
+from ragmetrics.analysis.diagnosis import LOW_MRR, THRESHOLDS, Advice, Finding, diagnose, findings_frame
 
 __all__ = [
     "LOW_MRR",
@@ -34,7 +34,7 @@ def evidence_words(advice: Advice) -> str:
 def run_findings(
     alignment: Alignment, k: int, spec: str, label: str, low_mrr: float = LOW_MRR, table: pd.DataFrame | None = None
 ) -> list[Finding]:
-    """Plain-language findings for one run at K: :func:`ragmetrics.diagnosis.diagnose` over its
+    """Plain-language findings for one run at K: :func:`ragmetrics.analysis.diagnosis.diagnose` over its
     :func:`dashboard.core.missed.query_table` (pass ``table`` when it is at hand)."""
     table = query_table(alignment, k, spec) if table is None else table
     return diagnose(alignment.name, table, k=k, deep_k=deep_k(alignment), metric_label=label, low_mrr=low_mrr)

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from dashboard.core.queries import query_info
 from dashboard.core.results import Alignment, position
 from dashboard.core.text import Marks, highlight_html, md_escape
-from ragmetrics.model import Dataset
+from ragmetrics.foundation.model import Dataset
 
 __all__ = [
     "NONRELEVANT",

@@ -1,4 +1,4 @@
-"""Fusion: "what if we went hybrid?" Fuse runs (:func:`ragmetrics.fusion.fuse`), preview the fused run against its
+"""Fusion: "what if we went hybrid?" Fuse runs (:func:`ragmetrics.analysis.fusion.fuse`), preview the fused run against its
 inputs, name it, and write it as a TREC run file."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from dashboard.core.results import Alignment
-from ragmetrics.fusion import METHODS, NORMS, fuse
+from ragmetrics.analysis.fusion import METHODS, NORMS, fuse
+from ragmetrics.foundation.model import Run
 from ragmetrics.io import write_trec_run
-from ragmetrics.model import Run
 
 __all__ = [
     "FUSION_LABELS",
@@ -63,7 +63,7 @@ def fuse_runs(
     weights: Sequence[float] | None = None,
     name: str | None = None,
 ) -> Run:
-    """:func:`ragmetrics.fusion.fuse` under :func:`fused_name` (fused chunk runs keep ``source_doc`` and ``text``,
+    """:func:`ragmetrics.analysis.fusion.fuse` under :func:`fused_name` (fused chunk runs keep ``source_doc`` and ``text``,
     so they still evaluate at document level and show text)."""
     label = name or fused_name([r.name for r in runs], method, k=k, norm=norm, weights=weights)
     return fuse(runs, method=method, k=int(k), norm=_norm(norm), weights=weights, name=label)

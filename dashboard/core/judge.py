@@ -1,8 +1,8 @@
 """The Judge page's builders: the queue of unjudged pairs, the grade scale, the rule-based suggestions.
 
 The queue pools the unjudged (query, document) pairs of the selected runs' top ``depth``
-(:func:`ragmetrics.judging.pool`) and orders them by how much labelling each relevant would move the
-comparison on the page's metric against the baseline (:func:`ragmetrics.judging.label_impact`): first what
+(:func:`ragmetrics.analysis.judging.pool`) and orders them by how much labelling each relevant would move the
+comparison on the page's metric against the baseline (:func:`ragmetrics.analysis.judging.label_impact`): first what
 can change the verdict, last the pairs that cannot change anything. Pairs already labelled (pending on this
 version) or skipped in this session leave it. A suggestion is the text's evidence read by a rule (the expected
 answer, or the expected keywords, found in the document); it is shown with the rule's name and becomes a label
@@ -17,10 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from dashboard.core import share
 from dashboard.core.results import Alignment
 from dashboard.core.text import Marks
-from ragmetrics import judging, share
-from ragmetrics.model import Dataset
+from ragmetrics.analysis import judging
+from ragmetrics.foundation.model import Dataset
 
 __all__ = [
     "DEFAULT_DEPTH",

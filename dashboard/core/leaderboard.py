@@ -1,4 +1,4 @@
-"""Leaderboard: systems (a tag's values) x datasets, built on :func:`ragmetrics.history.leaderboard`; the page
+"""Leaderboard: systems (a tag's values) x datasets, built on :func:`ragmetrics.analysis.history.leaderboard`; the page
 shows the library's table and offers its Markdown, CSV and LaTeX exports."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from ragmetrics.history import Leaderboard, StoredRun
+from ragmetrics.analysis.history import Leaderboard, StoredRun
 
 __all__ = ["EXPORTS", "leaderboard_table", "system_tags"]
 

@@ -1,5 +1,5 @@
 """Run metadata on the pages: the Workspace's editable tag table, the Compare page's latency-beside-quality table
-(the tags ``ragmetrics retrieve`` records, :data:`ragmetrics.runmeta.LATENCY_TAGS`)."""
+(the tags ``ragmetrics retrieve`` records, :data:`ragmetrics.io.runmeta.LATENCY_TAGS`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from ragmetrics.runmeta import KNOWN_TAGS, LATENCY_TAGS, check_tags, ir_metadata_yaml
+from ragmetrics.io.runmeta import KNOWN_TAGS, LATENCY_TAGS, check_tags, ir_metadata_yaml
 
 __all__ = ["KNOWN_TAGS", "LATENCY_COLUMNS", "ir_metadata_yaml", "latency_frame", "tag_frame", "tags_from_frame"]
 
@@ -39,7 +39,7 @@ def tags_from_frame(frame: pd.DataFrame) -> dict[str, str]:
         if not key and not value:
             continue
         if key in out:
-            from ragmetrics.errors import RagMetricsError
+            from ragmetrics.foundation.errors import RagMetricsError
 
             raise RagMetricsError(f"tag {key!r} is given twice")
         out[key] = value

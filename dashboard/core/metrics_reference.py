@@ -1,11 +1,11 @@
-"""The metric registry for people: every metric of :data:`ragmetrics.metrics.METRICS` with its formula and
+"""The metric registry for people: every metric of :data:`ragmetrics.engine.metrics.METRICS` with its formula and
 conventions (the Metric definitions page)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from ragmetrics.metrics import METRICS
+from ragmetrics.engine.metrics import METRICS
 
 __all__ = ["REFERENCE_COLUMNS", "metrics_reference_frame"]
 

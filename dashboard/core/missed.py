@@ -22,8 +22,8 @@ from dashboard.core.overview import overview_specs
 from dashboard.core.queries import doc_titles
 from dashboard.core.results import Alignment, position
 from dashboard.core.specs import MetricSpec
-from ragmetrics import diagnosis
-from ragmetrics.diagnosis import NEAR_MISS_LIMIT
+from ragmetrics.analysis import diagnosis
+from ragmetrics.analysis.diagnosis import NEAR_MISS_LIMIT
 
 __all__ = [
     "MISSED_COLUMNS",
@@ -79,12 +79,12 @@ MISSED_ORDER = [
 
 
 def deep_k(alignment: Alignment) -> int:
-    """The depth the diagnosis reads recall at: the run's depth, at most :data:`ragmetrics.diagnosis.DEEP_K_MAX`."""
+    """The depth the diagnosis reads recall at: the run's depth, at most :data:`ragmetrics.analysis.diagnosis.DEEP_K_MAX`."""
     return min(diagnosis.DEEP_K_MAX, max(alignment.depth, 1))
 
 
 def query_table(alignment: Alignment, k: int, spec: MetricSpec | str | None = None) -> pd.DataFrame:
-    """:func:`ragmetrics.diagnosis.query_table` of one alignment (``recall_deep``: recall at :func:`deep_k`;
+    """:func:`ragmetrics.analysis.diagnosis.query_table` of one alignment (``recall_deep``: recall at :func:`deep_k`;
     ``value``: ``spec``'s values)."""
     wanted = ["mrr", f"recall@{deep_k(alignment)}", *([] if spec is None else [spec])]
     values = list(alignment.values(wanted).values())

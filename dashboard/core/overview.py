@@ -19,8 +19,8 @@ from dashboard.core.bootstrap import NORMAL_ABOVE, bootstrap_ci, resampler
 from dashboard.core.charts import BAND_SUFFIX, base_layout, base_layout_settings, rgba, run_colors, runs_in, safe
 from dashboard.core.results import Alignment, curve
 from dashboard.core.specs import K_MAX, metric_spec, metric_title
-from ragmetrics.metrics import MetricSpec, parse_metric
-from ragmetrics.stats import Resampler
+from ragmetrics.analysis.stats import Resampler
+from ragmetrics.engine.metrics import MetricSpec, parse_metric
 
 __all__ = [
     "CURVES_SECTION",

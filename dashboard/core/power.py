@@ -1,8 +1,8 @@
 """Dataset power: can this query set tell the runs apart, and how many queries would it take?
 
 Across every pair of runs: the share whose difference is significant at alpha (discriminative power,
-:func:`ragmetrics.compare.discriminative_power`); from the observed SD of per-query differences, the smallest
-difference the dataset detects and the queries needed for a given one (:mod:`ragmetrics.stats`), against the
+:func:`ragmetrics.analysis.compare.discriminative_power`); from the observed SD of per-query differences, the smallest
+difference the dataset detects and the queries needed for a given one (:mod:`ragmetrics.analysis.stats`), against the
 rules of thumb (20-30 queries to prototype, 50-100 in development, 100-200 before release).
 """
 
@@ -19,11 +19,11 @@ import plotly.graph_objects as go
 from dashboard.core.charts import base_layout
 from dashboard.core.compare import SEED
 from dashboard.core.results import Alignment, common_query_ids, eval_result
+from dashboard.core.share import DELTA_RANGE, POWER_LEVELS
 from dashboard.core.specs import title
-from ragmetrics import stats
-from ragmetrics.compare import discriminative_power
-from ragmetrics.evaluate import EvalResult
-from ragmetrics.share import DELTA_RANGE, POWER_LEVELS
+from ragmetrics.analysis import stats
+from ragmetrics.analysis.compare import discriminative_power
+from ragmetrics.analysis.evaluate import EvalResult
 
 __all__ = [
     "DELTA_RANGE",
@@ -66,8 +66,8 @@ def power_pairs(
     seed: int = SEED,
     correction: str = "none",
 ) -> pd.DataFrame:
-    """:func:`ragmetrics.compare.discriminative_power` for each metric, stacked with a ``metric`` column
-    (``result``: an :class:`~ragmetrics.evaluate.EvalResult`, or the alignments to build one of).
+    """:func:`ragmetrics.analysis.compare.discriminative_power` for each metric, stacked with a ``metric`` column
+    (``result``: an :class:`~ragmetrics.analysis.evaluate.EvalResult`, or the alignments to build one of).
     ``p_value_corrected``: ``correction`` over the run pairs of each metric; ``significant``: it is below alpha."""
     if not isinstance(result, EvalResult):
         result = eval_result(result, specs)
@@ -93,7 +93,7 @@ def _mdd(sd: float, n: int, alpha: float, power: float) -> float:
 
 
 def queries_needed(delta: float, sd: float, alpha: float = 0.05, power: float = 0.8) -> int | None:
-    """:func:`ragmetrics.stats.queries_needed` for |delta|; None when delta is 0 or either value is unknown."""
+    """:func:`ragmetrics.analysis.stats.queries_needed` for |delta|; None when delta is 0 or either value is unknown."""
     if sd is None or math.isnan(sd) or delta is None or math.isnan(delta) or abs(delta) <= 0:
         return None
     return stats.queries_needed(abs(delta), sd, alpha=alpha, power=power)
@@ -191,7 +191,7 @@ def typical_sd(sds: Sequence[float]) -> float:
 def power_curve_frame(
     sds: Sequence[float], *, alpha: float = 0.05, power: float = 0.8, n_min: int = 10, n_max: int = 1000
 ) -> pd.DataFrame:
-    """Smallest detectable difference (:func:`ragmetrics.stats.min_detectable_delta`) against query count
+    """Smallest detectable difference (:func:`ragmetrics.analysis.stats.min_detectable_delta`) against query count
     ``n`` for the median (``mdd``), lowest and highest SD of ``sds``."""
     values = [float(s) for s in sds if s is not None and not math.isnan(s)]
     if not values:

@@ -12,8 +12,8 @@ import pandas as pd
 import pyarrow.compute as pc
 
 from dashboard.core.text import md_escape, snippet
-from ragmetrics.diagnosis import NO_GROUP
-from ragmetrics.model import Dataset
+from ragmetrics.analysis.diagnosis import NO_GROUP
+from ragmetrics.foundation.model import Dataset
 
 __all__ = [
     "DIFFICULTY_ORDER",

@@ -15,8 +15,8 @@ from datetime import datetime, timezone
 import pandas as pd
 
 from dashboard.core.specs import title
-from ragmetrics.diagnosis import Finding
-from ragmetrics.export import markdown_cell, markdown_table
+from ragmetrics.analysis.diagnosis import Finding
+from ragmetrics.io.export import markdown_cell, markdown_table
 
 
 @dataclass(frozen=True)

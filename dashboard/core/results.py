@@ -2,8 +2,8 @@
 
 The dashboard holds one :class:`ragmetrics.Alignment` per (dataset, run, name) and reads everything from it:
 per-query values (``alignment.value``), curves (``alignment.curve``), aligned rows (``alignment.rows``). The
-library's helpers that take an :class:`~ragmetrics.evaluate.RunResult` or an
-:class:`~ragmetrics.evaluate.EvalResult` get one built around those alignments (nothing is aligned again).
+library's helpers that take an :class:`~ragmetrics.analysis.evaluate.RunResult` or an
+:class:`~ragmetrics.analysis.evaluate.EvalResult` get one built around those alignments (nothing is aligned again).
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from dashboard.core.share import K_MAX
 from ragmetrics import Alignment
-from ragmetrics.diagnosis import query_facets
-from ragmetrics.errors import RagMetricsError
-from ragmetrics.evaluate import EvalResult, RunResult
-from ragmetrics.metrics import parse_metric
-from ragmetrics.share import K_MAX
+from ragmetrics.analysis.diagnosis import query_facets
+from ragmetrics.analysis.evaluate import EvalResult, RunResult
+from ragmetrics.engine.metrics import parse_metric
+from ragmetrics.foundation.errors import RagMetricsError
 
 __all__ = ["Alignment", "common_query_ids", "curve", "eval_result", "facets", "position", "run_result"]
 

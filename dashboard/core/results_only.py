@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ragmetrics.per_query import PerQueryResults
-from ragmetrics.stats import bootstrap_ci
+from ragmetrics.analysis.per_query import PerQueryResults
+from ragmetrics.analysis.stats import bootstrap_ci
 
 RESULTS_COLUMNS = ["run", "metric", "mean", "ci_low", "ci_high", "queries"]
 

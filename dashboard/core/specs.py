@@ -1,15 +1,15 @@
 """The metrics the dashboard offers and their names for people, all from the library's registries.
 
-The metric picker offers :data:`ragmetrics.share.METRIC_CHOICES` (the registry's curve metrics, then
+The metric picker offers :data:`dashboard.core.share.METRIC_CHOICES` (the registry's curve metrics, then
 R-precision); a curve metric is read at the sidebar's K. Titles are the registry's
-(:attr:`ragmetrics.metrics.MetricSpec.title`: ``Precision@5``, ``nDCG@10``).
+(:attr:`ragmetrics.engine.metrics.MetricSpec.title`: ``Precision@5``, ``nDCG@10``).
 """
 
 from __future__ import annotations
 
-from ragmetrics.errors import RagMetricsError
-from ragmetrics.metrics import CURVE_METRICS, METRICS, MetricSpec, parse_metric
-from ragmetrics.share import K_MAX, METRIC_CHOICES
+from dashboard.core.share import K_MAX, METRIC_CHOICES
+from ragmetrics.engine.metrics import CURVE_METRICS, METRICS, MetricSpec, metric_name, parse_metric
+from ragmetrics.foundation.errors import RagMetricsError
 
 __all__ = [
     "CURVE_METRICS",
@@ -35,10 +35,7 @@ def metric_spec(metric: str, k: int) -> MetricSpec:
     with its own cut-off (``mrr@3``) keeps it."""
     if "@" in metric:
         return parse_metric(metric)
-    try:
-        name = parse_metric(metric).name
-    except ValueError:  # a metric that needs a cut-off, named without one
-        name = parse_metric(f"{metric}@1").name
+    name = metric_name(metric)
     return MetricSpec(name, int(k)) if name in CURVE_METRICS else parse_metric(name)
 
 

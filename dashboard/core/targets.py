@@ -1,11 +1,11 @@
-"""Targets in the dashboard: the library's scenario profiles (``ragmetrics.targets``), editable, checked per run.
+"""Targets in the dashboard: the library's scenario profiles (``ragmetrics.analysis.targets``), editable, checked per run.
 
 A target set is an ordered ``{metric: threshold}`` mapping meaning "metric >
-threshold". Checks use :func:`ragmetrics.targets.check_targets`, so a run gets
+threshold". Checks use :func:`ragmetrics.analysis.targets.check_targets`, so a run gets
 the same verdict here as from ``ragmetrics check``: ``pass`` when the lower
 end of the mean's 95% bootstrap interval clears the threshold, ``uncertain``
 when only the mean does, ``fail`` otherwise. The view state stores an edited
-set as text (``recall@5>0.9;mrr>0.7``, :func:`ragmetrics.share.format_targets`); pure, no Streamlit.
+set as text (``recall@5>0.9;mrr>0.7``, :func:`dashboard.core.share.format_targets`); pure, no Streamlit.
 """
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ import pandas as pd
 from pandas.io.formats.style import Styler  # with this module, so no page pays for building its templates (0.2-0.5 s)
 
 from dashboard.core.results import Alignment, run_result
+from dashboard.core.share import DEFAULT_PROFILE, NO_PROFILE, NO_TARGETS, format_targets, parse_targets
 from dashboard.core.specs import title
-from ragmetrics.errors import RagMetricsError
-from ragmetrics.share import DEFAULT_PROFILE, NO_PROFILE, NO_TARGETS, format_targets, parse_targets
-from ragmetrics.targets import (
+from ragmetrics.analysis.targets import (
     PROFILE_TITLES,
     PROFILES,
     check_targets,
@@ -28,6 +27,7 @@ from ragmetrics.targets import (
     resolve_targets,
     threshold_text,
 )
+from ragmetrics.foundation.errors import RagMetricsError
 
 __all__ = [
     "CHECK_COLUMNS",
@@ -139,7 +139,7 @@ CHECK_COLUMNS = ["run", "metric", "target", "threshold", "value", "ci_low", "ci_
 
 
 def check_frame(alignments: Sequence[Alignment], targets: Mapping[str, float]) -> pd.DataFrame:
-    """Each run against each target, with :func:`ragmetrics.targets.check_targets` semantics.
+    """Each run against each target, with :func:`ragmetrics.analysis.targets.check_targets` semantics.
 
     One row per (run, target): ``run, metric, target`` (label), ``threshold``,
     ``value`` (the mean), ``ci_low, ci_high`` (95% bootstrap), ``status``

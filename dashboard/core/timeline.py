@@ -1,4 +1,4 @@
-"""Timeline: a dataset's stored runs in time (or tag) order, built on :func:`ragmetrics.history.timeline`.
+"""Timeline: a dataset's stored runs in time (or tag) order, built on :func:`ragmetrics.analysis.history.timeline`.
 
 The figure draws the chosen metric's mean per run with its 95% CI band, the significant drops in red and the
 pinned baseline's level as a dashed line; the table gives each step's difference, CI and p-value against the run
@@ -14,8 +14,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard.core.charts import BAND_SUFFIX, PALETTE, base_layout, rgba, safe
-from ragmetrics.history import DATE_TAG, StoredRun, Timeline
-from ragmetrics.share import ViewState, share_query
+from dashboard.core.share import ViewState, share_query
+from ragmetrics.analysis.history import DATE_TAG, StoredRun, Timeline
 
 __all__ = [
     "ALL",

@@ -12,8 +12,8 @@ import plotly.graph_objects as go
 from dashboard.core.charts import query_count_bars, runs_in
 from dashboard.core.queries import NO_GROUP, labels_of
 from dashboard.core.results import Alignment
-from ragmetrics.compare import MIN_GROUP
-from ragmetrics.model import Dataset
+from ragmetrics.analysis.compare import MIN_GROUP
+from ragmetrics.foundation.model import Dataset
 
 __all__ = ["VALIDATION_COLUMNS", "depth_figure", "depth_frame", "to_look_at", "validation_frame"]
 

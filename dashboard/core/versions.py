@@ -1,5 +1,5 @@
-"""Qrels versions side by side: how two versions' judgments differ (:func:`ragmetrics.judging.diff`) and whether
-they tell the same story about the runs (:func:`ragmetrics.stability.stability`), as the Workspace page shows."""
+"""Qrels versions side by side: how two versions' judgments differ (:func:`ragmetrics.analysis.judging.diff`) and whether
+they tell the same story about the runs (:func:`ragmetrics.analysis.stability.stability`), as the Workspace page shows."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from ragmetrics.stability import Stability
+from ragmetrics.analysis.stability import Stability
 
 __all__ = ["CHANGES", "diff_counts", "stability_means", "stability_summary", "stability_verdicts"]
 
@@ -15,7 +15,7 @@ CHANGES = ("added", "changed", "removed")
 
 
 def diff_counts(diff: pd.DataFrame) -> dict[str, int]:
-    """``{"added", "changed", "removed"}`` judgments of a :func:`ragmetrics.judging.diff`."""
+    """``{"added", "changed", "removed"}`` judgments of a :func:`ragmetrics.analysis.judging.diff`."""
     counts = diff["change"].value_counts() if len(diff) else pd.Series(dtype=int)
     return {change: int(counts.get(change, 0)) for change in CHANGES}
 

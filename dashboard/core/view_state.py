@@ -1,7 +1,7 @@
 """A view against what this server has loaded: :func:`reconcile` fits a decoded :class:`ViewState` to the stored
 datasets, runs, categories and queries, with a note for each id it cannot find and how to restore it.
 
-The view and its codec (``encode``, ``decode``, share links) are :mod:`ragmetrics.share`, so ``ragmetrics push``
+The view and its codec (``encode``, ``decode``, share links) are :mod:`dashboard.core.share`, so ``ragmetrics push``
 and the dashboard build and read the same links. :func:`app_root` finds the app's root URL from the browser's
 address, for absolute share links.
 """
@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ragmetrics.share import DEFAULT_PAGE, K_MAX, ViewState, is_id
+from dashboard.core.share import DEFAULT_PAGE, K_MAX, ViewState
+from ragmetrics.foundation.ids import is_content_id as is_id
 
 __all__ = ["RESTORE", "Facts", "ViewState", "app_root", "missing_note", "reconcile"]
 

@@ -19,8 +19,8 @@ from dashboard.data.bounded import ByteLRU, no_user
 from dashboard.data.sizes import nbytes
 from dashboard.data.workspace import DatasetEntry, RunEntry, Workspace
 from ragmetrics import Alignment, align
-from ragmetrics.errors import RagMetricsError
-from ragmetrics.model import Run
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.model import Run
 
 Key = tuple[str, str, str]
 

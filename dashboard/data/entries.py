@@ -9,8 +9,8 @@ from datetime import datetime, timezone
 
 import sqlalchemy as sa
 
-from ragmetrics.model import Dataset, Run
-from ragmetrics.per_query import PerQueryResults
+from ragmetrics.analysis.per_query import PerQueryResults
+from ragmetrics.foundation.model import Dataset, Run
 
 __all__ = ["DatasetEntry", "ResultsEntry", "RunEntry", "VersionInfo", "human_size", "safe_url", "utc", "when"]
 
@@ -135,7 +135,7 @@ def human_size(n: int) -> str:
 
 @dataclass(frozen=True, eq=False)
 class ResultsEntry:
-    """Per-query results stored without their rankings (:mod:`ragmetrics.per_query`); ``results`` loads them."""
+    """Per-query results stored without their rankings (:mod:`ragmetrics.analysis.per_query`); ``results`` loads them."""
 
     id: str
     name: str

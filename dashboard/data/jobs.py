@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragmetrics.errors import RagMetricsError
-from ragmetrics.model import Dataset
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.model import Dataset
 from ragmetrics.retrieve import Retrieval, retrieve
 
 __all__ = ["Cancelled", "JobStatus", "RetrievalJob"]

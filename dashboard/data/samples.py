@@ -19,9 +19,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io import load_dataset, load_run
-from ragmetrics.limits import Limits
-from ragmetrics.model import Dataset, Run
+from ragmetrics.io.limits import Limits
 
 OFF = ("off", "none", "no", "0", "false")
 

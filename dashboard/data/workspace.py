@@ -29,13 +29,13 @@ import pandas as pd
 
 from dashboard.data.bounded import ByteLRU, no_user
 from dashboard.data.entries import DatasetEntry, ResultsEntry, RunEntry, VersionInfo, human_size, safe_url, utc, when
-from ragmetrics import store as store_mod
-from ragmetrics.errors import RagMetricsError
-from ragmetrics.history import StoredRun
-from ragmetrics.model import Dataset, Run
-from ragmetrics.per_query import PerQueryResults
-from ragmetrics.share import is_id
-from ragmetrics.store import Store, StoreKeyError
+from ragmetrics.analysis.history import StoredRun
+from ragmetrics.analysis.per_query import PerQueryResults
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.ids import is_content_id as is_id
+from ragmetrics.foundation.model import Dataset, Run
+from ragmetrics.store import database as store_mod
+from ragmetrics.store.database import Store, StoreKeyError
 
 LISTING_TTL = 1.0
 """Seconds a listing of the store is reused before it is read again."""
@@ -238,7 +238,7 @@ class Workspace:
         self, dataset: Dataset, *, name: str | None = None, source: str = "", description: str = "", targets: str = ""
     ) -> DatasetEntry:
         """Store ``dataset`` (once per content); a name already taken by other content gets a suffix. ``targets``:
-        the targets it declares (:func:`ragmetrics.targets.declared_targets`), shown until a view picks others."""
+        the targets it declares (:func:`ragmetrics.analysis.targets.declared_targets`), shown until a view picks others."""
         ident = store_mod.dataset_id(dataset)
         existing = self.dataset(ident)
         if existing is not None:
@@ -391,7 +391,7 @@ class Workspace:
     # --- run metadata ----------------------------------------------------------------
 
     def tags(self, run_ident: str) -> dict[str, str]:
-        """A stored run's metadata tags (:mod:`ragmetrics.runmeta`)."""
+        """A stored run's metadata tags (:mod:`ragmetrics.io.runmeta`)."""
         return self.store.tags(run_ident)
 
     def tags_of(self, dataset_ident: str) -> dict[str, dict[str, str]]:
@@ -404,7 +404,7 @@ class Workspace:
         return self.store.set_tags(run_ident, tags, replace=replace)
 
     def stored_runs(self, dataset_ident: str) -> list[StoredRun]:
-        """The dataset's runs with their tags, for :mod:`ragmetrics.history` (rows loaded through this workspace)."""
+        """The dataset's runs with their tags, for :mod:`ragmetrics.analysis.history` (rows loaded through this workspace)."""
         tags = self.tags_of(dataset_ident)
         return [
             StoredRun(r.id, r.name, r.added.timestamp(), tags.get(r.id, {}), _load_of(r))

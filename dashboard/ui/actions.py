@@ -8,7 +8,7 @@ import streamlit as st
 
 from dashboard.core.text import md_escape
 from dashboard.ui import layout, retrievers, state
-from ragmetrics.errors import RagMetricsError
+from ragmetrics.foundation.errors import RagMetricsError
 
 
 def hybrid_button(page: layout.Page, run_id: str) -> None:

@@ -44,13 +44,14 @@ from dashboard.data.bounded import ByteLRU
 from dashboard.data.prefetch import CurvePrefetcher
 from dashboard.data.workspace import DatasetEntry, RunEntry, Workspace
 from dashboard.ui import memory, settings
-from ragmetrics import Alignment, align, history, judging
-from ragmetrics.compare import Comparison
-from ragmetrics.history import Leaderboard, StoredRun, Timeline
-from ragmetrics.memory import hand_freed_memory_back_promptly, use_small_pages_for_this_process
-from ragmetrics.model import Run
-from ragmetrics.stability import Stability, stability
-from ragmetrics.store import Store
+from ragmetrics import Alignment, align
+from ragmetrics.analysis import history, judging
+from ragmetrics.analysis.compare import Comparison
+from ragmetrics.analysis.history import Leaderboard, StoredRun, Timeline
+from ragmetrics.analysis.stability import Stability, stability
+from ragmetrics.foundation.memory import hand_freed_memory_back_promptly, use_small_pages_for_this_process
+from ragmetrics.foundation.model import Run
+from ragmetrics.store.database import Store
 
 
 def store_url() -> str:
@@ -114,7 +115,7 @@ def held_caches() -> list[memory.Held]:
 @st.cache_resource(show_spinner=False)
 def start_sweeper() -> memory.Sweeper:
     """The process's :class:`dashboard.ui.memory.Sweeper` (started by the first page), after the process's memory
-    choices (:mod:`ragmetrics.memory`): small pages for numpy, freed memory handed back promptly."""
+    choices (:mod:`ragmetrics.foundation.memory`): small pages for numpy, freed memory handed back promptly."""
     use_small_pages_for_this_process()
     hand_freed_memory_back_promptly()
     return memory.Sweeper(held_caches)
@@ -490,7 +491,7 @@ def _qrels_diff(before_id: str, after_id: str, _before: DatasetEntry, _after: Da
 
 
 def qrels_diff(before: DatasetEntry, after: DatasetEntry) -> pd.DataFrame:
-    """:func:`ragmetrics.judging.diff` of two qrels versions, cached per pair of content ids."""
+    """:func:`ragmetrics.analysis.judging.diff` of two qrels versions, cached per pair of content ids."""
     return _qrels_diff(before.id, after.id, before, after)
 
 
@@ -503,7 +504,7 @@ def _stability(
 
 
 def qrels_stability(before: DatasetEntry, after: DatasetEntry, runs: Sequence[RunEntry], metric: str) -> Stability:
-    """:func:`ragmetrics.stability.stability` of ``runs`` under two qrels versions on ``metric``, cached per
+    """:func:`ragmetrics.analysis.stability.stability` of ``runs`` under two qrels versions on ``metric``, cached per
     versions, runs and metric."""
     key = tuple((r.id, r.name) for r in runs)
     return _stability(before.id, after.id, key, metric, before, after, runs)
@@ -534,7 +535,7 @@ def timeline(
     dataset: DatasetEntry, runs: Sequence[StoredRun], spec: str, *, by: str, where: dict[str, str],
     baseline: str | None, test: str, alpha: float,
 ) -> Timeline:  # fmt: skip
-    """:func:`ragmetrics.history.timeline` of the dataset's runs, cached per runs and tags, metric and controls."""
+    """:func:`ragmetrics.analysis.history.timeline` of the dataset's runs, cached per runs and tags, metric and controls."""
     return _timeline(dataset.id, _tag_key(runs), spec, by, tuple(sorted(where.items())), baseline, test,
                      float(alpha), dataset, runs)  # fmt: skip
 
@@ -550,7 +551,7 @@ def _leaderboard(
 def leaderboard(
     datasets: Sequence[tuple[DatasetEntry, Sequence[StoredRun]]], spec: str, *, system_tag: str, test: str, alpha: float
 ) -> Leaderboard:
-    """:func:`ragmetrics.history.leaderboard` over the datasets' runs, cached per runs and tags, metric and controls.
+    """:func:`ragmetrics.analysis.history.leaderboard` over the datasets' runs, cached per runs and tags, metric and controls.
     Only the runs tagged ``system_tag`` are read."""
     chosen = [(d, [r for r in runs if r.tags.get(system_tag)]) for d, runs in datasets]
     chosen = [(d, runs) for d, runs in chosen if runs]

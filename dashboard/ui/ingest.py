@@ -26,13 +26,13 @@ import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 from streamlit.runtime.uploaded_file_manager import UploadedFile, UploadedFileRec
 
+from dashboard.core.share import ViewState
 from dashboard.core.text import md_escape
 from dashboard.data.workspace import Workspace
 from dashboard.ui import cache, memory, state
-from ragmetrics.errors import RagMetricsError, RagMetricsWarning
+from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.io import FORMATS, load_dataset, load_run
-from ragmetrics.limits import ENV_VARS, Limits, human_bytes
-from ragmetrics.share import ViewState
+from ragmetrics.io.limits import ENV_VARS, Limits, human_bytes
 
 # uploads from the browser get tighter defaults than the CLI; a RAGMETRICS_MAX_* variable still wins
 _UPLOAD_DEFAULTS = {"max_bytes": 1 << 30, "max_rows": 20_000_000, "max_queries": 1_000_000}
@@ -168,7 +168,7 @@ def _bad_targets(text: str) -> str | None:
     """Why the targets typed for a dataset do not read (None: they do, or none were typed)."""
     if not text:
         return None
-    from ragmetrics.targets import declared_targets
+    from ragmetrics.analysis.targets import declared_targets
 
     try:
         declared_targets(text)
@@ -191,7 +191,7 @@ def ingest_runs(
     regular expression or a separator) and ``chunk_mapping`` (an uploaded chunk-to-document file) map a run's
     chunk ids to documents (:func:`ragmetrics.io.load_run`), for runs of any format; a run is read again when
     they change. ``tags_text`` (``KEY=VALUE`` lines) and ``retrieval_metadata`` (an uploaded ``RUN.json`` that
-    ``ragmetrics retrieve`` wrote) are the runs' metadata (:mod:`ragmetrics.runmeta`); the typed tags win."""
+    ``ragmetrics retrieve`` wrote) are the runs' metadata (:mod:`ragmetrics.io.runmeta`); the typed tags win."""
     outcomes = []
     pattern = (chunk_pattern or "").strip()
     mapping_id = getattr(chunk_mapping, "file_id", "") if chunk_mapping is not None else ""
@@ -246,7 +246,7 @@ def ingest_runs(
 def run_tags(tags_text: str, retrieval_metadata: Any = None) -> dict[str, str]:
     """The tags the upload's metadata fields give: those of an uploaded retrieval metadata JSON, then the typed
     ``KEY=VALUE`` lines (which win); a bad line or file is an error naming it."""
-    from ragmetrics.runmeta import load_retrieval_metadata, parse_tag_lines, retriever_tags
+    from ragmetrics.io.runmeta import load_retrieval_metadata, parse_tag_lines, retriever_tags
 
     found = {}
     if retrieval_metadata is not None:

@@ -14,15 +14,15 @@ import streamlit as st
 
 from dashboard.core import results_only
 from dashboard.core.queries import dataset_summary, group_values
+from dashboard.core.share import share_query, share_url
 from dashboard.core.specs import K_MAX
 from dashboard.core.text import HIGHLIGHT_LEGEND, md_escape
 from dashboard.core.view_state import Facts, ViewState, app_root, missing_note, reconcile
 from dashboard.data.workspace import DatasetEntry, RunEntry, Workspace, safe_url
 from dashboard.ui import cache, state, widgets
 from ragmetrics import Alignment
-from ragmetrics.export import to_safe_csv
-from ragmetrics.share import share_query, share_url
-from ragmetrics.store import StoreKeyError
+from ragmetrics.io.export import to_safe_csv
+from ragmetrics.store.database import StoreKeyError
 
 
 @dataclass

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from dashboard.ui import settings
-from ragmetrics.limits import human_bytes, parse_size
+from ragmetrics.io.limits import human_bytes, parse_size
 
 GiB = 1 << 30
 
@@ -256,7 +256,7 @@ def give_back_memory() -> None:
     """Hand memory freed in the allocators back to the system (Arrow's pools; glibc's heap where there is one)."""
     import pyarrow as pa
 
-    from ragmetrics.memory import reading_pool
+    from ragmetrics.foundation.memory import reading_pool
 
     pa.default_memory_pool().release_unused()
     reading_pool().release_unused()

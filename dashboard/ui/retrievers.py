@@ -21,10 +21,10 @@ import streamlit as st
 from dashboard.data.jobs import RetrievalJob
 from dashboard.data.workspace import DatasetEntry, RunEntry, Workspace
 from dashboard.ui import cache, settings
-from ragmetrics.errors import RagMetricsError
-from ragmetrics.fusion import fuse
+from ragmetrics.analysis.fusion import fuse
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.io.runmeta import retriever_tags
 from ragmetrics.retrieve import retrieve
-from ragmetrics.runmeta import retriever_tags
 
 BM25 = "BM25 (built in, over the dataset's corpus)"
 BM25_SPEC = "bm25"

@@ -1,6 +1,6 @@
 """The only module that touches ``st.query_params`` and ``st.session_state``.
 
-The view lives in the URL (:mod:`ragmetrics.share` is its codec). Switching pages clears the
+The view lives in the URL (:mod:`dashboard.core.share` is its codec). Switching pages clears the
 URL, so the last :class:`ViewState` is also kept in session state and is used
 when the URL carries none. Widgets get their starting value from the view
 (:func:`seed`); on a fresh view (a link just opened, or another page just
@@ -16,7 +16,7 @@ from typing import Any
 
 import streamlit as st
 
-from ragmetrics.share import ViewState, decode, encode
+from dashboard.core.share import ViewState, decode, encode
 
 _VIEW = "ragmetrics.view"
 _PAGE = "ragmetrics.page"

@@ -13,13 +13,13 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from dashboard.core.compare import ALPHAS, DEFAULT_ALPHA, DEFAULT_TEST, TESTS, correction_title, test_title
+from dashboard.core.share import DEFAULT_CORRECTION, NO_PROFILE, ViewState
 from dashboard.core.specs import K_MAX, METRIC_CHOICES, metric_title, takes_k
 from dashboard.core.targets import DEFAULT_PROFILE, NO_TARGETS, PROFILES, declared_title, profile_title
 from dashboard.ui import state
-from ragmetrics.errors import RagMetricsError
-from ragmetrics.metrics import parse_metric
-from ragmetrics.share import DEFAULT_CORRECTION, NO_PROFILE, ViewState
-from ragmetrics.stats import CORRECTIONS
+from ragmetrics.analysis.stats import CORRECTIONS
+from ragmetrics.engine.metrics import parse_metric
+from ragmetrics.foundation.errors import RagMetricsError
 
 __all__ = [
     "ALL",
@@ -202,7 +202,7 @@ def metric_set_picker(
 
 
 def correction_picker(key: str, value: str, *, force: bool) -> str:
-    """The multiple-comparison correction, from the library's registry (:data:`ragmetrics.stats.CORRECTIONS`)."""
+    """The multiple-comparison correction, from the library's registry (:data:`ragmetrics.analysis.stats.CORRECTIONS`)."""
     state.seed(key, value if value in CORRECTIONS else DEFAULT_CORRECTION, force=force)
     return str(
         st.selectbox(
@@ -275,7 +275,7 @@ def baseline_picker(
 
 
 def significance_test_picker(key: str, default: str = DEFAULT_TEST, *, force: bool = False) -> str:
-    """The paired significance test, from the library's registry (:data:`ragmetrics.stats.TESTS`)."""
+    """The paired significance test, from the library's registry (:data:`ragmetrics.analysis.stats.TESTS`)."""
     state.seed(key, default if default in TESTS else DEFAULT_TEST, force=force or state.widget_value(key) not in TESTS)
     resampled = " and ".join(t.title for t in TESTS.values() if t.resampled)
     return str(

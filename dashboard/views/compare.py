@@ -1,12 +1,12 @@
 """Compare: is a run better than the baseline, or is that noise? And "what if we went hybrid?" (fusion).
 
 Per metric at K: mean with 95% CI, delta against the baseline with its CI, paired p-value, Holm-corrected p,
-a significance mark and win/tie/loss counts (``ragmetrics.compare``). Selecting a row shows that run and
+a significance mark and win/tie/loss counts (``ragmetrics.analysis.compare``). Selecting a row shows that run and
 metric query by query: the queries behind its wins and losses, sorted deltas, baseline-versus-run scatter,
 one query's two rankings side by side, and the same comparison per category and difficulty. Fusion adds a
 fused run to the workspace, so every page sees it, and downloads it as a TREC file.
 
-Reads ``ds, runs, base, m, k, fr, q, t, a, c, ms, o, jb, dp`` (see ``ragmetrics.share.PARAM_KEYS``).
+Reads ``ds, runs, base, m, k, fr, q, t, a, c, ms, o, jb, dp`` (see ``dashboard.core.share.PARAM_KEYS``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Diagnosis: deterministic rules over each selected run at K, each citing the numbers that fired it.
 
-Rules (see ``ragmetrics.diagnosis``): easy queries missed, hard queries missed, near misses at ranks K+1..20,
+Rules (see ``ragmetrics.analysis.diagnosis``): easy queries missed, hard queries missed, near misses at ranks K+1..20,
 high recall but low MRR, a category far below the others. Reads ``ds, runs, m, k``.
 """
 

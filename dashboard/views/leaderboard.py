@@ -1,9 +1,9 @@
 """Leaderboard: systems (the values of a tag, ``system`` by default) x the stored datasets (the newest qrels
 version of each) on the sidebar's metric: each dataset's mean and the system's rank, the mean rank and the mean
 over datasets, a † where a system does not differ significantly from the dataset's best; Markdown, CSV and LaTeX
-downloads. The numbers are :func:`ragmetrics.history.leaderboard`'s, as ``ragmetrics leaderboard`` prints them.
+downloads. The numbers are :func:`ragmetrics.analysis.history.leaderboard`'s, as ``ragmetrics leaderboard`` prints them.
 
-Reads ``m, k, sys, t, a`` (see ``ragmetrics.share.PARAM_KEYS``).
+Reads ``m, k, sys, t, a`` (see ``dashboard.core.share.PARAM_KEYS``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 (means with 95% CIs), targets pass/fail when a profile is picked, curves over K and the PR curve (drawn when their
 section is opened), the report.
 
-Reads ``ds, runs, base, m, k, prof, tgt, t, a, c, ms, jb, dp, cv`` from the URL (see ``ragmetrics.share.PARAM_KEYS``); the
+Reads ``ds, runs, base, m, k, prof, tgt, t, a, c, ms, jb, dp, cv`` from the URL (see ``dashboard.core.share.PARAM_KEYS``); the
 verdict is Compare's, on the same family of comparisons.
 """
 

@@ -2,9 +2,9 @@
 metric with its 95% CI per run, each step's paired test against the run before (and against a pinned baseline),
 and the first significant drop flagged; a tag filter (branch, system...). A click on a step's point, or its link,
 opens Compare on it.
-The numbers are :func:`ragmetrics.history.timeline`'s, as ``ragmetrics history`` prints them.
+The numbers are :func:`ragmetrics.analysis.history.timeline`'s, as ``ragmetrics history`` prints them.
 
-Reads ``ds, m, k, by, where, base, t, a`` (see ``ragmetrics.share.PARAM_KEYS``); a pinned baseline is also
+Reads ``ds, m, k, by, where, base, t, a`` (see ``dashboard.core.share.PARAM_KEYS``); a pinned baseline is also
 selected in the sidebar.
 """
 

@@ -16,8 +16,8 @@ import numpy as np
 
 from ragmetrics.engine.once import Once
 from ragmetrics.engine.order import FrameRows, positions, running_sum, segment_starts
-from ragmetrics.errors import RagMetricsError
-from ragmetrics.ids import Strings, dictionary_codes, take_strings
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.ids import Strings, dictionary_codes, take_strings
 
 if TYPE_CHECKING:
     from ragmetrics.engine.text import TextEvidence

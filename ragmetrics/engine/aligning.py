@@ -20,9 +20,9 @@ from ragmetrics.engine.conventions import Conventions
 from ragmetrics.engine.coverage import Coverage
 from ragmetrics.engine.order import FrameRows, positions, segment_starts, trec_order
 from ragmetrics.engine.queries import match_queries
-from ragmetrics.errors import RagMetricsError
-from ragmetrics.ids import dictionary_codes, positions_in, scalar_like, to_arrow, to_numpy
-from ragmetrics.model import Dataset, Run
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.ids import dictionary_codes, positions_in, scalar_like, to_arrow, to_numpy
+from ragmetrics.foundation.model import Dataset, Run
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor

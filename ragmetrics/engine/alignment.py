@@ -8,28 +8,31 @@ threads; holding it is how a caller avoids aligning again.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
 
+from ragmetrics.engine import metrics as registry
 from ragmetrics.engine.accumulators import Ranking
 from ragmetrics.engine.bounds import bounds, label_free
 from ragmetrics.engine.conventions import Conventions
 from ragmetrics.engine.coverage import Coverage
 from ragmetrics.engine.health import Health, explain_no_overlap, health
+from ragmetrics.engine.metrics import MetricSpec, metric_name
+from ragmetrics.engine.modes import MODES, Mode
 from ragmetrics.engine.once import Once
 from ragmetrics.engine.order import FrameRows
-from ragmetrics.errors import RagMetricsError
-from ragmetrics.ids import dictionary_codes, to_arrow, to_numpy
-from ragmetrics.model import Dataset, Run
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.ids import dictionary_codes, to_arrow, to_numpy
+from ragmetrics.foundation.model import Dataset, Run
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ragmetrics.metrics import MetricSpec
+T = TypeVar("T")
 
 
 CURVE_DEPTH = 100
@@ -121,12 +124,9 @@ class Alignment:
 
     def curve(self, metric: str, k_max: int) -> np.ndarray:
         """Per-query ``metric@k`` for k = 1..k_max, shape (n_queries, k_max), float64, read-only."""
-        from ragmetrics import metrics as registry
-        from ragmetrics.metrics import MetricSpec, parse_metric
-
-        if self.conventions.mode != "trec":
+        if not self.mode.curves_and_bounds:
             raise RagMetricsError("curves are computed with the trec_eval conventions only (mode='trec')")
-        name = parse_metric(f"{metric}@1").name if "@" not in str(metric) else parse_metric(metric).name
+        name = metric_name(metric)
 
         def compute_at(depth: int) -> np.ndarray:
             if self.conventions.unjudged != "relevant":
@@ -163,7 +163,7 @@ class Alignment:
         relevant at the relevance threshold (exact, read-only; :mod:`ragmetrics.engine.bounds`). The value under
         any such judging lies between them, trec_eval's too. Not in LlamaIndex mode, which scores every unjudged
         document non-relevant."""
-        if self.conventions.mode == "llamaindex":
+        if not self.mode.curves_and_bounds:
             raise RagMetricsError("bounds over the unjudged documents are computed with mode='trec' only")
         if depth is not None and (int(depth) != depth or depth < 1):
             raise RagMetricsError(f"bounds: depth must be a whole number of at least 1, got {depth!r}")
@@ -189,10 +189,7 @@ class Alignment:
     def computed(self, metric: str | MetricSpec, *, curve: bool = False) -> bool:
         """True when the metric's per-query values (or, ``curve``: its curve) are already computed on this alignment."""
         if curve:
-            from ragmetrics.metrics import parse_metric
-
-            name = parse_metric(f"{metric}@1").name if "@" not in str(metric) else parse_metric(metric).name
-            return ("curve", name, CURVE_DEPTH) in self._once
+            return ("curve", metric_name(metric), CURVE_DEPTH) in self._once
         return ("value", self._spec(metric)) in self._once
 
     def same_source(self, dataset: Dataset, conventions: Conventions) -> bool:
@@ -214,41 +211,22 @@ class Alignment:
         judged) and, when the run has them, ``text``. The best-ranked chunk of a document comes first."""
         return self._once.get("rows", self._rows)
 
+    @property
+    def mode(self) -> Mode:
+        """The kernels this alignment is read with (:data:`ragmetrics.engine.modes.MODES`)."""
+        return MODES[self.conventions.mode]
+
+    def once(self, key: object, compute: Callable[[], T]) -> T:
+        """``compute()`` the first time ``key`` is asked for on this alignment, the kept value after (the modes
+        keep what they derive from the ranking here)."""
+        kept: T = self._once.get(key, compute)
+        return kept
+
     def _spec(self, metric: str | MetricSpec) -> MetricSpec:
-        if self.conventions.mode == "llamaindex":
-            from ragmetrics import llamaindex
-
-            return llamaindex.parse(metric)
-        from ragmetrics.metrics import parse_metric
-
-        return parse_metric(metric)
+        return self.mode.parse(metric)
 
     def _compute(self, specs: list[MetricSpec]) -> dict[MetricSpec, np.ndarray]:
-        if self.conventions.mode == "llamaindex":
-            from ragmetrics import llamaindex
-
-            return llamaindex.compute(self.ranking, specs)
-        from ragmetrics import metrics as registry
-
-        out: dict[MetricSpec, np.ndarray] = {}
-        # bpref skips unjudged documents by its definition; judging them relevant (the "relevant" end) moves it
-        completed = self.conventions.unjudged == "relevant"
-        as_defined = [s for s in specs if s.info.reads_judged_only and not completed]
-        if as_defined:
-            out.update(registry.compute(self.ranking, as_defined))
-        textual = [s for s in specs if s.info.needs_text]
-        if textual:
-            from ragmetrics.engine.text import evidence as text_evidence
-
-            with_text = self._once.get("evidence", lambda: replace(self.ranking, evidence=text_evidence(self)))
-            out.update(registry.compute(with_text, textual))
-        specs = [s for s in specs if not ((s.info.reads_judged_only and not completed) or s.info.needs_text)]
-        if self.conventions.unjudged != "relevant":
-            out.update(registry.compute(self.scored(), specs))
-            return out
-        for depth in dict.fromkeys(s.k for s in specs):  # one completed ranking per cut-off
-            out.update(registry.compute(self.scored(depth), [s for s in specs if s.k == depth]))
-        return out
+        return self.mode.compute(self, specs)
 
     def _rows(self) -> pd.DataFrame:
         import pandas as pd

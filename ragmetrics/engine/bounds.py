@@ -27,7 +27,7 @@ from ragmetrics.engine.order import segment_starts
 
 if TYPE_CHECKING:
     from ragmetrics.engine.accumulators import Ranking
-    from ragmetrics.metrics import MetricSpec
+    from ragmetrics.engine.metrics import MetricSpec
 
 
 def label_free(spec: MetricSpec) -> bool:
@@ -38,7 +38,7 @@ def label_free(spec: MetricSpec) -> bool:
 def bounds(ranking: Ranking, spec: MetricSpec, depth: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per-query ``(worst, best)`` of ``spec`` over every labeling of the unjudged documents ``ranking`` holds in
     its top ``depth`` (None: all of them)."""
-    from ragmetrics import metrics as registry
+    from ragmetrics.engine import metrics as registry
 
     unjudged = ~ranking.judged
     if depth is not None:

@@ -1,7 +1,7 @@
 """How a run is read against the judgments: one immutable value, named in every result.
 
 The defaults are trec_eval 10.0 run with ``-c``; :meth:`Conventions.llamaindex` reproduces
-llama_index.core's ``RetrieverEvaluator`` (see :mod:`ragmetrics.llamaindex`).
+llama_index.core's ``RetrieverEvaluator`` (see :mod:`ragmetrics.engine.llamaindex`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numbers
 from dataclasses import dataclass, fields
 from typing import Any, Literal, get_args
 
-from ragmetrics.errors import RagMetricsError
+from ragmetrics.foundation.errors import RagMetricsError
 
 Missing = Literal["zero", "skip"]
 Level = Literal["auto", "document", "chunk"]

@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ragmetrics.engine.order import FrameRows
-from ragmetrics.ids import Strings, dictionary_codes, positions_in, same_strings, string_fingerprints, to_arrow
+from ragmetrics.foundation.ids import (
+    Strings,
+    dictionary_codes,
+    positions_in,
+    same_strings,
+    string_fingerprints,
+    to_arrow,
+)
 
 Aligned = tuple[np.ndarray, np.ndarray, np.ndarray]
 """``(chunk_dups, doc_dups, label)``: rows repeating an earlier chunk id, rows repeating an earlier document,

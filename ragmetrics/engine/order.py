@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow.compute as pc
 
-from ragmetrics.ids import Strings, table_of, take_strings, to_arrow, to_numpy
+from ragmetrics.foundation.ids import Strings, table_of, take_strings, to_arrow, to_numpy
 
 
 def segment_starts(q: np.ndarray, n_queries: int) -> np.ndarray:

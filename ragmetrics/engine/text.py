@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragmetrics.errors import RagMetricsError
+from ragmetrics.foundation.errors import RagMetricsError
 
 if TYPE_CHECKING:
     from ragmetrics.engine.alignment import Alignment

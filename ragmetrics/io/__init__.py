@@ -4,12 +4,12 @@
 file-like; ``filename`` names it in error messages and for format detection
 (the dashboard passes uploaded bytes plus the upload's name). Gzip is detected
 by its magic bytes; UTF-8 with or without BOM; CRLF accepted. Every input
-problem raises :class:`ragmetrics.errors.ParseError` (a ``ValueError``) whose
+problem raises :class:`ragmetrics.foundation.errors.ParseError` (a ``ValueError``) whose
 message reads ``file:line: expected ..., found ...``.
 
-``limits`` (a :class:`ragmetrics.limits.Limits`; default ``Limits.from_env()``)
+``limits`` (a :class:`ragmetrics.io.limits.Limits`; default ``Limits.from_env()``)
 caps an input's size (stored and decompressed), rows and queries; exceeding
-one raises :class:`ragmetrics.limits.LimitError`, a ParseError.
+one raises :class:`ragmetrics.io.limits.LimitError`, a ParseError.
 
 Formats and how they are detected: see :mod:`ragmetrics.io.formats`.
 """
@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ragmetrics.errors import ParseError, RagMetricsError
-from ragmetrics.io._source import Source, open_source
+from ragmetrics.foundation.errors import ParseError, RagMetricsError
+from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io.formats import FORMATS, KNOWN_EXTENSIONS, Format, detect
-from ragmetrics.limits import LimitError, Limits, resolve
-from ragmetrics.model import Dataset, Run
+from ragmetrics.io.limits import LimitError, Limits, resolve
+from ragmetrics.io.source import Source, open_source
 
 if TYPE_CHECKING:
     import pandas as pd

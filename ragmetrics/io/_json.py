@@ -15,8 +15,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ragmetrics.errors import ParseError
-from ragmetrics.io._source import Source, check_line_rows, decode, shorten
+from ragmetrics.foundation.errors import ParseError
+from ragmetrics.io.source import Source, check_line_rows, decode, shorten
 
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()

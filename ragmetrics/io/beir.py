@@ -28,12 +28,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
-from ragmetrics.errors import ParseError
-from ragmetrics.ids import id_problem
+from ragmetrics.foundation.errors import ParseError
+from ragmetrics.foundation.ids import id_problem
+from ragmetrics.foundation.model import Dataset, table_frame
 from ragmetrics.io import tables, trec
-from ragmetrics.io._columns import normalise_name
 from ragmetrics.io._json import first_char, records
-from ragmetrics.io._source import (
+from ragmetrics.io.columns import normalise_name
+from ragmetrics.io.source import (
     ZIP_MAGIC,
     Source,
     check_id,
@@ -43,7 +44,6 @@ from ragmetrics.io._source import (
     names_of,
     shorten,
 )
-from ragmetrics.model import Dataset, table_frame
 
 QUERY_ID_KEYS = ("_id", "id", "query_id", "qid")
 QUERY_TEXT_KEYS = ("text", "query")
@@ -343,7 +343,7 @@ def merge_queries(dataset: Dataset, queries: pd.DataFrame, *, keep_unjudged: boo
     if len(queries) and not base["query_id"].isin(set(queries["query_id"])).any():
         import warnings
 
-        from ragmetrics.errors import RagMetricsWarning
+        from ragmetrics.foundation.errors import RagMetricsWarning
 
         warnings.warn(
             f"the queries file matches none of the dataset's {len(base)} queries (its ids: "

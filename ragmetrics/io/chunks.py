@@ -15,12 +15,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ragmetrics.errors import ParseError, RagMetricsError
+from ragmetrics.foundation.errors import ParseError, RagMetricsError
+from ragmetrics.foundation.model import Run
 from ragmetrics.io import tables
-from ragmetrics.io._columns import normalise_name
 from ragmetrics.io._json import first_char, first_record, records, scan_object
-from ragmetrics.io._source import Source, names_of, open_source, shorten
-from ragmetrics.model import Run
+from ragmetrics.io.columns import normalise_name
+from ragmetrics.io.source import Source, names_of, open_source, shorten
 
 CHUNK_COLUMNS = ("chunk_id", "chunk", "chunkid", "passage_id")
 DOC_COLUMNS = ("source_doc", "doc_id", "document_id", "parent_doc", "docid", "doc")

@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ragmetrics.errors import ParseError
+from ragmetrics.foundation.errors import ParseError
+from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io._json import first_char, first_record, scan_object
-from ragmetrics.io._source import RowLines, Source, at_lines, shorten
-from ragmetrics.model import Dataset, Run
+from ragmetrics.io.source import RowLines, Source, at_lines, shorten
 
 LineOf = Callable[[int], int | None]
 

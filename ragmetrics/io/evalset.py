@@ -18,10 +18,10 @@ from typing import Any
 
 import pandas as pd
 
-from ragmetrics.errors import ParseError
+from ragmetrics.foundation.errors import ParseError
+from ragmetrics.foundation.model import Dataset, query_id_from_text
 from ragmetrics.io._json import first_char, first_record, records, whole_array
-from ragmetrics.io._source import Source, check_id, check_text, names_of, shorten
-from ragmetrics.model import Dataset, query_id_from_text
+from ragmetrics.io.source import Source, check_id, check_text, names_of, shorten
 
 ID_KEYS = ("query_id", "id")
 GRADE_LIMIT = 2**53

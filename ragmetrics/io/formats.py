@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ragmetrics.errors import ParseError
-from ragmetrics.io._source import Source
+from ragmetrics.foundation.errors import ParseError
+from ragmetrics.io.source import Source
 
 
 def _lazy(path: str) -> Callable[..., Any]:

@@ -23,11 +23,11 @@ from typing import Any
 
 import pandas as pd
 
-from ragmetrics.errors import ParseError
-from ragmetrics.io._columns import ALIASES, normalise_name, run_from_columns
+from ragmetrics.foundation.errors import ParseError
+from ragmetrics.foundation.model import Run, query_id_from_text
 from ragmetrics.io._json import first_char, first_record, records
-from ragmetrics.io._source import RowLines, Source, at_lines, names_of, shorten
-from ragmetrics.model import Run, query_id_from_text
+from ragmetrics.io.columns import ALIASES, normalise_name, run_from_columns
+from ragmetrics.io.source import RowLines, Source, at_lines, names_of, shorten
 
 ITEM_ID_KEYS = ("doc_id", "id", "docid", "chunk_id")
 SOURCE_KEYS = ALIASES["source_doc"]

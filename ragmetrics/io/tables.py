@@ -1,5 +1,5 @@
 """CSV / TSV with a header line, and Parquet, with case-insensitive column
-aliases (see ``_columns.ALIASES``).
+aliases (see ``columns.ALIASES``).
 
 A table with a relevance column (relevance/label/rel/grade) is a qrels table
 (``load_dataset``); otherwise it is a run (``load_run``). Parsing is Arrow's C
@@ -20,8 +20,9 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from ragmetrics.errors import ParseError
-from ragmetrics.io._columns import (
+from ragmetrics.foundation.errors import ParseError
+from ragmetrics.foundation.model import Dataset, Run
+from ragmetrics.io.columns import (
     ALIASES,
     QUERY_FACETS,
     QUERY_TEXT_NAMES,
@@ -29,7 +30,7 @@ from ragmetrics.io._columns import (
     normalise_name,
     run_from_columns,
 )
-from ragmetrics.io._source import (
+from ragmetrics.io.source import (
     PARQUET_MAGIC,
     Source,
     check_line_rows,
@@ -37,7 +38,6 @@ from ragmetrics.io._source import (
     nonempty_line_numbers,
     shorten,
 )
-from ragmetrics.model import Dataset, Run
 
 _KNOWN = {alias for names in ALIASES.values() for alias in names}
 _LONE_CR = re.compile(rb"\r(?!\n)")

@@ -40,17 +40,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from ragmetrics.errors import ParseError, RagMetricsError
-from ragmetrics.ids import as_strings, dictionary_codes, first_duplicate, table_of, to_arrow, to_numpy
-from ragmetrics.io._source import (
+from ragmetrics.foundation.errors import ParseError, RagMetricsError
+from ragmetrics.foundation.ids import as_strings, dictionary_codes, first_duplicate, table_of, to_arrow, to_numpy
+from ragmetrics.foundation.memory import reading_pool
+from ragmetrics.foundation.model import Dataset, Run
+from ragmetrics.io.source import (
     Source,
     at_lines,
     check_line_rows,
     nonempty_line_numbers,
     shorten,
 )
-from ragmetrics.memory import reading_pool
-from ragmetrics.model import Dataset, Run
 
 _TAB_TO_SPACE = bytes.maketrans(b"\t\v\f", b"   ")
 INT_RE = re.compile(r"[+-]?[0-9]+\Z")

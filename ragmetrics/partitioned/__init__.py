@@ -18,8 +18,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragmetrics.engine import Conventions
-from ragmetrics.errors import RagMetricsError
-from ragmetrics.ids import MAX_ID_BYTES
+from ragmetrics.engine.modes import MODES
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.ids import MAX_ID_BYTES
 from ragmetrics.partitioned.buckets import Plan
 from ragmetrics.partitioned.engine import ENGINES, Engine, Options, engine_class
 from ragmetrics.partitioned.result import PartitionedResult, PartitionedRun, combine
@@ -37,13 +38,7 @@ __all__ = [
 
 def canonical_metrics(metrics: Sequence[str], conventions: Conventions) -> tuple[str, ...]:
     """The canonical names of ``metrics`` under ``conventions`` (LlamaIndex's own in its mode), each once."""
-    if conventions.mode == "llamaindex":
-        from ragmetrics import llamaindex
-
-        return tuple(dict.fromkeys(str(llamaindex.parse(m)) for m in metrics))
-    from ragmetrics.metrics import parse_metric
-
-    names = tuple(dict.fromkeys(str(parse_metric(m)) for m in metrics))
+    names = tuple(dict.fromkeys(str(MODES[conventions.mode].parse(m)) for m in metrics))
     if not names:
         raise RagMetricsError("no metric to compute; pass metric names such as ['ndcg@10', 'recall@5']")
     return names
@@ -51,8 +46,8 @@ def canonical_metrics(metrics: Sequence[str], conventions: Conventions) -> tuple
 
 def run_name(path: str) -> str:
     """A run file's run name, as the loaders name it (the file name without its extensions)."""
-    from ragmetrics.io._source import open_source
     from ragmetrics.io.formats import KNOWN_EXTENSIONS
+    from ragmetrics.io.source import open_source
 
     return open_source(b"", filename=path.rstrip("/").rsplit("/", 1)[-1]).default_name(KNOWN_EXTENSIONS)
 
@@ -95,7 +90,7 @@ def evaluate_files(
     after). ``spark_master``: the master of a session started here when none is running (default ``local[*]``).
     ``per_query_out``: a Parquet path per run (one path for one run) where the per-query values are written where
     the engine runs, instead of being collected (the result then keeps the values but not the ids). Conventions as
-    :func:`ragmetrics.evaluate` (``changes`` override fields)."""
+    :func:`ragmetrics.analysis.evaluate` (``changes`` override fields)."""
     conventions = (conventions or Conventions()).replace(**changes) if changes else conventions or Conventions()
     paths = [runs] if isinstance(runs, str) else list(runs)
     outs = [per_query_out] if per_query_out is None or isinstance(per_query_out, str) else list(per_query_out)
@@ -103,7 +98,7 @@ def evaluate_files(
         outs = [None] * len(paths)
     if len(outs) != len(paths):
         raise RagMetricsError(f"per_query_out: one path per run; got {len(outs)} for {len(paths)} run(s)")
-    from ragmetrics.evaluate import DEFAULT_METRICS
+    from ragmetrics.analysis.evaluate import DEFAULT_METRICS
 
     names = canonical_metrics(list(metrics or DEFAULT_METRICS), conventions)
     options = Options(buckets=buckets, memory_limit=memory_limit, work_dir=work_dir, spark_master=spark_master)

@@ -23,9 +23,9 @@ import pyarrow.compute as pc
 
 from ragmetrics.engine import Conventions, align
 from ragmetrics.engine.health import query_tallies
-from ragmetrics.errors import ParseError
-from ragmetrics.ids import MAX_ID_BYTES, positions_in, to_numpy
-from ragmetrics.model import Dataset, Run
+from ragmetrics.foundation.errors import ParseError
+from ragmetrics.foundation.ids import MAX_ID_BYTES, positions_in, to_numpy
+from ragmetrics.foundation.model import Dataset, Run
 
 if TYPE_CHECKING:
     pass
@@ -68,7 +68,7 @@ class Side:
 
     ``layout``: ``"trec"``, rows of one ``line`` column (the file's lines, read by the TREC loader itself, so every
     rule of :mod:`ragmetrics.io.trec` holds); ``"columns"``, rows of the table's own columns (named as a CSV, TSV or
-    Parquet file or a DataFrame names them; the aliases and checks of :mod:`ragmetrics.io._columns` apply).
+    Parquet file or a DataFrame names them; the aliases and checks of :mod:`ragmetrics.io.columns` apply).
     ``header_line``: the line a CSV or TSV header is on (a data row's line is then ``position + header_line + 1``);
     None where rows have no lines."""
 
@@ -101,8 +101,8 @@ class Plan:
 
 
 def _source(name: str, data: bytes, max_id_bytes: int):  # -> Source
-    from ragmetrics.io._source import Source
-    from ragmetrics.limits import Limits
+    from ragmetrics.io.limits import Limits
+    from ragmetrics.io.source import Source
 
     # the whole input was not read here, so the in-memory caps do not apply; the id rule does
     unlimited = Limits(max_bytes=1 << 62, max_rows=1 << 62, max_queries=1 << 62, max_id_bytes=max_id_bytes)
@@ -190,7 +190,7 @@ def _read(side: Side, rows: pa.Table, plan: Plan, kind: Literal["run", "dataset"
 
             source = _source(side.file, _lines(rows), plan.max_id_bytes)
             return trec.read_run(source, name=plan.run_name) if kind == "run" else trec.read_qrels(source, name="qrels")
-        from ragmetrics.io import _columns
+        from ragmetrics.io import columns
 
         source = _source(side.file, b"", plan.max_id_bytes)
         frame = rows.drop_columns([POSITION]).to_pandas()
@@ -201,8 +201,8 @@ def _read(side: Side, rows: pa.Table, plan: Plan, kind: Literal["run", "dataset"
             return side.line_of(positions, row)
 
         if kind == "run":
-            return _columns.run_from_columns(source, frame, line_of, name=plan.run_name, header_line=header)
-        return _columns.dataset_from_columns(source, frame, line_of, name="qrels", header_line=header)
+            return columns.run_from_columns(source, frame, line_of, name=plan.run_name, header_line=header)
+        return columns.dataset_from_columns(source, frame, line_of, name="qrels", header_line=header)
     except ParseError as exc:
         if exc.source != side.file or side.layout == "trec":
             raise _in_file(side, rows, exc) from None

@@ -22,7 +22,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ragmetrics.errors import ParseError, RagMetricsError
+from ragmetrics.foundation.errors import ParseError, RagMetricsError
 from ragmetrics.partitioned.buckets import POSITION, Plan, evaluate_bucket
 from ragmetrics.partitioned.engine import Engine, Options
 from ragmetrics.partitioned.inputs import FIRST_FIELD, TRIMMED, Input, is_gzipped, open_plain, with_columns

@@ -18,7 +18,7 @@ from typing import ClassVar
 import numpy as np
 import pyarrow as pa
 
-from ragmetrics.errors import RagMetricsError
+from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.partitioned.buckets import Plan, per_query_rows, without_ids
 from ragmetrics.partitioned.inputs import Input
 
@@ -97,7 +97,7 @@ def bucket_of(query_ids: pa.ChunkedArray | pa.Array, buckets: int) -> np.ndarray
     """The in-process engine's bucket of each row (a hash of the query id; each distinct id hashed once)."""
     import pandas as pd
 
-    from ragmetrics.ids import dictionary_codes
+    from ragmetrics.foundation.ids import dictionary_codes
 
     codes, uniques = dictionary_codes(query_ids)
     hashes = pd.util.hash_array(np.array(uniques.to_pylist(), dtype=object))

@@ -10,14 +10,14 @@ import os
 from dataclasses import dataclass
 from typing import BinaryIO, Literal
 
-from ragmetrics.errors import ParseError, RagMetricsError
+from ragmetrics.foundation.errors import ParseError, RagMetricsError
 from ragmetrics.partitioned.buckets import Side
 
 HEAD_BYTES = 1 << 16
 FORMATS = ("trec", "csv", "tsv", "parquet")
 """The formats an engine reads itself."""
 TRIMMED = " \t"
-"""Blanks stripped around an id of a table cell (as :func:`ragmetrics.io._columns.as_id_column` does)."""
+"""Blanks stripped around an id of a table cell (as :func:`ragmetrics.io.columns.as_id_column` does)."""
 WHITESPACE = "[ \\t\\x0B\\f]"
 """A TREC field separator (C whitespace: space, tab, vertical tab, form feed), as a regular expression both RE2
 (DuckDB) and Java (Spark) read the same way."""
@@ -62,9 +62,9 @@ def _head(path: str) -> bytes:
 def describe(path: str, kind: Literal["run", "dataset"], *, local: bool = True) -> Input:
     """The input at ``path``. ``local``: the file is on this machine (sniffed); otherwise (a cluster's path) its
     format is taken from its extension."""
-    from ragmetrics.io._source import open_source
     from ragmetrics.io.formats import KNOWN_EXTENSIONS, detect
-    from ragmetrics.limits import Limits
+    from ragmetrics.io.limits import Limits
+    from ragmetrics.io.source import open_source
 
     if local and not os.path.exists(path):
         raise ParseError(path, None, "an existing file", "nothing at that path")
@@ -97,7 +97,7 @@ def describe(path: str, kind: Literal["run", "dataset"], *, local: bool = True) 
 
 def with_columns(found: Input, names: list[str]) -> Input:
     """``found`` with its columns as the engine reports them (Parquet)."""
-    from ragmetrics.io._columns import normalise_name
+    from ragmetrics.io.columns import normalise_name
     from ragmetrics.io.tables import _PARQUET_WANTED
 
     wanted = tuple(n for n in names if normalise_name(n) in _PARQUET_WANTED)
@@ -105,11 +105,11 @@ def with_columns(found: Input, names: list[str]) -> Input:
 
 
 def _query_column(path: str, names: list[str] | tuple[str, ...]) -> str:
-    from ragmetrics.io._columns import normalise_name, resolve
+    from ragmetrics.io.columns import normalise_name, resolve
 
     column = resolve(names).get("query_id")
     if column is None:
-        from ragmetrics.io._columns import describe_aliases
+        from ragmetrics.io.columns import describe_aliases
 
         raise ParseError(path, None, f"a column {describe_aliases(['query_id'])}", f"columns {list(names)}")
     if normalise_name(column) == "query":

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import numpy as np
 import pyarrow as pa
 
-from ragmetrics.model import Dataset, Run
+from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.partitioned.buckets import POSITION, Plan, Side, evaluate_bucket
 from ragmetrics.partitioned.engine import Engine, bucket_of
 from ragmetrics.partitioned.inputs import Input

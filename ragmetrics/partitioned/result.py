@@ -13,8 +13,8 @@ import pyarrow.compute as pc
 
 from ragmetrics.engine import Conventions, Coverage
 from ragmetrics.engine.health import Health, QueryTallies, health_of
-from ragmetrics.errors import RagMetricsError
-from ragmetrics.ids import to_numpy
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.ids import to_numpy
 from ragmetrics.partitioned.buckets import EVALUATED, SKIPPED, TALLIES, TOTALS, UNKNOWN, schema
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ class PartitionedRun:
         return out
 
     def array(self, metric: str) -> np.ndarray:
-        from ragmetrics.metrics import parse_metric
+        from ragmetrics.engine.metrics import parse_metric
 
         return self.arrays[str(parse_metric(metric))]
 
@@ -152,7 +152,7 @@ class PartitionedResult:
         return frame.astype(np.float64)
 
     def to_dict(self, per_query: bool = False) -> dict[str, Any]:
-        """As :meth:`ragmetrics.evaluate.EvalResult.to_dict`."""
-        from ragmetrics.evaluate import results_dict
+        """As :meth:`ragmetrics.analysis.evaluate.EvalResult.to_dict`."""
+        from ragmetrics.analysis.evaluate import results_dict
 
         return results_dict(self.runs.values(), per_query)

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from ragmetrics.engine import Conventions
-from ragmetrics.errors import RagMetricsError
-from ragmetrics.ids import MAX_ID_BYTES
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.ids import MAX_ID_BYTES
 from ragmetrics.partitioned.buckets import POSITION, Plan, Side, evaluate_bucket
 from ragmetrics.partitioned.engine import Engine, Options
 from ragmetrics.partitioned.inputs import FIRST_FIELD, TRIMMED, Input
@@ -183,11 +183,11 @@ def evaluate(
     """Evaluate a run DataFrame against a qrels DataFrame on their Spark session.
 
     Columns are named as in a CSV file (``query_id``/``qid``, ``doc_id``/``docno``, ``relevance``/``label``,
-    ``score``; see :mod:`ragmetrics.io._columns`). ``buckets`` defaults to ``spark.sql.shuffle.partitions``;
+    ``score``; see :mod:`ragmetrics.io.columns`). ``buckets`` defaults to ``spark.sql.shuffle.partitions``;
     ``per_query_out``: a Parquet folder the executors write the per-query values to (the result then keeps the
-    values, not the ids). Conventions as :func:`ragmetrics.evaluate`."""
-    from ragmetrics.evaluate import DEFAULT_METRICS
-    from ragmetrics.io._columns import resolve
+    values, not the ids). Conventions as :func:`ragmetrics.analysis.evaluate`."""
+    from ragmetrics.analysis.evaluate import DEFAULT_METRICS
+    from ragmetrics.io.columns import resolve
     from ragmetrics.partitioned import canonical_metrics
 
     conventions = (conventions or Conventions()).replace(**changes) if changes else conventions or Conventions()

@@ -22,10 +22,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ragmetrics.errors import RagMetricsError
+from ragmetrics.foundation.errors import RagMetricsError
 
 if TYPE_CHECKING:
-    from ragmetrics.model import Dataset
+    from ragmetrics.foundation.model import Dataset
 
 
 class Hit(NamedTuple):

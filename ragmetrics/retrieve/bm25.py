@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ragmetrics.errors import RagMetricsError
+from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.retrieve.adapters import Adapter, Hit
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ragmetrics.model import Dataset
+    from ragmetrics.foundation.model import Dataset
 
 K1 = 1.2
 B = 0.75

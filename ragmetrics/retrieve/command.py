@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, TextIO
 
-from ragmetrics.model import Dataset
+from ragmetrics.foundation.model import Dataset
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
@@ -61,7 +61,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
 
 
 def _headers(values: list[str] | None) -> dict[str, str]:
-    from ragmetrics.errors import RagMetricsError
+    from ragmetrics.foundation.errors import RagMetricsError
 
     out = {}
     for value in values or []:

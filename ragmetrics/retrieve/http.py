@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from ragmetrics.errors import RagMetricsError
+from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.retrieve.adapters import Adapter, CallError, Hit, as_doc_id, as_score, lookup
 
 DEFAULT_REQUEST = 'POST {"query": "{query}", "k": "{k}"}'

@@ -10,7 +10,7 @@ What is reported (over the queries answered in every repeat, so that a failure i
   of what was seen is the honest interval; a bootstrap over so few resamples would pretend to more.
 * ``per_query_std_mean`` / ``per_query_std_max``: the mean and the largest per-query standard deviation.
 
-Metrics are computed with :func:`ragmetrics.evaluate` under the default (trec_eval) conventions; a dataset
+Metrics are computed with :func:`ragmetrics.analysis.evaluate` under the default (trec_eval) conventions; a dataset
 whose judgments cannot score the runs gives the overlap only, with ``metrics_error`` saying why.
 """
 
@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from ragmetrics.errors import RagMetricsError, RagMetricsWarning
-from ragmetrics.model import Dataset, Run
+from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
+from ragmetrics.foundation.model import Dataset, Run
 
 
 def _number(value: float) -> float | None:
@@ -90,7 +90,7 @@ def repeat_noise(
 def _metric_noise(
     dataset: Dataset, runs: Sequence[Run], common: list[str], metrics: Sequence[str], per_query: dict[str, Any]
 ) -> dict[str, Any]:
-    from ragmetrics.evaluate import evaluate
+    from ragmetrics.analysis.evaluate import evaluate
 
     named = [r.with_name(f"repeat-{i + 1}") for i, r in enumerate(runs)]
     with warnings.catch_warnings():

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ragmetrics.model import Run
+from ragmetrics.foundation.model import Run
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ragmetrics.errors import RagMetricsError
-from ragmetrics.model import Dataset, Run
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.retrieve.adapters import Adapter, CallError, Hit, resolve
 from ragmetrics.retrieve.cache import ResponseCache, answer_key, default_cache_dir
 from ragmetrics.retrieve.result import Call, Retrieval, latency_summary
@@ -286,7 +286,7 @@ class _Retrieval:
     def _metadata(
         self, calls: tuple[Call, ...], name: str, identity: str, started_at: datetime, seconds: float
     ) -> dict[str, Any]:
-        from ragmetrics import __version__
+        from ragmetrics.foundation.version import __version__
 
         failed = [c for c in calls if c.failed]
         latencies = np.array([c.latency for c in calls if c.latency is not None], dtype=np.float64)

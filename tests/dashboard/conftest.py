@@ -119,7 +119,7 @@ def _private_store(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="session")
 def faq_ids() -> dict[str, str]:
     """Store ids of the FAQ sample's dataset (``"dataset"``) and of each of its runs (by run name)."""
-    from ragmetrics.store import dataset_id, run_id
+    from ragmetrics.store.database import dataset_id, run_id
 
     sample = next(samples.iter_samples(names=["product_faq_zh"]))
     ids = {"dataset": dataset_id(sample.dataset)}

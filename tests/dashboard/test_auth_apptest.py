@@ -165,7 +165,7 @@ def test_a_share_link_opens_its_page_and_view_after_sign_in(
     monkeypatch: pytest.MonkeyPatch, store_opened: list[int]
 ) -> None:
     from dashboard.data.samples import iter_samples
-    from ragmetrics.store import dataset_id, run_id
+    from ragmetrics.store.database import dataset_id, run_id
 
     sample = next(iter_samples(names=["product_faq_zh"]))
     runs = {run.name: run_id(run) for run, _ in sample.runs}
@@ -404,7 +404,7 @@ def test_the_hash_helper_prints_a_usable_hash(
 def _judge_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
     """A store of its own holding the Judge page's small dataset; returns its URL and the dataset id."""
     from dashboard.data.workspace import Workspace
-    from ragmetrics.store import Store
+    from ragmetrics.store.database import Store
     from tests.dashboard.test_judge_apptest import judge_dataset
 
     folder = tmp_path / "judge-store"
@@ -422,7 +422,7 @@ def _judge_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, 
 
 
 def _label_on_the_judge_page(at: AppTest, url: str, dataset: str) -> list[str]:
-    from ragmetrics.store import Store
+    from ragmetrics.store.database import Store
 
     at.switch_page("views/judge.py").run()
     assert not at.exception and at.title[0].value == "Judge"

@@ -7,7 +7,7 @@ import pytest
 
 from dashboard.core import breakdown
 from dashboard.core.queries import unevaluated_groups
-from ragmetrics.compare import MIN_GROUP
+from ragmetrics.analysis.compare import MIN_GROUP
 
 
 def test_breakdown_frame_matches_groupby(faq, faq_alignments, faq_result) -> None:

@@ -1,5 +1,5 @@
 """Compare, query-by-query, power and fusion builders without Streamlit: columns, values equal to
-ragmetrics.compare / stats / fusion, trace names."""
+ragmetrics.analysis.compare / stats / fusion, trace names."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ from dashboard.core import compare as cmp
 from dashboard.core import compare_queries as by_query
 from dashboard.core import fusion, power
 from dashboard.core.results import eval_result
-from ragmetrics import Alignment, stats
-from ragmetrics.compare import compare, compare_result, discriminative_power
-from ragmetrics.fusion import fuse
+from ragmetrics import Alignment
+from ragmetrics.analysis import stats
+from ragmetrics.analysis.compare import compare, compare_result, discriminative_power
+from ragmetrics.analysis.fusion import fuse
 from ragmetrics.io import load_run
 
 SPECS = ["recall@5", "ndcg@5", "mrr@5"]
@@ -407,9 +408,9 @@ def test_compare_result_on_tiny_matches_the_eval_result_path(tiny, tiny_runs, ti
 
 
 def test_choices_and_labels_come_from_the_library_registries(faq_cmp) -> None:
-    from ragmetrics import compare as library_compare
-    from ragmetrics import fusion as library_fusion
-    from ragmetrics import share
+    from dashboard.core import share
+    from ragmetrics.analysis import compare as library_compare
+    from ragmetrics.analysis import fusion as library_fusion
 
     assert list(cmp.TESTS) == list(stats.TESTS) and cmp.test_title("randomization") == "Fisher randomization"
     assert all(cmp.test_title(t) == stats.TESTS[t].title for t in stats.TESTS)

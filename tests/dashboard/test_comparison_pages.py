@@ -1,5 +1,5 @@
 """The Compare and Dataset power pages under Streamlit's AppTest with the bundled samples: URL state in and out,
-the numbers of ragmetrics.compare, click-through to queries, fusion adding a run."""
+the numbers of ragmetrics.analysis.compare, click-through to queries, fusion adding a run."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def test_compare_page_defaults_to_the_first_run_as_baseline(faq_ids) -> None:
 
 
 def test_compare_reads_the_url_and_shows_the_librarys_numbers(faq, faq_ids) -> None:
-    from ragmetrics.compare import compare
+    from ragmetrics.analysis.compare import compare
 
     params = {
         "ds": faq_ids["dataset"],
@@ -274,8 +274,8 @@ def test_fusion_settings(own_store, faq_ids) -> None:
 
 
 def test_power_page_shows_discriminative_power_and_queries_needed(faq, faq_ids) -> None:
-    from ragmetrics import stats
-    from ragmetrics.compare import discriminative_power
+    from ragmetrics.analysis import stats
+    from ragmetrics.analysis.compare import discriminative_power
 
     at = open_page("power", {"m": "ndcg", "k": "10"})
     no_problems(at)
@@ -309,7 +309,7 @@ def test_one_run_explains_instead_of_failing(faq_ids) -> None:
 
 
 def test_bounds_from_the_unjudged_show_the_librarys_ends_and_mark_a_verdict_that_could_flip(faq, faq_ids) -> None:
-    from ragmetrics.compare import compare
+    from ragmetrics.analysis.compare import compare
 
     at = open_page("compare", {"m": "ndcg", "k": "10"})
     no_problems(at)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dashboard.data import samples
-from ragmetrics.store import Store, dataset_id
+from ragmetrics.store.database import Store, dataset_id
 from tests.dashboard.apptest import no_problems, open_page
 
 pytestmark = pytest.mark.apptest
@@ -66,7 +66,7 @@ def test_names_from_files_are_shown_as_text_in_headings_and_labels(own_store) ->
     """Was: the Workspace's heading and Compare's fusion weights rendered a dataset's or run's name as Markdown
     (a link, LaTeX)."""
     from dashboard.data.workspace import Workspace
-    from ragmetrics.model import Run
+    from ragmetrics.foundation.model import Run
 
     faq = next(samples.iter_samples(names=["product_faq_zh"]))
     workspace = Workspace(Store(f"sqlite:///{own_store / 'ragmetrics.sqlite'}"), cache_bytes=1 << 26)

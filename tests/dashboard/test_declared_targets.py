@@ -10,8 +10,8 @@ import pytest
 import ragmetrics as rm
 from dashboard.core import targets
 from dashboard.data import samples
-from ragmetrics.store import Store, dataset_id
-from ragmetrics.targets import PROFILES, declared_targets
+from ragmetrics.analysis.targets import PROFILES, declared_targets, resolve_targets
+from ragmetrics.store.database import Store, dataset_id
 from tests.dashboard.apptest import no_problems, open_page, param
 
 DATA = Path(__file__).resolve().parents[1] / "e2e" / "data"
@@ -22,7 +22,7 @@ def _targets_table(at):  # type: ignore[no-untyped-def]
 
 
 def test_declared_targets_read_a_profile_or_items_and_never_a_file(tmp_path) -> None:
-    assert declared_targets("faq") == declared_targets(" faq ") == rm.targets.resolve_targets(PROFILES["faq"])
+    assert declared_targets("faq") == declared_targets(" faq ") == resolve_targets(PROFILES["faq"])
     assert declared_targets("ndcg@10>0.6, recall@5>0.9") == {"ndcg@10": 0.6, "recall@5": 0.9}
     path = tmp_path / "t.json"
     path.write_text('{"ndcg@10": 0.5}')

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from dashboard.core import missed
-from ragmetrics import diagnosis
+from ragmetrics.analysis import diagnosis
 
 
 def table(
@@ -129,7 +129,7 @@ def test_is_short(text: str, short: bool) -> None:
 
 @pytest.mark.parametrize("k", [1, 3, 5])
 def test_the_library_and_the_dashboard_give_the_same_findings(faq, faq_alignments, k: int) -> None:
-    """``ragmetrics.diagnosis.diagnose_run`` (CLI) and the dashboard's cached route apply the same rules to the same table."""
+    """``ragmetrics.analysis.diagnosis.diagnose_run`` (CLI) and the dashboard's cached route apply the same rules to the same table."""
     fired = 0
     for (run, _), ev in zip(faq.runs, faq_alignments, strict=True):
         deep = min(100, ev.depth)

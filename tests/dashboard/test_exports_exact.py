@@ -14,8 +14,8 @@ import pytest
 import ragmetrics
 from dashboard.core import breakdown, compare_queries, overview
 from ragmetrics.cli import main
-from ragmetrics.export import to_safe_csv
 from ragmetrics.io import load_dataset, load_run
+from ragmetrics.io.export import to_safe_csv
 
 SCIFACT = Path(__file__).resolve().parents[1] / "data" / "scifact"
 QRELS, QUERIES = SCIFACT / "qrels.tsv", SCIFACT / "queries.jsonl"

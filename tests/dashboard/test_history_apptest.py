@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from dashboard.core import metadata
-from ragmetrics.errors import RagMetricsError
+from dashboard.core.share import ViewState, decode, encode
+from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.io import load_dataset, load_run
-from ragmetrics.share import ViewState, decode, encode
-from ragmetrics.store import Store
+from ragmetrics.store.database import Store
 from tests.dashboard.apptest import open_page, param
 from tests.timeline_runs import DATES, DROP_VERSION, SCIFACT, seeded_versions
 

@@ -6,9 +6,9 @@ import copy
 
 from streamlit.runtime.uploaded_file_manager import UploadedFile, UploadedFileRec
 
+from dashboard.core.share import ViewState
 from dashboard.ui import ingest
 from ragmetrics.io import FORMATS
-from ragmetrics.share import ViewState
 
 
 def test_a_deep_copied_upload_shares_its_bytes_until_written() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from dashboard.data.workspace import Workspace
 from ragmetrics import Dataset, Run
-from ragmetrics.store import Store
+from ragmetrics.store.database import Store
 from tests.dashboard.apptest import no_problems, open_page, param
 
 pytestmark = pytest.mark.apptest

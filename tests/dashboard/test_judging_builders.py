@@ -9,8 +9,8 @@ import ragmetrics
 from dashboard.core import documents, health, judge, validation, versions
 from dashboard.core.text import Marks
 from ragmetrics import Dataset, Run
-from ragmetrics.judging import merge
-from ragmetrics.stability import stability
+from ragmetrics.analysis.judging import merge
+from ragmetrics.analysis.stability import stability
 
 
 @pytest.fixture(scope="module")
@@ -252,7 +252,7 @@ def test_health_frame_and_no_overlap_messages(graded, runs) -> None:
 def test_diff_counts_and_stability_summaries(graded, runs) -> None:
     labels = pd.DataFrame({"query_id": ["q1", "q2", "q3"], "doc_id": ["A#1", "E#0", "D#0"], "relevance": [2, 0, 0]})
     after = merge(graded, labels, override=True).dataset
-    diff = ragmetrics.judging.diff(graded, after)
+    diff = ragmetrics.analysis.judging.diff(graded, after)
     assert versions.diff_counts(diff) == {"added": 2, "changed": 1, "removed": 0}
     result = stability(graded, after, [a.run for a in runs.values()], "recall@1")
     summary = versions.stability_summary(result)

@@ -15,7 +15,7 @@ from dashboard.data.bounded import ByteLRU
 from dashboard.data.sizes import nbytes
 from dashboard.data.workspace import Workspace
 from dashboard.ui.memory import Budgets, over_budget
-from ragmetrics.model import Run
+from ragmetrics.foundation.model import Run
 
 MiB = 1 << 20
 

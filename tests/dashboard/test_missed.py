@@ -8,7 +8,7 @@ import pandas as pd
 import ragmetrics
 from dashboard.core import missed
 from dashboard.core.queries import query_info
-from ragmetrics.diagnosis import NEAR_MISS_LIMIT
+from ragmetrics.analysis.diagnosis import NEAR_MISS_LIMIT
 
 from .conftest import RANKS_A
 

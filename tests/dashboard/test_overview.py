@@ -15,7 +15,7 @@ import ragmetrics
 from dashboard.core import charts, overview, results
 from dashboard.core.bootstrap import bootstrap_ci
 from dashboard.core.specs import K_MAX, METRIC_CHOICES, metric_spec, metric_title, title
-from ragmetrics import metrics as registry
+from ragmetrics.engine import metrics as registry
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def test_summary_frame_has_ci_around_mean(faq_alignments, faq_result) -> None:
     np.testing.assert_allclose(recall.to_numpy(), faq_result.mean()["recall@5"].to_numpy(), atol=1e-12)
     # the intervals are the library's, with the dashboard's seed and resamples
     values = faq_alignments[0].value("mrr")
-    low, high = ragmetrics.stats.bootstrap_ci(values, n_resamples=1000, seed=0)
+    low, high = ragmetrics.analysis.stats.bootstrap_ci(values, n_resamples=1000, seed=0)
     row = frame[(frame["run"] == faq_alignments[0].name) & (frame["metric"] == "mrr")].iloc[0]
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((float(low), float(high)))
 

@@ -7,7 +7,7 @@ import re
 import ragmetrics
 from dashboard.core import missed, overview, report, targets
 from dashboard.core.queries import dataset_summary
-from ragmetrics import diagnosis
+from ragmetrics.analysis import diagnosis
 
 
 def _data(evals, name: str = "product_faq_zh") -> report.ReportInput:

@@ -11,8 +11,8 @@ from dashboard.core.results_only import RESULTS_COLUMNS
 from dashboard.core.text import md_escape
 from dashboard.data import samples
 from ragmetrics import align
-from ragmetrics.per_query import PerQueryResults
-from ragmetrics.store import Store
+from ragmetrics.analysis.per_query import PerQueryResults
+from ragmetrics.store.database import Store
 from tests.dashboard.apptest import no_problems, open_page
 
 pytestmark = pytest.mark.apptest

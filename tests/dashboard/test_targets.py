@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from dashboard.core import targets
-from ragmetrics.targets import check_targets
+from ragmetrics.analysis.targets import check_targets
 
 
 def test_profiles_hold_the_issue_thresholds() -> None:

@@ -1,4 +1,4 @@
-"""The URL codec (ragmetrics.share): round trips, a fixed point, never raising, notes for what it drops; the one
+"""The URL codec (dashboard.core.share): round trips, a fixed point, never raising, notes for what it drops; the one
 link builder that ``ragmetrics push`` and the dashboard share; and reconcile against loaded data."""
 
 from __future__ import annotations
@@ -8,10 +8,11 @@ from urllib.parse import parse_qs, urlsplit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dashboard.core import share
+from dashboard.core.share import PARAM_KEYS, ViewState, decode, encode, share_link, share_query, share_url
 from dashboard.core.view_state import Facts, reconcile
 from dashboard.views import VIEWS
-from ragmetrics import share
-from ragmetrics.share import PARAM_KEYS, ViewState, decode, encode, share_link, share_query, share_url
+from ragmetrics.foundation.ids import is_content_id
 
 PAGES = [v.key for v in VIEWS]
 
@@ -149,13 +150,13 @@ def test_share_query_matches_the_library_link() -> None:
 def test_share_link_refuses_malformed_ids() -> None:
     import pytest
 
-    from ragmetrics.errors import RagMetricsError
+    from ragmetrics.foundation.errors import RagMetricsError
 
     with pytest.raises(RagMetricsError, match="not a valid id"):
         share_link("http://h", dataset="../etc")
     with pytest.raises(RagMetricsError, match="run"):
         share_link("http://h", dataset="6d5d0047d3d731a2", runs=["x y"])
-    assert share.is_id("0123456789abcdef") and not share.is_id("0123456789ABCDEF") and not share.is_id(None)
+    assert is_content_id("0123456789abcdef") and not is_content_id("0123456789ABCDEF") and not is_content_id(None)
 
 
 def test_the_page_list_is_the_views_and_the_codec_checks_only_a_pages_shape() -> None:
@@ -175,9 +176,9 @@ def test_the_page_list_is_the_views_and_the_codec_checks_only_a_pages_shape() ->
 
 
 def test_choices_come_from_the_library_registries() -> None:
-    from ragmetrics.metrics import CURVE_METRICS
-    from ragmetrics.stats import TESTS
-    from ragmetrics.targets import PROFILES
+    from ragmetrics.analysis.stats import TESTS
+    from ragmetrics.analysis.targets import PROFILES
+    from ragmetrics.engine.metrics import CURVE_METRICS
 
     assert set(share.METRIC_CHOICES) == {*CURVE_METRICS, "rprec"}
     for test in TESTS:
@@ -192,7 +193,7 @@ def test_the_codec_imports_neither_plotly_nor_sqlalchemy() -> None:
     import sys
 
     code = (
-        "import sys, ragmetrics.share, dashboard.core.view_state; "
+        "import sys, dashboard.core.share, dashboard.core.view_state; "
         "bad = [m for m in ('plotly', 'sqlalchemy', 'streamlit') if m in sys.modules]; print(bad); sys.exit(bool(bad))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)

@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from dashboard.core.share import decode
 from dashboard.core.view_state import Facts, ViewState, app_root, missing_note, reconcile
 from dashboard.data import samples
 from dashboard.data.alignments import Alignments
 from dashboard.data.workspace import SAMPLES_MARKER, Workspace, human_size, safe_url, samples_marker_id
 from ragmetrics import Run
-from ragmetrics.errors import RagMetricsError
+from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.io import load_dataset, load_run
-from ragmetrics.share import decode
-from ragmetrics.store import Store, dataset_id, run_id
+from ragmetrics.store.database import Store, dataset_id, run_id
 
 DATA = Path(__file__).resolve().parents[1] / "e2e" / "data"
 
@@ -180,7 +180,7 @@ def test_tight_upload_limits_do_not_refuse_the_bundled_samples(tmp_path, monkeyp
     ws = Workspace(Store(_sqlite(tmp_path)))
     assert ws.seed(lambda: samples.iter_samples(names=["product_faq_zh"])) is True
     assert [len(ws.runs(d.id)) for d in ws.datasets()] == [3]
-    from ragmetrics.errors import ParseError
+    from ragmetrics.foundation.errors import ParseError
     from ragmetrics.io import load_run
 
     with pytest.raises(ParseError, match=r"the limit is 1,000 \(RAGMETRICS_MAX_ROWS\)"):

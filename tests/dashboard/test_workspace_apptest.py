@@ -7,11 +7,11 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from dashboard.core.share import decode
 from dashboard.data.workspace import Workspace
 from dashboard.views import VIEWS
 from ragmetrics.io import load_dataset, load_run
-from ragmetrics.share import decode
-from ragmetrics.store import Store, dataset_id, run_id
+from ragmetrics.store.database import Store, dataset_id, run_id
 from tests.dashboard.apptest import no_problems, open_page, param
 
 pytestmark = pytest.mark.apptest
@@ -214,7 +214,7 @@ def test_every_page_shows_a_share_link_that_reopens_it(mini, monkeypatch) -> Non
 
 
 def test_the_link_ragmetrics_push_prints_opens_its_run(mini) -> None:
-    from ragmetrics.share import share_link
+    from dashboard.core.share import share_link
 
     link = share_link("http://localhost:8501", dataset=mini["dataset"], runs=[mini["mini-dense"]])
     parts = urlsplit(link)

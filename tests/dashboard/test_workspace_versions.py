@@ -7,7 +7,7 @@ from pathlib import Path
 
 from dashboard.data.workspace import Workspace
 from ragmetrics.io import load_dataset, load_run
-from ragmetrics.store import Store
+from ragmetrics.store.database import Store
 
 DATA = Path(__file__).resolve().parents[1] / "e2e" / "data"
 

@@ -258,7 +258,7 @@ class RunFiles:
     def make(self, session: int, n: int) -> tuple[Path, str]:
         """Write upload ``n`` of ``session``; return its path and content id (``ragmetrics.store.run_id``)."""
         from ragmetrics.io import load_run
-        from ragmetrics.store import run_id
+        from ragmetrics.store.database import run_id
 
         rng = random.Random(f"{self.seed}:{session}:{n}")
         serial = session * 1000 + n  # part of every score: no two uploads have the same content
@@ -749,7 +749,7 @@ async def drive(
 
 def verify_store(data_dir: Path, results: Results) -> dict[str, Any]:
     """Look every upload up in the server's SQLite store; return what was found."""
-    from ragmetrics.store import Store
+    from ragmetrics.store.database import Store
 
     store = Store(f"sqlite:///{(data_dir / 'ragmetrics.sqlite').resolve()}")
     try:

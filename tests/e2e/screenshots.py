@@ -20,7 +20,7 @@ from playwright.sync_api import sync_playwright
 
 from dashboard.data import samples
 from dashboard.views import VIEWS
-from ragmetrics.store import dataset_id
+from ragmetrics.store.database import dataset_id
 from tests.e2e.server import CHROMIUM_ARGS, REPO, chromium_path, streamlit_server, wait_for_app
 
 OUT = REPO / "docs" / "screenshots"

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from ragmetrics.history_store import store_timeline
 from ragmetrics.io import load_dataset, load_run
-from ragmetrics.store import Store
+from ragmetrics.store.database import Store
+from ragmetrics.store.history import store_timeline
 from tests.e2e.server import share_code, wait_for_app
 from tests.e2e.test_dashboard_e2e import TIMEOUT
 from tests.e2e.test_share_e2e import NO_SAMPLES, Server, _choice, _pick

@@ -26,7 +26,7 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from ragmetrics.store import Store
+from ragmetrics.store.database import Store
 from tests.e2e.server import open_curves, streamlit_server, wait_for_app
 from tests.e2e.test_dashboard_e2e import TIMEOUT, legend_names, open_page
 

@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from dashboard.data.workspace import Workspace
-from ragmetrics.store import Store
+from ragmetrics.store.database import Store
 from tests.dashboard.test_judge_apptest import judge_dataset
 from tests.e2e.server import streamlit_server, wait_for_app
 from tests.e2e.test_dashboard_e2e import TIMEOUT

@@ -12,10 +12,10 @@ from urllib.parse import urlencode
 import pytest
 from playwright.sync_api import Page, expect
 
+from dashboard.core.share import ViewState, encode
 from dashboard.data import samples
 from ragmetrics import align
-from ragmetrics.share import ViewState, encode
-from ragmetrics.store import Store, dataset_id, run_id
+from ragmetrics.store.database import Store, dataset_id, run_id
 from tests.e2e.server import streamlit_server, wait_for_app
 from tests.e2e.test_dashboard_e2e import TIMEOUT, open_page
 

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from ragmetrics.io import load_dataset
-from ragmetrics.store import Store, dataset_id
+from ragmetrics.store.database import Store, dataset_id
 from tests.e2e.server import streamlit_server, wait_for_app
 from tests.e2e.test_dashboard_e2e import DATA, TIMEOUT, open_page
 

@@ -14,7 +14,7 @@ from typing import Literal
 
 import numpy as np
 
-from ragmetrics.errors import RagMetricsError
+from ragmetrics.foundation.errors import RagMetricsError
 
 Test = Literal["t", "wilcoxon", "randomization", "bootstrap"]
 DEFAULT_RESAMPLES = 10_000

@@ -23,7 +23,7 @@ as ``limits=`` to the loaders, or the environment variables
 1024, and ``_`` or ``,`` separators).
 
 Exceeding a limit raises :class:`LimitError`, a
-:class:`~ragmetrics.errors.ParseError` whose message reads
+:class:`~ragmetrics.foundation.errors.ParseError` whose message reads
 ``run.trec has 12,000,001 rows; the limit is 10,000,000 (RAGMETRICS_MAX_ROWS)``.
 """
 
@@ -35,7 +35,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ragmetrics.errors import ParseError, RagMetricsError
+from ragmetrics.foundation.errors import ParseError, RagMetricsError
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 

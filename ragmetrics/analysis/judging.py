@@ -19,8 +19,8 @@ import numpy as np
 import pyarrow as pa
 
 from ragmetrics.engine import Alignment, Ranking, align
-from ragmetrics.errors import RagMetricsError
-from ragmetrics.model import Dataset, Run
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.model import Dataset, Run
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -148,7 +148,7 @@ def label_impact(
     both runs rank alike moves little and one neither ranks within the cut-off moves nothing. Returned sorted by
     impact, largest first: ``query_id, doc_id, impact`` and ``delta_<run>`` per run."""
 
-    from ragmetrics.metrics import compute, parse_metric
+    from ragmetrics.engine.metrics import compute, parse_metric
 
     names = list(alignments)
     if not names:

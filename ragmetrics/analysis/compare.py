@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ragmetrics import stats
-from ragmetrics.errors import RagMetricsError
-from ragmetrics.evaluate import EvalResult, evaluate
+from ragmetrics.analysis import stats
+from ragmetrics.analysis.evaluate import EvalResult, evaluate
+from ragmetrics.foundation.errors import RagMetricsError
 
 MIN_GROUP = 10
 TIE_TOLERANCE = 1e-12
@@ -265,7 +265,7 @@ def compare(
 
     ``test``: ``"t"`` (paired t-test), ``"wilcoxon"``, ``"randomization"`` (Fisher,
     seeded) or ``"bootstrap"`` (paired, seeded). ``bounds``: as :func:`compare_result`. Evaluation options
-    (``missing``, ``rel_level``, ...) pass through to :func:`ragmetrics.evaluate`.
+    (``missing``, ``rel_level``, ...) pass through to :func:`ragmetrics.analysis.evaluate`.
     """
     result = evaluate(dataset, runs, metrics, **evaluate_options)
     return compare_result(

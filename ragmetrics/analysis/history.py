@@ -2,7 +2,7 @@
 
 * :func:`timeline`: a dataset's runs (filtered by tags) in ``date`` order (or another tag's), the chosen metric's
   mean with its 95% bootstrap interval, and each step's paired test against the previous run and against a
-  pinned baseline (:func:`ragmetrics.compare.compare_result`). A *drop* is a step significantly below the run
+  pinned baseline (:func:`ragmetrics.analysis.compare.compare_result`). A *drop* is a step significantly below the run
   before it. By default each step is its own question (no correction over the steps: the nightly gate asks about
   the last one); ``correction="holm"`` corrects over the steps.
 * :func:`leaderboard`: systems (the values of one tag) x datasets: each dataset's mean and rank (1 = best), the
@@ -10,7 +10,7 @@
   dataset, whether each system differs significantly from that dataset's best (paired test, Holm-corrected over
   the dataset's systems). Exports: Markdown, CSV, LaTeX and JSON.
 
-The store's side (naming a stored dataset, reading its runs and tags) is :mod:`ragmetrics.history_store`; this
+The store's side (naming a stored dataset, reading its runs and tags) is :mod:`ragmetrics.store.history`; this
 module computes on datasets and runs given to it, so the dashboard's builders can use it.
 
 Run order: ``by="date"`` orders by the ``date`` tag (ISO 8601), a run without one at the time it was stored;
@@ -29,11 +29,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ragmetrics import stats
-from ragmetrics.errors import RagMetricsError
-from ragmetrics.metrics import parse_metric
-from ragmetrics.model import Dataset, Run
-from ragmetrics.runmeta import parse_date
+from ragmetrics.analysis import stats
+from ragmetrics.engine.metrics import parse_metric
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.model import Dataset, Run
+from ragmetrics.io.runmeta import parse_date
 
 DATE_TAG = "date"
 DEFAULT_SYSTEM_TAG = "system"
@@ -93,7 +93,7 @@ def _number(text: str) -> float | None:
 
 def _evaluate(dataset: Dataset, runs: Sequence[StoredRun], metric: str, **options: Any) -> Any:
     """One evaluation of the runs, each named by its id (two versions of a run may share a name)."""
-    from ragmetrics.evaluate import evaluate
+    from ragmetrics.analysis.evaluate import evaluate
 
     return evaluate(dataset, [r.load().with_name(r.id) for r in runs], [metric], **options)
 
@@ -188,7 +188,7 @@ def timeline(
 ) -> Timeline:
     """The timeline of ``runs`` on ``dataset`` (see the module). ``baseline``: a run id among ``runs`` (any tag
     filter aside) to test every run against."""
-    from ragmetrics.compare import compare_result
+    from ragmetrics.analysis.compare import compare_result
 
     metric = str(parse_metric(metric))
     _check_choice(test, stats.TESTS, "test")
@@ -259,7 +259,7 @@ def _step(comparison: Any, prefix: str) -> dict[str, float]:
 
 def timeline_csv(line: Timeline) -> str:
     """The timeline as formula-neutral CSV (one row per run, its tags as ``tag:KEY`` columns)."""
-    from ragmetrics.export import to_safe_csv
+    from ragmetrics.io.export import to_safe_csv
 
     frame = line.frame.copy()
     keys = sorted({k for tags in line.tags.values() for k in tags})
@@ -360,12 +360,12 @@ class Leaderboard:
         )
 
     def to_markdown(self) -> str:
-        from ragmetrics.export import markdown_table
+        from ragmetrics.io.export import markdown_table
 
         return markdown_table(self.cells()) + "\n" + self.footnote() + "\n"
 
     def to_csv(self) -> str:
-        from ragmetrics.export import to_safe_csv
+        from ragmetrics.io.export import to_safe_csv
 
         summary = self.summary
         for name in self.datasets.values():
@@ -439,7 +439,7 @@ def leaderboard(
 ) -> Leaderboard:
     """The leaderboard of the runs tagged ``system_tag`` over ``datasets`` (``(id, dataset, its runs)``). A system
     with several runs on a dataset is scored by its latest (``date`` order), with a note."""
-    from ragmetrics.compare import compare_result
+    from ragmetrics.analysis.compare import compare_result
 
     metric = str(parse_metric(metric))
     _check_choice(test, stats.TESTS, "test")

@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ragmetrics.errors import RagMetricsError
+from ragmetrics.foundation.errors import RagMetricsError
 
 MAX_KEY_CHARS = 64
 MAX_VALUE_BYTES = 2048
@@ -70,7 +70,7 @@ def check_key(key: str) -> str:
 def check_value(key: str, value: object) -> str:
     """``value`` as text when a tag can hold it (as the store checks names: not empty, no control character, at most
     :data:`MAX_VALUE_BYTES`); else a clear error."""
-    from ragmetrics.ids import id_text_problem
+    from ragmetrics.foundation.ids import id_text_problem
 
     text = str(value).strip()
     problem = id_text_problem(text, MAX_VALUE_BYTES)
@@ -248,7 +248,7 @@ def ir_metadata(
     Everything else (``date``, ``branch``, ``note``, latency and error counts, any other key) goes under a
     ``ragmetrics`` mapping beside the PRIMAD sections: ir_metadata has no place for it.
     """
-    from ragmetrics import __version__
+    from ragmetrics.foundation.version import __version__
 
     tags = dict(tags)
     used: set[str] = set()

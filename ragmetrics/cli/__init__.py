@@ -16,18 +16,18 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ragmetrics.analysis.evaluate import DEFAULT_METRICS, EvalResult, RunResult, evaluate
 from ragmetrics.engine.conventions import CHOICES
-from ragmetrics.errors import RagMetricsError, RagMetricsWarning
-from ragmetrics.evaluate import DEFAULT_METRICS, EvalResult, RunResult, evaluate
-from ragmetrics.metrics import known_metric_names
-from ragmetrics.model import Dataset, Run
+from ragmetrics.engine.metrics import known_metric_names
+from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
+from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.partitioned.engine import ENGINES
 
 if TYPE_CHECKING:
     from ragmetrics.partitioned import PartitionedResult
 
 if TYPE_CHECKING:
-    from ragmetrics.store import Store
+    from ragmetrics.store.database import Store
 
 
 def _whole_number(minimum: int) -> Callable[[str], int]:
@@ -116,8 +116,8 @@ def _replacing(path: str) -> Iterator[str]:
 
 def _looks_like(path: str, kind: str) -> bool:
     """True when ``path`` sniffs as a ``kind`` ("run" or "dataset") file (for the "did you swap them?" hint)."""
-    from ragmetrics.io._source import open_source
     from ragmetrics.io.formats import formats_of
+    from ragmetrics.io.source import open_source
 
     try:
         source = open_source(path)
@@ -251,11 +251,11 @@ def _emit(
         json.dump(data, out, ensure_ascii=False, indent=2)
         out.write("\n")
     elif fmt == "csv":
-        from ragmetrics.export import to_safe_csv
+        from ragmetrics.io.export import to_safe_csv
 
         out.write(str(to_safe_csv(_wide(result, per_query, bool(bounds), depth), encoding=None)))  # float64-exact
     elif fmt == "markdown":
-        from ragmetrics.export import markdown_table
+        from ragmetrics.io.export import markdown_table
 
         frame = _wide(result, per_query, bool(bounds), depth)
         out.write(markdown_table(frame if per_query or bounds else frame.drop(columns="query_id")))
@@ -287,7 +287,7 @@ def _report_coverage(result: EvalResult | PartitionedResult, err: TextIO) -> Non
 
 
 def _evaluate(args: argparse.Namespace, dataset: Dataset, runs: list[Run], metrics: Sequence[str]) -> EvalResult:
-    """:func:`ragmetrics.evaluate` under the conventions the options give; the coverage notes are printed by
+    """:func:`ragmetrics.analysis.evaluate` under the conventions the options give; the coverage notes are printed by
     :func:`_report_coverage`, not warned. A large run is aligned on two threads."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -427,7 +427,7 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from ragmetrics.compare import compare_result
+    from ragmetrics.analysis.compare import compare_result
 
     depth = _bounds_depth(args.bounds)
     dataset, runs = _load_inputs(args, [args.baseline, *args.run])
@@ -491,7 +491,7 @@ def _judged_ends(row: Any) -> str:
 
 
 def cmd_fuse(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from ragmetrics.fusion import fuse, ranked_frame
+    from ragmetrics.analysis.fusion import fuse, ranked_frame
     from ragmetrics.io import write_trec_run
 
     output = _output_path(args, args.output, "--output")
@@ -507,8 +507,8 @@ def cmd_fuse(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _family(args: argparse.Namespace, size: int) -> str:
-    """The correction and the family it covers, in words (:func:`ragmetrics.stats.family_text`, as the dashboard)."""
-    from ragmetrics.stats import family_text
+    """The correction and the family it covers, in words (:func:`ragmetrics.analysis.stats.family_text`, as the dashboard)."""
+    from ragmetrics.analysis.stats import family_text
 
     return family_text(args.correction, size)
 
@@ -520,8 +520,8 @@ def _warn_same_rows(runs: Sequence[Run], baseline: Run, err: TextIO) -> None:
 
 
 def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from ragmetrics.compare import compare_result
-    from ragmetrics.targets import check_targets, resolve_targets
+    from ragmetrics.analysis.compare import compare_result
+    from ragmetrics.analysis.targets import check_targets, resolve_targets
 
     if not args.targets and not args.baseline:
         raise RagMetricsError(
@@ -589,7 +589,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_diagnose(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from ragmetrics.diagnosis import diagnose_run, findings_frame
+    from ragmetrics.analysis.diagnosis import diagnose_run, findings_frame
 
     dataset, runs = _load_inputs(args, args.run)
     result = _evaluate(args, dataset, runs, ["mrr"])
@@ -602,7 +602,7 @@ def cmd_diagnose(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         json.dump([f.to_dict() for f in findings], out, ensure_ascii=False, indent=1)
         out.write("\n")
     elif args.format == "csv":
-        from ragmetrics.export import to_safe_csv
+        from ragmetrics.io.export import to_safe_csv
 
         out.write(str(to_safe_csv(findings_frame(findings), encoding=None)))
     else:
@@ -617,10 +617,10 @@ def cmd_diagnose(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from ragmetrics.per_query import read_per_query
-    from ragmetrics.runmeta import parse_tags, read_sidecar, retriever_tags
-    from ragmetrics.share import share_link
-    from ragmetrics.store import Store
+    from ragmetrics.analysis.per_query import read_per_query
+    from ragmetrics.io.runmeta import parse_tags, read_sidecar, retriever_tags
+    from ragmetrics.store.database import Store
+    from ragmetrics.store.links import share_link
 
     if not args.run and not args.per_query:
         raise RagMetricsError("give a --run or a --per-query file to push")
@@ -662,8 +662,8 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _store_dataset(args: argparse.Namespace) -> tuple[Store, str]:
-    from ragmetrics.history_store import resolve_dataset
-    from ragmetrics.store import Store
+    from ragmetrics.store.database import Store
+    from ragmetrics.store.history import resolve_dataset
 
     store = Store(args.store)
     return store, resolve_dataset(store, args.dataset, queries=getattr(args, "queries", None))
@@ -671,7 +671,7 @@ def _store_dataset(args: argparse.Namespace) -> tuple[Store, str]:
 
 def _stored_run(store: Store, dataset: str | None, spec: str) -> str:
     """A stored run named by its id, or by its name among ``dataset``'s runs."""
-    from ragmetrics.share import is_id
+    from ragmetrics.foundation.ids import is_content_id as is_id
 
     if is_id(spec) and store.has_run(spec):
         return spec
@@ -690,9 +690,9 @@ def _stored_run(store: Store, dataset: str | None, spec: str) -> str:
 
 
 def cmd_history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from ragmetrics.history import timeline_csv, timeline_text
-    from ragmetrics.history_store import store_timeline
-    from ragmetrics.runmeta import parse_tags
+    from ragmetrics.analysis.history import timeline_csv, timeline_text
+    from ragmetrics.io.runmeta import parse_tags
+    from ragmetrics.store.history import store_timeline
 
     store, dataset = _store_dataset(args)
     where = parse_tags(args.where or [], "--where")
@@ -724,8 +724,8 @@ def cmd_history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_leaderboard(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from ragmetrics.history_store import resolve_dataset, store_leaderboard
-    from ragmetrics.store import Store
+    from ragmetrics.store.database import Store
+    from ragmetrics.store.history import resolve_dataset, store_leaderboard
 
     store = Store(args.store)
     datasets = [resolve_dataset(store, d) for d in args.dataset or []]
@@ -750,9 +750,9 @@ def cmd_leaderboard(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_meta(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from ragmetrics.history_store import resolve_dataset
-    from ragmetrics.runmeta import check_key, ir_metadata_yaml, parse_tags
-    from ragmetrics.store import Store
+    from ragmetrics.io.runmeta import check_key, ir_metadata_yaml, parse_tags
+    from ragmetrics.store.database import Store
+    from ragmetrics.store.history import resolve_dataset
 
     store = Store(args.store)
     dataset = resolve_dataset(store, args.dataset) if args.dataset else None
@@ -804,8 +804,8 @@ def _add_eval_options(parser: argparse.ArgumentParser) -> None:
 def cmd_pool(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     import csv
 
-    from ragmetrics.export import neutralise
-    from ragmetrics.judging import pool
+    from ragmetrics.analysis.judging import pool
+    from ragmetrics.io.export import neutralise
 
     output = _output_path(args, args.output, "--output")
     dataset, runs = _load_inputs(args, args.run)
@@ -829,8 +829,8 @@ def cmd_pool(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_judge_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ragmetrics.analysis.judging import merge
     from ragmetrics.io import load_dataset, write_trec_qrels
-    from ragmetrics.judging import merge
 
     output = _output_path(args, args.output, "--output")
     dataset = _load_dataset(args)
@@ -889,7 +889,7 @@ def _bounds_depth(value: str | None) -> int | None:
 
 
 def _add_test_options(parser: argparse.ArgumentParser) -> None:
-    from ragmetrics import stats
+    from ragmetrics.analysis import stats
 
     tests = "; ".join(f"{t.name}: {t.title}" for t in stats.TESTS.values())
     parser.add_argument("--test", choices=list(stats.TESTS), default="t", help=f"paired significance test ({tests})")
@@ -986,7 +986,7 @@ def _compare_parser(p: argparse.ArgumentParser) -> None:
 
 
 def _fuse_parser(p: argparse.ArgumentParser) -> None:
-    from ragmetrics import fusion
+    from ragmetrics.analysis import fusion
 
     p.add_argument("runs", nargs="+", help="run files")
     p.add_argument("--method", choices=fusion.METHODS, default="rrf", help="fusion method")
@@ -1196,7 +1196,7 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``command``, only that subcommand (a CLI call pays for the options it uses)."""
-    from ragmetrics import __version__
+    from ragmetrics.foundation.version import __version__
 
     parser = argparse.ArgumentParser(prog="ragmetrics", description="Exact retrieval evaluation for RAG and search.")
     parser.add_argument("--version", action="version", version=f"ragmetrics {__version__}")
@@ -1237,7 +1237,7 @@ def entry() -> None:  # pragma: no cover - the console script
     """``ragmetrics``: this process is ragmetrics' own, so it makes the process-wide memory choice too, and it ends
     without tearing its modules down: the exit handlers run and the streams are flushed, then the process exits
     (tearing down numpy's and Arrow's modules and thread pools is a tenth of a small evaluation's wall time)."""
-    from ragmetrics.memory import use_small_pages_for_this_process
+    from ragmetrics.foundation.memory import use_small_pages_for_this_process
 
     use_small_pages_for_this_process()
     code = main()

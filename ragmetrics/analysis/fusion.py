@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragmetrics.errors import RagMetricsError
-from ragmetrics.ids import byte_order, dictionary_codes
-from ragmetrics.model import Run
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.ids import byte_order, dictionary_codes
+from ragmetrics.foundation.model import Run
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -6,6 +6,7 @@ Every id column the engine reads is an Arrow string array (``string`` or
 
 from __future__ import annotations
 
+import re
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -330,3 +331,13 @@ def _fingerprint_block(data: np.ndarray, offsets: np.ndarray, h: np.ndarray) -> 
             mixed = h[rows]
             _mix(mixed, words[start[rows] + k] & _BYTE_MASKS[np.minimum(length[rows] - k, 8)])
             h[rows] = mixed
+
+
+CONTENT_ID = re.compile(r"^[0-9a-f]{16}$")
+"""A content id (of a dataset, a run, a view or a qrels version): 16 lowercase hexadecimal digits, the store's
+hash of the normalized content, so the same files give the same id on any server."""
+
+
+def is_content_id(value: object) -> bool:
+    """True when ``value`` is a well-formed content id (see :data:`CONTENT_ID`)."""
+    return isinstance(value, str) and CONTENT_ID.match(value) is not None

@@ -23,9 +23,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ragmetrics.errors import FieldError, ParseError
-from ragmetrics.ids import id_text_problem
-from ragmetrics.limits import Limits, resolve
+from ragmetrics.foundation.errors import FieldError, ParseError
+from ragmetrics.foundation.ids import id_text_problem
+from ragmetrics.io.limits import Limits, resolve
 
 T = TypeVar("T")
 
@@ -511,7 +511,7 @@ def check_texts(
 
 
 def check_id(source: Source, line: int | None, value: str, what: str) -> str:
-    """``value`` when it is an acceptable id (see :func:`ragmetrics.ids.id_problem`), else the error at ``line``."""
+    """``value`` when it is an acceptable id (see :func:`ragmetrics.foundation.ids.id_problem`), else the error at ``line``."""
     problem = id_text_problem(value, source.limits.max_id_bytes)
     if problem is not None:
         raise ParseError(source.name, line, _id_rule(source, what), f"{shorten(value)}, which {problem}")

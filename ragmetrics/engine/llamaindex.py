@@ -26,9 +26,9 @@ from __future__ import annotations
 import numpy as np
 
 from ragmetrics.engine.accumulators import Ranking
+from ragmetrics.engine.metrics import MetricSpec, parse_metric
 from ragmetrics.engine.order import running_sum, segment_starts
-from ragmetrics.errors import MetricNameError
-from ragmetrics.metrics import MetricSpec, parse_metric
+from ragmetrics.foundation.errors import MetricNameError
 
 SUPPORTED = ("hits", "mrr", "precision", "recall", "map", "ndcg")
 

@@ -8,10 +8,10 @@ fixed point. :func:`share_url` (the dashboard's link, the address it shows) and 
 form ``ragmetrics push`` prints) build every link, so a link the CLI prints and one the dashboard shows read
 the same.
 
-Ids are content ids, 16 lowercase hexadecimal digits (:data:`ID_PATTERN`, also the store's), so a link names
+Ids are content ids, 16 lowercase hexadecimal digits (:data:`ragmetrics.foundation.ids.CONTENT_ID`, the store's), so a link names
 the same data on any server that holds the same files. The choices a link may name come from the library's
-registries: metrics (:data:`ragmetrics.metrics.CURVE_METRICS`), paired tests (:data:`ragmetrics.stats.TESTS`)
-and targets profiles (:data:`ragmetrics.targets.PROFILES`). Whether a state fits what a server has loaded is
+registries: metrics (:data:`ragmetrics.engine.metrics.CURVE_METRICS`), paired tests (:data:`ragmetrics.analysis.stats.TESTS`)
+and targets profiles (:data:`ragmetrics.analysis.targets.PROFILES`). Whether a state fits what a server has loaded is
 the dashboard's business (``dashboard.core.view_state.reconcile``), and so is the list of its pages: here a
 page key is only checked for its shape, unless the known pages are passed to :func:`decode`.
 
@@ -25,21 +25,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from urllib.parse import urlencode
 
-from ragmetrics.errors import RagMetricsError
-from ragmetrics.metrics import CURVE_METRICS, MetricSpec, parse_metric
-from ragmetrics.stats import CORRECTIONS, TESTS
-from ragmetrics.targets import PROFILES, resolve_targets, target_items
+from ragmetrics.analysis.stats import CORRECTIONS, TESTS
+from ragmetrics.analysis.targets import PROFILES, resolve_targets, target_items
+from ragmetrics.engine.metrics import CURVE_METRICS, MetricSpec, metric_name, parse_metric
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.store.links import LINK_PAGE
+from ragmetrics.store.links import share_link as library_share_link
 
 VERSION = "1"
-
-ID_PATTERN = re.compile(r"^[0-9a-f]{16}$")
-"""A content id (of a dataset, a run or a view): 16 lowercase hexadecimal digits."""
-
-
-def is_id(value: object) -> bool:
-    """True when ``value`` is a well-formed content id (see :data:`ID_PATTERN`)."""
-    return isinstance(value, str) and ID_PATTERN.match(value) is not None
-
 
 K_MAX = 100
 """The deepest cut-off a view names (metric@K for K = 1..K_MAX)."""
@@ -80,7 +73,7 @@ DEFAULT_ORDER = "date"
 """The tag the Timeline orders runs by when a link names none (``ragmetrics history --by``)."""
 DEFAULT_SYSTEM_TAG = "system"
 """The tag naming a Leaderboard's systems when a link names none (``ragmetrics leaderboard --system-tag``)."""
-DEFAULT_PAGE = "overview"
+DEFAULT_PAGE = LINK_PAGE
 """The page a link opens when it names none (``ragmetrics push`` links open it)."""
 
 PARAM_KEYS: dict[str, str] = {
@@ -274,12 +267,11 @@ def share_link(
     base_url: str, *, dataset: str, runs: Sequence[str] = (), page: str = DEFAULT_PAGE, **changes: object
 ) -> str:
     """The short link that opens ``dataset`` with ``runs`` on ``page`` (``changes``: other :class:`ViewState`
-    fields), as ``ragmetrics push`` prints it. Ids are checked first."""
-    for ident, what in ((dataset, "dataset"), *((r, "run") for r in runs)):
-        if not is_id(ident):
-            raise RagMetricsError(f"{what} {str(ident)[:40]!r} is not a valid id; expected 16 hexadecimal digits")
-    state = ViewState(page=page, dataset=dataset, runs=tuple(runs)).with_(**changes)
-    return share_url(base_url, state, short=True)
+    fields), built as ``ragmetrics push`` builds it (:func:`ragmetrics.store.links.share_link`). Ids are checked
+    first."""
+    state = ViewState(page=page_path(page), dataset=dataset, runs=tuple(runs)).with_(**changes)
+    extra = {key: value for key, value in encode(state, defaults=False).items() if key not in ("ds", "runs")}
+    return library_share_link(base_url, dataset=dataset, runs=runs, page=page_path(page), extra=extra)
 
 
 # --- decode ------------------------------------------------------------------------------
@@ -327,12 +319,7 @@ def _clean_text(value: str | None) -> str | None:
 
 def _metric(text: str) -> MetricSpec:
     """A metric named with or without its cut-off (``ndcg``, ``nDCG@10``); the cut-off only when given."""
-    if "@" in text:
-        return parse_metric(text)
-    try:
-        return MetricSpec(parse_metric(text).name)
-    except RagMetricsError:
-        return MetricSpec(parse_metric(f"{text}@1").name)  # a name that needs a cut-off, given without one
+    return parse_metric(text) if "@" in text else MetricSpec(metric_name(text))
 
 
 def decode(
@@ -540,7 +527,7 @@ def decode(
                 note(f"ignored the link's {key!r} value {shown[:20]!r}: expected 1 ({meaning}) or 0")
 
     def tags() -> None:
-        from ragmetrics.runmeta import check_key, parse_tag
+        from ragmetrics.io.runmeta import check_key, parse_tag
 
         for key, name, default in (("by", "order_by", DEFAULT_ORDER), ("sys", "system_tag", DEFAULT_SYSTEM_TAG)):
             value = _last(params.get(key))

@@ -10,10 +10,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ragmetrics.errors import ParseError
-from ragmetrics.ids import first_duplicate
-from ragmetrics.io._source import Source, at_lines, names_of, shorten
-from ragmetrics.model import Dataset, Run, query_id_from_text
+from ragmetrics.foundation.errors import ParseError
+from ragmetrics.foundation.ids import first_duplicate
+from ragmetrics.foundation.model import Dataset, Run, query_id_from_text
+from ragmetrics.io.source import Source, at_lines, names_of, shorten
 
 # canonical name -> accepted names, in order of preference (compared after
 # lower-casing and turning '-' and ' ' into '_')

@@ -17,10 +17,10 @@ import numpy as np
 from ragmetrics.engine import Alignment, Conventions, Coverage, Ranking, align
 from ragmetrics.engine.conventions import Mode
 from ragmetrics.engine.health import Health
+from ragmetrics.engine.metrics import MetricSpec
 from ragmetrics.engine.once import Once
-from ragmetrics.errors import RagMetricsError, RagMetricsWarning
-from ragmetrics.metrics import MetricSpec
-from ragmetrics.model import Dataset, Run
+from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
+from ragmetrics.foundation.model import Dataset, Run
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -154,7 +154,7 @@ class EvalResult:
         """Mean ``metric@k`` for k = 1..k_max: long frame (run, metric, k, value)."""
         import pandas as pd
 
-        from ragmetrics.metrics import parse_metric
+        from ragmetrics.engine.metrics import metric_name
 
         k_max = k_max or self.k_max
         parts = []
@@ -166,7 +166,7 @@ class EvalResult:
                     pd.DataFrame(
                         {
                             "run": name,
-                            "metric": parse_metric(f"{metric}@1").name,
+                            "metric": metric_name(metric),
                             "k": np.arange(1, k_max + 1),
                             "value": mean,
                         }
@@ -253,7 +253,7 @@ def evaluate(
     ``conventions`` (a :class:`ragmetrics.Conventions`; default trec_eval 10.0 run with ``-c``), or its
     fields as keywords: ``missing``, ``rel_level``, ``level``, ``order``, ``score_precision``,
     ``duplicates``, ``mode`` (``"llamaindex"`` reproduces llama_index.core's RetrieverEvaluator, see
-    :mod:`ragmetrics.llamaindex`). In short:
+    :mod:`ragmetrics.engine.llamaindex`). In short:
 
     * Ranking: score descending as float64, ties by doc_id descending (byte order); the rank column and file
       order are ignored (``order="file"`` keeps the given order).
@@ -296,7 +296,7 @@ def evaluate(
         if warn:
             _warn(run.name, alignment.coverage, alignment.conventions.missing)
     if not run_list:
-        from ragmetrics.metrics import parse_metric
+        from ragmetrics.engine.metrics import parse_metric
 
         specs = list(dict.fromkeys(parse_metric(m) for m in metrics))
     if k_max is None:

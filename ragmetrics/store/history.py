@@ -1,5 +1,5 @@
 """History over a store: the stored dataset ``--dataset`` names, its runs with their tags, and the timeline and
-leaderboard of stored runs (:mod:`ragmetrics.history` computes them; ``ragmetrics history`` and ``ragmetrics
+leaderboard of stored runs (:mod:`ragmetrics.analysis.history` computes them; ``ragmetrics history`` and ``ragmetrics
 leaderboard`` print them)."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragmetrics.errors import RagMetricsError
-from ragmetrics.history import Leaderboard, StoredRun, Timeline, leaderboard, timeline
-from ragmetrics.model import Run
-from ragmetrics.share import is_id
-from ragmetrics.store import Store, dataset_id
+from ragmetrics.analysis.history import Leaderboard, StoredRun, Timeline, leaderboard, timeline
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.ids import is_content_id as is_id
+from ragmetrics.foundation.model import Run
+from ragmetrics.store.database import Store, dataset_id
 
 
 def resolve_dataset(store: Store, spec: str, *, queries: str | None = None) -> str:

@@ -35,13 +35,12 @@ import pyarrow.parquet as pq
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from ragmetrics.errors import RagMetricsError
-from ragmetrics.ids import dictionary_codes, id_text_problem, string_fingerprints
-from ragmetrics.model import Dataset, Run
-from ragmetrics.share import ID_PATTERN
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.ids import CONTENT_ID, dictionary_codes, id_text_problem, string_fingerprints
+from ragmetrics.foundation.model import Dataset, Run
 
 if TYPE_CHECKING:
-    from ragmetrics.per_query import PerQueryResults
+    from ragmetrics.analysis.per_query import PerQueryResults
 
 _LOG = logging.getLogger(__name__)
 HASH_VERSION = b"ragmetrics-content-v2"
@@ -115,7 +114,7 @@ tags_table = sa.Table(
     sa.Column("value", sa.Text, nullable=False),
     sa.Column("updated_at", sa.Float, nullable=False),
 )
-"""A run's metadata (:mod:`ragmetrics.runmeta`): key-value tags per run content id. A store made before it gets
+"""A run's metadata (:mod:`ragmetrics.io.runmeta`): key-value tags per run content id. A store made before it gets
 the (empty) table when it is opened."""
 results_table = sa.Table(
     "per_query_results",
@@ -129,7 +128,7 @@ results_table = sa.Table(
     sa.Column("source", sa.Text, nullable=False, server_default=""),
     sa.Column("payload", sa.LargeBinary, nullable=False),
 )
-"""Per-query values of a run too large to upload, without its rankings (:mod:`ragmetrics.per_query`). A store made
+"""Per-query values of a run too large to upload, without its rankings (:mod:`ragmetrics.analysis.per_query`). A store made
 before it gets the (empty) table when it is opened."""
 views_table = sa.Table(
     "views",
@@ -206,7 +205,7 @@ def run_id(run: Run) -> str:
     """The content id of a run: its rows in any order (the name is not content).
 
     Each row's 64-bit hash combines the fingerprints of its query and document ids
-    (:func:`ragmetrics.ids.string_fingerprints`) with its score's bits
+    (:func:`ragmetrics.foundation.ids.string_fingerprints`) with its score's bits
     and the hashes of any other columns; the sorted row hashes go into SHA-256."""
     frame = run.frame
     h = hashlib.sha256(RUN_HASH_VERSION)
@@ -278,7 +277,7 @@ def view_id(state: Mapping[str, Any]) -> str:
 
 def check_id(value: str, what: str = "id") -> str:
     """Refuse anything but 16 lowercase hex digits before it gets near SQL."""
-    if not isinstance(value, str) or not ID_PATTERN.match(value):
+    if not isinstance(value, str) or not CONTENT_ID.match(value):
         raise StoreKeyError(f"{what} {str(value)[:40]!r} is not a valid id; expected 16 hexadecimal digits")
     return value
 
@@ -377,9 +376,9 @@ class Store:
         """Store ``dataset`` (idempotent: a stored copy keeps its name, and its source, description and targets unless
         they are empty) and return its content id (``ident``: already computed by :func:`dataset_id`; ``source``: the
         file(s) it was read from; ``targets``: the targets it declares, a profile name or ``metric>value`` items,
-        checked by :func:`ragmetrics.targets.declared_targets`)."""
+        checked by :func:`ragmetrics.analysis.targets.declared_targets`)."""
         if targets:
-            from ragmetrics.targets import declared_targets
+            from ragmetrics.analysis.targets import declared_targets
 
             declared_targets(targets)
         ident = ident or dataset_id(dataset)
@@ -417,7 +416,7 @@ class Store:
         given; return its content id (``ident``: already computed by :func:`run_id`, which hashes every row;
         ``rows``: the frame's :func:`frame_parquet`, already written; ``source``: the file it was read from;
         ``tags``: metadata set in the same transaction, see :meth:`set_tags`)."""
-        from ragmetrics.runmeta import check_tags
+        from ragmetrics.io.runmeta import check_tags
 
         ident = ident or run_id(run)
         if dataset is not None:
@@ -499,8 +498,8 @@ class Store:
 
     def set_tags(self, run: str, tags: Mapping[str, object | None], *, replace: bool = False) -> dict[str, str]:
         """Set ``run``'s tags (a value of None removes its key; ``replace``: the run keeps only ``tags``), in one
-        transaction; returns the run's tags after. Keys and values are checked (:mod:`ragmetrics.runmeta`)."""
-        from ragmetrics.runmeta import check_key, check_tags
+        transaction; returns the run's tags after. Keys and values are checked (:mod:`ragmetrics.io.runmeta`)."""
+        from ragmetrics.io.runmeta import check_key, check_tags
 
         check_id(run, "run")
         removed = [check_key(k) for k, v in tags.items() if v is None]
@@ -604,7 +603,7 @@ class Store:
         """Make the pending labels on ``dataset`` a new qrels version: a dataset whose judgments are the parent's
         plus the labels (the latest label of a pair wins), with the parent's runs. Returns its id (None when
         nothing is pending)."""
-        from ragmetrics.judging import merge
+        from ragmetrics.analysis.judging import merge
 
         pending = self.pending_labels(dataset)
         if pending.empty:
@@ -714,7 +713,7 @@ class Store:
         return self._exists(runs_table, ident)
 
     def _exists(self, table: sa.Table, ident: str) -> bool:
-        if not isinstance(ident, str) or not ID_PATTERN.match(ident):
+        if not isinstance(ident, str) or not CONTENT_ID.match(ident):
             return False
         with self.engine.connect() as conn:
             return conn.execute(sa.select(table.c.id).where(table.c.id == ident)).first() is not None
@@ -736,7 +735,7 @@ class Store:
 
     def put_results(self, dataset: str, results: PerQueryResults, *, source: str = "") -> str:
         """Store per-query results on ``dataset`` (idempotent: a stored copy keeps its name); return their id."""
-        from ragmetrics.per_query import results_id, results_parquet
+        from ragmetrics.analysis.per_query import results_id, results_parquet
 
         check_id(dataset, "dataset")
         ident = results_id(dataset, results)
@@ -764,7 +763,7 @@ class Store:
             return pd.DataFrame(conn.execute(query.order_by(t.c.created_at)).mappings().all(), columns=names)
 
     def get_results(self, ident: str) -> PerQueryResults:
-        from ragmetrics.per_query import results_from_parquet
+        from ragmetrics.analysis.per_query import results_from_parquet
 
         t = results_table
         with self.engine.connect() as conn:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from ragmetrics.engine.accumulators import Gain
-from ragmetrics.errors import MetricNameError, RagMetricsError
+from ragmetrics.foundation.errors import MetricNameError, RagMetricsError
 
 if TYPE_CHECKING:
     from ragmetrics.engine.accumulators import Ranking
@@ -466,6 +466,20 @@ def parse_metric(text: str | MetricSpec) -> MetricSpec:
     if info.k == "none" and k is not None:
         raise MetricNameError(f"metric {text!r} takes no cut-off; use '{name}'")
     return MetricSpec(name, k)
+
+
+def metric_name(text: str | MetricSpec) -> str:
+    """The canonical name of a metric given with or without its cut-off (``nDCG``, ``ndcg@10``, ``P_5`` ->
+    ``ndcg``, ``ndcg``, ``precision``): what a curve, a picker or a column of every cut-off is named by. Unknown
+    names raise :class:`MetricNameError` with its "did you mean"."""
+    if isinstance(text, MetricSpec):
+        return text.name
+    match = _METRIC_RE.match(str(text))
+    if match and match.group(2) is None:
+        name = _ALIASES.get(match.group(1).lower())
+        if name is not None:
+            return name
+    return parse_metric(text).name
 
 
 def known_metric_names() -> str:

@@ -21,9 +21,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ragmetrics.errors import MetricNameError, ParseError, RagMetricsError
-from ragmetrics.metrics import parse_metric
-from ragmetrics.model import Dataset
+from ragmetrics.engine.metrics import parse_metric
+from ragmetrics.foundation.errors import MetricNameError, ParseError, RagMetricsError
+from ragmetrics.foundation.model import Dataset
 
 __all__ = ["PerQueryResults", "read_per_query", "results_id"]
 

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ragmetrics import stats
-from ragmetrics.evaluate import evaluate
-from ragmetrics.model import Dataset, Run
+from ragmetrics.analysis import stats
+from ragmetrics.analysis.evaluate import evaluate
+from ragmetrics.foundation.model import Dataset, Run
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragmetrics import stats
-from ragmetrics.errors import RagMetricsError
-from ragmetrics.metrics import parse_metric
+from ragmetrics.analysis import stats
+from ragmetrics.engine.metrics import parse_metric
+from ragmetrics.foundation.errors import RagMetricsError
 
 if TYPE_CHECKING:
-    from ragmetrics.evaluate import RunResult
+    from ragmetrics.analysis.evaluate import RunResult
 
 COMMON = {"mrr": 0.70, "hits@5": 0.90, "ndcg@10": 0.65}
 

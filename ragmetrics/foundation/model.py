@@ -26,8 +26,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ragmetrics.errors import FieldError, RagMetricsError
-from ragmetrics.ids import (
+from ragmetrics.foundation.errors import FieldError, RagMetricsError
+from ragmetrics.foundation.ids import (
     MAX_ID_BYTES,
     Strings,
     as_strings,

@@ -1,0 +1,3 @@
+"""The foundation every room stands on: errors (:mod:`.errors`), ids and their fingerprints (:mod:`.ids`), the data
+model (:mod:`.model`), process memory (:mod:`.memory`) and the package's version (:mod:`.version`). It imports
+nothing else of ragmetrics."""
