@@ -46,11 +46,11 @@ def test_a_mapped_file_gives_what_the_read_bytes_give(case, tmp_path, monkeypatc
     path = tmp_path / ("input.trec" if kind == "run" else "input.qrels")
     path.write_bytes(content)
     read = _outcome(path, kind)
-    monkeypatch.setattr(_source, "MAP_BYTES", 1)
+    monkeypatch.setattr(source, "MAP_BYTES", 1)
     mapped = _outcome(path, kind)
     assert mapped == read
-    source = source.open_source(path)
-    assert source.mapped() is not None  # the mapped path was taken
+    opened = source.open_source(path)
+    assert opened.mapped() is not None  # the mapped path was taken
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in TREC.iterdir() if p.name.startswith(("qrels", "results"))))
@@ -58,14 +58,14 @@ def test_trec_evals_own_files_mapped_and_read_are_the_same(name, monkeypatch):
     path = TREC / name
     kind = "qrels" if name.startswith("qrels") else "run"
     read = _outcome(path, kind)
-    monkeypatch.setattr(_source, "MAP_BYTES", 1)
+    monkeypatch.setattr(source, "MAP_BYTES", 1)
     assert _outcome(path, kind) == read
 
 
 def test_compressed_or_marked_files_are_read_not_mapped(tmp_path, monkeypatch):
     import gzip
 
-    monkeypatch.setattr(_source, "MAP_BYTES", 1)
+    monkeypatch.setattr(source, "MAP_BYTES", 1)
     plain = b"q1 Q0 d1 1 2.5 r\n"
     for name, content in {
         "run.trec.gz": gzip.compress(plain),

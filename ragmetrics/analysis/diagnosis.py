@@ -39,7 +39,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ragmetrics.engine import Alignment
+from ragmetrics.engine import Alignment, align
+from ragmetrics.engine.metrics import parse_metric
+from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset, Run
 
 EASY_MISSED_MAX = 2
@@ -474,9 +476,6 @@ def diagnose_run(
 ) -> list[Finding]:
     """Align ``run`` (or take its :class:`ragmetrics.Alignment`; ``conventions`` as :func:`ragmetrics.align`) and
     apply every rule. ``metric`` (e.g. ``"ndcg@10"``) is compared across categories; ``hits@k`` otherwise."""
-    from ragmetrics.engine import align
-    from ragmetrics.engine.metrics import parse_metric
-    from ragmetrics.foundation.errors import RagMetricsError
 
     if not isinstance(k, (int, np.integer)) or k < 1:
         raise RagMetricsError(f"The 'k' parameter must be an int >= 1. Got {k!r} instead.")

@@ -17,7 +17,7 @@ import numpy as np
 from ragmetrics.engine import Alignment, Conventions, Coverage, Ranking, align
 from ragmetrics.engine.conventions import Mode
 from ragmetrics.engine.health import Health
-from ragmetrics.engine.metrics import MetricSpec
+from ragmetrics.engine.metrics import MetricSpec, metric_name, parse_metric
 from ragmetrics.engine.once import Once
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.model import Dataset, Run
@@ -91,7 +91,7 @@ class RunResult:
         """Per-query values: a frame indexed by query_id, one column per metric."""
 
         def build() -> pd.DataFrame:
-            import pandas as pd
+            import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
 
             index = pd.Index(self.query_ids, name="query_id", dtype="str")
             return pd.DataFrame(self.arrays, index=index, columns=list(self.metrics))
@@ -100,7 +100,7 @@ class RunResult:
 
     @property
     def mean(self) -> pd.Series:
-        import pandas as pd
+        import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
 
         return pd.Series(self.means, dtype=np.float64)
 
@@ -129,7 +129,7 @@ class EvalResult:
 
     def mean(self) -> pd.DataFrame:
         """Means: one row per run, one column per metric."""
-        import pandas as pd
+        import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
 
         frame = pd.DataFrame(
             [r.means for r in self.runs.values()], index=pd.Index(self.run_names, name="run"), columns=self.metrics
@@ -138,7 +138,7 @@ class EvalResult:
 
     def per_query(self, run: str | None = None) -> pd.DataFrame:
         """Per-query values; for all runs the index is (run, query_id)."""
-        import pandas as pd
+        import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
 
         if run is not None:
             return self.runs[run].values
@@ -152,9 +152,7 @@ class EvalResult:
         self, metrics: Sequence[str] = ("precision", "recall", "f1", "hits", "ndcg"), k_max: int | None = None
     ) -> pd.DataFrame:
         """Mean ``metric@k`` for k = 1..k_max: long frame (run, metric, k, value)."""
-        import pandas as pd
-
-        from ragmetrics.engine.metrics import metric_name
+        import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
 
         k_max = k_max or self.k_max
         parts = []
@@ -296,8 +294,6 @@ def evaluate(
         if warn:
             _warn(run.name, alignment.coverage, alignment.conventions.missing)
     if not run_list:
-        from ragmetrics.engine.metrics import parse_metric
-
         specs = list(dict.fromkeys(parse_metric(m) for m in metrics))
     if k_max is None:
         deepest = max([s.k for s in specs if s.k is not None], default=10)

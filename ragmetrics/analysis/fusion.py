@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import byte_order, dictionary_codes
@@ -37,7 +38,6 @@ NORMS = ("minmax", "zscore", None)
 
 def ranked_frame(run: Run, depth: int | None = None) -> pd.DataFrame:
     """The run's rows in evaluation order with a 1-based ``rank`` per query (best occurrence per doc)."""
-    import pandas as pd
 
     frame = run.frame[["query_id", "doc_id", "score"]]
     if frame.empty:
@@ -82,7 +82,6 @@ def fuse(
     ``depth`` cuts every input run to its top ``depth`` before fusing; the
     default name is ``"<method>(<run names>)"``.
     """
-    import pandas as pd
 
     runs = list(runs)
     if len(runs) < 2:

@@ -30,9 +30,12 @@ import numpy as np
 import pandas as pd
 
 from ragmetrics.analysis import stats
+from ragmetrics.analysis.compare import compare_result
+from ragmetrics.analysis.evaluate import evaluate
 from ragmetrics.engine.metrics import parse_metric
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset, Run
+from ragmetrics.io.export import markdown_table, to_safe_csv
 from ragmetrics.io.runmeta import parse_date
 
 DATE_TAG = "date"
@@ -93,7 +96,6 @@ def _number(text: str) -> float | None:
 
 def _evaluate(dataset: Dataset, runs: Sequence[StoredRun], metric: str, **options: Any) -> Any:
     """One evaluation of the runs, each named by its id (two versions of a run may share a name)."""
-    from ragmetrics.analysis.evaluate import evaluate
 
     return evaluate(dataset, [r.load().with_name(r.id) for r in runs], [metric], **options)
 
@@ -188,7 +190,6 @@ def timeline(
 ) -> Timeline:
     """The timeline of ``runs`` on ``dataset`` (see the module). ``baseline``: a run id among ``runs`` (any tag
     filter aside) to test every run against."""
-    from ragmetrics.analysis.compare import compare_result
 
     metric = str(parse_metric(metric))
     _check_choice(test, stats.TESTS, "test")
@@ -259,7 +260,6 @@ def _step(comparison: Any, prefix: str) -> dict[str, float]:
 
 def timeline_csv(line: Timeline) -> str:
     """The timeline as formula-neutral CSV (one row per run, its tags as ``tag:KEY`` columns)."""
-    from ragmetrics.io.export import to_safe_csv
 
     frame = line.frame.copy()
     keys = sorted({k for tags in line.tags.values() for k in tags})
@@ -360,12 +360,10 @@ class Leaderboard:
         )
 
     def to_markdown(self) -> str:
-        from ragmetrics.io.export import markdown_table
 
         return markdown_table(self.cells()) + "\n" + self.footnote() + "\n"
 
     def to_csv(self) -> str:
-        from ragmetrics.io.export import to_safe_csv
 
         summary = self.summary
         for name in self.datasets.values():
@@ -439,7 +437,6 @@ def leaderboard(
 ) -> Leaderboard:
     """The leaderboard of the runs tagged ``system_tag`` over ``datasets`` (``(id, dataset, its runs)``). A system
     with several runs on a dataset is scored by its latest (``date`` order), with a note."""
-    from ragmetrics.analysis.compare import compare_result
 
     metric = str(parse_metric(metric))
     _check_choice(test, stats.TESTS, "test")

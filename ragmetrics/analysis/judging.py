@@ -16,9 +16,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 
 from ragmetrics.engine import Alignment, Ranking, align
+from ragmetrics.engine.metrics import compute, parse_metric
+from ragmetrics.engine.order import segment_starts
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset, Run
 
@@ -29,7 +32,6 @@ if TYPE_CHECKING:
 def pool(dataset: Dataset, runs: Sequence[Run | Alignment], depth: int, **conventions: Any) -> pd.DataFrame:
     """Unjudged pairs of the runs' top ``depth``: ``query_id, doc_id, best_rank, runs`` (how many runs retrieved
     it there) and ``text`` when the dataset's documents or a run's chunks carry it."""
-    import pandas as pd
 
     if not isinstance(depth, (int, np.integer)) or depth < 1:
         raise RagMetricsError(f"The 'depth' parameter must be an int >= 1. Got {depth!r} instead.")
@@ -120,7 +122,6 @@ def merge(dataset: Dataset, labels: Dataset | pd.DataFrame, *, override: bool = 
 def diff(before: Dataset, after: Dataset) -> pd.DataFrame:
     """How two versions' judgments differ: ``query_id, doc_id, before, after, change`` (added, removed, changed),
     in query then document order."""
-    import pandas as pd
 
     old = before.qrels.rename(columns={"relevance": "before"})
     new = after.qrels.rename(columns={"relevance": "after"})
@@ -147,8 +148,6 @@ def label_impact(
     difference between the runs and ``baseline`` (the first run by default; with one run, of its mean), so a pair
     both runs rank alike moves little and one neither ranks within the cut-off moves nothing. Returned sorted by
     impact, largest first: ``query_id, doc_id, impact`` and ``delta_<run>`` per run."""
-
-    from ragmetrics.engine.metrics import compute, parse_metric
 
     names = list(alignments)
     if not names:
@@ -179,7 +178,6 @@ def label_impact(
 def _one_more_relevant(ranking: Ranking, q: np.ndarray, docs: np.ndarray) -> Ranking:
     """One copy of query ``q[i]``'s ranking per pair ``i``, with document ``docs[i]`` judged relevant (the smallest
     relevant grade) in copy ``i``: its row relabelled when ranked, R and the ideal ranking one more either way."""
-    from ragmetrics.engine.order import segment_starts
 
     grade = max(ranking.rel_level, 1)
     starts = segment_starts(ranking.q, ranking.n_queries)

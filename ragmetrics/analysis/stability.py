@@ -13,6 +13,8 @@ from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
+from scipy import stats as sps
 
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.evaluate import evaluate
@@ -58,8 +60,6 @@ def stability(
     **conventions: Any,
 ) -> Stability:
     """Score ``runs`` by ``metric`` under both qrels versions and compare (see the module documentation)."""
-    import pandas as pd
-    from scipy import stats as sps
 
     results = [evaluate(d, list(runs), [metric], warn=False, **conventions) for d in (before, after)]
     name = results[0].metrics[0]

@@ -31,7 +31,7 @@ def _paired(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _t(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) -> float:
-    from scipy import stats as sps
+    from scipy import stats as sps  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)
 
     diff = a - b
     if np.all(diff == diff[0]):
@@ -40,7 +40,7 @@ def _t(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) -> float:
 
 
 def _wilcoxon(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) -> float:
-    from scipy import stats as sps
+    from scipy import stats as sps  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)
 
     diff = a - b
     magnitudes = np.abs(diff[diff != 0])
@@ -52,7 +52,7 @@ def _wilcoxon(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) -> floa
 
 
 def _randomization(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) -> float:
-    from scipy import stats as sps
+    from scipy import stats as sps  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)
 
     result = sps.permutation_test(
         (a, b),
@@ -219,7 +219,7 @@ def bootstrap_ci(
     n = values.shape[0]
     matrix = values.reshape(n, -1)
     if normal_above is not None and n > normal_above:
-        from scipy import stats as sps
+        from scipy import stats as sps  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)
 
         mean = matrix.mean(axis=0, dtype=np.float64)
         squares = np.einsum("ij,ij->j", matrix, matrix, dtype=np.float64)
@@ -296,7 +296,7 @@ class PowerEstimate:
 
 
 def _z(alpha: float, power: float) -> float:
-    from scipy import stats as sps
+    from scipy import stats as sps  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)
 
     return float(sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))
 

@@ -21,7 +21,7 @@ from ragmetrics.engine.conventions import CHOICES
 from ragmetrics.engine.metrics import known_metric_names
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.model import Dataset, Run
-from ragmetrics.partitioned.engine import ENGINES
+from ragmetrics.partitioned import ENGINES
 
 if TYPE_CHECKING:
     from ragmetrics.partitioned import PartitionedResult

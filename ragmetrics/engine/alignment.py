@@ -229,7 +229,7 @@ class Alignment:
         return self.mode.compute(self, specs)
 
     def _rows(self) -> pd.DataFrame:
-        import pandas as pd
+        import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
 
         ranking = self.ranking
         if self.merged is None:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ragmetrics.engine import metrics as registry
 from ragmetrics.engine.order import segment_starts
 
 if TYPE_CHECKING:
@@ -38,7 +39,6 @@ def label_free(spec: MetricSpec) -> bool:
 def bounds(ranking: Ranking, spec: MetricSpec, depth: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per-query ``(worst, best)`` of ``spec`` over every labeling of the unjudged documents ``ranking`` holds in
     its top ``depth`` (None: all of them)."""
-    from ragmetrics.engine import metrics as registry
 
     unjudged = ~ranking.judged
     if depth is not None:

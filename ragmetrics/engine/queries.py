@@ -7,6 +7,7 @@ import unicodedata
 import numpy as np
 
 from ragmetrics.foundation.ids import Strings, positions_in, to_arrow
+from ragmetrics.foundation.model import query_id_from_text
 
 
 def _normal(text: str) -> str:
@@ -24,7 +25,6 @@ def match_queries(query_ids: Strings, query_texts: Strings, run_query_ids: Strin
     unknown = np.flatnonzero(rows < 0)
     if len(unknown) == 0:
         return rows, 0
-    from ragmetrics.foundation.model import query_id_from_text
 
     by_text: dict[str, int] = {}
     by_hash: dict[str, int] = {}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib
 import os
 
 import pyarrow as pa
@@ -21,7 +22,6 @@ def use_small_pages_for_this_process() -> None:
     """Switch numpy's huge-page advice off for the rest of this process (a no-op where numpy lacks the switch)."""
     if os.environ.get("RAGMETRICS_NUMPY_HUGEPAGES", "") == "1":
         return
-    import importlib
 
     for name in ("numpy._core.multiarray", "numpy.core.multiarray"):  # numpy >= 2, numpy 1.x
         try:

@@ -17,6 +17,8 @@ pandas views (built on each call; pandas is imported only then).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -58,7 +60,6 @@ def query_id_from_text(text: str) -> str:
 
     The text is NFC-normalised and stripped first, so the same question typed on two machines gets the same id.
     """
-    import hashlib
 
     normalized = unicodedata.normalize("NFC", str(text)).strip()
     return "q" + hashlib.sha1(normalized.encode("utf-8")).hexdigest()[:12]
@@ -314,7 +315,6 @@ def _facet(values: Any) -> pa.Array | pa.ChunkedArray:
             return array
     except (pa.ArrowException, TypeError, ValueError):
         pass
-    import json
 
     return pa.array(
         [
@@ -507,7 +507,7 @@ def _query_table(queries: pa.Table | Any | None, judged_ids: Strings) -> pa.Tabl
 
 def table_frame(table: pa.Table) -> pd.DataFrame:
     """An Arrow table as pandas: strings as pandas' ``str``, nullable integers as ``Int64``, lists as Python lists."""
-    import pandas as pd
+    import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
 
     columns: dict[str, Any] = {}
     for name in table.column_names:

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
 from ragmetrics.foundation.model import Dataset, Run
+from ragmetrics.io import trec
 from ragmetrics.io.formats import FORMATS, KNOWN_EXTENSIONS, Format, detect
 from ragmetrics.io.limits import LimitError, Limits, resolve
 from ragmetrics.io.source import Source, open_source
@@ -75,7 +76,7 @@ def load_run(
     if chunk_mapping is not None or chunk_pattern is not None:
         if chunk_mapping is not None and not isinstance(chunk_mapping, dict) and not hasattr(chunk_mapping, "columns"):
             chunk_mapping = _open_extra(chunk_mapping, "chunk mapping", limits)
-        from ragmetrics.io.chunks import attach_source_docs
+        from ragmetrics.io.chunks import attach_source_docs  # noqa: PLC0415 (imports pandas: loaded when such a file is read)
 
         run = attach_source_docs(run, mapping=chunk_mapping, pattern=chunk_pattern)
     return run
@@ -124,12 +125,12 @@ def load_dataset(
     limits.check_rows(src.name, dataset.qrels_table.num_rows)
     limits.check_queries(src.name, len(dataset))
     if queries is not None:
-        from ragmetrics.io.beir import merge_queries, read_queries
+        from ragmetrics.io.beir import merge_queries, read_queries  # noqa: PLC0415 (imports pandas: loaded when such a file is read)
 
         dataset = merge_queries(dataset, read_queries(_open_extra(queries, "queries", limits)))
     documents, size = dataset.documents, dataset.corpus_size
     if corpus is not None:
-        from ragmetrics.io.beir import read_corpus
+        from ragmetrics.io.beir import read_corpus  # noqa: PLC0415 (imports pandas: loaded when such a file is read)
 
         documents = read_corpus(_open_extra(corpus, "corpus", limits))
         size = len(documents) or None
@@ -161,11 +162,9 @@ def load_qrels(
 def __getattr__(name: str) -> Any:
     """The writers and ``attach_source_docs``, imported when first asked for."""
     if name in ("write_trec_qrels", "write_trec_run"):
-        from ragmetrics.io import trec
-
         return getattr(trec, name)
     if name == "attach_source_docs":
-        from ragmetrics.io.chunks import attach_source_docs
+        from ragmetrics.io.chunks import attach_source_docs  # noqa: PLC0415 (imports pandas: loaded when such a file is read)
 
         return attach_source_docs
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

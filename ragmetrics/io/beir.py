@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import io
+import warnings
 import zipfile
 from collections.abc import Callable
 from pathlib import PurePosixPath
@@ -28,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
-from ragmetrics.foundation.errors import ParseError
+from ragmetrics.foundation.errors import ParseError, RagMetricsWarning
 from ragmetrics.foundation.ids import id_problem
 from ragmetrics.foundation.model import Dataset, table_frame
 from ragmetrics.io import tables, trec
@@ -341,10 +342,6 @@ def merge_queries(dataset: Dataset, queries: pd.DataFrame, *, keep_unjudged: boo
     """Attach text (and extra columns) from ``queries`` to the dataset's queries."""
     base = dataset.queries
     if len(queries) and not base["query_id"].isin(set(queries["query_id"])).any():
-        import warnings
-
-        from ragmetrics.foundation.errors import RagMetricsWarning
-
         warnings.warn(
             f"the queries file matches none of the dataset's {len(base)} queries (its ids: "
             f"{', '.join(map(str, queries['query_id'].head(3)))}; the dataset's: "

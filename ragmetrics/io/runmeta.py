@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.ids import id_text_problem
+from ragmetrics.foundation.version import __version__
 
 MAX_KEY_CHARS = 64
 MAX_VALUE_BYTES = 2048
@@ -70,7 +72,6 @@ def check_key(key: str) -> str:
 def check_value(key: str, value: object) -> str:
     """``value`` as text when a tag can hold it (as the store checks names: not empty, no control character, at most
     :data:`MAX_VALUE_BYTES`); else a clear error."""
-    from ragmetrics.foundation.ids import id_text_problem
 
     text = str(value).strip()
     problem = id_text_problem(text, MAX_VALUE_BYTES)
@@ -248,7 +249,6 @@ def ir_metadata(
     Everything else (``date``, ``branch``, ``note``, latency and error counts, any other key) goes under a
     ``ragmetrics`` mapping beside the PRIMAD sections: ir_metadata has no place for it.
     """
-    from ragmetrics.foundation.version import __version__
 
     tags = dict(tags)
     used: set[str] = set()
@@ -331,6 +331,6 @@ def _yaml_value(text: str | None) -> Any:
 
 def ir_metadata_yaml(tags: Mapping[str, str], **options: Any) -> str:
     """:func:`ir_metadata` as YAML (block style, keys in the schema's order)."""
-    import yaml
+    import yaml  # noqa: PLC0415 (PyYAML is loaded on use, for the ir_metadata export only)
 
     return yaml.safe_dump(ir_metadata(tags, **options), sort_keys=False, allow_unicode=True, width=120)

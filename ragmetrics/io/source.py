@@ -9,6 +9,7 @@ line, and the line number of the n-th non-empty line.
 from __future__ import annotations
 
 import bisect
+import mmap
 import os
 import re
 import reprlib
@@ -139,7 +140,6 @@ class Source:
             return None
         if "mapped" in self.__dict__:
             return self.__dict__["mapped"]
-        import mmap
 
         try:
             with open(self.path, "rb") as handle:

@@ -170,7 +170,7 @@ def read_delimited(source: Source, delimiter: str) -> tuple[pd.DataFrame, Callab
 
 
 # the columns a Parquet table is read for (other columns are never decoded)
-_PARQUET_WANTED = _KNOWN | set(QUERY_TEXT_NAMES) | set(QUERY_FACETS)
+PARQUET_WANTED = _KNOWN | set(QUERY_TEXT_NAMES) | set(QUERY_FACETS)
 
 
 def _parquet_failure(source: Source, exc: BaseException) -> ParseError:
@@ -221,7 +221,7 @@ def read_parquet(source: Source) -> pd.DataFrame:
     source.limits.check_rows(source.name, meta.num_rows)
     if declared > source.limits.inflate_cap(len(data)):
         raise source.limits.inflate_error(source.name, len(data), declared)
-    wanted = [n for n in names if normalise_name(n) in _PARQUET_WANTED]
+    wanted = [n for n in names if normalise_name(n) in PARQUET_WANTED]
     repeated = sorted(n for n, times in Counter(wanted).items() if times > 1)
     if repeated:
         raise ParseError(source.name, None, "unique column names", f"{shorten(repeated[0])} more than once")

@@ -26,6 +26,7 @@ parse (a NaN score, a repeated judgment) is mapped back to its line with numpy.
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import itertools
 import math
@@ -33,6 +34,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -275,8 +277,6 @@ def _arrow_read(
 
     pieces = _line_slices(data, _reader_threads(len(data)))
     if len(pieces) > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
         with ThreadPoolExecutor(len(pieces)) as pool:
             parts = list(pool.map(read, pieces))
     else:
@@ -398,7 +398,7 @@ def _pandas_run(source: Source, data: bytes | None = None) -> pa.Table | None:
     than 6 fields leaves an empty tag or score, which sends us to the scan.
     ``data``: the normalised (collapsed) bytes.
     """
-    import pandas as pd
+    import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
 
     if data is None:
         data = _normalise(source.data, collapse=True)
@@ -609,9 +609,6 @@ def _check_no_whitespace(values: pa.ChunkedArray | pa.Array, what: str) -> None:
 
 def _open_for_write(dest: Any) -> tuple[Any, bool, bool]:
     """(stream, close_it, binary)."""
-    import gzip
-    import io
-    import os
 
     if isinstance(dest, (str, os.PathLike)):
         path = os.fspath(dest)

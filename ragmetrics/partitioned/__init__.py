@@ -6,115 +6,47 @@ query id (the same function on both sides), each bucket is evaluated by the unch
 paired tests need only those vectors; the coverage report (missing and unknown queries, duplicates, ties) and the
 run's health are folded from per-query flags and per-bucket totals, so they equal the in-process ones.
 
-* :func:`evaluate_files`: files through an engine of :data:`ENGINES` (``inprocess``, ``duckdb``, ``spark``);
+* :func:`evaluate_files` (:mod:`.files`): files through an engine of :data:`ENGINES` (``inprocess``, ``duckdb``,
+  ``spark``);
 * :func:`ragmetrics.spark.evaluate`: Spark DataFrames a user already has.
 
 Datasets are qrels (TREC, CSV, TSV or Parquet): a run query is matched to a judged query by its id.
+
+This module is the engines' registry and the package's face; it loads nothing heavy, so the CLI reads the engines'
+names without loading the loaders or pandas. The names below are imported from their modules when first used.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import importlib
 from typing import Any
 
-from ragmetrics.engine import Conventions
-from ragmetrics.engine.modes import MODES
-from ragmetrics.foundation.errors import RagMetricsError
-from ragmetrics.foundation.ids import MAX_ID_BYTES
-from ragmetrics.partitioned.buckets import Plan
-from ragmetrics.partitioned.engine import ENGINES, Engine, Options, engine_class
-from ragmetrics.partitioned.result import PartitionedResult, PartitionedRun, combine
+ENGINES: dict[str, tuple[str, str]] = {
+    "inprocess": ("ragmetrics.partitioned.local:InProcess", "this process, every input in memory (the default)"),
+    "duckdb": (
+        "ragmetrics.partitioned.duck:DuckDB",
+        "DuckDB, out of core: buckets in a work folder (ragmetrics[duckdb])",
+    ),
+    "spark": (
+        "ragmetrics.partitioned.spark:Spark",
+        "Spark, local or a cluster, an Arrow UDF per bucket (ragmetrics[spark])",
+    ),
+}
+"""name -> (``module:class``, what it is), imported when used (DuckDB and PySpark are optional extras)."""
 
-__all__ = [
-    "ENGINES",
-    "Engine",
-    "Options",
-    "PartitionedResult",
-    "PartitionedRun",
-    "canonical_metrics",
-    "evaluate_files",
-]
+_PUBLIC = {
+    "evaluate_files": "ragmetrics.partitioned.files",
+    "canonical_metrics": "ragmetrics.partitioned.files",
+    "run_name": "ragmetrics.partitioned.files",
+    "Options": "ragmetrics.partitioned.engine",
+    "PartitionedResult": "ragmetrics.partitioned.result",
+    "PartitionedRun": "ragmetrics.partitioned.result",
+}
 
-
-def canonical_metrics(metrics: Sequence[str], conventions: Conventions) -> tuple[str, ...]:
-    """The canonical names of ``metrics`` under ``conventions`` (LlamaIndex's own in its mode), each once."""
-    names = tuple(dict.fromkeys(str(MODES[conventions.mode].parse(m)) for m in metrics))
-    if not names:
-        raise RagMetricsError("no metric to compute; pass metric names such as ['ndcg@10', 'recall@5']")
-    return names
+__all__ = ["ENGINES", *_PUBLIC]
 
 
-def run_name(path: str) -> str:
-    """A run file's run name, as the loaders name it (the file name without its extensions)."""
-    from ragmetrics.io.formats import KNOWN_EXTENSIONS
-    from ragmetrics.io.source import open_source
-
-    return open_source(b"", filename=path.rstrip("/").rsplit("/", 1)[-1]).default_name(KNOWN_EXTENSIONS)
-
-
-def _refuse_empty(result: PartitionedRun, qrels: str, run: str) -> None:
-    """An input without a data row is refused as the in-process loader refuses it (which then reads only its
-    blank and comment lines)."""
-    import os
-
-    from ragmetrics.io import load_dataset, load_run
-
-    coverage = result.coverage
-    if coverage.empty_run and os.path.isfile(run):
-        load_run(run)
-    if not coverage.queries_evaluated and not coverage.missing_in_run and os.path.isfile(qrels):
-        load_dataset(qrels)
-
-
-def evaluate_files(
-    dataset: str,
-    runs: str | Sequence[str],
-    metrics: Sequence[str] | None = None,
-    *,
-    engine: str = "duckdb",
-    conventions: Conventions | None = None,
-    buckets: int | None = None,
-    memory_limit: str | None = None,
-    work_dir: str | None = None,
-    spark_master: str | None = None,
-    per_query_out: Sequence[str | None] | str | None = None,
-    corpus_size: int | None = None,
-    chunk_pattern: str | None = None,
-    max_id_bytes: int = MAX_ID_BYTES,
-    **changes: Any,
-) -> PartitionedResult:
-    """Evaluate run files against a qrels file with ``engine`` (a name of :data:`ENGINES`), bucket by bucket.
-
-    ``buckets``: how many (default: the engine's; DuckDB's from the input sizes). ``memory_limit`` (DuckDB, e.g.
-    ``"2GB"``) and ``work_dir`` (where DuckDB writes its buckets and spills; default a temporary folder, removed
-    after). ``spark_master``: the master of a session started here when none is running (default ``local[*]``).
-    ``per_query_out``: a Parquet path per run (one path for one run) where the per-query values are written where
-    the engine runs, instead of being collected (the result then keeps the values but not the ids). Conventions as
-    :func:`ragmetrics.analysis.evaluate` (``changes`` override fields)."""
-    conventions = (conventions or Conventions()).replace(**changes) if changes else conventions or Conventions()
-    paths = [runs] if isinstance(runs, str) else list(runs)
-    outs = [per_query_out] if per_query_out is None or isinstance(per_query_out, str) else list(per_query_out)
-    if per_query_out is None:
-        outs = [None] * len(paths)
-    if len(outs) != len(paths):
-        raise RagMetricsError(f"per_query_out: one path per run; got {len(outs)} for {len(paths)} run(s)")
-    from ragmetrics.analysis.evaluate import DEFAULT_METRICS
-
-    names = canonical_metrics(list(metrics or DEFAULT_METRICS), conventions)
-    options = Options(buckets=buckets, memory_limit=memory_limit, work_dir=work_dir, spark_master=spark_master)
-    results: dict[str, PartitionedRun] = {}
-    with engine_class(engine)(options) as executor:
-        qrels = executor.describe(dataset, "dataset")
-        used = 0
-        for path, out in zip(paths, outs):
-            run = executor.describe(path, "run")
-            name = run_name(path)
-            count = sum(1 for n in results if n == name or n.startswith(f"{name}-"))
-            if count:
-                name = f"{name}-{count + 1}"
-            plan = Plan(name, run.side, qrels.side, names, conventions, corpus_size, chunk_pattern, max_id_bytes)
-            used = buckets or executor.buckets_for(qrels, run)
-            tables = executor.tables(plan, qrels, run, used, out)
-            results[name] = combine(name, names, conventions, tables, keep_ids=out is None, per_query_file=out)
-            _refuse_empty(results[name], qrels.path, path)
-    return PartitionedResult(results, names, engine, used)
+def __getattr__(name: str) -> Any:
+    if name in _PUBLIC:
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

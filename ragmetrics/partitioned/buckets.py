@@ -13,8 +13,10 @@ unknown query's first row in the run (the order the engine lists them in).
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -26,6 +28,10 @@ from ragmetrics.engine.health import query_tallies
 from ragmetrics.foundation.errors import ParseError
 from ragmetrics.foundation.ids import MAX_ID_BYTES, positions_in, to_numpy
 from ragmetrics.foundation.model import Dataset, Run
+from ragmetrics.io import columns, trec
+from ragmetrics.io.limits import Limits
+from ragmetrics.io.source import Source
+from ragmetrics.partitioned.inputs import Side, open_plain
 
 if TYPE_CHECKING:
     pass
@@ -63,26 +69,6 @@ def schema(metrics: Sequence[str]) -> pa.Schema:
 
 
 @dataclass(frozen=True)
-class Side:
-    """How one input's rows, a bucket at a time, become a :class:`Run` or a :class:`Dataset`.
-
-    ``layout``: ``"trec"``, rows of one ``line`` column (the file's lines, read by the TREC loader itself, so every
-    rule of :mod:`ragmetrics.io.trec` holds); ``"columns"``, rows of the table's own columns (named as a CSV, TSV or
-    Parquet file or a DataFrame names them; the aliases and checks of :mod:`ragmetrics.io.columns` apply).
-    ``header_line``: the line a CSV or TSV header is on (a data row's line is then ``position + header_line + 1``);
-    None where rows have no lines."""
-
-    file: str
-    layout: Literal["trec", "columns"]
-    header_line: int | None = None
-
-    def line_of(self, positions: np.ndarray, row: int) -> int | None:
-        if self.layout == "columns" and self.header_line is not None and 0 <= row < len(positions):
-            return int(positions[row]) + self.header_line + 1
-        return None
-
-
-@dataclass(frozen=True)
 class Plan:
     """What every bucket does: the run's name, how both sides are read, the metrics (canonical names) and the
     conventions. A plain value: Spark sends it to its executors."""
@@ -101,8 +87,6 @@ class Plan:
 
 
 def _source(name: str, data: bytes, max_id_bytes: int):  # -> Source
-    from ragmetrics.io.limits import Limits
-    from ragmetrics.io.source import Source
 
     # the whole input was not read here, so the in-memory caps do not apply; the id rule does
     unlimited = Limits(max_bytes=1 << 62, max_rows=1 << 62, max_queries=1 << 62, max_id_bytes=max_id_bytes)
@@ -130,7 +114,6 @@ def _in_file(side: Side, rows: pa.Table, exc: ParseError) -> ParseError:
 
 def _first_on_line(side: Side, rows: pa.Table, found: str) -> str:
     """A duplicate judgment names its first line: said of the input file too."""
-    import re
 
     match = re.search(r"\(first on line (\d+)\)", found)
     if side.layout != "trec" or match is None:
@@ -151,9 +134,6 @@ def _trec_line(side: Side, rows: pa.Table, bucket_line: int) -> int | None:
 def file_line(path: str, text: str, occurrence: int = 0) -> int | None:
     """The line number of the line of ``path`` that reads ``text`` (after ``occurrence`` earlier ones); None when
     the file cannot be read here (a cluster's path). Read in blocks: a file of any size in bounded memory."""
-    import os
-
-    from ragmetrics.partitioned.inputs import open_plain
 
     if not os.path.isfile(path):
         return None
@@ -177,7 +157,6 @@ def file_line(path: str, text: str, occurrence: int = 0) -> int | None:
 
 def _line_starts(prefixed: bytes, wanted: bytes):  # -> Iterator[int]
     """Offsets in ``prefixed`` (a line break, then whole lines) of the lines that read ``wanted``, in order."""
-    import re
 
     for match in re.finditer(re.escape(b"\n" + wanted) + rb"(?=\r?\n)", prefixed):
         yield match.start()
@@ -186,11 +165,8 @@ def _line_starts(prefixed: bytes, wanted: bytes):  # -> Iterator[int]
 def _read(side: Side, rows: pa.Table, plan: Plan, kind: Literal["run", "dataset"]) -> Run | Dataset:
     try:
         if side.layout == "trec":
-            from ragmetrics.io import trec
-
             source = _source(side.file, _lines(rows), plan.max_id_bytes)
             return trec.read_run(source, name=plan.run_name) if kind == "run" else trec.read_qrels(source, name="qrels")
-        from ragmetrics.io import columns
 
         source = _source(side.file, b"", plan.max_id_bytes)
         frame = rows.drop_columns([POSITION]).to_pandas()
@@ -231,7 +207,7 @@ def evaluate_bucket(plan: Plan, qrels_rows: pa.Table, run_rows: pa.Table) -> pa.
     run = _read(plan.run, run_rows, plan, "run") if run_rows.num_rows else _empty_run(plan.run_name)
     assert isinstance(run, Run)
     if plan.chunk_pattern is not None:
-        from ragmetrics.io.chunks import attach_source_docs
+        from ragmetrics.io.chunks import attach_source_docs  # noqa: PLC0415 (imports pandas: loaded for a chunk pattern)
 
         run = attach_source_docs(run, pattern=plan.chunk_pattern)
     run_positions = to_numpy(run_rows.column(POSITION)) if run_rows.num_rows else np.zeros(0, np.int64)
@@ -247,8 +223,6 @@ def evaluate_bucket(plan: Plan, qrels_rows: pa.Table, run_rows: pa.Table) -> pa.
     dataset = _read(plan.qrels, qrels_rows, plan, "dataset")
     assert isinstance(dataset, Dataset)
     if plan.corpus_size is not None:
-        from dataclasses import replace
-
         dataset = replace(dataset, corpus_size=plan.corpus_size)
     alignment = align(dataset, run, plan.conventions)
     coverage = alignment.coverage

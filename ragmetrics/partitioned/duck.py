@@ -19,6 +19,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -78,7 +79,6 @@ class DuckDB(Engine):
 
     def __init__(self, options: Options) -> None:
         super().__init__(options)
-        import duckdb
 
         if options.work_dir:
             try:
@@ -164,7 +164,6 @@ class DuckDB(Engine):
         if key not in self._partitioned:
             folder = self.work / f"input-{len(self._partitioned)}"
             query, found = self._select(found, buckets)
-            import duckdb
 
             try:
                 self.con.execute(f"COPY ({query}) TO {_literal(str(folder))} (FORMAT parquet, PARTITION_BY (bucket))")

@@ -16,11 +16,15 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.ids import dictionary_codes
+from ragmetrics.partitioned import ENGINES
 from ragmetrics.partitioned.buckets import Plan, per_query_rows, without_ids
-from ragmetrics.partitioned.inputs import Input
+from ragmetrics.partitioned.inputs import Input, describe
 
 
 @dataclass(frozen=True)
@@ -58,7 +62,6 @@ class Engine(ABC):
 
     def describe(self, path: str, kind: str) -> Input:
         """The input at ``path`` as this engine reads it."""
-        from ragmetrics.partitioned.inputs import describe
 
         return describe(path, kind, local=self.local)  # type: ignore[arg-type]
 
@@ -78,7 +81,6 @@ class Engine(ABC):
         if per_query_out is None:
             yield from self.bucket_tables(plan, qrels, run, buckets)
             return
-        import pyarrow.parquet as pq
 
         writer = None
         try:
@@ -95,27 +97,10 @@ class Engine(ABC):
 
 def bucket_of(query_ids: pa.ChunkedArray | pa.Array, buckets: int) -> np.ndarray:
     """The in-process engine's bucket of each row (a hash of the query id; each distinct id hashed once)."""
-    import pandas as pd
-
-    from ragmetrics.foundation.ids import dictionary_codes
 
     codes, uniques = dictionary_codes(query_ids)
     hashes = pd.util.hash_array(np.array(uniques.to_pylist(), dtype=object))
     return (hashes % np.uint64(buckets)).astype(np.int64)[codes]
-
-
-ENGINES: dict[str, tuple[str, str]] = {
-    "inprocess": ("ragmetrics.partitioned.local:InProcess", "this process, every input in memory (the default)"),
-    "duckdb": (
-        "ragmetrics.partitioned.duck:DuckDB",
-        "DuckDB, out of core: buckets in a work folder (ragmetrics[duckdb])",
-    ),
-    "spark": (
-        "ragmetrics.partitioned.spark:Spark",
-        "Spark, local or a cluster, an Arrow UDF per bucket (ragmetrics[spark])",
-    ),
-}
-"""name -> (``module:class``, what it is), imported when used (DuckDB and PySpark are optional extras)."""
 
 
 def engine_class(name: str) -> type[Engine]:

@@ -1,4 +1,4 @@
-"""What an input file is, for an engine that reads it itself: its layout (:class:`~ragmetrics.partitioned.buckets.Side`),
+"""What an input file is, for an engine that reads it itself: its layout (:class:`Side`),
 its columns, and the column whose value is the query id (what a row is bucketed on).
 
 Only the file's head is read here (format detection sniffs it as the in-process loaders do).
@@ -6,12 +6,20 @@ Only the file's head is read here (format detection sniffs it as the in-process 
 
 from __future__ import annotations
 
+import gzip
 import os
 from dataclasses import dataclass
 from typing import BinaryIO, Literal
 
+import numpy as np
+
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
-from ragmetrics.partitioned.buckets import Side
+from ragmetrics.io import tables
+from ragmetrics.io.columns import describe_aliases, normalise_name, resolve
+from ragmetrics.io.formats import KNOWN_EXTENSIONS, detect
+from ragmetrics.io.limits import Limits
+from ragmetrics.io.source import open_source
+from ragmetrics.io.tables import PARQUET_WANTED
 
 HEAD_BYTES = 1 << 16
 FORMATS = ("trec", "csv", "tsv", "parquet")
@@ -23,6 +31,26 @@ WHITESPACE = "[ \\t\\x0B\\f]"
 (DuckDB) and Java (Spark) read the same way."""
 FIRST_FIELD = f"^{WHITESPACE}*([^ \\t\\x0B\\f]*)"
 """A TREC line's first field (its query id), group 1."""
+
+
+@dataclass(frozen=True)
+class Side:
+    """How one input's rows, a bucket at a time, become a :class:`Run` or a :class:`Dataset`.
+
+    ``layout``: ``"trec"``, rows of one ``line`` column (the file's lines, read by the TREC loader itself, so every
+    rule of :mod:`ragmetrics.io.trec` holds); ``"columns"``, rows of the table's own columns (named as a CSV, TSV or
+    Parquet file or a DataFrame names them; the aliases and checks of :mod:`ragmetrics.io.columns` apply).
+    ``header_line``: the line a CSV or TSV header is on (a data row's line is then ``position + header_line + 1``);
+    None where rows have no lines."""
+
+    file: str
+    layout: Literal["trec", "columns"]
+    header_line: int | None = None
+
+    def line_of(self, positions: np.ndarray, row: int) -> int | None:
+        if self.layout == "columns" and self.header_line is not None and 0 <= row < len(positions):
+            return int(positions[row]) + self.header_line + 1
+        return None
 
 
 @dataclass(frozen=True)
@@ -49,7 +77,6 @@ def is_gzipped(path: str) -> bool:
 
 def open_plain(path: str) -> BinaryIO:
     """The file's bytes, decompressed when it is gzipped (detected by its magic bytes, as the loaders do)."""
-    import gzip
 
     return gzip.open(path, "rb") if is_gzipped(path) else open(path, "rb")  # type: ignore[return-value]
 
@@ -62,9 +89,6 @@ def _head(path: str) -> bytes:
 def describe(path: str, kind: Literal["run", "dataset"], *, local: bool = True) -> Input:
     """The input at ``path``. ``local``: the file is on this machine (sniffed); otherwise (a cluster's path) its
     format is taken from its extension."""
-    from ragmetrics.io.formats import KNOWN_EXTENSIONS, detect
-    from ragmetrics.io.limits import Limits
-    from ragmetrics.io.source import open_source
 
     if local and not os.path.exists(path):
         raise ParseError(path, None, "an existing file", "nothing at that path")
@@ -88,7 +112,6 @@ def describe(path: str, kind: Literal["run", "dataset"], *, local: bool = True) 
         return Input(path, kind, fmt, Side(path, "trec"))
     if fmt == "parquet":
         return Input(path, kind, fmt, Side(path, "columns"))
-    from ragmetrics.io import tables
 
     delimiter = "\t" if fmt == "tsv" else ","
     names, header_line, _ = tables._header(source, delimiter)
@@ -97,20 +120,15 @@ def describe(path: str, kind: Literal["run", "dataset"], *, local: bool = True) 
 
 def with_columns(found: Input, names: list[str]) -> Input:
     """``found`` with its columns as the engine reports them (Parquet)."""
-    from ragmetrics.io.columns import normalise_name
-    from ragmetrics.io.tables import _PARQUET_WANTED
 
-    wanted = tuple(n for n in names if normalise_name(n) in _PARQUET_WANTED)
+    wanted = tuple(n for n in names if normalise_name(n) in PARQUET_WANTED)
     return Input(found.path, found.kind, found.format, found.side, wanted, _query_column(found.path, wanted))
 
 
 def _query_column(path: str, names: list[str] | tuple[str, ...]) -> str:
-    from ragmetrics.io.columns import normalise_name, resolve
 
     column = resolve(names).get("query_id")
     if column is None:
-        from ragmetrics.io.columns import describe_aliases
-
         raise ParseError(path, None, f"a column {describe_aliases(['query_id'])}", f"columns {list(names)}")
     if normalise_name(column) == "query":
         raise RagMetricsError(

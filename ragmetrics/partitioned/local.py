@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
 
 from ragmetrics.foundation.model import Dataset, Run
-from ragmetrics.partitioned.buckets import POSITION, Plan, Side, evaluate_bucket
+from ragmetrics.io import load_dataset, load_run
+from ragmetrics.partitioned.buckets import POSITION, Plan, evaluate_bucket
 from ragmetrics.partitioned.engine import Engine, bucket_of
-from ragmetrics.partitioned.inputs import Input
+from ragmetrics.partitioned.inputs import Input, Side
 
 
 def _rows(table: pa.Table) -> pa.Table:
@@ -40,9 +42,6 @@ class InProcess(Engine):
         return 1
 
     def bucket_tables(self, plan: Plan, qrels: Input, run: Input, buckets: int) -> Iterator[pa.Table]:
-        from dataclasses import replace
-
-        from ragmetrics.io import load_dataset, load_run
 
         dataset = load_dataset(qrels.path)
         loaded = load_run(run.path, name=plan.run_name)

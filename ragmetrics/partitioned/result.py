@@ -8,11 +8,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ragmetrics.analysis.evaluate import results_dict
 from ragmetrics.engine import Conventions, Coverage
 from ragmetrics.engine.health import Health, QueryTallies, health_of
+from ragmetrics.engine.metrics import parse_metric
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import to_numpy
 from ragmetrics.partitioned.buckets import EVALUATED, SKIPPED, TALLIES, TOTALS, UNKNOWN, schema
@@ -46,14 +49,12 @@ class PartitionedRun:
         return out
 
     def array(self, metric: str) -> np.ndarray:
-        from ragmetrics.engine.metrics import parse_metric
 
         return self.arrays[str(parse_metric(metric))]
 
     @property
     def values(self) -> pd.DataFrame:
         """Per-query values: a frame indexed by query_id, one column per metric."""
-        import pandas as pd
 
         if self.query_ids is None:
             raise RagMetricsError(f"run {self.name!r}: the per-query values were written to {self.per_query_file}")
@@ -144,7 +145,6 @@ class PartitionedResult:
 
     def mean(self) -> pd.DataFrame:
         """Means: one row per run, one column per metric."""
-        import pandas as pd
 
         frame = pd.DataFrame(
             [r.means for r in self.runs.values()], index=pd.Index(self.run_names, name="run"), columns=self.metrics
@@ -153,6 +153,5 @@ class PartitionedResult:
 
     def to_dict(self, per_query: bool = False) -> dict[str, Any]:
         """As :meth:`ragmetrics.analysis.evaluate.EvalResult.to_dict`."""
-        from ragmetrics.analysis.evaluate import results_dict
 
         return results_dict(self.runs.values(), per_query)

@@ -9,17 +9,25 @@ Files are read by Spark (paths the cluster reads: local, HDFS, S3 as it is confi
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import DecimalType, DoubleType, FloatType
 
+from ragmetrics.analysis.evaluate import DEFAULT_METRICS
 from ragmetrics.engine import Conventions
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import MAX_ID_BYTES
-from ragmetrics.partitioned.buckets import POSITION, Plan, Side, evaluate_bucket
+from ragmetrics.io.columns import resolve
+from ragmetrics.partitioned import canonical_metrics
+from ragmetrics.partitioned.buckets import POSITION, Plan, evaluate_bucket
 from ragmetrics.partitioned.engine import Engine, Options
-from ragmetrics.partitioned.inputs import FIRST_FIELD, TRIMMED, Input
+from ragmetrics.partitioned.inputs import FIRST_FIELD, TRIMMED, Input, Side, describe, with_columns
 from ragmetrics.partitioned.result import PartitionedRun, combine
 
 if TYPE_CHECKING:
@@ -30,7 +38,6 @@ DEFAULT_MASTER = "local[*]"
 
 def session(master: str | None = None) -> SparkSession:
     """The running Spark session, or one started on ``master`` (default ``local[*]``)."""
-    from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -39,7 +46,6 @@ def session(master: str | None = None) -> SparkSession:
 
 
 def _bucketed(frame: DataFrame, key: Column, buckets: int) -> DataFrame:
-    from pyspark.sql import functions as F
 
     return frame.withColumn("bucket", F.pmod(F.xxhash64(key), F.lit(buckets)))
 
@@ -51,7 +57,6 @@ def _strings(table: pa.Table) -> pa.Table:
 
 
 def _spark_schema(plan: Plan) -> Any:
-    from pyspark.sql.pandas.types import from_arrow_schema
 
     return from_arrow_schema(_strings(plan.schema().empty_table()).schema)
 
@@ -68,7 +73,6 @@ def bucket_frame(plan: Plan, qrels: DataFrame, run: DataFrame) -> DataFrame:
 
 
 def _with_position(frame: DataFrame) -> DataFrame:
-    from pyspark.sql import functions as F
 
     # increasing in the order Spark reads the rows (a file's order, for one file)
     return frame.withColumn(POSITION, F.monotonically_increasing_id())
@@ -77,8 +81,6 @@ def _with_position(frame: DataFrame) -> DataFrame:
 def column_key(frame: DataFrame, column: str) -> Column:
     """The query id of a table cell as the bucket key: text, blanks around it stripped (as the loaders strip them),
     a whole float as an integer."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import DecimalType, DoubleType, FloatType
 
     value = F.col(f"`{column}`")
     kind = frame.schema[column].dataType
@@ -90,7 +92,6 @@ def column_key(frame: DataFrame, column: str) -> Column:
 
 def frames_of_file(spark: SparkSession, found: Input, buckets: int) -> DataFrame:
     """One input file as a bucketed DataFrame."""
-    from pyspark.sql import functions as F
 
     if found.format == "trec":
         lines = _with_position(spark.read.text(found.path)).withColumnRenamed("value", "line")
@@ -99,7 +100,6 @@ def frames_of_file(spark: SparkSession, found: Input, buckets: int) -> DataFrame
         return _bucketed(data, key, buckets).select("line", POSITION, "bucket")
     if found.format == "parquet":
         frame = _with_position(spark.read.parquet(found.path))
-        from ragmetrics.partitioned.inputs import with_columns
 
         found = with_columns(found, [c for c in frame.columns if c != POSITION])
     else:
@@ -108,8 +108,6 @@ def frames_of_file(spark: SparkSession, found: Input, buckets: int) -> DataFrame
         )
         frame = _with_position(frame.select([F.coalesce(F.col(f"`{c}`"), F.lit("")).alias(c) for c in frame.columns]))
         if not found.columns:  # a cluster's file: its header as Spark read it
-            from ragmetrics.partitioned.inputs import with_columns
-
             found = with_columns(found, [c for c in frame.columns if c != POSITION])
     assert found.query_column is not None
     key = column_key(frame, found.query_column)
@@ -121,7 +119,6 @@ def collect(
 ) -> tuple[Iterator[pa.Table], DataFrame | None]:
     """The bucket tables at the driver; with ``per_query_out``, the executors write the per-query rows there
     (a Parquet folder, Spark's way) and the driver gets the rows without the ids no coverage list names."""
-    from pyspark.sql import functions as F
 
     if per_query_out is None:
         return iter([frame.toArrow()]), None
@@ -143,9 +140,6 @@ class Spark(Engine):
         self.spark = session(options.spark_master)
 
     def describe(self, path: str, kind: str) -> Input:
-        import os
-
-        from ragmetrics.partitioned.inputs import describe
 
         return describe(path, kind, local=os.path.exists(path))  # type: ignore[arg-type]
 
@@ -186,9 +180,6 @@ def evaluate(
     ``score``; see :mod:`ragmetrics.io.columns`). ``buckets`` defaults to ``spark.sql.shuffle.partitions``;
     ``per_query_out``: a Parquet folder the executors write the per-query values to (the result then keeps the
     values, not the ids). Conventions as :func:`ragmetrics.analysis.evaluate`."""
-    from ragmetrics.analysis.evaluate import DEFAULT_METRICS
-    from ragmetrics.io.columns import resolve
-    from ragmetrics.partitioned import canonical_metrics
 
     conventions = (conventions or Conventions()).replace(**changes) if changes else conventions or Conventions()
     names = canonical_metrics(list(metrics or DEFAULT_METRICS), conventions)

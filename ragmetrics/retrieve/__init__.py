@@ -22,8 +22,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragmetrics.retrieve.adapters import Adapter, CallError, Hit, adapt, resolve
+from ragmetrics.retrieve.adapters import Adapter, CallError, Hit
+from ragmetrics.retrieve.bm25 import BM25
 from ragmetrics.retrieve.cache import ResponseCache, default_cache_dir
+from ragmetrics.retrieve.http import HttpAdapter
+from ragmetrics.retrieve.resolve import adapt, resolve
 from ragmetrics.retrieve.result import Call, Retrieval
 from ragmetrics.retrieve.runner import retrieve
 
@@ -45,11 +48,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "BM25":
-        from ragmetrics.retrieve.bm25 import BM25
-
         return BM25
     if name == "HttpAdapter":
-        from ragmetrics.retrieve.http import HttpAdapter
-
         return HttpAdapter
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

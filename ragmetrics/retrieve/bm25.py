@@ -15,12 +15,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
 import tempfile
 import threading
 import time
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -69,7 +71,7 @@ def detect_language(texts: list[str]) -> tuple[str, float]:
 
 
 def zh_tokens(text: str) -> list[str]:
-    import jieba
+    import jieba  # noqa: PLC0415 (the retrieve extra, loaded on use)
 
     return [w for w in jieba.lcut_for_search(text.lower()) if _WORD.search(w)]
 
@@ -82,7 +84,6 @@ def corpus_key(doc_ids: list[str], texts: list[str], params: dict[str, Any]) -> 
 
 
 def _versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
 
     out = {}
     for package in ("bm25s", "PyStemmer", "jieba"):
@@ -94,9 +95,8 @@ def _versions() -> dict[str, str]:
 
 
 def _quiet_jieba() -> None:
-    import logging
 
-    import jieba
+    import jieba  # noqa: PLC0415 (the retrieve extra, loaded on use)
 
     jieba.setLogLevel(logging.WARNING)
     jieba.initialize()
@@ -135,7 +135,7 @@ class BM25(Adapter):
         k1: float = K1,
         b: float = B,
     ) -> BM25:
-        import bm25s
+        import bm25s  # noqa: PLC0415 (the retrieve extra, loaded on use)
 
         doc_ids = [str(d) for d in documents["doc_id"]]
         texts = document_texts(documents)
@@ -169,10 +169,10 @@ class BM25(Adapter):
 
     @staticmethod
     def _build(texts: list[str], language: str, k1: float, b: float) -> Any:
-        import bm25s
+        import bm25s  # noqa: PLC0415 (the retrieve extra, loaded on use)
 
         if language == "en":
-            import Stemmer
+            import Stemmer  # noqa: PLC0415 (the retrieve extra, loaded on use)
 
             tokens: Any = bm25s.tokenize(texts, stopwords="en", stemmer=Stemmer.Stemmer("english"), show_progress=False)
         else:
@@ -195,11 +195,11 @@ class BM25(Adapter):
     def tokens(self, query: str) -> list[str]:
         if self.language == "zh":
             return zh_tokens(query)
-        import bm25s
+        import bm25s  # noqa: PLC0415 (the retrieve extra, loaded on use)
 
         stemmer = getattr(self._local, "stemmer", None)
         if stemmer is None:  # a PyStemmer stemmer is not to be shared between threads
-            import Stemmer
+            import Stemmer  # noqa: PLC0415 (the retrieve extra, loaded on use)
 
             stemmer = self._local.stemmer = Stemmer.Stemmer("english")
         found = bm25s.tokenize([query], stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False)

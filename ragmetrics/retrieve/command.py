@@ -10,7 +10,10 @@ from __future__ import annotations
 import argparse
 from typing import Any, TextIO
 
+from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset
+from ragmetrics.io import write_trec_run
+from ragmetrics.retrieve.runner import retrieve
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
@@ -61,7 +64,6 @@ def add_options(p: argparse.ArgumentParser) -> None:
 
 
 def _headers(values: list[str] | None) -> dict[str, str]:
-    from ragmetrics.foundation.errors import RagMetricsError
 
     out = {}
     for value in values or []:
@@ -74,7 +76,7 @@ def _headers(values: list[str] | None) -> dict[str, str]:
 
 def _progress(err: TextIO) -> tuple[Any, Any]:
     """A tqdm bar on ``err`` (shown when it is a terminal) and its closer."""
-    from tqdm import tqdm
+    from tqdm import tqdm  # noqa: PLC0415 (the retrieve extra, loaded on use)
 
     bar: Any = None
 
@@ -118,8 +120,6 @@ def summary(metadata: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace, dataset: Dataset, out: TextIO, err: TextIO) -> int:
-    from ragmetrics.io import write_trec_run
-    from ragmetrics.retrieve.runner import retrieve
 
     update, close = _progress(err)
     try:

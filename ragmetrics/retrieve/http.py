@@ -22,7 +22,7 @@ import json
 import threading
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.retrieve.adapters import Adapter, CallError, Hit, as_doc_id, as_score, lookup
@@ -129,7 +129,6 @@ class HttpAdapter(Adapter):
 
     @property
     def default_name(self) -> str:
-        from urllib.parse import urlsplit
 
         split = urlsplit(self.url)
         return (split.hostname or "http") + (split.path.rstrip("/").replace("/", "_") if split.path else "")
@@ -148,7 +147,7 @@ class HttpAdapter(Adapter):
     def _http(self) -> Any:
         with self._lock:
             if self._client is None:
-                import httpx
+                import httpx  # noqa: PLC0415 (the retrieve extra, loaded on use)
 
                 self._client = httpx.Client(headers=self.headers, follow_redirects=True)
             return self._client
@@ -160,7 +159,7 @@ class HttpAdapter(Adapter):
                 self._client = None
 
     def search(self, query: str, k: int, timeout: float | None) -> list[Hit]:
-        import httpx
+        import httpx  # noqa: PLC0415 (the retrieve extra, loaded on use)
 
         client = self._http()
         url = self.url.replace("{query}", quote(query, safe="")).replace("{k}", str(k))

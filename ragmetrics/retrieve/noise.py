@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ragmetrics.analysis.evaluate import evaluate
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.model import Dataset, Run
 
@@ -90,7 +91,6 @@ def repeat_noise(
 def _metric_noise(
     dataset: Dataset, runs: Sequence[Run], common: list[str], metrics: Sequence[str], per_query: dict[str, Any]
 ) -> dict[str, Any]:
-    from ragmetrics.analysis.evaluate import evaluate
 
     named = [r.with_name(f"repeat-{i + 1}") for i, r in enumerate(runs)]
     with warnings.catch_warnings():

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 
 from ragmetrics.foundation.model import Run
 
@@ -83,7 +84,6 @@ class Retrieval:
         return self.metadata.get("noise")
 
     def calls_frame(self) -> pd.DataFrame:
-        import pandas as pd
 
         columns = ["query_id", "repeat", "latency", "attempts", "cached", "hits", "error"]
         return pd.DataFrame([asdict(c) for c in self.calls], columns=columns)

@@ -18,8 +18,11 @@ import pyarrow as pa
 
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset, Run
-from ragmetrics.retrieve.adapters import Adapter, CallError, Hit, resolve
+from ragmetrics.foundation.version import __version__
+from ragmetrics.retrieve.adapters import Adapter, CallError, Hit
 from ragmetrics.retrieve.cache import ResponseCache, answer_key, default_cache_dir
+from ragmetrics.retrieve.noise import repeat_noise
+from ragmetrics.retrieve.resolve import resolve
 from ragmetrics.retrieve.result import Call, Retrieval, latency_summary
 
 Progress = Callable[[int, int], Any]
@@ -121,7 +124,7 @@ def retrieve(
 
     ``retriever``: ``"bm25"`` (the built-in baseline over the dataset's corpus), an ``http(s)://`` URL,
     ``"module:attr"``, a callable ``fn(query, k)``, a LlamaIndex or LangChain retriever, or an
-    :class:`~ragmetrics.retrieve.adapters.Adapter` (see :func:`~ragmetrics.retrieve.adapters.resolve`).
+    :class:`~ragmetrics.retrieve.adapters.Adapter` (see :func:`~ragmetrics.retrieve.resolve.resolve`).
     ``doc_id_field``, ``request``, ``response``, ``headers``: the adapters' options.
 
     At most ``concurrency`` calls at once, each given ``timeout`` seconds and tried again up to ``retries``
@@ -277,8 +280,6 @@ class _Retrieval:
         runs = tuple(_run_of(query_ids, answers, r, name if r == 0 else f"{name}#{r + 1}") for r in range(self.repeat))
         metadata = self._metadata(ordered, name, identity, started_at, time.perf_counter() - started)
         if self.repeat > 1:
-            from ragmetrics.retrieve.noise import repeat_noise
-
             answered = [{c.query_id for c in ordered if c.repeat == r and not c.failed} for r in range(self.repeat)]
             metadata["noise"] = repeat_noise(self.dataset, runs, answered, self.k, noise_metrics)
         return Retrieval(run=runs[0], runs=runs, metadata=metadata, calls=ordered)
@@ -286,7 +287,6 @@ class _Retrieval:
     def _metadata(
         self, calls: tuple[Call, ...], name: str, identity: str, started_at: datetime, seconds: float
     ) -> dict[str, Any]:
-        from ragmetrics.foundation.version import __version__
 
         failed = [c for c in calls if c.failed]
         latencies = np.array([c.latency for c in calls if c.latency is not None], dtype=np.float64)

@@ -35,9 +35,13 @@ import pyarrow.parquet as pq
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
+from ragmetrics.analysis.judging import merge
+from ragmetrics.analysis.per_query import results_from_parquet, results_id, results_parquet
+from ragmetrics.analysis.targets import declared_targets
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import CONTENT_ID, dictionary_codes, id_text_problem, string_fingerprints
 from ragmetrics.foundation.model import Dataset, Run
+from ragmetrics.io.runmeta import check_key, check_tags
 
 if TYPE_CHECKING:
     from ragmetrics.analysis.per_query import PerQueryResults
@@ -378,8 +382,6 @@ class Store:
         file(s) it was read from; ``targets``: the targets it declares, a profile name or ``metric>value`` items,
         checked by :func:`ragmetrics.analysis.targets.declared_targets`)."""
         if targets:
-            from ragmetrics.analysis.targets import declared_targets
-
             declared_targets(targets)
         ident = ident or dataset_id(dataset)
         tables = {"qrels": dataset.qrels, "queries": dataset.queries}
@@ -416,7 +418,6 @@ class Store:
         given; return its content id (``ident``: already computed by :func:`run_id`, which hashes every row;
         ``rows``: the frame's :func:`frame_parquet`, already written; ``source``: the file it was read from;
         ``tags``: metadata set in the same transaction, see :meth:`set_tags`)."""
-        from ragmetrics.io.runmeta import check_tags
 
         ident = ident or run_id(run)
         if dataset is not None:
@@ -499,7 +500,6 @@ class Store:
     def set_tags(self, run: str, tags: Mapping[str, object | None], *, replace: bool = False) -> dict[str, str]:
         """Set ``run``'s tags (a value of None removes its key; ``replace``: the run keeps only ``tags``), in one
         transaction; returns the run's tags after. Keys and values are checked (:mod:`ragmetrics.io.runmeta`)."""
-        from ragmetrics.io.runmeta import check_key, check_tags
 
         check_id(run, "run")
         removed = [check_key(k) for k, v in tags.items() if v is None]
@@ -603,7 +603,6 @@ class Store:
         """Make the pending labels on ``dataset`` a new qrels version: a dataset whose judgments are the parent's
         plus the labels (the latest label of a pair wins), with the parent's runs. Returns its id (None when
         nothing is pending)."""
-        from ragmetrics.analysis.judging import merge
 
         pending = self.pending_labels(dataset)
         if pending.empty:
@@ -735,7 +734,6 @@ class Store:
 
     def put_results(self, dataset: str, results: PerQueryResults, *, source: str = "") -> str:
         """Store per-query results on ``dataset`` (idempotent: a stored copy keeps its name); return their id."""
-        from ragmetrics.analysis.per_query import results_id, results_parquet
 
         check_id(dataset, "dataset")
         ident = results_id(dataset, results)
@@ -763,7 +761,6 @@ class Store:
             return pd.DataFrame(conn.execute(query.order_by(t.c.created_at)).mappings().all(), columns=names)
 
     def get_results(self, ident: str) -> PerQueryResults:
-        from ragmetrics.analysis.per_query import results_from_parquet
 
         t = results_table
         with self.engine.connect() as conn:

@@ -12,6 +12,7 @@ from ragmetrics.analysis.history import Leaderboard, StoredRun, Timeline, leader
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import is_content_id as is_id
 from ragmetrics.foundation.model import Run
+from ragmetrics.io import load_dataset
 from ragmetrics.store.database import Store, dataset_id
 
 
@@ -22,8 +23,6 @@ def resolve_dataset(store: Store, spec: str, *, queries: str | None = None) -> s
     if is_id(spec) and store.has_dataset(spec):
         return spec
     if Path(spec).exists():
-        from ragmetrics.io import load_dataset
-
         ident = dataset_id(load_dataset(spec, queries=queries))
         if not store.has_dataset(ident):
             raise RagMetricsError(

@@ -1,0 +1,100 @@
+"""Partitioned evaluation of files: :func:`evaluate_files` runs an engine of :data:`ragmetrics.partitioned.ENGINES`
+over a run and a qrels file, bucket by bucket."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from ragmetrics.analysis.evaluate import DEFAULT_METRICS
+from ragmetrics.engine import Conventions
+from ragmetrics.engine.modes import MODES
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.ids import MAX_ID_BYTES
+from ragmetrics.io import load_dataset, load_run
+from ragmetrics.io.formats import KNOWN_EXTENSIONS
+from ragmetrics.io.source import open_source
+from ragmetrics.partitioned.buckets import Plan
+from ragmetrics.partitioned.engine import Options, engine_class
+from ragmetrics.partitioned.result import PartitionedResult, PartitionedRun, combine
+
+__all__ = ["canonical_metrics", "evaluate_files", "run_name"]
+
+
+def canonical_metrics(metrics: Sequence[str], conventions: Conventions) -> tuple[str, ...]:
+    """The canonical names of ``metrics`` under ``conventions`` (LlamaIndex's own in its mode), each once."""
+    names = tuple(dict.fromkeys(str(MODES[conventions.mode].parse(m)) for m in metrics))
+    if not names:
+        raise RagMetricsError("no metric to compute; pass metric names such as ['ndcg@10', 'recall@5']")
+    return names
+
+
+def run_name(path: str) -> str:
+    """A run file's run name, as the loaders name it (the file name without its extensions)."""
+
+    return open_source(b"", filename=path.rstrip("/").rsplit("/", 1)[-1]).default_name(KNOWN_EXTENSIONS)
+
+
+def _refuse_empty(result: PartitionedRun, qrels: str, run: str) -> None:
+    """An input without a data row is refused as the in-process loader refuses it (which then reads only its
+    blank and comment lines)."""
+
+    coverage = result.coverage
+    if coverage.empty_run and os.path.isfile(run):
+        load_run(run)
+    if not coverage.queries_evaluated and not coverage.missing_in_run and os.path.isfile(qrels):
+        load_dataset(qrels)
+
+
+def evaluate_files(
+    dataset: str,
+    runs: str | Sequence[str],
+    metrics: Sequence[str] | None = None,
+    *,
+    engine: str = "duckdb",
+    conventions: Conventions | None = None,
+    buckets: int | None = None,
+    memory_limit: str | None = None,
+    work_dir: str | None = None,
+    spark_master: str | None = None,
+    per_query_out: Sequence[str | None] | str | None = None,
+    corpus_size: int | None = None,
+    chunk_pattern: str | None = None,
+    max_id_bytes: int = MAX_ID_BYTES,
+    **changes: Any,
+) -> PartitionedResult:
+    """Evaluate run files against a qrels file with ``engine`` (a name of :data:`ENGINES`), bucket by bucket.
+
+    ``buckets``: how many (default: the engine's; DuckDB's from the input sizes). ``memory_limit`` (DuckDB, e.g.
+    ``"2GB"``) and ``work_dir`` (where DuckDB writes its buckets and spills; default a temporary folder, removed
+    after). ``spark_master``: the master of a session started here when none is running (default ``local[*]``).
+    ``per_query_out``: a Parquet path per run (one path for one run) where the per-query values are written where
+    the engine runs, instead of being collected (the result then keeps the values but not the ids). Conventions as
+    :func:`ragmetrics.analysis.evaluate` (``changes`` override fields)."""
+    conventions = (conventions or Conventions()).replace(**changes) if changes else conventions or Conventions()
+    paths = [runs] if isinstance(runs, str) else list(runs)
+    outs = [per_query_out] if per_query_out is None or isinstance(per_query_out, str) else list(per_query_out)
+    if per_query_out is None:
+        outs = [None] * len(paths)
+    if len(outs) != len(paths):
+        raise RagMetricsError(f"per_query_out: one path per run; got {len(outs)} for {len(paths)} run(s)")
+
+    names = canonical_metrics(list(metrics or DEFAULT_METRICS), conventions)
+    options = Options(buckets=buckets, memory_limit=memory_limit, work_dir=work_dir, spark_master=spark_master)
+    results: dict[str, PartitionedRun] = {}
+    with engine_class(engine)(options) as executor:
+        qrels = executor.describe(dataset, "dataset")
+        used = 0
+        for path, out in zip(paths, outs):
+            run = executor.describe(path, "run")
+            name = run_name(path)
+            count = sum(1 for n in results if n == name or n.startswith(f"{name}-"))
+            if count:
+                name = f"{name}-{count + 1}"
+            plan = Plan(name, run.side, qrels.side, names, conventions, corpus_size, chunk_pattern, max_id_bytes)
+            used = buckets or executor.buckets_for(qrels, run)
+            tables = executor.tables(plan, qrels, run, used, out)
+            results[name] = combine(name, names, conventions, tables, keep_ids=out is None, per_query_file=out)
+            _refuse_empty(results[name], qrels.path, path)
+    return PartitionedResult(results, names, engine, used)
