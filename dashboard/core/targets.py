@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
-from pandas.io.formats.style import Styler  # with this module, so no page pays for building its templates (0.2-0.5 s)
+from pandas.io.formats.style import Styler  # with this module, so no page pays for building its templates
 
 from dashboard.core.results import Alignment, run_result
 from dashboard.core.share import DEFAULT_PROFILE, NO_PROFILE, NO_TARGETS, format_targets, parse_targets

@@ -3,8 +3,8 @@ The library itself never makes them.
 
 numpy marks every array of 4 MiB or more ``madvise(MADV_HUGEPAGE)``. Where the kernel grants transparent
 huge pages only on such advice (``enabled`` set to ``madvise``, common on cloud VMs), each first touch of
-a 2 MiB page is zeroed and mapped as one huge page; on a 2-core VM that made evaluating 100,000 queries x
-100 take 3.3-3.9 s instead of 2.1-2.3 s (numpy#31590 describes the trade-off). The library itself never
+a 2 MiB page is zeroed and mapped as one huge page; on a small VM that makes evaluating 100,000 queries x
+100 markedly slower (numpy#31590 describes the trade-off). The library itself never
 switches it; ``RAGMETRICS_NUMPY_HUGEPAGES=1`` keeps numpy's default in our processes too.
 """
 

@@ -234,7 +234,7 @@ _MIX = np.uint64(0x9E3779B97F4A7C15)  # an odd 64-bit constant: row = (h(query) 
 
 
 # columns whose values repeat row after row; ids of documents mostly do not, and a Parquet dictionary of
-# them cost time both ways (10M-row run: write 1.57 s -> 1.19 s, read 0.88 s -> 0.34 s, 86 MB -> 79 MB)
+# them costs time both ways and makes the blob larger
 DICTIONARY_COLUMNS = ("query_id", "category", "difficulty", "source_doc")
 
 
@@ -246,7 +246,7 @@ def frame_parquet(frame: pd.DataFrame) -> bytes:
         sink,
         compression="zstd",
         use_dictionary=[c for c in DICTIONARY_COLUMNS if c in frame.columns],
-        write_statistics=False,  # min/max of 10M strings cost 0.5 s at 10M rows; the store reads whole blobs
+        write_statistics=False,  # min/max of millions of strings cost time, and the store reads whole blobs
     )
     return sink.getvalue()
 
@@ -794,8 +794,7 @@ class Store:
 
 SQLITE_PAGE_SIZE = 65536
 """Page size of a new SQLite store (an existing file keeps its own): a run is one blob of up to ~100 MB, and
-SQLite writes a blob as a chain of pages; a 103 MB blob with synchronous=FULL took 0.58 s at 4 KiB pages and
-0.39 s at 64 KiB here."""
+SQLite writes a blob as a chain of pages, so fewer, larger pages write it faster."""
 
 
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:
