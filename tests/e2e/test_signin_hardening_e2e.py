@@ -228,16 +228,18 @@ def test_the_account_lock_does_not_keep_out_a_right_password_from_a_new_address(
     assert status == 303 and cookie is not None
 
 
-def test_forwarded_addresses_are_read_from_a_configured_proxy(tmp_path: Path) -> None:
-    with streamlit_server(env=_env(RAGMETRICS_TRUSTED_PROXIES="127.0.0.1"), data_dir=tmp_path) as base:
+def test_forwarded_addresses_are_read_from_the_configured_proxy_only(tmp_path: Path) -> None:
+    proxy = "127.0.0.3"  # the deployer's proxy; 127.0.0.1 is then just another client
+    with streamlit_server(env=_env(RAGMETRICS_TRUSTED_PROXIES=proxy), data_dir=tmp_path) as base:
         for _ in range(5):
-            assert _sign_in(base, "wrong", headers={"X-Forwarded-For": "203.0.113.9"})[0] == 401
-        assert _sign_in(base, headers={"X-Forwarded-For": "203.0.113.9"})[0] == 429  # that client waits
+            assert _sign_in(base, "wrong", headers={"X-Forwarded-For": "203.0.113.9"}, source=proxy)[0] == 401
+        assert _sign_in(base, headers={"X-Forwarded-For": "203.0.113.9"}, source=proxy)[0] == 429  # that client waits
         # another client behind the same proxy is not locked out; what a client prepends is not trusted
-        assert _sign_in(base, headers={"X-Forwarded-For": "203.0.113.9, 198.51.100.4"})[0] == 303
-        # an address that is not the proxy's cannot claim to forward for anyone
-        assert _sign_in(base, "wrong", headers={"X-Forwarded-For": "192.0.2.1"}, source="127.0.0.3")[0] == 401
-        assert _sign_in(base, headers={"X-Forwarded-For": "203.0.113.9"}, source="127.0.0.3")[0] == 303
+        assert _sign_in(base, headers={"X-Forwarded-For": "203.0.113.9, 198.51.100.4"}, source=proxy)[0] == 303
+        # a peer that is not the proxy cannot claim to forward for anyone: its own address is counted
+        for i in range(5):
+            assert _sign_in(base, "wrong", headers={"X-Forwarded-For": f"192.0.2.{i}"}, source="127.0.0.1")[0] == 401
+        assert _sign_in(base, headers={"X-Forwarded-For": "192.0.2.99"}, source="127.0.0.1")[0] == 429
 
 
 # --- clear_cache ---------------------------------------------------------------------------------
