@@ -128,7 +128,9 @@ def read_cookie(value: str | None, key: bytes, now: float | None = None) -> tupl
     if not hmac.compare_digest(_mac(key, f"{expiry}.{session}").encode(), mac.encode("utf-8", "replace")):
         return None
     now = time.time() if now is None else now
-    if not expiry.isascii() or not expiry.isdigit() or not now < int(expiry) <= now + SESSION_SECONDS + CLOCK_SKEW:
+    if not (expiry.isascii() and expiry.isdigit() and len(expiry) <= 12):
+        return None
+    if not now < int(expiry) <= now + SESSION_SECONDS + CLOCK_SKEW:
         return None
     return session, int(expiry)
 

@@ -154,10 +154,14 @@ def test_a_cookie_claiming_a_ten_year_life_is_refused_even_signed_with_the_secre
         assert not _opens(base, make_cookie(key, seconds=TEN_YEARS))
         assert _ws(base, make_cookie(key, seconds=TEN_YEARS)) == "refused 403"
         assert not _opens(base, make_cookie(key, now=time.time() - 13 * 3600))  # expired
-        # a secret too short to be one locks the dashboard and says why, in one line
-        with streamlit_server(env=_env(RAGMETRICS_SIGNIN_SECRET="short")) as weak:
-            status, _, body = _request(weak, "GET", "/_ragmetrics/signin")
-            assert status == 503 and b"RAGMETRICS_SIGNIN_SECRET" in body and b"Traceback" not in body
+    # a secret too short to be one, or a proxy list that is not one, locks the dashboard and says why
+    for setting, value in (
+        ("RAGMETRICS_SIGNIN_SECRET", "short"),
+        ("RAGMETRICS_TRUSTED_PROXIES", "10.0.0.1, proxy.lan"),
+    ):
+        with streamlit_server(env=_env(**{setting: value})) as broken:
+            status, _, body = _request(broken, "GET", "/_ragmetrics/signin")
+            assert status == 503 and setting.encode() in body and b"Traceback" not in body, body
 
 
 # --- sign-out ----------------------------------------------------------------------------------------
@@ -197,6 +201,29 @@ def test_sign_out_revokes_the_cookie_on_every_server_sharing_the_store(server: s
     assert not _opens(twin, cookie) and _ws(twin, cookie) == "refused 403"
     _, again, _ = _sign_in(server)  # a new sign-in is a new session, not revoked
     assert again is not None and _opens(server, again)
+
+
+def test_on_a_postgresql_store_the_secret_and_the_sign_outs_are_shared(postgres_url: str) -> None:
+    import uuid
+
+    import sqlalchemy as sa
+
+    name = "signin" + uuid.uuid4().hex[:12]
+    engine = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    engine.dispose()
+    url = postgres_url.rsplit("/", 1)[0] + "/" + name
+    with streamlit_server(env=_env(), store_url=url) as first, streamlit_server(env=_env(), store_url=url) as second:
+        cookies = [_sign_in(base)[1] for base in (first, second)]  # each server's first need of the secret
+        assert all(c is not None and _opens(first, c) and _opens(second, c) for c in cookies)
+        status, _, _ = _request(second, "GET", "/_ragmetrics/signout", headers={"Cookie": f"{COOKIE}={cookies[0]}"})
+        assert status == 303 and not _opens(second, cookies[0])
+        deadline = time.monotonic() + 10
+        while _opens(first, cookies[0]) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not _opens(first, cookies[0]) and _ws(first, cookies[0]) == "refused 403"
+        assert _opens(first, cookies[1]) and _opens(second, cookies[1])  # the other sign-in goes on
 
 
 # --- forwarded addresses and the throttles ----------------------------------------------------------
