@@ -136,6 +136,17 @@ def test_a_cookie_minted_from_the_password_hash_alone_is_refused(server: str) ->
     assert _opens(server, good) and _ws(server, good) == "open"
 
 
+def test_with_a_clear_password_a_cookie_minted_from_the_password_is_refused(tmp_path: Path) -> None:
+    """Before, the key was a function of the password alone: a captured cookie let anyone test guesses offline,
+    and the password made cookies of any life."""
+    env = _env(RAGMETRICS_PASSWORD_HASH="", RAGMETRICS_PASSWORD=PASSWORD)
+    with streamlit_server(env=env, data_dir=tmp_path) as base:
+        forged = _old_style_cookie(PASSWORD, int(time.time()) + TEN_YEARS)
+        assert not _opens(base, forged) and _ws(base, forged) == "refused 403"
+        status, good, _ = _sign_in(base)
+        assert status == 303 and good is not None and _opens(base, good)
+
+
 def test_servers_sharing_a_store_share_the_secret_and_another_store_does_not(server: str, twin: str) -> None:
     _, good, _ = _sign_in(server)
     assert good is not None and _opens(twin, good)  # the secret generated on the first start, kept in the store
@@ -315,6 +326,34 @@ def test_clear_cache_messages_leave_threads_and_memory_flat(tmp_path: Path, roun
     (threads_first, rss_first), (threads_last, rss_last) = samples[0], samples[-1]
     assert threads_last <= threads_first + 2, samples
     assert rss_last <= rss_first + 100, samples
+
+
+def test_clear_cache_messages_leave_the_postgresql_connections_flat(postgres_url: str) -> None:
+    import uuid
+
+    import sqlalchemy as sa
+
+    name = "clear" + uuid.uuid4().hex[:12]
+    admin = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+
+    def connections() -> int:
+        with admin.connect() as conn:
+            query = sa.text("SELECT count(*) FROM pg_stat_activity WHERE datname = :name")
+            return int(conn.execute(query, {"name": name}).scalar_one())
+
+    try:
+        url = postgres_url.rsplit("/", 1)[0] + "/" + name
+        with streamlit_server(env=_env(), store_url=url) as base:
+            _, cookie, _ = _sign_in(base)
+            assert cookie is not None
+            _in_own_loop(_rerun_and_clear(base, cookie, 0))  # type: ignore[arg-type]
+            before = connections()
+            _in_own_loop(_rerun_and_clear(base, cookie, 10))  # type: ignore[arg-type]
+            assert connections() <= before, (before, connections())
+    finally:
+        admin.dispose()
 
 
 # --- odd input ------------------------------------------------------------------------------------
