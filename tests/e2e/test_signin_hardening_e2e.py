@@ -317,10 +317,18 @@ async def _rerun_and_clear(base: str, cookie: str, rounds: int) -> list[tuple[in
     return samples
 
 
-@pytest.mark.parametrize("rounds", [pytest.param(10, id="10"), pytest.param(100, id="100", marks=pytest.mark.soak)])
-def test_clear_cache_messages_leave_threads_and_memory_flat(tmp_path: Path, rounds: int) -> None:
-    with streamlit_server(env=_env(RAGMETRICS_SAMPLES=""), data_dir=tmp_path) as base:
-        _, cookie, _ = _sign_in(base)
+@pytest.mark.parametrize(
+    ("rounds", "password"),
+    [
+        pytest.param(10, True, id="10"),
+        pytest.param(10, False, id="10-without-sign-in"),
+        pytest.param(100, True, id="100", marks=pytest.mark.soak),
+    ],
+)
+def test_clear_cache_messages_leave_threads_and_memory_flat(tmp_path: Path, rounds: int, password: bool) -> None:
+    env = _env(RAGMETRICS_SAMPLES="") if password else _env(RAGMETRICS_SAMPLES="", RAGMETRICS_PASSWORD_HASH="")
+    with streamlit_server(env=env, data_dir=tmp_path) as base:
+        cookie = _sign_in(base)[1] if password else "none"
         assert cookie is not None
         samples = _in_own_loop(_rerun_and_clear(base, cookie, rounds))  # type: ignore[arg-type]
     (threads_first, rss_first), (threads_last, rss_last) = samples[0], samples[-1]
