@@ -12,7 +12,7 @@ import streamlit as st
 from starlette.middleware import Middleware
 
 from dashboard.ui import auth, state
-from dashboard.ui.gate import SignInGate
+from dashboard.ui.gate import SignInGate, read_forwarded_headers_only_from_trusted_proxies
 from dashboard.ui.memory import UploadBudget
 from dashboard.views import VIEWS
 from ragmetrics.foundation.memory import use_small_pages_for_this_process
@@ -20,6 +20,7 @@ from ragmetrics.foundation.memory import use_small_pages_for_this_process
 # `streamlit run dashboard/app.py` finds this and serves the app through it: the sign-in gate wraps every route
 # and the websocket of the server, before any of Streamlit's own (dashboard.ui.gate); behind it, uploads are kept
 # within the session's and the server's budget (dashboard.ui.memory)
+read_forwarded_headers_only_from_trusted_proxies()  # uvicorn reads X-Forwarded-* only from the deployer's proxies
 app = st.App(__file__, middleware=[Middleware(SignInGate), Middleware(UploadBudget)])
 
 # a file served by this server: a Material icon would make every browser fetch it from Google's font CDN

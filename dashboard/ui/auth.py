@@ -11,6 +11,10 @@ environment                    ``[ragmetrics]``    meaning
 ``RAGMETRICS_PASSWORD_HASH``   ``password_hash``   its hash: ``pbkdf2_sha256$<iterations>$<salt>$<base64>``
                                                    (print one with ``python -m dashboard.ui.auth``),
                                                    or 64 hex digits of an unsalted SHA-256
+``RAGMETRICS_SIGNIN_SECRET``   ``signin_secret``   password: the secret sign-in cookies are signed with (at least
+                                                   32 characters); unset: a random one kept in the store
+``RAGMETRICS_TRUSTED_PROXIES`` ``trusted_proxies`` the proxies whose ``X-Forwarded-For`` names the client:
+                                                   addresses or networks, comma-separated; unset: none
 ``RAGMETRICS_AUTH_PROVIDER``   ``auth_provider``   OIDC: the provider, a ``[auth.NAME]`` table (optional)
 ``RAGMETRICS_AUTH_ALLOW``      ``auth_allow``      OIDC: who may enter, comma-separated addresses and
                                                    ``@domain`` entries (a TOML list too); unset: anyone
@@ -84,6 +88,7 @@ class AuthConfig:
     mode: str  # "none", "password", "oidc"
     check: Callable[[str], bool] | None = None  # password mode: is this the password?
     fingerprint: str = ""  # password mode: changes when the password does (signs everyone out)
+    secret: str = ""  # password mode: the deployer's cookie secret; "": the store's (dashboard.data.signin)
     provider: str | None = None  # oidc mode: the [auth.NAME] provider, None for the default one
     allow: tuple[str, ...] = ()  # oidc mode: allowed e-mail addresses and "@domain"s; () lets everyone in
     problem: str | None = None  # set: sign-in is asked for but cannot work; the dashboard stays locked
@@ -111,6 +116,12 @@ def read_config() -> AuthConfig:
         )
     if mode == "none":
         return AuthConfig("none")
+    from dashboard.ui.gate import MIN_SECRET_CHARS, PROXIES_ENV, SECRET_ENV, read_trusted_proxies
+
+    try:
+        read_trusted_proxies()
+    except ValueError as err:
+        return AuthConfig(mode, problem=f"{PROXIES_ENV} (or trusted_proxies in [ragmetrics]): {err}.")
     if mode == "oidc":
         provider = settings.setting("RAGMETRICS_AUTH_PROVIDER", "auth_provider", table) or None
         allow = _allow_list(os.environ.get("RAGMETRICS_AUTH_ALLOW", "").strip() or table.get("auth_allow"))
@@ -133,18 +144,29 @@ def read_config() -> AuthConfig:
                 ),
             )
         return AuthConfig("oidc", provider=provider, allow=allow)
+    secret = settings.setting(SECRET_ENV, "signin_secret", table)
+    if secret and len(secret) < MIN_SECRET_CHARS:
+        return AuthConfig(
+            "password",
+            problem=(
+                f"{SECRET_ENV} (or signin_secret in [ragmetrics]) has {len(secret)} characters: use at least "
+                f'{MIN_SECRET_CHARS} random ones (python -c "import secrets; print(secrets.token_urlsafe(32))"), '
+                "or unset it to use a random secret kept in the store."
+            ),
+        )
     if hashed:
         try:
             check = hash_checker(hashed)
         except ValueError as err:
             return AuthConfig("password", problem=f"RAGMETRICS_PASSWORD_HASH (or password_hash) is not usable: {err}")
-        return AuthConfig("password", check, _fingerprint(hashed))
+        return AuthConfig("password", check, _fingerprint(hashed), secret)
     if clear.strip():
         want = hashlib.sha256(clear.encode()).digest()  # digests: equal lengths, so the time does not tell the length
         return AuthConfig(
             "password",
             lambda given: hmac.compare_digest(hashlib.sha256(given.encode()).digest(), want),
             _fingerprint(clear),
+            secret,
         )
     return AuthConfig(
         "password",
@@ -241,14 +263,15 @@ def _panel() -> Any:
 
 
 def _signed_in_at_the_gate(config: AuthConfig) -> bool:
-    """True when the browser carries the server gate's sign-in cookie for this password (dashboard.ui.gate)."""
-    from dashboard.ui.gate import COOKIE, cookie_valid
+    """True when the browser carries a sign-in cookie the server's gate accepts for this password, not signed out
+    (dashboard.ui.gate)."""
+    from dashboard.ui.gate import COOKIE, signed_in
 
     try:
         value = st.context.cookies.get(COOKIE)
     except Exception:
         return False
-    return cookie_valid(value, config.fingerprint)
+    return signed_in(value, config.fingerprint)
 
 
 def _password_gate(config: AuthConfig) -> bool:

@@ -5,30 +5,45 @@ configured (:mod:`dashboard.ui.auth`) nothing of the server answers a client tha
 pages, not the websocket (a resumed session included), not uploads, cache control, media or metrics. What stays
 open: this module's own sign-in page and ``/_stcore/health`` (``ok``, for load balancers).
 
-* Password: the gate serves its own sign-in form. A right password sets an HMAC-signed cookie (keyed by the
-  password's configuration, so every server sharing it accepts it and a new password signs everyone out).
-  Guesses are throttled per client address and for the account as a whole, across sessions; a locked client
-  is refused before the password is hashed, and one hash runs at a time, so guessing cannot take the CPU.
+* Password: the gate serves its own sign-in form. A right password sets a cookie naming a new sign-in session,
+  HMAC-signed with a key made of the server secret and the password's configuration (a new password signs
+  everyone out). The secret is the deployer's (``RAGMETRICS_SIGNIN_SECRET``) or a random one the first server
+  stores in the store (:mod:`dashboard.data.signin`), so every server sharing the store accepts the cookie and
+  nobody can make one from the password or its hash. A cookie lives at most :data:`SESSION_SECONDS`, whatever it
+  claims. Signing out revokes the session in the store: its cookie is refused from then on, by every server
+  sharing the store, and a websocket still open with it is closed at its next message.
+  Guesses are throttled per client address (an IPv6 client by its /64) across sessions, the address being the
+  peer's own: ``X-Forwarded-For`` is read only from the proxies the deployer lists (``RAGMETRICS_TRUSTED_PROXIES``;
+  none by default). After 20 failures from anywhere the account is locked too, but only for the addresses that
+  failed: a right password from an address that has not failed still gets in. A locked client is refused before
+  the password is hashed, and one hash runs at a time, so guessing cannot take the CPU.
 * OIDC: Streamlit's own sign-in routes stay open; every other request needs Streamlit's signed user cookie of an
   allowed account.
+* Whatever the mode, a ``clear_cache`` message on the websocket is dropped: it would rebuild every cached
+  resource of the server (the store's pool, the caches, a new sweeper thread) without releasing the old ones.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import hmac
 import html
+import ipaddress
+import logging
 import math
+import os
 import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
-from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
+
+from starlette.requests import cookie_parser
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -42,8 +57,14 @@ COOKIE = "ragmetrics_signin"
 OPEN_PATHS = frozenset({"/_stcore/health"})
 OIDC_PATHS = ("/auth/", "/oauth2callback")
 SESSION_SECONDS = 12 * 3600
+"""The longest a sign-in lasts: a cookie claiming a later expiry is refused (after :data:`CLOCK_SKEW`)."""
+CLOCK_SKEW = 300  # seconds another server's clock may be ahead of this one's
+REVOKED_TTL = 2.0  # seconds between readings of the revoked sign-ins another server may have written
+MIN_SECRET_CHARS = 32
+SECRET_ENV, PROXIES_ENV = "RAGMETRICS_SIGNIN_SECRET", "RAGMETRICS_TRUSTED_PROXIES"
 MAX_FORM_BYTES = 4096
 MAX_PASSWORD_BYTES = 1024
+_LOG = logging.getLogger(__name__)
 
 
 @dataclass
@@ -77,48 +98,141 @@ class Throttle:
     def passed(self, key: str) -> None:
         self._state.pop(key, None)
 
-
-def _cookie_key(fingerprint: str) -> bytes:
-    return hashlib.sha256(b"ragmetrics-signin\0" + fingerprint.encode()).digest()
-
-
-def make_cookie(fingerprint: str, now: float | None = None) -> str:
-    """A signed sign-in cookie value: ``<expiry>.<nonce>.<mac>``."""
-    expiry = int((time.time() if now is None else now) + SESSION_SECONDS)
-    body = f"{expiry}.{secrets.token_urlsafe(12)}"
-    mac = hmac.new(_cookie_key(fingerprint), body.encode(), hashlib.sha256).digest()
-    return f"{body}.{base64.urlsafe_b64encode(mac).decode().rstrip('=')}"
+    def known(self, key: str) -> bool:
+        """Whether ``key`` failed since its last success (as far as the bounded table remembers)."""
+        return key in self._state
 
 
-def cookie_valid(value: str | None, fingerprint: str, now: float | None = None) -> bool:
-    """True for a cookie :func:`make_cookie` made under this password configuration, not yet expired."""
-    if not value or not fingerprint or value.count(".") != 2:
-        return False
-    expiry, nonce, mac = value.split(".")
-    body = f"{expiry}.{nonce}"
-    want = base64.urlsafe_b64encode(hmac.new(_cookie_key(fingerprint), body.encode(), hashlib.sha256).digest())
-    if not hmac.compare_digest(want.decode().rstrip("="), mac):
-        return False
-    return expiry.isdigit() and int(expiry) > (time.time() if now is None else now)
+def cookie_key(secret: bytes, fingerprint: str) -> bytes:
+    """The key sign-in cookies are signed with: the server secret and the password's configuration."""
+    return hmac.new(secret, b"ragmetrics-signin\0" + fingerprint.encode(), hashlib.sha256).digest()
+
+
+def _mac(key: bytes, body: str) -> str:
+    return base64.urlsafe_b64encode(hmac.new(key, body.encode(), hashlib.sha256).digest()).decode().rstrip("=")
+
+
+def make_cookie(key: bytes, now: float | None = None, seconds: float = SESSION_SECONDS) -> str:
+    """A signed sign-in cookie value, ``<expiry>.<session id>.<mac>``, for a new sign-in session."""
+    expiry = int((time.time() if now is None else now) + seconds)
+    body = f"{expiry}.{secrets.token_urlsafe(18)}"
+    return f"{body}.{_mac(key, body)}"
+
+
+def read_cookie(value: str | None, key: bytes, now: float | None = None) -> tuple[str, int] | None:
+    """``(session id, expiry)`` of a cookie :func:`make_cookie` signed with ``key``, not expired and not claiming
+    to live longer than :data:`SESSION_SECONDS`; None for anything else."""
+    if not value or value.count(".") != 2:
+        return None
+    expiry, session, mac = value.split(".")
+    if not hmac.compare_digest(_mac(key, f"{expiry}.{session}").encode(), mac.encode("utf-8", "replace")):
+        return None
+    now = time.time() if now is None else now
+    if not (expiry.isascii() and expiry.isdigit() and len(expiry) <= 12):
+        return None
+    if not now < int(expiry) <= now + SESSION_SECONDS + CLOCK_SKEW:
+        return None
+    return session, int(expiry)
+
+
+def signed_in(value: str | None, fingerprint: str) -> bool:
+    """Whether a cookie opens this server's gate under this password configuration (for the app's own check,
+    :func:`dashboard.ui.auth.gate`); False when no gate runs in this process."""
+    gate = SignInGate.latest
+    return gate is not None and gate.session_of(value, fingerprint) is not None
 
 
 def _cookies(scope: Scope) -> dict[str, str]:
-    jar: SimpleCookie = SimpleCookie()
-    for name, value in scope.get("headers", []):
-        if name == b"cookie":
-            try:
-                jar.load(value.decode("latin-1"))
-            except Exception:
-                continue
-    return {key: morsel.value for key, morsel in jar.items()}
+    """The request's cookies, read leniently as browsers send them: another app's malformed cookie on the same
+    host is skipped, not a reason to lose the others."""
+    headers = [value.decode("latin-1") for name, value in scope.get("headers", []) if name == b"cookie"]
+    try:
+        return cookie_parser("; ".join(headers))
+    except Exception:
+        return {}
+
+
+def client_key(scope: Scope) -> str:
+    """What the throttle counts a client by: its address (the peer's, or the one a trusted proxy forwarded), an
+    IPv6 address by its /64 (one host holds a whole /64)."""
+    host = str((scope.get("client") or ("?", 0))[0])
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return str(address)
 
 
 def _safe_next(target: str) -> str:
-    """Where to go after signing in: a path on this server only (never another host)."""
-    parts = urlsplit(target)
+    """Where to go after signing in: a path on this server only (never another host), as ASCII (non-ASCII
+    characters and control characters percent-encoded, so it fits a header)."""
+    try:
+        parts = urlsplit(target)
+    except ValueError:  # "//[": not an address
+        return "/"
     if parts.scheme or parts.netloc or not target.startswith("/") or target.startswith("//") or "\\" in target:
         return "/"
-    return target
+    return quote(target, safe="/?&=#%:@!$'()*+,;~[]")
+
+
+# --- trusted proxies -------------------------------------------------------------------------
+
+
+def parse_proxies(value: Any) -> list[str]:
+    """The trusted proxies of a setting: addresses or networks (``10.0.0.0/8``), comma-separated (or a list);
+    ``*`` trusts every peer. ValueError naming an entry that is neither."""
+    items = value if isinstance(value, (list, tuple)) else str(value or "").split(",")
+    proxies = [str(item).strip() for item in items if str(item).strip()]
+    for item in proxies:
+        if item != "*":
+            try:
+                ipaddress.ip_network(item, strict=False)
+            except ValueError:
+                raise ValueError(f"{item!r} is not an IP address or network (e.g. 10.0.0.0/8) nor *") from None
+    return proxies
+
+
+def read_trusted_proxies() -> list[str]:
+    """``RAGMETRICS_TRUSTED_PROXIES``, else ``trusted_proxies`` of ``[ragmetrics]`` in the secrets; [] when unset."""
+    from dashboard.ui import settings
+
+    table = settings.secrets_table()
+    return parse_proxies(os.environ.get(PROXIES_ENV, "").strip() or table.get("trusted_proxies", ""))
+
+
+def read_forwarded_headers_only_from_trusted_proxies() -> None:
+    """Make the server (uvicorn, under Streamlit) take ``X-Forwarded-For`` and ``X-Forwarded-Proto`` only from the
+    proxies :func:`read_trusted_proxies` lists, instead of from every client on 127.0.0.1 (uvicorn's default).
+
+    uvicorn wraps the app in its ``ProxyHeadersMiddleware`` right after importing it, and Streamlit gives no
+    setting for it: ``dashboard/app.py`` calls this while it is imported, so uvicorn makes this subclass instead,
+    with the deployer's list (uvicorn's own reading of the headers: the client is the nearest address that is
+    not a trusted proxy). A list that cannot be read trusts no one (the gate says why, :mod:`dashboard.ui.auth`).
+    """
+    try:
+        import uvicorn.config
+        from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+    except ImportError:  # pragma: no cover - Streamlit's server is uvicorn
+        return
+    if getattr(uvicorn.config.ProxyHeadersMiddleware, "ragmetrics", False):
+        return
+
+    class TrustedProxyHeaders(ProxyHeadersMiddleware):
+        ragmetrics = True
+
+        def __init__(self, app: Any, trusted_hosts: Any = None) -> None:
+            try:
+                proxies = read_trusted_proxies()
+            except ValueError as err:
+                _LOG.error("%s: %s; trusting no proxy", PROXIES_ENV, err)
+                proxies = []
+            super().__init__(app, trusted_hosts=proxies)
+
+    uvicorn.config.ProxyHeadersMiddleware = TrustedProxyHeaders  # type: ignore[misc]
 
 
 _STYLE = (
@@ -137,9 +251,17 @@ def _page(title: str, body: str) -> bytes:
     ).encode()
 
 
+class StoreUnavailable(Exception):
+    """The sign-in's store (its secret, its revoked sessions) cannot be read or written."""
+
+
 class SignInGate:
     """The ASGI middleware (see the module documentation). ``read_config`` gives the current
-    :class:`dashboard.ui.auth.AuthConfig` (read again at most every ``config_ttl`` seconds)."""
+    :class:`dashboard.ui.auth.AuthConfig` (read again at most every ``config_ttl`` seconds); ``store`` opens the
+    sign-in's tables (:class:`dashboard.data.signin.SignInStore` of the configured store by default)."""
+
+    latest: SignInGate | None = None
+    """The gate the server made (the app's own sign-in check reads it: :func:`signed_in`)."""
 
     def __init__(
         self,
@@ -148,6 +270,7 @@ class SignInGate:
         read_config: Callable[[], Any] | None = None,
         config_ttl: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
+        store: Callable[[], Any] | None = None,
     ) -> None:
         self.app = app
         self._read_config = read_config
@@ -159,6 +282,16 @@ class SignInGate:
         self.account = Throttle(limit=20, lock=30.0, longest=300.0, keys=1, clock=clock)
         self._hashing = asyncio.Semaphore(1)
         self.hashes = 0  # passwords checked (tests read it: a locked client costs none)
+        self._open_store = store or _open_signin_store
+        self._store: Any = None
+        self._stored_secret: bytes | None = None
+        self._secret: bytes | None = None  # the secret the cookies are signed with (the deployer's or the store's)
+        self._store_lock = asyncio.Lock()
+        self._revoked: set[str] = set()  # read from the store every REVOKED_TTL seconds
+        self._revoked_at = -math.inf
+        self._revoked_here: dict[str, float] = {}  # revoked by this server: {session: expiry}, until it expires
+        self.dropped = 0  # clear_cache messages dropped (logs and tests)
+        SignInGate.latest = self
 
     def config(self) -> Any:
         if self._clock() - self._config_at > self._config_ttl:
@@ -174,6 +307,9 @@ class SignInGate:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
+        socket = _Socket(self, receive, send) if scope["type"] == "websocket" else None
+        if socket is not None:
+            receive, send = socket.receive, socket.send
         path = scope.get("path", "")
         if path in OPEN_PATHS:
             await self.app(scope, receive, send)
@@ -184,26 +320,104 @@ class SignInGate:
             return
         if config.problem:
             self._config_at = -math.inf  # read again next time: the deployer may be fixing it
-            if scope["type"] == "websocket":
-                await send({"type": "websocket.close", "code": 1008, "reason": "sign-in not available"})
-                return
-            body = _page("Locked - ragmetrics", f"<p class=error>{html.escape(config.problem)}</p><p>The deployer must "
-                         "fix the configuration; until then the dashboard stays locked.</p>")  # fmt: skip
-            await _respond(send, 503, body, [(b"content-type", b"text/html; charset=utf-8")])
+            await self._unavailable(scope, send, config.problem)
             return
         if config.mode == "oidc":
             await self._oidc(scope, receive, send, config)
             return
-        if path == SIGNIN_PATH and scope["type"] == "http":
-            await self._signin(scope, receive, send, config)
+        try:
+            if path == SIGNIN_PATH and scope["type"] == "http":
+                await self._signin(scope, receive, send, config)
+                return
+            if path == SIGNOUT_PATH and scope["type"] == "http":
+                await self._signout(scope, send, config)
+                return
+            session = await self._session(scope, config)
+        except StoreUnavailable as err:
+            await self._unavailable(scope, send, f"The sign-in cannot use the store: {err}")
             return
-        if path == SIGNOUT_PATH and scope["type"] == "http":
-            await self._redirect(send, SIGNIN_PATH, clear=True)
-            return
-        if cookie_valid(_cookies(scope).get(COOKIE), config.fingerprint):
+        if session is not None:
+            if socket is not None:
+                socket.session = session
             await self.app(scope, receive, send)
             return
         await self._deny(scope, send, 401, "Sign in first.")
+
+    async def _unavailable(self, scope: Scope, send: Send, problem: str) -> None:
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008, "reason": "sign-in not available"})
+            return
+        body = _page("Locked - ragmetrics", f"<p class=error>{html.escape(problem)}</p><p>The deployer must "
+                     "fix the configuration; until then the dashboard stays locked.</p>")  # fmt: skip
+        await _respond(send, 503, body, [(b"content-type", b"text/html; charset=utf-8")])
+
+    # --- the cookie's secret and the revoked sessions ---------------------------------------------
+
+    async def _in_store(self, work: Callable[[Any], Any]) -> Any:
+        """``work(store)`` on a thread (the store is a database), the store opened on first use."""
+
+        def run() -> Any:
+            if self._store is None:
+                self._store = self._open_store()
+            return work(self._store)
+
+        try:
+            return await asyncio.to_thread(run)
+        except Exception as err:
+            _LOG.error("sign-in store: %s", err)
+            raise StoreUnavailable(str(err).splitlines()[0] if str(err) else type(err).__name__) from None
+
+    async def _key(self, config: Any) -> bytes:
+        """The key of this configuration's cookies: the deployer's secret, else the store's (made on first use)."""
+        secret = config.secret.encode() if config.secret else None
+        if secret is None:
+            if self._stored_secret is None:
+                async with self._store_lock:
+                    if self._stored_secret is None:
+                        self._stored_secret = await self._in_store(lambda store: store.secret())
+            secret = self._stored_secret
+        self._secret = secret
+        return cookie_key(secret, config.fingerprint)
+
+    async def _refresh_revoked(self) -> None:
+        if self._clock() - self._revoked_at < REVOKED_TTL:
+            return
+        async with self._store_lock:
+            if self._clock() - self._revoked_at < REVOKED_TTL:
+                return
+            with contextlib.suppress(StoreUnavailable):  # keep what was read last; this server's own revocations hold
+                self._revoked = await self._in_store(lambda store: store.revoked())
+            self._revoked_at = self._clock()
+        now = time.time()
+        self._revoked_here = {s: e for s, e in self._revoked_here.items() if e >= now}
+
+    def _is_revoked(self, session: str) -> bool:
+        return session in self._revoked or session in self._revoked_here
+
+    def session_of(self, value: str | None, fingerprint: str) -> str | None:
+        """The sign-in session a cookie opens, by what this gate knows now (no store access); None when none."""
+        if self._secret is None or not fingerprint:
+            return None
+        found = read_cookie(value, cookie_key(self._secret, fingerprint))
+        return None if found is None or self._is_revoked(found[0]) else found[0]
+
+    async def _session(self, scope: Scope, config: Any) -> str | None:
+        """The signed-in session of the request's cookie, when it is valid and not revoked."""
+        found = read_cookie(_cookies(scope).get(COOKIE), await self._key(config))
+        if found is None:
+            return None
+        await self._refresh_revoked()
+        return None if self._is_revoked(found[0]) else found[0]
+
+    async def _signout(self, scope: Scope, send: Send, config: Any) -> None:
+        """Revoke the cookie's session (in the store: every server refuses it), clear the cookie, ask again."""
+        found = read_cookie(_cookies(scope).get(COOKIE), await self._key(config))
+        if found is not None:
+            session, expiry = found
+            self._revoked_here[session] = float(expiry)
+            with contextlib.suppress(StoreUnavailable):  # this server refuses it still; the error is logged
+                await self._in_store(lambda store: store.revoke(session, expiry))
+        await self._redirect(send, SIGNIN_PATH, clear=True)
 
     # --- password ----------------------------------------------------------------------------
 
@@ -217,8 +431,10 @@ class SignInGate:
         form = parse_qs(body.decode("utf-8", "replace")) if body is not None else {}
         password = form.get("password", [""])[0]
         target = _safe_next(form.get("next", [target])[0])
-        client = (scope.get("client") or ("?", 0))[0]
-        wait = max(self.per_client.wait(client), self.account.wait("account"))
+        client = client_key(scope)
+        wait = self.per_client.wait(client)
+        if self.per_client.known(client):  # the account's lock holds for the addresses that failed, not for a new one
+            wait = max(wait, self.account.wait("account"))
         if wait > 0:
             await self._form(send, target, f"Too many wrong passwords. Try again in {math.ceil(wait)} s.", status=429)
             return
@@ -231,9 +447,8 @@ class SignInGate:
             right = await asyncio.to_thread(config.check, password)
         if right:
             self.per_client.passed(client)
-            await self._redirect(
-                send, target, cookie=make_cookie(config.fingerprint), secure=scope.get("scheme") == "https"
-            )
+            cookie = make_cookie(await self._key(config))
+            await self._redirect(send, target, cookie=cookie, secure=scope.get("scheme") == "https")
             return
         self.per_client.failed(client)
         self.account.failed("account")
@@ -310,6 +525,55 @@ class SignInGate:
         if clear:
             headers.append((b"set-cookie", f"{COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0".encode()))
         await _respond(send, 303, b"", headers)
+
+
+class _Socket:
+    """One websocket seen through the gate: ``clear_cache`` messages are dropped, and once its sign-in session
+    is revoked the socket is closed at its next message (the app sees the client leave)."""
+
+    def __init__(self, gate: SignInGate, receive: Receive, send: Send) -> None:
+        self._gate, self._receive, self._send = gate, receive, send
+        self.session: str | None = None
+        self.closed = False
+
+    async def receive(self) -> Message:
+        while True:
+            message = await self._receive()
+            if message["type"] != "websocket.receive":
+                return message
+            if self.session is not None:
+                await self._gate._refresh_revoked()
+                if self._gate._is_revoked(self.session):
+                    await self.send({"type": "websocket.close", "code": 1008, "reason": "signed out"})
+                    self.closed = True
+                    return {"type": "websocket.disconnect", "code": 1008}
+            if _is_clear_cache(message.get("bytes")):
+                self._gate.dropped += 1
+                continue
+            return message
+
+    async def send(self, message: Message) -> None:
+        if not self.closed:
+            await self._send(message)
+
+
+def _is_clear_cache(data: bytes | None) -> bool:
+    """Whether a websocket message is Streamlit's ``BackMsg`` asking to clear every cache of the server."""
+    if not data:
+        return False
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+
+    try:
+        return BackMsg.FromString(data).WhichOneof("type") == "clear_cache"
+    except Exception:  # not a BackMsg: Streamlit deals with it
+        return False
+
+
+def _open_signin_store() -> Any:
+    from dashboard.data.signin import SignInStore
+    from dashboard.ui.cache import store_url
+
+    return SignInStore(store_url())
 
 
 async def _respond(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:

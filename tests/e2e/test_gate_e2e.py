@@ -150,7 +150,7 @@ def test_only_health_and_the_sign_in_page_answer(server: str) -> None:
 
 def test_the_websocket_refuses_a_client_that_has_not_signed_in(server: str) -> None:
     assert _in_own_loop(_websocket(server)) == "refused 403"
-    forged = make_cookie("not the configured password")  # well formed, signed with another key
+    forged = make_cookie(b"not the server's key")  # well formed, signed with another key
     assert _in_own_loop(_websocket(server, {"Cookie": f"{COOKIE}={forged}"})) == "refused 403"
     _, good = _sign_in(server)
     assert good is not None
