@@ -17,7 +17,7 @@ import time
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from ragmetrics.store import Store
+from ragmetrics.store.database import Store
 
 metadata = sa.MetaData()
 keys_table = sa.Table(

@@ -34,7 +34,6 @@ import html
 import ipaddress
 import logging
 import math
-import os
 import secrets
 import time
 from collections import OrderedDict
@@ -44,6 +43,8 @@ from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
 from starlette.requests import cookie_parser
+
+from dashboard.ui.signin_config import PROXIES_ENV, allowed, read_config, read_trusted_proxies
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -60,8 +61,6 @@ SESSION_SECONDS = 12 * 3600
 """The longest a sign-in lasts: a cookie claiming a later expiry is refused (after :data:`CLOCK_SKEW`)."""
 CLOCK_SKEW = 300  # seconds another server's clock may be ahead of this one's
 REVOKED_TTL = 2.0  # seconds between readings of the revoked sign-ins another server may have written
-MIN_SECRET_CHARS = 32
-SECRET_ENV, PROXIES_ENV = "RAGMETRICS_SIGNIN_SECRET", "RAGMETRICS_TRUSTED_PROXIES"
 MAX_FORM_BYTES = 4096
 MAX_PASSWORD_BYTES = 1024
 _LOG = logging.getLogger(__name__)
@@ -179,31 +178,6 @@ def _safe_next(target: str) -> str:
     return quote(target, safe="/?&=#%:@!$'()*+,;~[]")
 
 
-# --- trusted proxies -------------------------------------------------------------------------
-
-
-def parse_proxies(value: Any) -> list[str]:
-    """The trusted proxies of a setting: addresses or networks (``10.0.0.0/8``), comma-separated (or a list);
-    ``*`` trusts every peer. ValueError naming an entry that is neither."""
-    items = value if isinstance(value, (list, tuple)) else str(value or "").split(",")
-    proxies = [str(item).strip() for item in items if str(item).strip()]
-    for item in proxies:
-        if item != "*":
-            try:
-                ipaddress.ip_network(item, strict=False)
-            except ValueError:
-                raise ValueError(f"{item!r} is not an IP address or network (e.g. 10.0.0.0/8) nor *") from None
-    return proxies
-
-
-def read_trusted_proxies() -> list[str]:
-    """``RAGMETRICS_TRUSTED_PROXIES``, else ``trusted_proxies`` of ``[ragmetrics]`` in the secrets; [] when unset."""
-    from dashboard.ui import settings
-
-    table = settings.secrets_table()
-    return parse_proxies(os.environ.get(PROXIES_ENV, "").strip() or table.get("trusted_proxies", ""))
-
-
 def read_forwarded_headers_only_from_trusted_proxies() -> None:
     """Make the server (uvicorn, under Streamlit) take ``X-Forwarded-For`` and ``X-Forwarded-Proto`` only from the
     proxies :func:`read_trusted_proxies` lists, instead of from every client on 127.0.0.1 (uvicorn's default).
@@ -257,7 +231,7 @@ class StoreUnavailable(Exception):
 
 class SignInGate:
     """The ASGI middleware (see the module documentation). ``read_config`` gives the current
-    :class:`dashboard.ui.auth.AuthConfig` (read again at most every ``config_ttl`` seconds); ``store`` opens the
+    :class:`dashboard.ui.signin_config.AuthConfig` (read again at most every ``config_ttl`` seconds); ``store`` opens the
     sign-in's tables (:class:`dashboard.data.signin.SignInStore` of the configured store by default)."""
 
     latest: SignInGate | None = None
@@ -296,8 +270,6 @@ class SignInGate:
     def config(self) -> Any:
         if self._clock() - self._config_at > self._config_ttl:
             if self._read_config is None:
-                from dashboard.ui.auth import read_config
-
                 self._read_config = read_config
             self._config = self._read_config()
             self._config_at = self._clock()
@@ -475,8 +447,6 @@ class SignInGate:
             return
         user = _streamlit_user(scope)
         if user and user.get("is_logged_in"):
-            from dashboard.ui.auth import allowed
-
             if allowed(str(user.get("email") or ""), config.allow, user.get("email_verified")):
                 await self.app(scope, receive, send)
                 return

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard.ui import auth, cache
+from dashboard.ui import auth, cache, signin_config
 from tests.dashboard.apptest import open_app, param
 
 pytestmark = pytest.mark.apptest
@@ -23,7 +23,9 @@ AUTH_ENV = (
     "RAGMETRICS_AUTH_PROVIDER",
     "RAGMETRICS_AUTH_ALLOW",
 )
-OIDC_PACKAGES = not auth.missing_oidc_packages()  # Authlib and httpx really installed (checked before any stub)
+OIDC_PACKAGES = (
+    not signin_config.missing_oidc_packages()
+)  # Authlib and httpx really installed (checked before any stub)
 AUTH_TABLE = """
 [auth]
 redirect_uri = "http://localhost:8501/oauth2callback"
@@ -189,7 +191,7 @@ def test_a_share_link_opens_its_page_and_view_after_sign_in(
 
 
 def test_a_hashed_password_works_and_the_clear_text_is_not_needed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RAGMETRICS_PASSWORD_HASH", auth.hash_password(PASSWORD, iterations=1_000))
+    monkeypatch.setenv("RAGMETRICS_PASSWORD_HASH", signin_config.hash_password(PASSWORD, iterations=1_000))
     at = _sign_in(open_app(), PASSWORD.upper())
     assert [e.value for e in at.error] == ["Wrong password."]
     at = _sign_in(at, PASSWORD)
@@ -214,7 +216,7 @@ def test_the_password_in_secrets_toml_and_the_environment_wins(secrets_toml, mon
 
 
 def test_a_hash_in_secrets_toml(secrets_toml) -> None:
-    secrets_toml(f'[ragmetrics]\npassword_hash = "{auth.hash_password(PASSWORD, iterations=1_000)}"\n')
+    secrets_toml(f'[ragmetrics]\npassword_hash = "{signin_config.hash_password(PASSWORD, iterations=1_000)}"\n')
     assert _sign_in(open_app(), PASSWORD).title[0].value == "Overview"
 
 
@@ -276,7 +278,7 @@ def oidc(secrets_toml, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_oidc_shows_only_a_sign_in_button_until_logged_in(
     oidc, monkeypatch: pytest.MonkeyPatch, store_opened: list[int]
 ) -> None:
-    monkeypatch.setattr(auth, "missing_oidc_packages", list)  # the gate's check; st.login checks for itself
+    monkeypatch.setattr(signin_config, "missing_oidc_packages", list)  # the gate's check; st.login checks for itself
     at = open_app(user={"is_logged_in": False}, params={"v": "1", "k": "8"})
     _assert_locked(at, store_opened)
     assert [b.label for b in at.button] == ["Sign in"] and not at.text_input and not at.error
@@ -294,7 +296,7 @@ def test_oidc_shows_only_a_sign_in_button_until_logged_in(
 def test_oidc_logged_in_user_sees_the_dashboard_and_can_sign_out(
     oidc, monkeypatch: pytest.MonkeyPatch, store_opened: list[int]
 ) -> None:
-    monkeypatch.setattr(auth, "missing_oidc_packages", list)
+    monkeypatch.setattr(signin_config, "missing_oidc_packages", list)
     _oidc_signed_in(
         open_app(user={"is_logged_in": True, "name": "Ada Lovelace", "email": "ada@example.com"}), store_opened
     )
@@ -315,7 +317,7 @@ def test_oidc_logged_in_user_sees_the_dashboard_and_can_sign_out(
 def test_oidc_allow_list(
     secrets_toml, monkeypatch: pytest.MonkeyPatch, store_opened: list[int], allow: str, user: dict, enters: bool
 ) -> None:
-    monkeypatch.setattr(auth, "missing_oidc_packages", list)
+    monkeypatch.setattr(signin_config, "missing_oidc_packages", list)
     secrets_toml(f'[ragmetrics]\nauth = "oidc"\n{allow}\n' + AUTH_TABLE)
     at = open_app(user={"is_logged_in": True, "name": "Ada", **user})
     assert not at.exception
@@ -331,7 +333,7 @@ def test_oidc_allow_list(
 def test_oidc_allow_list_from_the_environment_wins(
     oidc, monkeypatch: pytest.MonkeyPatch, store_opened: list[int]
 ) -> None:
-    monkeypatch.setattr(auth, "missing_oidc_packages", list)
+    monkeypatch.setattr(signin_config, "missing_oidc_packages", list)
     monkeypatch.setenv("RAGMETRICS_AUTH_ALLOW", "@other.org")
     at = open_app(user={"is_logged_in": True, "email": "ada@example.com"})
     _assert_locked(at, store_opened)
@@ -339,7 +341,7 @@ def test_oidc_allow_list_from_the_environment_wins(
 
 
 def test_oidc_without_its_packages_stays_locked(oidc, monkeypatch: pytest.MonkeyPatch, store_opened: list[int]) -> None:
-    monkeypatch.setattr(auth, "missing_oidc_packages", lambda: ["Authlib", "httpx"])
+    monkeypatch.setattr(signin_config, "missing_oidc_packages", lambda: ["Authlib", "httpx"])
     at = open_app(user={"is_logged_in": True, "name": "Ada Lovelace"})
     _assert_locked(at, store_opened)
     assert "needs Authlib and httpx" in at.error[0].value and "ragmetrics[dashboard,auth]" in at.error[0].value
@@ -371,17 +373,19 @@ def test_oidc_without_an_auth_table_stays_locked(
 
 
 def test_hash_password_round_trip_and_format() -> None:
-    stored = auth.hash_password("pässwörd", iterations=1_000, salt="fixed")
+    stored = signin_config.hash_password("pässwörd", iterations=1_000, salt="fixed")
     assert stored.startswith("pbkdf2_sha256$1000$fixed$")
-    check = auth.hash_checker(stored)
+    check = signin_config.hash_checker(stored)
     assert check("pässwörd") and not check("passwort") and not check("")
-    assert auth.hash_password("x", iterations=1_000) != auth.hash_password("x", iterations=1_000)  # salted
-    assert auth.hash_password("x").split("$")[1] == str(auth.PBKDF2_ITERATIONS)
-    hexed = auth.hash_checker("sha256:" + hashlib.sha256(b"x").hexdigest())
+    assert signin_config.hash_password("x", iterations=1_000) != signin_config.hash_password(
+        "x", iterations=1_000
+    )  # salted
+    assert signin_config.hash_password("x").split("$")[1] == str(signin_config.PBKDF2_ITERATIONS)
+    hexed = signin_config.hash_checker("sha256:" + hashlib.sha256(b"x").hexdigest())
     assert hexed("x") and not hexed("y")
     for bad in ("", "plain", "pbkdf2_sha256$1000$salt", "pbkdf2_sha256$0$salt$" + "A" * 44, "ab" * 31):
         with pytest.raises(ValueError):
-            auth.hash_checker(bad)
+            signin_config.hash_checker(bad)
 
 
 def test_the_hash_helper_prints_a_usable_hash(
@@ -391,7 +395,7 @@ def test_the_hash_helper_prints_a_usable_hash(
     auth._main()  # python -m dashboard.ui.auth
     printed = capsys.readouterr().out.strip()
     assert printed.startswith("pbkdf2_sha256$") and PASSWORD not in printed
-    assert auth.hash_checker(printed)(PASSWORD)
+    assert signin_config.hash_checker(printed)(PASSWORD)
     answers = iter(["one", "two"])
     monkeypatch.setattr("getpass.getpass", lambda prompt="": next(answers))
     with pytest.raises(SystemExit):
@@ -434,7 +438,7 @@ def _label_on_the_judge_page(at: AppTest, url: str, dataset: str) -> list[str]:
 def test_an_oidc_users_labels_carry_their_address(
     oidc, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, store_opened: list[int]
 ) -> None:
-    monkeypatch.setattr(auth, "missing_oidc_packages", list)
+    monkeypatch.setattr(signin_config, "missing_oidc_packages", list)
     url, dataset = _judge_store(tmp_path, monkeypatch)
     at = open_app(user={"is_logged_in": True, "name": "Ada Lovelace", "email": "ada@example.com"})
     assert _label_on_the_judge_page(at, url, dataset) == ["ada@example.com"]

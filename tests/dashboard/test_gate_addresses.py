@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.ui.gate import client_key, parse_proxies
+from dashboard.ui.gate import client_key
+from dashboard.ui.signin_config import parse_proxies
 
 
 def _scope(host: str) -> dict:

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 import websockets
 
-from dashboard.ui.auth import hash_password
 from dashboard.ui.gate import COOKIE, SESSION_SECONDS, make_cookie
+from dashboard.ui.signin_config import hash_password
 from tests.e2e.server import streamlit_server
 
 pytestmark = pytest.mark.e2e

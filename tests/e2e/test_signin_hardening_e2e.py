@@ -155,8 +155,8 @@ def test_servers_sharing_a_store_share_the_secret_and_another_store_does_not(ser
 
 
 def test_a_cookie_claiming_a_ten_year_life_is_refused_even_signed_with_the_secret(tmp_path: Path) -> None:
-    from dashboard.ui.auth import _fingerprint
     from dashboard.ui.gate import cookie_key, make_cookie
+    from dashboard.ui.signin_config import _fingerprint
 
     secret = secrets.token_urlsafe(32)
     key = cookie_key(secret.encode(), _fingerprint(HASHED))
