@@ -183,12 +183,17 @@ def relevant_passages(alignments: Sequence[Alignment], query_id: str) -> pd.Data
     )
 
 
+def listed(value: object) -> list[object]:
+    """A cell that holds a list (expected keywords), as a list; anything else (None, NaN) as an empty one."""
+    return list(value) if isinstance(value, (list, tuple, np.ndarray)) else []
+
+
 def marks_for(dataset: Dataset, query_id: str) -> Marks:
     """What to mark in a query's documents: its expected answer, keywords and text."""
     info = query_info(dataset, query_id)
     return Marks(
         answer=str(info.get("expected_answer") or ""),
-        keywords=[str(w) for w in info.get("expected_keywords") or []],  # type: ignore[union-attr]
+        keywords=[str(w) for w in listed(info.get("expected_keywords"))],
         query=str(info.get("query") or ""),
     )
 

@@ -368,7 +368,7 @@ def with_text_for_missing(frame: pd.DataFrame, columns: Sequence[str], text: str
 
 def _plain_number(value: object) -> str:
     if isinstance(value, (int, np.integer)) or (isinstance(value, (float, np.floating)) and float(value).is_integer()):
-        return str(int(value))  # type: ignore[arg-type]
+        return str(int(value))
     return str(value)
 
 

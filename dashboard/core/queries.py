@@ -55,7 +55,7 @@ def has_groups(dataset: Dataset, by: str) -> bool:
     return by in dataset.queries_table.column_names and bool((labels_of(dataset, by) != "").any())
 
 
-def unevaluated_groups(dataset: Dataset, evaluated: Sequence[str], by: str) -> dict[str, int]:
+def unevaluated_groups(dataset: Dataset, evaluated: Sequence[str] | np.ndarray, by: str) -> dict[str, int]:
     """Groups with queries left out of the evaluation (no judgments): ``{group: count}``."""
     ids = dataset.queries_table.column("query_id")
     left_out = ~pd.Series(ids.to_pandas()).isin(list(evaluated)).to_numpy()

@@ -129,7 +129,7 @@ def targets_from_frame(frame: pd.DataFrame) -> tuple[Targets, list[str]]:
         if metric is None or (isinstance(metric, float) and math.isnan(metric)) or not str(metric).strip():
             continue
         try:
-            out.update(resolve_targets({str(metric).strip(): float(threshold)}))  # type: ignore[arg-type]
+            out.update(resolve_targets({str(metric).strip(): float(threshold)}))
         except (RagMetricsError, TypeError, ValueError) as err:
             notes.append(f"target row {i} ignored: {err}")
     return out, notes

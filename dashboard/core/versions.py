@@ -4,6 +4,7 @@ they tell the same story about the runs (:func:`ragmetrics.analysis.stability.st
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -20,16 +21,21 @@ def diff_counts(diff: pd.DataFrame) -> dict[str, int]:
     return {change: int(counts.get(change, 0)) for change in CHANGES}
 
 
-def stability_summary(result: Stability) -> dict[str, object]:
-    """``tau`` (Kendall's tau of the runs' two orders, None with fewer than two runs), ``swapped`` (pairs of runs
-    whose order swaps, as "a ↔ b"), ``changed`` (pairs whose paired-test verdict changes) and ``pairs``."""
+@dataclass(frozen=True)
+class StabilitySummary:
+    """``tau``: Kendall's tau of the runs' two orders (None with fewer than two runs); ``swapped``: the pairs of runs
+    whose order swaps, as "a ↔ b"; ``changed``: the pairs whose paired-test verdict changes, of ``pairs``."""
+
+    tau: float | None
+    swapped: list[str]
+    changed: int
+    pairs: int
+
+
+def stability_summary(result: Stability) -> StabilitySummary:
+    """What changed in the runs' order and verdicts between two qrels versions (:class:`StabilitySummary`)."""
     tau = None if result.tau is None or math.isnan(result.tau) else float(result.tau)
-    return {
-        "tau": tau,
-        "swapped": [f"{a} ↔ {b}" for a, b in result.swapped],
-        "changed": len(result.changed),
-        "pairs": len(result.verdicts),
-    }
+    return StabilitySummary(tau, [f"{a} ↔ {b}" for a, b in result.swapped], len(result.changed), len(result.verdicts))
 
 
 def stability_means(result: Stability) -> pd.DataFrame:

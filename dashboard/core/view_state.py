@@ -93,7 +93,7 @@ def reconcile(
     if not datasets:  # the page explains an empty store (see ``missing_note``)
         return state.with_(dataset=None, runs=(), baseline=None, focus_run=None, query=None), notes
     dataset = state.dataset
-    if dataset not in datasets:
+    if dataset is None or dataset not in datasets:
         fallback = datasets[0]
         if dataset is not None:
             name = facts_for(fallback).name or _short(fallback)

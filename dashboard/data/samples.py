@@ -73,12 +73,14 @@ def load_sample(entry: dict[str, object], folder: Path | None = None) -> Sample:
             name=name,
             queries=queries,
             corpus=corpus,
-            corpus_size=int(corpus_size) if isinstance(corpus_size, int) else None,  # type: ignore[arg-type]
+            corpus_size=int(corpus_size) if isinstance(corpus_size, int) else None,
             limits=SAMPLE_LIMITS,
         )
+    listed = entry.get("runs", [])
     runs = tuple(
-        (load_run(root / str(r), limits=SAMPLE_LIMITS), f"{entry['folder']}/{r}") for r in entry.get("runs", [])
-    )  # type: ignore[union-attr]
+        (load_run(root / str(r), limits=SAMPLE_LIMITS), f"{entry['folder']}/{r}")
+        for r in (listed if isinstance(listed, (list, tuple)) else [])
+    )
     return Sample(
         name=name,
         description=str(entry.get("description", "")),

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import pandas as pd
 
@@ -53,6 +53,9 @@ __all__ = [
 
 SAMPLES_MARKER = {"ragmetrics": "bundled samples seeded", "version": 1}
 """A saved view whose presence says this store already received the bundled samples (deleted samples stay deleted)."""
+
+Stored = TypeVar("Stored", Dataset, Run, PerQueryResults)
+"""What the objects cache holds: a dataset, a run or per-query results without a ranking."""
 
 
 def samples_marker_id() -> str:
@@ -204,8 +207,9 @@ class Workspace:
 
     # --- content -----------------------------------------------------------------------
 
-    def _cached(self, key: str, load: Callable[[], Dataset | Run]) -> Dataset | Run:
-        return self.objects.get_or_make(key, load)  # a big run loads outside the listings' lock
+    def _cached(self, key: str, load: Callable[[], Stored]) -> Stored:
+        found: Any = self.objects.get_or_make(key, load)  # a big run loads outside the listings' lock
+        return cast(Stored, found)
 
     def _remember(self, key: str, value: Dataset | Run) -> None:
         self.objects.put(key, value)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -121,20 +121,73 @@ def start_sweeper() -> memory.Sweeper:
     return memory.Sweeper(held_caches)
 
 
+@dataclass(frozen=True, eq=False)
+class Selection:
+    """The runs a page shows on one dataset: their ids and alignments, in the sidebar's order. ``key`` (ids and
+    names) is what the frames below are cached on."""
+
+    dataset_id: str
+    run_ids: tuple[str, ...]
+    alignments: tuple[Alignment, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.alignments)
+
+    @property
+    def key(self) -> tuple[tuple[str, str], ...]:
+        return tuple(zip(self.run_ids, self.names))
+
+    @property
+    def by_id(self) -> dict[str, Alignment]:
+        return dict(zip(self.run_ids, self.alignments))
+
+    def only(self, run_id: str) -> Selection:
+        """The selection of one of these runs."""
+        i = self.run_ids.index(run_id)
+        return Selection(self.dataset_id, (run_id,), (self.alignments[i],))
+
+    def __len__(self) -> int:
+        return len(self.alignments)
+
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def cache_key(value: Any) -> Hashable:
+    """What a cached builder's argument is keyed on: a selection by its dataset and its runs' ids and names, a
+    stored dataset by its content id, a stored run by its id and name (a rename shows), a run of the history by its
+    id and tags (an edited tag is a new timeline); sequences and mappings item by item; anything else as it is
+    (it must be hashable)."""
+    if isinstance(value, Selection):
+        return ("selection", value.dataset_id, value.key)
+    if isinstance(value, DatasetEntry):
+        return ("dataset", value.id)
+    if isinstance(value, RunEntry):
+        return ("run", value.id, value.name)
+    if isinstance(value, StoredRun):
+        return ("stored", value.id, tuple(sorted(value.tags.items())))
+    if isinstance(value, Mapping):
+        return tuple(sorted((k, cache_key(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(cache_key(v) for v in value)
+    if isinstance(value, float):
+        return float(value)
+    return value
+
+
 def memo(fn: F) -> F:
-    """Keep ``fn``'s results in the frames cache (bounded in bytes), keyed on its arguments whose names do not
-    start with ``_`` (those are the objects the key's ids name). A frame is handed out as a copy, so a page that
-    changes it does not change the cache."""
+    """Keep ``fn``'s results in the frames cache (bounded in bytes), keyed on ``fn`` and its arguments
+    (:func:`cache_key`), those whose names start with ``_`` left out (objects that another argument already
+    names). A frame is handed out as a copy, so a page that changes it does not change the cache."""
     signature = inspect.signature(fn)
     keyed = [name for name in signature.parameters if not name.startswith("_")]
 
     @functools.wraps(fn)
     def cached(*args: Any, **kwargs: Any) -> Any:
         bound = signature.bind(*args, **kwargs)
-        key = (fn.__qualname__, *(bound.arguments[name] for name in keyed))
+        bound.apply_defaults()
+        key = (fn.__qualname__, *(cache_key(bound.arguments[name]) for name in keyed))
         value = _frames().get_or_make(key, lambda: fn(*args, **kwargs))
         return value.copy() if isinstance(value, pd.DataFrame) else value
 
@@ -167,36 +220,6 @@ def _prefetcher() -> CurvePrefetcher:
     return CurvePrefetcher()
 
 
-@dataclass(frozen=True, eq=False)
-class Selection:
-    """The runs a page shows on one dataset: their ids and alignments, in the sidebar's order. ``key`` (ids and
-    names) is what the frames below are cached on."""
-
-    dataset_id: str
-    run_ids: tuple[str, ...]
-    alignments: tuple[Alignment, ...]
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(a.name for a in self.alignments)
-
-    @property
-    def key(self) -> tuple[tuple[str, str], ...]:
-        return tuple(zip(self.run_ids, self.names))
-
-    @property
-    def by_id(self) -> dict[str, Alignment]:
-        return dict(zip(self.run_ids, self.alignments))
-
-    def only(self, run_id: str) -> Selection:
-        """The selection of one of these runs."""
-        i = self.run_ids.index(run_id)
-        return Selection(self.dataset_id, (run_id,), (self.alignments[i],))
-
-    def __len__(self) -> int:
-        return len(self.alignments)
-
-
 def select(dataset: DatasetEntry, runs: Sequence[RunEntry]) -> Selection:
     """The alignments of ``runs`` on ``dataset``, made once per content pair (and run name, so a rename shows)."""
     held = _alignments()
@@ -218,45 +241,28 @@ def prefetch_curves(alignments: Sequence[Alignment]) -> None:
 
 
 # --- frames ------------------------------------------------------------------------------
-
-RunKey = tuple[tuple[str, str], ...]
+# Each builder of dashboard.core, cached on what it reads (see memo); a page calls these.
 
 
 @memo
-def _curves(dataset_id: str, key: RunKey, k_max: int, _alignments: Sequence[Alignment]) -> pd.DataFrame:
-    return overview.curve_frame(_alignments, k_max=k_max)
-
-
 def curve_frame(selection: Selection, k_max: int) -> pd.DataFrame:
     """:func:`dashboard.core.overview.curve_frame`, cached per run set and depth."""
-    return _curves(selection.dataset_id, selection.key, k_max, selection.alignments)
+    return overview.curve_frame(selection.alignments, k_max=k_max)
 
 
 @memo
-def _curve_figures(
-    dataset_id: str, key: RunKey, k_max: int, runs: tuple[str, ...], _selection: Selection
-) -> tuple[go.Figure, go.Figure]:
-    curves = curve_frame(_selection, k_max)
-    pr = overview.pr_frame(_selection.alignments, k_max)
-    return overview.curves_figure(curves, runs=runs), overview.pr_figure(pr, runs=runs)
-
-
 def curve_figures(selection: Selection, k_max: int, runs: Sequence[str]) -> tuple[go.Figure, go.Figure]:
     """The Overview's curves over K and its precision-recall figure, built once per run set, depth and order of
     runs (a change of K reruns the page with the same figures, which the browser then does not draw again)."""
-    return _curve_figures(selection.dataset_id, selection.key, k_max, tuple(runs), selection)
+    curves = curve_frame(selection, k_max)
+    pr = overview.pr_frame(selection.alignments, k_max)
+    return overview.curves_figure(curves, runs=tuple(runs)), overview.pr_figure(pr, runs=tuple(runs))
 
 
 @memo
-def _summary(
-    dataset_id: str, key: RunKey, specs: tuple[str, ...], bounds_depth: int | None, _alignments: Sequence[Alignment]
-) -> pd.DataFrame:
-    return overview.summary_frame(_alignments, list(specs), bounds_depth)
-
-
-@memo
-def _results_only(ids: tuple[str, ...], _stored: Sequence[Any]) -> pd.DataFrame:
-    return results_only.results_frame([entry.results for entry in _stored])
+def summary_frame(selection: Selection, specs: Sequence[str], bounds_depth: int | None = None) -> pd.DataFrame:
+    """:func:`dashboard.core.overview.summary_frame`, cached per run set, metrics and bounds depth."""
+    return overview.summary_frame(selection.alignments, list(specs), bounds_depth)
 
 
 def results_only_frame(stored: Sequence[Any]) -> pd.DataFrame:
@@ -265,41 +271,35 @@ def results_only_frame(stored: Sequence[Any]) -> pd.DataFrame:
     return _results_only(tuple(entry.id for entry in stored), stored)
 
 
-def summary_frame(selection: Selection, specs: Sequence[str], bounds_depth: int | None = None) -> pd.DataFrame:
-    """:func:`dashboard.core.overview.summary_frame`, cached per run set, metrics and bounds depth."""
-    return _summary(selection.dataset_id, selection.key, tuple(specs), bounds_depth, selection.alignments)
+@memo
+def _results_only(ids: tuple[str, ...], _stored: Sequence[Any]) -> pd.DataFrame:
+    return results_only.results_frame([entry.results for entry in _stored])
 
 
 @memo
-def _breakdown(dataset_id: str, key: RunKey, spec: str, by: str, _alignments: Sequence[Alignment]) -> pd.DataFrame:
-    return breakdown.breakdown_frame(_alignments, spec, by)
-
-
 def breakdown_frame(selection: Selection, spec: str, by: str) -> pd.DataFrame:
     """:func:`dashboard.core.breakdown.breakdown_frame`, cached per run set, metric and facet."""
-    return _breakdown(selection.dataset_id, selection.key, spec, by, selection.alignments)
-
-
-@memo
-def _missed(dataset_id: str, key: RunKey, k: int, _alignment: Alignment) -> pd.DataFrame:
-    return missed.missed_frame(_alignment, k)
+    return breakdown.breakdown_frame(selection.alignments, spec, by)
 
 
 def missed_frame(selection: Selection, run_id: str, k: int) -> pd.DataFrame:
     """:func:`dashboard.core.missed.missed_frame` of one run of the selection, cached per run and K."""
-    one = selection.only(run_id)
-    return _missed(one.dataset_id, one.key, k, one.alignments[0])
+    return _missed(selection.only(run_id), k)
 
 
 @memo
-def _query_table(dataset_id: str, key: RunKey, k: int, spec: str, _alignment: Alignment) -> pd.DataFrame:
-    return missed.query_table(_alignment, k, spec)
+def _missed(one: Selection, k: int) -> pd.DataFrame:
+    return missed.missed_frame(one.alignments[0], k)
 
 
 def query_table(selection: Selection, run_id: str, k: int, spec: str) -> pd.DataFrame:
     """:func:`dashboard.core.missed.query_table` of one run, cached per run, K and metric."""
-    one = selection.only(run_id)
-    return _query_table(one.dataset_id, one.key, k, spec, one.alignments[0])
+    return _query_table(selection.only(run_id), k, spec)
+
+
+@memo
+def _query_table(one: Selection, k: int, spec: str) -> pd.DataFrame:
+    return missed.query_table(one.alignments[0], k, spec)
 
 
 def findings(selection: Selection, run_id: str, k: int, spec: str, label: str, low_mrr: float) -> list[Finding]:
@@ -309,55 +309,22 @@ def findings(selection: Selection, run_id: str, k: int, spec: str, label: str, l
 
 
 @memo
-def _validation(dataset_id: str, key: RunKey, _dataset: DatasetEntry, _alignments: Sequence[Alignment]) -> pd.DataFrame:
-    return validation.validation_frame(_dataset.dataset, _alignments)
-
-
 def validation_frame(dataset: DatasetEntry, selection: Selection) -> pd.DataFrame:
     """:func:`dashboard.core.validation.validation_frame`, cached per dataset and run set."""
-    return _validation(dataset.id, selection.key, dataset, selection.alignments)
+    return validation.validation_frame(dataset.dataset, selection.alignments)
 
 
 @memo
-def _target_checks(dataset_id: str, key: RunKey, targets_text: str, _alignments: Sequence[Alignment]) -> pd.DataFrame:
-    parsed, _ = targets.parse_targets(targets_text)
-    return targets.check_frame(_alignments, parsed)
-
-
 def target_checks(selection: Selection, targets_text: str) -> pd.DataFrame:
     """:func:`dashboard.core.targets.check_frame`, cached per run set and target text."""
-    return _target_checks(selection.dataset_id, selection.key, targets_text, selection.alignments)
+    parsed, _ = targets.parse_targets(targets_text)
+    return targets.check_frame(selection.alignments, parsed)
 
 
 # --- comparison, dataset power and fusion --------------------------------------------------
 
 
 @memo
-def _compare(
-    dataset_id: str,
-    key: RunKey,
-    baseline: str,
-    specs: tuple[str, ...],
-    test: str,
-    alpha: float,
-    correction: str,
-    bounds_depth: int | None,
-    segments: bool,
-    _alignments: Sequence[Alignment],
-) -> Comparison:
-    return compare.run_comparison(
-        _alignments,
-        baseline,
-        list(specs),
-        test=test,
-        alpha=alpha,
-        correction=correction,
-        bounds=bounds_depth is not None,
-        bounds_depth=bounds_depth,
-        segments=segments,
-    )
-
-
 def comparison(
     selection: Selection,
     baseline: str,
@@ -373,56 +340,28 @@ def comparison(
     alpha, correction, the depth of the bounds from the unjudged documents (None: no bounds) and whether the
     per-category and per-difficulty comparisons are made (``segments``; the whole-set table is the same either
     way, so is its family)."""
-    return _compare(
-        selection.dataset_id,
-        selection.key,
-        baseline,
-        tuple(specs),
-        test,
-        float(alpha),
-        correction,
-        bounds_depth,
-        segments,
+    return compare.run_comparison(
         selection.alignments,
+        baseline,
+        list(specs),
+        test=test,
+        alpha=float(alpha),
+        correction=correction,
+        bounds=bounds_depth is not None,
+        bounds_depth=bounds_depth,
+        segments=segments,
     )
 
 
 @memo
-def _power_pairs(
-    dataset_id: str,
-    key: RunKey,
-    specs: tuple[str, ...],
-    test: str,
-    alpha: float,
-    correction: str,
-    _alignments: Sequence[Alignment],
-) -> pd.DataFrame:
-    return power.power_pairs(_alignments, list(specs), test=test, alpha=alpha, correction=correction)
-
-
 def power_pairs(
     selection: Selection, specs: Sequence[str], test: str, alpha: float, correction: str = "none"
 ) -> pd.DataFrame:
     """Every run pair's p-value and SD of differences per metric (:func:`dashboard.core.power.power_pairs`), cached."""
-    return _power_pairs(
-        selection.dataset_id, selection.key, tuple(specs), test, float(alpha), correction, selection.alignments
-    )
-
-
-FusionKey = tuple[tuple[str, ...], str, int, str, tuple[float, ...], str]
+    return power.power_pairs(selection.alignments, list(specs), test=test, alpha=float(alpha), correction=correction)
 
 
 @memo
-def _fused(dataset_id: str, settings_key: FusionKey, _runs: Sequence[Run]) -> Run:
-    _, method, k, norm, weights, name = settings_key
-    return fusion.fuse_runs(_runs, method=method, k=k, norm=norm, weights=list(weights), name=name or None)
-
-
-@memo
-def _fused_alignment(dataset_id: str, settings_key: FusionKey, _dataset: DatasetEntry, _run: Run) -> Alignment:
-    return align(_dataset.dataset, _run)
-
-
 def fused_run(
     dataset: DatasetEntry,
     runs: Sequence[RunEntry],
@@ -434,127 +373,83 @@ def fused_run(
     name: str,
 ) -> tuple[Run, Alignment]:
     """:func:`dashboard.core.fusion.fuse_runs` of workspace runs and its alignment, cached per inputs and settings."""
-    settings_key: FusionKey = (tuple(r.id for r in runs), method, int(k), norm, tuple(float(w) for w in weights), name)
-    run = _fused(dataset.id, settings_key, [r.run for r in runs])
-    return run, _fused_alignment(dataset.id, settings_key, dataset, run)
+    run = fusion.fuse_runs(
+        [r.run for r in runs],
+        method=method,
+        k=int(k),
+        norm=norm,
+        weights=[float(w) for w in weights],
+        name=name or None,
+    )
+    return run, align(dataset.dataset, run)
 
 
 @memo
-def _fusion_preview(
-    dataset_id: str,
-    key: RunKey,
-    fused_key: tuple[object, ...],
-    specs: tuple[str, ...],
-    _inputs: Sequence[Alignment],
-    _fused: Alignment,
-) -> pd.DataFrame:
-    return fusion.fusion_preview(_inputs, _fused, list(specs))
-
-
 def fusion_preview(
-    inputs: Selection, fused: Alignment, fused_key: tuple[object, ...], specs: Sequence[str]
+    inputs: Selection, _fused: Alignment, fused_key: tuple[object, ...], specs: Sequence[str]
 ) -> pd.DataFrame:
     """Means of ``specs`` for the inputs and the fused run; ``fused_key`` names the fusion settings."""
-    return _fusion_preview(inputs.dataset_id, inputs.key, fused_key, tuple(specs), inputs.alignments, fused)
+    return fusion.fusion_preview(inputs.alignments, _fused, list(specs))
 
 
 # --- run health, judging and qrels versions -------------------------------------------------
 
 
 @memo
-def _no_overlap(dataset_id: str, key: RunKey, _alignments: Sequence[Alignment]) -> dict[str, str]:
-    return health.no_overlap_messages(_alignments)
-
-
 def no_overlap(selection: Selection) -> dict[str, str]:
     """``{run name: why}`` of the selected runs whose ids do not meet the qrels, cached per run set (the
     explanation tries fixes on the data)."""
-    return _no_overlap(selection.dataset_id, selection.key, selection.alignments)
+    return health.no_overlap_messages(selection.alignments)
 
 
 @memo
-def _judge_queue(
-    dataset_id: str, key: RunKey, depth: int, metric: str, baseline: str | None, _alignments: Sequence[Alignment]
-) -> pd.DataFrame:
-    return judge.queue_frame({a.name: a for a in _alignments}, depth, metric, baseline)
-
-
 def judge_queue(selection: Selection, depth: int, metric: str, baseline: str | None) -> pd.DataFrame:
     """:func:`dashboard.core.judge.queue_frame` of the selected runs (``baseline``: a run name), cached per
     dataset version, run set, depth, metric and baseline; the labels given meanwhile are taken out by the page."""
-    return _judge_queue(selection.dataset_id, selection.key, int(depth), metric, baseline, selection.alignments)
+    return judge.queue_frame({a.name: a for a in selection.alignments}, int(depth), metric, baseline)
 
 
 @memo
-def _qrels_diff(before_id: str, after_id: str, _before: DatasetEntry, _after: DatasetEntry) -> pd.DataFrame:
-    return judging.diff(_before.dataset, _after.dataset)
-
-
 def qrels_diff(before: DatasetEntry, after: DatasetEntry) -> pd.DataFrame:
     """:func:`ragmetrics.analysis.judging.diff` of two qrels versions, cached per pair of content ids."""
-    return _qrels_diff(before.id, after.id, before, after)
+    return judging.diff(before.dataset, after.dataset)
 
 
 @memo
-def _stability(
-    before_id: str, after_id: str, key: tuple[tuple[str, str], ...], metric: str, _before: DatasetEntry,
-    _after: DatasetEntry, _runs: Sequence[RunEntry],
-) -> Stability:  # fmt: skip
-    return stability(_before.dataset, _after.dataset, [r.run for r in _runs], metric)
-
-
 def qrels_stability(before: DatasetEntry, after: DatasetEntry, runs: Sequence[RunEntry], metric: str) -> Stability:
     """:func:`ragmetrics.analysis.stability.stability` of ``runs`` under two qrels versions on ``metric``, cached per
     versions, runs and metric."""
-    key = tuple((r.id, r.name) for r in runs)
-    return _stability(before.id, after.id, key, metric, before, after, runs)
+    return stability(before.dataset, after.dataset, [r.run for r in runs], metric)
 
 
 # --- history: the timeline and the leaderboard ---------------------------------------------
 
-TagKey = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
-
-
-def _tag_key(runs: Sequence[StoredRun]) -> TagKey:
-    """The runs and their tags, as a cache key (an edited tag is a new timeline)."""
-    return tuple((r.id, tuple(sorted(r.tags.items()))) for r in runs)
-
 
 @memo
-def _timeline(
-    dataset_id: str, key: TagKey, spec: str, by: str, where: tuple[tuple[str, str], ...], baseline: str | None,
-    test: str, alpha: float, _dataset: DatasetEntry, _runs: Sequence[StoredRun],
-) -> Timeline:  # fmt: skip
-    return history.timeline(
-        _dataset.dataset, _runs, spec, dataset_id=dataset_id, by=by, where=dict(where), baseline=baseline,
-        test=test, alpha=alpha, seed=compare.SEED,
-    )  # fmt: skip
-
-
 def timeline(
     dataset: DatasetEntry, runs: Sequence[StoredRun], spec: str, *, by: str, where: dict[str, str],
     baseline: str | None, test: str, alpha: float,
 ) -> Timeline:  # fmt: skip
-    """:func:`ragmetrics.analysis.history.timeline` of the dataset's runs, cached per runs and tags, metric and controls."""
-    return _timeline(dataset.id, _tag_key(runs), spec, by, tuple(sorted(where.items())), baseline, test,
-                     float(alpha), dataset, runs)  # fmt: skip
-
-
-@memo
-def _leaderboard(
-    key: tuple[tuple[str, TagKey], ...], spec: str, system_tag: str, test: str, alpha: float,
-    _datasets: Sequence[tuple[str, Any, Sequence[StoredRun]]],
-) -> Leaderboard:  # fmt: skip
-    return history.leaderboard(_datasets, spec, system_tag=system_tag, test=test, alpha=alpha, seed=compare.SEED)
+    """:func:`ragmetrics.analysis.history.timeline` of the dataset's runs, cached per runs and tags, metric and
+    controls."""
+    return history.timeline(
+        dataset.dataset, runs, spec, dataset_id=dataset.id, by=by, where=dict(where), baseline=baseline,
+        test=test, alpha=float(alpha), seed=compare.SEED,
+    )  # fmt: skip
 
 
 def leaderboard(
     datasets: Sequence[tuple[DatasetEntry, Sequence[StoredRun]]], spec: str, *, system_tag: str, test: str, alpha: float
 ) -> Leaderboard:
-    """:func:`ragmetrics.analysis.history.leaderboard` over the datasets' runs, cached per runs and tags, metric and controls.
-    Only the runs tagged ``system_tag`` are read."""
+    """:func:`ragmetrics.analysis.history.leaderboard` over the datasets' runs, cached per runs and tags, metric and
+    controls. Only the runs tagged ``system_tag`` are read."""
     chosen = [(d, [r for r in runs if r.tags.get(system_tag)]) for d, runs in datasets]
-    chosen = [(d, runs) for d, runs in chosen if runs]
-    key = tuple((d.id, _tag_key(runs)) for d, runs in chosen)
+    return _leaderboard([(d, runs) for d, runs in chosen if runs], spec, system_tag, test, alpha)
+
+
+@memo
+def _leaderboard(
+    chosen: Sequence[tuple[DatasetEntry, Sequence[StoredRun]]], spec: str, system_tag: str, test: str, alpha: float
+) -> Leaderboard:
     loaded = [(d.id, d.dataset, runs) for d, runs in chosen]
-    return _leaderboard(key, spec, system_tag, test, float(alpha), loaded)
+    return history.leaderboard(loaded, spec, system_tag=system_tag, test=test, alpha=float(alpha), seed=compare.SEED)

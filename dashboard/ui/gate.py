@@ -554,7 +554,8 @@ async def _respond(send: Send, status: int, body: bytes, headers: list[tuple[byt
 
 async def _read_body(receive: Receive, limit: int) -> bytes | None:
     """The request body, or None when it is larger than ``limit`` (reading stops there)."""
-    chunks, size = [], 0
+    chunks: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":

@@ -37,7 +37,7 @@ from ragmetrics.io.limits import ENV_VARS, Limits, human_bytes
 # uploads from the browser get tighter defaults than the CLI; a RAGMETRICS_MAX_* variable still wins
 _UPLOAD_DEFAULTS = {"max_bytes": 1 << 30, "max_rows": 20_000_000, "max_queries": 1_000_000}
 UPLOAD_LIMITS = Limits.from_env(
-    **{k: v for k, v in _UPLOAD_DEFAULTS.items() if not os.environ.get(ENV_VARS[k], "").strip()}
+    None, **{k: v for k, v in _UPLOAD_DEFAULTS.items() if not os.environ.get(ENV_VARS[k], "").strip()}
 )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -282,7 +282,7 @@ def show_table(
     key: str,
     filename: str,
     column_config: Mapping[str, Any] | None = None,
-    height: int | str = "auto",
+    height: int | Literal["auto", "stretch", "content"] = "auto",
     styled: Any = None,
     **kwargs: Any,
 ) -> Any:
@@ -295,7 +295,7 @@ def show_table(
         hide_index=True,
         column_config=column_config,
         height=height,
-        **kwargs,  # type: ignore[arg-type]
+        **kwargs,
     )
     st.download_button(
         "Download CSV",

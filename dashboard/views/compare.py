@@ -285,11 +285,11 @@ if page.dataset is not None and len(page.alignments) >= 2:
                     height=38 + 35 * max(len(ranked), 1),
                     placeholder="—",
                 )
-                shown = min(depth, TEXT_DEPTH)
-                with st.expander(f"Text of the top {shown}", icon=":material/article:"):
+                text_depth = min(depth, TEXT_DEPTH)
+                with st.expander(f"Text of the top {text_depth}", icon=":material/article:"):
                     layout.show_passages(
                         documents.retrieved_cards(
-                            documents.retrieved_passages(shown_run, query_id, shown),
+                            documents.retrieved_passages(shown_run, query_id, text_depth),
                             documents.marks_for(ds.dataset, query_id),
                         )
                     )
@@ -345,8 +345,8 @@ if page.dataset is not None:
     st.divider()
     st.subheader("What if we went hybrid? Fuse runs")
     stored = page.workspace.runs(ds.id)
-    options = {r.id: r.name for r in stored}
-    if len(options) < 2:
+    fusable = {r.id: r.name for r in stored}
+    if len(fusable) < 2:
         st.info("Fusion needs at least two runs of this dataset; add runs on the Upload page.", icon=":material/info:")
     else:
         st.caption(
@@ -357,12 +357,12 @@ if page.dataset is not None:
         key = "compare.fuse.runs"
         state.seed(
             key,
-            [r for r in view.runs if r in options][:2] or list(options)[:2],
-            force=any(r not in options for r in (state.widget_value(key) or [])),
+            [r for r in view.runs if r in fusable][:2] or list(fusable)[:2],
+            force=any(r not in fusable for r in (state.widget_value(key) or [])),
         )
         c1, c2, c3, c4 = st.columns([4, 2, 1, 2])
         with c1:
-            chosen_ids = st.multiselect("Runs to fuse", list(options), format_func=lambda i: options.get(i, i), key=key)
+            chosen_ids = st.multiselect("Runs to fuse", list(fusable), format_func=lambda i: fusable.get(i, i), key=key)
         with c2:
             method = st.selectbox(
                 "Method",
@@ -400,7 +400,7 @@ if page.dataset is not None:
                     weights.append(
                         float(
                             st.number_input(
-                                f"weight · {md_escape(options[rid])}",
+                                f"weight · {md_escape(fusable[rid])}",
                                 min_value=0.0,
                                 max_value=10.0,
                                 value=1.0,

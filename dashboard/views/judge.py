@@ -61,7 +61,7 @@ if page.alignments and page.dataset is not None:
     level = page.alignments[0].conventions.rel_level
     last = judging.last_given()
     if last is not None and last[0] == ds.id and not pending.empty:
-        _, last_query, last_doc, last_grade, _ = last
+        last_query, last_doc, last_grade = last[1:4]
         with st.container(horizontal=True, vertical_alignment="center"):
             st.caption(
                 f"Last label: {md_escape(last_doc)} for {md_escape(last_query)} → **{last_grade}**. A slip? Change it "

@@ -8,6 +8,8 @@ Reads ``m, k, sys, t, a`` (see ``dashboard.core.share.PARAM_KEYS``).
 
 from __future__ import annotations
 
+import functools
+
 import streamlit as st
 
 from dashboard.core import leaderboard as lb
@@ -57,7 +59,7 @@ else:
         cols = st.columns(len(lb.EXPORTS))
         for col, (label, (extension, mime)) in zip(cols, lb.EXPORTS.items()):
             col.download_button(
-                f"Download {label}", lambda label=label: lb.export(board, label), file_name=f"leaderboard-{spec}.{extension}", mime=mime,
+                f"Download {label}", functools.partial(lb.export, board, label), file_name=f"leaderboard-{spec}.{extension}", mime=mime,
                 key=f"leaderboard.{extension}", on_click="ignore", icon=":material/download:",
             )  # fmt: skip
         with st.expander("The run behind each cell", icon=":material/table_rows:"):

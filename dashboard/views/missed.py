@@ -90,9 +90,9 @@ if page.alignments and page.dataset is not None:
     rows = list(getattr(getattr(event, "selection", None), "rows", []) or [])
     force_query = page.fresh
     if rows and rows[0] < len(shown):
-        picked = str(shown["query_id"].iloc[rows[0]])
-        if state.changed("missed.table.pick", picked):
-            view, force_query = view.with_(query=picked), True
+        picked_query = str(shown["query_id"].iloc[rows[0]])
+        if state.changed("missed.table.pick", picked_query):
+            view, force_query = view.with_(query=picked_query), True
 
     st.subheader("Query detail")
     options = shown["query_id"].astype("str").tolist()
@@ -111,9 +111,9 @@ if page.alignments and page.dataset is not None:
         st.markdown(query_line(query_id, info))
         if info.get("expected_answer"):
             st.markdown(f"**Expected answer:** {md_escape(info['expected_answer'])}")
-        keywords = info.get("expected_keywords") or []
+        keywords = documents.listed(info.get("expected_keywords"))
         if keywords:
-            st.markdown("**Expected keywords:** " + ", ".join(md_escape(w) for w in keywords))  # type: ignore[union-attr]
+            st.markdown("**Expected keywords:** " + ", ".join(md_escape(str(w)) for w in keywords))
         st.markdown("**Per run**")
         per_run = builders.query_metrics_frame(page.alignments, query_id, k)
         layout.show_table(

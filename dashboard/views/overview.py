@@ -28,7 +28,7 @@ if page.alignments and page.dataset is not None:
         with left:
             base_id = widgets.baseline_picker(names, view.baseline, force=page.fresh, key="overview.baseline")
         view = view.with_(baseline=base_id)
-        specs, _ = cmp.computable_specs(alignments, cmp.compare_specs(view.metric, k, view.metrics))
+        specs = cmp.computable_specs(alignments, cmp.compare_specs(view.metric, k, view.metrics))[0]
         specs = specs or cmp.compare_specs(view.metric, k)
         sidebar = str(metric_spec(view.metric, k))
         spec = sidebar if sidebar in specs else specs[0]  # Compare's focus, on Compare's family

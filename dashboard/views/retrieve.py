@@ -69,14 +69,14 @@ else:
             st.error(md_escape(f"{job.label}: {status.error}"), icon=":material/error:")
 
     offered = retrievers.choices(dataset)
-    job = retrievers.current_job()
+    running = retrievers.current_job()
     if not offered:
         st.info(
             "No retriever to run on this dataset: it has no corpus for the built-in BM25, and the deployer registered "
             f"none ({retrievers.ENV} or a [ragmetrics.retrievers] table: docs/deployment.md).",
             icon=":material/info:",
         )
-    elif job is None:
+    elif running is None:
         st.caption(
             f"Every query of **{md_escape(dataset.name)}** is sent to the retriever ({retrievers.CONCURRENCY} at a "
             "time, retries with backoff); the run lands in the workspace under this dataset."
@@ -90,6 +90,8 @@ else:
                 retrievers.start_job(dataset, label, k=int(k), name=name.strip())
                 st.rerun()
     else:
+
+        job = running
 
         @st.fragment(run_every=0.5)
         def progress() -> None:

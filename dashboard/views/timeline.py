@@ -79,7 +79,7 @@ if page.dataset is not None:
             message = tl.drop_message(line, title(spec))
             root = layout.app_base_url("timeline")
             links = [f"{root}/{link}" if root and link else link for link in tl.step_links(line, view)]
-            if message:
+            if message and line.first_drop is not None:
                 st.error(md_escape(message), icon=":material/trending_down:")
                 st.link_button(
                     "Open this step in Compare", links[line.first_drop - 1], icon=":material/compare_arrows:"

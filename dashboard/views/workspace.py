@@ -11,7 +11,10 @@ everyone using it, and links to deleted data stop working until the same files a
 
 from __future__ import annotations
 
+import functools
 import hashlib
+from collections.abc import Callable
+from typing import Any
 
 import streamlit as st
 
@@ -55,7 +58,7 @@ layout.show_table(
 )
 
 
-def _rename(label: str, key: str, current: str, apply) -> None:  # type: ignore[no-untyped-def]
+def _rename(label: str, key: str, current: str, apply: Callable[[str], Any]) -> None:
     """A name field and a Rename button; ``apply(name)`` renames and returns the new entry."""
     with st.form(key=key, border=False):
         left, right = st.columns([3, 1], vertical_alignment="bottom")
@@ -72,7 +75,7 @@ def _rename(label: str, key: str, current: str, apply) -> None:  # type: ignore[
             layout.rerun_with(view)
 
 
-def _confirm(what: str, detail: str, on_yes) -> None:  # type: ignore[no-untyped-def]
+def _confirm(what: str, detail: str, on_yes: Callable[[], None]) -> None:
     """The question a pending delete waits on, with Delete and Cancel."""
     with st.container(border=True):
         st.warning(md_escape(f"Delete {what}? {detail}"), icon=":material/warning:")
@@ -146,7 +149,7 @@ else:
         "Dataset name",
         f"workspace.rename.dataset.{dataset.id}",
         dataset.name,
-        lambda name: workspace.rename_dataset(dataset.id, name),
+        functools.partial(workspace.rename_dataset, dataset.id),
     )
     pending = state.pending()
     if pending == ("delete-dataset", dataset.id):
@@ -160,9 +163,9 @@ else:
             + ". Links to it stop working until the same files are uploaded again."
         )
 
-        def _delete_dataset() -> None:
-            n = workspace.delete_dataset(dataset.id)
-            state.flash(f"Deleted dataset “{dataset.name}” and {n} run(s).")
+        def _delete_dataset(ident: str = dataset.id, name: str = dataset.name) -> None:
+            n = workspace.delete_dataset(ident)
+            state.flash(f"Deleted dataset “{name}” and {n} run(s).")
             layout.rerun_with(
                 view.with_(
                     dataset=None, runs=(), baseline=None, focus_run=None, query=None, category=None, difficulty=None
@@ -229,26 +232,26 @@ else:
                     "after": st.column_config.NumberColumn("after", format="%d"),
                 },
             )
-            shared = [r for r in workspace.runs(after.id) if workspace.run(before.id, r.id) is not None]
+            in_both = [r for r in workspace.runs(after.id) if workspace.run(before.id, r.id) is not None]
             spec = str(metric_spec(view.metric, view.k))
             st.markdown(f"**Stability** of the runs on {title(spec)} (change the metric and K in the sidebar)")
-            if not shared:
+            if not in_both:
                 st.info("The two versions share no run to compare.", icon=":material/info:")
             else:
                 with st.spinner("Scoring the runs under both versions…"):
-                    result = cache.qrels_stability(before, after, shared, spec)
+                    result = cache.qrels_stability(before, after, in_both, spec)
                 summary = versions.stability_summary(result)
-                cols = st.columns(3)
-                cols[0].metric(
+                tau_col, swapped_col, changed_col = st.columns(3)
+                tau_col.metric(
                     "Kendall's tau",
-                    "n/a" if summary["tau"] is None else f"{summary['tau']:.3f}",
+                    "n/a" if summary.tau is None else f"{summary.tau:.3f}",
                     help="Of the runs' order under both versions: 1 = the same order",
                 )
-                cols[1].metric("Swapped pairs", len(summary["swapped"]))  # type: ignore[arg-type]
-                cols[2].metric("Changed verdicts", f"{summary['changed']} of {summary['pairs']}")
-                if summary["swapped"]:
+                swapped_col.metric("Swapped pairs", len(summary.swapped))
+                changed_col.metric("Changed verdicts", f"{summary.changed} of {summary.pairs}")
+                if summary.swapped:
                     st.warning(
-                        "Order swapped: " + ", ".join(md_escape(p) for p in summary["swapped"]),  # type: ignore[union-attr]
+                        "Order swapped: " + ", ".join(md_escape(p) for p in summary.swapped),
                         icon=":material/swap_vert:",
                     )
                 means = versions.stability_means(result)
@@ -307,7 +310,7 @@ else:
                 "Run name",
                 f"workspace.rename.run.{run.id}",
                 run.name,
-                lambda name: workspace.rename_run(dataset.id, run.id, name),
+                functools.partial(workspace.rename_run, dataset.id, run.id),
             )
             _metadata_editor(run.id, run.name)
             if state.pending() == ("delete-run", run.id):
@@ -318,13 +321,11 @@ else:
                     + ". Links that name it will say it is missing until the same file is uploaded again."
                 )
 
-                def _delete_run() -> None:
-                    workspace.delete_run(run.id)
-                    state.flash(f"Deleted run “{run.name}”.")
-                    left = tuple(r for r in view.runs if r != run.id)
-                    layout.rerun_with(
-                        view.with_(runs=left, baseline=view.baseline if view.baseline != run.id else None)
-                    )
+                def _delete_run(ident: str = run.id, name: str = run.name) -> None:
+                    workspace.delete_run(ident)
+                    state.flash(f"Deleted run “{name}”.")
+                    left = tuple(r for r in view.runs if r != ident)
+                    layout.rerun_with(view.with_(runs=left, baseline=view.baseline if view.baseline != ident else None))
 
                 _confirm(f"run “{run.name}”", detail, _delete_run)
             elif st.button("Delete run…", key="workspace.delete.run", icon=":material/delete:"):
