@@ -1,0 +1,196 @@
+"""``ragmetrics compare`` (deltas, intervals and paired tests against a baseline) and ``ragmetrics check`` (the CI
+gate: targets with their intervals, and no significant regression)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from ragmetrics.analysis.compare import compare_result
+from ragmetrics.analysis.stats import family_text
+from ragmetrics.analysis.targets import check_targets, resolve_targets
+from ragmetrics.cli.evaluating import evaluate_runs, report_coverage
+from ragmetrics.cli.inputs import read_inputs
+from ragmetrics.cli.options import (
+    add_bounds_option,
+    add_data_options,
+    add_eval_options,
+    add_test_options,
+    read_bounds_depth,
+)
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.model import Run
+
+
+def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+
+    depth = read_bounds_depth(args.bounds)
+    dataset, runs = read_inputs(args, [args.baseline, *args.run])
+    result = evaluate_runs(args, dataset, runs, args.metric or ["ndcg@10"])
+    warn_same_rows(runs[1:], runs[0], err)
+    comparison = compare_result(
+        result,
+        baseline=runs[0].name,
+        runs=[r.name for r in runs[1:]],
+        test=args.test,
+        correction=args.correction,
+        alpha=args.alpha,
+        seed=args.seed,
+        n_resamples=args.resamples,
+        segments=(),
+        bounds=bool(args.bounds),
+        bounds_depth=depth,
+    )
+    refuse_too_few_pairs(comparison.table)
+    if args.format == "json":
+        json.dump(comparison.to_dict(), out, ensure_ascii=False, indent=2)
+        out.write("\n")
+    else:
+        for row in comparison.table.itertuples(index=False):
+            mark = "*" if row.significant else " "
+            out.write(
+                f"{row.metric:<14} {row.run:<24} {row.mean:.4f} vs {row.baseline_mean:.4f}  "
+                f"delta {row.delta:+.4f} [{row.ci_low:+.4f}, {row.ci_high:+.4f}]  "
+                f"p={row.p_value:.4g} ({args.correction} {row.p_value_corrected:.4g}){mark}  "
+                f"W/T/L {row.wins}/{row.ties}/{row.losses}" + (judged_ends(row) if args.bounds else "") + "\n"
+            )
+        out.write(f"test: {args.test}; * = significant at alpha {args.alpha}, {family(args, len(comparison.table))}\n")
+        if args.bounds:
+            where = f" in each run's top {depth}" if depth else ""
+            out.write(
+                f"if judged: the delta under every way of judging the unjudged documents{where} lies in that "
+                "interval; ! = the judgments could flip its sign\n"
+            )
+    report_coverage(result, err)
+    return 0
+
+
+def refuse_too_few_pairs(table: Any) -> None:
+    """A paired test on fewer than 2 queries both runs score means nothing (no p-value, an interval of one point):
+    an error, not a PASS."""
+    few = table[table["n"] < 2]  # the overall rows: a comparison's segments are a table of their own
+    if len(few):
+        row = few.iloc[0]
+        raise RagMetricsError(
+            f"{row['metric']}: run {row['run']!r} and the baseline {row['baseline']!r} share {int(row['n'])} query "
+            "with a value; a paired test needs at least 2"
+        )
+
+
+def judged_ends(row: Any) -> str:
+    if row.run == row.baseline:
+        return f"  if judged [{row.mean_worst:.4f}, {row.mean_best:.4f}]"
+    return f"  if judged delta [{row.delta_worst:+.4f}, {row.delta_best:+.4f}]{'!' if row.could_flip else ''}"
+
+
+def family(args: argparse.Namespace, size: int) -> str:
+    """The correction and the family it covers, in words (:func:`ragmetrics.analysis.stats.family_text`, as the dashboard)."""
+
+    return family_text(args.correction, size)
+
+
+def warn_same_rows(runs: Sequence[Run], baseline: Run, err: TextIO) -> None:
+    for run in runs:
+        if run.table.equals(baseline.table):
+            err.write(f"ragmetrics: warning: run {run.name!r} has the same rows as the baseline: nothing to compare\n")
+
+
+def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+
+    if not args.targets and not args.baseline:
+        raise RagMetricsError(
+            "check needs --targets (thresholds to clear), --baseline (no significant regression), or both"
+        )
+    targets = resolve_targets(args.targets) if args.targets else {}
+    dataset, runs = read_inputs(args, [args.run] + ([args.baseline] if args.baseline else []))
+    if args.baseline:
+        warn_same_rows(runs[:1], runs[1], err)
+    gated = list(targets) or args.metric or ["ndcg@10"]
+    result = evaluate_runs(args, dataset, runs, list(dict.fromkeys([*gated, *(args.metric or [])])))
+    run = runs[0].name
+    failures = 0
+    depth = read_bounds_depth(args.bounds)
+    ends = result.runs[run].mean_bounds(depth) if args.bounds else {}
+    checks = check_targets(result.runs[run], targets, seed=args.seed)
+    for check in checks:
+        if check.status == "too few":
+            raise RagMetricsError(
+                f"target {check.metric}: {check.n} query with a value; checking a target's interval needs at least 2"
+            )
+    for check in checks:
+        failures += not check.passed
+        out.write(("PASS " if check.passed else "FAIL ") + check.reason() + "\n")
+        if check.metric in ends:
+            worst, best = ends[check.metric]
+            open_ = worst <= check.threshold if check.passed else best > check.threshold
+            out.write(
+                f"  if judged: {check.metric} from {worst:.4f} to {best:.4f}"
+                + ("; the unjudged documents could flip this check\n" if open_ else "; no judging flips this check\n")
+            )
+    if args.baseline:
+        comparison = compare_result(
+            result,
+            baseline=runs[1].name,
+            runs=[run],
+            metrics=result.metrics,
+            test=args.test,
+            correction=args.correction,
+            alpha=args.alpha,
+            seed=args.seed,
+            n_resamples=args.resamples,
+            segments=(),
+            bounds=bool(args.bounds),
+            bounds_depth=depth,
+        )
+        refuse_too_few_pairs(comparison.table)
+        for row in comparison.table.itertuples(index=False):
+            regression = row.significant and row.delta < 0
+            failures += regression
+            verdict = (
+                "FAIL regression"
+                if regression
+                else ("PASS improvement" if row.significant else "PASS no significant change")
+            )
+            out.write(
+                f"{verdict}: {row.metric} {row.mean:.4f} vs baseline {row.baseline_mean:.4f} "
+                f"(delta {row.delta:+.4f}, 95% CI [{row.ci_low:+.4f}, {row.ci_high:+.4f}], "
+                f"p={row.p_value_corrected:.4g} {family(args, len(comparison.table))}, {args.test})"
+                + (judged_ends(row) if args.bounds else "")
+                + "\n"
+            )
+    out.write(f"{'FAILED' if failures else 'OK'}: {failures} check(s) failed\n")
+    return 1 if failures else 0
+
+
+def compare_parser(p: argparse.ArgumentParser) -> None:
+    add_data_options(p)
+    p.add_argument("--baseline", required=True, help="the baseline run file")
+    p.add_argument("--run", action="append", required=True, help="a run file to compare; repeatable")
+    p.add_argument("-m", "--metric", action="append", help="metric (repeatable); default ndcg@10")
+    add_eval_options(p)
+    add_bounds_option(p, "each delta's worst and best (and the run's mean's), with a mark where its sign could flip")
+    add_test_options(p)
+    p.add_argument("--format", choices=["table", "json"], default="table", help="table (default) or json")
+    p.set_defaults(handler=cmd_compare)
+
+
+def check_parser(p: argparse.ArgumentParser) -> None:
+    add_data_options(p)
+    p.add_argument("--run", required=True, help="the run to check")
+    p.add_argument("--baseline", help="a baseline run: a significant regression fails the check")
+    p.add_argument(
+        "--targets",
+        help="thresholds: faq, tech, legal, overview, 'ndcg@10>0.6,recall@5>0.9', or a JSON file {metric: threshold}",
+    )
+    p.add_argument(
+        "-m",
+        "--metric",
+        action="append",
+        help="metric the regression gate compares (repeatable; default the targets' or ndcg@10)",
+    )
+    add_eval_options(p)
+    add_bounds_option(p, "each target's mean's and each delta's worst and best, and whether they could flip a check")
+    add_test_options(p)
+    p.set_defaults(handler=cmd_check)

@@ -1,0 +1,124 @@
+"""``ragmetrics eval``: evaluate runs against a dataset, in this process or through a partitioned engine."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TextIO
+
+from ragmetrics.analysis.evaluate import DEFAULT_METRICS
+from ragmetrics.cli.evaluating import evaluate_runs, report_coverage
+from ragmetrics.cli.inputs import output_path, per_query_paths, read_inputs, replacing
+from ragmetrics.cli.options import add_bounds_option, add_data_options, add_engine_options, add_eval_options
+from ragmetrics.cli.output import emit
+from ragmetrics.engine import Conventions
+from ragmetrics.engine.conventions import CHOICES
+from ragmetrics.engine.metrics import known_metric_names
+from ragmetrics.foundation.errors import RagMetricsError
+
+if TYPE_CHECKING:
+    from ragmetrics.partitioned import PartitionedResult
+
+
+def eval_partitioned(args: argparse.Namespace, metrics: Sequence[str]) -> PartitionedResult:
+    """``eval --engine duckdb|spark``: the inputs read by the engine, bucket by bucket."""
+    from ragmetrics.partitioned.files import evaluate_files, run_name  # noqa: PLC0415 (the partitioned engines load on use: an evaluation in this process needs none)
+
+    options = ("queries", "corpus", "chunk_mapping", "bounds")
+    refused = [f"--{o.replace('_', '-')}" for o in options if getattr(args, o, None)]
+    if refused:
+        raise RagMetricsError(
+            f"{', '.join(refused)}: not with --engine {args.engine} (it reads qrels and runs only; "
+            "--corpus-size and --chunk-pattern are read); use --engine inprocess"
+        )
+    conventions = Conventions.llamaindex() if args.mode == "llamaindex" else Conventions()
+    conventions = conventions.replace(
+        missing=args.missing, rel_level=args.rel_level, level=args.level, unjudged=args.unjudged
+    )
+    names = [run_name(p) for p in args.run]
+    result = evaluate_files(
+        args.dataset,
+        args.run,
+        metrics,
+        engine=args.engine,
+        conventions=conventions,
+        buckets=args.buckets,
+        memory_limit=args.memory_limit,
+        work_dir=args.work_dir,
+        spark_master=args.spark_master,
+        per_query_out=per_query_paths(args.per_query_out, names),
+        corpus_size=args.corpus_size,
+        chunk_pattern=args.chunk_pattern,
+    )
+    if not args.allow_no_overlap:
+        for name, run in result.runs.items():
+            state = run.health
+            if state.no_overlap:
+                raise RagMetricsError(
+                    f"run {name!r}: its ids do not meet the qrels ({state.queries_meeting} of {state.queries_ranked} "
+                    f"ranked queries have a judged document, {state.run_queries_known:.0%} of its queries are judged "
+                    "queries); --engine inprocess says the likely cause; --allow-no-overlap scores it anyway"
+                )
+    return result
+
+
+def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    metrics = args.metric or list(DEFAULT_METRICS)
+    if args.per_query and args.per_query_out:
+        raise RagMetricsError("--per-query prints the values --per-query-out writes to a file: give one of them")
+    if args.per_query_out and not args.per_query_out.endswith(".parquet"):
+        raise RagMetricsError(
+            f"--per-query-out {args.per_query_out}: expected a path ending in .parquet (the values are written as "
+            "Parquet); for CSV, print them with --per-query --format csv"
+        )
+    if args.engine != "inprocess":
+        partitioned = eval_partitioned(args, metrics)
+        emit(partitioned, args.format, args.per_query, out)
+        report_coverage(partitioned, err)
+        for written in partitioned.runs.values():
+            if written.per_query_file:
+                err.write(f"ragmetrics: wrote {written.per_query_file}: {written.coverage.queries_evaluated} queries\n")
+        return 0
+    dataset, runs = read_inputs(args, args.run)
+    paths = [
+        path if path is None else output_path(args, path, "--per-query-out")
+        for path in per_query_paths(args.per_query_out, [r.name for r in runs])
+    ]
+    result = evaluate_runs(args, dataset, runs, metrics)
+    emit(result, args.format, args.per_query, out, bounds=args.bounds)
+    report_coverage(result, err)
+    for run, path in zip(result.runs.values(), paths):
+        if path is not None:
+            with replacing(path) as partial:
+                run.values.reset_index().to_parquet(partial, index=False)
+            err.write(f"ragmetrics: wrote {path}: {run.coverage.queries_evaluated} queries\n")
+    return 0
+
+
+def eval_parser(p: argparse.ArgumentParser) -> None:
+    p.description = f"Metrics: {known_metric_names()}"
+    add_data_options(p)
+    p.add_argument("--run", action="append", required=True, help="a run file; repeat for several runs")
+    p.add_argument(
+        "-m",
+        "--metric",
+        action="append",
+        help="metric, e.g. ndcg@10 (repeatable); default: " + " ".join(DEFAULT_METRICS),
+    )
+    add_eval_options(p)
+    add_bounds_option(p, "each mean's worst and best")
+    p.add_argument(
+        "--mode",
+        choices=CHOICES["mode"],
+        default="trec",
+        help="conventions: trec_eval (default) or LlamaIndex RetrieverEvaluator",
+    )
+    p.add_argument("--per-query", action="store_true", help="also print per-query values")
+    p.add_argument(
+        "--format",
+        choices=["table", "json", "csv", "markdown"],
+        default="table",
+        help="table: trec_eval's layout (default); json; csv (formula-neutral); markdown",
+    )
+    add_engine_options(p)
+    p.set_defaults(handler=cmd_eval)

@@ -1,0 +1,94 @@
+"""The evaluation every command that scores runs makes: the conventions the options give, the coverage notes on
+stderr, and the refusal of numbers that cannot mean anything."""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, TextIO
+
+import numpy as np
+
+from ragmetrics.analysis.evaluate import EvalResult, evaluate
+from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
+from ragmetrics.foundation.model import Dataset, Run
+
+if TYPE_CHECKING:
+    from ragmetrics.partitioned import PartitionedResult
+
+
+JUDGED_NOTE_BELOW = 0.5
+"""A note says how much of the top 10 is judged when less than this is."""
+
+
+def report_coverage(result: EvalResult | PartitionedResult, err: TextIO) -> None:
+    for name, run in result.runs.items():
+        notes = run.coverage.notes(run.conventions.missing)
+        state = run.health
+        if state.queries_ranked and state.judged_of_ranked < JUDGED_NOTE_BELOW:
+            short = abs(state.judged_of_ranked - state.judged_at_10) > 0.005  # some queries rank fewer than 10
+            share = (
+                f", and {state.judged_of_ranked:.0%} of what it ranks in its top 10 is judged: most of it"
+                if short
+                else ": most of the top 10"
+            )
+            notes.append(
+                f"judged@10 = {state.judged_at_10:.2f}{share} is unjudged (scored as {run.conventions.unjudged}; "
+                "eval --bounds gives the worst and best case)"
+            )
+        if notes:
+            err.write(f"ragmetrics: note: run {name!r}: " + "; ".join(notes) + "\n")
+
+
+def evaluate_runs(args: argparse.Namespace, dataset: Dataset, runs: list[Run], metrics: Sequence[str]) -> EvalResult:
+    """:func:`ragmetrics.analysis.evaluate` under the conventions the options give; the coverage notes are printed by
+    :func:`report_coverage`, not warned. A large run is aligned on two threads."""
+
+    changes = {"missing": args.missing, "rel_level": args.rel_level, "level": args.level, "unjudged": args.unjudged}
+    if getattr(args, "mode", "trec") == "llamaindex":
+        changes["mode"] = "llamaindex"
+    if dataset.qrels_table.num_rows == 0:
+        raise RagMetricsError(
+            f"dataset {dataset.name!r} judges no document (its queries have no relevant_docs or qrels): there is "
+            "nothing to score a run against"
+        )
+    with warnings.catch_warnings(), ThreadPoolExecutor(1) as pool:
+        warnings.simplefilter("ignore", RagMetricsWarning)
+        result = evaluate(dataset, runs, metrics, executor=pool, **changes)
+    if not args.allow_no_overlap:
+        for run in result.runs.values():
+            if run.alignment.health.no_overlap:
+                raise RagMetricsError(run.alignment.explain_no_overlap())
+    refuse_meaningless(result, args.rel_level)
+    for name, run in result.runs.items():
+        ranking = run.alignment.ranking
+        if len(ranking.judged) and ranking.judged.all() and len(ranking.judged) == dataset.qrels_table.num_rows:
+            warnings.warn(
+                f"run {name!r} ranks exactly the judged documents, each once: is it the qrels given as a run "
+                "(did you swap --dataset and --run)?",
+                RagMetricsWarning,
+                stacklevel=2,
+            )
+    return result
+
+
+def refuse_meaningless(result: EvalResult, rel_level: int) -> None:
+    """Numbers that cannot mean anything are errors: qrels that judge nothing relevant, or a metric that no query
+    has a value of (it needs data the dataset does not hold)."""
+
+    for name, run in result.runs.items():
+        coverage = run.alignment.coverage
+        if coverage.queries_evaluated and len(coverage.no_relevant) >= coverage.queries_evaluated:
+            raise RagMetricsError(
+                f"the qrels judge no document relevant (label >= {rel_level}, --rel-level) for any evaluated query: "
+                "recall, precision and AP would be 0 for every run; check --rel-level and the qrels' labels"
+            )
+        for metric in run.metrics:  # the alignment's arrays: reading ``run.values`` would import pandas
+            values = run.alignment.value(metric)
+            if len(values) and np.isnan(values).all():
+                raise RagMetricsError(
+                    f"{metric}: run {name!r} has no value for any query: the metric needs what this dataset does "
+                    "not hold (expected answers, keywords, text or a corpus size), or every query was skipped"
+                )

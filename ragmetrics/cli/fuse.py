@@ -1,0 +1,48 @@
+"""``ragmetrics fuse``: fuse runs (reciprocal rank fusion, CombSUM, CombMNZ) into a TREC run."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TextIO
+
+from ragmetrics.analysis import fusion
+from ragmetrics.analysis.fusion import fuse, ranked_frame
+from ragmetrics.cli.inputs import output_path, read_runs, replacing
+from ragmetrics.cli.options import weight_list, whole_number
+from ragmetrics.foundation.model import Run
+from ragmetrics.io import write_trec_run
+
+
+def cmd_fuse(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+
+    output = output_path(args, args.output, "--output")
+    runs = read_runs(args.runs, args)
+    norm = None if args.norm == "none" else args.norm
+    fused = fuse(runs, method=args.method, k=args.k, norm=norm, weights=args.weights, depth=args.depth, name=args.name)
+    if args.depth_out:
+        fused = Run.from_frame(ranked_frame(fused, args.depth_out), name=fused.name)
+    with replacing(output) as partial:
+        write_trec_run(fused, partial)
+    err.write(f"ragmetrics: wrote {args.output} ({fused.frame['query_id'].nunique()} queries, run {fused.name!r})\n")
+    return 0
+
+
+def fuse_parser(p: argparse.ArgumentParser) -> None:
+
+    p.add_argument("runs", nargs="+", help="run files")
+    p.add_argument("--method", choices=fusion.METHODS, default="rrf", help="fusion method")
+    p.add_argument("--k", type=whole_number(0), default=60, help="RRF constant (default 60)")
+    p.add_argument(
+        "--norm",
+        choices=[n or "none" for n in fusion.NORMS],
+        default="minmax",
+        help="score normalisation (combsum/combmnz)",
+    )
+    p.add_argument("--weights", type=weight_list, help="comma-separated weights, one per run (0 or more)")
+    p.add_argument("--depth", type=whole_number(1), help="fuse only each run's top N")
+    p.add_argument("--depth-out", type=whole_number(1), help="write only the fused top N per query")
+    p.add_argument("--name", help="run name (the TREC tag)")
+    p.add_argument("-o", "--output", required=True, help="output TREC run file (.gz to compress)")
+    p.add_argument("--chunk-mapping", help=argparse.SUPPRESS)
+    p.add_argument("--chunk-pattern", help=argparse.SUPPRESS)
+    p.set_defaults(handler=cmd_fuse)

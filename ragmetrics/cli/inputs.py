@@ -1,0 +1,141 @@
+"""Reading a command's inputs (the dataset, the runs: one line naming the file on bad input) and writing its
+outputs whole (a temporary file beside the target, replacing it only once written; an output that is an input is
+refused)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.model import Dataset, Run
+from ragmetrics.io import load_dataset, load_run
+from ragmetrics.io.formats import formats_of
+from ragmetrics.io.source import open_source
+
+INPUT_OPTIONS = ("dataset", "run", "runs", "baseline", "labels", "queries", "corpus", "chunk_mapping", "targets")
+"""The options that name files a command reads (a command writes none of them)."""
+
+
+def output_path(args: argparse.Namespace, path: str, option: str) -> str:
+    """``path``, a file the command is about to write for ``option``, once it is sure that its folder exists and
+    that it is none of the files the command reads (writing it would destroy that input)."""
+    folder = Path(path).resolve().parent
+    if not folder.is_dir():
+        raise RagMetricsError(f"{option} {path}: the folder {folder} does not exist")
+    if not os.path.exists(path):
+        return path
+    for name in INPUT_OPTIONS:
+        value = getattr(args, name, None)
+        for given in value if isinstance(value, list) else [value]:
+            if isinstance(given, str) and given and os.path.exists(given) and os.path.samefile(given, path):
+                raise RagMetricsError(
+                    f"{option} {path}: is also read as --{name.replace('_', '-')}; writing it would destroy that "
+                    "input: give another path"
+                )
+    return path
+
+
+@contextlib.contextmanager
+def replacing(path: str) -> Iterator[str]:
+    """A temporary path beside ``path`` (same suffixes) to write to; it replaces ``path`` only once written whole,
+    so a failure (a full disk) leaves what was there before. A path that is not a regular file (a pipe, a device)
+    is written directly."""
+    target = Path(path)
+    if target.exists() and not target.is_file():
+        yield path
+        return
+    temporary = target.with_name(f".{os.getpid()}-partial-{target.name}")
+    try:
+        yield str(temporary)
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def looks_like(path: str, kind: str) -> bool:
+    """True when ``path`` sniffs as a ``kind`` ("run" or "dataset") file (for the "did you swap them?" hint)."""
+
+    try:
+        source = open_source(path)
+        return any(f.name in ("trec", "jsonl", "evalset") and f.sniff(source) for f in formats_of(kind))
+    except (RagMetricsError, OSError):
+        return False
+
+
+def read_dataset(args: argparse.Namespace) -> Dataset:
+
+    try:
+        return load_dataset(
+            args.dataset,
+            queries=getattr(args, "queries", None),
+            corpus=getattr(args, "corpus", None),
+            corpus_size=getattr(args, "corpus_size", None),
+        )
+    except RagMetricsError as exc:
+        if looks_like(args.dataset, "run"):
+            raise RagMetricsError(
+                f"{exc} ({args.dataset} looks like a run: did you swap --dataset and --run?)"
+            ) from None
+        raise
+
+
+PARALLEL_LOAD_BYTES = 8 << 20
+"""Below this many bytes of input files, reading them one after the other is quicker than starting a thread."""
+
+
+def total_size(paths: Sequence[str]) -> int:
+    return sum(os.path.getsize(p) for p in paths if os.path.isfile(p))
+
+
+def read_inputs(args: argparse.Namespace, paths: Sequence[str]) -> tuple[Dataset, list[Run]]:
+    """The dataset and the runs; the dataset is read on another thread while the runs are (file reads and the
+    parsers release the GIL), an error in either reported as it would be alone."""
+
+    if total_size([args.dataset, *paths]) < PARALLEL_LOAD_BYTES:
+        return read_dataset(args), read_runs(paths, args)
+    with ThreadPoolExecutor(1) as pool:
+        dataset = pool.submit(read_dataset, args)
+        try:
+            runs = read_runs(paths, args)
+        except BaseException:
+            dataset.result()  # the dataset's error, when it has one, is the first to report
+            raise
+        return dataset.result(), runs
+
+
+def read_runs(paths: Sequence[str], args: argparse.Namespace) -> list[Run]:
+
+    runs: list[Run] = []
+    seen: dict[str, int] = {}
+    for path in paths:
+        try:
+            run = load_run(
+                path,
+                chunk_mapping=getattr(args, "chunk_mapping", None),
+                chunk_pattern=getattr(args, "chunk_pattern", None),
+            )
+        except RagMetricsError as exc:
+            if looks_like(path, "dataset") and not looks_like(path, "run"):
+                raise RagMetricsError(f"{exc} ({path} looks like qrels: did you swap --dataset and --run?)") from None
+            raise
+        count = seen.get(run.name, 0)
+        seen[run.name] = count + 1
+        if count:
+            run = run.with_name(f"{run.name}-{count + 1}")
+        runs.append(run)
+    return runs
+
+
+def per_query_paths(path: str | None, names: Sequence[str]) -> list[str | None]:
+    """``--per-query-out``: the path for one run; for several, the run's name before the extension."""
+    if path is None:
+        return [None] * len(names)
+    if len(names) == 1:
+        return [path]
+    stem, dot, suffix = path.rpartition(".")
+    return [f"{stem}.{name}.{suffix}" if dot else f"{path}.{name}" for name in names]

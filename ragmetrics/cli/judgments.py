@@ -1,0 +1,79 @@
+"""``ragmetrics pool`` (the unjudged pairs of the runs' top K) and ``ragmetrics judge merge`` (new labels into
+qrels)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+from typing import TextIO
+
+from ragmetrics.analysis.judging import merge, pool
+from ragmetrics.cli.evaluating import evaluate_runs
+from ragmetrics.cli.inputs import output_path, read_dataset, read_inputs, replacing
+from ragmetrics.cli.options import add_data_options, add_eval_options, whole_number
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.io import load_dataset, write_trec_qrels
+from ragmetrics.io.export import neutralise
+
+
+def cmd_pool(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+
+    output = output_path(args, args.output, "--output")
+    dataset, runs = read_inputs(args, args.run)
+    result = evaluate_runs(args, dataset, runs, ["judged@10"])
+    pairs = pool(dataset, [r.alignment for r in result.runs.values()], args.depth)
+    columns = ["query_id", "doc_id", *(["text"] if "text" in pairs.columns else [])]
+    with replacing(output) as partial, open(partial, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, delimiter="\t", lineterminator="\n")
+        writer.writerow(columns)
+        for row in pairs[columns].itertuples(index=False):
+            # ids stay exact (the labels come back keyed on them); text is neutralised for spreadsheets
+            cells = [row.query_id, row.doc_id]
+            if "text" in columns:
+                cells.append(neutralise(" ".join(str(row.text).split())) if isinstance(row.text, str) else "")
+            writer.writerow(cells)
+    queries = pairs["query_id"].nunique() if len(pairs) else 0
+    err.write(
+        f"ragmetrics: wrote {args.output}: {len(pairs)} unjudged pair(s) of {queries} queries, top {args.depth}\n"
+    )
+    return 0
+
+
+def cmd_judge_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+
+    output = output_path(args, args.output, "--output")
+    dataset = read_dataset(args)
+    labels = load_dataset(args.labels)
+    try:
+        merged = merge(dataset, labels, override=args.override)
+    except RagMetricsError:
+        found = merge(dataset, labels, override=True)
+        for q, d, old, new in found.conflicts:
+            err.write(f"ragmetrics: conflict: query {q} document {d}: judged {old}, labelled {new}\n")
+        raise
+    with replacing(output) as partial:
+        write_trec_qrels(merged.dataset, partial)
+    err.write(
+        f"ragmetrics: wrote {args.output}: {merged.dataset.qrels_table.num_rows} judgments "
+        f"({merged.added} added, {merged.changed} changed)\n"
+    )
+    return 0
+
+
+def pool_parser(p: argparse.ArgumentParser) -> None:
+    add_data_options(p)
+    p.add_argument("--run", action="append", required=True, help="a run file; repeatable (the pool is their union)")
+    p.add_argument("--depth", type=whole_number(1), default=10, help="pool each run's top K (default 10)")
+    p.add_argument("-o", "--output", required=True, help="the TSV to write: query_id, doc_id (and text when known)")
+    add_eval_options(p)
+    p.set_defaults(handler=cmd_pool)
+
+
+def judge_parser(p: argparse.ArgumentParser) -> None:
+    actions = p.add_subparsers(dest="action", required=True)
+    m = actions.add_parser("merge", help="add labels to a dataset's judgments and write TREC qrels")
+    add_data_options(m)
+    m.add_argument("--labels", required=True, help="the labels: TREC qrels lines, or a TSV with query_id doc_id label")
+    m.add_argument("-o", "--output", required=True, help="the merged qrels to write (TREC, .gz to compress)")
+    m.add_argument("--override", action="store_true", help="let a new label change a judgment already made")
+    m.set_defaults(handler=cmd_judge_merge)

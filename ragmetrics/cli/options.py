@@ -1,0 +1,181 @@
+"""The options several commands share, and the argparse types that check their values."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+
+from ragmetrics.analysis import stats
+from ragmetrics.engine.conventions import CHOICES
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.partitioned import ENGINES
+
+
+def whole_number(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, found {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected a whole number of at least {minimum}, found {value}")
+        return value
+
+    return parse
+
+
+def probability(text: str) -> float:
+    """An argparse type: a significance level strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1 (e.g. 0.05), found {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1 (e.g. 0.05), found {text!r}")
+    return value
+
+
+def weight_list(text: str) -> list[float]:
+    """An argparse type: comma-separated finite weights, none negative, at least one positive."""
+
+    weights = []
+    for part in text.split(","):
+        try:
+            weight = float(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected comma-separated numbers (e.g. 1,0.5), found {part!r}") from None
+        if not math.isfinite(weight) or weight < 0:
+            raise argparse.ArgumentTypeError(f"expected finite weights of 0 or more, found {part!r}")
+        weights.append(weight)
+    if not any(weights):
+        raise argparse.ArgumentTypeError(f"expected at least one weight above 0, found {text!r}")
+    return weights
+
+
+def add_eval_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--missing",
+        choices=CHOICES["missing"],
+        default="zero",
+        help="judged queries absent from a run: score 0 (trec_eval -c, default) or skip (pytrec_eval)",
+    )
+    parser.add_argument("--rel-level", type=int, default=1, help="smallest label counted as relevant (trec_eval -l)")
+    parser.add_argument(
+        "--level",
+        choices=CHOICES["level"],
+        default="auto",
+        help="evaluate chunks at document level (auto: when the run names source documents)",
+    )
+    add_judgment_options(parser)
+
+
+def add_judgment_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--unjudged",
+        choices=CHOICES["unjudged"],
+        default="nonrelevant",
+        help="retrieved documents the qrels do not label: non-relevant (trec_eval, default), skip (condensed lists: "
+        "removed before scoring), relevant (judged relevant within each cut-off; --bounds gives every metric's best "
+        "and worst case)",
+    )
+    parser.add_argument(
+        "--allow-no-overlap",
+        action="store_true",
+        help="score a run whose ids do not meet the qrels (refused by default: every metric would be 0)",
+    )
+
+
+def add_bounds_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--bounds",
+        nargs="?",
+        const="all",
+        metavar="DEPTH",
+        help=f"also print what the unjudged documents leave open: {what} over every way of judging the unjudged "
+        "documents the runs retrieved (non-relevant or relevant); with DEPTH, those in each run's top DEPTH (what "
+        "judging `ragmetrics pool --depth DEPTH` can change)",
+    )
+
+
+def read_bounds_depth(value: str | None) -> int | None:
+    """``--bounds``'s depth: None for every retrieved document (``--bounds`` alone)."""
+    if value is None or value == "all":
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise RagMetricsError(f"--bounds: expected a depth of at least 1 (e.g. --bounds 10) or nothing, got {value!r}")
+    return int(value)
+
+
+def add_test_options(parser: argparse.ArgumentParser) -> None:
+
+    tests = "; ".join(f"{t.name}: {t.title}" for t in stats.TESTS.values())
+    parser.add_argument("--test", choices=list(stats.TESTS), default="t", help=f"paired significance test ({tests})")
+    parser.add_argument(
+        "--correction",
+        choices=list(stats.CORRECTIONS),
+        default="holm",
+        help="multiple-comparison correction over every run x metric compared (default holm)",
+    )
+    parser.add_argument("--alpha", type=probability, default=0.05, help="significance level, in (0, 1) (default 0.05)")
+    parser.add_argument(
+        "--seed", type=whole_number(0), default=0, help="seed of the resampling tests and intervals (default 0)"
+    )
+    parser.add_argument(
+        "--resamples",
+        type=whole_number(1),
+        default=stats.DEFAULT_RESAMPLES,
+        help=f"resamples for randomization and bootstrap (default {stats.DEFAULT_RESAMPLES})",
+    )
+
+
+def add_data_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dataset", required=True, help="qrels (TREC, CSV, JSON), an evaluation set (JSON/JSONL) or a BEIR folder"
+    )
+    parser.add_argument("--queries", help="queries file to attach text to TREC qrels")
+    parser.add_argument("--corpus", help="corpus.jsonl (gives the corpus size for accuracy@k)")
+    parser.add_argument(
+        "--corpus-size", type=whole_number(1), help="number of documents in the collection (accuracy@k)"
+    )
+    parser.add_argument("--chunk-mapping", help="chunk-to-document mapping file (CSV/TSV/JSONL)")
+    parser.add_argument(
+        "--chunk-pattern", help="regex with a group 'doc' (or the separator '#') taking the document id from a chunk id"
+    )
+
+
+def add_engine_options(p: argparse.ArgumentParser) -> None:
+    engines = "; ".join(f"{name}: {summary}" for name, (_, summary) in ENGINES.items())
+    p.add_argument("--engine", choices=list(ENGINES), default="inprocess", help=f"where runs are evaluated ({engines})")
+    p.add_argument(
+        "--buckets",
+        type=whole_number(1),
+        help="duckdb, spark: buckets the queries are hashed into (default: the engine's)",
+    )
+    p.add_argument("--memory-limit", help="duckdb: its memory limit, e.g. 2GB (default 2GB); beyond it, it spills")
+    p.add_argument("--work-dir", help="duckdb: folder for its buckets and spills (default: a temporary folder)")
+    p.add_argument("--spark-master", help="spark: master URL of the session started here (default local[*])")
+    p.add_argument(
+        "--per-query-out",
+        help="write the per-query values to this Parquet file (spark: a Parquet folder) where the engine runs, "
+        "instead of collecting them; several runs: RUN before the extension",
+    )
+
+
+def add_store_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--store",
+        help="store URL (sqlite:///path or postgresql+psycopg://...); default: RAGMETRICS_STORE_URL or ./data",
+    )
+
+
+def add_stored_dataset_option(p: argparse.ArgumentParser, *, required: bool, repeat: bool = False) -> None:
+    p.add_argument(
+        "--dataset",
+        required=required,
+        action="append" if repeat else "store",
+        help="a stored dataset: its file (the content id is computed), its stored name, or its id"
+        + ("; repeatable (default: every dataset, the newest qrels version of each)" if repeat else ""),
+    )

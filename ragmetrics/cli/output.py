@@ -1,0 +1,81 @@
+"""How evaluated runs are printed: a table, JSON, CSV or Markdown, with the per-query values and the bounds the
+unjudged documents leave open when asked for."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, TextIO
+
+from ragmetrics.analysis.evaluate import EvalResult, RunResult
+from ragmetrics.cli.options import read_bounds_depth
+
+if TYPE_CHECKING:
+    from ragmetrics.partitioned import PartitionedResult
+
+
+def format_table(
+    result: EvalResult | PartitionedResult, per_query: bool, bounds: bool, bounds_depth: int | None, out: TextIO
+) -> None:
+    """trec_eval's layout: ``measure<TAB>query<TAB>value``, 'all' for the mean; ``bounds``: the mean's two ends
+    as ``measure:worst`` and ``measure:best``."""
+    for name, run in result.runs.items():
+        out.write(f"{'runid':<22}\tall\t{name}\n")
+        out.write(f"{'num_q':<22}\tall\t{run.coverage.queries_evaluated}\n")
+        if per_query:
+            arrays = run.arrays
+            assert run.query_ids is not None  # --per-query and --per-query-out are refused together
+            for i, qid in enumerate(run.query_ids):
+                for metric in run.metrics:
+                    out.write(f"{metric:<22}\t{qid}\t{arrays[metric][i]:.4f}\n")
+        ends = run.mean_bounds(bounds_depth) if bounds and isinstance(run, RunResult) else {}
+        for metric, value in run.means.items():
+            out.write(f"{metric:<22}\tall\t{value:.4f}\n")
+            if metric in ends:
+                out.write(f"{metric + ':worst':<22}\tall\t{ends[metric][0]:.4f}\n")
+                out.write(f"{metric + ':best':<22}\tall\t{ends[metric][1]:.4f}\n")
+
+
+def wide_frame(result: EvalResult | PartitionedResult, per_query: bool, bounds: bool, bounds_depth: int | None = None):
+    import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: a table printed needs none)
+
+    parts = []
+    for name, run in result.runs.items():
+        if per_query:
+            frame = run.values.reset_index()
+            frame.insert(0, "run", name)
+            parts.append(frame)
+        rows = {"all": run.means}
+        if bounds and isinstance(run, RunResult):
+            ends = run.mean_bounds(bounds_depth)
+            rows.update({end: {m: ends[m][i] for m in ends} for i, end in enumerate(("worst", "best"))})
+        mean = pd.DataFrame(list(rows.values()))
+        mean.insert(0, "query_id", list(rows))
+        mean.insert(0, "run", name)
+        parts.append(mean)
+    return pd.concat(parts, ignore_index=True)
+
+
+def emit(
+    result: EvalResult | PartitionedResult, fmt: str, per_query: bool, out: TextIO, bounds: str | None = None
+) -> None:
+    """``bounds`` (``--bounds``; in-process results only): each mean's two ends over the unjudged documents too."""
+    depth = read_bounds_depth(bounds)
+    if fmt == "json":
+        data = (
+            result.to_dict(per_query=per_query, bounds=True, bounds_depth=depth)
+            if bounds and isinstance(result, EvalResult)
+            else result.to_dict(per_query=per_query)
+        )
+        json.dump(data, out, ensure_ascii=False, indent=2)
+        out.write("\n")
+    elif fmt == "csv":
+        from ragmetrics.io.export import to_safe_csv  # noqa: PLC0415 (pandas is loaded on use: a table printed needs none)
+
+        out.write(str(to_safe_csv(wide_frame(result, per_query, bool(bounds), depth), encoding=None)))  # float64-exact
+    elif fmt == "markdown":
+        from ragmetrics.io.export import markdown_table  # noqa: PLC0415 (pandas is loaded on use: a table printed needs none)
+
+        frame = wide_frame(result, per_query, bool(bounds), depth)
+        out.write(markdown_table(frame if per_query or bounds else frame.drop(columns="query_id")))
+    else:
+        format_table(result, per_query, bool(bounds), depth, out)

@@ -1,0 +1,249 @@
+"""The commands over the team's store: ``push`` (store files, print a share link), ``history``, ``leaderboard``
+and ``meta``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from ragmetrics.analysis.history import timeline_csv, timeline_text
+from ragmetrics.analysis.per_query import read_per_query
+from ragmetrics.cli.inputs import read_inputs
+from ragmetrics.cli.options import add_data_options, add_store_option, add_stored_dataset_option, add_test_options
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.ids import is_content_id as is_id
+from ragmetrics.io.runmeta import check_key, ir_metadata_yaml, parse_tags, read_sidecar, retriever_tags
+from ragmetrics.store.database import Store
+from ragmetrics.store.history import resolve_dataset, store_leaderboard, store_timeline
+from ragmetrics.store.links import share_link
+
+if TYPE_CHECKING:
+    from ragmetrics.store.database import Store
+
+
+def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+
+    if not args.run and not args.per_query:
+        raise RagMetricsError("give a --run or a --per-query file to push")
+    args.run = args.run or []
+    given = parse_tags(args.meta or [])
+    dataset, runs = read_inputs(args, args.run)
+    results = [
+        read_per_query(path, dataset, name=Path(path).name.removesuffix(".parquet"), filename=path)
+        for path in args.per_query or []
+    ]
+    tags = []
+    for path in args.run:  # the metadata ragmetrics retrieve wrote beside the run, then --meta (which wins)
+        found = read_sidecar(path)
+        tags.append({**(retriever_tags(found) if found else {}), **given})
+    store = Store(args.store)
+    dataset_files = [args.dataset, *(f for f in (getattr(args, "queries", None), getattr(args, "corpus", None)) if f)]
+    dataset_id = store.put_dataset(
+        dataset, source=", ".join(Path(f).name for f in dataset_files), targets=args.dataset_targets or ""
+    )
+    run_ids = [
+        store.put_run(run, dataset_id, source=Path(path).name, tags=meta)
+        for run, path, meta in zip(runs, args.run, tags)
+    ]
+    result_ids = [store.put_results(dataset_id, r, source=Path(p).name) for r, p in zip(results, args.per_query or [])]
+    base = args.base_url or os.environ.get("RAGMETRICS_BASE_URL", "http://localhost:8501")
+    out.write(share_link(base, dataset=dataset_id, runs=run_ids) + "\n")
+    tagged = sum(bool(t) for t in tags)
+    err.write(
+        f"ragmetrics: stored dataset {dataset_id} and {len(run_ids)} run(s) ({', '.join(run_ids)}) in {store.kind} store"
+        + (f"; {tagged} with metadata" if tagged else "")
+        + (
+            f"; {len(result_ids)} per-query result(s) without rankings ({', '.join(result_ids)}), shown on the Overview"
+            if result_ids
+            else ""
+        )
+        + "\n"
+    )
+    return 0
+
+
+def store_dataset(args: argparse.Namespace) -> tuple[Store, str]:
+
+    store = Store(args.store)
+    return store, resolve_dataset(store, args.dataset, queries=getattr(args, "queries", None))
+
+
+def stored_run(store: Store, dataset: str | None, spec: str) -> str:
+    """A stored run named by its id, or by its name among ``dataset``'s runs."""
+
+    if is_id(spec) and store.has_run(spec):
+        return spec
+    if dataset is None:
+        raise RagMetricsError(f"run {spec[:80]!r} is not a stored run's id (give --dataset to name a run by its name)")
+    listing = store.list_runs(dataset)
+    named = listing[listing["name"] == spec]
+    if len(named) == 1:
+        return str(named["id"].iloc[0])
+    if len(named) > 1:
+        raise RagMetricsError(
+            f"{len(named)} runs of this dataset are called {spec!r} ({', '.join(named['id'])}): give the id"
+        )
+    known = ", ".join(listing["name"].astype(str).tolist()[:10]) or "none"
+    raise RagMetricsError(f"run {spec[:80]!r} is neither the id nor the name of a run of this dataset (runs: {known})")
+
+
+def cmd_history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+
+    store, dataset = store_dataset(args)
+    where = parse_tags(args.where or [], "--where")
+    baseline = stored_run(store, dataset, args.baseline) if args.baseline else None
+    line = store_timeline(
+        store, dataset, args.metric, by=args.by, where=where, baseline=baseline, test=args.test,
+        alpha=args.alpha, correction=args.correction, seed=args.seed, n_resamples=args.resamples,
+    )  # fmt: skip
+    if line.frame.empty:
+        raise RagMetricsError(
+            f"no run of dataset {dataset} matches"
+            + (" " + ", ".join(f"{k}={v}" for k, v in where.items()) if where else "")
+            + (f" and has a {args.by!r} tag" if args.by != "date" else "")
+        )
+    if args.format == "json":
+        json.dump(line.to_dict(), out, ensure_ascii=False, indent=2, allow_nan=False)
+        out.write("\n")
+    elif args.format == "csv":
+        out.write(timeline_csv(line))
+    else:
+        out.write(timeline_text(line))
+    for note in line.notes:
+        err.write(f"ragmetrics: note: {note}\n")
+    if line.last_step_drops:
+        err.write(f"ragmetrics: the last step is a significant drop of {args.metric}\n")
+    return 1 if line.last_step_drops else 0
+
+
+def cmd_leaderboard(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+
+    store = Store(args.store)
+    datasets = [resolve_dataset(store, d) for d in args.dataset or []]
+    board = store_leaderboard(
+        store, args.metric, datasets=datasets, system_tag=args.system_tag, test=args.test, alpha=args.alpha,
+        seed=args.seed, n_resamples=args.resamples,
+    )  # fmt: skip
+    if board.means.empty:
+        raise RagMetricsError(
+            f"no stored run has a {args.system_tag!r} tag (ragmetrics push --meta {args.system_tag}=NAME)"
+        )
+    if args.format == "json":
+        json.dump(board.to_dict(), out, ensure_ascii=False, indent=2, allow_nan=False)
+        out.write("\n")
+    else:
+        out.write({"markdown": board.to_markdown, "csv": board.to_csv, "latex": board.to_latex}[args.format]())
+    for note in board.notes:
+        err.write(f"ragmetrics: note: {note}\n")
+    return 0
+
+
+def cmd_meta(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+
+    store = Store(args.store)
+    dataset = resolve_dataset(store, args.dataset) if args.dataset else None
+    run = stored_run(store, dataset, args.run)
+    changes: dict[str, str | None] = {
+        **parse_tags(args.set or [], "--set"),
+        **{check_key(k): None for k in args.unset or []},
+    }
+    tags = store.set_tags(run, changes) if changes else store.tags(run)
+    if args.format == "json":
+        json.dump({"run_id": run, "tags": tags}, out, ensure_ascii=False, indent=2)
+        out.write("\n")
+    elif args.format == "yaml":
+        listing = store.list_datasets()
+        row = listing[listing["id"] == dataset] if dataset else listing.iloc[0:0]
+        name = store.list_runs().set_index("id").at[run, "name"]
+        out.write(ir_metadata_yaml(
+            tags, run_name=str(name), run_id=run,
+            dataset=str(row["name"].iloc[0]) if len(row) else None,
+            dataset_source=str(row["source"].iloc[0]) or None if len(row) else None,
+        ))  # fmt: skip
+    else:
+        width = max((len(k) for k in tags), default=0)
+        out.write("".join(f"{k:<{width}}  {v}\n" for k, v in tags.items()))
+    if changes:
+        err.write(f"ragmetrics: run {run}: {len(tags)} tag(s)\n")
+    return 0
+
+
+def push_parser(p: argparse.ArgumentParser) -> None:
+    add_data_options(p)
+    p.add_argument("--run", action="append", help="a run file; repeatable")
+    p.add_argument(
+        "--per-query",
+        action="append",
+        metavar="PARQUET",
+        help="per-query values of a run too large to upload (ragmetrics eval --per-query-out): stored without "
+        "rankings, so the dashboard shows their means and intervals; repeatable",
+    )
+    p.add_argument(
+        "--meta",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a tag on every run pushed (repeatable): commit, branch, system, model, chunk_size, top_k, date, note... "
+        "The metadata ragmetrics retrieve wrote beside a run (RUN.json) is read too; --meta wins",
+    )
+    p.add_argument(
+        "--dataset-targets",
+        metavar="TARGETS",
+        help="the targets the dataset declares, which its Overview checks until a view picks others: a profile "
+        "(faq, tech, legal, overview) or 'ndcg@10>0.6,recall@5>0.9'",
+    )
+    add_store_option(p)
+    p.add_argument("--base-url", help="the dashboard's address; default RAGMETRICS_BASE_URL or http://localhost:8501")
+    p.set_defaults(handler=cmd_push)
+
+
+def history_parser(p: argparse.ArgumentParser) -> None:
+    add_store_option(p)
+    add_stored_dataset_option(p, required=True)
+    p.add_argument("--queries", help="the queries file the dataset was pushed with (when --dataset is TREC qrels)")
+    p.add_argument("-m", "--metric", default="ndcg@10", help="the metric (default ndcg@10)")
+    p.add_argument("--by", default="date", help="order the runs by the date tag (default) or another tag's values")
+    p.add_argument("--where", action="append", metavar="KEY=VALUE", help="only runs with this tag (repeatable)")
+    p.add_argument("--baseline", help="a run (id or name) every run is also tested against")
+    add_test_options(p)
+    for action in p._actions:
+        if action.dest == "correction":
+            action.default = "none"
+            action.help = "correction over the steps (default none: each step is its own question)"
+    p.add_argument("--format", choices=["table", "json", "csv"], default="table", help="table (default), json, csv")
+    p.set_defaults(handler=cmd_history)
+
+
+def leaderboard_parser(p: argparse.ArgumentParser) -> None:
+    add_store_option(p)
+    add_stored_dataset_option(p, required=False, repeat=True)
+    p.add_argument("-m", "--metric", default="ndcg@10", help="the metric (default ndcg@10)")
+    p.add_argument("--system-tag", default="system", help="the tag naming each run's system (default system)")
+    add_test_options(p)
+    for action in p._actions:
+        if action.dest == "correction":
+            action.help = argparse.SUPPRESS  # Holm over each dataset's systems
+    p.add_argument(
+        "--format",
+        choices=["markdown", "csv", "latex", "json"],
+        default="markdown",
+        help="markdown (default), csv, latex, json",
+    )
+    p.set_defaults(handler=cmd_leaderboard)
+
+
+def meta_parser(p: argparse.ArgumentParser) -> None:
+    add_store_option(p)
+    p.add_argument("run", help="a stored run: its id, or its name with --dataset")
+    add_stored_dataset_option(p, required=False)
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="set a tag (repeatable)")
+    p.add_argument("--unset", action="append", metavar="KEY", help="remove a tag (repeatable)")
+    p.add_argument(
+        "--format",
+        choices=["table", "json", "yaml"],
+        default="table",
+        help="table (default), json, or yaml: the run's ir_metadata (PRIMAD) description",
+    )
+    p.set_defaults(handler=cmd_meta)

@@ -1,0 +1,59 @@
+"""The library's rooms (docs/architecture.md): what importing it loads, and what a reader finds at the top of a file.
+
+The layers and the absence of circles are held by import-linter's contracts (``lint-imports`` in ``.ci/run``); these
+tests hold what those cannot see."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+LIBRARY = Path(__file__).resolve().parents[1] / "ragmetrics"
+
+
+@pytest.mark.parametrize("module", ["ragmetrics", "ragmetrics.cli", "ragmetrics.partitioned", "ragmetrics.store.links"])
+def test_importing_the_library_or_its_cli_loads_neither_pandas_nor_sqlalchemy(module: str) -> None:
+    code = f"import sys, {module}; print(sorted(m for m in ('pandas', 'sqlalchemy', 'scipy') if m in sys.modules))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]", f"import {module} loads {loaded.strip()}"
+
+
+def _deferred_imports(path: Path) -> list[tuple[int, str]]:
+    """``(line, first line of the statement)`` of each import inside a function."""
+    lines = path.read_text().splitlines()
+    found = []
+
+    class Visitor(ast.NodeVisitor):
+        depth = 0
+
+        def visit_FunctionDef(self, node: ast.AST) -> None:
+            self.depth += 1
+            self.generic_visit(node)
+            self.depth -= 1
+
+        visit_AsyncFunctionDef = visit_FunctionDef
+
+        def visit_Import(self, node: ast.Import | ast.ImportFrom) -> None:
+            if self.depth:
+                found.append((node.lineno, lines[node.end_lineno - 1]))
+
+        visit_ImportFrom = visit_Import
+
+    Visitor().visit(ast.parse(path.read_text()))
+    return found
+
+
+def test_every_import_inside_a_function_says_why() -> None:
+    """ruff's PLC0415 holds the library's imports at the top; the few exceptions (heavy or optional dependencies
+    loaded on use, the CLI's commands imported when run) carry their reason beside the ``noqa``."""
+    unexplained = [
+        f"{path.relative_to(LIBRARY.parent)}:{line}"
+        for path in sorted(LIBRARY.rglob("*.py"))
+        for line, text in _deferred_imports(path)
+        if "noqa: PLC0415 (" not in text
+    ]
+    assert unexplained == []
