@@ -90,7 +90,6 @@ else:
                 retrievers.start_job(dataset, label, k=int(k), name=name.strip())
                 st.rerun()
     else:
-
         job = running
 
         @st.fragment(run_every=0.5)
