@@ -25,7 +25,7 @@ __all__ = ["Alignment", "common_query_ids", "curve", "eval_result", "facets", "p
 
 def run_result(alignment: Alignment, metrics: Sequence[str]) -> RunResult:
     """A :class:`ragmetrics.RunResult` of ``metrics`` (canonical names) on ``alignment``."""
-    return RunResult(alignment, tuple(dict.fromkeys(str(parse_metric(m)) for m in metrics)))
+    return RunResult(alignment, tuple(dict.fromkeys(alignment.mode.parse(m) for m in metrics)))
 
 
 def eval_result(alignments: Sequence[Alignment], specs: Sequence[str]) -> EvalResult:

@@ -32,11 +32,17 @@ DEFAULT_METRICS = ("ndcg@10", "recall@5", "recall@10", "precision@5", "hits@5", 
 
 @dataclass(frozen=True, eq=False)
 class RunResult:
-    """One run's results: the alignment and the metrics asked for (canonical names, in order)."""
+    """One run's results: the alignment and the metrics asked for, parsed once (:attr:`specs`, in order; their
+    canonical names are :attr:`metrics`)."""
 
     alignment: Alignment
-    metrics: tuple[str, ...]
+    specs: tuple[MetricSpec, ...]
     _frames: Once = field(default_factory=Once, init=False, repr=False)
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The canonical names of :attr:`specs` (``ndcg@10``), the keys of every mapping below."""
+        return tuple(str(spec) for spec in self.specs)
 
     @property
     def name(self) -> str:
@@ -72,19 +78,19 @@ class RunResult:
 
     @property
     def arrays(self) -> dict[str, np.ndarray]:
-        values = self.alignment.values(list(self.metrics))
+        values = self.alignment.values(list(self.specs))
         return {str(spec): array for spec, array in values.items()}
 
     @property
     def means(self) -> dict[str, float]:
         """Arithmetic mean of each metric over the evaluated queries (NaN values, LlamaIndex skips, left out)."""
-        return {metric: self.alignment.mean(metric) for metric in self.metrics}
+        return {str(spec): self.alignment.mean(spec) for spec in self.specs}
 
     def mean_bounds(self, depth: int | None = None) -> dict[str, tuple[float, float]]:
         """Each metric's mean at the two ends the unjudged documents leave open, ``{metric: (worst, best)}``: the
         lowest and highest mean over every way of judging the unjudged documents the run retrieved (``depth``: in
         its top ``depth``; :meth:`ragmetrics.Alignment.bounds`)."""
-        return {metric: self.alignment.mean_bounds(metric, depth) for metric in self.metrics}
+        return {str(spec): self.alignment.mean_bounds(spec, depth) for spec in self.specs}
 
     @property
     def values(self) -> pd.DataFrame:
@@ -286,11 +292,11 @@ def evaluate(
     for run in run_list:
         alignment = _aligned(data, run, conventions, executor)
         if not specs:
-            specs = list(dict.fromkeys(alignment._spec(m) for m in metrics))
+            specs = list(dict.fromkeys(alignment.mode.parse(m) for m in metrics))
             if not specs:
                 raise RagMetricsError("no metric to compute; pass metric names such as ['ndcg@10', 'recall@5']")
         alignment.values(specs)
-        results[run.name] = RunResult(alignment, tuple(str(s) for s in specs))
+        results[run.name] = RunResult(alignment, tuple(specs))
         if warn:
             _warn(run.name, alignment.coverage, alignment.conventions.missing)
     if not run_list:
