@@ -24,6 +24,8 @@ from dashboard.core.text import md_escape, signed
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.compare import BOUND_COLUMNS, MIN_GROUP, SEGMENTS, Comparison, compare_result
 from ragmetrics.analysis.stats import family_text as family_words
+from ragmetrics.analysis.verdicts import Verdict
+from ragmetrics.analysis.verdicts import verdict as verdict_of
 from ragmetrics.engine.metrics import CURVE_METRICS, parse_metric
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset
@@ -81,6 +83,14 @@ WORSE = "▼ worse"
 NOT_SIGNIFICANT = "not significant"
 BASELINE = "baseline"
 TOO_FEW = "too few to tell"
+MARKS: dict[Verdict, str] = {
+    "better": BETTER,
+    "worse": WORSE,
+    "not significant": NOT_SIGNIFICANT,
+    "baseline": BASELINE,
+    "too few": TOO_FEW,
+}
+"""How the page marks each verdict of :func:`ragmetrics.analysis.verdicts.verdict`."""
 MARK_COLORS: dict[str, str] = {
     BETTER: "#2ca02c",
     WORSE: "#d62728",
@@ -224,18 +234,9 @@ def run_comparison(
 def significance_mark(
     run: str, baseline: str, delta: float, p_corrected: float, alpha: float, too_few: bool = False
 ) -> str:
-    """``baseline``, ``too few to tell``, ``▲ better`` / ``▼ worse`` (corrected p < alpha) or ``not significant``."""
-    if run == baseline:
-        return BASELINE
-    if too_few:
-        return TOO_FEW
-    if p_corrected is None or (isinstance(p_corrected, float) and math.isnan(p_corrected)):
-        return NOT_SIGNIFICANT
-    if p_corrected < alpha and delta > 0:
-        return BETTER
-    if p_corrected < alpha and delta < 0:
-        return WORSE
-    return NOT_SIGNIFICANT
+    """The library's verdict (:func:`ragmetrics.analysis.verdicts.verdict`) as the page marks it: ``baseline``,
+    ``too few to tell``, ``▲ better`` / ``▼ worse`` (corrected p < alpha) or ``not significant``."""
+    return MARKS[verdict_of(run, baseline, delta, p_corrected, alpha, too_few=too_few)]
 
 
 COMPARISON_COLUMNS = [

@@ -11,6 +11,7 @@ from typing import Any, TextIO
 from ragmetrics.analysis.compare import compare_result
 from ragmetrics.analysis.stats import family_text
 from ragmetrics.analysis.targets import check_targets, resolve_targets
+from ragmetrics.analysis.verdicts import Verdict, refuse_too_few_pairs, verdict
 from ragmetrics.cli.evaluating import evaluate_runs, report_coverage
 from ragmetrics.cli.inputs import read_inputs
 from ragmetrics.cli.options import (
@@ -22,6 +23,16 @@ from ragmetrics.cli.options import (
 )
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Run
+
+GATE_LINES: dict[Verdict, str] = {
+    "worse": "FAIL regression",
+    "better": "PASS improvement",
+    "not significant": "PASS no significant change",
+    "too few": "PASS no significant change",
+    "baseline": "PASS no significant change",
+}
+"""What ``check --baseline`` prints for each verdict (:func:`ragmetrics.analysis.verdicts.verdict`): only a significant
+regression fails."""
 
 
 def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -65,18 +76,6 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             )
     report_coverage(result, err)
     return 0
-
-
-def refuse_too_few_pairs(table: Any) -> None:
-    """A paired test on fewer than 2 queries both runs score means nothing (no p-value, an interval of one point):
-    an error, not a PASS."""
-    few = table[table["n"] < 2]  # the overall rows: a comparison's segments are a table of their own
-    if len(few):
-        row = few.iloc[0]
-        raise RagMetricsError(
-            f"{row['metric']}: run {row['run']!r} and the baseline {row['baseline']!r} share {int(row['n'])} query "
-            "with a value; a paired test needs at least 2"
-        )
 
 
 def judged_ends(row: Any) -> str:
@@ -146,15 +145,11 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
         refuse_too_few_pairs(comparison.table)
         for row in comparison.table.itertuples(index=False):
-            regression = row.significant and row.delta < 0
-            failures += regression
-            verdict = (
-                "FAIL regression"
-                if regression
-                else ("PASS improvement" if row.significant else "PASS no significant change")
-            )
+            said = verdict(row.run, row.baseline, row.delta, row.p_value_corrected, args.alpha)
+            failures += said == "worse"
+            line = GATE_LINES[said]
             out.write(
-                f"{verdict}: {row.metric} {row.mean:.4f} vs baseline {row.baseline_mean:.4f} "
+                f"{line}: {row.metric} {row.mean:.4f} vs baseline {row.baseline_mean:.4f} "
                 f"(delta {row.delta:+.4f}, 95% CI [{row.ci_low:+.4f}, {row.ci_high:+.4f}], "
                 f"p={row.p_value_corrected:.4g} {family(args, len(comparison.table))}, {args.test})"
                 + (judged_ends(row) if args.bounds else "")

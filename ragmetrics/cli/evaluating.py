@@ -9,9 +9,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, TextIO
 
-import numpy as np
-
 from ragmetrics.analysis.evaluate import EvalResult, evaluate
+from ragmetrics.analysis.verdicts import refuse_meaningless
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.model import Dataset, Run
 
@@ -61,7 +60,7 @@ def evaluate_runs(args: argparse.Namespace, dataset: Dataset, runs: list[Run], m
         for run in result.runs.values():
             if run.alignment.health.no_overlap:
                 raise RagMetricsError(run.alignment.explain_no_overlap())
-    refuse_meaningless(result, args.rel_level)
+    refuse_meaningless(result, args.rel_level, allow_no_relevant=getattr(args, "allow_no_relevant", False))
     for name, run in result.runs.items():
         ranking = run.alignment.ranking
         if len(ranking.judged) and ranking.judged.all() and len(ranking.judged) == dataset.qrels_table.num_rows:
@@ -72,23 +71,3 @@ def evaluate_runs(args: argparse.Namespace, dataset: Dataset, runs: list[Run], m
                 stacklevel=2,
             )
     return result
-
-
-def refuse_meaningless(result: EvalResult, rel_level: int) -> None:
-    """Numbers that cannot mean anything are errors: qrels that judge nothing relevant, or a metric that no query
-    has a value of (it needs data the dataset does not hold)."""
-
-    for name, run in result.runs.items():
-        coverage = run.alignment.coverage
-        if coverage.queries_evaluated and len(coverage.no_relevant) >= coverage.queries_evaluated:
-            raise RagMetricsError(
-                f"the qrels judge no document relevant (label >= {rel_level}, --rel-level) for any evaluated query: "
-                "recall, precision and AP would be 0 for every run; check --rel-level and the qrels' labels"
-            )
-        for metric in run.metrics:  # the alignment's arrays: reading ``run.values`` would import pandas
-            values = run.alignment.value(metric)
-            if len(values) and np.isnan(values).all():
-                raise RagMetricsError(
-                    f"{metric}: run {name!r} has no value for any query: the metric needs what this dataset does "
-                    "not hold (expected answers, keywords, text or a corpus size), or every query was skipped"
-                )

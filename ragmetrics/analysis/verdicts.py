@@ -1,0 +1,76 @@
+"""What a number allows one to say: the refusals and verdicts every front end reads, the CLI and the dashboard alike.
+
+* :func:`refuse_meaningless`: numbers that cannot mean anything are errors, not 0s (qrels that judge nothing
+  relevant when a metric reads relevance, a metric no query has a value of), unless the user insists.
+* :func:`refuse_too_few_pairs`: a paired test on fewer than 2 queries is an error, not a pass.
+* :func:`verdict`: one comparison row in words: ``baseline``, ``too few``, ``better``, ``worse`` (significant after
+  the correction) or ``not significant``; a CI gate fails on ``worse``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+import numpy as np
+
+from ragmetrics.analysis.evaluate import EvalResult
+from ragmetrics.engine.bounds import label_free
+from ragmetrics.foundation.errors import RagMetricsError
+
+Verdict = Literal["baseline", "too few", "better", "worse", "not significant"]
+VERDICTS: tuple[Verdict, ...] = ("baseline", "too few", "better", "worse", "not significant")
+
+
+def verdict(
+    run: str, baseline: str, delta: float, p_corrected: float | None, alpha: float, *, too_few: bool = False
+) -> Verdict:
+    """One run against the baseline on one metric: ``better`` or ``worse`` when the corrected p-value is below
+    ``alpha`` (the sign of ``delta`` says which), ``not significant`` otherwise (a missing p-value too), ``too few``
+    when the pair holds too few queries to tell, ``baseline`` for the baseline itself."""
+    if run == baseline:
+        return "baseline"
+    if too_few:
+        return "too few"
+    if p_corrected is None or (isinstance(p_corrected, float) and math.isnan(p_corrected)):
+        return "not significant"
+    if p_corrected < alpha and delta > 0:
+        return "better"
+    if p_corrected < alpha and delta < 0:
+        return "worse"
+    return "not significant"
+
+
+def refuse_meaningless(result: EvalResult, rel_level: int, *, allow_no_relevant: bool = False) -> None:
+    """Numbers that cannot mean anything are errors: qrels that judge nothing relevant when a metric reads relevance
+    (unless ``allow_no_relevant``: the 0s trec_eval and ir_measures give), or a metric that no query has a value of
+    (it needs data the dataset does not hold)."""
+    for name, run in result.runs.items():
+        coverage = run.alignment.coverage
+        reads_relevance = [str(spec) for spec in run.specs if not label_free(spec)]
+        nothing_relevant = coverage.queries_evaluated and len(coverage.no_relevant) >= coverage.queries_evaluated
+        if nothing_relevant and reads_relevance and not allow_no_relevant:
+            raise RagMetricsError(
+                f"the qrels judge no document relevant (label >= {rel_level}, --rel-level) for any evaluated query: "
+                f"{reads_relevance[0]} would be 0 for every run; check --rel-level and the qrels' labels, or "
+                "--allow-no-relevant scores it anyway"
+            )
+        for spec in run.specs:  # the alignment's arrays: reading ``run.values`` would import pandas
+            values = run.alignment.value(spec)
+            if len(values) and np.isnan(values).all():
+                raise RagMetricsError(
+                    f"{spec}: run {name!r} has no value for any query: the metric needs what this dataset does "
+                    "not hold (expected answers, keywords, text or a corpus size), or every query was skipped"
+                )
+
+
+def refuse_too_few_pairs(table: Any) -> None:
+    """A paired test on fewer than 2 queries both runs score means nothing (no p-value, an interval of one point):
+    an error, not a pass. ``table``: a comparison's table (:attr:`ragmetrics.analysis.compare.Comparison.table`)."""
+    few = table[table["n"] < 2]
+    if len(few):
+        row = few.iloc[0]
+        raise RagMetricsError(
+            f"{row['metric']}: run {row['run']!r} and the baseline {row['baseline']!r} share {int(row['n'])} query "
+            "with a value; a paired test needs at least 2"
+        )
