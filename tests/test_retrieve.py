@@ -14,8 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ragmetrics import Dataset, RagMetricsError
-from ragmetrics.analysis import evaluate
+from ragmetrics import Dataset, RagMetricsError, evaluate
 from ragmetrics.cli import main
 from ragmetrics.retrieve import Hit, ResponseCache, retrieve
 from ragmetrics.retrieve.adapters import CallableAdapter, hits_from

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ragmetrics.analysis import evaluate
+from ragmetrics import evaluate
 from ragmetrics.cli import main
 from ragmetrics.io import load_dataset, load_run
 from ragmetrics.retrieve import retrieve

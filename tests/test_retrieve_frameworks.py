@@ -17,8 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ragmetrics import Dataset
-from ragmetrics.analysis import evaluate
+from ragmetrics import Dataset, evaluate
 from ragmetrics.cli import main
 from ragmetrics.io import load_run
 from ragmetrics.retrieve import adapt, retrieve

@@ -26,7 +26,7 @@ from ragmetrics.retrieve.adapters import Adapter, CallError, Hit
 from ragmetrics.retrieve.bm25 import BM25
 from ragmetrics.retrieve.cache import ResponseCache, default_cache_dir
 from ragmetrics.retrieve.http import HttpAdapter
-from ragmetrics.retrieve.resolve import adapt, resolve
+from ragmetrics.retrieve.resolver import adapt, resolve
 from ragmetrics.retrieve.result import Call, Retrieval
 from ragmetrics.retrieve.runner import retrieve
 

@@ -22,7 +22,7 @@ from ragmetrics.foundation.version import __version__
 from ragmetrics.retrieve.adapters import Adapter, CallError, Hit
 from ragmetrics.retrieve.cache import ResponseCache, answer_key, default_cache_dir
 from ragmetrics.retrieve.noise import repeat_noise
-from ragmetrics.retrieve.resolve import resolve
+from ragmetrics.retrieve.resolver import resolve
 from ragmetrics.retrieve.result import Call, Retrieval, latency_summary
 
 Progress = Callable[[int, int], Any]
@@ -124,7 +124,7 @@ def retrieve(
 
     ``retriever``: ``"bm25"`` (the built-in baseline over the dataset's corpus), an ``http(s)://`` URL,
     ``"module:attr"``, a callable ``fn(query, k)``, a LlamaIndex or LangChain retriever, or an
-    :class:`~ragmetrics.retrieve.adapters.Adapter` (see :func:`~ragmetrics.retrieve.resolve.resolve`).
+    :class:`~ragmetrics.retrieve.adapters.Adapter` (see :func:`~ragmetrics.retrieve.resolver.resolve`).
     ``doc_id_field``, ``request``, ``response``, ``headers``: the adapters' options.
 
     At most ``concurrency`` calls at once, each given ``timeout`` seconds and tried again up to ``retries``

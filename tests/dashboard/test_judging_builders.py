@@ -256,14 +256,14 @@ def test_diff_counts_and_stability_summaries(graded, runs) -> None:
     assert versions.diff_counts(diff) == {"added": 2, "changed": 1, "removed": 0}
     result = stability(graded, after, [a.run for a in runs.values()], "recall@1")
     summary = versions.stability_summary(result)
-    assert set(summary) == {"tau", "swapped", "changed", "pairs"} and summary["pairs"] == 1
+    assert summary.pairs == 1 and summary.changed <= summary.pairs and isinstance(summary.swapped, list)
     means = versions.stability_means(result)
     assert means.columns.tolist() == ["run", "before", "after", "change", "rank_before", "rank_after"]
     assert (means["change"] == means["after"] - means["before"]).all()
     verdicts = versions.stability_verdicts(result)
     assert verdicts["changed"].tolist() == sorted(verdicts["changed"], reverse=True)
     one = stability(graded, after, [runs["a"].run], "recall@1")
-    assert versions.stability_summary(one)["tau"] is None
+    assert versions.stability_summary(one).tau is None
 
 
 def test_missed_keywords_read_the_corpus_when_the_run_has_no_text(runs) -> None:
