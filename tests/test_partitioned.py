@@ -160,6 +160,17 @@ def test_crlf_and_gzip_are_read_as_in_process(tmp_path, hard):
     assert_same(_run(qrels, packed, "duckdb", 7), reference(qrels, packed))
 
 
+def test_mixed_crlf_and_lf_line_ends_are_read_as_in_process(tmp_path, hard):
+    """Was: DuckDB's CSV state machine refused a TREC file mixing \\r\\n and \\n, which the loader reads."""
+    qrels, run = hard
+    mixed_qrels, mixed_run = tmp_path / "mixed.qrels", tmp_path / "mixed.trec"
+    for source, target in ((qrels, mixed_qrels), (run, mixed_run)):
+        lines = source.read_bytes().splitlines()
+        target.write_bytes(b"".join(line + (b"\r\n" if i % 2 else b"\n") for i, line in enumerate(lines)))
+    assert b"\r\n" in mixed_run.read_bytes() and b"\n" in mixed_run.read_bytes().replace(b"\r\n", b"")
+    assert assert_same(_run(mixed_qrels, mixed_run, "duckdb", 7), reference(mixed_qrels, mixed_run)) > 0
+
+
 def test_bytes_that_are_not_utf8(tmp_path, hard):
     qrels, _ = hard
     bad = tmp_path / "latin1.trec"

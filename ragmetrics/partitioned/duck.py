@@ -7,7 +7,9 @@ this process needs is a bucket's, not the run's.
 
 A TREC line's fields are split by the TREC loader itself, on the bucket's lines: DuckDB only finds the first field
 (the query id) to bucket on, with the loader's rule (C whitespace). DuckDB breaks lines at a lone carriage return
-where the loader refuses the line: such a file is refused here too, before DuckDB reads it.
+where the loader refuses the line: such a file is refused here too, before DuckDB reads it. Its strict mode is off for
+TREC lines, as it refuses a file mixing \r\n and \n line ends, which the loader reads (a lone \r being refused
+first, nothing else in a line of one cell is lenient there: no quote, no delimiter).
 """
 
 from __future__ import annotations
@@ -118,7 +120,7 @@ class DuckDB(Engine):
             lines = (
                 f"SELECT line, row_number() OVER () - 1 AS {POSITION}, regexp_extract(line, {_literal(FIRST_FIELD)}, 1)"
                 f" AS key FROM read_csv({path}, columns={{'line': 'VARCHAR'}}, header=false, delim='\\0', quote='',"
-                " escape='', auto_detect=false)"
+                " escape='', auto_detect=false, strict_mode=false)"
             )
             # blank and comment lines carry no row: the loader skips them
             query = (
