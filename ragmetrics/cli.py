@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ragmetrics.engine.conventions import CHOICES
 from ragmetrics.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.evaluate import DEFAULT_METRICS, EvalResult, RunResult, evaluate
-from ragmetrics.metrics import known_metric_names
+from ragmetrics.metrics import MetricSpec, known_metric_names
 from ragmetrics.model import Dataset, Run
 from ragmetrics.partitioned.engine import ENGINES
 
@@ -271,15 +271,9 @@ def _report_coverage(result: EvalResult | PartitionedResult, err: TextIO) -> Non
     for name, run in result.runs.items():
         notes = run.coverage.notes(run.conventions.missing)
         state = run.health
-        if state.queries_ranked and state.judged_of_ranked < JUDGED_NOTE_BELOW:
-            short = abs(state.judged_of_ranked - state.judged_at_10) > 0.005  # some queries rank fewer than 10
-            share = (
-                f", and {state.judged_of_ranked:.0%} of what it ranks in its top 10 is judged: most of it"
-                if short
-                else ": most of the top 10"
-            )
+        if state.queries_ranked and state.judged_at_10 < JUDGED_NOTE_BELOW:
             notes.append(
-                f"judged@10 = {state.judged_at_10:.2f}{share} is unjudged (scored as {run.conventions.unjudged}; "
+                f"judged@10 = {state.judged_at_10:.2f}: most of the top 10 is unjudged (scored as {run.conventions.unjudged}; "
                 "eval --bounds gives the worst and best case)"
             )
         if notes:
@@ -306,7 +300,7 @@ def _evaluate(args: argparse.Namespace, dataset: Dataset, runs: list[Run], metri
         for run in result.runs.values():
             if run.alignment.health.no_overlap:
                 raise RagMetricsError(run.alignment.explain_no_overlap())
-    _refuse_meaningless(result, args.rel_level)
+    _refuse_meaningless(result, args.rel_level, allow_no_relevant=getattr(args, "allow_no_relevant", False))
     for name, run in result.runs.items():
         ranking = run.alignment.ranking
         if len(ranking.judged) and ranking.judged.all() and len(ranking.judged) == dataset.qrels_table.num_rows:
@@ -319,17 +313,23 @@ def _evaluate(args: argparse.Namespace, dataset: Dataset, runs: list[Run], metri
     return result
 
 
-def _refuse_meaningless(result: EvalResult, rel_level: int) -> None:
-    """Numbers that cannot mean anything are errors: qrels that judge nothing relevant, or a metric that no query
-    has a value of (it needs data the dataset does not hold)."""
+def _refuse_meaningless(result: EvalResult, rel_level: int, *, allow_no_relevant: bool = False) -> None:
+    """Numbers that cannot mean anything are errors: qrels that judge nothing relevant when a metric reads relevance
+    (unless ``allow_no_relevant``: the 0s trec_eval and ir_measures give), or a metric that no query has a value of
+    (it needs data the dataset does not hold)."""
     import numpy as np
+
+    from ragmetrics.engine.bounds import label_free
 
     for name, run in result.runs.items():
         coverage = run.alignment.coverage
-        if coverage.queries_evaluated and len(coverage.no_relevant) >= coverage.queries_evaluated:
+        reads_relevance = [m for m in run.metrics if not label_free(MetricSpec(m.partition("@")[0]))]
+        nothing_relevant = coverage.queries_evaluated and len(coverage.no_relevant) >= coverage.queries_evaluated
+        if nothing_relevant and reads_relevance and not allow_no_relevant:
             raise RagMetricsError(
                 f"the qrels judge no document relevant (label >= {rel_level}, --rel-level) for any evaluated query: "
-                "recall, precision and AP would be 0 for every run; check --rel-level and the qrels' labels"
+                f"{reads_relevance[0]} would be 0 for every run; check --rel-level and the qrels' labels, or "
+                "--allow-no-relevant scores it anyway"
             )
         for metric in run.metrics:  # the alignment's arrays: reading ``run.values`` would import pandas
             values = run.alignment.value(metric)
@@ -857,13 +857,19 @@ def _add_judgment_options(parser: argparse.ArgumentParser) -> None:
         choices=CHOICES["unjudged"],
         default="nonrelevant",
         help="retrieved documents the qrels do not label: non-relevant (trec_eval, default), skip (condensed lists: "
-        "removed before scoring), relevant (judged relevant within each cut-off; --bounds gives every metric's best "
+        "removed before scoring, negative labels too, as trec_eval -J), relevant (judged relevant within each cut-off; --bounds gives every metric's best "
         "and worst case)",
     )
     parser.add_argument(
         "--allow-no-overlap",
         action="store_true",
         help="score a run whose ids do not meet the qrels (refused by default: every metric would be 0)",
+    )
+    parser.add_argument(
+        "--allow-no-relevant",
+        action="store_true",
+        help="score qrels that judge no document relevant for any query (refused by default when a metric reads "
+        "relevance: it would be 0 for every run, as trec_eval and ir_measures give)",
     )
 
 

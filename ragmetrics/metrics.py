@@ -141,7 +141,8 @@ def _hits(r: Ranking, ks: np.ndarray) -> np.ndarray:
 
 
 def _judged(r: Ranking, ks: np.ndarray) -> np.ndarray:
-    return np.divide(r.judged_at(ks), ks[None, :].astype(np.float64), out=_matrix(r, ks))
+    # ir_measures' Judged@k: a ranking shorter than k is read over what it ranks (0 when it ranks nothing)
+    return _safe_divide(r.judged_at(ks), np.minimum(ks[None, :], _col(r.n_ret)))
 
 
 def _evidence(r: Ranking) -> TextEvidence:
@@ -372,10 +373,11 @@ METRICS: dict[str, MetricInfo] = {
             "judged",
             "Judged",
             "required",
-            "judged documents in the top k / k",
-            "How much of the top k the judgments cover (ir_measures Judged@k): a document is judged when the "
-            "qrels label it, whatever the label. Divides by k even when fewer were retrieved. Read on the "
-            "ranking as retrieved (under --unjudged skip every remaining document is judged). " + _TIES,
+            "judged in the top k / min(k, retrieved)",
+            "How much of the top k the judgments cover (ir_measures Judged@k): a document is judged when the qrels "
+            "label it, whatever the label. A negative label counts as judged. A ranking shorter than k is read over "
+            "what it ranks, as ir_measures reads it; an empty one scores 0. Read on the ranking as retrieved (under "
+            "--unjudged skip every remaining document is judged). " + _TIES,
             aliases=("judged_at",),
             cut=_judged,
             curve=False,

@@ -252,11 +252,11 @@ def test_the_unjudged_note_reads_what_a_short_run_ranks_not_ten_slots(files, tmp
     judged = tmp_path / "judged.trec"
     judged.write_text("q1 Q0 d1 1 3 j\nq1 Q0 d3 2 2 j\nq2 Q0 d5 1 1 j\nq3 Q0 d6 1 1 j\n")
     code, _, err = run_cli("eval", "--dataset", files["qrels"], "--run", judged)
-    assert code == 0 and "unjudged" not in err, err  # judged@10 is 0.13, yet everything it ranks is judged
+    assert code == 0 and "unjudged" not in err, err  # every document it ranks is judged: judged@10 is 1.0
     unjudged = tmp_path / "unjudged.trec"
     unjudged.write_text("q1 Q0 x1 1 3 u\nq1 Q0 x2 2 2 u\nq1 Q0 d1 3 1 u\nq2 Q0 d5 1 1 u\nq2 Q0 x3 2 0 u\n")
     code, _, err = run_cli("eval", "--dataset", files["qrels"], "--run", unjudged, "--missing", "skip")
-    assert code == 0 and "42% of what it ranks in its top 10 is judged: most of it is unjudged" in err, err
+    assert code == 0 and "judged@10 = 0.42: most of the top 10 is unjudged" in err, err
 
 
 def test_a_target_checked_on_one_query_is_too_few_to_tell_not_a_pass(files, tmp_path):
