@@ -153,12 +153,12 @@ def _evidence(r: Ranking) -> TextEvidence:
 
 def _keyword_recall(r: Ranking, ks: np.ndarray) -> np.ndarray:
     evidence = _evidence(r)
-    depth = int(ks.max())
-    found = np.zeros((r.n_queries, depth), dtype=np.uint64)
-    shallow = r.pos < depth
-    found[r.q[shallow], r.pos[shallow]] = evidence.keyword_bits[shallow]
-    np.bitwise_or.accumulate(found, axis=1, out=found)
-    hits = np.bitwise_count(found[:, ks - 1]).astype(np.float64)
+    depth = min(int(ks.max()), int(r.n_ret.max(initial=0)) + 1)  # past every ranking the count stops growing
+    found = np.zeros((r.n_queries, depth), dtype=np.int64)
+    shallow = evidence.keyword_first < depth
+    np.add.at(found, (evidence.keyword_q[shallow], evidence.keyword_first[shallow]), 1)  # each keyword where first found
+    np.cumsum(found, axis=1, out=found)
+    hits = found[:, np.minimum(ks, depth) - 1].astype(np.float64)
     out = np.full(hits.shape, np.nan)
     asked = evidence.n_keywords > 0
     out[asked] = hits[asked] / evidence.n_keywords[asked, None]
@@ -389,7 +389,7 @@ METRICS: dict[str, MetricInfo] = {
             "expected keywords found in the top-k texts / expected keywords",
             "Case-insensitive literal match in the text of the top k documents (every retrieved chunk of a "
             "document, else the corpus title and text); a query without expected keywords is left out (NaN). "
-            "Needs text; no judgments are read.",
+            "Every expected keyword counts, however many. Needs text; no judgments are read.",
             aliases=("keyword_recall_at", "kw_recall"),
             cut=_keyword_recall,
             needs_text=True,
