@@ -154,9 +154,10 @@ def _evidence(r: Ranking) -> TextEvidence:
 def _keyword_recall(r: Ranking, ks: np.ndarray) -> np.ndarray:
     evidence = _evidence(r)
     depth = min(int(ks.max()), int(r.n_ret.max(initial=0)) + 1)  # past every ranking the count stops growing
-    found = np.zeros((r.n_queries, depth), dtype=np.int64)
     shallow = evidence.keyword_first < depth
-    np.add.at(found, (evidence.keyword_q[shallow], evidence.keyword_first[shallow]), 1)  # each keyword where first found
+    # each found keyword counted at the rank where it is first found, then summed along the ranks
+    cells = evidence.keyword_q[shallow] * depth + evidence.keyword_first[shallow]
+    found = np.bincount(cells, minlength=r.n_queries * depth).reshape(r.n_queries, depth)
     np.cumsum(found, axis=1, out=found)
     hits = found[:, np.minimum(ks, depth) - 1].astype(np.float64)
     out = np.full(hits.shape, np.nan)

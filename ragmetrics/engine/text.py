@@ -17,6 +17,7 @@ from ragmetrics.errors import RagMetricsError
 if TYPE_CHECKING:
     from ragmetrics.engine.alignment import Alignment
 
+
 @dataclass(frozen=True)
 class TextEvidence:
     """Per found keyword: ``keyword_q`` (its query) and ``keyword_first`` (the 0-based rank of the first ranked text
