@@ -427,6 +427,7 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ragmetrics import stats
     from ragmetrics.compare import compare_result
 
     depth = _bounds_depth(args.bounds)
@@ -462,6 +463,11 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 f"W/T/L {row.wins}/{row.ties}/{row.losses}" + (_judged_ends(row) if args.bounds else "") + "\n"
             )
         out.write(f"test: {args.test}; * = significant at alpha {args.alpha}, {_family(args, len(comparison.table))}\n")
+        if args.test == "bootstrap" and (comparison.table["n"] < stats.BOOTSTRAP_MIN_QUERIES).any():
+            out.write(
+                f"bootstrap: below {stats.BOOTSTRAP_MIN_QUERIES} queries too few to resample; p is the exact "
+                "randomization test's\n"
+            )
         if args.bounds:
             where = f" in each run's top {depth}" if depth else ""
             out.write(

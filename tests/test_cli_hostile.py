@@ -220,10 +220,11 @@ def test_runs_of_different_queries_are_compared_on_the_shared_ones_with_missing_
 
 
 def test_a_bootstrap_p_value_is_never_zero_and_resamples_are_checked():
-    a, b = np.array([1.0, 0.9, 0.95]), np.array([0.6, 0.6, 0.58])
+    a, b = np.array([1.0, 0.9, 0.95] * 4), np.array([0.6, 0.6, 0.58] * 4)
     for resamples in (2, 1000):
         p = stats.paired_p_value(a, b, test="bootstrap", n_resamples=resamples)
         assert p >= 1 / (resamples + 1)
+    assert stats.paired_p_value(a[:3], b[:3], test="bootstrap", n_resamples=2) == 0.25  # too few: the exact test
     for bad in (0, -3, 2.5):
         with pytest.raises(rm.RagMetricsError, match="n_resamples: expected a whole number of at least 1"):
             stats.paired_p_value(a, b, test="bootstrap", n_resamples=bad)  # type: ignore[arg-type]
