@@ -352,7 +352,7 @@ METRICS: dict[str, MetricInfo] = {
             "TP@R / R",
             "Precision at rank R (the number of relevant documents); divides by R even when "
             "fewer were retrieved; 0 when R = 0. " + _TIES,
-            aliases=("r_precision", "rprecision", "r-prec"),
+            aliases=("r_precision", "rprecision", "r-prec", "r-precision"),
             trec_eval="Rprec",
             reads_relevant_count=True,
             full=_rprec,

@@ -5,6 +5,7 @@ level asked, through the CLI."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import ragmetrics as rm
@@ -160,3 +161,54 @@ def test_ir_measures_expectations_at_a_level_nothing_reaches_are_scored_through_
     assert code == 0, err
     judged = ir_measures.calc_aggregate([ir_measures.Judged @ 10], qrels, run)[ir_measures.Judged @ 10]
     assert json.loads(out)["runs"]["run"]["mean"]["judged@10"] == pytest.approx(judged)
+
+
+# --- ranx's names and edge cases, through the CLI -----------------------------------------------
+
+RANX_METRICS = ["precision@5", "recall@5", "f1@5", "hit_rate@5", "mrr", "mrr@2", "map", "map@3", "ndcg@5"]
+RANX_METRICS += ["ndcg_burges@5", "r-precision", "bpref"]
+RANX_CASES = {
+    # every label below the relevance level: the peers score 0s; the CLI needs --allow-no-relevant
+    "nothing relevant": (
+        {"q1": {"d1": 0, "d2": 0}, "q2": {"d3": 0}},
+        {"q1": {"d1": 0.9, "d2": 0.5}, "q2": {"d3": 0.3, "d4": 0.1}},
+        ["--allow-no-relevant"],
+    ),
+    # no retrieved document is judged: the peers score 0s; the CLI needs --allow-no-overlap
+    "no overlap": ({"q1": {"d1": 1}, "q2": {"d2": 2}}, {"q1": {"x1": 0.9}, "q2": {"x2": 0.3}}, ["--allow-no-overlap"]),
+    "graded, short and unjudged": (
+        {"q1": {"d1": 2, "d2": 1, "d3": 0}, "q2": {"d4": 1, "d5": 3}, "q3": {"d6": 1}},
+        {"q1": {"d3": 0.9, "d1": 0.8, "u1": 0.7, "d2": 0.6}, "q2": {"u2": 0.5, "d5": 0.4}, "q3": {"d6": 0.2}},
+        [],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(RANX_CASES))
+def test_ranx_values_reproduce_through_the_cli_under_ranx_names(tmp_path, case):
+    import io
+    import json
+
+    ranx = pytest.importorskip("ranx")
+    qrels, run, flags = RANX_CASES[case]
+    qrels_file, run_file = tmp_path / "qrels.txt", tmp_path / "run.trec"
+    qrels_file.write_text("".join(f"{q} 0 {d} {label}\n" for q, docs in qrels.items() for d, label in docs.items()))
+    lines = [f"{q} Q0 {d} {i + 1} {s} r\n" for q, docs in run.items() for i, (d, s) in enumerate(docs.items())]
+    run_file.write_text("".join(lines))
+    argv = ["eval", "--dataset", str(qrels_file), "--run", str(run_file), "--format", "json"]
+    argv += [arg for m in RANX_METRICS for arg in ("-m", m)]
+    out, err = io.StringIO(), io.StringIO()
+    if flags:
+        assert main(argv, out, err) == 2 and flags[0] in err.getvalue(), err.getvalue()  # refused, naming the flag
+        out, err = io.StringIO(), io.StringIO()
+    assert main([*argv, *flags], out, err) == 0, err.getvalue()
+    ours = json.loads(out.getvalue())["runs"]["run"]["mean"]
+    theirs = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), RANX_METRICS)
+    for metric in RANX_METRICS:
+        canonical = str(rm.parse_metric(metric))
+        if metric == "bpref" and np.isnan(theirs[metric]):
+            # ranx divides by min(R, N) = 0 where a query judges no document non-relevant; trec_eval's bpref, ours,
+            # counts each relevant document retrieved as 1 there (tests/test_parity_pytrec_eval.py)
+            assert case == "graded, short and unjudged"
+            continue
+        assert ours[canonical] == pytest.approx(float(theirs[metric]), abs=1e-12), metric
