@@ -65,6 +65,23 @@ def check_line_breaks(path: str) -> None:
             )
 
 
+def mixes_line_ends(path: str) -> bool:
+    """True when the file ends some lines in \\r\\n and others in \\n, which DuckDB's strict CSV reader refuses.
+    Read in blocks."""
+    with open_plain(path) as handle:
+        crlf = lf = 0
+        carry = b""
+        while block := handle.read(1 << 24):
+            data = carry + block
+            carry = data[-1:] if data.endswith(b"\r") else b""  # its \n, if any, starts the next block
+            body = data[: len(data) - len(carry)]
+            crlf += body.count(b"\r\n")
+            lf += body.count(b"\n")
+            if crlf and lf > crlf:
+                return True
+    return False
+
+
 def _duckdb_error(path: str, exc: Exception) -> RagMetricsError:
     text = str(exc)
     line = re.search(r"on Line: (\d+)", text)
@@ -154,10 +171,11 @@ class DuckDB(Engine):
         header_line = found.side.header_line or 1
         cells = ", ".join(f"coalesce({_name(c)}, '') AS {_name(c)}" for c in found.columns)
         q = _name(found.query_column or "")
+        strict = "false" if mixes_line_ends(found.path) else "true"  # strict DuckDB refuses mixed line ends
         query = (
             f"SELECT {cells}, row_number() OVER () - 1 AS {POSITION}, hash(trim(coalesce({q}, ''), {trimmed})) % "
             f"{buckets} AS bucket FROM read_csv({path}, columns={{{spec}}}, header=true, skip={header_line - 1}, "
-            f"delim=E'{delimiter}', quote='\"', escape='\"', auto_detect=false, strict_mode=true)"
+            f"delim=E'{delimiter}', quote='\"', escape='\"', auto_detect=false, strict_mode={strict})"
         )
         return query, found
 
