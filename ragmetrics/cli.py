@@ -273,8 +273,8 @@ def _report_coverage(result: EvalResult | PartitionedResult, err: TextIO) -> Non
         state = run.health
         if state.queries_ranked and state.judged_at_10 < JUDGED_NOTE_BELOW:
             notes.append(
-                f"judged@10 = {state.judged_at_10:.2f}: most of the top 10 is unjudged (scored as {run.conventions.unjudged}; "
-                "eval --bounds gives the worst and best case)"
+                f"judged@10 = {state.judged_at_10:.2f}: most of the top 10 is unjudged (scored as "
+                f"{run.conventions.unjudged}; eval --bounds gives the worst and best case)"
             )
         if notes:
             err.write(f"ragmetrics: note: run {name!r}: " + "; ".join(notes) + "\n")
@@ -863,8 +863,8 @@ def _add_judgment_options(parser: argparse.ArgumentParser) -> None:
         choices=CHOICES["unjudged"],
         default="nonrelevant",
         help="retrieved documents the qrels do not label: non-relevant (trec_eval, default), skip (condensed lists: "
-        "removed before scoring, negative labels too, as trec_eval -J), relevant (judged relevant within each cut-off; --bounds gives every metric's best "
-        "and worst case)",
+        "removed before scoring, negative labels too, as trec_eval -J), relevant (judged relevant within each "
+        "cut-off; --bounds gives every metric's best and worst case)",
     )
     parser.add_argument(
         "--allow-no-overlap",

@@ -130,7 +130,8 @@ TESTS: dict[str, PairedTest] = {
         PairedTest(
             "bootstrap",
             "Paired bootstrap",
-            "bootstrap of the mean difference shifted to the null (Sakai 2006), seeded; p = (hits + 1) / (resamples + 1); "
+            "bootstrap of the mean difference shifted to the null (Sakai 2006), seeded; p = (hits + 1) / "
+            "(resamples + 1); "
             f"below {BOOTSTRAP_MIN_QUERIES} queries, the exact randomization test's p (too few to resample)",
             _bootstrap,
             resampled=True,

@@ -50,10 +50,10 @@ class Health:
     """What the run and the qrels share, over the evaluated queries.
 
     ``queries_ranked``: evaluated queries the run ranks documents for; ``queries_meeting``: those with at least
-    one judged document in their ranking; ``judged_at_10``: mean share of the top 10 that is judged, a
-    query ranking fewer read over what it ranks (the metric judged@10, ir_measures' Judged@10); ``judged_of_ranked``:
-    the same (kept for callers that read it); ``relevant_retrieved``: share of the relevant judgments retrieved at any rank; ``run_queries_known``: share
-    of the run's distinct queries that are dataset queries."""
+    one judged document in their ranking; ``judged_at_10``: mean share of the top 10 that is judged, a query
+    ranking fewer read over what it ranks (the metric judged@10, ir_measures' Judged@10); ``judged_of_ranked``: the
+    same (kept for callers that read it); ``relevant_retrieved``: share of the relevant judgments retrieved at any
+    rank; ``run_queries_known``: share of the run's distinct queries that are dataset queries."""
 
     queries_ranked: int
     queries_meeting: int
