@@ -138,3 +138,4 @@ def test_cli_from_a_bare_path_runs_its_workers_on_its_own_python(spark, tmp_path
     done = _bare(*args, PYSPARK_PYTHON="/usr/bin/python3")
     last = done.stderr.strip().splitlines()[-1]
     assert done.returncode == 2 and last.startswith("ragmetrics: error: Spark's workers run /usr/bin/python3"), last
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]

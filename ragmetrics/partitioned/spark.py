@@ -32,7 +32,7 @@ DEFAULT_MASTER = "local[*]"
 
 def session(master: str | None = None) -> SparkSession:
     """The running Spark session, or one started on ``master`` (default ``local[*]``). A local session's workers run
-    this interpreter unless ``PYSPARK_PYTHON`` names another."""
+    this interpreter unless ``PYSPARK_PYTHON`` names another, and it logs only what is fatal (a failure is raised)."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -40,12 +40,19 @@ def session(master: str | None = None) -> SparkSession:
         return active
     master = master or DEFAULT_MASTER
     builder = SparkSession.builder.master(master).appName("ragmetrics")
-    if master.startswith("local") and not os.environ.get("PYSPARK_PYTHON"):
+    local = master.startswith("local")
+    if local and not os.environ.get("PYSPARK_PYTHON"):
         # the workers run this interpreter, which has ragmetrics, not `python3` from PATH (a venv not activated);
         # PySpark reads the variable when the context starts
         os.environ["PYSPARK_PYTHON"] = sys.executable
         builder = builder.config("spark.pyspark.python", sys.executable)
-    return builder.getOrCreate()
+    if local:  # no progress bars on the terminal a result is printed to
+        builder = builder.config("spark.ui.showConsoleProgress", "false")
+    started = builder.getOrCreate()
+    if local:
+        # its executors are this process's: a task's failure is raised here, not also logged with its traceback
+        started.sparkContext.setLogLevel("FATAL")
+    return started
 
 
 def _bucketed(frame: DataFrame, key: Column, buckets: int) -> DataFrame:
