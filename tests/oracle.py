@@ -80,15 +80,19 @@ def qrels_dict(qrels: list[tuple[str, str, int]]) -> dict[str, dict[str, int]]:
     return dict(out)
 
 
-def pytrec_values(qrels, rows, *, rel_level=1, cutoffs=CUTOFFS, raw_scores=False) -> dict[str, dict[str, float]]:
-    """pytrec_eval's per-query values, keyed by our metric names."""
+def pytrec_values(
+    qrels, rows, *, rel_level=1, cutoffs=CUTOFFS, raw_scores=False, judged_only=False
+) -> dict[str, dict[str, float]]:
+    """pytrec_eval's per-query values, keyed by our metric names (``judged_only``: trec_eval's -J)."""
     if raw_scores:
         run = defaultdict(dict)
         for qid, doc, score in rows:
             run[qid][doc] = score
     else:
         run = {qid: {doc: float(len(docs) - i) for i, doc in enumerate(docs)} for qid, docs in trec_order(rows).items()}
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels_dict(qrels), pytrec_measures(cutoffs), relevance_level=rel_level)
+    evaluator = pytrec_eval.RelevanceEvaluator(
+        qrels_dict(qrels), pytrec_measures(cutoffs), relevance_level=rel_level, judged_docs_only_flag=judged_only
+    )
     result = evaluator.evaluate(dict(run))
     return {qid: {trec_to_ours(m): v for m, v in values.items()} for qid, values in result.items()}
 

@@ -220,10 +220,11 @@ def test_runs_of_different_queries_are_compared_on_the_shared_ones_with_missing_
 
 
 def test_a_bootstrap_p_value_is_never_zero_and_resamples_are_checked():
-    a, b = np.array([1.0, 0.9, 0.95]), np.array([0.6, 0.6, 0.58])
+    a, b = np.array([1.0, 0.9, 0.95] * 4), np.array([0.6, 0.6, 0.58] * 4)
     for resamples in (2, 1000):
         p = stats.paired_p_value(a, b, test="bootstrap", n_resamples=resamples)
         assert p >= 1 / (resamples + 1)
+    assert stats.paired_p_value(a[:3], b[:3], test="bootstrap", n_resamples=2) == 0.25  # too few: the exact test
     for bad in (0, -3, 2.5):
         with pytest.raises(rm.RagMetricsError, match="n_resamples: expected a whole number of at least 1"):
             stats.paired_p_value(a, b, test="bootstrap", n_resamples=bad)  # type: ignore[arg-type]
@@ -252,11 +253,11 @@ def test_the_unjudged_note_reads_what_a_short_run_ranks_not_ten_slots(files, tmp
     judged = tmp_path / "judged.trec"
     judged.write_text("q1 Q0 d1 1 3 j\nq1 Q0 d3 2 2 j\nq2 Q0 d5 1 1 j\nq3 Q0 d6 1 1 j\n")
     code, _, err = run_cli("eval", "--dataset", files["qrels"], "--run", judged)
-    assert code == 0 and "unjudged" not in err, err  # judged@10 is 0.13, yet everything it ranks is judged
+    assert code == 0 and "unjudged" not in err, err  # every document it ranks is judged: judged@10 is 1.0
     unjudged = tmp_path / "unjudged.trec"
     unjudged.write_text("q1 Q0 x1 1 3 u\nq1 Q0 x2 2 2 u\nq1 Q0 d1 3 1 u\nq2 Q0 d5 1 1 u\nq2 Q0 x3 2 0 u\n")
     code, _, err = run_cli("eval", "--dataset", files["qrels"], "--run", unjudged, "--missing", "skip")
-    assert code == 0 and "42% of what it ranks in its top 10 is judged: most of it is unjudged" in err, err
+    assert code == 0 and "judged@10 = 0.42: most of the top 10 is unjudged" in err, err
 
 
 def test_a_target_checked_on_one_query_is_too_few_to_tell_not_a_pass(files, tmp_path):

@@ -160,6 +160,23 @@ def test_crlf_and_gzip_are_read_as_in_process(tmp_path, hard):
     assert_same(_run(qrels, packed, "duckdb", 7), reference(qrels, packed))
 
 
+def test_mixed_crlf_and_lf_line_ends_are_read_as_in_process(tmp_path, hard):
+    """Was: DuckDB's CSV state machine refused a TREC file mixing \\r\\n and \\n, which the loader reads."""
+    qrels, run = hard
+    mixed_qrels, mixed_run = tmp_path / "mixed.qrels", tmp_path / "mixed.trec"
+    for source, target in ((qrels, mixed_qrels), (run, mixed_run)):
+        lines = source.read_bytes().splitlines()
+        target.write_bytes(b"".join(line + (b"\r\n" if i % 2 else b"\n") for i, line in enumerate(lines)))
+    assert b"\r\n" in mixed_run.read_bytes() and b"\n" in mixed_run.read_bytes().replace(b"\r\n", b"")
+    assert assert_same(_run(mixed_qrels, mixed_run, "duckdb", 7), reference(mixed_qrels, mixed_run)) > 0
+    # a CSV table too (DuckDB's strict CSV reader refuses the mix)
+    table = tmp_path / "mixed.csv"
+    table.write_bytes(b"query_id,doc_id,relevance\r\nq1,d1,1\nq1,d2,0\r\nq2,d3,2\nq2,d4,0\n")
+    short = tmp_path / "short.trec"
+    short.write_bytes(b"q1 Q0 d2 1 3 r\nq1 Q0 d1 2 2 r\nq2 Q0 d3 1 1 r\n")
+    assert assert_same(_run(table, short, "duckdb", 2), reference(table, short)) > 0
+
+
 def test_bytes_that_are_not_utf8(tmp_path, hard):
     qrels, _ = hard
     bad = tmp_path / "latin1.trec"

@@ -106,3 +106,36 @@ def test_per_query_rows_written_by_the_executors(spark, hard, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert len(pq.read_table(out)) == expected.n_queries
+
+
+def _bare(*argv: str, **env: str):
+    """``python -m ragmetrics`` with nothing of this shell's environment but a bare PATH (a venv not activated)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parent.parent)
+    clean = {"PATH": "/usr/bin:/bin", "PYTHONPATH": root, **env}
+    return subprocess.run(
+        [sys.executable, "-m", "ragmetrics", *argv], env=clean, cwd=root, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_cli_from_a_bare_path_runs_its_workers_on_its_own_python(spark, tmp_path):
+    """Was: the workers ran ``python3`` from PATH, which lacks ragmetrics: exit 1 and a 169-line traceback."""
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.trec"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 0\nq2 0 d3 1\n")
+    run.write_text("q1 Q0 dX 1 3.0 r\nq1 Q0 d1 2 2.0 r\nq2 Q0 d3 1 1.0 r\n")
+    args = ("eval", "--engine", "spark", "--dataset", str(qrels), "--run", str(run), "-m", "mrr")
+    done = _bare(*args)
+    assert done.returncode == 0 and "mrr                   \tall\t0.7500" in done.stdout, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    # a worker Python named explicitly that cannot import what ragmetrics needs: one line that says so
+    import subprocess
+
+    if subprocess.run(["/usr/bin/python3", "-c", "import numpy"], capture_output=True).returncode == 0:
+        return  # this machine's system Python has numpy: nothing to show here
+    done = _bare(*args, PYSPARK_PYTHON="/usr/bin/python3")
+    last = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 2 and last.startswith("ragmetrics: error: Spark's workers run /usr/bin/python3"), last
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]

@@ -61,6 +61,39 @@ def test_seeded_tests_repeat_exactly_and_depend_on_the_seed(test):
     assert first != stats.paired_p_value(a, b, test=test, seed=43, n_resamples=3000)
 
 
+def test_the_bootstrap_on_too_few_queries_gives_the_exact_randomization_p():
+    """Was: three queries with a constant difference gave p = 1/10,001 (every resample of 3 is centred on 0), a
+    'significant' verdict where the exact randomization test, over all 2^3 sign flips, gives 0.25."""
+    a, b = np.array([0.5, 0.6, 0.7]), np.array([0.2, 0.3, 0.4])
+    assert stats.paired_p_value(a, b, test="bootstrap") == 0.25
+    rng = np.random.default_rng(7)
+    for n in range(2, stats.BOOTSTRAP_MIN_QUERIES):
+        a, b = rng.random(n), rng.random(n)
+        exact = sps.permutation_test(
+            (a, b), lambda x, y, axis: np.mean(x - y, axis=axis), permutation_type="samples", vectorized=True,
+            n_resamples=np.inf, alternative="two-sided",
+        ).pvalue  # fmt: skip
+        assert stats.paired_p_value(a, b, test="bootstrap", seed=n) == pytest.approx(exact), n
+    a, b = rng.random(stats.BOOTSTRAP_MIN_QUERIES), rng.random(stats.BOOTSTRAP_MIN_QUERIES)
+    assert stats.paired_p_value(a, b, test="bootstrap", seed=1) != stats.paired_p_value(a, b, test="bootstrap", seed=2)
+
+
+def test_compare_says_when_the_bootstrap_had_too_few_queries(tmp_path):
+    import io
+
+    from ragmetrics.cli import main
+
+    qrels, base, run = tmp_path / "qrels.txt", tmp_path / "base.trec", tmp_path / "run.trec"
+    qrels.write_text("".join(f"q{i} 0 d{i} 1\n" for i in range(3)))
+    base.write_text("".join(f"q{i} Q0 x 1 3 b\nq{i} Q0 d{i} 2 2 b\n" for i in range(3)))
+    run.write_text("".join(f"q{i} Q0 d{i} 1 2 a\nq{i} Q0 y 2 1 a\n" for i in range(3)))
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["compare", "--dataset", str(qrels), "--baseline", str(base), "--run", str(run), "-m", "mrr"]
+    assert main([*argv, "--test", "bootstrap"], out, err) == 0, err.getvalue()
+    assert "p=0.25 " in out.getvalue() and "*" not in out.getvalue().splitlines()[0]
+    assert "bootstrap: below 10 queries too few to resample; p is the exact randomization test's" in out.getvalue()
+
+
 def test_identical_runs_give_p_one_and_unknown_test_is_refused():
     x = np.array([0.1, 0.5, 1.0])
     for test in stats.TESTS:

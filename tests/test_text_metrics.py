@@ -55,3 +55,51 @@ def test_text_metrics_without_any_text_are_an_error():
     dataset = rm.Dataset.from_dict({"q1": {"a": 1}})
     with pytest.raises(rm.RagMetricsError, match="read the retrieved text"):
         rm.align(dataset, rm.Run.from_dict({"q1": {"a": 1.0}})).value("answer_in@5")
+
+
+def test_keyword_recall_counts_every_keyword_past_64():
+    """Was: only the first 64 expected keywords were read, silently: 64 of 70 found scored 1.0, not 64/70."""
+    words = [f"kw{i:02d}" for i in range(70)]
+    qrels = pd.DataFrame({"query_id": ["q1"], "doc_id": ["a"], "relevance": [1]})
+    queries = pd.DataFrame({"query_id": ["q1"], "expected_keywords": [words], "expected_answer": [""]})
+    corpus = pd.DataFrame(
+        {"doc_id": ["a", "b"], "text": [" ".join(words[:40]), " ".join(words[40:64])]}  # the last 6 nowhere
+    )
+    dataset = rm.Dataset.from_frames(qrels, queries, documents=corpus)
+    alignment = rm.align(dataset, rm.Run.from_dict({"q1": {"a": 2.0, "b": 1.0}}))
+    assert alignment.value("keyword_recall@1")[0] == pytest.approx(40 / 70)
+    assert alignment.value("keyword_recall@2")[0] == pytest.approx(64 / 70)
+    assert alignment.value("keyword_recall@1000")[0] == pytest.approx(64 / 70)
+
+
+def test_dataset_queries_without_judgments_are_reported_with_what_they_leave_unscored():
+    """Was: 15 of the FAQ sample's 106 queries have no judgment, so no metric (answer_in@k included) scores them, and
+    nothing said so, though docs/conventions.md says they are reported."""
+    import io
+
+    from ragmetrics.cli import main
+
+    dataset = load_dataset(FAQ / "eval_set.json")
+    run = load_run(FAQ / "runs" / "bm25.jsonl")
+    alignment = rm.align(dataset, run)
+    assert len(alignment.coverage.no_judgments) == 15 and alignment.n_queries == 91
+    note = (
+        "15 dataset queries without judgments (not evaluated: left out of every mean, answer_in@k and keyword_recall@k"
+    )
+    with pytest.warns(rm.RagMetricsWarning, match=r"15 dataset queries without judgments"):
+        rm.evaluate(dataset, run, ["answer_in@5"])
+    out, err = io.StringIO(), io.StringIO()
+    code = main(
+        [
+            "eval",
+            "--dataset",
+            str(FAQ / "eval_set.json"),
+            "--run",
+            str(FAQ / "runs" / "bm25.jsonl"),
+            "-m",
+            "answer_in@5",
+        ],
+        out,
+        err,
+    )
+    assert code == 0 and note in err.getvalue(), err.getvalue()

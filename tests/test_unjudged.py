@@ -17,8 +17,9 @@ from tests import oracle
 from tests.test_parity_pytrec_eval import PAIRS, TREC, generate_case
 
 
-def _condensed(qrels, rows):
-    judged = {(q, d) for q, d, _ in qrels}
+def _condensed(qrels, rows, rel_level=1):
+    """The rows trec_eval -J keeps: a negative label (below a non-negative rel_level) is not a judgment there."""
+    judged = {(q, d) for q, d, label in qrels if label >= min(0, rel_level)}
     return [r for r in rows if (r[0], r[1]) in judged]
 
 
@@ -26,7 +27,7 @@ def _condensed(qrels, rows):
 def test_skip_equals_trec_eval_on_the_ranking_without_its_unjudged_documents(qrels_file, run_file, rel_level):
     qrels = oracle.read_qrels(TREC / qrels_file)
     rows = oracle.read_run(TREC / run_file)
-    reference = oracle.pytrec_values(qrels, _condensed(qrels, rows), rel_level=rel_level)
+    reference = oracle.pytrec_values(qrels, _condensed(qrels, rows, rel_level), rel_level=rel_level)
     values = oracle.our_values(qrels, rows, missing="skip", rel_level=rel_level, unjudged="skip")
     compared = oracle.assert_same(values.loc[list(reference)], reference)
     assert compared == len(reference) * len(oracle.our_metric_names())
@@ -35,7 +36,7 @@ def test_skip_equals_trec_eval_on_the_ranking_without_its_unjudged_documents(qre
 @pytest.mark.parametrize("seed", range(0, 200, 5))
 def test_skip_equals_trec_eval_on_generated_cases(seed):
     qrels, rows, rel_level = generate_case(seed)
-    condensed = _condensed(qrels, rows)
+    condensed = _condensed(qrels, rows, rel_level)
     reference = oracle.pytrec_values(qrels, condensed, rel_level=rel_level)
     values = oracle.our_values(qrels, rows, rel_level=rel_level, unjudged="skip")
     oracle.assert_same(values.loc[[q for q in reference if q in values.index]], reference)
@@ -53,7 +54,9 @@ def test_judged_at_k_is_the_share_of_the_top_k_the_qrels_label(seed):
     for qid in values.index:
         docs = ranked.get(qid, [])
         for k in (1, 5, 20):
-            assert values.at[qid, f"judged@{k}"] == sum((qid, d) in judged for d in docs[:k]) / k
+            read = min(k, len(docs))  # a shorter ranking is read over what it ranks (ir_measures' Judged@k)
+            expected = sum((qid, d) in judged for d in docs[:k]) / read if read else 0.0
+            assert values.at[qid, f"judged@{k}"] == expected
 
 
 CUT = [m for m, info in METRICS.items() if info.cut is not None and not (info.needs_corpus or info.needs_text)]

@@ -163,7 +163,10 @@ else:
             column_config={
                 "status": st.column_config.TextColumn("status", width="small"),
                 "judged@10": st.column_config.NumberColumn(
-                    "judged@10", format="percent", help="Mean share of each query's top 10 that the qrels judge"
+                    "judged@10",
+                    format="percent",
+                    help="Mean share of each query's top 10 that the qrels judge (of what it ranks, when fewer "
+                    "than 10)",
                 ),
                 "relevant_retrieved": st.column_config.NumberColumn(
                     "relevant retrieved", format="percent", help="Share of the relevant judgments retrieved at any rank"

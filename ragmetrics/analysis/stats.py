@@ -66,8 +66,28 @@ def _randomization(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) ->
     return float(result.pvalue)
 
 
+BOOTSTRAP_MIN_QUERIES = 10
+"""Below this many queries the bootstrap's p-value is the exact randomization test's: resampling 3 queries draws
+from 10 distinct samples, so a constant difference gets p = 1/(resamples + 1) where every one of the 2^3 sign flips
+is as likely and the exact p is 0.25."""
+
+
+def exact_randomization(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided p-value of the sign-flip randomization test over all 2^n flips (n below 20)."""
+    diff = a - b
+    n = len(diff)
+    if n >= 20:
+        raise RagMetricsError(f"the exact randomization test enumerates 2^n sign flips: n = {n} is too many")
+    flips = 1.0 - 2.0 * ((np.arange(1 << n)[:, None] >> np.arange(n)) & 1)  # every +-1 vector
+    means = flips @ diff / n
+    observed = abs(diff.mean())
+    return float(np.count_nonzero(np.abs(means) >= observed - 1e-12) / len(means))
+
+
 def _bootstrap(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) -> float:
     diff = a - b
+    if len(diff) < BOOTSTRAP_MIN_QUERIES:
+        return exact_randomization(a, b)
     rng = np.random.default_rng(seed)
     centered = diff - diff.mean()
     observed = abs(diff.mean())
@@ -110,7 +130,9 @@ TESTS: dict[str, PairedTest] = {
         PairedTest(
             "bootstrap",
             "Paired bootstrap",
-            "bootstrap of the mean difference shifted to the null (Sakai 2006), seeded; p = (hits + 1) / (resamples + 1)",
+            "bootstrap of the mean difference shifted to the null (Sakai 2006), seeded; p = (hits + 1) / "
+            "(resamples + 1); "
+            f"below {BOOTSTRAP_MIN_QUERIES} queries, the exact randomization test's p (too few to resample)",
             _bootstrap,
             resampled=True,
         ),

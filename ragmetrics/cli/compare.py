@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from ragmetrics.analysis.compare import compare_result
-from ragmetrics.analysis.stats import family_text
+from ragmetrics.analysis.stats import BOOTSTRAP_MIN_QUERIES, family_text
 from ragmetrics.analysis.targets import check_targets, resolve_targets
 from ragmetrics.analysis.verdicts import Verdict, refuse_too_few_pairs, verdict
 from ragmetrics.cli.evaluating import evaluate_runs, report_coverage
@@ -68,6 +68,11 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 f"W/T/L {row.wins}/{row.ties}/{row.losses}" + (judged_ends(row) if args.bounds else "") + "\n"
             )
         out.write(f"test: {args.test}; * = significant at alpha {args.alpha}, {family(args, len(comparison.table))}\n")
+        if args.test == "bootstrap" and (comparison.table["n"] < BOOTSTRAP_MIN_QUERIES).any():
+            out.write(
+                f"bootstrap: below {BOOTSTRAP_MIN_QUERIES} queries too few to resample; p is the exact "
+                "randomization test's\n"
+            )
         if args.bounds:
             where = f" in each run's top {depth}" if depth else ""
             out.write(

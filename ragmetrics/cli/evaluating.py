@@ -26,16 +26,10 @@ def report_coverage(result: EvalResult | PartitionedResult, err: TextIO) -> None
     for name, run in result.runs.items():
         notes = run.coverage.notes(run.conventions.missing)
         state = run.health
-        if state.queries_ranked and state.judged_of_ranked < JUDGED_NOTE_BELOW:
-            short = abs(state.judged_of_ranked - state.judged_at_10) > 0.005  # some queries rank fewer than 10
-            share = (
-                f", and {state.judged_of_ranked:.0%} of what it ranks in its top 10 is judged: most of it"
-                if short
-                else ": most of the top 10"
-            )
+        if state.queries_ranked and state.judged_at_10 < JUDGED_NOTE_BELOW:
             notes.append(
-                f"judged@10 = {state.judged_at_10:.2f}{share} is unjudged (scored as {run.conventions.unjudged}; "
-                "eval --bounds gives the worst and best case)"
+                f"judged@10 = {state.judged_at_10:.2f}: most of the top 10 is unjudged (scored as "
+                f"{run.conventions.unjudged}; eval --bounds gives the worst and best case)"
             )
         if notes:
             err.write(f"ragmetrics: note: run {name!r}: " + "; ".join(notes) + "\n")

@@ -78,13 +78,19 @@ def add_judgment_options(parser: argparse.ArgumentParser) -> None:
         choices=CHOICES["unjudged"],
         default="nonrelevant",
         help="retrieved documents the qrels do not label: non-relevant (trec_eval, default), skip (condensed lists: "
-        "removed before scoring), relevant (judged relevant within each cut-off; --bounds gives every metric's best "
-        "and worst case)",
+        "removed before scoring, negative labels too, as trec_eval -J), relevant (judged relevant within each "
+        "cut-off; --bounds gives every metric's best and worst case)",
     )
     parser.add_argument(
         "--allow-no-overlap",
         action="store_true",
         help="score a run whose ids do not meet the qrels (refused by default: every metric would be 0)",
+    )
+    parser.add_argument(
+        "--allow-no-relevant",
+        action="store_true",
+        help="score qrels that judge no document relevant for any query (refused by default when a metric reads "
+        "relevance: it would be 0 for every run, as trec_eval and ir_measures give)",
     )
 
 

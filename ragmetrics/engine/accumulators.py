@@ -116,9 +116,10 @@ class Ranking:
         return self._once.get("judged", lambda: self.label != self.unjudged_label)
 
     def condensed(self) -> Ranking:
-        """The ranking with its unjudged documents removed (Sakai's condensed lists; ir_measures' judged_only):
-        the judged ones move up, the judgments stay as they are."""
-        keep = self.judged
+        """The ranking with its unjudged documents removed (Sakai's condensed lists; trec_eval's -J, ir_measures'
+        judged_only): the judged ones move up, the judgments stay as they are. A negative label (below a
+        non-negative ``rel_level``) is unjudged here, as trec_eval -J reads it."""
+        keep = self.judged & (self.label >= min(0, self.rel_level))
         q = self.q[keep]
         starts = segment_starts(q, self.n_queries)
         rows = (self.doc_rows or FrameRows(None, len(self.q))).subset(keep)

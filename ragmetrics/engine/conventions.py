@@ -37,9 +37,9 @@ class Conventions:
       as trec_eval) or is kept (``keep``, LlamaIndex).
     * ``mode``: which kernels compute the metrics (``trec`` or ``llamaindex``).
     * ``unjudged``: a retrieved document the qrels do not label is non-relevant (``nonrelevant``, trec_eval),
-      removed from the ranking before scoring (``skip``: condensed lists, as Sakai's and ir_measures'
-      judged_only), or relevant with the smallest relevant grade wherever it is within the metric's cut-off
-      (``relevant``: the optimistic bound, R and the ideal ranking counting it).
+      removed from the ranking before scoring with the negatively labelled ones (``skip``: condensed lists, as
+      Sakai's, trec_eval -J and ir_measures' judged_only), or relevant with the smallest relevant grade wherever it
+      is within the metric's cut-off (``relevant``: the optimistic bound, R and the ideal ranking counting it).
     """
 
     rel_level: int = 1

@@ -36,6 +36,11 @@ class Coverage:
             found.append(f"{self.duplicates_dropped} duplicate rows dropped")
         if self.no_relevant:
             found.append(f"{len(self.no_relevant)} queries without a relevant document (scored 0)")
+        if self.no_judgments:
+            found.append(
+                f"{len(self.no_judgments)} dataset queries without judgments (not evaluated: left out of every mean, "
+                "answer_in@k and keyword_recall@k too)"
+            )
         return found
 
     def summary(self) -> dict[str, int]:

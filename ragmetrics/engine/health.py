@@ -50,10 +50,10 @@ class Health:
     """What the run and the qrels share, over the evaluated queries.
 
     ``queries_ranked``: evaluated queries the run ranks documents for; ``queries_meeting``: those with at least
-    one judged document in their ranking; ``judged_at_10``: mean share of the top 10 that is judged
-    (trec_eval's judged@10: a query ranking 3 documents has at most 0.3); ``judged_of_ranked``: mean share of the
-    documents ranked in the top 10 that is judged; ``relevant_retrieved``: share of the relevant judgments retrieved at any rank; ``run_queries_known``: share
-    of the run's distinct queries that are dataset queries."""
+    one judged document in their ranking; ``judged_at_10``: mean share of the top 10 that is judged, a query
+    ranking fewer read over what it ranks (the metric judged@10, ir_measures' Judged@10); ``judged_of_ranked``: the
+    same (kept for callers that read it); ``relevant_retrieved``: share of the relevant judgments retrieved at any
+    rank; ``run_queries_known``: share of the run's distinct queries that are dataset queries."""
 
     queries_ranked: int
     queries_meeting: int
@@ -120,7 +120,7 @@ def health_of(tallies: QueryTallies, unknown_queries: int, empty_run: bool) -> H
     return Health(
         queries_ranked=n_ranked,
         queries_meeting=int(np.count_nonzero(tallies.meeting & ranked)),
-        judged_at_10=float((tallies.judged_top[ranked] / 10).mean()) if n_ranked else 0.0,
+        judged_at_10=float((tallies.judged_top[ranked] / tallies.ranked_top[ranked]).mean()) if n_ranked else 0.0,
         relevant_retrieved=int(tallies.relevant_found.sum()) / relevant if relevant else 0.0,
         run_queries_known=known,
         judged_of_ranked=float((tallies.judged_top[ranked] / tallies.ranked_top[ranked]).mean()) if n_ranked else 0.0,

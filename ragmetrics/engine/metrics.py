@@ -141,7 +141,8 @@ def _hits(r: Ranking, ks: np.ndarray) -> np.ndarray:
 
 
 def _judged(r: Ranking, ks: np.ndarray) -> np.ndarray:
-    return np.divide(r.judged_at(ks), ks[None, :].astype(np.float64), out=_matrix(r, ks))
+    # ir_measures' Judged@k: a ranking shorter than k is read over what it ranks (0 when it ranks nothing)
+    return _safe_divide(r.judged_at(ks), np.minimum(ks[None, :], _col(r.n_ret)))
 
 
 def _evidence(r: Ranking) -> TextEvidence:
@@ -152,12 +153,13 @@ def _evidence(r: Ranking) -> TextEvidence:
 
 def _keyword_recall(r: Ranking, ks: np.ndarray) -> np.ndarray:
     evidence = _evidence(r)
-    depth = int(ks.max())
-    found = np.zeros((r.n_queries, depth), dtype=np.uint64)
-    shallow = r.pos < depth
-    found[r.q[shallow], r.pos[shallow]] = evidence.keyword_bits[shallow]
-    np.bitwise_or.accumulate(found, axis=1, out=found)
-    hits = np.bitwise_count(found[:, ks - 1]).astype(np.float64)
+    depth = min(int(ks.max()), int(r.n_ret.max(initial=0)) + 1)  # past every ranking the count stops growing
+    shallow = evidence.keyword_first < depth
+    # each found keyword counted at the rank where it is first found, then summed along the ranks
+    cells = evidence.keyword_q[shallow] * depth + evidence.keyword_first[shallow]
+    found = np.bincount(cells, minlength=r.n_queries * depth).reshape(r.n_queries, depth)
+    np.cumsum(found, axis=1, out=found)
+    hits = found[:, np.minimum(ks, depth) - 1].astype(np.float64)
     out = np.full(hits.shape, np.nan)
     asked = evidence.n_keywords > 0
     out[asked] = hits[asked] / evidence.n_keywords[asked, None]
@@ -350,7 +352,7 @@ METRICS: dict[str, MetricInfo] = {
             "TP@R / R",
             "Precision at rank R (the number of relevant documents); divides by R even when "
             "fewer were retrieved; 0 when R = 0. " + _TIES,
-            aliases=("r_precision", "rprecision", "r-prec"),
+            aliases=("r_precision", "rprecision", "r-prec", "r-precision"),
             trec_eval="Rprec",
             reads_relevant_count=True,
             full=_rprec,
@@ -372,10 +374,11 @@ METRICS: dict[str, MetricInfo] = {
             "judged",
             "Judged",
             "required",
-            "judged documents in the top k / k",
-            "How much of the top k the judgments cover (ir_measures Judged@k): a document is judged when the "
-            "qrels label it, whatever the label. Divides by k even when fewer were retrieved. Read on the "
-            "ranking as retrieved (under --unjudged skip every remaining document is judged). " + _TIES,
+            "judged in the top k / min(k, retrieved)",
+            "How much of the top k the judgments cover (ir_measures Judged@k): a document is judged when the qrels "
+            "label it, whatever the label. A negative label counts as judged. A ranking shorter than k is read over "
+            "what it ranks, as ir_measures reads it; an empty one scores 0. Read on the ranking as retrieved (under "
+            "--unjudged skip every remaining document is judged). " + _TIES,
             aliases=("judged_at",),
             cut=_judged,
             curve=False,
@@ -387,7 +390,7 @@ METRICS: dict[str, MetricInfo] = {
             "expected keywords found in the top-k texts / expected keywords",
             "Case-insensitive literal match in the text of the top k documents (every retrieved chunk of a "
             "document, else the corpus title and text); a query without expected keywords is left out (NaN). "
-            "Needs text; no judgments are read.",
+            "Every expected keyword counts, however many. Needs text; no judgments are read.",
             aliases=("keyword_recall_at", "kw_recall"),
             cut=_keyword_recall,
             needs_text=True,

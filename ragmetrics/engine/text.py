@@ -2,7 +2,7 @@
 
 Read by ``keyword_recall@k`` and ``answer_in@k``. A ranked document's text is the text of every chunk of it the
 run retrieved (a chunk run's ``text`` column) or else the dataset's corpus text (title and text). Matching is
-case-insensitive (``str.casefold``) and literal; a query's first 64 keywords are counted.
+case-insensitive (``str.casefold``) and literal; every keyword of a query counts, however many.
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ from ragmetrics.foundation.errors import RagMetricsError
 if TYPE_CHECKING:
     from ragmetrics.engine.alignment import Alignment
 
-MAX_KEYWORDS = 64
-
 
 @dataclass(frozen=True)
 class TextEvidence:
-    """Per ranked row (the alignment's ranking order): ``keyword_bits`` (bit i: the query's keyword i is in the
-    text) and ``answer_found``; per query: ``n_keywords`` and ``has_answer``."""
+    """Per found keyword: ``keyword_q`` (its query) and ``keyword_first`` (the 0-based rank of the first ranked text
+    holding it); per ranked row (the alignment's ranking order): ``answer_found``; per query: ``n_keywords`` and
+    ``has_answer``."""
 
-    keyword_bits: np.ndarray
+    keyword_q: np.ndarray
+    keyword_first: np.ndarray
     answer_found: np.ndarray
     n_keywords: np.ndarray
     has_answer: np.ndarray
@@ -61,21 +61,20 @@ def evidence(alignment: Alignment) -> TextEvidence:
     rows = [position[q] for q in ranking.query_ids.tolist()]
     all_keywords = queries.column("expected_keywords").to_pylist()
     all_answers = queries.column("expected_answer").to_pylist()
-    keywords = [[str(w).casefold() for w in (all_keywords[r] or []) if str(w).strip()][:MAX_KEYWORDS] for r in rows]
+    keywords = [[str(w).casefold() for w in (all_keywords[r] or []) if str(w).strip()] for r in rows]
     answers = [str(all_answers[r] or "").strip().casefold() for r in rows]
     texts = ranked_texts(alignment)
-    bits = np.zeros(len(texts), dtype=np.uint64)
     found = np.zeros(len(texts), dtype=bool)
-    for i, (q, text) in enumerate(zip(ranking.q.tolist(), texts)):
+    first: dict[tuple[int, int], int] = {}  # (query, keyword) -> the first rank whose text holds it
+    for i, (q, pos, text) in enumerate(zip(ranking.q.tolist(), ranking.pos.tolist(), texts)):
         haystack = text.casefold()
-        value = 0
         for j, word in enumerate(keywords[q]):
-            if word in haystack:
-                value |= 1 << j
-        bits[i] = value
+            if word in haystack and (q, j) not in first:
+                first[(q, j)] = pos
         found[i] = bool(answers[q]) and answers[q] in haystack
     return TextEvidence(
-        keyword_bits=bits,
+        keyword_q=np.array([q for q, _ in first], dtype=np.int64),
+        keyword_first=np.array(list(first.values()), dtype=np.int64),
         answer_found=found,
         n_keywords=np.array([len(k) for k in keywords], dtype=np.int64),
         has_answer=np.array([bool(a) for a in answers], dtype=bool),

@@ -7,7 +7,9 @@ this process needs is a bucket's, not the run's.
 
 A TREC line's fields are split by the TREC loader itself, on the bucket's lines: DuckDB only finds the first field
 (the query id) to bucket on, with the loader's rule (C whitespace). DuckDB breaks lines at a lone carriage return
-where the loader refuses the line: such a file is refused here too, before DuckDB reads it.
+where the loader refuses the line: such a file is refused here too, before DuckDB reads it. Its strict mode is off for
+TREC lines, as it refuses a file mixing \r\n and \n line ends, which the loader reads (a lone \r being refused
+first, nothing else in a line of one cell is lenient there: no quote, no delimiter).
 """
 
 from __future__ import annotations
@@ -64,6 +66,23 @@ def check_line_breaks(path: str) -> None:
             )
 
 
+def mixes_line_ends(path: str) -> bool:
+    """True when the file ends some lines in \\r\\n and others in \\n, which DuckDB's strict CSV reader refuses.
+    Read in blocks."""
+    with open_plain(path) as handle:
+        crlf = lf = 0
+        carry = b""
+        while block := handle.read(1 << 24):
+            data = carry + block
+            carry = data[-1:] if data.endswith(b"\r") else b""  # its \n, if any, starts the next block
+            body = data[: len(data) - len(carry)]
+            crlf += body.count(b"\r\n")
+            lf += body.count(b"\n")
+            if crlf and lf > crlf:
+                return True
+    return False
+
+
 def _duckdb_error(path: str, exc: Exception) -> RagMetricsError:
     text = str(exc)
     line = re.search(r"on Line: (\d+)", text)
@@ -118,7 +137,7 @@ class DuckDB(Engine):
             lines = (
                 f"SELECT line, row_number() OVER () - 1 AS {POSITION}, regexp_extract(line, {_literal(FIRST_FIELD)}, 1)"
                 f" AS key FROM read_csv({path}, columns={{'line': 'VARCHAR'}}, header=false, delim='\\0', quote='',"
-                " escape='', auto_detect=false)"
+                " escape='', auto_detect=false, strict_mode=false)"
             )
             # blank and comment lines carry no row: the loader skips them
             query = (
@@ -152,10 +171,11 @@ class DuckDB(Engine):
         header_line = found.side.header_line or 1
         cells = ", ".join(f"coalesce({_name(c)}, '') AS {_name(c)}" for c in found.columns)
         q = _name(found.query_column or "")
+        strict = "false" if mixes_line_ends(found.path) else "true"  # strict DuckDB refuses mixed line ends
         query = (
             f"SELECT {cells}, row_number() OVER () - 1 AS {POSITION}, hash(trim(coalesce({q}, ''), {trimmed})) % "
             f"{buckets} AS bucket FROM read_csv({path}, columns={{{spec}}}, header=true, skip={header_line - 1}, "
-            f"delim=E'{delimiter}', quote='\"', escape='\"', auto_detect=false, strict_mode=true)"
+            f"delim=E'{delimiter}', quote='\"', escape='\"', auto_detect=false, strict_mode={strict})"
         )
         return query, found
 

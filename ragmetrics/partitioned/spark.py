@@ -10,6 +10,8 @@ Files are read by Spark (paths the cluster reads: local, HDFS, S3 as it is confi
 from __future__ import annotations
 
 import os
+import re
+import sys
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -37,12 +39,27 @@ DEFAULT_MASTER = "local[*]"
 
 
 def session(master: str | None = None) -> SparkSession:
-    """The running Spark session, or one started on ``master`` (default ``local[*]``)."""
+    """The running Spark session, or one started on ``master`` (default ``local[*]``). A local session's workers run
+    this interpreter unless ``PYSPARK_PYTHON`` names another, and it logs only what is fatal (a failure is raised)."""
 
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    return SparkSession.builder.master(master or DEFAULT_MASTER).appName("ragmetrics").getOrCreate()
+    master = master or DEFAULT_MASTER
+    builder = SparkSession.builder.master(master).appName("ragmetrics")
+    local = master.startswith("local")
+    if local and not os.environ.get("PYSPARK_PYTHON"):
+        # the workers run this interpreter, which has ragmetrics, not `python3` from PATH (a venv not activated);
+        # PySpark reads the variable when the context starts
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        builder = builder.config("spark.pyspark.python", sys.executable)
+    if local:  # no progress bars on the terminal a result is printed to
+        builder = builder.config("spark.ui.showConsoleProgress", "false")
+    started = builder.getOrCreate()
+    if local:
+        # its executors are this process's: a task's failure is raised here, not also logged with its traceback
+        started.sparkContext.setLogLevel("FATAL")
+    return started
 
 
 def _bucketed(frame: DataFrame, key: Column, buckets: int) -> DataFrame:
@@ -153,12 +170,28 @@ class Spark(Engine):
         self, plan: Plan, qrels: Input, run: Input, buckets: int, per_query_out: str | None = None
     ) -> Iterator[pa.Table]:
         frame = bucket_frame(plan, frames_of_file(self.spark, qrels, buckets), frames_of_file(self.spark, run, buckets))
-        tables, kept = collect(plan, frame, per_query_out)
         try:
-            yield from tables
-        finally:
-            if kept is not None:
-                kept.unpersist()
+            tables, kept = collect(plan, frame, per_query_out)
+            try:
+                yield from tables
+            finally:
+                if kept is not None:
+                    kept.unpersist()
+        except Exception as exc:
+            raise _worker_error(exc) from None
+
+
+def _worker_error(exc: Exception) -> Exception:
+    """A worker that cannot import what it runs, as one line (the rest: Spark's own error, unchanged)."""
+
+    missing = re.search(r"(ModuleNotFoundError: No module named '[^']+')", str(exc))
+    if missing is None:
+        return exc
+    python = os.environ.get("PYSPARK_PYTHON") or "python3"
+    return RagMetricsError(
+        f"Spark's workers run {python}, which lacks what ragmetrics needs ({missing.group(1)}); set PYSPARK_PYTHON "
+        "to a Python with ragmetrics installed"
+    )
 
 
 def evaluate(
