@@ -235,6 +235,26 @@ _MIX = np.uint64(0x9E3779B97F4A7C15)  # an odd 64-bit constant: row = (h(query) 
 DICTIONARY_COLUMNS = ("query_id", "category", "difficulty", "source_doc")
 
 
+def _dataset_row(dataset: Dataset, ident: str, source: str, description: str, targets: str) -> dict[str, Any]:
+    """The ``datasets`` row that keeps ``dataset`` under ``ident``."""
+    tables = {"qrels": dataset.qrels, "queries": dataset.queries}
+    if dataset.documents is not None:
+        tables["documents"] = dataset.documents
+    blob = _to_parquet(tables, {"name": dataset.name, "corpus_size": dataset.corpus_size})
+    return {
+        "id": ident,
+        "name": dataset.name,
+        "created_at": time.time(),
+        "n_queries": len(dataset.queries),
+        "n_judgments": len(dataset.qrels),
+        "size_bytes": len(blob),
+        "payload": blob,
+        "source": source,
+        "description": description,
+        "targets": targets,
+    }
+
+
 def frame_parquet(frame: pd.DataFrame) -> bytes:
     """One frame as Parquet (zstd), as the store keeps it; Arrow releases the GIL while it writes."""
     sink = io.BytesIO()
@@ -297,6 +317,15 @@ class StoreOpenError(RagMetricsError):
             "expected sqlite:///PATH (a database file, or a new one, in an existing folder) or "
             "postgresql+psycopg://USER:PASSWORD@HOST/DATABASE"
         )
+
+
+COMMIT_ATTEMPTS = 5
+"""How often :meth:`Store.commit_labels` reads the pending labels again when another writer changed them."""
+_IDS_PER_STATEMENT = 1000  # bound parameters per IN list, well below SQLite's and PostgreSQL's limits
+
+
+class _LabelsChanged(Exception):
+    """A label a save read was withdrawn or saved by another save before it was stamped: read them again."""
 
 
 class Store:
@@ -382,26 +411,10 @@ class Store:
             from ragmetrics.targets import declared_targets
 
             declared_targets(targets)
-        ident = ident or dataset_id(dataset)
-        tables = {"qrels": dataset.qrels, "queries": dataset.queries}
-        if dataset.documents is not None:
-            tables["documents"] = dataset.documents
-        blob = _to_parquet(tables, {"name": dataset.name, "corpus_size": dataset.corpus_size})
-        row = {
-            "id": ident,
-            "name": dataset.name,
-            "created_at": time.time(),
-            "n_queries": len(dataset.queries),
-            "n_judgments": len(dataset.qrels),
-            "size_bytes": len(blob),
-            "payload": blob,
-            "source": source,
-            "description": description,
-            "targets": targets,
-        }
+        row = _dataset_row(dataset, ident or dataset_id(dataset), source, description, targets)
         with self.engine.begin() as conn:
             self._put(datasets_table, row, conn)
-        return ident
+        return str(row["id"])
 
     def put_run(
         self,
@@ -603,40 +616,98 @@ class Store:
     def commit_labels(self, dataset: str, *, author: str = "anonymous") -> str | None:
         """Make the pending labels on ``dataset`` a new qrels version: a dataset whose judgments are the parent's
         plus the labels (the latest label of a pair wins), with the parent's runs. Returns its id (None when
-        nothing is pending)."""
+        nothing is pending).
+
+        The version takes exactly the labels it read, by id: they are stamped in the transaction that stores the
+        version, so a label given meanwhile (another tab, judge or server) stays pending for the next one. When a
+        label read was withdrawn or saved by another save meanwhile, nothing is stored and the labels are read
+        again; when another save took them all, its version is returned."""
         from ragmetrics.judging import merge
 
-        pending = self.pending_labels(dataset)
-        if pending.empty:
+        check_id(dataset, "dataset")
+        taken: list[int] = []  # the labels the last attempt read, when another writer changed them
+        for _ in range(COMMIT_ATTEMPTS):
+            rows = self._pending_rows(dataset)
+            judgments = rows[rows["kind"] == "judgment"].drop_duplicates(["query_id", "doc_id"], keep="last")
+            if judgments.empty:
+                return self._saved_by_another(taken)
+            parent = self.get_dataset(dataset)
+            labels = judgments.rename(columns={"label": "relevance"})[["query_id", "doc_id", "relevance"]]
+            merged = merge(parent, labels, override=True).dataset
+            root = self.lineage(dataset)[-1]
+            names = self.list_datasets().set_index("id")["name"]
+            number = 1 + self._versions_below(root)  # numbered across the lineage: a version of a version is v2...
+            label = "label" if len(labels) == 1 else "labels"
+            child = dataclasses.replace(
+                merged, name=f"{names.get(root, parent.name)} (+{len(labels)} {label}, v{number})"
+            )
+            ident = dataset_id(child)
+            row = _dataset_row(child, ident, f"labels on {dataset}", "", "")
+            taken = [int(i) for i in rows["id"]]  # the labels and the accepted suggestions they came from
+            now = time.time()
+            try:
+                with self.engine.begin() as conn:
+                    self._stamp(conn, taken, ident)
+                    self._put(datasets_table, row, conn)
+                    conn.execute(
+                        self._insert(versions_table)
+                        .values(id=ident, parent=dataset, author=author or "anonymous", created_at=now,
+                                n_labels=len(labels))
+                        .on_conflict_do_nothing(index_elements=["id"])
+                    )  # fmt: skip
+                    runs = conn.execute(
+                        sa.select(links_table.c.run_id).where(links_table.c.dataset_id == dataset)
+                    ).scalars()
+                    for run in list(runs):
+                        conn.execute(
+                            self._insert(links_table)
+                            .values(dataset_id=ident, run_id=run, created_at=now)
+                            .on_conflict_do_nothing(index_elements=["dataset_id", "run_id"])
+                        )
+            except _LabelsChanged:
+                continue
+            return ident
+        raise RagMetricsError(
+            f"the labels pending on dataset {dataset} kept changing while they were saved "
+            f"({COMMIT_ATTEMPTS} attempts); save again"
+        )
+
+    def _pending_rows(self, dataset: str) -> pd.DataFrame:
+        """Every label row pending on ``dataset`` (every kind), oldest first: ``id, query_id, doc_id, label, kind``."""
+        t = labels_table
+        query = (
+            sa.select(t.c.id, t.c.query_id, t.c.doc_id, t.c.label, t.c.kind)
+            .where((t.c.dataset_id == dataset) & t.c.version.is_(None))
+            .order_by(t.c.id)
+        )
+        with self.engine.connect() as conn:
+            return pd.DataFrame(
+                conn.execute(query).mappings().all(), columns=["id", "query_id", "doc_id", "label", "kind"]
+            )
+
+    def _stamp(self, conn: Any, ids: Sequence[int], version: str) -> None:
+        """Stamp the pending labels ``ids`` with ``version``; :class:`_LabelsChanged` (the transaction rolls back)
+        unless every one of them was still pending."""
+        t = labels_table
+        stamped = 0
+        for start in range(0, len(ids), _IDS_PER_STATEMENT):
+            chunk = list(ids[start : start + _IDS_PER_STATEMENT])
+            done = conn.execute(sa.update(t).where(t.c.id.in_(chunk) & t.c.version.is_(None)).values(version=version))
+            stamped += int(done.rowcount or 0)
+        if stamped != len(ids):
+            raise _LabelsChanged
+
+    def _saved_by_another(self, ids: Sequence[int]) -> str | None:
+        """The version that saved every one of the labels ``ids`` (read by a save another save overtook), or None."""
+        if not ids:
             return None
-        parent = self.get_dataset(dataset)
-        labels = pending.rename(columns={"label": "relevance"})[["query_id", "doc_id", "relevance"]]
-        merged = merge(parent, labels, override=True).dataset
-        root = self.lineage(dataset)[-1]
-        names = self.list_datasets().set_index("id")["name"]
-        number = 1 + self._versions_below(root)  # numbered across the lineage: a version of a version is v2, v3...
-        label = "label" if len(labels) == 1 else "labels"
-        child = dataclasses.replace(merged, name=f"{names.get(root, parent.name)} (+{len(labels)} {label}, v{number})")
-        ident = self.put_dataset(child, source=f"labels on {dataset}")
-        now = time.time()
-        with self.engine.begin() as conn:
-            conn.execute(
-                self._insert(versions_table)
-                .values(id=ident, parent=dataset, author=author or "anonymous", created_at=now, n_labels=len(labels))
-                .on_conflict_do_nothing(index_elements=["id"])
-            )
-            t = labels_table
-            conn.execute(  # the labels and the accepted suggestions they came from: saved together
-                sa.update(t).where((t.c.dataset_id == dataset) & t.c.version.is_(None)).values(version=ident)
-            )
-            runs = conn.execute(sa.select(links_table.c.run_id).where(links_table.c.dataset_id == dataset)).scalars()
-            for run in list(runs):
-                conn.execute(
-                    self._insert(links_table)
-                    .values(dataset_id=ident, run_id=run, created_at=now)
-                    .on_conflict_do_nothing(index_elements=["dataset_id", "run_id"])
-                )
-        return ident
+        t = labels_table
+        found: set[str | None] = set()
+        with self.engine.connect() as conn:
+            for start in range(0, len(ids), _IDS_PER_STATEMENT):
+                chunk = list(ids[start : start + _IDS_PER_STATEMENT])
+                found |= set(conn.execute(sa.select(t.c.version).where(t.c.id.in_(chunk))).scalars())
+        return found.pop() if len(found) == 1 and None not in found else None
 
     def versions(self, dataset: str) -> pd.DataFrame:
         """The qrels versions made from ``dataset`` (children first by time): ``id, parent, author, created_at, n_labels``."""

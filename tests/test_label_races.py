@@ -1,0 +1,94 @@
+"""Labels given while a version is being saved, on SQLite and on PostgreSQL: every label ends up either in exactly
+the version whose stamp it carries or still pending, none is lost.
+
+One real process labels a new pair about every 20 ms, another saves a version about every 0.5 s; the plain run
+races them for a few seconds, the soak run for half a minute. Then every stamped label is looked up in its
+version's qrels, and every version's added judgments are matched to the labels stamped with it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+import ragmetrics as rm
+from ragmetrics.store import Store, labels_table
+
+QUERIES = [f"q{i}" for i in range(20)]
+
+
+def _labeller(url: str, dataset: str, seconds: float, given: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    store = Store(url)
+    deadline, n = time.monotonic() + seconds, 0
+    while time.monotonic() < deadline:
+        store.add_label(dataset, QUERIES[n % len(QUERIES)], f"new{n}", n % 3, author="labeller")
+        n += 1
+        time.sleep(0.02)
+    store.engine.dispose()
+    given.put(n)
+
+
+def _saver(url: str, dataset: str, seconds: float, saved: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    store = Store(url)
+    deadline, n = time.monotonic() + seconds, 0
+    while time.monotonic() < deadline:
+        n += store.commit_labels(dataset, author="saver") is not None
+        time.sleep(0.5)
+    store.engine.dispose()
+    saved.put(n)
+
+
+def _race(url: str, seconds: float) -> None:
+    store = Store(url)
+    parent_set = rm.Dataset.from_dict({q: {"d0": 1} for q in QUERIES}, name="race")
+    parent = store.put_dataset(parent_set)
+    ctx = multiprocessing.get_context("spawn")
+    given, saved = ctx.Queue(), ctx.Queue()
+    workers = [
+        ctx.Process(target=_labeller, args=(url, parent, seconds, given)),
+        ctx.Process(target=_saver, args=(url, parent, seconds, saved)),
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(seconds + 120)
+        assert worker.exitcode == 0, f"{worker.name} exited with {worker.exitcode}"
+    n_given, n_saved = given.get(timeout=5), saved.get(timeout=5)
+
+    t = labels_table
+    with store.engine.connect() as conn:
+        rows = pd.DataFrame(
+            conn.execute(sa.select(t.c.query_id, t.c.doc_id, t.c.label, t.c.version).where(t.c.dataset_id == parent))
+            .mappings()
+            .all(),
+            columns=["query_id", "doc_id", "label", "version"],
+        )
+    assert len(rows) == n_given and n_given > 20 * seconds and n_saved >= seconds / 2  # the race did run
+    versions = store.versions(parent).set_index("id")
+    lost, counts = [], []
+    for version, stamped in rows.dropna(subset=["version"]).groupby("version"):
+        qrels = store.get_dataset(str(version)).qrels
+        added = qrels[qrels["doc_id"] != "d0"]
+        kept = set(zip(added["query_id"], added["doc_id"], added["relevance"].astype(int)))
+        wanted = set(zip(stamped["query_id"], stamped["doc_id"], stamped["label"].astype(int)))
+        lost += sorted(wanted - kept)
+        assert kept <= wanted, f"version {version} holds labels not stamped with it: {sorted(kept - wanted)[:5]}"
+        counts.append((version, int(versions.loc[version, "n_labels"]), len(wanted)))
+    assert not lost, f"{len(lost)} of {len(rows)} labels stamped with a version they are not in, e.g. {lost[:5]}"
+    assert [(v, n) for v, n, _ in counts] == [(v, n) for v, _, n in counts]  # each version counts its own labels
+    pending = store.pending_labels(parent)
+    assert len(pending) == rows["version"].isna().sum()  # the rest is still pending, none hidden
+    store.engine.dispose()
+
+
+def test_labels_given_while_versions_are_saved_are_in_their_version_or_pending(store_url: str) -> None:
+    _race(store_url, 6.0)
+
+
+@pytest.mark.soak
+def test_half_a_minute_of_labelling_and_saving_loses_no_label(store_url: str) -> None:
+    _race(store_url, 32.0)
