@@ -11,6 +11,7 @@ only when the judge accepts it.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -31,6 +32,7 @@ __all__ = [
     "grade_title",
     "next_pair",
     "open_pairs",
+    "pair_key",
     "pending_table",
     "queue_frame",
     "queue_summary",
@@ -92,6 +94,13 @@ def open_pairs(queue: pd.DataFrame, pending: pd.DataFrame, skipped: Collection[t
         return queue
     keep = [(q, d) not in done for q, d in zip(queue["query_id"].astype("str"), queue["doc_id"].astype("str"))]
     return queue[keep].reset_index(drop=True)
+
+
+def pair_key(query_id: str, doc_id: str) -> str:
+    """A short token naming one (query, document) pair, for the keys of the widgets that act on it: a widget's
+    identity then carries its pair, so a press is applied to the pair shown when it was pressed, whatever the page
+    has rerun to since (a shared key would take the arguments of the latest run's pair)."""
+    return hashlib.blake2b(f"{query_id}\x1f{doc_id}".encode(), digest_size=6).hexdigest()
 
 
 def next_pair(left: pd.DataFrame) -> dict[str, object] | None:

@@ -18,6 +18,7 @@ from dashboard.ui import auth
 
 _SKIPPED = "ragmetrics.judge.skipped"
 _LAST = "ragmetrics.judge.last"
+_PLACE = "ragmetrics.judge.place"
 
 __all__ = [
     "accepted_suggestions",
@@ -25,6 +26,7 @@ __all__ = [
     "give",
     "last_given",
     "pending",
+    "place_for",
     "save_version",
     "skip",
     "skipped",
@@ -58,6 +60,17 @@ def last_given() -> tuple[str, str, str, int, str] | None:
     """The label this session gave last: ``(dataset, query, document, grade, suggestion kind or "")``."""
     value = st.session_state.get(_LAST)
     return value if isinstance(value, tuple) and len(value) == 5 else None
+
+
+def place_for(shown: str) -> int:
+    """Which of the page's two places (0 or 1) shows the pair ``shown`` names: the same as the last run's while it is
+    the same pair, the other one when the pair changes (the page empties the place it leaves)."""
+    last = st.session_state.get(_PLACE)
+    if isinstance(last, tuple) and len(last) == 2 and last[0] == shown:
+        return int(last[1])
+    place = 1 - int(last[1]) if isinstance(last, tuple) and len(last) == 2 else 0
+    st.session_state[_PLACE] = (shown, place)
+    return place
 
 
 def skip(dataset_id: str, query_id: str, doc_id: str) -> None:

@@ -59,104 +59,111 @@ if page.alignments and page.dataset is not None:
 
     scale = judge.grade_scale(ds.dataset)
     level = page.alignments[0].conventions.rel_level
-    last = judging.last_given()
-    if last is not None and last[0] == ds.id and not pending.empty:
-        _, last_query, last_doc, last_grade, _ = last
-        with st.container(horizontal=True, vertical_alignment="center"):
-            st.caption(
-                f"Last label: {md_escape(last_doc)} for {md_escape(last_query)} → **{last_grade}**. A slip? Change it "
-                "(the latest label of a pair is the one saved):"
-            )
-            for grade in scale:
-                if grade != last_grade:
-                    st.button(
-                        str(grade),
-                        key=f"judge.relabel.{grade}",
-                        type="tertiary",
-                        on_click=judging.give,
-                        args=(workspace, ds.id, last_query, last_doc, grade),
-                    )
     pair = judge.next_pair(todo)
-    if pair is None:
-        if counts["left"]:
-            st.info("You skipped every pair that is left.", icon=":material/skip_next:")
-            if st.button("Bring the skipped pairs back", key="judge.unskip"):
-                judging.unskip_all(ds.id)
-                st.rerun()
+    # the pair, its buttons and the last label's, in one of two places that take turns when the pair changes: the
+    # other place is emptied first, so while the page reruns the previous pair's text and buttons go at once and
+    # never show (or take a key) beside the next pair's; a key then grades the pair whose buttons are drawn
+    places = (st.empty(), st.empty())
+    shown = f"{ds.id}:{judge.pair_key(str(pair['query_id']), str(pair['doc_id'])) if pair else ''}"
+    with places[judging.place_for(shown)].container():
+        last = judging.last_given()
+        if last is not None and last[0] == ds.id and not pending.empty:
+            _, last_query, last_doc, last_grade, _ = last
+            with st.container(horizontal=True, vertical_alignment="center"):
+                st.caption(
+                    f"Last label: {md_escape(last_doc)} for {md_escape(last_query)} → **{last_grade}**. A slip? Change it "
+                    "(the latest label of a pair is the one saved):"
+                )
+                for grade in scale:
+                    if grade != last_grade:
+                        st.button(
+                            str(grade),
+                            key=f"judge.relabel.{grade}.{judge.pair_key(last_query, last_doc)}",
+                            type="tertiary",
+                            on_click=judging.give,
+                            args=(workspace, ds.id, last_query, last_doc, grade),
+                        )
+        if pair is None:
+            if counts["left"]:
+                st.info("You skipped every pair that is left.", icon=":material/skip_next:")
+                if st.button("Bring the skipped pairs back", key="judge.unskip"):
+                    judging.unskip_all(ds.id)
+                    st.rerun()
+            else:
+                st.success(
+                    f"Nothing left to judge in the top {depth} of these runs. Save the labels below, or pool deeper.",
+                    icon=":material/task_alt:",
+                )
         else:
-            st.success(
-                f"Nothing left to judge in the top {depth} of these runs. Save the labels below, or pool deeper.",
-                icon=":material/task_alt:",
+            query_id, doc_id = str(pair["query_id"]), str(pair["doc_id"])
+            token = judge.pair_key(query_id, doc_id)  # in every key below: a press names the pair it was given for
+            info = query_info(ds.dataset, query_id)
+            marks = documents.marks_for(ds.dataset, query_id)
+            found = documents.pair_text(page.alignments, ds.dataset, query_id, doc_id)
+            if not pair["can_change"]:
+                st.info(
+                    f"Labelling this pair cannot change anything on {title(spec)} against {md_escape(baseline_name)}: "
+                    "every pair left that can comes first, and none is left. Labels still fill the judgments.",
+                    icon=":material/info:",
+                )
+            st.caption(
+                f"Pair 1 of {len(todo):,} left · best rank {pair['best_rank']} · retrieved there by "
+                f"{pair['runs']} of {len(selection)} run(s) · impact on the mean difference {pair['impact']:.4f}"
             )
-    else:
-        query_id, doc_id = str(pair["query_id"]), str(pair["doc_id"])
-        info = query_info(ds.dataset, query_id)
-        marks = documents.marks_for(ds.dataset, query_id)
-        found = documents.pair_text(page.alignments, ds.dataset, query_id, doc_id)
-        if not pair["can_change"]:
-            st.info(
-                f"Labelling this pair cannot change anything on {title(spec)} against {md_escape(baseline_name)}: "
-                "every pair left that can comes first, and none is left. Labels still fill the judgments.",
-                icon=":material/info:",
-            )
-        st.caption(
-            f"Pair 1 of {len(todo):,} left · best rank {pair['best_rank']} · retrieved there by "
-            f"{pair['runs']} of {len(selection)} run(s) · impact on the mean difference {pair['impact']:.4f}"
-        )
-        query_side, doc_side = st.columns(2, border=True)
-        with query_side:
-            st.markdown(f"#### {md_escape(info.get('query', query_id))}")
-            st.caption(f"query {md_escape(query_id)}")
-            if marks.answer:
-                st.markdown("**Expected answer**")
-                st.markdown(highlight_html(marks.answer), unsafe_allow_html=True)
-            if marks.keywords:
-                st.markdown("**Expected keywords:** " + ", ".join(md_escape(w) for w in marks.keywords))
-            if not (marks.answer or marks.keywords):
-                st.caption("This dataset gives no expected answer or keywords for this query.")
-        with doc_side:
-            st.markdown(
-                documents.header(doc_id, status=documents.UNJUDGED, title=found["title"], source=found["source"])
-            )
-            layout.show_legend()
-            st.markdown(highlight_html(found["text"], marks), unsafe_allow_html=True)
-        suggestion = judge.suggest(marks, found["text"], scale, level)
-        buttons = st.columns(len(scale) + 1)
-        for column, grade in zip(buttons, scale):
-            column.button(
-                judge.grade_title(grade, scale, level),
-                key=f"judge.grade.{grade}",
-                type="primary" if grade >= level else "secondary",
-                shortcut=str(grade) if 0 <= grade <= 9 else None,
-                on_click=judging.give,
-                args=(workspace, ds.id, query_id, doc_id, grade),
+            query_side, doc_side = st.columns(2, border=True)
+            with query_side:
+                st.markdown(f"#### {md_escape(info.get('query', query_id))}")
+                st.caption(f"query {md_escape(query_id)}")
+                if marks.answer:
+                    st.markdown("**Expected answer**")
+                    st.markdown(highlight_html(marks.answer), unsafe_allow_html=True)
+                if marks.keywords:
+                    st.markdown("**Expected keywords:** " + ", ".join(md_escape(w) for w in marks.keywords))
+                if not (marks.answer or marks.keywords):
+                    st.caption("This dataset gives no expected answer or keywords for this query.")
+            with doc_side:
+                st.markdown(
+                    documents.header(doc_id, status=documents.UNJUDGED, title=found["title"], source=found["source"])
+                )
+                layout.show_legend()
+                st.markdown(highlight_html(found["text"], marks), unsafe_allow_html=True)
+            suggestion = judge.suggest(marks, found["text"], scale, level)
+            buttons = st.columns(len(scale) + 1)
+            for column, grade in zip(buttons, scale):
+                column.button(
+                    judge.grade_title(grade, scale, level),
+                    key=f"judge.grade.{grade}.{token}",
+                    type="primary" if grade >= level else "secondary",
+                    shortcut=str(grade) if 0 <= grade <= 9 else None,
+                    on_click=judging.give,
+                    args=(workspace, ds.id, query_id, doc_id, grade),
+                    width="stretch",
+                )
+            buttons[-1].button(
+                "Skip",
+                key=f"judge.skip.{token}",
+                icon=":material/skip_next:",
+                shortcut="S",
+                on_click=judging.skip,
+                args=(ds.id, query_id, doc_id),
                 width="stretch",
             )
-        buttons[-1].button(
-            "Skip",
-            key="judge.skip",
-            icon=":material/skip_next:",
-            shortcut="S",
-            on_click=judging.skip,
-            args=(ds.id, query_id, doc_id),
-            width="stretch",
-        )
-        st.caption("Keys: the grade's digit labels the pair, S skips it (for this session).")
-        if suggestion is not None:
-            with st.container(border=True):
-                st.markdown(
-                    f":material/lightbulb: Rule **{suggestion.rule}** suggests grade **{suggestion.grade}**: "
-                    f"{md_escape(suggestion.reason)}. A suggestion, not a judgment: nothing is stored unless you "
-                    "accept it (then it is your label, and the store keeps that the rule suggested it)."
-                )
-                st.button(
-                    f"Accept the suggestion: {judge.grade_title(suggestion.grade, scale, level)}",
-                    key="judge.accept",
-                    icon=":material/check:",
-                    shortcut="A",
-                    on_click=judging.give,
-                    args=(workspace, ds.id, query_id, doc_id, suggestion.grade, suggestion.kind),
-                )
+            st.caption("Keys: the grade's digit labels the pair, S skips it (for this session).")
+            if suggestion is not None:
+                with st.container(border=True):
+                    st.markdown(
+                        f":material/lightbulb: Rule **{suggestion.rule}** suggests grade **{suggestion.grade}**: "
+                        f"{md_escape(suggestion.reason)}. A suggestion, not a judgment: nothing is stored unless you "
+                        "accept it (then it is your label, and the store keeps that the rule suggested it)."
+                    )
+                    st.button(
+                        f"Accept the suggestion: {judge.grade_title(suggestion.grade, scale, level)}",
+                        key=f"judge.accept.{token}",
+                        icon=":material/check:",
+                        shortcut="A",
+                        on_click=judging.give,
+                        args=(workspace, ds.id, query_id, doc_id, suggestion.grade, suggestion.kind),
+                    )
 
     st.subheader("Labels given, not saved yet")
     given = judge.pending_table(pending, judging.accepted_suggestions(workspace, ds.id))
