@@ -107,6 +107,17 @@ versions_table = sa.Table(
     sa.Column("n_labels", sa.Integer, nullable=False),
 )
 """A qrels version is a dataset (content id and all) whose judgments are its parent's plus labels."""
+claims_table = sa.Table(
+    "label_claims",
+    metadata,
+    sa.Column("dataset_id", sa.String(16), primary_key=True),
+    sa.Column("query_id", sa.Text, primary_key=True),
+    sa.Column("doc_id", sa.Text, primary_key=True),
+    sa.Column("holder", sa.Text, nullable=False),  # the judging session (a random token), not a person
+    sa.Column("expires_at", sa.Float, nullable=False),
+)
+"""The pair each judging session is being shown (:meth:`Store.claim_pair`), so that judges on any number of servers
+are offered different pairs. A store made before it gets the (empty) table when it is opened."""
 tags_table = sa.Table(
     "run_tags",
     metadata,
@@ -316,6 +327,25 @@ class StoreOpenError(RagMetricsError):
             f"store {shown}: cannot be opened ({type(reason).__name__}: {str(reason).splitlines()[0] if str(reason) else ''}); "
             "expected sqlite:///PATH (a database file, or a new one, in an existing folder) or "
             "postgresql+psycopg://USER:PASSWORD@HOST/DATABASE"
+        )
+
+
+ANY_LABEL = object()
+"""``expect`` for :meth:`Store.add_label` when no check is wanted: the label is kept whatever the pair holds."""
+CLAIM_SECONDS = 120.0
+"""How long a judging session holds the pair it is shown (:meth:`Store.claim_pair`) unless it renews the claim."""
+
+
+class LabelConflict(RagMetricsError):
+    """A label refused because another one was given for the pair since the judge saw it: ``existing`` is that
+    label (``query_id, doc_id, id, label, author, created_at, version``)."""
+
+    def __init__(self, dataset: str, existing: Mapping[str, Any]) -> None:
+        self.dataset, self.existing = dataset, dict(existing)
+        state = f"saved in version {existing['version']}" if existing.get("version") else "not saved yet"
+        super().__init__(
+            f"{existing['doc_id']} for {existing['query_id']} was labelled {existing['label']} by {existing['author']} "
+            f"meanwhile ({state}); the new label was not stored"
         )
 
 
@@ -564,9 +594,23 @@ class Store:
     # --- judgments -----------------------------------------------------------------------
 
     def add_label(
-        self, dataset: str, query_id: str, doc_id: str, label: int, *, author: str = "anonymous", kind: str = "judgment"
-    ) -> None:
-        """Keep one label at once, pending on ``dataset`` until :meth:`commit_labels` makes a version of it."""
+        self,
+        dataset: str,
+        query_id: str,
+        doc_id: str,
+        label: int,
+        *,
+        author: str = "anonymous",
+        kind: str = "judgment",
+        expect: int | object | None = ANY_LABEL,
+    ) -> int:
+        """Keep one label at once, pending on ``dataset`` until :meth:`commit_labels` makes a version of it; returns
+        its row id.
+
+        ``expect``: the pair's latest judgment on ``dataset`` (pending or saved) the judge saw, by row id (None: it
+        was unlabelled). When another one was given since, nothing is stored and :class:`LabelConflict` names it:
+        a label given meanwhile (another tab, judge or server) is not silently overwritten. Checked and written in
+        one transaction."""
         check_id(dataset, "dataset")
         if not isinstance(label, (int, np.integer)) or isinstance(label, bool):
             raise RagMetricsError(f"a label must be an integer grade; got {label!r}")
@@ -577,7 +621,91 @@ class Store:
             "kind": checked_text(kind, "a label kind", MAX_NAME_BYTES), "version": None,
         }  # fmt: skip
         with self.engine.begin() as conn:
-            conn.execute(sa.insert(labels_table).values(**row))
+            if expect is not ANY_LABEL:
+                self._lock_pair(conn, dataset, row["query_id"], row["doc_id"])
+                other = self._latest_label(conn, dataset, row["query_id"], row["doc_id"])
+                if other is not None and other["id"] != expect:
+                    raise LabelConflict(dataset, other)
+            return int(conn.execute(sa.insert(labels_table).values(**row)).inserted_primary_key[0])
+
+    def _lock_pair(self, conn: Any, dataset: str, query_id: str, doc_id: str) -> None:
+        """Serialize the check-then-write of one pair's label: SQLite writes one transaction at a time (the table is
+        written first: the check then reads under the write lock); PostgreSQL takes a lock on the pair until the
+        transaction ends."""
+        if self.kind == "postgresql":
+            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(
+                sa.literal(f"{dataset}\x1f{query_id}\x1f{doc_id}"), 0))))  # fmt: skip
+        else:
+            conn.execute(sa.delete(labels_table).where(sa.false()))  # takes the write lock, deletes nothing
+
+    def _latest_label(self, conn: Any, dataset: str, query_id: str, doc_id: str) -> dict[str, Any] | None:
+        t = labels_table
+        found = conn.execute(
+            sa.select(t.c.id, t.c.label, t.c.author, t.c.created_at, t.c.version)
+            .where((t.c.dataset_id == dataset) & (t.c.query_id == query_id) & (t.c.doc_id == doc_id))
+            .where(t.c.kind == "judgment")
+            .order_by(t.c.id.desc())
+            .limit(1)
+        ).first()
+        return None if found is None else {"query_id": query_id, "doc_id": doc_id, **found._asdict()}
+
+    def latest_label(self, dataset: str, query_id: str, doc_id: str) -> dict[str, Any] | None:
+        """The pair's latest judgment on ``dataset``, pending or saved: ``id, label, author, created_at, version``
+        (None while pending), or None."""
+        check_id(dataset, "dataset")
+        with self.engine.connect() as conn:
+            return self._latest_label(conn, dataset, str(query_id), str(doc_id))
+
+    def labelled_pairs(self, dataset: str) -> pd.DataFrame:
+        """The pairs judged on ``dataset`` by a label, pending or saved in a version: ``query_id, doc_id``."""
+        check_id(dataset, "dataset")
+        t = labels_table
+        query = (
+            sa.select(t.c.query_id, t.c.doc_id).where((t.c.dataset_id == dataset) & (t.c.kind == "judgment")).distinct()
+        )
+        with self.engine.connect() as conn:
+            return pd.DataFrame(conn.execute(query).mappings().all(), columns=["query_id", "doc_id"])
+
+    def claim_pair(
+        self, dataset: str, candidates: Sequence[tuple[str, str]], holder: str, *, seconds: float = CLAIM_SECONDS
+    ) -> tuple[str, str] | None:
+        """The first of ``candidates`` (query, document) that no other judging session holds and no label judges on
+        ``dataset`` (pending or saved) at this moment, now held by ``holder`` for ``seconds`` (its other claims on
+        ``dataset`` let go); None when none is left. In one transaction, so two sessions on two servers never get
+        the same pair; a claim not renewed lapses (a closed tab)."""
+        check_id(dataset, "dataset")
+        holder = checked_text(holder, "a judging session", MAX_NAME_BYTES)
+        c = claims_table
+        now = time.time()
+        with self.engine.begin() as conn:
+            if self.kind == "postgresql":
+                conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(
+                    sa.literal(f"claims\x1f{dataset}"), 0))))  # fmt: skip
+            conn.execute(
+                sa.delete(c).where((c.c.dataset_id == dataset) & ((c.c.expires_at < now) | (c.c.holder == holder)))
+            )
+            held = set(
+                conn.execute(sa.select(c.c.query_id, c.c.doc_id).where(c.c.dataset_id == dataset)).tuples().all()
+            )
+            t = labels_table  # and the pairs labelled by now, pending or saved (a pair let go once it was labelled)
+            held |= set(
+                conn.execute(
+                    sa.select(t.c.query_id, t.c.doc_id).where((t.c.dataset_id == dataset) & (t.c.kind == "judgment"))
+                ).tuples()
+            )
+            for query_id, doc_id in candidates:
+                pair = (str(query_id), str(doc_id))
+                if pair not in held:
+                    conn.execute(sa.insert(c).values(dataset_id=dataset, query_id=pair[0], doc_id=pair[1],
+                                                     holder=holder, expires_at=now + seconds))  # fmt: skip
+                    return pair
+        return None
+
+    def release_claims(self, dataset: str, holder: str) -> None:
+        """Let go of ``holder``'s claims on ``dataset`` (nothing left to show it)."""
+        c = claims_table
+        with self.engine.begin() as conn:
+            conn.execute(sa.delete(c).where((c.c.dataset_id == check_id(dataset, "dataset")) & (c.c.holder == holder)))
 
     def pending_labels(self, dataset: str, *, kind: str = "judgment") -> pd.DataFrame:
         """The labels given on ``dataset`` not yet in a version: the latest per (query, document), oldest first:

@@ -16,7 +16,7 @@ import pytest
 import sqlalchemy as sa
 
 import ragmetrics as rm
-from ragmetrics.store import Store, labels_table
+from ragmetrics.store import LabelConflict, Store, labels_table
 
 QUERIES = [f"q{i}" for i in range(20)]
 
@@ -92,3 +92,64 @@ def test_labels_given_while_versions_are_saved_are_in_their_version_or_pending(s
 @pytest.mark.soak
 def test_half_a_minute_of_labelling_and_saving_loses_no_label(store_url: str) -> None:
     _race(store_url, 32.0)
+
+
+def test_a_label_given_since_the_judge_looked_is_refused_and_named(store_url: str) -> None:
+    store = Store(store_url)
+    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
+    first = store.add_label(parent, "q1", "u1", 1, author="ann", expect=None)
+    with pytest.raises(LabelConflict, match=r"u1 for q1 was labelled 1 by ann meanwhile \(not saved yet\)") as err:
+        store.add_label(parent, "q1", "u1", 0, author="ben", expect=None)  # ben saw it unlabelled
+    assert err.value.existing["id"] == first and err.value.existing["author"] == "ann"
+    second = store.add_label(parent, "q1", "u1", 2, author="ann", expect=first)  # ann changes her own label
+    assert store.pending_labels(parent)["label"].tolist() == [2]
+    version = store.commit_labels(parent, author="ann")
+    # saved: still judged on this dataset (never offered again on it), and named as saved
+    assert store.labelled_pairs(parent).values.tolist() == [["q1", "u1"]]
+    with pytest.raises(LabelConflict, match=rf"by ann meanwhile \(saved in version {version}\)"):
+        store.add_label(parent, "q1", "u1", 0, author="ben", expect=None)
+    assert store.latest_label(parent, "q1", "u1")["id"] == second  # type: ignore[index]
+    store.add_label(parent, "q1", "u1", 0, author="ben")  # no expectation: kept whatever the pair holds
+    assert store.pending_labels(parent)["author"].tolist() == ["ben"]
+
+
+def _judge(url: str, dataset: str, holder: str, pairs: list[tuple[str, str]], out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    """One judging session: take the next pair no one holds and is not labelled, label it, until none is left."""
+    store = Store(url)
+    labelled, conflicts = 0, 0
+    while True:
+        done = set(store.labelled_pairs(dataset).itertuples(index=False, name=None))
+        pair = store.claim_pair(dataset, [p for p in pairs if p not in done], holder)
+        if pair is None:
+            break
+        try:
+            store.add_label(dataset, pair[0], pair[1], 1, author=holder, expect=None)
+            labelled += 1
+        except LabelConflict:
+            conflicts += 1
+    store.release_claims(dataset, holder)
+    store.engine.dispose()
+    out.put((holder, labelled, conflicts))
+
+
+def test_judges_in_several_processes_each_get_other_pairs_and_label_every_one_once(store_url: str) -> None:
+    store = Store(store_url)
+    parent = store.put_dataset(rm.Dataset.from_dict({q: {"d0": 1} for q in QUERIES}, name="claims"))
+    pairs = [(q, f"u{i}") for q in QUERIES for i in range(6)]
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    judges = [ctx.Process(target=_judge, args=(store_url, parent, f"judge{i}", pairs, out)) for i in range(3)]
+    for judge in judges:
+        judge.start()
+    for judge in judges:
+        judge.join(180)
+        assert judge.exitcode == 0
+    results = [out.get(timeout=5) for _ in judges]
+    labels = store.pending_labels(parent)
+    assert sum(n for _, n, _ in results) == len(pairs) == len(labels)  # every pair labelled, no click lost
+    t = labels_table
+    with store.engine.connect() as conn:
+        rows = conn.execute(sa.select(sa.func.count()).select_from(t).where(t.c.dataset_id == parent)).scalar()
+    assert rows == len(pairs)  # each pair labelled once: never offered to two judges at a time
+    assert [c for _, _, c in results] == [0, 0, 0]
+    assert all(n > 0 for _, n, _ in results)  # they did judge side by side

@@ -70,7 +70,10 @@ def _labels(folder: Path) -> pd.DataFrame:
     t = labels_table
     with store.engine.connect() as conn:
         rows = conn.execute(
-            t.select().with_only_columns(t.c.doc_id, t.c.label, t.c.author).where(t.c.kind == "judgment").order_by(t.c.id)
+            t.select()
+            .with_only_columns(t.c.doc_id, t.c.label, t.c.author)
+            .where(t.c.kind == "judgment")
+            .order_by(t.c.id)
         )
         frame = pd.DataFrame(rows.mappings().all(), columns=["doc_id", "label", "author"])
     store.engine.dispose()
