@@ -26,7 +26,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -334,6 +334,14 @@ ANY_LABEL = object()
 """``expect`` for :meth:`Store.add_label` when no check is wanted: the label is kept whatever the pair holds."""
 CLAIM_SECONDS = 120.0
 """How long a judging session holds the pair it is shown (:meth:`Store.claim_pair`) unless it renews the claim."""
+
+
+class Claim(NamedTuple):
+    """The pair :meth:`Store.claim_pair` gives a judging session; ``shared``: another session holds it too."""
+
+    query_id: str
+    doc_id: str
+    shared: bool
 
 
 class LabelConflict(RagMetricsError):
@@ -668,38 +676,45 @@ class Store:
 
     def claim_pair(
         self, dataset: str, candidates: Sequence[tuple[str, str]], holder: str, *, seconds: float = CLAIM_SECONDS
-    ) -> tuple[str, str] | None:
-        """The first of ``candidates`` (query, document) that no other judging session holds and no label judges on
-        ``dataset`` (pending or saved) at this moment, now held by ``holder`` for ``seconds`` (its other claims on
-        ``dataset`` let go); None when none is left. In one transaction, so two sessions on two servers never get
-        the same pair; a claim not renewed lapses (a closed tab)."""
+    ) -> Claim | None:
+        """The pair to show the judging session ``holder`` next: the first of ``candidates`` (query, document) that no
+        other session holds and no label judges on ``dataset`` (pending or saved) at this moment, now held by
+        ``holder`` for ``seconds`` (its other claims on ``dataset`` let go). In one transaction, so sessions on any
+        number of servers are offered different pairs. When other sessions hold every unlabelled candidate, the
+        first of those comes back with ``shared`` set (the page says so; a claim not renewed, a closed tab's,
+        lapses); None when every candidate is labelled."""
         check_id(dataset, "dataset")
         holder = checked_text(holder, "a judging session", MAX_NAME_BYTES)
-        c = claims_table
+        c, t = claims_table, labels_table
         now = time.time()
         with self.engine.begin() as conn:
             if self.kind == "postgresql":
                 conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(
                     sa.literal(f"claims\x1f{dataset}"), 0))))  # fmt: skip
-            conn.execute(
+            conn.execute(  # first a write: SQLite's write lock, held to the end, makes the check and the claim one step
                 sa.delete(c).where((c.c.dataset_id == dataset) & ((c.c.expires_at < now) | (c.c.holder == holder)))
             )
-            held = set(
-                conn.execute(sa.select(c.c.query_id, c.c.doc_id).where(c.c.dataset_id == dataset)).tuples().all()
-            )
-            t = labels_table  # and the pairs labelled by now, pending or saved (a pair let go once it was labelled)
-            held |= set(
-                conn.execute(
+            held = {
+                (q, d) for q, d in conn.execute(sa.select(c.c.query_id, c.c.doc_id).where(c.c.dataset_id == dataset))
+            }
+            labelled = {
+                (q, d)
+                for q, d in conn.execute(
                     sa.select(t.c.query_id, t.c.doc_id).where((t.c.dataset_id == dataset) & (t.c.kind == "judgment"))
-                ).tuples()
-            )
+                )
+            }
+            shared: Claim | None = None
             for query_id, doc_id in candidates:
                 pair = (str(query_id), str(doc_id))
-                if pair not in held:
-                    conn.execute(sa.insert(c).values(dataset_id=dataset, query_id=pair[0], doc_id=pair[1],
-                                                     holder=holder, expires_at=now + seconds))  # fmt: skip
-                    return pair
-        return None
+                if pair in labelled:
+                    continue
+                if pair in held:
+                    shared = shared or Claim(pair[0], pair[1], True)
+                    continue
+                conn.execute(sa.insert(c).values(dataset_id=dataset, query_id=pair[0], doc_id=pair[1], holder=holder,
+                                                 expires_at=now + seconds))  # fmt: skip
+                return Claim(pair[0], pair[1], False)
+        return shared
 
     def release_claims(self, dataset: str, holder: str) -> None:
         """Let go of ``holder``'s claims on ``dataset`` (nothing left to show it)."""

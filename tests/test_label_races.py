@@ -114,7 +114,8 @@ def test_a_label_given_since_the_judge_looked_is_refused_and_named(store_url: st
 
 
 def _judge(url: str, dataset: str, holder: str, pairs: list[tuple[str, str]], out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
-    """One judging session: take the next pair no one holds and is not labelled, label it, until none is left."""
+    """One judging session: take the next pair no one holds and is not labelled, label it, until none is left (a
+    pair another session holds is left to it)."""
     store = Store(url)
     labelled, conflicts = 0, 0
     while True:
@@ -122,6 +123,9 @@ def _judge(url: str, dataset: str, holder: str, pairs: list[tuple[str, str]], ou
         pair = store.claim_pair(dataset, [p for p in pairs if p not in done], holder)
         if pair is None:
             break
+        if pair.shared:  # only pairs another judge is on are left: they label them
+            time.sleep(0.02)
+            continue
         try:
             store.add_label(dataset, pair[0], pair[1], 1, author=holder, expect=None)
             labelled += 1
@@ -153,3 +157,17 @@ def test_judges_in_several_processes_each_get_other_pairs_and_label_every_one_on
     assert rows == len(pairs)  # each pair labelled once: never offered to two judges at a time
     assert [c for _, _, c in results] == [0, 0, 0]
     assert all(n > 0 for _, n, _ in results)  # they did judge side by side
+
+
+def test_a_pair_held_by_another_session_is_offered_last_and_marked_shared(store_url: str) -> None:
+    store = Store(store_url)
+    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
+    pairs = [("q1", "u1"), ("q1", "u2")]
+    assert store.claim_pair(parent, pairs, "tab-a") == ("q1", "u1", False)
+    assert store.claim_pair(parent, pairs, "tab-a") == ("q1", "u1", False)  # a rerun keeps its pair
+    assert store.claim_pair(parent, pairs, "tab-b") == ("q1", "u2", False)
+    assert store.claim_pair(parent, pairs, "tab-c") == ("q1", "u1", True)  # every pair held: shown, and said so
+    store.add_label(parent, "q1", "u1", 1, author="ann")
+    assert store.claim_pair(parent, pairs, "tab-c") == ("q1", "u2", True)  # a labelled pair is never offered
+    assert store.claim_pair(parent, pairs, "tab-b", seconds=-1) == ("q1", "u2", False)
+    assert store.claim_pair(parent, pairs, "tab-c") == ("q1", "u2", False)  # tab-b's claim lapsed
