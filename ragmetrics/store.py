@@ -110,7 +110,7 @@ versions_table = sa.Table(
 claims_table = sa.Table(
     "label_claims",
     metadata,
-    sa.Column("dataset_id", sa.String(16), primary_key=True),
+    sa.Column("dataset_id", sa.String(16), primary_key=True),  # the original of the lineage judged
     sa.Column("query_id", sa.Text, primary_key=True),
     sa.Column("doc_id", sa.Text, primary_key=True),
     sa.Column("holder", sa.Text, nullable=False),  # the judging session (a random token), not a person
@@ -615,8 +615,8 @@ class Store:
         """Keep one label at once, pending on ``dataset`` until :meth:`commit_labels` makes a version of it; returns
         its row id.
 
-        ``expect``: the pair's latest judgment on ``dataset`` (pending or saved) the judge saw, by row id (None: it
-        was unlabelled). When another one was given since, nothing is stored and :class:`LabelConflict` names it:
+        ``expect``: the pair's latest judgment on ``dataset``'s lineage (:meth:`family`; pending or saved) the judge
+        saw, by row id (None: it was unlabelled). When another one was given since, nothing is stored and :class:`LabelConflict` names it:
         a label given meanwhile (another tab, judge or server) is not silently overwritten. Checked and written in
         one transaction."""
         check_id(dataset, "dataset")
@@ -630,27 +630,28 @@ class Store:
         }  # fmt: skip
         with self.engine.begin() as conn:
             if expect is not ANY_LABEL:
-                self._lock_pair(conn, dataset, row["query_id"], row["doc_id"])
-                other = self._latest_label(conn, dataset, row["query_id"], row["doc_id"])
+                family = self.family(dataset)
+                self._lock_pair(conn, family[0], row["query_id"], row["doc_id"])
+                other = self._latest_label(conn, family, row["query_id"], row["doc_id"])
                 if other is not None and other["id"] != expect:
                     raise LabelConflict(dataset, other)
             return int(conn.execute(sa.insert(labels_table).values(**row)).inserted_primary_key[0])
 
-    def _lock_pair(self, conn: Any, dataset: str, query_id: str, doc_id: str) -> None:
+    def _lock_pair(self, conn: Any, root: str, query_id: str, doc_id: str) -> None:
         """Serialize the check-then-write of one pair's label: SQLite writes one transaction at a time (the table is
         written first: the check then reads under the write lock); PostgreSQL takes a lock on the pair until the
         transaction ends."""
         if self.kind == "postgresql":
             conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(
-                sa.literal(f"{dataset}\x1f{query_id}\x1f{doc_id}"), 0))))  # fmt: skip
+                sa.literal(f"{root}\x1f{query_id}\x1f{doc_id}"), 0))))  # fmt: skip
         else:
             conn.execute(sa.delete(labels_table).where(sa.false()))  # takes the write lock, deletes nothing
 
-    def _latest_label(self, conn: Any, dataset: str, query_id: str, doc_id: str) -> dict[str, Any] | None:
+    def _latest_label(self, conn: Any, family: Sequence[str], query_id: str, doc_id: str) -> dict[str, Any] | None:
         t = labels_table
         found = conn.execute(
             sa.select(t.c.id, t.c.label, t.c.author, t.c.created_at, t.c.version)
-            .where((t.c.dataset_id == dataset) & (t.c.query_id == query_id) & (t.c.doc_id == doc_id))
+            .where(t.c.dataset_id.in_(list(family)) & (t.c.query_id == query_id) & (t.c.doc_id == doc_id))
             .where(t.c.kind == "judgment")
             .order_by(t.c.id.desc())
             .limit(1)
@@ -658,18 +659,21 @@ class Store:
         return None if found is None else {"query_id": query_id, "doc_id": doc_id, **found._asdict()}
 
     def latest_label(self, dataset: str, query_id: str, doc_id: str) -> dict[str, Any] | None:
-        """The pair's latest judgment on ``dataset``, pending or saved: ``id, label, author, created_at, version``
-        (None while pending), or None."""
+        """The pair's latest judgment on ``dataset``'s lineage (:meth:`family`), pending or saved: ``id, label,
+        author, created_at, version`` (None while pending), or None."""
         check_id(dataset, "dataset")
         with self.engine.connect() as conn:
-            return self._latest_label(conn, dataset, str(query_id), str(doc_id))
+            return self._latest_label(conn, self.family(dataset), str(query_id), str(doc_id))
 
     def labelled_pairs(self, dataset: str) -> pd.DataFrame:
-        """The pairs judged on ``dataset`` by a label, pending or saved in a version: ``query_id, doc_id``."""
+        """The pairs judged by a label on ``dataset``'s lineage (:meth:`family`), pending or saved in a version:
+        ``query_id, doc_id``."""
         check_id(dataset, "dataset")
         t = labels_table
         query = (
-            sa.select(t.c.query_id, t.c.doc_id).where((t.c.dataset_id == dataset) & (t.c.kind == "judgment")).distinct()
+            sa.select(t.c.query_id, t.c.doc_id)
+            .where(t.c.dataset_id.in_(self.family(dataset)) & (t.c.kind == "judgment"))
+            .distinct()
         )
         with self.engine.connect() as conn:
             return pd.DataFrame(conn.execute(query).mappings().all(), columns=["query_id", "doc_id"])
@@ -678,29 +682,29 @@ class Store:
         self, dataset: str, candidates: Sequence[tuple[str, str]], holder: str, *, seconds: float = CLAIM_SECONDS
     ) -> Claim | None:
         """The pair to show the judging session ``holder`` next: the first of ``candidates`` (query, document) that no
-        other session holds and no label judges on ``dataset`` (pending or saved) at this moment, now held by
-        ``holder`` for ``seconds`` (its other claims on ``dataset`` let go). In one transaction, so sessions on any
+        other session holds and no label judges on ``dataset``'s lineage (:meth:`family`; pending or saved) at this
+        moment, now held by ``holder`` for ``seconds`` (its other claims on the lineage let go). In one transaction, so sessions on any
         number of servers are offered different pairs. When other sessions hold every unlabelled candidate, the
         first of those comes back with ``shared`` set (the page says so; a claim not renewed, a closed tab's,
         lapses); None when every candidate is labelled."""
         check_id(dataset, "dataset")
         holder = checked_text(holder, "a judging session", MAX_NAME_BYTES)
         c, t = claims_table, labels_table
+        family = self.family(dataset)
+        root = family[0]  # claims are kept on the lineage's original: judges on two of its versions see each other's
         now = time.time()
         with self.engine.begin() as conn:
             if self.kind == "postgresql":
                 conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(
-                    sa.literal(f"claims\x1f{dataset}"), 0))))  # fmt: skip
+                    sa.literal(f"claims\x1f{root}"), 0))))  # fmt: skip
             conn.execute(  # first a write: SQLite's write lock, held to the end, makes the check and the claim one step
-                sa.delete(c).where((c.c.dataset_id == dataset) & ((c.c.expires_at < now) | (c.c.holder == holder)))
+                sa.delete(c).where((c.c.dataset_id == root) & ((c.c.expires_at < now) | (c.c.holder == holder)))
             )
-            held = {
-                (q, d) for q, d in conn.execute(sa.select(c.c.query_id, c.c.doc_id).where(c.c.dataset_id == dataset))
-            }
+            held = {(q, d) for q, d in conn.execute(sa.select(c.c.query_id, c.c.doc_id).where(c.c.dataset_id == root))}
             labelled = {
                 (q, d)
                 for q, d in conn.execute(
-                    sa.select(t.c.query_id, t.c.doc_id).where((t.c.dataset_id == dataset) & (t.c.kind == "judgment"))
+                    sa.select(t.c.query_id, t.c.doc_id).where(t.c.dataset_id.in_(family) & (t.c.kind == "judgment"))
                 )
             }
             shared: Claim | None = None
@@ -711,7 +715,7 @@ class Store:
                 if pair in held:
                     shared = shared or Claim(pair[0], pair[1], True)
                     continue
-                conn.execute(sa.insert(c).values(dataset_id=dataset, query_id=pair[0], doc_id=pair[1], holder=holder,
+                conn.execute(sa.insert(c).values(dataset_id=root, query_id=pair[0], doc_id=pair[1], holder=holder,
                                                  expires_at=now + seconds))  # fmt: skip
                 return Claim(pair[0], pair[1], False)
         return shared
@@ -720,7 +724,7 @@ class Store:
         """Let go of ``holder``'s claims on ``dataset`` (nothing left to show it)."""
         c = claims_table
         with self.engine.begin() as conn:
-            conn.execute(sa.delete(c).where((c.c.dataset_id == check_id(dataset, "dataset")) & (c.c.holder == holder)))
+            conn.execute(sa.delete(c).where((c.c.dataset_id == self.family(dataset)[0]) & (c.c.holder == holder)))
 
     def pending_labels(self, dataset: str, *, kind: str = "judgment") -> pd.DataFrame:
         """The labels given on ``dataset`` not yet in a version: the latest per (query, document), oldest first:
@@ -881,6 +885,19 @@ class Store:
                 if parent is None or parent in chain:
                     return chain
                 chain.append(parent)
+
+    def family(self, dataset: str) -> list[str]:
+        """The qrels versions of ``dataset``'s lineage: its original first, then every version made from it or from
+        its versions. Judging looks at the labels given on all of them: a pair labelled on one version (pending, or
+        saved) is judged for a judge on another."""
+        family = [self.lineage(dataset)[-1]]
+        todo = list(family)
+        while todo:
+            for child in self.versions(todo.pop())["id"]:
+                if child not in family:
+                    family.append(str(child))
+                    todo.append(str(child))
+        return family
 
     # --- reads -------------------------------------------------------------------------
 

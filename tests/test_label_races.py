@@ -111,6 +111,13 @@ def test_a_label_given_since_the_judge_looked_is_refused_and_named(store_url: st
     assert store.latest_label(parent, "q1", "u1")["id"] == second  # type: ignore[index]
     store.add_label(parent, "q1", "u1", 0, author="ben")  # no expectation: kept whatever the pair holds
     assert store.pending_labels(parent)["author"].tolist() == ["ben"]
+    # a judge on the new version and one on its parent see each other's labels: one lineage
+    with pytest.raises(LabelConflict, match="by ben meanwhile"):
+        store.add_label(version, "q1", "u1", 1, author="cy", expect=second)
+    store.add_label(version, "q1", "u7", 1, author="cy", expect=None)
+    assert sorted(map(tuple, store.labelled_pairs(parent).values.tolist())) == [("q1", "u1"), ("q1", "u7")]
+    assert store.claim_pair(parent, [("q1", "u7"), ("q1", "u8")], "tab-d") == ("q1", "u8", False)
+    assert store.claim_pair(version, [("q1", "u8"), ("q1", "u9")], "tab-e") == ("q1", "u9", False)
 
 
 def _judge(url: str, dataset: str, holder: str, pairs: list[tuple[str, str]], out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]

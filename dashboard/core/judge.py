@@ -103,13 +103,21 @@ def pair_key(query_id: str, doc_id: str) -> str:
     return hashlib.blake2b(f"{query_id}\x1f{doc_id}".encode(), digest_size=6).hexdigest()
 
 
-def next_pair(left: pd.DataFrame) -> dict[str, object] | None:
-    """The pair to judge now (the head of :func:`open_pairs`) as plain values: ``query_id, doc_id`` (str),
-    ``best_rank, runs`` (int), ``impact`` (float), ``can_change`` (bool); None when nothing is left."""
+def next_pair(left: pd.DataFrame, at: tuple[str, str] | None = None) -> dict[str, object] | None:
+    """The pair to judge now (the head of :func:`open_pairs`, or the pair ``at`` names) as plain values:
+    ``query_id, doc_id`` (str), ``best_rank, runs`` (int), ``impact`` (float), ``can_change`` (bool) and
+    ``position`` (its index in ``left``); None when nothing is left (or ``at`` is not in ``left``)."""
     if left.empty:
         return None
-    row = left.iloc[0]
+    position = 0
+    if at is not None:
+        found = ((left["query_id"].astype("str") == at[0]) & (left["doc_id"].astype("str") == at[1])).to_numpy()
+        if not found.any():
+            return None
+        position = int(found.argmax())
+    row = left.iloc[position]
     return {
+        "position": position,
         "query_id": str(row["query_id"]),
         "doc_id": str(row["doc_id"]),
         "best_rank": int(row["best_rank"]),

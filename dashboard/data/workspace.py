@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -35,7 +35,7 @@ from ragmetrics.history import StoredRun
 from ragmetrics.model import Dataset, Run
 from ragmetrics.per_query import PerQueryResults
 from ragmetrics.share import is_id
-from ragmetrics.store import Store, StoreKeyError
+from ragmetrics.store import ANY_LABEL, Claim, Store, StoreKeyError
 
 LISTING_TTL = 1.0
 """Seconds a listing of the store is reused before it is read again."""
@@ -418,10 +418,29 @@ class Workspace:
     # --- judgments and qrels versions ---------------------------------------------------
 
     def add_label(
-        self, dataset_ident: str, query_id: str, doc_id: str, label: int, *, author: str, kind: str = "judgment"
-    ) -> None:
-        """Keep one label at once (:meth:`ragmetrics.store.Store.add_label`): pending on the dataset until saved."""
-        self.store.add_label(dataset_ident, query_id, doc_id, int(label), author=author, kind=kind)
+        self,
+        dataset_ident: str,
+        query_id: str,
+        doc_id: str,
+        label: int,
+        *,
+        author: str,
+        kind: str = "judgment",
+        expect: int | object | None = ANY_LABEL,
+    ) -> int:
+        """Keep one label at once (:meth:`ragmetrics.store.Store.add_label`): pending on the dataset until saved;
+        ``expect``: the pair's latest judgment the judge saw (refused with :class:`LabelConflict` when another was
+        given since). Returns its row id."""
+        return self.store.add_label(dataset_ident, query_id, doc_id, int(label), author=author, kind=kind,
+                                    expect=expect)  # fmt: skip
+
+    def labelled_pairs(self, dataset_ident: str) -> pd.DataFrame:
+        """The pairs judged by a label on the dataset, pending or saved: ``query_id, doc_id``."""
+        return self.store.labelled_pairs(dataset_ident)
+
+    def claim_pair(self, dataset_ident: str, candidates: Sequence[tuple[str, str]], holder: str) -> Claim | None:
+        """The pair to show a judging session next, held for it (:meth:`ragmetrics.store.Store.claim_pair`)."""
+        return self.store.claim_pair(dataset_ident, candidates, holder)
 
     def pending_labels(self, dataset_ident: str, *, kind: str = "judgment") -> pd.DataFrame:
         """The labels given on the dataset and not saved in a version yet (the latest per pair):

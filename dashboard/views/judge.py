@@ -48,8 +48,9 @@ if page.alignments and page.dataset is not None:
     with st.spinner("Pooling the unjudged documents and weighing each one…"):
         queue = cache.judge_queue(selection, depth, spec, baseline_name)
     pending = judging.pending(workspace, ds.id)
-    todo = judge.open_pairs(queue, pending, judging.skipped(ds.id))
-    counts = judge.queue_summary(queue, judge.open_pairs(queue, pending))
+    labelled = judging.labelled(workspace, ds.id)  # by anyone, pending or saved: none is offered again
+    todo = judge.open_pairs(queue, labelled, judging.skipped(ds.id))
+    counts = judge.queue_summary(queue, judge.open_pairs(queue, labelled))
     st.markdown(
         f"**{counts['left']:,}** of {counts['pooled']:,} unjudged pairs in the top {depth} of {len(selection)} run(s) "
         f"are left to judge: **{counts['can_change']:,}** can move {title(spec)}'s comparison against "
@@ -59,7 +60,29 @@ if page.alignments and page.dataset is not None:
 
     scale = judge.grade_scale(ds.dataset)
     level = page.alignments[0].conventions.rel_level
-    pair = judge.next_pair(todo)
+    claim = judging.claim(workspace, ds.id, todo)  # held for this tab: judges elsewhere are shown other pairs
+    pair = None if claim is None else judge.next_pair(todo, (claim.query_id, claim.doc_id))
+    clash = judging.conflict()
+    notice = st.empty()  # always drawn: the places below keep their positions whether a notice shows or not
+    if clash is not None and clash.dataset_id == ds.id:
+        theirs = clash.existing
+        where = "saved in a qrels version" if theirs.get("version") else "not saved yet"
+        with notice.container(border=True):
+            st.warning(
+                f"{md_escape(clash.doc_id)} for {md_escape(clash.query_id)} was labelled **{theirs['label']}** by "
+                f"{md_escape(str(theirs['author']))} meanwhile ({where}): your grade **{clash.grade}** was not "
+                "stored.",
+                icon=":material/group:",
+            )
+            ours = judge.pair_key(clash.query_id, clash.doc_id)
+            with st.container(horizontal=True):
+                st.button(
+                    f"Replace it with my grade {clash.grade}",
+                    key=f"judge.conflict.replace.{ours}",
+                    on_click=judging.replace,
+                    args=(workspace, clash),
+                )
+                st.button("Keep their label", key=f"judge.conflict.keep.{ours}", on_click=judging.dismiss_conflict)
     # the pair, its buttons and the last label's, in one of two places that take turns when the pair changes: the
     # other place is emptied first, so while the page reruns the previous pair's text and buttons go at once and
     # never show (or take a key) beside the next pair's; a key then grades the pair whose buttons are drawn
@@ -84,7 +107,9 @@ if page.alignments and page.dataset is not None:
                             args=(workspace, ds.id, last_query, last_doc, grade),
                         )
         if pair is None:
-            if counts["left"]:
+            if len(todo):
+                st.info("The pairs left were labelled by other judges a moment ago.", icon=":material/group:")
+            elif counts["left"]:
                 st.info("You skipped every pair that is left.", icon=":material/skip_next:")
                 if st.button("Bring the skipped pairs back", key="judge.unskip"):
                     judging.unskip_all(ds.id)
@@ -100,6 +125,12 @@ if page.alignments and page.dataset is not None:
             info = query_info(ds.dataset, query_id)
             marks = documents.marks_for(ds.dataset, query_id)
             found = documents.pair_text(page.alignments, ds.dataset, query_id, doc_id)
+            if claim is not None and claim.shared:
+                st.info(
+                    "Another judge is being shown this pair too (every pair left is). If they label it first, you "
+                    "will be told, and can keep their label or replace it.",
+                    icon=":material/group:",
+                )
             if not pair["can_change"]:
                 st.info(
                     f"Labelling this pair cannot change anything on {title(spec)} against {md_escape(baseline_name)}: "
@@ -107,7 +138,9 @@ if page.alignments and page.dataset is not None:
                     icon=":material/info:",
                 )
             st.caption(
-                f"Pair 1 of {len(todo):,} left · best rank {pair['best_rank']} · retrieved there by "
+                f"Pair {int(pair['position']) + 1:,} of {len(todo):,} left"
+                + (f" (other judges are on the {int(pair['position']):,} before it)" if pair["position"] else "")
+                + f" · best rank {pair['best_rank']} · retrieved there by "
                 f"{pair['runs']} of {len(selection)} run(s) · impact on the mean difference {pair['impact']:.4f}"
             )
             query_side, doc_side = st.columns(2, border=True)
