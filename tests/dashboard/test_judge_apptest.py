@@ -334,3 +334,24 @@ def test_a_pending_label_can_be_withdrawn_before_saving(judged, store_dir) -> No
     )
     assert _left(at) == (left - 1, pooled)  # the pair is back in the queue
     assert "Withdrew 1 label(s)" in _text(at.success) + _text(at.info) + _text(at.toast)
+
+
+def test_a_label_given_meanwhile_by_another_judge_is_shown_and_kept_unless_replaced(judged, store_dir) -> None:
+    at = open_page("judge", _params(judged))
+    query_id = next(c.value for c in at.caption if c.value.startswith("query "))[len("query ") :]
+    doc_id = re.search(r"\*\*(\w+)\*\*", _pair(at)[1]).group(1)  # type: ignore[union-attr]
+    store = _store(store_dir)
+    store.add_label(judged["dataset"], query_id, doc_id, 1, author="ann")  # another judge, on another server
+    button(at, "judge.grade.0").click().run()
+    no_problems(at)
+    assert f"{doc_id} for {query_id} was labelled **1** by ann meanwhile (not saved yet): your grade **0** was not" in (
+        _text(at.warning)
+    )
+    pending = store.pending_labels(judged["dataset"])
+    assert pending[["doc_id", "label", "author"]].values.tolist() == [[doc_id, 1, "ann"]]  # not overwritten
+    assert f"**{doc_id}**" not in _pair(at)[1]  # the page moved on: the pair is judged
+    next(b for b in at.button if b.key and b.key.startswith("judge.conflict.replace.")).click().run()
+    no_problems(at)
+    pending = store.pending_labels(judged["dataset"])
+    assert pending[["doc_id", "label", "author"]].values.tolist() == [[doc_id, 0, "anonymous"]]  # the judge chose
+    assert not at.warning

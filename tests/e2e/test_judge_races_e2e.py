@@ -8,16 +8,18 @@ or a press that leaves no label, is read back from the store.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from playwright.sync_api import Page
+from playwright.sync_api import Browser, Page, expect
 
 from dashboard.data.workspace import Workspace
 from ragmetrics import Dataset, Run
 from ragmetrics.store import Store, labels_table
 from tests.e2e.server import streamlit_server, wait_for_app
+from tests.e2e.test_dashboard_e2e import TIMEOUT
 
 pytestmark = pytest.mark.e2e
 
@@ -123,3 +125,46 @@ def test_fast_keys_grade_the_pair_shown_when_pressed(page: Page, tmp_path: Path)
     assert len(set(shown)) >= 8  # the page did move on while the keys came
     missing = sorted(set(shown) - set(labels["doc_id"]))
     assert not missing, f"pairs shown and pressed on that got no label: {missing} (shown {shown})"
+
+
+def _press_and_settle(page: Page) -> str | None:
+    wait_for_app(page)
+    doc = page.evaluate(PRESS, GRADES)
+    return None if doc is None else str(doc)
+
+
+def test_two_judges_on_two_servers_are_shown_other_pairs_and_lose_no_click(
+    page: Page, browser: Browser, tmp_path: Path
+) -> None:
+    query = _seed(tmp_path)
+    env = {"RAGMETRICS_SAMPLES": "off"}
+    pressed: dict[str, list[str]] = {"one": [], "two": []}
+    with streamlit_server(data_dir=tmp_path, env=env) as one, streamlit_server(data_dir=tmp_path, env=env) as two:
+        context = browser.new_context()
+        other = context.new_page()
+        judges = {"one": page, "two": other}
+        page.goto(f"{one}/judge{query}")
+        other.goto(f"{two}/judge{query}")
+        for round_ in range(10):
+            for name, judge in judges.items():  # both press, then both pages rerun side by side
+                doc = _press_and_settle(judge)
+                assert doc is not None, f"judge {name} was shown no pair"
+                pressed[name].append(doc)
+            if round_ == 4:  # judge one saves a version and goes on judging it; judge two stays on the original
+                wait_for_app(page)
+                page.locator(".st-key-judge-save").get_by_role("button").click()
+                expect(page.get_by_text(re.compile(r"^Saved \d+ label\(s\) as a new qrels version"))).to_be_visible(
+                    timeout=TIMEOUT
+                )
+        for judge in judges.values():
+            wait_for_app(judge)
+            expect(judge.get_by_text("meanwhile")).to_have_count(0)  # no label was refused: none was shown twice
+        context.close()
+    labels = _labels(tmp_path)
+    shown_twice = set(pressed["one"]) & set(pressed["two"])
+    assert not shown_twice, f"pairs shown to both judges: {sorted(shown_twice)} ({pressed})"
+    assert len(labels) == len(pressed["one"]) + len(pressed["two"]) == 20  # every click is a label
+    assert labels["doc_id"].is_unique  # and no pair was labelled twice
+    assert sorted(labels["doc_id"]) == sorted(pressed["one"] + pressed["two"])
+    wrong = [(d, g) for d, g in zip(labels["doc_id"], labels["label"]) if g != grade_of(d)]
+    assert not wrong
