@@ -616,26 +616,30 @@ class Store:
         its row id.
 
         ``expect``: the pair's latest judgment on ``dataset``'s lineage (:meth:`family`; pending or saved) the judge
-        saw, by row id (None: it was unlabelled). When another one was given since, nothing is stored and :class:`LabelConflict` names it:
-        a label given meanwhile (another tab, judge or server) is not silently overwritten. Checked and written in
-        one transaction."""
+        saw, by row id (None: it was unlabelled). When another one was given since, nothing is stored and
+        :class:`LabelConflict` names it: a label given meanwhile (another tab, judge or server) is not silently
+        overwritten. Checked and written in one transaction."""
         check_id(dataset, "dataset")
         if not isinstance(label, (int, np.integer)) or isinstance(label, bool):
             raise RagMetricsError(f"a label must be an integer grade; got {label!r}")
+        query_id = checked_text(str(query_id), "a query id")
+        doc_id = checked_text(str(doc_id), "a document id")
         row = {
-            "dataset_id": dataset, "query_id": checked_text(str(query_id), "a query id"),
-            "doc_id": checked_text(str(doc_id), "a document id"), "label": int(label),
+            "dataset_id": dataset, "query_id": query_id, "doc_id": doc_id, "label": int(label),
             "author": checked_text(author or "anonymous", "an author", MAX_NAME_BYTES), "created_at": time.time(),
             "kind": checked_text(kind, "a label kind", MAX_NAME_BYTES), "version": None,
         }  # fmt: skip
+        family = self.family(dataset) if expect is not ANY_LABEL else []
         with self.engine.begin() as conn:
-            if expect is not ANY_LABEL:
-                family = self.family(dataset)
-                self._lock_pair(conn, family[0], row["query_id"], row["doc_id"])
-                other = self._latest_label(conn, family, row["query_id"], row["doc_id"])
+            if family:
+                self._lock_pair(conn, family[0], query_id, doc_id)
+                other = self._latest_label(conn, family, query_id, doc_id)
                 if other is not None and other["id"] != expect:
                     raise LabelConflict(dataset, other)
-            return int(conn.execute(sa.insert(labels_table).values(**row)).inserted_primary_key[0])
+            key = conn.execute(sa.insert(labels_table).values(**row)).inserted_primary_key
+        if key is None:  # every supported database returns the id it gave
+            raise RagMetricsError("the store gave the new label no id")
+        return int(key[0])
 
     def _lock_pair(self, conn: Any, root: str, query_id: str, doc_id: str) -> None:
         """Serialize the check-then-write of one pair's label: SQLite writes one transaction at a time (the table is
