@@ -1,4 +1,5 @@
-"""The Judge page under fast hands and several judges, in a real browser against real ``streamlit run`` servers.
+"""The Judge page under fast hands and several judges, in a real browser against real ``streamlit run`` servers
+(two judges: two servers on one store, SQLite and PostgreSQL).
 
 A store holds twelve queries whose two runs put 36 unjudged documents in their top 3. Each document has a grade of
 its own (from its name), and a press always gives the grade of the document the page shows at that instant (the
@@ -52,12 +53,12 @@ def _dataset() -> tuple[Dataset, list[Run]]:
     ]
 
 
-def _store(folder: Path) -> Store:
-    return Store(f"sqlite:///{folder / 'ragmetrics.sqlite'}")
+def _sqlite(folder: Path) -> str:
+    return f"sqlite:///{folder / 'ragmetrics.sqlite'}"
 
 
-def _seed(folder: Path) -> str:
-    store = _store(folder)
+def _seed(url: str) -> str:
+    store = Store(url)
     ws = Workspace(store)
     dataset, runs = _dataset()
     entry = ws.add_dataset(dataset, source="judge-many")
@@ -66,9 +67,9 @@ def _seed(folder: Path) -> str:
     return f"?ds={entry.id}&runs={','.join(run_ids)}&m=ndcg&k=3"
 
 
-def _labels(folder: Path) -> pd.DataFrame:
+def _labels(url: str) -> pd.DataFrame:
     """Every judgment label stored, oldest first: ``doc_id, label, author``."""
-    store = _store(folder)
+    store = Store(url)
     t = labels_table
     with store.engine.connect() as conn:
         rows = conn.execute(
@@ -111,15 +112,16 @@ def _press_fast(page: Page, presses: int, interval_ms: int) -> list[str]:
 
 
 def test_fast_keys_grade_the_pair_shown_when_pressed(page: Page, tmp_path: Path) -> None:
-    query = _seed(tmp_path)
-    with streamlit_server(data_dir=tmp_path, env={"RAGMETRICS_SAMPLES": "off"}) as base:
+    url = _sqlite(tmp_path)
+    query = _seed(url)
+    with streamlit_server(store_url=url, env={"RAGMETRICS_SAMPLES": "off"}) as base:
         page.goto(f"{base}/judge{query}")
         wait_for_app(page)
         page.get_by_role("heading", name="Judge", level=1).click()  # focus on the page, not on a field
         shown = _press_fast(page, 24, 150)
         page.wait_for_timeout(1500)
         wait_for_app(page)
-    labels = _labels(tmp_path)
+    labels = _labels(url)
     wrong = [(d, g, grade_of(d)) for d, g in zip(labels["doc_id"], labels["label"]) if g != grade_of(d)]
     assert not wrong, f"grades given to another pair than the one shown (doc, stored, pressed): {wrong}"
     assert len(set(shown)) >= 8  # the page did move on while the keys came
@@ -134,12 +136,12 @@ def _press_and_settle(page: Page) -> str | None:
 
 
 def test_two_judges_on_two_servers_are_shown_other_pairs_and_lose_no_click(
-    page: Page, browser: Browser, tmp_path: Path
+    page: Page, browser: Browser, store_url: str
 ) -> None:
-    query = _seed(tmp_path)
+    query = _seed(store_url)
     env = {"RAGMETRICS_SAMPLES": "off"}
     pressed: dict[str, list[str]] = {"one": [], "two": []}
-    with streamlit_server(data_dir=tmp_path, env=env) as one, streamlit_server(data_dir=tmp_path, env=env) as two:
+    with streamlit_server(store_url=store_url, env=env) as one, streamlit_server(store_url=store_url, env=env) as two:
         context = browser.new_context()
         other = context.new_page()
         judges = {"one": page, "two": other}
@@ -160,7 +162,7 @@ def test_two_judges_on_two_servers_are_shown_other_pairs_and_lose_no_click(
             wait_for_app(judge)
             expect(judge.get_by_text("meanwhile")).to_have_count(0)  # no label was refused: none was shown twice
         context.close()
-    labels = _labels(tmp_path)
+    labels = _labels(store_url)
     shown_twice = set(pressed["one"]) & set(pressed["two"])
     assert not shown_twice, f"pairs shown to both judges: {sorted(shown_twice)} ({pressed})"
     assert len(labels) == len(pressed["one"]) + len(pressed["two"]) == 20  # every click is a label
