@@ -3,8 +3,8 @@
 The queue pools the unjudged (query, document) pairs of the selected runs' top ``depth``
 (:func:`ragmetrics.judging.pool`) and orders them by how much labelling each relevant would move the
 comparison on the page's metric against the baseline (:func:`ragmetrics.judging.label_impact`): first what
-can change the verdict, last the pairs that cannot change anything. Pairs already labelled (pending on this
-version) or skipped in this session leave it. A suggestion is the text's evidence read by a rule (the expected
+can change the verdict, last the pairs that cannot change anything. Pairs already labelled (on this dataset's
+lineage, pending or saved) or skipped in this session leave it. A suggestion is the text's evidence read by a rule (the expected
 answer, or the expected keywords, found in the document); it is shown with the rule's name and becomes a label
 only when the judge accepts it.
 """
@@ -84,8 +84,8 @@ def queue_frame(alignments: Mapping[str, Alignment], depth: int, metric: str, ba
 
 
 def open_pairs(queue: pd.DataFrame, pending: pd.DataFrame, skipped: Collection[tuple[str, str]] = ()) -> pd.DataFrame:
-    """The queue without the pairs labelled already (``pending``: ``query_id, doc_id``, the labels given on this
-    version and not saved yet) or ``skipped`` in this session."""
+    """The queue without the pairs labelled already (``pending``: ``query_id, doc_id``, the pairs labelled on this
+    version's lineage, pending or saved) or ``skipped`` in this session."""
     if queue.empty:
         return queue
     done = set(zip(pending["query_id"].astype("str"), pending["doc_id"].astype("str"))) if len(pending) else set()

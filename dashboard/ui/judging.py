@@ -5,6 +5,10 @@ saving a qrels version.
 Every label is written at once (:meth:`ragmetrics.store.Store.add_label`): a reload, a second tab or a server
 restart loses none, and every tab and process reading the store sees it. A rule's suggestion is stored
 (``kind="suggestion:<rule>"``) only when the judge accepts it, together with the judge's label.
+
+Each session (a tab) holds the pair it is shown (:func:`claim`), so judges elsewhere are shown other pairs, and
+writes a label only over what it saw (:func:`give`): a label another judge gave meanwhile becomes
+:func:`conflict`, for the page to show.
 """
 
 from __future__ import annotations

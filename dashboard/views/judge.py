@@ -8,6 +8,10 @@ and keywords beside the document's text with the evidence marked, one button per
 reload, a second tab or a restarted server keeps it; "Save as a new qrels version" makes them a new dataset
 (the dataset picker and share links then name it). A rule's suggestion (expected answer or keywords found in
 the text) is offered with the rule's name and stored only when accepted. Reads ``ds, runs, base, m, k``.
+
+Several judges (tabs, servers) on one store: each is shown a pair no other holds and nobody has labelled on the
+dataset's lineage, pending or saved; a grade names the pair whose buttons were pressed, and one given after
+someone else labelled the pair is not stored over theirs but shown, with the choice to replace it.
 """
 
 from __future__ import annotations
