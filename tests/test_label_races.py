@@ -42,22 +42,20 @@ def _saver(url: str, dataset: str, seconds: float, saved: multiprocessing.Queue)
     saved.put(n)
 
 
-def _race(url: str, seconds: float) -> None:
+def _race(url: str, seconds: float, savers: int = 1) -> None:
     store = Store(url)
     parent_set = rm.Dataset.from_dict({q: {"d0": 1} for q in QUERIES}, name="race")
     parent = store.put_dataset(parent_set)
     ctx = multiprocessing.get_context("spawn")
     given, saved = ctx.Queue(), ctx.Queue()
-    workers = [
-        ctx.Process(target=_labeller, args=(url, parent, seconds, given)),
-        ctx.Process(target=_saver, args=(url, parent, seconds, saved)),
-    ]
+    workers = [ctx.Process(target=_labeller, args=(url, parent, seconds, given))]
+    workers += [ctx.Process(target=_saver, args=(url, parent, seconds, saved)) for _ in range(savers)]
     for worker in workers:
         worker.start()
     for worker in workers:
         worker.join(seconds + 120)
         assert worker.exitcode == 0, f"{worker.name} exited with {worker.exitcode}"
-    n_given, n_saved = given.get(timeout=5), saved.get(timeout=5)
+    n_given, n_saved = given.get(timeout=5), sum(saved.get(timeout=5) for _ in range(savers))
 
     t = labels_table
     with store.engine.connect() as conn:
@@ -87,6 +85,10 @@ def _race(url: str, seconds: float) -> None:
 
 def test_labels_given_while_versions_are_saved_are_in_their_version_or_pending(store_url: str) -> None:
     _race(store_url, 6.0)
+
+
+def test_two_saves_at_once_share_out_the_labels_without_losing_one(store_url: str) -> None:
+    _race(store_url, 5.0, savers=2)
 
 
 @pytest.mark.soak
