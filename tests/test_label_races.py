@@ -180,3 +180,6 @@ def test_a_pair_held_by_another_session_is_offered_last_and_marked_shared(store_
     assert store.claim_pair(parent, pairs, "tab-c") == ("q1", "u2", True)  # a labelled pair is never offered
     assert store.claim_pair(parent, pairs, "tab-b", seconds=-1) == ("q1", "u2", False)
     assert store.claim_pair(parent, pairs, "tab-c") == ("q1", "u2", False)  # tab-b's claim lapsed
+    assert store.claim_pair(parent, [("q1", "u3")], "tab-d", seconds=-1) == ("q1", "u3", False)
+    assert store.renew_claims(parent, "tab-d") == 1  # a tab still open keeps its pair
+    assert store.claim_pair(parent, [("q1", "u3")], "tab-e") == ("q1", "u3", True)

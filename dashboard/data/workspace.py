@@ -442,6 +442,10 @@ class Workspace:
         """The pair to show a judging session next, held for it (:meth:`ragmetrics.store.Store.claim_pair`)."""
         return self.store.claim_pair(dataset_ident, candidates, holder)
 
+    def renew_claims(self, dataset_ident: str, holder: str) -> int:
+        """Hold the session's pair longer (:meth:`ragmetrics.store.Store.renew_claims`)."""
+        return self.store.renew_claims(dataset_ident, holder)
+
     def pending_labels(self, dataset_ident: str, *, kind: str = "judgment") -> pd.DataFrame:
         """The labels given on the dataset and not saved in a version yet (the latest per pair):
         ``query_id, doc_id, label, author, created_at``."""

@@ -40,6 +40,7 @@ __all__ = [
     "conflict",
     "dismiss_conflict",
     "give",
+    "hold",
     "labelled",
     "last_given",
     "pending",
@@ -129,6 +130,16 @@ def conflict() -> Conflict | None:
 def dismiss_conflict() -> None:
     """Keep the label given meanwhile (the refused grade is dropped)."""
     st.session_state.pop(_CONFLICT, None)
+
+
+HOLD_EVERY = 30.0
+"""Seconds between two renewals of the pair a tab is shown (:func:`hold`), well within the claim's life
+(:data:`ragmetrics.store.CLAIM_SECONDS`): a tab left open keeps its pair; a closed one lets it go."""
+
+
+def hold(workspace: Workspace, dataset_id: str) -> None:
+    """Renew this session's claim on the pair it is shown (the judge is still reading it)."""
+    workspace.renew_claims(dataset_id, holder())
 
 
 def labelled(workspace: Workspace, dataset_id: str) -> pd.DataFrame:

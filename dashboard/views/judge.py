@@ -244,6 +244,13 @@ if page.alignments and page.dataset is not None:
         if saved is not None:
             state.flash(f"Saved {len(given)} label(s) as a new qrels version: “{saved.name}” ({saved.id}).")
             layout.rerun_with(view.with_(dataset=saved.id))
+    if pair is not None:
+
+        @st.fragment(run_every=judging.HOLD_EVERY)
+        def _keep_holding() -> None:  # while the tab is open, its pair is not offered to other judges
+            judging.hold(workspace, ds.id)
+
+        _keep_holding()
     with st.expander("The queue (next pairs first)"):
         layout.show_table(
             todo.head(500),
