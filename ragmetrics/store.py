@@ -348,12 +348,14 @@ class LabelConflict(RagMetricsError):
     """A label refused because another one was given for the pair since the judge saw it: ``existing`` is that
     label (``query_id, doc_id, id, label, author, created_at, version``)."""
 
-    def __init__(self, dataset: str, existing: Mapping[str, Any]) -> None:
+    def __init__(
+        self, dataset: str, existing: Mapping[str, Any], outcome: str = "the new label was not stored"
+    ) -> None:
         self.dataset, self.existing = dataset, dict(existing)
         state = f"saved in version {existing['version']}" if existing.get("version") else "not saved yet"
         super().__init__(
             f"{existing['doc_id']} for {existing['query_id']} was labelled {existing['label']} by {existing['author']} "
-            f"meanwhile ({state}); the new label was not stored"
+            f"meanwhile ({state}); {outcome}"
         )
 
 
@@ -744,7 +746,7 @@ class Store:
 
     def pending_labels(self, dataset: str, *, kind: str = "judgment") -> pd.DataFrame:
         """The labels given on ``dataset`` not yet in a version: the latest per (query, document), oldest first:
-        ``query_id, doc_id, label, author, created_at``."""
+        ``query_id, doc_id, label, author, created_at, id`` (the row id, for ``expect``)."""
         check_id(dataset, "dataset")
         t = labels_table
         query = (
@@ -758,20 +760,32 @@ class Store:
                 columns=["query_id", "doc_id", "label", "author", "created_at", "id"],
             )
         latest = frame.drop_duplicates(["query_id", "doc_id"], keep="last")
-        return latest.drop(columns="id").reset_index(drop=True)
+        return latest.reset_index(drop=True)
 
-    def withdraw_label(self, dataset: str, query_id: str, doc_id: str) -> int:
+    def withdraw_label(
+        self, dataset: str, query_id: str, doc_id: str, *, expect: int | object | None = ANY_LABEL
+    ) -> int:
         """Take back the pending label of one pair (and the suggestion it accepted) before it is saved: the pair is
-        unlabelled again. Returns how many stored rows went (0: nothing was pending for it)."""
+        unlabelled again. Returns how many stored rows went (0: nothing was pending for it).
+
+        ``expect``: the label the judge saw, by row id: when another was given for the pair since, nothing goes and
+        :class:`LabelConflict` names it (a label given meanwhile is never withdrawn unseen)."""
         check_id(dataset, "dataset")
         t = labels_table
+        query_id, doc_id = str(query_id), str(doc_id)
+        family = self.family(dataset) if expect is not ANY_LABEL else []
         with self.engine.begin() as conn:
+            if family:
+                self._lock_pair(conn, family[0], query_id, doc_id)
+                other = self._latest_label(conn, family, query_id, doc_id)
+                if other is not None and other["id"] != expect:
+                    raise LabelConflict(dataset, other, "it was not withdrawn")
             done = conn.execute(
                 sa.delete(t).where(
                     (t.c.dataset_id == dataset)
                     & t.c.version.is_(None)
-                    & (t.c.query_id == str(query_id))
-                    & (t.c.doc_id == str(doc_id))
+                    & (t.c.query_id == query_id)
+                    & (t.c.doc_id == doc_id)
                 )
             )
         return int(done.rowcount or 0)

@@ -120,6 +120,13 @@ def test_a_label_given_since_the_judge_looked_is_refused_and_named(store_url: st
     assert sorted(map(tuple, store.labelled_pairs(parent).values.tolist())) == [("q1", "u1"), ("q1", "u7")]
     assert store.claim_pair(parent, [("q1", "u7"), ("q1", "u8")], "tab-d") == ("q1", "u8", False)
     assert store.claim_pair(version, [("q1", "u8"), ("q1", "u9")], "tab-e") == ("q1", "u9", False)
+    # a withdrawal names the label it takes back: one given since is kept
+    shown = store.add_label(parent, "q1", "u5", 1, author="ann")
+    store.add_label(parent, "q1", "u5", 2, author="ben")  # after ann's page showed hers
+    with pytest.raises(LabelConflict, match=r"labelled 2 by ben meanwhile .*; it was not withdrawn"):
+        store.withdraw_label(parent, "q1", "u5", expect=shown)
+    assert store.pending_labels(parent).set_index("doc_id").loc["u5", "label"] == 2
+    assert store.withdraw_label(parent, "q1", "u5", expect=shown + 1) == 2  # ben's, as shown: both rows go
 
 
 def _judge(url: str, dataset: str, holder: str, pairs: list[tuple[str, str]], out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]

@@ -448,12 +448,14 @@ class Workspace:
 
     def pending_labels(self, dataset_ident: str, *, kind: str = "judgment") -> pd.DataFrame:
         """The labels given on the dataset and not saved in a version yet (the latest per pair):
-        ``query_id, doc_id, label, author, created_at``."""
+        ``query_id, doc_id, label, author, created_at, id``."""
         return self.store.pending_labels(dataset_ident, kind=kind)
 
-    def withdraw_label(self, dataset_ident: str, query_id: str, doc_id: str) -> int:
-        """Take back a pending label (:meth:`ragmetrics.store.Store.withdraw_label`)."""
-        return self.store.withdraw_label(dataset_ident, query_id, doc_id)
+    def withdraw_label(
+        self, dataset_ident: str, query_id: str, doc_id: str, *, expect: int | object | None = ANY_LABEL
+    ) -> int:
+        """Take back a pending label (:meth:`ragmetrics.store.Store.withdraw_label`; ``expect``: the label seen)."""
+        return self.store.withdraw_label(dataset_ident, query_id, doc_id, expect=expect)
 
     def commit_labels(self, dataset_ident: str, *, author: str) -> DatasetEntry | None:
         """Save the pending labels as a new qrels version (a new dataset with the parent's runs); None when no

@@ -189,9 +189,16 @@ def save_version(workspace: Workspace, dataset: DatasetEntry) -> DatasetEntry | 
     return workspace.commit_labels(dataset.id, author=author())
 
 
-def withdraw(workspace: Workspace, dataset_id: str, pairs: list[tuple[str, str]]) -> int:
-    """Take back the pending labels of ``pairs`` (query, document): unlabelled again, back in the queue."""
-    return sum(workspace.withdraw_label(dataset_id, q, d) > 0 for q, d in pairs)
+def withdraw(workspace: Workspace, dataset_id: str, labels: list[tuple[str, str, int]]) -> tuple[int, int]:
+    """Take back the pending ``labels`` (query, document, row id as shown): unlabelled again, back in the queue.
+    Returns how many went and how many were kept because the pair was labelled again meanwhile."""
+    taken = kept = 0
+    for query_id, doc_id, ident in labels:
+        try:
+            taken += workspace.withdraw_label(dataset_id, query_id, doc_id, expect=ident) > 0
+        except LabelConflict:
+            kept += 1
+    return taken, kept
 
 
 def pending(workspace: Workspace, dataset_id: str) -> pd.DataFrame:

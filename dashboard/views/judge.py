@@ -207,9 +207,11 @@ if page.alignments and page.dataset is not None:
     if given.empty:
         st.caption("None yet on this version. Every label is stored the moment it is given.")
     else:
+        shown_ids = dict(zip(zip(pending["query_id"].astype("str"), pending["doc_id"].astype("str")), pending["id"]))
         event = layout.show_table(
             given,
-            key=f"judge.pending.{len(given)}",  # a new table after a label is given or withdrawn: no stale selection
+            # a new table whenever a label is given, changed or withdrawn (here or elsewhere): no stale selection
+            key=f"judge.pending.{judge.pair_key('pending', ','.join(str(i) for i in sorted(shown_ids.values())))}",
             filename=f"labels-{ds.name}.csv",
             column_config={
                 "label": st.column_config.NumberColumn("label", format="%d"),
@@ -222,6 +224,7 @@ if page.alignments and page.dataset is not None:
         )
         chosen = [i for i in getattr(getattr(event, "selection", None), "rows", []) or [] if i < len(given)]
         pairs = [(str(given["query_id"].iloc[i]), str(given["doc_id"].iloc[i])) for i in chosen]
+        pairs = [(q, d) for q, d in pairs if (q, d) in shown_ids]
         if st.button(
             f"Withdraw {len(pairs)} selected label(s)" if pairs else "Withdraw selected labels",
             key="judge.withdraw",
@@ -229,8 +232,11 @@ if page.alignments and page.dataset is not None:
             disabled=not pairs,
             help="Select rows of the table to take their labels back before saving: the pairs return to the queue.",
         ):
-            taken = judging.withdraw(workspace, ds.id, pairs)
-            state.flash(f"Withdrew {taken} label(s); the pairs are back in the queue.")
+            taken, kept = judging.withdraw(workspace, ds.id, [(q, d, int(shown_ids[(q, d)])) for q, d in pairs])
+            state.flash(
+                f"Withdrew {taken} label(s); the pairs are back in the queue."
+                + (f" {kept} pair(s) labelled again meanwhile by another judge kept that label." if kept else "")
+            )
             st.rerun()
     if st.button(
         "Save as a new qrels version",

@@ -355,3 +355,20 @@ def test_a_label_given_meanwhile_by_another_judge_is_shown_and_kept_unless_repla
     pending = store.pending_labels(judged["dataset"])
     assert pending[["doc_id", "label", "author"]].values.tolist() == [[doc_id, 0, "anonymous"]]  # the judge chose
     assert not at.warning
+
+
+def test_a_label_changed_by_another_judge_is_not_withdrawn_by_a_selection_made_before(judged, store_dir) -> None:
+    at = open_page("judge", _params(judged))
+    button(at, "judge.grade.2").click().run()
+    table = next(d for d in at.dataframe if d.key and d.key.startswith("judge.pending."))
+    query_id, doc_id = (str(v) for v in table.value.iloc[0][["query_id", "doc_id"]])
+    at.session_state[table.key] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    at.run()
+    assert at.button(key="judge.withdraw").label == "Withdraw 1 selected label(s)"
+    store = _store(store_dir)
+    store.add_label(judged["dataset"], query_id, doc_id, 0, author="ann")  # another judge changes it meanwhile
+    at.button(key="judge.withdraw").click().run()
+    no_problems(at)
+    pending = store.pending_labels(judged["dataset"])
+    assert pending[["doc_id", "label", "author"]].values.tolist() == [[doc_id, 0, "ann"]]  # ann's label stays
+    assert at.button(key="judge.withdraw").disabled  # the table changed: the selection made before is cleared
