@@ -248,7 +248,8 @@ if page.alignments and page.dataset is not None:
     ):
         saved = judging.save_version(workspace, ds)
         if saved is not None:
-            state.flash(f"Saved {len(given)} label(s) as a new qrels version: “{saved.name}” ({saved.id}).")
+            n_saved = saved.version.n_labels if saved.version is not None else len(given)  # others' included
+            state.flash(f"Saved {n_saved} label(s) as a new qrels version: “{saved.name}” ({saved.id}).")
             layout.rerun_with(view.with_(dataset=saved.id))
     if pair is not None:
 
