@@ -3,14 +3,15 @@
 The queue pools the unjudged (query, document) pairs of the selected runs' top ``depth``
 (:func:`ragmetrics.analysis.judging.pool`) and orders them by how much labelling each relevant would move the
 comparison on the page's metric against the baseline (:func:`ragmetrics.analysis.judging.label_impact`): first what
-can change the verdict, last the pairs that cannot change anything. Pairs already labelled (pending on this
-version) or skipped in this session leave it. A suggestion is the text's evidence read by a rule (the expected
+can change the verdict, last the pairs that cannot change anything. Pairs already labelled (on this dataset's
+lineage, pending or saved) or skipped in this session leave it. A suggestion is the text's evidence read by a rule (the expected
 answer, or the expected keywords, found in the document); it is shown with the rule's name and becomes a label
 only when the judge accepts it.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -32,6 +33,7 @@ __all__ = [
     "grade_title",
     "next_pair",
     "open_pairs",
+    "pair_key",
     "pending_table",
     "queue_frame",
     "queue_summary",
@@ -83,8 +85,8 @@ def queue_frame(alignments: Mapping[str, Alignment], depth: int, metric: str, ba
 
 
 def open_pairs(queue: pd.DataFrame, pending: pd.DataFrame, skipped: Collection[tuple[str, str]] = ()) -> pd.DataFrame:
-    """The queue without the pairs labelled already (``pending``: ``query_id, doc_id``, the labels given on this
-    version and not saved yet) or ``skipped`` in this session."""
+    """The queue without the pairs labelled already (``pending``: ``query_id, doc_id``, the pairs labelled on this
+    version's lineage, pending or saved) or ``skipped`` in this session."""
     if queue.empty:
         return queue
     done = set(zip(pending["query_id"].astype("str"), pending["doc_id"].astype("str"))) if len(pending) else set()
@@ -95,13 +97,28 @@ def open_pairs(queue: pd.DataFrame, pending: pd.DataFrame, skipped: Collection[t
     return queue[keep].reset_index(drop=True)
 
 
-def next_pair(left: pd.DataFrame) -> dict[str, object] | None:
-    """The pair to judge now (the head of :func:`open_pairs`) as plain values: ``query_id, doc_id`` (str),
-    ``best_rank, runs`` (int), ``impact`` (float), ``can_change`` (bool); None when nothing is left."""
+def pair_key(query_id: str, doc_id: str) -> str:
+    """A short token naming one (query, document) pair, for the keys of the widgets that act on it: a widget's
+    identity then carries its pair, so a press is applied to the pair shown when it was pressed, whatever the page
+    has rerun to since (a shared key would take the arguments of the latest run's pair)."""
+    return hashlib.blake2b(f"{query_id}\x1f{doc_id}".encode(), digest_size=6).hexdigest()
+
+
+def next_pair(left: pd.DataFrame, at: tuple[str, str] | None = None) -> dict[str, object] | None:
+    """The pair to judge now (the head of :func:`open_pairs`, or the pair ``at`` names) as plain values:
+    ``query_id, doc_id`` (str), ``best_rank, runs`` (int), ``impact`` (float), ``can_change`` (bool) and
+    ``position`` (its index in ``left``); None when nothing is left (or ``at`` is not in ``left``)."""
     if left.empty:
         return None
-    row = left.iloc[0]
+    position = 0
+    if at is not None:
+        found = ((left["query_id"].astype("str") == at[0]) & (left["doc_id"].astype("str") == at[1])).to_numpy()
+        if not found.any():
+            return None
+        position = int(found.argmax())
+    row = left.iloc[position]
     return {
+        "position": position,
         "query_id": str(row["query_id"]),
         "doc_id": str(row["doc_id"]),
         "best_rank": int(row["best_rank"]),

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, cast
 
@@ -35,7 +35,7 @@ from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import is_content_id as is_id
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.store import database as store_mod
-from ragmetrics.store.database import Store, StoreKeyError
+from ragmetrics.store.database import ANY_LABEL, Claim, Store, StoreKeyError
 
 LISTING_TTL = 1.0
 """Seconds a listing of the store is reused before it is read again."""
@@ -422,19 +422,44 @@ class Workspace:
     # --- judgments and qrels versions ---------------------------------------------------
 
     def add_label(
-        self, dataset_ident: str, query_id: str, doc_id: str, label: int, *, author: str, kind: str = "judgment"
-    ) -> None:
-        """Keep one label at once (:meth:`ragmetrics.store.Store.add_label`): pending on the dataset until saved."""
-        self.store.add_label(dataset_ident, query_id, doc_id, int(label), author=author, kind=kind)
+        self,
+        dataset_ident: str,
+        query_id: str,
+        doc_id: str,
+        label: int,
+        *,
+        author: str,
+        kind: str = "judgment",
+        expect: int | object | None = ANY_LABEL,
+    ) -> int:
+        """Keep one label at once (:meth:`ragmetrics.store.Store.add_label`): pending on the dataset until saved;
+        ``expect``: the pair's latest judgment the judge saw (refused with :class:`LabelConflict` when another was
+        given since). Returns its row id."""
+        return self.store.add_label(dataset_ident, query_id, doc_id, int(label), author=author, kind=kind,
+                                    expect=expect)  # fmt: skip
+
+    def labelled_pairs(self, dataset_ident: str) -> pd.DataFrame:
+        """The pairs judged by a label on the dataset, pending or saved: ``query_id, doc_id``."""
+        return self.store.labelled_pairs(dataset_ident)
+
+    def claim_pair(self, dataset_ident: str, candidates: Sequence[tuple[str, str]], holder: str) -> Claim | None:
+        """The pair to show a judging session next, held for it (:meth:`ragmetrics.store.Store.claim_pair`)."""
+        return self.store.claim_pair(dataset_ident, candidates, holder)
+
+    def renew_claims(self, dataset_ident: str, holder: str) -> int:
+        """Hold the session's pair longer (:meth:`ragmetrics.store.Store.renew_claims`)."""
+        return self.store.renew_claims(dataset_ident, holder)
 
     def pending_labels(self, dataset_ident: str, *, kind: str = "judgment") -> pd.DataFrame:
         """The labels given on the dataset and not saved in a version yet (the latest per pair):
-        ``query_id, doc_id, label, author, created_at``."""
+        ``query_id, doc_id, label, author, created_at, id``."""
         return self.store.pending_labels(dataset_ident, kind=kind)
 
-    def withdraw_label(self, dataset_ident: str, query_id: str, doc_id: str) -> int:
-        """Take back a pending label (:meth:`ragmetrics.store.Store.withdraw_label`)."""
-        return self.store.withdraw_label(dataset_ident, query_id, doc_id)
+    def withdraw_label(
+        self, dataset_ident: str, query_id: str, doc_id: str, *, expect: int | object | None = ANY_LABEL
+    ) -> int:
+        """Take back a pending label (:meth:`ragmetrics.store.Store.withdraw_label`; ``expect``: the label seen)."""
+        return self.store.withdraw_label(dataset_ident, query_id, doc_id, expect=expect)
 
     def commit_labels(self, dataset_ident: str, *, author: str) -> DatasetEntry | None:
         """Save the pending labels as a new qrels version (a new dataset with the parent's runs); None when no

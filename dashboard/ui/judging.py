@@ -5,9 +5,17 @@ saving a qrels version.
 Every label is written at once (:meth:`ragmetrics.store.Store.add_label`): a reload, a second tab or a server
 restart loses none, and every tab and process reading the store sees it. A rule's suggestion is stored
 (``kind="suggestion:<rule>"``) only when the judge accepts it, together with the judge's label.
+
+Each session (a tab) holds the pair it is shown (:func:`claim`), so judges elsewhere are shown other pairs, and
+writes a label only over what it saw (:func:`give`): a label another judge gave meanwhile becomes
+:func:`conflict`, for the page to show.
 """
 
 from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -15,16 +23,29 @@ import streamlit as st
 from dashboard.core.judge import RULES
 from dashboard.data.workspace import DatasetEntry, Workspace
 from dashboard.ui import auth
+from ragmetrics.store.database import Claim, LabelConflict
 
 _SKIPPED = "ragmetrics.judge.skipped"
 _LAST = "ragmetrics.judge.last"
+_HOLDER = "ragmetrics.judge.holder"
+_OWN = "ragmetrics.judge.own"
+_CONFLICT = "ragmetrics.judge.conflict"
+_PLACE = "ragmetrics.judge.place"
 
 __all__ = [
+    "Conflict",
     "accepted_suggestions",
     "author",
+    "claim",
+    "conflict",
+    "dismiss_conflict",
     "give",
+    "hold",
+    "labelled",
     "last_given",
     "pending",
+    "place_for",
+    "replace",
     "save_version",
     "skip",
     "skipped",
@@ -37,6 +58,28 @@ def author() -> str:
     return auth.user_name()
 
 
+@dataclass(frozen=True)
+class Conflict:
+    """A grade refused because another label was given for the pair since the page showed it: the judge's
+    ``grade`` (and the ``suggestion`` kind it accepted, or "") and the label given meanwhile (``existing``:
+    ``label, author, version`` ...)."""
+
+    dataset_id: str
+    query_id: str
+    doc_id: str
+    grade: int
+    suggestion: str
+    existing: dict[str, Any] = field(hash=False)
+
+
+def holder() -> str:
+    """This judging session's token (a browser tab's): it holds the pair the page shows it."""
+    value = st.session_state.get(_HOLDER)
+    if not isinstance(value, str):
+        value = st.session_state[_HOLDER] = secrets.token_hex(8)
+    return value
+
+
 def give(
     workspace: Workspace,
     dataset_id: str,
@@ -46,18 +89,86 @@ def give(
     suggestion: str | None = None,
 ) -> None:
     """Store the judge's label of one pair at once; ``suggestion`` (``suggestion:<rule>``) when the label is a
-    rule's suggestion the judge accepted (stored as such too, so where it came from is kept)."""
-    who = author()
+    rule's suggestion the judge accepted (stored as such too, so where it came from is kept).
+
+    Only over what the judge saw: the pair unlabelled, or this session's own latest label of it. A label another
+    judge gave meanwhile is not overwritten; it is kept as :func:`conflict` for the page to show, with the choice
+    to replace it (:func:`replace`)."""
+    own = st.session_state.setdefault(_OWN, {})
+    try:
+        ident = workspace.add_label(
+            dataset_id, query_id, doc_id, grade, author=author(), expect=own.get((dataset_id, query_id, doc_id))
+        )
+    except LabelConflict as err:
+        st.session_state[_CONFLICT] = Conflict(dataset_id, query_id, doc_id, int(grade), suggestion or "", err.existing)
+        return
+    _given(workspace, dataset_id, query_id, doc_id, grade, suggestion, ident)
+
+
+def _given(
+    workspace: Workspace, dataset_id: str, query_id: str, doc_id: str, grade: int, suggestion: str | None, ident: int
+) -> None:
     if suggestion:
-        workspace.add_label(dataset_id, query_id, doc_id, grade, author=who, kind=suggestion)
-    workspace.add_label(dataset_id, query_id, doc_id, grade, author=who)
+        workspace.add_label(dataset_id, query_id, doc_id, grade, author=author(), kind=suggestion)
+    st.session_state.setdefault(_OWN, {})[(dataset_id, query_id, doc_id)] = ident
     st.session_state[_LAST] = (dataset_id, query_id, doc_id, int(grade), suggestion or "")
+    st.session_state.pop(_CONFLICT, None)
+
+
+def replace(workspace: Workspace, clash: Conflict) -> None:
+    """Store the refused grade of ``clash`` over the label given meanwhile: the judge saw it and chose theirs."""
+    ident = workspace.add_label(clash.dataset_id, clash.query_id, clash.doc_id, clash.grade, author=author())
+    _given(workspace, clash.dataset_id, clash.query_id, clash.doc_id, clash.grade, clash.suggestion, ident)
+
+
+def conflict() -> Conflict | None:
+    """The grade this session gave last that was refused because of a label given meanwhile, if any."""
+    value = st.session_state.get(_CONFLICT)
+    return value if isinstance(value, Conflict) else None
+
+
+def dismiss_conflict() -> None:
+    """Keep the label given meanwhile (the refused grade is dropped)."""
+    st.session_state.pop(_CONFLICT, None)
+
+
+HOLD_EVERY = 30.0
+"""Seconds between two renewals of the pair a tab is shown (:func:`hold`), well within the claim's life
+(:data:`ragmetrics.store.CLAIM_SECONDS`): a tab left open keeps its pair; a closed one lets it go."""
+
+
+def hold(workspace: Workspace, dataset_id: str) -> None:
+    """Renew this session's claim on the pair it is shown (the judge is still reading it)."""
+    workspace.renew_claims(dataset_id, holder())
+
+
+def labelled(workspace: Workspace, dataset_id: str) -> pd.DataFrame:
+    """The pairs labelled on the dataset by anyone, pending or saved in a version: ``query_id, doc_id``."""
+    return workspace.labelled_pairs(dataset_id)
+
+
+def claim(workspace: Workspace, dataset_id: str, todo: pd.DataFrame) -> Claim | None:
+    """The pair of ``todo`` (the queue left, best first) to show this session, held for it so that judges on other
+    tabs and servers are shown other pairs (:meth:`ragmetrics.store.Store.claim_pair`)."""
+    pairs = list(zip(todo["query_id"].astype("str"), todo["doc_id"].astype("str"))) if len(todo) else []
+    return workspace.claim_pair(dataset_id, pairs, holder())
 
 
 def last_given() -> tuple[str, str, str, int, str] | None:
     """The label this session gave last: ``(dataset, query, document, grade, suggestion kind or "")``."""
     value = st.session_state.get(_LAST)
     return value if isinstance(value, tuple) and len(value) == 5 else None
+
+
+def place_for(shown: str) -> int:
+    """Which of the page's two places (0 or 1) shows the pair ``shown`` names: the same as the last run's while it is
+    the same pair, the other one when the pair changes (the page empties the place it leaves)."""
+    last = st.session_state.get(_PLACE)
+    if isinstance(last, tuple) and len(last) == 2 and last[0] == shown:
+        return int(last[1])
+    place = 1 - int(last[1]) if isinstance(last, tuple) and len(last) == 2 else 0
+    st.session_state[_PLACE] = (shown, place)
+    return place
 
 
 def skip(dataset_id: str, query_id: str, doc_id: str) -> None:
@@ -78,9 +189,16 @@ def save_version(workspace: Workspace, dataset: DatasetEntry) -> DatasetEntry | 
     return workspace.commit_labels(dataset.id, author=author())
 
 
-def withdraw(workspace: Workspace, dataset_id: str, pairs: list[tuple[str, str]]) -> int:
-    """Take back the pending labels of ``pairs`` (query, document): unlabelled again, back in the queue."""
-    return sum(workspace.withdraw_label(dataset_id, q, d) > 0 for q, d in pairs)
+def withdraw(workspace: Workspace, dataset_id: str, labels: list[tuple[str, str, int]]) -> tuple[int, int]:
+    """Take back the pending ``labels`` (query, document, row id as shown): unlabelled again, back in the queue.
+    Returns how many went and how many were kept because the pair was labelled again meanwhile."""
+    taken = kept = 0
+    for query_id, doc_id, ident in labels:
+        try:
+            taken += workspace.withdraw_label(dataset_id, query_id, doc_id, expect=ident) > 0
+        except LabelConflict:
+            kept += 1
+    return taken, kept
 
 
 def pending(workspace: Workspace, dataset_id: str) -> pd.DataFrame:

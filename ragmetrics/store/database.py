@@ -26,7 +26,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -110,6 +110,17 @@ versions_table = sa.Table(
     sa.Column("n_labels", sa.Integer, nullable=False),
 )
 """A qrels version is a dataset (content id and all) whose judgments are its parent's plus labels."""
+claims_table = sa.Table(
+    "label_claims",
+    metadata,
+    sa.Column("dataset_id", sa.String(16), primary_key=True),  # the original of the lineage judged
+    sa.Column("query_id", sa.Text, primary_key=True),
+    sa.Column("doc_id", sa.Text, primary_key=True),
+    sa.Column("holder", sa.Text, nullable=False),  # the judging session (a random token), not a person
+    sa.Column("expires_at", sa.Float, nullable=False),
+)
+"""The pair each judging session is being shown (:meth:`Store.claim_pair`), so that judges on any number of servers
+are offered different pairs. A store made before it gets the (empty) table when it is opened."""
 tags_table = sa.Table(
     "run_tags",
     metadata,
@@ -238,6 +249,26 @@ _MIX = np.uint64(0x9E3779B97F4A7C15)  # an odd 64-bit constant: row = (h(query) 
 DICTIONARY_COLUMNS = ("query_id", "category", "difficulty", "source_doc")
 
 
+def _dataset_row(dataset: Dataset, ident: str, source: str, description: str, targets: str) -> dict[str, Any]:
+    """The ``datasets`` row that keeps ``dataset`` under ``ident``."""
+    tables = {"qrels": dataset.qrels, "queries": dataset.queries}
+    if dataset.documents is not None:
+        tables["documents"] = dataset.documents
+    blob = _to_parquet(tables, {"name": dataset.name, "corpus_size": dataset.corpus_size})
+    return {
+        "id": ident,
+        "name": dataset.name,
+        "created_at": time.time(),
+        "n_queries": len(dataset.queries),
+        "n_judgments": len(dataset.qrels),
+        "size_bytes": len(blob),
+        "payload": blob,
+        "source": source,
+        "description": description,
+        "targets": targets,
+    }
+
+
 def frame_parquet(frame: pd.DataFrame) -> bytes:
     """One frame as Parquet (zstd), as the store keeps it; Arrow releases the GIL while it writes."""
     sink = io.BytesIO()
@@ -300,6 +331,44 @@ class StoreOpenError(RagMetricsError):
             "expected sqlite:///PATH (a database file, or a new one, in an existing folder) or "
             "postgresql+psycopg://USER:PASSWORD@HOST/DATABASE"
         )
+
+
+ANY_LABEL = object()
+"""``expect`` for :meth:`Store.add_label` when no check is wanted: the label is kept whatever the pair holds."""
+CLAIM_SECONDS = 120.0
+"""How long a judging session holds the pair it is shown (:meth:`Store.claim_pair`) unless it renews the claim."""
+
+
+class Claim(NamedTuple):
+    """The pair :meth:`Store.claim_pair` gives a judging session; ``shared``: another session holds it too."""
+
+    query_id: str
+    doc_id: str
+    shared: bool
+
+
+class LabelConflict(RagMetricsError):
+    """A label refused because another one was given for the pair since the judge saw it: ``existing`` is that
+    label (``query_id, doc_id, id, label, author, created_at, version``)."""
+
+    def __init__(
+        self, dataset: str, existing: Mapping[str, Any], outcome: str = "the new label was not stored"
+    ) -> None:
+        self.dataset, self.existing = dataset, dict(existing)
+        state = f"saved in version {existing['version']}" if existing.get("version") else "not saved yet"
+        super().__init__(
+            f"{existing['doc_id']} for {existing['query_id']} was labelled {existing['label']} by {existing['author']} "
+            f"meanwhile ({state}); {outcome}"
+        )
+
+
+COMMIT_ATTEMPTS = 5
+"""How often :meth:`Store.commit_labels` reads the pending labels again when another writer changed them."""
+_IDS_PER_STATEMENT = 1000  # bound parameters per IN list, well below SQLite's and PostgreSQL's limits
+
+
+class _LabelsChanged(Exception):
+    """A label a save read was withdrawn or saved by another save before it was stamped: read them again."""
 
 
 class Store:
@@ -383,26 +452,10 @@ class Store:
         checked by :func:`ragmetrics.analysis.targets.declared_targets`)."""
         if targets:
             declared_targets(targets)
-        ident = ident or dataset_id(dataset)
-        tables = {"qrels": dataset.qrels, "queries": dataset.queries}
-        if dataset.documents is not None:
-            tables["documents"] = dataset.documents
-        blob = _to_parquet(tables, {"name": dataset.name, "corpus_size": dataset.corpus_size})
-        row = {
-            "id": ident,
-            "name": dataset.name,
-            "created_at": time.time(),
-            "n_queries": len(dataset.queries),
-            "n_judgments": len(dataset.qrels),
-            "size_bytes": len(blob),
-            "payload": blob,
-            "source": source,
-            "description": description,
-            "targets": targets,
-        }
+        row = _dataset_row(dataset, ident or dataset_id(dataset), source, description, targets)
         with self.engine.begin() as conn:
             self._put(datasets_table, row, conn)
-        return ident
+        return str(row["id"])
 
     def put_run(
         self,
@@ -550,24 +603,149 @@ class Store:
     # --- judgments -----------------------------------------------------------------------
 
     def add_label(
-        self, dataset: str, query_id: str, doc_id: str, label: int, *, author: str = "anonymous", kind: str = "judgment"
-    ) -> None:
-        """Keep one label at once, pending on ``dataset`` until :meth:`commit_labels` makes a version of it."""
+        self,
+        dataset: str,
+        query_id: str,
+        doc_id: str,
+        label: int,
+        *,
+        author: str = "anonymous",
+        kind: str = "judgment",
+        expect: int | object | None = ANY_LABEL,
+    ) -> int:
+        """Keep one label at once, pending on ``dataset`` until :meth:`commit_labels` makes a version of it; returns
+        its row id.
+
+        ``expect``: the pair's latest judgment on ``dataset``'s lineage (:meth:`family`; pending or saved) the judge
+        saw, by row id (None: it was unlabelled). When another one was given since, nothing is stored and
+        :class:`LabelConflict` names it: a label given meanwhile (another tab, judge or server) is not silently
+        overwritten. Checked and written in one transaction."""
         check_id(dataset, "dataset")
         if not isinstance(label, (int, np.integer)) or isinstance(label, bool):
             raise RagMetricsError(f"a label must be an integer grade; got {label!r}")
+        query_id = checked_text(str(query_id), "a query id")
+        doc_id = checked_text(str(doc_id), "a document id")
         row = {
-            "dataset_id": dataset, "query_id": checked_text(str(query_id), "a query id"),
-            "doc_id": checked_text(str(doc_id), "a document id"), "label": int(label),
+            "dataset_id": dataset, "query_id": query_id, "doc_id": doc_id, "label": int(label),
             "author": checked_text(author or "anonymous", "an author", MAX_NAME_BYTES), "created_at": time.time(),
             "kind": checked_text(kind, "a label kind", MAX_NAME_BYTES), "version": None,
         }  # fmt: skip
+        family = self.family(dataset) if expect is not ANY_LABEL else []
         with self.engine.begin() as conn:
-            conn.execute(sa.insert(labels_table).values(**row))
+            if family:
+                self._lock_pair(conn, family[0], query_id, doc_id)
+                other = self._latest_label(conn, family, query_id, doc_id)
+                if other is not None and other["id"] != expect:
+                    raise LabelConflict(dataset, other)
+            key = conn.execute(sa.insert(labels_table).values(**row)).inserted_primary_key
+        if key is None:  # every supported database returns the id it gave
+            raise RagMetricsError("the store gave the new label no id")
+        return int(key[0])
+
+    def _lock_pair(self, conn: Any, root: str, query_id: str, doc_id: str) -> None:
+        """Serialize the check-then-write of one pair's label: SQLite writes one transaction at a time (the table is
+        written first: the check then reads under the write lock); PostgreSQL takes a lock on the pair until the
+        transaction ends."""
+        if self.kind == "postgresql":
+            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(
+                sa.literal(f"{root}\x1f{query_id}\x1f{doc_id}"), 0))))  # fmt: skip
+        else:
+            conn.execute(sa.delete(labels_table).where(sa.false()))  # takes the write lock, deletes nothing
+
+    def _latest_label(self, conn: Any, family: Sequence[str], query_id: str, doc_id: str) -> dict[str, Any] | None:
+        t = labels_table
+        found = conn.execute(
+            sa.select(t.c.id, t.c.label, t.c.author, t.c.created_at, t.c.version)
+            .where(t.c.dataset_id.in_(list(family)) & (t.c.query_id == query_id) & (t.c.doc_id == doc_id))
+            .where(t.c.kind == "judgment")
+            .order_by(t.c.id.desc())
+            .limit(1)
+        ).first()
+        return None if found is None else {"query_id": query_id, "doc_id": doc_id, **found._asdict()}
+
+    def latest_label(self, dataset: str, query_id: str, doc_id: str) -> dict[str, Any] | None:
+        """The pair's latest judgment on ``dataset``'s lineage (:meth:`family`), pending or saved: ``id, label,
+        author, created_at, version`` (None while pending), or None."""
+        check_id(dataset, "dataset")
+        with self.engine.connect() as conn:
+            return self._latest_label(conn, self.family(dataset), str(query_id), str(doc_id))
+
+    def labelled_pairs(self, dataset: str) -> pd.DataFrame:
+        """The pairs judged by a label on ``dataset``'s lineage (:meth:`family`), pending or saved in a version:
+        ``query_id, doc_id``."""
+        check_id(dataset, "dataset")
+        t = labels_table
+        query = (
+            sa.select(t.c.query_id, t.c.doc_id)
+            .where(t.c.dataset_id.in_(self.family(dataset)) & (t.c.kind == "judgment"))
+            .distinct()
+        )
+        with self.engine.connect() as conn:
+            return pd.DataFrame(conn.execute(query).mappings().all(), columns=["query_id", "doc_id"])
+
+    def claim_pair(
+        self, dataset: str, candidates: Sequence[tuple[str, str]], holder: str, *, seconds: float = CLAIM_SECONDS
+    ) -> Claim | None:
+        """The pair to show the judging session ``holder`` next: the first of ``candidates`` (query, document) that no
+        other session holds and no label judges on ``dataset``'s lineage (:meth:`family`; pending or saved) at this
+        moment, now held by ``holder`` for ``seconds`` (its other claims on the lineage let go). In one transaction, so sessions on any
+        number of servers are offered different pairs. When other sessions hold every unlabelled candidate, the
+        first of those comes back with ``shared`` set (the page says so; a claim not renewed, a closed tab's,
+        lapses); None when every candidate is labelled."""
+        check_id(dataset, "dataset")
+        holder = checked_text(holder, "a judging session", MAX_NAME_BYTES)
+        c, t = claims_table, labels_table
+        family = self.family(dataset)
+        root = family[0]  # claims are kept on the lineage's original: judges on two of its versions see each other's
+        now = time.time()
+        with self.engine.begin() as conn:
+            if self.kind == "postgresql":
+                conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(
+                    sa.literal(f"claims\x1f{root}"), 0))))  # fmt: skip
+            conn.execute(  # first a write: SQLite's write lock, held to the end, makes the check and the claim one step
+                sa.delete(c).where((c.c.dataset_id == root) & ((c.c.expires_at < now) | (c.c.holder == holder)))
+            )
+            held = {(q, d) for q, d in conn.execute(sa.select(c.c.query_id, c.c.doc_id).where(c.c.dataset_id == root))}
+            labelled = {
+                (q, d)
+                for q, d in conn.execute(
+                    sa.select(t.c.query_id, t.c.doc_id).where(t.c.dataset_id.in_(family) & (t.c.kind == "judgment"))
+                )
+            }
+            shared: Claim | None = None
+            for query_id, doc_id in candidates:
+                pair = (str(query_id), str(doc_id))
+                if pair in labelled:
+                    continue
+                if pair in held:
+                    shared = shared or Claim(pair[0], pair[1], True)
+                    continue
+                conn.execute(sa.insert(c).values(dataset_id=root, query_id=pair[0], doc_id=pair[1], holder=holder,
+                                                 expires_at=now + seconds))  # fmt: skip
+                return Claim(pair[0], pair[1], False)
+        return shared
+
+    def renew_claims(self, dataset: str, holder: str, *, seconds: float = CLAIM_SECONDS) -> int:
+        """Hold ``holder``'s claims on ``dataset``'s lineage ``seconds`` more (a judge still reading its pair); how
+        many it had (0: lapsed and taken, or none)."""
+        c = claims_table
+        with self.engine.begin() as conn:
+            done = conn.execute(
+                sa.update(c)
+                .where((c.c.dataset_id == self.family(dataset)[0]) & (c.c.holder == holder))
+                .values(expires_at=time.time() + seconds)
+            )
+        return int(done.rowcount or 0)
+
+    def release_claims(self, dataset: str, holder: str) -> None:
+        """Let go of ``holder``'s claims on ``dataset`` (nothing left to show it)."""
+        c = claims_table
+        with self.engine.begin() as conn:
+            conn.execute(sa.delete(c).where((c.c.dataset_id == self.family(dataset)[0]) & (c.c.holder == holder)))
 
     def pending_labels(self, dataset: str, *, kind: str = "judgment") -> pd.DataFrame:
         """The labels given on ``dataset`` not yet in a version: the latest per (query, document), oldest first:
-        ``query_id, doc_id, label, author, created_at``."""
+        ``query_id, doc_id, label, author, created_at, id`` (the row id, for ``expect``)."""
         check_id(dataset, "dataset")
         t = labels_table
         query = (
@@ -581,20 +759,32 @@ class Store:
                 columns=["query_id", "doc_id", "label", "author", "created_at", "id"],
             )
         latest = frame.drop_duplicates(["query_id", "doc_id"], keep="last")
-        return latest.drop(columns="id").reset_index(drop=True)
+        return latest.reset_index(drop=True)
 
-    def withdraw_label(self, dataset: str, query_id: str, doc_id: str) -> int:
+    def withdraw_label(
+        self, dataset: str, query_id: str, doc_id: str, *, expect: int | object | None = ANY_LABEL
+    ) -> int:
         """Take back the pending label of one pair (and the suggestion it accepted) before it is saved: the pair is
-        unlabelled again. Returns how many stored rows went (0: nothing was pending for it)."""
+        unlabelled again. Returns how many stored rows went (0: nothing was pending for it).
+
+        ``expect``: the label the judge saw, by row id: when another was given for the pair since, nothing goes and
+        :class:`LabelConflict` names it (a label given meanwhile is never withdrawn unseen)."""
         check_id(dataset, "dataset")
         t = labels_table
+        query_id, doc_id = str(query_id), str(doc_id)
+        family = self.family(dataset) if expect is not ANY_LABEL else []
         with self.engine.begin() as conn:
+            if family:
+                self._lock_pair(conn, family[0], query_id, doc_id)
+                other = self._latest_label(conn, family, query_id, doc_id)
+                if other is not None and other["id"] != expect:
+                    raise LabelConflict(dataset, other, "it was not withdrawn")
             done = conn.execute(
                 sa.delete(t).where(
                     (t.c.dataset_id == dataset)
                     & t.c.version.is_(None)
-                    & (t.c.query_id == str(query_id))
-                    & (t.c.doc_id == str(doc_id))
+                    & (t.c.query_id == query_id)
+                    & (t.c.doc_id == doc_id)
                 )
             )
         return int(done.rowcount or 0)
@@ -602,39 +792,97 @@ class Store:
     def commit_labels(self, dataset: str, *, author: str = "anonymous") -> str | None:
         """Make the pending labels on ``dataset`` a new qrels version: a dataset whose judgments are the parent's
         plus the labels (the latest label of a pair wins), with the parent's runs. Returns its id (None when
-        nothing is pending)."""
+        nothing is pending).
 
-        pending = self.pending_labels(dataset)
-        if pending.empty:
+        The version takes exactly the labels it read, by id: they are stamped in the transaction that stores the
+        version, so a label given meanwhile (another tab, judge or server) stays pending for the next one. When a
+        label read was withdrawn or saved by another save meanwhile, nothing is stored and the labels are read
+        again; when another save took them all, its version is returned."""
+
+        check_id(dataset, "dataset")
+        taken: list[int] = []  # the labels the last attempt read, when another writer changed them
+        for _ in range(COMMIT_ATTEMPTS):
+            rows = self._pending_rows(dataset)
+            judgments = rows[rows["kind"] == "judgment"].drop_duplicates(["query_id", "doc_id"], keep="last")
+            if judgments.empty:
+                return self._saved_by_another(taken)
+            parent = self.get_dataset(dataset)
+            labels = judgments.rename(columns={"label": "relevance"})[["query_id", "doc_id", "relevance"]]
+            merged = merge(parent, labels, override=True).dataset
+            root = self.lineage(dataset)[-1]
+            names = self.list_datasets().set_index("id")["name"]
+            number = 1 + self._versions_below(root)  # numbered across the lineage: a version of a version is v2...
+            label = "label" if len(labels) == 1 else "labels"
+            child = dataclasses.replace(
+                merged, name=f"{names.get(root, parent.name)} (+{len(labels)} {label}, v{number})"
+            )
+            ident = dataset_id(child)
+            row = _dataset_row(child, ident, f"labels on {dataset}", "", "")
+            taken = [int(i) for i in rows["id"]]  # the labels and the accepted suggestions they came from
+            now = time.time()
+            try:
+                with self.engine.begin() as conn:
+                    self._stamp(conn, taken, ident)
+                    self._put(datasets_table, row, conn)
+                    conn.execute(
+                        self._insert(versions_table)
+                        .values(id=ident, parent=dataset, author=author or "anonymous", created_at=now,
+                                n_labels=len(labels))
+                        .on_conflict_do_nothing(index_elements=["id"])
+                    )  # fmt: skip
+                    runs = conn.execute(
+                        sa.select(links_table.c.run_id).where(links_table.c.dataset_id == dataset)
+                    ).scalars()
+                    for run in list(runs):
+                        conn.execute(
+                            self._insert(links_table)
+                            .values(dataset_id=ident, run_id=run, created_at=now)
+                            .on_conflict_do_nothing(index_elements=["dataset_id", "run_id"])
+                        )
+            except _LabelsChanged:
+                continue
+            return ident
+        raise RagMetricsError(
+            f"the labels pending on dataset {dataset} kept changing while they were saved "
+            f"({COMMIT_ATTEMPTS} attempts); save again"
+        )
+
+    def _pending_rows(self, dataset: str) -> pd.DataFrame:
+        """Every label row pending on ``dataset`` (every kind), oldest first: ``id, query_id, doc_id, label, kind``."""
+        t = labels_table
+        query = (
+            sa.select(t.c.id, t.c.query_id, t.c.doc_id, t.c.label, t.c.kind)
+            .where((t.c.dataset_id == dataset) & t.c.version.is_(None))
+            .order_by(t.c.id)
+        )
+        with self.engine.connect() as conn:
+            return pd.DataFrame(
+                conn.execute(query).mappings().all(), columns=["id", "query_id", "doc_id", "label", "kind"]
+            )
+
+    def _stamp(self, conn: Any, ids: Sequence[int], version: str) -> None:
+        """Stamp the pending labels ``ids`` with ``version``; :class:`_LabelsChanged` (the transaction rolls back)
+        unless every one of them was still pending."""
+        t = labels_table
+        stamped = 0
+        for start in range(0, len(ids), _IDS_PER_STATEMENT):
+            chunk = list(ids[start : start + _IDS_PER_STATEMENT])
+            done = conn.execute(sa.update(t).where(t.c.id.in_(chunk) & t.c.version.is_(None)).values(version=version))
+            stamped += int(done.rowcount or 0)
+        if stamped != len(ids):
+            raise _LabelsChanged
+
+    def _saved_by_another(self, ids: Sequence[int]) -> str | None:
+        """The version that saved every one of the labels ``ids`` (read by a save another save overtook), or None."""
+        if not ids:
             return None
-        parent = self.get_dataset(dataset)
-        labels = pending.rename(columns={"label": "relevance"})[["query_id", "doc_id", "relevance"]]
-        merged = merge(parent, labels, override=True).dataset
-        root = self.lineage(dataset)[-1]
-        names = self.list_datasets().set_index("id")["name"]
-        number = 1 + self._versions_below(root)  # numbered across the lineage: a version of a version is v2, v3...
-        label = "label" if len(labels) == 1 else "labels"
-        child = dataclasses.replace(merged, name=f"{names.get(root, parent.name)} (+{len(labels)} {label}, v{number})")
-        ident = self.put_dataset(child, source=f"labels on {dataset}")
-        now = time.time()
-        with self.engine.begin() as conn:
-            conn.execute(
-                self._insert(versions_table)
-                .values(id=ident, parent=dataset, author=author or "anonymous", created_at=now, n_labels=len(labels))
-                .on_conflict_do_nothing(index_elements=["id"])
-            )
-            t = labels_table
-            conn.execute(  # the labels and the accepted suggestions they came from: saved together
-                sa.update(t).where((t.c.dataset_id == dataset) & t.c.version.is_(None)).values(version=ident)
-            )
-            runs = conn.execute(sa.select(links_table.c.run_id).where(links_table.c.dataset_id == dataset)).scalars()
-            for run in list(runs):
-                conn.execute(
-                    self._insert(links_table)
-                    .values(dataset_id=ident, run_id=run, created_at=now)
-                    .on_conflict_do_nothing(index_elements=["dataset_id", "run_id"])
-                )
-        return ident
+        t = labels_table
+        found: set[str | None] = set()
+        with self.engine.connect() as conn:
+            for start in range(0, len(ids), _IDS_PER_STATEMENT):
+                chunk = list(ids[start : start + _IDS_PER_STATEMENT])
+                found |= set(conn.execute(sa.select(t.c.version).where(t.c.id.in_(chunk))).scalars())
+        return found.pop() if len(found) == 1 and None not in found else None
 
     def versions(self, dataset: str) -> pd.DataFrame:
         """The qrels versions made from ``dataset`` (children first by time): ``id, parent, author, created_at, n_labels``."""
@@ -665,6 +913,19 @@ class Store:
                 if parent is None or parent in chain:
                     return chain
                 chain.append(parent)
+
+    def family(self, dataset: str) -> list[str]:
+        """The qrels versions of ``dataset``'s lineage: its original first, then every version made from it or from
+        its versions. Judging looks at the labels given on all of them: a pair labelled on one version (pending, or
+        saved) is judged for a judge on another."""
+        family = [self.lineage(dataset)[-1]]
+        todo = list(family)
+        while todo:
+            for child in self.versions(todo.pop())["id"]:
+                if child not in family:
+                    family.append(str(child))
+                    todo.append(str(child))
+        return family
 
     # --- reads -------------------------------------------------------------------------
 

@@ -430,7 +430,9 @@ def _label_on_the_judge_page(at: AppTest, url: str, dataset: str) -> list[str]:
 
     at.switch_page("views/judge.py").run()
     assert not at.exception and at.title[0].value == "Judge"
-    at.button(key="judge.grade.1").click().run()
+    from tests.dashboard.test_judge_apptest import button
+
+    button(at, "judge.grade.1").click().run()
     assert not at.exception
     return Store(url).pending_labels(dataset)["author"].tolist()
 

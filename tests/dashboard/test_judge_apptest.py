@@ -90,6 +90,14 @@ def judged(store_dir) -> dict[str, str]:
     return ids
 
 
+def button(at, name: str):  # type: ignore[no-untyped-def]
+    """The Judge page's button ``name`` (e.g. ``judge.grade.1``, ``judge.skip``): its key also names the pair it acts
+    on (``judge.grade.1.<pair>``)."""
+    found = [b for b in at.button if b.key and b.key.rsplit(".", 1)[0] == name]
+    assert len(found) == 1, f"{len(found)} buttons {name}.<pair>"
+    return found[0]
+
+
 def _pair(at) -> tuple[str, str]:  # type: ignore[no-untyped-def]
     """The (query text, document header) of the pair the page shows."""
     query = next(m.value for m in at.markdown if m.value.startswith("#### "))
@@ -116,7 +124,7 @@ def test_judge_page_gives_labels_at_once_and_a_second_session_sees_them(judged, 
     assert [b.label for b in grades] == ["0 · not relevant", "1 · relevant", "2 · highly relevant"]
     assert _left(at) == (4, 4)
     first = _pair(at)
-    at.button(key="judge.grade.1").click().run()
+    button(at, "judge.grade.1").click().run()
     no_problems(at)
     assert _pair(at) != first and _left(at) == (3, 4)
     pending = _store(store_dir).pending_labels(judged["dataset"])
@@ -144,7 +152,7 @@ def test_the_pair_shows_query_answer_keywords_and_escaped_marked_text(judged) ->
         assert all("<img" not in b and "**not bold**" not in b for b in bodies)
         if "d4" in seen[-1]:
             assert any("&lt;img src=x onerror=&quot;alert&#40;1&#41;&quot;&gt;" in b for b in bodies)
-        at.button(key="judge.skip").click().run()
+        button(at, "judge.skip").click().run()
     assert any("d4" in s for s in seen)
     assert "You skipped every pair" in _text(at.info)
     at.button(key="judge.unskip").click().run()
@@ -155,10 +163,10 @@ def test_a_suggestion_is_stored_only_when_accepted_and_names_its_rule(judged, st
     at = open_page("judge", _params(judged))
     store = _store(store_dir)
     for _ in range(4):  # find a pair a rule has a suggestion for
-        if any(b.key == "judge.accept" for b in at.button):
+        if any(b.key and b.key.startswith("judge.accept.") for b in at.button):
             break
-        at.button(key="judge.skip").click().run()
-    accept = at.button(key="judge.accept")
+        button(at, "judge.skip").click().run()
+    accept = button(at, "judge.accept")
     assert "Rule **answer** suggests grade **2**" in " ".join(m.value for m in at.markdown)
     for rule in ("answer", "keywords"):  # shown, not stored
         assert store.pending_labels(judged["dataset"], kind=f"suggestion:{rule}").empty
@@ -177,8 +185,8 @@ def test_a_suggestion_is_stored_only_when_accepted_and_names_its_rule(judged, st
 
 def test_save_as_a_new_version_opens_it_and_the_picker_names_it(judged, store_dir) -> None:
     at = open_page("judge", _params(judged))
-    at.button(key="judge.grade.2").click().run()
-    at.button(key="judge.grade.0").click().run()
+    button(at, "judge.grade.2").click().run()
+    button(at, "judge.grade.0").click().run()
     assert not at.button(key="judge.save").disabled
     at.button(key="judge.save").click().run()
     no_problems(at)
@@ -298,9 +306,9 @@ def test_a_healthy_run_gets_no_banner_and_a_chunk_mapping_file_maps_any_format(s
 
 def test_a_slip_is_changed_with_the_last_labels_buttons(judged, store_dir) -> None:
     at = open_page("judge", _params(judged))
-    at.button(key="judge.grade.1").click().run()
+    button(at, "judge.grade.1").click().run()
     assert "Last label:" in _text(at.caption)
-    at.button(key="judge.relabel.0").click().run()
+    button(at, "judge.relabel.0").click().run()
     no_problems(at)
     pending = _store(store_dir).pending_labels(judged["dataset"])
     assert pending["label"].tolist() == [0] and _left(at) == (3, 4)  # one pair, its latest label
@@ -309,8 +317,8 @@ def test_a_slip_is_changed_with_the_last_labels_buttons(judged, store_dir) -> No
 def test_a_pending_label_can_be_withdrawn_before_saving(judged, store_dir) -> None:
     at = open_page("judge", _params(judged))
     left, pooled = _left(at)
-    at.button(key="judge.grade.2").click().run()
-    at.button(key="judge.grade.0").click().run()
+    button(at, "judge.grade.2").click().run()
+    button(at, "judge.grade.0").click().run()
     assert _left(at) == (left - 2, pooled)
     assert at.button(key="judge.withdraw").disabled  # nothing selected yet
     table = next(d for d in at.dataframe if d.key and d.key.startswith("judge.pending."))
@@ -326,3 +334,41 @@ def test_a_pending_label_can_be_withdrawn_before_saving(judged, store_dir) -> No
     )
     assert _left(at) == (left - 1, pooled)  # the pair is back in the queue
     assert "Withdrew 1 label(s)" in _text(at.success) + _text(at.info) + _text(at.toast)
+
+
+def test_a_label_given_meanwhile_by_another_judge_is_shown_and_kept_unless_replaced(judged, store_dir) -> None:
+    at = open_page("judge", _params(judged))
+    query_id = next(c.value for c in at.caption if c.value.startswith("query "))[len("query ") :]
+    doc_id = re.search(r"\*\*(\w+)\*\*", _pair(at)[1]).group(1)  # type: ignore[union-attr]
+    store = _store(store_dir)
+    store.add_label(judged["dataset"], query_id, doc_id, 1, author="ann")  # another judge, on another server
+    button(at, "judge.grade.0").click().run()
+    no_problems(at)
+    assert f"{doc_id} for {query_id} was labelled **1** by ann meanwhile (not saved yet): your grade **0** was not" in (
+        _text(at.warning)
+    )
+    pending = store.pending_labels(judged["dataset"])
+    assert pending[["doc_id", "label", "author"]].values.tolist() == [[doc_id, 1, "ann"]]  # not overwritten
+    assert f"**{doc_id}**" not in _pair(at)[1]  # the page moved on: the pair is judged
+    next(b for b in at.button if b.key and b.key.startswith("judge.conflict.replace.")).click().run()
+    no_problems(at)
+    pending = store.pending_labels(judged["dataset"])
+    assert pending[["doc_id", "label", "author"]].values.tolist() == [[doc_id, 0, "anonymous"]]  # the judge chose
+    assert not at.warning
+
+
+def test_a_label_changed_by_another_judge_is_not_withdrawn_by_a_selection_made_before(judged, store_dir) -> None:
+    at = open_page("judge", _params(judged))
+    button(at, "judge.grade.2").click().run()
+    table = next(d for d in at.dataframe if d.key and d.key.startswith("judge.pending."))
+    query_id, doc_id = (str(v) for v in table.value.iloc[0][["query_id", "doc_id"]])
+    at.session_state[table.key] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    at.run()
+    assert at.button(key="judge.withdraw").label == "Withdraw 1 selected label(s)"
+    store = _store(store_dir)
+    store.add_label(judged["dataset"], query_id, doc_id, 0, author="ann")  # another judge changes it meanwhile
+    at.button(key="judge.withdraw").click().run()
+    no_problems(at)
+    pending = store.pending_labels(judged["dataset"])
+    assert pending[["doc_id", "label", "author"]].values.tolist() == [[doc_id, 0, "ann"]]  # ann's label stays
+    assert at.button(key="judge.withdraw").disabled  # the table changed: the selection made before is cleared

@@ -1,0 +1,192 @@
+"""Labels given while a version is being saved, on SQLite and on PostgreSQL: every label ends up either in exactly
+the version whose stamp it carries or still pending, none is lost.
+
+One real process labels a new pair about every 20 ms, another saves a version about every 0.5 s; the plain run
+races them for a few seconds, the soak run for half a minute. Then every stamped label is looked up in its
+version's qrels, and every version's added judgments are matched to the labels stamped with it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+import ragmetrics as rm
+from ragmetrics.store.database import LabelConflict, Store, labels_table
+
+QUERIES = [f"q{i}" for i in range(20)]
+
+
+def _labeller(url: str, dataset: str, seconds: float, given: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    store = Store(url)
+    deadline, n = time.monotonic() + seconds, 0
+    while time.monotonic() < deadline:
+        store.add_label(dataset, QUERIES[n % len(QUERIES)], f"new{n}", n % 3, author="labeller")
+        n += 1
+        time.sleep(0.02)
+    store.engine.dispose()
+    given.put(n)
+
+
+def _saver(url: str, dataset: str, seconds: float, saved: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    store = Store(url)
+    deadline, n = time.monotonic() + seconds, 0
+    while time.monotonic() < deadline:
+        n += store.commit_labels(dataset, author="saver") is not None
+        time.sleep(0.5)
+    store.engine.dispose()
+    saved.put(n)
+
+
+def _race(url: str, seconds: float, savers: int = 1) -> None:
+    store = Store(url)
+    parent_set = rm.Dataset.from_dict({q: {"d0": 1} for q in QUERIES}, name="race")
+    parent = store.put_dataset(parent_set)
+    ctx = multiprocessing.get_context("spawn")
+    given, saved = ctx.Queue(), ctx.Queue()
+    workers = [ctx.Process(target=_labeller, args=(url, parent, seconds, given))]
+    workers += [ctx.Process(target=_saver, args=(url, parent, seconds, saved)) for _ in range(savers)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(seconds + 120)
+        assert worker.exitcode == 0, f"{worker.name} exited with {worker.exitcode}"
+    n_given, n_saved = given.get(timeout=5), sum(saved.get(timeout=5) for _ in range(savers))
+
+    t = labels_table
+    with store.engine.connect() as conn:
+        rows = pd.DataFrame(
+            conn.execute(sa.select(t.c.query_id, t.c.doc_id, t.c.label, t.c.version).where(t.c.dataset_id == parent))
+            .mappings()
+            .all(),
+            columns=["query_id", "doc_id", "label", "version"],
+        )
+    assert len(rows) == n_given and n_given > 20 * seconds and n_saved >= seconds / 2  # the race did run
+    versions = store.versions(parent).set_index("id")
+    lost, counts = [], []
+    for version, stamped in rows.dropna(subset=["version"]).groupby("version"):
+        qrels = store.get_dataset(str(version)).qrels
+        added = qrels[qrels["doc_id"] != "d0"]
+        kept = set(zip(added["query_id"], added["doc_id"], added["relevance"].astype(int)))
+        wanted = set(zip(stamped["query_id"], stamped["doc_id"], stamped["label"].astype(int)))
+        lost += sorted(wanted - kept)
+        assert kept <= wanted, f"version {version} holds labels not stamped with it: {sorted(kept - wanted)[:5]}"
+        counts.append((version, int(versions.loc[version, "n_labels"]), len(wanted)))
+    assert not lost, f"{len(lost)} of {len(rows)} labels stamped with a version they are not in, e.g. {lost[:5]}"
+    assert [(v, n) for v, n, _ in counts] == [(v, n) for v, _, n in counts]  # each version counts its own labels
+    pending = store.pending_labels(parent)
+    assert len(pending) == rows["version"].isna().sum()  # the rest is still pending, none hidden
+    store.engine.dispose()
+
+
+def test_labels_given_while_versions_are_saved_are_in_their_version_or_pending(store_url: str) -> None:
+    _race(store_url, 6.0)
+
+
+def test_two_saves_at_once_share_out_the_labels_without_losing_one(store_url: str) -> None:
+    _race(store_url, 5.0, savers=2)
+
+
+@pytest.mark.soak
+def test_half_a_minute_of_labelling_and_saving_loses_no_label(store_url: str) -> None:
+    _race(store_url, 32.0)
+
+
+def test_a_label_given_since_the_judge_looked_is_refused_and_named(store_url: str) -> None:
+    store = Store(store_url)
+    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
+    first = store.add_label(parent, "q1", "u1", 1, author="ann", expect=None)
+    with pytest.raises(LabelConflict, match=r"u1 for q1 was labelled 1 by ann meanwhile \(not saved yet\)") as err:
+        store.add_label(parent, "q1", "u1", 0, author="ben", expect=None)  # ben saw it unlabelled
+    assert err.value.existing["id"] == first and err.value.existing["author"] == "ann"
+    second = store.add_label(parent, "q1", "u1", 2, author="ann", expect=first)  # ann changes her own label
+    assert store.pending_labels(parent)["label"].tolist() == [2]
+    version = store.commit_labels(parent, author="ann")
+    # saved: still judged on this dataset (never offered again on it), and named as saved
+    assert store.labelled_pairs(parent).values.tolist() == [["q1", "u1"]]
+    with pytest.raises(LabelConflict, match=rf"by ann meanwhile \(saved in version {version}\)"):
+        store.add_label(parent, "q1", "u1", 0, author="ben", expect=None)
+    assert store.latest_label(parent, "q1", "u1")["id"] == second  # type: ignore[index]
+    store.add_label(parent, "q1", "u1", 0, author="ben")  # no expectation: kept whatever the pair holds
+    assert store.pending_labels(parent)["author"].tolist() == ["ben"]
+    # a judge on the new version and one on its parent see each other's labels: one lineage
+    with pytest.raises(LabelConflict, match="by ben meanwhile"):
+        store.add_label(version, "q1", "u1", 1, author="cy", expect=second)
+    store.add_label(version, "q1", "u7", 1, author="cy", expect=None)
+    assert sorted(map(tuple, store.labelled_pairs(parent).values.tolist())) == [("q1", "u1"), ("q1", "u7")]
+    assert store.claim_pair(parent, [("q1", "u7"), ("q1", "u8")], "tab-d") == ("q1", "u8", False)
+    assert store.claim_pair(version, [("q1", "u8"), ("q1", "u9")], "tab-e") == ("q1", "u9", False)
+    # a withdrawal names the label it takes back: one given since is kept
+    shown = store.add_label(parent, "q1", "u5", 1, author="ann")
+    store.add_label(parent, "q1", "u5", 2, author="ben")  # after ann's page showed hers
+    with pytest.raises(LabelConflict, match=r"labelled 2 by ben meanwhile .*; it was not withdrawn"):
+        store.withdraw_label(parent, "q1", "u5", expect=shown)
+    assert store.pending_labels(parent).set_index("doc_id").loc["u5", "label"] == 2
+    assert store.withdraw_label(parent, "q1", "u5", expect=shown + 1) == 2  # ben's, as shown: both rows go
+
+
+def _judge(url: str, dataset: str, holder: str, pairs: list[tuple[str, str]], out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    """One judging session: take the next pair no one holds and is not labelled, label it, until none is left (a
+    pair another session holds is left to it)."""
+    store = Store(url)
+    labelled, conflicts = 0, 0
+    while True:
+        done = set(store.labelled_pairs(dataset).itertuples(index=False, name=None))
+        pair = store.claim_pair(dataset, [p for p in pairs if p not in done], holder)
+        if pair is None:
+            break
+        if pair.shared:  # only pairs another judge is on are left: they label them
+            time.sleep(0.02)
+            continue
+        try:
+            store.add_label(dataset, pair[0], pair[1], 1, author=holder, expect=None)
+            labelled += 1
+        except LabelConflict:
+            conflicts += 1
+    store.release_claims(dataset, holder)
+    store.engine.dispose()
+    out.put((holder, labelled, conflicts))
+
+
+def test_judges_in_several_processes_each_get_other_pairs_and_label_every_one_once(store_url: str) -> None:
+    store = Store(store_url)
+    parent = store.put_dataset(rm.Dataset.from_dict({q: {"d0": 1} for q in QUERIES}, name="claims"))
+    pairs = [(q, f"u{i}") for q in QUERIES for i in range(6)]
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    judges = [ctx.Process(target=_judge, args=(store_url, parent, f"judge{i}", pairs, out)) for i in range(3)]
+    for judge in judges:
+        judge.start()
+    for judge in judges:
+        judge.join(180)
+        assert judge.exitcode == 0
+    results = [out.get(timeout=5) for _ in judges]
+    labels = store.pending_labels(parent)
+    assert sum(n for _, n, _ in results) == len(pairs) == len(labels)  # every pair labelled, no click lost
+    t = labels_table
+    with store.engine.connect() as conn:
+        rows = conn.execute(sa.select(sa.func.count()).select_from(t).where(t.c.dataset_id == parent)).scalar()
+    assert rows == len(pairs)  # each pair labelled once: never offered to two judges at a time
+    assert [c for _, _, c in results] == [0, 0, 0]
+    assert all(n > 0 for _, n, _ in results)  # they did judge side by side
+
+
+def test_a_pair_held_by_another_session_is_offered_last_and_marked_shared(store_url: str) -> None:
+    store = Store(store_url)
+    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
+    pairs = [("q1", "u1"), ("q1", "u2")]
+    assert store.claim_pair(parent, pairs, "tab-a") == ("q1", "u1", False)
+    assert store.claim_pair(parent, pairs, "tab-a") == ("q1", "u1", False)  # a rerun keeps its pair
+    assert store.claim_pair(parent, pairs, "tab-b") == ("q1", "u2", False)
+    assert store.claim_pair(parent, pairs, "tab-c") == ("q1", "u1", True)  # every pair held: shown, and said so
+    store.add_label(parent, "q1", "u1", 1, author="ann")
+    assert store.claim_pair(parent, pairs, "tab-c") == ("q1", "u2", True)  # a labelled pair is never offered
+    assert store.claim_pair(parent, pairs, "tab-b", seconds=-1) == ("q1", "u2", False)
+    assert store.claim_pair(parent, pairs, "tab-c") == ("q1", "u2", False)  # tab-b's claim lapsed
+    assert store.claim_pair(parent, [("q1", "u3")], "tab-d", seconds=-1) == ("q1", "u3", False)
+    assert store.renew_claims(parent, "tab-d") == 1  # a tab still open keeps its pair
+    assert store.claim_pair(parent, [("q1", "u3")], "tab-e") == ("q1", "u3", True)
