@@ -22,6 +22,7 @@ from ragmetrics.evaluate import DEFAULT_METRICS, EvalResult, RunResult, evaluate
 from ragmetrics.metrics import known_metric_names
 from ragmetrics.model import Dataset, Run
 from ragmetrics.partitioned.engine import ENGINES
+from ragmetrics.redact import redact_urls
 
 if TYPE_CHECKING:
     from ragmetrics.partitioned import PartitionedResult
@@ -1223,7 +1224,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
                     if issubclass(warning.category, RagMetricsWarning):
                         err.write(f"ragmetrics: warning: {warning.message}\n")
     except RagMetricsError as exc:
-        err.write(f"ragmetrics: error: {exc}\n")
+        err.write(f"ragmetrics: error: {redact_urls(exc)}\n")
         return 2
     except BrokenPipeError:  # pragma: no cover - e.g. piped into head
         return 0
