@@ -14,8 +14,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
-# HTML's special characters and Markdown's (as md_escape's, less '.'), each written as a numeric reference
+# HTML's special characters and Markdown's (as md_escape's, less '.'), each written as a character reference
 _HTML_SPECIAL = re.compile(r"[&<>\"'\\`*_{}\[\]()#+\-!|~$:]")
+_NAMED = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;"}  # as html.escape writes them
 
 __all__ = [
     "HIGHLIGHT_LEGEND",
@@ -131,7 +132,7 @@ def _as_html(text: str) -> str:
     character references (so even a renderer that read Markdown inside HTML would see only characters)."""
     # one pass: escaping first and then writing '#' as a reference would break the references just written
     # (an apostrophe's &#x27; showed as the text "&#x27;")
-    return _HTML_SPECIAL.sub(lambda m: f"&#{ord(m.group())};", text).replace("\n", "<br>")
+    return _HTML_SPECIAL.sub(lambda m: _NAMED.get(m.group()) or f"&#{ord(m.group())};", text).replace("\n", "<br>")
 
 
 def highlight_html(text: object, marks: Marks | None = None, *, limit: int = MAX_PASSAGE) -> str:
