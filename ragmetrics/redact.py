@@ -24,7 +24,7 @@ _SECRET_PARAMETER = re.compile(
     re.IGNORECASE,
 )
 _TOKEN_SCHEME = re.compile(r"(?:https?|wss?)://", re.IGNORECASE)  # a user part without a password may be a token
-_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>()\[\]{}]+")
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>()\[\]]+")
 
 
 def _user_part_end(rest: str) -> int:

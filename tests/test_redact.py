@@ -43,6 +43,9 @@ def test_redact_url(url: str, shown: str) -> None:
 def test_urls_inside_messages_and_secrets_quoted_without_their_url() -> None:
     message = "ConnectError: 'https://u:s3cret@h/x' failed; retry https://tok3n@h2/y"
     assert redact_urls(message) == "ConnectError: 'https://u:***@h/x' failed; retry https://***@h2/y"
+    assert redact_urls("http:GET https://h/q?q={query}&token=s3cret request=null") == (
+        "http:GET https://h/q?q={query}&token=*** request=null"
+    )
     url = "postgresql+psycopg://team:hunter@2024@db/rag"
     assert scrub("could not resolve host '2024@db'", url) == "could not resolve host '***@db'"
 

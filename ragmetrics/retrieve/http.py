@@ -29,7 +29,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ragmetrics.errors import RagMetricsError
-from ragmetrics.redact import redact_url, scrub
+from ragmetrics.redact import redact_url, redact_urls, scrub
 from ragmetrics.retrieve.adapters import Adapter, CallError, Hit, as_doc_id, as_score, lookup
 
 DEFAULT_REQUEST = 'POST {"query": "{query}", "k": "{k}"}'
@@ -126,7 +126,7 @@ class HttpAdapter(Adapter):
 
     @property
     def identity(self) -> str:
-        parts = [f"http:{self.method} {redact_url(self.url)}", f"request={json.dumps(self.template, sort_keys=True)}"]
+        parts = [f"http:{self.method} {self.url}", f"request={json.dumps(self.template, sort_keys=True)}"]
         if self.list_path is not None:
             parts.append(f"list={self.list_path}")
         parts += [f"{k}={v}" for k, v in sorted(self.fields.items())]
@@ -140,8 +140,11 @@ class HttpAdapter(Adapter):
         return (split.hostname or "http") + (split.path.rstrip("/").replace("/", "_") if split.path else "")
 
     def describe(self) -> dict[str, Any]:
+        # the identity keeps the URL whole (the cache key: two endpoints that differ by their key stay apart); what
+        # is shown of it hides the credentials
         return {
             **super().describe(),
+            "identity": redact_urls(self.identity),
             "url": redact_url(self.url),
             "method": self.method,
             "request": self.template,
