@@ -147,3 +147,23 @@ def test_no_table_offers_streamlits_own_csv_download(page: Page, tmp_path: Path)
         expect(toolbar.get_by_role("button", name="Search")).to_be_visible(timeout=TIMEOUT)  # the toolbar is there
         expect(page.get_by_role("button", name="Download as CSV")).to_have_count(0)
         expect(page.get_by_role("button", name="Download CSV").first).to_be_visible()  # the app's, neutralised
+
+
+def test_a_gzip_upload_is_refused_once_it_inflates_past_the_sessions_budget(page: Page, tmp_path: Path) -> None:
+    """Was: a small gzip was inflated to the upload file limit (1 GiB) before it was refused."""
+    import gzip
+
+    line = b"q1 Q0 D1 1 1.0 bomb\n"
+    bomb = tmp_path / "bomb.trec.gz"
+    bomb.write_bytes(gzip.compress(line * ((256 << 20) // len(line)), compresslevel=6, mtime=0))  # 256 MiB inflated
+    env = {"RAGMETRICS_UPLOAD_SESSION_BYTES": "48M", "RAGMETRICS_MAX_RATIO": "1000000"}
+    with streamlit_server(data_dir=tmp_path / "data", env=env) as base:
+        page.goto(f"{base}/upload")
+        wait_for_app(page)
+        page.locator(".st-key-upload-runs").get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(bomb))
+        error = page.get_by_test_id("stAlertContentError").filter(has_text="bomb.trec.gz")
+        expect(error).to_contain_text(
+            "bomb.trec.gz: decompressed, it takes this session's uploads past 48 MiB (RAGMETRICS_UPLOAD_SESSION_BYTES)",
+            timeout=TIMEOUT,
+        )
+        expect(page.get_by_test_id("stException")).to_have_count(0)
