@@ -23,6 +23,10 @@ from ragmetrics.foundation.memory import use_small_pages_for_this_process
 read_forwarded_headers_only_from_trusted_proxies()  # uvicorn reads X-Forwarded-* only from the deployer's proxies
 app = st.App(__file__, middleware=[Middleware(SignInGate), Middleware(UploadBudget)])
 
+# Streamlit's own table export (the toolbar's "Download as CSV") does not neutralise formulas, where the app's
+# download buttons do (ragmetrics.io.export): it is off, whatever configuration the server was started with
+st.set_option("client.disableDataExport", True)
+
 # a file served by this server: a Material icon would make every browser fetch it from Google's font CDN
 FAVICON = str(Path(__file__).parent / "assets" / "favicon.svg")
 

@@ -333,3 +333,22 @@ def test_utf16_without_a_byte_order_mark_is_named_as_such(encoding):
     with pytest.raises(rm.ParseError, match=r"UTF-16 without a byte-order mark .*: save the file as UTF-8"):
         load_run(RUN_A.encode(encoding), filename="run.trec")
     assert len(load_run(b"\xff\xfe" + RUN_A.encode("utf-16-le"), filename="run.trec")) == 7  # with its mark: read
+
+
+def test_the_output_is_written_through_no_planted_link(files: dict[str, Path], tmp_path: Path) -> None:
+    """Was: the temporary output had a guessable name (``.<pid>-partial-<name>``) and was opened through whatever
+    stood there: a symlink planted under that name had its target overwritten."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    output = tmp_path / "fused.trec"
+    planted = tmp_path / f".{os.getpid()}-partial-{output.name}"
+    planted.symlink_to(victim)
+    code, _, err = run_cli("fuse", "--method", "rrf", "-o", output, files["a"], files["b"])
+    assert code == 0, err
+    assert victim.read_text() == "keep me\n"
+    assert planted.is_symlink()  # left alone
+    assert output.is_file() and not output.is_symlink() and output.read_text().startswith("q1 Q0 ")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(output.stat().st_mode) == 0o666 & ~umask  # as a new file is, not a private temporary's
+    assert sorted(p.name for p in tmp_path.iterdir() if "partial" in p.name) == [planted.name]

@@ -83,6 +83,9 @@ BAD_IDS = {
     "nul": ("d\x00x", "control character (byte 0x00)"),
     "escape": ("d\x1b[31mx", "control character (byte 0x1b)"),
     "delete": ("d\x7fx", "control character (byte 0x7f)"),
+    "c1 csi": ("d\u009b31mx", "control character (U+009B)"),
+    "bidi override": ("d\u202etxt.exe", "bidirectional control character (U+202E)"),
+    "bidi isolate": ("d\u2067x", "bidirectional control character (U+2067)"),
     "too long": ("d" * 5000, "5,000 bytes; the limit is 4,096"),
 }
 
@@ -156,7 +159,7 @@ def test_the_limit_is_configurable() -> None:
 
 
 def test_unicode_ids_and_inner_spaces_are_taken() -> None:
-    ids = ["文档-1", "doc with space", "é́", "🙂"]
+    ids = ["文档-1", "doc with space", "é́", "🙂", "it’s…", "€5", "\u00a0nbsp", "x\u2028y"]
     rows = "".join(f"q1\t{d}\t{3 - i}\n" for i, d in enumerate(ids))
     run = load_run(("query_id\tdoc_id\tscore\n" + rows).encode(), filename="run.tsv")
     assert list(run.frame["doc_id"]) == ids
@@ -167,6 +170,10 @@ def test_the_model_refuses_bad_ids_built_in_python() -> None:
         Run.from_dict({"q1": {"d1": 1.0, "d\n2": 0.5}})
     with pytest.raises(RagMetricsError, match=r"row 1: the query_id is empty"):
         Dataset.from_dict({"": {"d1": 1}})
+    with pytest.raises(RagMetricsError, match=r"row 3: the doc_id holds a control character \(U\+0085\)"):
+        Run.from_dict({"q1": {"d1": 1.0, "d2": 0.7, "d\u00853": 0.5}})
+    with pytest.raises(RagMetricsError, match=r"row 2: the doc_id holds a bidirectional control character \(U\+202D\)"):
+        Run.from_dict({"q1": {"文档": 1.0, "\u202dd2": 0.5}})
 
 
 def _cli_cpu(tmp_path: Path, name: str, content: bytes, *, qrels: bytes = b"q1 0 d1 1\n") -> tuple[int, str, float]:

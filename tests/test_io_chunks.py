@@ -85,3 +85,52 @@ def test_mapping_errors(tmp_path: Path) -> None:
         attach_source_docs(chunk_run(), pattern="(unclosed")
     with pytest.raises(RagMetricsError, match="needs a mapping or a pattern"):
         attach_source_docs(chunk_run())
+
+
+HOSTILE_PATTERN_SCRIPT = """
+import json, threading, time
+from ragmetrics.io import attach_source_docs
+from ragmetrics.foundation.model import Run
+
+run = Run.from_dict({"q1": {"a" * 40 + "!": 2.0, "doc#1": 1.0}}, name="hostile")
+outcome = []
+
+def attach():
+    try:
+        attach_source_docs(run, pattern=r"(?P<doc>(a|a)+)$")
+        outcome.append("no error")
+    except Exception as err:
+        outcome.append(f"{type(err).__name__}: {err}")
+
+worker = threading.Thread(target=attach, daemon=True)
+ticks, start = 0, time.monotonic()
+worker.start()
+while worker.is_alive():
+    time.sleep(0.01)
+    ticks += 1
+print(json.dumps({"outcome": outcome, "ticks": ticks, "seconds": time.monotonic() - start}))
+"""
+
+
+def test_a_pattern_that_backtracks_without_end_is_stopped_and_named() -> None:
+    # (a|a)+$ on 40 a's and a '!' tries 2**40 ways before it fails: the run is refused in seconds, and the process's
+    # other threads (the server's, in the dashboard) keep running meanwhile. In a child process, which a pattern
+    # holding the interpreter for hours can be killed in.
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", HOSTILE_PATTERN_SCRIPT], capture_output=True, text=True, timeout=60, env=env
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("the chunk pattern was not stopped within 60 s")
+    report = json.loads(done.stdout)
+    assert report["seconds"] < 20, report
+    assert report["ticks"] > 20 * report["seconds"], report  # the main thread ran every few ms throughout
+    [message] = report["outcome"]
+    assert message.startswith("RagMetricsError: chunk pattern '(?P<doc>(a|a)+)$' is too slow"), message
+    assert "aaaaaaaa" in message  # the chunk id it stopped at

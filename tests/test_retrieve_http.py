@@ -321,3 +321,91 @@ def test_answer_shapes():
     assert nested.hits({"data": [{"hits": [{"meta": {"id": "z"}, "score": 1}]}]}) == [("z", 1.0, None, None)]
     secret = HttpAdapter("http://127.0.0.1:9/x", headers={"Authorization": "Bearer s3cret"})
     assert "s3cret" not in secret.identity and "s3cret" not in json.dumps(secret.describe())
+
+
+class Redirector:
+    """Two servers on 127.0.0.1: an internal one holding a secret, and an endpoint that answers every call with a
+    307 to the internal one (``/redirect``) or with a 403 whose body holds the secret (``/forbidden``)."""
+
+    SECRET = "internal-secret-7f3a"
+
+    def __init__(self) -> None:
+        self.internal_calls = 0
+        owner = self
+
+        class Internal(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _answer(self) -> None:
+                owner.internal_calls += 1
+                data = json.dumps({"results": [{"doc_id": owner.SECRET, "score": 1.0}], "note": owner.SECRET}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = _answer
+
+        class Endpoint(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _answer(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(length)
+                if self.path.startswith("/forbidden"):
+                    data = f"denied: {owner.SECRET}".encode()
+                    self.send_response(403)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
+                self.send_response(307)
+                self.send_header("Location", owner.internal_url)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_GET = do_POST = _answer
+
+        self.servers = [ThreadingHTTPServer(("127.0.0.1", 0), handler) for handler in (Internal, Endpoint)]
+        for server in self.servers:
+            server.daemon_threads = True
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.internal_url = f"http://127.0.0.1:{self.servers[0].server_address[1]}/secret"
+        self.port = self.servers[1].server_address[1]
+
+    def close(self) -> None:
+        for server in self.servers:
+            server.shutdown()
+            server.server_close()
+
+
+@pytest.fixture
+def redirector() -> Iterator[Redirector]:
+    server = Redirector()
+    yield server
+    server.close()
+
+
+@pytest.mark.parametrize("path", ["redirect", "forbidden"])
+def test_a_redirect_is_not_followed_and_no_answer_or_credential_is_repeated(redirector, tmp_path, path):
+    url = f"http://team:hunter2@127.0.0.1:{redirector.port}/{path}?api_key=hunter3"
+    code, _, err = cli(*retrieve_args(url, tmp_path / "x.trec", tmp_path / "cache"))
+    assert code == 2 and err.count("\n") == 1, err
+    assert redirector.internal_calls == 0  # never reached
+    status = "HTTP 307: the endpoint redirects, and redirects are not followed" if path == "redirect" else "HTTP 403"
+    assert status in err, err
+    for secret in (Redirector.SECRET, "hunter2", "hunter3", "denied"):
+        assert secret not in err, err
+    assert f"http://team:***@127.0.0.1:{redirector.port}/{path}?api_key=***" in err  # the endpoint, redacted
+    assert not (tmp_path / "x.trec").exists()
+
+
+def test_the_adapter_describes_its_endpoint_without_credentials():
+    adapter = HttpAdapter("https://team:hunter2@search.example/q?q={query}&token=hunter3")
+    shown = json.dumps(adapter.describe())
+    assert "hunter2" not in shown and "hunter3" not in shown and "team:***@search.example" in shown
+    # the cache key still tells two endpoints apart that differ only by their credentials
+    assert adapter.identity != HttpAdapter("https://team:other@search.example/q?q={query}&token=hunter3").identity

@@ -13,6 +13,7 @@ from dashboard.core.results import Alignment
 from ragmetrics.analysis.fusion import METHODS, NORMS, fuse
 from ragmetrics.foundation.model import Run
 from ragmetrics.io import write_trec_run
+from ragmetrics.io.trec import trec_run_problem
 
 __all__ = [
     "FUSION_LABELS",
@@ -67,6 +68,12 @@ def fuse_runs(
     so they still evaluate at document level and show text)."""
     label = name or fused_name([r.name for r in runs], method, k=k, norm=norm, weights=weights)
     return fuse(runs, method=method, k=int(k), norm=_norm(norm), weights=weights, name=label)
+
+
+def trec_problem(run: Run) -> str | None:
+    """Why the run cannot be a TREC run file (an id holding whitespace), or None: the download is offered only
+    when it can be written."""
+    return trec_run_problem(run)
 
 
 def trec_bytes(run: Run) -> bytes:

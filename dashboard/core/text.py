@@ -8,14 +8,15 @@ it): nothing a document holds becomes markup, a link, a formula or a script.
 
 from __future__ import annotations
 
-import html
 import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
-_MD_ENTITY = re.compile(r"[\\`*_{}\[\]()#+\-!|~$:]")
+# HTML's special characters and Markdown's (as md_escape's, less '.'), each written as a character reference
+_HTML_SPECIAL = re.compile(r"[&<>\"'\\`*_{}\[\]()#+\-!|~$:]")
+_NAMED = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;"}  # as html.escape writes them
 
 __all__ = [
     "HIGHLIGHT_LEGEND",
@@ -86,21 +87,31 @@ def query_terms(query: str, text: str, *, min_cjk: int = 2, min_latin: int = 3) 
     found: list[str] = []
     for word in _WORD.findall(query):
         if _CJK.search(word):
-            i = 0
-            while i < len(word):
-                best = 0
-                for j in range(len(word), i + min_cjk - 1, -1):
-                    if word[i:j].casefold() in haystack:
-                        best = j - i
-                        break
-                if best >= min_cjk:
-                    found.append(word[i : i + best])
-                    i += best
-                else:
-                    i += 1
+            found += _longest_runs(word, haystack, min_cjk)
         elif len(word) >= min_latin and word.casefold() not in _STOP and word.casefold() in haystack:
             found.append(word)
     return list(dict.fromkeys(found))
+
+
+def _longest_runs(word: str, haystack: str, shortest: int) -> list[str]:
+    """From the start of ``word``, greedily, the longest pieces of at least ``shortest`` characters that
+    ``haystack`` (casefolded) contains; a character no such piece starts at is skipped.
+
+    A piece of ``word`` in the haystack has every shorter piece in it too, so where the longest piece from ``i``
+    ends never moves back as ``i`` moves on: one end pointer serves every start, and the word is scanned once
+    (about two containment checks per character) instead of trying every substring of it."""
+    pieces: list[str] = []
+    n, i, end = len(word), 0, 0
+    while i < n:
+        end = max(end, i)
+        while end < n and word[i : end + 1].casefold() in haystack:
+            end += 1
+        if end - i >= shortest:
+            pieces.append(word[i:end])
+            i = end
+        else:
+            i += 1
+    return pieces
 
 
 def _spans(text: str, terms: Iterable[str], *, whole_words: bool = False) -> list[tuple[int, int]]:
@@ -119,8 +130,9 @@ def _spans(text: str, terms: Iterable[str], *, whole_words: bool = False) -> lis
 def _as_html(text: str) -> str:
     """Text as HTML character data: escaped, and Markdown's and Streamlit's special characters written as numeric
     character references (so even a renderer that read Markdown inside HTML would see only characters)."""
-    escaped = html.escape(text, quote=True)
-    return _MD_ENTITY.sub(lambda m: f"&#{ord(m.group())};", escaped).replace("\n", "<br>")
+    # one pass: escaping first and then writing '#' as a reference would break the references just written
+    # (an apostrophe's &#x27; showed as the text "&#x27;")
+    return _HTML_SPECIAL.sub(lambda m: _NAMED.get(m.group()) or f"&#{ord(m.group())};", text).replace("\n", "<br>")
 
 
 def highlight_html(text: object, marks: Marks | None = None, *, limit: int = MAX_PASSAGE) -> str:

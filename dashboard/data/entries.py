@@ -7,10 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-import sqlalchemy as sa
-
 from ragmetrics.analysis.per_query import PerQueryResults
 from ragmetrics.foundation.model import Dataset, Run
+from ragmetrics.foundation.redact import redact_url
 
 __all__ = ["DatasetEntry", "ResultsEntry", "RunEntry", "VersionInfo", "human_size", "safe_url", "utc", "when"]
 
@@ -117,11 +116,8 @@ class RunEntry:
 
 
 def safe_url(url: str) -> str:
-    """A store URL fit to show: the password hidden."""
-    try:
-        return sa.engine.make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return url.split("@")[-1]
+    """A store URL fit to show: its credentials hidden (:func:`ragmetrics.foundation.redact.redact_url`)."""
+    return redact_url(url)
 
 
 def human_size(n: int) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset
+from ragmetrics.foundation.redact import scrub
 from ragmetrics.retrieve import Retrieval, retrieve
 
 __all__ = ["Cancelled", "JobStatus", "RetrievalJob"]
@@ -77,9 +78,11 @@ class RetrievalJob:
         except Cancelled:
             self._error = "cancelled"
         except RagMetricsError as err:
-            self._error = str(err)
-        except Exception as err:  # the page shows it; the server goes on
-            self._error = f"{type(err).__name__}: {err}"
+            self._error = scrub(err, self.retriever if isinstance(self.retriever, str) else "")
+        except Exception as err:  # the page shows it (without the endpoint's credentials); the server goes on
+            self._error = scrub(
+                f"{type(err).__name__}: {err}", self.retriever if isinstance(self.retriever, str) else ""
+            )
         finally:
             self._ended = time.monotonic()
 

@@ -138,6 +138,7 @@ def ingest_dataset(files: Sequence[Any], workspace: Workspace) -> Outcome | None
             with (
                 st.spinner(md_escape(f"Reading and storing {names} ({human_bytes(sum(f.size for f in files))})…")),
                 warnings.catch_warnings(record=True) as caught,
+                memory.counted_inflation(memory.current_session()),  # what a gzip inflates to, against the budget
             ):
                 warnings.simplefilter("always", RagMetricsWarning)
                 extra: dict[str, Any] = {}
@@ -207,6 +208,7 @@ def ingest_runs(
             with (
                 st.spinner(md_escape(f"Reading and storing {f.name} ({human_bytes(f.size)})…")),
                 warnings.catch_warnings(record=True) as caught,
+                memory.counted_inflation(memory.current_session()),  # what a gzip inflates to, against the budget
             ):
                 warnings.simplefilter("always", RagMetricsWarning)
                 run = load_run(

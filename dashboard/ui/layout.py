@@ -21,6 +21,7 @@ from dashboard.core.view_state import Facts, ViewState, app_root, missing_note, 
 from dashboard.data.workspace import DatasetEntry, RunEntry, Workspace, safe_url
 from dashboard.ui import cache, state, widgets
 from ragmetrics import Alignment
+from ragmetrics.foundation.redact import scrub
 from ragmetrics.io.export import to_safe_csv
 from ragmetrics.store.database import StoreKeyError
 
@@ -70,10 +71,11 @@ def open_workspace(title: str) -> Workspace:
         return workspace
     except Exception as err:
         st.title(title)
-        where = safe_url(cache.store_url())
+        url = cache.store_url()
+        why = scrub(f"{type(err).__name__}: {(str(err).splitlines() or [''])[0][:300]}", url)
         st.error(
             md_escape(
-                f"The store at {where} cannot be opened ({type(err).__name__}: {str(err).splitlines()[0][:300]}). "
+                f"The store at {safe_url(url)} cannot be opened ({why}). "
                 "Check RAGMETRICS_STORE_URL (or RAGMETRICS_DATA_DIR) and that the database is running, then reload."
             ),
             icon=":material/database:",

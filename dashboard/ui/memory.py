@@ -11,6 +11,9 @@ session held once it ended.
   an upload that would take its session or the server past the budget, before its body is read, and runs the
   session's page again so it says why (:func:`last_refusal`); a request without ``Content-Length`` is refused
   (411). Streamlit keeps an upload's bytes while its uploader shows it.
+* What an upload inflates to (a gzip) counts against the same budgets while it is read (:func:`counted_inflation`):
+  the decompression stops, and the file is refused, as soon as the session's or the server's uploads would pass
+  theirs, however far below its own size limit (``RAGMETRICS_MAX_BYTES``) it still is.
 * :class:`Sweeper` looks every few seconds for sessions that ended (Streamlit forgets a disconnected session
   ``server.disconnectedSessionTTL`` seconds after it left, but keeps its uploaded files): it drops their
   uploaded files and what the caches held only for them, and hands freed memory back to the system.
@@ -24,12 +27,13 @@ import gc
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from dashboard.ui import settings
-from ragmetrics.io.limits import human_bytes, parse_size
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.io.limits import human_bytes, metered_inflation, parse_size
 
 GiB = 1 << 30
 
@@ -151,6 +155,7 @@ class UploadBudget:
         self._limits = limits
         self._lock = threading.Lock()
         self._coming: dict[str, int] = {}
+        self._inflating: dict[str, int] = {}  # bytes uploads are being decompressed to, per session
         self.refusals: OrderedDict[str, str] = OrderedDict()
         UploadBudget.latest = self
 
@@ -171,8 +176,9 @@ class UploadBudget:
         with self._lock:
             held = upload_bytes()
             held[session] = held.get(session, 0) - _file_bytes(session, file_id)
-            for sid, coming in self._coming.items():
-                held[sid] = held.get(sid, 0) + coming
+            for counts in (self._coming, self._inflating):
+                for sid, coming in counts.items():
+                    held[sid] = held.get(sid, 0) + coming
             reason = over_budget(session, incoming, held, self._limits())
             if reason is None:
                 self._coming[session] = self._coming.get(session, 0) + incoming
@@ -192,6 +198,58 @@ class UploadBudget:
                 left = self._coming.pop(session, 0) - incoming
                 if left > 0:
                     self._coming[session] = left
+
+
+def _inflation_refusal(source: str, session: str, produced: int, held: dict[str, int], limits: Budgets) -> str | None:
+    """Why decompressing ``produced`` bytes more of ``source`` in ``session`` is refused, or None. ``held``: the
+    bytes each session's uploads hold, and are being decompressed to."""
+    mine, everyone = held.get(session, 0) + produced, sum(held.values()) + produced
+    if mine > limits.upload_session:
+        return (
+            f"{source}: decompressed, it takes this session's uploads past {human_bytes(limits.upload_session)} "
+            f"({SETTINGS['upload_session'][0]}), the files in the uploaders counted; it was refused there. Remove "
+            "files from the uploaders, or upload it in smaller parts."
+        )
+    if everyone > limits.upload_total:
+        return (
+            f"{source}: decompressed, it takes the server's uploads past {human_bytes(limits.upload_total)} "
+            f"({SETTINGS['upload_total'][0]}); it was refused there. Try again when other sessions have finished."
+        )
+    return None
+
+
+@contextlib.contextmanager
+def counted_inflation(session: str | None) -> Iterator[None]:
+    """Within the block, what the loaders decompress in this thread counts against ``session``'s and the server's
+    upload budgets (beside the uploaded files and the uploads on their way), and a step past either stops the
+    decompression with a :class:`~ragmetrics.foundation.errors.RagMetricsError` saying why; released at the end of the block."""
+    gate = UploadBudget.latest
+    if gate is None or session is None:
+        yield
+        return
+    counted = 0
+
+    def meter(source: str, produced: int) -> None:
+        nonlocal counted
+        with gate._lock:
+            held = upload_bytes()
+            for counts in (gate._coming, gate._inflating):
+                for sid, coming in counts.items():
+                    held[sid] = held.get(sid, 0) + coming
+            reason = _inflation_refusal(source, session, produced, held, gate._limits())
+            if reason is not None:
+                raise RagMetricsError(reason)
+            gate._inflating[session] = gate._inflating.get(session, 0) + produced
+            counted += produced
+
+    try:
+        with metered_inflation(meter):
+            yield
+    finally:
+        with gate._lock:
+            left = gate._inflating.pop(session, 0) - counted
+            if left > 0:
+                gate._inflating[session] = left
 
 
 def _rerun(session: str) -> None:

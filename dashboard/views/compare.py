@@ -446,15 +446,20 @@ if page.dataset is not None:
                     disabled=existing is not None and existing.id in view.runs,
                 )
             with b2:
+                unwritable = fusion.trec_problem(fused)  # written on click: a refusal then would be a server error
                 st.download_button(
                     "Download TREC run",
-                    lambda: fusion.trec_bytes(fused),
+                    (lambda: fusion.trec_bytes(fused)) if unwritable is None else b"",
                     file_name=f"{fusion.file_stem(fused.name)}.trec",
                     mime="text/plain",
                     on_click="ignore",
                     icon=":material/download:",
                     key="compare.fuse.download",
+                    disabled=unwritable is not None,
+                    help=None if unwritable is None else f"Not offered: {unwritable}.",
                 )
+                if unwritable is not None:
+                    st.caption(md_escape(f"No TREC file of this run: {unwritable}."))
             if existing is not None:
                 where = (
                     "selected in the sidebar"

@@ -22,6 +22,7 @@ from typing import TextIO
 
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.memory import use_small_pages_for_this_process
+from ragmetrics.foundation.redact import redact_urls
 from ragmetrics.foundation.version import __version__
 
 
@@ -105,7 +106,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
                     if issubclass(warning.category, RagMetricsWarning):
                         err.write(f"ragmetrics: warning: {warning.message}\n")
     except RagMetricsError as exc:
-        err.write(f"ragmetrics: error: {exc}\n")
+        err.write(f"ragmetrics: error: {redact_urls(exc)}\n")
         return 2
     except BrokenPipeError:  # pragma: no cover - e.g. piped into head
         return 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import tempfile
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -49,8 +50,15 @@ def replacing(path: str) -> Iterator[str]:
     if target.exists() and not target.is_file():
         yield path
         return
-    temporary = target.with_name(f".{os.getpid()}-partial-{target.name}")
+    # made by this process alone (O_EXCL, a name no one can guess): a file or link planted beside the target is
+    # never written through; the name keeps the target's suffixes, which say the format
+    handle, name = tempfile.mkstemp(dir=target.parent, prefix=".partial-", suffix=f"-{target.name}")
+    os.close(handle)
+    temporary = Path(name)
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # as a new file would be, not mkstemp's 0600
         yield str(temporary)
         os.replace(temporary, target)
     finally:

@@ -127,7 +127,52 @@ def id_text_problem(value: str, max_bytes: int | None = MAX_ID_BYTES) -> str | N
     if max_bytes is not None and size > max_bytes:
         return f"has {size:,} bytes; the limit is {max_bytes:,}"
     bad = next((c for c in value if ord(c) < 0x20 or ord(c) == 0x7F), None)
-    return None if bad is None else f"holds a control character (byte 0x{ord(bad):02x})"
+    if bad is not None:
+        return f"holds a control character (byte 0x{ord(bad):02x})"
+    hidden = next((c for c in value if _is_hidden_control(ord(c))), None)
+    return None if hidden is None else _hidden_problem(ord(hidden))
+
+
+_BIDI_CONTROLS = frozenset((*range(0x202A, 0x202F), *range(0x2066, 0x206A)))
+"""Bidirectional embeddings, overrides and isolates (LRE..RLO, LRI..PDI): they reorder how an id is shown."""
+
+
+def _is_hidden_control(code: int) -> bool:
+    return 0x80 <= code <= 0x9F or code in _BIDI_CONTROLS
+
+
+def _hidden_problem(code: int) -> str:
+    if 0x80 <= code <= 0x9F:
+        return f"holds a control character (U+{code:04X})"
+    return f"holds a bidirectional control character (U+{code:04X}), which changes how the id is shown"
+
+
+def _hidden_control_at(data: np.ndarray) -> tuple[int, int] | None:
+    """``(byte offset, code point)`` of the first C1 control (UTF-8 C2 80..C2 9F) or bidirectional control
+    (E2 80 AA..AE, E2 81 A6..A9) in UTF-8 ``data``, or None; only bytes that can start one are looked at."""
+    if len(data) < 2:
+        return None
+    lead = np.flatnonzero((data[:-1] == 0xC2) | (data[:-1] == 0xE2))
+    if not len(lead):
+        return None
+    second = data[lead + 1]
+    third = data[np.minimum(lead + 2, len(data) - 1)]
+    has_third = lead + 2 < len(data)
+    c1 = (data[lead] == 0xC2) & (second >= 0x80) & (second <= 0x9F)
+    bidi = (
+        (data[lead] == 0xE2)
+        & has_third
+        & (
+            ((second == 0x80) & (third >= 0xAA) & (third <= 0xAE))
+            | ((second == 0x81) & (third >= 0xA6) & (third <= 0xA9))
+        )
+    )
+    hit = np.flatnonzero(c1 | bidi)
+    if not len(hit):
+        return None
+    at = int(lead[hit[0]])
+    raw = bytes(data[at : at + (2 if data[at] == 0xC2 else 3)])
+    return at, ord(raw.decode("utf-8"))
 
 
 def first_empty(array: Strings) -> int | None:
@@ -138,7 +183,8 @@ def first_empty(array: Strings) -> int | None:
 
 def id_problem(array: Strings, max_bytes: int | None = MAX_ID_BYTES) -> tuple[int, str] | None:
     """``(row, what is wrong)`` of the first id that is empty, longer than ``max_bytes`` (None: any length) or holds a
-    control character (NUL, a line break, ...); ``None`` when every id is fine. Reads Arrow's buffers only: one pass
+    control character (NUL, a line break, a C1 control such as U+009B, a bidirectional override or isolate);
+    ``None`` when every id is fine. Reads Arrow's buffers only: one pass
     over the offsets and one over the bytes, no Python strings."""
     at = 0
     for chunk in chunks_of(array):
@@ -159,6 +205,10 @@ def id_problem(array: Strings, max_bytes: int | None = MAX_ID_BYTES) -> tuple[in
                 bad = int(np.flatnonzero((data < 0x20) | (data == 0x7F))[0])
                 row = int(np.searchsorted(offsets, bad + int(offsets[0]), side="right")) - 1
                 return at + row, f"holds a control character (byte 0x{int(data[bad]):02x})"
+            hidden = _hidden_control_at(data) if len(data) and int(data.max()) >= 0xC2 else None
+            if hidden is not None:
+                row = int(np.searchsorted(offsets, hidden[0] + int(offsets[0]), side="right")) - 1
+                return at + row, _hidden_problem(hidden[1])
         at += n
     return None
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import regex as regex_engine
 
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
 from ragmetrics.foundation.model import Run
@@ -27,31 +29,50 @@ DOC_COLUMNS = ("source_doc", "doc_id", "document_id", "parent_doc", "docid", "do
 _PAIR_KEYS = set(CHUNK_COLUMNS) | set(DOC_COLUMNS)
 
 
-def _compile(pattern: str | re.Pattern[str]) -> tuple[re.Pattern[str], int | str]:
-    """The regex and the group holding the document id."""
-    if isinstance(pattern, re.Pattern):
-        regex = pattern
-    else:
-        try:
-            regex = re.compile(pattern)
-        except re.error as exc:
-            raise RagMetricsError(f"chunk pattern {pattern!r} is not a valid regular expression: {exc}") from None
-        if regex.groups == 0:
-            # a plain separator: the document id is everything before its last occurrence
-            regex = re.compile(r"(?s)^(?P<doc>.+)" + re.escape(pattern))
-    if regex.groups == 0:
+PATTERN_SECONDS = 2.0
+"""The time a chunk pattern may take over a run's chunk ids, plus :data:`PATTERN_SECONDS_PER_ID` for each distinct
+id: a pattern that backtracks catastrophically (``(a|a)+$``) is stopped and named instead of holding the process."""
+PATTERN_SECONDS_PER_ID = 2e-5
+
+
+def _compile(pattern: str | re.Pattern[str]) -> tuple[Any, int | str]:
+    """The regex (the ``regex`` engine, which takes a time limit and releases the GIL while it matches) and the
+    group holding the document id."""
+    text, flags = (pattern.pattern, pattern.flags & ~re.UNICODE) if isinstance(pattern, re.Pattern) else (pattern, 0)
+    try:
+        compiled = regex_engine.compile(text, flags)
+    except (regex_engine.error, TypeError) as exc:
+        raise RagMetricsError(f"chunk pattern {text!r} is not a valid regular expression: {exc}") from None
+    if compiled.groups == 0 and not isinstance(pattern, re.Pattern):
+        # a plain separator: the document id is everything before its last occurrence
+        compiled = regex_engine.compile(r"(?s)^(?P<doc>.+)" + regex_engine.escape(text))
+    if compiled.groups == 0:
         raise RagMetricsError(
-            f"chunk pattern {regex.pattern!r} needs a group for the document id, e.g. r'(?P<doc>.+)#\\d+$'"
+            f"chunk pattern {compiled.pattern!r} needs a group for the document id, e.g. r'(?P<doc>.+)#\\d+$'"
         )
-    return regex, ("doc" if "doc" in regex.groupindex else 1)
+    return compiled, ("doc" if "doc" in compiled.groupindex else 1)
 
 
 def _extract(uniques: pd.Series, pattern: str | re.Pattern[str]) -> pd.Series:
-    regex, group = _compile(pattern)
-    found = uniques.str.extract(regex.pattern, flags=regex.flags & ~re.UNICODE, expand=True)
-    column = found[group] if group == "doc" else found.iloc[:, 0]
-    column = column.reset_index(drop=True)
-    return column.where(column.notna() & (column.astype("str").str.len() > 0), None)
+    """The document id each chunk id's match gives (None where it does not match), within :data:`PATTERN_SECONDS`."""
+    compiled, group = _compile(pattern)
+    search = compiled.search
+    limit = PATTERN_SECONDS + PATTERN_SECONDS_PER_ID * len(uniques)
+    deadline = time.monotonic() + limit
+    found: list[str | None] = []
+    for value in uniques.tolist():
+        left = deadline - time.monotonic()
+        try:
+            match = search(value, timeout=max(left, 1e-3))
+        except TimeoutError:
+            raise RagMetricsError(
+                f"chunk pattern {compiled.pattern!r} is too slow: it took more than {limit:.1f} s on the chunk ids "
+                f"(stopped at {shorten(value)}); it backtracks without end, as nested repetition such as (a|a)+ "
+                "does: write it without repeating a group that can match the same text in several ways"
+            ) from None
+        doc = match.group(group) if match else None
+        found.append(doc or None)
+    return pd.Series(found, dtype=object)
 
 
 def _frame_pairs(frame: pd.DataFrame, what: str, source: Source | None = None, line_of: Any = None) -> pd.DataFrame:

@@ -32,7 +32,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
@@ -219,3 +221,27 @@ __all__ = [
     "parse_size",
     "resolve",
 ]
+
+
+InflationMeter = Callable[[str, int], None]
+"""``meter(source, produced)``: told of every step of decompression (``produced`` bytes more of ``source``); it
+raises (a :class:`~ragmetrics.foundation.errors.RagMetricsError`) to stop the decompression there."""
+
+_INFLATION_METER: ContextVar[InflationMeter | None] = ContextVar("ragmetrics_inflation_meter", default=None)
+
+
+@contextmanager
+def metered_inflation(meter: InflationMeter) -> Iterator[None]:
+    """Within the block (this thread), every gzip input the loaders inflate reports its bytes to ``meter`` as they
+    are produced, and stops as soon as the meter refuses them: a server counts what uploads inflate to against its
+    memory budget, beside the per-input :class:`Limits`."""
+    token = _INFLATION_METER.set(meter)
+    try:
+        yield
+    finally:
+        _INFLATION_METER.reset(token)
+
+
+def inflation_meter() -> InflationMeter | None:
+    """The meter :func:`metered_inflation` set for this thread, or None."""
+    return _INFLATION_METER.get()

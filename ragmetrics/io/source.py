@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from ragmetrics.foundation.errors import FieldError, ParseError
 from ragmetrics.foundation.ids import id_text_problem
-from ragmetrics.io.limits import Limits, resolve
+from ragmetrics.io.limits import Limits, inflation_meter, resolve
 
 T = TypeVar("T")
 
@@ -324,7 +324,8 @@ _INFLATE_STEP = 1 << 20
 
 
 def gunzip(raw: bytes, name: str, limits: Limits) -> bytes:
-    """Inflate gzip member(s) in 1 MiB steps, stopping at ``limits.inflate_cap``.
+    """Inflate gzip member(s) in 1 MiB steps, stopping at ``limits.inflate_cap``, or as soon as the inflation meter
+    of this thread refuses a step (:func:`ragmetrics.io.limits.metered_inflation`).
 
     A bomb stops after at most the cap has been produced (the pieces are
     dropped on the way out); a truncated or corrupt stream, or bytes after
@@ -333,6 +334,7 @@ def gunzip(raw: bytes, name: str, limits: Limits) -> bytes:
     feeding the whole file made large files quadratic).
     """
     cap = limits.inflate_cap(len(raw))
+    meter = inflation_meter()  # a server's budget for what uploads inflate to (ragmetrics.io.limits.metered_inflation)
     pieces: list[bytes] = []
     total = 0
     view = memoryview(raw)
@@ -354,6 +356,12 @@ def gunzip(raw: bytes, name: str, limits: Limits) -> bytes:
                     if total > cap:
                         pieces.clear()
                         raise limits.inflate_error(name, len(raw), total)
+                    if meter is not None:
+                        try:
+                            meter(name, len(piece))
+                        except BaseException:
+                            pieces.clear()
+                            raise
                     pieces.append(piece)
         except zlib.error as exc:
             raise ParseError(name, None, "a valid gzip stream", f"corrupt data ({exc})") from None

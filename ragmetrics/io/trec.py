@@ -598,13 +598,26 @@ def sniff_qrels(source: Source) -> bool:
 _WS_RE = r"[ \t\r\n]"
 
 
-def _check_no_whitespace(values: pa.ChunkedArray | pa.Array, what: str) -> None:
+def _whitespace_problem(values: pa.ChunkedArray | pa.Array, what: str) -> str | None:
     bad = pc.match_substring_regex(values, _WS_RE)
     if pc.any(bad).as_py():
         row = int(np.argmax(bad.to_numpy(zero_copy_only=False)))
-        raise RagMetricsError(
-            f"{what} {values[row].as_py()!r} (row {row + 1}) contains whitespace; a TREC file cannot hold it"
-        )
+        return f"{what} {values[row].as_py()!r} (row {row + 1}) contains whitespace; a TREC file cannot hold it"
+    return None
+
+
+def _check_no_whitespace(values: pa.ChunkedArray | pa.Array, what: str) -> None:
+    problem = _whitespace_problem(values, what)
+    if problem is not None:
+        raise RagMetricsError(problem)
+
+
+def trec_run_problem(run: Run) -> str | None:
+    """Why :func:`write_trec_run` would refuse ``run`` (an id holding whitespace), or None: for a caller that
+    offers the file before writing it."""
+    return _whitespace_problem(run.column("query_id"), "query_id") or _whitespace_problem(
+        run.column("doc_id"), "doc_id"
+    )
 
 
 def _open_for_write(dest: Any) -> tuple[Any, bool, bool]:

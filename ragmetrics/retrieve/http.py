@@ -14,6 +14,10 @@ with a ``results`` list, of objects with ``doc_id`` (or ``id``), ``score`` and o
 
 Answers 429 and 5xx, timeouts and lost connections are retried by the runner; other 4xx answers and
 responses of the wrong shape fail at once. Headers (an API key) are sent but are not part of the cache key.
+
+The endpoint is called at its own address only: a redirect (3xx) is not followed but fails the call, so a
+registered endpoint cannot send the server to another host. An error says the answer's status, never its body,
+and the URL's credentials are hidden wherever it is shown (:func:`ragmetrics.foundation.redact.redact_url`).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.redact import redact_url, redact_urls, scrub
 from ragmetrics.retrieve.adapters import Adapter, CallError, Hit, as_doc_id, as_score, lookup
 
 DEFAULT_REQUEST = 'POST {"query": "{query}", "k": "{k}"}'
@@ -134,9 +139,12 @@ class HttpAdapter(Adapter):
         return (split.hostname or "http") + (split.path.rstrip("/").replace("/", "_") if split.path else "")
 
     def describe(self) -> dict[str, Any]:
+        # the identity keeps the URL whole (the cache key: two endpoints that differ by their key stay apart); what
+        # is shown of it hides the credentials
         return {
             **super().describe(),
-            "url": self.url,
+            "identity": redact_urls(self.identity),
+            "url": redact_url(self.url),
             "method": self.method,
             "request": self.template,
             "response": self.response,
@@ -149,7 +157,7 @@ class HttpAdapter(Adapter):
             if self._client is None:
                 import httpx  # noqa: PLC0415 (the retrieve extra, loaded on use)
 
-                self._client = httpx.Client(headers=self.headers, follow_redirects=True)
+                self._client = httpx.Client(headers=self.headers, follow_redirects=False)
             return self._client
 
     def close(self) -> None:
@@ -172,16 +180,22 @@ class HttpAdapter(Adapter):
         except httpx.TimeoutException:
             raise CallError(f"timed out after {timeout} s") from None
         except httpx.HTTPError as exc:
-            raise CallError(f"{type(exc).__name__}: {exc}") from None
+            raise CallError(scrub(f"{type(exc).__name__}: {exc}", self.url)) from None
         status = answer.status_code
         if status == 429 or status >= 500:
             raise CallError(f"HTTP {status}", retry_after=_retry_after(answer.headers.get("retry-after")))
+        if 300 <= status < 400:
+            raise CallError(
+                f"HTTP {status}: the endpoint redirects, and redirects are not followed (register the address "
+                "that answers)",
+                retryable=False,
+            )
         if status >= 400:
-            raise CallError(f"HTTP {status}: {answer.text[:200]}", retryable=False)
+            raise CallError(f"HTTP {status}", retryable=False)
         try:
             data = answer.json()
         except ValueError:
-            raise CallError(f"the answer is not JSON: {answer.text[:100]!r}", retryable=False) from None
+            raise CallError(f"HTTP {status}: the answer is not JSON", retryable=False) from None
         return self.hits(data)
 
     def hits(self, data: Any) -> list[Hit]:
@@ -203,15 +217,22 @@ class HttpAdapter(Adapter):
             raw = lookup(item, fields["doc_id"]) if "doc_id" in fields else _first(item, "doc_id", "id")
             if raw is None:
                 wanted = repr(fields["doc_id"]) if "doc_id" in fields else "'doc_id' or 'id'"
-                keys = sorted(map(str, item)) if isinstance(item, dict) else type(item).__name__
-                raise RagMetricsError(f"{where}: no {wanted} (found {keys})")
+                raise RagMetricsError(f"{where}: no {wanted}")  # what the answer holds is not repeated
+            if isinstance(raw, bool) or not isinstance(raw, (str, int)):
+                raise RagMetricsError(
+                    f"{where}: expected a document id (a string or an integer), found a {type(raw).__name__}"
+                )
             score = lookup(item, fields.get("score", "score"))
             text = lookup(item, fields.get("text", "text"))
             source = lookup(item, fields.get("source_doc", "source_doc"))
+            try:
+                value = as_score(score, where)
+            except RagMetricsError:
+                raise RagMetricsError(f"{where}: the score is not a finite number") from None
             out.append(
                 Hit(
                     as_doc_id(raw, where),
-                    as_score(score, where),
+                    value,
                     None if text is None else str(text),
                     None if source is None else str(source),
                 )

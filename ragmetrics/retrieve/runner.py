@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset, Run
+from ragmetrics.foundation.redact import redact_urls
 from ragmetrics.foundation.version import __version__
 from ragmetrics.retrieve.adapters import Adapter, CallError, Hit
 from ragmetrics.retrieve.cache import ResponseCache, answer_key, default_cache_dir
@@ -256,7 +257,7 @@ class _Retrieval:
                                 if not answered_any and called >= FAIL_FAST:
                                     raise RagMetricsError(
                                         f"the retriever failed on the first {called} queries called "
-                                        f"({self.adapter.kind} {self.adapter.identity}): {outcome.error}"
+                                        f"({self.adapter.kind} {redact_urls(self.adapter.identity)}): {outcome.error}"
                                     )
                             else:
                                 answered_any = True
@@ -292,8 +293,8 @@ class _Retrieval:
         latencies = np.array([c.latency for c in calls if c.latency is not None], dtype=np.float64)
         fresh = np.array([c.latency for c in calls if c.latency is not None and not c.cached], dtype=np.float64)
         retriever = self.adapter.describe()
-        if identity != retriever.get("identity"):
-            retriever["cache_key"] = identity
+        if identity != self.adapter.identity:
+            retriever["cache_key"] = redact_urls(identity)
         return {
             "ragmetrics": __version__,
             "run": name,

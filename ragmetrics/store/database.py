@@ -41,6 +41,7 @@ from ragmetrics.analysis.targets import declared_targets
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import CONTENT_ID, dictionary_codes, id_text_problem, string_fingerprints
 from ragmetrics.foundation.model import Dataset, Run
+from ragmetrics.foundation.redact import redact_url, scrub
 from ragmetrics.io.runmeta import check_key, check_tags
 
 if TYPE_CHECKING:
@@ -318,16 +319,16 @@ def check_id(value: str, what: str = "id") -> str:
 
 
 class StoreOpenError(RagMetricsError):
-    """A store URL that names no store this process can open (the password, if any, is not repeated)."""
+    """A store URL that names no store this process can open (its credentials are not repeated)."""
 
-    def __init__(self, url: str, cause: Exception) -> None:
-        try:
-            shown = sa.engine.make_url(url).render_as_string(hide_password=True)
-        except sa.exc.ArgumentError:
-            shown = url if "@" not in url else "(the URL given)"
-        reason = getattr(cause, "orig", None) or cause
+    def __init__(self, url: str, cause: Exception | str) -> None:
+        if isinstance(cause, str):
+            why = cause
+        else:
+            reason = getattr(cause, "orig", None) or cause
+            why = scrub(f"{type(reason).__name__}: {str(reason).splitlines()[0] if str(reason) else ''}", url)
         super().__init__(
-            f"store {shown}: cannot be opened ({type(reason).__name__}: {str(reason).splitlines()[0] if str(reason) else ''}); "
+            f"store {redact_url(url)}: cannot be opened ({why}); "
             "expected sqlite:///PATH (a database file, or a new one, in an existing folder) or "
             "postgresql+psycopg://USER:PASSWORD@HOST/DATABASE"
         )
@@ -371,11 +372,27 @@ class _LabelsChanged(Exception):
     """A label a save read was withdrawn or saved by another save before it was stamped: read them again."""
 
 
+def _url_problem(url: str) -> str | None:
+    """What makes ``url`` unusable before any connection is tried (said without its secrets), or None."""
+    try:
+        parsed = sa.engine.make_url(url)
+    except sa.exc.ArgumentError:
+        return None  # create_engine says it
+    except ValueError:
+        return "its port is not a number"
+    if parsed.host and "@" in parsed.host:
+        return "its password holds an '@': write it as %40"
+    return None
+
+
 class Store:
     """Content-addressed storage of datasets, runs and views (SQLite or PostgreSQL)."""
 
     def __init__(self, url: str | None = None) -> None:
         self.url = url or default_url()
+        problem = _url_problem(self.url)
+        if problem is not None:
+            raise StoreOpenError(self.url, problem)
         kwargs: dict[str, Any] = {"future": True}
         if self.url.startswith("sqlite"):
             kwargs["connect_args"] = {"timeout": 30, "check_same_thread": False}
@@ -389,7 +406,7 @@ class Store:
                 sa.event.listen(self.engine, "connect", _sqlite_pragmas)
             metadata.create_all(self.engine, checkfirst=True)
             self._add_missing_columns()
-        except (sa.exc.ArgumentError, sa.exc.DBAPIError, sa.exc.NoSuchModuleError, ImportError) as err:
+        except (sa.exc.ArgumentError, sa.exc.DBAPIError, sa.exc.NoSuchModuleError, ImportError, ValueError) as err:
             raise StoreOpenError(self.url, err) from None
 
     def _add_missing_columns(self) -> None:

@@ -378,3 +378,31 @@ def test_a_link_naming_metrics_the_runs_cannot_give_leaves_them_out_with_a_note(
         at = open_page(page, {"ms": metrics}, timeout=60)
         assert not at.exception, (page, [e.value for e in at.exception])
         assert any("**Verdict.**" in m.value for m in at.markdown), page
+
+
+def test_a_fused_run_with_spaces_in_its_ids_offers_no_trec_file_and_says_why(own_store) -> None:
+    """Was: "Download TREC run" of such a run answered 500 (the file, written on the click, was refused)."""
+    import pandas as pd
+
+    from dashboard.data.workspace import Workspace
+    from ragmetrics.foundation.model import Dataset, Run
+    from ragmetrics.store.database import Store
+
+    qrels = pd.DataFrame(
+        [(f"q{i}", f"doc {i}", 1) for i in range(6)] + [(f"q{i}", f"doc {i + 1}", 0) for i in range(6)],
+        columns=["query_id", "doc_id", "relevance"],
+    )
+    dataset = Dataset.from_frames(qrels, pd.DataFrame({"query_id": [f"q{i}" for i in range(6)]}), name="spaced")
+    workspace = Workspace(Store(f"sqlite:///{own_store / 'ragmetrics.sqlite'}"), cache_bytes=1 << 26)
+    entry = workspace.add_dataset(dataset)
+    for name, shift in (("first", 0), ("second", 1)):
+        rows = [(f"q{i}", f"doc {i + j + shift}", 10.0 - j) for i in range(6) for j in range(3)]
+        workspace.add_run(
+            entry.id, Run.from_frame(pd.DataFrame(rows, columns=["query_id", "doc_id", "score"]), name=name)
+        )
+    at = open_page("compare", {"ds": entry.id}, timeout=120)
+    no_problems(at)
+    [button] = [b for b in at.get("download_button") if b.proto.label == "Download TREC run"]
+    assert button.proto.disabled
+    captions = [c.value for c in at.caption]
+    assert any("No TREC file of this run" in c and "contains whitespace" in c for c in captions), captions

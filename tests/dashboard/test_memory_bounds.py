@@ -116,3 +116,64 @@ def test_a_run_for_another_dataset_is_refused_before_it_is_stored(tiny) -> None:
         Alignments().add_run(workspace, entry, foreign)
     assert "--allow-no-overlap" not in str(refused.value)  # the dashboard's words, not the command line's
     assert workspace.runs(entry.id) == []
+
+
+def test_what_a_gzip_inflates_to_counts_against_the_upload_budget() -> None:
+    """Was: a 20 MB gzip was inflated to the file limit (1 GiB for uploads) before it was refused, and ten
+    sessions at once held ten times that. Its bytes now count against the session's and the server's upload
+    budgets as they are produced: it is refused as soon as either is passed, and the bytes are released."""
+    import gzip
+    import tracemalloc
+
+    from dashboard.ui import memory
+    from ragmetrics.foundation.errors import RagMetricsError
+    from ragmetrics.io import load_run
+    from ragmetrics.io.limits import Limits
+
+    line = b"q1 Q0 D1 1 1.0 bomb\n"
+    bomb = gzip.compress(line * ((256 * MiB) // len(line)), compresslevel=6, mtime=0)  # 256 MiB inflated
+    limits = Limits(max_bytes=1 << 30, max_ratio=1_000_000)  # the file's own limits would let it through
+    gate = memory.UploadBudget(None, limits=lambda: Budgets(upload_session=48 * MiB, upload_total=80 * MiB))  # type: ignore[arg-type]
+    try:
+        tracemalloc.start()
+        with pytest.raises(RagMetricsError) as caught, memory.counted_inflation("session-a"):
+            load_run(bomb, filename="bomb.trec.gz", limits=limits)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        message = str(caught.value)
+        assert message.startswith("bomb.trec.gz: decompressed, it takes this session's uploads past 48 MiB")
+        assert "RAGMETRICS_UPLOAD_SESSION_BYTES" in message
+        assert peak < 48 * MiB + 16 * MiB, peak  # stopped at the budget, not at 256 MiB
+        assert gate._inflating == {}  # released
+
+        # another session inflating meanwhile counts against the server's budget
+        started, finish = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            from ragmetrics.io.limits import inflation_meter
+
+            with memory.counted_inflation("session-b"):
+                meter = inflation_meter()  # this thread's
+                assert meter is not None
+                meter("other.trec.gz", 40 * MiB)
+                started.set()
+                finish.wait(30)
+
+        other = threading.Thread(target=hold)
+        other.start()
+        assert started.wait(30)
+        try:
+            with (
+                pytest.raises(RagMetricsError, match="takes the server's uploads past 80 MiB"),
+                memory.counted_inflation("session-a"),
+            ):
+                load_run(bomb, filename="bomb.trec.gz", limits=limits)
+        finally:
+            finish.set()
+            other.join()
+        assert gate._inflating == {}
+        small = gzip.compress(line * 1000)
+        with memory.counted_inflation("session-a"):
+            assert len(load_run(small, filename="small.trec.gz", limits=limits)) == 1000  # within the budget: read
+    finally:
+        memory.UploadBudget.latest = None

@@ -78,3 +78,30 @@ def test_long_text_is_cut_and_empty_text_says_so() -> None:
 def test_legend_names_every_kind() -> None:
     assert [what for what, _ in MARK_STYLES.values()] == ["expected answer", "expected keyword", "query term"]
     assert all(what in HIGHLIGHT_LEGEND for what, _ in MARK_STYLES.values())
+
+
+def test_references_read_back_as_the_text_itself() -> None:
+    """Was: an apostrophe showed as the text "&#x27;" (its reference's '#' was escaped once more)."""
+    import html as html_module
+
+    text = "Customer's \"quote\" & co <b> #1 — it's 100% [ok]"
+    out = highlight_html(text, Marks(query="customer quote"))
+    assert ("query", "Customer&#39;s") not in _marked(out)  # whole words: "Customer" alone is marked
+    assert html_module.unescape(re.sub(r"<[^>]*>", "", out)) == text
+
+
+def test_a_long_chinese_query_is_marked_in_time_linear_in_it() -> None:
+    """Was: every substring of the query was looked for (a 4,001-character query took 92 s on the Judge page)."""
+    import random
+    import time
+
+    rng = random.Random(7)
+    alphabet = "检索评测系统数据中文查询文档相关排序召回率准确"
+    passage = "".join(rng.choice(alphabet) for _ in range(4000))
+    query = "".join(rng.choice(alphabet) for _ in range(4001))
+    start = time.perf_counter()
+    out = highlight_html(passage, Marks(query=query))
+    assert time.perf_counter() - start < 3.0
+    terms = query_terms(query, passage)
+    assert terms and all(len(t) >= 2 and t in passage and t in query for t in terms)
+    assert any(kind == "query" for kind, _ in _marked(out))

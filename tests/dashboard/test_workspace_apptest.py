@@ -195,6 +195,24 @@ def test_a_store_that_cannot_be_opened_is_explained(monkeypatch, store_dir) -> N
     assert "cannot be opened" in message and "RAGMETRICS_STORE_URL" in message and "s3cret" not in message
 
 
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("postgresql+psycopg://team:s3cret@tail-secret@127.0.0.1:1/rag", "its password holds an '@'"),
+        ("postgresql+psycopg://127.0.0.1:1/rag?user=team&password=s3cret&connect_timeout=2", "password=***"),
+        ("postgresql+psycopg://team:s3cret@127.0.0.1:abc/rag", "its port is not a number"),
+    ],
+)
+def test_a_store_url_is_shown_without_any_of_its_secrets(monkeypatch, store_dir, url: str, why: str) -> None:
+    """Was: the tail of a password holding '@' and a ?password= parameter were shown."""
+    monkeypatch.setenv("RAGMETRICS_STORE_URL", url)
+    at = open_page("workspace")
+    assert not at.exception
+    message = _text(at.error)
+    assert "cannot be opened" in message and why in message.replace("\\", ""), message
+    assert "s3cret" not in message and "tail-secret" not in message, message
+
+
 def test_every_page_shows_a_share_link_that_reopens_it(mini, monkeypatch) -> None:
     monkeypatch.setenv("RAGMETRICS_BASE_URL", "https://rag.example.com/dash/")
     for view in VIEWS:
