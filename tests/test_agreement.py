@@ -99,6 +99,11 @@ def test_tied_rbo_is_the_mean_over_the_orders_of_the_ties(seed):
     assert rbo(x, y, p) == pytest.approx(mean, abs=1e-12)
 
 
+def test_rbo_refuses_an_item_twice():
+    with pytest.raises(rm.RagMetricsError, match="a ranking holds 'a' twice; expected each item once"):
+        rbo(["a", {"b", "a"}], ["a"])
+
+
 @pytest.mark.parametrize("p", [0, 1, 1.5, -0.1])
 def test_rbo_refuses_a_persistence_outside_0_1(p):
     with pytest.raises(rm.RagMetricsError, match="The 'p' parameter must be a number between 0 and 1"):

@@ -85,6 +85,9 @@ class Tied:
             items += group
             top += [start] * len(group)
             bottom += [start + len(group) - 1] * len(group)
+        if len(set(items)) < len(items):
+            twice = next(item for item in items if items.count(item) > 1)
+            raise RagMetricsError(f"a ranking holds {twice!r} twice; expected each item once")
         return cls(np.asarray(items, dtype=object), np.asarray(top, dtype=np.int64), np.asarray(bottom, dtype=np.int64))
 
     def __len__(self) -> int:
