@@ -18,6 +18,7 @@ import pytest
 import ragmetrics as rm
 from ragmetrics.analysis.agreement import agreement, rbo
 from ragmetrics.cli import main
+from tests import oracle
 
 
 def webber_ext(x: list[str], y: list[str], p: float) -> float:
@@ -144,6 +145,36 @@ def test_rbo_of_two_runs_reads_their_ties():
     assert result.values.at["q2", "rbo"] == pytest.approx(rbo([{"d1", "d2"}], ["d2", "d1"], 0.5), abs=1e-12)
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_many_queries_at_once_equal_each_query_alone(seed):
+    """The runs' rankings are read in one pass over every query: each query's value is its own pair's."""
+    rng = random.Random(seed)
+    pool = [f"d{i}" for i in range(25)]
+    runs: list[dict[str, dict[str, float]]] = [{}, {}]
+    for q in range(rng.randint(1, 8)):
+        for run in runs:
+            if rng.random() < 0.9:
+                docs = rng.sample(pool, rng.randint(1, 12))
+                run[f"q{q}"] = {doc: float(rng.randint(0, 4)) for doc in docs}  # ties: equal scores
+
+    def groups(ranked: dict[str, float]) -> list:
+        by_score: dict[float, set[str]] = {}
+        for doc, score in ranked.items():
+            by_score.setdefault(score, set()).add(doc)
+        return [by_score[score] for score in sorted(by_score, reverse=True)]
+
+    a, b = rm.Run.from_dict(runs[0], name="a"), rm.Run.from_dict(runs[1], name="b")
+    p, k = rng.choice([0.5, 0.9]), rng.randint(1, 12)
+    result = agreement(a, b, p=p, k=k).values
+    for qid in result.index:
+        x, y = groups(runs[0].get(qid, {})), groups(runs[1].get(qid, {}))
+        assert result.at[qid, "rbo"] == pytest.approx(rbo(x, y, p), abs=1e-12), qid
+        top_a, top_b = (oracle.trec_order([(qid, d, v) for d, v in run.get(qid, {}).items()]).get(qid, [])[:k]
+                        for run in runs)  # fmt: skip
+        shared = len(set(top_a) & set(top_b))
+        assert result.at[qid, f"overlap@{k}"] == shared / max(len(top_a), len(top_b)), qid
+
+
 def test_queries_given_are_the_queries_compared():
     result = agreement(RUN_A, RUN_B, queries=["q2", "q4"])
     assert list(result.values.index) == ["q2", "q4"]
@@ -159,7 +190,7 @@ def test_an_alignment_gives_its_run():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [({"k": 0}, "The 'k' parameter must be an int >= 1"), ({"p": 1.0}, "The 'p' parameter must be a number"),
-     ({"k": []}, "The 'k' parameter must be an int >= 1")],
+     ({"k": []}, "The 'k' parameter must be an int >= 1"), ({"queries": []}, "no query to compare")],
 )  # fmt: skip
 def test_bad_parameters_are_one_line_errors(kwargs, message):
     with pytest.raises(rm.RagMetricsError, match=message):

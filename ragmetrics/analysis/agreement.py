@@ -52,30 +52,43 @@ DEFAULT_DEPTHS = (10,)
 
 
 @dataclass(frozen=True)
-class Tied:
-    """A ranking as flat items with the first and last 0-based rank of each one's tie group (equal when untied)."""
+class Rankings:
+    """Rankings of many queries as flat arrays sorted by (query, rank): each row's query index ``q``, item code
+    ``item`` (equal codes: the same item), and the first and last 0-based rank of its tie group (``top``,
+    ``bottom``: equal when untied); ``length`` is each query's number of items."""
 
-    items: np.ndarray
+    q: np.ndarray
+    item: np.ndarray
     top: np.ndarray
     bottom: np.ndarray
+    length: np.ndarray
+
+    @property
+    def pos(self) -> np.ndarray:
+        """Each row's 0-based rank in its query."""
+        return np.arange(len(self.q), dtype=np.int64) - np.concatenate(([0], np.cumsum(self.length)))[self.q]
 
     @classmethod
-    def of(cls, items: Sequence[str], scores: np.ndarray | None) -> Tied:
-        """``items`` in ranking order; ``scores`` (descending, equal within a tie) give the groups, None: no ties."""
-        n = len(items)
-        positions = np.arange(n, dtype=np.int64)
-        if scores is None or n == 0:
-            return cls(np.asarray(items, dtype=object), positions, positions)
+    def of(cls, q: np.ndarray, item: np.ndarray, score: np.ndarray | None, n_queries: int) -> Rankings:
+        """Rows sorted by (query, rank); ``score`` (descending within a query, equal within a tie) gives the tie
+        groups, None: no ties."""
+        n = len(q)
+        length = np.bincount(q, minlength=n_queries)
+        starts = np.concatenate(([0], np.cumsum(length)))
+        pos = np.arange(n, dtype=np.int64) - starts[q]
+        if score is None or n == 0:
+            return cls(q, item, pos, pos, length)
         new = np.ones(n, dtype=bool)
-        new[1:] = scores[1:] != scores[:-1]
-        starts = np.flatnonzero(new)
+        new[1:] = (q[1:] != q[:-1]) | (score[1:] != score[:-1])
+        group_start = np.flatnonzero(new)
         group = np.cumsum(new) - 1
-        ends = np.append(starts[1:], n) - 1
-        return cls(np.asarray(items, dtype=object), starts[group], ends[group])
+        group_end = np.append(group_start[1:], n) - 1
+        return cls(q, item, pos[group_start][group], pos[group_end][group], length)
 
     @classmethod
-    def of_groups(cls, ranking: Sequence[str | Collection[str]]) -> Tied:
-        """``["a", {"b", "c"}, "d"]``: a string is an item, a collection a group of tied items (Corsi & Urbano)."""
+    def of_groups(cls, ranking: Sequence[str | Collection[str]], codes: dict[str, int]) -> Rankings:
+        """One query: ``["a", {"b", "c"}, "d"]``, a string an item, a collection a group of tied items (Corsi &
+        Urbano's notation); ``codes`` numbers the items (shared by the two rankings compared)."""
         items: list[str] = []
         top: list[int] = []
         bottom: list[int] = []
@@ -88,10 +101,19 @@ class Tied:
         if len(set(items)) < len(items):
             twice = next(item for item in items if items.count(item) > 1)
             raise RagMetricsError(f"a ranking holds {twice!r} twice; expected each item once")
-        return cls(np.asarray(items, dtype=object), np.asarray(top, dtype=np.int64), np.asarray(bottom, dtype=np.int64))
+        code = np.array([codes.setdefault(item, len(codes)) for item in items], dtype=np.int64)
+        as_int = np.asarray
+        n = len(items)
+        return cls(np.zeros(n, dtype=np.int64), code, as_int(top, dtype=np.int64), as_int(bottom, dtype=np.int64),
+                   np.array([n]))  # fmt: skip
 
-    def __len__(self) -> int:
-        return len(self.items)
+
+def _common(a: Rankings, b: Rankings) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of ``a`` and of ``b`` that hold the same item for the same query."""
+    shift = int(max(a.item.max(initial=0), b.item.max(initial=0))) + 1
+    keys_a, keys_b = a.q * shift + a.item, b.q * shift + b.item
+    _, ia, ib = np.intersect1d(keys_a, keys_b, assume_unique=True, return_indices=True)
+    return ia, ib
 
 
 def _weight(d: np.ndarray, top: np.ndarray, bottom: np.ndarray) -> np.ndarray:
@@ -99,86 +121,116 @@ def _weight(d: np.ndarray, top: np.ndarray, bottom: np.ndarray) -> np.ndarray:
     return np.clip((d - top + 1) / (bottom - top + 1), 0.0, 1.0)
 
 
-def _sum_over_depths(
-    depth: int, lo: np.ndarray, hi: np.ndarray, value: Any, weights: np.ndarray | None = None
+def _segment_cumsum(values: np.ndarray, starts: np.ndarray, segment: np.ndarray) -> np.ndarray:
+    """Cumulative sum of ``values`` restarted at each segment (``starts``: each segment's first column)."""
+    total = np.cumsum(values)
+    before = np.concatenate(([0.0], total))[starts]
+    return total - before[segment]
+
+
+def _sum_over_columns(
+    offset: np.ndarray, width: np.ndarray, q: np.ndarray, lo: np.ndarray, hi: np.ndarray, value: Any
 ) -> np.ndarray:
-    """Σ over items of f_i(d) for d = 0..depth-1, where f_i is 0 before ``lo``, ``value(d, i)`` on [lo, hi) and 1
-    (times ``weights``) from ``hi`` on: the full items as a step, the partial ones over their window only."""
-    ones = np.ones(len(lo)) if weights is None else weights
-    total = np.cumsum(np.bincount(np.minimum(hi, depth), weights=ones, minlength=depth + 1)[:depth])
+    """Per query and column d (flat: ``offset[q] + d``, d < ``width[q]``), Σ over items of f_i(d): 0 before ``lo``,
+    ``value(d, i)`` on [lo, hi), 1 from ``hi`` on. The full items are a step, the partial ones are summed over
+    their window only (a tie group's width at most)."""
+    columns = int(offset[-1] + width[-1]) if len(width) else 0
+    column_q = np.repeat(np.arange(len(width)), width)
+    stepped = hi < width[q]
+    steps = np.bincount(offset[q[stepped]] + hi[stepped], minlength=columns).astype(np.float64)
+    total = _segment_cumsum(steps, offset, column_q)
     span = hi - lo
     inside = np.flatnonzero(span > 0)
     if len(inside):
         which = np.repeat(inside, span[inside])
-        offsets = np.arange(len(which)) - np.repeat(np.cumsum(span[inside]) - span[inside], span[inside])
-        d = lo[which] + offsets
-        keep = d < depth
-        total += np.bincount(d[keep], weights=value(d[keep], which[keep]), minlength=depth)[:depth]
+        d = lo[which] + np.arange(len(which)) - np.repeat(np.cumsum(span[inside]) - span[inside], span[inside])
+        total += np.bincount(offset[q[which]] + d, weights=value(d, which), minlength=columns)
     return total
 
 
-def rbo_ext(x: Tied, y: Tied, p: float = RBO_PERSISTENCE) -> float:
-    """RBO^a_EXT of two rankings (module docstring); NaN when both are empty, 0 when one is."""
-    if not 0.0 < p < 1.0:
+def rbo_ext(a: Rankings, b: Rankings, p: float = RBO_PERSISTENCE) -> np.ndarray:
+    """RBO^a_EXT of each query's two rankings (module docstring); NaN when both are empty, 0 when one is. One pass
+    over every query: flat arrays, no loop per query."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 < p < 1.0:
         raise RagMetricsError(f"The 'p' parameter must be a number between 0 and 1. Got {p!r} instead.")
-    if len(x) == 0 and len(y) == 0:
-        return float("nan")
-    if len(x) == 0 or len(y) == 0:
-        return 0.0
-    short, long = (x, y) if len(x) <= len(y) else (y, x)
-    s, l = len(short), len(long)  # noqa: E741 (the paper's names)
-    common, in_short, in_long = np.intersect1d(short.items, long.items, assume_unique=True, return_indices=True)
-    del common
-    ts, bs = short.top[in_short], short.bottom[in_short]
-    tl, bl = long.top[in_long], long.bottom[in_long]
-    lo, hi = np.maximum(ts, tl), np.maximum(bs, bl) + 1
+    n_queries = len(a.length)
+    s = np.minimum(a.length, b.length)
+    l = np.maximum(a.length, b.length)  # noqa: E741 (the paper's names)
+    offset = np.concatenate(([0], np.cumsum(l)))[:-1].astype(np.int64)
+    column_q = np.repeat(np.arange(n_queries), l)
+    d = np.arange(len(column_q), dtype=np.int64) - offset[column_q]  # each column's 0-based depth in its query
+    ia, ib = _common(a, b)
+    q = a.q[ia]
+    ta, ba, tb, bb = a.top[ia], a.bottom[ia], b.top[ib], b.bottom[ib]
 
-    def both(d: np.ndarray, i: np.ndarray) -> np.ndarray:
-        return _weight(d, ts[i], bs[i]) * _weight(d, tl[i], bl[i])
+    def both(depth: np.ndarray, i: np.ndarray) -> np.ndarray:
+        return _weight(depth, ta[i], ba[i]) * _weight(depth, tb[i], bb[i])
 
-    overlap = _sum_over_depths(l, lo, hi, both)  # X_d, d = 1..l (the short list's items all count fully past s)
-    depth = np.arange(1, l + 1, dtype=np.float64)
-    agreement = overlap / depth
-    a_s = agreement[s - 1]
-    if l > s:
-        unseen = np.ones(l, dtype=bool)
-        unseen[in_long] = False
-        ut, ub = long.top[unseen], long.bottom[unseen]
-        mass = _sum_over_depths(l, ut, ub + 1, lambda d, i: _weight(d, ut[i], ub[i]))
-        present = np.cumsum(np.bincount(ut, minlength=l)[:l])
-        later = np.arange(s, l)
-        mean_weight = mass[later] / present[later]  # the longer list's new items are present past s: no 0 here
-        agreement[later] = (overlap[later] + (later + 1 - s) * a_s * mean_weight) / depth[later]
-    tail = (overlap[-1] + (l - s) * a_s) / l * p ** (l + 1) / (1.0 - p)
-    return float((1.0 - p) / p * (np.sum(agreement * p**depth) + tail))
+    lo, hi = np.maximum(ta, tb), np.maximum(ba, bb) + 1
+    overlap = _sum_over_columns(offset, l, q, lo, hi, both)  # X_d (the shorter list's items count fully past s)
+    agreement = overlap / (d + 1.0)
+    answered = s > 0
+    a_s = np.zeros(n_queries)
+    a_s[answered] = agreement[offset[answered] + s[answered] - 1]
+    # past the shorter list: the longer list's items the shorter lacks, and the mean weight of those present
+    unseen_a = np.ones(len(a.q), dtype=bool)
+    unseen_a[ia] = False
+    unseen_a &= a.length[a.q] > b.length[a.q]
+    unseen_b = np.ones(len(b.q), dtype=bool)
+    unseen_b[ib] = False
+    unseen_b &= b.length[b.q] > a.length[b.q]
+    uq = np.concatenate([a.q[unseen_a], b.q[unseen_b]])
+    ut = np.concatenate([a.top[unseen_a], b.top[unseen_b]])
+    ub = np.concatenate([a.bottom[unseen_a], b.bottom[unseen_b]])
+    mass = _sum_over_columns(offset, l, uq, ut, ub + 1, lambda depth, i: _weight(depth, ut[i], ub[i]))
+    present = _segment_cumsum(np.bincount(offset[uq] + ut, minlength=len(d)).astype(np.float64), offset, column_q)
+    later = d >= s[column_q]
+    mean_weight = mass[later] / present[later]  # the longer list's new items are present past s: never 0 / 0
+    agreement[later] = (overlap[later] + (d[later] + 1 - s[column_q][later]) * a_s[column_q][later] * mean_weight) / (
+        d[later] + 1.0
+    )
+    weighted = np.bincount(column_q, weights=agreement * p ** (d + 1.0), minlength=n_queries)
+    last = np.zeros(n_queries)
+    last[answered] = overlap[offset[answered] + l[answered] - 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tail = (last + (l - s) * a_s) / l * p ** (l + 1.0) / (1.0 - p)
+    out = np.where(answered, (1.0 - p) / p * (weighted + tail), 0.0)
+    out[l == 0] = np.nan
+    return out
 
 
 def rbo(x: Sequence[str | Collection[str]], y: Sequence[str | Collection[str]], p: float = RBO_PERSISTENCE) -> float:
     """RBO^a_EXT of two rankings given as lists whose entries are items or collections of tied items
     (``["a", {"b", "c"}]``); see the module docstring."""
-    return rbo_ext(Tied.of_groups(x), Tied.of_groups(y), p)
+    codes: dict[str, int] = {}
+    return float(rbo_ext(Rankings.of_groups(x, codes), Rankings.of_groups(y, codes), p)[0])
 
 
-def _overlap_at(x: Tied, y: Tied, k: int) -> tuple[float, float]:
-    """overlap@k and churn@k (each over the longer top k, NaN when both are empty)."""
-    top_x, top_y = x.items[:k], y.items[:k]
-    longest = max(len(top_x), len(top_y))
-    if longest == 0:
-        return float("nan"), float("nan")
-    shared = len(np.intersect1d(top_x, top_y, assume_unique=True))
-    return shared / longest, (longest - shared) / longest
+def overlap_at(a: Rankings, b: Rankings, ks: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """overlap@k and churn@k, shape (n_queries, len(ks)): the documents both top k hold, and those only one holds,
+    over the longer of the two top k (NaN when both are empty)."""
+    ia, ib = _common(a, b)
+    rank = np.maximum(a.pos[ia], b.pos[ib])
+    n_queries = len(a.length)
+    overlap = np.full((n_queries, len(ks)), np.nan)
+    churn = np.full((n_queries, len(ks)), np.nan)
+    for j, k in enumerate(ks):
+        shared = np.bincount(a.q[ia][rank < k], minlength=n_queries)
+        longest = np.maximum(np.minimum(a.length, k), np.minimum(b.length, k))
+        some = longest > 0
+        overlap[some, j] = shared[some] / longest[some]
+        churn[some, j] = (longest[some] - shared[some]) / longest[some]
+    return overlap, churn
 
 
-def _rankings(run: Run) -> dict[str, Tied]:
-    """Each query's documents in ranking order (best score per document; score descending, doc id descending)."""
+def _ranked_frame(run: Run, queries: dict[str, int]) -> pd.DataFrame:
+    """The run's rows of ``queries`` (query id -> index) in ranking order: best score per document, score
+    descending, doc id descending."""
     frame = run.table.select(["query_id", "doc_id", "score"]).to_pandas()
-    frame = frame.sort_values(["query_id", "score", "doc_id"], ascending=[True, False, False], kind="stable")
-    frame = frame.drop_duplicates(["query_id", "doc_id"], keep="first")
-    out: dict[str, Tied] = {}
-    for qid, group in frame.groupby("query_id", sort=False):
-        scores = group["score"].to_numpy() if run.has_scores else None
-        out[str(qid)] = Tied.of(group["doc_id"].tolist(), scores)
-    return out
+    frame["q"] = frame["query_id"].map(queries)
+    frame = frame[frame["q"].notna()].astype({"q": np.int64})
+    frame = frame.sort_values(["q", "score", "doc_id"], ascending=[True, False, False], kind="stable")
+    return frame.drop_duplicates(["q", "doc_id"], keep="first")
 
 
 def _run_of(value: Run | Alignment, which: str) -> Run:
@@ -249,17 +301,23 @@ def agreement(
         raise RagMetricsError(f"The 'p' parameter must be a number between 0 and 1. Got {p!r} instead.")
     depths = _depths(k)
     run_a, run_b = _run_of(a, "a"), _run_of(b, "b")
-    ranked_a, ranked_b = _rankings(run_a), _rankings(run_b)
     if queries is None:
-        order = list(dict.fromkeys([*ranked_a, *ranked_b]))
+        ids_a = run_a.table.column("query_id").unique().to_pylist()
+        ids_b = run_b.table.column("query_id").unique().to_pylist()
+        order = sorted(ids_a) + sorted(set(ids_b) - set(ids_a))
     else:
         order = list(dict.fromkeys(str(q) for q in queries))
-    empty = Tied.of([], None)
+    if not order:
+        raise RagMetricsError("no query to compare: the 'queries' parameter is empty")
+    index = {qid: i for i, qid in enumerate(order)}
+    frame_a, frame_b = _ranked_frame(run_a, index), _ranked_frame(run_b, index)
+    codes = pd.factorize(pd.concat([frame_a["doc_id"], frame_b["doc_id"]], ignore_index=True))[0].astype(np.int64)
+    ranked_a, ranked_b = (
+        Rankings.of(frame["q"].to_numpy(), part, frame["score"].to_numpy() if run.has_scores else None, len(order))
+        for frame, part, run in ((frame_a, codes[: len(frame_a)], run_a), (frame_b, codes[len(frame_a) :], run_b))
+    )
+    overlap, churn = overlap_at(ranked_a, ranked_b, depths)
     columns = ["rbo"] + [f"overlap@{d}" for d in depths] + [f"churn@{d}" for d in depths]
-    rows = []
-    for qid in order:
-        x, y = ranked_a.get(qid, empty), ranked_b.get(qid, empty)
-        pairs = [_overlap_at(x, y, d) for d in depths]
-        rows.append([rbo_ext(x, y, p), *(o for o, _ in pairs), *(c for _, c in pairs)])
-    values = pd.DataFrame(rows, columns=columns, index=pd.Index(order, name="query_id"), dtype=np.float64)
+    matrix = np.column_stack([rbo_ext(ranked_a, ranked_b, p), overlap, churn])
+    values = pd.DataFrame(matrix, columns=columns, index=pd.Index(order, name="query_id"), dtype=np.float64)
     return Agreement((run_a.name, run_b.name), float(p), depths, values)
