@@ -94,3 +94,11 @@ def test_the_cli_reads_a_persistence(tmp_path):
     out, err = io.StringIO(), io.StringIO()
     code = main(["eval", "--dataset", str(qrels), "--run", str(run), "-m", "rbp_p=2"], out=out, err=err)
     assert code == 2 and "the persistence p must be a number between 0 and 1" in err.getvalue()
+
+
+def test_under_skip_only_negative_labels_stay_unjudged():
+    """--unjudged skip removes the documents the qrels lack before unj@k and rbp_resid read the ranking; a negative
+    label stays (it is a judgment), and trec_eval counts it as unjudged."""
+    result = rm.evaluate(DATASET, RUN, ["unj@2", "rbp_resid_p=0.5"], unjudged="skip", warn=False).per_query("run")
+    assert result["unj@2"].to_dict() == {"q1": 0.0, "q2": 0.0, "q3": 0.5}
+    assert result["rbp_resid_p=0.5"].to_dict() == {"q1": 0.0, "q2": 0.0, "q3": 1.0}
