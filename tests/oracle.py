@@ -20,6 +20,9 @@ import ragmetrics as rm
 CUTOFFS = (1, 2, 3, 5, 10, 15, 20, 30, 100, 200, 500, 1000)
 CUT_MEASURES = {"P": "precision", "recall": "recall", "map_cut": "map", "ndcg_cut": "ndcg", "success": "hits"}
 FULL_MEASURES = {"map": "map", "ndcg": "ndcg", "recip_rank": "mrr", "Rprec": "rprec", "bpref": "bpref"}
+TREC_10_MEASURES = {"rbp": "rbp", "rbp_resid": "rbp_resid"}
+TREC_10_CUT_MEASURES = {"unj": "unj"}
+"""New in trec_eval 10.0, so pytrec_eval (9.0.8) lacks them: read from trec_eval 10.0's expected outputs."""
 
 
 def pytrec_measures(cutoffs=CUTOFFS) -> set[str]:
@@ -35,8 +38,10 @@ def trec_to_ours(measure: str) -> str:
     """'P_5' -> 'precision@5', 'recip_rank' -> 'mrr'."""
     if measure in FULL_MEASURES:
         return FULL_MEASURES[measure]
+    if measure in TREC_10_MEASURES:
+        return TREC_10_MEASURES[measure]
     base, k = measure.rsplit("_", 1)
-    return f"{CUT_MEASURES[base]}@{k}"
+    return f"{(CUT_MEASURES | TREC_10_CUT_MEASURES)[base]}@{k}"
 
 
 def read_qrels(path: Path) -> list[tuple[str, str, int]]:

@@ -73,10 +73,10 @@ def test_exponential_ndcg_matches_relabelled_pytrec_eval(qrels_file, run_file):
     oracle.assert_same(result.per_query("run"), reference)
 
 
-def _expected_aqc() -> dict[str, dict[str, float]]:
-    """trec_eval 10.0 `-m all_trec -q -c qrels.test results.trunc`, our measures only."""
+def _expected(name: str) -> dict[str, dict[str, float]]:
+    """trec_eval 10.0's expected output ``name`` (``-q``: per query and ``all``), our measures only."""
     out: dict[str, dict[str, float]] = {}
-    for line in (TREC / "out.test.aqc").read_text().splitlines():
+    for line in (TREC / name).read_text().splitlines():
         measure, qid, value = line.split()
         try:
             ours = oracle.trec_to_ours(measure)
@@ -86,23 +86,55 @@ def _expected_aqc() -> dict[str, dict[str, float]]:
     return out
 
 
-def test_trec_eval_10_output_with_missing_query_scored_zero():
-    """trec_eval 10.0 with -c scores topic 302 (absent from results.trunc) as 0."""
-    expected = _expected_aqc()
-    qrels = oracle.read_qrels(TREC / "qrels.test")
-    rows = oracle.read_run(TREC / "results.trunc")
-    metrics = sorted({m for values in expected.values() for m in values})
-    result = rm.evaluate(oracle.dataset_of(qrels), oracle.run_of(rows), metrics, missing="zero", warn=False)
-    assert result.coverage["run"].missing_in_run == ["302"]
+def _assert_equals_trec_eval_10(expected, qrels_file, run_file, *, missing="zero", rel_level=1, only=None) -> int:
+    """Our per-query values and means, rounded as trec_eval prints them (%6.4f), equal ``expected``."""
+    qrels = oracle.read_qrels(TREC / qrels_file)
+    rows = oracle.read_run(TREC / run_file)
+    metrics = sorted({m for values in expected.values() for m in values if only is None or m in only})
+    result = rm.evaluate(
+        oracle.dataset_of(qrels), oracle.run_of(rows), metrics, missing=missing, rel_level=rel_level, warn=False
+    )
     per_query = result.per_query("run")
     mean = result.mean().loc["run"]
     compared = 0
     for qid, values in expected.items():
         for metric, value in values.items():
+            if metric not in metrics:
+                continue
             got = mean[metric] if qid == "all" else per_query.at[qid, metric]
             assert round(got, 4) == pytest.approx(value, abs=1e-12), (qid, metric, got, value)
             compared += 1
-    assert compared > 100
+    return compared
+
+
+def test_trec_eval_10_output_with_missing_query_scored_zero():
+    """trec_eval 10.0 with -c scores topic 302 (absent from results.trunc) as 0."""
+    expected = _expected("out.test.aqc")
+    qrels = oracle.read_qrels(TREC / "qrels.test")
+    rows = oracle.read_run(TREC / "results.trunc")
+    result = rm.evaluate(oracle.dataset_of(qrels), oracle.run_of(rows), ["P_5"], missing="zero", warn=False)
+    assert result.coverage["run"].missing_in_run == ["302"]
+    assert _assert_equals_trec_eval_10(expected, "qrels.test", "results.trunc") > 100
+
+
+TREC_10_ONLY = ("rbp", "rbp_resid", "unj@5", "unj@10", "unj@20")
+
+
+@pytest.mark.parametrize(
+    ("output", "qrels_file", "run_file", "rel_level"),
+    [
+        ("out.test.aq", "qrels.test", "results.test", 1),
+        ("out.test.aqc", "qrels.test", "results.trunc", 1),
+        ("out.test.aql", "qrels.rel_level", "results.test", 2),
+    ],
+)
+def test_rbp_residual_and_unjudged_equal_trec_eval_10(output, qrels_file, run_file, rel_level):
+    """rbp, rbp_resid and unj_5/10/20 (new in trec_eval 10.0: pytrec_eval has none) per query and their mean;
+    out.test.aql's graded labels scale rbp's gains and its -1 labels count as unjudged."""
+    expected = _expected(output)
+    assert {m for values in expected.values() for m in values} >= set(TREC_10_ONLY)
+    compared = _assert_equals_trec_eval_10(expected, qrels_file, run_file, rel_level=rel_level, only=TREC_10_ONLY)
+    assert compared == len(TREC_10_ONLY) * len(expected)
 
 
 NON_ASCII = ["文档一", "文档二", "é", "Ωmega", "z#1", "ß", "d\u00e9j\u00e0", "ид", "🙂doc", "A", "a", "Z"]

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ragmetrics as rm
+from ragmetrics.engine.bounds import JUDGMENT_COVERAGE
 from ragmetrics.engine.metrics import METRICS
 from tests import oracle
 from tests.test_parity_pytrec_eval import PAIRS, TREC, generate_case
@@ -88,7 +89,8 @@ def test_the_bounds_are_the_worst_and_best_value_over_every_labeling(seed):
     depth = (None, 2, 4)[seed % 3]
     ranked = oracle.trec_order(rows)
     alignment = rm.align(oracle.dataset_of(qrels), oracle.run_of(rows), rel_level=rel_level)
-    metrics = [f"{m}@{k}" for m in CUT if m != "judged" for k in (1, 2, 3, 5)] + [m for m in FULL if m != "judged"]
+    metrics = [f"{m}@{k}" for m in CUT if m not in JUDGMENT_COVERAGE for k in (1, 2, 3, 5)]
+    metrics += [m for m in FULL if m not in JUDGMENT_COVERAGE]
     judged = {(q, d) for q, d, _ in qrels}
     queries = list(alignment.query_ids)
     worst = {m: np.full(len(queries), np.inf) for m in metrics}

@@ -13,8 +13,8 @@ moving a relevant label to a better-ranked unjudged document never lowers the va
 
 A metric that reads neither R nor the ideal ranking (precision, hits, MRR) rises with every relevant label, so
 its two ends are ``m = 0`` and every unjudged document within the cut-off. The ends are exact per query, and a
-mean's ends are the means of the per-query ends (each query's documents are judged on their own). judged@k and
-the text metrics read no relevance label: their ends are their value.
+mean's ends are the means of the per-query ends (each query's documents are judged on their own). judged@k,
+unj@k, rbp_resid and the text metrics read no relevance label: their ends are their value.
 """
 
 from __future__ import annotations
@@ -31,9 +31,13 @@ if TYPE_CHECKING:
     from ragmetrics.engine.metrics import MetricSpec
 
 
+JUDGMENT_COVERAGE = ("judged", "unj", "rbp_resid")
+"""Metrics of which documents are judged, not of their labels: judging one changes them, labeling one does not."""
+
+
 def label_free(spec: MetricSpec) -> bool:
-    """True when no relevance label enters the metric (judged@k, the text metrics)."""
-    return spec.info.needs_text or spec.name == "judged"
+    """True when no relevance label enters the metric (judged@k, unj@k, rbp_resid, the text metrics)."""
+    return spec.info.needs_text or spec.name in JUDGMENT_COVERAGE
 
 
 def bounds(ranking: Ranking, spec: MetricSpec, depth: int | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -33,6 +33,8 @@ KRule = Literal["required", "optional", "none"]
 CutKernel = Callable[["Ranking", np.ndarray], np.ndarray]
 """``(ranking, ks) -> (n_queries, len(ks))`` float64 matrix (``ks``: 1-based cut-offs)."""
 FullKernel = Callable[["Ranking"], np.ndarray]
+PersistenceKernel = Callable[["Ranking", float], np.ndarray]
+"""``(ranking, p) -> (n_queries,)``: a metric of the user's persistence ``p`` (rank-biased precision)."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,10 @@ class MetricInfo:
     change it; ``relevant`` judges them, which does."""
     needs_text: bool = False
     """Read from the ranked documents' text (the run's chunk text or the dataset's corpus), not the judgments."""
+    persistence: float | None = None
+    """The default of the metric's persistence parameter ``p`` (rbp: 0.9, as trec_eval); None when it takes none.
+    ``rbp_p=0.95`` (trec_eval's printed name) or ``rbp.p=0.95`` (its ``-m`` form) asks for another ``p``."""
+    with_p: PersistenceKernel | None = None
     reads_relevant_count: bool = False
     """Reads R, the ideal ranking or the count of judged non-relevant documents, so judging a document relevant
     can lower it (a new relevant document far down raises R more than the sum: AP 1.0 can fall to 0.52); the
@@ -80,9 +86,12 @@ class MetricSpec:
 
     name: str
     k: int | None = None
+    p: float | None = None
+    """The persistence of a metric that takes one (rbp), None for its default."""
 
     def __str__(self) -> str:
-        return self.name if self.k is None else f"{self.name}@{self.k}"
+        base = self.name if self.p is None else f"{self.name}_p={self.p:g}"
+        return base if self.k is None else f"{base}@{self.k}"
 
     @property
     def info(self) -> MetricInfo:
@@ -90,13 +99,13 @@ class MetricSpec:
 
     @property
     def pretty(self) -> str:
-        base = METRICS[self.name].pretty
+        base = METRICS[self.name].pretty + ("" if self.p is None else f"_p={self.p:g}")
         return base if self.k is None else f"{base}@{self.k}"
 
     @property
     def title(self) -> str:
         """``Precision@5``, ``nDCG@10``: the registry's title with the cut-off."""
-        base = METRICS[self.name].title
+        base = METRICS[self.name].title + ("" if self.p is None else f" (p={self.p:g})")
         return base if self.k is None else f"{base}@{self.k}"
 
 
@@ -236,6 +245,61 @@ def _accuracy(r: Ranking, ks: np.ndarray) -> np.ndarray:
             "retrieved plus its relevant documents; expected the size of the whole collection"
         )
     return (tp + true_neg) / n
+
+
+# --- trec_eval 10.0: rank-biased precision, its residual, unjudged at k -----------------------
+
+RBP_PERSISTENCE = 0.9
+"""trec_eval's default persistence for rbp and rbp_resid."""
+
+
+def _unjudged_rows(r: Ranking) -> np.ndarray:
+    """trec_eval's unjudged documents: not in the qrels, or labelled with a negative number."""
+    return ~r.judged | (r.label < 0)
+
+
+def _rbp_gain(r: Ranking) -> np.ndarray:
+    """Each row's gain: its label, divided by the query's highest label when that is above 1 (trec_eval scales the
+    gains 0..max into [0, 1]); 0 for unjudged, zero and negative labels."""
+    top = r.ideal_pos == 0  # the ideal ranking is sorted by label, descending: its first row has the highest label
+    highest = np.ones(r.n_queries, dtype=np.float64)
+    highest[r.ideal_q[top]] = np.maximum(r.ideal_label[top], 1)
+    return np.where(r.label > 0, r.label, 0) / highest[r.q]
+
+
+def _rbp_p(r: Ranking, p: float) -> np.ndarray:
+    weights = _rbp_gain(r) * np.power(p, r.pos, dtype=np.float64)
+    return (1.0 - p) * np.bincount(r.q, weights=weights, minlength=r.n_queries)
+
+
+def _rbp(r: Ranking) -> np.ndarray:
+    return _rbp_p(r, RBP_PERSISTENCE)
+
+
+def _rbp_resid_p(r: Ranking, p: float) -> np.ndarray:
+    unjudged = _unjudged_rows(r)
+    weight = np.bincount(r.q[unjudged], weights=np.power(p, r.pos[unjudged], dtype=np.float64), minlength=r.n_queries)
+    count = np.bincount(r.q[unjudged], minlength=r.n_queries)
+    tail = np.power(p, r.n_ret, dtype=np.float64)  # the ranks below the last retrieved one
+    return np.where(count > 0, tail + (1.0 - p) * weight, 0.0)
+
+
+def _rbp_resid(r: Ranking) -> np.ndarray:
+    return _rbp_resid_p(r, RBP_PERSISTENCE)
+
+
+def _unj(r: Ranking, ks: np.ndarray) -> np.ndarray:
+    rows = np.flatnonzero(_unjudged_rows(r))
+    order = np.argsort(ks, kind="stable")
+    # each unjudged row counts at every cut-off past its rank: the first such cut-off (in ks ascending), then a
+    # cumulative sum along the cut-offs
+    first = np.searchsorted(ks[order], r.pos[rows] + 1, side="left")
+    width = len(ks) + 1
+    counts = np.bincount(r.q[rows] * width + first, minlength=r.n_queries * width).reshape(r.n_queries, width)
+    at_sorted = np.cumsum(counts[:, :-1], axis=1)
+    out = _matrix(r, ks)
+    out[:, order] = at_sorted / ks[order][None, :].astype(np.float64)
+    return out
 
 
 # --- the registry ------------------------------------------------------------------------
@@ -420,6 +484,51 @@ METRICS: dict[str, MetricInfo] = {
             needs_corpus=True,
             reads_relevant_count=True,
         ),
+        MetricInfo(
+            "rbp",
+            "RBP",
+            "none",
+            "(1 − p) · Σ_i gain_i · p^(i−1), p = 0.9",
+            "Gain = the label scaled to [0, 1] (trec_eval 10.0). Rank-biased precision (Moffat & Zobel 2008): a "
+            "label is divided by the query's highest label when that is above 1; unjudged, zero and negative labels "
+            "give 0; rel_level does not change gains. Summed over the retrieved ranks only (rbp_resid is what "
+            "the rest may add). rbp_p=0.95 (trec_eval: rbp.p=0.95) sets the persistence p, 0 < p < 1. " + _TIES,
+            title="Rank-biased precision",
+            trec_eval="rbp",
+            full=_rbp,
+            persistence=RBP_PERSISTENCE,
+            with_p=_rbp_p,
+            reads_relevant_count=True,
+        ),
+        MetricInfo(
+            "rbp_resid",
+            "RBP resid",
+            "none",
+            "p^n + (1 − p) · Σ_{unjudged i} p^(i−1)",
+            "0 when no retrieved document is unjudged (trec_eval 10.0). Otherwise the weight RBP leaves open: the "
+            "unjudged retrieved ranks plus every rank below the n retrieved (trec_eval reports no residual for a "
+            "short ranking without unjudged documents). Unjudged = not in the qrels or a negative label; rbp + "
+            "rbp_resid is RBP's upper bound. rbp_resid_p=0.95 sets p. " + _TIES,
+            aliases=("rbp_residual",),
+            title="RBP residual",
+            trec_eval="rbp_resid",
+            full=_rbp_resid,
+            persistence=RBP_PERSISTENCE,
+            with_p=_rbp_resid_p,
+        ),
+        MetricInfo(
+            "unj",
+            "Unj",
+            "required",
+            "unjudged in the top k / k",
+            "Unjudged = not in the qrels or a negative label (trec_eval 10.0). So unj@k is not 1 − judged@k when "
+            "labels are negative. Divides by k even when fewer were retrieved (missing ranks count as judged). "
+            "Read on the ranking as scored: under --unjudged skip only negative labels are left unjudged. " + _TIES,
+            aliases=("unjudged",),
+            title="Unjudged",
+            trec_eval="unj",
+            cut=_unj,
+        ),
     )
 }
 
@@ -429,18 +538,44 @@ for _info in METRICS.values():
         _ALIASES[_name.lower()] = _info.name
 
 _METRIC_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_\-]*?)\s*(?:[@._](\d+))?\s*$")
+_PERSISTENCE_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_\-]*?)[._]p\s*=\s*(\S*?)\s*$", re.IGNORECASE)
+"""``rbp_p=0.95`` (trec_eval's printed name) and ``rbp.p=0.95`` (its ``-m`` parameter)."""
+
+
+def _with_persistence(text: str, raw: str, value: str) -> MetricSpec:
+    name = _ALIASES.get(raw.lower())
+    if name is None:
+        return parse_metric(raw)  # the unknown name's own error, with its "did you mean"
+    info = METRICS[name]
+    if info.persistence is None:
+        persistent = ", ".join(m.name for m in METRICS.values() if m.persistence is not None)
+        raise MetricNameError(f"metric {text!r}: {name} takes no persistence p (only {persistent} do)")
+    try:
+        p = float(value)
+    except ValueError:
+        p = float("nan")
+    if not 0.0 < p < 1.0:
+        raise MetricNameError(
+            f"metric {text!r}: the persistence p must be a number between 0 and 1, e.g. '{name}_p=0.95'. "
+            f"Got {value!r} instead."
+        )
+    return MetricSpec(name, None, None if p == info.persistence else p)
 
 
 def parse_metric(text: str | MetricSpec) -> MetricSpec:
     """Parse ``"nDCG@10"`` into ``MetricSpec("ndcg", 10)``.
 
     Accepts canonical names and aliases, case-insensitively, with ``@k`` (also
-    trec_eval's ``P_5`` / ``P.5``). Raises :class:`MetricNameError` with a
+    trec_eval's ``P_5`` / ``P.5``), and a persistence for the metrics that take one
+    (``rbp_p=0.95``, trec_eval's ``rbp.p=0.95``). Raises :class:`MetricNameError` with a
     "did you mean" suggestion for unknown names and when a cut-off is missing
     or not allowed.
     """
     if isinstance(text, MetricSpec):
         return text
+    persistence = _PERSISTENCE_RE.match(str(text))
+    if persistence:
+        return _with_persistence(str(text), persistence.group(1), persistence.group(2))
     match = _METRIC_RE.match(str(text))
     if not match:
         raise MetricNameError(
@@ -507,7 +642,10 @@ def compute(ranking: Ranking, specs: list[MetricSpec]) -> dict[MetricSpec, np.nd
             for i, spec in enumerate(cut):
                 out[spec] = values[:, i]
         for spec in group:
-            if spec.k is None:
+            if spec.k is None and spec.p is not None:
+                assert info.with_p is not None
+                out[spec] = info.with_p(ranking, spec.p)
+            elif spec.k is None:
                 assert info.full is not None
                 out[spec] = info.full(ranking)
     return out
