@@ -12,10 +12,12 @@ import plotly.graph_objects as go
 
 from dashboard.core.charts import base_layout, safe
 from dashboard.core.missed import doc_ranks, query_detail_frame
-from dashboard.core.results import Alignment, common_query_ids, facets
+from dashboard.core.results import Alignment, common_query_ids
 from dashboard.core.specs import title
 from dashboard.core.text import signed, snippet
 from ragmetrics.analysis.compare import TIE_TOLERANCE
+from ragmetrics.analysis.diagnosis import query_facets
+from ragmetrics.engine.queries import at_queries
 
 __all__ = [
     "OUTCOMES",
@@ -57,26 +59,24 @@ def per_query_frame(base: Alignment, run: Alignment, spec: str) -> pd.DataFrame:
     ``outcome`` (win / tie / loss, as :mod:`ragmetrics.analysis.compare` counts them) and where each run's first
     relevant document sits (0 = not retrieved). Sorted by delta, largest win first."""
     ids = common_query_ids([base, run])
-    shown = facets(base).set_index("query_id")
-    bi = pd.Index(base.query_ids).get_indexer(ids)
-    ri = pd.Index(run.query_ids).get_indexer(ids)
-    b = base.value(spec)[bi]
-    r = run.value(spec)[ri]
+    b = at_queries(base.value(spec), base.query_ids, ids)
+    r = at_queries(run.value(spec), run.query_ids, ids)
     delta = r - b
     outcome = np.where(delta > TIE_TOLERANCE, "win", np.where(delta < -TIE_TOLERANCE, "loss", "tie"))
-    keys = pd.Index([str(q) for q in ids])
+    shown = query_facets(base.dataset, ids)
+    base_first, run_first = (at_queries(a.first_rel_rank.astype(np.float64), a.query_ids, ids) for a in (base, run))
     out = pd.DataFrame(
         {
-            "query_id": keys.to_numpy(),
-            "query": shown["query"].reindex(keys).to_numpy(),
-            "category": shown["category"].reindex(keys).to_numpy(),
-            "difficulty": shown["difficulty"].reindex(keys).to_numpy(),
+            "query_id": shown["query_id"].to_numpy(),
+            "query": shown["query"].to_numpy(),
+            "category": shown["category"].to_numpy(),
+            "difficulty": shown["difficulty"].to_numpy(),
             "baseline": b,
             "run": r,
             "delta": delta,
             "outcome": outcome,
-            "baseline_first_rank": base.first_rel_rank[bi].astype(np.int64),
-            "run_first_rank": run.first_rel_rank[ri].astype(np.int64),
+            "baseline_first_rank": base_first.astype(np.int64),
+            "run_first_rank": run_first.astype(np.int64),
         },
         columns=PER_QUERY_COLUMNS,
     )

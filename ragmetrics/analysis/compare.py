@@ -27,6 +27,7 @@ import pandas as pd
 
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.evaluate import EvalResult, evaluate
+from ragmetrics.engine.queries import at_queries
 from ragmetrics.foundation.errors import RagMetricsError
 
 MIN_GROUP = 10
@@ -172,34 +173,38 @@ def compare_result(
     if unknown:
         raise RagMetricsError(f"unknown run(s) {unknown}; the runs are {names}")
     metric_names = list(metrics) if metrics else result.metrics
-    base_values = result.runs[baseline].values
-    queries = result.dataset.queries.set_index("query_id")
+    base_ids = result.runs[baseline].query_ids  # the queries compared: the baseline's, in the engine's order
 
-    ends: dict[tuple[str, str], pd.DataFrame] = {}
     # the intervals' resamples, drawn once for a run of intervals over the same number of queries; only the last
     # is held (at 20,000 queries one takes 160 MB)
     resampler = functools.lru_cache(maxsize=1)(lambda n: stats.Resampler(n, seed=seed))
 
-    def ends_of(run: str, metric: str, ids: pd.Index) -> tuple[np.ndarray, np.ndarray]:
-        if (run, metric) not in ends:
-            worst, best = result.runs[run].alignment.bounds(metric, bounds_depth)
-            ends[run, metric] = pd.DataFrame({"worst": worst, "best": best}, index=result.runs[run].values.index)
-        frame = ends[run, metric].reindex(ids)  # a query the run skipped (missing="skip") is NaN, left out
-        return frame["worst"].to_numpy(), frame["best"].to_numpy()
+    @functools.cache
+    def values_of(run: str, metric: str) -> np.ndarray:
+        """The run's values at the baseline's queries (NaN where it skipped one, ``missing="skip"``)."""
+        found = result.runs[run]
+        return at_queries(found.array(metric), found.query_ids, base_ids)
 
-    def rows_for(ids: pd.Index, group: dict[str, Any]) -> list[dict[str, Any]]:
+    @functools.cache
+    def ends_of(run: str, metric: str) -> tuple[np.ndarray, np.ndarray]:
+        found = result.runs[run]
+        worst, best = found.alignment.bounds(metric, bounds_depth)
+        return at_queries(worst, found.query_ids, base_ids), at_queries(best, found.query_ids, base_ids)
+
+    def rows_for(rows_of: np.ndarray, group: dict[str, Any]) -> list[dict[str, Any]]:
+        """The rows of the queries at positions ``rows_of`` of the baseline's."""
         rows = []
         for metric in metric_names:
-            base = base_values.loc[ids, metric].to_numpy(dtype=np.float64)
+            base = values_of(baseline, metric)[rows_of]
             for run in chosen:
-                values = result.runs[run].values[metric].reindex(ids).to_numpy(dtype=np.float64)
+                values = values_of(run, metric)[rows_of]
                 keep = ~(np.isnan(values) | np.isnan(base))
                 n = int(keep.sum())
                 row = _one(
                     metric,
                     run,
                     baseline,
-                    ids.to_numpy()[keep],
+                    base_ids[rows_of][keep],
                     values[keep],
                     base[keep],
                     test,
@@ -208,8 +213,12 @@ def compare_result(
                     resampler(n),
                 )
                 if bounds:
-                    (worst, best), (base_worst, base_best) = ends_of(run, metric, ids), ends_of(baseline, metric, ids)
-                    row = _bounded(row, (worst[keep], best[keep]), (base_worst[keep], base_best[keep]))
+                    (worst, best), (base_worst, base_best) = ends_of(run, metric), ends_of(baseline, metric)
+                    row = _bounded(
+                        row,
+                        (worst[rows_of][keep], best[rows_of][keep]),
+                        (base_worst[rows_of][keep], base_best[rows_of][keep]),
+                    )
                 rows.append({**group, **row})
         return rows
 
@@ -228,15 +237,15 @@ def compare_result(
         frame["significant"] = frame["p_value_corrected"] < alpha
         return frame
 
-    all_ids = base_values.index
-    table = corrected(pd.DataFrame(rows_for(all_ids, {})), [])
+    every = np.arange(len(base_ids))
+    table = corrected(pd.DataFrame(rows_for(every, {})), [])
     segment_rows: list[dict[str, Any]] = []
     for facet in segments:
-        if facet not in queries.columns:
+        if facet not in result.dataset.queries_table.column_names:
             continue
-        labels = queries.loc[all_ids, facet].astype("str")
-        for value in sorted(v for v in pd.unique(labels) if v):
-            segment_rows += rows_for(all_ids[labels.to_numpy() == value], {"segment": facet, "group": value})
+        labels = result.dataset.facet(facet, base_ids)
+        for value in sorted(v for v in set(labels) if v):
+            segment_rows += rows_for(np.flatnonzero(labels == value), {"segment": facet, "group": value})
     seg = pd.DataFrame(segment_rows)
     seg = (
         corrected(seg, ["segment"])
@@ -295,8 +304,8 @@ def discriminative_power(
     rows = []
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
-            x = result.runs[a].values[metric].to_numpy(dtype=np.float64)
-            y = result.runs[b].values[metric].to_numpy(dtype=np.float64)
+            ids = result.runs[a].query_ids
+            x, y = (at_queries(result.runs[r].array(metric), result.runs[r].query_ids, ids) for r in (a, b))
             keep = ~(np.isnan(x) | np.isnan(y))
             p = stats.paired_p_value(x[keep], y[keep], test=test, n_resamples=n_resamples, seed=seed)
             rows.append(

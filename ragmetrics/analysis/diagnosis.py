@@ -428,13 +428,18 @@ def findings_frame(findings: list[Finding]) -> pd.DataFrame:
 
 def query_facets(dataset: Dataset, query_ids: np.ndarray) -> pd.DataFrame:
     """``query_id, query, category, difficulty`` of each of ``query_ids`` (missing facets: :data:`NO_GROUP`)."""
-    facets = dataset.queries.set_index("query_id").reindex(pd.Index(query_ids, dtype="str"))
+
+    def grouped(column: str) -> np.ndarray:
+        labels = dataset.facet(column, query_ids)
+        labels[labels == ""] = NO_GROUP
+        return labels
+
     return pd.DataFrame(
         {
             "query_id": pd.array(query_ids, dtype="str"),
-            "query": facets["query"].fillna("").to_numpy(),
-            "category": facets["category"].fillna("").replace("", NO_GROUP).to_numpy(),
-            "difficulty": facets["difficulty"].fillna("").replace("", NO_GROUP).to_numpy(),
+            "query": dataset.facet("query", query_ids),
+            "category": grouped("category"),
+            "difficulty": grouped("difficulty"),
         }
     )
 

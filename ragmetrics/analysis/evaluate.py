@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ragmetrics.analysis.values import plain, results_dict, values_frame
 from ragmetrics.engine import Alignment, Conventions, Coverage, Ranking, align
 from ragmetrics.engine.conventions import Mode
 from ragmetrics.engine.health import Health
@@ -94,15 +95,8 @@ class RunResult:
 
     @property
     def values(self) -> pd.DataFrame:
-        """Per-query values: a frame indexed by query_id, one column per metric."""
-
-        def build() -> pd.DataFrame:
-            import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
-
-            index = pd.Index(self.query_ids, name="query_id", dtype="str")
-            return pd.DataFrame(self.arrays, index=index, columns=list(self.metrics))
-
-        return self._frames.get("values", build).copy(deep=False)
+        """Per-query values: a frame indexed by query_id, one column per metric (:func:`values_frame`)."""
+        return self._frames.get("values", lambda: values_frame(self)).copy(deep=False)
 
     @property
     def mean(self) -> pd.Series:
@@ -185,29 +179,9 @@ class EvalResult:
         if bounds:
             for name, run in self.runs.items():
                 out["runs"][name]["bounds"] = {
-                    m: {"worst": _plain(w), "best": _plain(b)} for m, (w, b) in run.mean_bounds(bounds_depth).items()
+                    m: {"worst": plain(w), "best": plain(b)} for m, (w, b) in run.mean_bounds(bounds_depth).items()
                 }
         return out
-
-
-def results_dict(runs: Iterable[Any], per_query: bool) -> dict[str, Any]:
-    """``{"runs": {RUN: {"mean": ..., "per_query": ...}}}`` of results with ``name``, ``means``, ``metrics``,
-    ``arrays`` and ``query_ids`` (a :class:`RunResult`, or a partitioned engine's run)."""
-    out: dict[str, Any] = {}
-    for result in runs:
-        entry: dict[str, Any] = {"mean": {m: _plain(v) for m, v in result.means.items()}}
-        if per_query:
-            arrays = result.arrays
-            entry["per_query"] = {
-                str(qid): {m: _plain(arrays[m][i]) for m in result.metrics} for i, qid in enumerate(result.query_ids)
-            }
-        out[result.name] = entry
-    return {"runs": out}
-
-
-def _plain(value: Any) -> float | None:
-    value = float(value)
-    return None if np.isnan(value) else value
 
 
 def _as_dataset(dataset: Any) -> Dataset:

@@ -21,6 +21,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ragmetrics.analysis.values import mean_of
 from ragmetrics.engine.metrics import parse_metric
 from ragmetrics.foundation.errors import MetricNameError, ParseError, RagMetricsError
 from ragmetrics.foundation.model import Dataset
@@ -39,8 +40,16 @@ class PerQueryResults:
     frame: pd.DataFrame
 
     @property
-    def metrics(self) -> list[str]:
-        return [c for c in self.frame.columns if c != "query_id"]
+    def metrics(self) -> tuple[str, ...]:
+        return tuple(str(c) for c in self.frame.columns if c != "query_id")
+
+    @property
+    def query_ids(self) -> np.ndarray:
+        return self.frame["query_id"].to_numpy(dtype=object)
+
+    @property
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {metric: self.frame[metric].to_numpy(dtype=np.float64) for metric in self.metrics}
 
     def value(self, metric: str) -> np.ndarray:
         spec = str(parse_metric(metric))
@@ -49,9 +58,7 @@ class PerQueryResults:
         return self.frame[spec].to_numpy(dtype=np.float64)
 
     def mean(self, metric: str) -> float:
-        values = self.value(metric)
-        kept = values[~np.isnan(values)]
-        return float(kept.mean()) if len(kept) else float("nan")
+        return mean_of(self.value(metric))
 
     def __len__(self) -> int:
         return len(self.frame)

@@ -6,7 +6,7 @@ import unicodedata
 
 import numpy as np
 
-from ragmetrics.foundation.ids import Strings, positions_in, to_arrow
+from ragmetrics.foundation.ids import Strings, as_strings, positions_in, to_arrow
 from ragmetrics.foundation.model import query_id_from_text
 
 
@@ -49,3 +49,17 @@ def match_queries(query_ids: Strings, query_texts: Strings, run_query_ids: Strin
             rows[at] = found
             matched += 1
     return rows, matched
+
+
+def at_queries(values: np.ndarray, query_ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """``values`` (one per query of ``query_ids``, as an alignment orders them) read at the queries ``wanted``, in
+    ``wanted``'s order: NaN where a wanted query has no value (a run that left it out, ``missing="skip"``). The one
+    place per-query values are matched by id; evaluations on one dataset share the engine's order, and then this is
+    ``values`` itself."""
+    if len(query_ids) == len(wanted) and (query_ids is wanted or np.array_equal(query_ids, wanted)):
+        return values
+    where = positions_in(as_strings(wanted), as_strings(query_ids))
+    out = np.full(len(wanted), np.nan, dtype=np.float64)
+    found = where >= 0
+    out[found] = values[where[found]]
+    return out

@@ -38,6 +38,7 @@ from ragmetrics.foundation.ids import (
     empty_strings,
     first_duplicate,
     id_problem,
+    positions_in,
     scalar_like,
     table_of,
     to_arrow,
@@ -449,6 +450,14 @@ class Dataset:
     def query_ids(self) -> np.ndarray:
         """The query ids in dataset order, as a Python object array."""
         return np.array(self.queries_table.column("query_id").to_pylist(), dtype=object)
+
+    def facet(self, column: str, query_ids: Any) -> np.ndarray:
+        """The text of a query column (``category``, ``difficulty``) for each of ``query_ids``, in their order: an
+        object array of str, "" where a query has none or is not a query of this dataset."""
+        table = self.queries_table
+        where = positions_in(as_strings(query_ids), table.column("query_id"))
+        labels = np.array(["" if v is None else str(v) for v in table.column(column).to_pylist()] + [""], dtype=object)
+        return labels[where]
 
     def __len__(self) -> int:
         return self.queries_table.num_rows

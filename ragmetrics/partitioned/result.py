@@ -12,11 +12,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ragmetrics.analysis.evaluate import results_dict
+from ragmetrics.analysis.values import means, results_dict, values_frame
 from ragmetrics.engine import Conventions, Coverage
 from ragmetrics.engine.health import Health, QueryTallies, health_of
 from ragmetrics.engine.metrics import parse_metric
-from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import to_numpy
 from ragmetrics.partitioned.buckets import EVALUATED, SKIPPED, TALLIES, TOTALS, UNKNOWN, schema
 
@@ -42,11 +41,7 @@ class PartitionedRun:
     @property
     def means(self) -> dict[str, float]:
         """As :meth:`ragmetrics.Alignment.mean`: over the evaluated queries, NaN values left out."""
-        out = {}
-        for metric, values in self.arrays.items():
-            kept = values[~np.isnan(values)]
-            out[metric] = float(kept.mean()) if len(kept) else float("nan")
-        return out
+        return means(self)
 
     def array(self, metric: str) -> np.ndarray:
 
@@ -54,12 +49,8 @@ class PartitionedRun:
 
     @property
     def values(self) -> pd.DataFrame:
-        """Per-query values: a frame indexed by query_id, one column per metric."""
-
-        if self.query_ids is None:
-            raise RagMetricsError(f"run {self.name!r}: the per-query values were written to {self.per_query_file}")
-        index = pd.Index(self.query_ids, name="query_id", dtype="str")
-        return pd.DataFrame(self.arrays, index=index, columns=list(self.metrics))
+        """Per-query values: a frame indexed by query_id, one column per metric (:func:`values_frame`)."""
+        return values_frame(self)
 
 
 def combine(
