@@ -57,3 +57,20 @@ def test_every_import_inside_a_function_says_why() -> None:
         if "noqa: PLC0415 (" not in text
     ]
     assert unexplained == []
+
+
+def test_runs_that_left_out_other_queries_are_paired_by_query_not_by_position() -> None:
+    """Under ``missing="skip"`` two runs hold values for different queries; every comparison pairs them by query
+    (ragmetrics.engine.queries.at_queries), never by position in their arrays."""
+    import ragmetrics as rm
+    from ragmetrics.analysis.compare import compare_result, discriminative_power
+
+    dataset = rm.Dataset.from_dict({f"q{i}": {"a": 1} for i in range(4)})
+    first = rm.Run.from_dict({"q0": {"a": 1.0}, "q1": {"x": 1.0}, "q2": {"a": 1.0}}, name="first")
+    second = rm.Run.from_dict({"q1": {"a": 1.0}, "q2": {"a": 1.0}, "q3": {"x": 1.0}}, name="second")
+    result = rm.evaluate(dataset, [first, second], ["mrr"], missing="skip", warn=False)
+    # shared queries: q1 (first 0, second 1) and q2 (1 and 1); by position the pairs would be (1, 1) and (0, 1)
+    power = discriminative_power(result, "mrr")
+    assert power["delta"].tolist() == [-0.5]
+    row = compare_result(result, baseline="first", segments=()).table.set_index("run").loc["second"]
+    assert (row["n"], row["delta"], row["wins"], row["ties"]) == (2, 0.5, 1, 1)
