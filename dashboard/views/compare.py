@@ -15,12 +15,13 @@ import streamlit as st
 
 from dashboard.core import compare as cmp
 from dashboard.core import compare_queries as by_query
-from dashboard.core import documents, fusion, metadata
+from dashboard.core import documents, metadata
 from dashboard.core.missed import TEXT_DEPTH, style_relevant
 from dashboard.core.queries import query_info, query_labels, query_line
 from dashboard.core.specs import metric_spec, parse_metric, sidebar_names, title
 from dashboard.core.text import md_escape
 from dashboard.ui import cache, layout, state, widgets
+from dashboard.ui.fusion_panel import fusion_panel
 
 page = layout.page_setup("compare", "Compare runs")
 view = page.state
@@ -341,143 +342,6 @@ if page.dataset is not None and len(page.alignments) >= 2:
 
 # --- fusion ------------------------------------------------------------------------------
 if page.dataset is not None:
-    ds = page.dataset
-    st.divider()
-    st.subheader("What if we went hybrid? Fuse runs")
-    stored = page.workspace.runs(ds.id)
-    fusable = {r.id: r.name for r in stored}
-    if len(fusable) < 2:
-        st.info("Fusion needs at least two runs of this dataset; add runs on the Upload page.", icon=":material/info:")
-    else:
-        st.caption(
-            "RRF adds 1 / (k + rank) over the runs that retrieved a document; CombSUM adds normalised scores; CombMNZ "
-            "multiplies that sum by the number of runs that retrieved it. Ties are broken deterministically. "
-            "**Add** makes the fused run a run like any other: it is stored, selected in the sidebar and shown on every page."
-        )
-        key = "compare.fuse.runs"
-        state.seed(
-            key,
-            [r for r in view.runs if r in fusable][:2] or list(fusable)[:2],
-            force=any(r not in fusable for r in (state.widget_value(key) or [])),
-        )
-        c1, c2, c3, c4 = st.columns([4, 2, 1, 2])
-        with c1:
-            chosen_ids = st.multiselect("Runs to fuse", list(fusable), format_func=lambda i: fusable.get(i, i), key=key)
-        with c2:
-            method = st.selectbox(
-                "Method",
-                list(fusion.FUSION_METHODS),
-                format_func=lambda m: fusion.FUSION_LABELS[m],
-                key="compare.fuse.method",
-            )
-        with c3:
-            rrf_k = int(
-                st.number_input(
-                    "k",
-                    min_value=0,
-                    max_value=1000,
-                    value=60,
-                    step=10,
-                    key="compare.fuse.k",
-                    disabled=method != "rrf",
-                    help="RRF's rank offset (60 in Cormack et al.)",
-                )
-            )
-        with c4:
-            norm = st.selectbox(
-                "Score normalisation",
-                list(fusion.NORM_CHOICES),
-                format_func=lambda n: fusion.NORM_LABELS[n],
-                key="compare.fuse.norm",
-                disabled=method == "rrf",
-                help="CombSUM and CombMNZ only",
-            )
-        weights: list[float] = []
-        if chosen_ids:
-            wcols = st.columns(max(len(chosen_ids), 4))
-            for i, rid in enumerate(chosen_ids):
-                with wcols[i % len(wcols)]:
-                    weights.append(
-                        float(
-                            st.number_input(
-                                f"weight · {md_escape(fusable[rid])}",
-                                min_value=0.0,
-                                max_value=10.0,
-                                value=1.0,
-                                step=0.1,
-                                key=f"compare.fuse.w.{rid}",
-                            )
-                        )
-                    )
-        entries = [r for r in stored if r.id in chosen_ids]
-        entries.sort(key=lambda r: chosen_ids.index(r.id))
-        default_name = fusion.fused_name([r.name for r in entries], method, k=rrf_k, norm=norm, weights=weights)
-        name = str(st.text_input("Name of the fused run", placeholder=default_name, key="compare.fuse.name")).strip()
-        if len(entries) < 2:
-            st.caption("Pick at least two runs to fuse.")
-        else:
-            with st.spinner("Fusing…"):
-                fused, fused_alignment = cache.fused_run(
-                    ds, entries, method=method, k=rrf_k, norm=norm, weights=weights, name=name or default_name
-                )
-                specs_now = cmp.compare_specs(view.metric, view.k, view.metrics)
-                inputs = cache.select(ds, entries)
-                preview = cache.fusion_preview(
-                    inputs, fused_alignment, (method, rrf_k, norm, tuple(weights), fused.name), specs_now
-                )
-            st.markdown(f"**{md_escape(fused.name)}** against its inputs at K = {view.k}:")
-            layout.show_table(
-                preview,
-                key="compare.fuse.preview",
-                filename=f"fusion-preview-k{view.k}.csv",
-                column_config={
-                    **layout.number_columns(preview, {s: title(s) for s in specs_now}),
-                    "role": st.column_config.TextColumn("role", width="small"),
-                },
-            )
-            existing = page.workspace.stored_run(ds.id, fused)
-            b1, b2, _ = st.columns([2, 2, 3])
-            with b1:
-                add = st.button(
-                    "Add to the workspace and compare",
-                    icon=":material/add_circle:",
-                    type="primary",
-                    key="compare.fuse.add",
-                    disabled=existing is not None and existing.id in view.runs,
-                )
-            with b2:
-                unwritable = fusion.trec_problem(fused)  # written on click: a refusal then would be a server error
-                st.download_button(
-                    "Download TREC run",
-                    (lambda: fusion.trec_bytes(fused)) if unwritable is None else b"",
-                    file_name=f"{fusion.file_stem(fused.name)}.trec",
-                    mime="text/plain",
-                    on_click="ignore",
-                    icon=":material/download:",
-                    key="compare.fuse.download",
-                    disabled=unwritable is not None,
-                    help=None if unwritable is None else f"Not offered: {unwritable}.",
-                )
-                if unwritable is not None:
-                    st.caption(md_escape(f"No TREC file of this run: {unwritable}."))
-            if existing is not None:
-                where = (
-                    "selected in the sidebar"
-                    if existing.id in view.runs
-                    else "stored (select it in the sidebar to see it)"
-                )
-                st.success(
-                    f"This fused run is in the workspace as **{md_escape(existing.name)}**, {where}.",
-                    icon=":material/check_circle:",
-                )
-            if add:
-                entry = cache.add_run(
-                    page.workspace,
-                    ds,
-                    fused,
-                    source=fusion.fusion_source([r.name for r in entries], method, k=rrf_k, norm=norm, weights=weights),
-                )
-                runs = view.runs if entry.id in view.runs else (*view.runs, entry.id)
-                layout.rerun_with(view.with_(runs=runs, focus_run=entry.id if len(runs) > 1 else view.focus_run))
+    fusion_panel(page, page.dataset, view)
 
 layout.finish(page, view)
