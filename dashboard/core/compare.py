@@ -169,9 +169,14 @@ def verdict(comparison: Comparison, spec: str, *, markdown: bool = True) -> str 
     run = bold(name(str(best["run"])))
     p = float(best["p_value_corrected"])
     significant = bool(p < comparison.alpha)
-    ci = f"95% CI [{signed(float(best['ci_low']))}, {signed(float(best['ci_high']))}]"
+    # the interval is the difference's own, not widened for the family the p-value is corrected over: said so
+    level = "95% CI" if comparison.correction in (None, "none") else "uncorrected 95% CI"
+    ci = f"{level} [{signed(float(best['ci_low']))}, {signed(float(best['ci_high']))}]"
     if abs(delta) <= 0:
         words = f"{run} ties {base} on {title(spec)}"
+    elif not significant:
+        side = "ahead of" if delta > 0 else "behind"
+        words = f"No significant difference on {title(spec)}: {run} is {side} {base} by {bold(signed(delta))}"
     elif delta > 0:
         words = f"{run} beats {base} on {title(spec)} by {bold(signed(delta))}"
     else:

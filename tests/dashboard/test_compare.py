@@ -442,3 +442,22 @@ def test_a_tiny_difference_never_reads_as_zero() -> None:
     assert signed(0.00042) == "+0.00042"
     assert signed(-0.0000123) == "-0.000012"
     assert signed(0.0) == "+0.000"
+
+
+def test_a_difference_that_is_not_significant_is_never_worded_as_a_win() -> None:
+    """The verdict words a non-significant result as such ("No significant difference"), never "beats", and the
+    interval beside a corrected p-value says it is uncorrected."""
+    import ragmetrics as rm
+    from ragmetrics.analysis.compare import compare
+
+    dataset = rm.Dataset.from_dict({f"q{i}": {"a": 1} for i in range(12)})
+    base = rm.Run.from_dict(
+        {f"q{i}": {"a": 2.0, "b": 1.0} if i % 2 else {"b": 2.0, "a": 1.0} for i in range(12)}, name="base"
+    )
+    other = rm.Run.from_dict(
+        {f"q{i}": {"a": 2.0, "b": 1.0} if i % 2 or i == 0 else {"b": 2.0, "a": 1.0} for i in range(12)}, name="other"
+    )
+    comparison = compare(dataset, [base, other], ["mrr"], warn=False)
+    said = cmp.verdict(comparison, "mrr", markdown=False)
+    assert said is not None and said.startswith("No significant difference on MRR: other is ahead of base by +0.04")
+    assert "beats" not in said and "uncorrected 95% CI [" in said and "not significant at α = 0.05" in said

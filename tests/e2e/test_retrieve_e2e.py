@@ -93,7 +93,8 @@ def test_try_hybrid_on_the_dense_run_opens_compare_with_its_significance(page: P
         wait_for_app(page)
         body = page.get_by_test_id("stMain")
         expect(body).to_contain_text(fused, timeout=TIMEOUT)
-        verdict = page.get_by_text(re.compile(rf"{re.escape(fused)} beats {re.escape(dense.name)} on .* by \+"))
+        said = rf"({re.escape(fused)} beats {re.escape(dense.name)} on .* by \+|No significant difference on .*: {re.escape(fused)} is ahead of {re.escape(dense.name)} by \+)"
+        verdict = page.get_by_text(re.compile(said))
         expect(verdict.first).to_be_visible(timeout=TIMEOUT)
         assert re.search(r"95% CI \[[-+]\d\.\d{3}, [-+]\d\.\d{3}\]\), (not )?significant at α = 0.05 \(p = ",
                          verdict.first.inner_text())  # fmt: skip
