@@ -226,3 +226,14 @@ def test_push_declares_the_datasets_targets_and_refuses_ones_that_do_not_read(tm
     done = cli("push", "--store", url, "--dataset", QRELS, "--run", BM25, "--dataset-targets", "ndcg@10>0.6")
     assert done.returncode == 0, done.stderr
     assert Store(url).list_datasets()["targets"].tolist() == ["ndcg@10>0.6"]
+
+
+def test_push_names_the_dataset_as_asked(tmp_path):
+    from ragmetrics.store.database import Store
+
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    done = cli("push", "--store", url, "--dataset", QRELS, "--run", BM25, "--name", "SciFact test")
+    assert done.returncode == 0, done.stderr
+    assert Store(url).list_datasets()["name"].tolist() == ["SciFact test"]
+    bad = cli("push", "--store", url, "--dataset", QRELS, "--run", BM25, "--name", "x" * 600)
+    assert bad.returncode == 2 and "--name" in bad.stderr and "Traceback" not in bad.stderr

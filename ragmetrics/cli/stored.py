@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -16,7 +17,7 @@ from ragmetrics.cli.options import add_data_options, add_store_option, add_store
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import is_content_id as is_id
 from ragmetrics.io.runmeta import check_key, ir_metadata_yaml, parse_tags, read_sidecar, retriever_tags
-from ragmetrics.store.database import Store
+from ragmetrics.store.database import MAX_NAME_BYTES, Store, checked_text
 from ragmetrics.store.history import resolve_dataset, store_leaderboard, store_timeline
 from ragmetrics.store.links import share_link
 
@@ -41,6 +42,8 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         tags.append({**(retriever_tags(found) if found else {}), **given})
     store = Store(args.store)
     dataset_files = [args.dataset, *(f for f in (getattr(args, "queries", None), getattr(args, "corpus", None)) if f)]
+    if args.name:
+        dataset = replace(dataset, name=checked_text(args.name, "--name", MAX_NAME_BYTES))
     dataset_id = store.put_dataset(
         dataset, source=", ".join(Path(f).name for f in dataset_files), targets=args.dataset_targets or ""
     )
@@ -193,6 +196,11 @@ def push_parser(p: argparse.ArgumentParser) -> None:
         metavar="TARGETS",
         help="the targets the dataset declares, which its Overview checks until a view picks others: a profile "
         "(faq, tech, legal, overview) or 'ndcg@10>0.6,recall@5>0.9'",
+    )
+    p.add_argument(
+        "--name",
+        help="the dataset's name in the store, as the dashboard shows it (default: its file's name); a dataset "
+        "stored before keeps the name it has",
     )
     add_store_option(p)
     p.add_argument("--base-url", help="the dashboard's address; default RAGMETRICS_BASE_URL or http://localhost:8501")
