@@ -293,8 +293,13 @@ RANX = [
         "mrr@5",
         0.5,
     ),
-    Case("test_r_precision_single", _trec_qrels({"q1": {"1": 1, "2": 1, "3": 1}}), _trec_run({"q1": _RANKED_R}),
-         "r_precision", 2 / 3),  # fmt: skip
+    Case(
+        "test_r_precision_single",
+        _trec_qrels({"q1": {"1": 1, "2": 1, "3": 1}}),
+        _trec_run({"q1": _RANKED_R}),
+        "r_precision",
+        2 / 3,
+    ),
     Case(
         "test_r_precision",
         _trec_qrels({"q1": {"1": 1, "2": 1, "3": 1}, "q2": {"1": 1, "2": 1}}),
@@ -302,8 +307,13 @@ RANX = [
         "r_precision",
         (2 / 3 + 1 / 2) / 2,
     ),
-    Case("test_recall_single", _trec_qrels({"q1": {"1": 1, "2": 1, "3": 1}}), _trec_run({"q1": _RANKED_R}),
-         "recall@2", 1 / 3),  # fmt: skip
+    Case(
+        "test_recall_single",
+        _trec_qrels({"q1": {"1": 1, "2": 1, "3": 1}}),
+        _trec_run({"q1": _RANKED_R}),
+        "recall@2",
+        1 / 3,
+    ),
     Case(
         "test_recall",
         _trec_qrels({"q1": {"1": 1, "2": 1, "3": 1}, "q2": {"1": 1, "2": 1}}),
@@ -312,18 +322,38 @@ RANX = [
         (1 / 3 + 1 / 2) / 2,
     ),
     # test_ndcg_jarvelin (linear gains) and test_ndcg_burges (exponential gains), three runs on one query
-    Case("test_ndcg_jarvelin", _NDCG_QRELS, _trec_run({"q1": ["1", "2", "3", "4", "5"]}), "ndcg@10",
-         (5 / math.log2(3) + 4 / math.log2(5) + 3 / math.log2(6)) / NDCG_IDCG),  # fmt: skip
-    Case("test_ndcg_jarvelin", _NDCG_QRELS, _trec_run({"q1": ["10", "5", "2", "4", "3"]}), "ndcg@10",
-         (2 + 3 / math.log2(3) + 5 / math.log2(4) + 4 / math.log2(5)) / NDCG_IDCG),  # fmt: skip
-    Case("test_ndcg_jarvelin", _NDCG_QRELS, _trec_run({"q1": ["1", "3", "6", "7", "8"]}), "ndcg@10", 0.0,
-         NO_OVERLAP),  # fmt: skip
-    Case("test_ndcg_burges", _NDCG_QRELS, _trec_run({"q1": ["1", "2", "3", "4", "5"]}), "ndcg_burges@10",
-         (31 / math.log2(3) + 15 / math.log2(5) + 7 / math.log2(6)) / NDCG_EXP_IDCG),  # fmt: skip
-    Case("test_ndcg_burges", _NDCG_QRELS, _trec_run({"q1": ["10", "5", "2", "4", "3"]}), "ndcg_burges@10",
-         (3 + 7 / math.log2(3) + 31 / math.log2(4) + 15 / math.log2(5)) / NDCG_EXP_IDCG),  # fmt: skip
-    Case("test_ndcg_burges", _NDCG_QRELS, _trec_run({"q1": ["1", "3", "6", "7", "8"]}), "ndcg_burges@10", 0.0,
-         NO_OVERLAP),  # fmt: skip
+    Case(
+        "test_ndcg_jarvelin",
+        _NDCG_QRELS,
+        _trec_run({"q1": ["1", "2", "3", "4", "5"]}),
+        "ndcg@10",
+        (5 / math.log2(3) + 4 / math.log2(5) + 3 / math.log2(6)) / NDCG_IDCG,
+    ),
+    Case(
+        "test_ndcg_jarvelin",
+        _NDCG_QRELS,
+        _trec_run({"q1": ["10", "5", "2", "4", "3"]}),
+        "ndcg@10",
+        (2 + 3 / math.log2(3) + 5 / math.log2(4) + 4 / math.log2(5)) / NDCG_IDCG,
+    ),
+    Case("test_ndcg_jarvelin", _NDCG_QRELS, _trec_run({"q1": ["1", "3", "6", "7", "8"]}), "ndcg@10", 0.0, NO_OVERLAP),
+    Case(
+        "test_ndcg_burges",
+        _NDCG_QRELS,
+        _trec_run({"q1": ["1", "2", "3", "4", "5"]}),
+        "ndcg_burges@10",
+        (31 / math.log2(3) + 15 / math.log2(5) + 7 / math.log2(6)) / NDCG_EXP_IDCG,
+    ),
+    Case(
+        "test_ndcg_burges",
+        _NDCG_QRELS,
+        _trec_run({"q1": ["10", "5", "2", "4", "3"]}),
+        "ndcg_burges@10",
+        (3 + 7 / math.log2(3) + 31 / math.log2(4) + 15 / math.log2(5)) / NDCG_EXP_IDCG,
+    ),
+    Case(
+        "test_ndcg_burges", _NDCG_QRELS, _trec_run({"q1": ["1", "3", "6", "7", "8"]}), "ndcg_burges@10", 0.0, NO_OVERLAP
+    ),
     # metrics/bpref_test.py
     Case(
         "bpref_test",
@@ -338,7 +368,9 @@ RANX = [
         },
     ),
     # metrics/f1_test.py: ranx's f1 without k reads the whole ranking: f1@k at k = the ranking's length
-    Case("f1_test", _trec_qrels(_BPREF_QRELS), _trec_run(_F1_RUN), "f1@4", {"q1": 2 * (1 / 4 * 1 / 2) / (1 / 4 + 1 / 2)}),
+    Case(
+        "f1_test", _trec_qrels(_BPREF_QRELS), _trec_run(_F1_RUN), "f1@4", {"q1": 2 * (1 / 4 * 1 / 2) / (1 / 4 + 1 / 2)}
+    ),
     Case("f1_test", _trec_qrels(_BPREF_QRELS), _trec_run(_F1_RUN), "f1@6", {"q2": 2 * (2 / 6 * 1) / (2 / 6 + 1)}),
     Case("f1_test", _trec_qrels(_BPREF_QRELS), _trec_run(_F1_RUN), "f1@8", {"q3": 2 * (3 / 8 * 1) / (3 / 8 + 1)}),
     Case("f1_test", _trec_qrels(_BPREF_QRELS), _trec_run(_F1_RUN), "f1@7", {"q4": 0.0}),
@@ -346,7 +378,7 @@ RANX = [
     *(
         Case(
             "rank_biased_precision_test",
-            _trec_qrels({"q1": {d: 1 for d in ("d1", "d2", "d6", "d11", "d17")}}),
+            _trec_qrels({"q1": dict.fromkeys(("d1", "d2", "d6", "d11", "d17"), 1)}),
             _trec_run({"q1": [f"d{i}" for i in range(1, 21)]}),
             f"rbp_p={p}",
             value,
