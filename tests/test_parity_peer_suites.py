@@ -13,6 +13,8 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
+from pathlib import Path
 from typing import NamedTuple
 
 import pytest
@@ -420,8 +422,8 @@ DIFFERENT = {
     "once above); test_keys_control expects ranx to raise on a run query the qrels lack: the CLI drops it with a note "
     "(trec_eval); test_std: the CLI prints means, not standard deviations",
     "trectools testtreceval.py on input.uic0301 and robust03_cs_qrels.txt (teval2, teval3: 20 expectations)": "its "
-    "data files (3.6 MB and 2.7 MB) are not in its package and too large to write here as data; the same measures "
-    "(recip_rank, map, P@k, recall@k) reproduce on r4.run above",
+    "data files (3.6 MB and 2.7 MB) are not in its package and too large to write here as data: "
+    "test_trectools_robust03_expectations reproduces them when RAGMETRICS_TRECTOOLS_FILES names its unittests/files",
 }
 
 
@@ -502,3 +504,57 @@ def test_ir_measures_judged_only_suite_is_unjudged_skip_through_the_cli(tmp_path
     _check(tmp_path, skip)
     if metric not in ("precision@3", "f1@3"):  # SetP and SetF of the whole run are @5
         _check(tmp_path, skip._replace(expected=plain[measure], flags=()))
+
+
+TRECTOOLS_COMMON = ["303", "307", "310", "314", "320", "322", "325", "330", "336", "341"]
+"""testtreceval.py's common_topics: input.uic0301_top30 holds input.uic0301's top 30 of these."""
+TRECTOOLS_ROBUST03 = {
+    # testtreceval.py, teval2 (input.uic0301 against robust03_cs_qrels.txt): means, then per-query values
+    "mrr": 0.6466,
+    "map": 0.2396,
+    "precision@1000": 0.0371,
+    **{f"recall@{k}": v for k, v in ((5, 0.0858), (10, 0.1314), (15, 0.1686), (20, 0.1968), (30, 0.2530))},
+    **{f"recall@{k}": v for k, v in ((100, 0.4243), (200, 0.5323), (500, 0.6569), (1000, 0.7518))},
+}
+TRECTOOLS_ROBUST03_PER_QUERY = {
+    "mrr": {"378": 0.0017, "650": 0.1429, "624": 0.3333},
+    "map": {"622": 0.4926, "609": 0.2808, "320": 0.2335},
+    "precision@30": {"607": 0.1333, "433": 0.0333, "375": 0.5333},
+    "recall@30": {"607": 0.3636, "433": 0.0769, "375": 0.2000, "303": 0.1000},
+}
+
+
+def test_trectools_robust03_expectations_reproduce_through_the_cli(tmp_path):
+    """trectools' teval2 and teval3 expectations, on its own data files (not in its package: give the folder)."""
+    folder = os.environ.get("RAGMETRICS_TRECTOOLS_FILES")
+    if not folder:
+        pytest.skip("RAGMETRICS_TRECTOOLS_FILES: trectools' unittests/files folder (github.com/joaopalotti/trectools)")
+    files = Path(folder)
+    qrels, full, top30 = files / "robust03_cs_qrels.txt", files / "input.uic0301", files / "input.uic0301_top30"
+
+    def values(run: Path, metrics: list[str]) -> dict:
+        argv = ["eval", "--dataset", str(qrels), "--run", str(run), "--format", "json", "--per-query"]
+        out, err = io.StringIO(), io.StringIO()
+        assert main([*argv, *(a for m in metrics for a in ("-m", m))], out, err) == 0, err.getvalue()
+        return next(iter(json.loads(out.getvalue())["runs"].values()))
+
+    metrics = [*TRECTOOLS_ROBUST03, "mrr@30", "map@30", "precision@30", "precision@500", "recall@500"]
+    ours = values(full, metrics)
+    for metric, value in TRECTOOLS_ROBUST03.items():
+        assert ours["mean"][metric] == pytest.approx(value, abs=P4), metric
+    for metric, expected in TRECTOOLS_ROBUST03_PER_QUERY.items():
+        for query, value in expected.items():
+            assert ours["per_query"][query][metric] == pytest.approx(value, abs=P4), (metric, query)
+    # depth 30 of the full run equals the run cut at 30 (depth 1000); at depth 500 they differ on every common topic
+    cut = values(top30, ["mrr", "map", "precision@30", "recall@30", "precision@500", "recall@500"])
+    for at_30, whole in (
+        ("mrr@30", "mrr"),
+        ("map@30", "map"),
+        ("precision@30", "precision@30"),
+        ("recall@30", "recall@30"),
+    ):
+        for query in TRECTOOLS_COMMON:
+            assert ours["per_query"][query][at_30] == pytest.approx(cut["per_query"][query][whole], abs=P4), query
+    for metric in ("precision@500", "recall@500"):
+        for query in TRECTOOLS_COMMON:
+            assert ours["per_query"][query][metric] != pytest.approx(cut["per_query"][query][metric], abs=P4), query
