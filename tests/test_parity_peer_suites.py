@@ -558,3 +558,13 @@ def test_trectools_robust03_expectations_reproduce_through_the_cli(tmp_path):
     for metric in ("precision@500", "recall@500"):
         for query in TRECTOOLS_COMMON:
             assert ours["per_query"][query][metric] != pytest.approx(cut["per_query"][query][metric], abs=P4), query
+
+
+def test_an_empty_file_insisted_on_with_a_partitioned_engine_names_the_engine_that_scores_it(tmp_path):
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.trec"
+    qrels.write_text(IRM_QRELS)
+    run.write_text(EMPTY)
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["eval", "--engine", "duckdb", "--dataset", str(qrels), "--run", str(run), "--allow-no-overlap"]
+    assert main(argv, out, err) == 2
+    assert "an empty file is scored only with --engine inprocess" in err.getvalue(), err.getvalue()
