@@ -176,7 +176,9 @@ IR_MEASURES = [
     Case("test_ranx", IRM_QRELS_Q0, IRM_RUN_Q0, "recall@5", 1.0, REL2),
     Case("test_ranx", IRM_QRELS_Q0, IRM_RUN_Q0, "recall@2", 0.3333333333333333),
     Case("test_ranx", IRM_QRELS_Q0, IRM_RUN_Q0, "recall@2", 0.0, REL2),
+    Case("test_ranx", IRM_QRELS_Q0, IRM_RUN_Q0, "precision@5", 0.6),  # SetP: five documents retrieved
     Case("test_ranx", IRM_QRELS_Q0, IRM_RUN_Q0, "recall@1000", 1.0),  # SetR
+    Case("test_ranx", IRM_QRELS_Q0, IRM_RUN_Q0, "recall@5", 1.0, REL2),  # SetR(rel=2)@5
     Case("test_ranx", IRM_QRELS_Q0, IRM_RUN_Q0, "mrr", 0.5),
     Case("test_ranx", IRM_QRELS_Q0, IRM_RUN_Q0, "mrr", 0.3333333333333333, REL2),
     Case("test_ranx", IRM_QRELS_Q0, IRM_RUN_Q0, "mrr@10", 0.5),
@@ -409,7 +411,7 @@ DIFFERENT = {
     "ir_measures test_NumRet, test_NumQ, test_NumRel, test_ranx NumRet (10 expectations)": "counts, not metrics: "
     "ragmetrics has no NumRet/NumQ/NumRel (eval --per-query and the coverage notes give the counts)",
     "ir_measures test_SetP SetRelP (2), test_SetAP rel=1, rel=2 (2), test_SetF beta=0.5, 2 (2), test_IPrec (7), "
-    "test_infAP infAP (2), test_nDCG gains={0:1,1:4} (1)": "measures ragmetrics does not have (SetP and SetF are "
+    "test_infAP infAP (2), test_nDCG gains={0:1,1:4} (1), test_judged_only SetAP and IPrec@0.5 (2)": "measures ragmetrics does not have (SetP and SetF are "
     "precision@k and f1@k at k = the number retrieved, reproduced above per query)",
     "ir_measures test_SetP, test_SetR, test_SetF means over both queries": "SetP/SetF divide by each query's number "
     "retrieved; one precision@k has one k (the per-query values reproduce; SetR's mean does, as recall@1000)",
