@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from ragmetrics.analysis.evaluate import DEFAULT_METRICS
 from ragmetrics.cli.evaluating import evaluate_runs, report_coverage
-from ragmetrics.cli.inputs import output_path, per_query_paths, read_inputs, replacing
+from ragmetrics.cli.inputs import blank_file, output_path, per_query_paths, read_inputs, replacing
 from ragmetrics.cli.options import add_bounds_option, add_data_options, add_engine_options, add_eval_options
 from ragmetrics.cli.output import emit
 from ragmetrics.engine import Conventions
@@ -26,6 +26,12 @@ def eval_partitioned(args: argparse.Namespace, metrics: Sequence[str]) -> Partit
 
     options = ("queries", "corpus", "chunk_mapping", "bounds")
     refused = [f"--{o.replace('_', '-')}" for o in options if getattr(args, o, None)]
+    blank = [p for p in [args.dataset, *args.run] if blank_file(p)]
+    if blank and (args.allow_no_overlap or args.allow_no_relevant):
+        raise RagMetricsError(
+            f"{blank[0]}: an empty file is scored only with --engine inprocess (--engine {args.engine} reads no "
+            "empty file)"
+        )
     if refused:
         raise RagMetricsError(
             f"{', '.join(refused)}: not with --engine {args.engine} (it reads qrels and runs only; "

@@ -42,15 +42,15 @@ def evaluate_runs(args: argparse.Namespace, dataset: Dataset, runs: list[Run], m
     changes = {"missing": args.missing, "rel_level": args.rel_level, "level": args.level, "unjudged": args.unjudged}
     if getattr(args, "mode", "trec") == "llamaindex":
         changes["mode"] = "llamaindex"
-    if dataset.qrels_table.num_rows == 0:
+    if dataset.qrels_table.num_rows == 0 and not getattr(args, "allow_no_relevant", False):
         raise RagMetricsError(
             f"dataset {dataset.name!r} judges no document (its queries have no relevant_docs or qrels): there is "
-            "nothing to score a run against"
+            "nothing to score a run against; --allow-no-relevant scores it anyway (no query has a value)"
         )
     with warnings.catch_warnings(), ThreadPoolExecutor(1) as pool:
         warnings.simplefilter("ignore", RagMetricsWarning)
         result = evaluate(dataset, runs, metrics, executor=pool, **changes)
-    if not args.allow_no_overlap:
+    if not args.allow_no_overlap and dataset.qrels_table.num_rows:  # empty qrels (--allow-no-relevant): no query
         for run in result.runs.values():
             if run.alignment.health.no_overlap:
                 raise RagMetricsError(run.alignment.explain_no_overlap())

@@ -15,7 +15,7 @@ from pathlib import Path
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io import load_dataset, load_run
-from ragmetrics.io.formats import formats_of
+from ragmetrics.io.formats import KNOWN_EXTENSIONS, formats_of
 from ragmetrics.io.source import open_source
 
 INPUT_OPTIONS = ("dataset", "run", "runs", "baseline", "labels", "queries", "corpus", "chunk_mapping", "targets")
@@ -75,8 +75,35 @@ def looks_like(path: str, kind: str) -> bool:
         return False
 
 
+EMPTY_FILE_BYTES = 1 << 16
+"""A file this small is read to tell whether it is blank (no line but whitespace)."""
+
+
+def blank_file(path: str) -> bool:
+    """Whether ``path`` is a file holding nothing but whitespace: qrels or a run without a single line."""
+    try:
+        if not os.path.isfile(path) or os.path.getsize(path) > EMPTY_FILE_BYTES:
+            return False
+        return not Path(path).read_bytes().strip()
+    except OSError:
+        return False
+
+
+def default_name(path: str) -> str:
+    """The name a loader gives what it reads from ``path`` (the file name without its known extensions)."""
+    return open_source(path).default_name(KNOWN_EXTENSIONS)
+
+
 def read_dataset(args: argparse.Namespace) -> Dataset:
 
+    if blank_file(args.dataset):
+        if getattr(args, "allow_no_relevant", False):  # the peers' "run but no qrels": no query to score
+            return Dataset.from_dict({}, name=default_name(args.dataset))
+        if hasattr(args, "allow_no_relevant"):
+            raise RagMetricsError(
+                f"{args.dataset}: the qrels are empty (no line): there is nothing to score a run against; "
+                "--allow-no-relevant scores it anyway (no query has a value)"
+            )
     try:
         return load_dataset(
             args.dataset,
@@ -121,22 +148,34 @@ def read_runs(paths: Sequence[str], args: argparse.Namespace) -> list[Run]:
     runs: list[Run] = []
     seen: dict[str, int] = {}
     for path in paths:
-        try:
-            run = load_run(
-                path,
-                chunk_mapping=getattr(args, "chunk_mapping", None),
-                chunk_pattern=getattr(args, "chunk_pattern", None),
-            )
-        except RagMetricsError as exc:
-            if looks_like(path, "dataset") and not looks_like(path, "run"):
-                raise RagMetricsError(f"{exc} ({path} looks like qrels: did you swap --dataset and --run?)") from None
-            raise
+        if blank_file(path) and hasattr(args, "allow_no_overlap"):
+            if not args.allow_no_overlap:
+                raise RagMetricsError(
+                    f"{path}: the run is empty (no line): every metric would be 0; --allow-no-overlap scores it "
+                    "anyway (every judged query 0, or skipped under --missing skip)"
+                )
+            run = Run.from_dict({}, name=default_name(path))  # the peers' "qrels but no run"
+        else:
+            run = _load_run(path, args)
         count = seen.get(run.name, 0)
         seen[run.name] = count + 1
         if count:
             run = run.with_name(f"{run.name}-{count + 1}")
         runs.append(run)
     return runs
+
+
+def _load_run(path: str, args: argparse.Namespace) -> Run:
+    try:
+        return load_run(
+            path,
+            chunk_mapping=getattr(args, "chunk_mapping", None),
+            chunk_pattern=getattr(args, "chunk_pattern", None),
+        )
+    except RagMetricsError as exc:
+        if looks_like(path, "dataset") and not looks_like(path, "run"):
+            raise RagMetricsError(f"{exc} ({path} looks like qrels: did you swap --dataset and --run?)") from None
+        raise
 
 
 def per_query_paths(path: str | None, names: Sequence[str]) -> list[str | None]:

@@ -84,13 +84,15 @@ def add_judgment_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-no-overlap",
         action="store_true",
-        help="score a run whose ids do not meet the qrels (refused by default: every metric would be 0)",
+        help="score a run whose ids do not meet the qrels, or an empty run file (refused by default: every metric "
+        "would be 0)",
     )
     parser.add_argument(
         "--allow-no-relevant",
         action="store_true",
         help="score qrels that judge no document relevant for any query (refused by default when a metric reads "
-        "relevance: it would be 0 for every run, as trec_eval and ir_measures give)",
+        "relevance: it would be 0 for every run, as trec_eval and ir_measures give), or an empty qrels file (no "
+        "query has a value)",
     )
 
 
