@@ -8,7 +8,8 @@ import json
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from ragmetrics.analysis.compare import compare_result
+from ragmetrics.analysis.compare import Comparison, compare_result
+from ragmetrics.analysis.evaluate import EvalResult
 from ragmetrics.analysis.stats import BOOTSTRAP_MIN_QUERIES, family_text
 from ragmetrics.analysis.targets import check_targets, resolve_targets
 from ragmetrics.analysis.verdicts import Verdict, refuse_too_few_pairs, verdict
@@ -35,16 +36,16 @@ GATE_LINES: dict[Verdict, str] = {
 regression fails."""
 
 
-def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-
-    depth = read_bounds_depth(args.bounds)
-    dataset, runs = read_inputs(args, [args.baseline, *args.run])
-    result = evaluate_runs(args, dataset, runs, args.metric or ["ndcg@10"])
-    warn_same_rows(runs[1:], runs[0], err)
+def paired_comparison(
+    args: argparse.Namespace, result: EvalResult, baseline: str, runs: Sequence[str], depth: int | None
+) -> Comparison:
+    """``runs`` against ``baseline`` under the options' test, correction, alpha, seed and resamples (no segments;
+    the bounds when ``--bounds``); a pair of fewer than 2 queries is refused."""
     comparison = compare_result(
         result,
-        baseline=runs[0].name,
-        runs=[r.name for r in runs[1:]],
+        baseline=baseline,
+        runs=list(runs),
+        metrics=result.metrics,
         test=args.test,
         correction=args.correction,
         alpha=args.alpha,
@@ -55,6 +56,16 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         bounds_depth=depth,
     )
     refuse_too_few_pairs(comparison.table)
+    return comparison
+
+
+def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+
+    depth = read_bounds_depth(args.bounds)
+    dataset, runs = read_inputs(args, [args.baseline, *args.run])
+    result = evaluate_runs(args, dataset, runs, args.metric or ["ndcg@10"])
+    warn_same_rows(runs[1:], runs[0], err)
+    comparison = paired_comparison(args, result, runs[0].name, [r.name for r in runs[1:]], depth)
     if args.format == "json":
         json.dump(comparison.to_dict(), out, ensure_ascii=False, indent=2)
         out.write("\n")
@@ -134,21 +145,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 + ("; the unjudged documents could flip this check\n" if open_ else "; no judging flips this check\n")
             )
     if args.baseline:
-        comparison = compare_result(
-            result,
-            baseline=runs[1].name,
-            runs=[run],
-            metrics=result.metrics,
-            test=args.test,
-            correction=args.correction,
-            alpha=args.alpha,
-            seed=args.seed,
-            n_resamples=args.resamples,
-            segments=(),
-            bounds=bool(args.bounds),
-            bounds_depth=depth,
-        )
-        refuse_too_few_pairs(comparison.table)
+        comparison = paired_comparison(args, result, runs[1].name, [run], depth)
         for row in comparison.table.itertuples(index=False):
             said = verdict(row.run, row.baseline, row.delta, row.p_value_corrected, args.alpha)
             failures += said == "worse"
