@@ -24,7 +24,7 @@ from playwright.sync_api import Page, expect
 
 from dashboard.core.share import ViewState, encode
 from dashboard.data import samples
-from ragmetrics.store import dataset_id
+from ragmetrics.store.database import dataset_id
 from tests.e2e.server import streamlit_server, wait_for_app
 from tests.e2e.test_dashboard_e2e import TIMEOUT
 from tests.test_retrieve_http import Redirector

@@ -124,7 +124,8 @@ def test_fast_keys_grade_the_pair_shown_when_pressed(page: Page, tmp_path: Path)
     labels = _labels(url)
     wrong = [(d, g, grade_of(d)) for d, g in zip(labels["doc_id"], labels["label"]) if g != grade_of(d)]
     assert not wrong, f"grades given to another pair than the one shown (doc, stored, pressed): {wrong}"
-    assert len(set(shown)) >= 4  # the page did move on while the keys came
+    # the page did move on while the keys came (how far depends on how busy the machine is: at least once)
+    assert len(set(shown)) >= 2, shown
     missing = sorted(set(shown) - set(labels["doc_id"]))
     assert not missing, f"pairs shown and pressed on that got no label: {missing} (shown {shown})"
 
