@@ -1,11 +1,11 @@
-"""The datasets and runs the dashboard shows, kept in a :class:`ragmetrics.store.Store`.
+"""The datasets and runs the dashboard shows, kept in a :class:`ragmetrics.store.database.Store`.
 
 This is the one small interface the pages use to reach data (``datasets``,
 ``dataset``, ``runs``, ``run``, ``add_dataset``, ``add_run``, plus ``rename_*``
 and ``delete_*`` for the Workspace page). Everything lives in the store:
 uploads land there, a restart finds them again, and several dashboard
 processes pointed at one PostgreSQL store see the same data. Ids are content
-hashes (:func:`ragmetrics.store.dataset_id`, :func:`ragmetrics.store.run_id`),
+hashes (:func:`ragmetrics.store.database.dataset_id`, :func:`ragmetrics.store.database.run_id`),
 so the same files give the same ids on any server.
 
 Listings are re-read from the store at most every ``LISTING_TTL`` seconds
@@ -432,7 +432,7 @@ class Workspace:
         kind: str = "judgment",
         expect: int | object | None = ANY_LABEL,
     ) -> int:
-        """Keep one label at once (:meth:`ragmetrics.store.Store.add_label`): pending on the dataset until saved;
+        """Keep one label at once (:meth:`ragmetrics.store.database.Store.add_label`): pending on the dataset until saved;
         ``expect``: the pair's latest judgment the judge saw (refused with :class:`LabelConflict` when another was
         given since). Returns its row id."""
         return self.store.add_label(dataset_ident, query_id, doc_id, int(label), author=author, kind=kind,
@@ -443,11 +443,11 @@ class Workspace:
         return self.store.labelled_pairs(dataset_ident)
 
     def claim_pair(self, dataset_ident: str, candidates: Sequence[tuple[str, str]], holder: str) -> Claim | None:
-        """The pair to show a judging session next, held for it (:meth:`ragmetrics.store.Store.claim_pair`)."""
+        """The pair to show a judging session next, held for it (:meth:`ragmetrics.store.database.Store.claim_pair`)."""
         return self.store.claim_pair(dataset_ident, candidates, holder)
 
     def renew_claims(self, dataset_ident: str, holder: str) -> int:
-        """Hold the session's pair longer (:meth:`ragmetrics.store.Store.renew_claims`)."""
+        """Hold the session's pair longer (:meth:`ragmetrics.store.database.Store.renew_claims`)."""
         return self.store.renew_claims(dataset_ident, holder)
 
     def pending_labels(self, dataset_ident: str, *, kind: str = "judgment") -> pd.DataFrame:
@@ -458,7 +458,7 @@ class Workspace:
     def withdraw_label(
         self, dataset_ident: str, query_id: str, doc_id: str, *, expect: int | object | None = ANY_LABEL
     ) -> int:
-        """Take back a pending label (:meth:`ragmetrics.store.Store.withdraw_label`; ``expect``: the label seen)."""
+        """Take back a pending label (:meth:`ragmetrics.store.database.Store.withdraw_label`; ``expect``: the label seen)."""
         return self.store.withdraw_label(dataset_ident, query_id, doc_id, expect=expect)
 
     def commit_labels(self, dataset_ident: str, *, author: str) -> DatasetEntry | None:

@@ -1,6 +1,6 @@
 """Caching: the store, the workspace over it, the alignments, and the frames derived from them.
 
-``get_workspace()`` is the one door to stored data: one :class:`ragmetrics.store.Store` per process and store
+``get_workspace()`` is the one door to stored data: one :class:`ragmetrics.store.database.Store` per process and store
 URL (see :func:`store_url`), seeded once with the bundled samples. A run is aligned once per (dataset content,
 run content, run name) and the :class:`ragmetrics.Alignment` is held (:class:`dashboard.data.alignments.Alignments`):
 K, metric and filters read values, curves and rows from it, computed on it once. The frames that need a

@@ -2,7 +2,7 @@
 callbacks, so the page that follows already leaves the pair out), the pairs skipped in this session, and
 saving a qrels version.
 
-Every label is written at once (:meth:`ragmetrics.store.Store.add_label`): a reload, a second tab or a server
+Every label is written at once (:meth:`ragmetrics.store.database.Store.add_label`): a reload, a second tab or a server
 restart loses none, and every tab and process reading the store sees it. A rule's suggestion is stored
 (``kind="suggestion:<rule>"``) only when the judge accepts it, together with the judge's label.
 
@@ -149,7 +149,7 @@ def labelled(workspace: Workspace, dataset_id: str) -> pd.DataFrame:
 
 def claim(workspace: Workspace, dataset_id: str, todo: pd.DataFrame) -> Claim | None:
     """The pair of ``todo`` (the queue left, best first) to show this session, held for it so that judges on other
-    tabs and servers are shown other pairs (:meth:`ragmetrics.store.Store.claim_pair`)."""
+    tabs and servers are shown other pairs (:meth:`ragmetrics.store.database.Store.claim_pair`)."""
     pairs = list(zip(todo["query_id"].astype("str"), todo["doc_id"].astype("str"))) if len(todo) else []
     return workspace.claim_pair(dataset_id, pairs, holder())
 

@@ -4,7 +4,7 @@ A tag is a key (letters, digits, ``_ . -``; at most :data:`MAX_KEY_CHARS` charac
 :data:`MAX_VALUE_BYTES` bytes of UTF-8, no control character). Tags come from ``ragmetrics push --meta KEY=VALUE``,
 the dashboard's upload and Workspace pages, and the metadata ``ragmetrics retrieve`` writes beside its run
 (``RUN.json``: :func:`retriever_tags` flattens it). The store keeps them per run content id
-(:meth:`ragmetrics.store.Store.set_tags`): the same rows pushed twice are one run, and the second push's tags
+(:meth:`ragmetrics.store.database.Store.set_tags`): the same rows pushed twice are one run, and the second push's tags
 update the first's.
 
 :data:`KNOWN_TAGS` are the keys other features read (``date`` orders the timeline, ``system`` names a leaderboard's

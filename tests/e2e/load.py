@@ -26,8 +26,8 @@ opened (``PROBE_404``). An interaction that takes longer than ``--timeout`` coun
 error or a timeout the session starts over with a fresh page.
 
 After the run every upload the UI confirmed (``Loaded <file> … stored as `<id>```) is looked up in the
-server's store (``ragmetrics.store.Store`` on ``<data_dir>/ragmetrics.sqlite``): it must be stored under
-the content id of the file (``ragmetrics.store.run_id``), linked to the dataset it was uploaded to and
+server's store (``ragmetrics.store.database.Store`` on ``<data_dir>/ragmetrics.sqlite``): it must be stored under
+the content id of the file (``ragmetrics.store.database.run_id``), linked to the dataset it was uploaded to and
 named after the file. Latency is reported (p50/p95/max per kind), not asserted.
 
 On Linux the summary also says how many cores the server and chromium used during the timed window
@@ -184,7 +184,7 @@ class Interaction:
 class Upload:
     session: int
     filename: str
-    expected_id: str  # ragmetrics.store.run_id of the file's content
+    expected_id: str  # ragmetrics.store.database.run_id of the file's content
     confirmed: bool = False  # the UI said "Loaded <filename>"
     ui_id: str | None = None  # the id the UI said it stored
     dataset_id: str | None = None
@@ -256,7 +256,7 @@ class RunFiles:
         self.folder, self.seed = folder, seed
 
     def make(self, session: int, n: int) -> tuple[Path, str]:
-        """Write upload ``n`` of ``session``; return its path and content id (``ragmetrics.store.run_id``)."""
+        """Write upload ``n`` of ``session``; return its path and content id (``ragmetrics.store.database.run_id``)."""
         from ragmetrics.io import load_run
         from ragmetrics.store.database import run_id
 
