@@ -42,6 +42,10 @@ TARGETS = {
 }
 
 
+MINIMAL_TARGET = 1.5
+"""``ragmetrics eval`` over the minimal pytrec_eval script (``pytrec_eval_minimal.py``): at most this."""
+
+
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["NUMPY_MADVISE_HUGEPAGE"] = (
@@ -63,13 +67,17 @@ def _rusage_wall(cmd: list[str]) -> tuple[float, float, str]:
     return wall, usage.ru_maxrss / 1024, stdout.decode()
 
 
-def commands(size: str) -> tuple[list[str], list[str]]:
+def commands(size: str) -> tuple[list[str], list[str], list[str]]:
+    """``ragmetrics eval``, the pytrec_eval script with pytrec_eval's own parsers, and the minimal one (a plain
+    ``split()`` loop: what a user of pytrec_eval writes first)."""
     qrels, run = SIZES[size]
     ours = [sys.executable, "-m", "ragmetrics", "eval", "--dataset", str(qrels), "--run", str(run), "--format", "json"]
     for metric in METRICS:
         ours += ["-m", metric]
-    theirs = [sys.executable, str(ROOT / "benchmarks" / "pytrec_eval_cli.py"), str(qrels), str(run), *METRICS.values()]
-    return ours, theirs
+    files = [str(qrels), str(run), *METRICS.values()]
+    theirs = [sys.executable, str(ROOT / "benchmarks" / "pytrec_eval_cli.py"), *files]
+    minimal = [sys.executable, str(ROOT / "benchmarks" / "pytrec_eval_minimal.py"), *files]
+    return ours, theirs, minimal
 
 
 def means_of(ours: str, theirs: str) -> tuple[dict[str, float], dict[str, float]]:
@@ -80,17 +88,24 @@ def means_of(ours: str, theirs: str) -> tuple[dict[str, float], dict[str, float]
 
 
 def measure(size: str, repeat: int) -> dict:
-    ours, theirs = commands(size)
-    _rusage_wall(ours), _rusage_wall(theirs)  # warm-up: page cache, bytecode
-    pairs = []
+    ours, theirs, minimal = commands(size)
+    _rusage_wall(ours), _rusage_wall(theirs), _rusage_wall(minimal)  # warm-up: page cache, bytecode
+    pairs, floors = [], []
     for i in range(repeat):
         a = _rusage_wall(ours)
         b = _rusage_wall(theirs)
+        c = _rusage_wall(minimal)
         pairs.append((a, b))
-        print(f"  [{size}] {i + 1}/{repeat}: ragmetrics {a[0]:.3f} s, pytrec_eval {b[0]:.3f} s", flush=True)
+        floors.append(c)
+        print(
+            f"  [{size}] {i + 1}/{repeat}: ragmetrics {a[0]:.3f} s, pytrec_eval {b[0]:.3f} s, minimal {c[0]:.3f} s",
+            flush=True,
+        )
     mine, other = means_of(pairs[-1][0][2], pairs[-1][1][2])
-    diff = max(abs(mine[m] - other[m]) for m in METRICS)
+    _, least = means_of(pairs[-1][0][2], floors[-1][2])
+    diff = max(max(abs(mine[m] - other[m]), abs(mine[m] - least[m])) for m in METRICS)
     ratios = [a[0] / b[0] for a, b in pairs]
+    minimal_ratios = [a[0] / c[0] for (a, _), c in zip(pairs, floors)]
     return {
         "size": size,
         "ragmetrics_s": statistics.median(a[0] for a, _ in pairs),
@@ -98,6 +113,11 @@ def measure(size: str, repeat: int) -> dict:
         "ratio": statistics.median(ratios),
         "ratio_min": min(ratios),
         "ratio_max": max(ratios),
+        "minimal_s": statistics.median(c[0] for c in floors),
+        "best_ratio": min(a[0] for a, _ in pairs) / min(c[0] for c in floors),
+        "minimal_ratio": statistics.median(minimal_ratios),
+        "minimal_ratio_min": min(minimal_ratios),
+        "minimal_ratio_max": max(minimal_ratios),
         "ragmetrics_rss_mib": max(a[1] for a, _ in pairs),
         "pytrec_eval_rss_mib": max(b[1] for _, b in pairs),
         "max_mean_diff": diff,
@@ -130,6 +150,18 @@ def main() -> int:
             f"(max diff {r['max_mean_diff']:.1e}) |"
         )
         failed |= r["max_mean_diff"] >= 1e-9
+    print(
+        "\n| size | ragmetrics eval s | minimal pytrec_eval script s | ratio (median of pairs, min-max) | best over best "
+        "| target (best over best) |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | --- |")
+    for r in results:
+        holds = r["best_ratio"] <= MINIMAL_TARGET
+        print(
+            f"| {r['size']} | {r['ragmetrics_s']:.3f} | {r['minimal_s']:.3f} | {r['minimal_ratio']:.2f}x "
+            f"({r['minimal_ratio_min']:.2f}-{r['minimal_ratio_max']:.2f}) | {r['best_ratio']:.2f}x | at most "
+            f"{MINIMAL_TARGET}x: {'met' if holds else 'missed'} |"
+        )
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps({"python": sys.version, "results": results}, indent=1))
     return 1 if failed else 0
