@@ -17,7 +17,7 @@ from dashboard.core.specs import title
 from dashboard.core.text import signed, snippet
 from ragmetrics.analysis.compare import TIE_TOLERANCE
 from ragmetrics.analysis.diagnosis import query_facets
-from ragmetrics.engine.queries import at_queries
+from ragmetrics.engine.queries import at_positions, query_positions
 
 __all__ = [
     "OUTCOMES",
@@ -59,12 +59,13 @@ def per_query_frame(base: Alignment, run: Alignment, spec: str) -> pd.DataFrame:
     ``outcome`` (win / tie / loss, as :mod:`ragmetrics.analysis.compare` counts them) and where each run's first
     relevant document sits (0 = not retrieved). Sorted by delta, largest win first."""
     ids = common_query_ids([base, run])
-    b = at_queries(base.value(spec), base.query_ids, ids)
-    r = at_queries(run.value(spec), run.query_ids, ids)
+    base_at, run_at = query_positions(base.query_ids, ids), query_positions(run.query_ids, ids)
+    b, r = at_positions(base.value(spec), base_at), at_positions(run.value(spec), run_at)
     delta = r - b
     outcome = np.where(delta > TIE_TOLERANCE, "win", np.where(delta < -TIE_TOLERANCE, "loss", "tie"))
     shown = query_facets(base.dataset, ids)
-    base_first, run_first = (at_queries(a.first_rel_rank.astype(np.float64), a.query_ids, ids) for a in (base, run))
+    base_first = at_positions(base.first_rel_rank.astype(np.float64), base_at)
+    run_first = at_positions(run.first_rel_rank.astype(np.float64), run_at)
     out = pd.DataFrame(
         {
             "query_id": shown["query_id"].to_numpy(),

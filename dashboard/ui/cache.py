@@ -171,8 +171,6 @@ def cache_key(value: Any) -> Hashable:
         return tuple(sorted((k, cache_key(v)) for k, v in value.items()))
     if isinstance(value, (list, tuple)):
         return tuple(cache_key(v) for v in value)
-    if isinstance(value, float):
-        return float(value)
     return value
 
 

@@ -27,7 +27,7 @@ import pandas as pd
 
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.evaluate import EvalResult, evaluate
-from ragmetrics.engine.queries import at_queries
+from ragmetrics.engine.queries import at_positions, at_queries, query_positions
 from ragmetrics.foundation.errors import RagMetricsError
 
 MIN_GROUP = 10
@@ -180,16 +180,19 @@ def compare_result(
     resampler = functools.lru_cache(maxsize=1)(lambda n: stats.Resampler(n, seed=seed))
 
     @functools.cache
+    def where_of(run: str) -> np.ndarray | None:
+        """The baseline's queries among the run's (None: the same, in the same order)."""
+        return query_positions(result.runs[run].query_ids, base_ids)
+
+    @functools.cache
     def values_of(run: str, metric: str) -> np.ndarray:
         """The run's values at the baseline's queries (NaN where it skipped one, ``missing="skip"``)."""
-        found = result.runs[run]
-        return at_queries(found.array(metric), found.query_ids, base_ids)
+        return at_positions(result.runs[run].array(metric), where_of(run))
 
     @functools.cache
     def ends_of(run: str, metric: str) -> tuple[np.ndarray, np.ndarray]:
-        found = result.runs[run]
-        worst, best = found.alignment.bounds(metric, bounds_depth)
-        return at_queries(worst, found.query_ids, base_ids), at_queries(best, found.query_ids, base_ids)
+        worst, best = result.runs[run].alignment.bounds(metric, bounds_depth)
+        return at_positions(worst, where_of(run)), at_positions(best, where_of(run))
 
     def rows_for(rows_of: np.ndarray, group: dict[str, Any]) -> list[dict[str, Any]]:
         """The rows of the queries at positions ``rows_of`` of the baseline's."""

@@ -51,15 +51,27 @@ def match_queries(query_ids: Strings, query_texts: Strings, run_query_ids: Strin
     return rows, matched
 
 
-def at_queries(values: np.ndarray, query_ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """``values`` (one per query of ``query_ids``, as an alignment orders them) read at the queries ``wanted``, in
-    ``wanted``'s order: NaN where a wanted query has no value (a run that left it out, ``missing="skip"``). The one
-    place per-query values are matched by id; evaluations on one dataset share the engine's order, and then this is
-    ``values`` itself."""
+def query_positions(query_ids: np.ndarray, wanted: np.ndarray) -> np.ndarray | None:
+    """Each of ``wanted``'s position among ``query_ids`` (-1 where absent); None when they are the same ids in the
+    same order (evaluations on one dataset share the engine's order)."""
     if len(query_ids) == len(wanted) and (query_ids is wanted or np.array_equal(query_ids, wanted)):
+        return None
+    return positions_in(as_strings(wanted), as_strings(query_ids))
+
+
+def at_positions(values: np.ndarray, where: np.ndarray | None) -> np.ndarray:
+    """``values`` read at the positions :func:`query_positions` gave: NaN where a wanted query has none."""
+    if where is None:
         return values
-    where = positions_in(as_strings(wanted), as_strings(query_ids))
-    out = np.full(len(wanted), np.nan, dtype=np.float64)
+    out = np.full(len(where), np.nan, dtype=np.float64)
     found = where >= 0
     out[found] = values[where[found]]
     return out
+
+
+def at_queries(values: np.ndarray, query_ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """``values`` (one per query of ``query_ids``, as an alignment orders them) read at the queries ``wanted``, in
+    ``wanted``'s order: NaN where a wanted query has no value (a run that left it out, ``missing="skip"``). The one
+    place per-query values are matched by id (:func:`query_positions`, then :func:`at_positions`; a caller reading
+    several arrays of one run finds the positions once)."""
+    return at_positions(values, query_positions(query_ids, wanted))
