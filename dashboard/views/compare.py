@@ -18,7 +18,7 @@ from dashboard.core import compare_queries as by_query
 from dashboard.core import documents, metadata
 from dashboard.core.missed import TEXT_DEPTH, style_relevant
 from dashboard.core.queries import query_info, query_labels, query_line
-from dashboard.core.specs import metric_spec, parse_metric, sidebar_names, title
+from dashboard.core.specs import label_title, metric_spec, sidebar_names, title
 from dashboard.core.text import md_escape
 from dashboard.ui import cache, layout, state, widgets
 from dashboard.ui.fusion_panel import fusion_panel
@@ -86,7 +86,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
         bounds=bounds,
         depth=depth,
     )
-    sidebar_spec = str(metric_spec(view.metric, k))
+    sidebar_spec = metric_spec(view.metric, k)
     spec = sidebar_spec if sidebar_spec in specs else specs[0]
 
     with st.spinner(f"Running the {cmp.test_title(test)} on every run and metric…"):
@@ -133,12 +133,12 @@ if page.dataset is not None and len(page.alignments) >= 2:
         picked_metric, picked_run = str(table["metric"].iloc[rows[0]]), str(table["run"].iloc[rows[0]])
         picked_id = next((rid for rid, name in others.items() if name == picked_run), None)
         picked = (table_key, rows[0], picked_metric, picked_run)
-        picked_spec = parse_metric(picked_metric)
+        picked_spec = next(s for s in specs if str(s) == picked_metric)
         # the sidebar cannot name every compared metric (mrr without a cut-off, bpref, K above its range): such a
         # pick focuses its run on the sidebar's metric; and a pick is followed once, so no view can select the
         # same row again and rerun forever
         shown = sidebar_names(picked_spec, view.k)
-        followable = picked_id is not None and ((shown and picked_metric != spec) or picked_id != focus_id)
+        followable = picked_id is not None and ((shown and picked_spec != spec) or picked_id != focus_id)
         if followable and state.changed("compare.table.pick", picked):
             moved = view.with_(metric=picked_spec.name, k=picked_spec.k or view.k) if shown else view
             # the compared set stays as it is, and so does its correction's family
@@ -149,7 +149,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
         cache.figure(
             cmp.forest_figure,
             deltas,
-            labels=[f"{title(m)} · {r}" for m, r in zip(deltas["metric"], deltas["run"])],
+            labels=[f"{label_title(m)} · {r}" for m, r in zip(deltas["metric"], deltas["run"])],
             title=f"Δ against {base.name} with 95% CI",
         ),
         key="compare.forest",
@@ -163,7 +163,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
             f"**Latency beside quality**: {title(spec)} and what `ragmetrics retrieve` recorded of each retriever "
             "(edit a run's metadata on the Workspace page)"
         )
-        quality = table[table["metric"] == spec].set_index("run")["mean"].to_dict()
+        quality = table[table["metric"] == str(spec)].set_index("run")["mean"].to_dict()
         latency = metadata.latency_frame(names, run_tags, quality, title(spec))
         layout.show_table(latency, key="compare.latency", filename=f"compare-latency-{spec}.csv",
                           column_config=layout.number_columns(latency, {title(spec): title(spec)}, "%.4f"))  # fmt: skip

@@ -20,7 +20,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ragmetrics.engine import Alignment, Ranking, align
-from ragmetrics.engine.metrics import compute, parse_metric
+from ragmetrics.engine.metrics import MetricSpec, compute, parse_metric
 from ragmetrics.engine.order import segment_starts
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset, Run
@@ -138,7 +138,7 @@ def diff(before: Dataset, after: Dataset) -> pd.DataFrame:
 
 
 def label_impact(
-    alignments: Mapping[str, Alignment], pairs: pd.DataFrame, metric: str, baseline: str | None = None
+    alignments: Mapping[str, Alignment], pairs: pd.DataFrame, metric: str | MetricSpec, baseline: str | None = None
 ) -> pd.DataFrame:
     """How much judging each pooled pair relevant would move the comparison on ``metric``.
 
