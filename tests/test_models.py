@@ -63,7 +63,7 @@ def test_a_wrong_key_is_one_line_without_the_key(monkeypatch):
 
 
 def test_an_unset_key_variable_is_named():
-    with pytest.raises(RagMetricsError, match="NOT_SET_ANYWHERE .* is not set"):
+    with pytest.raises(RagMetricsError, match=r"NOT_SET_ANYWHERE .* is not set"):
         build_model("m", "openai:http://127.0.0.1:9/v1?model=x&key_env=NOT_SET_ANYWHERE")
 
 
@@ -135,7 +135,9 @@ def test_a_dead_endpoint_is_named(monkeypatch):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     register(monkeypatch, down=f"openai:http://user:pa55word@127.0.0.1:{port}/v1?model=x&backoff=0&attempts=2")
-    with pytest.raises(RagMetricsError, match=r"^model 'down' \(http://user:\*\*\*@127.*cannot reach the endpoint") as e:
+    with pytest.raises(
+        RagMetricsError, match=r"^model 'down' \(http://user:\*\*\*@127.*cannot reach the endpoint"
+    ) as e:
         get_model("down").chat(ASK)
     assert "pa55word" not in str(e.value) and "(2 attempts)" in str(e.value)
     assert "pa55word" not in get_model("down").identity
@@ -199,7 +201,7 @@ def test_a_failing_callable_is_one_error(monkeypatch):
     register(monkeypatch, broken="tests.test_models:broken_model", none="tests.model_stub:NOT_THERE")
     with pytest.raises(RagMetricsError, match=r"model 'broken' .* failed: ConnectionError: no GPU today"):
         get_model("broken").chat(ASK)
-    with pytest.raises(RagMetricsError, match="model tests.model_stub:NOT_THERE: 'tests.model_stub' has no attribute"):
+    with pytest.raises(RagMetricsError, match=r"model tests.model_stub:NOT_THERE: 'tests.model_stub' has no attribute"):
         get_model("none")
 
 
