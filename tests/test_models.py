@@ -11,7 +11,7 @@ import time
 import pytest
 
 from ragmetrics.foundation.errors import RagMetricsError
-from ragmetrics.models.base import Message, Reply
+from ragmetrics.models.base import BadAnswer, Message, Reply
 from ragmetrics.models.cache import CachedModel
 from ragmetrics.models.registry import build_model, get_model, registered
 from tests.model_stub import EMPTY, MALFORMED, NO_CHOICES, Fail, ModelStub, Redirect, Slow
@@ -117,7 +117,7 @@ def test_a_slow_endpoint_times_out(monkeypatch):
 def test_an_answer_that_is_not_a_chat_completion_is_a_clear_error(monkeypatch, mode, message):
     with ModelStub(lambda m: mode) as stub:
         register(monkeypatch, local=openai(stub))
-        with pytest.raises(RagMetricsError, match=f"^model 'local' .*: {message}$"):
+        with pytest.raises(BadAnswer, match=f"^model 'local' .*: {message}$"):
             get_model("local").chat(ASK)
     assert stub.count == 1  # what is malformed is not asked again
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.importer import import_target
-from ragmetrics.models.base import Message, Reply
+from ragmetrics.models.base import BadAnswer, Message, Reply
 
 PARAMETERS = ("temperature", "max_tokens", "seed")
 
@@ -79,12 +79,12 @@ class CallableModel:
             text = getattr(out, "text", None)
             fields = {k: getattr(out, k, None) for k in ("model", "prompt_tokens", "completion_tokens")}
         if not isinstance(text, str):
-            raise RagMetricsError(
+            raise BadAnswer(
                 f"model {self.name!r} ({self.target}) answered a {type(out).__name__}: expected a string, a Reply, "
                 "or an object or dict with a text"
             )
         if not text.strip():
-            raise RagMetricsError(f"model {self.name!r} ({self.target}): the answer is empty")
+            raise BadAnswer(f"model {self.name!r} ({self.target}): the answer is empty")
         model = fields.get("model")
         return Reply(
             text=text,

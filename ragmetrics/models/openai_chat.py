@@ -9,7 +9,8 @@ them.
 Connection errors, timeouts, 429 and 5xx answers are retried, ``attempts`` in all, after ``backoff`` seconds
 doubled at each retry (at most :data:`MAX_BACKOFF`; a 429's or 503's ``Retry-After`` is honoured up to that).
 Anything else fails at once with a :class:`~ragmetrics.foundation.errors.RagMetricsError` naming the model's
-registered name: another 4xx, an answer that is not JSON or not a chat completion, an empty answer.
+registered name: another 4xx; an answer that is not JSON or not a chat completion, or is empty, is a
+:class:`~ragmetrics.models.base.BadAnswer` (a caller may ask again with another seed).
 
 As for a registered retriever (:mod:`ragmetrics.retrieve.http`): the endpoint is called at its own address
 only (a redirect fails the call), an error says the answer's status and never its body, and the URL's
@@ -28,7 +29,7 @@ from typing import Any
 
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.redact import HIDDEN, redact_url, scrub
-from ragmetrics.models.base import Message, Reply
+from ragmetrics.models.base import BadAnswer, Message, Reply
 
 MAX_BACKOFF = 30.0
 """The longest wait between two attempts, in seconds."""
@@ -155,7 +156,7 @@ class OpenAIChat:
         try:
             data = answer.json()
         except ValueError:
-            raise RagMetricsError(f"{self._where()}: the answer is not JSON, so not a chat completion") from None
+            raise BadAnswer(f"{self._where()}: the answer is not JSON, so not a chat completion") from None
         return parse_completion(data, self.model, latency, self._where())
 
 
@@ -163,15 +164,15 @@ def parse_completion(data: Any, model: str, latency: float, where: str) -> Reply
     """The :class:`Reply` of a decoded chat completion; an error naming ``where`` for anything else."""
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list) or not choices:
-        raise RagMetricsError(f"{where}: the answer is not a chat completion (no choices)")
+        raise BadAnswer(f"{where}: the answer is not a chat completion (no choices)")
     first = choices[0]
     message = first.get("message") if isinstance(first, dict) else None
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, str):
-        raise RagMetricsError(f"{where}: the answer is not a chat completion (no choices[0].message.content)")
+        raise BadAnswer(f"{where}: the answer is not a chat completion (no choices[0].message.content)")
     if not content.strip():
         reason = first.get("finish_reason") if isinstance(first, dict) else None
-        raise RagMetricsError(f"{where}: the answer is empty" + (f" (finish_reason {reason})" if reason else ""))
+        raise BadAnswer(f"{where}: the answer is empty" + (f" (finish_reason {reason})" if reason else ""))
     usage = data.get("usage")
     usage = usage if isinstance(usage, dict) else {}
     answered = data.get("model")
