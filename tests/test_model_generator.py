@@ -16,7 +16,14 @@ from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.models.base import BadAnswer
 from ragmetrics.models.registry import get_model
 from ragmetrics.synth.base import DEFAULT_CATEGORIES, Source
-from ragmetrics.synth.model_generator import PROMPTS, ModelGenerator, interleave, parse_answer, prompt_for
+from ragmetrics.synth.model_generator import (
+    PROMPTS,
+    PROMPTS_VERSION,
+    ModelGenerator,
+    interleave,
+    parse_answer,
+    prompt_for,
+)
 from tests.model_stub import EMPTY, MALFORMED, NO_CHOICES, Fail, ModelStub, Slow
 
 DATA = Path(__file__).parent / "data" / "model-generator"
@@ -76,6 +83,7 @@ def check(candidates, categories, sources_used, language):
         p = c.provenance
         assert p["generator"] == "model" and p["model_name"] == "gen" and "qwen2.5" in p["model"]
         assert p["prompt_version"] == prompt_for(c.category, language).version
+        assert p["prompts_version"] == PROMPTS_VERSION
         assert p["source_span"] == f"{c.source.start}-{c.source.end}" and p["source_doc"] == c.source.doc_id
         assert int(p["seed"]) >= 0 and p["language"] == language
         assert c.source in sources_used and c.difficulty == "medium" and c.query
@@ -212,3 +220,9 @@ def test_sources_are_taken_across_documents():
     assert order == interleave(chunks, seed=2) and order != interleave(chunks, seed=3)
     with pytest.raises(RagMetricsError, match="no sources"):
         list(ModelGenerator(object()).generate([], {"factual": 1}, seed=1))  # type: ignore[arg-type]
+
+
+def test_a_prompt_version_is_pinned():
+    assert ModelGenerator(object(), prompt_version=PROMPTS_VERSION).max_attempts == 3  # type: ignore[arg-type]
+    with pytest.raises(RagMetricsError, match="prompt version '0123456789ab' is not this ragmetrics'"):
+        ModelGenerator(object(), prompt_version="0123456789ab")  # type: ignore[arg-type]

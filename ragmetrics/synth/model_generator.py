@@ -119,6 +119,16 @@ PROMPTS: dict[str, dict[str, Any]] = {
 """The prompts, per language: ``system``, the user message's ``frame`` (``{instruction}``, ``{passage}``), an
 instruction per category and a ``generic`` one (``{category}``)."""
 
+
+def template_version(template: Any) -> str:
+    """The first 12 hex digits of the SHA-256 of a template (any JSON value)."""
+    text = json.dumps(template, ensure_ascii=False, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+PROMPTS_VERSION = template_version(PROMPTS)
+"""The version of :data:`PROMPTS` as a whole (each candidate also records the version of its own prompt)."""
+
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 _KEYWORD_SPLIT = re.compile(r"[,;，、；]")
@@ -150,9 +160,7 @@ def prompt_for(category: str, language: str) -> Prompt:
     if instruction is None:
         instruction = prompts["generic"].replace("{category}", category)
     system = prompts["system"] + system_extra
-    template = json.dumps([system, instruction, prompts["frame"]], ensure_ascii=False)
-    version = hashlib.sha256(template.encode("utf-8")).hexdigest()[:12]
-    return Prompt(system, instruction, prompts["frame"], version)
+    return Prompt(system, instruction, prompts["frame"], template_version([system, instruction, prompts["frame"]]))
 
 
 @dataclass(frozen=True)
@@ -167,7 +175,8 @@ class Rejection:
 class ModelGenerator:
     """Writes candidates with a registered model (see the module documentation). ``temperature`` is sent with
     every request, and the seed of each attempt is derived from the run's seed, the category, the slot and
-    the attempt, so a run is repeatable (and, behind the reply cache, costs nothing the second time)."""
+    the attempt, so a run is repeatable (and, behind the reply cache, costs nothing the second time).
+    ``prompt_version``, when given, must be :data:`PROMPTS_VERSION` (to repeat a run made with these prompts)."""
 
     name = GENERATOR_NAME
 
@@ -175,12 +184,18 @@ class ModelGenerator:
         self,
         model: ChatModel,
         *,
+        prompt_version: str | None = None,
         max_attempts: int = 3,
         temperature: float = 0.7,
         max_tokens: int | None = 512,
     ) -> None:
         if max_attempts < 1:
             raise RagMetricsError("max_attempts is at least 1")
+        if prompt_version is not None and prompt_version != PROMPTS_VERSION:
+            raise RagMetricsError(
+                f"prompt version {prompt_version!r} is not this ragmetrics' ({PROMPTS_VERSION}): the prompts "
+                "changed since, so the candidates would not be written the same way"
+            )
         self.model = model
         self.max_attempts = int(max_attempts)
         self.temperature = float(temperature)
@@ -239,6 +254,7 @@ class ModelGenerator:
                 "model": self.model.identity,
                 "model_name": self.model.name,
                 "prompt_version": prompt.version,
+                "prompts_version": PROMPTS_VERSION,
                 "seed": str(attempt_seed),
                 "run_seed": str(seed),
                 "attempt": str(attempt + 1),
