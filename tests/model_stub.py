@@ -13,7 +13,9 @@ of ``{"role", "content"}`` dicts: a string is the completion's content, or a mod
 
 The stub counts and keeps every request (``requests``: the JSON bodies; ``headers``: their headers), so a test
 sees what was sent and what the cache spared. With ``key=``, a request without ``Authorization: Bearer KEY``
-is answered 401. Use it as a context manager: ``with ModelStub(fn) as stub: stub.url`` (the ``.../v1`` base).
+is answered 401. Use it as a context manager: ``with ModelStub(fn) as stub: stub.url`` (the ``.../v1`` base),
+or through the ``model_stub`` fixture (every test has it, by tests/conftest.py): ``stub = model_stub(fn)``
+starts one, stopped when the test ends.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ import contextlib
 import json
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import pytest
 
 
 @dataclass(frozen=True)
@@ -177,3 +181,18 @@ class ModelStub:
                     self._json(200, stub.completion(str(answer), body))
 
         return Handler
+
+
+@pytest.fixture
+def model_stub() -> Iterator[Callable[..., ModelStub]]:
+    """``model_stub(answer, **options)``: a started :class:`ModelStub`, stopped when the test ends."""
+    started: list[ModelStub] = []
+
+    def start(answer: Callable[[list[dict]], Answer] = echo, **options: Any) -> ModelStub:
+        stub = ModelStub(answer, **options).__enter__()
+        started.append(stub)
+        return stub
+
+    yield start
+    for stub in started:
+        stub.__exit__(None, None, None)

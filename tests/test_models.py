@@ -165,13 +165,13 @@ def test_the_cache_answers_a_repeated_request(monkeypatch, cache_dir):
     assert (cache_dir / "models.sqlite").exists()
 
 
-def test_failures_are_not_cached(monkeypatch):
-    with ModelStub(lambda m: Fail(500, times=1, text="later")) as stub:
-        register(monkeypatch, local=f"openai:{stub.url}?model=m&attempts=1")
-        with pytest.raises(RagMetricsError, match="HTTP 500"):
-            get_model("local").chat(ASK)
-        assert get_model("local").chat(ASK).text == "later"
-        assert stub.count == 2
+def test_failures_are_not_cached(monkeypatch, model_stub):
+    stub = model_stub(lambda m: Fail(500, times=1, text="later"))
+    register(monkeypatch, local=f"openai:{stub.url}?model=m&attempts=1")
+    with pytest.raises(RagMetricsError, match="HTTP 500"):
+        get_model("local").chat(ASK)
+    assert get_model("local").chat(ASK).text == "later"
+    assert stub.count == 2
 
 
 def fake_model(messages, seed=None):
