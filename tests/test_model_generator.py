@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -175,10 +176,10 @@ def test_a_slot_no_attempt_fills_is_reported_never_emitted(monkeypatch):
 
 def test_a_dead_endpoint_stops_the_generation(monkeypatch):
     with ModelStub(lambda m: Fail(503, times=99)) as stub:
-        generator = ModelGenerator(model_of(monkeypatch, stub, "&cache=off&attempts=2"))
+        generator = ModelGenerator(model_of(monkeypatch, stub, "&cache=off&attempts=2"), concurrency=2)
         with pytest.raises(RagMetricsError, match=r"^model 'gen' .*HTTP 503 \(2 attempts\)$"):
-            list(generator.generate(SCIFACT, {"factual": 3}, seed=1))
-        assert stub.count == 2
+            list(generator.generate(SCIFACT, {"factual": 5}, seed=1))
+        assert stub.count == 2 * 2  # the first batch of two, each tried twice by the client; no more
 
 
 def test_a_run_is_repeatable_and_the_second_costs_nothing(monkeypatch):
@@ -192,6 +193,18 @@ def test_a_run_is_repeatable_and_the_second_costs_nothing(monkeypatch):
         other = list(ModelGenerator(model).generate(SCIFACT + CMRC, categories, seed=12))
     assert first == again
     assert [c.provenance["seed"] for c in first] != [c.provenance["seed"] for c in other]
+
+
+def test_concurrent_requests_give_the_same_candidates(monkeypatch):
+    categories = {"factual": 4, "summary": 4}
+    with ModelStub(lambda m: Slow(0.3, writer(m))) as stub:
+        model = model_of(monkeypatch, stub)
+        started = time.perf_counter()
+        together = list(ModelGenerator(model, concurrency=4).generate(SCIFACT, categories, seed=2))
+        elapsed = time.perf_counter() - started
+        one_by_one = list(ModelGenerator(model, concurrency=1).generate(SCIFACT, categories, seed=2))
+    assert together == one_by_one and len(together) == 8
+    assert elapsed < 8 * 0.3 / 2  # two batches of four at once
 
 
 def test_the_answer_is_read_tolerantly():

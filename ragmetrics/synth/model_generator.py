@@ -34,6 +34,7 @@ import re
 import warnings
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -176,7 +177,8 @@ class ModelGenerator:
     """Writes candidates with a registered model (see the module documentation). ``temperature`` is sent with
     every request, and the seed of each attempt is derived from the run's seed, the category, the slot and
     the attempt, so a run is repeatable (and, behind the reply cache, costs nothing the second time).
-    ``prompt_version``, when given, must be :data:`PROMPTS_VERSION` (to repeat a run made with these prompts)."""
+    The first attempts of ``concurrency`` candidates are asked at once; the answers are taken in order, so the
+    candidates are the same whatever the concurrency. ``prompt_version``, when given, must be :data:`PROMPTS_VERSION` (to repeat a run made with these prompts)."""
 
     name = GENERATOR_NAME
 
@@ -188,9 +190,10 @@ class ModelGenerator:
         max_attempts: int = 3,
         temperature: float = 0.7,
         max_tokens: int | None = 512,
+        concurrency: int = 4,
     ) -> None:
-        if max_attempts < 1:
-            raise RagMetricsError("max_attempts is at least 1")
+        if max_attempts < 1 or concurrency < 1:
+            raise RagMetricsError("max_attempts and concurrency are at least 1")
         if prompt_version is not None and prompt_version != PROMPTS_VERSION:
             raise RagMetricsError(
                 f"prompt version {prompt_version!r} is not this ragmetrics' ({PROMPTS_VERSION}): the prompts "
@@ -200,6 +203,7 @@ class ModelGenerator:
         self.max_attempts = int(max_attempts)
         self.temperature = float(temperature)
         self.max_tokens = max_tokens
+        self.concurrency = int(concurrency)
         self.rejected: list[Rejection] = []
 
     def generate(self, sources: Sequence[Source], categories: Mapping[str, int], *, seed: int) -> Iterator[Candidate]:
@@ -212,16 +216,23 @@ class ModelGenerator:
                 raise RagMetricsError(f"category {category!r}: a count is not negative, found {count}")
         self.rejected = []
         order = interleave(sources, seed)
+        slots = [(category, index) for category, count in categories.items() for index in range(count)]
         written: set[str] = set()
-        slot = 0
-        for category, count in categories.items():
-            for index in range(count):
-                source = order[slot % len(order)]
-                slot += 1
-                candidate = self._write(source, category, index, seed, written)
-                if candidate is not None:
-                    written.add(_normal(candidate.query))
-                    yield candidate
+        pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="model-generator")
+        try:
+            for start in range(0, len(slots), self.concurrency):
+                batch = [
+                    (c, i, order[(start + k) % len(order)])
+                    for k, (c, i) in enumerate(slots[start : start + self.concurrency])
+                ]
+                firsts = [pool.submit(self._ask, source, category, index, seed, 0) for category, index, source in batch]
+                for (category, index, source), first in zip(batch, firsts, strict=True):
+                    candidate = self._write(source, category, index, seed, written, first)
+                    if candidate is not None:
+                        written.add(_normal(candidate.query))
+                        yield candidate
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
         if self.rejected:
             per = Counter(r.category for r in self.rejected)
             listed = ", ".join(f"{c}: {n}" for c, n in per.items())
@@ -232,17 +243,25 @@ class ModelGenerator:
                 stacklevel=2,
             )
 
-    def _write(self, source: Source, category: str, index: int, seed: int, written: set[str]) -> Candidate | None:
+    def _ask(self, source: Source, category: str, index: int, seed: int, attempt: int) -> dict[str, Any]:
+        """One attempt: the parsed answer, or :class:`BadAnswer`."""
+        reply = self.model.chat(
+            prompt_for(category, source.language).messages(source.text),
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            seed=derive_seed(seed, category, index, attempt),
+        )
+        return parse_answer(reply.text, category, source.language)
+
+    def _write(
+        self, source: Source, category: str, index: int, seed: int, written: set[str], first: Future[dict[str, Any]]
+    ) -> Candidate | None:
         prompt = prompt_for(category, source.language)
-        messages = prompt.messages(source.text)
         reasons = []
         for attempt in range(self.max_attempts):
             attempt_seed = derive_seed(seed, category, index, attempt)
             try:
-                reply = self.model.chat(
-                    messages, temperature=self.temperature, max_tokens=self.max_tokens, seed=attempt_seed
-                )
-                fields = parse_answer(reply.text, category, source.language)
+                fields = first.result() if attempt == 0 else self._ask(source, category, index, seed, attempt)
             except BadAnswer as exc:
                 reasons.append(str(exc))
                 continue
