@@ -270,7 +270,9 @@ def test_power_pairs_equal_discriminative_power(faq_alignments) -> None:
         np.testing.assert_allclose(ours["sd_difference"], ref["sd_difference"])
     table = power.power_table(pairs, 91)
     assert (
-        list(table.columns) == power.POWER_COLUMNS and list(table["metric"]) == list(map(str, SPECS)) and table["label"][1] == "nDCG@5"
+        list(table.columns) == power.POWER_COLUMNS
+        and list(table["metric"]) == list(map(str, SPECS))
+        and table["label"][1] == "nDCG@5"
     )
     row = table.set_index("metric").loc["ndcg@5"]
     part = pairs[pairs["metric"] == "ndcg@5"]
