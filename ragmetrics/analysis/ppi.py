@@ -43,6 +43,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from statistics import NormalDist
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -67,19 +68,15 @@ MIN_LABELLED = 2
 
 
 def _z(confidence: float) -> float:
-    from scipy import stats as sps  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)
-
-    return float(sps.norm.ppf(0.5 + confidence / 2))
+    return NormalDist().inv_cdf(0.5 + confidence / 2)
 
 
 def _two_sided_p(estimate: float, se: float) -> float:
-    from scipy import stats as sps  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)
-
     if not math.isfinite(estimate) or not math.isfinite(se):
         return float("nan")
     if se == 0:
         return 1.0 if estimate == 0 else 0.0
-    return float(2 * sps.norm.sf(abs(estimate) / se))
+    return math.erfc(abs(estimate) / se / math.sqrt(2))  # 2 * (1 - Phi(|estimate| / se))
 
 
 @dataclass(frozen=True)
