@@ -191,7 +191,9 @@ def test_matches_ppi_py():
     for lam in (1.0, 0.5, 0.0):
         ours = ppi_mean(f, human, lam=lam)
         c = lam * len(rest) / 400  # ppi_py's lambda: its unlabelled set is the rest, ours every query
-        assert ours.ppi.estimate == pytest.approx(ppi_py.ppi_mean_pointestimate(y[sampled], f[sampled], f[rest], lam=c)[0])
+        assert ours.ppi.estimate == pytest.approx(
+            ppi_py.ppi_mean_pointestimate(y[sampled], f[sampled], f[rest], lam=c)[0]
+        )
         low, high = ppi_py.ppi_mean_ci(y[sampled], f[sampled], f[rest], alpha=0.05, lam=c)
         assert ours.ppi.half_width == pytest.approx((high[0] - low[0]) / 2, rel=0.02)  # their std has ddof 0
     tuned = ppi_mean(f, human)
@@ -245,7 +247,12 @@ if __name__ == "__main__":  # the figures of docs/ppi.md
         ("good judge, PPI++", "judge", None, {}),
         ("good judge, plain PPI", "judge", 1.0, {}),
         ("good judge, PPI++, dataset target", "judge", None, {"population": "dataset"}),
-        ("good judge, PPI++, dataset target, a fifth labelled", "judge", None, {"population": "dataset", "labelled": 100}),
+        (
+            "good judge, PPI++, dataset target, a fifth labelled",
+            "judge",
+            None,
+            {"population": "dataset", "labelled": 100},
+        ),
         ("judge that knows nothing, PPI++", "random", None, {}),
         ("judge that knows nothing, plain PPI", "random", 1.0, {}),
     ]:

@@ -225,8 +225,12 @@ def ppi_mean(
     f = np.asarray(judge, dtype=np.float64)
     y = np.asarray(human, dtype=np.float64)
     if f.shape != y.shape or f.ndim != 1:
-        raise RagMetricsError(f"judge and human values: expected two 1-d arrays of one length, got {f.shape}, {y.shape}")
-    groups = np.zeros(len(f), dtype=np.int64) if strata is None else np.unique(np.asarray(strata), return_inverse=True)[1]
+        raise RagMetricsError(
+            f"judge and human values: expected two 1-d arrays of one length, got {f.shape}, {y.shape}"
+        )
+    groups = (
+        np.zeros(len(f), dtype=np.int64) if strata is None else np.unique(np.asarray(strata), return_inverse=True)[1]
+    )
     if len(groups) != len(f):
         raise RagMetricsError(f"strata: expected one per query ({len(f)}), got {len(groups)}")
     kept = ~np.isnan(f)
@@ -246,8 +250,16 @@ def ppi_mean(
         fl, yl = f[mine], y[mine]
         cov = float(np.cov(yl, fl, ddof=1)[0, 1])
         parts.append(
-            _Stratum(int(inside.sum()), int(mine.sum()), inside.sum() / big_n, _var(yl), _var(f[inside]),
-                     _var(f[inside & ~labelled]), _var(fl), cov)  # fmt: skip
+            _Stratum(
+                big_n=int(inside.sum()),
+                n=int(mine.sum()),
+                weight=inside.sum() / big_n,
+                var_y=_var(yl),
+                var_f=_var(f[inside]),
+                var_f_rest=_var(f[inside & ~labelled]),
+                var_f_labelled=_var(fl),
+                cov=cov,
+            )
         )
     if lam is None:
         # PPI++'s tuning: the weighted within-stratum regression slope of y on f, clipped to [0, 1] as ppi_py does
@@ -347,14 +359,18 @@ def corrected_means(
     labelled: Collection[str],
     *,
     metrics: Sequence[str] | None = None,
+    strata: Mapping[str, str] | None = None,
+    more: int | None = None,
     **options: Any,
 ) -> pd.DataFrame:
     """Each run's and metric's corrected mean beside its judge-only and human-only means.
 
     ``judge``: each run's per-query values under the judge's labels (its queries are the N); ``human``: the same
     runs' values under the human labels, read at the ``labelled`` queries only. ``options`` pass to
-    :func:`ppi_mean`. One row per (metric, run): ``estimate, ci_low, ci_high`` (PPI), ``judge, judge_low,
-    judge_high``, ``human, human_low, human_high``, ``lam, n_labelled, n_queries``.
+    :func:`ppi_mean`; ``strata``: each query's stratum (query id to stratum). One row per (metric, run):
+    ``estimate, ci_low, ci_high, p_value`` (PPI), ``judge, judge_low, judge_high``, ``human, human_low,
+    human_high``, ``lam, n_labelled, n_queries``, and ``more, projected``: the interval's half width were ``more``
+    queries labelled beyond these (default: as many again).
     """
     import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
 
@@ -369,8 +385,19 @@ def corrected_means(
         for metric in metrics or run.metrics:
             f = _values_at(run, metric, ids)
             y = np.where(sampled, _values_at(human[name], metric, ids), np.nan)
-            rows.append({"metric": metric, "run": name, **_row(ppi_mean(f, y, **options))})
+            result = ppi_mean(f, y, strata=_strata_of(strata, ids), **options)
+            rows.append({"metric": metric, "run": name, **_row(result), **_projected(result, more)})
     return pd.DataFrame(rows)
+
+
+def _strata_of(strata: Mapping[str, str] | None, ids: np.ndarray) -> np.ndarray | None:
+    return None if strata is None else np.array([str(strata.get(str(q), "")) for q in ids], dtype=object)
+
+
+def _projected(result: Corrected, more: int | None) -> dict[str, Any]:
+    more = result.n_labelled if more is None else more
+    more = min(more, result.n_queries - result.n_labelled)
+    return {"more": more, "projected": result.projected_half_width(more)}
 
 
 def _row(result: Corrected) -> dict[str, Any]:
@@ -400,6 +427,8 @@ def corrected_comparison(
     metrics: Sequence[str] | None = None,
     correction: str | None = "holm",
     alpha: float = 0.05,
+    strata: Mapping[str, str] | None = None,
+    more: int | None = None,
     **options: Any,
 ) -> pd.DataFrame:
     """Each run against ``baseline`` (default: the first), corrected: per (metric, run), the PPI estimate of the
@@ -407,11 +436,12 @@ def corrected_comparison(
     judge-only and human-only differences beside it (``judge_delta, judge_low, judge_high, human_delta, ...``).
     ``p_value_corrected`` applies ``correction`` (:data:`ragmetrics.analysis.stats.CORRECTIONS`) over every
     run x metric, ``significant`` compares it with ``alpha``: the columns
-    :func:`ragmetrics.analysis.verdicts.verdict` reads. The baseline's own row is left out."""
+    :func:`ragmetrics.analysis.verdicts.verdict` reads. ``strata``, ``more`` and ``options``: as
+    :func:`corrected_means`. The baseline's own row is left out."""
     import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
 
     names = list(judge)
-    baseline = baseline or (names[0] if names else None)
+    baseline = baseline or (names[0] if names else "")
     if baseline not in judge or baseline not in human:
         raise RagMetricsError(f"baseline {baseline!r} is not among the runs {names}")
     correction = correction or "none"
@@ -432,7 +462,9 @@ def corrected_comparison(
                 raise RagMetricsError(f"run {name!r} has values under the judge's labels but not the human labels")
             f = _values_at(judge[name], metric, base_ids)
             y = np.where(sampled, _values_at(human[name], metric, base_ids), np.nan)
-            result = ppi_paired(f, f_base, y, np.where(sampled, y_base, np.nan), **options)
+            result = ppi_paired(
+                f, f_base, y, np.where(sampled, y_base, np.nan), strata=_strata_of(strata, base_ids), **options
+            )
             row = _row(result)
             rows.append(
                 {
@@ -454,6 +486,7 @@ def corrected_comparison(
                     "lam": result.lam,
                     "n_labelled": result.n_labelled,
                     "n_queries": result.n_queries,
+                    **_projected(result, more),
                 }
             )
     frame = pd.DataFrame(rows)
