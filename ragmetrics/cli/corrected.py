@@ -102,7 +102,7 @@ def eval_corrected(
                 f"{r.metric:<14} {r.run:<24} corrected {_interval(r.estimate, r.ci_low, r.ci_high)}  "
                 f"judge-only {_interval(r.judge, r.judge_low, r.judge_high)}  "
                 f"human-only {_interval(r.human, r.human_low, r.human_high)}  lambda {r.lam:.2f}  "
-                f"+{r.more} labelled: +-{r.projected:.4f}\n"
+                f"with {r.more} more labelled: about +-{r.projected:.4f}\n"
             )
         _footer(args, frame, out)
         _plan(args, judge, labelled, out)
