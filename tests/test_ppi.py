@@ -20,7 +20,7 @@ import pytest
 
 import ragmetrics as rm
 from ragmetrics.analysis.judging import pool, with_labels
-from ragmetrics.analysis.ppi import Corrected, corrected_means, ppi_mean, ppi_paired, sample_plan
+from ragmetrics.analysis.ppi import Corrected, corrected_comparison, corrected_means, ppi_mean, ppi_paired, sample_plan
 from ragmetrics.cli import main
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.io import load_dataset, load_run, write_trec_qrels
@@ -301,7 +301,7 @@ def test_offline_loop_on_scifact_covers_each_run_s_value_on_the_full_qrels():
 
 @pytest.mark.skipif(not SCIFACT.is_dir(), reason="the shared SciFact data is not on this machine")
 def test_eval_and_compare_print_corrected_estimates(tmp_path):
-    known, judge_labels, human_labels, runs, truth = offline_loop()
+    known, judge_labels, human_labels, _, truth = offline_loop()
     dataset, judged, human = tmp_path / "known.tsv", tmp_path / "judge.tsv", tmp_path / "human.tsv"
     write_trec_qrels(known, dataset)
     for frame, path in ((judge_labels, judged), (human_labels, human)):
@@ -333,6 +333,38 @@ def test_eval_and_compare_print_corrected_estimates(tmp_path):
     assert "go together" in err.getvalue()
 
 
+def loop_rates(seeds: int = 20, population: str = "queries") -> dict[str, float]:
+    """How often, over ``seeds`` seeds of :func:`offline_loop`, the corrected intervals cover the full qrels' values
+    and the estimates order the runs as the full qrels do (docs/ppi.md)."""
+    found: dict[str, list[float]] = {}
+    for seed in range(seeds):
+        known, judge_labels, human_labels, runs, truth = offline_loop(seed)
+        labelled = with_labels(known, rm.Dataset.from_frames(judge_labels), rm.Dataset.from_frames(human_labels))
+        judged = rm.evaluate(labelled.judge, runs, ["ndcg@10"], warn=False).runs
+        human = rm.evaluate(labelled.human, runs, ["ndcg@10"], warn=False).runs
+        frame = corrected_means(judged, human, labelled.queries, population=population).set_index("run")
+        true = frame.index.map(truth)
+        order = sorted(truth, key=truth.__getitem__)
+        deltas = [
+            (row.ci_low <= truth[row.run] - truth[base] <= row.ci_high, np.sign(row.delta) == np.sign(truth[row.run] - truth[base]))
+            for base in truth
+            for row in corrected_comparison(judged, human, labelled.queries, baseline=base, population=population).itertuples()
+        ]  # fmt: skip
+        for key, value in {
+            "every run covered": ((frame["ci_low"] <= true) & (true <= frame["ci_high"])).all(),
+            "a run covered": ((frame["ci_low"] <= true) & (true <= frame["ci_high"])).mean(),
+            "a run covered, judge-only": ((frame["judge_low"] <= true) & (true <= frame["judge_high"])).mean(),
+            "order right, corrected": list(frame["estimate"].sort_values().index) == order,
+            "order right, judge-only": list(frame["judge"].sort_values().index) == order,
+            "order right, human-only": list(frame["human"].sort_values().index) == order,
+            "a delta covered": np.mean([covered for covered, _ in deltas]),
+            "every delta's sign right": all(right for _, right in deltas),
+            "half width": float(((frame["ci_high"] - frame["ci_low"]) / 2).mean()),
+        }.items():
+            found.setdefault(key, []).append(float(value))
+    return {key: float(np.mean(values)) for key, values in found.items()}
+
+
 if __name__ == "__main__":  # the figures of docs/ppi.md
     for name, kind, lam, options in [
         ("good judge, PPI++", "judge", None, {}),
@@ -356,3 +388,7 @@ if __name__ == "__main__":  # the figures of docs/ppi.md
                 f"; half width ppi {half_width(results):.4f} judge-only {half_width(results, 'judge_only'):.4f} "
                 f"human-only {half_width(results, 'human_only'):.4f}"
             )
+    for population in ("queries", "dataset"):
+        print(f"offline loop on SciFact, 20 seeds, target {population}:")
+        for key, value in loop_rates(20, population).items():
+            print(f"  {key:<28} {value:.3f}")
