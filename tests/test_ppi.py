@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import io
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -19,8 +20,10 @@ import pandas as pd
 import pytest
 
 import ragmetrics as rm
+from ragmetrics.analysis import stats
 from ragmetrics.analysis.judging import pool, with_labels
 from ragmetrics.analysis.ppi import Corrected, corrected_comparison, corrected_means, ppi_mean, ppi_paired, sample_plan
+from ragmetrics.analysis.verdicts import verdict
 from ragmetrics.cli import main
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.io import load_dataset, load_run, write_trec_qrels
@@ -237,6 +240,41 @@ def test_sample_plan_is_seeded_excludes_the_labelled_and_keeps_strata_in_proport
     small = sum(int(q[1:]) >= 150 for q in chosen)
     assert small == 10  # a quarter of the queries, a quarter of any prefix (within one)
     assert all(abs(sum(int(q[1:]) >= 150 for q in chosen[:k]) - k / 4) <= 1 for k in range(1, 41))
+
+
+@dataclass(frozen=True)
+class Values:
+    """Per-query values of one run (the QueryValues shape)."""
+
+    name: str
+    query_ids: np.ndarray
+    arrays: dict
+
+    @property
+    def metrics(self) -> tuple:
+        return tuple(self.arrays)
+
+
+def test_corrected_comparison_feeds_the_corrections_and_the_verdicts():
+    rng = np.random.default_rng(2)
+    ids = np.array([f"q{i}" for i in range(400)], dtype=object)
+    truth = {"base": rng.random(400)}
+    truth["same"] = truth["base"] + rng.normal(0, 0.05, 400)
+    truth["better"] = np.clip(truth["base"] + 0.1 + rng.normal(0, 0.05, 400), 0, 1.2)
+    judged = {n: Values(n, ids, {"ndcg@10": v + 0.2 + rng.normal(0, 0.05, 400)}) for n, v in truth.items()}
+    human = {n: Values(n, ids, {"ndcg@10": v}) for n, v in truth.items()}
+    labelled = sample_plan(ids, 60, seed=4)
+    frame = corrected_comparison(judged, human, labelled, baseline="base", correction="holm")
+    assert list(frame["run"]) == ["same", "better"]
+    np.testing.assert_array_equal(frame["p_value_corrected"], stats.holm(frame["p_value"].to_numpy()))
+    said = {
+        row.run: verdict(row.run, row.baseline, row.delta, row.p_value_corrected, 0.05) for row in frame.itertuples()
+    }
+    assert said == {"same": "not significant", "better": "better"}
+    better = frame.set_index("run").loc["better"]
+    assert better["ci_low"] <= (truth["better"] - truth["base"]).mean() <= better["ci_high"]
+    means = corrected_means(judged, human, labelled).set_index("run")
+    assert (means["judge"] - means["estimate"]).between(0.15, 0.25).all()  # the judge's +0.2, removed
 
 
 def test_refuses_what_it_cannot_estimate():
