@@ -102,7 +102,7 @@ class Interval:
 
 
 @dataclass(frozen=True)
-class _Stratum:
+class Stratum:
     """One stratum's sizes and moments: ``big_n`` queries, ``n`` of them labelled, ``weight`` its share of all;
     ``var_f`` over all its queries, ``var_f_rest`` over the unlabelled ones; ``var_y``, ``var_f_labelled`` and
     ``cov`` (of y and f) over the labelled ones."""
@@ -117,7 +117,7 @@ class _Stratum:
     cov: float
 
 
-def _variance(stratum: _Stratum, lam: float, n: float, population: str, *, projected: bool = False) -> float:
+def _variance(stratum: Stratum, lam: float, n: float, population: str, *, projected: bool = False) -> float:
     """The estimator's variance in ``stratum`` with ``n`` labelled queries. As measured (``projected`` False), the
     sample variance of the labelled queries' ``y - c f`` and of the unlabelled queries' ``f``; projected to another
     ``n``, the judge's variance is the one over all the stratum's queries."""
@@ -147,7 +147,7 @@ class Corrected:
     n_queries: int
     confidence: float
     population: str
-    strata: tuple[_Stratum, ...]
+    strata: tuple[Stratum, ...]
 
     @property
     def bias(self) -> float:
@@ -250,7 +250,7 @@ def ppi_mean(
         fl, yl = f[mine], y[mine]
         cov = float(np.cov(yl, fl, ddof=1)[0, 1])
         parts.append(
-            _Stratum(
+            Stratum(
                 big_n=int(inside.sum()),
                 n=int(mine.sum()),
                 weight=inside.sum() / big_n,
