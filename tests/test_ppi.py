@@ -369,6 +369,14 @@ def test_eval_and_compare_print_corrected_estimates(tmp_path):
     out = io.StringIO()
     assert main(["eval", "--dataset", str(dataset), "--run", run_files[0], "--judge-qrels", str(judged)], out, err) == 2
     assert "go together" in err.getvalue()
+    few = tmp_path / "few.tsv"
+    write_trec_qrels(
+        rm.Dataset.from_frames(human_labels[human_labels["query_id"].isin(human_labels["query_id"][:3])]), few
+    )
+    err = io.StringIO()
+    argv = ["eval", "--dataset", str(dataset), "--run", run_files[0], "-m", "ndcg@10", "--judge-qrels", str(judged)]
+    assert main([*argv, "--human-qrels", str(few)], io.StringIO(), err) == 0
+    assert "below 30 the normal interval is rough" in err.getvalue()
 
 
 def loop_rates(seeds: int = 20, population: str = "queries") -> dict[str, float]:

@@ -67,7 +67,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     depth = read_bounds_depth(args.bounds)
     dataset, runs = read_inputs(args, [args.baseline, *args.run])
     if wants_ppi(args):
-        report_coverage(compare_corrected(args, dataset, runs, args.metric or ["ndcg@10"], out), err)
+        report_coverage(compare_corrected(args, dataset, runs, args.metric or ["ndcg@10"], out, err), err)
         return 0
     result = evaluate_runs(args, dataset, runs, args.metric or ["ndcg@10"])
     warn_same_rows(runs[1:], runs[0], err)

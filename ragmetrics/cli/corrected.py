@@ -67,12 +67,25 @@ def _interval(value: float, low: float, high: float, signed: bool = False) -> st
     return f"{value:{form}} [{low:{form}}, {high:{form}}]"
 
 
+FEW_LABELLED = 30
+"""Below this many human-labelled queries a note says the normal interval is rough (docs/ppi.md measures it)."""
+
+
 def _footer(args: argparse.Namespace, frame: pd.DataFrame, out: TextIO) -> None:
     row = frame.iloc[0]
     out.write(
         f"{int(row['n_labelled'])} of {int(row['n_queries'])} queries human-labelled, the rest the judge's; "
         f"95% intervals for {ppi.POPULATIONS[args.ppi_target]}; lambda {args.ppi_lambda}\n"
     )
+
+
+def _few(frame: pd.DataFrame, err: TextIO) -> None:
+    n = int(frame["n_labelled"].min()) if len(frame) else 0
+    if n < FEW_LABELLED:
+        err.write(
+            f"ragmetrics: note: {n} human-labelled queries: below {FEW_LABELLED} the normal interval is rough (it "
+            "can be too narrow, or of width 0 when they all score alike); label more (--plan)\n"
+        )
 
 
 def _json(frame: pd.DataFrame, key: str, out: TextIO) -> None:
@@ -84,18 +97,19 @@ def _json(frame: pd.DataFrame, key: str, out: TextIO) -> None:
 
 
 def eval_corrected(
-    args: argparse.Namespace, dataset: Dataset, runs: list[Run], metrics: list[str], out: TextIO
+    args: argparse.Namespace, dataset: Dataset, runs: list[Run], metrics: list[str], out: TextIO, err: TextIO
 ) -> EvalResult:
     """``eval --judge-qrels --human-qrels``: each run's and metric's corrected mean; returns the judge's result
     (for the coverage notes)."""
+    if args.format == "markdown":
+        raise RagMetricsError("--format markdown: not with --judge-qrels (table, json or csv)")
     judge, human, labelled = evaluate_labelled(args, dataset, runs, metrics)
     frame = ppi.corrected_means(judge.runs, human.runs, labelled.queries, **_options(args, judge))
+    _few(frame, err)
     if args.format == "json":
         _json(frame, "corrected", out)
     elif args.format == "csv":
         out.write(frame.to_csv(index=False))
-    elif args.format == "markdown":
-        raise RagMetricsError("--format markdown: not with --judge-qrels (table, json or csv)")
     else:
         for r in frame.itertuples(index=False):
             out.write(
@@ -110,7 +124,7 @@ def eval_corrected(
 
 
 def compare_corrected(
-    args: argparse.Namespace, dataset: Dataset, runs: list[Run], metrics: list[str], out: TextIO
+    args: argparse.Namespace, dataset: Dataset, runs: list[Run], metrics: list[str], out: TextIO, err: TextIO
 ) -> EvalResult:
     """``compare --judge-qrels --human-qrels``: each run's corrected delta against the baseline (the first run),
     its p-value corrected over every run x metric as ``compare``'s are."""
@@ -124,6 +138,7 @@ def compare_corrected(
         alpha=args.alpha,
         **_options(args, judge),
     )
+    _few(frame, err)
     if args.format == "json":
         _json(frame, "comparisons", out)
         return judge

@@ -88,7 +88,7 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         from ragmetrics.cli.corrected import eval_corrected  # noqa: PLC0415 (pandas is loaded on use: a plain eval needs none)
 
         dataset, runs = read_inputs(args, args.run)
-        report_coverage(eval_corrected(args, dataset, runs, metrics, out), err)
+        report_coverage(eval_corrected(args, dataset, runs, metrics, out, err), err)
         return 0
     if args.engine != "inprocess":
         partitioned = eval_partitioned(args, metrics)
