@@ -24,10 +24,6 @@ from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io import load_dataset
 
 
-def _labels(path: str) -> Dataset:
-    return load_dataset(path)
-
-
 def evaluate_labelled(
     args: argparse.Namespace, dataset: Dataset, runs: list[Run], metrics: list[str]
 ) -> tuple[EvalResult, EvalResult, Labelled]:
@@ -37,7 +33,7 @@ def evaluate_labelled(
             raise RagMetricsError(f"--{option.replace('_', '-')}: not with --judge-qrels and --human-qrels")
     if getattr(args, "engine", "inprocess") != "inprocess":
         raise RagMetricsError("--judge-qrels and --human-qrels: with --engine inprocess only")
-    labelled = with_labels(dataset, _labels(args.judge_qrels), _labels(args.human_qrels))
+    labelled = with_labels(dataset, load_dataset(args.judge_qrels), load_dataset(args.human_qrels))
     if args.strata and args.strata not in dataset.queries_table.column_names:
         raise RagMetricsError(f"--strata {args.strata}: the dataset's queries have no such column")
     judge = evaluate_runs(args, labelled.judge, runs, metrics)
@@ -59,7 +55,9 @@ def _plan(args: argparse.Namespace, result: EvalResult, labelled: Labelled, out:
     ids = next(iter(result.runs.values())).query_ids
     strata = result.dataset.facet(args.strata, ids) if args.strata else None
     plan = ppi.sample_plan(ids, args.plan, seed=getattr(args, "seed", 0), strata=strata, labelled=labelled.queries)
-    out.write(f"label next ({len(plan)} of the {len(ids) - len(labelled.queries)} unlabelled): {' '.join(plan)}\n")
+    done = set(labelled.queries)
+    unlabelled = sum(str(q) not in done for q in ids)
+    out.write(f"label next ({len(plan)} of the {unlabelled} unlabelled): {' '.join(plan)}\n")
 
 
 def _interval(value: float, low: float, high: float, signed: bool = False) -> str:
