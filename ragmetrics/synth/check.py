@@ -14,6 +14,7 @@ per category and difficulty against targets and the size guidance per stage, and
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -95,7 +96,13 @@ def changed_sources(provenances: Iterable[tuple[str, Any]], corpus: Corpus) -> l
     """``(query_id, chunk_id)`` of generated queries whose source chunk still exists but whose text changed."""
     texts = {c.chunk_id: c.text for c in corpus.chunks}
     out = []
-    for qid, provenance in provenances:
+    for qid, found in provenances:
+        provenance = found
+        if isinstance(found, str):  # the loaders keep a map in an extra column as its JSON text
+            try:
+                provenance = json.loads(found)
+            except json.JSONDecodeError:
+                continue
         if not isinstance(provenance, Mapping):
             continue
         chunk, digest = provenance.get("chunk_id"), provenance.get("source_sha256")

@@ -2,7 +2,7 @@
 
 Inputs (:func:`read_corpus`):
 
-* a BEIR ``corpus.jsonl`` (``_id``/``id``, ``title``, ``text``), read by :func:`ragmetrics.io.beir.read_corpus`;
+* a BEIR ``corpus.jsonl`` (gzipped or not) (``_id``/``id``, ``title``, ``text``), read by :func:`ragmetrics.io.beir.read_corpus`;
 * any other JSONL of objects: the id is the first of ``_id``, ``id``, ``doc_id``, ``docid`` (else ``line<N>``), the
   text the first of ``text``, ``content``, ``contents``, ``body``, ``passage``, ``document``, the title ``title``;
 * a folder of ``.md`` / ``.txt`` files (searched recursively, sorted): the id is the file's path relative to the
@@ -24,7 +24,6 @@ documents, never from the first file only.
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from collections.abc import Callable, Sequence
@@ -32,9 +31,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
+from ragmetrics.io._json import first_record, records
 from ragmetrics.io.beir import DOC_ID_KEYS
 from ragmetrics.io.beir import read_corpus as read_beir_corpus
-from ragmetrics.io.source import open_source, shorten
+from ragmetrics.io.source import Source as SourceFile
+from ragmetrics.io.source import names_of, open_source, shorten
 from ragmetrics.retrieve.bm25 import detect_language
 from ragmetrics.synth.base import Source
 
@@ -77,57 +78,40 @@ class Corpus:
 # reading
 # --------------------------------------------------------------------------
 def read_documents(path: str | Path) -> list[Document]:
-    """The documents of a BEIR corpus.jsonl, a JSONL of objects or a folder of .md/.txt files (see the module)."""
+    """The documents of a BEIR corpus.jsonl, a JSONL of objects or a folder of .md/.txt files (see the module);
+    a file may be gzipped."""
     where = Path(path)
     if where.is_dir():
         return _folder(where)
     if not where.exists():
         raise RagMetricsError(f"{path}: no such corpus file or folder")
-    first = _first_object(where)
-    if first is not None and any(k in first for k in DOC_ID_KEYS) and "text" in first:
-        frame = read_beir_corpus(open_source(str(where)))
+    source = open_source(str(where))
+    first = first_record(source)
+    if isinstance(first, dict) and any(k in first for k in DOC_ID_KEYS) and "text" in first:
+        frame = read_beir_corpus(source)
         return [Document(str(d), str(t), str(x)) for d, t, x in zip(frame["doc_id"], frame["title"], frame["text"])]
-    return _generic_jsonl(where)
+    return _generic_jsonl(source)
 
 
-def _first_object(path: Path) -> dict[str, object] | None:
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            if line.strip():
-                try:
-                    found = json.loads(line)
-                except json.JSONDecodeError:
-                    return None
-                return found if isinstance(found, dict) else None
-    return None
-
-
-def _generic_jsonl(path: Path) -> list[Document]:
+def _generic_jsonl(source: SourceFile) -> list[Document]:
     out: list[Document] = []
     seen: set[str] = set()
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ParseError(str(path), line_no, "a JSON object per line", f"invalid JSON ({exc.msg})") from None
-            if not isinstance(record, dict):
-                raise ParseError(str(path), line_no, "a JSON object", type(record).__name__)
-            text = next((record[k] for k in TEXT_KEYS if isinstance(record.get(k), str)), None)
-            if text is None:
-                raise ParseError(
-                    str(path), line_no, f"a text under one of {', '.join(TEXT_KEYS)}", f"keys {sorted(record)[:10]}"
-                )
-            raw_id = next((record[k] for k in DOC_ID_KEYS if record.get(k) is not None), None)
-            doc_id = str(raw_id).strip() if raw_id is not None else f"line{line_no}"
-            if doc_id in seen:
-                raise ParseError(str(path), line_no, "each document id once", f"{shorten(doc_id)} again")
-            seen.add(doc_id)
-            out.append(Document(doc_id, str(record.get("title") or ""), text))
+    for line_no, _n, record in records(source):
+        if not isinstance(record, dict):
+            raise ParseError(source.name, line_no, "a JSON object", type(record).__name__)
+        text = next((record[k] for k in TEXT_KEYS if isinstance(record.get(k), str)), None)
+        if text is None:
+            raise ParseError(
+                source.name, line_no, f"a text under one of {', '.join(TEXT_KEYS)}", f"keys {names_of(record)}"
+            )
+        raw_id = next((record[k] for k in DOC_ID_KEYS if record.get(k) is not None), None)
+        doc_id = str(raw_id).strip() if raw_id is not None else f"line{line_no}"
+        if doc_id in seen:
+            raise ParseError(source.name, line_no, "each document id once", f"{shorten(doc_id)} again")
+        seen.add(doc_id)
+        out.append(Document(doc_id, str(record.get("title") or ""), text))
     if not out:
-        raise ParseError(str(path), None, "at least one document", "none")
+        raise ParseError(source.name, None, "at least one document", "none")
     return out
 
 

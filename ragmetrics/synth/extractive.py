@@ -64,7 +64,7 @@ TEMPLATES = {
         "sep": "、",
     },
 }
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\"'])|(?<=[。！？；])")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\"'\u3400-\u9fff])|(?<=[。！？；])")
 _LATIN_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
@@ -104,7 +104,8 @@ def tokenize(text: str, language: str, stop: frozenset[str]) -> list[Term]:
 
 
 def sentences(text: str) -> list[tuple[int, int]]:
-    """Sentence spans of ``text`` (ends at . ! ? before a capital or a digit, and at 。！？；)."""
+    """Sentence spans of ``text`` (ends at . ! ? and spaces before a capital, a digit or an ideograph, and at
+    。！？；)."""
     spans, start = [], 0
     for m in _SENTENCE_END.finditer(text):
         if m.end() > start:
