@@ -144,7 +144,7 @@ def test_bm25_on_a_generated_set_ranks_above_a_random_run(tmp_path, scifact, gen
 
 
 def test_the_extractive_generator_says_what_it_cannot_write(scifact, generators):
-    with pytest.raises(RagMetricsError, match="reasoning.*need a model"):
+    with pytest.raises(RagMetricsError, match=r"reasoning.*need a model"):
         list(generators["scifact"].generate(sample_sources(scifact, 5, seed=0), {"reasoning": 2}, seed=0))
 
 
@@ -174,10 +174,11 @@ def test_cli_synth_from_a_folder_and_from_jsonl(tmp_path):
     folder = tmp_path / "kb"
     folder.mkdir()
     rng = random.Random(0)
-    vocabulary = [f"term{i}" for i in range(400)]
+    vocabulary = [f"term{i}" for i in range(3000)]
     for n in range(12):
-        words = " ".join(rng.choice(vocabulary) for _ in range(30))
-        body = ". ".join(f"Sentence {k} mentions {words.split()[k]} with {words}" for k in range(6))
+        body = ". ".join(
+            f"Sentence {k} of this topic mentions {' '.join(rng.sample(vocabulary, 12))}" for k in range(12)
+        )
         (folder / f"doc{n:02d}.md").write_text(f"# Topic {n}\n\n{body}.\n", encoding="utf-8")
     out, err = io.StringIO(), io.StringIO()
     target = tmp_path / "set.jsonl"

@@ -63,6 +63,11 @@ def cmd_synth(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     categories = parse_categories(args.categories, args.n, default)
     retrievers = [] if args.no_retrieval_check else _retrievers(args.second_retriever, corpus)
     candidates = synthesize(corpus, generator, categories, seed=args.seed, retrievers=retrievers)
+    if not candidates:
+        raise RagMetricsError(
+            f"{args.corpus}: no candidate could be written from its {len(corpus.chunks)} chunk(s) "
+            "(too little text, or no term rare enough to ask about)"
+        )
     write_jsonl(args.output, records(candidates, corpus))
     flagged = sum(bool(c.flags) for c in candidates)
     err.write(
