@@ -50,7 +50,9 @@ def _model(corpus: Corpus, options: Mapping[str, Any]) -> Generator:
 
 GENERATORS: dict[str, GeneratorEntry] = {
     "extractive": GeneratorEntry(
-        "no model: known-item, cloze, summary (lead) and negative queries cut from the sources' words", _extractive
+        "no model: known-item, cloze, summary (lead) and negative queries cut from the sources' words (weaker than "
+        "a model: a lexical retriever finds them too easily)",
+        _extractive,
     ),
     "model": GeneratorEntry("a registered model writes queries per category (--model NAME)", _model, True),
 }
