@@ -130,12 +130,17 @@ def test_dataset_check_coverage_size_and_power(tmp_path):
     a = _trec(tmp_path / "a.trec", {f"q{i}": [f"d{i}", "z"] if i < 6 else ["z", f"d{i}"] for i in range(10)})
     b = _trec(tmp_path / "b.trec", {f"q{i}": [f"d{i}", "z"] if i < 5 else ["z", f"d{i}"] for i in range(10)})
     out, err = io.StringIO(), io.StringIO()
-    argv = ["dataset", "check", str(evalset), "--target", "factual=8,negative=5", "--stage", "prototype"]
+    for row in rows:
+        row["difficulty"] = "hard" if row["query_id"] in ("q0", "q1") else "easy"
+    evalset = _write(tmp_path / "small.jsonl", rows)
+    argv = ["dataset", "check", str(evalset), "--target", "factual=8,negative=5,hard=3", "--stage", "prototype"]
     code = main([*argv, "--run", str(a), "--run", str(b), "--delta", "0.1"], out, err)
     report = out.getvalue()
     assert code == 1, err.getvalue()
     assert "categories: factual 8, negative 2" in report
     assert "coverage: negative: 2 of the 5 targeted (3 short)" in report
+    assert "coverage: hard: 2 of the 3 targeted (1 short)" in report
+    assert "difficulty: easy 8, hard 2" in report
     assert "factual" not in report.split("coverage:", 1)[1].split("\n")[0].split("negative")[0]
     assert "size: 10 queries, fewer than prototype's 20-30 (10 short)" in report
     power = next(line for line in report.splitlines() if line.startswith("power:"))
@@ -150,3 +155,18 @@ def test_dataset_check_coverage_size_and_power(tmp_path):
     out = io.StringIO()
     assert main(["dataset", "check", str(evalset), "--run", str(good), "--run", str(bad)], out, err) == 0
     assert ": separated by these 60 queries" in out.getvalue()
+
+
+class _Broken:
+    def search(self, query: str, k: int, timeout: float | None):
+        raise RuntimeError("the endpoint is down")
+
+
+def test_a_failing_retriever_is_named_and_the_candidate_kept():
+    corpus = make_corpus(DOCS)
+    retrievers = [*default_retrievers(corpus, False), ("broken", _Broken())]
+    found = flag([_candidate("How does sourdough fermentation work?", "d")], corpus, retrievers)
+    assert found[0].flags == (
+        "not checked by broken: RuntimeError: the endpoint is down",
+        "missed by bm25 in the top 10 (no second retriever to confirm)",
+    )

@@ -50,7 +50,10 @@ def dataset_parser(p: argparse.ArgumentParser) -> None:
     c.add_argument("--corpus", help="the current corpus (as synth reads it): flags queries whose documents are gone")
     c.add_argument("--chunker", default="none", help="the chunker the set was made with (as synth's --chunker)")
     c.add_argument("--parent-separator", help="as synth's --parent-separator")
-    c.add_argument("--target", help="queries wanted per category: NAME=COUNT,... (e.g. factual=20,negative=5)")
+    c.add_argument(
+        "--target",
+        help="queries wanted per category or difficulty: NAME=COUNT,... (e.g. factual=20,negative=5,hard=10)",
+    )
     c.add_argument(
         "--stage",
         choices=list(STAGES),

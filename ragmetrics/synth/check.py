@@ -4,8 +4,8 @@ per category and difficulty against targets and the size guidance per stage, and
 * freshness: the queries whose relevant documents are not in the corpus any more (ids checked against the corpus's
   chunk ids and document ids), and, for a generated set, those whose source chunk's text changed since it was made
   (its ``provenance.source_sha256``);
-* coverage: queries per category and per difficulty; a ``target`` per category is met or short by N; the set's
-  size is checked against :data:`STAGES` (the seed's guidance);
+* coverage: queries per category and per difficulty; a ``target`` per category (or per difficulty: easy, medium,
+  hard) is met or short by N; the set's size is checked against :data:`STAGES` (the seed's guidance);
 * power: every pair of runs' paired test on one metric (:func:`ragmetrics.analysis.compare.discriminative_power`):
   separated or not, the smallest difference the set detects at 80% power (normal approximation), and the queries a
   chosen difference (default: the observed one) would need (:mod:`ragmetrics.analysis.stats`).
@@ -33,6 +33,8 @@ STAGES: dict[str, tuple[int, int]] = {
     "production": (50, 100),
 }
 """Queries an evaluation set should hold at each stage (``production``: a sample of production traffic)."""
+DIFFICULTIES = ("easy", "medium", "hard")
+"""Target names read as difficulties, not categories."""
 ALPHA = 0.05
 POWER = 0.8
 
@@ -164,10 +166,11 @@ def check(
             report.changed = changed_sources(zip(queries["query_id"], queries["provenance"]), corpus)
     report.categories = counts(queries["category"]) if "category" in queries.columns else {}
     report.difficulties = counts(queries["difficulty"]) if "difficulty" in queries.columns else {}
-    for category, want in (targets or {}).items():
-        have = report.categories.get(category, 0)
+    for name, want in (targets or {}).items():
+        # a target names a category, or a difficulty (easy, medium, hard)
+        have = (report.difficulties if name in DIFFICULTIES else report.categories).get(name, 0)
         if have < want:
-            report.shortfalls[category] = (have, want)
+            report.shortfalls[name] = (have, want)
     if stage is not None:
         report.stage = stage
         low, high = STAGES[stage]

@@ -10,7 +10,8 @@
 * ``missed by ...``: no retriever finds any of its relevant chunks in its top :data:`MISS_DEPTH` (the built-in BM25
   and a second retriever; with only one, the flag says no second one confirmed it);
 * for a ``negative`` candidate, ``answerable? chunk C holds all its keywords``: a chunk among the retrievers' top
-  :data:`MISS_DEPTH` contains every expected keyword.
+  :data:`MISS_DEPTH` contains every expected keyword;
+* ``not checked by R: <error>``: retriever R failed on the query (the other checks still ran).
 
 :func:`default_retrievers` gives the built-in BM25 over the chunks and, as the second, BM25 with Anserini's
 parameters (k1=0.9, b=0.4): a variant of the first rather than an independent retriever, which the flag names.
@@ -134,18 +135,26 @@ def flag(
 def _retrieval_flags(
     candidate: Candidate, corpus: Corpus, retrievers: Sequence[tuple[str, Any]], texts: dict[str, str], depth: int
 ) -> list[str]:
-    ranked = {name: [h.doc_id for h in adapter.search(candidate.query, depth, None)] for name, adapter in retrievers}
+    ranked: dict[str, list[str]] = {}
+    failed: list[str] = []
+    for name, adapter in retrievers:
+        try:
+            ranked[name] = [h.doc_id for h in adapter.search(candidate.query, depth, None)]
+        except Exception as exc:  # a retriever that fails is named in a flag; the candidate is still written
+            failed.append(f"not checked by {name}: {type(exc).__name__}: {str(exc)[:120]}")
+    if not ranked:
+        return failed
     if candidate.category == "negative":
         keys = [k.lower() for k in candidate.expected_keywords]
         for name, ids in ranked.items():
             for chunk in ids:
                 text = texts.get(chunk, "").lower()
                 if keys and all(k in text for k in keys):
-                    return [f"answerable? {name} finds chunk {chunk}, which holds all its keywords"]
-        return []
+                    return [*failed, f"answerable? {name} finds chunk {chunk}, which holds all its keywords"]
+        return failed
     relevant = set(relevant_docs(candidate, corpus))
     if any(relevant & set(ids) for ids in ranked.values()):
-        return []
+        return failed
     names = " and ".join(ranked)
     alone = "" if len(ranked) > 1 else " (no second retriever to confirm)"
-    return [f"missed by {names} in the top {depth}{alone}"]
+    return [*failed, f"missed by {names} in the top {depth}{alone}"]
