@@ -153,6 +153,11 @@ def test_the_registry(scifact):
     assert make_generator("extractive", scifact).name == "extractive"
     with pytest.raises(RagMetricsError, match="needs a registered model"):
         make_generator("model", scifact)
+    # without the model room this says so; with it, the unknown model is named (never a traceback)
+    with pytest.raises(RagMetricsError, match=r"no-such-model-xyz|model generator is not available"):
+        make_generator("model", scifact, model="no-such-model-xyz")
+    with pytest.raises(RagMetricsError, match="drop --model"):
+        make_generator("extractive", scifact, model="m")
     with pytest.raises(RagMetricsError, match="expected one of extractive, model"):
         make_generator("nope", scifact)
 

@@ -36,17 +36,18 @@ def relevant_docs(
     return dict(sorted(grades.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def records(candidates: Sequence[Candidate], corpus: Corpus) -> list[dict[str, Any]]:
-    """The evaluation-set records of ``candidates``, in order."""
+def records(candidates: Sequence[Candidate], corpus: Corpus, *, seed: int | None = None) -> list[dict[str, Any]]:
+    """The evaluation-set records of ``candidates``, in order; ``seed`` (the run's) names the ids, else each
+    candidate's provenance seed."""
     chunks_of = {doc: [c.chunk_id for c in chunks] for doc, chunks in corpus.chunks_of().items()}
     width = max(4, len(str(len(candidates))))
     out = []
     for n, c in enumerate(candidates, 1):
         generator = c.provenance.get("generator", "synth")
-        seed = c.provenance.get("seed", "0")
+        named = c.provenance.get("seed", "0") if seed is None else seed
         out.append(
             {
-                "query_id": f"{generator}-{seed}-{n:0{width}d}",
+                "query_id": f"{generator}-{named}-{n:0{width}d}",
                 "query": c.query,
                 "expected_answer": c.expected_answer,
                 "expected_keywords": list(c.expected_keywords),
