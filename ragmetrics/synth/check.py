@@ -13,7 +13,6 @@ per category and difficulty against targets and the size guidance per stage, and
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,6 +24,7 @@ from ragmetrics.analysis.evaluate import evaluate
 from ragmetrics.analysis.stats import min_detectable_delta, queries_needed
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.synth.corpus import Corpus
+from ragmetrics.synth.output import source_digest
 
 STAGES: dict[str, tuple[int, int]] = {
     "prototype": (20, 30),
@@ -90,10 +90,6 @@ def missing_documents(dataset: Dataset, known: set[str]) -> list[tuple[str, list
     return [(str(q), sorted(map(str, g["doc_id"]))) for q, g in gone.groupby("query_id", sort=True)]
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-
 def changed_sources(provenances: Iterable[tuple[str, Any]], corpus: Corpus) -> list[tuple[str, str]]:
     """``(query_id, chunk_id)`` of generated queries whose source chunk still exists but whose text changed."""
     texts = {c.chunk_id: c.text for c in corpus.chunks}
@@ -108,7 +104,12 @@ def changed_sources(provenances: Iterable[tuple[str, Any]], corpus: Corpus) -> l
         if not isinstance(provenance, Mapping):
             continue
         chunk, digest = provenance.get("chunk_id"), provenance.get("source_sha256")
-        if isinstance(chunk, str) and isinstance(digest, str) and chunk in texts and _digest(texts[chunk]) != digest:
+        if (
+            isinstance(chunk, str)
+            and isinstance(digest, str)
+            and chunk in texts
+            and source_digest(texts[chunk]) != digest
+        ):
             out.append((qid, chunk))
     return out
 

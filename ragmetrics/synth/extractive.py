@@ -28,7 +28,6 @@ the query names: the IDF mass of the query's terms found in the source over that
 
 from __future__ import annotations
 
-import hashlib
 import math
 import random
 import re
@@ -121,10 +120,6 @@ def sentences(text: str) -> list[tuple[int, int]]:
         if b > a:
             out.append((a, b))
     return out
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 class TermStats:
@@ -256,7 +251,6 @@ class ExtractiveGenerator:
             "chunker": self.corpus.chunker,
             "chunk_id": source.chunk_id,
             "source_span": f"{source.doc_id}[{source.start + span[0]}:{source.start + span[1]}]",
-            "source_sha256": _digest(source.text),
             **extra,
         }
         return Candidate(query, answer, tuple(keywords), category, difficulty, source, provenance)

@@ -6,12 +6,14 @@ One JSON object per line::
      "category", "difficulty", "provenance": {...}, "flags": [...]}
 
 ``relevant_docs`` is graded so precision is not capped by construction: the source chunk 2, every other chunk of
-its document 1 (a document taken as given is its own only chunk); a ``negative`` candidate has none. ``query_id``
-is ``<generator>-<seed>-<n>`` (n from 1, four digits at least): duplicates keep distinct ids, and are flagged.
+its document 1 (a document taken as given is its own only chunk); a ``negative`` candidate has none. ``provenance`` is the generator's,
+with the chunker, the source chunk's id and the hash of its text added when missing (``dataset check`` reads them).
+``query_id`` is ``<generator>-<seed>-<n>`` (n from 1, four digits at least): duplicates keep distinct ids, and are flagged.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -54,11 +56,26 @@ def records(candidates: Sequence[Candidate], corpus: Corpus, *, seed: int | None
                 "relevant_docs": relevant_docs(c, corpus, chunks_of),
                 "category": c.category,
                 "difficulty": c.difficulty,
-                "provenance": dict(c.provenance),
+                "provenance": _provenance(c, corpus),
                 "flags": list(c.flags),
             }
         )
     return out
+
+
+def source_digest(text: str) -> str:
+    """The hash of a source's text kept in the provenance (``dataset check`` compares it with the corpus's)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _provenance(candidate: Candidate, corpus: Corpus) -> dict[str, str]:
+    """The generator's provenance, with what every set needs for ``dataset check`` added when it is missing: the
+    chunker, the source chunk's id and the hash of its text."""
+    found = dict(candidate.provenance)
+    found.setdefault("chunker", corpus.chunker)
+    found.setdefault("chunk_id", candidate.source.chunk_id)
+    found.setdefault("source_sha256", source_digest(candidate.source.text))
+    return found
 
 
 def write_jsonl(path: str | os.PathLike[str], rows: Iterable[dict[str, Any]]) -> None:
