@@ -14,6 +14,7 @@ per category and difficulty against targets and the size guidance per stage, and
 from __future__ import annotations
 
 import json
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from typing import Any
 from ragmetrics.analysis.compare import discriminative_power
 from ragmetrics.analysis.evaluate import evaluate
 from ragmetrics.analysis.stats import min_detectable_delta, queries_needed
+from ragmetrics.foundation.errors import RagMetricsWarning
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.synth.corpus import Corpus
 from ragmetrics.synth.output import source_digest
@@ -125,7 +127,9 @@ def power_rows(
     """Per pair of runs: the observed difference, its p-value, whether the set separates them, the smallest
     difference it detects and the queries ``delta`` (default: the observed difference) would need."""
     result = evaluate(dataset, list(runs), [metric])
-    table = discriminative_power(result, metric, alpha=ALPHA, seed=seed)
+    with warnings.catch_warnings():  # evaluate has said what it had to say about the runs' coverage
+        warnings.simplefilter("ignore", RagMetricsWarning)
+        table = discriminative_power(result, metric, alpha=ALPHA, seed=seed)
     n = len(dataset)
     rows = []
     for row in table.to_dict("records"):
