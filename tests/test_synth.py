@@ -202,7 +202,9 @@ def test_cli_synth_from_a_folder_and_from_jsonl(tmp_path):
         "\n".join(json.dumps({"content": p.read_text(encoding="utf-8")}) for p in sorted(folder.iterdir())),
         encoding="utf-8",
     )
+    target = tmp_path / "from-jsonl.jsonl"
     assert main(["synth", str(jsonl), "-o", str(target), "--n", "4", "--categories", "factual"], out, err) == 0
+    assert not (tmp_path / "from-jsonl.chunks.jsonl").exists()  # taken as given: the corpus's own ids
     rows = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 4 and all(next(iter(r["relevant_docs"])).startswith("line") for r in rows)
 

@@ -71,14 +71,14 @@ def cmd_synth(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     write_jsonl(args.output, records(candidates, corpus, seed=args.seed))
     flagged = sum(bool(c.flags) for c in candidates)
     err.write(
-        f"ragmetrics: wrote {args.output}: {len(candidates)} candidate(s) from {len(corpus.documents)} documents "
+        f"ragmetrics: wrote {args.output}: {len(candidates)} candidate(s) from {len(corpus.chunks_of())} documents "
         f"({corpus.chunker}, {corpus.language}), {flagged} flagged for review\n"
     )
     rejected = len(getattr(generator, "rejected", ()))  # a model generator's slots no attempt could fill
     why = f"{rejected} slot(s) rejected by the generator" if rejected else "the sources ran out"
     for category, (made, asked) in shortfall(candidates, categories).items():
         err.write(f"ragmetrics: warning: {category}: {made} of the {asked} asked ({why})\n")
-    if corpus.chunker != "none":
+    if corpus.rechunked:
         chunks = args.chunks_out or str(Path(args.output).with_suffix("")) + ".chunks.jsonl"
         write_jsonl(chunks, corpus.chunk_records())
         err.write(f"ragmetrics: wrote {chunks}: the {len(corpus.chunks)} chunks the relevant_docs name\n")

@@ -61,6 +61,13 @@ class Corpus:
     chunker: str
     language: str
 
+    @property
+    def rechunked(self) -> bool:
+        """True when chunk ids are not the corpus's own ids (a chunker cut the documents): a retriever must then
+        index :meth:`chunk_records` for the set's judgments to name what it returns."""
+        own = {d.doc_id for d in self.documents}
+        return any(c.chunk_id not in own for c in self.chunks)
+
     def chunks_of(self) -> dict[str, list[Source]]:
         """Each document's chunks, in order."""
         out: dict[str, list[Source]] = {}
