@@ -211,3 +211,35 @@ def test_cli_synth_from_a_folder_and_from_jsonl(tmp_path):
     err = io.StringIO()
     assert main(["synth", str(jsonl), "-o", str(target), "--categories", "procedural=3"], out, err) == 2
     assert "need a model" in err.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("make", "extra", "message"),
+    [
+        (lambda p: p / "absent.jsonl", [], "no such corpus file or folder"),
+        (lambda p: p, [], "no .md or .txt file in the folder"),
+        (lambda p: _file(p, '{"id": "a", "text": "x"}\n{not json\n'), [], "corpus.jsonl:2: expected valid JSON"),
+        (
+            lambda p: _file(p, '{"id": "a", "body": "x"}\n{"name": "b"}\n'),
+            [],
+            "corpus.jsonl:2: expected a text under one of",
+        ),
+        (lambda p: _file(p, '{"id": "a", "text": "some words"}\n'), ["--chunker", "words:5:9"], "0 <= OVERLAP < SIZE"),
+        (lambda p: _file(p, '{"id": "a", "text": "some words"}\n'), ["--chunker", "pages"], "expected one of none"),
+        (lambda p: _file(p, '{"id": "a", "text": "some words"}\n'), ["--categories", "factual=x"], "a whole number"),
+        (lambda p: _file(p, '{"id": "a", "text": "an ox"}\n'), [], "no candidate could be written"),
+    ],
+)
+def test_cli_synth_bad_inputs_are_one_line(tmp_path, make, extra, message):
+    out, err = io.StringIO(), io.StringIO()
+    corpus = make(tmp_path)
+    code = main(["synth", str(corpus), "-o", str(tmp_path / "out.jsonl"), "--no-retrieval-check", *extra], out, err)
+    assert code == 2
+    assert message in err.getvalue()
+    assert err.getvalue().count("\n") == 1 and "Traceback" not in err.getvalue()
+
+
+def _file(folder: Path, text: str) -> Path:
+    path = folder / "corpus.jsonl"
+    path.write_text(text, encoding="utf-8")
+    return path
