@@ -13,7 +13,7 @@ from ragmetrics.cli.options import whole_number
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.synth.base import DEFAULT_CATEGORIES
 from ragmetrics.synth.corpus import CHUNKERS, Corpus, load_corpus
-from ragmetrics.synth.filters import default_retrievers
+from ragmetrics.synth.filters import SECOND_RETRIEVERS, default_retrievers
 from ragmetrics.synth.generators import GENERATORS, make_generator
 from ragmetrics.synth.output import records, write_jsonl
 from ragmetrics.synth.pipeline import shortfall, synthesize
@@ -45,13 +45,11 @@ def parse_categories(text: str | None, n: int, default: tuple[str, ...]) -> dict
 
 
 def _retrievers(spec: str, corpus: Corpus) -> list[tuple[str, Any]]:
-    if spec == "none":
-        return default_retrievers(corpus, second=False)
-    if spec == "variant":
-        return default_retrievers(corpus)
+    if spec in SECOND_RETRIEVERS:
+        return default_retrievers(corpus, spec)
     from ragmetrics.retrieve import resolve  # noqa: PLC0415 (httpx and friends are loaded on use)
 
-    return [*default_retrievers(corpus, second=False), (spec, resolve(spec))]
+    return [*default_retrievers(corpus, "none"), (spec, resolve(spec))]
 
 
 def cmd_synth(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -114,9 +112,10 @@ def synth_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--language", choices=["auto", "en", "zh"], default="auto", help="the corpus language")
     p.add_argument(
         "--second-retriever",
-        default="variant",
-        help="the retriever that must also miss a query for it to be flagged: variant (BM25 k1=0.9 b=0.4), none, "
-        "or a retriever spec (URL, module:attr) returning the chunk ids",
+        default="plain",
+        help="the retriever that must also miss a query for it to be flagged: "
+        + "; ".join(f"{name}: {what}" for name, what in SECOND_RETRIEVERS.items())
+        + "; or a retriever spec (URL, module:attr) returning the chunk ids (default plain)",
     )
     p.add_argument("--no-retrieval-check", action="store_true", help="skip the retrieval filters")
     p.add_argument("--chunks-out", help="where to write the chunks when chunking (default OUTPUT.chunks.jsonl)")

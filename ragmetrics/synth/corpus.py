@@ -41,7 +41,9 @@ from ragmetrics.synth.base import Source
 
 TEXT_KEYS = ("text", "content", "contents", "body", "passage", "document")
 FOLDER_SUFFIXES = (".md", ".txt")
-_UNIT = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W_]+", re.UNICODE)
+CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+UNIT = re.compile(f"[{CJK}]|[^\\W_{CJK}]+")
+"""A unit of text: one CJK ideograph, or a run of other letters and digits (a word)."""
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
@@ -147,7 +149,7 @@ def word_windows(size: int, overlap: int) -> Callable[[Document, str], list[Sour
         raise RagMetricsError(f"chunker words:{size}:{overlap}: expected SIZE >= 1 and 0 <= OVERLAP < SIZE")
 
     def chunk(doc: Document, language: str) -> list[Source]:
-        units = [m.span() for m in _UNIT.finditer(doc.text)]
+        units = [m.span() for m in UNIT.finditer(doc.text)]
         out: list[Source] = []
         step = size - overlap
         for n, first in enumerate(range(0, max(len(units) - overlap, 1), step)):

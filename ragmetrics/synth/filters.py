@@ -13,8 +13,11 @@
   :data:`MISS_DEPTH` contains every expected keyword;
 * ``not checked by R: <error>``: retriever R failed on the query (the other checks still ran).
 
-:func:`default_retrievers` gives the built-in BM25 over the chunks and, as the second, BM25 with Anserini's
-parameters (k1=0.9, b=0.4): a variant of the first rather than an independent retriever, which the flag names.
+:func:`default_retrievers` gives the built-in BM25 over the chunks and a second one (:data:`SECOND_RETRIEVERS`):
+``plain`` (default), BM25 over other tokens (:class:`PlainBM25`: English words unstemmed and no stopword removed,
+Chinese character bigrams instead of jieba's words), or ``variant``, the built-in BM25 with Anserini's parameters
+(k1=0.9, b=0.4). Both are lexical, like the first: they disagree with it on tokens or weights, not on kind, and the
+flag names the one used.
 """
 
 from __future__ import annotations
@@ -22,11 +25,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import replace
+from itertools import pairwise
 from typing import Any
 
+import numpy as np
+
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.retrieve.adapters import Hit
 from ragmetrics.retrieve.bm25 import BM25
 from ragmetrics.synth.base import Candidate
-from ragmetrics.synth.corpus import Corpus
+from ragmetrics.synth.corpus import CJK, UNIT, Corpus
 from ragmetrics.synth.output import relevant_docs
 
 NEAR_DUPLICATE = 0.8
@@ -35,12 +43,12 @@ ANSWER_SUPPORT = 0.5
 MISS_DEPTH = 10
 SECOND_K1 = 0.9
 SECOND_B = 0.4
-_UNIT = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W_]+", re.UNICODE)
+_IDEOGRAPH = re.compile(f"[{CJK}]")
 
 
 def units(text: str) -> list[str]:
     """Lowercased words and CJK ideographs, in order."""
-    return [u.lower() for u in _UNIT.findall(text)]
+    return [u.lower() for u in UNIT.findall(text)]
 
 
 def jaccard(a: set[str], b: set[str]) -> float:
@@ -91,15 +99,67 @@ def answer_support(answer: str, source: str) -> float:
     return sum(u in present for u in mine) / len(mine) if mine else 0.0
 
 
-def default_retrievers(corpus: Corpus, second: bool = True) -> list[tuple[str, Any]]:
-    """The built-in BM25 over the corpus's chunks, and (``second``) its Anserini-parameter variant."""
+class PlainBM25:
+    """BM25 (bm25s, Lucene, k1=1.2, b=0.75) over the chunks' title and text, tokenized otherwise than the built-in
+    one: English lowercased words with no stemming and no stopword removed; Chinese the bigrams of consecutive CJK
+    ideographs (single ideographs when alone), Latin words as in English."""
+
+    def __init__(self, corpus: Corpus) -> None:
+        import bm25s  # noqa: PLC0415 (the retrieve extra, loaded on use)
+
+        self.language = corpus.language
+        rows = corpus.chunk_records()
+        self.ids = np.array([r["_id"] for r in rows])
+        self.model = bm25s.BM25(k1=1.2, b=0.75, method="lucene")
+        self.model.index([self.tokens(f"{r['title']} {r['text']}") for r in rows], show_progress=False)
+
+    def tokens(self, text: str) -> list[str]:
+        words = UNIT.findall(text.lower())
+        if self.language != "zh":
+            return words
+        out: list[str] = []
+        run: list[str] = []
+        for word in [*words, ""]:
+            if _IDEOGRAPH.fullmatch(word):
+                run.append(word)
+                continue
+            out.extend(run if len(run) == 1 else [a + b for a, b in pairwise(run)])
+            run = []
+            if word:
+                out.append(word)
+        return out
+
+    def search(self, query: str, k: int, timeout: float | None) -> list[Any]:
+        found = [t for t in self.tokens(query) if t in self.model.vocab_dict]
+        if not found:
+            return []
+        scores = np.asarray(self.model.get_scores(found), dtype=np.float64)
+        positive = np.flatnonzero(scores > 0)
+        order = positive[np.lexsort((self.ids[positive], -scores[positive]))][:k]
+        return [Hit(str(self.ids[i]), float(scores[i])) for i in order]
+
+
+SECOND_RETRIEVERS = {
+    "plain": "BM25 over unstemmed words with stopwords kept (Chinese: character bigrams)",
+    "variant": f"the built-in BM25 with k1={SECOND_K1} b={SECOND_B}",
+    "none": "no second retriever (the miss flag says none confirmed it)",
+}
+"""The second retrievers :func:`default_retrievers` makes, by name (the CLI's choices come from here)."""
+
+
+def default_retrievers(corpus: Corpus, second: str = "plain") -> list[tuple[str, Any]]:
+    """The built-in BM25 over the corpus's chunks, and the ``second`` of :data:`SECOND_RETRIEVERS`."""
     import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
 
+    if second not in SECOND_RETRIEVERS:
+        raise RagMetricsError(f"second retriever {second!r}: expected one of {', '.join(SECOND_RETRIEVERS)}")
     frame = pd.DataFrame(corpus.chunk_records()).rename(columns={"_id": "doc_id"})
     found: list[tuple[str, Any]] = [("bm25", BM25.from_documents(frame, language=corpus.language))]
-    if second:
+    if second == "variant":
         variant = BM25.from_documents(frame, language=corpus.language, k1=SECOND_K1, b=SECOND_B)
         found.append((f"bm25 k1={SECOND_K1} b={SECOND_B} (a variant of bm25)", variant))
+    elif second == "plain":
+        found.append(("plain bm25 (no stemming, no stopwords)", PlainBM25(corpus)))
     return found
 
 
