@@ -5,12 +5,14 @@ in red instead of plotting their zeros as if they meant something), and the runs
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pandas as pd
 
 from dashboard.core.results import Alignment
+from ragmetrics.engine.health import no_overlap_fix
 
-__all__ = ["HEALTH_COLUMNS", "health_frame", "no_overlap_messages", "refusal"]
+__all__ = ["HEALTH_COLUMNS", "Refusal", "health_frame", "no_overlap_messages", "refusal"]
 
 HEALTH_COLUMNS = [
     "run",
@@ -53,10 +55,33 @@ def no_overlap_messages(alignments: Sequence[Alignment]) -> dict[str, str]:
     return {a.name: a.explain_no_overlap("dashboard") for a in alignments if a.health.no_overlap}
 
 
-def refusal(alignment: Alignment) -> str | None:
-    """Why the upload refuses a run, or None: none of its queries is a query of the dataset (the library's
-    :attr:`Health.no_overlap` with ``run_queries_known`` 0), so it was made for another dataset."""
+@dataclass(frozen=True)
+class Refusal:
+    """Why the upload refuses a run: the library's explanation (:meth:`ragmetrics.Alignment.explain_no_overlap`),
+    the chunk pattern that would make it meet the qrels when one does, and whether the user may store it anyway
+    (its queries are the dataset's: its numbers are trec_eval's, though they mean nothing)."""
+
+    reason: str
+    chunk_pattern: str | None
+    insistable: bool
+
+
+def refusal(alignment: Alignment) -> Refusal | None:
+    """Why the upload refuses a run, or None: its ids do not meet the qrels (:attr:`Health.no_overlap`), so
+    every number it gives is a zero that means nothing; when none of its queries is a query of the dataset, it
+    was made for another dataset and cannot be stored here at all."""
     health = alignment.health
-    if not (health.no_overlap and health.run_queries_known == 0.0):
+    if not health.no_overlap:
         return None
-    return f"{alignment.explain_no_overlap('dashboard')} Not stored; upload it under the dataset it was made for."
+    if health.run_queries_known == 0.0:
+        return Refusal(
+            f"{alignment.explain_no_overlap('dashboard')} Not stored; upload it under the dataset it was made for.",
+            None,
+            insistable=False,
+        )
+    fix = no_overlap_fix(alignment, "dashboard")
+    return Refusal(
+        f"{alignment.explain_no_overlap('dashboard')} Not stored.",
+        fix.chunk_pattern if fix is not None else None,
+        insistable=True,
+    )

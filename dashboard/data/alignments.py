@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from threading import Lock
 
-from dashboard.core.health import refusal
+from dashboard.core.health import Refusal, refusal
 from dashboard.data.bounded import ByteLRU, no_user
 from dashboard.data.sizes import nbytes
 from dashboard.data.workspace import DatasetEntry, RunEntry, Workspace
@@ -26,7 +26,12 @@ Key = tuple[str, str, str]
 
 
 class RunRefused(RagMetricsError):
-    """A run that is not stored, and why (:func:`dashboard.core.health.refusal`)."""
+    """A run that is not stored, and why (:func:`dashboard.core.health.refusal`): the reason is the message, with
+    the chunk pattern that would fix it and whether the user may store it anyway."""
+
+    def __init__(self, refused: Refusal) -> None:
+        super().__init__(refused.reason)
+        self.refusal = refused
 
 
 def alignment_bytes(alignment: Alignment) -> int:
@@ -80,11 +85,13 @@ class Alignments:
         *,
         source: str = "",
         tags: Mapping[str, str] | None = None,
+        insist: bool = False,
     ) -> RunEntry:
         """Store ``run`` under ``dataset`` (with its metadata ``tags``) and keep its alignment: the run is aligned
         while its rows are written, so the page that shows it next finds the alignment made. A run none of whose
-        queries is a dataset query is refused before anything is written (:class:`RunRefused`, the library's
-        reason); another error in aligning is not raised here: the page meets it."""
+        ids do not meet the qrels is refused before anything is written (:class:`RunRefused`, the library's
+        reason), unless ``insist`` and its queries are the dataset's; another error in aligning is not raised here:
+        the page meets it."""
         made: dict[str, Alignment] = {}
 
         def admit(stored: Run) -> None:
@@ -93,9 +100,9 @@ class Alignments:
             except Exception:
                 return  # left for the page that shows the run
             made[stored.name] = alignment
-            reason = refusal(alignment)
-            if reason is not None:
-                raise RunRefused(reason)
+            refused = refusal(alignment)
+            if refused is not None and not (insist and refused.insistable):
+                raise RunRefused(refused)
 
         entry = workspace.add_run(dataset.id, run, source=source, admit=admit, tags=tags)
         alignment = made.get(entry.name)

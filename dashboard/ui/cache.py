@@ -225,11 +225,18 @@ def select(dataset: DatasetEntry, runs: Sequence[RunEntry]) -> Selection:
 
 
 def add_run(
-    workspace: Workspace, dataset: DatasetEntry, run: Run, *, source: str = "", tags: dict[str, str] | None = None
+    workspace: Workspace,
+    dataset: DatasetEntry,
+    run: Run,
+    *,
+    source: str = "",
+    tags: dict[str, str] | None = None,
+    insist: bool = False,
 ) -> RunEntry:
     """Store ``run`` under ``dataset`` (with its metadata ``tags``); it is aligned while its rows are written, and
-    the alignment kept."""
-    return _alignments().add_run(workspace, dataset, run, source=source, tags=tags)
+    the alignment kept. A run whose ids do not meet the qrels is refused unless ``insist``
+    (:class:`dashboard.data.alignments.RunRefused`)."""
+    return _alignments().add_run(workspace, dataset, run, source=source, tags=tags, insist=insist)
 
 
 def prefetch_curves(alignments: Sequence[Alignment]) -> None:

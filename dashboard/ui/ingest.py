@@ -28,6 +28,7 @@ from streamlit.runtime.uploaded_file_manager import UploadedFile, UploadedFileRe
 
 from dashboard.core.share import ViewState
 from dashboard.core.text import md_escape
+from dashboard.data.alignments import RunRefused
 from dashboard.data.workspace import Workspace
 from dashboard.ui import cache, memory, state
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
@@ -74,6 +75,8 @@ class Outcome:
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
     fresh: bool = False  # ingested in this script run (not remembered from an earlier one)
+    refused: RunRefused | None = None  # a run not stored because its ids do not meet the qrels
+    file_id: str = ""
 
 
 def is_new(outcome: Outcome | None) -> bool:
@@ -196,8 +199,10 @@ def ingest_runs(
     outcomes = []
     pattern = (chunk_pattern or "").strip()
     mapping_id = getattr(chunk_mapping, "file_id", "") if chunk_mapping is not None else ""
+    insisted = set(state.recall(INSISTED) or ())
     for f in files:
-        key = f"run:{dataset_id}:{f.file_id}:{pattern}:{mapping_id}"
+        insist = f.file_id in insisted
+        key = f"run:{dataset_id}:{f.file_id}:{pattern}:{mapping_id}:{insist}"
         known = state.upload_outcome(key)
         if known is not None:
             outcomes.append(known)
@@ -223,7 +228,7 @@ def ingest_runs(
                 entry = (
                     workspace.add_run(dataset_id, run, source=f.name, tags=tags)  # raises: the dataset is gone
                     if dataset is None
-                    else cache.add_run(workspace, dataset, run, source=f.name, tags=tags)
+                    else cache.add_run(workspace, dataset, run, source=f.name, tags=tags, insist=insist)
                 )
             mapped = " and ".join(
                 ([f"pattern {pattern}"] if pattern else []) + ([f"mapping {chunk_mapping.name}"] if mapping_id else [])
@@ -238,6 +243,8 @@ def ingest_runs(
                 [str(w.message) for w in caught],
                 time.perf_counter() - start,
             )
+        except RunRefused as err:
+            outcome = Outcome(f.name, False, _error_text(f.name, err), refused=err, file_id=f.file_id)
         except Exception as err:
             outcome = Outcome(f.name, False, _error_text(f.name, err))
         state.remember_upload(key, outcome)
@@ -331,6 +338,24 @@ def on_dataset_upload() -> None:
     _start_page_on(lambda view: view_with_dataset(view, outcome))
 
 
+INSISTED = "upload.runs.insisted"
+"""The files (by uploader file id) whose refused runs the user chose to store anyway."""
+
+
+def apply_chunk_pattern(dataset_id: str, pattern: str) -> None:
+    """``on_click`` of a refused run's fix: the chunk pattern field takes the pattern the library tried, and the
+    runs are read again with it (the page then selects those stored)."""
+    st.session_state[CHUNK_PATTERN_KEY] = pattern
+    on_runs_upload(dataset_id)
+
+
+def store_anyway(dataset_id: str, file_id: str) -> None:
+    """``on_click`` of a refused run's override: store it though its ids do not meet the qrels (its numbers are
+    trec_eval's zeros; the result pages mark it)."""
+    state.remember(INSISTED, [*(state.recall(INSISTED) or ()), file_id])
+    on_runs_upload(dataset_id)
+
+
 RUNS_DATASET = "upload.runs.dataset"
 """Where the files in the runs uploader were dropped: the dataset they are stored under (:func:`runs_dataset`)."""
 
@@ -376,8 +401,9 @@ def show_upload_budget() -> None:
     )
 
 
-def show_outcomes(outcomes: Sequence[Outcome | None]) -> None:
-    """One line per file: st.success / st.error with the loader's message, and warnings."""
+def show_outcomes(outcomes: Sequence[Outcome | None], dataset_id: str | None = None) -> None:
+    """One line per file: st.success / st.error with the loader's message, and warnings; under a refused run
+    (of ``dataset_id``), the fix the library tried, applied in place, and the override."""
     for outcome in outcomes:
         if outcome is None:
             continue
@@ -389,6 +415,28 @@ def show_outcomes(outcomes: Sequence[Outcome | None]) -> None:
             )
         else:
             st.error(md_escape(outcome.message), icon=":material/error:")
+            refused = outcome.refused.refusal if outcome.refused is not None else None
+            if refused is not None and dataset_id is not None:
+                with st.container(horizontal=True):
+                    if refused.chunk_pattern is not None:
+                        st.button(
+                            f"Apply the chunk pattern {refused.chunk_pattern} and load it again"
+                            if refused.chunk_pattern
+                            else "Clear the chunk pattern and load it again",
+                            key=f"upload.fix.{outcome.file_id}",
+                            type="primary",
+                            icon=":material/build:",
+                            on_click=apply_chunk_pattern,
+                            args=(dataset_id, refused.chunk_pattern),
+                        )
+                    if refused.insistable:
+                        st.button(
+                            "Store it anyway (every metric 0)",
+                            key=f"upload.insist.{outcome.file_id}",
+                            icon=":material/warning:",
+                            on_click=store_anyway,
+                            args=(dataset_id, outcome.file_id),
+                        )
         for warning in outcome.warnings:
             st.warning(md_escape(f"{outcome.filename}: {warning}"))
 

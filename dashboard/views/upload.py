@@ -124,7 +124,8 @@ else:
             chunk_pattern=pattern,
             chunk_mapping=mapping,
             **ingest.metadata_options(),
-        )
+        ),
+        dropped_on,
     )
 
     st.subheader("3 · Validation report")

@@ -137,11 +137,13 @@ def health(alignment: Alignment) -> Health:
 
 @dataclass(frozen=True)
 class Fix:
-    """A change tried on the data: what it is (for people and as the CLI option), and the overlap it gives."""
+    """A change tried on the data: what it is (for people and as the CLI option), the overlap it gives, and the
+    chunk pattern it tried when it is one (so a caller can apply it; ``""``: the run read with no chunk pattern)."""
 
     cause: str
     advice: str
     overlap: float
+    chunk_pattern: str | None = None
 
 
 def _judged_pairs(alignment: Alignment) -> tuple[dict[str, set[str]], set[str]]:
@@ -191,6 +193,7 @@ def _chunk_fixes(run: dict[str, list[str]], judged: dict[str, set[str]], words: 
                 "the run names chunks and the qrels judge the documents they come from",
                 words["chunk_pattern"].format(pattern=pattern),
                 share,
+                chunk_pattern=pattern,
             )
             return
 
@@ -263,23 +266,17 @@ def _common_suffix(values: Iterable[str]) -> str:
     return _common_prefix(v[::-1] for v in values)[::-1]
 
 
-def explain_no_overlap(alignment: Alignment, audience: str = "cli") -> str:
-    """One message: what does not meet, the likely cause, and the fix tried with the overlap it would give, in
-    the words of ``audience`` (a key of :data:`ADVICE`: the command line's options, or the dashboard's fields)."""
-    words = ADVICE[audience]
-    override = f" {words['override']}" if words["override"] else ""
-    state = alignment.health
-    name = alignment.run.name
+def no_overlap_fix(alignment: Alignment, audience: str = "cli") -> Fix | None:
+    """The change tried on the data that makes most of the run's queries meet the qrels (in the words of
+    ``audience``), or None when none does (or when the run's queries are not the dataset's)."""
+    if alignment.health.run_queries_known == 0.0:
+        return None
+    return _best_fix(alignment, ADVICE[audience])
+
+
+def _best_fix(alignment: Alignment, words: dict[str, str]) -> Fix | None:
     judged, judged_docs = _judged_pairs(alignment)
     table = alignment.run.table
-    run_queries = table.column("query_id").unique().to_pylist()[:3]
-    dataset_queries = alignment.dataset.queries_table.column("query_id").to_pylist()[:3]
-    if state.run_queries_known == 0.0:
-        return (
-            f"run {name!r}: none of its queries is a query of dataset {alignment.dataset.name!r} (run: "
-            f"{', '.join(run_queries)}; dataset: {', '.join(dataset_queries)}); it was likely made for another "
-            f"dataset: give that dataset, or a queries file whose texts the run's queries match.{override}"
-        )
     fixes: list[Fix] = []
     if "source_doc" in table.column_names and alignment.conventions.level != "chunk":
         share = _overlap(_run_pairs(alignment, "doc_id"), judged, lambda d: d)
@@ -289,6 +286,7 @@ def explain_no_overlap(alignment: Alignment, audience: str = "cli") -> str:
                     "the qrels judge chunks, but the run was mapped to documents (a chunk pattern or mapping)",
                     words["chunk_ids"],
                     share,
+                    chunk_pattern="",
                 )
             )
     documents = _run_pairs(alignment, "documents")
@@ -296,14 +294,35 @@ def explain_no_overlap(alignment: Alignment, audience: str = "cli") -> str:
         fixes += list(_chunk_fixes(documents, judged, words))
     if not fixes:
         fixes += list(_affix_fixes(documents, judged, judged_docs))
+    return max(fixes, key=lambda f: f.overlap) if fixes else None
+
+
+def explain_no_overlap(alignment: Alignment, audience: str = "cli") -> str:
+    """One message: what does not meet, the likely cause, and the fix tried with the overlap it would give, in
+    the words of ``audience`` (a key of :data:`ADVICE`: the command line's options, or the dashboard's fields)."""
+    words = ADVICE[audience]
+    override = f" {words['override']}" if words["override"] else ""
+    state = alignment.health
+    name = alignment.run.name
+    _, judged_docs = _judged_pairs(alignment)
+    table = alignment.run.table
+    run_queries = table.column("query_id").unique().to_pylist()[:3]
+    dataset_queries = alignment.dataset.queries_table.column("query_id").to_pylist()[:3]
+    if state.run_queries_known == 0.0:
+        return (
+            f"run {name!r}: none of its queries is a query of dataset {alignment.dataset.name!r} (run: "
+            f"{', '.join(run_queries)}; dataset: {', '.join(dataset_queries)}); it was likely made for another "
+            f"dataset: give that dataset, or a queries file whose texts the run's queries match.{override}"
+        )
+    best = _best_fix(alignment, words)
+    documents = _run_pairs(alignment, "documents")
     run_docs = list(dict.fromkeys(d for docs in documents.values() for d in docs[:1]))[:3]
     head = (
         f"run {name!r}: its document ids do not meet the qrels of dataset {alignment.dataset.name!r} "
         f"({state.queries_meeting} of {state.queries_ranked} ranked queries have a judged document; run ids such as "
         f"{', '.join(run_docs)}, qrels ids such as {', '.join(sorted(judged_docs)[:3])})"
     )
-    if fixes:
-        best = max(fixes, key=lambda f: f.overlap)
+    if best is not None:
         return (
             f"{head}: {best.cause}; {best.advice} (tried: {best.overlap:.0%} of the queries then meet the qrels)."
             + override
