@@ -407,6 +407,12 @@ def no_overlap(selection: Selection) -> dict[str, str]:
     return health.no_overlap_messages(selection.alignments)
 
 
+def meaningless_runs(selection: Selection) -> set[str]:
+    """The ids of the selected runs whose ids do not meet the qrels (stored because the user insisted): never a
+    default baseline."""
+    return {rid for rid, a in zip(selection.run_ids, selection.alignments) if a.health.no_overlap}
+
+
 @memo
 def judge_queue(selection: Selection, depth: int, metric: MetricSpec, baseline: str | None) -> pd.DataFrame:
     """:func:`dashboard.core.judge.queue_frame` of the selected runs (``baseline``: a run name), cached per

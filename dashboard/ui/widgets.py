@@ -7,7 +7,7 @@ was just switched to).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
@@ -264,13 +264,20 @@ def query_picker(
 
 
 def baseline_picker(
-    options: Mapping[str, str], value: str | None, *, force: bool, key: str = "compare.baseline"
+    options: Mapping[str, str],
+    value: str | None,
+    *,
+    force: bool,
+    key: str = "compare.baseline",
+    avoid: Collection[str] = (),
 ) -> str | None:
-    """The baseline run id (``ViewState.baseline``); ``options`` maps id -> name."""
+    """The baseline run id (``ViewState.baseline``); ``options`` maps id -> name. With no baseline named, the first
+    run not in ``avoid`` (runs whose numbers mean nothing) is the default."""
     ids = list(options)
     if not ids:
         return None
-    state.seed(key, value if value in options else ids[0], force=force or state.widget_value(key) not in options)
+    default = next((i for i in ids if i not in avoid), ids[0])
+    state.seed(key, value if value in options else default, force=force or state.widget_value(key) not in options)
     return st.selectbox(
         "Baseline",
         ids,

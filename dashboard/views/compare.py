@@ -37,7 +37,10 @@ if page.dataset is not None and len(page.alignments) >= 2:
 
     c1, c2, c3, c4, c5 = st.columns([3, 3, 3, 2, 2])
     with c1:
-        base_id = widgets.baseline_picker(names, view.baseline, force=page.fresh) or selection.run_ids[0]
+        base_id = (
+            widgets.baseline_picker(names, view.baseline, force=page.fresh, avoid=cache.meaningless_runs(selection))
+            or selection.run_ids[0]
+        )
     base = by_id[base_id]
     others = {rid: name for rid, name in names.items() if rid != base_id}
     with c2:

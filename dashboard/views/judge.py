@@ -45,7 +45,9 @@ if page.alignments and page.dataset is not None:
             force=page.fresh,
         )
     with middle:
-        baseline = widgets.baseline_picker(names, view.baseline, force=page.fresh, key="judge.baseline")
+        baseline = widgets.baseline_picker(
+            names, view.baseline, force=page.fresh, key="judge.baseline", avoid=cache.meaningless_runs(selection)
+        )
     view = view.with_(baseline=baseline, depth=depth)
     baseline_name = names.get(baseline or "", selection.names[0])
 

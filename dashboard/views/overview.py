@@ -26,7 +26,9 @@ if page.alignments and page.dataset is not None:
     if len(alignments) >= 2:
         left, _ = st.columns([1, 2])
         with left:
-            base_id = widgets.baseline_picker(names, view.baseline, force=page.fresh, key="overview.baseline")
+            base_id = widgets.baseline_picker(
+                names, view.baseline, force=page.fresh, key="overview.baseline", avoid=cache.meaningless_runs(selection)
+            )
         view = view.with_(baseline=base_id)
         specs = cmp.computable_specs(alignments, cmp.compare_specs(view.metric, k, view.metrics))[0]
         specs = specs or cmp.compare_specs(view.metric, k)
