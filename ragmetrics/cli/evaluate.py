@@ -9,8 +9,14 @@ from typing import TYPE_CHECKING, TextIO
 from ragmetrics.analysis.evaluate import DEFAULT_METRICS
 from ragmetrics.cli.evaluating import evaluate_runs, report_coverage
 from ragmetrics.cli.inputs import blank_file, output_path, per_query_paths, read_inputs, replacing
-from ragmetrics.cli.options import add_bounds_option, add_data_options, add_engine_options, add_eval_options
-from ragmetrics.cli.output import emit
+from ragmetrics.cli.options import (
+    add_bounds_option,
+    add_data_options,
+    add_engine_options,
+    add_eval_options,
+    add_merged_options,
+)
+from ragmetrics.cli.output import Merged, emit
 from ragmetrics.engine import Conventions
 from ragmetrics.engine.conventions import CHOICES
 from ragmetrics.engine.metrics import known_metric_names
@@ -55,6 +61,8 @@ def eval_partitioned(args: argparse.Namespace, metrics: Sequence[str]) -> Partit
         per_query_out=per_query_paths(args.per_query_out, names),
         corpus_size=args.corpus_size,
         chunk_pattern=args.chunk_pattern,
+        resamples=args.resamples if args.ci else 0,
+        seed=args.seed,
     )
     if not args.allow_no_overlap:
         for name, run in result.runs.items():
@@ -68,6 +76,12 @@ def eval_partitioned(args: argparse.Namespace, metrics: Sequence[str]) -> Partit
     return result
 
 
+def merged_options(args: argparse.Namespace) -> Merged | None:
+    if not (args.ci or args.fingerprint):
+        return None
+    return Merged(args.resamples if args.ci else 0, args.seed, args.fingerprint)
+
+
 def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     metrics = args.metric or list(DEFAULT_METRICS)
     if args.per_query and args.per_query_out:
@@ -79,7 +93,7 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
     if args.engine != "inprocess":
         partitioned = eval_partitioned(args, metrics)
-        emit(partitioned, args.format, args.per_query, out)
+        emit(partitioned, args.format, args.per_query, out, merged=merged_options(args))
         report_coverage(partitioned, err)
         for written in partitioned.runs.values():
             if written.per_query_file:
@@ -91,7 +105,7 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         for path in per_query_paths(args.per_query_out, [r.name for r in runs])
     ]
     result = evaluate_runs(args, dataset, runs, metrics)
-    emit(result, args.format, args.per_query, out, bounds=args.bounds)
+    emit(result, args.format, args.per_query, out, bounds=args.bounds, merged=merged_options(args))
     report_coverage(result, err)
     for run, path in zip(result.runs.values(), paths):
         if path is not None:
@@ -127,4 +141,5 @@ def eval_parser(p: argparse.ArgumentParser) -> None:
         help="table: trec_eval's layout (default); json; csv (formula-neutral); markdown",
     )
     add_engine_options(p)
+    add_merged_options(p)
     p.set_defaults(handler=cmd_eval)

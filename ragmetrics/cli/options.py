@@ -172,6 +172,35 @@ def add_engine_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+CI_RESAMPLES = 1_000
+"""``eval --ci``'s resamples when not given."""
+
+
+def add_merged_options(p: argparse.ArgumentParser) -> None:
+    """``eval``'s statistics that merge (:mod:`ragmetrics.analysis.merged`): equal for every engine and bucket
+    count."""
+    p.add_argument(
+        "--ci",
+        action="store_true",
+        help="also print each mean's 95%% bootstrap interval, resampled by a hash of the query id (Poisson "
+        "bootstrap): every engine's buckets emit sums that add up, so the interval is the same, bit for bit, for "
+        "every engine and --buckets",
+    )
+    p.add_argument(
+        "--resamples",
+        type=whole_number(1),
+        default=CI_RESAMPLES,
+        help=f"resamples of --ci (default {CI_RESAMPLES})",
+    )
+    p.add_argument("--seed", type=whole_number(0), default=0, help="seed of --ci's resampling (default 0)")
+    p.add_argument(
+        "--fingerprint",
+        action="store_true",
+        help="also print each metric's fingerprint: a hash of every query's id and exact value, independent of "
+        "order, equal for every engine and --buckets; one changed value changes it",
+    )
+
+
 def add_store_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--store",

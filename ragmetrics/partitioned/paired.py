@@ -1,0 +1,105 @@
+"""Paired statistics of two runs through a partitioned engine, folded bucket by bucket: the merged sums
+(:mod:`ragmetrics.analysis.merged`) of each query's difference, so the paired t test, the sign-flip randomization
+test and the bootstrap interval of the delta need no run's per-query values in one place.
+
+Both runs are bucketed by the same function of the query id into the same number of buckets, so bucket ``k`` of one
+run and bucket ``k`` of the other hold the same queries: their bucket tables are taken in step (an engine yields its
+buckets in bucket order; Spark yields every bucket in one table), joined by query id, and reduced to the sums of the
+differences (run minus baseline, over the queries where both have a value) before the next bucket is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ragmetrics.analysis.merged import Sums, merge_all, sums_of
+from ragmetrics.engine import Conventions
+from ragmetrics.foundation.ids import to_numpy
+from ragmetrics.partitioned.buckets import EVALUATED, Plan
+from ragmetrics.partitioned.engine import Options, engine_class
+from ragmetrics.partitioned.files import canonical_metrics, run_name
+
+
+@dataclass(frozen=True)
+class PairedStatistics:
+    """One metric's paired comparison from merged sums: ``n`` queries with both values, the mean ``delta`` (run
+    minus baseline, fixed point: within 2^-32 of the float mean), its Poisson-bootstrap interval, and the two-sided
+    p-values of the paired t test and of the sign-flip randomization test."""
+
+    metric: str
+    n: int
+    delta: float
+    ci_low: float
+    ci_high: float
+    p_t: float
+    p_randomization: float
+
+
+def statistics_of(sums: Sums, metrics: Sequence[str], confidence: float = 0.95) -> list[PairedStatistics]:
+    """The :class:`PairedStatistics` of sums of differences, one per metric."""
+    out = []
+    for i, metric in enumerate(metrics):
+        low, high = sums.interval(i, confidence)
+        out.append(PairedStatistics(metric, sums.count(i), sums.mean(i), low, high, sums.t_p(i), sums.sign_flip_p(i)))
+    return out
+
+
+def difference_sums(
+    run: pa.Table, baseline: pa.Table, metrics: Sequence[str], resamples: int, seed: int
+) -> Sums:
+    """The sums of ``run - baseline`` over the evaluated queries of two bucket tables of the same queries."""
+    columns = ["query_id", *metrics]
+    left = run.filter(pc.equal(run.column("kind"), EVALUATED)).select(columns)
+    right = baseline.filter(pc.equal(baseline.column("kind"), EVALUATED)).select(columns)
+    right = right.rename_columns(["query_id", *(f"baseline:{m}" for m in metrics)])
+    joined = left.join(right, keys="query_id", join_type="inner")
+    differences = [
+        to_numpy(joined.column(m)).astype(np.float64) - to_numpy(joined.column(f"baseline:{m}")).astype(np.float64)
+        for m in metrics
+    ]
+    return sums_of(joined.column("query_id"), differences, resamples, seed)
+
+
+def compare_files(
+    dataset: str,
+    baseline: str,
+    run: str,
+    metrics: Sequence[str],
+    *,
+    engine: str = "duckdb",
+    conventions: Conventions | None = None,
+    buckets: int | None = None,
+    resamples: int = 10_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    memory_limit: str | None = None,
+    work_dir: str | None = None,
+    spark_master: str | None = None,
+    **changes: Any,
+) -> list[PairedStatistics]:
+    """``run`` against ``baseline`` (files) on ``dataset`` through ``engine``, one :class:`PairedStatistics` per
+    metric, equal bit for bit for any engine and bucket count (the resampling is a function of the query id)."""
+    conventions = (conventions or Conventions()).replace(**changes) if changes else conventions or Conventions()
+    names = canonical_metrics(list(metrics), conventions)
+    options = Options(buckets=buckets, memory_limit=memory_limit, work_dir=work_dir, spark_master=spark_master)
+    with engine_class(engine)(options) as executor:
+        qrels = executor.describe(dataset, "dataset")
+        sides = [executor.describe(path, "run") for path in (run, baseline)]
+        count = buckets or max(executor.buckets_for(qrels, side) for side in sides)
+        plans = [
+            Plan(run_name(side.path), side.side, qrels.side, names, conventions, resamples=0) for side in sides
+        ]
+        pairs = zip(*(executor.bucket_tables(plan, qrels, side, count) for plan, side in zip(plans, sides)))
+        total = merge_all(
+            (difference_sums(mine, theirs, names, resamples, seed) for mine, theirs in pairs),
+            len(names),
+            resamples,
+            seed,
+        )
+    return statistics_of(total, names, confidence)
