@@ -134,10 +134,10 @@ def _words(bases: np.ndarray, first: int, rows: int) -> np.ndarray:
 @cache
 def poisson_thresholds() -> np.ndarray:
     """``floor(F(k) * 2^64)`` for k = 0, 1, ... while the step is at least 1, F the Poisson(1) CDF, exact."""
-    inverse_e = sum(Fraction((-1) ** i, math.factorial(i)) for i in range(64))  # e^-1 within 1/64!
+    inverse_e = sum((Fraction((-1) ** i, math.factorial(i)) for i in range(64)), Fraction(0))  # e^-1 within 1/64!
     cdf, out = Fraction(0), []
     for k in range(40):
-        step = inverse_e / math.factorial(k)
+        step = inverse_e / Fraction(math.factorial(k))
         if step * 2**64 < 1:
             break
         cdf += step
@@ -352,7 +352,11 @@ def _resample_sums(
             for i in range(m):
                 has, low, high = 3 * i, 3 * i + 1, 3 * i + 2
                 for part_index, column in enumerate(
-                    (exact_w[:, has], exact_w[:, high] * 65536 + exact_w[:, low], exact_s[:, high] * 65536 + exact_s[:, low])
+                    (
+                        exact_w[:, has],
+                        exact_w[:, high] * 65536 + exact_w[:, low],
+                        exact_s[:, high] * 65536 + exact_s[:, low],
+                    )
                 ):
                     start = base + part_index * resamples + first
                     table[i, start : start + count] = column

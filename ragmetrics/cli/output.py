@@ -129,7 +129,8 @@ def emit(
     elif fmt == "csv":
         from ragmetrics.io.export import to_safe_csv  # noqa: PLC0415 (pandas is loaded on use: a table printed needs none)
 
-        out.write(str(to_safe_csv(wide_frame(result, per_query, bool(bounds), depth, merged), encoding=None)))  # float64-exact
+        frame = wide_frame(result, per_query, bool(bounds), depth, merged)
+        out.write(str(to_safe_csv(frame, encoding=None)))  # float64-exact
     elif fmt == "markdown":
         from ragmetrics.io.export import markdown_table  # noqa: PLC0415 (pandas is loaded on use: a table printed needs none)
 

@@ -317,7 +317,9 @@ def _unknown_rows(plan: Plan, unknown: np.ndarray, run: Run, run_positions: np.n
 
 def _totals_row(plan: Plan, totals: dict[str, int | bytes]) -> pa.Table:
     columns: dict[str, pa.Array | np.ndarray] = {"kind": np.array([TOTALS], np.int8)}
-    columns.update({k: pa.array([v], pa.binary()) if isinstance(v, bytes) else np.array([v], np.int64) for k, v in totals.items()})
+    columns.update(
+        {k: pa.array([v], pa.binary()) if isinstance(v, bytes) else np.array([v], np.int64) for k, v in totals.items()}
+    )
     return _table(plan, columns, 1)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from ragmetrics.analysis.evaluate import DEFAULT_METRICS
@@ -96,9 +97,8 @@ def evaluate_files(
             count = sum(1 for n in results if n == name or n.startswith(f"{name}-"))
             if count:
                 name = f"{name}-{count + 1}"
-            plan = Plan(
-                name, run.side, qrels.side, names, conventions, corpus_size, chunk_pattern, max_id_bytes, resamples, seed
-            )
+            plan = Plan(name, run.side, qrels.side, names, conventions, corpus_size, chunk_pattern, max_id_bytes)
+            plan = replace(plan, resamples=resamples, seed=seed)
             used = buckets or executor.buckets_for(qrels, run)
             tables = executor.tables(plan, qrels, run, used, out)
             results[name] = combine(name, names, conventions, tables, keep_ids=out is None, per_query_file=out)

@@ -50,9 +50,7 @@ def statistics_of(sums: Sums, metrics: Sequence[str], confidence: float = 0.95) 
     return out
 
 
-def difference_sums(
-    run: pa.Table, baseline: pa.Table, metrics: Sequence[str], resamples: int, seed: int
-) -> Sums:
+def difference_sums(run: pa.Table, baseline: pa.Table, metrics: Sequence[str], resamples: int, seed: int) -> Sums:
     """The sums of ``run - baseline`` over the evaluated queries of two bucket tables of the same queries."""
     columns = ["query_id", *metrics]
     left = run.filter(pc.equal(run.column("kind"), EVALUATED)).select(columns)
@@ -92,9 +90,7 @@ def compare_files(
         qrels = executor.describe(dataset, "dataset")
         sides = [executor.describe(path, "run") for path in (run, baseline)]
         count = buckets or max(executor.buckets_for(qrels, side) for side in sides)
-        plans = [
-            Plan(run_name(side.path), side.side, qrels.side, names, conventions, resamples=0) for side in sides
-        ]
+        plans = [Plan(run_name(side.path), side.side, qrels.side, names, conventions, resamples=0) for side in sides]
         pairs = zip(*(executor.bucket_tables(plan, qrels, side, count) for plan, side in zip(plans, sides)))
         total = merge_all(
             (difference_sums(mine, theirs, names, resamples, seed) for mine, theirs in pairs),
