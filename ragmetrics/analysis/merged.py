@@ -244,6 +244,8 @@ class Sums:
             return mean, mean
         weights, weighted = self._resampled(metric, 0), self._resampled(metric, 1)
         drawn = weights > 0
+        if not drawn.any():
+            return mean, mean
         means = weighted[drawn].astype(np.float64) / weights[drawn].astype(np.float64) / float(1 << SCALE_BITS)
         alpha = (1 - confidence) / 2
         low, high = np.quantile(means, [alpha, 1 - alpha])
