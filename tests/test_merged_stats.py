@@ -263,7 +263,7 @@ def _cli(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def test_cli_prints_the_same_intervals_and_fingerprints_on_every_engine_and_bucket_count(hard):
+def test_cli_prints_the_same_intervals_and_fingerprints_on_every_engine_and_bucket_count(hard, tmp_path):
     qrels, run = hard
     common = ["eval", "--dataset", str(qrels), "--run", str(run), "--ci", "--resamples", "300", "--fingerprint"]
     common += ["-m", "ndcg@10", "-m", "map", "-m", "bpref"]
@@ -272,6 +272,9 @@ def test_cli_prints_the_same_intervals_and_fingerprints_on_every_engine_and_buck
     assert "ndcg@10:ci_low" in printed[1] and "map:fingerprint" in printed[1]
     for buckets in BUCKETS:
         assert _cli(*common, "--engine", "duckdb", "--buckets", str(buckets))[1] == printed[1]
+    # the per-query values written where the engine runs, not collected: the buckets' sums still give them
+    written = _cli(*common, "--engine", "duckdb", "--buckets", "3", "--per-query-out", str(tmp_path / "v.parquet"))
+    assert written[1] == printed[1]
     data = json.loads(_cli(*common, "--engine", "duckdb", "--buckets", "7", "--format", "json")[1])
     entry = data["runs"]["run"]
     assert json.loads(_cli(*common, "--format", "json")[1]) == data
