@@ -226,8 +226,10 @@ def test_paired_statistics_are_equal_for_every_bucket_count(engine):
     dense, bm25 = result.runs.values()
     assert list(dense.query_ids) == list(bm25.query_ids)
     differences = [dense.arrays[m] - bm25.arrays[m] for m in dense.metrics]
-    expected = statistics_of(sums_of(dense.query_ids, differences, RESAMPLES), dense.metrics)
+    sides = [run.arrays[m] for run in (dense, bm25) for m in dense.metrics]
+    expected = statistics_of(sums_of(dense.query_ids, differences, RESAMPLES), sums_of(dense.query_ids, sides), SOME)
     assert repr(expected) == repr(found[0])
+    assert found[0][0].run_mean == pytest.approx(dense.means["ndcg@10"], abs=1e-9)
     ndcg = found[0][0]
     assert ndcg.p_t == pytest.approx(paired_p_value(dense.arrays["ndcg@10"], bm25.arrays["ndcg@10"]), rel=1e-6)
 
@@ -312,3 +314,39 @@ def test_spark_gives_the_same_sums_and_fingerprints(spark, hard):
     from_frames = rms.evaluate(qrels_df, run_df, METRICS, buckets=2, resamples=RESAMPLES)
     assert from_frames.sums is not None
     _same(from_frames.sums, sums)
+
+
+def test_cli_compare_on_a_partitioned_engine_is_the_same_for_every_bucket_count():
+    common = ["compare", "--dataset", str(QRELS), "--baseline", str(BM25), "--run", str(DENSE), "-m", "ndcg@10"]
+    common += ["-m", "recall@100", "--test", "randomization", "--resamples", "2000", "--engine", "duckdb"]
+    printed = [_cli(*common, "--buckets", str(b)) for b in (1, 7)]
+    assert printed[0][0] == 0 and printed[0][1] == printed[1][1]
+    assert "merged over the buckets" in printed[0][1]
+    rows = json.loads(_cli(*common, "--buckets", "2", "--format", "json")[1])["comparisons"]
+    collected = json.loads(_cli(*common[:-2], "--format", "json")[1])  # in process: the classic resampling
+    classic = {(r["metric"], r["run"]): r for r in collected["comparisons"]}
+    for row in rows:
+        theirs = classic[(row["metric"], row["run"])]
+        assert row["delta"] == pytest.approx(theirs["delta"], abs=1e-9)
+        assert abs(row["p_value"] - theirs["p_value"]) < 0.05
+    t_test = json.loads(_cli(*common[:-4], "--test", "t", "--engine", "duckdb", "--format", "json")[1])["comparisons"]
+    in_process = json.loads(_cli(*common[:-4], "--test", "t", "--format", "json")[1])["comparisons"]
+    for ours, theirs in zip(sorted(t_test, key=lambda r: r["metric"]), sorted(in_process, key=lambda r: r["metric"])):
+        assert ours["p_value"] == pytest.approx(theirs["p_value"], rel=1e-6)
+
+
+def test_cli_compare_refuses_a_test_that_does_not_merge():
+    code, _, err = _cli(
+        "compare",
+        "--dataset",
+        str(QRELS),
+        "--baseline",
+        str(BM25),
+        "--run",
+        str(DENSE),
+        "--test",
+        "wilcoxon",
+        "--engine",
+        "duckdb",
+    )
+    assert code != 0 and "tests that merge" in err

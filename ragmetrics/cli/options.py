@@ -154,7 +154,7 @@ def add_data_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_engine_options(p: argparse.ArgumentParser) -> None:
+def add_engine_options(p: argparse.ArgumentParser, per_query_out: bool = True) -> None:
     engines = "; ".join(f"{name}: {summary}" for name, (_, summary) in ENGINES.items())
     p.add_argument("--engine", choices=list(ENGINES), default="inprocess", help=f"where runs are evaluated ({engines})")
     p.add_argument(
@@ -165,6 +165,8 @@ def add_engine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory-limit", help="duckdb: its memory limit, e.g. 2GB (default 2GB); beyond it, it spills")
     p.add_argument("--work-dir", help="duckdb: folder for its buckets and spills (default: a temporary folder)")
     p.add_argument("--spark-master", help="spark: master URL of the session started here (default local[*])")
+    if not per_query_out:
+        return
     p.add_argument(
         "--per-query-out",
         help="write the per-query values to this Parquet file (spark: a Parquet folder) where the engine runs, "

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ragmetrics.analysis.merged import Sums, merge_all, sums_of
+from ragmetrics.analysis.merged import Sums, id_keys, sums_of
 from ragmetrics.engine import Conventions
 from ragmetrics.foundation.ids import to_numpy
 from ragmetrics.partitioned.buckets import EVALUATED, Plan
@@ -28,12 +28,15 @@ from ragmetrics.partitioned.files import canonical_metrics, run_name
 
 @dataclass(frozen=True)
 class PairedStatistics:
-    """One metric's paired comparison from merged sums: ``n`` queries with both values, the mean ``delta`` (run
-    minus baseline, fixed point: within 2^-32 of the float mean), its Poisson-bootstrap interval, and the two-sided
-    p-values of the paired t test and of the sign-flip randomization test."""
+    """One metric's paired comparison from merged sums: ``n`` queries with both values, the two runs' means over
+    them and the mean ``delta`` (run minus baseline; fixed point: within 2^-32 of the float means), its
+    Poisson-bootstrap interval, and the two-sided p-values of the paired t test and of the sign-flip randomization
+    test."""
 
     metric: str
     n: int
+    run_mean: float
+    baseline_mean: float
     delta: float
     ci_low: float
     ci_high: float
@@ -41,27 +44,38 @@ class PairedStatistics:
     p_randomization: float
 
 
-def statistics_of(sums: Sums, metrics: Sequence[str], confidence: float = 0.95) -> list[PairedStatistics]:
-    """The :class:`PairedStatistics` of sums of differences, one per metric."""
+def statistics_of(sums: Sums, sides: Sums, metrics: Sequence[str], confidence: float = 0.95) -> list[PairedStatistics]:
+    """The :class:`PairedStatistics` of sums of differences and of the sums of both sides' values (the run's
+    metrics, then the baseline's), one per metric."""
     out = []
+    m = len(metrics)
     for i, metric in enumerate(metrics):
         low, high = sums.interval(i, confidence)
-        out.append(PairedStatistics(metric, sums.count(i), sums.mean(i), low, high, sums.t_p(i), sums.sign_flip_p(i)))
+        means = sides.mean(i), sides.mean(m + i)
+        out.append(
+            PairedStatistics(metric, sums.count(i), *means, sums.mean(i), low, high, sums.t_p(i), sums.sign_flip_p(i))
+        )
     return out
 
 
-def difference_sums(run: pa.Table, baseline: pa.Table, metrics: Sequence[str], resamples: int, seed: int) -> Sums:
-    """The sums of ``run - baseline`` over the evaluated queries of two bucket tables of the same queries."""
+def difference_sums(
+    run: pa.Table, baseline: pa.Table, metrics: Sequence[str], resamples: int, seed: int
+) -> tuple[Sums, Sums]:
+    """The sums of ``run - baseline`` over the evaluated queries of two bucket tables of the same queries where
+    both have a value, and (without resamples) the sums of each side's values there: the run's metrics, then the
+    baseline's."""
     columns = ["query_id", *metrics]
     left = run.filter(pc.equal(run.column("kind"), EVALUATED)).select(columns)
     right = baseline.filter(pc.equal(baseline.column("kind"), EVALUATED)).select(columns)
     right = right.rename_columns(["query_id", *(f"baseline:{m}" for m in metrics)])
     joined = left.join(right, keys="query_id", join_type="inner")
-    differences = [
-        to_numpy(joined.column(m)).astype(np.float64) - to_numpy(joined.column(f"baseline:{m}")).astype(np.float64)
-        for m in metrics
-    ]
-    return sums_of(joined.column("query_id"), differences, resamples, seed)
+    ids = joined.column("query_id")
+    keys = id_keys(ids)
+    mine = [to_numpy(joined.column(m)).astype(np.float64) for m in metrics]
+    theirs = [to_numpy(joined.column(f"baseline:{m}")).astype(np.float64) for m in metrics]
+    differences = [a - b for a, b in zip(mine, theirs)]
+    both = [np.where(np.isnan(d), np.nan, v) for values in (mine, theirs) for d, v in zip(differences, values)]
+    return sums_of(ids, differences, resamples, seed, keys), sums_of(ids, both, 0, 0, keys)
 
 
 def compare_files(
@@ -88,14 +102,12 @@ def compare_files(
     options = Options(buckets=buckets, memory_limit=memory_limit, work_dir=work_dir, spark_master=spark_master)
     with engine_class(engine)(options) as executor:
         qrels = executor.describe(dataset, "dataset")
-        sides = [executor.describe(path, "run") for path in (run, baseline)]
-        count = buckets or max(executor.buckets_for(qrels, side) for side in sides)
-        plans = [Plan(run_name(side.path), side.side, qrels.side, names, conventions, resamples=0) for side in sides]
-        pairs = zip(*(executor.bucket_tables(plan, qrels, side, count) for plan, side in zip(plans, sides)))
-        total = merge_all(
-            (difference_sums(mine, theirs, names, resamples, seed) for mine, theirs in pairs),
-            len(names),
-            resamples,
-            seed,
-        )
-    return statistics_of(total, names, confidence)
+        inputs = [executor.describe(path, "run") for path in (run, baseline)]
+        count = buckets or max(executor.buckets_for(qrels, found) for found in inputs)
+        plans = [Plan(run_name(f.path), f.side, qrels.side, names, conventions, resamples=0) for f in inputs]
+        pairs = zip(*(executor.bucket_tables(plan, qrels, found, count) for plan, found in zip(plans, inputs)))
+        total, sides = Sums.empty(len(names), resamples, seed), Sums.empty(2 * len(names))
+        for mine, theirs in pairs:
+            differences, values = difference_sums(mine, theirs, names, resamples, seed)
+            total, sides = total.merge(differences), sides.merge(values)
+    return statistics_of(total, sides, names, confidence)
