@@ -181,6 +181,7 @@ def test_the_paired_tests_are_the_collected_ones():
 # --- the engines: bit for bit ------------------------------------------------------------------------------------
 
 
+@pytest.mark.filterwarnings("ignore::ragmetrics.foundation.errors.RagMetricsWarning")  # the case's coverage notes
 def test_local_buckets_in_any_count_and_order_give_the_same_statistics(hard):
     qrels, run = hard
     dataset, loaded = load_dataset(qrels), load_run(run)
