@@ -6,11 +6,14 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any, TextIO
+
+import numpy as np
 
 from ragmetrics.analysis.compare import Comparison, compare_result
 from ragmetrics.analysis.evaluate import EvalResult
-from ragmetrics.analysis.stats import BOOTSTRAP_MIN_QUERIES, family_text
+from ragmetrics.analysis.stats import BOOTSTRAP_MIN_QUERIES, CORRECTIONS, family_text
 from ragmetrics.analysis.targets import check_targets, resolve_targets
 from ragmetrics.analysis.verdicts import Verdict, refuse_too_few_pairs, verdict
 from ragmetrics.cli.corrected import compare_corrected
@@ -19,12 +22,14 @@ from ragmetrics.cli.inputs import read_inputs
 from ragmetrics.cli.options import (
     add_bounds_option,
     add_data_options,
+    add_engine_options,
     add_eval_options,
     add_ppi_options,
     add_test_options,
     read_bounds_depth,
     wants_ppi,
 )
+from ragmetrics.engine import Conventions
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Run
 
@@ -62,8 +67,75 @@ def paired_comparison(
     return comparison
 
 
-def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+MERGED_TESTS = ("t", "randomization")
+"""The tests ``compare`` makes from merged sums on a partitioned engine (:mod:`ragmetrics.analysis.merged`)."""
 
+
+def compare_partitioned(args: argparse.Namespace, out: TextIO) -> int:
+    """``compare --engine duckdb|spark``: each run against the baseline from sums the buckets add up (the paired t
+    test, the sign-flip randomization test, the Poisson bootstrap interval of the delta): equal for every engine and
+    bucket count, no run's per-query values collected."""
+    from ragmetrics.partitioned.files import run_name  # noqa: PLC0415 (the partitioned engines load on use: a comparison in this process needs none)
+    from ragmetrics.partitioned.paired import compare_files  # noqa: PLC0415 (the partitioned engines load on use: a comparison in this process needs none)
+
+    refused = [f"--{o.replace('_', '-')}" for o in ("queries", "corpus", "chunk_mapping", "bounds") if getattr(args, o)]
+    if refused:
+        raise RagMetricsError(f"{', '.join(refused)}: not with --engine {args.engine}; use --engine inprocess")
+    if args.test not in MERGED_TESTS:
+        raise RagMetricsError(
+            f"--test {args.test}: --engine {args.engine} makes the tests that merge ({', '.join(MERGED_TESTS)}); "
+            "use --engine inprocess for the others"
+        )
+    conventions = Conventions().replace(
+        missing=args.missing, rel_level=args.rel_level, level=args.level, unjudged=args.unjudged
+    )
+    rows = []
+    for run in args.run:
+        for found in compare_files(
+            args.dataset,
+            args.baseline,
+            run,
+            args.metric or ["ndcg@10"],
+            engine=args.engine,
+            conventions=conventions,
+            buckets=args.buckets,
+            resamples=args.resamples,
+            seed=args.seed,
+            memory_limit=args.memory_limit,
+            work_dir=args.work_dir,
+            spark_master=args.spark_master,
+        ):
+            rows.append((run_name(run), found, found.p_t if args.test == "t" else found.p_randomization))
+    corrected = CORRECTIONS[args.correction](np.array([p for *_, p in rows], dtype=np.float64))
+    if args.format == "json":
+        listed = []
+        for (name, found, p), adjusted in zip(rows, corrected):
+            fields = asdict(found)
+            fields["mean"] = fields.pop("run_mean")
+            listed.append(
+                {"metric": found.metric, "baseline": run_name(args.baseline), "run": name, **fields}
+                | {"p_value": p, "p_value_corrected": float(adjusted)}
+            )
+        json.dump({"engine": args.engine, "test": args.test, "comparisons": listed}, out, ensure_ascii=False, indent=2)
+        out.write("\n")
+        return 0
+    for (name, found, p), adjusted in zip(rows, corrected):
+        mark = "*" if adjusted < args.alpha else " "
+        out.write(
+            f"{found.metric:<14} {name:<24} {found.run_mean:.4f} vs {found.baseline_mean:.4f}  "
+            f"delta {found.delta:+.4f} [{found.ci_low:+.4f}, {found.ci_high:+.4f}]  "
+            f"p={p:.4g} ({args.correction} {adjusted:.4g}){mark}  n {found.n}\n"
+        )
+    out.write(
+        f"test: {args.test}, merged over the buckets of --engine {args.engine} (resampled by a hash of the query id); "
+        f"* = significant at alpha {args.alpha}, {family(args, len(rows))}\n"
+    )
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.engine != "inprocess":
+        return compare_partitioned(args, out)
     depth = read_bounds_depth(args.bounds)
     dataset, runs = read_inputs(args, [args.baseline, *args.run])
     if wants_ppi(args):
@@ -177,6 +249,7 @@ def compare_parser(p: argparse.ArgumentParser) -> None:
     add_test_options(p)
     p.add_argument("--format", choices=["table", "json"], default="table", help="table (default) or json")
     add_ppi_options(p)
+    add_engine_options(p, per_query_out=False)
     p.set_defaults(handler=cmd_compare)
 
 

@@ -14,10 +14,11 @@ from ragmetrics.cli.options import (
     add_data_options,
     add_engine_options,
     add_eval_options,
+    add_merged_options,
     add_ppi_options,
     wants_ppi,
 )
-from ragmetrics.cli.output import emit
+from ragmetrics.cli.output import Merged, emit
 from ragmetrics.engine import Conventions
 from ragmetrics.engine.conventions import CHOICES
 from ragmetrics.engine.metrics import known_metric_names
@@ -62,6 +63,8 @@ def eval_partitioned(args: argparse.Namespace, metrics: Sequence[str]) -> Partit
         per_query_out=per_query_paths(args.per_query_out, names),
         corpus_size=args.corpus_size,
         chunk_pattern=args.chunk_pattern,
+        resamples=args.resamples if args.ci else 0,
+        seed=args.seed,
     )
     if not args.allow_no_overlap:
         for name, run in result.runs.items():
@@ -73,6 +76,12 @@ def eval_partitioned(args: argparse.Namespace, metrics: Sequence[str]) -> Partit
                     "queries); --engine inprocess says the likely cause; --allow-no-overlap scores it anyway"
                 )
     return result
+
+
+def merged_options(args: argparse.Namespace) -> Merged | None:
+    if not (args.ci or args.fingerprint):
+        return None
+    return Merged(args.resamples if args.ci else 0, args.seed, args.fingerprint)
 
 
 def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -92,7 +101,7 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return 0
     if args.engine != "inprocess":
         partitioned = eval_partitioned(args, metrics)
-        emit(partitioned, args.format, args.per_query, out)
+        emit(partitioned, args.format, args.per_query, out, merged=merged_options(args))
         report_coverage(partitioned, err)
         for written in partitioned.runs.values():
             if written.per_query_file:
@@ -104,7 +113,7 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         for path in per_query_paths(args.per_query_out, [r.name for r in runs])
     ]
     result = evaluate_runs(args, dataset, runs, metrics)
-    emit(result, args.format, args.per_query, out, bounds=args.bounds)
+    emit(result, args.format, args.per_query, out, bounds=args.bounds, merged=merged_options(args))
     report_coverage(result, err)
     for run, path in zip(result.runs.values(), paths):
         if path is not None:
@@ -141,4 +150,5 @@ def eval_parser(p: argparse.ArgumentParser) -> None:
     )
     add_engine_options(p)
     add_ppi_options(p)
+    add_merged_options(p)
     p.set_defaults(handler=cmd_eval)

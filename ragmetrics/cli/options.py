@@ -154,7 +154,7 @@ def add_data_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_engine_options(p: argparse.ArgumentParser) -> None:
+def add_engine_options(p: argparse.ArgumentParser, per_query_out: bool = True) -> None:
     engines = "; ".join(f"{name}: {summary}" for name, (_, summary) in ENGINES.items())
     p.add_argument("--engine", choices=list(ENGINES), default="inprocess", help=f"where runs are evaluated ({engines})")
     p.add_argument(
@@ -165,10 +165,41 @@ def add_engine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory-limit", help="duckdb: its memory limit, e.g. 2GB (default 2GB); beyond it, it spills")
     p.add_argument("--work-dir", help="duckdb: folder for its buckets and spills (default: a temporary folder)")
     p.add_argument("--spark-master", help="spark: master URL of the session started here (default local[*])")
+    if not per_query_out:
+        return
     p.add_argument(
         "--per-query-out",
         help="write the per-query values to this Parquet file (spark: a Parquet folder) where the engine runs, "
         "instead of collecting them; several runs: RUN before the extension",
+    )
+
+
+CI_RESAMPLES = 1_000
+"""``eval --ci``'s resamples when not given."""
+
+
+def add_merged_options(p: argparse.ArgumentParser) -> None:
+    """``eval``'s statistics that merge (:mod:`ragmetrics.analysis.merged`): equal for every engine and bucket
+    count."""
+    p.add_argument(
+        "--ci",
+        action="store_true",
+        help="also print each mean's 95%% bootstrap interval, resampled by a hash of the query id (Poisson "
+        "bootstrap): every engine's buckets emit sums that add up, so the interval is the same, bit for bit, for "
+        "every engine and --buckets",
+    )
+    p.add_argument(
+        "--resamples",
+        type=whole_number(1),
+        default=CI_RESAMPLES,
+        help=f"resamples of --ci (default {CI_RESAMPLES})",
+    )
+    p.add_argument("--seed", type=whole_number(0), default=0, help="seed of --ci's resampling (default 0)")
+    p.add_argument(
+        "--fingerprint",
+        action="store_true",
+        help="also print each metric's fingerprint: a hash of every query's id and exact value, independent of "
+        "order, equal for every engine and --buckets; one changed value changes it",
     )
 
 

@@ -4,20 +4,51 @@ unjudged documents leave open when asked for."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
 from ragmetrics.analysis.evaluate import EvalResult, RunResult
+from ragmetrics.analysis.merged import run_sums
+from ragmetrics.analysis.values import QueryValues
 from ragmetrics.cli.options import read_bounds_depth
 
 if TYPE_CHECKING:
     from ragmetrics.partitioned import PartitionedResult
 
 
+@dataclass(frozen=True)
+class Merged:
+    """What ``eval`` prints of :mod:`ragmetrics.analysis.merged`: intervals of ``resamples`` (0: none, else 95%),
+    and the fingerprints."""
+
+    resamples: int
+    seed: int
+    fingerprint: bool
+
+    def rows(self, run: QueryValues) -> dict[str, dict[str, float | str]]:
+        """``{"ci_low": {metric: low}, "ci_high": ..., "fingerprint": {metric: hex}}`` (those asked for)."""
+        sums = run_sums(run, self.resamples, self.seed)
+        rows: dict[str, dict[str, float | str]] = {}
+        if self.resamples:
+            ends = [sums.interval(i) for i in range(len(run.metrics))]
+            rows["ci_low"] = {m: ends[i][0] for i, m in enumerate(run.metrics)}
+            rows["ci_high"] = {m: ends[i][1] for i, m in enumerate(run.metrics)}
+        if self.fingerprint:
+            rows["fingerprint"] = {m: sums.fingerprint(i) for i, m in enumerate(run.metrics)}
+        return rows
+
+
 def format_table(
-    result: EvalResult | PartitionedResult, per_query: bool, bounds: bool, bounds_depth: int | None, out: TextIO
+    result: EvalResult | PartitionedResult,
+    per_query: bool,
+    bounds: bool,
+    bounds_depth: int | None,
+    out: TextIO,
+    merged: Merged | None = None,
 ) -> None:
     """trec_eval's layout: ``measure<TAB>query<TAB>value``, 'all' for the mean; ``bounds``: the mean's two ends
-    as ``measure:worst`` and ``measure:best``."""
+    as ``measure:worst`` and ``measure:best``; ``merged``: ``measure:ci_low``, ``measure:ci_high`` and
+    ``measure:fingerprint``."""
     for name, run in result.runs.items():
         out.write(f"{'runid':<22}\tall\t{name}\n")
         out.write(f"{'num_q':<22}\tall\t{run.coverage.queries_evaluated}\n")
@@ -28,14 +59,24 @@ def format_table(
                 for metric in run.metrics:
                     out.write(f"{metric:<22}\t{qid}\t{arrays[metric][i]:.4f}\n")
         ends = run.mean_bounds(bounds_depth) if bounds and isinstance(run, RunResult) else {}
+        extra = merged.rows(run) if merged else {}
         for metric, value in run.means.items():
             out.write(f"{metric:<22}\tall\t{value:.4f}\n")
             if metric in ends:
                 out.write(f"{metric + ':worst':<22}\tall\t{ends[metric][0]:.4f}\n")
                 out.write(f"{metric + ':best':<22}\tall\t{ends[metric][1]:.4f}\n")
+            for row, cells in extra.items():
+                cell = cells[metric]
+                out.write(f"{metric + ':' + row:<22}\tall\t{cell if isinstance(cell, str) else f'{cell:.4f}'}\n")
 
 
-def wide_frame(result: EvalResult | PartitionedResult, per_query: bool, bounds: bool, bounds_depth: int | None = None):
+def wide_frame(
+    result: EvalResult | PartitionedResult,
+    per_query: bool,
+    bounds: bool,
+    bounds_depth: int | None = None,
+    merged: Merged | None = None,
+):
     import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: a table printed needs none)
 
     parts = []
@@ -48,6 +89,8 @@ def wide_frame(result: EvalResult | PartitionedResult, per_query: bool, bounds: 
         if bounds and isinstance(run, RunResult):
             ends = run.mean_bounds(bounds_depth)
             rows.update({end: {m: ends[m][i] for m in ends} for i, end in enumerate(("worst", "best"))})
+        if merged:
+            rows.update(merged.rows(run))
         mean = pd.DataFrame(list(rows.values()))
         mean.insert(0, "query_id", list(rows))
         mean.insert(0, "run", name)
@@ -56,9 +99,16 @@ def wide_frame(result: EvalResult | PartitionedResult, per_query: bool, bounds: 
 
 
 def emit(
-    result: EvalResult | PartitionedResult, fmt: str, per_query: bool, out: TextIO, bounds: str | None = None
+    result: EvalResult | PartitionedResult,
+    fmt: str,
+    per_query: bool,
+    out: TextIO,
+    bounds: str | None = None,
+    merged: Merged | None = None,
 ) -> None:
-    """``bounds`` (``--bounds``; in-process results only): each mean's two ends over the unjudged documents too."""
+    """``bounds`` (``--bounds``; in-process results only): each mean's two ends over the unjudged documents too;
+    ``merged``: the merged intervals and fingerprints (JSON: ``ci`` as ``{metric: [low, high]}`` and
+    ``fingerprint`` in each run's entry)."""
     depth = read_bounds_depth(bounds)
     if fmt == "json":
         data = (
@@ -66,16 +116,26 @@ def emit(
             if bounds and isinstance(result, EvalResult)
             else result.to_dict(per_query=per_query)
         )
+        if merged:
+            for name, run in result.runs.items():
+                rows = merged.rows(run)
+                entry = data["runs"][name]
+                if "ci_low" in rows:
+                    entry["ci"] = {m: [rows["ci_low"][m], rows["ci_high"][m]] for m in run.metrics}
+                if "fingerprint" in rows:
+                    entry["fingerprint"] = rows["fingerprint"]
         json.dump(data, out, ensure_ascii=False, indent=2)
         out.write("\n")
     elif fmt == "csv":
         from ragmetrics.io.export import to_safe_csv  # noqa: PLC0415 (pandas is loaded on use: a table printed needs none)
 
-        out.write(str(to_safe_csv(wide_frame(result, per_query, bool(bounds), depth), encoding=None)))  # float64-exact
+        frame = wide_frame(result, per_query, bool(bounds), depth, merged)
+        out.write(str(to_safe_csv(frame, encoding=None)))  # float64-exact
     elif fmt == "markdown":
         from ragmetrics.io.export import markdown_table  # noqa: PLC0415 (pandas is loaded on use: a table printed needs none)
 
-        frame = wide_frame(result, per_query, bool(bounds), depth)
-        out.write(markdown_table(frame if per_query or bounds else frame.drop(columns="query_id")))
+        frame = wide_frame(result, per_query, bool(bounds), depth, merged)
+        kept = per_query or bounds or merged
+        out.write(markdown_table(frame if kept else frame.drop(columns="query_id")))
     else:
-        format_table(result, per_query, bool(bounds), depth, out)
+        format_table(result, per_query, bool(bounds), depth, out, merged)

@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ragmetrics.analysis.merged import Sums, sums_of
 from ragmetrics.engine import Conventions, align
 from ragmetrics.engine.health import query_tallies
 from ragmetrics.foundation.errors import ParseError
@@ -45,7 +46,9 @@ FLAGS = ("missing_in_run", "no_relevant", "duplicate", "tied")
 TALLIES = ("ranked", "meeting", "judged_top", "relevant_found", "relevant", "ranked_top")
 """Per evaluated query: :class:`ragmetrics.engine.health.QueryTallies`."""
 TOTALS_COLUMNS = ("run_rows", "unknown_rows", "duplicates_dropped", "chunks_merged", "tied_pairs", "matched_by_text")
-"""Per bucket (its ``kind`` 2 row): the counts of the coverage report that are not per query."""
+"""Per bucket (its ``kind`` 2 row): the counts of the coverage report that are not per query. Its ``sums`` column
+holds the bucket's :class:`ragmetrics.analysis.merged.Sums` of its evaluated queries (:meth:`Sums.to_bytes`): the
+fingerprints always, the resampled sums when the plan asks for resamples."""
 
 BUCKET_SCHEMA = pa.schema(
     [
@@ -57,6 +60,7 @@ BUCKET_SCHEMA = pa.schema(
         pa.field("meeting", pa.bool_()),
         *(pa.field(t, pa.int64()) for t in TALLIES[2:]),
         *(pa.field(c, pa.int64()) for c in TOTALS_COLUMNS),
+        pa.field("sums", pa.binary()),
     ]
 )
 POSITION = "position"
@@ -81,6 +85,9 @@ class Plan:
     corpus_size: int | None = None
     chunk_pattern: str | None = None
     max_id_bytes: int = MAX_ID_BYTES
+    resamples: int = 0
+    """Resamples of the merged bootstrap and sign-flip sums each bucket emits (0: only the fingerprints)."""
+    seed: int = 0
 
     def schema(self) -> pa.Schema:
         return schema(self.metrics)
@@ -211,11 +218,12 @@ def evaluate_bucket(plan: Plan, qrels_rows: pa.Table, run_rows: pa.Table) -> pa.
 
         run = attach_source_docs(run, pattern=plan.chunk_pattern)
     run_positions = to_numpy(run_rows.column(POSITION)) if run_rows.num_rows else np.zeros(0, np.int64)
-    totals = {"run_rows": run.table.num_rows}
+    totals: dict[str, int | bytes] = {"run_rows": run.table.num_rows}
     parts = []
     if qrels_rows.num_rows == 0:  # every query of the bucket's run is unknown to the qrels
         unknown = np.array(pc.unique(run.table.column("query_id")).to_pylist(), dtype=object)
         totals["unknown_rows"] = run.table.num_rows
+        totals["sums"] = Sums.empty(len(plan.metrics), plan.resamples, plan.seed).to_bytes()
         if len(unknown):
             parts.append(_unknown_rows(plan, unknown, run, run_positions))
         parts.append(_totals_row(plan, totals))
@@ -268,6 +276,7 @@ def evaluate_bucket(plan: Plan, qrels_rows: pa.Table, run_rows: pa.Table) -> pa.
         chunks_merged=coverage.chunks_merged,
         tied_pairs=coverage.tied_pairs,
         matched_by_text=coverage.matched_by_text,
+        sums=sums_of(columns["query_id"], list(values.values()), plan.resamples, plan.seed).to_bytes(),
     )
     parts.append(_totals_row(plan, totals))
     return pa.concat_tables(parts)
@@ -286,7 +295,7 @@ def _table(plan: Plan, columns: dict[str, pa.Array | np.ndarray], rows: int) -> 
     for f in target:
         given = columns.get(f.name)
         if given is None:
-            nothing = f.name in plan.metrics or pa.types.is_large_string(f.type)
+            nothing = f.name in plan.metrics or pa.types.is_large_string(f.type) or pa.types.is_binary(f.type)
             arrays.append(pa.nulls(rows, f.type) if nothing else pa.array(np.zeros(rows), f.type))
         else:
             arrays.append(given if isinstance(given, pa.Array) else pa.array(given, f.type))
@@ -306,9 +315,11 @@ def _unknown_rows(plan: Plan, unknown: np.ndarray, run: Run, run_positions: np.n
     )
 
 
-def _totals_row(plan: Plan, totals: dict[str, int]) -> pa.Table:
+def _totals_row(plan: Plan, totals: dict[str, int | bytes]) -> pa.Table:
     columns: dict[str, pa.Array | np.ndarray] = {"kind": np.array([TOTALS], np.int8)}
-    columns.update({k: np.array([v], np.int64) for k, v in totals.items()})
+    columns.update(
+        {k: pa.array([v], pa.binary()) if isinstance(v, bytes) else np.array([v], np.int64) for k, v in totals.items()}
+    )
     return _table(plan, columns, 1)
 
 

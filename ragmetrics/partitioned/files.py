@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from ragmetrics.analysis.evaluate import DEFAULT_METRICS
@@ -62,6 +63,8 @@ def evaluate_files(
     corpus_size: int | None = None,
     chunk_pattern: str | None = None,
     max_id_bytes: int = MAX_ID_BYTES,
+    resamples: int = 0,
+    seed: int = 0,
     **changes: Any,
 ) -> PartitionedResult:
     """Evaluate run files against a qrels file with ``engine`` (a name of :data:`ENGINES`), bucket by bucket.
@@ -71,7 +74,9 @@ def evaluate_files(
     after). ``spark_master``: the master of a session started here when none is running (default ``local[*]``).
     ``per_query_out``: a Parquet path per run (one path for one run) where the per-query values are written where
     the engine runs, instead of being collected (the result then keeps the values but not the ids). Conventions as
-    :func:`ragmetrics.analysis.evaluate` (``changes`` override fields)."""
+    :func:`ragmetrics.analysis.evaluate` (``changes`` override fields). ``resamples`` (and ``seed``): each bucket
+    also emits the sums of that many merged bootstrap and sign-flip resamples (:mod:`ragmetrics.analysis.merged`),
+    so each run's ``sums`` gives intervals equal, bit for bit, for any engine and bucket count."""
     conventions = (conventions or Conventions()).replace(**changes) if changes else conventions or Conventions()
     paths = [runs] if isinstance(runs, str) else list(runs)
     outs = [per_query_out] if per_query_out is None or isinstance(per_query_out, str) else list(per_query_out)
@@ -93,6 +98,7 @@ def evaluate_files(
             if count:
                 name = f"{name}-{count + 1}"
             plan = Plan(name, run.side, qrels.side, names, conventions, corpus_size, chunk_pattern, max_id_bytes)
+            plan = replace(plan, resamples=resamples, seed=seed)
             used = buckets or executor.buckets_for(qrels, run)
             tables = executor.tables(plan, qrels, run, used, out)
             results[name] = combine(name, names, conventions, tables, keep_ids=out is None, per_query_file=out)

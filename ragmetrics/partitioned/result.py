@@ -12,6 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ragmetrics.analysis.merged import Sums, merge_all
 from ragmetrics.analysis.values import means, results_dict, values_frame
 from ragmetrics.engine import Conventions, Coverage
 from ragmetrics.engine.health import Health, QueryTallies, health_of
@@ -37,6 +38,9 @@ class PartitionedRun:
     coverage: Coverage
     health: Health
     per_query_file: str | None = None
+    sums: Sums | None = None
+    """Every bucket's :class:`ragmetrics.analysis.merged.Sums` added: the fingerprints, and the merged intervals
+    and tests when the plan asked for resamples (equal, bit for bit, for any bucket count, engine and order)."""
 
     @property
     def means(self) -> dict[str, float]:
@@ -106,8 +110,18 @@ def combine(
     if keep_ids:
         query_ids = np.array(evaluated.column("query_id").to_pylist(), dtype=object)
     arrays = {m: _floats(evaluated.column(m)) for m in metrics}
+    emitted = [Sums.from_bytes(b, len(metrics)) for b in totals.column("sums").to_pylist() if b is not None]
+    sums = merge_all(emitted, len(metrics), emitted[0].resamples, emitted[0].seed) if emitted else None
     return PartitionedRun(
-        run_name, tuple(metrics), conventions, query_ids, arrays, coverage, health, per_query_file=per_query_file
+        run_name,
+        tuple(metrics),
+        conventions,
+        query_ids,
+        arrays,
+        coverage,
+        health,
+        per_query_file=per_query_file,
+        sums=sums,
     )
 
 

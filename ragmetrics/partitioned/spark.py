@@ -205,6 +205,8 @@ def evaluate(
     per_query_out: str | None = None,
     corpus_size: int | None = None,
     max_id_bytes: int = MAX_ID_BYTES,
+    resamples: int = 0,
+    seed: int = 0,
     **changes: Any,
 ) -> PartitionedRun:
     """Evaluate a run DataFrame against a qrels DataFrame on their Spark session.
@@ -212,7 +214,8 @@ def evaluate(
     Columns are named as in a CSV file (``query_id``/``qid``, ``doc_id``/``docno``, ``relevance``/``label``,
     ``score``; see :mod:`ragmetrics.io.columns`). ``buckets`` defaults to ``spark.sql.shuffle.partitions``;
     ``per_query_out``: a Parquet folder the executors write the per-query values to (the result then keeps the
-    values, not the ids). Conventions as :func:`ragmetrics.analysis.evaluate`."""
+    values, not the ids); ``resamples`` and ``seed``: the merged sums each bucket emits (as
+    :func:`ragmetrics.partitioned.evaluate_files`). Conventions as :func:`ragmetrics.analysis.evaluate`."""
 
     conventions = (conventions or Conventions()).replace(**changes) if changes else conventions or Conventions()
     names = canonical_metrics(list(metrics or DEFAULT_METRICS), conventions)
@@ -235,6 +238,8 @@ def evaluate(
         corpus_size,
         None,
         max_id_bytes,
+        resamples,
+        seed,
     )
     tables, kept = collect(plan, bucket_frame(plan, sides[0], sides[1]), per_query_out)
     try:

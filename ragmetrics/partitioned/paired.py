@@ -1,0 +1,113 @@
+"""Paired statistics of two runs through a partitioned engine, folded bucket by bucket: the merged sums
+(:mod:`ragmetrics.analysis.merged`) of each query's difference, so the paired t test, the sign-flip randomization
+test and the bootstrap interval of the delta need no run's per-query values in one place.
+
+Both runs are bucketed by the same function of the query id into the same number of buckets, so bucket ``k`` of one
+run and bucket ``k`` of the other hold the same queries: their bucket tables are taken in step (an engine yields its
+buckets in bucket order; Spark yields every bucket in one table), joined by query id, and reduced to the sums of the
+differences (run minus baseline, over the queries where both have a value) before the next bucket is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ragmetrics.analysis.merged import Sums, id_keys, sums_of
+from ragmetrics.engine import Conventions
+from ragmetrics.foundation.ids import to_numpy
+from ragmetrics.partitioned.buckets import EVALUATED, Plan
+from ragmetrics.partitioned.engine import Options, engine_class
+from ragmetrics.partitioned.files import canonical_metrics, run_name
+
+
+@dataclass(frozen=True)
+class PairedStatistics:
+    """One metric's paired comparison from merged sums: ``n`` queries with both values, the two runs' means over
+    them and the mean ``delta`` (run minus baseline; fixed point: within 2^-32 of the float means), its
+    Poisson-bootstrap interval, and the two-sided p-values of the paired t test and of the sign-flip randomization
+    test."""
+
+    metric: str
+    n: int
+    run_mean: float
+    baseline_mean: float
+    delta: float
+    ci_low: float
+    ci_high: float
+    p_t: float
+    p_randomization: float
+
+
+def statistics_of(sums: Sums, sides: Sums, metrics: Sequence[str], confidence: float = 0.95) -> list[PairedStatistics]:
+    """The :class:`PairedStatistics` of sums of differences and of the sums of both sides' values (the run's
+    metrics, then the baseline's), one per metric."""
+    out = []
+    m = len(metrics)
+    for i, metric in enumerate(metrics):
+        low, high = sums.interval(i, confidence)
+        means = sides.mean(i), sides.mean(m + i)
+        out.append(
+            PairedStatistics(metric, sums.count(i), *means, sums.mean(i), low, high, sums.t_p(i), sums.sign_flip_p(i))
+        )
+    return out
+
+
+def difference_sums(
+    run: pa.Table, baseline: pa.Table, metrics: Sequence[str], resamples: int, seed: int
+) -> tuple[Sums, Sums]:
+    """The sums of ``run - baseline`` over the evaluated queries of two bucket tables of the same queries where
+    both have a value, and (without resamples) the sums of each side's values there: the run's metrics, then the
+    baseline's."""
+    columns = ["query_id", *metrics]
+    left = run.filter(pc.equal(run.column("kind"), EVALUATED)).select(columns)
+    right = baseline.filter(pc.equal(baseline.column("kind"), EVALUATED)).select(columns)
+    right = right.rename_columns(["query_id", *(f"baseline:{m}" for m in metrics)])
+    joined = left.join(right, keys="query_id", join_type="inner")
+    ids = joined.column("query_id")
+    keys = id_keys(ids)
+    mine = [to_numpy(joined.column(m)).astype(np.float64) for m in metrics]
+    theirs = [to_numpy(joined.column(f"baseline:{m}")).astype(np.float64) for m in metrics]
+    differences = [a - b for a, b in zip(mine, theirs)]
+    both = [np.where(np.isnan(d), np.nan, v) for values in (mine, theirs) for d, v in zip(differences, values)]
+    return sums_of(ids, differences, resamples, seed, keys), sums_of(ids, both, 0, 0, keys)
+
+
+def compare_files(
+    dataset: str,
+    baseline: str,
+    run: str,
+    metrics: Sequence[str],
+    *,
+    engine: str = "duckdb",
+    conventions: Conventions | None = None,
+    buckets: int | None = None,
+    resamples: int = 10_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    memory_limit: str | None = None,
+    work_dir: str | None = None,
+    spark_master: str | None = None,
+    **changes: Any,
+) -> list[PairedStatistics]:
+    """``run`` against ``baseline`` (files) on ``dataset`` through ``engine``, one :class:`PairedStatistics` per
+    metric, equal bit for bit for any engine and bucket count (the resampling is a function of the query id)."""
+    conventions = (conventions or Conventions()).replace(**changes) if changes else conventions or Conventions()
+    names = canonical_metrics(list(metrics), conventions)
+    options = Options(buckets=buckets, memory_limit=memory_limit, work_dir=work_dir, spark_master=spark_master)
+    with engine_class(engine)(options) as executor:
+        qrels = executor.describe(dataset, "dataset")
+        inputs = [executor.describe(path, "run") for path in (run, baseline)]
+        count = buckets or max(executor.buckets_for(qrels, found) for found in inputs)
+        plans = [Plan(run_name(f.path), f.side, qrels.side, names, conventions, resamples=0) for f in inputs]
+        pairs = zip(*(executor.bucket_tables(plan, qrels, found, count) for plan, found in zip(plans, inputs)))
+        total, sides = Sums.empty(len(names), resamples, seed), Sums.empty(2 * len(names))
+        for mine, theirs in pairs:
+            differences, values = difference_sums(mine, theirs, names, resamples, seed)
+            total, sides = total.merge(differences), sides.merge(values)
+    return statistics_of(total, sides, names, confidence)

@@ -1,0 +1,353 @@
+"""Statistics that merge (:mod:`ragmetrics.analysis.merged`): intervals and p-values equal, bit for bit, for every
+bucket count, order and engine; within Monte Carlo error of the collected bootstrap and tests; and the parity
+fingerprint, changed by one changed value, equal across engines."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import random
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+import ragmetrics as rm
+from ragmetrics.analysis import merged
+from ragmetrics.analysis.merged import Sums, id_keys, merge_all, poisson_thresholds, sums_of
+from ragmetrics.analysis.stats import bootstrap_ci, paired_p_value
+from ragmetrics.cli import main
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.io import load_dataset, load_run
+from ragmetrics.partitioned import evaluate_files
+from ragmetrics.partitioned.buckets import Plan, Side
+from ragmetrics.partitioned.local import bucket_tables_of
+from ragmetrics.partitioned.paired import compare_files, statistics_of
+from ragmetrics.partitioned.result import combine
+from tests.partitioned_cases import BUCKETS, METRICS, SCIFACT, write_hard_case
+
+pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")  # PySpark's note on pandas 3
+
+QRELS = SCIFACT / "qrels.tsv"
+BM25 = SCIFACT / "bm25-stem.trec.gz"
+DENSE = SCIFACT / "dense-all-minilm-l6-v2.trec.gz"
+SOME = ["ndcg@10", "recall@100", "map", "mrr@10", "bpref"]
+RESAMPLES = 500
+
+
+@pytest.fixture(scope="module")
+def hard(tmp_path_factory):
+    return write_hard_case(tmp_path_factory.mktemp("hard-merged"))
+
+
+def _statistics(sums: Sums) -> list[tuple[float, ...]]:
+    """Every number the sums give, per metric (compared with ==: bit for bit, NaN equal to NaN by repr)."""
+    return [
+        (*sums.interval(i), sums.mean(i), sums.sign_flip_p(i), sums.t_p(i), sums.fingerprint(i))
+        for i in range(sums.metrics)
+    ]
+
+
+def _same(a: Sums, b: Sums) -> None:
+    np.testing.assert_array_equal(a.table, b.table)
+    assert repr(_statistics(a)) == repr(_statistics(b))
+
+
+# --- the sums themselves ---------------------------------------------------------------------------------------------
+
+
+def test_any_split_and_order_of_the_queries_adds_up_to_the_same_sums():
+    rng = np.random.default_rng(3)
+    n = 500
+    ids = [f"query-{i}" for i in range(n)]
+    values = [rng.beta(2, 3, n), np.where(rng.random(n) < 0.1, np.nan, rng.random(n)), rng.normal(0, 0.3, n)]
+    whole = sums_of(ids, values, RESAMPLES, seed=5)
+    for parts in (1, 2, 7, 16):
+        order = rng.permutation(n)
+        pieces = [
+            sums_of([ids[i] for i in order[k::parts]], [v[order[k::parts]] for v in values], RESAMPLES, seed=5)
+            for k in range(parts)
+        ]
+        random.Random(parts).shuffle(pieces)
+        _same(merge_all(pieces, len(values), RESAMPLES, 5), whole)
+    # another seed resamples otherwise
+    assert not np.array_equal(sums_of(ids, values, RESAMPLES, seed=6).table, whole.table)
+
+
+def test_sums_travel_as_bytes():
+    sums = sums_of(["a", "b", "c"], [np.array([0.5, 0.25, np.nan])], 20, 1)
+    back = Sums.from_bytes(sums.to_bytes(), 1)
+    _same(back, sums)
+    assert (back.resamples, back.seed) == (20, 1)
+
+
+def test_keys_depend_on_every_byte_and_the_length():
+    ids = ["a", "b", "ab", "ba", "", "\x00", "a\x00", "é", "e\u0301", "x" * 300]
+    keys = id_keys(ids)
+    assert len(set(keys.tolist())) == len(ids)
+    assert id_keys(["ab"])[0] == keys[2]  # a key is the id's, not its place's
+    large = [f"q{i}" for i in range(200_000)]
+    assert len(np.unique(id_keys(large))) == len(large)
+
+
+def test_poisson_weights_have_the_poisson_moments():
+    thresholds = poisson_thresholds()
+    assert np.all(np.diff(thresholds.astype(object)) > 0)
+    words = merged._words(merged._seeded(id_keys([f"q{i}" for i in range(2_000)]), 0, 1), 0, 500)
+    weights = merged.poisson_weights(words)
+    counts = np.bincount(weights.ravel(), minlength=8)[:6]
+    expected = np.array([np.exp(-1) / math.factorial(k) for k in range(6)]) * weights.size
+    chi2 = float(np.sum((counts - expected) ** 2 / expected))
+    assert chi2 < sps.chi2.ppf(0.999, 5), (counts, expected)
+
+
+def test_few_queries():
+    empty = sums_of([], [np.array([])], 50)
+    assert np.isnan(empty.interval(0)).all() and np.isnan(empty.sign_flip_p(0)) and np.isnan(empty.t_p(0))
+    assert sums_of(["a"], [np.array([0.25])], 50).interval(0) == (0.25, 0.25)
+    low, high = sums_of(["a", "b"], [np.array([0.0, 1.0])], 50).interval(0)
+    assert 0.0 <= low <= 0.5 <= high <= 1.0
+    with pytest.raises(RagMetricsError, match="without resamples"):
+        sums_of(["a", "b"], [np.array([0.0, 1.0])]).interval(0)
+
+
+def test_values_outside_minus_one_to_one_are_refused():
+    with pytest.raises(RagMetricsError, match=r"\[-1, 1\]"):
+        sums_of(["a"], [np.array([1.5])])
+
+
+def test_sums_of_different_resamples_do_not_merge():
+    with pytest.raises(RagMetricsError, match="do not add up"):
+        sums_of(["a"], [np.array([0.5])], 10).merge(sums_of(["b"], [np.array([0.5])], 20))
+
+
+# --- within Monte Carlo error of the collected statistics ---------------------------------------------------------
+
+
+def test_the_merged_interval_is_the_collected_bootstrap_within_monte_carlo_error():
+    """Seeded simulation: over 30 data sets, the merged (Poisson) interval's ends differ from the classic bootstrap's
+    by no more than two classic bootstraps of different seeds differ from each other (the Monte Carlo error), give
+    or take a third; and both intervals cover the true mean about as often."""
+    rng = np.random.default_rng(11)
+    n, resamples, true_mean = 200, 2_000, 2 / 5
+    ids = [f"q{i}" for i in range(n)]
+    to_classic, classic_to_classic, covered = [], [], [0, 0]
+    for trial in range(30):
+        values = rng.beta(2, 3, n)
+        merged_ends = np.array(sums_of(ids, [values], resamples, seed=trial).interval(0))
+        ends = [np.array(bootstrap_ci(values, n_resamples=resamples, seed=s, normal_above=None)) for s in (trial, 99)]
+        to_classic.append(np.abs(merged_ends - ends[0]))
+        classic_to_classic.append(np.abs(ends[1] - ends[0]))
+        covered[0] += merged_ends[0] <= true_mean <= merged_ends[1]
+        covered[1] += ends[0][0] <= true_mean <= ends[0][1]
+    assert np.mean(to_classic) < 1.35 * np.mean(classic_to_classic) + 2e-4, (
+        np.mean(to_classic),
+        np.mean(classic_to_classic),
+    )
+    assert abs(covered[0] - covered[1]) <= 3
+
+
+def test_a_shifted_interval_is_found_by_the_simulation():
+    """The comparison above can fail: an interval shifted by a tenth of its width is told apart."""
+    rng = np.random.default_rng(11)
+    n = 200
+    values = rng.beta(2, 3, n)
+    low, high = sums_of([f"q{i}" for i in range(n)], [values], 2_000).interval(0)
+    classic = np.array(bootstrap_ci(values, n_resamples=2_000, seed=1, normal_above=None))
+    other = np.array(bootstrap_ci(values, n_resamples=2_000, seed=2, normal_above=None))
+    shift = (high - low) / 10
+    assert np.mean(np.abs(np.array([low + shift, high + shift]) - classic)) > 1.35 * np.mean(np.abs(other - classic))
+
+
+def test_the_paired_tests_are_the_collected_ones():
+    rng = np.random.default_rng(4)
+    n = 300
+    ids = [f"q{i}" for i in range(n)]
+    a = rng.beta(2, 3, n)
+    for shift in (0.0, 0.02, 0.05):
+        b = np.clip(a + rng.normal(-shift, 0.15, n), 0, 1)
+        sums = sums_of(ids, [b - a], 5_000, seed=1)
+        # the t test from sums of fixed-point values: scipy's on the floats, up to the 2^-31 rounding
+        assert sums.t_p(0) == pytest.approx(paired_p_value(b, a, test="t"), rel=1e-6, abs=1e-12)
+        collected = paired_p_value(b, a, test="randomization", n_resamples=5_000, seed=1)
+        error = np.sqrt(max(collected * (1 - collected), 1e-4) / 5_000)
+        assert abs(sums.sign_flip_p(0) - collected) < 5 * np.sqrt(2) * error
+    assert sums_of(ids, [np.zeros(n)], 100).sign_flip_p(0) == 1.0
+    assert sums_of(ids, [np.zeros(n)], 100).t_p(0) == 1.0
+    assert sums_of(ids, [np.full(n, 0.1)], 100).t_p(0) == 0.0
+
+
+# --- the engines: bit for bit ------------------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore::ragmetrics.foundation.errors.RagMetricsWarning")  # the case's coverage notes
+def test_local_buckets_in_any_count_and_order_give_the_same_statistics(hard):
+    qrels, run = hard
+    dataset, loaded = load_dataset(qrels), load_run(run)
+    plan = Plan("run", Side(str(run), "columns"), Side(str(qrels), "columns"), tuple(METRICS), resamples=RESAMPLES)
+    found = []
+    for buckets in BUCKETS:
+        tables = list(bucket_tables_of(plan, dataset, loaded, buckets))
+        random.Random(buckets).shuffle(tables)
+        sums = combine("run", METRICS, plan.conventions, tables).sums
+        assert sums is not None and sums.resamples == RESAMPLES
+        found.append(sums)
+    for other in found[1:]:
+        _same(other, found[0])
+    # the collected values give the same sums
+    result = rm.evaluate(dataset, loaded, METRICS)
+    run_result = next(iter(result.runs.values()))
+    _same(merged.run_sums(run_result, RESAMPLES, 0), found[0])
+
+
+@pytest.mark.parametrize("engine", ["inprocess", "duckdb"])
+def test_engines_give_the_same_intervals_for_every_bucket_count(engine):
+    found = []
+    for buckets in BUCKETS:
+        result = evaluate_files(str(QRELS), str(BM25), SOME, engine=engine, buckets=buckets, resamples=RESAMPLES)
+        found.append(next(iter(result.runs.values())).sums)
+    for other in found[1:]:
+        _same(other, found[0])
+    collected = rm.evaluate(load_dataset(QRELS), load_run(BM25), SOME)
+    _same(merged.run_sums(next(iter(collected.runs.values())), RESAMPLES, 0), found[0])
+
+
+@pytest.mark.parametrize("engine", ["inprocess", "duckdb"])
+def test_paired_statistics_are_equal_for_every_bucket_count(engine):
+    found = [
+        compare_files(str(QRELS), str(BM25), str(DENSE), SOME, engine=engine, buckets=b, resamples=RESAMPLES)
+        for b in BUCKETS
+    ]
+    for other in found[1:]:
+        assert repr(other) == repr(found[0])
+    # the collected differences give the same numbers
+    dataset = load_dataset(QRELS)
+    result = rm.evaluate(dataset, [load_run(DENSE), load_run(BM25)], SOME)
+    dense, bm25 = result.runs.values()
+    assert list(dense.query_ids) == list(bm25.query_ids)
+    differences = [dense.arrays[m] - bm25.arrays[m] for m in dense.metrics]
+    sides = [run.arrays[m] for run in (dense, bm25) for m in dense.metrics]
+    expected = statistics_of(sums_of(dense.query_ids, differences, RESAMPLES), sums_of(dense.query_ids, sides), SOME)
+    assert repr(expected) == repr(found[0])
+    assert found[0][0].run_mean == pytest.approx(dense.means["ndcg@10"], abs=1e-9)
+    ndcg = found[0][0]
+    assert ndcg.p_t == pytest.approx(paired_p_value(dense.arrays["ndcg@10"], bm25.arrays["ndcg@10"]), rel=1e-6)
+
+
+# --- the fingerprint -----------------------------------------------------------------------------------------------
+
+
+def test_one_changed_value_changes_the_fingerprint():
+    rng = np.random.default_rng(0)
+    n = 1_000
+    ids = [f"q{i}" for i in range(n)]
+    values = rng.random(n)
+    print_ = sums_of(ids, [values]).fingerprint(0)
+    assert sums_of(ids[::-1], [values[::-1]]).fingerprint(0) == print_
+    for at in (0, 17, n - 1):
+        changed = values.copy()
+        changed[at] = np.nextafter(changed[at], 2.0)  # one ulp
+        assert sums_of(ids, [changed]).fingerprint(0) != print_
+    renamed = list(ids)
+    renamed[3] = "q3 "
+    assert sums_of(renamed, [values]).fingerprint(0) != print_
+    assert sums_of(ids[:-1], [values[:-1]]).fingerprint(0) != print_
+    with_nan = values.copy()
+    with_nan[5] = np.nan
+    assert sums_of(ids, [with_nan]).fingerprint(0) != print_
+    # NaN and -0.0 are canonical
+    assert sums_of(["a"], [np.array([-0.0])]).fingerprint(0) == sums_of(["a"], [np.array([0.0])]).fingerprint(0)
+
+
+def _cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_cli_prints_the_same_intervals_and_fingerprints_on_every_engine_and_bucket_count(hard, tmp_path):
+    qrels, run = hard
+    common = ["eval", "--dataset", str(qrels), "--run", str(run), "--ci", "--resamples", "300", "--fingerprint"]
+    common += ["-m", "ndcg@10", "-m", "map", "-m", "bpref"]
+    printed = _cli(*common)
+    assert printed[0] == 0
+    assert "ndcg@10:ci_low" in printed[1] and "map:fingerprint" in printed[1]
+    for buckets in BUCKETS:
+        assert _cli(*common, "--engine", "duckdb", "--buckets", str(buckets))[1] == printed[1]
+    # the per-query values written where the engine runs, not collected: the buckets' sums still give them
+    written = _cli(*common, "--engine", "duckdb", "--buckets", "3", "--per-query-out", str(tmp_path / "v.parquet"))
+    assert written[1] == printed[1]
+    data = json.loads(_cli(*common, "--engine", "duckdb", "--buckets", "7", "--format", "json")[1])
+    entry = data["runs"]["run"]
+    assert json.loads(_cli(*common, "--format", "json")[1]) == data
+    low, high = entry["ci"]["ndcg@10"]
+    assert low <= entry["mean"]["ndcg@10"] <= high
+    assert len(entry["fingerprint"]["map"]) == 16
+
+
+def test_cli_fingerprint_changes_with_one_value(tmp_path):
+    """One query's run lines left out: that query is scored 0 (trec_eval -c), its value and nothing else changes."""
+    values = next(iter(rm.evaluate(load_dataset(QRELS), load_run(BM25), ["ndcg@10"]).runs.values()))
+    scored = values.arrays["ndcg@10"]
+    query = str(values.query_ids[int(np.flatnonzero(scored > 0)[0])])
+    lines = [line for line in load_run(BM25).frame.itertuples(index=False) if line.query_id != query]
+    changed = tmp_path / "run.trec"
+    changed.write_text("".join(f"{r.query_id} Q0 {r.doc_id} 0 {r.score!r} x\n" for r in lines))
+    common = ["eval", "--dataset", str(QRELS), "--fingerprint", "-m", "ndcg@10", "-m", "recall@100"]
+    before = _cli(*common, "--run", str(BM25), "--engine", "duckdb", "--buckets", "2")[1].splitlines()
+    after = _cli(*common, "--run", str(changed), "--engine", "duckdb", "--buckets", "2")[1].splitlines()
+    prints = [[line for line in printed if "ndcg@10:fingerprint" in line] for printed in (before, after)]
+    assert prints[0] and prints[0] != prints[1]
+
+
+def test_spark_gives_the_same_sums_and_fingerprints(spark, hard):
+    qrels, run = hard
+    expected = evaluate_files(str(qrels), str(run), METRICS, engine="duckdb", buckets=3, resamples=RESAMPLES)
+    found = evaluate_files(str(qrels), str(run), METRICS, engine="spark", buckets=5, resamples=RESAMPLES)
+    sums = next(iter(found.runs.values())).sums
+    assert sums is not None
+    _same(sums, next(iter(expected.runs.values())).sums)
+    import ragmetrics.spark as rms  # PySpark: only this test needs it
+
+    qrels_df = spark.createDataFrame(load_dataset(qrels).qrels)
+    run_df = spark.createDataFrame(load_run(run).frame[["query_id", "doc_id", "score"]])
+    from_frames = rms.evaluate(qrels_df, run_df, METRICS, buckets=2, resamples=RESAMPLES)
+    assert from_frames.sums is not None
+    _same(from_frames.sums, sums)
+
+
+def test_cli_compare_on_a_partitioned_engine_is_the_same_for_every_bucket_count():
+    common = ["compare", "--dataset", str(QRELS), "--baseline", str(BM25), "--run", str(DENSE), "-m", "ndcg@10"]
+    common += ["-m", "recall@100", "--test", "randomization", "--resamples", "2000", "--engine", "duckdb"]
+    printed = [_cli(*common, "--buckets", str(b)) for b in (1, 7)]
+    assert printed[0][0] == 0 and printed[0][1] == printed[1][1]
+    assert "merged over the buckets" in printed[0][1]
+    rows = json.loads(_cli(*common, "--buckets", "2", "--format", "json")[1])["comparisons"]
+    collected = json.loads(_cli(*common[:-2], "--format", "json")[1])  # in process: the classic resampling
+    classic = {(r["metric"], r["run"]): r for r in collected["comparisons"]}
+    for row in rows:
+        theirs = classic[(row["metric"], row["run"])]
+        assert row["delta"] == pytest.approx(theirs["delta"], abs=1e-9)
+        assert abs(row["p_value"] - theirs["p_value"]) < 0.05
+    t_test = json.loads(_cli(*common[:-4], "--test", "t", "--engine", "duckdb", "--format", "json")[1])["comparisons"]
+    in_process = json.loads(_cli(*common[:-4], "--test", "t", "--format", "json")[1])["comparisons"]
+    for ours, theirs in zip(sorted(t_test, key=lambda r: r["metric"]), sorted(in_process, key=lambda r: r["metric"])):
+        assert ours["p_value"] == pytest.approx(theirs["p_value"], rel=1e-6)
+
+
+def test_cli_compare_refuses_a_test_that_does_not_merge():
+    code, _, err = _cli(
+        "compare",
+        "--dataset",
+        str(QRELS),
+        "--baseline",
+        str(BM25),
+        "--run",
+        str(DENSE),
+        "--test",
+        "wilcoxon",
+        "--engine",
+        "duckdb",
+    )
+    assert code != 0 and "tests that merge" in err
