@@ -91,7 +91,7 @@ def cjk_share(texts: Sequence[str]) -> float:
 def _callable(function: Callable[[str], Any]) -> Tokenizer:
     def count(text: str) -> int:
         tokens = function(text)
-        return tokens if isinstance(tokens, (int, np.integer)) and not isinstance(tokens, bool) else len(tokens)
+        return int(tokens) if isinstance(tokens, (int, np.integer)) and not isinstance(tokens, bool) else len(tokens)
 
     name = getattr(function, "__qualname__", None) or type(function).__name__
     return Tokenizer(str(name), count, "a callable given by the caller")
@@ -117,7 +117,7 @@ def resolve(tokenizer: TokenizerLike, texts: Sequence[str]) -> Tokenizer:
 def check(tokenizer: Any) -> TokenizerLike:
     """``tokenizer`` if it can name a tokenizer (a known name, a callable, a :class:`Tokenizer`), else a clear error."""
     if isinstance(tokenizer, Tokenizer) or callable(tokenizer) or tokenizer in TOKENIZER_CHOICES:
-        return tokenizer  # type: ignore[no-any-return]
+        return tokenizer
     raise RagMetricsError(
         f"unknown tokenizer {tokenizer!r}; expected one of {', '.join(TOKENIZER_CHOICES)} or a callable text -> tokens"
     )
