@@ -2,8 +2,7 @@
 
     python scripts/readme_metrics.py
 
-One row per metric: its name (with ``@k`` as its ``k`` rule says, and ``@Ttok`` when it is read at a token
-budget of T tokens too), the formula, the trec_eval measure it
+One row per metric: its name (with ``@k`` as its ``k`` rule says), the formula, the trec_eval measure it
 equals or "(none)", and the first sentence of its conventions. The README holds this output verbatim
 between ``<!-- metrics table: python scripts/readme_metrics.py -->`` and ``<!-- end metrics table -->``;
 ``tests/test_readme.py`` checks that the two agree, so after changing the registry run
@@ -21,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from ragmetrics.engine.metrics import BUDGET_SUFFIX, METRICS, MetricInfo
+from ragmetrics.engine.metrics import METRICS, MetricInfo
 
 BEGIN = "<!-- metrics table: python scripts/readme_metrics.py -->"
 END = "<!-- end metrics table -->"
@@ -35,13 +34,11 @@ def _cell(text: str) -> str:
 
 
 def names(info: MetricInfo) -> str:
-    """``precision@k``; ``mrr``, ``mrr@k`` when the cut-off is optional; ``rprec`` when it takes none; and
-    ``precision@Ttok`` when it is read at a token budget too."""
-    budget = f", `{info.name}@T{BUDGET_SUFFIX}`" if info.budget else ""
+    """``precision@k``; ``mrr``, ``mrr@k`` when the cut-off is optional; ``rprec`` when it takes none."""
     if info.k == "required":
-        return f"`{info.name}@k`{budget}"
+        return f"`{info.name}@k`"
     if info.k == "optional":
-        return f"`{info.name}`, `{info.name}@k`{budget}"
+        return f"`{info.name}`, `{info.name}@k`"
     return f"`{info.name}`"
 
 
