@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ragmetrics.engine.alignment import Alignment
 
 
-def _sorted_rows(alignment: Alignment) -> tuple[np.ndarray, FrameRows, np.ndarray | None]:
+def sorted_rows(alignment: Alignment) -> tuple[np.ndarray, FrameRows, np.ndarray | None]:
     """Every retrieved row before chunks were merged, in ranking order: its query, its table row, and which rows
     are a document's first (None: all are)."""
     if alignment.merged is not None:
@@ -45,7 +45,7 @@ def _sorted_rows(alignment: Alignment) -> tuple[np.ndarray, FrameRows, np.ndarra
 def row_texts(alignment: Alignment) -> list[str]:
     """The text each retrieved row (before merging, in ranking order) hands over: the run's chunk text, else the
     corpus's title and text of the row's own id."""
-    _q, rows, _kept = _sorted_rows(alignment)
+    _q, rows, _kept = sorted_rows(alignment)
     table = alignment.run.table
     order = rows.array()
     if "text" in table.column_names and table.column("text").null_count == 0:
@@ -124,7 +124,7 @@ def row_tokens(alignment: Alignment) -> np.ndarray:
 
 def depths(alignment: Alignment, budgets: np.ndarray) -> np.ndarray:
     """Each query's number of documents handed over within each budget: shape (n_queries, len(budgets)), int64."""
-    q, _rows, kept = _sorted_rows(alignment)
+    q, _rows, kept = sorted_rows(alignment)
     n_queries = alignment.n_queries
     tokens = row_tokens(alignment)
     cumulative = running_sum(tokens, q, segment_starts(q, n_queries))
@@ -140,7 +140,7 @@ def depths(alignment: Alignment, budgets: np.ndarray) -> np.ndarray:
 
 def context_tokens(alignment: Alignment, budget: int | None = None) -> np.ndarray:
     """Each query's tokens handed over: every retrieved chunk's (``budget``: those within it), float64."""
-    q, _rows, _kept = _sorted_rows(alignment)
+    q, _rows, _kept = sorted_rows(alignment)
     tokens = row_tokens(alignment)
     if budget is not None:
         cumulative = running_sum(tokens, q, segment_starts(q, alignment.n_queries))
