@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ragmetrics as rm
+from ragmetrics.cli import main
 from ragmetrics.engine.evidence import EVIDENCE_METRICS, evaluate_evidence, parse_evidence, spans_from_answers
 from ragmetrics.foundation.errors import ParseError
 from ragmetrics.io.spans import load_spans
@@ -184,3 +188,28 @@ def test_overlapping_chunks_never_count_a_character_twice(chunks, gold, k):
     gold_chars = set().union(*(range(s, s + w) for s, w in gold))
     seen = set().union(*(range(s, s + w) for s, w in chunks[:k]))
     assert result.values[f"evidence_recall_chars@{k}"][0] == pytest.approx(len(gold_chars & seen) / len(gold_chars))
+
+
+def test_cli_evidence_reads_spans_and_refuses_without_them(tmp_path):
+    (tmp_path / "qrels.tsv").write_text("q1 0 A 1\nq2 0 B 1\n", encoding="utf-8")
+    corpus = [{"id": d, "title": "", "text": t} for d, t in zip(CORPUS["doc_id"], CORPUS["text"])]
+    (tmp_path / "corpus.jsonl").write_text("\n".join(json.dumps(c) for c in corpus) + "\n", encoding="utf-8")
+    (tmp_path / "spans.qrels").write_text("q1 0 A 1 6 11\nq1 0 A 1 12 17\nq2 0 B 1 0 5\n", encoding="utf-8")
+    rows = RUN.frame.to_dict("records")
+    lines = [
+        {"query_id": q, "retrieved": [{k: r[k] for k in ("doc_id", "score", "text", "source_doc")} for r in rows
+                                      if r["query_id"] == q]}
+        for q in ("q1", "q2")
+    ]  # fmt: skip
+    (tmp_path / "run.jsonl").write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    base = ["evidence", "--dataset", str(tmp_path / "qrels.tsv"), "--corpus", str(tmp_path / "corpus.jsonl"),
+            "--run", str(tmp_path / "run.jsonl")]  # fmt: skip
+    out, err = io.StringIO(), io.StringIO()
+    metrics = ["-m", "evidence_recall@1", "-m", "context_precision@6tok", "-m", "tokens_to_evidence"]
+    assert main([*base, "--spans", str(tmp_path / "spans.qrels"), *metrics], out, err) == 0, err.getvalue()
+    rows_out = {line.split("\t")[0].strip(): line.split("\t")[2] for line in out.getvalue().splitlines()}
+    assert rows_out["evidence_recall@1"] == "0.7500" and rows_out["context_precision@6tok"] == "0.5000"
+    assert rows_out["tokenizer"] == "whitespace" and rows_out["tokens_to_evidence"] == "2.0000"
+    assert "1 retrieved chunk(s) could not be placed" in err.getvalue()
+    bad = io.StringIO()
+    assert main(base, io.StringIO(), bad) == 2 and "give the gold evidence" in bad.getvalue()

@@ -61,11 +61,12 @@ class _Rows:
         )
 
 
-def _json(source: Any, rows: _Rows) -> None:
+def _json(source: Any, rows: _Rows, key: str = "query_id") -> None:
     for line, _number, item in records(source):
         if not isinstance(item, dict):
-            raise ParseError(rows.name, line, "a JSON object with query_id, doc_id and spans", type(item).__name__)
-        query, doc = item.get("query_id", item.get("qid")), item.get("doc_id", item.get("docid"))
+            raise ParseError(rows.name, line, f"a JSON object with {key}, doc_id and spans", type(item).__name__)
+        query = item.get(key, item.get("qid")) if key == "query_id" else item.get(key)
+        doc = item.get("doc_id", item.get("docid"))
         if "spans" in item:
             spans = item["spans"]
             if not isinstance(spans, list):
@@ -81,7 +82,7 @@ def _json(source: Any, rows: _Rows) -> None:
             raise ParseError(rows.name, line, "a 'spans' list or 'start' and 'end'", f"keys {sorted(item)}")
 
 
-def _delimited(text: str, rows: _Rows) -> None:
+def _delimited(text: str, rows: _Rows, key: str = "query_id") -> None:
     lines = text.splitlines()
     header: dict[str, int] | None = None
     for number, raw in enumerate(lines, 1):
@@ -89,14 +90,16 @@ def _delimited(text: str, rows: _Rows) -> None:
             continue
         delimiter = "," if "," in raw and "\t" not in raw else None
         cells = [c.strip() for c in (raw.split(",") if delimiter else raw.split())]
-        if header is None and {"query_id", "doc_id", "start", "end"} <= {c.lower() for c in cells}:
+        if header is None and {key, "doc_id", "start", "end"} <= {c.lower() for c in cells}:
             header = {c.lower(): i for i, c in enumerate(cells)}
             continue
         if header is not None:
             if len(cells) < len(header):
                 raise ParseError(rows.name, number, f"{len(header)} columns", f"{len(cells)}: {shorten(raw)}")
-            rows.add(number, *(cells[header[c]] for c in SPAN_COLUMNS))
+            rows.add(number, *(cells[header[c]] for c in (key, "doc_id", "start", "end")))
             continue
+        if key != "query_id":
+            raise ParseError(rows.name, number, f"a header naming {key}, doc_id, start, end", shorten(raw))
         if len(cells) != 6:
             raise ParseError(
                 rows.name,
@@ -126,3 +129,17 @@ def load_spans(source: Any, *, filename: str | None = None) -> pa.Table:
     if not rows.columns["query_id"]:
         raise ParseError(opened.name, None, "at least one evidence span", "none")
     return rows.table()
+
+
+def load_chunk_spans(source: Any, *, filename: str | None = None) -> pa.Table:
+    """Where each chunk lies in its document: ``chunk_id, doc_id, start, end`` (CSV/TSV with that header, or JSONL
+    records with those keys), offsets into the document's corpus ``text`` as for :func:`load_spans`."""
+    opened = open_source(source, filename)
+    rows = _Rows(opened.name)
+    if first_char(opened) in "{[":
+        _json(opened, rows, "chunk_id")
+    else:
+        _delimited(opened.text(), rows, "chunk_id")
+    if not rows.columns["query_id"]:
+        raise ParseError(opened.name, None, "at least one chunk with its span", "none")
+    return rows.table().rename_columns(["chunk_id", "doc_id", "start", "end"])
