@@ -671,7 +671,7 @@ def compute(ranking: Ranking, specs: list[MetricSpec]) -> dict[MetricSpec, np.nd
     by_name: dict[str, list[MetricSpec]] = {}
     for spec in specs:
         if spec.tokens is not None:
-            raise RagMetricsError(f"{spec}: a token budget is read on an Alignment (ragmetrics.engine.budgets)")
+            raise RagMetricsError(f"{spec}: token budgets are read on an Alignment, in process (--engine inprocess)")
         by_name.setdefault(spec.name, []).append(spec)
     for name, group in by_name.items():
         info = METRICS[name]
