@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import ragmetrics as rm
 from ragmetrics.cli import main
+from ragmetrics.engine import budgets
 from ragmetrics.engine.metrics import METRICS, MetricSpec, known_metric_names, metric_name
 from ragmetrics.engine.tokens import TOKENIZERS, cjk_share
 
@@ -229,3 +230,18 @@ def test_one_token_per_chunk_reads_the_rank_metric_wherever_it_ignores_k_past_th
     alignment = rm.align(dataset, rm.Run.from_frame(frame.assign(text="w")))
     for name in ("recall", "hits", "mrr", "map", "judged"):  # precision, f1, unj, nDCG: only at >= k documents
         np.testing.assert_array_equal(alignment.value(f"{name}@{k}tok"), alignment.value(f"{name}@{k}"), name)
+
+
+def test_context_tokens_are_what_the_budget_hands_over():
+    alignment = rm.align(DATASET, RUN)
+    assert budgets.context_tokens(alignment).tolist() == [6.0, 5.0]
+    assert budgets.context_tokens(alignment, 4).tolist() == [2.0, 4.0]  # q1's b would pass 4; q2's b is 4
+    assert budgets.depths(alignment, np.array([1, 5, 6])).tolist() == [[0, 2, 3], [0, 2, 2]]
+
+
+def test_cli_compare_names_the_tokenizer():
+    out = io.StringIO()
+    args = ["compare", "--dataset", str(FAQ / "eval_set.json"), "--baseline", str(FAQ / "runs" / "bm25.jsonl")]
+    code = main([*args, "--run", str(FAQ / "runs" / "dense-e5.jsonl"), "-m", "recall@256tok"], out, io.StringIO())
+    assert code == 0 and out.getvalue().splitlines()[-1] == "tokenizer: jieba"
+    assert out.getvalue().startswith("recall@256tok")
