@@ -245,3 +245,8 @@ def test_cli_compare_names_the_tokenizer():
     code = main([*args, "--run", str(FAQ / "runs" / "dense-e5.jsonl"), "-m", "recall@256tok"], out, io.StringIO())
     assert code == 0 and out.getvalue().splitlines()[-1] == "tokenizer: jieba"
     assert out.getvalue().startswith("recall@256tok")
+
+
+def test_llamaindex_mode_refuses_a_budget():
+    with pytest.raises(rm.MetricNameError, match="token budgets are read with mode='trec' only"):
+        rm.evaluate(DATASET, RUN, ["recall@5tok"], mode="llamaindex", warn=False)

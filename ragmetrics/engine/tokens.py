@@ -10,6 +10,7 @@ at least :data:`CJK_SHARE` of the texts' non-space characters are CJK ideographs
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -60,11 +61,17 @@ def _whitespace(text: str) -> int:
     return len(text.split())
 
 
-def _jieba(text: str) -> int:
+@functools.cache
+def _jieba_cut() -> Callable[[str], list[str]]:
     import jieba  # noqa: PLC0415 (optional and slow to import: only a Chinese token budget needs it)
 
     jieba.setLogLevel(60)  # its "Building prefix dict" chatter goes to stderr otherwise
-    return sum(1 for piece in jieba.lcut(text) if piece.strip())
+    cut: Callable[[str], list[str]] = jieba.lcut
+    return cut
+
+
+def _jieba(text: str) -> int:
+    return sum(1 for piece in _jieba_cut()(text) if piece.strip())
 
 
 TOKENIZERS: dict[str, Tokenizer] = {
