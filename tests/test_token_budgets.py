@@ -203,7 +203,7 @@ def test_recall_and_hits_never_fall_as_the_budget_grows(data, budget, more):
     if frame.empty:
         return
     alignment = rm.align(dataset, rm.Run.from_frame(frame))
-    for name in ("recall", "hits", "ndcg", "map", "mrr"):
+    for name in ("recall", "hits", "map", "mrr"):  # not nDCG: its ideal grows with the depth too
         low, high = alignment.value(f"{name}@{budget}tok"), alignment.value(f"{name}@{budget + more}tok")
         assert np.all(low <= high + 1e-12), name
 
