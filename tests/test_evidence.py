@@ -213,3 +213,24 @@ def test_cli_evidence_reads_spans_and_refuses_without_them(tmp_path):
     assert "1 retrieved chunk(s) could not be placed" in err.getvalue()
     bad = io.StringIO()
     assert main(base, io.StringIO(), bad) == 2 and "give the gold evidence" in bad.getvalue()
+
+
+def test_a_chunk_prefixed_with_its_documents_title_is_placed_without_it():
+    corpus = pd.DataFrame({"doc_id": ["A"], "title": ["Refunds"], "text": ["Intro. Refunds within 30 days."]})
+    dataset = rm.Dataset.from_frames(
+        pd.DataFrame({"query_id": ["q"], "doc_id": ["A"], "relevance": [1]}), documents=corpus
+    )
+    run = rm.Run.from_frame(
+        pd.DataFrame(
+            {
+                "query_id": ["q", "q"],
+                "doc_id": ["A#1", "A#2"],
+                "source_doc": ["A", "A"],
+                "score": [2.0, 1.0],
+                "text": ["Refunds\nRefunds within 30 days.", "Other\nIntro."],
+            }
+        )
+    )
+    result = evaluate_evidence(rm.align(dataset, run), {"q": {"A": [(22, 29)]}}, ["evidence_recall@1"])
+    assert result.values["evidence_recall@1"].tolist() == [1.0]  # "30 days" found once the title line is dropped
+    assert result.unlocated == 1  # "Other" is not the title: that chunk is not placed

@@ -11,7 +11,8 @@ document as ``(document, start, end)``:
 1. from ``chunk_spans`` (a table ``chunk_id, doc_id, start, end``) when it names the chunk;
 2. a row that is its own document (its id is the document's: a run of whole documents) covers all of it;
 3. else its text (the run's ``text``, else the corpus ``text`` of its id) is looked for, literally, in its
-   document's corpus ``text`` (the document: its ``source_doc``); the first occurrence places it. A chunk found
+   document's corpus ``text`` (the document: its ``source_doc``); the first occurrence places it. A text whose
+   first line is the document's title (as chunkers often prefix it) is looked for without that line. A chunk found
    nowhere covers nothing and is counted in :attr:`EvidenceResult.unlocated`.
 
 The metrics, per evaluated query (:data:`EVIDENCE_METRICS`; ``@k``: the top k chunks; ``@Ttok``: the chunks within
@@ -184,12 +185,30 @@ def _union(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
-def _corpus(dataset: Dataset) -> dict[str, str]:
+def _corpus(dataset: Dataset, field: str = "text") -> dict[str, str]:
+    """The corpus ``text`` (or ``title``) of each document, {} without a corpus."""
     documents = dataset.documents
-    if documents is None or "text" not in documents.columns:
+    if documents is None or field not in documents.columns:
         return {}
     corpus = documents.drop_duplicates("doc_id")
-    return dict(zip(corpus["doc_id"].astype(str), corpus["text"].fillna("").astype(str)))
+    return dict(zip(corpus["doc_id"].astype(str), corpus[field].fillna("").astype(str)))
+
+
+def _locate(chunk: str, document: str, title: str) -> tuple[int, int]:
+    """Where ``chunk`` lies in ``document`` (its first occurrence) and its length there; a chunk that begins with
+    the document's title on a line of its own (as chunkers prefix it) is looked for without it. (-1, 0): nowhere."""
+    if not chunk or not document:
+        return -1, 0
+    at = document.find(chunk)
+    if at >= 0:
+        return at, len(chunk)
+    title = title.strip()
+    head, newline, rest = chunk.partition("\n")
+    if title and newline and head.strip() == title and rest:
+        at = document.find(rest)
+        if at >= 0:
+            return at, len(rest)
+    return -1, 0
 
 
 def spans_from_answers(dataset: Dataset, rel_level: int = 1) -> pa.Table:
@@ -247,6 +266,7 @@ def _chunk_places(alignment: Alignment, chunk_spans: Any) -> tuple[list[str], np
     docs = [str(v) for v in column("source_doc")] if "source_doc" in table.column_names else list(chunk_ids)
     own = column("text") if "text" in table.column_names else [None] * len(chunk_ids)
     corpus = _corpus(alignment.dataset)
+    titles = _corpus(alignment.dataset, "title")
     given: dict[str, tuple[str, int, int]] = {}
     if chunk_spans is not None:
         for chunk, doc, start, end in zip(*_span_rows(_chunk_table(chunk_spans))):
@@ -262,9 +282,9 @@ def _chunk_places(alignment: Alignment, chunk_spans: Any) -> tuple[list[str], np
         elif chunk == doc:
             starts[i], ends[i] = 0, WHOLE
         else:
-            at = corpus.get(doc, "").find(chunk_text) if chunk_text else -1
+            at, length = _locate(chunk_text, corpus.get(doc, ""), titles.get(doc, ""))
             if at >= 0:
-                starts[i], ends[i] = at, at + len(chunk_text)
+                starts[i], ends[i] = at, at + length
     return docs, starts, ends, texts
 
 
