@@ -86,10 +86,15 @@ TOKENIZERS: dict[str, Tokenizer] = {
 TOKENIZER_CHOICES: tuple[str, ...] = ("auto", *TOKENIZERS)
 
 
+CJK_SAMPLE = 2000
+"""``auto`` reads the script of at most this many distinct texts (the first ones)."""
+
+
 def cjk_share(texts: Sequence[str]) -> float:
-    """The share of CJK characters among the texts' non-space characters (0 when there are none)."""
+    """The share of CJK characters among the texts' non-space characters (0 when there are none), over the first
+    :data:`CJK_SAMPLE` distinct texts."""
     cjk = chars = 0
-    for text in dict.fromkeys(texts):
+    for text in list(dict.fromkeys(texts))[:CJK_SAMPLE]:
         chars += len(text) - len(_SPACE.findall(text))
         cjk += len(_CJK.findall(text))
     return cjk / chars if chars else 0.0
