@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ragmetrics.engine.metrics import METRICS
+from ragmetrics.engine.metrics import BUDGET_SUFFIX, METRICS
 
 __all__ = ["REFERENCE_COLUMNS", "metrics_reference_frame"]
 
@@ -21,7 +21,7 @@ def metrics_reference_frame() -> pd.DataFrame:
             {
                 "name": m.name,
                 "display": m.title,
-                "cutoff": _CUTOFF[m.k],
+                "cutoff": _CUTOFF[m.k] + (f"; or a token budget (name@T{BUDGET_SUFFIX})" if m.budget else ""),
                 "formula": m.formula,
                 "conventions": m.conventions,
                 "aliases": ", ".join(m.aliases),

@@ -20,6 +20,7 @@ from ragmetrics.engine.conventions import Mode
 from ragmetrics.engine.health import Health
 from ragmetrics.engine.metrics import MetricSpec, metric_name, parse_metric
 from ragmetrics.engine.once import Once
+from ragmetrics.engine.tokens import TokenizerLike
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.model import Dataset, Run
 
@@ -86,6 +87,16 @@ class RunResult:
     def means(self) -> dict[str, float]:
         """Arithmetic mean of each metric over the evaluated queries (NaN values, LlamaIndex skips, left out)."""
         return {str(spec): self.alignment.mean(spec) for spec in self.specs}
+
+    @property
+    def budgeted(self) -> bool:
+        """True when a metric is read at a token budget (``recall@512tok``)."""
+        return any(spec.tokens is not None for spec in self.specs)
+
+    @property
+    def tokenizer(self) -> str | None:
+        """The tokenizer the token budgets were counted with; None when no metric is read at a budget."""
+        return self.alignment.tokenizer_name if self.budgeted else None
 
     def mean_bounds(self, depth: int | None = None) -> dict[str, tuple[float, float]]:
         """Each metric's mean at the two ends the unjudged documents leave open, ``{metric: (worst, best)}``: the
@@ -224,6 +235,7 @@ def evaluate(
     k_max: int | None = None,
     warn: bool = True,
     executor: Executor | None = None,
+    tokenizer: TokenizerLike | None = None,
     **changes: Any,
 ) -> EvalResult:
     """Evaluate one or more runs against a dataset.
@@ -244,6 +256,10 @@ def evaluate(
 
     ``runs`` may hold :class:`ragmetrics.Alignment` s already made (on this dataset, under these conventions):
     they are used as they are. ``executor`` is passed to :func:`ragmetrics.align`.
+
+    ``tokenizer``: what the token budgets (``recall@512tok``: the metric on the chunks that fit in 512 tokens)
+    count with: ``auto`` (the default: jieba for Chinese texts, else whitespace), ``whitespace``, ``jieba`` or a
+    callable ``text -> tokens`` (:mod:`ragmetrics.engine.tokens`); :attr:`RunResult.tokenizer` names it.
     """
     data = _as_dataset(dataset)
     run_list = _as_runs(runs)
@@ -264,7 +280,7 @@ def evaluate(
     results: dict[str, RunResult] = {}
     specs: list[MetricSpec] = []
     for run in run_list:
-        alignment = _aligned(data, run, conventions, executor)
+        alignment = _aligned(data, run, conventions, executor, tokenizer)
         if not specs:
             specs = list(dict.fromkeys(alignment.mode.parse(m) for m in metrics))
             if not specs:
@@ -282,9 +298,17 @@ def evaluate(
     return EvalResult(data, specs, results, int(k_max))
 
 
-def _aligned(dataset: Dataset, run: Run | Alignment, conventions: Conventions, executor: Executor | None) -> Alignment:
+def _aligned(
+    dataset: Dataset,
+    run: Run | Alignment,
+    conventions: Conventions,
+    executor: Executor | None,
+    tokenizer: TokenizerLike | None,
+) -> Alignment:
     if isinstance(run, Run):
-        return align(dataset, run, conventions, executor=executor)
+        return align(dataset, run, conventions, executor=executor, tokenizer="auto" if tokenizer is None else tokenizer)
+    if tokenizer is not None and tokenizer is not run.tokenizer:
+        run = run.with_tokenizer(tokenizer)
     if not run.same_source(dataset, conventions):
         raise RagMetricsError(
             f"the alignment of run {run.name!r} was made on another dataset or under other conventions "

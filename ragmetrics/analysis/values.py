@@ -64,6 +64,9 @@ def results_dict(runs: Iterable[QueryValues], per_query: bool) -> dict[str, Any]
     out: dict[str, Any] = {}
     for result in runs:
         entry: dict[str, Any] = {"mean": {m: plain(v) for m, v in means(result).items()}}
+        tokenizer = getattr(result, "tokenizer", None)
+        if tokenizer is not None:  # the token budgets' (recall@512tok) counting
+            entry["tokenizer"] = tokenizer
         if per_query and result.query_ids is not None:
             arrays = result.arrays
             entry["per_query"] = {

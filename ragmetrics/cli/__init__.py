@@ -46,6 +46,11 @@ COMMANDS: dict[str, Command] = {
     "eval": Command("evaluate runs against a dataset", "evaluate", "eval_parser"),
     "compare": Command("compare runs with a baseline: deltas, CIs, paired tests", "compare", "compare_parser"),
     "agree": Command("how much two runs agree, no judgments needed: RBO, overlap@k, churn@k", "agree", "agree_parser"),
+    "evidence": Command(
+        "how much of the gold evidence spans the retrieved chunks hand over (at k chunks or T tokens)",
+        "evidence",
+        "evidence_parser",
+    ),
     "fuse": Command("fuse runs (reciprocal rank fusion, CombSUM, CombMNZ) into a TREC run", "fuse", "fuse_parser"),
     "check": Command(
         "CI gate: targets (with CIs) and no significant regression against a baseline", "compare", "check_parser"

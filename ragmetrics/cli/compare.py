@@ -157,6 +157,10 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 f"W/T/L {row.wins}/{row.ties}/{row.losses}" + (judged_ends(row) if args.bounds else "") + "\n"
             )
         out.write(f"test: {args.test}; * = significant at alpha {args.alpha}, {family(args, len(comparison.table))}\n")
+        tokenizers = {name: run.tokenizer for name, run in result.runs.items() if run.tokenizer is not None}
+        if tokenizers:  # the token budgets (recall@512tok) name what they counted with
+            named = sorted(set(tokenizers.values()))
+            out.write(f"tokenizer: {named[0]}\n" if len(named) == 1 else f"tokenizers: {tokenizers}\n")
         if args.test == "bootstrap" and (comparison.table["n"] < BOOTSTRAP_MIN_QUERIES).any():
             out.write(
                 f"bootstrap: below {BOOTSTRAP_MIN_QUERIES} queries too few to resample; p is the exact "

@@ -49,7 +49,9 @@ def evaluate_runs(args: argparse.Namespace, dataset: Dataset, runs: list[Run], m
         )
     with warnings.catch_warnings(), ThreadPoolExecutor(1) as pool:
         warnings.simplefilter("ignore", RagMetricsWarning)
-        result = evaluate(dataset, runs, metrics, executor=pool, **changes)
+        result = evaluate(
+            dataset, runs, metrics, executor=pool, tokenizer=getattr(args, "tokenizer", "auto"), **changes
+        )
     if not args.allow_no_overlap and dataset.qrels_table.num_rows:  # empty qrels (--allow-no-relevant): no query
         for run in result.runs.values():
             if run.alignment.health.no_overlap:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from ragmetrics.analysis import ppi, stats
 from ragmetrics.engine.conventions import CHOICES
+from ragmetrics.engine.tokens import TOKENIZER_CHOICES
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.partitioned import ENGINES
 
@@ -68,6 +69,13 @@ def add_eval_options(parser: argparse.ArgumentParser) -> None:
         choices=CHOICES["level"],
         default="auto",
         help="evaluate chunks at document level (auto: when the run names source documents)",
+    )
+    parser.add_argument(
+        "--tokenizer",
+        choices=TOKENIZER_CHOICES,
+        default="auto",
+        help="what token budgets (recall@512tok) count with: auto (default: jieba when the texts are Chinese, "
+        "else whitespace), whitespace, jieba",
     )
     add_judgment_options(parser)
 

@@ -52,6 +52,9 @@ def format_table(
     for name, run in result.runs.items():
         out.write(f"{'runid':<22}\tall\t{name}\n")
         out.write(f"{'num_q':<22}\tall\t{run.coverage.queries_evaluated}\n")
+        tokenizer = getattr(run, "tokenizer", None)
+        if tokenizer is not None:  # what the token budgets (recall@512tok) counted with
+            out.write(f"{'tokenizer':<22}\tall\t{tokenizer}\n")
         if per_query:
             arrays = run.arrays
             assert run.query_ids is not None  # --per-query and --per-query-out are refused together
@@ -95,6 +98,10 @@ def wide_frame(
         mean.insert(0, "query_id", list(rows))
         mean.insert(0, "run", name)
         parts.append(mean)
+        tokenizer = getattr(run, "tokenizer", None)
+        if tokenizer is not None:  # what the token budgets (recall@512tok) counted with, beside the run
+            for part in parts[-2 if per_query else -1 :]:
+                part.insert(1, "tokenizer", tokenizer)
     return pd.concat(parts, ignore_index=True)
 
 

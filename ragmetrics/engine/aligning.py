@@ -20,6 +20,8 @@ from ragmetrics.engine.conventions import Conventions
 from ragmetrics.engine.coverage import Coverage
 from ragmetrics.engine.order import FrameRows, positions, segment_starts, trec_order
 from ragmetrics.engine.queries import match_queries
+from ragmetrics.engine.tokens import TokenizerLike
+from ragmetrics.engine.tokens import check as check_tokenizer
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import dictionary_codes, positions_in, scalar_like, to_arrow, to_numpy
 from ragmetrics.foundation.model import Dataset, Run
@@ -42,15 +44,20 @@ def align(
     conventions: Conventions | None = None,
     *,
     executor: Executor | None = None,
+    tokenizer: TokenizerLike = "auto",
     **changes: Any,
 ) -> Alignment:
     """Align ``run`` with ``dataset`` under ``conventions`` (default: trec_eval's; ``changes`` override fields,
     e.g. ``align(ds, run, rel_level=2)``).
 
+    ``tokenizer``: what the token budgets (``recall@512tok``) count with (:mod:`ragmetrics.engine.tokens`:
+    ``auto``, ``whitespace``, ``jieba`` or a callable ``text -> tokens``).
+
     ``executor`` (say a ``ThreadPoolExecutor(1)``): a run of a million rows or more is then fingerprinted and
     aligned on two threads. Without one, everything runs on the calling thread.
     """
     conventions = (conventions or Conventions()).replace(**changes) if changes else conventions or Conventions()
+    tokenizer = check_tokenizer(tokenizer)
     coverage = Coverage()
     table = run.table
     coverage.empty_run = table.num_rows == 0
@@ -208,7 +215,7 @@ def align(
         documents=docs,
         doc_rows=None if frame_rows.identity else frame_rows,
     )
-    return Alignment(dataset, run, conventions, ranking, coverage, merged)
+    return Alignment(dataset, run, conventions, ranking, coverage, merged, tokenizer)
 
 
 def _distinct_sorted(values: np.ndarray) -> np.ndarray:

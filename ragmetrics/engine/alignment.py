@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import pyarrow as pa
 
+from ragmetrics.engine import budgets
 from ragmetrics.engine import metrics as registry
 from ragmetrics.engine.accumulators import Ranking
 from ragmetrics.engine.bounds import bounds, label_free
@@ -25,6 +26,8 @@ from ragmetrics.engine.metrics import MetricSpec, metric_name
 from ragmetrics.engine.modes import MODES, Mode
 from ragmetrics.engine.once import Once
 from ragmetrics.engine.order import FrameRows
+from ragmetrics.engine.tokens import TokenizerLike
+from ragmetrics.engine.tokens import check as check_tokenizer
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import dictionary_codes, to_arrow, to_numpy
 from ragmetrics.foundation.model import Dataset, Run
@@ -51,6 +54,9 @@ class Alignment:
     coverage: Coverage
     merged: tuple[np.ndarray, FrameRows, np.ndarray] | None = field(default=None, repr=False)
     """Before repeated documents were merged: each sorted row's query, table row, and whether it was kept."""
+    tokenizer: TokenizerLike = "auto"
+    """What the token budgets (``recall@512tok``) count with: a name of :data:`ragmetrics.engine.tokens.TOKENIZERS`,
+    ``auto`` (by the texts' script) or a callable ``text -> tokens``; :attr:`tokenizer_name` says which was used."""
     _once: Once = field(default_factory=Once, init=False, repr=False)
 
     @property
@@ -87,6 +93,15 @@ class Alignment:
         """How the run meets the judgments (:mod:`ragmetrics.engine.health`); ``health.no_overlap`` says the
         numbers mean nothing, and :meth:`explain_no_overlap` why."""
         return self._once.get("health", lambda: health(self))
+
+    @property
+    def tokenizer_name(self) -> str:
+        """The tokenizer the token budgets read (``auto`` resolved on the retrieved texts, which it reads)."""
+        return budgets.tokenizer(self).name
+
+    def with_tokenizer(self, tokenizer: TokenizerLike) -> Alignment:
+        """The same alignment whose token budgets count with ``tokenizer`` (no new alignment; values recomputed)."""
+        return replace(self, tokenizer=check_tokenizer(tokenizer))
 
     def explain_no_overlap(self, audience: str = "cli") -> str:
         """Why the ids do not meet the qrels and the fix tried on the data, in the words of ``audience``
@@ -168,6 +183,8 @@ class Alignment:
         if depth is not None and (int(depth) != depth or depth < 1):
             raise RagMetricsError(f"bounds: depth must be a whole number of at least 1, got {depth!r}")
         spec = self._spec(metric)
+        if spec.tokens is not None:
+            raise RagMetricsError(f"bounds over the unjudged documents are not computed for token budgets ({spec})")
 
         def compute() -> tuple[np.ndarray, np.ndarray]:
             if label_free(spec):

@@ -45,6 +45,8 @@ def parse(text: str | MetricSpec) -> MetricSpec:
             if "@" in raw or ("_" in raw and raw.rsplit("_", 1)[-1].isdigit()):
                 raise
             spec = MetricSpec(parse_metric(raw + "@1").name, None)
+    if spec.tokens is not None:
+        raise MetricNameError(f"metric {str(spec)!r}: token budgets are read with mode='trec' only")
     if spec.name not in SUPPORTED:
         raise MetricNameError(
             f"metric {str(spec)!r} has no LlamaIndex counterpart; LlamaIndex mode computes "

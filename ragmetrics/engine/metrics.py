@@ -10,6 +10,18 @@ canonical :class:`MetricSpec`.
 Kernels return one value per evaluated query: shape ``(n_queries, len(ks))``
 for cut-off metrics (``ks`` are 1-based cut-offs), shape ``(n_queries,)`` for
 metrics computed over the whole ranking.
+
+Token budgets: every metric with a cut-off kernel (:attr:`MetricInfo.budget`) is also read at a budget of
+``T`` tokens, named ``name@Ttok`` (``recall@512tok``; ``@512tokens`` is read too). Each query's ranking is
+cut after the last document whose chunks all fit: the chunks handed over are counted in ranking order
+(every retrieved chunk, also the later chunks of a document already ranked), and the chunk whose
+cumulative count passes ``T`` is not included, nor any chunk after it. The metric is then its ``@k``
+kernel at that query's own depth ``k`` (the documents ranked before the cut), so precision@Ttok divides
+by the documents handed over, not by a fixed k (f1 and unj likewise, and nDCG cuts its ideal ranking
+there); a budget that the first chunk alone exceeds hands over nothing (every metric as for an empty
+ranking). With one token per document and ``T = k`` each equals ``name@k`` whenever the ranking holds at
+least ``k`` documents (recall, hits, mrr, map and judged whatever its length). See :mod:`ragmetrics.engine.budgets` and, for the
+tokenizers, :mod:`ragmetrics.engine.tokens`.
 """
 
 from __future__ import annotations
@@ -79,6 +91,11 @@ class MetricInfo:
         if not self.title:
             object.__setattr__(self, "title", self.pretty)
 
+    @property
+    def budget(self) -> bool:
+        """Read at a token budget too (``name@Ttok``): every metric with a cut-off kernel."""
+        return self.cut is not None
+
 
 @dataclass(frozen=True, order=True)
 class MetricSpec:
@@ -88,10 +105,17 @@ class MetricSpec:
     k: int | None = None
     p: float | None = None
     """The persistence of a metric that takes one (rbp), None for its default."""
+    tokens: int | None = None
+    """The token budget T of ``name@Ttok`` (``k`` is then None); None for a metric read at ranks."""
 
     def __str__(self) -> str:
         base = self.name if self.p is None else f"{self.name}_p={self.p:g}"
-        return base if self.k is None else f"{base}@{self.k}"
+        return base + self._cut()
+
+    def _cut(self) -> str:
+        if self.tokens is not None:
+            return f"@{self.tokens}{BUDGET_SUFFIX}"
+        return "" if self.k is None else f"@{self.k}"
 
     @property
     def info(self) -> MetricInfo:
@@ -100,13 +124,13 @@ class MetricSpec:
     @property
     def pretty(self) -> str:
         base = METRICS[self.name].pretty + ("" if self.p is None else f"_p={self.p:g}")
-        return base if self.k is None else f"{base}@{self.k}"
+        return base + self._cut()
 
     @property
     def title(self) -> str:
         """``Precision@5``, ``nDCG@10``: the registry's title with the cut-off."""
         base = METRICS[self.name].title + ("" if self.p is None else f" (p={self.p:g})")
-        return base if self.k is None else f"{base}@{self.k}"
+        return base + self._cut()
 
 
 def _safe_divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
@@ -537,7 +561,10 @@ for _info in METRICS.values():
     for _name in (_info.name, *_info.aliases):
         _ALIASES[_name.lower()] = _info.name
 
-_METRIC_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_\-]*?)\s*(?:[@._](\d+))?\s*$")
+BUDGET_SUFFIX = "tok"
+"""``recall@512tok``: the metric at a budget of 512 tokens (``@512tokens`` is read too)."""
+
+_METRIC_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_\-]*?)\s*(?:[@._](\d+)(?:\s*(tok|tokens))?)?\s*$", re.IGNORECASE)
 _PERSISTENCE_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_\-]*?)[._]p\s*=\s*(\S*?)\s*$", re.IGNORECASE)
 """``rbp_p=0.95`` (trec_eval's printed name) and ``rbp.p=0.95`` (its ``-m`` parameter)."""
 
@@ -582,7 +609,7 @@ def parse_metric(text: str | MetricSpec) -> MetricSpec:
             f"cannot read metric {text!r}; expected a name with an optional @k, e.g. 'ndcg@10'. "
             f"Known: {known_metric_names()}"
         )
-    raw, k_text = match.group(1), match.group(2)
+    raw, k_text, budget = match.group(1), match.group(2), match.group(3)
     name = _ALIASES.get(raw.lower())
     if name is None:
         glued = re.fullmatch(r"(.*?[A-Za-z])(\d+)", raw)  # "ndcg10": a known name with its cut-off glued on
@@ -596,6 +623,8 @@ def parse_metric(text: str | MetricSpec) -> MetricSpec:
         hint = f"; did you mean '{_ALIASES[close[0]]}{'@' + k_text if k_text else ''}'?" if close else ""
         raise MetricNameError(f"unknown metric {text!r}{hint} Known: {known_metric_names()}")
     info = METRICS[name]
+    if budget is not None:
+        return _budget(str(text), info, int(k_text))
     k = int(k_text) if k_text is not None else None
     if k is not None and k < 1:
         raise MetricNameError(f"metric {text!r}: the cut-off k must be an int >= 1. Got {k} instead.")
@@ -604,6 +633,15 @@ def parse_metric(text: str | MetricSpec) -> MetricSpec:
     if info.k == "none" and k is not None:
         raise MetricNameError(f"metric {text!r} takes no cut-off; use '{name}'")
     return MetricSpec(name, k)
+
+
+def _budget(text: str, info: MetricInfo, tokens: int) -> MetricSpec:
+    if not info.budget:
+        budgeted = ", ".join(m.name for m in METRICS.values() if m.budget)
+        raise MetricNameError(f"metric {text!r}: {info.name} takes no token budget (only {budgeted} do)")
+    if tokens < 1:
+        raise MetricNameError(f"metric {text!r}: the token budget must be an int >= 1. Got {tokens} instead.")
+    return MetricSpec(info.name, None, None, tokens)
 
 
 def metric_name(text: str | MetricSpec) -> str:
@@ -621,9 +659,10 @@ def metric_name(text: str | MetricSpec) -> str:
 
 
 def known_metric_names() -> str:
-    """The canonical names, with @k where a cut-off is required or allowed."""
+    """The canonical names, with @k where a cut-off is required or allowed, and the token-budget form once."""
     shown = {"required": "@k", "optional": "[@k]", "none": ""}
-    return ", ".join(f"{m.name}{shown[m.k]}" for m in METRICS.values())
+    names = ", ".join(f"{m.name}{shown[m.k]}" for m in METRICS.values())
+    return f"{names}; at a token budget T: NAME@T{BUDGET_SUFFIX} (e.g. recall@512{BUDGET_SUFFIX})"
 
 
 def compute(ranking: Ranking, specs: list[MetricSpec]) -> dict[MetricSpec, np.ndarray]:
@@ -631,6 +670,8 @@ def compute(ranking: Ranking, specs: list[MetricSpec]) -> dict[MetricSpec, np.nd
     out: dict[MetricSpec, np.ndarray] = {}
     by_name: dict[str, list[MetricSpec]] = {}
     for spec in specs:
+        if spec.tokens is not None:
+            raise RagMetricsError(f"{spec}: token budgets are read on an Alignment, in process (--engine inprocess)")
         by_name.setdefault(spec.name, []).append(spec)
     for name, group in by_name.items():
         info = METRICS[name]

@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragmetrics.engine import llamaindex
+from ragmetrics.engine import budgets, llamaindex
 from ragmetrics.engine import metrics as registry
 from ragmetrics.engine.metrics import MetricSpec, parse_metric
 from ragmetrics.engine.text import evidence as text_evidence
 
 if TYPE_CHECKING:
+    from ragmetrics.engine.accumulators import Ranking
     from ragmetrics.engine.alignment import Alignment
 
 Values = dict[MetricSpec, np.ndarray]
@@ -43,14 +44,23 @@ def _trec(alignment: Alignment, specs: list[MetricSpec]) -> Values:
     """The registry's kernels on the ranking the ``unjudged`` convention gives; bpref reads its own (it skips
     unjudged documents by definition), text metrics the ranked texts."""
     out: Values = {}
+    budgeted = [s for s in specs if s.tokens is not None]
+    if budgeted:  # token budgets: a per-query cut-off, read apart (:mod:`ragmetrics.engine.budgets`)
+        specs = [s for s in specs if s.tokens is None]
+        plain = [s for s in budgeted if not s.info.needs_text]
+        if plain:
+            out.update(budgets.compute(alignment, alignment.ranking, plain))
+        if len(plain) < len(budgeted):
+            out.update(budgets.compute(alignment, _with_text(alignment), [s for s in budgeted if s.info.needs_text]))
+        if not specs:
+            return out
     completed = alignment.conventions.unjudged == "relevant"
     as_defined = [s for s in specs if s.info.reads_judged_only and not completed]
     if as_defined:
         out.update(registry.compute(alignment.ranking, as_defined))
     textual = [s for s in specs if s.info.needs_text]
     if textual:
-        with_text = alignment.once("evidence", lambda: replace(alignment.ranking, evidence=text_evidence(alignment)))
-        out.update(registry.compute(with_text, textual))
+        out.update(registry.compute(_with_text(alignment), textual))
     rest = [s for s in specs if not ((s.info.reads_judged_only and not completed) or s.info.needs_text)]
     if not completed:
         out.update(registry.compute(alignment.scored(), rest))
@@ -58,6 +68,14 @@ def _trec(alignment: Alignment, specs: list[MetricSpec]) -> Values:
     for depth in dict.fromkeys(s.k for s in rest):  # one completed ranking per cut-off
         out.update(registry.compute(alignment.scored(depth), [s for s in rest if s.k == depth]))
     return out
+
+
+def _with_text(alignment: Alignment) -> Ranking:
+    """The alignment's ranking with what its texts hold, for the text metrics (made once)."""
+    with_text: Ranking = alignment.once(
+        "evidence", lambda: replace(alignment.ranking, evidence=text_evidence(alignment))
+    )
+    return with_text
 
 
 def _llamaindex(alignment: Alignment, specs: list[MetricSpec]) -> Values:

@@ -1,0 +1,202 @@
+"""Token budgets: a metric read on what fits in ``T`` tokens of context (``recall@512tok``), per query.
+
+The cut, once per alignment and tokenizer: every chunk the run retrieved for a query, in ranking order (before
+chunks were merged into documents: a document's later chunks cost tokens too), costs its tokens; the chunks whose
+cumulative count stays within ``T`` are handed over, the chunk that passes ``T`` and all after it are not. A
+query's depth is the number of documents handed over (a document ranks at its first chunk, so they are its top
+``depth`` documents). The metric is then the registry's ``@k`` kernel at each query's own ``k = depth``: one kernel
+call for every distinct depth, its columns gathered per query. A depth of 0 (the first chunk alone passes ``T``)
+reads the kernel on the ranking with nothing retrieved.
+
+Tokens come from the run's chunk texts (its ``text`` column), else from the dataset's corpus (title and text, as
+the text metrics read it, looked up by the row's own id: the chunk id of a chunk run). A row with neither is an
+error, never 0 tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ragmetrics.engine import metrics as registry
+from ragmetrics.engine.metrics import MetricSpec
+from ragmetrics.engine.order import FrameRows, running_sum, segment_starts
+from ragmetrics.engine.text import TextEvidence
+from ragmetrics.engine.tokens import Tokenizer, resolve
+from ragmetrics.foundation.errors import RagMetricsError
+
+if TYPE_CHECKING:
+    from ragmetrics.engine.accumulators import Ranking
+    from ragmetrics.engine.alignment import Alignment
+
+
+def sorted_rows(alignment: Alignment) -> tuple[np.ndarray, FrameRows, np.ndarray | None]:
+    """Every retrieved row before chunks were merged, in ranking order: its query, its table row, and which rows
+    are a document's first (None: all are)."""
+    if alignment.merged is not None:
+        q, rows, kept = alignment.merged
+        return q, rows, kept
+    ranking = alignment.ranking
+    return ranking.q, ranking.doc_rows or FrameRows(None, len(ranking.q)), None
+
+
+def row_texts(alignment: Alignment) -> list[str]:
+    """The text each retrieved row (before merging, in ranking order) hands over: the run's chunk text, else the
+    corpus's title and text of the row's own id."""
+    _q, rows, _kept = sorted_rows(alignment)
+    table = alignment.run.table
+    order = rows.array()
+    if "text" in table.column_names and table.column("text").null_count == 0:
+        texts = table.column("text")
+        values = texts.to_pylist() if order is None else texts.take(order).to_pylist()
+        return [str(t) for t in values]
+    ids_column = table.column("doc_id")
+    ids = ids_column.to_pylist() if order is None else ids_column.take(order).to_pylist()
+    lookup = _corpus_texts(alignment)
+    if "text" in table.column_names:  # some rows carry their text: those are read, the others from the corpus
+        own = table.column("text")
+        own_values = own.to_pylist() if order is None else own.take(order).to_pylist()
+    else:
+        own_values = [None] * len(ids)
+    out: list[str] = []
+    missing: list[str] = []
+    for doc, text in zip(ids, own_values):
+        if text is not None:
+            out.append(str(text))
+            continue
+        found = None if lookup is None else lookup.get(doc)
+        if found is None:
+            missing.append(doc)
+            out.append("")
+        else:
+            out.append(found)
+    if missing:
+        run = alignment.run.name
+        if lookup is None:
+            raise RagMetricsError(
+                f"run {run!r}: token budgets count the tokens of the retrieved texts, and the run has no text "
+                "column and the dataset no corpus: give a run with chunk texts, or the corpus (--corpus "
+                "corpus.jsonl, a BEIR folder, Dataset(documents=...))"
+            )
+        distinct = list(dict.fromkeys(missing))
+        raise RagMetricsError(
+            f"run {run!r}: token budgets count the tokens of the retrieved texts; {len(distinct)} retrieved id(s) "
+            f"have no text in the run and are not in the corpus (e.g. {', '.join(map(repr, distinct[:3]))})"
+        )
+    return out
+
+
+def _corpus_texts(alignment: Alignment) -> dict[str, str] | None:
+    documents = alignment.dataset.documents
+    if documents is None or "text" not in documents.columns:
+        return None
+    corpus = documents.drop_duplicates("doc_id").set_index("doc_id")
+    text = corpus["text"].fillna("").astype(str)
+    if "title" in corpus.columns:
+        title = corpus["title"].fillna("").astype(str)
+        text = (title + "\n" + text).where(title != "", text)
+    return {str(k): v for k, v in text.to_dict().items()}
+
+
+def tokenizer(alignment: Alignment) -> Tokenizer:
+    """The tokenizer the alignment's token budgets read (``auto`` resolved on its texts)."""
+    return alignment.once(("tokenizer",), lambda: resolve(alignment.tokenizer, _texts(alignment)))
+
+
+def _texts(alignment: Alignment) -> list[str]:
+    texts: list[str] = alignment.once(("row texts",), lambda: row_texts(alignment))
+    return texts
+
+
+def row_tokens(alignment: Alignment) -> np.ndarray:
+    """The token count of each retrieved row before merging, in ranking order (int64, read-only)."""
+
+    def count() -> np.ndarray:
+        counts = tokenizer(alignment).counts(_texts(alignment))
+        counts.flags.writeable = False
+        return counts
+
+    counted: np.ndarray = alignment.once(("row tokens",), count)
+    return counted
+
+
+def depths(alignment: Alignment, budgets: np.ndarray) -> np.ndarray:
+    """Each query's number of documents handed over within each budget: shape (n_queries, len(budgets)), int64."""
+    q, _rows, kept = sorted_rows(alignment)
+    n_queries = alignment.n_queries
+    tokens = row_tokens(alignment)
+    cumulative = running_sum(tokens, q, segment_starts(q, n_queries))
+    budgets = np.asarray(budgets, dtype=np.int64)
+    out = np.empty((n_queries, len(budgets)), dtype=np.int64)
+    first = q if kept is None else q[kept]
+    first_cumulative = cumulative if kept is None else cumulative[kept]
+    # within a query the cumulative count never falls, so what fits is a prefix: its documents are counted
+    for j, budget in enumerate(budgets.tolist()):  # one pass per budget asked for, vectorised over the rows
+        out[:, j] = np.bincount(first[first_cumulative <= budget], minlength=n_queries)
+    return out
+
+
+def context_tokens(alignment: Alignment, budget: int | None = None) -> np.ndarray:
+    """Each query's tokens handed over: every retrieved chunk's (``budget``: those within it), float64."""
+    q, _rows, _kept = sorted_rows(alignment)
+    tokens = row_tokens(alignment)
+    if budget is not None:
+        cumulative = running_sum(tokens, q, segment_starts(q, alignment.n_queries))
+        tokens = np.where(cumulative <= budget, tokens, 0)
+    return np.bincount(q, weights=tokens, minlength=alignment.n_queries).astype(np.float64)
+
+
+def _empty(ranking: Ranking) -> Ranking:
+    """The ranking with nothing retrieved (the judgments kept): what a budget that fits no chunk hands over."""
+    none = np.zeros(0, dtype=np.int64)
+    evidence = ranking.evidence
+    if evidence is not None:
+        evidence = TextEvidence(
+            keyword_q=none,
+            keyword_first=none,
+            answer_found=np.zeros(0, dtype=bool),
+            n_keywords=evidence.n_keywords,
+            has_answer=evidence.has_answer,
+        )
+    return replace(
+        ranking,
+        q=none,
+        pos=none.astype(np.int32),
+        label=ranking.label[:0],
+        n_ret=np.zeros(ranking.n_queries, dtype=np.int64),
+        doc_rows=None,
+        judged_rows=None,
+        evidence=evidence,
+    )
+
+
+def compute(alignment: Alignment, ranking: Ranking, specs: list[MetricSpec]) -> dict[MetricSpec, np.ndarray]:
+    """Per-query values of token-budget specs (``spec.tokens`` set), read on ``ranking`` (the alignment's, with
+    text evidence for the text metrics)."""
+    if alignment.conventions.unjudged != "nonrelevant":
+        raise RagMetricsError(
+            f"token budgets ({', '.join(map(str, specs))}) are read with unjudged='nonrelevant' only: a condensed or "
+            "completed ranking is not the context that was handed over"
+        )
+    budgets = np.array(sorted({int(s.tokens) for s in specs if s.tokens is not None}), dtype=np.int64)
+    depth = depths(alignment, budgets)
+    column = {int(b): j for j, b in enumerate(budgets.tolist())}
+    ks = np.unique(np.maximum(depth, 1))
+    at = np.searchsorted(ks, np.maximum(depth, 1))
+    rows = np.arange(ranking.n_queries)
+    none = depth == 0
+    out: dict[MetricSpec, np.ndarray] = {}
+    for name in dict.fromkeys(s.name for s in specs):
+        info = registry.METRICS[name]
+        assert info.cut is not None
+        values = info.cut(ranking, ks)
+        empty = info.cut(_empty(ranking), np.ones(1, dtype=np.int64))[:, 0] if none.any() else None
+        for spec in (s for s in specs if s.name == name):
+            j = column[int(spec.tokens or 0)]
+            value = values[rows, at[:, j]]
+            if empty is not None:
+                value = np.where(none[:, j], empty, value)
+            out[spec] = value
+    return out

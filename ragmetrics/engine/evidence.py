@@ -1,0 +1,449 @@
+"""Evidence spans: how much of the gold evidence (character spans of documents) the retrieved chunks hand over.
+
+The gold evidence of a query is a set of character spans of documents (:func:`ragmetrics.io.spans.load_spans`,
+or :func:`spans_from_answers`: every occurrence of the query's expected answer in its relevant documents). Offsets
+index the corpus document's ``text`` field (0-based, end excluded). A query's relevant documents here are those
+with a span.
+
+Each retrieved chunk (a run row, in ranking order, before chunks are merged into documents) is placed in its
+document as ``(document, start, end)``:
+
+1. from ``chunk_spans`` (a table ``chunk_id, doc_id, start, end``) when it names the chunk;
+2. a row that is its own document (its id is the document's: a run of whole documents) covers all of it;
+3. else its text (the run's ``text``, else the corpus ``text`` of its id) is looked for, literally, in its
+   document's corpus ``text`` (the document: its ``source_doc``); the first occurrence places it. A text whose
+   first line is the document's title (as chunkers often prefix it) is looked for without that line. A chunk found
+   nowhere covers nothing and is counted in :attr:`EvidenceResult.unlocated`.
+
+The metrics, per evaluated query (:data:`EVIDENCE_METRICS`; ``@k``: the top k chunks; ``@Ttok``: the chunks within
+a budget of T tokens, cut as :mod:`ragmetrics.engine.budgets` cuts, the chunk that passes T excluded):
+
+* ``evidence_recall``: for each relevant document, the share of its gold characters that the chunks cover, a
+  character covered by several chunks counted once; averaged over the query's relevant documents. With one chunk
+  per whole document it is recall@k (a retrieved relevant document is covered whole).
+* ``evidence_recall_chars``: covered gold characters / gold characters, over all the query's relevant documents
+  (a long span weighs more).
+* ``context_precision``: of the tokens handed over, the share inside gold spans of the query (each chunk's pieces
+  inside a span tokenized apart, at most the chunk's own count; a chunk handed over twice counts twice in both). 0
+  when nothing is handed over.
+* ``tokens_to_evidence``: the tokens handed over up to and including the first chunk that covers a gold
+  character; NaN (left out of the mean) when no retrieved chunk does.
+
+A query without spans is NaN in every metric (left out of the means).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import pyarrow as pa
+
+from ragmetrics.engine import budgets
+from ragmetrics.engine.metrics import BUDGET_SUFFIX
+from ragmetrics.engine.order import positions, running_sum, segment_starts
+from ragmetrics.foundation.errors import MetricNameError, RagMetricsError
+
+if TYPE_CHECKING:
+    from ragmetrics.engine.alignment import Alignment
+    from ragmetrics.foundation.model import Dataset
+
+Cut = Literal["required", "none"]
+
+
+@dataclass(frozen=True)
+class EvidenceMetric:
+    """One evidence metric: its name, whether it takes a cut (``@k`` or ``@Ttok``), its formula."""
+
+    name: str
+    cut: Cut
+    formula: str
+
+
+EVIDENCE_METRICS: dict[str, EvidenceMetric] = {
+    m.name: m
+    for m in (
+        EvidenceMetric(
+            "evidence_recall", "required", "mean over relevant documents of covered gold characters / gold characters"
+        ),
+        EvidenceMetric(
+            "evidence_recall_chars", "required", "covered gold characters / gold characters, over the query's documents"
+        ),
+        EvidenceMetric("context_precision", "required", "tokens inside gold spans / tokens handed over"),
+        EvidenceMetric("tokens_to_evidence", "none", "tokens handed over up to the first chunk covering evidence"),
+    )
+}
+"""Every evidence metric, by name."""
+
+_NAME = re.compile(r"^\s*([a-z_]+)\s*(?:@\s*(\d+)\s*(tok|tokens)?)?\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True, order=True)
+class EvidenceSpec:
+    """``evidence_recall@5`` (``k=5``), ``evidence_recall@512tok`` (``tokens=512``), ``tokens_to_evidence``."""
+
+    name: str
+    k: int | None = None
+    tokens: int | None = None
+
+    def __str__(self) -> str:
+        if self.tokens is not None:
+            return f"{self.name}@{self.tokens}{BUDGET_SUFFIX}"
+        return self.name if self.k is None else f"{self.name}@{self.k}"
+
+
+def parse_evidence(text: str | EvidenceSpec) -> EvidenceSpec:
+    """``"evidence_recall@512tok"`` -> ``EvidenceSpec("evidence_recall", tokens=512)``; unknown names and a missing or
+    superfluous cut raise :class:`MetricNameError`."""
+    if isinstance(text, EvidenceSpec):
+        return text
+    match = _NAME.match(str(text))
+    info = EVIDENCE_METRICS.get(match.group(1).lower()) if match else None
+    if match is None or info is None:
+        raise MetricNameError(
+            f"unknown evidence metric {text!r}; expected one of "
+            + ", ".join(f"{m.name}@k, {m.name}@T{BUDGET_SUFFIX}" if m.cut == "required" else m.name
+                        for m in EVIDENCE_METRICS.values())
+        )  # fmt: skip
+    number = None if match.group(2) is None else int(match.group(2))
+    if info.cut == "none":
+        if number is not None:
+            raise MetricNameError(f"evidence metric {text!r} takes no cut-off; use '{info.name}'")
+        return EvidenceSpec(info.name)
+    if number is None or number < 1:
+        raise MetricNameError(f"evidence metric {text!r} needs a cut-off >= 1, e.g. '{info.name}@5' or "
+                              f"'{info.name}@512{BUDGET_SUFFIX}'")  # fmt: skip
+    return EvidenceSpec(info.name, None, number) if match.group(3) else EvidenceSpec(info.name, number)
+
+
+def is_evidence_metric(text: str) -> bool:
+    """True when ``text`` names an evidence metric (``evidence_recall@5``), whatever its cut."""
+    match = _NAME.match(str(text))
+    return bool(match) and match.group(1).lower() in EVIDENCE_METRICS  # type: ignore[union-attr]
+
+
+@dataclass
+class EvidenceResult:
+    """Per-query values of evidence metrics over :attr:`query_ids` (NaN: a query without spans, or, for
+    ``tokens_to_evidence``, without evidence retrieved); ``unlocated``: retrieved chunks placed in no document;
+    ``tokenizer``: what the tokens were counted with ("" when no metric counts tokens)."""
+
+    query_ids: np.ndarray
+    values: dict[str, np.ndarray]
+    tokenizer: str
+    unlocated: int
+    queries_with_spans: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def means(self) -> dict[str, float]:
+        """Each metric's mean over the queries with a value."""
+        out = {}
+        for name, values in self.values.items():
+            kept = values[~np.isnan(values)]
+            out[name] = float(kept.mean()) if len(kept) else float("nan")
+        return out
+
+
+# --- gold spans ---------------------------------------------------------------------------------------------
+
+
+def _span_rows(spans: Any) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
+    if isinstance(spans, Mapping):
+        q, d, s, e = [], [], [], []
+        for query, docs in spans.items():
+            for doc, pairs in docs.items():
+                for start, end in pairs:
+                    q.append(str(query))
+                    d.append(str(doc))
+                    s.append(int(start))
+                    e.append(int(end))
+        return q, d, np.asarray(s, dtype=np.int64), np.asarray(e, dtype=np.int64)
+    table = spans if isinstance(spans, pa.Table) else pa.Table.from_pandas(spans, preserve_index=False)
+    missing = [c for c in ("query_id", "doc_id", "start", "end") if c not in table.column_names]
+    if missing:
+        raise RagMetricsError(f"evidence spans need columns query_id, doc_id, start, end; missing {missing}")
+    return (
+        [str(v) for v in table.column("query_id").to_pylist()],
+        [str(v) for v in table.column("doc_id").to_pylist()],
+        np.asarray(table.column("start").to_pylist(), dtype=np.int64),
+        np.asarray(table.column("end").to_pylist(), dtype=np.int64),
+    )
+
+
+def _union(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Overlapping or touching intervals merged, sorted."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _corpus(dataset: Dataset, field: str = "text") -> dict[str, str]:
+    """The corpus ``text`` (or ``title``) of each document, {} without a corpus."""
+    documents = dataset.documents
+    if documents is None or field not in documents.columns:
+        return {}
+    corpus = documents.drop_duplicates("doc_id")
+    return dict(zip(corpus["doc_id"].astype(str), corpus[field].fillna("").astype(str)))
+
+
+def _locate(chunk: str, document: str, title: str) -> tuple[int, int]:
+    """Where ``chunk`` lies in ``document`` (its first occurrence) and its length there; a chunk that begins with
+    the document's title on a line of its own (as chunkers prefix it) is looked for without it. (-1, 0): nowhere."""
+    if not chunk or not document:
+        return -1, 0
+    at = document.find(chunk)
+    if at >= 0:
+        return at, len(chunk)
+    title = title.strip()
+    head, newline, rest = chunk.partition("\n")
+    if title and newline and head.strip() == title and rest:
+        at = document.find(rest)
+        if at >= 0:
+            return at, len(rest)
+    return -1, 0
+
+
+def spans_from_answers(dataset: Dataset, rel_level: int = 1) -> pa.Table:
+    """Gold spans located from the queries' expected answers: every literal (case-sensitive) occurrence of a query's
+    ``expected_answer`` in the corpus ``text`` of each of its relevant documents (label >= ``rel_level``). A
+    relevant document without an occurrence gets no span (it is then not a relevant document of the evidence
+    metrics). Columns ``query_id, doc_id, start, end``."""
+    corpus = _corpus(dataset)
+    if not corpus:
+        raise RagMetricsError("locating answers in documents needs the corpus texts (--corpus, a BEIR folder)")
+    queries = dataset.queries_table
+    answers = dict(zip(queries.column("query_id").to_pylist(), queries.column("expected_answer").to_pylist()))
+    qrels = dataset.qrels_table
+    rows: dict[str, list[Any]] = {"query_id": [], "doc_id": [], "start": [], "end": []}
+    for query, doc, label in zip(
+        qrels.column("query_id").to_pylist(), qrels.column("doc_id").to_pylist(), qrels.column("relevance").to_pylist()
+    ):
+        answer = str(answers.get(query) or "").strip()
+        text = corpus.get(doc)
+        if label < rel_level or not answer or text is None:
+            continue
+        at = text.find(answer)
+        while at >= 0:
+            for column, value in zip(rows, (query, doc, at, at + len(answer))):
+                rows[column].append(value)
+            at = text.find(answer, at + 1)
+    return pa.table(
+        {
+            "query_id": pa.array(rows["query_id"], type=pa.large_string()),
+            "doc_id": pa.array(rows["doc_id"], type=pa.large_string()),
+            "start": pa.array(rows["start"], type=pa.int64()),
+            "end": pa.array(rows["end"], type=pa.int64()),
+        }
+    )
+
+
+# --- chunks placed in their documents -----------------------------------------------------------------------
+
+WHOLE = np.iinfo(np.int64).max
+"""The end of a chunk that is its whole document (no text needed to know it covers every span)."""
+
+
+def _chunk_places(alignment: Alignment, chunk_spans: Any) -> tuple[list[str], np.ndarray, np.ndarray, list[str]]:
+    """Each retrieved row's (document, start, end), before merging, in ranking order; start -1 when unplaced; and
+    each row's own text ("" when unknown)."""
+    _q, rows, _kept = budgets.sorted_rows(alignment)
+    table = alignment.run.table
+    order = rows.array()
+
+    def column(name: str) -> list[Any]:
+        values = table.column(name)
+        return (values if order is None else values.take(order)).to_pylist()
+
+    chunk_ids = [str(v) for v in column("doc_id")]
+    docs = [str(v) for v in column("source_doc")] if "source_doc" in table.column_names else list(chunk_ids)
+    own = column("text") if "text" in table.column_names else [None] * len(chunk_ids)
+    corpus = _corpus(alignment.dataset)
+    titles = _corpus(alignment.dataset, "title")
+    given: dict[str, tuple[str, int, int]] = {}
+    if chunk_spans is not None:
+        for chunk, doc, start, end in zip(*_span_rows(_chunk_table(chunk_spans))):
+            given[chunk] = (doc, int(start), int(end))
+    starts = np.full(len(chunk_ids), -1, dtype=np.int64)
+    ends = np.full(len(chunk_ids), -1, dtype=np.int64)
+    texts: list[str] = []
+    for i, (chunk, doc, text) in enumerate(zip(chunk_ids, docs, own)):
+        chunk_text = str(text) if text is not None else corpus.get(chunk, "")
+        texts.append(chunk_text)
+        if chunk in given:
+            docs[i], starts[i], ends[i] = given[chunk]
+        elif chunk == doc:
+            starts[i], ends[i] = 0, WHOLE
+        else:
+            at, length = _locate(chunk_text, corpus.get(doc, ""), titles.get(doc, ""))
+            if at >= 0:
+                starts[i], ends[i] = at, at + length
+    return docs, starts, ends, texts
+
+
+def _chunk_table(chunk_spans: Any) -> Any:
+    """``chunk_id, doc_id, start, end`` read as the span reader's ``query_id`` (the chunk), ``doc_id``, ``start``,
+    ``end``."""
+    table = (
+        chunk_spans if isinstance(chunk_spans, pa.Table) else pa.Table.from_pandas(chunk_spans, preserve_index=False)
+    )
+    if "chunk_id" not in table.column_names:
+        raise RagMetricsError("chunk spans need columns chunk_id, doc_id, start, end")
+    return table.rename_columns(["query_id" if c == "chunk_id" else c for c in table.column_names])
+
+
+# --- the metrics --------------------------------------------------------------------------------------------
+
+
+def evaluate_evidence(
+    alignment: Alignment,
+    spans: Any,
+    metrics: Sequence[str | EvidenceSpec],
+    *,
+    chunk_spans: Any = None,
+) -> EvidenceResult:
+    """Per-query evidence metrics of ``alignment``'s run against gold ``spans`` (a table or DataFrame with
+    ``query_id, doc_id, start, end``, or ``{query_id: {doc_id: [(start, end), ...]}}``); ``chunk_spans`` places
+    chunks in their documents (``chunk_id, doc_id, start, end``) where the texts cannot. Tokens are counted with the
+    alignment's tokenizer (:mod:`ragmetrics.engine.tokens`)."""
+    specs = list(dict.fromkeys(parse_evidence(m) for m in metrics))
+    q, _rows, _kept = budgets.sorted_rows(alignment)
+    n_queries = alignment.n_queries
+    starts_q = segment_starts(q, n_queries)
+    rank = positions(starts_q, n_queries).astype(np.int64)  # each chunk's 0-based place among its query's chunks
+
+    query_of = {str(qid): i for i, qid in enumerate(alignment.query_ids.tolist())}
+    gold: dict[tuple[int, str], list[tuple[int, int]]] = {}
+    for query, doc, start, end in zip(*_span_rows(spans)):
+        if end <= start or start < 0:
+            raise RagMetricsError(f"evidence span ({query}, {doc}, {start}, {end}): expected 0 <= start < end")
+        at = query_of.get(query)
+        if at is not None:
+            gold.setdefault((at, doc), []).append((int(start), int(end)))
+    pairs = sorted(gold)
+    pair_of = {pair: i for i, pair in enumerate(pairs)}
+    unions = [_union(gold[pair]) for pair in pairs]
+    gold_chars = np.array([sum(e - s for s, e in u) for u in unions], dtype=np.float64)
+    pair_q = np.array([p[0] for p in pairs], dtype=np.int64)
+    has_spans = np.bincount(pair_q, minlength=n_queries) > 0
+
+    docs, c_start, c_end, texts = _chunk_places(alignment, chunk_spans)
+    unlocated = int((c_start < 0).sum())
+    # each gold character is credited to the first chunk (in rank order) that covers it: (pair, chunk row, chars)
+    event_pair: list[int] = []
+    event_row: list[int] = []
+    event_chars: list[int] = []
+    inside: dict[int, list[tuple[int, int]]] = {}  # chunk row -> its pieces inside the gold spans of its query
+    rows_of_pair: dict[int, list[int]] = {}
+    for row in np.flatnonzero(c_start >= 0).tolist():
+        pair = pair_of.get((int(q[row]), docs[row]))
+        if pair is not None:
+            rows_of_pair.setdefault(pair, []).append(row)
+    for pair, chunk_rows in rows_of_pair.items():
+        covered: list[tuple[int, int]] = []
+        for row in chunk_rows:  # in rank order
+            pieces = _intersect(unions[pair], int(c_start[row]), int(c_end[row]))
+            if not pieces:
+                continue
+            inside[row] = pieces
+            new = sum(e - s for s, e in pieces) - _overlap(pieces, covered)
+            covered = _union(covered + pieces)
+            if new:
+                event_pair.append(pair)
+                event_row.append(row)
+                event_chars.append(new)
+    e_pair = np.asarray(event_pair, dtype=np.int64)
+    e_row = np.asarray(event_row, dtype=np.int64)
+    e_chars = np.asarray(event_chars, dtype=np.float64)
+
+    counted_tokens = any(s.tokens is not None or s.name in ("context_precision", "tokens_to_evidence") for s in specs)
+    tokens = budgets.row_tokens(alignment) if counted_tokens else np.ones(len(q), dtype=np.int64)  # @k alone: no text
+    cumulative = running_sum(tokens, q, starts_q)
+    needs_evidence_tokens = any(s.name == "context_precision" for s in specs)
+    evidence_tokens = (
+        _evidence_tokens(alignment, inside, docs, c_start, texts, len(q)) if needs_evidence_tokens else None
+    )
+    n_pairs = np.bincount(pair_q, minlength=n_queries).astype(np.float64)
+    gold_q = np.bincount(pair_q, weights=gold_chars, minlength=n_queries)
+
+    values: dict[str, np.ndarray] = {}
+    for spec in specs:
+        if spec.name == "tokens_to_evidence":
+            value = np.full(n_queries, np.nan)
+            first_rows = np.sort(e_row)  # rows are in (query, rank) order: a query's smallest row is its first chunk
+            found_in, first_at = np.unique(q[first_rows], return_index=True)
+            value[found_in] = cumulative[first_rows[first_at]]
+            values[str(spec)] = np.where(has_spans, value, np.nan)
+            continue
+        handed = rank < spec.k if spec.k is not None else cumulative <= int(spec.tokens or 0)
+        if spec.name == "context_precision":
+            assert evidence_tokens is not None
+            handed_tokens = np.bincount(q[handed], weights=tokens[handed], minlength=n_queries)
+            found = np.bincount(q[handed], weights=evidence_tokens[handed], minlength=n_queries)
+            share = np.divide(found, handed_tokens, out=np.zeros(n_queries), where=handed_tokens > 0)
+            values[str(spec)] = np.where(has_spans, share, np.nan)
+            continue
+        counted = handed[e_row] if len(e_row) else np.zeros(0, dtype=bool)
+        covered_chars = np.bincount(e_pair[counted], weights=e_chars[counted], minlength=len(pairs))
+        if spec.name == "evidence_recall":
+            share = np.divide(covered_chars, gold_chars, out=np.zeros(len(pairs)), where=gold_chars > 0)
+            total = np.bincount(pair_q, weights=share, minlength=n_queries)
+            value = np.divide(total, n_pairs, out=np.full(n_queries, np.nan), where=n_pairs > 0)
+        else:
+            total = np.bincount(pair_q, weights=covered_chars, minlength=n_queries)
+            value = np.divide(total, gold_q, out=np.full(n_queries, np.nan), where=gold_q > 0)
+        values[str(spec)] = value
+    notes = []
+    if unlocated:
+        notes.append(f"{unlocated} retrieved chunk(s) could not be placed in their document (they cover nothing)")
+    return EvidenceResult(
+        query_ids=alignment.query_ids,
+        values=values,
+        tokenizer=budgets.tokenizer(alignment).name if counted_tokens else "",
+        unlocated=unlocated,
+        queries_with_spans=int(has_spans.sum()),
+        notes=notes,
+    )
+
+
+def _intersect(gold: list[tuple[int, int]], start: int, end: int) -> list[tuple[int, int]]:
+    """The parts of the (sorted, disjoint) gold intervals inside [start, end)."""
+    return [(max(s, start), min(e, end)) for s, e in gold if s < end and e > start]
+
+
+def _overlap(pieces: list[tuple[int, int]], covered: list[tuple[int, int]]) -> int:
+    """Characters of ``pieces`` (disjoint) already in ``covered`` (disjoint)."""
+    return sum(max(0, min(e, ce) - max(s, cs)) for s, e in pieces for cs, ce in covered)
+
+
+def _evidence_tokens(
+    alignment: Alignment,
+    inside: dict[int, list[tuple[int, int]]],
+    docs: list[str],
+    starts: np.ndarray,
+    texts: list[str],
+    n_rows: int,
+) -> np.ndarray:
+    """Each row's tokens inside gold spans: each piece's text (from the corpus document, else the chunk's own text)
+    tokenized apart."""
+    tokenizer = budgets.tokenizer(alignment)
+    corpus = _corpus(alignment.dataset)
+    out = np.zeros(n_rows, dtype=np.float64)
+    for row, pieces in inside.items():
+        document = corpus.get(docs[row])
+        parts = []
+        for s, e in pieces:
+            if document is not None:
+                parts.append(document[s:e])
+            else:
+                offset = int(starts[row])
+                parts.append(texts[row][s - offset : e - offset])
+        out[row] = float(tokenizer.counts(parts).sum())
+    return np.minimum(out, budgets.row_tokens(alignment))  # pieces cut mid-word never count more than the chunk

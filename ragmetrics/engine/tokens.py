@@ -1,0 +1,135 @@
+"""Tokenizers: how many tokens a text costs in a model's context, for the token-budget metrics (``recall@512tok``).
+
+A tokenizer is named in every result that reads it. The registry :data:`TOKENIZERS` holds the named ones:
+``whitespace`` (``str.split``: runs of whitespace separate tokens) and ``jieba`` (jieba's precise mode, the
+whitespace-only pieces dropped: Chinese has no spaces between words). ``auto``, the default, picks ``jieba`` when
+at least :data:`CJK_SHARE` of the texts' non-space characters are CJK ideographs, kana or hangul, else
+``whitespace``. Any callable ``text -> tokens`` (a list of tokens, or their count as an int) plugs in:
+``tokenizer=tiktoken.get_encoding("cl100k_base").encode``; it is named by its ``__qualname__``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Union
+
+import numpy as np
+
+from ragmetrics.foundation.errors import RagMetricsError
+
+TokenizerLike = Union[str, Callable[[str], Any], "Tokenizer"]
+"""A tokenizer's name (:data:`TOKENIZERS` or ``auto``), a callable ``text -> tokens or count``, or a
+:class:`Tokenizer`."""
+
+CJK_SHARE = 0.2
+"""``auto`` picks jieba when at least this share of the non-space characters are CJK."""
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_SPACE = re.compile(r"\s")
+
+
+@dataclass(frozen=True)
+class Tokenizer:
+    """A named way of counting a text's tokens: ``count(text)`` is the number of tokens."""
+
+    name: str
+    count: Callable[[str], int]
+    description: str = ""
+
+    def counts(self, texts: Sequence[str]) -> np.ndarray:
+        """The token count of each text, int64 (each distinct text tokenized once)."""
+        distinct: dict[str, int] = {}
+        out = np.empty(len(texts), dtype=np.int64)
+        for i, text in enumerate(texts):
+            n = distinct.get(text)
+            if n is None:
+                n = distinct[text] = self._checked(text)
+            out[i] = n
+        return out
+
+    def _checked(self, text: str) -> int:
+        n = self.count(text)
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise RagMetricsError(f"tokenizer {self.name!r} gave {n!r} for a text; expected a count >= 0")
+        return int(n)
+
+
+def _whitespace(text: str) -> int:
+    return len(text.split())
+
+
+@functools.cache
+def _jieba_cut() -> Callable[[str], list[str]]:
+    import jieba  # noqa: PLC0415 (optional and slow to import: only a Chinese token budget needs it)
+
+    jieba.setLogLevel(60)  # its "Building prefix dict" chatter goes to stderr otherwise
+    cut: Callable[[str], list[str]] = jieba.lcut
+    return cut
+
+
+def _jieba(text: str) -> int:
+    return sum(1 for piece in _jieba_cut()(text) if piece.strip())
+
+
+TOKENIZERS: dict[str, Tokenizer] = {
+    t.name: t
+    for t in (
+        Tokenizer("whitespace", _whitespace, "str.split(): runs of whitespace separate tokens"),
+        Tokenizer("jieba", _jieba, "jieba's precise mode (lcut), whitespace pieces dropped; for Chinese"),
+    )
+}
+"""The named tokenizers (``auto`` chooses between them by script)."""
+
+TOKENIZER_CHOICES: tuple[str, ...] = ("auto", *TOKENIZERS)
+
+
+CJK_SAMPLE = 2000
+"""``auto`` reads the script of at most this many distinct texts (the first ones)."""
+
+
+def cjk_share(texts: Sequence[str]) -> float:
+    """The share of CJK characters among the texts' non-space characters (0 when there are none), over the first
+    :data:`CJK_SAMPLE` distinct texts."""
+    cjk = chars = 0
+    for text in list(dict.fromkeys(texts))[:CJK_SAMPLE]:
+        chars += len(text) - len(_SPACE.findall(text))
+        cjk += len(_CJK.findall(text))
+    return cjk / chars if chars else 0.0
+
+
+def _callable(function: Callable[[str], Any]) -> Tokenizer:
+    def count(text: str) -> int:
+        tokens = function(text)
+        return int(tokens) if isinstance(tokens, (int, np.integer)) and not isinstance(tokens, bool) else len(tokens)
+
+    name = getattr(function, "__qualname__", None) or type(function).__name__
+    return Tokenizer(str(name), count, "a callable given by the caller")
+
+
+def resolve(tokenizer: TokenizerLike, texts: Sequence[str]) -> Tokenizer:
+    """The :class:`Tokenizer` that ``tokenizer`` names for ``texts`` (``auto``: by their script)."""
+    if isinstance(tokenizer, Tokenizer):
+        return tokenizer
+    if callable(tokenizer):
+        return _callable(tokenizer)
+    if tokenizer == "auto":
+        return TOKENIZERS["jieba" if cjk_share(texts) >= CJK_SHARE else "whitespace"]
+    found = TOKENIZERS.get(str(tokenizer))
+    if found is None:
+        raise RagMetricsError(
+            f"unknown tokenizer {tokenizer!r}; expected one of {', '.join(TOKENIZER_CHOICES)} or a callable "
+            "text -> tokens"
+        )
+    return found
+
+
+def check(tokenizer: Any) -> TokenizerLike:
+    """``tokenizer`` if it can name a tokenizer (a known name, a callable, a :class:`Tokenizer`), else a clear error."""
+    if isinstance(tokenizer, Tokenizer) or callable(tokenizer) or tokenizer in TOKENIZER_CHOICES:
+        return tokenizer
+    raise RagMetricsError(
+        f"unknown tokenizer {tokenizer!r}; expected one of {', '.join(TOKENIZER_CHOICES)} or a callable text -> tokens"
+    )

@@ -1,0 +1,145 @@
+"""Evidence spans: relevance given as character spans of a document (a qrels extension, see docs/formats.md).
+
+A span is ``(query_id, doc_id, start, end)``: the characters ``text[start:end]`` of the document's corpus ``text``
+field (0-based, ``end`` excluded, counted in Unicode code points as Python indexes a ``str``). Three layouts:
+
+* TREC qrels with two more columns, whitespace-separated: ``query_id iteration doc_id relevance start end``
+  (one line per span; a line whose relevance is below 1 is read as a judgment without evidence and skipped);
+* JSONL (or a JSON array): ``{"query_id": .., "doc_id": .., "spans": [[start, end], ...]}``, or one span per record
+  with ``"start"`` and ``"end"``;
+* CSV/TSV with a header naming ``query_id``, ``doc_id``, ``start`` and ``end``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from ragmetrics.foundation.errors import ParseError
+from ragmetrics.io._json import first_char, records
+from ragmetrics.io.source import open_source, shorten
+
+SPAN_COLUMNS = ("query_id", "doc_id", "start", "end")
+
+
+def _offset(value: Any, name: str, line: int | None, what: str) -> int:
+    if isinstance(value, bool):
+        raise ParseError(name, line, f"{what} as a whole number >= 0", shorten(value))
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ParseError(name, line, f"{what} as a whole number >= 0", shorten(value)) from None
+    if number < 0 or (isinstance(value, float) and value != number):
+        raise ParseError(name, line, f"{what} as a whole number >= 0", shorten(value))
+    return number
+
+
+class _Rows:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.columns: dict[str, list[Any]] = {c: [] for c in SPAN_COLUMNS}
+
+    def add(self, line: int | None, query: Any, doc: Any, start: Any, end: Any) -> None:
+        if query is None or str(query).strip() == "" or doc is None or str(doc).strip() == "":
+            raise ParseError(self.name, line, "a query id and a document id", shorten((query, doc)))
+        first = _offset(start, self.name, line, "a span start")
+        last = _offset(end, self.name, line, "a span end")
+        if last <= first:
+            raise ParseError(self.name, line, "a span end after its start", f"start {first}, end {last}")
+        for column, value in zip(SPAN_COLUMNS, (str(query).strip(), str(doc).strip(), first, last)):
+            self.columns[column].append(value)
+
+    def table(self) -> pa.Table:
+        return pa.table(
+            {
+                "query_id": pa.array(self.columns["query_id"], type=pa.large_string()),
+                "doc_id": pa.array(self.columns["doc_id"], type=pa.large_string()),
+                "start": pa.array(self.columns["start"], type=pa.int64()),
+                "end": pa.array(self.columns["end"], type=pa.int64()),
+            }
+        )
+
+
+def _json(source: Any, rows: _Rows, key: str = "query_id") -> None:
+    for line, _number, item in records(source):
+        if not isinstance(item, dict):
+            raise ParseError(rows.name, line, f"a JSON object with {key}, doc_id and spans", type(item).__name__)
+        query = item.get(key, item.get("qid")) if key == "query_id" else item.get(key)
+        doc = item.get("doc_id", item.get("docid"))
+        if "spans" in item:
+            spans = item["spans"]
+            if not isinstance(spans, list):
+                raise ParseError(rows.name, line, "spans as a list of [start, end] pairs", shorten(spans))
+            for span in spans:
+                pair = [span.get("start"), span.get("end")] if isinstance(span, dict) else span
+                if not isinstance(pair, list) or len(pair) != 2:
+                    raise ParseError(rows.name, line, "a span as [start, end]", shorten(span))
+                rows.add(line, query, doc, pair[0], pair[1])
+        elif "start" in item and "end" in item:
+            rows.add(line, query, doc, item["start"], item["end"])
+        else:
+            raise ParseError(rows.name, line, "a 'spans' list or 'start' and 'end'", f"keys {sorted(item)}")
+
+
+def _delimited(text: str, rows: _Rows, key: str = "query_id") -> None:
+    lines = text.splitlines()
+    header: dict[str, int] | None = None
+    for number, raw in enumerate(lines, 1):
+        if not raw.strip() or raw.lstrip().startswith("#"):
+            continue
+        delimiter = "," if "," in raw and "\t" not in raw else None
+        cells = [c.strip() for c in (raw.split(",") if delimiter else raw.split())]
+        if header is None and {key, "doc_id", "start", "end"} <= {c.lower() for c in cells}:
+            header = {c.lower(): i for i, c in enumerate(cells)}
+            continue
+        if header is not None:
+            if len(cells) < len(header):
+                raise ParseError(rows.name, number, f"{len(header)} columns", f"{len(cells)}: {shorten(raw)}")
+            rows.add(number, *(cells[header[c]] for c in (key, "doc_id", "start", "end")))
+            continue
+        if key != "query_id":
+            raise ParseError(rows.name, number, f"a header naming {key}, doc_id, start, end", shorten(raw))
+        if len(cells) != 6:
+            raise ParseError(
+                rows.name,
+                number,
+                "query_id iteration doc_id relevance start end (TREC qrels with a span), or a header naming "
+                "query_id, doc_id, start, end",
+                f"{len(cells)} columns: {shorten(raw)}",
+            )
+        query, _iteration, doc, relevance, start, end = cells
+        try:
+            label = int(relevance)
+        except ValueError:
+            raise ParseError(rows.name, number, "an integer relevance", shorten(relevance)) from None
+        if label >= 1:
+            rows.add(number, query, doc, start, end)
+
+
+def load_spans(source: Any, *, filename: str | None = None) -> pa.Table:
+    """Read evidence spans (:data:`SPAN_COLUMNS`: ``query_id``, ``doc_id``, ``start``, ``end``) from a file, bytes or
+    file-like; a bad line raises :class:`ragmetrics.foundation.errors.ParseError` naming it."""
+    opened = open_source(source, filename)
+    rows = _Rows(opened.name)
+    if first_char(opened) in "{[":
+        _json(opened, rows)
+    else:
+        _delimited(opened.text(), rows)
+    if not rows.columns["query_id"]:
+        raise ParseError(opened.name, None, "at least one evidence span", "none")
+    return rows.table()
+
+
+def load_chunk_spans(source: Any, *, filename: str | None = None) -> pa.Table:
+    """Where each chunk lies in its document: ``chunk_id, doc_id, start, end`` (CSV/TSV with that header, or JSONL
+    records with those keys), offsets into the document's corpus ``text`` as for :func:`load_spans`."""
+    opened = open_source(source, filename)
+    rows = _Rows(opened.name)
+    if first_char(opened) in "{[":
+        _json(opened, rows, "chunk_id")
+    else:
+        _delimited(opened.text(), rows, "chunk_id")
+    if not rows.columns["query_id"]:
+        raise ParseError(opened.name, None, "at least one chunk with its span", "none")
+    return rows.table().rename_columns(["chunk_id", "doc_id", "start", "end"])

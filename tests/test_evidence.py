@@ -1,0 +1,236 @@
+"""Evidence spans: gold character spans of documents against the chunks retrieved, by hand and by property."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ragmetrics as rm
+from ragmetrics.cli import main
+from ragmetrics.engine.evidence import EVIDENCE_METRICS, evaluate_evidence, parse_evidence, spans_from_answers
+from ragmetrics.foundation.errors import ParseError
+from ragmetrics.io.spans import load_spans
+
+# Document A: 20 characters, words of 5 ("aaaaa bbbbb ccccc dd"); B: another document.
+CORPUS = pd.DataFrame({"doc_id": ["A", "B"], "text": ["aaaaa bbbbb ccccc dd", "xxxxx yyyyy"]})
+QRELS = pd.DataFrame({"query_id": ["q1", "q2"], "doc_id": ["A", "B"], "relevance": [1, 1]})
+DATASET = rm.Dataset.from_frames(QRELS, documents=CORPUS)
+# q1 retrieves A[0:11] "aaaaa bbbbb", then B whole, then A[6:17] "bbbbb ccccc", then a chunk found nowhere
+RUN = rm.Run.from_frame(
+    pd.DataFrame(
+        {
+            "query_id": ["q1", "q1", "q1", "q1", "q2"],
+            "doc_id": ["A#0", "B", "A#1", "A#9", "B"],
+            "source_doc": ["A", "B", "A", "A", "B"],
+            "score": [4.0, 3.0, 2.0, 1.0, 1.0],
+            "text": ["aaaaa bbbbb", "xxxxx yyyyy", "bbbbb ccccc", "not in A", "xxxxx yyyyy"],
+        }
+    )
+)
+# gold of q1: A[6:11] "bbbbb" and A[12:17] "ccccc" (10 characters); q2: B[0:5] "xxxxx" (and a span of q3, not
+# evaluated, is ignored)
+SPANS = {"q1": {"A": [(6, 11), (12, 17)]}, "q2": {"B": [(0, 5)]}, "q3": {"A": [(0, 1)]}}
+
+
+def test_evidence_by_hand():
+    alignment = rm.align(DATASET, RUN)
+    names = ["evidence_recall@1", "evidence_recall@3", "evidence_recall_chars@3", "evidence_recall@2tok",
+             "evidence_recall@5tok", "context_precision@1", "context_precision@3", "context_precision@6tok",
+             "tokens_to_evidence"]  # fmt: skip
+    result = evaluate_evidence(alignment, SPANS, names)
+    got = {name: result.values[name].tolist() for name in names}
+    assert got["evidence_recall@1"] == [0.5, 1.0]  # "bbbbb" of 10 gold characters; q2's B covers its span
+    assert got["evidence_recall@3"] == [1.0, 1.0]  # A#1 adds "ccccc"; "bbbbb" again counts once
+    assert got["evidence_recall_chars@3"] == [1.0, 1.0]
+    assert got["evidence_recall@2tok"] == [0.5, 1.0]  # 2 tokens: A#0 only (B would pass the budget)
+    assert got["evidence_recall@5tok"] == [0.5, 1.0]  # A#0, B (4 tokens); A#1 would make 6
+    assert got["context_precision@1"] == [0.5, 0.5]  # "aaaaa bbbbb": 1 of its 2 tokens is evidence
+    assert got["context_precision@3"] == [3 / 6, 0.5]  # 1 + 0 + 2 evidence tokens of 6 handed over
+    assert got["context_precision@6tok"] == [3 / 6, 0.5]
+    assert got["tokens_to_evidence"] == [2.0, 2.0]  # the first chunk holds evidence: its 2 tokens
+    assert result.unlocated == 1 and result.queries_with_spans == 2 and result.tokenizer == "whitespace"
+    assert "could not be placed" in result.notes[0]
+    assert result.means["evidence_recall@1"] == 0.75
+
+
+def test_weighted_and_unweighted_recall_differ_over_documents_of_unequal_evidence():
+    # q1 has gold in A (10 characters) and B (5): only A's "bbbbb" is covered in the top 1
+    spans = {"q1": {"A": [(6, 11), (12, 17)], "B": [(0, 5)]}}
+    result = evaluate_evidence(rm.align(DATASET, RUN), spans, ["evidence_recall@1", "evidence_recall_chars@1"])
+    assert result.values["evidence_recall@1"][0] == pytest.approx((0.5 + 0.0) / 2)
+    assert result.values["evidence_recall_chars@1"][0] == pytest.approx(5 / 15)
+    assert np.isnan(result.values["evidence_recall@1"][1])  # q2 has no span here: left out
+
+
+def test_spans_located_from_the_expected_answer():
+    queries = pd.DataFrame({"query_id": ["q1", "q2"], "expected_answer": ["ccccc", "zz"]})
+    dataset = rm.Dataset.from_frames(QRELS, queries, documents=CORPUS)
+    spans = spans_from_answers(dataset).to_pylist()
+    assert spans == [{"query_id": "q1", "doc_id": "A", "start": 12, "end": 17}]  # q2's answer is not in B
+    value = evaluate_evidence(rm.align(dataset, RUN), spans_from_answers(dataset), ["evidence_recall@1"])
+    assert value.values["evidence_recall@1"][0] == 0.0 and np.isnan(value.values["evidence_recall@1"][1])
+
+
+def test_span_files_in_each_layout(tmp_path):
+    trec = tmp_path / "spans.qrels"
+    trec.write_text("q1 0 A 1 6 11\nq1 0 A 1 12 17\nq1 0 B 0 0 3\n", encoding="utf-8")
+    jsonl = tmp_path / "spans.jsonl"
+    jsonl.write_text('{"query_id": "q1", "doc_id": "A", "spans": [[6, 11], [12, 17]]}\n', encoding="utf-8")
+    csv = tmp_path / "spans.csv"
+    csv.write_text("query_id,doc_id,start,end\nq1,A,6,11\nq1,A,12,17\n", encoding="utf-8")
+    expected = [("q1", "A", 6, 11), ("q1", "A", 12, 17)]
+    for path in (trec, jsonl, csv):
+        table = load_spans(path)
+        assert list(zip(*(table.column(c).to_pylist() for c in ("query_id", "doc_id", "start", "end")))) == expected
+    bad = tmp_path / "bad.qrels"
+    bad.write_text("q1 0 A 1 6 11\nq1 0 A 1 17 12\n", encoding="utf-8")
+    with pytest.raises(ParseError, match=r"bad.qrels:2: expected a span end after its start"):
+        load_spans(bad)
+    short = tmp_path / "short.qrels"
+    short.write_text("q1 0 A 1\n", encoding="utf-8")
+    with pytest.raises(ParseError, match=r"short.qrels:1: expected query_id iteration doc_id relevance start end"):
+        load_spans(short)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("evidence_recall", "needs a cut-off"), ("tokens_to_evidence@5", "takes no cut-off"),
+     ("evidence_precision@5", "unknown evidence metric")],
+)  # fmt: skip
+def test_evidence_names(text, message):
+    with pytest.raises(rm.MetricNameError, match=message):
+        parse_evidence(text)
+    assert str(parse_evidence("Evidence_Recall@512Tokens")) == "evidence_recall@512tok"
+    assert set(EVIDENCE_METRICS) == {"evidence_recall", "evidence_recall_chars", "context_precision",
+                                     "tokens_to_evidence"}  # fmt: skip
+
+
+# --- properties ---------------------------------------------------------------------------------------------
+
+
+@st.composite
+def whole_documents(draw):
+    """Documents of 1..12 words, gold spans inside some of them per query, a run of whole documents."""
+    n_docs = draw(st.integers(1, 6))
+    words = [draw(st.integers(1, 12)) for _ in range(n_docs)]
+    corpus = pd.DataFrame({"doc_id": [f"d{i}" for i in range(n_docs)], "text": [" ".join(["w"] * n) for n in words]})
+    spans, rows = {}, []
+    for q in range(draw(st.integers(1, 4))):
+        relevant = draw(st.lists(st.integers(0, n_docs - 1), min_size=1, max_size=n_docs, unique=True))
+        spans[f"q{q}"] = {}
+        for d in relevant:
+            length = 2 * words[d] - 1
+            start = draw(st.integers(0, length - 1))
+            spans[f"q{q}"][f"d{d}"] = [(start, draw(st.integers(start + 1, length)))]
+        ranked = draw(st.lists(st.integers(0, n_docs - 1), max_size=n_docs, unique=True))
+        rows += [(f"q{q}", f"d{d}", float(n_docs - r)) for r, d in enumerate(ranked)]
+    qrels = pd.DataFrame(
+        [(q, d, 1) for q, docs in spans.items() for d in docs], columns=["query_id", "doc_id", "relevance"]
+    )
+    run = pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
+    return rm.Dataset.from_frames(qrels, documents=corpus), run, spans
+
+
+@given(whole_documents(), st.integers(1, 6), st.integers(1, 40))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_one_chunk_per_whole_document_is_document_recall(data, k, budget):
+    dataset, run, spans = data
+    if run.empty:
+        return
+    alignment = rm.align(dataset, rm.Run.from_frame(run))
+    result = evaluate_evidence(alignment, spans, [f"evidence_recall@{k}", f"evidence_recall@{budget}tok"])
+    np.testing.assert_allclose(result.values[f"evidence_recall@{k}"], alignment.value(f"recall@{k}"), atol=1e-15)
+    np.testing.assert_allclose(
+        result.values[f"evidence_recall@{budget}tok"], alignment.value(f"recall@{budget}tok"), atol=1e-15
+    )
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 60), st.integers(1, 30)), min_size=1, max_size=8),
+    st.lists(st.tuples(st.integers(0, 60), st.integers(1, 30)), min_size=1, max_size=4),
+    st.integers(1, 8),
+)
+@settings(max_examples=80, deadline=None)
+def test_overlapping_chunks_never_count_a_character_twice(chunks, gold, k):
+    text = "".join(chr(ord("a") + i % 26) for i in range(100))
+    corpus = pd.DataFrame({"doc_id": ["A"], "text": [text]})
+    dataset = rm.Dataset.from_frames(
+        pd.DataFrame({"query_id": ["q"], "doc_id": ["A"], "relevance": [1]}), documents=corpus
+    )
+    n = len(chunks)
+    run = rm.Run.from_frame(
+        pd.DataFrame(
+            {
+                "query_id": ["q"] * n,
+                "doc_id": [f"A#{i}" for i in range(n)],
+                "source_doc": ["A"] * n,
+                "score": [float(n - i) for i in range(n)],
+            }
+        )
+    )
+    places = pd.DataFrame(
+        {
+            "chunk_id": [f"A#{i}" for i in range(n)],
+            "doc_id": ["A"] * n,
+            "start": [s for s, _ in chunks],
+            "end": [s + w for s, w in chunks],
+        }
+    )
+    spans = {"q": {"A": [(s, s + w) for s, w in gold]}}
+    alignment = rm.align(dataset, run)  # @k reads no token: the chunks need no text
+    result = evaluate_evidence(alignment, spans, [f"evidence_recall_chars@{k}"], chunk_spans=places)
+    gold_chars = set().union(*(range(s, s + w) for s, w in gold))
+    seen = set().union(*(range(s, s + w) for s, w in chunks[:k]))
+    assert result.values[f"evidence_recall_chars@{k}"][0] == pytest.approx(len(gold_chars & seen) / len(gold_chars))
+
+
+def test_cli_evidence_reads_spans_and_refuses_without_them(tmp_path):
+    (tmp_path / "qrels.tsv").write_text("q1 0 A 1\nq2 0 B 1\n", encoding="utf-8")
+    corpus = [{"id": d, "title": "", "text": t} for d, t in zip(CORPUS["doc_id"], CORPUS["text"])]
+    (tmp_path / "corpus.jsonl").write_text("\n".join(json.dumps(c) for c in corpus) + "\n", encoding="utf-8")
+    (tmp_path / "spans.qrels").write_text("q1 0 A 1 6 11\nq1 0 A 1 12 17\nq2 0 B 1 0 5\n", encoding="utf-8")
+    rows = RUN.frame.to_dict("records")
+    lines = [
+        {"query_id": q, "retrieved": [{k: r[k] for k in ("doc_id", "score", "text", "source_doc")} for r in rows
+                                      if r["query_id"] == q]}
+        for q in ("q1", "q2")
+    ]  # fmt: skip
+    (tmp_path / "run.jsonl").write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    base = ["evidence", "--dataset", str(tmp_path / "qrels.tsv"), "--corpus", str(tmp_path / "corpus.jsonl"),
+            "--run", str(tmp_path / "run.jsonl")]  # fmt: skip
+    out, err = io.StringIO(), io.StringIO()
+    metrics = ["-m", "evidence_recall@1", "-m", "context_precision@6tok", "-m", "tokens_to_evidence"]
+    assert main([*base, "--spans", str(tmp_path / "spans.qrels"), *metrics], out, err) == 0, err.getvalue()
+    rows_out = {line.split("\t")[0].strip(): line.split("\t")[2] for line in out.getvalue().splitlines()}
+    assert rows_out["evidence_recall@1"] == "0.7500" and rows_out["context_precision@6tok"] == "0.5000"
+    assert rows_out["tokenizer"] == "whitespace" and rows_out["tokens_to_evidence"] == "2.0000"
+    assert "1 retrieved chunk(s) could not be placed" in err.getvalue()
+    bad = io.StringIO()
+    assert main(base, io.StringIO(), bad) == 2 and "give the gold evidence" in bad.getvalue()
+
+
+def test_a_chunk_prefixed_with_its_documents_title_is_placed_without_it():
+    corpus = pd.DataFrame({"doc_id": ["A"], "title": ["Refunds"], "text": ["Intro. Refunds within 30 days."]})
+    dataset = rm.Dataset.from_frames(
+        pd.DataFrame({"query_id": ["q"], "doc_id": ["A"], "relevance": [1]}), documents=corpus
+    )
+    run = rm.Run.from_frame(
+        pd.DataFrame(
+            {
+                "query_id": ["q", "q"],
+                "doc_id": ["A#1", "A#2"],
+                "source_doc": ["A", "A"],
+                "score": [2.0, 1.0],
+                "text": ["Refunds\nRefunds within 30 days.", "Other\nIntro."],
+            }
+        )
+    )
+    result = evaluate_evidence(rm.align(dataset, run), {"q": {"A": [(22, 29)]}}, ["evidence_recall@1"])
+    assert result.values["evidence_recall@1"].tolist() == [1.0]  # "30 days" found once the title line is dropped
+    assert result.unlocated == 1  # "Other" is not the title: that chunk is not placed

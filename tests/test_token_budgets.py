@@ -1,0 +1,252 @@
+"""Token budgets (``recall@512tok``): the metric on the chunks that fit in T tokens, by hand and by property."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ragmetrics as rm
+from ragmetrics.cli import main
+from ragmetrics.engine import budgets
+from ragmetrics.engine.metrics import METRICS, MetricSpec, known_metric_names, metric_name
+from ragmetrics.engine.tokens import TOKENIZERS, cjk_share
+
+FAQ = Path(__file__).parents[1] / "sample_runs" / "product_faq_zh"
+
+# q1 ranks a (2 tokens), b (3), c (1): cumulative 2, 5, 6; a and c relevant.
+# q2 ranks b (4), a (1): cumulative 4, 5; b relevant.
+DATASET = rm.Dataset.from_dict({"q1": {"a": 1, "c": 1, "d": 0}, "q2": {"b": 1}})
+RUN = rm.Run.from_frame(
+    pd.DataFrame(
+        {
+            "query_id": ["q1", "q1", "q1", "q2", "q2"],
+            "doc_id": ["a", "b", "c", "b", "a"],
+            "score": [3.0, 2.0, 1.0, 2.0, 1.0],
+            "text": ["one two", "three four  five", "six", "x y z w", "k"],
+        }
+    )
+)
+HAND = {
+    # the chunk that passes T is not handed over; a budget the first chunk passes hands over nothing
+    "recall@1tok": {"q1": 0.0, "q2": 0.0},
+    "recall@2tok": {"q1": 0.5, "q2": 0.0},
+    "recall@4tok": {"q1": 0.5, "q2": 1.0},
+    "recall@5tok": {"q1": 0.5, "q2": 1.0},
+    "recall@6tok": {"q1": 1.0, "q2": 1.0},
+    # precision divides by the documents handed over (0 when none is)
+    "precision@1tok": {"q1": 0.0, "q2": 0.0},
+    "precision@5tok": {"q1": 0.5, "q2": 0.5},
+    "precision@6tok": {"q1": 2 / 3, "q2": 0.5},
+    "mrr@2tok": {"q1": 1.0, "q2": 0.0},
+    "hits@3tok": {"q1": 1.0, "q2": 0.0},
+    "ndcg@6tok": {"q1": (1 + 1 / 2) / (1 + 1 / np.log2(3)), "q2": 1.0},
+    "map@6tok": {"q1": (1 + 2 / 3) / 2, "q2": 1.0},
+    "judged@1tok": {"q1": 0.0, "q2": 0.0},
+    "judged@5tok": {"q1": 0.5, "q2": 0.5},
+}
+
+
+def test_token_budgets_by_hand():
+    result = rm.evaluate(DATASET, RUN, list(HAND), warn=False)
+    values = result.per_query("run")
+    for metric, expected in HAND.items():
+        for qid, value in expected.items():
+            assert values.at[qid, metric] == pytest.approx(value, abs=1e-15), (metric, qid)
+    assert result["run"].tokenizer == "whitespace"
+    assert result.to_dict()["runs"]["run"]["tokenizer"] == "whitespace"
+
+
+def test_a_documents_later_chunks_cost_tokens_and_it_counts_at_its_first_chunk():
+    # q1's chunks: a#1 (2), b#1 (3), a#2 (2), c#1 (1): cumulative 2, 5, 7, 8; documents a, b, c at ranks 1, 2, 3
+    run = rm.Run.from_frame(
+        pd.DataFrame(
+            {
+                "query_id": ["q1"] * 4,
+                "doc_id": ["a#1", "b#1", "a#2", "c#1"],
+                "source_doc": ["a", "b", "a", "c"],
+                "score": [4.0, 3.0, 2.0, 1.0],
+                "text": ["w w", "w w w", "w w", "w"],
+            }
+        )
+    )
+    dataset = rm.Dataset.from_dict({"q1": {"a": 1, "c": 1}})
+    alignment = rm.align(dataset, run)
+    got = {t: alignment.value(f"recall@{t}tok")[0] for t in (1, 2, 5, 7, 8)}
+    assert got == {1: 0.0, 2: 0.5, 5: 0.5, 7: 0.5, 8: 1.0}
+    assert alignment.value("precision@7tok")[0] == 0.5  # a and b handed over (a's second chunk too)
+
+
+def test_tokens_come_from_the_corpus_when_the_run_has_no_text():
+    corpus = pd.DataFrame({"doc_id": ["a", "b", "c"], "title": ["T", "", ""], "text": ["x y", "p q r s", "z"]})
+    qrels = pd.DataFrame({"query_id": ["q1"], "doc_id": ["c"], "relevance": [1]})
+    dataset = rm.Dataset.from_frames(qrels, documents=corpus)
+    run = rm.Run.from_dict({"q1": {"a": 3.0, "b": 2.0, "c": 1.0}})
+    alignment = rm.align(dataset, run)  # a: title + text = 3 tokens, b: 4, c: 1
+    assert [alignment.value(f"recall@{t}tok")[0] for t in (7, 8)] == [0.0, 1.0]
+
+
+def test_a_run_without_texts_is_an_error_not_a_zero():
+    dataset = rm.Dataset.from_dict({"q1": {"a": 1}})
+    run = rm.Run.from_dict({"q1": {"a": 1.0}})
+    with pytest.raises(rm.RagMetricsError, match="the run has no text column and the dataset no corpus"):
+        rm.evaluate(dataset, run, ["recall@512tok"], warn=False)
+    corpus = pd.DataFrame({"doc_id": ["b"], "text": ["x"]})
+    with pytest.raises(rm.RagMetricsError, match=r"1 retrieved id\(s\) have no text in the run and are not in the "):
+        rm.align(rm.Dataset.from_frames(dataset.qrels, documents=corpus), run).value("recall@512tok")
+
+
+@pytest.mark.parametrize(
+    ("text", "canonical"),
+    [("recall@512tok", "recall@512tok"), ("Recall@512tokens", "recall@512tok"), ("nDCG@64TOK", "ndcg@64tok"),
+     ("P@10tok", "precision@10tok"), ("mrr@3 tok", "mrr@3tok"), ("unj@9tok", "unj@9tok")],
+)  # fmt: skip
+def test_budget_names_round_trip(text, canonical):
+    spec = rm.parse_metric(text)
+    assert str(spec) == canonical and rm.parse_metric(canonical) == spec
+    assert spec.k is None and spec.tokens == int("".join(c for c in canonical.split("@")[1] if c.isdigit()))
+    assert metric_name(text) == spec.name
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("rprec@512tok", "rprec takes no token budget"), ("bpref@5tok", "takes no token budget"),
+     ("recall@0tok", "the token budget must be an int >= 1")],
+)  # fmt: skip
+def test_bad_budgets_are_explained(text, message):
+    with pytest.raises(rm.MetricNameError, match=message):
+        rm.parse_metric(text)
+
+
+def test_the_registry_says_which_metrics_take_a_budget():
+    assert {m.name for m in METRICS.values() if m.budget} >= {"recall", "precision", "ndcg", "mrr", "map", "hits"}
+    assert not METRICS["rbp"].budget and not METRICS["rprec"].budget
+    assert "NAME@Ttok" in known_metric_names()
+    assert MetricSpec("recall", tokens=512).title == "Recall@512tok"
+
+
+def test_tokenizers_auto_callable_and_named():
+    chinese = rm.Run.from_frame(
+        pd.DataFrame({"query_id": ["q1"], "doc_id": ["a"], "score": [1.0], "text": ["我们今天去北京大学看看"]})
+    )
+    dataset = rm.Dataset.from_dict({"q1": {"a": 1}})
+    alignment = rm.align(dataset, chinese)
+    assert alignment.tokenizer_name == "jieba"
+    assert alignment.value("recall@1tok")[0] == 0.0  # several words, one whitespace token
+    assert alignment.with_tokenizer("whitespace").value("recall@1tok")[0] == 1.0
+
+    def characters(text: str) -> list[str]:
+        return list(text)
+
+    by_chars = rm.evaluate(dataset, chinese, ["recall@10tok", "recall@11tok"], tokenizer=characters, warn=False)
+    assert by_chars["run"].tokenizer.endswith("characters")
+    assert by_chars.mean().loc["run"].tolist() == [0.0, 1.0]
+    assert rm.align(dataset, chinese, tokenizer=len).value("recall@11tok")[0] == 1.0  # a count works too
+    with pytest.raises(rm.RagMetricsError, match="unknown tokenizer 'bpe'"):
+        rm.align(dataset, chinese, tokenizer="bpe")
+    assert cjk_share(["abc def"]) == 0.0 and cjk_share(["北京 ab"]) == 0.5
+    assert set(TOKENIZERS) == {"whitespace", "jieba"}
+
+
+def test_budgets_are_refused_where_they_mean_nothing():
+    alignment = rm.align(DATASET, RUN)
+    with pytest.raises(rm.RagMetricsError, match="unjudged='nonrelevant' only"):
+        alignment.under(unjudged="skip").value("recall@5tok")
+    with pytest.raises(rm.RagMetricsError, match="not computed for token budgets"):
+        alignment.bounds("recall@5tok")
+
+
+def test_cli_eval_reads_budgets_and_names_the_tokenizer():
+    out, err = io.StringIO(), io.StringIO()
+    args = ["eval", "--dataset", str(FAQ / "eval_set.json"), "--run", str(FAQ / "runs" / "bm25.jsonl")]
+    code = main([*args, "-m", "recall@64tok", "-m", "recall@1024tok", "-m", "recall@5"], out, err)
+    assert code == 0, err.getvalue()
+    rows = {line.split("\t")[0].strip(): line.split("\t")[2] for line in out.getvalue().splitlines()}
+    assert rows["tokenizer"] == "jieba"
+    assert 0 < float(rows["recall@64tok"]) < float(rows["recall@1024tok"])
+    out2 = io.StringIO()
+    assert main([*args, "-m", "recall@64tok", "--tokenizer", "whitespace", "--format", "csv"], out2, err) == 0
+    assert "tokenizer" in out2.getvalue().splitlines()[0] and '"bm25","whitespace","all"' in out2.getvalue()
+    bad = io.StringIO()
+    assert main([*args, "-m", "rprec@64tok"], io.StringIO(), bad) != 0
+    assert "takes no token budget" in bad.getvalue() and "Traceback" not in bad.getvalue()
+
+
+# --- properties ---------------------------------------------------------------------------------------------
+
+
+@st.composite
+def runs(draw, min_len: int = 0):
+    """A dataset of up to 4 queries over 8 documents and a run whose rows each carry a text of 0..5 tokens."""
+    n_queries = draw(st.integers(1, 4))
+    qrels, rows = {}, []
+    for q in range(n_queries):
+        labels = draw(st.dictionaries(st.integers(0, 7), st.integers(0, 2), min_size=1, max_size=5))
+        qrels[f"q{q}"] = {f"d{d}": label for d, label in labels.items()}
+        ranked = draw(st.lists(st.integers(0, 7), min_size=min_len, max_size=8, unique=True))
+        for rank, d in enumerate(ranked):
+            tokens = draw(st.integers(0, 5))
+            rows.append((f"q{q}", f"d{d}", float(len(ranked) - rank), " ".join(["w"] * tokens)))
+    frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "score", "text"])
+    return rm.Dataset.from_dict(qrels), frame
+
+
+@given(runs(), st.integers(1, 30), st.integers(0, 30))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_recall_and_hits_never_fall_as_the_budget_grows(data, budget, more):
+    dataset, frame = data
+    if frame.empty:
+        return
+    alignment = rm.align(dataset, rm.Run.from_frame(frame))
+    for name in ("recall", "hits", "map", "mrr"):  # not nDCG: its ideal grows with the depth too
+        low, high = alignment.value(f"{name}@{budget}tok"), alignment.value(f"{name}@{budget + more}tok")
+        assert np.all(low <= high + 1e-12), name
+
+
+BUDGETED = [m.name for m in METRICS.values() if m.budget and not m.needs_text and not m.needs_corpus]
+
+
+@given(runs(min_len=5), st.integers(1, 5))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_one_token_per_chunk_and_t_equal_to_k_is_the_rank_metric(data, k):
+    dataset, frame = data
+    frame = frame.assign(text="w")
+    alignment = rm.align(dataset, rm.Run.from_frame(frame))
+    for name in BUDGETED:
+        np.testing.assert_array_equal(alignment.value(f"{name}@{k}tok"), alignment.value(f"{name}@{k}"), name)
+
+
+@given(runs(), st.integers(1, 9))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_one_token_per_chunk_reads_the_rank_metric_wherever_it_ignores_k_past_the_ranking(data, k):
+    dataset, frame = data
+    if frame.empty:
+        return
+    alignment = rm.align(dataset, rm.Run.from_frame(frame.assign(text="w")))
+    for name in ("recall", "hits", "mrr", "map", "judged"):  # precision, f1, unj, nDCG: only at >= k documents
+        np.testing.assert_array_equal(alignment.value(f"{name}@{k}tok"), alignment.value(f"{name}@{k}"), name)
+
+
+def test_context_tokens_are_what_the_budget_hands_over():
+    alignment = rm.align(DATASET, RUN)
+    assert budgets.context_tokens(alignment).tolist() == [6.0, 5.0]
+    assert budgets.context_tokens(alignment, 4).tolist() == [2.0, 4.0]  # q1's b would pass 4; q2's b is 4
+    assert budgets.depths(alignment, np.array([1, 5, 6])).tolist() == [[0, 2, 3], [0, 2, 2]]
+
+
+def test_cli_compare_names_the_tokenizer():
+    out = io.StringIO()
+    args = ["compare", "--dataset", str(FAQ / "eval_set.json"), "--baseline", str(FAQ / "runs" / "bm25.jsonl")]
+    code = main([*args, "--run", str(FAQ / "runs" / "dense-e5.jsonl"), "-m", "recall@256tok"], out, io.StringIO())
+    assert code == 0 and out.getvalue().splitlines()[-1] == "tokenizer: jieba"
+    assert out.getvalue().startswith("recall@256tok")
+
+
+def test_llamaindex_mode_refuses_a_budget():
+    with pytest.raises(rm.MetricNameError, match="token budgets are read with mode='trec' only"):
+        rm.evaluate(DATASET, RUN, ["recall@5tok"], mode="llamaindex", warn=False)
