@@ -18,7 +18,9 @@ from ragmetrics.io import load_dataset, load_run
 from ragmetrics.io.formats import KNOWN_EXTENSIONS, formats_of
 from ragmetrics.io.source import open_source
 
-INPUT_OPTIONS = ("dataset", "run", "runs", "baseline", "labels", "queries", "corpus", "chunk_mapping", "targets")
+INPUT_OPTIONS = (
+    "dataset", "run", "runs", "baseline", "labels", "queries", "corpus", "chunk_mapping", "targets", "pool", "human",
+)  # fmt: skip
 """The options that name files a command reads (a command writes none of them)."""
 
 

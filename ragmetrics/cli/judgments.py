@@ -1,5 +1,5 @@
-"""``ragmetrics pool`` (the unjudged pairs of the runs' top K) and ``ragmetrics judge merge`` (new labels into
-qrels)."""
+"""``ragmetrics pool`` (the unjudged pairs of the runs' top K) and ``ragmetrics judge``: ``merge`` (new labels into
+qrels), ``run`` and ``agree`` (a registered judge labels a pool; its agreement with people: :mod:`.judging`)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import TextIO
 from ragmetrics.analysis.judging import merge, pool
 from ragmetrics.cli.evaluating import evaluate_runs
 from ragmetrics.cli.inputs import output_path, read_dataset, read_inputs, replacing
+from ragmetrics.cli.judging import agree_options, run_options
 from ragmetrics.cli.options import add_data_options, add_eval_options, whole_number
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.io import load_dataset, write_trec_qrels
@@ -77,3 +78,7 @@ def judge_parser(p: argparse.ArgumentParser) -> None:
     m.add_argument("-o", "--output", required=True, help="the merged qrels to write (TREC, .gz to compress)")
     m.add_argument("--override", action="store_true", help="let a new label change a judgment already made")
     m.set_defaults(handler=cmd_judge_merge)
+    run_options(actions.add_parser("run", help="label a pool's pairs with a registered judge, with their provenance"))
+    agree_options(
+        actions.add_parser("agree", help="a judge's agreement with people: kappa, confusion matrix, where it errs")
+    )

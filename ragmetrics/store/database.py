@@ -78,7 +78,7 @@ runs_table = sa.Table(
     sa.Column("payload", sa.LargeBinary, nullable=False),
     sa.Column("source", sa.Text, nullable=False, server_default=""),
 )
-ADDED_COLUMNS = {"datasets": ("source", "description", "targets"), "runs": ("source",)}
+ADDED_COLUMNS = {"datasets": ("source", "description", "targets"), "runs": ("source",), "labels": ("source",)}
 """Text columns added after the first stores were made: :class:`Store` adds them to an older store, empty."""
 links_table = sa.Table(
     "dataset_runs",
@@ -99,8 +99,10 @@ labels_table = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("kind", sa.Text, nullable=False),  # "judgment", or "suggestion:<rule>" (never merged)
     sa.Column("version", sa.String(16)),  # the qrels version it went into; NULL while pending
+    sa.Column("source", sa.Text, nullable=False, server_default=""),  # "" a person; judge:NAME@VERSION#HASH a judge
 )
-"""Every label as it was given, at once (a reload, a second tab or a crash loses none)."""
+"""Every label as it was given, at once (a reload, a second tab or a crash loses none). ``source`` says whose it
+is (:mod:`ragmetrics.store.provenance`)."""
 versions_table = sa.Table(
     "qrels_versions",
     metadata,
@@ -332,6 +334,13 @@ class StoreOpenError(RagMetricsError):
             "expected sqlite:///PATH (a database file, or a new one, in an existing folder) or "
             "postgresql+psycopg://USER:PASSWORD@HOST/DATABASE"
         )
+
+
+def people_last(rows: pd.DataFrame) -> pd.DataFrame:
+    """Label ``rows`` (in the order given, with ``source``) with every person's label (``source`` empty) after every
+    judge's, each group in its order: keeping a pair's last row then keeps a person's label over any judge's."""
+    human = rows["source"] == ""
+    return pd.concat([rows[~human], rows[human]])
 
 
 ANY_LABEL = object()
@@ -808,7 +817,7 @@ class Store:
 
     def commit_labels(self, dataset: str, *, author: str = "anonymous") -> str | None:
         """Make the pending labels on ``dataset`` a new qrels version: a dataset whose judgments are the parent's
-        plus the labels (the latest label of a pair wins), with the parent's runs. Returns its id (None when
+        plus the labels (the latest label of a pair wins, a person's over a judge's), with the parent's runs. Returns its id (None when
         nothing is pending).
 
         The version takes exactly the labels it read, by id: they are stamped in the transaction that stores the
@@ -820,7 +829,9 @@ class Store:
         taken: list[int] = []  # the labels the last attempt read, when another writer changed them
         for _ in range(COMMIT_ATTEMPTS):
             rows = self._pending_rows(dataset)
-            judgments = rows[rows["kind"] == "judgment"].drop_duplicates(["query_id", "doc_id"], keep="last")
+            judgments = people_last(rows[rows["kind"] == "judgment"]).drop_duplicates(
+                ["query_id", "doc_id"], keep="last"
+            )
             if judgments.empty:
                 return self._saved_by_another(taken)
             parent = self.get_dataset(dataset)
@@ -865,16 +876,17 @@ class Store:
         )
 
     def _pending_rows(self, dataset: str) -> pd.DataFrame:
-        """Every label row pending on ``dataset`` (every kind), oldest first: ``id, query_id, doc_id, label, kind``."""
+        """Every label row pending on ``dataset`` (every kind), oldest first: ``id, query_id, doc_id, label, kind,
+        source``."""
         t = labels_table
         query = (
-            sa.select(t.c.id, t.c.query_id, t.c.doc_id, t.c.label, t.c.kind)
+            sa.select(t.c.id, t.c.query_id, t.c.doc_id, t.c.label, t.c.kind, self._column(t, "source"))
             .where((t.c.dataset_id == dataset) & t.c.version.is_(None))
             .order_by(t.c.id)
         )
         with self.engine.connect() as conn:
             return pd.DataFrame(
-                conn.execute(query).mappings().all(), columns=["id", "query_id", "doc_id", "label", "kind"]
+                conn.execute(query).mappings().all(), columns=["id", "query_id", "doc_id", "label", "kind", "source"]
             )
 
     def _stamp(self, conn: Any, ids: Sequence[int], version: str) -> None:
