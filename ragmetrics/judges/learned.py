@@ -92,8 +92,10 @@ def folds_of(query_ids: Sequence[str], k: int) -> dict[str, int]:
 
 
 class LearnedJudge:
-    """A logistic regression (scikit-learn, balanced class weights, standardised :data:`FEATURES`) trained on
-    ``training``: pairs with a person's label.
+    """A logistic regression (scikit-learn, standardised :data:`FEATURES`) trained on ``training``: pairs with a
+    person's label. Its grade is not the likeliest one (on a scale where most pairs are 0 that is nearly always
+    0) but the model's expected grade cut at the quantiles that give the training pairs the grade shares their
+    labels have: the judge grades as many pairs relevant as people would, which is what kappa rewards.
 
     Cross-fitting by query: the labelled queries are dealt into ``folds`` folds (:func:`folds_of`); a pair of a
     labelled query is graded by the model trained on the other folds only, so it never saw that query's labels
@@ -118,7 +120,7 @@ class LearnedJudge:
         labels = sorted((p.query_id, p.doc_id, int(y)) for p, y in self.training)
         digest = hashlib.sha256(json.dumps(labels, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
         return {"model": "logistic-regression", "features": list(FEATURES), "folds": self.folds, "C": self.c,
-                "class_weight": "balanced", "training_labels": digest, "n_training": len(labels)}  # fmt: skip
+                "cuts": "training-label shares", "training_labels": digest, "n_training": len(labels)}  # fmt: skip
 
     def grade(self, pairs: Sequence[Pair], max_grade: int) -> list[Grade]:
         labelled = {(p.query_id, p.doc_id): int(y) for p, y in self.training}
@@ -148,6 +150,11 @@ class LearnedJudge:
             raise RagMetricsError("a cross-fitting fold left no label to learn from; label more queries")
         if len(grades) == 1:
             return np.full(len(new), grades[0])
-        model = make_pipeline(StandardScaler(), LogisticRegression(C=self.c, class_weight="balanced", max_iter=1000))
+        model = make_pipeline(StandardScaler(), LogisticRegression(C=self.c, max_iter=1000))
         model.fit(x, y)
-        return np.asarray(model.predict(new), dtype=np.int64)
+        classes = np.asarray(model.classes_, dtype=np.int64)
+        expected = np.asarray(model.predict_proba(x)) @ classes
+        shares = np.cumsum([np.mean(y == g) for g in classes])[:-1]
+        cuts = np.quantile(expected, shares)
+        new_expected = np.asarray(model.predict_proba(new)) @ classes
+        return classes[np.searchsorted(cuts, new_expected, side="right")]
