@@ -10,6 +10,7 @@ import time
 import urllib.request
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -18,9 +19,8 @@ from sklearn.metrics import cohen_kappa_score
 
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.io import load_dataset
-from ragmetrics.judges.base import Pair, max_grade, pairs_from_pool, run_judge
-from ragmetrics.judges.call import CallableJudge
-from ragmetrics.judges.endpoint import RETRY, EndpointJudge, parse_grade
+from ragmetrics.judges.base import Grade, Pair, max_grade, pairs_from_pool, run_judge
+from ragmetrics.judges.endpoint import RETRY, parse_grade
 from ragmetrics.judges.learned import LearnedJudge, features, folds_of
 from ragmetrics.judges.registry import JUDGES, JudgeInputs, make_judge
 from ragmetrics.judges.rule import RuleJudge, found
@@ -115,7 +115,7 @@ def test_learned_judge_on_a_labelled_tenth_of_scifact(scifact_pool):
 def test_learned_judge_never_sees_the_labels_it_grades(scifact_pool):
     """Cross-fitting: flipping every label of one query changes none of that query's grades (a model trained on
     all labels would move with them), while it does change the grades of queries nobody labelled."""
-    dataset, pairs, truth = scifact_pool
+    _, pairs, truth = scifact_pool
     queries = sorted({p.query_id for p in pairs})[:80]
     chosen = [p for p in pairs if p.query_id in set(queries)]
     y = np.array([truth[pairs.index(p)] for p in chosen])
@@ -154,9 +154,9 @@ class _Stub(BaseHTTPRequestHandler):
     """An OpenAI-compatible /v1/chat/completions: the grade is decided by a marker in the passage; a passage
     saying GARBLE is never answered in form, one saying ONCE only after the retry message."""
 
-    calls: list[list[dict]] = []
+    calls: ClassVar[list[list[dict]]] = []
 
-    def do_POST(self):  # noqa: N802 (the http.server API)
+    def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         messages = body["messages"]
         type(self).calls.append(messages)
@@ -287,9 +287,7 @@ def test_a_grade_off_the_scale_is_an_error():
             return {}
 
         def grade(self, pairs, top):
-            from ragmetrics.judges.base import Grade
-
             return [Grade(top + 1) for _ in pairs]
 
-    with pytest.raises(RagMetricsError, match="expected 0..2"):
+    with pytest.raises(RagMetricsError, match=r"expected 0\.\.2"):
         run_judge(Wild(), [pair("x")], 2)
