@@ -114,6 +114,13 @@ def test_judge_run_writes_labels_with_provenance_and_agree_reads_them(small_set)
     assert f"kappa, quadratic  {cohen_kappa_score(h, j, labels=[0, 1, 2], weights='quadratic'):.3f}" in out
     assert "confusion matrix" in out and "where the judge errs" in out and "space" in out
 
+    # a judge's labels are never taken for people's
+    code, _, err = run("judge", "agree", "--human", str(d / "judged.tsv"), "--judge", str(d / "judged.tsv"))
+    assert code == 2 and "are a judge's labels (rule 1 " in err
+    code, _, err = run("judge", "merge", "--dataset", str(d / "set.jsonl"), "--labels", str(d / "judged.tsv"),
+                       "-o", str(d / "merged.qrels"))  # fmt: skip
+    assert code == 0 and "warning: " in err and "holds a judge's labels (rule 1 " in err
+
 
 def test_judge_run_reports_pairs_without_a_grade(small_set, monkeypatch):
     d = small_set

@@ -42,8 +42,27 @@ def read_tsv(path: str, what: str) -> pd.DataFrame:
     return frame
 
 
+def judges_of(path: str) -> list[str]:
+    """The judges (``judge version config_hash``) whose labels a TSV written by ``judge run`` holds; [] for any
+    other file (its header does not name the provenance columns)."""
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            header = handle.readline().rstrip("\r\n").split("\t")
+    except (OSError, UnicodeDecodeError):
+        return []
+    if not {"judge", "judge_version", "config_hash"} <= set(header):
+        return []
+    frame = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, quoting=csv.QUOTE_NONE)
+    found = frame[["judge", "judge_version", "config_hash"]].drop_duplicates()
+    return [" ".join(row) for row in found.itertuples(index=False)]
+
+
 def human_labels(path: str) -> pd.DataFrame:
-    """People's labels (TREC qrels, or a TSV ``query_id doc_id label``): ``query_id, doc_id, label``."""
+    """People's labels (TREC qrels, or a TSV ``query_id doc_id label``): ``query_id, doc_id, label``; a judge's
+    labels (the TSV ``judge run`` writes) are refused."""
+    judges = judges_of(path)
+    if judges:
+        raise RagMetricsError(f"{path}: these are a judge's labels ({', '.join(judges)}), not people's")
     qrels = load_dataset(path).qrels
     return pd.DataFrame({"query_id": qrels["query_id"].astype(str), "doc_id": qrels["doc_id"].astype(str),
                          "label": qrels["relevance"].astype(int)})  # fmt: skip

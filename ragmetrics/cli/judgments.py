@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import argparse
 import csv
+import warnings
 from typing import TextIO
 
 from ragmetrics.analysis.judging import merge, pool
 from ragmetrics.cli.evaluating import evaluate_runs
 from ragmetrics.cli.inputs import output_path, read_dataset, read_inputs, replacing
-from ragmetrics.cli.judging import agree_options, run_options
+from ragmetrics.cli.judging import agree_options, judges_of, run_options
 from ragmetrics.cli.options import add_data_options, add_eval_options, whole_number
-from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.io import load_dataset, write_trec_qrels
 from ragmetrics.io.export import neutralise
 
@@ -45,6 +46,14 @@ def cmd_judge_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     output = output_path(args, args.output, "--output")
     dataset = read_dataset(args)
     labels = load_dataset(args.labels)
+    judges = judges_of(args.labels)
+    if judges:
+        warnings.warn(
+            f"{args.labels} holds a judge's labels ({', '.join(judges)}); the merged qrels will not say so: keep "
+            f"{args.labels} beside them (or add them to the store, which keeps their provenance)",
+            RagMetricsWarning,
+            stacklevel=1,
+        )
     try:
         merged = merge(dataset, labels, override=args.override)
     except RagMetricsError:
