@@ -4,13 +4,7 @@ the queries it never saw, and cross-fitting), the endpoint judge against a real 
 
 from __future__ import annotations
 
-import json
-import threading
-import time
-import urllib.request
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -24,7 +18,7 @@ from ragmetrics.judges.endpoint import RETRY, parse_grade
 from ragmetrics.judges.learned import LearnedJudge, features, folds_of
 from ragmetrics.judges.registry import JUDGES, JudgeInputs, make_judge
 from ragmetrics.judges.rule import RuleJudge, found
-from ragmetrics.models.base import Message, Reply
+from tests.judge_stub import HttpChat, Stub, serve_chat
 
 SCIFACT = "tests/data/scifact"
 RUNS = ("bm25-stem", "dense-all-minilm-l6-v2", "hybrid-rrf60")
@@ -150,71 +144,10 @@ def test_folds_depend_on_the_queries_only():
 # --- the endpoint judge against a real HTTP server ---------------------------------------------------------
 
 
-class _Stub(BaseHTTPRequestHandler):
-    """An OpenAI-compatible /v1/chat/completions: the grade is decided by a marker in the passage; a passage
-    saying GARBLE is never answered in form, one saying ONCE only after the retry message."""
-
-    calls: ClassVar[list[list[dict]]] = []
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        messages = body["messages"]
-        type(self).calls.append(messages)
-        prompt = messages[0]["content"]
-        retried = len(messages) > 1
-        if "GARBLE" in prompt:
-            text = "The passage looks relevant to me, maybe a 2."
-        elif "ONCE" in prompt and not retried:
-            text = "##final score: two"
-        elif "TOOHIGH" in prompt:
-            text = "##final score: 7"
-        else:
-            text = f"##final score: {2 if 'ANSWER' in prompt else 1 if 'RELATED' in prompt else 0}"
-        payload = json.dumps({
-            "id": "x", "object": "chat.completion", "model": body["model"],
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5},
-        }).encode()  # fmt: skip
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args):
-        pass
-
-
-class HttpChat:
-    """A minimal client of an OpenAI-compatible endpoint (stands in for ragmetrics.models' registered ones)."""
-
-    def __init__(self, url: str) -> None:
-        self.url, self.name, self.identity = url, "stub", f"openai:{url}:stub-model"
-
-    def chat(self, messages: Sequence[Message], *, temperature=0.0, max_tokens=None, seed=None) -> Reply:
-        body = {"model": "stub-model", "messages": [{"role": m.role, "content": m.content} for m in messages],
-                "temperature": temperature, "max_tokens": max_tokens, "seed": seed}  # fmt: skip
-        request = urllib.request.Request(
-            self.url + "/v1/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
-        )
-        started = time.perf_counter()
-        with urllib.request.urlopen(request, timeout=10) as response:
-            answer = json.loads(response.read())
-        return Reply(answer["choices"][0]["message"]["content"], answer["model"], 10, 5,
-                     time.perf_counter() - started)  # fmt: skip
-
-
 @pytest.fixture
 def chat_server():
-    _Stub.calls = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Stub)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_chat() as url:
+        yield url
 
 
 def test_endpoint_judge_grades_retries_and_reports(chat_server):
@@ -231,10 +164,10 @@ def test_endpoint_judge_grades_retries_and_reports(chat_server):
     assert [x.label for x in labels] == [2, 1, 0, 2, None, None]
     assert "in 3 answer(s)" in labels[4].problem and "maybe a 2" in labels[4].problem
     assert labels[0].provenance.judge == "endpoint" and len(labels[0].provenance.config_hash) == 16
-    prompts = [c[0]["content"] for c in _Stub.calls]
+    prompts = [c[0]["content"] for c in Stub.calls]
     assert "Expected answer: the answer" in prompts[0] and "0 to 2" in prompts[0]
     assert "Query: what?" in prompts[0] and "holds the ANSWER" in prompts[0]
-    retried = [c for c in _Stub.calls if len(c) > 1]
+    retried = [c for c in Stub.calls if len(c) > 1]
     assert len(retried) == 1 + 2 + 2  # ONCE once; GARBLE and TOOHIGH twice each
     assert retried[0][-1]["content"] == RETRY.format(max_grade=2)
     assert judge.failures == 2  # type: ignore[attr-defined]

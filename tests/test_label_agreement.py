@@ -14,6 +14,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from ragmetrics.analysis.label_agreement import label_agreement
 from ragmetrics.cli import main
+from tests.judge_stub import Stub, serve_chat
 
 
 def frames(human, judge, **columns):
@@ -153,3 +154,27 @@ def test_judge_run_learned_trains_on_the_human_labels(small_set):
     assert set(judged["judge"]) == {"learned"} and len(judged) == 4
     # q1's pairs are graded by the model of q2's labels alone (all 0), q2's by q1's
     assert judged.loc[judged["query_id"] == "q1", "label"].tolist() == ["0", "0"]
+
+
+@pytest.fixture
+def chat_server():
+    with serve_chat() as url:
+        yield url
+
+
+def test_judge_run_endpoint_asks_a_registered_model(small_set, chat_server, monkeypatch):
+    pytest.importorskip("ragmetrics.models.registry")  # the registered endpoints (ragmetrics.models)
+    d = small_set
+    (d / "pool-text.tsv").write_text("query_id\tdoc_id\ttext\nq1\td2\tholds the ANSWER\nq1\td3\tRELATED only\n"
+                                     "q2\td5\tnothing\nq2\td6\tGARBLE forever\n")  # fmt: skip
+    monkeypatch.setenv("RAGMETRICS_MODELS", f"stub=openai:{chat_server}/v1?model=judge-model&cache=off")
+    code, _, err = run("judge", "run", "--judge", "endpoint", "--model", "stub", "--dataset", str(d / "set.jsonl"),
+                       "--pool", str(d / "pool-text.tsv"), "-o", str(d / "judged.tsv"))  # fmt: skip
+    assert code == 1, err  # one pair never got a grade
+    assert "no grade: query q2 document d6: no grade 0..2 in 3 answer(s)" in err
+    judged = pd.read_csv(d / "judged.tsv", sep="\t", dtype=str)
+    assert judged[["doc_id", "label", "judge"]].values.tolist() == [
+        ["d2", "2", "endpoint"], ["d3", "1", "endpoint"], ["d5", "0", "endpoint"],
+    ]  # fmt: skip
+    prompts = [c[0]["content"] for c in Stub.calls]
+    assert any("Expected answer: Paris" in p and "holds the ANSWER" in p for p in prompts)
