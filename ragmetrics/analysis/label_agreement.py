@@ -60,7 +60,10 @@ def _bucket(value: float, buckets: tuple[tuple[int, int | None, str], ...]) -> s
 
 
 def _kappa(human: np.ndarray, judge: np.ndarray, grades: list[int], weights: str | None) -> float:
-    from sklearn.metrics import cohen_kappa_score  # noqa: PLC0415 (the judges extra, loaded on use)
+    try:
+        from sklearn.metrics import cohen_kappa_score  # noqa: PLC0415 (the judges extra, loaded on use)
+    except ImportError as exc:
+        raise RagMetricsError(f"kappa needs scikit-learn: pip install 'ragmetrics[judges]' ({exc})") from None
 
     if len(human) == 0 or (len(set(human.tolist())) == 1 and set(human.tolist()) == set(judge.tolist())):
         return float("nan")

@@ -141,9 +141,14 @@ class LearnedJudge:
         return [Grade(min(max(int(g), 0), max_grade)) for g in predicted]
 
     def _fit_predict(self, x: np.ndarray, y: np.ndarray, new: np.ndarray) -> np.ndarray:
-        from sklearn.linear_model import LogisticRegression  # noqa: PLC0415 (the judges extra, loaded on use)
-        from sklearn.pipeline import make_pipeline  # noqa: PLC0415 (the judges extra, loaded on use)
-        from sklearn.preprocessing import StandardScaler  # noqa: PLC0415 (the judges extra, loaded on use)
+        try:
+            from sklearn.linear_model import LogisticRegression  # noqa: PLC0415 (the judges extra, loaded on use)
+            from sklearn.pipeline import make_pipeline  # noqa: PLC0415 (the judges extra, loaded on use)
+            from sklearn.preprocessing import StandardScaler  # noqa: PLC0415 (the judges extra, loaded on use)
+        except ImportError as exc:
+            raise RagMetricsError(
+                f"the learned judge needs scikit-learn: pip install 'ragmetrics[judges]' ({exc})"
+            ) from None
 
         grades = np.unique(y)
         if len(grades) == 0:
