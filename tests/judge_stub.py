@@ -7,11 +7,13 @@ import contextlib
 import json
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
 
+from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.models.base import Message, Reply
 
 
@@ -27,6 +29,9 @@ class Stub(BaseHTTPRequestHandler):
         type(self).calls.append(messages)
         prompt = messages[0]["content"]
         retried = len(messages) > 1
+        if "DOWN" in prompt:
+            self.send_error(503, "down")
+            return
         if "GARBLE" in prompt:
             text = "The passage looks relevant to me, maybe a 2."
         elif "ONCE" in prompt and not retried:
@@ -63,8 +68,11 @@ class HttpChat:
             self.url + "/v1/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
         )
         started = time.perf_counter()
-        with urllib.request.urlopen(request, timeout=10) as response:
-            answer = json.loads(response.read())
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                answer = json.loads(response.read())
+        except urllib.error.HTTPError as exc:  # as the registered models say it: a RagMetricsError
+            raise RagMetricsError(f"{self.url}: HTTP {exc.code}") from None
         return Reply(answer["choices"][0]["message"]["content"], answer["model"], 10, 5,
                      time.perf_counter() - started)  # fmt: skip
 

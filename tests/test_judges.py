@@ -14,7 +14,7 @@ from sklearn.metrics import cohen_kappa_score
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.io import load_dataset
 from ragmetrics.judges.base import Grade, Pair, max_grade, pairs_from_pool, run_judge
-from ragmetrics.judges.endpoint import RETRY, parse_grade
+from ragmetrics.judges.endpoint import RETRY, EndpointJudge, parse_grade
 from ragmetrics.judges.learned import LearnedJudge, features, folds_of
 from ragmetrics.judges.registry import JUDGES, JudgeInputs, make_judge
 from ragmetrics.judges.rule import RuleJudge, found
@@ -171,6 +171,15 @@ def test_endpoint_judge_grades_retries_and_reports(chat_server):
     assert len(retried) == 1 + 2 + 2  # ONCE once; GARBLE and TOOHIGH twice each
     assert retried[0][-1]["content"] == RETRY.format(max_grade=2)
     assert judge.failures == 2  # type: ignore[attr-defined]
+
+
+def test_endpoint_judge_reports_failed_calls_and_stops_when_the_endpoint_is_down(chat_server):
+    judge = EndpointJudge(HttpChat(chat_server), max_failed_calls=3)
+    labels = run_judge(judge, [pair("DOWN once"), pair("holds the ANSWER"), pair("DOWN"), pair("DOWN")], 2)
+    assert [x.label for x in labels] == [None, 2, None, None]
+    assert "the call failed: " in labels[0].problem and "HTTP 503" in labels[0].problem
+    with pytest.raises(RagMetricsError, match=r"3 calls in a row failed; the last: .*HTTP 503"):
+        run_judge(EndpointJudge(HttpChat(chat_server), max_failed_calls=3), [pair("DOWN")] * 5, 2)
 
 
 def test_parse_grade_is_strict():

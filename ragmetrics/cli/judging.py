@@ -7,6 +7,7 @@ import argparse
 import csv
 import datetime as dt
 import math
+from collections.abc import Callable
 from typing import TextIO
 
 import pandas as pd
@@ -100,7 +101,7 @@ def cmd_judge_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise RagMetricsError("--judge callable needs --call module:attr")
     judge = make_judge(args.judge, JudgeInputs(training=training, model=args.model, call=args.call, folds=args.folds))
     top = args.max_grade or max_grade(dataset)
-    labels = run_judge(judge, pairs, top)
+    labels = run_judge(judge, pairs, top, progress=_progress(err) if err.isatty() else None)
     graded = [x for x in labels if x.label is not None]
     with replacing(output) as partial, open(partial, "w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle, delimiter="\t", lineterminator="\n")
@@ -118,6 +119,14 @@ def cmd_judge_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         + (f"; {len(ungraded)} pair(s) got no grade and are left out\n" if ungraded else "\n")
     )
     return 1 if ungraded else 0
+
+
+def _progress(err: TextIO) -> Callable[[int, int], None]:
+    def show(done: int, total: int) -> None:
+        err.write(f"\rragmetrics: judged {done}/{total} pair(s)" + ("\n" if done == total else ""))
+        err.flush()
+
+    return show
 
 
 def _row(label: JudgeLabel) -> list[object]:

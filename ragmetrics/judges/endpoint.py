@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.judges.base import Grade, Pair
 from ragmetrics.models.base import ChatModel, Message
 
@@ -76,13 +77,25 @@ def parse_grade(answer: str, max_grade: int) -> int | None:
 class EndpointJudge:
     """Asks ``model`` to grade each pair (:func:`prompt`, temperature 0, ``seed``). An answer that does not parse
     (:func:`parse_grade`) is answered with :data:`RETRY` and asked again, up to ``attempts`` answers in all; then
-    the pair gets no grade and its ``problem`` quotes the last answer (never a 0 for it)."""
+    the pair gets no grade and its ``problem`` quotes the last answer (never a 0 for it). A call that fails (the
+    model's own retries spent) leaves its pair without a grade, saying why; ``max_failed_calls`` failures in a row
+    stop the judge with that error (an endpoint that is down is not asked about every pair)."""
 
     name = "endpoint"
     version = "1"
 
-    def __init__(self, model: ChatModel, *, attempts: int = 3, seed: int | None = 0, max_chars: int = 4000) -> None:
+    def __init__(
+        self,
+        model: ChatModel,
+        *,
+        attempts: int = 3,
+        seed: int | None = 0,
+        max_chars: int = 4000,
+        max_failed_calls: int = 5,
+    ) -> None:
         self.model = model
+        self.max_failed_calls = max(1, max_failed_calls)
+        self.failed_in_a_row = 0
         self.attempts = max(1, attempts)
         self.seed = seed
         self.max_chars = max_chars
@@ -103,7 +116,17 @@ class EndpointJudge:
             if attempt:
                 self.retries += 1
                 messages += [Message("assistant", answer), Message("user", RETRY.format(max_grade=max_grade))]
-            answer = self.model.chat(messages, temperature=0.0, max_tokens=64, seed=self.seed).text
+            try:
+                answer = self.model.chat(messages, temperature=0.0, max_tokens=64, seed=self.seed).text
+            except RagMetricsError as exc:
+                self.failures += 1
+                self.failed_in_a_row += 1
+                if self.failed_in_a_row >= self.max_failed_calls:
+                    raise RagMetricsError(
+                        f"model {self.model.name}: {self.failed_in_a_row} calls in a row failed; the last: {exc}"
+                    ) from None
+                return Grade(None, f"the call failed: {exc}")
+            self.failed_in_a_row = 0
             grade = parse_grade(answer, max_grade)
             if grade is not None:
                 return Grade(grade)
