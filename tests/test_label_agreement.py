@@ -178,3 +178,14 @@ def test_judge_run_endpoint_asks_a_registered_model(small_set, chat_server, monk
     ]  # fmt: skip
     prompts = [c[0]["content"] for c in Stub.calls]
     assert any("Expected answer: Paris" in p and "holds the ANSWER" in p for p in prompts)
+
+
+def test_judge_run_reads_the_pools_text_as_it_was_before_pool_neutralised_it(small_set, monkeypatch):
+    d = small_set
+    (d / "formula.py").write_text("def grade(pair, top):\n    return int(pair.text == '=SUM(A1)')\n")
+    (d / "pool-f.tsv").write_text("query_id\tdoc_id\ttext\nq1\td2\t'=SUM(A1)\nq1\td3\t'quoted\n")
+    monkeypatch.syspath_prepend(str(d))
+    code, _, err = run("judge", "run", "--judge", "callable", "--call", "formula:grade", "--dataset",
+                       str(d / "set.jsonl"), "--pool", str(d / "pool-f.tsv"), "-o", str(d / "judged.tsv"))  # fmt: skip
+    assert code == 0, err
+    assert pd.read_csv(d / "judged.tsv", sep="\t")["label"].tolist() == [1, 0]

@@ -17,7 +17,7 @@ from ragmetrics.cli.inputs import output_path, read_dataset, replacing
 from ragmetrics.cli.options import add_data_options, whole_number
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.io import load_dataset
-from ragmetrics.io.export import neutralise
+from ragmetrics.io.export import is_dangerous, neutralise
 from ragmetrics.judges.base import JudgeLabel, Pair, max_grade, pairs_from_pool, run_judge
 from ragmetrics.judges.learned import tokens
 from ragmetrics.judges.registry import JUDGES, JudgeInputs, make_judge
@@ -40,6 +40,8 @@ def read_tsv(path: str, what: str) -> pd.DataFrame:
         raise RagMetricsError(
             f"{path}: the {what} has no column {', '.join(missing)} in its header; expected query_id, doc_id, ..."
         )
+    if "text" in frame.columns:  # the pool's text as it was before ``pool`` neutralised it for spreadsheets
+        frame["text"] = [t[1:] if t.startswith("'") and is_dangerous(t[1:]) else t for t in frame["text"]]
     return frame
 
 
