@@ -52,6 +52,26 @@ def test_judge_labels_keep_their_provenance_and_versions_count_them_apart(store_
     assert authors == {"u2": RULE.source, "u5": "ci"}
 
 
+def test_a_judges_label_leaves_its_pair_to_people(store_url):
+    """People judging are offered the pairs a judge labelled, see no label on them and are not refused as if
+    someone had labelled them meanwhile; their label is the version's."""
+    store = Store(store_url)
+    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}))
+    add_judge_labels(store, parent, [("q1", "u1", 0), ("q1", "u2", 1)], RULE)
+    assert store.labelled_pairs(parent).empty
+    assert store.latest_label(parent, "q1", "u1") is None
+    claim = store.claim_pair(parent, [("q1", "u1"), ("q1", "u2")], "tab-1")
+    assert claim is not None and (claim.query_id, claim.doc_id) == ("q1", "u1")
+    store.add_label(parent, "q1", "u1", 2, author="ana", expect=None)
+    assert store.labelled_pairs(parent).values.tolist() == [["q1", "u1"]]
+    version = store.commit_labels(parent)
+    assert version is not None
+    assert dict(zip(*[store.get_dataset(version).qrels[c] for c in ("doc_id", "relevance")], strict=True)) == {
+        "d1": 1, "u1": 2, "u2": 1,
+    }  # fmt: skip
+    assert version_sources(store, version)[["source", "labels"]].values.tolist() == [["human", 1], [RULE.source, 1]]
+
+
 def test_a_store_made_before_label_sources_reads_its_labels_as_human(tmp_path):
     url = f"sqlite:///{tmp_path / 'old.sqlite'}"
     store = Store(url)

@@ -668,6 +668,13 @@ class Store:
             raise RagMetricsError("the store gave the new label no id")
         return int(key[0])
 
+    def _by_a_person(self, t: sa.Table) -> Any:
+        """A person's judgment (not a suggestion, not a judge's label): what makes a pair judged for the people
+        judging it (a judge's label neither hides a pair from them nor conflicts with their label)."""
+        if not self._has(t, "source"):
+            return t.c.kind == "judgment"
+        return (t.c.kind == "judgment") & (t.c.source == "")
+
     def _lock_pair(self, conn: Any, root: str, query_id: str, doc_id: str) -> None:
         """Serialize the check-then-write of one pair's label: SQLite writes one transaction at a time (the table is
         written first: the check then reads under the write lock); PostgreSQL takes a lock on the pair until the
@@ -683,27 +690,27 @@ class Store:
         found = conn.execute(
             sa.select(t.c.id, t.c.label, t.c.author, t.c.created_at, t.c.version)
             .where(t.c.dataset_id.in_(list(family)) & (t.c.query_id == query_id) & (t.c.doc_id == doc_id))
-            .where(t.c.kind == "judgment")
+            .where(self._by_a_person(t))
             .order_by(t.c.id.desc())
             .limit(1)
         ).first()
         return None if found is None else {"query_id": query_id, "doc_id": doc_id, **found._asdict()}
 
     def latest_label(self, dataset: str, query_id: str, doc_id: str) -> dict[str, Any] | None:
-        """The pair's latest judgment on ``dataset``'s lineage (:meth:`family`), pending or saved: ``id, label,
-        author, created_at, version`` (None while pending), or None."""
+        """The pair's latest judgment by a person on ``dataset``'s lineage (:meth:`family`), pending or saved: ``id,
+        label, author, created_at, version`` (None while pending), or None. A judge's label is not one."""
         check_id(dataset, "dataset")
         with self.engine.connect() as conn:
             return self._latest_label(conn, self.family(dataset), str(query_id), str(doc_id))
 
     def labelled_pairs(self, dataset: str) -> pd.DataFrame:
-        """The pairs judged by a label on ``dataset``'s lineage (:meth:`family`), pending or saved in a version:
-        ``query_id, doc_id``."""
+        """The pairs judged by a person's label on ``dataset``'s lineage (:meth:`family`), pending or saved in a
+        version: ``query_id, doc_id`` (a judge's label leaves its pair to be judged)."""
         check_id(dataset, "dataset")
         t = labels_table
         query = (
             sa.select(t.c.query_id, t.c.doc_id)
-            .where(t.c.dataset_id.in_(self.family(dataset)) & (t.c.kind == "judgment"))
+            .where(t.c.dataset_id.in_(self.family(dataset)) & self._by_a_person(t))
             .distinct()
         )
         with self.engine.connect() as conn:
@@ -735,7 +742,7 @@ class Store:
             labelled = {
                 (q, d)
                 for q, d in conn.execute(
-                    sa.select(t.c.query_id, t.c.doc_id).where(t.c.dataset_id.in_(family) & (t.c.kind == "judgment"))
+                    sa.select(t.c.query_id, t.c.doc_id).where(t.c.dataset_id.in_(family) & self._by_a_person(t))
                 )
             }
             shared: Claim | None = None
