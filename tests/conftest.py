@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.model_stub import model_stub  # noqa: F401 (the stub chat-completions server, a fixture of every test)
+
 
 def _free_port() -> int:
     with socket.socket() as s:

@@ -17,7 +17,7 @@ from dashboard.core.queries import NO_GROUP, group_values
 from dashboard.core.results import Alignment, facets
 from dashboard.core.specs import title
 from ragmetrics.analysis.compare import MIN_GROUP
-from ragmetrics.engine.metrics import MetricSpec, parse_metric
+from ragmetrics.engine.metrics import MetricSpec
 
 __all__ = ["BREAKDOWN_COLUMNS", "MIN_GROUP", "breakdown_figure", "breakdown_frame", "group_label"]
 
@@ -37,14 +37,13 @@ def _groups(alignment: Alignment, by: str) -> tuple[np.ndarray, list[str]]:
 
 
 def breakdown_frame(
-    alignments: Sequence[Alignment], spec: MetricSpec | str, by: str = "category", *, min_n: int = MIN_GROUP
+    alignments: Sequence[Alignment], spec: MetricSpec, by: str = "category", *, min_n: int = MIN_GROUP
 ) -> pd.DataFrame:
     """Mean and 95% CI of one metric per group and run.
 
     ``by`` is ``category`` or ``difficulty`` (or any query column). Returns ``run, group, n, mean, ci_low,
     ci_high, too_few`` with groups in display order; ``too_few`` is True when n < ``min_n``.
     """
-    spec = parse_metric(spec)
     rows = []
     for alignment in alignments:
         values = alignment.value(spec)
@@ -74,7 +73,7 @@ def group_label(group: str, n: int, too_few: bool) -> str:
 
 
 def breakdown_figure(
-    breakdown: pd.DataFrame, metric: str, by: str = "category", runs: Sequence[str] | None = None
+    breakdown: pd.DataFrame, metric: MetricSpec, by: str = "category", runs: Sequence[str] | None = None
 ) -> go.Figure:
     """Grouped bars of one metric per group, runs side by side, with 95% CI error bars.
 

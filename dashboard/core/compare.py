@@ -19,14 +19,14 @@ from dashboard.core.charts import base_layout, safe
 from dashboard.core.queries import group_values
 from dashboard.core.results import Alignment, eval_result
 from dashboard.core.share import ALPHAS, DEFAULT_ALPHA, DEFAULT_TEST, K_MAX, OUTCOMES
-from dashboard.core.specs import METRIC_CHOICES, metric_spec, title
+from dashboard.core.specs import METRIC_CHOICES, label_title, metric_spec, title
 from dashboard.core.text import md_escape, signed
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.compare import BOUND_COLUMNS, MIN_GROUP, SEGMENTS, Comparison, compare_result
 from ragmetrics.analysis.stats import family_text as family_words
 from ragmetrics.analysis.verdicts import Verdict
 from ragmetrics.analysis.verdicts import verdict as verdict_of
-from ragmetrics.engine.metrics import CURVE_METRICS, parse_metric
+from ragmetrics.engine.metrics import CURVE_METRICS, MetricSpec
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset
 
@@ -59,7 +59,6 @@ __all__ = [
     "forest_figure",
     "format_ci",
     "format_p",
-    "metric_name",
     "metric_options",
     "row_of",
     "run_comparison",
@@ -110,19 +109,22 @@ def correction_title(correction: str) -> str:
     return "uncorrected" if correction in ("none", "", None) else correction.capitalize()
 
 
-def compare_specs(metric: str, k: int, chosen: Sequence[str] = ()) -> list[str]:
+def compare_specs(metric: str, k: int, chosen: Sequence[MetricSpec] = ()) -> list[MetricSpec]:
     """The metrics compared: ``chosen`` (each with its own cut-off) when the view names a set, else the sidebar
     metric and the standard ones, all at ``k``, in a fixed order (so table rows stay put)."""
     if chosen:
-        return list(dict.fromkeys(str(parse_metric(s)) for s in chosen))
+        return list(dict.fromkeys(chosen))
     names = [m for m in METRIC_CHOICES if m in STANDARD_METRICS or m == metric]
-    return list(dict.fromkeys(str(metric_spec(m, k)) for m in names))
+    return list(dict.fromkeys(metric_spec(m, k) for m in names))
 
 
-def computable_specs(alignments: Sequence[Alignment], specs: Sequence[str]) -> tuple[list[str], list[str]]:
+def computable_specs(
+    alignments: Sequence[Alignment], specs: Sequence[MetricSpec]
+) -> tuple[list[MetricSpec], list[str]]:
     """``specs`` that every one of ``alignments`` can compute, and a note for each left out (a keyword or answer
     metric on runs without text, a metric a link names that this dataset cannot give)."""
-    kept, notes = [], []
+    kept: list[MetricSpec] = []
+    notes: list[str] = []
     for spec in specs:
         try:
             for alignment in alignments:
@@ -134,13 +136,13 @@ def computable_specs(alignments: Sequence[Alignment], specs: Sequence[str]) -> t
     return kept, notes
 
 
-def metric_options(k: int, chosen: Sequence[str] = ()) -> list[str]:
+def metric_options(k: int, chosen: Sequence[MetricSpec] = ()) -> list[str]:
     """What the metric-set picker offers: every picker metric at each preset cut-off and at ``k``, the chosen
     ones, then the whole-ranking metrics (a typed ``metric@K`` is accepted too)."""
     cuts = sorted({1, 3, 5, 10, 20, K_MAX, int(k)})
     specs = [f"{m}@{c}" for m in METRIC_CHOICES if m in CURVE_METRICS for c in cuts]
     whole = [m for m in ("mrr", "map", "ndcg", "rprec") if m not in specs]
-    return list(dict.fromkeys([*chosen, *specs, *whole]))
+    return list(dict.fromkeys([*map(str, chosen), *specs, *whole]))
 
 
 def family_size(comparison: Comparison) -> int:
@@ -154,14 +156,14 @@ def family_text(comparison: Comparison) -> str:
     return stats.family_text(comparison.correction, family_size(comparison))
 
 
-def verdict(comparison: Comparison, spec: str, *, markdown: bool = True) -> str | None:
+def verdict(comparison: Comparison, spec: MetricSpec, *, markdown: bool = True) -> str | None:
     """The best run against the baseline on ``spec``, in words: which run, by how much, the 95% CI of the
     difference, and whether it is significant after the correction, with the family named. ``markdown``: names
     escaped and bold (else plain text). None when there is no other run or ``spec`` is not compared."""
     bold = (lambda t: f"**{t}**") if markdown else (lambda t: t)
     name = md_escape if markdown else str
     table = comparison.table
-    rows = table[(table["metric"] == spec) & (table["run"] != comparison.baseline)] if not table.empty else table
+    rows = table[(table["metric"] == str(spec)) & (table["run"] != comparison.baseline)] if not table.empty else table
     if rows.empty:
         return None
     best = rows.loc[rows["mean"].astype(float).idxmax()]
@@ -195,15 +197,10 @@ def verdict(comparison: Comparison, spec: str, *, markdown: bool = True) -> str 
     return text
 
 
-def metric_name(spec: str) -> str:
-    """The sidebar metric of a compared spec: ``ndcg@5`` -> ``ndcg``."""
-    return parse_metric(spec).name
-
-
 def run_comparison(
     alignments: Sequence[Alignment],
     baseline: str,
-    specs: Sequence[str],
+    specs: Sequence[MetricSpec],
     *,
     test: str = DEFAULT_TEST,
     alpha: float = DEFAULT_ALPHA,
@@ -285,9 +282,9 @@ def comparison_frame(comparison: Comparison) -> pd.DataFrame:
     return out[columns]
 
 
-def row_of(frame: pd.DataFrame, metric: str, run: str) -> int | None:
+def row_of(frame: pd.DataFrame, metric: MetricSpec, run: str) -> int | None:
     """The row of :func:`comparison_frame` for ``metric`` and ``run`` (None when it has none)."""
-    matches = frame.index[(frame["metric"] == metric) & (frame["run"] == run)].tolist()
+    matches = frame.index[(frame["metric"] == str(metric)) & (frame["run"] == run)].tolist()
     return int(matches[0]) if matches else None
 
 
@@ -314,7 +311,7 @@ def comparison_display(frame: pd.DataFrame, baseline: str, correction: str = "ho
     is_base = frame["run"] == baseline
     out = pd.DataFrame(
         {
-            "metric": [title(m) for m in frame["metric"]],
+            "metric": [label_title(m) for m in frame["metric"]],
             "run": frame["run"].astype("str"),
             "n": frame["n"].astype(int),
             "mean": frame["mean"].astype(float),
@@ -455,7 +452,7 @@ SEGMENT_COLUMNS = [
 ]
 
 
-def segment_frame(comparison: Comparison, spec: str, run: str, dataset: Dataset | None = None) -> pd.DataFrame:
+def segment_frame(comparison: Comparison, spec: MetricSpec, run: str, dataset: Dataset | None = None) -> pd.DataFrame:
     """One run against the baseline on one metric, per category and per difficulty.
 
     Groups in the dashboard's order (categories by size, difficulties easy → hard when ``dataset`` is given);
@@ -465,7 +462,7 @@ def segment_frame(comparison: Comparison, spec: str, run: str, dataset: Dataset 
     seg = comparison.segments
     if seg.empty or "segment" not in seg.columns:
         return pd.DataFrame(columns=SEGMENT_COLUMNS)
-    part = seg[(seg["metric"] == spec) & (seg["run"] == run)].copy()
+    part = seg[(seg["metric"] == str(spec)) & (seg["run"] == run)].copy()
     if part.empty:
         return pd.DataFrame(columns=SEGMENT_COLUMNS)
     if dataset is not None:

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from dashboard.core.charts import base_layout, safe
 from dashboard.core.missed import doc_ranks, query_detail_frame
 from dashboard.core.results import Alignment, common_query_ids
-from dashboard.core.specs import title
+from dashboard.core.specs import MetricSpec, title
 from dashboard.core.text import signed, snippet
 from ragmetrics.analysis.compare import TIE_TOLERANCE
 from ragmetrics.analysis.diagnosis import query_facets
@@ -54,7 +54,7 @@ PER_QUERY_COLUMNS = [
 ]
 
 
-def per_query_frame(base: Alignment, run: Alignment, spec: str) -> pd.DataFrame:
+def per_query_frame(base: Alignment, run: Alignment, spec: MetricSpec) -> pd.DataFrame:
     """One row per query both runs were evaluated on: the two values, ``delta = run - baseline``,
     ``outcome`` (win / tie / loss, as :mod:`ragmetrics.analysis.compare` counts them) and where each run's first
     relevant document sits (0 = not retrieved). Sorted by delta, largest win first."""
@@ -112,7 +112,7 @@ def _hover_text(part: pd.DataFrame) -> list[str]:
     return [f"{safe(q)} · {safe(snippet(t, 40))}" for q, t in zip(part["query_id"], part["query"])]
 
 
-def delta_figure(per_query: pd.DataFrame, *, run: str, baseline: str, spec: str) -> go.Figure:
+def delta_figure(per_query: pd.DataFrame, *, run: str, baseline: str, spec: MetricSpec) -> go.Figure:
     """Per-query deltas sorted from the largest win to the worst loss; traces ``wins``, ``ties``, ``losses``."""
     label = title(spec)
     data = per_query.reset_index(drop=True)
@@ -151,7 +151,9 @@ def delta_figure(per_query: pd.DataFrame, *, run: str, baseline: str, spec: str)
     return fig
 
 
-def scatter_figure(per_query: pd.DataFrame, *, run: str, baseline: str, spec: str, max_ids: int = 8) -> go.Figure:
+def scatter_figure(
+    per_query: pd.DataFrame, *, run: str, baseline: str, spec: MetricSpec, max_ids: int = 8
+) -> go.Figure:
     """Baseline value (x) against the run's (y), one marker per distinct pair of values sized by how many
     queries share it; traces ``wins``, ``ties``, ``losses`` and the diagonal ``no change``."""
     label = title(spec)

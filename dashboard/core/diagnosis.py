@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from dashboard.core.charts import query_count_bars
 from dashboard.core.missed import deep_k, query_table
 from dashboard.core.results import Alignment
+from dashboard.core.specs import MetricSpec
 from ragmetrics.analysis.diagnosis import LOW_MRR, THRESHOLDS, Advice, Finding, diagnose, findings_frame
 
 __all__ = [
@@ -32,7 +33,12 @@ def evidence_words(advice: Advice) -> str:
 
 
 def run_findings(
-    alignment: Alignment, k: int, spec: str, label: str, low_mrr: float = LOW_MRR, table: pd.DataFrame | None = None
+    alignment: Alignment,
+    k: int,
+    spec: MetricSpec,
+    label: str,
+    low_mrr: float = LOW_MRR,
+    table: pd.DataFrame | None = None,
 ) -> list[Finding]:
     """Plain-language findings for one run at K: :func:`ragmetrics.analysis.diagnosis.diagnose` over its
     :func:`dashboard.core.missed.query_table` (pass ``table`` when it is at hand)."""

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from dashboard.core.results import Alignment
+from dashboard.core.specs import MetricSpec
 from ragmetrics.analysis.fusion import METHODS, NORMS, fuse
 from ragmetrics.foundation.model import Run
 from ragmetrics.io import write_trec_run
@@ -83,15 +84,15 @@ def trec_bytes(run: Run) -> bytes:
     return buffer.getvalue()
 
 
-def fusion_preview(inputs: Sequence[Alignment], fused: Alignment, specs: Sequence[str]) -> pd.DataFrame:
+def fusion_preview(inputs: Sequence[Alignment], fused: Alignment, specs: Sequence[MetricSpec]) -> pd.DataFrame:
     """Means of ``specs`` for each input run and the fused one: ``run, role`` (input / fused) and one column per
     metric (the inputs' alignments are the pages' own: only the fused run is new)."""
     rows = []
     for alignment, role in [*((a, "input") for a in inputs), (fused, "fused")]:
         row: dict[str, object] = {"run": alignment.name, "role": role}
-        row.update({spec: alignment.mean(spec) for spec in specs})
+        row.update({str(spec): alignment.mean(spec) for spec in specs})
         rows.append(row)
-    return pd.DataFrame(rows, columns=["run", "role", *specs])
+    return pd.DataFrame(rows, columns=["run", "role", *map(str, specs)])
 
 
 def fusion_source(

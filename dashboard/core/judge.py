@@ -20,6 +20,7 @@ import pandas as pd
 
 from dashboard.core import share
 from dashboard.core.results import Alignment
+from dashboard.core.specs import MetricSpec
 from dashboard.core.text import Marks
 from ragmetrics.analysis import judging
 from ragmetrics.foundation.model import Dataset
@@ -63,7 +64,9 @@ def grade_title(grade: int, scale: Sequence[int], rel_level: int = 1) -> str:
     return f"{grade} · relevant"
 
 
-def queue_frame(alignments: Mapping[str, Alignment], depth: int, metric: str, baseline: str | None) -> pd.DataFrame:
+def queue_frame(
+    alignments: Mapping[str, Alignment], depth: int, metric: MetricSpec, baseline: str | None
+) -> pd.DataFrame:
     """The unjudged pairs of the runs' top ``depth``, the most consequential first: ``query_id, doc_id,
     best_rank, runs, impact`` (the change of the mean difference on ``metric`` against ``baseline`` if the pair
     were judged relevant) and ``can_change`` (impact > 0). Pairs that cannot change anything keep the pool's

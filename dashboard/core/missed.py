@@ -83,10 +83,10 @@ def deep_k(alignment: Alignment) -> int:
     return min(diagnosis.DEEP_K_MAX, max(alignment.depth, 1))
 
 
-def query_table(alignment: Alignment, k: int, spec: MetricSpec | str | None = None) -> pd.DataFrame:
+def query_table(alignment: Alignment, k: int, spec: MetricSpec | None = None) -> pd.DataFrame:
     """:func:`ragmetrics.analysis.diagnosis.query_table` of one alignment (``recall_deep``: recall at :func:`deep_k`;
     ``value``: ``spec``'s values)."""
-    wanted = ["mrr", f"recall@{deep_k(alignment)}", *([] if spec is None else [spec])]
+    wanted = [MetricSpec("mrr"), MetricSpec("recall", deep_k(alignment)), *([] if spec is None else [spec])]
     values = list(alignment.values(wanted).values())
     return diagnosis.query_table(
         alignment.dataset,

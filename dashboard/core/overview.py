@@ -20,7 +20,7 @@ from dashboard.core.charts import BAND_SUFFIX, base_layout, base_layout_settings
 from dashboard.core.results import Alignment, curve
 from dashboard.core.specs import K_MAX, metric_spec, metric_title
 from ragmetrics.analysis.stats import Resampler
-from ragmetrics.engine.metrics import MetricSpec, parse_metric
+from ragmetrics.engine.metrics import MetricSpec
 
 __all__ = [
     "CURVES_SECTION",
@@ -71,13 +71,13 @@ def overview_frame(alignments: Sequence[Alignment], k: int) -> pd.DataFrame:
 
 
 def summary_frame(
-    alignments: Sequence[Alignment], specs: Sequence[MetricSpec | str], bounds_depth: int | None = None
+    alignments: Sequence[Alignment], specs: Sequence[MetricSpec], bounds_depth: int | None = None
 ) -> pd.DataFrame:
     """Mean and 95% CI of each metric per run: ``run, metric, n, mean, ci_low, ci_high`` (long); with
     ``bounds_depth``, ``worst, best`` too: the mean's ends over every way of judging the unjudged documents in each
     run's top ``bounds_depth`` (:meth:`ragmetrics.Alignment.bounds`)."""
     rows = []
-    parsed = [parse_metric(s) for s in specs]
+    parsed = list(specs)
     resamplers = _Resamplers()
     for alignment in alignments:
         n = alignment.n_queries

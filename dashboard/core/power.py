@@ -20,7 +20,7 @@ from dashboard.core.charts import base_layout
 from dashboard.core.compare import SEED
 from dashboard.core.results import Alignment, common_query_ids, eval_result
 from dashboard.core.share import DELTA_RANGE, POWER_LEVELS
-from dashboard.core.specs import title
+from dashboard.core.specs import MetricSpec, label_title, title
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.compare import discriminative_power
 from ragmetrics.analysis.evaluate import EvalResult
@@ -59,7 +59,7 @@ PAIR_COLUMNS = ["metric", "run_a", "run_b", "delta", "p_value", "p_value_correct
 
 def power_pairs(
     result: EvalResult | Sequence[Alignment],
-    specs: Sequence[str],
+    specs: Sequence[MetricSpec],
     *,
     test: str = "t",
     alpha: float = 0.05,
@@ -75,15 +75,15 @@ def power_pairs(
     for spec in specs:
         pairs = discriminative_power(result, spec, test=test, alpha=alpha, seed=seed)
         corrected = stats.CORRECTIONS[correction](pairs["p_value"].to_numpy(dtype=float))
-        parts.append(pairs.assign(metric=spec, p_value_corrected=corrected, significant=corrected < alpha))
+        parts.append(pairs.assign(metric=str(spec), p_value_corrected=corrected, significant=corrected < alpha))
     if not parts:
         return pd.DataFrame(columns=PAIR_COLUMNS)
     return pd.concat(parts, ignore_index=True)[PAIR_COLUMNS]
 
 
-def metric_row(table: pd.DataFrame, spec: str) -> pd.Series:
+def metric_row(table: pd.DataFrame, spec: MetricSpec) -> pd.Series:
     """One metric's row of :func:`power_table`."""
-    return table[table["metric"] == spec].iloc[0]
+    return table[table["metric"] == str(spec)].iloc[0]
 
 
 def _mdd(sd: float, n: int, alpha: float, power: float) -> float:
@@ -112,7 +112,7 @@ def power_table(pairs: pd.DataFrame, n_queries: int, *, alpha: float = 0.05, pow
         rows.append(
             {
                 "metric": metric,
-                "label": title(str(metric)),
+                "label": label_title(str(metric)),
                 "pairs": len(part),
                 "significant": int(part["significant"].sum()),
                 "share": float(part["significant"].mean()) if len(part) else float("nan"),
@@ -124,11 +124,11 @@ def power_table(pairs: pd.DataFrame, n_queries: int, *, alpha: float = 0.05, pow
 
 
 def pairs_table(
-    pairs: pd.DataFrame, spec: str, n_queries: int, *, alpha: float = 0.05, power: float = 0.8
+    pairs: pd.DataFrame, spec: MetricSpec, n_queries: int, *, alpha: float = 0.05, power: float = 0.8
 ) -> pd.DataFrame:
     """The run pairs of one metric: ``delta`` (a − b), p, ``significant``, the pair's SD, its smallest
     detectable difference ``mdd`` and ``queries_needed`` to detect the observed |delta|."""
-    part = pairs[pairs["metric"] == spec].reset_index(drop=True)
+    part = pairs[pairs["metric"] == str(spec)].reset_index(drop=True)
     out = part[["run_a", "run_b", "delta", "p_value", "p_value_corrected", "significant", "sd_difference"]].copy()
     out["mdd"] = [_mdd(sd, n_queries, alpha, power) for sd in part["sd_difference"]]
     out["queries_needed"] = pd.array(
@@ -206,7 +206,7 @@ def power_figure(
     n_queries: int,
     sd: float,
     *,
-    metric: str,
+    metric: MetricSpec,
     target_delta: float | None = None,
     alpha: float = 0.05,
     power: float = 0.8,

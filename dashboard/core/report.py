@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 
 import pandas as pd
 
-from dashboard.core.specs import title
+from dashboard.core.specs import label_title
 from ragmetrics.analysis.diagnosis import Finding
 from ragmetrics.io.export import markdown_cell, markdown_table
 
@@ -60,7 +60,7 @@ def _display_overview(data: ReportInput) -> pd.DataFrame:
                     cell += f" [{low:.3f}, {high:.3f}]"
             cells.append(cell)
         frame[column] = cells
-    frame.columns = ["run", "queries", *[title(c) for c in frame.columns[2:]]]
+    frame.columns = ["run", "queries", *[label_title(c) for c in frame.columns[2:]]]
     return frame
 
 

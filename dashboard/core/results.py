@@ -17,18 +17,19 @@ from dashboard.core.share import K_MAX
 from ragmetrics import Alignment
 from ragmetrics.analysis.diagnosis import query_facets
 from ragmetrics.analysis.evaluate import EvalResult, RunResult
-from ragmetrics.engine.metrics import parse_metric
+from ragmetrics.engine.metrics import MetricSpec
 from ragmetrics.foundation.errors import RagMetricsError
 
 __all__ = ["Alignment", "common_query_ids", "curve", "eval_result", "facets", "position", "run_result"]
 
 
-def run_result(alignment: Alignment, metrics: Sequence[str]) -> RunResult:
-    """A :class:`ragmetrics.RunResult` of ``metrics`` (canonical names) on ``alignment``."""
+def run_result(alignment: Alignment, metrics: Sequence[MetricSpec | str]) -> RunResult:
+    """A :class:`ragmetrics.RunResult` of ``metrics`` on ``alignment``: parsed values pass as they are, the texts a
+    stored target names are read by the alignment's mode."""
     return RunResult(alignment, tuple(dict.fromkeys(alignment.mode.parse(m) for m in metrics)))
 
 
-def eval_result(alignments: Sequence[Alignment], specs: Sequence[str]) -> EvalResult:
+def eval_result(alignments: Sequence[Alignment], specs: Sequence[MetricSpec]) -> EvalResult:
     """The runs' per-query values of ``specs`` as one :class:`ragmetrics.EvalResult` (run names are unique per
     dataset in the workspace). Every run of one dataset is evaluated on the same queries (its judged queries,
     trec_eval ``-c``), so the runs line up query by query."""
@@ -39,7 +40,7 @@ def eval_result(alignments: Sequence[Alignment], specs: Sequence[str]) -> EvalRe
         if len(other.query_ids) != len(first) or not np.array_equal(other.query_ids, first):
             raise RagMetricsError(f"run {other.name!r} was evaluated on other queries than {alignments[0].name!r}")
     runs = {a.name: run_result(a, specs) for a in alignments}
-    return EvalResult(alignments[0].dataset, [parse_metric(s) for s in specs], runs, K_MAX)
+    return EvalResult(alignments[0].dataset, list(specs), runs, K_MAX)
 
 
 def common_query_ids(alignments: Sequence[Alignment]) -> np.ndarray:

@@ -140,7 +140,7 @@ class ViewState:
     test: str = DEFAULT_TEST
     alpha: float = DEFAULT_ALPHA
     correction: str = DEFAULT_CORRECTION
-    metrics: tuple[str, ...] = ()
+    metrics: tuple[MetricSpec, ...] = ()
     outcome: str = DEFAULT_OUTCOME
     power: float = DEFAULT_POWER
     delta: float = DEFAULT_DELTA
@@ -218,7 +218,7 @@ def encode(state: ViewState, *, defaults: bool = True) -> dict[str, str]:
     if state.correction != DEFAULT_CORRECTION:
         out["c"] = state.correction
     if state.metrics:
-        out["ms"] = ",".join(state.metrics)
+        out["ms"] = ",".join(map(str, state.metrics))
     for key, text, default_text in (
         ("o", state.outcome, DEFAULT_OUTCOME),
         ("pw", f"{state.power:g}", f"{DEFAULT_POWER:g}"),
@@ -483,10 +483,10 @@ def decode(
 
     def metric_set() -> None:
         items = list(dict.fromkeys(_all(params.get("ms"))))
-        specs: list[str] = []
+        specs: list[MetricSpec] = []
         for item in items[:MAX_METRICS]:
             try:
-                specs.append(str(parse_metric(item)))
+                specs.append(parse_metric(item))
             except RagMetricsError:
                 note(f"ignored metric {item[:40]!r} of the compared set: not a metric name")
         if len(items) > MAX_METRICS:

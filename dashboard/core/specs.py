@@ -50,9 +50,17 @@ def sidebar_names(spec: MetricSpec, k: int) -> bool:
         return False
 
 
-def title(spec: MetricSpec | str) -> str:
+def title(spec: MetricSpec) -> str:
     """The registry's title with the cut-off: ``precision@5`` -> ``Precision@5``, ``ndcg@10`` -> ``nDCG@10``."""
-    return parse_metric(spec).title
+    if not isinstance(spec, MetricSpec):
+        raise TypeError(f"title() takes a parsed metric, got {spec!r}: a frame's label is read by label_title()")
+    return spec.title
+
+
+def label_title(label: str) -> str:
+    """The title of a metric named by a frame's label (its canonical text, ``recall@5``): frames and stored
+    results label metrics by text, so their titles are read back from it."""
+    return parse_metric(label).title
 
 
 def metric_title(name: str) -> str:

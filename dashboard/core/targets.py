@@ -18,7 +18,7 @@ from pandas.io.formats.style import Styler  # with this module, so no page pays 
 
 from dashboard.core.results import Alignment, run_result
 from dashboard.core.share import DEFAULT_PROFILE, NO_PROFILE, NO_TARGETS, format_targets, parse_targets
-from dashboard.core.specs import title
+from dashboard.core.specs import label_title
 from ragmetrics.analysis.targets import (
     PROFILE_TITLES,
     PROFILES,
@@ -86,7 +86,7 @@ def declared_title(declared: str) -> str:
 
 def label(metric: str, threshold: float) -> str:
     """``Recall@5 > 0.90``: two decimals at least, more when the threshold has them (``> 0.955``)."""
-    return f"{title(metric)} > {threshold_text(threshold)}"
+    return f"{label_title(metric)} > {threshold_text(threshold)}"
 
 
 def current_targets(profile: str, edited: str | None, declared: str = "") -> tuple[Targets, list[str]]:

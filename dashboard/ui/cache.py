@@ -37,7 +37,7 @@ from dashboard.core import (
     validation,
 )
 from dashboard.core.diagnosis import Finding
-from dashboard.core.specs import K_MAX
+from dashboard.core.specs import K_MAX, MetricSpec
 from dashboard.data import samples
 from dashboard.data.alignments import Alignments
 from dashboard.data.bounded import ByteLRU
@@ -200,9 +200,9 @@ def _content_digest(frame: pd.DataFrame) -> str:
     return digest.hexdigest()
 
 
-def figure(build: Callable[..., go.Figure], frame: pd.DataFrame, **options: str | Sequence[str]) -> go.Figure:
+def figure(build: Callable[..., go.Figure], frame: pd.DataFrame, **options: object) -> go.Figure:
     """``build(frame, **options)`` kept in the frames cache, keyed on the builder, the content of ``frame`` and
-    ``options`` (text, or sequences of it): a rerun that changes neither (a query or an outcome picked on Compare)
+    ``options`` (by their ``repr``: text, metrics, sequences of them): a rerun that changes neither (a query or an outcome picked on Compare)
     hands out the figure built before instead of validating every trace again. A frame pandas cannot hash is
     built each time."""
     try:
@@ -258,7 +258,7 @@ def curve_figures(selection: Selection, k_max: int, runs: Sequence[str]) -> tupl
 
 
 @memo
-def summary_frame(selection: Selection, specs: Sequence[str], bounds_depth: int | None = None) -> pd.DataFrame:
+def summary_frame(selection: Selection, specs: Sequence[MetricSpec], bounds_depth: int | None = None) -> pd.DataFrame:
     """:func:`dashboard.core.overview.summary_frame`, cached per run set, metrics and bounds depth."""
     return overview.summary_frame(selection.alignments, list(specs), bounds_depth)
 
@@ -275,7 +275,7 @@ def _results_only(ids: tuple[str, ...], _stored: Sequence[Any]) -> pd.DataFrame:
 
 
 @memo
-def breakdown_frame(selection: Selection, spec: str, by: str) -> pd.DataFrame:
+def breakdown_frame(selection: Selection, spec: MetricSpec, by: str) -> pd.DataFrame:
     """:func:`dashboard.core.breakdown.breakdown_frame`, cached per run set, metric and facet."""
     return breakdown.breakdown_frame(selection.alignments, spec, by)
 
@@ -290,17 +290,17 @@ def _missed(one: Selection, k: int) -> pd.DataFrame:
     return missed.missed_frame(one.alignments[0], k)
 
 
-def query_table(selection: Selection, run_id: str, k: int, spec: str) -> pd.DataFrame:
+def query_table(selection: Selection, run_id: str, k: int, spec: MetricSpec) -> pd.DataFrame:
     """:func:`dashboard.core.missed.query_table` of one run, cached per run, K and metric."""
     return _query_table(selection.only(run_id), k, spec)
 
 
 @memo
-def _query_table(one: Selection, k: int, spec: str) -> pd.DataFrame:
+def _query_table(one: Selection, k: int, spec: MetricSpec) -> pd.DataFrame:
     return missed.query_table(one.alignments[0], k, spec)
 
 
-def findings(selection: Selection, run_id: str, k: int, spec: str, label: str, low_mrr: float) -> list[Finding]:
+def findings(selection: Selection, run_id: str, k: int, spec: MetricSpec, label: str, low_mrr: float) -> list[Finding]:
     """:func:`dashboard.core.diagnosis.run_findings` over the cached query table."""
     table = query_table(selection, run_id, k, spec)
     return diagnosis.run_findings(selection.by_id[run_id], k, spec, label, low_mrr, table=table)
@@ -326,7 +326,7 @@ def target_checks(selection: Selection, targets_text: str) -> pd.DataFrame:
 def comparison(
     selection: Selection,
     baseline: str,
-    specs: Sequence[str],
+    specs: Sequence[MetricSpec],
     test: str,
     alpha: float,
     correction: str = "holm",
@@ -353,7 +353,7 @@ def comparison(
 
 @memo
 def power_pairs(
-    selection: Selection, specs: Sequence[str], test: str, alpha: float, correction: str = "none"
+    selection: Selection, specs: Sequence[MetricSpec], test: str, alpha: float, correction: str = "none"
 ) -> pd.DataFrame:
     """Every run pair's p-value and SD of differences per metric (:func:`dashboard.core.power.power_pairs`), cached."""
     return power.power_pairs(selection.alignments, list(specs), test=test, alpha=float(alpha), correction=correction)
@@ -384,7 +384,7 @@ def fused_run(
 
 @memo
 def fusion_preview(
-    inputs: Selection, _fused: Alignment, fused_key: tuple[object, ...], specs: Sequence[str]
+    inputs: Selection, _fused: Alignment, fused_key: tuple[object, ...], specs: Sequence[MetricSpec]
 ) -> pd.DataFrame:
     """Means of ``specs`` for the inputs and the fused run; ``fused_key`` names the fusion settings."""
     return fusion.fusion_preview(inputs.alignments, _fused, list(specs))
@@ -401,7 +401,7 @@ def no_overlap(selection: Selection) -> dict[str, str]:
 
 
 @memo
-def judge_queue(selection: Selection, depth: int, metric: str, baseline: str | None) -> pd.DataFrame:
+def judge_queue(selection: Selection, depth: int, metric: MetricSpec, baseline: str | None) -> pd.DataFrame:
     """:func:`dashboard.core.judge.queue_frame` of the selected runs (``baseline``: a run name), cached per
     dataset version, run set, depth, metric and baseline; the labels given meanwhile are taken out by the page."""
     return judge.queue_frame({a.name: a for a in selection.alignments}, int(depth), metric, baseline)
@@ -414,7 +414,9 @@ def qrels_diff(before: DatasetEntry, after: DatasetEntry) -> pd.DataFrame:
 
 
 @memo
-def qrels_stability(before: DatasetEntry, after: DatasetEntry, runs: Sequence[RunEntry], metric: str) -> Stability:
+def qrels_stability(
+    before: DatasetEntry, after: DatasetEntry, runs: Sequence[RunEntry], metric: MetricSpec
+) -> Stability:
     """:func:`ragmetrics.analysis.stability.stability` of ``runs`` under two qrels versions on ``metric``, cached per
     versions, runs and metric."""
     return stability(before.dataset, after.dataset, [r.run for r in runs], metric)
@@ -425,7 +427,7 @@ def qrels_stability(before: DatasetEntry, after: DatasetEntry, runs: Sequence[Ru
 
 @memo
 def timeline(
-    dataset: DatasetEntry, runs: Sequence[StoredRun], spec: str, *, by: str, where: dict[str, str],
+    dataset: DatasetEntry, runs: Sequence[StoredRun], spec: MetricSpec, *, by: str, where: dict[str, str],
     baseline: str | None, test: str, alpha: float,
 ) -> Timeline:  # fmt: skip
     """:func:`ragmetrics.analysis.history.timeline` of the dataset's runs, cached per runs and tags, metric and
@@ -437,7 +439,12 @@ def timeline(
 
 
 def leaderboard(
-    datasets: Sequence[tuple[DatasetEntry, Sequence[StoredRun]]], spec: str, *, system_tag: str, test: str, alpha: float
+    datasets: Sequence[tuple[DatasetEntry, Sequence[StoredRun]]],
+    spec: MetricSpec,
+    *,
+    system_tag: str,
+    test: str,
+    alpha: float,
 ) -> Leaderboard:
     """:func:`ragmetrics.analysis.history.leaderboard` over the datasets' runs, cached per runs and tags, metric and
     controls. Only the runs tagged ``system_tag`` are read."""
@@ -447,7 +454,11 @@ def leaderboard(
 
 @memo
 def _leaderboard(
-    chosen: Sequence[tuple[DatasetEntry, Sequence[StoredRun]]], spec: str, system_tag: str, test: str, alpha: float
+    chosen: Sequence[tuple[DatasetEntry, Sequence[StoredRun]]],
+    spec: MetricSpec,
+    system_tag: str,
+    test: str,
+    alpha: float,
 ) -> Leaderboard:
     loaded = [(d.id, d.dataset, runs) for d, runs in chosen]
     return history.leaderboard(loaded, spec, system_tag=system_tag, test=test, alpha=float(alpha), seed=compare.SEED)

@@ -106,7 +106,7 @@ def fusion_panel(page: layout.Page, ds: DatasetEntry, view: ViewState) -> None:
                 key="compare.fuse.preview",
                 filename=f"fusion-preview-k{view.k}.csv",
                 column_config={
-                    **layout.number_columns(preview, {s: title(s) for s in specs_now}),
+                    **layout.number_columns(preview, {str(s): title(s) for s in specs_now}),
                     "role": st.column_config.TextColumn("role", width="small"),
                 },
             )

@@ -71,7 +71,7 @@ def versions_panel(workspace: Workspace, dataset: DatasetEntry, view: ViewState)
                 },
             )
             in_both = [r for r in workspace.runs(after.id) if workspace.run(before.id, r.id) is not None]
-            spec = str(metric_spec(view.metric, view.k))
+            spec = metric_spec(view.metric, view.k)
             st.markdown(f"**Stability** of the runs on {title(spec)} (change the metric and K in the sidebar)")
             if not in_both:
                 st.info("The two versions share no run to compare.", icon=":material/info:")

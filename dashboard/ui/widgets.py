@@ -18,7 +18,7 @@ from dashboard.core.specs import K_MAX, METRIC_CHOICES, metric_title, takes_k
 from dashboard.core.targets import DEFAULT_PROFILE, NO_TARGETS, PROFILES, declared_title, profile_title
 from dashboard.ui import state
 from ragmetrics.analysis.stats import CORRECTIONS
-from ragmetrics.engine.metrics import parse_metric
+from ragmetrics.engine.metrics import MetricSpec, parse_metric
 from ragmetrics.foundation.errors import RagMetricsError
 
 __all__ = [
@@ -176,12 +176,18 @@ def profile_picker(value: str, *, force: bool, declared: str = "") -> str:
 
 
 def metric_set_picker(
-    chosen: Sequence[str], default: Sequence[str], options: Sequence[str], *, force: bool, key: str = "compare.metrics"
-) -> tuple[list[str], list[str]]:
+    chosen: Sequence[MetricSpec],
+    default: Sequence[MetricSpec],
+    options: Sequence[str],
+    *,
+    force: bool,
+    key: str = "compare.metrics",
+) -> tuple[list[MetricSpec], list[str]]:
     """The metrics a page compares, each with its own cut-off; ``chosen`` empty follows ``default`` (the sidebar's
-    metric and K) until the user edits the set. Returns the valid specs and the entries that are no metric."""
+    metric and K) until the user edits the set. Returns the valid specs (the picker is where typed names are read)
+    and the entries that are no metric."""
     own = state.touched(key, forget=force)
-    state.seed(key, list(chosen or default), force=force or (not chosen and not own))
+    state.seed(key, [str(s) for s in chosen or default], force=force or (not chosen and not own))
     picked = st.multiselect(
         "Metrics",
         list(dict.fromkeys([*options, *(state.widget_value(key) or [])])),
@@ -191,11 +197,11 @@ def metric_set_picker(
         args=(key,),
         help="Each with its own cut-off (type e.g. ndcg@7 to add one). All of them are one family for the correction.",
     )
-    valid: list[str] = []
+    valid: list[MetricSpec] = []
     bad: list[str] = []
     for item in picked:
         try:
-            valid.append(str(parse_metric(str(item))))
+            valid.append(parse_metric(str(item)))
         except (RagMetricsError, ValueError):
             bad.append(str(item))
     return list(dict.fromkeys(valid)), bad

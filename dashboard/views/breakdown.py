@@ -17,7 +17,7 @@ page = layout.page_setup("breakdown", "Breakdown")
 view = page.state
 
 if page.alignments and page.dataset is not None:
-    spec = str(metric_spec(view.metric, view.k))
+    spec = metric_spec(view.metric, view.k)
     st.caption(
         f"{title(spec)} per group (change the metric and K in the sidebar). Error bars: 95% bootstrap interval; "
         f"hatched groups have fewer than {breakdown.MIN_GROUP} queries, too few to tell."

@@ -14,13 +14,11 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.core import compare as cmp
-from dashboard.core import compare_queries as by_query
-from dashboard.core import documents, metadata
-from dashboard.core.missed import TEXT_DEPTH, style_relevant
-from dashboard.core.queries import query_info, query_labels, query_line
-from dashboard.core.specs import metric_spec, parse_metric, sidebar_names, title
+from dashboard.core import metadata
+from dashboard.core.specs import label_title, metric_spec, sidebar_names, title
 from dashboard.core.text import md_escape
 from dashboard.ui import cache, layout, state, widgets
+from dashboard.ui.compare_panels import queries_panel, rankings_panel, segments_panel
 from dashboard.ui.fusion_panel import fusion_panel
 
 page = layout.page_setup("compare", "Compare runs")
@@ -86,7 +84,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
         bounds=bounds,
         depth=depth,
     )
-    sidebar_spec = str(metric_spec(view.metric, k))
+    sidebar_spec = metric_spec(view.metric, k)
     spec = sidebar_spec if sidebar_spec in specs else specs[0]
 
     with st.spinner(f"Running the {cmp.test_title(test)} on every run and metric…"):
@@ -133,12 +131,12 @@ if page.dataset is not None and len(page.alignments) >= 2:
         picked_metric, picked_run = str(table["metric"].iloc[rows[0]]), str(table["run"].iloc[rows[0]])
         picked_id = next((rid for rid, name in others.items() if name == picked_run), None)
         picked = (table_key, rows[0], picked_metric, picked_run)
-        picked_spec = parse_metric(picked_metric)
+        picked_spec = next(s for s in specs if str(s) == picked_metric)
         # the sidebar cannot name every compared metric (mrr without a cut-off, bpref, K above its range): such a
         # pick focuses its run on the sidebar's metric; and a pick is followed once, so no view can select the
         # same row again and rerun forever
         shown = sidebar_names(picked_spec, view.k)
-        followable = picked_id is not None and ((shown and picked_metric != spec) or picked_id != focus_id)
+        followable = picked_id is not None and ((shown and picked_spec != spec) or picked_id != focus_id)
         if followable and state.changed("compare.table.pick", picked):
             moved = view.with_(metric=picked_spec.name, k=picked_spec.k or view.k) if shown else view
             # the compared set stays as it is, and so does its correction's family
@@ -149,7 +147,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
         cache.figure(
             cmp.forest_figure,
             deltas,
-            labels=[f"{title(m)} · {r}" for m, r in zip(deltas["metric"], deltas["run"])],
+            labels=[f"{label_title(m)} · {r}" for m, r in zip(deltas["metric"], deltas["run"])],
             title=f"Δ against {base.name} with 95% CI",
         ),
         key="compare.forest",
@@ -163,182 +161,15 @@ if page.dataset is not None and len(page.alignments) >= 2:
             f"**Latency beside quality**: {title(spec)} and what `ragmetrics retrieve` recorded of each retriever "
             "(edit a run's metadata on the Workspace page)"
         )
-        quality = table[table["metric"] == spec].set_index("run")["mean"].to_dict()
+        quality = table[table["metric"] == str(spec)].set_index("run")["mean"].to_dict()
         latency = metadata.latency_frame(names, run_tags, quality, title(spec))
         layout.show_table(latency, key="compare.latency", filename=f"compare-latency-{spec}.csv",
                           column_config=layout.number_columns(latency, {title(spec): title(spec)}, "%.4f"))  # fmt: skip
 
-    # --- one run, one metric, query by query -------------------------------------------
-    st.subheader("Query by query")
-    per_query = by_query.per_query_frame(base, focus, spec)
-    counts = by_query.outcome_counts(per_query)
-    st.markdown(
-        f"**{md_escape(focus.name)}** against **{md_escape(base.name)}** on **{title(spec)}** "
-        f"(pick the run above or select a row; metric and K in the sidebar): wins **{counts['win']}**, "
-        f"ties **{counts['tie']}**, losses **{counts['loss']}** of {len(per_query)} queries."
-    )
-    state.seed("compare.outcome", view.outcome, force=page.fresh)
-    outcome = st.radio(
-        "Show the queries behind",
-        list(cmp.OUTCOMES),
-        horizontal=True,
-        key="compare.outcome",
-        format_func=lambda o: f"{by_query.OUTCOME_NAMES[o]} ({counts[o]})",
-    )
-    view = view.with_(outcome=outcome)
-    listed = by_query.queries_with(per_query, outcome)
-    pick = layout.show_table(
-        listed,
-        key=f"compare.queries.{focus_id}.{spec}.{outcome}",
-        filename=f"{outcome}-{focus.name}-vs-{base.name}-{spec}.csv",
-        column_config={
-            "query_id": st.column_config.TextColumn("query_id", pinned=True),
-            "query": st.column_config.TextColumn("query", width="large"),
-            "baseline": st.column_config.NumberColumn(f"{base.name}", format="%.3f"),
-            "run": st.column_config.NumberColumn(f"{focus.name}", format="%.3f"),
-            "delta": st.column_config.NumberColumn("Δ", format="%+.3f"),
-            "baseline_first_rank": st.column_config.NumberColumn(
-                f"first relevant · {base.name}", format="%d", help="0 = not retrieved"
-            ),
-            "run_first_rank": st.column_config.NumberColumn(
-                f"first relevant · {focus.name}", format="%d", help="0 = not retrieved"
-            ),
-        },
-        column_order=[c for c in listed.columns if c != "outcome"],
-        on_select="rerun",
-        selection_mode="single-row",
-        height=min(38 + 35 * max(len(listed), 1), 320),
-    )
-    force_query = page.fresh
-    picked_rows = list(getattr(getattr(pick, "selection", None), "rows", []) or [])
-    if picked_rows and picked_rows[0] < len(listed):
-        chosen = str(listed["query_id"].iloc[picked_rows[0]])
-        if state.changed("compare.queries.pick", (focus_id, spec, outcome, chosen)):
-            view, force_query = view.with_(query=chosen), True
-
-    left, right = st.columns(2)
-    with left:
-        layout.show_figure(
-            cache.figure(by_query.delta_figure, per_query, run=focus.name, baseline=base.name, spec=spec),
-            key="compare.deltas",
-            filename=f"deltas-{focus.name}-vs-{base.name}",
-        )
-    with right:
-        layout.show_figure(
-            cache.figure(by_query.scatter_figure, per_query, run=focus.name, baseline=base.name, spec=spec),
-            key="compare.scatter",
-            filename=f"scatter-{focus.name}-vs-{base.name}",
-        )
-
-    # --- one query, both rankings ------------------------------------------------------
-    st.subheader("One query, both rankings")
-    st.caption(
-        "Select a query in the table above or pick one here (losses first). ✓ marks relevant documents; "
-        "“rank in other” is where the other run put the same document."
-    )
-    options = by_query.query_order(per_query)
-    labels = query_labels(per_query)
-    query_id = widgets.query_picker(options, labels, view.query, "compare.query", force=force_query)
-    view = view.with_(query=query_id)
-    if query_id:
-        info = query_info(ds.dataset, query_id)
-        row = by_query.query_row(per_query, query_id)
-        st.markdown(f"#### {md_escape(info.get('query', query_id))}")
-        st.markdown(
-            query_line(query_id, info) + f" · {title(spec)} {row['baseline']:.3f} → {row['run']:.3f} "
-            f"(Δ {row['delta']:+.3f}, a {row['outcome']} for {md_escape(focus.name)})"
-        )
-        if info.get("expected_answer"):
-            st.markdown(f"**Expected answer:** {md_escape(info['expected_answer'])}")
-        depth = by_query.pair_depth([row["baseline_first_rank"], row["run_first_rank"]], k)
-        base_rank, run_rank = by_query.ranking_pair(base, focus, query_id, depth)
-        config = {
-            "rank": st.column_config.NumberColumn("rank", format="%d", width="small"),
-            "relevant": st.column_config.CheckboxColumn("✓", width="small"),
-            "judgment": st.column_config.TextColumn("grade", width="small"),
-            "doc_id": st.column_config.TextColumn("doc_id"),
-            "other_rank": st.column_config.NumberColumn(
-                "rank in other", format="%d", help="empty: not retrieved by the other run"
-            ),
-            "score": st.column_config.NumberColumn("score", format="%.4f"),
-            "title": st.column_config.TextColumn("title", width="medium"),
-            "text": st.column_config.TextColumn("text (best chunk)", width="large"),
-        }
-        col_a, col_b = st.columns(2)
-        for column, shown_run, ranked, role in ((col_a, base, base_rank, "baseline"), (col_b, focus, run_rank, "run")):
-            with column:
-                first = int(row["baseline_first_rank" if role == "baseline" else "run_first_rank"])
-                st.markdown(
-                    f"**{md_escape(shown_run.name)}** ({role}) · top {depth} · first relevant at "
-                    + (f"rank **{first}**" if first > 0 else "**not retrieved**")
-                )
-                layout.show_table(
-                    ranked,
-                    key=f"compare.ranking.{role}",
-                    filename=f"query-{query_id}-{shown_run.name}.csv",
-                    styled=style_relevant(ranked),
-                    column_config=config,
-                    column_order=[
-                        c
-                        for c in ("rank", "relevant", "judgment", "doc_id", "other_rank", "title", "text", "score")
-                        if c in ranked.columns
-                    ],
-                    height=38 + 35 * max(len(ranked), 1),
-                    placeholder="—",
-                )
-                text_depth = min(depth, TEXT_DEPTH)
-                with st.expander(f"Text of the top {text_depth}", icon=":material/article:"):
-                    layout.show_passages(
-                        documents.retrieved_cards(
-                            documents.retrieved_passages(shown_run, query_id, text_depth),
-                            documents.marks_for(ds.dataset, query_id),
-                        )
-                    )
-        if st.button("Open this query in Missed queries", icon=":material/search_off:", key="compare.open_missed"):
-            state.write_view_state(view.with_(focus_run=focus_id, query=query_id))
-            st.switch_page("views/missed.py")
-
-    # --- segments ----------------------------------------------------------------------
-    st.subheader("By category and difficulty")
-    segments = cmp.segment_frame(comparison, spec, focus.name, ds.dataset)
-    if segments.empty:
-        st.info("This dataset has no category or difficulty labels.", icon=":material/info:")
-    else:
-        st.caption(
-            f"{md_escape(focus.name)} against {md_escape(base.name)} on {title(spec)} within each group; "
-            + (
-                "p-values uncorrected"
-                if cmp.correction_title(correction) == "uncorrected"
-                else f"{cmp.correction_title(correction)}-corrected within each facet (across runs × metrics × groups)"
-            )
-            + f". Groups with fewer than {cmp.MIN_GROUP} queries are "
-            "marked *too few to tell* whatever their p-value."
-        )
-        layout.show_figure(
-            cache.figure(
-                cmp.forest_figure,
-                segments,
-                labels=cmp.segment_labels(segments),
-                title=f"Δ {title(spec)} per group: {focus.name} − {base.name}",
-            ),
-            key="compare.segments.chart",
-            filename=f"segments-{focus.name}-vs-{base.name}",
-        )
-        with st.expander("Per-group table"):
-            layout.show_table(
-                segments,
-                key="compare.segments.table",
-                filename=f"segments-{focus.name}-vs-{base.name}-{spec}.csv",
-                column_config={
-                    **layout.number_columns(segments, {c: c for c in ("baseline_mean", "mean", "ci_low", "ci_high")}),
-                    "delta": st.column_config.NumberColumn("Δ", format="%+.3f"),
-                    "p_value": st.column_config.NumberColumn("p", format="%.4f"),
-                    "p_value_corrected": st.column_config.NumberColumn(
-                        f"p ({cmp.correction_title(correction)})", format="%.4f"
-                    ),
-                    "too_few": st.column_config.CheckboxColumn(f"too few (n < {cmp.MIN_GROUP})"),
-                },
-            )
+    # --- one run, one metric: its queries, one query's two rankings, its groups -----------
+    view, force_query, per_query = queries_panel(page, view, base, focus, focus_id, spec)
+    view = rankings_panel(ds, view, base, focus, focus_id, spec, per_query, force_query=force_query)
+    segments_panel(ds, comparison, base, focus, spec, correction)
 
 # --- fusion ------------------------------------------------------------------------------
 if page.dataset is not None:

@@ -20,7 +20,7 @@ ICONS = {"error": ":red[:material/error:]", "warning": ":orange[:material/warnin
 
 if page.alignments and page.dataset is not None:
     selection, k = page.selection, view.k
-    spec = str(metric_spec(view.metric, view.k))
+    spec = metric_spec(view.metric, view.k)
     low_mrr = diagnosis.LOW_MRR
     st.caption(
         f"At K = {k}; categories compared on {title(spec)}. The rules' own thresholds: "

@@ -33,7 +33,7 @@ if message:
 
 if page.alignments and page.dataset is not None:
     ds, selection, workspace = page.dataset, page.selection, page.workspace
-    spec = str(metric_spec(view.metric, view.k))
+    spec = metric_spec(view.metric, view.k)
     names = dict(zip(selection.run_ids, selection.names))
     left, middle, _ = st.columns([1, 1, 2])
     with left:

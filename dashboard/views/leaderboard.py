@@ -45,7 +45,7 @@ else:
     with c3:
         alpha = widgets.alpha_picker("leaderboard.alpha", view.alpha, force=page.fresh)
     view = view.with_(system_tag=system_tag, test=test, alpha=alpha)
-    spec = str(metric_spec(view.metric, view.k))
+    spec = metric_spec(view.metric, view.k)
     with st.spinner("Scoring every system on every dataset…"):
         board = cache.leaderboard(datasets, spec, system_tag=system_tag, test=test, alpha=alpha)
     if board.means.empty:

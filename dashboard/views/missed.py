@@ -23,7 +23,7 @@ from dashboard.core.queries import (
     query_line,
     search_example,
 )
-from dashboard.core.specs import title
+from dashboard.core.specs import label_title
 from dashboard.core.text import md_escape
 from dashboard.ui import cache, layout, state, widgets
 
@@ -122,7 +122,7 @@ if page.alignments and page.dataset is not None:
             filename=f"query-{query_id}-runs.csv",
             column_config={
                 "first_relevant_rank": st.column_config.TextColumn("first relevant rank"),
-                **layout.number_columns(per_run, {c: title(c) for c in per_run.columns[3:]}),
+                **layout.number_columns(per_run, {c: label_title(c) for c in per_run.columns[3:]}),
             },
         )
         st.markdown("**Relevant documents** and their rank in each run")

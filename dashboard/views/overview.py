@@ -13,7 +13,7 @@ import streamlit as st
 from dashboard.core import compare as cmp
 from dashboard.core import diagnosis, overview, report, targets
 from dashboard.core.queries import dataset_summary
-from dashboard.core.specs import metric_spec, title
+from dashboard.core.specs import label_title, metric_spec, title
 from dashboard.ui import cache, layout, widgets
 
 page = layout.page_setup("overview", "Overview", shows_results=True)
@@ -30,7 +30,7 @@ if page.alignments and page.dataset is not None:
         view = view.with_(baseline=base_id)
         specs = cmp.computable_specs(alignments, cmp.compare_specs(view.metric, k, view.metrics))[0]
         specs = specs or cmp.compare_specs(view.metric, k)
-        sidebar = str(metric_spec(view.metric, k))
+        sidebar = metric_spec(view.metric, k)
         spec = sidebar if sidebar in specs else specs[0]  # Compare's focus, on Compare's family
         comparison = cache.comparison(
             selection,
@@ -51,15 +51,14 @@ if page.alignments and page.dataset is not None:
 
     st.subheader(f"Metrics at K = {k}")
     means = overview.overview_frame(alignments, k)
-    labels = {c: title(c) for c in means.columns[2:]}
+    labels = {c: label_title(c) for c in means.columns[2:]}
     layout.show_table(
         means,
         key="overview.metrics",
         filename=f"overview-k{k}.csv",
         column_config=layout.number_columns(means, labels),
     )
-    specs = [str(s) for s in overview.overview_specs(k)]
-    summary = cache.summary_frame(selection, specs, view.bounds_depth)
+    summary = cache.summary_frame(selection, overview.overview_specs(k), view.bounds_depth)
     heading = "Means with 95% bootstrap confidence intervals"
     if view.bounds:
         heading += f", and their worst and best if the unjudged documents in each run's top {view.depth} were judged"
@@ -147,6 +146,8 @@ if page.alignments and page.dataset is not None:
     st.subheader("Report")
     link = layout.share_link(view)
 
+    hits = metric_spec("hits", k)
+
     def report_input() -> report.ReportInput:
         # runs when a report is downloaded (Streamlit's deferred download), not on every draw of the page
         return report.ReportInput(
@@ -157,7 +158,7 @@ if page.alignments and page.dataset is not None:
             overview=means,
             summary_ci=summary,
             checks=checks,
-            findings=[f for a in alignments for f in diagnosis.run_findings(a, k, f"hits@{k}", f"Hits@{k}")],
+            findings=[f for a in alignments for f in diagnosis.run_findings(a, k, hits, hits.title)],
             link=link,
             verdict=(cmp.verdict(comparison, spec, markdown=False) or "") if comparison else "",
             comparison=cmp.comparison_display(cmp.comparison_frame(comparison), comparison.baseline, view.correction)

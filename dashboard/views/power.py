@@ -25,7 +25,7 @@ if page.dataset is not None and len(page.alignments) == 1:
 if page.dataset is not None and len(page.alignments) >= 2:
     selection, k = page.selection, view.k
     specs = compare_specs(view.metric, k)
-    spec = str(metric_spec(view.metric, k))
+    spec = metric_spec(view.metric, k)
     n = power_mod.queries_of(page.alignments)
 
     c1, c2, c3, c4, c5 = st.columns(5)

@@ -66,7 +66,7 @@ if page.dataset is not None:
             test=test,
             alpha=alpha,
         )
-        spec = str(metric_spec(view.metric, view.k))
+        spec = metric_spec(view.metric, view.k)
         key, _, value = (view.where or "").partition("=")
         with st.spinner("Testing every step…"):
             line = cache.timeline(page.dataset, runs, spec, by=by, where={key: value} if view.where else {},

@@ -27,6 +27,7 @@ import pandas as pd
 
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.evaluate import EvalResult, evaluate
+from ragmetrics.engine.metrics import MetricSpec
 from ragmetrics.engine.queries import at_positions, at_queries, query_positions
 from ragmetrics.foundation.errors import RagMetricsError
 
@@ -141,7 +142,7 @@ def compare_result(
     *,
     baseline: str | None = None,
     runs: Sequence[str] | None = None,
-    metrics: Sequence[str] | None = None,
+    metrics: Sequence[str | MetricSpec] | None = None,
     test: str = "t",
     correction: str | None = "holm",
     alpha: float = 0.05,
@@ -172,7 +173,7 @@ def compare_result(
     unknown = [r for r in chosen if r not in result.runs]
     if unknown:
         raise RagMetricsError(f"unknown run(s) {unknown}; the runs are {names}")
-    metric_names = list(metrics) if metrics else result.metrics
+    metric_names = [str(m) for m in metrics] if metrics else result.metrics
     base_ids = result.runs[baseline].query_ids  # the queries compared: the baseline's, in the engine's order
 
     # the intervals' resamples, drawn once for a run of intervals over the same number of queries; only the last
@@ -295,7 +296,7 @@ def compare(
 
 def discriminative_power(
     result: EvalResult,
-    metric: str,
+    metric: str | MetricSpec,
     *,
     test: str = "t",
     alpha: float = 0.05,

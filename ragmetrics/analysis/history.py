@@ -32,7 +32,7 @@ import pandas as pd
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.compare import compare_result
 from ragmetrics.analysis.evaluate import evaluate
-from ragmetrics.engine.metrics import parse_metric
+from ragmetrics.engine.metrics import MetricSpec, parse_metric
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io.export import markdown_table, to_safe_csv
@@ -175,7 +175,7 @@ class Timeline:
 def timeline(
     dataset: Dataset,
     runs: Sequence[StoredRun],
-    metric: str,
+    metric: str | MetricSpec,
     *,
     dataset_id: str = "",
     by: str = DATE_TAG,
@@ -426,7 +426,7 @@ def latex_escape(text: str) -> str:
 
 def leaderboard(
     datasets: Sequence[tuple[str, Dataset, Sequence[StoredRun]]],
-    metric: str,
+    metric: str | MetricSpec,
     *,
     system_tag: str = DEFAULT_SYSTEM_TAG,
     test: str = "t",

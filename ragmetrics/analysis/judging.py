@@ -3,7 +3,9 @@
 * :func:`pool`: the unjudged (query, document) pairs in the top ``depth`` of one or more runs, each pair once, in
   dataset query order and, within a query, by the best rank any run gave it (with the text when it is known);
 * :func:`merge`: the dataset with new labels added; a label for a pair that is already judged with another
-  grade is a conflict, refused unless ``override``.
+  grade is a conflict, refused unless ``override``;
+* :func:`with_labels`: a dataset's judgments completed by a judge's labels, and by human labels of a sample of
+  queries (what :mod:`ragmetrics.analysis.ppi` corrects the one with the other by).
 
 Both work at the level the runs are evaluated at (documents when chunks are mapped to them), so what is judged
 is what the metrics read.
@@ -20,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ragmetrics.engine import Alignment, Ranking, align
-from ragmetrics.engine.metrics import compute, parse_metric
+from ragmetrics.engine.metrics import MetricSpec, compute, parse_metric
 from ragmetrics.engine.order import segment_starts
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset, Run
@@ -138,7 +140,7 @@ def diff(before: Dataset, after: Dataset) -> pd.DataFrame:
 
 
 def label_impact(
-    alignments: Mapping[str, Alignment], pairs: pd.DataFrame, metric: str, baseline: str | None = None
+    alignments: Mapping[str, Alignment], pairs: pd.DataFrame, metric: str | MetricSpec, baseline: str | None = None
 ) -> pd.DataFrame:
     """How much judging each pooled pair relevant would move the comparison on ``metric``.
 
@@ -210,4 +212,30 @@ def _one_more_relevant(ranking: Ranking, q: np.ndarray, docs: np.ndarray) -> Ran
         ideal_pos=ideal_pos,
         ideal_label=ideal_label,
         corpus_size=ranking.corpus_size,
+    )
+
+
+@dataclass(frozen=True)
+class Labelled:
+    """A dataset's judgments twice over: ``judge`` with a judge's labels filling the pairs they leave unjudged (the
+    dataset's own labels are kept where both label a pair), ``human`` with the human labels added (they win where
+    they differ), and ``queries``, the human-labelled queries: every query the human labels name."""
+
+    judge: Dataset
+    human: Dataset
+    queries: tuple[str, ...]
+
+
+def with_labels(dataset: Dataset, judge_labels: Dataset, human_labels: Dataset) -> Labelled:
+    """The judgments :func:`ragmetrics.analysis.ppi.corrected_means` compares (see :class:`Labelled`). A query the humans sampled must be
+    named in ``human_labels`` even when nothing in it is relevant (label it 0): a sampled query left out would no
+    longer make the sample random."""
+    judged = dataset.qrels[["query_id", "doc_id"]].assign(known=True)
+    labels = judge_labels.qrels.merge(judged, on=["query_id", "doc_id"], how="left")
+    holes = labels[labels["known"].isna()][["query_id", "doc_id", "relevance"]]
+    human_ids = human_labels.qrels_table.column("query_id").to_pylist()
+    return Labelled(
+        judge=merge(dataset, holes).dataset,
+        human=merge(dataset, human_labels, override=True).dataset,
+        queries=tuple(dict.fromkeys(str(q) for q in human_ids)),
     )

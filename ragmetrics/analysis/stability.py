@@ -18,6 +18,7 @@ from scipy import stats as sps
 
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.evaluate import evaluate
+from ragmetrics.engine.metrics import MetricSpec
 from ragmetrics.foundation.model import Dataset, Run
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def stability(
     before: Dataset,
     after: Dataset,
     runs: Sequence[Run],
-    metric: str,
+    metric: str | MetricSpec,
     *,
     test: str = "t",
     correction: str = "holm",

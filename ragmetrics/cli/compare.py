@@ -13,14 +13,17 @@ from ragmetrics.analysis.evaluate import EvalResult
 from ragmetrics.analysis.stats import BOOTSTRAP_MIN_QUERIES, family_text
 from ragmetrics.analysis.targets import check_targets, resolve_targets
 from ragmetrics.analysis.verdicts import Verdict, refuse_too_few_pairs, verdict
+from ragmetrics.cli.corrected import compare_corrected
 from ragmetrics.cli.evaluating import evaluate_runs, report_coverage
 from ragmetrics.cli.inputs import read_inputs
 from ragmetrics.cli.options import (
     add_bounds_option,
     add_data_options,
     add_eval_options,
+    add_ppi_options,
     add_test_options,
     read_bounds_depth,
+    wants_ppi,
 )
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Run
@@ -63,6 +66,9 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     depth = read_bounds_depth(args.bounds)
     dataset, runs = read_inputs(args, [args.baseline, *args.run])
+    if wants_ppi(args):
+        report_coverage(compare_corrected(args, dataset, runs, args.metric or ["ndcg@10"], out, err), err)
+        return 0
     result = evaluate_runs(args, dataset, runs, args.metric or ["ndcg@10"])
     warn_same_rows(runs[1:], runs[0], err)
     comparison = paired_comparison(args, result, runs[0].name, [r.name for r in runs[1:]], depth)
@@ -170,6 +176,7 @@ def compare_parser(p: argparse.ArgumentParser) -> None:
     add_bounds_option(p, "each delta's worst and best (and the run's mean's), with a mark where its sign could flip")
     add_test_options(p)
     p.add_argument("--format", choices=["table", "json"], default="table", help="table (default) or json")
+    add_ppi_options(p)
     p.set_defaults(handler=cmd_compare)
 
 

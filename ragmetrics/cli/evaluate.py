@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, TextIO
 from ragmetrics.analysis.evaluate import DEFAULT_METRICS
 from ragmetrics.cli.evaluating import evaluate_runs, report_coverage
 from ragmetrics.cli.inputs import blank_file, output_path, per_query_paths, read_inputs, replacing
-from ragmetrics.cli.options import add_bounds_option, add_data_options, add_engine_options, add_eval_options
+from ragmetrics.cli.options import (
+    add_bounds_option,
+    add_data_options,
+    add_engine_options,
+    add_eval_options,
+    add_ppi_options,
+    wants_ppi,
+)
 from ragmetrics.cli.output import emit
 from ragmetrics.engine import Conventions
 from ragmetrics.engine.conventions import CHOICES
@@ -77,6 +84,12 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"--per-query-out {args.per_query_out}: expected a path ending in .parquet (the values are written as "
             "Parquet); for CSV, print them with --per-query --format csv"
         )
+    if wants_ppi(args):
+        from ragmetrics.cli.corrected import eval_corrected  # noqa: PLC0415 (pandas is loaded on use: a plain eval needs none)
+
+        dataset, runs = read_inputs(args, args.run)
+        report_coverage(eval_corrected(args, dataset, runs, metrics, out, err), err)
+        return 0
     if args.engine != "inprocess":
         partitioned = eval_partitioned(args, metrics)
         emit(partitioned, args.format, args.per_query, out)
@@ -127,4 +140,5 @@ def eval_parser(p: argparse.ArgumentParser) -> None:
         help="table: trec_eval's layout (default); json; csv (formula-neutral); markdown",
     )
     add_engine_options(p)
+    add_ppi_options(p)
     p.set_defaults(handler=cmd_eval)

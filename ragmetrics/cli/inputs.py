@@ -19,8 +19,20 @@ from ragmetrics.io.formats import KNOWN_EXTENSIONS, formats_of
 from ragmetrics.io.source import open_source
 
 INPUT_OPTIONS = (
-    "dataset", "run", "runs", "baseline", "labels", "queries", "corpus", "chunk_mapping", "targets", "pool", "human",
-)  # fmt: skip
+    "dataset",
+    "run",
+    "runs",
+    "baseline",
+    "labels",
+    "judge_qrels",
+    "human_qrels",
+    "queries",
+    "corpus",
+    "chunk_mapping",
+    "targets",
+    "pool",
+    "human",
+)
 """The options that name files a command reads (a command writes none of them)."""
 
 

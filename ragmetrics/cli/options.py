@@ -6,7 +6,7 @@ import argparse
 import math
 from collections.abc import Callable
 
-from ragmetrics.analysis import stats
+from ragmetrics.analysis import ppi, stats
 from ragmetrics.engine.conventions import CHOICES
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.partitioned import ENGINES
@@ -187,3 +187,55 @@ def add_stored_dataset_option(p: argparse.ArgumentParser, *, required: bool, rep
         help="a stored dataset: its file (the content id is computed), its stored name, or its id"
         + ("; repeatable (default: every dataset, the newest qrels version of each)" if repeat else ""),
     )
+
+
+LAMBDAS = {"tuned": None, "1": 1.0, "0": 0.0}
+"""``--ppi-lambda``: tuned (PPI++, the default of the authors' library), 1 (plain PPI), 0 (the human sample alone)."""
+
+
+def add_ppi_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--judge-qrels",
+        help="a judge's labels (qrels: TREC lines, or a TSV query_id doc_id label): they fill the pairs the dataset "
+        "leaves unjudged; with --human-qrels, print estimates corrected by the human sample (docs/ppi.md)",
+    )
+    p.add_argument(
+        "--human-qrels",
+        help="human labels of a random sample of queries (qrels; every sampled query named, 0 labels where nothing "
+        "is relevant): the queries they name are the sample that corrects the judge",
+    )
+    p.add_argument(
+        "--ppi-target",
+        choices=list(ppi.POPULATIONS),
+        default="queries",
+        help="what the corrected intervals are for: "
+        + "; ".join(f"{name}: {text}" for name, text in ppi.POPULATIONS.items())
+        + " (default queries)",
+    )
+    p.add_argument(
+        "--ppi-lambda",
+        choices=list(LAMBDAS),
+        default="tuned",
+        help="how much the judge is trusted: tuned to the data (PPI++, default), 1 (plain PPI), 0 (humans only)",
+    )
+    p.add_argument(
+        "--strata",
+        help="a query column (e.g. category) the human sample was drawn within; each group is weighted by its share",
+    )
+    p.add_argument(
+        "--plan",
+        type=whole_number(1),
+        metavar="K",
+        help="also print the next K queries to label (a seeded random sample of the unlabelled; within --strata)",
+    )
+
+
+def wants_ppi(args: argparse.Namespace) -> bool:
+    """Whether the corrected estimates are asked for (both label files, or neither: one alone is refused)."""
+    judge, human = getattr(args, "judge_qrels", None), getattr(args, "human_qrels", None)
+    if bool(judge) != bool(human):
+        raise RagMetricsError(
+            "--judge-qrels and --human-qrels go together: the judge's labels of every query and the human labels "
+            "of a sample correct each other"
+        )
+    return bool(judge)

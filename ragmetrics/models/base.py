@@ -6,6 +6,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from ragmetrics.foundation.errors import RagMetricsError
+
+
+class BadAnswer(RagMetricsError):
+    """The endpoint answered, but not with a usable reply (not JSON, not a chat completion, empty): asking
+    again, with another seed, may do better. Any other :class:`RagMetricsError` of a model (it cannot be
+    reached, it keeps timing out or failing, it refuses the key) says the endpoint is not usable now."""
+
 
 @dataclass(frozen=True)
 class Message:

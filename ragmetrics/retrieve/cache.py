@@ -19,7 +19,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ragmetrics.foundation.importer import default_cache_dir
 from ragmetrics.retrieve.adapters import Hit
+
+__all__ = ["CACHE_FILE", "ResponseCache", "answer_key", "decode_hits", "default_cache_dir", "encode_hits"]
 
 CACHE_FILE = "retrieve.sqlite"
 SCHEMA = """
@@ -35,15 +38,6 @@ CREATE TABLE IF NOT EXISTS answers (
     created REAL NOT NULL
 )
 """
-
-
-def default_cache_dir() -> Path:
-    """``$RAGMETRICS_CACHE_DIR``, else ``$XDG_CACHE_HOME/ragmetrics``, else ``~/.cache/ragmetrics``."""
-    given = os.environ.get("RAGMETRICS_CACHE_DIR")
-    if given:
-        return Path(given)
-    base = os.environ.get("XDG_CACHE_HOME")
-    return (Path(base) if base else Path.home() / ".cache") / "ragmetrics"
 
 
 def answer_key(identity: str, query: str, k: int, repeat: int) -> str:

@@ -3,13 +3,12 @@ built-in ``bm25`` (:func:`resolve`; :func:`adapt` for an object in hand)."""
 
 from __future__ import annotations
 
-import importlib
 import os
-import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.importer import import_target
 from ragmetrics.retrieve.adapters import (
     Adapter,
     CallableAdapter,
@@ -92,7 +91,7 @@ def resolve(
             f"retriever {spec!r}: expected 'bm25', an http:// or https:// URL, or module:attr (a callable, a "
             "LlamaIndex or LangChain retriever, or a zero-argument factory returning one)"
         )
-    obj = import_target(text)
+    obj = import_target(text, "retriever")
     if not (is_llamaindex_retriever(obj) or is_langchain_retriever(obj) or isinstance(obj, Adapter)):
         required = required_positional(obj) if callable(obj) else None
         if isinstance(obj, type) or required == 0:
@@ -107,24 +106,3 @@ def resolve(
 
 def _is_retriever(obj: Any) -> bool:
     return is_llamaindex_retriever(obj) or is_langchain_retriever(obj) or isinstance(obj, Adapter)
-
-
-def import_target(spec: str) -> Any:
-    """The object ``module:attr`` names (``attr`` may be dotted); the current directory is importable."""
-
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise RagMetricsError(f"retriever {spec!r}: expected module:attr")
-    here = os.getcwd()
-    if here not in sys.path and "" not in sys.path:
-        sys.path.insert(0, here)
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise RagMetricsError(f"retriever {spec}: cannot import {module_name!r}: {exc}") from exc
-    obj: Any = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise RagMetricsError(f"retriever {spec}: {module_name!r} has no attribute {attr!r}")
-        obj = getattr(obj, part)
-    return obj

@@ -8,10 +8,11 @@ import pytest
 from dashboard.core import breakdown
 from dashboard.core.queries import unevaluated_groups
 from ragmetrics.analysis.compare import MIN_GROUP
+from ragmetrics.engine.metrics import parse_metric as M
 
 
 def test_breakdown_frame_matches_groupby(faq, faq_alignments, faq_result) -> None:
-    table = breakdown.breakdown_frame(faq_alignments, "recall@5", "category")
+    table = breakdown.breakdown_frame(faq_alignments, M("recall@5"), "category")
     assert list(table.columns) == ["run", "group", "n", "mean", "ci_low", "ci_high", "too_few"]
     per_query = faq_result.per_query("hybrid-rrf").join(faq.dataset.queries.set_index("query_id")["category"])
     expected = per_query.groupby("category")["recall@5"].agg(["mean", "size"])
@@ -26,10 +27,10 @@ def test_breakdown_frame_matches_groupby(faq, faq_alignments, faq_result) -> Non
 
 def test_breakdown_marks_small_groups_and_orders_difficulty(tiny_alignments) -> None:
     assert breakdown.MIN_GROUP is MIN_GROUP  # the library's threshold, not a copy
-    table = breakdown.breakdown_frame(tiny_alignments, "hits@5", "difficulty")
+    table = breakdown.breakdown_frame(tiny_alignments, M("hits@5"), "difficulty")
     assert list(dict.fromkeys(table["group"])) == ["easy", "hard"]
     assert table["too_few"].all()  # 6 queries each
-    cat = breakdown.breakdown_frame(tiny_alignments, "hits@5", "category")
+    cat = breakdown.breakdown_frame(tiny_alignments, M("hits@5"), "category")
     a = cat[(cat["run"] == "run-a") & (cat["group"] == "a")].iloc[0]
     # run-a, category a = q01..q08: first ranks 1,7,2,0,12,1,3,25 -> 4 hits in the top 5
     assert a["n"] == 8 and a["mean"] == pytest.approx(4 / 8)
@@ -37,8 +38,8 @@ def test_breakdown_marks_small_groups_and_orders_difficulty(tiny_alignments) -> 
 
 
 def test_breakdown_figure_bars_error_bars_and_small_groups(faq_alignments, tiny_alignments) -> None:
-    table = breakdown.breakdown_frame(faq_alignments, "recall@5", "category")
-    fig = breakdown.breakdown_figure(table, "recall@5", "category")
+    table = breakdown.breakdown_frame(faq_alignments, M("recall@5"), "category")
+    fig = breakdown.breakdown_figure(table, M("recall@5"), "category")
     assert [t.name for t in fig.data] == ["bm25", "dense-e5", "hybrid-rrf"]
     assert all(t.type == "bar" for t in fig.data)
     assert list(fig.data[0].x) == [f"{g}<br>n={n}" for g, n in zip(table["group"][:4], table["n"][:4])]
@@ -48,8 +49,8 @@ def test_breakdown_figure_bars_error_bars_and_small_groups(faq_alignments, tiny_
     assert fig.layout.yaxis.title.text == "Recall@5"
     assert set(fig.data[0].marker.pattern.shape) == {""}
 
-    small = breakdown.breakdown_frame(tiny_alignments, "hits@5", "category")
-    fig = breakdown.breakdown_figure(small, "hits@5", "category")
+    small = breakdown.breakdown_frame(tiny_alignments, M("hits@5"), "category")
+    fig = breakdown.breakdown_figure(small, M("hits@5"), "category")
     assert all("too few" in x for x in fig.data[0].x)
     assert set(fig.data[0].marker.pattern.shape) == {"/"}
     assert any("too few" in a.text for a in fig.layout.annotations)
@@ -63,5 +64,5 @@ def test_breakdown_by_another_query_column(tiny) -> None:
     queries = tiny.queries.assign(source=["web" if i % 3 else "" for i in range(len(tiny))])
     dataset = tiny.with_queries(queries)
     run = ragmetrics.Run.from_frame(pd.DataFrame({"query_id": ["q01"], "doc_id": ["d1"], "score": [1.0]}), name="r")
-    table = breakdown.breakdown_frame([ragmetrics.align(dataset, run)], "hits@5", "source")
+    table = breakdown.breakdown_frame([ragmetrics.align(dataset, run)], M("hits@5"), "source")
     assert set(table["group"]) == {"web", "(none)"} and table["n"].sum() == 12

@@ -18,9 +18,10 @@ from ragmetrics import Alignment
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.compare import compare, compare_result, discriminative_power
 from ragmetrics.analysis.fusion import fuse
+from ragmetrics.engine.metrics import parse_metric as M
 from ragmetrics.io import load_run
 
-SPECS = ["recall@5", "ndcg@5", "mrr@5"]
+SPECS = [M("recall@5"), M("ndcg@5"), M("mrr@5")]
 
 
 @pytest.fixture(scope="module")
@@ -32,11 +33,23 @@ def faq_cmp(faq_alignments: list[Alignment]):
 
 
 def test_compare_specs_keep_a_fixed_order_and_include_the_sidebar_metric() -> None:
-    assert cmp.compare_specs("recall", 5) == ["recall@5", "precision@5", "hits@5", "ndcg@5", "mrr@5"]
-    assert cmp.compare_specs("ndcg", 10) == ["recall@10", "precision@10", "hits@10", "ndcg@10", "mrr@10"]
-    assert cmp.compare_specs("map", 3) == ["recall@3", "precision@3", "hits@3", "ndcg@3", "mrr@3", "map@3"]
-    assert cmp.compare_specs("rprec", 5)[-1] == "rprec"
-    assert cmp.metric_name("ndcg@10") == "ndcg" and cmp.metric_name("rprec") == "rprec"
+    assert list(map(str, cmp.compare_specs("recall", 5))) == ["recall@5", "precision@5", "hits@5", "ndcg@5", "mrr@5"]
+    assert list(map(str, cmp.compare_specs("ndcg", 10))) == [
+        "recall@10",
+        "precision@10",
+        "hits@10",
+        "ndcg@10",
+        "mrr@10",
+    ]
+    assert list(map(str, cmp.compare_specs("map", 3))) == [
+        "recall@3",
+        "precision@3",
+        "hits@3",
+        "ndcg@3",
+        "mrr@3",
+        "map@3",
+    ]
+    assert cmp.compare_specs("rprec", 5)[-1] == M("rprec")
 
 
 def test_the_table_equals_ragmetrics_compare_on_the_same_runs(faq, faq_alignments, faq_cmp) -> None:
@@ -123,8 +136,8 @@ def test_comparison_display_keeps_rows_and_formats_text(faq_cmp) -> None:
 
 @pytest.mark.parametrize("test", ["randomization", "bootstrap"])
 def test_resampling_tests_repeat_exactly(faq_alignments, test) -> None:
-    a = cmp.run_comparison(faq_alignments, "bm25", ["ndcg@5"], test=test).table["p_value"].to_numpy()
-    b = cmp.run_comparison(faq_alignments, "bm25", ["ndcg@5"], test=test).table["p_value"].to_numpy()
+    a = cmp.run_comparison(faq_alignments, "bm25", [M("ndcg@5")], test=test).table["p_value"].to_numpy()
+    b = cmp.run_comparison(faq_alignments, "bm25", [M("ndcg@5")], test=test).table["p_value"].to_numpy()
     np.testing.assert_array_equal(a, b)
 
 
@@ -143,7 +156,7 @@ def test_forest_figure_names_traces_by_significance(faq_cmp) -> None:
 
 def test_per_query_outcomes_are_the_librarys_wins_ties_and_losses(faq_alignments, faq_cmp) -> None:
     base, run = faq_alignments[0], faq_alignments[2]
-    pq = by_query.per_query_frame(base, run, "ndcg@5")
+    pq = by_query.per_query_frame(base, run, M("ndcg@5"))
     assert list(pq.columns) == by_query.PER_QUERY_COLUMNS
     row = faq_cmp.table.set_index(["metric", "run"]).loc[("ndcg@5", "hybrid-rrf")]
     assert by_query.outcome_counts(pq) == {"win": row["wins"], "tie": row["ties"], "loss": row["losses"]}
@@ -161,16 +174,16 @@ def test_per_query_outcomes_are_the_librarys_wins_ties_and_losses(faq_alignments
 def test_per_query_first_ranks(tiny_alignments) -> None:
     from tests.dashboard.conftest import RANKS_A, RANKS_B
 
-    pq = by_query.per_query_frame(tiny_alignments[0], tiny_alignments[1], "hits@5").set_index("query_id")
+    pq = by_query.per_query_frame(tiny_alignments[0], tiny_alignments[1], M("hits@5")).set_index("query_id")
     assert pq.loc["q02", "baseline_first_rank"] == RANKS_A[2] and pq.loc["q02", "run_first_rank"] == RANKS_B[2]
     assert pq.loc["q04", "baseline_first_rank"] == 0  # not retrieved by run-a
     assert pq.loc["q02", "outcome"] == "win" and pq.loc["q09", "outcome"] == "tie"
 
 
 def test_delta_and_scatter_figures(faq_alignments) -> None:
-    pq = by_query.per_query_frame(faq_alignments[0], faq_alignments[1], "ndcg@5")
+    pq = by_query.per_query_frame(faq_alignments[0], faq_alignments[1], M("ndcg@5"))
     counts = by_query.outcome_counts(pq)
-    fig = by_query.delta_figure(pq, run="dense-e5", baseline="bm25", spec="ndcg@5")
+    fig = by_query.delta_figure(pq, run="dense-e5", baseline="bm25", spec=M("ndcg@5"))
     assert [t.name for t in fig.data] == [
         f"wins ({counts['win']})",
         f"ties ({counts['tie']})",
@@ -181,7 +194,7 @@ def test_delta_and_scatter_figures(faq_alignments) -> None:
     ys = [y for t in fig.data for y in t.y]
     assert max(ys) == pytest.approx(pq["delta"].max()) and min(ys) == pytest.approx(pq["delta"].min())
     assert "nDCG@5" in fig.layout.title.text
-    scatter = by_query.scatter_figure(pq, run="dense-e5", baseline="bm25", spec="ndcg@5")
+    scatter = by_query.scatter_figure(pq, run="dense-e5", baseline="bm25", spec=M("ndcg@5"))
     assert scatter.data[0].name == "no change"
     assert [t.name.split(" ")[0] for t in scatter.data[1:]] == ["wins", "ties", "losses"]
     # markers group queries with the same pair of values; the counts add up to every query
@@ -215,8 +228,8 @@ def test_pair_depth_reaches_the_first_relevant_document() -> None:
 
 
 def test_segments_flag_small_groups_too_few_to_tell(tiny, tiny_alignments) -> None:
-    comparison = cmp.run_comparison(tiny_alignments, "run-a", ["hits@5"], test="t")
-    seg = cmp.segment_frame(comparison, "hits@5", "run-b", tiny)
+    comparison = cmp.run_comparison(tiny_alignments, "run-a", [M("hits@5")], test="t")
+    seg = cmp.segment_frame(comparison, M("hits@5"), "run-b", tiny)
     assert list(seg.columns) == cmp.SEGMENT_COLUMNS
     assert list(seg["segment"]) == ["category", "category", "difficulty", "difficulty"]
     by = seg.set_index(["segment", "group"])
@@ -229,7 +242,7 @@ def test_segments_flag_small_groups_too_few_to_tell(tiny, tiny_alignments) -> No
 
 
 def test_segments_equal_the_library_and_follow_the_dashboard_order(faq, faq_alignments, faq_cmp) -> None:
-    seg = cmp.segment_frame(faq_cmp, "ndcg@5", "hybrid-rrf", faq.dataset)
+    seg = cmp.segment_frame(faq_cmp, M("ndcg@5"), "hybrid-rrf", faq.dataset)
     assert list(seg["group"][seg["segment"] == "difficulty"]) == ["easy", "medium", "hard"]
     library = faq_cmp.segments
     library = library[(library["metric"] == "ndcg@5") & (library["run"] == "hybrid-rrf")].set_index(
@@ -240,7 +253,7 @@ def test_segments_equal_the_library_and_follow_the_dashboard_order(faq, faq_alig
         assert row["n"] == ref["n"] and row["delta"] == pytest.approx(ref["delta"])
         assert row["p_value_corrected"] == pytest.approx(ref["p_value_corrected"])
     assert (seg["significance"] != cmp.TOO_FEW).all()  # every FAQ group has at least 10 judged queries
-    assert cmp.segment_frame(faq_cmp, "ndcg@5", "nope").empty
+    assert cmp.segment_frame(faq_cmp, M("ndcg@5"), "nope").empty
 
 
 # --- dataset power -----------------------------------------------------------------------
@@ -251,13 +264,15 @@ def test_power_pairs_equal_discriminative_power(faq_alignments) -> None:
     pairs = power.power_pairs(result, SPECS)
     assert list(pairs.columns) == power.PAIR_COLUMNS and len(pairs) == 3 * len(SPECS)
     for spec in SPECS:
-        ours = pairs[pairs["metric"] == spec].reset_index(drop=True)
+        ours = pairs[pairs["metric"] == str(spec)].reset_index(drop=True)
         ref = discriminative_power(result, spec)
         np.testing.assert_allclose(ours["p_value"], ref["p_value"])
         np.testing.assert_allclose(ours["sd_difference"], ref["sd_difference"])
     table = power.power_table(pairs, 91)
     assert (
-        list(table.columns) == power.POWER_COLUMNS and list(table["metric"]) == SPECS and table["label"][1] == "nDCG@5"
+        list(table.columns) == power.POWER_COLUMNS
+        and list(table["metric"]) == list(map(str, SPECS))
+        and table["label"][1] == "nDCG@5"
     )
     row = table.set_index("metric").loc["ndcg@5"]
     part = pairs[pairs["metric"] == "ndcg@5"]
@@ -267,7 +282,7 @@ def test_power_pairs_equal_discriminative_power(faq_alignments) -> None:
 
 def test_pairs_table_and_queries_needed(faq_alignments) -> None:
     pairs = power.power_pairs(eval_result(faq_alignments, SPECS), SPECS)
-    chosen = power.pairs_table(pairs, "ndcg@5", 91, alpha=0.05, power=0.9)
+    chosen = power.pairs_table(pairs, M("ndcg@5"), 91, alpha=0.05, power=0.9)
     assert list(chosen.columns) == [
         "run_a",
         "run_b",
@@ -314,7 +329,7 @@ def test_power_curve_and_figure() -> None:
         and (curve["mdd"] <= curve["mdd_high"]).all()
     )
     assert curve["mdd"].iloc[0] == pytest.approx(stats.min_detectable_delta(0.2, int(curve["n"].iloc[0])))
-    fig = power.power_figure(curve, 91, 0.2, metric="ndcg@10", target_delta=0.05)
+    fig = power.power_figure(curve, 91, 0.2, metric=M("ndcg@10"), target_delta=0.05)
     assert [t.name for t in fig.data] == ["range over run pairs", "median run pair", "this dataset"]
     assert fig.data[2].x == (91,) and fig.data[2].y[0] == pytest.approx(stats.min_detectable_delta(0.2, 91))
     rects = [s for s in fig.layout.shapes if s.type == "rect"]
@@ -380,7 +395,7 @@ def test_fusion_preview_and_source(faq) -> None:
     runs = [r for r, _ in faq.runs][:2]
     fused = fusion.fuse_runs(runs, method="rrf", k=60)
     inputs = [ragmetrics.align(faq.dataset, r) for r in runs]
-    preview = fusion.fusion_preview(inputs, ragmetrics.align(faq.dataset, fused), ["recall@5", "ndcg@5"])
+    preview = fusion.fusion_preview(inputs, ragmetrics.align(faq.dataset, fused), [M("recall@5"), M("ndcg@5")])
     assert list(preview.columns) == ["run", "role", "recall@5", "ndcg@5"]
     assert list(preview["role"]) == ["input", "input", "fused"]
     reference = ragmetrics.evaluate(faq.dataset, [*runs, fused], ["ndcg@5"], warn=False).mean()["ndcg@5"]
@@ -397,7 +412,7 @@ def test_fusion_preview_and_source(faq) -> None:
 
 def test_compare_result_on_tiny_matches_the_eval_result_path(tiny, tiny_runs, tiny_alignments) -> None:
     """The dashboard's aligned EvalResult gives the library's numbers on hand-made data too."""
-    ours = cmp.run_comparison(tiny_alignments, "run-a", ["mrr@10"], test="wilcoxon").table
+    ours = cmp.run_comparison(tiny_alignments, "run-a", [M("mrr@10")], test="wilcoxon").table
     ref = compare_result(
         ragmetrics.evaluate(tiny, tiny_runs, ["mrr@10"], warn=False), baseline="run-a", test="wilcoxon"
     ).table
@@ -430,8 +445,8 @@ def test_metrics_the_runs_cannot_give_are_left_out_with_the_librarys_reason() ->
     dataset = ragmetrics.Dataset.from_frames(qrels)
     rows = pd.DataFrame({"query_id": ["q1", "q2"], "doc_id": ["d1", "x"], "score": [1.0, 1.0]})
     alignments = [ragmetrics.align(dataset, ragmetrics.Run.from_frame(rows, name=n)) for n in ("a", "b")]
-    kept, notes = cmp.computable_specs(alignments, ["ndcg@5", "answer_in@3", "recall@5"])
-    assert kept == ["ndcg@5", "recall@5"]
+    kept, notes = cmp.computable_specs(alignments, [M("ndcg@5"), M("answer_in@3"), M("recall@5")])
+    assert kept == [M("ndcg@5"), M("recall@5")]
     assert len(notes) == 1 and notes[0].startswith("answer_in@3 is left out: keyword and answer metrics read")
 
 
@@ -458,6 +473,6 @@ def test_a_difference_that_is_not_significant_is_never_worded_as_a_win() -> None
         {f"q{i}": {"a": 2.0, "b": 1.0} if i % 2 or i == 0 else {"b": 2.0, "a": 1.0} for i in range(12)}, name="other"
     )
     comparison = compare(dataset, [base, other], ["mrr"], warn=False)
-    said = cmp.verdict(comparison, "mrr", markdown=False)
+    said = cmp.verdict(comparison, M("mrr"), markdown=False)
     assert said is not None and said.startswith("No significant difference on MRR: other is ahead of base by +0.04")
     assert "beats" not in said and "uncorrected 95% CI [" in said and "not significant at α = 0.05" in said

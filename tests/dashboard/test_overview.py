@@ -14,7 +14,7 @@ from scipy import stats as scipy_stats
 import ragmetrics
 from dashboard.core import charts, overview, results
 from dashboard.core.bootstrap import bootstrap_ci
-from dashboard.core.specs import K_MAX, METRIC_CHOICES, metric_spec, metric_title, title
+from dashboard.core.specs import K_MAX, METRIC_CHOICES, label_title, metric_spec, metric_title, title
 from ragmetrics.engine import metrics as registry
 
 
@@ -32,8 +32,10 @@ def test_metric_spec_and_titles_come_from_the_registry() -> None:
     assert str(metric_spec("nDCG", 10)) == "ndcg@10"
     assert str(metric_spec("rprec", 10)) == "rprec"
     assert str(metric_spec("mrr@3", 10)) == "mrr@3"
-    assert title("precision@5") == "Precision@5" == registry.parse_metric("P@5").title
-    assert title("ndcg@10") == "nDCG@10"
+    assert title(registry.parse_metric("P@5")) == "Precision@5" == label_title("precision@5")
+    assert label_title("ndcg@10") == "nDCG@10"
+    with pytest.raises(TypeError, match="label_title"):
+        title("ndcg@10")  # type: ignore[arg-type]
     assert metric_title("precision") == "Precision" and metric_title("map") == "MAP"
     assert set(METRIC_CHOICES) == {*registry.CURVE_METRICS, "rprec"} and METRIC_CHOICES[0] == "recall"
 
@@ -72,7 +74,7 @@ def test_overview_frame_columns_and_means(faq_alignments, faq_result) -> None:
 
 
 def test_summary_frame_has_ci_around_mean(faq_alignments, faq_result) -> None:
-    frame = overview.summary_frame(faq_alignments, ["recall@5", "mrr"])
+    frame = overview.summary_frame(faq_alignments, [registry.parse_metric("recall@5"), registry.parse_metric("mrr")])
     assert list(frame.columns) == ["run", "metric", "n", "mean", "ci_low", "ci_high"]
     assert len(frame) == 2 * len(faq_alignments)
     assert (frame["ci_low"] <= frame["mean"]).all() and (frame["mean"] <= frame["ci_high"]).all()

@@ -19,7 +19,7 @@ def _data(evals, name: str = "product_faq_zh") -> report.ReportInput:
         k=5,
         profile="FAQ / customer support",
         overview=overview.overview_frame(evals, 5),
-        summary_ci=overview.summary_frame(evals, [str(s) for s in overview.overview_specs(5)]),
+        summary_ci=overview.summary_frame(evals, overview.overview_specs(5)),
         checks=checks,
         findings=findings,
         link="http://team.example:8501/overview?v=1&k=5",

@@ -12,6 +12,7 @@ from dashboard.core import share
 from dashboard.core.share import PARAM_KEYS, ViewState, decode, encode, share_link, share_query, share_url
 from dashboard.core.view_state import Facts, reconcile
 from dashboard.views import VIEWS
+from ragmetrics.engine.metrics import parse_metric
 from ragmetrics.foundation.ids import is_content_id
 
 PAGES = [v.key for v in VIEWS]
@@ -228,7 +229,7 @@ def test_every_control_of_the_pages_travels_and_bad_values_fall_back() -> None:
     state = ViewState(
         profile="tech",
         correction="bonferroni",
-        metrics=("ndcg@10", "recall@100"),
+        metrics=(parse_metric("ndcg@10"), parse_metric("recall@100")),
         outcome="win",
         power=0.9,
         delta=0.02,
@@ -242,7 +243,7 @@ def test_every_control_of_the_pages_travels_and_bad_values_fall_back() -> None:
         {"c": "fdr", "ms": "ndcg10,recall@5", "o": "draw", "pw": "0.7", "d": "2", "dp": "x", "jb": "yes"}
     )
     assert (bad.correction, bad.metrics, bad.outcome, bad.power, bad.delta, bad.depth, bad.bounds) == (
-        "holm", ("recall@5",), "loss", 0.8, 0.05, 10, False
+        "holm", (parse_metric("recall@5"),), "loss", 0.8, 0.05, 10, False
     )  # fmt: skip
     assert "ignored the link's 'jb' value 'yes'" in notes[-1]
     assert len(notes) == 7 and "unknown correction 'fdr'" in notes[0] and "'ndcg10'" in notes[1]

@@ -1,0 +1,497 @@
+"""Bias-corrected means from a judge's labels and a small human sample: prediction-powered inference.
+
+A judge (a model, a rule) labels every query's unjudged documents; humans label those of a sample of ``n`` of the
+``N`` queries. For any per-query metric, ``f_i`` is query i's value under the judge's labels (every query) and
+``y_j`` its value under the human labels (the labelled queries). The judge-only mean ``mean(f)`` is biased by the
+judge's errors; the human-only mean ``mean(y)`` is unbiased but rests on n queries. Prediction-powered inference
+(Angelopoulos, Bates, Fannjiang, Jordan & Zrnic, "Prediction-powered inference", Science 2023) keeps the judge's
+reach and removes its bias::
+
+    estimate = lam * mean(f over all N) + mean(y - lam * f over the n labelled)
+
+with ``lam = 1`` the paper's estimator (the one the issue states: the judge's mean plus the mean human-minus-judge
+difference) and, by default, ``lam`` tuned to the data (PPI++, Angelopoulos, Duchi & Zrnic 2023, the default of
+the authors' library ``ppi_py``): ``lam = Cov(y, f) / Var(f)``, clipped to [0, 1]. Any fixed ``lam`` gives an
+unbiased estimate; ``lam = 0`` is the human-only mean, so a judge that knows nothing (f independent of y) costs
+nothing but the tuning's noise, and a good one narrows the interval.
+
+**Why not ``ppi_py`` itself.** Its formulas for a mean are a few lines (reproduced here, and checked against it in
+``tests/test_ppi.py``), while importing it loads numba, statsmodels and scikit-learn and turns every warning of
+the process off (``warnings.simplefilter("ignore")`` at import). It also treats the labelled and the unlabelled
+queries as disjoint samples, where here the judge's mean runs over all N queries; the interval below is the exact
+one for that estimator (rewritten over disjoint sets, ``c = lam * (N - n) / N`` is ``ppi_py``'s lambda).
+
+**The interval** is the normal (CLT) one, ``estimate +- z * se``, for one of two targets (``population``):
+
+* ``"queries"`` (default): the mean over the population of queries the dataset's queries are a sample of, as every
+  other interval here (``compare``'s bootstrap): ``se^2 = Var(y - c f) / n + c^2 Var(f) / (N - n)``;
+* ``"dataset"``: the mean over exactly these N queries, had humans labelled them all (a finite population; the
+  difference estimator of survey sampling): ``se^2 = (1 - n / N) Var(y - lam f) / n``. The judge-only mean is then
+  exact for its own labels (an interval of width 0: its error is all bias).
+
+**The human sample must be random**: the n labelled queries a simple random sample of the N (or, with ``strata``,
+a random sample within each stratum; the estimate weights each stratum by its share of the N queries, so the
+sampling rates may differ between strata). Queries chosen for being hard, or the ones a judge was unsure of, void
+the interval. :func:`sample_plan` draws such a sample, seeded; any prefix of its order is again a random sample.
+
+Per-query values are float arrays aligned by query, NaN where a query has no value: a NaN judge value leaves the
+query out of N, a NaN human value means "not labelled".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from statistics import NormalDist
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from ragmetrics.analysis import stats
+from ragmetrics.analysis.values import QueryValues
+from ragmetrics.engine.queries import at_queries
+from ragmetrics.foundation.errors import RagMetricsError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+Population = Literal["queries", "dataset"]
+POPULATIONS: dict[str, str] = {
+    "queries": "the mean over the population of queries these are a sample of (as compare's intervals)",
+    "dataset": "the mean over exactly these queries, had humans labelled them all",
+}
+"""The targets an interval can be for: the one place one is added (the CLI's choices)."""
+
+MIN_LABELLED = 2
+"""Fewer labelled queries (in a stratum) give no variance: the estimate is refused."""
+
+
+def _z(confidence: float) -> float:
+    return NormalDist().inv_cdf(0.5 + confidence / 2)
+
+
+def _two_sided_p(estimate: float, se: float) -> float:
+    if not math.isfinite(estimate) or not math.isfinite(se):
+        return float("nan")
+    if se == 0:
+        return 1.0 if estimate == 0 else 0.0
+    return math.erfc(abs(estimate) / se / math.sqrt(2))  # 2 * (1 - Phi(|estimate| / se))
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An estimate with its normal interval: ``estimate +- z * se`` at ``confidence``, the two-sided p-value of
+    "the mean is 0" (the paired differences' test), and ``n`` the queries behind it."""
+
+    estimate: float
+    se: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    n: int
+
+    @classmethod
+    def of(cls, estimate: float, se: float, n: int, z: float) -> Interval:
+        return cls(float(estimate), float(se), float(estimate - z * se), float(estimate + z * se),
+                   _two_sided_p(estimate, se), int(n))  # fmt: skip
+
+    @property
+    def half_width(self) -> float:
+        return (self.ci_high - self.ci_low) / 2
+
+
+@dataclass(frozen=True)
+class Stratum:
+    """One stratum's sizes and moments: ``big_n`` queries, ``n`` of them labelled, ``weight`` its share of all;
+    ``var_f`` over all its queries, ``var_f_rest`` over the unlabelled ones; ``var_y``, ``var_f_labelled`` and
+    ``cov`` (of y and f) over the labelled ones."""
+
+    big_n: int
+    n: int
+    weight: float
+    var_y: float
+    var_f: float
+    var_f_rest: float
+    var_f_labelled: float
+    cov: float
+
+
+def _variance(stratum: Stratum, lam: float, n: float, population: str, *, projected: bool = False) -> float:
+    """The estimator's variance in ``stratum`` with ``n`` labelled queries. As measured (``projected`` False), the
+    sample variance of the labelled queries' ``y - c f`` and of the unlabelled queries' ``f``; projected to another
+    ``n``, the judge's variance is the one over all the stratum's queries."""
+    big_n = stratum.big_n
+    var_f = stratum.var_f if projected else stratum.var_f_labelled
+    c = lam if population == "dataset" else lam * (big_n - n) / big_n
+    residual = max(stratum.var_y - 2 * c * stratum.cov + c**2 * var_f, 0.0)
+    if population == "dataset":
+        return residual * (1 - n / big_n) / n
+    var_rest = stratum.var_f if projected else stratum.var_f_rest
+    rest = c**2 * var_rest / (big_n - n) if big_n > n else 0.0
+    return residual / n + rest
+
+
+@dataclass(frozen=True)
+class Corrected:
+    """One mean (a run's metric, or the paired difference of two runs') three ways: ``ppi`` (the corrected
+    estimate), ``judge_only`` (the judge's labels taken as truth: ``mean(f)`` over the N queries) and
+    ``human_only`` (``mean(y)`` over the n labelled queries; stratified when strata are given), with the tuning
+    ``lam`` the correction used. ``bias`` is what the correction moved: ``ppi - judge_only``."""
+
+    ppi: Interval
+    judge_only: Interval
+    human_only: Interval
+    lam: float
+    n_labelled: int
+    n_queries: int
+    confidence: float
+    population: str
+    strata: tuple[Stratum, ...]
+
+    @property
+    def bias(self) -> float:
+        return self.ppi.estimate - self.judge_only.estimate
+
+    def projected_half_width(self, more: int) -> float:
+        """The PPI interval's half width with ``more`` labelled queries beyond these (spread over the strata in
+        proportion to their unlabelled queries), from the variances estimated now: "label ``more`` more and the
+        interval is about +- this"."""
+        if more < 0:
+            raise RagMetricsError(f"more: expected a number of queries of 0 or more, got {more!r}")
+        rest = np.array([s.big_n - s.n for s in self.strata], dtype=np.float64)
+        total_rest = rest.sum()
+        extra = rest * min(more, total_rest) / total_rest if total_rest else rest
+        variance = sum(
+            s.weight**2 * _variance(s, self.lam, s.n + e, self.population, projected=True)
+            for s, e in zip(self.strata, extra)
+        )
+        return _z(self.confidence) * math.sqrt(variance)
+
+    def labels_for(self, half_width: float) -> int | None:
+        """How many more labelled queries would bring the half width to ``half_width`` or below (None: not even
+        labelling every query would)."""
+        low, high = 0, sum(s.big_n - s.n for s in self.strata)
+        if self.projected_half_width(high) > half_width:
+            return None
+        while low < high:  # the half width falls as labels are added: the first count that reaches it
+            middle = (low + high) // 2
+            if self.projected_half_width(middle) <= half_width:
+                high = middle
+            else:
+                low = middle + 1
+        return low
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ppi": asdict(self.ppi),
+            "judge_only": asdict(self.judge_only),
+            "human_only": asdict(self.human_only),
+            "lam": self.lam,
+            "n_labelled": self.n_labelled,
+            "n_queries": self.n_queries,
+            "confidence": self.confidence,
+            "population": self.population,
+        }
+
+
+def _var(x: np.ndarray) -> float:
+    return float(np.var(x, ddof=1)) if len(x) > 1 else 0.0
+
+
+def ppi_mean(
+    judge: np.ndarray,
+    human: np.ndarray,
+    *,
+    lam: float | None = None,
+    confidence: float = 0.95,
+    population: Population | str = "queries",
+    strata: np.ndarray | None = None,
+) -> Corrected:
+    """The prediction-powered mean of a per-query metric, beside the judge-only and human-only means.
+
+    ``judge``: each query's value under the judge's labels (NaN: the query has none and is left out); ``human``:
+    its value under the human labels, NaN where the query is not labelled. ``lam``: None tunes it (PPI++), 1 is
+    plain PPI, 0 the human-only mean. ``strata``: each query's stratum (e.g. its category) when the human sample
+    was drawn per stratum; each stratum needs at least :data:`MIN_LABELLED` labelled queries. See the module
+    documentation for the target (``population``) and the sampling the interval assumes.
+    """
+    if population not in POPULATIONS:
+        raise RagMetricsError(f"population: expected one of {list(POPULATIONS)}, got {population!r}")
+    if not 0 < confidence < 1:
+        raise RagMetricsError(f"confidence: expected a number strictly between 0 and 1, got {confidence!r}")
+    if lam is not None and not 0 <= lam <= 1:
+        raise RagMetricsError(f"lam: expected a number in [0, 1] or None (tuned), got {lam!r}")
+    f = np.asarray(judge, dtype=np.float64)
+    y = np.asarray(human, dtype=np.float64)
+    if f.shape != y.shape or f.ndim != 1:
+        raise RagMetricsError(
+            f"judge and human values: expected two 1-d arrays of one length, got {f.shape}, {y.shape}"
+        )
+    groups = (
+        np.zeros(len(f), dtype=np.int64) if strata is None else np.unique(np.asarray(strata), return_inverse=True)[1]
+    )
+    if len(groups) != len(f):
+        raise RagMetricsError(f"strata: expected one per query ({len(f)}), got {len(groups)}")
+    kept = ~np.isnan(f)
+    f, y, groups = f[kept], y[kept], groups[kept]
+    labelled = ~np.isnan(y)
+    big_n, n = len(f), int(labelled.sum())
+    parts = []
+    for g in np.unique(groups):
+        inside = groups == g
+        mine = inside & labelled
+        if mine.sum() < MIN_LABELLED:
+            which = "" if strata is None else " in one of the strata"
+            raise RagMetricsError(
+                f"{int(mine.sum())} labelled quer{'y' if mine.sum() == 1 else 'ies'}{which} of {int(inside.sum())}: "
+                f"a corrected estimate needs at least {MIN_LABELLED} (label more, sample_plan says which)"
+            )
+        fl, yl = f[mine], y[mine]
+        cov = float(np.cov(yl, fl, ddof=1)[0, 1])
+        parts.append(
+            Stratum(
+                big_n=int(inside.sum()),
+                n=int(mine.sum()),
+                weight=inside.sum() / big_n,
+                var_y=_var(yl),
+                var_f=_var(f[inside]),
+                var_f_rest=_var(f[inside & ~labelled]),
+                var_f_labelled=_var(fl),
+                cov=cov,
+            )
+        )
+    if lam is None:
+        # PPI++'s tuning: the weighted within-stratum regression slope of y on f, clipped to [0, 1] as ppi_py does
+        var_f = sum(s.weight**2 * s.var_f / s.n for s in parts)
+        cov = sum(s.weight**2 * s.cov / s.n for s in parts)
+        lam = float(np.clip(cov / var_f, 0.0, 1.0)) if var_f > 0 else 0.0
+    z = _z(confidence)
+    estimate, variance, judge_variance, human_mean, human_variance = 0.0, 0.0, 0.0, 0.0, 0.0
+    for g, s in zip(np.unique(groups), parts):
+        inside = groups == g
+        mine = inside & labelled
+        estimate += s.weight * (lam * f[inside].mean() + (y[mine] - lam * f[mine]).mean())
+        variance += s.weight**2 * _variance(s, lam, s.n, population)
+        judge_variance += s.weight**2 * (0.0 if population == "dataset" else s.var_f / s.big_n)
+        human_mean += s.weight * y[mine].mean()
+        fpc = 1 - s.n / s.big_n if population == "dataset" else 1.0
+        human_variance += s.weight**2 * s.var_y * fpc / s.n
+    return Corrected(
+        ppi=Interval.of(estimate, math.sqrt(variance), n, z),
+        judge_only=Interval.of(float(f.mean()), math.sqrt(judge_variance), big_n, z),
+        human_only=Interval.of(human_mean, math.sqrt(human_variance), n, z),
+        lam=lam,
+        n_labelled=n,
+        n_queries=big_n,
+        confidence=confidence,
+        population=str(population),
+        strata=tuple(parts),
+    )
+
+
+def ppi_paired(
+    judge: np.ndarray,
+    judge_baseline: np.ndarray,
+    human: np.ndarray,
+    human_baseline: np.ndarray,
+    **options: Any,
+) -> Corrected:
+    """The prediction-powered mean of the per-query differences of a run and a baseline (run minus baseline),
+    under the judge's labels and under the human labels: :func:`ppi_mean` of the differences (``options`` pass
+    through). Its intervals' p-values test "no difference", and :data:`ragmetrics.analysis.stats.CORRECTIONS`
+    apply to them as to ``compare``'s."""
+    return ppi_mean(
+        np.asarray(judge, np.float64) - np.asarray(judge_baseline, np.float64),
+        np.asarray(human, np.float64) - np.asarray(human_baseline, np.float64),
+        **options,
+    )
+
+
+def sample_plan(
+    query_ids: Sequence[str] | np.ndarray,
+    size: int | None = None,
+    *,
+    seed: int = 0,
+    strata: Sequence[str] | np.ndarray | None = None,
+    labelled: Collection[str] = (),
+) -> list[str]:
+    """The queries to label next, in the order to label them: a seeded random order of the queries not yet
+    ``labelled`` (the first ``size`` of it; None: all). With ``strata`` (each query's stratum, e.g. its category),
+    the order interleaves the strata in proportion to their sizes, each in random order within, so that any
+    prefix is a stratified sample with about proportional allocation. The same arguments give the same plan."""
+    ids = np.asarray([str(q) for q in query_ids], dtype=object)
+    if size is not None and size < 0:
+        raise RagMetricsError(f"size: expected a number of queries of 0 or more, got {size!r}")
+    rng = np.random.default_rng(seed)
+    done = {str(q) for q in labelled}
+    open_ = np.array([q not in done for q in ids], dtype=bool)
+    jitter = rng.random(len(ids))
+    if strata is None:
+        key = jitter
+    else:
+        labels = np.asarray([str(s) for s in strata], dtype=object)
+        if len(labels) != len(ids):
+            raise RagMetricsError(f"strata: expected one per query ({len(ids)}), got {len(labels)}")
+        key = np.zeros(len(ids))
+        for value in np.unique(labels):
+            inside = np.flatnonzero(labels == value)
+            order = inside[np.argsort(jitter[inside], kind="stable")]
+            # the k-th of a stratum of m is due at (k + u) / m: the strata advance together, ties broken at random
+            key[order] = (np.arange(len(order)) + rng.random()) / len(order)
+    chosen = np.flatnonzero(open_)
+    chosen = chosen[np.lexsort((jitter[chosen], key[chosen]))]
+    return [str(q) for q in ids[chosen[:size]]]
+
+
+def _values_at(run: QueryValues, metric: str, wanted: np.ndarray) -> np.ndarray:
+    if run.query_ids is None:
+        raise RagMetricsError(f"run {run.name!r}: its per-query values were written to a file, not collected")
+    arrays = run.arrays
+    if metric not in arrays:
+        raise RagMetricsError(f"run {run.name!r} has no values of {metric}; it has {', '.join(run.metrics)}")
+    return at_queries(arrays[metric], run.query_ids, wanted)
+
+
+def corrected_means(
+    judge: Mapping[str, QueryValues],
+    human: Mapping[str, QueryValues],
+    labelled: Collection[str],
+    *,
+    metrics: Sequence[str] | None = None,
+    strata: Mapping[str, str] | None = None,
+    more: int | None = None,
+    **options: Any,
+) -> pd.DataFrame:
+    """Each run's and metric's corrected mean beside its judge-only and human-only means.
+
+    ``judge``: each run's per-query values under the judge's labels (its queries are the N); ``human``: the same
+    runs' values under the human labels, read at the ``labelled`` queries only. ``options`` pass to
+    :func:`ppi_mean`; ``strata``: each query's stratum (query id to stratum). One row per (metric, run):
+    ``estimate, ci_low, ci_high, p_value`` (PPI), ``judge, judge_low, judge_high``, ``human, human_low,
+    human_high``, ``lam, n_labelled, n_queries``, and ``more, projected``: the interval's half width were ``more``
+    queries labelled beyond these (default: as many again).
+    """
+    import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
+
+    rows = []
+    for name, run in judge.items():
+        if name not in human:
+            raise RagMetricsError(f"run {name!r} has values under the judge's labels but not under the human labels")
+        ids = run.query_ids
+        if ids is None:
+            raise RagMetricsError(f"run {name!r}: its per-query values were written to a file, not collected")
+        sampled = np.isin(np.asarray(ids, dtype=object).astype(str), np.asarray(list(labelled), dtype=str))
+        for metric in metrics or run.metrics:
+            f = _values_at(run, metric, ids)
+            y = np.where(sampled, _values_at(human[name], metric, ids), np.nan)
+            result = ppi_mean(f, y, strata=_strata_of(strata, ids), **options)
+            rows.append({"metric": metric, "run": name, **_row(result), **_projected(result, more)})
+    return pd.DataFrame(rows)
+
+
+def _strata_of(strata: Mapping[str, str] | None, ids: np.ndarray) -> np.ndarray | None:
+    return None if strata is None else np.array([str(strata.get(str(q), "")) for q in ids], dtype=object)
+
+
+def _projected(result: Corrected, more: int | None) -> dict[str, Any]:
+    more = result.n_labelled if more is None else more
+    more = min(more, result.n_queries - result.n_labelled)
+    return {"more": more, "projected": result.projected_half_width(more)}
+
+
+def _row(result: Corrected) -> dict[str, Any]:
+    return {
+        "estimate": result.ppi.estimate,
+        "ci_low": result.ppi.ci_low,
+        "ci_high": result.ppi.ci_high,
+        "p_value": result.ppi.p_value,
+        "judge": result.judge_only.estimate,
+        "judge_low": result.judge_only.ci_low,
+        "judge_high": result.judge_only.ci_high,
+        "human": result.human_only.estimate,
+        "human_low": result.human_only.ci_low,
+        "human_high": result.human_only.ci_high,
+        "lam": result.lam,
+        "n_labelled": result.n_labelled,
+        "n_queries": result.n_queries,
+    }
+
+
+def corrected_comparison(
+    judge: Mapping[str, QueryValues],
+    human: Mapping[str, QueryValues],
+    labelled: Collection[str],
+    *,
+    baseline: str | None = None,
+    metrics: Sequence[str] | None = None,
+    correction: str | None = "holm",
+    alpha: float = 0.05,
+    strata: Mapping[str, str] | None = None,
+    more: int | None = None,
+    **options: Any,
+) -> pd.DataFrame:
+    """Each run against ``baseline`` (default: the first), corrected: per (metric, run), the PPI estimate of the
+    mean paired difference (``delta, ci_low, ci_high, p_value``, as ``compare``'s table names them) and the
+    judge-only and human-only differences beside it (``judge_delta, judge_low, judge_high, human_delta, ...``).
+    ``p_value_corrected`` applies ``correction`` (:data:`ragmetrics.analysis.stats.CORRECTIONS`) over every
+    run x metric, ``significant`` compares it with ``alpha``: the columns
+    :func:`ragmetrics.analysis.verdicts.verdict` reads. ``strata``, ``more`` and ``options``: as
+    :func:`corrected_means`. The baseline's own row is left out."""
+    import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
+
+    names = list(judge)
+    baseline = baseline or (names[0] if names else "")
+    if baseline not in judge or baseline not in human:
+        raise RagMetricsError(f"baseline {baseline!r} is not among the runs {names}")
+    correction = correction or "none"
+    if correction not in stats.CORRECTIONS:
+        raise RagMetricsError(f"correction: expected one of {list(stats.CORRECTIONS)}, got {correction!r}")
+    base_ids = judge[baseline].query_ids
+    if base_ids is None:
+        raise RagMetricsError(f"run {baseline!r}: its per-query values were written to a file, not collected")
+    sampled = np.isin(np.asarray(base_ids, dtype=object).astype(str), np.asarray(list(labelled), dtype=str))
+    rows = []
+    for metric in metrics or judge[baseline].metrics:
+        f_base = _values_at(judge[baseline], metric, base_ids)
+        y_base = _values_at(human[baseline], metric, base_ids)
+        for name in names:
+            if name == baseline:
+                continue
+            if name not in human:
+                raise RagMetricsError(f"run {name!r} has values under the judge's labels but not the human labels")
+            f = _values_at(judge[name], metric, base_ids)
+            y = np.where(sampled, _values_at(human[name], metric, base_ids), np.nan)
+            result = ppi_paired(
+                f, f_base, y, np.where(sampled, y_base, np.nan), strata=_strata_of(strata, base_ids), **options
+            )
+            row = _row(result)
+            rows.append(
+                {
+                    "metric": metric,
+                    "baseline": baseline,
+                    "run": name,
+                    "delta": row["estimate"],
+                    "ci_low": row["ci_low"],
+                    "ci_high": row["ci_high"],
+                    "p_value": row["p_value"],
+                    "judge_delta": row["judge"],
+                    "judge_low": row["judge_low"],
+                    "judge_high": row["judge_high"],
+                    "judge_p_value": result.judge_only.p_value,
+                    "human_delta": row["human"],
+                    "human_low": row["human_low"],
+                    "human_high": row["human_high"],
+                    "human_p_value": result.human_only.p_value,
+                    "lam": result.lam,
+                    "n_labelled": result.n_labelled,
+                    "n_queries": result.n_queries,
+                    **_projected(result, more),
+                }
+            )
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame
+    frame["p_value_corrected"] = stats.CORRECTIONS[correction](frame["p_value"].to_numpy())
+    frame["significant"] = frame["p_value_corrected"] < alpha
+    return frame

@@ -1,0 +1,157 @@
+"""``eval`` and ``compare`` with ``--judge-qrels J --human-qrels H``: the means and deltas corrected by a human
+sample (prediction-powered inference, :mod:`ragmetrics.analysis.ppi`), beside the judge-only and human-only ones.
+
+The dataset's judgments are what is known; J, a judge's labels, fills the pairs they leave unjudged; H, the human
+labels of a random sample of queries, is added to them (winning where it differs). The queries H names are the
+human-labelled sample."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any, TextIO
+
+import pandas as pd
+
+from ragmetrics.analysis import ppi
+from ragmetrics.analysis.evaluate import EvalResult
+from ragmetrics.analysis.judging import Labelled, with_labels
+from ragmetrics.analysis.stats import family_text
+from ragmetrics.cli.evaluating import evaluate_runs
+from ragmetrics.cli.options import LAMBDAS
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.model import Dataset, Run
+from ragmetrics.io import load_dataset
+
+
+def evaluate_labelled(
+    args: argparse.Namespace, dataset: Dataset, runs: list[Run], metrics: list[str]
+) -> tuple[EvalResult, EvalResult, Labelled]:
+    """The runs evaluated under the judge's labels and under the human labels."""
+    for option in ("bounds", "per_query", "per_query_out"):
+        if getattr(args, option, None):
+            raise RagMetricsError(f"--{option.replace('_', '-')}: not with --judge-qrels and --human-qrels")
+    if getattr(args, "engine", "inprocess") != "inprocess":
+        raise RagMetricsError("--judge-qrels and --human-qrels: with --engine inprocess only")
+    labelled = with_labels(dataset, load_dataset(args.judge_qrels), load_dataset(args.human_qrels))
+    if args.strata and args.strata not in dataset.queries_table.column_names:
+        raise RagMetricsError(f"--strata {args.strata}: the dataset's queries have no such column")
+    judge = evaluate_runs(args, labelled.judge, runs, metrics)
+    human = evaluate_runs(args, labelled.human, runs, metrics)
+    return judge, human, labelled
+
+
+def _options(args: argparse.Namespace, result: EvalResult) -> dict[str, Any]:
+    options: dict[str, Any] = {"lam": LAMBDAS[args.ppi_lambda], "population": args.ppi_target}
+    if args.strata:
+        ids = result.dataset.query_ids
+        options["strata"] = dict(zip(ids.astype(str), result.dataset.facet(args.strata, ids)))
+    return options
+
+
+def _plan(args: argparse.Namespace, result: EvalResult, labelled: Labelled, out: TextIO) -> None:
+    if not args.plan:
+        return
+    ids = next(iter(result.runs.values())).query_ids
+    strata = result.dataset.facet(args.strata, ids) if args.strata else None
+    plan = ppi.sample_plan(ids, args.plan, seed=getattr(args, "seed", 0), strata=strata, labelled=labelled.queries)
+    done = set(labelled.queries)
+    unlabelled = sum(str(q) not in done for q in ids)
+    out.write(f"label next ({len(plan)} of the {unlabelled} unlabelled): {' '.join(plan)}\n")
+
+
+def _interval(value: float, low: float, high: float, signed: bool = False) -> str:
+    form = "+.4f" if signed else ".4f"
+    return f"{value:{form}} [{low:{form}}, {high:{form}}]"
+
+
+FEW_LABELLED = 30
+"""Below this many human-labelled queries a note says the normal interval is rough (docs/ppi.md measures it)."""
+
+
+def _footer(args: argparse.Namespace, frame: pd.DataFrame, out: TextIO) -> None:
+    row = frame.iloc[0]
+    out.write(
+        f"{int(row['n_labelled'])} of {int(row['n_queries'])} queries human-labelled, the rest the judge's; "
+        f"95% intervals for {ppi.POPULATIONS[args.ppi_target]}; lambda {args.ppi_lambda}\n"
+    )
+
+
+def _few(frame: pd.DataFrame, err: TextIO) -> None:
+    n = int(frame["n_labelled"].min()) if len(frame) else 0
+    if n < FEW_LABELLED:
+        err.write(
+            f"ragmetrics: note: {n} human-labelled queries: below {FEW_LABELLED} the normal interval is rough (it "
+            "can be too narrow, or of width 0 when they all score alike); label more (--plan)\n"
+        )
+
+
+def _json(frame: pd.DataFrame, key: str, out: TextIO) -> None:
+    rows = [
+        {k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in frame.to_dict("records")
+    ]
+    json.dump({key: rows}, out, ensure_ascii=False, indent=2)
+    out.write("\n")
+
+
+def eval_corrected(
+    args: argparse.Namespace, dataset: Dataset, runs: list[Run], metrics: list[str], out: TextIO, err: TextIO
+) -> EvalResult:
+    """``eval --judge-qrels --human-qrels``: each run's and metric's corrected mean; returns the judge's result
+    (for the coverage notes)."""
+    if args.format == "markdown":
+        raise RagMetricsError("--format markdown: not with --judge-qrels (table, json or csv)")
+    judge, human, labelled = evaluate_labelled(args, dataset, runs, metrics)
+    frame = ppi.corrected_means(judge.runs, human.runs, labelled.queries, **_options(args, judge))
+    _few(frame, err)
+    if args.format == "json":
+        _json(frame, "corrected", out)
+    elif args.format == "csv":
+        out.write(frame.to_csv(index=False))
+    else:
+        for r in frame.itertuples(index=False):
+            out.write(
+                f"{r.metric:<14} {r.run:<24} corrected {_interval(r.estimate, r.ci_low, r.ci_high)}  "
+                f"judge-only {_interval(r.judge, r.judge_low, r.judge_high)}  "
+                f"human-only {_interval(r.human, r.human_low, r.human_high)}  lambda {r.lam:.2f}  "
+                f"with {r.more} more labelled: about +-{r.projected:.4f}\n"
+            )
+        _footer(args, frame, out)
+        _plan(args, judge, labelled, out)
+    return judge
+
+
+def compare_corrected(
+    args: argparse.Namespace, dataset: Dataset, runs: list[Run], metrics: list[str], out: TextIO, err: TextIO
+) -> EvalResult:
+    """``compare --judge-qrels --human-qrels``: each run's corrected delta against the baseline (the first run),
+    its p-value corrected over every run x metric as ``compare``'s are."""
+    judge, human, labelled = evaluate_labelled(args, dataset, runs, metrics)
+    frame = ppi.corrected_comparison(
+        judge.runs,
+        human.runs,
+        labelled.queries,
+        baseline=runs[0].name,
+        correction=args.correction,
+        alpha=args.alpha,
+        **_options(args, judge),
+    )
+    _few(frame, err)
+    if args.format == "json":
+        _json(frame, "comparisons", out)
+        return judge
+    for r in frame.itertuples(index=False):
+        mark = "*" if r.significant else " "
+        out.write(
+            f"{r.metric:<14} {r.run:<24} vs {r.baseline}: corrected delta "
+            f"{_interval(r.delta, r.ci_low, r.ci_high, True)}  p={r.p_value:.4g} ({args.correction} "
+            f"{r.p_value_corrected:.4g}){mark}  judge-only {_interval(r.judge_delta, r.judge_low, r.judge_high, True)}"
+            f"  human-only {_interval(r.human_delta, r.human_low, r.human_high, True)}\n"
+        )
+    _footer(args, frame, out)
+    out.write(
+        f"p: the normal test of the corrected delta; * = significant at alpha {args.alpha}, "
+        f"{family_text(args.correction, len(frame))}\n"
+    )
+    _plan(args, judge, labelled, out)
+    return judge

@@ -1,0 +1,440 @@
+"""Prediction-powered means (ragmetrics.analysis.ppi), checked by seeded simulation and against ppi_py.
+
+The coverage study simulates SciFact-like queries (one relevant document, sometimes two, in a pool of 12 that two
+runs rank), a judge that labels the pool with known error rates, and a human sample of a tenth of the queries; each
+query's nDCG@10 is computed in numpy, vectorised over every seed (the same values as ragmetrics.evaluate gives:
+checked below), and the intervals are those of :func:`ragmetrics.analysis.ppi.ppi_mean` on them. The figures are in
+docs/ppi.md (``python tests/test_ppi.py`` prints them).
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import ragmetrics as rm
+from ragmetrics.analysis import stats
+from ragmetrics.analysis.judging import pool, with_labels
+from ragmetrics.analysis.ppi import Corrected, corrected_comparison, corrected_means, ppi_mean, ppi_paired, sample_plan
+from ragmetrics.analysis.verdicts import verdict
+from ragmetrics.cli import main
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.io import load_dataset, load_run, write_trec_qrels
+
+SEEDS = 1_000
+QUERIES = 500
+LABELLED = 50  # a tenth
+POOL = 12
+DISCOUNT = 1 / np.log2(np.arange(10) + 2)
+IDEAL = np.concatenate([[0.0], np.cumsum(DISCOUNT)])
+SIGNALS = (1.0, 1.4)  # run A, run B (the better one)
+
+
+def simulate_queries(rng: np.random.Generator, shape: tuple[int, ...]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Each query's pool with its true labels (``shape + (POOL,)``: the first 1 + Poisson(0.2) documents are
+    relevant) and the two runs' top 10 (pool positions, best first: relevant documents score ``signal`` higher)."""
+    n_rel = np.minimum(1 + rng.poisson(0.2, shape), POOL)
+    truth = (np.arange(POOL) < n_rel[..., None]).astype(np.int8)
+    tops = []
+    for signal in SIGNALS:
+        score = signal * truth + rng.normal(size=(*shape, POOL))
+        tops.append(np.argsort(-score, axis=-1)[..., :10])
+    return truth, tops
+
+
+def judge(rng: np.random.Generator, truth: np.ndarray, missed: float, invented: float) -> np.ndarray:
+    """A judge that calls a relevant document non-relevant with probability ``missed`` and a non-relevant one
+    relevant with probability ``invented``."""
+    u = rng.random(truth.shape)
+    return np.where(truth == 1, u >= missed, u < invented).astype(np.int8)
+
+
+def know_nothing(rng: np.random.Generator, truth: np.ndarray) -> np.ndarray:
+    """A judge that knows nothing: each document relevant with probability 0.2, whatever it is."""
+    return (rng.random(truth.shape) < 0.2).astype(np.int8)
+
+
+def ndcg10(labels: np.ndarray, top: np.ndarray) -> np.ndarray:
+    """nDCG@10 with binary gains, the pool's labels as the qrels (0 where nothing is relevant)."""
+    dcg = np.take_along_axis(labels, top, axis=-1) @ DISCOUNT
+    ideal = IDEAL[np.minimum(labels.sum(-1), 10)]
+    return np.where(ideal > 0, dcg / np.where(ideal > 0, ideal, 1), 0.0)
+
+
+@functools.cache
+def population_means() -> tuple[float, float]:
+    """Run A's mean nDCG@10 and the mean difference B - A over the population of queries (200,000 drawn)."""
+    truth, (a, b) = simulate_queries(np.random.default_rng(12345), (200_000,))
+    return float(ndcg10(truth, a).mean()), float((ndcg10(truth, b) - ndcg10(truth, a)).mean())
+
+
+@functools.cache
+def study(kind: str, population: str = "queries", labelled: int = LABELLED, lams: tuple = (None, 1.0)):
+    """The intervals of :data:`SEEDS` seeds: each draws the queries (for ``population="dataset"``, one draw is
+    kept), the judge's labels and the human sample. Returns ``{lam: (means, differences)}`` (``lam`` None: tuned)
+    and the true mean and difference of each seed."""
+    rng = np.random.default_rng(7)
+    shape = (SEEDS, QUERIES)
+    if population == "dataset":  # one set of queries, judged and sampled anew each seed
+        truth1, tops1 = simulate_queries(rng, (QUERIES,))
+        truth = np.broadcast_to(truth1, (*shape, POOL))
+        tops = [np.broadcast_to(t, (*shape, 10)) for t in tops1]
+    else:
+        truth, tops = simulate_queries(rng, shape)
+    labels = judge(rng, truth, 0.2, 0.05) if kind == "judge" else know_nothing(rng, truth)
+    f = [ndcg10(labels, t) for t in tops]
+    y = [ndcg10(truth, t) for t in tops]
+    results: dict = {lam: ([], []) for lam in lams}
+    for s in range(SEEDS):
+        sampled = np.zeros(QUERIES, dtype=bool)
+        sampled[rng.choice(QUERIES, labelled, replace=False)] = True
+        human = [np.where(sampled, v[s], np.nan) for v in y]
+        for lam, (means, diffs) in results.items():
+            means.append(ppi_mean(f[0][s], human[0], lam=lam, population=population))
+            diffs.append(ppi_paired(f[1][s], f[0][s], human[1], human[0], lam=lam, population=population))
+    if population == "dataset":
+        true_means, true_diffs = y[0].mean(axis=1), (y[1] - y[0]).mean(axis=1)
+    else:
+        pop_mean, pop_diff = population_means()
+        true_means, true_diffs = np.full(SEEDS, pop_mean), np.full(SEEDS, pop_diff)
+    return results, true_means, true_diffs
+
+
+def outcome(kind: str, lam: float | None = None, **options):
+    """One study's ``means, differences, true means, true differences`` for one ``lam``."""
+    results, truths, true_diffs = study(kind, **options)
+    return (*results[lam], truths, true_diffs)
+
+
+def coverage(results: list[Corrected], truths: np.ndarray, which: str = "ppi") -> float:
+    ends = np.array([(getattr(r, which).ci_low, getattr(r, which).ci_high) for r in results])
+    return float(np.mean((ends[:, 0] <= truths) & (truths <= ends[:, 1])))
+
+
+def half_width(results: list[Corrected], which: str = "ppi") -> float:
+    return float(np.mean([getattr(r, which).half_width for r in results]))
+
+
+def test_the_simulated_ndcg_is_ragmetrics_evaluate_s():
+    rng = np.random.default_rng(3)
+    truth, (top, _) = simulate_queries(rng, (40,))
+    labels = judge(rng, truth, 0.2, 0.05)
+    qrels = {f"q{i}": {f"d{j}": int(labels[i, j]) for j in range(POOL)} for i in range(40)}
+    run = {f"q{i}": {f"d{j}": float(10 - r) for r, j in enumerate(top[i])} for i in range(40)}
+    result = rm.evaluate(rm.Dataset.from_dict(qrels), rm.Run.from_dict(run), ["ndcg@10"], warn=False)
+    values = result.per_query()["ndcg@10"].to_numpy()
+    np.testing.assert_allclose(values, ndcg10(labels, top), atol=1e-12)
+
+
+def test_ppi_covers_the_true_mean_and_the_judge_alone_does_not():
+    means, _, truths, _ = outcome("judge")
+    ppi = coverage(means, truths)
+    assert 0.93 <= ppi <= 0.97, ppi
+    assert coverage(means, truths, "judge_only") < 0.5  # the judge's bias: its own interval misses
+    assert 0.93 <= coverage(means, truths, "human_only") <= 0.97
+    assert half_width(means) < 0.9 * half_width(means, "human_only")  # a good judge narrows the interval
+
+
+def test_plain_ppi_covers_too():
+    means, diffs, truths, true_diffs = outcome("judge", 1.0)
+    assert 0.93 <= coverage(means, truths) <= 0.97
+    assert 0.93 <= coverage(diffs, true_diffs) <= 0.97
+
+
+def test_the_paired_difference_covers_the_true_difference():
+    _, diffs, _, true_diffs = outcome("judge")
+    assert 0.93 <= coverage(diffs, true_diffs) <= 0.97
+    assert coverage(diffs, true_diffs, "judge_only") < 0.5
+    assert np.mean([d.ppi.p_value < 0.05 for d in diffs]) > 0.5  # B's real gain is found most of the time
+
+
+def test_a_judge_that_knows_nothing_costs_the_tuned_estimate_almost_nothing():
+    means, _, truths, _ = outcome("random")
+    assert 0.93 <= coverage(means, truths) <= 0.97
+    estimates = np.array([m.ppi.estimate for m in means])
+    human = np.array([m.human_only.estimate for m in means])
+    # as unbiased as the human sample: the mean error within 3 Monte-Carlo standard errors
+    assert abs(estimates.mean() - truths[0]) < 3 * estimates.std() / np.sqrt(SEEDS)
+    assert abs(human.mean() - truths[0]) < 3 * human.std() / np.sqrt(SEEDS)
+    # no narrower than the human-only interval: the tuning finds lam near 0 (its noise narrows it by < 2%)
+    assert half_width(means) >= 0.98 * half_width(means, "human_only")
+    assert np.mean([m.lam for m in means]) < 0.2
+    plain, _, _, _ = outcome("random", 1.0)
+    assert half_width(plain) > 1.1 * half_width(plain, "human_only")  # untuned, its noise is added
+
+
+def test_the_dataset_target_covers_the_mean_over_these_queries():
+    means, diffs, truths, true_diffs = outcome("judge", population="dataset", labelled=2 * LABELLED)
+    assert 0.93 <= coverage(means, truths) <= 0.97
+    assert 0.93 <= coverage(diffs, true_diffs) <= 0.97
+    assert all(m.judge_only.half_width == 0 for m in means)  # exact for the judge's labels: its error is bias
+
+
+def test_the_projected_interval_matches_the_one_more_labels_give():
+    means, _, _, _ = outcome("judge")
+    more, _, _, _ = outcome("judge", labelled=3 * LABELLED, lams=(None,))
+    projected = np.mean([m.projected_half_width(2 * LABELLED) for m in means])
+    assert projected == pytest.approx(half_width(more), rel=0.1)
+    one = means[0]
+    assert one.projected_half_width(0) == pytest.approx(one.ppi.half_width, rel=0.05)
+    needed = one.labels_for(one.projected_half_width(2 * LABELLED))
+    assert needed is not None and abs(needed - 2 * LABELLED) <= 2
+    assert one.labels_for(0.0) is None
+
+
+def test_matches_ppi_py():
+    ppi_py = pytest.importorskip("ppi_py")  # the test extra pins it: the authors' reference implementation
+    rng = np.random.default_rng(5)
+    y = rng.random(400)
+    f = np.clip(y + rng.normal(0.1, 0.2, 400), 0, 1)
+    sampled = rng.choice(400, 60, replace=False)
+    rest = np.setdiff1d(np.arange(400), sampled)
+    human = np.full(400, np.nan)
+    human[sampled] = y[sampled]
+    for lam in (1.0, 0.5, 0.0):
+        ours = ppi_mean(f, human, lam=lam)
+        c = lam * len(rest) / 400  # ppi_py's lambda: its unlabelled set is the rest, ours every query
+        assert ours.ppi.estimate == pytest.approx(
+            ppi_py.ppi_mean_pointestimate(y[sampled], f[sampled], f[rest], lam=c)[0]
+        )
+        low, high = ppi_py.ppi_mean_ci(y[sampled], f[sampled], f[rest], alpha=0.05, lam=c)
+        assert ours.ppi.half_width == pytest.approx((high[0] - low[0]) / 2, rel=0.02)  # their std has ddof 0
+    tuned = ppi_mean(f, human)
+    assert tuned.ppi.estimate == pytest.approx(
+        ppi_py.ppi_mean_pointestimate(y[sampled], f[sampled], f[rest])[0], abs=2e-3
+    )
+
+
+def test_strata_weight_each_by_its_share():
+    rng = np.random.default_rng(11)
+    strata = np.repeat(["a", "b"], [300, 100])
+    y = np.where(strata == "a", 0.2, 0.8) + rng.normal(0, 0.05, 400)
+    f = y + 0.1
+    human = np.full(400, np.nan)
+    chosen = np.r_[rng.choice(300, 10, replace=False), 300 + rng.choice(100, 30, replace=False)]  # b oversampled
+    human[chosen] = y[chosen]
+    stratified = ppi_mean(f, human, strata=strata)
+    assert stratified.ppi.estimate == pytest.approx(y.mean(), abs=0.02)
+    assert stratified.human_only.estimate == pytest.approx(y.mean(), abs=0.03)
+    naive = ppi_mean(f, human, lam=0.0)  # unstratified, the oversampled stratum pulls the human mean up
+    assert naive.human_only.estimate > y.mean() + 0.1
+
+
+def test_sample_plan_is_seeded_excludes_the_labelled_and_keeps_strata_in_proportion():
+    ids = [f"q{i}" for i in range(200)]
+    plan = sample_plan(ids, 20, seed=1)
+    assert plan == sample_plan(ids, 20, seed=1) != sample_plan(ids, 20, seed=2)
+    assert len(set(plan)) == 20
+    assert plan[:10] == sample_plan(ids, 10, seed=1)  # a prefix of the plan is the smaller plan
+    again = sample_plan(ids, None, seed=1, labelled=plan[:5])
+    assert not set(plan[:5]) & set(again) and len(again) == 195
+    strata = ["big"] * 150 + ["small"] * 50
+    chosen = sample_plan(ids, 40, seed=3, strata=strata)
+    small = sum(int(q[1:]) >= 150 for q in chosen)
+    assert small == 10  # a quarter of the queries, a quarter of any prefix (within one)
+    assert all(abs(sum(int(q[1:]) >= 150 for q in chosen[:k]) - k / 4) <= 1 for k in range(1, 41))
+
+
+@dataclass(frozen=True)
+class Values:
+    """Per-query values of one run (the QueryValues shape)."""
+
+    name: str
+    query_ids: np.ndarray
+    arrays: dict
+
+    @property
+    def metrics(self) -> tuple:
+        return tuple(self.arrays)
+
+
+def test_corrected_comparison_feeds_the_corrections_and_the_verdicts():
+    rng = np.random.default_rng(2)
+    ids = np.array([f"q{i}" for i in range(400)], dtype=object)
+    truth = {"base": rng.random(400)}
+    truth["same"] = truth["base"] + rng.normal(0, 0.05, 400)
+    truth["better"] = np.clip(truth["base"] + 0.1 + rng.normal(0, 0.05, 400), 0, 1.2)
+    judged = {n: Values(n, ids, {"ndcg@10": v + 0.2 + rng.normal(0, 0.05, 400)}) for n, v in truth.items()}
+    human = {n: Values(n, ids, {"ndcg@10": v}) for n, v in truth.items()}
+    labelled = sample_plan(ids, 60, seed=4)
+    frame = corrected_comparison(judged, human, labelled, baseline="base", correction="holm")
+    assert list(frame["run"]) == ["same", "better"]
+    np.testing.assert_array_equal(frame["p_value_corrected"], stats.holm(frame["p_value"].to_numpy()))
+    said = {
+        row.run: verdict(row.run, row.baseline, row.delta, row.p_value_corrected, 0.05) for row in frame.itertuples()
+    }
+    assert said == {"same": "not significant", "better": "better"}
+    better = frame.set_index("run").loc["better"]
+    assert better["ci_low"] <= (truth["better"] - truth["base"]).mean() <= better["ci_high"]
+    means = corrected_means(judged, human, labelled).set_index("run")
+    assert (means["judge"] - means["estimate"]).between(0.15, 0.25).all()  # the judge's +0.2, removed
+
+
+def test_refuses_what_it_cannot_estimate():
+    f = np.linspace(0, 1, 10)
+    with pytest.raises(RagMetricsError, match="at least 2"):
+        ppi_mean(f, np.r_[0.5, [np.nan] * 9])
+    with pytest.raises(RagMetricsError, match="population"):
+        ppi_mean(f, f, population="everyone")
+    with pytest.raises(RagMetricsError, match="lam"):
+        ppi_mean(f, f, lam=2.0)
+
+
+SCIFACT = Path("/work/shared/data/scifact")
+SCIFACT_RUNS = ("bm25-stem", "dense-all-minilm-l6-v2", "hybrid-rrf60")
+LOOP_SEED = 0
+
+
+@functools.cache
+def offline_loop(seed: int = LOOP_SEED):
+    """SciFact's qrels as the truth; a seeded half of its judgments hidden; the pool of its three runs' top 10
+    judged by a judge that answers from the full qrels with 20% of its labels flipped; a tenth of the queries
+    labelled from the full qrels as the humans. Returns the hidden dataset, the judge's and the humans' labels,
+    the runs and each run's nDCG@10 on the full qrels."""
+    full = load_dataset(SCIFACT / "qrels.tsv")
+    runs = [load_run(SCIFACT / "runs" / f"{name}.trec") for name in SCIFACT_RUNS]
+    truth = rm.evaluate(full, runs, ["ndcg@10"], warn=False)
+    rng = np.random.default_rng(seed)
+    qrels = full.qrels
+    known = rm.Dataset.from_frames(qrels[rng.random(len(qrels)) >= 0.5], full.queries)
+    # the top 10 of each run, less what is judged: every query's (pool() leaves out a query with no judgment left)
+    tops = pd.concat([run.frame.sort_values(["query_id", "score", "doc_id"], ascending=[True, False, False]).groupby("query_id").head(10)
+                      for run in runs])  # fmt: skip
+    pairs = tops[["query_id", "doc_id"]].drop_duplicates().merge(known.qrels, how="left", on=["query_id", "doc_id"])
+    pairs = pairs[pairs["relevance"].isna()]
+    assert len(pool(known, runs, 10)) < len(pairs)
+    relevant = set(zip(qrels["query_id"], qrels["doc_id"]))
+    answer = np.array([(q, d) in relevant for q, d in zip(pairs["query_id"], pairs["doc_id"])], dtype=int)
+    flipped = rng.random(len(pairs)) < 0.2
+    judge_labels = pairs[["query_id", "doc_id"]].assign(relevance=np.where(flipped, 1 - answer, answer))
+    ids = full.query_ids
+    sampled = set(ids[rng.choice(len(ids), len(ids) // 10, replace=False)])
+    human_labels = qrels[qrels["query_id"].isin(sampled)]
+    return known, judge_labels, human_labels, runs, {n: r.means["ndcg@10"] for n, r in truth.runs.items()}
+
+
+@pytest.mark.skipif(not SCIFACT.is_dir(), reason="the shared SciFact data is not on this machine")
+def test_offline_loop_on_scifact_covers_each_run_s_value_on_the_full_qrels():
+    known, judge_labels, human_labels, runs, truth = offline_loop()
+    labelled = with_labels(known, rm.Dataset.from_frames(judge_labels), rm.Dataset.from_frames(human_labels))
+    assert len(labelled.queries) == 30
+    judge_result = rm.evaluate(labelled.judge, runs, ["ndcg@10"], warn=False)
+    human_result = rm.evaluate(labelled.human, runs, ["ndcg@10"], warn=False)
+    frame = corrected_means(judge_result.runs, human_result.runs, labelled.queries).set_index("run")
+    for name, value in truth.items():
+        row = frame.loc[name]
+        assert row["ci_low"] <= value <= row["ci_high"], (name, value, row.to_dict())
+        assert not row["judge_low"] <= value <= row["judge_high"]  # the judge alone is confidently wrong
+    # the order of the corrected means: right in about half the seeds at this judge and sample (docs/ppi.md)
+    order = list(frame["estimate"].sort_values().index)
+    print("corrected order", order, "full qrels' order", sorted(truth, key=truth.__getitem__))
+
+
+@pytest.mark.skipif(not SCIFACT.is_dir(), reason="the shared SciFact data is not on this machine")
+def test_eval_and_compare_print_corrected_estimates(tmp_path):
+    known, judge_labels, human_labels, _, truth = offline_loop()
+    dataset, judged, human = tmp_path / "known.tsv", tmp_path / "judge.tsv", tmp_path / "human.tsv"
+    write_trec_qrels(known, dataset)
+    for frame, path in ((judge_labels, judged), (human_labels, human)):
+        write_trec_qrels(rm.Dataset.from_frames(frame), path)
+    run_files = [str(SCIFACT / "runs" / f"{name}.trec") for name in SCIFACT_RUNS]
+    labels = ["--judge-qrels", str(judged), "--human-qrels", str(human)]
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["eval", "--dataset", str(dataset), "-m", "ndcg@10", *labels, "--format", "json"]
+    assert main([*argv, *(a for f in run_files for a in ("--run", f))], out, err) == 0, err.getvalue()
+    rows = {r["run"]: r for r in json.loads(out.getvalue())["corrected"]}
+    assert set(rows) == set(truth)
+    assert all(r["n_labelled"] == 30 and r["n_queries"] == 300 for r in rows.values())
+    out = io.StringIO()
+    argv = ["eval", "--dataset", str(dataset), "--run", run_files[0], "-m", "ndcg@10", *labels, "--plan", "5"]
+    assert main(argv, out, err) == 0, err.getvalue()
+    text = out.getvalue()
+    assert "corrected" in text and "judge-only" in text and "human-only" in text
+    assert "with 30 more labelled: about +-" in text
+    assert "30 of 300 queries human-labelled" in text and "label next (5 of the 270 unlabelled)" in text
+    out = io.StringIO()
+    argv = ["compare", "--dataset", str(dataset), "--baseline", run_files[0], "--run", run_files[1], "--run",
+            run_files[2], *labels]  # fmt: skip
+    assert main(argv, out, err) == 0, err.getvalue()
+    lines = out.getvalue().splitlines()
+    assert sum(line.startswith("ndcg@10") and "corrected delta" in line for line in lines) == 2
+    assert "holm-corrected over 2 comparison(s)" in out.getvalue().lower()
+    out = io.StringIO()
+    assert main(["eval", "--dataset", str(dataset), "--run", run_files[0], "--judge-qrels", str(judged)], out, err) == 2
+    assert "go together" in err.getvalue()
+    few = tmp_path / "few.tsv"
+    write_trec_qrels(
+        rm.Dataset.from_frames(human_labels[human_labels["query_id"].isin(human_labels["query_id"][:3])]), few
+    )
+    err = io.StringIO()
+    argv = ["eval", "--dataset", str(dataset), "--run", run_files[0], "-m", "ndcg@10", "--judge-qrels", str(judged)]
+    assert main([*argv, "--human-qrels", str(few)], io.StringIO(), err) == 0
+    assert "below 30 the normal interval is rough" in err.getvalue()
+
+
+def loop_rates(seeds: int = 20, population: str = "queries") -> dict[str, float]:
+    """How often, over ``seeds`` seeds of :func:`offline_loop`, the corrected intervals cover the full qrels' values
+    and the estimates order the runs as the full qrels do (docs/ppi.md)."""
+    found: dict[str, list[float]] = {}
+    for seed in range(seeds):
+        known, judge_labels, human_labels, runs, truth = offline_loop(seed)
+        labelled = with_labels(known, rm.Dataset.from_frames(judge_labels), rm.Dataset.from_frames(human_labels))
+        judged = rm.evaluate(labelled.judge, runs, ["ndcg@10"], warn=False).runs
+        human = rm.evaluate(labelled.human, runs, ["ndcg@10"], warn=False).runs
+        frame = corrected_means(judged, human, labelled.queries, population=population).set_index("run")
+        true = frame.index.map(truth)
+        order = sorted(truth, key=truth.__getitem__)
+        deltas = [
+            (row.ci_low <= truth[row.run] - truth[base] <= row.ci_high, np.sign(row.delta) == np.sign(truth[row.run] - truth[base]))
+            for base in truth
+            for row in corrected_comparison(judged, human, labelled.queries, baseline=base, population=population).itertuples()
+        ]  # fmt: skip
+        for key, value in {
+            "every run covered": ((frame["ci_low"] <= true) & (true <= frame["ci_high"])).all(),
+            "a run covered": ((frame["ci_low"] <= true) & (true <= frame["ci_high"])).mean(),
+            "a run covered, judge-only": ((frame["judge_low"] <= true) & (true <= frame["judge_high"])).mean(),
+            "order right, corrected": list(frame["estimate"].sort_values().index) == order,
+            "order right, judge-only": list(frame["judge"].sort_values().index) == order,
+            "order right, human-only": list(frame["human"].sort_values().index) == order,
+            "a delta covered": np.mean([covered for covered, _ in deltas]),
+            "every delta's sign right": all(right for _, right in deltas),
+            "half width": float(((frame["ci_high"] - frame["ci_low"]) / 2).mean()),
+        }.items():
+            found.setdefault(key, []).append(float(value))
+    return {key: float(np.mean(values)) for key, values in found.items()}
+
+
+if __name__ == "__main__":  # the figures of docs/ppi.md
+    for name, kind, lam, options in [
+        ("good judge, PPI++", "judge", None, {}),
+        ("good judge, plain PPI", "judge", 1.0, {}),
+        ("good judge, PPI++, dataset target", "judge", None, {"population": "dataset"}),
+        (
+            "good judge, PPI++, dataset target, a fifth labelled",
+            "judge",
+            None,
+            {"population": "dataset", "labelled": 100},
+        ),
+        ("judge that knows nothing, PPI++", "random", None, {}),
+        ("judge that knows nothing, plain PPI", "random", 1.0, {}),
+    ]:
+        means, diffs, truths, true_diffs = outcome(kind, lam, **options)
+        print(f"{name}:")
+        for label, results, true in (("mean", means, truths), ("difference", diffs, true_diffs)):
+            print(
+                f"  {label:<10} coverage ppi {coverage(results, true):.3f} judge-only "
+                f"{coverage(results, true, 'judge_only'):.3f} human-only {coverage(results, true, 'human_only'):.3f}"
+                f"; half width ppi {half_width(results):.4f} judge-only {half_width(results, 'judge_only'):.4f} "
+                f"human-only {half_width(results, 'human_only'):.4f}"
+            )
+    for population in ("queries", "dataset"):
+        print(f"offline loop on SciFact, 20 seeds, target {population}:")
+        for key, value in loop_rates(20, population).items():
+            print(f"  {key:<28} {value:.3f}")
