@@ -1,27 +1,23 @@
 """A chat-completions server on 127.0.0.1 that grades like a judge, for the judges' tests (it speaks the
-OpenAI protocol over real HTTP), and a minimal client of it."""
+OpenAI protocol over real HTTP)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import threading
-import time
-import urllib.error
-import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
 
-from ragmetrics.foundation.errors import RagMetricsError
-from ragmetrics.models.base import Message, Reply
-
 
 class Stub(BaseHTTPRequestHandler):
-    """An OpenAI-compatible /v1/chat/completions: the grade is decided by a marker in the passage; a passage
-    saying GARBLE is never answered in form, one saying ONCE only after the retry message."""
+    """An OpenAI-compatible /v1/chat/completions: the grade is decided by a marker in the passage (ANSWER 2,
+    RELATED 1, else 0); a passage saying GARBLE is never answered in form, ONCE only after the retry message,
+    TOOHIGH with a grade off the scale; DOWN gets HTTP 503; NOTJSON's first answer is not JSON."""
 
     calls: ClassVar[list[list[dict]]] = []
+    seen: ClassVar[dict[str, int]] = {}
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -29,6 +25,15 @@ class Stub(BaseHTTPRequestHandler):
         type(self).calls.append(messages)
         prompt = messages[0]["content"]
         retried = len(messages) > 1
+        seen = type(self).seen
+        seen[prompt] = seen.get(prompt, 0) + 1
+        if "NOTJSON" in prompt and seen[prompt] == 1:  # the first answer to this question is no chat completion
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", "8")
+            self.end_headers()
+            self.wfile.write(b"not json")
+            return
         if "DOWN" in prompt:
             self.send_error(503, "down")
             return
@@ -55,32 +60,11 @@ class Stub(BaseHTTPRequestHandler):
         pass
 
 
-class HttpChat:
-    """A minimal client of an OpenAI-compatible endpoint (stands in for ragmetrics.models' registered ones)."""
-
-    def __init__(self, url: str) -> None:
-        self.url, self.name, self.identity = url, "stub", f"openai:{url}:stub-model"
-
-    def chat(self, messages: Sequence[Message], *, temperature=0.0, max_tokens=None, seed=None) -> Reply:
-        body = {"model": "stub-model", "messages": [{"role": m.role, "content": m.content} for m in messages],
-                "temperature": temperature, "max_tokens": max_tokens, "seed": seed}  # fmt: skip
-        request = urllib.request.Request(
-            self.url + "/v1/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
-        )
-        started = time.perf_counter()
-        try:
-            with urllib.request.urlopen(request, timeout=10) as response:
-                answer = json.loads(response.read())
-        except urllib.error.HTTPError as exc:  # as the registered models say it: a RagMetricsError
-            raise RagMetricsError(f"{self.url}: HTTP {exc.code}") from None
-        return Reply(answer["choices"][0]["message"]["content"], answer["model"], 10, 5,
-                     time.perf_counter() - started)  # fmt: skip
-
-
 @contextlib.contextmanager
 def serve_chat() -> Iterator[str]:
     """The server's base URL while it runs (its calls recorded in :attr:`Stub.calls`, emptied first)."""
     Stub.calls = []
+    Stub.seen = {}
     server = ThreadingHTTPServer(("127.0.0.1", 0), Stub)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

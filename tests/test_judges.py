@@ -18,7 +18,8 @@ from ragmetrics.judges.endpoint import RETRY, EndpointJudge, parse_grade
 from ragmetrics.judges.learned import LearnedJudge, features, folds_of
 from ragmetrics.judges.registry import JUDGES, JudgeInputs, make_judge
 from ragmetrics.judges.rule import RuleJudge, found
-from tests.judge_stub import HttpChat, Stub, serve_chat
+from ragmetrics.models.openai_chat import OpenAIChat
+from tests.judge_stub import Stub, serve_chat
 
 SCIFACT = "tests/data/scifact"
 RUNS = ("bm25-stem", "dense-all-minilm-l6-v2", "hybrid-rrf60")
@@ -144,6 +145,11 @@ def test_folds_depend_on_the_queries_only():
 # --- the endpoint judge against a real HTTP server ---------------------------------------------------------
 
 
+def http_chat(url: str) -> OpenAIChat:
+    """The registered models' OpenAI-compatible client, at the stub, without its own retries."""
+    return OpenAIChat("stub", url + "/v1", "judge-model", attempts=1, backoff=0.0)
+
+
 @pytest.fixture
 def chat_server():
     with serve_chat() as url:
@@ -151,7 +157,7 @@ def chat_server():
 
 
 def test_endpoint_judge_grades_retries_and_reports(chat_server):
-    judge = make_judge("endpoint", JudgeInputs(model=HttpChat(chat_server), attempts=3))
+    judge = make_judge("endpoint", JudgeInputs(model=http_chat(chat_server), attempts=3))
     pairs = [
         pair("holds the ANSWER", "the answer"),
         pair("RELATED but no answer"),
@@ -159,9 +165,10 @@ def test_endpoint_judge_grades_retries_and_reports(chat_server):
         pair("ONCE malformed, then fine ANSWER"),
         pair("GARBLE forever"),
         pair("TOOHIGH grade"),
+        pair("NOTJSON first, then the ANSWER"),
     ]
     labels = run_judge(judge, pairs, 2)
-    assert [x.label for x in labels] == [2, 1, 0, 2, None, None]
+    assert [x.label for x in labels] == [2, 1, 0, 2, None, None, 2]
     assert "in 3 answer(s)" in labels[4].problem and "maybe a 2" in labels[4].problem
     assert labels[0].provenance.judge == "endpoint" and len(labels[0].provenance.config_hash) == 16
     prompts = [c[0]["content"] for c in Stub.calls]
@@ -171,15 +178,17 @@ def test_endpoint_judge_grades_retries_and_reports(chat_server):
     assert len(retried) == 1 + 2 + 2  # ONCE once; GARBLE and TOOHIGH twice each
     assert retried[0][-1]["content"] == RETRY.format(max_grade=2)
     assert judge.failures == 2  # type: ignore[attr-defined]
+    asked = [c for c in Stub.calls if "NOTJSON" in c[0]["content"]]
+    assert len(asked) == 2 and asked[0] == asked[1]  # an unusable reply: the same question again, no retry message
 
 
 def test_endpoint_judge_reports_failed_calls_and_stops_when_the_endpoint_is_down(chat_server):
-    judge = EndpointJudge(HttpChat(chat_server), max_failed_calls=3)
+    judge = EndpointJudge(http_chat(chat_server), max_failed_calls=3)
     labels = run_judge(judge, [pair("DOWN once"), pair("holds the ANSWER"), pair("DOWN"), pair("DOWN")], 2)
     assert [x.label for x in labels] == [None, 2, None, None]
     assert "the call failed: " in labels[0].problem and "HTTP 503" in labels[0].problem
     with pytest.raises(RagMetricsError, match=r"3 calls in a row failed; the last: .*HTTP 503"):
-        run_judge(EndpointJudge(HttpChat(chat_server), max_failed_calls=3), [pair("DOWN")] * 5, 2)
+        run_judge(EndpointJudge(http_chat(chat_server), max_failed_calls=3), [pair("DOWN")] * 5, 2)
 
 
 def test_parse_grade_is_strict():

@@ -163,7 +163,6 @@ def chat_server():
 
 
 def test_judge_run_endpoint_asks_a_registered_model(small_set, chat_server, monkeypatch):
-    pytest.importorskip("ragmetrics.models.registry")  # the registered endpoints (ragmetrics.models)
     d = small_set
     (d / "pool-text.tsv").write_text("query_id\tdoc_id\ttext\nq1\td2\tholds the ANSWER\nq1\td3\tRELATED only\n"
                                      "q2\td5\tnothing\nq2\td6\tGARBLE forever\n")  # fmt: skip

@@ -3,36 +3,23 @@
 from __future__ import annotations
 
 import hashlib
-import importlib
 import inspect
-import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.importer import import_target
 from ragmetrics.judges.base import Grade, Pair
 
 
 def import_function(spec: str) -> Callable[[Pair, int], Any]:
     """The callable ``module:attr`` names (``attr`` may be dotted; the current directory is importable)."""
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise RagMetricsError(f"callable judge {spec!r}: expected module:attr")
-    here = os.getcwd()
-    if here not in sys.path and "" not in sys.path:
-        sys.path.insert(0, here)
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise RagMetricsError(f"callable judge {spec}: cannot import {module_name!r}: {exc}") from exc
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise RagMetricsError(f"callable judge {spec}: {module_name!r} has no attribute {attr!r}")
-        obj = getattr(obj, part)
-    if not callable(obj):
-        raise RagMetricsError(f"callable judge {spec}: {attr!r} is not callable")
-    return obj
+    found = import_target(spec, "callable judge")
+    if not callable(found):
+        raise RagMetricsError(f"callable judge {spec}: {spec.partition(':')[2]!r} is not callable")
+    function: Callable[[Pair, int], Any] = found
+    return function
 
 
 class CallableJudge:

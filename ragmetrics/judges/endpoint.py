@@ -9,7 +9,7 @@ from typing import Any
 
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.judges.base import Grade, Pair
-from ragmetrics.models.base import ChatModel, Message
+from ragmetrics.models.base import BadAnswer, ChatModel, Message
 
 PROMPT = """Given a query and a passage, you must provide a score on an integer scale of 0 to {max_grade} with the \
 following meanings:
@@ -76,7 +76,8 @@ def parse_grade(answer: str, max_grade: int) -> int | None:
 
 class EndpointJudge:
     """Asks ``model`` to grade each pair (:func:`prompt`, temperature 0, ``seed``). An answer that does not parse
-    (:func:`parse_grade`) is answered with :data:`RETRY` and asked again, up to ``attempts`` answers in all; then
+    (:func:`parse_grade`), or an unusable reply (:class:`~ragmetrics.models.base.BadAnswer`), is answered with
+    :data:`RETRY` and asked again with the next seed, up to ``attempts`` answers in all; then
     the pair gets no grade and its ``problem`` quotes the last answer (never a 0 for it). A call that fails (the
     model's own retries spent) leaves its pair without a grade, saying why; ``max_failed_calls`` failures in a row
     stop the judge with that error (an endpoint that is down is not asked about every pair)."""
@@ -113,11 +114,15 @@ class EndpointJudge:
         messages = [Message("user", prompt(pair, max_grade, max_chars=self.max_chars))]
         answer = ""
         for attempt in range(self.attempts):
-            if attempt:
-                self.retries += 1
-                messages += [Message("assistant", answer), Message("user", RETRY.format(max_grade=max_grade))]
+            last = attempt + 1 == self.attempts
+            seed = None if self.seed is None else self.seed + attempt
             try:
-                answer = self.model.chat(messages, temperature=0.0, max_tokens=64, seed=self.seed).text
+                answer = self.model.chat(messages, temperature=0.0, max_tokens=64, seed=seed).text
+            except BadAnswer as exc:  # an unusable reply (not a chat completion, empty): the same question again
+                self.failed_in_a_row = 0
+                self.retries += not last
+                answer = f"(no usable reply: {exc})"
+                continue
             except RagMetricsError as exc:
                 self.failures += 1
                 self.failed_in_a_row += 1
@@ -130,6 +135,9 @@ class EndpointJudge:
             grade = parse_grade(answer, max_grade)
             if grade is not None:
                 return Grade(grade)
+            if not last:
+                self.retries += 1
+                messages = [*messages, Message("assistant", answer), Message("user", RETRY.format(max_grade=max_grade))]
         self.failures += 1
         shown = " ".join(answer.split())[:120]
         return Grade(None, f"no grade 0..{max_grade} in {self.attempts} answer(s); the last: {shown!r}")

@@ -3,7 +3,6 @@ come from it."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -14,6 +13,7 @@ from ragmetrics.judges.endpoint import EndpointJudge
 from ragmetrics.judges.learned import LearnedJudge
 from ragmetrics.judges.rule import RuleJudge
 from ragmetrics.models.base import ChatModel
+from ragmetrics.models.registry import get_model
 
 
 @dataclass(frozen=True)
@@ -39,17 +39,10 @@ class JudgeKind:
 
 
 def chat_model(model: str | ChatModel | None) -> ChatModel:
-    """``model`` itself, or the registered endpoint of that name (:mod:`ragmetrics.models`, looked up on use)."""
+    """``model`` itself, or the registered endpoint of that name (:func:`ragmetrics.models.registry.get_model`)."""
     if model is None:
         raise RagMetricsError("the endpoint judge needs a registered model (--model NAME)")
-    if not isinstance(model, str):
-        return model
-    try:
-        registry = importlib.import_module("ragmetrics.models.registry")
-    except ImportError as exc:
-        raise RagMetricsError(f"model {model!r}: no registry of model endpoints is installed ({exc})") from exc
-    found: ChatModel = registry.get_model(model)
-    return found
+    return get_model(model) if isinstance(model, str) else model
 
 
 def _learned(inputs: JudgeInputs) -> Judge:
