@@ -171,9 +171,8 @@ def test_endpoint_judge_grades_retries_and_reports(chat_server):
     assert [x.label for x in labels] == [2, 1, 0, 2, None, None, 2]
     assert "in 3 answer(s)" in labels[4].problem and "maybe a 2" in labels[4].problem
     assert labels[0].provenance.judge == "endpoint" and len(labels[0].provenance.config_hash) == 16
-    prompts = [c[0]["content"] for c in Stub.calls]
-    assert "Expected answer: the answer" in prompts[0] and "0 to 2" in prompts[0]
-    assert "Query: what?" in prompts[0] and "holds the ANSWER" in prompts[0]
+    first = next(c[0]["content"] for c in Stub.calls if "holds the ANSWER" in c[0]["content"])
+    assert "Expected answer: the answer" in first and "0 to 2" in first and "Query: what?" in first
     retried = [c for c in Stub.calls if len(c) > 1]
     assert len(retried) == 1 + 2 + 2  # ONCE once; GARBLE and TOOHIGH twice each
     assert retried[0][-1]["content"] == RETRY.format(max_grade=2)
@@ -183,12 +182,20 @@ def test_endpoint_judge_grades_retries_and_reports(chat_server):
 
 
 def test_endpoint_judge_reports_failed_calls_and_stops_when_the_endpoint_is_down(chat_server):
-    judge = EndpointJudge(http_chat(chat_server), max_failed_calls=3)
+    judge = EndpointJudge(http_chat(chat_server), max_failed_calls=3, concurrency=1)  # "in a row": one at a time
     labels = run_judge(judge, [pair("DOWN once"), pair("holds the ANSWER"), pair("DOWN"), pair("DOWN")], 2)
     assert [x.label for x in labels] == [None, 2, None, None]
     assert "the call failed: " in labels[0].problem and "HTTP 503" in labels[0].problem
-    with pytest.raises(RagMetricsError, match=r"3 calls in a row failed; the last: .*HTTP 503"):
+    with pytest.raises(RagMetricsError, match=r"[345] calls in a row failed; the last: .*HTTP 503"):
         run_judge(EndpointJudge(http_chat(chat_server), max_failed_calls=3), [pair("DOWN")] * 5, 2)
+
+
+def test_endpoint_judge_grades_the_same_at_any_concurrency(chat_server):
+    texts = ["ANSWER", "RELATED", "nothing", "ONCE then ANSWER", "GARBLE", "NOTJSON RELATED"] * 4
+    pairs = [Pair(f"q{i}", "what?", f"d{i}", t) for i, t in enumerate(texts)]
+    alone = [g.label for g in EndpointJudge(http_chat(chat_server), concurrency=1).grade(pairs, 2)]
+    together = [g.label for g in EndpointJudge(http_chat(chat_server), concurrency=4).grade(pairs, 2)]
+    assert alone == together == [2, 1, 0, 2, None, 1] * 4
 
 
 def test_parse_grade_is_strict():

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ragmetrics.foundation.errors import RagMetricsError
@@ -78,7 +80,8 @@ class EndpointJudge:
     """Asks ``model`` to grade each pair (:func:`prompt`, temperature 0, ``seed``). An answer that does not parse
     (:func:`parse_grade`), or an unusable reply (:class:`~ragmetrics.models.base.BadAnswer`), is answered with
     :data:`RETRY` and asked again with the next seed, up to ``attempts`` answers in all; then
-    the pair gets no grade and its ``problem`` quotes the last answer (never a 0 for it). A call that fails (the
+    the pair gets no grade and its ``problem`` quotes the last answer (never a 0 for it). ``concurrency`` pairs are
+    graded at once. A call that fails (the
     model's own retries spent) leaves its pair without a grade, saying why; ``max_failed_calls`` failures in a row
     stop the judge with that error (an endpoint that is down is not asked about every pair)."""
 
@@ -93,8 +96,13 @@ class EndpointJudge:
         seed: int | None = 0,
         max_chars: int = 4000,
         max_failed_calls: int = 5,
+        concurrency: int = 4,
     ) -> None:
+        if concurrency < 1:
+            raise RagMetricsError(f"the endpoint judge's concurrency is at least 1; got {concurrency}")
         self.model = model
+        self.concurrency = concurrency
+        self._lock = threading.Lock()
         self.max_failed_calls = max(1, max_failed_calls)
         self.failed_in_a_row = 0
         self.attempts = max(1, attempts)
@@ -108,7 +116,12 @@ class EndpointJudge:
                 "seed": self.seed, "max_chars": self.max_chars, "temperature": 0.0}  # fmt: skip
 
     def grade(self, pairs: Sequence[Pair], max_grade: int) -> list[Grade]:
-        return [self.grade_one(pair, max_grade) for pair in pairs]
+        """The grades of ``pairs``, in their order; ``concurrency`` pairs are asked about at once (a pair's grade
+        does not depend on the others)."""
+        if self.concurrency == 1 or len(pairs) < 2:
+            return [self.grade_one(pair, max_grade) for pair in pairs]
+        with ThreadPoolExecutor(min(self.concurrency, len(pairs)), thread_name_prefix="endpoint-judge") as pool:
+            return list(pool.map(lambda pair: self.grade_one(pair, max_grade), pairs))
 
     def grade_one(self, pair: Pair, max_grade: int) -> Grade:
         messages = [Message("user", prompt(pair, max_grade, max_chars=self.max_chars))]
@@ -119,25 +132,31 @@ class EndpointJudge:
             try:
                 answer = self.model.chat(messages, temperature=0.0, max_tokens=64, seed=seed).text
             except BadAnswer as exc:  # an unusable reply (not a chat completion, empty): the same question again
-                self.failed_in_a_row = 0
-                self.retries += not last
+                with self._lock:
+                    self.failed_in_a_row = 0
+                    self.retries += not last
                 answer = f"(no usable reply: {exc})"
                 continue
             except RagMetricsError as exc:
-                self.failures += 1
-                self.failed_in_a_row += 1
-                if self.failed_in_a_row >= self.max_failed_calls:
+                with self._lock:
+                    self.failures += 1
+                    self.failed_in_a_row += 1
+                    in_a_row = self.failed_in_a_row
+                if in_a_row >= self.max_failed_calls:
                     raise RagMetricsError(
-                        f"model {self.model.name}: {self.failed_in_a_row} calls in a row failed; the last: {exc}"
+                        f"model {self.model.name}: {in_a_row} calls in a row failed; the last: {exc}"
                     ) from None
                 return Grade(None, f"the call failed: {exc}")
-            self.failed_in_a_row = 0
+            with self._lock:
+                self.failed_in_a_row = 0
             grade = parse_grade(answer, max_grade)
             if grade is not None:
                 return Grade(grade)
             if not last:
-                self.retries += 1
+                with self._lock:
+                    self.retries += 1
                 messages = [*messages, Message("assistant", answer), Message("user", RETRY.format(max_grade=max_grade))]
-        self.failures += 1
+        with self._lock:
+            self.failures += 1
         shown = " ".join(answer.split())[:120]
         return Grade(None, f"no grade 0..{max_grade} in {self.attempts} answer(s); the last: {shown!r}")
