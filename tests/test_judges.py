@@ -140,6 +140,8 @@ def test_folds_depend_on_the_queries_only():
     assert folds == folds_of([f"q{i}" for i in reversed(range(10))], 3)
     with pytest.raises(RagMetricsError, match="people's labels"):
         LearnedJudge([])
+    with pytest.raises(RagMetricsError, match="cover 1 query"):
+        LearnedJudge([(pair("a"), 1), (pair("b"), 0)])
 
 
 # --- the endpoint judge against a real HTTP server ---------------------------------------------------------

@@ -112,6 +112,12 @@ class LearnedJudge:
             raise RagMetricsError("the learned judge needs people's labels to learn from; none were given")
         if folds < 2:
             raise RagMetricsError(f"cross-fitting needs at least 2 folds; got {folds}")
+        queries = len({p.query_id for p, _ in training})
+        if queries < 2:
+            raise RagMetricsError(
+                f"people's labels cover {queries} query; cross-fitting by query needs labels on at least 2 "
+                "(a few dozen make a useful judge)"
+            )
         self.training = list(training)
         self.folds = folds
         self.c = c
