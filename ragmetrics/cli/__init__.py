@@ -80,6 +80,16 @@ COMMANDS: dict[str, Command] = {
         "stored",
         "meta_parser",
     ),
+    "synth": Command(
+        "candidate queries from a corpus, as an evaluation set with provenance and review flags",
+        "synth",
+        "synth_parser",
+    ),
+    "dataset": Command(
+        "dataset check: freshness against the corpus, coverage per category and stage, power",
+        "dataset",
+        "dataset_parser",
+    ),
 }
 """The subcommands, by name: the one place a command is added."""
 

@@ -1,0 +1,122 @@
+"""``ragmetrics synth``: candidate queries from a corpus, written as an evaluation set (JSONL) with provenance and
+the filters' flags. The generators and chunkers are those registered in :mod:`ragmetrics.synth.generators` and
+:mod:`ragmetrics.synth.corpus`."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+from typing import Any, TextIO
+
+from ragmetrics.cli.options import whole_number
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.synth.base import DEFAULT_CATEGORIES
+from ragmetrics.synth.corpus import CHUNKERS, Corpus, load_corpus
+from ragmetrics.synth.filters import SECOND_RETRIEVERS, default_retrievers
+from ragmetrics.synth.generators import GENERATORS, make_generator
+from ragmetrics.synth.output import records, write_jsonl
+from ragmetrics.synth.pipeline import shortfall, synthesize
+
+_NAME = re.compile(r"^[\w-]+$")
+
+
+def parse_categories(text: str | None, n: int, default: tuple[str, ...]) -> dict[str, int]:
+    """``factual=20,negative=5`` as given; names without counts (``factual,negative``, or none given: ``default``)
+    share ``n`` evenly, the first ones taking the remainder."""
+    names: list[str] = []
+    fixed: dict[str, int] = {}
+    for part in text.split(",") if text else list(default):
+        name, sep, count = part.strip().partition("=")
+        if not _NAME.match(name):
+            raise RagMetricsError(f"--categories: {part.strip()!r} is not a category name (e.g. factual=20)")
+        if sep:
+            if not count.strip().isdigit():
+                raise RagMetricsError(f"--categories: {part.strip()!r}: expected a whole number after '='")
+            fixed[name] = int(count)
+        else:
+            names.append(name)
+    if names:
+        left = max(0, n - sum(fixed.values()))
+        share, extra = divmod(left, len(names))
+        for i, name in enumerate(names):
+            fixed[name] = share + (i < extra)
+    return fixed
+
+
+def _retrievers(spec: str, corpus: Corpus) -> list[tuple[str, Any]]:
+    if spec in SECOND_RETRIEVERS:
+        return default_retrievers(corpus, spec)
+    from ragmetrics.retrieve import resolve  # noqa: PLC0415 (httpx and friends are loaded on use)
+
+    return [*default_retrievers(corpus, "none"), (spec, resolve(spec))]
+
+
+def cmd_synth(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    corpus = load_corpus(
+        args.corpus, chunking=args.chunker, language=args.language, parent_separator=args.parent_separator
+    )
+    generator = make_generator(args.generator, corpus, model=args.model)
+    default = tuple(getattr(generator, "categories", DEFAULT_CATEGORIES))
+    categories = parse_categories(args.categories, args.n, default)
+    retrievers = [] if args.no_retrieval_check else _retrievers(args.second_retriever, corpus)
+    candidates = synthesize(corpus, generator, categories, seed=args.seed, retrievers=retrievers)
+    if not candidates:
+        raise RagMetricsError(
+            f"{args.corpus}: no candidate could be written from its {len(corpus.chunks)} chunk(s) "
+            "(too little text, or no term rare enough to ask about)"
+        )
+    write_jsonl(args.output, records(candidates, corpus, seed=args.seed))
+    flagged = sum(bool(c.flags) for c in candidates)
+    err.write(
+        f"ragmetrics: wrote {args.output}: {len(candidates)} candidate(s) from {len(corpus.chunks_of())} documents "
+        f"({corpus.chunker}, {corpus.language}), {flagged} flagged for review\n"
+    )
+    rejected = len(getattr(generator, "rejected", ()))  # a model generator's slots no attempt could fill
+    why = f"{rejected} slot(s) rejected by the generator" if rejected else "the sources ran out"
+    for category, (made, asked) in shortfall(candidates, categories).items():
+        err.write(f"ragmetrics: warning: {category}: {made} of the {asked} asked ({why})\n")
+    if corpus.rechunked:
+        chunks = args.chunks_out or str(Path(args.output).with_suffix("")) + ".chunks.jsonl"
+        write_jsonl(chunks, corpus.chunk_records())
+        err.write(f"ragmetrics: wrote {chunks}: the {len(corpus.chunks)} chunks the relevant_docs name\n")
+    return 0
+
+
+def synth_parser(p: argparse.ArgumentParser) -> None:
+    p.add_argument("corpus", help="a BEIR corpus.jsonl, a JSONL of {id, text} objects, or a folder of .md/.txt files")
+    p.add_argument("-o", "--output", required=True, help="the evaluation set to write (JSONL)")
+    p.add_argument(
+        "--generator",
+        choices=list(GENERATORS),
+        default="extractive",
+        help="; ".join(f"{name}: {entry.help}" for name, entry in GENERATORS.items()),
+    )
+    p.add_argument("--model", help="a registered model's name (--generator model)")
+    p.add_argument("--n", type=whole_number(1), default=50, help="candidates to write (default 50)")
+    p.add_argument(
+        "--categories",
+        help="NAME=COUNT,... (e.g. factual=20,negative=5), or names sharing --n (default: the generator's categories)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="the seed of the sampling and the generator (default 0)")
+    p.add_argument(
+        "--chunker",
+        default="none",
+        help="; ".join(f"{name}: {what}" for name, what in CHUNKERS.items()) + " (default none)",
+    )
+    p.add_argument(
+        "--parent-separator",
+        help="a corpus already chunked (--chunker none): a chunk's document is its id before the last SEPARATOR "
+        "(e.g. _C for DEV_0_C1), its other chunks graded 1",
+    )
+    p.add_argument("--language", choices=["auto", "en", "zh"], default="auto", help="the corpus language")
+    p.add_argument(
+        "--second-retriever",
+        default="plain",
+        help="the retriever that must also miss a query for it to be flagged: "
+        + "; ".join(f"{name}: {what}" for name, what in SECOND_RETRIEVERS.items())
+        + "; or a retriever spec (URL, module:attr) returning the chunk ids (default plain)",
+    )
+    p.add_argument("--no-retrieval-check", action="store_true", help="skip the retrieval filters")
+    p.add_argument("--chunks-out", help="where to write the chunks when chunking (default OUTPUT.chunks.jsonl)")
+    p.set_defaults(handler=cmd_synth)

@@ -1,0 +1,189 @@
+"""Keeping an evaluation set honest (``ragmetrics dataset check``): freshness against the current corpus, coverage
+per category and difficulty against targets and the size guidance per stage, and power with two or more runs.
+
+* freshness: the queries whose relevant documents are not in the corpus any more (ids checked against the corpus's
+  chunk ids and document ids), and, for a generated set, those whose source chunk's text changed since it was made
+  (its ``provenance.source_sha256``);
+* coverage: queries per category and per difficulty; a ``target`` per category (or per difficulty: easy, medium,
+  hard) is met or short by N; the set's size is checked against :data:`STAGES` (the seed's guidance);
+* power: every pair of runs' paired test on one metric (:func:`ragmetrics.analysis.compare.discriminative_power`):
+  separated or not, the smallest difference the set detects at 80% power (normal approximation), and the queries a
+  chosen difference (default: the observed one) would need (:mod:`ragmetrics.analysis.stats`).
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragmetrics.analysis.compare import discriminative_power
+from ragmetrics.analysis.evaluate import evaluate
+from ragmetrics.analysis.stats import min_detectable_delta, queries_needed
+from ragmetrics.foundation.errors import RagMetricsWarning
+from ragmetrics.foundation.model import Dataset, Run
+from ragmetrics.synth.corpus import Corpus
+from ragmetrics.synth.output import source_digest
+
+STAGES: dict[str, tuple[int, int]] = {
+    "prototype": (20, 30),
+    "development": (50, 100),
+    "pre-release": (100, 200),
+    "production": (50, 100),
+}
+"""Queries an evaluation set should hold at each stage (``production``: a sample of production traffic)."""
+DIFFICULTIES = ("easy", "medium", "hard")
+"""Target names read as difficulties, not categories."""
+ALPHA = 0.05
+POWER = 0.8
+
+
+@dataclass
+class CheckReport:
+    queries: int
+    missing: list[tuple[str, list[str]]] = field(default_factory=list)
+    changed: list[tuple[str, str]] = field(default_factory=list)
+    categories: dict[str, int] = field(default_factory=dict)
+    difficulties: dict[str, int] = field(default_factory=dict)
+    shortfalls: dict[str, tuple[int, int]] = field(default_factory=dict)
+    stage: str | None = None
+    size_problem: str | None = None
+    power: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def problems(self) -> int:
+        """How many findings call for action (missing or changed sources, short categories, a size out of its
+        stage's range, run pairs the set does not separate)."""
+        return (
+            len(self.missing)
+            + len(self.changed)
+            + len(self.shortfalls)
+            + (self.size_problem is not None)
+            + sum(not row["separated"] for row in self.power)
+        )
+
+    def lines(self) -> list[str]:
+        """The report as plain lines."""
+        out = [f"queries: {self.queries}"]
+        for qid, docs in self.missing:
+            out.append(f"missing: query {qid}: relevant document(s) not in the corpus: {', '.join(docs)}")
+        for qid, chunk in self.changed:
+            out.append(f"changed: query {qid}: the text of its source {chunk} changed since the set was made")
+        out.append("categories: " + (", ".join(f"{k} {v}" for k, v in self.categories.items()) or "none given"))
+        out.append("difficulty: " + (", ".join(f"{k} {v}" for k, v in self.difficulties.items()) or "none given"))
+        for category, (have, want) in self.shortfalls.items():
+            out.append(f"coverage: {category}: {have} of the {want} targeted ({want - have} short)")
+        if self.stage is not None:
+            low, high = STAGES[self.stage]
+            out.append(self.size_problem or f"size: {self.queries} queries, within {self.stage}'s {low}-{high}")
+        for row in self.power:
+            out.append(row["line"])
+        return out
+
+
+def missing_documents(dataset: Dataset, known: set[str]) -> list[tuple[str, list[str]]]:
+    """``(query_id, [doc_id, ...])`` of the queries with relevant documents not in ``known``."""
+    qrels = dataset.qrels
+    judged = qrels[qrels["relevance"] > 0]
+    gone = judged[~judged["doc_id"].isin(known)]
+    return [(str(q), sorted(map(str, g["doc_id"]))) for q, g in gone.groupby("query_id", sort=True)]
+
+
+def changed_sources(provenances: Iterable[tuple[str, Any]], corpus: Corpus) -> list[tuple[str, str]]:
+    """``(query_id, chunk_id)`` of generated queries whose source chunk still exists but whose text changed."""
+    texts = {c.chunk_id: c.text for c in corpus.chunks}
+    out = []
+    for qid, found in provenances:
+        provenance = found
+        if isinstance(found, str):  # the loaders keep a map in an extra column as its JSON text
+            try:
+                provenance = json.loads(found)
+            except json.JSONDecodeError:
+                continue
+        if not isinstance(provenance, Mapping):
+            continue
+        chunk, digest = provenance.get("chunk_id"), provenance.get("source_sha256")
+        if (
+            isinstance(chunk, str)
+            and isinstance(digest, str)
+            and chunk in texts
+            and source_digest(texts[chunk]) != digest
+        ):
+            out.append((qid, chunk))
+    return out
+
+
+def counts(values: Iterable[Any]) -> dict[str, int]:
+    found = Counter(str(v) if v is not None and str(v) not in ("", "nan") else "(none)" for v in values)
+    return dict(sorted(found.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def power_rows(
+    dataset: Dataset, runs: Sequence[Run], metric: str, *, delta: float | None = None, seed: int = 0
+) -> list[dict[str, Any]]:
+    """Per pair of runs: the observed difference, its p-value, whether the set separates them, the smallest
+    difference it detects and the queries ``delta`` (default: the observed difference) would need."""
+    result = evaluate(dataset, list(runs), [metric])
+    with warnings.catch_warnings():  # evaluate has said what it had to say about the runs' coverage
+        warnings.simplefilter("ignore", RagMetricsWarning)
+        table = discriminative_power(result, metric, alpha=ALPHA, seed=seed)
+    n = len(dataset)
+    rows = []
+    for row in table.to_dict("records"):
+        sd = float(row["sd_difference"])
+        detectable = min_detectable_delta(sd, n, alpha=ALPHA, power=POWER) if sd == sd else float("nan")
+        wanted = delta if delta is not None else abs(float(row["delta"]))
+        needed = queries_needed(wanted, sd, alpha=ALPHA, power=POWER) if wanted > 0 and sd == sd and sd > 0 else None
+        separated = bool(row["significant"])
+        verdict = "separated" if separated else "NOT separated"
+        line = (
+            f"power: {row['run_a']} vs {row['run_b']} on {metric}: difference {row['delta']:+.4f}, "
+            f"p={row['p_value']:.3g}: {verdict} by these {n} queries; at {POWER:.0%} power they detect "
+            f"{detectable:.4f}"
+        )
+        if needed is not None:
+            more = max(0, needed - n)
+            line += f"; a difference of {wanted:.4f} needs {needed} queries ({more} more)"
+        rows.append({**row, "separated": separated, "min_detectable": detectable, "needed": needed, "line": line})
+    return rows
+
+
+def check(
+    dataset: Dataset,
+    corpus: Corpus | None = None,
+    *,
+    targets: Mapping[str, int] | None = None,
+    stage: str | None = None,
+    runs: Sequence[Run] = (),
+    metric: str = "ndcg@10",
+    delta: float | None = None,
+) -> CheckReport:
+    """The whole check (see the module); ``corpus`` None skips freshness, fewer than two runs skip power."""
+    queries = dataset.queries
+    report = CheckReport(queries=len(queries))
+    if corpus is not None:
+        known = {c.chunk_id for c in corpus.chunks} | {d.doc_id for d in corpus.documents}
+        report.missing = missing_documents(dataset, known)
+        if "provenance" in queries.columns:
+            report.changed = changed_sources(zip(queries["query_id"], queries["provenance"]), corpus)
+    report.categories = counts(queries["category"]) if "category" in queries.columns else {}
+    report.difficulties = counts(queries["difficulty"]) if "difficulty" in queries.columns else {}
+    for name, want in (targets or {}).items():
+        # a target names a category, or a difficulty (easy, medium, hard)
+        have = (report.difficulties if name in DIFFICULTIES else report.categories).get(name, 0)
+        if have < want:
+            report.shortfalls[name] = (have, want)
+    if stage is not None:
+        report.stage = stage
+        low, high = STAGES[stage]
+        if not low <= report.queries <= high:
+            side = "fewer" if report.queries < low else "more"
+            report.size_problem = f"size: {report.queries} queries, {side} than {stage}'s {low}-{high}" + (
+                f" ({low - report.queries} short)" if side == "fewer" else ""
+            )
+    if len(runs) >= 2:
+        report.power = power_rows(dataset, runs, metric, delta=delta)
+    return report

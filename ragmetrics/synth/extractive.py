@@ -1,0 +1,335 @@
+"""The extractive generator: candidate queries cut from the sources' own words, no model needed.
+
+Term statistics are the corpus's chunks': a term's document frequency ``df`` over the ``N`` chunks gives its IDF
+``log(1 + (N - df + 0.5) / (df + 0.5))``. Terms: English words of three or more letters/digits, lowercased, with a
+letter and not among bm25s' English stopwords; Chinese: jieba's words of two or more characters (Latin words
+as in English). A term in more than :data:`COMMON_SHARE` of the chunks is never a keyword. A source's *salient
+sentence* is the one whose three rarest terms have the highest IDF sum (sentences of 6 to 80 words, or 10 to 200
+characters in Chinese).
+
+Categories it writes (:data:`CATEGORIES`):
+
+* ``factual``: a known-item query naming 2 to 5 of the salient sentence's rarest terms (drawn by the seed), the
+  sentence as the expected answer, the terms as the keywords;
+* ``cloze``: the salient sentence's rarest term blanked out, shown with at most :data:`CLOZE_CONTEXT` words (or
+  characters in Chinese) of context each side; the term is the expected answer;
+* ``summary``: the passage's three rarest terms, asking for what it says about them; the passage's first two
+  sentences stand in for a summary (a lead, not a summary: the weakest of the four);
+* ``negative``: the rarest term of the source and of a passage of another document, asked about together, written
+  only when no chunk holds both (checked on the term postings); no relevant documents, an empty expected answer.
+
+It cannot write ``reasoning`` or ``procedural`` queries (they need the meaning of the text, not its words: use a
+model generator), and every query it writes shares its words with the source, so a lexical retriever finds them
+more easily than it finds a user's question. ``difficulty`` is from how much of the source's salient vocabulary
+the query names: the IDF mass of the query's terms found in the source over that of the source's ten rarest terms
+(at least 0.5: easy, at least 0.25: medium, else hard); a negative query's from how many chunks hold either term
+(at most 2: easy, at most 10: medium, else hard).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.synth.base import Candidate, Source
+from ragmetrics.synth.corpus import Corpus
+
+CATEGORIES = ("factual", "cloze", "summary", "negative")
+CANNOT = ("reasoning", "procedural")
+PROMPT_VERSION = "extractive-1"
+COMMON_SHARE = 0.05
+CLOZE_CONTEXT = 6
+BLANK = "____"
+TEMPLATES = {
+    "en": {
+        "factual": "What is known about {terms}?",
+        "cloze": "Fill in the blank: {text}",
+        "summary": "Summarise what the text says about {terms}.",
+        "negative": "How is {a} related to {b}?",
+        "and": " and ",
+        "sep": ", ",
+    },
+    "zh": {
+        "factual": "关于{terms}有什么信息？",
+        "cloze": "填空：{text}",
+        "summary": "概述文中关于{terms}的内容。",
+        "negative": "{a}和{b}有什么关系？",
+        "and": "和",
+        "sep": "、",
+    },
+}
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\"'\u3400-\u9fff])|(?<=[。！？；])")
+_LATIN_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+@dataclass(frozen=True)
+class Term:
+    surface: str
+    key: str
+    start: int
+    end: int
+
+
+def stopwords() -> frozenset[str]:
+    import bm25s.stopwords  # noqa: PLC0415 (the retrieve extra, loaded on use)
+
+    return frozenset(bm25s.stopwords.STOPWORDS_EN)
+
+
+def tokenize(text: str, language: str, stop: frozenset[str]) -> list[Term]:
+    """The content terms of ``text`` with their spans (see the module)."""
+    out: list[Term] = []
+    if language == "zh":
+        import jieba  # noqa: PLC0415 (the retrieve extra, loaded on use)
+
+        for word, start, end in jieba.tokenize(text):
+            if _CJK.search(word):
+                if len(word) >= 2:
+                    out.append(Term(word, word, start, end))
+            elif len(word) >= 3 and any(ch.isalpha() for ch in word) and word.lower() not in stop:
+                out.append(Term(word, word.lower(), start, end))
+        return out
+    for m in _LATIN_WORD.finditer(text):
+        word = m.group()
+        if len(word) >= 3 and any(ch.isalpha() for ch in word) and word.lower() not in stop:
+            out.append(Term(word, word.lower(), m.start(), m.end()))
+    return out
+
+
+def sentences(text: str) -> list[tuple[int, int]]:
+    """Sentence spans of ``text`` (ends at . ! ? and spaces before a capital, a digit or an ideograph, and at
+    。！？；)."""
+    spans, start = [], 0
+    for m in _SENTENCE_END.finditer(text):
+        if m.end() > start:
+            spans.append((start, m.start() if m.start() > start else m.end()))
+            start = m.end()
+    spans.append((start, len(text)))
+    out = []
+    for a, b in spans:
+        while a < b and text[a].isspace():
+            a += 1
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        if b > a:
+            out.append((a, b))
+    return out
+
+
+class TermStats:
+    """Chunk frequencies of the corpus's terms, and the postings (which chunks hold a term)."""
+
+    def __init__(self, corpus: Corpus) -> None:
+        self.language = corpus.language
+        self.stop = stopwords()
+        self.postings: dict[str, set[int]] = {}
+        self.index = {c.chunk_id: i for i, c in enumerate(corpus.chunks)}
+        self.terms: list[list[Term]] = []
+        for i, chunk in enumerate(corpus.chunks):
+            found = tokenize(chunk.text, corpus.language, self.stop)
+            self.terms.append(found)
+            for key in {t.key for t in found}:
+                self.postings.setdefault(key, set()).add(i)
+        self.n = len(corpus.chunks)
+        self.common = max(2.0, COMMON_SHARE * self.n)
+
+    def idf(self, key: str) -> float:
+        df = len(self.postings.get(key, ()))
+        return math.log(1 + (self.n - df + 0.5) / (df + 0.5))
+
+    def keyword(self, key: str) -> bool:
+        return len(self.postings.get(key, ())) <= self.common
+
+    def rarest(self, terms: Sequence[Term], count: int) -> list[Term]:
+        """The ``count`` rarest distinct keywords among ``terms`` (ties: first occurrence)."""
+        seen: dict[str, Term] = {}
+        for term in terms:
+            if term.key not in seen and self.keyword(term.key):
+                seen[term.key] = term
+        return sorted(seen.values(), key=lambda t: (-self.idf(t.key), t.start))[:count]
+
+    def terms_of(self, source: Source) -> list[Term]:
+        i = self.index.get(source.chunk_id)
+        return self.terms[i] if i is not None else tokenize(source.text, self.language, self.stop)
+
+
+class ExtractiveGenerator:
+    """See the module. ``corpus``: the chunks the term statistics (and the negative check) are made over."""
+
+    name = "extractive"
+    categories = CATEGORIES
+
+    def __init__(self, corpus: Corpus) -> None:
+        self.corpus = corpus
+        self.stats = TermStats(corpus)
+        self.templates = TEMPLATES[corpus.language]
+
+    def generate(self, sources: Sequence[Source], categories: Mapping[str, int], *, seed: int) -> Iterator[Candidate]:
+        unknown = [c for c in categories if c not in CATEGORIES]
+        if unknown:
+            raise RagMetricsError(
+                f"the extractive generator writes {', '.join(CATEGORIES)} queries, not {', '.join(unknown)}"
+                + (" (they need a model: --generator model)" if set(unknown) & set(CANNOT) else "")
+            )
+        rng = random.Random(seed)
+        wanted = Counter({c: n for c, n in categories.items() if n > 0})
+        # the categories take the sources in turn, so each category's sources are spread over the documents
+        pending = [c for c in CATEGORIES if wanted[c]]
+        turn = 0
+        for source in sources:
+            if not pending:
+                return
+            for step in range(len(pending)):
+                category = pending[(turn + step) % len(pending)]
+                made = self._one(category, source, sources, rng, seed)
+                if made is None:
+                    continue
+                wanted[category] -= 1
+                place = pending.index(category)
+                if wanted[category]:
+                    turn = place + 1
+                else:
+                    pending.remove(category)
+                    turn = place
+                yield made
+                break
+            if pending:
+                turn %= len(pending)
+
+    # ---------------------------------------------------------------- one candidate
+    def _salient(self, source: Source) -> tuple[int, int, list[Term]] | None:
+        terms = self.stats.terms_of(source)
+        best: tuple[float, int, int, list[Term]] | None = None
+        for a, b in sentences(source.text):
+            size = (b - a) if source.language == "zh" else len(_LATIN_WORD.findall(source.text[a:b]))
+            low, high = (10, 200) if source.language == "zh" else (6, 80)
+            if not low <= size <= high:
+                continue
+            inside = [t for t in terms if a <= t.start and t.end <= b]
+            top = self.stats.rarest(inside, 3)
+            if len(top) < 2:
+                continue
+            score = sum(self.stats.idf(t.key) for t in top)
+            if best is None or score > best[0]:
+                best = (score, a, b, inside)
+        return None if best is None else (best[1], best[2], best[3])
+
+    def _joined(self, words: Sequence[str]) -> str:
+        if len(words) == 1:
+            return words[0]
+        return self.templates["sep"].join(words[:-1]) + self.templates["and"] + words[-1]
+
+    def _difficulty(self, source: Source, named: Sequence[str]) -> str:
+        top = self.stats.rarest(self.stats.terms_of(source), 10)
+        whole = sum(self.stats.idf(t.key) for t in top)
+        present = {t.key for t in self.stats.terms_of(source)}
+        share = sum(self.stats.idf(k) for k in set(named) if k in present) / whole if whole else 0.0
+        return "easy" if share >= 0.5 else "medium" if share >= 0.25 else "hard"
+
+    def _candidate(
+        self,
+        category: str,
+        source: Source,
+        seed: int,
+        query: str,
+        answer: str,
+        keywords: Sequence[str],
+        difficulty: str,
+        span: tuple[int, int],
+        **extra: str,
+    ) -> Candidate:
+        provenance = {
+            "generator": self.name,
+            "prompt_version": PROMPT_VERSION,
+            "seed": str(seed),
+            "chunker": self.corpus.chunker,
+            "chunk_id": source.chunk_id,
+            "source_span": f"{source.doc_id}[{source.start + span[0]}:{source.start + span[1]}]",
+            **extra,
+        }
+        return Candidate(query, answer, tuple(keywords), category, difficulty, source, provenance)
+
+    def _one(
+        self, category: str, source: Source, sources: Sequence[Source], rng: random.Random, seed: int
+    ) -> Candidate | None:
+        text = source.text
+        if category == "factual":
+            found = self._salient(source)
+            if found is None:
+                return None
+            a, b, inside = found
+            count = rng.randint(2, 5)
+            pool = self.stats.rarest(inside, count + 2)
+            picked = sorted(rng.sample(pool, min(count, len(pool))), key=lambda t: t.start)
+            if len(picked) < 2:
+                return None
+            words = [t.surface for t in picked]
+            query = self.templates["factual"].format(terms=self._joined(words))
+            difficulty = self._difficulty(source, [t.key for t in picked])
+            return self._candidate(category, source, seed, query, text[a:b], words, difficulty, (a, b))
+        if category == "cloze":
+            found = self._salient(source)
+            if found is None:
+                return None
+            a, b, inside = found
+            blank = self.stats.rarest(inside, 1)[0]
+            if source.language == "zh":
+                left = text[max(a, blank.start - CLOZE_CONTEXT) : blank.start]
+                right = text[blank.end : min(b, blank.end + CLOZE_CONTEXT)]
+            else:
+                left = " ".join(text[a : blank.start].split()[-CLOZE_CONTEXT:])
+                right = " ".join(text[blank.end : b].split()[:CLOZE_CONTEXT])
+            shown = f"{left} {BLANK} {right}".strip() if source.language == "en" else f"{left}{BLANK}{right}"
+            query = self.templates["cloze"].format(text=shown)
+            difficulty = self._difficulty(source, [t.key for t in tokenize(shown, source.language, self.stats.stop)])
+            return self._candidate(category, source, seed, query, blank.surface, [blank.surface], difficulty, (a, b))
+        if category == "summary":
+            top = sorted(self.stats.rarest(self.stats.terms_of(source), 3), key=lambda t: t.start)
+            spans = sentences(text)
+            if len(top) < 2 or not spans:
+                return None
+            lead = spans[:2]
+            words = [t.surface for t in top]
+            query = self.templates["summary"].format(terms=self._joined(words))
+            span = (lead[0][0], lead[-1][1])
+            answer = text[span[0] : span[1]]
+            difficulty = self._difficulty(source, [t.key for t in top])
+            return self._candidate(category, source, seed, query, answer, words, difficulty, span)
+        return self._negative(source, sources, rng, seed)
+
+    def _negative(self, source: Source, sources: Sequence[Source], rng: random.Random, seed: int) -> Candidate | None:
+        mine = self.stats.rarest(self.stats.terms_of(source), 3)
+        others = [s for s in sources if s.doc_id != source.doc_id]
+        if not mine or not others:
+            return None
+        for partner in rng.sample(others, min(5, len(others))):
+            theirs = self.stats.rarest(self.stats.terms_of(partner), 3)
+            for x in mine:
+                for y in theirs:
+                    if x.key == y.key:
+                        continue
+                    together = self.stats.postings.get(x.key, set()) & self.stats.postings.get(y.key, set())
+                    if together:
+                        continue
+                    either = len(self.stats.postings.get(x.key, set()) | self.stats.postings.get(y.key, set()))
+                    difficulty = "easy" if either <= 2 else "medium" if either <= 10 else "hard"
+                    query = self.templates["negative"].format(a=x.surface, b=y.surface)
+                    return self._candidate(
+                        "negative",
+                        source,
+                        seed,
+                        query,
+                        "",
+                        [x.surface, y.surface],
+                        difficulty,
+                        (x.start, x.end),
+                        partner_chunk_id=partner.chunk_id,
+                        negative_check="no chunk holds both terms",
+                    )
+        return None

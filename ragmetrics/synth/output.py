@@ -1,0 +1,88 @@
+"""Candidates as an evaluation set in the seed's format (read back by :func:`ragmetrics.io.load_dataset`).
+
+One JSON object per line::
+
+    {"query_id", "query", "expected_answer", "expected_keywords", "relevant_docs": {chunk_id: grade},
+     "category", "difficulty", "provenance": {...}, "flags": [...]}
+
+``relevant_docs`` is graded so precision is not capped by construction: the source chunk 2, every other chunk of
+its document 1 (a document taken as given is its own only chunk); a ``negative`` candidate has none. ``provenance`` is the generator's,
+with the chunker, the source chunk's id and the hash of its text added when missing (``dataset check`` reads them).
+``query_id`` is ``<generator>-<seed>-<n>`` (n from 1, four digits at least): duplicates keep distinct ids, and are flagged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ragmetrics.synth.base import Candidate
+from ragmetrics.synth.corpus import Corpus
+
+
+def relevant_docs(
+    candidate: Candidate, corpus: Corpus, chunks_of: dict[str, list[str]] | None = None
+) -> dict[str, int]:
+    """The graded judgments of a candidate (see the module)."""
+    if candidate.category == "negative":
+        return {}
+    siblings = (chunks_of or {}).get(candidate.source.doc_id)
+    if siblings is None:
+        siblings = [c.chunk_id for c in corpus.chunks if c.doc_id == candidate.source.doc_id]
+    grades = dict.fromkeys(siblings, 1)
+    grades[candidate.source.chunk_id] = 2
+    return dict(sorted(grades.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def records(candidates: Sequence[Candidate], corpus: Corpus, *, seed: int | None = None) -> list[dict[str, Any]]:
+    """The evaluation-set records of ``candidates``, in order; ``seed`` (the run's) names the ids, else each
+    candidate's provenance seed."""
+    chunks_of = {doc: [c.chunk_id for c in chunks] for doc, chunks in corpus.chunks_of().items()}
+    width = max(4, len(str(len(candidates))))
+    out = []
+    for n, c in enumerate(candidates, 1):
+        generator = c.provenance.get("generator", "synth")
+        named = c.provenance.get("seed", "0") if seed is None else seed
+        out.append(
+            {
+                "query_id": f"{generator}-{named}-{n:0{width}d}",
+                "query": c.query,
+                "expected_answer": c.expected_answer,
+                "expected_keywords": list(c.expected_keywords),
+                "relevant_docs": relevant_docs(c, corpus, chunks_of),
+                "category": c.category,
+                "difficulty": c.difficulty,
+                "provenance": _provenance(c, corpus),
+                "flags": list(c.flags),
+            }
+        )
+    return out
+
+
+def source_digest(text: str) -> str:
+    """The hash of a source's text kept in the provenance (``dataset check`` compares it with the corpus's)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _provenance(candidate: Candidate, corpus: Corpus) -> dict[str, str]:
+    """The generator's provenance, with what every set needs for ``dataset check`` added when it is missing: the
+    chunker, the source chunk's id and the hash of its text."""
+    found = dict(candidate.provenance)
+    found.setdefault("chunker", corpus.chunker)
+    found.setdefault("chunk_id", candidate.source.chunk_id)
+    found.setdefault("source_sha256", source_digest(candidate.source.text))
+    return found
+
+
+def write_jsonl(path: str | os.PathLike[str], rows: Iterable[dict[str, Any]]) -> None:
+    """Write ``rows`` as JSONL (UTF-8, not ASCII-escaped) through a temporary file, replaced at the end."""
+    target = Path(path)
+    partial = target.with_name(f".{target.name}.partial")
+    with partial.open("w", encoding="utf-8", newline="\n") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    os.replace(partial, target)

@@ -1,0 +1,184 @@
+"""The filters flag (never drop) planted duplicates, copies, unsupported answers, queries both retrievers miss and
+answerable negatives; ``ragmetrics dataset check`` flags removed and changed documents, coverage and size against
+targets, and a set too small to separate two runs."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from ragmetrics.cli import main
+from ragmetrics.synth.base import Candidate
+from ragmetrics.synth.corpus import Document, make_corpus
+from ragmetrics.synth.filters import default_retrievers, duplicate_flags, flag, longest_run
+
+pytest.importorskip("bm25s")
+
+DOCS = [
+    Document("a", "", "Alpha beta gamma proteins bind the receptor in mice. The binding needs zinc and copper ions."),
+    Document(
+        "b",
+        "",
+        "Volcanic ash clouds from Icelandic volcanoes disrupt aviation across northern Europe during spring eruptions.",
+    ),
+    Document("c", "", "Quantum harmonica tuning uses resonant brass reeds for orchestral performance halls."),
+    Document("d", "", "Glacier retreat exposes ancient pollen records preserved beneath Alpine ice sheets."),
+    Document("e", "", "Sourdough fermentation relies on wild yeast and lactic bacteria colonies in flour."),
+]
+
+
+def _candidate(query: str, doc: str, *, answer: str = "", category: str = "factual", keywords=()) -> Candidate:
+    corpus = make_corpus(DOCS)
+    source = next(c for c in corpus.chunks if c.doc_id == doc)
+    return Candidate(query, answer, tuple(keywords), category, "medium", source, {"generator": "test"})
+
+
+@pytest.fixture(scope="module")
+def flagged():
+    corpus = make_corpus(DOCS)
+    planted = [
+        _candidate("What is known about alpha beta gamma?", "a", answer="Alpha beta gamma proteins"),  # 1 clean
+        _candidate("what is KNOWN about gamma, beta, alpha", "a"),  # 2 duplicate of 1
+        _candidate("What is known about alpha beta gamma receptor?", "a"),  # 3 near-duplicate of 1
+        _candidate(
+            "Do volcanic ash clouds from Icelandic volcanoes disrupt aviation across northern Europe during spring eruptions?",
+            "b",
+        ),
+        _candidate("Which brass reeds tune a harmonica?", "c", answer="a zebra eats striped marmalade"),  # 5
+        _candidate("How does sourdough fermentation work?", "d"),  # 6 missed: its source is d, the words are e's
+        _candidate("How is zinc related to copper?", "a", category="negative", keywords=("zinc", "copper")),
+        _candidate("How is glacier related to sourdough?", "d", category="negative", keywords=("glacier", "sourdough")),
+    ]
+    return flag(planted, corpus, default_retrievers(corpus))
+
+
+def test_planted_problems_are_flagged_and_nothing_is_dropped(flagged):
+    assert len(flagged) == 8
+    flags = [list(c.flags) for c in flagged]
+    assert flags[0] == []
+    assert flags[1] == ["duplicate of candidate 1"]
+    assert flags[2] == ["near-duplicate of candidate 1 (Jaccard 0.88)"]
+    assert flags[3] == ["copies the source: a run of 14 words"]
+    assert flags[4] == ["expected answer not supported by the source: 0% of its words occur in it"]
+    assert flags[5] == ["missed by bm25 and plain bm25 (no stemming, no stopwords) in the top 10"]
+    assert flags[6] == ["answerable? bm25 finds chunk a, which holds all its keywords"]
+    assert flags[7] == []
+
+
+def test_the_second_retriever_is_named():
+    corpus = make_corpus(DOCS)
+    missed = _candidate("How does sourdough fermentation work?", "d")
+    found = flag([missed], corpus, default_retrievers(corpus, "variant"))
+    assert found[0].flags == ("missed by bm25 and bm25 k1=0.9 b=0.4 (a variant of bm25) in the top 10",)
+    # the plain retriever's tokens are other: bm25 stems "receptors" to match "receptor", plain does not
+    plain = dict(default_retrievers(corpus))["plain bm25 (no stemming, no stopwords)"]
+    assert [h.doc_id for h in plain.search("the receptor", 10, None)] == ["a"]
+    assert plain.search("receptors", 10, None) == []
+    assert [h.doc_id for h in dict(default_retrievers(corpus))["bm25"].search("receptors", 10, None)] == ["a"]
+
+
+def test_one_retriever_says_no_second_confirmed():
+    corpus = make_corpus(DOCS)
+    found = flag([_candidate("How does sourdough fermentation work?", "d")], corpus, default_retrievers(corpus, "none"))
+    assert found[0].flags == ("missed by bm25 in the top 10 (no second retriever to confirm)",)
+
+
+def test_duplicate_and_run_helpers():
+    assert duplicate_flags(["a b c d e", "e d c b a", "a b c d f", "x y"]) == [
+        [],
+        ["duplicate of candidate 1"],
+        [],
+        [],
+    ]
+    assert longest_run("the cat sat on the mat", "a cat sat on the mat today") == 5
+    assert longest_run("数据集里有中文", "这个数据集里没有") == 4
+
+
+def _write(path: Path, rows) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _trec(path: Path, ranked: dict[str, list[str]]) -> Path:
+    lines = [f"{q} Q0 {d} {r} {100 - r} x\n" for q, docs in ranked.items() for r, d in enumerate(docs, 1)]
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+def test_dataset_check_flags_removed_and_changed_documents(tmp_path):
+    corpus = tmp_path / "corpus.jsonl"
+    _write(corpus, [{"_id": d.doc_id, "title": "", "text": d.text} for d in DOCS])
+    out, err = io.StringIO(), io.StringIO()
+    evalset = tmp_path / "set.jsonl"
+    assert main(["synth", str(corpus), "-o", str(evalset), "--categories", "factual=4"], out, err) == 0, err.getvalue()
+    rows = [json.loads(line) for line in evalset.read_text(encoding="utf-8").splitlines()]
+    assert main(["dataset", "check", str(evalset), "--corpus", str(corpus)], out, err) == 0, out.getvalue()
+
+    gone, edited = next(iter(rows[0]["relevant_docs"])), next(iter(rows[1]["relevant_docs"]))
+    kept = [
+        {"_id": d.doc_id, "title": "", "text": d.text + (" Edited." if d.doc_id == edited else "")}
+        for d in DOCS
+        if d.doc_id != gone
+    ]
+    _write(corpus, kept)
+    out = io.StringIO()
+    assert main(["dataset", "check", str(evalset), "--corpus", str(corpus)], out, err) == 1
+    report = out.getvalue()
+    assert f"missing: query {rows[0]['query_id']}: relevant document(s) not in the corpus: {gone}" in report
+    assert f"changed: query {rows[1]['query_id']}: the text of its source {edited} changed" in report
+    assert report.count("missing:") == 1 and report.count("changed:") == 1
+
+
+def test_dataset_check_coverage_size_and_power(tmp_path):
+    rows = [
+        {"query_id": f"q{i}", "query": f"question {i}", "relevant_docs": {f"d{i}": 2}, "category": cat}
+        for i, cat in enumerate(["factual"] * 8 + ["negative"] * 2)
+    ]
+    evalset = _write(tmp_path / "small.jsonl", rows)
+    # two runs that differ on one query of ten: a set this small cannot separate them
+    a = _trec(tmp_path / "a.trec", {f"q{i}": [f"d{i}", "z"] if i < 6 else ["z", f"d{i}"] for i in range(10)})
+    b = _trec(tmp_path / "b.trec", {f"q{i}": [f"d{i}", "z"] if i < 5 else ["z", f"d{i}"] for i in range(10)})
+    out, err = io.StringIO(), io.StringIO()
+    for row in rows:
+        row["difficulty"] = "hard" if row["query_id"] in ("q0", "q1") else "easy"
+    evalset = _write(tmp_path / "small.jsonl", rows)
+    argv = ["dataset", "check", str(evalset), "--target", "factual=8,negative=5,hard=3", "--stage", "prototype"]
+    code = main([*argv, "--run", str(a), "--run", str(b), "--delta", "0.1"], out, err)
+    report = out.getvalue()
+    assert code == 1, err.getvalue()
+    assert "categories: factual 8, negative 2" in report
+    assert "coverage: negative: 2 of the 5 targeted (3 short)" in report
+    assert "coverage: hard: 2 of the 3 targeted (1 short)" in report
+    assert "difficulty: easy 8, hard 2" in report
+    assert "factual" not in report.split("coverage:", 1)[1].split("\n")[0].split("negative")[0]
+    assert "size: 10 queries, fewer than prototype's 20-30 (10 short)" in report
+    power = next(line for line in report.splitlines() if line.startswith("power:"))
+    assert "NOT separated by these 10 queries" in power
+    assert "a difference of 0.1000 needs" in power
+
+    # sixty queries, one run always right and one always wrong: separated
+    many = [{"query_id": f"q{i}", "query": f"question {i}", "relevant_docs": {f"d{i}": 1}} for i in range(60)]
+    evalset = _write(tmp_path / "many.jsonl", many)
+    good = _trec(tmp_path / "good.trec", {f"q{i}": [f"d{i}"] for i in range(60)})
+    bad = _trec(tmp_path / "bad.trec", {f"q{i}": ["z"] for i in range(60)})
+    out = io.StringIO()
+    assert main(["dataset", "check", str(evalset), "--run", str(good), "--run", str(bad)], out, err) == 0
+    assert ": separated by these 60 queries" in out.getvalue()
+
+
+class _Broken:
+    def search(self, query: str, k: int, timeout: float | None):
+        raise RuntimeError("the endpoint is down")
+
+
+def test_a_failing_retriever_is_named_and_the_candidate_kept():
+    corpus = make_corpus(DOCS)
+    retrievers = [*default_retrievers(corpus, "none"), ("broken", _Broken())]
+    found = flag([_candidate("How does sourdough fermentation work?", "d")], corpus, retrievers)
+    assert found[0].flags == (
+        "not checked by broken: RuntimeError: the endpoint is down",
+        "missed by bm25 in the top 10 (no second retriever to confirm)",
+    )
