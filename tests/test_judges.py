@@ -14,6 +14,7 @@ from sklearn.metrics import cohen_kappa_score
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.io import load_dataset
 from ragmetrics.judges.base import Grade, Pair, max_grade, pairs_from_pool, run_judge
+from ragmetrics.judges.call import CallableJudge
 from ragmetrics.judges.endpoint import RETRY, EndpointJudge, parse_grade
 from ragmetrics.judges.learned import LearnedJudge, features, folds_of
 from ragmetrics.judges.registry import JUDGES, JudgeInputs, make_judge
@@ -237,6 +238,14 @@ def test_registry_names_every_judge_and_refuses_others():
         make_judge("oracle")
     with pytest.raises(RagMetricsError, match="--model"):
         make_judge("endpoint")
+
+
+def test_a_pair_without_text_gets_no_grade_from_a_judge_that_reads_text():
+    labels = run_judge(RuleJudge(), [pair("", "paris"), pair("Paris", "paris")], 1)
+    assert [x.label for x in labels] == [None, 1]
+    assert "text is unknown" in labels[0].problem
+    called = CallableJudge("x:y", lambda p, top: 1)  # a function decides what it reads
+    assert [x.label for x in run_judge(called, [pair("")], 1)] == [1]
 
 
 def test_a_grade_off_the_scale_is_an_error():

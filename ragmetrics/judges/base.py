@@ -81,6 +81,10 @@ def provenance_of(judge: Judge, at: float | None = None) -> Provenance:
     return Provenance(judge.name, judge.version, config_hash(judge.config()), time.time() if at is None else at)
 
 
+NO_TEXT = Grade(None, "the document's text is unknown (give the corpus, or a pool with text)")
+"""The grade of a pair without text, for a judge that reads it (every judge but one with ``needs_text = False``)."""
+
+
 def run_judge(
     judge: Judge,
     pairs: Sequence[Pair],
@@ -90,19 +94,25 @@ def run_judge(
     progress: Callable[[int, int], None] | None = None,
 ) -> list[JudgeLabel]:
     """Grade ``pairs`` with ``judge`` in batches of ``batch`` (default: the judge's own ``batch`` attribute, else 64;
-    0: all at once; ``progress(done, total)`` after each), each label
-    stamped with the judge's provenance. A grade outside ``0..max_grade`` is a :class:`RagMetricsError`."""
+    0: all at once; ``progress(done, total)`` after each), each label stamped with the judge's provenance. A pair
+    whose document text is unknown gets no grade (:data:`NO_TEXT`) without asking a judge that reads text. A grade
+    outside ``0..max_grade`` is a :class:`RagMetricsError`."""
     if max_grade < 1:
         raise RagMetricsError(f"the label scale must be 0..max with max >= 1; got max {max_grade}")
     provenance = provenance_of(judge)
     size = int(getattr(judge, "batch", 64)) if batch is None else batch
     size = size if size > 0 else max(len(pairs), 1)
     out: list[JudgeLabel] = []
+    needs_text = bool(getattr(judge, "needs_text", True))
     for start in range(0, len(pairs), size):
         chunk = pairs[start : start + size]
-        grades = judge.grade(chunk, max_grade)
-        if len(grades) != len(chunk):
-            raise RagMetricsError(f"judge {judge.name} gave {len(grades)} grades for {len(chunk)} pairs")
+        readable = [bool(p.text.strip()) or not needs_text for p in chunk]
+        asked = [p for p, ok in zip(chunk, readable, strict=True) if ok]
+        given = judge.grade(asked, max_grade) if asked else []
+        if len(given) != len(asked):
+            raise RagMetricsError(f"judge {judge.name} gave {len(given)} grades for {len(asked)} pairs")
+        answers = iter(given)
+        grades = [next(answers) if ok else NO_TEXT for ok in readable]
         for pair, grade in zip(chunk, grades, strict=True):
             if grade.label is not None and not (0 <= grade.label <= max_grade):
                 raise RagMetricsError(

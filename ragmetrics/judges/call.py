@@ -29,6 +29,7 @@ class CallableJudge:
     covers ``module:attr`` and the function's source when it can be read."""
 
     name = "callable"
+    needs_text = False  # the function decides what it reads
 
     def __init__(self, spec: str, function: Callable[[Pair, int], Any] | None = None) -> None:
         self.spec = spec
