@@ -62,7 +62,11 @@ COMMANDS: dict[str, Command] = {
     "pool": Command(
         "the unjudged (query, document) pairs in the runs' top K, to be judged", "judgments", "pool_parser"
     ),
-    "judge": Command("judgments: merge new labels into a dataset's qrels", "judgments", "judge_parser"),
+    "judge": Command(
+        "judgments: merge new labels into qrels; label a pool with a judge; a judge's agreement with people",
+        "judgments",
+        "judge_parser",
+    ),
     "retrieve": Command(
         "call a retriever for every query and write its run, latency and metadata", "retrieve", "retrieve_parser"
     ),

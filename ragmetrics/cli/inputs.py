@@ -30,6 +30,8 @@ INPUT_OPTIONS = (
     "corpus",
     "chunk_mapping",
     "targets",
+    "pool",
+    "human",
 )
 """The options that name files a command reads (a command writes none of them)."""
 

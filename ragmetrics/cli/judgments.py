@@ -1,17 +1,19 @@
-"""``ragmetrics pool`` (the unjudged pairs of the runs' top K) and ``ragmetrics judge merge`` (new labels into
-qrels)."""
+"""``ragmetrics pool`` (the unjudged pairs of the runs' top K) and ``ragmetrics judge``: ``merge`` (new labels into
+qrels), ``run`` and ``agree`` (a registered judge labels a pool; its agreement with people: :mod:`.judging`)."""
 
 from __future__ import annotations
 
 import argparse
 import csv
+import warnings
 from typing import TextIO
 
 from ragmetrics.analysis.judging import merge, pool
 from ragmetrics.cli.evaluating import evaluate_runs
 from ragmetrics.cli.inputs import output_path, read_dataset, read_inputs, replacing
+from ragmetrics.cli.judging import agree_options, judges_of, run_options
 from ragmetrics.cli.options import add_data_options, add_eval_options, whole_number
-from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.io import load_dataset, write_trec_qrels
 from ragmetrics.io.export import neutralise
 
@@ -44,6 +46,14 @@ def cmd_judge_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     output = output_path(args, args.output, "--output")
     dataset = read_dataset(args)
     labels = load_dataset(args.labels)
+    judges = judges_of(args.labels)
+    if judges:
+        warnings.warn(
+            f"{args.labels} holds a judge's labels ({', '.join(judges)}); the merged qrels will not say so: keep "
+            f"{args.labels} beside them (or add them to the store, which keeps their provenance)",
+            RagMetricsWarning,
+            stacklevel=1,
+        )
     try:
         merged = merge(dataset, labels, override=args.override)
     except RagMetricsError:
@@ -77,3 +87,7 @@ def judge_parser(p: argparse.ArgumentParser) -> None:
     m.add_argument("-o", "--output", required=True, help="the merged qrels to write (TREC, .gz to compress)")
     m.add_argument("--override", action="store_true", help="let a new label change a judgment already made")
     m.set_defaults(handler=cmd_judge_merge)
+    run_options(actions.add_parser("run", help="label a pool's pairs with a registered judge, with their provenance"))
+    agree_options(
+        actions.add_parser("agree", help="a judge's agreement with people: kappa, confusion matrix, where it errs")
+    )

@@ -78,7 +78,7 @@ runs_table = sa.Table(
     sa.Column("payload", sa.LargeBinary, nullable=False),
     sa.Column("source", sa.Text, nullable=False, server_default=""),
 )
-ADDED_COLUMNS = {"datasets": ("source", "description", "targets"), "runs": ("source",)}
+ADDED_COLUMNS = {"datasets": ("source", "description", "targets"), "runs": ("source",), "labels": ("source",)}
 """Text columns added after the first stores were made: :class:`Store` adds them to an older store, empty."""
 links_table = sa.Table(
     "dataset_runs",
@@ -99,8 +99,10 @@ labels_table = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("kind", sa.Text, nullable=False),  # "judgment", or "suggestion:<rule>" (never merged)
     sa.Column("version", sa.String(16)),  # the qrels version it went into; NULL while pending
+    sa.Column("source", sa.Text, nullable=False, server_default=""),  # "" a person; judge:NAME@VERSION#HASH a judge
 )
-"""Every label as it was given, at once (a reload, a second tab or a crash loses none)."""
+"""Every label as it was given, at once (a reload, a second tab or a crash loses none). ``source`` says whose it
+is (:mod:`ragmetrics.store.provenance`)."""
 versions_table = sa.Table(
     "qrels_versions",
     metadata,
@@ -332,6 +334,13 @@ class StoreOpenError(RagMetricsError):
             "expected sqlite:///PATH (a database file, or a new one, in an existing folder) or "
             "postgresql+psycopg://USER:PASSWORD@HOST/DATABASE"
         )
+
+
+def people_last(rows: pd.DataFrame) -> pd.DataFrame:
+    """Label ``rows`` (in the order given, with ``source``) with every person's label (``source`` empty) after every
+    judge's, each group in its order: keeping a pair's last row then keeps a person's label over any judge's."""
+    human = rows["source"] == ""
+    return pd.concat([rows[~human], rows[human]])
 
 
 ANY_LABEL = object()
@@ -659,6 +668,13 @@ class Store:
             raise RagMetricsError("the store gave the new label no id")
         return int(key[0])
 
+    def _by_a_person(self, t: sa.Table) -> Any:
+        """A person's judgment (not a suggestion, not a judge's label): what makes a pair judged for the people
+        judging it (a judge's label neither hides a pair from them nor conflicts with their label)."""
+        if not self._has(t, "source"):
+            return t.c.kind == "judgment"
+        return (t.c.kind == "judgment") & (t.c.source == "")
+
     def _lock_pair(self, conn: Any, root: str, query_id: str, doc_id: str) -> None:
         """Serialize the check-then-write of one pair's label: SQLite writes one transaction at a time (the table is
         written first: the check then reads under the write lock); PostgreSQL takes a lock on the pair until the
@@ -674,27 +690,27 @@ class Store:
         found = conn.execute(
             sa.select(t.c.id, t.c.label, t.c.author, t.c.created_at, t.c.version)
             .where(t.c.dataset_id.in_(list(family)) & (t.c.query_id == query_id) & (t.c.doc_id == doc_id))
-            .where(t.c.kind == "judgment")
+            .where(self._by_a_person(t))
             .order_by(t.c.id.desc())
             .limit(1)
         ).first()
         return None if found is None else {"query_id": query_id, "doc_id": doc_id, **found._asdict()}
 
     def latest_label(self, dataset: str, query_id: str, doc_id: str) -> dict[str, Any] | None:
-        """The pair's latest judgment on ``dataset``'s lineage (:meth:`family`), pending or saved: ``id, label,
-        author, created_at, version`` (None while pending), or None."""
+        """The pair's latest judgment by a person on ``dataset``'s lineage (:meth:`family`), pending or saved: ``id,
+        label, author, created_at, version`` (None while pending), or None. A judge's label is not one."""
         check_id(dataset, "dataset")
         with self.engine.connect() as conn:
             return self._latest_label(conn, self.family(dataset), str(query_id), str(doc_id))
 
     def labelled_pairs(self, dataset: str) -> pd.DataFrame:
-        """The pairs judged by a label on ``dataset``'s lineage (:meth:`family`), pending or saved in a version:
-        ``query_id, doc_id``."""
+        """The pairs judged by a person's label on ``dataset``'s lineage (:meth:`family`), pending or saved in a
+        version: ``query_id, doc_id`` (a judge's label leaves its pair to be judged)."""
         check_id(dataset, "dataset")
         t = labels_table
         query = (
             sa.select(t.c.query_id, t.c.doc_id)
-            .where(t.c.dataset_id.in_(self.family(dataset)) & (t.c.kind == "judgment"))
+            .where(t.c.dataset_id.in_(self.family(dataset)) & self._by_a_person(t))
             .distinct()
         )
         with self.engine.connect() as conn:
@@ -726,7 +742,7 @@ class Store:
             labelled = {
                 (q, d)
                 for q, d in conn.execute(
-                    sa.select(t.c.query_id, t.c.doc_id).where(t.c.dataset_id.in_(family) & (t.c.kind == "judgment"))
+                    sa.select(t.c.query_id, t.c.doc_id).where(t.c.dataset_id.in_(family) & self._by_a_person(t))
                 )
             }
             shared: Claim | None = None
@@ -808,7 +824,7 @@ class Store:
 
     def commit_labels(self, dataset: str, *, author: str = "anonymous") -> str | None:
         """Make the pending labels on ``dataset`` a new qrels version: a dataset whose judgments are the parent's
-        plus the labels (the latest label of a pair wins), with the parent's runs. Returns its id (None when
+        plus the labels (the latest label of a pair wins, a person's over a judge's), with the parent's runs. Returns its id (None when
         nothing is pending).
 
         The version takes exactly the labels it read, by id: they are stamped in the transaction that stores the
@@ -820,7 +836,9 @@ class Store:
         taken: list[int] = []  # the labels the last attempt read, when another writer changed them
         for _ in range(COMMIT_ATTEMPTS):
             rows = self._pending_rows(dataset)
-            judgments = rows[rows["kind"] == "judgment"].drop_duplicates(["query_id", "doc_id"], keep="last")
+            judgments = people_last(rows[rows["kind"] == "judgment"]).drop_duplicates(
+                ["query_id", "doc_id"], keep="last"
+            )
             if judgments.empty:
                 return self._saved_by_another(taken)
             parent = self.get_dataset(dataset)
@@ -865,16 +883,17 @@ class Store:
         )
 
     def _pending_rows(self, dataset: str) -> pd.DataFrame:
-        """Every label row pending on ``dataset`` (every kind), oldest first: ``id, query_id, doc_id, label, kind``."""
+        """Every label row pending on ``dataset`` (every kind), oldest first: ``id, query_id, doc_id, label, kind,
+        source``."""
         t = labels_table
         query = (
-            sa.select(t.c.id, t.c.query_id, t.c.doc_id, t.c.label, t.c.kind)
+            sa.select(t.c.id, t.c.query_id, t.c.doc_id, t.c.label, t.c.kind, self._column(t, "source"))
             .where((t.c.dataset_id == dataset) & t.c.version.is_(None))
             .order_by(t.c.id)
         )
         with self.engine.connect() as conn:
             return pd.DataFrame(
-                conn.execute(query).mappings().all(), columns=["id", "query_id", "doc_id", "label", "kind"]
+                conn.execute(query).mappings().all(), columns=["id", "query_id", "doc_id", "label", "kind", "source"]
             )
 
     def _stamp(self, conn: Any, ids: Sequence[int], version: str) -> None:

@@ -1,0 +1,208 @@
+"""``ragmetrics judge run`` (a registered judge labels a pool) and ``ragmetrics judge agree`` (how far a judge's
+labels agree with people's)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import math
+from collections.abc import Callable
+from typing import TextIO
+
+import pandas as pd
+
+from ragmetrics.analysis.label_agreement import label_agreement
+from ragmetrics.cli.inputs import output_path, read_dataset, replacing
+from ragmetrics.cli.options import add_data_options, whole_number
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.io import load_dataset
+from ragmetrics.io.export import is_dangerous, neutralise
+from ragmetrics.judges.base import JudgeLabel, Pair, max_grade, pairs_from_pool, run_judge
+from ragmetrics.judges.learned import tokens
+from ragmetrics.judges.registry import JUDGES, JudgeInputs, make_judge
+
+JUDGED_COLUMNS = (
+    "query_id", "doc_id", "label", "rank", "category", "doc_length",
+    "judge", "judge_version", "config_hash", "judged_at",
+)  # fmt: skip
+"""The columns ``judge run`` writes: the pair, its grade, what ``judge agree`` groups errors by (``doc_length`` in
+words, characters of Chinese), and the label's provenance (``judged_at`` in UTC, ISO 8601)."""
+SHOWN_PROBLEMS = 20
+"""How many ungraded pairs ``judge run`` names one by one (the rest are counted)."""
+
+
+def read_tsv(path: str, what: str) -> pd.DataFrame:
+    """A TSV with a header naming ``query_id`` and ``doc_id``, every cell as text."""
+    frame = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, quoting=csv.QUOTE_NONE)
+    missing = [c for c in ("query_id", "doc_id") if c not in frame.columns]
+    if missing:
+        raise RagMetricsError(
+            f"{path}: the {what} has no column {', '.join(missing)} in its header; expected query_id, doc_id, ..."
+        )
+    if "text" in frame.columns:  # the pool's text as it was before ``pool`` neutralised it for spreadsheets
+        frame["text"] = [t[1:] if t.startswith("'") and is_dangerous(t[1:]) else t for t in frame["text"]]
+    return frame
+
+
+def judges_of(path: str) -> list[str]:
+    """The judges (``judge version config_hash``) whose labels a TSV written by ``judge run`` holds; [] for any
+    other file (its header does not name the provenance columns)."""
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            header = handle.readline().rstrip("\r\n").split("\t")
+    except (OSError, UnicodeDecodeError):
+        return []
+    if not {"judge", "judge_version", "config_hash"} <= set(header):
+        return []
+    frame = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, quoting=csv.QUOTE_NONE)
+    found = frame[["judge", "judge_version", "config_hash"]].drop_duplicates()
+    return [" ".join(row) for row in found.itertuples(index=False)]
+
+
+def human_labels(path: str) -> pd.DataFrame:
+    """People's labels (TREC qrels, or a TSV ``query_id doc_id label``): ``query_id, doc_id, label``; a judge's
+    labels (the TSV ``judge run`` writes) are refused."""
+    judges = judges_of(path)
+    if judges:
+        raise RagMetricsError(f"{path}: these are a judge's labels ({', '.join(judges)}), not people's")
+    qrels = load_dataset(path).qrels
+    return pd.DataFrame({"query_id": qrels["query_id"].astype(str), "doc_id": qrels["doc_id"].astype(str),
+                         "label": qrels["relevance"].astype(int)})  # fmt: skip
+
+
+def training_pairs(dataset_pairs: list[Pair], human: pd.DataFrame, extra: list[Pair]) -> list[tuple[Pair, int]]:
+    """People's labelled pairs: the pool's pair when the pool has it (its rank and text), else ``extra``'s."""
+    known = {(p.query_id, p.doc_id): p for p in [*extra, *dataset_pairs]}
+    out = []
+    for q, d, y in human[["query_id", "doc_id", "label"]].itertuples(index=False):
+        pair = known.get((q, d))
+        if pair is not None:
+            out.append((pair, int(y)))
+    return out
+
+
+def cmd_judge_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+
+    output = output_path(args, args.output, "--output")
+    kind = JUDGES[args.judge]
+    dataset = read_dataset(args)
+    pool = read_tsv(args.pool, "pool")
+    pairs = pairs_from_pool(dataset, pool)
+    training: list[tuple[Pair, int]] = []
+    if kind.needs == "training":
+        if not args.human:
+            raise RagMetricsError("--judge learned needs --human labels.tsv (people's labels to learn from)")
+        human = human_labels(args.human)
+        unpooled = human.merge(pool[["query_id", "doc_id"]], how="left", indicator=True)
+        unpooled = unpooled[unpooled["_merge"] == "left_only"][["query_id", "doc_id"]].assign(rank=0)
+        training = training_pairs(pairs, human, pairs_from_pool(dataset, unpooled))
+    elif kind.needs == "model" and not args.model:
+        raise RagMetricsError("--judge endpoint needs --model NAME (a registered model endpoint)")
+    elif kind.needs == "call" and not args.call:
+        raise RagMetricsError("--judge callable needs --call module:attr")
+    judge = make_judge(args.judge, JudgeInputs(training=training, model=args.model, call=args.call, folds=args.folds))
+    top = args.max_grade or max_grade(dataset)
+    labels = run_judge(judge, pairs, top, progress=_progress(err) if err.isatty() else None)
+    graded = [x for x in labels if x.label is not None]
+    with replacing(output) as partial, open(partial, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, delimiter="\t", lineterminator="\n")
+        writer.writerow(JUDGED_COLUMNS)
+        for label in graded:
+            writer.writerow(_row(label))
+    ungraded = [x for x in labels if x.label is None]
+    for x in ungraded[:SHOWN_PROBLEMS]:
+        err.write(f"ragmetrics: no grade: query {x.pair.query_id} document {x.pair.doc_id}: {x.problem}\n")
+    if len(ungraded) > SHOWN_PROBLEMS:
+        err.write(f"ragmetrics: ... and {len(ungraded) - SHOWN_PROBLEMS} more pair(s) without a grade\n")
+    source = labels[0].provenance.source if labels else f"judge:{judge.name}@{judge.version}"
+    err.write(
+        f"ragmetrics: wrote {args.output}: {len(graded)} label(s) 0..{top} by {source}"
+        + (f"; {len(ungraded)} pair(s) got no grade and are left out\n" if ungraded else "\n")
+    )
+    return 1 if ungraded else 0
+
+
+def _progress(err: TextIO) -> Callable[[int, int], None]:
+    def show(done: int, total: int) -> None:
+        err.write(f"\rragmetrics: judged {done}/{total} pair(s)" + ("\n" if done == total else ""))
+        err.flush()
+
+    return show
+
+
+def _row(label: JudgeLabel) -> list[object]:
+    pair, p = label.pair, label.provenance
+    when = dt.datetime.fromtimestamp(p.created_at, tz=dt.timezone.utc).isoformat(timespec="seconds")
+    return [pair.query_id, pair.doc_id, label.label, pair.rank, neutralise(pair.category), len(tokens(pair.text)),
+            p.judge, p.version, p.config_hash, when]  # fmt: skip
+
+
+def cmd_judge_agree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+
+    human = human_labels(args.human)
+    judged = read_tsv(args.judge, "judge's labels")
+    if "label" not in judged.columns:
+        raise RagMetricsError(f"{args.judge}: no label column; expected the TSV ragmetrics judge run writes")
+    judged["label"] = pd.to_numeric(judged["label"].replace("", None), errors="raise")
+    found = label_agreement(human, judged, max_grade=args.max_grade)
+    if found.pairs == 0:
+        raise RagMetricsError(f"no pair of {args.judge} is labelled in {args.human}: nothing to compare")
+    source = ""
+    if "judge" in judged.columns and len(judged):
+        first = judged.iloc[0]
+        source = f" ({first['judge']} {first.get('judge_version', '')} {first.get('config_hash', '')})".replace(
+            "  ", " "
+        )
+    out.write(f"agreement of the judge{source} with people on {found.pairs} pair(s), grades 0..{found.max_grade}\n")
+    if found.ungraded:
+        out.write(f"  {found.ungraded} pair(s) the judge left without a grade are not counted\n")
+    out.write(f"  accuracy          {found.accuracy:.3f}\n  Cohen's kappa     {_num(found.kappa)}\n")
+    if found.max_grade > 1:
+        out.write(
+            f"  kappa, linear     {_num(found.kappa_linear)}\n  kappa, quadratic  {_num(found.kappa_quadratic)}\n"
+        )
+    out.write("\nconfusion matrix (rows: people, columns: judge)\n")
+    grades = list(found.confusion.columns)
+    width = max(6, *(len(str(v)) + 1 for v in found.confusion.to_numpy().ravel()))
+    out.write("human\\judge" + "".join(f"{g:>{width}}" for g in grades) + "\n")
+    for g in grades:
+        out.write(f"{g:<11}" + "".join(f"{int(v):>{width}}" for v in found.confusion.loc[g]) + "\n")
+    if len(found.errors):
+        out.write("\nwhere the judge errs (disagree: share graded differently; bias: judge minus people, mean)\n")
+        out.write(f"{'by':<9}{'group':<16}{'pairs':>7}{'disagree':>10}{'bias':>8}\n")
+        for row in found.errors.itertuples(index=False):
+            out.write(f"{row.facet:<9}{str(row.group)[:15]:<16}{row.pairs:>7}{row.disagree:>10.3f}"
+                      f"{row.judge_minus_human:>+8.3f}\n")  # fmt: skip
+    return 0
+
+
+def _num(value: float) -> str:
+    return "undefined (one grade only)" if math.isnan(value) else f"{value:.3f}"
+
+
+def run_options(p: argparse.ArgumentParser) -> None:
+    add_data_options(p)
+    names = "; ".join(f"{name}: {kind.help}" for name, kind in JUDGES.items())
+    p.add_argument("--judge", required=True, choices=list(JUDGES), help=f"the judge ({names})")
+    p.add_argument("--pool", required=True, help="the pairs to label: the TSV ragmetrics pool writes")
+    p.add_argument("-o", "--output", required=True, help=f"the TSV to write: {', '.join(JUDGED_COLUMNS)}")
+    p.add_argument("--human", help="learned: people's labels to learn from (TREC qrels or TSV query_id doc_id label)")
+    p.add_argument(
+        "--folds", type=whole_number(2), default=5, help="learned: cross-fitting folds over the labelled queries"
+    )
+    p.add_argument("--model", help="endpoint: the registered model endpoint's name")
+    p.add_argument("--call", help="callable: module:attr, called with (pair, max_grade)")
+    p.add_argument(
+        "--max-grade", type=whole_number(1), help="the top of the label scale (default: the dataset's largest grade)"
+    )
+    p.set_defaults(handler=cmd_judge_run)
+
+
+def agree_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--human", required=True, help="people's labels: TREC qrels or a TSV query_id doc_id label")
+    p.add_argument("--judge", required=True, help="the judge's labels: the TSV ragmetrics judge run writes")
+    p.add_argument(
+        "--max-grade", type=whole_number(1), help="the top of the label scale (default: the largest grade given)"
+    )
+    p.set_defaults(handler=cmd_judge_agree)

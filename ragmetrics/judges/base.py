@@ -1,0 +1,177 @@
+"""What a judge sees and what it gives back.
+
+A judge grades (query, document) :class:`Pair` s on the dataset's label scale ``0..max_grade`` (the largest grade
+of its qrels, at least 1). Each grade it gives becomes a :class:`JudgeLabel` stamped with its :class:`Provenance`:
+which judge, its version, the hash of its prompt or configuration, and when. A pair the judge could not grade
+(an endpoint's answer that never parsed) has ``label`` None and says why in ``problem``: it is reported, never a
+silent 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.provenance import Provenance
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ragmetrics.foundation.model import Dataset
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One (query, document) pair to grade. ``rank``: its best rank in the pooled runs (0 when unknown);
+    ``score``: a retriever's score when known (NaN otherwise); ``category``: the query's category ("" when none)."""
+
+    query_id: str
+    query: str
+    doc_id: str
+    text: str
+    expected_answer: str = ""
+    expected_keywords: tuple[str, ...] = ()
+    rank: int = 0
+    score: float = float("nan")
+    category: str = ""
+
+
+@dataclass(frozen=True)
+class Grade:
+    """A judge's answer for one pair: ``label`` on the scale, or None with the ``problem`` that kept it from one."""
+
+    label: int | None
+    problem: str = ""
+
+
+@dataclass(frozen=True)
+class JudgeLabel:
+    """A grade with the pair it grades and its provenance."""
+
+    pair: Pair
+    label: int | None
+    provenance: Provenance
+    problem: str = ""
+
+
+class Judge(Protocol):
+    """A judge: ``name`` (its registry name), ``version`` (changes when its rule or code changes), ``config`` (what
+    else decides its grades: a prompt, a model, features; hashed into the provenance)."""
+
+    name: str
+    version: str
+
+    def config(self) -> Mapping[str, Any]: ...
+
+    def grade(self, pairs: Sequence[Pair], max_grade: int) -> list[Grade]: ...
+
+
+def config_hash(config: Mapping[str, Any]) -> str:
+    """The first 16 hex digits of the SHA-256 of ``config`` as canonical JSON."""
+    text = json.dumps(config, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def provenance_of(judge: Judge, at: float | None = None) -> Provenance:
+    return Provenance(judge.name, judge.version, config_hash(judge.config()), time.time() if at is None else at)
+
+
+NO_TEXT = Grade(None, "the document's text is unknown (give the corpus, or a pool with text)")
+"""The grade of a pair without text, for a judge that reads it (every judge but one with ``needs_text = False``)."""
+
+
+def run_judge(
+    judge: Judge,
+    pairs: Sequence[Pair],
+    max_grade: int,
+    *,
+    batch: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[JudgeLabel]:
+    """Grade ``pairs`` with ``judge`` in batches of ``batch`` (default: the judge's own ``batch`` attribute, else 64;
+    0: all at once; ``progress(done, total)`` after each), each label stamped with the judge's provenance. A pair
+    whose document text is unknown gets no grade (:data:`NO_TEXT`) without asking a judge that reads text. A grade
+    outside ``0..max_grade`` is a :class:`RagMetricsError`."""
+    if max_grade < 1:
+        raise RagMetricsError(f"the label scale must be 0..max with max >= 1; got max {max_grade}")
+    provenance = provenance_of(judge)
+    size = int(getattr(judge, "batch", 64)) if batch is None else batch
+    size = size if size > 0 else max(len(pairs), 1)
+    out: list[JudgeLabel] = []
+    needs_text = bool(getattr(judge, "needs_text", True))
+    for start in range(0, len(pairs), size):
+        chunk = pairs[start : start + size]
+        readable = [bool(p.text.strip()) or not needs_text for p in chunk]
+        asked = [p for p, ok in zip(chunk, readable, strict=True) if ok]
+        given = judge.grade(asked, max_grade) if asked else []
+        if len(given) != len(asked):
+            raise RagMetricsError(f"judge {judge.name} gave {len(given)} grades for {len(asked)} pairs")
+        answers = iter(given)
+        grades = [next(answers) if ok else NO_TEXT for ok in readable]
+        for pair, grade in zip(chunk, grades, strict=True):
+            if grade.label is not None and not (0 <= grade.label <= max_grade):
+                raise RagMetricsError(
+                    f"judge {judge.name} graded {pair.doc_id} for {pair.query_id} {grade.label}; "
+                    f"expected 0..{max_grade}"
+                )
+            out.append(JudgeLabel(pair, grade.label, provenance, grade.problem))
+        if progress is not None:
+            progress(len(out), len(pairs))
+    return out
+
+
+def max_grade(dataset: Dataset) -> int:
+    """The top of the dataset's label scale: its largest grade, at least 1."""
+    values = dataset.qrels_table.column("relevance").to_pylist()
+    return max([1, *(int(v) for v in values if v is not None)])
+
+
+def pairs_from_pool(dataset: Dataset, pool: pd.DataFrame) -> list[Pair]:
+    """The pairs of a pool frame (``query_id, doc_id`` and optionally ``text``, ``best_rank`` or ``rank``,
+    ``score``), with the dataset's query text, expected answer, keywords and category; a document's text comes
+    from the pool, else from the dataset's documents (title and text), else is empty. Without a rank column a
+    pair's rank is its position among its query's pairs in the pool (the pool lists them by best rank)."""
+    queries = dataset.queries.drop_duplicates("query_id").set_index("query_id")
+    corpus: dict[str, str] = {}
+    documents = dataset.documents
+    if documents is not None and "text" in documents.columns:
+        titles = documents["title"] if "title" in documents.columns else [""] * len(documents)
+        for doc, title, text in zip(documents["doc_id"], titles, documents["text"], strict=True):
+            corpus[str(doc)] = " ".join(s for s in (title, text) if isinstance(s, str) and s)
+    rank_column = next((c for c in ("best_rank", "rank") if c in pool.columns), None)
+    seen: dict[str, int] = {}
+    out = []
+    for row in pool.to_dict("records"):
+        q, d = str(row["query_id"]), str(row["doc_id"])
+        seen[q] = seen.get(q, 0) + 1
+        text = row.get("text")
+        if not isinstance(text, str) or not text:
+            text = corpus.get(d, "")
+        info = queries.loc[q] if q in queries.index else None
+        score = row.get("score")
+        out.append(
+            Pair(
+                query_id=q,
+                query=_text(info, "query"),
+                doc_id=d,
+                text=text,
+                expected_answer=_text(info, "expected_answer"),
+                expected_keywords=tuple(str(k) for k in (info["expected_keywords"] if info is not None else [])),
+                rank=int(row[rank_column]) if rank_column else seen[q],
+                score=float(score) if score is not None and score == score else float("nan"),
+                category=_text(info, "category"),
+            )
+        )
+    return out
+
+
+def _text(info: Any, column: str) -> str:
+    if info is None:
+        return ""
+    value = info[column]
+    return value if isinstance(value, str) else ""

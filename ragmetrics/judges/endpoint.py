@@ -1,0 +1,162 @@
+"""The model-endpoint judge: a registered chat model grades each pair with a prompt in the style of UMBRELA
+(Upadhyay et al., 2024, after Thomas et al.'s Bing prompt), on the dataset's own scale."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.judges.base import Grade, Pair
+from ragmetrics.models.base import BadAnswer, ChatModel, Message
+
+PROMPT = """Given a query and a passage, you must provide a score on an integer scale of 0 to {max_grade} with the \
+following meanings:
+{scale}
+Important instruction: assign a score of 1 or more only if the passage answers the query at least in part; a \
+passage that only shares words with the query scores 0.
+
+Query: {query}
+{expected}Passage: {text}
+
+Split this problem into steps:
+Consider the underlying intent of the search.
+Measure how well the content matches a likely intent of the query (M).
+Measure how trustworthy the passage is (T).
+Consider the aspects above and the relative importance of each, and decide on a final score (O).
+The final score must be an integer value only. Do not provide any code in the result. Provide the final score in \
+the format:
+##final score: <score>
+without providing any reasoning."""
+"""The grading prompt; ``{scale}`` is :func:`scale_text`, ``{expected}`` the expected answer's line (empty when
+the query has none)."""
+
+RETRY = (
+    "Your answer could not be read. Reply with exactly one line of the form '##final score: N' where N is an "
+    "integer from 0 to {max_grade}, and nothing else."
+)
+"""The message sent after an answer that did not parse, before asking again."""
+
+_FINAL = re.compile(r"##\s*final score\s*:\s*(-?\d+)\s*$", re.IGNORECASE | re.MULTILINE)
+
+
+def scale_text(max_grade: int) -> str:
+    """The meaning of each grade ``0..max_grade``: 0 unrelated, ``max`` the answer, in between partial (the two
+    ends and the middle in the words of UMBRELA's four-point scale)."""
+    lines = ["0 = the passage has nothing to do with the query"]
+    for g in range(1, max_grade):
+        lines.append(
+            "1 = the passage seems related to the query but does not answer it"
+            if g == 1
+            else f"{g} = the passage has some answer for the query, but it is unclear or hidden amongst extraneous "
+            f"information (higher: more of the answer)"
+        )
+    lines.append(f"{max_grade} = the passage is dedicated to the query and contains the exact answer")
+    return "\n".join(lines)
+
+
+def prompt(pair: Pair, max_grade: int, *, max_chars: int = 4000) -> str:
+    """The :data:`PROMPT` for ``pair`` (its text cut to ``max_chars`` characters)."""
+    expected = f"Expected answer: {pair.expected_answer}\n" if pair.expected_answer.strip() else ""
+    return PROMPT.format(
+        max_grade=max_grade, scale=scale_text(max_grade), query=pair.query, expected=expected,
+        text=pair.text[:max_chars],
+    )  # fmt: skip
+
+
+def parse_grade(answer: str, max_grade: int) -> int | None:
+    """The grade of an answer: exactly one ``##final score: N`` line with ``0 <= N <= max_grade``; else None."""
+    found = _FINAL.findall(answer)
+    if len(found) != 1:
+        return None
+    grade = int(found[0])
+    return grade if 0 <= grade <= max_grade else None
+
+
+class EndpointJudge:
+    """Asks ``model`` to grade each pair (:func:`prompt`, temperature 0, ``seed``). An answer that does not parse
+    (:func:`parse_grade`), or an unusable reply (:class:`~ragmetrics.models.base.BadAnswer`), is answered with
+    :data:`RETRY` and asked again with the next seed, up to ``attempts`` answers in all; then
+    the pair gets no grade and its ``problem`` quotes the last answer (never a 0 for it). ``concurrency`` pairs are
+    graded at once. A call that fails (the
+    model's own retries spent) leaves its pair without a grade, saying why; ``max_failed_calls`` failures in a row
+    stop the judge with that error (an endpoint that is down is not asked about every pair)."""
+
+    name = "endpoint"
+    version = "1"
+
+    def __init__(
+        self,
+        model: ChatModel,
+        *,
+        attempts: int = 3,
+        seed: int | None = 0,
+        max_chars: int = 4000,
+        max_failed_calls: int = 5,
+        concurrency: int = 4,
+    ) -> None:
+        if concurrency < 1:
+            raise RagMetricsError(f"the endpoint judge's concurrency is at least 1; got {concurrency}")
+        self.model = model
+        self.concurrency = concurrency
+        self._lock = threading.Lock()
+        self.max_failed_calls = max(1, max_failed_calls)
+        self.failed_in_a_row = 0
+        self.attempts = max(1, attempts)
+        self.seed = seed
+        self.max_chars = max_chars
+        self.retries = 0
+        self.failures = 0
+
+    def config(self) -> Mapping[str, Any]:
+        return {"model": self.model.identity, "prompt": PROMPT, "retry": RETRY, "attempts": self.attempts,
+                "seed": self.seed, "max_chars": self.max_chars, "temperature": 0.0}  # fmt: skip
+
+    def grade(self, pairs: Sequence[Pair], max_grade: int) -> list[Grade]:
+        """The grades of ``pairs``, in their order; ``concurrency`` pairs are asked about at once (a pair's grade
+        does not depend on the others)."""
+        if self.concurrency == 1 or len(pairs) < 2:
+            return [self.grade_one(pair, max_grade) for pair in pairs]
+        with ThreadPoolExecutor(min(self.concurrency, len(pairs)), thread_name_prefix="endpoint-judge") as pool:
+            return list(pool.map(lambda pair: self.grade_one(pair, max_grade), pairs))
+
+    def grade_one(self, pair: Pair, max_grade: int) -> Grade:
+        messages = [Message("user", prompt(pair, max_grade, max_chars=self.max_chars))]
+        answer = ""
+        for attempt in range(self.attempts):
+            last = attempt + 1 == self.attempts
+            seed = None if self.seed is None else self.seed + attempt
+            try:
+                answer = self.model.chat(messages, temperature=0.0, max_tokens=64, seed=seed).text
+            except BadAnswer as exc:  # an unusable reply (not a chat completion, empty): the same question again
+                with self._lock:
+                    self.failed_in_a_row = 0
+                    self.retries += not last
+                answer = f"(no usable reply: {exc})"
+                continue
+            except RagMetricsError as exc:
+                with self._lock:
+                    self.failures += 1
+                    self.failed_in_a_row += 1
+                    in_a_row = self.failed_in_a_row
+                if in_a_row >= self.max_failed_calls:
+                    raise RagMetricsError(
+                        f"model {self.model.name}: {in_a_row} calls in a row failed; the last: {exc}"
+                    ) from None
+                return Grade(None, f"the call failed: {exc}")
+            with self._lock:
+                self.failed_in_a_row = 0
+            grade = parse_grade(answer, max_grade)
+            if grade is not None:
+                return Grade(grade)
+            if not last:
+                with self._lock:
+                    self.retries += 1
+                messages = [*messages, Message("assistant", answer), Message("user", RETRY.format(max_grade=max_grade))]
+        with self._lock:
+            self.failures += 1
+        shown = " ".join(answer.split())[:120]
+        return Grade(None, f"no grade 0..{max_grade} in {self.attempts} answer(s); the last: {shown!r}")

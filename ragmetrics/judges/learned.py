@@ -1,0 +1,171 @@
+"""The learned judge: a logistic regression on cheap features of a pair, trained on people's labels, cross-fitted
+by query so that its grades of the labelled queries are honest."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.judges.base import Grade, Pair
+from ragmetrics.judges.rule import normalise
+from ragmetrics.retrieve.bm25 import BM25
+
+FEATURES = ("bm25", "query_overlap", "answer_overlap", "keyword_share", "log_rank", "log_length")
+"""What the model sees of a pair: the BM25 score of its query over the graded and training documents; the shares
+of the query's and the expected answer's distinct tokens in the document; the share of expected keywords found;
+log(1 + rank) (0 when unknown); log(1 + the document's token count)."""
+
+_WORD = re.compile(r"[^\W_]+")
+_CJK = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af]")
+
+
+def tokens(text: str) -> list[str]:
+    """Word tokens of the :func:`~ragmetrics.judges.rule.normalise` d text; a Chinese, Japanese or Korean run
+    is split into its characters."""
+    out: list[str] = []
+    for word in _WORD.findall(normalise(text)):
+        out.extend(list(word) if _CJK.search(word) else [word])
+    return out
+
+
+def _share(part: Sequence[str], whole: set[str]) -> float:
+    distinct = set(part)
+    return len(distinct & whole) / len(distinct) if distinct else 0.0
+
+
+def features(pairs: Sequence[Pair]) -> np.ndarray:
+    """The :data:`FEATURES` of each pair, one row each (BM25 over the distinct documents of ``pairs``)."""
+    texts: dict[str, str] = {}
+    for pair in pairs:
+        texts.setdefault(pair.doc_id, pair.text)
+    bm25 = _bm25_scores(pairs, texts)
+    rows = []
+    for i, pair in enumerate(pairs):
+        doc = tokens(pair.text)
+        words = set(doc)
+        keywords = [k for k in pair.expected_keywords if normalise(k)]
+        text = normalise(pair.text)
+        rows.append([
+            bm25[i],
+            _share(tokens(pair.query), words),
+            _share(tokens(pair.expected_answer), words),
+            sum(normalise(k) in text for k in keywords) / len(keywords) if keywords else 0.0,
+            math.log1p(max(pair.rank, 0)),
+            math.log1p(len(doc)),
+        ])  # fmt: skip
+    return np.asarray(rows, dtype=np.float64).reshape(len(pairs), len(FEATURES))
+
+
+def _bm25_scores(pairs: Sequence[Pair], texts: Mapping[str, str]) -> np.ndarray:
+    out = np.zeros(len(pairs))
+    if not any(texts.values()):
+        return out
+    frame = pd.DataFrame({"doc_id": list(texts), "text": [t or "" for t in texts.values()]})
+    index = BM25.from_documents(frame)
+    position = {d: i for i, d in enumerate(frame["doc_id"])}
+    by_query: dict[str, list[int]] = {}
+    for i, pair in enumerate(pairs):
+        by_query.setdefault(pair.query, []).append(i)
+    for query, rows in by_query.items():
+        words = index.tokens(query)
+        if not words:
+            continue
+        scores = np.asarray(index.model.get_scores(words), dtype=np.float64)
+        for i in rows:
+            out[i] = scores[position[pairs[i].doc_id]]
+    return out
+
+
+def folds_of(query_ids: Sequence[str], k: int) -> dict[str, int]:
+    """Each labelled query's fold, ``0..k-1``: the queries in the order of a hash of their id, dealt in turn. It
+    depends on which queries are labelled, never on their labels."""
+    ordered = sorted(set(query_ids), key=lambda q: (hashlib.sha256(q.encode("utf-8")).hexdigest(), q))
+    return {q: i % k for i, q in enumerate(ordered)}
+
+
+class LearnedJudge:
+    """A logistic regression (scikit-learn, standardised :data:`FEATURES`) trained on ``training``: pairs with a
+    person's label. Its grade is not the likeliest one (on a scale where most pairs are 0 that is nearly always
+    0) but the model's expected grade cut at the quantiles that give the training pairs the grade shares their
+    labels have: the judge grades as many pairs relevant as people would, which is what kappa rewards.
+
+    Cross-fitting by query: the labelled queries are dealt into ``folds`` folds (:func:`folds_of`); a pair of a
+    labelled query is graded by the model trained on the other folds only, so it never saw that query's labels
+    (its errors there are honest, as on a new query); a pair of any other query is graded by the model trained on
+    every label. A model whose training labels hold one grade only predicts that grade. It grades all the pairs
+    it is given at once (BM25 is computed over them and the training pairs together)."""
+
+    name = "learned"
+    version = "1"
+    batch = 0  # all pairs in one call
+
+    def __init__(self, training: Sequence[tuple[Pair, int]], *, folds: int = 5, c: float = 1.0) -> None:
+        if not training:
+            raise RagMetricsError("the learned judge needs people's labels to learn from; none were given")
+        if folds < 2:
+            raise RagMetricsError(f"cross-fitting needs at least 2 folds; got {folds}")
+        queries = len({p.query_id for p, _ in training})
+        if queries < 2:
+            raise RagMetricsError(
+                f"people's labels cover {queries} query; cross-fitting by query needs labels on at least 2 "
+                "(a few dozen make a useful judge)"
+            )
+        self.training = list(training)
+        self.folds = folds
+        self.c = c
+
+    def config(self) -> Mapping[str, Any]:
+        labels = sorted((p.query_id, p.doc_id, int(y)) for p, y in self.training)
+        digest = hashlib.sha256(json.dumps(labels, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
+        return {"model": "logistic-regression", "features": list(FEATURES), "folds": self.folds, "C": self.c,
+                "cuts": "training-label shares", "training_labels": digest, "n_training": len(labels)}  # fmt: skip
+
+    def grade(self, pairs: Sequence[Pair], max_grade: int) -> list[Grade]:
+        labelled = {(p.query_id, p.doc_id): int(y) for p, y in self.training}
+        train_pairs = [p for p, _ in self.training]
+        everything = [*train_pairs, *pairs]
+        x = features(everything)
+        x_train, x_grade = x[: len(train_pairs)], x[len(train_pairs) :]
+        y_train = np.array([labelled[(p.query_id, p.doc_id)] for p in train_pairs])
+        fold = folds_of([p.query_id for p in train_pairs], self.folds)
+        train_fold = np.array([fold[p.query_id] for p in train_pairs])
+        grade_fold = np.array([fold.get(p.query_id, -1) for p in pairs])
+        predicted = np.empty(len(pairs), dtype=np.int64)
+        for f in [-1, *range(self.folds)]:
+            rows = np.flatnonzero(grade_fold == f)
+            if len(rows):
+                keep = train_fold != f
+                predicted[rows] = self._fit_predict(x_train[keep], y_train[keep], x_grade[rows])
+        return [Grade(min(max(int(g), 0), max_grade)) for g in predicted]
+
+    def _fit_predict(self, x: np.ndarray, y: np.ndarray, new: np.ndarray) -> np.ndarray:
+        try:
+            from sklearn.linear_model import LogisticRegression  # noqa: PLC0415 (the judges extra, loaded on use)
+            from sklearn.pipeline import make_pipeline  # noqa: PLC0415 (the judges extra, loaded on use)
+            from sklearn.preprocessing import StandardScaler  # noqa: PLC0415 (the judges extra, loaded on use)
+        except ImportError as exc:
+            raise RagMetricsError(
+                f"the learned judge needs scikit-learn: pip install 'ragmetrics[judges]' ({exc})"
+            ) from None
+
+        grades = np.unique(y)
+        if len(grades) == 0:
+            raise RagMetricsError("a cross-fitting fold left no label to learn from; label more queries")
+        if len(grades) == 1:
+            return np.full(len(new), grades[0])
+        model = make_pipeline(StandardScaler(), LogisticRegression(C=self.c, max_iter=1000))
+        model.fit(x, y)
+        classes = np.asarray(model.classes_, dtype=np.int64)
+        expected = np.asarray(model.predict_proba(x)) @ classes
+        shares = np.cumsum([np.mean(y == g) for g in classes])[:-1]
+        cuts = np.quantile(expected, shares)
+        new_expected = np.asarray(model.predict_proba(new)) @ classes
+        return classes[np.searchsorted(cuts, new_expected, side="right")]

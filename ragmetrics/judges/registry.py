@@ -1,0 +1,80 @@
+"""The judges, by name: :data:`JUDGES` is the one place a judge is added; the CLI's ``--judge`` choices and help
+come from it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.judges.base import Judge, Pair
+from ragmetrics.judges.call import CallableJudge
+from ragmetrics.judges.endpoint import EndpointJudge
+from ragmetrics.judges.learned import LearnedJudge
+from ragmetrics.judges.rule import RuleJudge
+from ragmetrics.models.base import ChatModel
+from ragmetrics.models.registry import get_model
+
+
+@dataclass(frozen=True)
+class JudgeInputs:
+    """What a judge may be built from: people's labelled pairs (``training``, the learned judge), a registered
+    model's name or the model itself (the endpoint judge), ``module:attr`` (the callable judge)."""
+
+    training: Sequence[tuple[Pair, int]] = ()
+    model: str | ChatModel | None = None
+    call: str | None = None
+    folds: int = 5
+    attempts: int = 3
+
+
+@dataclass(frozen=True)
+class JudgeKind:
+    """A registered judge: its help line, the :class:`JudgeInputs` field it needs (``""``: none), how it is
+    built."""
+
+    help: str
+    needs: str
+    build: Callable[[JudgeInputs], Judge]
+
+
+def chat_model(model: str | ChatModel | None) -> ChatModel:
+    """``model`` itself, or the registered endpoint of that name (:func:`ragmetrics.models.registry.get_model`)."""
+    if model is None:
+        raise RagMetricsError("the endpoint judge needs a registered model (--model NAME)")
+    return get_model(model) if isinstance(model, str) else model
+
+
+def _learned(inputs: JudgeInputs) -> Judge:
+    return LearnedJudge(inputs.training, folds=inputs.folds)
+
+
+def _endpoint(inputs: JudgeInputs) -> Judge:
+    return EndpointJudge(chat_model(inputs.model), attempts=inputs.attempts)
+
+
+def _callable(inputs: JudgeInputs) -> Judge:
+    if not inputs.call:
+        raise RagMetricsError("the callable judge needs module:attr (--call module:attr)")
+    return CallableJudge(inputs.call)
+
+
+JUDGES: dict[str, JudgeKind] = {
+    "rule": JudgeKind("the expected answer or keywords found in the document's text", "", lambda _: RuleJudge()),
+    "learned": JudgeKind(
+        "a logistic regression on cheap features, trained on people's labels, cross-fitted by query",
+        "training",
+        _learned,
+    ),
+    "endpoint": JudgeKind("a registered chat model, asked with a UMBRELA-style graded prompt", "model", _endpoint),
+    "callable": JudgeKind("a Python function module:attr, called with (pair, max_grade)", "call", _callable),
+}
+"""The judges, by name: the one place a judge is added."""
+
+
+def make_judge(name: str, inputs: JudgeInputs | None = None) -> Judge:
+    """The judge ``name`` of :data:`JUDGES`, built from ``inputs``."""
+    kind = JUDGES.get(name)
+    if kind is None:
+        raise RagMetricsError(f"judge {name!r} is not registered; expected one of {', '.join(JUDGES)}")
+    return kind.build(inputs or JudgeInputs())

@@ -1,0 +1,68 @@
+"""The rule judge: the query's expected answer or keywords, found in the document's text."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ragmetrics.judges.base import Grade, Pair
+
+
+def normalise(text: str) -> str:
+    """NFKC, case-folded, runs of whitespace as one space."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def found(phrase: str, text: str) -> bool:
+    """Whether ``phrase`` occurs in ``text`` (both :func:`normalise` d): as whole words where the phrase begins or
+    ends with a letter or digit of a spaced script (so ``cat`` is not found in ``category``), as a substring
+    otherwise (Chinese and other unspaced scripts)."""
+    phrase, text = normalise(phrase), normalise(text)
+    if not phrase:
+        return False
+    start = r"(?<![^\W_])" if _spaced_word(phrase[0]) else ""
+    end = r"(?![^\W_])" if _spaced_word(phrase[-1]) else ""
+    return re.search(start + re.escape(phrase) + end, text) is not None
+
+
+def _spaced_word(char: str) -> bool:
+    return char.isalnum() and not ("\u2e80" <= char <= "\u9fff" or "\uac00" <= char <= "\ud7af")
+
+
+class RuleJudge:
+    """Grades by what of the expected answer the document's text holds, on the scale ``0..max``:
+
+    * the expected answer found (:func:`found`): ``max``;
+    * else, with expected keywords, the share ``s`` of them found: for a graded scale (``max >= 2``), 0 when none,
+      else ``1 + floor(s * (max - 2))`` (every keyword: ``max - 1``); for a binary scale, 1 when every keyword is
+      found, else 0;
+    * else (an expected answer, no keyword, not found): 0;
+    * a query with neither an expected answer nor keywords: no grade (the rule has nothing to look for).
+    """
+
+    name = "rule"
+    version = "1"
+
+    def config(self) -> Mapping[str, Any]:
+        return {"rule": "answer>max; keyword share>1+floor(s*(max-2)); binary: all keywords"}
+
+    def grade(self, pairs: Sequence[Pair], max_grade: int) -> list[Grade]:
+        return [self.grade_one(pair, max_grade) for pair in pairs]
+
+    @staticmethod
+    def grade_one(pair: Pair, max_grade: int) -> Grade:
+        keywords = [k for k in pair.expected_keywords if normalise(k)]
+        if not normalise(pair.expected_answer) and not keywords:
+            return Grade(None, "the query has neither an expected answer nor keywords")
+        if found(pair.expected_answer, pair.text):
+            return Grade(max_grade)
+        if not keywords:
+            return Grade(0)
+        hits = sum(found(k, pair.text) for k in keywords)
+        if max_grade == 1:
+            return Grade(int(hits == len(keywords)))
+        if hits == 0:
+            return Grade(0)
+        return Grade(1 + (hits * (max_grade - 2)) // len(keywords))

@@ -1,0 +1,114 @@
+"""Where a stored label came from: a person, or a judge (its name, version and configuration hash).
+
+The ``labels`` table's ``source`` column holds it: empty for a person's label (every label given before judges
+existed, and every label :meth:`Store.add_label` keeps), ``judge:NAME@VERSION#HASH`` for a judge's
+(:class:`Provenance`). A store made before the column existed gets it, empty, when it is opened (its labels are
+all human). Judge labels go in with :func:`add_judge_labels` only, which refuses to write to a store that lacks the
+column (a judge's label never reads as a person's), and never over a pair that a person judged.
+:func:`version_sources` says how many of a qrels version's labels are human and how many each judge's.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+
+import pandas as pd
+import sqlalchemy as sa
+
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.provenance import Provenance
+from ragmetrics.store.database import MAX_NAME_BYTES, Store, check_id, checked_text, labels_table, people_last
+
+HUMAN = ""
+"""The ``source`` of a person's label."""
+_SOURCE = re.compile(
+    r"^judge:(?P<judge>[A-Za-z0-9_.:+-]{1,64})@(?P<version>[A-Za-z0-9_.:+-]{1,64})#(?P<hash>[0-9a-f]{16})$"
+)
+
+
+def parse_source(source: str) -> tuple[str, str, str] | None:
+    """``(judge, version, config_hash)`` of a stored source, None for a person's label."""
+    if source == HUMAN:
+        return None
+    found = _SOURCE.match(source)
+    if found is None:
+        raise RagMetricsError(
+            f"a label's source {source[:80]!r} is neither empty (a person) nor judge:NAME@VERSION#HASH"
+        )
+    return found["judge"], found["version"], found["hash"]
+
+
+def add_judge_labels(
+    store: Store,
+    dataset: str,
+    labels: Sequence[tuple[str, str, int]],
+    provenance: Provenance,
+    *,
+    author: str | None = None,
+) -> tuple[int, int]:
+    """Keep a judge's ``labels`` (query id, document id, grade), pending on ``dataset`` like a person's until
+    :meth:`Store.commit_labels` makes a version of them, each with ``provenance``; in one transaction. A pair
+    that ``dataset``'s qrels already judge, or that a person labelled on its lineage (pending or saved), is
+    skipped: a judge never overrides a person. Returns ``(added, skipped)``. ``author``: who ran the judge
+    (default: the judge's source text)."""
+    if not store._has(labels_table, "source"):
+        raise RagMetricsError(
+            "this store's labels table has no source column (its database user may not alter it): a judge's labels "
+            "would read as a person's; open the store once as its owner to add the column"
+        )
+    family = store.family(dataset)
+    judged = store.get_dataset(dataset).qrels
+    taken = set(zip(judged["query_id"].astype(str), judged["doc_id"].astype(str), strict=True))
+    t = labels_table
+    human_query = (
+        sa.select(t.c.query_id, t.c.doc_id)
+        .where(t.c.dataset_id.in_(family) & (t.c.kind == "judgment") & (t.c.source == HUMAN))
+        .distinct()
+    )
+    now = time.time()
+    who = checked_text(author or provenance.source, "an author", MAX_NAME_BYTES)
+    rows = []
+    skipped = 0
+    with store.engine.begin() as conn:
+        taken |= {(str(q), str(d)) for q, d in conn.execute(human_query)}
+        for query_id, doc_id, label in labels:
+            pair = (checked_text(str(query_id), "a query id"), checked_text(str(doc_id), "a document id"))
+            if pair in taken:
+                skipped += 1
+                continue
+            if isinstance(label, bool) or int(label) != label:
+                raise RagMetricsError(f"a label must be an integer grade; got {label!r}")
+            rows.append({"dataset_id": dataset, "query_id": pair[0], "doc_id": pair[1], "label": int(label),
+                         "author": who, "created_at": now, "kind": "judgment", "version": None,
+                         "source": provenance.source})  # fmt: skip
+        for start in range(0, len(rows), 500):
+            conn.execute(sa.insert(t), rows[start : start + 500])
+    return len(rows), skipped
+
+
+def version_sources(store: Store, version: str) -> pd.DataFrame:
+    """How many of the labels that went into the qrels version ``version`` are a person's and how many each
+    judge's (the latest label of a pair counts, as in the version): ``source`` (``human`` or the judge's source
+    text), ``judge``, ``judge_version``, ``config_hash`` (empty for people), ``labels``; people first."""
+    t = labels_table
+    source = t.c.source if store._has(t, "source") else sa.literal(HUMAN).label("source")
+    query = (
+        sa.select(t.c.id, t.c.query_id, t.c.doc_id, source)
+        .where((t.c.version == check_id(version, "version")) & (t.c.kind == "judgment"))
+        .order_by(t.c.id)
+    )
+    with store.engine.connect() as conn:
+        frame = pd.DataFrame(conn.execute(query).mappings().all(), columns=["id", "query_id", "doc_id", "source"])
+    latest = people_last(frame).drop_duplicates(["query_id", "doc_id"], keep="last")
+    counts = latest.groupby("source", sort=True).size()
+    out = []
+    for text, n in counts.items():
+        parsed = parse_source(str(text))
+        judge, judge_version, digest = parsed if parsed is not None else ("", "", "")
+        out.append({"source": text or "human", "judge": judge, "judge_version": judge_version, "config_hash": digest,
+                    "labels": int(n)})  # fmt: skip
+    columns = ["source", "judge", "judge_version", "config_hash", "labels"]
+    result = pd.DataFrame(out, columns=columns)
+    return result.sort_values(["judge", "source"], kind="stable").reset_index(drop=True)

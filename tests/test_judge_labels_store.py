@@ -1,0 +1,109 @@
+"""A judge's labels in the store (ragmetrics.store.provenance): kept with their provenance, never over a person's,
+and counted apart in each qrels version; on SQLite and on PostgreSQL, and in a store made before labels had a
+source."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import sqlalchemy as sa
+
+import ragmetrics as rm
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.provenance import Provenance
+from ragmetrics.store.database import Store, labels_table
+from ragmetrics.store.provenance import add_judge_labels, parse_source, version_sources
+
+RULE = Provenance("rule", "1", "0123456789abcdef", 1.0)
+LEARNED = Provenance("learned", "1", "fedcba9876543210", 2.0)
+
+
+def test_judge_labels_keep_their_provenance_and_versions_count_them_apart(store_url):
+    store = Store(store_url)
+    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}, "q2": {"d2": 0}}, name="faq"))
+    store.add_label(parent, "q1", "u1", 2, author="ana")
+    added = add_judge_labels(
+        store, parent, [("q1", "d1", 0), ("q1", "u1", 0), ("q1", "u2", 1), ("q2", "u3", 2), ("q2", "u4", 0)], RULE
+    )
+    assert added == (3, 2)  # d1: judged in the qrels; u1: a person's label
+    assert add_judge_labels(store, parent, [("q2", "u5", 1)], LEARNED, author="ci") == (1, 0)
+    store.add_label(parent, "q2", "u4", 1, author="ben")  # a person, after the judge: the person's stands
+    store.add_label(parent, "q2", "u6", 1, author="ben")
+    with store.engine.begin() as conn:  # a judge's label that raced in after a person's: the person's still stands
+        conn.execute(sa.insert(labels_table).values(
+            dataset_id=parent, query_id="q2", doc_id="u6", label=0, author="racer", created_at=time.time(),
+            kind="judgment", version=None, source=RULE.source))  # fmt: skip
+    version = Store(store_url).commit_labels(parent, author="ana")
+    assert version is not None
+    qrels = {(q, d): r for q, d, r in store.get_dataset(version).qrels.itertuples(index=False, name=None)}
+    assert qrels == {("q1", "d1"): 1, ("q2", "d2"): 0, ("q1", "u1"): 2, ("q1", "u2"): 1, ("q2", "u3"): 2,
+                     ("q2", "u4"): 1, ("q2", "u5"): 1, ("q2", "u6"): 1}  # fmt: skip
+    counts = version_sources(Store(store_url), version)
+    assert counts.values.tolist() == [
+        ["human", "", "", "", 3],  # u1, u4, u6
+        [LEARNED.source, "learned", "1", "fedcba9876543210", 1],
+        [RULE.source, "rule", "1", "0123456789abcdef", 2],  # u2, u3
+    ]
+    assert store.versions(parent)["n_labels"].tolist() == [6]
+    with store.engine.connect() as conn:
+        authors = dict(conn.execute(sa.select(labels_table.c.doc_id, labels_table.c.author)
+                                    .where(labels_table.c.doc_id.in_(["u2", "u5"]))).all())  # fmt: skip
+    assert authors == {"u2": RULE.source, "u5": "ci"}
+
+
+def test_a_judges_label_leaves_its_pair_to_people(store_url):
+    """People judging are offered the pairs a judge labelled, see no label on them and are not refused as if
+    someone had labelled them meanwhile; their label is the version's."""
+    store = Store(store_url)
+    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}))
+    add_judge_labels(store, parent, [("q1", "u1", 0), ("q1", "u2", 1)], RULE)
+    assert store.labelled_pairs(parent).empty
+    assert store.latest_label(parent, "q1", "u1") is None
+    claim = store.claim_pair(parent, [("q1", "u1"), ("q1", "u2")], "tab-1")
+    assert claim is not None and (claim.query_id, claim.doc_id) == ("q1", "u1")
+    store.add_label(parent, "q1", "u1", 2, author="ana", expect=None)
+    assert store.labelled_pairs(parent).values.tolist() == [["q1", "u1"]]
+    version = store.commit_labels(parent)
+    assert version is not None
+    assert dict(zip(*[store.get_dataset(version).qrels[c] for c in ("doc_id", "relevance")], strict=True)) == {
+        "d1": 1, "u1": 2, "u2": 1,
+    }  # fmt: skip
+    assert version_sources(store, version)[["source", "labels"]].values.tolist() == [["human", 1], [RULE.source, 1]]
+
+
+def test_a_store_made_before_label_sources_reads_its_labels_as_human(tmp_path):
+    url = f"sqlite:///{tmp_path / 'old.sqlite'}"
+    store = Store(url)
+    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}))
+    store.add_label(parent, "q1", "u1", 1, author="ana")
+    with store.engine.begin() as conn:
+        conn.execute(sa.text("ALTER TABLE labels DROP COLUMN source"))  # as an older version made it
+    store.engine.dispose()
+    reopened = Store(url)  # adds the column, empty: the old label is a person's
+    assert "source" in {c["name"] for c in sa.inspect(reopened.engine).get_columns("labels")}
+    add_judge_labels(reopened, parent, [("q1", "u2", 0)], RULE)
+    version = reopened.commit_labels(parent)
+    assert version is not None
+    assert version_sources(reopened, version)[["source", "labels"]].values.tolist() == [["human", 1], [RULE.source, 1]]
+
+
+def test_a_store_without_the_source_column_refuses_judge_labels(tmp_path):
+    store = Store(f"sqlite:///{tmp_path / 's.sqlite'}")
+    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}))
+    store._without.add(("labels", "source"))  # as when its database user may not alter the table
+    with pytest.raises(RagMetricsError, match="would read as a person's"):
+        add_judge_labels(store, parent, [("q1", "u2", 0)], RULE)
+    assert store.pending_labels(parent).empty
+
+
+def test_provenance_is_checked_and_read_back():
+    assert RULE.source == "judge:rule@1#0123456789abcdef"
+    assert parse_source(RULE.source) == ("rule", "1", "0123456789abcdef")
+    assert parse_source("") is None
+    with pytest.raises(RagMetricsError, match="neither empty"):
+        parse_source("ana")
+    with pytest.raises(RagMetricsError, match="judge name"):
+        Provenance("a b", "1", "0123456789abcdef", 0.0)
+    with pytest.raises(RagMetricsError, match="16 hex"):
+        Provenance("rule", "1", "xyz", 0.0)

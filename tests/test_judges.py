@@ -1,0 +1,262 @@
+"""The judges (ragmetrics.judges): the rule judge on hand cases, the learned judge on SciFact's pool (its kappa on
+the queries it never saw, and cross-fitting), the endpoint judge against a real OpenAI-style HTTP server on
+127.0.0.1, the callable judge, and the registry."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.io import load_dataset
+from ragmetrics.judges.base import Grade, Pair, max_grade, pairs_from_pool, run_judge
+from ragmetrics.judges.call import CallableJudge
+from ragmetrics.judges.endpoint import RETRY, EndpointJudge, parse_grade
+from ragmetrics.judges.learned import LearnedJudge, features, folds_of
+from ragmetrics.judges.registry import JUDGES, JudgeInputs, make_judge
+from ragmetrics.judges.rule import RuleJudge, found
+from ragmetrics.models.openai_chat import OpenAIChat
+from tests.judge_stub import Stub, serve_chat
+
+SCIFACT = "tests/data/scifact"
+RUNS = ("bm25-stem", "dense-all-minilm-l6-v2", "hybrid-rrf60")
+
+
+def pair(text: str, answer: str = "", keywords: Sequence[str] = (), **kw) -> Pair:
+    return Pair("q1", "what?", "d1", text, expected_answer=answer, expected_keywords=tuple(keywords), **kw)
+
+
+# --- the rule judge -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "answer", "keywords", "top", "want"),
+    [
+        ("The capital of France is Paris.", "paris", (), 3, 3),  # the answer, any case: the top grade
+        ("The capital of France is Lyon.", "paris", (), 3, 0),  # an answer, no keyword, not found
+        ("Parisian cafés", "paris", (), 3, 0),  # whole words only
+        ("France and its capital", "paris", ("france", "capital"), 3, 2),  # every keyword: max - 1
+        ("France and its regions", "paris", ("france", "capital"), 3, 1),  # half of them: 1 + floor(0.5 * 1)
+        ("France and its regions", "paris", ("france", "capital", "seine", "louvre"), 4, 1),  # 1/4: 1 + floor(.5)
+        ("France, its capital, the Seine", "", ("france", "capital", "seine", "louvre"), 4, 2),  # 3/4: 1 + floor(1.5)
+        ("nothing here", "", ("france", "capital"), 3, 0),
+        ("France and its capital", "", ("france", "capital"), 1, 1),  # binary: every keyword
+        ("France and its regions", "", ("france", "capital"), 1, 0),  # binary: not every keyword
+        ("北京是中国的首都。", "北京", (), 2, 2),  # Chinese: a substring
+        ("ｐａｒｉｓ is wide", "Paris", (), 1, 1),  # NFKC
+    ],
+)
+def test_rule_judge_grades_hand_cases(text, answer, keywords, top, want):
+    assert RuleJudge().grade([pair(text, answer, keywords)], top)[0].label == want
+
+
+def test_rule_judge_gives_no_grade_without_an_expectation():
+    grade = RuleJudge().grade([pair("anything")], 2)[0]
+    assert grade.label is None
+    assert "neither an expected answer nor keywords" in grade.problem
+    assert found("cat", "a cat sat") and not found("cat", "category")
+
+
+# --- the learned judge on SciFact ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def scifact_pool():
+    """SciFact's pool (the top 10 of its three runs, judged or not) with the truth: 1 when the qrels judge the
+    pair relevant, else 0 (SciFact judges only relevant documents)."""
+    dataset = load_dataset(
+        f"{SCIFACT}/qrels.tsv", queries=f"{SCIFACT}/queries.jsonl", corpus=f"{SCIFACT}/pool-docs.jsonl.gz"
+    )
+    frames = []
+    for name in RUNS:
+        run = pd.read_csv(f"{SCIFACT}/{name}.trec.gz", sep=r"\s+", header=None, dtype={0: str, 2: str},
+                          names=["query_id", "q0", "doc_id", "rank", "score", "tag"])  # fmt: skip
+        frames.append(run[run["rank"] <= 10])
+    pooled = pd.concat(frames).groupby(["query_id", "doc_id"], sort=True)["rank"].min().reset_index()
+    pooled = pooled.rename(columns={"rank": "best_rank"})
+    pairs = pairs_from_pool(dataset, pooled)
+    relevant = {(q, d) for q, d in zip(dataset.qrels["query_id"], dataset.qrels["doc_id"], strict=True)}
+    truth = np.array([int((p.query_id, p.doc_id) in relevant) for p in pairs])
+    return dataset, pairs, truth
+
+
+def test_learned_judge_on_a_labelled_tenth_of_scifact(scifact_pool):
+    dataset, pairs, truth = scifact_pool
+    queries = sorted({p.query_id for p in pairs})
+    rng = np.random.default_rng(7)
+    labelled = set(rng.choice(queries, size=len(queries) // 10, replace=False).tolist())
+    training = [(p, int(y)) for p, y in zip(pairs, truth, strict=True) if p.query_id in labelled]
+    judge = LearnedJudge(training, folds=5)
+    labels = run_judge(judge, pairs, max_grade(dataset))
+    predicted = np.array([x.label for x in labels])
+    rest = np.array([p.query_id not in labelled for p in pairs])
+    kappa = cohen_kappa_score(truth[rest], predicted[rest])
+    honest = cohen_kappa_score(truth[~rest], predicted[~rest])  # the labelled queries, each by a model without it
+    constant = cohen_kappa_score(truth[rest], np.full(rest.sum(), np.bincount(truth[~rest]).argmax()))
+    print(
+        f"\nlearned judge, SciFact pool top 10 of 3 runs: {len(pairs)} pairs, {len(labelled)} labelled queries "
+        f"({len(training)} pairs); kappa on the other {rest.sum()} pairs {kappa:.3f} "
+        f"(constant predictor {constant:.3f}); cross-fitted kappa on the labelled pairs {honest:.3f}; "
+        f"accuracy {np.mean(truth[rest] == predicted[rest]):.3f}"
+    )
+    assert labels[0].provenance.judge == "learned"
+    assert kappa > constant + 0.1
+    assert honest > 0
+
+
+def test_learned_judge_never_sees_the_labels_it_grades(scifact_pool):
+    """Cross-fitting: flipping every label of one query changes none of that query's grades (a model trained on
+    all labels would move with them), while it does change the grades of queries nobody labelled."""
+    _, pairs, truth = scifact_pool
+    queries = sorted({p.query_id for p in pairs})[:80]
+    chosen = [p for p in pairs if p.query_id in set(queries)]
+    y = np.array([truth[pairs.index(p)] for p in chosen])
+    labelled = set(queries[:40])
+    training = [(p, int(v)) for p, v in zip(chosen, y, strict=True) if p.query_id in labelled]
+    target = next(q for q in sorted(labelled) if sum(v for p, v in training if p.query_id == q) > 0)
+    flipped = [(p, 1 - v if p.query_id == target else v) for p, v in training]
+    before = [g.label for g in LearnedJudge(training).grade(chosen, 1)]
+    after = [g.label for g in LearnedJudge(flipped).grade(chosen, 1)]
+    own = [i for i, p in enumerate(chosen) if p.query_id == target]
+    unlabelled = [i for i, p in enumerate(chosen) if p.query_id not in labelled]
+    assert [before[i] for i in own] == [after[i] for i in own]
+    assert LearnedJudge(training).config() != LearnedJudge(flipped).config()  # the provenance says which labels
+    assert [before[i] for i in unlabelled] != [after[i] for i in unlabelled]  # graded by a model that saw the flip
+    # a model fitted on every label, the target's too, moves with the flip (else this test could not fail)
+    x = features(chosen)
+    train = np.array([p.query_id in labelled for p in chosen])
+    y_flipped = np.array([v for _, v in flipped])
+    judge = LearnedJudge(training)
+    seen = judge._fit_predict(x[train], y[train], x[own])
+    assert not np.array_equal(seen, judge._fit_predict(x[train], y_flipped, x[own]))
+
+
+def test_folds_depend_on_the_queries_only():
+    folds = folds_of([f"q{i}" for i in range(10)], 3)
+    assert sorted(np.bincount(list(folds.values()))) == [3, 3, 4]
+    assert folds == folds_of([f"q{i}" for i in reversed(range(10))], 3)
+    with pytest.raises(RagMetricsError, match="people's labels"):
+        LearnedJudge([])
+    with pytest.raises(RagMetricsError, match="cover 1 query"):
+        LearnedJudge([(pair("a"), 1), (pair("b"), 0)])
+
+
+# --- the endpoint judge against a real HTTP server ---------------------------------------------------------
+
+
+def http_chat(url: str) -> OpenAIChat:
+    """The registered models' OpenAI-compatible client, at the stub, without its own retries."""
+    return OpenAIChat("stub", url + "/v1", "judge-model", attempts=1, backoff=0.0)
+
+
+@pytest.fixture
+def chat_server():
+    with serve_chat() as url:
+        yield url
+
+
+def test_endpoint_judge_grades_retries_and_reports(chat_server):
+    judge = make_judge("endpoint", JudgeInputs(model=http_chat(chat_server), attempts=3))
+    pairs = [
+        pair("holds the ANSWER", "the answer"),
+        pair("RELATED but no answer"),
+        pair("off topic"),
+        pair("ONCE malformed, then fine ANSWER"),
+        pair("GARBLE forever"),
+        pair("TOOHIGH grade"),
+        pair("NOTJSON first, then the ANSWER"),
+    ]
+    labels = run_judge(judge, pairs, 2)
+    assert [x.label for x in labels] == [2, 1, 0, 2, None, None, 2]
+    assert "in 3 answer(s)" in labels[4].problem and "maybe a 2" in labels[4].problem
+    assert labels[0].provenance.judge == "endpoint" and len(labels[0].provenance.config_hash) == 16
+    first = next(c[0]["content"] for c in Stub.calls if "holds the ANSWER" in c[0]["content"])
+    assert "Expected answer: the answer" in first and "0 to 2" in first and "Query: what?" in first
+    retried = [c for c in Stub.calls if len(c) > 1]
+    assert len(retried) == 1 + 2 + 2  # ONCE once; GARBLE and TOOHIGH twice each
+    assert retried[0][-1]["content"] == RETRY.format(max_grade=2)
+    assert judge.failures == 2  # type: ignore[attr-defined]
+    asked = [c for c in Stub.calls if "NOTJSON" in c[0]["content"]]
+    assert len(asked) == 2 and asked[0] == asked[1]  # an unusable reply: the same question again, no retry message
+
+
+def test_endpoint_judge_reports_failed_calls_and_stops_when_the_endpoint_is_down(chat_server):
+    judge = EndpointJudge(http_chat(chat_server), max_failed_calls=3, concurrency=1)  # "in a row": one at a time
+    labels = run_judge(judge, [pair("DOWN once"), pair("holds the ANSWER"), pair("DOWN"), pair("DOWN")], 2)
+    assert [x.label for x in labels] == [None, 2, None, None]
+    assert "the call failed: " in labels[0].problem and "HTTP 503" in labels[0].problem
+    with pytest.raises(RagMetricsError, match=r"[345] calls in a row failed; the last: .*HTTP 503"):
+        run_judge(EndpointJudge(http_chat(chat_server), max_failed_calls=3), [pair("DOWN")] * 5, 2)
+
+
+def test_endpoint_judge_grades_the_same_at_any_concurrency(chat_server):
+    texts = ["ANSWER", "RELATED", "nothing", "ONCE then ANSWER", "GARBLE", "NOTJSON RELATED"] * 4
+    pairs = [Pair(f"q{i}", "what?", f"d{i}", t) for i, t in enumerate(texts)]
+    alone = [g.label for g in EndpointJudge(http_chat(chat_server), concurrency=1).grade(pairs, 2)]
+    together = [g.label for g in EndpointJudge(http_chat(chat_server), concurrency=4).grade(pairs, 2)]
+    assert alone == together == [2, 1, 0, 2, None, 1] * 4
+
+
+def test_parse_grade_is_strict():
+    assert parse_grade("##final score: 2", 3) == 2
+    assert parse_grade("M: 2\nT: 1\n##final score: 1\n", 3) == 1
+    assert parse_grade("##final score: 4", 3) is None
+    assert parse_grade("score: 2", 3) is None
+    assert parse_grade("##final score: 1\n##final score: 2", 3) is None
+    assert parse_grade("", 3) is None
+
+
+# --- the callable judge and the registry -------------------------------------------------------------------
+
+
+def test_callable_judge(tmp_path, monkeypatch):
+    (tmp_path / "my_judges.py").write_text(
+        "__version__ = '2.1'\n"
+        "def by_length(pair, max_grade):\n"
+        "    if 'boom' in pair.text:\n        raise ValueError('boom')\n"
+        "    if 'none' in pair.text:\n        return None\n"
+        "    return min(len(pair.text.split()), max_grade + (1 if 'over' in pair.text else 0))\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    judge = make_judge("callable", JudgeInputs(call="my_judges:by_length"))
+    labels = run_judge(judge, [pair("one"), pair("a b c d"), pair("boom"), pair("none"), pair("over a b c")], 3)
+    assert [x.label for x in labels] == [1, 3, None, None, None]
+    assert "ValueError: boom" in labels[2].problem and "returned 4" in labels[4].problem
+    assert labels[0].provenance.version == "2.1"
+    with pytest.raises(RagMetricsError, match="has no attribute"):
+        make_judge("callable", JudgeInputs(call="my_judges:nothing"))
+
+
+def test_registry_names_every_judge_and_refuses_others():
+    assert set(JUDGES) == {"rule", "learned", "endpoint", "callable"}
+    assert make_judge("rule").name == "rule"
+    with pytest.raises(RagMetricsError, match="not registered"):
+        make_judge("oracle")
+    with pytest.raises(RagMetricsError, match="--model"):
+        make_judge("endpoint")
+
+
+def test_a_pair_without_text_gets_no_grade_from_a_judge_that_reads_text():
+    labels = run_judge(RuleJudge(), [pair("", "paris"), pair("Paris", "paris")], 1)
+    assert [x.label for x in labels] == [None, 1]
+    assert "text is unknown" in labels[0].problem
+    called = CallableJudge("x:y", lambda p, top: 1)  # a function decides what it reads
+    assert [x.label for x in run_judge(called, [pair("")], 1)] == [1]
+
+
+def test_a_grade_off_the_scale_is_an_error():
+    class Wild:
+        name, version = "wild", "1"
+
+        def config(self):
+            return {}
+
+        def grade(self, pairs, top):
+            return [Grade(top + 1) for _ in pairs]
+
+    with pytest.raises(RagMetricsError, match=r"expected 0\.\.2"):
+        run_judge(Wild(), [pair("x")], 2)

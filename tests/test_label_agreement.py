@@ -1,0 +1,190 @@
+"""Agreement of a judge's labels with people's (ragmetrics.analysis.label_agreement) and the ``judge run`` /
+``judge agree`` commands."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from ragmetrics.analysis.label_agreement import label_agreement
+from ragmetrics.cli import main
+from tests.judge_stub import Stub, serve_chat
+
+
+def frames(human, judge, **columns):
+    ids = [f"d{i}" for i in range(len(human))]
+    h = pd.DataFrame({"query_id": "q", "doc_id": ids, "label": human})
+    j = pd.DataFrame({"query_id": "q", "doc_id": ids, "label": judge, **columns})
+    return h, j
+
+
+def test_kappa_on_a_hand_case():
+    # observed agreement 4/5; chance (2/5)(3/5) + (3/5)(2/5) = 0.48; kappa (0.8 - 0.48) / 0.52
+    found = label_agreement(*frames([0, 1, 1, 0, 1], [0, 1, 0, 0, 1]))
+    assert found.kappa == pytest.approx((0.8 - 0.48) / 0.52)
+    assert found.kappa == pytest.approx(cohen_kappa_score([0, 1, 1, 0, 1], [0, 1, 0, 0, 1]))
+    assert found.kappa_linear == found.kappa_quadratic == found.kappa  # binary: nothing to weigh
+    assert found.confusion.values.tolist() == [[2, 0], [1, 2]]
+    assert found.pairs == 5 and found.accuracy == pytest.approx(0.8)
+
+
+def test_weighted_kappa_equals_sklearns_on_a_graded_scale():
+    rng = np.random.default_rng(3)
+    human = rng.integers(0, 4, 200)
+    judge = np.clip(human + rng.integers(-1, 2, 200), 0, 3)
+    found = label_agreement(*frames(human, judge), max_grade=3)
+    for weights, value in ((None, found.kappa), ("linear", found.kappa_linear), ("quadratic", found.kappa_quadratic)):
+        assert value == pytest.approx(cohen_kappa_score(human, judge, labels=[0, 1, 2, 3], weights=weights))
+    assert found.kappa < found.kappa_linear < found.kappa_quadratic  # near misses count for more when weighted
+    assert found.confusion.to_numpy().sum() == 200
+    assert found.confusion.to_numpy().trace() == int((human == judge).sum())
+
+
+def test_where_the_judge_errs_and_ungraded_pairs():
+    human = [1, 1, 0, 0, 1, 0]
+    judge = [1, 0, 1, 0, 1, None]  # the last pair got no grade: counted apart
+    found = label_agreement(*frames(
+        human, judge, rank=[1, 2, 5, 5, 30, 1], category=["a", "a", "b", "b", "", "a"],
+        doc_length=[10, 10, 200, 500, 60, 1],
+    ))  # fmt: skip
+    assert found.pairs == 5 and found.ungraded == 1
+    errors = found.errors.set_index(["facet", "group"])
+    assert errors.loc[("rank", "1"), "disagree"] == 0.0
+    assert errors.loc[("rank", "2-3"), "judge_minus_human"] == -1.0
+    assert errors.loc[("rank", "4-10"), ["pairs", "disagree", "judge_minus_human"]].tolist() == [2, 0.5, 0.5]
+    assert errors.loc[("category", "(none)"), "pairs"] == 1
+    assert errors.loc[("length", "<50 words"), "disagree"] == 0.5
+    assert list(errors.loc["rank"].index) == ["1", "2-3", "4-10", "21+"]
+
+
+def test_kappa_is_undefined_with_one_grade_only():
+    assert math.isnan(label_agreement(*frames([0, 0], [0, 0])).kappa)
+
+
+# --- the commands ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_set(tmp_path):
+    records = [
+        {"query_id": "q1", "query": "capital of France", "expected_answer": "Paris", "category": "geo",
+         "relevant_docs": {"d1": 2}},
+        {"query_id": "q2", "query": "largest planet", "expected_answer": "Jupiter",
+         "expected_keywords": ["planet", "gas"], "category": "space", "relevant_docs": {"d4": 2}},
+    ]  # fmt: skip
+    (tmp_path / "set.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    docs = {"d1": "Paris is the capital.", "d2": "Lyon is a city of France.", "d3": "Paris hosts the Louvre.",
+            "d4": "Jupiter is a gas giant.", "d5": "Saturn is a gas planet.", "d6": "Mars is red."}  # fmt: skip
+    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps({"_id": k, "text": v}) + "\n" for k, v in docs.items()))
+    pool = "query_id\tdoc_id\nq1\td2\nq1\td3\nq2\td5\nq2\td6\n"
+    (tmp_path / "pool.tsv").write_text(pool)
+    (tmp_path / "human.tsv").write_text("query_id\tdoc_id\tlabel\nq1\td2\t0\nq1\td3\t2\nq2\td5\t0\nq2\td6\t0\n")
+    return tmp_path
+
+
+def run(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_judge_run_writes_labels_with_provenance_and_agree_reads_them(small_set):
+    d = small_set
+    code, _, err = run("judge", "run", "--judge", "rule", "--dataset", str(d / "set.jsonl"), "--corpus",
+                       str(d / "corpus.jsonl"), "--pool", str(d / "pool.tsv"), "-o", str(d / "judged.tsv"))  # fmt: skip
+    assert code == 0, err
+    assert "4 label(s) 0..2 by judge:rule@1#" in err
+    judged = pd.read_csv(d / "judged.tsv", sep="\t", dtype=str)
+    assert list(judged.columns) == ["query_id", "doc_id", "label", "rank", "category", "doc_length", "judge",
+                                    "judge_version", "config_hash", "judged_at"]  # fmt: skip
+    assert judged[["doc_id", "label", "rank", "category"]].values.tolist() == [
+        ["d2", "0", "1", "geo"], ["d3", "2", "2", "geo"], ["d5", "1", "1", "space"], ["d6", "0", "2", "space"],
+    ]  # fmt: skip
+    assert set(judged["judge"]) == {"rule"} and judged["judged_at"].str.endswith("+00:00").all()
+
+    code, out, err = run("judge", "agree", "--human", str(d / "human.tsv"), "--judge", str(d / "judged.tsv"))
+    assert code == 0, err
+    h, j = [0, 2, 0, 0], [0, 2, 1, 0]
+    assert f"Cohen's kappa     {cohen_kappa_score(h, j, labels=[0, 1, 2]):.3f}" in out
+    assert f"kappa, quadratic  {cohen_kappa_score(h, j, labels=[0, 1, 2], weights='quadratic'):.3f}" in out
+    assert "confusion matrix" in out and "where the judge errs" in out and "space" in out
+
+    # a judge's labels are never taken for people's
+    code, _, err = run("judge", "agree", "--human", str(d / "judged.tsv"), "--judge", str(d / "judged.tsv"))
+    assert code == 2 and "are a judge's labels (rule 1 " in err
+    code, _, err = run("judge", "merge", "--dataset", str(d / "set.jsonl"), "--labels", str(d / "judged.tsv"),
+                       "-o", str(d / "merged.qrels"))  # fmt: skip
+    assert code == 0 and "warning: " in err and "holds a judge's labels (rule 1 " in err
+
+
+def test_judge_run_reports_pairs_without_a_grade(small_set, monkeypatch):
+    d = small_set
+    (d / "picky.py").write_text("def grade(pair, top):\n    return None if pair.doc_id == 'd6' else 0\n")
+    monkeypatch.syspath_prepend(str(d))
+    code, _, err = run("judge", "run", "--judge", "callable", "--call", "picky:grade", "--dataset",
+                       str(d / "set.jsonl"), "--pool", str(d / "pool.tsv"), "-o", str(d / "judged.tsv"))  # fmt: skip
+    assert code == 1
+    assert "no grade: query q2 document d6: picky:grade gave no grade" in err
+    assert "3 label(s)" in err and "1 pair(s) got no grade" in err
+    assert len(pd.read_csv(d / "judged.tsv", sep="\t")) == 3
+
+
+def test_judge_run_asks_for_what_a_judge_needs(small_set):
+    d = small_set
+    base = ["judge", "run", "--dataset", str(d / "set.jsonl"), "--pool", str(d / "pool.tsv"), "-o", str(d / "x.tsv")]
+    code, _, err = run(*base, "--judge", "learned")
+    assert code == 2 and "--human" in err
+    code, _, err = run(*base, "--judge", "endpoint")
+    assert code == 2 and "--model" in err
+
+
+def test_judge_run_learned_trains_on_the_human_labels(small_set):
+    d = small_set
+    code, _, err = run("judge", "run", "--judge", "learned", "--human", str(d / "human.tsv"), "--folds", "2",
+                       "--dataset", str(d / "set.jsonl"), "--corpus", str(d / "corpus.jsonl"),
+                       "--pool", str(d / "pool.tsv"), "-o", str(d / "judged.tsv"))  # fmt: skip
+    assert code == 0, err
+    judged = pd.read_csv(d / "judged.tsv", sep="\t", dtype=str)
+    assert set(judged["judge"]) == {"learned"} and len(judged) == 4
+    # q1's pairs are graded by the model of q2's labels alone (all 0), q2's by q1's
+    assert judged.loc[judged["query_id"] == "q1", "label"].tolist() == ["0", "0"]
+
+
+@pytest.fixture
+def chat_server():
+    with serve_chat() as url:
+        yield url
+
+
+def test_judge_run_endpoint_asks_a_registered_model(small_set, chat_server, monkeypatch):
+    d = small_set
+    (d / "pool-text.tsv").write_text("query_id\tdoc_id\ttext\nq1\td2\tholds the ANSWER\nq1\td3\tRELATED only\n"
+                                     "q2\td5\tnothing\nq2\td6\tGARBLE forever\n")  # fmt: skip
+    monkeypatch.setenv("RAGMETRICS_MODELS", f"stub=openai:{chat_server}/v1?model=judge-model&cache=off")
+    code, _, err = run("judge", "run", "--judge", "endpoint", "--model", "stub", "--dataset", str(d / "set.jsonl"),
+                       "--pool", str(d / "pool-text.tsv"), "-o", str(d / "judged.tsv"))  # fmt: skip
+    assert code == 1, err  # one pair never got a grade
+    assert "no grade: query q2 document d6: no grade 0..2 in 3 answer(s)" in err
+    judged = pd.read_csv(d / "judged.tsv", sep="\t", dtype=str)
+    assert judged[["doc_id", "label", "judge"]].values.tolist() == [
+        ["d2", "2", "endpoint"], ["d3", "1", "endpoint"], ["d5", "0", "endpoint"],
+    ]  # fmt: skip
+    prompts = [c[0]["content"] for c in Stub.calls]
+    assert any("Expected answer: Paris" in p and "holds the ANSWER" in p for p in prompts)
+
+
+def test_judge_run_reads_the_pools_text_as_it_was_before_pool_neutralised_it(small_set, monkeypatch):
+    d = small_set
+    (d / "formula.py").write_text("def grade(pair, top):\n    return int(pair.text == '=SUM(A1)')\n")
+    (d / "pool-f.tsv").write_text("query_id\tdoc_id\ttext\nq1\td2\t'=SUM(A1)\nq1\td3\t'quoted\n")
+    monkeypatch.syspath_prepend(str(d))
+    code, _, err = run("judge", "run", "--judge", "callable", "--call", "formula:grade", "--dataset",
+                       str(d / "set.jsonl"), "--pool", str(d / "pool-f.tsv"), "-o", str(d / "judged.tsv"))  # fmt: skip
+    assert code == 0, err
+    assert pd.read_csv(d / "judged.tsv", sep="\t")["label"].tolist() == [1, 0]
