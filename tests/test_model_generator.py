@@ -5,6 +5,7 @@ asked again with another seed or reported, never emitted."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import time
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from ragmetrics.cli import main
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.models.base import BadAnswer
 from ragmetrics.models.registry import get_model
@@ -239,3 +241,35 @@ def test_a_prompt_version_is_pinned():
     assert ModelGenerator(object(), prompt_version=PROMPTS_VERSION).max_attempts == 3  # type: ignore[arg-type]
     with pytest.raises(RagMetricsError, match="prompt version '0123456789ab' is not this ragmetrics'"):
         ModelGenerator(object(), prompt_version="0123456789ab")  # type: ignore[arg-type]
+
+
+def test_cli_synth_with_a_registered_model_writes_only_good_candidates(monkeypatch, tmp_path):
+    """``ragmetrics synth --generator model`` on a CMRC sample (Chinese) against the stub: every third request is
+    answered with something that is not a candidate; those are asked again, and the set holds only good ones, the
+    requested number per category, each with its provenance."""
+    corpus = tmp_path / "corpus.jsonl"
+    shared = Path(__file__).resolve().parents[2] / "shared" / "data" / "cmrc2018-chunks" / "corpus.jsonl"
+    source = shared if shared.exists() else DATA / "cmrc.jsonl"
+    with source.open(encoding="utf-8") as f:
+        lines = [next(f) for _ in range(40)] if source == shared else f.readlines()
+    corpus.write_text("".join(lines), encoding="utf-8")
+    asked = Counter()
+
+    def flaky(messages: list[dict]) -> object:
+        asked["n"] += 1
+        return MALFORMED if asked["n"] % 3 == 0 else writer(messages)
+
+    with ModelStub(flaky) as stub:
+        monkeypatch.setenv("RAGMETRICS_MODELS", f"gen=openai:{stub.url}?model=qwen2.5&backoff=0.01&cache=off")
+        target = tmp_path / "set.jsonl"
+        out, err = io.StringIO(), io.StringIO()
+        argv = ["synth", str(corpus), "-o", str(target), "--generator", "model", "--model", "gen",
+                "--categories", "factual=3,summary=2,negative=1", "--language", "zh", "--no-retrieval-check"]  # fmt: skip
+        assert main(argv, out, err) == 0, err.getvalue()
+        assert stub.count > 6  # the malformed answers were asked again
+    rows = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
+    assert Counter(r["category"] for r in rows) == {"factual": 3, "summary": 2, "negative": 1}
+    for row in rows:
+        assert row["query"] and re.search(r"[\u4e00-\u9fff]", row["query"])
+        assert row["provenance"]["generator"] == "model" and row["provenance"]["model_name"] == "gen"
+        assert (row["relevant_docs"] == {}) == (row["category"] == "negative")
