@@ -15,7 +15,7 @@ from scipy import stats as sps
 
 import ragmetrics as rm
 from ragmetrics.analysis import merged
-from ragmetrics.analysis.merged import Sums, id_keys, merge_all, poisson_thresholds, sums_of
+from ragmetrics.analysis.merged import POISSON_THRESHOLDS, Sums, id_keys, merge_all, sums_of
 from ragmetrics.analysis.stats import bootstrap_ci, paired_p_value
 from ragmetrics.cli import main
 from ragmetrics.foundation.errors import RagMetricsError
@@ -92,7 +92,7 @@ def test_keys_depend_on_every_byte_and_the_length():
 
 
 def test_poisson_weights_have_the_poisson_moments():
-    thresholds = poisson_thresholds()
+    thresholds = POISSON_THRESHOLDS
     assert np.all(np.diff(thresholds.astype(object)) > 0)
     words = merged._words(merged._seeded(id_keys([f"q{i}" for i in range(2_000)]), 0, 1), 0, 500)
     weights = merged.poisson_weights(words)

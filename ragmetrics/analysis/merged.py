@@ -46,7 +46,6 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import cache
 
 import numpy as np
 import pyarrow as pa
@@ -131,8 +130,7 @@ def _words(bases: np.ndarray, first: int, rows: int) -> np.ndarray:
         return fmix(bases[None, :] + steps)
 
 
-@cache
-def poisson_thresholds() -> np.ndarray:
+def _poisson_thresholds() -> np.ndarray:
     """``floor(F(k) * 2^64)`` for k = 0, 1, ... while the step is at least 1, F the Poisson(1) CDF, exact."""
     inverse_e = sum((Fraction((-1) ** i, math.factorial(i)) for i in range(64)), Fraction(0))  # e^-1 within 1/64!
     cdf, out = Fraction(0), []
@@ -145,9 +143,13 @@ def poisson_thresholds() -> np.ndarray:
     return np.array(out, np.uint64)
 
 
+POISSON_THRESHOLDS = _poisson_thresholds()
+"""The Poisson(1) inverse CDF's steps as 64-bit words (made once, at import: under a millisecond)."""
+
+
 def poisson_weights(words: np.ndarray) -> np.ndarray:
     """Poisson(1) draws from uniform 64-bit words (the exact inverse CDF)."""
-    return np.searchsorted(poisson_thresholds(), words, side="right")
+    return np.searchsorted(POISSON_THRESHOLDS, words, side="right")
 
 
 def fixed_point(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -10,7 +10,6 @@ at least :data:`CJK_SHARE` of the texts' non-space characters are CJK ideographs
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -61,8 +60,8 @@ def _whitespace(text: str) -> int:
     return len(text.split())
 
 
-@functools.cache
 def _jieba_cut() -> Callable[[str], list[str]]:
+    """jieba's cutter (imported on first use; Python keeps the module, so later calls cost a lookup)."""
     import jieba  # noqa: PLC0415 (optional and slow to import: only a Chinese token budget needs it)
 
     jieba.setLogLevel(60)  # its "Building prefix dict" chatter goes to stderr otherwise
