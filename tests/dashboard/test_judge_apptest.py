@@ -252,12 +252,27 @@ def _upload(at, key: str, path: Path):  # type: ignore[no-untyped-def]
     return at.run()
 
 
+def ws_runs(store_dir) -> list:
+    """Every run stored, on every dataset of the store."""
+    ws = Workspace(_store(store_dir))
+    try:
+        return [r for d in ws.datasets() for r in ws.runs(d.id)]
+    finally:
+        ws.store.engine.dispose()
+
+
 def test_upload_reports_health_and_the_no_overlap_cause_in_red(store_dir) -> None:
     cmrc = REPO / "sample_runs" / "cmrc2018"
     at = _upload(open_page("upload"), "upload.dataset", cmrc / "qrels.tsv")
     no_problems(at)
     at.text_input(key="upload.chunk_pattern").set_value(r"(?P<doc>.+)_C\d+$").run()
     at = _upload(at, "upload.runs", cmrc / "runs" / "bm25-jieba.trec.gz")
+    assert not at.exception
+    # refused where the user looks: not stored, not selected; the library's cause beside it
+    refused = _text(at.error)
+    assert "the qrels judge chunks, but the run was mapped to documents" in refused and "Not stored." in refused
+    assert not ws_runs(store_dir)
+    at.button(key=next(b.key for b in at.button if str(b.key).startswith("upload.insist."))).click().run()
     assert not at.exception
     assert "chunks mapped to documents by pattern" in _text(at.success)
     errors = _text(at.error)
