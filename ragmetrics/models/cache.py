@@ -9,15 +9,12 @@ and the model is asked again. Failures are not kept.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import sqlite3
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from ragmetrics.foundation.disk_cache import CacheFile, content_key
 from ragmetrics.foundation.importer import default_cache_dir
 from ragmetrics.models.base import ChatModel, Message, Reply
 
@@ -40,12 +37,7 @@ def request_key(
     identity: str, messages: Sequence[Message], temperature: float, max_tokens: int | None, seed: int | None
 ) -> str:
     """The cache key of one request: what is asked, of whom, with which parameters."""
-    payload = json.dumps(
-        [identity, [[m.role, m.content] for m in messages], float(temperature), max_tokens, seed],
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    return content_key(identity, [[m.role, m.content] for m in messages], float(temperature), max_tokens, seed)
 
 
 class ReplyCache:
@@ -54,20 +46,15 @@ class ReplyCache:
     def __init__(self, folder: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(folder if folder is not None else default_cache_dir()) / CACHE_FILE
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(SCHEMA)
+        self._file = CacheFile(self.path, SCHEMA)
 
     def get(self, key: str) -> Reply | None:
-        with self._lock:
-            row = self._db.execute(
-                "SELECT text, model, prompt_tokens, completion_tokens, latency FROM replies WHERE key = ?", (key,)
-            ).fetchone()
-        if row is None:
+        rows = self._file.rows(
+            "SELECT text, model, prompt_tokens, completion_tokens, latency FROM replies WHERE key = ?", (key,)
+        )
+        if not rows:
             return None
-        text, model, prompt_tokens, completion_tokens, latency = row
+        text, model, prompt_tokens, completion_tokens, latency = rows[0]
         return Reply(text, model, prompt_tokens, completion_tokens, float(latency), cached=True)
 
     def put(self, key: str, identity: str, reply: Reply) -> None:
@@ -81,17 +68,13 @@ class ReplyCache:
             reply.latency_s,
             time.time(),
         )
-        with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
+        self._file.write("INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
 
     def count(self, identity: str | None = None) -> int:
-        sql = "SELECT COUNT(*) FROM replies" + (" WHERE identity = ?" if identity else "")
-        with self._lock:
-            return int(self._db.execute(sql, (identity,) if identity else ()).fetchone()[0])
+        return self._file.count("replies", "identity", identity)
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self._file.close()
 
 
 class CachedModel:

@@ -9,16 +9,14 @@ a committed answer survives the process being killed, and several processes may 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import sqlite3
-import threading
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ragmetrics.foundation.disk_cache import CacheFile, content_key
 from ragmetrics.foundation.importer import default_cache_dir
 from ragmetrics.retrieve.adapters import Hit
 
@@ -41,8 +39,7 @@ CREATE TABLE IF NOT EXISTS answers (
 
 
 def answer_key(identity: str, query: str, k: int, repeat: int) -> str:
-    payload = json.dumps([identity, query, int(k), int(repeat)], ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    return content_key(identity, query, int(k), int(repeat))
 
 
 def encode_hits(hits: Sequence[Hit]) -> str:
@@ -60,11 +57,7 @@ class ResponseCache:
     def __init__(self, folder: str | os.PathLike[str]) -> None:
         self.path = Path(folder) / CACHE_FILE
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(SCHEMA)
+        self._file = CacheFile(self.path, SCHEMA)
 
     def get_many(self, keys: Iterable[str]) -> dict[str, tuple[list[Hit], float | None, int]]:
         """``{key: (hits, latency, attempts)}`` of the keys that have an answer."""
@@ -73,10 +66,7 @@ class ResponseCache:
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            with self._lock:
-                rows = self._db.execute(
-                    f"SELECT key, hits, latency, attempts FROM answers WHERE key IN ({marks})", chunk
-                ).fetchall()
+            rows = self._file.rows(f"SELECT key, hits, latency, attempts FROM answers WHERE key IN ({marks})", chunk)
             for key, hits, latency, attempts in rows:
                 found[key] = (decode_hits(hits), latency, int(attempts or 1))
         return found
@@ -94,20 +84,15 @@ class ResponseCache:
         attempts: int,
     ) -> None:
         row = (key, retriever, query, int(k), int(repeat), encode_hits(hits), latency, attempts, time.time())
-        with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+        self._file.write("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
 
     def count(self, retriever: str | None = None) -> int:
-        sql = "SELECT COUNT(*) FROM answers" + (" WHERE retriever = ?" if retriever else "")
-        with self._lock:
-            return int(self._db.execute(sql, (retriever,) if retriever else ()).fetchone()[0])
+        return self._file.count("answers", "retriever", retriever)
 
     def queries(self, retriever: str | None = None) -> list[Any]:
         """The query texts answered (for ``retriever``), for inspection and tests."""
         sql = "SELECT query FROM answers" + (" WHERE retriever = ?" if retriever else "")
-        with self._lock:
-            return [row[0] for row in self._db.execute(sql, (retriever,) if retriever else ())]
+        return [row[0] for row in self._file.rows(sql, (retriever,) if retriever else ())]
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self._file.close()
