@@ -140,6 +140,11 @@ def wait_for_app(page, timeout: float = 60_000) -> None:  # type: ignore[no-unty
         "() => document.querySelector(\"[data-testid='stApp']\").getAttribute('data-test-script-state') === 'notRunning'",
         timeout=timeout,
     )
+    # a figure is drawn once Plotly's script has loaded (dashboard.ui.figures), after the script run
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.ragmetrics-figure')].every(g => g._fullLayout && g.querySelector('.main-svg'))",
+        timeout=timeout,
+    )
 
 
 def open_curves(page, timeout: float = 60_000) -> None:  # type: ignore[no-untyped-def]
