@@ -208,7 +208,8 @@ def draw(fig: go.Figure, *, key: str, config: dict[str, Any], clickable: bool) -
         return list(event.selection.points) if event is not None else []
     component = st.components.v2.component(COMPONENT, js=JS, isolate_styles=False)
     data = {"spec": pio.to_json(fig, validate=False), "config": config, "src": script_url(), "clickable": clickable}
-    callbacks = {"on_select_change": _ignore} if clickable else {}
-    result = component(key=key, data=data, **callbacks)
-    points = result.get("select") if clickable else None
+    if not clickable:
+        component(key=key, data=data)
+        return []
+    points = component(key=key, data=data, on_select_change=_ignore).get("select")
     return list(points) if isinstance(points, list) else []

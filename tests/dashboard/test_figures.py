@@ -43,20 +43,19 @@ def _builders_and_traces() -> tuple[list[str], dict[str, set[str]]]:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         made: set[str] = set()
         for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
-                if "Figure" in ast.unparse(node.returns):
-                    builders.append(f"{path.stem}.{node.name}")
+            returns = getattr(node, "returns", None)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and "Figure" in ast.unparse(returns or ""):
+                builders.append(f"{path.stem}.{node.name}")
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 owner, attr = node.func.value, node.func.attr
-                if isinstance(owner, ast.Name) and owner.id == "go" and (kind := _trace_class(attr)):
-                    made.add(kind)
-                elif attr.startswith("add_") and (kind := _trace_class(attr[4:].capitalize())):
-                    made.add(kind)
+                by_class = _trace_class(attr) if isinstance(owner, ast.Name) and owner.id == "go" else None
+                by_method = _trace_class(attr[4:].capitalize()) if attr.startswith("add_") else None
+                made.update(kind for kind in (by_class, by_method) if kind)
             if isinstance(node, ast.Dict):
                 for key, value in zip(node.keys, node.values):
-                    if isinstance(key, ast.Constant) and key.value == "type" and isinstance(value, ast.Constant):
-                        if _trace_class(str(value.value).capitalize()):
-                            made.add(str(value.value))
+                    named = isinstance(key, ast.Constant) and key.value == "type" and isinstance(value, ast.Constant)
+                    if named and _trace_class(str(value.value).capitalize()):
+                        made.add(str(value.value))
         if made:
             traces[path.stem] = made
     return builders, traces
@@ -82,9 +81,9 @@ def test_a_trace_the_bundle_lacks_is_told_apart() -> None:
 
 
 def _draw_two(bundle: list[str]) -> None:
-    import plotly.graph_objects as go  # noqa: PLC0415 (AppTest runs this function's body as a script)
+    import plotly.graph_objects as go  # AppTest runs this function's body as a script
 
-    from dashboard.ui import figures  # noqa: PLC0415
+    from dashboard.ui import figures
 
     figures.BUNDLE_TRACES = frozenset(bundle)
     figures.draw(go.Figure(go.Scatter(x=[1, 2], y=[3, 4])), key="a", config={}, clickable=False)

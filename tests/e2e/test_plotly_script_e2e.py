@@ -83,7 +83,9 @@ def test_the_overview_draws_its_curves_at_once_with_a_cached_classic_plotly_scri
         # the toolbar's camera downloads a PNG
         box.hover()
         with page.expect_download(timeout=TIMEOUT) as download:
-            box.locator(".modebar-btn[data-attr='format'], .modebar-btn[data-title^='Download plot as a PNG']").first.click()
+            box.locator(
+                ".modebar-btn[data-attr='format'], .modebar-btn[data-title^='Download plot as a PNG']"
+            ).first.click()
         assert download.value.suggested_filename == "curves.png"
 
         # a returning browser (the same profile, a new tab and session): the script comes from the cache
