@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import Browser
 
 from dashboard.ui.figures import SCRIPT_PATH
-from tests.e2e.server import wait_for_app
+from tests.e2e.server import streamlit_server, wait_for_app
 
 TIMEOUT = 60_000
 
@@ -104,3 +104,30 @@ def test_the_overview_draws_its_curves_at_once_with_a_cached_classic_plotly_scri
         assert script[0].get("fromDiskCache") or script[0].get("fromMemoryCache"), script  # not asked of the server
     finally:
         context.close()
+
+
+def test_a_dark_theme_draws_the_curves_dark(browser: Browser) -> None:
+    with streamlit_server(env={"STREAMLIT_THEME_BASE": "dark"}) as base:
+        context = browser.new_context(viewport={"width": 1500, "height": 1100})
+        try:
+            page = context.new_page()
+            page.goto(f"{base}/")
+            wait_for_app(page, TIMEOUT)
+            page.wait_for_function(DRAWN, timeout=TIMEOUT)
+            plots = page.evaluate(
+                """() => [...document.querySelectorAll('.js-plotly-plot')].map(g => ({
+                    paper: g._fullLayout.paper_bgcolor, font: g._fullLayout.font.color,
+                    grid: g._fullLayout.yaxis.gridcolor}))"""
+            )
+            colors = page.evaluate(
+                """() => { const s = getComputedStyle(document.querySelector("[data-testid='stApp']"));
+                           return {bg: s.backgroundColor, text: s.color}; }"""
+            )
+            dark = [int(c) for c in colors["bg"][4:-1].split(",")]
+            assert sum(dark) < 3 * 80, colors  # the page is dark
+            assert all(rgb(p["paper"]) == colors["bg"] and rgb(p["font"]) == colors["text"] for p in plots), (
+                plots,
+                colors,
+            )
+        finally:
+            context.close()
