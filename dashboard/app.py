@@ -11,7 +11,7 @@ from pathlib import Path
 import streamlit as st
 from starlette.middleware import Middleware
 
-from dashboard.ui import auth, state
+from dashboard.ui import auth, figures, state
 from dashboard.ui.gate import SignInGate, read_forwarded_headers_only_from_trusted_proxies
 from dashboard.ui.memory import UploadBudget
 from dashboard.views import VIEWS
@@ -19,9 +19,14 @@ from ragmetrics.foundation.memory import use_small_pages_for_this_process
 
 # `streamlit run dashboard/app.py` finds this and serves the app through it: the sign-in gate wraps every route
 # and the websocket of the server, before any of Streamlit's own (dashboard.ui.gate); behind it, uploads are kept
-# within the session's and the server's budget (dashboard.ui.memory)
+# within the session's and the server's budget (dashboard.ui.memory); its one route of its own serves Plotly's
+# script, which the browser caches and code-caches (dashboard.ui.figures)
 read_forwarded_headers_only_from_trusted_proxies()  # uvicorn reads X-Forwarded-* only from the deployer's proxies
-app = st.App(__file__, middleware=[Middleware(SignInGate), Middleware(UploadBudget)])
+app = st.App(
+    __file__,
+    routes=figures.script_routes(str(st.get_option("server.baseUrlPath") or "")),
+    middleware=[Middleware(SignInGate), Middleware(UploadBudget)],
+)
 
 # Streamlit's own table export (the toolbar's "Download as CSV") does not neutralise formulas, where the app's
 # download buttons do (ragmetrics.io.export): it is off, whatever configuration the server was started with

@@ -79,3 +79,18 @@ def query_count_bars(
     fig.update_yaxes(title_text="queries")
     base_layout(fig, height)
     return fig
+
+
+DASHBOARD_TRACES = frozenset({"scatter", "bar"})
+"""The trace types the dashboard's figures are made of: what a bundle of Plotly's JavaScript must draw (Plotly's
+"basic" bundle draws them too). tests/dashboard/test_figures.py checks every figure builder against it."""
+
+
+def trace_types(fig: go.Figure) -> set[str]:
+    """The trace types of ``fig`` (``scatter`` for a trace that names none, as plotly.js reads it)."""
+    return {str(getattr(trace, "type", None) or "scatter") for trace in fig.data}
+
+
+def classic_drawable(fig: go.Figure, bundle_traces: frozenset[str] | None) -> bool:
+    """Whether a bundle drawing ``bundle_traces`` (None: every type, the full bundle) draws every trace of ``fig``."""
+    return bundle_traces is None or trace_types(fig) <= bundle_traces

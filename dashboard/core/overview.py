@@ -23,7 +23,6 @@ from ragmetrics.analysis.stats import Resampler
 from ragmetrics.engine.metrics import MetricSpec
 
 __all__ = [
-    "CURVES_SECTION",
     "CURVE_PANEL_METRICS",
     "NORMAL_ABOVE",
     "OVERVIEW_METRICS",
@@ -41,8 +40,6 @@ __all__ = [
 OVERVIEW_METRICS: tuple[str, ...] = ("recall", "precision", "f1", "hits", "ndcg", "mrr", "map")
 CURVE_PANEL_METRICS: tuple[str, ...] = ("recall", "precision", "f1", "hits", "ndcg")
 PR_LABEL_KS: tuple[int, ...] = (1, 5, 10, 20, 50, 100)
-CURVES_SECTION = "Recall, precision and the other metrics over K; precision against recall"
-"""The label of the Overview's folded section holding :func:`curves_figure` and :func:`pr_figure`."""
 _TEXT_POSITIONS = ("top right", "bottom left", "middle right", "top left", "bottom right")
 
 

@@ -102,8 +102,7 @@ PARAM_KEYS: dict[str, str] = {
     "d": f"difference to detect on the Dataset power page ({DELTA_RANGE[0]:g} to {DELTA_RANGE[1]:g}; "
     f"absent = {DEFAULT_DELTA:g})",
     "jb": "the Compare page's bounds from the unjudged documents (1 = shown; absent = hidden)",
-    "cv": "the charts a page folds away, the Overview's curves and the Upload page's depth chart (1 = drawn; absent = "
-    "folded)",
+    "cv": "the charts a page folds away, the Upload page's depth chart (1 = drawn; absent = folded)",
     "dp": f"pool depth on the Judge page (1 to {K_MAX}; absent = {DEFAULT_DEPTH})",
     "by": f"the tag the Timeline orders runs by (absent = {DEFAULT_ORDER})",
     "where": "the Timeline's tag filter, KEY=VALUE (absent = every run)",

@@ -19,7 +19,7 @@ from dashboard.core.specs import K_MAX
 from dashboard.core.text import HIGHLIGHT_LEGEND, md_escape
 from dashboard.core.view_state import Facts, ViewState, app_root, missing_note, reconcile
 from dashboard.data.workspace import DatasetEntry, RunEntry, Workspace, safe_url
-from dashboard.ui import cache, state, widgets
+from dashboard.ui import cache, figures, state, widgets
 from ragmetrics import Alignment
 from ragmetrics.foundation.redact import scrub
 from ragmetrics.io.export import to_safe_csv
@@ -318,14 +318,11 @@ PLOTLY_CONFIG: dict[str, Any] = {
 
 
 def show_figure(fig: go.Figure, *, key: str, filename: str, clickable: bool = False) -> list[dict[str, Any]]:
-    """The one place charts are drawn; the camera button in the chart's toolbar saves a PNG. ``clickable``: a
-    click on a point reruns the page, and the clicked points are returned (else [])."""
+    """The one place charts are drawn (:func:`dashboard.ui.figures.draw`: Plotly's script loaded so the browser
+    code-caches it); the camera button in the chart's toolbar saves a PNG. ``clickable``: a click on a point
+    reruns the page, and the clicked points are returned (else [])."""
     config = {**PLOTLY_CONFIG, "toImageButtonOptions": {"format": "png", "filename": filename, "scale": 2}}
-    if not clickable:
-        st.plotly_chart(fig, key=key, config=config, theme="streamlit")
-        return []
-    event = st.plotly_chart(fig, key=key, config=config, theme="streamlit", on_select="rerun", selection_mode="points")
-    return list(event.selection.points) if event is not None else []
+    return figures.draw(fig, key=key, config=config, clickable=clickable)
 
 
 def show_verdict(text: str | None) -> None:

@@ -1,8 +1,8 @@
 """Overview: the verdict (the best run against the baseline on the sidebar's metric at K), each selected run at K
-(means with 95% CIs), targets pass/fail when a profile is picked, curves over K and the PR curve (drawn when their
-section is opened), the report.
+(means with 95% CIs), targets pass/fail when a profile is picked, curves over K and the PR curve (on the first screen: Plotly's script
+is code-cached by the browser, see ``dashboard.ui.figures``), the report.
 
-Reads ``ds, runs, base, m, k, prof, tgt, t, a, c, ms, jb, dp, cv`` from the URL (see ``dashboard.core.share.PARAM_KEYS``); the
+Reads ``ds, runs, base, m, k, prof, tgt, t, a, c, ms, jb, dp`` from the URL (see ``dashboard.core.share.PARAM_KEYS``); the
 verdict is Compare's, on the same family of comparisons.
 """
 
@@ -130,20 +130,17 @@ if page.alignments and page.dataset is not None:
     st.caption(
         f"Mean over {n_queries:,} queries for K = 1…{k_max}; shaded: 95% bootstrap band"
         f"{f' (normal approximation over {normal:,} queries)' if n_queries > normal else ''}. "
-        "Drawn when opened (a share link keeps them open); the camera button in a chart's toolbar saves it as PNG."
+        "The camera button in a chart's toolbar saves it as PNG."
     )
-    section, view = widgets.folded_charts(overview.CURVES_SECTION, "overview.curves.shown", view, force=page.fresh)
-    if view.charts:
-        with section:
-            with st.spinner("Bootstrapping confidence bands…"):
-                curves = cache.curve_frame(selection, k_max)
-                curves_figure, pr_figure = cache.curve_figures(selection, k_max, page.run_names)
-            charts, data = st.tabs(["Charts", "Curve data"])
-            with charts:
-                layout.show_figure(curves_figure, key="overview.curves", filename="curves")
-                layout.show_figure(pr_figure, key="overview.pr", filename="precision-recall")
-            with data:
-                layout.show_table(curves, key="overview.curves.table", filename="curves.csv")
+    with st.spinner("Bootstrapping confidence bands…"):
+        curves = cache.curve_frame(selection, k_max)
+        curves_figure, pr_figure = cache.curve_figures(selection, k_max, page.run_names)
+    charts, data = st.tabs(["Charts", "Curve data"])
+    with charts:
+        layout.show_figure(curves_figure, key="overview.curves", filename="curves")
+        layout.show_figure(pr_figure, key="overview.pr", filename="precision-recall")
+    with data:
+        layout.show_table(curves, key="overview.curves.table", filename="curves.csv")
 
     st.subheader("Report")
     link = layout.share_link(view)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from dashboard.ui.figures import COMPONENT
 from dashboard.views import VIEWS
 
 APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
@@ -47,5 +48,12 @@ def no_problems(at: AppTest) -> None:
     assert not at.error, [e.value for e in at.error]
 
 
+def figure_specs(at: AppTest) -> list[str]:
+    """The JSON of every figure a run drew: by the dashboard's Plotly component (``dashboard.ui.figures``), then by
+    ``st.plotly_chart`` (its fallback)."""
+    drawn = [json.loads(c.proto.json)["spec"] for c in at.get("bidi_component") if c.proto.component_name == COMPONENT]
+    return drawn + [c.proto.spec for c in at.get("plotly_chart")]
+
+
 def charts(at: AppTest) -> list[dict]:
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return [json.loads(spec) for spec in figure_specs(at)]

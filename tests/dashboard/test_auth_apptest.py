@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.ui import auth, cache, signin_config
-from tests.dashboard.apptest import open_app, param
+from tests.dashboard.apptest import figure_specs, open_app, param
 
 pytestmark = pytest.mark.apptest
 
@@ -103,7 +103,7 @@ def _texts(at: AppTest) -> list[str]:
 def _assert_locked(at: AppTest, store_opened: list[int]) -> None:
     assert not at.exception, [e.value for e in at.exception]
     assert [t.value for t in at.title] == ["ragmetrics"]  # no page title
-    assert not at.get("plotly_chart") and not at.dataframe and not at.selectbox and not at.multiselect
+    assert not figure_specs(at) and not at.dataframe and not at.selectbox and not at.multiselect
     assert len(at.sidebar) == 0  # no pickers, no share link, no sign-out (and the menu is hidden)
     assert not store_opened  # no page ran: the store was never opened
 
@@ -160,7 +160,7 @@ def test_a_password_locks_every_page_until_signed_in(monkeypatch: pytest.MonkeyP
 
     at.button(key="auth.sign_out").click().run()
     assert [t.value for t in at.title] == ["ragmetrics"] and [t.label for t in at.text_input] == ["Password"]
-    assert not at.get("plotly_chart") and len(at.sidebar) == 0
+    assert not figure_specs(at) and len(at.sidebar) == 0
 
 
 def test_a_share_link_opens_its_page_and_view_after_sign_in(
@@ -353,7 +353,7 @@ def _oidc_signed_in(at: AppTest, store_opened: list[int]) -> None:
     assert at.title[0].value == "Overview" and store_opened
     assert "Signed in as Ada Lovelace" in [c.value for c in at.sidebar.caption]
     at.button(key="auth.sign_out").click().run()  # st.logout(): the browser is sent away, the run draws nothing more
-    assert not at.exception and not at.title and not at.get("plotly_chart")
+    assert not at.exception and not at.title and not figure_specs(at)
     assert at.user.get("is_logged_in") is False  # st.user is emptied for the rest of the session
     at.run()
     assert [t.value for t in at.title] == ["ragmetrics"] and [b.label for b in at.button] == ["Sign in"]

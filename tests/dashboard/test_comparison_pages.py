@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard.core import compare as cmp
 from dashboard.core.results import eval_result
-from tests.dashboard.apptest import charts, no_problems, open_app, open_page, param
+from tests.dashboard.apptest import charts, figure_specs, no_problems, open_app, open_page, param
 
 pytestmark = pytest.mark.apptest
 
@@ -166,17 +166,17 @@ def test_picking_an_outcome_or_a_query_builds_no_figure_again(monkeypatch, faq_i
              ((cmp, "forest_figure"), (compare_queries, "delta_figure"), (compare_queries, "scatter_figure"))]  # fmt: skip
     at = open_page("compare", {"m": "ndcg", "k": "7"})
     no_problems(at)
-    drawn = [c.proto.spec for c in at.get("plotly_chart")]
+    drawn = figure_specs(at)
     assert [len(b) for b in built] == [2, 1, 1] and len(drawn) == 4  # the two forests, the deltas, the scatter
     at.radio(key="compare.outcome").set_value("win").run()
     at.selectbox(key="compare.query").set_value(at.selectbox(key="compare.query").options[3]).run()
     no_problems(at)
     assert [len(b) for b in built] == [2, 1, 1]  # found in the cache, not built again
-    assert [c.proto.spec for c in at.get("plotly_chart")] == drawn
+    assert figure_specs(at) == drawn
     at.selectbox(key="sidebar.metric").set_value("recall").run()  # another metric: the query by query figures
     no_problems(at)
     assert [len(b) for b in built] == [3, 2, 2]  # the forest of every metric compared is the same one
-    now = [c.proto.spec for c in at.get("plotly_chart")]
+    now = figure_specs(at)
     assert now[0] == drawn[0] and all(a != b for a, b in zip(now[1:], drawn[1:]))
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from dashboard.views import VIEWS
-from tests.dashboard.apptest import charts, no_problems, open_app, open_page, param
+from tests.dashboard.apptest import charts, figure_specs, no_problems, open_app, open_page, param
 
 pytestmark = pytest.mark.apptest
 
@@ -110,30 +110,23 @@ def test_changing_k_leaves_the_figures_as_they_were(monkeypatch, faq_ids) -> Non
 
     built = calls_of(monkeypatch, overview, "curves_figure")
     at = open_page("overview", {"ds": faq_ids["dataset"], "k": "4", "base": faq_ids["dense-e5"], "cv": "1"})
-    first, drawn = len(built), [c.proto.spec for c in at.get("plotly_chart")]
+    first, drawn = len(built), figure_specs(at)
     assert len(drawn) == 2
     for k in (6, 9):
         at.number_input(key="sidebar.k").set_value(k).run()
         no_problems(at)
         assert f"recall@{k}" in at.dataframe[0].value.columns
-        assert [c.proto.spec for c in at.get("plotly_chart")] == drawn  # the same figures: nothing to draw again
+        assert figure_specs(at) == drawn  # the same figures: nothing to draw again
     assert first <= 1 and len(built) == first  # built once (or found in the cache), never again for a new K
 
 
-def test_the_overview_draws_its_curves_only_when_their_section_is_open(monkeypatch, faq_ids) -> None:
-    from dashboard.ui import cache
-
-    asked = calls_of(monkeypatch, cache, "curve_figures")
+def test_the_overview_draws_its_curves_on_its_first_screen(faq_ids) -> None:
     at = open_page("overview", {"ds": faq_ids["dataset"], "k": "4"})
     no_problems(at)
-    assert not at.get("plotly_chart") and asked == [] and param(at, "cv") is None  # folded: nothing made or sent
-    at.session_state["overview.curves.shown"] = True  # a click on the section's label
-    at.run()
-    no_problems(at)
-    assert len(at.get("plotly_chart")) == 2 and asked == [1] and param(at, "cv") == "1"
-    at.session_state["overview.curves.shown"] = False
-    at.run()
-    assert not at.get("plotly_chart") and asked == [1] and param(at, "cv") is None
+    assert not at.expander or all("precision" not in e.label.lower() for e in at.expander)  # nothing folds them
+    drawn = charts(at)
+    assert len(drawn) == 2 and all(figure["data"] for figure in drawn)  # the curves over K, precision-recall
+    assert param(at, "cv") is None  # nothing to keep open in a link
 
 
 def test_missed_page_opens_the_query_in_the_url(faq_ids) -> None:

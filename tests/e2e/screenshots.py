@@ -34,7 +34,7 @@ ON_CMRC = ("judge", "missed")
 """Pages shown on the CMRC 2018 sample (the others on the first sample)."""
 
 
-SHOWN_WITH = {"compare": "jb=1", "overview": "cv=1"}
+SHOWN_WITH = {"compare": "jb=1"}
 """Controls a page's picture shows turned on (Compare: the bounds from the unjudged documents; Overview: its curves)."""
 
 

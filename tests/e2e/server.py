@@ -140,14 +140,15 @@ def wait_for_app(page, timeout: float = 60_000) -> None:  # type: ignore[no-unty
         "() => document.querySelector(\"[data-testid='stApp']\").getAttribute('data-test-script-state') === 'notRunning'",
         timeout=timeout,
     )
+    # a figure is drawn once Plotly's script has loaded (dashboard.ui.figures), after the script run
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.ragmetrics-figure')].every(g => g._fullLayout && g.querySelector('.main-svg'))",
+        timeout=timeout,
+    )
 
 
 def open_curves(page, timeout: float = 60_000) -> None:  # type: ignore[no-untyped-def]
-    """Unfold the Overview's curves, as a click on their section's label does (``cv=1`` in a link opens them), and
-    wait until both are drawn."""
-    from dashboard.core.overview import CURVES_SECTION
-
-    page.get_by_test_id("stExpander").filter(has_text=CURVES_SECTION).locator("summary").click()
+    """Wait until the Overview's curves (drawn on its first screen, no click needed) are both drawn."""
     wait_for_app(page, timeout)
     page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= 2", timeout=timeout)
 

@@ -85,8 +85,7 @@ def test_upload_explore_and_open_a_missed_query(page: Page, app_url: str) -> Non
 
     open_page(page, "Overview")
     expect(page.get_by_text("mini_eval", exact=False).first).to_be_visible()
-    expect(page.locator(".js-plotly-plot")).to_have_count(0)  # the curves are folded: no chart library loaded
-    open_curves(page)
+    open_curves(page)  # on the first screen: no click
     assert legend_names(page) == ["mini-bm25", "mini-dense"]
     assert "v=1" in page.url and "runs=" in page.url
     # the reports are written when asked for (a deferred download), with the overview's numbers and findings
@@ -137,7 +136,6 @@ def test_a_link_reopens_the_same_view_in_a_fresh_browser(page: Page, browser: Br
     set_k(page, 10)
     expect(page.get_by_role("heading", name="Metrics at K = 10")).to_be_visible(timeout=TIMEOUT)
     open_curves(page)
-    expect(page).to_have_url(re.compile(r"[?&]cv=1(&|$)"), timeout=TIMEOUT)
     link = page.url
     names = legend_names(page)
     assert len(names) == 3
