@@ -25,6 +25,7 @@ import streamlit as st
 from dashboard.core import (
     breakdown,
     compare,
+    cost,
     diagnosis,
     fusion,
     health,
@@ -49,6 +50,7 @@ from ragmetrics.analysis import history, judging
 from ragmetrics.analysis.compare import Comparison
 from ragmetrics.analysis.history import Leaderboard, StoredRun, Timeline
 from ragmetrics.analysis.stability import Stability, stability
+from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.memory import hand_freed_memory_back_promptly, use_small_pages_for_this_process
 from ragmetrics.foundation.model import Run
 from ragmetrics.store.database import Store
@@ -279,6 +281,16 @@ def results_only_frame(stored: Sequence[Any]) -> pd.DataFrame:
 @memo
 def _results_only(ids: tuple[str, ...], _stored: Sequence[Any]) -> pd.DataFrame:
     return results_only.results_frame([entry.results for entry in _stored])
+
+
+@memo
+def cost_frame(selection: Selection, spec: MetricSpec, k: int) -> pd.DataFrame | str:
+    """:func:`dashboard.core.cost.cost_frame`, cached per run set, metric and K; the library's reason (text) when
+    the runs' chunks have no text to count."""
+    try:
+        return cost.cost_frame(selection.alignments, spec, k)
+    except RagMetricsError as err:
+        return str(err)
 
 
 @memo

@@ -9,7 +9,7 @@ import streamlit as st
 
 from dashboard.core import compare as cmp
 from dashboard.core import compare_queries as by_query
-from dashboard.core import documents
+from dashboard.core import cost, documents
 from dashboard.core.missed import TEXT_DEPTH, style_relevant
 from dashboard.core.queries import query_info, query_labels, query_line
 from dashboard.core.share import ViewState
@@ -17,6 +17,7 @@ from dashboard.core.specs import MetricSpec, title
 from dashboard.core.text import md_escape
 from dashboard.data.workspace import DatasetEntry
 from dashboard.ui import cache, layout, state, widgets
+from dashboard.ui.cache import Selection
 from ragmetrics import Alignment
 from ragmetrics.analysis.compare import Comparison
 
@@ -212,3 +213,19 @@ def segments_panel(
                     "too_few": st.column_config.CheckboxColumn(f"too few (n < {cmp.MIN_GROUP})"),
                 },
             )
+
+
+def cost_panel(selection: Selection, spec: MetricSpec, k: int) -> None:
+    """Quality against context cost: ``spec`` against the tokens each run's top ``k`` chunks put in the context
+    (:mod:`dashboard.core.cost`), or why it cannot be drawn (the runs' chunks carry no text)."""
+    with st.expander(f"{title(spec)} against the context it costs (tokens of the top {k} chunks)", expanded=True):
+        found = cache.cost_frame(selection, spec, k)
+        if isinstance(found, str):
+            st.caption(
+                md_escape(f"Not drawn: {found}") + " Runs that carry their chunk texts, or a dataset with a corpus, "
+                "give the tokens each ranking costs."
+            )
+            return
+        layout.show_figure(
+            cache.figure(cost.cost_figure, found, spec=spec, k=k), key="compare.cost", filename=f"cost-{spec}-k{k}"
+        )

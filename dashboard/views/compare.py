@@ -18,7 +18,7 @@ from dashboard.core import metadata
 from dashboard.core.specs import label_title, metric_spec, sidebar_names, title
 from dashboard.core.text import md_escape
 from dashboard.ui import cache, layout, state, widgets
-from dashboard.ui.compare_panels import queries_panel, rankings_panel, segments_panel
+from dashboard.ui.compare_panels import cost_panel, queries_panel, rankings_panel, segments_panel
 from dashboard.ui.fusion_panel import fusion_panel
 
 page = layout.page_setup("compare", "Compare runs")
@@ -156,6 +156,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
         key="compare.forest",
         filename=f"compare-deltas-{base.name}",
     )
+    cost_panel(selection, spec, k)
 
     # --- the retrievers' latency beside their quality (run metadata) ------------------
     run_tags = page.workspace.tags_of(ds.id)

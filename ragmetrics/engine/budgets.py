@@ -22,7 +22,7 @@ import numpy as np
 
 from ragmetrics.engine import metrics as registry
 from ragmetrics.engine.metrics import MetricSpec
-from ragmetrics.engine.order import FrameRows, running_sum, segment_starts
+from ragmetrics.engine.order import FrameRows, positions, running_sum, segment_starts
 from ragmetrics.engine.text import TextEvidence
 from ragmetrics.engine.tokens import Tokenizer, resolve
 from ragmetrics.foundation.errors import RagMetricsError
@@ -146,6 +146,15 @@ def context_tokens(alignment: Alignment, budget: int | None = None) -> np.ndarra
         cumulative = running_sum(tokens, q, segment_starts(q, alignment.n_queries))
         tokens = np.where(cumulative <= budget, tokens, 0)
     return np.bincount(q, weights=tokens, minlength=alignment.n_queries).astype(np.float64)
+
+
+def tokens_at_depth(alignment: Alignment, k: int) -> np.ndarray:
+    """Each query's tokens in the first ``k`` chunks the run retrieved for it (rows before chunks were merged into
+    documents, in ranking order): what a pipeline handing over its top ``k`` chunks puts in the context, float64."""
+    q, _rows, _kept = sorted_rows(alignment)
+    tokens = row_tokens(alignment)
+    place = positions(segment_starts(q, alignment.n_queries), alignment.n_queries)
+    return np.bincount(q, weights=np.where(place < k, tokens, 0), minlength=alignment.n_queries).astype(np.float64)
 
 
 def _empty(ranking: Ranking) -> Ranking:

@@ -159,23 +159,24 @@ def test_wins_and_losses_click_through_to_their_queries(faq_ids) -> None:
 
 
 def test_picking_an_outcome_or_a_query_builds_no_figure_again(monkeypatch, faq_ids) -> None:
-    from dashboard.core import compare_queries
+    from dashboard.core import compare_queries, cost
     from tests.dashboard.test_pages_apptest import calls_of
 
     built = [calls_of(monkeypatch, module, name) for module, name in
-             ((cmp, "forest_figure"), (compare_queries, "delta_figure"), (compare_queries, "scatter_figure"))]  # fmt: skip
+             ((cmp, "forest_figure"), (compare_queries, "delta_figure"), (compare_queries, "scatter_figure"),
+              (cost, "cost_figure"))]  # fmt: skip
     at = open_page("compare", {"m": "ndcg", "k": "7"})
     no_problems(at)
     drawn = figure_specs(at)
-    assert [len(b) for b in built] == [2, 1, 1] and len(drawn) == 4  # the two forests, the deltas, the scatter
+    assert [len(b) for b in built] == [2, 1, 1, 1] and len(drawn) == 5  # two forests, deltas, scatter, cost
     at.radio(key="compare.outcome").set_value("win").run()
     at.selectbox(key="compare.query").set_value(at.selectbox(key="compare.query").options[3]).run()
     no_problems(at)
-    assert [len(b) for b in built] == [2, 1, 1]  # found in the cache, not built again
+    assert [len(b) for b in built] == [2, 1, 1, 1]  # found in the cache, not built again
     assert figure_specs(at) == drawn
     at.selectbox(key="sidebar.metric").set_value("recall").run()  # another metric: the query by query figures
     no_problems(at)
-    assert [len(b) for b in built] == [3, 2, 2]  # the forest of every metric compared is the same one
+    assert [len(b) for b in built] == [3, 2, 2, 2]  # the forest of every metric compared is the same one
     now = figure_specs(at)
     assert now[0] == drawn[0] and all(a != b for a, b in zip(now[1:], drawn[1:]))
 
