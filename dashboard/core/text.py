@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ragmetrics.foundation.scripts import CJK_CHARACTER
+
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
 # HTML's special characters and Markdown's (as md_escape's, less '.'), each written as a character reference
 _HTML_SPECIAL = re.compile(r"[&<>\"'\\`*_{}\[\]()#+\-!|~$:]")
@@ -59,7 +61,6 @@ HIGHLIGHT_LEGEND = (
 )
 """The marks' colours, for a caption next to marked passages (static HTML)."""
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 _WORD = re.compile(r"\w+", re.UNICODE)
 _STOP = frozenset((
     "the", "and", "for", "are", "was", "were", "what", "which", "who", "whom", "whose", "when", "where", "why",
@@ -86,7 +87,7 @@ def query_terms(query: str, text: str, *, min_cjk: int = 2, min_latin: int = 3) 
     haystack = text.casefold()
     found: list[str] = []
     for word in _WORD.findall(query):
-        if _CJK.search(word):
+        if CJK_CHARACTER.search(word):
             found += _longest_runs(word, haystack, min_cjk)
         elif len(word) >= min_latin and word.casefold() not in _STOP and word.casefold() in haystack:
             found.append(word)
@@ -121,7 +122,7 @@ def _spans(text: str, terms: Iterable[str], *, whole_words: bool = False) -> lis
         if not term:
             continue
         pattern = re.escape(term)
-        if whole_words and not _CJK.search(term):
+        if whole_words and not CJK_CHARACTER.search(term):
             pattern = rf"(?<!\w){pattern}(?!\w)"
         spans += [(m.start(), m.end()) for m in re.finditer(pattern, text, re.IGNORECASE)]
     return spans

@@ -43,6 +43,7 @@ from ragmetrics.engine import Alignment, align
 from ragmetrics.engine.metrics import parse_metric
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset, Run
+from ragmetrics.foundation.scripts import CJK_CHARACTER
 
 EASY_MISSED_MAX = 2
 HARD_MISSED_MAX = 2
@@ -59,7 +60,6 @@ NO_GROUP = "(none)"
 #: deepest recall the ``ranking_not_recall`` rule looks at
 DEEP_K_MAX = 100
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 THRESHOLDS: tuple[str, ...] = (
     f"easy or hard queries missed: more than {EASY_MISSED_MAX} / {HARD_MISSED_MAX}",
@@ -145,7 +145,7 @@ class Finding:
 def is_short(query: str) -> bool:
     """Short enough that HyDE helps: at most 4 words, or at most 8 characters of CJK text."""
     text = str(query).strip()
-    if _CJK.search(text):
+    if CJK_CHARACTER.search(text):
         return len(re.sub(r"\s+", "", text)) <= 8
     return len(text.split()) <= 4
 

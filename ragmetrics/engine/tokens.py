@@ -18,6 +18,7 @@ from typing import Any, Union
 import numpy as np
 
 from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.scripts import CJK_CHARACTER
 
 TokenizerLike = Union[str, Callable[[str], Any], "Tokenizer"]
 """A tokenizer's name (:data:`TOKENIZERS` or ``auto``), a callable ``text -> tokens or count``, or a
@@ -26,7 +27,6 @@ TokenizerLike = Union[str, Callable[[str], Any], "Tokenizer"]
 CJK_SHARE = 0.2
 """``auto`` picks jieba when at least this share of the non-space characters are CJK."""
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _SPACE = re.compile(r"\s")
 
 
@@ -95,7 +95,7 @@ def cjk_share(texts: Sequence[str]) -> float:
     cjk = chars = 0
     for text in list(dict.fromkeys(texts))[:CJK_SAMPLE]:
         chars += len(text) - len(_SPACE.findall(text))
-        cjk += len(_CJK.findall(text))
+        cjk += len(CJK_CHARACTER.findall(text))
     return cjk / chars if chars else 0.0
 
 

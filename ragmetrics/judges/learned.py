@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.scripts import CJK_CHARACTER
 from ragmetrics.judges.base import Grade, Pair
 from ragmetrics.judges.rule import normalise
 from ragmetrics.retrieve.bm25 import BM25
@@ -24,7 +25,6 @@ of the query's and the expected answer's distinct tokens in the document; the sh
 log(1 + rank) (0 when unknown); log(1 + the document's token count)."""
 
 _WORD = re.compile(r"[^\W_]+")
-_CJK = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af]")
 
 
 def tokens(text: str) -> list[str]:
@@ -32,7 +32,7 @@ def tokens(text: str) -> list[str]:
     is split into its characters."""
     out: list[str] = []
     for word in _WORD.findall(normalise(text)):
-        out.extend(list(word) if _CJK.search(word) else [word])
+        out.extend(list(word) if CJK_CHARACTER.search(word) else [word])
     return out
 
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.scripts import HAN_CHARACTER
 from ragmetrics.retrieve.adapters import Adapter, Hit
 
 if TYPE_CHECKING:
@@ -43,7 +44,6 @@ CJK_SHARE = 0.3
 """A corpus whose letters are at least this share CJK ideographs is tokenized as Chinese."""
 SAMPLE_DOCUMENTS = 2000
 INDEX_VERSION = 1
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _LATIN = re.compile(r"[A-Za-z]")
 _WORD = re.compile(r"\w", re.UNICODE)
 
@@ -64,7 +64,7 @@ def detect_language(texts: list[str]) -> tuple[str, float]:
     step = max(1, len(texts) // SAMPLE_DOCUMENTS)
     cjk = latin = 0
     for text in texts[::step]:
-        cjk += len(_CJK.findall(text))
+        cjk += len(HAN_CHARACTER.findall(text))
         latin += len(_LATIN.findall(text))
     share = cjk / (cjk + latin) if cjk + latin else 0.0
     return ("zh" if share >= CJK_SHARE else "en"), share

@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
+from ragmetrics.foundation.scripts import HAN
 from ragmetrics.io._json import first_record, records
 from ragmetrics.io.beir import DOC_ID_KEYS
 from ragmetrics.io.beir import read_corpus as read_beir_corpus
@@ -41,8 +42,7 @@ from ragmetrics.synth.base import Source
 
 TEXT_KEYS = ("text", "content", "contents", "body", "passage", "document")
 FOLDER_SUFFIXES = (".md", ".txt")
-CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-UNIT = re.compile(f"[{CJK}]|[^\\W_{CJK}]+")
+UNIT = re.compile(f"[{HAN}]|[^\\W_{HAN}]+")
 """A unit of text: one CJK ideograph, or a run of other letters and digits (a word)."""
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 

@@ -36,6 +36,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.scripts import HAN_CHARACTER
 from ragmetrics.synth.base import Candidate, Source
 from ragmetrics.synth.corpus import Corpus
 
@@ -65,7 +66,6 @@ TEMPLATES = {
 }
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\"'\u3400-\u9fff])|(?<=[。！？；])")
 _LATIN_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ def tokenize(text: str, language: str, stop: frozenset[str]) -> list[Term]:
         import jieba  # noqa: PLC0415 (the retrieve extra, loaded on use)
 
         for word, start, end in jieba.tokenize(text):
-            if _CJK.search(word):
+            if HAN_CHARACTER.search(word):
                 if len(word) >= 2:
                     out.append(Term(word, word, start, end))
             elif len(word) >= 3 and any(ch.isalpha() for ch in word) and word.lower() not in stop:

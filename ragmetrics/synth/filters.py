@@ -22,7 +22,6 @@ flag names the one used.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 from itertools import pairwise
@@ -31,10 +30,11 @@ from typing import Any
 import numpy as np
 
 from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.scripts import HAN_CHARACTER
 from ragmetrics.retrieve.adapters import Hit
 from ragmetrics.retrieve.bm25 import BM25
 from ragmetrics.synth.base import Candidate
-from ragmetrics.synth.corpus import CJK, UNIT, Corpus
+from ragmetrics.synth.corpus import UNIT, Corpus
 from ragmetrics.synth.output import relevant_docs
 
 NEAR_DUPLICATE = 0.8
@@ -43,7 +43,6 @@ ANSWER_SUPPORT = 0.5
 MISS_DEPTH = 10
 SECOND_K1 = 0.9
 SECOND_B = 0.4
-_IDEOGRAPH = re.compile(f"[{CJK}]")
 
 
 def units(text: str) -> list[str]:
@@ -120,7 +119,7 @@ class PlainBM25:
         out: list[str] = []
         run: list[str] = []
         for word in [*words, ""]:
-            if _IDEOGRAPH.fullmatch(word):
+            if HAN_CHARACTER.fullmatch(word):
                 run.append(word)
                 continue
             out.extend(run if len(run) == 1 else [a + b for a, b in pairwise(run)])

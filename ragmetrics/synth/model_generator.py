@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
+from ragmetrics.foundation.scripts import HAN_CHARACTER
 from ragmetrics.models.base import BadAnswer, ChatModel, Message
 from ragmetrics.synth.base import Candidate, Source
 
@@ -130,7 +131,6 @@ def template_version(template: Any) -> str:
 PROMPTS_VERSION = template_version(PROMPTS)
 """The version of :data:`PROMPTS` as a whole (each candidate also records the version of its own prompt)."""
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 _KEYWORD_SPLIT = re.compile(r"[,;，、；]")
 
@@ -329,7 +329,7 @@ def parse_answer(text: str, category: str, language: str) -> dict[str, Any]:
         raise BadAnswer("the answer has no query")
     if len(query) > MAX_QUERY_CHARS:
         raise BadAnswer(f"the query is longer than {MAX_QUERY_CHARS} characters")
-    if language == "zh" and not _CJK.search(query):
+    if language == "zh" and not HAN_CHARACTER.search(query):
         raise BadAnswer("the query of a Chinese passage is not in Chinese")
     negative = category == "negative"
     answer = "" if negative else _text(fields, "answer", "expected_answer")
