@@ -83,7 +83,7 @@ def test_ten_thousand_queries_upload_to_overview(page: Page, app_url: str, tmp_p
     done = time.perf_counter()
     # later interactions are served from cache: another page, then the overview again
     open_page(page, "Breakdown")
-    expect(page.get_by_test_id("stPlotlyChart").first).to_be_visible(timeout=TIMEOUT)
+    expect(page.locator(".js-plotly-plot .main-svg").first).to_be_visible(timeout=TIMEOUT)
     wait_for_app(page)
     again = time.perf_counter()
     open_page(page, "Overview")  # the curves stay open: the view carries them
