@@ -43,7 +43,6 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from statistics import NormalDist
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -68,6 +67,8 @@ MIN_LABELLED = 2
 
 
 def _z(confidence: float) -> float:
+    from statistics import NormalDist  # noqa: PLC0415 (start-up: every CLI command reads this module's choices)
+
     return NormalDist().inv_cdf(0.5 + confidence / 2)
 
 

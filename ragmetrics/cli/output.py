@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
 from ragmetrics.analysis.evaluate import EvalResult, RunResult
-from ragmetrics.analysis.merged import run_sums
 from ragmetrics.analysis.values import QueryValues
 from ragmetrics.cli.options import read_bounds_depth
 
@@ -27,6 +26,8 @@ class Merged:
 
     def rows(self, run: QueryValues) -> dict[str, dict[str, float | str]]:
         """``{"ci_low": {metric: low}, "ci_high": ..., "fingerprint": {metric: hex}}`` (those asked for)."""
+        from ragmetrics.analysis.merged import run_sums  # noqa: PLC0415 (start-up: only --ci and --fingerprint need it)
+
         sums = run_sums(run, self.resamples, self.seed)
         rows: dict[str, dict[str, float | str]] = {}
         if self.resamples:
