@@ -41,9 +41,9 @@ import pandas as pd
 
 from ragmetrics.engine import Alignment, align
 from ragmetrics.engine.metrics import parse_metric
+from ragmetrics.foundation import scripts
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset, Run
-from ragmetrics.foundation.scripts import CJK_CHARACTER
 
 EASY_MISSED_MAX = 2
 HARD_MISSED_MAX = 2
@@ -145,7 +145,7 @@ class Finding:
 def is_short(query: str) -> bool:
     """Short enough that HyDE helps: at most 4 words, or at most 8 characters of CJK text."""
     text = str(query).strip()
-    if CJK_CHARACTER.search(text):
+    if scripts.CJK_CHARACTER.search(text):
         return len(re.sub(r"\s+", "", text)) <= 8
     return len(text.split()) <= 4
 

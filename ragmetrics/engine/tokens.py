@@ -17,8 +17,8 @@ from typing import Any, Union
 
 import numpy as np
 
+from ragmetrics.foundation import scripts
 from ragmetrics.foundation.errors import RagMetricsError
-from ragmetrics.foundation.scripts import CJK_CHARACTER
 
 TokenizerLike = Union[str, Callable[[str], Any], "Tokenizer"]
 """A tokenizer's name (:data:`TOKENIZERS` or ``auto``), a callable ``text -> tokens or count``, or a
@@ -95,7 +95,7 @@ def cjk_share(texts: Sequence[str]) -> float:
     cjk = chars = 0
     for text in list(dict.fromkeys(texts))[:CJK_SAMPLE]:
         chars += len(text) - len(_SPACE.findall(text))
-        cjk += len(CJK_CHARACTER.findall(text))
+        cjk += len(scripts.CJK_CHARACTER.findall(text))
     return cjk / chars if chars else 0.0
 
 

@@ -17,7 +17,6 @@ pandas views (built on each call; pandas is imported only then).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -61,6 +60,8 @@ def query_id_from_text(text: str) -> str:
 
     The text is NFC-normalised and stripped first, so the same question typed on two machines gets the same id.
     """
+
+    import hashlib  # noqa: PLC0415 (start-up: it loads OpenSSL, and only queries without ids need it)
 
     normalized = unicodedata.normalize("NFC", str(text)).strip()
     return "q" + hashlib.sha1(normalized.encode("utf-8")).hexdigest()[:12]

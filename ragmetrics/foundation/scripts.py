@@ -1,5 +1,9 @@
 """Which characters are Chinese, Japanese or Korean, in one place: the tokenizers, the built-in BM25, the
-generators, the diagnosis and the dashboard's highlighting all read these."""
+generators, the diagnosis and the dashboard's highlighting all read these.
+
+The two patterns are compiled on first use: ``re`` lays out a character class of tens of thousands of code points
+one by one, several milliseconds each, and most commands (``ragmetrics eval`` on an English run) never read them.
+"""
 
 from __future__ import annotations
 
@@ -11,5 +15,18 @@ HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 CJK = HAN + "\u3040-\u30ff\uac00-\ud7af"
 """Chinese ideographs, Japanese kana and Korean hangul, as the body of a character class."""
 
-HAN_CHARACTER = re.compile(f"[{HAN}]")
-CJK_CHARACTER = re.compile(f"[{CJK}]")
+_CLASSES = {"HAN_CHARACTER": HAN, "CJK_CHARACTER": CJK}
+
+HAN_CHARACTER: re.Pattern[str]
+"""One Chinese ideograph."""
+
+CJK_CHARACTER: re.Pattern[str]
+"""One Chinese ideograph, Japanese kana or Korean hangul."""
+
+
+def __getattr__(name: str) -> re.Pattern[str]:
+    body = _CLASSES.get(name)
+    if body is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    pattern = globals()[name] = re.compile(f"[{body}]")
+    return pattern
