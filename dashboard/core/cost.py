@@ -15,6 +15,9 @@ from dashboard.core.bootstrap import bootstrap_ci
 from dashboard.core.charts import base_layout, run_colors, safe
 from dashboard.core.results import Alignment
 from dashboard.core.specs import MetricSpec
+from dashboard.core.text import md_escape
+from ragmetrics.analysis.chunkings import EVIDENCE_WORDS, ChunkingComparison
+from ragmetrics.analysis.stats import family_text
 from ragmetrics.engine.budgets import tokenizer, tokens_at_depth
 
 COST_COLUMNS = ["run", "tokens", "tokens_ci_low", "tokens_ci_high", "mean", "ci_low", "ci_high", "tokenizer"]
@@ -68,3 +71,38 @@ def cost_figure(frame: pd.DataFrame, spec: MetricSpec, k: int) -> go.Figure:
     fig.update_xaxes(title_text=f"mean tokens in the top {k} chunks ({tokenizer_name})", rangemode="tozero")
     fig.update_yaxes(title_text=spec.title, range=[0, 1.05])
     return fig
+
+
+# --- chunkings compared ----------------------------------------------------------------------------------------
+
+CHUNKING_COLUMNS = ["level", "metric", "run", "n", "mean", "delta", "ci_low", "ci_high", "p_value_corrected", "verdict"]
+CHUNKING_NUMBERS = ("mean", "delta", "ci_low", "ci_high", "p_value_corrected")
+
+
+def is_chunk_run(alignment: Alignment) -> bool:
+    """True when the run's rows are chunks of documents (it names each chunk's document: ``source_doc``)."""
+    return "source_doc" in alignment.run.table.column_names
+
+
+def chunking_frame(found: ChunkingComparison) -> pd.DataFrame:
+    """The comparison's rows, document level first, with the mean tokens of each run's top K chunks beside."""
+    table = found.table[CHUNKING_COLUMNS].copy()
+    tokens = found.tokens.set_index("run")["mean_tokens"]
+    table.insert(3, f"tokens in top {found.k}", table["run"].map(tokens).round(1))
+    return table
+
+
+def chunking_verdict(found: ChunkingComparison) -> str:
+    """The winner at equal token cost, in the library's words (names escaped for markdown)."""
+    return md_escape(found.summary)
+
+
+def chunking_caption(found: ChunkingComparison) -> str:
+    """What the table reads: the two levels, the evidence, the family, the tokenizer."""
+    return md_escape(
+        f"Document level: chunks merged into their documents (a document ranks at its first chunk), read against "
+        f"the qrels at K = {found.k} and within {found.budget} tokens. Span level: the share of the gold evidence "
+        f"the chunks hand over; evidence: {EVIDENCE_WORDS[found.evidence]}. Δ and its 95% interval against "
+        f"{found.baseline} on the same queries; p-values {family_text(found.correction, found.family_size)} (every "
+        f"run × metric × level of the table). Tokens counted with {found.tokenizer}."
+    )
