@@ -40,8 +40,17 @@ def cost_frame(alignments: Sequence[Alignment], spec: MetricSpec, k: int) -> pd.
     return pd.DataFrame(rows, columns=COST_COLUMNS)
 
 
+def _fitted(low: float, high: float, floor: float, ceiling: float | None) -> list[float]:
+    """An axis range around ``[low, high]`` with a margin, within ``[floor, ceiling]``: close runs stay apart."""
+    span = max(high - low, 1e-9)
+    start = max(floor, low - 0.15 * span - 1e-3)
+    end = high + 0.15 * span + 1e-3
+    return [start, min(end, ceiling) if ceiling is not None else end]
+
+
 def cost_figure(frame: pd.DataFrame, spec: MetricSpec, k: int) -> go.Figure:
-    """The metric against the mean context tokens, one point per run, both intervals as error bars."""
+    """The metric against the mean context tokens, one point per run (named in the legend), both intervals as error
+    bars; the axes fit the points, so runs a few tokens or points apart are told apart."""
     runs = frame["run"].tolist()
     colors = run_colors(runs)
     traces = []
@@ -49,11 +58,9 @@ def cost_figure(frame: pd.DataFrame, spec: MetricSpec, k: int) -> go.Figure:
         traces.append(
             {
                 "type": "scatter",
-                "mode": "markers+text",
+                "mode": "markers",
                 "x": [row.tokens],
                 "y": [row.mean],
-                "text": [safe(row.run)],
-                "textposition": "top center",
                 "name": safe(row.run),
                 "marker": {"size": 12, "color": colors[row.run]},
                 "error_y": {"type": "data", "symmetric": False, "array": [row.ci_high - row.mean],
@@ -67,9 +74,12 @@ def cost_figure(frame: pd.DataFrame, spec: MetricSpec, k: int) -> go.Figure:
     tokenizer_name = frame["tokenizer"].iloc[0] if len(frame) else ""
     fig = go.Figure(data=traces)
     base_layout(fig, 420)
-    fig.update_layout(title={"text": f"{spec.title} against the context it costs"}, showlegend=False)
-    fig.update_xaxes(title_text=f"mean tokens in the top {k} chunks ({tokenizer_name})", rangemode="tozero")
-    fig.update_yaxes(title_text=spec.title, range=[0, 1.05])
+    fig.update_layout(title={"text": f"{spec.title} against the context it costs"}, showlegend=True)
+    fig.update_xaxes(title_text=f"mean tokens in the top {k} chunks ({tokenizer_name})")
+    fig.update_yaxes(title_text=spec.title)
+    if len(frame):
+        fig.update_xaxes(range=_fitted(frame["tokens_ci_low"].min(), frame["tokens_ci_high"].max(), 0.0, None))
+        fig.update_yaxes(range=_fitted(frame["ci_low"].min(), frame["ci_high"].max(), 0.0, 1.0 + 1e-3))
     return fig
 
 

@@ -4,6 +4,8 @@ BM25 and run on SciFact's queries, then compared at document and span level by t
 
 from __future__ import annotations
 
+import io
+import json
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +14,7 @@ import pytest
 
 from dashboard.core import cost
 from ragmetrics.analysis.chunkings import chunk_spans_table, compare_chunkings, gold_evidence, level_metrics
+from ragmetrics.cli import main
 from ragmetrics.engine import align
 from ragmetrics.engine.evidence import evaluate_evidence, spans_from_documents
 from ragmetrics.foundation.errors import RagMetricsError
@@ -127,3 +130,34 @@ def test_compare_shows_the_chunkings_in_one_view(scifact, chunked) -> None:
     assert "recall@1024tok" in set(frame["metric"]) and "evidence_recall@1024tok" in set(frame["metric"])
     assert list(frame.columns[:4]) == ["level", "metric", "run", "tokens in top 10"]
     assert list(frame.columns) == [*cost.CHUNKING_COLUMNS[:3], "tokens in top 10", *cost.CHUNKING_COLUMNS[3:]]
+
+
+def test_the_command_line_compares_chunkings_from_files(tmp_path, chunked) -> None:
+    """``ragmetrics evidence --baseline``: the same comparison from run files with their chunk texts and documents,
+    and a chunk spans file; the table names both levels and the last line says which chunking wins."""
+    runs, places = chunked
+    paths = []
+    for run in runs:
+        path = tmp_path / f"{run.name}.csv"
+        run.frame[["query_id", "doc_id", "score", "text", "source_doc"]].to_csv(path, index=False)
+        paths.append(str(path))
+    spans = tmp_path / "chunk-spans.tsv"
+    pd.DataFrame(places, columns=["chunk_id", "doc_id", "start", "end"]).to_csv(spans, sep="\t", index=False)
+    argv = ["evidence", "--dataset", str(SCIFACT / "qrels.tsv"), "--queries", str(SCIFACT / "queries.jsonl"),
+            "--corpus", str(SCIFACT / "corpus.jsonl.gz"), "--baseline", paths[0], "--run", paths[1],
+            "--chunk-spans", str(spans), "--tokenizer", "whitespace"]  # fmt: skip
+    out, err = io.StringIO(), io.StringIO()
+    assert main(argv, out, err) == 0, err.getvalue()
+    lines = out.getvalue().splitlines()
+    print(out.getvalue())
+    assert lines[0].split()[:4] == ["level", "metric", "run", "n"]
+    rows = [line.split() for line in lines[1:15]]
+    assert {r[0] for r in rows} == {"document", "span"} and {r[2] for r in rows} == {"chunks-128", "chunks-512"}
+    assert lines[-1].startswith("At 512 tokens of context, ")
+    assert "evidence: the relevant documents as a whole" in lines[-2]
+
+    out = io.StringIO()
+    assert main([*argv, "--format", "json", "--budget", "256"], out, err) == 0
+    data = json.loads(out.getvalue())
+    assert data["budget_tokens"] == 256 and data["baseline"] == "chunks-128" and len(data["comparisons"]) == 14
+    assert data["summary"].startswith("At 256 tokens of context")
