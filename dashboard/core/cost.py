@@ -86,7 +86,9 @@ def cost_figure(frame: pd.DataFrame, spec: MetricSpec, k: int) -> go.Figure:
 # --- chunkings compared ----------------------------------------------------------------------------------------
 
 CHUNKING_COLUMNS = ["level", "metric", "run", "n", "mean", "delta", "ci_low", "ci_high", "p_value_corrected", "verdict"]
-CHUNKING_NUMBERS = ("mean", "delta", "ci_low", "ci_high", "p_value_corrected")
+CHUNKING_NUMBERS = {"mean": "mean", "delta": "Δ vs baseline", "ci_low": "Δ 95% CI low", "ci_high": "Δ 95% CI high",
+                    "p_value_corrected": "p (corrected)"}  # fmt: skip
+"""The table's number columns and their headings."""
 
 
 def is_chunk_run(alignment: Alignment) -> bool:

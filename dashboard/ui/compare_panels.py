@@ -260,6 +260,11 @@ def chunkings_panel(
             table,
             key=f"compare.chunkings.{base_name}.{view.k}.{budget}.{test}.{alpha}.{correction}",
             filename=f"chunkings-{base_name}-k{view.k}-{budget}tok.csv",
-            column_config=layout.number_columns(table, {c: c for c in cost.CHUNKING_NUMBERS}, "%.4f"),
+            column_config={
+                **layout.number_columns(table, cost.CHUNKING_NUMBERS, "%.4f"),
+                "p_value_corrected": st.column_config.NumberColumn(
+                    cost.CHUNKING_NUMBERS["p_value_corrected"], format="%.4g"
+                ),
+            },
         )
     return view

@@ -10,7 +10,8 @@ document level and at span level, with the statistics of :mod:`ragmetrics.analys
 
 At k chunks a chunking of bigger chunks hands over more text and wins recall for that reason alone; at T tokens
 every run hands over the same amount of context. The verdict is therefore read at the budget: the chunking with the
-highest span-level evidence recall at T tokens (document-level recall at T tokens when there are no spans), with the
+highest span-level evidence recall at T tokens (document-level recall at T tokens when fewer than
+:data:`ragmetrics.analysis.compare.MIN_GROUP` queries have evidence), with the
 paired test against the baseline corrected over the whole table (every run x metric x level), worded as
 :func:`ragmetrics.analysis.verdicts.verdict` words it.
 
@@ -32,7 +33,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ragmetrics.analysis import stats
-from ragmetrics.analysis.compare import corrected_rows, paired_row
+from ragmetrics.analysis.compare import MIN_GROUP, corrected_rows, paired_row
 from ragmetrics.analysis.verdicts import verdict
 from ragmetrics.engine import Alignment, align
 from ragmetrics.engine.budgets import tokens_at_depth
@@ -180,8 +181,9 @@ def compare_chunkings(
     ]
     family_size = int(table["p_value"].notna().sum())
     tokens = _tokens(alignments, k, seed)
-    deciding = f"evidence_recall@{budget}tok" if table.loc[table["level"] == "span", "n"].gt(0).any() else None
-    deciding = deciding or f"recall@{budget}tok"
+    evidence_rows = table[table["metric"] == f"evidence_recall@{budget}tok"]
+    enough = bool(len(evidence_rows)) and int(evidence_rows["n"].min()) >= MIN_GROUP
+    deciding = f"evidence_recall@{budget}tok" if enough else f"recall@{budget}tok"
     winner, summary = _summary(table, deciding, baseline, correction, family_size, budget)
     return ChunkingComparison(
         table=table,
@@ -216,7 +218,13 @@ def _summary(
     rows = table[table["metric"] == metric].set_index("run")
     winner = str(rows["mean"].idxmax())
     family = stats.family_text(correction, family_size)
-    head = f"At {budget} tokens of context, {winner} has the highest {metric} ({rows.at[winner, 'mean']:.4f})"
+    best = float(rows.at[winner, "mean"])
+    if (rows["mean"] == best).all():
+        return winner, (
+            f"At {budget} tokens of context, every chunking has the same {metric} ({best:.4f}) on the "
+            f"{int(rows['n'].min())} queries compared: none wins at equal token cost."
+        )
+    head = f"At {budget} tokens of context, {winner} has the highest {metric} ({best:.4f})"
     if winner == baseline:
         others = rows.drop(index=baseline)
         said = [f"{run} {r.delta:+.4f} (p={r.p_value_corrected:.3g}, {r.verdict})" for run, r in others.iterrows()]
