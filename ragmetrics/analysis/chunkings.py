@@ -137,10 +137,8 @@ def compare_chunkings(
     :func:`ragmetrics.engine.evidence.evaluate_evidence`. The queries compared are the baseline's."""
     if len(runs) < 2:
         raise RagMetricsError("comparing chunkings needs at least two runs (one per chunking)")
-    if test not in stats.TESTS:
-        raise RagMetricsError(f"test {test!r}: expected one of {list(stats.TESTS)}")
-    if correction not in stats.CORRECTIONS:
-        raise RagMetricsError(f"correction {correction!r}: expected one of {list(stats.CORRECTIONS)}")
+    stats.checked_test(test)
+    correction = stats.checked_correction(correction)
     alignments = [
         item if isinstance(item, Alignment) else align(dataset, item, tokenizer=tokenizer, rel_level=rel_level)
         for item in runs

@@ -179,13 +179,8 @@ def compare_result(
     the columns of :data:`BOUND_COLUMNS` (what the unjudged documents leave open; in each run's top
     ``bounds_depth`` when given).
     """
-    if test not in stats.TESTS:
-        raise RagMetricsError(f"The 'test' parameter must be one of {list(stats.TESTS)}. Got {test!r} instead.")
-    correction = correction or "none"
-    if correction not in stats.CORRECTIONS:
-        raise RagMetricsError(
-            f"The 'correction' parameter must be one of {list(stats.CORRECTIONS)} or None. Got {correction!r} instead."
-        )
+    stats.checked_test(test)
+    correction = stats.checked_correction(correction)
     names = result.run_names
     baseline = baseline or names[0]
     if baseline not in result.runs:
