@@ -19,6 +19,7 @@ from ragmetrics.analysis.diagnosis import (
     Finding,
     RunTraits,
     diagnose,
+    evidence_words,
     findings_frame,
     run_traits,
 )
@@ -36,11 +37,6 @@ __all__ = [
     "run_traits",
     "suggests_bm25",
 ]
-
-
-def evidence_words(advice: Advice) -> str:
-    """Why the advice is given, in words (its ``because``: the numbers and what they mean); "" when it has none."""
-    return f"Because {advice.because[0].lower()}{advice.because[1:]}" if advice.because else ""
 
 
 def suggests_bm25(traits: RunTraits) -> bool:

@@ -116,6 +116,16 @@ class Advice(str):
         return {"id": self.id, "text": str(self), "because": self.because, "evidence": self.evidence}
 
 
+def evidence_words(advice: str) -> str:
+    """Why an advice is given, as a sentence: "Because " and its :attr:`Advice.because`; "" for advice without
+    one (a plain string)."""
+    because = getattr(advice, "because", "")
+    first = because.split(" ", 1)[0]
+    if first.isalpha() and first.istitle():  # "Of the 10 ...", not "Hits@20" nor "MRR"
+        because = because[0].lower() + because[1:]
+    return f"Because {because}" if because else ""
+
+
 def quantifier(part: int, whole: int) -> str:
     """The word for ``part`` of ``whole``: ``none``, ``all``, ``most`` (more than half: never at half or below),
     ``half`` or ``some``."""

@@ -311,3 +311,12 @@ def test_the_page_says_what_each_run_is_and_offers_bm25_only_where_it_fits(faq_i
     assert because and not any("hard_missed." in c or "near_miss." in c for c in captions)  # words, not rule ids
     hybrid = [b for b in at.button if b.label == "Try hybrid (+BM25)"]
     assert [b.key for b in hybrid] == [f"diagnosis.hybrid.{faq_ids['dense-e5']}"]
+
+
+def test_evidence_words_keep_a_metric_s_capitals() -> None:
+    said = {key: diagnosis.evidence_words(a) for key, a in advice("r", table(HARD)).items()}
+    assert said["hard_missed.rerank"].startswith("Because 4 of 10 hard queries (40%) are missed at K=5;")
+    near = [("x", "medium", 1)] * 20 + [("x", "medium", 7)] * 4 + [("x", "medium", 0)]
+    assert advice("r", table(near))["near_miss.raise_k"].because.startswith("Hits@20 = ")
+    assert diagnosis.evidence_words(advice("r", table(near))["near_miss.raise_k"]).startswith("Because Hits@20 = ")
+    assert diagnosis.evidence_words("plain advice") == ""
