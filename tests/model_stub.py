@@ -13,7 +13,9 @@ of ``{"role", "content"}`` dicts: a string is the completion's content, or a mod
 
 The stub counts and keeps every request (``requests``: the JSON bodies; ``headers``: their headers), so a test
 sees what was sent and what the cache spared. With ``key=``, a request without ``Authorization: Bearer KEY``
-is answered 401. Use it as a context manager: ``with ModelStub(fn) as stub: stub.url`` (the ``.../v1`` base),
+is answered 401. With ``keep_alive=True`` the stub speaks HTTP/1.1 with persistent connections and Nagle's
+algorithm off, so a test that makes thousands of calls (a judge over a pool) pays no connection set-up per call.
+Use it as a context manager: ``with ModelStub(fn) as stub: stub.url`` (the ``.../v1`` base),
 or through the ``model_stub`` fixture (every test has it, by tests/conftest.py): ``stub = model_stub(fn)``
 starts one, stopped when the test ends.
 """
@@ -73,7 +75,12 @@ class ModelStub:
     """An OpenAI-compatible chat-completions server on 127.0.0.1 (see the module documentation)."""
 
     def __init__(
-        self, answer: Callable[[list[dict]], Answer] = echo, *, model: str = "stub-model", key: str | None = None
+        self,
+        answer: Callable[[list[dict]], Answer] = echo,
+        *,
+        model: str = "stub-model",
+        key: str | None = None,
+        keep_alive: bool = False,
     ) -> None:
         self.answer = answer
         self.model = model
@@ -84,8 +91,13 @@ class ModelStub:
         self.failed: Counter[str] = Counter()
         self.lock = threading.Lock()
         self.stopping = threading.Event()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        handler = self._handler()
+        if keep_alive:
+            handler.protocol_version = "HTTP/1.1"
+            handler.disable_nagle_algorithm = True
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.server.daemon_threads = True
+        self.server.block_on_close = not keep_alive  # an idle persistent connection does not hold up the stop
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 

@@ -10,23 +10,16 @@ docs/ppi.md (``python tests/test_ppi.py`` prints them).
 from __future__ import annotations
 
 import functools
-import io
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 import ragmetrics as rm
 from ragmetrics.analysis import stats
-from ragmetrics.analysis.judging import pool, with_labels
 from ragmetrics.analysis.ppi import Corrected, corrected_comparison, corrected_means, ppi_mean, ppi_paired, sample_plan
 from ragmetrics.analysis.verdicts import verdict
-from ragmetrics.cli import main
 from ragmetrics.foundation.errors import RagMetricsError
-from ragmetrics.io import load_dataset, load_run, write_trec_qrels
 
 SEEDS = 1_000
 QUERIES = 500
@@ -287,130 +280,6 @@ def test_refuses_what_it_cannot_estimate():
         ppi_mean(f, f, lam=2.0)
 
 
-SCIFACT = Path("/work/shared/data/scifact")
-SCIFACT_RUNS = ("bm25-stem", "dense-all-minilm-l6-v2", "hybrid-rrf60")
-LOOP_SEED = 0
-
-
-@functools.cache
-def offline_loop(seed: int = LOOP_SEED):
-    """SciFact's qrels as the truth; a seeded half of its judgments hidden; the pool of its three runs' top 10
-    judged by a judge that answers from the full qrels with 20% of its labels flipped; a tenth of the queries
-    labelled from the full qrels as the humans. Returns the hidden dataset, the judge's and the humans' labels,
-    the runs and each run's nDCG@10 on the full qrels."""
-    full = load_dataset(SCIFACT / "qrels.tsv")
-    runs = [load_run(SCIFACT / "runs" / f"{name}.trec") for name in SCIFACT_RUNS]
-    truth = rm.evaluate(full, runs, ["ndcg@10"], warn=False)
-    rng = np.random.default_rng(seed)
-    qrels = full.qrels
-    known = rm.Dataset.from_frames(qrels[rng.random(len(qrels)) >= 0.5], full.queries)
-    # the top 10 of each run, less what is judged: every query's (pool() leaves out a query with no judgment left)
-    tops = pd.concat([run.frame.sort_values(["query_id", "score", "doc_id"], ascending=[True, False, False]).groupby("query_id").head(10)
-                      for run in runs])  # fmt: skip
-    pairs = tops[["query_id", "doc_id"]].drop_duplicates().merge(known.qrels, how="left", on=["query_id", "doc_id"])
-    pairs = pairs[pairs["relevance"].isna()]
-    assert len(pool(known, runs, 10)) < len(pairs)
-    relevant = set(zip(qrels["query_id"], qrels["doc_id"]))
-    answer = np.array([(q, d) in relevant for q, d in zip(pairs["query_id"], pairs["doc_id"])], dtype=int)
-    flipped = rng.random(len(pairs)) < 0.2
-    judge_labels = pairs[["query_id", "doc_id"]].assign(relevance=np.where(flipped, 1 - answer, answer))
-    ids = full.query_ids
-    sampled = set(ids[rng.choice(len(ids), len(ids) // 10, replace=False)])
-    human_labels = qrels[qrels["query_id"].isin(sampled)]
-    return known, judge_labels, human_labels, runs, {n: r.means["ndcg@10"] for n, r in truth.runs.items()}
-
-
-@pytest.mark.skipif(not SCIFACT.is_dir(), reason="the shared SciFact data is not on this machine")
-def test_offline_loop_on_scifact_covers_each_run_s_value_on_the_full_qrels():
-    known, judge_labels, human_labels, runs, truth = offline_loop()
-    labelled = with_labels(known, rm.Dataset.from_frames(judge_labels), rm.Dataset.from_frames(human_labels))
-    assert len(labelled.queries) == 30
-    judge_result = rm.evaluate(labelled.judge, runs, ["ndcg@10"], warn=False)
-    human_result = rm.evaluate(labelled.human, runs, ["ndcg@10"], warn=False)
-    frame = corrected_means(judge_result.runs, human_result.runs, labelled.queries).set_index("run")
-    for name, value in truth.items():
-        row = frame.loc[name]
-        assert row["ci_low"] <= value <= row["ci_high"], (name, value, row.to_dict())
-        assert not row["judge_low"] <= value <= row["judge_high"]  # the judge alone is confidently wrong
-    # the order of the corrected means: right in about half the seeds at this judge and sample (docs/ppi.md)
-    order = list(frame["estimate"].sort_values().index)
-    print("corrected order", order, "full qrels' order", sorted(truth, key=truth.__getitem__))
-
-
-@pytest.mark.skipif(not SCIFACT.is_dir(), reason="the shared SciFact data is not on this machine")
-def test_eval_and_compare_print_corrected_estimates(tmp_path):
-    known, judge_labels, human_labels, _, truth = offline_loop()
-    dataset, judged, human = tmp_path / "known.tsv", tmp_path / "judge.tsv", tmp_path / "human.tsv"
-    write_trec_qrels(known, dataset)
-    for frame, path in ((judge_labels, judged), (human_labels, human)):
-        write_trec_qrels(rm.Dataset.from_frames(frame), path)
-    run_files = [str(SCIFACT / "runs" / f"{name}.trec") for name in SCIFACT_RUNS]
-    labels = ["--judge-qrels", str(judged), "--human-qrels", str(human)]
-    out, err = io.StringIO(), io.StringIO()
-    argv = ["eval", "--dataset", str(dataset), "-m", "ndcg@10", *labels, "--format", "json"]
-    assert main([*argv, *(a for f in run_files for a in ("--run", f))], out, err) == 0, err.getvalue()
-    rows = {r["run"]: r for r in json.loads(out.getvalue())["corrected"]}
-    assert set(rows) == set(truth)
-    assert all(r["n_labelled"] == 30 and r["n_queries"] == 300 for r in rows.values())
-    out = io.StringIO()
-    argv = ["eval", "--dataset", str(dataset), "--run", run_files[0], "-m", "ndcg@10", *labels, "--plan", "5"]
-    assert main(argv, out, err) == 0, err.getvalue()
-    text = out.getvalue()
-    assert "corrected" in text and "judge-only" in text and "human-only" in text
-    assert "with 30 more labelled: about +-" in text
-    assert "30 of 300 queries human-labelled" in text and "label next (5 of the 270 unlabelled)" in text
-    out = io.StringIO()
-    argv = ["compare", "--dataset", str(dataset), "--baseline", run_files[0], "--run", run_files[1], "--run",
-            run_files[2], *labels]  # fmt: skip
-    assert main(argv, out, err) == 0, err.getvalue()
-    lines = out.getvalue().splitlines()
-    assert sum(line.startswith("ndcg@10") and "corrected delta" in line for line in lines) == 2
-    assert "holm-corrected over 2 comparison(s)" in out.getvalue().lower()
-    out = io.StringIO()
-    assert main(["eval", "--dataset", str(dataset), "--run", run_files[0], "--judge-qrels", str(judged)], out, err) == 2
-    assert "go together" in err.getvalue()
-    few = tmp_path / "few.tsv"
-    write_trec_qrels(
-        rm.Dataset.from_frames(human_labels[human_labels["query_id"].isin(human_labels["query_id"][:3])]), few
-    )
-    err = io.StringIO()
-    argv = ["eval", "--dataset", str(dataset), "--run", run_files[0], "-m", "ndcg@10", "--judge-qrels", str(judged)]
-    assert main([*argv, "--human-qrels", str(few)], io.StringIO(), err) == 0
-    assert "below 30 the normal interval is rough" in err.getvalue()
-
-
-def loop_rates(seeds: int = 20, population: str = "queries") -> dict[str, float]:
-    """How often, over ``seeds`` seeds of :func:`offline_loop`, the corrected intervals cover the full qrels' values
-    and the estimates order the runs as the full qrels do (docs/ppi.md)."""
-    found: dict[str, list[float]] = {}
-    for seed in range(seeds):
-        known, judge_labels, human_labels, runs, truth = offline_loop(seed)
-        labelled = with_labels(known, rm.Dataset.from_frames(judge_labels), rm.Dataset.from_frames(human_labels))
-        judged = rm.evaluate(labelled.judge, runs, ["ndcg@10"], warn=False).runs
-        human = rm.evaluate(labelled.human, runs, ["ndcg@10"], warn=False).runs
-        frame = corrected_means(judged, human, labelled.queries, population=population).set_index("run")
-        true = frame.index.map(truth)
-        order = sorted(truth, key=truth.__getitem__)
-        deltas = [
-            (row.ci_low <= truth[row.run] - truth[base] <= row.ci_high, np.sign(row.delta) == np.sign(truth[row.run] - truth[base]))
-            for base in truth
-            for row in corrected_comparison(judged, human, labelled.queries, baseline=base, population=population).itertuples()
-        ]  # fmt: skip
-        for key, value in {
-            "every run covered": ((frame["ci_low"] <= true) & (true <= frame["ci_high"])).all(),
-            "a run covered": ((frame["ci_low"] <= true) & (true <= frame["ci_high"])).mean(),
-            "a run covered, judge-only": ((frame["judge_low"] <= true) & (true <= frame["judge_high"])).mean(),
-            "order right, corrected": list(frame["estimate"].sort_values().index) == order,
-            "order right, judge-only": list(frame["judge"].sort_values().index) == order,
-            "order right, human-only": list(frame["human"].sort_values().index) == order,
-            "a delta covered": np.mean([covered for covered, _ in deltas]),
-            "every delta's sign right": all(right for _, right in deltas),
-            "half width": float(((frame["ci_high"] - frame["ci_low"]) / 2).mean()),
-        }.items():
-            found.setdefault(key, []).append(float(value))
-    return {key: float(np.mean(values)) for key, values in found.items()}
-
-
 if __name__ == "__main__":  # the figures of docs/ppi.md
     for name, kind, lam, options in [
         ("good judge, PPI++", "judge", None, {}),
@@ -434,7 +303,3 @@ if __name__ == "__main__":  # the figures of docs/ppi.md
                 f"; half width ppi {half_width(results):.4f} judge-only {half_width(results, 'judge_only'):.4f} "
                 f"human-only {half_width(results, 'human_only'):.4f}"
             )
-    for population in ("queries", "dataset"):
-        print(f"offline loop on SciFact, 20 seeds, target {population}:")
-        for key, value in loop_rates(20, population).items():
-            print(f"  {key:<28} {value:.3f}")

@@ -12,24 +12,36 @@ from dashboard.core.charts import query_count_bars
 from dashboard.core.missed import deep_k, query_table
 from dashboard.core.results import Alignment
 from dashboard.core.specs import MetricSpec
-from ragmetrics.analysis.diagnosis import LOW_MRR, THRESHOLDS, Advice, Finding, diagnose, findings_frame
+from ragmetrics.analysis.diagnosis import (
+    LOW_MRR,
+    THRESHOLDS,
+    Advice,
+    Finding,
+    RunTraits,
+    diagnose,
+    evidence_words,
+    findings_frame,
+    run_traits,
+)
 
 __all__ = [
     "LOW_MRR",
     "THRESHOLDS",
     "Advice",
     "Finding",
+    "RunTraits",
     "evidence_words",
     "findings_frame",
     "rank_histogram_figure",
     "run_findings",
+    "run_traits",
+    "suggests_bm25",
 ]
 
 
-def evidence_words(advice: Advice) -> str:
-    """``because hard_missed = 12, short = 3`` (numbers to 3 decimals)."""
-    parts = [f"{k} = {v:.3f}" if isinstance(v, float) else f"{k} = {v}" for k, v in advice.evidence.items()]
-    return f"{advice.id}: because " + ", ".join(parts)
+def suggests_bm25(traits: RunTraits) -> bool:
+    """Whether fusing the run with BM25 can help: not for a run that is fused already, nor for a lexical one."""
+    return not traits.fused and not traits.lexical
 
 
 def run_findings(
@@ -39,11 +51,16 @@ def run_findings(
     label: str,
     low_mrr: float = LOW_MRR,
     table: pd.DataFrame | None = None,
+    traits: RunTraits | None = None,
 ) -> list[Finding]:
     """Plain-language findings for one run at K: :func:`ragmetrics.analysis.diagnosis.diagnose` over its
-    :func:`dashboard.core.missed.query_table` (pass ``table`` when it is at hand)."""
+    :func:`dashboard.core.missed.query_table` (pass ``table`` when it is at hand), advice fitted to ``traits``
+    (default: :func:`ragmetrics.analysis.diagnosis.run_traits` of the run without tags)."""
     table = query_table(alignment, k, spec) if table is None else table
-    return diagnose(alignment.name, table, k=k, deep_k=deep_k(alignment), metric_label=label, low_mrr=low_mrr)
+    traits = traits or run_traits(alignment.run)
+    return diagnose(
+        alignment.name, table, k=k, deep_k=deep_k(alignment), metric_label=label, low_mrr=low_mrr, traits=traits
+    )
 
 
 def rank_histogram_figure(

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 import pandas as pd
 
 from dashboard.core.specs import label_title
-from ragmetrics.analysis.diagnosis import Finding
+from ragmetrics.analysis.diagnosis import Finding, evidence_words
 from ragmetrics.io.export import markdown_cell, markdown_table
 
 
@@ -111,7 +111,10 @@ def markdown_report(data: ReportInput) -> str:
         parts.append("No rule fired.")
     for f in data.findings:
         parts += [f"### {markdown_cell(f.run)}: {markdown_cell(f.title)}", "", markdown_cell(f.evidence), ""]
-        parts += [f"- {markdown_cell(a)}" for a in f.advice]
+        parts += [
+            f"- {markdown_cell(a)}" + (f" *{markdown_cell(evidence_words(a))}*" if evidence_words(a) else "")
+            for a in f.advice
+        ]
         parts.append("")
     line = data.link_line
     parts += ["", f"View: <{line}>" if line.startswith(("http://", "https://")) else f"View: {line}"]
@@ -145,7 +148,12 @@ def html_report(data: ReportInput) -> str:
     e = html.escape
     findings = []
     for f in data.findings:
-        advice = "".join(f"<li>{e(a)}</li>" for a in f.advice)
+        advice = "".join(
+            f"<li>{e(a)}"
+            + (f'<br><span class="muted">{e(evidence_words(a))}</span>' if evidence_words(a) else "")
+            + "</li>"
+            for a in f.advice
+        )
         findings.append(
             f'<div class="finding"><h3>{e(f.run)}: {e(f.title)}</h3><p>{e(f.evidence)}</p><ul>{advice}</ul></div>'
         )

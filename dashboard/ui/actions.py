@@ -12,7 +12,8 @@ from ragmetrics.foundation.errors import RagMetricsError
 
 
 def hybrid_button(page: layout.Page, run_id: str) -> None:
-    """The "Try hybrid (+BM25)" button of one selected run (when the dataset has a corpus)."""
+    """The "Try hybrid (+BM25)" button of one selected run (when the dataset has a corpus); Diagnosis offers it
+    only to a run that is neither fused nor lexical (:func:`dashboard.core.diagnosis.suggests_bm25`)."""
     dataset = page.dataset
     run = next((r for r in page.runs if r.id == run_id), None)
     if dataset is None or run is None or not retrievers.has_corpus(dataset):

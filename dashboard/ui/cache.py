@@ -37,7 +37,7 @@ from dashboard.core import (
     targets,
     validation,
 )
-from dashboard.core.diagnosis import Finding
+from dashboard.core.diagnosis import Finding, RunTraits
 from dashboard.core.specs import K_MAX, MetricSpec
 from dashboard.data import samples
 from dashboard.data.alignments import Alignments
@@ -320,10 +320,23 @@ def _query_table(one: Selection, k: int, spec: MetricSpec) -> pd.DataFrame:
     return missed.query_table(one.alignments[0], k, spec)
 
 
-def findings(selection: Selection, run_id: str, k: int, spec: MetricSpec, label: str, low_mrr: float) -> list[Finding]:
-    """:func:`dashboard.core.diagnosis.run_findings` over the cached query table."""
+def findings(
+    selection: Selection, run_id: str, k: int, spec: MetricSpec, label: str, low_mrr: float, traits: RunTraits
+) -> list[Finding]:
+    """:func:`dashboard.core.diagnosis.run_findings` over the cached query table, advice fitted to ``traits``."""
     table = query_table(selection, run_id, k, spec)
-    return diagnosis.run_findings(selection.by_id[run_id], k, spec, label, low_mrr, table=table)
+    return diagnosis.run_findings(selection.by_id[run_id], k, spec, label, low_mrr, table=table, traits=traits)
+
+
+def run_traits(selection: Selection, run_id: str, tags: Mapping[str, str]) -> RunTraits:
+    """What one selected run is (:func:`ragmetrics.analysis.diagnosis.run_traits`: its tags, name and scores),
+    cached per run and tags."""
+    return _run_traits(selection.only(run_id), dict(tags))
+
+
+@memo
+def _run_traits(one: Selection, tags: dict[str, str]) -> RunTraits:
+    return diagnosis.run_traits(one.alignments[0].run, tags)
 
 
 @memo

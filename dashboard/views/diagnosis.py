@@ -30,10 +30,12 @@ if page.alignments and page.dataset is not None:
     all_findings = []
     tables = {}
     for run_id, name in zip(selection.run_ids, selection.names):
-        found = cache.findings(selection, run_id, k, spec, title(spec), low_mrr)
+        traits = cache.run_traits(selection, run_id, page.workspace.tags(run_id))
+        found = cache.findings(selection, run_id, k, spec, title(spec), low_mrr, traits)
         tables[name] = cache.query_table(selection, run_id, k, spec)
         all_findings += found
         st.subheader(md_escape(name))
+        st.caption(md_escape(f"The run is {traits.words()}: the advice below fits that."))
         if not found:
             st.success("No rule fired for this run.", icon=":material/check_circle:")
         for f in found:
@@ -42,9 +44,11 @@ if page.alignments and page.dataset is not None:
                 st.markdown(md_escape(f.evidence))
                 for advice in f.advice:
                     st.markdown(f"- {md_escape(advice)}")
-                    if getattr(advice, "evidence", None):
-                        st.caption(md_escape(diagnosis.evidence_words(advice)))
-        actions.hybrid_button(page, run_id)
+                    because = diagnosis.evidence_words(advice)
+                    if because:
+                        st.caption(md_escape(because))
+        if diagnosis.suggests_bm25(traits):
+            actions.hybrid_button(page, run_id)
         actions.raise_k_button(page, run_id)
     st.subheader("Where the first relevant document sits")
     layout.show_figure(

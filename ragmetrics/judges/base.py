@@ -136,7 +136,7 @@ def pairs_from_pool(dataset: Dataset, pool: pd.DataFrame) -> list[Pair]:
     ``score``), with the dataset's query text, expected answer, keywords and category; a document's text comes
     from the pool, else from the dataset's documents (title and text), else is empty. Without a rank column a
     pair's rank is its position among its query's pairs in the pool (the pool lists them by best rank)."""
-    queries = dataset.queries.drop_duplicates("query_id").set_index("query_id")
+    queries = {str(row["query_id"]): row for row in dataset.queries.drop_duplicates("query_id").to_dict("records")}
     corpus: dict[str, str] = {}
     documents = dataset.documents
     if documents is not None and "text" in documents.columns:
@@ -152,7 +152,7 @@ def pairs_from_pool(dataset: Dataset, pool: pd.DataFrame) -> list[Pair]:
         text = row.get("text")
         if not isinstance(text, str) or not text:
             text = corpus.get(d, "")
-        info = queries.loc[q] if q in queries.index else None
+        info = queries.get(q)
         score = row.get("score")
         out.append(
             Pair(
@@ -161,7 +161,9 @@ def pairs_from_pool(dataset: Dataset, pool: pd.DataFrame) -> list[Pair]:
                 doc_id=d,
                 text=text,
                 expected_answer=_text(info, "expected_answer"),
-                expected_keywords=tuple(str(k) for k in (info["expected_keywords"] if info is not None else [])),
+                expected_keywords=tuple(
+                    str(k) for k in (info.get("expected_keywords", []) if info is not None else [])
+                ),
                 rank=int(row[rank_column]) if rank_column else seen[q],
                 score=float(score) if score is not None and score == score else float("nan"),
                 category=_text(info, "category"),
@@ -170,8 +172,8 @@ def pairs_from_pool(dataset: Dataset, pool: pd.DataFrame) -> list[Pair]:
     return out
 
 
-def _text(info: Any, column: str) -> str:
+def _text(info: Mapping[str, Any] | None, column: str) -> str:
     if info is None:
         return ""
-    value = info[column]
+    value = info.get(column)
     return value if isinstance(value, str) else ""

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from dashboard.core import missed
 from ragmetrics.analysis import diagnosis
+from ragmetrics.io import load_run
+from tests.dashboard.apptest import no_problems, open_page
 
 
 def table(
@@ -50,7 +53,7 @@ def test_easy_missed_needs_more_than_two() -> None:
     found = [f for f in diagnosis.diagnose("r", three, k=5, deep_k=100) if f.rule == "easy_missed"]
     assert len(found) == 1
     f = found[0]
-    assert "3 of 20 easy queries (15%)" in f.evidence and "2 of them never retrieve" in f.evidence
+    assert "3 of 20 easy queries (15%)" in f.evidence and "most of them (2 of 3) never retrieve" in f.evidence
     assert any("indexed" in a for a in f.advice) and any("chunk size" in a for a in f.advice)
     assert any("embedding model" in a for a in f.advice)
     assert f.queries == ("q017", "q018", "q019")
@@ -63,7 +66,7 @@ def test_hard_missed_mentions_hyde_for_short_queries() -> None:
         for f in diagnosis.diagnose("r", table(rows, query="退款多久到账"), k=5, deep_k=100)
         if f.rule == "hard_missed"
     )
-    assert "4 of 10 hard queries (40%)" in f.evidence and "4 of them are short" in f.evidence
+    assert "4 of 10 hard queries (40%)" in f.evidence and "all 4 of them are short" in f.evidence
     joined = " ".join(f.advice)
     assert "HyDE" in joined and "rerank" in joined and "BM25" in joined
     two = table([("x", "hard", 1)] * 8 + [("x", "hard", 0)] * 2)
@@ -73,7 +76,9 @@ def test_hard_missed_mentions_hyde_for_short_queries() -> None:
 def test_near_misses() -> None:
     rows = [("x", "medium", 1)] * 20 + [("x", "medium", 7), ("x", "medium", 9), ("x", "medium", 15), ("x", "medium", 0)]
     f = next(f for f in diagnosis.diagnose("r", table(rows), k=5, deep_k=100) if f.rule == "near_miss")
-    assert "3 of 4 missed queries (75%)" in f.evidence and "ranks 6–20" in f.evidence and "median rank 9" in f.evidence
+    assert "most missed queries (3 of 4, 75%)" in f.evidence and "ranks 6–20" in f.evidence
+    assert "median rank 9" in f.evidence and "4 of 24 queries (17%) are missed at K=5" in f.evidence
+    assert f.title == "Most of the 4 misses are near misses (ranks 6–20)" and f.severity == "warning"
     assert "Hits@20 = 0.958" in f.evidence and "Hits@5 = 0.833" in f.evidence
     assert any("Rerank" in a for a in f.advice) and any("raise K" in a for a in f.advice)
     deep = table([("x", "medium", 1)] * 20 + [("x", "medium", 50)] * 3 + [("x", "medium", 7)])
@@ -87,7 +92,8 @@ def test_ranking_not_recall() -> None:
         for f in diagnosis.diagnose("r", table(rows, recall_deep=0.95), k=5, deep_k=100)
         if f.rule == "ranking_not_recall"
     )
-    assert "Recall@100 = 0.950" in f.evidence and "MRR = 0.444" in f.evidence and "17% of queries" in f.evidence
+    assert "Recall@100 = 0.950" in f.evidence and "MRR = 0.444" in f.evidence
+    assert "only 2 of 12 queries (17%) have one at rank 1" in f.evidence
     assert "ranking_not_recall" not in rules(diagnosis.diagnose("r", table(rows, recall_deep=0.5), k=5, deep_k=100))
     # the MRR bar follows the targets in force
     assert "ranking_not_recall" not in rules(
@@ -153,25 +159,135 @@ def test_rank_histogram(tiny_alignments) -> None:
     assert sum(fig.data[0].y) == 11  # q12 has no relevant document
 
 
+HARD = [("x", "hard", 1)] * 6 + [("x", "hard", 0)] * 2 + [("x", "hard", 30)] * 2
+RANKING = [("x", "medium", 3)] * 10 + [("x", "medium", 1)] * 2
+
+
+def advice(run, rows, **kwargs) -> dict[str, diagnosis.Advice]:
+    return {a.id: a for f in diagnosis.diagnose(run, rows, k=5, deep_k=100, **kwargs) for a in f.advice}
+
+
 def test_advice_looks_at_the_run_and_carries_its_evidence() -> None:
-    hard = [("x", "hard", 1)] * 6 + [("x", "hard", 0)] * 4
-
-    def advice(run, rows, **kwargs):
-        return {a.id: a for f in diagnosis.diagnose(run, rows, k=5, deep_k=100, **kwargs) for a in f.advice}
-
-    long_queries = table(hard, query="a long question about several things at once")
+    long_queries = table(HARD, query="a long question about several things at once")
     dense = advice("dense-e5", long_queries)
     assert "hard_missed.hyde" not in dense  # no short query among the misses: no HyDE
-    assert (
-        dense["hard_missed.fuse_bm25"].evidence["hard_missed"] == 4 and dense["hard_missed.fuse_bm25"].evidence["dense"]
+    fuse = dense["hard_missed.fuse_bm25"]
+    assert fuse.evidence["hard_missed"] == 4 and fuse.evidence["kind"] == "dense" and fuse.evidence["family"] == "e5"
+    assert fuse.because == (
+        "4 of 10 hard queries (40%) are missed at K=5, and the run is dense (e5), from its name 'dense-e5': a dense "
+        "retriever blurs exact terms (names, codes, numbers) that BM25 matches."
     )
-    assert "hard_missed.fuse_bm25" not in advice("hybrid-rrf60", long_queries)  # already a fusion
-    assert "hard_missed.fuse_dense" in advice("bm25-stem", long_queries)
-    assert advice("dense-e5", table(hard, query="退款"))["hard_missed.hyde"].evidence["short"] == 4
-    ranking = table([("x", "medium", 3)] * 10 + [("x", "medium", 1)] * 2, recall_deep=0.95)
-    assert set(advice("bm25", ranking)) == {"ranking_not_recall.rerank"}  # no fusion weights nor e5 prefix
-    assert {"ranking_not_recall.fusion_weights"} <= set(advice("rrf", ranking))
-    assert {"ranking_not_recall.query_prompt"} <= set(advice("dense-e5", ranking))
+    rerank = dense["hard_missed.rerank"]
+    assert "half of them (2 of 4) have a relevant document deeper in the run" in rerank.because
+    assert set(advice("dense-e5", table(HARD, query="退款"))) >= {"hard_missed.hyde", "hard_missed.fuse_bm25"}
+    assert advice("dense-e5", table(HARD, query="退款"))["hard_missed.hyde"].evidence["short"] == 4
+
+
+@pytest.mark.parametrize(
+    ("run", "given", "refused"),
+    [
+        ("hybrid-rrf60", {"hard_missed.rerank"}, {"hard_missed.fuse_bm25", "hard_missed.fuse_dense"}),  # fused
+        ("bm25-stem", {"hard_missed.fuse_dense", "hard_missed.expand"}, {"hard_missed.fuse_bm25", "hard_missed.hyde"}),
+        ("dense-minilm", {"hard_missed.fuse_bm25", "hard_missed.hyde"}, {"hard_missed.fuse_dense"}),
+        ("r", {"hard_missed.fuse_other", "hard_missed.hyde"}, {"hard_missed.fuse_bm25", "hard_missed.fuse_dense"}),
+    ],
+)
+def test_hard_missed_advice_fits_the_run(run, given, refused) -> None:
+    found = advice(run, table(HARD, query="refund time"))
+    assert given <= set(found) and not refused & set(found), sorted(found)
+    assert all(a.because and any(c.isdigit() for c in a.because) for a in found.values())  # numbers, in words
+
+
+def test_a_run_of_unknown_kind_is_advised_conditionally() -> None:
+    found = advice("r", table(HARD))
+    assert "If this run uses one kind of retriever only" in found["hard_missed.fuse_other"]
+    assert "the run is of unknown kind" in found["hard_missed.fuse_other"].because
+    easy = table([("x", "easy", 1)] * 17 + [("x", "easy", 0)] * 3)
+    assert advice("r", easy)["easy_missed.embedding_coverage"].startswith("If this run is dense: ")
+    assert advice("dense-e5", easy)["easy_missed.embedding_coverage"].startswith("Check that the embedding model")
+    assert "easy_missed.embedding_coverage" not in advice("bm25", easy)
+    assert "easy_missed.embedding_coverage" not in advice("hybrid-rrf", easy)
+
+
+@pytest.mark.parametrize(
+    ("run", "extra"),
+    [
+        ("bm25", {"ranking_not_recall.bm25_params"}),  # k1 and b for BM25 only
+        ("splade-v3", set()),  # lexical, not BM25: no BM25 parameters
+        ("rrf", {"ranking_not_recall.fusion_weights"}),
+        ("dense-e5", {"ranking_not_recall.query_prompt"}),
+        ("dense-all-minilm-l6-v2", set()),  # MiniLM takes no query prefix: none advised
+        ("dense-mystery", {"ranking_not_recall.query_prompt"}),  # a dense run of unknown family: asked to check
+        ("r", set()),  # unknown kind: no kind-specific advice
+    ],
+)
+def test_ranking_advice_fits_the_run_and_its_model_family(run, extra) -> None:
+    found = advice(run, table(RANKING, recall_deep=0.95))
+    assert set(found) == {"ranking_not_recall.rerank"} | extra
+    if run == "dense-e5":
+        assert "e5's query prefix 'query: ' and passage prefix 'passage: '" in found["ranking_not_recall.query_prompt"]
+    if run == "dense-mystery":
+        assert "its model family is not known" in found["ranking_not_recall.query_prompt"].because
+
+
+def test_the_run_is_read_from_its_tags_then_its_name_then_its_scores() -> None:
+    read = diagnosis.RunTraits.read
+    assert read("bm25-stem").words() == "lexical (BM25), from its name 'bm25-stem'"
+    assert read("my-run", {"fusion": "rrf"}).words() == "fused, from its tag fusion=rrf"
+    assert read("my-run", {"retriever.kind": "bm25", "model": "bm25s"}).family == "BM25"
+    tagged = read("bm25-like-name", {"model": "intfloat/multilingual-e5-base"})
+    assert (tagged.kind, tagged.family, tagged.source) == ("dense", "e5", "its tag model=intfloat/multilingual-e5-base")
+    assert read("run", {"retriever.kind": "dense"}).kind == "dense"
+    assert read("x + BM25 (RRF)").fused  # the name "Try hybrid" gives
+    rrf = np.array([2 / 61] * 40 + [1 / 61 + 1 / 62] * 30 + [1 / 61 + 1 / 64] * 30)
+    fused = read("my-run", top_scores=rrf, scores_in_unit=True)
+    assert fused.fused and "the top score of 40 of 100 queries is 2/61" in fused.source
+    assert not read("my-run", top_scores=rrf, scores_in_unit=False).fused  # a score outside (0, 1]: not RRF
+    cosine = np.random.default_rng(0).uniform(0.3, 0.9, 100)
+    unknown = read("my-run", top_scores=cosine, scores_in_unit=True)
+    assert unknown.kind == "unknown" and "tag it retriever.kind=dense" in unknown.words()
+
+
+def test_run_traits_read_a_fusion_from_its_scores_when_its_name_says_nothing() -> None:
+    bm25, hybrid = (load_run(f"tests/data/scifact/{name}.trec.gz") for name in ("bm25-stem", "hybrid-rrf60"))
+    assert diagnosis.run_traits(bm25).family == "BM25"
+    traits = diagnosis.run_traits(hybrid.with_name("my-run"))
+    assert traits.fused and "as reciprocal rank fusion of 2 runs with k = 60 gives" in traits.source
+    assert diagnosis.run_traits(bm25.with_name("my-run")).kind == "unknown"  # BM25's scores are not fusion's
+    assert diagnosis.run_traits(hybrid.with_name("my-run"), {"model": "e5-base"}).fused  # a fusion of an e5 run
+
+
+@pytest.mark.parametrize(
+    ("part", "whole", "word", "words"),
+    [
+        (0, 12, "none", "none of the 12 queries"),
+        (12, 12, "all", "all 12 queries"),
+        (7, 12, "most", "most queries (7 of 12, 58%)"),
+        (6, 12, "half", "half of the 12 queries (6)"),
+        (5, 12, "some", "5 of 12 queries (42%)"),
+        (51, 100, "most", "most queries (51 of 100, 51%)"),
+        (50, 100, "half", "half of the 100 queries (50)"),
+        (1, 1, "all", "1 of 1 queries (100%)"),
+    ],
+)
+def test_most_is_said_only_above_half(part, whole, word, words) -> None:
+    assert diagnosis.quantifier(part, whole) == word
+    assert diagnosis.share_words(part, whole, "queries") == words
+
+
+def test_share_words_of_them() -> None:
+    assert [diagnosis.share_words(p, 4) for p in (0, 1, 2, 3, 4)] == [
+        "none of them", "1 of them", "half of them (2 of 4)", "most of them (3 of 4)", "all 4 of them",
+    ]  # fmt: skip
+
+
+def test_few_misses_are_worth_knowing_not_a_warning() -> None:
+    """9 misses among 200 queries, most of them near: "most" of the misses, said with how few they are."""
+    rows = [("x", "medium", 1)] * 191 + [("x", "medium", 7)] * 6 + [("x", "medium", 0)] * 3
+    f = next(f for f in diagnosis.diagnose("r", table(rows), k=5, deep_k=100) if f.rule == "near_miss")
+    assert f.title == "Most of the 9 misses are near misses (ranks 6–20)" and f.severity == "info"
+    assert f.evidence.startswith("9 of 200 queries (4%) are missed at K=5; most missed queries (6 of 9, 67%)")
+    assert "3 of them are not retrieved at all" in f.evidence
 
 
 def test_most_near_misses_means_more_than_half() -> None:
@@ -179,3 +295,28 @@ def test_most_near_misses_means_more_than_half() -> None:
     assert "near_miss" not in rules(diagnosis.diagnose("r", table(half), k=5, deep_k=100))
     more = [("x", "medium", 1)] * 20 + [("x", "medium", 7)] * 4 + [("x", "medium", 0)] * 3
     assert "near_miss" in rules(diagnosis.diagnose("r", table(more), k=5, deep_k=100))
+
+
+@pytest.mark.apptest
+def test_the_page_says_what_each_run_is_and_offers_bm25_only_where_it_fits(faq_ids) -> None:
+    """On the FAQ sample (bm25, dense-e5, hybrid-rrf, with a corpus): each run's kind above its findings, each
+    advice's evidence in words, and "Try hybrid (+BM25)" for the dense run only."""
+    at = open_page("diagnosis")
+    no_problems(at)
+    captions = [c.value.replace("\\", "") for c in at.caption]  # as shown: Markdown's escapes dropped
+    kinds = [c for c in captions if c.startswith("The run is")]
+    assert len(kinds) == 3, kinds
+    assert "lexical (BM25)" in kinds[0] and "dense (e5)" in kinds[1] and "fused" in kinds[2]
+    because = [c for c in captions if c.startswith("Because ")]
+    assert because and not any("hard_missed." in c or "near_miss." in c for c in captions)  # words, not rule ids
+    hybrid = [b for b in at.button if b.label == "Try hybrid (+BM25)"]
+    assert [b.key for b in hybrid] == [f"diagnosis.hybrid.{faq_ids['dense-e5']}"]
+
+
+def test_evidence_words_keep_a_metric_s_capitals() -> None:
+    said = {key: diagnosis.evidence_words(a) for key, a in advice("r", table(HARD)).items()}
+    assert said["hard_missed.rerank"].startswith("Because 4 of 10 hard queries (40%) are missed at K=5;")
+    near = [("x", "medium", 1)] * 20 + [("x", "medium", 7)] * 4 + [("x", "medium", 0)]
+    assert advice("r", table(near))["near_miss.raise_k"].because.startswith("Hits@20 = ")
+    assert diagnosis.evidence_words(advice("r", table(near))["near_miss.raise_k"]).startswith("Because Hits@20 = ")
+    assert diagnosis.evidence_words("plain advice") == ""

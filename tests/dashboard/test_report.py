@@ -37,6 +37,9 @@ def test_markdown_report_holds_the_overview(faq_alignments) -> None:
         and "## Diagnosis" in text
         and "View: <http://team.example:8501/overview?v=1&k=5>" in text
     )
+    advice = [a for f in _data(faq_alignments).findings for a in f.advice]
+    assert advice and all(f"- {a} *{diagnosis.evidence_words(a)}*" in text for a in advice if "*" not in a)
+    assert diagnosis.evidence_words(advice[0]) in report.html_report(_data(faq_alignments))  # each advice's evidence
 
 
 def test_html_report_escapes_user_text(tiny, tiny_runs) -> None:
