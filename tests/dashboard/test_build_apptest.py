@@ -1,0 +1,132 @@
+"""The Build dataset page under AppTest, on its own SQLite store: the generators offered come from the registries,
+a batch generates in the background and is stored, each decision is stored at once with its reviewer (a second
+session sees them), an edit is checked, and "Make dataset" stores the kept candidates and selects the new dataset.
+
+The corpus is 120 documents of the SciFact sample stored as a dataset's documents.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dashboard.data import jobs
+from dashboard.data.workspace import Workspace
+from ragmetrics import Dataset
+from ragmetrics.store.candidates import CandidateStore
+from ragmetrics.store.database import Store
+from ragmetrics.synth.corpus import read_documents
+from tests.dashboard.apptest import no_problems, open_page, param
+
+pytestmark = pytest.mark.apptest
+pytest.importorskip("bm25s")
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def store_dir(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("RAGMETRICS_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("RAGMETRICS_SAMPLES", "off")
+    monkeypatch.delenv("RAGMETRICS_STORE_URL", raising=False)
+    monkeypatch.delenv("RAGMETRICS_MODELS", raising=False)
+    return tmp_path
+
+
+def _store(folder: Path) -> Store:
+    return Store(f"sqlite:///{folder / 'ragmetrics.sqlite'}")
+
+
+@pytest.fixture
+def corpus_dataset(store_dir) -> str:
+    documents = random.Random(3).sample(read_documents(REPO / "sample_runs" / "scifact" / "corpus.jsonl.gz"), 120)
+    frame = pd.DataFrame({"doc_id": [d.doc_id for d in documents], "title": [d.title for d in documents],
+                          "text": [d.text for d in documents]})  # fmt: skip
+    qrels = pd.DataFrame({"query_id": ["q1"], "doc_id": [documents[0].doc_id], "relevance": [1]})
+    dataset = Dataset.from_frames(qrels, pd.DataFrame({"query_id": ["q1"], "query": ["a claim"]}), name="sci-120",
+                                  corpus_size=120, documents=frame)  # fmt: skip
+    ws = Workspace(_store(store_dir))
+    ident = ws.add_dataset(dataset).id
+    ws.store.engine.dispose()
+    return ident
+
+
+def _button(at, prefix: str):  # type: ignore[no-untyped-def]
+    found = [b for b in at.button if b.key and (b.key == prefix or b.key.rsplit(".", 1)[0] == prefix)]
+    assert len(found) == 1, f"{len(found)} buttons {prefix}"
+    return found[0]
+
+
+def _query(at) -> str:  # type: ignore[no-untyped-def]
+    return next(m.value for m in at.markdown if m.value.startswith("#### "))[5:]
+
+
+def _generated(at, store_dir: Path) -> str:  # type: ignore[no-untyped-def]
+    batch = CandidateStore(_store(store_dir)).batches()[0].id
+    job = jobs.generation(batch)
+    assert job is not None and job.wait(120), "the generation did not end"
+    at.run()
+    no_problems(at)
+    return batch
+
+
+def test_generators_offered_come_from_the_registries(corpus_dataset, monkeypatch) -> None:
+    at = open_page("build", {"ds": corpus_dataset})
+    no_problems(at)
+    assert at.selectbox(key="build.generator").options == ["extractive"]  # no model registered: none offered
+    assert at.multiselect(key="build.categories.extractive").value == ["factual", "cloze", "summary", "negative"]
+    assert "Mix: factual 3, cloze 3, summary 2, negative 2" in " ".join(c.value for c in at.caption)
+    monkeypatch.setenv("RAGMETRICS_MODELS", "stub=openai:http://127.0.0.1:9/v1#model=m")
+    at = open_page("build", {"ds": corpus_dataset})
+    assert at.selectbox(key="build.generator").options == ["extractive", "model: stub"]
+    at.selectbox(key="build.generator").select("model: stub").run()
+    assert "reasoning" in at.multiselect(key="build.categories.model").value
+
+
+def test_review_is_stored_at_once_and_makes_a_dataset(corpus_dataset, store_dir) -> None:
+    at = open_page("build", {"ds": corpus_dataset})
+    _button(at, "build.generate").click().run()
+    batch = _generated(at, store_dir)
+    assert "**10** of 10 candidates left to review" in " ".join(m.value for m in at.markdown)
+
+    first = _query(at)
+    _button(at, "build.accept").click().run()
+    no_problems(at)
+    assert _query(at) != first
+    _button(at, "build.reject").click().run()
+    _button(at, "build.edit").click().run()
+    prefix = [t.key for t in at.text_input if t.key.endswith(".relevant")][0].rsplit(".", 1)[0] + "."
+    original = at.text_input(key=prefix + "relevant").value
+    at.text_input(key=prefix + "relevant").input("not-a-document=2")
+    at.button[[b.label for b in at.button].index("Save edit")].click().run()
+    assert "'not-a-document' is not a document of the corpus" in " ".join(e.value for e in at.error).replace("\\", "")
+    at.text_input(key=prefix + "relevant").input(original.split("=")[0] + "=1")
+    at.text_input(key=prefix + "query").input("An edited question?")
+    at.button[[b.label for b in at.button].index("Save edit")].click().run()
+    no_problems(at)
+
+    reviewed = CandidateStore(_store(store_dir)).candidates(batch)
+    assert [c.decision for c in reviewed[:4]] == ["accepted", "rejected", "edited", None]
+    assert reviewed[2].final["query"] == "An edited question?" and reviewed[2].reviewer == "anonymous"
+    assert list(reviewed[2].final["relevant_docs"].values()) == [1]
+    # a second session (another tab, or after a restart) shows the same place in the review
+    other = open_page("build", {"ds": corpus_dataset})
+    no_problems(other)
+    assert "**7** of 10 candidates left to review: 1 accepted, 1 edited, 1 rejected." in " ".join(
+        m.value for m in other.markdown
+    )
+
+    _button(other, "build.make").click().run()
+    no_problems(other)
+    made = param(other, "ds")
+    assert made and made != corpus_dataset
+    built = _store(store_dir).get_dataset(made)
+    assert sorted(built.queries["query"]) == sorted([reviewed[0].record["query"], "An edited question?"])
+    provenance = [json.loads(p) for p in built.queries["provenance"]]
+    assert {p["review"] for p in provenance} == {"accepted", "edited"}
+    assert all(p["batch"] == batch and p["generator"] == "extractive" for p in provenance)
+    assert "stored: 2 queries with their provenance" in " ".join(s.value for s in other.success).replace("\\", "")
