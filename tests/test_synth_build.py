@@ -7,15 +7,20 @@ The corpus is 300 documents of the SciFact sample (``sample_runs/scifact``), sto
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
+import os
 import random
+import re
 import threading
+import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from ragmetrics.cli import main
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset
 from ragmetrics.store.candidates import CandidateStore
@@ -183,3 +188,52 @@ def test_a_dataset_without_a_corpus_says_so():
     bare = Dataset.from_frames(pd.DataFrame({"query_id": ["q"], "doc_id": ["d"], "relevance": [1]}), name="bare")
     with pytest.raises(RagMetricsError, match="'bare' has no corpus stored"):
         corpus_of(bare)
+
+
+def test_dataset_check_reports_the_age_and_how_it_is_known(stored, parent_dataset, tmp_path, monkeypatch):
+    url, store, parent = stored
+    monkeypatch.delenv("RAGMETRICS_STORE_URL", raising=False)
+    monkeypatch.setenv("RAGMETRICS_DATA_DIR", str(tmp_path / "no-store-here"))
+    candidates = CandidateStore(store)
+    batch = candidates.new_batch(parent, "extractive", {"seed": 7}, 10)
+    _generate(candidates, batch, corpus_of(parent_dataset))
+    for item in candidates.candidates(batch)[:3]:
+        candidates.review(batch, item.position, "accepted", reviewer="ana")
+    kept = [c for c in candidates.candidates(batch) if c.kept]
+    made = dataset_of(kept, parent_dataset, name="built", batch=batch)
+    ident = store.put_dataset(made)
+    candidates.mark_made(batch, ident, author="ana")
+
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["dataset", "check", ident, "--store", url], out, err) == 0, err.getvalue()
+    age = next(line for line in out.getvalue().splitlines() if line.startswith("age:"))
+    assert re.fullmatch(
+        rf"age: 0\.0 days \(stored \d{{4}}-\d\d-\d\d \d\d:\d\d UTC; dataset {ident}, built from 10 extractive "
+        rf"candidates of scifact-300 \(batch {batch}\) by ana\)",
+        age,
+    ), age
+    out = io.StringIO()
+    assert main(["dataset", "check", "built", "--store", url, "--format", "json"], out, err) == 0
+    assert json.loads(out.getvalue())["age"]["known_from"] == "store"
+
+    # the same set as a file, no store holding it: the latest review in its provenance, else the file's time
+    rows = [
+        {"query_id": q, "query": t, "relevant_docs": {}, "provenance": json.loads(p)}
+        for q, t, p in zip(made.queries["query_id"], made.queries["query"], made.queries["provenance"])
+    ]
+    evalset = tmp_path / "built.jsonl"
+    evalset.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = io.StringIO()
+    assert main(["dataset", "check", str(evalset)], out, err) == 0, err.getvalue()
+    assert re.search(r"^age: 0\.0 days \(last reviewed \(its provenance\) \d{4}-", out.getvalue(), re.M)
+    for row in rows:
+        del row["provenance"]["reviewed_at"]
+    evalset.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    os.utime(evalset, (time.time() - 3 * 86400, time.time() - 3 * 86400))
+    out = io.StringIO()
+    assert main(["dataset", "check", str(evalset)], out, err) == 0
+    assert "age: 3.0 days (the file last written (not in a store, no review time in its provenance)" in out.getvalue()
+
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["dataset", "check", "nothing-here"], out, err) != 0
+    assert "nothing-here: no such file, and no store to look a dataset of that id or name up in" in err.getvalue()
