@@ -89,7 +89,7 @@ def test_a_batch_is_stored_candidate_by_candidate_and_resumes_to_the_same_set(st
     assert _generate(reopened, whole, corpus) == 10
 
     def comparable(batch):
-        return [{k: v for k, v in c.record.items()} for c in reopened.candidates(batch)]
+        return [dict(c.record) for c in reopened.candidates(batch)]
 
     assert comparable(interrupted) == comparable(whole)
     batch = reopened.batch(interrupted)
@@ -115,7 +115,11 @@ def test_every_decision_is_kept_with_its_reviewer_and_the_latest_counts(stored, 
     candidates.review(batch, 2, "accepted", reviewer="")
 
     again = CandidateStore(Store(url)).candidates(batch)  # a reload or another server reads the same
-    assert (again[0].decision, again[0].reviewer, again[0].final["query"]) == ("edited", "ana", "What did the trial find?")
+    assert (again[0].decision, again[0].reviewer, again[0].final["query"]) == (
+        "edited",
+        "ana",
+        "What did the trial find?",
+    )
     assert again[0].record == first.record  # the generated record is kept as it was
     assert (again[1].decision, again[1].reviewer) == ("accepted", "anonymous")
     assert again[0].reviewed_at is not None and again[2].decision is None

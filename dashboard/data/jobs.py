@@ -9,6 +9,7 @@ never touches Streamlit, so it keeps going while the page reruns.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import dataclass, field
@@ -165,10 +166,8 @@ class GenerationJob:
             self._ended = time.monotonic()
 
     def _mark_stopped(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # the store itself failed: the batch reads as interrupted, resumable
             self.candidates.set_status(self.batch, "stopped")
-        except Exception:  # the store itself failed: the batch reads as interrupted, resumable
-            pass
 
     def cancel(self) -> None:
         """Stop before the next candidate is stored (those stored stay)."""

@@ -32,10 +32,9 @@ _PROBLEM = "ragmetrics.build.problem"
 
 __all__ = [
     "batch_label",
+    "decide",
     "decision_rows",
     "default_categories",
-    "stamp",
-    "decide",
     "edit_problem",
     "editing",
     "even_mix",
@@ -46,6 +45,7 @@ __all__ = [
     "reviewer",
     "revise",
     "save_edit",
+    "stamp",
     "start",
     "start_editing",
     "stop_editing",
@@ -78,18 +78,14 @@ def default_categories(label: str) -> tuple[str, ...]:
     return categories_of(generator)
 
 
-def start(
-    workspace: Workspace, dataset: DatasetEntry, label: str, mix: Mapping[str, int], seed: int
-) -> GenerationJob:
+def start(workspace: Workspace, dataset: DatasetEntry, label: str, mix: Mapping[str, int], seed: int) -> GenerationJob:
     """A new batch from ``dataset``'s corpus with the offered generator ``label``, generating."""
     offered = generator_choices()
     if label not in offered:
         raise RagMetricsError(f"no generator {label!r} is offered here")
     generator, model = offered[label]
     settings = {"model": model, "categories": dict(mix), "seed": int(seed), "chunker": "none"}
-    batch = workspace.candidates.new_batch(
-        dataset.id, generator, settings, sum(mix.values()), author=auth.user_name()
-    )
+    batch = workspace.candidates.new_batch(dataset.id, generator, settings, sum(mix.values()), author=auth.user_name())
     return _launch(workspace, dataset, batch, generator, settings)
 
 

@@ -65,9 +65,7 @@ else:
             )
             mix = building.even_mix(chosen, n)
             st.caption(
-                "Mix: " + ", ".join(f"{c} {k}" for c, k in mix.items())
-                if mix
-                else "Pick at least one category."
+                "Mix: " + ", ".join(f"{c} {k}" for c, k in mix.items()) if mix else "Pick at least one category."
             )
             if st.button("Generate", icon=":material/auto_awesome:", type="primary", key="build.generate",
                          disabled=not mix):  # fmt: skip
@@ -86,10 +84,10 @@ else:
                 "Batch", list(by_id), format_func=lambda b: building.batch_label(by_id[b]), key="build.batch"
             )
             batch = by_id[picked]
-            job = building.job_of(batch.id)
-            running = job is not None and job.status().running
-            if running and job is not None:
-                live = job
+            current = building.job_of(batch.id)
+            running = current is not None and current.status().running
+            if running and current is not None:
+                live = current
 
                 @st.fragment(run_every=0.5)
                 def progress() -> None:
@@ -106,7 +104,7 @@ else:
 
                 progress()
             else:
-                ended = job.status() if job is not None else None
+                ended = current.status() if current is not None else None
                 if ended is not None and ended.error and not ended.cancelled:
                     st.error(md_escape(f"Generation failed: {ended.error}"), icon=":material/error:")
                 if batch.status != "complete":
@@ -157,7 +155,9 @@ else:
                         for flag in record.get("flags") or []:
                             st.warning(md_escape(flag), icon=":material/flag:")
                         if not record.get("flags"):
-                            st.caption("No flag" if batch.status == "complete" else "Flags come once the batch is complete.")
+                            st.caption(
+                                "No flag" if batch.status == "complete" else "Flags come once the batch is complete."
+                            )
                     with right, st.container(border=True):
                         source = record.get("source") or {}
                         st.markdown(

@@ -133,7 +133,7 @@ class CandidateStore:
             query = query.where(t.c.parent == check_id(parent, "dataset"))
         with self.engine.connect() as conn:
             rows = conn.execute(query.order_by(t.c.created_at.desc(), t.c.id)).mappings().all()
-        return [_batch(row) for row in rows]
+        return [_batch(dict(row)) for row in rows]
 
     def batch(self, ident: str) -> Batch:
         check_id(ident, "batch")

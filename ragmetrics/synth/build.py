@@ -188,7 +188,8 @@ def dataset_of(kept: Sequence[Reviewed], parent: Dataset, *, name: str, batch: s
     """The kept candidates (accepted or edited) as a dataset with ``parent``'s documents and corpus size."""
     if not kept:
         raise RagMetricsError("no candidate was accepted: accept or edit at least one before making a dataset")
-    queries, qrels = [], []
+    queries: list[dict[str, Any]] = []
+    qrels: list[tuple[str, str, int]] = []
     for item in kept:
         record = item.final
         provenance = dict(record.get("provenance") or {})
@@ -209,7 +210,9 @@ def dataset_of(kept: Sequence[Reviewed], parent: Dataset, *, name: str, batch: s
                 "provenance": json.dumps(provenance, sort_keys=True, ensure_ascii=False),
             }
         )
-        qrels.extend((record["query_id"], doc, int(grade)) for doc, grade in (record.get("relevant_docs") or {}).items())
+        qrels.extend(
+            (record["query_id"], doc, int(grade)) for doc, grade in (record.get("relevant_docs") or {}).items()
+        )
     return Dataset.from_frames(
         pd.DataFrame(qrels, columns=["query_id", "doc_id", "relevance"]),
         pd.DataFrame(queries),

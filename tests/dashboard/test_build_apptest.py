@@ -99,7 +99,7 @@ def test_review_is_stored_at_once_and_makes_a_dataset(corpus_dataset, store_dir)
     assert _query(at) != first
     _button(at, "build.reject").click().run()
     _button(at, "build.edit").click().run()
-    prefix = [t.key for t in at.text_input if t.key.endswith(".relevant")][0].rsplit(".", 1)[0] + "."
+    prefix = next(t.key for t in at.text_input if t.key.endswith(".relevant")).rsplit(".", 1)[0] + "."
     original = at.text_input(key=prefix + "relevant").value
     at.text_input(key=prefix + "relevant").input("not-a-document=2")
     at.button[[b.label for b in at.button].index("Save edit")].click().run()
