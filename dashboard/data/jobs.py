@@ -131,6 +131,8 @@ class GenerationJob:
     _done: int = 0
     _total: int = 0
     _stored: int | None = None
+    phase: str = "reading and indexing the corpus"
+    """What it is doing: reading and indexing the corpus (the filters' retrievers), then generating."""
     _error: str | None = None
     _started: float = field(default_factory=time.monotonic)
     _ended: float | None = None
@@ -151,6 +153,7 @@ class GenerationJob:
             corpus = corpus_of(self.dataset)
             generator = make_generator(self.generator, corpus, model=self.model)
             retrievers = default_retrievers(corpus, "plain")
+            self.phase = "generating"
             self._stored = generate_batch(self.candidates, self.batch, corpus, generator, self.categories,
                                           seed=self.seed, retrievers=retrievers, progress=self._progress,
                                           stop=self._stop)  # fmt: skip

@@ -97,7 +97,8 @@ else:
                     total = status.total or batch.requested
                     st.progress(
                         min(1.0, status.done / total) if total else 0.0,
-                        text=f"Generating: {status.done:,} of {total:,} candidates stored ({status.seconds:.0f} s)",
+                        text=f"{live.phase.capitalize()}: {status.done:,} of {total:,} candidates stored "
+                        f"({status.seconds:.0f} s)",
                     )
                     if st.button("Cancel", icon=":material/stop:", key="build.cancel"):
                         live.cancel()

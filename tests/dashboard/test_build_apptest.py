@@ -19,8 +19,11 @@ from dashboard.data.workspace import Workspace
 from ragmetrics import Dataset
 from ragmetrics.store.candidates import CandidateStore
 from ragmetrics.store.database import Store
+from ragmetrics.synth.base import DEFAULT_CATEGORIES
 from ragmetrics.synth.corpus import read_documents
 from tests.dashboard.apptest import no_problems, open_page, param
+from tests.model_stub import ModelStub
+from tests.test_model_generator import writer
 
 pytestmark = pytest.mark.apptest
 pytest.importorskip("bm25s")
@@ -130,3 +133,45 @@ def test_review_is_stored_at_once_and_makes_a_dataset(corpus_dataset, store_dir)
     assert {p["review"] for p in provenance} == {"accepted", "edited"}
     assert all(p["batch"] == batch and p["generator"] == "extractive" for p in provenance)
     assert "stored: 2 queries with their provenance" in " ".join(s.value for s in other.success).replace("\\", "")
+
+
+def test_a_cancelled_batch_keeps_its_candidates_and_resumes_from_the_page(corpus_dataset, store_dir) -> None:
+    ws = Workspace(_store(store_dir))
+    entry = ws.dataset(corpus_dataset)
+    assert entry is not None
+    batch = ws.candidates.new_batch(corpus_dataset, "extractive", {"categories": {"factual": 5, "cloze": 5},
+                                                                   "seed": 3}, 10)  # fmt: skip
+    job = jobs.GenerationJob(ws.candidates, batch, entry.dataset, "extractive", {"factual": 5, "cloze": 5}, 3)
+    job.cancel()  # what the page's Cancel does, here before the first candidate is stored
+    job.start()
+    assert job.wait(120)
+    assert job.status().cancelled and ws.candidates.batch(batch).status == "stopped"
+
+    at = open_page("build", {"ds": corpus_dataset})
+    no_problems(at)
+    assert "Generation stopped after 0 of 10 candidates" in " ".join(w.value for w in at.warning)
+    _button(at, "build.resume").click().run()
+    resumed = jobs.generation(batch)
+    assert resumed is not None and resumed is not job and resumed.wait(120)
+    at.run()
+    no_problems(at)
+    found = ws.candidates.batch(batch)
+    assert (found.status, found.stored) == ("complete", 10)
+    assert not at.warning
+    assert "**10** of 10 candidates left to review" in " ".join(m.value for m in at.markdown)
+
+
+def test_a_registered_model_generates_through_the_page(corpus_dataset, store_dir, monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("RAGMETRICS_CACHE_DIR", str(tmp_path / "cache"))
+    with ModelStub(writer) as stub:
+        monkeypatch.setenv("RAGMETRICS_MODELS", f"gen=openai:{stub.url}?model=qwen2.5&backoff=0.01")
+        at = open_page("build", {"ds": corpus_dataset})
+        at.selectbox(key="build.generator").select("model: gen").run()
+        at.number_input(key="build.n").set_value(5).run()
+        _button(at, "build.generate").click().run()
+        _generated(at, store_dir)
+        assert stub.count >= 5
+    stored = CandidateStore(_store(store_dir)).candidates(CandidateStore(_store(store_dir)).batches()[0].id)
+    assert sorted(c.record["category"] for c in stored) == sorted(DEFAULT_CATEGORIES)
+    assert all(c.record["provenance"]["model_name"] == "gen" for c in stored)
+    assert CandidateStore(_store(store_dir)).batches()[0].settings["model"] == "gen"  # its name, not its address
