@@ -1,6 +1,7 @@
-"""Building a reviewed set in the store (ragmetrics.store.candidates, ragmetrics.synth.build), on a real SQLite file:
+"""Building a reviewed set in the store (ragmetrics.store.candidates, ragmetrics.synth.build), on real stores:
 candidates stored one by one, a stopped batch resumed to the same candidates, every decision kept with its
-reviewer and time across a reopened store, and the kept candidates made a dataset with its parent and provenance.
+reviewer and time across a reopened store, and the kept candidates made a dataset with its parent and provenance;
+each on a SQLite file and on a PostgreSQL database.
 
 The corpus is 300 documents of the SciFact sample (``sample_runs/scifact``), stored as a dataset's documents.
 """
@@ -15,10 +16,12 @@ import random
 import re
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import pandas as pd
 import pytest
+import sqlalchemy as sa
 
 from ragmetrics.cli import main
 from ragmetrics.foundation.errors import RagMetricsError
@@ -55,9 +58,19 @@ def parent_dataset() -> Dataset:
                                corpus_size=300, documents=frame)  # fmt: skip
 
 
-@pytest.fixture
-def stored(tmp_path, parent_dataset):
-    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+@pytest.fixture(params=["sqlite", "postgresql"])
+def stored(request, tmp_path, parent_dataset):
+    """A store on a SQLite file, or on a fresh PostgreSQL database: its URL, the store, the corpus's dataset id."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    else:
+        server = request.getfixturevalue("postgres_url")
+        name = "b" + uuid.uuid4().hex[:12]
+        admin = sa.create_engine(server, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        admin.dispose()
+        url = server.rsplit("/", 1)[0] + "/" + name
     store = Store(url)
     return url, store, store.put_dataset(parent_dataset)
 

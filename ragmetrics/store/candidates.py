@@ -120,8 +120,9 @@ class CandidateStore:
         with self.engine.begin() as conn:
             conn.execute(sa.update(t).where(t.c.id == check_id(batch, "batch")).values(status=status))
 
-    def batches(self, parent: str | None = None) -> list[Batch]:
-        """The batches (of ``parent`` when given), newest first, with how many candidates each has stored."""
+    def batches(self, parent: str | None = None, *, ident: str | None = None) -> list[Batch]:
+        """The batches (of ``parent``, or the one ``ident``, when given), newest first, with how many candidates each
+        has stored."""
         t, c = synth_batches_table, synth_candidates_table
         stored = (
             sa.select(c.c.batch_id, sa.func.count().label("stored")).group_by(c.c.batch_id).subquery("stored_counts")
@@ -131,13 +132,14 @@ class CandidateStore:
         )
         if parent is not None:
             query = query.where(t.c.parent == check_id(parent, "dataset"))
+        if ident is not None:
+            query = query.where(t.c.id == check_id(ident, "batch"))
         with self.engine.connect() as conn:
             rows = conn.execute(query.order_by(t.c.created_at.desc(), t.c.id)).mappings().all()
         return [_batch(dict(row)) for row in rows]
 
     def batch(self, ident: str) -> Batch:
-        check_id(ident, "batch")
-        found = [b for b in self.batches() if b.id == ident]
+        found = self.batches(ident=ident)
         if not found:
             raise StoreKeyError(f"batch {ident} is not in this store")
         return found[0]
