@@ -65,7 +65,8 @@ def _button(at, prefix: str):  # type: ignore[no-untyped-def]
 
 
 def _query(at) -> str:  # type: ignore[no-untyped-def]
-    return next(m.value for m in at.markdown if m.value.startswith("#### "))[5:]
+    """The query shown, its Markdown escapes taken out."""
+    return next(m.value for m in at.markdown if m.value.startswith("#### "))[5:].replace("\\", "")
 
 
 def _generated(at, store_dir: Path) -> str:  # type: ignore[no-untyped-def]
@@ -123,16 +124,27 @@ def test_review_is_stored_at_once_and_makes_a_dataset(corpus_dataset, store_dir)
         m.value for m in other.markdown
     )
 
+    # the rejected one reviewed again and accepted: the latest decision counts, the first stays on record
+    other.selectbox(key="build.revise").select(reviewed[1].position).run()
+    _button(other, "build.revise.show").click().run()
+    assert _query(other) == reviewed[1].record["query"]
+    assert "decided: rejected by anonymous" in " ".join(m.value for m in other.markdown).replace("\\", "")
+    _button(other, "build.accept").click().run()
+    no_problems(other)
+    assert _query(other) == reviewed[3].record["query"]  # back to the first undecided
+    assert CandidateStore(_store(store_dir)).candidates(batch)[1].decision == "accepted"
+
     _button(other, "build.make").click().run()
     no_problems(other)
     made = param(other, "ds")
     assert made and made != corpus_dataset
     built = _store(store_dir).get_dataset(made)
-    assert sorted(built.queries["query"]) == sorted([reviewed[0].record["query"], "An edited question?"])
+    kept = [reviewed[0].record["query"], reviewed[1].record["query"], "An edited question?"]
+    assert sorted(built.queries["query"]) == sorted(kept)
     provenance = [json.loads(p) for p in built.queries["provenance"]]
     assert {p["review"] for p in provenance} == {"accepted", "edited"}
     assert all(p["batch"] == batch and p["generator"] == "extractive" for p in provenance)
-    assert "stored: 2 queries with their provenance" in " ".join(s.value for s in other.success).replace("\\", "")
+    assert "stored: 3 queries with their provenance" in " ".join(s.value for s in other.success).replace("\\", "")
 
 
 def test_a_cancelled_batch_keeps_its_candidates_and_resumes_from_the_page(corpus_dataset, store_dir) -> None:
