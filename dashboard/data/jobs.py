@@ -151,14 +151,18 @@ class GenerationJob:
     def _work(self) -> None:
         try:
             corpus = corpus_of(self.dataset)
+            self._check_stop()
             generator = make_generator(self.generator, corpus, model=self.model)
+            self._check_stop()
             retrievers = default_retrievers(corpus, "plain")
+            self._check_stop()
             self.phase = "generating"
             self._stored = generate_batch(self.candidates, self.batch, corpus, generator, self.categories,
                                           seed=self.seed, retrievers=retrievers, progress=self._progress,
                                           stop=self._stop)  # fmt: skip
         except Stopped:
             self._error = "cancelled"
+            self._mark_stopped()
         except RagMetricsError as err:
             self._error = str(err)
             self._mark_stopped()
@@ -168,12 +172,16 @@ class GenerationJob:
         finally:
             self._ended = time.monotonic()
 
+    def _check_stop(self) -> None:
+        if self._stop.is_set():
+            raise Stopped("stopped")
+
     def _mark_stopped(self) -> None:
         with contextlib.suppress(Exception):  # the store itself failed: the batch reads as interrupted, resumable
             self.candidates.set_status(self.batch, "stopped")
 
     def cancel(self) -> None:
-        """Stop before the next candidate is stored (those stored stay)."""
+        """Stop before the next step (reading the corpus, indexing it, storing a candidate); those stored stay."""
         self._stop.set()
 
     def wait(self, timeout: float | None = None) -> bool:

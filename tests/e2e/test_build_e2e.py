@@ -1,5 +1,5 @@
 """Building a dataset in a real browser: 10 candidates generated from the SciFact sample's corpus with the extractive
-generator, reviewed with the keyboard (6 accepted, 2 edited, 2 rejected) across a reload and a server restart on the
+generator (cancelled once, then resumed), reviewed with the keyboard (6 accepted, 2 edited, 2 rejected) across a reload and a server restart on the
 same store; the dataset made has 8 queries with their provenance, the built-in BM25 run on it from "Run a
 retriever" shows its numbers on the Overview, and a share link reopens it."""
 
@@ -62,6 +62,15 @@ def test_build_review_and_use_a_generated_dataset(page: Page, browser: Browser, 
         wait_for_app(page)
         expect(page.locator(".st-key-build-generator input[role='combobox']")).to_have_value("extractive")
         page.get_by_role("button", name="Generate").click()
+        # cancelled while the corpus is read and indexed (seconds), then resumed
+        expect(page.get_by_test_id("stProgress")).to_contain_text(
+            re.compile(r"(Reading and indexing the corpus|Generating): \d+ of 10 candidates stored"), timeout=TIMEOUT
+        )
+        page.get_by_role("button", name="Cancel").click()
+        stopped = page.get_by_text(re.compile(r"Generation stopped after \d+ of 10 candidates"))
+        expect(stopped).to_be_visible(timeout=GENERATION_TIMEOUT)
+        wait_for_app(page)
+        page.get_by_role("button", name="Resume").click()
         expect(page.get_by_text("10 of 10 candidates left to review", exact=False)).to_be_visible(
             timeout=GENERATION_TIMEOUT
         )
@@ -76,6 +85,7 @@ def test_build_review_and_use_a_generated_dataset(page: Page, browser: Browser, 
                 page.goto(server.base + address)
             else:
                 _showing(page, position)
+                page.get_by_role("heading", name="Build dataset", level=1).click()  # focus on the page, not a field
                 if step == "e":
                     page.keyboard.press("e")
                     form = page.get_by_test_id("stForm")
