@@ -1,4 +1,5 @@
-"""Work that outlives one script run: a retrieval over every query of a dataset, on a thread of its own.
+"""Work that outlives one script run, on a thread of its own: a retrieval over every query of a dataset
+(:class:`RetrievalJob`), and the generation of a batch of candidate queries (:class:`GenerationJob`).
 
 A :class:`RetrievalJob` calls :func:`ragmetrics.retrieve.retrieve` with a progress callback that counts answers
 and stops the run when :meth:`RetrievalJob.cancel` was asked (every answer that had arrived stays in the response
@@ -8,6 +9,7 @@ never touches Streamlit, so it keeps going while the page reruns.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import dataclass, field
@@ -17,8 +19,12 @@ from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset
 from ragmetrics.foundation.redact import scrub
 from ragmetrics.retrieve import Retrieval, retrieve
+from ragmetrics.store.candidates import CandidateStore
+from ragmetrics.synth.build import Stopped, corpus_of, generate_batch
+from ragmetrics.synth.filters import default_retrievers
+from ragmetrics.synth.generators import make_generator
 
-__all__ = ["Cancelled", "JobStatus", "RetrievalJob"]
+__all__ = ["Cancelled", "GenerationJob", "JobStatus", "RetrievalJob", "generation", "start_generation"]
 
 
 class Cancelled(RagMetricsError):
@@ -107,3 +113,110 @@ class RetrievalJob:
             error=self._error if ended is not None else None,
             cancelled=ended is not None and self._error == "cancelled",
         )
+
+
+@dataclass
+class GenerationJob:
+    """One generation of a batch of candidate queries (:func:`ragmetrics.synth.build.generate_batch`): each
+    candidate is stored as it is written, so :meth:`cancel` (or a crash) keeps those written and a resumed job
+    writes only the rest. ``model``: a registered model's name (the model generator), never an address."""
+
+    candidates: CandidateStore
+    batch: str
+    dataset: Dataset
+    generator: str
+    categories: dict[str, int]
+    seed: int
+    model: str | None = None
+    _done: int = 0
+    _total: int = 0
+    _stored: int | None = None
+    phase: str = "reading and indexing the corpus"
+    """What it is doing: reading and indexing the corpus (the filters' retrievers), then generating."""
+    _error: str | None = None
+    _started: float = field(default_factory=time.monotonic)
+    _ended: float | None = None
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> GenerationJob:
+        self._total = sum(self.categories.values())
+        self._thread = threading.Thread(target=self._work, name="ragmetrics-generate-job", daemon=True)
+        self._thread.start()
+        return self
+
+    def _progress(self, done: int, total: int) -> None:
+        self._done, self._total = done, total
+
+    def _work(self) -> None:
+        try:
+            corpus = corpus_of(self.dataset)
+            self._check_stop()
+            generator = make_generator(self.generator, corpus, model=self.model)
+            self._check_stop()
+            retrievers = default_retrievers(corpus, "plain")
+            self._check_stop()
+            self.phase = "generating"
+            self._stored = generate_batch(self.candidates, self.batch, corpus, generator, self.categories,
+                                          seed=self.seed, retrievers=retrievers, progress=self._progress,
+                                          stop=self._stop)  # fmt: skip
+        except Stopped:
+            self._error = "cancelled"
+            self._mark_stopped()
+        except RagMetricsError as err:
+            self._error = str(err)
+            self._mark_stopped()
+        except Exception as err:  # the page shows it; the server goes on
+            self._error = scrub(f"{type(err).__name__}: {err}", "")
+            self._mark_stopped()
+        finally:
+            self._ended = time.monotonic()
+
+    def _check_stop(self) -> None:
+        if self._stop.is_set():
+            raise Stopped("stopped")
+
+    def _mark_stopped(self) -> None:
+        with contextlib.suppress(Exception):  # the store itself failed: the batch reads as interrupted, resumable
+            self.candidates.set_status(self.batch, "stopped")
+
+    def cancel(self) -> None:
+        """Stop before the next step (reading the corpus, indexing it, storing a candidate); those stored stay."""
+        self._stop.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self._ended is not None
+
+    def status(self) -> JobStatus:
+        ended = self._ended
+        return JobStatus(
+            done=self._done,
+            total=self._total,
+            running=ended is None,
+            seconds=(ended if ended is not None else time.monotonic()) - self._started,
+            error=self._error if ended is not None else None,
+            cancelled=ended is not None and self._error == "cancelled",
+        )
+
+
+_GENERATIONS: dict[str, GenerationJob] = {}
+_GENERATIONS_LOCK = threading.Lock()
+
+
+def start_generation(job: GenerationJob) -> GenerationJob:
+    """Start ``job`` unless its batch is being generated in this process already (then that job); every session
+    of the process sees it (:func:`generation`), so a reload finds its progress."""
+    with _GENERATIONS_LOCK:
+        running = _GENERATIONS.get(job.batch)
+        if running is not None and running.status().running:
+            return running
+        _GENERATIONS[job.batch] = job.start()
+        return job
+
+
+def generation(batch: str) -> GenerationJob | None:
+    """The job generating ``batch`` in this process (running, or the last one, ended), or None."""
+    with _GENERATIONS_LOCK:
+        return _GENERATIONS.get(batch)

@@ -35,7 +35,9 @@ from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import is_content_id as is_id
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.store import database as store_mod
+from ragmetrics.store.candidates import CandidateStore, Reviewed
 from ragmetrics.store.database import ANY_LABEL, Claim, Store, StoreKeyError
+from ragmetrics.synth.build import dataset_of
 
 LISTING_TTL = 1.0
 """Seconds a listing of the store is reused before it is read again."""
@@ -76,6 +78,8 @@ class Workspace:
         self, store: Store | None = None, *, cache_bytes: int = 512 << 20, user: Callable[[], str | None] = no_user
     ) -> None:
         self.store = store if store is not None else Store("sqlite://")
+        self.candidates = CandidateStore(self.store)
+        """Generated candidate queries and their review (the Build dataset page)."""
         self._lock = threading.RLock()
         self.objects: ByteLRU[str, Dataset | Run | PerQueryResults] = ByteLRU(cache_bytes, user=user)
         self._entries: dict[tuple[str, ...], DatasetEntry | RunEntry] = {}
@@ -508,6 +512,20 @@ class Workspace:
         ]
         columns = ["version", "name", "id", "parent", "author", "saved", "labels", "judgments"]
         return pd.DataFrame(rows, columns=columns)
+
+    # --- datasets built from generated candidates --------------------------------------
+
+    def make_dataset(self, batch: str, kept: Sequence[Reviewed], *, name: str, author: str) -> DatasetEntry:
+        """Store the kept candidates of ``batch`` as a dataset (with its parent's corpus), and record in the batch
+        that it made it; the same kept candidates make the same dataset (one copy)."""
+        found = self.candidates.batch(batch)
+        parent = self.dataset(found.parent)
+        if parent is None:
+            raise StoreKeyError(f"dataset {found.parent}, the batch's corpus, is not in this store any more")
+        made = dataset_of(kept, parent.dataset, name=name, batch=batch)
+        entry = self.add_dataset(made, name=name, source=f"built from batch {batch} of {parent.name}")
+        self.candidates.mark_made(batch, entry.id, author=author)
+        return entry
 
     # --- samples -----------------------------------------------------------------------
 

@@ -1,32 +1,98 @@
 """``ragmetrics dataset check``: is an evaluation set still honest? Freshness against the current corpus, coverage
 per category and difficulty against targets and the size guidance per stage, and whether it separates runs (see
-:mod:`ragmetrics.synth.check`). Exit 1 when something calls for action."""
+:mod:`ragmetrics.synth.check`). Exit 1 when something calls for action.
+
+The set's age: when a store holds its content (``--store``, ``RAGMETRICS_STORE_URL``, or the default SQLite store
+when it exists), the time the store received it (and, for a set made on the Build dataset page, the batch it was
+built from); else the latest review time its provenance records; else its file's modification time, said so."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import time
+from pathlib import Path
 from typing import TextIO
 
 from ragmetrics.cli.inputs import read_runs
-from ragmetrics.cli.options import probability
+from ragmetrics.cli.options import add_store_option, probability
 from ragmetrics.cli.synth import parse_categories
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.model import Dataset
 from ragmetrics.io import load_dataset
-from ragmetrics.synth.check import STAGES, check
+from ragmetrics.store.candidates import CandidateStore
+from ragmetrics.store.database import Store, dataset_id
+from ragmetrics.store.history import resolve_dataset
+from ragmetrics.synth.check import STAGES, Age, check, reviewed_at
 from ragmetrics.synth.corpus import load_corpus
 
 
+def _store(args: argparse.Namespace) -> Store | None:
+    """``--store``, else ``RAGMETRICS_STORE_URL``, else the default SQLite store when it exists (none is made)."""
+    if args.store or os.environ.get("RAGMETRICS_STORE_URL"):
+        return Store(args.store)
+    default = Path(os.environ.get("RAGMETRICS_DATA_DIR", "data")) / "ragmetrics.sqlite"
+    return Store(f"sqlite:///{default.resolve()}") if default.is_file() else None
+
+
+def _dataset(args: argparse.Namespace, store: Store | None) -> tuple[Dataset, str | None]:
+    """The set checked and its id in the store (None: the store does not hold this content)."""
+    if Path(args.evalset).exists():
+        dataset = load_dataset(args.evalset)
+        ident = dataset_id(dataset)
+        return dataset, ident if store is not None and store.has_dataset(ident) else None
+    if store is None:
+        raise RagMetricsError(
+            f"{args.evalset}: no such file, and no store to look a dataset of that id or name up in (--store URL)"
+        )
+    ident = resolve_dataset(store, args.evalset)
+    return store.get_dataset(ident), ident
+
+
+def dataset_age(store: Store | None, ident: str | None, dataset: Dataset, path: str) -> Age | None:
+    """How old the set is: when the store received it (and, for a set built from generated candidates, from
+    what); else its latest review time in its provenance; else its file's modification time."""
+    if store is not None and ident is not None:
+        listed = store.list_datasets()
+        created = float(listed.loc[listed["id"] == ident, "created_at"].iloc[0])
+        batch = CandidateStore(store).made_from(ident)
+        detail = f"dataset {ident}"
+        if batch is not None:
+            names = dict(zip(listed["id"], listed["name"]))
+            detail += (
+                f", built from {batch.stored} {batch.generator} candidates of {names.get(batch.parent, batch.parent)} "
+                f"(batch {batch.id}) by {batch.made_by or 'anonymous'}"
+            )
+        return Age(created, "store", detail)
+    if "provenance" in dataset.queries.columns:
+        moment = reviewed_at(dataset.queries["provenance"])
+        if moment is not None:
+            return Age(moment, "review")
+    return Age(Path(path).stat().st_mtime, "file") if Path(path).exists() else None
+
+
 def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    dataset = load_dataset(args.evalset)
+    store = _store(args)
+    dataset, ident = _dataset(args, store)
     corpus = (
         load_corpus(args.corpus, chunking=args.chunker, parent_separator=args.parent_separator) if args.corpus else None
     )
     targets = parse_categories(args.target, 0, ()) if args.target else None
     runs = read_runs(args.run or [], args)
     report = check(dataset, corpus, targets=targets, stage=args.stage, runs=runs, metric=args.metric, delta=args.delta)
+    report.age = dataset_age(store, ident, dataset, args.evalset)
     if args.format == "json":
         payload = {
             "queries": report.queries,
+            "age": None
+            if report.age is None
+            else {
+                "since": report.age.since,
+                "days": report.age.days(time.time()),
+                "known_from": report.age.known_from,
+                "detail": report.age.detail,
+            },
             "missing": [{"query_id": q, "doc_ids": d} for q, d in report.missing],
             "changed": [{"query_id": q, "chunk_id": c} for q, c in report.changed],
             "categories": report.categories,
@@ -46,7 +112,10 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def dataset_parser(p: argparse.ArgumentParser) -> None:
     actions = p.add_subparsers(dest="action", required=True)
     c = actions.add_parser("check", help="freshness, coverage and power of an evaluation set; exit 1 on a finding")
-    c.add_argument("evalset", help="the evaluation set (JSON/JSONL, or any dataset file)")
+    c.add_argument(
+        "evalset",
+        help="the evaluation set (JSON/JSONL, or any dataset file), or a stored dataset's id or name (with a store)",
+    )
     c.add_argument("--corpus", help="the current corpus (as synth reads it): flags queries whose documents are gone")
     c.add_argument("--chunker", default="none", help="the chunker the set was made with (as synth's --chunker)")
     c.add_argument("--parent-separator", help="as synth's --parent-separator")
@@ -64,4 +133,5 @@ def dataset_parser(p: argparse.ArgumentParser) -> None:
     c.add_argument("--metric", default="ndcg@10", help="the metric of the power check (default ndcg@10)")
     c.add_argument("--delta", type=probability, help="the difference to detect (default: each pair's observed one)")
     c.add_argument("--format", choices=["text", "json"], default="text", help="output format")
+    add_store_option(c)  # the set's age is the time the store received it, when it holds it
     c.set_defaults(handler=cmd_check)

@@ -148,6 +148,44 @@ results_table = sa.Table(
 )
 """Per-query values of a run too large to upload, without its rankings (:mod:`ragmetrics.analysis.per_query`). A store made
 before it gets the (empty) table when it is opened."""
+synth_batches_table = sa.Table(
+    "synth_batches",
+    metadata,
+    sa.Column("id", sa.String(16), primary_key=True),  # random: two batches with the same settings are two batches
+    sa.Column("parent", sa.String(16), nullable=False, index=True),  # the dataset whose corpus it is written from
+    sa.Column("generator", sa.Text, nullable=False),
+    sa.Column("settings", sa.Text, nullable=False),  # JSON: model, categories, seed, chunker ...
+    sa.Column("requested", sa.Integer, nullable=False),
+    sa.Column("author", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("status", sa.Text, nullable=False),  # "generating", "stopped" or "complete"
+    sa.Column("dataset_id", sa.String(16)),  # the dataset made from its accepted candidates; NULL until made
+    sa.Column("made_at", sa.Float),
+    sa.Column("made_by", sa.Text),
+)
+"""A batch of generated candidate queries (:mod:`ragmetrics.store.candidates`). A store made before it gets the
+(empty) table when it is opened."""
+synth_candidates_table = sa.Table(
+    "synth_candidates",
+    metadata,
+    sa.Column("batch_id", sa.String(16), primary_key=True),
+    sa.Column("position", sa.Integer, primary_key=True),  # from 1, in the generator's order
+    sa.Column("record", sa.Text, nullable=False),  # JSON: the evaluation-set record, its source and flags
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+"""Each candidate stored as it is generated (a crash keeps those written; a resumed batch adds the rest)."""
+synth_reviews_table = sa.Table(
+    "synth_reviews",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("batch_id", sa.String(16), nullable=False, index=True),
+    sa.Column("position", sa.Integer, nullable=False),
+    sa.Column("decision", sa.Text, nullable=False),  # "accepted", "edited" or "rejected"
+    sa.Column("record", sa.Text, nullable=False, server_default=""),  # JSON of the edited record; "" otherwise
+    sa.Column("reviewer", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+"""Every review decision as it was given, at once; a candidate's latest decision counts."""
 views_table = sa.Table(
     "views",
     metadata,

@@ -14,10 +14,12 @@ per category and difficulty against targets and the size guidance per stage, and
 from __future__ import annotations
 
 import json
+import time
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 from ragmetrics.analysis.compare import discriminative_power
@@ -41,6 +43,29 @@ ALPHA = 0.05
 POWER = 0.8
 
 
+@dataclass(frozen=True)
+class Age:
+    """How old a dataset version is: ``since`` (seconds since the epoch) and how that is known (``known_from``:
+    ``store``, the time the store received this exact content; ``review``, the latest review decision recorded in
+    its queries' provenance; ``file``, the file's last modification, an upper bound on freshness only)."""
+
+    since: float
+    known_from: str
+    detail: str = ""
+
+    def days(self, now: float) -> float:
+        return max(0.0, (now - self.since) / 86400.0)
+
+    def line(self, now: float) -> str:
+        when = datetime.fromtimestamp(self.since, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        how = {
+            "store": "stored",
+            "review": "last reviewed (its provenance)",
+            "file": "the file last written (not in a store, no review time in its provenance)",
+        }[self.known_from]
+        return f"age: {self.days(now):.1f} days ({how} {when}{'; ' + self.detail if self.detail else ''})"
+
+
 @dataclass
 class CheckReport:
     queries: int
@@ -52,6 +77,7 @@ class CheckReport:
     stage: str | None = None
     size_problem: str | None = None
     power: list[dict[str, Any]] = field(default_factory=list)
+    age: Age | None = None
 
     @property
     def problems(self) -> int:
@@ -68,6 +94,8 @@ class CheckReport:
     def lines(self) -> list[str]:
         """The report as plain lines."""
         out = [f"queries: {self.queries}"]
+        if self.age is not None:
+            out.append(self.age.line(time.time()))
         for qid, docs in self.missing:
             out.append(f"missing: query {qid}: relevant document(s) not in the corpus: {', '.join(docs)}")
         for qid, chunk in self.changed:
@@ -114,6 +142,28 @@ def changed_sources(provenances: Iterable[tuple[str, Any]], corpus: Corpus) -> l
         ):
             out.append((qid, chunk))
     return out
+
+
+def reviewed_at(provenances: Iterable[Any]) -> float | None:
+    """The latest ``reviewed_at`` (seconds since the epoch) in the queries' provenance (a set made on the Build
+    dataset page records it), or None."""
+    latest: float | None = None
+    for found in provenances:
+        provenance = found
+        if isinstance(found, str):
+            try:
+                provenance = json.loads(found)
+            except json.JSONDecodeError:
+                continue
+        if not isinstance(provenance, Mapping):
+            continue
+        try:
+            moment = float(provenance.get("reviewed_at") or "nan")
+        except (TypeError, ValueError):
+            continue
+        if moment == moment:
+            latest = moment if latest is None else max(latest, moment)
+    return latest
 
 
 def counts(values: Iterable[Any]) -> dict[str, int]:

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragmetrics.foundation.errors import RagMetricsError
-from ragmetrics.synth.base import Generator
+from ragmetrics.synth.base import DEFAULT_CATEGORIES, Generator
 from ragmetrics.synth.corpus import Corpus
+from ragmetrics.synth.extractive import CATEGORIES as EXTRACTIVE_CATEGORIES
 from ragmetrics.synth.extractive import ExtractiveGenerator
 
 
@@ -24,6 +25,8 @@ class GeneratorEntry:
     help: str
     factory: Callable[[Corpus, Mapping[str, Any]], Generator]
     needs_model: bool = False
+    categories: tuple[str, ...] = DEFAULT_CATEGORIES
+    """The categories it writes (the default mix of the Build dataset page)."""
 
 
 def _extractive(corpus: Corpus, options: Mapping[str, Any]) -> Generator:
@@ -53,6 +56,7 @@ GENERATORS: dict[str, GeneratorEntry] = {
         "no model: known-item, cloze, summary (lead) and negative queries cut from the sources' words (weaker than "
         "a model: a lexical retriever finds them too easily)",
         _extractive,
+        categories=EXTRACTIVE_CATEGORIES,
     ),
     "model": GeneratorEntry("a registered model writes queries per category (--model NAME)", _model, True),
 }

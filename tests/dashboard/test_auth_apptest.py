@@ -453,3 +453,26 @@ def test_a_shared_password_names_no_one_so_labels_are_anonymous(
     url, dataset = _judge_store(tmp_path, monkeypatch)
     at = _sign_in(open_app(), PASSWORD)
     assert _label_on_the_judge_page(at, url, dataset) == ["anonymous"]
+
+
+def test_an_oidc_users_review_decisions_carry_their_address(
+    oidc, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, store_opened: list[int]
+) -> None:
+    from ragmetrics.store.candidates import CandidateStore
+    from ragmetrics.store.database import Store
+
+    monkeypatch.setattr(signin_config, "missing_oidc_packages", list)
+    url, dataset = _judge_store(tmp_path, monkeypatch)
+    candidates = CandidateStore(Store(url))
+    batch = candidates.new_batch(dataset, "extractive", {"seed": 0}, 1)
+    record = {"query_id": "extractive-0-0001", "query": "How long do refunds take?", "relevant_docs": {"d5": 2},
+              "category": "factual", "difficulty": "easy", "source": {"doc_id": "d5", "text": "Refunds take 14 days."}}  # fmt: skip
+    candidates.add_candidate(batch, 1, record)
+    candidates.set_status(batch, "complete")
+    at = open_app(user={"is_logged_in": True, "name": "Ada Lovelace", "email": "ada@example.com"})
+    at.switch_page("views/build.py").run()
+    assert not at.exception and at.title[0].value == "Build dataset"
+    next(b for b in at.button if b.key == "build.accept.1").click().run()
+    assert not at.exception
+    decided = CandidateStore(Store(url)).candidates(batch)[0]
+    assert (decided.decision, decided.reviewer) == ("accepted", "ada@example.com")

@@ -1,0 +1,216 @@
+"""The Build dataset page's Streamlit glue: the generators offered (from the registries, never an address typed
+into the page), starting and resuming a batch's generation, the review decisions (straight to the store, in widget
+callbacks, so the page that follows already shows the next candidate), the edit being made, and making the
+dataset.
+
+Every decision is written at once (:meth:`ragmetrics.store.candidates.CandidateStore.review`) with the reviewer (the
+signed-in user, else "anonymous") and the time: a reload, a second tab or a server restart loses none. A key
+pressed while the page reruns may reach the previous candidate's button: a decision is only taken for a candidate
+still undecided, unless the reviewer asked to review it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import streamlit as st
+
+from dashboard.data.entries import utc, when
+from dashboard.data.jobs import GenerationJob, generation, start_generation
+from dashboard.data.workspace import DatasetEntry, Workspace
+from dashboard.ui import auth
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.models.registry import registered
+from ragmetrics.store.candidates import Batch, Reviewed
+from ragmetrics.synth.build import apply_edit, categories_of
+from ragmetrics.synth.generators import GENERATORS
+
+_EDITING = "ragmetrics.build.editing"
+_REVISING = "ragmetrics.build.revising"
+_PROBLEM = "ragmetrics.build.problem"
+
+__all__ = [
+    "batch_label",
+    "decide",
+    "decision_rows",
+    "default_categories",
+    "edit_problem",
+    "editing",
+    "even_mix",
+    "generator_choices",
+    "job_of",
+    "next_candidate",
+    "resume",
+    "reviewer",
+    "revise",
+    "save_edit",
+    "stamp",
+    "start",
+    "start_editing",
+    "stop_editing",
+]
+
+
+def generator_choices() -> dict[str, tuple[str, str | None]]:
+    """``{label: (generator, model)}``: each generator of the registry that needs no model, and a model generator
+    per model the deployer registered (``RAGMETRICS_MODELS``)."""
+    offered: dict[str, tuple[str, str | None]] = {}
+    for name, entry in GENERATORS.items():
+        if entry.needs_model:
+            for model in registered():
+                offered[f"{name}: {model}"] = (name, model)
+        else:
+            offered[name] = (name, None)
+    return offered
+
+
+def even_mix(categories: Sequence[str], n: int) -> dict[str, int]:
+    """``n`` candidates shared by ``categories`` in order, the first ones taking the remainder."""
+    if not categories:
+        return {}
+    share, extra = divmod(n, len(categories))
+    return {c: share + (i < extra) for i, c in enumerate(categories)}
+
+
+def default_categories(label: str) -> tuple[str, ...]:
+    generator, _ = generator_choices()[label]
+    return categories_of(generator)
+
+
+def start(workspace: Workspace, dataset: DatasetEntry, label: str, mix: Mapping[str, int], seed: int) -> GenerationJob:
+    """A new batch from ``dataset``'s corpus with the offered generator ``label``, generating."""
+    offered = generator_choices()
+    if label not in offered:
+        raise RagMetricsError(f"no generator {label!r} is offered here")
+    generator, model = offered[label]
+    settings = {"model": model, "categories": dict(mix), "seed": int(seed), "chunker": "none"}
+    batch = workspace.candidates.new_batch(dataset.id, generator, settings, sum(mix.values()), author=auth.user_name())
+    return _launch(workspace, dataset, batch, generator, settings)
+
+
+def resume(workspace: Workspace, batch: Batch) -> GenerationJob:
+    """Generate the rest of a stopped or interrupted ``batch`` (the candidates stored stay)."""
+    dataset = workspace.dataset(batch.parent)
+    if dataset is None:
+        raise RagMetricsError(f"dataset {batch.parent}, the batch's corpus, is not in this store any more")
+    workspace.candidates.set_status(batch.id, "generating")
+    return _launch(workspace, dataset, batch.id, batch.generator, batch.settings)
+
+
+def _launch(
+    workspace: Workspace, dataset: DatasetEntry, batch: str, generator: str, settings: Mapping[str, Any]
+) -> GenerationJob:
+    categories = {str(k): int(v) for k, v in dict(settings.get("categories") or {}).items()}
+    job = GenerationJob(workspace.candidates, batch, dataset.dataset, generator, categories,
+                        int(settings.get("seed") or 0), settings.get("model"))  # fmt: skip
+    return start_generation(job)
+
+
+def job_of(batch: str) -> GenerationJob | None:
+    return generation(batch)
+
+
+def next_candidate(candidates: Sequence[Reviewed], batch: str) -> Reviewed | None:
+    """The candidate to show: the one the reviewer asked to review again, else the first undecided."""
+    again = st.session_state.get(_REVISING)
+    if isinstance(again, tuple) and again[0] == batch:
+        for item in candidates:
+            if item.position == again[1]:
+                return item
+    return next((c for c in candidates if c.decision is None), None)
+
+
+def decide(workspace: Workspace, batch: str, position: int, decision: str) -> None:
+    """A button's callback: keep ``decision`` for the candidate (see the module on keys pressed mid-rerun)."""
+    again = st.session_state.get(_REVISING)
+    revising = isinstance(again, tuple) and again == (batch, position)
+    if not revising:
+        current = {c.position: c for c in workspace.candidates.candidates(batch)}.get(position)
+        if current is None or current.decision is not None:
+            return
+    workspace.candidates.review(batch, position, decision, reviewer=auth.user_name())
+    st.session_state.pop(_REVISING, None)
+    stop_editing()
+
+
+def revise(batch: str, position: int) -> None:
+    """Show a decided candidate again, to change its decision."""
+    st.session_state[_REVISING] = (batch, position)
+    stop_editing()
+
+
+def start_editing(batch: str, position: int) -> None:
+    st.session_state[_EDITING] = (batch, position)
+    st.session_state.pop(_PROBLEM, None)
+
+
+def stop_editing() -> None:
+    st.session_state.pop(_EDITING, None)
+    st.session_state.pop(_PROBLEM, None)
+
+
+def editing(batch: str, position: int) -> bool:
+    return st.session_state.get(_EDITING) == (batch, position)
+
+
+def edit_problem() -> str | None:
+    value = st.session_state.get(_PROBLEM)
+    return value if isinstance(value, str) else None
+
+
+def save_edit(workspace: Workspace, batch: str, item: Reviewed, known_docs: set[str], prefix: str) -> None:
+    """The edit form's callback: the fields read from ``prefix``-keyed widgets, checked, kept as ``edited``; a
+    problem stays on the form (nothing is stored)."""
+    values = st.session_state
+    try:
+        edited = apply_edit(
+            item.final,
+            query=str(values.get(prefix + "query", "")),
+            expected_answer=str(values.get(prefix + "answer", "")),
+            keywords=str(values.get(prefix + "keywords", "")),
+            category=str(values.get(prefix + "category", "")),
+            difficulty=str(values.get(prefix + "difficulty", "")),
+            relevant=str(values.get(prefix + "relevant", "")),
+            known_docs=known_docs,
+        )
+    except RagMetricsError as err:
+        st.session_state[_PROBLEM] = str(err)
+        return
+    workspace.candidates.review(batch, item.position, "edited", reviewer=auth.user_name(), edited=edited)
+    st.session_state.pop(_REVISING, None)
+    stop_editing()
+
+
+def stamp(timestamp: float | None) -> str:
+    """A stored time as the dashboard shows times (UTC)."""
+    return "" if timestamp is None else when(utc(timestamp))
+
+
+def batch_label(batch: Batch) -> str:
+    model = batch.settings.get("model")
+    made = ", made a dataset" if batch.dataset_id else ""
+    return (
+        f"{stamp(batch.created_at)}: {batch.generator}{f' ({model})' if model else ''}, seed "
+        f"{batch.settings.get('seed', 0)}, {batch.stored} of {batch.requested} candidates, {batch.status}{made}"
+    )
+
+
+def decision_rows(candidates: Sequence[Reviewed]) -> list[dict[str, Any]]:
+    """One row per decided candidate, for the page's table."""
+    return [
+        {
+            "position": c.position,
+            "query": c.final.get("query", ""),
+            "decision": c.decision,
+            "reviewer": c.reviewer,
+            "when": stamp(c.reviewed_at),
+        }
+        for c in candidates
+        if c.decision is not None
+    ]
+
+
+def reviewer() -> str:
+    """Who reviews: the signed-in user, else "anonymous"."""
+    return auth.user_name()

@@ -1,0 +1,237 @@
+"""Build dataset: generate candidate queries from the stored corpus of the sidebar's dataset, review them one at a
+time beside their source text, and make the kept ones a dataset of their own.
+
+Generation: a generator from the registry (the extractive one needs no model; a model generator is offered per
+model the deployer registered in ``RAGMETRICS_MODELS``, never an address typed here), how many candidates and
+which categories share them (evenly, the first ones taking the remainder) and a seed. It runs on a thread with a
+progress bar and Cancel; each candidate is stored the moment it is written, so a cancelled or interrupted batch
+keeps them and Resume writes only the rest. The filters' flags come once the batch is complete.
+
+Review: accept (key A), edit (key E: query, answer, keywords, category, difficulty, relevant documents) or reject
+(key X), each decision stored at once with the reviewer and the time (a reload, a second tab or a restarted server
+loses nothing). "Make dataset" stores the accepted and edited candidates as a dataset with the corpus's documents
+and each query's provenance; the batch records it and its parent, and the sidebar then shows it (every page and
+share link can name it). Reads ``ds``; the dataset made becomes ``ds``.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard.core.text import Marks, highlight_html, md_escape
+from dashboard.ui import building, layout, retrievers, state
+
+page = layout.page_setup("build", "Build dataset", needs_runs=False)
+view = page.state
+workspace = page.workspace
+
+message = state.flash()
+if message:
+    st.success(md_escape(message), icon=":material/check_circle:")
+
+if page.dataset is None:
+    st.info("Load a dataset with its corpus first (Upload).", icon=":material/info:")
+else:
+    ds = page.dataset
+    origin = workspace.candidates.made_from(ds.id)
+    if origin is not None:
+        parent = workspace.dataset(origin.parent)
+        st.caption(
+            f"**{md_escape(ds.name)}** was built from a batch of candidates generated from "
+            f"**{md_escape(parent.name if parent else origin.parent)}** ({md_escape(building.batch_label(origin))}); "
+            f"made by {md_escape(origin.made_by or 'anonymous')} on {building.stamp(origin.made_at)}."
+        )
+    if not retrievers.has_corpus(ds):
+        st.info(
+            f"**{md_escape(ds.name)}** has no corpus stored, so there is nothing to write queries from: upload it "
+            "with its corpus (Upload), or pick a dataset that has one.",
+            icon=":material/info:",
+        )
+    else:
+        offered = building.generator_choices()
+        with st.container(border=True):
+            st.markdown("**Generate candidates** from this dataset's corpus (its documents taken as given)")
+            left, middle, right = st.columns([2, 1, 1])
+            label = left.selectbox("Generator", list(offered), key="build.generator")
+            n = int(middle.number_input("How many", min_value=1, max_value=1000, value=10, key="build.n"))
+            seed = int(right.number_input("Seed", min_value=0, max_value=2**31 - 1, value=0, key="build.seed"))
+            generator_name = offered[label][0]
+            categories = building.default_categories(label)
+            chosen = st.multiselect(
+                "Categories (they share the count evenly)",
+                list(categories),
+                default=list(categories),
+                key=f"build.categories.{generator_name}",
+            )
+            mix = building.even_mix(chosen, n)
+            st.caption(
+                "Mix: " + ", ".join(f"{c} {k}" for c, k in mix.items()) if mix else "Pick at least one category."
+            )
+            if st.button("Generate", icon=":material/auto_awesome:", type="primary", key="build.generate",
+                         disabled=not mix):  # fmt: skip
+                job = building.start(workspace, ds, label, mix, seed)
+                st.session_state["build.batch"] = job.batch
+                st.rerun()
+
+        batches = workspace.candidates.batches(ds.id)
+        if not batches:
+            st.caption("No candidates generated from this dataset yet.")
+        else:
+            by_id = {b.id: b for b in batches}
+            if st.session_state.get("build.batch") not in by_id:
+                st.session_state.pop("build.batch", None)
+            picked = st.selectbox(
+                "Batch", list(by_id), format_func=lambda b: building.batch_label(by_id[b]), key="build.batch"
+            )
+            batch = by_id[picked]
+            current = building.job_of(batch.id)
+            running = current is not None and current.status().running
+            if running and current is not None:
+                live = current
+
+                @st.fragment(run_every=0.5)
+                def progress() -> None:
+                    status = live.status()
+                    if not status.running:
+                        st.rerun(scope="app")
+                    total = status.total or batch.requested
+                    st.progress(
+                        min(1.0, status.done / total) if total else 0.0,
+                        text=f"{live.phase.capitalize()}: {status.done:,} of {total:,} candidates stored "
+                        f"({status.seconds:.0f} s)",
+                    )
+                    if st.button("Cancel", icon=":material/stop:", key="build.cancel"):
+                        live.cancel()
+
+                progress()
+            else:
+                ended = current.status() if current is not None else None
+                if ended is not None and ended.error and not ended.cancelled:
+                    st.error(md_escape(f"Generation failed: {ended.error}"), icon=":material/error:")
+                if batch.status != "complete":
+                    st.warning(
+                        f"Generation stopped after {batch.stored:,} of {batch.requested:,} candidates (cancelled, "
+                        "or the server stopped). The candidates stored stay; Resume writes only the rest.",
+                        icon=":material/pause_circle:",
+                    )
+                    if st.button("Resume", icon=":material/play_arrow:", key="build.resume"):
+                        building.resume(workspace, batch)
+                        st.rerun()
+
+            candidates = workspace.candidates.candidates(batch.id)
+            decided = [c for c in candidates if c.decision is not None]
+            kept = [c for c in candidates if c.kept]
+            tally = {d: sum(c.decision == d for c in candidates) for d in ("accepted", "edited", "rejected")}
+            st.markdown(
+                f"**{len(candidates) - len(decided):,}** of {len(candidates):,} candidates left to review: "
+                f"{tally['accepted']} accepted, {tally['edited']} edited, {tally['rejected']} rejected."
+            )
+            item = building.next_candidate(candidates, batch.id)
+            places = (st.empty(), st.empty())  # the next candidate in the other place: the previous one goes at once
+            if item is None:
+                places[0].empty()
+                places[1].empty()
+                if candidates and not running:
+                    st.success("Every candidate of this batch is reviewed.", icon=":material/task_alt:")
+            else:
+                record = item.final
+                places[1 - item.position % 2].empty()
+                with places[item.position % 2].container():
+                    left, right = st.columns(2)
+                    with left, st.container(border=True):
+                        again = f" (decided: {item.decision} by {item.reviewer})" if item.decision else ""
+                        st.markdown(
+                            f"**Candidate {item.position} of {len(candidates)}**{md_escape(again)} · "
+                            f"{md_escape(record.get('category', ''))} · {md_escape(record.get('difficulty', ''))}"
+                        )
+                        st.markdown(f"#### {md_escape(record.get('query', ''))}")
+                        st.markdown(f"**Expected answer:** {md_escape(record.get('expected_answer') or '—')}")
+                        keywords = ", ".join(record.get("expected_keywords") or [])
+                        st.markdown(f"**Keywords:** {md_escape(keywords or '—')}")
+                        relevant = record.get("relevant_docs") or {}
+                        st.markdown(
+                            "**Relevant documents:** "
+                            + md_escape(", ".join(f"{d} ({g})" for d, g in relevant.items()) or "none (negative)")
+                        )
+                        for flag in record.get("flags") or []:
+                            st.warning(md_escape(flag), icon=":material/flag:")
+                        if not record.get("flags"):
+                            st.caption(
+                                "No flag" if batch.status == "complete" else "Flags come once the batch is complete."
+                            )
+                    with right, st.container(border=True):
+                        source = record.get("source") or {}
+                        st.markdown(
+                            f"**Source:** {md_escape(source.get('doc_id', ''))} · characters "
+                            f"{source.get('start', 0)}–{source.get('end', 0)}"
+                        )
+                        marks = Marks(answer=str(record.get("expected_answer") or ""),
+                                      keywords=list(record.get("expected_keywords") or []))  # fmt: skip
+                        with st.container(height=320):
+                            st.markdown(highlight_html(source.get("text", ""), marks), unsafe_allow_html=True)
+                    if building.editing(batch.id, item.position):
+                        prefix = f"build.edit.{batch.id}.{item.position}."
+                        known = set(ds.dataset.documents["doc_id"]) if ds.dataset.documents is not None else set()
+                        with st.form(f"build.edit.{batch.id}.{item.position}", border=True):
+                            st.text_input("Query", value=record.get("query", ""), key=prefix + "query")
+                            st.text_area("Expected answer", value=record.get("expected_answer", ""),
+                                         key=prefix + "answer")  # fmt: skip
+                            st.text_input("Keywords (comma-separated)", value=keywords, key=prefix + "keywords")
+                            one, two = st.columns(2)
+                            categories_known = list(dict.fromkeys([*categories, record.get("category", "")]))
+                            one.selectbox("Category", categories_known,
+                                          index=categories_known.index(record.get("category", "")),
+                                          key=prefix + "category")  # fmt: skip
+                            levels = ["easy", "medium", "hard"]
+                            two.selectbox("Difficulty", levels,
+                                          index=levels.index(record["difficulty"]) if record.get("difficulty") in levels else 1,
+                                          key=prefix + "difficulty")  # fmt: skip
+                            st.text_input("Relevant documents (DOC_ID=GRADE, comma-separated)",
+                                          value=", ".join(f"{d}={g}" for d, g in relevant.items()),
+                                          key=prefix + "relevant")  # fmt: skip
+                            st.form_submit_button("Save edit", type="primary", on_click=building.save_edit,
+                                                  args=(workspace, batch.id, item, known, prefix))  # fmt: skip
+                        problem = building.edit_problem()
+                        if problem:
+                            st.error(md_escape(problem), icon=":material/error:")
+                        st.button("Cancel edit", key=f"build.edit.cancel.{item.position}",
+                                  on_click=building.stop_editing)  # fmt: skip
+                    else:
+                        with st.container(horizontal=True):
+                            st.button("Accept", icon=":material/check:", type="primary", shortcut="A",
+                                      key=f"build.accept.{item.position}", on_click=building.decide,
+                                      args=(workspace, batch.id, item.position, "accepted"))  # fmt: skip
+                            st.button("Edit", icon=":material/edit:", shortcut="E", key=f"build.edit.{item.position}",
+                                      on_click=building.start_editing, args=(batch.id, item.position))  # fmt: skip
+                            st.button("Reject", icon=":material/close:", shortcut="X",
+                                      key=f"build.reject.{item.position}", on_click=building.decide,
+                                      args=(workspace, batch.id, item.position, "rejected"))  # fmt: skip
+
+            if decided:
+                with st.expander(f"Decisions ({len(decided)})"):
+                    st.dataframe(building.decision_rows(candidates), hide_index=True)
+                    positions = [c.position for c in decided]
+                    again_at = st.selectbox("Review again", positions, key="build.revise")
+                    st.button("Show it", key="build.revise.show", on_click=building.revise,
+                              args=(batch.id, again_at))  # fmt: skip
+
+            with st.container(border=True):
+                st.markdown(f"**Make dataset** from the **{len(kept)}** accepted or edited candidate(s)")
+                if batch.dataset_id:
+                    made = workspace.dataset(batch.dataset_id)
+                    st.caption(
+                        f"This batch made **{md_escape(made.name if made else batch.dataset_id)}** "
+                        f"({building.stamp(batch.made_at)}, by {md_escape(batch.made_by or 'anonymous')}); "
+                        "making it again after more review stores the new set beside it."
+                    )
+                name = st.text_input("Name", value=f"{ds.name} (built, {batch.id[:6]})", key="build.name")
+                if st.button("Make dataset", icon=":material/library_add:", key="build.make", disabled=not kept):
+                    entry = workspace.make_dataset(batch.id, kept, name=name.strip() or ds.name,
+                                                   author=building.reviewer())  # fmt: skip
+                    state.flash(
+                        f"Dataset “{entry.name}” stored: {entry.n_queries} queries with their provenance, built from "
+                        f"“{ds.name}”. It is selected in the sidebar."
+                    )
+                    layout.rerun_with(view.with_(dataset=entry.id, runs=()))
+
+layout.finish(page, view)

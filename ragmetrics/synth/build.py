@@ -1,0 +1,222 @@
+"""Building a reviewed evaluation set in the store: generate a batch of candidates from a stored dataset's corpus
+into :class:`~ragmetrics.store.candidates.CandidateStore` (each candidate stored as it is written; cancel and resume),
+edit a candidate, and make the kept candidates a dataset.
+
+* :func:`corpus_of`: a stored dataset's documents (``doc_id``, ``title``, ``text``) as a :class:`Corpus`, taken as
+  given (chunker ``none``): the judgments of the set name the documents the dataset's runs and the built-in BM25
+  return.
+* :func:`generate_batch`: sources sampled as :func:`ragmetrics.synth.pipeline.synthesize` samples them, the
+  generator's candidates stored one by one at their position (a position already stored is skipped, so a resumed
+  batch writes only what is missing: the generators are deterministic for a seed, and a model's answers are cached
+  by the content of the request), then the filters' flags over the whole batch.
+* :func:`apply_edit`: a reviewer's edit checked (documents named must be in the corpus; grades whole numbers).
+* :func:`dataset_of`: the kept records as a :class:`Dataset` with the parent's documents and corpus size; each
+  query keeps its ``provenance`` (generator, prompt version, seed, source span, chunk and its text's hash, and who
+  reviewed it, when, and how) as a JSON column, read by ``ragmetrics dataset check``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.model import Dataset
+from ragmetrics.store.candidates import CandidateStore, Reviewed
+from ragmetrics.synth.base import Candidate, Generator
+from ragmetrics.synth.corpus import Corpus, Document, make_corpus, sample_sources
+from ragmetrics.synth.filters import flag
+from ragmetrics.synth.generators import GENERATORS
+from ragmetrics.synth.output import records
+from ragmetrics.synth.pipeline import OVERSAMPLE
+
+DIFFICULTY_LEVELS = ("easy", "medium", "hard")
+EDITABLE = ("query", "expected_answer", "expected_keywords", "category", "difficulty", "relevant_docs")
+"""The fields of a candidate a reviewer may change."""
+
+
+def corpus_of(dataset: Dataset, *, language: str = "auto") -> Corpus:
+    """The stored dataset's documents as a corpus taken as given; an error when it holds none."""
+    frame = dataset.documents
+    if frame is None or frame.empty:
+        raise RagMetricsError(f"dataset {dataset.name!r} has no corpus stored: upload it with its corpus first")
+    titles = frame["title"] if "title" in frame.columns else [""] * len(frame)
+    documents = [
+        Document(str(d), "" if t is None else str(t), "" if x is None else str(x))
+        for d, t, x in zip(frame["doc_id"], titles, frame["text"])
+    ]
+    return make_corpus(documents, chunking="none", language=language)
+
+
+def categories_of(generator: str) -> tuple[str, ...]:
+    """The categories ``generator`` writes, as the registry lists them."""
+    entry = GENERATORS.get(generator)
+    if entry is None:
+        raise RagMetricsError(f"generator {generator!r}: expected one of {', '.join(GENERATORS)}")
+    return entry.categories
+
+
+def record_of(candidate: Candidate, corpus: Corpus, position: int, seed: int) -> dict[str, Any]:
+    """The evaluation-set record of the candidate at ``position`` (its ``query_id`` numbered by it), with its source
+    passage (``doc_id, chunk_id, text, start, end``) for the reviewer."""
+    record = records([candidate], corpus, seed=seed)[0]
+    record["query_id"] = f"{candidate.provenance.get('generator', 'synth')}-{seed}-{position:04d}"
+    source = candidate.source
+    record["source"] = {
+        "doc_id": source.doc_id,
+        "chunk_id": source.chunk_id,
+        "text": source.text,
+        "start": source.start,
+        "end": source.end,
+    }
+    return record
+
+
+@dataclass
+class Progress:
+    """Where a generation is: ``done`` of ``total`` candidates (those stored before a resume included)."""
+
+    done: int = 0
+    total: int = 0
+
+
+class Stopped(RagMetricsError):
+    """The generation was asked to stop; the candidates stored so far stay."""
+
+
+def generate_batch(
+    candidates: CandidateStore,
+    batch: str,
+    corpus: Corpus,
+    generator: Generator,
+    categories: Mapping[str, int],
+    *,
+    seed: int,
+    retrievers: Sequence[tuple[str, Any]] = (),
+    progress: Callable[[int, int], None] | None = None,
+    stop: threading.Event | None = None,
+) -> int:
+    """Write ``batch``'s candidates into the store (see the module); returns how many it holds. ``stop`` set:
+    :class:`Stopped` before the next candidate is stored (the batch is then ``stopped``)."""
+    total = sum(categories.values())
+    stored = candidates.stored_positions(batch)
+    made: list[Candidate] = []
+    report = progress or (lambda _done, _total: None)
+    report(len(stored), total)
+    sources = sample_sources(corpus, total * OVERSAMPLE + 10, seed=seed)
+    try:
+        for position, candidate in enumerate(generator.generate(sources, categories, seed=seed), 1):
+            if stop is not None and stop.is_set():
+                raise Stopped("stopped")
+            made.append(candidate)
+            if position not in stored:
+                candidates.add_candidate(batch, position, record_of(candidate, corpus, position, seed))
+                stored.add(position)
+            report(len(stored), total)
+    except BaseException:
+        candidates.set_status(batch, "stopped")
+        raise
+    flagged = flag(made, corpus, retrievers)
+    candidates.set_flags(batch, {n: c.flags for n, c in enumerate(flagged, 1)})
+    candidates.set_status(batch, "complete")
+    report(len(made), len(made))
+    return len(made)
+
+
+_GRADE = re.compile(r"^\s*(.+?)\s*(?:=\s*(-?\d+)\s*)?$")
+
+
+def parse_relevant(text: str, known: set[str]) -> dict[str, int]:
+    """``doc1=2, doc2=1, doc3`` (a grade omitted is 1) as ``{doc: grade}``; each document must be in ``known``."""
+    out: dict[str, int] = {}
+    for part in [p for p in text.split(",") if p.strip()]:
+        found = _GRADE.match(part)
+        if found is None:
+            raise RagMetricsError(f"relevant documents: {part.strip()!r}: expected DOC_ID or DOC_ID=GRADE")
+        doc, grade = found.group(1), int(found.group(2) or 1)
+        if doc not in known:
+            raise RagMetricsError(f"relevant documents: {doc!r} is not a document of the corpus")
+        if doc in out:
+            raise RagMetricsError(f"relevant documents: {doc!r} is named twice")
+        out[doc] = grade
+    return out
+
+
+def relevant_text(relevant: Mapping[str, int]) -> str:
+    """The text :func:`parse_relevant` reads back into ``relevant``."""
+    return ", ".join(f"{doc}={grade}" for doc, grade in relevant.items())
+
+
+def apply_edit(
+    record: Mapping[str, Any],
+    *,
+    query: str,
+    expected_answer: str,
+    keywords: str,
+    category: str,
+    difficulty: str,
+    relevant: str,
+    known_docs: set[str],
+) -> dict[str, Any]:
+    """``record`` with the reviewer's changes (keywords comma-separated; relevant documents as
+    :func:`parse_relevant` reads them); an error naming the field when one is not acceptable."""
+    if not query.strip():
+        raise RagMetricsError("query: expected a question, got nothing")
+    if not category.strip():
+        raise RagMetricsError("category: expected a name, got nothing")
+    if difficulty not in DIFFICULTY_LEVELS:
+        raise RagMetricsError(f"difficulty {difficulty!r}: expected one of {', '.join(DIFFICULTY_LEVELS)}")
+    edited = dict(record)
+    edited.update(
+        query=query.strip(),
+        expected_answer=expected_answer.strip(),
+        expected_keywords=[k.strip() for k in keywords.split(",") if k.strip()],
+        category=category.strip(),
+        difficulty=difficulty,
+        relevant_docs=parse_relevant(relevant, known_docs),
+    )
+    return edited
+
+
+def dataset_of(kept: Sequence[Reviewed], parent: Dataset, *, name: str, batch: str) -> Dataset:
+    """The kept candidates (accepted or edited) as a dataset with ``parent``'s documents and corpus size."""
+    if not kept:
+        raise RagMetricsError("no candidate was accepted: accept or edit at least one before making a dataset")
+    queries: list[dict[str, Any]] = []
+    qrels: list[tuple[str, str, int]] = []
+    for item in kept:
+        record = item.final
+        provenance = dict(record.get("provenance") or {})
+        provenance.update(
+            batch=batch,
+            review=str(item.decision),
+            reviewer=str(item.reviewer or "anonymous"),
+            reviewed_at=f"{item.reviewed_at:.3f}" if item.reviewed_at is not None else "",
+        )
+        queries.append(
+            {
+                "query_id": record["query_id"],
+                "query": record["query"],
+                "expected_answer": record.get("expected_answer", ""),
+                "expected_keywords": list(record.get("expected_keywords") or []),
+                "category": record.get("category", ""),
+                "difficulty": record.get("difficulty", ""),
+                "provenance": json.dumps(provenance, sort_keys=True, ensure_ascii=False),
+            }
+        )
+        qrels.extend(
+            (record["query_id"], doc, int(grade)) for doc, grade in (record.get("relevant_docs") or {}).items()
+        )
+    return Dataset.from_frames(
+        pd.DataFrame(qrels, columns=["query_id", "doc_id", "relevance"]),
+        pd.DataFrame(queries),
+        name=name,
+        corpus_size=parent.corpus_size,
+        documents=parent.documents,
+    )

@@ -1,0 +1,189 @@
+"""The Build dataset page under AppTest, on its own SQLite store: the generators offered come from the registries,
+a batch generates in the background and is stored, each decision is stored at once with its reviewer (a second
+session sees them), an edit is checked, and "Make dataset" stores the kept candidates and selects the new dataset.
+
+The corpus is 120 documents of the SciFact sample stored as a dataset's documents.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dashboard.data import jobs
+from dashboard.data.workspace import Workspace
+from ragmetrics import Dataset
+from ragmetrics.store.candidates import CandidateStore
+from ragmetrics.store.database import Store
+from ragmetrics.synth.base import DEFAULT_CATEGORIES
+from ragmetrics.synth.corpus import read_documents
+from tests.dashboard.apptest import no_problems, open_page, param
+from tests.model_stub import ModelStub
+from tests.test_model_generator import writer
+
+pytestmark = pytest.mark.apptest
+pytest.importorskip("bm25s")
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def store_dir(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("RAGMETRICS_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("RAGMETRICS_SAMPLES", "off")
+    monkeypatch.delenv("RAGMETRICS_STORE_URL", raising=False)
+    monkeypatch.delenv("RAGMETRICS_MODELS", raising=False)
+    return tmp_path
+
+
+def _store(folder: Path) -> Store:
+    return Store(f"sqlite:///{folder / 'ragmetrics.sqlite'}")
+
+
+@pytest.fixture
+def corpus_dataset(store_dir) -> str:
+    documents = random.Random(3).sample(read_documents(REPO / "sample_runs" / "scifact" / "corpus.jsonl.gz"), 120)
+    frame = pd.DataFrame({"doc_id": [d.doc_id for d in documents], "title": [d.title for d in documents],
+                          "text": [d.text for d in documents]})  # fmt: skip
+    qrels = pd.DataFrame({"query_id": ["q1"], "doc_id": [documents[0].doc_id], "relevance": [1]})
+    dataset = Dataset.from_frames(qrels, pd.DataFrame({"query_id": ["q1"], "query": ["a claim"]}), name="sci-120",
+                                  corpus_size=120, documents=frame)  # fmt: skip
+    ws = Workspace(_store(store_dir))
+    ident = ws.add_dataset(dataset).id
+    ws.store.engine.dispose()
+    return ident
+
+
+def _button(at, prefix: str):  # type: ignore[no-untyped-def]
+    found = [b for b in at.button if b.key and (b.key == prefix or b.key.rsplit(".", 1)[0] == prefix)]
+    assert len(found) == 1, f"{len(found)} buttons {prefix}"
+    return found[0]
+
+
+def _query(at) -> str:  # type: ignore[no-untyped-def]
+    """The query shown, its Markdown escapes taken out."""
+    return next(m.value for m in at.markdown if m.value.startswith("#### "))[5:].replace("\\", "")
+
+
+def _generated(at, store_dir: Path) -> str:  # type: ignore[no-untyped-def]
+    batch = CandidateStore(_store(store_dir)).batches()[0].id
+    job = jobs.generation(batch)
+    assert job is not None and job.wait(120), "the generation did not end"
+    at.run()
+    no_problems(at)
+    return batch
+
+
+def test_generators_offered_come_from_the_registries(corpus_dataset, monkeypatch) -> None:
+    at = open_page("build", {"ds": corpus_dataset})
+    no_problems(at)
+    assert at.selectbox(key="build.generator").options == ["extractive"]  # no model registered: none offered
+    assert at.multiselect(key="build.categories.extractive").value == ["factual", "cloze", "summary", "negative"]
+    assert "Mix: factual 3, cloze 3, summary 2, negative 2" in " ".join(c.value for c in at.caption)
+    monkeypatch.setenv("RAGMETRICS_MODELS", "stub=openai:http://127.0.0.1:9/v1#model=m")
+    at = open_page("build", {"ds": corpus_dataset})
+    assert at.selectbox(key="build.generator").options == ["extractive", "model: stub"]
+    at.selectbox(key="build.generator").select("model: stub").run()
+    assert "reasoning" in at.multiselect(key="build.categories.model").value
+
+
+def test_review_is_stored_at_once_and_makes_a_dataset(corpus_dataset, store_dir) -> None:
+    at = open_page("build", {"ds": corpus_dataset})
+    _button(at, "build.generate").click().run()
+    batch = _generated(at, store_dir)
+    assert "**10** of 10 candidates left to review" in " ".join(m.value for m in at.markdown)
+
+    first = _query(at)
+    _button(at, "build.accept").click().run()
+    no_problems(at)
+    assert _query(at) != first
+    _button(at, "build.reject").click().run()
+    _button(at, "build.edit").click().run()
+    prefix = next(t.key for t in at.text_input if t.key.endswith(".relevant")).rsplit(".", 1)[0] + "."
+    original = at.text_input(key=prefix + "relevant").value
+    at.text_input(key=prefix + "relevant").input("not-a-document=2")
+    at.button[[b.label for b in at.button].index("Save edit")].click().run()
+    assert "'not-a-document' is not a document of the corpus" in " ".join(e.value for e in at.error).replace("\\", "")
+    at.text_input(key=prefix + "relevant").input(original.split("=")[0] + "=1")
+    at.text_input(key=prefix + "query").input("An edited question?")
+    at.button[[b.label for b in at.button].index("Save edit")].click().run()
+    no_problems(at)
+
+    reviewed = CandidateStore(_store(store_dir)).candidates(batch)
+    assert [c.decision for c in reviewed[:4]] == ["accepted", "rejected", "edited", None]
+    assert reviewed[2].final["query"] == "An edited question?" and reviewed[2].reviewer == "anonymous"
+    assert list(reviewed[2].final["relevant_docs"].values()) == [1]
+    # a second session (another tab, or after a restart) shows the same place in the review
+    other = open_page("build", {"ds": corpus_dataset})
+    no_problems(other)
+    assert "**7** of 10 candidates left to review: 1 accepted, 1 edited, 1 rejected." in " ".join(
+        m.value for m in other.markdown
+    )
+
+    # the rejected one reviewed again and accepted: the latest decision counts, the first stays on record
+    other.selectbox(key="build.revise").select(reviewed[1].position).run()
+    _button(other, "build.revise.show").click().run()
+    assert _query(other) == reviewed[1].record["query"]
+    assert "decided: rejected by anonymous" in " ".join(m.value for m in other.markdown).replace("\\", "")
+    _button(other, "build.accept").click().run()
+    no_problems(other)
+    assert _query(other) == reviewed[3].record["query"]  # back to the first undecided
+    assert CandidateStore(_store(store_dir)).candidates(batch)[1].decision == "accepted"
+
+    _button(other, "build.make").click().run()
+    no_problems(other)
+    made = param(other, "ds")
+    assert made and made != corpus_dataset
+    built = _store(store_dir).get_dataset(made)
+    kept = [reviewed[0].record["query"], reviewed[1].record["query"], "An edited question?"]
+    assert sorted(built.queries["query"]) == sorted(kept)
+    provenance = [json.loads(p) for p in built.queries["provenance"]]
+    assert {p["review"] for p in provenance} == {"accepted", "edited"}
+    assert all(p["batch"] == batch and p["generator"] == "extractive" for p in provenance)
+    assert "stored: 3 queries with their provenance" in " ".join(s.value for s in other.success).replace("\\", "")
+
+
+def test_a_cancelled_batch_keeps_its_candidates_and_resumes_from_the_page(corpus_dataset, store_dir) -> None:
+    ws = Workspace(_store(store_dir))
+    entry = ws.dataset(corpus_dataset)
+    assert entry is not None
+    batch = ws.candidates.new_batch(corpus_dataset, "extractive", {"categories": {"factual": 5, "cloze": 5},
+                                                                   "seed": 3}, 10)  # fmt: skip
+    job = jobs.GenerationJob(ws.candidates, batch, entry.dataset, "extractive", {"factual": 5, "cloze": 5}, 3)
+    job.cancel()  # what the page's Cancel does, here before the first candidate is stored
+    job.start()
+    assert job.wait(120)
+    assert job.status().cancelled and ws.candidates.batch(batch).status == "stopped"
+
+    at = open_page("build", {"ds": corpus_dataset})
+    no_problems(at)
+    assert "Generation stopped after 0 of 10 candidates" in " ".join(w.value for w in at.warning)
+    _button(at, "build.resume").click().run()
+    resumed = jobs.generation(batch)
+    assert resumed is not None and resumed is not job and resumed.wait(120)
+    at.run()
+    no_problems(at)
+    found = ws.candidates.batch(batch)
+    assert (found.status, found.stored) == ("complete", 10)
+    assert not at.warning
+    assert "**10** of 10 candidates left to review" in " ".join(m.value for m in at.markdown)
+
+
+def test_a_registered_model_generates_through_the_page(corpus_dataset, store_dir, monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("RAGMETRICS_CACHE_DIR", str(tmp_path / "cache"))
+    with ModelStub(writer) as stub:
+        monkeypatch.setenv("RAGMETRICS_MODELS", f"gen=openai:{stub.url}?model=qwen2.5&backoff=0.01")
+        at = open_page("build", {"ds": corpus_dataset})
+        at.selectbox(key="build.generator").select("model: gen").run()
+        at.number_input(key="build.n").set_value(5).run()
+        _button(at, "build.generate").click().run()
+        _generated(at, store_dir)
+        assert stub.count >= 5
+    stored = CandidateStore(_store(store_dir)).candidates(CandidateStore(_store(store_dir)).batches()[0].id)
+    assert sorted(c.record["category"] for c in stored) == sorted(DEFAULT_CATEGORIES)
+    assert all(c.record["provenance"]["model_name"] == "gen" for c in stored)
+    assert CandidateStore(_store(store_dir)).batches()[0].settings["model"] == "gen"  # its name, not its address
