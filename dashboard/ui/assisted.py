@@ -23,6 +23,7 @@ from dashboard.data.jobs import JudgeJob
 from dashboard.data.workspace import DatasetEntry, Workspace
 from dashboard.ui import cache, layout
 from ragmetrics.analysis.judging import pool
+from ragmetrics.analysis.ppi import FEW_LABELLED
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.judges.base import JudgeLabel, max_grade, pairs_from_pool, provenance_of
 from ragmetrics.judges.registry import JUDGES, JudgeInputs, make_judge
@@ -290,6 +291,12 @@ def _corrected_panel(selection: cache.Selection, spec: MetricSpec, help_: Assist
         filename="corrected.csv",
         column_config={c: number(c, format="%.4f") for c in table.columns if table[c].dtype.kind == "f"},
     )
+    if int(first["n_labelled"]) < FEW_LABELLED:
+        st.warning(
+            f"{int(first['n_labelled'])} labelled queries: below {FEW_LABELLED} the normal interval is rough (it can "
+            "be too narrow, or of width 0 when they all score alike). Label more of the plan.",
+            icon=":material/info:",
+        )
     st.caption(
         "Corrected: prediction-powered inference (PPI++), the judge's labels on every query plus the human-minus-judge "
         "difference on the planned sample; 95% intervals. Judge-only takes the judge's labels as truth; human-only "
