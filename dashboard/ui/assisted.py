@@ -284,6 +284,12 @@ def _corrected_panel(selection: cache.Selection, spec: MetricSpec, help_: Assist
         f"**{md_escape(str(first['run']))}** to about **±{first['projected']:.3f}** "
         f"(now ±{(first['corrected_high'] - first['corrected_low']) / 2:.3f})."
     )
+    for row in table.itertuples(index=False):
+        st.markdown(
+            f"**{md_escape(str(row.run))}**: corrected **{row.corrected:.3f}** [{row.corrected_low:.3f}, "
+            f"{row.corrected_high:.3f}] · judge-only {row.judge_only:.3f} [{row.judge_low:.3f}, {row.judge_high:.3f}] "
+            f"· human-only {row.human_only:.3f} [{row.human_low:.3f}, {row.human_high:.3f}]"
+        )
     number = st.column_config.NumberColumn
     layout.show_table(
         table,
