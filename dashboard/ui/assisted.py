@@ -105,15 +105,28 @@ def queue_order(todo: pd.DataFrame, help_: Assist) -> pd.DataFrame:
 # --- running a judge ------------------------------------------------------------------------
 
 
-def current_job() -> JudgeJob | None:
-    """This session's judge job (running, or ended and not reported yet)."""
+@st.cache_resource
+def _running() -> dict[str, JudgeJob]:
+    """The judge jobs of this server process by dataset: a reloaded page, or another tab, shows the one running."""
+    return {}
+
+
+def current_job(dataset_id: str | None = None) -> JudgeJob | None:
+    """This session's judge job (running, or ended and not reported yet), else the one running on ``dataset_id``
+    that another session (or this tab before a reload) started."""
     job = st.session_state.get(JOB_KEY)
-    return job if isinstance(job, JudgeJob) else None
+    if isinstance(job, JudgeJob):
+        return job
+    other = _running().get(dataset_id or "")
+    return other if other is not None and other.status().running else None
 
 
 def start_job(workspace: Workspace, ds: DatasetEntry, help_: Assist, name: str, model: str | None) -> JudgeJob:
     """Build the judge ``name`` of :data:`OFFERED` (``model``: a registered model's name, for the endpoint judge)
     and start it over the pool's pairs it has not labelled and no person has."""
+    running = _running().get(ds.id)
+    if running is not None and running.status().running:
+        raise RagMetricsError(f"{running.label} is running on this dataset already; cancel it first")
     if name not in OFFERED:
         raise RagMetricsError(f"judge {name!r} is not offered on this page; expected one of {', '.join(OFFERED)}")
     if JUDGES[name].needs == "model" and model not in registered():
@@ -138,13 +151,16 @@ def start_job(workspace: Workspace, ds: DatasetEntry, help_: Assist, name: str, 
     label = f"{name} judge" + (f" ({model})" if model else "")
     job = JudgeJob(judge, pairs, max_grade(base), save, label, dataset_id=ds.id).start()
     st.session_state[JOB_KEY] = job
+    _running()[ds.id] = job
     return job
 
 
 def _runner(workspace: Workspace, ds: DatasetEntry, help_: Assist) -> None:
-    job = current_job()
+    job = current_job(ds.id)
     if job is not None and not job.status().running:
-        del st.session_state[JOB_KEY]
+        st.session_state.pop(JOB_KEY, None)
+        if _running().get(ds.id) is job:
+            del _running()[ds.id]
         status = job.status()
         done = (
             f"{job.label}: graded {status.done:,} of {status.total:,} pairs; {status.stored:,} label(s) stored"

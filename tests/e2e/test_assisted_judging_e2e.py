@@ -138,11 +138,14 @@ def test_judge_label_the_plan_restart_and_share(page: Page, browser: Browser, tm
         wait_for_app(page)
         expect(page.get_by_text("No judge has labelled this pool yet.")).to_be_visible(timeout=TIMEOUT)
         _run_judge(page)
-        expect(
-            page.get_by_text(re.compile(rf"endpoint judge \(stubjudge\): {HELD_AFTER} of {PAIRS} pairs graded"))
-        ).to_be_visible(timeout=TIMEOUT)
+        progress = re.compile(rf"endpoint judge \(stubjudge\): {HELD_AFTER} of {PAIRS} pairs graded")
+        expect(page.get_by_text(progress)).to_be_visible(timeout=TIMEOUT)
         stored = _labels(tmp_path, ids["dataset"])
         assert len(stored) == HELD_AFTER and stored["source"].str.startswith("judge:endpoint@1#").all()
+        page.reload()  # the job runs on in the server: the reloaded page shows its progress, with Cancel
+        wait_for_app(page)
+        expect(page.get_by_text(progress)).to_be_visible(timeout=TIMEOUT)
+        expect(page.locator(".st-key-judge-cancel_job").get_by_role("button")).to_be_visible()
     release.set()
 
     # 2. a new server on the same data: the judge's labels are there; run again, it grades only the rest
