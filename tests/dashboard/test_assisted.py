@@ -219,3 +219,28 @@ def test_the_stub_answer_parses_as_the_endpoint_judge_reads_it() -> None:
     for pair in pairs[:4]:
         answer = stub_answer([{"role": "user", "content": prompt(pair, 2)}])
         assert parse_grade(answer, 2) == judge_grade(pair.query_id, pair.doc_id)
+
+
+def test_lineage_labels_follow_a_saved_version(tmp_path: Path) -> None:
+    ws = Workspace(Store(f"sqlite:///{tmp_path / 'store.sqlite'}"))
+    dataset, _ = assist_dataset()
+    entry = ws.add_dataset(dataset)
+    judge = CallableJudge("tests:truth", lambda pair, top: judge_grade(pair.query_id, pair.doc_id))
+    ws.add_judge_labels(entry.id, [("q00", "q00-b", 0), ("q00", "q00-c", 2)], provenance_of(judge))
+    ws.add_label(entry.id, "q00", "q00-b", 1, author="ann")
+    saved = ws.commit_labels(entry.id, author="ann")
+    assert saved is not None
+    ws.add_label(saved.id, "q01", "q01-b", 0, author="bob")
+    before, after = ws.lineage_labels(entry.id), ws.lineage_labels(saved.id)
+    assert before.equals(after)  # the lineage reads the same from any of its versions
+    assert after[["query_id", "doc_id", "label"]].values.tolist() == [
+        ["q00", "q00-b", 0], ["q00", "q00-c", 2], ["q00", "q00-b", 1], ["q01", "q01-b", 0],
+    ]  # fmt: skip
+    assert (after["source"] == "").tolist() == [False, False, True, True]
+    assert after["version"].tolist()[:3] == [saved.id] * 3 and after["version"].isna().tolist()[3]
+    human = assisted.human_labels(after)
+    assert human.values.tolist() == [["q00", "q00-b", 1], ["q01", "q01-b", 0]]
+    assert (
+        assisted.badge(human, assisted.judge_labels(after, provenance_of(judge).source)) == "2 human / 1 judge labels"
+    )
+    ws.store.engine.dispose()
