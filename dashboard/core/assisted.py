@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ragmetrics.analysis import ppi
-from ragmetrics.analysis.evaluate import evaluate
+from ragmetrics.analysis.evaluate import RunResult, evaluate
 from ragmetrics.analysis.judging import merge
 from ragmetrics.analysis.label_agreement import LabelAgreement, label_agreement
 from ragmetrics.engine.conventions import Conventions
@@ -36,6 +36,7 @@ __all__ = [
     "Sample",
     "agreement",
     "badge",
+    "corrected_deltas",
     "corrected_table",
     "human_labels",
     "judge_labels",
@@ -194,18 +195,7 @@ def corrected_table(
     half width were ``more`` queries labelled beyond these). Fewer than
     :data:`ragmetrics.analysis.ppi.MIN_LABELLED` labelled queries: a
     :class:`~ragmetrics.foundation.errors.RagMetricsError`."""
-    known = set(zip(base.qrels["query_id"].astype(str), base.qrels["doc_id"].astype(str)))
-    holes = judge[[(q, d) not in known for q, d in zip(judge["query_id"], judge["doc_id"])]]
-    as_qrels = {"label": "relevance"}
-    judged = merge(base, holes.rename(columns=as_qrels)).dataset
-    people = merge(base, human.rename(columns=as_qrels), override=True).dataset
-    options = {"conventions": conventions, "warn": False}
-    under_judge = evaluate(judged, list(runs), [spec], **options).runs  # type: ignore[arg-type]
-    under_people = evaluate(people, list(runs), [spec], **options).runs  # type: ignore[arg-type]
-    strata_of = None
-    if strata:
-        ids = next(iter(under_judge.values())).query_ids
-        strata_of = dict(zip(np.asarray(ids).astype(str), base.facet("category", ids)))
+    under_judge, under_people, strata_of = _under(base, runs, spec, human, judge, conventions, strata)
     frame = ppi.corrected_means(under_judge, under_people, list(sample), metrics=[str(spec)], strata=strata_of)
     names = {
         "estimate": "corrected", "ci_low": "corrected_low", "ci_high": "corrected_high",
@@ -214,3 +204,56 @@ def corrected_table(
     columns = ["run", "corrected", "corrected_low", "corrected_high", "judge_only", "judge_low", "judge_high",
                "human_only", "human_low", "human_high", "n_labelled", "n_queries", "more", "projected"]  # fmt: skip
     return frame.rename(columns=names)[columns]
+
+
+def _under(
+    base: Dataset,
+    runs: Sequence[Run],
+    spec: MetricSpec,
+    human: pd.DataFrame,
+    judge: pd.DataFrame,
+    conventions: Conventions | None,
+    strata: bool,
+) -> tuple[dict[str, RunResult], dict[str, RunResult], dict[str, str] | None]:
+    """The runs evaluated under the judge's labels (filling ``base``'s holes) and under people's (added, winning),
+    and each query's category when ``strata``."""
+    known = set(zip(base.qrels["query_id"].astype(str), base.qrels["doc_id"].astype(str)))
+    holes = judge[[(q, d) not in known for q, d in zip(judge["query_id"], judge["doc_id"])]]
+    as_qrels = {"label": "relevance"}
+    judged = merge(base, holes.rename(columns=as_qrels)).dataset
+    people = merge(base, human.rename(columns=as_qrels), override=True).dataset
+    under_judge = evaluate(judged, list(runs), [spec], conventions=conventions, warn=False).runs
+    under_people = evaluate(people, list(runs), [spec], conventions=conventions, warn=False).runs
+    strata_of = None
+    if strata:
+        ids = next(iter(under_judge.values())).query_ids
+        strata_of = dict(zip(np.asarray(ids).astype(str), base.facet("category", ids)))
+    return under_judge, under_people, strata_of
+
+
+def corrected_deltas(
+    base: Dataset,
+    runs: Sequence[Run],
+    baseline: str,
+    spec: MetricSpec,
+    human: pd.DataFrame,
+    judge: pd.DataFrame,
+    sample: Sequence[str],
+    *,
+    conventions: Conventions | None = None,
+    strata: bool = False,
+    correction: str = "holm",
+    alpha: float = 0.05,
+) -> pd.DataFrame:
+    """Each run's paired difference from ``baseline`` on ``spec``, corrected by the human ``sample``, beside the
+    judge-only and human-only differences (:func:`ragmetrics.analysis.ppi.corrected_comparison`, its p-values
+    corrected by ``correction`` over the runs): ``run, delta, ci_low, ci_high, p_value_corrected, significant,
+    judge_delta, judge_low, judge_high, human_delta, human_low, human_high, n_labelled, n_queries``."""
+    under_judge, under_people, strata_of = _under(base, runs, spec, human, judge, conventions, strata)
+    frame = ppi.corrected_comparison(
+        under_judge, under_people, list(sample), baseline=baseline, metrics=[str(spec)], correction=correction,
+        alpha=alpha, strata=strata_of,
+    )  # fmt: skip
+    columns = ["run", "delta", "ci_low", "ci_high", "p_value_corrected", "significant", "judge_delta", "judge_low",
+               "judge_high", "human_delta", "human_low", "human_high", "n_labelled", "n_queries"]  # fmt: skip
+    return frame[columns] if len(frame) else pd.DataFrame(columns=columns)

@@ -29,7 +29,7 @@ from ragmetrics.judges.base import JudgeLabel, max_grade, pairs_from_pool, prove
 from ragmetrics.judges.registry import JUDGES, JudgeInputs, make_judge
 from ragmetrics.models.registry import registered
 
-__all__ = ["OFFERED", "Assist", "assist", "current_job", "panels", "start_job"]
+__all__ = ["OFFERED", "Assist", "assist", "corrected_elsewhere", "current_job", "panels", "start_job"]
 
 OFFERED = tuple(name for name, kind in JUDGES.items() if kind.needs in ("", "training", "model"))
 """The registered judges the page can build: from nothing, from people's labels, from a registered model."""
@@ -341,3 +341,83 @@ def panels(workspace: Workspace, ds: DatasetEntry, selection: cache.Selection, s
         st.caption(f"Judge shown: {md_escape(assisted.judge_title(help_.source))}")
     _agreement(help_)
     _corrected_panel(selection, spec, help_)
+
+
+@cache.memo
+def _deltas(
+    base: DatasetEntry,
+    selection: cache.Selection,
+    baseline: str,
+    metric: str,
+    digest: str,
+    strata: bool,
+    correction: str,
+    alpha: float,
+    _spec: MetricSpec,
+    _human: pd.DataFrame,
+    _judge: pd.DataFrame,
+    _sample: tuple[str, ...],
+) -> pd.DataFrame:
+    runs = [a.run for a in selection.alignments]
+    conventions = selection.alignments[0].conventions if selection.alignments else None
+    return assisted.corrected_deltas(
+        base.dataset, runs, baseline, _spec, _human, _judge, _sample, conventions=conventions, strata=strata,
+        correction=correction, alpha=alpha,
+    )  # fmt: skip
+
+
+def corrected_elsewhere(
+    workspace: Workspace,
+    ds: DatasetEntry,
+    selection: cache.Selection,
+    spec: MetricSpec,
+    depth: int,
+    *,
+    baseline: str | None = None,
+    correction: str = "holm",
+    alpha: float = 0.05,
+) -> None:
+    """Overview's (each run's corrected mean) or, with ``baseline`` (a run name), Compare's (each run's corrected
+    difference from it) numbers corrected by the human sample, in an expander titled with the badge; nothing when no
+    judge labelled on the dataset's lineage. The judge shown is the latest, the plan the Judge page's default."""
+    if not assisted.judge_sources(workspace.lineage_labels(ds.id)):
+        return
+    help_ = assist(workspace, ds, selection, depth)
+    badge = assisted.badge(help_.human, help_.judge)
+    sample = help_.sample
+    with st.expander(f"{title(spec)} corrected by the human sample ({badge})"):
+        st.caption(
+            f"A judge ({md_escape(assisted.judge_title(help_.source))}) labelled the unjudged documents of the runs' top "
+            f"{depth}; {len(sample.queries)} planned queries are labelled by people (the Judge page). Prediction-powered "
+            "inference, 95% intervals."
+        )
+        digest = _digest(help_.human.to_numpy().tolist(), help_.judge.to_numpy().tolist())
+        strata = help_.plan == "category"
+        try:
+            if baseline is None:
+                table = _corrected(
+                    help_.base, selection, str(spec), digest, strata, spec, help_.human, help_.judge, sample.queries
+                )
+            else:
+                table = _deltas(
+                    help_.base, selection, baseline, str(spec), digest, strata, correction, alpha, spec, help_.human,
+                    help_.judge, sample.queries,
+                )  # fmt: skip
+        except RagMetricsError as err:
+            st.info(
+                f"Label the planned queries on the Judge page to correct the judge's numbers ({md_escape(str(err))})."
+            )
+            return
+        for row in table.itertuples(index=False):
+            if baseline is None:
+                st.markdown(
+                    f"**{md_escape(str(row.run))}**: corrected **{row.corrected:.3f}** [{row.corrected_low:.3f}, "
+                    f"{row.corrected_high:.3f}] · judge-only {row.judge_only:.3f} · human-only {row.human_only:.3f}"
+                )
+            else:
+                mark = (" ▲" if row.delta > 0 else " ▼") if row.significant else ""
+                st.markdown(
+                    f"**{md_escape(str(row.run))}** − {md_escape(baseline)}: corrected Δ **{row.delta:+.3f}** "
+                    f"[{row.ci_low:+.3f}, {row.ci_high:+.3f}]{mark} (corrected p {row.p_value_corrected:.3g}) · "
+                    f"judge-only {row.judge_delta:+.3f} · human-only {row.human_delta:+.3f}"
+                )

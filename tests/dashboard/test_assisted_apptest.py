@@ -12,6 +12,9 @@ import pytest
 from dashboard.core import assisted as core
 from dashboard.data.workspace import Workspace
 from dashboard.ui.assisted import JOB_KEY, OFFERED
+from ragmetrics.engine.metrics import parse_metric
+from ragmetrics.judges.base import provenance_of
+from ragmetrics.judges.call import CallableJudge
 from ragmetrics.judges.registry import JUDGES
 from ragmetrics.store.database import Store
 from tests.dashboard.apptest import no_problems, open_page
@@ -103,3 +106,39 @@ def test_the_endpoint_judge_runs_then_agreement_and_corrected_numbers_follow_the
     no_problems(at)
     assert f"{plan[3]}-" in _markdown(at)
     store.engine.dispose()
+
+
+def test_overview_and_compare_show_the_corrected_numbers_with_the_badge(seeded, tmp_path) -> None:
+    params = _params(seeded)
+    at = open_page("overview", params)
+    no_problems(at)
+    assert not [e for e in at.expander if "corrected by the human sample" in e.label]  # no judge yet: nothing
+    store = _store(tmp_path)
+    ws = Workspace(store)
+    judge = CallableJudge("tests:truth", lambda pair, top: judge_grade(pair.query_id, pair.doc_id))
+    ws.add_judge_labels(seeded["dataset"], [(q, d, judge_grade(q, d)) for q, d in TRUTH], provenance_of(judge))
+    dataset, runs = assist_dataset()
+    plan = core.plan_order(dataset, dataset.query_ids.astype(str).tolist(), "random")
+    for q in plan[:4]:
+        for s in "bc":
+            ws.add_label(seeded["dataset"], q, f"{q}-{s}", TRUTH[(q, f"{q}-{s}")], author="ann")
+    human = core.human_labels(ws.lineage_labels(seeded["dataset"]))
+    judged = core.judge_labels(ws.lineage_labels(seeded["dataset"]), provenance_of(judge).source)
+    expected = core.corrected_table(dataset, runs, parse_metric("ndcg@3"), human, judged, tuple(plan[:4]))
+    deltas = core.corrected_deltas(dataset, runs, "alpha", parse_metric("ndcg@3"), human, judged, tuple(plan[:4]))
+    store.engine.dispose()
+
+    badge = f"8 human / {2 * N_QUERIES - 8} judge labels"
+    at = open_page("overview", params)
+    no_problems(at)
+    box = next(e for e in at.expander if "corrected by the human sample" in e.label)
+    assert box.label == f"nDCG@3 corrected by the human sample ({badge})"
+    text = " ".join(m.value for m in box.markdown).replace("\\", "")
+    for row in expected.itertuples():
+        assert f"**{row.run}**: corrected **{row.corrected:.3f}** [{row.corrected_low:.3f}, " in text
+    at = open_page("compare", params)
+    no_problems(at)
+    box = next(e for e in at.expander if "corrected by the human sample" in e.label)
+    text = " ".join(m.value for m in box.markdown).replace("\\", "")
+    assert deltas["run"].tolist() == ["beta"]
+    assert f"**beta** − alpha: corrected Δ **{deltas['delta'].iloc[0]:+.3f}**" in text
