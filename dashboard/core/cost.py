@@ -15,6 +15,9 @@ from dashboard.core.bootstrap import bootstrap_ci
 from dashboard.core.charts import base_layout, run_colors, safe
 from dashboard.core.results import Alignment
 from dashboard.core.specs import MetricSpec
+from dashboard.core.text import md_escape
+from ragmetrics.analysis.chunkings import EVIDENCE_WORDS, ChunkingComparison
+from ragmetrics.analysis.stats import family_text
 from ragmetrics.engine.budgets import tokenizer, tokens_at_depth
 
 COST_COLUMNS = ["run", "tokens", "tokens_ci_low", "tokens_ci_high", "mean", "ci_low", "ci_high", "tokenizer"]
@@ -37,8 +40,17 @@ def cost_frame(alignments: Sequence[Alignment], spec: MetricSpec, k: int) -> pd.
     return pd.DataFrame(rows, columns=COST_COLUMNS)
 
 
+def _fitted(low: float, high: float, floor: float, ceiling: float | None) -> list[float]:
+    """An axis range around ``[low, high]`` with a margin, within ``[floor, ceiling]``: close runs stay apart."""
+    span = max(high - low, 1e-9)
+    start = max(floor, low - 0.15 * span - 1e-3)
+    end = high + 0.15 * span + 1e-3
+    return [start, min(end, ceiling) if ceiling is not None else end]
+
+
 def cost_figure(frame: pd.DataFrame, spec: MetricSpec, k: int) -> go.Figure:
-    """The metric against the mean context tokens, one point per run, both intervals as error bars."""
+    """The metric against the mean context tokens, one point per run (named in the legend), both intervals as error
+    bars; the axes fit the points, so runs a few tokens or points apart are told apart."""
     runs = frame["run"].tolist()
     colors = run_colors(runs)
     traces = []
@@ -46,11 +58,9 @@ def cost_figure(frame: pd.DataFrame, spec: MetricSpec, k: int) -> go.Figure:
         traces.append(
             {
                 "type": "scatter",
-                "mode": "markers+text",
+                "mode": "markers",
                 "x": [row.tokens],
                 "y": [row.mean],
-                "text": [safe(row.run)],
-                "textposition": "top center",
                 "name": safe(row.run),
                 "marker": {"size": 12, "color": colors[row.run]},
                 "error_y": {"type": "data", "symmetric": False, "array": [row.ci_high - row.mean],
@@ -64,7 +74,47 @@ def cost_figure(frame: pd.DataFrame, spec: MetricSpec, k: int) -> go.Figure:
     tokenizer_name = frame["tokenizer"].iloc[0] if len(frame) else ""
     fig = go.Figure(data=traces)
     base_layout(fig, 420)
-    fig.update_layout(title={"text": f"{spec.title} against the context it costs"}, showlegend=False)
-    fig.update_xaxes(title_text=f"mean tokens in the top {k} chunks ({tokenizer_name})", rangemode="tozero")
-    fig.update_yaxes(title_text=spec.title, range=[0, 1.05])
+    fig.update_layout(title={"text": f"{spec.title} against the context it costs"}, showlegend=True)
+    fig.update_xaxes(title_text=f"mean tokens in the top {k} chunks ({tokenizer_name})")
+    fig.update_yaxes(title_text=spec.title)
+    if len(frame):
+        fig.update_xaxes(range=_fitted(frame["tokens_ci_low"].min(), frame["tokens_ci_high"].max(), 0.0, None))
+        fig.update_yaxes(range=_fitted(frame["ci_low"].min(), frame["ci_high"].max(), 0.0, 1.0 + 1e-3))
     return fig
+
+
+# --- chunkings compared ----------------------------------------------------------------------------------------
+
+CHUNKING_COLUMNS = ["level", "metric", "run", "n", "mean", "delta", "ci_low", "ci_high", "p_value_corrected", "verdict"]
+CHUNKING_NUMBERS = {"mean": "mean", "delta": "Δ vs baseline", "ci_low": "Δ 95% CI low", "ci_high": "Δ 95% CI high",
+                    "p_value_corrected": "p (corrected)"}  # fmt: skip
+"""The table's number columns and their headings."""
+
+
+def is_chunk_run(alignment: Alignment) -> bool:
+    """True when the run's rows are chunks of documents (it names each chunk's document: ``source_doc``)."""
+    return "source_doc" in alignment.run.table.column_names
+
+
+def chunking_frame(found: ChunkingComparison) -> pd.DataFrame:
+    """The comparison's rows, document level first, with the mean tokens of each run's top K chunks beside."""
+    table = found.table[CHUNKING_COLUMNS].copy()
+    tokens = found.tokens.set_index("run")["mean_tokens"]
+    table.insert(3, f"tokens in top {found.k}", table["run"].map(tokens).round(1))
+    return table
+
+
+def chunking_verdict(found: ChunkingComparison) -> str:
+    """The winner at equal token cost, in the library's words (names escaped for markdown)."""
+    return md_escape(found.summary)
+
+
+def chunking_caption(found: ChunkingComparison) -> str:
+    """What the table reads: the two levels, the evidence, the family, the tokenizer."""
+    return md_escape(
+        f"Document level: chunks merged into their documents (a document ranks at its first chunk), read against "
+        f"the qrels at K = {found.k} and within {found.budget} tokens. Span level: the share of the gold evidence "
+        f"the chunks hand over; evidence: {EVIDENCE_WORDS[found.evidence]}. Δ and its 95% interval against "
+        f"{found.baseline} on the same queries; p-values {family_text(found.correction, found.family_size)} (every "
+        f"run × metric × level of the table). Tokens counted with {found.tokenizer}."
+    )

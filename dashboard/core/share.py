@@ -65,6 +65,9 @@ DELTA_RANGE: tuple[float, float] = (0.005, 0.5)
 DEFAULT_DELTA = 0.05
 DEFAULT_DEPTH = 10
 """The Judge page's pool depth (1 to K_MAX)."""
+BUDGETS: tuple[int, ...] = (128, 256, 512, 1024, 2048, 4096)
+"""The token budgets Compare reads chunkings at."""
+DEFAULT_BUDGET = 512
 MAX_METRICS = 12
 ALPHAS: tuple[float, ...] = (0.01, 0.05, 0.10)
 """The significance levels a view can name."""
@@ -104,6 +107,7 @@ PARAM_KEYS: dict[str, str] = {
     "jb": "the Compare page's bounds from the unjudged documents (1 = shown; absent = hidden)",
     "cv": "the charts a page folds away, the Upload page's depth chart (1 = drawn; absent = folded)",
     "dp": f"pool depth on the Judge page (1 to {K_MAX}; absent = {DEFAULT_DEPTH})",
+    "tb": f"the token budget Compare reads chunkings at ({', '.join(map(str, BUDGETS))}; absent = {DEFAULT_BUDGET})",
     "by": f"the tag the Timeline orders runs by (absent = {DEFAULT_ORDER})",
     "where": "the Timeline's tag filter, KEY=VALUE (absent = every run)",
     "sys": f"the tag naming the Leaderboard's systems (absent = {DEFAULT_SYSTEM_TAG})",
@@ -144,6 +148,7 @@ class ViewState:
     power: float = DEFAULT_POWER
     delta: float = DEFAULT_DELTA
     depth: int = DEFAULT_DEPTH
+    budget: int = DEFAULT_BUDGET
     bounds: bool = False
     charts: bool = False  # the folded charts drawn
     order_by: str = DEFAULT_ORDER
@@ -223,6 +228,7 @@ def encode(state: ViewState, *, defaults: bool = True) -> dict[str, str]:
         ("pw", f"{state.power:g}", f"{DEFAULT_POWER:g}"),
         ("d", f"{state.delta:g}", f"{DEFAULT_DELTA:g}"),
         ("dp", str(state.depth), str(DEFAULT_DEPTH)),
+        ("tb", str(state.budget), str(DEFAULT_BUDGET)),
     ):
         if text != default_text:
             out[key] = text
@@ -518,6 +524,12 @@ def decode(
                 values["depth"] = int(depth)
             else:
                 note(f"the pool depth must be a whole number from 1 to {K_MAX}; using {DEFAULT_DEPTH}")
+        budget = _number(_last(params.get("tb")))
+        if budget is not None:
+            if budget in BUDGETS:
+                values["budget"] = int(budget)
+            else:
+                note(f"the token budget must be one of {', '.join(map(str, BUDGETS))}; using {DEFAULT_BUDGET}")
         for key, (name, meaning) in FLAGS.items():
             shown = _last(params.get(key))
             if shown in ("0", "1"):

@@ -47,6 +47,7 @@ from dashboard.data.workspace import DatasetEntry, RunEntry, Workspace
 from dashboard.ui import memory, settings
 from ragmetrics import Alignment, align
 from ragmetrics.analysis import history, judging
+from ragmetrics.analysis.chunkings import ChunkingComparison, compare_chunkings
 from ragmetrics.analysis.compare import Comparison
 from ragmetrics.analysis.history import Leaderboard, StoredRun, Timeline
 from ragmetrics.analysis.stability import Stability, stability
@@ -368,6 +369,22 @@ def comparison(
         bounds_depth=bounds_depth,
         segments=segments,
     )
+
+
+@memo
+def chunking_comparison(
+    selection: Selection, baseline: str, k: int, budget: int, test: str, alpha: float, correction: str
+) -> ChunkingComparison | str:
+    """:func:`ragmetrics.analysis.chunkings.compare_chunkings` of the selection's runs (each a chunking), cached
+    per run set, baseline, K, budget, test, alpha and correction; the library's reason (text) when it cannot be
+    read (no corpus texts to count tokens or place chunks)."""
+    try:
+        return compare_chunkings(
+            selection.alignments[0].dataset, list(selection.alignments), baseline=baseline, k=k, budget=budget, test=test,
+            correction=correction, alpha=float(alpha),
+        )  # fmt: skip
+    except RagMetricsError as err:
+        return str(err)
 
 
 @memo

@@ -229,3 +229,42 @@ def cost_panel(selection: Selection, spec: MetricSpec, k: int) -> None:
         layout.show_figure(
             cache.figure(cost.cost_figure, found, spec=spec, k=k), key="compare.cost", filename=f"cost-{spec}-k{k}"
         )
+
+
+def chunkings_panel(
+    page: layout.Page, view: ViewState, selection: Selection, baseline: Alignment, test: str, alpha: float,
+    correction: str,
+) -> ViewState:  # fmt: skip
+    """The selected runs over different chunkings of the corpus (runs whose rows are chunks: a ``source_doc``
+    column), compared at document and span level at K chunks and at a token budget
+    (:mod:`ragmetrics.analysis.chunkings`), with which chunking wins at equal token cost. Nothing when fewer than
+    two such runs are selected. Returns the view with the budget picked."""
+    chunked = tuple(rid for rid, a in zip(selection.run_ids, selection.alignments) if cost.is_chunk_run(a))
+    if len(chunked) < 2:
+        return view
+    runs = Selection(selection.dataset_id, chunked, tuple(selection.by_id[rid] for rid in chunked))
+    base_name = baseline.name if baseline.name in runs.names else runs.names[0]
+    with st.expander(f"Chunkings compared: {len(chunked)} chunked runs at document and span level", expanded=True):
+        left, _ = st.columns([2, 5])
+        with left:
+            budget = widgets.budget_picker("compare.budget", view.budget, force=page.fresh)
+        view = view.with_(budget=budget)
+        found = cache.chunking_comparison(runs, base_name, view.k, budget, test, alpha, correction)
+        if isinstance(found, str):
+            st.caption(md_escape(f"Not compared: {found}"))
+            return view
+        layout.show_verdict(cost.chunking_verdict(found), key="chunkings-verdict")
+        st.caption(cost.chunking_caption(found))
+        table = cost.chunking_frame(found)
+        layout.show_table(
+            table,
+            key=f"compare.chunkings.{base_name}.{view.k}.{budget}.{test}.{alpha}.{correction}",
+            filename=f"chunkings-{base_name}-k{view.k}-{budget}tok.csv",
+            column_config={
+                **layout.number_columns(table, cost.CHUNKING_NUMBERS, "%.4f"),
+                "p_value_corrected": st.column_config.NumberColumn(
+                    cost.CHUNKING_NUMBERS["p_value_corrected"], format="%.4g"
+                ),
+            },
+        )
+    return view

@@ -325,10 +325,11 @@ def show_figure(fig: go.Figure, *, key: str, filename: str, clickable: bool = Fa
     return figures.draw(fig, key=key, config=config, clickable=clickable)
 
 
-def show_verdict(text: str | None) -> None:
-    """The verdict line of a comparison (:func:`dashboard.core.compare.verdict`), when there is one."""
+def show_verdict(text: str | None, *, key: str = "verdict") -> None:
+    """The verdict line of a comparison (:func:`dashboard.core.compare.verdict`), when there is one; ``key`` tells
+    a page's second verdict from its first."""
     if text:
-        with st.container(border=True, key="verdict"):
+        with st.container(border=True, key=key):
             st.markdown(f":material/gavel: **Verdict.** {text}")
 
 

@@ -13,7 +13,7 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from dashboard.core.compare import ALPHAS, DEFAULT_ALPHA, DEFAULT_TEST, TESTS, correction_title, test_title
-from dashboard.core.share import DEFAULT_CORRECTION, NO_PROFILE, ViewState
+from dashboard.core.share import BUDGETS, DEFAULT_BUDGET, DEFAULT_CORRECTION, NO_PROFILE, ViewState
 from dashboard.core.specs import K_MAX, METRIC_CHOICES, metric_title, takes_k
 from dashboard.core.targets import DEFAULT_PROFILE, NO_TARGETS, PROFILES, declared_title, profile_title
 from dashboard.ui import state
@@ -218,6 +218,21 @@ def correction_picker(key: str, value: str, *, force: bool) -> str:
             key=key,
             help="Over the family the page names: Holm (step-down, controls the family-wise error), Bonferroni "
             "(p × family size), or none (each p-value alone).",
+        )
+    )
+
+
+def budget_picker(key: str, value: int, *, force: bool) -> int:
+    """A token budget of context, from :data:`dashboard.core.share.BUDGETS`."""
+    state.seed(key, value if value in BUDGETS else DEFAULT_BUDGET, force=force)
+    return int(
+        st.selectbox(
+            "Token budget",
+            list(BUDGETS),
+            key=key,
+            format_func=lambda n: f"{n:,} tokens",
+            help="The context a pipeline hands the model: each chunking is read on what fits in this many tokens, "
+            "so bigger chunks no longer win by holding more text.",
         )
     )
 

@@ -18,7 +18,7 @@ from dashboard.core import metadata
 from dashboard.core.specs import label_title, metric_spec, sidebar_names, title
 from dashboard.core.text import md_escape
 from dashboard.ui import assisted, cache, layout, state, widgets
-from dashboard.ui.compare_panels import cost_panel, queries_panel, rankings_panel, segments_panel
+from dashboard.ui.compare_panels import chunkings_panel, cost_panel, queries_panel, rankings_panel, segments_panel
 from dashboard.ui.fusion_panel import fusion_panel
 
 page = layout.page_setup("compare", "Compare runs")
@@ -160,6 +160,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
         filename=f"compare-deltas-{base.name}",
     )
     cost_panel(selection, spec, k)
+    view = chunkings_panel(page, view, selection, base, test, alpha, correction)
 
     # --- the retrievers' latency beside their quality (run metadata) ------------------
     run_tags = page.workspace.tags_of(ds.id)

@@ -76,7 +76,7 @@ SEGMENTS = ("category", "difficulty")
 groups are one family."""
 
 
-def _one(
+def paired_row(
     metric: str,
     run: str,
     baseline: str,
@@ -88,6 +88,9 @@ def _one(
     seed: int,
     resampler: stats.Resampler | None = None,
 ) -> dict[str, Any]:
+    """One run against the baseline on one metric, over queries both have a value for (``values`` and ``base``
+    in the order of ``ids``): means with 95% bootstrap intervals, the delta with its paired interval, the paired
+    p-value (uncorrected: the caller corrects over its family), win/tie/loss counts and the ids behind them."""
     diff = values - base
     mean_low, mean_high = stats.bootstrap_ci(values, seed=seed, resampler=resampler)
     low, high = stats.bootstrap_ci(diff, seed=seed, resampler=resampler)
@@ -137,6 +140,24 @@ def _bounded(row: dict[str, Any], ends: tuple[np.ndarray, np.ndarray], base_ends
     }
 
 
+def corrected_rows(frame: pd.DataFrame, correction: str, alpha: float, by: Sequence[str] = ()) -> pd.DataFrame:
+    """``frame`` (rows of :func:`paired_row`) with ``p_value_corrected`` (``correction`` over each family: the whole
+    frame, or each group of the ``by`` columns) and ``significant`` (corrected p below ``alpha``)."""
+    if frame.empty:
+        frame["p_value_corrected"] = []
+        frame["significant"] = []
+        return frame
+    adjust = stats.CORRECTIONS[correction]
+    if by:
+        frame["p_value_corrected"] = frame.groupby(list(by), sort=False)["p_value"].transform(
+            lambda p: adjust(p.to_numpy())
+        )
+    else:
+        frame["p_value_corrected"] = adjust(frame["p_value"].to_numpy())
+    frame["significant"] = frame["p_value_corrected"] < alpha
+    return frame
+
+
 def compare_result(
     result: EvalResult,
     *,
@@ -158,13 +179,8 @@ def compare_result(
     the columns of :data:`BOUND_COLUMNS` (what the unjudged documents leave open; in each run's top
     ``bounds_depth`` when given).
     """
-    if test not in stats.TESTS:
-        raise RagMetricsError(f"The 'test' parameter must be one of {list(stats.TESTS)}. Got {test!r} instead.")
-    correction = correction or "none"
-    if correction not in stats.CORRECTIONS:
-        raise RagMetricsError(
-            f"The 'correction' parameter must be one of {list(stats.CORRECTIONS)} or None. Got {correction!r} instead."
-        )
+    stats.checked_test(test)
+    correction = stats.checked_correction(correction)
     names = result.run_names
     baseline = baseline or names[0]
     if baseline not in result.runs:
@@ -204,7 +220,7 @@ def compare_result(
                 values = values_of(run, metric)[rows_of]
                 keep = ~(np.isnan(values) | np.isnan(base))
                 n = int(keep.sum())
-                row = _one(
+                row = paired_row(
                     metric,
                     run,
                     baseline,
@@ -227,19 +243,7 @@ def compare_result(
         return rows
 
     def corrected(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-        if frame.empty:
-            frame["p_value_corrected"] = []
-            frame["significant"] = []
-            return frame
-        adjust = stats.CORRECTIONS[correction]
-        if by:
-            frame["p_value_corrected"] = frame.groupby(by, sort=False)["p_value"].transform(
-                lambda p: adjust(p.to_numpy())
-            )
-        else:
-            frame["p_value_corrected"] = adjust(frame["p_value"].to_numpy())
-        frame["significant"] = frame["p_value_corrected"] < alpha
-        return frame
+        return corrected_rows(frame, correction, alpha, by)
 
     every = np.arange(len(base_ids))
     table = corrected(pd.DataFrame(rows_for(every, {})), [])

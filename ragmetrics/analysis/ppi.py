@@ -448,9 +448,7 @@ def corrected_comparison(
     baseline = baseline or (names[0] if names else "")
     if baseline not in judge or baseline not in human:
         raise RagMetricsError(f"baseline {baseline!r} is not among the runs {names}")
-    correction = correction or "none"
-    if correction not in stats.CORRECTIONS:
-        raise RagMetricsError(f"correction: expected one of {list(stats.CORRECTIONS)}, got {correction!r}")
+    correction = stats.checked_correction(correction)
     base_ids = judge[baseline].query_ids
     if base_ids is None:
         raise RagMetricsError(f"run {baseline!r}: its per-query values were written to a file, not collected")

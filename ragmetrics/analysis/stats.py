@@ -141,6 +141,23 @@ TESTS: dict[str, PairedTest] = {
 """The registry of paired tests: the one place a test is added (the CLI's and the dashboard's choices)."""
 
 
+def checked_test(test: str) -> str:
+    """``test`` when :data:`TESTS` names it, else the error every caller gives."""
+    if test not in TESTS:
+        raise RagMetricsError(f"The 'test' parameter must be one of {list(TESTS)}. Got {test!r} instead.")
+    return test
+
+
+def checked_correction(correction: str | None) -> str:
+    """``correction`` (None: ``none``) when :data:`CORRECTIONS` names it, else the error every caller gives."""
+    correction = correction or "none"
+    if correction not in CORRECTIONS:
+        raise RagMetricsError(
+            f"The 'correction' parameter must be one of {list(CORRECTIONS)} or None. Got {correction!r} instead."
+        )
+    return correction
+
+
 def paired_p_value(
     a: np.ndarray,
     b: np.ndarray,
@@ -153,8 +170,7 @@ def paired_p_value(
 
     Identical inputs (every difference 0) give p = 1; fewer than 2 queries give NaN.
     """
-    if test not in TESTS:
-        raise RagMetricsError(f"The 'test' parameter must be one of {list(TESTS)}. Got {test!r} instead.")
+    checked_test(test)
     if TESTS[test].resampled and (
         isinstance(n_resamples, bool) or not isinstance(n_resamples, numbers.Integral) or n_resamples < 1
     ):

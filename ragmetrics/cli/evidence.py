@@ -1,4 +1,6 @@
-"""``ragmetrics evidence``: how much of the gold evidence spans the retrieved chunks hand over.
+"""``ragmetrics evidence``: how much of the gold evidence spans the retrieved chunks hand over; with
+``--baseline``, runs over different chunkings compared at document and span level at equal token cost
+(:mod:`ragmetrics.analysis.chunkings`).
 
 Its own command rather than more ``eval`` metrics: it reads inputs ``eval`` does not (the gold spans, where chunks
 lie in their documents) and is read at chunk level, before chunks are merged into documents
@@ -11,8 +13,10 @@ import argparse
 import json
 from typing import TextIO
 
+from ragmetrics.analysis.chunkings import EVIDENCE_WORDS, ChunkingComparison, compare_chunkings
+from ragmetrics.analysis.stats import family_text
 from ragmetrics.cli.inputs import read_inputs
-from ragmetrics.cli.options import add_data_options
+from ragmetrics.cli.options import add_data_options, add_test_options, whole_number
 from ragmetrics.engine import align
 from ragmetrics.engine.evidence import EVIDENCE_METRICS, EvidenceResult, evaluate_evidence, spans_from_answers
 from ragmetrics.engine.metrics import BUDGET_SUFFIX
@@ -38,7 +42,53 @@ def _table(name: str, result: EvidenceResult, per_query: bool, out: TextIO) -> N
         out.write(f"{metric:<22}\tall\t{value:.4f}\n")
 
 
+def _chunkings_table(found: ChunkingComparison, out: TextIO) -> None:
+    out.write(
+        f"{'level':<9}{'metric':<28}{'run':<24}{'n':>5}{'mean':>9}{'delta':>9}  {'95% CI':<19}{'p (corr.)':>10}  verdict\n"
+    )
+    for r in found.table.itertuples(index=False):
+        ci = f"[{r.ci_low:+.4f}, {r.ci_high:+.4f}]" if r.run != found.baseline else ""
+        p = f"{r.p_value_corrected:.4g}" if r.p_value_corrected == r.p_value_corrected else ""
+        out.write(
+            f"{r.level:<9}{r.metric:<28}{r.run:<24}{r.n:>5}{r.mean:>9.4f}{r.delta:>+9.4f}  {ci:<19}{p:>10}  {r.verdict}\n"
+        )
+    tokens = ", ".join(f"{t.run} {t.mean_tokens:,.0f}" for t in found.tokens.itertuples(index=False))
+    out.write(f"tokens in the top {found.k} chunks (mean, {found.tokenizer}): {tokens}\n")
+    out.write(
+        f"evidence: {EVIDENCE_WORDS[found.evidence]}; p-values {family_text(found.correction, found.family_size)}\n"
+    )
+    out.write(found.summary + "\n")
+
+
+def cmd_chunkings(args: argparse.Namespace, out: TextIO) -> int:
+    """``evidence --baseline``: the runs (one per chunking) against the baseline at document and span level."""
+    dataset, runs = read_inputs(args, [args.baseline, *args.run])
+    found = compare_chunkings(
+        dataset,
+        runs,
+        baseline=runs[0].name,
+        k=args.k,
+        budget=args.budget,
+        spans=load_spans(args.spans) if args.spans else None,
+        chunk_spans=load_chunk_spans(args.chunk_spans) if args.chunk_spans else None,
+        tokenizer=args.tokenizer,
+        test=args.test,
+        correction=args.correction,
+        alpha=args.alpha,
+        seed=args.seed,
+        n_resamples=args.resamples,
+    )
+    if args.format == "json":
+        json.dump(found.to_dict(), out, ensure_ascii=False, indent=2)
+        out.write("\n")
+    else:
+        _chunkings_table(found, out)
+    return 0
+
+
 def cmd_evidence(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.baseline:
+        return cmd_chunkings(args, out)
     if bool(args.spans) == bool(args.spans_from_answers):
         raise RagMetricsError("give the gold evidence: --spans FILE, or --spans-from-answers (needs --corpus)")
     dataset, runs = read_inputs(args, args.run)
@@ -93,5 +143,16 @@ def evidence_parser(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--tokenizer", choices=TOKENIZER_CHOICES, default="auto", help="what tokens are counted with")
     p.add_argument("--per-query", action="store_true", help="also print per-query values")
+    p.add_argument(
+        "--baseline",
+        help="compare chunkings: this run and each --run (one per chunking of the corpus) at document and span level, "
+        "at -k chunks and at --budget tokens, with paired tests (gold evidence: --spans, else the expected answers "
+        "located, else the relevant documents whole)",
+    )
+    p.add_argument("-k", type=whole_number(1), default=10, help="with --baseline: the cut-off in chunks (default 10)")
+    p.add_argument(
+        "--budget", type=whole_number(1), default=512, help="with --baseline: the token budget (default 512)"
+    )
+    add_test_options(p)
     p.add_argument("--format", choices=["table", "json"], default="table", help="table (trec_eval's layout) or json")
     p.set_defaults(handler=cmd_evidence)

@@ -235,6 +235,31 @@ def spans_from_answers(dataset: Dataset, rel_level: int = 1) -> pa.Table:
             for column, value in zip(rows, (query, doc, at, at + len(answer))):
                 rows[column].append(value)
             at = text.find(answer, at + 1)
+    return _spans_table(rows)
+
+
+def spans_from_documents(dataset: Dataset, rel_level: int = 1) -> pa.Table:
+    """Each relevant document (label >= ``rel_level``) as one gold span covering its whole corpus ``text``: the
+    evidence of a dataset whose qrels are at document level only. Evidence recall then reads the share of the
+    relevant documents' text the chunks hand over. Columns ``query_id, doc_id, start, end``; a relevant document
+    missing from the corpus, or with no text, gets no span."""
+    corpus = _corpus(dataset)
+    if not corpus:
+        raise RagMetricsError("whole-document evidence needs the corpus texts (--corpus, a BEIR folder)")
+    qrels = dataset.qrels_table
+    rows: dict[str, list[Any]] = {"query_id": [], "doc_id": [], "start": [], "end": []}
+    for query, doc, label in zip(
+        qrels.column("query_id").to_pylist(), qrels.column("doc_id").to_pylist(), qrels.column("relevance").to_pylist()
+    ):
+        text = corpus.get(doc)
+        if label < rel_level or not text:
+            continue
+        for column, value in zip(rows, (query, doc, 0, len(text))):
+            rows[column].append(value)
+    return _spans_table(rows)
+
+
+def _spans_table(rows: Mapping[str, list[Any]]) -> pa.Table:
     return pa.table(
         {
             "query_id": pa.array(rows["query_id"], type=pa.large_string()),

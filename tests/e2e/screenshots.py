@@ -12,6 +12,7 @@ box is reported, and the script exits 1.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -38,12 +39,33 @@ SHOWN_WITH = {"compare": "jb=1"}
 """Controls a page's picture shows turned on (Compare: the bounds from the unjudged documents; Overview: its curves)."""
 
 
+def _cmrc_query() -> str:
+    cmrc = next(samples.iter_samples(names=["cmrc2018"]), None)
+    return f"?ds={dataset_id(cmrc.dataset)}" if cmrc is not None else ""
+
+
 def page_query(key: str) -> str:
     """The query string a page's picture opens with ("" for the first sample's default view)."""
     if key not in ON_CMRC:
         return f"?{SHOWN_WITH[key]}" if key in SHOWN_WITH else ""
-    cmrc = next(samples.iter_samples(names=["cmrc2018"]), None)
-    return f"?ds={dataset_id(cmrc.dataset)}" if cmrc is not None else ""
+    return _cmrc_query()
+
+
+MORE_PICTURES: dict[str, tuple[str, Callable[[], str]]] = {
+    "compare-cost-cmrc": (
+        "compare",
+        lambda: _cmrc_query() + "&m=recall&k=5&ms=recall@256tok,recall@512tok,recall@1024tok,recall@5",
+    ),
+}
+"""Pictures beyond one per page, by file name: the page and its query. ``compare-cost-cmrc``: CMRC 2018's three
+runs at 256, 512 and 1024 tokens of context, and recall@5 against the tokens its top 5 chunks cost."""
+
+
+def pictures(only: set[str]) -> list[tuple[str, str, str]]:
+    """(file name, page key, query string) of every picture to take; ``only``: page keys or picture names."""
+    every = [(view.key, view.key, page_query(view.key)) for view in VIEWS]
+    every += [(name, key, query()) for name, (key, query) in MORE_PICTURES.items()]
+    return [shot for shot in every if not only or shot[0] in only or shot[1] in only]
 
 
 def main() -> None:
@@ -58,18 +80,18 @@ def main() -> None:
     with streamlit_server() as base, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": WIDTH, "height": 1000}, device_scale_factor=1)
-        only = set(args)
-        for view in [v for v in VIEWS if not only or v.key in only]:
-            page.goto(f"{base}/{view.url_path}{page_query(view.key)}")
+        paths = {view.key: view.url_path for view in VIEWS}
+        for name, key, query in pictures(set(args)):
+            page.goto(f"{base}/{paths[key]}{query}")
             wait_for_app(page)
-            if view.key in ("overview", "breakdown", "diagnosis", "compare", "power"):
+            if key in ("overview", "breakdown", "diagnosis", "compare", "power"):
                 page.locator(".js-plotly-plot").first.wait_for(timeout=60_000)
             # the app scrolls inside its main container, not the document: grow the viewport to fit it
             height = page.evaluate(_CONTENT_HEIGHT)
             page.set_viewport_size({"width": WIDTH, "height": min(max(int(height) + 40, 800), 12000)})
             wait_for_app(page)
             page.wait_for_timeout(800)  # let plotly finish resizing before the picture
-            target = out / f"{view.key}.png"
+            target = out / f"{name}.png"
             page.screenshot(path=str(target), full_page=True)
             page.set_viewport_size({"width": WIDTH, "height": 1000})
             shown = [
@@ -77,7 +99,7 @@ def main() -> None:
                 for kind in ("stException", "stAlertContentError")
                 for e in page.get_by_test_id(kind).all()
             ]
-            problems += [f"{view.key}: {text}" for text in shown]
+            problems += [f"{name}: {text}" for text in shown]
             print(
                 f"{target.relative_to(REPO) if target.is_relative_to(REPO) else target}"
                 + (" (errors)" if shown else "")
