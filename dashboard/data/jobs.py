@@ -1,10 +1,15 @@
 """Work that outlives one script run, on a thread of its own: a retrieval over every query of a dataset
-(:class:`RetrievalJob`), and the generation of a batch of candidate queries (:class:`GenerationJob`).
+(:class:`RetrievalJob`), the generation of a batch of candidate queries (:class:`GenerationJob`), a judge over a
+pool of pairs (:class:`JudgeJob`).
 
 A :class:`RetrievalJob` calls :func:`ragmetrics.retrieve.retrieve` with a progress callback that counts answers
 and stops the run when :meth:`RetrievalJob.cancel` was asked (every answer that had arrived stays in the response
 cache, so starting it again costs only the queries left). The page polls :meth:`RetrievalJob.status`; the job
 never touches Streamlit, so it keeps going while the page reruns.
+
+A :class:`JudgeJob` grades pairs a few at a time (:func:`ragmetrics.judges.base.run_judge`) and hands each few to
+its ``save`` callback at once (the page stores them with their provenance), so a cancel, a reload or a restarted
+server loses no label given so far; started again, it is given only the pairs not labelled yet.
 """
 
 from __future__ import annotations
@@ -12,19 +17,30 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset
 from ragmetrics.foundation.redact import scrub
+from ragmetrics.judges.base import Judge, JudgeLabel, Pair, run_judge
 from ragmetrics.retrieve import Retrieval, retrieve
 from ragmetrics.store.candidates import CandidateStore
 from ragmetrics.synth.build import Stopped, corpus_of, generate_batch
 from ragmetrics.synth.filters import default_retrievers
 from ragmetrics.synth.generators import make_generator
 
-__all__ = ["Cancelled", "GenerationJob", "JobStatus", "RetrievalJob", "generation", "start_generation"]
+__all__ = [
+    "Cancelled",
+    "GenerationJob",
+    "JobStatus",
+    "JudgeJob",
+    "JudgeStatus",
+    "RetrievalJob",
+    "generation",
+    "start_generation",
+]
 
 
 class Cancelled(RagMetricsError):
@@ -220,3 +236,108 @@ def generation(batch: str) -> GenerationJob | None:
     """The job generating ``batch`` in this process (running, or the last one, ended), or None."""
     with _GENERATIONS_LOCK:
         return _GENERATIONS.get(batch)
+
+
+JUDGE_CHUNK = 8
+"""Pairs graded (and stored) at a time: each few is in the store before the next is asked for."""
+
+
+@dataclass(frozen=True)
+class JudgeStatus:
+    """Where a judge job is: ``done`` of ``total`` pairs graded; ``stored`` labels kept, ``skipped`` (a person
+    labelled the pair meanwhile: a judge never overrides one), ``ungraded`` (the judge gave no grade; the first
+    ``problems`` say why); once ended, its ``error`` (``cancelled`` when the user stopped it)."""
+
+    done: int
+    total: int
+    running: bool
+    seconds: float
+    stored: int
+    skipped: int
+    ungraded: int
+    problems: tuple[str, ...] = ()
+    error: str | None = None
+    cancelled: bool = False
+
+    @property
+    def fraction(self) -> float:
+        return self.done / self.total if self.total else 0.0
+
+
+@dataclass
+class JudgeJob:
+    """``judge`` grading ``pairs`` on the scale ``0..max_grade``; ``save(labels)`` keeps each few graded at once
+    and returns ``(stored, skipped)``. A judge that grades everything in one call (``batch = 0``, the learned
+    one) is given all its pairs at once."""
+
+    judge: Judge
+    pairs: Sequence[Pair]
+    max_grade: int
+    save: Callable[[list[JudgeLabel]], tuple[int, int]]
+    label: str
+    dataset_id: str = ""
+    chunk: int = JUDGE_CHUNK
+    _done: int = 0
+    _stored: int = 0
+    _skipped: int = 0
+    _ungraded: int = 0
+    _problems: list[str] = field(default_factory=list)
+    _error: str | None = None
+    _started: float = field(default_factory=time.monotonic)
+    _ended: float | None = None
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> JudgeJob:
+        self._thread = threading.Thread(target=self._work, name="ragmetrics-judge-job", daemon=True)
+        self._thread.start()
+        return self
+
+    def _work(self) -> None:
+        size = len(self.pairs) if getattr(self.judge, "batch", None) == 0 else max(1, self.chunk)
+        try:
+            for start in range(0, len(self.pairs), size):
+                if self._stop.is_set():
+                    self._error = "cancelled"
+                    return
+                labels = run_judge(self.judge, self.pairs[start : start + size], self.max_grade, batch=0)
+                graded = [lab for lab in labels if lab.label is not None]
+                for lab in labels:
+                    if lab.label is None and len(self._problems) < 5:
+                        self._problems.append(f"{lab.pair.doc_id} for {lab.pair.query_id}: {lab.problem}")
+                stored, skipped = self.save(graded) if graded else (0, 0)
+                self._stored += stored
+                self._skipped += skipped
+                self._ungraded += len(labels) - len(graded)
+                self._done += len(labels)
+        except RagMetricsError as err:
+            self._error = scrub(err, "")
+        except Exception as err:  # the page shows it (without credentials); the server goes on
+            self._error = scrub(f"{type(err).__name__}: {err}", "")
+        finally:
+            self._ended = time.monotonic()
+
+    def cancel(self) -> None:
+        """Stop before the next few pairs (every label given so far is stored)."""
+        self._stop.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the job to end; True when it did."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self._ended is not None
+
+    def status(self) -> JudgeStatus:
+        ended = self._ended
+        return JudgeStatus(
+            done=self._done,
+            total=len(self.pairs),
+            running=ended is None,
+            seconds=(ended if ended is not None else time.monotonic()) - self._started,
+            stored=self._stored,
+            skipped=self._skipped,
+            ungraded=self._ungraded,
+            problems=tuple(self._problems),
+            error=self._error if ended is not None else None,
+            cancelled=ended is not None and self._error == "cancelled",
+        )

@@ -34,7 +34,9 @@ from ragmetrics.analysis.per_query import PerQueryResults
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import is_content_id as is_id
 from ragmetrics.foundation.model import Dataset, Run
+from ragmetrics.foundation.provenance import Provenance
 from ragmetrics.store import database as store_mod
+from ragmetrics.store import provenance
 from ragmetrics.store.candidates import CandidateStore, Reviewed
 from ragmetrics.store.database import ANY_LABEL, Claim, Store, StoreKeyError
 from ragmetrics.synth.build import dataset_of
@@ -464,6 +466,24 @@ class Workspace:
     ) -> int:
         """Take back a pending label (:meth:`ragmetrics.store.database.Store.withdraw_label`; ``expect``: the label seen)."""
         return self.store.withdraw_label(dataset_ident, query_id, doc_id, expect=expect)
+
+    def lineage_labels(self, dataset_ident: str) -> pd.DataFrame:
+        """Every judgment on the dataset's lineage, a person's or a judge's, pending or saved
+        (:func:`ragmetrics.store.provenance.lineage_labels`)."""
+        return provenance.lineage_labels(self.store, dataset_ident)
+
+    def add_judge_labels(
+        self,
+        dataset_ident: str,
+        labels: Sequence[tuple[str, str, int]],
+        source: Provenance,
+        *,
+        author: str | None = None,
+    ) -> tuple[int, int]:
+        """Keep a judge's labels with their provenance, never over a person's
+        (:func:`ragmetrics.store.provenance.add_judge_labels`; ``author`` by default the judge's source text):
+        ``(added, skipped)``."""
+        return provenance.add_judge_labels(self.store, dataset_ident, labels, source, author=author)
 
     def commit_labels(self, dataset_ident: str, *, author: str) -> DatasetEntry | None:
         """Save the pending labels as a new qrels version (a new dataset with the parent's runs); None when no

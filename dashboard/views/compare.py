@@ -17,7 +17,7 @@ from dashboard.core import compare as cmp
 from dashboard.core import metadata
 from dashboard.core.specs import label_title, metric_spec, sidebar_names, title
 from dashboard.core.text import md_escape
-from dashboard.ui import cache, layout, state, widgets
+from dashboard.ui import assisted, cache, layout, state, widgets
 from dashboard.ui.compare_panels import chunkings_panel, cost_panel, queries_panel, rankings_panel, segments_panel
 from dashboard.ui.fusion_panel import fusion_panel
 
@@ -106,6 +106,9 @@ if page.dataset is not None and len(page.alignments) >= 2:
             if bounds
             else ""
         )
+    )
+    assisted.corrected_elsewhere(
+        page.workspace, ds, selection, spec, view.depth, baseline=base.name, correction=correction, alpha=alpha
     )
     table = cmp.comparison_frame(comparison)
     display = cmp.comparison_display(table, base.name, comparison.correction)

@@ -21,7 +21,7 @@ import streamlit as st
 from dashboard.core import judge
 from dashboard.core.specs import metric_spec, title
 from dashboard.core.text import md_escape
-from dashboard.ui import cache, judging, layout, state, widgets
+from dashboard.ui import assisted, cache, judging, layout, state, widgets
 from dashboard.ui.judge_panels import conflict_notice, pair_panel, pending_panel
 
 page = layout.page_setup("judge", "Judge")
@@ -64,11 +64,14 @@ if page.alignments and page.dataset is not None:
         f"last. **{len(pending):,}** label(s) given on this version, not saved yet."
     )
 
+    helper = assisted.assist(workspace, ds, selection, depth)
+    todo = assisted.queue_order(todo, helper)
     claim = judging.claim(workspace, ds.id, todo)  # held for this tab: judges elsewhere are shown other pairs
     pair = None if claim is None else judge.next_pair(todo, (claim.query_id, claim.doc_id))
     conflict_notice(workspace, ds)
     pair_panel(page, ds, pair, claim, todo, counts, pending, spec, baseline_name, depth)
     pending_panel(workspace, ds, view, pending)
+    assisted.panels(workspace, ds, selection, spec, helper)
     if pair is not None:
 
         @st.fragment(run_every=judging.HOLD_EVERY)

@@ -14,7 +14,7 @@ from dashboard.core import compare as cmp
 from dashboard.core import diagnosis, overview, report, targets
 from dashboard.core.queries import dataset_summary
 from dashboard.core.specs import label_title, metric_spec, title
-from dashboard.ui import cache, layout, widgets
+from dashboard.ui import assisted, cache, layout, widgets
 
 page = layout.page_setup("overview", "Overview", shows_results=True)
 view = page.state
@@ -60,6 +60,7 @@ if page.alignments and page.dataset is not None:
         filename=f"overview-k{k}.csv",
         column_config=layout.number_columns(means, labels),
     )
+    assisted.corrected_elsewhere(page.workspace, ds, selection, metric_spec(view.metric, k), view.depth)
     summary = cache.summary_frame(selection, overview.overview_specs(k), view.bounds_depth)
     heading = "Means with 95% bootstrap confidence intervals"
     if view.bounds:

@@ -64,6 +64,9 @@ POPULATIONS: dict[str, str] = {
 
 MIN_LABELLED = 2
 """Fewer labelled queries (in a stratum) give no variance: the estimate is refused."""
+FEW_LABELLED = 30
+"""Below this many human-labelled queries the normal interval is rough: it can be too narrow, or of width 0 when
+they all score alike (docs/ppi.md measures it); the CLI and the dashboard say so."""
 
 
 def _z(confidence: float) -> float:

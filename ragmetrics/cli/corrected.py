@@ -65,8 +65,7 @@ def _interval(value: float, low: float, high: float, signed: bool = False) -> st
     return f"{value:{form}} [{low:{form}}, {high:{form}}]"
 
 
-FEW_LABELLED = 30
-"""Below this many human-labelled queries a note says the normal interval is rough (docs/ppi.md measures it)."""
+FEW_LABELLED = ppi.FEW_LABELLED
 
 
 def _footer(args: argparse.Namespace, frame: pd.DataFrame, out: TextIO) -> None:

@@ -112,3 +112,20 @@ def version_sources(store: Store, version: str) -> pd.DataFrame:
     columns = ["source", "judge", "judge_version", "config_hash", "labels"]
     result = pd.DataFrame(out, columns=columns)
     return result.sort_values(["judge", "source"], kind="stable").reset_index(drop=True)
+
+
+def lineage_labels(store: Store, dataset: str) -> pd.DataFrame:
+    """Every judgment given on ``dataset``'s lineage (:meth:`Store.family`), pending or saved, oldest first:
+    ``query_id, doc_id, label, source, author, created_at, version`` (None while pending). ``source`` is empty for
+    a person's label, ``judge:NAME@VERSION#HASH`` for a judge's: who gave what, for agreement and corrected
+    means."""
+    t = labels_table
+    source = t.c.source if store._has(t, "source") else sa.literal(HUMAN).label("source")
+    query = (
+        sa.select(t.c.query_id, t.c.doc_id, t.c.label, source, t.c.author, t.c.created_at, t.c.version)
+        .where(t.c.dataset_id.in_(store.family(check_id(dataset, "dataset"))) & (t.c.kind == "judgment"))
+        .order_by(t.c.id)
+    )
+    columns = ["query_id", "doc_id", "label", "source", "author", "created_at", "version"]
+    with store.engine.connect() as conn:
+        return pd.DataFrame(conn.execute(query).mappings().all(), columns=columns)

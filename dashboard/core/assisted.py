@@ -1,0 +1,259 @@
+"""The Judge page's assisted judging: a judge's labels beside people's, their agreement, the human sample to label
+and the metric corrected by it (prediction-powered inference, :mod:`ragmetrics.analysis.ppi`).
+
+Conventions. ``labels`` is every judgment given on a dataset's lineage, oldest first (``query_id, doc_id, label,
+source``; :func:`ragmetrics.store.provenance.lineage_labels`): ``source`` empty for a person's label,
+``judge:NAME@VERSION#HASH`` for a judge's. A pair's latest label of each side counts. Everything is measured on
+the lineage's original judgments (``base``: the dataset no label went into) and its ``pool``, the unjudged pairs
+of the runs' top depth (:func:`ragmetrics.analysis.judging.pool`).
+
+The human sample is the plan's order (:func:`plan_order`, :func:`ragmetrics.analysis.ppi.sample_plan`, seeded,
+random or stratified by category) read from its start: a planned query is labelled when people labelled every
+pooled pair of it (one with no pooled pair needs nothing), and the sample is the longest labelled prefix of the
+plan, so it stays a random sample whatever order people work in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ragmetrics.analysis import ppi
+from ragmetrics.analysis.evaluate import RunResult, evaluate
+from ragmetrics.analysis.judging import merge
+from ragmetrics.analysis.label_agreement import LabelAgreement, label_agreement
+from ragmetrics.engine.conventions import Conventions
+from ragmetrics.engine.metrics import MetricSpec
+from ragmetrics.foundation.model import Dataset, Run
+
+__all__ = [
+    "HUMAN",
+    "PLANS",
+    "SEED",
+    "Sample",
+    "agreement",
+    "badge",
+    "corrected_deltas",
+    "corrected_table",
+    "human_labels",
+    "judge_labels",
+    "judge_sources",
+    "judge_title",
+    "plan_order",
+    "plan_queue",
+    "sample_of",
+    "to_judge",
+]
+
+HUMAN = ""
+"""The ``source`` of a person's label."""
+SEED = 0
+"""The plan's seed: the same dataset and runs give every judge (tab, server) the same plan."""
+PLANS = {
+    "random": "a random sample of the queries",
+    "category": "stratified by category (each category in proportion to its queries)",
+}
+"""The human sample plans: the one place one is added (the page's choices)."""
+
+
+def _latest(labels: pd.DataFrame) -> pd.DataFrame:
+    out = labels.astype({"query_id": str, "doc_id": str}).drop_duplicates(["query_id", "doc_id"], keep="last")
+    return out[["query_id", "doc_id", "label"]].reset_index(drop=True)
+
+
+def human_labels(labels: pd.DataFrame) -> pd.DataFrame:
+    """People's labels, the latest per pair: ``query_id, doc_id, label``."""
+    return _latest(labels[labels["source"] == HUMAN])
+
+
+def judge_labels(labels: pd.DataFrame, source: str) -> pd.DataFrame:
+    """The judge ``source``'s labels, the latest per pair: ``query_id, doc_id, label``."""
+    return _latest(labels[labels["source"] == source])
+
+
+def judge_sources(labels: pd.DataFrame) -> list[str]:
+    """The judges that labelled on the lineage (their sources), the latest to label first."""
+    theirs = labels[labels["source"] != HUMAN]
+    return list(dict.fromkeys(reversed(theirs["source"].astype(str).tolist())))
+
+
+def judge_title(source: str) -> str:
+    """``judge:endpoint@1#0123456789abcdef`` -> ``endpoint v1 · 01234567`` (its configuration's hash, cut)."""
+    body = source.removeprefix("judge:")
+    name, _, rest = body.partition("@")
+    version, _, digest = rest.partition("#")
+    return f"{name} v{version} · {digest[:8]}" if version else body
+
+
+def to_judge(pool: pd.DataFrame, labels: pd.DataFrame, source: str) -> pd.DataFrame:
+    """The pool's pairs a judge of ``source`` has still to grade: neither labelled by a person (a judge never
+    overrides one) nor by this same judge (a run started again resumes where the last one stopped)."""
+    if pool.empty:
+        return pool
+    done = labels[(labels["source"] == HUMAN) | (labels["source"] == source)]
+    taken = set(zip(done["query_id"].astype(str), done["doc_id"].astype(str)))
+    keep = [(q, d) not in taken for q, d in zip(pool["query_id"].astype(str), pool["doc_id"].astype(str))]
+    return pool[keep].reset_index(drop=True)
+
+
+def plan_order(base: Dataset, query_ids: Sequence[str], plan: str) -> list[str]:
+    """Every query of ``query_ids`` in the order to label them (:func:`ragmetrics.analysis.ppi.sample_plan`,
+    :data:`SEED`): ``random``, or stratified by ``category``. The plan does not depend on the labels given."""
+    ids = [str(q) for q in query_ids]
+    strata = base.facet("category", ids) if plan == "category" else None
+    return ppi.sample_plan(ids, seed=SEED, strata=strata)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """The human sample: ``queries`` (the plan's longest labelled prefix), ``next_query`` (the first planned query
+    not labelled yet, None when all are), ``pairs_left`` (its pooled pairs without a person's label) and
+    ``beyond`` (planned queries labelled after the prefix: they join the sample when the gap before them is
+    filled)."""
+
+    queries: tuple[str, ...]
+    next_query: str | None
+    pairs_left: int
+    beyond: int
+
+
+def sample_of(plan: Sequence[str], pool: pd.DataFrame, human: pd.DataFrame) -> Sample:
+    """The human sample people's labels ``human`` make of ``plan`` over ``pool`` (see the module's note)."""
+    done = set(zip(human["query_id"].astype(str), human["doc_id"].astype(str)))
+    open_pairs: dict[str, int] = {}
+    for q, d in zip(pool["query_id"].astype(str), pool["doc_id"].astype(str)):
+        if (q, d) not in done:
+            open_pairs[q] = open_pairs.get(q, 0) + 1
+    prefix: list[str] = []
+    for i, query in enumerate(plan):
+        if open_pairs.get(query, 0):
+            beyond = sum(not open_pairs.get(q, 0) and _touched(q, pool) for q in plan[i + 1 :])
+            return Sample(tuple(prefix), query, open_pairs[query], beyond)
+        prefix.append(query)
+    return Sample(tuple(prefix), None, 0, 0)
+
+
+def _touched(query: str, pool: pd.DataFrame) -> bool:
+    return bool((pool["query_id"].astype(str) == query).any())
+
+
+def plan_queue(todo: pd.DataFrame, plan: Sequence[str]) -> pd.DataFrame:
+    """The open pairs ``todo`` (the page's queue, labelled and skipped pairs out) in the plan's order: its queries'
+    pairs first to last, each query's by best rank; a ``planned`` column numbers the query in the plan (1 first)."""
+    if todo.empty:
+        return todo.assign(planned=pd.Series(dtype=np.int64))
+    position = {q: i + 1 for i, q in enumerate(plan)}
+    out = todo.assign(planned=todo["query_id"].astype(str).map(position).fillna(len(position) + 1).astype(np.int64))
+    return out.sort_values(["planned", "best_rank", "doc_id"], kind="stable").reset_index(drop=True)
+
+
+def agreement(
+    human: pd.DataFrame, judge: pd.DataFrame, pool: pd.DataFrame, base: Dataset, max_grade: int
+) -> LabelAgreement | None:
+    """:func:`ragmetrics.analysis.label_agreement.label_agreement` of the judge's labels with people's on the pairs
+    both labelled, with each pair's best rank in the pool, its query's category and its document's length in
+    words (where the judge errs); None when they share no pair."""
+    both = judge.merge(human[["query_id", "doc_id"]], on=["query_id", "doc_id"])
+    if both.empty:
+        return None
+    pooled = pool.astype({"query_id": str, "doc_id": str})
+    extra = pooled[["query_id", "doc_id", "best_rank"]].rename(columns={"best_rank": "rank"})
+    if "text" in pooled.columns:
+        extra = extra.assign(doc_length=[len(t.split()) if isinstance(t, str) else np.nan for t in pooled["text"]])
+    facts = both.merge(extra, on=["query_id", "doc_id"], how="left")
+    facts["category"] = base.facet("category", facts["query_id"].to_numpy())
+    return label_agreement(human, facts, max_grade=max_grade)
+
+
+def badge(human: pd.DataFrame, judge: pd.DataFrame) -> str:
+    """``H human / J judge labels``: people's labels, and the judge's on pairs no person labelled (a person's wins
+    where both did)."""
+    people = set(zip(human["query_id"], human["doc_id"]))
+    theirs = sum((q, d) not in people for q, d in zip(judge["query_id"], judge["doc_id"]))
+    return f"{len(people):,} human / {theirs:,} judge labels"
+
+
+def corrected_table(
+    base: Dataset,
+    runs: Sequence[Run],
+    spec: MetricSpec,
+    human: pd.DataFrame,
+    judge: pd.DataFrame,
+    sample: Sequence[str],
+    *,
+    conventions: Conventions | None = None,
+    strata: bool = False,
+) -> pd.DataFrame:
+    """Each run's ``spec`` three ways: corrected by the human ``sample`` (PPI++), the judge's labels alone and the
+    sample's human labels alone, each with its 95% interval (:func:`ragmetrics.analysis.ppi.corrected_means`;
+    ``strata``: by category). The judge's labels fill the pairs ``base`` leaves unjudged; people's are added
+    (winning where they differ). Columns: ``run, corrected, corrected_low, corrected_high, judge_only,
+    judge_low, judge_high, human_only, human_low, human_high, n_labelled, n_queries, more, projected`` (the
+    half width were ``more`` queries labelled beyond these). Fewer than
+    :data:`ragmetrics.analysis.ppi.MIN_LABELLED` labelled queries: a
+    :class:`~ragmetrics.foundation.errors.RagMetricsError`."""
+    under_judge, under_people, strata_of = _under(base, runs, spec, human, judge, conventions, strata)
+    frame = ppi.corrected_means(under_judge, under_people, list(sample), metrics=[str(spec)], strata=strata_of)
+    names = {
+        "estimate": "corrected", "ci_low": "corrected_low", "ci_high": "corrected_high",
+        "judge": "judge_only", "human": "human_only",
+    }  # fmt: skip
+    columns = ["run", "corrected", "corrected_low", "corrected_high", "judge_only", "judge_low", "judge_high",
+               "human_only", "human_low", "human_high", "n_labelled", "n_queries", "more", "projected"]  # fmt: skip
+    return frame.rename(columns=names)[columns]
+
+
+def _under(
+    base: Dataset,
+    runs: Sequence[Run],
+    spec: MetricSpec,
+    human: pd.DataFrame,
+    judge: pd.DataFrame,
+    conventions: Conventions | None,
+    strata: bool,
+) -> tuple[dict[str, RunResult], dict[str, RunResult], dict[str, str] | None]:
+    """The runs evaluated under the judge's labels (filling ``base``'s holes) and under people's (added, winning),
+    and each query's category when ``strata``."""
+    known = set(zip(base.qrels["query_id"].astype(str), base.qrels["doc_id"].astype(str)))
+    holes = judge[[(q, d) not in known for q, d in zip(judge["query_id"], judge["doc_id"])]]
+    as_qrels = {"label": "relevance"}
+    judged = merge(base, holes.rename(columns=as_qrels)).dataset
+    people = merge(base, human.rename(columns=as_qrels), override=True).dataset
+    under_judge = evaluate(judged, list(runs), [spec], conventions=conventions, warn=False).runs
+    under_people = evaluate(people, list(runs), [spec], conventions=conventions, warn=False).runs
+    strata_of = None
+    if strata:
+        ids = next(iter(under_judge.values())).query_ids
+        strata_of = dict(zip(np.asarray(ids).astype(str), base.facet("category", ids)))
+    return under_judge, under_people, strata_of
+
+
+def corrected_deltas(
+    base: Dataset,
+    runs: Sequence[Run],
+    baseline: str,
+    spec: MetricSpec,
+    human: pd.DataFrame,
+    judge: pd.DataFrame,
+    sample: Sequence[str],
+    *,
+    conventions: Conventions | None = None,
+    strata: bool = False,
+    correction: str = "holm",
+    alpha: float = 0.05,
+) -> pd.DataFrame:
+    """Each run's paired difference from ``baseline`` on ``spec``, corrected by the human ``sample``, beside the
+    judge-only and human-only differences (:func:`ragmetrics.analysis.ppi.corrected_comparison`, its p-values
+    corrected by ``correction`` over the runs): ``run, delta, ci_low, ci_high, p_value_corrected, significant,
+    judge_delta, judge_low, judge_high, human_delta, human_low, human_high, n_labelled, n_queries``."""
+    under_judge, under_people, strata_of = _under(base, runs, spec, human, judge, conventions, strata)
+    frame = ppi.corrected_comparison(
+        under_judge, under_people, list(sample), baseline=baseline, metrics=[str(spec)], correction=correction,
+        alpha=alpha, strata=strata_of,
+    )  # fmt: skip
+    columns = ["run", "delta", "ci_low", "ci_high", "p_value_corrected", "significant", "judge_delta", "judge_low",
+               "judge_high", "human_delta", "human_low", "human_high", "n_labelled", "n_queries"]  # fmt: skip
+    return frame[columns] if len(frame) else pd.DataFrame(columns=columns)

@@ -1,0 +1,423 @@
+"""The Judge page's assisted judging (Streamlit): run a judge over the pool in the background (progress, Cancel;
+each few labels stored at once with their provenance), its agreement with people, the planned human sample, and
+the page's metric corrected by that sample beside the judge-only and human-only numbers
+(:mod:`dashboard.core.assisted`).
+
+Only the judges a page can build are offered (:data:`OFFERED`): the endpoint judge over the models the deployer
+registered (``RAGMETRICS_MODELS``), never an address typed here; the callable judge, which would run code named
+in the browser, is the CLI's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import pandas as pd
+import streamlit as st
+
+from dashboard.core import assisted
+from dashboard.core.specs import MetricSpec, title
+from dashboard.core.text import md_escape
+from dashboard.data.jobs import JudgeJob
+from dashboard.data.workspace import DatasetEntry, Workspace
+from dashboard.ui import cache, layout
+from ragmetrics.analysis.judging import pool
+from ragmetrics.analysis.ppi import FEW_LABELLED
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.judges.base import JudgeLabel, max_grade, pairs_from_pool, provenance_of
+from ragmetrics.judges.registry import JUDGES, JudgeInputs, make_judge
+from ragmetrics.models.registry import registered
+
+__all__ = ["OFFERED", "Assist", "assist", "corrected_elsewhere", "current_job", "panels", "start_job"]
+
+OFFERED = tuple(name for name, kind in JUDGES.items() if kind.needs in ("", "training", "model"))
+"""The registered judges the page can build: from nothing, from people's labels, from a registered model."""
+JOB_KEY = "ragmetrics.judge.job"
+QUEUE_ORDERS = {"impact": "the pairs that matter most first", "plan": "the planned human sample"}
+
+
+@dataclass(frozen=True)
+class Assist:
+    """What the page reads off the lineage: its original judgments (``base``), their ``pool`` at the page's depth,
+    every label given (``labels``, :func:`ragmetrics.store.provenance.lineage_labels`), people's latest
+    (``human``), the judge shown (``source``, "" when none labelled) and its latest (``judge``), the sample
+    ``plan`` chosen and its order, and the human :class:`~dashboard.core.assisted.Sample` it makes."""
+
+    base: DatasetEntry
+    pool: pd.DataFrame
+    labels: pd.DataFrame
+    human: pd.DataFrame
+    source: str
+    judge: pd.DataFrame
+    plan: str
+    order: list[str]
+    sample: assisted.Sample
+
+
+@cache.memo
+def base_pool(base: DatasetEntry, selection: cache.Selection, depth: int) -> pd.DataFrame:
+    """The unjudged pairs of the selected runs' top ``depth`` under the lineage's original judgments."""
+    return pool(base.dataset, [a.run for a in selection.alignments], int(depth))
+
+
+def assist(workspace: Workspace, ds: DatasetEntry, selection: cache.Selection, depth: int) -> Assist:
+    """Read the lineage's labels and the widgets' choices (the judge shown, the sample plan)."""
+    base = workspace.family(ds.id)[0]
+    pooled = base_pool(base, selection, depth)
+    labels = workspace.lineage_labels(ds.id)
+    sources = assisted.judge_sources(labels)
+    source = ""
+    if sources:
+        source = st.session_state.get("judge.shown_judge") or sources[0]
+        source = source if source in sources else sources[0]
+    plan = st.session_state.get("judge.plan", "random")
+    plan = plan if plan in assisted.PLANS else "random"
+    order = assisted.plan_order(base.dataset, base.dataset.query_ids.astype(str).tolist(), plan)
+    human = assisted.human_labels(labels)
+    return Assist(
+        base, pooled, labels, human, source, assisted.judge_labels(labels, source), plan, order,
+        assisted.sample_of(order, pooled, human),
+    )  # fmt: skip
+
+
+def queue_order(todo: pd.DataFrame, help_: Assist) -> pd.DataFrame:
+    """The page's queue in the order picked: the most consequential pairs first, or the planned sample's."""
+    left, right = st.columns([1, 1])
+    order = left.radio(
+        "Queue",
+        list(QUEUE_ORDERS),
+        format_func=QUEUE_ORDERS.__getitem__,
+        horizontal=True,
+        key="judge.order",
+        help="The planned sample is what corrects a judge's numbers: label its queries in order.",
+    )
+    right.selectbox(
+        "Human sample plan",
+        list(assisted.PLANS),
+        format_func=assisted.PLANS.__getitem__,
+        key="judge.plan",
+        help="Seeded: every judge, tab and server is given the same plan.",
+    )
+    return assisted.plan_queue(todo, help_.order) if order == "plan" else todo
+
+
+# --- running a judge ------------------------------------------------------------------------
+
+
+@st.cache_resource
+def _running() -> dict[str, JudgeJob]:
+    """The judge jobs of this server process by dataset: a reloaded page, or another tab, shows the one running."""
+    return {}
+
+
+def current_job(dataset_id: str | None = None) -> JudgeJob | None:
+    """This session's judge job (running, or ended and not reported yet), else the one running on ``dataset_id``
+    that another session (or this tab before a reload) started."""
+    job = st.session_state.get(JOB_KEY)
+    if isinstance(job, JudgeJob):
+        return job
+    other = _running().get(dataset_id or "")
+    return other if other is not None and other.status().running else None
+
+
+def start_job(workspace: Workspace, ds: DatasetEntry, help_: Assist, name: str, model: str | None) -> JudgeJob:
+    """Build the judge ``name`` of :data:`OFFERED` (``model``: a registered model's name, for the endpoint judge)
+    and start it over the pool's pairs it has not labelled and no person has."""
+    running = _running().get(ds.id)
+    if running is not None and running.status().running:
+        raise RagMetricsError(f"{running.label} is running on this dataset already; cancel it first")
+    if name not in OFFERED:
+        raise RagMetricsError(f"judge {name!r} is not offered on this page; expected one of {', '.join(OFFERED)}")
+    if JUDGES[name].needs == "model" and model not in registered():
+        raise RagMetricsError(f"no model named {model!r} is registered")
+    base = help_.base.dataset
+    training: list = []
+    if JUDGES[name].needs == "training":
+        ranked = help_.human.merge(
+            help_.pool[["query_id", "doc_id", "best_rank"]], on=["query_id", "doc_id"], how="left"
+        )
+        ranked["best_rank"] = ranked["best_rank"].fillna(0).astype(int)
+        training = list(zip(pairs_from_pool(base, ranked), ranked["label"].astype(int)))
+    judge = make_judge(name, JudgeInputs(training=training, model=model))
+    source = provenance_of(judge).source
+    todo = assisted.to_judge(help_.pool, help_.labels, source)
+    pairs = pairs_from_pool(base, todo)
+
+    def save(labels: list[JudgeLabel]) -> tuple[int, int]:  # the judge's source is their author
+        rows = [(lab.pair.query_id, lab.pair.doc_id, int(lab.label)) for lab in labels if lab.label is not None]
+        return workspace.add_judge_labels(ds.id, rows, labels[0].provenance)
+
+    label = f"{name} judge" + (f" ({model})" if model else "")
+    job = JudgeJob(judge, pairs, max_grade(base), save, label, dataset_id=ds.id).start()
+    st.session_state[JOB_KEY] = job
+    _running()[ds.id] = job
+    return job
+
+
+def _runner(workspace: Workspace, ds: DatasetEntry, help_: Assist) -> None:
+    job = current_job(ds.id)
+    if job is not None and not job.status().running:
+        st.session_state.pop(JOB_KEY, None)
+        if _running().get(ds.id) is job:
+            del _running()[ds.id]
+        status = job.status()
+        done = (
+            f"{job.label}: graded {status.done:,} of {status.total:,} pairs; {status.stored:,} label(s) stored"
+            + (f", {status.skipped:,} left to the person who labelled the pair meanwhile" if status.skipped else "")
+            + (f", {status.ungraded:,} without a grade" if status.ungraded else "")
+        )
+        if status.cancelled:
+            st.warning(f"Cancelled. {md_escape(done)}: starting again grades only the rest.", icon=":material/cancel:")
+        elif status.error:
+            st.error(md_escape(f"{done}. It stopped: {status.error}"), icon=":material/error:")
+        else:
+            st.success(md_escape(done + "."), icon=":material/check_circle:")
+        for problem in status.problems:
+            st.caption(md_escape(problem))
+        job = None
+    if job is not None:
+
+        @st.fragment(run_every=0.5)
+        def progress() -> None:
+            status = job.status()
+            if not status.running:
+                st.rerun(scope="app")
+            st.progress(status.fraction, text=f"{job.label}: {status.done:,} of {status.total:,} pairs graded")
+            if st.button("Cancel", icon=":material/stop:", key="judge.cancel_job"):
+                job.cancel()
+
+        progress()
+        return
+    models = sorted(registered())
+    with st.form("judge.run_form", border=True):
+        left, right = st.columns([1, 1])
+        name = left.selectbox(
+            "Judge", list(OFFERED), key="judge.run_judge", format_func=lambda n: f"{n}: {JUDGES[n].help}"
+        )
+        model = right.selectbox(
+            "Model (the endpoint judge)",
+            models,
+            key="judge.run_model",
+            help="The models the deployer registered (RAGMETRICS_MODELS); nobody types an address here.",
+        )
+        if st.form_submit_button("Run the judge over the pool", icon=":material/play_arrow:", type="primary"):
+            try:
+                if JUDGES[name].needs == "model" and not models:
+                    raise RagMetricsError("no model is registered for the endpoint judge (RAGMETRICS_MODELS)")
+                start_job(workspace, ds, help_, name, model if JUDGES[name].needs == "model" else None)
+            except RagMetricsError as err:
+                st.error(md_escape(str(err)), icon=":material/error:")
+            else:
+                st.rerun()
+
+
+# --- what the labels say ---------------------------------------------------------------------
+
+
+def _agreement(help_: Assist) -> None:
+    st.markdown("**Agreement with people** (on the pairs both labelled)")
+    if not help_.source:
+        st.caption("No judge has labelled this pool yet.")
+        return
+    found = assisted.agreement(help_.human, help_.judge, help_.pool, help_.base.dataset, max_grade(help_.base.dataset))
+    if found is None:
+        st.caption("People have labelled none of the judge's pairs yet: label the planned sample.")
+        return
+    graded = found.max_grade > 1
+    columns = st.columns(4)
+    columns[0].metric("Pairs both labelled", f"{found.pairs:,}")
+    columns[1].metric("Same grade", f"{found.accuracy:.0%}")
+    columns[2].metric("Cohen's kappa", f"{found.kappa:.2f}")
+    columns[3].metric(
+        "Weighted kappa (linear)" if graded else "Kappa (binary scale)",
+        f"{found.kappa_linear:.2f}",
+        help=f"Quadratic weights: {found.kappa_quadratic:.2f}" if graded else None,
+    )
+    left, right = st.columns([1, 2])
+    with left:
+        st.caption("People's grades (rows) by the judge's (columns)")
+        st.dataframe(found.confusion, key="judge.confusion")
+    with right:
+        st.caption("Where the judge errs: share of pairs graded differently; judge minus people (+: too high)")
+        layout.show_table(
+            found.errors,
+            key="judge.errs",
+            filename="judge-errors.csv",
+            column_config={
+                "disagree": st.column_config.NumberColumn("disagree", format="percent"),
+                "judge_minus_human": st.column_config.NumberColumn("judge − people", format="%+.2f"),
+            },
+        )
+
+
+@cache.memo
+def _corrected(
+    base: DatasetEntry,
+    selection: cache.Selection,
+    metric: str,
+    digest: str,
+    strata: bool,
+    _spec: MetricSpec,
+    _human: pd.DataFrame,
+    _judge: pd.DataFrame,
+    _sample: tuple[str, ...],
+) -> pd.DataFrame:
+    runs = [a.run for a in selection.alignments]
+    conventions = selection.alignments[0].conventions if selection.alignments else None
+    return assisted.corrected_table(
+        base.dataset, runs, _spec, _human, _judge, _sample, conventions=conventions, strata=strata
+    )
+
+
+def _digest(*parts: object) -> str:
+    return hashlib.blake2b(repr(parts).encode("utf-8"), digest_size=16).hexdigest()
+
+
+def _corrected_panel(selection: cache.Selection, spec: MetricSpec, help_: Assist) -> None:
+    sample = help_.sample
+    st.markdown(f"**Corrected {title(spec)}**: {assisted.badge(help_.human, help_.judge)}")
+    planned = f"{len(sample.queries):,} of the {len(help_.order):,} queries of the plan are labelled"
+    if sample.next_query is not None:
+        planned += f"; next: query **{md_escape(sample.next_query)}** ({sample.pairs_left} pair(s) left)" + (
+            f"; {sample.beyond} labelled beyond it join once it is" if sample.beyond else ""
+        )
+    st.markdown(planned + ".")
+    if not help_.source:
+        return
+    human, judge = help_.human, help_.judge
+    digest = _digest(human.to_numpy().tolist(), judge.to_numpy().tolist())
+    try:
+        table = _corrected(
+            help_.base, selection, str(spec), digest, help_.plan == "category", spec, human, judge, sample.queries
+        )
+    except RagMetricsError as err:
+        st.info(f"Label the planned queries to correct the judge's numbers ({md_escape(str(err))}).")
+        return
+    first = table.iloc[0]
+    st.markdown(
+        f"{int(first['more']):,} more labelled queries would shrink the corrected interval of "
+        f"**{md_escape(str(first['run']))}** to about **±{first['projected']:.3f}** "
+        f"(now ±{(first['corrected_high'] - first['corrected_low']) / 2:.3f})."
+    )
+    for row in table.itertuples(index=False):
+        st.markdown(
+            f"**{md_escape(str(row.run))}**: corrected **{row.corrected:.3f}** [{row.corrected_low:.3f}, "
+            f"{row.corrected_high:.3f}] · judge-only {row.judge_only:.3f} [{row.judge_low:.3f}, {row.judge_high:.3f}] "
+            f"· human-only {row.human_only:.3f} [{row.human_low:.3f}, {row.human_high:.3f}]"
+        )
+    number = st.column_config.NumberColumn
+    layout.show_table(
+        table,
+        key="judge.corrected",
+        filename="corrected.csv",
+        column_config={c: number(c, format="%.4f") for c in table.columns if table[c].dtype.kind == "f"},
+    )
+    if int(first["n_labelled"]) < FEW_LABELLED:
+        st.warning(
+            f"{int(first['n_labelled'])} labelled queries: below {FEW_LABELLED} the normal interval is rough (it can "
+            "be too narrow, or of width 0 when they all score alike). Label more of the plan.",
+            icon=":material/info:",
+        )
+    st.caption(
+        "Corrected: prediction-powered inference (PPI++), the judge's labels on every query plus the human-minus-judge "
+        "difference on the planned sample; 95% intervals. Judge-only takes the judge's labels as truth; human-only "
+        "reads the sample alone."
+    )
+
+
+def panels(workspace: Workspace, ds: DatasetEntry, selection: cache.Selection, spec: MetricSpec, help_: Assist) -> None:
+    """The judge runner, the agreement and the corrected numbers."""
+    st.subheader("Label the pool with a judge")
+    st.caption(
+        "A judge's labels are stored as they come, with its name, version and configuration; they never override "
+        "a person's and never count as one."
+    )
+    _runner(workspace, ds, help_)
+    sources = assisted.judge_sources(help_.labels)
+    if len(sources) > 1:
+        st.selectbox("Judge shown", sources, format_func=assisted.judge_title, key="judge.shown_judge")
+    elif help_.source:
+        st.caption(f"Judge shown: {md_escape(assisted.judge_title(help_.source))}")
+    _agreement(help_)
+    _corrected_panel(selection, spec, help_)
+
+
+@cache.memo
+def _deltas(
+    base: DatasetEntry,
+    selection: cache.Selection,
+    baseline: str,
+    metric: str,
+    digest: str,
+    strata: bool,
+    correction: str,
+    alpha: float,
+    _spec: MetricSpec,
+    _human: pd.DataFrame,
+    _judge: pd.DataFrame,
+    _sample: tuple[str, ...],
+) -> pd.DataFrame:
+    runs = [a.run for a in selection.alignments]
+    conventions = selection.alignments[0].conventions if selection.alignments else None
+    return assisted.corrected_deltas(
+        base.dataset, runs, baseline, _spec, _human, _judge, _sample, conventions=conventions, strata=strata,
+        correction=correction, alpha=alpha,
+    )  # fmt: skip
+
+
+def corrected_elsewhere(
+    workspace: Workspace,
+    ds: DatasetEntry,
+    selection: cache.Selection,
+    spec: MetricSpec,
+    depth: int,
+    *,
+    baseline: str | None = None,
+    correction: str = "holm",
+    alpha: float = 0.05,
+) -> None:
+    """Overview's (each run's corrected mean) or, with ``baseline`` (a run name), Compare's (each run's corrected
+    difference from it) numbers corrected by the human sample, in an expander titled with the badge; nothing when no
+    judge labelled on the dataset's lineage. The judge shown is the latest, the plan the Judge page's default."""
+    if not assisted.judge_sources(workspace.lineage_labels(ds.id)):
+        return
+    help_ = assist(workspace, ds, selection, depth)
+    badge = assisted.badge(help_.human, help_.judge)
+    sample = help_.sample
+    with st.expander(f"{title(spec)} corrected by the human sample ({badge})"):
+        st.caption(
+            f"A judge ({md_escape(assisted.judge_title(help_.source))}) labelled the unjudged documents of the runs' top "
+            f"{depth}; {len(sample.queries)} planned queries are labelled by people (the Judge page). Prediction-powered "
+            "inference, 95% intervals."
+        )
+        digest = _digest(help_.human.to_numpy().tolist(), help_.judge.to_numpy().tolist())
+        strata = help_.plan == "category"
+        try:
+            if baseline is None:
+                table = _corrected(
+                    help_.base, selection, str(spec), digest, strata, spec, help_.human, help_.judge, sample.queries
+                )
+            else:
+                table = _deltas(
+                    help_.base, selection, baseline, str(spec), digest, strata, correction, alpha, spec, help_.human,
+                    help_.judge, sample.queries,
+                )  # fmt: skip
+        except RagMetricsError as err:
+            st.info(
+                f"Label the planned queries on the Judge page to correct the judge's numbers ({md_escape(str(err))})."
+            )
+            return
+        for row in table.itertuples(index=False):
+            if baseline is None:
+                st.markdown(
+                    f"**{md_escape(str(row.run))}**: corrected **{row.corrected:.3f}** [{row.corrected_low:.3f}, "
+                    f"{row.corrected_high:.3f}] · judge-only {row.judge_only:.3f} · human-only {row.human_only:.3f}"
+                )
+            else:
+                mark = (" ▲" if row.delta > 0 else " ▼") if row.significant else ""
+                st.markdown(
+                    f"**{md_escape(str(row.run))}** − {md_escape(baseline)}: corrected Δ **{row.delta:+.3f}** "
+                    f"[{row.ci_low:+.3f}, {row.ci_high:+.3f}]{mark} (corrected p {row.p_value_corrected:.3g}) · "
+                    f"judge-only {row.judge_delta:+.3f} · human-only {row.human_delta:+.3f}"
+                )

@@ -1,0 +1,144 @@
+"""The Judge page's assisted judging under AppTest, on a real SQLite store and a stub OpenAI-compatible endpoint on
+127.0.0.1 registered through RAGMETRICS_MODELS: run the endpoint judge over the pool, see the agreement and the
+corrected numbers appear as people label the planned sample."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from dashboard.core import assisted as core
+from dashboard.data.workspace import Workspace
+from dashboard.ui.assisted import JOB_KEY, OFFERED
+from ragmetrics.engine.metrics import parse_metric
+from ragmetrics.judges.base import provenance_of
+from ragmetrics.judges.call import CallableJudge
+from ragmetrics.judges.registry import JUDGES
+from ragmetrics.store.database import Store
+from tests.dashboard.apptest import no_problems, open_page
+from tests.dashboard.test_assisted import N_QUERIES, TRUTH, assist_dataset, judge_grade, stub_answer
+
+pytestmark = pytest.mark.apptest
+
+
+def _store(folder: Path) -> Store:
+    return Store(f"sqlite:///{folder / 'ragmetrics.sqlite'}")
+
+
+@pytest.fixture
+def seeded(tmp_path, monkeypatch, model_stub) -> dict[str, str]:
+    stub = model_stub(stub_answer)
+    monkeypatch.setenv("RAGMETRICS_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("RAGMETRICS_SAMPLES", "off")
+    monkeypatch.setenv("RAGMETRICS_MODELS", f"stubjudge=openai:{stub.url}?model=stub-model&cache=off")
+    monkeypatch.delenv("RAGMETRICS_STORE_URL", raising=False)
+    monkeypatch.delenv("RAGMETRICS_BASE_URL", raising=False)
+    ws = Workspace(_store(tmp_path))
+    dataset, runs = assist_dataset()
+    entry = ws.add_dataset(dataset, source="assist-mini")
+    ids = {"dataset": entry.id, **{run.name: ws.add_run(entry.id, run).id for run in runs}}
+    ws.store.engine.dispose()
+    return ids
+
+
+def _params(ids: dict[str, str]) -> dict[str, str]:
+    return {"ds": ids["dataset"], "runs": f"{ids['alpha']},{ids['beta']}", "m": "ndcg", "k": "3"}
+
+
+def _markdown(at) -> str:  # type: ignore[no-untyped-def]
+    return " ".join(str(m.value) for m in at.markdown).replace("\\", "")
+
+
+def test_only_judges_the_page_can_build_are_offered() -> None:
+    assert "callable" not in OFFERED  # it would run code named in the browser
+    assert set(OFFERED) == {n for n, k in JUDGES.items() if k.needs != "call"}
+
+
+def test_the_endpoint_judge_runs_then_agreement_and_corrected_numbers_follow_the_labels(seeded, tmp_path) -> None:
+    at = open_page("judge", _params(seeded))
+    no_problems(at)
+    assert "No judge has labelled this pool yet." in [c.value for c in at.caption]
+    assert at.selectbox(key="judge.run_model").options == ["stubjudge"]
+    at.selectbox(key="judge.run_judge").set_value("endpoint")
+    next(b for b in at.button if b.label == "Run the judge over the pool").click()
+    at.run()
+    no_problems(at)
+    job = at.session_state[JOB_KEY]
+    assert job.wait(60)
+    at.run()
+    no_problems(at)
+    done = " ".join(str(s.value) for s in at.success).replace("\\", "")
+    assert f"graded {2 * N_QUERIES} of {2 * N_QUERIES} pairs; {2 * N_QUERIES} label(s) stored" in done
+
+    store = _store(tmp_path)
+    labels = store_labels = Workspace(store).lineage_labels(seeded["dataset"])
+    assert len(store_labels) == 2 * N_QUERIES and store_labels["source"].str.startswith("judge:endpoint@1#").all()
+    assert all(judge_grade(q, d) == g for q, d, g in zip(labels.query_id, labels.doc_id, labels.label))
+    assert "People have labelled none of the judge's pairs yet: label the planned sample." in [
+        c.value for c in at.caption
+    ]
+
+    # people label the first three planned queries (as the page's plan queue offers them)
+    dataset, _ = assist_dataset()
+    plan = core.plan_order(dataset, dataset.query_ids.astype(str).tolist(), "random")
+    for q in plan[:3]:
+        for s in "bc":
+            store.add_label(seeded["dataset"], q, f"{q}-{s}", TRUTH[(q, f"{q}-{s}")], author="ann")
+    at.run()
+    no_problems(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Pairs both labelled"] == "6"
+    assert "Weighted kappa (linear)" in metrics  # a graded scale (0-2)
+    text = _markdown(at)
+    assert f"6 human / {2 * N_QUERIES - 6} judge labels" in text
+    assert f"3 of the {N_QUERIES} queries of the plan are labelled; next: query **{plan[3]}**" in text
+    assert re.search(
+        r"3 more labelled queries would shrink the corrected interval of \*\*alpha\*\* to about \*\*±", text
+    )
+    assert "3 labelled queries: below 30 the normal interval is rough" in " ".join(w.value for w in at.warning)
+    corrected = next(d.value for d in at.dataframe if "corrected" in d.value.columns)
+    assert corrected["run"].tolist() == ["alpha", "beta"] and (corrected["n_labelled"] == 3).all()
+
+    # the page's queue follows the plan when asked: the pair shown is the fourth planned query's
+    at.radio(key="judge.order").set_value("plan").run()
+    no_problems(at)
+    assert f"{plan[3]}-" in _markdown(at)
+    store.engine.dispose()
+
+
+def test_overview_and_compare_show_the_corrected_numbers_with_the_badge(seeded, tmp_path) -> None:
+    params = _params(seeded)
+    at = open_page("overview", params)
+    no_problems(at)
+    assert not [e for e in at.expander if "corrected by the human sample" in e.label]  # no judge yet: nothing
+    store = _store(tmp_path)
+    ws = Workspace(store)
+    judge = CallableJudge("tests:truth", lambda pair, top: judge_grade(pair.query_id, pair.doc_id))
+    ws.add_judge_labels(seeded["dataset"], [(q, d, judge_grade(q, d)) for q, d in TRUTH], provenance_of(judge))
+    dataset, runs = assist_dataset()
+    plan = core.plan_order(dataset, dataset.query_ids.astype(str).tolist(), "random")
+    for q in plan[:4]:
+        for s in "bc":
+            ws.add_label(seeded["dataset"], q, f"{q}-{s}", TRUTH[(q, f"{q}-{s}")], author="ann")
+    human = core.human_labels(ws.lineage_labels(seeded["dataset"]))
+    judged = core.judge_labels(ws.lineage_labels(seeded["dataset"]), provenance_of(judge).source)
+    expected = core.corrected_table(dataset, runs, parse_metric("ndcg@3"), human, judged, tuple(plan[:4]))
+    deltas = core.corrected_deltas(dataset, runs, "alpha", parse_metric("ndcg@3"), human, judged, tuple(plan[:4]))
+    store.engine.dispose()
+
+    badge = f"8 human / {2 * N_QUERIES - 8} judge labels"
+    at = open_page("overview", params)
+    no_problems(at)
+    box = next(e for e in at.expander if "corrected by the human sample" in e.label)
+    assert box.label == f"nDCG@3 corrected by the human sample ({badge})"
+    text = " ".join(m.value for m in box.markdown).replace("\\", "")
+    for row in expected.itertuples():
+        assert f"**{row.run}**: corrected **{row.corrected:.3f}** [{row.corrected_low:.3f}, " in text
+    at = open_page("compare", params)
+    no_problems(at)
+    box = next(e for e in at.expander if "corrected by the human sample" in e.label)
+    text = " ".join(m.value for m in box.markdown).replace("\\", "")
+    assert deltas["run"].tolist() == ["beta"]
+    assert f"**beta** − alpha: corrected Δ **{deltas['delta'].iloc[0]:+.3f}**" in text
