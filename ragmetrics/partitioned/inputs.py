@@ -155,23 +155,38 @@ def buckets_by_size(qrels: Input, run: Input) -> int:
 
 def check_line_breaks(path: str) -> None:
     """Refuse a carriage return that does not end a line (the TREC loader refuses it; DuckDB would break the line
-    there, Polars keep it), naming its line. Read in blocks."""
+    there, Polars keep it), naming its line. Read in blocks; a block without a carriage return is only searched for
+    one (the lines are counted only when one is found)."""
     with open_plain(path) as handle:
-        lines_before, carry = 0, b""
+        offset, carry = 0, b""
         while block := handle.read(1 << 24):
             data = carry + block
             carry = data[-1:] if data.endswith(b"\r") else b""
             body = data[: len(data) - len(carry)]
-            if body.count(b"\r") != body.count(b"\r\n"):
+            if b"\r" in body and body.count(b"\r") != body.count(b"\r\n"):
                 at = re.search(rb"\r(?!\n)", body)
                 assert at is not None
-                line = lines_before + body.count(b"\n", 0, at.start()) + 1
-                raise ParseError(path, line, "lines ending in \\n or \\r\\n", "a carriage return (\\r) inside the line")
-            lines_before += body.count(b"\n")
+                raise ParseError(
+                    path,
+                    _line_at(path, offset + at.start()),
+                    "lines ending in \\n or \\r\\n",
+                    "a carriage return (\\r) inside the line",
+                )
+            offset += len(body)
         if carry:
             raise ParseError(
-                path, lines_before + 1, "lines ending in \\n or \\r\\n", "a carriage return (\\r) inside the line"
+                path, _line_at(path, offset), "lines ending in \\n or \\r\\n", "a carriage return (\\r) inside the line"
             )
+
+
+def _line_at(path: str, offset: int) -> int:
+    """The line (1-based) of the byte at ``offset`` of the file's plain bytes. Read in blocks."""
+    with open_plain(path) as handle:
+        lines_before = 0
+        while offset > 0 and (block := handle.read(min(1 << 24, offset))):
+            lines_before += block.count(b"\n")
+            offset -= len(block)
+    return lines_before + 1
 
 
 def mixes_line_ends(path: str) -> bool:
