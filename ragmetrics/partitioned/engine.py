@@ -32,7 +32,7 @@ from ragmetrics.partitioned.inputs import Input, describe
 @dataclass(frozen=True)
 class Options:
     """``buckets``: how many (None: the engine's default); ``memory_limit``: DuckDB's (e.g. ``"2GB"``);
-    ``work_dir``: where DuckDB writes its buckets and spills (default: a temporary folder); ``spark_master``: the
+    ``work_dir``: where DuckDB and Polars write their buckets (and DuckDB spills; default: a temporary folder); ``spark_master``: the
     Spark master URL (``local[*]`` by default) when no session is running."""
 
     buckets: int | None = None
