@@ -160,6 +160,10 @@ def test_a_lone_carriage_return_is_refused_at_its_line(tmp_path, hard, engine):
         evaluate_files(str(qrels), str(bad), ["ndcg@10"], engine=engine)
     with pytest.raises(ParseError, match=r"cr.trec:3: expected lines ending in \\n or \\r\\n"):
         load_run(bad)
+    packed = tmp_path / "cr.trec.gz"  # said of the gzipped file, not of a decompressed copy
+    packed.write_bytes(gzip.compress(bad.read_bytes()))
+    with pytest.raises(ParseError, match=r"cr.trec.gz:3: expected lines ending in \\n or \\r\\n"):
+        evaluate_files(str(qrels), str(packed), ["ndcg@10"], engine=engine)
 
 
 @pytest.mark.parametrize("engine", OUT_OF_CORE)

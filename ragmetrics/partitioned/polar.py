@@ -144,7 +144,10 @@ class Polars(Engine):
         """The LazyFrame that reads ``found``: its columns, :data:`POSITION` and ``bucket``."""
         path = self._plain(found.path)
         if found.format == "trec":
-            check_line_breaks(path)
+            try:
+                check_line_breaks(path)
+            except ParseError as exc:  # said of the input file, not of its decompressed copy
+                raise ParseError(found.path, exc.line, exc.expected, exc.found) from None
             lines = pl.scan_lines(path, name="line", row_index_name=POSITION)
             key = pl.col("line").str.extract(FIRST_FIELD, 1).fill_null("")
             # blank and comment lines carry no row: the loader skips them
