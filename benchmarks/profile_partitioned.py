@@ -94,8 +94,10 @@ def main() -> int:
     phases["per bucket, the rest"] = buckets_total - inside
     fold = _cumulative(stats, [("partitioned/result.py", "combine")])
     phases["fold"] = fold - buckets_total - phases["read back"] - phases["partition"]
-    print(f"{args.engine} {label}: {result.buckets} buckets, {wall:.1f} s under the profiler (load {load_before[0]:.2f}"
-          f" before, {load_after[0]:.2f} after)")
+    print(
+        f"{args.engine} {label}: {result.buckets} buckets, {wall:.1f} s under the profiler (load {load_before[0]:.2f}"
+        f" before, {load_after[0]:.2f} after)"
+    )
     for name, seconds in phases.items():
         print(f"  {name:<22} {seconds:8.2f} s  {seconds / wall:6.1%}")
     out = OUT / f"profile-{args.engine}-{label}.json"
