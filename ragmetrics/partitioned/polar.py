@@ -22,7 +22,7 @@ import gzip
 import shutil
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import polars as pl
 import pyarrow as pa
@@ -52,7 +52,7 @@ ROWS_PER_BUCKET = 1 << 20
 """Rows per bucket of a user's frames when the number is not given (about what a bucket of a file holds)."""
 REQUIRED = {"run": ("query_id", "doc_id"), "dataset": ("query_id", "doc_id", "relevance")}
 """The columns a run and a qrels frame need (canonical names; the aliases of :mod:`ragmetrics.io.columns`)."""
-WORK_COMPRESSION = "lz4"
+WORK_COMPRESSION: Final = "lz4"
 """The work files' compression: written once and read once, lz4 is the quickest Polars writes (zstd, its default,
 took twice as long to write a run's buckets)."""
 _SEED = 0
@@ -113,7 +113,7 @@ def _in_memory_buckets(frame: pl.DataFrame, buckets: int) -> list[pa.Table]:
     found = frame.partition_by("bucket", as_dict=True, include_key=False)
     tables = [schema.empty_table()] * buckets
     for (bucket, *_), part in found.items():
-        tables[int(bucket)] = part.to_arrow(compat_level=pl.CompatLevel.oldest())  # type: ignore[call-overload]
+        tables[int(bucket)] = part.to_arrow(compat_level=pl.CompatLevel.oldest())
     return tables
 
 
@@ -288,7 +288,8 @@ def evaluate(
         for bucket in range(buckets):
             yield evaluate_bucket(plan, *(read_bucket(f, bucket, s) for f, s in zip(folders, schemas)))
 
-    with Polars(Options(buckets=buckets, work_dir=work_dir)) as engine:
+    engine = Polars(Options(buckets=buckets, work_dir=work_dir))
+    with engine:
         made = tables(engine)
         written = made if per_query_out is None else with_per_query_written(made, names, per_query_out)
         return combine(name, names, conventions, written, keep_ids=per_query_out is None, per_query_file=per_query_out)
