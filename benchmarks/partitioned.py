@@ -1,12 +1,13 @@
 """Partitioned engines against the in-process one, whole processes: peak RSS and wall time of `ragmetrics eval`.
 
-    python benchmarks/partitioned.py --size 1m --engines duckdb,inprocess --memory-limit 2GB
+    python benchmarks/partitioned.py --size 1m --engines inprocess,duckdb,polars --memory-limit 2GB
     python benchmarks/partitioned.py --size 100k --engines spark,inprocess --spark-master 'local[2]'
 
 Each engine runs `python -m ragmetrics eval` once under `/usr/bin/time -v` (GNU time's maximum resident set size: of
 the largest process it saw end, which for Spark is the driver's Python, not its JVM) on the files of
 `benchmarks/generate.py`; the means
-printed by every engine must be the same (exit 1 otherwise). Results go to `benchmarks/out/partitioned.json`.
+printed by every engine must be the same (exit 1 otherwise). The load average is read before each engine. Results go
+to `benchmarks/out/partitioned.json`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ METRICS = ["ndcg@10", "map", "mrr", "recall@100", "precision@10", "hits@5"]
 
 
 def _measure(argv: list[str], env: dict[str, str]) -> dict[str, object]:
+    load = os.getloadavg()
     started = time.perf_counter()
     done = subprocess.run(["/usr/bin/time", "-v", *argv], capture_output=True, text=True, env=env)
     wall = time.perf_counter() - started
@@ -34,7 +36,13 @@ def _measure(argv: list[str], env: dict[str, str]) -> dict[str, object]:
         raise SystemExit(f"{argv}: exit {done.returncode}\n{done.stderr[-3000:]}")
     peak_kib = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr).group(1))
     means = dict(re.findall(r"^(\S+)\s+\tall\t([0-9.]+)$", done.stdout, re.MULTILINE))
-    return {"wall_s": round(wall, 2), "peak_rss_mib": round(peak_kib / 1024), "means": means, "argv": argv}
+    return {
+        "wall_s": round(wall, 2),
+        "peak_rss_mib": round(peak_kib / 1024),
+        "load_before": [round(x, 2) for x in load],
+        "means": means,
+        "argv": argv,
+    }
 
 
 def main() -> int:
@@ -44,7 +52,7 @@ def main() -> int:
     parser.add_argument("--memory-limit", default="2GB", help="DuckDB's --memory-limit")
     parser.add_argument("--buckets", type=int, help="--buckets (default: the engine's)")
     parser.add_argument("--spark-master", default="local[2]")
-    parser.add_argument("--work-dir", help="DuckDB's --work-dir (default: a temporary folder)")
+    parser.add_argument("--work-dir", help="DuckDB's and Polars' --work-dir (default: a temporary folder)")
     parser.add_argument("--json", default=str(OUT / "partitioned.json"))
     args = parser.parse_args()
     label, _, _ = parse_size(args.size)
@@ -58,7 +66,9 @@ def main() -> int:
         argv = [sys.executable, "-m", "ragmetrics", "eval", "--dataset", str(qrels), "--run", str(run)]
         argv += [a for m in METRICS for a in ("-m", m)] + ["--engine", engine]
         if engine == "duckdb":
-            argv += ["--memory-limit", args.memory_limit] + (["--work-dir", args.work_dir] if args.work_dir else [])
+            argv += ["--memory-limit", args.memory_limit]
+        if engine in ("duckdb", "polars") and args.work_dir:
+            argv += ["--work-dir", args.work_dir]
         if engine == "spark":
             argv += ["--spark-master", args.spark_master]
         if args.buckets and engine != "inprocess":
@@ -66,7 +76,8 @@ def main() -> int:
         measured = _measure(argv, env)
         results["engines"][engine] = measured  # type: ignore[index]
         print(
-            f"{engine:<10} {measured['wall_s']:>8} s  {measured['peak_rss_mib']:>7} MiB  {measured['means']}",
+            f"{engine:<10} {measured['wall_s']:>8} s  {measured['peak_rss_mib']:>7} MiB  load {measured['load_before']}"
+            f"  {measured['means']}",
             flush=True,
         )
     means = [m["means"] for m in results["engines"].values()]  # type: ignore[union-attr]

@@ -166,7 +166,7 @@ def test_a_run_that_retrieves_nothing_is_refused_in_every_format(files, tmp_path
                                  "score": pa.array([], pa.float64())}), path)  # fmt: skip
     else:
         path.write_text(content)
-    for engine in ("inprocess", "duckdb") if content is None else ("inprocess",):
+    for engine in ("inprocess", "duckdb", "polars") if content is None else ("inprocess",):
         code, out, err = run_cli("eval", "--dataset", files["qrels"], "--run", path, "--engine", engine)
         assert code == 2 and out == "" and f"{name}: expected at least one retrieved document" in err, err
 

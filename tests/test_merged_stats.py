@@ -201,7 +201,7 @@ def test_local_buckets_in_any_count_and_order_give_the_same_statistics(hard):
     _same(merged.run_sums(run_result, RESAMPLES, 0), found[0])
 
 
-@pytest.mark.parametrize("engine", ["inprocess", "duckdb"])
+@pytest.mark.parametrize("engine", ["inprocess", "duckdb", "polars"])
 def test_engines_give_the_same_intervals_for_every_bucket_count(engine):
     found = []
     for buckets in BUCKETS:
@@ -213,7 +213,7 @@ def test_engines_give_the_same_intervals_for_every_bucket_count(engine):
     _same(merged.run_sums(next(iter(collected.runs.values())), RESAMPLES, 0), found[0])
 
 
-@pytest.mark.parametrize("engine", ["inprocess", "duckdb"])
+@pytest.mark.parametrize("engine", ["inprocess", "duckdb", "polars"])
 def test_paired_statistics_are_equal_for_every_bucket_count(engine):
     found = [
         compare_files(str(QRELS), str(BM25), str(DENSE), SOME, engine=engine, buckets=b, resamples=RESAMPLES)
@@ -273,8 +273,9 @@ def test_cli_prints_the_same_intervals_and_fingerprints_on_every_engine_and_buck
     printed = _cli(*common)
     assert printed[0] == 0
     assert "ndcg@10:ci_low" in printed[1] and "map:fingerprint" in printed[1]
-    for buckets in BUCKETS:
-        assert _cli(*common, "--engine", "duckdb", "--buckets", str(buckets))[1] == printed[1]
+    for engine in ("duckdb", "polars"):
+        for buckets in BUCKETS:
+            assert _cli(*common, "--engine", engine, "--buckets", str(buckets))[1] == printed[1], (engine, buckets)
     # the per-query values written where the engine runs, not collected: the buckets' sums still give them
     written = _cli(*common, "--engine", "duckdb", "--buckets", "3", "--per-query-out", str(tmp_path / "v.parquet"))
     assert written[1] == printed[1]
@@ -323,6 +324,8 @@ def test_cli_compare_on_a_partitioned_engine_is_the_same_for_every_bucket_count(
     printed = [_cli(*common, "--buckets", str(b)) for b in (1, 7)]
     assert printed[0][0] == 0 and printed[0][1] == printed[1][1]
     assert "merged over the buckets" in printed[0][1]
+    on_polars = _cli(*common[:-1], "polars", "--buckets", "16")
+    assert on_polars[0] == 0 and on_polars[1].replace("--engine polars", "--engine duckdb") == printed[0][1]
     rows = json.loads(_cli(*common, "--buckets", "2", "--format", "json")[1])["comparisons"]
     collected = json.loads(_cli(*common[:-2], "--format", "json")[1])  # in process: the classic resampling
     classic = {(r["metric"], r["run"]): r for r in collected["comparisons"]}

@@ -1,4 +1,4 @@
-"""Partitioned evaluation (in-process buckets and DuckDB): every per-query value, every coverage count and list and
+"""Partitioned evaluation (in-process buckets, DuckDB and Polars): every per-query value, every coverage count and list and
 the run's health equal the in-process engine's on the whole input, for 1, 2, 7 and 16 buckets."""
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ from tests.partitioned_cases import (
     write_hard_case,
 )
 
-ENGINES_TESTED = ("inprocess", "duckdb")
+ENGINES_TESTED = ("inprocess", "duckdb", "polars")
+OUT_OF_CORE = ("duckdb", "polars")
+"""The engines that read the files themselves (their errors must be the loaders')."""
 
 
 @pytest.fixture(scope="module")
@@ -78,11 +80,12 @@ def test_conformance_cases(engine, qrels_file, run_file):
         assert_same(_run(TREC / qrels_file, TREC / run_file, engine, buckets), expected)
 
 
+@pytest.mark.parametrize("engine", OUT_OF_CORE)
 @pytest.mark.parametrize("run_file", ["bm25-stem.trec.gz", "hybrid-rrf60.trec.gz", "dense-all-minilm-l6-v2.trec.gz"])
-def test_scifact(run_file):
+def test_scifact(engine, run_file):
     expected = reference(SCIFACT / "qrels.tsv", SCIFACT / run_file)
     for buckets in BUCKETS:
-        assert_same(_run(SCIFACT / "qrels.tsv", SCIFACT / run_file, "duckdb", buckets), expected)
+        assert_same(_run(SCIFACT / "qrels.tsv", SCIFACT / run_file, engine, buckets), expected)
 
 
 def test_buckets_in_any_order_fold_to_the_same_result(hard):
@@ -96,21 +99,22 @@ def test_buckets_in_any_order_fold_to_the_same_result(hard):
     assert_same(folded, reference(qrels, run))
 
 
-def test_an_empty_run_is_refused_as_in_process(tmp_path, hard):
+@pytest.mark.parametrize("engine", OUT_OF_CORE)
+def test_an_empty_run_is_refused_as_in_process(tmp_path, hard, engine):
     qrels, _ = hard
     empty = tmp_path / "empty.trec"
     empty.write_text("# nothing\n\n", encoding="utf-8")
     with pytest.raises(ParseError) as in_process:
         load_run(empty)
     with pytest.raises(ParseError) as partitioned:
-        evaluate_files(str(qrels), str(empty), ["ndcg@10"], engine="duckdb")
+        evaluate_files(str(qrels), str(empty), ["ndcg@10"], engine=engine)
     assert str(partitioned.value) == str(in_process.value)
 
 
 # --- bad input: the same error as the in-process loader, at the input file's line ----------------------------
 
 
-def _same_error(qrels, run, match):
+def _same_error(qrels, run, match, engine):
     def in_process():
         load_dataset(qrels)
         load_run(run)
@@ -118,49 +122,60 @@ def _same_error(qrels, run, match):
     with pytest.raises(RagMetricsError, match=match) as in_process_error:
         in_process()
     with pytest.raises(RagMetricsError, match=match) as partitioned:
-        evaluate_files(str(qrels), str(run), ["ndcg@10"], engine="duckdb", buckets=3)
+        evaluate_files(str(qrels), str(run), ["ndcg@10"], engine=engine, buckets=3)
     return str(in_process_error.value), str(partitioned.value)
 
 
-def test_a_bad_score_names_the_files_line(tmp_path, hard):
+@pytest.mark.parametrize("engine", OUT_OF_CORE)
+def test_a_bad_score_names_the_files_line(tmp_path, hard, engine):
     qrels, run = hard
     lines = run.read_text().splitlines()
     lines[40] = "q7 Q0 d1 1 high tag"
     bad = tmp_path / "bad.trec"
     bad.write_text("\n".join(lines) + "\n")
-    ours, theirs = _same_error(qrels, bad, r"bad.trec:41: expected a finite number as score \(field 5\), found 'high'")
+    ours, theirs = _same_error(
+        qrels, bad, r"bad.trec:41: expected a finite number as score \(field 5\), found 'high'", engine
+    )
     assert ours == theirs
 
 
-def test_a_second_judgment_names_both_lines(tmp_path):
+@pytest.mark.parametrize("engine", OUT_OF_CORE)
+def test_a_second_judgment_names_both_lines(tmp_path, engine):
     """The lines are the file's (identical lines told apart by their order); a bucket reports its own first one."""
     import re
 
-    _, theirs = _same_error(TREC / "qrels.123", TREC / "results.test", "a second label")
+    _, theirs = _same_error(TREC / "qrels.123", TREC / "results.test", "a second label", engine)
     line, first = (int(n) for n in re.search(r"qrels.123:(\d+):.*first on line (\d+)", theirs).groups())
     text = (TREC / "qrels.123").read_text().splitlines()
     assert first < line
     assert text[line - 1].split()[0::2][:2] == text[first - 1].split()[0::2][:2]  # the same query and document
 
 
-def test_a_lone_carriage_return_is_refused_at_its_line(tmp_path, hard):
+@pytest.mark.parametrize("engine", OUT_OF_CORE)
+def test_a_lone_carriage_return_is_refused_at_its_line(tmp_path, hard, engine):
     qrels, _ = hard
     bad = tmp_path / "cr.trec"
     bad.write_bytes(b"q1 Q0 d1 1 1.0 t\r\nq1 Q0 d2 2 0.5 t\nq1 Q0 d\r3 3 0.1 t\n")
     with pytest.raises(ParseError, match=r"cr.trec:3: expected lines ending in \\n or \\r\\n"):
-        evaluate_files(str(qrels), str(bad), ["ndcg@10"], engine="duckdb")
+        evaluate_files(str(qrels), str(bad), ["ndcg@10"], engine=engine)
     with pytest.raises(ParseError, match=r"cr.trec:3: expected lines ending in \\n or \\r\\n"):
         load_run(bad)
+    packed = tmp_path / "cr.trec.gz"  # said of the gzipped file, not of a decompressed copy
+    packed.write_bytes(gzip.compress(bad.read_bytes()))
+    with pytest.raises(ParseError, match=r"cr.trec.gz:3: expected lines ending in \\n or \\r\\n"):
+        evaluate_files(str(qrels), str(packed), ["ndcg@10"], engine=engine)
 
 
-def test_crlf_and_gzip_are_read_as_in_process(tmp_path, hard):
+@pytest.mark.parametrize("engine", OUT_OF_CORE)
+def test_crlf_and_gzip_are_read_as_in_process(tmp_path, hard, engine):
     qrels, run = hard
     packed = tmp_path / "run.trec.gz"
     packed.write_bytes(gzip.compress(run.read_bytes().replace(b"\n", b"\r\n")))
-    assert_same(_run(qrels, packed, "duckdb", 7), reference(qrels, packed))
+    assert_same(_run(qrels, packed, engine, 7), reference(qrels, packed))
 
 
-def test_mixed_crlf_and_lf_line_ends_are_read_as_in_process(tmp_path, hard):
+@pytest.mark.parametrize("engine", OUT_OF_CORE)
+def test_mixed_crlf_and_lf_line_ends_are_read_as_in_process(tmp_path, hard, engine):
     """Was: DuckDB's CSV state machine refused a TREC file mixing \\r\\n and \\n, which the loader reads."""
     qrels, run = hard
     mixed_qrels, mixed_run = tmp_path / "mixed.qrels", tmp_path / "mixed.trec"
@@ -168,37 +183,40 @@ def test_mixed_crlf_and_lf_line_ends_are_read_as_in_process(tmp_path, hard):
         lines = source.read_bytes().splitlines()
         target.write_bytes(b"".join(line + (b"\r\n" if i % 2 else b"\n") for i, line in enumerate(lines)))
     assert b"\r\n" in mixed_run.read_bytes() and b"\n" in mixed_run.read_bytes().replace(b"\r\n", b"")
-    assert assert_same(_run(mixed_qrels, mixed_run, "duckdb", 7), reference(mixed_qrels, mixed_run)) > 0
+    assert assert_same(_run(mixed_qrels, mixed_run, engine, 7), reference(mixed_qrels, mixed_run)) > 0
     # a CSV table too (DuckDB's strict CSV reader refuses the mix)
     table = tmp_path / "mixed.csv"
     table.write_bytes(b"query_id,doc_id,relevance\r\nq1,d1,1\nq1,d2,0\r\nq2,d3,2\nq2,d4,0\n")
     short = tmp_path / "short.trec"
     short.write_bytes(b"q1 Q0 d2 1 3 r\nq1 Q0 d1 2 2 r\nq2 Q0 d3 1 1 r\n")
-    assert assert_same(_run(table, short, "duckdb", 2), reference(table, short)) > 0
+    assert assert_same(_run(table, short, engine, 2), reference(table, short)) > 0
 
 
-def test_bytes_that_are_not_utf8(tmp_path, hard):
+@pytest.mark.parametrize("engine", OUT_OF_CORE)
+def test_bytes_that_are_not_utf8(tmp_path, hard, engine):
     qrels, _ = hard
     bad = tmp_path / "latin1.trec"
     bad.write_bytes(b"q1 Q0 d1 1 1.0 t\nq1 Q0 d\xe92 2 0.5 t\n")
     with pytest.raises(ParseError, match=r"latin1.trec:2: expected UTF-8 text"):
-        evaluate_files(str(qrels), str(bad), ["ndcg@10"], engine="duckdb")
+        evaluate_files(str(qrels), str(bad), ["ndcg@10"], engine=engine)
 
 
-def test_formats_it_does_not_read_are_refused_clearly(tmp_path, hard):
+@pytest.mark.parametrize("engine", OUT_OF_CORE)
+def test_formats_it_does_not_read_are_refused_clearly(tmp_path, hard, engine):
     qrels, _ = hard
     jsonl = tmp_path / "run.jsonl"
     jsonl.write_text('{"query_id": "q1", "retrieved": ["d1"]}\n')
     with pytest.raises(RagMetricsError, match=r"a jsonl run; the partitioned engines read trec, csv, tsv, parquet"):
-        evaluate_files(str(qrels), str(jsonl), ["ndcg@10"], engine="duckdb")
+        evaluate_files(str(qrels), str(jsonl), ["ndcg@10"], engine=engine)
 
 
-def test_queries_named_by_text_are_refused(tmp_path, hard):
+@pytest.mark.parametrize("engine", OUT_OF_CORE)
+def test_queries_named_by_text_are_refused(tmp_path, hard, engine):
     qrels, _ = hard
     run = tmp_path / "run.csv"
     run.write_text("query,doc_id,score\nwhat is x,d1,1\n")
     with pytest.raises(RagMetricsError, match="named by their text"):
-        evaluate_files(str(qrels), str(run), ["ndcg@10"], engine="duckdb")
+        evaluate_files(str(qrels), str(run), ["ndcg@10"], engine=engine)
 
 
 # --- the command line --------------------------------------------------------------------------------------
@@ -218,17 +236,19 @@ def _cli(*argv):
     return code, out.getvalue(), err.getvalue()
 
 
+@pytest.mark.parametrize("engine", OUT_OF_CORE)
 @pytest.mark.parametrize("fmt", ["table", "json"])
-def test_cli_duckdb_prints_what_in_process_prints(hard, fmt):
+def test_cli_partitioned_prints_what_in_process_prints(hard, fmt, engine):
     qrels, run = hard
     common = ["eval", "--dataset", str(qrels), "--run", str(run), "--run", str(SCIFACT / "bm25-stem.trec.gz")]
     common += ["-m", "ndcg@10", "-m", "map", "--format", fmt, "--per-query", "--allow-no-overlap"]
     in_process = _cli(*common)
-    on_duckdb = _cli(*common, "--engine", "duckdb", "--memory-limit", "256MB", "--buckets", "5")
-    assert in_process[0] == on_duckdb[0] == 0
-    assert on_duckdb[1] == in_process[1]
-    assert on_duckdb[2] == in_process[2]
-    assert "judged queries missing from the run" in on_duckdb[2]
+    limit = ["--memory-limit", "256MB"] if engine == "duckdb" else []
+    partitioned = _cli(*common, "--engine", engine, *limit, "--buckets", "5")
+    assert in_process[0] == partitioned[0] == 0
+    assert partitioned[1] == in_process[1]
+    assert partitioned[2] == in_process[2]
+    assert "judged queries missing from the run" in partitioned[2]
 
 
 def test_cli_per_query_out_writes_parquet(hard, tmp_path):

@@ -72,7 +72,7 @@ MERGED_TESTS = ("t", "randomization")
 
 
 def compare_partitioned(args: argparse.Namespace, out: TextIO) -> int:
-    """``compare --engine duckdb|spark``: each run against the baseline from sums the buckets add up (the paired t
+    """``compare --engine duckdb|polars|spark``: each run against the baseline from sums the buckets add up (the paired t
     test, the sign-flip randomization test, the Poisson bootstrap interval of the delta): equal for every engine and
     bucket count, no run's per-query values collected."""
     from ragmetrics.partitioned.files import run_name  # noqa: PLC0415 (the partitioned engines load on use: a comparison in this process needs none)

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 
 def eval_partitioned(args: argparse.Namespace, metrics: Sequence[str]) -> PartitionedResult:
-    """``eval --engine duckdb|spark``: the inputs read by the engine, bucket by bucket."""
+    """``eval --engine duckdb|polars|spark``: the inputs read by the engine, bucket by bucket."""
     from ragmetrics.partitioned.files import evaluate_files, run_name  # noqa: PLC0415 (the partitioned engines load on use: an evaluation in this process needs none)
 
     options = ("queries", "corpus", "chunk_mapping", "bounds")

@@ -168,10 +168,12 @@ def add_engine_options(p: argparse.ArgumentParser, per_query_out: bool = True) -
     p.add_argument(
         "--buckets",
         type=whole_number(1),
-        help="duckdb, spark: buckets the queries are hashed into (default: the engine's)",
+        help="duckdb, polars, spark: buckets the queries are hashed into (default: the engine's)",
     )
     p.add_argument("--memory-limit", help="duckdb: its memory limit, e.g. 2GB (default 2GB); beyond it, it spills")
-    p.add_argument("--work-dir", help="duckdb: folder for its buckets and spills (default: a temporary folder)")
+    p.add_argument(
+        "--work-dir", help="duckdb, polars: folder for their buckets and spills (default: a temporary folder)"
+    )
     p.add_argument("--spark-master", help="spark: master URL of the session started here (default local[*])")
     if not per_query_out:
         return

@@ -7,8 +7,9 @@ paired tests need only those vectors; the coverage report (missing and unknown q
 run's health are folded from per-query flags and per-bucket totals, so they equal the in-process ones.
 
 * :func:`evaluate_files` (:mod:`.files`): files through an engine of :data:`ENGINES` (``inprocess``, ``duckdb``,
-  ``spark``);
-* :func:`ragmetrics.spark.evaluate`: Spark DataFrames a user already has.
+  ``polars``, ``spark``);
+* :func:`ragmetrics.spark.evaluate`: Spark DataFrames a user already has;
+* :func:`ragmetrics.polars.evaluate`: Polars DataFrames and LazyFrames a user already has.
 
 Datasets are qrels (TREC, CSV, TSV or Parquet): a run query is matched to a judged query by its id.
 
@@ -27,12 +28,16 @@ ENGINES: dict[str, tuple[str, str]] = {
         "ragmetrics.partitioned.duck:DuckDB",
         "DuckDB, out of core: buckets in a work folder (ragmetrics[duckdb])",
     ),
+    "polars": (
+        "ragmetrics.partitioned.polar:Polars",
+        "Polars, out of core: buckets in a work folder (ragmetrics[polars])",
+    ),
     "spark": (
         "ragmetrics.partitioned.spark:Spark",
         "Spark, local or a cluster, an Arrow UDF per bucket (ragmetrics[spark])",
     ),
 }
-"""name -> (``module:class``, what it is), imported when used (DuckDB and PySpark are optional extras)."""
+"""name -> (``module:class``, what it is), imported when used (DuckDB, Polars and PySpark are optional extras)."""
 
 _PUBLIC = {
     "evaluate_files": "ragmetrics.partitioned.files",

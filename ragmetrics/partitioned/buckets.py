@@ -101,11 +101,12 @@ def _source(name: str, data: bytes, max_id_bytes: int):  # -> Source
 
 
 def _lines(rows: pa.Table) -> bytes:
+    """The rows' lines as one text, each ended by a line break: one element-wise append, then the appended array's
+    character data taken whole (joining a list of the lines copied the text three times)."""
     lines = rows.column("line").combine_chunks().cast(pa.large_string())
-    joined = pc.binary_join(
-        pa.LargeListArray.from_arrays(pa.array([0, len(lines)], pa.int64()), lines), pa.scalar("\n", pa.large_string())
-    )[0]
-    return joined.as_buffer().to_pybytes() + b"\n"
+    ended = pc.binary_join_element_wise(lines, pa.scalar("\n", pa.large_string()), pa.scalar("", pa.large_string()))
+    offsets = np.frombuffer(ended.buffers()[1], np.int64, len(ended) + 1, ended.offset * 8)
+    return ended.buffers()[2][int(offsets[0]) : int(offsets[-1])].to_pybytes()
 
 
 def _in_file(side: Side, rows: pa.Table, exc: ParseError) -> ParseError:
@@ -249,14 +250,16 @@ def evaluate_bucket(plan: Plan, qrels_rows: pa.Table, run_rows: pa.Table) -> pa.
         "tied": coverage.tied_queries,
     }
     for flag in FLAGS:
-        columns[flag] = np.isin(ids, np.array(listed[flag], dtype=object)) if listed[flag] else np.zeros(len(ids), bool)
+        columns[flag] = _listed(columns["query_id"], listed[flag])
     tallies = query_tallies(alignment)
     for tally in TALLIES:
         columns[tally] = getattr(tallies, tally)
     for name, values_of in zip(plan.metrics, values.values()):
         columns[name] = pa.array(values_of, pa.float64())
     parts.append(_table(plan, columns, len(ids)))
-    skipped = np.setdiff1d(np.array(coverage.missing_in_run, dtype=object), ids)
+    missing = pa.array(list(coverage.missing_in_run), pa.large_string())
+    not_evaluated = missing.filter(pc.invert(pc.is_in(missing, value_set=columns["query_id"])))
+    skipped = np.array(sorted(set(not_evaluated.to_pylist())), dtype=object)
     if len(skipped):
         position = _first_positions(dataset.qrels_table.column("query_id"), qrels_positions, skipped)
         kinds = np.full(len(skipped), SKIPPED, np.int8)
@@ -280,6 +283,14 @@ def evaluate_bucket(plan: Plan, qrels_rows: pa.Table, run_rows: pa.Table) -> pa.
     )
     parts.append(_totals_row(plan, totals))
     return pa.concat_tables(parts)
+
+
+def _listed(ids: pa.Array, listed: Sequence[str]) -> np.ndarray:
+    """Which of ``ids`` a coverage list names (a hash lookup: numpy's ``isin`` sorts object arrays, seconds per
+    bucket when most queries are listed)."""
+    if not listed:
+        return np.zeros(len(ids), bool)
+    return to_numpy(pc.is_in(ids, value_set=pa.array(list(listed), pa.large_string())))
 
 
 def _empty_run(name: str) -> Run:

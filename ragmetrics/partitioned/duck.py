@@ -14,27 +14,28 @@ first, nothing else in a line of one cell is lenient there: no quote, no delimit
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
 from ragmetrics.partitioned.buckets import POSITION, Plan, evaluate_bucket
-from ragmetrics.partitioned.engine import Engine, Options
-from ragmetrics.partitioned.inputs import FIRST_FIELD, TRIMMED, Input, is_gzipped, open_plain, with_columns
+from ragmetrics.partitioned.engine import Engine, Options, read_bucket, work_folder
+from ragmetrics.partitioned.inputs import (
+    FIRST_FIELD,
+    TRIMMED,
+    Input,
+    buckets_by_size,
+    check_line_breaks,
+    mixes_line_ends,
+    with_columns,
+)
 
 DEFAULT_MEMORY_LIMIT = "2GB"
-BUCKET_BYTES = 48 << 20
-"""Input bytes per bucket when the number is not given (a bucket of a TREC run then takes a few hundred MB here)."""
-GZIP_RATIO = 5
-"""A gzipped input's bytes counted this many times (a TREC run compresses about so much)."""
 
 
 def _literal(text: str) -> str:
@@ -43,44 +44,6 @@ def _literal(text: str) -> str:
 
 def _name(column: str) -> str:
     return '"' + column.replace('"', '""') + '"'
-
-
-def check_line_breaks(path: str) -> None:
-    """Refuse a carriage return that does not end a line (the TREC loader refuses it; DuckDB would break the line
-    there), naming its line. Read in blocks."""
-    with open_plain(path) as handle:
-        lines_before, carry = 0, b""
-        while block := handle.read(1 << 24):
-            data = carry + block
-            carry = data[-1:] if data.endswith(b"\r") else b""
-            body = data[: len(data) - len(carry)]
-            if body.count(b"\r") != body.count(b"\r\n"):
-                at = re.search(rb"\r(?!\n)", body)
-                assert at is not None
-                line = lines_before + body.count(b"\n", 0, at.start()) + 1
-                raise ParseError(path, line, "lines ending in \\n or \\r\\n", "a carriage return (\\r) inside the line")
-            lines_before += body.count(b"\n")
-        if carry:
-            raise ParseError(
-                path, lines_before + 1, "lines ending in \\n or \\r\\n", "a carriage return (\\r) inside the line"
-            )
-
-
-def mixes_line_ends(path: str) -> bool:
-    """True when the file ends some lines in \\r\\n and others in \\n, which DuckDB's strict CSV reader refuses.
-    Read in blocks."""
-    with open_plain(path) as handle:
-        crlf = lf = 0
-        carry = b""
-        while block := handle.read(1 << 24):
-            data = carry + block
-            carry = data[-1:] if data.endswith(b"\r") else b""  # its \n, if any, starts the next block
-            body = data[: len(data) - len(carry)]
-            crlf += body.count(b"\r\n")
-            lf += body.count(b"\n")
-            if crlf and lf > crlf:
-                return True
-    return False
 
 
 def _duckdb_error(path: str, exc: Exception) -> RagMetricsError:
@@ -99,14 +62,7 @@ class DuckDB(Engine):
     def __init__(self, options: Options) -> None:
         super().__init__(options)
 
-        if options.work_dir:
-            try:
-                Path(options.work_dir).mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise RagMetricsError(
-                    f"work folder {options.work_dir}: cannot be made ({exc.strerror or exc})"
-                ) from None
-        self.work = Path(tempfile.mkdtemp(prefix="ragmetrics-duckdb-", dir=options.work_dir))
+        self.work = work_folder(options.work_dir, self.name)
         config: dict[str, str | bool | int | float | list[str]] = {
             "memory_limit": options.memory_limit or DEFAULT_MEMORY_LIMIT,
             "temp_directory": str(self.work / "spill"),
@@ -124,10 +80,7 @@ class DuckDB(Engine):
         shutil.rmtree(self.work, ignore_errors=True)
 
     def buckets_for(self, qrels: Input, run: Input) -> int:
-        def weight(path: str) -> int:
-            return os.path.getsize(path) * (GZIP_RATIO if is_gzipped(path) else 1)
-
-        return max(1, -(-(weight(qrels.path) + weight(run.path)) // BUCKET_BYTES))
+        return buckets_by_size(qrels, run)
 
     def _select(self, found: Input, buckets: int) -> tuple[str, Input]:
         """The query that reads ``found``: its columns, ``position`` and ``bucket``."""
@@ -200,14 +153,5 @@ class DuckDB(Engine):
         run_folder, run_schema = self._partition(run, buckets)
         for bucket in range(buckets):
             yield evaluate_bucket(
-                plan, _read(qrels_folder, bucket, qrels_schema), _read(run_folder, bucket, run_schema)
+                plan, read_bucket(qrels_folder, bucket, qrels_schema), read_bucket(run_folder, bucket, run_schema)
             )
-
-
-def _read(folder: Path, bucket: int, schema: pa.Schema) -> pa.Table:
-    """A bucket's rows (none: an empty table of the input's columns)."""
-    part = folder / f"bucket={bucket}"
-    if not part.exists():
-        return schema.empty_table()
-    table = pq.read_table(part)
-    return table.drop_columns([c for c in table.column_names if c == "bucket"])

@@ -10,9 +10,11 @@ query's judgments and its ranking always meet), and yields one bucket table per 
 from __future__ import annotations
 
 import importlib
+import tempfile
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -30,7 +32,7 @@ from ragmetrics.partitioned.inputs import Input, describe
 @dataclass(frozen=True)
 class Options:
     """``buckets``: how many (None: the engine's default); ``memory_limit``: DuckDB's (e.g. ``"2GB"``);
-    ``work_dir``: where DuckDB writes its buckets and spills (default: a temporary folder); ``spark_master``: the
+    ``work_dir``: where DuckDB and Polars write their buckets (and DuckDB spills; default: a temporary folder); ``spark_master``: the
     Spark master URL (``local[*]`` by default) when no session is running."""
 
     buckets: int | None = None
@@ -78,21 +80,47 @@ class Engine(ABC):
     ) -> Iterator[pa.Table]:
         """The bucket tables; with ``per_query_out``, each bucket's per-query rows are written there (Parquet) as
         the bucket is done and the tables keep only the ids a coverage list names."""
-        if per_query_out is None:
-            yield from self.bucket_tables(plan, qrels, run, buckets)
-            return
+        tables = self.bucket_tables(plan, qrels, run, buckets)
+        yield from tables if per_query_out is None else with_per_query_written(tables, plan.metrics, per_query_out)
 
-        writer = None
+
+def with_per_query_written(
+    tables: Iterator[pa.Table], metrics: Sequence[str], per_query_out: str
+) -> Iterator[pa.Table]:
+    """``tables``, each bucket's per-query rows written to ``per_query_out`` (Parquet) as the bucket is done; the
+    tables keep only the ids a coverage list names."""
+    writer = None
+    try:
+        for table in tables:
+            rows = per_query_rows(table, metrics)
+            if writer is None:
+                writer = pq.ParquetWriter(per_query_out, rows.schema)
+            writer.write_table(rows)
+            yield without_ids(table)
+    finally:
+        if writer is not None:
+            writer.close()
+
+
+def work_folder(work_dir: str | None, engine: str) -> Path:
+    """A new folder of ``engine``'s own for its buckets (inside ``work_dir``, made when missing; default: the
+    system's temporary folder); the engine removes it when closed."""
+    if work_dir:
         try:
-            for table in self.bucket_tables(plan, qrels, run, buckets):
-                rows = per_query_rows(table, plan.metrics)
-                if writer is None:
-                    writer = pq.ParquetWriter(per_query_out, rows.schema)
-                writer.write_table(rows)
-                yield without_ids(table)
-        finally:
-            if writer is not None:
-                writer.close()
+            Path(work_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RagMetricsError(f"work folder {work_dir}: cannot be made ({exc.strerror or exc})") from None
+    return Path(tempfile.mkdtemp(prefix=f"ragmetrics-{engine}-", dir=work_dir))
+
+
+def read_bucket(folder: Path, bucket: int, schema: pa.Schema) -> pa.Table:
+    """A bucket's rows as written by a partitioned Parquet write (``folder/bucket=K/*.parquet``; none: an empty
+    table of the input's columns)."""
+    part = folder / f"bucket={bucket}"
+    if not part.exists():
+        return schema.empty_table()
+    table = pq.read_table(part)
+    return table.drop_columns([c for c in table.column_names if c == "bucket"])
 
 
 def bucket_of(query_ids: pa.ChunkedArray | pa.Array, buckets: int) -> np.ndarray:

@@ -6,8 +6,10 @@ Only the file's head is read here (format detection sniffs it as the in-process 
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import os
+import re
 from dataclasses import dataclass
 from typing import BinaryIO, Literal
 
@@ -31,6 +33,10 @@ WHITESPACE = "[ \\t\\x0B\\f]"
 (DuckDB) and Java (Spark) read the same way."""
 FIRST_FIELD = f"^{WHITESPACE}*([^ \\t\\x0B\\f]*)"
 """A TREC line's first field (its query id), group 1."""
+BUCKET_BYTES = 48 << 20
+"""Input bytes per bucket when the number is not given (a bucket of a TREC run then takes a few hundred MB here)."""
+GZIP_RATIO = 5
+"""A gzipped input's bytes counted this many times (a TREC run compresses about so much)."""
 
 
 @dataclass(frozen=True)
@@ -136,3 +142,84 @@ def _query_column(path: str, names: list[str] | tuple[str, ...]) -> str:
             "query id column (query_id/qid/topic): add one, or use --engine inprocess"
         )
     return column
+
+
+def buckets_by_size(qrels: Input, run: Input) -> int:
+    """The bucket count of an engine that holds one bucket at a time: one per :data:`BUCKET_BYTES` of input."""
+
+    def weight(path: str) -> int:
+        return os.path.getsize(path) * (GZIP_RATIO if is_gzipped(path) else 1)
+
+    return max(1, -(-(weight(qrels.path) + weight(run.path)) // BUCKET_BYTES))
+
+
+def check_line_breaks(path: str) -> None:
+    """Refuse a carriage return that does not end a line (the TREC loader refuses it; DuckDB would break the line
+    there, Polars keep it), naming its line. Read in blocks; a block without a carriage return is only searched for
+    one (the lines are counted only when one is found)."""
+    with open_plain(path) as handle:
+        offset, carry = 0, b""
+        while block := handle.read(1 << 24):
+            data = carry + block
+            carry = data[-1:] if data.endswith(b"\r") else b""
+            body = data[: len(data) - len(carry)]
+            if b"\r" in body and body.count(b"\r") != body.count(b"\r\n"):
+                at = re.search(rb"\r(?!\n)", body)
+                assert at is not None
+                raise ParseError(
+                    path,
+                    _line_at(path, offset + at.start()),
+                    "lines ending in \\n or \\r\\n",
+                    "a carriage return (\\r) inside the line",
+                )
+            offset += len(body)
+        if carry:
+            raise ParseError(
+                path, _line_at(path, offset), "lines ending in \\n or \\r\\n", "a carriage return (\\r) inside the line"
+            )
+
+
+def _line_at(path: str, offset: int) -> int:
+    """The line (1-based) of the byte at ``offset`` of the file's plain bytes. Read in blocks."""
+    with open_plain(path) as handle:
+        lines_before = 0
+        while offset > 0 and (block := handle.read(min(1 << 24, offset))):
+            lines_before += block.count(b"\n")
+            offset -= len(block)
+    return lines_before + 1
+
+
+def mixes_line_ends(path: str) -> bool:
+    """True when the file ends some lines in \\r\\n and others in \\n, which DuckDB's strict CSV reader refuses.
+    Read in blocks."""
+    with open_plain(path) as handle:
+        crlf = lf = 0
+        carry = b""
+        while block := handle.read(1 << 24):
+            data = carry + block
+            carry = data[-1:] if data.endswith(b"\r") else b""  # its \n, if any, starts the next block
+            body = data[: len(data) - len(carry)]
+            crlf += body.count(b"\r\n")
+            lf += body.count(b"\n")
+            if crlf and lf > crlf:
+                return True
+    return False
+
+
+def first_line_not_utf8(path: str) -> int | None:
+    """The line of the first byte that is not UTF-8 (None: the whole file is UTF-8), for an engine whose reader
+    refuses such a file without naming the line. Read in blocks."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    with open_plain(path) as handle:
+        lines_before = 0
+        while block := handle.read(1 << 24):
+            try:
+                decoder.decode(block)
+            except UnicodeDecodeError as exc:
+                return lines_before + block.count(b"\n", 0, exc.start) + 1
+            lines_before += block.count(b"\n")
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            return lines_before + 1
+    return None
