@@ -90,7 +90,7 @@ def test_upload_explore_and_open_a_missed_query(page: Page, app_url: str) -> Non
     assert "v=1" in page.url and "runs=" in page.url
     # the reports are written when asked for (a deferred download), with the overview's numbers and findings
     for label, marks in (
-        ("HTML report", ("<html", "mini_eval", "<h2>Diagnosis</h2>", "Most misses are near misses")),
+        ("HTML report", ("<html", "mini_eval", "<h2>Diagnosis</h2>", "misses are near misses (ranks")),
         ("Markdown report", ("## Diagnosis", "### mini-dense: 3 easy queries are missed at K=5")),
     ):
         with page.expect_download(timeout=TIMEOUT) as download:
