@@ -18,8 +18,8 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Any, ClassVar, Self
 
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset
@@ -32,6 +32,7 @@ from ragmetrics.synth.filters import default_retrievers
 from ragmetrics.synth.generators import make_generator
 
 __all__ = [
+    "BackgroundJob",
     "Cancelled",
     "GenerationJob",
     "JobStatus",
@@ -66,8 +67,54 @@ class JobStatus:
 
 
 @dataclass
-class RetrievalJob:
-    """One retrieval of ``retriever`` (anything :func:`ragmetrics.retrieve.retrieve` takes) over ``dataset``."""
+class BackgroundJob:
+    """Work on a thread of its own (a subclass's ``_work``): its progress (``_done``), its error text
+    (``"cancelled"`` when the user stopped it), when it started and ended; :meth:`cancel` asks ``_work`` to stop at
+    its next step, :meth:`wait` waits for it to end."""
+
+    _: KW_ONLY
+    _done: int = 0
+    _error: str | None = None
+    _started: float = field(default_factory=time.monotonic)
+    _ended: float | None = None
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    thread_name: ClassVar[str] = "ragmetrics-job"
+
+    def start(self) -> Self:
+        self._thread = threading.Thread(target=self._work, name=self.thread_name, daemon=True)
+        self._thread.start()
+        return self
+
+    def _work(self) -> None:
+        raise NotImplementedError
+
+    def cancel(self) -> None:
+        self._stop.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the job to end; True when it did."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self._ended is not None
+
+    def _where(self) -> dict[str, Any]:
+        """The status fields every job has: running, seconds so far, and once ended its error and cancellation."""
+        ended = self._ended
+        return {
+            "running": ended is None,
+            "seconds": (ended if ended is not None else time.monotonic()) - self._started,
+            "error": self._error if ended is not None else None,
+            "cancelled": ended is not None and self._error == "cancelled",
+        }
+
+
+@dataclass
+class RetrievalJob(BackgroundJob):
+    """One retrieval of ``retriever`` (anything :func:`ragmetrics.retrieve.retrieve` takes) over ``dataset``;
+    :meth:`cancel` stops it at the next answer (the answers so far stay cached)."""
+
+    thread_name: ClassVar[str] = "ragmetrics-retrieve-job"
 
     dataset: Dataset
     retriever: Any
@@ -75,19 +122,8 @@ class RetrievalJob:
     options: dict[str, Any] = field(default_factory=dict)
     dataset_id: str = ""
     """The stored dataset the run goes under, whichever dataset the page shows when the job ends."""
-    _done: int = 0
     _total: int = 0
     _result: Retrieval | None = None
-    _error: str | None = None
-    _started: float = field(default_factory=time.monotonic)
-    _ended: float | None = None
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
-
-    def start(self) -> RetrievalJob:
-        self._thread = threading.Thread(target=self._work, name="ragmetrics-retrieve-job", daemon=True)
-        self._thread.start()
-        return self
 
     def _progress(self, done: int, total: int) -> None:
         self._done, self._total = done, total
@@ -108,34 +144,23 @@ class RetrievalJob:
         finally:
             self._ended = time.monotonic()
 
-    def cancel(self) -> None:
-        """Stop at the next answer (the answers so far stay cached)."""
-        self._stop.set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait for the job to end; True when it did."""
-        if self._thread is not None:
-            self._thread.join(timeout)
-        return self._ended is not None
-
     def status(self) -> JobStatus:
-        ended = self._ended
         return JobStatus(
             done=self._done,
             total=self._total,
-            running=ended is None,
-            seconds=(ended if ended is not None else time.monotonic()) - self._started,
-            result=self._result if ended is not None else None,
-            error=self._error if ended is not None else None,
-            cancelled=ended is not None and self._error == "cancelled",
+            result=self._result if self._ended is not None else None,
+            **self._where(),
         )
 
 
 @dataclass
-class GenerationJob:
+class GenerationJob(BackgroundJob):
     """One generation of a batch of candidate queries (:func:`ragmetrics.synth.build.generate_batch`): each
     candidate is stored as it is written, so :meth:`cancel` (or a crash) keeps those written and a resumed job
-    writes only the rest. ``model``: a registered model's name (the model generator), never an address."""
+    writes only the rest; :meth:`cancel` stops before the next step (reading the corpus, indexing it, storing a
+    candidate). ``model``: a registered model's name (the model generator), never an address."""
+
+    thread_name: ClassVar[str] = "ragmetrics-generate-job"
 
     candidates: CandidateStore
     batch: str
@@ -144,22 +169,14 @@ class GenerationJob:
     categories: dict[str, int]
     seed: int
     model: str | None = None
-    _done: int = 0
     _total: int = 0
     _stored: int | None = None
     phase: str = "reading and indexing the corpus"
     """What it is doing: reading and indexing the corpus (the filters' retrievers), then generating."""
-    _error: str | None = None
-    _started: float = field(default_factory=time.monotonic)
-    _ended: float | None = None
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
 
-    def start(self) -> GenerationJob:
+    def start(self) -> Self:
         self._total = sum(self.categories.values())
-        self._thread = threading.Thread(target=self._work, name="ragmetrics-generate-job", daemon=True)
-        self._thread.start()
-        return self
+        return super().start()
 
     def _progress(self, done: int, total: int) -> None:
         self._done, self._total = done, total
@@ -196,24 +213,11 @@ class GenerationJob:
         with contextlib.suppress(Exception):  # the store itself failed: the batch reads as interrupted, resumable
             self.candidates.set_status(self.batch, "stopped")
 
-    def cancel(self) -> None:
-        """Stop before the next step (reading the corpus, indexing it, storing a candidate); those stored stay."""
-        self._stop.set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        if self._thread is not None:
-            self._thread.join(timeout)
-        return self._ended is not None
-
     def status(self) -> JobStatus:
-        ended = self._ended
         return JobStatus(
             done=self._done,
             total=self._total,
-            running=ended is None,
-            seconds=(ended if ended is not None else time.monotonic()) - self._started,
-            error=self._error if ended is not None else None,
-            cancelled=ended is not None and self._error == "cancelled",
+            **self._where(),
         )
 
 
@@ -265,10 +269,13 @@ class JudgeStatus:
 
 
 @dataclass
-class JudgeJob:
+class JudgeJob(BackgroundJob):
     """``judge`` grading ``pairs`` on the scale ``0..max_grade``; ``save(labels)`` keeps each few graded at once
     and returns ``(stored, skipped)``. A judge that grades everything in one call (``batch = 0``, the learned
-    one) is given all its pairs at once."""
+    one) is given all its pairs at once. :meth:`cancel` stops before the next few pairs (every label given so far
+    is stored)."""
+
+    thread_name: ClassVar[str] = "ragmetrics-judge-job"
 
     judge: Judge
     pairs: Sequence[Pair]
@@ -277,21 +284,10 @@ class JudgeJob:
     label: str
     dataset_id: str = ""
     chunk: int = JUDGE_CHUNK
-    _done: int = 0
     _stored: int = 0
     _skipped: int = 0
     _ungraded: int = 0
     _problems: list[str] = field(default_factory=list)
-    _error: str | None = None
-    _started: float = field(default_factory=time.monotonic)
-    _ended: float | None = None
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
-
-    def start(self) -> JudgeJob:
-        self._thread = threading.Thread(target=self._work, name="ragmetrics-judge-job", daemon=True)
-        self._thread.start()
-        return self
 
     def _work(self) -> None:
         size = len(self.pairs) if getattr(self.judge, "batch", None) == 0 else max(1, self.chunk)
@@ -317,27 +313,13 @@ class JudgeJob:
         finally:
             self._ended = time.monotonic()
 
-    def cancel(self) -> None:
-        """Stop before the next few pairs (every label given so far is stored)."""
-        self._stop.set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait for the job to end; True when it did."""
-        if self._thread is not None:
-            self._thread.join(timeout)
-        return self._ended is not None
-
     def status(self) -> JudgeStatus:
-        ended = self._ended
         return JudgeStatus(
             done=self._done,
             total=len(self.pairs),
-            running=ended is None,
-            seconds=(ended if ended is not None else time.monotonic()) - self._started,
             stored=self._stored,
             skipped=self._skipped,
             ungraded=self._ungraded,
             problems=tuple(self._problems),
-            error=self._error if ended is not None else None,
-            cancelled=ended is not None and self._error == "cancelled",
+            **self._where(),
         )
