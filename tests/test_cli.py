@@ -150,6 +150,8 @@ def test_compare_json(tmp_path):
         "delta",
         "ci_low",
         "ci_high",
+        "ci_low_adjusted",
+        "ci_high_adjusted",
         "p_value",
         "p_value_corrected",
         "wins",
@@ -157,7 +159,10 @@ def test_compare_json(tmp_path):
         "losses",
     }
     assert set(rows[0]) == keys
+    family = json.loads(done.stdout)["family"]  # every pair of the three runs, on the one metric
+    assert family == {"correction": "holm", "size": 3, "covers": "all pairs of 3 runs x 1 metric"}
     hybrid = rows[0]
+    assert hybrid["ci_low_adjusted"] < hybrid["ci_low"] and hybrid["ci_high"] < hybrid["ci_high_adjusted"]
     assert round(hybrid["mean"], 4) == 0.7132 and round(hybrid["baseline_mean"], 4) == 0.6791
     assert hybrid["ci_low"] < hybrid["delta"] < hybrid["ci_high"] and hybrid["p_value"] < 0.05
     assert hybrid["wins"] + hybrid["ties"] + hybrid["losses"] == 300

@@ -310,12 +310,13 @@ CORRECTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 """Multiple-comparison corrections by name: the one place one is added."""
 
 
-def family_text(correction: str | None, size: int) -> str:
+def family_text(correction: str | None, size: int, scope: str = "") -> str:
     """The correction and the family it covers, in the words the CLI and every dashboard page use:
-    ``Holm-corrected over 4 comparison(s)``, ``uncorrected``."""
+    ``Holm-corrected over 4 comparison(s)``, ``Holm-corrected over 6 comparison(s) (all pairs of 3 runs x 2
+    metrics)``, ``uncorrected``."""
     if correction in (None, "", "none"):
         return "uncorrected"
-    return f"{correction.capitalize()}-corrected over {size} comparison(s)"
+    return f"{correction.capitalize()}-corrected over {size} comparison(s)" + (f" ({scope})" if scope else "")
 
 
 @dataclass(frozen=True)
