@@ -424,14 +424,10 @@ def _adjusted_intervals(table: pd.DataFrame, confidence: float) -> pd.DataFrame:
     mean difference, because 1,000 bootstrap resamples hold too few draws in tails that far out."""
     if confidence == 0.95:
         return table.assign(ci_low_adjusted=table["ci_low"], ci_high_adjusted=table["ci_high"])
-    from scipy import stats as sps  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)
-
-    n = table["n"].to_numpy(dtype=np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        half = sps.t.ppf(0.5 + confidence / 2, n - 1) * table["sd_difference"].to_numpy(dtype=np.float64) / np.sqrt(n)
-    half = np.where(table["run"] == table["baseline"], 0.0, half)
+    low, high = stats.t_interval(table["delta"], table["sd_difference"], table["n"], confidence)
+    own = (table["run"] == table["baseline"]).to_numpy()
     delta = table["delta"].to_numpy(dtype=np.float64)
-    return table.assign(ci_low_adjusted=delta - half, ci_high_adjusted=delta + half)
+    return table.assign(ci_low_adjusted=np.where(own, delta, low), ci_high_adjusted=np.where(own, delta, high))
 
 
 def compare(
