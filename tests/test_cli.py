@@ -242,3 +242,17 @@ def test_push_names_the_dataset_as_asked(tmp_path):
     assert Store(url).list_datasets()["name"].tolist() == ["SciFact test"]
     bad = cli("push", "--store", url, "--dataset", QRELS, "--run", BM25, "--name", "x" * 600)
     assert bad.returncode == 2 and "--name" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("engine", "option", "said"),
+    [
+        ("inprocess", ["--memory-limit", "1GB"], "--memory-limit: read by a partitioned engine only"),
+        ("inprocess", ["--buckets", "3"], "--buckets: read by a partitioned engine only"),
+        ("polars", ["--memory-limit", "1GB"], "the polars engine cannot hold itself to a memory limit"),
+        ("spark", ["--memory-limit", "1GB"], "the spark engine cannot hold itself to a memory limit"),
+    ],
+)
+def test_an_engine_option_the_engine_does_not_read_is_refused_not_ignored(engine, option, said):
+    done = cli("eval", "--dataset", QRELS, "--run", BM25, "--engine", engine, *option)
+    assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr, done.stderr

@@ -27,6 +27,7 @@ from ragmetrics.cli.options import (
     add_ppi_options,
     add_test_options,
     read_bounds_depth,
+    refuse_engine_options_in_process,
     wants_ppi,
 )
 from ragmetrics.engine import Conventions
@@ -170,6 +171,7 @@ def other_pairs_p(args: argparse.Namespace) -> list[float]:
 
 
 def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    refuse_engine_options_in_process(args)
     if args.engine != "inprocess":
         return compare_partitioned(args, out)
     depth = read_bounds_depth(args.bounds)

@@ -47,10 +47,18 @@ class Engine(ABC):
     name: ClassVar[str]
     local: ClassVar[bool] = True
     """The engine reads files of this machine (it sniffs them); False: paths the cluster reads."""
+    bounds_memory: ClassVar[bool] = False
+    """The engine holds itself to ``Options.memory_limit``; an engine that cannot refuses one (never ignores it)."""
 
     def __init__(self, options: Options) -> None:
         if options.buckets is not None and (not isinstance(options.buckets, int) or options.buckets < 1):
             raise RagMetricsError(f"buckets must be an int >= 1; got {options.buckets!r}")
+        if options.memory_limit is not None and not self.bounds_memory:
+            bounded = ", ".join(name for name in ENGINES if engine_class(name).bounds_memory)
+            raise RagMetricsError(
+                f"--memory-limit: the {self.name} engine cannot hold itself to a memory limit (it would be "
+                f"ignored); engines that can: {bounded}. With {self.name}, more --buckets make each bucket smaller"
+            )
         self.options = options
 
     def __enter__(self) -> Engine:
