@@ -82,9 +82,6 @@ VIEWS: tuple[View, ...] = (
         "Data",
         unlinked={
             "judge.run_": "inputs of a judge run to start; what it labels is stored with the judge's provenance",
-            "judge.order": "the labelling queue's order: a link reopens the default (most consequential first)",
-            "judge.plan": "the human sample's plan: a link reopens the default (random)",
-            "judge.shown_judge": "the judge the agreement panel shows: a link reopens the latest judge",
         },
     ),
     View(

@@ -106,7 +106,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
         )
     )
     assisted.corrected_elsewhere(
-        page.workspace, ds, selection, spec, view.depth, baseline=base.name, correction=correction, alpha=alpha
+        page.workspace, ds, selection, spec, view.depth, view, baseline=base.name, correction=correction, alpha=alpha
     )
     table = cmp.comparison_frame(comparison)
     display = cmp.comparison_display(table, base.name, comparison.correction, comparison.adjusted_interval_name)

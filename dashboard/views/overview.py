@@ -58,7 +58,7 @@ if page.alignments and page.dataset is not None:
         filename=f"overview-k{k}.csv",
         column_config=layout.number_columns(means, labels),
     )
-    assisted.corrected_elsewhere(page.workspace, ds, selection, metric_spec(view.metric, k), view.depth)
+    assisted.corrected_elsewhere(page.workspace, ds, selection, metric_spec(view.metric, k), view.depth, view)
     summary = cache.summary_frame(selection, overview.overview_specs(k), view.bounds_depth)
     heading = "Means with 95% bootstrap confidence intervals"
     if view.bounds:
