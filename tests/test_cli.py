@@ -152,6 +152,7 @@ def test_compare_json(tmp_path):
         "ci_high",
         "ci_low_adjusted",
         "ci_high_adjusted",
+        "ci_level_adjusted",
         "p_value",
         "p_value_corrected",
         "wins",

@@ -203,7 +203,7 @@ def verdict(comparison: Comparison, spec: MetricSpec, *, markdown: bool = True) 
     significant = bool(p < comparison.alpha)
     # beside the corrected p-value, the interval adjusted for the same family (its name says how)
     ci = (
-        f"{comparison.adjusted_interval_name} "
+        f"{comparison.adjusted_interval_name(float(best['ci_level_adjusted']))} "
         f"[{signed(float(best['ci_low_adjusted']))}, {signed(float(best['ci_high_adjusted']))}]"
     )
     if abs(delta) <= 0:
@@ -287,6 +287,7 @@ COMPARISON_COLUMNS = [
     "p_value_corrected",
     "ci_low_adjusted",
     "ci_high_adjusted",
+    "ci_level_adjusted",
     "significance",
     "wins",
     "ties",
@@ -339,13 +340,10 @@ def format_ci(low: float, high: float) -> str:
     return f"[{low:.3f}, {high:.3f}]"
 
 
-def comparison_display(
-    frame: pd.DataFrame, baseline: str, correction: str = "holm", adjusted: str = ""
-) -> pd.DataFrame:
+def comparison_display(frame: pd.DataFrame, baseline: str, correction: str = "holm") -> pd.DataFrame:
     """:func:`comparison_frame` for reading (same rows, same order): CIs and p-values as text, W / T / L in one
-    column; the corrected p-value is labelled with its correction (``p (Holm)``), and beside it the interval
-    adjusted for the same family when ``adjusted`` names one other than the 95% one
-    (:attr:`ragmetrics.analysis.compare.Comparison.adjusted_interval_name`)."""
+    column; the corrected p-value is labelled with its correction (``p (Holm)``), and beside it the delta's interval
+    adjusted the same way, with its level (:func:`ragmetrics.analysis.compare.adjusted_level`)."""
     is_base = frame["run"] == baseline
     out = pd.DataFrame(
         {
@@ -375,12 +373,12 @@ def comparison_display(
             ("significance", "judgments"),
         ):
             out.insert(out.columns.get_loc(after) + 1, column, judged[column])
-    if adjusted and adjusted != "95% CI":
-        ends = zip(is_base, frame["ci_low_adjusted"], frame["ci_high_adjusted"])
+    if correction not in (None, "", "none"):
+        ends = zip(is_base, frame["ci_low_adjusted"], frame["ci_high_adjusted"], frame["ci_level_adjusted"])
         out.insert(
             out.columns.get_loc(f"p ({correction_title(correction)})") + 1,
-            f"Δ {adjusted}",
-            ["" if b else format_ci(lo, hi) for b, lo, hi in ends],
+            f"Δ CI ({correction_title(correction)}-adjusted)",
+            ["" if b else f"{format_ci(lo, hi)} at {100 * level:.4g}%" for b, lo, hi, level in ends],
         )
     return out
 

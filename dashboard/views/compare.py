@@ -109,7 +109,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
         page.workspace, ds, selection, spec, view.depth, view, baseline=base.name, correction=correction, alpha=alpha
     )
     table = cmp.comparison_frame(comparison)
-    display = cmp.comparison_display(table, base.name, comparison.correction, comparison.adjusted_interval_name)
+    display = cmp.comparison_display(table, base.name, comparison.correction)
     focus = by_id[focus_id]
     focus_row = cmp.row_of(table, spec, focus.name)
     table_key = f"compare.table.{base_id}.{focus_id}.{spec}.{test}.{alpha}.{correction}.{len(specs)}.{bounds}.{depth}"

@@ -160,10 +160,7 @@ if page.alignments and page.dataset is not None:
             link=link,
             verdict=(cmp.verdict(comparison, spec, markdown=False) or "") if comparison else "",
             comparison=cmp.comparison_display(
-                cmp.comparison_frame(comparison),
-                comparison.baseline,
-                comparison.correction,
-                comparison.adjusted_interval_name,
+                cmp.comparison_frame(comparison), comparison.baseline, comparison.correction
             )
             if comparison
             else None,

@@ -12,16 +12,11 @@ baseline only: a pair's corrected p-value then depends neither on which run is t
 command that shows it (Dataset power tests every pair; Compare and the Overview show the baseline's; all read
 :attr:`Comparison.pairs` of the same computation). ``family="baseline"`` corrects over the baseline's comparisons
 only (smaller, so more powerful, but a pair's p-value then changes with the baseline). Beside a corrected p-value
-the delta's interval is adjusted for the same family (``ci_low_adjusted``/``ci_high_adjusted``: Bonferroni's
-simultaneous interval over the m comparisons, Student's t at 1 - alpha/m; Holm has no interval of its own);
-uncorrected, it is the delta's own 95% interval (at another alpha, t at 1 - alpha).
-
-With ``bounds``, each row also carries what the judgments leave open: the mean's worst and best value over every
-way of judging the unjudged documents the runs retrieved (in their top ``bounds_depth`` when given:
-:meth:`ragmetrics.Alignment.bounds`), the delta's
-(run's worst minus baseline's best, run's best minus baseline's worst: every judging's delta lies between them,
-a document both runs retrieved counted at both ends, so the interval can be wider than any one judging gives),
-and ``could_flip``: the delta's sign is not settled by the judgments.
+the delta's interval is adjusted the same way (``ci_low_adjusted``/``ci_high_adjusted`` at ``ci_level_adjusted``):
+Student's t at 1 - alpha * p / p_corrected, the level the correction gave that comparison, so it excludes 0 exactly
+when the corrected t-test p-value is below alpha (for Bonferroni that is 1 - alpha/m, the simultaneous interval over
+the m comparisons; for Holm it follows the step each comparison was tested at). Uncorrected, it is the delta's own
+95% paired-bootstrap interval.
 """
 
 from __future__ import annotations
@@ -92,20 +87,11 @@ class Comparison:
         words the CLI and every dashboard page use (:func:`ragmetrics.analysis.stats.family_text`)."""
         return stats.family_text(self.correction, self.family_size, self.scope)
 
-    @property
-    def adjusted_confidence(self) -> float:
-        """The confidence of the adjusted interval beside the corrected p-value: 1 - alpha/m, or 1 - alpha
-        uncorrected."""
-        return adjusted_confidence(self.correction, self.alpha, self.family_size)
-
-    @property
-    def adjusted_interval_name(self) -> str:
-        """What the adjusted interval is, in words: ``95% CI``, ``99.17% Bonferroni CI`` (simultaneous over the
-        family)."""
-        level = f"{100 * self.adjusted_confidence:.4g}%"
-        if self.correction in (None, "", "none") or self.family_size <= 1:
-            return f"{level} CI"
-        return f"{level} Bonferroni CI"
+    def adjusted_interval_name(self, level: float) -> str:
+        """What an adjusted interval at ``level`` is, in words: ``95% CI`` uncorrected, ``99.17% CI (Holm-adjusted)``,
+        ``99.17% CI (Bonferroni-adjusted)``."""
+        name = f"{100 * level:.4g}% CI"
+        return name if self.correction in (None, "", "none") else f"{name} ({self.correction.capitalize()}-adjusted)"
 
     def to_dict(self) -> dict[str, Any]:
         keys = [
@@ -119,6 +105,7 @@ class Comparison:
             "ci_high",
             "ci_low_adjusted",
             "ci_high_adjusted",
+            "ci_level_adjusted",
             "p_value",
             "p_value_corrected",
             "wins",
@@ -130,7 +117,7 @@ class Comparison:
         for record in self.table[keys].to_dict(orient="records"):
             rows.append({k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in record.items()})
         family = {"correction": self.correction, "size": self.family_size, "covers": self.scope}
-        return {"comparisons": rows, "family": family, "adjusted_confidence": self.adjusted_confidence}
+        return {"comparisons": rows, "family": family}
 
 
 SEGMENTS = ("category", "difficulty")
@@ -344,7 +331,7 @@ def compare_result(
     table, extra = corrected(rows_for(every, {}), other_pairs(every, {}), [])
     size = int(table["p_value"].notna().sum() + extra["p_value"].notna().sum()) if not table.empty else 0
     if not table.empty:
-        table = _adjusted_intervals(table, adjusted_confidence(correction, alpha, size))
+        table = _adjusted_intervals(table, correction, alpha)
     segment_rows: list[dict[str, Any]] = []
     segment_pairs: list[dict[str, Any]] = []
     for facet in segments:
@@ -383,13 +370,15 @@ def family_scope(family: str, runs: int, metrics: int) -> str:
     return FAMILIES[family].format(runs=runs, others=runs - 1, metrics=f"{metrics} metric{'s' * (metrics != 1)}")
 
 
-def adjusted_confidence(correction: str | None, alpha: float, family_size: int) -> float:
-    """The confidence of the interval shown beside a p-value corrected over ``family_size`` comparisons:
-    Bonferroni's simultaneous 1 - alpha/m (for Holm too, which has no interval of its own), or 1 - alpha
-    uncorrected."""
-    if correction in (None, "", "none") or family_size <= 1:
-        return 1 - alpha
-    return 1 - alpha / family_size
+def adjusted_level(correction: str | None, alpha: float, p_value: float, p_corrected: float, family_size: int) -> float:
+    """The confidence of the interval beside a corrected p-value: 1 - alpha * p / p_corrected, the level the
+    correction tested that comparison at (Bonferroni: 1 - alpha/m; Holm: its step's), or 0.95 uncorrected; where
+    the ratio is unknown (p = 0), 1 - alpha/m."""
+    if correction in (None, "", "none"):
+        return 0.95
+    if p_value > 0 and np.isfinite(p_value) and np.isfinite(p_corrected) and p_corrected > 0:
+        return 1 - alpha * p_value / p_corrected
+    return 1 - alpha / max(family_size, 1)
 
 
 def _pair(
@@ -418,16 +407,24 @@ def _pairs_frame(table: pd.DataFrame, extra: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([own[PAIR_COLUMNS], extra[PAIR_COLUMNS]], ignore_index=True)
 
 
-def _adjusted_intervals(table: pd.DataFrame, confidence: float) -> pd.DataFrame:
-    """``table`` with ``ci_low_adjusted``/``ci_high_adjusted``: at 95% the delta's paired-bootstrap interval (its
-    ``ci_low``/``ci_high``); at another ``confidence`` (1 - alpha/m for a family of m) Student's t interval of the
-    mean difference, because 1,000 bootstrap resamples hold too few draws in tails that far out."""
-    if confidence == 0.95:
-        return table.assign(ci_low_adjusted=table["ci_low"], ci_high_adjusted=table["ci_high"])
-    low, high = stats.t_interval(table["delta"], table["sd_difference"], table["n"], confidence)
+def _adjusted_intervals(table: pd.DataFrame, correction: str | None, alpha: float) -> pd.DataFrame:
+    """``table`` with ``ci_low_adjusted``/``ci_high_adjusted`` at ``ci_level_adjusted`` (:func:`adjusted_level`):
+    uncorrected the delta's 95% paired-bootstrap interval (its ``ci_low``/``ci_high``); corrected, Student's t
+    interval of the mean difference at the comparison's level (1,000 bootstrap resamples hold too few draws in tails
+    that far out; t also makes the interval exclude 0 exactly when the corrected t-test p-value is below alpha)."""
+    if correction in (None, "", "none"):
+        return table.assign(ci_low_adjusted=table["ci_low"], ci_high_adjusted=table["ci_high"], ci_level_adjusted=0.95)
+    size = int(table["p_value"].notna().sum())
+    levels = np.array(
+        [adjusted_level(correction, alpha, p, q, size) for p, q in zip(table["p_value"], table["p_value_corrected"])]
+    )
     own = (table["run"] == table["baseline"]).to_numpy()
+    levels = np.where(own, 0.95, levels)
+    low, high = stats.t_interval(table["delta"], table["sd_difference"], table["n"], levels)
     delta = table["delta"].to_numpy(dtype=np.float64)
-    return table.assign(ci_low_adjusted=np.where(own, delta, low), ci_high_adjusted=np.where(own, delta, high))
+    return table.assign(
+        ci_low_adjusted=np.where(own, delta, low), ci_high_adjusted=np.where(own, delta, high), ci_level_adjusted=levels
+    )
 
 
 def compare(

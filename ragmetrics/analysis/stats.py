@@ -278,14 +278,18 @@ def bootstrap_ci(
     return low.reshape(shape), high.reshape(shape)
 
 
-def t_interval(mean: np.ndarray, sd: np.ndarray, n: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
-    """Student's t interval of a mean at ``confidence``: mean +- t(n - 1) * sd / sqrt(n), element-wise (NaN below
-    two values). At 1 - alpha/m for each of m means it is Bonferroni's simultaneous interval over the m."""
+def t_interval(
+    mean: np.ndarray, sd: np.ndarray, n: np.ndarray, confidence: float | np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Student's t interval of a mean at ``confidence`` (one, or one per mean): mean +- t(n - 1) * sd / sqrt(n),
+    element-wise (NaN below two values). At 1 - alpha/m for each of m means it is Bonferroni's simultaneous
+    interval over the m."""
     from scipy import stats as sps  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)
 
     mean, sd, n = (np.asarray(v, dtype=np.float64) for v in (mean, sd, n))
     with np.errstate(invalid="ignore", divide="ignore"):
-        half = np.where(n > 1, sps.t.ppf(0.5 + confidence / 2, np.maximum(n - 1, 1)) * sd / np.sqrt(n), np.nan)
+        quantile = sps.t.ppf(0.5 + np.asarray(confidence, dtype=np.float64) / 2, np.maximum(n - 1, 1))
+        half = np.where(n > 1, quantile * sd / np.sqrt(n), np.nan)
     return mean - half, mean + half
 
 

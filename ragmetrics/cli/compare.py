@@ -275,7 +275,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             line = GATE_LINES[said]
             out.write(
                 f"{line}: {row.metric} {row.mean:.4f} vs baseline {row.baseline_mean:.4f} "
-                f"(delta {row.delta:+.4f}, {comparison.adjusted_interval_name} "
+                f"(delta {row.delta:+.4f}, {comparison.adjusted_interval_name(row.ci_level_adjusted)} "
                 f"[{row.ci_low_adjusted:+.4f}, {row.ci_high_adjusted:+.4f}], "
                 f"p={row.p_value_corrected:.4g} {comparison.family_text}, {args.test})"
                 + (judged_ends(row) if args.bounds else "")

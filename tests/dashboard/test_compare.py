@@ -120,6 +120,7 @@ def test_comparison_display_keeps_rows_and_formats_text(faq_cmp) -> None:
         "Δ 95% CI",
         "p",
         "p (Holm)",
+        "Δ CI (Holm-adjusted)",
         "significance",
         "W / T / L",
     ]
@@ -128,6 +129,9 @@ def test_comparison_display_keeps_rows_and_formats_text(faq_cmp) -> None:
     src = frame.iloc[1]
     assert row["Δ vs baseline"] == f"{src['delta']:+.3f}"
     assert row["Δ 95% CI"] == f"[{src['ci_low']:.3f}, {src['ci_high']:.3f}]"
+    level = f"{100 * src['ci_level_adjusted']:.4g}%"
+    assert row["Δ CI (Holm-adjusted)"] == f"[{src['ci_low_adjusted']:.3f}, {src['ci_high_adjusted']:.3f}] at {level}"
+    assert "Δ CI (Holm-adjusted)" not in cmp.comparison_display(frame, "bm25", "none").columns
     assert row["W / T / L"] == f"{src['wins']} / {src['ties']} / {src['losses']}"
     assert display.iloc[0]["p"] == "—" and display.iloc[0]["Δ vs baseline"] == ""
     assert cmp.format_p(3e-7) == "<0.0001" and cmp.format_p(0.04321) == "0.0432"
@@ -487,9 +491,9 @@ def test_a_tiny_difference_never_reads_as_zero() -> None:
 
 
 def test_a_difference_that_is_not_significant_is_never_worded_as_a_win() -> None:
-    """The verdict words a non-significant result as such ("No significant difference"), never "beats"; beside a
-    p-value corrected over one comparison the interval is the delta's 95% one, over several it is Bonferroni's
-    simultaneous one at 1 - alpha/m, named so."""
+    """The verdict words a non-significant result as such ("No significant difference"), never "beats"; beside the
+    corrected p-value is the delta's interval adjusted the same way, at the level the correction tested it at
+    (one comparison: 95%), named so; uncorrected, the 95% bootstrap interval, named without an adjustment."""
     import ragmetrics as rm
     from ragmetrics.analysis.compare import compare
 
@@ -503,14 +507,20 @@ def test_a_difference_that_is_not_significant_is_never_worded_as_a_win() -> None
     comparison = compare(dataset, [base, other], ["mrr"], warn=False)
     said = cmp.verdict(comparison, M("mrr"), markdown=False)
     assert said is not None and said.startswith("No significant difference on MRR: other is ahead of base by +0.04")
-    assert "beats" not in said and "95% CI [" in said and "not significant at α = 0.05" in said
+    assert "beats" not in said and "95% CI (Holm-adjusted) [" in said and "not significant at α = 0.05" in said
     row = comparison.table.iloc[1]
-    assert f"[{signed(row['ci_low'])}, {signed(row['ci_high'])}]" in said and "over 1 comparison(s)" in said
+    assert f"[{signed(row['ci_low_adjusted'])}, {signed(row['ci_high_adjusted'])}]" in said
+    assert "over 1 comparison(s)" in said
+
+    plain = compare(dataset, [base, other], ["mrr"], correction="none", warn=False)
+    said = cmp.verdict(plain, M("mrr"), markdown=False)
+    row = plain.table.iloc[1]
+    assert f"95% CI [{signed(row['ci_low'])}, {signed(row['ci_high'])}]" in said and "uncorrected" in said
 
     comparison = compare(dataset, [base, other], ["mrr", "recall@1"], warn=False)  # a family of two
     said = cmp.verdict(comparison, M("mrr"), markdown=False)
     row = comparison.table[comparison.table["metric"] == "mrr"].iloc[1]
-    assert comparison.adjusted_confidence == 0.975 and "97.5% Bonferroni CI [" in said
-    assert row["ci_high_adjusted"] - row["ci_low_adjusted"] > row["ci_high"] - row["ci_low"]
+    level = row["ci_level_adjusted"]
+    assert 0.95 < level <= 0.975 and f"{100 * level:.4g}% CI (Holm-adjusted) [" in said
     assert f"[{signed(row['ci_low_adjusted'])}, {signed(row['ci_high_adjusted'])}]" in said
     assert "Holm-corrected over 2 comparison(s);" in said  # one pair of runs: no family to name beyond it
