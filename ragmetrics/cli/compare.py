@@ -83,7 +83,6 @@ def compare_partitioned(args: argparse.Namespace, out: TextIO) -> int:
     test, the sign-flip randomization test, the Poisson bootstrap interval of the delta): equal for every engine and
     bucket count, no run's per-query values collected."""
     from ragmetrics.partitioned.files import run_name  # noqa: PLC0415 (the partitioned engines load on use: a comparison in this process needs none)
-    from ragmetrics.partitioned.paired import compare_files  # noqa: PLC0415 (the partitioned engines load on use: a comparison in this process needs none)
 
     refused = [f"--{o.replace('_', '-')}" for o in ("queries", "corpus", "chunk_mapping", "bounds") if getattr(args, o)]
     if refused:
@@ -93,25 +92,9 @@ def compare_partitioned(args: argparse.Namespace, out: TextIO) -> int:
             f"--test {args.test}: --engine {args.engine} makes the tests that merge ({', '.join(MERGED_TESTS)}); "
             "use --engine inprocess for the others"
         )
-    conventions = Conventions().replace(
-        missing=args.missing, rel_level=args.rel_level, level=args.level, unjudged=args.unjudged
-    )
     rows = []
     for run in args.run:
-        for found in compare_files(
-            args.dataset,
-            args.baseline,
-            run,
-            args.metric or ["ndcg@10"],
-            engine=args.engine,
-            conventions=conventions,
-            buckets=args.buckets,
-            resamples=args.resamples,
-            seed=args.seed,
-            memory_limit=args.memory_limit,
-            work_dir=args.work_dir,
-            spark_master=args.spark_master,
-        ):
+        for found in merged_pair(args, run, args.baseline):
             rows.append((run_name(run), found, found.p_t if args.test == "t" else found.p_randomization))
     family_p = [p for *_, p in rows] + (other_pairs_p(args) if args.family == "pairs" else [])
     corrected = CORRECTIONS[args.correction](np.array(family_p, dtype=np.float64))[: len(rows)]
@@ -144,30 +127,37 @@ def compare_partitioned(args: argparse.Namespace, out: TextIO) -> int:
 def other_pairs_p(args: argparse.Namespace) -> list[float]:
     """``--family pairs`` on a partitioned engine: the p-value of every two ``--run`` files against each other
     (one more pass through the engine per pair), which the correction covers with the baseline's."""
+    found = []
+    for i, first in enumerate(args.run):
+        for second in args.run[i + 1 :]:
+            found += [
+                pair.p_t if args.test == "t" else pair.p_randomization for pair in merged_pair(args, second, first)
+            ]
+    return found
+
+
+def merged_pair(args: argparse.Namespace, run: str, baseline: str) -> list[Any]:
+    """``run`` against ``baseline`` (files) through the options' engine, from the sums its buckets add up
+    (:func:`ragmetrics.partitioned.paired.compare_files`), one result per metric."""
     from ragmetrics.partitioned.paired import compare_files  # noqa: PLC0415 (the partitioned engines load on use: a comparison in this process needs none)
 
     conventions = Conventions().replace(
         missing=args.missing, rel_level=args.rel_level, level=args.level, unjudged=args.unjudged
     )
-    found = []
-    for i, first in enumerate(args.run):
-        for second in args.run[i + 1 :]:
-            for pair in compare_files(
-                args.dataset,
-                second,
-                first,
-                args.metric or ["ndcg@10"],
-                engine=args.engine,
-                conventions=conventions,
-                buckets=args.buckets,
-                resamples=args.resamples,
-                seed=args.seed,
-                memory_limit=args.memory_limit,
-                work_dir=args.work_dir,
-                spark_master=args.spark_master,
-            ):
-                found.append(pair.p_t if args.test == "t" else pair.p_randomization)
-    return found
+    return compare_files(
+        args.dataset,
+        baseline,
+        run,
+        args.metric or ["ndcg@10"],
+        engine=args.engine,
+        conventions=conventions,
+        buckets=args.buckets,
+        resamples=args.resamples,
+        seed=args.seed,
+        memory_limit=args.memory_limit,
+        work_dir=args.work_dir,
+        spark_master=args.spark_master,
+    )
 
 
 def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
