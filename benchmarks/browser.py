@@ -298,9 +298,11 @@ def by_address(p, browser, urls: dict[str, str], repeat: int, results: Results) 
         )
         try:
             context.add_init_script(PAGE_CLOCK)
-            for _ in range(2):  # the browser has opened every page before, twice: Chrome keeps a script's
-                for url in urls.values():  # compiled code from its second load on
-                    timed_open(context, url)
+            # the browser has opened every page before, and every script they load at least twice (Chrome keeps a
+            # script's compiled code from its second load on): the floor's pages hold one chart at most, the
+            # dashboard's several
+            for url in [*urls.values(), *(url for name, url in urls.items() if name.startswith("floor: "))]:
+                timed_open(context, url)
             for round_ in range(repeat):
                 progress(f"returning browser, round {round_ + 1} of {repeat}")
                 for name, url in urls.items():
