@@ -45,7 +45,10 @@ VIEWS: tuple[View, ...] = (
         "Compare runs",
         ":material/compare_arrows:",
         "Results",
-        unlinked={"compare.fuse.": "the settings of a fused run to add; once added, the fused run is in the link"},
+        unlinked={
+            "compare.fuse.": "the settings of a fused run to add; once added, the fused run is in the link",
+            "compare.text.": "the text of a ranking's top documents: a link opens it folded, as the page does",
+        },
     ),
     View("power", "views/power.py", "Dataset power", ":material/query_stats:", "Results"),
     View(

@@ -422,3 +422,16 @@ def test_a_fused_run_with_spaces_in_its_ids_offers_no_trec_file_and_says_why(own
     assert button.proto.disabled
     captions = [c.value for c in at.caption]
     assert any("No TREC file of this run" in c and "contains whitespace" in c for c in captions), captions
+
+
+def test_the_text_of_the_top_documents_is_sent_only_when_its_section_is_open(faq_ids) -> None:
+    at = open_page("compare", {"m": "ndcg", "q": "q009"})
+    no_problems(at)
+    folded = [e for e in at.expander if e.label.startswith("Text of the top")]
+    assert len(folded) == 2 and all(not list(e.markdown) for e in folded)  # one per ranking, empty while folded
+    at.session_state["compare.text.run"] = True  # what a click on its label does (a rerun)
+    at.run()
+    no_problems(at)
+    shown = {e.proto.id.rsplit("-", 1)[-1]: list(e.markdown) for e in at.expander if e.label.startswith("Text of")}
+    assert not shown["compare.text.baseline"]
+    assert len(shown["compare.text.run"]) >= 3  # the legend, then a head and a text per document
