@@ -47,6 +47,9 @@ class Engine(ABC):
     name: ClassVar[str]
     local: ClassVar[bool] = True
     """The engine reads files of this machine (it sniffs them); False: paths the cluster reads."""
+    same_buckets_for_every_run: ClassVar[bool] = True
+    """Bucket ``k`` of any two runs holds the same queries (a hash of the query id); False: buckets are cut from
+    each run as it is read (paired statistics cannot take them in step)."""
 
     def __init__(self, options: Options) -> None:
         if options.buckets is not None and (not isinstance(options.buckets, int) or options.buckets < 1):
