@@ -105,10 +105,12 @@ class Stream(Engine):
         seen = SeenQueries(run.path)
         size = self._slice_bytes(run, buckets)
         if run.format == "trec":
-            for lines_before, rows_before, text in trec_slices(run.path, size):
+            rows_before = 0
+            for lines_before, text in trec_slices(run.path, size):
                 parsed = _parse_trec(plan, run.path, text, lines_before)
                 seen.add(parsed.table.column("query_id"), partial(_line_of, text, lines_before))
                 positions = np.arange(rows_before, rows_before + parsed.table.num_rows, dtype=np.int64)
+                rows_before += parsed.table.num_rows
                 yield _evaluate(plan, judged, with_chunks(plan, parsed), positions)
         else:
             columns = with_columns(run, pq.ParquetFile(run.path).schema_arrow.names)
@@ -226,10 +228,11 @@ def _is_data(key: bytes) -> bool:
     return bool(key) and not key.startswith(b"#")
 
 
-def query_cut(data: bytes, end: int) -> int:
+def query_cut(data: bytes, end: int, carried: int = 0) -> int:
     """The offset in ``data`` where the last query of its complete lines (``data[:end]``, ``end`` after a line
     break) begins: the lines from there on (its lines and any blank or comment line before them) go to the next
-    slice. 0 when the lines hold one query only."""
+    slice. 0 when the lines hold one query only. ``carried``: ``data`` starts with that many bytes of complete lines
+    of one query (carried from the block before), so the walk back stops once it reaches them."""
     last: bytes | None = None
     start = end
     while start > 0:
@@ -240,42 +243,39 @@ def query_cut(data: bytes, end: int) -> int:
                 last = key
             elif key != last:
                 return start
+            if begin < carried:  # the carried lines are all this query's
+                return 0
         start = begin
     return 0
 
 
-def trec_slices(path: str, size: int) -> Iterator[tuple[int, int, bytes]]:
-    """``(lines before, data rows before, text)`` of each slice of a TREC file (plain or gzipped) of whole lines,
+def trec_slices(path: str, size: int) -> Iterator[tuple[int, bytes]]:
+    """``(lines before, text)`` of each slice of a TREC file (plain or gzipped) of whole lines,
     about ``size`` bytes each, ending where the query id changes (a query longer than ``size`` makes its slice
-    longer). A UTF-8 byte-order mark is dropped, as the loader drops it."""
+    longer, read ``size`` bytes at a time). A UTF-8 byte-order mark is dropped, as the loader drops it."""
     handle: BinaryIO
     with open_plain(path) as handle:
         carry = b""
-        lines_before = rows_before = 0
+        lines_before = 0
         first = True
         while True:
-            block = handle.read(max(size - len(carry), 1 << 16))
+            block = handle.read(max(size - len(carry), size // 2, len(BOM)))
             if first:
                 block, first = block.removeprefix(BOM), False
+            carried = carry.rfind(b"\n") + 1  # the carried complete lines: one query's
             data = carry + block
             if not block:
                 if _DATA_LINE.search(data):
-                    yield lines_before, rows_before, data
+                    yield lines_before, data
                 return
             end = data.rfind(b"\n") + 1
-            cut = query_cut(data, end) if end else 0
+            cut = query_cut(data, end, carried) if end else 0
             if cut == 0:
                 carry = data
                 continue
             text, carry = data[:cut], data[cut:]
-            yield lines_before, rows_before, text
+            yield lines_before, text
             lines_before += text.count(b"\n")
-            rows_before += _data_rows(text)
-
-
-def _data_rows(text: bytes) -> int:
-    """The data lines of whole lines of TREC text (what the reader makes rows of)."""
-    return len(_DATA_LINE.findall(text))
 
 
 def _parse_trec(plan: Plan, path: str, text: bytes, lines_before: int) -> Run:
