@@ -135,7 +135,8 @@ def _evaluate(plan: Plan, judged: JudgedQueries, run: Run, positions: np.ndarray
 
 class JudgedQueries:
     """The qrels, read whole, handed out query by query: each slice takes the rows of its queries (and their
-    query rows), the rest are read last."""
+    query rows), the rest are read last. A slice's ids are looked up by their fingerprints (sorted once, so a
+    slice costs its own ids, not the qrels'), each match confirmed on the text."""
 
     def __init__(self, dataset: Dataset) -> None:
         self.dataset = dataset
@@ -147,22 +148,52 @@ class JudgedQueries:
         counts = np.bincount(code, minlength=len(self.names))
         self.starts = np.concatenate([[0], np.cumsum(counts)])
         self.taken = np.zeros(len(self.names), bool)
-        self.query_names = dataset.queries_table.column("query_id")
+        prints = string_fingerprints(self.names)
+        self.by_print = np.argsort(prints, kind="stable")
+        self.prints = prints[self.by_print]
+        self.prints_collide = len(prints) > 1 and bool(np.any(self.prints[1:] == self.prints[:-1]))
+        self.query_row = positions_in(self.names, dataset.queries_table.column("query_id"))
+        """Each judged query's row of the queries table (-1: none)."""
+
+    def _codes(self, query_ids: pa.Array) -> np.ndarray:
+        """The code of each of ``query_ids`` (distinct) among the judged queries, -1 when not judged."""
+        if not len(self.names) or not len(query_ids):
+            return np.full(len(query_ids), -1, np.int64)
+        if self.prints_collide:  # two judged ids share a fingerprint
+            return positions_in(query_ids, self.names)
+        prints = string_fingerprints(query_ids)
+        at = np.minimum(np.searchsorted(self.prints, prints), len(self.prints) - 1)
+        codes = np.where(self.prints[at] == prints, self.by_print[at], -1)
+        found = np.flatnonzero(codes >= 0)
+        if len(found):  # a fingerprint match is confirmed on the text; a collision falls back to a hash lookup
+            same = to_numpy(pc.equal(self.names.take(pa.array(codes[found])), query_ids.take(pa.array(found))))
+            if not same.all():
+                return positions_in(query_ids, self.names)
+        return codes
+
+    @staticmethod
+    def _rows(table: pa.Table, rows: np.ndarray) -> pa.Table:
+        if len(rows) and int(rows[-1]) - int(rows[0]) + 1 == len(rows):  # a run of rows: a slice, not a copy
+            return table.slice(int(rows[0]), len(rows))
+        return table.take(pa.array(rows))
 
     def _subset(self, codes: np.ndarray) -> tuple[Dataset, np.ndarray]:
         lengths = self.starts[codes + 1] - self.starts[codes]
         begin = np.repeat(self.starts[codes] - np.cumsum(lengths) + lengths, lengths)
         rows = np.sort(self.order[begin + np.arange(int(lengths.sum()))])
-        qrels = self.dataset.qrels_table.take(pa.array(rows))
-        wanted = self.names.take(pa.array(codes))
-        queries = self.dataset.queries_table.filter(pc.is_in(self.query_names, value_set=wanted))
-        subset = Dataset(qrels_table=qrels, queries_table=queries, name=self.dataset.name)
+        query_rows = np.sort(self.query_row[codes])
+        query_rows = query_rows[query_rows >= 0]
+        subset = Dataset(
+            qrels_table=self._rows(self.dataset.qrels_table, rows),
+            queries_table=self._rows(self.dataset.queries_table, query_rows),
+            name=self.dataset.name,
+        )
         return subset, rows.astype(np.int64)
 
-    def take(self, query_ids: pa.Array | pa.ChunkedArray) -> tuple[Dataset, np.ndarray] | None:
-        """The qrels of ``query_ids`` (each taken once: a later slice never sees them) and their row positions;
-        None when none is judged."""
-        at = positions_in(query_ids, self.names)
+    def take(self, query_ids: pa.Array) -> tuple[Dataset, np.ndarray] | None:
+        """The qrels of ``query_ids`` (distinct; each query taken once: a later slice never sees it) and their row
+        positions; None when none is judged."""
+        at = self._codes(query_ids)
         codes = at[at >= 0]
         codes = codes[~self.taken[codes]]
         if not len(codes):
