@@ -31,7 +31,8 @@ from ragmetrics.partitioned.inputs import Input, describe
 
 @dataclass(frozen=True)
 class Options:
-    """``buckets``: how many (None: the engine's default); ``memory_limit``: DuckDB's (e.g. ``"2GB"``);
+    """``buckets``: how many (None: the engine's default); ``memory_limit``: DuckDB's (e.g. ``"2GB"``), and what the
+    stream engine sizes its slices from;
     ``work_dir``: where DuckDB and Polars write their buckets (and DuckDB spills; default: a temporary folder); ``spark_master``: the
     Spark master URL (``local[*]`` by default) when no session is running."""
 

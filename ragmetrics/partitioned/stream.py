@@ -116,11 +116,11 @@ class Stream(Engine):
             columns = with_columns(run, pq.ParquetFile(run.path).schema_arrow.names)
             plan = replace(plan, run=Side(run.path, "columns"))
             for rows in parquet_slices(columns, size):
-                parsed = read_side(plan.run, rows, plan, "run")  # the table rules, as every engine reads a table
-                assert isinstance(parsed, Run)
+                read = read_side(plan.run, rows, plan, "run")  # the table rules, as every engine reads a table
+                assert isinstance(read, Run)
                 positions = to_numpy(rows.column(POSITION))
-                seen.add(parsed.table.column("query_id"), partial(_row_of, positions))
-                yield _evaluate(plan, judged, with_chunks(plan, parsed), positions)
+                seen.add(read.table.column("query_id"), partial(_row_of, positions))
+                yield _evaluate(plan, judged, with_chunks(plan, read), positions)
         leftover = judged.unread()
         if leftover is not None:
             yield evaluate_parsed(plan, leftover[0], leftover[1], empty_run(plan.run_name), np.zeros(0, np.int64))
