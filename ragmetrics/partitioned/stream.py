@@ -238,7 +238,8 @@ class SeenQueries:
                 "cannot evaluate it; use --engine duckdb or --engine polars (they partition by a hash of the query "
                 "id)"
             )
-        self.seen = np.union1d(self.seen, prints)
+        new = np.sort(prints)
+        self.seen = np.insert(self.seen, np.searchsorted(self.seen, new), new)  # one merge: no sort of them all
 
 
 # --- TREC text ------------------------------------------------------------------------------------------------
@@ -259,15 +260,18 @@ def _is_data(key: bytes) -> bool:
     return bool(key) and not key.startswith(b"#")
 
 
-def query_cut(data: bytes, end: int, carried: int = 0) -> int:
+def query_cut(data: bytes, end: int, carried: int = 0, lowest: int = 0) -> int:
     """The offset in ``data`` where the last query of its complete lines (``data[:end]``, ``end`` after a line
     break) begins: the lines from there on (its lines and any blank or comment line before them) go to the next
     slice. 0 when the lines hold one query only. ``carried``: ``data`` starts with that many bytes of complete lines
-    of one query (carried from the block before), so the walk back stops once it reaches them."""
+    of one query (carried from the block before), so the walk back stops once it reaches them. ``lowest``: only
+    lines that begin there or later are looked at (0 when none of them starts a query)."""
     last: bytes | None = None
     start = end
-    while start > 0:
+    while start > lowest:
         begin = data.rfind(b"\n", 0, start - 1) + 1
+        if begin < lowest:
+            return 0
         key = _key(data[begin : start - 1])
         if _is_data(key):
             if last is None:
@@ -293,18 +297,23 @@ def trec_slices(path: str, size: int) -> Iterator[tuple[int, bytes]]:
             block = handle.read(max(size - len(carry), size // 2, len(BOM)))
             if first:
                 block, first = block.removeprefix(BOM), False
-            carried = carry.rfind(b"\n") + 1  # the carried complete lines: one query's
-            data = carry + block
             if not block:
-                if _DATA_LINE.search(data):
-                    yield lines_before, data
+                if _DATA_LINE.search(carry):
+                    yield lines_before, carry
                 return
-            end = data.rfind(b"\n") + 1
-            cut = query_cut(data, end, carried) if end else 0
-            if cut == 0:
-                carry = data
-                continue
-            text, carry = data[:cut], data[cut:]
+            # the cut among the block's own whole lines: the text is the one copy of the block
+            cut = query_cut(block, block.rfind(b"\n") + 1, lowest=block.find(b"\n") + 1)
+            if cut:
+                text, carry = carry + block[:cut], block[cut:]
+            else:  # a query from the carried lines on (a short block, or a long query)
+                carried = carry.rfind(b"\n") + 1  # the carried complete lines: one query's
+                data = carry + block
+                end = data.rfind(b"\n") + 1
+                cut = query_cut(data, end, carried) if end else 0
+                if cut == 0:
+                    carry = data
+                    continue
+                text, carry = data[:cut], data[cut:]
             yield lines_before, text
             lines_before += text.count(b"\n")
 
