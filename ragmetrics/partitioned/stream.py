@@ -23,6 +23,7 @@ about ``N`` slices.
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -43,7 +44,16 @@ from ragmetrics.io.limits import parse_size
 from ragmetrics.io.source import BOM
 from ragmetrics.partitioned.buckets import POSITION, Plan, empty_run, evaluate_parsed, read_side, source_of, with_chunks
 from ragmetrics.partitioned.engine import Engine, Options
-from ragmetrics.partitioned.inputs import GZIP_RATIO, Input, Side, describe, is_gzipped, open_plain, with_columns
+from ragmetrics.partitioned.inputs import (
+    GZIP_RATIO,
+    Input,
+    Side,
+    describe,
+    is_gzipped,
+    line_at,
+    open_plain,
+    with_columns,
+)
 
 DEFAULT_MEMORY_LIMIT = "2GB"
 """The memory the engine plans for when ``--memory-limit`` is not given (DuckDB's default too)."""
@@ -106,9 +116,9 @@ class Stream(Engine):
         size = self._slice_bytes(run, buckets)
         if run.format == "trec":
             rows_before = 0
-            for lines_before, text in trec_slices(run.path, size):
-                parsed = _parse_trec(plan, run.path, text, lines_before)
-                seen.add(parsed.table.column("query_id"), partial(_line_of, text, lines_before))
+            for offset, text in trec_slices(run.path, size):
+                parsed = _parse_trec(plan, run.path, text, offset)
+                seen.add(parsed.table.column("query_id"), partial(_line_of, run.path, text, offset))
                 positions = np.arange(rows_before, rows_before + parsed.table.num_rows, dtype=np.int64)
                 rows_before += parsed.table.num_rows
                 yield _evaluate(plan, judged, with_chunks(plan, parsed), positions)
@@ -285,21 +295,47 @@ def query_cut(data: bytes, end: int, carried: int = 0, lowest: int = 0) -> int:
 
 
 def trec_slices(path: str, size: int) -> Iterator[tuple[int, bytes]]:
-    """``(lines before, text)`` of each slice of a TREC file (plain or gzipped) of whole lines,
-    about ``size`` bytes each, ending where the query id changes (a query longer than ``size`` makes its slice
-    longer, read ``size`` bytes at a time). A UTF-8 byte-order mark is dropped, as the loader drops it."""
+    """``(offset, text)`` of each slice of a TREC file (plain or gzipped) of whole lines, about ``size`` bytes each,
+    ending where the query id changes (a query longer than ``size`` makes its slice longer); ``offset``: where the
+    text starts in the file's plain bytes. A UTF-8 byte-order mark is dropped, as the loader drops it. A plain file
+    is mapped (each slice's text is then its one copy); a gzipped one read a block at a time."""
+    if is_gzipped(path):
+        yield from _gzipped_slices(path, size)
+        return
+    with open(path, "rb") as handle:
+        if os.fstat(handle.fileno()).st_size == 0:
+            return
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            total = len(mapped)
+            start = len(BOM) if mapped[: len(BOM)] == BOM else 0
+            while start < total:
+                stop, carried = start + size, start
+                while stop < total:
+                    end = mapped.rfind(b"\n", start, stop) + 1
+                    cut = query_cut(mapped, end, carried, lowest=start) if end else 0  # type: ignore[arg-type]
+                    if cut:
+                        break
+                    carried, stop = max(carried, end), stop + size  # one query so far: look further
+                else:
+                    cut = total
+                text = mapped[start:cut]
+                if cut < total or _DATA_LINE.search(text):
+                    yield start, text
+                start = cut
+
+
+def _gzipped_slices(path: str, size: int) -> Iterator[tuple[int, bytes]]:
     handle: BinaryIO
     with open_plain(path) as handle:
-        carry = b""
-        lines_before = 0
-        first = True
+        carry = handle.read(len(BOM))
+        offset = 0
+        if carry == BOM:
+            carry, offset = b"", len(BOM)
         while True:
-            block = handle.read(max(size - len(carry), size // 2, len(BOM)))
-            if first:
-                block, first = block.removeprefix(BOM), False
+            block = handle.read(max(size - len(carry), size // 2, 1))
             if not block:
                 if _DATA_LINE.search(carry):
-                    yield lines_before, carry
+                    yield offset, carry
                 return
             # the cut among the block's own whole lines: the text is the one copy of the block
             cut = query_cut(block, block.rfind(b"\n") + 1, lowest=block.find(b"\n") + 1)
@@ -314,20 +350,21 @@ def trec_slices(path: str, size: int) -> Iterator[tuple[int, bytes]]:
                     carry = data
                     continue
                 text, carry = data[:cut], data[cut:]
-            yield lines_before, text
-            lines_before += text.count(b"\n")
+            yield offset, text
+            offset += len(text)
 
 
-def _parse_trec(plan: Plan, path: str, text: bytes, lines_before: int) -> Run:
+def _parse_trec(plan: Plan, path: str, text: bytes, offset: int) -> Run:
     try:
         return trec.read_run(source_of(path, text, plan.max_id_bytes), name=plan.run_name)
     except ParseError as exc:
-        line = None if exc.line is None else exc.line + lines_before
+        line = None if exc.line is None else exc.line + line_at(path, offset) - 1
         raise ParseError(path, line, exc.expected, exc.found) from None
 
 
-def _line_of(text: bytes, lines_before: int, row: int) -> str:
-    """Where the slice's data row ``row`` is, said of the file."""
+def _line_of(path: str, text: bytes, offset: int, row: int) -> str:
+    """Where the slice's data row ``row`` is, said of the file (its lines before the slice counted only now)."""
+    lines_before = line_at(path, offset) - 1
     for number, line in enumerate(text.split(b"\n"), 1):
         if _is_data(_key(line)):
             if row == 0:
