@@ -321,6 +321,10 @@ def trec_slices(path: str, size: int) -> Iterator[tuple[int, bytes]]:
                 text = mapped[start:cut]
                 if cut < total or _DATA_LINE.search(text):
                     yield start, text
+                # the pages read are dropped from this process (they stay in the page cache): the mapping is not
+                # counted in its memory
+                dropped = start - start % mmap.PAGESIZE
+                mapped.madvise(mmap.MADV_DONTNEED, dropped, cut - cut % mmap.PAGESIZE - dropped)
                 start = cut
 
 
