@@ -427,6 +427,11 @@ def test_stream_refuses_what_it_does_not_read_in_order(grouped, tmp_path):
         RagMetricsError, match=r"a csv run; --engine stream reads TREC .* use --engine polars or duckdb"
     ):
         evaluate_files(str(qrels), str(run), ["ndcg@10"], engine="stream")
+    wide = tmp_path / "utf16.trec"
+    wide.write_bytes(grouped[1].read_text(encoding="utf-8").encode("utf-16"))
+    load_run(wide)  # the loader reads it whole
+    with pytest.raises(RagMetricsError, match=r"utf16.trec: UTF-16 text; --engine stream cuts a run at its UTF-8"):
+        evaluate_files(str(grouped[0]), str(wide), ["ndcg@10"], engine="stream")
 
 
 @pytest.mark.parametrize("fmt", ["table", "json"])

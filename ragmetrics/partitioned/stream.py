@@ -41,7 +41,7 @@ from ragmetrics.foundation.ids import positions_in, string_fingerprints, to_nump
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io import load_dataset, trec
 from ragmetrics.io.limits import parse_size
-from ragmetrics.io.source import BOM
+from ragmetrics.io.source import BOM, UTF16_BOMS
 from ragmetrics.partitioned.buckets import POSITION, Plan, empty_run, evaluate_parsed, read_side, source_of, with_chunks
 from ragmetrics.partitioned.engine import Engine, Options
 from ragmetrics.partitioned.inputs import (
@@ -89,6 +89,13 @@ class Stream(Engine):
                 f"{path}: a {found.format} run; --engine stream reads TREC (plain or gzipped) and Parquet runs in "
                 "order: use --engine polars or duckdb"
             )
+        if kind == "run" and found.format == "trec":
+            with open_plain(path) as handle:
+                if handle.read(2) in UTF16_BOMS:
+                    raise RagMetricsError(
+                        f"{path}: UTF-16 text; --engine stream cuts a run at its UTF-8 line breaks: use --engine "
+                        "inprocess (or convert the file to UTF-8)"
+                    )
         if kind == "dataset":  # read whole by the loader
             return replace(found, side=Side(path, "columns"))
         return found
