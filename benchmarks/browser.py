@@ -1,15 +1,20 @@
-"""Speed a person feels: a real ``streamlit run`` server on the bundled samples, Debian's chromium, wall clock.
+"""Speed a person feels: a real ``streamlit run`` server on the bundled samples, Debian's chromium, beside the
+framework's floor (``benchmarks/browser_floor.py``), in one run.
 
-``python benchmarks/browser.py --repeat 5`` (from the repository root, with the ``test`` extra) measures:
+``python benchmarks/browser.py --repeat 5`` (from the repository root, with the ``test`` extra) starts the
+dashboard on a fresh store (the first start stores the samples) and the floor app, and measures:
 
-- **first start**: a fresh store (the samples are stored), the Overview opened in a fresh browser, to its last chart;
-- **overview**: a fresh browser (new context: no cache, no session) opening the Overview of the FAQ sample (106
-  queries, three runs) on the warm server, until the page is drawn; then the same with its curves open (``cv=1``);
-- **page by address**: each page of ``dashboard.views.VIEWS`` opened by its address in a fresh browser, and in a
-  returning browser (a browser profile on disk that has opened the dashboard before: its caches are warm; each
-  opening is a new tab, so a new session);
+- **first start**: the Overview opened in a fresh browser on the fresh store, to its last chart;
+- **page by address**: each page of ``dashboard.views.VIEWS`` (the Overview with its curves, drawn on its first
+  screen) opened by its address, and beside each the floor page with the same kinds of elements
+  (:data:`KINDS_HELD`: the sidebar's controls, tables, charts drawn by the classic script, ...), read from the
+  dashboard's page itself; in a fresh browser (a new context: no cache, no session) and in a returning one (a
+  browser profile on disk that has opened every page before: its caches are warm; each opening is a new tab, so a
+  new session). Every page is opened once before it is timed (the servers' caches warm, as a teammate's link
+  finds them), then the rounds go over every dashboard page and every floor page in turn, so a change in the
+  machine's speed falls on both;
 - **change K** and **change runs**: in an open Overview, K typed into its box, one run removed from the selection,
-  until the page's rerun finished and everything is drawn again; with the curves folded (the default) and open;
+  until the page's rerun finished and everything is drawn again;
 - **change outcome**: on Compare, the queries behind the wins, then the losses (its four figures stay).
 
 "Drawn" means the script finished (the app's ``data-test-script-state`` is ``notRunning``), no skeleton is left,
@@ -23,13 +28,15 @@ Each measure is read on two clocks:
 - **wall**: Python's, from ``goto`` or the input's dispatch until Playwright's own checks see the page drawn; it adds
   Playwright's round trips to a busy renderer (about 0.1-0.4 s here).
 
-Prints one line per measure (median, min, max in seconds on both clocks) and the load average, and writes them to
-``benchmarks/out/browser.json``.
+Prints each page beside its floor and their ratio (medians, page clock; fresh and returning), the issue's targets
+(:data:`TARGETS`), every measure (median, min, max on both clocks) and the 1-minute load average before and after,
+and writes them to ``benchmarks/out/browser.json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import statistics
@@ -42,7 +49,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from playwright.sync_api import Page, sync_playwright
+from plotly.offline import get_plotlyjs_version
 
+from dashboard.ui import figures
 from dashboard.views import VIEWS
 from tests.e2e.server import CHROMIUM_ARGS, chromium_path, open_curves, streamlit_server, wait_for_app
 
@@ -64,7 +73,11 @@ PAGE_CLOCK = (
     if (!app) return false;
     const state = app.getAttribute("data-test-script-state");
     if (state === "running") clock.sawRun = true;
-    if (!clock.sawRun || state !== "notRunning") return false;
+    // a page just opened may show its first run all at once (its "running" never drawn, the app's element made
+    // after the run): its elements in the main block then say a run happened; an input needs a rerun seen
+    const ran = clock.sawRun
+      || (clock.actedAt === null && document.querySelector("[data-testid='stMain'] [data-testid='stElementContainer']"));
+    if (!ran || state !== "notRunning") return false;
     if (app.getAttribute("data-test-connection-state") !== "CONNECTED") return false;
     if (document.querySelector("[data-testid='stSkeleton']")) return false;
     return PARTS_DRAWN;
@@ -146,6 +159,16 @@ def fresh_open(browser, url: str) -> Timing:  # type: ignore[no-untyped-def]
         context.close()
 
 
+def once_more_on_failure(open_, *args) -> Timing:  # type: ignore[no-untyped-def]
+    """``open_(*args)``, and once more if it fails (said on stderr): one opening that a starved machine lets time
+    out does not end a run of hundreds; a second failure does."""
+    try:
+        return open_(*args)
+    except Exception as error:
+        progress(f"{args[-1]} failed ({str(error).splitlines()[0][:200]}); opened once more")
+        return open_(*args)
+
+
 def timed_change(page: Page, act) -> Timing:  # type: ignore[no-untyped-def]
     """From the input (page) and from its dispatch (wall) until the rerun is over and the page drawn again."""
     start = time.perf_counter()
@@ -217,81 +240,218 @@ def summary(timings: list[Timing]) -> dict[str, dict[str, float]]:
     }
 
 
-def page_loads(p, browser, base: str, repeat: int, results: dict[str, dict[str, dict[str, float]]]) -> None:  # type: ignore[no-untyped-def]
-    """The Overview in fresh browsers (folded and with its curves open), then every page by address in fresh
-    browsers and in a returning one."""
-    results["overview, fresh browser, warm server"] = summary([fresh_open(browser, f"{base}/") for _ in range(repeat)])
-    fresh_open(browser, f"{base}/?cv=1")  # the curves' caches warm
-    results["overview with its curves open, fresh browser"] = summary(
-        [fresh_open(browser, f"{base}/?cv=1") for _ in range(repeat)]
-    )
-    for view in VIEWS:
-        url = f"{base}/{view.url_path}"
-        fresh_open(browser, url)  # the page's own caches warm, as a teammate's link finds them
-        results[f"page by address: {view.key}"] = summary([fresh_open(browser, url) for _ in range(repeat)])
+KINDS_HELD = """() => {
+  const has = (selector) => document.querySelector(selector) !== null;
+  const held = [];
+  if (has("[data-testid='stSidebar'] :is([data-testid='stSelectbox'], [data-testid='stMultiSelect'], [data-testid='stNumberInput'])"))
+    held.push("controls");
+  if (has("[data-testid='stDataFrame']")) held.push("table");
+  if (has(".ragmetrics-figure")) held.push("chart");
+  if (has("[data-testid='stPlotlyChart']")) held.push("plotly_chart");
+  if (has("[data-testid='stFileUploader']")) held.push("uploader");
+  return held;
+}"""
+"""A JavaScript function: the kinds of elements a drawn page holds, named as ``browser_floor.KINDS`` draws them
+(its sidebar's controls, a table, a chart drawn by the classic script, one drawn by ``st.plotly_chart``, a file
+uploader): the kinds that load code of their own in the browser."""
+HOW_MANY = """() => ({
+  tables: document.querySelectorAll("[data-testid='stDataFrame']").length,
+  charts: document.querySelectorAll(".js-plotly-plot").length,
+  elements: document.querySelectorAll("[data-testid='stElementContainer']").length,
+})"""
+"""A JavaScript function: how many tables, charts and elements (of any kind) a drawn page holds; a page far above
+its floor often holds many more of them than the floor's one of each."""
+FLOOR_APP = "benchmarks/browser_floor.py"
+BUNDLE_COST = (("controls", "table"), ("controls", "table", "chart"))
+"""Two floor pages always timed: without and with one chart; the difference is what Plotly's script costs."""
+RATIO_TARGET = 1.2
+TARGETS = {
+    "Overview, returning browser": ("page by address, returning browser: overview", 1.0),
+    "Overview, fresh browser": ("page by address: overview", 2.0),
+    "change K": ("change K (Overview)", 0.5),
+    "change runs": ("change runs (Overview)", 0.5),
+}
+"""The issue's targets: a name, the measure it reads and the seconds (page clock, median) it must stay under."""
+Results = dict[str, dict[str, dict[str, float]]]
+
+
+def progress(line: str) -> None:
+    """Where the run is, on stderr (the results go to stdout at the end)."""
+    print(f"{time.strftime('%H:%M:%S')} {line} (load {os.getloadavg()[0]:.2f})", file=sys.stderr, flush=True)
+
+
+def kinds_held(browser, url: str) -> tuple[tuple[str, ...], dict[str, int]]:  # type: ignore[no-untyped-def]
+    """Open ``url`` in a fresh browser (not timed: it warms the server's caches); the kinds of elements it holds
+    (:data:`KINDS_HELD`) and how many (:data:`HOW_MANY`)."""
+    context = new_context(browser)
+    try:
+        page = context.new_page()
+        page.goto(url)
+        drawn(page)
+        return tuple(page.evaluate(KINDS_HELD)), dict(page.evaluate(HOW_MANY))
+    finally:
+        context.close()
+
+
+def floor_url(floor: str, kinds: tuple[str, ...]) -> str:
+    return f"{floor}/?kinds={','.join(kinds)}"
+
+
+def by_address(p, browser, urls: dict[str, str], repeat: int, results: Results) -> None:  # type: ignore[no-untyped-def]
+    """Every address in ``urls`` (opened once before), timed in fresh browsers, then in a returning one; each
+    round opens every address once, in turn."""
+    fresh: dict[str, list[Timing]] = {name: [] for name in urls}
+    for round_ in range(repeat):
+        progress(f"fresh browsers, round {round_ + 1} of {repeat}")
+        for name, url in urls.items():
+            fresh[name].append(once_more_on_failure(fresh_open, browser, url))
+    returning: dict[str, list[Timing]] = {name: [] for name in urls}
     with tempfile.TemporaryDirectory() as profile:
-        returning = p.chromium.launch_persistent_context(
+        context = p.chromium.launch_persistent_context(
             profile, executable_path=chromium_path(), args=CHROMIUM_ARGS, viewport=VIEWPORT
         )
-        returning.add_init_script(PAGE_CLOCK)
-        for view in VIEWS:  # the browser has opened every page before
-            timed_open(returning, f"{base}/{view.url_path}")
-        for view in VIEWS:
-            url = f"{base}/{view.url_path}"
-            results[f"page by address, returning browser: {view.key}"] = summary(
-                [timed_open(returning, url) for _ in range(repeat)]
-            )
-        returning.close()
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=5, help="times each measure is taken (default 5)")
-    parser.add_argument("--changes-only", action="store_true", help="only the changes of K and of the runs")
-    args = parser.parse_args()
-    executable = chromium_path()
-    if executable is None:
-        print("chromium is not installed (apt-get install -y chromium)", file=sys.stderr)
-        return 2
-    results: dict[str, dict[str, dict[str, float]]] = {}
-    load = {"before": os.getloadavg()}
-    with tempfile.TemporaryDirectory() as data, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        with streamlit_server(data_dir=data, timeout=180) as base:
-            results["first start: Overview, fresh store"] = summary([fresh_open(browser, f"{base}/")])
-            if args.changes_only:
-                for url in (f"{base}/", f"{base}/?cv=1"):  # the server's caches warm, as the page loads warm them
-                    fresh_open(browser, url)
-            else:
-                page_loads(p, browser, base, args.repeat, results)
-            wait_until_idle(base.pid)
-            context = new_context(browser)
-            page = context.new_page()
-            page.goto(f"{base}/")
-            drawn(page)
-            for shown in ("folded", "open"):
-                if shown == "open":
-                    open_curves(page, TIMEOUT)
-                results[f"change K (Overview, curves {shown})"] = summary(change_k(page, args.repeat))
-                results[f"change runs (Overview, curves {shown})"] = summary(change_runs(page, args.repeat))
-            page.goto(f"{base}/compare")
-            drawn(page)
-            results["change outcome (Compare)"] = summary(change_outcome(page, args.repeat))
+        try:
+            context.add_init_script(PAGE_CLOCK)
+            # the browser has opened every page before, and every script they load at least twice (Chrome keeps a
+            # script's compiled code from its second load on): the floor's pages hold one chart at most, the
+            # dashboard's several
+            for url in [*urls.values(), *(url for name, url in urls.items() if name.startswith("floor: "))]:
+                once_more_on_failure(timed_open, context, url)
+            for round_ in range(repeat):
+                progress(f"returning browser, round {round_ + 1} of {repeat}")
+                for name, url in urls.items():
+                    returning[name].append(once_more_on_failure(timed_open, context, url))
+        finally:
             context.close()
-        browser.close()
-    load["after"] = os.getloadavg()
+    for name in urls:
+        results[f"page by address: {name}"] = summary(fresh[name])
+        results[f"page by address, returning browser: {name}"] = summary(returning[name])
+
+
+def changes(browser, base: str, repeat: int, results: Results) -> None:  # type: ignore[no-untyped-def]
+    """K and the runs changed in an open Overview (its curves drawn), the outcome on Compare."""
+    context = new_context(browser)
+    try:
+        page = context.new_page()
+        page.goto(f"{base}/")
+        drawn(page)
+        open_curves(page, TIMEOUT)
+        results["change K (Overview)"] = summary(change_k(page, repeat))
+        results["change runs (Overview)"] = summary(change_runs(page, repeat))
+        page.goto(f"{base}/compare")
+        drawn(page)
+        results["change outcome (Compare)"] = summary(change_outcome(page, repeat))
+    finally:
+        context.close()
+
+
+def median(results: Results, name: str) -> float:
+    return results[name]["page"]["median"]
+
+
+def floor_name(kinds: tuple[str, ...]) -> str:
+    return f"floor: {','.join(kinds) or 'bare'}"
+
+
+def report(
+    results: Results,
+    held: dict[str, tuple[tuple[str, ...], dict[str, int]]],
+    load: dict[str, tuple[float, ...]],
+) -> list[str]:
+    """The lines printed: each page beside its floor, the targets, what the bundle costs, every measure, the load
+    average."""
+    lines = []
+    fresh, returning = "page by address: ", "page by address, returning browser: "
+    if held:
+        lines.append(
+            f"{'page':<12} {'kinds':<24} {'tables':>6} {'charts':>6} {'elems':>5}   {'fresh':>6} {'floor':>6} "
+            f"{'ratio':>6}   {'return':>6} {'floor':>6} {'ratio':>6}   (page clock, medians, s)"
+        )
+        for view, (kinds, many) in held.items():
+            cells = []
+            for prefix in (fresh, returning):
+                own, bare = median(results, prefix + view), median(results, prefix + floor_name(kinds))
+                cells.append(f"{own:6.2f} {bare:6.2f} {own / bare:5.2f}{' ' if own <= RATIO_TARGET * bare else '!'}")
+            lines.append(
+                f"{view:<12} {','.join(kinds) or 'bare':<24} {many['tables']:>6} {many['charts']:>6} "
+                f"{many['elements']:>5}   " + "   ".join(cells)
+            )
+        lines.append(f"(! above {RATIO_TARGET}x its floor; the floor holds one table and one chart of its kinds)")
+        without, with_chart = (floor_name(kinds) for kinds in BUNDLE_COST)
+        lines.append(
+            f"the chart's script, {figures.PLOTLY_JS.name} {get_plotlyjs_version()} "
+            f"({figures.PLOTLY_JS.stat().st_size / 1e6:.1f} MB, {len(gzip.compress(figures.PLOTLY_JS.read_bytes())) / 1e6:.1f} MB gzipped), "
+            f"costs a floor page {median(results, fresh + with_chart) - median(results, fresh + without):.2f} s "
+            f"in a fresh browser, {median(results, returning + with_chart) - median(results, returning + without):.2f}"
+            " s in a returning one"
+        )
+    for name, (measure, limit) in TARGETS.items():
+        if measure in results:
+            seconds = median(results, measure)
+            lines.append(f"{name:<30} {seconds:.2f} s  {'meets' if seconds < limit else 'MISSES'} < {limit} s")
     for name, clocks in results.items():
-        print(
-            f"{name:<52} "
+        lines.append(
+            f"{name:<62} "
             + "   ".join(
                 f"{clock} {row['median']:.2f} s ({row['min']:.2f}-{row['max']:.2f})" for clock, row in clocks.items()
             )
             + f"   n={clocks['page']['n']}"
         )
-    print(f"load average before {load['before'][0]:.2f}, after {load['after'][0]:.2f} (1 min), {os.cpu_count()} cores")
+    lines.append(
+        f"load average before {load['before'][0]:.2f}, after {load['after'][0]:.2f} (1 min), {os.cpu_count()} cores"
+    )
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=5, help="times each measure is taken (default 5)")
+    parser.add_argument("--changes-only", action="store_true", help="only the changes of K, runs and outcome")
+    args = parser.parse_args()
+    executable = chromium_path()
+    if executable is None:
+        print("chromium is not installed (apt-get install -y chromium)", file=sys.stderr)
+        return 2
+    results: Results = {}
+    held: dict[str, tuple[tuple[str, ...], dict[str, int]]] = {}
+    load = {"before": os.getloadavg()}
+    with (
+        tempfile.TemporaryDirectory() as data,
+        sync_playwright() as p,
+        streamlit_server(data_dir=data, timeout=180) as base,
+        streamlit_server(timeout=180, app=FLOOR_APP) as floor,
+    ):
+        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            progress("first start")
+            results["first start: Overview, fresh store"] = summary([fresh_open(browser, f"{base}/")])
+            if args.changes_only:
+                for url in (f"{base}/", f"{base}/compare"):  # the server's caches warm, as the page loads warm them
+                    fresh_open(browser, url)
+            else:
+                urls = {view.key: f"{base}/{view.url_path}" for view in VIEWS}
+                progress("every page opened once: the kinds it holds")
+                held = {view: kinds_held(browser, url) for view, url in urls.items()}
+                for kinds in dict.fromkeys([*(kinds for kinds, _ in held.values()), *BUNDLE_COST]):
+                    url = floor_url(floor, kinds)
+                    found, _ = kinds_held(browser, url)
+                    if found != kinds:  # the floor draws what it is asked for, no less, no more
+                        raise RuntimeError(f"the floor page {url} holds {found}, not {kinds}")
+                    urls[floor_name(kinds)] = url
+                by_address(p, browser, urls, args.repeat, results)
+            wait_until_idle(base.pid)
+            progress("changes")
+            changes(browser, base, args.repeat, results)
+        finally:
+            browser.close()
+    load["after"] = os.getloadavg()
+    lines = report(results, held, load)
+    print("\n".join(lines))
     out = REPO / "benchmarks" / "out"
     out.mkdir(exist_ok=True)
-    (out / "browser.json").write_text(json.dumps({"results": results, "load": load}, indent=1))
+    (out / "browser.json").write_text(
+        json.dumps({"results": results, "kinds": held, "load": load, "lines": lines}, indent=1)
+    )
     return 0
 
 

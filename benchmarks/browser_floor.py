@@ -1,129 +1,100 @@
-"""The framework's floor for ``benchmarks/browser.py``: a bare Streamlit page, then the same page with the kinds
-of controls every dashboard page has in its sidebar, one table (``st.dataframe``) and one Plotly chart, each opened
-in fresh browser contexts (no cache), as ``browser.py`` opens the dashboard's pages.
+"""The framework's floor for ``benchmarks/browser.py``: a Streamlit app whose one page holds only the kinds of
+elements its address asks for, each drawn the way the dashboard draws it.
 
-    python benchmarks/browser_floor.py --repeat 5
+    streamlit run benchmarks/browser_floor.py   # from the repository root; browser.py starts it itself
+    # then open /?kinds=controls,table,chart
 
-Prints the median (min-max) seconds to the drawn page per variant, on the page's clock (from the navigation's
-start, ``browser.PAGE_CLOCK``) and on the wall clock (from ``goto``). What the dashboard's pages take beyond these
-is theirs; what these take is Streamlit's and Plotly's JavaScript being loaded, compiled and run.
+``browser.py`` reads which kinds each dashboard page holds (:data:`KINDS`, the same names as its detector) and
+times this page with the same kinds beside it, in the same fresh and returning browsers: what a dashboard page
+takes beyond its floor is the dashboard's own; what the floor takes is Streamlit's and Plotly's JavaScript being
+loaded, compiled and run.
+
+Drawn the dashboard's way: the server is an ``st.App`` that mounts the dashboard's route for Plotly's classic
+script (``dashboard.ui.figures.script_routes``, as ``dashboard/app.py`` does), tables and charts go through
+``dashboard.ui.layout.show_table`` and ``show_figure`` (the table with its CSV button; the chart by the classic
+script's component), and the page sits under a sidebar menu of several pages, as every dashboard page does.
 """
 
 from __future__ import annotations
 
-import argparse
-import os
-import socket
-import subprocess
-import sys
-import tempfile
-import time
-import urllib.request
-from pathlib import Path
+from collections.abc import Callable
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from playwright.sync_api import sync_playwright
-
-from benchmarks.browser import CHARTS_DRAWN, Timing, new_context, page_clock, summary
-from tests.e2e.server import CHROMIUM_ARGS, chromium_path, wait_for_app
-
-APP = """import os
+import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
-st.title("Floor")
-st.write("A page with one line of text.")
-if os.environ.get("FLOOR_CONTROLS"):  # the kinds the dashboard's sidebar holds
+
+from dashboard.ui import figures, layout
+
+app = st.App(__file__, routes=figures.script_routes(str(st.get_option("server.baseUrlPath") or "")))
+st.set_option("client.disableDataExport", True)  # as the dashboard's server
+
+FRAME = pd.DataFrame({"run": ["bm25", "dense", "hybrid"], "recall@10": [0.61, 0.68, 0.72]})
+
+
+def controls() -> None:
+    """The kinds of controls the dashboard's sidebar holds (its share link in a popover)."""
     with st.sidebar:
-        st.selectbox("Dataset", ["faq", "scifact"])
-        st.multiselect("Runs", ["bm25", "dense", "hybrid"], ["bm25", "dense", "hybrid"])
-        st.number_input("K", 1, 100, 10)
-        st.pills("K presets", [1, 3, 5, 10, 20, 100])
-        st.popover("Copy share link").write("a link")
-if os.environ.get("FLOOR_TABLE"):
-    import pandas as pd
-    st.dataframe(pd.DataFrame({"a": [1, 2, 3], "b": ["x", "y", "z"]}))
-if os.environ.get("FLOOR_STATIC_TABLE"):
-    import pandas as pd
-    st.table(pd.DataFrame({"a": [1, 2, 3], "b": ["x", "y", "z"]}), hide_index=True)
-if os.environ.get("FLOOR_VEGA_CHART"):
-    import pandas as pd
-    st.vega_lite_chart(
-        pd.DataFrame({"x": [1, 2, 3], "y": [1, 3, 2]}),
-        {"mark": "line", "encoding": {"x": {"field": "x", "type": "quantitative"}, "y": {"field": "y", "type": "quantitative"}}},
-    )
-if os.environ.get("FLOOR_CHART"):
-    import plotly.graph_objects as go
-    st.plotly_chart(go.Figure(go.Scatter(x=[1, 2, 3], y=[1, 3, 2])))
-"""
-VARIANTS = {
-    "bare page": {},
-    "+ the sidebar's controls": {"FLOOR_CONTROLS": "1"},
-    "+ one st.dataframe": {"FLOOR_TABLE": "1"},
-    "+ one Plotly chart": {"FLOOR_CHART": "1"},
-    "+ both": {"FLOOR_TABLE": "1", "FLOOR_CHART": "1"},
-    "+ controls, table and chart": {"FLOOR_CONTROLS": "1", "FLOOR_TABLE": "1", "FLOOR_CHART": "1"},
-    # what lighter parts would save (not what the dashboard uses: its tables sort, its charts are Plotly's)
-    "+ one st.table (static)": {"FLOOR_STATIC_TABLE": "1"},
-    "+ one Vega-Lite chart": {"FLOOR_VEGA_CHART": "1"},
+        st.selectbox("Dataset", ["faq", "scifact"], key="floor.dataset")
+        st.multiselect("Runs", list(FRAME["run"]), list(FRAME["run"]), key="floor.runs")
+        st.selectbox("Metric", ["recall", "ndcg", "mrr"], key="floor.metric")
+        st.number_input("K", 1, 100, 10, key="floor.k")
+        st.pills("K presets", [1, 3, 5, 10, 20, 100], key="floor.presets")
+        st.toggle("Bounds", key="floor.bounds")
+        with st.popover("Copy share link"):
+            st.code("http://127.0.0.1/?k=10", language=None, wrap_lines=True)
+
+
+def table() -> None:
+    layout.show_table(FRAME, key="floor.table", filename="floor.csv")
+
+
+def chart() -> None:
+    figure = go.Figure(go.Scatter(x=[1, 2, 3], y=[0.61, 0.68, 0.72], mode="lines+markers", name="recall"))
+    layout.show_figure(figure, key="floor.chart", filename="floor")
+
+
+def plotly_chart() -> None:
+    """A figure the classic script's bundle lacks a trace for: ``st.plotly_chart`` (``figures.draw``)."""
+    st.plotly_chart(go.Figure(go.Scatter(x=[1, 2, 3], y=[1, 3, 2])), key="floor.plotly_chart", theme="streamlit")
+
+
+def uploader() -> None:
+    st.file_uploader("Runs", accept_multiple_files=True, key="floor.uploader")
+
+
+# the kinds of elements a page may hold, each drawn as the dashboard draws it (browser.KINDS_HELD finds them);
+# a comment, not a docstring: Streamlit's magic would write a bare string on the page
+KINDS: dict[str, Callable[[], None]] = {
+    "controls": controls,
+    "table": table,
+    "chart": chart,
+    "plotly_chart": plotly_chart,
+    "uploader": uploader,
 }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def floor_page() -> None:
+    asked = [kind for kind in str(st.query_params.get("kinds", "")).split(",") if kind]
+    st.title("Floor")
+    st.write("A page with one line of text.")
+    unknown = sorted(set(asked) - set(KINDS))
+    if unknown:
+        st.error(f"Unknown kinds {unknown}; known: {sorted(KINDS)}")
+        return
+    for kind in asked:
+        KINDS[kind]()
 
 
-def measure(app: Path, env: dict[str, str], repeat: int) -> list[Timing]:
-    port = free_port()
-    argv = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(port), "--server.headless",
-            "true", "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]  # fmt: skip
-    server = subprocess.Popen(argv, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.2)
-        times = []
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-            for _ in range(repeat + 1):  # the first opening warms the server, not counted
-                context = new_context(browser)
-                page = context.new_page()
-                started = time.perf_counter()
-                page.goto(f"http://127.0.0.1:{port}/")
-                wait_for_app(page)
-                page.get_by_text("A page with one line of text.").wait_for()
-                page.wait_for_function(CHARTS_DRAWN)
-                wall = time.perf_counter() - started
-                times.append((page_clock(page)["drawnAt"] / 1000, wall))
-                context.close()
-            browser.close()
-        return times[1:]
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+def other_page() -> None:
+    st.title("Another page")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5, help="counted openings per variant (default 5)")
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as folder:
-        app = Path(folder) / "floor.py"
-        app.write_text(APP)
-        print(f"load average {os.getloadavg()[0]:.2f}")
-        for name, env in VARIANTS.items():
-            clocks = summary(measure(app, env, args.repeat))
-            print(
-                f"{name:<28} "
-                + "   ".join(f"{c} {r['median']:.2f} s ({r['min']:.2f}-{r['max']:.2f})" for c, r in clocks.items())
-            )
-    return 0
+def main() -> None:
+    st.set_page_config(page_title="floor", layout="wide")
+    pages = [st.Page(floor_page, title="Floor", url_path="floor", default=True)]
+    pages += [st.Page(other_page, title=f"Page {n}", url_path=f"page{n}") for n in range(2, 8)]
+    st.navigation({"Results": pages[:4], "Data": pages[4:]}, expanded=True).run()
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # streamlit runs the script as __main__; its app discovery imports it first
+    main()

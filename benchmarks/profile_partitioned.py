@@ -81,7 +81,7 @@ def main() -> int:
         METRICS,
         engine=args.engine,
         buckets=args.buckets,
-        memory_limit=args.memory_limit,
+        memory_limit=args.memory_limit if args.engine == "duckdb" else None,
         work_dir=args.work_dir,
     )
     profile.disable()

@@ -150,6 +150,9 @@ def test_compare_json(tmp_path):
         "delta",
         "ci_low",
         "ci_high",
+        "ci_low_adjusted",
+        "ci_high_adjusted",
+        "ci_level_adjusted",
         "p_value",
         "p_value_corrected",
         "wins",
@@ -157,7 +160,10 @@ def test_compare_json(tmp_path):
         "losses",
     }
     assert set(rows[0]) == keys
+    family = json.loads(done.stdout)["family"]  # every pair of the three runs, on the one metric
+    assert family == {"correction": "holm", "size": 3, "covers": "all pairs of 3 runs x 1 metric"}
     hybrid = rows[0]
+    assert hybrid["ci_low_adjusted"] < hybrid["ci_low"] and hybrid["ci_high"] < hybrid["ci_high_adjusted"]
     assert round(hybrid["mean"], 4) == 0.7132 and round(hybrid["baseline_mean"], 4) == 0.6791
     assert hybrid["ci_low"] < hybrid["delta"] < hybrid["ci_high"] and hybrid["p_value"] < 0.05
     assert hybrid["wins"] + hybrid["ties"] + hybrid["losses"] == 300
@@ -237,3 +243,18 @@ def test_push_names_the_dataset_as_asked(tmp_path):
     assert Store(url).list_datasets()["name"].tolist() == ["SciFact test"]
     bad = cli("push", "--store", url, "--dataset", QRELS, "--run", BM25, "--name", "x" * 600)
     assert bad.returncode == 2 and "--name" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("engine", "option", "said"),
+    [
+        ("inprocess", ["--memory-limit", "1GB"], "--memory-limit: read by a partitioned engine only"),
+        ("inprocess", ["--buckets", "3"], "--buckets: read by a partitioned engine only"),
+        ("polars", ["--memory-limit", "1GB"], "the polars engine cannot hold itself to a memory limit"),
+        ("spark", ["--memory-limit", "1GB"], "the spark engine cannot hold itself to a memory limit"),
+        ("stream", ["--work-dir", "work"], "--work-dir: the stream engine writes no work file"),
+    ],
+)
+def test_an_engine_option_the_engine_does_not_read_is_refused_not_ignored(engine, option, said):
+    done = cli("eval", "--dataset", QRELS, "--run", BM25, "--engine", engine, *option)
+    assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr, done.stderr

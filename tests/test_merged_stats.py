@@ -32,6 +32,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")  # PySpark's no
 QRELS = SCIFACT / "qrels.tsv"
 BM25 = SCIFACT / "bm25-stem.trec.gz"
 DENSE = SCIFACT / "dense-all-minilm-l6-v2.trec.gz"
+HYBRID = SCIFACT / "hybrid-rrf60.trec.gz"
 SOME = ["ndcg@10", "recall@100", "map", "mrr@10", "bpref"]
 RESAMPLES = 500
 
@@ -368,3 +369,23 @@ def test_cli_compare_refuses_a_test_that_does_not_merge():
         "duckdb",
     )
     assert code != 0 and "tests that merge" in err
+
+
+def test_cli_compare_on_a_partitioned_engine_corrects_over_the_same_family_as_in_process():
+    """Three runs, two metrics, the t test: every pair of the runs (a pass of the engine per pair beyond the
+    baseline's) makes the family of six, named as in process, and the corrected p-values equal the in-process ones;
+    ``--family baseline`` corrects over the baseline's four."""
+    common = ["compare", "--dataset", str(QRELS), "--baseline", str(BM25), "--run", str(DENSE), "--run", str(HYBRID)]
+    common += ["-m", "ndcg@10", "-m", "recall@100", "--test", "t"]
+    for family, size in (("pairs", 6), ("baseline", 4)):
+        merged = _cli(*common, "--family", family, "--engine", "duckdb", "--buckets", "3")
+        in_process = _cli(*common, "--family", family)
+        assert merged[0] == 0 and in_process[0] == 0, merged[2] + in_process[2]
+        assert (
+            f"Holm-corrected over {size} comparison(s)" in merged[1] and f"over {size} comparison(s)" in in_process[1]
+        )
+        ours = json.loads(_cli(*common, "--family", family, "--engine", "duckdb", "--format", "json")[1])
+        theirs = json.loads(_cli(*common, "--family", family, "--format", "json")[1])
+        expected = {(r["metric"], r["run"]): r["p_value_corrected"] for r in theirs["comparisons"] if r["p_value"]}
+        for row in ours["comparisons"]:
+            assert row["p_value_corrected"] == pytest.approx(expected[(row["metric"], row["run"])], rel=1e-6)

@@ -139,3 +139,32 @@ def test_cli_from_a_bare_path_runs_its_workers_on_its_own_python(spark, tmp_path
     last = done.stderr.strip().splitlines()[-1]
     assert done.returncode == 2 and last.startswith("ragmetrics: error: Spark's workers run /usr/bin/python3"), last
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
+
+
+def test_the_cluster_path_reads_parquet_folders_spark_wrote_to_storage_by_uri(spark, hard, tmp_path):
+    """What a team does on a cluster: the qrels and the run are Parquet folders in storage (written by Spark itself,
+    part files and all, named by a URI the executors resolve: ``file://`` here, ``s3a://`` or ``hdfs://`` there),
+    read by Spark alone. As files (``--engine spark``, which never opens them in this process) and as DataFrames
+    read from the same folders, every per-query value equals the in-process engine's on the original files."""
+    qrels_file, run_file = hard
+    expected = reference(qrels_file, run_file)
+    frames = {"qrels": load_dataset(qrels_file).qrels, "run": load_run(run_file).frame[["query_id", "doc_id", "score"]]}
+    stored = {}
+    for name, frame in frames.items():
+        folder = f"{(tmp_path / name).as_uri()}.parquet"
+        spark.createDataFrame(frame).repartition(3).write.parquet(folder)
+        stored[name] = folder
+    assert len(list((tmp_path / "run.parquet").glob("part-*.parquet"))) == 3  # a folder of part files, as Spark writes
+    from_files = next(
+        iter(evaluate_files(stored["qrels"], stored["run"], METRICS, engine="spark", buckets=7).runs.values())
+    )
+    from_frames = rms.evaluate(
+        spark.read.parquet(stored["qrels"]), spark.read.parquet(stored["run"]), METRICS, buckets=5
+    )
+    ids = list(expected.query_ids)
+    for found in (from_files, from_frames):  # the part files hold the rows in another order: compared query by query
+        assert sorted(found.query_ids) == sorted(ids) and found.coverage.summary() == expected.coverage.summary()
+        at = {q: i for i, q in enumerate(found.query_ids)}
+        order = [at[q] for q in ids]
+        for metric in METRICS:
+            np.testing.assert_array_equal(found.array(metric)[order], expected.value(metric), err_msg=metric)

@@ -10,6 +10,8 @@ from scipy import stats as sps
 import ragmetrics as rm
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.compare import compare, compare_result, discriminative_power
+from ragmetrics.io import load_dataset, load_run
+from tests.partitioned_cases import SCIFACT
 
 # Student's sleep data (Cushny & Peebles 1905): extra hours of sleep under two drugs, paired.
 SLEEP_A = np.array([0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0])
@@ -214,3 +216,56 @@ def test_discriminative_power_lists_every_pair():
     power = discriminative_power(rm.evaluate(ds, runs, ["mrr"]), "mrr")
     assert list(zip(power.run_a, power.run_b)) == [("a", "b"), ("a", "c"), ("b", "c")]
     assert power["p_value"].between(0, 1).all()
+
+
+def test_bonferronis_simultaneous_t_interval_covers_every_true_difference_at_once_95_percent_of_the_time():
+    """The interval shown beside a corrected p-value claims joint coverage. Seeded synthetic families of m = 6
+    paired differences shaped like metric differences (each query's quality shared by both runs, graded values in
+    [0, 1] in steps of 0.2, so bounded and tied; true means from 400,000 draws): all six intervals at 1 - 0.05/6
+    cover their true means together in about 95% of 2,000 families of 100 queries (Bonferroni is conservative:
+    not far above), while six plain 95% intervals cover all six together far less often. (On strongly skewed
+    differences, an exponential's, the t interval undercovers that far out: docs/conventions.md, Significance.)"""
+    rng = np.random.default_rng(7)
+    m, n, families = 6, 100, 2_000
+    shift = np.linspace(-0.05, 0.05, m)
+
+    def differences(shape: tuple[int, ...]) -> np.ndarray:
+        quality = rng.beta(2, 2, size=(*shape, 1))
+        graded = [np.round(np.clip(quality + rng.normal(0, 0.15, (*shape, m)) + s, 0, 1) * 5) / 5 for s in (shift, 0)]
+        return graded[0] - graded[1]
+
+    truth = differences((400_000,)).mean(axis=0)
+    draws = differences((families, n))
+    mean, sd = draws.mean(axis=1), draws.std(axis=1, ddof=1)
+    joint = {}
+    for confidence in (0.95, 1 - 0.05 / m):
+        low, high = stats.t_interval(mean, sd, np.full_like(mean, n), confidence)
+        joint[confidence] = float(((low <= truth) & (truth <= high)).all(axis=1).mean())
+    assert 0.94 <= joint[1 - 0.05 / m] <= 0.975, joint
+    assert joint[0.95] < 0.85, joint
+
+
+@pytest.mark.parametrize("correction", ["holm", "bonferroni"])
+def test_the_interval_beside_a_corrected_p_value_excludes_zero_exactly_when_it_is_significant(correction):
+    """Adjusted the same way: at the level the correction tested each comparison at (1 - alpha * p / p_corrected),
+    Student's t interval of the delta excludes 0 exactly when the corrected t-test p-value is below alpha, on
+    SciFact's three runs and eight metrics, at three alphas; Bonferroni's level is 1 - alpha/m for every row whose p-value is not capped at 1."""
+    runs = [
+        load_run(str(SCIFACT / f))
+        for f in ("bm25-stem.trec.gz", "dense-all-minilm-l6-v2.trec.gz", "hybrid-rrf60.trec.gz")
+    ]
+    metrics = ["ndcg@10", "ndcg@3", "recall@5", "recall@100", "precision@5", "mrr", "map", "hits@1"]
+    result = rm.evaluate(load_dataset(str(SCIFACT / "qrels.tsv")), runs, metrics)
+    decided = 0
+    for alpha in (0.01, 0.05, 0.1):
+        table = compare_result(
+            result, baseline=runs[1].name, test="t", correction=correction, alpha=alpha, segments=()
+        ).table
+        rows = table.dropna(subset=["p_value"])
+        excludes = (rows["ci_low_adjusted"] > 0) | (rows["ci_high_adjusted"] < 0)
+        assert (excludes == (rows["p_value_corrected"] < alpha)).all(), rows
+        decided += int(excludes.sum())
+        if correction == "bonferroni":  # 3 pairs x 8 metrics; a p-value capped at 1 was tested at a lower level
+            uncapped = rows["p_value_corrected"] < 1
+            assert uncapped.any() and np.allclose(rows.loc[uncapped, "ci_level_adjusted"], 1 - alpha / 24)
+    assert 0 < decided < 3 * 16  # some significant, some not: the check could fail either way

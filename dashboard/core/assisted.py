@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from dashboard.core.share import SAMPLE_PLANS
 from ragmetrics.analysis import ppi
 from ragmetrics.analysis.evaluate import RunResult, evaluate
 from ragmetrics.analysis.judging import merge
@@ -52,11 +53,7 @@ HUMAN = ""
 """The ``source`` of a person's label."""
 SEED = 0
 """The plan's seed: the same dataset and runs give every judge (tab, server) the same plan."""
-PLANS = {
-    "random": "a random sample of the queries",
-    "category": "stratified by category (each category in proportion to its queries)",
-}
-"""The human sample plans: the one place one is added (the page's choices)."""
+PLANS = SAMPLE_PLANS
 
 
 def _latest(labels: pd.DataFrame) -> pd.DataFrame:

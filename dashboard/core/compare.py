@@ -9,7 +9,7 @@ tables and draws them. Test and alpha choices are the library's (:data:`ragmetri
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import pandas as pd
@@ -50,12 +50,15 @@ __all__ = [
     "Comparison",
     "against_baseline",
     "compare_specs",
+    "compared_specs",
     "comparison_display",
     "comparison_frame",
     "correction_title",
+    "default_baseline",
     "family_size",
     "family_text",
     "family_words",
+    "focus_spec",
     "forest_figure",
     "format_ci",
     "format_p",
@@ -118,6 +121,32 @@ def compare_specs(metric: str, k: int, chosen: Sequence[MetricSpec] = ()) -> lis
     return list(dict.fromkeys(metric_spec(m, k) for m in names))
 
 
+def compared_specs(
+    alignments: Sequence[Alignment], metric: str, k: int, chosen: Sequence[MetricSpec] = ()
+) -> tuple[list[MetricSpec], list[str]]:
+    """The metrics Overview, Compare and Dataset power compare (one family on every page): ``chosen`` (the view's
+    metric set) or the sidebar metric and the standard ones at ``k``, less those the runs cannot give (with a note
+    each); the computable defaults when none of ``chosen`` is."""
+    default = compare_specs(metric, k)
+    specs, notes = computable_specs(alignments, list(chosen) or default)
+    return specs or computable_specs(alignments, default)[0], notes
+
+
+def focus_spec(specs: Sequence[MetricSpec], metric: str, k: int) -> MetricSpec:
+    """The compared metric a page's verdict and focus are on: the sidebar's metric at K when compared, else the
+    first compared."""
+    sidebar = metric_spec(metric, k)
+    return sidebar if sidebar in specs else specs[0]
+
+
+def default_baseline(run_ids: Sequence[str], value: str | None, avoid: Collection[str] = ()) -> str | None:
+    """The baseline run id: ``value`` when it is among ``run_ids``, else the first run not in ``avoid`` (runs whose
+    numbers mean nothing)."""
+    if value in run_ids:
+        return value
+    return next((i for i in run_ids if i not in avoid), run_ids[0] if run_ids else None)
+
+
 def computable_specs(
     alignments: Sequence[Alignment], specs: Sequence[MetricSpec]
 ) -> tuple[list[MetricSpec], list[str]]:
@@ -146,14 +175,15 @@ def metric_options(k: int, chosen: Sequence[MetricSpec] = ()) -> list[str]:
 
 
 def family_size(comparison: Comparison) -> int:
-    """How many comparisons the correction covered: the rows with a p-value (every run × metric but the
-    baseline's own)."""
-    return int(comparison.table["p_value"].notna().sum()) if not comparison.table.empty else 0
+    """How many comparisons the correction covered (:data:`ragmetrics.analysis.compare.FAMILIES`: every pair of
+    the selected runs × every compared metric)."""
+    return comparison.family_size
 
 
 def family_text(comparison: Comparison) -> str:
-    """``Holm-corrected over 8 comparison(s)`` (:func:`ragmetrics.analysis.stats.family_text`, the CLI's words)."""
-    return stats.family_text(comparison.correction, family_size(comparison))
+    """``Holm-corrected over 6 comparison(s) (all pairs of 3 runs x 2 metrics)``
+    (:attr:`ragmetrics.analysis.compare.Comparison.family_text`, the CLI's words)."""
+    return comparison.family_text
 
 
 def verdict(comparison: Comparison, spec: MetricSpec, *, markdown: bool = True) -> str | None:
@@ -171,9 +201,11 @@ def verdict(comparison: Comparison, spec: MetricSpec, *, markdown: bool = True) 
     run = bold(name(str(best["run"])))
     p = float(best["p_value_corrected"])
     significant = bool(p < comparison.alpha)
-    # the interval is the difference's own, not widened for the family the p-value is corrected over: said so
-    level = "95% CI" if comparison.correction in (None, "none") else "uncorrected 95% CI"
-    ci = f"{level} [{signed(float(best['ci_low']))}, {signed(float(best['ci_high']))}]"
+    # beside the corrected p-value, the interval adjusted for the same family (its name says how)
+    ci = (
+        f"{comparison.adjusted_interval_name(float(best['ci_level_adjusted']))} "
+        f"[{signed(float(best['ci_low_adjusted']))}, {signed(float(best['ci_high_adjusted']))}]"
+    )
     if abs(delta) <= 0:
         words = f"{run} ties {base} on {title(spec)}"
     elif not significant:
@@ -253,6 +285,9 @@ COMPARISON_COLUMNS = [
     "ci_high",
     "p_value",
     "p_value_corrected",
+    "ci_low_adjusted",
+    "ci_high_adjusted",
+    "ci_level_adjusted",
     "significance",
     "wins",
     "ties",
@@ -307,7 +342,8 @@ def format_ci(low: float, high: float) -> str:
 
 def comparison_display(frame: pd.DataFrame, baseline: str, correction: str = "holm") -> pd.DataFrame:
     """:func:`comparison_frame` for reading (same rows, same order): CIs and p-values as text, W / T / L in one
-    column; the corrected p-value is labelled with its correction (``p (Holm)``)."""
+    column; the corrected p-value is labelled with its correction (``p (Holm)``), and beside it the delta's interval
+    adjusted the same way, with its level (:func:`ragmetrics.analysis.compare.adjusted_level`)."""
     is_base = frame["run"] == baseline
     out = pd.DataFrame(
         {
@@ -337,6 +373,13 @@ def comparison_display(frame: pd.DataFrame, baseline: str, correction: str = "ho
             ("significance", "judgments"),
         ):
             out.insert(out.columns.get_loc(after) + 1, column, judged[column])
+    if correction not in (None, "", "none"):
+        ends = zip(is_base, frame["ci_low_adjusted"], frame["ci_high_adjusted"], frame["ci_level_adjusted"])
+        out.insert(
+            out.columns.get_loc(f"p ({correction_title(correction)})") + 1,
+            f"Δ CI ({correction_title(correction)}-adjusted)",
+            ["" if b else f"{format_ci(lo, hi)} at {100 * level:.4g}%" for b, lo, hi, level in ends],
+        )
     return out
 
 

@@ -1,7 +1,7 @@
 """Dataset power: can this query set tell the runs apart, and how many queries would it take?
 
-Across every pair of runs: the share whose difference is significant at alpha (discriminative power,
-:func:`ragmetrics.analysis.compare.discriminative_power`); from the observed SD of per-query differences, the smallest
+Across every pair of runs (:attr:`ragmetrics.analysis.compare.Comparison.pairs`, the family the Overview and Compare
+correct over too): the share whose difference is significant at alpha (discriminative power); from the observed SD of per-query differences, the smallest
 difference the dataset detects and the queries needed for a given one (:mod:`ragmetrics.analysis.stats`), against the
 rules of thumb (20-30 queries to prototype, 50-100 in development, 100-200 before release).
 """
@@ -17,17 +17,13 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard.core.charts import base_layout
-from dashboard.core.compare import SEED
-from dashboard.core.results import Alignment, common_query_ids, eval_result
+from dashboard.core.results import Alignment, common_query_ids
 from dashboard.core.share import DELTA_RANGE, POWER_LEVELS
 from dashboard.core.specs import MetricSpec, label_title, title
 from ragmetrics.analysis import stats
-from ragmetrics.analysis.compare import discriminative_power
-from ragmetrics.analysis.evaluate import EvalResult
 
 __all__ = [
     "DELTA_RANGE",
-    "PAIR_COLUMNS",
     "POWER_COLUMNS",
     "POWER_LEVELS",
     "RULES_COLUMNS",
@@ -37,7 +33,6 @@ __all__ = [
     "pairs_table",
     "power_curve_frame",
     "power_figure",
-    "power_pairs",
     "power_table",
     "queries_needed",
     "queries_of",
@@ -53,32 +48,6 @@ RULES_OF_THUMB: tuple[tuple[str, int, int], ...] = (
     ("release", 100, 200),
 )
 """Query-set sizes teams use as rules of thumb."""
-
-PAIR_COLUMNS = ["metric", "run_a", "run_b", "delta", "p_value", "p_value_corrected", "significant", "sd_difference"]
-
-
-def power_pairs(
-    result: EvalResult | Sequence[Alignment],
-    specs: Sequence[MetricSpec],
-    *,
-    test: str = "t",
-    alpha: float = 0.05,
-    seed: int = SEED,
-    correction: str = "none",
-) -> pd.DataFrame:
-    """:func:`ragmetrics.analysis.compare.discriminative_power` for each metric, stacked with a ``metric`` column
-    (``result``: an :class:`~ragmetrics.analysis.evaluate.EvalResult`, or the alignments to build one of).
-    ``p_value_corrected``: ``correction`` over the run pairs of each metric; ``significant``: it is below alpha."""
-    if not isinstance(result, EvalResult):
-        result = eval_result(result, specs)
-    parts = []
-    for spec in specs:
-        pairs = discriminative_power(result, spec, test=test, alpha=alpha, seed=seed)
-        corrected = stats.CORRECTIONS[correction](pairs["p_value"].to_numpy(dtype=float))
-        parts.append(pairs.assign(metric=str(spec), p_value_corrected=corrected, significant=corrected < alpha))
-    if not parts:
-        return pd.DataFrame(columns=PAIR_COLUMNS)
-    return pd.concat(parts, ignore_index=True)[PAIR_COLUMNS]
 
 
 def metric_row(table: pd.DataFrame, spec: MetricSpec) -> pd.Series:

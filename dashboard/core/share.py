@@ -68,6 +68,14 @@ DEFAULT_DEPTH = 10
 BUDGETS: tuple[int, ...] = (128, 256, 512, 1024, 2048, 4096)
 """The token budgets Compare reads chunkings at."""
 DEFAULT_BUDGET = 512
+JUDGE_QUEUES: dict[str, str] = {"impact": "the pairs that matter most first", "plan": "the planned human sample"}
+"""The orders of the Judge page's labelling queue; the first is the default."""
+SAMPLE_PLANS: dict[str, str] = {
+    "random": "a random sample of the queries",
+    "category": "stratified by category (each category in proportion to its queries)",
+}
+"""The human sample plans (:mod:`dashboard.core.assisted`): the one place one is added; the first is the default."""
+DEFAULT_QUEUE, DEFAULT_PLAN = next(iter(JUDGE_QUEUES)), next(iter(SAMPLE_PLANS))
 MAX_METRICS = 12
 ALPHAS: tuple[float, ...] = (0.01, 0.05, 0.10)
 """The significance levels a view can name."""
@@ -108,6 +116,9 @@ PARAM_KEYS: dict[str, str] = {
     "cv": "the charts a page folds away, the Upload page's depth chart (1 = drawn; absent = folded)",
     "dp": f"pool depth on the Judge page (1 to {K_MAX}; absent = {DEFAULT_DEPTH})",
     "tb": f"the token budget Compare reads chunkings at ({', '.join(map(str, BUDGETS))}; absent = {DEFAULT_BUDGET})",
+    "jq": f"the Judge page's queue order ({', '.join(JUDGE_QUEUES)}; absent = {DEFAULT_QUEUE})",
+    "jp": f"the Judge page's human sample plan ({', '.join(SAMPLE_PLANS)}; absent = {DEFAULT_PLAN})",
+    "js": "the judge whose labels the Judge page's agreement shows, judge:NAME@VERSION#HASH (absent = the latest)",
     "by": f"the tag the Timeline orders runs by (absent = {DEFAULT_ORDER})",
     "where": "the Timeline's tag filter, KEY=VALUE (absent = every run)",
     "sys": f"the tag naming the Leaderboard's systems (absent = {DEFAULT_SYSTEM_TAG})",
@@ -149,6 +160,9 @@ class ViewState:
     delta: float = DEFAULT_DELTA
     depth: int = DEFAULT_DEPTH
     budget: int = DEFAULT_BUDGET
+    queue: str = DEFAULT_QUEUE
+    plan: str = DEFAULT_PLAN
+    shown_judge: str | None = None
     bounds: bool = False
     charts: bool = False  # the folded charts drawn
     order_by: str = DEFAULT_ORDER
@@ -229,6 +243,9 @@ def encode(state: ViewState, *, defaults: bool = True) -> dict[str, str]:
         ("d", f"{state.delta:g}", f"{DEFAULT_DELTA:g}"),
         ("dp", str(state.depth), str(DEFAULT_DEPTH)),
         ("tb", str(state.budget), str(DEFAULT_BUDGET)),
+        ("jq", state.queue, DEFAULT_QUEUE),
+        ("jp", state.plan, DEFAULT_PLAN),
+        ("js", state.shown_judge or "", ""),
     ):
         if text != default_text:
             out[key] = text
@@ -530,6 +547,17 @@ def decode(
                 values["budget"] = int(budget)
             else:
                 note(f"the token budget must be one of {', '.join(map(str, BUDGETS))}; using {DEFAULT_BUDGET}")
+        for key, name, choices in (("jq", "queue", JUDGE_QUEUES), ("jp", "plan", SAMPLE_PLANS)):
+            chosen = _last(params.get(key))
+            if chosen in choices:
+                values[name] = chosen
+            elif chosen:
+                note(f"ignored the link's {key!r} value {chosen[:20]!r}: expected one of {', '.join(choices)}")
+        judge = _last(params.get("js"))
+        if judge and judge.startswith("judge:") and len(judge) <= _MAX_TEXT:
+            values["shown_judge"] = judge
+        elif judge:
+            note(f"ignored the link's 'js' value {judge[:20]!r}: expected judge:NAME@VERSION#HASH")
         for key, (name, meaning) in FLAGS.items():
             shown = _last(params.get(key))
             if shown in ("0", "1"):

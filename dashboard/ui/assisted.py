@@ -17,11 +17,12 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.core import assisted
+from dashboard.core.share import DEFAULT_PLAN, JUDGE_QUEUES, ViewState
 from dashboard.core.specs import MetricSpec, title
 from dashboard.core.text import md_escape
 from dashboard.data.jobs import JudgeJob
 from dashboard.data.workspace import DatasetEntry, Workspace
-from dashboard.ui import cache, layout
+from dashboard.ui import cache, layout, state
 from ragmetrics.analysis.judging import pool
 from ragmetrics.analysis.ppi import FEW_LABELLED
 from ragmetrics.foundation.errors import RagMetricsError
@@ -34,7 +35,6 @@ __all__ = ["OFFERED", "Assist", "assist", "corrected_elsewhere", "current_job", 
 OFFERED = tuple(name for name, kind in JUDGES.items() if kind.needs in ("", "training", "model"))
 """The registered judges the page can build: from nothing, from people's labels, from a registered model."""
 JOB_KEY = "ragmetrics.judge.job"
-QUEUE_ORDERS = {"impact": "the pairs that matter most first", "plan": "the planned human sample"}
 
 
 @dataclass(frozen=True)
@@ -61,18 +61,17 @@ def base_pool(base: DatasetEntry, selection: cache.Selection, depth: int) -> pd.
     return pool(base.dataset, [a.run for a in selection.alignments], int(depth))
 
 
-def assist(workspace: Workspace, ds: DatasetEntry, selection: cache.Selection, depth: int) -> Assist:
-    """Read the lineage's labels and the widgets' choices (the judge shown, the sample plan)."""
+def assist(workspace: Workspace, ds: DatasetEntry, selection: cache.Selection, depth: int, view: ViewState) -> Assist:
+    """Read the lineage's labels and the view's choices (the judge shown, the latest when the view names none or
+    one that did not label here; the sample plan)."""
     base = workspace.family(ds.id)[0]
     pooled = base_pool(base, selection, depth)
     labels = workspace.lineage_labels(ds.id)
     sources = assisted.judge_sources(labels)
     source = ""
     if sources:
-        source = st.session_state.get("judge.shown_judge") or sources[0]
-        source = source if source in sources else sources[0]
-    plan = st.session_state.get("judge.plan", "random")
-    plan = plan if plan in assisted.PLANS else "random"
+        source = view.shown_judge if view.shown_judge in sources else sources[0]
+    plan = view.plan if view.plan in assisted.PLANS else DEFAULT_PLAN
     order = assisted.plan_order(base.dataset, base.dataset.query_ids.astype(str).tolist(), plan)
     human = assisted.human_labels(labels)
     return Assist(
@@ -86,8 +85,8 @@ def queue_order(todo: pd.DataFrame, help_: Assist) -> pd.DataFrame:
     left, right = st.columns([1, 1])
     order = left.radio(
         "Queue",
-        list(QUEUE_ORDERS),
-        format_func=QUEUE_ORDERS.__getitem__,
+        list(JUDGE_QUEUES),
+        format_func=JUDGE_QUEUES.__getitem__,
         horizontal=True,
         key="judge.order",
         help="The planned sample is what corrects a judge's numbers: label its queries in order.",
@@ -336,6 +335,7 @@ def panels(workspace: Workspace, ds: DatasetEntry, selection: cache.Selection, s
     _runner(workspace, ds, help_)
     sources = assisted.judge_sources(help_.labels)
     if len(sources) > 1:
+        state.seed("judge.shown_judge", help_.source, force=st.session_state.get("judge.shown_judge") != help_.source)
         st.selectbox("Judge shown", sources, format_func=assisted.judge_title, key="judge.shown_judge")
     elif help_.source:
         st.caption(f"Judge shown: {md_escape(assisted.judge_title(help_.source))}")
@@ -372,6 +372,7 @@ def corrected_elsewhere(
     selection: cache.Selection,
     spec: MetricSpec,
     depth: int,
+    view: ViewState,
     *,
     baseline: str | None = None,
     correction: str = "holm",
@@ -379,10 +380,10 @@ def corrected_elsewhere(
 ) -> None:
     """Overview's (each run's corrected mean) or, with ``baseline`` (a run name), Compare's (each run's corrected
     difference from it) numbers corrected by the human sample, in an expander titled with the badge; nothing when no
-    judge labelled on the dataset's lineage. The judge shown is the latest, the plan the Judge page's default."""
+    judge labelled on the dataset's lineage. The judge shown and the plan are the view's (the Judge page's)."""
     if not assisted.judge_sources(workspace.lineage_labels(ds.id)):
         return
-    help_ = assist(workspace, ds, selection, depth)
+    help_ = assist(workspace, ds, selection, depth, view)
     badge = assisted.badge(help_.human, help_.judge)
     sample = help_.sample
     with st.expander(f"{title(spec)} corrected by the human sample ({badge})"):

@@ -32,7 +32,6 @@ from dashboard.core import (
     judge,
     missed,
     overview,
-    power,
     results_only,
     targets,
     validation,
@@ -398,14 +397,6 @@ def chunking_comparison(
         )  # fmt: skip
     except RagMetricsError as err:
         return str(err)
-
-
-@memo
-def power_pairs(
-    selection: Selection, specs: Sequence[MetricSpec], test: str, alpha: float, correction: str = "none"
-) -> pd.DataFrame:
-    """Every run pair's p-value and SD of differences per metric (:func:`dashboard.core.power.power_pairs`), cached."""
-    return power.power_pairs(selection.alignments, list(specs), test=test, alpha=float(alpha), correction=correction)
 
 
 @memo

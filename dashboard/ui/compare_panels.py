@@ -155,13 +155,22 @@ def rankings_panel(
                     placeholder="—",
                 )
                 text_depth = min(depth, TEXT_DEPTH)
-                with st.expander(f"Text of the top {text_depth}", icon=":material/article:"):
-                    layout.show_passages(
-                        documents.retrieved_cards(
-                            documents.retrieved_passages(shown_run, query_id, text_depth),
-                            documents.marks_for(ds.dataset, query_id),
+                # folded, the passages are neither computed nor sent (a rerun when it opens): the page draws
+                # two tables, not the dozens of text boxes a folded section would still hold in the browser
+                text = st.expander(
+                    f"Text of the top {text_depth}",
+                    icon=":material/article:",
+                    key=f"compare.text.{role}",
+                    on_change="rerun",
+                )
+                if text.open:
+                    with text:
+                        layout.show_passages(
+                            documents.retrieved_cards(
+                                documents.retrieved_passages(shown_run, query_id, text_depth),
+                                documents.marks_for(ds.dataset, query_id),
+                            )
                         )
-                    )
         if st.button("Open this query in Missed queries", icon=":material/search_off:", key="compare.open_missed"):
             state.write_view_state(view.with_(focus_run=focus_id, query=query_id))
             st.switch_page("views/missed.py")

@@ -12,7 +12,15 @@ from collections.abc import Collection, Mapping, Sequence
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from dashboard.core.compare import ALPHAS, DEFAULT_ALPHA, DEFAULT_TEST, TESTS, correction_title, test_title
+from dashboard.core.compare import (
+    ALPHAS,
+    DEFAULT_ALPHA,
+    DEFAULT_TEST,
+    TESTS,
+    correction_title,
+    default_baseline,
+    test_title,
+)
 from dashboard.core.share import BUDGETS, DEFAULT_BUDGET, DEFAULT_CORRECTION, NO_PROFILE, ViewState
 from dashboard.core.specs import K_MAX, METRIC_CHOICES, metric_title, takes_k
 from dashboard.core.targets import DEFAULT_PROFILE, NO_TARGETS, PROFILES, declared_title, profile_title
@@ -291,8 +299,7 @@ def baseline_picker(
     ids = list(options)
     if not ids:
         return None
-    default = next((i for i in ids if i not in avoid), ids[0])
-    state.seed(key, value if value in options else default, force=force or state.widget_value(key) not in options)
+    state.seed(key, default_baseline(ids, value, avoid), force=force or state.widget_value(key) not in options)
     return st.selectbox(
         "Baseline",
         ids,

@@ -45,7 +45,10 @@ VIEWS: tuple[View, ...] = (
         "Compare runs",
         ":material/compare_arrows:",
         "Results",
-        unlinked={"compare.fuse.": "the settings of a fused run to add; once added, the fused run is in the link"},
+        unlinked={
+            "compare.fuse.": "the settings of a fused run to add; once added, the fused run is in the link",
+            "compare.text.": "the text of a ranking's top documents: a link opens it folded, as the page does",
+        },
     ),
     View("power", "views/power.py", "Dataset power", ":material/query_stats:", "Results"),
     View(
@@ -82,9 +85,6 @@ VIEWS: tuple[View, ...] = (
         "Data",
         unlinked={
             "judge.run_": "inputs of a judge run to start; what it labels is stored with the judge's provenance",
-            "judge.order": "the labelling queue's order: a link reopens the default (most consequential first)",
-            "judge.plan": "the human sample's plan: a link reopens the default (random)",
-            "judge.shown_judge": "the judge the agreement panel shows: a link reopens the latest judge",
         },
     ),
     View(

@@ -15,7 +15,7 @@ import streamlit as st
 
 from dashboard.core import compare as cmp
 from dashboard.core import metadata
-from dashboard.core.specs import label_title, metric_spec, sidebar_names, title
+from dashboard.core.specs import label_title, sidebar_names, title
 from dashboard.core.text import md_escape
 from dashboard.ui import assisted, cache, layout, state, widgets
 from dashboard.ui.compare_panels import chunkings_panel, cost_panel, queries_panel, rankings_panel, segments_panel
@@ -59,10 +59,9 @@ if page.dataset is not None and len(page.alignments) >= 2:
     )
     for item in not_metrics:
         st.warning(md_escape(f"{item!r} is not a metric name (e.g. ndcg@10, recall@100, mrr); left out."))
-    specs, not_computable = cmp.computable_specs(page.alignments, specs or default_specs)
+    specs, not_computable = cmp.compared_specs(page.alignments, view.metric, k, specs)
     for note in not_computable:
         st.warning(md_escape(note))
-    specs = specs or cmp.computable_specs(page.alignments, default_specs)[0]
     b1, b2, _ = st.columns([3, 2, 7], vertical_alignment="bottom")
     with b1:
         bounds = widgets.bounds_toggle("compare.bounds", view.bounds, force=page.fresh)
@@ -87,8 +86,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
         bounds=bounds,
         depth=depth,
     )
-    sidebar_spec = metric_spec(view.metric, k)
-    spec = sidebar_spec if sidebar_spec in specs else specs[0]
+    spec = cmp.focus_spec(specs, view.metric, k)
 
     with st.spinner(f"Running the {cmp.test_title(test)} on every run and metric…"):
         comparison = cache.comparison(selection, base.name, specs, test, alpha, correction, view.bounds_depth)
@@ -96,8 +94,8 @@ if page.dataset is not None and len(page.alignments) >= 2:
     st.caption(
         f"Each run against **{md_escape(base.name)}** on the same {base.n_queries:,} queries: mean with its 95% bootstrap "
         f"interval, Δ = run − baseline with its paired-bootstrap interval, the p-value of the paired test "
-        f"({cmp.test_title(test)}) and the corrected one: {cmp.family_text(comparison)} (every run × metric of the "
-        f"table). ▲/▼: corrected p < {alpha:g}. W / T / L: queries the run wins, ties and loses. "
+        f"({cmp.test_title(test)}) and the corrected one: {cmp.family_text(comparison)}, as on the Overview and "
+        f"Dataset power (the table shows the baseline's pairs). ▲/▼: corrected p < {alpha:g}. W / T / L: queries the run wins, ties and loses. "
         "**Select a row** to see its queries below."
         + (
             f" *If judged*: the worst and best over every way of judging the unjudged documents in each run's top "
@@ -108,7 +106,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
         )
     )
     assisted.corrected_elsewhere(
-        page.workspace, ds, selection, spec, view.depth, baseline=base.name, correction=correction, alpha=alpha
+        page.workspace, ds, selection, spec, view.depth, view, baseline=base.name, correction=correction, alpha=alpha
     )
     table = cmp.comparison_frame(comparison)
     display = cmp.comparison_display(table, base.name, comparison.correction)

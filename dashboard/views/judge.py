@@ -7,7 +7,7 @@ and keywords beside the document's text with the evidence marked, one button per
 (keys 0-9 press them). Every label is stored at once (author: the signed-in user, else "anonymous"), so a
 reload, a second tab or a restarted server keeps it; "Save as a new qrels version" makes them a new dataset
 (the dataset picker and share links then name it). A rule's suggestion (expected answer or keywords found in
-the text) is offered with the rule's name and stored only when accepted. Reads ``ds, runs, base, m, k``.
+the text) is offered with the rule's name and stored only when accepted. Reads ``ds, runs, base, m, k, dp, jq, jp, js``.
 
 Several judges (tabs, servers) on one store: each is shown a pair no other holds and nobody has labelled on the
 dataset's lineage, pending or saved; a grade names the pair whose buttons were pressed, and one given after
@@ -64,7 +64,15 @@ if page.alignments and page.dataset is not None:
         f"last. **{len(pending):,}** label(s) given on this version, not saved yet."
     )
 
-    helper = assisted.assist(workspace, ds, selection, depth)
+    state.seed("judge.order", view.queue, force=page.fresh)
+    state.seed("judge.plan", view.plan, force=page.fresh)
+    shown = st.session_state.get("judge.shown_judge") if not page.fresh else None
+    view = view.with_(
+        queue=st.session_state["judge.order"],
+        plan=st.session_state["judge.plan"],
+        shown_judge=shown or view.shown_judge,
+    )
+    helper = assisted.assist(workspace, ds, selection, depth, view)
     todo = assisted.queue_order(todo, helper)
     claim = judging.claim(workspace, ds.id, todo)  # held for this tab: judges elsewhere are shown other pairs
     pair = None if claim is None else judge.next_pair(todo, (claim.query_id, claim.doc_id))
@@ -72,6 +80,9 @@ if page.alignments and page.dataset is not None:
     pair_panel(page, ds, pair, claim, todo, counts, pending, spec, baseline_name, depth)
     pending_panel(workspace, ds, view, pending)
     assisted.panels(workspace, ds, selection, spec, helper)
+    view = view.with_(
+        queue=st.session_state["judge.order"], plan=st.session_state["judge.plan"], shown_judge=helper.source or None
+    )
     if pair is not None:
 
         @st.fragment(run_every=judging.HOLD_EVERY)

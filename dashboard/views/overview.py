@@ -30,10 +30,8 @@ if page.alignments and page.dataset is not None:
                 names, view.baseline, force=page.fresh, key="overview.baseline", avoid=cache.meaningless_runs(selection)
             )
         view = view.with_(baseline=base_id)
-        specs = cmp.computable_specs(alignments, cmp.compare_specs(view.metric, k, view.metrics))[0]
-        specs = specs or cmp.compare_specs(view.metric, k)
-        sidebar = metric_spec(view.metric, k)
-        spec = sidebar if sidebar in specs else specs[0]  # Compare's focus, on Compare's family
+        specs = cmp.compared_specs(alignments, view.metric, k, view.metrics)[0]
+        spec = cmp.focus_spec(specs, view.metric, k)  # Compare's focus, on Compare's family
         comparison = cache.comparison(
             selection,
             names[base_id or selection.run_ids[0]],
@@ -45,9 +43,9 @@ if page.alignments and page.dataset is not None:
             segments=False,
         )
         layout.show_verdict(cmp.verdict(comparison, spec))
-        focus = "the sidebar's metric and K" if spec == sidebar else "the first metric Compare compares"
+        focus = "the sidebar's metric and K" if spec == metric_spec(view.metric, k) else "the first metric compared"
         st.caption(
-            f"On {title(spec)} ({focus}); the family is Compare's: every run × metric it compares. "
+            f"On {title(spec)} ({focus}); {cmp.family_text(comparison)}, the family of Compare and Dataset power too. "
             "Test, α, correction, the metrics and the bounds from the unjudged documents: **Compare runs** page."
         )
 
@@ -60,7 +58,7 @@ if page.alignments and page.dataset is not None:
         filename=f"overview-k{k}.csv",
         column_config=layout.number_columns(means, labels),
     )
-    assisted.corrected_elsewhere(page.workspace, ds, selection, metric_spec(view.metric, k), view.depth)
+    assisted.corrected_elsewhere(page.workspace, ds, selection, metric_spec(view.metric, k), view.depth, view)
     summary = cache.summary_frame(selection, overview.overview_specs(k), view.bounds_depth)
     heading = "Means with 95% bootstrap confidence intervals"
     if view.bounds:
@@ -161,7 +159,9 @@ if page.alignments and page.dataset is not None:
             findings=[f for a in alignments for f in diagnosis.run_findings(a, k, hits, hits.title)],
             link=link,
             verdict=(cmp.verdict(comparison, spec, markdown=False) or "") if comparison else "",
-            comparison=cmp.comparison_display(cmp.comparison_frame(comparison), comparison.baseline, view.correction)
+            comparison=cmp.comparison_display(
+                cmp.comparison_frame(comparison), comparison.baseline, comparison.correction
+            )
             if comparison
             else None,
             family=cmp.family_text(comparison) if comparison else "",

@@ -3,17 +3,20 @@
 Across every pair of the selected runs: the share whose difference is significant at alpha (discriminative
 power); from the observed SD of per-query differences, the smallest difference the dataset detects and the
 queries needed for a given one, against the rules of thumb (20-30 queries to prototype, 50-100 in
-development, 100-200 before release). Reads ``ds, runs, m, k, t, a, c, pw, d``.
+development, 100-200 before release). The pairs and their corrected p-values are those of the Overview's and
+Compare's comparison (one family: every pair of the selected runs × the compared metrics, ``ms``). Reads ``ds,
+runs, base, m, k, ms, t, a, c, pw, d``.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
+from dashboard.core import compare as cmp
 from dashboard.core import power as power_mod
-from dashboard.core.compare import compare_specs, correction_title, family_words, test_title
+from dashboard.core.compare import correction_title, test_title
 from dashboard.core.power import DELTA_RANGE, POWER_LEVELS
-from dashboard.core.specs import metric_spec, title
+from dashboard.core.specs import title
 from dashboard.ui import cache, layout, state, widgets
 
 page = layout.page_setup("power", "Dataset power")
@@ -24,8 +27,13 @@ if page.dataset is not None and len(page.alignments) == 1:
 
 if page.dataset is not None and len(page.alignments) >= 2:
     selection, k = page.selection, view.k
-    specs = compare_specs(view.metric, k)
-    spec = metric_spec(view.metric, k)
+    specs = cmp.compared_specs(page.alignments, view.metric, k, view.metrics)[0]
+    spec = cmp.focus_spec(specs, view.metric, k)
+    names = dict(zip(selection.run_ids, selection.names))
+    base_id = (
+        cmp.default_baseline(selection.run_ids, view.baseline, cache.meaningless_runs(selection))
+        or selection.run_ids[0]
+    )
     n = power_mod.queries_of(page.alignments)
 
     c1, c2, c3, c4, c5 = st.columns(5)
@@ -64,13 +72,14 @@ if page.dataset is not None and len(page.alignments) >= 2:
     view = view.with_(test=test, alpha=alpha, correction=correction, power=power, delta=target)
 
     with st.spinner(f"Testing every run pair ({test_title(test)})…"):
-        pairs = cache.power_pairs(selection, specs, test, alpha, correction)
+        comparison = cache.comparison(selection, names[base_id], specs, test, alpha, correction, segments=False)
+    pairs = comparison.pairs
     chosen = power_mod.pairs_table(pairs, spec, n, alpha=alpha, power=power)
     sd = power_mod.typical_sd(chosen["sd_difference"])
     mdd = power_mod.power_table(pairs, n, alpha=alpha, power=power)
     here = power_mod.metric_row(mdd, spec)
     needed = power_mod.queries_needed(target, sd, alpha=alpha, power=power)
-    family = family_words(correction, int(here["pairs"]))
+    family = cmp.family_text(comparison)
 
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Queries", f"{n:,}", power_mod.stage_of(n), delta_color="off", delta_arrow="off")
@@ -99,7 +108,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
         f"Smallest detectable Δ = (z₁₋α/₂ + z_power) · SD / √n: the difference a paired test finds with {power:.0%} power at "
         f"α = {alpha:g} (normal approximation), where SD is the standard deviation of the per-query differences between "
         f"two runs. Discriminative power: the share of run pairs whose p-value ({test_title(test)}) is below α, "
-        f"{family} (the run pairs of each metric; Sakai defines it uncorrected: pick “uncorrected”). "
+        f"{family}, as on the Overview and Compare (Sakai defines it uncorrected: pick “uncorrected”). "
         "More runs in the sidebar give more pairs."
     )
     curve = power_mod.power_curve_frame(

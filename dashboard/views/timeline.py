@@ -119,9 +119,14 @@ if page.dataset is not None:
                 },
             )
             st.caption(
-                f"Δ previous: this run − the run before, with its paired-bootstrap 95% CI; p: the {test} test, "
-                f"uncorrected (each step is its own question, as `ragmetrics history` gates the last one); a drop is "
-                f"p < {alpha:g} with Δ < 0. The same numbers: `ragmetrics history --dataset {page.dataset.id} -m {spec}"
+                f"Δ previous: this run − the run before, with its paired-bootstrap 95% CI, uncorrected; p: the {test} "
+                f"test, {line.family_text}"
+                + (
+                    " (each step is its own question, as `ragmetrics history` gates the last one)"
+                    if line.correction == "none"
+                    else ""
+                )
+                + f"; a drop is p < {alpha:g} with Δ < 0. The same numbers: `ragmetrics history --dataset {page.dataset.id} -m {spec}"
                 + (f" --by {by}" if by != tl.DATE_TAG else "")
                 + (f" --where {view.where}" if view.where else "")
                 + "`."

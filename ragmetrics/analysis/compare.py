@@ -2,24 +2,28 @@
 
 Per metric and run: mean with a 95% bootstrap interval, the delta against the
 baseline with its own interval (paired bootstrap of per-query differences), a
-paired p-value, the Holm-corrected p-value (across every run x metric of the
-table; within a segment facet, across every run x metric x group of it), and
-win/tie/loss counts with the query ids behind them. Values are aligned by
-query id; the evaluated queries are the same for every run of one evaluation.
+paired p-value, the corrected p-value, and win/tie/loss counts with the query
+ids behind them. Values are aligned by query id; the evaluated queries are the
+same for every run of one evaluation.
 
-With ``bounds``, each row also carries what the judgments leave open: the mean's worst and best value over every
-way of judging the unjudged documents the runs retrieved (in their top ``bounds_depth`` when given:
-:meth:`ragmetrics.Alignment.bounds`), the delta's
-(run's worst minus baseline's best, run's best minus baseline's worst: every judging's delta lies between them,
-a document both runs retrieved counted at both ends, so the interval can be wider than any one judging gives),
-and ``could_flip``: the delta's sign is not settled by the judgments.
+**The family** a p-value is corrected over (:data:`FAMILIES`) is by default every pair of the compared runs x
+every compared metric (within a segment facet, x every group of it), though the table shows each run against the
+baseline only: a pair's corrected p-value then depends neither on which run is the baseline nor on the page or
+command that shows it (Dataset power tests every pair; Compare and the Overview show the baseline's; all read
+:attr:`Comparison.pairs` of the same computation). ``family="baseline"`` corrects over the baseline's comparisons
+only (smaller, so more powerful, but a pair's p-value then changes with the baseline). Beside a corrected p-value
+the delta's interval is adjusted the same way (``ci_low_adjusted``/``ci_high_adjusted`` at ``ci_level_adjusted``):
+Student's t at 1 - alpha * p / p_corrected, the level the correction gave that comparison, so it excludes 0 exactly
+when the corrected t-test p-value is below alpha (for Bonferroni that is 1 - alpha/m, the simultaneous interval over
+the m comparisons; for Holm it follows the step each comparison was tested at). Uncorrected, it is the delta's own
+95% paired-bootstrap interval.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -37,9 +41,34 @@ BOUND_COLUMNS = ("mean_worst", "mean_best", "delta_worst", "delta_best", "could_
 """The columns ``bounds=True`` adds."""
 
 
+FAMILIES: dict[str, str] = {
+    "pairs": "all pairs of {runs} runs x {metrics}",
+    "baseline": "{others} runs against the baseline x {metrics}",
+}
+"""The families a correction may cover, by name, with the words that name one (the module says why ``pairs`` is
+the default); the one place a family is added."""
+DEFAULT_FAMILY = "pairs"
+
+PAIR_COLUMNS = [
+    "metric",
+    "run_a",
+    "run_b",
+    "n",
+    "delta",
+    "sd_difference",
+    "p_value",
+    "p_value_corrected",
+    "significant",
+]
+"""The columns of :attr:`Comparison.pairs` (``delta`` = run_a - run_b)."""
+
+
 @dataclass(eq=False)
 class Comparison:
-    """``table``: one row per (metric, run), overall; ``segments``: the same per group."""
+    """``table``: one row per (metric, run), overall; ``segments``: the same per group; ``pairs``: every pair of
+    the family, overall (:data:`PAIR_COLUMNS`), the table's own pairs (run, baseline) among them with the same
+    p-values; ``family_size``: how many p-values the whole-set correction covered; ``scope``: the family in words
+    (:data:`FAMILIES`)."""
 
     table: pd.DataFrame
     segments: pd.DataFrame
@@ -47,6 +76,22 @@ class Comparison:
     test: str
     alpha: float
     correction: str = "holm"
+    family: str = DEFAULT_FAMILY
+    family_size: int = 0
+    scope: str = ""
+    pairs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=PAIR_COLUMNS))
+
+    @property
+    def family_text(self) -> str:
+        """``Holm-corrected over 15 comparison(s) (all pairs of 3 runs x 5 metrics)``, ``uncorrected``: the
+        words the CLI and every dashboard page use (:func:`ragmetrics.analysis.stats.family_text`)."""
+        return stats.family_text(self.correction, self.family_size, self.scope)
+
+    def adjusted_interval_name(self, level: float) -> str:
+        """What an adjusted interval at ``level`` is, in words: ``95% CI`` uncorrected, ``99.17% CI (Holm-adjusted)``,
+        ``99.17% CI (Bonferroni-adjusted)``."""
+        name = f"{100 * level:.4g}% CI"
+        return name if self.correction in (None, "", "none") else f"{name} ({self.correction.capitalize()}-adjusted)"
 
     def to_dict(self) -> dict[str, Any]:
         keys = [
@@ -58,17 +103,21 @@ class Comparison:
             "delta",
             "ci_low",
             "ci_high",
+            "ci_low_adjusted",
+            "ci_high_adjusted",
+            "ci_level_adjusted",
             "p_value",
             "p_value_corrected",
             "wins",
             "ties",
             "losses",
         ]
-        keys += [k for k in BOUND_COLUMNS if k in self.table.columns]
+        keys = [k for k in [*keys, *BOUND_COLUMNS] if k in self.table.columns]
         rows = []
         for record in self.table[keys].to_dict(orient="records"):
             rows.append({k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in record.items()})
-        return {"comparisons": rows}
+        family = {"correction": self.correction, "size": self.family_size, "covers": self.scope}
+        return {"comparisons": rows, "family": family}
 
 
 SEGMENTS = ("category", "difficulty")
@@ -106,6 +155,7 @@ def paired_row(
         "mean_ci_high": float(mean_high),
         "baseline_mean": float(base.mean()) if len(base) else float("nan"),
         "delta": float(diff.mean()) if len(diff) else float("nan"),
+        "sd_difference": float(np.std(diff, ddof=1)) if len(diff) > 1 else float("nan"),
         "ci_low": float(low),
         "ci_high": float(high),
         "p_value": stats.paired_p_value(values, base, test=test, n_resamples=n_resamples, seed=seed)
@@ -172,15 +222,19 @@ def compare_result(
     segments: Sequence[str] = SEGMENTS,
     bounds: bool = False,
     bounds_depth: int | None = None,
+    family: str = DEFAULT_FAMILY,
 ) -> Comparison:
     """Compare the runs of an existing :class:`EvalResult` against ``baseline``.
 
     ``baseline`` defaults to the first run. The baseline's own row is kept (delta 0, no p-value). ``bounds``: add
     the columns of :data:`BOUND_COLUMNS` (what the unjudged documents leave open; in each run's top
-    ``bounds_depth`` when given).
+    ``bounds_depth`` when given). ``family``: what the correction covers (:data:`FAMILIES`; the module says why
+    every pair of the compared runs is the default).
     """
     stats.checked_test(test)
     correction = stats.checked_correction(correction)
+    if family not in FAMILIES:
+        raise RagMetricsError(f"unknown family {family!r}; choose one of {sorted(FAMILIES)}")
     names = result.run_names
     baseline = baseline or names[0]
     if baseline not in result.runs:
@@ -242,25 +296,135 @@ def compare_result(
                 rows.append({**group, **row})
         return rows
 
-    def corrected(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-        return corrected_rows(frame, correction, alpha, by)
+    others = [r for r in dict.fromkeys(chosen) if r != baseline]
+
+    def other_pairs(rows_of: np.ndarray, group: dict[str, Any]) -> list[dict[str, Any]]:
+        """The family's pairs beyond the table's (``family="pairs"``): every two compared runs but the baseline,
+        on the same queries, p-value only."""
+        if family != "pairs":
+            return []
+        rows = []
+        for metric in metric_names:
+            for i, a in enumerate(others):
+                for b in others[i + 1 :]:
+                    x, y = values_of(a, metric)[rows_of], values_of(b, metric)[rows_of]
+                    keep = ~(np.isnan(x) | np.isnan(y))
+                    rows.append({**group, **_pair(metric, a, b, x[keep], y[keep], test, n_resamples, seed)})
+        return rows
+
+    def corrected(
+        rows: list[dict[str, Any]], pairs: list[dict[str, Any]], by: list[str]
+    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """``rows`` (the table's) and ``pairs`` (the family's others) corrected as one family per ``by`` group."""
+        frame = pd.DataFrame(rows)
+        extra = pd.DataFrame(pairs, columns=[*by, *PAIR_COLUMNS[:-2]])
+        if frame.empty:
+            return corrected_rows(frame, correction, alpha, by), extra
+        keys = [*by, "p_value"]
+        joint = corrected_rows(pd.concat([frame[keys], extra[keys]], ignore_index=True), correction, alpha, by)
+        for part, rows_at in ((frame, slice(0, len(frame))), (extra, slice(len(frame), None))):
+            part["p_value_corrected"] = joint["p_value_corrected"].to_numpy()[rows_at]
+            part["significant"] = joint["significant"].to_numpy()[rows_at]
+        return frame, extra
 
     every = np.arange(len(base_ids))
-    table = corrected(pd.DataFrame(rows_for(every, {})), [])
+    table, extra = corrected(rows_for(every, {}), other_pairs(every, {}), [])
+    size = int(table["p_value"].notna().sum() + extra["p_value"].notna().sum()) if not table.empty else 0
+    if not table.empty:
+        table = _adjusted_intervals(table, correction, alpha)
     segment_rows: list[dict[str, Any]] = []
+    segment_pairs: list[dict[str, Any]] = []
     for facet in segments:
         if facet not in result.dataset.queries_table.column_names:
             continue
         labels = result.dataset.facet(facet, base_ids)
         for value in sorted(v for v in set(labels) if v):
-            segment_rows += rows_for(np.flatnonzero(labels == value), {"segment": facet, "group": value})
-    seg = pd.DataFrame(segment_rows)
+            rows_of, group = np.flatnonzero(labels == value), {"segment": facet, "group": value}
+            segment_rows += rows_for(rows_of, group)
+            segment_pairs += other_pairs(rows_of, group)
     seg = (
-        corrected(seg, ["segment"])
-        if not seg.empty
+        corrected(segment_rows, segment_pairs, ["segment"])[0]
+        if segment_rows
         else pd.DataFrame(columns=list(table.columns) + ["segment", "group"])
     )
-    return Comparison(table=table, segments=seg, baseline=baseline, test=test, alpha=alpha, correction=correction)
+    names_in = [baseline, *others]
+    scope = family_scope(family, len(names_in), len(metric_names))
+    return Comparison(
+        table=table,
+        segments=seg,
+        baseline=baseline,
+        test=test,
+        alpha=alpha,
+        correction=correction,
+        family=family,
+        family_size=size,
+        scope=scope,
+        pairs=_pairs_frame(table, extra),
+    )
+
+
+def family_scope(family: str, runs: int, metrics: int) -> str:
+    """The family in words (:data:`FAMILIES`); empty for one pair of runs, where every family is the same."""
+    if runs <= 2:
+        return ""
+    return FAMILIES[family].format(runs=runs, others=runs - 1, metrics=f"{metrics} metric{'s' * (metrics != 1)}")
+
+
+def adjusted_level(correction: str | None, alpha: float, p_value: float, p_corrected: float, family_size: int) -> float:
+    """The confidence of the interval beside a corrected p-value: 1 - alpha * p / p_corrected, the level the
+    correction tested that comparison at (Bonferroni: 1 - alpha/m; Holm: its step's), or 0.95 uncorrected; where
+    the ratio is unknown (p = 0), 1 - alpha/m."""
+    if correction in (None, "", "none"):
+        return 0.95
+    if p_value > 0 and np.isfinite(p_value) and np.isfinite(p_corrected) and p_corrected > 0:
+        return 1 - alpha * p_value / p_corrected
+    return 1 - alpha / max(family_size, 1)
+
+
+def _pair(
+    metric: str, a: str, b: str, x: np.ndarray, y: np.ndarray, test: str, n_resamples: int, seed: int
+) -> dict[str, Any]:
+    """One pair of the family beyond the table: ``delta`` = a - b, its SD and the paired p-value."""
+    diff = x - y
+    return {
+        "metric": metric,
+        "run_a": a,
+        "run_b": b,
+        "n": len(diff),
+        "delta": float(diff.mean()) if len(diff) else float("nan"),
+        "sd_difference": float(np.std(diff, ddof=1)) if len(diff) > 1 else float("nan"),
+        "p_value": stats.paired_p_value(x, y, test=test, n_resamples=n_resamples, seed=seed),
+    }
+
+
+def _pairs_frame(table: pd.DataFrame, extra: pd.DataFrame) -> pd.DataFrame:
+    """Every pair of the whole-set family (:data:`PAIR_COLUMNS`): the table's rows as (run, baseline) pairs, then
+    the others."""
+    if table.empty:
+        return pd.DataFrame(columns=PAIR_COLUMNS)
+    own = table[table["run"] != table["baseline"]]
+    own = own.assign(run_a=own["run"], run_b=own["baseline"])
+    return pd.concat([own[PAIR_COLUMNS], extra[PAIR_COLUMNS]], ignore_index=True)
+
+
+def _adjusted_intervals(table: pd.DataFrame, correction: str | None, alpha: float) -> pd.DataFrame:
+    """``table`` with ``ci_low_adjusted``/``ci_high_adjusted`` at ``ci_level_adjusted`` (:func:`adjusted_level`):
+    uncorrected the delta's 95% paired-bootstrap interval (its ``ci_low``/``ci_high``); corrected, Student's t
+    interval of the mean difference at the comparison's level (1,000 bootstrap resamples hold too few draws in tails
+    that far out; t also makes the interval exclude 0 exactly when the corrected t-test p-value is below alpha)."""
+    if correction in (None, "", "none"):
+        return table.assign(ci_low_adjusted=table["ci_low"], ci_high_adjusted=table["ci_high"], ci_level_adjusted=0.95)
+    size = int(table["p_value"].notna().sum())
+    levels = np.array(
+        [adjusted_level(correction, alpha, p, q, size) for p, q in zip(table["p_value"], table["p_value_corrected"])]
+    )
+    own = (table["run"] == table["baseline"]).to_numpy()
+    levels = np.where(own, 0.95, levels)
+    low, high = stats.t_interval(table["delta"], table["sd_difference"], table["n"], levels)
+    delta = table["delta"].to_numpy(dtype=np.float64)
+    return table.assign(
+        ci_low_adjusted=np.where(own, delta, low), ci_high_adjusted=np.where(own, delta, high), ci_level_adjusted=levels
+    )
 
 
 def compare(
@@ -315,15 +479,6 @@ def discriminative_power(
             ids = result.runs[a].query_ids
             x, y = (at_queries(result.runs[r].array(metric), result.runs[r].query_ids, ids) for r in (a, b))
             keep = ~(np.isnan(x) | np.isnan(y))
-            p = stats.paired_p_value(x[keep], y[keep], test=test, n_resamples=n_resamples, seed=seed)
-            rows.append(
-                {
-                    "run_a": a,
-                    "run_b": b,
-                    "delta": float((x[keep] - y[keep]).mean()),
-                    "p_value": p,
-                    "significant": p < alpha,
-                    "sd_difference": float(np.std(x[keep] - y[keep], ddof=1)) if keep.sum() > 1 else float("nan"),
-                }
-            )
+            row = _pair(str(metric), a, b, x[keep], y[keep], test, n_resamples, seed)
+            rows.append({**row, "significant": row["p_value"] < alpha})
     return pd.DataFrame(rows, columns=["run_a", "run_b", "delta", "p_value", "significant", "sd_difference"])

@@ -134,6 +134,14 @@ class Timeline:
     notes: list[str]
 
     @property
+    def family_text(self) -> str:
+        """The correction and its family in the words of every page and command
+        (:func:`ragmetrics.analysis.stats.family_text`): ``uncorrected`` by default, or ``Holm-corrected over 5
+        comparison(s) (each step against the run before)``."""
+        size = int(self.frame["p_value"].notna().sum()) if "p_value" in self.frame else 0
+        return stats.family_text(self.correction, size, STEPS_FAMILY)
+
+    @property
     def drops(self) -> list[int]:
         """The steps (1-based) that are significant drops."""
         return [int(s) for s in self.frame.loc[self.frame["drop"], "step"]]
@@ -165,6 +173,7 @@ class Timeline:
             "test": self.test,
             "alpha": self.alpha,
             "correction": self.correction,
+            "family": self.family_text,
             "first_drop": self.first_drop,
             "last_step_drops": self.last_step_drops,
             "notes": self.notes,
@@ -244,6 +253,9 @@ def timeline(
     )
 
 
+STEPS_FAMILY = "each step against the run before"
+"""A timeline's family: its steps (a step's p-value is its own question unless a correction is asked for)."""
+
 _STEP_COLUMNS = {"delta": "delta", "ci_low": "low", "ci_high": "high", "p_value": "p_value"}
 
 
@@ -292,8 +304,7 @@ def timeline_text(line: Timeline) -> str:
             star = "*" if row.baseline_significant else ""
             base = f"  vs baseline {row.baseline_delta:+.4f} p={row.baseline_p_value:.4g}{star}"
         lines.append(head + step + base)
-    family = "uncorrected" if line.correction == "none" else f"{line.correction}-corrected over the steps"
-    lines.append(f"test: {line.test}, alpha {line.alpha:g}, {family}")
+    lines.append(f"test: {line.test}, alpha {line.alpha:g}, {line.family_text}")
     verdict = "the last step is a significant drop" if line.last_step_drops else "the last step is no significant drop"
     lines.append(verdict)
     return "\n".join(lines) + "\n"

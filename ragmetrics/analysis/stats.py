@@ -278,6 +278,21 @@ def bootstrap_ci(
     return low.reshape(shape), high.reshape(shape)
 
 
+def t_interval(
+    mean: np.ndarray, sd: np.ndarray, n: np.ndarray, confidence: float | np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Student's t interval of a mean at ``confidence`` (one, or one per mean): mean +- t(n - 1) * sd / sqrt(n),
+    element-wise (NaN below two values). At 1 - alpha/m for each of m means it is Bonferroni's simultaneous
+    interval over the m."""
+    from scipy import stats as sps  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)
+
+    mean, sd, n = (np.asarray(v, dtype=np.float64) for v in (mean, sd, n))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        quantile = sps.t.ppf(0.5 + np.asarray(confidence, dtype=np.float64) / 2, np.maximum(n - 1, 1))
+        half = np.where(n > 1, quantile * sd / np.sqrt(n), np.nan)
+    return mean - half, mean + half
+
+
 def holm(p_values: np.ndarray) -> np.ndarray:
     """Holm-Bonferroni adjusted p-values (step-down, monotone, capped at 1); NaN stays NaN."""
     p = np.asarray(p_values, dtype=np.float64)
@@ -310,12 +325,13 @@ CORRECTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 """Multiple-comparison corrections by name: the one place one is added."""
 
 
-def family_text(correction: str | None, size: int) -> str:
+def family_text(correction: str | None, size: int, scope: str = "") -> str:
     """The correction and the family it covers, in the words the CLI and every dashboard page use:
-    ``Holm-corrected over 4 comparison(s)``, ``uncorrected``."""
+    ``Holm-corrected over 4 comparison(s)``, ``Holm-corrected over 6 comparison(s) (all pairs of 3 runs x 2
+    metrics)``, ``uncorrected``."""
     if correction in (None, "", "none"):
         return "uncorrected"
-    return f"{correction.capitalize()}-corrected over {size} comparison(s)"
+    return f"{correction.capitalize()}-corrected over {size} comparison(s)" + (f" ({scope})" if scope else "")
 
 
 @dataclass(frozen=True)

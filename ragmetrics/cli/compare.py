@@ -11,7 +11,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ragmetrics.analysis.compare import Comparison, compare_result
+from ragmetrics.analysis.compare import DEFAULT_FAMILY, FAMILIES, Comparison, compare_result, family_scope
 from ragmetrics.analysis.evaluate import EvalResult
 from ragmetrics.analysis.stats import BOOTSTRAP_MIN_QUERIES, CORRECTIONS, family_text
 from ragmetrics.analysis.targets import check_targets, resolve_targets
@@ -27,6 +27,7 @@ from ragmetrics.cli.options import (
     add_ppi_options,
     add_test_options,
     read_bounds_depth,
+    refuse_engine_options_in_process,
     wants_ppi,
 )
 from ragmetrics.engine import Conventions
@@ -45,10 +46,15 @@ regression fails."""
 
 
 def paired_comparison(
-    args: argparse.Namespace, result: EvalResult, baseline: str, runs: Sequence[str], depth: int | None
+    args: argparse.Namespace,
+    result: EvalResult,
+    baseline: str,
+    runs: Sequence[str],
+    depth: int | None,
+    family: str = DEFAULT_FAMILY,
 ) -> Comparison:
     """``runs`` against ``baseline`` under the options' test, correction, alpha, seed and resamples (no segments;
-    the bounds when ``--bounds``); a pair of fewer than 2 queries is refused."""
+    the bounds when ``--bounds``), corrected over ``family``; a pair of fewer than 2 queries is refused."""
     comparison = compare_result(
         result,
         baseline=baseline,
@@ -62,6 +68,7 @@ def paired_comparison(
         segments=(),
         bounds=bool(args.bounds),
         bounds_depth=depth,
+        family=family,
     )
     refuse_too_few_pairs(comparison.table)
     return comparison
@@ -76,7 +83,6 @@ def compare_partitioned(args: argparse.Namespace, out: TextIO) -> int:
     test, the sign-flip randomization test, the Poisson bootstrap interval of the delta): equal for every engine and
     bucket count, no run's per-query values collected."""
     from ragmetrics.partitioned.files import run_name  # noqa: PLC0415 (the partitioned engines load on use: a comparison in this process needs none)
-    from ragmetrics.partitioned.paired import compare_files  # noqa: PLC0415 (the partitioned engines load on use: a comparison in this process needs none)
 
     refused = [f"--{o.replace('_', '-')}" for o in ("queries", "corpus", "chunk_mapping", "bounds") if getattr(args, o)]
     if refused:
@@ -86,27 +92,12 @@ def compare_partitioned(args: argparse.Namespace, out: TextIO) -> int:
             f"--test {args.test}: --engine {args.engine} makes the tests that merge ({', '.join(MERGED_TESTS)}); "
             "use --engine inprocess for the others"
         )
-    conventions = Conventions().replace(
-        missing=args.missing, rel_level=args.rel_level, level=args.level, unjudged=args.unjudged
-    )
     rows = []
     for run in args.run:
-        for found in compare_files(
-            args.dataset,
-            args.baseline,
-            run,
-            args.metric or ["ndcg@10"],
-            engine=args.engine,
-            conventions=conventions,
-            buckets=args.buckets,
-            resamples=args.resamples,
-            seed=args.seed,
-            memory_limit=args.memory_limit,
-            work_dir=args.work_dir,
-            spark_master=args.spark_master,
-        ):
+        for found in merged_pair(args, run, args.baseline):
             rows.append((run_name(run), found, found.p_t if args.test == "t" else found.p_randomization))
-    corrected = CORRECTIONS[args.correction](np.array([p for *_, p in rows], dtype=np.float64))
+    family_p = [p for *_, p in rows] + (other_pairs_p(args) if args.family == "pairs" else [])
+    corrected = CORRECTIONS[args.correction](np.array(family_p, dtype=np.float64))[: len(rows)]
     if args.format == "json":
         listed = []
         for (name, found, p), adjusted in zip(rows, corrected):
@@ -128,12 +119,49 @@ def compare_partitioned(args: argparse.Namespace, out: TextIO) -> int:
         )
     out.write(
         f"test: {args.test}, merged over the buckets of --engine {args.engine} (resampled by a hash of the query id); "
-        f"* = significant at alpha {args.alpha}, {family(args, len(rows))}\n"
+        f"* = significant at alpha {args.alpha}, {family(args, len(family_p), len(args.metric or ['ndcg@10']))}\n"
     )
     return 0
 
 
+def other_pairs_p(args: argparse.Namespace) -> list[float]:
+    """``--family pairs`` on a partitioned engine: the p-value of every two ``--run`` files against each other
+    (one more pass through the engine per pair), which the correction covers with the baseline's."""
+    found = []
+    for i, first in enumerate(args.run):
+        for second in args.run[i + 1 :]:
+            found += [
+                pair.p_t if args.test == "t" else pair.p_randomization for pair in merged_pair(args, second, first)
+            ]
+    return found
+
+
+def merged_pair(args: argparse.Namespace, run: str, baseline: str) -> list[Any]:
+    """``run`` against ``baseline`` (files) through the options' engine, from the sums its buckets add up
+    (:func:`ragmetrics.partitioned.paired.compare_files`), one result per metric."""
+    from ragmetrics.partitioned.paired import compare_files  # noqa: PLC0415 (the partitioned engines load on use: a comparison in this process needs none)
+
+    conventions = Conventions().replace(
+        missing=args.missing, rel_level=args.rel_level, level=args.level, unjudged=args.unjudged
+    )
+    return compare_files(
+        args.dataset,
+        baseline,
+        run,
+        args.metric or ["ndcg@10"],
+        engine=args.engine,
+        conventions=conventions,
+        buckets=args.buckets,
+        resamples=args.resamples,
+        seed=args.seed,
+        memory_limit=args.memory_limit,
+        work_dir=args.work_dir,
+        spark_master=args.spark_master,
+    )
+
+
 def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    refuse_engine_options_in_process(args)
     if args.engine != "inprocess":
         return compare_partitioned(args, out)
     depth = read_bounds_depth(args.bounds)
@@ -143,7 +171,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return 0
     result = evaluate_runs(args, dataset, runs, args.metric or ["ndcg@10"])
     warn_same_rows(runs[1:], runs[0], err)
-    comparison = paired_comparison(args, result, runs[0].name, [r.name for r in runs[1:]], depth)
+    comparison = paired_comparison(args, result, runs[0].name, [r.name for r in runs[1:]], depth, args.family)
     if args.format == "json":
         json.dump(comparison.to_dict(), out, ensure_ascii=False, indent=2)
         out.write("\n")
@@ -156,7 +184,10 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 f"p={row.p_value:.4g} ({args.correction} {row.p_value_corrected:.4g}){mark}  "
                 f"W/T/L {row.wins}/{row.ties}/{row.losses}" + (judged_ends(row) if args.bounds else "") + "\n"
             )
-        out.write(f"test: {args.test}; * = significant at alpha {args.alpha}, {family(args, len(comparison.table))}\n")
+        out.write(
+            f"test: {args.test}; * = significant at alpha {args.alpha}, {comparison.family_text}; "
+            "intervals 95%, uncorrected\n"
+        )
         tokenizers = {name: run.tokenizer for name, run in result.runs.items() if run.tokenizer is not None}
         if tokenizers:  # the token budgets (recall@512tok) name what they counted with
             named = sorted(set(tokenizers.values()))
@@ -182,10 +213,10 @@ def judged_ends(row: Any) -> str:
     return f"  if judged delta [{row.delta_worst:+.4f}, {row.delta_best:+.4f}]{'!' if row.could_flip else ''}"
 
 
-def family(args: argparse.Namespace, size: int) -> str:
-    """The correction and the family it covers, in words (:func:`ragmetrics.analysis.stats.family_text`, as the dashboard)."""
-
-    return family_text(args.correction, size)
+def family(args: argparse.Namespace, size: int, metrics: int) -> str:
+    """The correction and the family it covers, in words (:func:`ragmetrics.analysis.stats.family_text` and
+    :data:`ragmetrics.analysis.compare.FAMILIES`, as the dashboard)."""
+    return family_text(args.correction, size, family_scope(args.family, len(args.run) + 1, metrics))
 
 
 def warn_same_rows(runs: Sequence[Run], baseline: Run, err: TextIO) -> None:
@@ -234,8 +265,9 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             line = GATE_LINES[said]
             out.write(
                 f"{line}: {row.metric} {row.mean:.4f} vs baseline {row.baseline_mean:.4f} "
-                f"(delta {row.delta:+.4f}, 95% CI [{row.ci_low:+.4f}, {row.ci_high:+.4f}], "
-                f"p={row.p_value_corrected:.4g} {family(args, len(comparison.table))}, {args.test})"
+                f"(delta {row.delta:+.4f}, {comparison.adjusted_interval_name(row.ci_level_adjusted)} "
+                f"[{row.ci_low_adjusted:+.4f}, {row.ci_high_adjusted:+.4f}], "
+                f"p={row.p_value_corrected:.4g} {comparison.family_text}, {args.test})"
                 + (judged_ends(row) if args.bounds else "")
                 + "\n"
             )
@@ -251,6 +283,14 @@ def compare_parser(p: argparse.ArgumentParser) -> None:
     add_eval_options(p)
     add_bounds_option(p, "each delta's worst and best (and the run's mean's), with a mark where its sign could flip")
     add_test_options(p)
+    p.add_argument(
+        "--family",
+        choices=list(FAMILIES),
+        default=DEFAULT_FAMILY,
+        help="what the correction covers: pairs = every pair of the runs (baseline included) x every metric, so a "
+        "pair's corrected p-value does not depend on which run is the baseline, as on every dashboard page "
+        "(default); baseline = each run against the baseline x every metric",
+    )
     p.add_argument("--format", choices=["table", "json"], default="table", help="table (default) or json")
     add_ppi_options(p)
     add_engine_options(p, per_query_out=False)

@@ -16,6 +16,7 @@ from ragmetrics.cli.options import (
     add_eval_options,
     add_merged_options,
     add_ppi_options,
+    refuse_engine_options_in_process,
     wants_ppi,
 )
 from ragmetrics.cli.output import Merged, emit
@@ -86,6 +87,7 @@ def merged_options(args: argparse.Namespace) -> Merged | None:
 
 def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     metrics = args.metric or list(DEFAULT_METRICS)
+    refuse_engine_options_in_process(args)
     if args.per_query and args.per_query_out:
         raise RagMetricsError("--per-query prints the values --per-query-out writes to a file: give one of them")
     if args.per_query_out and not args.per_query_out.endswith(".parquet"):

@@ -172,7 +172,8 @@ def add_engine_options(p: argparse.ArgumentParser, per_query_out: bool = True) -
     )
     p.add_argument(
         "--memory-limit",
-        help="duckdb: its memory limit, e.g. 2GB (default 2GB); beyond it, it spills; stream: sets its slice (1/12 of it)",
+        help="duckdb: its memory limit, e.g. 2GB (default 2GB); beyond it, it spills; stream: sets its slice (1/12 "
+        "of it); refused by an engine that cannot hold itself to one",
     )
     p.add_argument(
         "--work-dir", help="duckdb, polars: folder for their buckets and spills (default: a temporary folder)"
@@ -185,6 +186,21 @@ def add_engine_options(p: argparse.ArgumentParser, per_query_out: bool = True) -
         help="write the per-query values to this Parquet file (spark: a Parquet folder) where the engine runs, "
         "instead of collecting them; several runs: RUN before the extension",
     )
+
+
+ENGINE_OPTIONS = ("buckets", "memory_limit", "work_dir", "spark_master")
+"""The options only a partitioned engine reads (:func:`add_engine_options`)."""
+
+
+def refuse_engine_options_in_process(args: argparse.Namespace) -> None:
+    """An engine option given to the in-process evaluation is refused, never silently ignored."""
+    given = [f"--{name.replace('_', '-')}" for name in ENGINE_OPTIONS if getattr(args, name, None) is not None]
+    if args.engine == "inprocess" and given:
+        partitioned = ", ".join(name for name in ENGINES if name != "inprocess")
+        raise RagMetricsError(
+            f"{', '.join(given)}: read by a partitioned engine only ({partitioned}); the in-process evaluation "
+            "holds every input in memory: add --engine duckdb (or another) or leave the option out"
+        )
 
 
 CI_RESAMPLES = 1_000

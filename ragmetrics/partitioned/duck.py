@@ -58,6 +58,7 @@ def _duckdb_error(path: str, exc: Exception) -> RagMetricsError:
 
 class DuckDB(Engine):
     name = "duckdb"
+    bounds_memory = True
 
     def __init__(self, options: Options) -> None:
         super().__init__(options)

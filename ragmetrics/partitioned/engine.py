@@ -51,10 +51,18 @@ class Engine(ABC):
     same_buckets_for_every_run: ClassVar[bool] = True
     """Bucket ``k`` of any two runs holds the same queries (a hash of the query id); False: buckets are cut from
     each run as it is read (paired statistics cannot take them in step)."""
+    bounds_memory: ClassVar[bool] = False
+    """The engine holds itself to ``Options.memory_limit``; an engine that cannot refuses one (never ignores it)."""
 
     def __init__(self, options: Options) -> None:
         if options.buckets is not None and (not isinstance(options.buckets, int) or options.buckets < 1):
             raise RagMetricsError(f"buckets must be an int >= 1; got {options.buckets!r}")
+        if options.memory_limit is not None and not self.bounds_memory:
+            bounded = ", ".join(name for name in ENGINES if engine_class(name).bounds_memory)
+            raise RagMetricsError(
+                f"--memory-limit: the {self.name} engine cannot hold itself to a memory limit (it would be "
+                f"ignored); engines that can: {bounded}. With {self.name}, more --buckets make each bucket smaller"
+            )
         self.options = options
 
     def __enter__(self) -> Engine:

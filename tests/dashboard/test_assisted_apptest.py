@@ -17,7 +17,7 @@ from ragmetrics.judges.base import provenance_of
 from ragmetrics.judges.call import CallableJudge
 from ragmetrics.judges.registry import JUDGES
 from ragmetrics.store.database import Store
-from tests.dashboard.apptest import no_problems, open_page
+from tests.dashboard.apptest import no_problems, open_page, param
 from tests.dashboard.test_assisted import N_QUERIES, TRUTH, assist_dataset, judge_grade, stub_answer
 
 pytestmark = pytest.mark.apptest
@@ -105,6 +105,18 @@ def test_the_endpoint_judge_runs_then_agreement_and_corrected_numbers_follow_the
     at.radio(key="judge.order").set_value("plan").run()
     no_problems(at)
     assert f"{plan[3]}-" in _markdown(at)
+    # the queue's order, the plan and the judge shown travel in the link, and a link reopens them
+    source = str(store_labels["source"].iloc[0])
+    assert (param(at, "jq"), param(at, "jp"), param(at, "js")) == ("plan", None, source)
+    at.selectbox(key="judge.plan").set_value("category").run()
+    no_problems(at)
+    assert param(at, "jp") == "category"
+    again = open_page("judge", {**_params(seeded), "jq": "plan", "jp": "category", "js": source})
+    no_problems(again)
+    assert again.radio(key="judge.order").value == "plan" and again.selectbox(key="judge.plan").value == "category"
+    stratified = core.plan_order(dataset, dataset.query_ids.astype(str).tolist(), "category")
+    upcoming = next(q for q in stratified if q not in plan[:3])  # the queue follows the stratified plan now
+    assert f"{upcoming}-" in _markdown(again)
     store.engine.dispose()
 
 

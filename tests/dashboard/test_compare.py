@@ -14,6 +14,7 @@ from dashboard.core import compare as cmp
 from dashboard.core import compare_queries as by_query
 from dashboard.core import fusion, power
 from dashboard.core.results import eval_result
+from dashboard.core.text import signed
 from ragmetrics import Alignment
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.compare import compare, compare_result, discriminative_power
@@ -119,6 +120,7 @@ def test_comparison_display_keeps_rows_and_formats_text(faq_cmp) -> None:
         "Δ 95% CI",
         "p",
         "p (Holm)",
+        "Δ CI (Holm-adjusted)",
         "significance",
         "W / T / L",
     ]
@@ -127,6 +129,9 @@ def test_comparison_display_keeps_rows_and_formats_text(faq_cmp) -> None:
     src = frame.iloc[1]
     assert row["Δ vs baseline"] == f"{src['delta']:+.3f}"
     assert row["Δ 95% CI"] == f"[{src['ci_low']:.3f}, {src['ci_high']:.3f}]"
+    level = f"{100 * src['ci_level_adjusted']:.4g}%"
+    assert row["Δ CI (Holm-adjusted)"] == f"[{src['ci_low_adjusted']:.3f}, {src['ci_high_adjusted']:.3f}] at {level}"
+    assert "Δ CI (Holm-adjusted)" not in cmp.comparison_display(frame, "bm25", "none").columns
     assert row["W / T / L"] == f"{src['wins']} / {src['ties']} / {src['losses']}"
     assert display.iloc[0]["p"] == "—" and display.iloc[0]["Δ vs baseline"] == ""
     assert cmp.format_p(3e-7) == "<0.0001" and cmp.format_p(0.04321) == "0.0432"
@@ -259,15 +264,41 @@ def test_segments_equal_the_library_and_follow_the_dashboard_order(faq, faq_alig
 # --- dataset power -----------------------------------------------------------------------
 
 
-def test_power_pairs_equal_discriminative_power(faq_alignments) -> None:
+def test_the_pairs_of_a_comparison_are_every_pair_whatever_the_baseline(faq_alignments) -> None:
     result = eval_result(faq_alignments, SPECS)
-    pairs = power.power_pairs(result, SPECS)
-    assert list(pairs.columns) == power.PAIR_COLUMNS and len(pairs) == 3 * len(SPECS)
-    for spec in SPECS:
-        ours = pairs[pairs["metric"] == str(spec)].reset_index(drop=True)
+    names = result.run_names
+    first, second = (compare_result(result, baseline=b, metrics=SPECS, segments=()) for b in names[:2])
+    assert first.family == "pairs" and first.family_size == 3 * len(SPECS) == len(first.pairs)
+    assert first.family_text == f"Holm-corrected over 9 comparison(s) (all pairs of 3 runs x {len(SPECS)} metrics)"
+
+    def by_pair(comparison) -> dict:
+        return {
+            (row.metric, frozenset((row.run_a, row.run_b))): (row.p_value, row.p_value_corrected, abs(row.delta))
+            for row in comparison.pairs.itertuples(index=False)
+        }
+
+    ours, theirs = by_pair(first), by_pair(second)
+    assert ours.keys() == theirs.keys()
+    for key, (p, corrected, delta) in ours.items():  # a pair's numbers do not depend on the baseline
+        assert theirs[key][0] == pytest.approx(p, rel=1e-12) and theirs[key][1] == pytest.approx(corrected, rel=1e-12)
+        assert theirs[key][2] == pytest.approx(delta, abs=1e-12)
+    for spec in SPECS:  # and they are discriminative power's, corrected over the whole family
         ref = discriminative_power(result, spec)
-        np.testing.assert_allclose(ours["p_value"], ref["p_value"])
-        np.testing.assert_allclose(ours["sd_difference"], ref["sd_difference"])
+        for row in ref.itertuples(index=False):
+            p, corrected, _ = ours[(str(spec), frozenset((row.run_a, row.run_b)))]
+            assert p == pytest.approx(row.p_value, rel=1e-12)
+    every = np.concatenate([discriminative_power(result, spec)["p_value"].to_numpy() for spec in SPECS])
+    assert sorted(first.pairs["p_value_corrected"]) == pytest.approx(sorted(stats.holm(every)), rel=1e-12)
+    table = first.table.dropna(subset=["p_value"])  # the table's corrected p-values are the family's
+    for row in table.itertuples(index=False):
+        assert row.p_value_corrected == pytest.approx(ours[(row.metric, frozenset((row.run, row.baseline)))][1])
+    narrow = compare_result(result, baseline=names[0], metrics=SPECS, segments=(), family="baseline")
+    assert narrow.family_size == 2 * len(SPECS) and len(narrow.pairs) == 2 * len(SPECS)
+    assert (narrow.table["p_value_corrected"].fillna(0) <= first.table["p_value_corrected"].fillna(0) + 1e-15).all()
+
+
+def test_power_table_reads_the_pairs(faq_alignments) -> None:
+    pairs = compare_result(eval_result(faq_alignments, SPECS), metrics=SPECS, segments=()).pairs
     table = power.power_table(pairs, 91)
     assert (
         list(table.columns) == power.POWER_COLUMNS
@@ -281,7 +312,7 @@ def test_power_pairs_equal_discriminative_power(faq_alignments) -> None:
 
 
 def test_pairs_table_and_queries_needed(faq_alignments) -> None:
-    pairs = power.power_pairs(eval_result(faq_alignments, SPECS), SPECS)
+    pairs = compare_result(eval_result(faq_alignments, SPECS), metrics=SPECS, segments=()).pairs
     chosen = power.pairs_table(pairs, M("ndcg@5"), 91, alpha=0.05, power=0.9)
     assert list(chosen.columns) == [
         "run_a",
@@ -460,8 +491,9 @@ def test_a_tiny_difference_never_reads_as_zero() -> None:
 
 
 def test_a_difference_that_is_not_significant_is_never_worded_as_a_win() -> None:
-    """The verdict words a non-significant result as such ("No significant difference"), never "beats", and the
-    interval beside a corrected p-value says it is uncorrected."""
+    """The verdict words a non-significant result as such ("No significant difference"), never "beats"; beside the
+    corrected p-value is the delta's interval adjusted the same way, at the level the correction tested it at
+    (one comparison: 95%), named so; uncorrected, the 95% bootstrap interval, named without an adjustment."""
     import ragmetrics as rm
     from ragmetrics.analysis.compare import compare
 
@@ -475,4 +507,20 @@ def test_a_difference_that_is_not_significant_is_never_worded_as_a_win() -> None
     comparison = compare(dataset, [base, other], ["mrr"], warn=False)
     said = cmp.verdict(comparison, M("mrr"), markdown=False)
     assert said is not None and said.startswith("No significant difference on MRR: other is ahead of base by +0.04")
-    assert "beats" not in said and "uncorrected 95% CI [" in said and "not significant at α = 0.05" in said
+    assert "beats" not in said and "95% CI (Holm-adjusted) [" in said and "not significant at α = 0.05" in said
+    row = comparison.table.iloc[1]
+    assert f"[{signed(row['ci_low_adjusted'])}, {signed(row['ci_high_adjusted'])}]" in said
+    assert "over 1 comparison(s)" in said
+
+    plain = compare(dataset, [base, other], ["mrr"], correction="none", warn=False)
+    said = cmp.verdict(plain, M("mrr"), markdown=False)
+    row = plain.table.iloc[1]
+    assert f"95% CI [{signed(row['ci_low'])}, {signed(row['ci_high'])}]" in said and "uncorrected" in said
+
+    comparison = compare(dataset, [base, other], ["mrr", "recall@1"], warn=False)  # a family of two
+    said = cmp.verdict(comparison, M("mrr"), markdown=False)
+    row = comparison.table[comparison.table["metric"] == "mrr"].iloc[1]
+    level = row["ci_level_adjusted"]
+    assert 0.95 < level <= 0.975 and f"{100 * level:.4g}% CI (Holm-adjusted) [" in said
+    assert f"[{signed(row['ci_low_adjusted'])}, {signed(row['ci_high_adjusted'])}]" in said
+    assert "Holm-corrected over 2 comparison(s);" in said  # one pair of runs: no family to name beyond it

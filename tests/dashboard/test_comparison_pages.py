@@ -276,15 +276,17 @@ def test_fusion_settings(own_store, faq_ids) -> None:
 
 def test_power_page_shows_discriminative_power_and_queries_needed(faq, faq_ids) -> None:
     from ragmetrics.analysis import stats
-    from ragmetrics.analysis.compare import discriminative_power
+    from ragmetrics.analysis.compare import compare_result
 
     at = open_page("power", {"m": "ndcg", "k": "10"})
     no_problems(at)
     assert at.title[0].value == "Dataset power"
     metrics = {m.label: m.value for m in at.metric}
-    result = eval_result(_alignments(faq), ["ndcg@10"])
-    pairs = discriminative_power(result, "ndcg@10")
+    specs = cmp.compare_specs("ndcg", 10)
+    comparison = compare_result(eval_result(_alignments(faq), specs), metrics=specs, segments=())
+    pairs = comparison.pairs[comparison.pairs["metric"] == "ndcg@10"]
     assert metrics["Run pairs significant (nDCG@10)"] == f"{int(pairs['significant'].sum())} of 3"
+    assert comparison.family_text in at.metric[1].delta  # the family of the Overview and Compare, named
     sd = float(pairs["sd_difference"].median())
     assert metrics["Smallest detectable Δ"] == f"{stats.min_detectable_delta(sd, 91):.3f}"
     assert metrics["Queries to detect Δ = 0.05"] == f"{stats.queries_needed(0.05, sd):,}"
@@ -360,15 +362,28 @@ def test_the_overviews_verdict_says_what_the_judgments_leave_open_when_the_link_
     assert not any("worst" in d.value.columns for d in open_page("overview").dataframe)
 
 
-def test_the_overviews_verdict_and_compares_are_one_family(faq_ids) -> None:
+def test_the_overview_compare_and_dataset_power_are_one_family(faq_ids) -> None:
     """Was: the Overview put the sidebar's metric in front of a linked set, so its family was larger than Compare's
-    (6 comparisons against 4) although its caption said it was Compare's."""
+    (6 comparisons against 4) although its caption said it was Compare's; and Dataset power corrected over the run
+    pairs of each metric with its own metric set, so the same pair showed another corrected p-value there. Now one
+    family (every pair of the selected runs x the compared metrics) on the three pages."""
     link = {"m": "recall", "k": "5", "ms": "ndcg@10,mrr"}
+    family = "Holm-corrected over 6 comparison(s) (all pairs of 3 runs x 2 metrics)"
     verdicts = [
         next(m.value for m in open_page(page, link).markdown if "**Verdict.**" in m.value)
         for page in ("overview", "compare")
     ]
-    assert verdicts[0] == verdicts[1] and "over 4 comparison(s)" in verdicts[0], verdicts
+    assert verdicts[0] == verdicts[1] and family in verdicts[0], verdicts
+    power = open_page("power", link)
+    no_problems(power)
+    assert family in power.metric[1].delta and power.metric[1].label == "Run pairs significant (nDCG@10)"
+    pairs = _table(power, "queries_needed")
+    compare = _table(open_page("compare", link), "Δ vs baseline")
+    shown = compare[(compare["metric"] == "nDCG@10") & (compare["run"] != "bm25")]
+    assert len(shown) == 2 and len(pairs) == 3
+    for run, corrected in zip(shown["run"], shown["p (Holm)"]):  # the baseline's pairs: the same p on both pages
+        pair = pairs[pairs[["run_a", "run_b"]].apply(set, axis=1) == {run, "bm25"}]
+        assert cmp.format_p(float(pair["p_value_corrected"].iloc[0])) == corrected
 
 
 @pytest.mark.parametrize("metrics", ["keyword_recall@5", "answer_in@3,ndcg@5", "keyword_recall@5,recall@5"])
@@ -407,3 +422,16 @@ def test_a_fused_run_with_spaces_in_its_ids_offers_no_trec_file_and_says_why(own
     assert button.proto.disabled
     captions = [c.value for c in at.caption]
     assert any("No TREC file of this run" in c and "contains whitespace" in c for c in captions), captions
+
+
+def test_the_text_of_the_top_documents_is_sent_only_when_its_section_is_open(faq_ids) -> None:
+    at = open_page("compare", {"m": "ndcg", "q": "q009"})
+    no_problems(at)
+    folded = [e for e in at.expander if e.label.startswith("Text of the top")]
+    assert len(folded) == 2 and all(not list(e.markdown) for e in folded)  # one per ranking, empty while folded
+    at.session_state["compare.text.run"] = True  # what a click on its label does (a rerun)
+    at.run()
+    no_problems(at)
+    shown = {e.proto.id.rsplit("-", 1)[-1]: list(e.markdown) for e in at.expander if e.label.startswith("Text of")}
+    assert not shown["compare.text.baseline"]
+    assert len(shown["compare.text.run"]) >= 3  # the legend, then a head and a text per document

@@ -234,6 +234,9 @@ def test_every_control_of_the_pages_travels_and_bad_values_fall_back() -> None:
         power=0.9,
         delta=0.02,
         depth=20,
+        queue="plan",
+        plan="category",
+        shown_judge="judge:endpoint@1#0123abcd",
         bounds=True,
     )
     assert decode(encode(state)) == (state, [])
@@ -247,3 +250,5 @@ def test_every_control_of_the_pages_travels_and_bad_values_fall_back() -> None:
     )  # fmt: skip
     assert "ignored the link's 'jb' value 'yes'" in notes[-1]
     assert len(notes) == 7 and "unknown correction 'fdr'" in notes[0] and "'ndcg10'" in notes[1]
+    judged, notes = decode({"jq": "loudest", "jp": "by-length", "js": "alice"})
+    assert (judged.queue, judged.plan, judged.shown_judge) == ("impact", "random", None) and len(notes) == 3

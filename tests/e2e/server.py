@@ -49,8 +49,9 @@ def streamlit_server(
     data_dir: str | Path | None = None,
     store_url: str | None = None,
     env: dict[str, str] | None = None,
+    app: str = "dashboard/app.py",
 ) -> Iterator[ServerURL]:
-    """Start the dashboard on a free port, wait for /_stcore/health, yield its base URL (with the ``pid``); print
+    """Start the dashboard (or another ``app`` of this repository, by its path from the root) on a free port, wait for /_stcore/health, yield its base URL (with the ``pid``); print
     the log on teardown.
 
     The server gets its own store: ``store_url`` (``RAGMETRICS_STORE_URL``) when given, else a SQLite file in
@@ -79,7 +80,7 @@ def streamlit_server(
             "-m",
             "streamlit",
             "run",
-            "dashboard/app.py",
+            app,
             "--server.headless",
             "true",
             "--server.port",

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.server import wait_for_app
-from tests.e2e.test_dashboard_e2e import TIMEOUT, dropdown_options, open_page
+from tests.e2e.test_dashboard_e2e import TIMEOUT, dropdown_options, open_page, set_k
 
 pytestmark = pytest.mark.e2e
 
@@ -102,3 +105,39 @@ def test_compare_two_runs_and_open_a_querys_rankings(page: Page, browser: Browse
     expect(other.get_by_text(re.compile(r"^dense-e5 \(baseline\) · top \d+"))).to_be_visible(timeout=TIMEOUT)
     expect(other.get_by_text(re.compile(r"bm25 against dense-e5 on nDCG@5 \(pick"))).to_be_visible(timeout=TIMEOUT)
     fresh.close()
+
+
+def test_the_same_pair_shows_the_same_p_value_and_family_on_overview_compare_and_power(
+    page: Page, app_url: str
+) -> None:
+    """One story of significance: SciFact's three sample runs, nDCG@10. The Overview's and Compare's verdicts (the
+    best run against the baseline) give one corrected p-value and name one family; Dataset power lists the same
+    pair with that p-value under the same family's name."""
+    page.set_viewport_size({"width": 1600, "height": 1000})
+    page.goto(f"{app_url}/")
+    wait_for_app(page)
+    pick(page, "sidebar.dataset", "scifact")
+    pick(page, "sidebar.metric", "nDCG")
+    set_k(page, 10)
+    said = {}
+    for title in ("Overview", "Compare runs"):
+        open_page(page, title)
+        verdict = page.locator(".st-key-verdict")
+        expect(verdict).to_contain_text(re.compile(r"hybrid-rrf60 (beats|is ahead of) bm25-stem"), timeout=TIMEOUT)
+        found = re.search(
+            r"p = ([<\d.]+), (Holm-corrected over \d+ comparison\(s\) \(all pairs of 3 runs[^)]*\))",
+            verdict.inner_text(),
+        )
+        assert found, verdict.inner_text()
+        said[title] = found.groups()
+    assert said["Overview"] == said["Compare runs"]
+    p, family = said["Overview"]
+    assert p != "<0.0001"  # a p-value that tells one correction from another
+
+    open_page(page, "Dataset power")
+    expect(page.get_by_test_id("stMetricDelta").filter(has_text=family)).to_be_visible(timeout=TIMEOUT)
+    with page.expect_download(timeout=TIMEOUT) as download:
+        page.locator(".st-key-power-pairs-csv").get_by_role("button").click()
+    rows = list(csv.DictReader(io.StringIO(Path(download.value.path()).read_text(encoding="utf-8-sig"))))
+    pair = [r for r in rows if {r["run_a"], r["run_b"]} == {"hybrid-rrf60", "bm25-stem"}]
+    assert len(pair) == 1 and f"{float(pair[0]['p_value_corrected']):.4f}" == p, (pair, p)

@@ -96,6 +96,8 @@ def test_try_hybrid_on_the_dense_run_opens_compare_with_its_significance(page: P
         said = rf"({re.escape(fused)} beats {re.escape(dense.name)} on .* by \+|No significant difference on .*: {re.escape(fused)} is ahead of {re.escape(dense.name)} by \+)"
         verdict = page.get_by_text(re.compile(said))
         expect(verdict.first).to_be_visible(timeout=TIMEOUT)
-        assert re.search(r"95% CI \[[-+]\d\.\d{3}, [-+]\d\.\d{3}\]\), (not )?significant at α = 0.05 \(p = ",
-                         verdict.first.inner_text())  # fmt: skip
+        said = verdict.first.inner_text()  # the interval adjusted as the p-value is, and excluding 0 when it is
+        found = re.search(r"(\d+(?:\.\d+)?)% CI \(Holm-adjusted\) \[([-+]\d\.\d+), ([-+]\d\.\d+)\]\), (not )?significant at "
+                          r"α = 0.05 \(p = ", said)  # fmt: skip
+        assert found and (found.group(4) is None) == (float(found.group(2)) > 0 or float(found.group(3)) < 0), said
         expect(page.get_by_test_id("stException")).to_have_count(0)
