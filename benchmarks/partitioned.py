@@ -1,6 +1,7 @@
 """Partitioned engines against the in-process one, whole processes: peak RSS and wall time of `ragmetrics eval`.
 
     python benchmarks/partitioned.py --size 1m --engines inprocess,duckdb,polars --memory-limit 2GB
+    python benchmarks/partitioned.py --size 1m --engines inprocess,stream,polars --memory-limit 2GB
     python benchmarks/partitioned.py --size 100k --engines spark,inprocess --spark-master 'local[2]'
 
 Each engine runs `python -m ragmetrics eval` once under `/usr/bin/time -v` (GNU time's maximum resident set size: of
@@ -49,7 +50,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", default="1m", help="a benchmarks/generate.py size (default 1m: 1M x 100)")
     parser.add_argument("--engines", default="duckdb,inprocess", help="engines to run, in this order")
-    parser.add_argument("--memory-limit", default="2GB", help="DuckDB's --memory-limit")
+    parser.add_argument("--memory-limit", default="2GB", help="DuckDB's and the stream engine's --memory-limit")
     parser.add_argument("--buckets", type=int, help="--buckets (default: the engine's)")
     parser.add_argument("--spark-master", default="local[2]")
     parser.add_argument("--work-dir", help="DuckDB's and Polars' --work-dir (default: a temporary folder)")
@@ -65,7 +66,7 @@ def main() -> int:
     for engine in args.engines.split(","):
         argv = [sys.executable, "-m", "ragmetrics", "eval", "--dataset", str(qrels), "--run", str(run)]
         argv += [a for m in METRICS for a in ("-m", m)] + ["--engine", engine]
-        if engine == "duckdb":
+        if engine in ("duckdb", "stream"):
             argv += ["--memory-limit", args.memory_limit]
         if engine in ("duckdb", "polars") and args.work_dir:
             argv += ["--work-dir", args.work_dir]

@@ -76,6 +76,21 @@ def write_hard_case(folder: Path, seed: int = 7) -> tuple[Path, Path]:
     return qrels_path, run_path
 
 
+def write_grouped(run: Path, folder: Path) -> Path:
+    """``run`` with each query's lines together (in the order of each query's first line, file order within a
+    query; comment and blank lines first), as nearly every tool writes a run: what ``--engine stream`` reads."""
+    lines = run.read_text(encoding="utf-8").splitlines()
+    other = [line for line in lines if not line.split() or line.split()[0].startswith("#")]
+    data = [line for line in lines if line.split() and not line.split()[0].startswith("#")]
+    first: dict[str, int] = {}
+    for i, line in enumerate(data):
+        first.setdefault(line.split()[0], i)
+    data.sort(key=lambda line: first[line.split()[0]])  # stable: file order within a query
+    grouped = folder / f"grouped-{run.name}"
+    grouped.write_text("\n".join(other + data) + "\n", encoding="utf-8")
+    return grouped
+
+
 def as_tables(qrels: Path, run: Path, folder: Path, fmt: str) -> tuple[Path, Path]:
     """The same case as CSV or Parquet files (the in-process loaders read them back identically)."""
     dataset, loaded = load_dataset(qrels), load_run(run)

@@ -252,6 +252,7 @@ def test_push_names_the_dataset_as_asked(tmp_path):
         ("inprocess", ["--buckets", "3"], "--buckets: read by a partitioned engine only"),
         ("polars", ["--memory-limit", "1GB"], "the polars engine cannot hold itself to a memory limit"),
         ("spark", ["--memory-limit", "1GB"], "the spark engine cannot hold itself to a memory limit"),
+        ("stream", ["--work-dir", "work"], "--work-dir: the stream engine writes no work file"),
     ],
 )
 def test_an_engine_option_the_engine_does_not_read_is_refused_not_ignored(engine, option, said):

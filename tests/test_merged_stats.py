@@ -25,7 +25,7 @@ from ragmetrics.partitioned.buckets import Plan, Side
 from ragmetrics.partitioned.local import bucket_tables_of
 from ragmetrics.partitioned.paired import compare_files, statistics_of
 from ragmetrics.partitioned.result import combine
-from tests.partitioned_cases import BUCKETS, METRICS, SCIFACT, write_hard_case
+from tests.partitioned_cases import BUCKETS, METRICS, SCIFACT, write_grouped, write_hard_case
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")  # PySpark's note on pandas 3
 
@@ -202,7 +202,7 @@ def test_local_buckets_in_any_count_and_order_give_the_same_statistics(hard):
     _same(merged.run_sums(run_result, RESAMPLES, 0), found[0])
 
 
-@pytest.mark.parametrize("engine", ["inprocess", "duckdb", "polars"])
+@pytest.mark.parametrize("engine", ["inprocess", "duckdb", "polars", "stream"])
 def test_engines_give_the_same_intervals_for_every_bucket_count(engine):
     found = []
     for buckets in BUCKETS:
@@ -277,6 +277,12 @@ def test_cli_prints_the_same_intervals_and_fingerprints_on_every_engine_and_buck
     for engine in ("duckdb", "polars"):
         for buckets in BUCKETS:
             assert _cli(*common, "--engine", engine, "--buckets", str(buckets))[1] == printed[1], (engine, buckets)
+    # the stream engine reads the same rows with each query's lines together, in slices of whole queries
+    grouped = write_grouped(run, tmp_path)
+    streamed = [a.replace(str(run), str(grouped)) for a in common]
+    for slices in (*BUCKETS, 60):
+        found = _cli(*streamed, "--engine", "stream", "--buckets", str(slices))
+        assert found[1].replace("grouped-run", "run") == printed[1], slices
     # the per-query values written where the engine runs, not collected: the buckets' sums still give them
     written = _cli(*common, "--engine", "duckdb", "--buckets", "3", "--per-query-out", str(tmp_path / "v.parquet"))
     assert written[1] == printed[1]
@@ -338,6 +344,14 @@ def test_cli_compare_on_a_partitioned_engine_is_the_same_for_every_bucket_count(
     in_process = json.loads(_cli(*common[:-4], "--test", "t", "--format", "json")[1])["comparisons"]
     for ours, theirs in zip(sorted(t_test, key=lambda r: r["metric"]), sorted(in_process, key=lambda r: r["metric"])):
         assert ours["p_value"] == pytest.approx(theirs["p_value"], rel=1e-6)
+
+
+def test_cli_compare_on_the_stream_engine_is_refused_clearly():
+    """Each run is cut into its own slices: the paired sums cannot take two runs' buckets in step."""
+    argv = ["compare", "--dataset", str(QRELS), "--baseline", str(BM25), "--run", str(DENSE), "-m", "ndcg@10"]
+    code, _, err = _cli(*argv, "--test", "randomization", "--engine", "stream")
+    assert code == 2
+    assert "--engine stream cuts each run into its own slices" in err and "--engine polars or duckdb" in err
 
 
 def test_cli_compare_refuses_a_test_that_does_not_merge():

@@ -1,5 +1,6 @@
-"""Partitioned evaluation (in-process buckets, DuckDB and Polars): every per-query value, every coverage count and list and
-the run's health equal the in-process engine's on the whole input, for 1, 2, 7 and 16 buckets."""
+"""Partitioned evaluation (in-process buckets, DuckDB, Polars and the stream engine): every per-query value, every
+coverage count and list and the run's health equal the in-process engine's on the whole input, for 1, 2, 7 and 16
+buckets (the stream engine: as many slices, and more, small enough to cut inside a query)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from ragmetrics.foundation.errors import ParseError, RagMetricsError
 from ragmetrics.io import load_dataset, load_run
 from ragmetrics.partitioned import ENGINES, evaluate_files
 from ragmetrics.partitioned.buckets import Plan, Side
+from ragmetrics.partitioned.engine import Options
 from ragmetrics.partitioned.local import bucket_tables_of
 from ragmetrics.partitioned.result import combine
+from ragmetrics.partitioned.stream import Stream
 from tests.partitioned_cases import (
     BUCKETS,
     CONFORMANCE,
@@ -25,12 +28,17 @@ from tests.partitioned_cases import (
     as_tables,
     assert_same,
     reference,
+    write_grouped,
     write_hard_case,
 )
 
 ENGINES_TESTED = ("inprocess", "duckdb", "polars")
 OUT_OF_CORE = ("duckdb", "polars")
 """The engines that read the files themselves (their errors must be the loaders')."""
+READING_FILES = (*OUT_OF_CORE, "stream")
+"""The engines that read the files themselves, on a run whose queries' lines are together."""
+SLICES = (*BUCKETS, 60, 400)
+"""``--buckets`` of the stream engine: about as many slices of the run (60 and 400 cut inside queries here)."""
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +107,7 @@ def test_buckets_in_any_order_fold_to_the_same_result(hard):
     assert_same(folded, reference(qrels, run))
 
 
-@pytest.mark.parametrize("engine", OUT_OF_CORE)
+@pytest.mark.parametrize("engine", READING_FILES)
 def test_an_empty_run_is_refused_as_in_process(tmp_path, hard, engine):
     qrels, _ = hard
     empty = tmp_path / "empty.trec"
@@ -139,7 +147,7 @@ def test_a_bad_score_names_the_files_line(tmp_path, hard, engine):
     assert ours == theirs
 
 
-@pytest.mark.parametrize("engine", OUT_OF_CORE)
+@pytest.mark.parametrize("engine", READING_FILES)
 def test_a_second_judgment_names_both_lines(tmp_path, engine):
     """The lines are the file's (identical lines told apart by their order); a bucket reports its own first one."""
     import re
@@ -151,7 +159,7 @@ def test_a_second_judgment_names_both_lines(tmp_path, engine):
     assert text[line - 1].split()[0::2][:2] == text[first - 1].split()[0::2][:2]  # the same query and document
 
 
-@pytest.mark.parametrize("engine", OUT_OF_CORE)
+@pytest.mark.parametrize("engine", READING_FILES)
 def test_a_lone_carriage_return_is_refused_at_its_line(tmp_path, hard, engine):
     qrels, _ = hard
     bad = tmp_path / "cr.trec"
@@ -192,7 +200,7 @@ def test_mixed_crlf_and_lf_line_ends_are_read_as_in_process(tmp_path, hard, engi
     assert assert_same(_run(table, short, engine, 2), reference(table, short)) > 0
 
 
-@pytest.mark.parametrize("engine", OUT_OF_CORE)
+@pytest.mark.parametrize("engine", READING_FILES)
 def test_bytes_that_are_not_utf8(tmp_path, hard, engine):
     qrels, _ = hard
     bad = tmp_path / "latin1.trec"
@@ -201,7 +209,7 @@ def test_bytes_that_are_not_utf8(tmp_path, hard, engine):
         evaluate_files(str(qrels), str(bad), ["ndcg@10"], engine=engine)
 
 
-@pytest.mark.parametrize("engine", OUT_OF_CORE)
+@pytest.mark.parametrize("engine", READING_FILES)
 def test_formats_it_does_not_read_are_refused_clearly(tmp_path, hard, engine):
     qrels, _ = hard
     jsonl = tmp_path / "run.jsonl"
@@ -210,7 +218,7 @@ def test_formats_it_does_not_read_are_refused_clearly(tmp_path, hard, engine):
         evaluate_files(str(qrels), str(jsonl), ["ndcg@10"], engine=engine)
 
 
-@pytest.mark.parametrize("engine", OUT_OF_CORE)
+@pytest.mark.parametrize("engine", READING_FILES)
 def test_queries_named_by_text_are_refused(tmp_path, hard, engine):
     qrels, _ = hard
     run = tmp_path / "run.csv"
@@ -296,3 +304,157 @@ def test_cli_work_dir_is_made_when_missing_and_a_file_is_refused(hard, tmp_path)
     code, _, err = _cli(*common, "--work-dir", str(blocker / "sub"))
     assert code == 2
     assert f"work folder {blocker / 'sub'}: cannot be made" in err
+
+
+# --- the stream engine: a run whose queries' lines are together, read in order in slices of whole queries -------
+
+
+@pytest.fixture(scope="module")
+def grouped(hard, tmp_path_factory):
+    """The skewed case with each query's lines together (q5 holds most rows: one slice takes it whole)."""
+    qrels, run = hard
+    return qrels, write_grouped(run, tmp_path_factory.mktemp("grouped"))
+
+
+@pytest.mark.parametrize("slices", SLICES)
+def test_stream_hard_case_equals_in_process(hard, grouped, slices):
+    qrels, run = grouped
+    expected = reference(qrels, run)
+    assert expected.coverage.missing_in_run and expected.coverage.not_in_dataset  # judged-only and unknown queries
+    assert (
+        assert_same(_run(qrels, run, "stream", slices), expected) == len(METRICS) * expected.coverage.queries_evaluated
+    )
+    # the same per-query values as the shuffled file's: a query's rows kept their order
+    assert_same(_run(qrels, run, "stream", slices), reference(*hard))
+
+
+@pytest.mark.parametrize("conventions", [{"missing": "skip"}, {"rel_level": 2}, {"unjudged": "skip"}])
+def test_stream_under_other_conventions(grouped, conventions):
+    qrels, run = grouped
+    for slices in (1, 7, 400):
+        assert_same(_run(qrels, run, "stream", slices, **conventions), reference(qrels, run, **conventions))
+
+
+@pytest.mark.parametrize(("qrels_file", "run_file"), [c for c in CONFORMANCE if c[1] != "results.trunc"])
+def test_stream_conformance_cases(qrels_file, run_file):
+    expected = reference(TREC / qrels_file, TREC / run_file)
+    for slices in SLICES:
+        assert_same(_run(TREC / qrels_file, TREC / run_file, "stream", slices), expected)
+
+
+@pytest.mark.parametrize("run_file", ["bm25-stem.trec.gz", "hybrid-rrf60.trec.gz", "dense-all-minilm-l6-v2.trec.gz"])
+def test_stream_scifact(run_file):
+    """Gzipped runs, read in order; the qrels a TSV file (read whole by its loader)."""
+    expected = reference(SCIFACT / "qrels.tsv", SCIFACT / run_file)
+    for slices in SLICES:
+        assert_same(_run(SCIFACT / "qrels.tsv", SCIFACT / run_file, "stream", slices), expected)
+
+
+def test_stream_gzip_crlf_and_a_byte_order_mark(grouped, tmp_path):
+    qrels, run = grouped
+    packed = tmp_path / "run.trec.gz"
+    packed.write_bytes(gzip.compress(b"\xef\xbb\xbf" + run.read_bytes().replace(b"\n", b"\r\n")))
+    expected = reference(qrels, packed)
+    np.testing.assert_array_equal(expected.value("map"), reference(qrels, run).value("map"))
+    for slices in (1, 7, 60):
+        assert_same(_run(qrels, packed, "stream", slices), expected)
+
+
+def test_stream_parquet_run_in_slices(grouped, tmp_path):
+    qrels, run = as_tables(*grouped, tmp_path, "parquet")
+    expected = reference(qrels, run)
+    for slices in (1, 2, 16, 60):
+        assert_same(_run(qrels, run, "stream", slices), expected)
+
+
+def test_stream_memory_limit_sets_the_slices(grouped):
+    """A smaller --memory-limit: smaller slices, more of them, the same values."""
+    qrels, run = grouped
+    expected = reference(qrels, run)
+    counts = []
+    for limit in ("2GB", "120K", "12K"):
+        with Stream(Options(memory_limit=limit)) as engine:
+            found_qrels, found_run = engine.describe(str(qrels), "dataset"), engine.describe(str(run), "run")
+            plan = Plan("run", found_run.side, found_qrels.side, tuple(METRICS))
+            tables = list(engine.bucket_tables(plan, found_qrels, found_run, 1))
+            counts.append(len(tables))
+            assert_same(combine("run", METRICS, plan.conventions, tables), expected)
+    assert counts[0] < counts[1] < counts[2]
+    with pytest.raises(RagMetricsError, match=r"--memory-limit: expected a positive whole number"):
+        Stream(Options(memory_limit="lots"))
+
+
+def test_stream_a_bad_score_names_the_files_line(grouped, tmp_path):
+    """A slice's line numbers are said of the file (the lines of the slices before it counted)."""
+    qrels, run = grouped
+    lines = run.read_text().splitlines()
+    at = len(lines) - 5
+    fields = lines[at].split()
+    lines[at] = " ".join([*fields[:4], "high", *fields[5:]])
+    bad = tmp_path / "bad.trec"
+    bad.write_text("\n".join(lines) + "\n")
+    message = rf"bad.trec:{at + 1}: expected a finite number as score \(field 5\), found 'high'"
+    with pytest.raises(ParseError, match=message):
+        load_run(bad)
+    for slices in (1, 7, 400):
+        with pytest.raises(ParseError, match=message):
+            evaluate_files(str(qrels), str(bad), ["ndcg@10"], engine="stream", buckets=slices)
+
+
+@pytest.mark.parametrize("slices", [1, 2, 7, 400])
+def test_stream_refuses_a_run_whose_queries_are_not_together(slices, tmp_path, hard):
+    """Never a wrong number: the file, the line of the query's second run of lines and the query are named, and the
+    engines that partition by hash are suggested; whatever the slices."""
+    with pytest.raises(RagMetricsError) as refused:
+        evaluate_files(str(TREC / "qrels.test"), str(TREC / "results.trunc"), ["map"], engine="stream", buckets=slices)
+    assert str(refused.value).startswith(f"{TREC / 'results.trunc'}: line 3: query '301' again, after other queries")
+    assert "--engine duckdb or --engine polars" in str(refused.value)
+    # a query seen in an earlier slice: its first line in the later one is named
+    interleaved = tmp_path / "late.trec"
+    rows = [f"q{q} Q0 d{d} {d + 1} {10 - d} t" for q in (1, 2, 3) for d in range(5)]
+    interleaved.write_text("\n".join(["# head", *rows, "", "q2 Q0 d9 6 0.5 t", "q4 Q0 d1 1 1 t"]) + "\n")
+    with pytest.raises(RagMetricsError, match=r"late.trec: line 18: query 'q2' again"):
+        evaluate_files(str(TREC / "qrels.test"), str(interleaved), ["map"], engine="stream", buckets=slices)
+    # a Parquet run: its row
+    qrels, run = as_tables(*hard, tmp_path, "parquet")
+    with pytest.raises(RagMetricsError, match=r"run.parquet: row \d+: query '\w+' again"):
+        evaluate_files(str(qrels), str(run), ["map"], engine="stream", buckets=slices)
+
+
+def test_stream_refuses_what_it_does_not_read_in_order(grouped, tmp_path):
+    qrels, run = as_tables(*grouped, tmp_path, "csv")
+    with pytest.raises(
+        RagMetricsError, match=r"a csv run; --engine stream reads TREC .* use --engine polars or duckdb"
+    ):
+        evaluate_files(str(qrels), str(run), ["ndcg@10"], engine="stream")
+    wide = tmp_path / "utf16.trec"
+    wide.write_bytes(grouped[1].read_text(encoding="utf-8").encode("utf-16"))
+    load_run(wide)  # the loader reads it whole
+    with pytest.raises(RagMetricsError, match=r"utf16.trec: UTF-16 text; --engine stream cuts a run at its UTF-8"):
+        evaluate_files(str(grouped[0]), str(wide), ["ndcg@10"], engine="stream")
+
+
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_cli_stream_prints_what_in_process_prints(grouped, fmt):
+    qrels, run = grouped
+    common = ["eval", "--dataset", str(qrels), "--run", str(run), "--run", str(SCIFACT / "bm25-stem.trec.gz")]
+    common += ["-m", "ndcg@10", "-m", "map", "--format", fmt, "--per-query", "--allow-no-overlap"]
+    in_process = _cli(*common)
+    for limit in (["--memory-limit", "64K"], ["--buckets", "5"]):
+        streamed = _cli(*common, "--engine", "stream", *limit)
+        assert in_process[0] == streamed[0] == 0
+        assert streamed[1] == in_process[1]
+        assert streamed[2] == in_process[2]
+    code, _, err = _cli(*common, "--engine", "stream", "--memory-limit", "lots")
+    assert code == 2 and "--memory-limit" in err
+
+
+def test_cli_stream_per_query_out(grouped, tmp_path):
+    qrels, run = grouped
+    expected = reference(qrels, run)
+    out = tmp_path / "stream.parquet"
+    argv = ["eval", "--dataset", str(qrels), "--run", str(run), "-m", "ndcg@10", "--engine", "stream"]
+    code, _, err = _cli(*argv, "--buckets", "7", "--per-query-out", str(out))
+    assert code == 0, err
+    table = pq.read_table(out).to_pandas().set_index("query_id").loc[list(expected.query_ids)]
+    np.testing.assert_array_equal(table["ndcg@10"].to_numpy(), expected.value("ndcg@10"))

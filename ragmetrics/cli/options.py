@@ -168,12 +168,12 @@ def add_engine_options(p: argparse.ArgumentParser, per_query_out: bool = True) -
     p.add_argument(
         "--buckets",
         type=whole_number(1),
-        help="duckdb, polars, spark: buckets the queries are hashed into (default: the engine's)",
+        help="duckdb, polars, spark: buckets the queries are hashed into (default: the engine's); stream: about this many slices of the run",
     )
     p.add_argument(
         "--memory-limit",
-        help="duckdb: its memory limit, e.g. 2GB (default 2GB); beyond it, it spills (refused by an engine that "
-        "cannot hold itself to one)",
+        help="duckdb: its memory limit, e.g. 2GB (default 2GB); beyond it, it spills; stream: sets its slice (1/12 "
+        "of it); refused by an engine that cannot hold itself to one",
     )
     p.add_argument(
         "--work-dir", help="duckdb, polars: folder for their buckets and spills (default: a temporary folder)"

@@ -7,7 +7,8 @@ paired tests need only those vectors; the coverage report (missing and unknown q
 run's health are folded from per-query flags and per-bucket totals, so they equal the in-process ones.
 
 * :func:`evaluate_files` (:mod:`.files`): files through an engine of :data:`ENGINES` (``inprocess``, ``duckdb``,
-  ``polars``, ``spark``);
+  ``polars``, ``stream``, ``spark``; ``stream`` needs no hash: a run whose queries' lines are together is cut into
+  slices of whole queries as it is read);
 * :func:`ragmetrics.spark.evaluate`: Spark DataFrames a user already has;
 * :func:`ragmetrics.polars.evaluate`: Polars DataFrames and LazyFrames a user already has.
 
@@ -31,6 +32,11 @@ ENGINES: dict[str, tuple[str, str]] = {
     "polars": (
         "ragmetrics.partitioned.polar:Polars",
         "Polars, out of core: buckets in a work folder (ragmetrics[polars])",
+    ),
+    "stream": (
+        "ragmetrics.partitioned.stream:Stream",
+        "this process, the run read in order in slices of whole queries (out of core, bounded memory; each query's "
+        "lines together)",
     ),
     "spark": (
         "ragmetrics.partitioned.spark:Spark",

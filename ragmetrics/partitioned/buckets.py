@@ -93,8 +93,8 @@ class Plan:
         return schema(self.metrics)
 
 
-def _source(name: str, data: bytes, max_id_bytes: int):  # -> Source
-
+def source_of(name: str, data: bytes, max_id_bytes: int):  # -> Source
+    """The text of a bucket or a slice as a loader's input, named as its file."""
     # the whole input was not read here, so the in-memory caps do not apply; the id rule does
     unlimited = Limits(max_bytes=1 << 62, max_rows=1 << 62, max_queries=1 << 62, max_id_bytes=max_id_bytes)
     return Source(name, raw=data, limits=unlimited)
@@ -170,13 +170,14 @@ def _line_starts(prefixed: bytes, wanted: bytes):  # -> Iterator[int]
         yield match.start()
 
 
-def _read(side: Side, rows: pa.Table, plan: Plan, kind: Literal["run", "dataset"]) -> Run | Dataset:
+def read_side(side: Side, rows: pa.Table, plan: Plan, kind: Literal["run", "dataset"]) -> Run | Dataset:
+    """A bucket's rows of one input (in file order) as the loader reads them; an error is said of the input file."""
     try:
         if side.layout == "trec":
-            source = _source(side.file, _lines(rows), plan.max_id_bytes)
+            source = source_of(side.file, _lines(rows), plan.max_id_bytes)
             return trec.read_run(source, name=plan.run_name) if kind == "run" else trec.read_qrels(source, name="qrels")
 
-        source = _source(side.file, b"", plan.max_id_bytes)
+        source = source_of(side.file, b"", plan.max_id_bytes)
         frame = rows.drop_columns([POSITION]).to_pandas()
         positions = to_numpy(rows.column(POSITION))
         header = side.header_line
@@ -212,16 +213,35 @@ def evaluate_bucket(plan: Plan, qrels_rows: pa.Table, run_rows: pa.Table) -> pa.
     """The bucket table of one bucket: ``qrels_rows`` and ``run_rows`` are the bucket's rows of each input (the
     side's columns and :data:`POSITION`)."""
     qrels_rows, run_rows = _sorted(qrels_rows), _sorted(run_rows)
-    run = _read(plan.run, run_rows, plan, "run") if run_rows.num_rows else _empty_run(plan.run_name)
+    run = read_side(plan.run, run_rows, plan, "run") if run_rows.num_rows else empty_run(plan.run_name)
     assert isinstance(run, Run)
-    if plan.chunk_pattern is not None:
-        from ragmetrics.io.chunks import attach_source_docs  # noqa: PLC0415 (imports pandas: loaded for a chunk pattern)
-
-        run = attach_source_docs(run, pattern=plan.chunk_pattern)
+    run = with_chunks(plan, run)
     run_positions = to_numpy(run_rows.column(POSITION)) if run_rows.num_rows else np.zeros(0, np.int64)
+    if qrels_rows.num_rows == 0:
+        return evaluate_parsed(plan, None, np.zeros(0, np.int64), run, run_positions)
+    dataset = read_side(plan.qrels, qrels_rows, plan, "dataset")
+    assert isinstance(dataset, Dataset)
+    return evaluate_parsed(plan, dataset, to_numpy(qrels_rows.column(POSITION)), run, run_positions)
+
+
+def with_chunks(plan: Plan, run: Run) -> Run:
+    """``run`` with each chunk's source document when the plan has a chunk pattern."""
+    if plan.chunk_pattern is None:
+        return run
+    from ragmetrics.io.chunks import attach_source_docs  # noqa: PLC0415 (imports pandas: loaded for a chunk pattern)
+
+    return attach_source_docs(run, pattern=plan.chunk_pattern)
+
+
+def evaluate_parsed(
+    plan: Plan, dataset: Dataset | None, qrels_positions: np.ndarray, run: Run, run_positions: np.ndarray
+) -> pa.Table:
+    """The bucket table of one bucket already read: ``dataset`` (None: no qrels row falls in the bucket) and ``run``
+    (chunks attached, :func:`with_chunks`) hold every row of the bucket's queries; ``qrels_positions`` and
+    ``run_positions`` are each table row's :data:`POSITION` (increasing with the input file)."""
     totals: dict[str, int | bytes] = {"run_rows": run.table.num_rows}
     parts = []
-    if qrels_rows.num_rows == 0:  # every query of the bucket's run is unknown to the qrels
+    if dataset is None or dataset.qrels_table.num_rows == 0:  # every query of the bucket's run is unknown
         unknown = np.array(pc.unique(run.table.column("query_id")).to_pylist(), dtype=object)
         totals["unknown_rows"] = run.table.num_rows
         totals["sums"] = Sums.empty(len(plan.metrics), plan.resamples, plan.seed).to_bytes()
@@ -229,15 +249,12 @@ def evaluate_bucket(plan: Plan, qrels_rows: pa.Table, run_rows: pa.Table) -> pa.
             parts.append(_unknown_rows(plan, unknown, run, run_positions))
         parts.append(_totals_row(plan, totals))
         return pa.concat_tables(parts)
-    dataset = _read(plan.qrels, qrels_rows, plan, "dataset")
-    assert isinstance(dataset, Dataset)
     if plan.corpus_size is not None:
         dataset = replace(dataset, corpus_size=plan.corpus_size)
     alignment = align(dataset, run, plan.conventions)
     coverage = alignment.coverage
     values = alignment.values(list(plan.metrics))
     ids = alignment.query_ids
-    qrels_positions = to_numpy(qrels_rows.column(POSITION))
     columns: dict[str, pa.Array | np.ndarray] = {
         "kind": np.full(len(ids), EVALUATED, np.int8),
         "position": _first_positions(dataset.qrels_table.column("query_id"), qrels_positions, ids),
@@ -293,7 +310,7 @@ def _listed(ids: pa.Array, listed: Sequence[str]) -> np.ndarray:
     return to_numpy(pc.is_in(ids, value_set=pa.array(list(listed), pa.large_string())))
 
 
-def _empty_run(name: str) -> Run:
+def empty_run(name: str) -> Run:
     empty = pa.array([], pa.large_string())
     return Run.from_table(
         pa.table({"query_id": empty, "doc_id": empty, "score": pa.array([], pa.float64())}), name=name

@@ -31,7 +31,8 @@ from ragmetrics.partitioned.inputs import Input, describe
 
 @dataclass(frozen=True)
 class Options:
-    """``buckets``: how many (None: the engine's default); ``memory_limit``: DuckDB's (e.g. ``"2GB"``);
+    """``buckets``: how many (None: the engine's default); ``memory_limit``: DuckDB's (e.g. ``"2GB"``), and what the
+    stream engine sizes its slices from;
     ``work_dir``: where DuckDB and Polars write their buckets (and DuckDB spills; default: a temporary folder); ``spark_master``: the
     Spark master URL (``local[*]`` by default) when no session is running."""
 
@@ -47,6 +48,9 @@ class Engine(ABC):
     name: ClassVar[str]
     local: ClassVar[bool] = True
     """The engine reads files of this machine (it sniffs them); False: paths the cluster reads."""
+    same_buckets_for_every_run: ClassVar[bool] = True
+    """Bucket ``k`` of any two runs holds the same queries (a hash of the query id); False: buckets are cut from
+    each run as it is read (paired statistics cannot take them in step)."""
     bounds_memory: ClassVar[bool] = False
     """The engine holds itself to ``Options.memory_limit``; an engine that cannot refuses one (never ignores it)."""
 

@@ -69,8 +69,8 @@ def evaluate_files(
 ) -> PartitionedResult:
     """Evaluate run files against a qrels file with ``engine`` (a name of :data:`ENGINES`), bucket by bucket.
 
-    ``buckets``: how many (default: the engine's; DuckDB's and Polars' from the input sizes). ``memory_limit``
-    (DuckDB, e.g. ``"2GB"``) and ``work_dir`` (where DuckDB and Polars write their buckets; default a temporary
+    ``buckets``: how many (default: the engine's; DuckDB's and Polars' from the input sizes; the stream engine: about
+    as many slices of the run). ``memory_limit`` (DuckDB, e.g. ``"2GB"``; the stream engine's slice is a share of it) and ``work_dir`` (where DuckDB and Polars write their buckets; default a temporary
     folder, removed after). ``spark_master``: the master of a session started here when none is running (default ``local[*]``).
     ``per_query_out``: a Parquet path per run (one path for one run) where the per-query values are written where
     the engine runs, instead of being collected (the result then keeps the values but not the ids). Conventions as

@@ -168,18 +168,18 @@ def check_line_breaks(path: str) -> None:
                 assert at is not None
                 raise ParseError(
                     path,
-                    _line_at(path, offset + at.start()),
+                    line_at(path, offset + at.start()),
                     "lines ending in \\n or \\r\\n",
                     "a carriage return (\\r) inside the line",
                 )
             offset += len(body)
         if carry:
             raise ParseError(
-                path, _line_at(path, offset), "lines ending in \\n or \\r\\n", "a carriage return (\\r) inside the line"
+                path, line_at(path, offset), "lines ending in \\n or \\r\\n", "a carriage return (\\r) inside the line"
             )
 
 
-def _line_at(path: str, offset: int) -> int:
+def line_at(path: str, offset: int) -> int:
     """The line (1-based) of the byte at ``offset`` of the file's plain bytes. Read in blocks."""
     with open_plain(path) as handle:
         lines_before = 0

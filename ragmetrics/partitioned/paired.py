@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from ragmetrics.analysis.merged import Sums, id_keys, sums_of
 from ragmetrics.engine import Conventions
+from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import to_numpy
 from ragmetrics.partitioned.buckets import EVALUATED, Plan
 from ragmetrics.partitioned.engine import Options, engine_class
@@ -101,6 +102,11 @@ def compare_files(
     names = canonical_metrics(list(metrics), conventions)
     options = Options(buckets=buckets, memory_limit=memory_limit, work_dir=work_dir, spark_master=spark_master)
     with engine_class(engine)(options) as executor:
+        if not executor.same_buckets_for_every_run:
+            raise RagMetricsError(
+                f"--engine {engine} cuts each run into its own slices; paired statistics take two runs' buckets in "
+                "step: use --engine polars or duckdb (or inprocess)"
+            )
         qrels = executor.describe(dataset, "dataset")
         inputs = [executor.describe(path, "run") for path in (run, baseline)]
         count = buckets or max(executor.buckets_for(qrels, found) for found in inputs)
