@@ -3,6 +3,7 @@
     python benchmarks/partitioned.py --size 1m --engines inprocess,duckdb,polars --memory-limit 2GB
     python benchmarks/partitioned.py --size 1m --engines inprocess,stream,polars --memory-limit 2GB
     python benchmarks/partitioned.py --size 100k --engines spark,inprocess --spark-master 'local[2]'
+    python benchmarks/partitioned.py --size 10m --gzip --engines stream   # the run gzipped (generate.py --gzip)
 
 Each engine runs `python -m ragmetrics eval` once under `/usr/bin/time -v` (GNU time's maximum resident set size: of
 the largest process it saw end, which for Spark is the driver's Python, not its JVM) on the files of
@@ -55,11 +56,13 @@ def main() -> int:
     parser.add_argument("--spark-master", default="local[2]")
     parser.add_argument("--work-dir", help="DuckDB's and Polars' --work-dir (default: a temporary folder)")
     parser.add_argument("--json", default=str(OUT / "partitioned.json"))
+    parser.add_argument("--gzip", action="store_true", help="the run as run.trec.gz (generate.py --gzip)")
     args = parser.parse_args()
     label, _, _ = parse_size(args.size)
-    qrels, run = paths(label)
+    qrels, run = paths(label, args.gzip)
     if not run.exists():
-        subprocess.run([sys.executable, str(Path(__file__).parent / "generate.py"), "--sizes", args.size], check=True)
+        generate = [sys.executable, str(Path(__file__).parent / "generate.py"), "--sizes", args.size]
+        subprocess.run(generate + (["--gzip"] if args.gzip else []), check=True)
     root = Path(__file__).resolve().parent.parent
     env = {**os.environ, "PYTHONPATH": str(root)}
     results: dict[str, object] = {"size": label, "run_bytes": run.stat().st_size, "engines": {}}
