@@ -80,13 +80,15 @@ if page.dataset is not None and len(page.alignments) >= 2:
     here = power_mod.metric_row(mdd, spec)
     needed = power_mod.queries_needed(target, sd, alpha=alpha, power=power)
     family = cmp.family_text(comparison)
+    family_short = cmp.family_words(comparison.correction, comparison.family_size)
 
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Queries", f"{n:,}", power_mod.stage_of(n), delta_color="off", delta_arrow="off")
     m2.metric(
         f"Run pairs significant ({title(spec)})",
-        f"{int(here['significant'])} of {int(here['pairs'])}",
-        f"discriminative power {here['share']:.0%}, {family}",
+        f"{int(here['significant'])} of {int(here['pairs'])} ({here['share']:.0%})",
+        family_short,
+        help=f"Discriminative power: the share of run pairs significant, {family}, as on the Overview and Compare.",
         delta_color="off",
         delta_arrow="off",
     )

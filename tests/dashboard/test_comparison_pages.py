@@ -285,8 +285,12 @@ def test_power_page_shows_discriminative_power_and_queries_needed(faq, faq_ids) 
     specs = cmp.compare_specs("ndcg", 10)
     comparison = compare_result(eval_result(_alignments(faq), specs), metrics=specs, segments=())
     pairs = comparison.pairs[comparison.pairs["metric"] == "ndcg@10"]
-    assert metrics["Run pairs significant (nDCG@10)"] == f"{int(pairs['significant'].sum())} of 3"
-    assert comparison.family_text in at.metric[1].delta  # the family of the Overview and Compare, named
+    significant = int(pairs["significant"].sum())
+    assert metrics["Run pairs significant (nDCG@10)"] == f"{significant} of 3 ({significant / 3:.0%})"
+    # the chip names the correction and its size; the caption and the tooltip the family of the Overview and Compare
+    assert at.metric[1].delta == stats.family_text(comparison.correction, comparison.family_size)
+    assert comparison.family_text in at.metric[1].help
+    assert any(comparison.family_text in c.value for c in at.caption)
     sd = float(pairs["sd_difference"].median())
     assert metrics["Smallest detectable Δ"] == f"{stats.min_detectable_delta(sd, 91):.3f}"
     assert metrics["Queries to detect Δ = 0.05"] == f"{stats.queries_needed(0.05, sd):,}"
@@ -376,7 +380,8 @@ def test_the_overview_compare_and_dataset_power_are_one_family(faq_ids) -> None:
     assert verdicts[0] == verdicts[1] and family in verdicts[0], verdicts
     power = open_page("power", link)
     no_problems(power)
-    assert family in power.metric[1].delta and power.metric[1].label == "Run pairs significant (nDCG@10)"
+    assert power.metric[1].delta == family.split(" (")[0] and family in power.metric[1].help
+    assert power.metric[1].label == "Run pairs significant (nDCG@10)"
     pairs = _table(power, "queries_needed")
     compare = _table(open_page("compare", link), "Δ vs baseline")
     shown = compare[(compare["metric"] == "nDCG@10") & (compare["run"] != "bm25")]

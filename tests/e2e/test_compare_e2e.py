@@ -135,7 +135,11 @@ def test_the_same_pair_shows_the_same_p_value_and_family_on_overview_compare_and
     assert p != "<0.0001"  # a p-value that tells one correction from another
 
     open_page(page, "Dataset power")
-    expect(page.get_by_test_id("stMetricDelta").filter(has_text=family)).to_be_visible(timeout=TIMEOUT)
+    short = family.split(" (")[0]  # the chip names the correction and its size; the caption the family in full
+    expect(page.get_by_test_id("stMetricDelta").filter(has_text=short)).to_be_visible(timeout=TIMEOUT)
+    chip = page.get_by_test_id("stMetricDelta").filter(has_text=short).first
+    assert chip.evaluate("e => e.scrollWidth <= e.clientWidth + 1"), "the chip's text is cut off"
+    expect(page.get_by_test_id("stCaptionContainer").filter(has_text=family).first).to_be_visible(timeout=TIMEOUT)
     with page.expect_download(timeout=TIMEOUT) as download:
         page.locator(".st-key-power-pairs-csv").get_by_role("button").click()
     rows = list(csv.DictReader(io.StringIO(Path(download.value.path()).read_text(encoding="utf-8-sig"))))
