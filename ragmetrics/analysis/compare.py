@@ -145,22 +145,21 @@ def paired_row(
     low, high = stats.bootstrap_ci(diff, seed=seed, resampler=resampler)
     wins = diff > TIE_TOLERANCE
     losses = diff < -TIE_TOLERANCE
+    pair = _pair(metric, run, baseline, values, base, test, n_resamples, seed)
     return {
         "metric": metric,
         "baseline": baseline,
         "run": run,
-        "n": len(values),
+        "n": pair["n"],
         "mean": float(values.mean()) if len(values) else float("nan"),
         "mean_ci_low": float(mean_low),
         "mean_ci_high": float(mean_high),
         "baseline_mean": float(base.mean()) if len(base) else float("nan"),
-        "delta": float(diff.mean()) if len(diff) else float("nan"),
-        "sd_difference": float(np.std(diff, ddof=1)) if len(diff) > 1 else float("nan"),
+        "delta": pair["delta"],
+        "sd_difference": pair["sd_difference"],
         "ci_low": float(low),
         "ci_high": float(high),
-        "p_value": stats.paired_p_value(values, base, test=test, n_resamples=n_resamples, seed=seed)
-        if run != baseline
-        else float("nan"),
+        "p_value": pair["p_value"],
         "wins": int(wins.sum()),
         "ties": int((~wins & ~losses).sum()),
         "losses": int(losses.sum()),
@@ -384,7 +383,8 @@ def adjusted_level(correction: str | None, alpha: float, p_value: float, p_corre
 def _pair(
     metric: str, a: str, b: str, x: np.ndarray, y: np.ndarray, test: str, n_resamples: int, seed: int
 ) -> dict[str, Any]:
-    """One pair of the family beyond the table: ``delta`` = a - b, its SD and the paired p-value."""
+    """One pair: ``delta`` = a - b, its SD and the paired p-value (NaN for a run against itself); the table's rows
+    (:func:`paired_row`) and the family's other pairs are both made of it."""
     diff = x - y
     return {
         "metric": metric,
@@ -393,7 +393,9 @@ def _pair(
         "n": len(diff),
         "delta": float(diff.mean()) if len(diff) else float("nan"),
         "sd_difference": float(np.std(diff, ddof=1)) if len(diff) > 1 else float("nan"),
-        "p_value": stats.paired_p_value(x, y, test=test, n_resamples=n_resamples, seed=seed),
+        "p_value": stats.paired_p_value(x, y, test=test, n_resamples=n_resamples, seed=seed)
+        if a != b
+        else float("nan"),
     }
 
 

@@ -26,11 +26,11 @@ from ragmetrics.cli.options import (
     add_eval_options,
     add_ppi_options,
     add_test_options,
+    engine_arguments,
     read_bounds_depth,
     refuse_engine_options_in_process,
     wants_ppi,
 )
-from ragmetrics.engine import Conventions
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Run
 
@@ -141,22 +141,14 @@ def merged_pair(args: argparse.Namespace, run: str, baseline: str) -> list[Any]:
     (:func:`ragmetrics.partitioned.paired.compare_files`), one result per metric."""
     from ragmetrics.partitioned.paired import compare_files  # noqa: PLC0415 (the partitioned engines load on use: a comparison in this process needs none)
 
-    conventions = Conventions().replace(
-        missing=args.missing, rel_level=args.rel_level, level=args.level, unjudged=args.unjudged
-    )
     return compare_files(
         args.dataset,
         baseline,
         run,
         args.metric or ["ndcg@10"],
-        engine=args.engine,
-        conventions=conventions,
-        buckets=args.buckets,
         resamples=args.resamples,
         seed=args.seed,
-        memory_limit=args.memory_limit,
-        work_dir=args.work_dir,
-        spark_master=args.spark_master,
+        **engine_arguments(args),
     )
 
 

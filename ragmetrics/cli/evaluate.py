@@ -16,11 +16,11 @@ from ragmetrics.cli.options import (
     add_eval_options,
     add_merged_options,
     add_ppi_options,
+    engine_arguments,
     refuse_engine_options_in_process,
     wants_ppi,
 )
 from ragmetrics.cli.output import Merged, emit
-from ragmetrics.engine import Conventions
 from ragmetrics.engine.conventions import CHOICES
 from ragmetrics.engine.metrics import known_metric_names
 from ragmetrics.foundation.errors import RagMetricsError
@@ -46,21 +46,12 @@ def eval_partitioned(args: argparse.Namespace, metrics: Sequence[str]) -> Partit
             f"{', '.join(refused)}: not with --engine {args.engine} (it reads qrels and runs only; "
             "--corpus-size and --chunk-pattern are read); use --engine inprocess"
         )
-    conventions = Conventions.llamaindex() if args.mode == "llamaindex" else Conventions()
-    conventions = conventions.replace(
-        missing=args.missing, rel_level=args.rel_level, level=args.level, unjudged=args.unjudged
-    )
     names = [run_name(p) for p in args.run]
     result = evaluate_files(
         args.dataset,
         args.run,
         metrics,
-        engine=args.engine,
-        conventions=conventions,
-        buckets=args.buckets,
-        memory_limit=args.memory_limit,
-        work_dir=args.work_dir,
-        spark_master=args.spark_master,
+        **engine_arguments(args),
         per_query_out=per_query_paths(args.per_query_out, names),
         corpus_size=args.corpus_size,
         chunk_pattern=args.chunk_pattern,

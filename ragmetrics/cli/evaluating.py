@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from ragmetrics.analysis.evaluate import EvalResult, evaluate
 from ragmetrics.analysis.verdicts import refuse_meaningless
+from ragmetrics.cli.options import convention_changes
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.model import Dataset, Run
 
@@ -39,9 +40,7 @@ def evaluate_runs(args: argparse.Namespace, dataset: Dataset, runs: list[Run], m
     """:func:`ragmetrics.analysis.evaluate` under the conventions the options give; the coverage notes are printed by
     :func:`report_coverage`, not warned. A large run is aligned on two threads."""
 
-    changes = {"missing": args.missing, "rel_level": args.rel_level, "level": args.level, "unjudged": args.unjudged}
-    if getattr(args, "mode", "trec") == "llamaindex":
-        changes["mode"] = "llamaindex"
+    changes = convention_changes(args)
     if dataset.qrels_table.num_rows == 0 and not getattr(args, "allow_no_relevant", False):
         raise RagMetricsError(
             f"dataset {dataset.name!r} judges no document (its queries have no relevant_docs or qrels): there is "

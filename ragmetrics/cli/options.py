@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
+from typing import Any
 
 from ragmetrics.analysis import ppi, stats
-from ragmetrics.engine.conventions import CHOICES
+from ragmetrics.engine.conventions import CHOICES, Conventions
 from ragmetrics.engine.tokens import TOKENIZER_CHOICES
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.partitioned import ENGINES
@@ -190,6 +191,29 @@ def add_engine_options(p: argparse.ArgumentParser, per_query_out: bool = True) -
 
 ENGINE_OPTIONS = ("buckets", "memory_limit", "work_dir", "spark_master")
 """The options only a partitioned engine reads (:func:`add_engine_options`)."""
+
+
+def convention_changes(args: argparse.Namespace) -> dict[str, Any]:
+    """The conventions the options change from trec_eval's: ``missing``, ``rel_level``, ``level``, ``unjudged``, and
+    ``mode`` with ``--mode llamaindex`` (the keyword arguments of :func:`ragmetrics.evaluate`)."""
+    changes = {"missing": args.missing, "rel_level": args.rel_level, "level": args.level, "unjudged": args.unjudged}
+    if getattr(args, "mode", "trec") == "llamaindex":
+        changes["mode"] = "llamaindex"
+    return changes
+
+
+def engine_arguments(args: argparse.Namespace) -> dict[str, Any]:
+    """What every partitioned engine call takes from the options: the engine, its options and the conventions."""
+    changes = convention_changes(args)
+    conventions = Conventions.llamaindex() if changes.pop("mode", None) == "llamaindex" else Conventions()
+    return {
+        "engine": args.engine,
+        "conventions": conventions.replace(**changes),
+        "buckets": args.buckets,
+        "memory_limit": args.memory_limit,
+        "work_dir": args.work_dir,
+        "spark_master": args.spark_master,
+    }
 
 
 def refuse_engine_options_in_process(args: argparse.Namespace) -> None:

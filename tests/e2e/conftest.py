@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.e2e.install import DashboardInstall
 from tests.e2e.server import CHROMIUM_ARGS, chromium_path, streamlit_server
 
 
@@ -33,3 +34,36 @@ def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
 def app_url() -> Iterator[str]:
     with streamlit_server() as base:
         yield base
+
+
+@pytest.fixture(scope="session", autouse=True)
+def dashboard_install(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DashboardInstall | None]:
+    """The README's dashboard install in a venv of its own, started with this worker's first browser test when a
+    test of this run needs it (:func:`dashboard_python`), so it is made while the others run."""
+    if not any("dashboard_python" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        yield None
+        return
+    install = DashboardInstall(tmp_path_factory.mktemp("dashboard-install") / "venv")
+    try:
+        yield install
+    finally:
+        install.close()
+
+
+@pytest.fixture
+def dashboard_python(dashboard_install: DashboardInstall | None) -> str:
+    """The Python of the README's dashboard install only (not this ``[test]`` environment): a server started with it
+    has what a newcomer's has, no more."""
+    assert dashboard_install is not None
+    try:
+        python = dashboard_install.python()
+    except RuntimeError as exc:
+        if os.environ.get("RAGMETRICS_REQUIRE_E2E"):
+            pytest.fail(str(exc))
+        pytest.skip(f"the README's dashboard install could not be made here: {str(exc)[:300]}")
+    test_only = [name for name in ("pytest", "playwright", "pyspark") if dashboard_install.has(name)]
+    assert not test_only, f"{python} is not the dashboard install only: it has {test_only}"
+    assert dashboard_install.has("streamlit") and dashboard_install.has("bm25s")
+    return python

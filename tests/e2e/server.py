@@ -50,13 +50,16 @@ def streamlit_server(
     store_url: str | None = None,
     env: dict[str, str] | None = None,
     app: str = "dashboard/app.py",
+    python: str | None = None,
 ) -> Iterator[ServerURL]:
     """Start the dashboard (or another ``app`` of this repository, by its path from the root) on a free port, wait for /_stcore/health, yield its base URL (with the ``pid``); print
     the log on teardown.
 
     The server gets its own store: ``store_url`` (``RAGMETRICS_STORE_URL``) when given, else a SQLite file in
     ``data_dir`` (``RAGMETRICS_DATA_DIR``), else in a fresh temporary folder; never ./data or a team's store.
-    Start it again with the same ``data_dir`` to restart on the same data. ``env`` adds environment variables.
+    Start it again with the same ``data_dir`` to restart on the same data. ``env`` adds environment variables;
+    ``python`` is the interpreter that runs it (this one by default; the README's dashboard install's in the
+    newcomer tests).
     """
     port = free_port()
     own: str | None = None
@@ -76,7 +79,7 @@ def streamlit_server(
     env.update(extra)
     proc = subprocess.Popen(
         [
-            sys.executable,
+            python or sys.executable,
             "-m",
             "streamlit",
             "run",

@@ -51,9 +51,10 @@ def pick(page: Page, key: str, label: str) -> None:
 
 
 def test_a_newcomer_uploads_scifact_reads_the_verdict_and_shares_every_control(
-    page: Page, browser: Browser, tmp_path: Path
+    page: Page, browser: Browser, tmp_path: Path, dashboard_python: str
 ) -> None:
-    with streamlit_server(data_dir=tmp_path, env={"RAGMETRICS_SAMPLES": "off"}) as base:
+    """On a server of the README's dashboard install only (``dashboard_python``), as a newcomer has it."""
+    with streamlit_server(data_dir=tmp_path, env={"RAGMETRICS_SAMPLES": "off"}, python=dashboard_python) as base:
         page.set_viewport_size({"width": 1600, "height": 1000})
         page.goto(f"{base}/upload")
         wait_for_app(page)

@@ -80,11 +80,15 @@ def test_a_registered_retriever_runs_from_the_page_with_progress_and_cancel(page
     assert float(tags["latency.p50_ms"]) >= 250  # the stub sleeps 0.25 s per call
 
 
-def test_try_hybrid_on_the_dense_run_opens_compare_with_its_significance(page: Page, tmp_path: Path) -> None:
+def test_try_hybrid_on_the_dense_run_opens_compare_with_its_significance(
+    page: Page, tmp_path: Path, dashboard_python: str
+) -> None:
+    """On a server of the README's dashboard install only: the button's BM25 comes with it (no traceback)."""
     sample = _scifact()
     dense = next(r for r, _ in sample.runs if r.name.startswith("dense"))
     view = ViewState(page="diagnosis", dataset=dataset_id(sample.dataset), runs=(run_id(dense),))
-    with streamlit_server(data_dir=tmp_path / "data", env={"RAGMETRICS_CACHE_DIR": str(tmp_path / "answers")}) as base:
+    answers = {"RAGMETRICS_CACHE_DIR": str(tmp_path / "answers")}
+    with streamlit_server(data_dir=tmp_path / "data", env=answers, python=dashboard_python) as base:
         page.goto(_address(base, view))
         wait_for_app(page)
         page.get_by_role("button", name="Try hybrid (+BM25)").click()
