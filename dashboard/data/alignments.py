@@ -45,7 +45,9 @@ class Alignments:
     ``executor``). ``user()`` names the session asking (see :meth:`ByteLRU.release`)."""
 
     def __init__(self, max_bytes: int = 512 << 20, *, user: Callable[[], str | None] = no_user) -> None:
-        self.held: ByteLRU[Key, Alignment] = ByteLRU(max_bytes, size=alignment_bytes, user=user)
+        self.held: ByteLRU[Key, Alignment] = ByteLRU(
+            max_bytes, size=alignment_bytes, user=user, grown=lambda alignment: alignment.derived_count
+        )
         self._lock = Lock()
         self._pool: ThreadPoolExecutor | None = None
 

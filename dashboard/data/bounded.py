@@ -23,23 +23,31 @@ class _Entry(Generic[V]):
     value: V
     size: int
     users: set[str] = field(default_factory=set)
+    mark: Hashable = None  # the value's growth mark when it was measured
 
 
 class ByteLRU(Generic[K, V]):
     """At most ``budget`` bytes of values, as ``size(value)`` measures them; the least recently used go first.
 
     Conventions: a value is measured when it is put and again by :meth:`remeasure` (a value that grows, say an
-    alignment whose curves get computed, is then accounted at its new size); the entry just put or used is the
+    alignment whose curves get computed, is then accounted at its new size); with ``grown`` (a cheap mark of a
+    value's growth, say how many derived values it keeps), only when the mark changed since it was last measured;
+    the entry just put or used is the
     last to go, and a value larger than the whole budget is handed back but not kept. ``user()`` names the
     session putting or getting an entry (None outside one); :meth:`release` forgets a session and drops the
     entries no other session used. Safe to share between threads; a second caller of :meth:`get_or_make` for a
     key being made waits for it instead of making it again."""
 
     def __init__(
-        self, budget: int, *, size: Callable[[V], int] = nbytes, user: Callable[[], str | None] = no_user
+        self,
+        budget: int,
+        *,
+        size: Callable[[V], int] = nbytes,
+        user: Callable[[], str | None] = no_user,
+        grown: Callable[[V], Hashable] | None = None,
     ) -> None:
         self.budget = int(budget)
-        self._size, self._user = size, user
+        self._size, self._user, self._grown = size, user, grown
         self._items: OrderedDict[K, _Entry[V]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
@@ -95,7 +103,7 @@ class ByteLRU(Generic[K, V]):
                 self._bytes -= old.size
             if measured > self.budget:
                 return value
-            entry = _Entry(value, measured, set() if old is None else old.users)
+            entry = _Entry(value, measured, set() if old is None else old.users, self._mark(value))
             if user is not None:
                 entry.users.add(user)
             self._items[key] = entry
@@ -118,18 +126,24 @@ class ByteLRU(Generic[K, V]):
             with self._lock:
                 self._making.pop(key, None)
 
+    def _mark(self, value: V) -> Hashable:
+        return None if self._grown is None else self._grown(value)
+
     def remeasure(self, key: K) -> int | None:
         """Measure the value under ``key`` again (it may have grown) and keep within the budget; its new size."""
         with self._lock:
             entry = self._items.get(key)
         if entry is None:
             return None
+        mark = self._mark(entry.value)
+        if self._grown is not None and mark == entry.mark:
+            return entry.size
         measured = self._size(entry.value)
         with self._lock:
             if self._items.get(key) is not entry:
                 return measured
             self._bytes += measured - entry.size
-            entry.size = measured
+            entry.size, entry.mark = measured, mark
             if measured > self.budget:
                 del self._items[key]
                 self._bytes -= measured

@@ -64,6 +64,12 @@ class Alignment:
         return self.run.name
 
     @property
+    def derived_count(self) -> int:
+        """How many derived values (per-query metric values, curves, ...) it keeps: it grows only with them, so a
+        holder measuring its bytes measures again only when this changed."""
+        return len(self._once)
+
+    @property
     def query_ids(self) -> np.ndarray:
         """The evaluated queries, in dataset order (every per-query array follows it)."""
         return self.ranking.query_ids

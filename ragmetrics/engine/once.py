@@ -31,3 +31,7 @@ class Once:
 
     def __contains__(self, key: Hashable) -> bool:
         return key in self._values
+
+    def __len__(self) -> int:
+        """How many values are kept (it only grows)."""
+        return len(self._values)

@@ -10,11 +10,13 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from dashboard.data.alignments import Alignments, RunRefused
+from dashboard.data import samples
+from dashboard.data.alignments import Alignments, RunRefused, alignment_bytes
 from dashboard.data.bounded import ByteLRU
 from dashboard.data.sizes import nbytes
 from dashboard.data.workspace import Workspace
 from dashboard.ui.memory import Budgets, over_budget
+from ragmetrics import align
 from ragmetrics.foundation.model import Run
 
 MiB = 1 << 20
@@ -51,6 +53,36 @@ def test_byte_lru_remeasures_a_value_that_grew() -> None:
     grown.append(bytes(2 * MiB))
     assert lru.remeasure("growing") == 3 * MiB
     assert lru.keys() == ["growing"] and lru.nbytes == 3 * MiB  # the other went to make room
+
+
+def test_byte_lru_measures_again_only_when_the_growth_mark_changed() -> None:
+    measured: list[int] = []
+
+    def size(value: list[bytes]) -> int:
+        measured.append(1)
+        return sum(map(len, value))
+
+    grown: list[bytes] = [bytes(MiB)]
+    lru: ByteLRU[str, list[bytes]] = ByteLRU(8 * MiB, size=size, grown=len)
+    lru.put("growing", grown)
+    assert lru.remeasure("growing") == MiB and len(measured) == 1  # the same mark: not measured again
+    grown.append(bytes(2 * MiB))
+    assert lru.remeasure("growing") == 3 * MiB and len(measured) == 2 and lru.nbytes == 3 * MiB
+    assert lru.remeasure("growing") == 3 * MiB and len(measured) == 2
+
+
+def test_an_alignment_held_is_measured_again_when_it_computed_more() -> None:
+    sample = next(samples.iter_samples(names=["scifact"]))
+    held = Alignments()
+    entry_run = sample.runs[0][0]
+    key = ("ds", "run", entry_run.name)
+    alignment = held._get(key, lambda: align(sample.dataset, entry_run))
+    before = held.held.size_of(key)
+    assert before == alignment_bytes(alignment)
+    assert held._get(key, lambda: pytest.fail("made again")) is alignment and held.held.size_of(key) == before
+    alignment.values(["ndcg@10", "recall@100"])  # per-query values computed and kept
+    held._get(key, lambda: pytest.fail("made again"))
+    assert held.held.size_of(key) == alignment_bytes(alignment) > before
 
 
 def test_release_drops_only_what_the_ended_session_alone_used() -> None:
