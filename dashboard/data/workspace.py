@@ -148,10 +148,7 @@ class Workspace:
 
     def _versions(self, ids: list[str]) -> dict[str, VersionInfo]:
         """The qrels versions among the stored datasets ``ids``: ``{version id: VersionInfo}``."""
-        rows: dict[str, Any] = {}
-        for ident in ids:
-            for row in self.store.versions(ident).itertuples(index=False):
-                rows[row.id] = row
+        rows: dict[str, Any] = {row.id: row for row in self.store.versions(ids).itertuples(index=False)}
         out: dict[str, VersionInfo] = {}
         for ident, row in rows.items():
             number, seen, up = 1, {ident}, row.parent

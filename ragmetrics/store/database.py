@@ -958,11 +958,12 @@ class Store:
                 found |= set(conn.execute(sa.select(t.c.version).where(t.c.id.in_(chunk))).scalars())
         return found.pop() if len(found) == 1 and None not in found else None
 
-    def versions(self, dataset: str) -> pd.DataFrame:
-        """The qrels versions made from ``dataset`` (children first by time): ``id, parent, author, created_at, n_labels``."""
-        check_id(dataset, "dataset")
+    def versions(self, dataset: str | Sequence[str]) -> pd.DataFrame:
+        """The qrels versions made from ``dataset`` (or from any of several, in one query), oldest first:
+        ``id, parent, author, created_at, n_labels``."""
+        parents = [check_id(d, "dataset") for d in ([dataset] if isinstance(dataset, str) else dataset)]
         t = versions_table
-        query = sa.select(t.c.id, t.c.parent, t.c.author, t.c.created_at, t.c.n_labels).where(t.c.parent == dataset)
+        query = sa.select(t.c.id, t.c.parent, t.c.author, t.c.created_at, t.c.n_labels).where(t.c.parent.in_(parents))
         with self.engine.connect() as conn:
             return pd.DataFrame(conn.execute(query.order_by(t.c.created_at)).mappings().all(),
                                 columns=["id", "parent", "author", "created_at", "n_labels"])  # fmt: skip
