@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 from pathlib import Path
 
 import numpy as np
@@ -9,7 +11,7 @@ import pandas as pd
 import pytest
 
 import ragmetrics as rm
-from ragmetrics.analysis.fusion import fuse, ranked_frame
+from ragmetrics.analysis.fusion import fuse
 from ragmetrics.io import load_dataset, load_run
 
 SCIFACT = Path(__file__).parent / "data" / "scifact"
@@ -32,41 +34,54 @@ def test_rrf_of_scifact_bm25_and_dense_reproduces_the_published_hybrid(scifact):
     assert round(means.loc[fused.name, "recall@100"], 4) == round(means.loc["hybrid-rrf60", "recall@100"], 4) == 0.9483
 
 
-def _as_ranx(frame: pd.DataFrame, score_column: str):
-    from ranx import Run as RanxRun
-
-    out: dict[str, dict[str, float]] = {}
-    for qid, doc, score in frame[["query_id", "doc_id", score_column]].itertuples(index=False):
-        out.setdefault(qid, {})[doc] = float(score)
-    return RanxRun(out)
+RANX = SCIFACT / "ranx-fusion.json.gz"
+"""ranx's fusions of the same inputs, written by ``tests/data/scifact/make_ranx_fusion.py`` (ranx compiles its
+fusion with numba on first use: half a minute on a fresh machine)."""
 
 
-def test_rrf_equals_ranx_on_the_same_ranking(scifact):
-    """ranx breaks score ties by its own argsort; it gets minus our rank so only the fusion is compared."""
-    ranx = pytest.importorskip("ranx")
+@pytest.fixture(scope="module")
+def ranx_fused() -> dict:
+    with gzip.open(RANX, "rt", encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _equals_ranx(ours: pd.DataFrame, theirs: dict, tolerance: float) -> None:
+    """Every query has as many fused documents as ranx's and the same score sum; the queries the file keeps whole
+    have every document's score."""
+    counts = ours.groupby("query_id")["score"].agg(["size", "sum"])
+    assert set(counts.index) == set(theirs["per_query"])
+    for query, (size, total) in theirs["per_query"].items():
+        assert counts.loc[query, "size"] == size, query
+        assert abs(counts.loc[query, "sum"] - total) < tolerance * size, query
+    kept = ours[ours["query_id"].isin(list(theirs["scores"]))]
+    assert len(kept) == sum(len(d) for d in theirs["scores"].values()) > 0
+    diffs = [
+        abs(s - theirs["scores"][q][d]) for q, d, s in kept[["query_id", "doc_id", "score"]].itertuples(index=False)
+    ]
+    assert max(diffs) < tolerance
+
+
+def test_rrf_equals_ranx_on_the_same_ranking(scifact, ranx_fused):
+    """ranx breaks score ties by its own argsort; it was given minus our rank so only the fusion is compared."""
     _, bm25, dense, _ = scifact
-    inputs = [ranked_frame(r).assign(neg_rank=lambda f: -f["rank"].astype(float)) for r in (bm25, dense)]
-    theirs = ranx.fuse([_as_ranx(f, "neg_rank") for f in inputs], method="rrf", params={"k": 60}).to_dict()
-    ours = fuse([bm25, dense], method="rrf", k=60).frame
-    assert len(ours) == sum(len(d) for d in theirs.values())
-    diffs = [abs(s - theirs[q][d]) for q, d, s in ours[["query_id", "doc_id", "score"]].itertuples(index=False)]
-    assert max(diffs) < 1e-12
+    _equals_ranx(fuse([bm25, dense], method="rrf", k=60).frame, ranx_fused["methods"]["rrf"], 1e-12)
 
 
 @pytest.mark.parametrize("method", ["combsum", "combmnz"])
 @pytest.mark.parametrize("norm", ["minmax", "zscore"])
-def test_score_fusion_equals_ranx(scifact, method, norm):
-    ranx = pytest.importorskip("ranx")
+def test_score_fusion_equals_ranx(scifact, ranx_fused, method, norm):
     _, bm25, dense, _ = scifact
-    runs = [r.frame.drop_duplicates(["query_id", "doc_id"]) for r in (bm25, dense)]
-    theirs = ranx.fuse(
-        [_as_ranx(f, "score") for f in runs],
-        method={"combsum": "sum", "combmnz": "mnz"}[method],
-        norm="zmuv" if norm == "zscore" else "min-max",
-    ).to_dict()
-    ours = fuse([bm25, dense], method=method, norm=norm).frame
-    diffs = [abs(s - theirs[q][d]) for q, d, s in ours[["query_id", "doc_id", "score"]].itertuples(index=False)]
-    assert max(diffs) < 1e-9
+    _equals_ranx(fuse([bm25, dense], method=method, norm=norm).frame, ranx_fused["methods"][f"{method}-{norm}"], 1e-9)
+
+
+def test_the_kept_ranx_output_fuses_every_document_of_the_inputs(scifact, ranx_fused):
+    """The file belongs to these runs: each fusion holds every document of the two inputs, query by query."""
+    _, bm25, dense, _ = scifact
+    union = pd.concat([bm25.frame, dense.frame])[["query_id", "doc_id"]].drop_duplicates()
+    sizes = union.groupby("query_id").size()
+    for name, fused in ranx_fused["methods"].items():
+        assert {q: n for q, (n, _) in fused["per_query"].items()} == sizes.to_dict(), name
+    assert ranx_fused["ranx"]
 
 
 def test_fusion_is_deterministic_on_ties_and_leaves_inputs_alone():

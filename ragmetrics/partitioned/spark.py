@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -53,6 +54,8 @@ def session(master: str | None = None) -> SparkSession:
         # PySpark reads the variable when the context starts
         os.environ["PYSPARK_PYTHON"] = sys.executable
         builder = builder.config("spark.pyspark.python", sys.executable)
+    elif local:
+        check_worker_python(os.environ["PYSPARK_PYTHON"])
     if local:  # no progress bars on the terminal a result is printed to
         builder = builder.config("spark.ui.showConsoleProgress", "false")
     started = builder.getOrCreate()
@@ -179,6 +182,25 @@ class Spark(Engine):
                     kept.unpersist()
         except Exception as exc:
             raise _worker_error(exc) from None
+
+
+def check_worker_python(python: str) -> None:
+    """A local session's workers run on this machine: a worker Python that cannot import what the workers run is
+    refused before Spark starts (on a cluster the workers' Python is the cluster's, and a failure is told by
+    :func:`_worker_error`)."""
+    probe = subprocess.run(
+        [python, "-c", "import numpy, pyarrow, ragmetrics.partitioned.buckets"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if probe.returncode != 0:
+        told = _worker_error(RuntimeError(probe.stderr))
+        if isinstance(told, RagMetricsError):
+            raise told
+        last = (probe.stderr.strip().splitlines() or [f"exit status {probe.returncode}"])[-1]
+        raise RagMetricsError(f"Spark's workers run {python}, which cannot run ragmetrics ({last}); set PYSPARK_PYTHON "
+                              "to a Python with ragmetrics installed")  # fmt: skip
 
 
 def _worker_error(exc: Exception) -> Exception:

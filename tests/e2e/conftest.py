@@ -65,5 +65,6 @@ def dashboard_python(dashboard_install: DashboardInstall | None) -> str:
         pytest.skip(f"the README's dashboard install could not be made here: {str(exc)[:300]}")
     test_only = [name for name in ("pytest", "playwright", "pyspark") if dashboard_install.has(name)]
     assert not test_only, f"{python} is not the dashboard install only: it has {test_only}"
-    assert dashboard_install.has("streamlit") and dashboard_install.has("bm25s")
+    needed = ("streamlit", "bm25s", "sklearn")  # the pages, the built-in BM25, the learned judge and kappa
+    assert all(dashboard_install.has(name) for name in needed), f"{python} lacks one of {needed}"
     return python

@@ -112,7 +112,9 @@ def _label_until(page: Page, planned: int, given: list[tuple[str, str, int]], mo
     assert _planned(page) >= planned
 
 
-def test_judge_label_the_plan_restart_and_share(page: Page, browser: Browser, tmp_path: Path, model_stub) -> None:
+def test_judge_label_the_plan_restart_and_share(
+    page: Page, browser: Browser, tmp_path: Path, model_stub, dashboard_python: str
+) -> None:
     ids = _seed(tmp_path)
     release, answered, lock = threading.Event(), [0], threading.Lock()
 
@@ -133,7 +135,7 @@ def test_judge_label_the_plan_restart_and_share(page: Page, browser: Browser, tm
     given: list[tuple[str, str, int]] = []
 
     # 1. the judge starts; the stub holds its answers after the first few; the server stops mid-run
-    with streamlit_server(data_dir=tmp_path, env=env) as base:
+    with streamlit_server(data_dir=tmp_path, env=env, python=dashboard_python) as base:
         page.goto(f"{base}/judge{query}")
         wait_for_app(page)
         expect(page.get_by_text("No judge has labelled this pool yet.")).to_be_visible(timeout=TIMEOUT)
@@ -150,7 +152,7 @@ def test_judge_label_the_plan_restart_and_share(page: Page, browser: Browser, tm
 
     # 2. a new server on the same data: the judge's labels are there; run again, it grades only the rest
     _lapse_claims(tmp_path)
-    with streamlit_server(data_dir=tmp_path, env=env) as base:
+    with streamlit_server(data_dir=tmp_path, env=env, python=dashboard_python) as base:
         page.goto(f"{base}/judge{query}")
         wait_for_app(page)
         expect(page.get_by_text("People have labelled none of the judge's pairs yet")).to_be_visible(timeout=TIMEOUT)
@@ -176,7 +178,7 @@ def test_judge_label_the_plan_restart_and_share(page: Page, browser: Browser, tm
 
     # 3. another restart: every label is there; the third planned query, then agreement and corrected numbers
     _lapse_claims(tmp_path)
-    with streamlit_server(data_dir=tmp_path, env=env) as base:
+    with streamlit_server(data_dir=tmp_path, env=env, python=dashboard_python) as base:
         page.goto(f"{base}/judge{query}")
         wait_for_app(page)
         assert _planned(page) == 2
