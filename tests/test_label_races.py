@@ -190,3 +190,24 @@ def test_a_pair_held_by_another_session_is_offered_last_and_marked_shared(store_
     assert store.claim_pair(parent, [("q1", "u3")], "tab-d", seconds=-1) == ("q1", "u3", False)
     assert store.renew_claims(parent, "tab-d") == 1  # a tab still open keeps its pair
     assert store.claim_pair(parent, [("q1", "u3")], "tab-e") == ("q1", "u3", True)
+
+
+def test_a_judging_session_gone_lets_go_of_its_pairs_on_every_dataset(store_url: str) -> None:
+    """The dashboard's sweeper releases a session whose browser went (a reload): its pairs on every dataset are
+    offered again at once, other sessions keep theirs (:class:`dashboard.data.workspace.ClaimHolders`)."""
+    from dashboard.data.workspace import Workspace  # noqa: PLC0415 (the dashboard's side of the claims)
+
+    workspace = Workspace(Store(store_url))
+    first = workspace.store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="one"))
+    second = workspace.store.put_dataset(rm.Dataset.from_dict({"q2": {"d2": 1}}, name="two"))
+    pairs_one, pairs_two = [("q1", "u1"), ("q1", "u2")], [("q2", "v1")]
+    assert workspace.claim_pair(first, pairs_one, "gone") == ("q1", "u1", False)
+    assert workspace.claim_pair(second, pairs_two, "gone") == ("q2", "v1", False)
+    assert workspace.claim_pair(first, pairs_one, "open") == ("q1", "u2", False)
+    assert workspace.claims.users() == {"gone", "open"} and workspace.claims.while_connected
+    assert workspace.claims.release("gone") == 0
+    assert workspace.claims.users() == {"open"}
+    assert workspace.claim_pair(first, pairs_one, "new") == ("q1", "u1", False)  # offered again, not shared
+    assert workspace.claim_pair(second, pairs_two, "new") == ("q2", "v1", False)
+    assert workspace.claim_pair(first, [("q1", "u2")], "other") == ("q1", "u2", True)  # "open" still holds it
+

@@ -67,6 +67,35 @@ def samples_marker_id() -> str:
     return store_mod.view_id(SAMPLES_MARKER)
 
 
+class ClaimHolders:
+    """The judging sessions this process gave a pair to hold (:meth:`Workspace.claim_pair`), in the shape the
+    sweeper releases (:class:`dashboard.ui.memory.Held`). ``while_connected``: a session whose browser went away (a
+    reload, a closed tab) lets its pairs go at the next sweep, not when its claims lapse
+    (:data:`ragmetrics.store.database.CLAIM_SECONDS`), so the reloaded page is shown them again."""
+
+    while_connected = True
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._holders: set[str] = set()
+        self._lock = threading.Lock()
+
+    def add(self, holder: str) -> None:
+        with self._lock:
+            self._holders.add(holder)
+
+    def users(self) -> set[str]:
+        with self._lock:
+            return set(self._holders)
+
+    def release(self, holder: str) -> int:
+        """Let go of every pair ``holder`` holds; 0 bytes (the claims are rows in the store)."""
+        self._store.release_claims(None, holder)
+        with self._lock:
+            self._holders.discard(holder)
+        return 0
+
+
 class Workspace:
     """Datasets and, per dataset, runs, in ``store``; adding the same content twice returns the existing entry.
 
@@ -84,6 +113,8 @@ class Workspace:
         """Generated candidate queries and their review (the Build dataset page)."""
         self._lock = threading.RLock()
         self.objects: ByteLRU[str, Dataset | Run | PerQueryResults] = ByteLRU(cache_bytes, user=user)
+        self.claims = ClaimHolders(self.store)
+        """The judging sessions holding pairs, for the sweeper to release when their browser goes."""
         self._entries: dict[tuple[str, ...], DatasetEntry | RunEntry] = {}
         self._datasets_at = -1.0
         self._datasets: list[DatasetEntry] = []
@@ -447,6 +478,7 @@ class Workspace:
 
     def claim_pair(self, dataset_ident: str, candidates: Sequence[tuple[str, str]], holder: str) -> Claim | None:
         """The pair to show a judging session next, held for it (:meth:`ragmetrics.store.database.Store.claim_pair`)."""
+        self.claims.add(holder)
         return self.store.claim_pair(dataset_ident, candidates, holder)
 
     def renew_claims(self, dataset_ident: str, holder: str) -> int:

@@ -110,8 +110,9 @@ def _frames() -> ByteLRU[tuple[object, ...], Any]:
 
 
 def held_caches() -> list[memory.Held]:
-    """The process's caches that know their sessions (the sweeper releases an ended session's share)."""
-    return [_alignments().held, get_workspace().objects, _frames()]
+    """The process's caches that know their sessions (the sweeper releases an ended session's share), and the
+    judging sessions' claims (released when the browser goes)."""
+    return [_alignments().held, get_workspace().objects, _frames(), get_workspace().claims]
 
 
 @st.cache_resource(show_spinner=False)

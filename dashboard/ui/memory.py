@@ -278,7 +278,9 @@ async def _respond(send: Any, status: int, text: str) -> None:
 
 
 class Held(Protocol):
-    """A cache that knows the sessions using its entries (:class:`dashboard.data.bounded.ByteLRU`)."""
+    """A cache that knows the sessions using its entries (:class:`dashboard.data.bounded.ByteLRU`). One with a true
+    ``while_connected`` attribute is released as soon as a session's browser is gone (a reload, a closed tab), not
+    when the session ends (:class:`dashboard.data.workspace.ClaimHolders`)."""
 
     def users(self) -> set[str]: ...
 
@@ -308,6 +310,14 @@ def live_sessions() -> set[str] | None:
     if runtime is None:
         return None
     return {info.session.id for info in runtime._session_mgr.list_sessions()}
+
+
+def connected_sessions() -> set[str] | None:
+    """Ids of the sessions with a browser connected now; None without a runtime."""
+    runtime = _runtime()
+    if runtime is None:
+        return None
+    return {info.session.id for info in runtime._session_mgr.list_active_sessions()}
 
 
 def give_back_memory() -> None:
@@ -353,8 +363,9 @@ class Sweeper:
             if session not in live:
                 runtime.uploaded_file_mgr.remove_session_files(session)
                 freed += size
+        connected = connected_sessions() or set()
         for cache in self._caches():
-            for session in cache.users() - live:
+            for session in cache.users() - (connected if getattr(cache, "while_connected", False) else live):
                 freed += cache.release(session)
         if freed or ended:
             # a forgotten session's objects hold reference cycles (its state, its script's frames), and the

@@ -808,11 +808,15 @@ class Store:
             )
         return int(done.rowcount or 0)
 
-    def release_claims(self, dataset: str, holder: str) -> None:
-        """Let go of ``holder``'s claims on ``dataset`` (nothing left to show it)."""
+    def release_claims(self, dataset: str | None, holder: str) -> None:
+        """Let go of ``holder``'s claims on ``dataset`` (nothing left to show it), or on every dataset (``None``: the
+        judging session is gone)."""
         c = claims_table
+        mine = c.c.holder == holder
         with self.engine.begin() as conn:
-            conn.execute(sa.delete(c).where((c.c.dataset_id == self.family(dataset)[0]) & (c.c.holder == holder)))
+            conn.execute(
+                sa.delete(c).where(mine if dataset is None else mine & (c.c.dataset_id == self.family(dataset)[0]))
+            )
 
     def pending_labels(self, dataset: str, *, kind: str = "judgment") -> pd.DataFrame:
         """The labels given on ``dataset`` not yet in a version: the latest per (query, document), oldest first:

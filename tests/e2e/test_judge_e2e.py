@@ -10,13 +10,15 @@ from the store directly).
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from playwright.sync_api import Page, expect
 
 from dashboard.data.workspace import Workspace
-from ragmetrics.store.database import Store
+from ragmetrics.store.database import Store, claims_table
 from tests.dashboard.test_judge_apptest import judge_dataset
 from tests.e2e.server import streamlit_server, wait_for_app
 from tests.e2e.test_dashboard_e2e import TIMEOUT
@@ -29,6 +31,12 @@ SUMMARY = re.compile(r"(\d+) of (\d+) unjudged pairs.*?(\d+) label\(s\) given on
 
 def _store(folder: Path) -> Store:
     return Store(f"sqlite:///{folder / 'ragmetrics.sqlite'}")
+
+
+def _claims(folder: Path) -> int:
+    """How many pairs judging sessions hold in the store."""
+    with _store(folder).engine.connect() as conn:
+        return int(conn.execute(sa.select(sa.func.count()).select_from(claims_table)).scalar_one())
 
 
 def _seed(folder: Path) -> dict[str, str]:
@@ -105,11 +113,23 @@ def test_labels_survive_a_reload_and_a_restart_and_become_a_version(page: Page, 
         page.keyboard.press("0")
         given.append((doc, 0))
         _wait_summary(page, 2, 2)
+        next_up = _shown_doc(page)
         # a reload keeps them (they are in the store, not in the browser session)
         page.reload()
         _wait_summary(page, 2, 2)
         pending = _store(tmp_path).pending_labels(ids["dataset"])
         assert sorted(zip(pending["doc_id"], pending["label"])) == sorted(given)
+        # the reloaded tab's old session lets its pair go once the sweeper sees its browser gone (not after the
+        # claim's two minutes): then only the new session holds one, and a further reload is shown that pair again,
+        # not as a pair another judge is being shown
+        deadline = time.monotonic() + 30
+        while _claims(tmp_path) != 1 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _claims(tmp_path) == 1
+        page.reload()
+        _wait_summary(page, 2, 2)
+        assert _shown_doc(page) == next_up
+        expect(page.get_by_text("Another judge is being shown this pair too")).to_have_count(0)
 
     # the server process is gone; a new one on the same store finds every label
     with streamlit_server(data_dir=tmp_path, env=env) as base:
