@@ -46,13 +46,15 @@ def ranx_fused() -> dict:
 
 
 def _equals_ranx(ours: pd.DataFrame, theirs: dict, tolerance: float) -> None:
-    """Every query has as many fused documents as ranx's and the same score sum; the queries the file keeps whole
-    have every document's score."""
+    """Every query has as many fused documents as ranx's, the same score sum and sum of squares; the queries the file
+    keeps whole have every document's score."""
     counts = ours.groupby("query_id")["score"].agg(["size", "sum"])
     assert set(counts.index) == set(theirs["per_query"])
-    for query, (size, total) in theirs["per_query"].items():
+    squares = (ours["score"] ** 2).groupby(ours["query_id"]).sum()
+    for query, (size, total, total_of_squares) in theirs["per_query"].items():
         assert counts.loc[query, "size"] == size, query
         assert abs(counts.loc[query, "sum"] - total) < tolerance * size, query
+        assert abs(squares[query] - total_of_squares) < tolerance * size * max(1.0, abs(total_of_squares)), query
     kept = ours[ours["query_id"].isin(list(theirs["scores"]))]
     assert len(kept) == sum(len(d) for d in theirs["scores"].values()) > 0
     diffs = [
@@ -80,7 +82,7 @@ def test_the_kept_ranx_output_fuses_every_document_of_the_inputs(scifact, ranx_f
     union = pd.concat([bm25.frame, dense.frame])[["query_id", "doc_id"]].drop_duplicates()
     sizes = union.groupby("query_id").size()
     for name, fused in ranx_fused["methods"].items():
-        assert {q: n for q, (n, _) in fused["per_query"].items()} == sizes.to_dict(), name
+        assert {q: n for q, (n, *_) in fused["per_query"].items()} == sizes.to_dict(), name
     assert ranx_fused["ranx"]
 
 

@@ -16,7 +16,8 @@ import pytest
 import sqlalchemy as sa
 
 import ragmetrics as rm
-from ragmetrics.store.database import LabelConflict, Store, labels_table
+from dashboard.data.workspace import Workspace
+from ragmetrics.store.database import LabelConflict, Store, claims_table, labels_table
 
 QUERIES = [f"q{i}" for i in range(20)]
 
@@ -194,20 +195,24 @@ def test_a_pair_held_by_another_session_is_offered_last_and_marked_shared(store_
 
 def test_a_judging_session_gone_lets_go_of_its_pairs_on_every_dataset(store_url: str) -> None:
     """The dashboard's sweeper releases a session whose browser went (a reload): its pairs on every dataset are
-    offered again at once, other sessions keep theirs (:class:`dashboard.data.workspace.ClaimHolders`)."""
-    from dashboard.data.workspace import Workspace  # noqa: PLC0415 (the dashboard's side of the claims)
-
-    workspace = Workspace(Store(store_url))
+    offered again at once, other sessions keep theirs (:class:`dashboard.data.workspace.ClaimHolders`). The store
+    holds the pages' tokens, never the session ids."""
+    session = {"id": "session-gone"}
+    workspace = Workspace(Store(store_url), user=lambda: session["id"])
     first = workspace.store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="one"))
     second = workspace.store.put_dataset(rm.Dataset.from_dict({"q2": {"d2": 1}}, name="two"))
     pairs_one, pairs_two = [("q1", "u1"), ("q1", "u2")], [("q2", "v1")]
-    assert workspace.claim_pair(first, pairs_one, "gone") == ("q1", "u1", False)
-    assert workspace.claim_pair(second, pairs_two, "gone") == ("q2", "v1", False)
-    assert workspace.claim_pair(first, pairs_one, "open") == ("q1", "u2", False)
-    assert workspace.claims.users() == {"gone", "open"} and workspace.claims.while_connected
-    assert workspace.claims.release("gone") == 0
-    assert workspace.claims.users() == {"open"}
-    assert workspace.claim_pair(first, pairs_one, "new") == ("q1", "u1", False)  # offered again, not shared
-    assert workspace.claim_pair(second, pairs_two, "new") == ("q2", "v1", False)
-    assert workspace.claim_pair(first, [("q1", "u2")], "other") == ("q1", "u2", True)  # "open" still holds it
-
+    assert workspace.claim_pair(first, pairs_one, "tab-gone") == ("q1", "u1", False)
+    assert workspace.claim_pair(second, pairs_two, "tab-gone") == ("q2", "v1", False)
+    session["id"] = "session-open"
+    assert workspace.claim_pair(first, pairs_one, "tab-open") == ("q1", "u2", False)
+    assert workspace.claims.users() == {"session-gone", "session-open"} and workspace.claims.while_connected
+    with workspace.store.engine.connect() as conn:
+        held = {h for (h,) in conn.execute(sa.select(claims_table.c.holder))}
+    assert held == {"tab-gone", "tab-open"}  # the tokens, not the session ids
+    assert workspace.claims.release("session-gone") == 0
+    assert workspace.claims.users() == {"session-open"}
+    session["id"] = "session-new"
+    assert workspace.claim_pair(first, pairs_one, "tab-new") == ("q1", "u1", False)  # offered again, not shared
+    assert workspace.claim_pair(second, pairs_two, "tab-new") == ("q2", "v1", False)
+    assert workspace.claim_pair(first, [("q1", "u2")], "tab-other") == ("q1", "u2", True)  # "open" keeps its pair

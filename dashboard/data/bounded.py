@@ -95,6 +95,7 @@ class ByteLRU(Generic[K, V]):
 
     def put(self, key: K, value: V, *, size: int | None = None) -> V:
         """Keep ``value`` under ``key`` (measured unless ``size`` is given) and return it."""
+        mark = self._mark(value)  # before measuring: growth after this is measured at the next remeasure
         measured = self._size(value) if size is None else int(size)
         user = self._user()
         with self._lock:
@@ -103,7 +104,7 @@ class ByteLRU(Generic[K, V]):
                 self._bytes -= old.size
             if measured > self.budget:
                 return value
-            entry = _Entry(value, measured, set() if old is None else old.users, self._mark(value))
+            entry = _Entry(value, measured, set() if old is None else old.users, mark)
             if user is not None:
                 entry.users.add(user)
             self._items[key] = entry

@@ -68,31 +68,49 @@ def samples_marker_id() -> str:
 
 
 class ClaimHolders:
-    """The judging sessions this process gave a pair to hold (:meth:`Workspace.claim_pair`), in the shape the
-    sweeper releases (:class:`dashboard.ui.memory.Held`). ``while_connected``: a session whose browser went away (a
-    reload, a closed tab) lets its pairs go at the next sweep, not when its claims lapse
-    (:data:`ragmetrics.store.database.CLAIM_SECONDS`), so the reloaded page is shown them again."""
+    """The judging sessions of this process that were given a pair to hold (:meth:`Workspace.claim_pair`), by
+    Streamlit session, in the shape the sweeper releases (:class:`dashboard.ui.memory.Held`). ``while_connected``:
+    a session whose browser is gone (a reload, a closed tab) on two sweeps in a row lets its pairs go then, not when
+    its claims lapse (:data:`ragmetrics.store.database.CLAIM_SECONDS`), so the reloaded page is shown them again; a
+    browser back within a sweep (a network blip, which Streamlit reconnects to the same session) keeps them.
+
+    The store holds the page's own token (:func:`dashboard.ui.judging.holder`), never the session id, which would let
+    whoever reads the store resume the session."""
 
     while_connected = True
 
     def __init__(self, store: Store) -> None:
         self._store = store
-        self._holders: set[str] = set()
+        self._holders: dict[str, set[str]] = {}
         self._lock = threading.Lock()
 
-    def add(self, holder: str) -> None:
+    def add(self, session: str | None, holder: str) -> None:
+        """``session`` (None outside one: nothing to release) holds its pairs under ``holder``."""
+        if session is None:
+            return
         with self._lock:
-            self._holders.add(holder)
+            self._holders.setdefault(session, set()).add(holder)
 
     def users(self) -> set[str]:
         with self._lock:
             return set(self._holders)
 
-    def release(self, holder: str) -> int:
-        """Let go of every pair ``holder`` holds; 0 bytes (the claims are rows in the store)."""
-        self._store.release_claims(None, holder)
+    def release(self, session: str) -> int:
+        """Let go of every pair ``session`` holds; 0 bytes (the claims are rows in the store). A store that cannot
+        be written to now keeps the session for the next sweep to try again."""
         with self._lock:
-            self._holders.discard(holder)
+            holders = set(self._holders.get(session, ()))
+        try:
+            for holder in holders:
+                self._store.release_claims(None, holder)
+        except Exception:  # the store is busy or gone: the claims lapse on their own, the next sweep retries
+            return 0
+        with self._lock:
+            left = self._holders.get(session, set()) - holders
+            if left:
+                self._holders[session] = left
+            else:
+                self._holders.pop(session, None)
         return 0
 
 
@@ -113,6 +131,7 @@ class Workspace:
         """Generated candidate queries and their review (the Build dataset page)."""
         self._lock = threading.RLock()
         self.objects: ByteLRU[str, Dataset | Run | PerQueryResults] = ByteLRU(cache_bytes, user=user)
+        self._user = user
         self.claims = ClaimHolders(self.store)
         """The judging sessions holding pairs, for the sweeper to release when their browser goes."""
         self._entries: dict[tuple[str, ...], DatasetEntry | RunEntry] = {}
@@ -478,7 +497,7 @@ class Workspace:
 
     def claim_pair(self, dataset_ident: str, candidates: Sequence[tuple[str, str]], holder: str) -> Claim | None:
         """The pair to show a judging session next, held for it (:meth:`ragmetrics.store.database.Store.claim_pair`)."""
-        self.claims.add(holder)
+        self.claims.add(self._user(), holder)
         return self.store.claim_pair(dataset_ident, candidates, holder)
 
     def renew_claims(self, dataset_ident: str, holder: str) -> int:

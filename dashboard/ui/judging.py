@@ -22,7 +22,7 @@ import streamlit as st
 
 from dashboard.core.judge import RULES
 from dashboard.data.workspace import DatasetEntry, Workspace
-from dashboard.ui import auth, memory
+from dashboard.ui import auth
 from ragmetrics.store.database import Claim, LabelConflict
 
 _SKIPPED = "ragmetrics.judge.skipped"
@@ -73,12 +73,12 @@ class Conflict:
 
 
 def holder() -> str:
-    """This judging session's token (a browser tab's): it holds the pair the page shows it. It is the Streamlit
-    session's id, so the sweeper lets the pair go when the tab's browser goes
+    """This judging session's token (a browser tab's): it holds the pair the page shows it. The workspace knows
+    which Streamlit session gave it, so the sweeper lets the pair go when the tab's browser goes
     (:class:`dashboard.data.workspace.ClaimHolders`)."""
     value = st.session_state.get(_HOLDER)
     if not isinstance(value, str):
-        value = st.session_state[_HOLDER] = memory.current_session() or secrets.token_hex(8)
+        value = st.session_state[_HOLDER] = secrets.token_hex(8)
     return value
 
 

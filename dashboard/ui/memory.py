@@ -339,6 +339,7 @@ class Sweeper:
         self._caches, self.interval = caches, interval
         self._stop = threading.Event()
         self._seen: set[str] = set()
+        self._gone: dict[int, set[str]] = {}  # by cache: the sessions seen without a browser at the last sweep
         self.released = 0  # bytes released so far (logs and tests)
         self._thread = threading.Thread(target=self._loop, name="ragmetrics-sweeper", daemon=True)
         self._thread.start()
@@ -363,9 +364,15 @@ class Sweeper:
             if session not in live:
                 runtime.uploaded_file_mgr.remove_session_files(session)
                 freed += size
-        connected = connected_sessions() or set()
         for cache in self._caches():
-            for session in cache.users() - (connected if getattr(cache, "while_connected", False) else live):
+            if getattr(cache, "while_connected", False):
+                users = cache.users()  # before the connected sessions: one that connects meanwhile is kept
+                gone = users - (connected_sessions() or set())
+                for session in gone & self._gone.get(id(cache), set()):  # gone on two sweeps: not a blip
+                    freed += cache.release(session)
+                self._gone[id(cache)] = gone
+                continue
+            for session in cache.users() - live:
                 freed += cache.release(session)
         if freed or ended:
             # a forgotten session's objects hold reference cycles (its state, its script's frames), and the

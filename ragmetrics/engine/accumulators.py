@@ -101,6 +101,12 @@ class Ranking:
     )
 
     @property
+    def derived_count(self) -> int:
+        """How many derived values (relevance flags, document codes, cumulative sums, ...) it keeps: it only
+        grows."""
+        return len(self._once) + len(self._sums)
+
+    @property
     def n_queries(self) -> int:
         return len(self.query_ids)
 

@@ -65,9 +65,9 @@ class Alignment:
 
     @property
     def derived_count(self) -> int:
-        """How many derived values (per-query metric values, curves, ...) it keeps: it grows only with them, so a
-        holder measuring its bytes measures again only when this changed."""
-        return len(self._once)
+        """How many derived values (per-query metric values, curves, ... and its ranking's) it keeps: it grows only
+        with them, so a holder measuring its bytes measures again only when this changed."""
+        return len(self._once) + self.ranking.derived_count
 
     @property
     def query_ids(self) -> np.ndarray:

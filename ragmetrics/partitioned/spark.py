@@ -54,7 +54,7 @@ def session(master: str | None = None) -> SparkSession:
         # PySpark reads the variable when the context starts
         os.environ["PYSPARK_PYTHON"] = sys.executable
         builder = builder.config("spark.pyspark.python", sys.executable)
-    elif local:
+    elif local and os.environ["PYSPARK_PYTHON"] != sys.executable:
         check_worker_python(os.environ["PYSPARK_PYTHON"])
     if local:  # no progress bars on the terminal a result is printed to
         builder = builder.config("spark.ui.showConsoleProgress", "false")
@@ -193,6 +193,7 @@ def check_worker_python(python: str) -> None:
         capture_output=True,
         text=True,
         check=False,
+        timeout=120,
     )
     if probe.returncode != 0:
         told = _worker_error(RuntimeError(probe.stderr))

@@ -967,10 +967,15 @@ class Store:
         ``id, parent, author, created_at, n_labels``."""
         parents = [check_id(d, "dataset") for d in ([dataset] if isinstance(dataset, str) else dataset)]
         t = versions_table
-        query = sa.select(t.c.id, t.c.parent, t.c.author, t.c.created_at, t.c.n_labels).where(t.c.parent.in_(parents))
+        columns = ["id", "parent", "author", "created_at", "n_labels"]
+        rows: list[Any] = []
         with self.engine.connect() as conn:
-            return pd.DataFrame(conn.execute(query.order_by(t.c.created_at)).mappings().all(),
-                                columns=["id", "parent", "author", "created_at", "n_labels"])  # fmt: skip
+            for start in range(0, len(parents), _IDS_PER_STATEMENT):
+                chunk = parents[start : start + _IDS_PER_STATEMENT]
+                query = sa.select(*(t.c[c] for c in columns)).where(t.c.parent.in_(chunk))
+                rows += conn.execute(query).mappings().all()
+        frame = pd.DataFrame(rows, columns=columns)
+        return frame.sort_values("created_at", kind="stable").reset_index(drop=True)
 
     def _versions_below(self, root: str) -> int:
         """How many qrels versions descend from ``root`` (children, their children, ...)."""

@@ -18,6 +18,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if "tests/e2e/" in str(item.fspath).replace("\\", "/"):
             item.add_marker(pytest.mark.e2e)
             item.add_marker(pytest.mark.xdist_group("browser"))
+    # the tests on the README's dashboard install last, so that install is made while the others run
+    items.sort(key=lambda item: "dashboard_python" in getattr(item, "fixturenames", ()))
 
 
 @pytest.fixture(scope="session")

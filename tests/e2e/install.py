@@ -11,9 +11,11 @@ start their server with that venv's Python.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -42,15 +44,22 @@ class DashboardInstall:
         given = os.environ.get("RAGMETRICS_DASHBOARD_PYTHON")
         self._given = given if given and Path(given).exists() else None
         self._process: subprocess.Popen[bytes] | None = None
-        if self._given is None:
+        self._failed: str | None = None  # why it could not even start (told by python(), to the tests needing it)
+        if self._given is not None:
+            return
+        try:
             pip = " ".join(shlex.quote(w) for w in readme_install_arguments())
             python = shlex.quote(str(self.python_path))
             script = (
                 f"{shlex.quote(sys.executable)} -m venv {shlex.quote(str(where))} && "
-                f"{python} -m pip --disable-pip-version-check -q {pip}"
+                f"exec {python} -m pip --disable-pip-version-check -q {pip}"
             )
             with self.log.open("wb") as log:
-                self._process = subprocess.Popen(["sh", "-c", script], cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+                self._process = subprocess.Popen(
+                    ["sh", "-c", script], cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                )
+        except (AssertionError, OSError) as exc:
+            self._failed = str(exc)
 
     @property
     def python_path(self) -> Path:
@@ -60,9 +69,15 @@ class DashboardInstall:
         """The venv's Python once the install finished; an error with pip's output if it failed."""
         if self._given is not None:
             return self._given
-        assert self._process is not None
-        code = self._process.wait(timeout=timeout)
+        if self._failed is not None or self._process is None:
+            raise RuntimeError(f"the README's dashboard install could not start: {self._failed}")
+        try:
+            code = self._process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.close()
+            code = None
         if code != 0:
+            self._failed = f"it ended with {code} (None: not within {timeout:.0f} s)"
             raise RuntimeError(f"the README's dashboard install failed ({code}):\n{self.log.read_text()[-4000:]}")
         return str(self.python_path)
 
@@ -72,6 +87,8 @@ class DashboardInstall:
         return subprocess.run([self.python(), "-c", probe], cwd="/", check=False).returncode == 0
 
     def close(self) -> None:
+        """Stop the install if it is still running (the shell and pip: its own process group)."""
         if self._process is not None and self._process.poll() is None:
-            self._process.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._process.pid, signal.SIGKILL)
             self._process.wait()

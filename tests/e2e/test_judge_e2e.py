@@ -35,8 +35,12 @@ def _store(folder: Path) -> Store:
 
 def _claims(folder: Path) -> int:
     """How many pairs judging sessions hold in the store."""
-    with _store(folder).engine.connect() as conn:
-        return int(conn.execute(sa.select(sa.func.count()).select_from(claims_table)).scalar_one())
+    store = _store(folder)
+    try:
+        with store.engine.connect() as conn:
+            return int(conn.execute(sa.select(sa.func.count()).select_from(claims_table)).scalar_one())
+    finally:
+        store.engine.dispose()
 
 
 def _seed(folder: Path) -> dict[str, str]:

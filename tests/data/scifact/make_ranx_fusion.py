@@ -6,7 +6,8 @@ ranx compiles its fusion with numba on first use (about half a minute on a fresh
 against ranx's output kept here rather than run it. The inputs are exactly the tests' (:func:`ranx_inputs`):
 reciprocal rank fusion (k = 60) of the runs' ranks given to ranx as scores (minus the rank, so that ranx's own tie
 order is out of the comparison), and CombSUM / CombMNZ of the scores under min-max and z-score (ranx's ``zmuv``)
-normalisation. For every query the file keeps how many documents ranx fused and their scores' sum; for every 15th
+normalisation. For every query the file keeps how many documents ranx fused, their scores' sum and their sum of
+squares (z-scores sum to about 0); for every 15th
 query (in sorted order) every document's score, to 13 significant digits (the tests compare to 1e-12).
 """
 
@@ -70,7 +71,9 @@ def main() -> int:
         fused = ranx.fuse(runs, **arguments).to_dict()
         kept = kept_queries(list(fused))
         out["methods"][name] = {  # type: ignore[index]
-            "per_query": {q: [len(d), _digits(sum(d.values()))] for q, d in fused.items()},
+            "per_query": {
+                q: [len(d), _digits(sum(d.values())), _digits(sum(v * v for v in d.values()))] for q, d in fused.items()
+            },
             "scores": {q: {doc: _digits(v) for doc, v in d.items()} for q, d in fused.items() if q in kept},
         }
     with gzip.open(OUT, "wt", encoding="utf-8") as f:
