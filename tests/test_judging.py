@@ -94,6 +94,29 @@ def test_hide_pool_label_merge_gives_full_coverage_and_the_full_qrels_order_and_
             assert (worst < best).any(), (run.name, metric)
 
 
+def test_a_query_that_judges_nothing_yet_is_pooled_in_the_runs_order() -> None:
+    """A new query (in the dataset, no judgment yet) is what most needs judging: its top K is pooled, in trec_eval's
+    order (score, then document id descending), and so is a document two runs share, once; a query the dataset
+    does not have is not."""
+    dataset = rm.Dataset.from_dict({"q1": {"d1": 1}, "new": {}}, name="with a new query")
+    frame = pd.DataFrame(
+        {
+            "query_id": ["q1", "q1", "new", "new", "new", "stranger"],
+            "doc_id": ["d1", "d2", "a", "b", "c", "z"],
+            "score": [2.0, 1.0, 1.0, 3.0, 1.0, 9.0],
+        }
+    )
+    one = rm.Run.from_frame(frame, name="one")
+    two = rm.Run.from_frame(frame[frame["doc_id"] != "b"], name="two")
+    pooled = pool(dataset, [one, two], 2)
+    assert list(zip(pooled["query_id"], pooled["doc_id"], pooled["best_rank"], pooled["runs"])) == [
+        ("q1", "d2", 2, 2),
+        ("new", "b", 1, 1),
+        ("new", "c", 1, 2),  # one's second (a tie on score: the larger id first, as trec_eval), two's first
+        ("new", "a", 2, 1),
+    ]
+
+
 def test_the_pool_carries_text_when_the_dataset_knows_it(tmp_path):
     sample = Path(__file__).parents[1] / "sample_runs" / "scifact"
     code, _, err = run_cli("pool", "--dataset", sample / "qrels.tsv", "--corpus", sample / "corpus.jsonl.gz",

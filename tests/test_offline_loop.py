@@ -82,12 +82,13 @@ def offline_loop(seed: int = LOOP_SEED) -> Loop:
     rng = np.random.default_rng(seed)
     qrels = full.qrels
     known = rm.Dataset.from_frames(qrels[rng.random(len(qrels)) >= 0.5], full.queries, documents=full.documents)
-    # the top 10 of each run, less what is judged: every query's (pool() leaves out a query with no judgment left)
+    # the top 10 of each run, less what is judged: every query's, a query with no judgment left too, as pool() has it
     tops = pd.concat([run.frame.sort_values(["query_id", "score", "doc_id"], ascending=[True, False, False]).groupby("query_id").head(10)
                       for run in runs])  # fmt: skip
     pairs = tops[["query_id", "doc_id"]].drop_duplicates().merge(known.qrels, how="left", on=["query_id", "doc_id"])
     pairs = pairs[pairs["relevance"].isna()][["query_id", "doc_id"]].reset_index(drop=True)
-    assert len(pool(known, runs, 10)) < len(pairs)
+    pooled = pool(known, runs, 10)
+    assert sorted(zip(pooled["query_id"], pooled["doc_id"])) == sorted(zip(pairs["query_id"], pairs["doc_id"]))
     relevant = set(zip(qrels["query_id"], qrels["doc_id"]))
     grade = np.array([(q, d) in relevant for q, d in zip(pairs["query_id"], pairs["doc_id"])], dtype=int)
     flipped = rng.random(len(pairs)) < FLIPPED

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ragmetrics.analysis.fusion import ranked_frame
 from ragmetrics.engine import Alignment, Ranking, align
 from ragmetrics.engine.metrics import MetricSpec, compute, parse_metric
 from ragmetrics.engine.order import segment_starts
@@ -33,25 +34,37 @@ if TYPE_CHECKING:
 
 def pool(dataset: Dataset, runs: Sequence[Run | Alignment], depth: int, **conventions: Any) -> pd.DataFrame:
     """Unjudged pairs of the runs' top ``depth``: ``query_id, doc_id, best_rank, runs`` (how many runs retrieved
-    it there) and ``text`` when the dataset's documents or a run's chunks carry it."""
+    it there) and ``text`` when the dataset's documents or a run's chunks carry it, in the dataset's query order.
+
+    A query of the dataset that judges no document yet (a new query, a generated one) is pooled too: its top
+    ``depth`` in the run's own order (:func:`ragmetrics.analysis.fusion.ranked_frame`, trec_eval's), every document
+    of it unjudged. Queries the dataset does not have are not pooled."""
 
     if not isinstance(depth, (int, np.integer)) or depth < 1:
         raise RagMetricsError(f"The 'depth' parameter must be an int >= 1. Got {depth!r} instead.")
+    position = {query: i for i, query in enumerate(dataset.query_ids.astype(str))}
     parts = []
     for run in runs:
         alignment = run if isinstance(run, Alignment) else align(dataset, run, **conventions)
         rows = alignment.rows()
         top = rows[(rows["rank"] <= depth) & rows["label"].isna()]
         top = top.drop_duplicates(["q", "doc_id"], keep="first")  # a document once, at its best chunk
-        frame = pd.DataFrame({"q": top["q"].to_numpy(), "query_id": top["query_id"].astype(str).to_numpy(),
+        frame = pd.DataFrame({"query_id": top["query_id"].astype(str).to_numpy(),
                               "doc_id": top["doc_id"].to_numpy(), "rank": top["rank"].to_numpy()})  # fmt: skip
         if "text" in top.columns:
             frame["text"] = top["text"].to_numpy()
         parts.append(frame)
+        unjudged = set(position) - set(alignment.query_ids.astype(str))
+        if unjudged:
+            ranked = ranked_frame(alignment.run, depth)
+            ranked = ranked[ranked["query_id"].astype(str).isin(unjudged)]
+            parts.append(pd.DataFrame({"query_id": ranked["query_id"].astype(str).to_numpy(),
+                                       "doc_id": ranked["doc_id"].to_numpy(), "rank": ranked["rank"].to_numpy()}))  # fmt: skip
     columns = ["query_id", "doc_id", "best_rank", "runs"]
     if not parts or all(p.empty for p in parts):
         return pd.DataFrame(columns=columns)
-    stacked = pd.concat(parts, ignore_index=True)
+    stacked = pd.concat([p for p in parts if not p.empty], ignore_index=True)
+    stacked["q"] = stacked["query_id"].map(position)
     grouped = stacked.groupby(["q", "query_id", "doc_id"], sort=False)
     out = grouped.agg(best_rank=("rank", "min"), runs=("rank", "size")).reset_index()
     if "text" in stacked.columns:
