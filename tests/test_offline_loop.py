@@ -30,6 +30,7 @@ import ragmetrics as rm
 from ragmetrics.analysis.judging import pool, with_labels
 from ragmetrics.analysis.ppi import corrected_comparison, corrected_means
 from ragmetrics.cli import main
+from ragmetrics.cli.judging import JUDGED_COLUMNS
 from ragmetrics.io import load_dataset, load_run, write_trec_qrels
 from ragmetrics.judges.base import Pair, max_grade, pairs_from_pool, run_judge
 from ragmetrics.judges.registry import JudgeInputs, make_judge
@@ -199,6 +200,18 @@ def test_eval_and_compare_print_corrected_estimates(tmp_path):
     out = io.StringIO()
     assert main(["eval", "--dataset", str(dataset), "--run", run_files[0], "--judge-qrels", str(judged)], out, err) == 2
     assert "go together" in err.getvalue()
+    # a judge's labels (the TSV `judge run` writes) given as the people's are refused, not taken for a human sample
+    judge_tsv = tmp_path / "judged.tsv"
+    row = [*loop.human.iloc[0][["query_id", "doc_id"]].astype(str), "1", "3", "", "120", "endpoint", "2", "abc123",
+           "2026-01-01T00:00:00+00:00"]  # fmt: skip
+    judge_tsv.write_text("\t".join(JUDGED_COLUMNS) + "\n" + "\t".join(row) + "\n", encoding="utf-8")
+    err = io.StringIO()
+    argv = ["eval", "--dataset", str(dataset), "--run", run_files[0], "--judge-qrels", str(judged)]
+    assert main([*argv, "--human-qrels", str(judge_tsv)], io.StringIO(), err) == 2
+    assert err.getvalue().strip() == (
+        f"ragmetrics: error: {judge_tsv}: --human-qrels holds a judge's labels (endpoint 2 abc123), not people's; "
+        "give them as --judge-qrels"
+    )
     few = tmp_path / "few.tsv"
     write_trec_qrels(rm.Dataset.from_frames(loop.human[loop.human["query_id"].isin(loop.human["query_id"][:3])]), few)
     err = io.StringIO()

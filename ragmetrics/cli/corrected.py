@@ -18,6 +18,7 @@ from ragmetrics.analysis.evaluate import EvalResult
 from ragmetrics.analysis.judging import Labelled, with_labels
 from ragmetrics.analysis.stats import family_text
 from ragmetrics.cli.evaluating import evaluate_runs
+from ragmetrics.cli.inputs import judges_of
 from ragmetrics.cli.options import LAMBDAS
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset, Run
@@ -33,6 +34,10 @@ def evaluate_labelled(
             raise RagMetricsError(f"--{option.replace('_', '-')}: not with --judge-qrels and --human-qrels")
     if getattr(args, "engine", "inprocess") != "inprocess":
         raise RagMetricsError("--judge-qrels and --human-qrels: with --engine inprocess only")
+    judges = judges_of(args.human_qrels)
+    if judges:
+        raise RagMetricsError(f"{args.human_qrels}: --human-qrels holds a judge's labels ({', '.join(judges)}), "
+                              "not people's; give them as --judge-qrels")  # fmt: skip
     labelled = with_labels(dataset, load_dataset(args.judge_qrels), load_dataset(args.human_qrels))
     if args.strata and args.strata not in dataset.queries_table.column_names:
         raise RagMetricsError(f"--strata {args.strata}: the dataset's queries have no such column")

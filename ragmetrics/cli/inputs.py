@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -200,3 +201,23 @@ def per_query_paths(path: str | None, names: Sequence[str]) -> list[str | None]:
         return [path]
     stem, dot, suffix = path.rpartition(".")
     return [f"{stem}.{name}.{suffix}" if dot else f"{path}.{name}" for name in names]
+
+
+JUDGE_COLUMNS = ("judge", "judge_version", "config_hash")
+"""The provenance columns of the TSV ``judge run`` writes (:data:`ragmetrics.cli.judging.JUDGED_COLUMNS`)."""
+
+
+def judges_of(path: str) -> list[str]:
+    """The judges (``judge version config_hash``) whose labels a TSV written by ``judge run`` holds; [] for any
+    other file (its header does not name the provenance columns): what refuses a judge's labels given as people's."""
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            reader = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+            header = next(reader, [])
+            if not set(JUDGE_COLUMNS) <= set(header):
+                return []
+            where = [header.index(c) for c in JUDGE_COLUMNS]
+            found = {tuple(row[i] for i in where) for row in reader if len(row) == len(header)}
+    except (OSError, UnicodeDecodeError):
+        return []
+    return sorted(" ".join(judge) for judge in found)

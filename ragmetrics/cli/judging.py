@@ -13,7 +13,7 @@ from typing import TextIO
 import pandas as pd
 
 from ragmetrics.analysis.label_agreement import label_agreement
-from ragmetrics.cli.inputs import output_path, read_dataset, replacing
+from ragmetrics.cli.inputs import JUDGE_COLUMNS, judges_of, output_path, read_dataset, replacing
 from ragmetrics.cli.options import add_data_options, whole_number
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.io import load_dataset
@@ -22,10 +22,7 @@ from ragmetrics.judges.base import JudgeLabel, Pair, max_grade, pairs_from_pool,
 from ragmetrics.judges.learned import tokens
 from ragmetrics.judges.registry import JUDGES, JudgeInputs, make_judge
 
-JUDGED_COLUMNS = (
-    "query_id", "doc_id", "label", "rank", "category", "doc_length",
-    "judge", "judge_version", "config_hash", "judged_at",
-)  # fmt: skip
+JUDGED_COLUMNS = ("query_id", "doc_id", "label", "rank", "category", "doc_length", *JUDGE_COLUMNS, "judged_at")
 """The columns ``judge run`` writes: the pair, its grade, what ``judge agree`` groups errors by (``doc_length`` in
 words, characters of Chinese), and the label's provenance (``judged_at`` in UTC, ISO 8601)."""
 SHOWN_PROBLEMS = 20
@@ -43,21 +40,6 @@ def read_tsv(path: str, what: str) -> pd.DataFrame:
     if "text" in frame.columns:  # the pool's text as it was before ``pool`` neutralised it for spreadsheets
         frame["text"] = [t[1:] if t.startswith("'") and is_dangerous(t[1:]) else t for t in frame["text"]]
     return frame
-
-
-def judges_of(path: str) -> list[str]:
-    """The judges (``judge version config_hash``) whose labels a TSV written by ``judge run`` holds; [] for any
-    other file (its header does not name the provenance columns)."""
-    try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            header = handle.readline().rstrip("\r\n").split("\t")
-    except (OSError, UnicodeDecodeError):
-        return []
-    if not {"judge", "judge_version", "config_hash"} <= set(header):
-        return []
-    frame = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, quoting=csv.QUOTE_NONE)
-    found = frame[["judge", "judge_version", "config_hash"]].drop_duplicates()
-    return [" ".join(row) for row in found.itertuples(index=False)]
 
 
 def human_labels(path: str) -> pd.DataFrame:

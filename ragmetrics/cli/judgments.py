@@ -10,8 +10,8 @@ from typing import TextIO
 
 from ragmetrics.analysis.judging import merge, pool
 from ragmetrics.cli.evaluating import evaluate_runs
-from ragmetrics.cli.inputs import output_path, read_dataset, read_inputs, replacing
-from ragmetrics.cli.judging import agree_options, judges_of, run_options
+from ragmetrics.cli.inputs import judges_of, output_path, read_dataset, read_inputs, replacing
+from ragmetrics.cli.judging import agree_options, run_options
 from ragmetrics.cli.options import add_data_options, add_eval_options, whole_number
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.io import load_dataset, write_trec_qrels
