@@ -13,13 +13,13 @@ from tests.e2e.server import CHROMIUM_ARGS, chromium_path, streamlit_server
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # one worker runs every browser test, one after the other (pyproject's --dist loadgroup): the other workers run
-    # the rest beside them. The tests on the README's dashboard install are a group of their own on another worker,
-    # which makes that install first: the browser group is the run's longest path.
+    # the rest beside them
     for item in items:
         if "tests/e2e/" in str(item.fspath).replace("\\", "/"):
             item.add_marker(pytest.mark.e2e)
-            own = "dashboard_python" in getattr(item, "fixturenames", ())
-            item.add_marker(pytest.mark.xdist_group("dashboard-install" if own else "browser"))
+            item.add_marker(pytest.mark.xdist_group("browser"))
+    # the tests on the README's dashboard install last, so that install is made while the others run
+    items.sort(key=lambda item: "dashboard_python" in getattr(item, "fixturenames", ()))
 
 
 @pytest.fixture(scope="session")
@@ -38,10 +38,15 @@ def app_url() -> Iterator[str]:
         yield base
 
 
-@pytest.fixture(scope="session")
-def dashboard_install(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DashboardInstall]:
-    """The README's dashboard install in a venv of its own, made once per worker that runs a test needing it
-    (:func:`dashboard_python`)."""
+@pytest.fixture(scope="session", autouse=True)
+def dashboard_install(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DashboardInstall | None]:
+    """The README's dashboard install in a venv of its own, started with this worker's first browser test when a
+    test of this run needs it (:func:`dashboard_python`), so it is made while the others run."""
+    if not any("dashboard_python" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        yield None
+        return
     install = DashboardInstall(tmp_path_factory.mktemp("dashboard-install") / "venv")
     try:
         yield install
@@ -50,9 +55,10 @@ def dashboard_install(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dash
 
 
 @pytest.fixture
-def dashboard_python(dashboard_install: DashboardInstall) -> str:
+def dashboard_python(dashboard_install: DashboardInstall | None) -> str:
     """The Python of the README's dashboard install only (not this ``[test]`` environment): a server started with it
     has what a newcomer's has, no more."""
+    assert dashboard_install is not None
     try:
         python = dashboard_install.python()
     except RuntimeError as exc:

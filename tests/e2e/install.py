@@ -3,10 +3,12 @@
 The tests run in the ``[test]`` environment, which holds every extra: a button that needs a package the dashboard
 install does not bring would pass there and fail for a newcomer. :class:`DashboardInstall` makes a fresh venv (no
 system site packages) and runs the README's own ``pip install ... [dashboard] ...`` command in it, read from the
-README (so the test follows the README), by the worker that runs the tests needing it (their own xdist group,
-beside the other browser tests); those tests start their server with that venv's Python.
+README (so the test follows the README), in the background while other browser tests run; the tests that need it
+start their server with that venv's Python.
 
-``RAGMETRICS_DASHBOARD_PYTHON`` names a Python that already has the install (a local run made it once).
+``RAGMETRICS_DASHBOARD_PYTHON`` names a Python that already has the install (a local run made it once, or
+``.ci/run``, which makes it while the linters run: ``python tests/e2e/install.py DIR`` makes it in ``DIR`` and
+prints its Python).
 """
 
 from __future__ import annotations
@@ -92,3 +94,12 @@ class DashboardInstall:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self._process.pid, signal.SIGKILL)
             self._process.wait()
+
+
+if __name__ == "__main__":
+    venv = Path(sys.argv[1]).resolve()
+    install = DashboardInstall(venv)
+    try:
+        print(install.python())
+    except RuntimeError as exc:
+        sys.exit(str(exc))
