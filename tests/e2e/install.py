@@ -6,9 +6,7 @@ system site packages) and runs the README's own ``pip install ... [dashboard] ..
 README (so the test follows the README), in the background while other browser tests run; the tests that need it
 start their server with that venv's Python.
 
-``RAGMETRICS_DASHBOARD_PYTHON`` names a Python that already has the install (a local run made it once, or
-``.ci/run``, which makes it while the linters run: ``python tests/e2e/install.py DIR`` makes it in ``DIR`` and
-prints its Python).
+``RAGMETRICS_DASHBOARD_PYTHON`` names a Python that already has the install (a local run made it once).
 """
 
 from __future__ import annotations
@@ -94,12 +92,3 @@ class DashboardInstall:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self._process.pid, signal.SIGKILL)
             self._process.wait()
-
-
-if __name__ == "__main__":
-    venv = Path(sys.argv[1]).resolve()
-    install = DashboardInstall(venv)
-    try:
-        print(install.python())
-    except RuntimeError as exc:
-        sys.exit(str(exc))
