@@ -216,6 +216,22 @@ _STYLE = (
 )
 
 
+def sign_out_form(before: str = "") -> str:
+    """The sign-out control: a form that POSTs to the gate (a GET only asks, so no link or image on another site
+    signs a user out; the cookie is ``SameSite=Lax``, so another site's form arrives without it)."""
+    return f"<form method=post action='{SIGNOUT_PATH}'>{before}<button type=submit>Sign out</button></form>"
+
+
+def _same_site(scope: Scope) -> bool:
+    """False when the browser says the request came from another site (``Sec-Fetch-Site``), or its ``Origin`` is
+    not this server's ``Host``; requests without those headers (not from a browser) pass."""
+    headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope.get("headers", [])}
+    if headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+        return False
+    origin = headers.get("origin")
+    return origin is None or urlsplit(origin).netloc == headers.get("host", "")
+
+
 def _page(title: str, body: str) -> bytes:
     """A page of the gate's own (no Streamlit): ``body`` is HTML the caller escaped."""
     return (
@@ -302,7 +318,10 @@ class SignInGate:
                 await self._signin(scope, receive, send, config)
                 return
             if path == SIGNOUT_PATH and scope["type"] == "http":
-                await self._signout(scope, send, config)
+                if scope.get("method") == "POST" and _same_site(scope):
+                    await self._signout(scope, send, config)
+                else:  # a link (or another site's form) does not sign anyone out: the page asks first
+                    await self._confirm_sign_out(send)
                 return
             session = await self._session(scope, config)
         except StoreUnavailable as err:
@@ -390,6 +409,12 @@ class SignInGate:
             with contextlib.suppress(StoreUnavailable):  # this server refuses it still; the error is logged
                 await self._in_store(lambda store: store.revoke(session, expiry))
         await self._redirect(send, SIGNIN_PATH, clear=True)
+
+    async def _confirm_sign_out(self, send: Send) -> None:
+        body = _page("Sign out - ragmetrics", sign_out_form("<p>Sign out of this dashboard?</p>"))
+        await _respond(
+            send, 200, body, [(b"content-type", b"text/html; charset=utf-8"), (b"cache-control", b"no-store")]
+        )
 
     # --- password ----------------------------------------------------------------------------
 

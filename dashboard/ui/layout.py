@@ -215,7 +215,9 @@ def _page_paths(page: str) -> list[str]:
 
 def app_base_url(page: str = "") -> str:
     """The app's root URL for share links: ``RAGMETRICS_BASE_URL`` if set, else the browser's address
-    (``st.context.url``), else the request's ``Host`` header; "" when none is known (AppTest)."""
+    (``st.context.url``), else the request's ``Host`` header over http; "" when none is known (AppTest).
+    ``X-Forwarded-Host`` and ``-Proto`` are not read: any client may send them (behind a proxy, the deployer sets
+    ``RAGMETRICS_BASE_URL``)."""
     configured = os.environ.get("RAGMETRICS_BASE_URL", "").strip()
     if configured:
         return configured.rstrip("/")
@@ -224,11 +226,10 @@ def app_base_url(page: str = "") -> str:
         if root:
             return root
         headers = st.context.headers
-        host = headers.get("X-Forwarded-Host") or headers.get("Host")
+        host = headers.get("Host")
         if host:
-            scheme = headers.get("X-Forwarded-Proto") or "http"
             prefix = str(st.get_option("server.baseUrlPath") or "").strip("/")
-            return f"{scheme}://{host}" + (f"/{prefix}" if prefix else "")
+            return f"http://{host}" + (f"/{prefix}" if prefix else "")
     except Exception:
         pass
     return ""

@@ -183,7 +183,7 @@ async def _open_socket_closed_by_sign_out(base: str, cookie: str) -> str:
     url = base.replace("http://", "ws://") + "/_stcore/stream"
     async with websockets.connect(url, additional_headers={"Cookie": f"{COOKIE}={cookie}"}, open_timeout=15) as ws:
         status, answer, _ = await asyncio.to_thread(
-            _request, base, "GET", "/_ragmetrics/signout", b"", {"Cookie": f"{COOKIE}={cookie}"}
+            _request, base, "POST", "/_ragmetrics/signout", b"", {"Cookie": f"{COOKIE}={cookie}"}
         )
         assert status == 303 and "Max-Age=0" in answer.get("set-cookie", "")
         heartbeat = BackMsg()
@@ -200,6 +200,18 @@ async def _open_socket_closed_by_sign_out(base: str, cookie: str) -> str:
 
 def test_sign_out_revokes_the_cookie_on_every_server_sharing_the_store(server: str, twin: str) -> None:
     _, cookie, _ = _sign_in(server)
+    assert cookie is not None
+    # a link (GET) only asks, and another site's form (its browser says so) is asked again: neither signs out
+    for method, cross_site in (
+        ("GET", {}),
+        ("POST", {"Sec-Fetch-Site": "cross-site"}),
+        ("POST", {"Origin": "https://elsewhere.example"}),
+    ):
+        status, answer, body = _request(
+            server, method, "/_ragmetrics/signout", b"", {"Cookie": f"{COOKIE}={cookie}", **cross_site}
+        )
+        assert status == 200 and b"<form method=post" in body and "set-cookie" not in answer, (method, cross_site)
+        assert _opens(server, cookie), (method, cross_site)
     assert cookie is not None and _opens(server, cookie) and _opens(twin, cookie) and _ws(twin, cookie) == "open"
     assert _in_own_loop(_open_socket_closed_by_sign_out(server, cookie)) == "closed 1008"
     assert not _opens(server, cookie)
@@ -228,7 +240,7 @@ def test_on_a_postgresql_store_the_secret_and_the_sign_outs_are_shared(postgres_
     with streamlit_server(env=_env(), store_url=url) as first, streamlit_server(env=_env(), store_url=url) as second:
         cookies = [_sign_in(base)[1] for base in (first, second)]  # each server's first need of the secret
         assert all(c is not None and _opens(first, c) and _opens(second, c) for c in cookies)
-        status, _, _ = _request(second, "GET", "/_ragmetrics/signout", headers={"Cookie": f"{COOKIE}={cookies[0]}"})
+        status, _, _ = _request(second, "POST", "/_ragmetrics/signout", headers={"Cookie": f"{COOKIE}={cookies[0]}"})
         assert status == 303 and not _opens(second, cookies[0])
         deadline = time.monotonic() + 10
         while _opens(first, cookies[0]) and time.monotonic() < deadline:
