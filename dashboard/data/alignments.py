@@ -44,6 +44,8 @@ class Alignments:
     second caller of an alignment being made waits for it. Big runs are aligned on two threads (the library's
     ``executor``). ``user()`` names the session asking (see :meth:`ByteLRU.release`)."""
 
+    while_connected = False
+
     def __init__(self, max_bytes: int = 512 << 20, *, user: Callable[[], str | None] = no_user) -> None:
         self.held: ByteLRU[Key, Alignment] = ByteLRU(
             max_bytes, size=alignment_bytes, user=user, grown=lambda alignment: alignment.derived_count

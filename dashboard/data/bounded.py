@@ -38,6 +38,8 @@ class ByteLRU(Generic[K, V]):
     entries no other session used. Safe to share between threads; a second caller of :meth:`get_or_make` for a
     key being made waits for it instead of making it again."""
 
+    while_connected = False  # a session's entries are released when the session ends
+
     def __init__(
         self,
         budget: int,

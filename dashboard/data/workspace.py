@@ -123,6 +123,8 @@ class Workspace:
     :meth:`ByteLRU.release`).
     """
 
+    while_connected = False
+
     def __init__(
         self, store: Store | None = None, *, cache_bytes: int = 512 << 20, user: Callable[[], str | None] = no_user
     ) -> None:

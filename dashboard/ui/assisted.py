@@ -61,12 +61,20 @@ def base_pool(base: DatasetEntry, selection: cache.Selection, depth: int) -> pd.
     return pool(base.dataset, [a.run for a in selection.alignments], int(depth))
 
 
-def assist(workspace: Workspace, ds: DatasetEntry, selection: cache.Selection, depth: int, view: ViewState) -> Assist:
-    """Read the lineage's labels and the view's choices (the judge shown, the latest when the view names none or
-    one that did not label here; the sample plan)."""
+def assist(
+    workspace: Workspace,
+    ds: DatasetEntry,
+    selection: cache.Selection,
+    depth: int,
+    view: ViewState,
+    labels: pd.DataFrame | None = None,
+) -> Assist:
+    """Read the lineage's labels (unless the caller just read them: ``labels``) and the view's choices (the judge
+    shown, the latest when the view names none or one that did not label here; the sample plan)."""
     base = workspace.family(ds.id)[0]
     pooled = base_pool(base, selection, depth)
-    labels = workspace.lineage_labels(ds.id)
+    if labels is None:
+        labels = workspace.lineage_labels(ds.id)
     sources = assisted.judge_sources(labels)
     source = ""
     if sources:
@@ -381,9 +389,10 @@ def corrected_elsewhere(
     """Overview's (each run's corrected mean) or, with ``baseline`` (a run name), Compare's (each run's corrected
     difference from it) numbers corrected by the human sample, in an expander titled with the badge; nothing when no
     judge labelled on the dataset's lineage. The judge shown and the plan are the view's (the Judge page's)."""
-    if not assisted.judge_sources(workspace.lineage_labels(ds.id)):
+    labels = workspace.lineage_labels(ds.id)
+    if not assisted.judge_sources(labels):
         return
-    help_ = assist(workspace, ds, selection, depth, view)
+    help_ = assist(workspace, ds, selection, depth, view, labels)
     badge = assisted.badge(help_.human, help_.judge)
     sample = help_.sample
     with st.expander(f"{title(spec)} corrected by the human sample ({badge})"):

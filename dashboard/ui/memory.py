@@ -282,6 +282,8 @@ class Held(Protocol):
     ``while_connected`` attribute is released as soon as a session's browser is gone (a reload, a closed tab), not
     when the session ends (:class:`dashboard.data.workspace.ClaimHolders`)."""
 
+    while_connected: bool
+
     def users(self) -> set[str]: ...
 
     def release(self, user: str) -> int: ...
@@ -365,7 +367,7 @@ class Sweeper:
                 runtime.uploaded_file_mgr.remove_session_files(session)
                 freed += size
         for cache in self._caches():
-            if getattr(cache, "while_connected", False):
+            if cache.while_connected:
                 users = cache.users()  # before the connected sessions: one that connects meanwhile is kept
                 gone = users - (connected_sessions() or set())
                 for session in gone & self._gone.get(id(cache), set()):  # gone on two sweeps: not a blip

@@ -56,8 +56,7 @@ def pool(dataset: Dataset, runs: Sequence[Run | Alignment], depth: int, **conven
         parts.append(frame)
         unjudged = set(position) - set(alignment.query_ids.astype(str))
         if unjudged:
-            ranked = ranked_frame(alignment.run, depth)
-            ranked = ranked[ranked["query_id"].astype(str).isin(unjudged)]
+            ranked = ranked_frame(alignment.run.of_queries(unjudged), depth)
             parts.append(pd.DataFrame({"query_id": ranked["query_id"].astype(str).to_numpy(),
                                        "doc_id": ranked["doc_id"].to_numpy(), "rank": ranked["rank"].to_numpy()}))  # fmt: skip
     columns = ["query_id", "doc_id", "best_rank", "runs"]

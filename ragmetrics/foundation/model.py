@@ -259,6 +259,11 @@ class Run:
     def with_name(self, name: str) -> Run:
         return replace(self, name=name)
 
+    def of_queries(self, query_ids: Iterable[str]) -> Run:
+        """The same run with the rows of ``query_ids`` only (in the run's own order)."""
+        wanted = pa.array(sorted(set(query_ids)), type=pa.string())
+        return replace(self, table=self.table.filter(pc.is_in(self.table.column("query_id").cast(pa.string()), wanted)))
+
     def with_columns(self, **columns: Strings) -> Run:
         """The same run with string columns added or replaced (``source_doc``, ``text``)."""
         table = self.table

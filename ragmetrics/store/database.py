@@ -24,7 +24,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -413,6 +413,12 @@ class LabelConflict(RagMetricsError):
 COMMIT_ATTEMPTS = 5
 """How often :meth:`Store.commit_labels` reads the pending labels again when another writer changed them."""
 _IDS_PER_STATEMENT = 1000  # bound parameters per IN list, well below SQLite's and PostgreSQL's limits
+
+
+def _per_statement(values: Sequence[Any]) -> Iterator[list[Any]]:
+    """``values`` in runs short enough for one ``IN (...)`` list each."""
+    for start in range(0, len(values), _IDS_PER_STATEMENT):
+        yield list(values[start : start + _IDS_PER_STATEMENT])
 
 
 class _LabelsChanged(Exception):
@@ -943,8 +949,7 @@ class Store:
         unless every one of them was still pending."""
         t = labels_table
         stamped = 0
-        for start in range(0, len(ids), _IDS_PER_STATEMENT):
-            chunk = list(ids[start : start + _IDS_PER_STATEMENT])
+        for chunk in _per_statement(ids):
             done = conn.execute(sa.update(t).where(t.c.id.in_(chunk) & t.c.version.is_(None)).values(version=version))
             stamped += int(done.rowcount or 0)
         if stamped != len(ids):
@@ -957,8 +962,7 @@ class Store:
         t = labels_table
         found: set[str | None] = set()
         with self.engine.connect() as conn:
-            for start in range(0, len(ids), _IDS_PER_STATEMENT):
-                chunk = list(ids[start : start + _IDS_PER_STATEMENT])
+            for chunk in _per_statement(ids):
                 found |= set(conn.execute(sa.select(t.c.version).where(t.c.id.in_(chunk))).scalars())
         return found.pop() if len(found) == 1 and None not in found else None
 
@@ -970,8 +974,7 @@ class Store:
         columns = ["id", "parent", "author", "created_at", "n_labels"]
         rows: list[Any] = []
         with self.engine.connect() as conn:
-            for start in range(0, len(parents), _IDS_PER_STATEMENT):
-                chunk = parents[start : start + _IDS_PER_STATEMENT]
+            for chunk in _per_statement(parents):
                 query = sa.select(*(t.c[c] for c in columns)).where(t.c.parent.in_(chunk))
                 rows += conn.execute(query).mappings().all()
         frame = pd.DataFrame(rows, columns=columns)
