@@ -18,7 +18,7 @@ from ragmetrics.partitioned.buckets import Plan, Side
 from ragmetrics.partitioned.engine import Options
 from ragmetrics.partitioned.local import bucket_tables_of
 from ragmetrics.partitioned.result import combine
-from ragmetrics.partitioned.stream import Stream
+from ragmetrics.partitioned.stream import QrelsSlices, Stream
 from tests.partitioned_cases import (
     BUCKETS,
     CONFORMANCE,
@@ -399,6 +399,60 @@ def test_stream_a_bad_score_names_the_files_line(grouped, tmp_path):
     for slices in (1, 7, 400):
         with pytest.raises(ParseError, match=message):
             evaluate_files(str(qrels), str(bad), ["ndcg@10"], engine="stream", buckets=slices)
+
+
+def _sliced_qrels(qrels, run, slices) -> QrelsSlices | None:
+    with Stream(Options(buckets=slices)) as engine:
+        found_qrels, found_run = engine.describe(str(qrels), "dataset"), engine.describe(str(run), "run")
+        plan = Plan("run", found_run.side, found_qrels.side, tuple(METRICS))
+        judged = engine._judged(plan, found_qrels, engine._slice_bytes(found_run, slices))
+    return judged if isinstance(judged, QrelsSlices) else None
+
+
+def test_stream_reads_qrels_larger_than_a_slice_a_slice_at_a_time(grouped, tmp_path):
+    """Qrels larger than a slice are read a slice at a time (only which slice holds each query is kept), in whatever
+    order the run asks for them; qrels whose queries' lines are not together are read whole; the values are the
+    same either way."""
+    qrels, run = grouped
+    sliced = _sliced_qrels(qrels, run, 400)
+    assert sliced is not None and len(sliced.slices) > 10 and len(sliced.prints) == 40
+    assert _sliced_qrels(qrels, run, 1) is None  # the qrels fit in the one slice: read whole
+    judged_order = list(dict.fromkeys(line.split()[0] for line in qrels.read_text().splitlines()[2:]))
+    run_order = list(dict.fromkeys(line.split()[0] for line in run.read_text().splitlines() if line[:1] == "q"))
+    assert run_order != [q for q in judged_order if q in run_order]  # the run asks for the qrels' slices out of order
+    expected = reference(qrels, run)
+    for slices in (60, 400):
+        assert_same(_run(qrels, run, "stream", slices), expected)
+    lines = qrels.read_text().splitlines()
+    scattered = tmp_path / "scattered.txt"
+    scattered.write_text("\n".join([*lines[2:][::2], *lines[2:][1::2]]) + "\n")  # every query's lines in two places
+    assert _sliced_qrels(scattered, run, 400) is None
+    for slices in (60, 400):
+        assert_same(_run(scattered, run, "stream", slices), reference(scattered, run))
+
+
+def test_stream_a_bad_qrels_line_in_a_later_slice_names_the_files_line(grouped, tmp_path):
+    qrels, run = grouped
+    lines = qrels.read_text().splitlines()
+    at = len(lines) - 3
+    lines[at] = lines[at].rsplit(maxsplit=1)[0] + " high"
+    bad = tmp_path / "bad-qrels.txt"
+    bad.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ParseError) as whole:
+        load_dataset(bad)
+    assert f"bad-qrels.txt:{at + 1}:" in str(whole.value)
+    for slices in (1, 60, 400):
+        with pytest.raises(ParseError) as streamed:
+            evaluate_files(str(bad), str(run), ["ndcg@10"], engine="stream", buckets=slices)
+        assert str(streamed.value) == str(whole.value)
+    duplicated = tmp_path / "twice.txt"
+    duplicated.write_text("\n".join([*lines[:-1], lines[-2].rsplit(maxsplit=1)[0] + " 9"]) + "\n")
+    with pytest.raises(ParseError) as whole:
+        load_dataset(duplicated)
+    for slices in (1, 400):
+        with pytest.raises(ParseError) as streamed:
+            evaluate_files(str(duplicated), str(run), ["ndcg@10"], engine="stream", buckets=slices)
+        assert str(streamed.value) == str(whole.value)
 
 
 @pytest.mark.parametrize("slices", [1, 2, 7, 400])

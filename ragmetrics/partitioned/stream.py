@@ -86,6 +86,7 @@ class Stream(Engine):
         limit = parse_size(options.memory_limit or DEFAULT_MEMORY_LIMIT, "--memory-limit")
         self.slice_bytes = max(MIN_SLICE_BYTES, min(MAX_SLICE_BYTES, int(limit * SLICE_SHARE)))
         self._qrels: dict[str, Dataset] = {}
+        self._sliced: dict[str, QrelsSlices | None] = {}
 
     def describe(self, path: str, kind: str) -> Input:
         found = describe(path, kind)  # type: ignore[arg-type]
@@ -122,10 +123,21 @@ class Stream(Engine):
             self._qrels[qrels.path] = load_dataset(qrels.path)
         return self._qrels[qrels.path]
 
+    def _judged(self, plan: Plan, qrels: Input, size: int) -> JudgedQueries | QrelsSlices:
+        """The qrels a slice at a time when they are a plain TREC file larger than a slice (and can be: see
+        :class:`QrelsSlices`), else read whole."""
+        if qrels.path not in self._sliced:
+            sliced = None
+            if qrels.format == "trec" and not is_gzipped(qrels.path) and os.path.getsize(qrels.path) > size:
+                sliced = QrelsSlices.read(qrels.path, size, plan.max_id_bytes)
+            self._sliced[qrels.path] = sliced
+        sliced = self._sliced[qrels.path]
+        return sliced.again() if sliced is not None else JudgedQueries(self._dataset(qrels))
+
     def bucket_tables(self, plan: Plan, qrels: Input, run: Input, buckets: int) -> Iterator[pa.Table]:
-        judged = JudgedQueries(self._dataset(qrels))
-        seen = SeenQueries(run.path)
         size = self._slice_bytes(run, buckets)
+        judged = self._judged(plan, qrels, size)
+        seen = SeenQueries(run.path)
         if run.format == "trec":
             rows_before = 0
             for offset, text in trec_slices(run.path, size):
@@ -143,12 +155,11 @@ class Stream(Engine):
                 positions = to_numpy(rows.column(POSITION))
                 seen.add(read.table.column("query_id"), partial(_row_of, positions))
                 yield _evaluate(plan, judged, with_chunks(plan, read), positions)
-        leftover = judged.unread()
-        if leftover is not None:
-            yield evaluate_parsed(plan, leftover[0], leftover[1], empty_run(plan.run_name), np.zeros(0, np.int64))
+        for leftover, positions in judged.unread():
+            yield evaluate_parsed(plan, leftover, positions, empty_run(plan.run_name), np.zeros(0, np.int64))
 
 
-def _evaluate(plan: Plan, judged: JudgedQueries, run: Run, positions: np.ndarray) -> pa.Table:
+def _evaluate(plan: Plan, judged: JudgedQueries | QrelsSlices, run: Run, positions: np.ndarray) -> pa.Table:
     taken = judged.take(pc.unique(run.table.column("query_id")))
     if taken is None:
         return evaluate_parsed(plan, None, np.zeros(0, np.int64), run, positions)
@@ -223,13 +234,126 @@ class JudgedQueries:
         self.taken[codes] = True
         return self._subset(np.sort(codes))
 
-    def unread(self) -> tuple[Dataset, np.ndarray] | None:
-        """The qrels of the judged queries no slice took (judged queries missing from the run)."""
+    def unread(self) -> Iterator[tuple[Dataset, np.ndarray]]:
+        """The qrels of the judged queries no slice took (judged queries missing from the run), in one part."""
         codes = np.flatnonzero(~self.taken)
-        if not len(codes):
+        if len(codes):
+            self.taken[codes] = True
+            yield self._subset(codes)
+
+
+class QrelsSlices:
+    """The qrels of a plain TREC qrels file read a slice at a time, for qrels larger than a slice (the same
+    interface as :class:`JudgedQueries`: :meth:`take`, :meth:`unread`).
+
+    One pass cuts the file as the run is cut (:func:`trec_slices`: whole queries, about ``size`` bytes a slice),
+    parses each slice with the qrels loader (its rules, its errors with the file's line numbers) and keeps only which
+    slice holds each judged query: a 64-bit fingerprint and a slice number, 12 bytes a query. A slice of the run
+    then parses again the qrels slices holding its queries, the :data:`KEPT` last ones kept parsed (a run in the
+    qrels' query order reads each qrels slice about once). The loader's rules that span the file (one label per
+    query and document) hold slice by slice only when each query's lines are together: :meth:`read` gives None
+    when they are not, or when two judged ids share a fingerprint, and the qrels are then read whole."""
+
+    KEPT = 2
+
+    def __init__(
+        self, path: str, max_id_bytes: int, slices: list[tuple[int, int, int]], prints: np.ndarray, where: np.ndarray
+    ) -> None:
+        self.path, self.max_id_bytes, self.slices = path, max_id_bytes, slices
+        self.prints, self.where = prints, where
+        self.taken = np.zeros(len(prints), bool)
+        self._parsed: dict[int, Dataset] = {}
+
+    @classmethod
+    def read(cls, path: str, size: int, max_id_bytes: int) -> QrelsSlices | None:
+        """The slices of the qrels at ``path``; None when they must be read whole (see the class)."""
+        slices: list[tuple[int, int, int]] = []
+        prints: list[np.ndarray] = []
+        seen = SeenQueries(path)
+        rows = 0
+        for offset, text in trec_slices(path, size):
+            ids = _parse_qrels(path, text, offset, max_id_bytes).qrels_table.column("query_id")
+            if seen.first_again(ids) is not None:
+                return None
+            prints.append(string_fingerprints(pc.unique(ids)))
+            slices.append((offset, len(text), rows))
+            rows += len(ids)
+        if not slices:  # no judgment: the loader, reading it whole, says so
             return None
-        self.taken[codes] = True
-        return self._subset(codes)
+        where = np.repeat(np.arange(len(slices), dtype=np.int32), [len(p) for p in prints])
+        joined = np.concatenate(prints)
+        order = np.argsort(joined, kind="stable")
+        joined, where = joined[order], where[order]
+        if len(joined) > 1 and bool(np.any(joined[1:] == joined[:-1])):
+            return None
+        return cls(path, max_id_bytes, slices, joined, where)
+
+    def again(self) -> QrelsSlices:
+        """The same slices with no query taken (for the next run)."""
+        return QrelsSlices(self.path, self.max_id_bytes, self.slices, self.prints, self.where)
+
+    def _slice(self, number: int) -> Dataset:
+        if number not in self._parsed:
+            offset, length, _ = self.slices[number]
+            with open(self.path, "rb") as handle:
+                text = os.pread(handle.fileno(), length, offset)
+            while len(self._parsed) >= self.KEPT:
+                del self._parsed[next(iter(self._parsed))]
+            self._parsed[number] = _parse_qrels(self.path, text, offset, self.max_id_bytes)
+        return self._parsed[number]
+
+    def _found(self, prints: np.ndarray) -> np.ndarray:
+        """Where each of ``prints`` is among the judged queries' (-1: not there, or taken already)."""
+        if not len(self.prints):
+            return np.full(len(prints), -1, np.int64)
+        at = np.minimum(np.searchsorted(self.prints, prints), len(self.prints) - 1)
+        return np.where((self.prints[at] == prints) & ~self.taken[at], at, -1)
+
+    def _gather(self, numbers: np.ndarray, wanted: pa.Array) -> tuple[Dataset, np.ndarray] | None:
+        """The rows of the ``wanted`` ids (distinct, none taken) in the slices ``numbers``, and their positions;
+        the queries found are taken."""
+        qrels, queries, positions = [], [], []
+        for number in numbers.tolist():
+            dataset = self._slice(number)
+            rows = to_numpy(pc.is_in(dataset.qrels_table.column("query_id"), wanted)).nonzero()[0]
+            if not len(rows):
+                continue
+            qrels.append(JudgedQueries._rows(dataset.qrels_table, rows))
+            queries.append(dataset.queries_table.filter(pc.is_in(dataset.queries_table.column("query_id"), wanted)))
+            positions.append(rows + self.slices[number][2])
+            found = self._found(string_fingerprints(pc.unique(qrels[-1].column("query_id"))))
+            self.taken[found[found >= 0]] = True
+        if not qrels:
+            return None
+        subset = Dataset(qrels_table=pa.concat_tables(qrels), queries_table=pa.concat_tables(queries), name=self.path)
+        return subset, np.concatenate(positions).astype(np.int64)
+
+    def take(self, query_ids: pa.Array) -> tuple[Dataset, np.ndarray] | None:
+        """The qrels of ``query_ids`` (distinct; each query taken once: a later slice never sees it) and their row
+        positions; None when none is judged."""
+        at = self._found(string_fingerprints(query_ids))
+        hit = at >= 0
+        if not hit.any():
+            return None
+        return self._gather(np.unique(self.where[at[hit]]), query_ids.filter(pa.array(hit)))
+
+    def unread(self) -> Iterator[tuple[Dataset, np.ndarray]]:
+        """The qrels of the judged queries no slice took (judged queries missing from the run), a slice at a time."""
+        for number in np.unique(self.where[~self.taken]).tolist():
+            ids = pc.unique(self._slice(number).qrels_table.column("query_id"))
+            wanted = ids.filter(pa.array(self._found(string_fingerprints(ids)) >= 0))
+            part = self._gather(np.array([number]), wanted)
+            if part is not None:
+                yield part
+
+
+def _parse_qrels(path: str, text: bytes, offset: int, max_id_bytes: int) -> Dataset:
+    """A slice of a TREC qrels file, read by the qrels loader; an error names the file's line."""
+    try:
+        return trec.read_qrels(source_of(path, text, max_id_bytes), name=path)
+    except ParseError as exc:
+        line = None if exc.line is None else exc.line + line_at(path, offset) - 1
+        raise ParseError(path, line, exc.expected, exc.found) from None
 
 
 class SeenQueries:
@@ -242,7 +366,22 @@ class SeenQueries:
 
     def add(self, query_ids: pa.ChunkedArray, where: Callable[[int], str]) -> None:
         """Add a slice's ids (row order); ``where(row)``: the place in the file of the slice's row ``row``."""
-        runs = pc.run_end_encode(query_ids.combine_chunks())
+        found = self.first_again(query_ids)
+        if found is not None:
+            row, query = found
+            raise RagMetricsError(
+                f"{self.path}: {where(row)}: query {query!r} again, after other queries: its lines "
+                "are not together, so --engine stream (which reads the run in order, in slices of whole queries) "
+                "cannot evaluate it; use --engine duckdb or --engine polars (they partition by a hash of the query "
+                "id)"
+            )
+
+    def first_again(self, query_ids: pa.ChunkedArray | pa.Array) -> tuple[int, str] | None:
+        """Add a slice's ids (row order) and give None; or, when one of them was seen before after other queries'
+        (in this slice or an earlier one), add nothing and give the slice's row where it comes again, and the id."""
+        if isinstance(query_ids, pa.ChunkedArray):
+            query_ids = query_ids.combine_chunks()
+        runs = pc.run_end_encode(query_ids)
         prints = string_fingerprints(runs.values)
         firsts = np.concatenate([[0], to_numpy(runs.run_ends)[:-1]]).astype(np.int64)
         order = np.argsort(prints, kind="stable")
@@ -253,15 +392,10 @@ class SeenQueries:
             again.update(np.flatnonzero(self.seen[at] == prints).tolist())
         if again:
             first = min(again)
-            query = runs.values[first].as_py()
-            raise RagMetricsError(
-                f"{self.path}: {where(int(firsts[first]))}: query {query!r} again, after other queries: its lines "
-                "are not together, so --engine stream (which reads the run in order, in slices of whole queries) "
-                "cannot evaluate it; use --engine duckdb or --engine polars (they partition by a hash of the query "
-                "id)"
-            )
+            return int(firsts[first]), str(runs.values[first].as_py())
         new = np.sort(prints)
         self.seen = np.insert(self.seen, np.searchsorted(self.seen, new), new)  # one merge: no sort of them all
+        return None
 
 
 # --- TREC text ------------------------------------------------------------------------------------------------
