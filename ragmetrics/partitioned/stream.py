@@ -6,9 +6,10 @@ The run is read in order (TREC text, plain or gzipped, in blocks of bytes; Parqu
 slices of about :attr:`Stream.slice_bytes` bytes, each ending where the query id changes (the lines of the query a
 block's end cuts are carried into the next slice). Each slice is parsed once by the run's loader (the TREC reader on
 its text; the table rules on its rows) and evaluated by :func:`ragmetrics.partitioned.buckets.evaluate_parsed`, the
-bucket evaluator every engine uses, with the qrels rows of the slice's queries. The qrels are read whole by their
-loader (every rule, every error of the in-process engine), once; the judged queries no slice names are evaluated last,
-as one bucket with no run row (judged queries missing from the run).
+bucket evaluator every engine uses, with the qrels rows of the slice's queries. The qrels are read by their loader
+(every rule, every error of the in-process engine): whole, once, or, when they are a plain TREC file larger than a
+slice whose queries' lines are together, a slice at a time (:class:`QrelsSlices`); the judged queries no slice names
+are evaluated last, with no run row (judged queries missing from the run).
 
 A query whose lines are not together (its id seen again in a later slice) is refused, naming the file, the line (a
 Parquet file: the row) and the query, never counted twice: such a run needs an engine that partitions by a hash of
@@ -16,7 +17,8 @@ the query id (``duckdb`` or ``polars``). The ids already seen are kept as 64-bit
 (:func:`ragmetrics.foundation.ids.string_fingerprints`, 8 bytes a query).
 
 Memory: a slice's text, its parsed table and its alignment (a few times the slice's bytes, :data:`SLICE_SHARE`), the
-qrels, and what is kept per query (its values and id). ``--memory-limit`` (default :data:`DEFAULT_MEMORY_LIMIT`) sets
+qrels (whole, or two parsed slices of them and 12 bytes a judged query), and what is kept per query (its values and
+id). ``--memory-limit`` (default :data:`DEFAULT_MEMORY_LIMIT`) sets
 the slice size: :data:`SLICE_SHARE` of it, at most :data:`MAX_SLICE_BYTES`; ``--buckets N`` instead cuts the run into
 about ``N`` slices.
 """
