@@ -13,12 +13,13 @@ import pytest
 from ragmetrics.cli import build_parser, main
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
 from ragmetrics.io import load_dataset, load_run
-from ragmetrics.partitioned import ENGINES, evaluate_files
+from ragmetrics.partitioned import ENGINES, evaluate_files, stream
 from ragmetrics.partitioned.buckets import Plan, Side
 from ragmetrics.partitioned.engine import Options
 from ragmetrics.partitioned.local import bucket_tables_of
 from ragmetrics.partitioned.result import combine
 from ragmetrics.partitioned.stream import QrelsSlices, Stream
+from ragmetrics.partitioned.stream import _parse_qrels as parse_qrels
 from tests.partitioned_cases import (
     BUCKETS,
     CONFORMANCE,
@@ -445,14 +446,57 @@ def test_stream_a_bad_qrels_line_in_a_later_slice_names_the_files_line(grouped, 
         with pytest.raises(ParseError) as streamed:
             evaluate_files(str(bad), str(run), ["ndcg@10"], engine="stream", buckets=slices)
         assert str(streamed.value) == str(whole.value)
-    duplicated = tmp_path / "twice.txt"
-    duplicated.write_text("\n".join([*lines[:-1], lines[-2].rsplit(maxsplit=1)[0] + " 9"]) + "\n")
+    good = qrels.read_text().splitlines()
+    duplicated = tmp_path / "twice.txt"  # a second label of the last query's first pair, the first in another slice
+    last = good[-1].split()[0]
+    first = next(i for i, line in enumerate(good) if line.split()[:1] == [last])
+    duplicated.write_text("\n".join([*good, good[first].rsplit(maxsplit=1)[0] + " 9"]) + "\n")
     with pytest.raises(ParseError) as whole:
         load_dataset(duplicated)
+    assert f"(first on line {first + 1})" in str(whole.value)
     for slices in (1, 400):
         with pytest.raises(ParseError) as streamed:
             evaluate_files(str(duplicated), str(run), ["ndcg@10"], engine="stream", buckets=slices)
         assert str(streamed.value) == str(whole.value)
+
+
+def test_stream_qrels_a_slice_cannot_be_cut_from_are_read_whole(grouped, tmp_path):
+    """UTF-16 qrels (a slice is cut at UTF-8 line breaks) are read whole, and so are qrels with a byte-order mark at
+    the start of a slice inside the file (the loader keeps it in the id there): the values equal the whole read's."""
+    qrels, run = grouped
+    text = qrels.read_text()
+    wide = tmp_path / "wide.txt"
+    wide.write_bytes(text.encode("utf-16"))
+    lines = text.splitlines()
+    marked = tmp_path / "marked.txt"
+    half = len(lines) // 2
+    while lines[half].split()[:1] == lines[half - 1].split()[:1]:  # the mark before a query's first line
+        half += 1
+    marked.write_text("\n".join([*lines[:half], "\ufeff" + lines[half], *lines[half + 1 :]]) + "\n")
+    assert _sliced_qrels(wide, run, 400) is None
+    for odd in (wide, marked):
+        for slices in (7, 60, 150, 400):
+            assert_same(_run(odd, run, "stream", slices), reference(odd, run))
+
+
+def test_stream_a_run_in_another_order_has_the_qrels_read_whole_once_parsed_over_and_over(grouped, monkeypatch):
+    """The grouped run asks for the qrels' queries in another order than theirs: without the bound it parses the
+    qrels slices many times over; with a bound of one parse a slice, once for the cut, about once more, then it reads
+    them whole."""
+    qrels, run = grouped
+    expected = reference(qrels, run)
+    sliced = _sliced_qrels(qrels, run, 400)
+    assert sliced is not None
+    parsed = []
+    monkeypatch.setattr(stream, "_parse_qrels", lambda *args: parsed.append(1) or parse_qrels(*args))
+    counts = []
+    for reparses in (10_000, 1):
+        monkeypatch.setattr(QrelsSlices, "REPARSES", reparses)
+        parsed.clear()
+        assert_same(_run(qrels, run, "stream", 400), expected)
+        counts.append(len(parsed))
+    # the cut parses each slice once; then, unbounded, again and again; bounded at one parse a slice, about once more
+    assert counts[0] > 3 * len(sliced.slices) and counts[1] < 2 * len(sliced.slices) + 4, counts
 
 
 @pytest.mark.parametrize("slices", [1, 2, 7, 400])

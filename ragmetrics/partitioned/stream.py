@@ -17,7 +17,7 @@ the query id (``duckdb`` or ``polars``). The ids already seen are kept as 64-bit
 (:func:`ragmetrics.foundation.ids.string_fingerprints`, 8 bytes a query).
 
 Memory: a slice's text, its parsed table and its alignment (a few times the slice's bytes, :data:`SLICE_SHARE`), the
-qrels (whole, or two parsed slices of them and 12 bytes a judged query), and what is kept per query (its values and
+qrels (whole, or two parsed slices of them and 13 bytes a judged query), and what is kept per query (its values and
 id). ``--memory-limit`` (default :data:`DEFAULT_MEMORY_LIMIT`) sets
 the slice size: :data:`SLICE_SHARE` of it, at most :data:`MAX_SLICE_BYTES`; ``--buckets N`` instead cuts the run into
 about ``N`` slices.
@@ -88,7 +88,7 @@ class Stream(Engine):
         limit = parse_size(options.memory_limit or DEFAULT_MEMORY_LIMIT, "--memory-limit")
         self.slice_bytes = max(MIN_SLICE_BYTES, min(MAX_SLICE_BYTES, int(limit * SLICE_SHARE)))
         self._qrels: dict[str, Dataset] = {}
-        self._sliced: dict[str, QrelsSlices | None] = {}
+        self._sliced: dict[tuple[str, int], QrelsSlices | None] = {}
 
     def describe(self, path: str, kind: str) -> Input:
         found = describe(path, kind)  # type: ignore[arg-type]
@@ -128,12 +128,13 @@ class Stream(Engine):
     def _judged(self, plan: Plan, qrels: Input, size: int) -> JudgedQueries | QrelsSlices:
         """The qrels a slice at a time when they are a plain TREC file larger than a slice (and can be: see
         :class:`QrelsSlices`), else read whole."""
-        if qrels.path not in self._sliced:
+        key = (qrels.path, size)
+        if key not in self._sliced:
             sliced = None
             if qrels.format == "trec" and not is_gzipped(qrels.path) and os.path.getsize(qrels.path) > size:
                 sliced = QrelsSlices.read(qrels.path, size, plan.max_id_bytes)
-            self._sliced[qrels.path] = sliced
-        sliced = self._sliced[qrels.path]
+            self._sliced[key] = sliced
+        sliced = self._sliced[key]
         return sliced.again() if sliced is not None else JudgedQueries(self._dataset(qrels))
 
     def bucket_tables(self, plan: Plan, qrels: Input, run: Input, buckets: int) -> Iterator[pa.Table]:
@@ -249,14 +250,21 @@ class QrelsSlices:
     interface as :class:`JudgedQueries`: :meth:`take`, :meth:`unread`).
 
     One pass cuts the file as the run is cut (:func:`trec_slices`: whole queries, about ``size`` bytes a slice),
-    parses each slice with the qrels loader (its rules, its errors with the file's line numbers) and keeps only which
-    slice holds each judged query: a 64-bit fingerprint and a slice number, 12 bytes a query. A slice of the run
-    then parses again the qrels slices holding its queries, the :data:`KEPT` last ones kept parsed (a run in the
-    qrels' query order reads each qrels slice about once). The loader's rules that span the file (one label per
-    query and document) hold slice by slice only when each query's lines are together: :meth:`read` gives None
-    when they are not, or when two judged ids share a fingerprint, and the qrels are then read whole."""
+    parses each slice with the qrels loader (its rules, its errors with the file's line numbers; a file with several
+    errors may name another one first than the whole loader would) and keeps only which slice holds each judged
+    query: a 64-bit fingerprint, a slice number and a taken mark, 13 bytes a query. A slice of the run then parses
+    again the qrels slices holding its queries, the :data:`KEPT` last ones kept parsed (a run in the qrels' query
+    order parses each qrels slice about once), and copies out its rows. A run in another query order would parse
+    the qrels slices again and again: past :data:`REPARSES` parses per qrels slice, the qrels are read whole for the
+    rest of the run (the memory of the whole read, the time of one parse).
+
+    The loader's rules that span the file (one label per query and document) hold slice by slice only when each
+    query's lines are together: :meth:`read` gives None when they are not (two judged ids sharing a fingerprint look
+    the same), and the qrels are then read whole; likewise for a UTF-16 file or a byte-order mark inside the file
+    (a slice is cut at UTF-8 line breaks, and the loader drops a mark only at the start of the file)."""
 
     KEPT = 2
+    REPARSES = 3
 
     def __init__(
         self, path: str, max_id_bytes: int, slices: list[tuple[int, int, int]], prints: np.ndarray, where: np.ndarray
@@ -264,16 +272,23 @@ class QrelsSlices:
         self.path, self.max_id_bytes, self.slices = path, max_id_bytes, slices
         self.prints, self.where = prints, where
         self.taken = np.zeros(len(prints), bool)
+        self.parses = 0
         self._parsed: dict[int, Dataset] = {}
+        self._whole: JudgedQueries | None = None
 
     @classmethod
     def read(cls, path: str, size: int, max_id_bytes: int) -> QrelsSlices | None:
         """The slices of the qrels at ``path``; None when they must be read whole (see the class)."""
+        with open(path, "rb") as handle:
+            if handle.read(2) in UTF16_BOMS:
+                return None
         slices: list[tuple[int, int, int]] = []
         prints: list[np.ndarray] = []
         seen = SeenQueries(path)
         rows = 0
         for offset, text in trec_slices(path, size):
+            if offset > len(BOM) and bytes(text[: len(BOM)]) == BOM:
+                return None
             ids = _parse_qrels(path, text, offset, max_id_bytes).qrels_table.column("query_id")
             if seen.first_again(ids) is not None:
                 return None
@@ -285,10 +300,7 @@ class QrelsSlices:
         where = np.repeat(np.arange(len(slices), dtype=np.int32), [len(p) for p in prints])
         joined = np.concatenate(prints)
         order = np.argsort(joined, kind="stable")
-        joined, where = joined[order], where[order]
-        if len(joined) > 1 and bool(np.any(joined[1:] == joined[:-1])):
-            return None
-        return cls(path, max_id_bytes, slices, joined, where)
+        return cls(path, max_id_bytes, slices, joined[order], where[order])
 
     def again(self) -> QrelsSlices:
         """The same slices with no query taken (for the next run)."""
@@ -299,9 +311,12 @@ class QrelsSlices:
             offset, length, _ = self.slices[number]
             with open(self.path, "rb") as handle:
                 text = os.pread(handle.fileno(), length, offset)
+            if len(text) != length:
+                raise RagMetricsError(f"{self.path}: changed while it was read (a slice of it came back shorter)")
             while len(self._parsed) >= self.KEPT:
                 del self._parsed[next(iter(self._parsed))]
             self._parsed[number] = _parse_qrels(self.path, text, offset, self.max_id_bytes)
+            self.parses += 1
         return self._parsed[number]
 
     def _found(self, prints: np.ndarray) -> np.ndarray:
@@ -312,15 +327,15 @@ class QrelsSlices:
         return np.where((self.prints[at] == prints) & ~self.taken[at], at, -1)
 
     def _gather(self, numbers: np.ndarray, wanted: pa.Array) -> tuple[Dataset, np.ndarray] | None:
-        """The rows of the ``wanted`` ids (distinct, none taken) in the slices ``numbers``, and their positions;
-        the queries found are taken."""
+        """The rows of the ``wanted`` ids (distinct, none taken) in the slices ``numbers``, copied, and their
+        positions; the queries found are taken."""
         qrels, queries, positions = [], [], []
         for number in numbers.tolist():
             dataset = self._slice(number)
             rows = to_numpy(pc.is_in(dataset.qrels_table.column("query_id"), wanted)).nonzero()[0]
             if not len(rows):
                 continue
-            qrels.append(JudgedQueries._rows(dataset.qrels_table, rows))
+            qrels.append(dataset.qrels_table.take(pa.array(rows)))
             queries.append(dataset.queries_table.filter(pc.is_in(dataset.queries_table.column("query_id"), wanted)))
             positions.append(rows + self.slices[number][2])
             found = self._found(string_fingerprints(pc.unique(qrels[-1].column("query_id"))))
@@ -330,9 +345,20 @@ class QrelsSlices:
         subset = Dataset(qrels_table=pa.concat_tables(qrels), queries_table=pa.concat_tables(queries), name=self.path)
         return subset, np.concatenate(positions).astype(np.int64)
 
+    def _read_whole(self) -> JudgedQueries:
+        """The qrels read whole, the queries taken so far taken there too."""
+        whole = JudgedQueries(load_dataset(self.path))
+        whole.taken[:] = self._found(string_fingerprints(whole.names)) < 0
+        self._parsed.clear()
+        return whole
+
     def take(self, query_ids: pa.Array) -> tuple[Dataset, np.ndarray] | None:
         """The qrels of ``query_ids`` (distinct; each query taken once: a later slice never sees it) and their row
         positions; None when none is judged."""
+        if self._whole is None and self.parses > self.REPARSES * len(self.slices):
+            self._whole = self._read_whole()
+        if self._whole is not None:
+            return self._whole.take(query_ids)
         at = self._found(string_fingerprints(query_ids))
         hit = at >= 0
         if not hit.any():
@@ -341,6 +367,9 @@ class QrelsSlices:
 
     def unread(self) -> Iterator[tuple[Dataset, np.ndarray]]:
         """The qrels of the judged queries no slice took (judged queries missing from the run), a slice at a time."""
+        if self._whole is not None:
+            yield from self._whole.unread()
+            return
         for number in np.unique(self.where[~self.taken]).tolist():
             ids = pc.unique(self._slice(number).qrels_table.column("query_id"))
             wanted = ids.filter(pa.array(self._found(string_fingerprints(ids)) >= 0))
@@ -350,12 +379,14 @@ class QrelsSlices:
 
 
 def _parse_qrels(path: str, text: bytes, offset: int, max_id_bytes: int) -> Dataset:
-    """A slice of a TREC qrels file, read by the qrels loader; an error names the file's line."""
+    """A slice of a TREC qrels file, read by the qrels loader; an error names the file's lines."""
     try:
         return trec.read_qrels(source_of(path, text, max_id_bytes), name=path)
     except ParseError as exc:
-        line = None if exc.line is None else exc.line + line_at(path, offset) - 1
-        raise ParseError(path, line, exc.expected, exc.found) from None
+        before = line_at(path, offset) - 1
+        line = None if exc.line is None else exc.line + before
+        found = re.sub(r"\(first on line (\d+)\)", lambda m: f"(first on line {int(m.group(1)) + before})", exc.found)
+        raise ParseError(path, line, exc.expected, found) from None
 
 
 class SeenQueries:
