@@ -18,7 +18,7 @@ from ragmetrics.engine import Conventions, Coverage
 from ragmetrics.engine.health import Health, QueryTallies, health_of
 from ragmetrics.engine.metrics import parse_metric
 from ragmetrics.foundation.ids import to_numpy
-from ragmetrics.partitioned.buckets import EVALUATED, SKIPPED, TALLIES, TOTALS, UNKNOWN, schema
+from ragmetrics.partitioned.buckets import EVALUATED, FLAGS, SKIPPED, TALLIES, TOTALS, UNKNOWN, schema
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -66,31 +66,47 @@ def combine(
     keep_ids: bool = True,
     per_query_file: str | None = None,
 ) -> PartitionedRun:
-    """Fold bucket tables (any order, any split) into the run's result."""
-    parts = list(tables)
-    table = pa.concat_tables(parts) if parts else schema(metrics).empty_table()
-    order = pc.sort_indices(table, sort_keys=[("kind", "ascending"), ("position", "ascending")])
-    table = table.take(order)
-    kind = to_numpy(table.column("kind"))
-    evaluated = table.filter(pa.array(kind == EVALUATED))
-    unknown = table.filter(pa.array(kind == UNKNOWN))
-    totals = table.filter(pa.array(kind == TOTALS))
+    """Fold bucket tables (any order, any split) into the run's result. The evaluated queries' rows are the bulk
+    (one a query): they are put in dataset order a column at a time, never as a second whole table."""
+    per_query: list[pa.Table] = []  # the evaluated queries' rows, only the columns read below
+    few: list[pa.Table] = []  # the unknown and skipped queries and the totals
+    wanted = ["position", "query_id", *FLAGS, *TALLIES, *metrics]
+    for part in tables:
+        evaluated = to_numpy(part.column("kind")) == EVALUATED
+        per_query.append((part if evaluated.all() else part.filter(pa.array(evaluated))).select(wanted))
+        if not evaluated.all():
+            few.append(part.filter(pa.array(~evaluated)))
+    table = pa.concat_tables(per_query) if per_query else schema(metrics).empty_table().select(wanted)
+    del per_query  # the concatenation holds the same buffers
+    others = pa.concat_tables(few) if few else schema(metrics).empty_table()
+    others = others.take(pc.sort_indices(others, sort_keys=[("position", "ascending")]))
+    in_order = pc.sort_indices(table.column("position"))
 
-    def total(column: str) -> int:
-        return int(pc.sum(totals.column(column)).as_py() or 0)
+    def column(name: str) -> pa.ChunkedArray:
+        return table.column(name).take(in_order)
+
+    other_kind = to_numpy(others.column("kind"))
+    unknown = others.filter(pa.array(other_kind == UNKNOWN))
+    totals = others.filter(pa.array(other_kind == TOTALS))
+    skipped = others.filter(pa.array(other_kind == SKIPPED))
+    query_id = column("query_id")
+
+    def total(name: str) -> int:
+        return int(pc.sum(totals.column(name)).as_py() or 0)
 
     def ids_where(flag: str) -> list[str]:
-        return evaluated.filter(evaluated.column(flag)).column("query_id").to_pylist()
+        return query_id.filter(column(flag)).to_pylist()
 
-    def column(name: str) -> np.ndarray:
-        return to_numpy(evaluated.column(name))
-
-    missing = table.filter(
-        pa.array((kind == SKIPPED) | ((kind == EVALUATED) & to_numpy(table.column("missing_in_run"))))
+    missing_flag = column("missing_in_run")
+    missing = pa.concat_tables(
+        [
+            skipped.select(["position", "query_id"]),
+            pa.table({"position": column("position").filter(missing_flag), "query_id": query_id.filter(missing_flag)}),
+        ]
     )
     missing = missing.take(pc.sort_indices(missing, sort_keys=[("position", "ascending")]))
     coverage = Coverage(
-        queries_evaluated=evaluated.num_rows,
+        queries_evaluated=len(query_id),
         missing_in_run=missing.column("query_id").to_pylist(),
         not_in_dataset=unknown.column("query_id").to_pylist(),
         rows_not_in_dataset=total("unknown_rows"),
@@ -104,12 +120,12 @@ def combine(
         tied_queries=ids_where("tied"),
         empty_run=total("run_rows") == 0,
     )
-    tallies = QueryTallies(**{name: column(name) for name in TALLIES})
+    tallies = QueryTallies(**{name: to_numpy(column(name)) for name in TALLIES})
     health = health_of(tallies, unknown.num_rows, coverage.empty_run)
     query_ids = None
     if keep_ids:
-        query_ids = np.array(evaluated.column("query_id").to_pylist(), dtype=object)
-    arrays = {m: _floats(evaluated.column(m)) for m in metrics}
+        query_ids = np.array(query_id.to_pylist(), dtype=object)
+    arrays = {m: _floats(column(m)) for m in metrics}
     emitted = [Sums.from_bytes(b, len(metrics)) for b in totals.column("sums").to_pylist() if b is not None]
     sums = merge_all(emitted, len(metrics), emitted[0].resamples, emitted[0].seed) if emitted else None
     return PartitionedRun(
