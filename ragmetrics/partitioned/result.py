@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,13 +28,14 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, eq=False)
 class PartitionedRun:
     """One run evaluated bucket by bucket: per-query values in dataset order, the coverage report and the health,
-    equal to the in-process engine's. ``query_ids`` is None when the per-query rows were written to a file
-    instead of collected (the values are kept: means and paired tests need only them)."""
+    equal to the in-process engine's. ``ids`` (Arrow text) and :attr:`query_ids` (the same as Python strings, made
+    on first use: 10M of them take about 0.7 GB) are None when the per-query rows were written to a file instead of
+    collected (the values are kept: means and paired tests need only them)."""
 
     name: str
     metrics: tuple[str, ...]
     conventions: Conventions
-    query_ids: np.ndarray | None
+    ids: pa.ChunkedArray | None
     arrays: dict[str, np.ndarray]
     coverage: Coverage
     health: Health
@@ -41,6 +43,11 @@ class PartitionedRun:
     sums: Sums | None = None
     """Every bucket's :class:`ragmetrics.analysis.merged.Sums` added: the fingerprints, and the merged intervals
     and tests when the plan asked for resamples (equal, bit for bit, for any bucket count, engine and order)."""
+
+    @cached_property
+    def query_ids(self) -> np.ndarray | None:
+        """The evaluated queries' ids in dataset order, as an array of Python strings."""
+        return None if self.ids is None else np.array(self.ids.to_pylist(), dtype=object)
 
     @property
     def means(self) -> dict[str, float]:
@@ -122,9 +129,6 @@ def combine(
     )
     tallies = QueryTallies(**{name: to_numpy(column(name)) for name in TALLIES})
     health = health_of(tallies, unknown.num_rows, coverage.empty_run)
-    query_ids = None
-    if keep_ids:
-        query_ids = np.array(query_id.to_pylist(), dtype=object)
     arrays = {m: _floats(column(m)) for m in metrics}
     emitted = [Sums.from_bytes(b, len(metrics)) for b in totals.column("sums").to_pylist() if b is not None]
     sums = merge_all(emitted, len(metrics), emitted[0].resamples, emitted[0].seed) if emitted else None
@@ -132,7 +136,7 @@ def combine(
         run_name,
         tuple(metrics),
         conventions,
-        query_ids,
+        query_id if keep_ids else None,
         arrays,
         coverage,
         health,
