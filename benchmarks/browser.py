@@ -8,7 +8,8 @@ dashboard on a fresh store (the first start stores the samples) and the floor ap
 - **page by address**: each page of ``dashboard.views.VIEWS`` (the Overview with its curves, drawn on its first
   screen) opened by its address, and beside each the floor page with the same kinds of elements
   (:data:`KINDS_HELD`: the sidebar's controls, tables, charts drawn by the classic script, ...), read from the
-  dashboard's page itself; in a fresh browser (a new context: no cache, no session) and in a returning one (a
+  dashboard's page itself, and beside that the floor page with as many tables and charts as the dashboard's
+  page (:func:`same_counts`); in a fresh browser (a new context: no cache, no session) and in a returning one (a
   browser profile on disk that has opened every page before: its caches are warm; each opening is a new tab, so a
   new session). Every page is opened once before it is timed (the servers' caches warm, as a teammate's link
   finds them), then the rounds go over every dashboard page and every floor page in turn, so a change in the
@@ -44,6 +45,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -257,10 +259,12 @@ uploader): the kinds that load code of their own in the browser."""
 HOW_MANY = """() => ({
   tables: document.querySelectorAll("[data-testid='stDataFrame']").length,
   charts: document.querySelectorAll(".js-plotly-plot").length,
+  classic_charts: document.querySelectorAll(".ragmetrics-figure").length,
   elements: document.querySelectorAll("[data-testid='stElementContainer']").length,
 })"""
-"""A JavaScript function: how many tables, charts and elements (of any kind) a drawn page holds; a page far above
-its floor often holds many more of them than the floor's one of each."""
+"""A JavaScript function: how many tables, charts (of them, how many drawn by the classic script) and elements (of
+any kind) a drawn page holds; a page far above its floor often holds many more of them than the floor's one of
+each, so each page is also held against a floor page with as many tables and charts (:func:`same_counts`)."""
 FLOOR_APP = "benchmarks/browser_floor.py"
 BUNDLE_COST = (("controls", "table"), ("controls", "table", "chart"))
 """Two floor pages always timed: without and with one chart; the difference is what Plotly's script costs."""
@@ -293,8 +297,51 @@ def kinds_held(browser, url: str) -> tuple[tuple[str, ...], dict[str, int]]:  # 
         context.close()
 
 
-def floor_url(floor: str, kinds: tuple[str, ...]) -> str:
-    return f"{floor}/?kinds={','.join(kinds)}"
+Counts = tuple[int, int]
+"""How many tables and charts drawn by the classic script a floor page holds."""
+
+
+def same_counts(kinds: tuple[str, ...], many: dict[str, int]) -> Counts | None:
+    """The tables and classic charts of a dashboard page holding ``kinds`` and ``many`` (:data:`HOW_MANY`), asked
+    of a floor page with the same kinds; None where the floor's one of each already holds as many."""
+    counts = (many["tables"] * ("table" in kinds), many["classic_charts"] * ("chart" in kinds))
+    return None if counts == (int("table" in kinds), int("chart" in kinds)) else counts
+
+
+class Floor(NamedTuple):
+    """A floor page: the ``kinds`` it holds, as many tables and classic charts as ``counts`` (one of each when
+    None), opened at ``/`` or, ``by_path``, at a page's own path, as every dashboard page but the Overview is.
+    Opened at a path, Streamlit's frontend first asks for its health and host config under that path, then under
+    ``/``: about 0.1 s before the session starts, on the floor as on the dashboard."""
+
+    kinds: tuple[str, ...]
+    counts: Counts | None = None
+    by_path: bool = False
+
+    @property
+    def name(self) -> str:
+        name = f"floor: {','.join(self.kinds) or 'bare'}"
+        if self.counts:
+            name += f" ({self.counts[0]} tables, {self.counts[1]} charts)"
+        return name + (" by path" if self.by_path else "")
+
+    def url(self, base: str) -> str:
+        extra = f"&tables={self.counts[0]}&charts={self.counts[1]}" if self.counts else ""
+        return f"{base}/{FLOOR_PATH if self.by_path else ''}?kinds={','.join(self.kinds)}{extra}"
+
+
+FLOOR_PATH = "by-path"
+"""The floor app's page at a path of its own (``browser_floor.py``), the same page as its default one."""
+
+
+def floors_of(held: dict[str, tuple[tuple[str, ...], dict[str, int]]]) -> dict[str, tuple[Floor, Floor]]:
+    """Each dashboard page's two floors: one table and one chart of its kinds, and as many as the page holds; both
+    opened as the page is, at ``/`` or at a path."""
+    by_path = {view.key: bool(view.url_path) for view in VIEWS}
+    return {
+        view: (Floor(kinds, None, by_path[view]), Floor(kinds, same_counts(kinds, many), by_path[view]))
+        for view, (kinds, many) in held.items()
+    }
 
 
 def by_address(p, browser, urls: dict[str, str], repeat: int, results: Results) -> None:  # type: ignore[no-untyped-def]
@@ -349,10 +396,6 @@ def median(results: Results, name: str) -> float:
     return results[name]["page"]["median"]
 
 
-def floor_name(kinds: tuple[str, ...]) -> str:
-    return f"floor: {','.join(kinds) or 'bare'}"
-
-
 def report(
     results: Results,
     held: dict[str, tuple[tuple[str, ...], dict[str, int]]],
@@ -365,19 +408,27 @@ def report(
     if held:
         lines.append(
             f"{'page':<12} {'kinds':<24} {'tables':>6} {'charts':>6} {'elems':>5}   {'fresh':>6} {'floor':>6} "
-            f"{'ratio':>6}   {'return':>6} {'floor':>6} {'ratio':>6}   (page clock, medians, s)"
+            f"{'ratio':>6} {'floor=':>6} {'ratio':>6}   {'return':>6} {'floor':>6} {'ratio':>6} {'floor=':>6} "
+            f"{'ratio':>6}   (page clock, medians, s)"
         )
         for view, (kinds, many) in held.items():
             cells = []
             for prefix in (fresh, returning):
-                own, bare = median(results, prefix + view), median(results, prefix + floor_name(kinds))
-                cells.append(f"{own:6.2f} {bare:6.2f} {own / bare:5.2f}{' ' if own <= RATIO_TARGET * bare else '!'}")
+                own = median(results, prefix + view)
+                cell = f"{own:6.2f}"
+                for floor in floors_of(held)[view]:
+                    bare = median(results, prefix + floor.name)
+                    cell += f" {bare:6.2f} {own / bare:5.2f}{' ' if own <= RATIO_TARGET * bare else '!'}"
+                cells.append(cell)
             lines.append(
                 f"{view:<12} {','.join(kinds) or 'bare':<24} {many['tables']:>6} {many['charts']:>6} "
                 f"{many['elements']:>5}   " + "   ".join(cells)
             )
-        lines.append(f"(! above {RATIO_TARGET}x its floor; the floor holds one table and one chart of its kinds)")
-        without, with_chart = (floor_name(kinds) for kinds in BUNDLE_COST)
+        lines.append(
+            f"(! above {RATIO_TARGET}x its floor; 'floor' holds one table and one chart of its kinds, 'floor=' as many "
+            "tables and charts as the page; both opened as the page is, at / or at a path)"
+        )
+        without, with_chart = (Floor(kinds).name for kinds in BUNDLE_COST)
         lines.append(
             f"the chart's script, {figures.PLOTLY_JS.name} {get_plotlyjs_version()} "
             f"({figures.PLOTLY_JS.stat().st_size / 1e6:.1f} MB, {len(gzip.compress(figures.PLOTLY_JS.read_bytes())) / 1e6:.1f} MB gzipped), "
@@ -432,12 +483,15 @@ def main() -> int:
                 urls = {view.key: f"{base}/{view.url_path}" for view in VIEWS}
                 progress("every page opened once: the kinds it holds")
                 held = {view: kinds_held(browser, url) for view, url in urls.items()}
-                for kinds in dict.fromkeys([*(kinds for kinds, _ in held.values()), *BUNDLE_COST]):
-                    url = floor_url(floor, kinds)
-                    found, _ = kinds_held(browser, url)
-                    if found != kinds:  # the floor draws what it is asked for, no less, no more
-                        raise RuntimeError(f"the floor page {url} holds {found}, not {kinds}")
-                    urls[floor_name(kinds)] = url
+                floors = [*(f for pair in floors_of(held).values() for f in pair), *map(Floor, BUNDLE_COST)]
+                for page_floor in dict.fromkeys(floors):
+                    url = page_floor.url(floor)
+                    found, many = kinds_held(browser, url)
+                    # the floor draws what it is asked for, no less, no more
+                    counts = (many["tables"], many["classic_charts"])
+                    if found != page_floor.kinds or page_floor.counts not in (None, counts):
+                        raise RuntimeError(f"the floor page {url} holds {found} {many}, not {page_floor}")
+                    urls[page_floor.name] = url
                 by_address(p, browser, urls, args.repeat, results)
             wait_until_idle(base.pid)
             progress("changes")

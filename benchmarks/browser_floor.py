@@ -2,12 +2,13 @@
 elements its address asks for, each drawn the way the dashboard draws it.
 
     streamlit run benchmarks/browser_floor.py   # from the repository root; browser.py starts it itself
-    # then open /?kinds=controls,table,chart
+    # then open /?kinds=controls,table,chart, /by-path?kinds=controls,table,chart&tables=5&charts=2, ...
 
 ``browser.py`` reads which kinds each dashboard page holds (:data:`KINDS`, the same names as its detector) and
 times this page with the same kinds beside it, in the same fresh and returning browsers: what a dashboard page
 takes beyond its floor is the dashboard's own; what the floor takes is Streamlit's and Plotly's JavaScript being
-loaded, compiled and run.
+loaded, compiled and run. The floor holds one table and one chart unless the address asks for as many as the
+dashboard's page holds (``tables=N``, ``charts=N``).
 
 Drawn the dashboard's way: the server is an ``st.App`` that mounts the dashboard's route for Plotly's classic
 script (``dashboard.ui.figures.script_routes``, as ``dashboard/app.py`` does), tables and charts go through
@@ -44,13 +45,21 @@ def controls() -> None:
             st.code("http://127.0.0.1/?k=10", language=None, wrap_lines=True)
 
 
+def how_many(name: str) -> int:
+    """How many of a kind the address asks for (``tables=5``, ``charts=2``); one by default."""
+    value = str(st.query_params.get(name, "1"))
+    return int(value) if value.isdigit() else 1
+
+
 def table() -> None:
-    layout.show_table(FRAME, key="floor.table", filename="floor.csv")
+    for n in range(how_many("tables")):
+        layout.show_table(FRAME, key=f"floor.table.{n}", filename="floor.csv")
 
 
 def chart() -> None:
-    figure = go.Figure(go.Scatter(x=[1, 2, 3], y=[0.61, 0.68, 0.72], mode="lines+markers", name="recall"))
-    layout.show_figure(figure, key="floor.chart", filename="floor")
+    for n in range(how_many("charts")):
+        figure = go.Figure(go.Scatter(x=[1, 2, 3], y=[0.61, 0.68, 0.72], mode="lines+markers", name="recall"))
+        layout.show_figure(figure, key=f"floor.chart.{n}", filename="floor")
 
 
 def plotly_chart() -> None:
@@ -85,14 +94,22 @@ def floor_page() -> None:
         KINDS[kind]()
 
 
+def floor_page_by_path() -> None:
+    """The floor page at a path of its own (``browser.FLOOR_PATH``), as the dashboard's pages but the Overview."""
+    floor_page()
+
+
 def other_page() -> None:
     st.title("Another page")
 
 
 def main() -> None:
     st.set_page_config(page_title="floor", layout="wide")
-    pages = [st.Page(floor_page, title="Floor", url_path="floor", default=True)]
-    pages += [st.Page(other_page, title=f"Page {n}", url_path=f"page{n}") for n in range(2, 8)]
+    pages = [
+        st.Page(floor_page, title="Floor", url_path="floor", default=True),
+        st.Page(floor_page_by_path, title="Floor by path", url_path="by-path"),
+    ]
+    pages += [st.Page(other_page, title=f"Page {n}", url_path=f"page{n}") for n in range(3, 8)]
     st.navigation({"Results": pages[:4], "Data": pages[4:]}, expanded=True).run()
 
 

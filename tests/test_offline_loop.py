@@ -233,7 +233,7 @@ def loop_rates(seeds: range, populations: tuple[str, ...] = ("queries", "dataset
             frame, judged, human, queries = corrected(loop, judged_labels, population)
             true = frame.index.map(truth)
             deltas = [
-                (row.ci_low <= truth[row.run] - truth[base] <= row.ci_high, np.sign(row.delta) == np.sign(truth[row.run] - truth[base]))
+                (row.ci_low <= truth[row.run] - truth[base] <= row.ci_high, np.sign(row.delta) == np.sign(truth[row.run] - truth[base]), bool(row.significant))
                 for base in truth
                 for row in corrected_comparison(judged, human, queries, baseline=base, population=population).itertuples()
             ]  # fmt: skip
@@ -244,8 +244,10 @@ def loop_rates(seeds: range, populations: tuple[str, ...] = ("queries", "dataset
                 "order right, corrected": list(frame["estimate"].sort_values().index) == order,
                 "order right, judge-only": list(frame["judge"].sort_values().index) == order,
                 "order right, human-only": list(frame["human"].sort_values().index) == order,
-                "a delta covered": np.mean([covered for covered, _ in deltas]),
-                "every delta's sign right": all(right for _, right in deltas),
+                "a delta covered": np.mean([covered for covered, _, _ in deltas]),
+                "every delta's sign right": all(right for _, right, _ in deltas),
+                "significant deltas": sum(significant for _, _, significant in deltas),
+                "significant, sign wrong": sum(significant and not right for _, right, significant in deltas),
                 "half width": float(((frame["ci_high"] - frame["ci_low"]) / 2).mean()),
             }.items():
                 found[population].setdefault(key, []).append(float(value))
@@ -259,4 +261,5 @@ if __name__ == "__main__":  # the figures of docs/judging.md
     for target, rates in loop_rates(range(count)).items():
         print(f"offline loop through the endpoint judge on SciFact, seeds 0-{count - 1}, target {target}:")
         for key, value in rates.items():
-            print(f"  {key:<28} {value:.3f}")
+            total = f"  ({round(value * count)} over the {count} seeds)" if key.startswith("significant") else ""
+            print(f"  {key:<28} {value:.3f}{total}")
