@@ -411,12 +411,13 @@ def report(
             f"{'ratio':>6} {'floor=':>6} {'ratio':>6}   {'return':>6} {'floor':>6} {'ratio':>6} {'floor=':>6} "
             f"{'ratio':>6}   (page clock, medians, s)"
         )
+        floors = floors_of(held)
         for view, (kinds, many) in held.items():
             cells = []
             for prefix in (fresh, returning):
                 own = median(results, prefix + view)
                 cell = f"{own:6.2f}"
-                for floor in floors_of(held)[view]:
+                for floor in floors[view]:
                     bare = median(results, prefix + floor.name)
                     cell += f" {bare:6.2f} {own / bare:5.2f}{' ' if own <= RATIO_TARGET * bare else '!'}"
                 cells.append(cell)
