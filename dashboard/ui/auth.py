@@ -39,7 +39,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard.core.text import md_escape
-from dashboard.ui.gate import COOKIE, sign_out_form, signed_in
+from dashboard.ui.gate import COOKIE, SIDEBAR_BUTTON_STYLE, sign_out_form, signed_in
 from dashboard.ui.signin_config import AuthConfig, allowed, hash_password, read_config
 
 MAX_FAILURES = 5  # wrong passwords in a row (per session) before a pause
@@ -96,7 +96,7 @@ def _password_gate(config: AuthConfig) -> bool:
     assert config.check is not None
     if _signed_in_at_the_gate(config):
         # the gate's own form in this tab (st.link_button opens a new one): it revokes the cookie and asks again
-        st.sidebar.markdown(sign_out_form(), unsafe_allow_html=True)
+        st.sidebar.markdown(sign_out_form(button_style=SIDEBAR_BUTTON_STYLE), unsafe_allow_html=True)
         return True
     if st.session_state.get(_SIGNED_IN) == config.fingerprint:
         if st.sidebar.button("Sign out", key="auth.sign_out", icon=":material/logout:"):

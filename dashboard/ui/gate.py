@@ -216,10 +216,19 @@ _STYLE = (
 )
 
 
-def sign_out_form(before: str = "") -> str:
+SIDEBAR_BUTTON_STYLE = (
+    "padding:.25rem .75rem;min-height:2.5rem;border-radius:.5rem;border:1px solid rgba(128,128,128,.35);"
+    "background:transparent;color:inherit;font:inherit;cursor:pointer;margin-bottom:.75rem"
+)
+"""The sign-out button in the app's sidebar drawn like Streamlit's secondary buttons (inline: the app's Markdown
+keeps no stylesheet), in the theme's text colour so it reads on a light and a dark sidebar."""
+
+
+def sign_out_form(before: str = "", *, button_style: str = "") -> str:
     """The sign-out control: a form that POSTs to the gate (a GET only asks, so no link or image on another site
     signs a user out; the cookie is ``SameSite=Lax``, so another site's form arrives without it)."""
-    return f"<form method=post action='{SIGNOUT_PATH}'>{before}<button type=submit>Sign out</button></form>"
+    style = f" style='{button_style}'" if button_style else ""
+    return f"<form method=post action='{SIGNOUT_PATH}'>{before}<button type=submit{style}>Sign out</button></form>"
 
 
 def _same_site(scope: Scope) -> bool:
