@@ -283,7 +283,7 @@ def test_a_query_in_two_nested_records_names_both_lines() -> None:
         b'{"query_id": "q1", "retrieved": ["d2"]}\n'
     )
     with pytest.raises(
-        ParseError, match=r"^run\.jsonl:3: expected one record per query .* 'q1' again, first on line 1$"
+        ParseError, match=r"^run\.jsonl:3: expected one record per query .* 'q1' again \(first on line 1\)$"
     ):
         load_run(text, filename="run.jsonl")
     # records without ids are told apart by their text: the same question twice is the same query

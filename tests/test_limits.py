@@ -398,3 +398,23 @@ def test_a_device_is_refused_before_reading_and_a_pipe_is_read() -> None:
         assert len(load_run(f"/dev/fd/{read_end}", filename="piped.trec")) == 1
     finally:
         os.close(read_end)
+
+
+def test_a_parse_error_pickles_and_is_said_of_the_whole_file() -> None:
+    """A part's error (a slice, a bucket) said of its file: both lines mapped, or the first one said to be elsewhere."""
+    err = ParseError("part", 3, "one label per query and document", "a second label", first_line=1)
+    assert str(err) == "part:3: expected one label per query and document, found a second label (first on line 1)"
+    assert str(pickle.loads(pickle.dumps(err))) == str(err)
+    moved = err.said_of("qrels.txt", lambda line: line + 100)
+    assert (moved.source, moved.line, moved.first_line) == ("qrels.txt", 103, 101)
+    assert (
+        str(moved)
+        == "qrels.txt:103: expected one label per query and document, found a second label (first on line 101)"
+    )
+    lost = err.said_of("qrels.txt", lambda line: None if line == 1 else line)
+    assert (
+        str(lost)
+        == "qrels.txt:3: expected one label per query and document, found a second label (first on another line)"
+    )
+    whole = ParseError("part", None, "UTF-8 text").said_of("run.trec", lambda line: line + 1)
+    assert (str(whole), whole.line) == ("run.trec: expected UTF-8 text", None)

@@ -7,6 +7,8 @@ the line, what was expected and what was found.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 
 class RagMetricsError(ValueError):
     """Bad input or a bad parameter; the message says what and where."""
@@ -15,20 +17,44 @@ class RagMetricsError(ValueError):
 class ParseError(RagMetricsError):
     """A file could not be read.
 
-    ``str(err)`` reads ``source:line: expected ..., found ...``; ``line`` is
-    1-based and ``None`` when the problem is the file as a whole.
+    ``str(err)`` reads ``source:line: expected ..., found ... (first on line N)``; ``line`` is 1-based and ``None``
+    when the problem is the file as a whole; ``first_line``, of a value given twice, is the line of its first
+    occurrence.
     """
 
-    def __init__(self, source: str, line: int | None, expected: str, found: str = "") -> None:
+    def __init__(
+        self, source: str, line: int | None, expected: str, found: str = "", *, first_line: int | None = None
+    ) -> None:
         self.source = source
         self.line = line
         self.expected = expected
         self.found = found
+        self.first_line = first_line
         where = f"{source}:{line}" if line is not None else source
         message = f"{where}: expected {expected}"
         if found:
             message += f", found {found}"
+        if first_line is not None:
+            message += f" (first on line {first_line})"
         super().__init__(message)
+
+    def __reduce__(self):  # picklable (a worker process's error reaches the caller whole) despite the keyword
+        return (_parse_error, (self.source, self.line, self.expected, self.found, self.first_line))
+
+    def said_of(self, source: str, line_of: Callable[[int], int | None]) -> ParseError:
+        """The same error said of the file ``source`` a part of which was read: ``line_of`` maps the part's line
+        numbers to the file's (None: not found there)."""
+        line = None if self.line is None else line_of(self.line)
+        if self.first_line is None:
+            return ParseError(source, line, self.expected, self.found)
+        first = line_of(self.first_line)
+        if first is None:
+            return ParseError(source, line, self.expected, f"{self.found} (first on another line)")
+        return ParseError(source, line, self.expected, self.found, first_line=first)
+
+
+def _parse_error(source: str, line: int | None, expected: str, found: str, first_line: int | None) -> ParseError:
+    return ParseError(source, line, expected, found, first_line=first_line)
 
 
 class FieldError(RagMetricsError):

@@ -194,7 +194,7 @@ def read_queries(source: Source) -> pd.DataFrame:
                 )
             if qid in seen:
                 raise ParseError(
-                    source.name, line, "each query id once", f"{shorten(qid)} again (first on line {seen[qid]})"
+                    source.name, line, "each query id once", f"{shorten(qid)} again", first_line=seen[qid]
                 )
             seen[qid] = line
             row = {"query_id": qid, "query": check_text(source, line, text, "a query text")}

@@ -258,13 +258,10 @@ def check_duplicate_judgments(source: Source, qrels: pd.DataFrame, line_of: Line
     if found is not None:
         row, first = found
         q, d = qrels["query_id"].iloc[row], qrels["doc_id"].iloc[row]
-        first_line = line_of(first)
-        where = f"line {first_line}" if first_line is not None else f"row {first + 1}"
-        line = line_of(row)
-        raise ParseError(
-            source.name,
-            line,
-            "one label per query and document",
-            f"a second label for query {shorten(q)}, document {shorten(d)} (first on {where})"
-            + ("" if line is not None else f" (row {row + 1})"),
-        )
+        first_line, line = line_of(first), line_of(row)
+        said = f"a second label for query {shorten(q)}, document {shorten(d)}"
+        if first_line is None:
+            said += f" (first on row {first + 1})"
+        if line is None:
+            said += f" (row {row + 1})"
+        raise ParseError(source.name, line, "one label per query and document", said, first_line=first_line)

@@ -57,7 +57,7 @@ def _read(source: Source, *, labels: bool) -> tuple[pd.DataFrame, list[str], Lin
     query_lines = RowLines()
     for line, qid, inner in scan_object(source, text):
         if qid in seen:
-            raise ParseError(source.name, line, "each query once", f"{shorten(qid)} again (first on line {seen[qid]})")
+            raise ParseError(source.name, line, "each query once", f"{shorten(qid)} again", first_line=seen[qid])
         seen[qid] = line
         if not isinstance(inner, dict):
             raise ParseError(

@@ -110,7 +110,8 @@ def read_jsonl_run(source: Source, *, name: str) -> Run:
                 source.name,
                 line,
                 'one record per query (its whole ranking in one "retrieved" list)',
-                f"query {shorten(qid)} again, first on line {first}",
+                f"query {shorten(qid)} again",
+                first_line=first,
             )
         retrieved = record["retrieved"]
         if not isinstance(retrieved, list):

@@ -517,7 +517,8 @@ def parse_qrels_table(source: Source) -> pa.Table:
             source.name,
             line,
             "one label per query and document",
-            f"a second label for query {shorten(q)}, document {shorten(d)} (first on line {first_line})",
+            f"a second label for query {shorten(q)}, document {shorten(d)}",
+            first_line=first_line,
         )
     return qrels
 

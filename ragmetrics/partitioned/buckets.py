@@ -110,24 +110,11 @@ def _lines(rows: pa.Table) -> bytes:
 
 
 def _in_file(side: Side, rows: pa.Table, exc: ParseError) -> ParseError:
-    """``exc``, raised on a bucket, said of the input file: its line found by the line's text."""
-    line = None
-    if exc.line is not None:
-        if side.layout == "trec":
-            line = _trec_line(side, rows, exc.line)
-        else:
-            line = side.line_of(to_numpy(rows.column(POSITION)), exc.line - 1)
-    return ParseError(side.file, line, exc.expected, _first_on_line(side, rows, exc.found))
-
-
-def _first_on_line(side: Side, rows: pa.Table, found: str) -> str:
-    """A duplicate judgment names its first line: said of the input file too."""
-
-    match = re.search(r"\(first on line (\d+)\)", found)
-    if side.layout != "trec" or match is None:
-        return found
-    first = _trec_line(side, rows, int(match.group(1)))
-    return found[: match.start()] + (f"(first on line {first})" if first else "(first on another line)")
+    """``exc``, raised on a bucket, said of the input file: a TREC line found by its text, a table's by its row."""
+    if side.layout == "trec":
+        return exc.said_of(side.file, lambda line: _trec_line(side, rows, line))
+    positions = to_numpy(rows.column(POSITION))
+    return exc.said_of(side.file, lambda line: side.line_of(positions, line - 1))
 
 
 def _trec_line(side: Side, rows: pa.Table, bucket_line: int) -> int | None:

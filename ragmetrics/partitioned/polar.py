@@ -147,7 +147,7 @@ class Polars(Engine):
             try:
                 check_line_breaks(path)
             except ParseError as exc:  # said of the input file, not of its decompressed copy
-                raise ParseError(found.path, exc.line, exc.expected, exc.found) from None
+                raise exc.said_of(found.path, lambda line: line) from None
             lines = pl.scan_lines(path, name="line", row_index_name=POSITION)
             key = pl.col("line").str.extract(FIRST_FIELD, 1).fill_null("")
             # blank and comment lines carry no row: the loader skips them

@@ -31,7 +31,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from functools import partial
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -56,6 +56,8 @@ from ragmetrics.partitioned.inputs import (
     open_plain,
     with_columns,
 )
+
+T = TypeVar("T")
 
 DEFAULT_MEMORY_LIMIT = "2GB"
 """The memory the engine plans for when ``--memory-limit`` is not given (DuckDB's default too)."""
@@ -380,13 +382,17 @@ class QrelsSlices:
 
 def _parse_qrels(path: str, text: bytes, offset: int, max_id_bytes: int) -> Dataset:
     """A slice of a TREC qrels file, read by the qrels loader; an error names the file's lines."""
+    return _read_slice(trec.read_qrels, path, text, offset, max_id_bytes, path)
+
+
+def _read_slice(read: Callable[..., T], path: str, text: bytes, offset: int, max_id_bytes: int, name: str) -> T:
+    """``read`` (a TREC loader) over the slice ``text`` of ``path`` that starts at byte ``offset``; an error is said
+    of the file's lines."""
     try:
-        return trec.read_qrels(source_of(path, text, max_id_bytes), name=path)
+        return read(source_of(path, text, max_id_bytes), name=name)
     except ParseError as exc:
         before = line_at(path, offset) - 1
-        line = None if exc.line is None else exc.line + before
-        found = re.sub(r"\(first on line (\d+)\)", lambda m: f"(first on line {int(m.group(1)) + before})", exc.found)
-        raise ParseError(path, line, exc.expected, found) from None
+        raise exc.said_of(path, lambda line: line + before) from None
 
 
 class SeenQueries:
@@ -538,11 +544,8 @@ def _gzipped_slices(path: str, size: int) -> Iterator[tuple[int, bytes]]:
 
 
 def _parse_trec(plan: Plan, path: str, text: bytes, offset: int) -> Run:
-    try:
-        return trec.read_run(source_of(path, text, plan.max_id_bytes), name=plan.run_name)
-    except ParseError as exc:
-        line = None if exc.line is None else exc.line + line_at(path, offset) - 1
-        raise ParseError(path, line, exc.expected, exc.found) from None
+    """A slice of a TREC run file, read by the run loader; an error names the file's lines."""
+    return _read_slice(trec.read_run, path, text, offset, plan.max_id_bytes, plan.run_name)
 
 
 def _line_of(path: str, text: bytes, offset: int, row: int) -> str:
