@@ -328,9 +328,10 @@ class QrelsSlices:
         at = np.minimum(np.searchsorted(self.prints, prints), len(self.prints) - 1)
         return np.where((self.prints[at] == prints) & ~self.taken[at], at, -1)
 
-    def _gather(self, numbers: np.ndarray, wanted: pa.Array) -> tuple[Dataset, np.ndarray] | None:
-        """The rows of the ``wanted`` ids (distinct, none taken) in the slices ``numbers``, copied, and their
-        positions; the queries found are taken."""
+    def _gather(self, numbers: np.ndarray, wanted: pa.Array, at: np.ndarray) -> tuple[Dataset, np.ndarray] | None:
+        """The rows of the ``wanted`` ids (distinct, none taken; ``at``: where each is among the judged queries) in
+        the slices ``numbers``, copied, and their positions; the ``wanted`` queries are taken."""
+        self.taken[at] = True
         qrels, queries, positions = [], [], []
         for number in numbers.tolist():
             dataset = self._slice(number)
@@ -340,8 +341,6 @@ class QrelsSlices:
             qrels.append(dataset.qrels_table.take(pa.array(rows)))
             queries.append(dataset.queries_table.filter(pc.is_in(dataset.queries_table.column("query_id"), wanted)))
             positions.append(rows + self.slices[number][2])
-            found = self._found(string_fingerprints(pc.unique(qrels[-1].column("query_id"))))
-            self.taken[found[found >= 0]] = True
         if not qrels:
             return None
         subset = Dataset(qrels_table=pa.concat_tables(qrels), queries_table=pa.concat_tables(queries), name=self.path)
@@ -365,7 +364,7 @@ class QrelsSlices:
         hit = at >= 0
         if not hit.any():
             return None
-        return self._gather(np.unique(self.where[at[hit]]), query_ids.filter(pa.array(hit)))
+        return self._gather(np.unique(self.where[at[hit]]), query_ids.filter(pa.array(hit)), at[hit])
 
     def unread(self) -> Iterator[tuple[Dataset, np.ndarray]]:
         """The qrels of the judged queries no slice took (judged queries missing from the run), a slice at a time."""
@@ -374,8 +373,9 @@ class QrelsSlices:
             return
         for number in np.unique(self.where[~self.taken]).tolist():
             ids = pc.unique(self._slice(number).qrels_table.column("query_id"))
-            wanted = ids.filter(pa.array(self._found(string_fingerprints(ids)) >= 0))
-            part = self._gather(np.array([number]), wanted)
+            at = self._found(string_fingerprints(ids))
+            hit = at >= 0
+            part = self._gather(np.array([number]), ids.filter(pa.array(hit)), at[hit])
             if part is not None:
                 yield part
 
