@@ -101,20 +101,14 @@ def combine(
     def total(name: str) -> int:
         return int(pc.sum(totals.column(name)).as_py() or 0)
 
-    def ids_where(flag: str) -> list[str]:
-        return query_id.filter(column(flag)).to_pylist()
+    def ids_where(flag: str, *also: pa.Table) -> list[str]:
+        """The ids of the flagged queries (the few, filtered before they are put in order), and ``also``'s."""
+        flagged = pa.concat_tables([table.select(["position", "query_id"]).filter(table.column(flag)), *also])
+        return flagged.column("query_id").take(pc.sort_indices(flagged.column("position"))).to_pylist()
 
-    missing_flag = column("missing_in_run")
-    missing = pa.concat_tables(
-        [
-            skipped.select(["position", "query_id"]),
-            pa.table({"position": column("position").filter(missing_flag), "query_id": query_id.filter(missing_flag)}),
-        ]
-    )
-    missing = missing.take(pc.sort_indices(missing, sort_keys=[("position", "ascending")]))
     coverage = Coverage(
         queries_evaluated=len(query_id),
-        missing_in_run=missing.column("query_id").to_pylist(),
+        missing_in_run=ids_where("missing_in_run", skipped.select(["position", "query_id"])),
         not_in_dataset=unknown.column("query_id").to_pylist(),
         rows_not_in_dataset=total("unknown_rows"),
         no_judgments=[],
