@@ -23,7 +23,8 @@ from ragmetrics.io import load_dataset, load_run
 from ragmetrics.partitioned import evaluate_files
 from ragmetrics.partitioned.buckets import Plan, Side
 from ragmetrics.partitioned.local import bucket_tables_of
-from ragmetrics.partitioned.paired import compare_files, statistics_of
+from ragmetrics.partitioned.engine import engine_class
+from ragmetrics.partitioned.paired import compare_files, compare_pairs, statistics_of
 from ragmetrics.partitioned.result import combine
 from tests.partitioned_cases import BUCKETS, METRICS, SCIFACT, write_grouped, write_hard_case
 
@@ -236,6 +237,28 @@ def test_paired_statistics_are_equal_for_every_bucket_count(engine):
     assert ndcg.p_t == pytest.approx(paired_p_value(dense.arrays["ndcg@10"], bm25.arrays["ndcg@10"]), rel=1e-6)
 
 
+@pytest.mark.parametrize("engine", ["duckdb", "polars"])
+def test_several_pairs_read_each_run_once_and_equal_the_pairs_one_by_one(engine, monkeypatch):
+    runs = [str(BM25), str(DENSE), str(HYBRID)]
+    pairs = [(1, 0), (2, 0), (2, 1)]
+    one_by_one = [
+        compare_files(str(QRELS), runs[b], runs[r], SOME, engine=engine, buckets=3, resamples=RESAMPLES)
+        for r, b in pairs
+    ]
+    engine_type = engine_class(engine)
+    read = []
+    original = engine_type.bucket_tables
+
+    def counted(self, plan, qrels, run, buckets):
+        read.append(run.path)
+        return original(self, plan, qrels, run, buckets)
+
+    monkeypatch.setattr(engine_type, "bucket_tables", counted)
+    together = compare_pairs(str(QRELS), runs, pairs, SOME, engine=engine, buckets=3, resamples=RESAMPLES)
+    assert repr(together) == repr(one_by_one)
+    assert sorted(read) == sorted(runs)  # each run's buckets made once, not once per pair
+
+
 # --- the fingerprint -----------------------------------------------------------------------------------------------
 
 
@@ -372,8 +395,8 @@ def test_cli_compare_refuses_a_test_that_does_not_merge():
 
 
 def test_cli_compare_on_a_partitioned_engine_corrects_over_the_same_family_as_in_process():
-    """Three runs, two metrics, the t test: every pair of the runs (a pass of the engine per pair beyond the
-    baseline's) makes the family of six, named as in process, and the corrected p-values equal the in-process ones;
+    """Three runs, two metrics, the t test: every pair of the runs (the baseline's and the others', each run read
+    once) makes the family of six, named as in process, and the corrected p-values equal the in-process ones;
     ``--family baseline`` corrects over the baseline's four."""
     common = ["compare", "--dataset", str(QRELS), "--baseline", str(BM25), "--run", str(DENSE), "--run", str(HYBRID)]
     common += ["-m", "ndcg@10", "-m", "recall@100", "--test", "t"]

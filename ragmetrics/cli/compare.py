@@ -92,11 +92,21 @@ def compare_partitioned(args: argparse.Namespace, out: TextIO) -> int:
             f"--test {args.test}: --engine {args.engine} makes the tests that merge ({', '.join(MERGED_TESTS)}); "
             "use --engine inprocess for the others"
         )
-    rows = []
-    for run in args.run:
-        for found in merged_pair(args, run, args.baseline):
-            rows.append((run_name(run), found, found.p_t if args.test == "t" else found.p_randomization))
-    family_p = [p for *_, p in rows] + (other_pairs_p(args) if args.family == "pairs" else [])
+    runs = [args.baseline, *args.run]
+    against_baseline = [(i, 0) for i in range(1, len(runs))]
+    among_runs = (
+        [(j, i) for i in range(1, len(runs)) for j in range(i + 1, len(runs))] if args.family == "pairs" else []
+    )
+    found_pairs = merged_pairs(args, runs, against_baseline + among_runs)
+    rows = [
+        (run_name(runs[i]), found, _p_value(args, found))
+        for (i, _), statistics in zip(against_baseline, found_pairs)
+        for found in statistics
+    ]
+    # --family pairs: the runs against each other too, which the correction covers with the baseline's
+    family_p = [p for *_, p in rows] + [
+        _p_value(args, found) for statistics in found_pairs[len(against_baseline) :] for found in statistics
+    ]
     corrected = CORRECTIONS[args.correction](np.array(family_p, dtype=np.float64))[: len(rows)]
     if args.format == "json":
         listed = []
@@ -124,27 +134,20 @@ def compare_partitioned(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def other_pairs_p(args: argparse.Namespace) -> list[float]:
-    """``--family pairs`` on a partitioned engine: the p-value of every two ``--run`` files against each other
-    (one more pass through the engine per pair), which the correction covers with the baseline's."""
-    found = []
-    for i, first in enumerate(args.run):
-        for second in args.run[i + 1 :]:
-            found += [
-                pair.p_t if args.test == "t" else pair.p_randomization for pair in merged_pair(args, second, first)
-            ]
-    return found
+def _p_value(args: argparse.Namespace, found: Any) -> float:
+    return float(found.p_t if args.test == "t" else found.p_randomization)
 
 
-def merged_pair(args: argparse.Namespace, run: str, baseline: str) -> list[Any]:
-    """``run`` against ``baseline`` (files) through the options' engine, from the sums its buckets add up
-    (:func:`ragmetrics.partitioned.paired.compare_files`), one result per metric."""
-    from ragmetrics.partitioned.paired import compare_files  # noqa: PLC0415 (the partitioned engines load on use: a comparison in this process needs none)
+def merged_pairs(args: argparse.Namespace, runs: list[str], pairs: list[tuple[int, int]]) -> list[list[Any]]:
+    """Each ``(run, baseline)`` of ``pairs`` (indexes into ``runs``, files) through the options' engine, from the
+    sums its buckets add up, every run read once (:func:`ragmetrics.partitioned.paired.compare_pairs`): one result
+    per metric for each pair."""
+    from ragmetrics.partitioned.paired import compare_pairs  # noqa: PLC0415 (the partitioned engines load on use: a comparison in this process needs none)
 
-    return compare_files(
+    return compare_pairs(
         args.dataset,
-        baseline,
-        run,
+        runs,
+        pairs,
         args.metric or ["ndcg@10"],
         resamples=args.resamples,
         seed=args.seed,

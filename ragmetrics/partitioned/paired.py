@@ -84,6 +84,17 @@ def compare_files(
     baseline: str,
     run: str,
     metrics: Sequence[str],
+    **options: Any,
+) -> list[PairedStatistics]:
+    """``run`` against ``baseline`` (files) on ``dataset``: :func:`compare_pairs` of one pair."""
+    return compare_pairs(dataset, [run, baseline], [(0, 1)], metrics, **options)[0]
+
+
+def compare_pairs(
+    dataset: str,
+    runs: Sequence[str],
+    pairs: Sequence[tuple[int, int]],
+    metrics: Sequence[str],
     *,
     engine: str = "duckdb",
     conventions: Conventions | None = None,
@@ -95,12 +106,14 @@ def compare_files(
     work_dir: str | None = None,
     spark_master: str | None = None,
     **changes: Any,
-) -> list[PairedStatistics]:
-    """``run`` against ``baseline`` (files) on ``dataset`` through ``engine``, one :class:`PairedStatistics` per
-    metric, equal bit for bit for any engine and bucket count (the resampling is a function of the query id)."""
+) -> list[list[PairedStatistics]]:
+    """Each ``(run, baseline)`` of ``pairs`` (indexes into ``runs``, files) on ``dataset`` through ``engine``, one
+    :class:`PairedStatistics` per metric, equal bit for bit for any engine and bucket count (the resampling is a
+    function of the query id). Every run is read once, all runs' buckets in step, whatever the number of pairs."""
     conventions = (conventions or Conventions()).replace(**changes) if changes else conventions or Conventions()
     names = canonical_metrics(list(metrics), conventions)
     options = Options(buckets=buckets, memory_limit=memory_limit, work_dir=work_dir, spark_master=spark_master)
+    used = sorted({i for pair in pairs for i in pair})
     with engine_class(engine)(options) as executor:
         if not executor.same_buckets_for_every_run:
             raise RagMetricsError(
@@ -108,12 +121,17 @@ def compare_files(
                 "step: use --engine polars or duckdb (or inprocess)"
             )
         qrels = executor.describe(dataset, "dataset")
-        inputs = [executor.describe(path, "run") for path in (run, baseline)]
-        count = buckets or max(executor.buckets_for(qrels, found) for found in inputs)
-        plans = [Plan(run_name(f.path), f.side, qrels.side, names, conventions, resamples=0) for f in inputs]
-        pairs = zip(*(executor.bucket_tables(plan, qrels, found, count) for plan, found in zip(plans, inputs)))
-        total, sides = Sums.empty(len(names), resamples, seed), Sums.empty(2 * len(names))
-        for mine, theirs in pairs:
-            differences, values = difference_sums(mine, theirs, names, resamples, seed)
-            total, sides = total.merge(differences), sides.merge(values)
-    return statistics_of(total, sides, names, confidence)
+        inputs = {i: executor.describe(runs[i], "run") for i in used}
+        count = buckets or max(executor.buckets_for(qrels, found) for found in inputs.values())
+        plans = {
+            i: Plan(run_name(f.path), f.side, qrels.side, names, conventions, resamples=0) for i, f in inputs.items()
+        }
+        in_step = zip(*(executor.bucket_tables(plans[i], qrels, inputs[i], count) for i in used))
+        totals = [Sums.empty(len(names), resamples, seed) for _ in pairs]
+        sides = [Sums.empty(2 * len(names)) for _ in pairs]
+        for tables in in_step:
+            bucket = dict(zip(used, tables))
+            for k, (mine, theirs) in enumerate(pairs):
+                differences, values = difference_sums(bucket[mine], bucket[theirs], names, resamples, seed)
+                totals[k], sides[k] = totals[k].merge(differences), sides[k].merge(values)
+    return [statistics_of(total, side, names, confidence) for total, side in zip(totals, sides)]
