@@ -52,8 +52,15 @@ def test_hide_pool_label_merge_gives_full_coverage_and_the_full_qrels_order_and_
     assert code == 0, err
     with open(tmp_path / "pool.tsv", newline="", encoding="utf-8") as handle:
         rows = list(csv.reader(handle, delimiter="\t"))
-    assert rows[0] == ["query_id", "doc_id"]
-    pairs = [tuple(r) for r in rows[1:]]
+    assert rows[0] == ["query_id", "doc_id", "best_rank"]
+    pairs = [tuple(r[:2]) for r in rows[1:]]
+    best = {}  # each pair's best rank over the runs, from the runs themselves
+    for run in (load_run(r) for r in RUNS):
+        ranked = run.table.to_pandas().sort_values(["query_id", "score", "doc_id"], ascending=[True, False, False])
+        ranked["rank"] = ranked.groupby("query_id", sort=False).cumcount() + 1
+        for q, d, rank in zip(ranked["query_id"], ranked["doc_id"], ranked["rank"]):
+            best[(q, d)] = min(rank, best.get((q, d), rank))
+    assert all(int(r[2]) == best[(r[0], r[1])] <= 10 for r in rows[1:])
     assert len(pairs) == len(set(pairs)) > 0
     # a judge that reads the full qrels (pairs it does not know are 0)
     labels = tmp_path / "labels.tsv"
@@ -124,8 +131,8 @@ def test_the_pool_carries_text_when_the_dataset_knows_it(tmp_path):
     assert code == 0, err
     with open(tmp_path / "pool.tsv", newline="", encoding="utf-8") as handle:
         rows = list(csv.reader(handle, delimiter="\t"))
-    assert rows[0] == ["query_id", "doc_id", "text"]
-    assert all(len(r) == 3 and r[2] for r in rows[1:])
+    assert rows[0] == ["query_id", "doc_id", "best_rank", "text"]
+    assert all(len(r) == 4 and 1 <= int(r[2]) <= 3 and r[3] for r in rows[1:])
 
 
 def test_a_label_that_changes_a_judgment_is_a_conflict_unless_overridden(tmp_path):

@@ -24,13 +24,14 @@ def cmd_pool(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     dataset, runs = read_inputs(args, args.run)
     result = evaluate_runs(args, dataset, runs, ["judged@10"])
     pairs = pool(dataset, [r.alignment for r in result.runs.values()], args.depth)
-    columns = ["query_id", "doc_id", *(["text"] if "text" in pairs.columns else [])]
+    # best_rank: the best rank any run gave the pair (a judge's rank feature and where it errs read it)
+    columns = ["query_id", "doc_id", "best_rank", *(["text"] if "text" in pairs.columns else [])]
     with replacing(output) as partial, open(partial, "w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle, delimiter="\t", lineterminator="\n")
         writer.writerow(columns)
         for row in pairs[columns].itertuples(index=False):
             # ids stay exact (the labels come back keyed on them); text is neutralised for spreadsheets
-            cells = [row.query_id, row.doc_id]
+            cells = [row.query_id, row.doc_id, int(row.best_rank)]
             if "text" in columns:
                 cells.append(neutralise(" ".join(str(row.text).split())) if isinstance(row.text, str) else "")
             writer.writerow(cells)
