@@ -168,6 +168,12 @@ def test_dataset_check_coverage_size_and_power(tmp_path):
     assert main(["dataset", "check", str(evalset), "--run", str(good), "--run", str(bad)], out, err) == 0
     assert ": separated by these 60 queries" in out.getvalue()
 
+    # a run made for another set (no query in common) is refused as eval refuses it, not scored as all zeros
+    other = _trec(tmp_path / "other.trec", {f"x{i}": [f"d{i}"] for i in range(60)})
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["dataset", "check", str(evalset), "--run", str(good), "--run", str(other)], out, err) == 2
+    assert "none of its queries is a query of dataset" in err.getvalue() and "separated" not in out.getvalue()
+
 
 class _Broken:
     def search(self, query: str, k: int, timeout: float | None):

@@ -25,7 +25,7 @@ from typing import Any
 from ragmetrics.analysis.compare import discriminative_power
 from ragmetrics.analysis.evaluate import evaluate
 from ragmetrics.analysis.stats import min_detectable_delta, queries_needed
-from ragmetrics.foundation.errors import RagMetricsWarning
+from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.synth.corpus import Corpus
 from ragmetrics.synth.output import source_digest
@@ -177,6 +177,9 @@ def power_rows(
     """Per pair of runs: the observed difference, its p-value, whether the set separates them, the smallest
     difference it detects and the queries ``delta`` (default: the observed difference) would need."""
     result = evaluate(dataset, list(runs), [metric])
+    for run in result.runs.values():  # a run made for another set: its every value 0, a "difference" of nothing
+        if run.alignment.health.run_queries_known == 0.0:
+            raise RagMetricsError(run.alignment.explain_no_overlap())
     with warnings.catch_warnings():  # evaluate has said what it had to say about the runs' coverage
         warnings.simplefilter("ignore", RagMetricsWarning)
         table = discriminative_power(result, metric, alpha=ALPHA, seed=seed)
