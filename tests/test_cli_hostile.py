@@ -352,3 +352,15 @@ def test_the_output_is_written_through_no_planted_link(files: dict[str, Path], t
     os.umask(umask)
     assert stat.S_IMODE(output.stat().st_mode) == 0o666 & ~umask  # as a new file is, not a private temporary's
     assert sorted(p.name for p in tmp_path.iterdir() if "partial" in p.name) == [planted.name]
+
+
+@pytest.mark.parametrize("extra", [["--mode", "llamaindex", "-m", "mrr"], ["-m", "ndcg@10", "-m", "recall@512tok"]])
+def test_bounds_that_cannot_be_computed_are_refused_before_anything_is_printed(files, tmp_path, extra):
+    """Was: the table's first rows on stdout, then the error: a script read a cut-off table."""
+    corpus = tmp_path / "corpus.jsonl"
+    docs = {line.split()[2] for line in RUN_A.splitlines() if line.strip()}
+    corpus.write_text("".join(json.dumps({"_id": d, "text": f"the text of {d}"}) + "\n" for d in sorted(docs)))
+    extra = [*extra, "--corpus", corpus] if any("tok" in str(a) for a in extra) else extra
+    code, out, err = run_cli("eval", "--dataset", files["qrels"], "--run", files["a"], "--bounds", *extra)
+    assert code == 2 and out == "", out
+    assert "bounds over the unjudged documents" in err

@@ -22,8 +22,8 @@ from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.io import load_dataset, load_run
 from ragmetrics.partitioned import evaluate_files
 from ragmetrics.partitioned.buckets import Plan, Side
-from ragmetrics.partitioned.local import bucket_tables_of
 from ragmetrics.partitioned.engine import engine_class
+from ragmetrics.partitioned.local import bucket_tables_of
 from ragmetrics.partitioned.paired import compare_files, compare_pairs, statistics_of
 from ragmetrics.partitioned.result import combine
 from tests.partitioned_cases import BUCKETS, METRICS, SCIFACT, write_grouped, write_hard_case

@@ -17,6 +17,7 @@ from ragmetrics.cli.options import (
     add_merged_options,
     add_ppi_options,
     engine_arguments,
+    read_bounds_depth,
     refuse_engine_options_in_process,
     wants_ppi,
 )
@@ -106,6 +107,11 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         for path in per_query_paths(args.per_query_out, [r.name for r in runs])
     ]
     result = evaluate_runs(args, dataset, runs, metrics)
+    if args.bounds:  # refused before anything is printed
+        depth = read_bounds_depth(args.bounds)
+        for run in result.runs.values():
+            for metric in result.metrics:
+                run.alignment.bounded(metric, depth)
     emit(result, args.format, args.per_query, out, bounds=args.bounds, merged=merged_options(args))
     report_coverage(result, err)
     for run, path in zip(result.runs.values(), paths):

@@ -178,12 +178,9 @@ class Alignment:
             raise RagMetricsError(f"only 'unjudged' can change on an alignment; align again for {sorted(changes)}")
         return replace(self, conventions=conventions)
 
-    def bounds(self, metric: str | MetricSpec, depth: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Per-query ``(worst, best)`` values of ``metric`` over every way of judging the unjudged documents the
-        run retrieved (``depth``: those in its top ``depth``, the others staying unjudged), each non-relevant or
-        relevant at the relevance threshold (exact, read-only; :mod:`ragmetrics.engine.bounds`). The value under
-        any such judging lies between them, trec_eval's too. Not in LlamaIndex mode, which scores every unjudged
-        document non-relevant."""
+    def bounded(self, metric: str | MetricSpec, depth: int | None = None) -> MetricSpec:
+        """``metric``'s spec when :meth:`bounds` computes it at ``depth``; else the error it raises (a caller that
+        prints checks every metric first, so no output is cut short)."""
         if not self.mode.curves_and_bounds:
             raise RagMetricsError("bounds over the unjudged documents are computed with mode='trec' only")
         if depth is not None and (int(depth) != depth or depth < 1):
@@ -191,6 +188,15 @@ class Alignment:
         spec = self._spec(metric)
         if spec.tokens is not None:
             raise RagMetricsError(f"bounds over the unjudged documents are not computed for token budgets ({spec})")
+        return spec
+
+    def bounds(self, metric: str | MetricSpec, depth: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Per-query ``(worst, best)`` values of ``metric`` over every way of judging the unjudged documents the
+        run retrieved (``depth``: those in its top ``depth``, the others staying unjudged), each non-relevant or
+        relevant at the relevance threshold (exact, read-only; :mod:`ragmetrics.engine.bounds`). The value under
+        any such judging lies between them, trec_eval's too. Not in LlamaIndex mode, which scores every unjudged
+        document non-relevant."""
+        spec = self.bounded(metric, depth)
 
         def compute() -> tuple[np.ndarray, np.ndarray]:
             if label_free(spec):
