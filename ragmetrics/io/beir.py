@@ -193,9 +193,7 @@ def read_queries(source: Source) -> pd.DataFrame:
                     f"keys {names_of(record)}" if tkey is None else shorten(text),
                 )
             if qid in seen:
-                raise ParseError(
-                    source.name, line, "each query id once", f"{shorten(qid)} again", first_line=seen[qid]
-                )
+                raise ParseError(source.name, line, "each query id once", f"{shorten(qid)} again", first_line=seen[qid])
             seen[qid] = line
             row = {"query_id": qid, "query": check_text(source, line, text, "a query text")}
             for k, v in record.items():
