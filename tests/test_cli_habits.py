@@ -115,3 +115,15 @@ def test_llamaindex_mode_takes_the_rank_column_of_a_table_and_the_line_order_of_
     assert values == {"run.trec": "0.5000", "run.csv": "1.0000"}
     docs = (Path(__file__).parents[1] / "docs" / "conventions.md").read_text()
     assert "a TREC run's rank" in docs and "TREC: line order" in docs
+
+
+def test_metrics_as_a_comma_separated_list_as_ranx_and_ir_measures_users_write_them():
+    listed = run_cli("eval", "--dataset", QRELS, "--run", BM25, "-m", "ndcg@10, recall@100", "-m", "mrr")
+    repeated = run_cli("eval", "--dataset", QRELS, "--run", BM25, "-m", "ndcg@10", "-m", "recall@100", "-m", "mrr")
+    assert listed[0] == 0 and listed[1] == repeated[1]
+    assert [line.split()[0] for line in listed[1].splitlines()][2:] == ["ndcg@10", "recall@100", "mrr"]
+    code, out, _ = run_cli("compare", "--dataset", QRELS, "--baseline", BM25, "--run", HYBRID, "-m", "ndcg@10,P_10")
+    assert code == 0 and len([line for line in out.splitlines() if "hybrid-rrf60" in line]) == 2
+    with pytest.raises(SystemExit) as refused:
+        run_cli("eval", "--dataset", QRELS, "--run", BM25, "-m", "ndcg@10,,mrr")
+    assert refused.value.code == 2

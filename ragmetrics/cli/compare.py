@@ -24,6 +24,7 @@ from ragmetrics.cli.options import (
     add_data_options,
     add_engine_options,
     add_eval_options,
+    add_metric_option,
     add_ppi_options,
     add_test_options,
     engine_arguments,
@@ -274,7 +275,7 @@ def compare_parser(p: argparse.ArgumentParser) -> None:
     add_data_options(p)
     p.add_argument("--baseline", required=True, help="the baseline run file")
     p.add_argument("--run", action="append", required=True, help="a run file to compare; repeatable")
-    p.add_argument("-m", "--metric", action="append", help="metric (repeatable); default ndcg@10")
+    add_metric_option(p, "metric; default ndcg@10")
     add_eval_options(p)
     add_bounds_option(p, "each delta's worst and best (and the run's mean's), with a mark where its sign could flip")
     add_test_options(p)
@@ -300,12 +301,7 @@ def check_parser(p: argparse.ArgumentParser) -> None:
         "--targets",
         help="thresholds: faq, tech, legal, overview, 'ndcg@10>0.6,recall@5>0.9', or a JSON file {metric: threshold}",
     )
-    p.add_argument(
-        "-m",
-        "--metric",
-        action="append",
-        help="metric the regression gate compares (repeatable; default the targets' or ndcg@10)",
-    )
+    add_metric_option(p, "metric the regression gate compares; default the targets' or ndcg@10")
     add_eval_options(p)
     add_bounds_option(p, "each target's mean's and each delta's worst and best, and whether they could flip a check")
     add_test_options(p)

@@ -15,6 +15,7 @@ from ragmetrics.cli.options import (
     add_engine_options,
     add_eval_options,
     add_merged_options,
+    add_metric_option,
     add_ppi_options,
     engine_arguments,
     read_bounds_depth,
@@ -126,12 +127,7 @@ def eval_parser(p: argparse.ArgumentParser) -> None:
     p.description = f"Metrics: {known_metric_names()}"
     add_data_options(p)
     p.add_argument("--run", action="append", required=True, help="a run file; repeat for several runs")
-    p.add_argument(
-        "-m",
-        "--metric",
-        action="append",
-        help="metric, e.g. ndcg@10 (repeatable); default: " + " ".join(DEFAULT_METRICS),
-    )
+    add_metric_option(p, "metric, e.g. ndcg@10; default: " + " ".join(DEFAULT_METRICS))
     add_eval_options(p)
     add_bounds_option(p, "each mean's worst and best")
     p.add_argument(

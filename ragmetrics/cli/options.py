@@ -14,6 +14,22 @@ from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.partitioned import ENGINES
 
 
+class MetricList(argparse.Action):
+    """``-m``: repeatable, and each value may list several metrics with commas (``-m ndcg@10,recall@100``, as
+    ranx and ir_measures users write them); no metric name holds a comma."""
+
+    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option_string: Any = None) -> None:
+        names = [name.strip() for name in str(values).split(",")]
+        if not all(names):
+            raise argparse.ArgumentError(self, f"{values!r}: an empty metric name between commas")
+        setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), *names])
+
+
+def add_metric_option(p: argparse.ArgumentParser, help_text: str) -> None:
+    """The repeatable ``-m/--metric`` of :class:`MetricList`."""
+    p.add_argument("-m", "--metric", action=MetricList, help=f"{help_text} (repeatable, or a comma-separated list)")
+
+
 def whole_number(minimum: int) -> Callable[[str], int]:
     """An argparse type: a whole number of at least ``minimum``."""
 
