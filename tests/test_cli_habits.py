@@ -127,3 +127,21 @@ def test_metrics_as_a_comma_separated_list_as_ranx_and_ir_measures_users_write_t
     with pytest.raises(SystemExit) as refused:
         run_cli("eval", "--dataset", QRELS, "--run", BM25, "-m", "ndcg@10,,mrr")
     assert refused.value.code == 2
+
+
+def test_compare_prints_beside_a_corrected_p_value_an_interval_corrected_the_same_way():
+    """docs/conventions.md (Significance): the interval excludes 0 exactly where the corrected t test is
+    significant (was: the uncorrected 95% interval beside a Bonferroni p-value, excluding 0 where it was not)."""
+    import re
+
+    dense = SCIFACT / "dense-all-minilm-l6-v2.trec.gz"
+    argv = ["compare", "--dataset", QRELS, "--baseline", BM25, "--run", HYBRID, "--run", dense]
+    code, out, _ = run_cli(*argv, "-m", "ndcg@10,recall@100,P_10", "--correction", "bonferroni", "--test", "t")
+    assert code == 0 and "intervals Bonferroni-adjusted" in out
+    rows = re.findall(r"delta [-+][\d.]+ ([\d.]+)% \[([-+][\d.]+), ([-+][\d.]+)\].*\)([* ]) ", out)
+    assert len(rows) == 6
+    for level, low, high, mark in rows:
+        assert float(level) > 95  # 1 - alpha * p / p_corrected: 1 - alpha/m, or higher where p x m was clipped at 1
+        assert (float(low) > 0 or float(high) < 0) == (mark == "*"), out
+    assert any(float(level) == pytest.approx(100 * (1 - 0.05 / 9), abs=1e-2) for level, *_ in rows)  # 3 pairs x 3
+    assert any(mark == " " for *_, mark in rows) and any(mark == "*" for *_, mark in rows)

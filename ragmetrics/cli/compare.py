@@ -176,13 +176,14 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             mark = "*" if row.significant else " "
             out.write(
                 f"{row.metric:<14} {row.run:<24} {row.mean:.4f} vs {row.baseline_mean:.4f}  "
-                f"delta {row.delta:+.4f} [{row.ci_low:+.4f}, {row.ci_high:+.4f}]  "
+                f"delta {row.delta:+.4f} {100 * row.ci_level_adjusted:.4g}% "
+                f"[{row.ci_low_adjusted:+.4f}, {row.ci_high_adjusted:+.4f}]  "
                 f"p={row.p_value:.4g} ({args.correction} {row.p_value_corrected:.4g}){mark}  "
                 f"W/T/L {row.wins}/{row.ties}/{row.losses}" + (judged_ends(row) if args.bounds else "") + "\n"
             )
         out.write(
             f"test: {args.test}; * = significant at alpha {args.alpha}, {comparison.family_text}; "
-            "intervals 95%, uncorrected\n"
+            f"{interval_words(args.correction)}\n"
         )
         tokenizers = {name: run.tokenizer for name, run in result.runs.items() if run.tokenizer is not None}
         if tokenizers:  # the token budgets (recall@512tok) name what they counted with
@@ -201,6 +202,14 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             )
     report_coverage(result, err)
     return 0
+
+
+def interval_words(correction: str) -> str:
+    """The footer's words for the intervals of :func:`ragmetrics.analysis.compare.adjusted_level` (docs/conventions.md,
+    Significance)."""
+    if correction in ("", "none"):
+        return "intervals 95% paired bootstrap, uncorrected"
+    return f"intervals {correction.capitalize()}-adjusted (Student's t at each comparison's corrected level)"
 
 
 def judged_ends(row: Any) -> str:
