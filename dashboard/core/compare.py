@@ -62,6 +62,7 @@ __all__ = [
     "forest_figure",
     "format_ci",
     "format_p",
+    "interval_words",
     "metric_options",
     "row_of",
     "run_comparison",
@@ -422,16 +423,26 @@ def style_marks(display: pd.DataFrame, focus_row: int | None = None) -> Any:
     return styler
 
 
-def forest_figure(
-    frame: pd.DataFrame, *, labels: Sequence[str], title: str, x_title: str = "Δ vs baseline (95% CI)"
-) -> go.Figure:
-    """Deltas with their 95% CI as horizontal error bars, one row per ``labels`` entry (top to bottom).
+def interval_words(correction: str | None) -> str:
+    """What the forest plots' intervals are: ``95% CI``, or ``Holm-adjusted CI`` beside corrected p-values."""
+    name = correction_title(correction)
+    return "95% CI" if name == "uncorrected" else f"{name}-adjusted CI"
 
-    ``frame`` has ``delta, ci_low, ci_high, significance`` (and ``n``); traces are named by significance
+
+def forest_figure(
+    frame: pd.DataFrame, *, labels: Sequence[str], title: str, x_title: str = "Δ vs baseline"
+) -> go.Figure:
+    """Deltas with their intervals as horizontal error bars, one row per ``labels`` entry (top to bottom).
+
+    ``frame`` has ``delta, ci_low_adjusted, ci_high_adjusted, ci_level_adjusted, significance`` (and ``n``): the
+    interval the verdict's correction gives (:func:`ragmetrics.analysis.compare.adjusted_level`), so a point is
+    marked significant exactly where its interval leaves 0 under the t test; traces are named by significance
     (``▲ better``, ``▼ worse``, ``not significant``, ``too few to tell``), a dotted line marks 0.
     """
     fig = go.Figure()
     data = frame.reset_index(drop=True).assign(label=[safe(x) for x in labels])
+    data = data.assign(ci_low=data["ci_low_adjusted"], ci_high=data["ci_high_adjusted"])
+    level = 100 * data["ci_level_adjusted"].astype(float)
     for mark in (BETTER, WORSE, NOT_SIGNIFICANT, TOO_FEW):
         part = data[data["significance"] == mark]
         if part.empty:
@@ -457,9 +468,11 @@ def forest_figure(
                     "thickness": 1.5,
                     "width": 4,
                 },
-                customdata=list(zip(part["ci_low"], part["ci_high"], part.get("n", pd.Series([0] * len(part))))),
-                hovertemplate="%{y}<br>Δ %{x:+.3f}<br>95% CI %{customdata[0]:+.3f} – %{customdata[1]:+.3f}"
-                "<br>n=%{customdata[2]}<extra>%{fullData.name}</extra>",
+                customdata=list(
+                    zip(part["ci_low"], part["ci_high"], part.get("n", pd.Series([0] * len(part))), level[part.index])
+                ),
+                hovertemplate="%{y}<br>Δ %{x:+.3f}<br>%{customdata[3]:.4g}% CI %{customdata[0]:+.3f} – "
+                "%{customdata[1]:+.3f}<br>n=%{customdata[2]}<extra>%{fullData.name}</extra>",
             )
         )
     fig.add_vline(x=0, line_dash="dot", line_color="#666")
@@ -485,6 +498,9 @@ SEGMENT_COLUMNS = [
     "delta",
     "ci_low",
     "ci_high",
+    "ci_low_adjusted",
+    "ci_high_adjusted",
+    "ci_level_adjusted",
     "p_value",
     "p_value_corrected",
     "significance",

@@ -202,7 +202,7 @@ def segments_panel(
                 cmp.forest_figure,
                 segments,
                 labels=cmp.segment_labels(segments),
-                title=f"Δ {title(spec)} per group: {focus.name} − {base.name}",
+                title=f"Δ {title(spec)} per group: {focus.name} − {base.name} ({cmp.interval_words(correction)})",
             ),
             key="compare.segments.chart",
             filename=f"segments-{focus.name}-vs-{base.name}",

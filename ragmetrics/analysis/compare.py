@@ -342,7 +342,7 @@ def compare_result(
             segment_rows += rows_for(rows_of, group)
             segment_pairs += other_pairs(rows_of, group)
     seg = (
-        corrected(segment_rows, segment_pairs, ["segment"])[0]
+        _adjusted_intervals(corrected(segment_rows, segment_pairs, ["segment"])[0], correction, alpha)
         if segment_rows
         else pd.DataFrame(columns=list(table.columns) + ["segment", "group"])
     )

@@ -156,6 +156,25 @@ def test_forest_figure_names_traces_by_significance(faq_cmp) -> None:
     assert list(fig.layout.yaxis.categoryarray)[-1] == "recall@5 · dense-e5"  # first row on top
 
 
+def test_forest_intervals_are_the_verdicts_own(faq_alignments) -> None:
+    """Was: the uncorrected 95% interval drawn, coloured by the Holm-corrected p-value (bars clear of 0 marked
+    "not significant"). Under the t test the drawn interval leaves 0 exactly where the point is significant."""
+    specs = [M(s) for s in ("recall@5", "precision@5", "ndcg@5", "mrr@5")]
+    comparison = cmp.run_comparison(faq_alignments, "bm25", specs, test="t", correction="holm")
+    frame = cmp.comparison_frame(comparison)
+    deltas = frame[frame["run"] != "bm25"].reset_index(drop=True)
+    fig = cmp.forest_figure(deltas, labels=[f"{m} · {r}" for m, r in zip(deltas["metric"], deltas["run"])], title="Δ")
+    marks = set()
+    for trace in fig.data:
+        for x, plus, minus in zip(trace.x, trace.error_x.array, trace.error_x.arrayminus):
+            clear_of_zero = x - minus > 0 or x + plus < 0
+            assert clear_of_zero == (trace.name in (cmp.BETTER, cmp.WORSE)), (trace.name, x, minus, plus)
+            marks.add(trace.name)
+    assert cmp.NOT_SIGNIFICANT in marks and marks & {cmp.BETTER, cmp.WORSE}
+    uncorrected = ((deltas["ci_low"] > 0) | (deltas["ci_high"] < 0)) & (deltas["significance"] == cmp.NOT_SIGNIFICANT)
+    assert uncorrected.any()  # the case the uncorrected bars got wrong is in this data
+
+
 # --- per query ---------------------------------------------------------------------------
 
 
