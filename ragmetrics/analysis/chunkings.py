@@ -33,7 +33,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ragmetrics.analysis import stats
-from ragmetrics.analysis.compare import MIN_GROUP, corrected_rows, paired_row
+from ragmetrics.analysis.compare import MIN_GROUP, adjusted_intervals, corrected_rows, paired_row
 from ragmetrics.analysis.verdicts import verdict
 from ragmetrics.engine import Alignment, align
 from ragmetrics.engine.budgets import tokens_at_depth
@@ -172,7 +172,7 @@ def compare_chunkings(
                 keep = ~(np.isnan(current) | np.isnan(base))
                 row = paired_row(metric, run, baseline, ids[keep], current[keep], base[keep], test, n_resamples, seed)
                 rows.append({"level": level, **row})
-    table = corrected_rows(pd.DataFrame(rows), correction, alpha)
+    table = adjusted_intervals(corrected_rows(pd.DataFrame(rows), correction, alpha), correction, alpha)
     table["verdict"] = [
         verdict(r.run, r.baseline, r.delta, r.p_value_corrected, alpha, too_few=bool(r.too_few))
         for r in table.itertuples(index=False)
@@ -233,9 +233,12 @@ def _summary(
         "not significant": f"no significant difference from {baseline}",
         "too few": f"too few queries to tell it from {baseline}",
     }.get(str(row["verdict"]), str(row["verdict"]))
-    level = "95% CI" if correction == "none" else "uncorrected 95% CI"  # the interval is the delta's own
+    level = f"{100 * row['ci_level_adjusted']:.4g}% CI" + (
+        "" if correction == "none" else f" ({correction.capitalize()}-adjusted)"
+    )
     return winner, (
-        f"{head}: {words}, {row['delta']:+.4f} ({level} {row['ci_low']:+.4f} to {row['ci_high']:+.4f}, "
+        f"{head}: {words}, {row['delta']:+.4f} ({level} {row['ci_low_adjusted']:+.4f} to "
+        f"{row['ci_high_adjusted']:+.4f}, "
         f"p={row['p_value_corrected']:.3g}, {family})."
     )
 

@@ -330,7 +330,7 @@ def compare_result(
     table, extra = corrected(rows_for(every, {}), other_pairs(every, {}), [])
     size = int(table["p_value"].notna().sum() + extra["p_value"].notna().sum()) if not table.empty else 0
     if not table.empty:
-        table = _adjusted_intervals(table, correction, alpha)
+        table = adjusted_intervals(table, correction, alpha)
     segment_rows: list[dict[str, Any]] = []
     segment_pairs: list[dict[str, Any]] = []
     for facet in segments:
@@ -342,7 +342,7 @@ def compare_result(
             segment_rows += rows_for(rows_of, group)
             segment_pairs += other_pairs(rows_of, group)
     seg = (
-        _adjusted_intervals(corrected(segment_rows, segment_pairs, ["segment"])[0], correction, alpha)
+        adjusted_intervals(corrected(segment_rows, segment_pairs, ["segment"])[0], correction, alpha)
         if segment_rows
         else pd.DataFrame(columns=list(table.columns) + ["segment", "group"])
     )
@@ -409,7 +409,7 @@ def _pairs_frame(table: pd.DataFrame, extra: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([own[PAIR_COLUMNS], extra[PAIR_COLUMNS]], ignore_index=True)
 
 
-def _adjusted_intervals(table: pd.DataFrame, correction: str | None, alpha: float) -> pd.DataFrame:
+def adjusted_intervals(table: pd.DataFrame, correction: str | None, alpha: float) -> pd.DataFrame:
     """``table`` with ``ci_low_adjusted``/``ci_high_adjusted`` at ``ci_level_adjusted`` (:func:`adjusted_level`):
     uncorrected the delta's 95% paired-bootstrap interval (its ``ci_low``/``ci_high``); corrected, Student's t
     interval of the mean difference at the comparison's level (1,000 bootstrap resamples hold too few draws in tails

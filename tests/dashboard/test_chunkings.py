@@ -90,7 +90,12 @@ def test_two_chunkings_compared_at_document_and_span_level(scifact, chunked) -> 
     other = next(r.name for r in runs if r.name != found.baseline)
     assert decided.at[other, "verdict"] in {"better", "worse", "not significant"}
     assert found.family_size == len(table) - table["metric"].nunique()  # every row but the baseline's
-    print(found.summary)
+    # beside the corrected p-value, the interval corrected the same way (default test t: it leaves 0 exactly where
+    # the corrected p-value is below alpha)
+    compared = table[table["run"] != found.baseline]
+    clear = (compared["ci_low_adjusted"] > 0) | (compared["ci_high_adjusted"] < 0)
+    assert (clear == (compared["p_value_corrected"] < 0.05)).all()
+    assert "uncorrected" not in found.summary
 
 
 def test_whole_document_evidence_is_document_recall_with_one_chunk_per_document(scifact) -> None:
