@@ -38,6 +38,12 @@ def test_hiding_judgments_is_seen_in_the_means_tau_and_verdicts():
     assert len(result.verdicts) == 3
     for row in result.verdicts.itertuples():
         assert row.changed == (row.verdict_before != row.verdict_after)
+        for said in (row.verdict_before, row.verdict_after):  # a winner is named, not "a" or "b"
+            assert said in ("not significant", f"{row.run_a} better", f"{row.run_b} better")
+    assert result.family == "Holm-corrected over 3 comparison(s) (all pairs of 3 runs on ndcg@10)"
+    bonferroni = stability(full, partial, runs, "ndcg@10", missing="skip", correction="bonferroni", test="wilcoxon")
+    assert bonferroni.family.startswith("Bonferroni-corrected over 3")
+    assert (bonferroni.verdicts["p_before"] != result.verdicts["p_before"]).any()  # the test and correction asked
 
 
 def test_a_swap_of_two_runs_is_named():

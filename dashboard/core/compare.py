@@ -423,7 +423,7 @@ def style_marks(display: pd.DataFrame, focus_row: int | None = None) -> Any:
     return styler
 
 
-def interval_words(correction: str | None) -> str:
+def interval_words(correction: str) -> str:
     """What the forest plots' intervals are: ``95% CI``, or ``Holm-adjusted CI`` beside corrected p-values."""
     name = correction_title(correction)
     return "95% CI" if name == "uncorrected" else f"{name}-adjusted CI"

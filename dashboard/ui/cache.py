@@ -462,11 +462,15 @@ def qrels_diff(before: DatasetEntry, after: DatasetEntry) -> pd.DataFrame:
 
 @memo
 def qrels_stability(
-    before: DatasetEntry, after: DatasetEntry, runs: Sequence[RunEntry], metric: MetricSpec
-) -> Stability:
-    """:func:`ragmetrics.analysis.stability.stability` of ``runs`` under two qrels versions on ``metric``, cached per
-    versions, runs and metric."""
-    return stability(before.dataset, after.dataset, [r.run for r in runs], metric)
+    before: DatasetEntry, after: DatasetEntry, runs: Sequence[RunEntry], metric: MetricSpec, test: str, alpha: float,
+    correction: str,
+) -> Stability:  # fmt: skip
+    """:func:`ragmetrics.analysis.stability.stability` of ``runs`` under two qrels versions on ``metric`` with the
+    view's test, alpha and correction (as Compare's), cached per versions, runs, metric and those."""
+    return stability(
+        before.dataset, after.dataset, [r.run for r in runs], metric, test=test, alpha=float(alpha),
+        correction=correction, seed=compare.SEED,
+    )  # fmt: skip
 
 
 # --- history: the timeline and the leaderboard ---------------------------------------------

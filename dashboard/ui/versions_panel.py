@@ -77,7 +77,7 @@ def versions_panel(workspace: Workspace, dataset: DatasetEntry, view: ViewState)
                 st.info("The two versions share no run to compare.", icon=":material/info:")
             else:
                 with st.spinner("Scoring the runs under both versions…"):
-                    result = cache.qrels_stability(before, after, in_both, spec)
+                    result = cache.qrels_stability(before, after, in_both, spec, view.test, view.alpha, view.correction)
                 summary = versions.stability_summary(result)
                 tau_col, swapped_col, changed_col = st.columns(3)
                 tau_col.metric(
@@ -102,6 +102,10 @@ def versions_panel(workspace: Workspace, dataset: DatasetEntry, view: ViewState)
                     ),
                 )
                 verdicts = versions.stability_verdicts(result)
+                st.caption(
+                    f"Each pair under each version: {view.test} test at alpha {view.alpha:g}, {result.family} "
+                    "(Compare's test, alpha and correction; one metric, so its own family)."
+                )
                 layout.show_table(
                     verdicts,
                     key="workspace.stability.verdicts",

@@ -35,16 +35,19 @@ class Stability:
     verdicts: pd.DataFrame
     tau: float
     swapped: list[tuple[str, str]]
+    family: str = ""
+    """The correction and its family, in the words of every page (``Holm-corrected over 6 comparison(s) (all pairs
+    of 4 runs on recall@5)``): one metric, so fewer comparisons than a page comparing several."""
 
     @property
     def changed(self) -> pd.DataFrame:
         return self.verdicts[self.verdicts["changed"]]
 
 
-def _verdict(delta: float, p: float, alpha: float) -> str:
+def _verdict(a: str, b: str, delta: float, p: float, alpha: float) -> str:
     if np.isnan(p) or p >= alpha:
         return "not significant"
-    return "a better" if delta > 0 else "b better"
+    return f"{a} better" if delta > 0 else f"{b} better"
 
 
 def stability(
@@ -86,7 +89,7 @@ def stability(
                 rows.append({"run_a": a, "run_b": b})
             rows[i][f"delta_{side}"] = deltas[i]
             rows[i][f"p_{side}"] = float(corrected[i])
-            rows[i][f"verdict_{side}"] = _verdict(deltas[i], float(corrected[i]), alpha)
+            rows[i][f"verdict_{side}"] = _verdict(a, b, deltas[i], float(corrected[i]), alpha)
     verdicts = pd.DataFrame(rows, columns=["run_a", "run_b", "delta_before", "p_before", "verdict_before",
                                            "delta_after", "p_after", "verdict_after"])  # fmt: skip
     verdicts["changed"] = verdicts["verdict_before"] != verdicts["verdict_after"]
@@ -97,4 +100,7 @@ def stability(
         != np.sign(means.set_index("run").at[a, "after"] - means.set_index("run").at[b, "after"])
     ]
     tau = float(sps.kendalltau(means["before"], means["after"]).statistic) if len(names) > 1 else float("nan")
-    return Stability(name, means, verdicts, tau, swapped)
+    family = stats.family_text(
+        correction, len(rows), f"all pairs of {len(names)} runs on {name}" if len(rows) > 1 else ""
+    )
+    return Stability(name, means, verdicts, tau, swapped, family)
