@@ -84,6 +84,14 @@ def declared_title(declared: str) -> str:
     return f"The dataset's own ({shown})"
 
 
+def in_force_title(key: str, declared: str, any_in_force: bool) -> str:
+    """The targets a view checks, in words (a report's header): the profile picked, the dataset's own when none is
+    picked and it declares some, else ``none``."""
+    if key == NO_PROFILE:
+        return declared_title(declared) if declared and any_in_force else "none"
+    return profile_title(key)
+
+
 def label(metric: str, threshold: float) -> str:
     """``Recall@5 > 0.90``: two decimals at least, more when the threshold has them (``> 0.955``)."""
     return f"{label_title(metric)} > {threshold_text(threshold)}"

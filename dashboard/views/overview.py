@@ -152,7 +152,7 @@ if page.alignments and page.dataset is not None:
             dataset=ds.name,
             summary=dataset_summary(ds.dataset),
             k=k,
-            profile=targets.profile_title(view.profile) if view.profile else "none",
+            profile=targets.in_force_title(view.profile, declared, bool(in_force)),
             overview=means,
             summary_ci=summary,
             checks=checks,

@@ -96,3 +96,11 @@ def test_upload_declares_targets_and_refuses_ones_that_do_not_read(tmp_path, mon
     overview = open_page("overview", {"ds": str(stored.loc["mini_eval", "id"])})
     table = _targets_table(overview)
     assert table is not None and "MRR > 0.50" in table.columns
+
+
+def test_a_report_names_the_targets_it_checks() -> None:
+    """Was: "targets profile: none" in a report's header above the dataset's own thresholds."""
+    assert targets.in_force_title(targets.NO_PROFILE, "faq", True) == targets.declared_title("faq")
+    assert targets.in_force_title(targets.NO_PROFILE, "ndcg@10>0.5", True).startswith("The dataset's own")
+    assert targets.in_force_title(targets.NO_PROFILE, "", False) == "none"
+    assert targets.in_force_title("tech", "faq", True) == targets.profile_title("tech")
