@@ -22,7 +22,7 @@ def conflict_notice(workspace: Workspace, ds: DatasetEntry) -> None:
     notice = st.empty()  # always drawn: the places below keep their positions whether a notice shows or not
     if clash is not None and clash.dataset_id == ds.id:
         theirs = clash.existing
-        where = "saved in a qrels version" if theirs.get("version") else "not saved yet"
+        where = "saved in a qrels version" if theirs.get("version") else "not in a qrels version yet"
         with notice.container(border=True):
             st.warning(
                 f"{md_escape(clash.doc_id)} for {md_escape(clash.query_id)} was labelled **{theirs['label']}** by "
@@ -168,10 +168,13 @@ def pair_panel(
 
 def pending_panel(workspace: Workspace, ds: DatasetEntry, view: ViewState, pending: pd.DataFrame) -> None:
     """The labels given on this version and not saved yet: withdraw some, or save them all as a qrels version."""
-    st.subheader("Labels given, not saved yet")
+    st.subheader("Labels given, not in a qrels version yet")
     given = judge.pending_table(pending, judging.accepted_suggestions(workspace, ds.id))
     if given.empty:
-        st.caption("None yet on this version. Every label is stored the moment it is given.")
+        st.caption(
+            "None yet on this version. Each label is kept in the store the moment it is given (a reload or a restart "
+            "loses none); saving makes a new qrels version of them."
+        )
     else:
         shown_ids = dict(zip(zip(pending["query_id"].astype("str"), pending["doc_id"].astype("str")), pending["id"]))
         event = layout.show_table(

@@ -61,7 +61,7 @@ if page.alignments and page.dataset is not None:
         f"**{counts['left']:,}** of {counts['pooled']:,} unjudged pairs in the top {depth} of {len(selection)} run(s) "
         f"are left to judge: **{counts['can_change']:,}** can move {title(spec)}'s comparison against "
         f"**{md_escape(baseline_name)}** and come first; {counts['cannot']:,} cannot change anything on it and come "
-        f"last. **{len(pending):,}** label(s) given on this version, not saved yet."
+        f"last. **{len(pending):,}** label(s) given on this version, not in a qrels version yet."
     )
 
     state.seed("judge.order", view.queue, force=page.fresh)

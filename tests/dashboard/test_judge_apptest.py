@@ -359,8 +359,9 @@ def test_a_label_given_meanwhile_by_another_judge_is_shown_and_kept_unless_repla
     store.add_label(judged["dataset"], query_id, doc_id, 1, author="ann")  # another judge, on another server
     button(at, "judge.grade.0").click().run()
     no_problems(at)
-    assert f"{doc_id} for {query_id} was labelled **1** by ann meanwhile (not saved yet): your grade **0** was not" in (
-        _text(at.warning)
+    assert (
+        f"{doc_id} for {query_id} was labelled **1** by ann meanwhile (not in a qrels version yet): your grade **0** was not"
+        in (_text(at.warning))
     )
     pending = store.pending_labels(judged["dataset"])
     assert pending[["doc_id", "label", "author"]].values.tolist() == [[doc_id, 1, "ann"]]  # not overwritten
