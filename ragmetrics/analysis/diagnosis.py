@@ -646,12 +646,13 @@ def _ranking_not_recall(run: str, table: pd.DataFrame, deep_k: int, low_mrr: flo
                 "worse.",
             )
         )
+    joint = ";" if quantifier(at_one, len(table)) in ("most", "all") else ", but only"  # never "only most"
     return [
         Finding(
             run,
             "ranking_not_recall",
             "Ranking, not recall, is the problem",
-            f"{numbers}: the relevant documents are retrieved, but only {at_one_words} (elsewhere the first one is "
+            f"{numbers}: the relevant documents are retrieved{joint} {at_one_words} (elsewhere the first one is "
             f"at median rank {median:g}).",
             tuple(advice),
             values=((f"recall@{deep_k}", recall_deep), ("mrr", mrr), ("at_rank_1", at_one / len(table))),

@@ -94,6 +94,11 @@ def test_ranking_not_recall() -> None:
     )
     assert "Recall@100 = 0.950" in f.evidence and "MRR = 0.444" in f.evidence
     assert "only 2 of 12 queries (17%) have one at rank 1" in f.evidence
+    # above half at rank 1 (with a low MRR still): said without "only" (was: "but only most queries ...")
+    most = [("x", "medium", 20)] * 5 + [("x", "medium", 1)] * 7  # MRR 0.604
+    found = diagnosis.diagnose("r", table(most, recall_deep=0.95), k=5, deep_k=100)
+    said = next(f.evidence for f in found if f.rule == "ranking_not_recall")
+    assert "are retrieved; most queries (7 of 12, 58%) have one at rank 1" in said and "only" not in said
     assert "ranking_not_recall" not in rules(diagnosis.diagnose("r", table(rows, recall_deep=0.5), k=5, deep_k=100))
     # the MRR bar follows the targets in force
     assert "ranking_not_recall" not in rules(
