@@ -27,7 +27,7 @@ HEALTH_COLUMNS = [
 
 
 def health_frame(alignments: Sequence[Alignment]) -> pd.DataFrame:
-    """One row per run: ``status`` (``ok`` or ``no overlap``), ``judged@10`` (mean share of the top 10 that is
+    """One row per run: ``status`` (``ok``, ``mostly unjudged`` or ``no overlap``), ``judged@10`` (mean share of the top 10 that is
     judged), ``relevant_retrieved`` (share of the relevant judgments retrieved at any rank), ``overlap`` (share of
     the ranked queries whose ranking holds a judged document), the counts behind it, and ``run_queries_known``
     (share of the run's queries that are dataset queries)."""
@@ -37,7 +37,7 @@ def health_frame(alignments: Sequence[Alignment]) -> pd.DataFrame:
         rows.append(
             {
                 "run": alignment.name,
-                "status": "no overlap" if health.no_overlap else "ok",
+                "status": "no overlap" if health.no_overlap else ("mostly unjudged" if health.thinly_judged else "ok"),
                 "judged@10": health.judged_at_10,
                 "relevant_retrieved": health.relevant_retrieved,
                 "overlap": health.overlap,

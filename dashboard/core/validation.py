@@ -118,6 +118,20 @@ def validation_frame(dataset: Dataset, alignments: Sequence[Alignment], *, min_g
                 else ("scored as ranked: those rankings hold only unjudged documents" if unmet else ""),
             }
         )
+        thin = health.thinly_judged and not health.no_overlap  # no overlap says more, above
+        rows.append(
+            {
+                "scope": name,
+                "check": "top 10 mostly unjudged (judged@10 below 50%)",
+                "count": int(thin),
+                "status": "warning" if thin else "ok",
+                "examples": f"judged@10 = {health.judged_at_10:.2f}",
+                "effect": "the unjudged documents are scored by the unjudged convention (non-relevant by default): "
+                "the Overview's 'if judged' bounds and the Judge page say how much they could move"
+                if thin
+                else "",
+            }
+        )
         add(
             name,
             "tied scores (adjacent pairs)",

@@ -19,15 +19,11 @@ if TYPE_CHECKING:
     from ragmetrics.partitioned import PartitionedResult
 
 
-JUDGED_NOTE_BELOW = 0.5
-"""A note says how much of the top 10 is judged when less than this is."""
-
-
 def report_coverage(result: EvalResult | PartitionedResult, err: TextIO) -> None:
     for name, run in result.runs.items():
         notes = run.coverage.notes(run.conventions.missing)
         state = run.health
-        if state.queries_ranked and state.judged_at_10 < JUDGED_NOTE_BELOW:
+        if state.thinly_judged:
             notes.append(
                 f"judged@10 = {state.judged_at_10:.2f}: most of the top 10 is unjudged (scored as "
                 f"{run.conventions.unjudged}; eval --bounds gives the worst and best case)"

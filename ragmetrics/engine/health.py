@@ -45,6 +45,10 @@ CHUNK_SEPARATORS = ("#", "::", "_C", "-C", "_chunk", "-chunk", "__", "_", "-", "
 """Separators tried between a document id and a chunk number, most specific first."""
 
 
+THIN_JUDGED_AT_10 = 0.5
+"""judged@10 below this: most of a run's top 10 is unjudged (:attr:`Health.thinly_judged`)."""
+
+
 @dataclass(frozen=True)
 class Health:
     """What the run and the qrels share, over the evaluated queries.
@@ -66,6 +70,13 @@ class Health:
     def overlap(self) -> float:
         """Share of the ranked queries whose ranking meets the judgments (1.0 when nothing is ranked)."""
         return self.queries_meeting / self.queries_ranked if self.queries_ranked else 1.0
+
+    @property
+    def thinly_judged(self) -> bool:
+        """True when the run ranks documents and less than :data:`THIN_JUDGED_AT_10` of its top 10 is judged on
+        average: most of what its numbers rest on is unjudged (scored by the unjudged convention). Said by the
+        CLI's note and the dashboard's upload checks alike."""
+        return self.queries_ranked > 0 and self.judged_at_10 < THIN_JUDGED_AT_10
 
     @property
     def no_overlap(self) -> bool:

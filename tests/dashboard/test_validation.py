@@ -49,6 +49,22 @@ def test_validation_frame_counts() -> None:
     assert row["examples"] == "zz" and row["status"] == "warning"
     ok = report[report["count"] == 0]
     assert (ok["status"] == "ok").all() and (ok["effect"] == "").all()
+    assert counts[("r", "top 10 mostly unjudged")] == 0  # judged@10 = 0.75
+
+    # a run whose top 10 is mostly unjudged (as SciFact's BM25 run: judged@10 = 0.09) is a check to look at, as
+    # the CLI's note says
+    thin = Run.from_frame(
+        pd.DataFrame(
+            [("q1", "d1", 3.0), ("q1", "x1", 2.0), ("q1", "x2", 1.0)], columns=["query_id", "doc_id", "score"]
+        ),
+        name="thin",
+    )
+    alignment = ragmetrics.align(dataset, thin)
+    assert alignment.health.thinly_judged
+    report = validation.validation_frame(dataset, [alignment])
+    row = report[report["check"].str.startswith("top 10 mostly unjudged")].iloc[0]
+    assert (row["status"], row["count"], row["examples"]) == ("warning", 1, "judged@10 = 0.33")
+    assert validation.to_look_at(report) >= 1
 
 
 def test_depth_frame_counts_queries_per_ranking_depth(tiny, tiny_runs) -> None:
