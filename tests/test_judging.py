@@ -183,3 +183,15 @@ def test_label_impact_equals_scoring_each_label_on_its_own():
             after = rm.evaluate(more, run, ["ndcg@10"], warn=False)[run.name].values.at[row.query_id, "ndcg@10"]
             got = impact[(impact.query_id == row.query_id) & (impact.doc_id == row.doc_id)][f"delta_{run.name}"].iloc[0]
             assert got == pytest.approx(after - before, abs=1e-12)
+
+
+def test_merge_says_when_labels_name_queries_the_dataset_lacks_and_refuses_an_output_it_cannot_write(tmp_path):
+    qrels = tmp_path / "q.qrels"
+    qrels.write_text("q1 0 d1 1\n")
+    labels = tmp_path / "l.tsv"
+    labels.write_text("query_id\tdoc_id\tlabel\nq1\td2\t1\nZZZ\td1\t1\n")
+    code, _, err = run_cli("judge", "merge", "--dataset", qrels, "--labels", labels, "-o", tmp_path / "m.qrels")
+    assert code == 0 and "labels 1 query the dataset does not have ['ZZZ']" in err and "2 added" in err
+    for name in ("m.json", "m.jsonl", "m.qrels.gz", "m.parquet"):
+        code, _, err = run_cli("judge", "merge", "--dataset", qrels, "--labels", labels, "-o", tmp_path / name)
+        assert code == 2 and "judge merge writes TREC qrels lines" in err and not (tmp_path / name).exists()

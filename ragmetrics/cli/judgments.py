@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import csv
 import warnings
+from pathlib import Path
 from typing import TextIO
 
 from ragmetrics.analysis.judging import merge, pool
@@ -16,6 +17,10 @@ from ragmetrics.cli.options import add_data_options, add_eval_options, whole_num
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.io import load_dataset, write_trec_qrels
 from ragmetrics.io.export import neutralise
+from ragmetrics.io.source import names_of
+
+NOT_TREC_SUFFIXES = frozenset({".json", ".jsonl", ".parquet", ".csv", ".zip", ".gz"})
+"""Output names the loaders would read as another format (or compressed): ``judge merge`` writes TREC lines."""
 
 
 def cmd_pool(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -45,8 +50,24 @@ def cmd_pool(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_judge_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     output = output_path(args, args.output, "--output")
+    suffix = "".join(Path(output).suffixes[-1:]).lower()
+    if suffix in NOT_TREC_SUFFIXES:
+        raise RagMetricsError(
+            f"--output {output}: judge merge writes TREC qrels lines, which a {suffix} file would not be read as: "
+            "give a path ending in .txt, .qrels or .tsv"
+        )
     dataset = read_dataset(args)
     labels = load_dataset(args.labels)
+    known = set(dataset.queries_table.column("query_id").to_pylist())
+    new = sorted({q for q in labels.qrels_table.column("query_id").to_pylist() if q not in known})
+    if new:
+        warnings.warn(
+            f"{args.labels} labels {len(new)} {'query' if len(new) == 1 else 'queries'} the dataset does not have "
+            f"{names_of(new, 5)}: they are "
+            "merged as new judged queries; check that the labels belong to this dataset",
+            RagMetricsWarning,
+            stacklevel=1,
+        )
     judges = judges_of(args.labels)
     if judges:
         warnings.warn(
