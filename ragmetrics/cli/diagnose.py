@@ -59,7 +59,7 @@ def diagnose_parser(p: argparse.ArgumentParser) -> None:
         "fusion=rrf); the metadata ragmetrics retrieve wrote beside a run (RUN.json) is read too, --meta wins. "
         "Without either, a run's kind is read from its name and its scores",
     )
-    add_eval_options(p)
+    add_eval_options(p, bounds=False)
     p.add_argument("--format", choices=["text", "json", "csv"], default="text", help="text (default), json or csv")
     p.add_argument(
         "--fail-on-error", action="store_true", help="exit 1 when a finding has severity 'error' (easy queries missed)"

@@ -24,9 +24,10 @@ def report_coverage(result: EvalResult | PartitionedResult, err: TextIO) -> None
         notes = run.coverage.notes(run.conventions.missing)
         state = run.health
         if state.thinly_judged:
+            hint = "; eval --bounds gives the worst and best case" if run.conventions.mode == "trec" else ""
             notes.append(
                 f"judged@10 = {state.judged_at_10:.2f}: most of the top 10 is unjudged (scored as "
-                f"{run.conventions.unjudged}; eval --bounds gives the worst and best case)"
+                f"{run.conventions.unjudged}{hint})"
             )
         if notes:
             err.write(f"ragmetrics: note: run {name!r}: " + "; ".join(notes) + "\n")

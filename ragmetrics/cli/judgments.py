@@ -97,7 +97,7 @@ def pool_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", action="append", required=True, help="a run file; repeatable (the pool is their union)")
     p.add_argument("--depth", type=whole_number(1), default=10, help="pool each run's top K (default 10)")
     p.add_argument("-o", "--output", required=True, help="the TSV to write: query_id, doc_id (and text when known)")
-    add_eval_options(p)
+    add_eval_options(p, bounds=False)
     p.set_defaults(handler=cmd_pool)
 
 

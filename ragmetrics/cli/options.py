@@ -73,7 +73,8 @@ def weight_list(text: str) -> list[float]:
     return weights
 
 
-def add_eval_options(parser: argparse.ArgumentParser) -> None:
+def add_eval_options(parser: argparse.ArgumentParser, *, bounds: bool = True) -> None:
+    """The conventions' options; ``bounds``: the command has ``--bounds`` (its help names it only then)."""
     parser.add_argument(
         "--missing",
         choices=CHOICES["missing"],
@@ -94,17 +95,17 @@ def add_eval_options(parser: argparse.ArgumentParser) -> None:
         help="what token budgets (recall@512tok) count with: auto (default: jieba when the texts are Chinese, "
         "else whitespace), whitespace, jieba",
     )
-    add_judgment_options(parser)
+    add_judgment_options(parser, bounds=bounds)
 
 
-def add_judgment_options(parser: argparse.ArgumentParser) -> None:
+def add_judgment_options(parser: argparse.ArgumentParser, *, bounds: bool = True) -> None:
     parser.add_argument(
         "--unjudged",
         choices=CHOICES["unjudged"],
         default="nonrelevant",
         help="retrieved documents the qrels do not label: non-relevant (trec_eval, default), skip (condensed lists: "
         "removed before scoring, negative labels too, as trec_eval -J), relevant (judged relevant within each "
-        "cut-off; --bounds gives every metric's best and worst case)",
+        "cut-off" + ("; --bounds gives every metric's best and worst case)" if bounds else ")"),
     )
     parser.add_argument(
         "--allow-no-overlap",
