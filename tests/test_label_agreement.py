@@ -142,6 +142,14 @@ def test_judge_run_asks_for_what_a_judge_needs(small_set):
     assert code == 2 and "--human" in err
     code, _, err = run(*base, "--judge", "endpoint")
     assert code == 2 and "--model" in err
+    # said before any work, not as one "no grade" line per pair
+    code, _, err = run(*base, "--judge", "rule")
+    assert code == 2 and "--judge rule: no document of the pool has a text (give --corpus" in err
+    (d / "q.qrels").write_text("q1 0 d1 1\nq2 0 d4 1\n")
+    code, _, err = run("judge", "run", "--dataset", str(d / "q.qrels"), "--corpus", str(d / "corpus.jsonl"),
+                       "--pool", str(d / "pool.tsv"), "-o", str(d / "x.tsv"), "--judge", "rule")  # fmt: skip
+    assert code == 2 and "no query of the pool has an expected answer or keywords" in err and "no grade" not in err
+    assert not (d / "x.tsv").exists()
 
 
 def test_judge_run_learned_trains_on_the_human_labels(small_set):

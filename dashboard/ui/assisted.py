@@ -150,6 +150,9 @@ def start_job(workspace: Workspace, ds: DatasetEntry, help_: Assist, name: str, 
     source = provenance_of(judge).source
     todo = assisted.to_judge(help_.pool, help_.labels, source)
     pairs = pairs_from_pool(base, todo)
+    unable = JUDGES[name].unable(pairs)
+    if unable:
+        raise RagMetricsError(f"the {name} judge cannot grade this pool: {unable}")
 
     def save(labels: list[JudgeLabel]) -> tuple[int, int]:  # the judge's source is their author
         rows = [(lab.pair.query_id, lab.pair.doc_id, int(lab.label)) for lab in labels if lab.label is not None]

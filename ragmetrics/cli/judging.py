@@ -83,6 +83,9 @@ def cmd_judge_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise RagMetricsError("--judge endpoint needs --model NAME (a registered model endpoint)")
     elif kind.needs == "call" and not args.call:
         raise RagMetricsError("--judge callable needs --call module:attr")
+    unable = kind.unable(pairs)
+    if unable:
+        raise RagMetricsError(f"--judge {args.judge}: {unable}")
     judge = make_judge(args.judge, JudgeInputs(training=training, model=args.model, call=args.call, folds=args.folds))
     top = args.max_grade or max_grade(dataset)
     labels = run_judge(judge, pairs, top, progress=_progress(err) if err.isatty() else None)

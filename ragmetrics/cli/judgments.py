@@ -59,11 +59,11 @@ def cmd_judge_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     dataset = read_dataset(args)
     labels = load_dataset(args.labels)
     known = set(dataset.queries_table.column("query_id").to_pylist())
-    new = sorted({q for q in labels.qrels_table.column("query_id").to_pylist() if q not in known})
-    if new:
+    unknown = sorted({q for q in labels.qrels_table.column("query_id").to_pylist() if q not in known})
+    if unknown:
         warnings.warn(
-            f"{args.labels} labels {len(new)} {'query' if len(new) == 1 else 'queries'} the dataset does not have "
-            f"{names_of(new, 5)}: they are "
+            f"{args.labels} labels {len(unknown)} {'query' if len(unknown) == 1 else 'queries'} the dataset does "
+            f"not have {names_of(unknown, 5)}: they are "
             "merged as new judged queries; check that the labels belong to this dataset",
             RagMetricsWarning,
             stacklevel=1,

@@ -28,14 +28,30 @@ class JudgeInputs:
     attempts: int = 3
 
 
+def _no_text(pairs: Sequence[Pair]) -> str | None:
+    if pairs and not any(p.text for p in pairs):
+        return "no document of the pool has a text (give --corpus, or a pool with a text column)"
+    return None
+
+
+def _nothing_to_find(pairs: Sequence[Pair]) -> str | None:
+    if pairs and not any(p.expected_answer or p.expected_keywords for p in pairs):
+        return (
+            "no query of the pool has an expected answer or keywords for the rule to look for (qrels carry none: "
+            "give an evaluation set that has them, or another judge)"
+        )
+    return _no_text(pairs)
+
+
 @dataclass(frozen=True)
 class JudgeKind:
     """A registered judge: its help line, the :class:`JudgeInputs` field it needs (``""``: none), how it is
-    built."""
+    built, and ``unable``: why it could grade none of some pairs (None: it can try), asked before any work."""
 
     help: str
     needs: str
     build: Callable[[JudgeInputs], Judge]
+    unable: Callable[[Sequence[Pair]], str | None] = lambda pairs: None
 
 
 def chat_model(model: str | ChatModel | None) -> ChatModel:
@@ -60,13 +76,17 @@ def _callable(inputs: JudgeInputs) -> Judge:
 
 
 JUDGES: dict[str, JudgeKind] = {
-    "rule": JudgeKind("the expected answer or keywords found in the document's text", "", lambda _: RuleJudge()),
+    "rule": JudgeKind(
+        "the expected answer or keywords found in the document's text", "", lambda _: RuleJudge(), _nothing_to_find
+    ),
     "learned": JudgeKind(
         "a logistic regression on cheap features, trained on people's labels, cross-fitted by query",
         "training",
         _learned,
     ),
-    "endpoint": JudgeKind("a registered chat model, asked with a UMBRELA-style graded prompt", "model", _endpoint),
+    "endpoint": JudgeKind(
+        "a registered chat model, asked with a UMBRELA-style graded prompt", "model", _endpoint, _no_text
+    ),
     "callable": JudgeKind("a Python function module:attr, called with (pair, max_grade)", "call", _callable),
 }
 """The judges, by name: the one place a judge is added."""
