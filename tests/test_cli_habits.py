@@ -145,3 +145,18 @@ def test_compare_prints_beside_a_corrected_p_value_an_interval_corrected_the_sam
         assert (float(low) > 0 or float(high) < 0) == (mark == "*"), out
     assert any(float(level) == pytest.approx(100 * (1 - 0.05 / 9), abs=1e-2) for level, *_ in rows)  # 3 pairs x 3
     assert any(mark == " " for *_, mark in rows) and any(mark == "*" for *_, mark in rows)
+
+
+@pytest.mark.parametrize(
+    ("argv", "usage"),
+    [
+        (["eval", "--dataset", "q", "--run", "r"], "ragmetrics eval"),
+        (["judge", "merge", "--dataset", "q", "--labels", "l", "-o", "m"], "ragmetrics judge merge"),
+    ],
+)
+def test_an_unknown_option_is_refused_with_the_usage_of_the_command_given(argv, usage, capsys):
+    with pytest.raises(SystemExit) as refused:
+        main([*argv, "--foo"])
+    said = capsys.readouterr().err
+    assert refused.value.code == 2 and f"{usage}: error: unrecognized arguments: --foo" in said
+    assert f"usage: {usage}" in said

@@ -110,12 +110,24 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _used_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The innermost subcommand's parser that ``args`` went through (``judge run``'s for ``judge run ...``)."""
+    while True:
+        nested = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        chosen = getattr(args, nested[0].dest, None) if nested else None
+        if chosen is None:
+            return parser
+        parser = nested[0].choices[chosen]
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # refused with the usage of the (sub)command given, not the top level's
+        _used_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RagMetricsWarning)
