@@ -10,7 +10,7 @@ from ragmetrics.store.database import Store
 def test_labels_survive_a_new_process_and_become_a_version_with_the_parents_runs(store_url):
     store = Store(store_url)
     dataset = rm.Dataset.from_dict({"q1": {"d1": 1}, "q2": {"d2": 0}}, name="faq")
-    parent = store.put_dataset(dataset)
+    parent = store.put_dataset(dataset, description="the FAQ set", targets="faq")
     run = rm.Run.from_dict({"q1": {"d1": 1.0, "u1": 0.5}, "q2": {"u2": 1.0}})
     run_id = store.put_run(run, parent)
     store.add_label(parent, "q1", "u1", 2, author="ana")
@@ -51,6 +51,9 @@ def test_labels_survive_a_new_process_and_become_a_version_with_the_parents_runs
     grandchild = reopened.commit_labels(version, author="ana")
     assert grandchild is not None and reopened.lineage(grandchild) == [grandchild, version, parent]
     assert reopened.list_datasets().set_index("id").loc[grandchild, "name"] == "faq (+1 label, v2)"
+    # every version keeps what its parent declares (was: the targets dropped, the Overview checking none)
+    listed = reopened.list_datasets().set_index("id")
+    assert listed.loc[[version, grandchild], ["description", "targets"]].values.tolist() == [["the FAQ set", "faq"]] * 2
 
 
 def test_diff_names_changed_and_removed_judgments():

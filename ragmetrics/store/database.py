@@ -893,14 +893,17 @@ class Store:
             labels = judgments.rename(columns={"label": "relevance"})[["query_id", "doc_id", "relevance"]]
             merged = merge(parent, labels, override=True).dataset
             root = self.lineage(dataset)[-1]
-            names = self.list_datasets().set_index("id")["name"]
+            listed = self.list_datasets().set_index("id")
+            names = listed["name"]
             number = 1 + self._versions_below(root)  # numbered across the lineage: a version of a version is v2...
             label = "label" if len(labels) == 1 else "labels"
             child = dataclasses.replace(
                 merged, name=f"{names.get(root, parent.name)} (+{len(labels)} {label}, v{number})"
             )
             ident = dataset_id(child)
-            row = _dataset_row(child, ident, f"labels on {dataset}", "", "")
+            # the version keeps what its parent says of itself: its description and the targets it declares
+            said = {c: str(listed[c].get(dataset) or "") for c in ("description", "targets")}
+            row = _dataset_row(child, ident, f"labels on {dataset}", said["description"], said["targets"])
             taken = [int(i) for i in rows["id"]]  # the labels and the accepted suggestions they came from
             now = time.time()
             try:
