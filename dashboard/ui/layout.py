@@ -187,11 +187,12 @@ def no_overlap_banner(selection: cache.Selection) -> None:
 
 def _caption(dataset: DatasetEntry, runs: list[RunEntry], view: ViewState) -> None:
     summary = dataset_summary(dataset.dataset)
-    version = (
-        f" (qrels v{dataset.version.number}, {dataset.version.n_labels:,} labels by {md_escape(dataset.version.author)})"
-        if dataset.version
-        else ""
-    )
+    version = ""
+    if dataset.version:  # a version's own name says its number and labels ("faq (+2 labels, v1)") unless renamed
+        made = dataset.version
+        named = f", v{made.number})" in dataset.name
+        said = "" if named else f"qrels v{made.number}, {made.n_labels:,} labels "
+        version = f" ({said}by {md_escape(made.author)})"
     st.caption(
         f"Dataset **{md_escape(dataset.name)}**{version}: {summary['queries']:,} queries "
         f"({summary['judged_queries']:,} judged, {summary['relevant']:,} relevant judgments) · "
