@@ -47,6 +47,11 @@ def test_targets_in_the_dashboards_syntax():
     code, out, _ = run_cli("check", "--dataset", QRELS, "--run", BM25, "--targets", "ndcg@10>0.6,recall@5>0.9")
     assert code == 1
     assert "PASS ndcg@10 = 0.6791" in out and "FAIL recall@5 = 0.7343" in out
+    assert run_cli("check", "--dataset", QRELS, "--run", BM25, "--targets", "ndcg@10>=0.6;recall@5 >= 0.9")[1] == out
+    upper = run_cli("check", "--dataset", QRELS, "--run", BM25, "--targets", "FAQ")
+    assert upper[1] == run_cli("check", "--dataset", QRELS, "--run", BM25, "--targets", "faq")[1] and upper[0] == 1
+    code, _, err = run_cli("check", "--dataset", QRELS, "--run", BM25, "--targets", "ndcg@10<0.9")
+    assert code == 2 and "a target is a floor, metric>value" in err and "no such file" not in err
 
 
 def test_check_with_a_baseline_and_no_targets_is_a_regression_gate():

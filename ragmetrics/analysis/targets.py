@@ -79,8 +79,9 @@ class TargetCheck:
         )
 
 
-TARGET_ITEM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_\-]*(?:@\d+)?)\s*>\s*([-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)\s*$")
-"""One target as text: ``metric>threshold`` (``recall@5>0.9``); items are separated by ``,`` or ``;``."""
+TARGET_ITEM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_\-]*(?:@\d+)?)\s*>=?\s*([-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)\s*$")
+"""One target as text: ``metric>threshold`` (``recall@5>0.9``; ``>=`` reads the same: a floor the run's 95% interval
+must clear); items are separated by ``,`` or ``;``."""
 
 
 def target_items(text: str) -> list[tuple[str, str, float | None]]:
@@ -103,8 +104,13 @@ def resolve_targets(spec: str | Mapping[str, float]) -> dict[str, float]:
     raw: list[tuple[str, object]]
     if isinstance(spec, Mapping):
         raw = list(spec.items())
-    elif spec in PROFILES:
-        raw = list(PROFILES[spec].items())
+    elif spec.strip().lower() in PROFILES:
+        raw = list(PROFILES[spec.strip().lower()].items())
+    elif "<" in spec and not Path(spec).exists():
+        raise RagMetricsError(
+            f"targets {spec[:60]!r}: a target is a floor, metric>value (a run passes when the lower end of its 95% "
+            "interval clears it); a ceiling (metric<value) is not checked"
+        )
     elif ">" in spec and not Path(spec).exists():
         raw = []
         for item, metric, threshold in target_items(spec):
@@ -147,7 +153,7 @@ def declared_targets(text: str) -> dict[str, float]:
     """The targets a dataset declares: a profile name or ``metric>value`` items (never a file: a dataset's text is
     not a path to read). A clear error when it is neither."""
     text = text.strip()
-    if text in PROFILES:
+    if text.lower() in PROFILES:
         return resolve_targets(text)
     if ">" not in text:
         raise RagMetricsError(
