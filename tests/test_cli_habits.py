@@ -165,3 +165,16 @@ def test_an_unknown_option_is_refused_with_the_usage_of_the_command_given(argv, 
     said = capsys.readouterr().err
     assert refused.value.code == 2 and f"{usage}: error: unrecognized arguments: --foo" in said
     assert f"usage: {usage}" in said
+
+
+def test_runs_and_the_cut_off_are_named_alike_across_commands(tmp_path):
+    """fuse takes --run as every other command does (its positional files still work); -k and --k both name a
+    cut-off where a command has one (fuse's --k stays RRF's constant)."""
+    dense = SCIFACT / "dense-all-minilm-l6-v2.trec.gz"
+    code, _, err = run_cli("fuse", "--run", BM25, "--run", dense, "-o", tmp_path / "a.trec")
+    assert code == 0, err
+    assert run_cli("fuse", BM25, dense, "-o", tmp_path / "b.trec")[0] == 0
+    assert (tmp_path / "a.trec").read_bytes() == (tmp_path / "b.trec").read_bytes()
+    assert run_cli("fuse", "-o", tmp_path / "c.trec")[0] == 2
+    for argv in (["diagnose", "--dataset", QRELS, "--run", BM25], ["agree", "--run", BM25, "--run", dense]):
+        assert run_cli(*argv, "-k", 10) == run_cli(*argv, "--k", 10)

@@ -92,7 +92,11 @@ def agree_parser(p: argparse.ArgumentParser) -> None:
         help=f"RBO's persistence p, between 0 and 1 (default {RBO_PERSISTENCE})",
     )
     p.add_argument(
-        "-k", type=whole_number(1), action="append", help="overlap@k and churn@k cut-off (repeatable; default 10)"
+        "-k",
+        "--k",
+        type=whole_number(1),
+        action="append",
+        help="overlap@k and churn@k cut-off (repeatable; default 10)",
     )
     p.add_argument("--per-query", action="store_true", help="also print per-query values")
     p.add_argument("--format", choices=["table", "json", "csv", "markdown"], default="table", help="output format")

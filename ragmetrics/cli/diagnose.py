@@ -49,7 +49,7 @@ def cmd_diagnose(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def diagnose_parser(p: argparse.ArgumentParser) -> None:
     add_data_options(p)
     p.add_argument("--run", action="append", required=True, help="a run file; repeatable")
-    p.add_argument("--k", type=whole_number(1), default=5, help="the cut-off a query must hit (default 5)")
+    p.add_argument("-k", "--k", type=whole_number(1), default=5, help="the cut-off a query must hit (default 5)")
     p.add_argument("-m", "--metric", help="the metric compared across categories (default hits@K)")
     p.add_argument(
         "--meta",

@@ -152,7 +152,9 @@ def evidence_parser(p: argparse.ArgumentParser) -> None:
         "at -k chunks and at --budget tokens, with paired tests (gold evidence: --spans, else the expected answers "
         "located, else the relevant documents whole)",
     )
-    p.add_argument("-k", type=whole_number(1), default=10, help="with --baseline: the cut-off in chunks (default 10)")
+    p.add_argument(
+        "-k", "--k", type=whole_number(1), default=10, help="with --baseline: the cut-off in chunks (default 10)"
+    )
     p.add_argument(
         "--budget", type=whole_number(1), default=512, help="with --baseline: the token budget (default 512)"
     )

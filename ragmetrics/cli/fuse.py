@@ -9,6 +9,7 @@ from ragmetrics.analysis import fusion
 from ragmetrics.analysis.fusion import fuse, ranked_frame
 from ragmetrics.cli.inputs import output_path, read_runs, replacing
 from ragmetrics.cli.options import weight_list, whole_number
+from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Run
 from ragmetrics.io import write_trec_run
 
@@ -16,7 +17,10 @@ from ragmetrics.io import write_trec_run
 def cmd_fuse(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     output = output_path(args, args.output, "--output")
-    runs = read_runs(args.runs, args)
+    files = [*args.runs, *args.run]
+    if not files:
+        raise RagMetricsError("fuse needs run files: give them as --run FILE (repeatable) or after the options")
+    runs = read_runs(files, args)
     norm = None if args.norm == "none" else args.norm
     fused = fuse(runs, method=args.method, k=args.k, norm=norm, weights=args.weights, depth=args.depth, name=args.name)
     if args.depth_out:
@@ -29,7 +33,8 @@ def cmd_fuse(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def fuse_parser(p: argparse.ArgumentParser) -> None:
 
-    p.add_argument("runs", nargs="+", help="run files")
+    p.add_argument("runs", nargs="*", help="run files (or --run)")
+    p.add_argument("--run", action="append", default=[], help="a run file; repeatable (as other commands take runs)")
     p.add_argument("--method", choices=fusion.METHODS, default="rrf", help="fusion method")
     p.add_argument("--k", type=whole_number(0), default=60, help="RRF constant (default 60)")
     p.add_argument(
