@@ -218,7 +218,7 @@ def verdict(comparison: Comparison, spec: MetricSpec, *, markdown: bool = True) 
         words = f"No run beats {base} on {title(spec)}: the best, {run}, is behind by {bold(signed(delta))}"
     judged = bold("significant" if significant else "not significant")
     text = (
-        f"{words} ({ci}), {judged} at α = {comparison.alpha:g} (p = {format_p(p)}, {family_text(comparison)}; "
+        f"{words} ({ci}), {judged} at α = {comparison.alpha:g} ({p_equals(p)}, {family_text(comparison)}; "
         f"{test_title(comparison.test)})."
     )
     if "could_flip" in best.index and abs(delta) > 0:
@@ -333,6 +333,12 @@ def format_p(p: float) -> str:
     if p is None or (isinstance(p, float) and math.isnan(p)):
         return "—"
     return "<0.0001" if p < 0.0001 else f"{p:.4f}"
+
+
+def p_equals(p: float) -> str:
+    """``p = 0.0123`` or ``p < 0.0001`` in running text (never ``p = <0.0001``)."""
+    shown = format_p(p)
+    return f"p {shown[0]} {shown[1:]}" if shown.startswith("<") else f"p = {shown}"
 
 
 def format_ci(low: float, high: float) -> str:

@@ -543,3 +543,8 @@ def test_a_difference_that_is_not_significant_is_never_worded_as_a_win() -> None
     assert 0.95 < level <= 0.975 and f"{100 * level:.4g}% CI (Holm-adjusted) [" in said
     assert f"[{signed(row['ci_low_adjusted'])}, {signed(row['ci_high_adjusted'])}]" in said
     assert "Holm-corrected over 2 comparison(s);" in said  # one pair of runs: no family to name beyond it
+
+
+def test_p_values_in_running_text() -> None:
+    assert cmp.p_equals(0.01234) == "p = 0.0123" and cmp.p_equals(0.00001) == "p < 0.0001"
+    assert cmp.p_equals(float("nan")) == "p = —"
