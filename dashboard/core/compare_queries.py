@@ -196,7 +196,7 @@ def scatter_figure(
     fig.update_xaxes(title_text=f"{label} · {safe(baseline)} (baseline)", range=[-0.04, 1.04])
     fig.update_yaxes(title_text=f"{label} · {safe(run)}", range=[-0.04, 1.04], scaleanchor="x", scaleratio=1)
     fig.update_layout(
-        title={"text": "Per query: baseline against run (above the diagonal: the run wins)"},
+        title={"text": "Per query: above the diagonal, the run wins"},
         legend={"orientation": "h", "y": -0.18, "x": 0},
     )
     base_layout(fig, 460)
