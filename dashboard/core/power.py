@@ -227,6 +227,8 @@ def power_figure(
         )
         top = float(curve["mdd_high"].max())
     here = _mdd(sd, n_queries, alpha, power)
+    # the dataset's label and the target line's on opposite sides of that line, so neither crosses the other
+    below_target = bool(target_delta) and not math.isnan(here) and here < float(target_delta or 0.0)
     if not math.isnan(here):
         fig.add_trace(
             go.Scatter(
@@ -236,7 +238,7 @@ def power_figure(
                 name="this dataset",
                 marker={"size": 13, "color": "#d62728", "symbol": "diamond"},
                 text=[f"{n_queries} queries: Δ ≥ {here:.3f}"],
-                textposition="top right",
+                textposition="bottom left" if below_target else "top right",
                 hovertemplate="this dataset: %{x} queries → Δ ≥ %{y:.3f}<extra></extra>",
             )
         )
@@ -247,7 +249,7 @@ def power_figure(
             line_dash="dot",
             line_color="#444",
             annotation_text=f"Δ = {target_delta:g} needs ≈ {needed:,} queries",
-            annotation_position="bottom right",
+            annotation_position="top right" if below_target else "bottom right",
         )
     fig.update_yaxes(range=[0, max(top, target_delta or 0.0, 0.01) * 1.08])
     n_max = max([1000, n_queries * 1.2, *(curve["n"].tolist() if len(curve) else [])])

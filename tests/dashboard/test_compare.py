@@ -382,6 +382,10 @@ def test_power_curve_and_figure() -> None:
     fig = power.power_figure(curve, 91, 0.2, metric=M("ndcg@10"), target_delta=0.05)
     assert [t.name for t in fig.data] == ["range over run pairs", "median run pair", "this dataset"]
     assert fig.data[2].x == (91,) and fig.data[2].y[0] == pytest.approx(stats.min_detectable_delta(0.2, 91))
+    assert fig.data[2].textposition == "top right"  # above the target line, whose label sits below it
+    below = power.power_figure(curve, 300, 0.2, metric=M("ndcg@10"), target_delta=0.05)
+    assert below.data[2].y[0] < 0.05 and below.data[2].textposition == "bottom left"  # the label does not cross it
+    assert below.layout.annotations[-1].yanchor == "bottom"  # and the line's label goes above the line
     rects = [s for s in fig.layout.shapes if s.type == "rect"]
     # shaded ranges (data values) labelled above the plot (annotations on a log axis take log10 values)
     assert [(r.x0, r.x1) for r in rects] == [(20, 30), (50, 100), (100, 200)]
