@@ -23,6 +23,7 @@ from ragmetrics.foundation.model import Dataset
 
 __all__ = [
     "NONRELEVANT",
+    "NO_TEXT",
     "PASSAGE_COLUMNS",
     "RELEVANT",
     "UNJUDGED",
@@ -36,6 +37,7 @@ __all__ = [
     "retrieved_passages",
     "status_badge",
     "status_of",
+    "textless",
 ]
 
 RELEVANT, NONRELEVANT, UNJUDGED = "relevant", "judged non-relevant", "unjudged"
@@ -139,6 +141,18 @@ def pair_text(alignments: Sequence[Alignment], dataset: Dataset, query_id: str, 
         return {"title": title, "text": text, "source": "corpus"}
     chunks = _run_chunk_texts(alignments, query_id, [doc_id]).get(doc_id, "")
     return {"title": title, "text": chunks, "source": "run" if chunks else ""}
+
+
+NO_TEXT = (
+    "No text is known for these documents: the run carries no chunk texts and the dataset has no corpus (upload the "
+    "dataset with a *corpus* file to read them here)."
+)
+"""Said once instead of a card per document that reads "(no text)"."""
+
+
+def textless(passages: pd.DataFrame) -> bool:
+    """True when :func:`retrieved_passages` or :func:`relevant_passages` found text for none of their rows."""
+    return not passages.empty and bool((passages["source"].astype("str") == "").all())
 
 
 def relevant_passages(alignments: Sequence[Alignment], query_id: str) -> pd.DataFrame:

@@ -134,10 +134,13 @@ if page.alignments and page.dataset is not None:
         )
         marks = documents.marks_for(ds.dataset, query_id)
         with st.expander("Text of the relevant documents", expanded=True, icon=":material/article:"):
-            cards = documents.relevant_cards(documents.relevant_passages(page.alignments, query_id), marks)
-            layout.show_passages(cards)
-            if not cards:
+            passages = documents.relevant_passages(page.alignments, query_id)
+            if passages.empty:
                 st.caption("This query has no relevant document.")
+            elif documents.textless(passages):
+                st.caption(documents.NO_TEXT)
+            else:
+                layout.show_passages(documents.relevant_cards(passages, marks))
         depth = max(20, k)
         st.markdown(f"**Retrieved by {md_escape(run.name)}**, top {depth} documents (✓ = relevant)")
         detail = builders.query_detail_frame(run, query_id, depth)
@@ -161,8 +164,10 @@ if page.alignments and page.dataset is not None:
                 "Each retrieved chunk (a document's chunks share its rank) with its judgment: relevant, judged "
                 "non-relevant, or unjudged (not in the qrels)."
             )
-            layout.show_passages(
-                documents.retrieved_cards(documents.retrieved_passages(run, query_id, shown_depth), marks)
-            )
+            passages = documents.retrieved_passages(run, query_id, shown_depth)
+            if documents.textless(passages):
+                st.caption(documents.NO_TEXT)
+            else:
+                layout.show_passages(documents.retrieved_cards(passages, marks))
 
 layout.finish(page, view)

@@ -81,6 +81,15 @@ def test_retrieved_passages_read_each_chunks_own_text_and_judgment(runs) -> None
     assert passages["label"].tolist()[1:] == [3, 0] and pd.isna(passages["label"].iloc[0])
     assert documents.retrieved_passages(runs["a"], "q1", 1)["doc_id"].tolist() == ["A#1"]
     assert documents.retrieved_passages(runs["a"], "nope", 10).empty
+    assert not documents.textless(passages) and not documents.textless(passages.iloc[:0])
+
+
+def test_without_any_text_the_passages_say_so_once(runs) -> None:
+    """A dataset without a corpus and a run without chunk texts: one sentence, not a "(no text)" card a document."""
+    bare = ragmetrics.Dataset.from_frames(runs["a"].dataset.qrels)
+    run = ragmetrics.align(bare, runs["a"].run)
+    assert documents.textless(documents.retrieved_passages(run, "q1", 10))
+    assert documents.textless(documents.relevant_passages([run], "q1"))
 
 
 def test_a_runs_chunk_text_wins_and_mapped_chunks_share_the_documents_rank(graded) -> None:
