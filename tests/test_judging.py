@@ -135,11 +135,15 @@ def test_the_pool_carries_text_when_the_dataset_knows_it(tmp_path):
     assert all(len(r) == 4 and 1 <= int(r[2]) <= 3 and r[3] for r in rows[1:])
 
 
+def _qrels_and_labels(folder, qrels: str, labels: str):
+    """A TREC qrels file and a labels TSV (``query_id doc_id label``) of those lines, in ``folder``."""
+    (folder / "q.qrels").write_text(qrels)
+    (folder / "l.tsv").write_text("query_id\tdoc_id\tlabel\n" + labels)
+    return folder / "q.qrels", folder / "l.tsv"
+
+
 def test_a_label_that_changes_a_judgment_is_a_conflict_unless_overridden(tmp_path):
-    qrels = tmp_path / "q.qrels"
-    qrels.write_text("q1 0 d1 1\nq1 0 d2 0\n")
-    labels = tmp_path / "l.tsv"
-    labels.write_text("query_id\tdoc_id\tlabel\nq1\td1\t2\nq1\td2\t0\nq1\td3\t1\n")
+    qrels, labels = _qrels_and_labels(tmp_path, "q1 0 d1 1\nq1 0 d2 0\n", "q1\td1\t2\nq1\td2\t0\nq1\td3\t1\n")
     code, _, err = run_cli("judge", "merge", "--dataset", qrels, "--labels", labels, "-o", tmp_path / "m.qrels")
     assert code == 2
     assert "conflict: query q1 document d1: judged 1, labelled 2" in err and "1 label(s) would change" in err
@@ -186,10 +190,7 @@ def test_label_impact_equals_scoring_each_label_on_its_own():
 
 
 def test_merge_says_when_labels_name_queries_the_dataset_lacks_and_refuses_an_output_it_cannot_write(tmp_path):
-    qrels = tmp_path / "q.qrels"
-    qrels.write_text("q1 0 d1 1\n")
-    labels = tmp_path / "l.tsv"
-    labels.write_text("query_id\tdoc_id\tlabel\nq1\td2\t1\nZZZ\td1\t1\n")
+    qrels, labels = _qrels_and_labels(tmp_path, "q1 0 d1 1\n", "q1\td2\t1\nZZZ\td1\t1\n")
     code, _, err = run_cli("judge", "merge", "--dataset", qrels, "--labels", labels, "-o", tmp_path / "m.qrels")
     assert code == 0 and "labels 1 query the dataset does not have ['ZZZ']" in err and "2 added" in err
     for name in ("m.json", "m.jsonl", "m.qrels.gz", "m.parquet"):
