@@ -85,10 +85,12 @@ def cost_figure(frame: pd.DataFrame, spec: MetricSpec, k: int) -> go.Figure:
 
 # --- chunkings compared ----------------------------------------------------------------------------------------
 
-CHUNKING_COLUMNS = ["level", "metric", "run", "n", "mean", "delta", "ci_low", "ci_high", "p_value_corrected", "verdict"]
-CHUNKING_NUMBERS = {"mean": "mean", "delta": "Δ vs baseline", "ci_low": "Δ 95% CI low", "ci_high": "Δ 95% CI high",
-                    "p_value_corrected": "p (corrected)"}  # fmt: skip
-"""The table's number columns and their headings."""
+CHUNKING_COLUMNS = ["level", "metric", "run", "n", "mean", "delta", "ci_low_adjusted", "ci_high_adjusted",
+                    "p_value_corrected", "verdict"]  # fmt: skip
+CHUNKING_NUMBERS = {"mean": "mean", "delta": "Δ vs baseline", "ci_low_adjusted": "Δ CI low (corrected as p)",
+                    "ci_high_adjusted": "Δ CI high (corrected as p)", "p_value_corrected": "p (corrected)"}  # fmt: skip
+"""The table's number columns and their headings: the interval beside the corrected p-value is corrected the same
+way (:func:`ragmetrics.analysis.compare.adjusted_level`)."""
 
 
 def is_chunk_run(alignment: Alignment) -> bool:
