@@ -117,8 +117,8 @@ def test_fail_on_error_fails_when_easy_queries_are_missed(tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("k", "message"),
     [
-        ("0", "argument --k: expected a whole number of at least 1, found 0"),
-        ("x", "argument --k: expected a whole number, found 'x'"),
+        ("0", "argument -k/--k: expected a whole number of at least 1, found 0"),
+        ("x", "argument -k/--k: expected a whole number, found 'x'"),
     ],
 )
 def test_bad_k_is_a_usage_error(k: str, message: str) -> None:
