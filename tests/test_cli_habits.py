@@ -178,3 +178,10 @@ def test_runs_and_the_cut_off_are_named_alike_across_commands(tmp_path):
     assert run_cli("fuse", "-o", tmp_path / "c.trec")[0] == 2
     for argv in (["diagnose", "--dataset", QRELS, "--run", BM25], ["agree", "--run", BM25, "--run", dense]):
         assert run_cli(*argv, "-k", 10) == run_cli(*argv, "--k", 10)
+
+
+def test_qrels_given_as_a_run_to_a_command_without_a_dataset_is_not_told_to_swap_them(tmp_path):
+    code, _, err = run_cli("agree", "--run", QRELS, "--run", BM25)
+    assert code == 2 and "looks like qrels: this command reads runs only" in err and "--dataset" not in err
+    code, _, err = run_cli("eval", "--dataset", QRELS, "--run", QRELS)
+    assert code == 2 and "did you swap --dataset and --run?" in err

@@ -189,7 +189,9 @@ def _load_run(path: str, args: argparse.Namespace) -> Run:
         )
     except RagMetricsError as exc:
         if looks_like(path, "dataset") and not looks_like(path, "run"):
-            raise RagMetricsError(f"{exc} ({path} looks like qrels: did you swap --dataset and --run?)") from None
+            given = getattr(args, "dataset", None) is not None
+            hint = "did you swap --dataset and --run?" if given else "this command reads runs only"
+            raise RagMetricsError(f"{exc} ({path} looks like qrels: {hint})") from None
         raise
 
 
