@@ -167,6 +167,10 @@ def test_dataset_check_coverage_size_and_power(tmp_path):
     out = io.StringIO()
     assert main(["dataset", "check", str(evalset), "--run", str(good), "--run", str(bad)], out, err) == 0
     assert ": separated by these 60 queries" in out.getvalue()
+    # more queries than a stage asks is said, not a finding (it only adds power)
+    out = io.StringIO()
+    assert main(["dataset", "check", str(evalset), "--stage", "prototype"], out, err) == 0
+    assert "size: 60 queries, more than prototype's 20-30 asks (not a finding" in out.getvalue()
 
     # a run made for another set (no query in common) is refused as eval refuses it, not scored as all zeros
     other = _trec(tmp_path / "other.trec", {f"x{i}": [f"d{i}"] for i in range(60)})

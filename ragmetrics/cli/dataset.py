@@ -99,6 +99,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "difficulties": report.difficulties,
             "shortfalls": {k: {"have": h, "target": t} for k, (h, t) in report.shortfalls.items()},
             "size": report.size_problem,
+            "size_note": report.size_note,
             "power": [{k: v for k, v in row.items() if k != "line"} for row in report.power],
             "problems": report.problems,
         }
