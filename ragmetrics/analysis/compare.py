@@ -90,8 +90,7 @@ class Comparison:
     def adjusted_interval_name(self, level: float) -> str:
         """What an adjusted interval at ``level`` is, in words: ``95% CI`` uncorrected, ``99.17% CI (Holm-adjusted)``,
         ``99.17% CI (Bonferroni-adjusted)``."""
-        name = f"{100 * level:.4g}% CI"
-        return name if self.correction in (None, "", "none") else f"{name} ({self.correction.capitalize()}-adjusted)"
+        return interval_name(self.correction, level)
 
     def to_dict(self) -> dict[str, Any]:
         keys = [
@@ -367,6 +366,13 @@ def family_scope(family: str, runs: int, metrics: int) -> str:
     if runs <= 2:
         return ""
     return FAMILIES[family].format(runs=runs, others=runs - 1, metrics=f"{metrics} metric{'s' * (metrics != 1)}")
+
+
+def interval_name(correction: str | None, level: float) -> str:
+    """An interval at ``level`` beside p-values corrected by ``correction``, in words: ``95% CI`` uncorrected,
+    ``99.17% CI (Holm-adjusted)``."""
+    name = f"{100 * level:.4g}% CI"
+    return name if correction in (None, "", "none") else f"{name} ({correction.capitalize()}-adjusted)"
 
 
 def adjusted_level(correction: str | None, alpha: float, p_value: float, p_corrected: float, family_size: int) -> float:
