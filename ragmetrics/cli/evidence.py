@@ -16,7 +16,7 @@ from typing import TextIO
 from ragmetrics.analysis.chunkings import EVIDENCE_WORDS, ChunkingComparison, compare_chunkings
 from ragmetrics.analysis.stats import family_text
 from ragmetrics.cli.inputs import read_inputs
-from ragmetrics.cli.options import MetricList, add_data_options, add_test_options, whole_number
+from ragmetrics.cli.options import add_data_options, add_metric_option, add_test_options, whole_number
 from ragmetrics.engine import align
 from ragmetrics.engine.evidence import EVIDENCE_METRICS, EvidenceResult, evaluate_evidence, spans_from_answers
 from ragmetrics.engine.metrics import BUDGET_SUFFIX
@@ -138,12 +138,7 @@ def evidence_parser(p: argparse.ArgumentParser) -> None:
         help="locate each query's expected answer in its relevant documents' corpus text instead",
     )
     p.add_argument("--chunk-spans", help="where each chunk lies in its document: chunk_id, doc_id, start, end")
-    p.add_argument(
-        "-m",
-        "--metric",
-        action=MetricList,
-        help="evidence metric (repeatable, or a comma-separated list); default: " + " ".join(DEFAULT_EVIDENCE),
-    )
+    add_metric_option(p, "evidence metric; default: " + " ".join(DEFAULT_EVIDENCE))
     p.add_argument("--tokenizer", choices=TOKENIZER_CHOICES, default="auto", help="what tokens are counted with")
     p.add_argument("--per-query", action="store_true", help="also print per-query values")
     p.add_argument(
