@@ -9,6 +9,7 @@ version's qrels, and every version's added judgments are matched to the labels s
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.synchronize
 import time
 
 import pandas as pd
@@ -130,10 +131,20 @@ def test_a_label_given_since_the_judge_looked_is_refused_and_named(store_url: st
     assert store.withdraw_label(parent, "q1", "u5", expect=shown + 1) == 2  # ben's, as shown: both rows go
 
 
-def _judge(url: str, dataset: str, holder: str, pairs: list[tuple[str, str]], out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+def _judge(
+    url: str,
+    dataset: str,
+    holder: str,
+    pairs: list[tuple[str, str]],
+    start: multiprocessing.synchronize.Barrier,
+    out: multiprocessing.Queue,  # type: ignore[type-arg]
+) -> None:
     """One judging session: take the next pair no one holds and is not labelled, label it, until none is left (a
-    pair another session holds is left to it)."""
+    pair another session holds is left to it). Sessions begin together once each has its connection, so a process
+    slow to start on a loaded machine still judges side by side with the others."""
     store = Store(url)
+    store.labelled_pairs(dataset)
+    start.wait(120)
     labelled, conflicts = 0, 0
     while True:
         done = set(store.labelled_pairs(dataset).itertuples(index=False, name=None))
@@ -158,8 +169,8 @@ def test_judges_in_several_processes_each_get_other_pairs_and_label_every_one_on
     parent = store.put_dataset(rm.Dataset.from_dict({q: {"d0": 1} for q in QUERIES}, name="claims"))
     pairs = [(q, f"u{i}") for q in QUERIES for i in range(6)]
     ctx = multiprocessing.get_context("spawn")
-    out = ctx.Queue()
-    judges = [ctx.Process(target=_judge, args=(store_url, parent, f"judge{i}", pairs, out)) for i in range(3)]
+    out, start = ctx.Queue(), ctx.Barrier(3)
+    judges = [ctx.Process(target=_judge, args=(store_url, parent, f"judge{i}", pairs, start, out)) for i in range(3)]
     for judge in judges:
         judge.start()
     for judge in judges:
