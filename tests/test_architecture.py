@@ -59,6 +59,25 @@ def test_every_import_inside_a_function_says_why() -> None:
     assert unexplained == []
 
 
+def test_the_lower_rooms_call_arrow_kernels_by_name_not_through_pyarrow_compute() -> None:
+    """foundation, engine and io use ``ragmetrics.foundation.kernels``: ``pyarrow.compute``'s import is a tenth of a
+    small CLI evaluation (the run-time check: tests/test_cli_hostile.py)."""
+    rooms = [LIBRARY / room for room in ("foundation", "engine", "io")]
+    importing = [
+        str(path.relative_to(LIBRARY.parent))
+        for room in rooms
+        for path in sorted(room.rglob("*.py"))
+        if path.name != "kernels.py"  # its fallback, should a pyarrow release move the compiled module
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        and any(
+            name == "pyarrow.compute" or name.startswith("pyarrow.compute.")
+            for name in ([a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""])
+        )
+    ]
+    assert rooms[0].is_dir() and importing == []
+
+
 def test_runs_that_left_out_other_queries_are_paired_by_query_not_by_position() -> None:
     """Under ``missing="skip"`` two runs hold values for different queries; every comparison pairs them by query
     (ragmetrics.engine.queries.at_queries), never by position in their arrays."""

@@ -152,7 +152,6 @@ def rankings_panel(
                         if c in ranked.columns
                     ],
                     height=38 + 35 * max(len(ranked), 1),
-                    placeholder="—",
                 )
                 text_depth = min(depth, TEXT_DEPTH)
                 # folded, the passages are neither computed nor sent (a rerun when it opens): the page draws

@@ -280,6 +280,10 @@ def rerun_with(view: ViewState) -> None:
     st.rerun()
 
 
+MISSING = "—"
+"""What a table cell without a value shows."""
+
+
 def show_table(
     frame: pd.DataFrame,
     *,
@@ -292,11 +296,13 @@ def show_table(
 ) -> Any:
     """``st.dataframe`` (of ``styled`` when given, a Styler of ``frame``) plus a CSV download of ``frame``
     (UTF-8 with BOM, so spreadsheets read Chinese), written when the button is clicked: a session holds no file
-    for the tables it only looks at."""
+    for the tables it only looks at. A missing value reads as a dash (a baseline's own p-value, a label that did
+    not exist before), not as Python's ``None``; the CSV keeps it empty."""
     event = st.dataframe(
         frame if styled is None else styled,
         key=key,
         hide_index=True,
+        placeholder=MISSING,
         column_config=column_config,
         height=height,
         **kwargs,

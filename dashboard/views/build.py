@@ -209,7 +209,7 @@ else:
 
             if decided:
                 with st.expander(f"Decisions ({len(decided)})"):
-                    st.dataframe(building.decision_rows(candidates), hide_index=True)
+                    st.dataframe(building.decision_rows(candidates), hide_index=True, placeholder=layout.MISSING)
                     positions = [c.position for c in decided]
                     again_at = st.selectbox("Review again", positions, key="build.revise")
                     st.button("Show it", key="build.revise.show", on_click=building.revise,

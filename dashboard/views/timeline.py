@@ -106,7 +106,6 @@ if page.dataset is not None:
                 table,
                 key="timeline.table",
                 filename=f"timeline-{spec}.csv",
-                placeholder="—",  # the first step has no run before it, a run without a pinned baseline none
                 column_config={
                     "mean": st.column_config.NumberColumn("mean", format="%.4f"),
                     "Δ previous": st.column_config.NumberColumn("Δ previous", format="%+.4f"),

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ragmetrics.engine import documents
 from ragmetrics.engine.accumulators import Ranking
@@ -24,6 +23,7 @@ from ragmetrics.engine.tokens import TokenizerLike
 from ragmetrics.engine.tokens import check as check_tokenizer
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import dictionary_codes, positions_in, scalar_like, to_arrow, to_numpy
+from ragmetrics.foundation.kernels import cast, fill_null, filter_rows, take
 from ragmetrics.foundation.model import Dataset, Run
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def align(
     )
     unknown = unique_rows < 0
     if unknown.any():
-        coverage.not_in_dataset = query_names.filter(to_arrow(unknown)).to_pylist()
+        coverage.not_in_dataset = filter_rows(query_names, to_arrow(unknown)).to_pylist()
         coverage.rows_not_in_dataset = int(np.bincount(query_codes, minlength=len(query_names))[unknown].sum())
 
     qrels = dataset.qrels_table
@@ -107,8 +107,8 @@ def align(
         score = score.astype(np.float32).astype(np.float64)
     file_rank = None
     if conventions.order == "file" and "rank" in table.column_names:
-        ranks = table.column("rank").cast(pa.float64())
-        file_rank = to_numpy(pc.fill_null(ranks, scalar_like(np.nan, pa.float64())) if ranks.null_count else ranks)
+        ranks = cast(table.column("rank"), pa.float64())
+        file_rank = to_numpy(fill_null(ranks, scalar_like(np.nan, pa.float64())) if ranks.null_count else ranks)
     src: np.ndarray | None = None  # each row's row in the run's table (None: the same)
     if np.any(eval_of_unique < 0):
         keep = q >= 0
@@ -150,7 +150,7 @@ def align(
             starts=starts,
             n_ret=n_ret,
             qrels_q=qrels_q,
-            qrels_docs=qrels.column("doc_id").take(to_arrow(qrels_rows)),
+            qrels_docs=take(qrels.column("doc_id"), to_arrow(qrels_rows)),
             qrels_label=qrels_label,
             label_dtype=documents.label_dtype(qrels_label, conventions.rel_level),
             fingerprint=documents.string_fingerprints,
@@ -164,7 +164,7 @@ def align(
             coverage.duplicate_queries = _names(query_ids[_distinct_sorted(q[chunk_dups])])
             if conventions.duplicates == "error":
                 first = int(np.flatnonzero(chunk_dups)[0])
-                doc = docs.take(to_arrow(frame_rows.of(np.array([first]))))[0].as_py()
+                doc = take(docs, to_arrow(frame_rows.of(np.array([first]))))[0].as_py()
                 raise RagMetricsError(
                     f"run {run.name!r}: query {query_ids[q[first]]!r} lists document "
                     f"{doc!r} more than once; expected each document once per "

@@ -30,6 +30,7 @@ from ragmetrics.engine.tokens import TokenizerLike
 from ragmetrics.engine.tokens import check as check_tokenizer
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import dictionary_codes, to_arrow, to_numpy
+from ragmetrics.foundation.kernels import take
 from ragmetrics.foundation.model import Dataset, Run
 
 if TYPE_CHECKING:
@@ -277,7 +278,7 @@ class Alignment:
         order = frame_rows.array()
 
         def column(values: pa.ChunkedArray) -> pa.ChunkedArray:
-            return values if order is None else values.take(to_arrow(order))
+            return values if order is None else take(values, to_arrow(order))
 
         assert ranking.documents is not None
         out = pd.DataFrame(

@@ -26,6 +26,8 @@ from ragmetrics.engine.order import FrameRows, positions, running_sum, segment_s
 from ragmetrics.engine.text import TextEvidence
 from ragmetrics.engine.tokens import Tokenizer, resolve
 from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.ids import to_arrow
+from ragmetrics.foundation.kernels import take
 
 if TYPE_CHECKING:
     from ragmetrics.engine.accumulators import Ranking
@@ -50,14 +52,14 @@ def row_texts(alignment: Alignment) -> list[str]:
     order = rows.array()
     if "text" in table.column_names and table.column("text").null_count == 0:
         texts = table.column("text")
-        values = texts.to_pylist() if order is None else texts.take(order).to_pylist()
+        values = texts.to_pylist() if order is None else take(texts, to_arrow(order)).to_pylist()
         return [str(t) for t in values]
     ids_column = table.column("doc_id")
-    ids = ids_column.to_pylist() if order is None else ids_column.take(order).to_pylist()
+    ids = ids_column.to_pylist() if order is None else take(ids_column, to_arrow(order)).to_pylist()
     lookup = _corpus_texts(alignment)
     if "text" in table.column_names:  # some rows carry their text: those are read, the others from the corpus
         own = table.column("text")
-        own_values = own.to_pylist() if order is None else own.take(order).to_pylist()
+        own_values = own.to_pylist() if order is None else take(own, to_arrow(order)).to_pylist()
     else:
         own_values = [None] * len(ids)
     out: list[str] = []

@@ -25,6 +25,7 @@ from ragmetrics.foundation.ids import (
     string_fingerprints,
     to_arrow,
 )
+from ragmetrics.foundation.kernels import take
 
 Aligned = tuple[np.ndarray, np.ndarray, np.ndarray]
 """``(chunk_dups, doc_dups, label)``: rows repeating an earlier chunk id, rows repeating an earlier document,
@@ -167,7 +168,7 @@ def by_fingerprints(rows: SortedRows, executor: Executor | None = None) -> Align
     rows = replace(
         rows,
         qrels_q=rows.qrels_q[kept],
-        qrels_docs=rows.qrels_docs.take(to_arrow(kept)),
+        qrels_docs=take(rows.qrels_docs, to_arrow(kept)),
         qrels_label=rows.qrels_label[kept],
     )
     qrels_fingerprints = rows.fingerprint(rows.qrels_docs)

@@ -46,6 +46,8 @@ from ragmetrics.engine import budgets
 from ragmetrics.engine.metrics import BUDGET_SUFFIX
 from ragmetrics.engine.order import positions, running_sum, segment_starts
 from ragmetrics.foundation.errors import MetricNameError, RagMetricsError
+from ragmetrics.foundation.ids import to_arrow
+from ragmetrics.foundation.kernels import take
 
 if TYPE_CHECKING:
     from ragmetrics.engine.alignment import Alignment
@@ -285,7 +287,7 @@ def _chunk_places(alignment: Alignment, chunk_spans: Any) -> tuple[list[str], np
 
     def column(name: str) -> list[Any]:
         values = table.column(name)
-        return (values if order is None else values.take(order)).to_pylist()
+        return (values if order is None else take(values, to_arrow(order))).to_pylist()
 
     chunk_ids = [str(v) for v in column("doc_id")]
     docs = [str(v) for v in column("source_doc")] if "source_doc" in table.column_names else list(chunk_ids)

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ragmetrics.foundation.kernels import unique
+
 if TYPE_CHECKING:
     from ragmetrics.engine.alignment import Alignment
 
@@ -317,7 +319,7 @@ def explain_no_overlap(alignment: Alignment, audience: str = "cli") -> str:
     name = alignment.run.name
     _, judged_docs = _judged_pairs(alignment)
     table = alignment.run.table
-    run_queries = table.column("query_id").unique().to_pylist()[:3]
+    run_queries = unique(table.column("query_id")).to_pylist()[:3]
     dataset_queries = alignment.dataset.queries_table.column("query_id").to_pylist()[:3]
     if state.run_queries_known == 0.0:
         return (

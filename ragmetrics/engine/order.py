@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-import pyarrow.compute as pc
 
 from ragmetrics.foundation.ids import Strings, table_of, take_strings, to_arrow, to_numpy
+from ragmetrics.foundation.kernels import sort_indices
 
 
 def segment_starts(q: np.ndarray, n_queries: int) -> np.ndarray:
@@ -123,7 +123,7 @@ def trec_order(
     same = qs[1:] == qs[:-1]
     if np.any(same & (ss[1:] > ss[:-1])):
         table = table_of({"q": to_arrow(q), "s": to_arrow(score)})
-        perm = to_numpy(pc.sort_indices(table, sort_keys=[("q", "ascending"), ("s", "descending")])).astype(np.int64)
+        perm = to_numpy(sort_indices(table, [("q", "ascending"), ("s", "descending")])).astype(np.int64)
         qs, ss = q[perm], score[perm]
         same = qs[1:] == qs[:-1]
     tie = same & (ss[1:] == ss[:-1])
@@ -139,7 +139,5 @@ def trec_order(
     before = rows if perm is None else perm[rows]
     docs = take_strings(doc_values, before if src is None else src[before])
     # within each block of tied rows: doc_id descending (a stable sort)
-    local = pc.sort_indices(
-        table_of({"g": to_arrow(group), "d": docs}), sort_keys=[("g", "ascending"), ("d", "descending")]
-    )
+    local = sort_indices(table_of({"g": to_arrow(group), "d": docs}), [("g", "ascending"), ("d", "descending")])
     return perm, (rows, rows[to_numpy(local)], np.flatnonzero(tie))

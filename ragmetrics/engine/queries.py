@@ -7,6 +7,7 @@ import unicodedata
 import numpy as np
 
 from ragmetrics.foundation.ids import Strings, as_strings, positions_in, to_arrow
+from ragmetrics.foundation.kernels import take
 from ragmetrics.foundation.model import query_id_from_text
 
 
@@ -38,7 +39,7 @@ def match_queries(query_ids: Strings, query_texts: Strings, run_query_ids: Strin
             if name in index:
                 shared.add(name)
             index[name] = row
-    wanted = run_query_ids.take(to_arrow(unknown))
+    wanted = take(run_query_ids, to_arrow(unknown))
     matched = 0
     for at, name in zip(unknown.tolist(), wanted.to_pylist()):
         key = _normal(name)

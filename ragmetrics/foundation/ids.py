@@ -11,7 +11,18 @@ from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+
+from ragmetrics.foundation.kernels import (
+    aggregate,
+    cast,
+    dictionary_encode,
+    elementwise,
+    fill_null,
+    index_in,
+    run_end_encode,
+    sort_indices,
+    take,
+)
 
 Strings: TypeAlias = pa.Array | pa.ChunkedArray
 
@@ -62,7 +73,7 @@ def empty_strings(n: int) -> pa.Array:
 
 def empty_lists(n: int, kind: pa.DataType) -> pa.Array:
     """``n`` empty lists of ``kind`` (a list type with int32 offsets)."""
-    return pa.ListArray.from_arrays(to_arrow(np.zeros(n + 1, np.int32)), pa.nulls(0, kind.value_type)).cast(kind)
+    return cast(pa.ListArray.from_arrays(to_arrow(np.zeros(n + 1, np.int32)), pa.nulls(0, kind.value_type)), kind)
 
 
 def scalar_like(value: float | int, kind: pa.DataType) -> pa.Scalar:
@@ -99,10 +110,10 @@ def as_strings(values: Any) -> Strings:
     if pa.types.is_large_string(array.type):
         return array
     if pa.types.is_string(array.type) or pa.types.is_null(array.type):
-        return array.cast(pa.large_string())
+        return cast(array, pa.large_string())
     if pa.types.is_dictionary(array.type):
-        return as_strings(array.cast(array.type.value_type))
-    return pc.cast(array, pa.large_string()) if _castable(array.type) else _stringify(array)
+        return as_strings(cast(array, array.type.value_type))
+    return cast(array, pa.large_string()) if _castable(array.type) else _stringify(array)
 
 
 def _castable(kind: pa.DataType) -> bool:
@@ -221,19 +232,23 @@ def first_duplicate(first: Strings, second: Strings) -> tuple[int, int] | None:
     if n < 2:
         return None
     first, second = as_strings(first), as_strings(second)
-    order = pc.sort_indices(
-        pa.Table.from_arrays([first, second], names=["a", "b"]), sort_keys=[("a", "ascending"), ("b", "ascending")]
+    order = sort_indices(
+        pa.Table.from_arrays([first, second], names=["a", "b"]), [("a", "ascending"), ("b", "ascending")]
     )
-    sorted_a, sorted_b = pc.take(first, order), pc.take(second, order)
-    same = pc.and_(
-        pc.equal(sorted_a.slice(1), sorted_a.slice(0, n - 1)), pc.equal(sorted_b.slice(1), sorted_b.slice(0, n - 1))
+    sorted_a, sorted_b = take(first, order), take(second, order)
+    same = elementwise(
+        "and",
+        elementwise("equal", sorted_a.slice(1), sorted_a.slice(0, n - 1)),
+        elementwise("equal", sorted_b.slice(1), sorted_b.slice(0, n - 1)),
     )
     mask = to_numpy(same)
     del sorted_a, sorted_b
     if not mask.any():
         return None
     row = int(to_numpy(order)[1:][mask].min())
-    match = to_numpy(pc.and_(pc.equal(first, first[row]), pc.equal(second, second[row])))
+    match = to_numpy(
+        elementwise("and", elementwise("equal", first, first[row]), elementwise("equal", second, second[row]))
+    )
     return row, int(np.argmax(match))
 
 
@@ -243,9 +258,9 @@ def positions_in(values: Strings, names: Strings) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     if len(names) == 0:
         return np.full(len(values), -1, dtype=np.int64)
-    found = pc.index_in(values, value_set=names if names.type == values.type else names.cast(values.type))
+    found = index_in(values, names if names.type == values.type else cast(names, values.type))
     if found.null_count:
-        found = pc.fill_null(found, scalar_like(-1, found.type))
+        found = fill_null(found, scalar_like(-1, found.type))
     return to_numpy(found).astype(np.int64, copy=False)
 
 
@@ -255,7 +270,7 @@ def dictionary_codes(array: Strings, *, grouped: bool = False) -> tuple[np.ndarr
     ``grouped``: the column comes in blocks of equal values (a run's query ids), so only the first value of
     each block is hashed."""
     if grouped and len(array) > 1:
-        pieces = [pc.run_end_encode(c) for c in chunks_of(array) if len(c)]
+        pieces = [run_end_encode(c) for c in chunks_of(array) if len(c)]
         if sum(len(p.values) for p in pieces) * 4 < len(array):
             codes, names = _dictionary_encode(pa.concat_arrays([p.values for p in pieces]))
             lengths = np.concatenate([np.diff(to_numpy(p.run_ends), prepend=0) for p in pieces])
@@ -264,7 +279,7 @@ def dictionary_codes(array: Strings, *, grouped: bool = False) -> tuple[np.ndarr
 
 
 def _dictionary_encode(array: Strings) -> tuple[np.ndarray, pa.Array]:
-    encoded = pc.dictionary_encode(array)
+    encoded = dictionary_encode(array)
     if isinstance(encoded, pa.ChunkedArray):  # chunks share one growing dictionary: the last is complete
         if encoded.num_chunks == 0:
             return np.zeros(0, dtype=np.int32), pa.nulls(0, type=array.type)
@@ -282,12 +297,12 @@ def take_strings(values: Strings, rows: np.ndarray) -> Strings:
         or len(rows) < 2
         or np.any(rows[1:] < rows[:-1])
     ):
-        return values.take(to_arrow(np.asarray(rows, dtype=np.int64)))
+        return take(values, to_arrow(np.asarray(rows, dtype=np.int64)))
     bounds = np.cumsum([0] + [len(c) for c in values.chunks])
     cuts = np.searchsorted(rows, bounds)
     return pa.chunked_array(
         [
-            chunk.take(to_arrow(np.asarray(rows[cuts[i] : cuts[i + 1]] - bounds[i], dtype=np.int64)))
+            take(chunk, to_arrow(np.asarray(rows[cuts[i] : cuts[i + 1]] - bounds[i], dtype=np.int64)))
             for i, chunk in enumerate(values.chunks)
             if cuts[i + 1] > cuts[i]
         ],
@@ -303,13 +318,13 @@ def same_strings(left: Strings, left_rows: np.ndarray, right: Strings, right_row
     a = take_strings(left, left_rows[order])
     b = take_strings(right, right_rows[order])
     if a.type != b.type:
-        b = b.cast(a.type)
-    return bool(pc.all(pc.equal(a, b)).as_py())
+        b = cast(b, a.type)
+    return bool(aggregate("all", elementwise("equal", a, b)))
 
 
 def byte_order(names: Strings) -> np.ndarray:
     """Rank of each string among ``names`` in byte (code point) order, computed by Arrow in C++."""
-    order = to_numpy(pc.sort_indices(names))
+    order = to_numpy(sort_indices(names))
     ranks = np.empty(len(order), dtype=np.int64)
     ranks[order] = np.arange(len(order))
     return ranks
@@ -346,7 +361,7 @@ def string_fingerprints(array: Strings) -> np.ndarray:
         if len(chunk) == 0:
             continue
         if not pa.types.is_large_string(chunk.type):
-            chunk = chunk.cast(pa.large_string())
+            chunk = cast(chunk, pa.large_string())
         offsets = offsets_of(chunk)
         data = np.frombuffer(chunk.buffers()[2], dtype=np.uint8, count=int(offsets[-1]))
         for first in range(0, len(chunk), FINGERPRINT_BLOCK):

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ragmetrics.foundation.errors import FieldError, RagMetricsError
 from ragmetrics.foundation.ids import (
@@ -43,6 +42,7 @@ from ragmetrics.foundation.ids import (
     to_arrow,
     to_numpy,
 )
+from ragmetrics.foundation.kernels import cast, coalesce, elementwise, fill_null, filter_rows, is_in, unique
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -96,8 +96,8 @@ def _floats(values: Any) -> np.ndarray:
     """A numeric column (Arrow, pandas or a sequence) as float64, NaN where a value is not a number."""
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         if pa.types.is_floating(values.type) or pa.types.is_integer(values.type):
-            floats = values.cast(pa.float64())
-            return to_numpy(pc.fill_null(floats, scalar_like(np.nan, pa.float64())) if floats.null_count else floats)
+            floats = cast(values, pa.float64())
+            return to_numpy(fill_null(floats, scalar_like(np.nan, pa.float64())) if floats.null_count else floats)
         values = values.to_pylist()
     dtype = getattr(values, "dtype", None)
     if dtype is not None and getattr(dtype, "kind", "O") in "fiu":
@@ -254,7 +254,7 @@ class Run:
         """Each row's document: ``source_doc`` where the row names one, else ``doc_id``."""
         if "source_doc" not in self.table.column_names:
             return self.table.column("doc_id")
-        return pc.coalesce(self.table.column("source_doc"), self.table.column("doc_id"))
+        return coalesce(self.table.column("source_doc"), self.table.column("doc_id"))
 
     def with_name(self, name: str) -> Run:
         return replace(self, name=name)
@@ -262,7 +262,9 @@ class Run:
     def of_queries(self, query_ids: Iterable[str]) -> Run:
         """The same run with the rows of ``query_ids`` only (in the run's own order)."""
         wanted = pa.array(sorted(set(query_ids)), type=pa.string())
-        return replace(self, table=self.table.filter(pc.is_in(self.table.column("query_id").cast(pa.string()), wanted)))
+        return replace(
+            self, table=filter_rows(self.table, is_in(cast(self.table.column("query_id"), pa.string()), wanted))
+        )
 
     def with_columns(self, **columns: Strings) -> Run:
         """The same run with string columns added or replaced (``source_doc``, ``text``)."""
@@ -291,7 +293,7 @@ class Run:
 def _labels(values: Any) -> np.ndarray:
     """Integer labels (int64), or the row of the first value that is not an integer."""
     if isinstance(values, (pa.Array, pa.ChunkedArray)) and pa.types.is_integer(values.type) and not values.null_count:
-        return to_numpy(values.cast(pa.int64()))
+        return to_numpy(cast(values, pa.int64()))
     numbers = _floats(values)
     bad = ~np.isfinite(numbers) | (np.mod(np.nan_to_num(numbers, nan=0.5), 1) != 0)
     if bad.any():
@@ -338,7 +340,7 @@ def _facet(values: Any) -> pa.Array | pa.ChunkedArray:
 
 def _text(values: Any) -> Strings:
     array = as_strings(values)
-    return pc.fill_null(array, empty_strings(1)[0]) if array.null_count else array
+    return fill_null(array, empty_strings(1)[0]) if array.null_count else array
 
 
 @dataclass(frozen=True, eq=False)
@@ -470,7 +472,7 @@ class Dataset:
 
 
 def _query_table(queries: pa.Table | Any | None, judged_ids: Strings) -> pa.Table:
-    judged = pc.unique(judged_ids)
+    judged = unique(judged_ids)
     if queries is None:
         columns: dict[str, Any] = {
             "query_id": judged if isinstance(judged, pa.Array) else pa.concat_arrays(judged.chunks)
@@ -499,7 +501,7 @@ def _query_table(queries: pa.Table | Any | None, judged_ids: Strings) -> pa.Tabl
             columns[column] = _facet(_column(queries, column))
     n = len(columns["query_id"])
     table = table_of(columns)
-    missing = judged.filter(pc.invert(pc.is_in(judged, value_set=table.column("query_id"))))
+    missing = filter_rows(judged, elementwise("invert", is_in(judged, table.column("query_id"))))
     for column in QUERY_TEXT_COLUMNS:
         if column not in table.column_names:
             table = table.append_column(column, empty_strings(n))
@@ -511,12 +513,15 @@ def _query_table(queries: pa.Table | Any | None, judged_ids: Strings) -> pa.Tabl
         for column in table.column_names[1:]:
             kind = table.schema.field(column).type
             if column in QUERY_TEXT_COLUMNS:
-                added[column] = empty_strings(len(missing)).cast(kind)
+                added[column] = cast(empty_strings(len(missing)), kind)
             elif column == "expected_keywords":
                 added[column] = empty_lists(len(missing), kind)
             else:
                 added[column] = pa.nulls(len(missing), type=kind)
-        table = pa.concat_tables([table, table_of(added).cast(table.schema)])
+        added_table = table_of(added)
+        table = pa.concat_tables(
+            [table, table_of({c: cast(added_table.column(c), table.schema.field(c).type) for c in table.column_names})]
+        )
     return table.combine_chunks()
 
 

@@ -21,9 +21,9 @@ import re
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
+from ragmetrics.foundation.kernels import aggregate, elementwise, unique
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io import trec
 from ragmetrics.io.formats import FORMATS, KNOWN_EXTENSIONS, Format, detect
@@ -88,10 +88,10 @@ def _check_run_queries(src: Source, query_ids: pa.ChunkedArray) -> None:
     limit = src.limits.max_queries
     if len(query_ids) <= limit:
         return
-    changes = int(pc.sum(pc.not_equal(query_ids[1:], query_ids[:-1])).as_py() or 0) + 1
+    changes = int(aggregate("sum", elementwise("not_equal", query_ids[1:], query_ids[:-1])) or 0) + 1
     if changes <= limit:
         return
-    src.limits.check_queries(src.name, len(pc.unique(query_ids)))
+    src.limits.check_queries(src.name, len(unique(query_ids)))
 
 
 def load_dataset(

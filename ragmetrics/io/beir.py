@@ -26,11 +26,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 from ragmetrics.foundation.errors import ParseError, RagMetricsWarning
 from ragmetrics.foundation.ids import id_problem
+from ragmetrics.foundation.kernels import aggregate, elementwise
 from ragmetrics.foundation.model import Dataset, table_frame
 from ragmetrics.io import tables, trec
 from ragmetrics.io._json import first_char, records
@@ -284,9 +284,9 @@ def read_corpus(source: Source) -> pd.DataFrame:
                 ids = table.column(key)
                 break
         if ids is not None and table.num_rows:
-            stripped = pc.utf8_trim_whitespace(ids)
+            stripped = elementwise("utf8_trim_whitespace", ids)
             texts = [table.column(c) for c in ("title", "text") if c in table.column_names]
-            longest = max((pc.max(pc.binary_length(c)).as_py() or 0 for c in texts), default=0)
+            longest = max((aggregate("max", elementwise("binary_length", c)) or 0 for c in texts), default=0)
             if longest > source.limits.max_text_bytes:
                 raise pa.ArrowInvalid("a text over the limit: the line-numbered reader names its line")
             if id_problem(stripped, source.limits.max_id_bytes) is None:  # else the line-numbered reader names it

@@ -8,10 +8,10 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ragmetrics.foundation.errors import ParseError
-from ragmetrics.foundation.ids import first_duplicate
+from ragmetrics.foundation.ids import first_duplicate, scalar_like
+from ragmetrics.foundation.kernels import cast, fill_null, match_regex
 from ragmetrics.foundation.model import Dataset, Run, query_id_from_text
 from ragmetrics.io.source import Source, at_lines, names_of, shorten
 
@@ -101,6 +101,11 @@ def as_id_column(source: Source, line_of: LineOf, values: pd.Series, column: str
     return values
 
 
+def _matches(strings: pa.Array, pattern: str) -> np.ndarray:
+    """Whether each string matches ``pattern`` (a null does not)."""
+    return fill_null(match_regex(strings, pattern), scalar_like(False, pa.bool_())).to_numpy(zero_copy_only=False)
+
+
 def as_float_column(source: Source, line_of: LineOf, values: pd.Series, column: str) -> np.ndarray:
     """Finite float64 values; strings must look like decimal numbers."""
     values = values.reset_index(drop=True)
@@ -110,7 +115,7 @@ def as_float_column(source: Source, line_of: LineOf, values: pd.Series, column: 
         out = values.to_numpy(dtype="float64", na_value=np.nan)
     else:
         arr = pa.array(values.astype("str").where(values.notna(), None).str.strip(" \t"), type=pa.string())
-        ok = pc.fill_null(pc.match_substring_regex(arr, FLOAT_PATTERN), False).to_numpy(zero_copy_only=False)
+        ok = _matches(arr, FLOAT_PATTERN)
         if not ok.all():
             row = int(np.argmin(ok))
             raise _cell_error(
@@ -121,7 +126,7 @@ def as_float_column(source: Source, line_of: LineOf, values: pd.Series, column: 
                 "a finite number",
                 values.iloc[row] if not pd.isna(values.iloc[row]) else "",
             )
-        out = pc.cast(arr, pa.float64()).to_numpy(zero_copy_only=False)
+        out = cast(arr, pa.float64()).to_numpy(zero_copy_only=False)
     finite = np.isfinite(out)
     if not finite.all():
         row = int(np.argmin(finite))
@@ -151,13 +156,13 @@ def as_int_column(source: Source, line_of: LineOf, values: pd.Series, column: st
             raise _cell_error(source, line_of, row, column, "an integer", values.iloc[row])
         return floats.astype("int64")
     arr = pa.array(values.astype("str").where(values.notna(), None).str.strip(" \t"), type=pa.string())
-    ok = pc.fill_null(pc.match_substring_regex(arr, INT_PATTERN), False).to_numpy(zero_copy_only=False)
+    ok = _matches(arr, INT_PATTERN)
     if not ok.all():
         row = int(np.argmin(ok))
         raise _cell_error(
             source, line_of, row, column, "an integer", values.iloc[row] if not pd.isna(values.iloc[row]) else ""
         )
-    floats = pc.cast(arr, pa.float64()).to_numpy(zero_copy_only=False)
+    floats = cast(arr, pa.float64()).to_numpy(zero_copy_only=False)
     big = np.abs(floats) > INT_LIMIT
     if big.any():
         row = int(np.argmax(big))

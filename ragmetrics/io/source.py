@@ -22,10 +22,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ragmetrics.foundation.errors import FieldError, ParseError
-from ragmetrics.foundation.ids import id_text_problem
+from ragmetrics.foundation.ids import id_text_problem, scalar_like, to_numpy
+from ragmetrics.foundation.kernels import elementwise, fill_null
 from ragmetrics.io.limits import Limits, inflation_meter, resolve
 
 T = TypeVar("T")
@@ -490,6 +490,11 @@ def check_text(source: Source, line: int | None, value: str, what: str) -> str:
     return value
 
 
+def _zero_for_null(lengths: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Byte or item counts as numpy, a null's 0."""
+    return to_numpy(fill_null(lengths, scalar_like(0, lengths.type)) if lengths.null_count else lengths)
+
+
 def check_texts(
     source: Source,
     columns: pa.Table | Any,
@@ -505,14 +510,14 @@ def check_texts(
         kind = column.type.value_type if pa.types.is_list(column.type) else column.type
         if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)) or name in ("query_id", "doc_id"):
             continue
-        flat = pc.list_flatten(column) if pa.types.is_list(column.type) else column
-        lengths = pc.binary_length(flat)
-        longest = pc.max(lengths).as_py()
-        if longest is None or longest <= source.limits.max_text_bytes:
+        flat = elementwise("list_flatten", column) if pa.types.is_list(column.type) else column
+        lengths = _zero_for_null(elementwise("binary_length", flat))
+        if not len(lengths) or lengths.max() <= source.limits.max_text_bytes:
             continue
-        row = int(pc.index(lengths, longest).as_py())
+        row = int(lengths.argmax())
+        longest = int(lengths[row])
         if pa.types.is_list(column.type):  # the row of the list that holds the item
-            sizes = np.cumsum(pc.list_value_length(column).fill_null(0).to_numpy())
+            sizes = np.cumsum(_zero_for_null(elementwise("list_value_length", column)))
             row = int(np.searchsorted(sizes, row, side="right"))
         about = f" (query {shorten(str(ids[row]), 40)})" if ids is not None else ""
         raise ParseError(source.name, line_of(row), _text_rule(source, f"a {name}"), f"{longest:,} bytes{about}")

@@ -39,11 +39,11 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
 from ragmetrics.foundation.ids import as_strings, dictionary_codes, first_duplicate, table_of, to_arrow, to_numpy
+from ragmetrics.foundation.kernels import aggregate, cast, elementwise, match_regex, sort_indices, take
 from ragmetrics.foundation.memory import reading_pool
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io.source import (
@@ -349,7 +349,7 @@ def _locate_bad_value(source: Source, data: bytes, ncols: int, typed: dict[int, 
         return
     for index, kind in sorted(typed.items()):
         pattern, what = _FIELD_RULES[kind]
-        ok = pc.match_substring_regex(table.column(f"f{index}"), pattern).to_numpy(zero_copy_only=False)
+        ok = match_regex(table.column(f"f{index}"), pattern).to_numpy(zero_copy_only=False)
         if not ok.all():
             row = int(np.argmin(ok))
             line = int(nonempty_line_numbers(data, [row])[0])
@@ -600,8 +600,8 @@ _WS_RE = r"[ \t\r\n]"
 
 
 def _whitespace_problem(values: pa.ChunkedArray | pa.Array, what: str) -> str | None:
-    bad = pc.match_substring_regex(values, _WS_RE)
-    if pc.any(bad).as_py():
+    bad = match_regex(values, _WS_RE)
+    if aggregate("any", bad):
         row = int(np.argmax(bad.to_numpy(zero_copy_only=False)))
         return f"{what} {values[row].as_py()!r} (row {row + 1}) contains whitespace; a TREC file cannot hold it"
     return None
@@ -639,7 +639,7 @@ def _open_for_write(dest: Any) -> tuple[Any, bool, bool]:
 def _write_lines(lines: pa.Array | pa.ChunkedArray, dest: Any) -> None:
     """Write the strings, one per line, joined in Arrow (no Python str per line)."""
     stream, close, binary = _open_for_write(dest)
-    lines = pc.cast(lines, pa.large_string())
+    lines = cast(lines, pa.large_string())
     newline = pa.scalar("\n", pa.large_string())
     try:
         step = 1 << 20
@@ -647,8 +647,8 @@ def _write_lines(lines: pa.Array | pa.ChunkedArray, dest: Any) -> None:
             chunk = lines[start : start + step]
             if isinstance(chunk, pa.ChunkedArray):
                 chunk = chunk.combine_chunks()
-            joined = pc.binary_join(
-                pa.LargeListArray.from_arrays(pa.array([0, len(chunk)], pa.int64()), chunk), newline
+            joined = elementwise(
+                "binary_join", pa.LargeListArray.from_arrays(pa.array([0, len(chunk)], pa.int64()), chunk), newline
             )[0]
             data = bytes(joined.as_buffer()) + b"\n"
             stream.write(data if binary else data.decode("utf-8"))
@@ -672,21 +672,22 @@ def write_trec_run(run: Run, dest: Any, *, tag: str | None = None) -> None:
     tag = re.sub(r"\s+", "_", str(run.name if tag is None else tag).strip()) or "run"
     qcodes, _ = dictionary_codes(run.column("query_id"), grouped=True)
     table = table_of({"q": to_arrow(qcodes), "score": run.column("score"), "doc": run.column("doc_id")})
-    order = pc.sort_indices(table, sort_keys=[("q", "ascending"), ("score", "descending"), ("doc", "descending")])
-    qid = pc.take(run.column("query_id"), order)
-    did = pc.take(table.column("doc"), order)
+    order = sort_indices(table, [("q", "ascending"), ("score", "descending"), ("doc", "descending")])
+    qid = take(run.column("query_id"), order)
+    did = take(table.column("doc"), order)
     _check_no_whitespace(qid, "query_id")
     _check_no_whitespace(did, "doc_id")
     sorted_q = qcodes[to_numpy(order)]
     n = len(sorted_q)
     starts = np.flatnonzero(np.r_[True, sorted_q[1:] != sorted_q[:-1]]) if n else np.array([], dtype=np.int64)
     rank = np.arange(n, dtype=np.int64) - np.repeat(starts, np.diff(np.r_[starts, n])) + 1
-    lines = pc.binary_join_element_wise(
+    lines = elementwise(
+        "binary_join_element_wise",
         qid,
         _lit("Q0"),
         did,
-        pc.cast(pa.array(rank), pa.large_string()),
-        pc.cast(pc.take(table.column("score"), order), pa.large_string()),
+        cast(pa.array(rank), pa.large_string()),
+        cast(take(table.column("score"), order), pa.large_string()),
         _lit(tag),
         _lit(" "),
     )
@@ -699,5 +700,5 @@ def write_trec_qrels(qrels: Dataset | Any, dest: Any) -> None:
     qid, did, rel = (table.column(c) for c in ("query_id", "doc_id", "relevance"))
     _check_no_whitespace(qid, "query_id")
     _check_no_whitespace(did, "doc_id")
-    lines = pc.binary_join_element_wise(qid, _lit("0"), did, pc.cast(rel, pa.large_string()), _lit(" "))
+    lines = elementwise("binary_join_element_wise", qid, _lit("0"), did, cast(rel, pa.large_string()), _lit(" "))
     _write_lines(lines, dest)
