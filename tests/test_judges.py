@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.io import load_dataset
 from ragmetrics.judges.base import Grade, Pair, max_grade, pairs_from_pool, run_judge
 from ragmetrics.judges.call import CallableJudge
@@ -40,8 +40,12 @@ def pair(text: str, answer: str = "", keywords: Sequence[str] = (), **kw) -> Pai
         ("The capital of France is Lyon.", "paris", (), 3, 0),  # an answer, no keyword, not found
         ("Parisian cafés", "paris", (), 3, 0),  # whole words only
         ("France and its capital", "paris", ("france", "capital"), 3, 2),  # every keyword: max - 1
-        ("France and its regions", "paris", ("france", "capital"), 3, 1),  # half of them: 1 + floor(0.5 * 1)
-        ("France and its regions", "paris", ("france", "capital", "seine", "louvre"), 4, 1),  # 1/4: 1 + floor(.5)
+        ("France and its regions", "paris", ("france", "capital"), 3, 0),  # half of them, but one term only
+        ("France and its regions", "paris", ("france", "capital", "seine", "louvre"), 4, 0),  # 1/4: under half
+        ("France and the Seine", "", ("france", "capital", "seine", "louvre"), 4, 2),  # 2/4: 1 + floor(1.0)
+        ("France and its capital", "", ("france", "capital", "seine"), 3, 1),  # 2/3: 1 + floor(0.67)
+        ("Only France here", "", ("france", "paris", "seine", "louvre", "capital"), 2, 0),  # 1/5
+        ("France", "", ("france",), 2, 1),  # the one keyword of a query that has one: every keyword, max - 1
         ("France, its capital, the Seine", "", ("france", "capital", "seine", "louvre"), 4, 2),  # 3/4: 1 + floor(1.5)
         ("nothing here", "", ("france", "capital"), 3, 0),
         ("France and its capital", "", ("france", "capital"), 1, 1),  # binary: every keyword
@@ -189,8 +193,32 @@ def test_endpoint_judge_reports_failed_calls_and_stops_when_the_endpoint_is_down
     labels = run_judge(judge, [pair("DOWN once"), pair("holds the ANSWER"), pair("DOWN"), pair("DOWN")], 2)
     assert [x.label for x in labels] == [None, 2, None, None]
     assert "the call failed: " in labels[0].problem and "HTTP 503" in labels[0].problem
-    with pytest.raises(RagMetricsError, match=r"[345] calls in a row failed; the last: .*HTTP 503"):
-        run_judge(EndpointJudge(http_chat(chat_server), max_failed_calls=3), [pair("DOWN")] * 5, 2)
+    Stub.calls.clear()
+    with pytest.raises(RagMetricsError, match=r"^model stub: 3 calls in a row failed; the last: .*HTTP 503"):
+        run_judge(EndpointJudge(http_chat(chat_server), max_failed_calls=3, concurrency=4), [pair("DOWN")] * 40, 2)
+    assert len(Stub.calls) <= 3 + 3  # the threshold's calls, and at most one more in flight per other thread
+
+
+def test_endpoint_judge_asks_nothing_about_an_empty_query_or_document(chat_server):
+    Stub.calls.clear()
+    no_query = Pair("q1", " ", "d1", "holds the ANSWER")
+    no_text = Pair("q2", "what?", "d2", "")
+    grades = EndpointJudge(http_chat(chat_server), concurrency=1).grade([no_query, no_text, pair("ANSWER")], 2)
+    assert [(g.label, g.problem) for g in grades[:2]] == [
+        (None, "the query has no text to judge"),
+        (None, "the document has no text to judge"),
+    ]
+    assert grades[2].label == 2 and len(Stub.calls) == 1
+    for name in ("endpoint", "learned"):  # with no query text at all, the judge refuses before any work
+        assert "no query of the pool has a text (give --queries" in str(JUDGES[name].unable([no_query]))
+
+
+def test_learned_judge_refuses_labels_of_one_grade_and_warns_of_a_rare_one():
+    training = [(Pair(f"q{i}", "what?", f"d{i}", "text"), 1) for i in range(30)]
+    with pytest.raises(RagMetricsError, match=r"people's labels are all grade 1 \(30 pair\(s\)\).*BEIR"):
+        LearnedJudge(training)
+    with pytest.warns(RagMetricsWarning, match=r"fewer than 5 pairs of grade\(s\) 0 \(\{0: 2, 1: 30\}\)"):
+        LearnedJudge([*training, (Pair("q0", "what?", "x", "t"), 0), (Pair("q1", "what?", "y", "t"), 0)])
 
 
 def test_endpoint_judge_grades_the_same_at_any_concurrency(chat_server):

@@ -99,7 +99,7 @@ def test_judge_run_writes_labels_with_provenance_and_agree_reads_them(small_set)
     code, _, err = run("judge", "run", "--judge", "rule", "--dataset", str(d / "set.jsonl"), "--corpus",
                        str(d / "corpus.jsonl"), "--pool", str(d / "pool.tsv"), "-o", str(d / "judged.tsv"))  # fmt: skip
     assert code == 0, err
-    assert "4 label(s) 0..2 by judge:rule@1#" in err
+    assert "4 label(s) 0..2 by judge:rule@2#" in err
     judged = pd.read_csv(d / "judged.tsv", sep="\t", dtype=str)
     assert list(judged.columns) == ["query_id", "doc_id", "label", "rank", "category", "doc_length", "judge",
                                     "judge_version", "config_hash", "judged_at"]  # fmt: skip
@@ -117,10 +117,10 @@ def test_judge_run_writes_labels_with_provenance_and_agree_reads_them(small_set)
 
     # a judge's labels are never taken for people's
     code, _, err = run("judge", "agree", "--human", str(d / "judged.tsv"), "--judge", str(d / "judged.tsv"))
-    assert code == 2 and "are a judge's labels (rule 1 " in err
+    assert code == 2 and "are a judge's labels (rule 2 " in err
     code, _, err = run("judge", "merge", "--dataset", str(d / "set.jsonl"), "--labels", str(d / "judged.tsv"),
                        "-o", str(d / "merged.qrels"))  # fmt: skip
-    assert code == 0 and "warning: " in err and "holds a judge's labels (rule 1 " in err
+    assert code == 0 and "warning: " in err and "holds a judge's labels (rule 2 " in err
 
 
 def test_judge_run_reports_pairs_without_a_grade(small_set, monkeypatch):

@@ -105,6 +105,7 @@ class EndpointJudge:
         self._lock = threading.Lock()
         self.max_failed_calls = max(1, max_failed_calls)
         self.failed_in_a_row = 0
+        self.stopped: RagMetricsError | None = None  # set once max_failed_calls failed in a row: no call after it
         self.attempts = max(1, attempts)
         self.seed = seed
         self.max_chars = max_chars
@@ -124,6 +125,11 @@ class EndpointJudge:
             return list(pool.map(lambda pair: self.grade_one(pair, max_grade), pairs))
 
     def grade_one(self, pair: Pair, max_grade: int) -> Grade:
+        missing = "query" if not pair.query.strip() else "document" if not pair.text.strip() else ""
+        if missing:  # asked about an empty text, a model answers anyway: no grade, said why
+            return Grade(None, f"the {missing} has no text to judge")
+        if self.stopped is not None:  # pairs already handed to other threads are not asked about
+            raise self.stopped
         messages = [Message("user", prompt(pair, max_grade, max_chars=self.max_chars))]
         answer = ""
         for attempt in range(self.attempts):
@@ -141,11 +147,13 @@ class EndpointJudge:
                 with self._lock:
                     self.failures += 1
                     self.failed_in_a_row += 1
-                    in_a_row = self.failed_in_a_row
-                if in_a_row >= self.max_failed_calls:
-                    raise RagMetricsError(
-                        f"model {self.model.name}: {in_a_row} calls in a row failed; the last: {exc}"
-                    ) from None
+                    if self.failed_in_a_row >= self.max_failed_calls and self.stopped is None:
+                        self.stopped = RagMetricsError(
+                            f"model {self.model.name}: {self.failed_in_a_row} calls in a row failed; the last: {exc}"
+                        )
+                    stopped = self.stopped
+                if stopped is not None:
+                    raise stopped from None
                 return Grade(None, f"the call failed: {exc}")
             with self._lock:
                 self.failed_in_a_row = 0

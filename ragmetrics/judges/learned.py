@@ -7,13 +7,15 @@ import hashlib
 import json
 import math
 import re
+import warnings
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.scripts import CJK_CHARACTER
 from ragmetrics.judges.base import Grade, Pair
 from ragmetrics.judges.rule import normalise
@@ -23,6 +25,9 @@ FEATURES = ("bm25", "query_overlap", "answer_overlap", "keyword_share", "log_ran
 """What the model sees of a pair: the BM25 score of its query over the graded and training documents; the shares
 of the query's and the expected answer's distinct tokens in the document; the share of expected keywords found;
 log(1 + rank) (0 when unknown); log(1 + the document's token count)."""
+
+MIN_EXAMPLES_PER_GRADE = 5
+"""Fewer labelled pairs of a grade than this and the judge warns: its grades there are close to guesses."""
 
 _WORD = re.compile(r"[^\W_]+")
 
@@ -117,6 +122,23 @@ class LearnedJudge:
             raise RagMetricsError(
                 f"people's labels cover {queries} query; cross-fitting by query needs labels on at least 2 "
                 "(a few dozen make a useful judge)"
+            )
+        counts = Counter(int(y) for _, y in training)
+        if len(counts) < 2:
+            (grade, n), *_ = counts.items()
+            raise RagMetricsError(
+                f"people's labels are all grade {grade} ({n} pair(s)): a judge learns to tell grades apart from "
+                "examples of each; label pairs of other grades too (qrels that list only relevant documents, as "
+                "BEIR's do, cannot train it)"
+            )
+        rare = sorted(g for g, n in counts.items() if n < MIN_EXAMPLES_PER_GRADE)
+        if rare:
+            warnings.warn(
+                f"people's labels hold fewer than {MIN_EXAMPLES_PER_GRADE} pairs of grade(s) "
+                f"{', '.join(map(str, rare))} ({dict(sorted(counts.items()))}): the learned judge's grades there are "
+                "close to guesses; check its agreement (judge agree) before using them",
+                RagMetricsWarning,
+                stacklevel=2,
             )
         self.training = list(training)
         self.folds = folds

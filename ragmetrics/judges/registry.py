@@ -34,6 +34,16 @@ def _no_text(pairs: Sequence[Pair]) -> str | None:
     return None
 
 
+def _no_texts(pairs: Sequence[Pair]) -> str | None:
+    """The judges that read the query beside the document: both need a text."""
+    if pairs and not any(p.query.strip() for p in pairs):
+        return (
+            "no query of the pool has a text (give --queries, or an evaluation set that holds the queries): the "
+            "judge would grade the documents against an empty query"
+        )
+    return _no_text(pairs)
+
+
 def _nothing_to_find(pairs: Sequence[Pair]) -> str | None:
     if pairs and not any(p.expected_answer or p.expected_keywords for p in pairs):
         return (
@@ -83,9 +93,10 @@ JUDGES: dict[str, JudgeKind] = {
         "a logistic regression on cheap features, trained on people's labels, cross-fitted by query",
         "training",
         _learned,
+        _no_texts,
     ),
     "endpoint": JudgeKind(
-        "a registered chat model, asked with a UMBRELA-style graded prompt", "model", _endpoint, _no_text
+        "a registered chat model, asked with a UMBRELA-style graded prompt", "model", _endpoint, _no_texts
     ),
     "callable": JudgeKind("a Python function module:attr, called with (pair, max_grade)", "call", _callable),
 }

@@ -35,18 +35,20 @@ class RuleJudge:
     """Grades by what of the expected answer the document's text holds, on the scale ``0..max``:
 
     * the expected answer found (:func:`found`): ``max``;
-    * else, with expected keywords, the share ``s`` of them found: for a graded scale (``max >= 2``), 0 when none,
-      else ``1 + floor(s * (max - 2))`` (every keyword: ``max - 1``); for a binary scale, 1 when every keyword is
-      found, else 0;
+    * else, with expected keywords, the share ``s`` of them found: for a graded scale (``max >= 2``),
+      ``1 + floor(s * (max - 2))`` (every keyword: ``max - 1``) when at least half of them and at least two are found
+      (the one keyword of a query that has one), else 0: a single term in common is not relevance (a synthetic
+      negative query's two terms, which no chunk holds together, grade 0 everywhere); for a binary scale, 1 when every
+      keyword is found, else 0;
     * else (an expected answer, no keyword, not found): 0;
     * a query with neither an expected answer nor keywords: no grade (the rule has nothing to look for).
     """
 
     name = "rule"
-    version = "1"
+    version = "2"
 
     def config(self) -> Mapping[str, Any]:
-        return {"rule": "answer>max; keyword share>1+floor(s*(max-2)); binary: all keywords"}
+        return {"rule": "answer>max; keyword share s>=1/2 and two found>1+floor(s*(max-2)); binary: all keywords"}
 
     def grade(self, pairs: Sequence[Pair], max_grade: int) -> list[Grade]:
         return [self.grade_one(pair, max_grade) for pair in pairs]
@@ -63,6 +65,6 @@ class RuleJudge:
         hits = sum(found(k, pair.text) for k in keywords)
         if max_grade == 1:
             return Grade(int(hits == len(keywords)))
-        if hits == 0:
+        if hits < min(2, len(keywords)) or 2 * hits < len(keywords):
             return Grade(0)
         return Grade(1 + (hits * (max_grade - 2)) // len(keywords))
