@@ -273,3 +273,27 @@ def test_cli_synth_with_a_registered_model_writes_only_good_candidates(monkeypat
         assert row["query"] and re.search(r"[\u4e00-\u9fff]", row["query"])
         assert row["provenance"]["generator"] == "model" and row["provenance"]["model_name"] == "gen"
         assert (row["relevant_docs"] == {}) == (row["category"] == "negative")
+
+
+def test_cli_synth_says_each_category_s_own_shortfall_and_why(monkeypatch, tmp_path):
+    """A model that answers the same candidate every time: one is written, every other slot is refused as a
+    repeat; each category's line counts its own slots and quotes the refusal, and an --n that counts nothing is
+    said to be unused."""
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text((DATA / "cmrc.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
+    first: list[object] = []
+
+    def same(messages: list[dict]) -> object:
+        first.append(first[0] if first else writer(messages))
+        return first[0]
+
+    with ModelStub(same) as stub:
+        monkeypatch.setenv("RAGMETRICS_MODELS", f"gen=openai:{stub.url}?model=qwen2.5&backoff=0.01&cache=off")
+        out, err = io.StringIO(), io.StringIO()
+        argv = ["synth", str(corpus), "-o", str(tmp_path / "set.jsonl"), "--generator", "model", "--model", "gen",
+                "--categories", "factual=3,summary=2", "--n", "8", "--language", "zh", "--no-retrieval-check"]  # fmt: skip
+        assert main(argv, out, err) == 0, err.getvalue()
+    said = err.getvalue()
+    assert "--n 8 not used: --categories gives each category its count (5 in all)" in said
+    assert re.search(r"factual: 1 of the 3 asked \(2 slot\(s\) rejected by the generator; the last answer: ", said)
+    assert re.search(r"summary: 0 of the 2 asked \(2 slot\(s\) rejected by the generator; the last answer: ", said)

@@ -63,7 +63,7 @@ def test_planted_problems_are_flagged_and_nothing_is_dropped(flagged):
     assert flags[2] == ["near-duplicate of candidate 1 (Jaccard 0.88)"]
     assert flags[3] == ["copies the source: a run of 14 words"]
     assert flags[4] == ["expected answer not supported by the source: 0% of its words occur in it"]
-    assert flags[5] == ["missed by bm25 and plain bm25 (no stemming, no stopwords) in the top 10"]
+    assert flags[5] == ["missed by bm25 and plain bm25 (unstemmed, stopwords kept) in the top 10"]
     assert flags[6] == ["answerable? bm25 finds chunk a, which holds all its keywords"]
     assert flags[7] == []
 
@@ -74,7 +74,7 @@ def test_the_second_retriever_is_named():
     found = flag([missed], corpus, default_retrievers(corpus, "variant"))
     assert found[0].flags == ("missed by bm25 and bm25 k1=0.9 b=0.4 (a variant of bm25) in the top 10",)
     # the plain retriever's tokens are other: bm25 stems "receptors" to match "receptor", plain does not
-    plain = dict(default_retrievers(corpus))["plain bm25 (no stemming, no stopwords)"]
+    plain = dict(default_retrievers(corpus))["plain bm25 (unstemmed, stopwords kept)"]
     assert [h.doc_id for h in plain.search("the receptor", 10, None)] == ["a"]
     assert plain.search("receptors", 10, None) == []
     assert [h.doc_id for h in dict(default_retrievers(corpus))["bm25"].search("receptors", 10, None)] == ["a"]

@@ -20,6 +20,9 @@ from ragmetrics.synth.pipeline import shortfall, synthesize
 
 _NAME = re.compile(r"^[\w-]+$")
 
+DEFAULT_COUNT = 50
+"""Candidates ``synth`` writes when neither ``--n`` nor counts in ``--categories`` say."""
+
 
 def parse_categories(text: str | None, n: int, default: tuple[str, ...]) -> dict[str, int]:
     """``factual=20,negative=5`` as given; names without counts (``factual,negative``, or none given: ``default``)
@@ -58,7 +61,12 @@ def cmd_synth(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
     generator = make_generator(args.generator, corpus, model=args.model)
     default = tuple(getattr(generator, "categories", DEFAULT_CATEGORIES))
-    categories = parse_categories(args.categories, args.n, default)
+    categories = parse_categories(args.categories, DEFAULT_COUNT if args.n is None else args.n, default)
+    if args.n is not None and args.categories and all("=" in part for part in args.categories.split(",")):
+        err.write(
+            f"ragmetrics: warning: --n {args.n} not used: --categories gives each category its count "
+            f"({sum(categories.values())} in all)\n"
+        )
     retrievers = [] if args.no_retrieval_check else _retrievers(args.second_retriever, corpus)
     candidates = synthesize(corpus, generator, categories, seed=args.seed, retrievers=retrievers)
     if not candidates:
@@ -72,14 +80,24 @@ def cmd_synth(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         f"ragmetrics: wrote {args.output}: {len(candidates)} candidate(s) from {len(corpus.chunks_of())} documents "
         f"({corpus.chunker}, {corpus.language}), {flagged} flagged for review\n"
     )
-    rejected = len(getattr(generator, "rejected", ()))  # a model generator's slots no attempt could fill
-    why = f"{rejected} slot(s) rejected by the generator" if rejected else "the sources ran out"
+    rejected: dict[str, list[Any]] = {}  # a model generator's slots no attempt could fill, by category
+    for rejection in getattr(generator, "rejected", ()):
+        rejected.setdefault(rejection.category, []).append(rejection)
     for category, (made, asked) in shortfall(candidates, categories).items():
+        refused = rejected.get(category, [])
+        why = (
+            f"{len(refused)} slot(s) rejected by the generator; the last answer: {refused[-1].reasons[-1]}"
+            if refused and refused[-1].reasons
+            else "the sources ran out"
+        )
         err.write(f"ragmetrics: warning: {category}: {made} of the {asked} asked ({why})\n")
     if corpus.rechunked:
         chunks = args.chunks_out or str(Path(args.output).with_suffix("")) + ".chunks.jsonl"
         write_jsonl(chunks, corpus.chunk_records())
-        err.write(f"ragmetrics: wrote {chunks}: the {len(corpus.chunks)} chunks the relevant_docs name\n")
+        err.write(
+            f"ragmetrics: wrote {chunks}: the corpus cut into its {len(corpus.chunks)} chunks (the relevant_docs are "
+            "chunk ids: retrieve and evaluate over these chunks)\n"
+        )
     return 0
 
 
@@ -93,7 +111,7 @@ def synth_parser(p: argparse.ArgumentParser) -> None:
         help="; ".join(f"{name}: {entry.help}" for name, entry in GENERATORS.items()),
     )
     p.add_argument("--model", help="a registered model's name (--generator model)")
-    p.add_argument("--n", type=whole_number(1), default=50, help="candidates to write (default 50)")
+    p.add_argument("--n", type=whole_number(1), help=f"candidates to write (default {DEFAULT_COUNT})")
     p.add_argument(
         "--categories",
         help="NAME=COUNT,... (e.g. factual=20,negative=5), or names sharing --n (default: the generator's categories)",

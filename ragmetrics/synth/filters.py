@@ -158,7 +158,7 @@ def default_retrievers(corpus: Corpus, second: str = "plain") -> list[tuple[str,
         variant = BM25.from_documents(frame, language=corpus.language, k1=SECOND_K1, b=SECOND_B)
         found.append((f"bm25 k1={SECOND_K1} b={SECOND_B} (a variant of bm25)", variant))
     elif second == "plain":
-        found.append(("plain bm25 (no stemming, no stopwords)", PlainBM25(corpus)))
+        found.append(("plain bm25 (unstemmed, stopwords kept)", PlainBM25(corpus)))
     return found
 
 
