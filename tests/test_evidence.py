@@ -211,6 +211,13 @@ def test_cli_evidence_reads_spans_and_refuses_without_them(tmp_path):
     assert rows_out["evidence_recall@1"] == "0.7500" and rows_out["context_precision@6tok"] == "0.5000"
     assert rows_out["tokenizer"] == "whitespace" and rows_out["tokens_to_evidence"] == "2.0000"
     assert "1 retrieved chunk(s) could not be placed" in err.getvalue()
+    assert "have gold evidence" not in err.getvalue()  # both queries have spans
+    (tmp_path / "q1-only.qrels").write_text("q1 0 A 1 6 11\n", encoding="utf-8")
+    err = io.StringIO()
+    assert main([*base, "--spans", str(tmp_path / "q1-only.qrels"), *metrics], io.StringIO(), err) == 0
+    assert "1 of the 2 evaluated queries have gold evidence: the means are over those 1, the other 1 left out" in (
+        err.getvalue()
+    )
     bad = io.StringIO()
     assert main(base, io.StringIO(), bad) == 2 and "give the gold evidence" in bad.getvalue()
 

@@ -428,6 +428,12 @@ def evaluate_evidence(
             value = np.divide(total, gold_q, out=np.full(n_queries, np.nan), where=gold_q > 0)
         values[str(spec)] = value
     notes = []
+    with_spans = int(has_spans.sum())
+    if with_spans < n_queries:
+        notes.append(
+            f"{with_spans} of the {n_queries} evaluated queries have gold evidence: the means are over those "
+            f"{with_spans}, the other {n_queries - with_spans} left out"
+        )
     if unlocated:
         notes.append(f"{unlocated} retrieved chunk(s) could not be placed in their document (they cover nothing)")
     return EvidenceResult(
@@ -435,7 +441,7 @@ def evaluate_evidence(
         values=values,
         tokenizer=budgets.tokenizer(alignment).name if counted_tokens else "",
         unlocated=unlocated,
-        queries_with_spans=int(has_spans.sum()),
+        queries_with_spans=with_spans,
         notes=notes,
     )
 
