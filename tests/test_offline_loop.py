@@ -183,6 +183,7 @@ def test_eval_and_compare_print_corrected_estimates(tmp_path):
     rows = {r["run"]: r for r in json.loads(out.getvalue())["corrected"]}
     assert set(rows) == set(loop.truth)
     assert all(r["n_labelled"] == 30 and r["n_queries"] == 300 for r in rows.values())
+    assert all("p_value" not in r for r in rows.values())  # a mean's test of 0 means nothing: not printed
     out = io.StringIO()
     argv = ["eval", "--dataset", str(dataset), "--run", run_files[0], "-m", "ndcg@10", *labels, "--plan", "5"]
     assert main(argv, out, err) == 0, err.getvalue()
@@ -216,8 +217,20 @@ def test_eval_and_compare_print_corrected_estimates(tmp_path):
     write_trec_qrels(rm.Dataset.from_frames(loop.human[loop.human["query_id"].isin(loop.human["query_id"][:3])]), few)
     err = io.StringIO()
     argv = ["eval", "--dataset", str(dataset), "--run", run_files[0], "-m", "ndcg@10", "--judge-qrels", str(judged)]
-    assert main([*argv, "--human-qrels", str(few)], io.StringIO(), err) == 0
+    out = io.StringIO()
+    assert main([*argv, "--human-qrels", str(few), "--format", "json"], out, err) == 0
     assert "below 30 the normal interval is rough" in err.getvalue()
+    (row,) = json.loads(out.getvalue())["corrected"]
+    assert 0 <= row["ci_low"] <= row["estimate"] <= row["ci_high"] <= 1  # within nDCG's range, however few
+    assert 0 <= row["human_low"] <= row["human_high"] <= 1
+    everyone = tmp_path / "everyone.tsv"
+    write_trec_qrels(rm.Dataset.from_frames(loop.human[loop.human["query_id"].isin(loop.human["query_id"][:3])]),
+                     everyone)  # fmt: skip
+    out = io.StringIO()
+    three = ["eval", "--dataset", str(everyone), "--run", run_files[0], "-m", "ndcg@10", "--judge-qrels"]
+    assert main([*three, str(everyone), "--human-qrels", str(everyone)], out, io.StringIO()) == 0
+    assert "all 3 queries human-labelled (the judge's labels add nothing)" in out.getvalue()
+    assert "more labelled" not in out.getvalue()
 
 
 def loop_rates(seeds: range, populations: tuple[str, ...] = ("queries", "dataset")) -> dict[str, dict[str, float]]:

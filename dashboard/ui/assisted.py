@@ -305,11 +305,12 @@ def _corrected_panel(selection: cache.Selection, spec: MetricSpec, help_: Assist
         st.info(f"Label the planned queries to correct the judge's numbers ({md_escape(str(err))}).")
         return
     first = table.iloc[0]
-    st.markdown(
-        f"{int(first['more']):,} more labelled queries would shrink the corrected interval of "
-        f"**{md_escape(str(first['run']))}** to about **±{first['projected']:.3f}** "
-        f"(now ±{(first['corrected_high'] - first['corrected_low']) / 2:.3f})."
-    )
+    if int(first["more"]):  # every query labelled: the judge adds nothing, and no more can be labelled
+        st.markdown(
+            f"{int(first['more']):,} more labelled queries would shrink the corrected interval of "
+            f"**{md_escape(str(first['run']))}** to about **±{first['projected']:.3f}** "
+            f"(now ±{(first['corrected_high'] - first['corrected_low']) / 2:.3f})."
+        )
     for row in table.itertuples(index=False):
         st.markdown(
             f"**{md_escape(str(row.run))}**: corrected **{row.corrected:.3f}** [{row.corrected_low:.3f}, "

@@ -390,8 +390,20 @@ def corrected_means(
             f = _values_at(run, metric, ids)
             y = np.where(sampled, _values_at(human[name], metric, ids), np.nan)
             result = ppi_mean(f, y, strata=_strata_of(strata, ids), **options)
-            rows.append({"metric": metric, "run": name, **_row(result), **_projected(result, more)})
+            row = _within(_row(result), 0.0, 1.0)
+            del row["p_value"]  # the test of "the mean is 0": it means nothing for a mean of a metric
+            rows.append({"metric": metric, "run": name, **row, **_projected(result, more)})
     return pd.DataFrame(rows)
+
+
+INTERVAL_ENDS = ("ci_low", "ci_high", "judge_low", "judge_high", "human_low", "human_high")
+
+
+def _within(row: dict[str, Any], low: float, high: float) -> dict[str, Any]:
+    """``row`` with its intervals' ends clipped to ``[low, high]``: every metric's per-query values lie in [0, 1]
+    (``tests/test_properties.py``), so a mean's lies there and a difference's in [-1, 1]; the normal interval
+    of few labelled queries can reach past them, and clipping keeps its coverage (the truth is inside)."""
+    return {k: (min(max(v, low), high) if k in INTERVAL_ENDS else v) for k, v in row.items()}
 
 
 def _strata_of(strata: Mapping[str, str] | None, ids: np.ndarray) -> np.ndarray | None:
@@ -467,7 +479,7 @@ def corrected_comparison(
             result = ppi_paired(
                 f, f_base, y, np.where(sampled, y_base, np.nan), strata=_strata_of(strata, base_ids), **options
             )
-            row = _row(result)
+            row = _within(_row(result), -1.0, 1.0)
             rows.append(
                 {
                     "metric": metric,

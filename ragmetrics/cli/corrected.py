@@ -75,9 +75,15 @@ FEW_LABELLED = ppi.FEW_LABELLED
 
 def _footer(args: argparse.Namespace, frame: pd.DataFrame, out: TextIO) -> None:
     row = frame.iloc[0]
+    labelled, queries = int(row["n_labelled"]), int(row["n_queries"])
+    who = (
+        f"all {queries} queries human-labelled (the judge's labels add nothing)"
+        if labelled == queries
+        else f"{labelled} of {queries} queries human-labelled, the rest the judge's"
+    )
     out.write(
-        f"{int(row['n_labelled'])} of {int(row['n_queries'])} queries human-labelled, the rest the judge's; "
-        f"95% intervals for {ppi.POPULATIONS[args.ppi_target]}; lambda {args.ppi_lambda}\n"
+        f"{who}; 95% intervals for {ppi.POPULATIONS[args.ppi_target]}, within the metric's range; "
+        f"lambda {args.ppi_lambda}\n"
     )
 
 
@@ -117,8 +123,9 @@ def eval_corrected(
             out.write(
                 f"{r.metric:<14} {r.run:<24} corrected {_interval(r.estimate, r.ci_low, r.ci_high)}  "
                 f"judge-only {_interval(r.judge, r.judge_low, r.judge_high)}  "
-                f"human-only {_interval(r.human, r.human_low, r.human_high)}  lambda {r.lam:.2f}  "
-                f"with {r.more} more labelled: about +-{r.projected:.4f}\n"
+                f"human-only {_interval(r.human, r.human_low, r.human_high)}  lambda {r.lam:.2f}"
+                + (f"  with {r.more} more labelled: about +-{r.projected:.4f}" if r.more else "")
+                + "\n"
             )
         _footer(args, frame, out)
         _plan(args, judge, labelled, out)
