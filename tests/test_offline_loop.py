@@ -231,6 +231,9 @@ def test_eval_and_compare_print_corrected_estimates(tmp_path):
     assert main([*three, str(everyone), "--human-qrels", str(everyone)], out, io.StringIO()) == 0
     assert "all 3 queries human-labelled (the judge's labels add nothing)" in out.getvalue()
     assert "more labelled" not in out.getvalue()
+    err = io.StringIO()
+    assert main([*three, str(everyone), "--human-qrels", str(everyone), "--strata", "category"], out, err) == 2
+    assert "--strata category: no query of the dataset has a category" in err.getvalue()
 
 
 def loop_rates(seeds: range, populations: tuple[str, ...] = ("queries", "dataset")) -> dict[str, dict[str, float]]:

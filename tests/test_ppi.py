@@ -303,3 +303,11 @@ if __name__ == "__main__":  # the figures of docs/ppi.md
                 f"; half width ppi {half_width(results):.4f} judge-only {half_width(results, 'judge_only'):.4f} "
                 f"human-only {half_width(results, 'human_only'):.4f}"
             )
+
+
+def test_a_stratum_with_too_few_labelled_queries_is_named():
+    f = np.linspace(0, 1, 12)
+    y = np.where(np.arange(12) < 7, f, np.nan)  # queries 0-6 labelled: stratum "b" (6-11) holds one of them
+    strata = np.array(["a"] * 6 + ["b"] * 6, dtype=object)
+    with pytest.raises(RagMetricsError, match=r"^1 labelled query in stratum 'b' of 6: a corrected estimate needs"):
+        ppi_mean(f, y, strata=strata)

@@ -232,8 +232,10 @@ def ppi_mean(
         raise RagMetricsError(
             f"judge and human values: expected two 1-d arrays of one length, got {f.shape}, {y.shape}"
         )
-    groups = (
-        np.zeros(len(f), dtype=np.int64) if strata is None else np.unique(np.asarray(strata), return_inverse=True)[1]
+    names, groups = (
+        (np.array([""]), np.zeros(len(f), dtype=np.int64))
+        if strata is None
+        else np.unique(np.asarray(strata), return_inverse=True)
     )
     if len(groups) != len(f):
         raise RagMetricsError(f"strata: expected one per query ({len(f)}), got {len(groups)}")
@@ -246,7 +248,7 @@ def ppi_mean(
         inside = groups == g
         mine = inside & labelled
         if mine.sum() < MIN_LABELLED:
-            which = "" if strata is None else " in one of the strata"
+            which = "" if strata is None else f" in stratum {str(names[g])!r}"
             raise RagMetricsError(
                 f"{int(mine.sum())} labelled quer{'y' if mine.sum() == 1 else 'ies'}{which} of {int(inside.sum())}: "
                 f"a corrected estimate needs at least {MIN_LABELLED} (label more, sample_plan says which)"

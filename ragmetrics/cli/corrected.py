@@ -41,6 +41,11 @@ def evaluate_labelled(
     labelled = with_labels(dataset, load_dataset(args.judge_qrels), load_dataset(args.human_qrels))
     if args.strata and args.strata not in dataset.queries_table.column_names:
         raise RagMetricsError(f"--strata {args.strata}: the dataset's queries have no such column")
+    if args.strata and not any(str(v or "").strip() for v in dataset.queries_table.column(args.strata).to_pylist()):
+        raise RagMetricsError(
+            f"--strata {args.strata}: no query of the dataset has a {args.strata} (qrels carry none: give an "
+            "evaluation set that has them)"
+        )
     judge = evaluate_runs(args, labelled.judge, runs, metrics)
     human = evaluate_runs(args, labelled.human, runs, metrics)
     return judge, human, labelled
@@ -81,9 +86,10 @@ def _footer(args: argparse.Namespace, frame: pd.DataFrame, out: TextIO) -> None:
         if labelled == queries
         else f"{labelled} of {queries} queries human-labelled, the rest the judge's"
     )
+    strata = f"; stratified by {args.strata}" if args.strata else ""
     out.write(
         f"{who}; 95% intervals for {ppi.POPULATIONS[args.ppi_target]}, within the metric's range; "
-        f"lambda {args.ppi_lambda}\n"
+        f"lambda {args.ppi_lambda}{strata}\n"
     )
 
 
