@@ -196,3 +196,16 @@ def test_merge_says_when_labels_name_queries_the_dataset_lacks_and_refuses_an_ou
     for name in ("m.json", "m.jsonl", "m.qrels.gz", "m.parquet"):
         code, _, err = run_cli("judge", "merge", "--dataset", qrels, "--labels", labels, "-o", tmp_path / name)
         assert code == 2 and "judge merge writes TREC qrels lines" in err and not (tmp_path / name).exists()
+
+
+@pytest.mark.parametrize("option", [["--unjudged", "relevant"], ["--missing", "skip"], ["--tokenizer", "jieba"],
+                                    ["--corpus-size", "5"], ["--rel-level", "2"]])  # fmt: skip
+def test_pool_refuses_the_scoring_options_it_would_not_read(tmp_path, option):
+    """pool lists unjudged pairs: how they would be scored does not change them, so those options are not taken
+    (they were, and changed nothing)."""
+    argv = ["pool", "--dataset", str(SCIFACT / "qrels.tsv"), "--run", str(RUNS[0]), "-o", str(tmp_path / "p.tsv")]
+    with pytest.raises(SystemExit) as stopped:
+        run_cli(*argv, *option)
+    assert stopped.value.code == 2 and not (tmp_path / "p.tsv").exists()
+    code, _, err = run_cli(*argv, "--level", "auto", "--allow-no-relevant")  # what pooling reads: still taken
+    assert code == 0, err

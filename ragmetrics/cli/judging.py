@@ -167,7 +167,7 @@ def _num(value: float) -> str:
 
 
 def run_options(p: argparse.ArgumentParser) -> None:
-    add_data_options(p)
+    add_data_options(p, scoring=False)
     names = "; ".join(f"{name}: {kind.help}" for name, kind in JUDGES.items())
     p.add_argument("--judge", required=True, choices=list(JUDGES), help=f"the judge ({names})")
     p.add_argument("--pool", required=True, help="the pairs to label: the TSV ragmetrics pool writes")

@@ -93,18 +93,18 @@ def cmd_judge_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def pool_parser(p: argparse.ArgumentParser) -> None:
-    add_data_options(p)
+    add_data_options(p, scoring=False)
     p.add_argument("--run", action="append", required=True, help="a run file; repeatable (the pool is their union)")
     p.add_argument("--depth", type=whole_number(1), default=10, help="pool each run's top K (default 10)")
     p.add_argument("-o", "--output", required=True, help="the TSV to write: query_id, doc_id (and text when known)")
-    add_eval_options(p, bounds=False)
+    add_eval_options(p, bounds=False, scoring=False)
     p.set_defaults(handler=cmd_pool)
 
 
 def judge_parser(p: argparse.ArgumentParser) -> None:
     actions = p.add_subparsers(dest="action", required=True)
     m = actions.add_parser("merge", help="add labels to a dataset's judgments and write TREC qrels")
-    add_data_options(m)
+    add_data_options(m, scoring=False)
     m.add_argument("--labels", required=True, help="the labels: TREC qrels lines, or a TSV with query_id doc_id label")
     m.add_argument("-o", "--output", required=True, help="the merged qrels to write (TREC, .gz to compress)")
     m.add_argument("--override", action="store_true", help="let a new label change a judgment already made")

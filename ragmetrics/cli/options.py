@@ -73,8 +73,19 @@ def weight_list(text: str) -> list[float]:
     return weights
 
 
-def add_eval_options(parser: argparse.ArgumentParser, *, bounds: bool = True) -> None:
-    """The conventions' options; ``bounds``: the command has ``--bounds`` (its help names it only then)."""
+SCORING_DEFAULTS = {"missing": "zero", "rel_level": 1, "tokenizer": "auto", "unjudged": "nonrelevant"}
+"""The scoring conventions a command that scores nothing (``pool``) runs with, without offering them."""
+
+
+def add_eval_options(parser: argparse.ArgumentParser, *, bounds: bool = True, scoring: bool = True) -> None:
+    """The conventions' options; ``bounds``: the command has ``--bounds`` (its help names it only then);
+    ``scoring`` False: a command that aligns runs but scores nothing offers only ``--level`` and the refusals'
+    overrides (an option it would not read is not accepted)."""
+    if not scoring:
+        parser.set_defaults(**SCORING_DEFAULTS)
+        _add_level_option(parser)
+        _add_allow_options(parser)
+        return
     parser.add_argument(
         "--missing",
         choices=CHOICES["missing"],
@@ -82,12 +93,7 @@ def add_eval_options(parser: argparse.ArgumentParser, *, bounds: bool = True) ->
         help="judged queries absent from a run: score 0 (trec_eval -c, default) or skip (pytrec_eval)",
     )
     parser.add_argument("--rel-level", type=int, default=1, help="smallest label counted as relevant (trec_eval -l)")
-    parser.add_argument(
-        "--level",
-        choices=CHOICES["level"],
-        default="auto",
-        help="evaluate chunks at document level (auto: when the run names source documents)",
-    )
+    _add_level_option(parser)
     parser.add_argument(
         "--tokenizer",
         choices=TOKENIZER_CHOICES,
@@ -96,6 +102,15 @@ def add_eval_options(parser: argparse.ArgumentParser, *, bounds: bool = True) ->
         "else whitespace), whitespace, jieba",
     )
     add_judgment_options(parser, bounds=bounds)
+
+
+def _add_level_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--level",
+        choices=CHOICES["level"],
+        default="auto",
+        help="evaluate chunks at document level (auto: when the run names source documents)",
+    )
 
 
 def add_judgment_options(parser: argparse.ArgumentParser, *, bounds: bool = True) -> None:
@@ -107,6 +122,10 @@ def add_judgment_options(parser: argparse.ArgumentParser, *, bounds: bool = True
         "removed before scoring, negative labels too, as trec_eval -J), relevant (judged relevant within each "
         "cut-off" + ("; --bounds gives every metric's best and worst case)" if bounds else ")"),
     )
+    _add_allow_options(parser)
+
+
+def _add_allow_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-no-overlap",
         action="store_true",
@@ -165,15 +184,24 @@ def add_test_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_data_options(parser: argparse.ArgumentParser) -> None:
+def add_data_options(parser: argparse.ArgumentParser, *, scoring: bool = True) -> None:
+    """The dataset and what completes it; ``scoring`` False: a command that scores nothing takes no corpus size."""
     parser.add_argument(
         "--dataset", required=True, help="qrels (TREC, CSV, JSON), an evaluation set (JSON/JSONL) or a BEIR folder"
     )
     parser.add_argument("--queries", help="queries file to attach text to TREC qrels")
-    parser.add_argument("--corpus", help="corpus.jsonl (gives the corpus size for accuracy@k)")
-    parser.add_argument(
-        "--corpus-size", type=whole_number(1), help="number of documents in the collection (accuracy@k)"
-    )
+    if scoring:
+        parser.add_argument(
+            "--corpus",
+            help="corpus.jsonl: the documents' text (answer_in@k, keyword_recall@k, token budgets, diagnosis) and "
+            "the corpus size (accuracy@k)",
+        )
+        parser.add_argument(
+            "--corpus-size", type=whole_number(1), help="number of documents in the collection (accuracy@k)"
+        )
+    else:
+        parser.add_argument("--corpus", help="corpus.jsonl: the documents' text")
+        parser.set_defaults(corpus_size=None)
     parser.add_argument("--chunk-mapping", help="chunk-to-document mapping file (CSV/TSV/JSONL)")
     parser.add_argument(
         "--chunk-pattern", help="regex with a group 'doc' (or the separator '#') taking the document id from a chunk id"

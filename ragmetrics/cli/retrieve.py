@@ -17,6 +17,6 @@ def cmd_retrieve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def retrieve_parser(p: argparse.ArgumentParser) -> None:
 
-    add_data_options(p)
+    add_data_options(p, scoring=False)
     add_options(p)
     p.set_defaults(handler=cmd_retrieve)
