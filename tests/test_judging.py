@@ -209,3 +209,39 @@ def test_pool_refuses_the_scoring_options_it_would_not_read(tmp_path, option):
     assert stopped.value.code == 2 and not (tmp_path / "p.tsv").exists()
     code, _, err = run_cli(*argv, "--level", "auto", "--allow-no-relevant")  # what pooling reads: still taken
     assert code == 0, err
+
+
+def test_merge_into_an_evaluation_set_keeps_its_queries_answers_and_provenance(tmp_path):
+    """--dataset an evaluation set, -o .jsonl or .json: the set again with each query's judgments merged, every
+    other field as it was (the TREC qrels it wrote before lost them); labels of a query the set lacks are refused
+    (a record needs its text)."""
+    import json
+
+    records = [
+        {"query_id": "q1", "query": "capital of France?", "expected_answer": "Paris", "expected_keywords": ["paris"],
+         "category": "geo", "difficulty": "easy", "provenance": {"generator": "extractive", "seed": "0"},
+         "relevant_docs": {"d1": 2}},
+        {"query": "a gas giant?", "category": "space", "relevant_docs": ["d4"]},  # no id: from its text
+    ]  # fmt: skip
+    (tmp_path / "set.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    second = rm.io.load_dataset(tmp_path / "set.jsonl").queries_table.column("query_id")[1].as_py()
+    (tmp_path / "labels.tsv").write_text(f"query_id\tdoc_id\tlabel\nq1\td2\t0\n{second}\td5\t1\n", encoding="utf-8")
+    for name in ("merged.jsonl", "merged.json"):
+        code, _, err = run_cli("judge", "merge", "--dataset", tmp_path / "set.jsonl", "--labels",
+                               tmp_path / "labels.tsv", "-o", tmp_path / name)  # fmt: skip
+        assert code == 0, err
+        assert "4 judgments in the evaluation set, every other field kept (2 added, 0 changed)" in err
+        text = (tmp_path / name).read_text(encoding="utf-8")
+        rows = json.loads(text) if name.endswith(".json") else [json.loads(line) for line in text.splitlines()]
+        assert rows[0] == records[0] | {"relevant_docs": {"d1": 2, "d2": 0}}
+        assert rows[1] == records[1] | {"relevant_docs": {"d4": 1, "d5": 1}}
+        merged = rm.io.load_dataset(tmp_path / name)
+        assert merged.queries_table.column("category").to_pylist() == ["geo", "space"]
+    (tmp_path / "other.tsv").write_text("query_id\tdoc_id\tlabel\nq9\td2\t0\n", encoding="utf-8")
+    code, _, err = run_cli("judge", "merge", "--dataset", tmp_path / "set.jsonl", "--labels", tmp_path / "other.tsv",
+                           "-o", tmp_path / "refused.jsonl")  # fmt: skip
+    assert code == 2 and "labels 1 query the evaluation set does not have ['q9']" in err
+    assert not (tmp_path / "refused.jsonl").exists()
+    code, _, err = run_cli("judge", "merge", "--dataset", SCIFACT / "qrels.tsv", "--labels", tmp_path / "labels.tsv",
+                           "-o", tmp_path / "x.jsonl")  # fmt: skip
+    assert code == 2 and "or .json/.jsonl when --dataset is an evaluation set" in err

@@ -15,12 +15,18 @@ from ragmetrics.cli.inputs import judges_of, output_path, read_dataset, read_inp
 from ragmetrics.cli.judging import agree_options, run_options
 from ragmetrics.cli.options import add_data_options, add_eval_options, whole_number
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
+from ragmetrics.foundation.model import Dataset
 from ragmetrics.io import load_dataset, write_trec_qrels
+from ragmetrics.io.evalset import with_judgments, write_evalset
 from ragmetrics.io.export import neutralise
-from ragmetrics.io.source import names_of
+from ragmetrics.io.formats import detect
+from ragmetrics.io.source import names_of, open_source
 
 NOT_TREC_SUFFIXES = frozenset({".json", ".jsonl", ".parquet", ".csv", ".zip", ".gz"})
 """Output names the loaders would read as another format (or compressed): ``judge merge`` writes TREC lines."""
+
+EVALSET_SUFFIXES = frozenset({".json", ".jsonl"})
+"""Output names ``judge merge`` writes an evaluation set to, when ``--dataset`` is one."""
 
 
 def cmd_pool(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -51,15 +57,23 @@ def cmd_judge_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     output = output_path(args, args.output, "--output")
     suffix = "".join(Path(output).suffixes[-1:]).lower()
-    if suffix in NOT_TREC_SUFFIXES:
+    as_evalset = suffix in EVALSET_SUFFIXES and _is_evalset(args)
+    if suffix in NOT_TREC_SUFFIXES and not as_evalset:
         raise RagMetricsError(
             f"--output {output}: judge merge writes TREC qrels lines, which a {suffix} file would not be read as: "
-            "give a path ending in .txt, .qrels or .tsv"
+            "give a path ending in .txt, .qrels or .tsv (or .json/.jsonl when --dataset is an evaluation set, "
+            "to keep its queries, answers and categories)"
         )
     dataset = read_dataset(args)
     labels = load_dataset(args.labels)
     known = set(dataset.queries_table.column("query_id").to_pylist())
     unknown = sorted({q for q in labels.qrels_table.column("query_id").to_pylist() if q not in known})
+    if unknown and as_evalset:
+        raise RagMetricsError(
+            f"{args.labels} labels {len(unknown)} {'query' if len(unknown) == 1 else 'queries'} the evaluation set "
+            f"does not have {names_of(unknown, 5)}: a record needs its query's text; check that the labels belong "
+            "to this set, or write TREC qrels (.tsv)"
+        )
     if unknown:
         warnings.warn(
             f"{args.labels} labels {len(unknown)} {'query' if len(unknown) == 1 else 'queries'} the dataset does "
@@ -84,12 +98,32 @@ def cmd_judge_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             err.write(f"ragmetrics: conflict: query {q} document {d}: judged {old}, labelled {new}\n")
         raise
     with replacing(output) as partial:
-        write_trec_qrels(merged.dataset, partial)
+        if as_evalset:
+            write_evalset(with_judgments(open_source(args.dataset), judgments_of(merged.dataset)), partial)
+        else:
+            write_trec_qrels(merged.dataset, partial)
+    kept = " in the evaluation set, every other field kept" if as_evalset else ""
     err.write(
-        f"ragmetrics: wrote {args.output}: {merged.dataset.qrels_table.num_rows} judgments "
+        f"ragmetrics: wrote {args.output}: {merged.dataset.qrels_table.num_rows} judgments{kept} "
         f"({merged.added} added, {merged.changed} changed)\n"
     )
     return 0
+
+
+def _is_evalset(args: argparse.Namespace) -> bool:
+    """``--dataset`` is one evaluation-set file, its queries its own (no --queries)."""
+    if getattr(args, "queries", None) or not Path(args.dataset).is_file():
+        return False
+    return detect(open_source(args.dataset), "dataset").name == "evalset"
+
+
+def judgments_of(dataset: Dataset) -> dict[str, dict[str, int]]:
+    """Each judged query's ``{doc: grade}``."""
+    table = dataset.qrels_table
+    found: dict[str, dict[str, int]] = {}
+    for query, doc, grade in zip(*(table.column(c).to_pylist() for c in ("query_id", "doc_id", "relevance"))):
+        found.setdefault(query, {})[doc] = int(grade)
+    return found
 
 
 def pool_parser(p: argparse.ArgumentParser) -> None:

@@ -13,7 +13,9 @@ number and its query.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+import os
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -42,6 +44,35 @@ def _as_doc_id(value: Any) -> str | None:
     if _is_int(value):
         return str(value)
     return None
+
+
+def record_query_id(record: Mapping[str, Any]) -> str | None:
+    """A record's query id: its ``query_id`` (or ``id``), else ``query_id_from_text(query)``; None when the id it
+    gives is not a non-empty string or an integer."""
+    for key in ID_KEYS:
+        if record.get(key) is not None:
+            return _as_doc_id(record[key])
+    return query_id_from_text(record["query"])
+
+
+def with_judgments(source: Source, judgments: Mapping[str, Mapping[str, int]]) -> list[dict[str, Any]]:
+    """The evaluation set's records in their order, each query's ``relevant_docs`` now ``judgments[query_id]`` (a
+    ``{doc: grade}`` map; none: ``{}``), every other key as it was (its answer, keywords, category, provenance).
+    The set was read before (:func:`read_evalset`): its records are valid."""
+    items = whole_array(source)
+    found = [item for _, _, item in records(source)] if items is None else items
+    return [record | {"relevant_docs": dict(judgments.get(record_query_id(record) or "", {}))} for record in found]
+
+
+def write_evalset(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike[str]) -> None:
+    """Records as an evaluation set: a JSON list for a ``.json`` path, else JSONL (UTF-8, ids and text as given)."""
+    rows = list(rows)
+    with open(path, "w", encoding="utf-8", newline="\n") as handle:
+        if str(path).lower().endswith(".json"):
+            json.dump(rows, handle, ensure_ascii=False, indent=1)
+            handle.write("\n")
+        else:
+            handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
 
 
 def read_evalset(source: Source, *, name: str) -> Dataset:
@@ -78,15 +109,10 @@ def _read(source: Source, name: str, items: Iterable[tuple[int, int, Any]]) -> D
             raise fail('a non-empty "query" string', shorten(query))
         check_text(source, line or None, query, 'a "query"' + where)
 
-        qid: str | None = None
-        for key in ID_KEYS:
-            if key in record and record[key] is not None:
-                qid = _as_doc_id(record[key])
-                if qid is None:
-                    raise fail(f'"{key}" as a non-empty string or an integer', shorten(record[key]), query)
-                break
+        qid = record_query_id(record)
         if qid is None:
-            qid = query_id_from_text(query)
+            key = next(k for k in ID_KEYS if record.get(k) is not None)
+            raise fail(f'"{key}" as a non-empty string or an integer', shorten(record[key]), query)
         check_id(source, line or None, qid, "a query id")
         if qid in seen:
             first_line, first_number = seen[qid]
