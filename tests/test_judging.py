@@ -224,7 +224,7 @@ def test_merge_into_an_evaluation_set_keeps_its_queries_answers_and_provenance(t
         {"query": "a gas giant?", "category": "space", "relevant_docs": ["d4"]},  # no id: from its text
     ]  # fmt: skip
     (tmp_path / "set.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    second = rm.io.load_dataset(tmp_path / "set.jsonl").queries_table.column("query_id")[1].as_py()
+    second = load_dataset(tmp_path / "set.jsonl").queries_table.column("query_id")[1].as_py()
     (tmp_path / "labels.tsv").write_text(f"query_id\tdoc_id\tlabel\nq1\td2\t0\n{second}\td5\t1\n", encoding="utf-8")
     for name in ("merged.jsonl", "merged.json"):
         code, _, err = run_cli("judge", "merge", "--dataset", tmp_path / "set.jsonl", "--labels",
@@ -235,7 +235,7 @@ def test_merge_into_an_evaluation_set_keeps_its_queries_answers_and_provenance(t
         rows = json.loads(text) if name.endswith(".json") else [json.loads(line) for line in text.splitlines()]
         assert rows[0] == records[0] | {"relevant_docs": {"d1": 2, "d2": 0}}
         assert rows[1] == records[1] | {"relevant_docs": {"d4": 1, "d5": 1}}
-        merged = rm.io.load_dataset(tmp_path / name)
+        merged = load_dataset(tmp_path / name)
         assert merged.queries_table.column("category").to_pylist() == ["geo", "space"]
     (tmp_path / "other.tsv").write_text("query_id\tdoc_id\tlabel\nq9\td2\t0\n", encoding="utf-8")
     code, _, err = run_cli("judge", "merge", "--dataset", tmp_path / "set.jsonl", "--labels", tmp_path / "other.tsv",

@@ -196,6 +196,14 @@ def test_cli_synth_from_a_folder_and_from_jsonl(tmp_path):
     chunk_ids = {json.loads(line)["_id"] for line in chunks.read_text(encoding="utf-8").splitlines()}
     assert all(set(r["relevant_docs"]) <= chunk_ids for r in rows)
     assert all(r["provenance"]["chunker"] == "words:60:10" for r in rows)
+    # checked against the same folder, the corpus is chunked as the provenance records: nothing is missing
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["dataset", "check", str(target), "--corpus", str(folder)], out, err) == 0, out.getvalue()
+    assert "the corpus chunked with words:60:10, as the set's provenance records" in err.getvalue()
+    assert "freshness: ok" in out.getvalue() and "missing:" not in out.getvalue()
+    out = io.StringIO()
+    assert main(["dataset", "check", str(target), "--corpus", str(folder), "--chunker", "none"], out, err) == 1
+    assert out.getvalue().count("missing: query") == 6 and "freshness: ok" not in out.getvalue()  # negatives judge none
 
     jsonl = tmp_path / "kb.jsonl"
     jsonl.write_text(

@@ -24,7 +24,7 @@ from ragmetrics.io import load_dataset
 from ragmetrics.store.candidates import CandidateStore
 from ragmetrics.store.database import Store, dataset_id
 from ragmetrics.store.history import resolve_dataset
-from ragmetrics.synth.check import STAGES, Age, check, reviewed_at
+from ragmetrics.synth.check import STAGES, Age, check, recorded_chunkers, reviewed_at
 from ragmetrics.synth.corpus import load_corpus
 
 
@@ -76,7 +76,9 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     store = _store(args)
     dataset, ident = _dataset(args, store)
     corpus = (
-        load_corpus(args.corpus, chunking=args.chunker, parent_separator=args.parent_separator) if args.corpus else None
+        load_corpus(args.corpus, chunking=_chunker(args, dataset, err), parent_separator=args.parent_separator)
+        if args.corpus
+        else None
     )
     targets = parse_categories(args.target, 0, ()) if args.target else None
     runs = read_runs(args.run or [], args)
@@ -110,6 +112,22 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 1 if report.problems else 0
 
 
+def _chunker(args: argparse.Namespace, dataset: Dataset, err: TextIO) -> str:
+    """``--chunker``, else the one the set's provenance records (a set ``synth`` made over chunks names chunk ids:
+    checked against the whole documents every one would be missing), else none."""
+    if args.chunker is not None:
+        return str(args.chunker)
+    recorded = recorded_chunkers(dataset)
+    if len(recorded) > 1:
+        raise RagMetricsError(
+            f"the set's provenance records {len(recorded)} chunkers ({', '.join(recorded)}): give --chunker"
+        )
+    if recorded:
+        err.write(f"ragmetrics: note: the corpus chunked with {recorded[0]}, as the set's provenance records\n")
+        return recorded[0]
+    return "none"
+
+
 def dataset_parser(p: argparse.ArgumentParser) -> None:
     actions = p.add_subparsers(dest="action", required=True)
     c = actions.add_parser("check", help="freshness, coverage and power of an evaluation set; exit 1 on a finding")
@@ -118,7 +136,11 @@ def dataset_parser(p: argparse.ArgumentParser) -> None:
         help="the evaluation set (JSON/JSONL, or any dataset file), or a stored dataset's id or name (with a store)",
     )
     c.add_argument("--corpus", help="the current corpus (as synth reads it): flags queries whose documents are gone")
-    c.add_argument("--chunker", default="none", help="the chunker the set was made with (as synth's --chunker)")
+    c.add_argument(
+        "--chunker",
+        help="the chunker the set was made with (as synth's --chunker; default: the one its provenance records, "
+        "else none)",
+    )
     c.add_argument("--parent-separator", help="as synth's --parent-separator")
     c.add_argument(
         "--target",

@@ -79,6 +79,8 @@ class CheckReport:
     size_note: str | None = None
     power: list[dict[str, Any]] = field(default_factory=list)
     age: Age | None = None
+    corpus_checked: bool = False
+    """A corpus was given: the missing and changed lines, or the freshness line that says none, are its findings."""
 
     @property
     def problems(self) -> int:
@@ -101,6 +103,8 @@ class CheckReport:
             out.append(f"missing: query {qid}: relevant document(s) not in the corpus: {', '.join(docs)}")
         for qid, chunk in self.changed:
             out.append(f"changed: query {qid}: the text of its source {chunk} changed since the set was made")
+        if self.corpus_checked and not self.missing and not self.changed:
+            out.append("freshness: ok (every relevant document is in the corpus, no source text changed)")
         out.append("categories: " + (", ".join(f"{k} {v}" for k, v in self.categories.items()) or "none given"))
         out.append("difficulty: " + (", ".join(f"{k} {v}" for k, v in self.difficulties.items()) or "none given"))
         for category, (have, want) in self.shortfalls.items():
@@ -125,18 +129,32 @@ def missing_documents(dataset: Dataset, known: set[str]) -> list[tuple[str, list
     return [(str(q), sorted(map(str, g["doc_id"]))) for q, g in gone.groupby("query_id", sort=True)]
 
 
+def _provenance(found: Any) -> Mapping[str, Any] | None:
+    """A query's provenance as a map (the loaders keep a map in an extra column as its JSON text), or None."""
+    if isinstance(found, str):
+        try:
+            found = json.loads(found)
+        except json.JSONDecodeError:
+            return None
+    return found if isinstance(found, Mapping) else None
+
+
+def recorded_chunkers(dataset: Dataset) -> list[str]:
+    """The chunkers the set's queries were made with, as their provenance records them (``synth``'s), sorted."""
+    queries = dataset.queries
+    if "provenance" not in queries.columns:
+        return []
+    found = {str(p["chunker"]) for p in map(_provenance, queries["provenance"]) if p and p.get("chunker")}
+    return sorted(found)
+
+
 def changed_sources(provenances: Iterable[tuple[str, Any]], corpus: Corpus) -> list[tuple[str, str]]:
     """``(query_id, chunk_id)`` of generated queries whose source chunk still exists but whose text changed."""
     texts = {c.chunk_id: c.text for c in corpus.chunks}
     out = []
     for qid, found in provenances:
-        provenance = found
-        if isinstance(found, str):  # the loaders keep a map in an extra column as its JSON text
-            try:
-                provenance = json.loads(found)
-            except json.JSONDecodeError:
-                continue
-        if not isinstance(provenance, Mapping):
+        provenance = _provenance(found)
+        if provenance is None:
             continue
         chunk, digest = provenance.get("chunk_id"), provenance.get("source_sha256")
         if (
@@ -223,6 +241,7 @@ def check(
     queries = dataset.queries
     report = CheckReport(queries=len(queries))
     if corpus is not None:
+        report.corpus_checked = True
         known = {c.chunk_id for c in corpus.chunks} | {d.doc_id for d in corpus.documents}
         report.missing = missing_documents(dataset, known)
         if "provenance" in queries.columns:
