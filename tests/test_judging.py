@@ -245,3 +245,14 @@ def test_merge_into_an_evaluation_set_keeps_its_queries_answers_and_provenance(t
     code, _, err = run_cli("judge", "merge", "--dataset", SCIFACT / "qrels.tsv", "--labels", tmp_path / "labels.tsv",
                            "-o", tmp_path / "x.jsonl")  # fmt: skip
     assert code == 2 and "or .json/.jsonl when --dataset is an evaluation set" in err
+
+
+def test_merge_names_a_pool_that_was_not_labelled_yet(tmp_path):
+    pooled = tmp_path / "pool.tsv"
+    code, _, err = run_cli("pool", "--dataset", SCIFACT / "qrels.tsv", "--run", RUNS[0], "-o", pooled)
+    assert code == 0, err
+    code, _, err = run_cli("judge", "merge", "--dataset", SCIFACT / "qrels.tsv", "--labels", pooled, "-o",
+                           tmp_path / "merged.tsv")  # fmt: skip
+    assert code == 2 and not (tmp_path / "merged.tsv").exists()
+    assert f"{pooled}: no label column (its columns: query_id, doc_id, best_rank): the pairs of a pool" in err
+    assert "add a column relevance (or label/rel/grade)" in err

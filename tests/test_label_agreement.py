@@ -114,6 +114,8 @@ def test_judge_run_writes_labels_with_provenance_and_agree_reads_them(small_set)
     assert f"Cohen's kappa     {cohen_kappa_score(h, j, labels=[0, 1, 2]):.3f}" in out
     assert f"kappa, quadratic  {cohen_kappa_score(h, j, labels=[0, 1, 2], weights='quadratic'):.3f}" in out
     assert "confusion matrix" in out and "where the judge errs" in out and "space" in out
+    aliases = ("--human-qrels", str(d / "human.tsv"), "--judge-qrels", str(d / "judged.tsv"))
+    assert run("judge", "agree", *aliases)[:2] == (0, out)  # the names eval and compare give the same files
 
     # a judge's labels are never taken for people's
     code, _, err = run("judge", "agree", "--human", str(d / "judged.tsv"), "--judge", str(d / "judged.tsv"))

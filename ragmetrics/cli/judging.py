@@ -172,7 +172,12 @@ def run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge", required=True, choices=list(JUDGES), help=f"the judge ({names})")
     p.add_argument("--pool", required=True, help="the pairs to label: the TSV ragmetrics pool writes")
     p.add_argument("-o", "--output", required=True, help=f"the TSV to write: {', '.join(JUDGED_COLUMNS)}")
-    p.add_argument("--human", help="learned: people's labels to learn from (TREC qrels or TSV query_id doc_id label)")
+    p.add_argument(
+        "--human",
+        "--human-qrels",
+        dest="human",
+        help="learned: people's labels to learn from (TREC qrels or TSV query_id doc_id label)",
+    )
     p.add_argument(
         "--folds", type=whole_number(2), default=5, help="learned: cross-fitting folds over the labelled queries"
     )
@@ -185,8 +190,20 @@ def run_options(p: argparse.ArgumentParser) -> None:
 
 
 def agree_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--human", required=True, help="people's labels: TREC qrels or a TSV query_id doc_id label")
-    p.add_argument("--judge", required=True, help="the judge's labels: the TSV ragmetrics judge run writes")
+    p.add_argument(
+        "--human",
+        "--human-qrels",
+        dest="human",
+        required=True,
+        help="people's labels: TREC qrels or a TSV query_id doc_id label",
+    )
+    p.add_argument(
+        "--judge",
+        "--judge-qrels",
+        dest="judge",
+        required=True,
+        help="the judge's labels: the TSV ragmetrics judge run writes",
+    )
     p.add_argument(
         "--max-grade", type=whole_number(1), help="the top of the label scale (default: the largest grade given)"
     )

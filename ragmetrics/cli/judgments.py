@@ -17,6 +17,7 @@ from ragmetrics.cli.options import add_data_options, add_eval_options, whole_num
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.model import Dataset
 from ragmetrics.io import load_dataset, write_trec_qrels
+from ragmetrics.io.columns import describe_aliases, resolve
 from ragmetrics.io.evalset import with_judgments, write_evalset
 from ragmetrics.io.export import neutralise
 from ragmetrics.io.formats import detect
@@ -65,6 +66,7 @@ def cmd_judge_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "to keep its queries, answers and categories)"
         )
     dataset = read_dataset(args)
+    _check_label_column(args.labels)
     labels = load_dataset(args.labels)
     known = set(dataset.queries_table.column("query_id").to_pylist())
     unknown = sorted({q for q in labels.qrels_table.column("query_id").to_pylist() if q not in known})
@@ -108,6 +110,21 @@ def cmd_judge_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         f"({merged.added} added, {merged.changed} changed)\n"
     )
     return 0
+
+
+def _check_label_column(path: str) -> None:
+    """A table of pairs without a label (a pool not yet labelled) is named as such, not as TREC lines of 3 fields."""
+    source = open_source(path)
+    if source.is_dir:
+        return
+    first = source.head.split(b"\n", 1)[0].decode("utf-8", "replace").strip().lstrip("\ufeff")
+    names = first.split("\t") if "\t" in first else first.split(",")
+    found = resolve(names)
+    if "query_id" in found and "doc_id" in found and "relevance" not in found:
+        raise RagMetricsError(
+            f"{path}: no label column (its columns: {', '.join(n.strip() for n in names)}): the pairs of a pool, "
+            f"not yet labelled; add a column {describe_aliases(['relevance'])} with each pair's grade"
+        )
 
 
 def _is_evalset(args: argparse.Namespace) -> bool:
