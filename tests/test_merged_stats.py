@@ -409,6 +409,13 @@ def test_cli_compare_on_a_partitioned_engine_corrects_over_the_same_family_as_in
         )
         ours = json.loads(_cli(*common, "--family", family, "--engine", "duckdb", "--format", "json")[1])
         theirs = json.loads(_cli(*common, "--family", family, "--format", "json")[1])
-        expected = {(r["metric"], r["run"]): r["p_value_corrected"] for r in theirs["comparisons"] if r["p_value"]}
+        expected = {(r["metric"], r["run"]): r for r in theirs["comparisons"] if r["p_value"]}
         for row in ours["comparisons"]:
-            assert row["p_value_corrected"] == pytest.approx(expected[(row["metric"], row["run"])], rel=1e-6)
+            same = expected[(row["metric"], row["run"])]
+            assert row["p_value_corrected"] == pytest.approx(same["p_value_corrected"], rel=1e-6)
+            # the interval beside it is corrected as in process, and leaves 0 exactly where the row is significant
+            for end in ("ci_level_adjusted", "ci_low_adjusted", "ci_high_adjusted"):
+                assert row[end] == pytest.approx(same[end], rel=1e-6, abs=1e-9)
+            clear = row["ci_low_adjusted"] > 0 or row["ci_high_adjusted"] < 0
+            assert clear == (row["p_value_corrected"] < 0.05)
+        assert "intervals Holm-adjusted (Student's t at each comparison's corrected level)" in merged[1]

@@ -264,18 +264,30 @@ class Sums:
         hits = int(np.count_nonzero(flipped >= observed))
         return (hits + 1) / (self.resamples + 1)
 
+    def _spread(self, metric: int) -> tuple[int, int, int]:
+        """``(n, total, n * squares - total^2)``: the count, the sum and n^2 (n - 1) times the sample variance, in
+        units of 2^-62, as exact integers."""
+        n = self._checked(metric)
+        total = int(self._column("total")[metric])
+        squares = (int(self._column("squares_high")[metric]) << 32) + int(self._column("squares_low")[metric])
+        return n, total, n * squares - total * total
+
+    def sd(self, metric: int) -> float:
+        """The values' sample standard deviation (n - 1) from the exact sums; fewer than 2 values: NaN."""
+        n, _, spread = self._spread(metric)
+        if n < 2:
+            return math.nan
+        return math.sqrt(max(spread, 0) / (n * (n - 1))) / (1 << SCALE_BITS)
+
     def t_p(self, metric: int) -> float:
         """Two-sided p of the one-sample t test of "mean = 0" (of paired differences: the paired t test) from the
         count, the sum and the sum of squares; fewer than 2 queries: NaN; zero variance: 1 if every value is 0,
         else 0 (as :func:`ragmetrics.analysis.stats.paired_p_value`)."""
         from scipy import stats as sps  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)
 
-        n = self._checked(metric)
+        n, total, spread = self._spread(metric)
         if n < 2:
             return math.nan
-        total = int(self._column("total")[metric])
-        squares = (int(self._column("squares_high")[metric]) << 32) + int(self._column("squares_low")[metric])
-        spread = n * squares - total * total  # n^2 (n - 1) / n * variance, in units of 2^-62: exact
         if spread <= 0:
             return 1.0 if total == 0 else 0.0
         t = (total / n) / math.sqrt(spread / (n * n * (n - 1)))

@@ -10,8 +10,16 @@ from dataclasses import asdict
 from typing import Any, TextIO
 
 import numpy as np
+import pandas as pd
 
-from ragmetrics.analysis.compare import DEFAULT_FAMILY, FAMILIES, Comparison, compare_result, family_scope
+from ragmetrics.analysis.compare import (
+    DEFAULT_FAMILY,
+    FAMILIES,
+    Comparison,
+    adjusted_intervals,
+    compare_result,
+    family_scope,
+)
 from ragmetrics.analysis.evaluate import EvalResult
 from ragmetrics.analysis.stats import BOOTSTRAP_MIN_QUERIES, CORRECTIONS, family_text
 from ragmetrics.analysis.targets import check_targets, resolve_targets
@@ -109,28 +117,32 @@ def compare_partitioned(args: argparse.Namespace, out: TextIO) -> int:
         _p_value(args, found) for statistics in found_pairs[len(against_baseline) :] for found in statistics
     ]
     corrected = CORRECTIONS[args.correction](np.array(family_p, dtype=np.float64))[: len(rows)]
+    listed = []
+    for (name, found, p), adjusted in zip(rows, corrected):
+        fields = asdict(found)
+        fields["mean"] = fields.pop("run_mean")
+        listed.append(
+            {"metric": found.metric, "baseline": run_name(args.baseline), "run": name, **fields}
+            | {"p_value": p, "p_value_corrected": float(adjusted)}
+        )
+    # the interval beside a corrected p-value is corrected the same way, as in process (docs/conventions.md)
+    listed = adjusted_intervals(pd.DataFrame(listed), args.correction, args.alpha).to_dict("records")
     if args.format == "json":
-        listed = []
-        for (name, found, p), adjusted in zip(rows, corrected):
-            fields = asdict(found)
-            fields["mean"] = fields.pop("run_mean")
-            listed.append(
-                {"metric": found.metric, "baseline": run_name(args.baseline), "run": name, **fields}
-                | {"p_value": p, "p_value_corrected": float(adjusted)}
-            )
         json.dump({"engine": args.engine, "test": args.test, "comparisons": listed}, out, ensure_ascii=False, indent=2)
         out.write("\n")
         return 0
-    for (name, found, p), adjusted in zip(rows, corrected):
-        mark = "*" if adjusted < args.alpha else " "
+    for row in listed:
+        mark = "*" if row["p_value_corrected"] < args.alpha else " "
         out.write(
-            f"{found.metric:<14} {name:<24} {found.run_mean:.4f} vs {found.baseline_mean:.4f}  "
-            f"delta {found.delta:+.4f} [{found.ci_low:+.4f}, {found.ci_high:+.4f}]  "
-            f"p={p:.4g} ({args.correction} {adjusted:.4g}){mark}  n {found.n}\n"
+            f"{row['metric']:<14} {row['run']:<24} {row['mean']:.4f} vs {row['baseline_mean']:.4f}  "
+            f"delta {row['delta']:+.4f} {100 * row['ci_level_adjusted']:.4g}% "
+            f"[{row['ci_low_adjusted']:+.4f}, {row['ci_high_adjusted']:+.4f}]  "
+            f"p={row['p_value']:.4g} ({args.correction} {row['p_value_corrected']:.4g}){mark}  n {row['n']}\n"
         )
     out.write(
         f"test: {args.test}, merged over the buckets of --engine {args.engine} (resampled by a hash of the query id); "
-        f"* = significant at alpha {args.alpha}, {family(args, len(family_p), len(args.metric or ['ndcg@10']))}\n"
+        f"* = significant at alpha {args.alpha}, {family(args, len(family_p), len(args.metric or ['ndcg@10']))}; "
+        f"{interval_words(args.correction)}\n"
     )
     return 0
 

@@ -31,8 +31,8 @@ from ragmetrics.partitioned.files import canonical_metrics, run_name
 class PairedStatistics:
     """One metric's paired comparison from merged sums: ``n`` queries with both values, the two runs' means over
     them and the mean ``delta`` (run minus baseline; fixed point: within 2^-32 of the float means), its
-    Poisson-bootstrap interval, and the two-sided p-values of the paired t test and of the sign-flip randomization
-    test."""
+    Poisson-bootstrap interval, the differences' sample standard deviation (the t intervals beside a corrected
+    p-value read it), and the two-sided p-values of the paired t test and of the sign-flip randomization test."""
 
     metric: str
     n: int
@@ -41,6 +41,7 @@ class PairedStatistics:
     delta: float
     ci_low: float
     ci_high: float
+    sd_difference: float
     p_t: float
     p_randomization: float
 
@@ -54,7 +55,9 @@ def statistics_of(sums: Sums, sides: Sums, metrics: Sequence[str], confidence: f
         low, high = sums.interval(i, confidence)
         means = sides.mean(i), sides.mean(m + i)
         out.append(
-            PairedStatistics(metric, sums.count(i), *means, sums.mean(i), low, high, sums.t_p(i), sums.sign_flip_p(i))
+            PairedStatistics(
+                metric, sums.count(i), *means, sums.mean(i), low, high, sums.sd(i), sums.t_p(i), sums.sign_flip_p(i)
+            )
         )
     return out
 
