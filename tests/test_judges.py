@@ -13,7 +13,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.io import load_dataset
-from ragmetrics.judges.base import Grade, Pair, max_grade, pairs_from_pool, run_judge
+from ragmetrics.judges.base import NO_QUERY, NO_TEXT, Grade, Pair, max_grade, pairs_from_pool, run_judge
 from ragmetrics.judges.call import CallableJudge
 from ragmetrics.judges.endpoint import RETRY, EndpointJudge, parse_grade
 from ragmetrics.judges.learned import LearnedJudge, features, folds_of
@@ -197,18 +197,22 @@ def test_endpoint_judge_reports_failed_calls_and_stops_when_the_endpoint_is_down
     with pytest.raises(RagMetricsError, match=r"^model stub: 3 calls in a row failed; the last: .*HTTP 503"):
         run_judge(EndpointJudge(http_chat(chat_server), max_failed_calls=3, concurrency=4), [pair("DOWN")] * 40, 2)
     assert len(Stub.calls) <= 3 + 3  # the threshold's calls, and at most one more in flight per other thread
+    judge = EndpointJudge(http_chat(chat_server), max_failed_calls=3, concurrency=1)
+    with pytest.raises(RagMetricsError, match="3 calls in a row failed"):
+        run_judge(judge, [pair("DOWN")] * 4, 2)
+    assert run_judge(judge, [pair("ANSWER")], 2)[0].label == 2  # asked again afresh: the endpoint is back
 
 
 def test_endpoint_judge_asks_nothing_about_an_empty_query_or_document(chat_server):
     Stub.calls.clear()
     no_query = Pair("q1", " ", "d1", "holds the ANSWER")
     no_text = Pair("q2", "what?", "d2", "")
-    grades = EndpointJudge(http_chat(chat_server), concurrency=1).grade([no_query, no_text, pair("ANSWER")], 2)
-    assert [(g.label, g.problem) for g in grades[:2]] == [
-        (None, "the query has no text to judge"),
-        (None, "the document has no text to judge"),
-    ]
+    grades = run_judge(EndpointJudge(http_chat(chat_server), concurrency=1), [no_query, no_text, pair("ANSWER")], 2)
+    assert [(g.label, g.problem) for g in grades[:2]] == [(None, NO_QUERY.problem), (None, NO_TEXT.problem)]
     assert grades[2].label == 2 and len(Stub.calls) == 1
+    training = [(Pair(f"q{i}", "what?", f"d{i}", "a text"), i % 2) for i in range(12)]
+    learned = run_judge(LearnedJudge(training), [no_query, pair("a text")], 1)
+    assert learned[0].problem == NO_QUERY.problem and learned[1].label is not None
     for name in ("endpoint", "learned"):  # with no query text at all, the judge refuses before any work
         assert "no query of the pool has a text (give --queries" in str(JUDGES[name].unable([no_query]))
 

@@ -256,3 +256,8 @@ def test_merge_names_a_pool_that_was_not_labelled_yet(tmp_path):
     assert code == 2 and not (tmp_path / "merged.tsv").exists()
     assert f"{pooled}: no label column (its columns: query_id, doc_id, best_rank): the pairs of a pool" in err
     assert "add a column relevance (or label/rel/grade)" in err
+    beir = tmp_path / "beir.tsv"  # BEIR's qrels header: the score is the label
+    beir.write_text("query-id\tcorpus-id\tscore\n1\tnew-doc\t1\n", encoding="utf-8")
+    code, _, err = run_cli("judge", "merge", "--dataset", SCIFACT / "qrels.tsv", "--labels", beir, "-o",
+                           tmp_path / "merged.tsv")  # fmt: skip
+    assert code == 0 and "(1 added, 0 changed)" in err, err

@@ -13,13 +13,15 @@ import random
 from collections import Counter
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
-from ragmetrics import Run, evaluate
+from ragmetrics import Dataset, Run, evaluate
 from ragmetrics.cli import main
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.io import load_dataset
 from ragmetrics.retrieve import retrieve
+from ragmetrics.synth.check import recorded_chunkers
 from ragmetrics.synth.corpus import Document, load_corpus, make_corpus, read_documents, sample_sources
 from ragmetrics.synth.extractive import ExtractiveGenerator, sentences
 from ragmetrics.synth.generators import GENERATORS, make_generator
@@ -251,3 +253,18 @@ def _file(folder: Path, text: str) -> Path:
     path = folder / "corpus.jsonl"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def test_the_chunker_a_set_records_is_read_back_as_its_spec():
+    """The provenance states the chunker's name; ``dataset check`` reads the spec in it (was: the stated name of a
+    grouped corpus, "none (documents grouped by ...)", was refused as a chunker)."""
+
+    def made_with(*names: str) -> Dataset:
+        queries = pd.DataFrame({"query_id": [f"q{i}" for i in range(len(names))], "query": ["x"] * len(names),
+                                "provenance": [json.dumps({"chunker": n}) for n in names]})  # fmt: skip
+        qrels = pd.DataFrame({"query_id": ["q0"], "doc_id": ["d"], "relevance": [1]})
+        return Dataset.from_frames(qrels, queries)
+
+    assert recorded_chunkers(made_with("words:200:50", "words:200:50")) == ["words:200:50"]
+    assert recorded_chunkers(made_with("none (documents grouped by the last '_C' of their ids)")) == ["none"]
+    assert recorded_chunkers(made_with("none", "words:60:10")) == ["none", "words:60:10"]

@@ -398,14 +398,16 @@ def corrected_means(
     return pd.DataFrame(rows)
 
 
-INTERVAL_ENDS = ("ci_low", "ci_high", "judge_low", "judge_high", "human_low", "human_high")
+BOUNDED = ("estimate", "ci_low", "ci_high", "judge", "judge_low", "judge_high", "human", "human_low", "human_high")
+"""The columns of :func:`_row` that are a metric's mean or an interval's end."""
 
 
 def _within(row: dict[str, Any], low: float, high: float) -> dict[str, Any]:
-    """``row`` with its intervals' ends clipped to ``[low, high]``: every metric's per-query values lie in [0, 1]
-    (``tests/test_properties.py``), so a mean's lies there and a difference's in [-1, 1]; the normal interval
-    of few labelled queries can reach past them, and clipping keeps its coverage (the truth is inside)."""
-    return {k: (min(max(v, low), high) if k in INTERVAL_ENDS else v) for k, v in row.items()}
+    """``row`` with its estimates and their intervals' ends clipped to ``[low, high]``: every metric's per-query
+    values lie in [0, 1] (``tests/test_properties.py``), so a mean lies there and a difference in [-1, 1]. The
+    corrected estimate and the normal interval of few labelled queries can pass them; clipped, an interval covers
+    the truth whenever it did before (the truth is inside the range)."""
+    return {k: (min(max(v, low), high) if k in BOUNDED else v) for k, v in row.items()}
 
 
 def _strata_of(strata: Mapping[str, str] | None, ids: np.ndarray) -> np.ndarray | None:

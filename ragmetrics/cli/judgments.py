@@ -120,7 +120,7 @@ def _check_label_column(path: str) -> None:
     first = source.head.split(b"\n", 1)[0].decode("utf-8", "replace").strip().lstrip("\ufeff")
     names = first.split("\t") if "\t" in first else first.split(",")
     found = resolve(names)
-    if "query_id" in found and "doc_id" in found and "relevance" not in found:
+    if "query_id" in found and "doc_id" in found and not {"relevance", "score"} & set(found):  # BEIR's: score
         raise RagMetricsError(
             f"{path}: no label column (its columns: {', '.join(n.strip() for n in names)}): the pairs of a pool, "
             f"not yet labelled; add a column {describe_aliases(['relevance'])} with each pair's grade"

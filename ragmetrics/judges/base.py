@@ -84,6 +84,10 @@ def provenance_of(judge: Judge, at: float | None = None) -> Provenance:
 NO_TEXT = Grade(None, "the document's text is unknown (give the corpus, or a pool with text)")
 """The grade of a pair without text, for a judge that reads it (every judge but one with ``needs_text = False``)."""
 
+NO_QUERY = Grade(None, "the query's text is unknown (give --queries, or an evaluation set with its queries)")
+"""The grade of a pair whose query has no text, for a judge that reads the query (``needs_query = True``): asked
+about an empty query, a model answers anyway."""
+
 
 def run_judge(
     judge: Judge,
@@ -95,8 +99,9 @@ def run_judge(
 ) -> list[JudgeLabel]:
     """Grade ``pairs`` with ``judge`` in batches of ``batch`` (default: the judge's own ``batch`` attribute, else 64;
     0: all at once; ``progress(done, total)`` after each), each label stamped with the judge's provenance. A pair
-    whose document text is unknown gets no grade (:data:`NO_TEXT`) without asking a judge that reads text. A grade
-    outside ``0..max_grade`` is a :class:`RagMetricsError`."""
+    whose document text is unknown gets no grade (:data:`NO_TEXT`) without asking a judge that reads text, one whose
+    query has no text none (:data:`NO_QUERY`) from a judge that reads the query. A grade outside ``0..max_grade``
+    is a :class:`RagMetricsError`."""
     if max_grade < 1:
         raise RagMetricsError(f"the label scale must be 0..max with max >= 1; got max {max_grade}")
     provenance = provenance_of(judge)
@@ -104,15 +109,20 @@ def run_judge(
     size = size if size > 0 else max(len(pairs), 1)
     out: list[JudgeLabel] = []
     needs_text = bool(getattr(judge, "needs_text", True))
+    needs_query = bool(getattr(judge, "needs_query", False))
     for start in range(0, len(pairs), size):
         chunk = pairs[start : start + size]
-        readable = [bool(p.text.strip()) or not needs_text for p in chunk]
+        unreadable = [
+            NO_TEXT if needs_text and not p.text.strip() else NO_QUERY if needs_query and not p.query.strip() else None
+            for p in chunk
+        ]
+        readable = [grade is None for grade in unreadable]
         asked = [p for p, ok in zip(chunk, readable, strict=True) if ok]
         given = judge.grade(asked, max_grade) if asked else []
         if len(given) != len(asked):
             raise RagMetricsError(f"judge {judge.name} gave {len(given)} grades for {len(asked)} pairs")
         answers = iter(given)
-        grades = [next(answers) if ok else NO_TEXT for ok in readable]
+        grades = [next(answers) if grade is None else grade for grade in unreadable]
         for pair, grade in zip(chunk, grades, strict=True):
             if grade.label is not None and not (0 <= grade.label <= max_grade):
                 raise RagMetricsError(

@@ -87,6 +87,7 @@ class EndpointJudge:
 
     name = "endpoint"
     version = "1"
+    needs_query = True
 
     def __init__(
         self,
@@ -105,7 +106,7 @@ class EndpointJudge:
         self._lock = threading.Lock()
         self.max_failed_calls = max(1, max_failed_calls)
         self.failed_in_a_row = 0
-        self.stopped: RagMetricsError | None = None  # set once max_failed_calls failed in a row: no call after it
+        self.stopped: str | None = None  # why, once max_failed_calls calls failed in a row: no call after it
         self.attempts = max(1, attempts)
         self.seed = seed
         self.max_chars = max_chars
@@ -116,25 +117,29 @@ class EndpointJudge:
         return {"model": self.model.identity, "prompt": PROMPT, "retry": RETRY, "attempts": self.attempts,
                 "seed": self.seed, "max_chars": self.max_chars, "temperature": 0.0}  # fmt: skip
 
+    def _raise_if_stopped(self) -> None:
+        """Once ``max_failed_calls`` calls failed in a row, no thread asks the model again."""
+        if self.stopped is not None:
+            raise RagMetricsError(self.stopped)
+
     def grade(self, pairs: Sequence[Pair], max_grade: int) -> list[Grade]:
         """The grades of ``pairs``, in their order; ``concurrency`` pairs are asked about at once (a pair's grade
-        does not depend on the others)."""
+        does not depend on the others). A judge stopped by failed calls is asked again here, afresh."""
+        self.stopped, self.failed_in_a_row = None, 0
         if self.concurrency == 1 or len(pairs) < 2:
             return [self.grade_one(pair, max_grade) for pair in pairs]
         with ThreadPoolExecutor(min(self.concurrency, len(pairs)), thread_name_prefix="endpoint-judge") as pool:
             return list(pool.map(lambda pair: self.grade_one(pair, max_grade), pairs))
 
     def grade_one(self, pair: Pair, max_grade: int) -> Grade:
-        missing = "query" if not pair.query.strip() else "document" if not pair.text.strip() else ""
-        if missing:  # asked about an empty text, a model answers anyway: no grade, said why
-            return Grade(None, f"the {missing} has no text to judge")
-        if self.stopped is not None:  # pairs already handed to other threads are not asked about
-            raise self.stopped
+        self._raise_if_stopped()
         messages = [Message("user", prompt(pair, max_grade, max_chars=self.max_chars))]
         answer = ""
         for attempt in range(self.attempts):
             last = attempt + 1 == self.attempts
             seed = None if self.seed is None else self.seed + attempt
+            if attempt:
+                self._raise_if_stopped()
             try:
                 answer = self.model.chat(messages, temperature=0.0, max_tokens=64, seed=seed).text
             except BadAnswer as exc:  # an unusable reply (not a chat completion, empty): the same question again
@@ -148,12 +153,10 @@ class EndpointJudge:
                     self.failures += 1
                     self.failed_in_a_row += 1
                     if self.failed_in_a_row >= self.max_failed_calls and self.stopped is None:
-                        self.stopped = RagMetricsError(
+                        self.stopped = (
                             f"model {self.model.name}: {self.failed_in_a_row} calls in a row failed; the last: {exc}"
                         )
-                    stopped = self.stopped
-                if stopped is not None:
-                    raise stopped from None
+                self._raise_if_stopped()
                 return Grade(None, f"the call failed: {exc}")
             with self._lock:
                 self.failed_in_a_row = 0

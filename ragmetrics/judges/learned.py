@@ -111,6 +111,7 @@ class LearnedJudge:
     name = "learned"
     version = "1"
     batch = 0  # all pairs in one call
+    needs_query = True  # its BM25 and overlap features read the query
 
     def __init__(self, training: Sequence[tuple[Pair, int]], *, folds: int = 5, c: float = 1.0) -> None:
         if not training:

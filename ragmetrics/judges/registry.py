@@ -29,13 +29,14 @@ class JudgeInputs:
 
 
 def _no_text(pairs: Sequence[Pair]) -> str | None:
-    if pairs and not any(p.text for p in pairs):
+    if pairs and not any(p.text.strip() for p in pairs):
         return "no document of the pool has a text (give --corpus, or a pool with a text column)"
     return None
 
 
 def _no_texts(pairs: Sequence[Pair]) -> str | None:
-    """The judges that read the query beside the document: both need a text."""
+    """For the judges that read the query beside the document: a pool in which no query, or no document, has a
+    text is refused before any work (a pair without one gets no grade: :func:`ragmetrics.judges.base.run_judge`)."""
     if pairs and not any(p.query.strip() for p in pairs):
         return (
             "no query of the pool has a text (give --queries, or an evaluation set that holds the queries): the "

@@ -140,11 +140,12 @@ def _provenance(found: Any) -> Mapping[str, Any] | None:
 
 
 def recorded_chunkers(dataset: Dataset) -> list[str]:
-    """The chunkers the set's queries were made with, as their provenance records them (``synth``'s), sorted."""
+    """The chunkers the set's queries were made with, as ``--chunker`` specs (their provenance records the stated
+    name, ``words:200:50`` or ``none (documents grouped by ...)``, whose first word is the spec), sorted."""
     queries = dataset.queries
     if "provenance" not in queries.columns:
         return []
-    found = {str(p["chunker"]) for p in map(_provenance, queries["provenance"]) if p and p.get("chunker")}
+    found = {str(p["chunker"]).split()[0] for p in map(_provenance, queries["provenance"]) if p and p.get("chunker")}
     return sorted(found)
 
 
