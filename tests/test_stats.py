@@ -9,7 +9,7 @@ from scipy import stats as sps
 
 import ragmetrics as rm
 from ragmetrics.analysis import stats
-from ragmetrics.analysis.compare import compare, compare_result, discriminative_power
+from ragmetrics.analysis.compare import adjusted_intervals, compare, compare_result, discriminative_power
 from ragmetrics.io import load_dataset, load_run
 from tests.partitioned_cases import SCIFACT
 
@@ -269,3 +269,16 @@ def test_the_interval_beside_a_corrected_p_value_excludes_zero_exactly_when_it_i
             uncapped = rows["p_value_corrected"] < 1
             assert uncapped.any() and np.allclose(rows.loc[uncapped, "ci_level_adjusted"], 1 - alpha / 24)
     assert 0 < decided < 3 * 16  # some significant, some not: the check could fail either way
+
+
+def test_a_p_value_of_zero_takes_its_interval_level_from_the_whole_family():
+    """A constant non-zero difference has a t-test p of 0: its level is 1 - alpha/m over the family the correction
+    covered (with --family pairs, more than the table's rows), not over the table alone."""
+    table = pd.DataFrame({"run": ["b", "c"], "baseline": ["a", "a"], "delta": [0.1, 0.02], "sd_difference": [0.0, 0.1],
+                          "n": [50, 50], "p_value": [0.0, 0.2], "p_value_corrected": [0.0, 0.4],
+                          "ci_low": [0.1, -0.01], "ci_high": [0.1, 0.05]})  # fmt: skip
+    alone = adjusted_intervals(table, "bonferroni", 0.05)
+    family = adjusted_intervals(table, "bonferroni", 0.05, family_size=6)
+    assert alone["ci_level_adjusted"].iloc[0] == pytest.approx(1 - 0.05 / 2)
+    assert family["ci_level_adjusted"].iloc[0] == pytest.approx(1 - 0.05 / 6)
+    assert family["ci_level_adjusted"].iloc[1] == pytest.approx(1 - 0.05 * 0.2 / 0.4)  # p > 0: its own step

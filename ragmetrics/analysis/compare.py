@@ -329,7 +329,7 @@ def compare_result(
     table, extra = corrected(rows_for(every, {}), other_pairs(every, {}), [])
     size = int(table["p_value"].notna().sum() + extra["p_value"].notna().sum()) if not table.empty else 0
     if not table.empty:
-        table = adjusted_intervals(table, correction, alpha)
+        table = adjusted_intervals(table, correction, alpha, size)
     segment_rows: list[dict[str, Any]] = []
     segment_pairs: list[dict[str, Any]] = []
     for facet in segments:
@@ -415,14 +415,18 @@ def _pairs_frame(table: pd.DataFrame, extra: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([own[PAIR_COLUMNS], extra[PAIR_COLUMNS]], ignore_index=True)
 
 
-def adjusted_intervals(table: pd.DataFrame, correction: str | None, alpha: float) -> pd.DataFrame:
+def adjusted_intervals(
+    table: pd.DataFrame, correction: str | None, alpha: float, family_size: int | None = None
+) -> pd.DataFrame:
     """``table`` with ``ci_low_adjusted``/``ci_high_adjusted`` at ``ci_level_adjusted`` (:func:`adjusted_level`):
     uncorrected the delta's 95% paired-bootstrap interval (its ``ci_low``/``ci_high``); corrected, Student's t
     interval of the mean difference at the comparison's level (1,000 bootstrap resamples hold too few draws in tails
-    that far out; t also makes the interval exclude 0 exactly when the corrected t-test p-value is below alpha)."""
+    that far out; t also makes the interval exclude 0 exactly when the corrected t-test p-value is below alpha).
+    ``family_size``: how many p-values the correction covered (default: the table's; more with ``family="pairs"``),
+    the level of a comparison whose p-value is 0."""
     if correction in (None, "", "none"):
         return table.assign(ci_low_adjusted=table["ci_low"], ci_high_adjusted=table["ci_high"], ci_level_adjusted=0.95)
-    size = int(table["p_value"].notna().sum())
+    size = int(table["p_value"].notna().sum()) if family_size is None else family_size
     levels = np.array(
         [adjusted_level(correction, alpha, p, q, size) for p, q in zip(table["p_value"], table["p_value_corrected"])]
     )

@@ -126,7 +126,7 @@ def compare_partitioned(args: argparse.Namespace, out: TextIO) -> int:
             | {"p_value": p, "p_value_corrected": float(adjusted)}
         )
     # the interval beside a corrected p-value is corrected the same way, as in process (docs/conventions.md)
-    listed = adjusted_intervals(pd.DataFrame(listed), args.correction, args.alpha).to_dict("records")
+    listed = adjusted_intervals(pd.DataFrame(listed), args.correction, args.alpha, len(family_p)).to_dict("records")
     if args.format == "json":
         json.dump({"engine": args.engine, "test": args.test, "comparisons": listed}, out, ensure_ascii=False, indent=2)
         out.write("\n")
