@@ -295,5 +295,5 @@ def test_cli_synth_says_each_category_s_own_shortfall_and_why(monkeypatch, tmp_p
         assert main(argv, out, err) == 0, err.getvalue()
     said = err.getvalue()
     assert "--n 8 not used: --categories gives each category its count (5 in all)" in said
-    assert re.search(r"factual: 1 of the 3 asked \(2 slot\(s\) rejected by the generator; the last answer: ", said)
-    assert re.search(r"summary: 0 of the 2 asked \(2 slot\(s\) rejected by the generator; the last answer: ", said)
+    assert re.search(r"factual: 1 of the 3 asked \(2 slot\(s\) rejected by the generator; the last refusal: ", said)
+    assert re.search(r"summary: 0 of the 2 asked \(2 slot\(s\) rejected by the generator; the last refusal: ", said)

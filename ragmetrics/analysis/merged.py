@@ -265,7 +265,7 @@ class Sums:
         return (hits + 1) / (self.resamples + 1)
 
     def _spread(self, metric: int) -> tuple[int, int, int]:
-        """``(n, total, n * squares - total^2)``: the count, the sum and n^2 (n - 1) times the sample variance, in
+        """``(n, total, n * squares - total^2)``: the count, the sum and n (n - 1) times the sample variance, in
         units of 2^-62, as exact integers."""
         n = self._checked(metric)
         total = int(self._column("total")[metric])

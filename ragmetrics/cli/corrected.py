@@ -41,7 +41,9 @@ def evaluate_labelled(
     labelled = with_labels(dataset, load_dataset(args.judge_qrels), load_dataset(args.human_qrels))
     if args.strata and args.strata not in dataset.queries_table.column_names:
         raise RagMetricsError(f"--strata {args.strata}: the dataset's queries have no such column")
-    if args.strata and not any(str(v or "").strip() for v in dataset.queries_table.column(args.strata).to_pylist()):
+    if args.strata and not any(
+        v is not None and str(v).strip() for v in dataset.queries_table.column(args.strata).to_pylist()
+    ):
         raise RagMetricsError(
             f"--strata {args.strata}: no query of the dataset has a {args.strata} (qrels carry none: give an "
             "evaluation set that has them)"

@@ -73,7 +73,7 @@ def weight_list(text: str) -> list[float]:
     return weights
 
 
-SCORING_DEFAULTS = {"missing": "zero", "rel_level": 1, "tokenizer": "auto", "unjudged": "nonrelevant"}
+SCORING_DEFAULTS: dict[str, Any] = {"missing": "zero", "rel_level": 1, "tokenizer": "auto", "unjudged": "nonrelevant"}
 """The scoring conventions a command that scores nothing (``pool``) runs with, without offering them."""
 
 
@@ -89,15 +89,20 @@ def add_eval_options(parser: argparse.ArgumentParser, *, bounds: bool = True, sc
     parser.add_argument(
         "--missing",
         choices=CHOICES["missing"],
-        default="zero",
+        default=SCORING_DEFAULTS["missing"],
         help="judged queries absent from a run: score 0 (trec_eval -c, default) or skip (pytrec_eval)",
     )
-    parser.add_argument("--rel-level", type=int, default=1, help="smallest label counted as relevant (trec_eval -l)")
+    parser.add_argument(
+        "--rel-level",
+        type=int,
+        default=SCORING_DEFAULTS["rel_level"],
+        help="smallest label counted as relevant (trec_eval -l)",
+    )
     _add_level_option(parser)
     parser.add_argument(
         "--tokenizer",
         choices=TOKENIZER_CHOICES,
-        default="auto",
+        default=SCORING_DEFAULTS["tokenizer"],
         help="what token budgets (recall@512tok) count with: auto (default: jieba when the texts are Chinese, "
         "else whitespace), whitespace, jieba",
     )
@@ -117,7 +122,7 @@ def add_judgment_options(parser: argparse.ArgumentParser, *, bounds: bool = True
     parser.add_argument(
         "--unjudged",
         choices=CHOICES["unjudged"],
-        default="nonrelevant",
+        default=SCORING_DEFAULTS["unjudged"],
         help="retrieved documents the qrels do not label: non-relevant (trec_eval, default), skip (condensed lists: "
         "removed before scoring, negative labels too, as trec_eval -J), relevant (judged relevant within each "
         "cut-off" + ("; --bounds gives every metric's best and worst case)" if bounds else ")"),

@@ -86,7 +86,7 @@ def cmd_synth(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for category, (made, asked) in shortfall(candidates, categories).items():
         refused = rejected.get(category, [])
         why = (
-            f"{len(refused)} slot(s) rejected by the generator; the last answer: {refused[-1].reasons[-1]}"
+            f"{len(refused)} slot(s) rejected by the generator; the last refusal: {refused[-1].reasons[-1]}"
             if refused and refused[-1].reasons
             else "the sources ran out"
         )

@@ -1,12 +1,13 @@
 """Arrow's compute kernels, called by name.
 
 ``pyarrow.compute`` writes a documented Python wrapper for each of Arrow's ~290 kernels when it is first imported,
-and Arrow's own array methods (``Array.cast``, ``.take``, ``.filter``, ``.unique``, ``.fill_null``, ``==``) import
-it on their first call. That import is about a tenth of a whole ``ragmetrics eval`` process on a few hundred
+and Arrow's own array methods (``Array.cast``, ``.take``, ``.filter``, ``.unique``, ``.fill_null``) import it on
+their first call. That import is about a tenth of a whole ``ragmetrics eval`` process on a few hundred
 queries (``benchmarks/cli.py``). The library's lower rooms (foundation, engine, io) call the kernels they use through
 the functions below instead: each calls the kernel by name with ``call_function``, which ``pyarrow.compute``
-re-exports from the compiled ``pyarrow._compute`` module imported here. The functions take the arguments of their
-``pyarrow.compute`` namesakes and return the same values; a test in ``tests/test_cli_hostile.py`` checks that a
+re-exports from the compiled ``pyarrow._compute`` module imported here. Each gives what its ``pyarrow.compute``
+namesake gives with its default options for the arguments it takes (:func:`fill_null` takes a fill value of the
+values' type, where ``pyarrow.compute`` casts it); a test in ``tests/test_cli_hostile.py`` checks that a
 plain ``ragmetrics eval`` never imports ``pyarrow.compute``, and the engine's parity tests check the numbers.
 """
 
@@ -40,9 +41,10 @@ Data: TypeAlias = pa.Array | pa.ChunkedArray
 Columnar: TypeAlias = pa.Array | pa.ChunkedArray | pa.Table | pa.RecordBatch
 
 
-def cast(values: Data, target_type: pa.DataType) -> Data:
-    """``values`` as ``target_type``, refusing a cast that loses information (``pyarrow.compute.cast``)."""
-    return call_function("cast", [values], CastOptions.safe(target_type))
+def cast(values: Data, target_type: pa.DataType, *, safe: bool = True) -> Data:
+    """``values`` as ``target_type`` (``pyarrow.compute.cast``); ``safe``: a cast that loses information (an
+    overflow, a truncated decimal) is an error, else it is made."""
+    return call_function("cast", [values], CastOptions.safe(target_type) if safe else CastOptions.unsafe(target_type))
 
 
 def take(values: Columnar, indices: Data | Sequence[int]) -> Any:
@@ -74,7 +76,7 @@ def coalesce(*values: Data) -> Data:
 
 
 def is_in(values: Data, value_set: Data) -> Data:
-    """Whether each value is one of ``value_set`` (a null is not)."""
+    """Whether each value is one of ``value_set`` (a null is when ``value_set`` holds a null)."""
     return call_function("is_in", [values], SetLookupOptions(value_set))
 
 

@@ -65,7 +65,8 @@ def with_judgments(source: Source, judgments: Mapping[str, Mapping[str, int]]) -
 
 
 def write_evalset(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike[str]) -> None:
-    """Records as an evaluation set: a JSON list for a ``.json`` path, else JSONL (UTF-8, ids and text as given)."""
+    """Records as an evaluation set (or any JSON records: synth's chunks): a JSON list for a ``.json`` path, else
+    JSONL (UTF-8, not ASCII-escaped)."""
     rows = list(rows)
     with open(path, "w", encoding="utf-8", newline="\n") as handle:
         if str(path).lower().endswith(".json"):

@@ -21,6 +21,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ragmetrics.foundation.errors import ParseError
+from ragmetrics.foundation.kernels import cast
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io.columns import (
     ALIASES,
@@ -183,18 +184,18 @@ def _plain_column(source: Source, name: str, column: pa.ChunkedArray) -> pa.Chun
     as floats; nested, temporal and other types refused."""
     kind = column.type
     if pa.types.is_dictionary(kind):
-        column = column.cast(kind.value_type)
+        column = cast(column, kind.value_type)
         kind = column.type
     if pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind):
         try:
-            column = column.cast(pa.large_binary()).cast(pa.large_string())
+            column = cast(cast(column, pa.large_binary()), pa.large_string())
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             raise ParseError(
                 source.name, None, f"UTF-8 text in column {shorten(name)}", "bytes that are not UTF-8"
             ) from None
         return column
     if pa.types.is_decimal(kind) or pa.types.is_float16(kind):
-        return column.cast(pa.float64(), safe=False)
+        return cast(column, pa.float64(), safe=False)
     if (
         pa.types.is_string(kind)
         or pa.types.is_large_string(kind)

@@ -14,12 +14,12 @@ with the chunker, the source chunk's id and the hash of its text added when miss
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ragmetrics.io.evalset import write_evalset
 from ragmetrics.synth.base import Candidate
 from ragmetrics.synth.corpus import Corpus
 
@@ -81,8 +81,6 @@ def _provenance(candidate: Candidate, corpus: Corpus) -> dict[str, str]:
 def write_jsonl(path: str | os.PathLike[str], rows: Iterable[dict[str, Any]]) -> None:
     """Write ``rows`` as JSONL (UTF-8, not ASCII-escaped) through a temporary file, replaced at the end."""
     target = Path(path)
-    partial = target.with_name(f".{target.name}.partial")
-    with partial.open("w", encoding="utf-8", newline="\n") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    partial = target.with_name(f".{target.name}.partial")  # not .json: written as JSONL
+    write_evalset(rows, partial)
     os.replace(partial, target)
