@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any, TextIO
 
@@ -132,19 +132,24 @@ def compare_partitioned(args: argparse.Namespace, out: TextIO) -> int:
         out.write("\n")
         return 0
     for row in listed:
-        mark = "*" if row["p_value_corrected"] < args.alpha else " "
-        out.write(
-            f"{row['metric']:<14} {row['run']:<24} {row['mean']:.4f} vs {row['baseline_mean']:.4f}  "
-            f"delta {row['delta']:+.4f} {100 * row['ci_level_adjusted']:.4g}% "
-            f"[{row['ci_low_adjusted']:+.4f}, {row['ci_high_adjusted']:+.4f}]  "
-            f"p={row['p_value']:.4g} ({args.correction} {row['p_value_corrected']:.4g}){mark}  n {row['n']}\n"
-        )
+        out.write(f"{delta_line(row, args.correction, row['p_value_corrected'] < args.alpha)}  n {row['n']}\n")
     out.write(
         f"test: {args.test}, merged over the buckets of --engine {args.engine} (resampled by a hash of the query id); "
         f"* = significant at alpha {args.alpha}, {family(args, len(family_p), len(args.metric or ['ndcg@10']))}; "
         f"{interval_words(args.correction)}\n"
     )
     return 0
+
+
+def delta_line(row: Mapping[str, Any], correction: str, significant: bool) -> str:
+    """A comparison's line, in process or merged: the two means, the delta with its interval at the level of its
+    correction (``ci_*_adjusted``), the p-value and the corrected one, ``*`` when significant."""
+    return (
+        f"{row['metric']:<14} {row['run']:<24} {row['mean']:.4f} vs {row['baseline_mean']:.4f}  "
+        f"delta {row['delta']:+.4f} {100 * row['ci_level_adjusted']:.4g}% "
+        f"[{row['ci_low_adjusted']:+.4f}, {row['ci_high_adjusted']:+.4f}]  "
+        f"p={row['p_value']:.4g} ({correction} {row['p_value_corrected']:.4g}){'*' if significant else ' '}"
+    )
 
 
 def _p_value(args: argparse.Namespace, found: Any) -> float:
@@ -185,12 +190,8 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write("\n")
     else:
         for row in comparison.table.itertuples(index=False):
-            mark = "*" if row.significant else " "
             out.write(
-                f"{row.metric:<14} {row.run:<24} {row.mean:.4f} vs {row.baseline_mean:.4f}  "
-                f"delta {row.delta:+.4f} {100 * row.ci_level_adjusted:.4g}% "
-                f"[{row.ci_low_adjusted:+.4f}, {row.ci_high_adjusted:+.4f}]  "
-                f"p={row.p_value:.4g} ({args.correction} {row.p_value_corrected:.4g}){mark}  "
+                f"{delta_line(row._asdict(), args.correction, bool(row.significant))}  "
                 f"W/T/L {row.wins}/{row.ties}/{row.losses}" + (judged_ends(row) if args.bounds else "") + "\n"
             )
         out.write(
