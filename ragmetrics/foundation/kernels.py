@@ -19,23 +19,17 @@ from typing import Any, TypeAlias
 import pyarrow as pa
 
 try:  # the compiled module pyarrow.compute re-exports; pyarrow.compute itself if a release moves it
-    from pyarrow._compute import (
-        CastOptions,
-        IndexOptions,
-        MatchSubstringOptions,
-        SetLookupOptions,
-        SortOptions,
-        call_function,
-    )
+    from pyarrow import _compute as compiled
 except ImportError:  # pragma: no cover - depends on the installed pyarrow
-    from pyarrow.compute import (
-        CastOptions,
-        IndexOptions,
-        MatchSubstringOptions,
-        SetLookupOptions,
-        SortOptions,
-        call_function,
-    )
+    import pyarrow.compute as compiled
+
+call_function = compiled.call_function
+CastOptions = compiled.CastOptions
+MatchSubstringOptions, SetLookupOptions, SortOptions = (
+    compiled.MatchSubstringOptions,
+    compiled.SetLookupOptions,
+    compiled.SortOptions,
+)
 
 Data: TypeAlias = pa.Array | pa.ChunkedArray
 Columnar: TypeAlias = pa.Array | pa.ChunkedArray | pa.Table | pa.RecordBatch
@@ -83,11 +77,6 @@ def is_in(values: Data, value_set: Data) -> Data:
 def index_in(values: Data, value_set: Data) -> Data:
     """Each value's position in ``value_set``, null where it is absent."""
     return call_function("index_in", [values], SetLookupOptions(value_set))
-
-
-def index(values: Data, value: pa.Scalar) -> int:
-    """The first position of ``value`` (an Arrow scalar of ``values``' type) in ``values``, -1 if absent."""
-    return int(call_function("index", [values], IndexOptions(value=value)).as_py())
 
 
 def match_regex(values: Data, pattern: str) -> Data:
