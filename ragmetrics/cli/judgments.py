@@ -15,7 +15,6 @@ from ragmetrics.cli.inputs import judges_of, output_path, read_dataset, read_inp
 from ragmetrics.cli.judging import agree_options, run_options
 from ragmetrics.cli.options import add_data_options, add_eval_options, whole_number
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
-from ragmetrics.foundation.model import Dataset
 from ragmetrics.io import load_dataset, write_trec_qrels
 from ragmetrics.io.columns import describe_aliases, resolve
 from ragmetrics.io.evalset import with_judgments, write_evalset
@@ -101,7 +100,7 @@ def cmd_judge_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise
     with replacing(output) as partial:
         if as_evalset:
-            write_evalset(with_judgments(open_source(args.dataset), judgments_of(merged.dataset)), partial)
+            write_evalset(with_judgments(open_source(args.dataset), merged.dataset), partial)
         else:
             write_trec_qrels(merged.dataset, partial)
     kept = " in the evaluation set, every other field kept" if as_evalset else ""
@@ -132,15 +131,6 @@ def _is_evalset(args: argparse.Namespace) -> bool:
     if getattr(args, "queries", None) or not Path(args.dataset).is_file():
         return False
     return detect(open_source(args.dataset), "dataset").name == "evalset"
-
-
-def judgments_of(dataset: Dataset) -> dict[str, dict[str, int]]:
-    """Each judged query's ``{doc: grade}``."""
-    table = dataset.qrels_table
-    found: dict[str, dict[str, int]] = {}
-    for query, doc, grade in zip(*(table.column(c).to_pylist() for c in ("query_id", "doc_id", "relevance"))):
-        found.setdefault(query, {})[doc] = int(grade)
-    return found
 
 
 def pool_parser(p: argparse.ArgumentParser) -> None:

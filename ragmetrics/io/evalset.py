@@ -55,13 +55,17 @@ def record_query_id(record: Mapping[str, Any]) -> str | None:
     return query_id_from_text(record["query"])
 
 
-def with_judgments(source: Source, judgments: Mapping[str, Mapping[str, int]]) -> list[dict[str, Any]]:
-    """The evaluation set's records in their order, each query's ``relevant_docs`` now ``judgments[query_id]`` (a
-    ``{doc: grade}`` map; none: ``{}``), every other key as it was (its answer, keywords, category, provenance).
-    The set was read before (:func:`read_evalset`): its records are valid."""
+def with_judgments(source: Source, dataset: Dataset) -> list[dict[str, Any]]:
+    """The evaluation set's records in their order, each query's ``relevant_docs`` now its judgments in ``dataset``
+    (a ``{doc: grade}`` map; none: ``{}``), every other key as it was (its answer, keywords, category,
+    provenance). The set was read before (:func:`read_evalset`): its records are valid."""
+    table = dataset.qrels_table
+    judgments: dict[str, dict[str, int]] = {}
+    for query, doc, grade in zip(*(table.column(c).to_pylist() for c in ("query_id", "doc_id", "relevance"))):
+        judgments.setdefault(query, {})[doc] = int(grade)
     items = whole_array(source)
     found = [item for _, _, item in records(source)] if items is None else items
-    return [record | {"relevant_docs": dict(judgments.get(record_query_id(record) or "", {}))} for record in found]
+    return [record | {"relevant_docs": judgments.get(record_query_id(record) or "", {})} for record in found]
 
 
 def write_evalset(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike[str]) -> None:

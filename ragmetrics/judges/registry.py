@@ -28,21 +28,24 @@ class JudgeInputs:
     attempts: int = 3
 
 
-def _no_text(pairs: Sequence[Pair]) -> str | None:
-    if pairs and not any(p.text.strip() for p in pairs):
-        return "no document of the pool has a text (give --corpus, or a pool with a text column)"
-    return None
+def unreadable(judge: type) -> Callable[[Sequence[Pair]], str | None]:
+    """Why a judge of class ``judge`` could grade none of a pool, read from what it reads (its ``needs_text``,
+    default True, and ``needs_query``, default False: the flags :func:`ragmetrics.judges.base.run_judge` reads to
+    leave a single pair without one ungraded); None when some pair has what it needs."""
 
+    def unable(pairs: Sequence[Pair]) -> str | None:
+        if not pairs:
+            return None
+        if getattr(judge, "needs_query", False) and not any(p.query.strip() for p in pairs):
+            return (
+                "no query of the pool has a text (give --queries, or an evaluation set that holds the queries): "
+                "the judge would grade the documents against an empty query"
+            )
+        if getattr(judge, "needs_text", True) and not any(p.text.strip() for p in pairs):
+            return "no document of the pool has a text (give --corpus, or a pool with a text column)"
+        return None
 
-def _no_texts(pairs: Sequence[Pair]) -> str | None:
-    """For the judges that read the query beside the document: a pool in which no query, or no document, has a
-    text is refused before any work (a pair without one gets no grade: :func:`ragmetrics.judges.base.run_judge`)."""
-    if pairs and not any(p.query.strip() for p in pairs):
-        return (
-            "no query of the pool has a text (give --queries, or an evaluation set that holds the queries): the "
-            "judge would grade the documents against an empty query"
-        )
-    return _no_text(pairs)
+    return unable
 
 
 def _nothing_to_find(pairs: Sequence[Pair]) -> str | None:
@@ -51,7 +54,7 @@ def _nothing_to_find(pairs: Sequence[Pair]) -> str | None:
             "no query of the pool has an expected answer or keywords for the rule to look for (qrels carry none: "
             "give an evaluation set that has them, or another judge)"
         )
-    return _no_text(pairs)
+    return unreadable(RuleJudge)(pairs)
 
 
 @dataclass(frozen=True)
@@ -94,10 +97,13 @@ JUDGES: dict[str, JudgeKind] = {
         "a logistic regression on cheap features, trained on people's labels, cross-fitted by query",
         "training",
         _learned,
-        _no_texts,
+        unreadable(LearnedJudge),
     ),
     "endpoint": JudgeKind(
-        "a registered chat model, asked with a UMBRELA-style graded prompt", "model", _endpoint, _no_texts
+        "a registered chat model, asked with a UMBRELA-style graded prompt",
+        "model",
+        _endpoint,
+        unreadable(EndpointJudge),
     ),
     "callable": JudgeKind("a Python function module:attr, called with (pair, max_grade)", "call", _callable),
 }
