@@ -418,4 +418,4 @@ def test_cli_compare_on_a_partitioned_engine_corrects_over_the_same_family_as_in
                 assert row[end] == pytest.approx(same[end], rel=1e-6, abs=1e-9)
             clear = row["ci_low_adjusted"] > 0 or row["ci_high_adjusted"] < 0
             assert clear == (row["p_value_corrected"] < 0.05)
-        assert "intervals Holm-adjusted (Student's t at each comparison's corrected level)" in merged[1]
+        assert "intervals: Holm-adjusted CI (Student's t at each comparison's level)" in merged[1]

@@ -271,6 +271,27 @@ def test_the_interval_beside_a_corrected_p_value_excludes_zero_exactly_when_it_i
     assert 0 < decided < 3 * 16  # some significant, some not: the check could fail either way
 
 
+def test_a_segment_p_value_of_zero_takes_its_level_from_its_own_facet_and_its_other_pairs():
+    """Each facet's groups are one family (``compare.SEGMENTS``): with the default ``family="pairs"`` and two facets of two
+    groups, a facet's family is 2 groups x (2 rows + 1 other pair) = 6 p-values, not the 8 rows of both facets."""
+    ids = [f"q{i}" for i in range(12)]
+    qrels = pd.DataFrame({"query_id": ids, "doc_id": [f"d{i}" for i in range(12)], "relevance": 1})
+    queries = pd.DataFrame({"query_id": ids, "query": ids, "category": ["x", "y"] * 6,
+                            "difficulty": ["easy"] * 6 + ["hard"] * 6})  # fmt: skip
+    dataset = rm.Dataset.from_frames(qrels, queries)
+
+    def run(name: str, found: set[int]) -> rm.Run:
+        rows = [(q, f"d{i}" if i in found else f"z{i}", 1.0) for i, q in enumerate(ids)]
+        return rm.Run.from_frame(pd.DataFrame(rows, columns=["query_id", "doc_id", "score"]), name=name)
+
+    runs = [run("a", set()), run("b", set(range(12))), run("c", {0, 1, 4, 6, 9})]
+    segments = compare(dataset, runs, ["hits@1"], baseline="a", correction="bonferroni").segments
+    assert segments["p_value"].notna().sum() == 8  # 2 facets x 2 groups x (b, c); a against itself has none
+    always = segments[(segments["run"] == "b")]  # b finds every document, a none: a constant difference, p = 0
+    assert (always["p_value"] == 0).all()
+    assert np.allclose(always["ci_level_adjusted"], 1 - 0.05 / 6), always
+
+
 def test_a_p_value_of_zero_takes_its_interval_level_from_the_whole_family():
     """A constant non-zero difference has a t-test p of 0: its level is 1 - alpha/m over the family the correction
     covered (with --family pairs, more than the table's rows), not over the table alone."""

@@ -22,7 +22,7 @@ from dashboard.core.share import ALPHAS, DEFAULT_ALPHA, DEFAULT_TEST, K_MAX, OUT
 from dashboard.core.specs import METRIC_CHOICES, label_title, metric_spec, title
 from dashboard.core.text import md_escape, signed
 from ragmetrics.analysis import stats
-from ragmetrics.analysis.compare import BOUND_COLUMNS, MIN_GROUP, SEGMENTS, Comparison, compare_result
+from ragmetrics.analysis.compare import BOUND_COLUMNS, MIN_GROUP, SEGMENTS, Comparison, compare_result, intervals_name
 from ragmetrics.analysis.stats import family_text as family_words
 from ragmetrics.analysis.verdicts import Verdict
 from ragmetrics.analysis.verdicts import verdict as verdict_of
@@ -62,7 +62,7 @@ __all__ = [
     "forest_figure",
     "format_ci",
     "format_p",
-    "interval_words",
+    "intervals_name",
     "metric_options",
     "row_of",
     "run_comparison",
@@ -348,8 +348,8 @@ def format_ci(low: float, high: float) -> str:
 
 
 def comparison_display(frame: pd.DataFrame, baseline: str, correction: str = "holm") -> pd.DataFrame:
-    """:func:`comparison_frame` for reading (same rows, same order): CIs and p-values as text, W / T / L in one
-    column; the corrected p-value is labelled with its correction (``p (Holm)``), and beside it the delta's interval
+    """:func:`comparison_frame` for reading (same rows, same order): the verdict (``significance``) next to the delta,
+    where a narrow window still shows it; CIs and p-values as text, W / T / L in one column; the corrected p-value is labelled with its correction (``p (Holm)``), and beside it the delta's interval
     adjusted the same way, with its level (:func:`ragmetrics.analysis.compare.adjusted_level`)."""
     is_base = frame["run"] == baseline
     out = pd.DataFrame(
@@ -360,12 +360,12 @@ def comparison_display(frame: pd.DataFrame, baseline: str, correction: str = "ho
             "mean": frame["mean"].astype(float),
             "mean 95% CI": [format_ci(lo, hi) for lo, hi in zip(frame["mean_ci_low"], frame["mean_ci_high"])],
             "Δ vs baseline": ["" if b else signed(d) for b, d in zip(is_base, frame["delta"])],
+            "significance": frame["significance"],
             "Δ 95% CI": [
                 "" if b else format_ci(lo, hi) for b, lo, hi in zip(is_base, frame["ci_low"], frame["ci_high"])
             ],
             "p": [format_p(p) for p in frame["p_value"]],
             f"p ({correction_title(correction)})": [format_p(p) for p in frame["p_value_corrected"]],
-            "significance": frame["significance"],
             "W / T / L": [
                 "" if b else f"{w} / {t} / {lo}"
                 for b, w, t, lo in zip(is_base, frame["wins"], frame["ties"], frame["losses"])
@@ -427,12 +427,6 @@ def style_marks(display: pd.DataFrame, focus_row: int | None = None) -> Any:
             axis=1,
         )
     return styler
-
-
-def interval_words(correction: str) -> str:
-    """What the forest plots' intervals are: ``95% CI``, or ``Holm-adjusted CI`` beside corrected p-values."""
-    name = correction_title(correction)
-    return "95% CI" if name == "uncorrected" else f"{name}-adjusted CI"
 
 
 def forest_figure(

@@ -152,7 +152,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
             cmp.forest_figure,
             deltas,
             labels=[f"{label_title(m)} · {r}" for m, r in zip(deltas["metric"], deltas["run"])],
-            title=f"Δ against {base.name} with the {cmp.interval_words(correction)}",
+            title=f"Δ against {base.name} with the {cmp.intervals_name(correction)}",
         ),
         key="compare.forest",
         filename=f"compare-deltas-{base.name}",

@@ -341,7 +341,7 @@ def compare_result(
             segment_rows += rows_for(rows_of, group)
             segment_pairs += other_pairs(rows_of, group)
     seg = (
-        adjusted_intervals(corrected(segment_rows, segment_pairs, ["segment"])[0], correction, alpha)
+        _segment_intervals(*corrected(segment_rows, segment_pairs, ["segment"]), correction, alpha)
         if segment_rows
         else pd.DataFrame(columns=list(table.columns) + ["segment", "group"])
     )
@@ -366,6 +366,12 @@ def family_scope(family: str, runs: int, metrics: int) -> str:
     if runs <= 2:
         return ""
     return FAMILIES[family].format(runs=runs, others=runs - 1, metrics=f"{metrics} metric{'s' * (metrics != 1)}")
+
+
+def intervals_name(correction: str | None) -> str:
+    """What the intervals beside p-values corrected by ``correction`` are, in the words every page and the CLI use:
+    ``95% CI`` uncorrected, ``Holm-adjusted CI`` (each at its comparison's level, :func:`adjusted_level`)."""
+    return "95% CI" if correction in (None, "", "none") else f"{correction.capitalize()}-adjusted CI"
 
 
 def interval_name(correction: str | None, level: float) -> str:
@@ -413,6 +419,16 @@ def _pairs_frame(table: pd.DataFrame, extra: pd.DataFrame) -> pd.DataFrame:
     own = table[table["run"] != table["baseline"]]
     own = own.assign(run_a=own["run"], run_b=own["baseline"])
     return pd.concat([own[PAIR_COLUMNS], extra[PAIR_COLUMNS]], ignore_index=True)
+
+
+def _segment_intervals(rows: pd.DataFrame, pairs: pd.DataFrame, correction: str | None, alpha: float) -> pd.DataFrame:
+    """The segments' rows with their adjusted intervals; each facet (``segment``) is its own family, as its p-values
+    were corrected, so a p-value of 0 takes its level from its facet's rows and other pairs, not the whole table's."""
+    parts = []
+    for facet, part in rows.groupby("segment", sort=False):
+        others = pairs.loc[pairs["segment"] == facet, "p_value"].notna().sum() if len(pairs) else 0
+        parts.append(adjusted_intervals(part, correction, alpha, int(part["p_value"].notna().sum() + others)))
+    return pd.concat(parts).sort_index()
 
 
 def adjusted_intervals(

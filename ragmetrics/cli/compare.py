@@ -19,6 +19,7 @@ from ragmetrics.analysis.compare import (
     adjusted_intervals,
     compare_result,
     family_scope,
+    intervals_name,
 )
 from ragmetrics.analysis.evaluate import EvalResult
 from ragmetrics.analysis.stats import BOOTSTRAP_MIN_QUERIES, CORRECTIONS, family_text
@@ -218,11 +219,10 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def interval_words(correction: str) -> str:
-    """The footer's words for the intervals of :func:`ragmetrics.analysis.compare.adjusted_level` (docs/conventions.md,
-    Significance)."""
-    if correction in ("", "none"):
-        return "intervals 95% paired bootstrap, uncorrected"
-    return f"intervals {correction.capitalize()}-adjusted (Student's t at each comparison's corrected level)"
+    """The footer's words for the intervals of :func:`ragmetrics.analysis.compare.adjusted_level`, named as the
+    dashboard names them (:func:`ragmetrics.analysis.compare.intervals_name`; docs/conventions.md, Significance)."""
+    how = "paired bootstrap, uncorrected" if correction in ("", "none") else "Student's t at each comparison's level"
+    return f"intervals: {intervals_name(correction)} ({how})"
 
 
 def judged_ends(row: Any) -> str:

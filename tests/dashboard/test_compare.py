@@ -117,11 +117,11 @@ def test_comparison_display_keeps_rows_and_formats_text(faq_cmp) -> None:
         "mean",
         "mean 95% CI",
         "Δ vs baseline",
+        "significance",
         "Δ 95% CI",
         "p",
         "p (Holm)",
         "Δ CI (Holm-adjusted)",
-        "significance",
         "W / T / L",
     ]
     assert display["metric"][0] == "Recall@5"
