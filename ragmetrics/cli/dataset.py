@@ -80,7 +80,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if args.corpus
         else None
     )
-    targets = parse_categories(args.target, 0, ()) if args.target else None
+    targets = parse_categories(args.target, 0, ()).counts if args.target else None
     runs = read_runs(args.run or [], args)
     report = check(dataset, corpus, targets=targets, stage=args.stage, runs=runs, metric=args.metric, delta=args.delta)
     report.age = dataset_age(store, ident, dataset, args.evalset)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import re
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 from ragmetrics.cli.options import whole_number
 from ragmetrics.foundation.errors import RagMetricsError
@@ -24,7 +24,13 @@ DEFAULT_COUNT = 50
 """Candidates ``synth`` writes when neither ``--n`` nor counts in ``--categories`` say."""
 
 
-def parse_categories(text: str | None, n: int, default: tuple[str, ...]) -> dict[str, int]:
+class CategoryCounts(NamedTuple):
+    counts: dict[str, int]
+    shares_n: bool
+    """Whether ``n`` was used: some category took a share of it (a name without a count, or ``default``)."""
+
+
+def parse_categories(text: str | None, n: int, default: tuple[str, ...]) -> CategoryCounts:
     """``factual=20,negative=5`` as given; names without counts (``factual,negative``, or none given: ``default``)
     share ``n`` evenly, the first ones taking the remainder."""
     names: list[str] = []
@@ -44,7 +50,7 @@ def parse_categories(text: str | None, n: int, default: tuple[str, ...]) -> dict
         share, extra = divmod(left, len(names))
         for i, name in enumerate(names):
             fixed[name] = share + (i < extra)
-    return fixed
+    return CategoryCounts(fixed, shares_n=bool(names))
 
 
 def _retrievers(spec: str, corpus: Corpus) -> list[tuple[str, Any]]:
@@ -61,8 +67,8 @@ def cmd_synth(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
     generator = make_generator(args.generator, corpus, model=args.model)
     default = tuple(getattr(generator, "categories", DEFAULT_CATEGORIES))
-    categories = parse_categories(args.categories, DEFAULT_COUNT if args.n is None else args.n, default)
-    if args.n is not None and args.categories and all("=" in part for part in args.categories.split(",")):
+    categories, shares_n = parse_categories(args.categories, DEFAULT_COUNT if args.n is None else args.n, default)
+    if args.n is not None and not shares_n:
         err.write(
             f"ragmetrics: warning: --n {args.n} not used: --categories gives each category its count "
             f"({sum(categories.values())} in all)\n"
