@@ -142,7 +142,7 @@ def test_compare_prints_beside_a_corrected_p_value_an_interval_corrected_the_sam
     dense = SCIFACT / "dense-all-minilm-l6-v2.trec.gz"
     argv = ["compare", "--dataset", QRELS, "--baseline", BM25, "--run", HYBRID, "--run", dense]
     code, out, _ = run_cli(*argv, "-m", "ndcg@10,recall@100,P_10", "--correction", "bonferroni", "--test", "t")
-    assert code == 0 and "intervals Bonferroni-adjusted" in out
+    assert code == 0 and "intervals: Bonferroni-adjusted CI" in out
     rows = re.findall(r"delta [-+][\d.]+ ([\d.]+)% \[([-+][\d.]+), ([-+][\d.]+)\].*\)([* ]) ", out)
     assert len(rows) == 6
     for level, low, high, mark in rows:

@@ -99,25 +99,33 @@ COMMANDS: dict[str, Command] = {
 """The subcommands, by name: the one place a command is added."""
 
 
+USED_PARSER = "_command_parser"
+"""The attribute of a parsed namespace that holds the parser of its innermost command (:class:`CommandParser`)."""
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An argument parser that records, on the namespace it returns, the innermost (sub)command parser that read
+    it (``judge run``'s for ``judge run ...``): unknown arguments are refused with that command's usage. Subparsers
+    are made of the parser's own class, and the innermost one returns first."""
+
+    def parse_known_args(  # type: ignore[override] # typeshed's overloads by namespace type
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extra = super().parse_known_args(args, namespace)
+        if getattr(parsed, USED_PARSER, None) is None:
+            setattr(parsed, USED_PARSER, self)
+        return parsed, extra
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``command``, only that subcommand (a CLI call pays for the options it uses)."""
-    parser = argparse.ArgumentParser(prog="ragmetrics", description="Exact retrieval evaluation for RAG and search.")
+    parser = CommandParser(prog="ragmetrics", description="Exact retrieval evaluation for RAG and search.")
     parser.add_argument("--version", action="version", version=f"ragmetrics {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, found in COMMANDS.items():
         if command is None or command == name:
             found.add_options(sub.add_parser(name, help=found.help))
     return parser
-
-
-def _used_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
-    """The innermost subcommand's parser that ``args`` went through (``judge run``'s for ``judge run ...``)."""
-    while True:
-        nested = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-        chosen = getattr(args, nested[0].dest, None) if nested else None
-        if chosen is None:
-            return parser
-        parser = nested[0].choices[chosen]
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -127,7 +135,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
     args, extra = parser.parse_known_args(argv)
     if extra:  # refused with the usage of the (sub)command given, not the top level's
-        _used_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
+        getattr(args, USED_PARSER).error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RagMetricsWarning)

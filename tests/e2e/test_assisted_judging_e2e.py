@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from playwright.sync_api import Browser, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
+from dashboard.core.judge import pair_key
 from dashboard.data.workspace import Workspace
 from ragmetrics.store.database import Store, claims_table
 from tests.dashboard.test_assisted import N_QUERIES, TRUTH, assist_dataset, judge_grade, stub_answer
@@ -91,12 +92,23 @@ def _planned(page: Page) -> int:
 
 
 def _label_shown(page: Page, given: list[tuple[str, str, int]]) -> None:
-    """Give the pair shown its true grade with its button; wait until the page shows another pair."""
-    header = page.get_by_test_id("stMarkdownContainer").filter(has_text="unjudged ·").first
-    doc = header.locator("strong").first.inner_text(timeout=TIMEOUT)
-    query = doc.rsplit("-", 1)[0]
-    grade = TRUTH[(query, doc)]
-    page.locator(f"[class*='st-key-judge-grade-{grade}-']").get_by_role("button").click()
+    """Give the pair shown its true grade with the button drawn for that pair (its key names the pair: a page that
+    reran to another pair between reading the header and the click has no such button, and the pair is read again);
+    wait until the page shows another pair."""
+    for _ in range(5):
+        wait_for_app(page)
+        header = page.get_by_test_id("stMarkdownContainer").filter(has_text="unjudged ·").first
+        doc = header.locator("strong").first.inner_text(timeout=TIMEOUT)
+        query = doc.rsplit("-", 1)[0]
+        grade = TRUTH[(query, doc)]
+        button = page.locator(f".st-key-judge-grade-{grade}-{pair_key(query, doc)}").get_by_role("button")
+        try:
+            button.click(timeout=5_000)
+            break
+        except PlaywrightTimeoutError:
+            continue
+    else:
+        raise AssertionError("the pair shown kept changing before its grade button could be pressed")
     given.append((query, doc, grade))
     expect(
         page.get_by_test_id("stMarkdownContainer").filter(has_text="unjudged ·").first.locator("strong").first
