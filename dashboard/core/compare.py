@@ -22,7 +22,15 @@ from dashboard.core.share import ALPHAS, DEFAULT_ALPHA, DEFAULT_TEST, K_MAX, OUT
 from dashboard.core.specs import METRIC_CHOICES, label_title, metric_spec, title
 from dashboard.core.text import md_escape, signed
 from ragmetrics.analysis import stats
-from ragmetrics.analysis.compare import BOUND_COLUMNS, MIN_GROUP, SEGMENTS, Comparison, compare_result, intervals_name
+from ragmetrics.analysis.compare import (
+    BOUND_COLUMNS,
+    MIN_GROUP,
+    SEGMENTS,
+    Comparison,
+    compare_result,
+    intervals_name,
+    planning_alpha,
+)
 from ragmetrics.analysis.stats import family_text as family_words
 from ragmetrics.analysis.verdicts import Verdict
 from ragmetrics.analysis.verdicts import verdict as verdict_of
@@ -64,6 +72,7 @@ __all__ = [
     "format_p",
     "intervals_name",
     "metric_options",
+    "planning_alpha",
     "row_of",
     "run_comparison",
     "segment_frame",

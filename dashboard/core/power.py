@@ -72,9 +72,10 @@ POWER_COLUMNS = ["metric", "label", "pairs", "significant", "share", "sd_median"
 
 
 def power_table(pairs: pd.DataFrame, n_queries: int, *, alpha: float = 0.05, power: float = 0.8) -> pd.DataFrame:
-    """Per metric: run pairs, how many differ significantly (uncorrected p < alpha), their ``share`` (the
-    discriminative power), the median SD of per-query differences, and ``mdd``: the smallest mean difference
-    the dataset's ``n_queries`` detect with that SD at ``alpha`` and ``power``."""
+    """Per metric: run pairs, how many differ significantly (``pairs``' own ``significant``: its correction's p
+    below its alpha), their ``share`` (the discriminative power), the median SD of per-query differences, and
+    ``mdd``: the smallest mean difference the dataset's ``n_queries`` detect with that SD at ``alpha`` (the
+    planning level, :func:`ragmetrics.analysis.compare.planning_alpha`) and ``power``."""
     rows = []
     for metric, part in pairs.groupby("metric", sort=False):
         sd = float(part["sd_difference"].median()) if len(part) else float("nan")
@@ -261,7 +262,7 @@ def power_figure(
     )
     fig.update_yaxes(title_text=f"smallest detectable Δ {label}")
     fig.update_layout(
-        title={"text": f"Smallest difference in {label} a paired test detects (α = {alpha:g}, power {power:.0%})"},
+        title={"text": f"Smallest difference in {label} a paired test detects (α = {alpha:.2g}, power {power:.0%})"},
         legend={"orientation": "h", "y": -0.2, "x": 0},
     )
     base_layout(fig, 440)

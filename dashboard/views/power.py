@@ -2,7 +2,8 @@
 
 Across every pair of the selected runs: the share whose difference is significant at alpha (discriminative
 power); from the observed SD of per-query differences, the smallest difference the dataset detects and the
-queries needed for a given one, against the rules of thumb (20-30 queries to prototype, 50-100 in
+queries needed for a given one, both at the level the family's correction tests its strictest comparison at
+(alpha / m under Holm or Bonferroni, alpha uncorrected), against the rules of thumb (20-30 queries to prototype, 50-100 in
 development, 100-200 before release). The pairs and their corrected p-values are those of the Overview's and
 Compare's comparison (one family: every pair of the selected runs × the compared metrics, ``ms``). Reads ``ds,
 runs, base, m, k, ms, t, a, c, pw, d``.
@@ -74,13 +75,20 @@ if page.dataset is not None and len(page.alignments) >= 2:
     with st.spinner(f"Testing every run pair ({test_title(test)})…"):
         comparison = cache.comparison(selection, names[base_id], specs, test, alpha, correction, segments=False)
     pairs = comparison.pairs
-    chosen = power_mod.pairs_table(pairs, spec, n, alpha=alpha, power=power)
+    plan_alpha = cmp.planning_alpha(correction, alpha, comparison.family_size)  # detectable by the family's rule
+    chosen = power_mod.pairs_table(pairs, spec, n, alpha=plan_alpha, power=power)
     sd = power_mod.typical_sd(chosen["sd_difference"])
-    mdd = power_mod.power_table(pairs, n, alpha=alpha, power=power)
+    mdd = power_mod.power_table(pairs, n, alpha=plan_alpha, power=power)
     here = power_mod.metric_row(mdd, spec)
-    needed = power_mod.queries_needed(target, sd, alpha=alpha, power=power)
+    needed = power_mod.queries_needed(target, sd, alpha=plan_alpha, power=power)
     family = cmp.family_text(comparison)
     family_short = cmp.family_words(comparison.correction, comparison.family_size)
+    planned_at = (
+        f"α = {alpha:g}, uncorrected"
+        if plan_alpha == alpha
+        else f"α / {comparison.family_size} = {plan_alpha:.2g} (the level {family_short} tests its first and "
+        "strictest comparison at, so a difference this large is found whatever its rank)"
+    )
 
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Queries", f"{n:,}", power_mod.stage_of(n), delta_color="off", delta_arrow="off")
@@ -108,16 +116,16 @@ if page.dataset is not None and len(page.alignments) >= 2:
     )
     st.caption(
         f"Smallest detectable Δ = (z₁₋α/₂ + z_power) · SD / √n: the difference a paired test finds with {power:.0%} power at "
-        f"α = {alpha:g} (normal approximation), where SD is the standard deviation of the per-query differences between "
-        f"two runs. Discriminative power: the share of run pairs whose p-value ({test_title(test)}) is below α, "
+        f"{planned_at} (normal approximation), where SD is the standard deviation of the per-query differences between "
+        f"two runs; the queries needed are planned at the same level. Discriminative power: the share of run pairs whose p-value ({test_title(test)}) is below α, "
         f"{family}, as on the Overview and Compare (Sakai defines it uncorrected: pick “uncorrected”). "
         "More runs in the sidebar give more pairs."
     )
     curve = power_mod.power_curve_frame(
-        chosen["sd_difference"].tolist(), alpha=alpha, power=power, n_max=max(1000, 2 * n)
+        chosen["sd_difference"].tolist(), alpha=plan_alpha, power=power, n_max=max(1000, 2 * n)
     )
     layout.show_figure(
-        power_mod.power_figure(curve, n, sd, metric=spec, target_delta=target, alpha=alpha, power=power),
+        power_mod.power_figure(curve, n, sd, metric=spec, target_delta=target, alpha=plan_alpha, power=power),
         key="power.curve",
         filename=f"power-{spec}",
     )
@@ -160,7 +168,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
     st.subheader("Against the rules of thumb")
     left, right = st.columns(2)
     with left:
-        rules = power_mod.rules_frame(sd, n, alpha=alpha, power=power)
+        rules = power_mod.rules_frame(sd, n, alpha=plan_alpha, power=power)
         layout.show_table(
             rules,
             key="power.rules",
@@ -181,7 +189,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
     with right:
         deltas = sorted({0.01, 0.02, 0.03, 0.05, 0.1, round(target, 4)})
         layout.show_table(
-            power_mod.needed_frame(sd, deltas, alpha=alpha, power=power),
+            power_mod.needed_frame(sd, deltas, alpha=plan_alpha, power=power),
             key="power.needed",
             filename="queries-needed.csv",
             column_config={

@@ -392,6 +392,16 @@ def adjusted_level(correction: str | None, alpha: float, p_value: float, p_corre
     return 1 - alpha / max(family_size, 1)
 
 
+def planning_alpha(correction: str | None, alpha: float, family_size: int) -> float:
+    """The level a difference is planned at (smallest detectable difference, queries needed), so that "detectable"
+    means found by the family's own correction: ``alpha`` uncorrected; ``alpha / m`` under Holm or Bonferroni over
+    ``m`` comparisons (Bonferroni's level for each one, Holm's first and strictest step), so a difference planned
+    this way is found whatever its rank among the family's p-values."""
+    if correction in (None, "", "none"):
+        return alpha
+    return alpha / max(family_size, 1)
+
+
 def _pair(
     metric: str, a: str, b: str, x: np.ndarray, y: np.ndarray, test: str, n_resamples: int, seed: int
 ) -> dict[str, Any]:

@@ -292,8 +292,12 @@ def test_power_page_shows_discriminative_power_and_queries_needed(faq, faq_ids) 
     assert comparison.family_text in at.metric[1].help
     assert any(comparison.family_text in c.value for c in at.caption)
     sd = float(pairs["sd_difference"].median())
-    assert metrics["Smallest detectable Δ"] == f"{stats.min_detectable_delta(sd, 91):.3f}"
-    assert metrics["Queries to detect Δ = 0.05"] == f"{stats.queries_needed(0.05, sd):,}"
+    # planned at the level Holm tests its strictest comparison at (alpha / m): detectable by the family's own rule
+    planned = 0.05 / comparison.family_size
+    assert comparison.correction == "holm" and comparison.family_size > 1
+    assert metrics["Smallest detectable Δ"] == f"{stats.min_detectable_delta(sd, 91, alpha=planned):.3f}"
+    assert metrics["Queries to detect Δ = 0.05"] == f"{stats.queries_needed(0.05, sd, alpha=planned):,}"
+    assert any(f"α / {comparison.family_size} = {planned:.2g}" in c.value for c in at.caption)
     table = _table(at, "share")
     assert list(table["metric"]) == list(map(str, cmp.compare_specs("ndcg", 10)))
     chart = charts(at)[0]
@@ -302,10 +306,16 @@ def test_power_page_shows_discriminative_power_and_queries_needed(faq, faq_ids) 
     at.selectbox(key="power.level").set_value(0.9).run()
     no_problems(at)
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Queries to detect Δ = 0.1"] == f"{stats.queries_needed(0.1, sd, power=0.9):,}"
+    assert metrics["Queries to detect Δ = 0.1"] == f"{stats.queries_needed(0.1, sd, alpha=planned, power=0.9):,}"
     rules = _table(at, "mdd_low_end")
     assert list(rules["stage"][:3]) == ["prototype", "development", "release"]
-    np.testing.assert_allclose(rules["mdd_low_end"][0], stats.min_detectable_delta(sd, 20, power=0.9))
+    np.testing.assert_allclose(rules["mdd_low_end"][0], stats.min_detectable_delta(sd, 20, alpha=planned, power=0.9))
+    # uncorrected, the plan is at alpha itself, and the caption says so
+    at.selectbox(key="power.correction").set_value("none").run()
+    no_problems(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Smallest detectable Δ"] == f"{stats.min_detectable_delta(sd, 91, power=0.9):.3f}"
+    assert any("α = 0.05, uncorrected" in c.value for c in at.caption)
 
 
 def test_one_run_explains_instead_of_failing(faq_ids) -> None:
