@@ -217,6 +217,46 @@ def test_endpoint_judge_asks_nothing_about_an_empty_query_or_document(chat_serve
         assert "no query of the pool has a text (give --queries" in str(JUDGES[name].unable([no_query]))
 
 
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [("endpoint", EndpointJudge), ("learned", LearnedJudge), ("callable", CallableJudge), ("rule", RuleJudge)],
+)
+def test_a_judge_refuses_a_pool_exactly_when_run_judge_would_ask_it_about_no_pair(name, kind):
+    """The registry's refusal before any work and run_judge's per-pair rule are one rule (was: a pool of a pair
+    without query text and one without document text was accepted, and then no pair was asked)."""
+
+    class Recording:
+        name, version = "recording", "1"
+        needs_text = getattr(kind, "needs_text", True)
+        needs_query = getattr(kind, "needs_query", False)
+
+        def __init__(self) -> None:
+            self.asked: list[Pair] = []
+
+        def config(self):
+            return {}
+
+        def grade(self, pairs, top):
+            self.asked.extend(pairs)
+            return [Grade(0) for _ in pairs]
+
+    rng = np.random.default_rng(7)
+    refused = 0
+    for _ in range(300):
+        pool = [
+            Pair(f"q{i}", str(rng.choice(["what?", " "])), f"d{i}", str(rng.choice(["a text", ""])), "", ("text",))
+            for i in range(int(rng.integers(1, 4)))
+        ]
+        judge = Recording()
+        run_judge(judge, pool, 1)
+        reason = JUDGES[name].unable(pool)
+        assert (reason is not None) == (not judge.asked), (pool, reason)
+        refused += reason is not None
+    assert 0 < refused < 300 or name == "callable"  # a callable decides what it reads: never refused for text
+    mixed = JUDGES["endpoint"].unable([Pair("q1", " ", "d1", "a text"), Pair("q2", "what?", "d2", "")])
+    assert mixed is not None and "1 lack the query's text" in mixed and "1 the document's" in mixed
+
+
 def test_learned_judge_refuses_labels_of_one_grade_and_warns_of_a_rare_one():
     training = [(Pair(f"q{i}", "what?", f"d{i}", "text"), 1) for i in range(30)]
     with pytest.raises(RagMetricsError, match=r"people's labels are all grade 1 \(30 pair\(s\)\).*BEIR"):

@@ -9,7 +9,14 @@ from scipy import stats as sps
 
 import ragmetrics as rm
 from ragmetrics.analysis import stats
-from ragmetrics.analysis.compare import adjusted_intervals, compare, compare_result, discriminative_power
+from ragmetrics.analysis.compare import (
+    adjusted_intervals,
+    compare,
+    compare_result,
+    discriminative_power,
+    planning_alpha,
+    planning_words,
+)
 from ragmetrics.io import load_dataset, load_run
 from tests.partitioned_cases import SCIFACT
 
@@ -271,7 +278,8 @@ def test_the_interval_beside_a_corrected_p_value_excludes_zero_exactly_when_it_i
     assert 0 < decided < 3 * 16  # some significant, some not: the check could fail either way
 
 
-def test_a_segment_p_value_of_zero_takes_its_level_from_its_own_facet_and_its_other_pairs():
+@pytest.mark.parametrize("correction", ["bonferroni", "holm"])
+def test_a_segment_p_value_of_zero_takes_its_level_from_its_own_facet_and_its_other_pairs(correction):
     """Each facet's groups are one family (``compare.SEGMENTS``): with the default ``family="pairs"`` and two facets of two
     groups, a facet's family is 2 groups x (2 rows + 1 other pair) = 6 p-values, not the 8 rows of both facets."""
     ids = [f"q{i}" for i in range(12)]
@@ -285,11 +293,25 @@ def test_a_segment_p_value_of_zero_takes_its_level_from_its_own_facet_and_its_ot
         return rm.Run.from_frame(pd.DataFrame(rows, columns=["query_id", "doc_id", "score"]), name=name)
 
     runs = [run("a", set()), run("b", set(range(12))), run("c", {0, 1, 4, 6, 9})]
-    segments = compare(dataset, runs, ["hits@1"], baseline="a", correction="bonferroni").segments
+    segments = compare(dataset, runs, ["hits@1"], baseline="a", correction=correction).segments
     assert segments["p_value"].notna().sum() == 8  # 2 facets x 2 groups x (b, c); a against itself has none
     always = segments[(segments["run"] == "b")]  # b finds every document, a none: a constant difference, p = 0
     assert (always["p_value"] == 0).all()
     assert np.allclose(always["ci_level_adjusted"], 1 - 0.05 / 6), always
+
+
+def test_a_difference_is_planned_at_the_level_the_family_s_correction_tests_its_strictest_comparison_at():
+    """Dataset power's smallest detectable difference: at alpha / m under Holm (its first step) and Bonferroni (every
+    comparison), at alpha uncorrected; and the words say which."""
+    assert planning_alpha("none", 0.05, 6) == planning_alpha(None, 0.05, 6) == 0.05
+    assert planning_alpha("holm", 0.05, 6) == planning_alpha("bonferroni", 0.05, 6) == pytest.approx(0.05 / 6)
+    assert planning_alpha("holm", 0.05, 0) == 0.05  # an empty family plans at alpha, never divides by 0
+    assert planning_words("none", 0.05, 6) == "α = 0.05, uncorrected"
+    assert planning_words("holm", 0.05, 6) == "α / 6 = 0.0083, the level of Holm's first and strictest step"
+    assert planning_words("bonferroni", 0.05, 6) == "α / 6 = 0.0083, Bonferroni's level for every comparison"
+    # a difference found at alpha / m is significant under Holm whatever its rank: its corrected p is below alpha
+    p = np.array([0.05 / 6 * 0.999, 0.0001, 0.3, 0.8, 0.04, 0.01])
+    assert stats.holm(p)[0] < 0.05 and stats.bonferroni(p)[0] < 0.05
 
 
 def test_a_p_value_of_zero_takes_its_interval_level_from_the_whole_family():

@@ -30,7 +30,9 @@ from ragmetrics.analysis.compare import (
     compare_result,
     intervals_name,
     planning_alpha,
+    planning_words,
 )
+from ragmetrics.analysis.stats import correction_title, is_uncorrected
 from ragmetrics.analysis.stats import family_text as family_words
 from ragmetrics.analysis.verdicts import Verdict
 from ragmetrics.analysis.verdicts import verdict as verdict_of
@@ -71,8 +73,10 @@ __all__ = [
     "format_ci",
     "format_p",
     "intervals_name",
+    "is_uncorrected",
     "metric_options",
     "planning_alpha",
+    "planning_words",
     "row_of",
     "run_comparison",
     "segment_frame",
@@ -115,11 +119,6 @@ MARK_COLORS: dict[str, str] = {
 def test_title(test: str) -> str:
     """The paired test's title from the library's registry (``t`` -> ``Paired t-test``)."""
     return TESTS[test].title if test in TESTS else test
-
-
-def correction_title(correction: str) -> str:
-    """How a corrected p-value is labelled: ``Holm``, ``Bonferroni``, ``uncorrected``."""
-    return "uncorrected" if correction in ("none", "", None) else correction.capitalize()
 
 
 def compare_specs(metric: str, k: int, chosen: Sequence[MetricSpec] = ()) -> list[MetricSpec]:
@@ -357,10 +356,16 @@ def format_ci(low: float, high: float) -> str:
 
 
 def comparison_display(frame: pd.DataFrame, baseline: str, correction: str = "holm") -> pd.DataFrame:
-    """:func:`comparison_frame` for reading (same rows, same order): the verdict (``significance``) next to the delta,
-    where a narrow window still shows it; CIs and p-values as text, W / T / L in one column; the corrected p-value is labelled with its correction (``p (Holm)``), and beside it the delta's interval
-    adjusted the same way, with its level (:func:`ragmetrics.analysis.compare.adjusted_level`)."""
+    """:func:`comparison_frame` for reading (same rows, same order): the verdict (``significance``) next to the
+    delta, where a narrow window still shows it, and beside the verdict the interval that agrees with it: the
+    delta's interval adjusted as its p-value is (``Δ CI (Holm-adjusted)``, at its level,
+    :func:`ragmetrics.analysis.compare.adjusted_level`), then the corrected and the raw p-value, then the
+    uncorrected ``Δ 95% CI (uncorrected)``; uncorrected, the delta's 95% CI beside the verdict. CIs and p-values as
+    text, W / T / L in one column."""
     is_base = frame["run"] == baseline
+    corrected = not stats.is_uncorrected(correction)
+    raw_interval = "Δ 95% CI (uncorrected)" if corrected else "Δ 95% CI"
+    p_corrected = f"p ({correction_title(correction)})"
     out = pd.DataFrame(
         {
             "metric": [label_title(m) for m in frame["metric"]],
@@ -370,33 +375,30 @@ def comparison_display(frame: pd.DataFrame, baseline: str, correction: str = "ho
             "mean 95% CI": [format_ci(lo, hi) for lo, hi in zip(frame["mean_ci_low"], frame["mean_ci_high"])],
             "Δ vs baseline": ["" if b else signed(d) for b, d in zip(is_base, frame["delta"])],
             "significance": frame["significance"],
-            "Δ 95% CI": [
+            raw_interval: [
                 "" if b else format_ci(lo, hi) for b, lo, hi in zip(is_base, frame["ci_low"], frame["ci_high"])
             ],
             "p": [format_p(p) for p in frame["p_value"]],
-            f"p ({correction_title(correction)})": [format_p(p) for p in frame["p_value_corrected"]],
+            p_corrected: [format_p(p) for p in frame["p_value_corrected"]],
             "W / T / L": [
                 "" if b else f"{w} / {t} / {lo}"
                 for b, w, t, lo in zip(is_base, frame["wins"], frame["ties"], frame["losses"])
             ],
         }
     )
-    if "could_flip" in frame.columns:  # each beside what it qualifies
-        judged = _judged_columns(frame, is_base)
-        for after, column in (
-            ("mean 95% CI", "mean if judged"),
-            ("Δ 95% CI", "Δ if judged"),
-            ("significance", "judgments"),
-        ):
-            out.insert(out.columns.get_loc(after) + 1, column, judged[column])
-    if correction not in (None, "", "none"):
+    adjusted = f"Δ CI ({correction_title(correction)}-adjusted)"
+    if corrected:
         ends = zip(is_base, frame["ci_low_adjusted"], frame["ci_high_adjusted"], frame["ci_level_adjusted"])
-        out.insert(
-            out.columns.get_loc(f"p ({correction_title(correction)})") + 1,
-            f"Δ CI ({correction_title(correction)}-adjusted)",
-            ["" if b else f"{format_ci(lo, hi)} at {100 * level:.4g}%" for b, lo, hi, level in ends],
-        )
-    return out
+        out[adjusted] = ["" if b else f"{format_ci(lo, hi)} at {100 * level:.4g}%" for b, lo, hi, level in ends]
+    if "could_flip" in frame.columns:  # each beside what it qualifies
+        for column, values in _judged_columns(frame, is_base).items():
+            out[column] = values
+    head = ["metric", "run", "n", "mean", "mean 95% CI", "mean if judged", "Δ vs baseline", "significance", "judgments"]
+    if corrected:
+        tail = [adjusted, p_corrected, "p", raw_interval, "Δ if judged", "W / T / L"]
+    else:
+        tail = [raw_interval, "Δ if judged", "p", p_corrected, "W / T / L"]
+    return out[[c for c in head + tail if c in out.columns]]
 
 
 COULD_FLIP = "could flip"

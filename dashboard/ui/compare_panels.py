@@ -191,7 +191,8 @@ def segments_panel(
             + (
                 "p-values uncorrected"
                 if cmp.correction_title(correction) == "uncorrected"
-                else f"{cmp.correction_title(correction)}-corrected within each facet (across runs × metrics × groups)"
+                else f"{cmp.correction_title(correction)}-corrected within each facet, over the family of the table "
+                "above (every pair of the selected runs × the compared metrics) × the facet's groups"
             )
             + f". Groups with fewer than {cmp.MIN_GROUP} queries are "
             "marked *too few to tell* whatever their p-value."

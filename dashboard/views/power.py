@@ -83,12 +83,9 @@ if page.dataset is not None and len(page.alignments) >= 2:
     needed = power_mod.queries_needed(target, sd, alpha=plan_alpha, power=power)
     family = cmp.family_text(comparison)
     family_short = cmp.family_words(comparison.correction, comparison.family_size)
-    planned_at = (
-        f"α = {alpha:g}, uncorrected"
-        if plan_alpha == alpha
-        else f"α / {comparison.family_size} = {plan_alpha:.2g} (the level {family_short} tests its first and "
-        "strictest comparison at, so a difference this large is found whatever its rank)"
-    )
+    planned_at = cmp.planning_words(correction, alpha, comparison.family_size)
+    if not cmp.is_uncorrected(correction):
+        planned_at += f" ({family_short}: a difference this large is found whatever its rank among the p-values)"
 
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Queries", f"{n:,}", power_mod.stage_of(n), delta_color="off", delta_arrow="off")
@@ -116,7 +113,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
     )
     st.caption(
         f"Smallest detectable Δ = (z₁₋α/₂ + z_power) · SD / √n: the difference a paired test finds with {power:.0%} power at "
-        f"{planned_at} (normal approximation), where SD is the standard deviation of the per-query differences between "
+        f"{planned_at}, in the normal approximation, where SD is the standard deviation of the per-query differences between "
         f"two runs; the queries needed are planned at the same level. Discriminative power: the share of run pairs whose p-value ({test_title(test)}) is below α, "
         f"{family}, as on the Overview and Compare (Sakai defines it uncorrected: pick “uncorrected”). "
         "More runs in the sidebar give more pairs."

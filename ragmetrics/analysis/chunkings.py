@@ -33,7 +33,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ragmetrics.analysis import stats
-from ragmetrics.analysis.compare import MIN_GROUP, adjusted_intervals, corrected_rows, interval_name, paired_row
+from ragmetrics.analysis.compare import MIN_GROUP, adjusted_intervals, corrected_rows, interval_at_level, paired_row
 from ragmetrics.analysis.verdicts import verdict
 from ragmetrics.engine import Alignment, align
 from ragmetrics.engine.budgets import tokens_at_depth
@@ -233,7 +233,7 @@ def _summary(
         "not significant": f"no significant difference from {baseline}",
         "too few": f"too few queries to tell it from {baseline}",
     }.get(str(row["verdict"]), str(row["verdict"]))
-    level = interval_name(correction, float(row["ci_level_adjusted"]))
+    level = interval_at_level(correction, float(row["ci_level_adjusted"]))
     return winner, (
         f"{head}: {words}, {row['delta']:+.4f} ({level} {row['ci_low_adjusted']:+.4f} to "
         f"{row['ci_high_adjusted']:+.4f}, "

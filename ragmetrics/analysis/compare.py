@@ -90,7 +90,7 @@ class Comparison:
     def adjusted_interval_name(self, level: float) -> str:
         """What an adjusted interval at ``level`` is, in words: ``95% CI`` uncorrected, ``99.17% CI (Holm-adjusted)``,
         ``99.17% CI (Bonferroni-adjusted)``."""
-        return interval_name(self.correction, level)
+        return interval_at_level(self.correction, level)
 
     def to_dict(self) -> dict[str, Any]:
         keys = [
@@ -371,21 +371,23 @@ def family_scope(family: str, runs: int, metrics: int) -> str:
 def intervals_name(correction: str | None) -> str:
     """What the intervals beside p-values corrected by ``correction`` are, in the words every page and the CLI use:
     ``95% CI`` uncorrected, ``Holm-adjusted CI`` (each at its comparison's level, :func:`adjusted_level`)."""
-    return "95% CI" if correction in (None, "", "none") else f"{correction.capitalize()}-adjusted CI"
+    return "95% CI" if stats.is_uncorrected(correction) else f"{stats.correction_title(correction)}-adjusted CI"
 
 
-def interval_name(correction: str | None, level: float) -> str:
-    """An interval at ``level`` beside p-values corrected by ``correction``, in words: ``95% CI`` uncorrected,
-    ``99.17% CI (Holm-adjusted)``."""
+def interval_at_level(correction: str | None, level: float) -> str:
+    """One interval at ``level`` beside a p-value corrected by ``correction``, in words: ``95% CI`` uncorrected,
+    ``99.17% CI (Holm-adjusted)`` (the kind of every such interval: :func:`intervals_name`)."""
     name = f"{100 * level:.4g}% CI"
-    return name if correction in (None, "", "none") else f"{name} ({correction.capitalize()}-adjusted)"
+    return name if stats.is_uncorrected(correction) else f"{name} ({stats.correction_title(correction)}-adjusted)"
 
 
 def adjusted_level(correction: str | None, alpha: float, p_value: float, p_corrected: float, family_size: int) -> float:
-    """The confidence of the interval beside a corrected p-value: 1 - alpha * p / p_corrected, the level the
-    correction tested that comparison at (Bonferroni: 1 - alpha/m; Holm: its step's), or 0.95 uncorrected; where
-    the ratio is unknown (p = 0), 1 - alpha/m."""
-    if correction in (None, "", "none"):
+    """The confidence of the interval beside a corrected p-value: 1 - alpha * p / p_corrected, or 0.95 uncorrected;
+    where the ratio is unknown (p = 0), 1 - alpha/m. That is the level the correction tested the comparison at
+    (Bonferroni: 1 - alpha/m; Holm: its step's) while p_corrected is p times that factor; where the correction
+    raised or capped it (Holm's running maximum, a cap at 1) the level is higher than the step's and the interval
+    wider, and it still excludes 0 exactly when p_corrected < alpha."""
+    if stats.is_uncorrected(correction):
         return 0.95
     if p_value > 0 and np.isfinite(p_value) and np.isfinite(p_corrected) and p_corrected > 0:
         return 1 - alpha * p_value / p_corrected
@@ -397,9 +399,25 @@ def planning_alpha(correction: str | None, alpha: float, family_size: int) -> fl
     means found by the family's own correction: ``alpha`` uncorrected; ``alpha / m`` under Holm or Bonferroni over
     ``m`` comparisons (Bonferroni's level for each one, Holm's first and strictest step), so a difference planned
     this way is found whatever its rank among the family's p-values."""
-    if correction in (None, "", "none"):
+    if stats.is_uncorrected(correction):
         return alpha
     return alpha / max(family_size, 1)
+
+
+def planning_words(correction: str | None, alpha: float, family_size: int) -> str:
+    """:func:`planning_alpha` in words: ``α = 0.05, uncorrected``; ``α / 6 = 0.0083, the level of Holm's first and
+    strictest step``; ``α / 6 = 0.0083, Bonferroni's level for every comparison``."""
+    if stats.is_uncorrected(correction):
+        return f"α = {alpha:g}, uncorrected"
+    level = planning_alpha(correction, alpha, family_size)
+    why = {
+        "holm": "the level of Holm's first and strictest step",
+        "bonferroni": "Bonferroni's level for every comparison",
+    }
+    return (
+        f"α / {max(family_size, 1)} = {level:.2g}, "
+        f"{why.get(str(correction), f'the strictest level {stats.correction_title(correction)} tests at')}"
+    )
 
 
 def _pair(
@@ -450,7 +468,7 @@ def adjusted_intervals(
     that far out; t also makes the interval exclude 0 exactly when the corrected t-test p-value is below alpha).
     ``family_size``: how many p-values the correction covered (default: the table's; more with ``family="pairs"``),
     the level of a comparison whose p-value is 0."""
-    if correction in (None, "", "none"):
+    if stats.is_uncorrected(correction):
         return table.assign(ci_low_adjusted=table["ci_low"], ci_high_adjusted=table["ci_high"], ci_level_adjusted=0.95)
     size = int(table["p_value"].notna().sum()) if family_size is None else family_size
     levels = np.array(

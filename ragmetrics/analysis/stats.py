@@ -148,6 +148,16 @@ def checked_test(test: str) -> str:
     return test
 
 
+def is_uncorrected(correction: str | None) -> bool:
+    """Whether ``correction`` names no correction: None, ``""`` or ``"none"`` (each p-value alone)."""
+    return correction in (None, "", "none")
+
+
+def correction_title(correction: str | None) -> str:
+    """How p-values corrected by ``correction`` are labelled: ``Holm``, ``Bonferroni``, ``uncorrected``."""
+    return "uncorrected" if is_uncorrected(correction) else str(correction).capitalize()
+
+
 def checked_correction(correction: str | None) -> str:
     """``correction`` (None: ``none``) when :data:`CORRECTIONS` names it, else the error every caller gives."""
     correction = correction or "none"
@@ -329,9 +339,9 @@ def family_text(correction: str | None, size: int, scope: str = "") -> str:
     """The correction and the family it covers, in the words the CLI and every dashboard page use:
     ``Holm-corrected over 4 comparison(s)``, ``Holm-corrected over 6 comparison(s) (all pairs of 3 runs x 2
     metrics)``, ``uncorrected``."""
-    if correction in (None, "", "none"):
+    if is_uncorrected(correction):
         return "uncorrected"
-    return f"{correction.capitalize()}-corrected over {size} comparison(s)" + (f" ({scope})" if scope else "")
+    return f"{correction_title(correction)}-corrected over {size} comparison(s)" + (f" ({scope})" if scope else "")
 
 
 @dataclass(frozen=True)

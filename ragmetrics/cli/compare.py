@@ -22,7 +22,7 @@ from ragmetrics.analysis.compare import (
     intervals_name,
 )
 from ragmetrics.analysis.evaluate import EvalResult
-from ragmetrics.analysis.stats import BOOTSTRAP_MIN_QUERIES, CORRECTIONS, family_text
+from ragmetrics.analysis.stats import BOOTSTRAP_MIN_QUERIES, CORRECTIONS, family_text, is_uncorrected
 from ragmetrics.analysis.targets import check_targets, resolve_targets
 from ragmetrics.analysis.verdicts import Verdict, refuse_too_few_pairs, verdict
 from ragmetrics.cli.corrected import compare_corrected
@@ -221,7 +221,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def interval_words(correction: str) -> str:
     """The footer's words for the intervals of :func:`ragmetrics.analysis.compare.adjusted_level`, named as the
     dashboard names them (:func:`ragmetrics.analysis.compare.intervals_name`; docs/conventions.md, Significance)."""
-    how = "paired bootstrap, uncorrected" if correction in ("", "none") else "Student's t at each comparison's level"
+    how = "paired bootstrap, uncorrected" if is_uncorrected(correction) else "Student's t at each comparison's level"
     return f"intervals: {intervals_name(correction)} ({how})"
 
 

@@ -89,6 +89,17 @@ NO_QUERY = Grade(None, "the query's text is unknown (give --queries, or an evalu
 about an empty query, a model answers anyway."""
 
 
+def ungradable(judge: Judge | type, pair: Pair) -> Grade | None:
+    """The grade ``pair`` gets without asking ``judge`` (a judge or its class): :data:`NO_TEXT` when the judge reads
+    the document's text (its ``needs_text``, default True) and the pair has none, :data:`NO_QUERY` when it reads the
+    query (``needs_query``, default False) and the query has no text; None when the judge can be asked."""
+    if getattr(judge, "needs_text", True) and not pair.text.strip():
+        return NO_TEXT
+    if getattr(judge, "needs_query", False) and not pair.query.strip():
+        return NO_QUERY
+    return None
+
+
 def run_judge(
     judge: Judge,
     pairs: Sequence[Pair],
@@ -99,8 +110,7 @@ def run_judge(
 ) -> list[JudgeLabel]:
     """Grade ``pairs`` with ``judge`` in batches of ``batch`` (default: the judge's own ``batch`` attribute, else 64;
     0: all at once; ``progress(done, total)`` after each), each label stamped with the judge's provenance. A pair
-    whose document text is unknown gets no grade (:data:`NO_TEXT`) without asking a judge that reads text, one whose
-    query has no text none (:data:`NO_QUERY`) from a judge that reads the query. A grade outside ``0..max_grade``
+    the judge cannot read gets its :func:`ungradable` grade (no label, the reason why) without asking. A grade outside ``0..max_grade``
     is a :class:`RagMetricsError`."""
     if max_grade < 1:
         raise RagMetricsError(f"the label scale must be 0..max with max >= 1; got max {max_grade}")
@@ -108,14 +118,9 @@ def run_judge(
     size = int(getattr(judge, "batch", 64)) if batch is None else batch
     size = size if size > 0 else max(len(pairs), 1)
     out: list[JudgeLabel] = []
-    needs_text = bool(getattr(judge, "needs_text", True))
-    needs_query = bool(getattr(judge, "needs_query", False))
     for start in range(0, len(pairs), size):
         chunk = pairs[start : start + size]
-        unreadable = [
-            NO_TEXT if needs_text and not p.text.strip() else NO_QUERY if needs_query and not p.query.strip() else None
-            for p in chunk
-        ]
+        unreadable = [ungradable(judge, p) for p in chunk]
         readable = [grade is None for grade in unreadable]
         asked = [p for p, ok in zip(chunk, readable, strict=True) if ok]
         given = judge.grade(asked, max_grade) if asked else []

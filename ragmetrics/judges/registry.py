@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ragmetrics.foundation.errors import RagMetricsError
-from ragmetrics.judges.base import Judge, Pair
+from ragmetrics.judges.base import NO_QUERY, Judge, Pair, ungradable
 from ragmetrics.judges.call import CallableJudge
 from ragmetrics.judges.endpoint import EndpointJudge
 from ragmetrics.judges.learned import LearnedJudge
@@ -29,21 +29,26 @@ class JudgeInputs:
 
 
 def unreadable(judge: type) -> Callable[[Sequence[Pair]], str | None]:
-    """Why a judge of class ``judge`` could grade none of a pool, read from what it reads (its ``needs_text``,
-    default True, and ``needs_query``, default False: the flags :func:`ragmetrics.judges.base.run_judge` reads to
-    leave a single pair without one ungraded); None when some pair has what it needs."""
+    """Why a judge of class ``judge`` could grade none of a pool: every pair lacks what it reads
+    (:func:`ragmetrics.judges.base.ungradable`, the rule :func:`ragmetrics.judges.base.run_judge` applies to each
+    pair); None when some pair has it."""
 
     def unable(pairs: Sequence[Pair]) -> str | None:
-        if not pairs:
+        missing = [ungradable(judge, p) for p in pairs]
+        if not pairs or not all(missing):
             return None
-        if getattr(judge, "needs_query", False) and not any(p.query.strip() for p in pairs):
+        no_query = sum(grade is NO_QUERY for grade in missing)
+        if no_query == len(pairs):
             return (
                 "no query of the pool has a text (give --queries, or an evaluation set that holds the queries): "
                 "the judge would grade the documents against an empty query"
             )
-        if getattr(judge, "needs_text", True) and not any(p.text.strip() for p in pairs):
+        if no_query == 0:
             return "no document of the pool has a text (give --corpus, or a pool with a text column)"
-        return None
+        return (
+            f"no pair of the pool has both texts the judge reads: {no_query} lack the query's text (give --queries), "
+            f"{len(pairs) - no_query} the document's (give --corpus, or a pool with a text column)"
+        )
 
     return unable
 
@@ -54,7 +59,13 @@ def _nothing_to_find(pairs: Sequence[Pair]) -> str | None:
             "no query of the pool has an expected answer or keywords for the rule to look for (qrels carry none: "
             "give an evaluation set that has them, or another judge)"
         )
-    return unreadable(RuleJudge)(pairs)
+    reason = unreadable(RuleJudge)(pairs)
+    if reason is None and not any((p.expected_answer or p.expected_keywords) and p.text.strip() for p in pairs):
+        return (
+            "no pair of the pool has both a document text and its query's expected answer or keywords: the rule "
+            "would find nothing in any of them (give --corpus, or an evaluation set with answers or keywords)"
+        )
+    return reason
 
 
 @dataclass(frozen=True)

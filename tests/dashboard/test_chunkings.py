@@ -117,7 +117,10 @@ def test_the_gold_evidence_is_chosen_in_order_and_fewer_than_two_runs_is_an_erro
         compare_chunkings(scifact, runs[:1])
 
 
-def test_compare_shows_the_chunkings_in_one_view(scifact, chunked) -> None:
+def test_compare_shows_the_chunkings_in_one_view(scifact, chunked, tmp_path, monkeypatch) -> None:
+    # a store of its own: a dataset added to the session's store would become other tests' default
+    monkeypatch.setenv("RAGMETRICS_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("RAGMETRICS_SAMPLES", "off")
     runs, _ = chunked
     store = Store(default_url())
     ds = store.put_dataset(scifact, ident=dataset_id(scifact))

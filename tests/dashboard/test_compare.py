@@ -118,20 +118,22 @@ def test_comparison_display_keeps_rows_and_formats_text(faq_cmp) -> None:
         "mean 95% CI",
         "Δ vs baseline",
         "significance",
-        "Δ 95% CI",
-        "p",
+        "Δ CI (Holm-adjusted)",  # beside the verdict, the interval that agrees with it
         "p (Holm)",
-        "Δ CI (Holm-adjusted)",
+        "p",
+        "Δ 95% CI (uncorrected)",
         "W / T / L",
     ]
     assert display["metric"][0] == "Recall@5"
     row = display.iloc[1]
     src = frame.iloc[1]
     assert row["Δ vs baseline"] == f"{src['delta']:+.3f}"
-    assert row["Δ 95% CI"] == f"[{src['ci_low']:.3f}, {src['ci_high']:.3f}]"
+    assert row["Δ 95% CI (uncorrected)"] == f"[{src['ci_low']:.3f}, {src['ci_high']:.3f}]"
     level = f"{100 * src['ci_level_adjusted']:.4g}%"
     assert row["Δ CI (Holm-adjusted)"] == f"[{src['ci_low_adjusted']:.3f}, {src['ci_high_adjusted']:.3f}] at {level}"
-    assert "Δ CI (Holm-adjusted)" not in cmp.comparison_display(frame, "bm25", "none").columns
+    plain = cmp.comparison_display(frame, "bm25", "none")
+    assert "Δ CI (Holm-adjusted)" not in plain.columns
+    assert list(plain.columns).index("Δ 95% CI") == list(plain.columns).index("significance") + 1
     assert row["W / T / L"] == f"{src['wins']} / {src['ties']} / {src['losses']}"
     assert display.iloc[0]["p"] == "—" and display.iloc[0]["Δ vs baseline"] == ""
     assert cmp.format_p(3e-7) == "<0.0001" and cmp.format_p(0.04321) == "0.0432"

@@ -297,7 +297,8 @@ def test_power_page_shows_discriminative_power_and_queries_needed(faq, faq_ids) 
     assert comparison.correction == "holm" and comparison.family_size > 1
     assert metrics["Smallest detectable Δ"] == f"{stats.min_detectable_delta(sd, 91, alpha=planned):.3f}"
     assert metrics["Queries to detect Δ = 0.05"] == f"{stats.queries_needed(0.05, sd, alpha=planned):,}"
-    assert any(f"α / {comparison.family_size} = {planned:.2g}" in c.value for c in at.caption)
+    said = f"α / {comparison.family_size} = {planned:.2g}, the level of Holm's first and strictest step"
+    assert any(said in c.value for c in at.caption)
     table = _table(at, "share")
     assert list(table["metric"]) == list(map(str, cmp.compare_specs("ndcg", 10)))
     chart = charts(at)[0]

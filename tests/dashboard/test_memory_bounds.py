@@ -18,6 +18,7 @@ from dashboard.data.workspace import Workspace
 from dashboard.ui.memory import Budgets, over_budget
 from ragmetrics import align
 from ragmetrics.foundation.model import Run
+from ragmetrics.store.database import Store
 
 MiB = 1 << 20
 
@@ -138,8 +139,8 @@ def test_budgets_read_sizes_from_the_environment(monkeypatch: pytest.MonkeyPatch
     assert budgets.alignments + budgets.objects + budgets.frames == budgets.cache == 1 << 30
 
 
-def test_a_run_for_another_dataset_is_refused_before_it_is_stored(tiny) -> None:
-    workspace = Workspace()
+def test_a_run_for_another_dataset_is_refused_before_it_is_stored(tiny, tmp_path) -> None:
+    workspace = Workspace(Store(f"sqlite:///{tmp_path / 'ragmetrics.sqlite'}"))  # not the session's store
     entry = workspace.add_dataset(tiny)
     foreign = Run.from_frame(
         pd.DataFrame({"query_id": ["x1", "x2"], "doc_id": ["d1", "d2"], "score": [1.0, 0.5]}), name="foreign"
