@@ -26,7 +26,7 @@ def test_judge_labels_keep_their_provenance_and_versions_count_them_apart(store_
     added = add_judge_labels(
         store, parent, [("q1", "d1", 0), ("q1", "u1", 0), ("q1", "u2", 1), ("q2", "u3", 2), ("q2", "u4", 0)], RULE
     )
-    assert added == (3, 2)  # d1: judged in the qrels; u1: a person's label
+    assert added == (4, 1)  # d1: judged in the qrels; u1: a person's label, kept beside hers (hers wins)
     assert add_judge_labels(store, parent, [("q2", "u5", 1)], LEARNED, author="ci") == (1, 0)
     store.add_label(parent, "q2", "u4", 1, author="ben")  # a person, after the judge: the person's stands
     store.add_label(parent, "q2", "u6", 1, author="ben")
@@ -64,6 +64,12 @@ def test_a_judges_label_leaves_its_pair_to_people(store_url):
     assert claim is not None and (claim.query_id, claim.doc_id) == ("q1", "u1")
     store.add_label(parent, "q1", "u1", 2, author="ana", expect=None)
     assert store.labelled_pairs(parent).values.tolist() == [["q1", "u1"]]
+    assert store.pending_labels(parent).set_index("doc_id").loc["u1", "label"] == 2  # hers, over the judge's
+    hers = store.latest_label(parent, "q1", "u1")
+    assert hers is not None and store.withdraw_label(parent, "q1", "u1", expect=hers["id"]) == 1
+    assert store.pending_labels(parent).set_index("doc_id").loc["u1", "label"] == 0  # the judge's stays
+    assert store.pending_labels(parent, judges=False).empty
+    store.add_label(parent, "q1", "u1", 2, author="ana", expect=None)
     version = store.commit_labels(parent)
     assert version is not None
     assert dict(zip(*[store.get_dataset(version).qrels[c] for c in ("doc_id", "relevance")], strict=True)) == {

@@ -86,11 +86,13 @@ def judge_title(source: str) -> str:
 
 
 def to_judge(pool: pd.DataFrame, labels: pd.DataFrame, source: str) -> pd.DataFrame:
-    """The pool's pairs a judge of ``source`` has still to grade: neither labelled by a person (a judge never
-    overrides one) nor by this same judge (a run started again resumes where the last one stopped)."""
+    """The pool's pairs a judge of ``source`` has still to grade: every pair it has not labelled yet (a run started
+    again resumes where the last one stopped). People's pairs too: the corrected means compare the judge's grade
+    with the person's on the human sample, so a judge run after people labelled must grade their pairs (its grade
+    never overrides a person's: :func:`ragmetrics.store.provenance.add_judge_labels`)."""
     if pool.empty:
         return pool
-    done = labels[(labels["source"] == HUMAN) | (labels["source"] == source)]
+    done = labels[labels["source"] == source]
     taken = set(zip(done["query_id"].astype(str), done["doc_id"].astype(str)))
     keep = [(q, d) not in taken for q, d in zip(pool["query_id"].astype(str), pool["doc_id"].astype(str))]
     return pool[keep].reset_index(drop=True)

@@ -506,10 +506,10 @@ class Workspace:
         """Hold the session's pair longer (:meth:`ragmetrics.store.database.Store.renew_claims`)."""
         return self.store.renew_claims(dataset_ident, holder)
 
-    def pending_labels(self, dataset_ident: str, *, kind: str = "judgment") -> pd.DataFrame:
-        """The labels given on the dataset and not saved in a version yet (the latest per pair):
-        ``query_id, doc_id, label, author, created_at, id``."""
-        return self.store.pending_labels(dataset_ident, kind=kind)
+    def pending_labels(self, dataset_ident: str, *, kind: str = "judgment", judges: bool = True) -> pd.DataFrame:
+        """The labels given on the dataset and not saved in a version yet (the one per pair a version takes):
+        ``query_id, doc_id, label, author, created_at, id``; ``judges=False``: people's only."""
+        return self.store.pending_labels(dataset_ident, kind=kind, judges=judges)
 
     def withdraw_label(
         self, dataset_ident: str, query_id: str, doc_id: str, *, expect: int | object | None = ANY_LABEL
@@ -535,10 +535,10 @@ class Workspace:
         ``(added, skipped)``."""
         return provenance.add_judge_labels(self.store, dataset_ident, labels, source, author=author)
 
-    def commit_labels(self, dataset_ident: str, *, author: str) -> DatasetEntry | None:
+    def commit_labels(self, dataset_ident: str, *, author: str, judges: bool = True) -> DatasetEntry | None:
         """Save the pending labels as a new qrels version (a new dataset with the parent's runs); None when no
-        label is pending."""
-        ident = self.store.commit_labels(dataset_ident, author=author)
+        label is pending. ``judges=False``: people's labels only (the judges' stay pending, beside the lineage)."""
+        ident = self.store.commit_labels(dataset_ident, author=author, judges=judges)
         if ident is None:
             return None
         self.refresh()
@@ -562,25 +562,37 @@ class Workspace:
                 members.append(entry.id)
         return [entries[m] for m in members if m in entries]
 
+    def version_sources(self, version: str) -> tuple[int, int]:
+        """How many of the labels saved in the qrels version ``version`` are people's and how many a judge's
+        (:func:`ragmetrics.store.provenance.version_sources`)."""
+        counts = provenance.version_sources(self.store, version)
+        people = int(counts.loc[counts["source"] == "human", "labels"].sum())
+        return people, int(counts["labels"].sum()) - people
+
     def version_table(self, dataset_ident: str) -> pd.DataFrame:
-        """``version, name, id, parent, author, saved, labels, judgments`` of each qrels version of the dataset's
-        lineage (:meth:`family`), oldest first."""
+        """``version, name, id, parent, author, saved, labels, people's, judges', judgments`` of each qrels version
+        of the dataset's lineage (:meth:`family`), oldest first: ``labels`` the version added, of which ``people's``
+        and ``judges'`` (a judge's label is a judgment of the version, never read as a person's)."""
         family = self.family(dataset_ident)
         names = {e.id: e.name for e in family}
-        rows = [
-            {
-                "version": f"v{e.version.number}" if e.version else "v0 (original)",
-                "name": e.name,
-                "id": e.id,
-                "parent": "" if e.version is None else names.get(e.version.parent, e.version.parent),
-                "author": "" if e.version is None else e.version.author,
-                "saved": when(e.version.created if e.version else e.added),
-                "labels": 0 if e.version is None else e.version.n_labels,
-                "judgments": e.n_judgments,
-            }
-            for e in family
-        ]
-        columns = ["version", "name", "id", "parent", "author", "saved", "labels", "judgments"]
+        rows = []
+        for e in family:
+            people, judges = (0, 0) if e.version is None else self.version_sources(e.id)
+            rows.append(
+                {
+                    "version": f"v{e.version.number}" if e.version else "v0 (original)",
+                    "name": e.name,
+                    "id": e.id,
+                    "parent": "" if e.version is None else names.get(e.version.parent, e.version.parent),
+                    "author": "" if e.version is None else e.version.author,
+                    "saved": when(e.version.created if e.version else e.added),
+                    "labels": 0 if e.version is None else e.version.n_labels,
+                    "people's": people,
+                    "judges'": judges,
+                    "judgments": e.n_judgments,
+                }
+            )
+        columns = ["version", "name", "id", "parent", "author", "saved", "labels", "people's", "judges'", "judgments"]
         return pd.DataFrame(rows, columns=columns)
 
     # --- datasets built from generated candidates --------------------------------------

@@ -207,16 +207,35 @@ def pending_panel(workspace: Workspace, ds: DatasetEntry, view: ViewState, pendi
                 + (f" {kept} pair(s) labelled again meanwhile by another judge kept that label." if kept else "")
             )
             st.rerun()
+    judged_only = judging.pending_judge_pairs(workspace, ds.id)
+    with_judges = False
+    if judged_only:
+        with_judges = st.checkbox(
+            f"Include the judges' labels of {judged_only:,} pair(s) nobody labelled",
+            key="judge.save_judges",
+            help="Off (the default): the version takes people's labels only; the judges' stay beside it, for the "
+            "agreement and the corrected numbers, and their pairs stay in the queue for people. On: they become "
+            "judgments of the version, which every page then scores as the truth (the version records them as "
+            "the judges': Workspace, Qrels versions).",
+        )
     if st.button(
         "Save as a new qrels version",
         key="judge.save",
         type="primary",
         icon=":material/save:",
-        disabled=given.empty,
+        disabled=given.empty and not with_judges,
         help="Makes a new dataset: these judgments plus the labels, with this dataset's runs; the page opens it.",
     ):
-        saved = judging.save_version(workspace, ds)
+        saved = judging.save_version(workspace, ds, judges=with_judges)
         if saved is not None:
-            n_saved = saved.version.n_labels if saved.version is not None else len(given)  # others' included
-            state.flash(f"Saved {n_saved} label(s) as a new qrels version: “{saved.name}” ({saved.id}).")
+            people, judges = workspace.version_sources(saved.id)  # others' saved meanwhile included
+            state.flash(
+                f"Saved {people + judges} label(s) as a new qrels version: “{saved.name}” ({saved.id}): {people} "
+                f"people's, {judges} a judge's."
+                + (
+                    f" The judges' labels of {judged_only:,} pair(s) were left out."
+                    if judged_only and not with_judges
+                    else ""
+                )
+            )
             layout.rerun_with(view.with_(dataset=saved.id))

@@ -145,7 +145,8 @@ def hold(workspace: Workspace, dataset_id: str) -> None:
 
 
 def labelled(workspace: Workspace, dataset_id: str) -> pd.DataFrame:
-    """The pairs labelled on the dataset by anyone, pending or saved in a version: ``query_id, doc_id``."""
+    """The pairs a person labelled on the dataset's lineage, pending or saved in a version: ``query_id, doc_id`` (a
+    judge's label leaves its pair to people)."""
     return workspace.labelled_pairs(dataset_id)
 
 
@@ -186,9 +187,10 @@ def unskip_all(dataset_id: str) -> None:
     st.session_state.get(_SKIPPED, {}).pop(dataset_id, None)
 
 
-def save_version(workspace: Workspace, dataset: DatasetEntry) -> DatasetEntry | None:
-    """Save the labels pending on ``dataset`` as a new qrels version by the signed-in user (None: none pending)."""
-    return workspace.commit_labels(dataset.id, author=author())
+def save_version(workspace: Workspace, dataset: DatasetEntry, *, judges: bool = False) -> DatasetEntry | None:
+    """Save the labels pending on ``dataset`` as a new qrels version by the signed-in user (None: none pending):
+    people's only unless ``judges`` (then the judges' too, as judgments the version records as theirs)."""
+    return workspace.commit_labels(dataset.id, author=author(), judges=judges)
 
 
 def withdraw(workspace: Workspace, dataset_id: str, labels: list[tuple[str, str, int]]) -> tuple[int, int]:
@@ -204,8 +206,16 @@ def withdraw(workspace: Workspace, dataset_id: str, labels: list[tuple[str, str,
 
 
 def pending(workspace: Workspace, dataset_id: str) -> pd.DataFrame:
-    """The labels given on the dataset and not saved yet, read from the store (every tab's, every process's)."""
-    return workspace.pending_labels(dataset_id)
+    """The labels people gave on the dataset and not saved yet, read from the store (every tab's, every process's)."""
+    return workspace.pending_labels(dataset_id, judges=False)
+
+
+def pending_judge_pairs(workspace: Workspace, dataset_id: str) -> int:
+    """How many pairs a judge labelled on the dataset, not saved yet, that no person labelled on its lineage (the
+    judges' labels a version could take)."""
+    everyone = workspace.pending_labels(dataset_id)
+    people = set(zip(*(labelled(workspace, dataset_id)[c].astype(str) for c in ("query_id", "doc_id"))))
+    return sum((q, d) not in people for q, d in zip(everyone["query_id"].astype(str), everyone["doc_id"].astype(str)))
 
 
 def accepted_suggestions(workspace: Workspace, dataset_id: str) -> pd.DataFrame:

@@ -719,6 +719,12 @@ class Store:
             return t.c.kind == "judgment"
         return (t.c.kind == "judgment") & (t.c.source == "")
 
+    def _a_persons_row(self, t: sa.Table) -> Any:
+        """A row a person gave: their judgment or the suggestion they accepted (not a judge's label)."""
+        if not self._has(t, "source"):
+            return sa.true()
+        return (t.c.kind != "judgment") | (t.c.source == "")
+
     def _lock_pair(self, conn: Any, root: str, query_id: str, doc_id: str) -> None:
         """Serialize the check-then-write of one pair's label: SQLite writes one transaction at a time (the table is
         written first: the check then reads under the write lock); PostgreSQL takes a lock on the pair until the
@@ -824,29 +830,31 @@ class Store:
                 sa.delete(c).where(mine if dataset is None else mine & (c.c.dataset_id == self.family(dataset)[0]))
             )
 
-    def pending_labels(self, dataset: str, *, kind: str = "judgment") -> pd.DataFrame:
-        """The labels given on ``dataset`` not yet in a version: the latest per (query, document), oldest first:
-        ``query_id, doc_id, label, author, created_at, id`` (the row id, for ``expect``)."""
+    def pending_labels(self, dataset: str, *, kind: str = "judgment", judges: bool = True) -> pd.DataFrame:
+        """The labels given on ``dataset`` not yet in a version: the one per (query, document) a version would take
+        (the latest, a person's over any judge's: :func:`people_last`), oldest first: ``query_id, doc_id, label,
+        author, created_at, id`` (the row id, for ``expect``). ``judges=False``: people's only."""
         check_id(dataset, "dataset")
         t = labels_table
+        columns = ["query_id", "doc_id", "label", "author", "created_at", "id"]
         query = (
-            sa.select(t.c.query_id, t.c.doc_id, t.c.label, t.c.author, t.c.created_at, t.c.id)
+            sa.select(
+                t.c.query_id, t.c.doc_id, t.c.label, t.c.author, t.c.created_at, t.c.id, self._column(t, "source")
+            )
             .where((t.c.dataset_id == dataset) & t.c.version.is_(None) & (t.c.kind == kind))
+            .where(sa.true() if judges else self._a_persons_row(t))
             .order_by(t.c.id)
         )
         with self.engine.connect() as conn:
-            frame = pd.DataFrame(
-                conn.execute(query).mappings().all(),
-                columns=["query_id", "doc_id", "label", "author", "created_at", "id"],
-            )
-        latest = frame.drop_duplicates(["query_id", "doc_id"], keep="last")
-        return latest.reset_index(drop=True)
+            frame = pd.DataFrame(conn.execute(query).mappings().all(), columns=[*columns, "source"])
+        latest = people_last(frame).drop_duplicates(["query_id", "doc_id"], keep="last").sort_values("id")
+        return latest[columns].reset_index(drop=True)
 
     def withdraw_label(
         self, dataset: str, query_id: str, doc_id: str, *, expect: int | object | None = ANY_LABEL
     ) -> int:
         """Take back the pending label of one pair (and the suggestion it accepted) before it is saved: the pair is
-        unlabelled again. Returns how many stored rows went (0: nothing was pending for it).
+        unlabelled again; a judge's label of it stays. Returns how many stored rows went (0: nothing was pending).
 
         ``expect``: the label the judge saw, by row id: when another was given for the pair since, nothing goes and
         :class:`LabelConflict` names it (a label given meanwhile is never withdrawn unseen)."""
@@ -866,14 +874,17 @@ class Store:
                     & t.c.version.is_(None)
                     & (t.c.query_id == query_id)
                     & (t.c.doc_id == doc_id)
+                    & self._a_persons_row(t)
                 )
             )
         return int(done.rowcount or 0)
 
-    def commit_labels(self, dataset: str, *, author: str = "anonymous") -> str | None:
+    def commit_labels(self, dataset: str, *, author: str = "anonymous", judges: bool = True) -> str | None:
         """Make the pending labels on ``dataset`` a new qrels version: a dataset whose judgments are the parent's
-        plus the labels (the latest label of a pair wins, a person's over a judge's), with the parent's runs. Returns its id (None when
-        nothing is pending).
+        plus the labels (the latest label of a pair wins, a person's over a judge's), with the parent's runs. Returns
+        its id (None when nothing is pending). ``judges=False``: people's labels only; the judges' stay pending on
+        ``dataset`` (beside the version's lineage, for agreement and corrected means), and their pairs stay unjudged.
+        A judge's label of a pair a person labelled anywhere on the lineage is never taken (it stays pending).
 
         The version takes exactly the labels it read, by id: they are stamped in the transaction that stores the
         version, so a label given meanwhile (another tab, judge or server) stays pending for the next one. When a
@@ -884,6 +895,14 @@ class Store:
         taken: list[int] = []  # the labels the last attempt read, when another writer changed them
         for _ in range(COMMIT_ATTEMPTS):
             rows = self._pending_rows(dataset)
+            a_judges = (rows["kind"] == "judgment") & (rows["source"] != "")
+            if judges:  # a judge's label never goes in over a person's saved on the lineage (a pending one wins below)
+                pending_people = set(zip(rows.loc[~a_judges, "query_id"], rows.loc[~a_judges, "doc_id"], strict=True))
+                saved = set(self.labelled_pairs(dataset).itertuples(index=False, name=None)) - pending_people
+                theirs = [(q, d) in saved for q, d in zip(rows["query_id"], rows["doc_id"], strict=True)]
+                rows = rows[~(a_judges & pd.Series(theirs, index=rows.index, dtype=bool))]
+            else:
+                rows = rows[~a_judges]
             judgments = people_last(rows[rows["kind"] == "judgment"]).drop_duplicates(
                 ["query_id", "doc_id"], keep="last"
             )

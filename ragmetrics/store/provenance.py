@@ -50,29 +50,24 @@ def add_judge_labels(
 ) -> tuple[int, int]:
     """Keep a judge's ``labels`` (query id, document id, grade), pending on ``dataset`` like a person's until
     :meth:`Store.commit_labels` makes a version of them, each with ``provenance``; in one transaction. A pair
-    that ``dataset``'s qrels already judge, or that a person labelled on its lineage (pending or saved), is
-    skipped: a judge never overrides a person. Returns ``(added, skipped)``. ``author``: who ran the judge
-    (default: the judge's source text)."""
+    that ``dataset``'s qrels already judge is skipped. A pair a person labelled on its lineage is kept: the judge's
+    grade there is what agreement and the corrected means compare with the person's (a judge that skipped them
+    would leave its errors on the human sample unmeasured), and it never overrides the person's, which wins in
+    every version, conflict check and queue (:func:`ragmetrics.store.database.people_last`). Returns
+    ``(added, skipped)``. ``author``: who ran the judge (default: the judge's source text)."""
     if not store._has(labels_table, "source"):
         raise RagMetricsError(
             "this store's labels table has no source column (its database user may not alter it): a judge's labels "
             "would read as a person's; open the store once as its owner to add the column"
         )
-    family = store.family(dataset)
     judged = store.get_dataset(dataset).qrels
     taken = set(zip(judged["query_id"].astype(str), judged["doc_id"].astype(str), strict=True))
     t = labels_table
-    human_query = (
-        sa.select(t.c.query_id, t.c.doc_id)
-        .where(t.c.dataset_id.in_(family) & (t.c.kind == "judgment") & (t.c.source == HUMAN))
-        .distinct()
-    )
     now = time.time()
     who = checked_text(author or provenance.source, "an author", MAX_NAME_BYTES)
     rows = []
     skipped = 0
     with store.engine.begin() as conn:
-        taken |= {(str(q), str(d)) for q, d in conn.execute(human_query)}
         for query_id, doc_id, label in labels:
             pair = (checked_text(str(query_id), "a query id"), checked_text(str(doc_id), "a document id"))
             if pair in taken:

@@ -144,7 +144,7 @@ def test_a_judge_resumes_and_never_overrides_a_person(tmp_path: Path) -> None:
     source = provenance_of(judge).source
     labels = ws.lineage_labels(entry.id)
     todo = assisted.to_judge(pooled, labels, source)
-    assert len(todo) == len(pooled) - 1  # the person's pair is not the judge's to grade
+    assert len(todo) == len(pooled)  # the person's pair too: the corrected means compare the judge with her there
 
     def save(given):  # type: ignore[no-untyped-def]
         rows = [(x.pair.query_id, x.pair.doc_id, int(x.label)) for x in given]
@@ -168,8 +168,23 @@ def test_a_judge_resumes_and_never_overrides_a_person(tmp_path: Path) -> None:
     assert again.wait(10) and again.status().error is None and again.status().stored == len(rest)
     labels = ws.lineage_labels(entry.id)
     mine = assisted.judge_labels(labels, source)
-    assert len(mine) == len(pooled) - 1
+    assert len(mine) == len(pooled)
     assert assisted.human_labels(labels).values.tolist() == [[person["query_id"], person["doc_id"], 2]]
+    # her label is the one pending for the pair, and a version of people's labels takes hers alone
+    people = ws.pending_labels(entry.id, judges=False)
+    assert people[["query_id", "doc_id", "label"]].values.tolist() == [[person["query_id"], person["doc_id"], 2]]
+    hers = ws.pending_labels(entry.id).set_index(["query_id", "doc_id"]).loc[(person["query_id"], person["doc_id"])]
+    assert hers["label"] == 2 and hers["author"] == "ann"
+    version = ws.commit_labels(entry.id, author="ann", judges=False)
+    assert version is not None and ws.version_sources(version.id) == (1, 0)
+    assert len(ws.pending_labels(entry.id)) == len(pooled)  # the judge's stay pending, beside the lineage
+    assert len(assisted.judge_labels(ws.lineage_labels(version.id), source)) == len(pooled)
+    # saved with the judges, they count apart, and the judge's grade of her pair never goes in over hers
+    both = ws.commit_labels(entry.id, author="ann", judges=True)
+    assert both is not None and ws.version_sources(both.id) == (0, len(pooled) - 1)
+    assert (person["query_id"], person["doc_id"]) not in set(
+        zip(both.dataset.qrels["query_id"].astype(str), both.dataset.qrels["doc_id"].astype(str))
+    )
     assert assisted.judge_sources(labels) == [source]
     assert assisted.judge_title(source).startswith("callable v0 · ")
     ws.store.engine.dispose()

@@ -154,3 +154,46 @@ def test_overview_and_compare_show_the_corrected_numbers_with_the_badge(seeded, 
     text = " ".join(m.value for m in box.markdown).replace("\\", "")
     assert deltas["run"].tolist() == ["beta"]
     assert f"**beta** − alpha: corrected Δ **{deltas['delta'].iloc[0]:+.3f}**" in text
+
+
+def test_a_version_takes_people_s_labels_and_the_judges_only_when_asked(seeded, tmp_path) -> None:
+    """Was: "Save" made every judge's label a judgment of the version, unsaid, and every page then scored the judge
+    as the truth (the verdict flipped) while people's queue emptied. Now people's labels alone by default, the
+    judges' by a checkbox, and the message and the Workspace say whose each label is."""
+    store = _store(tmp_path)
+    ws = Workspace(store)
+    judge = CallableJudge("tests:truth", lambda pair, top: judge_grade(pair.query_id, pair.doc_id))
+    ws.add_judge_labels(seeded["dataset"], [(q, d, judge_grade(q, d)) for q, d in TRUTH], provenance_of(judge))
+    ws.add_label(seeded["dataset"], "q00", "q00-b", TRUTH[("q00", "q00-b")], author="ann")
+    store.engine.dispose()
+    at = open_page("judge", _params(seeded))
+    no_problems(at)
+    include = at.checkbox(key="judge.save_judges")
+    assert include.label == f"Include the judges' labels of {len(TRUTH) - 1} pair(s) nobody labelled"
+    assert include.value is False
+    at.button(key="judge.save").click().run()
+    no_problems(at)
+    said = " ".join(s.value for s in at.success).replace("\\", "")
+    assert "Saved 1 label(s) as a new qrels version" in said and "1 people's, 0 a judge's." in said
+    assert f"The judges' labels of {len(TRUTH) - 1} pair(s) were left out." in said
+    store = _store(tmp_path)
+    versions = Workspace(store).version_table(seeded["dataset"])
+    assert versions[["labels", "people's", "judges'"]].values.tolist() == [[0, 0, 0], [1, 1, 0]]
+    people_only = versions["id"].iloc[1]
+    assert len(Workspace(store).store.get_dataset(people_only).qrels) == len(assist_dataset()[0].qrels) + 1
+    store.engine.dispose()
+    # the people-only version still sees the judge for the corrected numbers and keeps the judge's pairs queued
+    at = open_page("judge", {**_params(seeded), "ds": people_only})
+    no_problems(at)
+    assert f"{2 * N_QUERIES - 1:,}** of" in _markdown(at).replace(",", "")
+    # on the original, asked: the judges' labels go in too, counted apart
+    at = open_page("judge", _params(seeded))
+    ws = Workspace(_store(tmp_path))
+    ws.add_label(seeded["dataset"], "q01", "q01-b", TRUTH[("q01", "q01-b")], author="ann")
+    ws.store.engine.dispose()
+    at.run()
+    at.checkbox(key="judge.save_judges").check().run()
+    at.button(key="judge.save").click().run()
+    no_problems(at)
+    said = " ".join(s.value for s in at.success).replace("\\", "")
+    assert f"1 people's, {len(TRUTH) - 2} a judge's." in said
