@@ -304,8 +304,10 @@ def _corrected_panel(selection: cache.Selection, spec: MetricSpec, help_: Assist
     except RagMetricsError as err:
         st.info(f"Label the planned queries to correct the judge's numbers ({md_escape(str(err))}).")
         return
-    first = table.iloc[0]
-    if int(first["more"]):  # every query labelled: the judge adds nothing, and no more can be labelled
+    _rough(table, "corrected_low", "corrected_high")
+    spread = table[(table["corrected_high"] - table["corrected_low"]) > 1e-12]  # width 0: nothing to shrink
+    first = spread.iloc[0] if len(spread) else table.iloc[0]
+    if int(first["more"]) and len(spread):  # every query labelled: the judge adds nothing, no more can be labelled
         st.markdown(
             f"{int(first['more']):,} more labelled queries would shrink the corrected interval of "
             f"**{md_escape(str(first['run']))}** to about **±{first['projected']:.3f}** "
@@ -324,17 +326,31 @@ def _corrected_panel(selection: cache.Selection, spec: MetricSpec, help_: Assist
         filename="corrected.csv",
         column_config={c: number(c, format="%.4f") for c in table.columns if table[c].dtype.kind == "f"},
     )
-    if int(first["n_labelled"]) < FEW_LABELLED:
-        st.warning(
-            f"{int(first['n_labelled'])} labelled queries: below {FEW_LABELLED} the normal interval is rough (it can "
-            "be too narrow, or of width 0 when they all score alike). Label more of the plan.",
-            icon=":material/info:",
-        )
     st.caption(
         "Corrected: prediction-powered inference (PPI++), the judge's labels on every query plus the human-minus-judge "
         "difference on the planned sample; 95% intervals. Judge-only takes the judge's labels as truth; human-only "
         "reads the sample alone."
     )
+
+
+def _rough(table: pd.DataFrame, low: str, high: str) -> None:
+    """Say when the corrected intervals of ``table`` cannot be read yet: fewer labelled queries than
+    :data:`ragmetrics.analysis.ppi.FEW_LABELLED`, or an interval of width 0 (the labelled queries all score alike:
+    no spread to measure the judge's error with)."""
+    n = int(table["n_labelled"].iloc[0]) if len(table) else 0
+    flat = bool(len(table)) and bool(((table[high] - table[low]).abs() <= 1e-12).any())
+    if flat:
+        st.warning(
+            f"The {n} labelled queries score alike here, so an interval has width 0: it measures nothing yet, least "
+            "of all certainty. Label more of the plan.",
+            icon=":material/warning:",
+        )
+    elif n < FEW_LABELLED:
+        st.warning(
+            f"{n} labelled queries: below {FEW_LABELLED} the normal interval is rough (it can be too narrow). Label "
+            "more of the plan.",
+            icon=":material/info:",
+        )
 
 
 def panels(workspace: Workspace, ds: DatasetEntry, selection: cache.Selection, spec: MetricSpec, help_: Assist) -> None:
@@ -422,6 +438,7 @@ def corrected_elsewhere(
                 f"Label the planned queries on the Judge page to correct the judge's numbers ({md_escape(str(err))})."
             )
             return
+        _rough(table, *(("corrected_low", "corrected_high") if baseline is None else ("ci_low", "ci_high")))
         for row in table.itertuples(index=False):
             if baseline is None:
                 st.markdown(

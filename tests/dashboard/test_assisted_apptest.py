@@ -94,10 +94,14 @@ def test_the_endpoint_judge_runs_then_agreement_and_corrected_numbers_follow_the
     text = _markdown(at)
     assert f"6 human / {2 * N_QUERIES - 6} judge labels" in text
     assert f"3 of the {N_QUERIES} queries of the plan are labelled; next: query **{plan[3]}**" in text
+    # alpha scores 1 on every labelled query: its interval has width 0, said as such, never "shrink ±0.000 to ±0.000"
     assert re.search(
-        r"3 more labelled queries would shrink the corrected interval of \*\*alpha\*\* to about \*\*±", text
+        r"3 more labelled queries would shrink the corrected interval of \*\*beta\*\* to about \*\*±", text
     )
-    assert "3 labelled queries: below 30 the normal interval is rough" in " ".join(w.value for w in at.warning)
+    assert "interval of **alpha**" not in text
+    assert "The 3 labelled queries score alike here, so an interval has width 0" in " ".join(
+        w.value for w in at.warning
+    )
     corrected = next(d.value for d in at.dataframe if "corrected" in d.value.columns)
     assert corrected["run"].tolist() == ["alpha", "beta"] and (corrected["n_labelled"] == 3).all()
 
