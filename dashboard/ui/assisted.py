@@ -161,6 +161,7 @@ def start_job(workspace: Workspace, ds: DatasetEntry, help_: Assist, name: str, 
     label = f"{name} judge" + (f" ({model})" if model else "")
     job = JudgeJob(judge, pairs, max_grade(base), save, label, dataset_id=ds.id).start()
     st.session_state[JOB_KEY] = job
+    st.session_state["judge.shown_judge"] = source  # its labels are the ones shown as they come
     _running()[ds.id] = job
     return job
 
@@ -200,6 +201,11 @@ def _runner(workspace: Workspace, ds: DatasetEntry, help_: Assist) -> None:
         progress()
         return
     models = sorted(registered())
+    # the form is not drawn while a judge runs, and Streamlit forgets a widget not drawn: the choices are kept aside
+    for key, options in (("judge.run_judge", list(OFFERED)), ("judge.run_model", models)):
+        kept = st.session_state.get(f"{key}.kept")
+        if key not in st.session_state and kept in options:
+            st.session_state[key] = kept
     with st.form("judge.run_form", border=True):
         left, right = st.columns([1, 1])
         name = left.selectbox(
@@ -212,6 +218,7 @@ def _runner(workspace: Workspace, ds: DatasetEntry, help_: Assist) -> None:
             help="The models the deployer registered (RAGMETRICS_MODELS); nobody types an address here.",
         )
         if st.form_submit_button("Run the judge over the pool", icon=":material/play_arrow:", type="primary"):
+            st.session_state["judge.run_judge.kept"], st.session_state["judge.run_model.kept"] = name, model
             try:
                 if JUDGES[name].needs == "model" and not models:
                     raise RagMetricsError("no model is registered for the endpoint judge (RAGMETRICS_MODELS)")

@@ -98,7 +98,8 @@ def pair_panel(
                     "will be told, and can keep their label or replace it.",
                     icon=":material/group:",
                 )
-            if not pair["can_change"]:
+            by_impact = st.session_state.get("judge.order") != "plan"  # the plan's order is not by impact
+            if not pair["can_change"] and by_impact and not counts["can_change"]:
                 st.info(
                     f"Labelling this pair cannot change anything on {title(spec)} against {md_escape(baseline_name)}: "
                     "every pair left that can comes first, and none is left. Labels still fill the judgments.",

@@ -71,6 +71,9 @@ def test_the_endpoint_judge_runs_then_agreement_and_corrected_numbers_follow_the
     no_problems(at)
     done = " ".join(str(s.value) for s in at.success).replace("\\", "")
     assert f"graded {2 * N_QUERIES} of {2 * N_QUERIES} pairs; {2 * N_QUERIES} label(s) stored" in done
+    # the form comes back as it was left (was: "rule" again, since a widget not drawn while the job ran is forgotten)
+    assert at.selectbox(key="judge.run_judge").value == "endpoint"
+    assert at.selectbox(key="judge.run_model").value == "stubjudge"
 
     store = _store(tmp_path)
     labels = store_labels = Workspace(store).lineage_labels(seeded["dataset"])
@@ -109,6 +112,8 @@ def test_the_endpoint_judge_runs_then_agreement_and_corrected_numbers_follow_the
     at.radio(key="judge.order").set_value("plan").run()
     no_problems(at)
     assert f"{plan[3]}-" in _markdown(at)
+    # the plan's order is not by impact: no "every pair that can change something comes first" beside it
+    assert not [i for i in at.info if "cannot change anything" in i.value]
     # the queue's order, the plan and the judge shown travel in the link, and a link reopens them
     source = str(store_labels["source"].iloc[0])
     assert (param(at, "jq"), param(at, "jp"), param(at, "js")) == ("plan", None, source)
