@@ -188,12 +188,21 @@ def stamp(timestamp: float | None) -> str:
 
 
 def batch_label(batch: Batch) -> str:
+    """The batch picker's name for ``batch``: what never changes (when, which generator, seed, how many asked).
+    Streamlit's select box keeps an option's first label on the page, so where it stands (:func:`batch_state`) is
+    said beside it, not in it."""
     model = batch.settings.get("model")
-    made = ", made a dataset" if batch.dataset_id else ""
     return (
         f"{stamp(batch.created_at)}: {batch.generator}{f' ({model})' if model else ''}, seed "
-        f"{batch.settings.get('seed', 0)}, {batch.stored} of {batch.requested} candidates, {batch.status}{made}"
+        f"{batch.settings.get('seed', 0)}, {batch.requested} asked"
     )
+
+
+def batch_state(batch: Batch) -> str:
+    """Where ``batch`` stands: ``7 of 10 candidates stored, generating``; ``, made a dataset`` once it did."""
+    words = {"generating": "generating", "complete": "complete", "stopped": "stopped"}
+    made = ", made a dataset" if batch.dataset_id else ""
+    return f"{batch.stored:,} of {batch.requested:,} candidates stored, {words.get(batch.status, batch.status)}{made}"
 
 
 def decision_rows(candidates: Sequence[Reviewed]) -> list[dict[str, Any]]:

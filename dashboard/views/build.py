@@ -84,6 +84,7 @@ else:
                 "Batch", list(by_id), format_func=lambda b: building.batch_label(by_id[b]), key="build.batch"
             )
             batch = by_id[picked]
+            st.caption(building.batch_state(batch))
             current = building.job_of(batch.id)
             running = current is not None and current.status().running
             if running and current is not None:
@@ -106,26 +107,36 @@ else:
                 progress()
             else:
                 ended = current.status() if current is not None else None
-                if ended is not None and ended.error and not ended.cancelled:
-                    st.error(md_escape(f"Generation failed: {ended.error}"), icon=":material/error:")
-                if batch.status != "complete":
+                failed = ended is not None and bool(ended.error) and not ended.cancelled
+                if failed and ended is not None:
+                    st.error(
+                        md_escape(
+                            f"Generation failed after {batch.stored:,} of {batch.requested:,} candidates: "
+                            f"{ended.error}. The candidates stored stay; Resume tries the rest again."
+                        ),
+                        icon=":material/error:",
+                    )
+                elif batch.status != "complete":
                     st.warning(
                         f"Generation stopped after {batch.stored:,} of {batch.requested:,} candidates (cancelled, "
                         "or the server stopped). The candidates stored stay; Resume writes only the rest.",
                         icon=":material/pause_circle:",
                     )
-                    if st.button("Resume", icon=":material/play_arrow:", key="build.resume"):
-                        building.resume(workspace, batch)
-                        st.rerun()
+                if batch.status != "complete" and st.button("Resume", icon=":material/play_arrow:", key="build.resume"):
+                    building.resume(workspace, batch)
+                    st.rerun()
 
             candidates = workspace.candidates.candidates(batch.id)
             decided = [c for c in candidates if c.decision is not None]
             kept = [c for c in candidates if c.kept]
             tally = {d: sum(c.decision == d for c in candidates) for d in ("accepted", "edited", "rejected")}
-            st.markdown(
-                f"**{len(candidates) - len(decided):,}** of {len(candidates):,} candidates left to review: "
-                f"{tally['accepted']} accepted, {tally['edited']} edited, {tally['rejected']} rejected."
-            )
+            if candidates:
+                st.markdown(
+                    f"**{len(candidates) - len(decided):,}** of {len(candidates):,} candidates left to review: "
+                    f"{tally['accepted']} accepted, {tally['edited']} edited, {tally['rejected']} rejected."
+                )
+            else:
+                st.caption("No candidate stored yet: they are shown for review as they are written.")
             item = building.next_candidate(candidates, batch.id)
             places = (st.empty(), st.empty())  # the next candidate in the other place: the previous one goes at once
             if item is None:
@@ -215,23 +226,24 @@ else:
                     st.button("Show it", key="build.revise.show", on_click=building.revise,
                               args=(batch.id, again_at))  # fmt: skip
 
-            with st.container(border=True):
-                st.markdown(f"**Make dataset** from the **{len(kept)}** accepted or edited candidate(s)")
-                if batch.dataset_id:
-                    made = workspace.dataset(batch.dataset_id)
-                    st.caption(
-                        f"This batch made **{md_escape(made.name if made else batch.dataset_id)}** "
-                        f"({building.stamp(batch.made_at)}, by {md_escape(batch.made_by or 'anonymous')}); "
-                        "making it again after more review stores the new set beside it."
-                    )
-                name = st.text_input("Name", value=f"{ds.name} (built, {batch.id[:6]})", key="build.name")
-                if st.button("Make dataset", icon=":material/library_add:", key="build.make", disabled=not kept):
-                    entry = workspace.make_dataset(batch.id, kept, name=name.strip() or ds.name,
-                                                   author=building.reviewer())  # fmt: skip
-                    state.flash(
-                        f"Dataset “{entry.name}” stored: {entry.n_queries} queries with their provenance, built from "
-                        f"“{ds.name}”. It is selected in the sidebar."
-                    )
-                    layout.rerun_with(view.with_(dataset=entry.id, runs=()))
+            if candidates:  # nothing to make a dataset of before a candidate is stored
+                with st.container(border=True):
+                    st.markdown(f"**Make dataset** from the **{len(kept)}** accepted or edited candidate(s)")
+                    if batch.dataset_id:
+                        made = workspace.dataset(batch.dataset_id)
+                        st.caption(
+                            f"This batch made **{md_escape(made.name if made else batch.dataset_id)}** "
+                            f"({building.stamp(batch.made_at)}, by {md_escape(batch.made_by or 'anonymous')}); "
+                            "making it again after more review stores the new set beside it."
+                        )
+                    name = st.text_input("Name", value=f"{ds.name} (built, {batch.id[:6]})", key="build.name")
+                    if st.button("Make dataset", icon=":material/library_add:", key="build.make", disabled=not kept):
+                        entry = workspace.make_dataset(batch.id, kept, name=name.strip() or ds.name,
+                                                       author=building.reviewer())  # fmt: skip
+                        state.flash(
+                            f"Dataset “{entry.name}” stored: {entry.n_queries} queries with their provenance, built from "
+                            f"“{ds.name}”. It is selected in the sidebar."
+                        )
+                        layout.rerun_with(view.with_(dataset=entry.id, runs=()))
 
 layout.finish(page, view)

@@ -162,6 +162,9 @@ def test_a_cancelled_batch_keeps_its_candidates_and_resumes_from_the_page(corpus
     at = open_page("build", {"ds": corpus_dataset})
     no_problems(at)
     assert "Generation stopped after 0 of 10 candidates" in " ".join(w.value for w in at.warning)
+    captions = " ".join(c.value for c in at.caption)
+    assert "0 of 10 candidates stored, stopped" in captions and "No candidate stored yet" in captions
+    assert not [m for m in at.markdown if "Make dataset" in m.value]  # nothing to make a dataset of yet
     _button(at, "build.resume").click().run()
     resumed = jobs.generation(batch)
     assert resumed is not None and resumed is not job and resumed.wait(120)
@@ -171,6 +174,26 @@ def test_a_cancelled_batch_keeps_its_candidates_and_resumes_from_the_page(corpus
     assert (found.status, found.stored) == ("complete", 10)
     assert not at.warning
     assert "**10** of 10 candidates left to review" in " ".join(m.value for m in at.markdown)
+    assert "10 of 10 candidates stored, complete" in " ".join(c.value for c in at.caption)
+
+
+def test_a_failed_generation_says_it_failed_not_that_it_was_cancelled(corpus_dataset, store_dir, monkeypatch) -> None:
+    monkeypatch.setenv("RAGMETRICS_MODELS", "dead=openai:http://127.0.0.1:9/v1?model=x&attempts=1&timeout=2&cache=off")
+    ws = Workspace(_store(store_dir))
+    entry = ws.dataset(corpus_dataset)
+    assert entry is not None
+    batch = ws.candidates.new_batch(corpus_dataset, "model", {"categories": {"factual": 5}, "seed": 3,
+                                                             "model": "dead"}, 5)  # fmt: skip
+    job = jobs.start_generation(
+        jobs.GenerationJob(ws.candidates, batch, entry.dataset, "model", {"factual": 5}, 3, model="dead")
+    )
+    assert job.wait(120) and job.status().error and not job.status().cancelled
+    at = open_page("build", {"ds": corpus_dataset})
+    assert not at.exception  # the one error shown is the generation's, below
+    errors = " ".join(e.value for e in at.error).replace("\\", "")
+    assert "Generation failed after 0 of 5 candidates" in errors and "Resume tries the rest again" in errors
+    assert not [w for w in at.warning if "cancelled" in w.value]
+    assert "0 of 5 candidates stored, stopped" in " ".join(c.value for c in at.caption)
 
 
 def test_a_registered_model_generates_through_the_page(corpus_dataset, store_dir, monkeypatch, tmp_path) -> None:
