@@ -192,6 +192,14 @@ def test_an_edit_is_checked_field_by_field(parent_dataset):
     with pytest.raises(RagMetricsError, match="query: expected a question"):
         apply_edit(record, query=" ", expected_answer="", keywords="", category="factual", difficulty="easy",
                    relevant="", known_docs=known)  # fmt: skip
+    # a negative query has no answer in the corpus: one left "negative" with an answer or a document is refused
+    for answer, relevant in (("", f"{doc}=2"), ("an answer", "")):
+        with pytest.raises(RagMetricsError, match="category negative: a negative query is one the corpus does not"):
+            apply_edit(record, query="q", expected_answer=answer, keywords="", category="negative",
+                       difficulty="easy", relevant=relevant, known_docs=known)  # fmt: skip
+    negative = apply_edit(record, query="q", expected_answer="", keywords="", category="negative", difficulty="easy",
+                          relevant="", known_docs=known)  # fmt: skip
+    assert negative["relevant_docs"] == {} and negative["category"] == "negative"
 
 
 def test_the_registry_names_each_generators_categories():

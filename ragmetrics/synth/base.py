@@ -6,7 +6,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-DEFAULT_CATEGORIES = ("factual", "reasoning", "summary", "procedural", "negative")
+NEGATIVE = "negative"
+"""The category of a query the corpus does not answer: no relevant document, no expected answer."""
+DEFAULT_CATEGORIES = ("factual", "reasoning", "summary", "procedural", NEGATIVE)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ import pandas as pd
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset
 from ragmetrics.store.candidates import CandidateStore, Reviewed
-from ragmetrics.synth.base import Candidate, Generator
+from ragmetrics.synth.base import NEGATIVE, Candidate, Generator
 from ragmetrics.synth.corpus import Corpus, Document, make_corpus, sample_sources
 from ragmetrics.synth.filters import flag
 from ragmetrics.synth.generators import GENERATORS
@@ -172,6 +172,12 @@ def apply_edit(
         raise RagMetricsError("category: expected a name, got nothing")
     if difficulty not in DIFFICULTY_LEVELS:
         raise RagMetricsError(f"difficulty {difficulty!r}: expected one of {', '.join(DIFFICULTY_LEVELS)}")
+    found = parse_relevant(relevant, known_docs)
+    if category.strip() == NEGATIVE and (found or expected_answer.strip()):
+        raise RagMetricsError(
+            f"category {NEGATIVE}: a negative query is one the corpus does not answer, so it has no relevant "
+            "document and no expected answer; clear them, or give the category it has"
+        )
     edited = dict(record)
     edited.update(
         query=query.strip(),
@@ -179,7 +185,7 @@ def apply_edit(
         expected_keywords=[k.strip() for k in keywords.split(",") if k.strip()],
         category=category.strip(),
         difficulty=difficulty,
-        relevant_docs=parse_relevant(relevant, known_docs),
+        relevant_docs=found,
     )
     return edited
 

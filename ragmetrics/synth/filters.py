@@ -33,7 +33,7 @@ from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.scripts import HAN_CHARACTER
 from ragmetrics.retrieve.adapters import Hit
 from ragmetrics.retrieve.bm25 import BM25
-from ragmetrics.synth.base import Candidate
+from ragmetrics.synth.base import NEGATIVE, Candidate
 from ragmetrics.synth.corpus import UNIT, Corpus
 from ragmetrics.synth.output import relevant_docs
 
@@ -181,7 +181,7 @@ def flag(
         run = longest_run(candidate.query, candidate.source.text)
         if run >= copy_run:
             flags.append(f"copies the source: a run of {run} words")
-        if candidate.category != "negative" and candidate.expected_answer.strip():
+        if candidate.category != NEGATIVE and candidate.expected_answer.strip():
             support = answer_support(candidate.expected_answer, candidate.source.text)
             if support < ANSWER_SUPPORT:
                 flags.append(f"expected answer not supported by the source: {support:.0%} of its words occur in it")
@@ -203,7 +203,7 @@ def _retrieval_flags(
             failed.append(f"not checked by {name}: {type(exc).__name__}: {str(exc)[:120]}")
     if not ranked:
         return failed
-    if candidate.category == "negative":
+    if candidate.category == NEGATIVE:
         keys = [k.lower() for k in candidate.expected_keywords]
         for name, ids in ranked.items():
             for chunk in ids:
