@@ -251,7 +251,7 @@ def ppi_mean(
             which = "" if strata is None else f" in stratum {str(names[g])!r}"
             raise RagMetricsError(
                 f"{int(mine.sum())} labelled quer{'y' if mine.sum() == 1 else 'ies'}{which} of {int(inside.sum())}: "
-                f"a corrected estimate needs at least {MIN_LABELLED} (label more, sample_plan says which)"
+                f"a corrected estimate needs at least {MIN_LABELLED} (label more queries of the human sample plan)"
             )
         fl, yl = f[mine], y[mine]
         cov = float(np.cov(yl, fl, ddof=1)[0, 1])
