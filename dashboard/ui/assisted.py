@@ -300,6 +300,10 @@ def _corrected_panel(selection: cache.Selection, spec: MetricSpec, help_: Assist
             f"; {sample.beyond} labelled beyond it join once it is" if sample.beyond else ""
         )
     st.markdown(planned + ".")
+    st.caption(
+        "A planned query counts once people labelled every pair the selected runs pool for it: another run pools "
+        "more pairs, and a query counted before can wait for them."
+    )
     if not help_.source:
         return
     human, judge = help_.human, help_.judge
@@ -425,7 +429,8 @@ def corrected_elsewhere(
     with st.expander(f"{title(spec)} corrected by the human sample ({badge})"):
         st.caption(
             f"A judge ({md_escape(assisted.judge_title(help_.source))}) labelled the unjudged documents of the runs' top "
-            f"{depth}; {len(sample.queries)} planned queries are labelled by people (the Judge page). Prediction-powered "
+            f"{depth}; {len(sample.queries)} planned queries are labelled by people (the Judge page; a query counts once "
+            "every pair these runs pool for it is, so another run can make it wait). Prediction-powered "
             "inference, 95% intervals."
         )
         digest = _digest(help_.human.to_numpy().tolist(), help_.judge.to_numpy().tolist())

@@ -253,7 +253,8 @@ def chunkings_panel(
         return view
     runs = Selection(selection.dataset_id, chunked, tuple(selection.by_id[rid] for rid in chunked))
     base_name = baseline.name if baseline.name in runs.names else runs.names[0]
-    with st.expander(f"Chunkings compared: {len(chunked)} chunked runs at document and span level", expanded=True):
+    heading = f"Chunked runs compared: {len(chunked)} runs whose rows are chunks (other chunkings, or other retrievers"
+    with st.expander(f"{heading} over chunks), at document and span level", expanded=True):
         left, _ = st.columns([2, 5])
         with left:
             budget = widgets.budget_picker("compare.budget", view.budget, force=page.fresh)

@@ -108,7 +108,14 @@ def page_setup(
         if picked != view.dataset:
             view, more = reconcile(
                 view.with_(
-                    dataset=picked, runs=(), baseline=None, focus_run=None, query=None, category=None, difficulty=None
+                    dataset=picked,
+                    runs=(),
+                    baseline=None,
+                    focus_run=None,
+                    query=None,
+                    category=None,
+                    difficulty=None,
+                    shown_judge=None,
                 ),
                 list(datasets),
                 lambda d: _facts(workspace, d),

@@ -32,6 +32,10 @@ def versions_panel(workspace: Workspace, dataset: DatasetEntry, view: ViewState)
                 "id": st.column_config.TextColumn("id", help="The version's content id: the `ds` of share links"),
                 "parent": st.column_config.TextColumn("parent", help="The version it was made from"),
                 "labels": st.column_config.NumberColumn("labels", format="%d", help="Labels it added to its parent"),
+                "people's": st.column_config.NumberColumn("people's", format="%d", help="Of them, people's labels"),
+                "judges'": st.column_config.NumberColumn(
+                    "judges'", format="%d", help="Of them, a judge's: judgments of this version, not a person's"
+                ),
                 "judgments": st.column_config.NumberColumn("judgments", format="%d"),
             },
         )

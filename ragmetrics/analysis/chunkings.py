@@ -219,7 +219,7 @@ def _summary(
     best = float(rows.at[winner, "mean"])
     if (rows["mean"] == best).all():
         return winner, (
-            f"At {budget} tokens of context, every chunking has the same {metric} ({best:.4f}) on the "
+            f"At {budget} tokens of context, every run has the same {metric} ({best:.4f}) on the "
             f"{int(rows['n'].min())} queries compared: none wins at equal token cost."
         )
     head = f"At {budget} tokens of context, {winner} has the highest {metric} ({best:.4f})"

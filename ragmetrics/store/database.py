@@ -882,9 +882,10 @@ class Store:
     def commit_labels(self, dataset: str, *, author: str = "anonymous", judges: bool = True) -> str | None:
         """Make the pending labels on ``dataset`` a new qrels version: a dataset whose judgments are the parent's
         plus the labels (the latest label of a pair wins, a person's over a judge's), with the parent's runs. Returns
-        its id (None when nothing is pending). ``judges=False``: people's labels only; the judges' stay pending on
-        ``dataset`` (beside the version's lineage, for agreement and corrected means), and their pairs stay unjudged.
-        A judge's label of a pair a person labelled anywhere on the lineage is never taken (it stays pending).
+        its id (None when nothing is pending). ``judges=False``: people's labels only; the judges' move to the new
+        version, pending there (for agreement and corrected means on the lineage, and for a later save of that
+        version to take), and their pairs stay unjudged. A judge's label of a pair a person labelled in a saved
+        version is never taken (it moves on, pending).
 
         The version takes exactly the labels it read, by id: they are stamped in the transaction that stores the
         version, so a label given meanwhile (another tab, judge or server) stays pending for the next one. When a
@@ -894,7 +895,7 @@ class Store:
         check_id(dataset, "dataset")
         taken: list[int] = []  # the labels the last attempt read, when another writer changed them
         for _ in range(COMMIT_ATTEMPTS):
-            rows = self._pending_rows(dataset)
+            rows = everything = self._pending_rows(dataset)
             a_judges = (rows["kind"] == "judgment") & (rows["source"] != "")
             if judges:  # a judge's label never goes in over a person's saved on the lineage (a pending one wins below)
                 pending_people = set(zip(rows.loc[~a_judges, "query_id"], rows.loc[~a_judges, "doc_id"], strict=True))
@@ -924,10 +925,17 @@ class Store:
             said = {c: str(listed[c].get(dataset) or "") for c in ("description", "targets")}
             row = _dataset_row(child, ident, f"labels on {dataset}", said["description"], said["targets"])
             taken = [int(i) for i in rows["id"]]  # the labels and the accepted suggestions they came from
+            left = sorted({int(i) for i in everything["id"]} - set(taken))  # the judges' left out
             now = time.time()
             try:
                 with self.engine.begin() as conn:
                     self._stamp(conn, taken, ident)
+                    for chunk in _per_statement(left):  # pending on the version now: it can take them later
+                        conn.execute(
+                            sa.update(labels_table)
+                            .where(labels_table.c.id.in_(chunk) & labels_table.c.version.is_(None))
+                            .values(dataset_id=ident)
+                        )
                     self._put(datasets_table, row, conn)
                     conn.execute(
                         self._insert(versions_table)

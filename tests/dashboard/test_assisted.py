@@ -177,14 +177,17 @@ def test_a_judge_resumes_and_never_overrides_a_person(tmp_path: Path) -> None:
     assert hers["label"] == 2 and hers["author"] == "ann"
     version = ws.commit_labels(entry.id, author="ann", judges=False)
     assert version is not None and ws.version_sources(version.id) == (1, 0)
-    assert len(ws.pending_labels(entry.id)) == len(pooled)  # the judge's stay pending, beside the lineage
+    assert ws.pending_labels(entry.id).empty  # the judge's moved on to the version, pending there
+    assert len(ws.pending_labels(version.id)) == len(pooled)
     assert len(assisted.judge_labels(ws.lineage_labels(version.id), source)) == len(pooled)
     # saved with the judges, they count apart, and the judge's grade of her pair never goes in over hers
-    both = ws.commit_labels(entry.id, author="ann", judges=True)
+    both = ws.commit_labels(version.id, author="ann", judges=True)
     assert both is not None and ws.version_sources(both.id) == (0, len(pooled) - 1)
-    assert (person["query_id"], person["doc_id"]) not in set(
-        zip(both.dataset.qrels["query_id"].astype(str), both.dataset.qrels["doc_id"].astype(str))
-    )
+    qrels = both.dataset.qrels
+    hers = qrels[
+        (qrels["query_id"].astype(str) == person["query_id"]) & (qrels["doc_id"].astype(str) == person["doc_id"])
+    ]
+    assert hers["relevance"].tolist() == [2]
     assert assisted.judge_sources(labels) == [source]
     assert assisted.judge_title(source).startswith("callable v0 · ")
     ws.store.engine.dispose()

@@ -195,13 +195,15 @@ def test_a_version_takes_people_s_labels_and_the_judges_only_when_asked(seeded, 
     at = open_page("judge", {**_params(seeded), "ds": people_only})
     no_problems(at)
     assert f"{2 * N_QUERIES - 1:,}** of" in _markdown(at).replace(",", "")
-    # on the original, asked: the judges' labels go in too, counted apart
-    at = open_page("judge", _params(seeded))
+    # the judges' labels moved on to the version, pending there: asked, its next save takes them, counted apart
+    at = open_page("judge", {**_params(seeded), "ds": people_only})
     ws = Workspace(_store(tmp_path))
-    ws.add_label(seeded["dataset"], "q01", "q01-b", TRUTH[("q01", "q01-b")], author="ann")
+    ws.add_label(people_only, "q01", "q01-b", TRUTH[("q01", "q01-b")], author="ann")
     ws.store.engine.dispose()
     at.run()
-    at.checkbox(key="judge.save_judges").check().run()
+    include = at.checkbox(key="judge.save_judges")
+    assert include.label == f"Include the judges' labels of {len(TRUTH) - 2} pair(s) nobody labelled"
+    include.check().run()
     at.button(key="judge.save").click().run()
     no_problems(at)
     said = " ".join(s.value for s in at.success).replace("\\", "")

@@ -127,7 +127,7 @@ def test_compare_shows_the_chunkings_in_one_view(scifact, chunked, tmp_path, mon
     ids = [store.put_run(run, ds) for run in runs]
     at = open_page("compare", {"ds": ds, "runs": ",".join(ids), "m": "recall", "k": "10", "tb": "1024"})
     no_problems(at)
-    assert any(e.label.startswith("Chunkings compared: 2 chunked runs") for e in at.expander)
+    assert any(e.label.startswith("Chunked runs compared: 2 runs whose rows are chunks") for e in at.expander)
     assert at.selectbox(key="compare.budget").value == 1024
     verdicts = [m.value for m in at.markdown if "At 1024 tokens of context" in m.value]
     assert len(verdicts) == 1

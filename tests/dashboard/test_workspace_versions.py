@@ -50,9 +50,12 @@ def test_a_saved_version_is_a_dataset_with_its_parents_runs_and_a_label_naming_i
     for member in (ds, v1.id, v2.id):
         assert [e.id for e in ws.family(member)] == [ds, v1.id, v2.id]
     table = ws.version_table(v2.id)
-    assert table.columns.tolist() == ["version", "name", "id", "parent", "author", "saved", "labels", "judgments"]
+    assert table.columns.tolist() == [
+        "version", "name", "id", "parent", "author", "saved", "labels", "people's", "judges'", "judgments"
+    ]  # fmt: skip
     assert table["version"].tolist() == ["v0 (original)", "v1", "v2"]
     assert table["author"].tolist() == ["", "ann", "bob"] and table["labels"].tolist() == [0, 1, 1]
+    assert table["people's"].tolist() == [0, 1, 1] and table["judges'"].tolist() == [0, 0, 0]
     assert table["parent"].tolist() == ["", "mini_eval", v1.name]
     # a dataset without versions is its own family, and keeps its plain name in the picker
     other = ws.add_dataset(load_dataset(DATA / "mini.qrel"))
