@@ -104,6 +104,31 @@ def test_every_option_has_help_text():
     assert missing == []
 
 
+def test_every_command_spells_its_formats_alike():
+    """One --format option (``add_format_option``): ``table`` is every command's default human-readable output, and
+    ``text`` (the name two commands used) reads as ``table`` (was: ``dataset check`` and ``diagnose`` said ``text``,
+    the rest ``table``). The leaderboard is a markdown table by default, its own kind."""
+    found = {}
+
+    def walk(parser: argparse.ArgumentParser, path: list[str]) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, [*path, name])
+            elif action.dest == "format":
+                found[" ".join(path)] = action
+
+    walk(build_parser(), [])
+    assert {"eval", "compare", "diagnose", "dataset check", "agree", "evidence", "history"} <= set(found)
+    for command, action in found.items():
+        if command == "leaderboard":
+            continue
+        assert action.default == "table" and next(iter(action.choices)) == "table", command
+        assert action.type is not None and action.type("text") == "table", command
+    code, out, _ = run_cli("dataset", "check", QRELS, "--format", "text")
+    assert code in (0, 1) and out.strip() and not out.lstrip().startswith("{")
+
+
 def test_llamaindex_mode_takes_the_rank_column_of_a_table_and_the_line_order_of_trec(tmp_path):
     """As docs/conventions.md says: a CSV run's rank column orders it; a TREC run's rank field is never read."""
     qrels = tmp_path / "qrels.txt"

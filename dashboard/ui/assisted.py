@@ -315,7 +315,7 @@ def _corrected_panel(selection: cache.Selection, spec: MetricSpec, help_: Assist
     except RagMetricsError as err:
         st.info(f"Label the planned queries to correct the judge's numbers ({md_escape(str(err))}).")
         return
-    _rough(table, "corrected_low", "corrected_high")
+    _warn_if_unreadable(table, "corrected_low", "corrected_high")
     spread = table[(table["corrected_high"] - table["corrected_low"]) > 1e-12]  # width 0: nothing to shrink
     first = spread.iloc[0] if len(spread) else table.iloc[0]
     if int(first["more"]) and len(spread):  # every query labelled: the judge adds nothing, no more can be labelled
@@ -344,7 +344,7 @@ def _corrected_panel(selection: cache.Selection, spec: MetricSpec, help_: Assist
     )
 
 
-def _rough(table: pd.DataFrame, low: str, high: str) -> None:
+def _warn_if_unreadable(table: pd.DataFrame, low: str, high: str) -> None:
     """Say when the corrected intervals of ``table`` cannot be read yet: fewer labelled queries than
     :data:`ragmetrics.analysis.ppi.FEW_LABELLED`, or an interval of width 0 (the labelled queries all score alike:
     no spread to measure the judge's error with)."""
@@ -450,7 +450,9 @@ def corrected_elsewhere(
                 f"Label the planned queries on the Judge page to correct the judge's numbers ({md_escape(str(err))})."
             )
             return
-        _rough(table, *(("corrected_low", "corrected_high") if baseline is None else ("ci_low", "ci_high")))
+        _warn_if_unreadable(
+            table, *(("corrected_low", "corrected_high") if baseline is None else ("ci_low", "ci_high"))
+        )
         for row in table.itertuples(index=False):
             if baseline is None:
                 st.markdown(

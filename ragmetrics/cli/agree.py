@@ -13,7 +13,7 @@ from typing import TextIO
 
 from ragmetrics.analysis.agreement import DEFAULT_DEPTHS, RBO_PERSISTENCE, Agreement, agreement
 from ragmetrics.cli.inputs import read_runs
-from ragmetrics.cli.options import whole_number
+from ragmetrics.cli.options import add_format_option, whole_number
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.io.source import open_source
 
@@ -99,5 +99,5 @@ def agree_parser(p: argparse.ArgumentParser) -> None:
         help="overlap@k and churn@k cut-off (repeatable; default 10)",
     )
     p.add_argument("--per-query", action="store_true", help="also print per-query values")
-    p.add_argument("--format", choices=["table", "json", "csv", "markdown"], default="table", help="output format")
+    add_format_option(p, "json", "csv", "markdown")
     p.set_defaults(handler=cmd_agree)

@@ -33,6 +33,7 @@ from ragmetrics.cli.options import (
     add_data_options,
     add_engine_options,
     add_eval_options,
+    add_format_option,
     add_metric_option,
     add_ppi_options,
     add_test_options,
@@ -309,7 +310,7 @@ def compare_parser(p: argparse.ArgumentParser) -> None:
         "pair's corrected p-value does not depend on which run is the baseline, as on every dashboard page "
         "(default); baseline = each run against the baseline x every metric",
     )
-    p.add_argument("--format", choices=["table", "json"], default="table", help="table (default) or json")
+    add_format_option(p, "json")
     add_ppi_options(p)
     add_engine_options(p, per_query_out=False)
     p.set_defaults(handler=cmd_compare)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ragmetrics.cli.inputs import read_runs
-from ragmetrics.cli.options import add_store_option, probability
+from ragmetrics.cli.options import add_format_option, add_store_option, probability
 from ragmetrics.cli.synth import parse_categories
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset
@@ -155,6 +155,6 @@ def dataset_parser(p: argparse.ArgumentParser) -> None:
     c.add_argument("--run", action="append", help="a run on the set; two or more: whether the set separates them")
     c.add_argument("--metric", default="ndcg@10", help="the metric of the power check (default ndcg@10)")
     c.add_argument("--delta", type=probability, help="the difference to detect (default: each pair's observed one)")
-    c.add_argument("--format", choices=["text", "json"], default="text", help="output format")
+    add_format_option(c, "json")
     add_store_option(c)  # the set's age is the time the store received it, when it holds it
     c.set_defaults(handler=cmd_check)

@@ -9,7 +9,7 @@ from typing import TextIO
 from ragmetrics.analysis.diagnosis import RunTraits, diagnose_run, findings_frame, run_traits
 from ragmetrics.cli.evaluating import evaluate_runs
 from ragmetrics.cli.inputs import read_inputs
-from ragmetrics.cli.options import add_data_options, add_eval_options, whole_number
+from ragmetrics.cli.options import add_data_options, add_eval_options, add_format_option, whole_number
 from ragmetrics.io.export import to_safe_csv
 from ragmetrics.io.runmeta import parse_tags, read_sidecar, retriever_tags
 
@@ -60,7 +60,7 @@ def diagnose_parser(p: argparse.ArgumentParser) -> None:
         "Without either, a run's kind is read from its name and its scores",
     )
     add_eval_options(p, bounds=False)
-    p.add_argument("--format", choices=["text", "json", "csv"], default="text", help="text (default), json or csv")
+    add_format_option(p, "json", "csv")
     p.add_argument(
         "--fail-on-error", action="store_true", help="exit 1 when a finding has severity 'error' (easy queries missed)"
     )

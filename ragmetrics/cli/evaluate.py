@@ -14,6 +14,7 @@ from ragmetrics.cli.options import (
     add_data_options,
     add_engine_options,
     add_eval_options,
+    add_format_option,
     add_merged_options,
     add_metric_option,
     add_ppi_options,
@@ -137,11 +138,12 @@ def eval_parser(p: argparse.ArgumentParser) -> None:
         help="conventions: trec_eval (default) or LlamaIndex RetrieverEvaluator",
     )
     p.add_argument("--per-query", action="store_true", help="also print per-query values")
-    p.add_argument(
-        "--format",
-        choices=["table", "json", "csv", "markdown"],
-        default="table",
-        help="table: trec_eval's layout (default); json; csv (formula-neutral); markdown",
+    add_format_option(
+        p,
+        "json",
+        "csv",
+        "markdown",
+        help_text="table: trec_eval's layout (default); json; csv (formula-neutral); markdown",
     )
     add_engine_options(p)
     add_ppi_options(p)

@@ -16,7 +16,13 @@ from typing import TextIO
 from ragmetrics.analysis.chunkings import EVIDENCE_WORDS, ChunkingComparison, compare_chunkings
 from ragmetrics.analysis.stats import family_text
 from ragmetrics.cli.inputs import read_inputs
-from ragmetrics.cli.options import add_data_options, add_metric_option, add_test_options, whole_number
+from ragmetrics.cli.options import (
+    add_data_options,
+    add_format_option,
+    add_metric_option,
+    add_test_options,
+    whole_number,
+)
 from ragmetrics.engine import align
 from ragmetrics.engine.evidence import EVIDENCE_METRICS, EvidenceResult, evaluate_evidence, spans_from_answers
 from ragmetrics.engine.metrics import BUDGET_SUFFIX
@@ -154,5 +160,5 @@ def evidence_parser(p: argparse.ArgumentParser) -> None:
         "--budget", type=whole_number(1), default=512, help="with --baseline: the token budget (default 512)"
     )
     add_test_options(p)
-    p.add_argument("--format", choices=["table", "json"], default="table", help="table (trec_eval's layout) or json")
+    add_format_option(p, "json", help_text="table (trec_eval's layout, default) or json")
     p.set_defaults(handler=cmd_evidence)

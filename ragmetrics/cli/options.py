@@ -30,6 +30,23 @@ def add_metric_option(p: argparse.ArgumentParser, help_text: str) -> None:
     p.add_argument("-m", "--metric", action=MetricList, help=f"{help_text} (repeatable, or a comma-separated list)")
 
 
+def _format_name(text: str) -> str:
+    return "table" if text == "text" else text
+
+
+def add_format_option(p: argparse.ArgumentParser, *others: str, help_text: str = "") -> None:
+    """``--format``, spelled the same on every command: ``table`` (the default, the command's own human-readable
+    output; ``text`` is read as ``table``) or one of ``others`` (``json``, ``csv``, ``markdown``, ``yaml``)."""
+    choices = ["table", *others]
+    p.add_argument(
+        "--format",
+        type=_format_name,
+        choices=choices,
+        default="table",
+        help=help_text or f"{', '.join(choices[:-1])} or {choices[-1]} (default table)",
+    )
+
+
 def whole_number(minimum: int) -> Callable[[str], int]:
     """An argparse type: a whole number of at least ``minimum``."""
 

@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING, TextIO
 from ragmetrics.analysis.history import timeline_csv, timeline_text
 from ragmetrics.analysis.per_query import read_per_query
 from ragmetrics.cli.inputs import read_inputs
-from ragmetrics.cli.options import add_data_options, add_store_option, add_stored_dataset_option, add_test_options
+from ragmetrics.cli.options import (
+    add_data_options,
+    add_format_option,
+    add_store_option,
+    add_stored_dataset_option,
+    add_test_options,
+)
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import is_content_id as is_id
 from ragmetrics.io.runmeta import check_key, ir_metadata_yaml, parse_tags, read_sidecar, retriever_tags
@@ -220,7 +226,7 @@ def history_parser(p: argparse.ArgumentParser) -> None:
         if action.dest == "correction":
             action.default = "none"
             action.help = "correction over the steps (default none: each step is its own question)"
-    p.add_argument("--format", choices=["table", "json", "csv"], default="table", help="table (default), json, csv")
+    add_format_option(p, "json", "csv")
     p.set_defaults(handler=cmd_history)
 
 
@@ -248,10 +254,7 @@ def meta_parser(p: argparse.ArgumentParser) -> None:
     add_stored_dataset_option(p, required=False)
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="set a tag (repeatable)")
     p.add_argument("--unset", action="append", metavar="KEY", help="remove a tag (repeatable)")
-    p.add_argument(
-        "--format",
-        choices=["table", "json", "yaml"],
-        default="table",
-        help="table (default), json, or yaml: the run's ir_metadata (PRIMAD) description",
+    add_format_option(
+        p, "json", "yaml", help_text="table (default), json, or yaml: the run's ir_metadata (PRIMAD) description"
     )
     p.set_defaults(handler=cmd_meta)
