@@ -13,7 +13,7 @@ from dashboard.core.share import ViewState
 from dashboard.core.specs import MetricSpec, title
 from dashboard.core.text import highlight_html, md_escape
 from dashboard.data.workspace import DatasetEntry, Workspace
-from dashboard.ui import judging, layout, state
+from dashboard.ui import assisted, judging, layout, state
 
 
 def conflict_notice(workspace: Workspace, ds: DatasetEntry) -> None:
@@ -219,13 +219,18 @@ def pending_panel(workspace: Workspace, ds: DatasetEntry, view: ViewState, pendi
             "judgments of the version, which every page then scores as the truth (the version records them as "
             "the judges': Workspace, Qrels versions).",
         )
+    job = assisted.current_job(ds.id)
+    judging_now = job is not None and job.status().running
     if st.button(
         "Save as a new qrels version",
         key="judge.save",
         type="primary",
         icon=":material/save:",
-        disabled=given.empty and not with_judges,
-        help="Makes a new dataset: these judgments plus the labels, with this dataset's runs; the page opens it.",
+        disabled=(given.empty and not with_judges) or judging_now,
+        help="A judge is labelling this dataset: save when it ends (or cancel it), so that the labels it gives "
+        "are not left behind on this version; people's labels are kept in the store meanwhile."
+        if judging_now
+        else "Makes a new dataset: these judgments plus the labels, with this dataset's runs; the page opens it.",
     ):
         saved = judging.save_version(workspace, ds, judges=with_judges)
         if saved is not None:

@@ -5,6 +5,7 @@ corrected numbers appear as people label the planned sample."""
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -27,9 +28,7 @@ def _store(folder: Path) -> Store:
     return Store(f"sqlite:///{folder / 'ragmetrics.sqlite'}")
 
 
-@pytest.fixture
-def seeded(tmp_path, monkeypatch, model_stub) -> dict[str, str]:
-    stub = model_stub(stub_answer)
+def _seed(tmp_path, monkeypatch, stub) -> dict[str, str]:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("RAGMETRICS_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("RAGMETRICS_SAMPLES", "off")
     monkeypatch.setenv("RAGMETRICS_MODELS", f"stubjudge=openai:{stub.url}?model=stub-model&cache=off")
@@ -41,6 +40,11 @@ def seeded(tmp_path, monkeypatch, model_stub) -> dict[str, str]:
     ids = {"dataset": entry.id, **{run.name: ws.add_run(entry.id, run).id for run in runs}}
     ws.store.engine.dispose()
     return ids
+
+
+@pytest.fixture
+def seeded(tmp_path, monkeypatch, model_stub) -> dict[str, str]:
+    return _seed(tmp_path, monkeypatch, model_stub(stub_answer))
 
 
 def _params(ids: dict[str, str]) -> dict[str, str]:
@@ -208,3 +212,33 @@ def test_a_version_takes_people_s_labels_and_the_judges_only_when_asked(seeded, 
     no_problems(at)
     said = " ".join(s.value for s in at.success).replace("\\", "")
     assert f"1 people's, {len(TRUTH) - 2} a judge's." in said
+
+
+def test_save_waits_for_the_judge_running_on_the_dataset(tmp_path, monkeypatch, model_stub) -> None:
+    """A save while a judge labels the dataset would leave the labels it gives afterwards behind on this version:
+    the button waits (people's labels are in the store meanwhile) and says why."""
+    release = threading.Event()
+
+    def held(messages: list[dict]) -> str:
+        release.wait(60)
+        return stub_answer(messages)
+
+    ids = _seed(tmp_path, monkeypatch, model_stub(held))
+    store = _store(tmp_path)
+    store.add_label(ids["dataset"], "q00", "q00-b", TRUTH[("q00", "q00-b")], author="ann")
+    store.engine.dispose()
+    at = open_page("judge", _params(ids))
+    no_problems(at)
+    assert not at.button(key="judge.save").disabled
+    at.selectbox(key="judge.run_judge").set_value("endpoint")
+    next(b for b in at.button if b.label == "Run the judge over the pool").click()
+    at.run()
+    try:
+        save = at.button(key="judge.save")
+        assert save.disabled and "A judge is labelling this dataset" in str(save.help)
+    finally:
+        release.set()
+    assert at.session_state[JOB_KEY].wait(60)
+    at.run()
+    no_problems(at)
+    assert not at.button(key="judge.save").disabled
