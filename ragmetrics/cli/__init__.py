@@ -45,7 +45,11 @@ class Command:
 COMMANDS: dict[str, Command] = {
     "eval": Command("evaluate runs against a dataset", "evaluate", "eval_parser"),
     "compare": Command("compare runs with a baseline: deltas, CIs, paired tests", "compare", "compare_parser"),
-    "agree": Command("how much two runs agree, no judgments needed: RBO, overlap@k, churn@k", "agree", "agree_parser"),
+    "agree": Command(
+        "how much two runs agree, no judgments needed: RBO, overlap@k, churn@k (a judge with people: judge agree)",
+        "agree",
+        "agree_parser",
+    ),
     "evidence": Command(
         "how much of the gold evidence spans the retrieved chunks hand over (at k chunks or T tokens)",
         "evidence",

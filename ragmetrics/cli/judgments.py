@@ -152,5 +152,8 @@ def judge_parser(p: argparse.ArgumentParser) -> None:
     m.set_defaults(handler=cmd_judge_merge)
     run_options(actions.add_parser("run", help="label a pool's pairs with a registered judge, with their provenance"))
     agree_options(
-        actions.add_parser("agree", help="a judge's agreement with people: kappa, confusion matrix, where it errs")
+        actions.add_parser(
+            "agree",
+            help="a judge's agreement with people: kappa, confusion matrix, where it errs (two runs: ragmetrics agree)",
+        )
     )
