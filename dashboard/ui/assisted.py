@@ -317,8 +317,8 @@ def _corrected_panel(selection: cache.Selection, spec: MetricSpec, help_: Assist
         return
     _warn_if_unreadable(table, "corrected_low", "corrected_high")
     spread = table[(table["corrected_high"] - table["corrected_low"]) > 1e-12]  # width 0: nothing to shrink
-    first = spread.iloc[0] if len(spread) else table.iloc[0]
-    if int(first["more"]) and len(spread):  # every query labelled: the judge adds nothing, no more can be labelled
+    first = spread.iloc[0] if len(spread) else None
+    if first is not None and int(first["more"]):  # every query labelled: the judge adds nothing, no more to label
         st.markdown(
             f"{int(first['more']):,} more labelled queries would shrink the corrected interval of "
             f"**{md_escape(str(first['run']))}** to about **±{first['projected']:.3f}** "

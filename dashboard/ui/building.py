@@ -200,9 +200,8 @@ def batch_label(batch: Batch) -> str:
 
 def batch_state(batch: Batch) -> str:
     """Where ``batch`` stands: ``7 of 10 candidates stored, generating``; ``, made a dataset`` once it did."""
-    words = {"generating": "generating", "complete": "complete", "stopped": "stopped"}
     made = ", made a dataset" if batch.dataset_id else ""
-    return f"{batch.stored:,} of {batch.requested:,} candidates stored, {words.get(batch.status, batch.status)}{made}"
+    return f"{batch.stored:,} of {batch.requested:,} candidates stored, {batch.status}{made}"
 
 
 def decision_rows(candidates: Sequence[Reviewed]) -> list[dict[str, Any]]:

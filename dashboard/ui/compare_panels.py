@@ -190,7 +190,7 @@ def segments_panel(
             f"{md_escape(focus.name)} against {md_escape(base.name)} on {title(spec)} within each group; "
             + (
                 "p-values uncorrected"
-                if cmp.correction_title(correction) == "uncorrected"
+                if cmp.is_uncorrected(correction)
                 else f"{cmp.correction_title(correction)}-corrected within each facet, over the family of the table "
                 "above (every pair of the selected runs × the compared metrics) × the facet's groups"
             )

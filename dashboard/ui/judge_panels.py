@@ -167,8 +167,11 @@ def pair_panel(
                     )
 
 
-def pending_panel(workspace: Workspace, ds: DatasetEntry, view: ViewState, pending: pd.DataFrame) -> None:
-    """The labels given on this version and not saved yet: withdraw some, or save them all as a qrels version."""
+def pending_panel(
+    workspace: Workspace, ds: DatasetEntry, view: ViewState, pending: pd.DataFrame, labelled: pd.DataFrame
+) -> None:
+    """The labels given on this version and not saved yet (``pending``; ``labelled``: the pairs people labelled on
+    the lineage): withdraw some, or save them all as a qrels version."""
     st.subheader("Labels given, not in a qrels version yet")
     given = judge.pending_table(pending, judging.accepted_suggestions(workspace, ds.id))
     if given.empty:
@@ -208,7 +211,7 @@ def pending_panel(workspace: Workspace, ds: DatasetEntry, view: ViewState, pendi
                 + (f" {kept} pair(s) labelled again meanwhile by another judge kept that label." if kept else "")
             )
             st.rerun()
-    judged_only = judging.pending_judge_pairs(workspace, ds.id)
+    judged_only = judging.pending_judge_pairs(workspace, ds.id, labelled)
     with_judges = False
     if judged_only:
         with_judges = st.checkbox(

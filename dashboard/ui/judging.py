@@ -210,11 +210,11 @@ def pending(workspace: Workspace, dataset_id: str) -> pd.DataFrame:
     return workspace.pending_labels(dataset_id, judges=False)
 
 
-def pending_judge_pairs(workspace: Workspace, dataset_id: str) -> int:
-    """How many pairs a judge labelled on the dataset, not saved yet, that no person labelled on its lineage (the
-    judges' labels a version could take)."""
+def pending_judge_pairs(workspace: Workspace, dataset_id: str, people_labelled: pd.DataFrame) -> int:
+    """How many pairs a judge labelled on the dataset, not saved yet, that no person labelled on its lineage
+    (``people_labelled``: :func:`labelled`): the judges' labels a version could take."""
     everyone = workspace.pending_labels(dataset_id)
-    people = set(zip(*(labelled(workspace, dataset_id)[c].astype(str) for c in ("query_id", "doc_id"))))
+    people = set(zip(*(people_labelled[c].astype(str) for c in ("query_id", "doc_id"))))
     return sum((q, d) not in people for q, d in zip(everyone["query_id"].astype(str), everyone["doc_id"].astype(str)))
 
 

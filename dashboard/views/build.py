@@ -107,8 +107,7 @@ else:
                 progress()
             else:
                 ended = current.status() if current is not None else None
-                failed = ended is not None and bool(ended.error) and not ended.cancelled
-                if failed and ended is not None:
+                if ended is not None and ended.error and not ended.cancelled:
                     st.error(
                         md_escape(
                             f"Generation failed after {batch.stored:,} of {batch.requested:,} candidates: "

@@ -78,7 +78,7 @@ if page.alignments and page.dataset is not None:
     pair = None if claim is None else judge.next_pair(todo, (claim.query_id, claim.doc_id))
     conflict_notice(workspace, ds)
     pair_panel(page, ds, pair, claim, todo, counts, pending, spec, baseline_name, depth)
-    pending_panel(workspace, ds, view, pending)
+    pending_panel(workspace, ds, view, pending, labelled)
     assisted.panels(workspace, ds, selection, spec, helper)
     view = view.with_(
         queue=st.session_state["judge.order"], plan=st.session_state["judge.plan"], shown_judge=helper.source or None

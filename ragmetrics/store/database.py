@@ -715,9 +715,7 @@ class Store:
     def _by_a_person(self, t: sa.Table) -> Any:
         """A person's judgment (not a suggestion, not a judge's label): what makes a pair judged for the people
         judging it (a judge's label neither hides a pair from them nor conflicts with their label)."""
-        if not self._has(t, "source"):
-            return t.c.kind == "judgment"
-        return (t.c.kind == "judgment") & (t.c.source == "")
+        return (t.c.kind == "judgment") & self._a_persons_row(t)
 
     def _a_persons_row(self, t: sa.Table) -> Any:
         """A row a person gave: their judgment or the suggestion they accepted (not a judge's label)."""
