@@ -13,7 +13,7 @@ import ragmetrics as rm
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.provenance import Provenance
 from ragmetrics.store.database import Store, labels_table
-from ragmetrics.store.provenance import add_judge_labels, parse_source, version_sources
+from ragmetrics.store.provenance import add_judge_labels, parse_source, sources_by_version, version_sources
 
 RULE = Provenance("rule", "1", "0123456789abcdef", 1.0)
 LEARNED = Provenance("learned", "1", "fedcba9876543210", 2.0)
@@ -50,6 +50,17 @@ def test_judge_labels_keep_their_provenance_and_versions_count_them_apart(store_
         authors = dict(conn.execute(sa.select(labels_table.c.doc_id, labels_table.c.author)
                                     .where(labels_table.c.doc_id.in_(["u2", "u5"]))).all())  # fmt: skip
     assert authors == {"u2": RULE.source, "u5": "ci"}
+    # a second version on top, then both read in one query: each as read alone, in the order asked
+    add_judge_labels(store, version, [("q1", "u7", 1)], RULE)
+    store.add_label(version, "q2", "u3", 0, author="ana")  # a person over the judge's saved label
+    second = store.commit_labels(version, judges=True)
+    assert second is not None
+    both = sources_by_version(store, [second, version, "0" * 16])
+    assert both["version"].tolist() == [second, second, version, version, version]
+    for one in (version, second):
+        alone = version_sources(store, one)
+        assert both[both["version"] == one].drop(columns="version").reset_index(drop=True).equals(alone)
+    assert version_sources(store, second)[["source", "labels"]].values.tolist() == [["human", 1], [RULE.source, 1]]
 
 
 def test_a_judges_label_leaves_its_pair_to_people(store_url):

@@ -309,6 +309,8 @@ def test_a_difference_is_planned_at_the_level_the_family_s_correction_tests_its_
     assert planning_words("none", 0.05, 6) == "α = 0.05, uncorrected"
     assert planning_words("holm", 0.05, 6) == "α / 6 = 0.0083, the level of Holm's first and strictest step"
     assert planning_words("bonferroni", 0.05, 6) == "α / 6 = 0.0083, Bonferroni's level for every comparison"
+    # every correction of the registry has its words
+    assert set(stats.STRICTEST_LEVEL) == {c for c in stats.CORRECTIONS if not stats.is_uncorrected(c)}
     # a difference found at alpha / m is significant under Holm whatever its rank: its corrected p is below alpha
     p = np.array([0.05 / 6 * 0.999, 0.0001, 0.3, 0.8, 0.04, 0.01])
     assert stats.holm(p)[0] < 0.05 and stats.bonferroni(p)[0] < 0.05

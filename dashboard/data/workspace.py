@@ -565,9 +565,16 @@ class Workspace:
     def version_sources(self, version: str) -> tuple[int, int]:
         """How many of the labels saved in the qrels version ``version`` are people's and how many a judge's
         (:func:`ragmetrics.store.provenance.version_sources`)."""
-        counts = provenance.version_sources(self.store, version)
-        people = int(counts.loc[counts["source"] == "human", "labels"].sum())
-        return people, int(counts["labels"].sum()) - people
+        return self.versions_sources([version]).get(version, (0, 0))
+
+    def versions_sources(self, versions: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """:meth:`version_sources` of each of ``versions`` (one read of the store); a version without labels
+        is left out."""
+        counts = provenance.sources_by_version(self.store, versions)
+        human = counts["source"] == "human"
+        people = counts[human].groupby("version")["labels"].sum()
+        everyone = counts.groupby("version")["labels"].sum()
+        return {str(v): (int(people.get(v, 0)), int(n) - int(people.get(v, 0))) for v, n in everyone.items()}
 
     def version_table(self, dataset_ident: str) -> pd.DataFrame:
         """``version, name, id, parent, author, saved, labels, people's, judges', judgments`` of each qrels version
@@ -575,9 +582,10 @@ class Workspace:
         and ``judges'`` (a judge's label is a judgment of the version, never read as a person's)."""
         family = self.family(dataset_ident)
         names = {e.id: e.name for e in family}
+        sources = self.versions_sources([e.id for e in family if e.version is not None])
         rows = []
         for e in family:
-            people, judges = (0, 0) if e.version is None else self.version_sources(e.id)
+            people, judges = sources.get(e.id, (0, 0))
             rows.append(
                 {
                     "version": f"v{e.version.number}" if e.version else "v0 (original)",

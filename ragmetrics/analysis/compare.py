@@ -410,14 +410,7 @@ def planning_words(correction: str | None, alpha: float, family_size: int) -> st
     if stats.is_uncorrected(correction):
         return f"α = {alpha:g}, uncorrected"
     level = planning_alpha(correction, alpha, family_size)
-    why = {
-        "holm": "the level of Holm's first and strictest step",
-        "bonferroni": "Bonferroni's level for every comparison",
-    }
-    return (
-        f"α / {max(family_size, 1)} = {level:.2g}, "
-        f"{why.get(str(correction), f'the strictest level {stats.correction_title(correction)} tests at')}"
-    )
+    return f"α / {max(family_size, 1)} = {level:.2g}, {stats.STRICTEST_LEVEL[stats.checked_correction(correction)]}"
 
 
 def _pair(

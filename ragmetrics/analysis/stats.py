@@ -333,6 +333,12 @@ CORRECTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "none": uncorrected,
 }
 """Multiple-comparison corrections by name: the one place one is added."""
+STRICTEST_LEVEL: dict[str, str] = {
+    "holm": "the level of Holm's first and strictest step",
+    "bonferroni": "Bonferroni's level for every comparison",
+}
+"""What ``alpha / m`` is to each correction of :data:`CORRECTIONS` (but ``none``): the words a plan made at that
+level gives (``ragmetrics.analysis.compare.planning_words``); a correction added there is described here."""
 
 
 def family_text(correction: str | None, size: int, scope: str = "") -> str:

@@ -894,7 +894,7 @@ class Store:
         taken: list[int] = []  # the labels the last attempt read, when another writer changed them
         for _ in range(COMMIT_ATTEMPTS):
             rows = everything = self._pending_rows(dataset)
-            a_judges = (rows["kind"] == "judgment") & (rows["source"] != "")
+            a_judges = ~rows["persons"]
             if judges:  # a judge's label never goes in over a person's saved on the lineage (a pending one wins below)
                 pending_people = set(zip(rows.loc[~a_judges, "query_id"], rows.loc[~a_judges, "doc_id"], strict=True))
                 saved = set(self.labelled_pairs(dataset).itertuples(index=False, name=None)) - pending_people
@@ -960,17 +960,18 @@ class Store:
 
     def _pending_rows(self, dataset: str) -> pd.DataFrame:
         """Every label row pending on ``dataset`` (every kind), oldest first: ``id, query_id, doc_id, label, kind,
-        source``."""
+        source, persons`` (``persons``: a row a person gave, :meth:`_a_persons_row`)."""
         t = labels_table
+        persons = sa.case((self._a_persons_row(t), True), else_=False).label("persons")
         query = (
-            sa.select(t.c.id, t.c.query_id, t.c.doc_id, t.c.label, t.c.kind, self._column(t, "source"))
+            sa.select(t.c.id, t.c.query_id, t.c.doc_id, t.c.label, t.c.kind, self._column(t, "source"), persons)
             .where((t.c.dataset_id == dataset) & t.c.version.is_(None))
             .order_by(t.c.id)
         )
+        columns = ["id", "query_id", "doc_id", "label", "kind", "source", "persons"]
         with self.engine.connect() as conn:
-            return pd.DataFrame(
-                conn.execute(query).mappings().all(), columns=["id", "query_id", "doc_id", "label", "kind", "source"]
-            )
+            frame = pd.DataFrame(conn.execute(query).mappings().all(), columns=columns)
+        return frame.astype({"persons": bool})
 
     def _stamp(self, conn: Any, ids: Sequence[int], version: str) -> None:
         """Stamp the pending labels ``ids`` with ``version``; :class:`_LabelsChanged` (the transaction rolls back)

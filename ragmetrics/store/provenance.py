@@ -5,7 +5,8 @@ existed, and every label :meth:`Store.add_label` keeps), ``judge:NAME@VERSION#HA
 (:class:`Provenance`). A store made before the column existed gets it, empty, when it is opened (its labels are
 all human). Judge labels go in with :func:`add_judge_labels` only, which refuses to write to a store that lacks the
 column (a judge's label never reads as a person's), and never over a pair that a person judged.
-:func:`version_sources` says how many of a qrels version's labels are human and how many each judge's.
+:func:`version_sources` says how many of a qrels version's labels are human and how many each judge's
+(:func:`sources_by_version`: of several versions at once).
 """
 
 from __future__ import annotations
@@ -87,26 +88,39 @@ def version_sources(store: Store, version: str) -> pd.DataFrame:
     """How many of the labels that went into the qrels version ``version`` are a person's and how many each
     judge's (the latest label of a pair counts, as in the version): ``source`` (``human`` or the judge's source
     text), ``judge``, ``judge_version``, ``config_hash`` (empty for people), ``labels``; people first."""
+    return sources_by_version(store, [version]).drop(columns="version")
+
+
+def sources_by_version(store: Store, versions: Sequence[str]) -> pd.DataFrame:
+    """:func:`version_sources` of each of ``versions``, read in one query: the same columns after ``version``,
+    versions in the order given (a version without labels has no row)."""
     t = labels_table
     source = t.c.source if store._has(t, "source") else sa.literal(HUMAN).label("source")
+    wanted = [check_id(v, "version") for v in versions]
     query = (
-        sa.select(t.c.id, t.c.query_id, t.c.doc_id, source)
-        .where((t.c.version == check_id(version, "version")) & (t.c.kind == "judgment"))
+        sa.select(t.c.id, t.c.version, t.c.query_id, t.c.doc_id, source)
+        .where(t.c.version.in_(wanted) & (t.c.kind == "judgment"))
         .order_by(t.c.id)
     )
     with store.engine.connect() as conn:
-        frame = pd.DataFrame(conn.execute(query).mappings().all(), columns=["id", "query_id", "doc_id", "source"])
-    latest = people_last(frame).drop_duplicates(["query_id", "doc_id"], keep="last")
-    counts = latest.groupby("source", sort=True).size()
+        frame = pd.DataFrame(
+            conn.execute(query).mappings().all(), columns=["id", "version", "query_id", "doc_id", "source"]
+        )
+    latest = people_last(frame).drop_duplicates(["version", "query_id", "doc_id"], keep="last")
+    counts = latest.groupby(["version", "source"], sort=True).size()
     out = []
-    for text, n in counts.items():
+    for (version, text), n in counts.items():
         parsed = parse_source(str(text))
         judge, judge_version, digest = parsed if parsed is not None else ("", "", "")
-        out.append({"source": text or "human", "judge": judge, "judge_version": judge_version, "config_hash": digest,
-                    "labels": int(n)})  # fmt: skip
-    columns = ["source", "judge", "judge_version", "config_hash", "labels"]
+        out.append({"version": version, "source": text or "human", "judge": judge, "judge_version": judge_version,
+                    "config_hash": digest, "labels": int(n)})  # fmt: skip
+    columns = ["version", "source", "judge", "judge_version", "config_hash", "labels"]
     result = pd.DataFrame(out, columns=columns)
-    return result.sort_values(["judge", "source"], kind="stable").reset_index(drop=True)
+    order = {v: i for i, v in enumerate(wanted)}
+    result = result.assign(_order=result["version"].map(order))
+    return (
+        result.sort_values(["_order", "judge", "source"], kind="stable").drop(columns="_order").reset_index(drop=True)
+    )
 
 
 def lineage_labels(store: Store, dataset: str) -> pd.DataFrame:
