@@ -15,7 +15,9 @@ import ragmetrics as rm
 from ragmetrics.analysis.compare import compare_result
 from ragmetrics.analysis.judging import merge, pool
 from ragmetrics.cli import main
+from ragmetrics.cli.judging import read_tsv
 from ragmetrics.io import load_dataset, load_run
+from ragmetrics.judges.base import pairs_from_pool
 
 SCIFACT = Path(__file__).parent / "data" / "scifact"
 RUNS = [SCIFACT / "bm25-stem.trec.gz", SCIFACT / "dense-all-minilm-l6-v2.trec.gz", SCIFACT / "hybrid-rrf60.trec.gz"]
@@ -133,6 +135,32 @@ def test_the_pool_carries_text_when_the_dataset_knows_it(tmp_path):
         rows = list(csv.reader(handle, delimiter="\t"))
     assert rows[0] == ["query_id", "doc_id", "best_rank", "text"]
     assert all(len(r) == 4 and 1 <= int(r[2]) <= 3 and r[3] for r in rows[1:])
+
+
+def test_a_judge_reads_the_same_passage_from_a_pool_with_text_one_without_and_the_pool_in_memory(tmp_path):
+    """The passage a judge grades is the document's title and text, its white space collapsed, whichever way the
+    pool was made: so the same judge (one provenance hash) gives the same labels from the CLI and the dashboard."""
+    sample = Path(__file__).parents[1] / "sample_runs" / "scifact"
+    data = ["--dataset", sample / "qrels.tsv", "--corpus", sample / "corpus.jsonl.gz"]
+    made = ["--run", sample / "runs" / "bm25-stem.trec.gz", "--depth", 3]
+    assert run_cli("pool", *data, *made, "-o", tmp_path / "text.tsv")[0] == 0
+    assert run_cli("pool", "--dataset", sample / "qrels.tsv", *made, "-o", tmp_path / "bare.tsv")[0] == 0
+    dataset = load_dataset(sample / "qrels.tsv", corpus=sample / "corpus.jsonl.gz")
+    in_memory = pool(dataset, [load_run(sample / "runs" / "bm25-stem.trec.gz")], 3)
+    read = {name: read_tsv(tmp_path / f"{name}.tsv", "pool") for name in ("text", "bare")}
+    assert "text" in read["text"].columns and "text" not in read["bare"].columns
+    passages = [
+        [(p.query_id, p.doc_id, p.text) for p in pairs_from_pool(dataset, frame)]
+        for frame in (read["text"], read["bare"], in_memory)
+    ]
+    assert passages[0] == passages[1] == passages[2]
+    # without the corpus, the pool file's text is the passage: the same, quotes and all
+    alone = rm.Dataset.from_frames(dataset.qrels, dataset.queries)
+    assert [(p.query_id, p.doc_id, p.text) for p in pairs_from_pool(alone, read["text"])] == passages[0]
+    assert any('"' in t for _, _, t in passages[0])
+    documents = dataset.documents.set_index("doc_id")
+    titled = [(d, t) for _, d, t in passages[0] if documents.loc[d, "title"]]
+    assert titled and all(t.startswith(" ".join(documents.loc[d, "title"].split())) for d, t in titled)
 
 
 def _qrels_and_labels(folder, qrels: str, labels: str):

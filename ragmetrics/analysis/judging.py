@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 
 def pool(dataset: Dataset, runs: Sequence[Run | Alignment], depth: int, **conventions: Any) -> pd.DataFrame:
     """Unjudged pairs of the runs' top ``depth``: ``query_id, doc_id, best_rank, runs`` (how many runs retrieved
-    it there) and ``text`` when the dataset's documents or a run's chunks carry it, in the dataset's query order.
+    it there) and ``text`` when the dataset's documents (:meth:`Dataset.document_texts`, title and text) or a run's
+    chunks carry it, in the dataset's query order.
 
     A query of the dataset that judges no document yet (a new query, a generated one) is pooled too: its top
     ``depth`` in the run's own order (:func:`ragmetrics.analysis.fusion.ranked_frame`, trec_eval's), every document
@@ -69,9 +70,8 @@ def pool(dataset: Dataset, runs: Sequence[Run | Alignment], depth: int, **conven
     if "text" in stacked.columns:
         texts = stacked.dropna(subset=["text"]).drop_duplicates(["query_id", "doc_id"])[["query_id", "doc_id", "text"]]
         out = out.merge(texts, on=["query_id", "doc_id"], how="left")
-    documents = dataset.documents
-    if documents is not None and "text" in documents.columns:
-        corpus = documents.drop_duplicates("doc_id").set_index("doc_id")["text"]
+    corpus = dataset.document_texts()
+    if corpus is not None:
         known = out["doc_id"].map(corpus)
         out["text"] = known.where(known.notna(), out["text"]) if "text" in out.columns else known
     out = out.sort_values(["q", "best_rank", "doc_id"], kind="stable").drop(columns="q").reset_index(drop=True)

@@ -38,7 +38,8 @@ def cmd_pool(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     # best_rank: the best rank any run gave the pair (a judge's rank feature and where it errs read it)
     columns = ["query_id", "doc_id", "best_rank", *(["text"] if "text" in pairs.columns else [])]
     with replacing(output) as partial, open(partial, "w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle, delimiter="\t", lineterminator="\n")
+        # as read_tsv reads it: no quoting (a quote in a passage stays one character; text holds no tab or newline)
+        writer = csv.writer(handle, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_NONE, quotechar=None)
         writer.writerow(columns)
         for row in pairs[columns].itertuples(index=False):
             # ids stay exact (the labels come back keyed on them); text is neutralised for spreadsheets

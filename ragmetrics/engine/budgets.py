@@ -91,15 +91,8 @@ def row_texts(alignment: Alignment) -> list[str]:
 
 
 def _corpus_texts(alignment: Alignment) -> dict[str, str] | None:
-    documents = alignment.dataset.documents
-    if documents is None or "text" not in documents.columns:
-        return None
-    corpus = documents.drop_duplicates("doc_id").set_index("doc_id")
-    text = corpus["text"].fillna("").astype(str)
-    if "title" in corpus.columns:
-        title = corpus["title"].fillna("").astype(str)
-        text = (title + "\n" + text).where(title != "", text)
-    return {str(k): v for k, v in text.to_dict().items()}
+    text = alignment.dataset.document_texts()
+    return None if text is None else {str(k): v for k, v in text.to_dict().items()}
 
 
 def tokenizer(alignment: Alignment) -> Tokenizer:

@@ -40,16 +40,12 @@ def ranked_texts(alignment: Alignment) -> list[str]:
         texts = joined.agg("\n".join)
         keys = list(zip(ranking.q.tolist(), (ranking.pos + 1).tolist()))
         return [texts.get(key, "") for key in keys]
-    documents = alignment.dataset.documents
-    if documents is None or "text" not in documents.columns:
+    full = alignment.dataset.document_texts()
+    if full is None:
         raise RagMetricsError(
             "keyword and answer metrics read the retrieved text: give a run with a text column, or the dataset's "
             "corpus (--corpus corpus.jsonl, a BEIR folder)"
         )
-    corpus = documents.drop_duplicates("doc_id").set_index("doc_id")
-    title = corpus["title"].fillna("").astype(str) if "title" in corpus.columns else None
-    text = corpus["text"].fillna("").astype(str)
-    full = (title + "\n" + text) if title is not None else text
     lookup = full.to_dict()
     return [lookup.get(doc, "") for doc in ranking.docs().tolist()]
 

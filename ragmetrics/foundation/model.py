@@ -454,6 +454,21 @@ class Dataset:
         """The queries as a pandas frame (``expected_keywords`` as Python lists), built on each call."""
         return table_frame(self.queries_table)
 
+    def document_texts(self) -> pd.Series | None:
+        """Each document's text as every reader of the corpus takes it (token budgets, keyword and answer
+        metrics, pools, judges), indexed by document id: its title, a newline and its text; the text alone when
+        it has no title. None when the dataset holds no document text. A document listed twice counts once (the
+        first)."""
+        documents = self.documents
+        if documents is None or "text" not in documents.columns:
+            return None
+        corpus = documents.drop_duplicates("doc_id").set_index("doc_id")
+        text = corpus["text"].fillna("").astype(str)
+        if "title" in corpus.columns:
+            title = corpus["title"].fillna("").astype(str)
+            text = (title + "\n" + text).where(title != "", text)
+        return text
+
     @property
     def query_ids(self) -> np.ndarray:
         """The query ids in dataset order, as a Python object array."""

@@ -149,24 +149,22 @@ def max_grade(dataset: Dataset) -> int:
 def pairs_from_pool(dataset: Dataset, pool: pd.DataFrame) -> list[Pair]:
     """The pairs of a pool frame (``query_id, doc_id`` and optionally ``text``, ``best_rank`` or ``rank``,
     ``score``), with the dataset's query text, expected answer, keywords and category; a document's text comes
-    from the pool, else from the dataset's documents (title and text), else is empty. Without a rank column a
-    pair's rank is its position among its query's pairs in the pool (the pool lists them by best rank)."""
+    from the dataset's documents (:meth:`Dataset.document_texts`: title and text), else from the pool (a run's
+    chunk text, a pool file's text column), else is empty, its white space collapsed to single spaces as
+    ``ragmetrics pool`` writes it: a judge reads the same passage from a pool file with text, one without, and
+    the dashboard's pool. Without a rank column a pair's rank is its position among its query's pairs in the pool
+    (the pool lists them by best rank)."""
     queries = {str(row["query_id"]): row for row in dataset.queries.drop_duplicates("query_id").to_dict("records")}
-    corpus: dict[str, str] = {}
-    documents = dataset.documents
-    if documents is not None and "text" in documents.columns:
-        titles = documents["title"] if "title" in documents.columns else [""] * len(documents)
-        for doc, title, text in zip(documents["doc_id"], titles, documents["text"], strict=True):
-            corpus[str(doc)] = " ".join(s for s in (title, text) if isinstance(s, str) and s)
+    texts = dataset.document_texts()
+    corpus = {} if texts is None else {str(doc): text for doc, text in texts.items()}
     rank_column = next((c for c in ("best_rank", "rank") if c in pool.columns), None)
     seen: dict[str, int] = {}
     out = []
     for row in pool.to_dict("records"):
         q, d = str(row["query_id"]), str(row["doc_id"])
         seen[q] = seen.get(q, 0) + 1
-        text = row.get("text")
-        if not isinstance(text, str) or not text:
-            text = corpus.get(d, "")
+        text = corpus.get(d) or row.get("text")
+        text = " ".join(text.split()) if isinstance(text, str) else ""  # as a pool file holds it
         info = queries.get(q)
         score = row.get("score")
         out.append(
