@@ -10,6 +10,7 @@ docs/ppi.md (``python tests/test_ppi.py`` prints them).
 from __future__ import annotations
 
 import functools
+import io
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,8 +18,18 @@ import pytest
 
 import ragmetrics as rm
 from ragmetrics.analysis import stats
-from ragmetrics.analysis.ppi import Corrected, corrected_comparison, corrected_means, ppi_mean, ppi_paired, sample_plan
+from ragmetrics.analysis.ppi import (
+    FEW_LABELLED,
+    Corrected,
+    corrected_comparison,
+    corrected_means,
+    ppi_mean,
+    ppi_paired,
+    sample_plan,
+    unreadable,
+)
 from ragmetrics.analysis.verdicts import verdict
+from ragmetrics.cli import main
 from ragmetrics.foundation.errors import RagMetricsError
 
 SEEDS = 1_000
@@ -311,3 +322,24 @@ def test_a_stratum_with_too_few_labelled_queries_is_named():
     strata = np.array(["a"] * 6 + ["b"] * 6, dtype=object)
     with pytest.raises(RagMetricsError, match=r"^1 labelled query in stratum 'b' of 6: a corrected estimate needs"):
         ppi_mean(f, y, strata=strata)
+
+
+def test_eval_says_an_interval_of_width_0_measures_nothing_however_many_queries_are_labelled(tmp_path):
+    """40 queries, each run's relevant document at rank 1: 30 human-labelled queries all score 1, so the corrected
+    interval has width 0; the CLI says so (not only below 30 labelled queries) and forecasts no shrinking."""
+    ids = [f"q{i:02d}" for i in range(40)]
+    (tmp_path / "known.qrels").write_text("".join(f"{q} 0 {q}-rel 1\n" for q in ids[:20]))
+    (tmp_path / "judge.qrels").write_text("".join(f"{q} 0 {q}-rel 1\n{q} 0 {q}-other 0\n" for q in ids[20:]))
+    (tmp_path / "human.qrels").write_text("".join(f"{q} 0 {q}-rel 1\n{q} 0 {q}-other 0\n" for q in ids[:30]))
+    (tmp_path / "run.trec").write_text("".join(f"{q} Q0 {q}-rel 1 2.0 r\n{q} Q0 {q}-other 2 1.0 r\n" for q in ids))
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["eval", "--dataset", str(tmp_path / "known.qrels"), "--run", str(tmp_path / "run.trec"), "-m", "ndcg@10",
+            "--judge-qrels", str(tmp_path / "judge.qrels"), "--human-qrels", str(tmp_path / "human.qrels")]  # fmt: skip
+    assert main(argv, out, err) == 0, err.getvalue()
+    assert "30 of 40 queries human-labelled" in out.getvalue()
+    assert "corrected 1.0000 [1.0000, 1.0000]" in out.getvalue()
+    assert "the 30 human-labelled queries score alike here, so an interval has width 0" in err.getvalue()
+    assert "more labelled" not in out.getvalue()  # no forecast for an interval with no width to shrink
+    assert unreadable(FEW_LABELLED, [0.1, 0.0])[0] == "flat"
+    assert unreadable(FEW_LABELLED - 1, [0.1])[0] == "few"
+    assert unreadable(FEW_LABELLED, [0.1, 0.2]) is None

@@ -23,8 +23,8 @@ from dashboard.core.text import md_escape
 from dashboard.data.jobs import JudgeJob
 from dashboard.data.workspace import DatasetEntry, Workspace
 from dashboard.ui import cache, layout, state
+from ragmetrics.analysis import ppi
 from ragmetrics.analysis.judging import pool
-from ragmetrics.analysis.ppi import FEW_LABELLED
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.judges.base import JudgeLabel, max_grade, pairs_from_pool, provenance_of
 from ragmetrics.judges.registry import JUDGES, JudgeInputs, make_judge
@@ -345,22 +345,15 @@ def _corrected_panel(selection: cache.Selection, spec: MetricSpec, help_: Assist
 
 
 def _warn_if_unreadable(table: pd.DataFrame, low: str, high: str) -> None:
-    """Say when the corrected intervals of ``table`` cannot be read yet: fewer labelled queries than
-    :data:`ragmetrics.analysis.ppi.FEW_LABELLED`, or an interval of width 0 (the labelled queries all score alike:
-    no spread to measure the judge's error with)."""
+    """Say when the corrected intervals of ``table`` cannot be read yet (:func:`ragmetrics.analysis.ppi.unreadable`:
+    an interval of width 0, or fewer labelled queries than :data:`ragmetrics.analysis.ppi.FEW_LABELLED`)."""
     n = int(table["n_labelled"].iloc[0]) if len(table) else 0
-    flat = bool(len(table)) and bool(((table[high] - table[low]).abs() <= 1e-12).any())
-    if flat:
+    note = ppi.unreadable(n, (table[high] - table[low]).to_numpy()) if len(table) else None
+    if note is not None:
+        kind, words = note
         st.warning(
-            f"The {n} labelled queries score alike here, so an interval has width 0: it measures nothing yet, least "
-            "of all certainty. Label more of the plan.",
-            icon=":material/warning:",
-        )
-    elif n < FEW_LABELLED:
-        st.warning(
-            f"{n} labelled queries: below {FEW_LABELLED} the normal interval is rough (it can be too narrow). Label "
-            "more of the plan.",
-            icon=":material/info:",
+            f"{words[0].upper()}{words[1:]}. Label more of the plan.",
+            icon=":material/warning:" if kind == "flat" else ":material/info:",
         )
 
 

@@ -69,6 +69,24 @@ FEW_LABELLED = 30
 they all score alike (docs/ppi.md measures it); the CLI and the dashboard say so."""
 
 
+def unreadable(n_labelled: int, widths: Sequence[float] | np.ndarray) -> tuple[str, str] | None:
+    """Why corrected intervals of these ``widths`` (high minus low), from ``n_labelled`` human-labelled queries,
+    cannot be read yet, as ``(kind, words)``: ``("flat", ...)`` when one has width 0 (the labelled queries all
+    score alike: no spread to measure the judge's error with), ``("few", ...)`` below :data:`FEW_LABELLED`; None
+    when they can. The CLI and the dashboard say these words."""
+    if (np.abs(np.asarray(widths, dtype=np.float64)) <= 1e-12).any():
+        return "flat", (
+            f"the {n_labelled} human-labelled queries score alike here, so an interval has width 0: it measures "
+            "nothing yet, least of all certainty"
+        )
+    if n_labelled < FEW_LABELLED:
+        return "few", (
+            f"{n_labelled} human-labelled queries: below {FEW_LABELLED} the normal interval is rough (it can be too "
+            "narrow)"
+        )
+    return None
+
+
 def _z(confidence: float) -> float:
     from statistics import NormalDist  # noqa: PLC0415 (start-up: every CLI command reads this module's choices)
 

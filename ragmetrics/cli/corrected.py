@@ -77,9 +77,6 @@ def _interval(value: float, low: float, high: float, signed: bool = False) -> st
     return f"{value:{form}} [{low:{form}}, {high:{form}}]"
 
 
-FEW_LABELLED = ppi.FEW_LABELLED
-
-
 def _footer(args: argparse.Namespace, frame: pd.DataFrame, out: TextIO) -> None:
     row = frame.iloc[0]
     labelled, queries = int(row["n_labelled"]), int(row["n_queries"])
@@ -95,13 +92,17 @@ def _footer(args: argparse.Namespace, frame: pd.DataFrame, out: TextIO) -> None:
     )
 
 
-def _few(frame: pd.DataFrame, err: TextIO) -> None:
+def _unreadable(frame: pd.DataFrame, err: TextIO) -> None:
+    """The note when the intervals cannot be read yet (:func:`ppi.unreadable`)."""
     n = int(frame["n_labelled"].min()) if len(frame) else 0
-    if n < FEW_LABELLED:
-        err.write(
-            f"ragmetrics: note: {n} human-labelled queries: below {FEW_LABELLED} the normal interval is rough (it "
-            "can be too narrow, or of width 0 when they all score alike); label more (--plan)\n"
-        )
+    note = ppi.unreadable(n, (frame["ci_high"] - frame["ci_low"]).to_numpy()) if len(frame) else None
+    if note is not None:
+        err.write(f"ragmetrics: note: {note[1]}; label more (--plan)\n")
+
+
+def _shrinks(ci_low: float, ci_high: float, more: int, projected: float) -> str:
+    """ "with N more labelled: about +-x", unless nothing is left to label or the interval has no width to shrink."""
+    return f"  with {more} more labelled: about +-{projected:.4f}" if more and ci_high - ci_low > 1e-12 else ""
 
 
 def _json(frame: pd.DataFrame, key: str, out: TextIO) -> None:
@@ -121,7 +122,7 @@ def eval_corrected(
         raise RagMetricsError("--format markdown: not with --judge-qrels (table, json or csv)")
     judge, human, labelled = evaluate_labelled(args, dataset, runs, metrics)
     frame = ppi.corrected_means(judge.runs, human.runs, labelled.queries, **_options(args, judge))
-    _few(frame, err)
+    _unreadable(frame, err)
     if args.format == "json":
         _json(frame, "corrected", out)
     elif args.format == "csv":
@@ -132,7 +133,7 @@ def eval_corrected(
                 f"{r.metric:<14} {r.run:<24} corrected {_interval(r.estimate, r.ci_low, r.ci_high)}  "
                 f"judge-only {_interval(r.judge, r.judge_low, r.judge_high)}  "
                 f"human-only {_interval(r.human, r.human_low, r.human_high)}  lambda {r.lam:.2f}"
-                + (f"  with {r.more} more labelled: about +-{r.projected:.4f}" if r.more else "")
+                + _shrinks(r.ci_low, r.ci_high, r.more, r.projected)
                 + "\n"
             )
         _footer(args, frame, out)
@@ -155,7 +156,7 @@ def compare_corrected(
         alpha=args.alpha,
         **_options(args, judge),
     )
-    _few(frame, err)
+    _unreadable(frame, err)
     if args.format == "json":
         _json(frame, "comparisons", out)
         return judge

@@ -106,7 +106,7 @@ def test_the_endpoint_judge_runs_then_agreement_and_corrected_numbers_follow_the
         r"3 more labelled queries would shrink the corrected interval of \*\*beta\*\* to about \*\*±", text
     )
     assert "interval of **alpha**" not in text
-    assert "The 3 labelled queries score alike here, so an interval has width 0" in " ".join(
+    assert "The 3 human-labelled queries score alike here, so an interval has width 0" in " ".join(
         w.value for w in at.warning
     )
     corrected = next(d.value for d in at.dataframe if "corrected" in d.value.columns)
