@@ -167,6 +167,17 @@ def test_dataset_check_coverage_size_and_power(tmp_path):
     out = io.StringIO()
     assert main(["dataset", "check", str(evalset), "--run", str(good), "--run", str(bad)], out, err) == 0
     assert ": separated by these 60 queries" in out.getvalue()
+    # five queries without a relevant document (negatives) are not evaluated: the power counts the sixty compared
+    unanswerable = [{"query_id": f"n{i}", "query": f"no answer {i}", "category": "negative"} for i in range(5)]
+    mixed = _write(tmp_path / "with-negatives.jsonl", many + unanswerable)
+    half = _trec(tmp_path / "half.trec", {f"q{i}": [f"d{i}"] if i < 30 else ["z"] for i in range(60)})
+    out = io.StringIO()
+    assert main(["dataset", "check", str(mixed), "--run", str(good), "--run", str(half)], out, io.StringIO()) == 0
+    assert ": separated by these 60 queries; at 80% power they detect" in out.getvalue()
+    # a difference the same on every query (here 1): no spread to estimate a detectable difference from
+    out = io.StringIO()
+    assert main(["dataset", "check", str(mixed), "--run", str(good), "--run", str(bad)], out, io.StringIO()) == 0
+    assert "their difference is the same on every one of them" in out.getvalue() and "0.0000" not in out.getvalue()
     # more queries than a stage asks is said, not a finding (it only adds power)
     out = io.StringIO()
     assert main(["dataset", "check", str(evalset), "--stage", "prototype"], out, err) == 0

@@ -520,7 +520,8 @@ def discriminative_power(
     seed: int = 0,
     n_resamples: int = stats.DEFAULT_RESAMPLES,
 ) -> pd.DataFrame:
-    """Every run pair's p-value for ``metric``; the share below ``alpha`` is the dataset's discriminative power."""
+    """Every run pair's p-value for ``metric``; the share below ``alpha`` is the dataset's discriminative power.
+    ``n``: the queries the pair is compared on (those with a value in both runs)."""
     names = result.run_names
     rows = []
     for i, a in enumerate(names):
@@ -529,5 +530,5 @@ def discriminative_power(
             x, y = (at_queries(result.runs[r].array(metric), result.runs[r].query_ids, ids) for r in (a, b))
             keep = ~(np.isnan(x) | np.isnan(y))
             row = _pair(str(metric), a, b, x[keep], y[keep], test, n_resamples, seed)
-            rows.append({**row, "significant": row["p_value"] < alpha})
-    return pd.DataFrame(rows, columns=["run_a", "run_b", "delta", "p_value", "significant", "sd_difference"])
+            rows.append({**row, "significant": row["p_value"] < alpha, "n": int(keep.sum())})
+    return pd.DataFrame(rows, columns=["run_a", "run_b", "delta", "p_value", "significant", "sd_difference", "n"])

@@ -207,9 +207,9 @@ def power_rows(
     with warnings.catch_warnings():  # evaluate has said what it had to say about the runs' coverage
         warnings.simplefilter("ignore", RagMetricsWarning)
         table = discriminative_power(result, metric, alpha=ALPHA, seed=seed)
-    n = len(dataset)
     rows = []
     for row in table.to_dict("records"):
+        n = int(row["n"])  # the queries evaluated on both runs, not every query of the set (a negative one has none)
         sd = float(row["sd_difference"])
         detectable = min_detectable_delta(sd, n, alpha=ALPHA, power=POWER) if sd == sd else float("nan")
         wanted = delta if delta is not None else abs(float(row["delta"]))
@@ -218,8 +218,13 @@ def power_rows(
         verdict = "separated" if separated else "NOT separated"
         line = (
             f"power: {row['run_a']} vs {row['run_b']} on {metric}: difference {row['delta']:+.4f}, "
-            f"p={row['p_value']:.3g}: {verdict} by these {n} queries; at {POWER:.0%} power they detect "
-            f"{detectable:.4f}"
+            f"p={row['p_value']:.3g}: {verdict} by these {n} queries; "
+            + (
+                f"at {POWER:.0%} power they detect {detectable:.4f}"
+                if sd > 0
+                else "their difference is the same on every one of them, so the smallest detectable difference "
+                "cannot be estimated"
+            )
         )
         if needed is not None:
             more = max(0, needed - n)
