@@ -340,6 +340,13 @@ def test_eval_says_an_interval_of_width_0_measures_nothing_however_many_queries_
     assert "corrected 1.0000 [1.0000, 1.0000]" in out.getvalue()
     assert "the 30 human-labelled queries score alike here, so an interval has width 0" in err.getvalue()
     assert "more labelled" not in out.getvalue()  # no forecast for an interval with no width to shrink
+    # a human label of a query neither the dataset nor the judge has (a typo) is said, not dropped unseen
+    with (tmp_path / "human.qrels").open("a") as handle:
+        handle.write("nosuchq 0 docx 1\n")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(argv, out, err) == 0, err.getvalue()
+    assert "labels 1 query that neither the dataset nor the judge's labels have ['nosuchq']" in err.getvalue()
+    assert "30 of 40 queries human-labelled" in out.getvalue()
     assert unreadable(FEW_LABELLED, [0.1, 0.0])[0] == "flat"
     assert unreadable(FEW_LABELLED - 1, [0.1])[0] == "few"
     assert unreadable(FEW_LABELLED, [0.1, 0.2]) is None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import warnings
 from typing import Any, TextIO
 
 import pandas as pd
@@ -20,9 +21,10 @@ from ragmetrics.analysis.stats import family_text
 from ragmetrics.cli.evaluating import evaluate_runs
 from ragmetrics.cli.inputs import judges_of
 from ragmetrics.cli.options import LAMBDAS
-from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io import load_dataset
+from ragmetrics.io.source import names_of
 
 
 def evaluate_labelled(
@@ -39,6 +41,17 @@ def evaluate_labelled(
         raise RagMetricsError(f"{args.human_qrels}: --human-qrels holds a judge's labels ({', '.join(judges)}), "
                               "not people's; give them as --judge-qrels")  # fmt: skip
     labelled = with_labels(dataset, load_dataset(args.judge_qrels), load_dataset(args.human_qrels))
+    population = set(labelled.judge.queries_table.column("query_id").to_pylist())
+    outside = [q for q in labelled.queries if q not in population]
+    if outside:
+        many = len(outside) != 1
+        warnings.warn(
+            f"{args.human_qrels} labels {len(outside)} quer{'ies' if many else 'y'} that neither the dataset nor "
+            f"the judge's labels have {names_of(outside, 5)}: left out of the human sample (a sampled query left "
+            "out makes the sample no longer random); check the query ids",
+            RagMetricsWarning,
+            stacklevel=1,
+        )
     if args.strata and args.strata not in dataset.queries_table.column_names:
         raise RagMetricsError(f"--strata {args.strata}: the dataset's queries have no such column")
     if args.strata and not any(
