@@ -87,7 +87,9 @@ def check(candidates, categories, sources_used, language):
         assert p["generator"] == "model" and p["model_name"] == "gen" and "qwen2.5" in p["model"]
         assert p["prompt_version"] == prompt_for(c.category, language).version
         assert p["prompts_version"] == PROMPTS_VERSION
-        assert p["source_span"] == f"{c.source.start}-{c.source.end}" and p["source_doc"] == c.source.doc_id
+        # doc[start:end], as the extractive generator writes it and docs/synth.md says
+        assert p["source_span"] == f"{c.source.doc_id}[{c.source.start}:{c.source.end}]"
+        assert p["source_doc"] == c.source.doc_id
         assert int(p["seed"]) >= 0 and p["language"] == language
         assert c.source in sources_used and c.difficulty == "medium" and c.query
         assert (c.expected_answer == "") == (c.category == "negative")

@@ -24,6 +24,11 @@ class Source:
     end: int
     language: str
 
+    def span(self, start: int = 0, end: int | None = None) -> str:
+        """A candidate's ``source_span`` provenance, ``doc[start:end]`` in the document's characters: the passage's
+        characters ``start:end`` (default: all of it)."""
+        return f"{self.doc_id}[{self.start + start}:{self.start + (len(self.text) if end is None else end)}]"
+
 
 @dataclass(frozen=True)
 class Candidate:

@@ -250,7 +250,7 @@ class ExtractiveGenerator:
             "seed": str(seed),
             "chunker": self.corpus.chunker,
             "chunk_id": source.chunk_id,
-            "source_span": f"{source.doc_id}[{source.start + span[0]}:{source.start + span[1]}]",
+            "source_span": source.span(*span),
             **extra,
         }
         return Candidate(query, answer, tuple(keywords), category, difficulty, source, provenance)

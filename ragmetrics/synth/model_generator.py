@@ -279,7 +279,7 @@ class ModelGenerator:
                 "attempt": str(attempt + 1),
                 "source_doc": source.doc_id,
                 "source_chunk": source.chunk_id,
-                "source_span": f"{source.start}-{source.end}",
+                "source_span": source.span(0, source.end - source.start),
                 "language": source.language,
             }
             return Candidate(
