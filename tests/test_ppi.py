@@ -347,6 +347,17 @@ def test_eval_says_an_interval_of_width_0_measures_nothing_however_many_queries_
     assert main(argv, out, err) == 0, err.getvalue()
     assert "labels 1 query that neither the dataset nor the judge's labels have ['nosuchq']" in err.getvalue()
     assert "30 of 40 queries human-labelled" in out.getvalue()
+    # a query only the judge's labels judge, none relevant (a negative one pooled): counted, and said so
+    assert "judged by the judge's labels alone" not in err.getvalue()
+    with (tmp_path / "judge.qrels").open("a") as handle:
+        handle.write("neg1 0 neg1-x 0\nneg2 0 neg2-x 0\n")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(argv, out, err) == 0, err.getvalue()
+    assert (
+        "2 queries the dataset does not judge are judged by the judge's labels alone, none relevant" in err.getvalue()
+    )
+    assert "['neg1', 'neg2']: the corrected means count them" in err.getvalue()
+    assert "30 of 42 queries human-labelled" in out.getvalue()
     assert unreadable(FEW_LABELLED, [0.1, 0.0])[0] == "flat"
     assert unreadable(FEW_LABELLED - 1, [0.1])[0] == "few"
     assert unreadable(FEW_LABELLED, [0.1, 0.2]) is None

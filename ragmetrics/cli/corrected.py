@@ -42,6 +42,7 @@ def evaluate_labelled(
                               "not people's; give them as --judge-qrels")  # fmt: skip
     labelled = with_labels(dataset, load_dataset(args.judge_qrels), load_dataset(args.human_qrels))
     population = set(labelled.judge.queries_table.column("query_id").to_pylist())
+    _judged_by_the_judge_alone(args, dataset, labelled)
     outside = [q for q in labelled.queries if q not in population]
     if outside:
         many = len(outside) != 1
@@ -64,6 +65,30 @@ def evaluate_labelled(
     judge = evaluate_runs(args, labelled.judge, runs, metrics)
     human = evaluate_runs(args, labelled.human, runs, metrics)
     return judge, human, labelled
+
+
+def _judged_by_the_judge_alone(args: argparse.Namespace, dataset: Dataset, labelled: Labelled) -> None:
+    """Warn of the queries the dataset does not judge that the judge's labels bring in with nothing relevant: the
+    corrected means count them, where plain ``eval`` leaves a query without judgments out (a negative query, one
+    with no answer in the corpus, belongs out of the pool)."""
+    known = set(dataset.qrels_table.column("query_id").to_pylist())
+    qrels = labelled.judge.qrels
+    brought = qrels[~qrels["query_id"].isin(known)]
+    if brought.empty:
+        return
+    relevant = brought.groupby("query_id")["relevance"].max() >= 1
+    empty = sorted(str(q) for q in relevant.index[~relevant.to_numpy()])
+    if empty:
+        many = len(empty) != 1
+        warnings.warn(
+            f"{args.judge_qrels}: {len(empty)} quer{'ies' if many else 'y'} the dataset does not judge "
+            f"{'are' if many else 'is'} judged by the judge's labels alone, none relevant {names_of(empty, 5)}: the "
+            "corrected means count them (0 where a metric needs a relevant document), where plain eval leaves a "
+            "query without judgments out; a query with no answer in the corpus (a negative one) belongs out of the "
+            "pool",
+            RagMetricsWarning,
+            stacklevel=1,
+        )
 
 
 def _options(args: argparse.Namespace, result: EvalResult) -> dict[str, Any]:
