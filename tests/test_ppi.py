@@ -361,3 +361,23 @@ def test_eval_says_an_interval_of_width_0_measures_nothing_however_many_queries_
     assert unreadable(FEW_LABELLED, [0.1, 0.0])[0] == "flat"
     assert unreadable(FEW_LABELLED - 1, [0.1])[0] == "few"
     assert unreadable(FEW_LABELLED, [0.1, 0.2]) is None
+
+
+def test_a_corrected_delta_from_fewer_labelled_queries_than_a_segment_needs_is_too_few_to_tell(tmp_path):
+    """Run a always finds the relevant document, run b never: a difference of 1 on every query. With 5 human-labelled
+    queries the p-value is tiny, yet no verdict is given (as for a segment of fewer than 10 queries); with 12 it is."""
+    ids = [f"q{i:02d}" for i in range(40)]
+    qrels = rm.Dataset.from_dict({q: {f"{q}-rel": 1, f"{q}-other": 0} for q in ids})
+    runs = [
+        rm.Run.from_dict({q: {f"{q}-rel": 2.0, f"{q}-other": 1.0} for q in ids}, name="a"),
+        rm.Run.from_dict({q: {f"{q}-other": 2.0, f"{q}-rel": 1.0} for q in ids}, name="b"),
+    ]
+    judged = rm.evaluate(qrels, runs, ["ndcg@1"], warn=False).runs
+    for n, too_few in ((5, True), (12, False)):
+        frame = corrected_comparison(judged, judged, ids[:n], baseline="b", correction="holm")
+        (row,) = frame.to_dict("records")
+        assert row["n_labelled"] == n and row["delta"] == pytest.approx(1.0)
+        assert row["too_few"] is too_few and row["significant"] is (not too_few), row
+        assert verdict("a", "b", row["delta"], row["p_value_corrected"], 0.05, too_few=row["too_few"]) == (
+            "too few" if too_few else "better"
+        )

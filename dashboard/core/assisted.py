@@ -247,12 +247,12 @@ def corrected_deltas(
     """Each run's paired difference from ``baseline`` on ``spec``, corrected by the human ``sample``, beside the
     judge-only and human-only differences (:func:`ragmetrics.analysis.ppi.corrected_comparison`, its p-values
     corrected by ``correction`` over the runs): ``run, delta, ci_low, ci_high, p_value_corrected, significant,
-    judge_delta, judge_low, judge_high, human_delta, human_low, human_high, n_labelled, n_queries``."""
+    too_few, judge_delta, judge_low, judge_high, human_delta, human_low, human_high, n_labelled, n_queries``."""
     under_judge, under_people, strata_of = _under(base, runs, spec, human, judge, conventions, strata)
     frame = ppi.corrected_comparison(
         under_judge, under_people, list(sample), baseline=baseline, metrics=[str(spec)], correction=correction,
         alpha=alpha, strata=strata_of,
     )  # fmt: skip
-    columns = ["run", "delta", "ci_low", "ci_high", "p_value_corrected", "significant", "judge_delta", "judge_low",
-               "judge_high", "human_delta", "human_low", "human_high", "n_labelled", "n_queries"]  # fmt: skip
+    columns = ["run", "delta", "ci_low", "ci_high", "p_value_corrected", "significant", "too_few", "judge_delta",
+               "judge_low", "judge_high", "human_delta", "human_low", "human_high", "n_labelled", "n_queries"]  # fmt: skip
     return frame[columns] if len(frame) else pd.DataFrame(columns=columns)

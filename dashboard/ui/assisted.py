@@ -454,6 +454,8 @@ def corrected_elsewhere(
                 )
             else:
                 mark = (" ▲" if row.delta > 0 else " ▼") if row.significant else ""
+                if row.too_few:
+                    mark = f" · too few to tell (fewer than {ppi.MIN_TESTED} labelled queries)"
                 st.markdown(
                     f"**{md_escape(str(row.run))}** − {md_escape(baseline)}: corrected Δ **{row.delta:+.3f}** "
                     f"[{row.ci_low:+.3f}, {row.ci_high:+.3f}]{mark} (corrected p {row.p_value_corrected:.3g}) · "

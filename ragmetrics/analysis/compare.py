@@ -35,7 +35,7 @@ from ragmetrics.engine.metrics import MetricSpec
 from ragmetrics.engine.queries import at_positions, at_queries, query_positions
 from ragmetrics.foundation.errors import RagMetricsError
 
-MIN_GROUP = 10
+MIN_GROUP = stats.MIN_GROUP
 TIE_TOLERANCE = 1e-12
 BOUND_COLUMNS = ("mean_worst", "mean_best", "delta_worst", "delta_best", "could_flip")
 """The columns ``bounds=True`` adds."""

@@ -64,6 +64,9 @@ POPULATIONS: dict[str, str] = {
 
 MIN_LABELLED = 2
 """Fewer labelled queries (in a stratum) give no variance: the estimate is refused."""
+MIN_TESTED = stats.MIN_GROUP
+"""Fewer labelled queries give a corrected delta no verdict: "too few to tell", as a segment of fewer queries; the
+normal test on so few is not to be trusted."""
 FEW_LABELLED = 30
 """Below this many human-labelled queries the normal interval is rough: it can be too narrow, or of width 0 when
 they all score alike (docs/ppi.md measures it); the CLI and the dashboard say so."""
@@ -473,7 +476,8 @@ def corrected_comparison(
     mean paired difference (``delta, ci_low, ci_high, p_value``, as ``compare``'s table names them) and the
     judge-only and human-only differences beside it (``judge_delta, judge_low, judge_high, human_delta, ...``).
     ``p_value_corrected`` applies ``correction`` (:data:`ragmetrics.analysis.stats.CORRECTIONS`) over every
-    run x metric, ``significant`` compares it with ``alpha``: the columns
+    run x metric, ``significant`` compares it with ``alpha`` unless ``too_few`` (fewer than :data:`MIN_TESTED`
+    labelled queries: too few to tell): the columns
     :func:`ragmetrics.analysis.verdicts.verdict` reads. ``strata``, ``more`` and ``options``: as
     :func:`corrected_means`. The baseline's own row is left out."""
     import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
@@ -529,5 +533,6 @@ def corrected_comparison(
     if frame.empty:
         return frame
     frame["p_value_corrected"] = stats.CORRECTIONS[correction](frame["p_value"].to_numpy())
-    frame["significant"] = frame["p_value_corrected"] < alpha
+    frame["too_few"] = frame["n_labelled"] < MIN_TESTED
+    frame["significant"] = (frame["p_value_corrected"] < alpha) & ~frame["too_few"]
     return frame

@@ -327,6 +327,10 @@ def uncorrected(p_values: np.ndarray) -> np.ndarray:
     return np.asarray(p_values, dtype=np.float64).copy()
 
 
+MIN_GROUP = 10
+"""Fewer queries behind a comparison (a segment, a corrected delta's human sample) are too few to tell: no verdict
+is given, whatever the p-value."""
+
 CORRECTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "holm": holm,
     "bonferroni": bonferroni,

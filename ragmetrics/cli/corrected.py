@@ -199,7 +199,7 @@ def compare_corrected(
         _json(frame, "comparisons", out)
         return judge
     for r in frame.itertuples(index=False):
-        mark = "*" if r.significant else " "
+        mark = "*" if r.significant else ("?" if r.too_few else " ")
         out.write(
             f"{r.metric:<14} {r.run:<24} vs {r.baseline}: corrected delta "
             f"{_interval(r.delta, r.ci_low, r.ci_high, True)}  p={r.p_value:.4g} ({args.correction} "
@@ -209,7 +209,13 @@ def compare_corrected(
     _footer(args, frame, out)
     out.write(
         f"p: the normal test of the corrected delta; * = significant at alpha {args.alpha}, "
-        f"{family_text(args.correction, len(frame))}\n"
+        f"{family_text(args.correction, len(frame))}"
+        + (
+            f"; ? = too few to tell (fewer than {ppi.MIN_TESTED} human-labelled queries)"
+            if frame["too_few"].any()
+            else ""
+        )
+        + "\n"
     )
     _plan(args, judge, labelled, out)
     return judge
