@@ -49,6 +49,7 @@ __all__ = [
     "start",
     "start_editing",
     "stop_editing",
+    "stop_revising",
 ]
 
 
@@ -137,6 +138,12 @@ def decide(workspace: Workspace, batch: str, position: int, decision: str) -> No
 def revise(batch: str, position: int) -> None:
     """Show a decided candidate again, to change its decision."""
     st.session_state[_REVISING] = (batch, position)
+    stop_editing()
+
+
+def stop_revising() -> None:
+    """Back to the queue: the candidate shown again keeps the decision it had."""
+    st.session_state.pop(_REVISING, None)
     stop_editing()
 
 

@@ -216,6 +216,10 @@ else:
                             st.button("Reject", icon=":material/close:", shortcut="X",
                                       key=f"build.reject.{item.position}", on_click=building.decide,
                                       args=(workspace, batch.id, item.position, "rejected"))  # fmt: skip
+                            if item.decision is not None:  # shown again: leaving keeps its decision
+                                st.button("Back to the queue", icon=":material/undo:",
+                                          key=f"build.revise.back.{item.position}",
+                                          on_click=building.stop_revising)  # fmt: skip
 
             if decided:
                 with st.expander(f"Decisions ({len(decided)})"):

@@ -124,6 +124,14 @@ def test_review_is_stored_at_once_and_makes_a_dataset(corpus_dataset, store_dir)
         m.value for m in other.markdown
     )
 
+    # a decided one shown again can be left as it was: back to the queue, its decision kept, no new review
+    other.selectbox(key="build.revise").select(reviewed[0].position).run()
+    _button(other, "build.revise.show").click().run()
+    assert _query(other) == reviewed[0].record["query"]
+    _button(other, "build.revise.back").click().run()
+    no_problems(other)
+    assert _query(other) == reviewed[3].record["query"]
+    assert CandidateStore(_store(store_dir)).candidates(batch)[0].reviewed_at == reviewed[0].reviewed_at
     # the rejected one reviewed again and accepted: the latest decision counts, the first stays on record
     other.selectbox(key="build.revise").select(reviewed[1].position).run()
     _button(other, "build.revise.show").click().run()
