@@ -241,16 +241,17 @@ def _agreement(help_: Assist) -> None:
     if found is None:
         st.caption("People have labelled none of the judge's pairs yet: label the planned sample.")
         return
-    graded = found.max_grade > 1
-    columns = st.columns(4)
+    graded = found.max_grade > 1  # on two grades a weighted kappa is the kappa: not shown twice
+    columns = st.columns(4 if graded else 3)
     columns[0].metric("Pairs both labelled", f"{found.pairs:,}")
     columns[1].metric("Same grade", f"{found.accuracy:.0%}")
     columns[2].metric("Cohen's kappa", f"{found.kappa:.2f}")
-    columns[3].metric(
-        "Weighted kappa (linear)" if graded else "Kappa (binary scale)",
-        f"{found.kappa_linear:.2f}",
-        help=f"Quadratic weights: {found.kappa_quadratic:.2f}" if graded else None,
-    )
+    if graded:
+        columns[3].metric(
+            "Weighted kappa (linear)",
+            f"{found.kappa_linear:.2f}",
+            help=f"Quadratic weights: {found.kappa_quadratic:.2f}",
+        )
     left, right = st.columns([1, 2])
     with left:
         st.caption("People's grades (rows) by the judge's (columns)")
