@@ -10,6 +10,8 @@ from __future__ import annotations
 import io
 import json
 import random
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -268,3 +270,15 @@ def test_the_chunker_a_set_records_is_read_back_as_its_spec():
     assert recorded_chunkers(made_with("words:200:50", "words:200:50")) == ["words:200:50"]
     assert recorded_chunkers(made_with("none (documents grouped by the last '_C' of their ids)")) == ["none"]
     assert recorded_chunkers(made_with("none", "words:60:10")) == ["none", "words:60:10"]
+
+
+def test_cli_synth_on_a_chinese_corpus_says_nothing_of_jieba_s_dictionary(tmp_path):
+    """jieba logs "Building prefix dict ... Prefix dict has been built successfully" to stderr on its first cut;
+    ``ragmetrics synth`` on Chinese text (a fresh process, as a user runs it) prints only its own lines."""
+    target = tmp_path / "zh.jsonl"
+    argv = [sys.executable, "-m", "ragmetrics", "synth", str(SAMPLES / "cmrc2018" / "corpus.jsonl.gz"), "-o",
+            str(target), "--categories", "factual=3", "--parent-separator", "_C"]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "3 candidate(s)" in done.stderr
+    assert "prefix dict" not in done.stderr.lower() and "Loading model" not in done.stderr, done.stderr

@@ -61,11 +61,7 @@ def _whitespace(text: str) -> int:
 
 
 def _jieba_cut() -> Callable[[str], list[str]]:
-    """jieba's cutter (imported on first use; Python keeps the module, so later calls cost a lookup)."""
-    import jieba  # noqa: PLC0415 (optional and slow to import: only a Chinese token budget needs it)
-
-    jieba.setLogLevel(60)  # its "Building prefix dict" chatter goes to stderr otherwise
-    cut: Callable[[str], list[str]] = jieba.lcut
+    cut: Callable[[str], list[str]] = scripts.quiet_jieba().lcut
     return cut
 
 

@@ -1,5 +1,6 @@
 """Which characters are Chinese, Japanese or Korean, in one place: the tokenizers, the built-in BM25, the
-generators, the diagnosis and the dashboard's highlighting all read these.
+generators, the diagnosis and the dashboard's highlighting all read these; and jieba, the Chinese word cutter,
+quieted (:func:`quiet_jieba`).
 
 The two patterns are compiled on first use: ``re`` lays out a character class of tens of thousands of code points
 one by one, several milliseconds each, and most commands (``ragmetrics eval`` on an English run) never read them.
@@ -8,6 +9,7 @@ one by one, several milliseconds each, and most commands (``ragmetrics eval`` on
 from __future__ import annotations
 
 import re
+from typing import Any
 
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 """Chinese ideographs (CJK unified, extension A, compatibility), as the body of a character class."""
@@ -30,3 +32,12 @@ def __getattr__(name: str) -> re.Pattern[str]:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     pattern = globals()[name] = re.compile(f"[{body}]")
     return pattern
+
+
+def quiet_jieba() -> Any:
+    """The jieba module, imported on first use (Python keeps it, so later calls cost a lookup), its logger silenced:
+    its "Building prefix dict" chatter goes to stderr otherwise. Every user of jieba takes it from here."""
+    import jieba  # noqa: PLC0415 (optional and slow to import: only Chinese text needs it)
+
+    jieba.setLogLevel(60)
+    return jieba

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import logging
 import os
 import re
 import shutil
@@ -29,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragmetrics.foundation.errors import RagMetricsError
-from ragmetrics.foundation.scripts import HAN_CHARACTER
+from ragmetrics.foundation.scripts import HAN_CHARACTER, quiet_jieba
 from ragmetrics.retrieve.adapters import Adapter, Hit
 
 if TYPE_CHECKING:
@@ -71,9 +70,7 @@ def detect_language(texts: list[str]) -> tuple[str, float]:
 
 
 def zh_tokens(text: str) -> list[str]:
-    import jieba  # noqa: PLC0415 (the retrieve extra, loaded on use)
-
-    return [w for w in jieba.lcut_for_search(text.lower()) if _WORD.search(w)]
+    return [w for w in quiet_jieba().lcut_for_search(text.lower()) if _WORD.search(w)]
 
 
 def corpus_key(doc_ids: list[str], texts: list[str], params: dict[str, Any]) -> str:
@@ -95,11 +92,7 @@ def _versions() -> dict[str, str]:
 
 
 def _quiet_jieba() -> None:
-
-    import jieba  # noqa: PLC0415 (the retrieve extra, loaded on use)
-
-    jieba.setLogLevel(logging.WARNING)
-    jieba.initialize()
+    quiet_jieba().initialize()
 
 
 class BM25(Adapter):

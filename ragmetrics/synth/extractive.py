@@ -36,7 +36,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from ragmetrics.foundation.errors import RagMetricsError
-from ragmetrics.foundation.scripts import HAN_CHARACTER
+from ragmetrics.foundation.scripts import HAN_CHARACTER, quiet_jieba
 from ragmetrics.synth.base import Candidate, Source
 from ragmetrics.synth.corpus import Corpus
 
@@ -86,9 +86,7 @@ def tokenize(text: str, language: str, stop: frozenset[str]) -> list[Term]:
     """The content terms of ``text`` with their spans (see the module)."""
     out: list[Term] = []
     if language == "zh":
-        import jieba  # noqa: PLC0415 (the retrieve extra, loaded on use)
-
-        for word, start, end in jieba.tokenize(text):
+        for word, start, end in quiet_jieba().tokenize(text):
             if HAN_CHARACTER.search(word):
                 if len(word) >= 2:
                     out.append(Term(word, word, start, end))
