@@ -158,7 +158,9 @@ class GenerationJob(BackgroundJob):
     """One generation of a batch of candidate queries (:func:`ragmetrics.synth.build.generate_batch`): each
     candidate is stored as it is written, so :meth:`cancel` (or a crash) keeps those written and a resumed job
     writes only the rest; :meth:`cancel` stops before the next step (reading the corpus, indexing it, storing a
-    candidate). ``model``: a registered model's name (the model generator), never an address."""
+    candidate). ``model``: a registered model's name (the model generator), never an address;
+    ``parent_separator``: the stored documents are chunks grouped by the id before it (``synth
+    --parent-separator``)."""
 
     thread_name: ClassVar[str] = "ragmetrics-generate-job"
 
@@ -169,6 +171,7 @@ class GenerationJob(BackgroundJob):
     categories: dict[str, int]
     seed: int
     model: str | None = None
+    parent_separator: str | None = None
     _total: int = 0
     _stored: int | None = None
     phase: str = "reading and indexing the corpus"
@@ -183,7 +186,7 @@ class GenerationJob(BackgroundJob):
 
     def _work(self) -> None:
         try:
-            corpus = corpus_of(self.dataset)
+            corpus = corpus_of(self.dataset, parent_separator=self.parent_separator)
             self._check_stop()
             generator = make_generator(self.generator, corpus, model=self.model)
             self._check_stop()

@@ -79,13 +79,22 @@ def default_categories(label: str) -> tuple[str, ...]:
     return categories_of(generator)
 
 
-def start(workspace: Workspace, dataset: DatasetEntry, label: str, mix: Mapping[str, int], seed: int) -> GenerationJob:
-    """A new batch from ``dataset``'s corpus with the offered generator ``label``, generating."""
+def start(
+    workspace: Workspace,
+    dataset: DatasetEntry,
+    label: str,
+    mix: Mapping[str, int],
+    seed: int,
+    parent_separator: str = "",
+) -> GenerationJob:
+    """A new batch from ``dataset``'s corpus with the offered generator ``label``, generating; ``parent_separator``:
+    the stored documents are chunks of documents whose ids end before its last occurrence (CMRC's ``_C``)."""
     offered = generator_choices()
     if label not in offered:
         raise RagMetricsError(f"no generator {label!r} is offered here")
     generator, model = offered[label]
-    settings = {"model": model, "categories": dict(mix), "seed": int(seed), "chunker": "none"}
+    settings = {"model": model, "categories": dict(mix), "seed": int(seed), "chunker": "none",
+                "parent_separator": parent_separator.strip()}  # fmt: skip
     batch = workspace.candidates.new_batch(dataset.id, generator, settings, sum(mix.values()), author=auth.user_name())
     return _launch(workspace, dataset, batch, generator, settings)
 
@@ -104,7 +113,8 @@ def _launch(
 ) -> GenerationJob:
     categories = {str(k): int(v) for k, v in dict(settings.get("categories") or {}).items()}
     job = GenerationJob(workspace.candidates, batch, dataset.dataset, generator, categories,
-                        int(settings.get("seed") or 0), settings.get("model"))  # fmt: skip
+                        int(settings.get("seed") or 0), settings.get("model"),
+                        str(settings.get("parent_separator") or "") or None)  # fmt: skip
     return start_generation(job)
 
 

@@ -67,9 +67,17 @@ else:
             st.caption(
                 "Mix: " + ", ".join(f"{c} {k}" for c, k in mix.items()) if mix else "Pick at least one category."
             )
+            separator = st.text_input(
+                "Chunk ids: the document's id ends before (optional)",
+                key="build.parent_separator",
+                placeholder="e.g. _C for CMRC's DEV_0_C1",
+                help="When the stored documents are chunks of longer documents, the part of a chunk's id before the "
+                "last occurrence of this text names its document, so a query written from one chunk also grades "
+                "its sibling chunks that hold the answer (as `ragmetrics synth --parent-separator`).",
+            )
             if st.button("Generate", icon=":material/auto_awesome:", type="primary", key="build.generate",
                          disabled=not mix):  # fmt: skip
-                job = building.start(workspace, ds, label, mix, seed)
+                job = building.start(workspace, ds, label, mix, seed, separator)
                 st.session_state["build.batch"] = job.batch
                 st.rerun()
 

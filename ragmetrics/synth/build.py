@@ -41,8 +41,10 @@ EDITABLE = ("query", "expected_answer", "expected_keywords", "category", "diffic
 """The fields of a candidate a reviewer may change."""
 
 
-def corpus_of(dataset: Dataset, *, language: str = "auto") -> Corpus:
-    """The stored dataset's documents as a corpus taken as given; an error when it holds none."""
+def corpus_of(dataset: Dataset, *, language: str = "auto", parent_separator: str | None = None) -> Corpus:
+    """The stored dataset's documents as a corpus taken as given; an error when it holds none.
+    ``parent_separator``: the documents are chunks, each document's id before the last occurrence of it
+    (:func:`ragmetrics.synth.corpus.make_corpus`), as ``synth --parent-separator`` reads them."""
     frame = dataset.documents
     if frame is None or frame.empty:
         raise RagMetricsError(f"dataset {dataset.name!r} has no corpus stored: upload it with its corpus first")
@@ -51,7 +53,7 @@ def corpus_of(dataset: Dataset, *, language: str = "auto") -> Corpus:
         Document(str(d), "" if t is None else str(t), "" if x is None else str(x))
         for d, t, x in zip(frame["doc_id"], titles, frame["text"])
     ]
-    return make_corpus(documents, chunking="none", language=language)
+    return make_corpus(documents, chunking="none", language=language, parent_separator=parent_separator or None)
 
 
 def categories_of(generator: str) -> tuple[str, ...]:

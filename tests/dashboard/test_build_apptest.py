@@ -7,6 +7,7 @@ The corpus is 120 documents of the SciFact sample stored as a dataset's document
 
 from __future__ import annotations
 
+import io
 import json
 import random
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from dashboard.data import jobs
 from dashboard.data.workspace import Workspace
 from ragmetrics import Dataset
+from ragmetrics.cli import main
 from ragmetrics.store.candidates import CandidateStore
 from ragmetrics.store.database import Store
 from ragmetrics.synth.base import DEFAULT_CATEGORIES
@@ -218,3 +220,52 @@ def test_a_registered_model_generates_through_the_page(corpus_dataset, store_dir
     assert sorted(c.record["category"] for c in stored) == sorted(DEFAULT_CATEGORIES)
     assert all(c.record["provenance"]["model_name"] == "gen" for c in stored)
     assert CandidateStore(_store(store_dir)).batches()[0].settings["model"] == "gen"  # its name, not its address
+
+
+def test_a_chunked_corpus_built_through_the_page_grades_sibling_chunks_as_synth_does(store_dir, tmp_path) -> None:
+    """CMRC's chunks (``DEV_0_C1``) stored as a dataset's documents: with the chunk-id separator ``_C`` the page's
+    batch grades a query's sibling chunks as ``synth --parent-separator _C`` does (the same records, seed for
+    seed); without it, each query has only its source chunk."""
+    source = REPO / "sample_runs" / "cmrc2018" / "corpus.jsonl.gz"
+    documents = read_documents(source)
+    frame = pd.DataFrame({"doc_id": [d.doc_id for d in documents], "title": [d.title for d in documents],
+                          "text": [d.text for d in documents]})  # fmt: skip
+    qrels = pd.DataFrame({"query_id": ["q1"], "doc_id": [documents[0].doc_id], "relevance": [1]})
+    dataset = Dataset.from_frames(qrels, pd.DataFrame({"query_id": ["q1"], "query": ["问题"]}), name="cmrc-chunks",
+                                  documents=frame)  # fmt: skip
+    ws = Workspace(_store(store_dir))
+    ident = ws.add_dataset(dataset).id
+    ws.store.engine.dispose()
+    relevant = {}
+    for separator in ("_C", ""):
+        at = open_page("build", {"ds": ident})
+        at.number_input(key="build.n").set_value(6)
+        at.number_input(key="build.seed").set_value(3)
+        at.multiselect(key="build.categories.extractive").set_value(["factual"])
+        at.text_input(key="build.parent_separator").input(separator)
+        _button(at, "build.generate").click().run()
+        batch = CandidateStore(_store(store_dir)).batches()[0]  # the newest first
+        assert batch.settings["parent_separator"] == separator
+        job = jobs.generation(batch.id)
+        assert job is not None and job.wait(300), "the generation did not end"
+        relevant[separator] = [
+            c.record["relevant_docs"] for c in CandidateStore(_store(store_dir)).candidates(batch.id)
+        ]
+    assert all(len(r) == 1 for r in relevant[""])
+    assert any(len(r) > 1 for r in relevant["_C"])
+    target = tmp_path / "cli.jsonl"
+    argv = [
+        "synth",
+        str(source),
+        "-o",
+        str(target),
+        "--categories",
+        "factual=6",
+        "--seed",
+        "3",
+        "--parent-separator",
+        "_C",
+    ]
+    assert main(argv, io.StringIO(), io.StringIO()) == 0
+    cli = [json.loads(line)["relevant_docs"] for line in target.read_text(encoding="utf-8").splitlines()]
+    assert relevant["_C"] == cli
