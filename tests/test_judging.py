@@ -13,7 +13,7 @@ import pytest
 
 import ragmetrics as rm
 from ragmetrics.analysis.compare import compare_result
-from ragmetrics.analysis.judging import merge, pool
+from ragmetrics.analysis.judging import judged_by_the_judge_alone, merge, pool
 from ragmetrics.cli import main
 from ragmetrics.cli.judging import read_tsv
 from ragmetrics.io import load_dataset, load_run
@@ -289,3 +289,13 @@ def test_merge_names_a_pool_that_was_not_labelled_yet(tmp_path):
     code, _, err = run_cli("judge", "merge", "--dataset", SCIFACT / "qrels.tsv", "--labels", beir, "-o",
                            tmp_path / "merged.tsv")  # fmt: skip
     assert code == 0 and "(1 added, 0 changed)" in err, err
+
+
+def test_the_queries_a_judge_alone_judges_with_nothing_relevant_are_named():
+    dataset = rm.Dataset.from_dict({"q1": {"d1": 1}})
+    labels = pd.DataFrame({"query_id": ["q1", "neg", "neg", "new", "new", "q1"],
+                           "doc_id": ["d2", "a", "b", "c", "d", "d3"], "relevance": [0, 0, 0, 0, 2, 0]})  # fmt: skip
+    # q1 is the dataset's own; "new" has a relevant label; "neg" only non-relevant ones
+    assert judged_by_the_judge_alone(dataset, labels) == ["neg"]
+    assert judged_by_the_judge_alone(dataset, labels, rel_level=3) == ["neg", "new"]
+    assert judged_by_the_judge_alone(dataset, labels[labels["query_id"] == "q1"]) == []

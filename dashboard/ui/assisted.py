@@ -24,7 +24,7 @@ from dashboard.data.jobs import JudgeJob
 from dashboard.data.workspace import DatasetEntry, Workspace
 from dashboard.ui import cache, layout, state
 from ragmetrics.analysis import ppi
-from ragmetrics.analysis.judging import pool
+from ragmetrics.analysis.judging import judged_by_the_judge_alone, pool
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.judges.base import JudgeLabel, max_grade, pairs_from_pool, provenance_of
 from ragmetrics.judges.registry import JUDGES, JudgeInputs, make_judge
@@ -317,6 +317,16 @@ def _corrected_panel(selection: cache.Selection, spec: MetricSpec, help_: Assist
         st.info(f"Label the planned queries to correct the judge's numbers ({md_escape(str(err))}).")
         return
     _warn_if_unreadable(table, "corrected_low", "corrected_high")
+    alone = judged_by_the_judge_alone(help_.base.dataset, judge.rename(columns={"label": "relevance"}))
+    if alone:
+        st.info(
+            f"{len(alone):,} quer{'ies' if len(alone) != 1 else 'y'} the dataset does not judge "
+            f"({md_escape(', '.join(alone[:5]))}{', …' if len(alone) > 5 else ''}) "
+            f"{'are' if len(alone) != 1 else 'is'} judged by the judge alone, nothing relevant: the corrected numbers "
+            "count them (0 where a metric needs a relevant document), where the other pages leave a query without "
+            "judgments out. A query with no answer in the corpus (a negative one) belongs out of the pool.",
+            icon=":material/info:",
+        )
     spread = table[(table["corrected_high"] - table["corrected_low"]) > 1e-12]  # width 0: nothing to shrink
     first = spread.iloc[0] if len(spread) else None
     if first is not None and int(first["more"]):  # every query labelled: the judge adds nothing, no more to label

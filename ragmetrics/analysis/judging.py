@@ -251,3 +251,16 @@ def with_labels(dataset: Dataset, judge_labels: Dataset, human_labels: Dataset) 
         human=merge(dataset, human_labels, override=True).dataset,
         queries=tuple(dict.fromkeys(str(q) for q in human_ids)),
     )
+
+
+def judged_by_the_judge_alone(dataset: Dataset, labels: pd.DataFrame, rel_level: int = 1) -> list[str]:
+    """The queries ``dataset`` does not judge that the judge's ``labels`` (``query_id, doc_id, relevance``) judge,
+    none of them relevant (below ``rel_level``): corrected means count them (0 where a metric needs a relevant
+    document), where plain ``eval`` leaves a query without judgments out. A query with no answer in the corpus (a
+    negative one) pooled by mistake shows up here. Sorted."""
+    known = set(dataset.qrels_table.column("query_id").to_pylist())
+    brought = labels[~labels["query_id"].astype(str).isin(known)]
+    if brought.empty:
+        return []
+    relevant = brought.groupby(brought["query_id"].astype(str))["relevance"].max() >= rel_level
+    return sorted(str(q) for q in relevant.index[~relevant.to_numpy()])

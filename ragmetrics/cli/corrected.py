@@ -16,7 +16,7 @@ import pandas as pd
 
 from ragmetrics.analysis import ppi
 from ragmetrics.analysis.evaluate import EvalResult
-from ragmetrics.analysis.judging import Labelled, with_labels
+from ragmetrics.analysis.judging import Labelled, judged_by_the_judge_alone, with_labels
 from ragmetrics.analysis.stats import family_text
 from ragmetrics.cli.evaluating import evaluate_runs
 from ragmetrics.cli.inputs import judges_of
@@ -71,13 +71,7 @@ def _judged_by_the_judge_alone(args: argparse.Namespace, dataset: Dataset, label
     """Warn of the queries the dataset does not judge that the judge's labels bring in with nothing relevant: the
     corrected means count them, where plain ``eval`` leaves a query without judgments out (a negative query, one
     with no answer in the corpus, belongs out of the pool)."""
-    known = set(dataset.qrels_table.column("query_id").to_pylist())
-    qrels = labelled.judge.qrels
-    brought = qrels[~qrels["query_id"].isin(known)]
-    if brought.empty:
-        return
-    relevant = brought.groupby("query_id")["relevance"].max() >= 1
-    empty = sorted(str(q) for q in relevant.index[~relevant.to_numpy()])
+    empty = judged_by_the_judge_alone(dataset, labelled.judge.qrels)
     if empty:
         many = len(empty) != 1
         warnings.warn(
