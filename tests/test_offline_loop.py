@@ -197,6 +197,11 @@ def test_eval_and_compare_print_corrected_estimates(tmp_path):
     assert main(argv, out, err) == 0, err.getvalue()
     lines = out.getvalue().splitlines()
     assert sum(line.startswith("ndcg@10") and "corrected delta" in line for line in lines) == 2
+    # the family is compare's: every pair of the three runs; the intervals are adjusted as the p-values are
+    assert "holm-corrected over 3 comparison(s) (all pairs of 3 runs x 1 metric)" in out.getvalue().lower()
+    assert "% CI (Holm-adjusted) [" in out.getvalue() and "intervals: Holm-adjusted CI" in out.getvalue()
+    out = io.StringIO()
+    assert main([*argv, "--family", "baseline"], out, err) == 0, err.getvalue()
     assert "holm-corrected over 2 comparison(s)" in out.getvalue().lower()
     out = io.StringIO()
     assert main(["eval", "--dataset", str(dataset), "--run", run_files[0], "--judge-qrels", str(judged)], out, err) == 2

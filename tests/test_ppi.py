@@ -270,7 +270,22 @@ def test_corrected_comparison_feeds_the_corrections_and_the_verdicts():
     labelled = sample_plan(ids, 60, seed=4)
     frame = corrected_comparison(judged, human, labelled, baseline="base", correction="holm")
     assert list(frame["run"]) == ["same", "better"]
-    np.testing.assert_array_equal(frame["p_value_corrected"], stats.holm(frame["p_value"].to_numpy()))
+    # the family is compare's default: every pair of the three runs, "better" against "same" too
+    other = corrected_comparison(judged, human, labelled, baseline="same", correction="none", family="baseline")
+    family = np.r_[frame["p_value"].to_numpy(), other.set_index("run").loc["better", "p_value"]]
+    np.testing.assert_array_equal(frame["p_value_corrected"], stats.holm(family)[:2])
+    assert (frame["family_size"] == 3).all()
+    alone = corrected_comparison(judged, human, labelled, baseline="base", correction="holm", family="baseline")
+    np.testing.assert_array_equal(alone["p_value_corrected"], stats.holm(alone["p_value"].to_numpy()))
+    assert (alone["family_size"] == 2).all()
+    # the interval beside a corrected p-value is adjusted the same way: it excludes 0 exactly when the p is below
+    # alpha, at the level the correction tested it at; uncorrected, it is the 95% interval
+    for table in (frame, alone):
+        excludes = (table["ci_low_adjusted"] > 0) | (table["ci_high_adjusted"] < 0)
+        assert (excludes == (table["p_value_corrected"] < 0.05)).all()
+        assert (table["ci_level_adjusted"] >= 0.95).all() and (table["ci_level_adjusted"] > 0.95).any()
+    raw = corrected_comparison(judged, human, labelled, baseline="base", correction="none")
+    assert (raw["ci_low_adjusted"] == raw["ci_low"]).all() and (raw["ci_level_adjusted"] == 0.95).all()
     said = {
         row.run: verdict(row.run, row.baseline, row.delta, row.p_value_corrected, 0.05) for row in frame.itertuples()
     }

@@ -194,7 +194,7 @@ def corrected_table(
     half width were ``more`` queries labelled beyond these). Fewer than
     :data:`ragmetrics.analysis.ppi.MIN_LABELLED` labelled queries: a
     :class:`~ragmetrics.foundation.errors.RagMetricsError`."""
-    under_judge, under_people, strata_of = _under(base, runs, spec, human, judge, conventions, strata)
+    under_judge, under_people, strata_of = _under(base, runs, [spec], human, judge, conventions, strata)
     frame = ppi.corrected_means(under_judge, under_people, list(sample), metrics=[str(spec)], strata=strata_of)
     names = {
         "estimate": "corrected", "ci_low": "corrected_low", "ci_high": "corrected_high",
@@ -208,21 +208,21 @@ def corrected_table(
 def _under(
     base: Dataset,
     runs: Sequence[Run],
-    spec: MetricSpec,
+    specs: Sequence[MetricSpec],
     human: pd.DataFrame,
     judge: pd.DataFrame,
     conventions: Conventions | None,
     strata: bool,
 ) -> tuple[dict[str, RunResult], dict[str, RunResult], dict[str, str] | None]:
-    """The runs evaluated under the judge's labels (filling ``base``'s holes) and under people's (added, winning),
-    and each query's category when ``strata``."""
+    """The runs evaluated on ``specs`` under the judge's labels (filling ``base``'s holes) and under people's (added,
+    winning), and each query's category when ``strata``."""
     known = set(zip(base.qrels["query_id"].astype(str), base.qrels["doc_id"].astype(str)))
     holes = judge[[(q, d) not in known for q, d in zip(judge["query_id"], judge["doc_id"])]]
     as_qrels = {"label": "relevance"}
     judged = merge(base, holes.rename(columns=as_qrels)).dataset
     people = merge(base, human.rename(columns=as_qrels), override=True).dataset
-    under_judge = evaluate(judged, list(runs), [spec], conventions=conventions, warn=False).runs
-    under_people = evaluate(people, list(runs), [spec], conventions=conventions, warn=False).runs
+    under_judge = evaluate(judged, list(runs), list(specs), conventions=conventions, warn=False).runs
+    under_people = evaluate(people, list(runs), list(specs), conventions=conventions, warn=False).runs
     strata_of = None
     if strata:
         ids = next(iter(under_judge.values())).query_ids
@@ -239,20 +239,27 @@ def corrected_deltas(
     judge: pd.DataFrame,
     sample: Sequence[str],
     *,
+    family_specs: Sequence[MetricSpec] = (),
     conventions: Conventions | None = None,
     strata: bool = False,
     correction: str = "holm",
     alpha: float = 0.05,
 ) -> pd.DataFrame:
     """Each run's paired difference from ``baseline`` on ``spec``, corrected by the human ``sample``, beside the
-    judge-only and human-only differences (:func:`ragmetrics.analysis.ppi.corrected_comparison`, its p-values
-    corrected by ``correction`` over the runs): ``run, delta, ci_low, ci_high, p_value_corrected, significant,
-    too_few, judge_delta, judge_low, judge_high, human_delta, human_low, human_high, n_labelled, n_queries``."""
-    under_judge, under_people, strata_of = _under(base, runs, spec, human, judge, conventions, strata)
+    judge-only and human-only differences (:func:`ragmetrics.analysis.ppi.corrected_comparison`): its p-value
+    corrected by ``correction`` over Compare's family, every pair of the runs on every metric of ``family_specs``
+    (``spec`` among them; default ``spec`` alone), and its interval adjusted the same way: ``run, delta,
+    ci_low_adjusted, ci_high_adjusted, ci_level_adjusted, p_value_corrected, significant, too_few, family_size,
+    judge_delta, judge_low, judge_high, human_delta, human_low, human_high, n_labelled, n_queries``."""
+    specs = list(dict.fromkeys([*family_specs, spec]))
+    under_judge, under_people, strata_of = _under(base, runs, specs, human, judge, conventions, strata)
     frame = ppi.corrected_comparison(
-        under_judge, under_people, list(sample), baseline=baseline, metrics=[str(spec)], correction=correction,
-        alpha=alpha, strata=strata_of,
+        under_judge, under_people, list(sample), baseline=baseline, metrics=[str(s) for s in specs],
+        correction=correction, alpha=alpha, strata=strata_of,
     )  # fmt: skip
-    columns = ["run", "delta", "ci_low", "ci_high", "p_value_corrected", "significant", "too_few", "judge_delta",
-               "judge_low", "judge_high", "human_delta", "human_low", "human_high", "n_labelled", "n_queries"]  # fmt: skip
-    return frame[columns] if len(frame) else pd.DataFrame(columns=columns)
+    columns = ["run", "delta", "ci_low_adjusted", "ci_high_adjusted", "ci_level_adjusted", "p_value_corrected",
+               "significant", "too_few", "family_size", "judge_delta", "judge_low", "judge_high", "human_delta",
+               "human_low", "human_high", "n_labelled", "n_queries"]  # fmt: skip
+    if frame.empty:
+        return pd.DataFrame(columns=columns)
+    return frame[frame["metric"] == str(spec)][columns].reset_index(drop=True)

@@ -11,6 +11,7 @@ in the browser, is the CLI's.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -24,7 +25,9 @@ from dashboard.data.jobs import JudgeJob
 from dashboard.data.workspace import DatasetEntry, Workspace
 from dashboard.ui import cache, layout, state
 from ragmetrics.analysis import ppi
+from ragmetrics.analysis.compare import family_scope, interval_at_level, intervals_name
 from ragmetrics.analysis.judging import judged_by_the_judge_alone, pool
+from ragmetrics.analysis.stats import correction_title, family_text, is_uncorrected
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.judges.base import JudgeLabel, max_grade, pairs_from_pool, provenance_of
 from ragmetrics.judges.registry import JUDGES, JudgeInputs, make_judge
@@ -396,7 +399,9 @@ def _deltas(
     strata: bool,
     correction: str,
     alpha: float,
+    family: tuple[str, ...],
     _spec: MetricSpec,
+    _family_specs: tuple[MetricSpec, ...],
     _human: pd.DataFrame,
     _judge: pd.DataFrame,
     _sample: tuple[str, ...],
@@ -404,8 +409,8 @@ def _deltas(
     runs = [a.run for a in selection.alignments]
     conventions = selection.alignments[0].conventions if selection.alignments else None
     return assisted.corrected_deltas(
-        base.dataset, runs, baseline, _spec, _human, _judge, _sample, conventions=conventions, strata=strata,
-        correction=correction, alpha=alpha,
+        base.dataset, runs, baseline, _spec, _human, _judge, _sample, family_specs=_family_specs,
+        conventions=conventions, strata=strata, correction=correction, alpha=alpha,
     )  # fmt: skip
 
 
@@ -418,11 +423,13 @@ def corrected_elsewhere(
     view: ViewState,
     *,
     baseline: str | None = None,
+    family_specs: Sequence[MetricSpec] = (),
     correction: str = "holm",
     alpha: float = 0.05,
 ) -> None:
     """Overview's (each run's corrected mean) or, with ``baseline`` (a run name), Compare's (each run's corrected
-    difference from it) numbers corrected by the human sample, in an expander titled with the badge; nothing when no
+    difference from it, corrected over Compare's family: every pair of the runs on every metric of
+    ``family_specs``) numbers corrected by the human sample, in an expander titled with the badge; nothing when no
     judge labelled on the dataset's lineage. The judge shown and the plan are the view's (the Judge page's)."""
     labels = workspace.lineage_labels(ds.id)
     if not assisted.judge_sources(labels):
@@ -445,9 +452,10 @@ def corrected_elsewhere(
                     help_.base, selection, str(spec), digest, strata, spec, help_.human, help_.judge, sample.queries
                 )
             else:
+                family = tuple(dict.fromkeys([*family_specs, spec]))
                 table = _deltas(
-                    help_.base, selection, baseline, str(spec), digest, strata, correction, alpha, spec, help_.human,
-                    help_.judge, sample.queries,
+                    help_.base, selection, baseline, str(spec), digest, strata, correction, alpha,
+                    tuple(str(s) for s in family), spec, family, help_.human, help_.judge, sample.queries,
                 )  # fmt: skip
         except RagMetricsError as err:
             st.info(
@@ -455,8 +463,15 @@ def corrected_elsewhere(
             )
             return
         _warn_if_unreadable(
-            table, *(("corrected_low", "corrected_high") if baseline is None else ("ci_low", "ci_high"))
+            table,
+            *(("corrected_low", "corrected_high") if baseline is None else ("ci_low_adjusted", "ci_high_adjusted")),
         )
+        if baseline is not None and len(table):
+            scope = family_scope("pairs", len(selection.alignments), len(dict.fromkeys([*family_specs, spec])))
+            st.caption(
+                f"p: the normal test of each corrected Δ, {family_text(correction, int(table['family_size'].iloc[0]), scope)}"
+                f", as the table above; intervals: {intervals_name(correction)}."
+            )
         for row in table.itertuples(index=False):
             if baseline is None:
                 st.markdown(
@@ -467,8 +482,10 @@ def corrected_elsewhere(
                 mark = (" ▲" if row.delta > 0 else " ▼") if row.significant else ""
                 if row.too_few:
                     mark = f" · too few to tell (fewer than {ppi.MIN_TESTED} labelled queries)"
+                p_name = "p" if is_uncorrected(correction) else f"{correction_title(correction)} p"
                 st.markdown(
                     f"**{md_escape(str(row.run))}** − {md_escape(baseline)}: corrected Δ **{row.delta:+.3f}** "
-                    f"[{row.ci_low:+.3f}, {row.ci_high:+.3f}]{mark} (corrected p {row.p_value_corrected:.3g}) · "
+                    f"{interval_at_level(correction, row.ci_level_adjusted)} [{row.ci_low_adjusted:+.3f}, "
+                    f"{row.ci_high_adjusted:+.3f}]{mark} ({p_name} {row.p_value_corrected:.3g}) · "
                     f"judge-only {row.judge_delta:+.3f} · human-only {row.human_delta:+.3f}"
                 )

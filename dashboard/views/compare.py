@@ -106,8 +106,9 @@ if page.dataset is not None and len(page.alignments) >= 2:
         )
     )
     assisted.corrected_elsewhere(
-        page.workspace, ds, selection, spec, view.depth, view, baseline=base.name, correction=correction, alpha=alpha
-    )
+        page.workspace, ds, selection, spec, view.depth, view, baseline=base.name, family_specs=specs,
+        correction=correction, alpha=alpha,
+    )  # fmt: skip
     table = cmp.comparison_frame(comparison)
     display = cmp.comparison_display(table, base.name, comparison.correction)
     focus = by_id[focus_id]

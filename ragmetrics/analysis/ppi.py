@@ -468,6 +468,7 @@ def corrected_comparison(
     metrics: Sequence[str] | None = None,
     correction: str | None = "holm",
     alpha: float = 0.05,
+    family: str = "pairs",
     strata: Mapping[str, str] | None = None,
     more: int | None = None,
     **options: Any,
@@ -475,37 +476,51 @@ def corrected_comparison(
     """Each run against ``baseline`` (default: the first), corrected: per (metric, run), the PPI estimate of the
     mean paired difference (``delta, ci_low, ci_high, p_value``, as ``compare``'s table names them) and the
     judge-only and human-only differences beside it (``judge_delta, judge_low, judge_high, human_delta, ...``).
-    ``p_value_corrected`` applies ``correction`` (:data:`ragmetrics.analysis.stats.CORRECTIONS`) over every
-    run x metric, ``significant`` compares it with ``alpha`` unless ``too_few`` (fewer than :data:`MIN_TESTED`
-    labelled queries: too few to tell): the columns
+
+    ``p_value_corrected`` applies ``correction`` (:data:`ragmetrics.analysis.stats.CORRECTIONS`) over ``family``,
+    as ``compare`` does (:data:`ragmetrics.analysis.compare.FAMILIES`): ``pairs`` (default) every pair of the runs
+    on every metric, ``baseline`` the runs against the baseline on every metric; ``family_size`` says how many
+    p-values it covered. ``ci_low_adjusted, ci_high_adjusted`` at ``ci_level_adjusted``: the normal interval at the
+    level the correction tested the comparison at (:func:`ragmetrics.analysis.compare.adjusted_level`), so it
+    excludes 0 exactly when ``p_value_corrected`` is below ``alpha``; uncorrected, the 95% interval.
+    ``significant`` compares the corrected p-value with ``alpha`` unless ``too_few`` (fewer than
+    :data:`MIN_TESTED` labelled queries: too few to tell): the columns
     :func:`ragmetrics.analysis.verdicts.verdict` reads. ``strata``, ``more`` and ``options``: as
     :func:`corrected_means`. The baseline's own row is left out."""
     import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
+
+    from ragmetrics.analysis.compare import FAMILIES, adjusted_level  # noqa: PLC0415 (it loads pandas: on use)
 
     names = list(judge)
     baseline = baseline or (names[0] if names else "")
     if baseline not in judge or baseline not in human:
         raise RagMetricsError(f"baseline {baseline!r} is not among the runs {names}")
+    missing = [name for name in names if name not in human]
+    if missing:
+        raise RagMetricsError(f"run {missing[0]!r} has values under the judge's labels but not the human labels")
+    if family not in FAMILIES:
+        raise RagMetricsError(f"unknown family {family!r}; choose one of {sorted(FAMILIES)}")
     correction = stats.checked_correction(correction)
     base_ids = judge[baseline].query_ids
     if base_ids is None:
         raise RagMetricsError(f"run {baseline!r}: its per-query values were written to a file, not collected")
     sampled = np.isin(np.asarray(base_ids, dtype=object).astype(str), np.asarray(list(labelled), dtype=str))
-    rows = []
-    for metric in metrics or judge[baseline].metrics:
-        f_base = _values_at(judge[baseline], metric, base_ids)
-        y_base = _values_at(human[baseline], metric, base_ids)
-        for name in names:
-            if name == baseline:
-                continue
-            if name not in human:
-                raise RagMetricsError(f"run {name!r} has values under the judge's labels but not the human labels")
-            f = _values_at(judge[name], metric, base_ids)
-            y = np.where(sampled, _values_at(human[name], metric, base_ids), np.nan)
-            result = ppi_paired(
-                f, f_base, y, np.where(sampled, y_base, np.nan), strata=_strata_of(strata, base_ids), **options
-            )
+    strata_at = _strata_of(strata, base_ids)
+
+    def paired(run: str, other: str, metric: str) -> Corrected:
+        """``run`` minus ``other`` on ``metric``, at the baseline's queries."""
+        f, f_other = (_values_at(judge[r], metric, base_ids) for r in (run, other))
+        y, y_other = (np.where(sampled, _values_at(human[r], metric, base_ids), np.nan) for r in (run, other))
+        return ppi_paired(f, f_other, y, y_other, strata=strata_at, **options)
+
+    others = [name for name in names if name != baseline]
+    metric_names = list(metrics or judge[baseline].metrics)
+    rows, results = [], []
+    for metric in metric_names:
+        for name in others:
+            result = paired(name, baseline, metric)
             row = _within(_row(result), -1.0, 1.0)
+            results.append(result)
             rows.append(
                 {
                     "metric": metric,
@@ -532,7 +547,26 @@ def corrected_comparison(
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame
-    frame["p_value_corrected"] = stats.CORRECTIONS[correction](frame["p_value"].to_numpy())
+    # family "pairs": the other runs against each other too, which the correction covers with the baseline's
+    beyond = [
+        paired(a, b, metric).ppi.p_value
+        for metric in metric_names
+        for i, a in enumerate(others)
+        for b in others[i + 1 :]
+        if family == "pairs"
+    ]
+    family_p = np.array([*frame["p_value"], *beyond], dtype=np.float64)
+    size = int(np.count_nonzero(~np.isnan(family_p)))
+    frame["p_value_corrected"] = stats.CORRECTIONS[correction](family_p)[: len(frame)]
+    frame["family_size"] = size
+    levels = [
+        adjusted_level(correction, alpha, p, q, size) for p, q in zip(frame["p_value"], frame["p_value_corrected"])
+    ]
+    ends = [(r.ppi.estimate - _z(level) * r.ppi.se, r.ppi.estimate + _z(level) * r.ppi.se)
+            for r, level in zip(results, levels)]  # fmt: skip
+    frame["ci_low_adjusted"] = np.clip([low for low, _ in ends], -1.0, 1.0)
+    frame["ci_high_adjusted"] = np.clip([high for _, high in ends], -1.0, 1.0)
+    frame["ci_level_adjusted"] = levels
     frame["too_few"] = frame["n_labelled"] < MIN_TESTED
     frame["significant"] = (frame["p_value_corrected"] < alpha) & ~frame["too_few"]
     return frame

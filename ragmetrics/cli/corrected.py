@@ -15,9 +15,10 @@ from typing import Any, TextIO
 import pandas as pd
 
 from ragmetrics.analysis import ppi
+from ragmetrics.analysis.compare import family_scope, interval_at_level, intervals_name
 from ragmetrics.analysis.evaluate import EvalResult
 from ragmetrics.analysis.judging import Labelled, judged_by_the_judge_alone, with_labels
-from ragmetrics.analysis.stats import family_text
+from ragmetrics.analysis.stats import family_text, is_uncorrected
 from ragmetrics.cli.evaluating import evaluate_runs
 from ragmetrics.cli.inputs import judges_of
 from ragmetrics.cli.options import LAMBDAS
@@ -109,7 +110,7 @@ def _interval(value: float, low: float, high: float, signed: bool = False) -> st
     return f"{value:{form}} [{low:{form}}, {high:{form}}]"
 
 
-def _footer(args: argparse.Namespace, frame: pd.DataFrame, out: TextIO) -> None:
+def _footer(args: argparse.Namespace, frame: pd.DataFrame, out: TextIO, intervals: str = "95% intervals") -> None:
     row = frame.iloc[0]
     labelled, queries = int(row["n_labelled"]), int(row["n_queries"])
     who = (
@@ -119,7 +120,7 @@ def _footer(args: argparse.Namespace, frame: pd.DataFrame, out: TextIO) -> None:
     )
     strata = f"; stratified by {args.strata}" if args.strata else ""
     out.write(
-        f"{who}; 95% intervals for {ppi.POPULATIONS[args.ppi_target]}, within the metric's range; "
+        f"{who}; {intervals} for {ppi.POPULATIONS[args.ppi_target]}, within the metric's range; "
         f"lambda {args.ppi_lambda}{strata}\n"
     )
 
@@ -186,6 +187,7 @@ def compare_corrected(
         baseline=runs[0].name,
         correction=args.correction,
         alpha=args.alpha,
+        family=args.family,
         **_options(args, judge),
     )
     _unreadable(frame, err)
@@ -195,15 +197,19 @@ def compare_corrected(
     for r in frame.itertuples(index=False):
         mark = "*" if r.significant else ("?" if r.too_few else " ")
         out.write(
-            f"{r.metric:<14} {r.run:<24} vs {r.baseline}: corrected delta "
-            f"{_interval(r.delta, r.ci_low, r.ci_high, True)}  p={r.p_value:.4g} ({args.correction} "
-            f"{r.p_value_corrected:.4g}){mark}  judge-only {_interval(r.judge_delta, r.judge_low, r.judge_high, True)}"
-            f"  human-only {_interval(r.human_delta, r.human_low, r.human_high, True)}\n"
+            f"{r.metric:<14} {r.run:<24} vs {r.baseline}: corrected delta {r.delta:+.4f} "
+            f"{interval_at_level(args.correction, r.ci_level_adjusted)} [{r.ci_low_adjusted:+.4f}, "
+            f"{r.ci_high_adjusted:+.4f}]  p={r.p_value:.4g} ({args.correction} {r.p_value_corrected:.4g}){mark}  "
+            f"judge-only {_interval(r.judge_delta, r.judge_low, r.judge_high, True)}  "
+            f"human-only {_interval(r.human_delta, r.human_low, r.human_high, True)}\n"
         )
-    _footer(args, frame, out)
+    _footer(args, frame, out, "intervals (the last line says at which level)")
+    scope = family_scope(args.family, len(runs), len(frame["metric"].unique()))
     out.write(
         f"p: the normal test of the corrected delta; * = significant at alpha {args.alpha}, "
-        f"{family_text(args.correction, len(frame))}"
+        f"{family_text(args.correction, int(frame['family_size'].iloc[0]), scope)}; intervals: "
+        f"{intervals_name(args.correction)} (normal, "
+        f"{'uncorrected' if is_uncorrected(args.correction) else 'at each comparison' + chr(39) + 's level'})"
         + (
             f"; ? = too few to tell (fewer than {ppi.MIN_TESTED} human-labelled queries)"
             if frame["too_few"].any()

@@ -167,6 +167,14 @@ def test_overview_and_compare_show_the_corrected_numbers_with_the_badge(seeded, 
     text = " ".join(m.value for m in box.markdown).replace("\\", "")
     assert deltas["run"].tolist() == ["beta"]
     assert f"**beta** − alpha: corrected Δ **{deltas['delta'].iloc[0]:+.3f}**" in text
+    # one family with the page's table (every pair of the runs on every compared metric), and the interval beside
+    # the Holm p-value adjusted as it is
+    family = re.search(r"Holm-corrected over \d+ comparison\(s\)[^,.:]*", " ".join(c.value for c in at.caption))
+    assert family is not None
+    said = " ".join(c.value for c in box.caption)
+    assert family.group(0) in said and "intervals: Holm-adjusted CI" in said, said
+    assert re.search(r"corrected Δ \*\*[+-]\d\.\d{3}\*\* [\d.]+% CI \(Holm-adjusted\) \[", text), text
+    assert "(Holm p " in text
 
 
 def test_a_version_takes_people_s_labels_and_the_judges_only_when_asked(seeded, tmp_path) -> None:
