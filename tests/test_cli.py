@@ -191,6 +191,10 @@ def test_check_fails_a_regression_and_passes_an_improvement(tmp_path):
     missed = cli("check", "--dataset", QRELS, "--run", HYBRID, "--targets", "faq")
     assert missed.returncode == 1
     assert "FAIL recall@5" in missed.stdout and "vs target > 0.90: fail" in missed.stdout
+    # check gates one run: a second --run is refused, never the last one silently checked alone
+    twice = cli("check", "--dataset", QRELS, "--run", HYBRID, "--run", BM25, "--targets", str(targets))
+    assert twice.returncode == 2 and not twice.stdout
+    assert "argument --run: given twice: check gates one run" in twice.stderr and "Traceback" not in twice.stderr
 
 
 def test_push_stores_the_files_and_prints_a_share_link(tmp_path):

@@ -29,6 +29,7 @@ from ragmetrics.cli.corrected import compare_corrected
 from ragmetrics.cli.evaluating import evaluate_runs, report_coverage
 from ragmetrics.cli.inputs import read_inputs
 from ragmetrics.cli.options import (
+    Once,
     add_bounds_option,
     add_data_options,
     add_engine_options,
@@ -318,7 +319,13 @@ def compare_parser(p: argparse.ArgumentParser) -> None:
 
 def check_parser(p: argparse.ArgumentParser) -> None:
     add_data_options(p)
-    p.add_argument("--run", required=True, help="the run to check")
+    p.add_argument(
+        "--run",
+        required=True,
+        action=Once,
+        why="check gates one run (run check once per run, or compare several with ragmetrics compare)",
+        help="the run to check (one)",
+    )
     p.add_argument("--baseline", help="a baseline run: a significant regression fails the check")
     p.add_argument(
         "--targets",

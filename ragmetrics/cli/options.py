@@ -25,6 +25,19 @@ class MetricList(argparse.Action):
         setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), *names])
 
 
+class Once(argparse.Action):
+    """An option given at most once: a second one is refused, saying ``why`` (never the last silently taken)."""
+
+    def __init__(self, *args: Any, why: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.why = why
+
+    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option_string: Any = None) -> None:
+        if getattr(namespace, self.dest, None) is not None:
+            raise argparse.ArgumentError(self, f"given twice: {self.why}" if self.why else "given twice")
+        setattr(namespace, self.dest, values)
+
+
 def add_metric_option(p: argparse.ArgumentParser, help_text: str) -> None:
     """The repeatable ``-m/--metric`` of :class:`MetricList`."""
     p.add_argument("-m", "--metric", action=MetricList, help=f"{help_text} (repeatable, or a comma-separated list)")
