@@ -8,8 +8,10 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from ragmetrics.analysis import stats
 from ragmetrics.cli import main
 from ragmetrics.store.database import Store
 from tests.timeline_runs import DATES, DROP_VERSION, SCIFACT, write_versions
@@ -102,6 +104,19 @@ def test_each_step_is_also_tested_against_a_pinned_baseline(store_of_four: str):
     for step in steps[1:]:
         assert step["baseline_delta"] == pytest.approx(step["mean"] - steps[0]["mean"], abs=1e-12)
         assert step["baseline_p_value"] is not None
+    # against the pinned baseline the question is every page's: Holm over the runs tested against it, named so,
+    # and the star follows the corrected p-value
+    raw = np.array([step["baseline_p_value"] for step in steps[1:]])
+    assert [step["baseline_p_value_corrected"] for step in steps[1:]] == pytest.approx(stats.holm(raw).tolist())
+    assert all(step["baseline_significant"] == (step["baseline_p_value_corrected"] < 0.05) for step in steps[1:])
+    assert pinned["baseline_family"] == "Holm-corrected over 3 comparison(s) (3 runs against the baseline x 1 metric)"
+    code, text, err = run_cli("history", "--store", store_of_four, *DATASET, "-m", "ndcg@10", "--baseline", first)
+    assert code in (0, 1), err
+    assert (
+        "vs baseline: * = Holm-corrected over 3 comparison(s) (3 runs against the baseline x 1 metric), p < 0.05"
+        in text
+    )
+    assert re.search(r"vs baseline [+-]\d\.\d{4} p=\S+ \(holm \S+\)", text), text
 
 
 def _eval_means(dataset: list[str], runs: list[Path]) -> dict[str, float]:

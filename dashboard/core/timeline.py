@@ -162,7 +162,7 @@ def timeline_table(line: Timeline, links: Sequence[str] = (), tags: Sequence[str
         }
         if line.baseline:
             out["Δ baseline"] = row.baseline_delta
-            out["p baseline"] = row.baseline_p_value
+            out["p baseline"] = row.baseline_p_value_corrected
         for key in tags:
             out[f"tag: {key}"] = line.tags.get(row.run_id, {}).get(key, "")
         out["compare"] = links[i] if i < len(links) and links[i] else None

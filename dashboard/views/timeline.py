@@ -111,7 +111,11 @@ if page.dataset is not None:
                     "Δ previous": st.column_config.NumberColumn("Δ previous", format="%+.4f"),
                     "p": st.column_config.NumberColumn("p", format="%.3g", help="Paired test against the run before"),
                     "Δ baseline": st.column_config.NumberColumn("Δ baseline", format="%+.4f"),
-                    "p baseline": st.column_config.NumberColumn("p baseline", format="%.3g"),
+                    "p baseline": st.column_config.NumberColumn(
+                        "p baseline",
+                        format="%.3g",
+                        help=f"Paired test against the pinned baseline, {line.baseline_family_text}",
+                    ),
                     "compare": st.column_config.LinkColumn(
                         "compare", display_text="open in Compare", help="This run against the one before it"
                     ),
@@ -125,8 +129,15 @@ if page.dataset is not None:
                     if line.correction == "none"
                     else ""
                 )
-                + f"; a drop is p < {alpha:g} with Δ < 0. The same numbers: `ragmetrics history --dataset {page.dataset.id} -m {spec}"
+                + f"; a drop is p < {alpha:g} with Δ < 0"
+                + (
+                    f". p baseline: the {test} test against the pinned baseline, {line.baseline_family_text}"
+                    if line.baseline_family_text
+                    else ""
+                )
+                + f". The same numbers: `ragmetrics history --dataset {page.dataset.id} -m {spec}"
                 + (f" --by {by}" if by != tl.DATE_TAG else "")
+                + (f" --baseline {line.baseline}" if line.baseline else "")
                 + (f" --where {view.where}" if view.where else "")
                 + "`."
             )

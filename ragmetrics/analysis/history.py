@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ragmetrics.analysis import stats
-from ragmetrics.analysis.compare import compare_result
+from ragmetrics.analysis.compare import FAMILIES, compare_result
 from ragmetrics.analysis.evaluate import evaluate
 from ragmetrics.engine.metrics import MetricSpec, parse_metric
 from ragmetrics.foundation.errors import RagMetricsError
@@ -110,7 +110,8 @@ def _check_choice(value: str, choices: Mapping[str, Any], what: str) -> None:
 TIMELINE_COLUMNS = [
     "step", "run_id", "run", "order", "mean", "ci_low", "ci_high",
     "delta", "delta_low", "delta_high", "p_value", "p_value_corrected", "significant", "drop",
-    "baseline_delta", "baseline_low", "baseline_high", "baseline_p_value", "baseline_significant",
+    "baseline_delta", "baseline_low", "baseline_high", "baseline_p_value", "baseline_p_value_corrected",
+    "baseline_significant",
 ]  # fmt: skip
 
 
@@ -118,7 +119,9 @@ TIMELINE_COLUMNS = [
 class Timeline:
     """``frame``: one row per run in order (:data:`TIMELINE_COLUMNS`): its mean and 95% CI; ``delta``, its CI,
     ``p_value`` (and corrected) and ``significant`` against the run before; ``drop``: significantly below it;
-    ``baseline_*``: the same against the pinned baseline (NaN without one). ``tags``: each run's tags."""
+    ``baseline_*``: the same against the pinned baseline (NaN without one), its p-values corrected by
+    :data:`BASELINE_CORRECTION` over the runs tested against it (the question every other page asks of a pair, so
+    never left uncorrected as a step is by default). ``tags``: each run's tags."""
 
     dataset: str
     dataset_name: str
@@ -140,6 +143,16 @@ class Timeline:
         comparison(s) (each step against the run before)``."""
         size = int(self.frame["p_value"].notna().sum()) if "p_value" in self.frame else 0
         return stats.family_text(self.correction, size, STEPS_FAMILY)
+
+    @property
+    def baseline_family_text(self) -> str:
+        """The pinned baseline's correction and family, in the same words: ``Holm-corrected over 3 comparison(s)
+        (3 runs against the baseline x 1 metric)``; empty without a baseline."""
+        if not self.baseline or "baseline_p_value" not in self.frame:
+            return ""
+        size = int(self.frame["baseline_p_value"].notna().sum())
+        scope = FAMILIES["baseline"].format(others=size, metrics="1 metric")
+        return stats.family_text(BASELINE_CORRECTION, size, scope)
 
     @property
     def drops(self) -> list[int]:
@@ -174,6 +187,7 @@ class Timeline:
             "alpha": self.alpha,
             "correction": self.correction,
             "family": self.family_text,
+            "baseline_family": self.baseline_family_text,
             "first_drop": self.first_drop,
             "last_step_drops": self.last_step_drops,
             "notes": self.notes,
@@ -226,7 +240,8 @@ def timeline(
             against = compare_result(result, baseline=pinned.id, runs=[run.id], **options) if pinned else None
             row.update(_step(against, "baseline_"))
             rows.append(row)
-        frame = pd.DataFrame(rows, columns=[c for c in TIMELINE_COLUMNS if c not in ("p_value_corrected",)])
+        computed = ("p_value_corrected", "baseline_p_value_corrected")
+        frame = pd.DataFrame(rows, columns=[c for c in TIMELINE_COLUMNS if c not in computed])
         adjust = stats.CORRECTIONS[correction]
         p = frame["p_value"].to_numpy(dtype=np.float64)
         corrected = np.full_like(p, np.nan)
@@ -236,7 +251,11 @@ def timeline(
         frame["significant"] = frame["p_value_corrected"] < alpha
         frame["drop"] = frame["significant"] & (frame["delta"] < 0)
         base_p = frame["baseline_p_value"].to_numpy(dtype=np.float64)
-        frame["baseline_significant"] = base_p < alpha
+        base_corrected = np.full_like(base_p, np.nan)
+        tested = ~np.isnan(base_p)
+        base_corrected[tested] = stats.CORRECTIONS[BASELINE_CORRECTION](base_p[tested])
+        frame.insert(TIMELINE_COLUMNS.index("baseline_p_value_corrected"), "baseline_p_value_corrected", base_corrected)
+        frame["baseline_significant"] = frame["baseline_p_value_corrected"] < alpha
     return Timeline(
         dataset=dataset_id,
         dataset_name=dataset.name,
@@ -253,6 +272,9 @@ def timeline(
     )
 
 
+BASELINE_CORRECTION = "holm"
+"""The correction of the tests against a pinned baseline (the default of every page and command that compares runs
+against a baseline)."""
 STEPS_FAMILY = "each step against the run before"
 """A timeline's family: its steps (a step's p-value is its own question unless a correction is asked for)."""
 
@@ -302,9 +324,14 @@ def timeline_text(line: Timeline) -> str:
         base = ""
         if line.baseline and not math.isnan(row.baseline_p_value):
             star = "*" if row.baseline_significant else ""
-            base = f"  vs baseline {row.baseline_delta:+.4f} p={row.baseline_p_value:.4g}{star}"
+            base = (
+                f"  vs baseline {row.baseline_delta:+.4f} p={row.baseline_p_value:.4g} "
+                f"({BASELINE_CORRECTION} {row.baseline_p_value_corrected:.4g}){star}"
+            )
         lines.append(head + step + base)
     lines.append(f"test: {line.test}, alpha {line.alpha:g}, {line.family_text}")
+    if line.baseline_family_text:
+        lines.append(f"vs baseline: * = {line.baseline_family_text}, p < {line.alpha:g}")
     verdict = "the last step is a significant drop" if line.last_step_drops else "the last step is no significant drop"
     lines.append(verdict)
     return "\n".join(lines) + "\n"
