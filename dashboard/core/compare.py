@@ -229,6 +229,13 @@ def verdict(comparison: Comparison, spec: MetricSpec, *, markdown: bool = True) 
         f"{words} ({ci}), {judged} at α = {comparison.alpha:g} ({p_equals(p)}, {family_text(comparison)}; "
         f"{test_title(comparison.test)})."
     )
+    excludes_zero = float(best["ci_low_adjusted"]) > 0 or float(best["ci_high_adjusted"]) < 0
+    if excludes_zero != significant:  # the interval and the test are computed apart: they can disagree at the margin
+        kind = "a paired bootstrap's" if is_uncorrected(comparison.correction) else "Student's t"
+        text += (
+            f" The interval is {kind} and the verdict the test's ({test_title(comparison.test)}): here they "
+            f"disagree, the interval {'leaving out' if excludes_zero else 'holding'} 0."
+        )
     if "could_flip" in best.index and abs(delta) > 0:
         ends = f"Δ from {signed(float(best['delta_worst']))} to {signed(float(best['delta_best']))}"
         if bool(best["could_flip"]):

@@ -554,3 +554,20 @@ def test_a_difference_that_is_not_significant_is_never_worded_as_a_win() -> None
 def test_p_values_in_running_text() -> None:
     assert cmp.p_equals(0.01234) == "p = 0.0123" and cmp.p_equals(0.00001) == "p < 0.0001"
     assert cmp.p_equals(float("nan")) == "p = —"
+
+
+def test_a_verdict_says_when_its_interval_and_its_test_disagree() -> None:
+    """The Wilcoxon test finds hybrid-rrf60 significantly above bm25-stem on MAP (Holm over all pairs of three
+    SciFact runs x eight metrics) while the Holm-adjusted t interval beside it holds 0: said, not left to look like a
+    contradiction; with the t-test the two agree and nothing is added."""
+    folder = "tests/data/scifact"
+    dataset = ragmetrics.io.load_dataset(f"{folder}/qrels.tsv")
+    runs = [load_run(f"{folder}/{n}.trec.gz") for n in ("bm25-stem", "hybrid-rrf60", "dense-all-minilm-l6-v2")]
+    metrics = ["ndcg@10", "recall@100", "mrr", "map", "precision@5", "hits@10", "recall@10", "ndcg@5"]
+    result = ragmetrics.evaluate(dataset, runs, metrics, warn=False)
+    wilcoxon = cmp.verdict(compare_result(result, baseline="bm25-stem", test="wilcoxon"), M("map"), markdown=False)
+    assert wilcoxon is not None and "significant at α = 0.05" in wilcoxon and "CI (Holm-adjusted) [-0.009" in wilcoxon
+    assert "The interval is Student's t and the verdict the test's (Wilcoxon" in wilcoxon
+    assert "they disagree, the interval holding 0." in wilcoxon
+    paired_t = cmp.verdict(compare_result(result, baseline="bm25-stem", test="t"), M("map"), markdown=False)
+    assert paired_t is not None and "disagree" not in paired_t
