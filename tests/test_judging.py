@@ -299,3 +299,21 @@ def test_the_queries_a_judge_alone_judges_with_nothing_relevant_are_named():
     assert judged_by_the_judge_alone(dataset, labels) == ["neg"]
     assert judged_by_the_judge_alone(dataset, labels, rel_level=3) == ["neg", "new"]
     assert judged_by_the_judge_alone(dataset, labels[labels["query_id"] == "q1"]) == []
+
+
+def test_a_chunk_run_pools_the_queries_without_judgments_as_documents_too():
+    """The FAQ sample's runs retrieve chunks (``PRICE-06#1``); its queries without judgments (negative ones) were
+    pooled as raw chunk ids, which no corpus text names and no label of a document counts for. Now as documents, at
+    their best chunk, with their text, as the judged queries are."""
+    folder = Path(__file__).parents[1] / "sample_runs" / "product_faq_zh"
+    dataset = load_dataset(folder / "eval_set.json", corpus=folder / "corpus.jsonl")
+    run = load_run(folder / "runs" / "bm25.jsonl")
+    pooled = pool(dataset, [run], 10)
+    judged = set(dataset.qrels["query_id"])
+    unjudged = pooled[~pooled["query_id"].isin(judged)]
+    assert len(unjudged) and unjudged["query_id"].nunique() >= 2
+    documents = set(dataset.documents["doc_id"])
+    assert set(pooled["doc_id"]) <= documents, sorted(set(pooled["doc_id"]) - documents)[:5]
+    assert pooled["text"].map(lambda t: isinstance(t, str) and bool(t)).all()
+    assert (unjudged.groupby("query_id")["best_rank"].max() <= 10).all()
+    assert not unjudged.duplicated(["query_id", "doc_id"]).any()

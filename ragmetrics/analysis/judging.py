@@ -39,7 +39,7 @@ def pool(dataset: Dataset, runs: Sequence[Run | Alignment], depth: int, **conven
 
     A query of the dataset that judges no document yet (a new query, a generated one) is pooled too: its top
     ``depth`` in the run's own order (:func:`ragmetrics.analysis.fusion.ranked_frame`, trec_eval's), every document
-    of it unjudged. Queries the dataset does not have are not pooled."""
+    of it unjudged; a chunk run's chunks as their documents, as the judged queries' (a document at its best chunk). Queries the dataset does not have are not pooled."""
 
     if not isinstance(depth, (int, np.integer)) or depth < 1:
         raise RagMetricsError(f"The 'depth' parameter must be an int >= 1. Got {depth!r} instead.")
@@ -57,7 +57,10 @@ def pool(dataset: Dataset, runs: Sequence[Run | Alignment], depth: int, **conven
         parts.append(frame)
         unjudged = set(position) - set(alignment.query_ids.astype(str))
         if unjudged:
-            ranked = ranked_frame(alignment.run.of_queries(unjudged), depth)
+            others = alignment.run.of_queries(unjudged)
+            if alignment.conventions.level != "chunk" and "source_doc" in others.table.column_names:
+                others = others.with_columns(doc_id=others.documents())  # chunks pooled as their documents
+            ranked = ranked_frame(others, depth)
             parts.append(pd.DataFrame({"query_id": ranked["query_id"].astype(str).to_numpy(),
                                        "doc_id": ranked["doc_id"].to_numpy(), "rank": ranked["rank"].to_numpy()}))  # fmt: skip
     columns = ["query_id", "doc_id", "best_rank", "runs"]
