@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,25 @@ def test_trec_eval_measure_names(name, canonical):
 def test_a_cut_off_glued_to_the_name_is_suggested_with_its_at(typed, meant):
     code, _, err = run_cli("eval", "--dataset", QRELS, "--run", BM25, "-m", typed)
     assert code == 2 and f"did you mean '{meant}'?" in err
+
+
+def test_trec_eval_s_several_cut_offs_after_one_measure():
+    """trec_eval's ``-m P.5,10`` is P.5 and P.10; a bare number after any metric with a cut-off is another one."""
+    code, out, err = run_cli("eval", "--dataset", QRELS, "--run", BM25, "-m", "P.5,10", "-m", "ndcg_cut_5,10",
+                             "-m", "recall@10,100", "--format", "json")  # fmt: skip
+    assert code == 0, err
+    assert list(json.loads(out)["runs"]["bm25-stem"]["mean"]) == [
+        "precision@5", "precision@10", "ndcg@5", "ndcg@10", "recall@10", "recall@100",
+    ]  # fmt: skip
+    code, _, err = run_cli("eval", "--dataset", QRELS, "--run", BM25, "-m", "10,ndcg@5")
+    assert code == 2 and "cannot read metric '10'" in err  # no metric before it to take the number as a cut-off
+
+
+@pytest.mark.parametrize("name", ["iprec_at_recall_0.00", "set_P", "num_rel", "gm_map", "infAP"])
+def test_a_trec_eval_measure_not_computed_is_said_so_not_mistaken_for_another(name):
+    code, _, err = run_cli("eval", "--dataset", QRELS, "--run", BM25, "-m", name)
+    assert code == 2 and f"metric {name!r}: trec_eval's " in err and "is not computed by ragmetrics" in err
+    assert "did you mean" not in err and "Traceback" not in err
 
 
 def test_targets_in_the_dashboards_syntax():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -16,12 +17,16 @@ from ragmetrics.partitioned import ENGINES
 
 class MetricList(argparse.Action):
     """``-m``: repeatable, and each value may list several metrics with commas (``-m ndcg@10,recall@100``, as
-    ranx and ir_measures users write them); no metric name holds a comma."""
+    ranx and ir_measures users write them); no metric name holds a comma. A bare number after a metric with a
+    cut-off is another cut-off of it, as trec_eval reads ``-m P.5,10`` (``P.5`` and ``P.10``)."""
 
     def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option_string: Any = None) -> None:
-        names = [name.strip() for name in str(values).split(",")]
-        if not all(names):
-            raise argparse.ArgumentError(self, f"{values!r}: an empty metric name between commas")
+        names: list[str] = []
+        for name in (piece.strip() for piece in str(values).split(",")):
+            if not name:
+                raise argparse.ArgumentError(self, f"{values!r}: an empty metric name between commas")
+            cut = re.fullmatch(r"(.*[._@])\d+", names[-1]) if names and name.isdigit() else None
+            names.append(cut.group(1) + name if cut else name)
         setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), *names])
 
 

@@ -589,6 +589,40 @@ def _with_persistence(text: str, raw: str, value: str) -> MetricSpec:
     return MetricSpec(name, None, None if p == info.persistence else p)
 
 
+TREC_EVAL_NOT_COMPUTED: dict[str, str] = {
+    "iprec_at_recall": "interpolated precision at fixed recall levels",
+    "11pt_avg": "11-point interpolated average precision",
+    "gm_map": "geometric mean of average precision",
+    "gm_bpref": "geometric mean of bpref",
+    "infAP": "inferred average precision",
+    "set_P": "precision of the whole retrieved set",
+    "set_recall": "recall of the whole retrieved set",
+    "set_F": "F of the whole retrieved set",
+    "set_map": "set precision times set recall",
+    "num_ret": "a count of retrieved documents",
+    "num_rel": "a count of relevant documents",
+    "num_rel_ret": "a count of relevant retrieved documents",
+    "utility": "a utility score",
+    "relative_P": "precision relative to the best possible",
+    "Rprec_mult": "R-precision at multiples of R",
+    "binG": "binary gain",
+    "G": "gain",
+    "Rndcg": "nDCG with a rank cut-off at R",
+    "ndcg_rel": "nDCG averaged over relevant documents",
+}
+"""trec_eval measures ragmetrics does not compute, in trec_eval's spelling: asked for, they get this instead of a
+"did you mean" that points at an unrelated metric."""
+
+
+def _not_computed(text: str) -> str | None:
+    """The trec_eval measure ``text`` names that this library does not compute (the longest that fits), or None."""
+    lowered = text.lower()
+    for name in sorted(TREC_EVAL_NOT_COMPUTED, key=len, reverse=True):
+        if lowered == name.lower() or re.match(rf"{re.escape(name.lower())}[._]", lowered):
+            return name
+    return None
+
+
 def parse_metric(text: str | MetricSpec) -> MetricSpec:
     """Parse ``"nDCG@10"`` into ``MetricSpec("ndcg", 10)``.
 
@@ -604,6 +638,12 @@ def parse_metric(text: str | MetricSpec) -> MetricSpec:
     if persistence:
         return _with_persistence(str(text), persistence.group(1), persistence.group(2))
     match = _METRIC_RE.match(str(text))
+    missing = None if match and match.group(1).lower() in _ALIASES else _not_computed(str(text))
+    if missing is not None:
+        raise MetricNameError(
+            f"metric {text!r}: trec_eval's {missing} ({TREC_EVAL_NOT_COMPUTED[missing]}) is not computed by "
+            f"ragmetrics. Known: {known_metric_names()}"
+        )
     if not match:
         raise MetricNameError(
             f"cannot read metric {text!r}; expected a name with an optional @k, e.g. 'ndcg@10'. "
