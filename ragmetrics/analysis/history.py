@@ -311,7 +311,8 @@ def timeline_text(line: Timeline) -> str:
     ]
     first = line.first_drop
     for row in line.frame.itertuples(index=False):
-        head = f"{row.step:>3}  {str(row.order)[:25]:<25}  {row.run[:24]:<24}  {row.mean:.4f} [{row.ci_low:.4f}, {row.ci_high:.4f}]"
+        # 28: a stored time, "2026-01-31 12:00:00 (stored)", whole
+        head = f"{row.step:>3}  {str(row.order)[:28]:<28}  {row.run[:24]:<24}  {row.mean:.4f} [{row.ci_low:.4f}, {row.ci_high:.4f}]"
         if row.step == 1:
             step = "  (first)"
         else:
