@@ -230,3 +230,14 @@ def test_qrels_given_as_a_run_to_a_command_without_a_dataset_is_not_told_to_swap
     assert code == 2 and "looks like qrels: this command reads runs only" in err and "--dataset" not in err
     code, _, err = run_cli("eval", "--dataset", QRELS, "--run", QRELS)
     assert code == 2 and "did you swap --dataset and --run?" in err
+
+
+def test_trec_eval_s_flags_and_bare_files_are_answered_with_this_cli_s_options(capsys):
+    with pytest.raises(SystemExit) as refused:
+        main(["eval", "--dataset", str(QRELS), "--run", str(BM25), "-q", "-l", "2"])
+    said = capsys.readouterr().err
+    assert refused.value.code == 2 and "unrecognized arguments: -q -l 2" in said
+    assert "trec_eval's -q is --per-query" in said and "trec_eval's -l is --rel-level N" in said
+    with pytest.raises(SystemExit):
+        main(["eval", "--dataset", str(QRELS), "--run", str(BM25), str(QRELS), str(BM25)])
+    assert "trec_eval's `qrels run` are --dataset QRELS --run RUN here" in capsys.readouterr().err

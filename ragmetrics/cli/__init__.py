@@ -103,6 +103,30 @@ COMMANDS: dict[str, Command] = {
 """The subcommands, by name: the one place a command is added."""
 
 
+TREC_EVAL_FLAGS: dict[str, str] = {
+    "-q": "--per-query (per-query values)",
+    "-l": "--rel-level N (the lowest relevant label)",
+    "-c": "--missing zero (the default: a query the run misses scores 0)",
+    "-J": "--unjudged skip (score only the judged documents)",
+    "-M": "a run cut to its top N before it is read (no flag: every metric takes its @k)",
+    "-n": "--allow-no-relevant (score queries without a relevant document)",
+}
+"""trec_eval's flags and what this CLI says instead: an unrecognized one is refused with it."""
+
+
+def trec_eval_hint(extra: Sequence[str]) -> str:
+    """ "; trec_eval's -q is --per-query here, ..." for the trec_eval flags among ``extra`` (empty if none), and for
+    two or more bare file arguments, trec_eval's ``qrels run`` order."""
+    said = [
+        f"trec_eval's {flag} is {TREC_EVAL_FLAGS[flag]} here"
+        for flag in dict.fromkeys(extra)
+        if flag in TREC_EVAL_FLAGS
+    ]
+    if sum(not a.startswith("-") and os.path.exists(a) for a in extra) >= 2:
+        said.append("trec_eval's `qrels run` are --dataset QRELS --run RUN here")
+    return "; " + "; ".join(said) if said else ""
+
+
 USED_PARSER = "_command_parser"
 """The attribute of a parsed namespace that holds the parser of its innermost command (:class:`CommandParser`)."""
 
@@ -139,7 +163,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
     args, extra = parser.parse_known_args(argv)
     if extra:  # refused with the usage of the (sub)command given, not the top level's
-        getattr(args, USED_PARSER).error(f"unrecognized arguments: {' '.join(extra)}")
+        getattr(args, USED_PARSER).error(f"unrecognized arguments: {' '.join(extra)}{trec_eval_hint(extra)}")
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RagMetricsWarning)
