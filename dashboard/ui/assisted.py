@@ -442,7 +442,7 @@ def corrected_elsewhere(
             f"A judge ({md_escape(assisted.judge_title(help_.source))}) labelled the unjudged documents of the runs' top "
             f"{depth}; {len(sample.queries)} planned queries are labelled by people (the Judge page; a query counts once "
             "every pair these runs pool for it is, so another run can make it wait). Prediction-powered "
-            "inference, 95% intervals."
+            + ("inference, 95% intervals." if baseline is None else "inference; its intervals are named below.")
         )
         digest = _digest(help_.human.to_numpy().tolist(), help_.judge.to_numpy().tolist())
         strata = help_.plan == "category"
