@@ -26,7 +26,7 @@ from dashboard.data.workspace import DatasetEntry, Workspace
 from dashboard.ui import cache, layout, state
 from ragmetrics.analysis import ppi
 from ragmetrics.analysis.compare import family_scope, interval_at_level, intervals_name
-from ragmetrics.analysis.judging import judged_by_the_judge_alone, pool
+from ragmetrics.analysis.judging import judged_by_the_judge_alone, judged_by_the_judge_alone_words, pool
 from ragmetrics.analysis.stats import correction_title, family_text, is_uncorrected
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.judges.base import JudgeLabel, max_grade, pairs_from_pool, provenance_of
@@ -322,14 +322,8 @@ def _corrected_panel(selection: cache.Selection, spec: MetricSpec, help_: Assist
     _warn_if_unreadable(table, "corrected_low", "corrected_high")
     alone = judged_by_the_judge_alone(help_.base.dataset, judge.rename(columns={"label": "relevance"}))
     if alone:
-        st.info(
-            f"{len(alone):,} quer{'ies' if len(alone) != 1 else 'y'} the dataset does not judge "
-            f"({md_escape(', '.join(alone[:5]))}{', …' if len(alone) > 5 else ''}) "
-            f"{'are' if len(alone) != 1 else 'is'} judged by the judge alone, nothing relevant: the corrected numbers "
-            "count them (0 where a metric needs a relevant document), where the other pages leave a query without "
-            "judgments out. A query with no answer in the corpus (a negative one) belongs out of the pool.",
-            icon=":material/info:",
-        )
+        words = judged_by_the_judge_alone_words(alone)
+        st.info(md_escape(f"{words[0].upper()}{words[1:]}."), icon=":material/info:")
     spread = table[(table["corrected_high"] - table["corrected_low"]) > 1e-12]  # width 0: nothing to shrink
     first = spread.iloc[0] if len(spread) else None
     if first is not None and int(first["more"]):  # every query labelled: the judge adds nothing, no more to label
@@ -452,10 +446,10 @@ def corrected_elsewhere(
                     help_.base, selection, str(spec), digest, strata, spec, help_.human, help_.judge, sample.queries
                 )
             else:
-                family = tuple(dict.fromkeys([*family_specs, spec]))
+                specs = tuple(dict.fromkeys([*family_specs, spec]))
                 table = _deltas(
                     help_.base, selection, baseline, str(spec), digest, strata, correction, alpha,
-                    tuple(str(s) for s in family), spec, family, help_.human, help_.judge, sample.queries,
+                    tuple(str(s) for s in specs), spec, specs, help_.human, help_.judge, sample.queries,
                 )  # fmt: skip
         except RagMetricsError as err:
             st.info(

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ragmetrics.analysis import stats
-from ragmetrics.analysis.compare import FAMILIES, compare_result
+from ragmetrics.analysis.compare import compare_result, family_scope
 from ragmetrics.analysis.evaluate import evaluate
 from ragmetrics.engine.metrics import MetricSpec, parse_metric
 from ragmetrics.foundation.errors import RagMetricsError
@@ -151,8 +151,7 @@ class Timeline:
         if not self.baseline or "baseline_p_value" not in self.frame:
             return ""
         size = int(self.frame["baseline_p_value"].notna().sum())
-        scope = FAMILIES["baseline"].format(others=size, metrics="1 metric")
-        return stats.family_text(BASELINE_CORRECTION, size, scope)
+        return stats.family_text(BASELINE_CORRECTION, size, family_scope("baseline", size + 1, 1))
 
     @property
     def drops(self) -> list[int]:
@@ -242,19 +241,16 @@ def timeline(
             rows.append(row)
         computed = ("p_value_corrected", "baseline_p_value_corrected")
         frame = pd.DataFrame(rows, columns=[c for c in TIMELINE_COLUMNS if c not in computed])
-        adjust = stats.CORRECTIONS[correction]
-        p = frame["p_value"].to_numpy(dtype=np.float64)
-        corrected = np.full_like(p, np.nan)
-        tested = ~np.isnan(p)
-        corrected[tested] = adjust(p[tested])
-        frame.insert(TIMELINE_COLUMNS.index("p_value_corrected"), "p_value_corrected", corrected)
+        frame.insert(
+            TIMELINE_COLUMNS.index("p_value_corrected"), "p_value_corrected", _corrected(frame["p_value"], correction)
+        )
         frame["significant"] = frame["p_value_corrected"] < alpha
         frame["drop"] = frame["significant"] & (frame["delta"] < 0)
-        base_p = frame["baseline_p_value"].to_numpy(dtype=np.float64)
-        base_corrected = np.full_like(base_p, np.nan)
-        tested = ~np.isnan(base_p)
-        base_corrected[tested] = stats.CORRECTIONS[BASELINE_CORRECTION](base_p[tested])
-        frame.insert(TIMELINE_COLUMNS.index("baseline_p_value_corrected"), "baseline_p_value_corrected", base_corrected)
+        frame.insert(
+            TIMELINE_COLUMNS.index("baseline_p_value_corrected"),
+            "baseline_p_value_corrected",
+            _corrected(frame["baseline_p_value"], BASELINE_CORRECTION),
+        )
         frame["baseline_significant"] = frame["baseline_p_value_corrected"] < alpha
     return Timeline(
         dataset=dataset_id,
@@ -277,6 +273,16 @@ BASELINE_CORRECTION = "holm"
 against a baseline)."""
 STEPS_FAMILY = "each step against the run before"
 """A timeline's family: its steps (a step's p-value is its own question unless a correction is asked for)."""
+
+
+def _corrected(p_values: pd.Series, correction: str) -> np.ndarray:
+    """``p_values`` corrected by ``correction`` over those that were tested (NaN, no comparison, stays NaN)."""
+    p = p_values.to_numpy(dtype=np.float64)
+    corrected = np.full_like(p, np.nan)
+    tested = ~np.isnan(p)
+    corrected[tested] = stats.CORRECTIONS[correction](p[tested])
+    return corrected
+
 
 _STEP_COLUMNS = {"delta": "delta", "ci_low": "low", "ci_high": "high", "p_value": "p_value"}
 

@@ -39,7 +39,8 @@ def pool(dataset: Dataset, runs: Sequence[Run | Alignment], depth: int, **conven
 
     A query of the dataset that judges no document yet (a new query, a generated one) is pooled too: its top
     ``depth`` in the run's own order (:func:`ragmetrics.analysis.fusion.ranked_frame`, trec_eval's), every document
-    of it unjudged; a chunk run's chunks as their documents, as the judged queries' (a document at its best chunk). Queries the dataset does not have are not pooled."""
+    of it unjudged; a chunk run's chunks as their documents, as the judged queries' (a document at its best chunk).
+    Queries the dataset does not have are not pooled."""
 
     if not isinstance(depth, (int, np.integer)) or depth < 1:
         raise RagMetricsError(f"The 'depth' parameter must be an int >= 1. Got {depth!r} instead.")
@@ -267,3 +268,16 @@ def judged_by_the_judge_alone(dataset: Dataset, labels: pd.DataFrame, rel_level:
         return []
     relevant = brought.groupby(brought["query_id"].astype(str))["relevance"].max() >= rel_level
     return sorted(str(q) for q in relevant.index[~relevant.to_numpy()])
+
+
+def judged_by_the_judge_alone_words(queries: Sequence[str]) -> str:
+    """:func:`judged_by_the_judge_alone`'s ``queries`` in the words the CLI and the dashboard say (at most five
+    named)."""
+    many = len(queries) != 1
+    shown = ", ".join(repr(q) for q in queries[:5]) + (", ..." if len(queries) > 5 else "")
+    return (
+        f"{len(queries)} quer{'ies' if many else 'y'} the dataset does not judge {'are' if many else 'is'} judged by "
+        f"the judge's labels alone, none relevant [{shown}]: the corrected means count them (0 where a metric needs "
+        "a relevant document), where plain eval leaves a query without judgments out; a query with no answer in the "
+        "corpus (a negative one) belongs out of the pool"
+    )

@@ -548,13 +548,16 @@ def corrected_comparison(
     if frame.empty:
         return frame
     # family "pairs": the other runs against each other too, which the correction covers with the baseline's
-    beyond = [
-        paired(a, b, metric).ppi.p_value
-        for metric in metric_names
-        for i, a in enumerate(others)
-        for b in others[i + 1 :]
+    beyond = (
+        [
+            paired(a, b, metric).ppi.p_value
+            for metric in metric_names
+            for i, a in enumerate(others)
+            for b in others[i + 1 :]
+        ]
         if family == "pairs"
-    ]
+        else []
+    )
     family_p = np.array([*frame["p_value"], *beyond], dtype=np.float64)
     size = int(np.count_nonzero(~np.isnan(family_p)))
     frame["p_value_corrected"] = stats.CORRECTIONS[correction](family_p)[: len(frame)]

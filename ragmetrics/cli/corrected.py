@@ -17,7 +17,12 @@ import pandas as pd
 from ragmetrics.analysis import ppi
 from ragmetrics.analysis.compare import family_scope, interval_at_level, intervals_name
 from ragmetrics.analysis.evaluate import EvalResult
-from ragmetrics.analysis.judging import Labelled, judged_by_the_judge_alone, with_labels
+from ragmetrics.analysis.judging import (
+    Labelled,
+    judged_by_the_judge_alone,
+    judged_by_the_judge_alone_words,
+    with_labels,
+)
 from ragmetrics.analysis.stats import family_text, is_uncorrected
 from ragmetrics.cli.evaluating import evaluate_runs
 from ragmetrics.cli.inputs import judges_of
@@ -74,16 +79,7 @@ def _judged_by_the_judge_alone(args: argparse.Namespace, dataset: Dataset, label
     with no answer in the corpus, belongs out of the pool)."""
     empty = judged_by_the_judge_alone(dataset, labelled.judge.qrels)
     if empty:
-        many = len(empty) != 1
-        warnings.warn(
-            f"{args.judge_qrels}: {len(empty)} quer{'ies' if many else 'y'} the dataset does not judge "
-            f"{'are' if many else 'is'} judged by the judge's labels alone, none relevant {names_of(empty, 5)}: the "
-            "corrected means count them (0 where a metric needs a relevant document), where plain eval leaves a "
-            "query without judgments out; a query with no answer in the corpus (a negative one) belongs out of the "
-            "pool",
-            RagMetricsWarning,
-            stacklevel=1,
-        )
+        warnings.warn(f"{args.judge_qrels}: {judged_by_the_judge_alone_words(empty)}", RagMetricsWarning, stacklevel=1)
 
 
 def _options(args: argparse.Namespace, result: EvalResult) -> dict[str, Any]:
@@ -205,11 +201,11 @@ def compare_corrected(
         )
     _footer(args, frame, out, "intervals (the last line says at which level)")
     scope = family_scope(args.family, len(runs), len(frame["metric"].unique()))
+    level = "uncorrected" if is_uncorrected(args.correction) else "at each comparison's level"
     out.write(
         f"p: the normal test of the corrected delta; * = significant at alpha {args.alpha}, "
         f"{family_text(args.correction, int(frame['family_size'].iloc[0]), scope)}; intervals: "
-        f"{intervals_name(args.correction)} (normal, "
-        f"{'uncorrected' if is_uncorrected(args.correction) else 'at each comparison' + chr(39) + 's level'})"
+        f"{intervals_name(args.correction)} (normal, {level})"
         + (
             f"; ? = too few to tell (fewer than {ppi.MIN_TESTED} human-labelled queries)"
             if frame["too_few"].any()
