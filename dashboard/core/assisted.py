@@ -24,7 +24,7 @@ import pandas as pd
 from dashboard.core.share import SAMPLE_PLANS
 from ragmetrics.analysis import ppi
 from ragmetrics.analysis.evaluate import RunResult, evaluate
-from ragmetrics.analysis.judging import merge
+from ragmetrics.analysis.judging import judged_twice
 from ragmetrics.analysis.label_agreement import LabelAgreement, label_agreement
 from ragmetrics.engine.conventions import Conventions
 from ragmetrics.engine.metrics import MetricSpec
@@ -216,11 +216,8 @@ def _under(
 ) -> tuple[dict[str, RunResult], dict[str, RunResult], dict[str, str] | None]:
     """The runs evaluated on ``specs`` under the judge's labels (filling ``base``'s holes) and under people's (added,
     winning), and each query's category when ``strata``."""
-    known = set(zip(base.qrels["query_id"].astype(str), base.qrels["doc_id"].astype(str)))
-    holes = judge[[(q, d) not in known for q, d in zip(judge["query_id"], judge["doc_id"])]]
     as_qrels = {"label": "relevance"}
-    judged = merge(base, holes.rename(columns=as_qrels)).dataset
-    people = merge(base, human.rename(columns=as_qrels), override=True).dataset
+    judged, people = judged_twice(base, judge.rename(columns=as_qrels), human.rename(columns=as_qrels))
     under_judge = evaluate(judged, list(runs), list(specs), conventions=conventions, warn=False).runs
     under_people = evaluate(people, list(runs), list(specs), conventions=conventions, warn=False).runs
     strata_of = None

@@ -246,15 +246,21 @@ def with_labels(dataset: Dataset, judge_labels: Dataset, human_labels: Dataset) 
     """The judgments :func:`ragmetrics.analysis.ppi.corrected_means` compares (see :class:`Labelled`). A query the humans sampled must be
     named in ``human_labels`` even when nothing in it is relevant (label it 0): a sampled query left out would no
     longer make the sample random."""
-    judged = dataset.qrels[["query_id", "doc_id"]].assign(known=True)
-    labels = judge_labels.qrels.merge(judged, on=["query_id", "doc_id"], how="left")
-    holes = labels[labels["known"].isna()][["query_id", "doc_id", "relevance"]]
+    judge, human = judged_twice(dataset, judge_labels.qrels, human_labels)
     human_ids = human_labels.qrels_table.column("query_id").to_pylist()
-    return Labelled(
-        judge=merge(dataset, holes).dataset,
-        human=merge(dataset, human_labels, override=True).dataset,
-        queries=tuple(dict.fromkeys(str(q) for q in human_ids)),
-    )
+    return Labelled(judge=judge, human=human, queries=tuple(dict.fromkeys(str(q) for q in human_ids)))
+
+
+def judged_twice(
+    dataset: Dataset, judge_labels: pd.DataFrame, human_labels: Dataset | pd.DataFrame
+) -> tuple[Dataset, Dataset]:
+    """``dataset``'s judgments completed by a judge's labels, and by people's (``query_id, doc_id, relevance``
+    frames; people's may be a dataset): the judge's fill only the pairs ``dataset`` leaves unjudged, people's are added and win where they
+    differ (:class:`Labelled`'s ``judge`` and ``human``)."""
+    judged = dataset.qrels[["query_id", "doc_id"]].astype(str).assign(known=True)
+    labels = judge_labels.astype({"query_id": str, "doc_id": str}).merge(judged, on=["query_id", "doc_id"], how="left")
+    holes = labels[labels["known"].isna()][["query_id", "doc_id", "relevance"]]
+    return merge(dataset, holes).dataset, merge(dataset, human_labels, override=True).dataset
 
 
 def judged_by_the_judge_alone(dataset: Dataset, labels: pd.DataFrame, rel_level: int = 1) -> list[str]:
