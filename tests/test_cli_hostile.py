@@ -258,6 +258,9 @@ def test_the_unjudged_note_reads_what_a_short_run_ranks_not_ten_slots(files, tmp
     unjudged.write_text("q1 Q0 x1 1 3 u\nq1 Q0 x2 2 2 u\nq1 Q0 d1 3 1 u\nq2 Q0 d5 1 1 u\nq2 Q0 x3 2 0 u\n")
     code, _, err = run_cli("eval", "--dataset", files["qrels"], "--run", unjudged, "--missing", "skip")
     assert code == 0 and "judged@10 = 0.42: most of the top 10 is unjudged" in err, err
+    # with the bounds printed, the worst and best case beside each value say it: no note that points at --bounds
+    code, out, err = run_cli("eval", "--dataset", files["qrels"], "--run", unjudged, "--missing", "skip", "--bounds")
+    assert code == 0 and ":worst" in out and ":best" in out and "judged@10" not in err, (out, err)
 
 
 def test_a_target_checked_on_one_query_is_too_few_to_tell_not_a_pass(files, tmp_path):

@@ -115,7 +115,7 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             for metric in result.metrics:
                 run.alignment.bounded(metric, depth)
     emit(result, args.format, args.per_query, out, bounds=args.bounds, merged=merged_options(args))
-    report_coverage(result, err)
+    report_coverage(result, err, bounded=bool(args.bounds))
     for run, path in zip(result.runs.values(), paths):
         if path is not None:
             with replacing(path) as partial:

@@ -19,11 +19,13 @@ if TYPE_CHECKING:
     from ragmetrics.partitioned import PartitionedResult
 
 
-def report_coverage(result: EvalResult | PartitionedResult, err: TextIO) -> None:
+def report_coverage(result: EvalResult | PartitionedResult, err: TextIO, *, bounded: bool = False) -> None:
+    """Each run's coverage notes on stderr, and a note when most of its top 10 is unjudged, unless ``bounded``: the
+    worst and best case printed beside each value already say how much the unjudged documents may move it."""
     for name, run in result.runs.items():
         notes = run.coverage.notes(run.conventions.missing)
         state = run.health
-        if state.thinly_judged:
+        if state.thinly_judged and not bounded:
             hint = "; eval --bounds gives the worst and best case" if run.conventions.mode == "trec" else ""
             notes.append(
                 f"judged@10 = {state.judged_at_10:.2f}: most of the top 10 is unjudged (scored as "
