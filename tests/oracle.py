@@ -18,8 +18,15 @@ import pytrec_eval
 import ragmetrics as rm
 
 CUTOFFS = (1, 2, 3, 5, 10, 15, 20, 30, 100, 200, 500, 1000)
-CUT_MEASURES = {"P": "precision", "recall": "recall", "map_cut": "map", "ndcg_cut": "ndcg", "success": "hits"}
-FULL_MEASURES = {"map": "map", "ndcg": "ndcg", "recip_rank": "mrr", "Rprec": "rprec", "bpref": "bpref"}
+CUT_MEASURES = {
+    "P": "precision", "recall": "recall", "map_cut": "map", "ndcg_cut": "ndcg", "success": "hits",
+    "relative_P": "relative_precision",
+}  # fmt: skip
+FULL_MEASURES = {
+    "map": "map", "ndcg": "ndcg", "recip_rank": "mrr", "Rprec": "rprec", "bpref": "bpref",
+    "set_P": "set_precision", "set_recall": "set_recall", "set_F": "set_f1", "set_map": "set_map",
+    "set_relative_P": "set_relative_precision",
+}  # fmt: skip
 TREC_10_MEASURES = {"rbp": "rbp", "rbp_resid": "rbp_resid"}
 TREC_10_CUT_MEASURES = {"unj": "unj"}
 """New in trec_eval 10.0, so pytrec_eval (9.0.8) lacks them: read from trec_eval 10.0's expected outputs."""

@@ -56,7 +56,7 @@ def test_trec_eval_s_several_cut_offs_after_one_measure():
     assert code == 2 and "cannot read metric '10'" in err  # no metric before it to take the number as a cut-off
 
 
-@pytest.mark.parametrize("name", ["iprec_at_recall_0.00", "set_P", "num_rel", "gm_map", "infAP"])
+@pytest.mark.parametrize("name", ["iprec_at_recall_0.00", "Rprec_mult_0.20", "num_rel", "gm_map", "infAP"])
 def test_a_trec_eval_measure_not_computed_is_said_so_not_mistaken_for_another(name):
     code, _, err = run_cli("eval", "--dataset", QRELS, "--run", BM25, "-m", name)
     assert code == 2 and f"metric {name!r}: trec_eval's " in err and "is not computed by ragmetrics" in err

@@ -114,6 +114,9 @@ def test_trec_eval_10_output_with_missing_query_scored_zero():
     rows = oracle.read_run(TREC / "results.trunc")
     result = rm.evaluate(oracle.dataset_of(qrels), oracle.run_of(rows), ["P_5"], missing="zero", warn=False)
     assert result.coverage["run"].missing_in_run == ["302"]
+    # trec_eval's set measures and relative_P are among those compared, per query and in the mean
+    sets = {"set_precision", "set_recall", "set_f1", "set_map", "set_relative_precision", "relative_precision@5"}
+    assert {m for values in expected.values() for m in values} >= sets
     assert _assert_equals_trec_eval_10(expected, "qrels.test", "results.trunc") > 100
 
 

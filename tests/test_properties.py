@@ -79,11 +79,15 @@ def test_a_perfect_ranking_scores_one_at_k_equal_r(relevant_labels, other_labels
     qrels = [("q", doc, lab) for doc, lab in relevant + others]
     ordered = sorted(relevant, key=lambda dl: -dl[1]) + others
     rows = [("q", doc, float(len(ordered) - i)) for i, (doc, _) in enumerate(ordered)]
-    # rbp's user reads on past rank R (its best is 1 - p^R there); unj@k and rbp_resid measure the judgments' coverage
-    not_maxed = ("rbp", "rbp_resid", "unj")
+    # rbp's user reads on past rank R (its best is 1 - p^R there); unj@k and rbp_resid measure the judgments' coverage;
+    # the set's precision, F and AP read every retrieved document, the non-relevant ones past R too
+    not_maxed = ("rbp", "rbp_resid", "unj", "set_precision", "set_f1", "set_map")
     names = [n for n in all_metric_names(len(relevant)) if rm.parse_metric(n).name not in not_maxed]
     values = rm.evaluate(*frames(qrels, rows), names, warn=False).per_query("run").loc["q"]
     assert values.to_dict() == dict.fromkeys(names, 1.0)
+    # retrieving the relevant documents alone, the set's are 1 too
+    alone = rm.evaluate(*frames(qrels, rows[: len(relevant)]), ["set_precision", "set_f1", "set_map"], warn=False)
+    assert alone.per_query("run").loc["q"].to_dict() == dict.fromkeys(["set_precision", "set_f1", "set_map"], 1.0)
 
 
 @settings(max_examples=60, deadline=None)

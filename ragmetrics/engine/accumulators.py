@@ -339,6 +339,11 @@ class Ranking:
     def ideal_dcg_full(self, gain: Gain) -> np.ndarray:
         return self._per_query(self.ideal_q, gain.of(self.ideal_label) * discount(self.ideal_pos))
 
+    def hits_full(self) -> np.ndarray:
+        """Relevant documents retrieved, at any rank."""
+        rows, _ = self._relevant_rows()
+        return self._per_query(self.q[rows], np.ones(len(rows)))
+
     def hits_at_own_r(self) -> np.ndarray:
         """Relevant documents in the top R, R = the query's number of relevant documents."""
         return self._per_query(self.q, (self.rel & (self.pos < self.n_rel[self.q])).astype(np.float64))

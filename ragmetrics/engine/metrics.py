@@ -251,6 +251,33 @@ def _bpref(r: Ranking) -> np.ndarray:
     return _safe_divide(r.bpref_sum(), r.n_rel)
 
 
+def _relative_precision(r: Ranking, ks: np.ndarray) -> np.ndarray:
+    return _safe_divide(r.hits_at(ks), np.minimum(ks[None, :], _col(r.n_rel)))
+
+
+# --- trec_eval's set measures: the retrieved documents as one unranked set ------------------------
+
+
+def _set_precision(r: Ranking) -> np.ndarray:
+    return _safe_divide(r.hits_full(), r.n_ret)
+
+
+def _set_recall(r: Ranking) -> np.ndarray:
+    return _safe_divide(r.hits_full(), r.n_rel)
+
+
+def _set_f1(r: Ranking) -> np.ndarray:
+    return _safe_divide(2.0 * r.hits_full(), r.n_ret + r.n_rel)  # 2PR / (P + R) with P = h / n, R = h / R
+
+
+def _set_map(r: Ranking) -> np.ndarray:
+    return _set_precision(r) * _set_recall(r)
+
+
+def _set_relative_precision(r: Ranking) -> np.ndarray:
+    return _safe_divide(r.hits_full(), np.minimum(r.n_ret, r.n_rel))
+
+
 def _accuracy(r: Ranking, ks: np.ndarray) -> np.ndarray:
     if r.corpus_size is None:
         raise RagMetricsError(
@@ -450,13 +477,87 @@ METRICS: dict[str, MetricInfo] = {
             "bpref",
             "none",
             "(1/R) · Σ over relevant retrieved d of (1 − min(N_d, R) / min(N, R))",
-            "N = judged non-relevant documents (0 <= label < rel_level) of the query, N_d = those "
-            "ranked above d; unjudged and negative-label documents are skipped; a term is 1 when "
-            "N_d = 0. " + _TIES,
+            "Unjudged and negative-label documents are skipped. N = judged non-relevant documents (0 <= label < "
+            "rel_level) of the query, N_d = those ranked above d; a term is 1 when N_d = 0. " + _TIES,
             trec_eval="bpref",
             reads_judged_only=True,
             reads_relevant_count=True,
             full=_bpref,
+        ),
+        MetricInfo(
+            "relative_precision",
+            "RelP",
+            "required",
+            "TP@k / min(k, R)",
+            "Precision up to rank R, recall past it; 0 when R = 0. It reaches 1 when the top k holds as many relevant "
+            "documents as it can. " + _TIES,
+            aliases=("relative_p", "relp"),
+            title="Relative precision",
+            trec_eval="relative_P",
+            cut=_relative_precision,
+            reads_relevant_count=True,
+        ),
+        MetricInfo(
+            "set_precision",
+            "SetP",
+            "none",
+            "TP / n, n = documents retrieved",
+            "Every retrieved document counts, however deep; 0 when nothing is retrieved. Read on the retrieved set, "
+            "unranked: a deeper run scores lower. " + _TIES,
+            aliases=("set_p", "setp"),
+            title="Set precision",
+            trec_eval="set_P",
+            full=_set_precision,
+        ),
+        MetricInfo(
+            "set_recall",
+            "SetR",
+            "none",
+            "TP / R, TP over every retrieved document",
+            "Recall@k with k past the deepest ranking; 0 when R = 0. " + _TIES,
+            aliases=("setr",),
+            title="Set recall",
+            trec_eval="set_recall",
+            full=_set_recall,
+            reads_relevant_count=True,
+        ),
+        MetricInfo(
+            "set_f1",
+            "SetF",
+            "none",
+            "2·TP / (n + R)",
+            "Beta 1 (trec_eval's default); 0 when nothing relevant is retrieved. The harmonic mean of set precision "
+            "and set recall, read on the retrieved set, unranked. " + _TIES,
+            aliases=("set_f", "setf"),
+            title="Set F1",
+            trec_eval="set_F",
+            full=_set_f1,
+            reads_relevant_count=True,
+        ),
+        MetricInfo(
+            "set_map",
+            "SetAP",
+            "none",
+            "(TP / n) · (TP / R)",
+            "0 when n = 0 or R = 0. Set precision times set recall, read on the retrieved set, unranked. " + _TIES,
+            aliases=("setap",),
+            title="Set AP",
+            trec_eval="set_map",
+            full=_set_map,
+            reads_relevant_count=True,
+        ),
+        MetricInfo(
+            "set_relative_precision",
+            "SetRelP",
+            "none",
+            "TP / min(n, R)",
+            "0 when n = 0 or R = 0. Read on the retrieved set, unranked, it reaches 1 when the set holds as many "
+            "relevant documents as it can. " + _TIES,
+            aliases=("set_relative_p", "setrelp"),
+            title="Set relative precision",
+            trec_eval="set_relative_P",
+            full=_set_relative_precision,
+            reads_relevant_count=True,
         ),
         MetricInfo(
             "judged",
@@ -476,8 +577,8 @@ METRICS: dict[str, MetricInfo] = {
             "KwRecall",
             "required",
             "expected keywords found in the top-k texts / expected keywords",
-            "Case-insensitive literal match in the text of the top k documents (every retrieved chunk of a "
-            "document, else the corpus title and text); a query without expected keywords is left out (NaN). "
+            "Case-insensitive literal match; a query without expected keywords is left out (NaN). The text is that "
+            "of the top k documents (every retrieved chunk of a document, else the corpus title and text). "
             "Every expected keyword counts, however many. Needs text; no judgments are read.",
             aliases=("keyword_recall_at", "kw_recall"),
             cut=_keyword_recall,
@@ -595,15 +696,10 @@ TREC_EVAL_NOT_COMPUTED: dict[str, str] = {
     "gm_map": "geometric mean of average precision",
     "gm_bpref": "geometric mean of bpref",
     "infAP": "inferred average precision",
-    "set_P": "precision of the whole retrieved set",
-    "set_recall": "recall of the whole retrieved set",
-    "set_F": "F of the whole retrieved set",
-    "set_map": "set precision times set recall",
     "num_ret": "a count of retrieved documents",
     "num_rel": "a count of relevant documents",
     "num_rel_ret": "a count of relevant retrieved documents",
     "utility": "a utility score",
-    "relative_P": "precision relative to the best possible",
     "Rprec_mult": "R-precision at multiples of R",
     "binG": "binary gain",
     "G": "gain",
