@@ -17,14 +17,13 @@ st.markdown(
 )
 reference = metrics_reference_frame()
 for row in reference.itertuples(index=False):
-    with st.container(border=True):
-        st.markdown(f"**{row.display}** · `{row.name}`" + (f" · trec_eval `{row.trec_eval}`" if row.trec_eval else ""))
-        st.markdown(f"`{row.formula}`")  # inline code: a code block would load its highlighter for one line
-        st.markdown(row.conventions)
-        if row.aliases:
-            st.caption(f"Also accepted: {row.aliases}. Cut-off: {row.cutoff}.")
-        else:
-            st.caption(f"Cut-off: {row.cutoff}.")
+    # one Markdown element a card (the browser lays out each element on its own); the formula as inline code: a
+    # code block would load its highlighter for one line
+    also = f"Also accepted: {row.aliases}. " if row.aliases else ""
+    title = f"**{row.display}** · `{row.name}`" + (f" · trec_eval `{row.trec_eval}`" if row.trec_eval else "")
+    st.container(border=True).markdown(
+        f"{title}\n\n`{row.formula}`\n\n{row.conventions}\n\n:gray[{also}Cut-off: {row.cutoff}.]"
+    )
 with st.expander("As a table"):
     layout.show_table(reference, key="metrics.table", filename="metrics.csv")
 

@@ -390,8 +390,8 @@ METRICS: dict[str, MetricInfo] = {
             "F1",
             "required",
             "2·TP@k / (k + R) = harmonic mean of P@k and Recall@k",
-            "0 when nothing relevant is in the top k. Not trec_eval's set_F (which divides by the "
-            "number retrieved). " + _TIES,
+            "0 when nothing relevant is in the top k. Not trec_eval's set_F (set_f1 here, read over every retrieved "
+            "document). " + _TIES,
             aliases=("f",),
             cut=_f1,
             curve=True,
