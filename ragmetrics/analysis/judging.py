@@ -255,8 +255,8 @@ def judged_twice(
     dataset: Dataset, judge_labels: pd.DataFrame, human_labels: Dataset | pd.DataFrame
 ) -> tuple[Dataset, Dataset]:
     """``dataset``'s judgments completed by a judge's labels, and by people's (``query_id, doc_id, relevance``
-    frames; people's may be a dataset): the judge's fill only the pairs ``dataset`` leaves unjudged, people's are added and win where they
-    differ (:class:`Labelled`'s ``judge`` and ``human``)."""
+    frames; people's may be a dataset): the judge's fill only the pairs ``dataset`` leaves unjudged, people's are
+    added and win where they differ (:class:`Labelled`'s ``judge`` and ``human``)."""
     judged = dataset.qrels[["query_id", "doc_id"]].astype(str).assign(known=True)
     labels = judge_labels.astype({"query_id": str, "doc_id": str}).merge(judged, on=["query_id", "doc_id"], how="left")
     holes = labels[labels["known"].isna()][["query_id", "doc_id", "relevance"]]
