@@ -63,6 +63,17 @@ def test_a_trec_eval_measure_not_computed_is_said_so_not_mistaken_for_another(na
     assert "did you mean" not in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("name", ["set_F.2", "set_F.0.5"])
+def test_trec_eval_s_set_f_at_another_beta_is_refused_by_name_not_read_as_a_cut_off(name):
+    code, _, err = run_cli("eval", "--dataset", QRELS, "--run", BM25, "-m", name)
+    assert code == 2 and f"trec_eval's set_F at beta {name[6:]} is not computed by ragmetrics" in err, err
+    assert "cut-off" not in err and "Traceback" not in err
+    code, out, err = run_cli(
+        "eval", "--dataset", QRELS, "--run", BM25, "-m", "set_F.1", "-m", "set_F", "--format", "json"
+    )
+    assert code == 0 and list(json.loads(out)["runs"]["bm25-stem"]["mean"]) == ["set_f1"], (out, err)
+
+
 def test_targets_in_the_dashboards_syntax():
     code, out, _ = run_cli("check", "--dataset", QRELS, "--run", BM25, "--targets", "ndcg@10>0.6,recall@5>0.9")
     assert code == 1

@@ -11,9 +11,9 @@ moving a relevant label to a better-ranked unjudged document never lowers the va
 * the worst value is the smallest over ``m`` of "every unjudged document below the cut-off relevant and the
   bottom ``m`` within it" (below the cut-off they only raise R or the ideal DCG, which only lowers the value).
 
-A metric that reads neither R nor the ideal ranking (precision, hits, MRR) rises with every relevant label, so
-its two ends are ``m = 0`` and every unjudged document within the cut-off. The ends are exact per query, and a
-mean's ends are the means of the per-query ends (each query's documents are judged on their own). judged@k,
+A metric that rises with every relevant label (precision, hits, MRR; the set measures too, whose R rises with
+their TP) has its two ends at ``m = 0`` and at every unjudged document within the cut-off. The ends are exact per
+query, and a mean's ends are the means of the per-query ends (each query's documents are judged on their own). judged@k,
 unj@k, rbp_resid and the text metrics read no relevance label: their ends are their value.
 """
 

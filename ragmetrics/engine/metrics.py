@@ -17,8 +17,8 @@ cut after the last document whose chunks all fit: the chunks handed over are cou
 (every retrieved chunk, also the later chunks of a document already ranked), and the chunk whose
 cumulative count passes ``T`` is not included, nor any chunk after it. The metric is then its ``@k``
 kernel at that query's own depth ``k`` (the documents ranked before the cut), so precision@Ttok divides
-by the documents handed over, not by a fixed k (f1 and unj likewise, and nDCG cuts its ideal ranking
-there); a budget that the first chunk alone exceeds hands over nothing (every metric as for an empty
+by the documents handed over, not by a fixed k (f1 and unj likewise, relative_precision by the smaller of
+that and R, and nDCG cuts its ideal ranking there); a budget that the first chunk alone exceeds hands over nothing (every metric as for an empty
 ranking). With one token per document and ``T = k`` each equals ``name@k`` whenever the ranking holds at
 least ``k`` documents (recall, hits, mrr, map and judged whatever its length). See :mod:`ragmetrics.engine.budgets` and, for the
 tokenizers, :mod:`ragmetrics.engine.tokens`.
@@ -356,6 +356,7 @@ def _unj(r: Ranking, ks: np.ndarray) -> np.ndarray:
 # --- the registry ------------------------------------------------------------------------
 
 _TIES = "Ranking: score descending, ties broken by doc_id descending (trec_eval)."
+_SET = "Read on the retrieved set, unranked: order and ties do not change it; a document retrieved twice counts once."
 
 METRICS: dict[str, MetricInfo] = {
     m.name: m
@@ -502,8 +503,7 @@ METRICS: dict[str, MetricInfo] = {
             "SetP",
             "none",
             "TP / n, n = documents retrieved",
-            "Every retrieved document counts, however deep; 0 when nothing is retrieved. Read on the retrieved set, "
-            "unranked: a deeper run scores lower. " + _TIES,
+            "Every retrieved document counts, however deep; 0 when nothing is retrieved. " + _SET,
             aliases=("set_p", "setp"),
             title="Set precision",
             trec_eval="set_P",
@@ -514,50 +514,45 @@ METRICS: dict[str, MetricInfo] = {
             "SetR",
             "none",
             "TP / R, TP over every retrieved document",
-            "Recall@k with k past the deepest ranking; 0 when R = 0. " + _TIES,
+            "Recall@k with k past the deepest ranking; 0 when R = 0. " + _SET,
             aliases=("setr",),
             title="Set recall",
             trec_eval="set_recall",
             full=_set_recall,
-            reads_relevant_count=True,
         ),
         MetricInfo(
             "set_f1",
             "SetF",
             "none",
             "2·TP / (n + R)",
-            "Beta 1 (trec_eval's default); 0 when nothing relevant is retrieved. The harmonic mean of set precision "
-            "and set recall, read on the retrieved set, unranked. " + _TIES,
+            "Beta 1, trec_eval's default; 0 when nothing relevant is retrieved. Other betas (set_F.2) are not "
+            "computed. The harmonic mean of set precision and set recall. " + _SET,
             aliases=("set_f", "setf"),
             title="Set F1",
             trec_eval="set_F",
             full=_set_f1,
-            reads_relevant_count=True,
         ),
         MetricInfo(
             "set_map",
             "SetAP",
             "none",
             "(TP / n) · (TP / R)",
-            "0 when n = 0 or R = 0. Set precision times set recall, read on the retrieved set, unranked. " + _TIES,
+            "0 when n = 0 or R = 0. Set precision times set recall. " + _SET,
             aliases=("setap",),
             title="Set AP",
             trec_eval="set_map",
             full=_set_map,
-            reads_relevant_count=True,
         ),
         MetricInfo(
             "set_relative_precision",
             "SetRelP",
             "none",
             "TP / min(n, R)",
-            "0 when n = 0 or R = 0. Read on the retrieved set, unranked, it reaches 1 when the set holds as many "
-            "relevant documents as it can. " + _TIES,
+            "0 when n = 0 or R = 0. It reaches 1 when the set holds as many relevant documents as it can. " + _SET,
             aliases=("set_relative_p", "setrelp"),
             title="Set relative precision",
             trec_eval="set_relative_P",
             full=_set_relative_precision,
-            reads_relevant_count=True,
         ),
         MetricInfo(
             "judged",
@@ -719,6 +714,26 @@ def _not_computed(text: str) -> str | None:
     return None
 
 
+_SET_F_BETA = re.compile(r"^\s*set_f[._](\S+?)\s*$", re.IGNORECASE)
+"""trec_eval's ``set_F.2`` (``-m set_F.2``: F at beta 2); ``set_f1`` is its default beta 1."""
+
+
+def _set_f_at_beta(text: str) -> MetricSpec:
+    """``set_F.1`` is ``set_f1``; another beta is refused by its trec_eval name, never read as a cut-off."""
+    beta = _SET_F_BETA.match(text)
+    assert beta is not None
+    try:
+        value = float(beta.group(1))
+    except ValueError:
+        value = float("nan")
+    if value == 1.0:
+        return MetricSpec("set_f1")
+    raise MetricNameError(
+        f"metric {text!r}: trec_eval's set_F at beta {beta.group(1)} is not computed by ragmetrics; set_f1 is set_F "
+        "at its default beta 1"
+    )
+
+
 def parse_metric(text: str | MetricSpec) -> MetricSpec:
     """Parse ``"nDCG@10"`` into ``MetricSpec("ndcg", 10)``.
 
@@ -730,6 +745,8 @@ def parse_metric(text: str | MetricSpec) -> MetricSpec:
     """
     if isinstance(text, MetricSpec):
         return text
+    if _SET_F_BETA.match(str(text)):
+        return _set_f_at_beta(str(text))
     persistence = _PERSISTENCE_RE.match(str(text))
     if persistence:
         return _with_persistence(str(text), persistence.group(1), persistence.group(2))
