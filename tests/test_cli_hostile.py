@@ -261,6 +261,10 @@ def test_the_unjudged_note_reads_what_a_short_run_ranks_not_ten_slots(files, tmp
     # with the bounds printed, the worst and best case beside each value say it: no note that points at --bounds
     code, out, err = run_cli("eval", "--dataset", files["qrels"], "--run", unjudged, "--missing", "skip", "--bounds")
     assert code == 0 and ":worst" in out and ":best" in out and "judged@10" not in err, (out, err)
+    code, out, err = run_cli(
+        "compare", "--dataset", files["qrels"], "--baseline", judged, "--run", unjudged, "--missing", "skip", "--bounds"
+    )
+    assert code == 0 and "if judged:" in out and "judged@10" not in err, (out, err)
 
 
 def test_a_target_checked_on_one_query_is_too_few_to_tell_not_a_pass(files, tmp_path):

@@ -216,7 +216,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 f"if judged: the delta under every way of judging the unjudged documents{where} lies in that "
                 "interval; ! = the judgments could flip its sign\n"
             )
-    report_coverage(result, err)
+    report_coverage(result, err, bounded=bool(args.bounds))
     return 0
 
 
