@@ -340,9 +340,13 @@ class Ranking:
         return self._per_query(self.ideal_q, gain.of(self.ideal_label) * discount(self.ideal_pos))
 
     def hits_full(self) -> np.ndarray:
-        """Relevant documents retrieved, at any rank."""
-        rows, _ = self._relevant_rows()
-        return self._per_query(self.q[rows], np.ones(len(rows)))
+        """Relevant documents retrieved, at any rank (counted once, for every set measure)."""
+
+        def compute() -> np.ndarray:
+            rows, _ = self._relevant_rows()
+            return self._per_query(self.q[rows], np.ones(len(rows)))
+
+        return self._once.get("hits_full", compute)
 
     def hits_at_own_r(self) -> np.ndarray:
         """Relevant documents in the top R, R = the query's number of relevant documents."""

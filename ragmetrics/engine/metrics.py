@@ -18,8 +18,8 @@ cut after the last document whose chunks all fit: the chunks handed over are cou
 cumulative count passes ``T`` is not included, nor any chunk after it. The metric is then its ``@k``
 kernel at that query's own depth ``k`` (the documents ranked before the cut), so precision@Ttok divides
 by the documents handed over, not by a fixed k (f1 and unj likewise, relative_precision by the smaller of
-that and R, and nDCG cuts its ideal ranking there); a budget that the first chunk alone exceeds hands over nothing (every metric as for an empty
-ranking). With one token per document and ``T = k`` each equals ``name@k`` whenever the ranking holds at
+that and R, and nDCG cuts its ideal ranking there); a budget that the first chunk alone exceeds hands over
+nothing (every metric as for an empty ranking). With one token per document and ``T = k`` each equals ``name@k`` whenever the ranking holds at
 least ``k`` documents (recall, hits, mrr, map and judged whatever its length). See :mod:`ragmetrics.engine.budgets` and, for the
 tokenizers, :mod:`ragmetrics.engine.tokens`.
 """
