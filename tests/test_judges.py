@@ -70,7 +70,8 @@ def test_rule_judge_gives_no_grade_without_an_expectation():
 
 @pytest.fixture(scope="module")
 def scifact_pool():
-    """SciFact's pool (the top 10 of its three runs, judged or not) with the truth: 1 when the qrels judge the
+    """SciFact's pool (the top 10 of its three runs, judged or not; each pair's best rank and how many runs
+    retrieved it, as ``ragmetrics pool`` writes them) with the truth: 1 when the qrels judge the
     pair relevant, else 0 (SciFact judges only relevant documents)."""
     dataset = load_dataset(
         f"{SCIFACT}/qrels.tsv", queries=f"{SCIFACT}/queries.jsonl", corpus=f"{SCIFACT}/pool-docs.jsonl.gz"
@@ -80,8 +81,8 @@ def scifact_pool():
         run = pd.read_csv(f"{SCIFACT}/{name}.trec.gz", sep=r"\s+", header=None, dtype={0: str, 2: str},
                           names=["query_id", "q0", "doc_id", "rank", "score", "tag"])  # fmt: skip
         frames.append(run[run["rank"] <= 10])
-    pooled = pd.concat(frames).groupby(["query_id", "doc_id"], sort=True)["rank"].min().reset_index()
-    pooled = pooled.rename(columns={"rank": "best_rank"})
+    grouped = pd.concat(frames).groupby(["query_id", "doc_id"], sort=True)["rank"]
+    pooled = grouped.agg(best_rank="min", runs="size").reset_index()
     pairs = pairs_from_pool(dataset, pooled)
     relevant = {(q, d) for q, d in zip(dataset.qrels["query_id"], dataset.qrels["doc_id"], strict=True)}
     truth = np.array([int((p.query_id, p.doc_id) in relevant) for p in pairs])
@@ -137,6 +138,35 @@ def test_learned_judge_never_sees_the_labels_it_grades(scifact_pool):
     judge = LearnedJudge(training)
     seen = judge._fit_predict(x[train], y[train], x[own])
     assert not np.array_equal(seen, judge._fit_predict(x[train], y_flipped, x[own]))
+
+
+def test_learned_judge_over_a_base_judge_learns_how_far_to_trust_it(scifact_pool):
+    """Stacked on a base judge's labels: a base judge that is right every time is followed (kappa near 1 on the
+    pairs nobody labelled), one that answers at random is not (about the learned judge alone); a base judge that
+    graded none of people's pairs gives nothing to learn from and is refused."""
+    dataset, pairs, truth = scifact_pool
+    queries = sorted({p.query_id for p in pairs})
+    rng = np.random.default_rng(7)
+    labelled = set(rng.choice(queries, size=len(queries) // 10, replace=False).tolist())
+    training = [(p, int(y)) for p, y in zip(pairs, truth, strict=True) if p.query_id in labelled]
+    rest = np.array([p.query_id not in labelled for p in pairs])
+    keys = [(p.query_id, p.doc_id) for p in pairs]
+
+    def kappa(base: dict | None) -> float:
+        labels = run_judge(LearnedJudge(training, base=base), pairs, max_grade(dataset))
+        return cohen_kappa_score(truth[rest], np.array([x.label for x in labels])[rest])
+
+    alone = kappa(None)
+    right = kappa(dict(zip(keys, truth.tolist(), strict=True)))
+    noise = kappa(dict(zip(keys, rng.integers(0, 2, len(pairs)).tolist(), strict=True)))
+    print(f"\nlearned judge alone {alone:.3f}; over a base judge always right {right:.3f}, at random {noise:.3f}")
+    assert right > 0.9 and right > alone + 0.3
+    assert abs(noise - alone) < 0.1
+    one = next(k for k in keys if k[0] in labelled)
+    assert LearnedJudge(training, base={one: 1}).config() != LearnedJudge(training).config()
+    elsewhere = {k: 1 for k, p in zip(keys, pairs, strict=True) if p.query_id not in labelled}
+    with pytest.raises(RagMetricsError, match=r"grade none of the .* pair\(s\) people labelled"):
+        LearnedJudge(training, base=elsewhere)
 
 
 def test_folds_depend_on_the_queries_only():

@@ -54,7 +54,7 @@ def test_hide_pool_label_merge_gives_full_coverage_and_the_full_qrels_order_and_
     assert code == 0, err
     with open(tmp_path / "pool.tsv", newline="", encoding="utf-8") as handle:
         rows = list(csv.reader(handle, delimiter="\t"))
-    assert rows[0] == ["query_id", "doc_id", "best_rank"]
+    assert rows[0] == ["query_id", "doc_id", "best_rank", "runs"]
     pairs = [tuple(r[:2]) for r in rows[1:]]
     best = {}  # each pair's best rank over the runs, from the runs themselves
     for run in (load_run(r) for r in RUNS):
@@ -133,8 +133,8 @@ def test_the_pool_carries_text_when_the_dataset_knows_it(tmp_path):
     assert code == 0, err
     with open(tmp_path / "pool.tsv", newline="", encoding="utf-8") as handle:
         rows = list(csv.reader(handle, delimiter="\t"))
-    assert rows[0] == ["query_id", "doc_id", "best_rank", "text"]
-    assert all(len(r) == 4 and 1 <= int(r[2]) <= 3 and r[3] for r in rows[1:])
+    assert rows[0] == ["query_id", "doc_id", "best_rank", "runs", "text"]
+    assert all(len(r) == 5 and 1 <= int(r[2]) <= 3 and r[3] == "1" and r[4] for r in rows[1:])
 
 
 def test_a_judge_reads_the_same_passage_from_a_pool_with_text_one_without_and_the_pool_in_memory(tmp_path):
@@ -282,7 +282,7 @@ def test_merge_names_a_pool_that_was_not_labelled_yet(tmp_path):
     code, _, err = run_cli("judge", "merge", "--dataset", SCIFACT / "qrels.tsv", "--labels", pooled, "-o",
                            tmp_path / "merged.tsv")  # fmt: skip
     assert code == 2 and not (tmp_path / "merged.tsv").exists()
-    assert f"{pooled}: no label column (its columns: query_id, doc_id, best_rank): the pairs of a pool" in err
+    assert f"{pooled}: no label column (its columns: query_id, doc_id, best_rank, runs): the pairs of a pool" in err
     assert "add a column relevance (or label/rel/grade)" in err
     beir = tmp_path / "beir.tsv"  # BEIR's qrels header: the score is the label
     beir.write_text("query-id\tcorpus-id\tscore\n1\tnew-doc\t1\n", encoding="utf-8")

@@ -166,6 +166,31 @@ def test_judge_run_learned_trains_on_the_human_labels(small_set):
     assert judged.loc[judged["query_id"] == "q1", "label"].tolist() == ["0", "0"]
 
 
+def test_judge_run_learned_over_another_judge_s_labels(small_set):
+    d = small_set
+    data = ["--dataset", str(d / "set.jsonl"), "--corpus", str(d / "corpus.jsonl"), "--pool", str(d / "pool.tsv")]
+    code, _, err = run("judge", "run", "--judge", "rule", *data, "-o", str(d / "rule.tsv"))
+    assert code == 0, err
+    learned = ["judge", "run", "--judge", "learned", "--human", str(d / "human.tsv"), "--folds", "2", *data]
+    code, _, err = run(*learned, "-o", str(d / "alone.tsv"))
+    assert code == 0, err
+    code, _, err = run(*learned, "--base", str(d / "rule.tsv"), "-o", str(d / "stacked.tsv"))
+    assert code == 0, err
+    alone, stacked = (pd.read_csv(d / f, sep="\t", dtype=str) for f in ("alone.tsv", "stacked.tsv"))
+    assert len(stacked) == 4 and set(stacked["judge"]) == {"learned"}
+    # the base judge's labels are part of what decides the grades: another configuration, another hash
+    assert set(alone["config_hash"]) != set(stacked["config_hash"])
+    code, _, err = run("judge", "run", "--judge", "rule", *data, "--base", str(d / "rule.tsv"), "-o", str(d / "x.tsv"))
+    assert code == 2 and "--base is the learned judge's" in err
+    code, _, err = run(*learned, "--base", str(d / "human.tsv"), "-o", str(d / "x.tsv"))
+    assert code == 2 and "these labels name no judge" in err
+    rows = (d / "rule.tsv").read_text().splitlines()
+    (d / "bad.tsv").write_text("\n".join([rows[0], rows[1].replace("\t0\t", "\tzero\t", 1), *rows[2:]]) + "\n")
+    code, _, err = run(*learned, "--base", str(d / "bad.tsv"), "-o", str(d / "x.tsv"))
+    assert code == 2 and f"{d / 'bad.tsv'}, line 2: label 'zero'; expected a whole-number grade" in err, err
+    assert not (d / "x.tsv").exists()
+
+
 @pytest.fixture
 def chat_server():
     with serve_chat() as url:

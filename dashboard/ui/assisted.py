@@ -131,9 +131,12 @@ def current_job(dataset_id: str | None = None) -> JudgeJob | None:
     return other if other is not None and other.status().running else None
 
 
-def start_job(workspace: Workspace, ds: DatasetEntry, help_: Assist, name: str, model: str | None) -> JudgeJob:
-    """Build the judge ``name`` of :data:`OFFERED` (``model``: a registered model's name, for the endpoint judge)
-    and start it over the pool's pairs it has not labelled and no person has."""
+def start_job(
+    workspace: Workspace, ds: DatasetEntry, help_: Assist, name: str, model: str | None, over: str = ""
+) -> JudgeJob:
+    """Build the judge ``name`` of :data:`OFFERED` (``model``: a registered model's name, for the endpoint judge;
+    ``over``: the source of a judge that labelled on the lineage, whose latest labels the learned judge learns to
+    correct) and start it over the pool's pairs it has not labelled and no person has."""
     running = _running().get(ds.id)
     if running is not None and running.status().running:
         raise RagMetricsError(f"{running.label} is running on this dataset already; cancel it first")
@@ -144,12 +147,21 @@ def start_job(workspace: Workspace, ds: DatasetEntry, help_: Assist, name: str, 
     base = help_.base.dataset
     training: list = []
     if JUDGES[name].needs == "training":
-        ranked = help_.human.merge(
-            help_.pool[["query_id", "doc_id", "best_rank"]], on=["query_id", "doc_id"], how="left"
-        )
+        pooled = help_.pool[["query_id", "doc_id", "best_rank", *(["runs"] if "runs" in help_.pool else [])]]
+        ranked = help_.human.merge(pooled, on=["query_id", "doc_id"], how="left")
         ranked["best_rank"] = ranked["best_rank"].fillna(0).astype(int)
+        if "runs" in ranked:
+            ranked["runs"] = ranked["runs"].fillna(0).astype(int)
         training = list(zip(pairs_from_pool(base, ranked), ranked["label"].astype(int)))
-    judge = make_judge(name, JudgeInputs(training=training, model=model))
+    if over and over not in assisted.judge_sources(help_.labels):
+        raise RagMetricsError(f"no judge {assisted.judge_title(over)} labelled on this dataset")
+    theirs = assisted.judge_labels(help_.labels, over) if over and JUDGES[name].needs == "training" else None
+    base_labels = None
+    if theirs is not None:
+        base_labels = {
+            (str(q), str(d)): int(y) for q, d, y in theirs[["query_id", "doc_id", "label"]].itertuples(False)
+        }
+    judge = make_judge(name, JudgeInputs(training=training, base=base_labels, model=model))
     source = provenance_of(judge).source
     todo = assisted.to_judge(help_.pool, help_.labels, source)
     pairs = pairs_from_pool(base, todo)
@@ -204,28 +216,39 @@ def _runner(workspace: Workspace, ds: DatasetEntry, help_: Assist) -> None:
         progress()
         return
     models = sorted(registered())
+    bases = ["", *(s for s in assisted.judge_sources(help_.labels) if not s.startswith("judge:learned@"))]
+    choices = {"judge.run_judge": list(OFFERED), "judge.run_model": models, "judge.run_base": bases}
     # the form is not drawn while a judge runs, and Streamlit forgets a widget not drawn: the choices are kept aside
-    for key, options in (("judge.run_judge", list(OFFERED)), ("judge.run_model", models)):
+    for key, options in choices.items():
         kept = st.session_state.get(f"{key}.kept")
         if key not in st.session_state and kept in options:
             st.session_state[key] = kept
     with st.form("judge.run_form", border=True):
-        left, right = st.columns([1, 1])
+        left, middle, right = st.columns([1, 1, 1])
         name = left.selectbox(
             "Judge", list(OFFERED), key="judge.run_judge", format_func=lambda n: f"{n}: {JUDGES[n].help}"
         )
-        model = right.selectbox(
+        model = middle.selectbox(
             "Model (the endpoint judge)",
             models,
             key="judge.run_model",
             help="The models the deployer registered (RAGMETRICS_MODELS); nobody types an address here.",
         )
+        base = right.selectbox(
+            "Over the labels of (the learned judge)",
+            bases,
+            key="judge.run_base",
+            format_func=lambda s: assisted.judge_title(s) if s else "no other judge",
+            help="The learned judge reads this judge's grade of each pair beside its own features, and learns from "
+            "people's labels how far to trust it.",
+        )
         if st.form_submit_button("Run the judge over the pool", icon=":material/play_arrow:", type="primary"):
-            st.session_state["judge.run_judge.kept"], st.session_state["judge.run_model.kept"] = name, model
+            for key, value in zip(choices, (name, model, base), strict=True):
+                st.session_state[f"{key}.kept"] = value
             try:
                 if JUDGES[name].needs == "model" and not models:
                     raise RagMetricsError("no model is registered for the endpoint judge (RAGMETRICS_MODELS)")
-                start_job(workspace, ds, help_, name, model if JUDGES[name].needs == "model" else None)
+                start_job(workspace, ds, help_, name, model if JUDGES[name].needs == "model" else None, base or "")
             except RagMetricsError as err:
                 st.error(md_escape(str(err)), icon=":material/error:")
             else:

@@ -64,6 +64,27 @@ def training_pairs(dataset_pairs: list[Pair], human: pd.DataFrame, extra: list[P
     return out
 
 
+def judge_labels(path: str) -> dict[tuple[str, str], int]:
+    """A judge's labels (the TSV ``judge run`` writes: ``query_id, doc_id, label``, a pair left without a grade
+    empty) by pair; people's labels are refused (they are the learned judge's ``--human``)."""
+    judged = read_tsv(path, "judge's labels")
+    if "label" not in judged.columns:
+        raise RagMetricsError(f"{path}: no label column; expected the TSV ragmetrics judge run writes")
+    if not judges_of(path):
+        raise RagMetricsError(
+            f"{path}: these labels name no judge (no judge column): give people's labels as --human, a judge's "
+            "as the TSV ragmetrics judge run writes"
+        )
+    out = {}
+    for line, (q, d, label) in enumerate(judged[["query_id", "doc_id", "label"]].itertuples(index=False), start=2):
+        if label == "":
+            continue
+        if not label.lstrip("-").isdigit():
+            raise RagMetricsError(f"{path}, line {line}: label {label!r}; expected a whole-number grade")
+        out[q, d] = int(label)
+    return out
+
+
 def cmd_judge_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     output = output_path(args, args.output, "--output")
@@ -72,6 +93,7 @@ def cmd_judge_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     pool = read_tsv(args.pool, "pool")
     pairs = pairs_from_pool(dataset, pool)
     training: list[tuple[Pair, int]] = []
+    base: dict[tuple[str, str], int] | None = None
     if kind.needs == "training":
         if not args.human:
             raise RagMetricsError("--judge learned needs --human labels.tsv (people's labels to learn from)")
@@ -79,6 +101,11 @@ def cmd_judge_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         unpooled = human.merge(pool[["query_id", "doc_id"]], how="left", indicator=True)
         unpooled = unpooled[unpooled["_merge"] == "left_only"][["query_id", "doc_id"]].assign(rank=0)
         training = training_pairs(pairs, human, pairs_from_pool(dataset, unpooled))
+        base = judge_labels(args.base) if args.base else None
+    elif args.base:
+        raise RagMetricsError(
+            f"--base is the learned judge's (another judge's labels it learns to correct); not --judge {args.judge}'s"
+        )
     elif kind.needs == "model" and not args.model:
         raise RagMetricsError("--judge endpoint needs --model NAME (a registered model endpoint)")
     elif kind.needs == "call" and not args.call:
@@ -86,7 +113,8 @@ def cmd_judge_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     unable = kind.unable(pairs)
     if unable:
         raise RagMetricsError(f"--judge {args.judge}: {unable}")
-    judge = make_judge(args.judge, JudgeInputs(training=training, model=args.model, call=args.call, folds=args.folds))
+    inputs = JudgeInputs(training=training, base=base, model=args.model, call=args.call, folds=args.folds)
+    judge = make_judge(args.judge, inputs)
     top = args.max_grade or max_grade(dataset)
     labels = run_judge(judge, pairs, top, progress=_progress(err) if err.isatty() else None)
     graded = [x for x in labels if x.label is not None]
@@ -180,6 +208,11 @@ def run_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--folds", type=whole_number(2), default=5, help="learned: cross-fitting folds over the labelled queries"
+    )
+    p.add_argument(
+        "--base",
+        help="learned: another judge's labels of the pool (the TSV judge run writes), read as a feature: the "
+        "learned judge learns from --human how far to trust them",
     )
     p.add_argument("--model", help="endpoint: the registered model endpoint's name")
     p.add_argument("--call", help="callable: module:attr, called with (pair, max_grade)")

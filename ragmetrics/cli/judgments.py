@@ -35,15 +35,16 @@ def cmd_pool(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     dataset, runs = read_inputs(args, args.run)
     result = evaluate_runs(args, dataset, runs, ["judged@10"])
     pairs = pool(dataset, [r.alignment for r in result.runs.values()], args.depth)
-    # best_rank: the best rank any run gave the pair (a judge's rank feature and where it errs read it)
-    columns = ["query_id", "doc_id", "best_rank", *(["text"] if "text" in pairs.columns else [])]
+    # best_rank: the best rank any run gave the pair, runs: how many runs retrieved it there (the learned judge's
+    # features; where a judge errs reads the rank)
+    columns = ["query_id", "doc_id", "best_rank", "runs", *(["text"] if "text" in pairs.columns else [])]
     with replacing(output) as partial, open(partial, "w", encoding="utf-8", newline="") as handle:
         # as read_tsv reads it: no quoting (a quote in a passage stays one character; text holds no tab or newline)
         writer = csv.writer(handle, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_NONE, quotechar=None)
         writer.writerow(columns)
         for row in pairs[columns].itertuples(index=False):
             # ids stay exact (the labels come back keyed on them); text is neutralised for spreadsheets
-            cells = [row.query_id, row.doc_id, int(row.best_rank)]
+            cells = [row.query_id, row.doc_id, int(row.best_rank), int(row.runs)]
             if "text" in columns:
                 cells.append(neutralise(" ".join(str(row.text).split())) if isinstance(row.text, str) else "")
             writer.writerow(cells)

@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Pair:
-    """One (query, document) pair to grade. ``rank``: its best rank in the pooled runs (0 when unknown);
-    ``score``: a retriever's score when known (NaN otherwise); ``category``: the query's category ("" when none)."""
+    """One (query, document) pair to grade. ``rank``: its best rank in the pooled runs (0 when unknown); ``runs``:
+    how many of the pooled runs retrieved it (0 when unknown); ``score``: a retriever's score when known (NaN
+    otherwise); ``category``: the query's category ("" when none)."""
 
     query_id: str
     query: str
@@ -39,6 +40,7 @@ class Pair:
     rank: int = 0
     score: float = float("nan")
     category: str = ""
+    runs: int = 0
 
 
 @dataclass(frozen=True)
@@ -148,7 +150,7 @@ def max_grade(dataset: Dataset) -> int:
 
 def pairs_from_pool(dataset: Dataset, pool: pd.DataFrame) -> list[Pair]:
     """The pairs of a pool frame (``query_id, doc_id`` and optionally ``text``, ``best_rank`` or ``rank``,
-    ``score``), with the dataset's query text, expected answer, keywords and category; a document's text comes
+    ``runs``, ``score``), with the dataset's query text, expected answer, keywords and category; a document's text comes
     from the dataset's documents (:meth:`Dataset.document_texts`: title and text), else from the pool (a run's
     chunk text, a pool file's text column), else is empty, its white space collapsed to single spaces as
     ``ragmetrics pool`` writes it: a judge reads the same passage from a pool file with text, one without, and
@@ -180,9 +182,20 @@ def pairs_from_pool(dataset: Dataset, pool: pd.DataFrame) -> list[Pair]:
                 rank=int(row[rank_column]) if rank_column else seen[q],
                 score=float(score) if score is not None and score == score else float("nan"),
                 category=_text(info, "category"),
+                runs=_count(row.get("runs")),
             )
         )
     return out
+
+
+def _count(value: Any) -> int:
+    """A pool's ``runs`` cell as a count: 0 when absent or empty (a pool file read as text has ``""``)."""
+    if value is None or value == "" or value != value:
+        return 0
+    try:
+        return int(value)
+    except ValueError:
+        raise RagMetricsError(f"a pool's runs column holds {value!r}; expected a count of runs") from None
 
 
 def _text(info: Mapping[str, Any] | None, column: str) -> str:

@@ -1,5 +1,6 @@
 """The learned judge: a logistic regression on cheap features of a pair, trained on people's labels, cross-fitted
-by query so that its grades of the labelled queries are honest."""
+by query so that its grades of the labelled queries are honest. Given another judge's labels (its ``base``), it
+reads them as two more features and learns from people's labels how far to trust them: a stacked judge."""
 
 from __future__ import annotations
 
@@ -21,10 +22,18 @@ from ragmetrics.judges.base import Grade, Pair
 from ragmetrics.judges.rule import normalise
 from ragmetrics.retrieve.bm25 import BM25
 
-FEATURES = ("bm25", "query_overlap", "answer_overlap", "keyword_share", "log_rank", "log_length")
+FEATURES = ("bm25", "query_overlap", "answer_overlap", "keyword_share", "log_rank", "runs", "log_length")
 """What the model sees of a pair: the BM25 score of its query over the graded and training documents; the shares
 of the query's and the expected answer's distinct tokens in the document; the share of expected keywords found;
-log(1 + rank) (0 when unknown); log(1 + the document's token count)."""
+log(1 + rank) (0 when unknown); how many of the pooled runs retrieved it (0 when unknown); log(1 + the document's
+token count)."""
+
+BASE_FEATURES = ("base_grade", "base_missing")
+"""What the model sees of a base judge's labels, when it is given some: the base judge's grade of the pair (0 when
+it gave none) and 1 when it gave none."""
+
+Labels = Mapping[tuple[str, str], int]
+"""Grades by ``(query_id, doc_id)``."""
 
 MIN_EXAMPLES_PER_GRADE = 5
 """Fewer labelled pairs of a grade than this and the judge warns: its grades there are close to guesses."""
@@ -46,8 +55,9 @@ def _share(part: Sequence[str], whole: set[str]) -> float:
     return len(distinct & whole) / len(distinct) if distinct else 0.0
 
 
-def features(pairs: Sequence[Pair]) -> np.ndarray:
-    """The :data:`FEATURES` of each pair, one row each (BM25 over the distinct documents of ``pairs``)."""
+def features(pairs: Sequence[Pair], base: Labels | None = None) -> np.ndarray:
+    """The :data:`FEATURES` of each pair, one row each (BM25 over the distinct documents of ``pairs``), then its
+    :data:`BASE_FEATURES` when a base judge's labels are given."""
     texts: dict[str, str] = {}
     for pair in pairs:
         texts.setdefault(pair.doc_id, pair.text)
@@ -64,9 +74,15 @@ def features(pairs: Sequence[Pair]) -> np.ndarray:
             _share(tokens(pair.expected_answer), words),
             sum(normalise(k) in text for k in keywords) / len(keywords) if keywords else 0.0,
             math.log1p(max(pair.rank, 0)),
+            max(pair.runs, 0),
             math.log1p(len(doc)),
         ])  # fmt: skip
-    return np.asarray(rows, dtype=np.float64).reshape(len(pairs), len(FEATURES))
+    x = np.asarray(rows, dtype=np.float64).reshape(len(pairs), len(FEATURES))
+    if base is None:
+        return x
+    grades = [base.get((p.query_id, p.doc_id)) for p in pairs]
+    stacked = [[0.0, 1.0] if g is None else [float(g), 0.0] for g in grades]
+    return np.hstack([x, np.asarray(stacked, dtype=np.float64).reshape(len(pairs), len(BASE_FEATURES))])
 
 
 def _bm25_scores(pairs: Sequence[Pair], texts: Mapping[str, str]) -> np.ndarray:
@@ -106,14 +122,21 @@ class LearnedJudge:
     labelled query is graded by the model trained on the other folds only, so it never saw that query's labels
     (its errors there are honest, as on a new query); a pair of any other query is graded by the model trained on
     every label. A model whose training labels hold one grade only predicts that grade. It grades all the pairs
-    it is given at once (BM25 is computed over them and the training pairs together)."""
+    it is given at once (BM25 is computed over them and the training pairs together).
+
+    ``base``: another judge's grades of the pairs (an endpoint's, a rule's), read as :data:`BASE_FEATURES`: the
+    model learns from people's labels when that judge is right (a model endpoint that calls a fifth of the pool
+    relevant, say, is right about few of them, and more often where several runs ranked the document high). It
+    must have graded some of people's labelled pairs, else there is nothing to learn that from."""
 
     name = "learned"
-    version = "1"
+    version = "2"
     batch = 0  # all pairs in one call
     needs_query = True  # its BM25 and overlap features read the query
 
-    def __init__(self, training: Sequence[tuple[Pair, int]], *, folds: int = 5, c: float = 1.0) -> None:
+    def __init__(
+        self, training: Sequence[tuple[Pair, int]], *, folds: int = 5, c: float = 1.0, base: Labels | None = None
+    ) -> None:
         if not training:
             raise RagMetricsError("the learned judge needs people's labels to learn from; none were given")
         if folds < 2:
@@ -141,21 +164,34 @@ class LearnedJudge:
                 RagMetricsWarning,
                 stacklevel=2,
             )
+        if base is not None and not any((p.query_id, p.doc_id) in base for p, _ in training):
+            raise RagMetricsError(
+                f"the base judge's labels ({len(base)}) grade none of the {len(training)} pair(s) people labelled: "
+                "the learned judge learns how far to trust them from pairs both graded (let that judge grade the "
+                "pool that holds people's pairs)"
+            )
         self.training = list(training)
         self.folds = folds
         self.c = c
+        self.base = None if base is None else dict(base)
 
     def config(self) -> Mapping[str, Any]:
         labels = sorted((p.query_id, p.doc_id, int(y)) for p, y in self.training)
         digest = hashlib.sha256(json.dumps(labels, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
-        return {"model": "logistic-regression", "features": list(FEATURES), "folds": self.folds, "C": self.c,
-                "cuts": "training-label shares", "training_labels": digest, "n_training": len(labels)}  # fmt: skip
+        config = {"model": "logistic-regression", "features": list(FEATURES), "folds": self.folds, "C": self.c,
+                  "cuts": "training-label shares", "training_labels": digest, "n_training": len(labels)}  # fmt: skip
+        if self.base is not None:
+            base = sorted((q, d, int(y)) for (q, d), y in self.base.items())
+            text = json.dumps(base, ensure_ascii=False).encode("utf-8")
+            config |= {"features": [*FEATURES, *BASE_FEATURES], "base_labels": hashlib.sha256(text).hexdigest()[:16],
+                       "n_base": len(base)}  # fmt: skip
+        return config
 
     def grade(self, pairs: Sequence[Pair], max_grade: int) -> list[Grade]:
         labelled = {(p.query_id, p.doc_id): int(y) for p, y in self.training}
         train_pairs = [p for p, _ in self.training]
         everything = [*train_pairs, *pairs]
-        x = features(everything)
+        x = features(everything, self.base)
         x_train, x_grade = x[: len(train_pairs)], x[len(train_pairs) :]
         y_train = np.array([labelled[(p.query_id, p.doc_id)] for p in train_pairs])
         fold = folds_of([p.query_id for p in train_pairs], self.folds)

@@ -3,7 +3,7 @@ come from it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ragmetrics.foundation.errors import RagMetricsError
@@ -18,10 +18,12 @@ from ragmetrics.models.registry import get_model
 
 @dataclass(frozen=True)
 class JudgeInputs:
-    """What a judge may be built from: people's labelled pairs (``training``, the learned judge), a registered
-    model's name or the model itself (the endpoint judge), ``module:attr`` (the callable judge)."""
+    """What a judge may be built from: people's labelled pairs (``training``, the learned judge) and another
+    judge's grades it learns to correct (``base``, by ``(query_id, doc_id)``; optional), a registered model's name
+    or the model itself (the endpoint judge), ``module:attr`` (the callable judge)."""
 
     training: Sequence[tuple[Pair, int]] = ()
+    base: Mapping[tuple[str, str], int] | None = None
     model: str | ChatModel | None = None
     call: str | None = None
     folds: int = 5
@@ -87,7 +89,7 @@ def chat_model(model: str | ChatModel | None) -> ChatModel:
 
 
 def _learned(inputs: JudgeInputs) -> Judge:
-    return LearnedJudge(inputs.training, folds=inputs.folds)
+    return LearnedJudge(inputs.training, folds=inputs.folds, base=inputs.base)
 
 
 def _endpoint(inputs: JudgeInputs) -> Judge:
@@ -105,7 +107,8 @@ JUDGES: dict[str, JudgeKind] = {
         "the expected answer or keywords found in the document's text", "", lambda _: RuleJudge(), _nothing_to_find
     ),
     "learned": JudgeKind(
-        "a logistic regression on cheap features, trained on people's labels, cross-fitted by query",
+        "a logistic regression on cheap features (and another judge's labels, if given), trained on people's "
+        "labels, cross-fitted by query",
         "training",
         _learned,
         unreadable(LearnedJudge),

@@ -133,6 +133,40 @@ def test_the_endpoint_judge_runs_then_agreement_and_corrected_numbers_follow_the
     store.engine.dispose()
 
 
+def test_the_learned_judge_runs_over_the_endpoint_s_labels(seeded, tmp_path) -> None:
+    at = open_page("judge", _params(seeded))
+    assert at.selectbox(key="judge.run_base").options == ["no other judge"]  # no judge has labelled yet
+    at.selectbox(key="judge.run_judge").set_value("endpoint")
+    next(b for b in at.button if b.label == "Run the judge over the pool").click()
+    at.run()
+    assert at.session_state[JOB_KEY].wait(60)
+    store = _store(tmp_path)
+    dataset, _ = assist_dataset()
+    for q in core.plan_order(dataset, dataset.query_ids.astype(str).tolist(), "random")[:4]:
+        for s in "bc":
+            store.add_label(seeded["dataset"], q, f"{q}-{s}", TRUTH[(q, f"{q}-{s}")], author="ann")
+    at.run()
+    no_problems(at)
+    endpoint = next(s for s in Workspace(store).lineage_labels(seeded["dataset"])["source"] if s != core.HUMAN)
+    box = at.selectbox(key="judge.run_base")
+    assert box.options == ["no other judge", core.judge_title(endpoint)]
+    at.selectbox(key="judge.run_judge").set_value("learned")
+    box.set_value(endpoint)
+    next(b for b in at.button if b.label == "Run the judge over the pool").click()
+    at.run()
+    no_problems(at)
+    assert at.session_state[JOB_KEY].wait(60)
+    at.run()
+    no_problems(at)
+    # the form comes back as it was left, the base judge too
+    assert at.selectbox(key="judge.run_base").value == endpoint
+    labels = Workspace(store).lineage_labels(seeded["dataset"])
+    learned = labels[labels["source"].str.startswith("judge:learned@2#")]
+    assert len(learned) == 2 * N_QUERIES  # people's pairs too (cross-fitted), for the corrected numbers
+    assert at.selectbox(key="judge.run_base").options == ["no other judge", core.judge_title(endpoint)]
+    store.engine.dispose()
+
+
 def test_overview_and_compare_show_the_corrected_numbers_with_the_badge(seeded, tmp_path) -> None:
     params = _params(seeded)
     at = open_page("overview", params)
