@@ -136,7 +136,7 @@ def start_job(
 ) -> JudgeJob:
     """Build the judge ``name`` of :data:`OFFERED` (``model``: a registered model's name, for the endpoint judge;
     ``over``: the source of a judge that labelled on the lineage, whose latest labels the learned judge learns to
-    correct) and start it over the pool's pairs it has not labelled and no person has."""
+    correct) and start it over the pool's pairs it has not labelled (people's too: :func:`assisted.to_judge`)."""
     running = _running().get(ds.id)
     if running is not None and running.status().running:
         raise RagMetricsError(f"{running.label} is running on this dataset already; cancel it first")

@@ -112,6 +112,12 @@ def folds_of(query_ids: Sequence[str], k: int) -> dict[str, int]:
     return {q: i % k for i, q in enumerate(ordered)}
 
 
+def _digest(labels: Labels) -> str:
+    """The first 16 hex digits of the SHA-256 of ``labels`` as a sorted JSON list of ``[query_id, doc_id, grade]``."""
+    rows = sorted((q, d, int(y)) for (q, d), y in labels.items())
+    return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
+
+
 class LearnedJudge:
     """A logistic regression (scikit-learn, standardised :data:`FEATURES`) trained on ``training``: pairs with a
     person's label. Its grade is not the likeliest one (on a scale where most pairs are 0 that is nearly always
@@ -176,15 +182,13 @@ class LearnedJudge:
         self.base = None if base is None else dict(base)
 
     def config(self) -> Mapping[str, Any]:
-        labels = sorted((p.query_id, p.doc_id, int(y)) for p, y in self.training)
-        digest = hashlib.sha256(json.dumps(labels, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
+        labels = {(p.query_id, p.doc_id): y for p, y in self.training}
         config = {"model": "logistic-regression", "features": list(FEATURES), "folds": self.folds, "C": self.c,
-                  "cuts": "training-label shares", "training_labels": digest, "n_training": len(labels)}  # fmt: skip
+                  "cuts": "training-label shares", "training_labels": _digest(labels),
+                  "n_training": len(self.training)}  # fmt: skip
         if self.base is not None:
-            base = sorted((q, d, int(y)) for (q, d), y in self.base.items())
-            text = json.dumps(base, ensure_ascii=False).encode("utf-8")
-            config |= {"features": [*FEATURES, *BASE_FEATURES], "base_labels": hashlib.sha256(text).hexdigest()[:16],
-                       "n_base": len(base)}  # fmt: skip
+            config |= {"features": [*FEATURES, *BASE_FEATURES], "base_labels": _digest(self.base),
+                       "n_base": len(self.base)}  # fmt: skip
         return config
 
     def grade(self, pairs: Sequence[Pair], max_grade: int) -> list[Grade]:
