@@ -26,6 +26,7 @@ from unittest import mock
 
 import numpy as np
 import pandas as pd
+import pytest
 from sklearn.metrics import cohen_kappa_score
 
 import ragmetrics as rm
@@ -34,10 +35,13 @@ from ragmetrics.analysis.ppi import corrected_comparison, corrected_means
 from ragmetrics.cli import main
 from ragmetrics.cli.judging import JUDGED_COLUMNS
 from ragmetrics.io import load_dataset, load_run, write_trec_qrels
+from ragmetrics.io.evalset import write_evalset
 from ragmetrics.judges.base import Pair, max_grade, pairs_from_pool, run_judge
 from ragmetrics.judges.registry import JudgeInputs, make_judge
 from ragmetrics.models.registry import ENV
 from tests.model_stub import ModelStub
+
+pytestmark = pytest.mark.xdist_group("offline_loop")  # one worker: the endpoint judges seed 0's pool once for all
 
 SCIFACT = Path(__file__).parent / "data" / "scifact"
 RUNS = ("bm25-stem", "dense-all-minilm-l6-v2", "hybrid-rrf60")
@@ -214,6 +218,54 @@ def test_the_learned_judge_over_the_endpoint_s_labels_narrows_the_corrected_inte
     print(f"\nkappa with the full qrels on the unlabelled queries' pairs: {kappa}; mean half width: {width}")
     assert kappa["learned"] > kappa["endpoint"] + 0.2, kappa
     assert width["learned"] < 0.95 * width["endpoint"], width
+
+
+def test_the_cli_s_stacked_judge_gives_the_library_s_labels_and_corrected_numbers(tmp_path):
+    """The same loop through the commands a user runs: ``pool`` (best rank and run count per pair), ``judge run
+    --judge learned --base endpoint.tsv`` (the endpoint's labels as ``judge run`` writes them), then ``eval`` with
+    the learned judge's TSV as --judge-qrels: the labels are the library's, pair for pair, and so are the numbers."""
+    loop = offline_loop()
+    # an evaluation set, not qrels: the 125 queries whose every judgment is hidden stay in it (and in the pool)
+    known = tmp_path / "known.jsonl"
+    judged = loop.known.qrels.groupby("query_id")
+    write_evalset([{"query_id": q, "query": text, "relevant_docs": dict(zip(judged.get_group(q)["doc_id"],
+                                                                             judged.get_group(q)["relevance"]))
+                    if q in judged.groups else {}} for q, text in zip(loop.known.queries["query_id"],
+                                                                      loop.known.queries["query"])], known)  # fmt: skip
+    data = ["--dataset", str(known), "--corpus", str(SCIFACT / "pool-docs.jsonl.gz")]
+    runs = [a for name in RUNS for a in ("--run", str(SCIFACT / f"{name}.trec.gz"))]
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["pool", *data, *runs, "--depth", "10", "-o", str(tmp_path / "pool.tsv")], out, err) == 0, (
+        err.getvalue()
+    )
+    pooled = pd.read_csv(tmp_path / "pool.tsv", sep="\t", dtype=str, keep_default_na=False)
+    endpoint = endpoint_labels()
+    columns = ["query_id", "doc_id", "label", "judge", "judge_version", "config_hash"]
+    endpoint.rename(columns={"relevance": "label"}).assign(judge="endpoint", judge_version="2", config_hash="0" * 16)[
+        columns
+    ].to_csv(tmp_path / "endpoint.tsv", sep="\t", index=False)
+    # people label every pooled pair of their tenth: the 0s too, which qrels of relevant documents leave out
+    relevant = set(zip(loop.human["query_id"], loop.human["doc_id"]))
+    theirs = pooled[pooled["query_id"].isin(set(loop.human["query_id"]))]
+    grades = [int((q, d) in relevant) for q, d in zip(theirs["query_id"], theirs["doc_id"])]
+    theirs.assign(label=grades)[["query_id", "doc_id", "label"]].to_csv(tmp_path / "people.tsv", sep="\t", index=False)
+    argv = ["judge", "run", "--judge", "learned", "--human", str(tmp_path / "people.tsv"), "--base",
+            str(tmp_path / "endpoint.tsv"), *data, "--pool", str(tmp_path / "pool.tsv"), "-o", str(tmp_path / "learned.tsv")]  # fmt: skip
+    assert main(argv, io.StringIO(), err) == 0, err.getvalue()
+    cli = pd.read_csv(tmp_path / "learned.tsv", sep="\t", dtype={"query_id": str, "doc_id": str})
+    library = learned_labels()
+    assert dict(zip(zip(cli["query_id"], cli["doc_id"]), cli["label"])) == dict(
+        zip(zip(library["query_id"], library["doc_id"]), library["relevance"])
+    )
+    write_trec_qrels(rm.Dataset.from_frames(loop.human), tmp_path / "human.tsv")
+    argv = ["eval", "--dataset", str(known), *runs, "-m", "ndcg@10", "--judge-qrels", str(tmp_path / "learned.tsv"),
+            "--human-qrels", str(tmp_path / "human.tsv"), "--format", "json"]  # fmt: skip
+    out = io.StringIO()
+    assert main(argv, out, err) == 0, err.getvalue()
+    rows = {r["run"]: r for r in json.loads(out.getvalue())["corrected"]}
+    frame, *_ = corrected(loop, library)
+    for name in RUNS:
+        assert abs(rows[name]["estimate"] - frame.loc[name, "estimate"]) < 1e-12, name
 
 
 def test_eval_and_compare_print_corrected_estimates(tmp_path):
