@@ -45,6 +45,18 @@ def test_every_registered_metric_is_in_the_table():
         assert re.search(rf"`{info.name}(@k)?`", table), f"README metrics table lacks {info.name}"
 
 
+@pytest.mark.parametrize("flag", ["budget", "reads_relevant_count"])
+def test_the_conventions_list_the_registry_s_flagged_metrics(flag: str):
+    """docs/conventions.md names, after "the registry's `MetricInfo.FLAG`:", the metrics the flag marks: all of them
+    and no other, in the registry's order."""
+    from ragmetrics.engine.metrics import METRICS
+
+    text = " ".join((ROOT / "docs" / "conventions.md").read_text(encoding="utf-8").split())
+    found = re.search(rf"the registry's `MetricInfo\.{flag}`: ([a-z_0-9, ]+)\)", text)
+    assert found, f"docs/conventions.md no longer lists the metrics of MetricInfo.{flag}"
+    assert found[1].split(", ") == [name for name, info in METRICS.items() if getattr(info, flag)]
+
+
 def test_the_two_setup_commands_and_the_ci_test_command_agree():
     setup = _section("Set-up")
     assert 'pip install -e ".[dashboard]" && streamlit run dashboard/app.py' in setup
