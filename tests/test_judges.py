@@ -113,10 +113,16 @@ def test_learned_judge_on_a_labelled_tenth_of_scifact(scifact_pool):
     assert honest > 0
 
 
-def test_learned_judge_never_sees_the_labels_it_grades(scifact_pool):
+@pytest.mark.parametrize("stacked", [False, True], ids=["alone", "over a base judge"])
+def test_learned_judge_never_sees_the_labels_it_grades(scifact_pool, stacked):
     """Cross-fitting: flipping every label of one query changes none of that query's grades (a model trained on
-    all labels would move with them), while it does change the grades of queries nobody labelled."""
+    all labels would move with them), while it does change the grades of queries nobody labelled; the same over a
+    base judge's labels (fixed: they do not read people's)."""
     _, pairs, truth = scifact_pool
+    noisy = np.random.default_rng(3).random(len(pairs)) < 0.2
+    base = (
+        {(p.query_id, p.doc_id): int(t != n) for p, t, n in zip(pairs, truth, noisy, strict=True)} if stacked else None
+    )
     queries = sorted({p.query_id for p in pairs})[:80]
     chosen = [p for p in pairs if p.query_id in set(queries)]
     y = np.array([truth[pairs.index(p)] for p in chosen])
@@ -124,8 +130,8 @@ def test_learned_judge_never_sees_the_labels_it_grades(scifact_pool):
     training = [(p, int(v)) for p, v in zip(chosen, y, strict=True) if p.query_id in labelled]
     target = next(q for q in sorted(labelled) if sum(v for p, v in training if p.query_id == q) > 0)
     flipped = [(p, 1 - v if p.query_id == target else v) for p, v in training]
-    before = [g.label for g in LearnedJudge(training).grade(chosen, 1)]
-    after = [g.label for g in LearnedJudge(flipped).grade(chosen, 1)]
+    before = [g.label for g in LearnedJudge(training, base=base).grade(chosen, 1)]
+    after = [g.label for g in LearnedJudge(flipped, base=base).grade(chosen, 1)]
     own = [i for i, p in enumerate(chosen) if p.query_id == target]
     unlabelled = [i for i, p in enumerate(chosen) if p.query_id not in labelled]
     assert [before[i] for i in own] == [after[i] for i in own]

@@ -187,8 +187,42 @@ def test_judge_run_learned_over_another_judge_s_labels(small_set):
     rows = (d / "rule.tsv").read_text().splitlines()
     (d / "bad.tsv").write_text("\n".join([rows[0], rows[1].replace("\t0\t", "\tzero\t", 1), *rows[2:]]) + "\n")
     code, _, err = run(*learned, "--base", str(d / "bad.tsv"), "-o", str(d / "x.tsv"))
-    assert code == 2 and f"{d / 'bad.tsv'}, line 2: label 'zero'; expected a whole-number grade" in err, err
+    assert code == 2 and f"{d / 'bad.tsv'}, line 2: label 'zero'; expected a whole-number grade 0..2" in err, err
+    header, first, *rest = rows
+    cells = first.split("\t")
+    wrong = {
+        "--1": "line 2: label '--1'; expected a whole-number grade 0..2",
+        "\u00b2": "line 2: label '\u00b2'; expected a whole-number grade 0..2",
+        "3": "line 2: label '3'; expected a whole-number grade 0..2",
+    }
+    for label, message in wrong.items():
+        (d / "bad.tsv").write_text("\n".join([header, "\t".join([*cells[:2], label, *cells[3:]]), *rest]) + "\n")
+        code, _, err = run(*learned, "--base", str(d / "bad.tsv"), "-o", str(d / "x.tsv"))
+        assert code == 2 and message in err and "Traceback" not in err, (label, err)
+    # a blank line does not shift the line named; a pair graded twice differently, a short row
+    other = "\t".join([*cells[:2], "1" if cells[2] != "1" else "0", *cells[3:]])
+    (d / "bad.tsv").write_text("\n".join([header, first, "", *rest, other]) + "\n")
+    code, _, err = run(*learned, "--base", str(d / "bad.tsv"), "-o", str(d / "x.tsv"))
+    assert code == 2 and f"line {len(rows) + 2}: query {cells[0]} document {cells[1]} graded" in err, err
+    assert f"and {cells[2]} on line 2" in err
+    (d / "bad.tsv").write_text("\n".join([header, first, "\t".join(cells[:3])]) + "\n")
+    code, _, err = run(*learned, "--base", str(d / "bad.tsv"), "-o", str(d / "x.tsv"))
+    assert code == 2 and f"line 3: 3 field(s); expected {len(cells)} (the header's)" in err, err
+    # one judge's labels, never a learned judge's: its grades read people's labels of the other folds
+    (d / "two.tsv").write_text("\n".join([*rows, *(r.replace("\trule\t", "\tother\t") for r in rows[1:])]) + "\n")
+    code, _, err = run(*learned, "--base", str(d / "two.tsv"), "-o", str(d / "x.tsv"))
+    assert code == 2 and "labels of 2 judges" in err and "--base takes one judge's" in err, err
+    code, _, err = run(*learned, "--base", str(d / "stacked.tsv"), "-o", str(d / "x.tsv"))
+    assert code == 2 and "a learned judge's labels (learned 2 " in err and "cannot be the base of another" in err
     assert not (d / "x.tsv").exists()
+    # the pool's run counts: whole numbers, read by the learned judge only
+    pool = (d / "pool.tsv").read_text().splitlines()
+    (d / "runs.tsv").write_text("\n".join([pool[0] + "\truns", *(row + "\tbm25,dense" for row in pool[1:])]) + "\n")
+    pooled = [a if a != str(d / "pool.tsv") else str(d / "runs.tsv") for a in data]
+    code, _, err = run(*learned[: -len(data)], *pooled, "-o", str(d / "x.tsv"))
+    assert code == 2 and f"{d / 'runs.tsv'}, line 2: runs 'bm25,dense'; expected a whole number >= 0" in err, err
+    code, _, err = run("judge", "run", "--judge", "rule", *pooled, "-o", str(d / "x.tsv"))
+    assert code == 0, err
 
 
 @pytest.fixture

@@ -37,6 +37,7 @@ from ragmetrics.cli.judging import JUDGED_COLUMNS
 from ragmetrics.io import load_dataset, load_run, write_trec_qrels
 from ragmetrics.io.evalset import write_evalset
 from ragmetrics.judges.base import Pair, max_grade, pairs_from_pool, run_judge
+from ragmetrics.judges.endpoint import EndpointJudge
 from ragmetrics.judges.registry import JudgeInputs, make_judge
 from ragmetrics.models.registry import ENV
 from tests.model_stub import ModelStub
@@ -241,9 +242,9 @@ def test_the_cli_s_stacked_judge_gives_the_library_s_labels_and_corrected_number
     pooled = pd.read_csv(tmp_path / "pool.tsv", sep="\t", dtype=str, keep_default_na=False)
     endpoint = endpoint_labels()
     columns = ["query_id", "doc_id", "label", "judge", "judge_version", "config_hash"]
-    endpoint.rename(columns={"relevance": "label"}).assign(judge="endpoint", judge_version="2", config_hash="0" * 16)[
-        columns
-    ].to_csv(tmp_path / "endpoint.tsv", sep="\t", index=False)
+    endpoint.rename(columns={"relevance": "label"}).assign(
+        judge="endpoint", judge_version=EndpointJudge.version, config_hash="0" * 16
+    )[columns].to_csv(tmp_path / "endpoint.tsv", sep="\t", index=False)
     # people label every pooled pair of their tenth: the 0s too, which qrels of relevant documents leave out
     relevant = set(zip(loop.human["query_id"], loop.human["doc_id"]))
     theirs = pooled[pooled["query_id"].isin(set(loop.human["query_id"]))]

@@ -147,11 +147,10 @@ def start_job(
     base = help_.base.dataset
     training: list = []
     if JUDGES[name].needs == "training":
-        pooled = help_.pool[["query_id", "doc_id", "best_rank", *(["runs"] if "runs" in help_.pool else [])]]
+        # each labelled pair as the pool has it (its rank, run count and, without a corpus, a run's chunk text)
+        pooled = help_.pool[["query_id", "doc_id", "best_rank", "runs", *(["text"] if "text" in help_.pool else [])]]
         ranked = help_.human.merge(pooled, on=["query_id", "doc_id"], how="left")
-        ranked["best_rank"] = ranked["best_rank"].fillna(0).astype(int)
-        if "runs" in ranked:
-            ranked["runs"] = ranked["runs"].fillna(0).astype(int)
+        ranked[["best_rank", "runs"]] = ranked[["best_rank", "runs"]].fillna(0).astype(int)
         training = list(zip(pairs_from_pool(base, ranked), ranked["label"].astype(int)))
     if over and over not in assisted.judge_sources(help_.labels):
         raise RagMetricsError(f"no judge {assisted.judge_title(over)} labelled on this dataset")

@@ -7,6 +7,7 @@ import argparse
 import csv
 import datetime as dt
 import math
+import re
 from collections.abc import Callable
 from typing import TextIO
 
@@ -64,25 +65,67 @@ def training_pairs(dataset_pairs: list[Pair], human: pd.DataFrame, extra: list[P
     return out
 
 
-def judge_labels(path: str) -> dict[tuple[str, str], int]:
-    """A judge's labels (the TSV ``judge run`` writes: ``query_id, doc_id, label``, a pair left without a grade
-    empty) by pair; people's labels are refused (they are the learned judge's ``--human``)."""
-    judged = read_tsv(path, "judge's labels")
-    if "label" not in judged.columns:
-        raise RagMetricsError(f"{path}: no label column; expected the TSV ragmetrics judge run writes")
-    if not judges_of(path):
+WHOLE_NUMBER = re.compile(r"-?[0-9]+")
+"""A whole number in ASCII digits (``int`` would read "²" and other scripts' digits too)."""
+
+
+def judge_labels(path: str, top: int) -> dict[tuple[str, str], int]:
+    """One judge's labels (the TSV ``judge run`` writes: ``query_id, doc_id, label``, a pair left without a grade
+    empty) by pair, for the learned judge's ``--base``. Refused, each with the file (and line): people's labels
+    (they are its ``--human``), several judges' labels in one file, a learned judge's labels (its grades read
+    people's labels of the other folds: stacked on them, a labelled query's grade would read its own labels), a
+    grade off ``0..top``, a pair graded twice differently, a row with another number of fields than the header."""
+    judges = judges_of(path)
+    if not judges:
         raise RagMetricsError(
             f"{path}: these labels name no judge (no judge column): give people's labels as --human, a judge's "
             "as the TSV ragmetrics judge run writes"
         )
-    out = {}
-    for line, (q, d, label) in enumerate(judged[["query_id", "doc_id", "label"]].itertuples(index=False), start=2):
-        if label == "":
-            continue
-        if not label.lstrip("-").isdigit():
-            raise RagMetricsError(f"{path}, line {line}: label {label!r}; expected a whole-number grade")
-        out[q, d] = int(label)
-    return out
+    if len(judges) > 1:
+        raise RagMetricsError(f"{path}: labels of {len(judges)} judges ({'; '.join(judges)}); --base takes one judge's")
+    if judges[0].split()[0] == "learned":
+        raise RagMetricsError(
+            f"{path}: a learned judge's labels ({judges[0]}) cannot be the base of another: its grades read people's "
+            "labels, so a labelled query's grade would read its own (give the labels of the judge it was over)"
+        )
+    found: dict[tuple[str, str], tuple[int, int]] = {}
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            reader = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+            header = next(reader, [])
+            where = [header.index(c) for c in ("query_id", "doc_id", "label")]
+            for line, row in enumerate(reader, start=2):
+                if not row:
+                    continue
+                if len(row) != len(header):
+                    raise RagMetricsError(
+                        f"{path}, line {line}: {len(row)} field(s); expected {len(header)} (the header's)"
+                    )
+                q, d, label = (row[i] for i in where)
+                if label == "":
+                    continue
+                if not WHOLE_NUMBER.fullmatch(label) or not 0 <= int(label) <= top:
+                    raise RagMetricsError(
+                        f"{path}, line {line}: label {label!r}; expected a whole-number grade 0..{top}"
+                    )
+                earlier = found.get((q, d))
+                if earlier is not None and earlier[0] != int(label):
+                    raise RagMetricsError(
+                        f"{path}, line {line}: query {q} document {d} graded {label}, and {earlier[0]} on line {earlier[1]}"
+                    )
+                found[q, d] = (int(label), line)
+    except UnicodeDecodeError as exc:
+        raise RagMetricsError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return {pair: grade for pair, (grade, _) in found.items()}
+
+
+def _check_counts(pool: pd.DataFrame, path: str, columns: tuple[str, ...]) -> None:
+    """Each of ``columns`` the pool has holds whole numbers >= 0 (a row is named by its line, the header being
+    line 1)."""
+    for column in (c for c in columns if c in pool.columns):
+        for i, cell in enumerate(pool[column]):
+            if not WHOLE_NUMBER.fullmatch(cell) or int(cell) < 0:
+                raise RagMetricsError(f"{path}, line {i + 2}: {column} {cell!r}; expected a whole number >= 0")
 
 
 def cmd_judge_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -91,7 +134,11 @@ def cmd_judge_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     kind = JUDGES[args.judge]
     dataset = read_dataset(args)
     pool = read_tsv(args.pool, "pool")
+    if kind.needs != "training":
+        pool = pool.drop(columns=["runs"], errors="ignore")  # read by the learned judge only
+    _check_counts(pool, args.pool, ("best_rank", "rank", "runs"))
     pairs = pairs_from_pool(dataset, pool)
+    top = args.max_grade or max_grade(dataset)
     training: list[tuple[Pair, int]] = []
     base: dict[tuple[str, str], int] | None = None
     if kind.needs == "training":
@@ -101,7 +148,7 @@ def cmd_judge_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         unpooled = human.merge(pool[["query_id", "doc_id"]], how="left", indicator=True)
         unpooled = unpooled[unpooled["_merge"] == "left_only"][["query_id", "doc_id"]].assign(rank=0)
         training = training_pairs(pairs, human, pairs_from_pool(dataset, unpooled))
-        base = judge_labels(args.base) if args.base else None
+        base = judge_labels(args.base, top) if args.base else None
     elif args.base:
         raise RagMetricsError(
             f"--base is the learned judge's (another judge's labels it learns to correct); not --judge {args.judge}'s"
@@ -115,7 +162,6 @@ def cmd_judge_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise RagMetricsError(f"--judge {args.judge}: {unable}")
     inputs = JudgeInputs(training=training, base=base, model=args.model, call=args.call, folds=args.folds)
     judge = make_judge(args.judge, inputs)
-    top = args.max_grade or max_grade(dataset)
     labels = run_judge(judge, pairs, top, progress=_progress(err) if err.isatty() else None)
     graded = [x for x in labels if x.label is not None]
     with replacing(output) as partial, open(partial, "w", encoding="utf-8", newline="") as handle:
