@@ -133,7 +133,9 @@ class LearnedJudge:
     ``base``: another judge's grades of the pairs (an endpoint's, a rule's), read as :data:`BASE_FEATURES`: the
     model learns from people's labels when that judge is right (a model endpoint that calls a fifth of the pool
     relevant, say, is right about few of them, and more often where several runs ranked the document high). It
-    must have graded some of people's labelled pairs, else there is nothing to learn that from."""
+    must have graded some of people's labelled pairs, else there is nothing to learn that from. It must not have
+    read people's labels (another learned judge's grades did, of the other folds): stacked on those, a labelled
+    query's grade would read its own labels; the CLI and the Judge page refuse them."""
 
     name = "learned"
     version = "2"
