@@ -125,6 +125,20 @@ def test_judge_run_writes_labels_with_provenance_and_agree_reads_them(small_set)
     assert code == 0 and "warning: " in err and "holds a judge's labels (rule 2 " in err
 
 
+def test_judge_agree_names_the_line_of_a_label_it_cannot_read(small_set):
+    """Was: a traceback from pandas for a label that is not a number."""
+    d = small_set
+    header = "query_id\tdoc_id\tlabel\tjudge\tjudge_version\tconfig_hash"
+    for label, message in (("zero", "label 'zero'; expected a whole-number grade >= 0"),
+                           ("-1", "label '-1'; expected a whole-number grade >= 0")):  # fmt: skip
+        (d / "odd.tsv").write_text(f"{header}\nq1\td2\t0\trule\t2\tabc\nq1\td3\t{label}\trule\t2\tabc\n")
+        code, _, err = run("judge", "agree", "--human", str(d / "human.tsv"), "--judge", str(d / "odd.tsv"))
+        assert code == 2 and f"{d / 'odd.tsv'}, line 3: {message}" in err and "Traceback" not in err, err
+    (d / "odd.tsv").write_text("query_id\tdoc_id\tgrade\nq1\td2\t0\n")
+    code, _, err = run("judge", "agree", "--human", str(d / "human.tsv"), "--judge", str(d / "odd.tsv"))
+    assert code == 2 and "line 1: the header has no label" in err, err
+
+
 def test_judge_run_reports_pairs_without_a_grade(small_set, monkeypatch):
     d = small_set
     (d / "picky.py").write_text("def grade(pair, top):\n    return None if pair.doc_id == 'd6' else 0\n")

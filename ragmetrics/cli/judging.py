@@ -88,12 +88,30 @@ def judge_labels(path: str, top: int) -> dict[tuple[str, str], int]:
             f"{path}: a learned judge's labels ({judges[0]}) cannot be the base of another: its grades read people's "
             "labels, so a labelled query's grade would read its own (give the labels of the judge it was over)"
         )
-    found: dict[tuple[str, str], tuple[int, int]] = {}
+    rows = judge_label_rows(path, top)
+    graded = rows.dropna(subset=["label"])
+    return dict(zip(zip(graded["query_id"], graded["doc_id"]), graded["label"].astype(int)))
+
+
+def judge_label_rows(path: str, top: int | None = None) -> pd.DataFrame:
+    """The rows of a judge's labels (the TSV ``judge run`` writes: a header naming ``query_id``, ``doc_id`` and
+    ``label``; a pair left without a grade empty), each pair once: its columns as text, ``label`` a number (NaN: no
+    grade). Refused, each with the file and line: a label that is not a whole number in ``0..top`` (``>= 0``
+    without ``top``), a pair graded twice differently, a row with another number of fields than the header, a
+    file that is not UTF-8."""
+    records: list[list[str]] = []
+    first: dict[tuple[str, str], tuple[str, int]] = {}
     try:
         with open(path, encoding="utf-8", newline="") as handle:
             reader = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
             header = next(reader, [])
-            where = [header.index(c) for c in ("query_id", "doc_id", "label")]
+            missing = [c for c in ("query_id", "doc_id", "label") if c not in header]
+            if missing:
+                raise RagMetricsError(
+                    f"{path}, line 1: the header has no {', '.join(missing)}; expected the TSV ragmetrics judge run "
+                    "writes (query_id, doc_id, label, ...)"
+                )
+            q_at, d_at, label_at = (header.index(c) for c in ("query_id", "doc_id", "label"))
             for line, row in enumerate(reader, start=2):
                 if not row:
                     continue
@@ -101,22 +119,29 @@ def judge_labels(path: str, top: int) -> dict[tuple[str, str], int]:
                     raise RagMetricsError(
                         f"{path}, line {line}: {len(row)} field(s); expected {len(header)} (the header's)"
                     )
-                q, d, label = (row[i] for i in where)
-                if label == "":
+                pair, label = (row[q_at], row[d_at]), row[label_at]
+                if label and (
+                    not WHOLE_NUMBER.fullmatch(label) or int(label) < 0 or (top is not None and int(label) > top)
+                ):
+                    scale = f"0..{top}" if top is not None else ">= 0"
+                    raise RagMetricsError(
+                        f"{path}, line {line}: label {label!r}; expected a whole-number grade {scale}"
+                    )
+                earlier = first.get(pair)
+                if earlier is not None:
+                    if earlier[0] != label:
+                        raise RagMetricsError(
+                            f"{path}, line {line}: query {pair[0]} document {pair[1]} graded {label or '(none)'}, "
+                            f"and {earlier[0] or '(none)'} on line {earlier[1]}"
+                        )
                     continue
-                if not WHOLE_NUMBER.fullmatch(label) or not 0 <= int(label) <= top:
-                    raise RagMetricsError(
-                        f"{path}, line {line}: label {label!r}; expected a whole-number grade 0..{top}"
-                    )
-                earlier = found.get((q, d))
-                if earlier is not None and earlier[0] != int(label):
-                    raise RagMetricsError(
-                        f"{path}, line {line}: query {q} document {d} graded {label}, and {earlier[0]} on line {earlier[1]}"
-                    )
-                found[q, d] = (int(label), line)
+                first[pair] = (label, line)
+                records.append(row)
     except UnicodeDecodeError as exc:
         raise RagMetricsError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    return {pair: grade for pair, (grade, _) in found.items()}
+    frame = pd.DataFrame(records, columns=header, dtype=str)
+    frame["label"] = pd.to_numeric(frame["label"].replace("", None))
+    return frame
 
 
 def _check_counts(pool: pd.DataFrame, path: str, columns: tuple[str, ...]) -> None:
@@ -200,10 +225,7 @@ def _row(label: JudgeLabel) -> list[object]:
 def cmd_judge_agree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     human = human_labels(args.human)
-    judged = read_tsv(args.judge, "judge's labels")
-    if "label" not in judged.columns:
-        raise RagMetricsError(f"{args.judge}: no label column; expected the TSV ragmetrics judge run writes")
-    judged["label"] = pd.to_numeric(judged["label"].replace("", None), errors="raise")
+    judged = judge_label_rows(args.judge, args.max_grade)
     found = label_agreement(human, judged, max_grade=args.max_grade)
     if found.pairs == 0:
         raise RagMetricsError(f"no pair of {args.judge} is labelled in {args.human}: nothing to compare")
