@@ -133,6 +133,16 @@ def test_the_endpoint_judge_runs_then_agreement_and_corrected_numbers_follow_the
     store.engine.dispose()
 
 
+def _run_the_form(at) -> None:  # type: ignore[no-untyped-def]
+    """Submit the judge form and wait for its job to end (reported on the page's next run)."""
+    next(b for b in at.button if b.label == "Run the judge over the pool").click()
+    at.run()
+    if JOB_KEY in at.session_state:  # else it ended before the page's rerun, which reported it
+        assert at.session_state[JOB_KEY].wait(60)
+        at.run()
+    no_problems(at)
+
+
 def test_the_learned_judge_runs_over_the_endpoint_s_labels(seeded, tmp_path) -> None:
     at = open_page("judge", _params(seeded))
     assert at.selectbox(key="judge.run_base").options == ["no other judge"]  # no judge has labelled yet
@@ -152,12 +162,7 @@ def test_the_learned_judge_runs_over_the_endpoint_s_labels(seeded, tmp_path) -> 
     assert box.options == ["no other judge", core.judge_title(endpoint)]
     at.selectbox(key="judge.run_judge").set_value("learned")
     box.set_value(endpoint)
-    next(b for b in at.button if b.label == "Run the judge over the pool").click()
-    at.run()
-    if JOB_KEY in at.session_state:  # else it ended before the page's rerun, which reported it
-        assert at.session_state[JOB_KEY].wait(60)
-        at.run()
-    no_problems(at)
+    _run_the_form(at)
     # the form comes back as it was left, the base judge too
     assert at.selectbox(key="judge.run_base").value == endpoint
     labels = Workspace(store).lineage_labels(seeded["dataset"])
@@ -165,12 +170,7 @@ def test_the_learned_judge_runs_over_the_endpoint_s_labels(seeded, tmp_path) -> 
     assert len(learned) == 2 * N_QUERIES  # people's pairs too (cross-fitted), for the corrected numbers
     # the endpoint's labels are part of its configuration: the learned judge alone is another judge
     at.selectbox(key="judge.run_base").set_value("")
-    next(b for b in at.button if b.label == "Run the judge over the pool").click()
-    at.run()
-    if JOB_KEY in at.session_state:  # else it ended before the page's rerun, which reported it
-        assert at.session_state[JOB_KEY].wait(60)
-        at.run()
-    no_problems(at)
+    _run_the_form(at)
     assert f"learned judge: graded {2 * N_QUERIES} of {2 * N_QUERIES} pairs" in " ".join(
         str(s.value) for s in at.success
     ).replace("\\", "")
