@@ -77,6 +77,11 @@ def judge_sources(labels: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(reversed(theirs["source"].astype(str).tolist())))
 
 
+def judge_name(source: str) -> str:
+    """``judge:endpoint@1#0123456789abcdef`` -> ``endpoint`` (its registry name)."""
+    return source.removeprefix("judge:").partition("@")[0]
+
+
 def judge_title(source: str) -> str:
     """``judge:endpoint@1#0123456789abcdef`` -> ``endpoint v1 · 01234567`` (its configuration's hash, cut)."""
     body = source.removeprefix("judge:")

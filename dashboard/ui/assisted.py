@@ -215,7 +215,9 @@ def _runner(workspace: Workspace, ds: DatasetEntry, help_: Assist) -> None:
         progress()
         return
     models = sorted(registered())
-    bases = ["", *(s for s in assisted.judge_sources(help_.labels) if not s.startswith("judge:learned@"))]
+    # never a judge that learned from people's labels: stacked on it, a labelled query's grade would read its own
+    learned = {n for n, kind in JUDGES.items() if kind.needs == "training"}
+    bases = ["", *(s for s in assisted.judge_sources(help_.labels) if assisted.judge_name(s) not in learned)]
     choices = {"judge.run_judge": list(OFFERED), "judge.run_model": models, "judge.run_base": bases}
     # the form is not drawn while a judge runs, and Streamlit forgets a widget not drawn: the choices are kept aside
     for key, options in choices.items():

@@ -83,7 +83,8 @@ def judge_labels(path: str, top: int) -> dict[tuple[str, str], int]:
         )
     if len(judges) > 1:
         raise RagMetricsError(f"{path}: labels of {len(judges)} judges ({'; '.join(judges)}); --base takes one judge's")
-    if judges[0].split()[0] == "learned":
+    learned = JUDGES.get(judges[0].split()[0])
+    if learned is not None and learned.needs == "training":
         raise RagMetricsError(
             f"{path}: a learned judge's labels ({judges[0]}) cannot be the base of another: its grades read people's "
             "labels, so a labelled query's grade would read its own (give the labels of the judge it was over)"
