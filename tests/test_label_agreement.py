@@ -134,6 +134,10 @@ def test_judge_agree_names_the_line_of_a_label_it_cannot_read(small_set):
         (d / "odd.tsv").write_text(f"{header}\nq1\td2\t0\trule\t2\tabc\nq1\td3\t{label}\trule\t2\tabc\n")
         code, _, err = run("judge", "agree", "--human", str(d / "human.tsv"), "--judge", str(d / "odd.tsv"))
         assert code == 2 and f"{d / 'odd.tsv'}, line 3: {message}" in err and "Traceback" not in err, err
+    # one judge's agreement, never a mix of two judges' labels
+    (d / "odd.tsv").write_text(f"{header}\nq1\td2\t0\trule\t2\tabc\nq1\td3\t2\tlearned\t2\tdef\n")
+    code, _, err = run("judge", "agree", "--human", str(d / "human.tsv"), "--judge", str(d / "odd.tsv"))
+    assert code == 2 and "odd.tsv, line 3: labels of judge learned 2 def, and of rule 2 abc on line 2" in err, err
     (d / "odd.tsv").write_text("query_id\tdoc_id\tgrade\nq1\td2\t0\n")
     code, _, err = run("judge", "agree", "--human", str(d / "human.tsv"), "--judge", str(d / "odd.tsv"))
     assert code == 2 and "line 1: the header has no label" in err, err
@@ -225,9 +229,18 @@ def test_judge_run_learned_over_another_judge_s_labels(small_set):
     # one judge's labels, never a learned judge's: its grades read people's labels of the other folds
     (d / "two.tsv").write_text("\n".join([*rows, *(r.replace("\trule\t", "\tother\t") for r in rows[1:])]) + "\n")
     code, _, err = run(*learned, "--base", str(d / "two.tsv"), "-o", str(d / "x.tsv"))
-    assert code == 2 and "labels of 2 judges" in err and "--base takes one judge's" in err, err
+    assert code == 2 and f"two.tsv, line {len(rows) + 1}: labels of judge other " in err, err
+    assert "and of rule " in err and "on line 2: one file holds one judge's labels" in err, err
     code, _, err = run(*learned, "--base", str(d / "stacked.tsv"), "-o", str(d / "x.tsv"))
     assert code == 2 and "a learned judge's labels (learned 2 " in err and "cannot be the base of another" in err
+    # a base that graded none of people's pairs is named by its file
+    elsewhere = ["\t".join([q, f"{doc}-other", *more]) for q, doc, *more in (r.split("\t") for r in rows[1:])]
+    (d / "elsewhere.tsv").write_text("\n".join([header, *elsewhere]) + "\n")
+    code, _, err = run(*learned, "--base", str(d / "elsewhere.tsv"), "-o", str(d / "x.tsv"))
+    assert code == 2 and f"{d / 'elsewhere.tsv'}: the base judge's labels (" in err and "grade none of" in err, err
+    (d / "empty.tsv").write_text(header + "\n")
+    code, _, err = run(*learned, "--base", str(d / "empty.tsv"), "-o", str(d / "x.tsv"))
+    assert code == 2 and f"{d / 'empty.tsv'}: the header only, no label" in err, err
     assert not (d / "x.tsv").exists()
     # the pool's run counts: whole numbers, read by the learned judge only
     pool = (d / "pool.tsv").read_text().splitlines()

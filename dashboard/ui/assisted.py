@@ -160,7 +160,8 @@ def start_job(
         base_labels = {
             (str(q), str(d)): int(y) for q, d, y in theirs[["query_id", "doc_id", "label"]].itertuples(False)
         }
-    judge = make_judge(name, JudgeInputs(training=training, base=base_labels, model=model))
+    over_title = assisted.judge_title(over) if base_labels is not None else ""
+    judge = make_judge(name, JudgeInputs(training=training, base=base_labels, base_source=over_title, model=model))
     source = provenance_of(judge).source
     todo = assisted.to_judge(help_.pool, help_.labels, source)
     pairs = pairs_from_pool(base, todo)

@@ -74,22 +74,23 @@ def judge_labels(path: str, top: int) -> dict[tuple[str, str], int]:
     empty) by pair, for the learned judge's ``--base``. Refused, each with the file (and line): people's labels
     (they are its ``--human``), several judges' labels in one file, a learned judge's labels (its grades read
     people's labels of the other folds: stacked on them, a labelled query's grade would read its own labels), a
-    grade off ``0..top``, a pair graded twice differently, a row with another number of fields than the header."""
-    judges = judges_of(path)
-    if not judges:
+    grade off ``0..top``, a pair graded twice differently, a row with another number of fields than the header, a
+    file with no label. The file is read once (:func:`judge_label_rows`); its judges are read off its rows."""
+    rows = judge_label_rows(path, top)
+    if not set(JUDGE_COLUMNS) <= set(rows.columns):
         raise RagMetricsError(
             f"{path}: these labels name no judge (no judge column): give people's labels as --human, a judge's "
             "as the TSV ragmetrics judge run writes"
         )
-    if len(judges) > 1:
-        raise RagMetricsError(f"{path}: labels of {len(judges)} judges ({'; '.join(judges)}); --base takes one judge's")
-    learned = JUDGES.get(judges[0].split()[0])
+    if rows.empty:
+        raise RagMetricsError(f"{path}: the header only, no label: the base judge graded nothing")
+    judge = " ".join(rows.iloc[0][list(JUDGE_COLUMNS)])  # one judge's (judge_label_rows)
+    learned = JUDGES.get(judge.split()[0])
     if learned is not None and learned.needs == "training":
         raise RagMetricsError(
-            f"{path}: a learned judge's labels ({judges[0]}) cannot be the base of another: its grades read people's "
+            f"{path}: a learned judge's labels ({judge}) cannot be the base of another: its grades read people's "
             "labels, so a labelled query's grade would read its own (give the labels of the judge it was over)"
         )
-    rows = judge_label_rows(path, top)
     graded = rows.dropna(subset=["label"])
     return dict(zip(zip(graded["query_id"], graded["doc_id"]), graded["label"].astype(int)))
 
@@ -113,6 +114,8 @@ def judge_label_rows(path: str, top: int | None = None) -> pd.DataFrame:
                     "writes (query_id, doc_id, label, ...)"
                 )
             q_at, d_at, label_at = (header.index(c) for c in ("query_id", "doc_id", "label"))
+            judge_at = [header.index(c) for c in JUDGE_COLUMNS] if set(JUDGE_COLUMNS) <= set(header) else []
+            judge: tuple[tuple[str, ...], int] | None = None
             for line, row in enumerate(reader, start=2):
                 if not row:
                     continue
@@ -121,6 +124,14 @@ def judge_label_rows(path: str, top: int | None = None) -> pd.DataFrame:
                         f"{path}, line {line}: {len(row)} field(s); expected {len(header)} (the header's)"
                     )
                 pair, label = (row[q_at], row[d_at]), row[label_at]
+                this = tuple(row[i] for i in judge_at)
+                if judge is None:
+                    judge = (this, line)
+                elif this != judge[0]:
+                    raise RagMetricsError(
+                        f"{path}, line {line}: labels of judge {' '.join(this)}, and of {' '.join(judge[0])} on line "
+                        f"{judge[1]}: one file holds one judge's labels"
+                    )
                 if label and (
                     not WHOLE_NUMBER.fullmatch(label) or int(label) < 0 or (top is not None and int(label) > top)
                 ):
@@ -186,7 +197,9 @@ def cmd_judge_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     unable = kind.unable(pairs)
     if unable:
         raise RagMetricsError(f"--judge {args.judge}: {unable}")
-    inputs = JudgeInputs(training=training, base=base, model=args.model, call=args.call, folds=args.folds)
+    inputs = JudgeInputs(
+        training=training, base=base, base_source=args.base or "", model=args.model, call=args.call, folds=args.folds
+    )
     judge = make_judge(args.judge, inputs)
     labels = run_judge(judge, pairs, top, progress=_progress(err) if err.isatty() else None)
     graded = [x for x in labels if x.label is not None]

@@ -135,7 +135,8 @@ class LearnedJudge:
     relevant, say, is right about few of them, and more often where several runs ranked the document high). It
     must have graded some of people's labelled pairs, else there is nothing to learn that from. It must not have
     read people's labels (another learned judge's grades did, of the other folds): stacked on those, a labelled
-    query's grade would read its own labels; the CLI and the Judge page refuse them."""
+    query's grade would read its own labels; the CLI and the Judge page refuse them. ``base_source``: where those
+    labels came from (a file, a judge's name), named in the judge's refusals."""
 
     name = "learned"
     version = "2"
@@ -143,7 +144,13 @@ class LearnedJudge:
     needs_query = True  # its BM25 and overlap features read the query
 
     def __init__(
-        self, training: Sequence[tuple[Pair, int]], *, folds: int = 5, c: float = 1.0, base: Labels | None = None
+        self,
+        training: Sequence[tuple[Pair, int]],
+        *,
+        folds: int = 5,
+        c: float = 1.0,
+        base: Labels | None = None,
+        base_source: str = "",
     ) -> None:
         if not training:
             raise RagMetricsError("the learned judge needs people's labels to learn from; none were given")
@@ -173,8 +180,9 @@ class LearnedJudge:
                 stacklevel=2,
             )
         if base is not None and not any((p.query_id, p.doc_id) in base for p, _ in training):
+            where = f"{base_source}: " if base_source else ""
             raise RagMetricsError(
-                f"the base judge's labels ({len(base)}) grade none of the {len(training)} pair(s) people labelled: "
+                f"{where}the base judge's labels ({len(base)}) grade none of the {len(training)} pair(s) people labelled: "
                 "the learned judge learns how far to trust them from pairs both graded (let that judge grade the "
                 "pool that holds people's pairs)"
             )

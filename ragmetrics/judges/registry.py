@@ -19,11 +19,13 @@ from ragmetrics.models.registry import get_model
 @dataclass(frozen=True)
 class JudgeInputs:
     """What a judge may be built from: people's labelled pairs (``training``, the learned judge) and another
-    judge's grades it learns to correct (``base``, by ``(query_id, doc_id)``; optional), a registered model's name
+    judge's grades it learns to correct (``base``, by ``(query_id, doc_id)``; optional; ``base_source``: where they
+    came from, named in refusals), a registered model's name
     or the model itself (the endpoint judge), ``module:attr`` (the callable judge)."""
 
     training: Sequence[tuple[Pair, int]] = ()
     base: Mapping[tuple[str, str], int] | None = None
+    base_source: str = ""
     model: str | ChatModel | None = None
     call: str | None = None
     folds: int = 5
@@ -89,7 +91,7 @@ def chat_model(model: str | ChatModel | None) -> ChatModel:
 
 
 def _learned(inputs: JudgeInputs) -> Judge:
-    return LearnedJudge(inputs.training, folds=inputs.folds, base=inputs.base)
+    return LearnedJudge(inputs.training, folds=inputs.folds, base=inputs.base, base_source=inputs.base_source)
 
 
 def _endpoint(inputs: JudgeInputs) -> Judge:
