@@ -220,6 +220,19 @@ def test_cli_evidence_reads_spans_and_refuses_without_them(tmp_path):
     )
     bad = io.StringIO()
     assert main(base, io.StringIO(), bad) == 2 and "give the gold evidence" in bad.getvalue()
+    # spans that cannot be right: named by file and line, never a number read off them
+    length = len(CORPUS["text"][0])
+    refused = {
+        f"q1 0 A 1 6 11\nq1 0 A 1 0 {length + 1}\n": f"bad.qrels:2: expected a span within the {length} characters of "
+        f"document 'A', found end {length + 1}",
+        "q1 0 A 1 6 11\nq2 0 NOPE 1 0 5\n": "bad.qrels:2: expected a document of the corpus, found document 'NOPE'",
+        "z1 0 A 1 6 11\n": "bad.qrels: expected spans of the dataset's queries ['q1', 'q2'], found queries ['z1']",
+    }
+    for text, message in refused.items():
+        (tmp_path / "bad.qrels").write_text(text, encoding="utf-8")
+        err = io.StringIO()
+        assert main([*base, "--spans", str(tmp_path / "bad.qrels"), *metrics], io.StringIO(), err) == 2
+        assert message in err.getvalue() and "Traceback" not in err.getvalue(), (text, err.getvalue())
 
 
 def test_a_chunk_prefixed_with_its_documents_title_is_placed_without_it():

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ragmetrics.foundation.errors import ParseError
-from ragmetrics.io import FORMATS, load_dataset, load_qrels, load_run
+from ragmetrics.io import FORMATS, load_dataset, load_qrels, load_run, name_of_file
 from ragmetrics.io.formats import KNOWN_EXTENSIONS, detect
 from ragmetrics.io.source import open_source
 
@@ -88,6 +88,7 @@ def test_wrong_kind_gets_a_line_numbered_error() -> None:
 )
 def test_default_names(name: str, stem: str) -> None:
     assert open_source(b"", name).default_name(KNOWN_EXTENSIONS) == stem
+    assert name_of_file(name) == stem  # the same name before the file exists (ragmetrics retrieve -o)
 
 
 def test_sources_stream_text_stream_and_names(tmp_path: Path) -> None:

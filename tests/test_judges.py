@@ -13,7 +13,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.io import load_dataset
-from ragmetrics.judges.base import NO_QUERY, NO_TEXT, Grade, Pair, max_grade, pairs_from_pool, run_judge
+from ragmetrics.judges.base import NO_QUERY, NO_TEXT, Grade, Pair, max_grade, pairs_from_pool, provenance_of, run_judge
 from ragmetrics.judges.call import CallableJudge
 from ragmetrics.judges.endpoint import RETRY, EndpointJudge, parse_grade
 from ragmetrics.judges.learned import LearnedJudge, features, folds_of
@@ -315,6 +315,7 @@ def test_parse_grade_is_strict():
     assert parse_grade("##final score: 4", 3) is None
     assert parse_grade("score: 2", 3) is None
     assert parse_grade("##final score: 1\n##final score: 2", 3) is None
+    assert parse_grade("##final score: 0 ... ##final score: 1", 3) is None
     assert parse_grade("", 3) is None
 
 
@@ -368,3 +369,13 @@ def test_a_grade_off_the_scale_is_an_error():
 
     with pytest.raises(RagMetricsError, match=r"expected 0\.\.2"):
         run_judge(Wild(), [pair("x")], 2)
+
+
+def test_the_scale_is_part_of_a_label_s_provenance():
+    """Labels given on 0..1 and on 0..2 differ (the rule grades a found answer 2 on the second), so they never
+    share one identity: the store skips pairs already labelled under the same name, version and hash."""
+    pair = Pair("q1", "who wrote it", "d1", "Ann wrote it.", expected_answer="Ann wrote it")
+    one, two = (run_judge(RuleJudge(), [pair], top)[0] for top in (1, 2))
+    assert (one.label, two.label) == (1, 2)
+    assert one.provenance.config_hash != two.provenance.config_hash
+    assert two.provenance.config_hash == provenance_of(RuleJudge(), 2).config_hash

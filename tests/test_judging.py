@@ -135,6 +135,12 @@ def test_the_pool_carries_text_when_the_dataset_knows_it(tmp_path):
         rows = list(csv.reader(handle, delimiter="\t"))
     assert rows[0] == ["query_id", "doc_id", "best_rank", "runs", "text"]
     assert all(len(r) == 5 and 1 <= int(r[2]) <= 3 and r[3] == "1" and r[4] for r in rows[1:])
+    assert "warning" not in err
+    # a corpus that holds none of the pooled documents (another corpus): said, not an empty column in silence
+    (tmp_path / "other.jsonl").write_text('{"_id": "elsewhere", "text": "another corpus"}\n')
+    code, _, err = run_cli("pool", "--dataset", sample / "qrels.tsv", "--corpus", tmp_path / "other.jsonl",
+                           "--run", sample / "runs" / "bm25-stem.trec.gz", "--depth", 3, "-o", tmp_path / "p2.tsv")  # fmt: skip
+    assert code == 0 and "none of the" in err and "pooled documents has a text in the corpus (--corpus)" in err, err
 
 
 def test_a_judge_reads_the_same_passage_from_a_pool_with_text_one_without_and_the_pool_in_memory(tmp_path):
@@ -224,6 +230,11 @@ def test_merge_says_when_labels_name_queries_the_dataset_lacks_and_refuses_an_ou
     for name in ("m.json", "m.jsonl", "m.qrels.gz", "m.parquet"):
         code, _, err = run_cli("judge", "merge", "--dataset", qrels, "--labels", labels, "-o", tmp_path / name)
         assert code == 2 and "judge merge writes TREC qrels lines" in err and not (tmp_path / name).exists()
+    # labels none of whose queries is the dataset's: made for another dataset, refused
+    _, foreign = _qrels_and_labels(tmp_path, "q1 0 d1 1\n", "ZZZ\td1\t1\nYYY\td2\t0\n")
+    code, _, err = run_cli("judge", "merge", "--dataset", qrels, "--labels", foreign, "-o", tmp_path / "f.qrels")
+    assert code == 2 and "none of its 2 labelled queries ['YYY', 'ZZZ'] is a query of the dataset ['q1']" in err, err
+    assert not (tmp_path / "f.qrels").exists()
 
 
 @pytest.mark.parametrize("option", [["--unjudged", "relevant"], ["--missing", "skip"], ["--tokenizer", "jieba"],

@@ -112,6 +112,12 @@ def test_judge_run_writes_labels_with_provenance_and_agree_reads_them(small_set)
     assert code == 0, err
     h, j = [0, 2, 0, 0], [0, 2, 1, 0]
     assert f"Cohen's kappa     {cohen_kappa_score(h, j, labels=[0, 1, 2]):.3f}" in out
+    assert "only 4 pair(s) both labelled: a rough figure (label 30 or more to read kappa)" in out
+    assert "not in the judge's labels" not in out
+    (d / "more.tsv").write_text((d / "human.tsv").read_text() + "q2\td9\t1\n")
+    code, more, _ = run("judge", "agree", "--human", str(d / "more.tsv"), "--judge", str(d / "judged.tsv"))
+    assert code == 0 and "1 of people's pair(s) are not in the judge's labels and are not counted" in more
+    assert "on 4 pair(s)" in more
     assert f"kappa, quadratic  {cohen_kappa_score(h, j, labels=[0, 1, 2], weights='quadratic'):.3f}" in out
     assert "confusion matrix" in out and "where the judge errs" in out and "space" in out
     aliases = ("--human-qrels", str(d / "human.tsv"), "--judge-qrels", str(d / "judged.tsv"))
@@ -172,6 +178,26 @@ def test_judge_run_asks_for_what_a_judge_needs(small_set):
     assert not (d / "x.tsv").exists()
 
 
+def test_judge_run_refuses_a_pool_that_is_empty_or_made_for_another_dataset(small_set):
+    """Was: a pandas traceback for an empty pool file; "no document of the pool has a text (give --corpus" when
+    --corpus was given but the pool came from another corpus."""
+    d = small_set
+    data = ["--dataset", str(d / "set.jsonl"), "--corpus", str(d / "corpus.jsonl"), "-o", str(d / "x.tsv")]
+    cases = {
+        "": f"{d / 'other.tsv'}: an empty file; expected the pool with a header query_id, doc_id",
+        "query_id\tdoc_id\n": f"{d / 'other.tsv'}: the header only, no pair to judge",
+        "query_id\tdoc_id\nz1\td2\nz2\td3\n": "none of the pool's 2 queries ['z1', 'z2'] is a query of the dataset",
+        "query_id\tdoc_id\nq1\tx7\nq2\tx8\n": "none of the pool's 2 documents ['x7', 'x8'] is in the corpus",
+    }
+    for text, message in cases.items():
+        (d / "other.tsv").write_text(text)
+        for judge in ("rule", "learned"):
+            extra = ["--human", str(d / "human.tsv")] if judge == "learned" else []
+            code, _, err = run("judge", "run", "--judge", judge, *extra, *data, "--pool", str(d / "other.tsv"))
+            assert code == 2 and message in err and "Traceback" not in err, (text, judge, err)
+    assert not (d / "x.tsv").exists()
+
+
 def test_judge_run_learned_trains_on_the_human_labels(small_set):
     d = small_set
     code, _, err = run("judge", "run", "--judge", "learned", "--human", str(d / "human.tsv"), "--folds", "2",
@@ -200,6 +226,14 @@ def test_judge_run_learned_over_another_judge_s_labels(small_set):
     assert set(alone["config_hash"]) != set(stacked["config_hash"])
     code, _, err = run("judge", "run", "--judge", "rule", *data, "--base", str(d / "rule.tsv"), "-o", str(d / "x.tsv"))
     assert code == 2 and "--base is the learned judge's" in err
+    code, _, err = run(
+        "judge", "run", "--judge", "rule", *data, "--human", str(d / "human.tsv"), "-o", str(d / "x.tsv")
+    )
+    assert code == 2 and "--human is the learned judge's" in err and "--judge rule does not read it" in err, err
+    # people's labels on another scale than the dataset's (0..2 here) are refused, not learned from
+    (d / "five.tsv").write_text((d / "human.tsv").read_text().replace("q1\td3\t2", "q1\td3\t5"))
+    code, _, err = run(*learned, "--human", str(d / "five.tsv"), "-o", str(d / "x.tsv"))
+    assert code == 2 and "five.tsv: 1 label(s) off the scale 0..2, e.g. query q1 document d3 labelled 5" in err, err
     code, _, err = run(*learned, "--base", str(d / "human.tsv"), "-o", str(d / "x.tsv"))
     assert code == 2 and "these labels name no judge" in err
     rows = (d / "rule.tsv").read_text().splitlines()

@@ -84,3 +84,47 @@ def test_no_diary_in_the_docs(path: Path):
     ):
         found = re.search(pattern, text)
         assert not found, f"{path.name} holds {what}: {found.group(0)!r}"
+
+
+def _table_after(path: str, heading: str) -> list[list[str]]:
+    """The first Markdown table under ``heading`` in ``docs/path``: its rows (the header and rule left out), each
+    a list of its cells."""
+    text = (ROOT / "docs" / path).read_text(encoding="utf-8").split(heading, 1)[1]
+    table = "|" + text.split("\n|", 1)[1].split("\n\n", 1)[0]
+    return [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in table.splitlines()][2:]
+
+
+def _keys(cell: str) -> set[str]:
+    return set(re.findall(r"`([^`]+)`", cell))
+
+
+def test_the_share_link_keys_are_the_link_s():
+    """docs/store.md's table names every key a link may carry (``PARAM_KEYS``) and no other."""
+    from dashboard.core.share import PARAM_KEYS
+
+    listed = set().union(*(_keys(row[0]) for row in _table_after("store.md", "## Share links")))
+    assert listed == set(PARAM_KEYS), f"missing {set(PARAM_KEYS) - listed}, not a key {listed - set(PARAM_KEYS)}"
+
+
+def test_the_pages_table_lists_every_page():
+    from dashboard.views import VIEWS
+
+    listed = [row[0] for row in _table_after("dashboard.md", "## Pages")]
+    assert sorted(listed) == sorted(view.title for view in VIEWS)
+
+
+def test_the_tags_table_names_the_tags_other_features_read():
+    """docs/history.md's table of tags: ``KNOWN_TAGS``, every key and no other."""
+    from ragmetrics.io.runmeta import KNOWN_TAGS
+
+    listed = set().union(*(_keys(row[0]) for row in _table_after("history.md", "## Tags")))
+    assert listed == set(KNOWN_TAGS), f"missing {set(KNOWN_TAGS) - listed}, not read {listed - set(KNOWN_TAGS)}"
+
+
+def test_the_architecture_names_every_engine():
+    from ragmetrics.partitioned import ENGINES
+
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    found = re.search(r"\(`ENGINES`: ([`a-z, ]+)\)", text)
+    assert found, "docs/architecture.md no longer lists the engines after `ENGINES`:"
+    assert re.findall(r"`([a-z]+)`", found[1]) == list(ENGINES)

@@ -94,5 +94,5 @@ def test_bm25_from_the_command_line(tmp_path):
         err=err,
     )
     assert code == 0, err.getvalue()
-    assert "with bm25 'my-bm25'" in out.getvalue() and "errors 0" in out.getvalue()
+    assert "with bm25 'bm25-stem' as run 'my-bm25'" in out.getvalue() and "errors 0" in out.getvalue()
     assert output.read_text().split("\n", 1)[0].endswith(" my-bm25")

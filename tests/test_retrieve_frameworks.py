@@ -213,7 +213,7 @@ def test_module_attr_callables_and_factories_from_the_current_directory(tmp_path
     assert len(fn) and rows(fn) == rows(retrieve(DATASET, _search, k=10, cache=False).run)
     meta = json.loads((tmp_path / "fn.trec.json").read_text())
     assert meta["retriever"]["identity"] == "callable:my_retrievers_for_test:search"
-    assert meta["run"] == "search"
+    assert meta["run"] == "fn" == fn.name  # named as eval and push read it back: after the file
 
     cli("my_retrievers_for_test:Searcher", "cls.trec")
     assert rows(load_run(tmp_path / "cls.trec")) == rows(fn)

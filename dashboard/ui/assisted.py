@@ -162,7 +162,7 @@ def start_job(
         }
     over_title = assisted.judge_title(over) if base_labels is not None else ""
     judge = make_judge(name, JudgeInputs(training=training, base=base_labels, base_source=over_title, model=model))
-    source = provenance_of(judge).source
+    source = provenance_of(judge, max_grade(base)).source
     todo = assisted.to_judge(help_.pool, help_.labels, source)
     pairs = pairs_from_pool(base, todo)
     unable = JUDGES[name].unable(pairs)
@@ -280,6 +280,8 @@ def _agreement(help_: Assist) -> None:
             f"{found.kappa_linear:.2f}",
             help=f"Quadratic weights: {found.kappa_quadratic:.2f}",
         )
+    if found.rough:
+        st.caption(found.rough[0].upper() + found.rough[1:] + ".")
     left, right = st.columns([1, 2])
     with left:
         st.caption("People's grades (rows) by the judge's (columns)")

@@ -9,7 +9,8 @@ two runs' rankings).
   and its document's length in words (:data:`LENGTH_BUCKETS`), how many pairs, the share the judge graded
   differently from people, and the judge's mean grade minus people's (positive: it grades too high).
 
-A pair the judge gave no grade (``label`` empty) is counted apart (``ungraded``), never as a disagreement.
+A pair the judge gave no grade (``label`` empty) is counted apart (``ungraded``), never as a disagreement; a pair
+people labelled that the judge's labels do not hold at all is counted apart too (``unjudged``).
 """
 
 from __future__ import annotations
@@ -31,16 +32,21 @@ LENGTH_BUCKETS = (
     (400, None, "400+ words"),
 )
 """Document length groups, in words: (first, last or None, name)."""
+FEW_PAIRS = 30
+"""Below this many pairs graded by both, the agreement is said to be a rough figure (a kappa's standard error on
+30 pairs is about 0.15-0.2)."""
 
 
 @dataclass(frozen=True)
 class LabelAgreement:
-    """The agreement of a judge with people on the ``pairs`` both graded. ``kappa_linear`` and
+    """The agreement of a judge with people on the ``pairs`` both graded (``ungraded``: pairs the judge was asked
+    about and gave no grade; ``unjudged``: people's pairs its labels do not hold). ``kappa_linear`` and
     ``kappa_quadratic`` equal ``kappa`` on a binary scale. ``confusion``: people's grades (rows) by the judge's
     (columns), ``0..max_grade``. ``errors``: ``facet, group, pairs, disagree, judge_minus_human``."""
 
     pairs: int
     ungraded: int
+    unjudged: int
     max_grade: int
     accuracy: float
     kappa: float
@@ -48,6 +54,13 @@ class LabelAgreement:
     kappa_quadratic: float
     confusion: pd.DataFrame
     errors: pd.DataFrame
+
+    @property
+    def rough(self) -> str:
+        """What to say of an agreement read on fewer than :data:`FEW_PAIRS` pairs ("" on more)."""
+        if self.pairs >= FEW_PAIRS:
+            return ""
+        return f"only {self.pairs} pair(s) both labelled: a rough figure (label {FEW_PAIRS} or more to read kappa)"
 
 
 def _bucket(value: float, buckets: tuple[tuple[int, int | None, str], ...]) -> str:
@@ -102,6 +115,7 @@ def label_agreement(human: pd.DataFrame, judge: pd.DataFrame, *, max_grade: int 
     return LabelAgreement(
         pairs=len(h),
         ungraded=ungraded,
+        unjudged=len(people) - len(both),
         max_grade=top,
         accuracy=float((h == j).mean()) if len(h) else float("nan"),
         kappa=kappa,

@@ -13,6 +13,8 @@ import argparse
 import json
 from typing import TextIO
 
+import pyarrow as pa
+
 from ragmetrics.analysis.chunkings import EVIDENCE_WORDS, ChunkingComparison, compare_chunkings
 from ragmetrics.analysis.stats import family_text
 from ragmetrics.cli.inputs import read_inputs
@@ -28,7 +30,8 @@ from ragmetrics.engine.evidence import EVIDENCE_METRICS, EvidenceResult, evaluat
 from ragmetrics.engine.metrics import BUDGET_SUFFIX
 from ragmetrics.engine.tokens import TOKENIZER_CHOICES
 from ragmetrics.foundation.errors import RagMetricsError
-from ragmetrics.io.spans import load_chunk_spans, load_spans
+from ragmetrics.foundation.model import Dataset
+from ragmetrics.io.spans import check_spans, load_chunk_spans, load_spans
 
 DEFAULT_EVIDENCE = ("evidence_recall@5", "evidence_recall_chars@5", "context_precision@5", "tokens_to_evidence")
 
@@ -66,6 +69,24 @@ def _chunkings_table(found: ChunkingComparison, out: TextIO) -> None:
     out.write(found.summary + "\n")
 
 
+def _spans(args: argparse.Namespace, dataset: Dataset) -> pa.Table | None:
+    """``--spans``, each checked against the dataset (its queries, its corpus's documents and their lengths)."""
+    if not args.spans:
+        return None
+    spans = load_spans(args.spans)
+    check_spans(spans, args.spans, dataset)
+    return spans
+
+
+def _chunk_spans(args: argparse.Namespace, dataset: Dataset) -> pa.Table | None:
+    """``--chunk-spans``, each checked against the corpus's documents and their lengths."""
+    if not args.chunk_spans:
+        return None
+    chunk_spans = load_chunk_spans(args.chunk_spans)
+    check_spans(chunk_spans, args.chunk_spans, dataset, key="chunk_id")
+    return chunk_spans
+
+
 def cmd_chunkings(args: argparse.Namespace, out: TextIO) -> int:
     """``evidence --baseline``: the runs (one per chunking) against the baseline at document and span level."""
     dataset, runs = read_inputs(args, [args.baseline, *args.run])
@@ -75,8 +96,8 @@ def cmd_chunkings(args: argparse.Namespace, out: TextIO) -> int:
         baseline=runs[0].name,
         k=args.k,
         budget=args.budget,
-        spans=load_spans(args.spans) if args.spans else None,
-        chunk_spans=load_chunk_spans(args.chunk_spans) if args.chunk_spans else None,
+        spans=_spans(args, dataset),
+        chunk_spans=_chunk_spans(args, dataset),
         tokenizer=args.tokenizer,
         test=args.test,
         correction=args.correction,
@@ -98,10 +119,12 @@ def cmd_evidence(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if bool(args.spans) == bool(args.spans_from_answers):
         raise RagMetricsError("give the gold evidence: --spans FILE, or --spans-from-answers (needs --corpus)")
     dataset, runs = read_inputs(args, args.run)
-    spans = load_spans(args.spans) if args.spans else spans_from_answers(dataset)
+    spans = _spans(args, dataset)
+    if spans is None:
+        spans = spans_from_answers(dataset)
     if spans.num_rows == 0:
         raise RagMetricsError("no expected answer occurs in a relevant document's text: there is no evidence to find")
-    chunk_spans = load_chunk_spans(args.chunk_spans) if args.chunk_spans else None
+    chunk_spans = _chunk_spans(args, dataset)
     metrics = args.metric or list(DEFAULT_EVIDENCE)
     results = {}
     for run in runs:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset, Run
-from ragmetrics.io import load_dataset, load_run
-from ragmetrics.io.formats import KNOWN_EXTENSIONS, formats_of
+from ragmetrics.io import load_dataset, load_run, name_of_file
+from ragmetrics.io.formats import formats_of
 from ragmetrics.io.source import open_source
 
 INPUT_OPTIONS = (
@@ -104,16 +104,11 @@ def blank_file(path: str) -> bool:
         return False
 
 
-def default_name(path: str) -> str:
-    """The name a loader gives what it reads from ``path`` (the file name without its known extensions)."""
-    return open_source(path).default_name(KNOWN_EXTENSIONS)
-
-
 def read_dataset(args: argparse.Namespace) -> Dataset:
 
     if blank_file(args.dataset):
         if getattr(args, "allow_no_relevant", False):  # the peers' "run but no qrels": no query to score
-            return Dataset.from_dict({}, name=default_name(args.dataset))
+            return Dataset.from_dict({}, name=name_of_file(args.dataset))
         if hasattr(args, "allow_no_relevant"):
             raise RagMetricsError(
                 f"{args.dataset}: the qrels are empty (no line): there is nothing to score a run against; "
@@ -169,7 +164,7 @@ def read_runs(paths: Sequence[str], args: argparse.Namespace) -> list[Run]:
                     f"{path}: the run is empty (no line): every metric would be 0; --allow-no-overlap scores it "
                     "anyway (every judged query 0, or skipped under --missing skip)"
                 )
-            run = Run.from_dict({}, name=default_name(path))  # the peers' "qrels but no run"
+            run = Run.from_dict({}, name=name_of_file(path))  # the peers' "qrels but no run"
         else:
             run = _load_run(path, args)
         count = seen.get(run.name, 0)

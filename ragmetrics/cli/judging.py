@@ -17,8 +17,10 @@ from ragmetrics.analysis.label_agreement import label_agreement
 from ragmetrics.cli.inputs import JUDGE_COLUMNS, judges_of, output_path, read_dataset, replacing
 from ragmetrics.cli.options import add_data_options, whole_number
 from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.model import Dataset
 from ragmetrics.io import load_dataset
 from ragmetrics.io.export import is_dangerous, neutralise
+from ragmetrics.io.source import names_of
 from ragmetrics.judges.base import JudgeLabel, Pair, max_grade, pairs_from_pool, run_judge
 from ragmetrics.judges.learned import tokens
 from ragmetrics.judges.registry import JUDGES, JudgeInputs, make_judge
@@ -32,7 +34,14 @@ SHOWN_PROBLEMS = 20
 
 def read_tsv(path: str, what: str) -> pd.DataFrame:
     """A TSV with a header naming ``query_id`` and ``doc_id``, every cell as text."""
-    frame = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, quoting=csv.QUOTE_NONE)
+    try:
+        frame = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, quoting=csv.QUOTE_NONE)
+    except pd.errors.EmptyDataError:
+        raise RagMetricsError(
+            f"{path}: an empty file; expected the {what} with a header query_id, doc_id, ..."
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise RagMetricsError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     missing = [c for c in ("query_id", "doc_id") if c not in frame.columns]
     if missing:
         raise RagMetricsError(
@@ -165,6 +174,27 @@ def _check_counts(pool: pd.DataFrame, path: str, columns: tuple[str, ...]) -> No
                 raise RagMetricsError(f"{path}, line {i + 2}: {column} {cell!r}; expected a whole number >= 0")
 
 
+def _check_pool_meets(pool: pd.DataFrame, path: str, dataset: Dataset) -> None:
+    """The pool holds pairs, some of its queries are the dataset's, and where the dataset has a corpus and the pool
+    no text, some of its documents are the corpus's: else the pool was made for another dataset (or corpus)."""
+    if pool.empty:
+        raise RagMetricsError(f"{path}: the header only, no pair to judge")
+    queries = set(pool["query_id"])
+    known = set(dataset.queries_table.column("query_id").to_pylist())
+    if not queries & known:
+        raise RagMetricsError(
+            f"{path}: none of the pool's {len(queries)} queries {names_of(queries, 3)} is a query of the dataset "
+            f"{names_of(known, 3)}: the pool was likely made for another dataset"
+        )
+    texts = dataset.document_texts()
+    has_text = "text" in pool.columns and bool((pool["text"] != "").any())
+    if texts is not None and not has_text and not set(pool["doc_id"]) & set(texts.index.astype(str)):
+        raise RagMetricsError(
+            f"{path}: none of the pool's {pool['doc_id'].nunique()} documents {names_of(set(pool['doc_id']), 3)} is "
+            f"in the corpus {names_of(texts.index.astype(str), 3)}: the pool was likely made over another corpus"
+        )
+
+
 def cmd_judge_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     output = output_path(args, args.output, "--output")
@@ -174,6 +204,7 @@ def cmd_judge_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if kind.needs != "training":
         pool = pool.drop(columns=["runs"], errors="ignore")  # read by the learned judge only
     _check_counts(pool, args.pool, ("best_rank", "rank", "runs"))
+    _check_pool_meets(pool, args.pool, dataset)
     pairs = pairs_from_pool(dataset, pool)
     top = args.max_grade or max_grade(dataset)
     training: list[tuple[Pair, int]] = []
@@ -182,13 +213,23 @@ def cmd_judge_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if not args.human:
             raise RagMetricsError("--judge learned needs --human labels.tsv (people's labels to learn from)")
         human = human_labels(args.human)
+        off = human[(human["label"] < 0) | (human["label"] > top)]
+        if len(off):
+            first = off.iloc[0]
+            raise RagMetricsError(
+                f"{args.human}: {len(off)} label(s) off the scale 0..{top}, e.g. query {first['query_id']} document "
+                f"{first['doc_id']} labelled {first['label']} (the dataset's grades go up to {max_grade(dataset)}; "
+                "--max-grade sets another top)"
+            )
         unpooled = human.merge(pool[["query_id", "doc_id"]], how="left", indicator=True)
         unpooled = unpooled[unpooled["_merge"] == "left_only"][["query_id", "doc_id"]].assign(rank=0)
         training = training_pairs(pairs, human, pairs_from_pool(dataset, unpooled))
         base = judge_labels(args.base, top) if args.base else None
-    elif args.base:
+    elif args.base or args.human:
+        option = "--base" if args.base else "--human"
         raise RagMetricsError(
-            f"--base is the learned judge's (another judge's labels it learns to correct); not --judge {args.judge}'s"
+            f"{option} is the learned judge's (people's labels it learns from, another judge's labels it learns to "
+            f"correct); --judge {args.judge} does not read it"
         )
     elif kind.needs == "model" and not args.model:
         raise RagMetricsError("--judge endpoint needs --model NAME (a registered model endpoint)")
@@ -252,6 +293,10 @@ def cmd_judge_agree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     out.write(f"agreement of the judge{source} with people on {found.pairs} pair(s), grades 0..{found.max_grade}\n")
     if found.ungraded:
         out.write(f"  {found.ungraded} pair(s) the judge left without a grade are not counted\n")
+    if found.unjudged:
+        out.write(f"  {found.unjudged} of people's pair(s) are not in the judge's labels and are not counted\n")
+    if found.rough:
+        out.write(f"  {found.rough}\n")
     out.write(f"  accuracy          {found.accuracy:.3f}\n  Cohen's kappa     {_num(found.kappa)}\n")
     if found.max_grade > 1:
         out.write(

@@ -38,6 +38,13 @@ def cmd_pool(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     # best_rank: the best rank any run gave the pair, runs: how many runs retrieved it there (the learned judge's
     # features; where a judge errs reads the rank)
     columns = ["query_id", "doc_id", "best_rank", "runs", *(["text"] if "text" in pairs.columns else [])]
+    if "text" in columns and len(pairs) and not any(isinstance(t, str) and t.strip() for t in pairs["text"]):
+        warnings.warn(
+            f"none of the {pairs['doc_id'].nunique()} pooled documents has a text in the corpus (--corpus): the pool's "
+            "text column is empty; check that the corpus is the one the runs retrieved from",
+            RagMetricsWarning,
+            stacklevel=1,
+        )
     with replacing(output) as partial, open(partial, "w", encoding="utf-8", newline="") as handle:
         # as read_tsv reads it: no quoting (a quote in a passage stays one character; text holds no tab or newline)
         writer = csv.writer(handle, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_NONE, quotechar=None)
@@ -71,6 +78,12 @@ def cmd_judge_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     labels = load_dataset(args.labels)
     known = set(dataset.queries_table.column("query_id").to_pylist())
     unknown = sorted({q for q in labels.qrels_table.column("query_id").to_pylist() if q not in known})
+    labelled = set(labels.qrels_table.column("query_id").to_pylist())
+    if labelled and len(unknown) == len(labelled):
+        raise RagMetricsError(
+            f"{args.labels}: none of its {len(labelled)} labelled queries {names_of(unknown, 3)} is a query of the "
+            f"dataset {names_of(known, 3)}: the labels were likely made for another dataset"
+        )
     if unknown and as_evalset:
         raise RagMetricsError(
             f"{args.labels} labels {len(unknown)} {'query' if len(unknown) == 1 else 'queries'} the evaluation set "

@@ -42,9 +42,18 @@ __all__ = [
     "load_dataset",
     "load_qrels",
     "load_run",
+    "name_of_file",
     "write_trec_qrels",
     "write_trec_run",
 ]
+
+
+def name_of_file(path: str) -> str:
+    """The name :func:`load_run` and :func:`load_dataset` give what they read from ``path`` when given none: the
+    file name without its known extensions (``runs/bm25-stem.trec.gz`` -> ``bm25-stem``); the file need not exist."""
+    return open_source(b"", filename=path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]).default_name(
+        KNOWN_EXTENSIONS
+    )
 
 
 def load_run(

@@ -17,8 +17,9 @@ from typing import Any
 import pyarrow as pa
 
 from ragmetrics.foundation.errors import ParseError
+from ragmetrics.foundation.model import Dataset
 from ragmetrics.io._json import first_char, records
-from ragmetrics.io.source import open_source, shorten
+from ragmetrics.io.source import names_of, open_source, shorten
 
 SPAN_COLUMNS = ("query_id", "doc_id", "start", "end")
 
@@ -39,6 +40,7 @@ class _Rows:
     def __init__(self, name: str) -> None:
         self.name = name
         self.columns: dict[str, list[Any]] = {c: [] for c in SPAN_COLUMNS}
+        self.lines: list[int | None] = []
 
     def add(self, line: int | None, query: Any, doc: Any, start: Any, end: Any) -> None:
         if query is None or str(query).strip() == "" or doc is None or str(doc).strip() == "":
@@ -49,6 +51,7 @@ class _Rows:
             raise ParseError(self.name, line, "a span end after its start", f"start {first}, end {last}")
         for column, value in zip(SPAN_COLUMNS, (str(query).strip(), str(doc).strip(), first, last)):
             self.columns[column].append(value)
+        self.lines.append(line)
 
     def table(self) -> pa.Table:
         return pa.table(
@@ -57,6 +60,7 @@ class _Rows:
                 "doc_id": pa.array(self.columns["doc_id"], type=pa.large_string()),
                 "start": pa.array(self.columns["start"], type=pa.int64()),
                 "end": pa.array(self.columns["end"], type=pa.int64()),
+                "line": pa.array(self.lines, type=pa.int64()),
             }
         )
 
@@ -118,8 +122,9 @@ def _delimited(text: str, rows: _Rows, key: str = "query_id") -> None:
 
 
 def load_spans(source: Any, *, filename: str | None = None) -> pa.Table:
-    """Read evidence spans (:data:`SPAN_COLUMNS`: ``query_id``, ``doc_id``, ``start``, ``end``) from a file, bytes or
-    file-like; a bad line raises :class:`ragmetrics.foundation.errors.ParseError` naming it."""
+    """Read evidence spans (:data:`SPAN_COLUMNS`: ``query_id``, ``doc_id``, ``start``, ``end``, and ``line``: where
+    each was read, for :func:`check_spans`) from a file, bytes or file-like; a bad line raises
+    :class:`ragmetrics.foundation.errors.ParseError` naming it."""
     opened = open_source(source, filename)
     rows = _Rows(opened.name)
     if first_char(opened) in "{[":
@@ -142,4 +147,34 @@ def load_chunk_spans(source: Any, *, filename: str | None = None) -> pa.Table:
         _delimited(opened.text(), rows, "chunk_id")
     if not rows.columns["query_id"]:
         raise ParseError(opened.name, None, "at least one chunk with its span", "none")
-    return rows.table().rename_columns(["chunk_id", "doc_id", "start", "end"])
+    return rows.table().rename_columns(["chunk_id", "doc_id", "start", "end", "line"])
+
+
+def check_spans(spans: pa.Table, name: str, dataset: Dataset, *, key: str = "query_id") -> None:
+    """Spans read by :func:`load_spans` (or chunk spans, ``key="chunk_id"``) against ``dataset``: some span's query
+    is the dataset's (evidence spans only), and where the dataset holds its documents' text, every span's document
+    is among them and ends within its text. A span that does not is a :class:`ParseError` naming ``name`` and the
+    line it was read from."""
+    lines = spans.column("line").to_pylist() if "line" in spans.column_names else [None] * spans.num_rows
+    if key == "query_id":
+        known = set(dataset.queries_table.column("query_id").to_pylist())
+        queries = set(spans.column("query_id").to_pylist())
+        if not queries & known:
+            raise ParseError(
+                name, None, f"spans of the dataset's queries {names_of(known, 3)}", f"queries {names_of(queries, 3)}"
+            )
+    documents = dataset.documents
+    if documents is None or "text" not in documents.columns:
+        return
+    texts = documents.drop_duplicates("doc_id").set_index("doc_id")["text"].fillna("").astype(str)
+    lengths = dict(zip(texts.index.astype(str), texts.str.len()))
+    docs = spans.column("doc_id").to_pylist()
+    ends = spans.column("end").to_pylist()
+    for doc, end, line in zip(docs, ends, lines, strict=True):
+        length = lengths.get(doc)
+        if length is None:
+            raise ParseError(name, line, "a document of the corpus", f"document {shorten(doc)}, not in the corpus")
+        if end > length:
+            raise ParseError(
+                name, line, f"a span within the {length} characters of document {shorten(doc)}", f"end {end}"
+            )

@@ -2,7 +2,7 @@
 
 A judge grades (query, document) :class:`Pair` s on the dataset's label scale ``0..max_grade`` (the largest grade
 of its qrels, at least 1). Each grade it gives becomes a :class:`JudgeLabel` stamped with its :class:`Provenance`:
-which judge, its version, the hash of its prompt or configuration, and when. A pair the judge could not grade
+which judge, its version, the hash of its prompt or configuration and of the scale, and when. A pair the judge could not grade
 (an endpoint's answer that never parsed) has ``label`` None and says why in ``problem``: it is reported, never a
 silent 0.
 """
@@ -79,8 +79,12 @@ def config_hash(config: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def provenance_of(judge: Judge, at: float | None = None) -> Provenance:
-    return Provenance(judge.name, judge.version, config_hash(judge.config()), time.time() if at is None else at)
+def provenance_of(judge: Judge, max_grade: int, at: float | None = None) -> Provenance:
+    """The provenance of ``judge``'s grades on the scale ``0..max_grade``: the scale is hashed with its
+    configuration, so labels given on two scales never share one identity (the store skips a pair already labelled
+    by the same name, version and hash)."""
+    config = {**judge.config(), "scale": [0, int(max_grade)]}
+    return Provenance(judge.name, judge.version, config_hash(config), time.time() if at is None else at)
 
 
 NO_TEXT = Grade(None, "the document's text is unknown (give the corpus, or a pool with text)")
@@ -116,7 +120,7 @@ def run_judge(
     is a :class:`RagMetricsError`."""
     if max_grade < 1:
         raise RagMetricsError(f"the label scale must be 0..max with max >= 1; got max {max_grade}")
-    provenance = provenance_of(judge)
+    provenance = provenance_of(judge, max_grade)
     size = int(getattr(judge, "batch", 64)) if batch is None else batch
     size = size if size > 0 else max(len(pairs), 1)
     out: list[JudgeLabel] = []

@@ -41,6 +41,7 @@ RETRY = (
 """The message sent after an answer that did not parse, before asking again."""
 
 _FINAL = re.compile(r"##\s*final score\s*:\s*(-?\d+)\s*$", re.IGNORECASE | re.MULTILINE)
+_MENTION = re.compile(r"##\s*final score", re.IGNORECASE)
 
 
 def scale_text(max_grade: int) -> str:
@@ -70,7 +71,7 @@ def prompt(pair: Pair, max_grade: int, *, max_chars: int = 4000) -> str:
 def parse_grade(answer: str, max_grade: int) -> int | None:
     """The grade of an answer: exactly one ``##final score: N`` line with ``0 <= N <= max_grade``; else None."""
     found = _FINAL.findall(answer)
-    if len(found) != 1:
+    if len(found) != 1 or len(_MENTION.findall(answer)) != 1:  # two scores on one line are two answers too
         return None
     grade = int(found[0])
     return grade if 0 <= grade <= max_grade else None

@@ -13,9 +13,7 @@ from ragmetrics.engine import Conventions
 from ragmetrics.engine.modes import MODES
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import MAX_ID_BYTES
-from ragmetrics.io import load_dataset, load_run
-from ragmetrics.io.formats import KNOWN_EXTENSIONS
-from ragmetrics.io.source import open_source
+from ragmetrics.io import load_dataset, load_run, name_of_file
 from ragmetrics.partitioned.buckets import Plan
 from ragmetrics.partitioned.engine import Options, engine_class
 from ragmetrics.partitioned.result import PartitionedResult, PartitionedRun, combine
@@ -34,7 +32,7 @@ def canonical_metrics(metrics: Sequence[str], conventions: Conventions) -> tuple
 def run_name(path: str) -> str:
     """A run file's run name, as the loaders name it (the file name without its extensions)."""
 
-    return open_source(b"", filename=path.rstrip("/").rsplit("/", 1)[-1]).default_name(KNOWN_EXTENSIONS)
+    return name_of_file(path)
 
 
 def _refuse_empty(result: PartitionedRun, qrels: str, run: str) -> None:

@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset
-from ragmetrics.io import write_trec_run
+from ragmetrics.io import name_of_file, write_trec_run
 from ragmetrics.retrieve.runner import retrieve
 
 
@@ -41,7 +41,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
         help="ask every query N times and report the noise: per query the Jaccard overlap of the top k and each "
         "metric's standard deviation, per mean the min-max of the repeats' means (the run written is the first)",
     )
-    p.add_argument("--name", help="run name (the TREC tag; default from the retriever)")
+    p.add_argument("--name", help="run name (the TREC tag; default: the output file's name, as eval reads it back)")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds per call (default 30)")
     p.add_argument("--retries", type=int, default=3, help="tries again after an error, a timeout or a 5xx (default 3)")
     p.add_argument("--no-cache", action="store_true", help="call every query again (the new answers are stored)")
@@ -99,10 +99,12 @@ def _ms(value: float | None) -> str:
 
 def summary(metadata: dict[str, Any]) -> str:
     """The one-paragraph report of a retrieval."""
-    counts, latency = metadata["counts"], metadata["latency"]
+    counts, latency, retriever = metadata["counts"], metadata["latency"], metadata["retriever"]
+    named = retriever.get("name", metadata["run"])
+    run = "" if named == metadata["run"] else f" as run {metadata['run']!r}"
     lines = [
-        f"retrieved {metadata['queries']} queries x {metadata['repeat']} with {metadata['retriever']['kind']} "
-        f"{metadata['run']!r} (k={metadata['k']}) in {metadata['seconds']:.1f} s: "
+        f"retrieved {metadata['queries']} queries x {metadata['repeat']} with {retriever['kind']} {named!r}{run} "
+        f"(k={metadata['k']}) in {metadata['seconds']:.1f} s: "
         f"{counts['called']} called, {counts['cached']} from cache",
         f"latency p50 {_ms(latency['p50_ms'])}, p95 {_ms(latency['p95_ms'])}, max {_ms(latency['max_ms'])}; "
         f"errors {counts['failed']}, empty {counts['empty']}, retries {counts['retries']}",
@@ -133,7 +135,7 @@ def run(args: argparse.Namespace, dataset: Dataset, out: TextIO, err: TextIO) ->
             retries=args.retries,
             cache="refresh" if args.no_cache else True,
             cache_dir=args.cache_dir,
-            name=args.name,
+            name=args.name or name_of_file(args.output),  # as eval, push and the dashboard will name it
             progress=update,
             doc_id_field=args.doc_id_field,
             request=args.request,

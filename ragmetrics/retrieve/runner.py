@@ -292,7 +292,7 @@ class _Retrieval:
         failed = [c for c in calls if c.failed]
         latencies = np.array([c.latency for c in calls if c.latency is not None], dtype=np.float64)
         fresh = np.array([c.latency for c in calls if c.latency is not None and not c.cached], dtype=np.float64)
-        retriever = self.adapter.describe()
+        retriever = {"name": self.adapter.default_name, **self.adapter.describe()}
         if identity != self.adapter.identity:
             retriever["cache_key"] = redact_urls(identity)
         return {

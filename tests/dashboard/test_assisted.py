@@ -141,7 +141,7 @@ def test_a_judge_resumes_and_never_overrides_a_person(tmp_path: Path) -> None:
         return judge_grade(pair.query_id, pair.doc_id)
 
     judge = CallableJudge("tests:grade", grade)
-    source = provenance_of(judge).source
+    source = provenance_of(judge, 2).source
     labels = ws.lineage_labels(entry.id)
     todo = assisted.to_judge(pooled, labels, source)
     assert len(todo) == len(pooled)  # the person's pair too: the corrected means compare the judge with her there
@@ -244,7 +244,7 @@ def test_lineage_labels_follow_a_saved_version(tmp_path: Path) -> None:
     dataset, _ = assist_dataset()
     entry = ws.add_dataset(dataset)
     judge = CallableJudge("tests:truth", lambda pair, top: judge_grade(pair.query_id, pair.doc_id))
-    ws.add_judge_labels(entry.id, [("q00", "q00-b", 0), ("q00", "q00-c", 2)], provenance_of(judge))
+    ws.add_judge_labels(entry.id, [("q00", "q00-b", 0), ("q00", "q00-c", 2)], provenance_of(judge, 2))
     ws.add_label(entry.id, "q00", "q00-b", 1, author="ann")
     saved = ws.commit_labels(entry.id, author="ann")
     assert saved is not None
@@ -259,6 +259,6 @@ def test_lineage_labels_follow_a_saved_version(tmp_path: Path) -> None:
     human = assisted.human_labels(after)
     assert human.values.tolist() == [["q00", "q00-b", 1], ["q01", "q01-b", 0]]
     assert (
-        assisted.badge(human, assisted.judge_labels(after, provenance_of(judge).source)) == "2 human / 1 judge labels"
+        assisted.badge(human, assisted.judge_labels(after, provenance_of(judge, 2).source)) == "2 human / 1 judge labels"
     )
     ws.store.engine.dispose()

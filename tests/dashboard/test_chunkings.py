@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import io
 import json
-from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from dashboard.core import cost
@@ -19,43 +17,23 @@ from ragmetrics.engine import align
 from ragmetrics.engine.evidence import evaluate_evidence, spans_from_documents
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset, Run
-from ragmetrics.io import load_dataset, load_run
-from ragmetrics.retrieve import retrieve
-from ragmetrics.retrieve.bm25 import BM25
+from ragmetrics.io import load_run
 from ragmetrics.store.database import Store, dataset_id, default_url
-from ragmetrics.synth.corpus import Document, make_corpus
+from scripts import make_chunk_runs
+from scripts.make_chunk_runs import SCIFACT
 from tests.dashboard.apptest import no_problems, open_page
-
-SCIFACT = Path(__file__).resolve().parents[2] / "sample_runs" / "scifact"
-CHUNKINGS = ("words:128:32", "words:512:64")
 
 
 @pytest.fixture(scope="module")
 def scifact() -> Dataset:
-    return load_dataset(
-        SCIFACT / "qrels.tsv", queries=SCIFACT / "queries.jsonl", corpus=SCIFACT / "corpus.jsonl.gz", name="scifact"
-    )
+    return make_chunk_runs.scifact()
 
 
 @pytest.fixture(scope="module")
-def chunked(scifact: Dataset) -> tuple[list[Run], pd.DataFrame]:
+def chunked(scifact: Dataset) -> tuple[list[Run], list[make_chunk_runs.Place]]:
     """One BM25 run per chunking (top 100 chunks, each row with its chunk's text and document), and where every
-    chunk of both chunkings lies in its document."""
-    documents = [Document(str(r.doc_id), str(r.title or ""), str(r.text or "")) for r in scifact.documents.itertuples()]
-    runs, places = [], []
-    for spec in CHUNKINGS:
-        corpus = make_corpus(documents, chunking=spec, language="en")
-        chunks = pd.DataFrame({"doc_id": [c.chunk_id for c in corpus.chunks], "title": "",
-                               "text": [c.text for c in corpus.chunks]})  # fmt: skip
-        name = "chunks-" + spec.split(":")[1]
-        found = retrieve(scifact, BM25.from_documents(chunks, cache_dir=None), k=100, name=name, concurrency=1)
-        assert not found.failed
-        frame = found.run.frame
-        frame["text"] = frame["doc_id"].map(dict(zip(chunks["doc_id"], chunks["text"])))
-        frame["source_doc"] = frame["doc_id"].map({c.chunk_id: c.doc_id for c in corpus.chunks})
-        runs.append(Run.from_frame(frame, name=name))
-        places += [(c.chunk_id, c.doc_id, c.start, c.end) for c in corpus.chunks]
-    return runs, places
+    chunk of both chunkings lies in its document: as docs/conventions.md's example makes them."""
+    return make_chunk_runs.chunk_runs(scifact)
 
 
 def test_two_chunkings_compared_at_document_and_span_level(scifact, chunked) -> None:
@@ -144,13 +122,8 @@ def test_the_command_line_compares_chunkings_from_files(tmp_path, chunked) -> No
     """``ragmetrics evidence --baseline``: the same comparison from run files with their chunk texts and documents,
     and a chunk spans file; the table names both levels and the last line says which chunking wins."""
     runs, places = chunked
-    paths = []
-    for run in runs:
-        path = tmp_path / f"{run.name}.csv"
-        run.frame[["query_id", "doc_id", "score", "text", "source_doc"]].to_csv(path, index=False)
-        paths.append(str(path))
+    paths = [str(path) for path in make_chunk_runs.write(runs, places, tmp_path)]
     spans = tmp_path / "chunk-spans.tsv"
-    pd.DataFrame(places, columns=["chunk_id", "doc_id", "start", "end"]).to_csv(spans, sep="\t", index=False)
     argv = ["evidence", "--dataset", str(SCIFACT / "qrels.tsv"), "--queries", str(SCIFACT / "queries.jsonl"),
             "--corpus", str(SCIFACT / "corpus.jsonl.gz"), "--baseline", paths[0], "--run", paths[1],
             "--chunk-spans", str(spans), "--tokenizer", "whitespace"]  # fmt: skip
