@@ -116,3 +116,25 @@ def test_missing_columns_message_is_bounded() -> None:
     header = ",".join(f"c{i}" for i in range(500))
     with pytest.raises(ParseError, match=r"and 480 more$"):
         load_run((header + "\n" + ",".join("1" * 500) + "\n").encode(), filename="wide.csv")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["query document score\nq1 d1 1\n", "query\tdocument\tscore\nq1\td1\t1\n", "query_id doc_id label\nq1 d1 1\n"],
+)
+def test_a_file_of_two_possible_formats_that_fits_neither_is_told_both(tmp_path: Path, text: str) -> None:
+    """Was: a ``.tsv`` whose first line fits neither TREC qrels nor a TSV table was told only TREC's layout."""
+    path = tmp_path / "labels.tsv"
+    path.write_text(text)
+    with pytest.raises(ParseError) as caught:
+        load_dataset(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}:1: expected TREC qrels lines 'qid iter docid rel' or TSV qrels with a header")
+    assert text.splitlines()[0].replace("\t", "\\t") in message
+
+
+def test_a_table_with_its_header_only_is_said_so(tmp_path: Path) -> None:
+    path = tmp_path / "labels.tsv"
+    path.write_text("query_id\tdoc_id\tlabel\n")
+    with pytest.raises(ParseError, match="expected rows below the header line, found the header only"):
+        load_dataset(path)

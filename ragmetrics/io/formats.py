@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragmetrics.foundation.errors import ParseError
-from ragmetrics.io.source import Source
+from ragmetrics.io.source import Source, shorten
 
 
 def _lazy(path: str) -> Callable[..., Any]:
@@ -168,6 +168,16 @@ KINDS = ("run", "dataset")
 KNOWN_EXTENSIONS = frozenset(ext for f in FORMATS for ext in f.extensions)
 
 
+def _first_line(source: Source) -> tuple[int, str] | None:
+    """The first line of ``source`` that holds something but a comment, with its 1-based number; None when none
+    does (an empty file: its reader says so)."""
+    for number, raw in enumerate(source.head.split(b"\n")[:100], 1):
+        text = raw.rstrip(b"\r").decode("utf-8", errors="replace")
+        if text.strip() and not text.lstrip().startswith("#"):
+            return number, text
+    return None
+
+
 def formats_of(kind: str) -> list[Format]:
     return [f for f in FORMATS if f.kind == kind]
 
@@ -201,6 +211,11 @@ def detect(source: Source, kind: str, format: str | None = None) -> Format:
     for fmt in by_extension or candidates:
         if fmt.sniff(source):
             return fmt
+    first = _first_line(source) if len(by_extension) > 1 and not source.is_dir else None
+    if first is not None:  # one of several formats its name allows, and its first line fits none of them
+        line, text = first
+        expected = " or ".join(f.description for f in by_extension)
+        raise ParseError(source.name, line, expected, shorten(text, 120))
     if by_extension:
         return by_extension[0]  # its reader says what is wrong, with a line number
     found = f"extension {source.extension!r}" if source.extension else "content that matches none of them"

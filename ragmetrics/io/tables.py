@@ -122,6 +122,8 @@ def read_delimited(source: Source, delimiter: str) -> tuple[pd.DataFrame, Callab
     def body() -> bytes:  # a copy, made only to report an error
         return data[body_start:]
 
+    if not data[body_start:].strip():
+        raise ParseError(source.name, None, "rows below the header line", "the header only")
     try:
         table = pacsv.read_csv(
             pa.BufferReader(pa.py_buffer(data).slice(body_start)),

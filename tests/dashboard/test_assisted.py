@@ -259,6 +259,7 @@ def test_lineage_labels_follow_a_saved_version(tmp_path: Path) -> None:
     human = assisted.human_labels(after)
     assert human.values.tolist() == [["q00", "q00-b", 1], ["q01", "q01-b", 0]]
     assert (
-        assisted.badge(human, assisted.judge_labels(after, provenance_of(judge, 2).source)) == "2 human / 1 judge labels"
+        assisted.badge(human, assisted.judge_labels(after, provenance_of(judge, 2).source))
+        == "2 human / 1 judge labels"
     )
     ws.store.engine.dispose()
