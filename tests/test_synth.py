@@ -240,6 +240,12 @@ def test_cli_synth_from_a_folder_and_from_jsonl(tmp_path):
         (lambda p: _file(p, '{"id": "a", "text": "some words"}\n'), ["--chunker", "pages"], "expected one of none"),
         (lambda p: _file(p, '{"id": "a", "text": "some words"}\n'), ["--categories", "factual=x"], "a whole number"),
         (lambda p: _file(p, '{"id": "a", "text": "an ox"}\n'), [], "no candidate could be written"),
+        (lambda p: _file(p, '{"id": "a", "text": " "}\n'), [], "corpus.jsonl: no document has a text to write"),
+        (
+            lambda p: _file(p, '{"id": "a_1", "text": "some words here"}\n'),
+            ["--parent-separator", "_C"],
+            "parent separator '_C': no document id holds it (['a_1'])",
+        ),
     ],
 )
 def test_cli_synth_bad_inputs_are_one_line(tmp_path, make, extra, message):
@@ -282,3 +288,27 @@ def test_cli_synth_on_a_chinese_corpus_says_nothing_of_jieba_s_dictionary(tmp_pa
     assert done.returncode == 0, done.stderr
     assert "3 candidate(s)" in done.stderr
     assert "prefix dict" not in done.stderr.lower() and "Loading model" not in done.stderr, done.stderr
+
+
+def test_cli_synth_warns_of_repeated_ids_and_a_language_the_corpus_is_not_in(tmp_path):
+    """Was: a document id given twice was read once in silence, and ``--language en`` on a Chinese corpus wrote
+    whole clauses as keywords without a word."""
+    lines = [{"id": "a", "text": "Refunds are paid within thirty days of the request."},
+             {"id": "a", "text": "Another text under the same id."},
+             {"id": "b", "text": "Passwords are reset from the account page by email."}]  # fmt: skip
+    corpus = _file(tmp_path, "".join(json.dumps(line) + "\n" for line in lines))
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["synth", str(corpus), "-o", str(tmp_path / "out.jsonl"), "--no-retrieval-check", "--n", "2"]
+    assert main([*argv, "--categories", "factual"], out, err) == 0, err.getvalue()
+    assert f"{corpus}: 1 line(s) repeat a document id of an earlier line; the first of each is read" in err.getvalue()
+    chinese = tmp_path / "zh"
+    chinese.mkdir()
+    zh = _file(
+        chinese,
+        json.dumps({"id": "c", "text": "如果原手机号已经停用，请携带身份证到营业厅办理更换手续。"}, ensure_ascii=False)
+        + "\n",
+    )
+    err = io.StringIO()
+    main(["synth", str(zh), "-o", str(tmp_path / "zh-out.jsonl"), "--no-retrieval-check", "--language", "en",
+          "--categories", "factual=1"], io.StringIO(), err)  # fmt: skip
+    assert "language en: the corpus reads as Chinese" in err.getvalue(), err.getvalue()

@@ -153,11 +153,23 @@ def test_dataset_check_coverage_size_and_power(tmp_path):
     assert "coverage: negative: 2 of the 5 targeted (3 short)" in report
     assert "coverage: hard: 2 of the 3 targeted (1 short)" in report
     assert "difficulty: easy 8, hard 2" in report
-    assert "factual" not in report.split("coverage:", 1)[1].split("\n")[0].split("negative")[0]
+    assert "coverage: factual: 8 of the 8 targeted (met)" in report  # met targets are said too
     assert "size: 10 queries, fewer than prototype's 20-30 (10 short)" in report
     power = next(line for line in report.splitlines() if line.startswith("power:"))
     assert "NOT separated by these 10 queries" in power
     assert "a difference of 0.1000 needs" in power
+    out = io.StringIO()
+    assert main([*argv, "--format", "json"], out, err) == 1
+    payload = json.loads(out.getvalue())
+    assert payload["targets"]["factual"] == {"have": 8, "target": 8, "met": True}
+    assert payload["targets"]["negative"] == {"have": 2, "target": 5, "met": False}
+    assert payload["size"] == {"stage": "prototype", "problem": True,
+                               "line": "size: 10 queries, fewer than prototype's 20-30 (10 short)"}  # fmt: skip
+    for target, message in (("factual", "--target: 'factual': expected a count, e.g. factual=20"),
+                            ("factual=-3", "--target: 'factual=-3': expected a whole number >= 0 after '='")):  # fmt: skip
+        err = io.StringIO()
+        assert main(["dataset", "check", str(evalset), "--target", target], io.StringIO(), err) == 2
+        assert message in err.getvalue(), err.getvalue()
 
     # sixty queries, one run always right and one always wrong: separated
     many = [{"query_id": f"q{i}", "query": f"question {i}", "relevant_docs": {f"d{i}": 1}} for i in range(60)]

@@ -80,7 +80,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if args.corpus
         else None
     )
-    targets = parse_categories(args.target, 0, ()).counts if args.target else None
+    targets = parse_categories(args.target, 0, (), option="--target", counts=True).counts if args.target else None
     runs = read_runs(args.run or [], args)
     report = check(dataset, corpus, targets=targets, stage=args.stage, runs=runs, metric=args.metric, delta=args.delta)
     report.age = dataset_age(store, ident, dataset, args.evalset)
@@ -99,9 +99,11 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "changed": [{"query_id": q, "chunk_id": c} for q, c in report.changed],
             "categories": report.categories,
             "difficulties": report.difficulties,
+            "targets": {k: {"have": h, "target": t, "met": h >= t} for k, (h, t) in report.targets.items()},
             "shortfalls": {k: {"have": h, "target": t} for k, (h, t) in report.shortfalls.items()},
-            "size": report.size_problem,
-            "size_note": report.size_note,
+            "size": None
+            if report.stage is None
+            else {"stage": report.stage, "line": report.size_line, "problem": report.size_problem is not None},
             "power": [{k: v for k, v in row.items() if k != "line"} for row in report.power],
             "problems": report.problems,
         }

@@ -30,19 +30,24 @@ class CategoryCounts(NamedTuple):
     """Whether ``n`` was used: some category took a share of it (a name without a count, or ``default``)."""
 
 
-def parse_categories(text: str | None, n: int, default: tuple[str, ...]) -> CategoryCounts:
+def parse_categories(
+    text: str | None, n: int, default: tuple[str, ...], *, option: str = "--categories", counts: bool = False
+) -> CategoryCounts:
     """``factual=20,negative=5`` as given; names without counts (``factual,negative``, or none given: ``default``)
-    share ``n`` evenly, the first ones taking the remainder."""
+    share ``n`` evenly, the first ones taking the remainder. ``counts``: every name needs its count (a target).
+    Errors name ``option``."""
     names: list[str] = []
     fixed: dict[str, int] = {}
     for part in text.split(",") if text else list(default):
         name, sep, count = part.strip().partition("=")
         if not _NAME.match(name):
-            raise RagMetricsError(f"--categories: {part.strip()!r} is not a category name (e.g. factual=20)")
+            raise RagMetricsError(f"{option}: {part.strip()!r} is not a category name (e.g. factual=20)")
         if sep:
             if not count.strip().isdigit():
-                raise RagMetricsError(f"--categories: {part.strip()!r}: expected a whole number after '='")
+                raise RagMetricsError(f"{option}: {part.strip()!r}: expected a whole number >= 0 after '='")
             fixed[name] = int(count)
+        elif counts:
+            raise RagMetricsError(f"{option}: {part.strip()!r}: expected a count, e.g. {name}=20")
         else:
             names.append(name)
     if names:

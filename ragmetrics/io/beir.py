@@ -266,7 +266,8 @@ def _objects_only(data: bytes) -> bool:
 
 
 def read_corpus(source: Source) -> pd.DataFrame:
-    """``doc_id``, ``title``, ``text`` from a BEIR corpus.jsonl (C reader, Python fallback)."""
+    """``doc_id``, ``title``, ``text`` from a BEIR corpus.jsonl (C reader, Python fallback); a document id given
+    twice keeps its first row (``attrs["duplicate_ids"]`` counts the rows dropped)."""
     check_line_rows(source)
     try:
         if not _objects_only(source.data):
@@ -296,7 +297,7 @@ def read_corpus(source: Source) -> pd.DataFrame:
                         table.column(col).to_pandas() if col in table.column_names else pd.Series([""] * len(frame))
                     )
                     frame[col] = values.fillna("").astype("str")
-                return frame.drop_duplicates("doc_id", keep="first").reset_index(drop=True)
+                return _first_of_each(frame)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass
     rows: list[tuple[str, str, str]] = []
@@ -318,7 +319,14 @@ def read_corpus(source: Source) -> pd.DataFrame:
     if not rows:
         raise ParseError(source.name, None, "at least one document", "none")
     frame = pd.DataFrame(rows, columns=["doc_id", "title", "text"]).astype("str")
-    return frame.drop_duplicates("doc_id", keep="first").reset_index(drop=True)
+    return _first_of_each(frame)
+
+
+def _first_of_each(frame: pd.DataFrame) -> pd.DataFrame:
+    """The first row of each document id; ``attrs["duplicate_ids"]``: how many later rows were dropped."""
+    first = frame.drop_duplicates("doc_id", keep="first").reset_index(drop=True)
+    first.attrs["duplicate_ids"] = len(frame) - len(first)
+    return first
 
 
 def read_qrels_file(source: Source) -> pd.DataFrame:

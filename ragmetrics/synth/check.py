@@ -74,6 +74,8 @@ class CheckReport:
     categories: dict[str, int] = field(default_factory=dict)
     difficulties: dict[str, int] = field(default_factory=dict)
     shortfalls: dict[str, tuple[int, int]] = field(default_factory=dict)
+    targets: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Every target given, met or short: name -> (have, target)."""
     stage: str | None = None
     size_problem: str | None = None
     size_note: str | None = None
@@ -94,6 +96,16 @@ class CheckReport:
             + sum(not row["separated"] for row in self.power)
         )
 
+    @property
+    def size_line(self) -> str | None:
+        """The set's size against its stage (a problem, a note, or within it); None without a stage."""
+        if self.stage is None:
+            return None
+        low, high = STAGES[self.stage]
+        return (
+            self.size_problem or self.size_note or f"size: {self.queries} queries, within {self.stage}'s {low}-{high}"
+        )
+
     def lines(self) -> list[str]:
         """The report as plain lines."""
         out = [f"queries: {self.queries}"]
@@ -107,15 +119,11 @@ class CheckReport:
             out.append("freshness: ok (every relevant document is in the corpus, no source text changed)")
         out.append("categories: " + (", ".join(f"{k} {v}" for k, v in self.categories.items()) or "none given"))
         out.append("difficulty: " + (", ".join(f"{k} {v}" for k, v in self.difficulties.items()) or "none given"))
-        for category, (have, want) in self.shortfalls.items():
-            out.append(f"coverage: {category}: {have} of the {want} targeted ({want - have} short)")
-        if self.stage is not None:
-            low, high = STAGES[self.stage]
-            out.append(
-                self.size_problem
-                or self.size_note
-                or f"size: {self.queries} queries, within {self.stage}'s {low}-{high}"
-            )
+        for category, (have, want) in self.targets.items():
+            verdict = f"{want - have} short" if have < want else "met"
+            out.append(f"coverage: {category}: {have} of the {want} targeted ({verdict})")
+        if self.size_line is not None:
+            out.append(self.size_line)
         for row in self.power:
             out.append(row["line"])
         return out
@@ -257,6 +265,7 @@ def check(
     for name, want in (targets or {}).items():
         # a target names a category, or a difficulty (easy, medium, hard)
         have = (report.difficulties if name in DIFFICULTIES else report.categories).get(name, 0)
+        report.targets[name] = (have, want)
         if have < want:
             report.shortfalls[name] = (have, want)
     if stage is not None:

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import random
 import re
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ragmetrics.foundation.errors import ParseError, RagMetricsError
+from ragmetrics.foundation.errors import ParseError, RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.scripts import HAN
 from ragmetrics.io._json import first_record, records
 from ragmetrics.io.beir import DOC_ID_KEYS
@@ -86,6 +87,9 @@ class Corpus:
 # --------------------------------------------------------------------------
 # reading
 # --------------------------------------------------------------------------
+LANGUAGE_NAMES = {"en": "English", "zh": "Chinese"}
+
+
 def read_documents(path: str | Path) -> list[Document]:
     """The documents of a BEIR corpus.jsonl, a JSONL of objects or a folder of .md/.txt files (see the module);
     a file may be gzipped."""
@@ -98,6 +102,13 @@ def read_documents(path: str | Path) -> list[Document]:
     first = first_record(source)
     if isinstance(first, dict) and any(k in first for k in DOC_ID_KEYS) and "text" in first:
         frame = read_beir_corpus(source)
+        if frame.attrs.get("duplicate_ids"):
+            warnings.warn(
+                f"{path}: {frame.attrs['duplicate_ids']} line(s) repeat a document id of an earlier line; the first "
+                "of each is read",
+                RagMetricsWarning,
+                stacklevel=2,
+            )
         return [Document(str(d), str(t), str(x)) for d, t, x in zip(frame["doc_id"], frame["title"], frame["text"])]
     return _generic_jsonl(source)
 
@@ -192,6 +203,8 @@ def load_corpus(
     ``parent_separator`` (chunker ``none`` only): the corpus is already chunked and a chunk's document is its id
     before the last occurrence of the separator (CMRC's ``DEV_0_C1``: ``_C``), so its sibling chunks are known."""
     documents = read_documents(path)
+    if not any(f"{d.title}{d.text}".strip() for d in documents):
+        raise RagMetricsError(f"{path}: no document has a text to write queries from")
     return make_corpus(documents, chunking=chunking, language=language, parent_separator=parent_separator)
 
 
@@ -202,10 +215,19 @@ def make_corpus(
     language: str = "auto",
     parent_separator: str | None = None,
 ) -> Corpus:
-    if language == "auto":
-        language, _ = detect_language([f"{d.title} {d.text}" for d in documents])
-    if language not in ("en", "zh"):
+    if language not in ("auto", "en", "zh"):
         raise RagMetricsError(f"language {language!r}: expected auto, en or zh")
+    detected, cjk_share = detect_language([f"{d.title} {d.text}" for d in documents])
+    if language == "auto":
+        language = detected
+    elif language != detected:
+        warnings.warn(
+            f"language {language}: the corpus reads as {LANGUAGE_NAMES[detected]} (a CJK share of {cjk_share:.0%} of "
+            f"its letters); {LANGUAGE_NAMES[language]} tokens of it make poor queries and keywords (auto chooses "
+            f"{detected})",
+            RagMetricsWarning,
+            stacklevel=2,
+        )
     name, cut = chunker(chunking)
     chunks = [c for d in documents for c in cut(d, language)]
     if parent_separator:
@@ -215,6 +237,11 @@ def make_corpus(
         name = f"none (documents grouped by the last {parent_separator!r} of their ids)"
     if not chunks:
         raise RagMetricsError("the corpus has no text to write queries from")
+    if parent_separator and not any(parent_separator in c.chunk_id for c in chunks):
+        raise RagMetricsError(
+            f"parent separator {parent_separator!r}: no document id holds it ({names_of([d.doc_id for d in documents[:3]])}"
+            f"{', ...' if len(documents) > 3 else ''}): every chunk would be its own document"
+        )
     return Corpus(tuple(documents), tuple(chunks), name, language)
 
 
