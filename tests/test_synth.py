@@ -312,3 +312,23 @@ def test_cli_synth_warns_of_repeated_ids_and_a_language_the_corpus_is_not_in(tmp
     main(["synth", str(zh), "-o", str(tmp_path / "zh-out.jsonl"), "--no-retrieval-check", "--language", "en",
           "--categories", "factual=1"], io.StringIO(), err)  # fmt: skip
     assert "language en: the corpus reads as Chinese" in err.getvalue(), err.getvalue()
+
+
+def test_chinese_cloze_context_is_whole_words_short_of_a_copy(generators):
+    """Was: six characters each side of the blank, cutting words ("乐部（FC ____"), and a longer context would be
+    flagged as copying its source (12 consecutive characters)."""
+    from ragmetrics.synth.extractive import CLOZE_CONTEXT_CHARACTERS, _word_spans, _words_after, _words_before
+
+    text = "喀山红宝石足球俱乐部（FC Rubin Kazan）是俄罗斯的职业足球会，位于鞑靼斯坦共和国首府喀山。"
+    blank = text.index("俄罗斯")
+    before, after = _words_before(text, 0, blank), _words_after(text, blank + 3, len(text))
+    starts = {a for a, _ in _word_spans(text[:blank])}
+    ends = {blank + 3 + b for _, b in _word_spans(text[blank + 3 :])}
+    assert text[:blank].endswith(before) and blank - len(before) in starts
+    assert text[blank + 3 :].startswith(after) and blank + 3 + len(after) in ends
+    assert 0 < len(before) <= CLOZE_CONTEXT_CHARACTERS and 0 < len(after) <= CLOZE_CONTEXT_CHARACTERS
+
+
+def test_chinese_cloze_queries_are_not_flagged_as_copies(cmrc, generators):
+    found = _candidates(cmrc, generators["cmrc"], {"cloze": 20})
+    assert len(found) == 20 and not [c.flags for c in found if any("copies the source" in f for f in c.flags)]

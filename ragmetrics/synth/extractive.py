@@ -11,8 +11,9 @@ Categories it writes (:data:`CATEGORIES`):
 
 * ``factual``: a known-item query naming 2 to 5 of the salient sentence's rarest terms (drawn by the seed), the
   sentence as the expected answer, the terms as the keywords;
-* ``cloze``: the salient sentence's rarest term blanked out, shown with at most :data:`CLOZE_CONTEXT` words (or
-  characters in Chinese) of context each side; the term is the expected answer;
+* ``cloze``: the salient sentence's rarest term blanked out, shown with at most :data:`CLOZE_CONTEXT` words of
+  context each side (in Chinese, whole words as jieba cuts them within :data:`CLOZE_CONTEXT_CHARACTERS`
+  characters, never part of one); the term is the expected answer;
 * ``summary``: the passage's three rarest terms, asking for what it says about them; the passage's first two
   sentences stand in for a summary (a lead, not a summary: the weakest of the four);
 * ``negative``: the rarest term of the source and of a passage of another document, asked about together, written
@@ -45,6 +46,9 @@ CANNOT = ("reasoning", "procedural")
 PROMPT_VERSION = "extractive-1"
 COMMON_SHARE = 0.05
 CLOZE_CONTEXT = 6
+CLOZE_CONTEXT_CHARACTERS = 10
+"""In Chinese, the context each side of the blank: whole words (as jieba cuts them) within this many characters,
+under the 12 consecutive source characters that flag a query as copying its source."""
 BLANK = "____"
 TEMPLATES = {
     "en": {
@@ -98,6 +102,27 @@ def tokenize(text: str, language: str, stop: frozenset[str]) -> list[Term]:
         if len(word) >= 3 and any(ch.isalpha() for ch in word) and word.lower() not in stop:
             out.append(Term(word, word.lower(), m.start(), m.end()))
     return out
+
+
+def _word_spans(text: str) -> list[tuple[int, int]]:
+    """The spans of ``text``'s words as jieba cuts them (white space left out)."""
+    return [(start, end) for word, start, end in quiet_jieba().tokenize(text) if word.strip()]
+
+
+def _words_before(text: str, start: int, end: int) -> str:
+    """The words of ``text[start:end]`` nearest its end, whole, within :data:`CLOZE_CONTEXT_CHARACTERS` characters
+    (at least one word), as written."""
+    spans = _word_spans(text[start:end])
+    kept = [a for a, _ in spans if end - (start + a) <= CLOZE_CONTEXT_CHARACTERS] or [a for a, _ in spans[-1:]]
+    return text[start + kept[0] : end].lstrip() if kept else ""
+
+
+def _words_after(text: str, start: int, end: int) -> str:
+    """The words of ``text[start:end]`` nearest its start, whole, within :data:`CLOZE_CONTEXT_CHARACTERS`
+    characters (at least one word), as written."""
+    spans = _word_spans(text[start:end])
+    kept = [b for _, b in spans if b <= CLOZE_CONTEXT_CHARACTERS] or [b for _, b in spans[:1]]
+    return text[start : start + kept[-1]].rstrip() if kept else ""
 
 
 def sentences(text: str) -> list[tuple[int, int]]:
@@ -278,8 +303,8 @@ class ExtractiveGenerator:
             a, b, inside = found
             blank = self.stats.rarest(inside, 1)[0]
             if source.language == "zh":
-                left = text[max(a, blank.start - CLOZE_CONTEXT) : blank.start]
-                right = text[blank.end : min(b, blank.end + CLOZE_CONTEXT)]
+                left = _words_before(text, a, blank.start)
+                right = _words_after(text, blank.end, b)
             else:
                 left = " ".join(text[a : blank.start].split()[-CLOZE_CONTEXT:])
                 right = " ".join(text[blank.end : b].split()[:CLOZE_CONTEXT])
