@@ -276,7 +276,7 @@ def test_merge_into_an_evaluation_set_keeps_its_queries_answers_and_provenance(t
         assert rows[1] == records[1] | {"relevant_docs": {"d4": 1, "d5": 1}}
         merged = load_dataset(tmp_path / name)
         assert merged.queries_table.column("category").to_pylist() == ["geo", "space"]
-    (tmp_path / "other.tsv").write_text("query_id\tdoc_id\tlabel\nq9\td2\t0\n", encoding="utf-8")
+    (tmp_path / "other.tsv").write_text("query_id\tdoc_id\tlabel\nq1\td3\t1\nq9\td2\t0\n", encoding="utf-8")
     code, _, err = run_cli("judge", "merge", "--dataset", tmp_path / "set.jsonl", "--labels", tmp_path / "other.tsv",
                            "-o", tmp_path / "refused.jsonl")  # fmt: skip
     assert code == 2 and "labels 1 query the evaluation set does not have ['q9']" in err

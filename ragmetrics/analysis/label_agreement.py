@@ -33,8 +33,8 @@ LENGTH_BUCKETS = (
 )
 """Document length groups, in words: (first, last or None, name)."""
 FEW_PAIRS = 30
-"""Below this many pairs graded by both, the agreement is said to be a rough figure (a kappa's standard error on
-30 pairs is about 0.15-0.2)."""
+"""Below this many pairs graded by both, the agreement is said to be a rough figure (docs/judging.md: on 30 pairs a
+kappa varies by a standard deviation of 0.16-0.30)."""
 
 
 @dataclass(frozen=True)
