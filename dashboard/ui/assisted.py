@@ -309,12 +309,13 @@ def _corrected(
     _spec: MetricSpec,
     _human: pd.DataFrame,
     _judge: pd.DataFrame,
-    _sample: tuple[str, ...],
+    sample: tuple[str, ...],
 ) -> pd.DataFrame:
+    # keyed on the sample too: it follows the pool (its depth, the runs), which the labels' digest does not name
     runs = [a.run for a in selection.alignments]
     conventions = selection.alignments[0].conventions if selection.alignments else None
     return assisted.corrected_table(
-        base.dataset, runs, _spec, _human, _judge, _sample, conventions=conventions, strata=strata
+        base.dataset, runs, _spec, _human, _judge, sample, conventions=conventions, strata=strata
     )
 
 
@@ -425,12 +426,12 @@ def _deltas(
     _family_specs: tuple[MetricSpec, ...],
     _human: pd.DataFrame,
     _judge: pd.DataFrame,
-    _sample: tuple[str, ...],
+    sample: tuple[str, ...],
 ) -> pd.DataFrame:
     runs = [a.run for a in selection.alignments]
     conventions = selection.alignments[0].conventions if selection.alignments else None
     return assisted.corrected_deltas(
-        base.dataset, runs, baseline, _spec, _human, _judge, _sample, family_specs=_family_specs,
+        base.dataset, runs, baseline, _spec, _human, _judge, sample, family_specs=_family_specs,
         conventions=conventions, strata=strata, correction=correction, alpha=alpha,
     )  # fmt: skip
 

@@ -297,3 +297,24 @@ def test_save_waits_for_the_judge_running_on_the_dataset(tmp_path, monkeypatch, 
     at.run()
     no_problems(at)
     assert not at.button(key="judge.save").disabled
+
+
+def test_the_corrected_numbers_follow_the_pool_depth(seeded, tmp_path) -> None:
+    """Was: the corrected table was cached on the labels alone, so a deeper pool (fewer queries of the plan fully
+    labelled) kept showing the numbers of the shallower one, next to a plan line that said none was labelled."""
+    ws = Workspace(_store(tmp_path))
+    judge = CallableJudge("tests:truth", lambda pair, top: judge_grade(pair.query_id, pair.doc_id))
+    ws.add_judge_labels(seeded["dataset"], [(q, d, judge_grade(q, d)) for q, d in TRUTH], provenance_of(judge, 2))
+    for q, d in TRUTH:
+        if d.endswith("-b"):
+            ws.add_label(seeded["dataset"], q, d, TRUTH[(q, d)], author="ann")
+    ws.store.engine.dispose()
+    at = open_page("judge", {**_params(seeded), "dp": "1"})
+    no_problems(at)
+    assert f"{N_QUERIES} of the {N_QUERIES} queries of the plan are labelled" in _markdown(at)
+    assert re.search(r"corrected \*\*\d", _markdown(at)), _markdown(at)
+    at.number_input(key="judge.depth").set_value(3).run()
+    no_problems(at)
+    assert f"0 of the {N_QUERIES} queries of the plan are labelled" in _markdown(at)
+    assert not re.search(r"corrected \*\*\d", _markdown(at)), _markdown(at)
+    assert any("Label the planned queries" in str(i.value) for i in at.info)
