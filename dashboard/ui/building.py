@@ -205,13 +205,14 @@ def stamp(timestamp: float | None) -> str:
 
 
 def batch_label(batch: Batch) -> str:
-    """The batch picker's name for ``batch``: what never changes (when, which generator, seed, how many asked).
-    Streamlit's select box keeps an option's first label on the page, so where it stands (:func:`batch_state`) is
-    said beside it, not in it."""
+    """The batch picker's name for ``batch``: what never changes (when, which generator, seed, how many asked, and
+    its id: two batches made alike in one minute differ by it, and Streamlit's select box tells options apart by
+    their labels). Streamlit's select box keeps an option's first label on the page, so where it stands
+    (:func:`batch_state`) is said beside it, not in it."""
     model = batch.settings.get("model")
     return (
         f"{stamp(batch.created_at)}: {batch.generator}{f' ({model})' if model else ''}, seed "
-        f"{batch.settings.get('seed', 0)}, {batch.requested} asked"
+        f"{batch.settings.get('seed', 0)}, {batch.requested} asked ({batch.id[:6]})"
     )
 
 

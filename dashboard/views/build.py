@@ -247,7 +247,10 @@ else:
                             f"({building.stamp(batch.made_at)}, by {md_escape(batch.made_by or 'anonymous')}); "
                             "making it again after more review stores the new set beside it."
                         )
-                    name = st.text_input("Name", value=f"{ds.name} (built, {batch.id[:6]})", key="build.name")
+                    # keyed on the batch: a text box keeps the value of its key, whatever default it is given
+                    name = st.text_input(
+                        "Name", value=f"{ds.name} (built, {batch.id[:6]})", key=f"build.name.{batch.id}"
+                    )
                     if st.button("Make dataset", icon=":material/library_add:", key="build.make", disabled=not kept):
                         entry = workspace.make_dataset(batch.id, kept, name=name.strip() or ds.name,
                                                        author=building.reviewer())  # fmt: skip

@@ -269,3 +269,23 @@ def test_a_chunked_corpus_built_through_the_page_grades_sibling_chunks_as_synth_
     assert main(argv, io.StringIO(), io.StringIO()) == 0
     cli = [json.loads(line)["relevant_docs"] for line in target.read_text(encoding="utf-8").splitlines()]
     assert relevant["_C"] == cli
+
+
+def test_a_second_batch_made_alike_is_the_one_shown_and_named(corpus_dataset, store_dir) -> None:
+    """Was: two batches of the same generator, seed and count made in one minute had the same label, the select box
+    took the older one, and the new batch could not be reviewed; the Name box kept the first batch's name."""
+    at = open_page("build", {"ds": corpus_dataset})
+    at.number_input(key="build.n").set_value(2).run()
+    _button(at, "build.generate").click().run()
+    first = _generated(at, store_dir)
+    _button(at, "build.generate").click().run()
+    second = _generated(at, store_dir)
+    assert first != second
+    assert at.selectbox(key="build.batch").value == second
+    labels = at.selectbox(key="build.batch").options
+    assert len(set(labels)) == 2, labels
+    _button(at, "build.accept").click().run()
+    assert at.text_input(key=f"build.name.{second}").value.endswith(f"(built, {second[:6]})")
+    at.selectbox(key="build.batch").set_value(first).run()
+    no_problems(at)
+    assert at.selectbox(key="build.batch").value == first
