@@ -122,13 +122,13 @@ def _running() -> dict[str, JudgeJob]:
 
 
 def current_job(dataset_id: str | None = None) -> JudgeJob | None:
-    """This session's judge job (running, or ended and not reported yet), else the one running on ``dataset_id``
-    that another session (or this tab before a reload) started."""
+    """This session's judge job on ``dataset_id`` (running, or ended and not reported yet), else the one another
+    session (or this tab before a reload) started on it, running or ended and not reported yet: a reloaded tab
+    gets its outcome too. A job on another dataset is not this page's."""
     job = st.session_state.get(JOB_KEY)
-    if isinstance(job, JudgeJob):
+    if isinstance(job, JudgeJob) and (dataset_id is None or job.dataset_id == dataset_id):
         return job
-    other = _running().get(dataset_id or "")
-    return other if other is not None and other.status().running else None
+    return _running().get(dataset_id or "")
 
 
 def start_job(
@@ -184,7 +184,8 @@ def start_job(
 def _runner(workspace: Workspace, ds: DatasetEntry, help_: Assist) -> None:
     job = current_job(ds.id)
     if job is not None and not job.status().running:
-        st.session_state.pop(JOB_KEY, None)
+        if st.session_state.get(JOB_KEY) is job:
+            st.session_state.pop(JOB_KEY, None)
         if _running().get(ds.id) is job:
             del _running()[ds.id]
         status = job.status()

@@ -15,10 +15,19 @@ APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
 TIMEOUT = 120  # seconds per AppTest run: generous, the machine may be busy with browser tests
 
 
-def open_page(view_key: str, params: Mapping[str, str] | None = None, *, timeout: float = TIMEOUT) -> AppTest:
-    """Run one page's script (not the router) with ``params`` as its URL query."""
+def open_page(
+    view_key: str,
+    params: Mapping[str, str] | None = None,
+    state: Mapping[str, object] | None = None,
+    *,
+    timeout: float = TIMEOUT,
+) -> AppTest:
+    """Run one page's script (not the router) with ``params`` as its URL query, ``state`` in its session state."""
     view = next(v for v in VIEWS if v.key == view_key)
-    return _run(AppTest.from_file(str(view.path), default_timeout=timeout), params)
+    at = AppTest.from_file(str(view.path), default_timeout=timeout)
+    for key, value in (state or {}).items():
+        at.session_state[key] = value
+    return _run(at, params)
 
 
 def open_app(params: Mapping[str, str] | None = None, *, user: dict | None = None, timeout: float = TIMEOUT) -> AppTest:

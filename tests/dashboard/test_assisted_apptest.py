@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -318,3 +319,39 @@ def test_the_corrected_numbers_follow_the_pool_depth(seeded, tmp_path) -> None:
     assert f"0 of the {N_QUERIES} queries of the plan are labelled" in _markdown(at)
     assert not re.search(r"corrected \*\*\d", _markdown(at)), _markdown(at)
     assert any("Label the planned queries" in str(i.value) for i in at.info)
+
+
+def test_a_judge_job_shows_on_its_own_dataset_only_and_a_reloaded_tab_gets_its_outcome(seeded, tmp_path) -> None:
+    """Was: this tab's job on dataset A took over dataset B's Judge page (its progress, no run form, Save disabled);
+    a tab reloaded while a job ran never showed how it ended."""
+    from dashboard.data.jobs import JudgeJob
+    from dashboard.ui import assisted as page_assisted
+    from ragmetrics import Dataset
+    from ragmetrics.judges.registry import make_judge
+
+    ws = Workspace(_store(tmp_path))
+    dataset, runs = assist_dataset()
+    qrels = dataset.qrels.copy()
+    qrels.loc[0, "relevance"] = 1  # another content: another dataset
+    other = ws.add_dataset(Dataset.from_frames(qrels, dataset.queries, name="other", documents=dataset.documents))
+    other_runs = [ws.add_run(other.id, run).id for run in runs]
+    ws.add_label(other.id, "q00", "q00-b", 1, author="ann")
+    ws.store.engine.dispose()
+    # this session's job on A, not started: it reads as running
+    job = JudgeJob(make_judge("rule"), [], 2, lambda labels: (0, 0), "rule judge", dataset_id=seeded["dataset"])
+    at = open_page("judge", {"ds": other.id, "runs": ",".join(other_runs), "m": "ndcg", "k": "3"}, {JOB_KEY: job})
+    no_problems(at)
+    assert not at.get("progress")
+    assert not at.button(key="judge.save").disabled
+    assert any(b.label == "Run the judge over the pool" for b in at.button)
+
+    # another tab's job on A, found after a reload, then ending with an error: this tab says so
+    at = open_page("judge", _params(seeded))
+    page_assisted._running()[seeded["dataset"]] = job
+    at.run()
+    assert at.get("progress")
+    job._error = "ConnectionError: the model endpoint refused the connection"
+    job._ended = time.monotonic()
+    at.run()
+    assert any("It stopped\\: ConnectionError" in str(e.value) for e in at.error), [e.value for e in at.error]
+    assert seeded["dataset"] not in page_assisted._running()
