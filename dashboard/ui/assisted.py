@@ -33,11 +33,13 @@ from ragmetrics.judges.base import JudgeLabel, max_grade, pairs_from_pool, prove
 from ragmetrics.judges.registry import JUDGES, JudgeInputs, make_judge
 from ragmetrics.models.registry import registered
 
-__all__ = ["OFFERED", "Assist", "assist", "corrected_elsewhere", "current_job", "panels", "start_job"]
+__all__ = ["FOLLOW_KEY", "OFFERED", "Assist", "assist", "corrected_elsewhere", "current_job", "panels", "start_job"]
 
 OFFERED = tuple(name for name, kind in JUDGES.items() if kind.needs in ("", "training", "model"))
 """The registered judges the page can build: from nothing, from people's labels, from a registered model."""
 JOB_KEY = "ragmetrics.judge.job"
+FOLLOW_KEY = "ragmetrics.judge.follow"
+"""The source of the judge this tab started: shown once its first labels are stored (until then, it has none)."""
 
 
 @dataclass(frozen=True)
@@ -176,7 +178,7 @@ def start_job(
     label = f"{name} judge" + (f" ({model})" if model else "")
     job = JudgeJob(judge, pairs, max_grade(base), save, label, dataset_id=ds.id).start()
     st.session_state[JOB_KEY] = job
-    st.session_state["judge.shown_judge"] = source  # its labels are the ones shown as they come
+    st.session_state[FOLLOW_KEY] = source  # its labels are the ones shown as they come
     _running()[ds.id] = job
     return job
 
@@ -186,6 +188,7 @@ def _runner(workspace: Workspace, ds: DatasetEntry, help_: Assist) -> None:
     if job is not None and not job.status().running:
         if st.session_state.get(JOB_KEY) is job:
             st.session_state.pop(JOB_KEY, None)
+            st.session_state.pop(FOLLOW_KEY, None)  # labelled nothing, or shown already
         if _running().get(ds.id) is job:
             del _running()[ds.id]
         status = job.status()

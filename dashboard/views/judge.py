@@ -67,12 +67,15 @@ if page.alignments and page.dataset is not None:
     state.seed("judge.order", view.queue, force=page.fresh)
     state.seed("judge.plan", view.plan, force=page.fresh)
     shown = st.session_state.get("judge.shown_judge") if not page.fresh else None
+    follow = st.session_state.get(assisted.FOLLOW_KEY)  # the judge this tab started, once it has labelled
     view = view.with_(
         queue=st.session_state["judge.order"],
         plan=st.session_state["judge.plan"],
-        shown_judge=shown or view.shown_judge,
+        shown_judge=follow or shown or view.shown_judge,
     )
     helper = assisted.assist(workspace, ds, selection, depth, view)
+    if follow and helper.source == follow:
+        del st.session_state[assisted.FOLLOW_KEY]
     todo = assisted.queue_order(todo, helper)
     claim = judging.claim(workspace, ds.id, todo)  # held for this tab: judges elsewhere are shown other pairs
     pair = None if claim is None else judge.next_pair(todo, (claim.query_id, claim.doc_id))

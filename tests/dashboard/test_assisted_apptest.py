@@ -355,3 +355,24 @@ def test_a_judge_job_shows_on_its_own_dataset_only_and_a_reloaded_tab_gets_its_o
     at.run()
     assert any("It stopped\\: ConnectionError" in str(e.value) for e in at.error), [e.value for e in at.error]
     assert seeded["dataset"] not in page_assisted._running()
+
+
+def test_the_judge_this_tab_started_is_the_one_shown_once_it_labels(seeded, tmp_path) -> None:
+    """Was: with two judges labelled before, the page kept showing the one picked before, and the new judge's
+    labels were not the ones shown (with one judge before, they were)."""
+    from types import SimpleNamespace
+
+    ws = Workspace(_store(tmp_path))
+    pairs = [(q, d, 1) for q, d in TRUTH]
+    for old in ("judge:rule@1#aaaaaaaaaaaaaaaa", "judge:rule@1#bbbbbbbbbbbbbbbb"):
+        ws.add_judge_labels(seeded["dataset"], pairs, SimpleNamespace(source=old))
+    ws.store.engine.dispose()
+    at = open_page("judge", _params(seeded))
+    before = at.selectbox(key="judge.shown_judge").value
+    assert before.startswith("judge:rule@1#")
+    at.selectbox(key="judge.run_judge").set_value("endpoint")
+    _run_the_form(at)
+    shown = at.selectbox(key="judge.shown_judge")
+    assert len(shown.options) == 3 and shown.value.startswith("judge:endpoint@"), (shown.options, shown.value)
+    at.selectbox(key="judge.shown_judge").set_value(before).run()  # and a person may still pick another
+    assert at.selectbox(key="judge.shown_judge").value == before
