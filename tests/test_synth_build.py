@@ -179,10 +179,14 @@ def test_an_edit_is_checked_field_by_field(parent_dataset):
     known = set(parent_dataset.documents["doc_id"])
     doc = sorted(known)[0]
     record = {"query_id": "x-1", "query": "q", "relevant_docs": {doc: 2}}
-    edited = apply_edit(record, query=" new ", expected_answer="a", keywords="k1, k2,", category="factual",
+    edited = apply_edit(record, query=" new ", expected_answer="a", keywords="k1\n k2\n\n", category="factual",
                         difficulty="hard", relevant=relevant_text({doc: 2}) + ", " + sorted(known)[1],
                         known_docs=known)  # fmt: skip
     assert edited["query"] == "new" and edited["expected_keywords"] == ["k1", "k2"]
+    # one per line: a keyword keeps its commas, ASCII or Chinese (was split on ",")
+    kept = apply_edit(record, query="q", expected_answer="", keywords="1,000 mg\n年付，168 元\n", category="factual",
+                      difficulty="easy", relevant=relevant_text({doc: 2}), known_docs=known)  # fmt: skip
+    assert kept["expected_keywords"] == ["1,000 mg", "年付，168 元"]
     assert edited["relevant_docs"] == {doc: 2, sorted(known)[1]: 1}
     with pytest.raises(RagMetricsError, match="'nope' is not a document of the corpus"):
         parse_relevant("nope=2", known)

@@ -194,7 +194,8 @@ else:
                             st.text_input("Query", value=record.get("query", ""), key=prefix + "query")
                             st.text_area("Expected answer", value=record.get("expected_answer", ""),
                                          key=prefix + "answer")  # fmt: skip
-                            st.text_input("Keywords (comma-separated)", value=keywords, key=prefix + "keywords")
+                            st.text_area("Keywords (one per line)", key=prefix + "keywords",
+                                         value="\n".join(record.get("expected_keywords") or []))  # fmt: skip
                             one, two = st.columns(2)
                             categories_known = list(dict.fromkeys([*categories, record.get("category", "")]))
                             one.selectbox("Category", categories_known,

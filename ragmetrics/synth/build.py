@@ -166,8 +166,9 @@ def apply_edit(
     relevant: str,
     known_docs: set[str],
 ) -> dict[str, Any]:
-    """``record`` with the reviewer's changes (keywords comma-separated; relevant documents as
-    :func:`parse_relevant` reads them); an error naming the field when one is not acceptable."""
+    """``record`` with the reviewer's changes (keywords one per line, so a keyword may hold a comma, ``1,000 mg``,
+    or a Chinese one; relevant documents as :func:`parse_relevant` reads them); an error naming the field when one
+    is not acceptable."""
     if not query.strip():
         raise RagMetricsError("query: expected a question, got nothing")
     if not category.strip():
@@ -184,7 +185,7 @@ def apply_edit(
     edited.update(
         query=query.strip(),
         expected_answer=expected_answer.strip(),
-        expected_keywords=[k.strip() for k in keywords.split(",") if k.strip()],
+        expected_keywords=[k.strip() for k in keywords.splitlines() if k.strip()],
         category=category.strip(),
         difficulty=difficulty,
         relevant_docs=found,
