@@ -38,6 +38,7 @@ __all__ = [
     "status_badge",
     "status_of",
     "textless",
+    "titled",
 ]
 
 RELEVANT, NONRELEVANT, UNJUDGED = "relevant", "judged non-relevant", "unjudged"
@@ -129,6 +130,12 @@ def _run_chunk_texts(alignments: Sequence[Alignment], query_id: str, doc_ids: Se
         for doc, chunk, text in zip(rows["doc_id"], rows["chunk_id"], rows["text"]):
             out.setdefault(str(doc), {}).setdefault(str(chunk), str(text))
     return {doc: "\n…\n".join(chunks.values()) for doc, chunks in out.items()}
+
+
+def titled(title: str, text: str) -> str:
+    """A document as the judges and the text metrics read it: its title, a newline and its text (the text alone
+    without a title; :meth:`ragmetrics.foundation.model.Dataset.document_texts`)."""
+    return f"{title}\n{text}" if title else text
 
 
 def pair_text(alignments: Sequence[Alignment], dataset: Dataset, query_id: str, doc_id: str) -> dict[str, str]:

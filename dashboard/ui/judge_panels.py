@@ -128,7 +128,8 @@ def pair_panel(
                 )
                 layout.show_legend()
                 st.markdown(highlight_html(found["text"], marks), unsafe_allow_html=True)
-            suggestion = judge.suggest(marks, found["text"], scale, level)
+            # the title and the text, as the rule judge and answer_in@k read a document
+            suggestion = judge.suggest(marks, documents.titled(found["title"], found["text"]), scale, level)
             buttons = st.columns(len(scale) + 1)
             for column, grade in zip(buttons, scale):
                 column.button(

@@ -213,6 +213,17 @@ def test_suggestions_name_their_rule_and_need_enough_evidence() -> None:
     assert judge.suggest(Marks(answer="x"), "", scale) is None
 
 
+def test_a_suggestion_reads_the_title_as_the_rule_judge_does() -> None:
+    """Was: the page suggested from the text alone, where the rule judge and answer_in@k read the title too."""
+    corpus = pd.DataFrame({"doc_id": ["d1"], "title": ["巴黎"], "text": ["法国的首都。"]})
+    dataset = Dataset.from_frames(pd.DataFrame({"query_id": ["q"], "doc_id": ["d1"], "relevance": [1]}),
+                                  documents=corpus)  # fmt: skip
+    read = documents.titled("巴黎", "法国的首都。")
+    assert read == dataset.document_texts()["d1"] and documents.titled("", "text") == "text"
+    found = judge.suggest(Marks(answer="巴黎"), read, [0, 1, 2])
+    assert found is not None and found.rule == "answer"
+
+
 def test_pending_table_newest_first_with_the_accepted_rule() -> None:
     pending = pd.DataFrame(
         {
