@@ -376,3 +376,25 @@ def test_the_judge_this_tab_started_is_the_one_shown_once_it_labels(seeded, tmp_
     assert len(shown.options) == 3 and shown.value.startswith("judge:endpoint@"), (shown.options, shown.value)
     at.selectbox(key="judge.shown_judge").set_value(before).run()  # and a person may still pick another
     assert at.selectbox(key="judge.shown_judge").value == before
+
+
+def test_a_judge_on_a_saved_version_grades_the_pairs_people_saved_into_it(seeded, tmp_path) -> None:
+    """Was: on a version, the store dropped the judge's grades of the pairs people's saved labels judge (the
+    version's own qrels), so agreement said people labelled none of the judge's pairs and every rerun graded them
+    again."""
+    ws = Workspace(_store(tmp_path))
+    labelled = [(q, d) for q, d in TRUTH if d.endswith("-b")][:6]
+    for q, d in labelled:
+        ws.add_label(seeded["dataset"], q, d, TRUTH[(q, d)], author="ann")
+    version = ws.commit_labels(seeded["dataset"], author="ann", judges=False)
+    assert version is not None
+    runs = [r.id for r in ws.runs(version.id)]
+    ws.store.engine.dispose()
+    at = open_page("judge", {"ds": version.id, "runs": ",".join(runs), "m": "ndcg", "k": "3"})
+    at.selectbox(key="judge.run_judge").set_value("endpoint")
+    _run_the_form(at)
+    done = " ".join(str(s.value) for s in at.success).replace("\\", "")
+    assert "24 label(s) stored" in done and "left to the person" not in done, done
+    assert dict((m.label, m.value) for m in at.metric)["Pairs both labelled"] == "6"
+    judged = core.judge_labels(ws.lineage_labels(version.id), core.judge_sources(ws.lineage_labels(version.id))[0])
+    assert set(labelled) <= set(zip(judged["query_id"], judged["doc_id"]))
