@@ -138,3 +138,11 @@ def test_a_table_with_its_header_only_is_said_so(tmp_path: Path) -> None:
     path.write_text("query_id\tdoc_id\tlabel\n")
     with pytest.raises(ParseError, match="expected rows below the header line, found the header only"):
         load_dataset(path)
+
+
+def test_a_file_its_reader_takes_though_no_sniffer_does_is_read(tmp_path: Path) -> None:
+    """The first candidate still reads what its sniffer refused: a JSON array of run rows, a TREC run whose rank
+    is not a whole number (the rank is not read)."""
+    (tmp_path / "r.json").write_text('[{"query_id": "q1", "doc_id": "d1", "score": 1.0}]')
+    (tmp_path / "run.tsv").write_text("q1 Q0 d1 1.0 2.5 tag\n")
+    assert len(load_run(tmp_path / "r.json")) == 1 and len(load_run(tmp_path / "run.tsv")) == 1

@@ -235,6 +235,11 @@ def test_merge_says_when_labels_name_queries_the_dataset_lacks_and_refuses_an_ou
     code, _, err = run_cli("judge", "merge", "--dataset", qrels, "--labels", foreign, "-o", tmp_path / "f.qrels")
     assert code == 2 and "none of its 2 labelled queries ['YYY', 'ZZZ'] is a query of the dataset ['q1']" in err, err
     assert not (tmp_path / "f.qrels").exists()
+    # labels of queries the --queries file adds (no judgment yet) are new queries, merged with the warning
+    (tmp_path / "queries.jsonl").write_text('{"_id": "q1", "text": "one"}\n{"_id": "ZZZ", "text": "new"}\n')
+    code, _, err = run_cli("judge", "merge", "--dataset", qrels, "--queries", tmp_path / "queries.jsonl",
+                           "--labels", foreign, "-o", tmp_path / "f.qrels")  # fmt: skip
+    assert code == 0 and "merged as new judged queries" in err, err
 
 
 @pytest.mark.parametrize("option", [["--unjudged", "relevant"], ["--missing", "skip"], ["--tokenizer", "jieba"],

@@ -39,7 +39,8 @@ OFFERED = tuple(name for name, kind in JUDGES.items() if kind.needs in ("", "tra
 """The registered judges the page can build: from nothing, from people's labels, from a registered model."""
 JOB_KEY = "ragmetrics.judge.job"
 FOLLOW_KEY = "ragmetrics.judge.follow"
-"""The source of the judge this tab started: shown once its first labels are stored (until then, it has none)."""
+"""The dataset and the source of the judge this tab started: shown on that dataset's page once its first labels are
+stored (until then, it has none, and the page shows what it showed)."""
 
 
 @dataclass(frozen=True)
@@ -73,9 +74,11 @@ def assist(
     depth: int,
     view: ViewState,
     labels: pd.DataFrame | None = None,
+    follow: str | None = None,
 ) -> Assist:
     """Read the lineage's labels (unless the caller just read them: ``labels``) and the view's choices (the judge
-    shown, the latest when the view names none or one that did not label here; the sample plan)."""
+    shown: ``follow``, the judge this tab started, once it has labelled here; else the view's; the latest when the
+    view names none or one that did not label here; the sample plan)."""
     base = workspace.family(ds.id)[0]
     pooled = base_pool(base, selection, depth)
     if labels is None:
@@ -83,7 +86,7 @@ def assist(
     sources = assisted.judge_sources(labels)
     source = ""
     if sources:
-        source = view.shown_judge if view.shown_judge in sources else sources[0]
+        source = next((s for s in (follow, view.shown_judge) if s in sources), sources[0])
     plan = view.plan if view.plan in assisted.PLANS else DEFAULT_PLAN
     order = assisted.plan_order(base.dataset, base.dataset.query_ids.astype(str).tolist(), plan)
     human = assisted.human_labels(labels)
@@ -178,7 +181,7 @@ def start_job(
     label = f"{name} judge" + (f" ({model})" if model else "")
     job = JudgeJob(judge, pairs, max_grade(base), save, label, dataset_id=ds.id).start()
     st.session_state[JOB_KEY] = job
-    st.session_state[FOLLOW_KEY] = source  # its labels are the ones shown as they come
+    st.session_state[FOLLOW_KEY] = (ds.id, source)  # its labels are the ones shown as they come
     _running()[ds.id] = job
     return job
 

@@ -67,13 +67,14 @@ if page.alignments and page.dataset is not None:
     state.seed("judge.order", view.queue, force=page.fresh)
     state.seed("judge.plan", view.plan, force=page.fresh)
     shown = st.session_state.get("judge.shown_judge") if not page.fresh else None
-    follow = st.session_state.get(assisted.FOLLOW_KEY)  # the judge this tab started, once it has labelled
+    started = st.session_state.get(assisted.FOLLOW_KEY)  # the judge this tab started here, once it has labelled
+    follow = started[1] if started and started[0] == ds.id else None
     view = view.with_(
         queue=st.session_state["judge.order"],
         plan=st.session_state["judge.plan"],
-        shown_judge=follow or shown or view.shown_judge,
+        shown_judge=shown or view.shown_judge,
     )
-    helper = assisted.assist(workspace, ds, selection, depth, view)
+    helper = assisted.assist(workspace, ds, selection, depth, view, follow=follow)
     if follow and helper.source == follow:
         del st.session_state[assisted.FOLLOW_KEY]
     todo = assisted.queue_order(todo, helper)

@@ -213,14 +213,15 @@ def cmd_judge_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if not args.human:
             raise RagMetricsError("--judge learned needs --human labels.tsv (people's labels to learn from)")
         human = human_labels(args.human)
-        off = human[(human["label"] < 0) | (human["label"] > top)]
+        off = human[human["label"] > top]
         if len(off):
             first = off.iloc[0]
             raise RagMetricsError(
-                f"{args.human}: {len(off)} label(s) off the scale 0..{top}, e.g. query {first['query_id']} document "
+                f"{args.human}: {len(off)} label(s) above the scale 0..{top}, e.g. query {first['query_id']} document "
                 f"{first['doc_id']} labelled {first['label']} (the dataset's grades go up to {max_grade(dataset)}; "
                 "--max-grade sets another top)"
             )
+        human["label"] = human["label"].clip(lower=0)  # TREC's negative grades (junk) are not relevant, as 0
         unpooled = human.merge(pool[["query_id", "doc_id"]], how="left", indicator=True)
         unpooled = unpooled[unpooled["_merge"] == "left_only"][["query_id", "doc_id"]].assign(rank=0)
         training = training_pairs(pairs, human, pairs_from_pool(dataset, unpooled))

@@ -79,7 +79,9 @@ def cmd_judge_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     known = set(dataset.queries_table.column("query_id").to_pylist())
     unknown = sorted({q for q in labels.qrels_table.column("query_id").to_pylist() if q not in known})
     labelled = set(labels.qrels_table.column("query_id").to_pylist())
-    if labelled and len(unknown) == len(labelled):
+    # with --queries, a query without judgments yet is none of the dataset's queries here: labels of new ones only
+    # are merged with the warning below
+    if labelled and len(unknown) == len(labelled) and not getattr(args, "queries", None):
         raise RagMetricsError(
             f"{args.labels}: none of its {len(labelled)} labelled queries {names_of(unknown, 3)} is a query of the "
             f"dataset {names_of(known, 3)}: the labels were likely made for another dataset"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ragmetrics.foundation.errors import ParseError
@@ -168,6 +168,25 @@ KINDS = ("run", "dataset")
 KNOWN_EXTENSIONS = frozenset(ext for f in FORMATS for ext in f.extensions)
 
 
+def _telling_all(fmt: Format, candidates: list[Format], source: Source) -> Format:
+    """``fmt`` whose reader, when it refuses ``source``'s first line, names every candidate's layout (a ``.tsv`` of
+    people's labels with an unknown header is told both TREC's and the TSV table's); any other error as it is."""
+    first = _first_line(source)
+    if first is None:
+        return fmt
+
+    def read(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fmt.reader(*args, **kwargs)
+        except ParseError as error:
+            if error.line != first[0]:
+                raise
+            expected = " or ".join(f.description for f in candidates)
+            raise ParseError(source.name, first[0], expected, shorten(first[1], 120)) from None
+
+    return replace(fmt, reader=read)
+
+
 def _first_line(source: Source) -> tuple[int, str] | None:
     """The first line of ``source`` that holds something but a comment, with its 1-based number; None when none
     does (an empty file: its reader says so)."""
@@ -211,11 +230,8 @@ def detect(source: Source, kind: str, format: str | None = None) -> Format:
     for fmt in by_extension or candidates:
         if fmt.sniff(source):
             return fmt
-    first = _first_line(source) if len(by_extension) > 1 and not source.is_dir else None
-    if first is not None:  # one of several formats its name allows, and its first line fits none of them
-        line, text = first
-        expected = " or ".join(f.description for f in by_extension)
-        raise ParseError(source.name, line, expected, shorten(text, 120))
+    if len(by_extension) > 1:  # the first reads it; if it refuses the first line, every candidate's layout is told
+        return _telling_all(by_extension[0], by_extension, source)
     if by_extension:
         return by_extension[0]  # its reader says what is wrong, with a line number
     found = f"extension {source.extension!r}" if source.extension else "content that matches none of them"

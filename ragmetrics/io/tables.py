@@ -122,7 +122,7 @@ def read_delimited(source: Source, delimiter: str) -> tuple[pd.DataFrame, Callab
     def body() -> bytes:  # a copy, made only to report an error
         return data[body_start:]
 
-    if not data[body_start:].strip():
+    if body_start >= len(data):  # nothing below the header (blank lines below it read as no rows, as before)
         raise ParseError(source.name, None, "rows below the header line", "the header only")
     try:
         table = pacsv.read_csv(

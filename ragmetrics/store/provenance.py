@@ -51,8 +51,8 @@ def add_judge_labels(
 ) -> tuple[int, int]:
     """Keep a judge's ``labels`` (query id, document id, grade), pending on ``dataset`` like a person's until
     :meth:`Store.commit_labels` makes a version of them, each with ``provenance``; in one transaction. A pair
-    that the original qrels of ``dataset``'s lineage judge is skipped. A pair a person labelled on its lineage is
-    kept, pending or saved into a version (which then judges it): the judge's
+    that ``dataset``'s qrels judge is skipped, but for one a person labelled on its lineage, pending or saved into
+    a version (which then judges it), which is kept: the judge's
     grade there is what agreement and the corrected means compare with the person's (a judge that skipped them
     would leave its errors on the human sample unmeasured), and it never overrides the person's, which wins in
     every version, conflict check and queue (:func:`ragmetrics.store.database.people_last`). Returns
@@ -62,8 +62,11 @@ def add_judge_labels(
             "this store's labels table has no source column (its database user may not alter it): a judge's labels "
             "would read as a person's; open the store once as its owner to add the column"
         )
-    judged = store.get_dataset(store.lineage(dataset)[-1]).qrels  # the original's: a version's own came from labels
+    judged = store.get_dataset(dataset).qrels
     taken = set(zip(judged["query_id"].astype(str), judged["doc_id"].astype(str), strict=True))
+    given = lineage_labels(store, dataset)
+    people = given[given["source"] == HUMAN]
+    taken -= set(zip(people["query_id"].astype(str), people["doc_id"].astype(str), strict=True))
     t = labels_table
     now = time.time()
     who = checked_text(author or provenance.source, "an author", MAX_NAME_BYTES)

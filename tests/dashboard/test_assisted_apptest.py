@@ -395,6 +395,6 @@ def test_a_judge_on_a_saved_version_grades_the_pairs_people_saved_into_it(seeded
     _run_the_form(at)
     done = " ".join(str(s.value) for s in at.success).replace("\\", "")
     assert "24 label(s) stored" in done and "left to the person" not in done, done
-    assert dict((m.label, m.value) for m in at.metric)["Pairs both labelled"] == "6"
+    assert {m.label: m.value for m in at.metric}["Pairs both labelled"] == "6"
     judged = core.judge_labels(ws.lineage_labels(version.id), core.judge_sources(ws.lineage_labels(version.id))[0])
     assert set(labelled) <= set(zip(judged["query_id"], judged["doc_id"]))
