@@ -398,3 +398,23 @@ def test_a_judge_on_a_saved_version_grades_the_pairs_people_saved_into_it(seeded
     assert {m.label: m.value for m in at.metric}["Pairs both labelled"] == "6"
     judged = core.judge_labels(ws.lineage_labels(version.id), core.judge_sources(ws.lineage_labels(version.id))[0])
     assert set(labelled) <= set(zip(judged["query_id"], judged["doc_id"]))
+
+
+def test_the_judge_started_on_one_dataset_does_not_steer_another_s_page(seeded, tmp_path) -> None:
+    """The judge a tab started is followed on its own dataset's page only: elsewhere a person's pick stands."""
+    from types import SimpleNamespace
+
+    from dashboard.ui.assisted import FOLLOW_KEY
+
+    ws = Workspace(_store(tmp_path))
+    pairs = [(q, d, 1) for q, d in TRUTH]
+    older, newer = "judge:rule@1#aaaaaaaaaaaaaaaa", "judge:rule@1#bbbbbbbbbbbbbbbb"
+    for source in (older, newer):
+        ws.add_judge_labels(seeded["dataset"], pairs, SimpleNamespace(source=source))
+    ws.store.engine.dispose()
+    at = open_page("judge", _params(seeded), {FOLLOW_KEY: ("another-dataset", "judge:endpoint@1#cccccccccccccccc")})
+    no_problems(at)
+    other = older if at.selectbox(key="judge.shown_judge").value == newer else newer
+    at.selectbox(key="judge.shown_judge").set_value(other).run()
+    assert at.selectbox(key="judge.shown_judge").value == other
+    assert at.session_state[FOLLOW_KEY] == ("another-dataset", "judge:endpoint@1#cccccccccccccccc")
