@@ -29,6 +29,7 @@ from ragmetrics.analysis.label_agreement import LabelAgreement, label_agreement
 from ragmetrics.engine.conventions import Conventions
 from ragmetrics.engine.metrics import MetricSpec
 from ragmetrics.foundation.model import Dataset, Run
+from ragmetrics.foundation.provenance import HUMAN, parse_source
 
 __all__ = [
     "HUMAN",
@@ -49,8 +50,6 @@ __all__ = [
     "to_judge",
 ]
 
-HUMAN = ""
-"""The ``source`` of a person's label."""
 SEED = 0
 """The plan's seed: the same dataset and runs give every judge (tab, server) the same plan."""
 PLANS = SAMPLE_PLANS
@@ -79,15 +78,14 @@ def judge_sources(labels: pd.DataFrame) -> list[str]:
 
 def judge_name(source: str) -> str:
     """``judge:endpoint@1#0123456789abcdef`` -> ``endpoint`` (its registry name)."""
-    return source.removeprefix("judge:").partition("@")[0]
+    parsed = parse_source(source)
+    return parsed[0] if parsed else ""
 
 
 def judge_title(source: str) -> str:
     """``judge:endpoint@1#0123456789abcdef`` -> ``endpoint v1 · 01234567`` (its configuration's hash, cut)."""
-    body = source.removeprefix("judge:")
-    name, _, rest = body.partition("@")
-    version, _, digest = rest.partition("#")
-    return f"{name} v{version} · {digest[:8]}" if version else body
+    parsed = parse_source(source)
+    return f"{parsed[0]} v{parsed[1]} · {parsed[2][:8]}" if parsed else ""
 
 
 def to_judge(pool: pd.DataFrame, labels: pd.DataFrame, source: str) -> pd.DataFrame:

@@ -186,12 +186,13 @@ def _check_pool_meets(pool: pd.DataFrame, path: str, dataset: Dataset) -> None:
             f"{path}: none of the pool's {len(queries)} queries {names_of(queries, 3)} is a query of the dataset "
             f"{names_of(known, 3)}: the pool was likely made for another dataset"
         )
-    texts = dataset.document_texts()
+    corpus = dataset.documents
     has_text = "text" in pool.columns and bool((pool["text"] != "").any())
-    if texts is not None and not has_text and not set(pool["doc_id"]) & set(texts.index.astype(str)):
+    ids = set() if corpus is None or "text" not in corpus.columns else set(corpus["doc_id"].astype(str))
+    if ids and not has_text and not set(pool["doc_id"]) & ids:
         raise RagMetricsError(
             f"{path}: none of the pool's {pool['doc_id'].nunique()} documents {names_of(set(pool['doc_id']), 3)} is "
-            f"in the corpus {names_of(texts.index.astype(str), 3)}: the pool was likely made over another corpus"
+            f"in the corpus {names_of(ids, 3)}: the pool was likely made over another corpus"
         )
 
 

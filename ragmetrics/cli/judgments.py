@@ -77,8 +77,8 @@ def cmd_judge_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     _check_label_column(args.labels)
     labels = load_dataset(args.labels)
     known = set(dataset.queries_table.column("query_id").to_pylist())
-    unknown = sorted({q for q in labels.qrels_table.column("query_id").to_pylist() if q not in known})
     labelled = set(labels.qrels_table.column("query_id").to_pylist())
+    unknown = sorted(labelled - known)
     # with --queries, a query without judgments yet is none of the dataset's queries here: labels of new ones only
     # are merged with the warning below
     if labelled and len(unknown) == len(labelled) and not getattr(args, "queries", None):

@@ -34,3 +34,22 @@ class Provenance:
     def source(self) -> str:
         """The text the store keeps: ``judge:NAME@VERSION#HASH``."""
         return f"judge:{self.judge}@{self.version}#{self.config_hash}"
+
+
+HUMAN = ""
+"""The ``source`` of a person's label."""
+_SOURCE = re.compile(
+    r"^judge:(?P<judge>[A-Za-z0-9_.:+-]{1,64})@(?P<version>[A-Za-z0-9_.:+-]{1,64})#(?P<hash>[0-9a-f]{16})$"
+)
+
+
+def parse_source(source: str) -> tuple[str, str, str] | None:
+    """``(judge, version, config_hash)`` of a stored source (:attr:`Provenance.source`), None for a person's label."""
+    if source == HUMAN:
+        return None
+    found = _SOURCE.match(source)
+    if found is None:
+        raise RagMetricsError(
+            f"a label's source {source[:80]!r} is neither empty (a person) nor judge:NAME@VERSION#HASH"
+        )
+    return found["judge"], found["version"], found["hash"]

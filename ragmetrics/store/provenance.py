@@ -11,7 +11,6 @@ column (a judge's label never reads as a person's), and never over a pair that a
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 
@@ -19,26 +18,10 @@ import pandas as pd
 import sqlalchemy as sa
 
 from ragmetrics.foundation.errors import RagMetricsError
-from ragmetrics.foundation.provenance import Provenance
+from ragmetrics.foundation.provenance import HUMAN, Provenance, parse_source
 from ragmetrics.store.database import MAX_NAME_BYTES, Store, check_id, checked_text, labels_table, people_last
 
-HUMAN = ""
-"""The ``source`` of a person's label."""
-_SOURCE = re.compile(
-    r"^judge:(?P<judge>[A-Za-z0-9_.:+-]{1,64})@(?P<version>[A-Za-z0-9_.:+-]{1,64})#(?P<hash>[0-9a-f]{16})$"
-)
-
-
-def parse_source(source: str) -> tuple[str, str, str] | None:
-    """``(judge, version, config_hash)`` of a stored source, None for a person's label."""
-    if source == HUMAN:
-        return None
-    found = _SOURCE.match(source)
-    if found is None:
-        raise RagMetricsError(
-            f"a label's source {source[:80]!r} is neither empty (a person) nor judge:NAME@VERSION#HASH"
-        )
-    return found["judge"], found["version"], found["hash"]
+__all__ = ["HUMAN", "add_judge_labels", "lineage_labels", "parse_source", "sources_by_version", "version_sources"]
 
 
 def add_judge_labels(
@@ -64,8 +47,7 @@ def add_judge_labels(
         )
     judged = store.get_dataset(dataset).qrels
     taken = set(zip(judged["query_id"].astype(str), judged["doc_id"].astype(str), strict=True))
-    given = lineage_labels(store, dataset)
-    people = given[given["source"] == HUMAN]
+    people = lineage_labels(store, dataset, people_only=True)
     taken -= set(zip(people["query_id"].astype(str), people["doc_id"].astype(str), strict=True))
     t = labels_table
     now = time.time()
@@ -127,16 +109,20 @@ def sources_by_version(store: Store, versions: Sequence[str]) -> pd.DataFrame:
     )
 
 
-def lineage_labels(store: Store, dataset: str) -> pd.DataFrame:
+def lineage_labels(store: Store, dataset: str, *, people_only: bool = False) -> pd.DataFrame:
     """Every judgment given on ``dataset``'s lineage (:meth:`Store.family`), pending or saved, oldest first:
     ``query_id, doc_id, label, source, author, created_at, version`` (None while pending). ``source`` is empty for
     a person's label, ``judge:NAME@VERSION#HASH`` for a judge's: who gave what, for agreement and corrected
-    means."""
+    means. ``people_only``: people's labels alone (read without the judges' in the query)."""
     t = labels_table
-    source = t.c.source if store._has(t, "source") else sa.literal(HUMAN).label("source")
+    has_source = store._has(t, "source")
+    source = t.c.source if has_source else sa.literal(HUMAN).label("source")
+    wanted = t.c.dataset_id.in_(store.family(check_id(dataset, "dataset"))) & (t.c.kind == "judgment")
+    if people_only and has_source:
+        wanted &= t.c.source == HUMAN
     query = (
         sa.select(t.c.query_id, t.c.doc_id, t.c.label, source, t.c.author, t.c.created_at, t.c.version)
-        .where(t.c.dataset_id.in_(store.family(check_id(dataset, "dataset"))) & (t.c.kind == "judgment"))
+        .where(wanted)
         .order_by(t.c.id)
     )
     columns = ["query_id", "doc_id", "label", "source", "author", "created_at", "version"]

@@ -73,7 +73,6 @@ class CheckReport:
     changed: list[tuple[str, str]] = field(default_factory=list)
     categories: dict[str, int] = field(default_factory=dict)
     difficulties: dict[str, int] = field(default_factory=dict)
-    shortfalls: dict[str, tuple[int, int]] = field(default_factory=dict)
     targets: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Every target given, met or short: name -> (have, target)."""
     stage: str | None = None
@@ -95,6 +94,11 @@ class CheckReport:
             + (self.size_problem is not None)
             + sum(not row["separated"] for row in self.power)
         )
+
+    @property
+    def shortfalls(self) -> dict[str, tuple[int, int]]:
+        """The targets not met: name -> (have, target)."""
+        return {name: (have, want) for name, (have, want) in self.targets.items() if have < want}
 
     @property
     def size_line(self) -> str | None:
@@ -266,8 +270,6 @@ def check(
         # a target names a category, or a difficulty (easy, medium, hard)
         have = (report.difficulties if name in DIFFICULTIES else report.categories).get(name, 0)
         report.targets[name] = (have, want)
-        if have < want:
-            report.shortfalls[name] = (have, want)
     if stage is not None:
         report.stage = stage
         low, high = STAGES[stage]
