@@ -379,3 +379,12 @@ def test_the_scale_is_part_of_a_label_s_provenance():
     assert (one.label, two.label) == (1, 2)
     assert one.provenance.config_hash != two.provenance.config_hash
     assert two.provenance.config_hash == provenance_of(RuleJudge(), 2).config_hash
+
+
+def test_learned_judge_with_more_folds_than_labelled_queries_says_it_leaves_one_out():
+    """More folds than labelled queries is leave-one-query-out (the extra folds are empty): said, and the judge's
+    configuration (its provenance hash) records the folds it used, so the same labels give the same judge."""
+    training = [(Pair(f"q{i % 3}", "what?", f"d{i}", "text"), i % 2) for i in range(12)]
+    with pytest.warns(RagMetricsWarning, match=r"cover 3 queries, fewer than the 10 folds asked.*\(3 folds\)"):
+        many = LearnedJudge(training, folds=10)
+    assert many.folds == 3 and many.config() == LearnedJudge(training, folds=3).config()

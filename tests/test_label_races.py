@@ -18,7 +18,9 @@ import sqlalchemy as sa
 
 import ragmetrics as rm
 from dashboard.data.workspace import Workspace
+from ragmetrics.foundation.provenance import Provenance
 from ragmetrics.store.database import LabelConflict, Store, claims_table, labels_table
+from ragmetrics.store.provenance import add_judge_labels
 
 QUERIES = [f"q{i}" for i in range(20)]
 
@@ -96,6 +98,67 @@ def test_two_saves_at_once_share_out_the_labels_without_losing_one(store_url: st
 @pytest.mark.soak
 def test_half_a_minute_of_labelling_and_saving_loses_no_label(store_url: str) -> None:
     _race(store_url, 32.0)
+
+
+def _judge_batches(url: str, dataset: str, seconds: float, given: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    """A judge labelling the pool a batch at a time, always on the dataset it was started on (as a judge job does
+    whatever another server saves meanwhile)."""
+    store = Store(url)
+    provenance = Provenance("rule", "1", "0123456789abcdef", time.time())
+    deadline, n = time.monotonic() + seconds, 0
+    while time.monotonic() < deadline:
+        added, _ = add_judge_labels(store, dataset, [(q, f"j{n}-{q}", n % 2) for q in QUERIES[:5]], provenance)
+        n += added
+        time.sleep(0.03)
+    store.engine.dispose()
+    given.put(n)
+
+
+def _version_saver(url: str, dataset: str, seconds: float, saved: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    """Another server's person: labels a pair on the newest version and saves it, with the judges' labels or
+    without them in turn."""
+    store = Store(url)
+    deadline, n = time.monotonic() + seconds, 0
+    while time.monotonic() < deadline:
+        newest = store.newest_version(dataset)
+        store.add_label(newest, QUERIES[n % len(QUERIES)], f"p{n}", 1, author="saver")
+        n += store.commit_labels(newest, author="saver", judges=n % 2 == 0) is not None
+        time.sleep(0.2)
+    store.engine.dispose()
+    saved.put(n)
+
+
+def test_a_judges_labels_given_while_another_server_saves_versions_follow_the_newest(store_url: str) -> None:
+    """A judge started on a dataset labels on while another server saves versions of it: every label it gives is
+    in a version or pending on the lineage's newest version (where the next save takes it), never stranded on a
+    dataset a version was made from."""
+    store = Store(store_url)
+    parent = store.put_dataset(rm.Dataset.from_dict({q: {"d0": 1} for q in QUERIES}, name="judged"))
+    ctx = multiprocessing.get_context("spawn")
+    given, saved = ctx.Queue(), ctx.Queue()
+    workers = [ctx.Process(target=_judge_batches, args=(store_url, parent, 5.0, given)),
+               ctx.Process(target=_version_saver, args=(store_url, parent, 5.0, saved))]  # fmt: skip
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(180)
+        assert worker.exitcode == 0, f"{worker.name} exited with {worker.exitcode}"
+    n_given, n_saved = given.get(timeout=5), saved.get(timeout=5)
+    t = labels_table
+    with store.engine.connect() as conn:
+        rows = pd.DataFrame(
+            conn.execute(sa.select(t.c.dataset_id, t.c.doc_id, t.c.version).where(t.c.source != "")).mappings().all(),
+            columns=["dataset_id", "doc_id", "version"],
+        )
+    assert len(rows) == n_given > 50 and n_saved >= 5  # the race did run: batches given between saves
+    newest = store.newest_version(parent)
+    pending = rows[rows["version"].isna()]
+    stranded = pending[pending["dataset_id"] != newest]
+    assert stranded.empty, f"{len(stranded)} judge label(s) pending on a dataset a version was made from"
+    store.commit_labels(newest, author="last")  # the last save takes every judge's label not yet in a version
+    final = store.get_dataset(store.newest_version(parent)).qrels
+    assert set(rows["doc_id"]) <= set(final["doc_id"])
+    store.engine.dispose()
 
 
 def test_a_label_given_since_the_judge_looked_is_refused_and_named(store_url: str) -> None:

@@ -318,6 +318,16 @@ def test_eval_and_compare_print_corrected_estimates(tmp_path):
         f"ragmetrics: error: {judge_tsv}: --human-qrels holds a judge's labels (endpoint 2 abc123), not people's; "
         "give them as --judge-qrels"
     )
+    # people's grades above the scale of the dataset's and the judge's labels are refused, by file and pair
+    loud = tmp_path / "loud.qrels"
+    first = loop.human.iloc[0]
+    loud.write_text(f"{first['query_id']} 0 {first['doc_id']} 5\n", encoding="utf-8")
+    err = io.StringIO()
+    assert main([*argv, "--human-qrels", str(loud)], io.StringIO(), err) == 2
+    assert err.getvalue().strip() == (
+        f"ragmetrics: error: {loud}: 1 label(s) above the scale 0..1 of the dataset's and the judge's labels, e.g. "
+        f"query {first['query_id']} document {first['doc_id']} labelled 5"
+    )
     few = tmp_path / "few.tsv"
     write_trec_qrels(rm.Dataset.from_frames(loop.human[loop.human["query_id"].isin(loop.human["query_id"][:3])]), few)
     err = io.StringIO()

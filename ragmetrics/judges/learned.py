@@ -186,8 +186,15 @@ class LearnedJudge:
                 "the learned judge learns how far to trust them from pairs both graded (let that judge grade the "
                 "pool that holds people's pairs)"
             )
+        if folds > queries:
+            warnings.warn(
+                f"people's labels cover {queries} queries, fewer than the {folds} folds asked: cross-fitting leaves "
+                f"one query out at a time ({queries} folds)",
+                RagMetricsWarning,
+                stacklevel=2,
+            )
         self.training = list(training)
-        self.folds = folds
+        self.folds = min(folds, queries)
         self.c = c
         self.base = None if base is None else dict(base)
 

@@ -893,7 +893,7 @@ class Store:
         check_id(dataset, "dataset")
         taken: list[int] = []  # the labels the last attempt read, when another writer changed them
         for _ in range(COMMIT_ATTEMPTS):
-            rows = everything = self._pending_rows(dataset)
+            rows = self._pending_rows(dataset)
             a_judges = ~rows["persons"]
             if judges:  # a judge's label never goes in over a person's saved on the lineage (a pending one wins below)
                 pending_people = set(zip(rows.loc[~a_judges, "query_id"], rows.loc[~a_judges, "doc_id"], strict=True))
@@ -923,17 +923,11 @@ class Store:
             said = {c: str(listed[c].get(dataset) or "") for c in ("description", "targets")}
             row = _dataset_row(child, ident, f"labels on {dataset}", said["description"], said["targets"])
             taken = [int(i) for i in rows["id"]]  # the labels and the accepted suggestions they came from
-            left = sorted({int(i) for i in everything["id"]} - set(taken))  # the judges' left out
             now = time.time()
             try:
                 with self.engine.begin() as conn:
                     self._stamp(conn, taken, ident)
-                    for chunk in _per_statement(left):  # pending on the version now: it can take them later
-                        conn.execute(
-                            sa.update(labels_table)
-                            .where(labels_table.c.id.in_(chunk) & labels_table.c.version.is_(None))
-                            .values(dataset_id=ident)
-                        )
+                    self._move_judges_pending(conn, dataset, ident)  # those left out, and any given since the read
                     self._put(datasets_table, row, conn)
                     conn.execute(
                         self._insert(versions_table)
@@ -972,6 +966,39 @@ class Store:
         with self.engine.connect() as conn:
             frame = pd.DataFrame(conn.execute(query).mappings().all(), columns=columns)
         return frame.astype({"persons": bool})
+
+    def _move_judges_pending(self, conn: Any, dataset: str, version: str) -> int:
+        """Move the judges' labels pending on ``dataset`` to ``version``, pending there; returns how many moved."""
+        t = labels_table
+        done = conn.execute(
+            sa.update(t)
+            .where((t.c.dataset_id == dataset) & t.c.version.is_(None) & sa.not_(self._a_persons_row(t)))
+            .values(dataset_id=version)
+        )
+        return int(done.rowcount or 0)
+
+    def newest_version(self, dataset: str) -> str:
+        """Where a judge's labels on ``dataset`` are pending now: ``dataset`` until a version is made from it, then
+        the newest version made from it, followed down the same way (:meth:`commit_labels` moves the judges' labels
+        it leaves pending on its dataset to the version it makes)."""
+        current, seen = check_id(dataset, "dataset"), set()
+        while current not in seen:
+            seen.add(current)
+            children = self.versions(current)["id"]
+            if children.empty:
+                break
+            current = str(children.iloc[-1])
+        return current
+
+    def settle_judges_pending(self, dataset: str) -> int:
+        """Move the judges' labels pending on ``dataset`` to :meth:`newest_version` when a version was made from it
+        since they were given (a save on another server while a judge labels here: the save moved the judges'
+        labels pending when it ran, not those given after). Returns how many moved."""
+        newest = self.newest_version(dataset)
+        if newest == dataset:
+            return 0
+        with self.engine.begin() as conn:
+            return self._move_judges_pending(conn, dataset, newest)
 
     def _stamp(self, conn: Any, ids: Sequence[int], version: str) -> None:
         """Stamp the pending labels ``ids`` with ``version``; :class:`_LabelsChanged` (the transaction rolls back)

@@ -33,8 +33,10 @@ def add_judge_labels(
     author: str | None = None,
 ) -> tuple[int, int]:
     """Keep a judge's ``labels`` (query id, document id, grade), pending on ``dataset`` like a person's until
-    :meth:`Store.commit_labels` makes a version of them, each with ``provenance``; in one transaction. A pair
-    that ``dataset``'s qrels judge is skipped, but for one a person labelled on its lineage, pending or saved into
+    :meth:`Store.commit_labels` makes a version of them, each with ``provenance``; in one transaction. Once a
+    version was made from ``dataset`` (a save on another server while this judge labels), they are pending on
+    the newest version instead (:meth:`Store.newest_version`), where that save moved the judge's earlier labels:
+    the next save takes them all. A pair that this version's qrels judge is skipped, but for one a person labelled on its lineage, pending or saved into
     a version (which then judges it), which is kept: the judge's
     grade there is what agreement and the corrected means compare with the person's (a judge that skipped them
     would leave its errors on the human sample unmeasured), and it never overrides the person's, which wins in
@@ -45,9 +47,10 @@ def add_judge_labels(
             "this store's labels table has no source column (its database user may not alter it): a judge's labels "
             "would read as a person's; open the store once as its owner to add the column"
         )
-    judged = store.get_dataset(dataset).qrels
+    target = store.newest_version(dataset)
+    judged = store.get_dataset(target).qrels
     taken = set(zip(judged["query_id"].astype(str), judged["doc_id"].astype(str), strict=True))
-    people = lineage_labels(store, dataset, people_only=True)
+    people = lineage_labels(store, target, people_only=True)
     taken -= set(zip(people["query_id"].astype(str), people["doc_id"].astype(str), strict=True))
     t = labels_table
     now = time.time()
@@ -62,11 +65,12 @@ def add_judge_labels(
                 continue
             if isinstance(label, bool) or int(label) != label:
                 raise RagMetricsError(f"a label must be an integer grade; got {label!r}")
-            rows.append({"dataset_id": dataset, "query_id": pair[0], "doc_id": pair[1], "label": int(label),
+            rows.append({"dataset_id": target, "query_id": pair[0], "doc_id": pair[1], "label": int(label),
                          "author": who, "created_at": now, "kind": "judgment", "version": None,
                          "source": provenance.source})  # fmt: skip
         for start in range(0, len(rows), 500):
             conn.execute(sa.insert(t), rows[start : start + 500])
+    store.settle_judges_pending(target)  # a version made from it between the look above and the insert
     return len(rows), skipped
 
 
