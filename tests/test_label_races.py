@@ -62,28 +62,39 @@ def _race(url: str, seconds: float, savers: int = 1) -> None:
     n_given, n_saved = given.get(timeout=5), sum(saved.get(timeout=5) for _ in range(savers))
 
     t = labels_table
+    family = store.family(parent)  # the saves make a line of versions, each from the one before
     with store.engine.connect() as conn:
         rows = pd.DataFrame(
-            conn.execute(sa.select(t.c.query_id, t.c.doc_id, t.c.label, t.c.version).where(t.c.dataset_id == parent))
+            conn.execute(
+                sa.select(t.c.dataset_id, t.c.query_id, t.c.doc_id, t.c.label, t.c.version).where(
+                    t.c.dataset_id.in_(family)
+                )
+            )
             .mappings()
             .all(),
-            columns=["query_id", "doc_id", "label", "version"],
+            columns=["dataset_id", "query_id", "doc_id", "label", "version"],
         )
     assert len(rows) == n_given and n_given > 20 * seconds and n_saved >= seconds / 2  # the race did run
-    versions = store.versions(parent).set_index("id")
+    versions = store.versions(family).set_index("id")
+    assert len(versions) == n_saved and versions["parent"].is_unique  # a line: no version made from the same one twice
     lost, counts = [], []
-    for version, stamped in rows.dropna(subset=["version"]).groupby("version"):
+    saved = rows.dropna(subset=["version"])
+    triples = {v: set(zip(g["query_id"], g["doc_id"], g["label"].astype(int))) for v, g in saved.groupby("version")}
+    for version, wanted in triples.items():
         qrels = store.get_dataset(str(version)).qrels
         added = qrels[qrels["doc_id"] != "d0"]
         kept = set(zip(added["query_id"], added["doc_id"], added["relevance"].astype(int)))
-        wanted = set(zip(stamped["query_id"], stamped["doc_id"], stamped["label"].astype(int)))
         lost += sorted(wanted - kept)
-        assert kept <= wanted, f"version {version} holds labels not stamped with it: {sorted(kept - wanted)[:5]}"
+        line = set().union(*(triples.get(v, set()) for v in store.lineage(str(version))))
+        assert kept <= line, (
+            f"version {version} holds labels stamped with no version of its line: {sorted(kept - line)[:5]}"
+        )
         counts.append((version, int(versions.loc[version, "n_labels"]), len(wanted)))
     assert not lost, f"{len(lost)} of {len(rows)} labels stamped with a version they are not in, e.g. {lost[:5]}"
     assert [(v, n) for v, n, _ in counts] == [(v, n) for v, _, n in counts]  # each version counts its own labels
     pending = store.pending_labels(parent)
-    assert len(pending) == rows["version"].isna().sum()  # the rest is still pending, none hidden
+    waiting = rows[rows["version"].isna()]
+    assert len(pending) == len(waiting) and set(waiting["dataset_id"]) <= {store.pending_place(parent)}  # none hidden
     store.engine.dispose()
 
 
@@ -120,7 +131,7 @@ def _version_saver(url: str, dataset: str, seconds: float, saved: multiprocessin
     store = Store(url)
     deadline, n = time.monotonic() + seconds, 0
     while time.monotonic() < deadline:
-        newest = store.newest_version(dataset)
+        newest = store.pending_place(dataset)
         store.add_label(newest, QUERIES[n % len(QUERIES)], f"p{n}", 1, author="saver")
         n += store.commit_labels(newest, author="saver", judges=n % 2 == 0) is not None
         time.sleep(0.2)
@@ -151,12 +162,12 @@ def test_a_judges_labels_given_while_another_server_saves_versions_follow_the_ne
             columns=["dataset_id", "doc_id", "version"],
         )
     assert len(rows) == n_given > 50 and n_saved >= 5  # the race did run: batches given between saves
-    newest = store.newest_version(parent)
+    newest = store.pending_place(parent)
     pending = rows[rows["version"].isna()]
     stranded = pending[pending["dataset_id"] != newest]
     assert stranded.empty, f"{len(stranded)} judge label(s) pending on a dataset a version was made from"
     store.commit_labels(newest, author="last")  # the last save takes every judge's label not yet in a version
-    final = store.get_dataset(store.newest_version(parent)).qrels
+    final = store.get_dataset(store.pending_place(parent)).qrels
     assert set(rows["doc_id"]) <= set(final["doc_id"])
     store.engine.dispose()
 

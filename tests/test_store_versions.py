@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 import ragmetrics as rm
 from ragmetrics.analysis.judging import diff
-from ragmetrics.store.database import Store
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.store.database import Store, StoreKeyError
 
 
 def test_labels_survive_a_new_process_and_become_a_version_with_the_parents_runs(store_url):
@@ -79,3 +82,72 @@ def test_a_pending_label_is_withdrawn_with_its_suggestion_and_saving_keeps_the_s
     # saved with the version, the accepted suggestion no longer stands pending on the parent
     assert store.pending_labels(parent, kind="suggestion:answer").empty
     assert store.withdraw_label(parent, "q1", "u3") == 0  # a saved label is the version's, not withdrawn
+
+
+def test_a_lineage_grows_in_a_line_from_a_tab_still_on_the_parent(store_url):
+    """A tab, judge or server still on the parent once another saved a version of it: its label is pending on the
+    version (read there, saved from there), never stranded on a dataset nobody saves from, and its save makes the
+    next version of the line, not a sibling that lacks the first version's labels."""
+    ann, ben = Store(store_url), Store(store_url)  # two servers on one store
+    parent = ann.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}, "q2": {"d2": 1}}, name="faq"))
+    ann.add_label(parent, "q1", "x", 1, author="ann", expect=None)
+    first = ann.commit_labels(parent, author="ann", judges=False)
+    assert first is not None and ann.pending_place(parent) == first
+    ben.add_label(parent, "q2", "y", 2, author="ben", expect=None)  # ben's page still shows the parent
+    assert ann.pending_labels(first)[["doc_id", "author"]].values.tolist() == [["y", "ben"]]
+    assert ben.pending_labels(parent).equals(ann.pending_labels(first))  # one place, read from either
+    second = ben.commit_labels(parent, author="ben")
+    assert second is not None and ben.lineage(second) == [second, first, parent]
+    assert sorted(ben.get_dataset(second).qrels["doc_id"]) == ["d1", "d2", "x", "y"]
+    assert ann.versions(parent)["id"].tolist() == [first]  # no sibling of the first version
+    # withdrawn where it is pending, from the parent's page too
+    ben.add_label(parent, "q1", "z", 1, author="ben")
+    assert ben.withdraw_label(parent, "q1", "z") == 1 and ann.pending_labels(second).empty
+
+
+def test_labels_that_change_no_judgment_make_no_version_and_stay_pending(store_url):
+    store = Store(store_url)
+    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
+    store.add_label(parent, "q1", "d1", 1, author="ann")  # restates the parent's judgment
+    with pytest.raises(RagMetricsError, match=r"give every pair the grade dataset faq \(\w+\) already holds"):
+        store.commit_labels(parent, author="ann")
+    assert store.versions(parent).empty and len(store.pending_labels(parent)) == 1
+    assert store.lineage(parent) == [parent] and store.family(parent) == [parent]  # never a version of itself
+    # labels whose qrels another stored dataset has: no version made from the parent that is that dataset
+    other = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1, "d2": 0}}, name="other"))
+    store.add_label(parent, "q1", "d2", 0, author="ann")
+    with pytest.raises(RagMetricsError, match=rf"equal to those of dataset other \({other}\), already stored"):
+        store.commit_labels(parent, author="ann")
+    assert store.versions(parent).empty and store.lineage(other) == [other]
+    store.add_label(parent, "q1", "d3", 2, author="ann")  # with a label that changes a judgment: saved, all three
+    version = store.commit_labels(parent, author="ann")
+    assert version is not None and store.versions(parent)["n_labels"].tolist() == [3]
+
+
+def test_a_label_on_a_deleted_dataset_is_refused(store_url):
+    store = Store(store_url)
+    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
+    store.delete_dataset(parent)
+    with pytest.raises(StoreKeyError, match=rf"dataset {parent} is not in this store \(deleted meanwhile\?\)"):
+        store.add_label(parent, "q1", "u1", 1, author="ann")
+
+
+def test_a_deleted_version_leaves_its_lineage_and_its_pending_labels_to_its_parent_s_line(store_url):
+    store = Store(store_url)
+    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
+    store.add_label(parent, "q1", "u1", 1, author="ann")
+    first = store.commit_labels(parent, author="ann")
+    store.add_label(first, "q1", "u2", 2, author="ann")
+    second = store.commit_labels(first, author="ann")
+    store.add_label(second, "q1", "u3", 0, author="ben")  # pending on the newest
+    assert store.delete_dataset(second) == 0  # a version: nothing lost
+    assert store.pending_place(parent) == first and store.family(parent) == [parent, first]
+    assert store.pending_labels(parent)[["doc_id", "author"]].values.tolist() == [["u3", "ben"]]
+    store.add_label(parent, "q1", "u4", 1, author="ben")
+    third = store.commit_labels(parent, author="ben")
+    assert store.lineage(third) == [third, first, parent]
+    assert store.delete_dataset(first) == 0  # in the middle of the line: the one made from it is now its parent's
+    assert store.lineage(third) == [third, parent]
+    assert store.delete_dataset(parent) == 0 and store.lineage(third) == [third]  # the original: the rest stands
+    store.add_label(third, "q1", "u5", 1, author="ben")
+    assert store.delete_dataset(third) == 1  # an original's unsaved labels go with it

@@ -424,15 +424,17 @@ class Workspace:
                 others |= {r.id for r in self.runs(entry.id)}
         return mine & others
 
-    def delete_dataset(self, ident: str) -> int:
-        """Delete a dataset and those of its runs no other dataset uses; returns how many runs went with it."""
+    def delete_dataset(self, ident: str) -> tuple[int, int]:
+        """Delete a dataset and those of its runs no other dataset uses; returns how many runs and how many unsaved
+        labels went with it (:meth:`ragmetrics.store.database.Store.delete_dataset`: a version's move to its
+        parent's line)."""
         shared = self.shared_runs(ident)
         doomed = [r.id for r in self.runs(ident) if r.id not in shared]
-        self.store.delete_dataset(ident)
+        labels = self.store.delete_dataset(ident)
         for run in doomed:
             self.store.delete_run(run)
         self._forget(ident, doomed)
-        return len(doomed)
+        return len(doomed), labels
 
     def delete_run(self, ident: str) -> None:
         """Delete a run from the store (from every dataset that uses it)."""
@@ -510,6 +512,11 @@ class Workspace:
         """The labels given on the dataset and not saved in a version yet (the one per pair a version takes):
         ``query_id, doc_id, label, author, created_at, id``; ``judges=False``: people's only."""
         return self.store.pending_labels(dataset_ident, kind=kind, judges=judges)
+
+    def pending_place(self, dataset_ident: str) -> str:
+        """Where the labels given on the dataset are pending and saved from: the dataset, or the newest qrels
+        version made from it (:meth:`ragmetrics.store.database.Store.pending_place`)."""
+        return self.store.pending_place(dataset_ident)
 
     def withdraw_label(
         self, dataset_ident: str, query_id: str, doc_id: str, *, expect: int | object | None = ANY_LABEL

@@ -14,6 +14,7 @@ from dashboard.core.specs import MetricSpec, title
 from dashboard.core.text import highlight_html, md_escape
 from dashboard.data.workspace import DatasetEntry, Workspace
 from dashboard.ui import assisted, judging, layout, state
+from ragmetrics.foundation.errors import RagMetricsError
 
 
 def conflict_notice(workspace: Workspace, ds: DatasetEntry) -> None:
@@ -236,7 +237,11 @@ def pending_panel(
         if judging_now
         else "Makes a new dataset: these judgments plus the labels, with this dataset's runs; the page opens it.",
     ):
-        saved = judging.save_version(workspace, ds, judges=with_judges)
+        try:
+            saved = judging.save_version(workspace, ds, judges=with_judges)
+        except RagMetricsError as err:  # they change no judgment: no version to make
+            st.warning(md_escape(str(err)), icon=":material/info:")
+            saved = None
         if saved is not None:
             people, judges = workspace.version_sources(saved.id)  # others' saved meanwhile included
             state.flash(

@@ -43,6 +43,7 @@ __all__ = [
     "hold",
     "labelled",
     "last_given",
+    "newer_version",
     "pending",
     "place_for",
     "replace",
@@ -189,8 +190,21 @@ def unskip_all(dataset_id: str) -> None:
 
 def save_version(workspace: Workspace, dataset: DatasetEntry, *, judges: bool = False) -> DatasetEntry | None:
     """Save the labels pending on ``dataset`` as a new qrels version by the signed-in user (None: none pending):
-    people's only unless ``judges`` (then the judges' too, as judgments the version records as theirs)."""
+    people's only unless ``judges`` (then the judges' too, as judgments the version records as theirs).
+    :class:`RagMetricsError` when they would make no new version (they change no judgment)."""
     return workspace.commit_labels(dataset.id, author=author(), judges=judges)
+
+
+def newer_version(workspace: Workspace, dataset: DatasetEntry) -> DatasetEntry | None:
+    """The newest qrels version made from ``dataset`` (or from its versions) since the page read it: where the
+    labels given on it are pending now (:meth:`ragmetrics.store.database.Store.pending_place`); None when it is
+    the newest."""
+    place = workspace.pending_place(dataset.id)
+    if place == dataset.id:
+        return None
+    if workspace.dataset(place) is None:  # saved on another server since this one listed the datasets
+        workspace.refresh()
+    return workspace.dataset(place)
 
 
 def withdraw(workspace: Workspace, dataset_id: str, labels: list[tuple[str, str, int]]) -> tuple[int, int]:

@@ -51,6 +51,18 @@ if page.alignments and page.dataset is not None:
     view = view.with_(baseline=baseline, depth=depth)
     baseline_name = names.get(baseline or "", selection.names[0])
 
+    newer = judging.newer_version(workspace, ds)
+    if newer is not None:
+        st.info(
+            md_escape(
+                f"A newer qrels version of this dataset was saved since: “{newer.name}”. Labels given here are "
+                "pending on it, and saving makes the next version from it."
+            ),
+            icon=":material/new_releases:",
+        )
+        if st.button("Open the newer version", key="judge.newer", icon=":material/arrow_forward:"):
+            layout.rerun_with(view.with_(dataset=newer.id))
+
     with st.spinner("Pooling the unjudged documents and weighing each one…"):
         queue = cache.judge_queue(selection, depth, spec, baseline_name)
     pending = judging.pending(workspace, ds.id)

@@ -162,10 +162,16 @@ else:
             + (f" ({len(shared)} run(s) stay: other datasets use them)" if shared else "")
             + ". Links to it stop working until the same files are uploaded again."
         )
+        if dataset.version is not None:
+            detail += " Its labels not saved yet move to the qrels version it was made from."
+        elif workspace.pending_place(dataset.id) == dataset.id and len(unsaved := workspace.pending_labels(dataset.id)):
+            detail += f" Its {len(unsaved)} label(s) not saved in a version go with it."
 
         def _delete_dataset(ident: str = dataset.id, name: str = dataset.name) -> None:
-            n = workspace.delete_dataset(ident)
-            state.flash(f"Deleted dataset “{name}” and {n} run(s).")
+            n, labels = workspace.delete_dataset(ident)
+            state.flash(
+                f"Deleted dataset “{name}”, {n} run(s)" + (f" and {labels} unsaved label(s)." if labels else ".")
+            )
             layout.rerun_with(
                 view.with_(
                     dataset=None, runs=(), baseline=None, focus_run=None, query=None, category=None, difficulty=None

@@ -24,9 +24,9 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -421,6 +421,9 @@ def _per_statement(values: Sequence[Any]) -> Iterator[list[Any]]:
         yield list(values[start : start + _IDS_PER_STATEMENT])
 
 
+T = TypeVar("T")
+
+
 class _LabelsChanged(Exception):
     """A label a save read was withdrawn or saved by another save before it was stamped: read them again."""
 
@@ -595,12 +598,31 @@ class Store:
             if conn.execute(sa.update(table).where(table.c.id == ident).values(name=name)).rowcount == 0:
                 raise StoreKeyError(f"{table.name[:-1]} {ident} is not in this store")
 
-    def delete_dataset(self, ident: str) -> None:
-        """Delete a dataset and its links (runs stay: they may serve other datasets)."""
+    def delete_dataset(self, ident: str) -> int:
+        """Delete a dataset and its links (runs stay: they may serve other datasets). A qrels version leaves its
+        lineage: the versions made from it are then made from its parent (the original's become originals), and
+        the labels pending on it move to its parent's :meth:`pending_place`, so none is lost; an original's pending
+        labels go with it. Returns how many labels went."""
         check_id(ident, "dataset")
+        v, t = versions_table, labels_table
         with self.engine.begin() as conn:
+            parent = conn.execute(sa.select(v.c.parent).where(v.c.id == ident)).scalar()
+            conn.execute(sa.delete(v).where(v.c.id == ident))
+            if parent is None:
+                conn.execute(sa.delete(v).where(v.c.parent == ident))
+                went = conn.execute(sa.delete(t).where((t.c.dataset_id == ident) & t.c.version.is_(None))).rowcount
+            else:
+                conn.execute(sa.update(v).where(v.c.parent == ident).values(parent=parent))
+                went = 0
             conn.execute(sa.delete(links_table).where(links_table.c.dataset_id == ident))
             conn.execute(sa.delete(datasets_table).where(datasets_table.c.id == ident))
+        if parent is not None:
+            place = self.pending_place(str(parent))
+            with self.engine.begin() as conn:
+                conn.execute(
+                    sa.update(t).where((t.c.dataset_id == ident) & t.c.version.is_(None)).values(dataset_id=place)
+                )
+        return int(went or 0)
 
     def unlink_run(self, dataset: str, run: str) -> None:
         """Take ``run`` out of ``dataset``'s list; the run stays for other datasets."""
@@ -683,31 +705,33 @@ class Store:
         kind: str = "judgment",
         expect: int | object | None = ANY_LABEL,
     ) -> int:
-        """Keep one label at once, pending on ``dataset`` until :meth:`commit_labels` makes a version of it; returns
-        its row id.
+        """Keep one label at once, pending on ``dataset`` (its :meth:`pending_place`) until :meth:`commit_labels`
+        makes a version of it; returns its row id.
 
         ``expect``: the pair's latest judgment on ``dataset``'s lineage (:meth:`family`; pending or saved) the judge
         saw, by row id (None: it was unlabelled). When another one was given since, nothing is stored and
         :class:`LabelConflict` names it: a label given meanwhile (another tab, judge or server) is not silently
         overwritten. Checked and written in one transaction."""
-        check_id(dataset, "dataset")
         if not isinstance(label, (int, np.integer)) or isinstance(label, bool):
             raise RagMetricsError(f"a label must be an integer grade; got {label!r}")
         query_id = checked_text(str(query_id), "a query id")
         doc_id = checked_text(str(doc_id), "a document id")
         row = {
-            "dataset_id": dataset, "query_id": query_id, "doc_id": doc_id, "label": int(label),
+            "query_id": query_id, "doc_id": doc_id, "label": int(label),
             "author": checked_text(author or "anonymous", "an author", MAX_NAME_BYTES), "created_at": time.time(),
             "kind": checked_text(kind, "a label kind", MAX_NAME_BYTES), "version": None,
         }  # fmt: skip
         family = self.family(dataset) if expect is not ANY_LABEL else []
-        with self.engine.begin() as conn:
+
+        def write(conn: Any, place: str) -> Any:
             if family:
                 self._lock_pair(conn, family[0], query_id, doc_id)
                 other = self._latest_label(conn, family, query_id, doc_id)
                 if other is not None and other["id"] != expect:
                     raise LabelConflict(dataset, other)
-            key = conn.execute(sa.insert(labels_table).values(**row)).inserted_primary_key
+            return conn.execute(sa.insert(labels_table).values(**row, dataset_id=place)).inserted_primary_key
+
+        key = self.write_pending(dataset, write)
         if key is None:  # every supported database returns the id it gave
             raise RagMetricsError("the store gave the new label no id")
         return int(key[0])
@@ -831,8 +855,9 @@ class Store:
     def pending_labels(self, dataset: str, *, kind: str = "judgment", judges: bool = True) -> pd.DataFrame:
         """The labels given on ``dataset`` not yet in a version: the one per (query, document) a version would take
         (the latest, a person's over any judge's: :func:`people_last`), oldest first: ``query_id, doc_id, label,
-        author, created_at, id`` (the row id, for ``expect``). ``judges=False``: people's only."""
-        check_id(dataset, "dataset")
+        author, created_at, id`` (the row id, for ``expect``). ``judges=False``: people's only. Read where they are
+        pending: ``dataset``'s :meth:`pending_place`."""
+        dataset = self.pending_place(dataset)
         t = labels_table
         columns = ["query_id", "doc_id", "label", "author", "created_at", "id"]
         query = (
@@ -855,12 +880,13 @@ class Store:
         unlabelled again; a judge's label of it stays. Returns how many stored rows went (0: nothing was pending).
 
         ``expect``: the label the judge saw, by row id: when another was given for the pair since, nothing goes and
-        :class:`LabelConflict` names it (a label given meanwhile is never withdrawn unseen)."""
-        check_id(dataset, "dataset")
+        :class:`LabelConflict` names it (a label given meanwhile is never withdrawn unseen). Taken from ``dataset``'s
+        :meth:`pending_place`."""
         t = labels_table
         query_id, doc_id = str(query_id), str(doc_id)
         family = self.family(dataset) if expect is not ANY_LABEL else []
-        with self.engine.begin() as conn:
+
+        def write(conn: Any, place: str) -> int:
             if family:
                 self._lock_pair(conn, family[0], query_id, doc_id)
                 other = self._latest_label(conn, family, query_id, doc_id)
@@ -868,31 +894,37 @@ class Store:
                     raise LabelConflict(dataset, other, "it was not withdrawn")
             done = conn.execute(
                 sa.delete(t).where(
-                    (t.c.dataset_id == dataset)
+                    (t.c.dataset_id == place)
                     & t.c.version.is_(None)
                     & (t.c.query_id == query_id)
                     & (t.c.doc_id == doc_id)
                     & self._a_persons_row(t)
                 )
             )
-        return int(done.rowcount or 0)
+            return int(done.rowcount or 0)
+
+        return int(self.write_pending(dataset, write))
 
     def commit_labels(self, dataset: str, *, author: str = "anonymous", judges: bool = True) -> str | None:
-        """Make the pending labels on ``dataset`` a new qrels version: a dataset whose judgments are the parent's
-        plus the labels (the latest label of a pair wins, a person's over a judge's), with the parent's runs. Returns
-        its id (None when nothing is pending). ``judges=False``: people's labels only; the judges' move to the new
-        version, pending there (for agreement and corrected means on the lineage, and for a later save of that
-        version to take), and their pairs stay unjudged. A judge's label of a pair a person labelled in a saved
-        version is never taken (it moves on, pending).
+        """Make the labels pending on ``dataset`` (on its :meth:`pending_place`, which the version is made from) a new
+        qrels version: a dataset whose judgments are the parent's plus the labels (the latest label of a pair wins,
+        a person's over a judge's), with the parent's runs. Returns its id (None when nothing is pending).
+        ``judges=False``: people's labels only; the judges' move to the new version, pending there (for agreement
+        and corrected means on the lineage, and for a later save of that version to take), and their pairs stay
+        unjudged. A judge's label of a pair a person labelled in a saved version is never taken (it moves on,
+        pending).
 
         The version takes exactly the labels it read, by id: they are stamped in the transaction that stores the
-        version, so a label given meanwhile (another tab, judge or server) stays pending for the next one. When a
-        label read was withdrawn or saved by another save meanwhile, nothing is stored and the labels are read
-        again; when another save took them all, its version is returned."""
+        version, and every label left pending on the parent (another tab's, judge's or server's, given meanwhile)
+        moves to the version, pending there for the next save. When a label read was withdrawn or saved by another
+        save meanwhile, nothing is stored and the labels are read again; when another save took them all, its
+        version is returned. Labels that give every pair the grade the parent already holds make no version (a
+        dataset is its content: the version would be the parent itself): refused, and they stay pending, as do
+        labels whose qrels another stored dataset already has."""
 
-        check_id(dataset, "dataset")
         taken: list[int] = []  # the labels the last attempt read, when another writer changed them
         for _ in range(COMMIT_ATTEMPTS):
+            dataset = self.pending_place(dataset)
             rows = self._pending_rows(dataset)
             a_judges = ~rows["persons"]
             if judges:  # a judge's label never goes in over a person's saved on the lineage (a pending one wins below)
@@ -919,6 +951,7 @@ class Store:
                 merged, name=f"{names.get(root, parent.name)} (+{len(labels)} {label}, v{number})"
             )
             ident = dataset_id(child)
+            self._check_new(ident, dataset, listed, len(labels))
             # the version keeps what its parent says of itself: its description and the targets it declares
             said = {c: str(listed[c].get(dataset) or "") for c in ("description", "targets")}
             row = _dataset_row(child, ident, f"labels on {dataset}", said["description"], said["targets"])
@@ -926,8 +959,9 @@ class Store:
             now = time.time()
             try:
                 with self.engine.begin() as conn:
+                    self._hold_place(conn, dataset, shared=False)
                     self._stamp(conn, taken, ident)
-                    self._move_judges_pending(conn, dataset, ident)  # those left out, and any given since the read
+                    self._move_pending(conn, dataset, ident)  # the judges' left out, and any given since the read
                     self._put(datasets_table, row, conn)
                     conn.execute(
                         self._insert(versions_table)
@@ -952,6 +986,22 @@ class Store:
             f"({COMMIT_ATTEMPTS} attempts); save again"
         )
 
+    def _check_new(self, ident: str, parent: str, listed: pd.DataFrame, n_labels: int) -> None:
+        """Refuse a version whose content is its parent's (every label restates a judgment it holds) or another
+        stored dataset's: a dataset is its content, so it would be that dataset, not a new version."""
+        labels = f"{n_labels} pending label(s)"
+        if ident == parent:
+            raise RagMetricsError(
+                f"the {labels} give every pair the grade dataset {listed['name'].get(parent, parent)} ({parent}) "
+                "already holds: they change no judgment, so no new version was saved (they stay pending and count "
+                "in the judges' agreement; withdraw them, or save them with labels that change a judgment)"
+            )
+        if ident in listed.index:
+            raise RagMetricsError(
+                f"the {labels} make qrels equal to those of dataset {listed['name'].get(ident, ident)} ({ident}), "
+                "already stored: no new version was saved (they stay pending); open that dataset instead"
+            )
+
     def _pending_rows(self, dataset: str) -> pd.DataFrame:
         """Every label row pending on ``dataset`` (every kind), oldest first: ``id, query_id, doc_id, label, kind,
         source, persons`` (``persons``: a row a person gave, :meth:`_a_persons_row`)."""
@@ -967,38 +1017,60 @@ class Store:
             frame = pd.DataFrame(conn.execute(query).mappings().all(), columns=columns)
         return frame.astype({"persons": bool})
 
-    def _move_judges_pending(self, conn: Any, dataset: str, version: str) -> int:
-        """Move the judges' labels pending on ``dataset`` to ``version``, pending there; returns how many moved."""
+    def _move_pending(self, conn: Any, dataset: str, version: str) -> int:
+        """Move every label still pending on ``dataset`` to ``version``, pending there; returns how many moved."""
         t = labels_table
         done = conn.execute(
-            sa.update(t)
-            .where((t.c.dataset_id == dataset) & t.c.version.is_(None) & sa.not_(self._a_persons_row(t)))
-            .values(dataset_id=version)
+            sa.update(t).where((t.c.dataset_id == dataset) & t.c.version.is_(None)).values(dataset_id=version)
         )
         return int(done.rowcount or 0)
 
-    def newest_version(self, dataset: str) -> str:
-        """Where a judge's labels on ``dataset`` are pending now: ``dataset`` until a version is made from it, then
-        the newest version made from it, followed down the same way (:meth:`commit_labels` moves the judges' labels
-        it leaves pending on its dataset to the version it makes)."""
-        current, seen = check_id(dataset, "dataset"), set()
-        while current not in seen:
+    def pending_place(self, dataset: str) -> str:
+        """Where the labels given on ``dataset`` are pending, and what a save of them is made from: ``dataset`` until
+        a version is made from it, then the newest version made from it, followed down the same way. A lineage
+        grows in a line: a tab, judge or server still on ``dataset`` once another saved a version of it labels
+        the version (:meth:`commit_labels` moves what it leaves pending there), never a dataset nobody saves
+        from. :class:`StoreKeyError` when ``dataset`` is not stored (deleted meanwhile)."""
+        current = check_id(dataset, "dataset")
+        v = versions_table
+        below = sa.select(v.c.id, v.c.parent, v.c.created_at).where(v.c.parent == current).cte(recursive=True)
+        below = below.union(sa.select(v.c.id, v.c.parent, v.c.created_at).join(below, v.c.parent == below.c.id))
+        with self.engine.connect() as conn:
+            if conn.execute(sa.select(datasets_table.c.id).where(datasets_table.c.id == current)).first() is None:
+                raise StoreKeyError(f"dataset {current} is not in this store (deleted meanwhile?); no label was kept")
+            rows = conn.execute(sa.select(below.c.id, below.c.parent, below.c.created_at)).all()
+        newest: dict[str, tuple[float, str]] = {}
+        for ident, parent, made in rows:  # the newest child of each parent (at a tie in time, the larger id)
+            if parent not in newest or (made, ident) > newest[parent]:
+                newest[parent] = (made, ident)
+        seen = set()
+        while current in newest and current not in seen:
             seen.add(current)
-            children = self.versions(current)["id"]
-            if children.empty:
-                break
-            current = str(children.iloc[-1])
+            current = newest[current][1]
         return current
 
-    def settle_judges_pending(self, dataset: str) -> int:
-        """Move the judges' labels pending on ``dataset`` to :meth:`newest_version` when a version was made from it
-        since they were given (a save on another server while a judge labels here: the save moved the judges'
-        labels pending when it ran, not those given after). Returns how many moved."""
-        newest = self.newest_version(dataset)
-        if newest == dataset:
-            return 0
-        with self.engine.begin() as conn:
-            return self._move_judges_pending(conn, dataset, newest)
+    def write_pending(self, dataset: str, write: Callable[[Any, str], T]) -> T:
+        """``write(conn, place)`` in a transaction that holds ``dataset``'s :meth:`pending_place` against a save of
+        it, once that place is checked to have no version: a label written there is either read by a save or
+        moved by it, never left behind on a dataset a version was made from. Returns what ``write`` returns."""
+        for _ in range(COMMIT_ATTEMPTS):
+            place = self.pending_place(dataset)
+            with self.engine.begin() as conn:
+                self._hold_place(conn, place, shared=True)
+                v = versions_table
+                if conn.execute(sa.select(v.c.id).where(v.c.parent == place).limit(1)).first() is None:
+                    return write(conn, place)
+        raise RagMetricsError(f"versions of dataset {dataset} kept being saved while a label was given; give it again")
+
+    def _hold_place(self, conn: Any, place: str, *, shared: bool) -> None:
+        """Serialize writes of pending labels on ``place`` (``shared``: they may run together) with a save of it
+        (not shared) until the transaction ends: SQLite writes one transaction at a time (the table is written
+        first); PostgreSQL takes a lock on the place."""
+        if self.kind == "postgresql":
+            lock = sa.func.pg_advisory_xact_lock_shared if shared else sa.func.pg_advisory_xact_lock
+            conn.execute(sa.select(lock(sa.func.hashtextextended(sa.literal(f"place\x1f{place}"), 0))))
+        else:
+            conn.execute(sa.delete(labels_table).where(sa.false()))  # takes the write lock, deletes nothing
 
     def _stamp(self, conn: Any, ids: Sequence[int], version: str) -> None:
         """Stamp the pending labels ``ids`` with ``version``; :class:`_LabelsChanged` (the transaction rolls back)
@@ -1038,12 +1110,12 @@ class Store:
 
     def _versions_below(self, root: str) -> int:
         """How many qrels versions descend from ``root`` (children, their children, ...)."""
-        count, todo = 0, [root]
+        seen, todo = {root}, [root]
         while todo:
-            children = self.versions(todo.pop())["id"].tolist()
-            count += len(children)
+            children = [c for c in self.versions(todo.pop())["id"].tolist() if c not in seen]
+            seen |= set(children)
             todo += children
-        return count
+        return len(seen) - 1
 
     def lineage(self, dataset: str) -> list[str]:
         """``dataset`` and its ancestors, itself first (a dataset that is no version has only itself)."""

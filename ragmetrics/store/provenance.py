@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 import sqlalchemy as sa
@@ -35,7 +36,7 @@ def add_judge_labels(
     """Keep a judge's ``labels`` (query id, document id, grade), pending on ``dataset`` like a person's until
     :meth:`Store.commit_labels` makes a version of them, each with ``provenance``; in one transaction. Once a
     version was made from ``dataset`` (a save on another server while this judge labels), they are pending on
-    the newest version instead (:meth:`Store.newest_version`), where that save moved the judge's earlier labels:
+    the newest version instead (:meth:`Store.pending_place`), where that save moved the judge's earlier labels:
     the next save takes them all. A pair that this version's qrels judge is skipped, but for one a person labelled on its lineage, pending or saved into
     a version (which then judges it), which is kept: the judge's
     grade there is what agreement and the corrected means compare with the person's (a judge that skipped them
@@ -47,7 +48,7 @@ def add_judge_labels(
             "this store's labels table has no source column (its database user may not alter it): a judge's labels "
             "would read as a person's; open the store once as its owner to add the column"
         )
-    target = store.newest_version(dataset)
+    target = store.pending_place(dataset)
     judged = store.get_dataset(target).qrels
     taken = set(zip(judged["query_id"].astype(str), judged["doc_id"].astype(str), strict=True))
     people = lineage_labels(store, target, people_only=True)
@@ -57,20 +58,23 @@ def add_judge_labels(
     who = checked_text(author or provenance.source, "an author", MAX_NAME_BYTES)
     rows = []
     skipped = 0
-    with store.engine.begin() as conn:
-        for query_id, doc_id, label in labels:
-            pair = (checked_text(str(query_id), "a query id"), checked_text(str(doc_id), "a document id"))
-            if pair in taken:
-                skipped += 1
-                continue
-            if isinstance(label, bool) or int(label) != label:
-                raise RagMetricsError(f"a label must be an integer grade; got {label!r}")
-            rows.append({"dataset_id": target, "query_id": pair[0], "doc_id": pair[1], "label": int(label),
-                         "author": who, "created_at": now, "kind": "judgment", "version": None,
-                         "source": provenance.source})  # fmt: skip
+    for query_id, doc_id, label in labels:
+        pair = (checked_text(str(query_id), "a query id"), checked_text(str(doc_id), "a document id"))
+        if pair in taken:
+            skipped += 1
+            continue
+        if isinstance(label, bool) or int(label) != label:
+            raise RagMetricsError(f"a label must be an integer grade; got {label!r}")
+        rows.append({"query_id": pair[0], "doc_id": pair[1], "label": int(label),
+                     "author": who, "created_at": now, "kind": "judgment", "version": None,
+                     "source": provenance.source})  # fmt: skip
+
+    def write(conn: Any, place: str) -> None:
         for start in range(0, len(rows), 500):
-            conn.execute(sa.insert(t), rows[start : start + 500])
-    store.settle_judges_pending(target)  # a version made from it between the look above and the insert
+            conn.execute(sa.insert(t), [{**row, "dataset_id": place} for row in rows[start : start + 500]])
+
+    if rows:
+        store.write_pending(target, write)
     return len(rows), skipped
 
 

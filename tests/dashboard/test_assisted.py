@@ -177,8 +177,9 @@ def test_a_judge_resumes_and_never_overrides_a_person(tmp_path: Path) -> None:
     assert hers["label"] == 2 and hers["author"] == "ann"
     version = ws.commit_labels(entry.id, author="ann", judges=False)
     assert version is not None and ws.version_sources(version.id) == (1, 0)
-    assert ws.pending_labels(entry.id).empty  # the judge's moved on to the version, pending there
+    # the judge's moved on to the version, pending there; the original's pending labels are read there too
     assert len(ws.pending_labels(version.id)) == len(pooled)
+    assert ws.pending_labels(entry.id).equals(ws.pending_labels(version.id))
     assert len(assisted.judge_labels(ws.lineage_labels(version.id), source)) == len(pooled)
     # saved with the judges, they count apart, and the judge's grade of her pair never goes in over hers
     both = ws.commit_labels(version.id, author="ann", judges=True)

@@ -205,6 +205,34 @@ def test_save_as_a_new_version_opens_it_and_the_picker_names_it(judged, store_di
     assert at.button(key="judge.save").disabled  # nothing pending on the new version
 
 
+def test_a_tab_still_on_the_parent_labels_the_newer_version_and_says_so(judged, store_dir) -> None:
+    """Another server saved a version while this tab shows the parent: the page names the newer version, a label
+    given here is pending on it (never stranded on the parent), and saving makes the next version of the line."""
+    at = open_page("judge", _params(judged))
+    store = _store(store_dir)
+    store.add_label(judged["dataset"], "q1", "d3", 2, author="ann")
+    newer = store.commit_labels(judged["dataset"], author="ann")
+    at.run()
+    assert "A newer qrels version of this dataset was saved since" in _text(at.info)
+    button(at, "judge.grade.1").click().run()
+    no_problems(at)
+    assert len(store.pending_labels(newer)) == 1 and store.pending_place(judged["dataset"]) == newer
+    at.button(key="judge.save").click().run()
+    no_problems(at)
+    (latest,) = store.versions(newer)["id"]
+    assert param(at, "ds") == latest and store.lineage(latest) == [latest, newer, judged["dataset"]]
+
+
+def test_labels_that_change_no_judgment_are_not_saved_and_the_page_says_why(judged, store_dir) -> None:
+    at = open_page("judge", _params(judged))
+    _store(store_dir).add_label(judged["dataset"], "q1", "d1", 2, author="ann")  # what the qrels already say
+    at.run()
+    at.button(key="judge.save").click().run()
+    no_problems(at)
+    assert "they change no judgment, so no new version was saved" in _text(at.warning)
+    assert _store(store_dir).versions(judged["dataset"]).empty and param(at, "ds") == judged["dataset"]
+
+
 def test_workspace_lists_versions_diffs_them_and_shows_stability(judged, store_dir) -> None:
     store = _store(store_dir)
     store.add_label(judged["dataset"], "q1", "d3", 2, author="ann")

@@ -81,7 +81,7 @@ def test_delete_takes_the_runs_no_other_dataset_uses(tmp_path, mini) -> None:
     b = ws.add_run(first.id, dense)
     ws.add_run(other.id, dense)  # shared
     assert ws.shared_runs(first.id) == {b.id}
-    assert ws.delete_dataset(first.id) == 1
+    assert ws.delete_dataset(first.id) == (1, 0)
     assert ws.dataset(first.id) is None and not store.has_run(a.id) and store.has_run(b.id)
     assert [r.id for r in ws.runs(other.id)] == [b.id]
     ws.delete_run(b.id)
