@@ -15,7 +15,7 @@ import ragmetrics as rm
 from ragmetrics.cli import main
 from ragmetrics.engine.evidence import EVIDENCE_METRICS, evaluate_evidence, parse_evidence, spans_from_answers
 from ragmetrics.foundation.errors import ParseError
-from ragmetrics.io.spans import load_spans
+from ragmetrics.io.spans import load_chunk_spans, load_spans
 
 # Document A: 20 characters, words of 5 ("aaaaa bbbbb ccccc dd"); B: another document.
 CORPUS = pd.DataFrame({"doc_id": ["A", "B"], "text": ["aaaaa bbbbb ccccc dd", "xxxxx yyyyy"]})
@@ -254,3 +254,57 @@ def test_a_chunk_prefixed_with_its_documents_title_is_placed_without_it():
     result = evaluate_evidence(rm.align(dataset, run), {"q": {"A": [(22, 29)]}}, ["evidence_recall@1"])
     assert result.values["evidence_recall@1"].tolist() == [1.0]  # "30 days" found once the title line is dropped
     assert result.unlocated == 1  # "Other" is not the title: that chunk is not placed
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("huge.tsv", "query_id\tdoc_id\tstart\tend\nq1\tA\t0\t99999999999999999999\n",
+         "huge.tsv:2: expected a span end of at most 9223372036854775807, found '99999999999999999999'"),
+        ("huge.jsonl", '{"query_id": "q1", "doc_id": "A", "start": 1e20, "end": 1e21}\n',
+         "huge.jsonl:1: expected a span start as a whole number >= 0 (a JSON integer), found 1e+20"),
+        ("bigint.jsonl", '{"query_id": "q1", "doc_id": "A", "spans": [[0, 99999999999999999999]]}\n',
+         "bigint.jsonl:1: expected a span end of at most 9223372036854775807, found"),
+        ("fullwidth.tsv", "query_id\tdoc_id\tstart\tend\nq1\tA\t５\t１０\n",
+         "fullwidth.tsv:2: expected a span start as a whole number >= 0 (ASCII digits), found '５'"),
+        ("underscore.csv", "query_id,doc_id,start,end\nq1,A,1_0,30\n",
+         "underscore.csv:2: expected a span start as a whole number >= 0 (ASCII digits), found '1_0'"),
+        ("plus.qrels", "q1 0 A 1 +5 10\n", "plus.qrels:1: expected a span start as a whole number >= 0 (ASCII digits)"),
+        ("strings.jsonl", '{"query_id": "q1", "doc_id": "A", "spans": [["17", "30"]]}\n',
+         "strings.jsonl:1: expected a span start as a whole number >= 0 (a JSON integer), found '17'"),
+        ("float.jsonl", '{"query_id": "q1", "doc_id": "A", "start": 17.0, "end": 30}\n',
+         "float.jsonl:1: expected a span start as a whole number >= 0 (a JSON integer), found 17.0"),
+    ],
+)  # fmt: skip
+def test_span_offsets_are_ascii_digits_or_json_integers_within_int64(tmp_path, name, text, message):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ParseError) as raised:
+        load_spans(path)
+    assert message in str(raised.value)
+    chunk_text = text.replace("query_id", "chunk_id") if not name.endswith(".qrels") else None
+    if chunk_text is not None:  # a chunk spans file reads its offsets alike
+        path.write_text(chunk_text, encoding="utf-8")
+        with pytest.raises(ParseError) as raised:
+            load_chunk_spans(path)
+        assert message in str(raised.value)
+
+
+def test_the_largest_offset_and_leading_zeros_are_read(tmp_path):
+    path = tmp_path / "fine.csv"
+    path.write_text("query_id,doc_id,start,end\nq1,A,0017,9223372036854775807\n", encoding="utf-8")
+    table = load_spans(path)
+    assert table.column("start").to_pylist() == [17] and table.column("end").to_pylist() == [2**63 - 1]
+
+
+def test_cli_evidence_names_the_line_of_an_offset_too_large(tmp_path):
+    (tmp_path / "qrels.tsv").write_text("q1 0 A 1\n", encoding="utf-8")
+    (tmp_path / "run.tsv").write_text("q1 Q0 A 1 1.0 r\n", encoding="utf-8")
+    (tmp_path / "spans.tsv").write_text("query_id\tdoc_id\tstart\tend\nq1\tA\t0\t5\n", encoding="utf-8")
+    (tmp_path / "cs.tsv").write_text("chunk_id\tdoc_id\tstart\tend\nA\tA\t0\t99999999999999999999\n", encoding="utf-8")
+    err = io.StringIO()
+    args = ["evidence", "--dataset", str(tmp_path / "qrels.tsv"), "--run", str(tmp_path / "run.tsv"),
+            "--spans", str(tmp_path / "spans.tsv"), "--chunk-spans", str(tmp_path / "cs.tsv")]  # fmt: skip
+    assert main(args, io.StringIO(), err) == 2
+    assert "cs.tsv:2: expected a span end of at most 9223372036854775807" in err.getvalue()
+    assert "Traceback" not in err.getvalue()

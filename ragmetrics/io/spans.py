@@ -8,10 +8,14 @@ field (0-based, ``end`` excluded, counted in Unicode code points as Python index
 * JSONL (or a JSON array): ``{"query_id": .., "doc_id": .., "spans": [[start, end], ...]}``, or one span per record
   with ``"start"`` and ``"end"``;
 * CSV/TSV with a header naming ``query_id``, ``doc_id``, ``start`` and ``end``.
+
+An offset is a whole number from 0 to :data:`MAX_OFFSET`: in a text layout, ASCII digits only (no sign, ``_``,
+exponent or other script's digits); in JSON, an integer (not a float such as ``17.0``, a string or a boolean).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pyarrow as pa
@@ -24,15 +28,26 @@ from ragmetrics.io.source import names_of, open_source, shorten
 SPAN_COLUMNS = ("query_id", "doc_id", "start", "end")
 
 
-def _offset(value: Any, name: str, line: int | None, what: str) -> int:
-    if isinstance(value, bool):
-        raise ParseError(name, line, f"{what} as a whole number >= 0", shorten(value))
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise ParseError(name, line, f"{what} as a whole number >= 0", shorten(value)) from None
-    if number < 0 or (isinstance(value, float) and value != number):
-        raise ParseError(name, line, f"{what} as a whole number >= 0", shorten(value))
+MAX_OFFSET = 2**63 - 1
+"""The largest offset read (an int64: what the span tables hold)."""
+
+_DIGITS = re.compile(r"[0-9]+", re.ASCII)
+
+
+def _offset(value: Any, name: str, line: int | None, what: str, *, text: bool) -> int:
+    """``value`` read as an offset (see the module): ``text``, a cell of a text layout, else a JSON value."""
+    expected = f"{what} as a whole number >= 0 ({'ASCII digits' if text else 'a JSON integer'})"
+    if text:
+        digits = isinstance(value, str) and _DIGITS.fullmatch(value) is not None
+        if digits and len(value.lstrip("0")) > len(str(MAX_OFFSET)):  # int() of a long digit run may be refused
+            raise ParseError(name, line, f"{what} of at most {MAX_OFFSET}", shorten(value))
+        number = int(value) if digits else None
+    else:
+        number = value if isinstance(value, int) and not isinstance(value, bool) else None
+    if number is None or number < 0:
+        raise ParseError(name, line, expected, shorten(value))
+    if number > MAX_OFFSET:
+        raise ParseError(name, line, f"{what} of at most {MAX_OFFSET}", shorten(value))
     return number
 
 
@@ -42,11 +57,12 @@ class _Rows:
         self.columns: dict[str, list[Any]] = {c: [] for c in SPAN_COLUMNS}
         self.lines: list[int | None] = []
 
-    def add(self, line: int | None, query: Any, doc: Any, start: Any, end: Any) -> None:
+    def add(self, line: int | None, query: Any, doc: Any, start: Any, end: Any, *, text: bool) -> None:
+        """One span; ``text``: its offsets are cells of a text layout (else JSON values)."""
         if query is None or str(query).strip() == "" or doc is None or str(doc).strip() == "":
             raise ParseError(self.name, line, "a query id and a document id", shorten((query, doc)))
-        first = _offset(start, self.name, line, "a span start")
-        last = _offset(end, self.name, line, "a span end")
+        first = _offset(start, self.name, line, "a span start", text=text)
+        last = _offset(end, self.name, line, "a span end", text=text)
         if last <= first:
             raise ParseError(self.name, line, "a span end after its start", f"start {first}, end {last}")
         for column, value in zip(SPAN_COLUMNS, (str(query).strip(), str(doc).strip(), first, last)):
@@ -79,9 +95,9 @@ def _json(source: Any, rows: _Rows, key: str = "query_id") -> None:
                 pair = [span.get("start"), span.get("end")] if isinstance(span, dict) else span
                 if not isinstance(pair, list) or len(pair) != 2:
                     raise ParseError(rows.name, line, "a span as [start, end]", shorten(span))
-                rows.add(line, query, doc, pair[0], pair[1])
+                rows.add(line, query, doc, pair[0], pair[1], text=False)
         elif "start" in item and "end" in item:
-            rows.add(line, query, doc, item["start"], item["end"])
+            rows.add(line, query, doc, item["start"], item["end"], text=False)
         else:
             raise ParseError(rows.name, line, "a 'spans' list or 'start' and 'end'", f"keys {sorted(item)}")
 
@@ -100,7 +116,7 @@ def _delimited(text: str, rows: _Rows, key: str = "query_id") -> None:
         if header is not None:
             if len(cells) < len(header):
                 raise ParseError(rows.name, number, f"{len(header)} columns", f"{len(cells)}: {shorten(raw)}")
-            rows.add(number, *(cells[header[c]] for c in (key, "doc_id", "start", "end")))
+            rows.add(number, *(cells[header[c]] for c in (key, "doc_id", "start", "end")), text=True)
             continue
         if key != "query_id":
             raise ParseError(rows.name, number, f"a header naming {key}, doc_id, start, end", shorten(raw))
@@ -118,7 +134,7 @@ def _delimited(text: str, rows: _Rows, key: str = "query_id") -> None:
         except ValueError:
             raise ParseError(rows.name, number, "an integer relevance", shorten(relevance)) from None
         if label >= 1:
-            rows.add(number, query, doc, start, end)
+            rows.add(number, query, doc, start, end, text=True)
 
 
 def load_spans(source: Any, *, filename: str | None = None) -> pa.Table:
