@@ -59,6 +59,22 @@ def test_evidence_by_hand():
     assert result.means["evidence_recall@1"] == 0.75
 
 
+def test_a_dropped_duplicate_takes_no_rank_and_costs_no_token():
+    # q1 retrieves B, B again (a duplicate, dropped), then A: A is the second chunk handed over
+    run = rm.Run.from_frame(
+        pd.DataFrame(
+            {"query_id": ["q1"] * 3, "doc_id": ["B", "B", "A"], "score": [3.0, 2.0, 1.0],
+             "text": ["xxxxx yyyyy", "xxxxx yyyyy", "aaaaa bbbbb ccccc dd"]}
+        )
+    )  # fmt: skip
+    alignment = rm.align(DATASET, run)
+    spans = {"q1": {"A": [(6, 11)]}}
+    result = evaluate_evidence(alignment, spans, ["evidence_recall@2", "evidence_recall@6tok", "tokens_to_evidence"])
+    assert result.values["evidence_recall@2"][0] == alignment.value("recall@2")[0] == 1.0
+    assert result.values["evidence_recall@6tok"][0] == alignment.value("recall@6tok")[0] == 1.0
+    assert result.values["tokens_to_evidence"][0] == 6.0  # B's 2 tokens and A's 4, the duplicate's none
+
+
 def test_weighted_and_unweighted_recall_differ_over_documents_of_unequal_evidence():
     # q1 has gold in A (10 characters) and B (5): only A's "bbbbb" is covered in the top 1
     spans = {"q1": {"A": [(6, 11), (12, 17)], "B": [(0, 5)]}}

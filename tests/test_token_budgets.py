@@ -82,6 +82,23 @@ def test_a_documents_later_chunks_cost_tokens_and_it_counts_at_its_first_chunk()
     assert alignment.value("precision@7tok")[0] == 0.5  # a and b handed over (a's second chunk too)
 
 
+def test_a_dropped_duplicate_costs_no_token():
+    # q1 ranks a (2 tokens), a again (a duplicate, dropped), b (1): b is handed over within 3 tokens
+    dataset = rm.Dataset.from_dict({"q1": {"b": 1}})
+    frame = pd.DataFrame(
+        {"query_id": ["q1"] * 3, "doc_id": ["a", "a", "b"], "score": [3.0, 2.0, 1.0], "text": ["w w", "w w", "w"]}
+    )
+    chunks = frame.assign(doc_id=["a#1", "a#1", "b#1"], source_doc=["a", "a", "b"])
+    for rows in (frame, chunks):
+        alignment = rm.align(dataset, rm.Run.from_frame(rows))
+        assert alignment.coverage.duplicates_dropped == 1
+        assert [alignment.value(f"recall@{t}tok")[0] for t in (2, 3)] == [0.0, 1.0]
+        assert budgets.context_tokens(alignment).tolist() == [3.0]
+        assert budgets.tokens_at_depth(alignment, 2).tolist() == [3.0]
+    kept = rm.align(dataset, rm.Run.from_frame(frame), duplicates="keep")  # a row kept costs its tokens
+    assert kept.value("recall@3tok")[0] == 0.0 and budgets.context_tokens(kept).tolist() == [5.0]
+
+
 def test_tokens_come_from_the_corpus_when_the_run_has_no_text():
     corpus = pd.DataFrame({"doc_id": ["a", "b", "c"], "title": ["T", "", ""], "text": ["x y", "p q r s", "z"]})
     qrels = pd.DataFrame({"query_id": ["q1"], "doc_id": ["c"], "relevance": [1]})

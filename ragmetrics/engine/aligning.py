@@ -1,6 +1,7 @@
 """``align``: how a run is read against a dataset under stated conventions into an :class:`Alignment`.
 
-The run is sorted once (see :class:`Conventions`), repeated documents keep their best-ranked row, and each
+The run is sorted once (see :class:`Conventions`), repeated documents keep their best-ranked row (a repeated row,
+the same id again, is dropped: it counts nowhere, not in token budgets nor in chunk ranks), and each
 row's label is looked up per query (:mod:`ragmetrics.engine.documents`); the coverage report says what was
 found on the way.
 """
@@ -174,7 +175,8 @@ def align(
             coverage.chunks_merged = int(doc_dups.sum()) - coverage.duplicates_dropped
             if doc_dups.any():
                 kept = ~doc_dups
-                merged = (q, frame_rows, kept)
+                distinct = ~chunk_dups  # a dropped duplicate is no chunk handed over: it costs no token, takes no rank
+                merged = (q[distinct], frame_rows.subset(distinct), kept[distinct])
                 q, score, label = q[kept], score[kept], label[kept]
                 frame_rows = frame_rows.subset(kept)
                 starts = segment_starts(q, n_queries)

@@ -54,7 +54,8 @@ class Alignment:
     ranking: Ranking
     coverage: Coverage
     merged: tuple[np.ndarray, FrameRows, np.ndarray] | None = field(default=None, repr=False)
-    """Before repeated documents were merged: each sorted row's query, table row, and whether it was kept."""
+    """Before a document's chunks were merged (repeated rows, the same id again, dropped already): each sorted row's
+    query, table row, and whether it was kept (its document's first chunk)."""
     tokenizer: TokenizerLike = "auto"
     """What the token budgets (``recall@512tok``) count with: a name of :data:`ragmetrics.engine.tokens.TOKENIZERS`,
     ``auto`` (by the texts' script) or a callable ``text -> tokens``; :attr:`tokenizer_name` says which was used."""
