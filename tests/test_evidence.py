@@ -324,3 +324,37 @@ def test_cli_evidence_names_the_line_of_an_offset_too_large(tmp_path):
     assert main(args, io.StringIO(), err) == 2
     assert "cs.tsv:2: expected a span end of at most 9223372036854775807" in err.getvalue()
     assert "Traceback" not in err.getvalue()
+
+
+def _files(tmp_path, run_rows, header="query_id,doc_id,score,text"):
+    """The dataset of this module as files (qrels, corpus, spans) and a CSV run of ``run_rows``."""
+    (tmp_path / "qrels.tsv").write_text("q1 0 A 1\nq2 0 B 1\n", encoding="utf-8")
+    corpus = [{"id": d, "title": "", "text": t} for d, t in zip(CORPUS["doc_id"], CORPUS["text"])]
+    (tmp_path / "corpus.jsonl").write_text("\n".join(json.dumps(c) for c in corpus) + "\n", encoding="utf-8")
+    (tmp_path / "spans.qrels").write_text("q1 0 A 1 6 11\nq2 0 B 1 0 5\n", encoding="utf-8")
+    (tmp_path / "run.csv").write_text("\n".join([header, *run_rows]) + "\n", encoding="utf-8")
+    return {name: str(tmp_path / name) for name in ("qrels.tsv", "corpus.jsonl", "spans.qrels", "run.csv")}
+
+
+def test_cli_evidence_refuses_a_chunk_run_not_mapped_to_documents_as_eval_does(tmp_path):
+    f = _files(tmp_path, ["q1,A#0,2,aaaaa bbbbb", "q1,A#1,1,bbbbb ccccc", "q2,B#0,1,xxxxx yyyyy"])
+    data = ["--dataset", f["qrels.tsv"], "--corpus", f["corpus.jsonl"], "--run", f["run.csv"]]
+    evidence_err, eval_err = io.StringIO(), io.StringIO()
+    assert main(["evidence", *data, "--spans", f["spans.qrels"]], io.StringIO(), evidence_err) == 2
+    assert main(["eval", *data], io.StringIO(), eval_err) == 2
+    assert "map chunks to documents with --chunk-pattern" in evidence_err.getvalue()
+    assert evidence_err.getvalue() == eval_err.getvalue()
+    base_err = io.StringIO()
+    (tmp_path / "base.csv").write_text("query_id,doc_id,score\nq1,A,1\nq2,B,1\n", encoding="utf-8")
+    baseline = ["evidence", *data, "--baseline", str(tmp_path / "base.csv"), "--spans", f["spans.qrels"]]
+    assert main(baseline, io.StringIO(), base_err) == 2 and "map chunks to documents" in base_err.getvalue()
+    out = io.StringIO()
+    fixed = ["--spans", f["spans.qrels"], "--chunk-pattern", "#", "-m", "evidence_recall@1"]
+    assert main(["evidence", *data, *fixed], out, io.StringIO()) == 0
+    assert "evidence_recall@1     \tall\t1.0000" in out.getvalue()
+    # chunk spans say which document each chunk lies in: they map a run without source_doc too
+    (tmp_path / "cs.tsv").write_text("chunk_id\tdoc_id\tstart\tend\nA#0\tA\t0\t11\nB#0\tB\t0\t11\n", encoding="utf-8")
+    out = io.StringIO()
+    spans = ["--spans", f["spans.qrels"], "--chunk-spans", str(tmp_path / "cs.tsv"), "-m", "evidence_recall@1"]
+    assert main(["evidence", *data, *spans], out, io.StringIO()) == 0
+    assert "evidence_recall@1     \tall\t1.0000" in out.getvalue()

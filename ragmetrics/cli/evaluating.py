@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, TextIO
 
@@ -16,6 +16,7 @@ from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.model import Dataset, Run
 
 if TYPE_CHECKING:
+    from ragmetrics.engine.alignment import Alignment
     from ragmetrics.partitioned import PartitionedResult
 
 
@@ -35,6 +36,17 @@ def report_coverage(result: EvalResult | PartitionedResult, err: TextIO, *, boun
             err.write(f"ragmetrics: note: run {name!r}: " + "; ".join(notes) + "\n")
 
 
+def refuse_no_overlap(args: argparse.Namespace, dataset: Dataset, alignments: Iterable[Alignment]) -> None:
+    """A run whose ids do not meet the qrels is refused, with the likely cause and the fix tried on the data
+    (:meth:`Alignment.explain_no_overlap`), unless ``--allow-no-overlap``: every number read off it would be 0. Empty
+    qrels (``--allow-no-relevant``) leave no query to meet."""
+    if args.allow_no_overlap or not dataset.qrels_table.num_rows:
+        return
+    for alignment in alignments:
+        if alignment.health.no_overlap:
+            raise RagMetricsError(alignment.explain_no_overlap())
+
+
 def evaluate_runs(args: argparse.Namespace, dataset: Dataset, runs: list[Run], metrics: Sequence[str]) -> EvalResult:
     """:func:`ragmetrics.analysis.evaluate` under the conventions the options give; the coverage notes are printed by
     :func:`report_coverage`, not warned. A large run is aligned on two threads."""
@@ -50,10 +62,7 @@ def evaluate_runs(args: argparse.Namespace, dataset: Dataset, runs: list[Run], m
         result = evaluate(
             dataset, runs, metrics, executor=pool, tokenizer=getattr(args, "tokenizer", "auto"), **changes
         )
-    if not args.allow_no_overlap and dataset.qrels_table.num_rows:  # empty qrels (--allow-no-relevant): no query
-        for run in result.runs.values():
-            if run.alignment.health.no_overlap:
-                raise RagMetricsError(run.alignment.explain_no_overlap())
+    refuse_no_overlap(args, dataset, [run.alignment for run in result.runs.values()])
     refuse_meaningless(result, args.rel_level, allow_no_relevant=getattr(args, "allow_no_relevant", False))
     for name, run in result.runs.items():
         ranking = run.alignment.ranking

@@ -17,8 +17,10 @@ import pyarrow as pa
 
 from ragmetrics.analysis.chunkings import EVIDENCE_WORDS, ChunkingComparison, compare_chunkings
 from ragmetrics.analysis.stats import family_text
+from ragmetrics.cli.evaluating import refuse_no_overlap
 from ragmetrics.cli.inputs import read_inputs
 from ragmetrics.cli.options import (
+    add_allow_no_overlap_option,
     add_data_options,
     add_format_option,
     add_metric_option,
@@ -26,11 +28,13 @@ from ragmetrics.cli.options import (
     whole_number,
 )
 from ragmetrics.engine import align
+from ragmetrics.engine.alignment import Alignment
 from ragmetrics.engine.evidence import EVIDENCE_METRICS, EvidenceResult, evaluate_evidence, spans_from_answers
 from ragmetrics.engine.metrics import BUDGET_SUFFIX
 from ragmetrics.engine.tokens import TOKENIZER_CHOICES
 from ragmetrics.foundation.errors import RagMetricsError
-from ragmetrics.foundation.model import Dataset
+from ragmetrics.foundation.model import Dataset, Run
+from ragmetrics.io.chunks import attach_source_docs
 from ragmetrics.io.spans import check_spans, load_chunk_spans, load_spans
 
 DEFAULT_EVIDENCE = ("evidence_recall@5", "evidence_recall_chars@5", "context_precision@5", "tokens_to_evidence")
@@ -87,18 +91,36 @@ def _chunk_spans(args: argparse.Namespace, dataset: Dataset) -> pa.Table | None:
     return chunk_spans
 
 
+def _aligned(
+    args: argparse.Namespace, dataset: Dataset, runs: list[Run], chunk_spans: pa.Table | None
+) -> list[Alignment]:
+    """Each run aligned with the dataset, its chunks mapped to their documents by ``--chunk-spans`` when nothing
+    else maps them (no ``source_doc`` column, ``--chunk-mapping`` or ``--chunk-pattern``); a run whose ids do not
+    meet the qrels is refused as ``eval`` refuses it."""
+    if chunk_spans is not None:
+        documents = dict(zip(chunk_spans.column("chunk_id").to_pylist(), chunk_spans.column("doc_id").to_pylist()))
+        runs = [
+            run if "source_doc" in run.table.column_names else attach_source_docs(run, mapping=documents)
+            for run in runs
+        ]
+    alignments = [align(dataset, run, tokenizer=args.tokenizer) for run in runs]
+    refuse_no_overlap(args, dataset, alignments)
+    return alignments
+
+
 def cmd_chunkings(args: argparse.Namespace, out: TextIO) -> int:
     """``evidence --baseline``: the runs (one per chunking) against the baseline at document and span level."""
     dataset, runs = read_inputs(args, [args.baseline, *args.run])
+    chunk_spans = _chunk_spans(args, dataset)
+    alignments = _aligned(args, dataset, runs, chunk_spans)
     found = compare_chunkings(
         dataset,
-        runs,
+        alignments,
         baseline=runs[0].name,
         k=args.k,
         budget=args.budget,
         spans=_spans(args, dataset),
-        chunk_spans=_chunk_spans(args, dataset),
-        tokenizer=args.tokenizer,
+        chunk_spans=chunk_spans,
         test=args.test,
         correction=args.correction,
         alpha=args.alpha,
@@ -127,9 +149,8 @@ def cmd_evidence(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     chunk_spans = _chunk_spans(args, dataset)
     metrics = args.metric or list(DEFAULT_EVIDENCE)
     results = {}
-    for run in runs:
-        alignment = align(dataset, run, tokenizer=args.tokenizer)
-        results[run.name] = evaluate_evidence(alignment, spans, metrics, chunk_spans=chunk_spans)
+    for alignment in _aligned(args, dataset, runs, chunk_spans):
+        results[alignment.name] = evaluate_evidence(alignment, spans, metrics, chunk_spans=chunk_spans)
     if args.format == "json":
         data = {
             "runs": {
@@ -183,5 +204,6 @@ def evidence_parser(p: argparse.ArgumentParser) -> None:
         "--budget", type=whole_number(1), default=512, help="with --baseline: the token budget (default 512)"
     )
     add_test_options(p)
+    add_allow_no_overlap_option(p)
     add_format_option(p, "json", help_text="table (trec_eval's layout, default) or json")
     p.set_defaults(handler=cmd_evidence)

@@ -165,13 +165,18 @@ def add_judgment_options(parser: argparse.ArgumentParser, *, bounds: bool = True
     _add_allow_options(parser)
 
 
-def _add_allow_options(parser: argparse.ArgumentParser) -> None:
+def add_allow_no_overlap_option(parser: argparse.ArgumentParser) -> None:
+    """``--allow-no-overlap``: what :func:`ragmetrics.cli.evaluating.refuse_no_overlap` reads."""
     parser.add_argument(
         "--allow-no-overlap",
         action="store_true",
         help="score a run whose ids do not meet the qrels, or an empty run file (refused by default: every metric "
         "would be 0)",
     )
+
+
+def _add_allow_options(parser: argparse.ArgumentParser) -> None:
+    add_allow_no_overlap_option(parser)
     parser.add_argument(
         "--allow-no-relevant",
         action="store_true",
