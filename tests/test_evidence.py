@@ -358,3 +358,22 @@ def test_cli_evidence_refuses_a_chunk_run_not_mapped_to_documents_as_eval_does(t
     spans = ["--spans", f["spans.qrels"], "--chunk-spans", str(tmp_path / "cs.tsv"), "-m", "evidence_recall@1"]
     assert main(["evidence", *data, *spans], out, io.StringIO()) == 0
     assert "evidence_recall@1     \tall\t1.0000" in out.getvalue()
+
+
+def test_a_run_none_of_whose_chunks_is_placed_is_an_error_naming_what_to_give(tmp_path):
+    chunks = rm.Run.from_frame(RUN.frame[RUN.frame["doc_id"] != RUN.frame["source_doc"]])  # A#0, A#1, A#9
+    with pytest.raises(rm.RagMetricsError, match=r"none of its 3 retrieved chunk\(s\) could be placed .* give the "
+                       r"corpus, .* or where each chunk lies \(--chunk-spans"):  # fmt: skip
+        evaluate_evidence(rm.align(rm.Dataset.from_frames(QRELS), chunks), SPANS, ["evidence_recall@1"])
+    nowhere = RUN.frame.assign(doc_id=[f"c{i}" for i in range(5)], text="not in any document")
+    with pytest.raises(rm.RagMetricsError, match=r"no chunk's text occurs in its document's corpus text \(documents "
+                       r"such as 'A', 'B'\): give where each chunk lies"):  # fmt: skip
+        evaluate_evidence(rm.align(DATASET, rm.Run.from_frame(nowhere)), SPANS, ["evidence_recall@1"])
+    f = _files(tmp_path, ["q1,A#0,2,aaaaa bbbbb,A", "q2,B#0,1,xxxxx yyyyy,B"], "query_id,doc_id,score,text,source_doc")
+    err = io.StringIO()
+    args = ["evidence", "--dataset", f["qrels.tsv"], "--run", f["run.csv"], "--spans", f["spans.qrels"]]
+    assert main(args, io.StringIO(), err) == 2
+    assert "none of its 2 retrieved chunk(s) could be placed" in err.getvalue() and "--corpus" in err.getvalue()
+    out, err = io.StringIO(), io.StringIO()
+    assert main([*args, "--corpus", f["corpus.jsonl"], "-m", "evidence_recall@1"], out, err) == 0
+    assert "evidence_recall@1     \tall\t1.0000" in out.getvalue() and "could not be placed" not in err.getvalue()

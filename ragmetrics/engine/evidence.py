@@ -13,7 +13,8 @@ document as ``(document, start, end)``:
 3. else its text (the run's ``text``, else the corpus ``text`` of its id) is looked for, literally, in its
    document's corpus ``text`` (the document: its ``source_doc``); the first occurrence places it. A text whose
    first line is the document's title (as chunkers often prefix it) is looked for without that line. A chunk found
-   nowhere covers nothing and is counted in :attr:`EvidenceResult.unlocated`.
+   nowhere covers nothing and is counted in :attr:`EvidenceResult.unlocated`; a run none of whose chunks is placed
+   is an error (its every value would be 0), naming what to give.
 
 The metrics, per evaluated query (:data:`EVIDENCE_METRICS`; ``@k``: the top k chunks; ``@Ttok``: the chunks within
 a budget of T tokens, cut as :mod:`ragmetrics.engine.budgets` cuts, the chunk that passes T excluded):
@@ -363,6 +364,8 @@ def evaluate_evidence(
 
     docs, c_start, c_end, texts = _chunk_places(alignment, chunk_spans)
     unlocated = int((c_start < 0).sum())
+    if unlocated and unlocated == len(q):
+        raise RagMetricsError(_placed_nowhere(alignment, docs))
     # each gold character is credited to the first chunk (in rank order) that covers it: (pair, chunk row, chars)
     event_pair: list[int] = []
     event_row: list[int] = []
@@ -443,6 +446,25 @@ def evaluate_evidence(
         unlocated=unlocated,
         queries_with_spans=with_spans,
         notes=notes,
+    )
+
+
+def _placed_nowhere(alignment: Alignment, docs: list[str]) -> str:
+    """Why none of the run's retrieved chunks could be placed in its document, and what to give."""
+    head = (
+        f"run {alignment.run.name!r}: none of its {len(docs)} retrieved chunk(s) could be placed in its document, so "
+        "every evidence metric would be 0"
+    )
+    if not _corpus(alignment.dataset):
+        return (
+            f"{head}: give the corpus, whose text each chunk's text is looked for in (--corpus, a BEIR folder, "
+            "Dataset(documents=...)), or where each chunk lies (--chunk-spans, chunk_spans=)"
+        )
+    examples = ", ".join(map(repr, list(dict.fromkeys(docs))[:3]))
+    return (
+        f"{head}: no chunk's text occurs in its document's corpus text (documents such as {examples}): give where "
+        "each chunk lies (--chunk-spans, chunk_spans=), or map each chunk to the document it comes from (a source_doc "
+        "column, --chunk-pattern, --chunk-mapping)"
     )
 
 
