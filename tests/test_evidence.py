@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ragmetrics as rm
+from ragmetrics.analysis.chunkings import compare_chunkings
 from ragmetrics.cli import main
 from ragmetrics.engine.evidence import EVIDENCE_METRICS, evaluate_evidence, parse_evidence, spans_from_answers
 from ragmetrics.foundation.errors import ParseError
@@ -377,3 +378,44 @@ def test_a_run_none_of_whose_chunks_is_placed_is_an_error_naming_what_to_give(tm
     out, err = io.StringIO(), io.StringIO()
     assert main([*args, "--corpus", f["corpus.jsonl"], "-m", "evidence_recall@1"], out, err) == 0
     assert "evidence_recall@1     \tall\t1.0000" in out.getvalue() and "could not be placed" not in err.getvalue()
+
+
+def test_cli_evidence_counts_every_run_with_one_tokenizer(tmp_path):
+    # alone, the first run's texts pick whitespace (few CJK characters) and the second's jieba
+    corpus = {"A": "alpha beta gamma delta epsilon zeta eta theta", "C": "北京是中国的首都，上海是最大的城市。"}
+    (tmp_path / "corpus.jsonl").write_text(
+        "".join(json.dumps({"id": d, "text": t}, ensure_ascii=False) + "\n" for d, t in corpus.items()),
+        encoding="utf-8",
+    )
+    (tmp_path / "qrels.tsv").write_text("q1 0 A 1\nq3 0 C 1\n", encoding="utf-8")
+    (tmp_path / "spans.tsv").write_text("query_id\tdoc_id\tstart\tend\nq1\tA\t17\t30\nq3\tC\t9\t11\n", encoding="utf-8")
+    rows = ["query_id,doc_id,score,text,source_doc", "q1,A#1,9,gamma delta epsilon zeta,A",
+            "q1,A#0,8,alpha beta gamma delta,A", "q1,A#2,7,eta theta,A", "q3,C#0,9,北京是中国的首都，,C"]  # fmt: skip
+    (tmp_path / "x.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    (tmp_path / "y.csv").write_text(
+        "\n".join([*rows, "q3,C#all,1,北京是中国的首都，上海是最大的城市。,C"]) + "\n", encoding="utf-8"
+    )
+    data = ["--dataset", str(tmp_path / "qrels.tsv"), "--corpus", str(tmp_path / "corpus.jsonl"), "--spans",
+            str(tmp_path / "spans.tsv")]  # fmt: skip
+    x, y = str(tmp_path / "x.csv"), str(tmp_path / "y.csv")
+    alone = []
+    for run in (x, y):
+        out = io.StringIO()
+        assert main(["evidence", *data, "--run", run, "-m", "tokens_to_evidence"], out, io.StringIO()) == 0
+        alone += [line.split("\t")[2] for line in out.getvalue().splitlines() if line.startswith("tokenizer")]
+    assert alone == ["whitespace", "jieba"]
+    out = io.StringIO()
+    assert main(["evidence", *data, "--run", x, "--run", y, "-m", "tokens_to_evidence"], out, io.StringIO()) == 0
+    assert [line.split("\t")[2] for line in out.getvalue().splitlines() if line.startswith("tokenizer")] == [
+        "jieba"
+    ] * 2
+    out = io.StringIO()
+    assert main(["evidence", *data, "--baseline", x, "--run", y, "--budget", "8", "-k", "2"], out, io.StringIO()) == 0
+    assert "tokens in the top 2 chunks (mean, jieba)" in out.getvalue()
+
+
+def test_chunkings_compared_at_equal_token_cost_need_one_tokenizer():
+    first = rm.align(DATASET, RUN, tokenizer="whitespace")
+    second = rm.align(DATASET, RUN.with_name("other"), tokenizer="jieba")
+    with pytest.raises(rm.RagMetricsError, match=r"different tokenizers \(whitespace, jieba\)"):
+        compare_chunkings(DATASET, [first, second], spans=SPANS)

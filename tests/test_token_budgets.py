@@ -170,6 +170,31 @@ def test_tokenizers_auto_callable_and_named():
     assert set(TOKENIZERS) == {"whitespace", "jieba"}
 
 
+def test_auto_picks_one_tokenizer_for_all_the_runs_read_together(tmp_path):
+    # alone, the English run counts with whitespace and the Chinese one with jieba: read together, both with jieba
+    dataset = rm.Dataset.from_dict({"q1": {"a": 1}})
+    frame = pd.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["z", "a"], "score": [2.0, 1.0]})
+    english = rm.Run.from_frame(frame.assign(text=["alphabet", "x"]), name="english")
+    chinese = rm.Run.from_frame(frame.assign(text=["我们今天去北京大学看看", "x"]), name="chinese")
+    assert [rm.align(dataset, r).tokenizer_name for r in (english, chinese)] == ["whitespace", "jieba"]
+    result = rm.evaluate(dataset, [english, chinese], ["recall@2tok"], warn=False)
+    assert result["english"].tokenizer == result["chinese"].tokenizer == "jieba"
+    assert result["english"].alignment.tokenizer_name == "jieba"
+    assert rm.evaluate(dataset, [english, chinese], ["recall@2"], warn=False)["english"].tokenizer is None
+    lone = rm.evaluate(dataset, [english], ["recall@2tok"], warn=False)
+    assert lone["english"].tokenizer == "whitespace"  # alone, its own texts
+    for run in (english, chinese):
+        path = tmp_path / f"{run.name}.csv"
+        run.frame.to_csv(path, index=False)
+    (tmp_path / "qrels.tsv").write_text("q1 0 a 1\n", encoding="utf-8")
+    out = io.StringIO()
+    args = ["eval", "--dataset", str(tmp_path / "qrels.tsv"), "-m", "recall@2tok"]
+    assert main([*args, "--run", str(tmp_path / "english.csv"), "--run", str(tmp_path / "chinese.csv")], out) == 0
+    assert [line for line in out.getvalue().splitlines() if line.startswith("tokenizer")] == [
+        "tokenizer             \tall\tjieba"
+    ] * 2
+
+
 def test_budgets_are_refused_where_they_mean_nothing():
     alignment = rm.align(DATASET, RUN)
     with pytest.raises(rm.RagMetricsError, match="unjudged='nonrelevant' only"):

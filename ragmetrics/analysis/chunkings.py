@@ -9,7 +9,8 @@ document level and at span level, with the statistics of :mod:`ragmetrics.analys
   T tokens (the share of the handed-over tokens that are evidence).
 
 At k chunks a chunking of bigger chunks hands over more text and wins recall for that reason alone; at T tokens
-every run hands over the same amount of context. The verdict is therefore read at the budget: the chunking with the
+every run hands over the same amount of context (every run's tokens counted with one tokenizer: ``auto`` is picked
+once, on all the runs' texts together; runs aligned with different tokenizers are refused). The verdict is therefore read at the budget: the chunking with the
 highest span-level evidence recall at T tokens (document-level recall at T tokens when fewer than
 :data:`ragmetrics.analysis.compare.MIN_GROUP` queries have evidence), with the
 paired test against the baseline corrected over the whole table (every run x metric x level), worded as
@@ -36,7 +37,7 @@ from ragmetrics.analysis import stats
 from ragmetrics.analysis.compare import MIN_GROUP, adjusted_intervals, corrected_rows, interval_at_level, paired_row
 from ragmetrics.analysis.verdicts import verdict
 from ragmetrics.engine import Alignment, align
-from ragmetrics.engine.budgets import tokens_at_depth
+from ragmetrics.engine.budgets import shared_tokenizer, tokens_at_depth
 from ragmetrics.engine.evidence import evaluate_evidence, spans_from_answers, spans_from_documents
 from ragmetrics.engine.queries import at_queries
 from ragmetrics.engine.tokens import TokenizerLike
@@ -143,6 +144,13 @@ def compare_chunkings(
         item if isinstance(item, Alignment) else align(dataset, item, tokenizer=tokenizer, rel_level=rel_level)
         for item in runs
     ]
+    alignments = shared_tokenizer(alignments)
+    tokenizers = list(dict.fromkeys(a.tokenizer_name for a in alignments))
+    if len(tokenizers) > 1:
+        raise RagMetricsError(
+            f"the runs count tokens with different tokenizers ({', '.join(tokenizers)}): runs compared at equal token "
+            "cost count with one; align them with the same tokenizer"
+        )
     names = [a.name for a in alignments]
     if len(set(names)) < len(names):
         raise RagMetricsError(f"two runs share a name among {names}: name each chunking's run apart")

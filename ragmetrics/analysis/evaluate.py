@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragmetrics.analysis.values import plain, results_dict, values_frame
-from ragmetrics.engine import Alignment, Conventions, Coverage, Ranking, align
+from ragmetrics.engine import Alignment, Conventions, Coverage, Ranking, align, budgets
 from ragmetrics.engine.conventions import Mode
 from ragmetrics.engine.health import Health
 from ragmetrics.engine.metrics import MetricSpec, metric_name, parse_metric
@@ -258,8 +258,10 @@ def evaluate(
     they are used as they are. ``executor`` is passed to :func:`ragmetrics.align`.
 
     ``tokenizer``: what the token budgets (``recall@512tok``: the metric on the chunks that fit in 512 tokens)
-    count with: ``auto`` (the default: jieba for Chinese texts, else whitespace), ``whitespace``, ``jieba`` or a
-    callable ``text -> tokens`` (:mod:`ragmetrics.engine.tokens`); :attr:`RunResult.tokenizer` names it.
+    count with: ``auto`` (the default: jieba for Chinese texts, else whitespace; picked once, on every run's texts
+    together, so all runs count alike: :func:`ragmetrics.engine.budgets.shared_tokenizer`), ``whitespace``,
+    ``jieba`` or a callable ``text -> tokens`` (:mod:`ragmetrics.engine.tokens`); :attr:`RunResult.tokenizer` names
+    it.
     """
     data = _as_dataset(dataset)
     run_list = _as_runs(runs)
@@ -278,19 +280,20 @@ def evaluate(
         raise RagMetricsError(f"The 'k_max' parameter must be an int >= 1 or None. Got {k_max!r} instead.")
 
     results: dict[str, RunResult] = {}
-    specs: list[MetricSpec] = []
-    for run in run_list:
-        alignment = _aligned(data, run, conventions, executor, tokenizer)
+    alignments = [_aligned(data, run, conventions, executor, tokenizer) for run in run_list]
+    if alignments:
+        specs = list(dict.fromkeys(alignments[0].mode.parse(m) for m in metrics))
         if not specs:
-            specs = list(dict.fromkeys(alignment.mode.parse(m) for m in metrics))
-            if not specs:
-                raise RagMetricsError("no metric to compute; pass metric names such as ['ndcg@10', 'recall@5']")
-        alignment.values(specs)
-        results[run.name] = RunResult(alignment, tuple(specs))
-        if warn:
-            _warn(run.name, alignment.coverage, alignment.conventions.missing)
-    if not run_list:
+            raise RagMetricsError("no metric to compute; pass metric names such as ['ndcg@10', 'recall@5']")
+        if any(s.tokens is not None for s in specs):
+            alignments = budgets.shared_tokenizer(alignments)
+    else:
         specs = list(dict.fromkeys(parse_metric(m) for m in metrics))
+    for alignment in alignments:
+        alignment.values(specs)
+        results[alignment.name] = RunResult(alignment, tuple(specs))
+        if warn:
+            _warn(alignment.name, alignment.coverage, alignment.conventions.missing)
     if k_max is None:
         deepest = max([s.k for s in specs if s.k is not None], default=10)
         retrieved = max((r.alignment.depth for r in results.values()), default=0)

@@ -29,7 +29,14 @@ from ragmetrics.cli.options import (
 )
 from ragmetrics.engine import align
 from ragmetrics.engine.alignment import Alignment
-from ragmetrics.engine.evidence import EVIDENCE_METRICS, EvidenceResult, evaluate_evidence, spans_from_answers
+from ragmetrics.engine.budgets import shared_tokenizer
+from ragmetrics.engine.evidence import (
+    EVIDENCE_METRICS,
+    EvidenceResult,
+    counts_tokens,
+    evaluate_evidence,
+    spans_from_answers,
+)
 from ragmetrics.engine.metrics import BUDGET_SUFFIX
 from ragmetrics.engine.tokens import TOKENIZER_CHOICES
 from ragmetrics.foundation.errors import RagMetricsError
@@ -148,8 +155,11 @@ def cmd_evidence(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise RagMetricsError("no expected answer occurs in a relevant document's text: there is no evidence to find")
     chunk_spans = _chunk_spans(args, dataset)
     metrics = args.metric or list(DEFAULT_EVIDENCE)
+    alignments = _aligned(args, dataset, runs, chunk_spans)
+    if counts_tokens(metrics):
+        alignments = shared_tokenizer(alignments)
     results = {}
-    for alignment in _aligned(args, dataset, runs, chunk_spans):
+    for alignment in alignments:
         results[alignment.name] = evaluate_evidence(alignment, spans, metrics, chunk_spans=chunk_spans)
     if args.format == "json":
         data = {

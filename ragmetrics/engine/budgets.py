@@ -15,7 +15,9 @@ error, never 0 tokens.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
+from itertools import zip_longest
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -98,6 +100,27 @@ def _corpus_texts(alignment: Alignment) -> dict[str, str] | None:
 def tokenizer(alignment: Alignment) -> Tokenizer:
     """The tokenizer the alignment's token budgets read (``auto`` resolved on its texts)."""
     return alignment.once(("tokenizer",), lambda: resolve(alignment.tokenizer, _texts(alignment)))
+
+
+def shared_tokenizer(alignments: Sequence[Alignment]) -> list[Alignment]:
+    """The alignments counting tokens with one tokenizer, as the runs of one comparison must: those counting with
+    ``auto`` get the tokenizer ``auto`` picks on all their retrieved texts together (each run's distinct texts taken
+    in turn, so every run weighs alike in the sample :func:`ragmetrics.engine.tokens.cjk_share` reads). An alignment
+    whose own pick is that one is returned as it is, another counts with it (its row texts kept, not read again)."""
+    auto = [a for a in alignments if isinstance(a.tokenizer, str) and a.tokenizer == "auto"]
+    if len(auto) < 2:
+        return list(alignments)
+    distinct = [list(dict.fromkeys(_texts(a))) for a in auto]
+    chosen = resolve("auto", [t for turn in zip_longest(*distinct) for t in turn if t is not None])
+    return [_counting_with(a, chosen) if a in auto and tokenizer(a).name != chosen.name else a for a in alignments]
+
+
+def _counting_with(alignment: Alignment, chosen: Tokenizer) -> Alignment:
+    """``alignment`` counting with ``chosen``, its row texts kept."""
+    texts = _texts(alignment)
+    counting = alignment.with_tokenizer(chosen)
+    counting.once(("row texts",), lambda: texts)
+    return counting
 
 
 def _texts(alignment: Alignment) -> list[str]:

@@ -128,6 +128,13 @@ def is_evidence_metric(text: str) -> bool:
     return bool(match) and match.group(1).lower() in EVIDENCE_METRICS  # type: ignore[union-attr]
 
 
+def counts_tokens(metrics: Sequence[str | EvidenceSpec]) -> bool:
+    """True when one of the evidence metrics counts tokens (a budget ``@Ttok``, ``context_precision``,
+    ``tokens_to_evidence``): the runs' texts are then tokenized."""
+    specs = [parse_evidence(m) for m in metrics]
+    return any(s.tokens is not None or s.name in ("context_precision", "tokens_to_evidence") for s in specs)
+
+
 @dataclass
 class EvidenceResult:
     """Per-query values of evidence metrics over :attr:`query_ids` (NaN: a query without spans, or, for
@@ -393,7 +400,7 @@ def evaluate_evidence(
     e_row = np.asarray(event_row, dtype=np.int64)
     e_chars = np.asarray(event_chars, dtype=np.float64)
 
-    counted_tokens = any(s.tokens is not None or s.name in ("context_precision", "tokens_to_evidence") for s in specs)
+    counted_tokens = counts_tokens(specs)
     tokens = budgets.row_tokens(alignment) if counted_tokens else np.ones(len(q), dtype=np.int64)  # @k alone: no text
     cumulative = running_sum(tokens, q, starts_q)
     needs_evidence_tokens = any(s.name == "context_precision" for s in specs)
