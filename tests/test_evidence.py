@@ -419,3 +419,24 @@ def test_chunkings_compared_at_equal_token_cost_need_one_tokenizer():
     second = rm.align(DATASET, RUN.with_name("other"), tokenizer="jieba")
     with pytest.raises(rm.RagMetricsError, match=r"different tokenizers \(whitespace, jieba\)"):
         compare_chunkings(DATASET, [first, second], spans=SPANS)
+
+
+def test_cli_evidence_json_per_query_and_the_queries_absent_from_the_run(tmp_path):
+    f = _files(tmp_path, ["q1,A#0,2,aaaaa bbbbb,A", "q1,A#0,1,aaaaa bbbbb,A"], "query_id,doc_id,score,text,source_doc")
+    data = ["--dataset", f["qrels.tsv"], "--corpus", f["corpus.jsonl"], "--run", f["run.csv"]]
+    out, err = io.StringIO(), io.StringIO()
+    args = ["evidence", *data, "--spans", f["spans.qrels"], "-m", "evidence_recall@1", "--format", "json"]
+    assert main([*args, "--per-query"], out, err) == 0, err.getvalue()
+    eval_out, eval_err = io.StringIO(), io.StringIO()
+    assert main(["eval", *data, "-m", "recall@1", "--format", "json", "--per-query"], eval_out, eval_err) == 0
+    run, eval_run = json.loads(out.getvalue())["runs"]["run"], json.loads(eval_out.getvalue())["runs"]["run"]
+    assert run["per_query"] == {"q1": {"evidence_recall@1": 1.0}, "q2": {"evidence_recall@1": 0.0}}
+    assert list(eval_run["per_query"]) == list(run["per_query"])  # eval's shape: {query: {metric: value}}
+    # q2 is absent from the run (its evidence recall 0), and a duplicate row is dropped: noted as eval notes them
+    note = "ragmetrics: note: run 'run': 1 judged queries missing from the run (scored 0); 1 duplicate rows dropped"
+    assert note in err.getvalue() and note in eval_err.getvalue()
+    out = io.StringIO()
+    assert main(args, out, io.StringIO()) == 0 and "per_query" not in json.loads(out.getvalue())["runs"]["run"]
+    err = io.StringIO()
+    baseline = ["evidence", *data, "--baseline", f["run.csv"], "--spans", f["spans.qrels"], "--per-query"]
+    assert main(baseline, io.StringIO(), err) == 2 and "--per-query: not with --baseline" in err.getvalue()

@@ -69,11 +69,15 @@ def results_dict(runs: Iterable[QueryValues], per_query: bool) -> dict[str, Any]
             entry["tokenizer"] = tokenizer
         if per_query and result.query_ids is not None:
             arrays = result.arrays
-            entry["per_query"] = {
-                str(qid): {m: plain(arrays[m][i]) for m in result.metrics} for i, qid in enumerate(result.query_ids)
-            }
+            entry["per_query"] = per_query_dict(result.query_ids, {m: arrays[m] for m in result.metrics})
         out[result.name] = entry
     return {"runs": out}
+
+
+def per_query_dict(query_ids: Iterable[Any], arrays: Mapping[str, np.ndarray]) -> dict[str, dict[str, float | None]]:
+    """``{QID: {METRIC: v}}`` (NaN as null), the queries in the order given, the metrics in ``arrays``' order: the
+    per-query values of every command's JSON."""
+    return {str(qid): {m: plain(values[i]) for m, values in arrays.items()} for i, qid in enumerate(query_ids)}
 
 
 def plain(value: Any) -> float | None:

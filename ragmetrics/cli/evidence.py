@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from ragmetrics.analysis.chunkings import EVIDENCE_WORDS, ChunkingComparison, compare_chunkings
 from ragmetrics.analysis.stats import family_text
+from ragmetrics.analysis.values import per_query_dict
 from ragmetrics.cli.evaluating import refuse_no_overlap
 from ragmetrics.cli.inputs import read_inputs
 from ragmetrics.cli.options import (
@@ -115,8 +116,21 @@ def _aligned(
     return alignments
 
 
-def cmd_chunkings(args: argparse.Namespace, out: TextIO) -> int:
+def _note(alignment: Alignment, notes: list[str], err: TextIO) -> None:
+    """The run's coverage notes as ``eval`` words them (a query of the dataset absent from the run, duplicates
+    dropped, ...; none on relevance: the evidence metrics read spans), then ``notes``, on one line of stderr."""
+    found = alignment.coverage.notes(alignment.conventions.missing, relevance=False) + notes
+    if found:
+        err.write(f"ragmetrics: note: run {alignment.name!r}: " + "; ".join(found) + "\n")
+
+
+def cmd_chunkings(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``evidence --baseline``: the runs (one per chunking) against the baseline at document and span level."""
+    if args.per_query:
+        raise RagMetricsError(
+            "--per-query: not with --baseline (the comparison reads its tests off the per-query values but prints "
+            "none); run evidence without --baseline for each run's per-query values"
+        )
     dataset, runs = read_inputs(args, [args.baseline, *args.run])
     chunk_spans = _chunk_spans(args, dataset)
     alignments = _aligned(args, dataset, runs, chunk_spans)
@@ -139,12 +153,14 @@ def cmd_chunkings(args: argparse.Namespace, out: TextIO) -> int:
         out.write("\n")
     else:
         _chunkings_table(found, out)
+    for alignment in alignments:
+        _note(alignment, [], err)
     return 0
 
 
 def cmd_evidence(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.baseline:
-        return cmd_chunkings(args, out)
+        return cmd_chunkings(args, out, err)
     if bool(args.spans) == bool(args.spans_from_answers):
         raise RagMetricsError("give the gold evidence: --spans FILE, or --spans-from-answers (needs --corpus)")
     dataset, runs = read_inputs(args, args.run)
@@ -169,6 +185,7 @@ def cmd_evidence(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                     "tokenizer": r.tokenizer or None,
                     "queries_with_spans": r.queries_with_spans,
                     "unlocated_chunks": r.unlocated,
+                    **({"per_query": per_query_dict(r.query_ids, r.values)} if args.per_query else {}),
                 }
                 for name, r in results.items()
             }
@@ -178,9 +195,8 @@ def cmd_evidence(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         for name, result in results.items():
             _table(name, result, args.per_query, out)
-    for name, result in results.items():
-        if result.notes:
-            err.write(f"ragmetrics: note: run {name!r}: " + "; ".join(result.notes) + "\n")
+    for alignment in alignments:
+        _note(alignment, results[alignment.name].notes, err)
     return 0
 
 
@@ -200,7 +216,11 @@ def evidence_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--chunk-spans", help="where each chunk lies in its document: chunk_id, doc_id, start, end")
     add_metric_option(p, "evidence metric; default: " + " ".join(DEFAULT_EVIDENCE))
     p.add_argument("--tokenizer", choices=TOKENIZER_CHOICES, default="auto", help="what tokens are counted with")
-    p.add_argument("--per-query", action="store_true", help="also print per-query values")
+    p.add_argument(
+        "--per-query",
+        action="store_true",
+        help="also print per-query values (JSON: each run's per_query); not with --baseline",
+    )
     p.add_argument(
         "--baseline",
         help="compare chunkings: this run and each --run (one per chunking of the corpus) at document and span level, "

@@ -23,9 +23,11 @@ class Coverage:
     tied_queries: list[str] = field(default_factory=list)
     empty_run: bool = False
 
-    def notes(self, missing: str = "zero") -> list[str]:
+    def notes(self, missing: str = "zero", *, relevance: bool = True) -> list[str]:
         """What a user should know about this alignment, one short phrase per issue found; ``missing`` is the
-        convention the judged queries absent from the run were evaluated under (``zero`` or ``skip``)."""
+        convention the judged queries absent from the run were evaluated under (``zero`` or ``skip``);
+        ``relevance`` False: the metrics read no relevance label (the evidence metrics read spans), so a query
+        without a relevant document is not noted."""
         found = []
         if self.missing_in_run:
             treated = "scored 0" if missing == "zero" else "left out"
@@ -34,7 +36,7 @@ class Coverage:
             found.append(f"{len(self.not_in_dataset)} run queries not in the dataset (dropped)")
         if self.duplicates_dropped:
             found.append(f"{self.duplicates_dropped} duplicate rows dropped")
-        if self.no_relevant:
+        if self.no_relevant and relevance:
             found.append(f"{len(self.no_relevant)} queries without a relevant document (scored 0)")
         if self.no_judgments:
             found.append(
