@@ -226,6 +226,27 @@ def test_push_stores_the_files_and_prints_a_share_link(tmp_path):
     assert store.list_runs(dataset_id)["source"].tolist() == [Path(BM25).name, Path(HYBRID).name]
 
 
+def test_push_after_people_saved_a_qrels_version_links_the_run_to_the_newest_too(tmp_path):
+    """CI pushes a run on the original qrels after people saved a version of them: the run is on the version too
+    (the pages and the leaderboard show the newest), and the note says so with its link."""
+    from ragmetrics.store.database import Store
+
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    assert cli("push", "--store", url, "--dataset", QRELS, "--run", BM25).returncode == 0
+    store = Store(url)
+    original = store.list_datasets()["id"].item()
+    store.add_label(original, "1", "unjudged-doc", 1, author="ann")
+    version = store.commit_labels(original, author="ann")
+    done = cli("push", "--store", url, "--dataset", QRELS, "--run", HYBRID)
+    assert done.returncode == 0, done.stderr
+    assert (
+        sorted(store.list_runs(version)["id"]) == sorted(store.list_runs(original)["id"])
+        and len(store.list_runs(version)) == 2
+    )
+    assert "has newer qrels versions made from people's labels; the run(s) are linked to the newest too" in done.stderr
+    assert f"/overview?ds={version}&runs=" in done.stderr
+
+
 def test_push_declares_the_datasets_targets_and_refuses_ones_that_do_not_read(tmp_path):
     from ragmetrics.store.database import Store
 

@@ -105,13 +105,24 @@ def test_a_store_made_before_label_sources_reads_its_labels_as_human(tmp_path):
     assert version_sources(reopened, version)[["source", "labels"]].values.tolist() == [["human", 1], [RULE.source, 1]]
 
 
-def test_a_store_without_the_source_column_refuses_judge_labels(tmp_path):
-    store = Store(f"sqlite:///{tmp_path / 's.sqlite'}")
+def test_a_store_without_the_source_column_refuses_judge_labels_and_sees_it_once_added(tmp_path):
+    """A server whose database user may not alter the tables opens an older store without the column: it refuses
+    a judge's labels (they would read as a person's); once the owner's server adds the column, it reads the
+    judges' labels written there as theirs, not people's."""
+    url = f"sqlite:///{tmp_path / 's.sqlite'}"
+    store = Store(url)
     parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}))
-    store._without.add(("labels", "source"))  # as when its database user may not alter the table
+    with store.engine.begin() as conn:  # an older store, opened by a user who may not alter it
+        conn.execute(sa.text("ALTER TABLE labels DROP COLUMN source"))
+    store._without.add(("labels", "source"))
     with pytest.raises(RagMetricsError, match="would read as a person's"):
         add_judge_labels(store, parent, [("q1", "u2", 0)], RULE)
     assert store.pending_labels(parent).empty
+    owner = Store(url)  # the owner's server adds the column; a judge labels there
+    add_judge_labels(owner, parent, [("q1", "u2", 0)], RULE)
+    store.add_label(parent, "q1", "u3", 1, author="ben")
+    assert store.pending_labels(parent, judges=False)["doc_id"].tolist() == ["u3"]  # the judge's is not people's
+    assert sorted(store.labelled_pairs(parent)["doc_id"]) == ["u3"]
 
 
 def test_provenance_is_checked_and_read_back():

@@ -318,6 +318,15 @@ def test_eval_and_compare_print_corrected_estimates(tmp_path):
         f"ragmetrics: error: {judge_tsv}: --human-qrels holds a judge's labels (endpoint 2 abc123), not people's; "
         "give them as --judge-qrels"
     )
+    # so are they compressed, saved from a spreadsheet as CSV, or as Parquet: read as the loaders read them
+    table = pd.read_csv(judge_tsv, sep="\t", dtype=str, keep_default_na=False)
+    for copy, write in (("judged.tsv.gz", lambda p: table.to_csv(p, sep="\t", index=False)),
+                        ("judged.csv", lambda p: table.to_csv(p, index=False)),
+                        ("judged.parquet", lambda p: table.to_parquet(p, index=False))):  # fmt: skip
+        write(tmp_path / copy)
+        err = io.StringIO()
+        assert main([*argv, "--human-qrels", str(tmp_path / copy)], io.StringIO(), err) == 2, copy
+        assert "holds a judge's labels (endpoint 2 abc123), not people's" in err.getvalue(), err.getvalue()
     # people's grades above the scale of the dataset's and the judge's labels are refused, by file and pair
     loud = tmp_path / "loud.qrels"
     first = loop.human.iloc[0]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import io
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -18,6 +19,7 @@ from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io import load_dataset, load_run, name_of_file
 from ragmetrics.io.formats import formats_of
 from ragmetrics.io.source import open_source
+from ragmetrics.io.tables import read_parquet
 
 INPUT_OPTIONS = (
     "dataset",
@@ -205,16 +207,25 @@ JUDGE_COLUMNS = ("judge", "judge_version", "config_hash")
 
 
 def judges_of(path: str) -> list[str]:
-    """The judges (``judge version config_hash``) whose labels a TSV written by ``judge run`` holds; [] for any
-    other file (its header does not name the provenance columns): what refuses a judge's labels given as people's."""
+    """The judges (``judge version config_hash``) whose labels a file written by ``judge run`` holds, read as the
+    loaders read it (compressed or not, tab- or comma-separated, or Parquet); [] for any other file (its header
+    does not name the provenance columns): what refuses a judge's labels given as people's."""
     try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            reader = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
-            header = next(reader, [])
-            if not set(JUDGE_COLUMNS) <= set(header):
+        source = open_source(path)
+        if source.magic.startswith(b"PAR1"):
+            frame = read_parquet(source, JUDGE_COLUMNS)
+            if not set(JUDGE_COLUMNS) <= set(frame.columns):
                 return []
-            where = [header.index(c) for c in JUDGE_COLUMNS]
-            found = {tuple(row[i] for i in where) for row in reader if len(row) == len(header)}
-    except (OSError, UnicodeDecodeError):
+            found = set(frame[list(JUDGE_COLUMNS)].astype(str).itertuples(index=False, name=None))
+            return sorted(" ".join(judge) for judge in found)
+        text = source.text()
+    except (OSError, RagMetricsError):
         return []
-    return sorted(" ".join(judge) for judge in found)
+    for delimiter in ("\t", ","):  # as written by judge run, or saved from a spreadsheet as CSV
+        reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+        header = [h.strip() for h in next(reader, [])]
+        if set(JUDGE_COLUMNS) <= set(header):
+            where = [header.index(c) for c in JUDGE_COLUMNS]
+            found = {tuple(row[i].strip() for i in where) for row in reader if len(row) == len(header)}
+            return sorted(" ".join(judge) for judge in found)
+    return []

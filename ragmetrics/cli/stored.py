@@ -71,6 +71,15 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
         + "\n"
     )
+    newest = store.pending_place(dataset_id)
+    if newest != dataset_id and run_ids:  # people saved qrels versions of it: the leaderboard and pages show those
+        for run, path, meta in zip(runs, args.run, tags):
+            store.put_run(run, newest, source=Path(path).name, tags=meta)
+        name = store.list_datasets().set_index("id")["name"].get(newest, newest)
+        err.write(
+            f"ragmetrics: note: dataset {dataset_id} has newer qrels versions made from people's labels; the run(s) "
+            f"are linked to the newest too, {name} ({newest}): {share_link(base, dataset=newest, runs=run_ids)}\n"
+        )
     return 0
 
 

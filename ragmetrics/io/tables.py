@@ -13,7 +13,7 @@ import csv
 import io
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import pandas as pd
 import pyarrow as pa
@@ -210,8 +210,8 @@ def _plain_column(source: Source, name: str, column: pa.ChunkedArray) -> pa.Chun
     raise ParseError(source.name, None, f"text or numbers in column {shorten(name)}", f"type {shorten(str(kind), 60)}")
 
 
-def read_parquet(source: Source) -> pd.DataFrame:
-    """The useful columns of a Parquet file, checked against the limits (rows and
+def read_parquet(source: Source, columns: Collection[str] | None = None) -> pd.DataFrame:
+    """The useful columns of a Parquet file (or those of ``columns`` it has), checked against the limits (rows and
     declared size, from the footer) before any data page is decompressed."""
     data = source.data
     try:
@@ -224,7 +224,7 @@ def read_parquet(source: Source) -> pd.DataFrame:
     source.limits.check_rows(source.name, meta.num_rows)
     if declared > source.limits.inflate_cap(len(data)):
         raise source.limits.inflate_error(source.name, len(data), declared)
-    wanted = [n for n in names if normalise_name(n) in PARQUET_WANTED]
+    wanted = [n for n in names if (n in columns if columns is not None else normalise_name(n) in PARQUET_WANTED)]
     repeated = sorted(n for n, times in Counter(wanted).items() if times > 1)
     if repeated:
         raise ParseError(source.name, None, "unique column names", f"{shorten(repeated[0])} more than once")

@@ -489,7 +489,14 @@ class Store:
         return {c["name"] for c in sa.inspect(self.engine).get_columns(table)}
 
     def _has(self, table: sa.Table, column: str) -> bool:
-        return (table.name, column) not in self._without
+        """Whether ``table`` has ``column``. One this process could not add is looked up again on every use: its
+        owner may have added it since, and a judge's labels written there would read as people's here."""
+        if (table.name, column) not in self._without:
+            return True
+        if column in self._columns(table.name):
+            self._without.discard((table.name, column))
+            return True
+        return False
 
     def _put(self, table: sa.Table, row: dict[str, Any], conn: Any) -> None:
         """Insert ``row`` unless its id is stored; a stored row keeps its values, but an empty source, description or
