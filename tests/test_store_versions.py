@@ -151,3 +151,12 @@ def test_a_deleted_version_leaves_its_lineage_and_its_pending_labels_to_its_pare
     assert store.delete_dataset(parent) == 0 and store.lineage(third) == [third]  # the original: the rest stands
     store.add_label(third, "q1", "u5", 1, author="ben")
     assert store.delete_dataset(third) == 1  # an original's unsaved labels go with it
+
+
+def test_a_label_and_the_suggestion_it_accepts_are_kept_together(store_url):
+    store = Store(store_url)
+    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
+    store.add_label(parent, "q1", "u1", 2, author="ana", accepted="suggestion:answer")
+    assert store.pending_labels(parent, kind="suggestion:answer")[["doc_id", "label"]].values.tolist() == [["u1", 2]]
+    version = store.commit_labels(parent, author="ana")
+    assert store.pending_labels(version, kind="suggestion:answer").empty  # saved with the label, not left behind

@@ -488,12 +488,13 @@ class Workspace:
         author: str,
         kind: str = "judgment",
         expect: int | object | None = ANY_LABEL,
+        accepted: str | None = None,
     ) -> int:
         """Keep one label at once (:meth:`ragmetrics.store.database.Store.add_label`): pending on the dataset until saved;
         ``expect``: the pair's latest judgment the judge saw (refused with :class:`LabelConflict` when another was
-        given since). Returns its row id."""
+        given since); ``accepted``: the suggestion it accepts, kept with it. Returns its row id."""
         return self.store.add_label(dataset_ident, query_id, doc_id, int(label), author=author, kind=kind,
-                                    expect=expect)  # fmt: skip
+                                    expect=expect, accepted=accepted)  # fmt: skip
 
     def labelled_pairs(self, dataset_ident: str) -> pd.DataFrame:
         """The pairs judged by a label on the dataset, pending or saved: ``query_id, doc_id``."""

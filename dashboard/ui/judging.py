@@ -100,19 +100,21 @@ def give(
     own = st.session_state.setdefault(_OWN, {})
     try:
         ident = workspace.add_label(
-            dataset_id, query_id, doc_id, grade, author=author(), expect=own.get((dataset_id, query_id, doc_id))
+            dataset_id,
+            query_id,
+            doc_id,
+            grade,
+            author=author(),
+            expect=own.get((dataset_id, query_id, doc_id)),
+            accepted=suggestion,
         )
     except LabelConflict as err:
         st.session_state[_CONFLICT] = Conflict(dataset_id, query_id, doc_id, int(grade), suggestion or "", err.existing)
         return
-    _given(workspace, dataset_id, query_id, doc_id, grade, suggestion, ident)
+    _given(dataset_id, query_id, doc_id, grade, suggestion, ident)
 
 
-def _given(
-    workspace: Workspace, dataset_id: str, query_id: str, doc_id: str, grade: int, suggestion: str | None, ident: int
-) -> None:
-    if suggestion:
-        workspace.add_label(dataset_id, query_id, doc_id, grade, author=author(), kind=suggestion)
+def _given(dataset_id: str, query_id: str, doc_id: str, grade: int, suggestion: str | None, ident: int) -> None:
     st.session_state.setdefault(_OWN, {})[(dataset_id, query_id, doc_id)] = ident
     st.session_state[_LAST] = (dataset_id, query_id, doc_id, int(grade), suggestion or "")
     st.session_state.pop(_CONFLICT, None)
@@ -120,8 +122,10 @@ def _given(
 
 def replace(workspace: Workspace, clash: Conflict) -> None:
     """Store the refused grade of ``clash`` over the label given meanwhile: the judge saw it and chose theirs."""
-    ident = workspace.add_label(clash.dataset_id, clash.query_id, clash.doc_id, clash.grade, author=author())
-    _given(workspace, clash.dataset_id, clash.query_id, clash.doc_id, clash.grade, clash.suggestion, ident)
+    ident = workspace.add_label(
+        clash.dataset_id, clash.query_id, clash.doc_id, clash.grade, author=author(), accepted=clash.suggestion or None
+    )
+    _given(clash.dataset_id, clash.query_id, clash.doc_id, clash.grade, clash.suggestion, ident)
 
 
 def conflict() -> Conflict | None:

@@ -711,9 +711,11 @@ class Store:
         author: str = "anonymous",
         kind: str = "judgment",
         expect: int | object | None = ANY_LABEL,
+        accepted: str | None = None,
     ) -> int:
         """Keep one label at once, pending on ``dataset`` (its :meth:`pending_place`) until :meth:`commit_labels`
-        makes a version of it; returns its row id.
+        makes a version of it; returns its row id. ``accepted``: the kind of the suggestion (``suggestion:<rule>``)
+        the label accepts, kept beside it in the same transaction (a save never takes one without the other).
 
         ``expect``: the pair's latest judgment on ``dataset``'s lineage (:meth:`family`; pending or saved) the judge
         saw, by row id (None: it was unlabelled). When another one was given since, nothing is stored and
@@ -736,7 +738,11 @@ class Store:
                 other = self._latest_label(conn, family, query_id, doc_id)
                 if other is not None and other["id"] != expect:
                     raise LabelConflict(dataset, other)
-            return conn.execute(sa.insert(labels_table).values(**row, dataset_id=place)).inserted_primary_key
+            key = conn.execute(sa.insert(labels_table).values(**row, dataset_id=place)).inserted_primary_key
+            if accepted:
+                kind_text = checked_text(accepted, "a label kind", MAX_NAME_BYTES)
+                conn.execute(sa.insert(labels_table).values(**row | {"kind": kind_text}, dataset_id=place))
+            return key
 
         key = self.write_pending(dataset, write)
         if key is None:  # every supported database returns the id it gave
