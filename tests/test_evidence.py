@@ -16,7 +16,7 @@ from ragmetrics.analysis.chunkings import compare_chunkings
 from ragmetrics.cli import main
 from ragmetrics.engine.evidence import EVIDENCE_METRICS, evaluate_evidence, parse_evidence, spans_from_answers
 from ragmetrics.foundation.errors import ParseError
-from ragmetrics.io.spans import load_chunk_spans, load_spans
+from ragmetrics.io.spans import check_spans, load_chunk_spans, load_spans
 
 # Document A: 20 characters, words of 5 ("aaaaa bbbbb ccccc dd"); B: another document.
 CORPUS = pd.DataFrame({"doc_id": ["A", "B"], "text": ["aaaaa bbbbb ccccc dd", "xxxxx yyyyy"]})
@@ -143,7 +143,7 @@ def whole_documents(draw):
         spans[f"q{q}"] = {}
         for d in relevant:
             length = 2 * words[d] - 1
-            start = draw(st.integers(0, length - 1))
+            start = 2 * draw(st.integers(0, words[d] - 1))  # at a word: a span of white space holds no evidence
             spans[f"q{q}"][f"d{d}"] = [(start, draw(st.integers(start + 1, length)))]
         ranked = draw(st.lists(st.integers(0, n_docs - 1), max_size=n_docs, unique=True))
         rows += [(f"q{q}", f"d{d}", float(n_docs - r)) for r, d in enumerate(ranked)]
@@ -440,3 +440,59 @@ def test_cli_evidence_json_per_query_and_the_queries_absent_from_the_run(tmp_pat
     err = io.StringIO()
     baseline = ["evidence", *data, "--baseline", f["run.csv"], "--spans", f["spans.qrels"], "--per-query"]
     assert main(baseline, io.StringIO(), err) == 2 and "--per-query: not with --baseline" in err.getvalue()
+
+
+def _one_document(text: str, run_rows: list[dict[str, object]], answer: str = "") -> tuple[rm.Dataset, rm.Run]:
+    qrels = pd.DataFrame([("q1", "A", 1)], columns=["query_id", "doc_id", "relevance"])
+    queries = pd.DataFrame({"query_id": ["q1"], "query": ["what?"], "expected_answer": [answer]})
+    documents = pd.DataFrame({"doc_id": ["A"], "text": [text]})
+    return rm.Dataset.from_frames(qrels, queries, documents=documents), rm.Run.from_frame(pd.DataFrame(run_rows))
+
+
+def test_a_node_keyed_by_its_document_s_id_is_placed_by_its_own_text():
+    """A framework's node whose id is its source document's (LlamaIndex's ref_doc_id) carries a chunk's text: it
+    covers that chunk, not the whole document."""
+    text = "alpha beta gamma delta epsilon zeta eta theta"
+    dataset, run = _one_document(text, [{"query_id": "q1", "doc_id": "A", "score": 1.0, "text": "eta theta"}])
+    spans = {"q1": {"A": [(text.index("delta"), text.index("delta") + len("delta epsilon"))]}}
+    result = evaluate_evidence(rm.align(dataset, run), spans, ["evidence_recall@1", "context_precision@1"])
+    assert result.values["evidence_recall@1"].tolist() == [0.0] and result.values["context_precision@1"].tolist() == [
+        0.0
+    ]
+    whole = rm.Run.from_frame(pd.DataFrame([{"query_id": "q1", "doc_id": "A", "score": 1.0}]))  # no text: the document
+    assert evaluate_evidence(rm.align(dataset, whole), spans, ["evidence_recall@1"]).values["evidence_recall@1"] == 1.0
+
+
+def test_answers_are_located_as_whole_words():
+    text = "Version 5 shipped in 2015, 50 days late; version 5 again."
+    dataset, _ = _one_document(text, [{"query_id": "q1", "doc_id": "A", "score": 1.0}], answer="5")
+    starts = spans_from_answers(dataset).column("start").to_pylist()
+    assert [text[s - 8 : s + 1] for s in starts] == ["Version 5", "version 5"]
+    price = "个人版年付168元，团队版年付1680元。"
+    chinese, _ = _one_document(price, [{"query_id": "q1", "doc_id": "A"}], answer="168")
+    assert spans_from_answers(chinese).column("start").to_pylist() == [5]  # not the 168 of 1680
+    chinese, _ = _one_document(price, [{"query_id": "q1", "doc_id": "A"}], answer="年付")
+    assert spans_from_answers(chinese).column("start").to_pylist() == [3, 13]  # no word edges between CJK characters
+
+
+def test_white_space_between_chunks_is_no_evidence_missed():
+    """Two chunks split at a space hand over every word of the evidence "delta epsilon": recall 1, not 12/13."""
+    text = "alpha beta gamma delta epsilon zeta"
+    cut = text.index(" epsilon")
+    rows = [{"query_id": "q1", "doc_id": "c1", "source_doc": "A", "score": 2.0, "text": text[:cut]},
+            {"query_id": "q1", "doc_id": "c2", "source_doc": "A", "score": 1.0, "text": text[cut + 1 :]}]  # fmt: skip
+    dataset, run = _one_document(text, rows)
+    spans = {"q1": {"A": [(text.index("delta"), text.index("delta") + len("delta epsilon"))]}}
+    values = evaluate_evidence(rm.align(dataset, run), spans, ["evidence_recall@2", "evidence_recall@1"]).values
+    assert values["evidence_recall@2"].tolist() == [1.0] and values["evidence_recall@1"].tolist() == [5 / 12]
+    with pytest.raises(rm.RagMetricsError, match=r"hold only white space: expected evidence text"):
+        evaluate_evidence(rm.align(dataset, run), {"q1": {"A": [(cut, cut + 1)]}}, ["evidence_recall@1"])
+
+
+def test_a_span_of_white_space_is_refused_by_its_line(tmp_path):
+    text = "alpha beta gamma"
+    dataset, _ = _one_document(text, [{"query_id": "q1", "doc_id": "A"}])
+    (tmp_path / "spans.tsv").write_text("query_id\tdoc_id\tstart\tend\nq1\tA\t5\t6\n", encoding="utf-8")
+    spans = load_spans(tmp_path / "spans.tsv")
+    with pytest.raises(ParseError, match=r"spans.tsv:2: expected a span holding evidence text, found characters 5-6"):
+        check_spans(spans, str(tmp_path / "spans.tsv"), dataset)

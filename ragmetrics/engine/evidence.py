@@ -9,7 +9,9 @@ Each retrieved chunk (a run row, in ranking order, before chunks are merged into
 document as ``(document, start, end)``:
 
 1. from ``chunk_spans`` (a table ``chunk_id, doc_id, start, end``) when it names the chunk;
-2. a row that is its own document (its id is the document's: a run of whole documents) covers all of it;
+2. a row that is its own document (its id is the document's: a run of whole documents) covers all of it, unless
+   it carries a text of its own (a framework's node keyed by its source document's id): that text places it, as
+   below;
 3. else its text (the run's ``text``, else the corpus ``text`` of its id) is looked for, literally, in its
    document's corpus ``text`` (the document: its ``source_doc``); the first occurrence places it. A text whose
    first line is the document's title (as chunkers often prefix it) is looked for without that line. A chunk found
@@ -20,7 +22,9 @@ The metrics, per evaluated query (:data:`EVIDENCE_METRICS`; ``@k``: the top k ch
 a budget of T tokens, cut as :mod:`ragmetrics.engine.budgets` cuts, the chunk that passes T excluded):
 
 * ``evidence_recall``: for each relevant document, the share of its gold characters that the chunks cover, a
-  character covered by several chunks counted once; averaged over the query's relevant documents. With one chunk
+  character covered by several chunks counted once; averaged over the query's relevant documents. White space is
+  no gold character (a chunker splitting at a space hands over every word of a span, none of the space between its
+  chunks), where the document's text is known. With one chunk
   per whole document it is recall@k (a retrieved relevant document is covered whole).
 * ``evidence_recall_chars``: covered gold characters / gold characters, over all the query's relevant documents
   (a long span weighs more).
@@ -46,6 +50,7 @@ import pyarrow as pa
 from ragmetrics.engine import budgets
 from ragmetrics.engine.metrics import BUDGET_SUFFIX
 from ragmetrics.engine.order import positions, running_sum, segment_starts
+from ragmetrics.foundation import scripts
 from ragmetrics.foundation.errors import MetricNameError, RagMetricsError
 from ragmetrics.foundation.ids import to_arrow
 from ragmetrics.foundation.kernels import take
@@ -223,7 +228,8 @@ def _locate(chunk: str, document: str, title: str) -> tuple[int, int]:
 
 def spans_from_answers(dataset: Dataset, rel_level: int = 1) -> pa.Table:
     """Gold spans located from the queries' expected answers: every literal (case-sensitive) occurrence of a query's
-    ``expected_answer`` in the corpus ``text`` of each of its relevant documents (label >= ``rel_level``). A
+    ``expected_answer`` in the corpus ``text`` of each of its relevant documents (label >= ``rel_level``) that is
+    not part of a longer word (``5`` is not found in ``2015``; CJK text has no word edges). A
     relevant document without an occurrence gets no span (it is then not a relevant document of the evidence
     metrics). Columns ``query_id, doc_id, start, end``."""
     corpus = _corpus(dataset)
@@ -242,10 +248,24 @@ def spans_from_answers(dataset: Dataset, rel_level: int = 1) -> pa.Table:
             continue
         at = text.find(answer)
         while at >= 0:
-            for column, value in zip(rows, (query, doc, at, at + len(answer))):
-                rows[column].append(value)
+            if _whole_words(text, at, at + len(answer)):
+                for column, value in zip(rows, (query, doc, at, at + len(answer))):
+                    rows[column].append(value)
             at = text.find(answer, at + 1)
     return _spans_table(rows)
+
+
+def _word_character(character: str) -> bool:
+    """A letter or digit of a script written with spaces between words (not a CJK character)."""
+    return character.isalnum() and not scripts.CJK_CHARACTER.match(character)
+
+
+def _whole_words(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` neither begins nor ends inside a word: ``5`` in ``2015`` or ``cat`` in ``cats``
+    is not the answer (Chinese and Japanese, written without spaces, have no such edge)."""
+    before = start > 0 and _word_character(text[start - 1]) and _word_character(text[start])
+    after = end < len(text) and _word_character(text[end]) and _word_character(text[end - 1])
+    return not (before or after)
 
 
 def spans_from_documents(dataset: Dataset, rel_level: int = 1) -> pa.Table:
@@ -314,7 +334,7 @@ def _chunk_places(alignment: Alignment, chunk_spans: Any) -> tuple[list[str], np
         texts.append(chunk_text)
         if chunk in given:
             docs[i], starts[i], ends[i] = given[chunk]
-        elif chunk == doc:
+        elif chunk == doc and (text is None or doc not in corpus):
             starts[i], ends[i] = 0, WHOLE
         else:
             at, length = _locate(chunk_text, corpus.get(doc, ""), titles.get(doc, ""))
@@ -365,7 +385,14 @@ def evaluate_evidence(
     pairs = sorted(gold)
     pair_of = {pair: i for i, pair in enumerate(pairs)}
     unions = [_union(gold[pair]) for pair in pairs]
-    gold_chars = np.array([sum(e - s for s, e in u) for u in unions], dtype=np.float64)
+    weigh = _Weigher(_corpus(alignment.dataset))
+    gold_chars = np.array([weigh(pair[1], u) for pair, u in zip(pairs, unions)], dtype=np.float64)
+    if (gold_chars == 0).any():
+        (query, doc), union = pairs[int(np.argmax(gold_chars == 0))], unions[int(np.argmax(gold_chars == 0))]
+        raise RagMetricsError(
+            f"the evidence spans of query {alignment.query_ids[query]} in document {doc} ({union[:3]}) hold only "
+            "white space: expected evidence text"
+        )
     pair_q = np.array([p[0] for p in pairs], dtype=np.int64)
     has_spans = np.bincount(pair_q, minlength=n_queries) > 0
 
@@ -390,7 +417,8 @@ def evaluate_evidence(
             if not pieces:
                 continue
             inside[row] = pieces
-            new = sum(e - s for s, e in pieces) - _overlap(pieces, covered)
+            doc = pairs[pair][1]
+            new = weigh(doc, pieces) - weigh(doc, _overlap(pieces, covered))
             covered = _union(covered + pieces)
             if new:
                 event_pair.append(pair)
@@ -480,9 +508,30 @@ def _intersect(gold: list[tuple[int, int]], start: int, end: int) -> list[tuple[
     return [(max(s, start), min(e, end)) for s, e in gold if s < end and e > start]
 
 
-def _overlap(pieces: list[tuple[int, int]], covered: list[tuple[int, int]]) -> int:
-    """Characters of ``pieces`` (disjoint) already in ``covered`` (disjoint)."""
-    return sum(max(0, min(e, ce) - max(s, cs)) for s, e in pieces for cs, ce in covered)
+def _overlap(pieces: list[tuple[int, int]], covered: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of ``pieces`` (disjoint) already in ``covered`` (disjoint)."""
+    return [(max(s, cs), min(e, ce)) for s, e in pieces for cs, ce in covered if min(e, ce) > max(s, cs)]
+
+
+class _Weigher:
+    """How many gold characters intervals of a document hold: its characters but white space, which carries no
+    evidence (a chunker that splits at a space hands over every word of a span, not the space between two chunks);
+    every character of a document whose text is unknown."""
+
+    def __init__(self, corpus: Mapping[str, str]) -> None:
+        self.corpus = corpus
+        self.prefix: dict[str, np.ndarray] = {}
+
+    def __call__(self, doc: str, intervals: Sequence[tuple[int, int]]) -> int:
+        text = self.corpus.get(doc)
+        if text is None:
+            return sum(e - s for s, e in intervals)
+        prefix = self.prefix.get(doc)
+        if prefix is None:
+            visible = np.fromiter((not c.isspace() for c in text), dtype=np.int64, count=len(text))
+            prefix = self.prefix[doc] = np.concatenate([[0], np.cumsum(visible)])
+        last = len(text)
+        return int(sum(prefix[min(e, last)] - prefix[min(s, last)] for s, e in intervals))
 
 
 def _evidence_tokens(

@@ -169,7 +169,8 @@ def load_chunk_spans(source: Any, *, filename: str | None = None) -> pa.Table:
 def check_spans(spans: pa.Table, name: str, dataset: Dataset, *, key: str = "query_id") -> None:
     """Spans read by :func:`load_spans` (or chunk spans, ``key="chunk_id"``) against ``dataset``: some span's query
     is the dataset's (evidence spans only), and where the dataset holds its documents' text, every span's document
-    is among them and ends within its text. A span that does not is a :class:`ParseError` naming ``name`` and the
+    is among them and ends within its text, and an evidence span holds more than white space. A span that does not
+    is a :class:`ParseError` naming ``name`` and the
     line it was read from."""
     lines = spans.column("line").to_pylist() if "line" in spans.column_names else [None] * spans.num_rows
     if key == "query_id":
@@ -183,14 +184,19 @@ def check_spans(spans: pa.Table, name: str, dataset: Dataset, *, key: str = "que
     if documents is None or "text" not in documents.columns:
         return
     texts = documents.drop_duplicates("doc_id").set_index("doc_id")["text"].fillna("").astype(str)
-    lengths = dict(zip(texts.index.astype(str), texts.str.len()))
+    by_id = dict(zip(texts.index.astype(str), texts))
     docs = spans.column("doc_id").to_pylist()
+    starts = spans.column("start").to_pylist()
     ends = spans.column("end").to_pylist()
-    for doc, end, line in zip(docs, ends, lines, strict=True):
-        length = lengths.get(doc)
-        if length is None:
+    for doc, start, end, line in zip(docs, starts, ends, lines, strict=True):
+        text = by_id.get(doc)
+        if text is None:
             raise ParseError(name, line, "a document of the corpus", f"document {shorten(doc)}, not in the corpus")
-        if end > length:
+        if end > len(text):
             raise ParseError(
-                name, line, f"a span within the {length} characters of document {shorten(doc)}", f"end {end}"
+                name, line, f"a span within the {len(text)} characters of document {shorten(doc)}", f"end {end}"
+            )
+        if key == "query_id" and not text[start:end].strip():
+            raise ParseError(
+                name, line, "a span holding evidence text", f"characters {start}-{end} of {shorten(doc)}: white space"
             )
