@@ -388,9 +388,10 @@ def evaluate_evidence(
     weigh = _Weigher(_corpus(alignment.dataset))
     gold_chars = np.array([weigh(pair[1], u) for pair, u in zip(pairs, unions)], dtype=np.float64)
     if (gold_chars == 0).any():
-        (query, doc), union = pairs[int(np.argmax(gold_chars == 0))], unions[int(np.argmax(gold_chars == 0))]
+        blank = int(np.argmax(gold_chars == 0))
+        (at, doc), union = pairs[blank], unions[blank]
         raise RagMetricsError(
-            f"the evidence spans of query {alignment.query_ids[query]} in document {doc} ({union[:3]}) hold only "
+            f"the evidence spans of query {alignment.query_ids[at]} in document {doc} ({union[:3]}) hold only "
             "white space: expected evidence text"
         )
     pair_q = np.array([p[0] for p in pairs], dtype=np.int64)
