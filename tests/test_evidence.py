@@ -496,3 +496,18 @@ def test_a_span_of_white_space_is_refused_by_its_line(tmp_path):
     spans = load_spans(tmp_path / "spans.tsv")
     with pytest.raises(ParseError, match=r"spans.tsv:2: expected a span holding evidence text, found characters 5-6"):
         check_spans(spans, str(tmp_path / "spans.tsv"), dataset)
+
+
+def test_chunk_spans_that_contradict_themselves_or_the_run_are_refused(tmp_path):
+    text = "alpha beta gamma delta"
+    rows = [{"query_id": "q1", "doc_id": "c1", "source_doc": "A", "score": 1.0, "text": "alpha beta"}]
+    dataset, run = _one_document(text, rows)
+    twice = tmp_path / "twice.tsv"
+    twice.write_text("chunk_id\tdoc_id\tstart\tend\nc1\tA\t0\t10\nc1\tA\t11\t16\n", encoding="utf-8")
+    with pytest.raises(
+        ParseError, match=r"twice.tsv:3: expected one place per chunk \(chunk 'c1' lies at 'A' 0-10\), found 'A' 11-16"
+    ):
+        check_spans(load_chunk_spans(twice), str(twice), dataset, key="chunk_id")
+    elsewhere = pd.DataFrame({"chunk_id": ["c1"], "doc_id": ["B"], "start": [0], "end": [10]})
+    with pytest.raises(rm.RagMetricsError, match=r"places it in document 'B', its source_doc says 'A'"):
+        evaluate_evidence(rm.align(dataset, run), {"q1": {"A": [(0, 5)]}}, ["evidence_recall@1"], chunk_spans=elsewhere)

@@ -318,7 +318,8 @@ def _chunk_places(alignment: Alignment, chunk_spans: Any) -> tuple[list[str], np
         return (values if order is None else take(values, to_arrow(order))).to_pylist()
 
     chunk_ids = [str(v) for v in column("doc_id")]
-    docs = [str(v) for v in column("source_doc")] if "source_doc" in table.column_names else list(chunk_ids)
+    has_source = "source_doc" in table.column_names
+    docs = [str(v) for v in column("source_doc")] if has_source else list(chunk_ids)
     own = column("text") if "text" in table.column_names else [None] * len(chunk_ids)
     corpus = _corpus(alignment.dataset)
     titles = _corpus(alignment.dataset, "title")
@@ -333,6 +334,11 @@ def _chunk_places(alignment: Alignment, chunk_spans: Any) -> tuple[list[str], np
         chunk_text = str(text) if text is not None else corpus.get(chunk, "")
         texts.append(chunk_text)
         if chunk in given:
+            if has_source and given[chunk][0] != doc:
+                raise RagMetricsError(
+                    f"chunk {chunk!r} of run {alignment.run.name!r}: its chunk span places it in document "
+                    f"{given[chunk][0]!r}, its source_doc says {doc!r}; expected the same document"
+                )
             docs[i], starts[i], ends[i] = given[chunk]
         elif chunk == doc and (text is None or doc not in corpus):
             starts[i], ends[i] = 0, WHOLE

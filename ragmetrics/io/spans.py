@@ -180,6 +180,19 @@ def check_spans(spans: pa.Table, name: str, dataset: Dataset, *, key: str = "que
             raise ParseError(
                 name, None, f"spans of the dataset's queries {names_of(known, 3)}", f"queries {names_of(queries, 3)}"
             )
+    if key == "chunk_id":
+        seen: dict[str, tuple[str, int, int]] = {}
+        places = zip(*(spans.column(c).to_pylist() for c in ("chunk_id", "doc_id", "start", "end")), lines, strict=True)
+        for chunk, doc, start, end, line in places:
+            place = (doc, start, end)
+            if seen.setdefault(chunk, place) != place:
+                before = seen[chunk]
+                raise ParseError(
+                    name,
+                    line,
+                    f"one place per chunk (chunk {shorten(chunk)} lies at {shorten(before[0])} {before[1]}-{before[2]})",
+                    f"{shorten(doc)} {start}-{end}",
+                )
     documents = dataset.documents
     if documents is None or "text" not in documents.columns:
         return
