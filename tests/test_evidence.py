@@ -511,3 +511,13 @@ def test_chunk_spans_that_contradict_themselves_or_the_run_are_refused(tmp_path)
     elsewhere = pd.DataFrame({"chunk_id": ["c1"], "doc_id": ["B"], "start": [0], "end": [10]})
     with pytest.raises(rm.RagMetricsError, match=r"places it in document 'B', its source_doc says 'A'"):
         evaluate_evidence(rm.align(dataset, run), {"q1": {"A": [(0, 5)]}}, ["evidence_recall@1"], chunk_spans=elsewhere)
+
+
+def test_span_tables_read_quotes_and_ids_with_spaces(tmp_path):
+    (tmp_path / "quoted.csv").write_text('query_id,doc_id,start,end\nq1,"A,1",0,5\n', encoding="utf-8")
+    (tmp_path / "spaced.tsv").write_text("query_id\tdoc_id\tstart\tend\nq1\tmy doc\t0\t5\n", encoding="utf-8")
+    assert load_spans(tmp_path / "quoted.csv").column("doc_id").to_pylist() == ["A,1"]
+    assert load_spans(tmp_path / "spaced.tsv").column("doc_id").to_pylist() == ["my doc"]
+    (tmp_path / "grade.qrels").write_text("q1 0 A ５ 0 5\n", encoding="utf-8")
+    with pytest.raises(ParseError, match=r"grade.qrels:1: expected an integer relevance \(ASCII digits\)"):
+        load_spans(tmp_path / "grade.qrels")

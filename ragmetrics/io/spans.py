@@ -7,7 +7,8 @@ field (0-based, ``end`` excluded, counted in Unicode code points as Python index
   (one line per span; a line whose relevance is below 1 is read as a judgment without evidence and skipped);
 * JSONL (or a JSON array): ``{"query_id": .., "doc_id": .., "spans": [[start, end], ...]}``, or one span per record
   with ``"start"`` and ``"end"``;
-* CSV/TSV with a header naming ``query_id``, ``doc_id``, ``start`` and ``end``.
+* CSV/TSV with a header naming ``query_id``, ``doc_id``, ``start`` and ``end`` (the header line says the
+  delimiter; CSV quoting as Python's csv module reads it).
 
 An offset is a whole number from 0 to :data:`MAX_OFFSET`: in a text layout, ASCII digits only (no sign, ``_``,
 exponent or other script's digits); in JSON, an integer (not a float such as ``17.0``, a string or a boolean).
@@ -15,6 +16,7 @@ exponent or other script's digits); in JSON, an integer (not a float such as ``1
 
 from __future__ import annotations
 
+import csv
 import re
 from typing import Any
 
@@ -32,6 +34,7 @@ MAX_OFFSET = 2**63 - 1
 """The largest offset read (an int64: what the span tables hold)."""
 
 _DIGITS = re.compile(r"[0-9]+", re.ASCII)
+_GRADE = re.compile(r"-?[0-9]{1,18}", re.ASCII)
 
 
 def _offset(value: Any, name: str, line: int | None, what: str, *, text: bool) -> int:
@@ -102,24 +105,40 @@ def _json(source: Any, rows: _Rows, key: str = "query_id") -> None:
             raise ParseError(rows.name, line, "a 'spans' list or 'start' and 'end'", f"keys {sorted(item)}")
 
 
+def _cells(raw: str, delimiter: str | None) -> list[str]:
+    """The cells of one line: split at white space (``None``), else read as CSV with ``delimiter`` (quotes as the
+    csv module reads them: a quoted cell may hold the delimiter)."""
+    if delimiter is None:
+        return raw.split()
+    return [c.strip() for c in next(csv.reader([raw], delimiter=delimiter), [])]
+
+
 def _delimited(text: str, rows: _Rows, key: str = "query_id") -> None:
-    lines = text.splitlines()
+    """A table with a header naming ``key``, ``doc_id``, ``start`` and ``end`` (its delimiter, tab, comma or white
+    space, read off the header line), else TREC qrels with a span."""
+    wanted = {key, "doc_id", "start", "end"}
     header: dict[str, int] | None = None
-    for number, raw in enumerate(lines, 1):
+    delimiter: str | None = None
+    for number, raw in enumerate(text.splitlines(), 1):
         if not raw.strip() or raw.lstrip().startswith("#"):
             continue
-        delimiter = "," if "," in raw and "\t" not in raw else None
-        cells = [c.strip() for c in (raw.split(",") if delimiter else raw.split())]
-        if header is None and {key, "doc_id", "start", "end"} <= {c.lower() for c in cells}:
-            header = {c.lower(): i for i, c in enumerate(cells)}
-            continue
+        if header is None:
+            for candidate in ("\t", ",", None):
+                names = [c.lower() for c in _cells(raw, candidate)]
+                if wanted <= set(names):
+                    header, delimiter = {c: i for i, c in enumerate(names)}, candidate
+                    break
+            if header is not None:
+                continue
         if header is not None:
+            cells = _cells(raw, delimiter)
             if len(cells) < len(header):
                 raise ParseError(rows.name, number, f"{len(header)} columns", f"{len(cells)}: {shorten(raw)}")
             rows.add(number, *(cells[header[c]] for c in (key, "doc_id", "start", "end")), text=True)
             continue
         if key != "query_id":
             raise ParseError(rows.name, number, f"a header naming {key}, doc_id, start, end", shorten(raw))
+        cells = raw.split()
         if len(cells) != 6:
             raise ParseError(
                 rows.name,
@@ -129,11 +148,9 @@ def _delimited(text: str, rows: _Rows, key: str = "query_id") -> None:
                 f"{len(cells)} columns: {shorten(raw)}",
             )
         query, _iteration, doc, relevance, start, end = cells
-        try:
-            label = int(relevance)
-        except ValueError:
-            raise ParseError(rows.name, number, "an integer relevance", shorten(relevance)) from None
-        if label >= 1:
+        if _GRADE.fullmatch(relevance) is None:
+            raise ParseError(rows.name, number, "an integer relevance (ASCII digits)", shorten(relevance))
+        if int(relevance) >= 1:
             rows.add(number, query, doc, start, end, text=True)
 
 
