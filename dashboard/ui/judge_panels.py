@@ -207,10 +207,15 @@ def pending_panel(
             disabled=not pairs,
             help="Select rows of the table to take their labels back before saving: the pairs return to the queue.",
         ):
-            taken, kept = judging.withdraw(workspace, ds.id, [(q, d, int(shown_ids[(q, d)])) for q, d in pairs])
+            taken, kept, gone = judging.withdraw(workspace, ds.id, [(q, d, int(shown_ids[(q, d)])) for q, d in pairs])
             state.flash(
                 f"Withdrew {taken} label(s); the pairs are back in the queue."
                 + (f" {kept} pair(s) labelled again meanwhile by another judge kept that label." if kept else "")
+                + (
+                    f" {gone} label(s) were no longer pending (saved in a qrels version, or withdrawn, meanwhile)."
+                    if gone
+                    else ""
+                )
             )
             st.rerun()
     judged_only = judging.pending_judge_pairs(workspace, ds.id, labelled)

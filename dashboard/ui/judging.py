@@ -211,16 +211,20 @@ def newer_version(workspace: Workspace, dataset: DatasetEntry) -> DatasetEntry |
     return workspace.dataset(place)
 
 
-def withdraw(workspace: Workspace, dataset_id: str, labels: list[tuple[str, str, int]]) -> tuple[int, int]:
+def withdraw(workspace: Workspace, dataset_id: str, labels: list[tuple[str, str, int]]) -> tuple[int, int, int]:
     """Take back the pending ``labels`` (query, document, row id as shown): unlabelled again, back in the queue.
-    Returns how many went and how many were kept because the pair was labelled again meanwhile."""
-    taken = kept = 0
+    Returns how many went, how many were kept because the pair was labelled again meanwhile, and how many were
+    no longer pending (saved in a version, or withdrawn, by another tab or server meanwhile)."""
+    taken = kept = saved = 0
     for query_id, doc_id, ident in labels:
         try:
-            taken += workspace.withdraw_label(dataset_id, query_id, doc_id, expect=ident) > 0
+            went = workspace.withdraw_label(dataset_id, query_id, doc_id, expect=ident) > 0
         except LabelConflict:
             kept += 1
-    return taken, kept
+            continue
+        taken += went
+        saved += not went
+    return taken, kept, saved
 
 
 def pending(workspace: Workspace, dataset_id: str) -> pd.DataFrame:

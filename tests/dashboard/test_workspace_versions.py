@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from dashboard.data.workspace import Workspace
+from dashboard.ui import judging
+from ragmetrics import Dataset
 from ragmetrics.io import load_dataset, load_run
 from ragmetrics.store.database import Store
 
@@ -60,3 +62,15 @@ def test_a_saved_version_is_a_dataset_with_its_parents_runs_and_a_label_naming_i
     # a dataset without versions is its own family, and keeps its plain name in the picker
     other = ws.add_dataset(load_dataset(DATA / "mini.qrel"))
     assert [e.id for e in ws.family(other.id)] == [other.id] and other.label == other.name
+
+
+def test_withdrawing_labels_another_server_saved_meanwhile_says_they_were_no_longer_pending(tmp_path) -> None:
+    ws = Workspace(Store(f"sqlite:///{tmp_path / 's.sqlite'}"))
+    parent = ws.store.put_dataset(Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
+    mine = ws.add_label(parent, "q1", "u1", 1, author="ann")
+    other = ws.add_label(parent, "q1", "u2", 0, author="ann")
+    Store(ws.store.url).commit_labels(parent, author="ben")  # another server saves both
+    ws.add_label(parent, "q1", "u3", 2, author="ann")
+    third = int(ws.pending_labels(parent)["id"].iloc[0])
+    taken, kept, gone = judging.withdraw(ws, parent, [("q1", "u1", mine), ("q1", "u2", other), ("q1", "u3", third)])
+    assert (taken, kept, gone) == (1, 0, 2)
