@@ -5,7 +5,7 @@ on SciFact's queries (top 100 chunks), and where every chunk lies in its documen
     python scripts/make_chunk_runs.py [OUT_DIR]   # from a checkout, with the retrieve extra (bm25s)
 
 writes ``chunks-128.csv`` and ``chunks-512.csv`` (``query_id, doc_id, score, text, source_doc``: the chunk's id,
-text and document) and ``chunk-spans.tsv`` (``chunk_id, doc_id, start, end``) into ``OUT_DIR`` (default: the
+``DOC#N@SIZE``, its text and document) and ``chunk-spans.tsv`` (``chunk_id, doc_id, start, end``) into ``OUT_DIR`` (default: the
 current folder). ``tests/dashboard/test_chunkings.py`` builds its runs with :func:`chunk_runs`.
 """
 
@@ -47,18 +47,19 @@ def chunk_runs(dataset: Dataset) -> tuple[list[Run], list[Place]]:
     documents = [Document(str(r.doc_id), str(r.title or ""), str(r.text or "")) for r in dataset.documents.itertuples()]
     runs, places = [], []
     for spec in CHUNKINGS:
+        size = spec.split(":")[1]
         corpus = make_corpus(documents, chunking=spec, language="en")
-        chunks = pd.DataFrame({"doc_id": [c.chunk_id for c in corpus.chunks], "title": "",
-                               "text": [c.text for c in corpus.chunks]})  # fmt: skip
-        name = "chunks-" + spec.split(":")[1]
+        ids = [f"{c.chunk_id}@{size}" for c in corpus.chunks]  # one chunk spans file serves both: ids of their own
+        chunks = pd.DataFrame({"doc_id": ids, "title": "", "text": [c.text for c in corpus.chunks]})
+        name = f"chunks-{size}"
         found = retrieve(dataset, BM25.from_documents(chunks, cache_dir=None), k=100, name=name, concurrency=1)
         if found.failed:
             raise RuntimeError(f"{name}: {len(found.failed)} queries failed")
         frame = found.run.frame
         frame["text"] = frame["doc_id"].map(dict(zip(chunks["doc_id"], chunks["text"])))
-        frame["source_doc"] = frame["doc_id"].map({c.chunk_id: c.doc_id for c in corpus.chunks})
+        frame["source_doc"] = frame["doc_id"].map({i: c.doc_id for i, c in zip(ids, corpus.chunks)})
         runs.append(Run.from_frame(frame, name=name))
-        places += [(c.chunk_id, c.doc_id, c.start, c.end) for c in corpus.chunks]
+        places += [(i, c.doc_id, c.start, c.end) for i, c in zip(ids, corpus.chunks)]
     return runs, places
 
 

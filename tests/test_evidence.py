@@ -505,7 +505,8 @@ def test_chunk_spans_that_contradict_themselves_or_the_run_are_refused(tmp_path)
     twice = tmp_path / "twice.tsv"
     twice.write_text("chunk_id\tdoc_id\tstart\tend\nc1\tA\t0\t10\nc1\tA\t11\t16\n", encoding="utf-8")
     with pytest.raises(
-        ParseError, match=r"twice.tsv:3: expected one place per chunk \(chunk 'c1' lies at 'A' 0-10\), found 'A' 11-16"
+        ParseError,
+        match=r"twice.tsv:3: expected one place per chunk \(chunk 'c1' lies at 'A' 0-10; two chunkings in one file need chunk ids of their own\), found 'A' 11-16",
     ):
         check_spans(load_chunk_spans(twice), str(twice), dataset, key="chunk_id")
     elsewhere = pd.DataFrame({"chunk_id": ["c1"], "doc_id": ["B"], "start": [0], "end": [10]})

@@ -207,7 +207,8 @@ def check_spans(spans: pa.Table, name: str, dataset: Dataset, *, key: str = "que
                 raise ParseError(
                     name,
                     line,
-                    f"one place per chunk (chunk {shorten(chunk)} lies at {shorten(before[0])} {before[1]}-{before[2]})",
+                    f"one place per chunk (chunk {shorten(chunk)} lies at {shorten(before[0])} {before[1]}-{before[2]}; "
+                    "two chunkings in one file need chunk ids of their own)",
                     f"{shorten(doc)} {start}-{end}",
                 )
     documents = dataset.documents
