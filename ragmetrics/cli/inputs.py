@@ -19,7 +19,6 @@ from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io import load_dataset, load_run, name_of_file
 from ragmetrics.io.formats import formats_of
 from ragmetrics.io.source import open_source
-from ragmetrics.io.tables import read_parquet
 
 INPUT_OPTIONS = (
     "dataset",
@@ -213,6 +212,8 @@ def judges_of(path: str) -> list[str]:
     try:
         source = open_source(path)
         if source.magic.startswith(b"PAR1"):
+            from ragmetrics.io.tables import read_parquet  # noqa: PLC0415 (pandas, kept off eval's start: Parquet only)
+
             frame = read_parquet(source, JUDGE_COLUMNS)
             if not set(JUDGE_COLUMNS) <= set(frame.columns):
                 return []

@@ -108,7 +108,7 @@ def test_delete_asks_first(mini, store_dir) -> None:
     assert "Delete dataset “mini_eval”?" in _text(at.warning) and "1 of its 1 run(s)" in _text(at.warning)
     at.button(key="workspace.confirm.yes").click().run()
     no_problems(at)
-    assert "Deleted dataset “mini_eval” and 1 run(s)" in _text(at.success)
+    assert "Deleted dataset “mini_eval”, 1 run(s)." in _text(at.success)
     assert at.dataframe[0].value.empty and param(at, "ds") is None
     store = Store(f"sqlite:///{store_dir / 'ragmetrics.sqlite'}")  # gone from the store itself
     assert store.list_datasets().empty and store.list_runs().empty
