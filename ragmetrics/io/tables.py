@@ -21,7 +21,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ragmetrics.foundation.errors import ParseError
-from ragmetrics.foundation.kernels import cast
+from ragmetrics.foundation.kernels import aggregate, cast, elementwise, fill_null, take
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io.columns import (
     ALIASES,
@@ -210,9 +210,30 @@ def _plain_column(source: Source, name: str, column: pa.ChunkedArray) -> pa.Chun
     raise ParseError(source.name, None, f"text or numbers in column {shorten(name)}", f"type {shorten(str(kind), 60)}")
 
 
+def _is_text(kind: pa.DataType) -> bool:
+    return any(
+        check(kind)
+        for check in (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary, pa.types.is_large_binary)
+    )
+
+
+def _decoded_bytes(column: pa.ChunkedArray) -> int:
+    """The bytes ``column`` takes once its dictionaries are decoded (each row a copy of its value): a small file
+    whose dictionary holds one long text repeated over many rows is a decompression bomb the footer does not show."""
+    if not pa.types.is_dictionary(column.type):
+        return int(column.nbytes)
+    total = 0
+    for chunk in column.chunks:
+        lengths = elementwise("binary_length", chunk.dictionary)
+        per_row = take(lengths, fill_null(chunk.indices, pa.scalar(0, chunk.indices.type)))
+        total += int(aggregate("sum", per_row) or 0) + int(chunk.indices.nbytes)
+    return total
+
+
 def read_parquet(source: Source, columns: Collection[str] | None = None) -> pd.DataFrame:
     """The useful columns of a Parquet file (or those of ``columns`` it has), checked against the limits (rows and
-    declared size, from the footer) before any data page is decompressed."""
+    declared size, from the footer) before any data page is decompressed, and their size once decoded (text kept
+    as dictionaries until then) before any dictionary is expanded."""
     data = source.data
     try:
         parquet = pq.ParquetFile(pa.BufferReader(data))
@@ -228,13 +249,19 @@ def read_parquet(source: Source, columns: Collection[str] | None = None) -> pd.D
     repeated = sorted(n for n, times in Counter(wanted).items() if times > 1)
     if repeated:
         raise ParseError(source.name, None, "unique column names", f"{shorten(repeated[0])} more than once")
-    try:
-        table = parquet.read(columns=wanted, use_threads=True)
+    schema = parquet.schema_arrow
+    texts = [n for n in wanted if _is_text(schema.field(n).type)]
+    try:  # text read as dictionaries: a dictionary page expands only when decoded, after the check below
+        reader = pq.ParquetFile(pa.BufferReader(data), read_dictionary=texts) if texts else parquet
+        table = reader.read(columns=wanted, use_threads=True)
         table.validate(full=True)  # invalid UTF-8, offsets out of range: refused here, not in pandas
     except Exception as exc:
         raise _parquet_failure(source, exc) from None
     if table.num_rows > source.limits.max_rows:  # the footer may understate it
         source.limits.check_rows(source.name, table.num_rows)
+    decoded = sum(_decoded_bytes(table.column(i)) for i in range(table.num_columns))
+    if decoded > source.limits.inflate_cap(len(data)):
+        raise source.limits.inflate_error(source.name, len(data), decoded)
     columns = [_plain_column(source, name, table.column(i)) for i, name in enumerate(table.column_names)]
     frame = (
         pa.Table.from_arrays(columns, names=table.column_names).to_pandas()
