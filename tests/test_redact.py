@@ -32,6 +32,13 @@ from ragmetrics.store.database import Store, StoreOpenError
         ("https://u:s3cret@h/search?Token=s3cret#top", "https://u:***@h/search?Token=***#top"),
         ("http://127.0.0.1:8080/search?q={query}&k={k}", "http://127.0.0.1:8080/search?q={query}&k={k}"),
         ("sqlite:////srv/ragmetrics.sqlite", "sqlite:////srv/ragmetrics.sqlite"),
+        # any name holding a secret's word, as cloud services name them, and the short ones that carry one alone
+        (
+            "http://h/api?access_key=K1&accessToken=K2&private_token=K3&x-api-key=K4&subscription-key=K5"
+            "&refresh_token=K6&code=K7&top_k=10&index=prod",
+            "http://h/api?access_key=***&accessToken=***&private_token=***&x-api-key=***&subscription-key=***"
+            "&refresh_token=***&code=***&top_k=10&index=prod",
+        ),
         ("not a url", "not a url"),
     ],
 )

@@ -1,7 +1,8 @@
 """Credentials out of every URL that is shown: a store URL, a registered retriever's endpoint, an error message.
 
 :func:`redact_url` hides the password of the user part (``postgresql://team:***@db/rag``) and the value of every
-query parameter that names a secret (``?password=***``, ``api_key``, ``token``...). A user name without a password is
+query parameter that names a secret (``?password=***``, ``api_key``, ``access_key``, ``accessToken``...: any name
+holding such a word, :data:`_SECRET_PARAMETER`). A user name without a password is
 kept, except in ``http(s)://`` and ``ws(s)://`` URLs, where it is often a token. It works on the text, not on a parser
 that could refuse it: a password holding an unencoded ``@``, ``#`` or ``?``, or a port that is not a number, is
 hidden all the same. :func:`redact_urls` does it to each URL inside a longer message, and :func:`scrub` takes a URL's
@@ -19,10 +20,13 @@ HIDDEN = "***"
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
 _SECRET_PARAMETER = re.compile(
-    r"(?:password|passwd|pwd|pass|passphrase|sslpassword|secret|client_secret|token|access_token|auth|"
-    r"authorization|api[_\-]?key|key|sig|signature|credentials?)",
+    r"(?:pass|pwd|secret|token|auth|key|sig|credential|session|cookie|jwt|bearer|otp|nonce)|^(?:code|sas|sv|se)$",
     re.IGNORECASE,
 )
+"""A query parameter whose value is hidden: a name holding one of these words (``access_key``, ``accessToken``,
+``x-api-key``, ``subscription-key``, ``refresh_token``, ``sslpassword``...; a harmless name that holds one, such as
+``keyword``, is hidden too: better than a key shown), or one of the short names that carry a secret alone (Azure
+Functions' ``code``, a SAS token's ``sv``/``se``)."""
 _TOKEN_SCHEME = re.compile(r"(?:https?|wss?)://", re.IGNORECASE)  # a user part without a password may be a token
 _URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>()\[\]]+")
 
@@ -60,7 +64,7 @@ def redact_url(url: object) -> str:
         items = []
         for item in query.split("&"):
             name, equals, _ = item.partition("=")
-            if equals and _SECRET_PARAMETER.fullmatch(unquote_plus(name).strip()):
+            if equals and _SECRET_PARAMETER.search(unquote_plus(name).strip()):
                 item = f"{name}={HIDDEN}"
             items.append(item)
         rest = where + "?" + "&".join(items) + hash_ + fragment
@@ -92,7 +96,7 @@ def secrets_of(url: object) -> list[str]:
     if question:
         for item in query.partition("#")[0].split("&"):
             name, equals, value = item.partition("=")
-            if equals and _SECRET_PARAMETER.fullmatch(unquote_plus(name).strip()):
+            if equals and _SECRET_PARAMETER.search(unquote_plus(name).strip()):
                 found += [value, unquote_plus(value)]
     return sorted({s for s in found if s}, key=len, reverse=True)
 
