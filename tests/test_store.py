@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import signal
@@ -309,3 +310,16 @@ def test_a_name_or_label_the_store_cannot_keep_is_a_clear_error_and_changes_noth
     with pytest.raises(rm.RagMetricsError, match=r"^a document id .*byte 0x00"):
         store.add_label(ident, "q1", "d\x002", 1)
     assert store.get_dataset(ident).name == "kept" and store.pending_labels(ident).empty
+
+
+def test_names_are_checked_when_stored_as_when_renamed(tmp_path):
+    """A name comes in through many doors (an upload, the Build page, a retriever's or a fusion's run name, push
+    --name): the store checks it where it keeps it, as a rename does."""
+    store = Store(f"sqlite:///{tmp_path / 's.sqlite'}")
+    dataset = rm.Dataset.from_dict({"q1": {"d1": 1}})
+    for bad, why in (("N" * (8 << 20), "bytes"), ("faq\x1b[31m", "control character")):
+        with pytest.raises(rm.RagMetricsError, match=rf"a dataset name .*{why}"):
+            store.put_dataset(dataclasses.replace(dataset, name=bad))
+        with pytest.raises(rm.RagMetricsError, match=rf"a run name .*{why}"):
+            store.put_run(rm.Run.from_dict({"q1": {"d1": 1.0}}).with_name(bad))
+    assert store.list_datasets().empty and store.list_runs().empty

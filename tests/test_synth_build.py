@@ -196,6 +196,9 @@ def test_an_edit_is_checked_field_by_field(parent_dataset):
     with pytest.raises(RagMetricsError, match="query: expected a question"):
         apply_edit(record, query=" ", expected_answer="", keywords="", category="factual", difficulty="easy",
                    relevant="", known_docs=known)  # fmt: skip
+    with pytest.raises(RagMetricsError, match=r"expected answer: expected at most 4,194,304 bytes"):
+        apply_edit(record, query="q", expected_answer="x" * (5 << 20), keywords="", category="factual",
+                   difficulty="easy", relevant="", known_docs=known)  # fmt: skip
     # a negative query has no answer in the corpus: one left "negative" with an answer or a document is refused
     for answer, relevant in (("", f"{doc}=2"), ("an answer", "")):
         with pytest.raises(RagMetricsError, match="category negative: a negative query is one the corpus does not"):

@@ -87,7 +87,9 @@ def fusion_panel(page: layout.Page, ds: DatasetEntry, view: ViewState) -> None:
         entries = [r for r in stored if r.id in chosen_ids]
         entries.sort(key=lambda r: chosen_ids.index(r.id))
         default_name = fusion.fused_name([r.name for r in entries], method, k=rrf_k, norm=norm, weights=weights)
-        name = str(st.text_input("Name of the fused run", placeholder=default_name, key="compare.fuse.name")).strip()
+        name = str(
+            st.text_input("Name of the fused run", placeholder=default_name, key="compare.fuse.name", max_chars=200)
+        ).strip()
         if len(entries) < 2:
             st.caption("Pick at least two runs to fuse.")
         else:

@@ -250,7 +250,7 @@ else:
                         )
                     # keyed on the batch: a text box keeps the value of its key, whatever default it is given
                     name = st.text_input(
-                        "Name", value=f"{ds.name} (built, {batch.id[:6]})", key=f"build.name.{batch.id}"
+                        "Name", value=f"{ds.name} (built, {batch.id[:6]})", key=f"build.name.{batch.id}", max_chars=200
                     )
                     if st.button("Make dataset", icon=":material/library_add:", key="build.make", disabled=not kept):
                         entry = workspace.make_dataset(batch.id, kept, name=name.strip() or ds.name,

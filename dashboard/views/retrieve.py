@@ -85,7 +85,9 @@ else:
             left, middle, right = st.columns([2, 1, 2])
             label = left.selectbox("Retriever", list(offered), key="retrieve.retriever")
             k = middle.number_input("Top k", min_value=1, max_value=1000, value=100, key="retrieve.k")
-            name = right.text_input("Run name", key="retrieve.name", placeholder="the retriever's own name")
+            name = right.text_input(
+                "Run name", key="retrieve.name", placeholder="the retriever's own name", max_chars=200
+            )
             if st.form_submit_button("Run it", icon=":material/play_arrow:", type="primary"):
                 retrievers.start_job(dataset, label, k=int(k), name=name.strip())
                 st.rerun()

@@ -295,10 +295,11 @@ def _dataset_row(dataset: Dataset, ident: str, source: str, description: str, ta
     tables = {"qrels": dataset.qrels, "queries": dataset.queries}
     if dataset.documents is not None:
         tables["documents"] = dataset.documents
-    blob = _to_parquet(tables, {"name": dataset.name, "corpus_size": dataset.corpus_size})
+    name = checked_text(dataset.name, "a dataset name", MAX_NAME_BYTES)
+    blob = _to_parquet(tables, {"name": name, "corpus_size": dataset.corpus_size})
     return {
         "id": ident,
-        "name": dataset.name,
+        "name": name,
         "created_at": time.time(),
         "n_queries": len(dataset.queries),
         "n_judgments": len(dataset.qrels),
@@ -552,6 +553,7 @@ class Store:
         ``rows``: the frame's :func:`frame_parquet`, already written; ``source``: the file it was read from;
         ``tags``: metadata set in the same transaction, see :meth:`set_tags`)."""
 
+        name = checked_text(run.name, "a run name", MAX_NAME_BYTES)
         ident = ident or run_id(run)
         if dataset is not None:
             check_id(dataset, "dataset")
@@ -562,7 +564,7 @@ class Store:
         now = time.time()
         row = {
             "id": ident,
-            "name": run.name,
+            "name": name,
             "created_at": now,
             "n_queries": len(dictionary_codes(run.column("query_id"), grouped=True)[1]),
             "n_rows": len(run),

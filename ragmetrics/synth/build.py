@@ -28,6 +28,7 @@ import pandas as pd
 
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset
+from ragmetrics.io.limits import Limits
 from ragmetrics.store.candidates import CandidateStore, Reviewed
 from ragmetrics.synth.base import NEGATIVE, Candidate, Generator
 from ragmetrics.synth.corpus import Corpus, Document, make_corpus, sample_sources
@@ -171,6 +172,10 @@ def apply_edit(
     is not acceptable."""
     if not query.strip():
         raise RagMetricsError("query: expected a question, got nothing")
+    limit = Limits.from_env().max_text_bytes
+    for field, text in (("query", query), ("expected answer", expected_answer), ("keywords", keywords)):
+        if len(text.encode("utf-8", "surrogatepass")) > limit:
+            raise RagMetricsError(f"{field}: expected at most {limit:,} bytes (RAGMETRICS_MAX_TEXT_BYTES)")
     if not category.strip():
         raise RagMetricsError("category: expected a name, got nothing")
     if difficulty not in DIFFICULTY_LEVELS:
