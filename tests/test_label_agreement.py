@@ -233,7 +233,11 @@ def test_judge_run_learned_over_another_judge_s_labels(small_set):
     # people's labels on another scale than the dataset's (0..2 here) are refused, not learned from
     (d / "five.tsv").write_text((d / "human.tsv").read_text().replace("q1\td3\t2", "q1\td3\t5"))
     code, _, err = run(*learned, "--human", str(d / "five.tsv"), "-o", str(d / "x.tsv"))
-    assert code == 2 and "five.tsv: 1 label(s) above the scale 0..2, e.g. query q1 document d3 labelled 5" in err, err
+    assert (
+        code == 2
+        and "five.tsv: 1 label(s) above the scale 0..2 (the dataset's grades go up to 2; --max-grade sets another top), e.g. query q1 document d3 labelled 5"
+        in err
+    ), err
     (d / "junk.tsv").write_text((d / "human.tsv").read_text().replace("q2\td5\t0", "q2\td5\t-2"))
     code, _, err = run(*learned, "--human", str(d / "junk.tsv"), "-o", str(d / "junk-out.tsv"))
     assert code == 0, err  # TREC's negative grades (junk) read as 0

@@ -334,7 +334,7 @@ def test_eval_and_compare_print_corrected_estimates(tmp_path):
     err = io.StringIO()
     assert main([*argv, "--human-qrels", str(loud)], io.StringIO(), err) == 2
     assert err.getvalue().strip() == (
-        f"ragmetrics: error: {loud}: 1 label(s) above the scale 0..1 of the dataset's and the judge's labels, e.g. "
+        f"ragmetrics: error: {loud}: 1 label(s) above the scale 0..1 (the dataset's and the judge's labels), e.g. "
         f"query {first['query_id']} document {first['doc_id']} labelled 5"
     )
     few = tmp_path / "few.tsv"

@@ -25,7 +25,7 @@ from ragmetrics.analysis.judging import (
 )
 from ragmetrics.analysis.stats import family_text, is_uncorrected
 from ragmetrics.cli.evaluating import evaluate_runs
-from ragmetrics.cli.inputs import judges_of
+from ragmetrics.cli.inputs import judges_of, refuse_above_scale
 from ragmetrics.cli.options import LAMBDAS
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.model import Dataset, Run
@@ -48,7 +48,8 @@ def evaluate_labelled(
         raise RagMetricsError(f"{args.human_qrels}: --human-qrels holds a judge's labels ({', '.join(judges)}), "
                               "not people's; give them as --judge-qrels")  # fmt: skip
     judge_labels, human_labels = load_dataset(args.judge_qrels), load_dataset(args.human_qrels)
-    _check_scale(args.human_qrels, human_labels, max(max_grade(dataset), max_grade(judge_labels)))
+    top = max(max_grade(dataset), max_grade(judge_labels))
+    refuse_above_scale(args.human_qrels, human_labels.qrels, "relevance", top, "the dataset's and the judge's labels")
     labelled = with_labels(dataset, judge_labels, human_labels)
     population = set(labelled.judge.queries_table.column("query_id").to_pylist())
     _judged_by_the_judge_alone(args, dataset, labelled)
@@ -74,20 +75,6 @@ def evaluate_labelled(
     judge = evaluate_runs(args, labelled.judge, runs, metrics)
     human = evaluate_runs(args, labelled.human, runs, metrics)
     return judge, human, labelled
-
-
-def _check_scale(path: str, human_labels: Dataset, top: int) -> None:
-    """Refuse people's grades above ``top``, the scale of the dataset's and the judge's labels: a grade off that
-    scale weighs more in a human-labelled query's metric than any grade the judge could give, so the correction
-    would carry it into every run's mean."""
-    qrels = human_labels.qrels
-    off = qrels[qrels["relevance"] > top]
-    if len(off):
-        first = off.iloc[0]
-        raise RagMetricsError(
-            f"{path}: {len(off)} label(s) above the scale 0..{top} of the dataset's and the judge's labels, e.g. "
-            f"query {first['query_id']} document {first['doc_id']} labelled {first['relevance']}"
-        )
 
 
 def _judged_by_the_judge_alone(args: argparse.Namespace, dataset: Dataset, labelled: Labelled) -> None:

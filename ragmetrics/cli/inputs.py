@@ -13,6 +13,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset, Run
@@ -203,6 +204,19 @@ def per_query_paths(path: str | None, names: Sequence[str]) -> list[str | None]:
 
 JUDGE_COLUMNS = ("judge", "judge_version", "config_hash")
 """The provenance columns of the TSV ``judge run`` writes (:data:`ragmetrics.cli.judging.JUDGED_COLUMNS`)."""
+
+
+def refuse_above_scale(path: str, labels: Any, column: str, top: int, scale: str) -> None:
+    """Refuse people's ``labels`` (a frame with ``query_id``, ``doc_id`` and the grade in ``column``) read from
+    ``path`` when one is above ``top``, naming the first such pair; ``scale``: whose scale ``0..top`` is, and how
+    to set another. A grade off the scale weighs more than any the judge could give."""
+    off = labels[labels[column] > top]
+    if len(off):
+        first = off.iloc[0]
+        raise RagMetricsError(
+            f"{path}: {len(off)} label(s) above the scale 0..{top} ({scale}), e.g. query {first['query_id']} "
+            f"document {first['doc_id']} labelled {first[column]}"
+        )
 
 
 def judges_of(path: str) -> list[str]:

@@ -14,7 +14,7 @@ from typing import TextIO
 import pandas as pd
 
 from ragmetrics.analysis.label_agreement import label_agreement
-from ragmetrics.cli.inputs import JUDGE_COLUMNS, judges_of, output_path, read_dataset, replacing
+from ragmetrics.cli.inputs import JUDGE_COLUMNS, judges_of, output_path, read_dataset, refuse_above_scale, replacing
 from ragmetrics.cli.options import add_data_options, whole_number
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset
@@ -214,14 +214,8 @@ def cmd_judge_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if not args.human:
             raise RagMetricsError("--judge learned needs --human labels.tsv (people's labels to learn from)")
         human = human_labels(args.human)
-        off = human[human["label"] > top]
-        if len(off):
-            first = off.iloc[0]
-            raise RagMetricsError(
-                f"{args.human}: {len(off)} label(s) above the scale 0..{top}, e.g. query {first['query_id']} document "
-                f"{first['doc_id']} labelled {first['label']} (the dataset's grades go up to {max_grade(dataset)}; "
-                "--max-grade sets another top)"
-            )
+        scale = f"the dataset's grades go up to {max_grade(dataset)}; --max-grade sets another top"
+        refuse_above_scale(args.human, human, "label", top, scale)
         human["label"] = human["label"].clip(lower=0)  # TREC's negative grades (junk) are not relevant, as 0
         unpooled = human.merge(pool[["query_id", "doc_id"]], how="left", indicator=True)
         unpooled = unpooled[unpooled["_merge"] == "left_only"][["query_id", "doc_id"]].assign(rank=0)
