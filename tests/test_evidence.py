@@ -522,3 +522,15 @@ def test_span_tables_read_quotes_and_ids_with_spaces(tmp_path):
     (tmp_path / "grade.qrels").write_text("q1 0 A ５ 0 5\n", encoding="utf-8")
     with pytest.raises(ParseError, match=r"grade.qrels:1: expected an integer relevance \(ASCII digits\)"):
         load_spans(tmp_path / "grade.qrels")
+
+
+def test_tokens_to_evidence_says_over_how_many_queries_it_is_a_mean():
+    text = "alpha beta gamma delta"
+    rows = [{"query_id": "q1", "doc_id": "A", "score": 1.0}]
+    dataset, run = _one_document(text, rows)
+    qrels = pd.DataFrame([("q1", "A", 1), ("q2", "A", 1)], columns=["query_id", "doc_id", "relevance"])
+    both = rm.Dataset.from_frames(qrels, documents=dataset.documents)
+    spans = {"q1": {"A": [(0, 5)]}, "q2": {"A": [(6, 10)]}}
+    result = evaluate_evidence(rm.align(both, run, missing="zero"), spans, ["tokens_to_evidence"])
+    assert np.isnan(result.values["tokens_to_evidence"]).tolist() == [False, True]
+    assert any("mean over the 1 of those 2 queries some retrieved chunk hands evidence of" in n for n in result.notes)
