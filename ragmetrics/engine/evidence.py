@@ -480,11 +480,11 @@ def evaluate_evidence(
             f"{with_spans}, the other {n_queries - with_spans} left out"
         )
     for name, value in values.items():
-        found = int(np.isfinite(value).sum())
-        if name == "tokens_to_evidence" and found < with_spans:
+        valued = int(np.isfinite(value).sum())
+        if name == "tokens_to_evidence" and valued < with_spans:
             notes.append(
-                f"tokens_to_evidence is the mean over the {found} of those {with_spans} queries some retrieved chunk "
-                f"hands evidence of; no retrieved chunk covers the other {with_spans - found}'s"
+                f"tokens_to_evidence is the mean over the {valued} of those {with_spans} queries some retrieved chunk "
+                f"hands evidence of; no retrieved chunk covers the other {with_spans - valued}'s"
             )
     if unlocated:
         notes.append(f"{unlocated} retrieved chunk(s) could not be placed in their document (they cover nothing)")
