@@ -8,10 +8,13 @@ tabs and runs of blanks between fields.
 
 from __future__ import annotations
 
+import io
 import random
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 import ragmetrics as rm
 from ragmetrics.io import load_dataset, load_run
@@ -47,6 +50,46 @@ METRICS = [
     "judged@10",
 ]
 BUCKETS = (1, 2, 7, 16)
+SMALL_BUCKETS = (1, 8)
+"""The bucket counts a small case is read with (8: its queries in several buckets)."""
+
+
+def _parquet(columns: dict[str, pa.Array | list]) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(pa.table(columns), sink)
+    return sink.getvalue()
+
+
+_QRELS = "".join(f"q{q} 0 d{d} {(q + d) % 3}\n" for q in range(1, 7) for d in range(1, 5))
+_RUN = "".join(f"q{q} Q0 d{d} {d} {10 - d} t\n" for q in range(1, 7) for d in (4, 2, 1, 3))
+
+SMALL_CASES: dict[str, tuple[str, bytes, str, bytes]] = {
+    "bom_on_trec_qrels_and_run": ("qrels.txt", ("\ufeff" + _QRELS).encode(), "run.trec", ("\ufeff" + _RUN).encode()),
+    "bom_on_trec_run": ("qrels.txt", _QRELS.encode(), "run.trec", ("\ufeff" + _RUN).encode()),
+}
+"""Small cases every engine must read as the in-process loader does: name -> (qrels file name, its bytes, run file
+name, its bytes). Each run holds each query's lines together (the stream engine reads it too)."""
+
+
+SMALL_ERRORS: dict[str, tuple[str, bytes, str, bytes]] = {
+    "bad_first_line_after_a_bom": (
+        "qrels.txt",
+        _QRELS.encode(),
+        "run.trec",
+        ("\ufeffq1 Q0 d1 1 high t\n" + _RUN).encode(),
+    ),
+}
+"""Small cases the in-process loader refuses: every engine must refuse them with the same message (the file, the
+line, what was expected), as :data:`SMALL_CASES`."""
+
+
+def write_small_case(folder: Path, name: str) -> tuple[Path, Path]:
+    """The files of the case ``name`` of :data:`SMALL_CASES` or :data:`SMALL_ERRORS` in ``folder``."""
+    qrels_name, qrels_data, run_name, run_data = {**SMALL_CASES, **SMALL_ERRORS}[name]
+    qrels, run = folder / qrels_name, folder / run_name
+    qrels.write_bytes(qrels_data)
+    run.write_bytes(run_data)
+    return qrels, run
 
 
 def write_hard_case(folder: Path, seed: int = 7) -> tuple[Path, Path]:

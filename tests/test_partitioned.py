@@ -25,12 +25,16 @@ from tests.partitioned_cases import (
     CONFORMANCE,
     METRICS,
     SCIFACT,
+    SMALL_BUCKETS,
+    SMALL_CASES,
+    SMALL_ERRORS,
     TREC,
     as_tables,
     assert_same,
     reference,
     write_grouped,
     write_hard_case,
+    write_small_case,
 )
 
 ENGINES_TESTED = ("inprocess", "duckdb", "polars")
@@ -95,6 +99,27 @@ def test_scifact(engine, run_file):
     expected = reference(SCIFACT / "qrels.tsv", SCIFACT / run_file)
     for buckets in BUCKETS:
         assert_same(_run(SCIFACT / "qrels.tsv", SCIFACT / run_file, engine, buckets), expected)
+
+
+@pytest.mark.parametrize("engine", READING_FILES)
+@pytest.mark.parametrize("case", SMALL_CASES)
+def test_small_cases_equal_in_process(tmp_path, engine, case):
+    qrels, run = write_small_case(tmp_path, case)
+    expected = reference(qrels, run)
+    for buckets in SMALL_BUCKETS:
+        assert_same(_run(qrels, run, engine, buckets), expected)
+
+
+@pytest.mark.parametrize("engine", READING_FILES)
+@pytest.mark.parametrize("case", SMALL_ERRORS)
+def test_small_errors_as_in_process(tmp_path, engine, case):
+    qrels, run = write_small_case(tmp_path, case)
+    with pytest.raises(RagMetricsError) as in_process:
+        evaluate_files(str(qrels), str(run), ["ndcg@10"], engine="inprocess")
+    for buckets in SMALL_BUCKETS:
+        with pytest.raises(RagMetricsError) as partitioned:
+            evaluate_files(str(qrels), str(run), ["ndcg@10"], engine=engine, buckets=buckets)
+        assert str(partitioned.value) == str(in_process.value)
 
 
 def test_buckets_in_any_order_fold_to_the_same_result(hard):

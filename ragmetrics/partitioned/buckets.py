@@ -31,7 +31,7 @@ from ragmetrics.foundation.ids import MAX_ID_BYTES, positions_in, to_numpy
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io import columns, trec
 from ragmetrics.io.limits import Limits
-from ragmetrics.io.source import Source
+from ragmetrics.io.source import BOM, Source
 from ragmetrics.partitioned.inputs import Side, open_plain
 
 if TYPE_CHECKING:
@@ -135,6 +135,9 @@ def file_line(path: str, text: str, occurrence: int = 0) -> int | None:
     wanted = text.encode("utf-8")
     with open_plain(path) as handle:
         lines_before, tail = 0, b""
+        start = handle.read(len(BOM))
+        if start != BOM:  # the loader drops a byte-order mark at the start of the file
+            tail = start
         while block := handle.read(1 << 24):
             data = tail + block
             cut = data.rfind(b"\n") + 1

@@ -32,6 +32,7 @@ from ragmetrics.engine import Conventions
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
 from ragmetrics.foundation.ids import MAX_ID_BYTES
 from ragmetrics.io.columns import describe_aliases, normalise_name, resolve
+from ragmetrics.io.source import BOM
 from ragmetrics.partitioned.buckets import POSITION, Plan, evaluate_bucket
 from ragmetrics.partitioned.engine import Engine, Options, read_bucket, with_per_query_written, work_folder
 from ragmetrics.partitioned.files import canonical_metrics
@@ -148,7 +149,12 @@ class Polars(Engine):
                 check_line_breaks(path)
             except ParseError as exc:  # said of the input file, not of its decompressed copy
                 raise exc.said_of(found.path, lambda line: line) from None
-            lines = pl.scan_lines(path, name="line", row_index_name=POSITION)
+            scanned = pl.scan_lines(path, name="line", row_index_name=POSITION)
+            # the loader drops a byte-order mark at the start of the file (Polars keeps it in the first line)
+            first = pl.col(POSITION) == 0
+            lines = scanned.with_columns(
+                pl.when(first).then(pl.col("line").str.strip_prefix(BOM.decode())).otherwise(pl.col("line"))
+            )
             key = pl.col("line").str.extract(FIRST_FIELD, 1).fill_null("")
             # blank and comment lines carry no row: the loader skips them
             kept = lines.filter((key != "") & ~key.str.starts_with("#"))
