@@ -8,6 +8,7 @@ tabs and runs of blanks between fields.
 
 from __future__ import annotations
 
+import decimal
 import io
 import random
 from pathlib import Path
@@ -63,9 +64,56 @@ def _parquet(columns: dict[str, pa.Array | list]) -> bytes:
 _QRELS = "".join(f"q{q} 0 d{d} {(q + d) % 3}\n" for q in range(1, 7) for d in range(1, 5))
 _RUN = "".join(f"q{q} Q0 d{d} {d} {10 - d} t\n" for q in range(1, 7) for d in (4, 2, 1, 3))
 
+_FLOAT_IDS = [1e-05, 1.5, 1e16, 1e20, 0.1 + 0.2, 123456789.125, 2.5e-07, 1e22, -0.0, 3.0]
+_FLOAT_TEXTS = ["1e-05", "1.5", "1e+16", "1e+20", "0.30000000000000004", "123456789.125", "2.5e-07", "1e+22", "0", "3"]
+"""Query ids stored as floats, and the text the loader reads each as (Python's shortest form; a whole number as an
+integer)."""
+_DECIMALS = [decimal.Decimal(d) for d in ("5.00", "7.50", "12.25", "-3.10")]
+_DECIMAL_TEXTS = ["5", "7.5", "12.25", "-3.1"]
+
+
+def _float_run(ids: list, kind: pa.DataType) -> bytes:
+    rows = [(q, d) for q in ids for d in range(1, 4)]
+    return _parquet(
+        {
+            "query_id": pa.array([q for q, _ in rows], kind),
+            "doc_id": [f"d{d}" for _, d in rows],
+            "score": [float(4 - d) for _, d in rows],
+        }
+    )
+
+
+def _judging(texts: list[str]) -> bytes:
+    return "".join(f"{q} 0 d{d} {d % 2}\n" for q in texts for d in range(1, 4)).encode()
+
+
 SMALL_CASES: dict[str, tuple[str, bytes, str, bytes]] = {
     "bom_on_trec_qrels_and_run": ("qrels.txt", ("\ufeff" + _QRELS).encode(), "run.trec", ("\ufeff" + _RUN).encode()),
     "bom_on_trec_run": ("qrels.txt", _QRELS.encode(), "run.trec", ("\ufeff" + _RUN).encode()),
+    "float_query_ids_in_a_parquet_run": (
+        "qrels.txt",
+        _judging(_FLOAT_TEXTS),
+        "run.parquet",
+        _float_run(_FLOAT_IDS, pa.float64()),
+    ),
+    "decimal_query_ids_in_a_parquet_run": (
+        "qrels.txt",
+        _judging(_DECIMAL_TEXTS),
+        "run.parquet",
+        _float_run(_DECIMALS, pa.decimal128(10, 2)),
+    ),
+    "decimal_query_ids_in_parquet_qrels": (
+        "qrels.parquet",
+        _parquet(
+            {
+                "query_id": pa.array([q for q in _DECIMALS for _ in range(3)], pa.decimal128(10, 2)),
+                "doc_id": [f"d{d}" for _ in _DECIMALS for d in range(1, 4)],
+                "relevance": [d % 2 for _ in _DECIMALS for d in range(1, 4)],
+            }
+        ),
+        "run.trec",
+        "".join(f"{q} Q0 d{d} {d} {4 - d} t\n" for q in _DECIMAL_TEXTS for d in (2, 1, 3)).encode(),
+    ),
 }
 """Small cases every engine must read as the in-process loader does: name -> (qrels file name, its bytes, run file
 name, its bytes). Each run holds each query's lines together (the stream engine reads it too)."""

@@ -19,11 +19,14 @@ from tests.partitioned_cases import (
     CONFORMANCE,
     METRICS,
     SCIFACT,
+    SMALL_BUCKETS,
+    SMALL_CASES,
     TREC,
     as_tables,
     assert_same,
     reference,
     write_hard_case,
+    write_small_case,
 )
 
 
@@ -87,6 +90,21 @@ def test_integer_and_float_query_ids_meet_text_ones(tmp_path):
         typed = qrels.with_columns(pl.col("qid").cast(pl.Float64)) if as_float else qrels
         for buckets in BUCKETS:
             assert_same(rmp.evaluate(typed, run, METRICS, buckets=buckets), expected)
+
+
+@pytest.mark.parametrize("case", [name for name in SMALL_CASES if "parquet" in name])
+@pytest.mark.parametrize("lazy", [False, True], ids=["DataFrame", "LazyFrame"])
+def test_number_query_ids_are_keyed_as_the_loader_reads_them(tmp_path, case, lazy):
+    """Float and decimal query ids (1e-05, 5.00) meet the loader's text of them ('1e-05', '5') on the other side."""
+    qrels, run = write_small_case(tmp_path, case)
+    loaded = _frames(qrels, run)
+    frames = [
+        pl.read_parquet(path) if path.suffix == ".parquet" else frame for path, frame in zip((qrels, run), loaded)
+    ]
+    if lazy:
+        frames = [f.lazy() for f in frames]
+    for buckets in SMALL_BUCKETS:
+        assert_same(rmp.evaluate(*frames, METRICS, buckets=buckets), reference(qrels, run))
 
 
 def test_per_query_values_written_as_the_buckets_are_done(hard, tmp_path):

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import ragmetrics.spark as rms
+from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.io import load_dataset, load_run
 from ragmetrics.partitioned import evaluate_files
 from tests.partitioned_cases import (
@@ -20,11 +21,15 @@ from tests.partitioned_cases import (
     CONFORMANCE,
     METRICS,
     SCIFACT,
+    SMALL_BUCKETS,
+    SMALL_CASES,
+    SMALL_ERRORS,
     TREC,
     as_tables,
     assert_same,
     reference,
     write_hard_case,
+    write_small_case,
 )
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")  # PySpark's note on pandas 3
@@ -63,6 +68,25 @@ def test_conformance_files(spark, qrels_file, run_file):
     expected = reference(TREC / qrels_file, TREC / run_file)
     for buckets in BUCKETS:
         assert_same(_files(spark, TREC / qrels_file, TREC / run_file, buckets), expected)
+
+
+@pytest.mark.parametrize("case", SMALL_CASES)
+def test_small_cases_files(spark, tmp_path, case):
+    qrels, run = write_small_case(tmp_path, case)
+    expected = reference(qrels, run)
+    for buckets in SMALL_BUCKETS:
+        assert_same(_files(spark, qrels, run, buckets), expected)
+
+
+@pytest.mark.parametrize("case", SMALL_ERRORS)
+def test_small_errors_files(spark, tmp_path, case):
+    qrels, run = write_small_case(tmp_path, case)
+    with pytest.raises(RagMetricsError) as in_process:
+        evaluate_files(str(qrels), str(run), ["ndcg@10"], engine="inprocess")
+    for buckets in SMALL_BUCKETS:
+        with pytest.raises(RagMetricsError) as partitioned:
+            evaluate_files(str(qrels), str(run), ["ndcg@10"], engine="spark", buckets=buckets)
+        assert str(partitioned.value) == str(in_process.value)
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])

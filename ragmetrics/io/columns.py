@@ -81,17 +81,28 @@ def _cell_error(source: Source, line_of: LineOf, row: int, column: str, what: st
     return ParseError(source.name, line, f"{what} in column {shorten(column)}", f"{shorten(value)}{where}")
 
 
-def as_id_column(source: Source, line_of: LineOf, values: pd.Series, column: str) -> pd.Series:
-    """Strings, stripped of surrounding blanks, never empty."""
+ID_BLANKS = " \t"
+"""The blanks stripped around an id read from a table cell."""
+
+
+def id_texts(values: pd.Series) -> pd.Series:
+    """The ids a column holds, as text, stripped of :data:`ID_BLANKS` (a missing value stays missing). A number is
+    written as Python writes it (``1e-05``, ``0.30000000000000004``), a float holding a whole number below 2**53 as
+    an integer (``3.0`` -> ``3``: ids stored as floats by a CSV round trip)."""
     values = values.reset_index(drop=True)
     if values.dtype != "str":
         floats = pd.api.types.is_float_dtype(values.dtype)
         out = values.astype("str")
-        if floats:  # 3.0 -> "3": ids stored as floats by a CSV round trip (exact integers only)
+        if floats:
             integral = values.notna() & (np.mod(values.fillna(0.5), 1) == 0) & (values.abs() < 2**53)
             out = out.where(~integral, values.where(integral, 0).astype("int64").astype("str"))
         values = out.where(values.notna(), None) if values.isna().any() else out
-    values = values.str.strip(" \t")
+    return values.str.strip(ID_BLANKS)
+
+
+def as_id_column(source: Source, line_of: LineOf, values: pd.Series, column: str) -> pd.Series:
+    """Strings (:func:`id_texts`), never empty."""
+    values = id_texts(values)
     bad = values.isna() | (values.str.len() == 0)
     if bad.any():
         row = int(bad.to_numpy().argmax())

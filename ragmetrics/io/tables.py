@@ -14,6 +14,7 @@ import io
 import re
 from collections import Counter
 from collections.abc import Callable, Collection
+from typing import TypeVar
 
 import pandas as pd
 import pyarrow as pa
@@ -28,6 +29,7 @@ from ragmetrics.io.columns import (
     QUERY_FACETS,
     QUERY_TEXT_NAMES,
     dataset_from_columns,
+    id_texts,
     normalise_name,
     run_from_columns,
 )
@@ -43,6 +45,7 @@ from ragmetrics.io.source import (
 _KNOWN = {alias for names in ALIASES.values() for alias in names}
 _LONE_CR = re.compile(rb"\r(?!\n)")
 MAX_COLUMNS = 1000
+ColumnArray = TypeVar("ColumnArray", pa.Array, pa.ChunkedArray)
 
 
 def _check_lone_cr(source: Source, data: bytes, first_line: int, start: int = 0) -> None:
@@ -181,13 +184,22 @@ def _parquet_failure(source: Source, exc: BaseException) -> ParseError:
     return ParseError(source.name, None, "a Parquet file", first if len(first) <= 200 else first[:197] + "...")
 
 
-def _plain_column(source: Source, name: str, column: pa.ChunkedArray) -> pa.ChunkedArray:
-    """Text or numbers: dictionaries decoded, binary checked as UTF-8, decimals
-    as floats; nested, temporal and other types refused."""
+def _decoded(column: ColumnArray) -> ColumnArray:
+    """Dictionaries decoded, decimals and half floats as float64: the types a table's values are read as."""
     kind = column.type
     if pa.types.is_dictionary(kind):
         column = cast(column, kind.value_type)
         kind = column.type
+    if pa.types.is_decimal(kind) or pa.types.is_float16(kind):
+        return cast(column, pa.float64(), safe=False)
+    return column
+
+
+def _plain_column(source: Source, name: str, column: ColumnArray) -> ColumnArray:
+    """Text or numbers: dictionaries decoded, binary checked as UTF-8, decimals
+    as floats; nested, temporal and other types refused."""
+    column = _decoded(column)
+    kind = column.type
     if pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind):
         try:
             column = cast(cast(column, pa.large_binary()), pa.large_string())
@@ -196,8 +208,6 @@ def _plain_column(source: Source, name: str, column: pa.ChunkedArray) -> pa.Chun
                 source.name, None, f"UTF-8 text in column {shorten(name)}", "bytes that are not UTF-8"
             ) from None
         return column
-    if pa.types.is_decimal(kind) or pa.types.is_float16(kind):
-        return cast(column, pa.float64(), safe=False)
     if (
         pa.types.is_string(kind)
         or pa.types.is_large_string(kind)
@@ -262,14 +272,32 @@ def read_parquet(source: Source, columns: Collection[str] | None = None) -> pd.D
     decoded = sum(_decoded_bytes(table.column(i)) for i in range(table.num_columns))
     if decoded > source.limits.inflate_cap(len(data)):
         raise source.limits.inflate_error(source.name, len(data), decoded)
-    columns = [_plain_column(source, name, table.column(i)) for i, name in enumerate(table.column_names)]
-    frame = (
-        pa.Table.from_arrays(columns, names=table.column_names).to_pandas()
-        if columns
-        else pd.DataFrame(index=range(table.num_rows))
-    )
+    frame = plain_table(source, table).to_pandas() if table.num_columns else pd.DataFrame(index=range(table.num_rows))
     frame.attrs["all_columns"] = names
     return frame
+
+
+def plain_table(source: Source, table: pa.Table) -> pa.Table:
+    """A table's columns as a Parquet file's are read (text or numbers; see :func:`read_parquet`)."""
+    columns = [_plain_column(source, name, table.column(i)) for i, name in enumerate(table.column_names)]
+    return pa.Table.from_arrays(columns, names=table.column_names)
+
+
+def id_keys(column: ColumnArray) -> pa.Array:
+    """The id each value of a table's column is read as (the types of :func:`read_parquet`, the text of
+    :func:`ragmetrics.io.columns.id_texts`; a missing value: an empty text), as large strings: the key an engine
+    that buckets rows before the loader reads them puts a row's query id under."""
+    plain = _decoded(column)
+    if isinstance(plain, pa.ChunkedArray):
+        plain = plain.combine_chunks()
+    kind = plain.type
+    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind):
+        try:
+            plain = cast(cast(plain, pa.large_binary()), pa.large_string())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # the loader refuses the file: any bucket will do
+            return pa.array([""] * len(plain), pa.large_string())
+    texts = id_texts(plain.to_pandas())
+    return pa.array(texts.where(texts.notna(), ""), pa.large_string())
 
 
 def _no_line(row: int) -> None:

@@ -29,7 +29,7 @@ from ragmetrics.engine.health import query_tallies
 from ragmetrics.foundation.errors import ParseError
 from ragmetrics.foundation.ids import MAX_ID_BYTES, positions_in, to_numpy
 from ragmetrics.foundation.model import Dataset, Run
-from ragmetrics.io import columns, trec
+from ragmetrics.io import columns, tables, trec
 from ragmetrics.io.limits import Limits
 from ragmetrics.io.source import BOM, Source
 from ragmetrics.partitioned.inputs import Side, open_plain
@@ -168,7 +168,7 @@ def read_side(side: Side, rows: pa.Table, plan: Plan, kind: Literal["run", "data
             return trec.read_run(source, name=plan.run_name) if kind == "run" else trec.read_qrels(source, name="qrels")
 
         source = source_of(side.file, b"", plan.max_id_bytes)
-        frame = rows.drop_columns([POSITION]).to_pandas()
+        frame = tables.plain_table(source, rows.drop_columns([POSITION])).to_pandas()
         positions = to_numpy(rows.column(POSITION))
         header = side.header_line
 

@@ -18,19 +18,22 @@ import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
 
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
+from ragmetrics.io.columns import ID_BLANKS
+from ragmetrics.io.tables import id_keys
 from ragmetrics.partitioned.buckets import POSITION, Plan, evaluate_bucket
 from ragmetrics.partitioned.engine import Engine, Options, read_bucket, work_folder
 from ragmetrics.partitioned.inputs import (
     FIRST_FIELD,
-    TRIMMED,
     Input,
     buckets_by_size,
     check_line_breaks,
+    keyed_as_text,
     mixes_line_ends,
     with_columns,
 )
@@ -56,6 +59,10 @@ def _duckdb_error(path: str, exc: Exception) -> RagMetricsError:
     return ParseError(path, int(line.group(1)) if line else None, "a file DuckDB can read", f"{first} {detail}".strip())
 
 
+def _id_keys(values: Any) -> Any:
+    return id_keys(values)
+
+
 class DuckDB(Engine):
     name = "duckdb"
     bounds_memory = True
@@ -75,6 +82,7 @@ class DuckDB(Engine):
             shutil.rmtree(self.work, ignore_errors=True)
             raise RagMetricsError(f"DuckDB: {str(exc).splitlines()[0]} (--memory-limit takes e.g. 2GB)") from None
         self._partitioned: dict[tuple[str, int], tuple[Path, pa.Schema]] = {}
+        self._functions: set[str] = set()
 
     def close(self) -> None:
         self.con.close()
@@ -99,20 +107,16 @@ class DuckDB(Engine):
                 "WHERE key <> '' AND NOT starts_with(key, '#')"
             )
             return query, found
-        trimmed = _literal(TRIMMED)
+        trimmed = _literal(ID_BLANKS)
         if found.format == "parquet":
             described = self.con.execute(f"DESCRIBE SELECT * FROM read_parquet({path})").fetchall()
             types = {str(row[0]): str(row[1]) for row in described}
             found = with_columns(found, list(types))
-            query_type = types[found.query_column or ""]
             q = _name(found.query_column or "")
-            if query_type in ("DOUBLE", "FLOAT") or query_type.startswith("DECIMAL"):
-                key = (
-                    f"CASE WHEN {q} = floor({q}) AND abs({q}) < 9007199254740992 THEN CAST(CAST({q} AS BIGINT) AS "
-                    f"VARCHAR) ELSE CAST({q} AS VARCHAR) END"
-                )
-            else:
+            if keyed_as_text(self.con.sql(f"SELECT {q} FROM read_parquet({path}) LIMIT 0").arrow().schema[0].type):
                 key = f"trim(CAST({q} AS VARCHAR), {trimmed})"
+            else:
+                key = f"coalesce({self._id_keys(types[found.query_column or ''])}({q}), '')"
             columns = ", ".join(_name(c) for c in found.columns)
             query = (
                 f"SELECT {columns}, file_row_number AS {POSITION}, hash({key}) % {buckets} AS bucket "
@@ -132,6 +136,16 @@ class DuckDB(Engine):
             f"delim=E'{delimiter}', quote='\"', escape='\"', auto_detect=false, strict_mode={strict})"
         )
         return query, found
+
+    def _id_keys(self, column_type: str) -> str:
+        """The name of a function giving a column of ``column_type``'s values the ids the loader reads
+        (:func:`ragmetrics.io.tables.id_keys`)."""
+        name = "ragmetrics_id_" + re.sub(r"\W", "_", column_type)
+        if name not in self._functions:
+            # the UDF type by name: its enum's module moved between DuckDB versions
+            self.con.create_function(name, _id_keys, [duckdb.sqltype(column_type)], "VARCHAR", type="arrow")  # type: ignore[call-overload]
+            self._functions.add(name)
+        return name
 
     def _partition(self, found: Input, buckets: int) -> tuple[Path, pa.Schema]:
         key = (found.path, buckets)

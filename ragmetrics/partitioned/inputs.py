@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, Literal
 
 import numpy as np
+import pyarrow as pa
 
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
 from ragmetrics.io import tables
@@ -26,8 +27,6 @@ from ragmetrics.io.tables import PARQUET_WANTED
 HEAD_BYTES = 1 << 16
 FORMATS = ("trec", "csv", "tsv", "parquet")
 """The formats an engine reads itself."""
-TRIMMED = " \t"
-"""Blanks stripped around an id of a table cell (as :func:`ragmetrics.io.columns.as_id_column` does)."""
 WHITESPACE = "[ \\t\\x0B\\f]"
 """A TREC field separator (C whitespace: space, tab, vertical tab, form feed), as a regular expression both RE2
 (DuckDB) and Java (Spark) read the same way."""
@@ -122,6 +121,20 @@ def describe(path: str, kind: Literal["run", "dataset"], *, local: bool = True) 
     delimiter = "\t" if fmt == "tsv" else ","
     names, header_line, _ = tables._header(source, delimiter)
     return Input(path, kind, fmt, Side(path, "columns", header_line), tuple(names), _query_column(path, names))
+
+
+def keyed_as_text(kind: pa.DataType) -> bool:
+    """True when an engine's own cast of a column of this type to text, :data:`ragmetrics.io.columns.ID_BLANKS`
+    stripped, is the id the loader reads (text and integers); a column of any other type (floats, decimals,
+    booleans, bytes) is keyed by :func:`ragmetrics.io.tables.id_keys`, the loader's rule, where the engine runs."""
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return (
+        pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_integer(kind)
+        or (pa.types.is_string_view(kind))
+    )
 
 
 def with_columns(found: Input, names: list[str]) -> Input:

@@ -31,20 +31,21 @@ from ragmetrics.analysis.evaluate import DEFAULT_METRICS
 from ragmetrics.engine import Conventions
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
 from ragmetrics.foundation.ids import MAX_ID_BYTES
-from ragmetrics.io.columns import describe_aliases, normalise_name, resolve
+from ragmetrics.io.columns import ID_BLANKS, describe_aliases, normalise_name, resolve
 from ragmetrics.io.source import BOM
+from ragmetrics.io.tables import id_keys
 from ragmetrics.partitioned.buckets import POSITION, Plan, evaluate_bucket
 from ragmetrics.partitioned.engine import Engine, Options, read_bucket, with_per_query_written, work_folder
 from ragmetrics.partitioned.files import canonical_metrics
 from ragmetrics.partitioned.inputs import (
     FIRST_FIELD,
-    TRIMMED,
     Input,
     Side,
     buckets_by_size,
     check_line_breaks,
     first_line_not_utf8,
     is_gzipped,
+    keyed_as_text,
     with_columns,
 )
 from ragmetrics.partitioned.result import PartitionedRun, combine
@@ -61,16 +62,20 @@ _SEED = 0
 
 
 def query_key(frame: pl.LazyFrame, column: str) -> pl.Expr:
-    """The query id of a table cell as the bucket key: text, blanks around it stripped (as the loaders strip them),
-    a whole float as an integer, a missing value as an empty text."""
+    """The query id of a table cell as the bucket key, the id the loader reads (a missing value: an empty text):
+    text and integers cast by Polars, blanks around them stripped; other types by
+    :func:`ragmetrics.io.tables.id_keys`."""
     value = pl.col(column)
-    kind = frame.collect_schema()[column]
-    if kind.is_float() or kind.is_decimal():
-        whole = (value == value.floor()) & (value.abs() < 2**53)
-        text = pl.when(whole).then(value.cast(pl.Int64).cast(pl.String)).otherwise(value.cast(pl.String))
-    else:
-        text = value.cast(pl.String).str.strip_chars(TRIMMED)
-    return text.fill_null("")
+    kind = pl.DataFrame(schema={column: frame.collect_schema()[column]}).to_arrow().schema[0].type
+    if keyed_as_text(kind):
+        return value.cast(pl.String).str.strip_chars(ID_BLANKS).fill_null("")
+    return value.map_batches(_id_keys, return_dtype=pl.String, is_elementwise=True).fill_null("")
+
+
+def _id_keys(values: pl.Series) -> pl.Series:
+    keys = pl.from_arrow(id_keys(values.to_arrow()))
+    assert isinstance(keys, pl.Series)
+    return keys
 
 
 def bucketed(frame: pl.LazyFrame, columns: Sequence[str], key: pl.Expr, buckets: int) -> pl.LazyFrame:

@@ -16,21 +16,22 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+import pandas as pd
 import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
-from pyspark.sql.types import DecimalType, DoubleType, FloatType
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
 
 from ragmetrics.analysis.evaluate import DEFAULT_METRICS
 from ragmetrics.engine import Conventions
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import MAX_ID_BYTES
-from ragmetrics.io.columns import resolve
+from ragmetrics.io.columns import ID_BLANKS, resolve
+from ragmetrics.io.tables import id_keys
 from ragmetrics.partitioned import canonical_metrics
 from ragmetrics.partitioned.buckets import POSITION, Plan, evaluate_bucket
 from ragmetrics.partitioned.engine import Engine, Options
-from ragmetrics.partitioned.inputs import FIRST_FIELD, TRIMMED, Input, Side, describe, with_columns
+from ragmetrics.partitioned.inputs import FIRST_FIELD, Input, Side, describe, keyed_as_text, with_columns
 from ragmetrics.partitioned.result import PartitionedRun, combine
 
 if TYPE_CHECKING:
@@ -99,15 +100,18 @@ def _with_position(frame: DataFrame) -> DataFrame:
 
 
 def column_key(frame: DataFrame, column: str) -> Column:
-    """The query id of a table cell as the bucket key: text, blanks around it stripped (as the loaders strip them),
-    a whole float as an integer."""
+    """The query id of a table cell as the bucket key, the id the loader reads: text and integers cast by Spark,
+    blanks around them stripped; other types by :func:`ragmetrics.io.tables.id_keys` (a pandas UDF)."""
 
     value = F.col(f"`{column}`")
-    kind = frame.schema[column].dataType
-    if isinstance(kind, (DoubleType, FloatType, DecimalType)):
-        whole = (value == F.floor(value)) & (F.abs(value) < F.lit(2**53))
-        return F.when(whole, value.cast("bigint").cast("string")).otherwise(value.cast("string"))
-    return F.regexp_replace(value.cast("string"), f"^[{TRIMMED}]+|[{TRIMMED}]+$", "")
+    kind = to_arrow_type(frame.schema[column].dataType)
+    if keyed_as_text(kind):
+        return F.regexp_replace(value.cast("string"), f"^[{ID_BLANKS}]+|[{ID_BLANKS}]+$", "")
+
+    def keys(values: pd.Series) -> pd.Series:
+        return id_keys(pa.Array.from_pandas(values, type=kind)).to_pandas()
+
+    return F.pandas_udf(keys, "string")(value)  # type: ignore[call-overload]
 
 
 def frames_of_file(spark: SparkSession, found: Input, buckets: int) -> DataFrame:

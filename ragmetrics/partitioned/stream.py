@@ -42,8 +42,10 @@ from ragmetrics.foundation.errors import ParseError, RagMetricsError
 from ragmetrics.foundation.ids import positions_in, string_fingerprints, to_numpy
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io import load_dataset, trec
+from ragmetrics.io.columns import ID_BLANKS
 from ragmetrics.io.limits import parse_size
 from ragmetrics.io.source import BOM, UTF16_BOMS
+from ragmetrics.io.tables import id_keys
 from ragmetrics.partitioned.buckets import POSITION, Plan, empty_run, evaluate_parsed, read_side, source_of, with_chunks
 from ragmetrics.partitioned.engine import Engine, Options
 from ragmetrics.partitioned.inputs import (
@@ -52,6 +54,7 @@ from ragmetrics.partitioned.inputs import (
     Side,
     describe,
     is_gzipped,
+    keyed_as_text,
     line_at,
     open_plain,
     with_columns,
@@ -563,8 +566,10 @@ def _line_of(path: str, text: bytes, offset: int, row: int) -> str:
 
 
 def _query_keys(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
-    """A Parquet query id column as text (the slice cut only: the table rules read the ids)."""
-    return pc.utf8_trim(column.cast(pa.large_string()), " \t") if not pa.types.is_floating(column.type) else column
+    """A Parquet query id column as the ids the loader reads (the slice cut only: the table rules read the ids)."""
+    if keyed_as_text(column.type):
+        return pc.utf8_trim(column.cast(pa.large_string()), ID_BLANKS)
+    return id_keys(column)
 
 
 def parquet_slices(run: Input, size: int) -> Iterator[pa.Table]:
