@@ -131,6 +131,27 @@ SMALL_ERRORS: dict[str, tuple[str, bytes, str, bytes]] = {
 line, what was expected), as :data:`SMALL_CASES`."""
 
 
+def write_budget_case(folder: Path) -> tuple[Path, Path]:
+    """Qrels and a Parquet run with chunk texts, for token budgets (``recall@4tok``): one query's texts Chinese
+    (jieba counts its words, whitespace one token a text), the others English."""
+    rows = [(1, d, "今天天气很好我们去公园散步吧") for d in range(1, 4)]
+    rows += [(q, d, "a few english words " * d) for q in range(2, 9) for d in range(1, 4)]
+    run = folder / "budget.parquet"
+    run.write_bytes(
+        _parquet(
+            {
+                "query_id": [f"q{q}" for q, _, _ in rows],
+                "doc_id": [f"d{d}" for _, d, _ in rows],
+                "score": [float(4 - d) for _, d, _ in rows],
+                "text": [t for *_, t in rows],
+            }
+        )
+    )
+    qrels = folder / "budget-qrels.txt"
+    qrels.write_text("".join(f"q{q} 0 d{d} 1\n" for q in range(1, 9) for d in (2, 3)), encoding="utf-8")
+    return qrels, run
+
+
 def write_small_case(folder: Path, name: str) -> tuple[Path, Path]:
     """The files of the case ``name`` of :data:`SMALL_CASES` or :data:`SMALL_ERRORS` in ``folder``."""
     qrels_name, qrels_data, run_name, run_data = {**SMALL_CASES, **SMALL_ERRORS}[name]

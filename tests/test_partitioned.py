@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+import ragmetrics as rm
 from ragmetrics.cli import build_parser, main
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
 from ragmetrics.io import load_dataset, load_run
@@ -32,6 +33,7 @@ from tests.partitioned_cases import (
     as_tables,
     assert_same,
     reference,
+    write_budget_case,
     write_grouped,
     write_hard_case,
     write_small_case,
@@ -120,6 +122,43 @@ def test_small_errors_as_in_process(tmp_path, engine, case):
         with pytest.raises(RagMetricsError) as partitioned:
             evaluate_files(str(qrels), str(run), ["ndcg@10"], engine=engine, buckets=buckets)
         assert str(partitioned.value) == str(in_process.value)
+
+
+@pytest.mark.parametrize("engine", READING_FILES)
+def test_token_budgets_count_with_the_tokenizer_given(tmp_path, engine):
+    """Was: the engines ignored the tokenizer and picked auto's per bucket (q1's Chinese texts counted by jieba in
+    its own bucket, by whitespace in a bucket of English ones)."""
+    qrels, run = write_budget_case(tmp_path)
+    metrics = ["recall@4tok", "ndcg@4tok"]
+    for tokenizer in ("whitespace", "jieba"):
+        expected = rm.evaluate(load_dataset(qrels), load_run(run), metrics, tokenizer=tokenizer).runs["budget"]
+        for buckets in SMALL_BUCKETS:
+            found = evaluate_files(
+                str(qrels), str(run), metrics, engine=engine, buckets=buckets, tokenizer=tokenizer
+            ).runs["budget"]
+            assert found.tokenizer == expected.tokenizer == tokenizer
+            for metric in metrics:
+                np.testing.assert_array_equal(found.array(metric), expected.array(metric))
+    assert (
+        found.array("recall@4tok")[0]
+        != rm.evaluate(load_dataset(qrels), load_run(run), metrics, tokenizer="whitespace")
+        .runs["budget"]
+        .array("recall@4tok")[0]
+    )
+    assert evaluate_files(str(qrels), str(run), ["ndcg@10"], engine=engine).runs["budget"].tokenizer is None
+    with pytest.raises(RagMetricsError, match=r"recall@4tok: the \w+ engine counts token budgets with one tokenizer"):
+        evaluate_files(str(qrels), str(run), metrics, engine=engine, buckets=2)
+
+
+def test_cli_token_budgets_name_their_tokenizer_as_in_process(tmp_path):
+    qrels, run = write_budget_case(tmp_path)
+    common = ["eval", "--dataset", str(qrels), "--run", str(run), "-m", "recall@4tok", "--per-query"]
+    in_process = _cli(*common, "--tokenizer", "jieba")
+    assert in_process[0] == 0 and "tokenizer             \tall\tjieba" in in_process[1]
+    for engine in READING_FILES:
+        assert _cli(*common, "--tokenizer", "jieba", "--engine", engine, "--buckets", "8")[:2] == in_process[:2]
+        code, _, err = _cli(*common, "--engine", engine)
+        assert code == 2 and "give --tokenizer whitespace or --tokenizer jieba" in err
 
 
 def test_buckets_in_any_order_fold_to_the_same_result(hard):

@@ -10,6 +10,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
+import ragmetrics as rm
 import ragmetrics.polars as rmp
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
 from ragmetrics.io import load_dataset, load_run
@@ -25,6 +26,7 @@ from tests.partitioned_cases import (
     as_tables,
     assert_same,
     reference,
+    write_budget_case,
     write_hard_case,
     write_small_case,
 )
@@ -105,6 +107,18 @@ def test_number_query_ids_are_keyed_as_the_loader_reads_them(tmp_path, case, laz
         frames = [f.lazy() for f in frames]
     for buckets in SMALL_BUCKETS:
         assert_same(rmp.evaluate(*frames, METRICS, buckets=buckets), reference(qrels, run))
+
+
+def test_token_budgets_count_with_the_tokenizer_given(tmp_path):
+    qrels, run = write_budget_case(tmp_path)
+    qrels_frame, run_frame = pl.from_pandas(load_dataset(qrels).qrels), pl.read_parquet(run)
+    expected = rm.evaluate(load_dataset(qrels), load_run(run), ["recall@4tok"], tokenizer="jieba").runs["budget"]
+    for buckets in SMALL_BUCKETS:
+        found = rmp.evaluate(qrels_frame, run_frame.lazy(), ["recall@4tok"], buckets=buckets, tokenizer="jieba")
+        assert found.tokenizer == "jieba"
+        np.testing.assert_array_equal(found.array("recall@4tok"), expected.array("recall@4tok"))
+    with pytest.raises(RagMetricsError, match="the polars engine counts token budgets with one tokenizer"):
+        rmp.evaluate(qrels_frame, run_frame, ["recall@4tok"])
 
 
 def test_per_query_values_written_as_the_buckets_are_done(hard, tmp_path):

@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+import ragmetrics as rm
 import ragmetrics.spark as rms
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.io import load_dataset, load_run
@@ -28,6 +29,7 @@ from tests.partitioned_cases import (
     as_tables,
     assert_same,
     reference,
+    write_budget_case,
     write_hard_case,
     write_small_case,
 )
@@ -87,6 +89,16 @@ def test_small_errors_files(spark, tmp_path, case):
         with pytest.raises(RagMetricsError) as partitioned:
             evaluate_files(str(qrels), str(run), ["ndcg@10"], engine="spark", buckets=buckets)
         assert str(partitioned.value) == str(in_process.value)
+
+
+def test_token_budgets_count_with_the_tokenizer_given(spark, tmp_path):
+    qrels, run = write_budget_case(tmp_path)
+    expected = rm.evaluate(load_dataset(qrels), load_run(run), ["recall@4tok"], tokenizer="jieba").runs["budget"]
+    found = evaluate_files(str(qrels), str(run), ["recall@4tok"], engine="spark", buckets=8, tokenizer="jieba")
+    assert found.runs["budget"].tokenizer == "jieba"
+    np.testing.assert_array_equal(found.runs["budget"].array("recall@4tok"), expected.array("recall@4tok"))
+    with pytest.raises(RagMetricsError, match="the spark engine counts token budgets with one tokenizer"):
+        evaluate_files(str(qrels), str(run), ["recall@4tok"], engine="spark")
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])

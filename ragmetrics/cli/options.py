@@ -303,6 +303,7 @@ def engine_arguments(args: argparse.Namespace) -> dict[str, Any]:
         "memory_limit": args.memory_limit,
         "work_dir": args.work_dir,
         "spark_master": args.spark_master,
+        "tokenizer": getattr(args, "tokenizer", SCORING_DEFAULTS["tokenizer"]),
     }
 
 

@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 from ragmetrics.analysis.merged import Sums, sums_of
 from ragmetrics.engine import Conventions, align
 from ragmetrics.engine.health import query_tallies
+from ragmetrics.engine.tokens import TokenizerLike
 from ragmetrics.foundation.errors import ParseError
 from ragmetrics.foundation.ids import MAX_ID_BYTES, positions_in, to_numpy
 from ragmetrics.foundation.model import Dataset, Run
@@ -88,6 +89,9 @@ class Plan:
     resamples: int = 0
     """Resamples of the merged bootstrap and sign-flip sums each bucket emits (0: only the fingerprints)."""
     seed: int = 0
+    tokenizer: TokenizerLike = "auto"
+    """What the token budgets (``recall@512tok``) count with: a named tokenizer or a callable; never ``auto`` when
+    a metric reads a budget (:func:`ragmetrics.partitioned.files.budget_tokenizer`)."""
 
     def schema(self) -> pa.Schema:
         return schema(self.metrics)
@@ -241,7 +245,7 @@ def evaluate_parsed(
         return pa.concat_tables(parts)
     if plan.corpus_size is not None:
         dataset = replace(dataset, corpus_size=plan.corpus_size)
-    alignment = align(dataset, run, plan.conventions)
+    alignment = align(dataset, run, plan.conventions, tokenizer=plan.tokenizer)
     coverage = alignment.coverage
     values = alignment.values(list(plan.metrics))
     ids = alignment.query_ids

@@ -11,6 +11,7 @@ from typing import Any
 from ragmetrics.analysis.evaluate import DEFAULT_METRICS
 from ragmetrics.engine import Conventions
 from ragmetrics.engine.modes import MODES
+from ragmetrics.engine.tokens import TokenizerLike, resolve
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import MAX_ID_BYTES
 from ragmetrics.io import load_dataset, load_run, name_of_file
@@ -18,7 +19,7 @@ from ragmetrics.partitioned.buckets import Plan
 from ragmetrics.partitioned.engine import Options, engine_class
 from ragmetrics.partitioned.result import PartitionedResult, PartitionedRun, combine
 
-__all__ = ["canonical_metrics", "evaluate_files", "run_name"]
+__all__ = ["budget_tokenizer", "canonical_metrics", "evaluate_files", "run_name"]
 
 
 def canonical_metrics(metrics: Sequence[str], conventions: Conventions) -> tuple[str, ...]:
@@ -27,6 +28,25 @@ def canonical_metrics(metrics: Sequence[str], conventions: Conventions) -> tuple
     if not names:
         raise RagMetricsError("no metric to compute; pass metric names such as ['ndcg@10', 'recall@5']")
     return names
+
+
+def budget_tokenizer(
+    metrics: Sequence[str], conventions: Conventions, tokenizer: TokenizerLike, engine: str
+) -> str | None:
+    """The name of the tokenizer the token budgets among ``metrics`` (``recall@512tok``) count with; None when no
+    metric reads a budget. ``auto`` is refused there: it picks a tokenizer from the texts the whole run retrieves,
+    in ranking order, which a partitioned engine reads a bucket at a time (never together)."""
+    budgeted = [m for m in metrics if MODES[conventions.mode].parse(m).tokens is not None]
+    if not budgeted:
+        return None
+    if isinstance(tokenizer, str) and tokenizer == "auto":
+        raise RagMetricsError(
+            f"{budgeted[0]}: the {engine} engine counts token budgets with one tokenizer named for the whole run: "
+            "give --tokenizer whitespace or --tokenizer jieba (library: tokenizer=); auto picks one from the texts "
+            "of the whole run, which this engine reads a bucket at a time (eval --engine inprocess and "
+            "ragmetrics.evaluate read auto)"
+        )
+    return resolve(tokenizer, []).name
 
 
 def run_name(path: str) -> str:
@@ -63,6 +83,7 @@ def evaluate_files(
     max_id_bytes: int = MAX_ID_BYTES,
     resamples: int = 0,
     seed: int = 0,
+    tokenizer: TokenizerLike = "auto",
     **changes: Any,
 ) -> PartitionedResult:
     """Evaluate run files against a qrels file with ``engine`` (a name of :data:`ENGINES`), bucket by bucket.
@@ -74,7 +95,9 @@ def evaluate_files(
     the engine runs, instead of being collected (the result then keeps the values but not the ids). Conventions as
     :func:`ragmetrics.analysis.evaluate` (``changes`` override fields). ``resamples`` (and ``seed``): each bucket
     also emits the sums of that many merged bootstrap and sign-flip resamples (:mod:`ragmetrics.analysis.merged`),
-    so each run's ``sums`` gives intervals equal, bit for bit, for any engine and bucket count."""
+    so each run's ``sums`` gives intervals equal, bit for bit, for any engine and bucket count. ``tokenizer``: what
+    the token budgets (``recall@512tok``) count with, a named tokenizer or a callable (``auto`` is refused with a
+    budget: :func:`budget_tokenizer`); each run's :attr:`PartitionedRun.tokenizer` names it."""
     conventions = (conventions or Conventions()).replace(**changes) if changes else conventions or Conventions()
     paths = [runs] if isinstance(runs, str) else list(runs)
     outs = [per_query_out] if per_query_out is None or isinstance(per_query_out, str) else list(per_query_out)
@@ -84,6 +107,7 @@ def evaluate_files(
         raise RagMetricsError(f"per_query_out: one path per run; got {len(outs)} for {len(paths)} run(s)")
 
     names = canonical_metrics(list(metrics or DEFAULT_METRICS), conventions)
+    counted_with = budget_tokenizer(names, conventions, tokenizer, engine)
     options = Options(buckets=buckets, memory_limit=memory_limit, work_dir=work_dir, spark_master=spark_master)
     results: dict[str, PartitionedRun] = {}
     with engine_class(engine)(options) as executor:
@@ -96,9 +120,11 @@ def evaluate_files(
             if count:
                 name = f"{name}-{count + 1}"
             plan = Plan(name, run.side, qrels.side, names, conventions, corpus_size, chunk_pattern, max_id_bytes)
-            plan = replace(plan, resamples=resamples, seed=seed)
+            plan = replace(plan, resamples=resamples, seed=seed, tokenizer=tokenizer)
             used = buckets or executor.buckets_for(qrels, run)
             tables = executor.tables(plan, qrels, run, used, out)
-            results[name] = combine(name, names, conventions, tables, keep_ids=out is None, per_query_file=out)
+            results[name] = combine(
+                name, names, conventions, tables, keep_ids=out is None, per_query_file=out, tokenizer=counted_with
+            )
             _refuse_empty(results[name], qrels.path, path)
     return PartitionedResult(results, names, engine, used)

@@ -20,11 +20,12 @@ import pyarrow.compute as pc
 
 from ragmetrics.analysis.merged import Sums, id_keys, sums_of
 from ragmetrics.engine import Conventions
+from ragmetrics.engine.tokens import TokenizerLike
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import to_numpy
 from ragmetrics.partitioned.buckets import EVALUATED, Plan
 from ragmetrics.partitioned.engine import Options, engine_class
-from ragmetrics.partitioned.files import canonical_metrics, run_name
+from ragmetrics.partitioned.files import budget_tokenizer, canonical_metrics, run_name
 
 
 @dataclass(frozen=True)
@@ -108,13 +109,16 @@ def compare_pairs(
     memory_limit: str | None = None,
     work_dir: str | None = None,
     spark_master: str | None = None,
+    tokenizer: TokenizerLike = "auto",
     **changes: Any,
 ) -> list[list[PairedStatistics]]:
     """Each ``(run, baseline)`` of ``pairs`` (indexes into ``runs``, files) on ``dataset`` through ``engine``, one
     :class:`PairedStatistics` per metric, equal bit for bit for any engine and bucket count (the resampling is a
-    function of the query id). Every run is read once, all runs' buckets in step, whatever the number of pairs."""
+    function of the query id). Every run is read once, all runs' buckets in step, whatever the number of pairs.
+    ``tokenizer``: what the token budgets count with (as :func:`ragmetrics.partitioned.evaluate_files`)."""
     conventions = (conventions or Conventions()).replace(**changes) if changes else conventions or Conventions()
     names = canonical_metrics(list(metrics), conventions)
+    budget_tokenizer(names, conventions, tokenizer, engine)
     options = Options(buckets=buckets, memory_limit=memory_limit, work_dir=work_dir, spark_master=spark_master)
     used = sorted({i for pair in pairs for i in pair})
     with engine_class(engine)(options) as executor:
@@ -127,7 +131,8 @@ def compare_pairs(
         inputs = {i: executor.describe(runs[i], "run") for i in used}
         count = buckets or max(executor.buckets_for(qrels, found) for found in inputs.values())
         plans = {
-            i: Plan(run_name(f.path), f.side, qrels.side, names, conventions, resamples=0) for i, f in inputs.items()
+            i: Plan(run_name(f.path), f.side, qrels.side, names, conventions, tokenizer=tokenizer)
+            for i, f in inputs.items()
         }
         in_step = zip(*(executor.bucket_tables(plans[i], qrels, inputs[i], count) for i in used))
         totals = [Sums.empty(len(names), resamples, seed) for _ in pairs]

@@ -29,6 +29,7 @@ import pyarrow as pa
 
 from ragmetrics.analysis.evaluate import DEFAULT_METRICS
 from ragmetrics.engine import Conventions
+from ragmetrics.engine.tokens import TokenizerLike
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
 from ragmetrics.foundation.ids import MAX_ID_BYTES
 from ragmetrics.io.columns import ID_BLANKS, describe_aliases, normalise_name, resolve
@@ -36,7 +37,7 @@ from ragmetrics.io.source import BOM
 from ragmetrics.io.tables import id_keys
 from ragmetrics.partitioned.buckets import POSITION, Plan, evaluate_bucket
 from ragmetrics.partitioned.engine import Engine, Options, read_bucket, with_per_query_written, work_folder
-from ragmetrics.partitioned.files import canonical_metrics
+from ragmetrics.partitioned.files import budget_tokenizer, canonical_metrics
 from ragmetrics.partitioned.inputs import (
     FIRST_FIELD,
     Input,
@@ -240,6 +241,7 @@ def evaluate(
     max_id_bytes: int = MAX_ID_BYTES,
     resamples: int = 0,
     seed: int = 0,
+    tokenizer: TokenizerLike = "auto",
     **changes: Any,
 ) -> PartitionedRun:
     """Evaluate a run frame against a qrels frame (Polars DataFrames or LazyFrames), bucket by bucket.
@@ -251,9 +253,11 @@ def evaluate(
     per :data:`ROWS_PER_BUCKET` rows (a LazyFrame's rows are counted first). ``per_query_out``: a Parquet file the
     per-query values are written to as the buckets are done (the result then keeps the values, not the ids);
     ``resamples`` and ``seed``: the merged sums each bucket emits (as :func:`ragmetrics.partitioned.evaluate_files`).
+    ``tokenizer``: what the token budgets count with (as :func:`ragmetrics.partitioned.evaluate_files`).
     Conventions as :func:`ragmetrics.analysis.evaluate`."""
     conventions = (conventions or Conventions()).replace(**changes) if changes else conventions or Conventions()
     names = canonical_metrics(list(metrics or DEFAULT_METRICS), conventions)
+    counted_with = budget_tokenizer(names, conventions, tokenizer, "polars")
     sides = []
     for frame, what, kind in ((qrels, "qrels frame", "dataset"), (run, "run frame", "run")):
         if not isinstance(frame, (pl.DataFrame, pl.LazyFrame)):
@@ -279,6 +283,7 @@ def evaluate(
         max_id_bytes,
         resamples,
         seed,
+        tokenizer,
     )
     framed = []
     for frame, what, kind in zip(sides, ("qrels frame", "run frame"), ("dataset", "run")):
@@ -303,4 +308,12 @@ def evaluate(
     with engine:
         made = tables(engine)
         written = made if per_query_out is None else with_per_query_written(made, names, per_query_out)
-        return combine(name, names, conventions, written, keep_ids=per_query_out is None, per_query_file=per_query_out)
+        return combine(
+            name,
+            names,
+            conventions,
+            written,
+            keep_ids=per_query_out is None,
+            per_query_file=per_query_out,
+            tokenizer=counted_with,
+        )

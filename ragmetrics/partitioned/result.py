@@ -43,6 +43,8 @@ class PartitionedRun:
     sums: Sums | None = None
     """Every bucket's :class:`ragmetrics.analysis.merged.Sums` added: the fingerprints, and the merged intervals
     and tests when the plan asked for resamples (equal, bit for bit, for any bucket count, engine and order)."""
+    tokenizer: str | None = None
+    """The tokenizer the token budgets (``recall@512tok``) counted with; None when no metric reads a budget."""
 
     @cached_property
     def query_ids(self) -> np.ndarray | None:
@@ -72,6 +74,7 @@ def combine(
     *,
     keep_ids: bool = True,
     per_query_file: str | None = None,
+    tokenizer: str | None = None,
 ) -> PartitionedRun:
     """Fold bucket tables (any order, any split) into the run's result. The evaluated queries' rows are the bulk
     (one a query): they are put in dataset order a column at a time, never as a second whole table."""
@@ -136,6 +139,7 @@ def combine(
         health,
         per_query_file=per_query_file,
         sums=sums,
+        tokenizer=tokenizer,
     )
 
 

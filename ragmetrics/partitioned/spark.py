@@ -24,13 +24,14 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
 
 from ragmetrics.analysis.evaluate import DEFAULT_METRICS
 from ragmetrics.engine import Conventions
+from ragmetrics.engine.tokens import TokenizerLike
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import MAX_ID_BYTES
 from ragmetrics.io.columns import ID_BLANKS, resolve
 from ragmetrics.io.tables import id_keys
-from ragmetrics.partitioned import canonical_metrics
 from ragmetrics.partitioned.buckets import POSITION, Plan, evaluate_bucket
 from ragmetrics.partitioned.engine import Engine, Options
+from ragmetrics.partitioned.files import budget_tokenizer, canonical_metrics
 from ragmetrics.partitioned.inputs import FIRST_FIELD, Input, Side, describe, keyed_as_text, with_columns
 from ragmetrics.partitioned.result import PartitionedRun, combine
 
@@ -234,6 +235,7 @@ def evaluate(
     max_id_bytes: int = MAX_ID_BYTES,
     resamples: int = 0,
     seed: int = 0,
+    tokenizer: TokenizerLike = "auto",
     **changes: Any,
 ) -> PartitionedRun:
     """Evaluate a run DataFrame against a qrels DataFrame on their Spark session.
@@ -242,10 +244,12 @@ def evaluate(
     ``score``; see :mod:`ragmetrics.io.columns`). ``buckets`` defaults to ``spark.sql.shuffle.partitions``;
     ``per_query_out``: a Parquet folder the executors write the per-query values to (the result then keeps the
     values, not the ids); ``resamples`` and ``seed``: the merged sums each bucket emits (as
-    :func:`ragmetrics.partitioned.evaluate_files`). Conventions as :func:`ragmetrics.analysis.evaluate`."""
+    :func:`ragmetrics.partitioned.evaluate_files`). ``tokenizer``: what the token budgets count with (as :func:`ragmetrics.partitioned.evaluate_files`).
+    Conventions as :func:`ragmetrics.analysis.evaluate`."""
 
     conventions = (conventions or Conventions()).replace(**changes) if changes else conventions or Conventions()
     names = canonical_metrics(list(metrics or DEFAULT_METRICS), conventions)
+    counted_with = budget_tokenizer(names, conventions, tokenizer, "spark")
     count = buckets or int(qrels.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
     if count < 1:
         raise RagMetricsError(f"buckets must be an int >= 1; got {buckets!r}")
@@ -267,10 +271,19 @@ def evaluate(
         max_id_bytes,
         resamples,
         seed,
+        tokenizer,
     )
     tables, kept = collect(plan, bucket_frame(plan, sides[0], sides[1]), per_query_out)
     try:
-        return combine(name, names, conventions, tables, keep_ids=per_query_out is None, per_query_file=per_query_out)
+        return combine(
+            name,
+            names,
+            conventions,
+            tables,
+            keep_ids=per_query_out is None,
+            per_query_file=per_query_out,
+            tokenizer=counted_with,
+        )
     finally:
         if kept is not None:
             kept.unpersist()
