@@ -324,6 +324,21 @@ def test_cli_partitioned_prints_what_in_process_prints(hard, fmt, engine):
     assert "judged queries missing from the run" in partitioned[2]
 
 
+def test_cli_qrels_judging_nothing_relevant_are_refused_as_in_process(tmp_path):
+    """Was: the engines printed 0.0000 and exited 0 where the in-process evaluation refuses."""
+    qrels, run = tmp_path / "norel.txt", tmp_path / "run.trec"
+    qrels.write_text("q1 0 d1 0\nq2 0 d2 -1\n")
+    run.write_text("q1 Q0 d1 1 1 t\nq2 Q0 d2 1 1 t\n")
+    common = ["eval", "--dataset", str(qrels), "--run", str(run), "-m", "map"]
+    in_process = _cli(*common)
+    assert in_process[0] == 2 and "--allow-no-relevant" in in_process[2]
+    allowed = _cli(*common, "--allow-no-relevant")
+    assert allowed[0] == 0
+    for engine in READING_FILES:
+        assert _cli(*common, "--engine", engine) == in_process
+        assert _cli(*common, "--engine", engine, "--allow-no-relevant")[:2] == allowed[:2]
+
+
 def test_cli_per_query_out_writes_parquet(hard, tmp_path):
     qrels, run = hard
     expected = reference(qrels, run)

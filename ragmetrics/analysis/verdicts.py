@@ -10,13 +10,17 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from ragmetrics.analysis.evaluate import EvalResult
 from ragmetrics.engine.bounds import label_free
+from ragmetrics.engine.modes import MODES
 from ragmetrics.foundation.errors import RagMetricsError
+
+if TYPE_CHECKING:
+    from ragmetrics.partitioned.result import PartitionedResult
 
 Verdict = Literal["baseline", "too few", "better", "worse", "not significant"]
 VERDICTS: tuple[Verdict, ...] = ("baseline", "too few", "better", "worse", "not significant")
@@ -41,13 +45,16 @@ def verdict(
     return "not significant"
 
 
-def refuse_meaningless(result: EvalResult, rel_level: int, *, allow_no_relevant: bool = False) -> None:
+def refuse_meaningless(
+    result: EvalResult | PartitionedResult, rel_level: int, *, allow_no_relevant: bool = False
+) -> None:
     """Numbers that cannot mean anything are errors: qrels that judge nothing relevant when a metric reads relevance
     (unless ``allow_no_relevant``: the 0s trec_eval and ir_measures give), or a metric that no query has a value of
-    (it needs data the dataset does not hold)."""
+    (it needs data the dataset does not hold). In-process results and a partitioned engine's alike."""
     for name, run in result.runs.items():
-        coverage = run.alignment.coverage
-        reads_relevance = [str(spec) for spec in run.specs if not label_free(spec)]
+        coverage = run.coverage
+        specs = [MODES[run.conventions.mode].parse(metric) for metric in run.metrics]
+        reads_relevance = [str(spec) for spec in specs if not label_free(spec)]
         nothing_relevant = coverage.queries_evaluated and len(coverage.no_relevant) >= coverage.queries_evaluated
         if nothing_relevant and reads_relevance and not allow_no_relevant:
             raise RagMetricsError(
@@ -55,8 +62,8 @@ def refuse_meaningless(result: EvalResult, rel_level: int, *, allow_no_relevant:
                 f"{reads_relevance[0]} would be 0 for every run; check --rel-level and the qrels' labels, or "
                 "--allow-no-relevant scores it anyway"
             )
-        for spec in run.specs:  # the alignment's arrays: reading ``run.values`` would import pandas
-            values = run.alignment.value(spec)
+        for spec in specs:  # the arrays: reading ``run.values`` would import pandas
+            values = run.array(str(spec))
             if len(values) and np.isnan(values).all():
                 raise RagMetricsError(
                     f"{spec}: run {name!r} has no value for any query: the metric needs what this dataset does "

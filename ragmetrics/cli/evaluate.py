@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from ragmetrics.analysis.evaluate import DEFAULT_METRICS
+from ragmetrics.analysis.verdicts import refuse_meaningless
 from ragmetrics.cli.evaluating import evaluate_runs, report_coverage
 from ragmetrics.cli.inputs import blank_file, output_path, per_query_paths, read_inputs, replacing
 from ragmetrics.cli.options import (
@@ -70,6 +71,7 @@ def eval_partitioned(args: argparse.Namespace, metrics: Sequence[str]) -> Partit
                     f"ranked queries have a judged document, {state.run_queries_known:.0%} of its queries are judged "
                     "queries); --engine inprocess says the likely cause; --allow-no-overlap scores it anyway"
                 )
+    refuse_meaningless(result, args.rel_level, allow_no_relevant=args.allow_no_relevant)
     return result
 
 
