@@ -355,6 +355,31 @@ def test_cli_per_query_out_writes_parquet(hard, tmp_path):
         assert f"{'ndcg@10':<22}\tall\t{expected.mean('ndcg@10'):.4f}" in printed
 
 
+@pytest.mark.parametrize("engine", READING_FILES)
+def test_cli_per_query_out_is_checked_as_in_process(tmp_path, engine):
+    """Was: two runs of the same file name wrote one file, an input named as the output was overwritten, a missing
+    folder gave pyarrow's message."""
+    qrels, run = write_small_case(tmp_path, "float_query_ids_in_a_parquet_run")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    runs = [tmp_path / "a" / "run.parquet", tmp_path / "b" / "run.parquet"]
+    for copy in runs:
+        copy.write_bytes(run.read_bytes())
+    common = ["eval", "--dataset", str(qrels), "-m", "map", "--engine", engine]
+    out = tmp_path / "pq.parquet"
+    code, _, err = _cli(*common, "--run", str(runs[0]), "--run", str(runs[1]), "--per-query-out", str(out))
+    assert code == 0, err
+    assert f"wrote {tmp_path / 'pq.run.parquet'}" in err and f"wrote {tmp_path / 'pq.run-2.parquet'}" in err
+    assert pq.read_table(tmp_path / "pq.run-2.parquet").num_rows == 10
+    before = run.read_bytes()
+    code, _, err = _cli(*common, "--run", str(run), "--per-query-out", str(run))
+    assert code == 2 and "is also read as --run; writing it would destroy that input" in err
+    assert run.read_bytes() == before
+    missing = tmp_path / "no" / "such" / "x.parquet"
+    code, _, err = _cli(*common, "--run", str(run), "--per-query-out", str(missing))
+    assert code == 2 and f"--per-query-out {missing}: the folder {missing.parent} does not exist" in err
+
+
 def test_cli_refuses_what_the_engines_do_not_read(hard):
     qrels, run = hard
     code, _, err = _cli("eval", "--dataset", str(qrels), "--run", str(run), "--engine", "duckdb", "--queries", "x")

@@ -28,6 +28,7 @@ from ragmetrics.cli.output import Merged, emit
 from ragmetrics.engine.conventions import CHOICES
 from ragmetrics.engine.metrics import known_metric_names
 from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.io import unique_names
 
 if TYPE_CHECKING:
     from ragmetrics.partitioned import PartitionedResult
@@ -50,13 +51,16 @@ def eval_partitioned(args: argparse.Namespace, metrics: Sequence[str]) -> Partit
             f"{', '.join(refused)}: not with --engine {args.engine} (it reads qrels and runs only; "
             "--corpus-size and --chunk-pattern are read); use --engine inprocess"
         )
-    names = [run_name(p) for p in args.run]
+    outs = [
+        path if path is None or "://" in path else output_path(args, path, "--per-query-out")
+        for path in per_query_paths(args.per_query_out, unique_names([run_name(p) for p in args.run]))
+    ]
     result = evaluate_files(
         args.dataset,
         args.run,
         metrics,
         **engine_arguments(args),
-        per_query_out=per_query_paths(args.per_query_out, names),
+        per_query_out=outs,
         corpus_size=args.corpus_size,
         chunk_pattern=args.chunk_pattern,
         resamples=args.resamples if args.ci else 0,

@@ -17,7 +17,7 @@ from typing import Any
 
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset, Run
-from ragmetrics.io import load_dataset, load_run, name_of_file
+from ragmetrics.io import load_dataset, load_run, name_of_file, unique_names
 from ragmetrics.io.formats import formats_of
 from ragmetrics.io.source import open_source
 
@@ -158,7 +158,6 @@ def read_inputs(args: argparse.Namespace, paths: Sequence[str]) -> tuple[Dataset
 def read_runs(paths: Sequence[str], args: argparse.Namespace) -> list[Run]:
 
     runs: list[Run] = []
-    seen: dict[str, int] = {}
     for path in paths:
         if blank_file(path) and hasattr(args, "allow_no_overlap"):
             if not args.allow_no_overlap:
@@ -169,12 +168,9 @@ def read_runs(paths: Sequence[str], args: argparse.Namespace) -> list[Run]:
             run = Run.from_dict({}, name=name_of_file(path))  # the peers' "qrels but no run"
         else:
             run = _load_run(path, args)
-        count = seen.get(run.name, 0)
-        seen[run.name] = count + 1
-        if count:
-            run = run.with_name(f"{run.name}-{count + 1}")
         runs.append(run)
-    return runs
+    named = unique_names([run.name for run in runs])
+    return [run if name == run.name else run.with_name(name) for run, name in zip(runs, named)]
 
 
 def _load_run(path: str, args: argparse.Namespace) -> Run:

@@ -43,6 +43,7 @@ __all__ = [
     "load_qrels",
     "load_run",
     "name_of_file",
+    "unique_names",
     "write_trec_qrels",
     "write_trec_run",
 ]
@@ -54,6 +55,18 @@ def name_of_file(path: str) -> str:
     return open_source(b"", filename=path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]).default_name(
         KNOWN_EXTENSIONS
     )
+
+
+def unique_names(names: list[str]) -> list[str]:
+    """Run names made unique as a command names its runs: a name seen before gets ``-2``, ``-3``, ... (two
+    ``runs/*/run.trec``: ``run`` and ``run-2``)."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        count = seen.get(name, 0)
+        seen[name] = count + 1
+        out.append(f"{name}-{count + 1}" if count else name)
+    return out
 
 
 def load_run(

@@ -14,7 +14,7 @@ from ragmetrics.engine.modes import MODES
 from ragmetrics.engine.tokens import TokenizerLike, resolve
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import MAX_ID_BYTES
-from ragmetrics.io import load_dataset, load_run, name_of_file
+from ragmetrics.io import load_dataset, load_run, name_of_file, unique_names
 from ragmetrics.partitioned.buckets import Plan
 from ragmetrics.partitioned.engine import Options, engine_class
 from ragmetrics.partitioned.result import PartitionedResult, PartitionedRun, combine
@@ -113,12 +113,8 @@ def evaluate_files(
     with engine_class(engine)(options) as executor:
         qrels = executor.describe(dataset, "dataset")
         used = 0
-        for path, out in zip(paths, outs):
+        for path, out, name in zip(paths, outs, unique_names([run_name(p) for p in paths])):
             run = executor.describe(path, "run")
-            name = run_name(path)
-            count = sum(1 for n in results if n == name or n.startswith(f"{name}-"))
-            if count:
-                name = f"{name}-{count + 1}"
             plan = Plan(name, run.side, qrels.side, names, conventions, corpus_size, chunk_pattern, max_id_bytes)
             plan = replace(plan, resamples=resamples, seed=seed, tokenizer=tokenizer)
             used = buckets or executor.buckets_for(qrels, run)
