@@ -66,6 +66,7 @@ def _id_keys(values: Any) -> Any:
 class DuckDB(Engine):
     name = "duckdb"
     bounds_memory = True
+    writes_work_files = True
 
     def __init__(self, options: Options) -> None:
         super().__init__(options)

@@ -53,6 +53,10 @@ class Engine(ABC):
     each run as it is read (paired statistics cannot take them in step)."""
     bounds_memory: ClassVar[bool] = False
     """The engine holds itself to ``Options.memory_limit``; an engine that cannot refuses one (never ignores it)."""
+    writes_work_files: ClassVar[bool] = False
+    """The engine writes its buckets in ``Options.work_dir``; an engine that does not refuses one."""
+    starts_spark: ClassVar[bool] = False
+    """The engine starts a Spark session on ``Options.spark_master``; an engine that does not refuses one."""
 
     def __init__(self, options: Options) -> None:
         if options.buckets is not None and (not isinstance(options.buckets, int) or options.buckets < 1):
@@ -62,6 +66,17 @@ class Engine(ABC):
             raise RagMetricsError(
                 f"--memory-limit: the {self.name} engine cannot hold itself to a memory limit (it would be "
                 f"ignored); engines that can: {bounded}. With {self.name}, more --buckets make each bucket smaller"
+            )
+        if options.work_dir is not None and not self.writes_work_files:
+            writing = ", ".join(name for name in ENGINES if engine_class(name).writes_work_files)
+            raise RagMetricsError(
+                f"--work-dir: the {self.name} engine writes no work file (it would be ignored); engines that do: "
+                f"{writing}; leave it out"
+            )
+        if options.spark_master is not None and not self.starts_spark:
+            raise RagMetricsError(
+                f"--spark-master: the {self.name} engine starts no Spark session (it would be ignored); use --engine "
+                "spark, or leave it out"
             )
         self.options = options
 

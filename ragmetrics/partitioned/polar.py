@@ -126,6 +126,7 @@ def _in_memory_buckets(frame: pl.DataFrame, buckets: int) -> list[pa.Table]:
 
 class Polars(Engine):
     name = "polars"
+    writes_work_files = True
 
     def __init__(self, options: Options) -> None:
         super().__init__(options)

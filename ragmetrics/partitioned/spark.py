@@ -159,6 +159,7 @@ def collect(
 class Spark(Engine):
     name = "spark"
     local = False
+    starts_spark = True
 
     def __init__(self, options: Options) -> None:
         super().__init__(options)

@@ -86,10 +86,6 @@ class Stream(Engine):
 
     def __init__(self, options: Options) -> None:
         super().__init__(options)
-        if options.work_dir is not None:
-            raise RagMetricsError(
-                "--work-dir: the stream engine writes no work file (it would be ignored); leave it out"
-            )
         limit = parse_size(options.memory_limit or DEFAULT_MEMORY_LIMIT, "--memory-limit")
         self.slice_bytes = max(MIN_SLICE_BYTES, min(MAX_SLICE_BYTES, int(limit * SLICE_SHARE)))
         self._qrels: dict[str, Dataset] = {}
