@@ -14,7 +14,7 @@ import pytest
 
 import ragmetrics as rm
 import ragmetrics.spark as rms
-from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.errors import ParseError, RagMetricsError
 from ragmetrics.io import load_dataset, load_run
 from ragmetrics.partitioned import evaluate_files
 from tests.partitioned_cases import (
@@ -89,6 +89,30 @@ def test_small_errors_files(spark, tmp_path, case):
         with pytest.raises(RagMetricsError) as partitioned:
             evaluate_files(str(qrels), str(run), ["ndcg@10"], engine="spark", buckets=buckets)
         assert str(partitioned.value) == str(in_process.value)
+
+
+def test_a_bad_line_is_one_line_at_the_files_line(spark, tmp_path):
+    """Was: a PythonException wrapping the worker's ParseError, 74 lines of traceback and exit 1."""
+    import io
+
+    from ragmetrics.cli import main
+
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "bad.trec"
+    qrels.write_text("q1 0 d1 1\nq2 0 d2 1\n")
+    run.write_text("q1 Q0 d1 1 1 t\nq1 Q0 d2 2 oops t\nq2 Q0 d2 1 1 t\n")
+    said = f"{run}:2: expected a finite number as score (field 5), found 'oops'"
+    with pytest.raises(ParseError) as raised:
+        evaluate_files(str(qrels), str(run), ["map"], engine="spark", buckets=2)
+    assert str(raised.value) == said and raised.value.line == 2
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["eval", "--dataset", str(qrels), "--run", str(run), "--engine", "spark", "--buckets", "2", "-m", "map"]
+    assert main(argv, out, err) == 2
+    assert err.getvalue() == f"ragmetrics: error: {said}\n"
+    frame = spark.createDataFrame([("q1", "d1", "high")], ["query_id", "doc_id", "score"])
+    with pytest.raises(ParseError, match=r"<run DataFrame>.*expected a finite number.*'high'"):
+        rms.evaluate(spark.createDataFrame(load_dataset(qrels).qrels), frame, ["map"], buckets=2)
+    with pytest.raises(RagMetricsError, match=r"Spark cannot read it: \[PATH_NOT_FOUND\]"):
+        evaluate_files(str(qrels), "file:///nonexistent/run.trec", ["map"], engine="spark")
 
 
 def test_token_budgets_count_with_the_tokenizer_given(spark, tmp_path):

@@ -9,7 +9,9 @@ Files are read by Spark (paths the cluster reads: local, HDFS, S3 as it is confi
 
 from __future__ import annotations
 
+import base64
 import os
+import pickle
 import re
 import subprocess
 import sys
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pyarrow as pa
+from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
@@ -39,6 +42,8 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 DEFAULT_MASTER = "local[*]"
+CARRIED = "~ragmetrics-error~"
+"""The marks around a ragmetrics error an executor raised, in the text of Spark's error (:func:`carried`)."""
 
 
 def session(master: str | None = None) -> SparkSession:
@@ -88,7 +93,12 @@ def bucket_frame(plan: Plan, qrels: DataFrame, run: DataFrame) -> DataFrame:
     each side reads; each cogroup is one call of :func:`evaluate_bucket` on an executor."""
 
     def evaluate(qrels_rows: pa.Table, run_rows: pa.Table) -> pa.Table:
-        return _strings(evaluate_bucket(plan, qrels_rows.drop_columns(["bucket"]), run_rows.drop_columns(["bucket"])))
+        try:
+            return _strings(
+                evaluate_bucket(plan, qrels_rows.drop_columns(["bucket"]), run_rows.drop_columns(["bucket"]))
+            )
+        except RagMetricsError as exc:
+            raise RuntimeError(carried(exc)) from None
 
     grouped = qrels.groupBy("bucket").cogroup(run.groupBy("bucket"))
     return grouped.applyInArrow(evaluate, schema=_spark_schema(plan))
@@ -175,10 +185,16 @@ class Spark(Engine):
     def bucket_tables(self, plan: Plan, qrels: Input, run: Input, buckets: int) -> Iterator[pa.Table]:
         yield from self.tables(plan, qrels, run, buckets)
 
+    def _read(self, found: Input, buckets: int) -> DataFrame:
+        try:
+            return frames_of_file(self.spark, found, buckets)
+        except AnalysisException as exc:  # a path Spark cannot read (missing, not allowed): its first line
+            raise RagMetricsError(f"{found.path}: Spark cannot read it: {str(exc).splitlines()[0]}") from None
+
     def tables(
         self, plan: Plan, qrels: Input, run: Input, buckets: int, per_query_out: str | None = None
     ) -> Iterator[pa.Table]:
-        frame = bucket_frame(plan, frames_of_file(self.spark, qrels, buckets), frames_of_file(self.spark, run, buckets))
+        frame = bucket_frame(plan, self._read(qrels, buckets), self._read(run, buckets))
         try:
             tables, kept = collect(plan, frame, per_query_out)
             try:
@@ -210,9 +226,22 @@ def check_worker_python(python: str) -> None:
                               "to a Python with ragmetrics installed")  # fmt: skip
 
 
-def _worker_error(exc: Exception) -> Exception:
-    """A worker that cannot import what it runs, as one line (the rest: Spark's own error, unchanged)."""
+def carried(exc: RagMetricsError) -> str:
+    """``exc``, raised on an executor, as text Spark carries to the driver inside its own error (the worker's
+    traceback around it), where :func:`_worker_error` finds it again."""
+    return f"{CARRIED}{base64.b64encode(pickle.dumps(exc)).decode('ascii')}{CARRIED}"
 
+
+def _worker_error(exc: Exception) -> Exception:
+    """A ragmetrics error an executor raised (:func:`carried`), as it was raised; a worker that cannot import what
+    it runs, as one line (the rest: Spark's own error, unchanged)."""
+
+    found = re.search(f"{CARRIED}([A-Za-z0-9+/=]+){CARRIED}", str(exc))
+    if found is not None:
+        # written by this job's own executors, as Spark pickles their code and data
+        raised = pickle.loads(base64.b64decode(found.group(1)))
+        if isinstance(raised, RagMetricsError):
+            return raised
     missing = re.search(r"(ModuleNotFoundError: No module named '[^']+')", str(exc))
     if missing is None:
         return exc
@@ -274,7 +303,10 @@ def evaluate(
         seed,
         tokenizer,
     )
-    tables, kept = collect(plan, bucket_frame(plan, sides[0], sides[1]), per_query_out)
+    try:
+        tables, kept = collect(plan, bucket_frame(plan, sides[0], sides[1]), per_query_out)
+    except Exception as exc:
+        raise _worker_error(exc) from None
     try:
         return combine(
             name,
