@@ -87,6 +87,19 @@ def _judging(texts: list[str]) -> bytes:
     return "".join(f"{q} 0 d{d} {d % 2}\n" for q in texts for d in range(1, 4)).encode()
 
 
+_CSV_HEAD = "query_id,doc_id,relevance\n"
+_CSV_QRELS = "".join(f"q{q},d{d},{(q + d) % 3}\n" for q in range(1, 7) for d in range(1, 5))
+_CSV_BUT_Q1 = "".join(f"q{q},d{d},{(q + d) % 3}\n" for q in range(2, 7) for d in range(1, 5))
+_RUN_BUT_Q1 = "".join(f"q{q} Q0 d{d} {d} {10 - d} t\n" for q in range(2, 7) for d in (4, 2, 1, 3))
+_NAN_RUN = _parquet(
+    {
+        "query_id": [f"q{i // 4 + 1}" for i in range(24)],
+        "doc_id": [f"d{i % 4 + 1}" for i in range(24)],
+        "score": [float("nan") if i == 21 else 1.0 + i % 4 for i in range(24)],
+    }
+)
+"""A Parquet run whose row 22 (of the last queries) has no score."""
+
 SMALL_CASES: dict[str, tuple[str, bytes, str, bytes]] = {
     "bom_on_trec_qrels_and_run": ("qrels.txt", ("\ufeff" + _QRELS).encode(), "run.trec", ("\ufeff" + _RUN).encode()),
     "bom_on_trec_run": ("qrels.txt", _QRELS.encode(), "run.trec", ("\ufeff" + _RUN).encode()),
@@ -114,12 +127,56 @@ SMALL_CASES: dict[str, tuple[str, bytes, str, bytes]] = {
         "run.trec",
         "".join(f"{q} Q0 d{d} {d} {4 - d} t\n" for q in _DECIMAL_TEXTS for d in (2, 1, 3)).encode(),
     ),
+    "csv_cell_of_blanks_then_a_quote": (
+        "qrels.csv",
+        (_CSV_HEAD + 'q1, "d1" ,1\nq1,d9,0\n' + _CSV_BUT_Q1).encode(),
+        "run.trec",
+        ('q1 Q0 "d1" 1 3 t\nq1 Q0 d1 2 2 t\n' + _RUN_BUT_Q1).encode(),
+    ),
+    "csv_blank_lines_crlf_and_quoted_cells": (
+        "qrels.csv",
+        ("\n" + _CSV_HEAD + 'q1,"d,1",1\r\n\nq1,"d""2",1\r\nq1,d3,0\n\r\n' + _CSV_BUT_Q1 + "\n\n").encode(),
+        "run.trec",
+        ('q1 Q0 d,1 1 3 t\nq1 Q0 d"2 2 2 t\n' + _RUN_BUT_Q1).encode(),
+    ),
 }
 """Small cases every engine must read as the in-process loader does: name -> (qrels file name, its bytes, run file
 name, its bytes). Each run holds each query's lines together (the stream engine reads it too)."""
 
 
 SMALL_ERRORS: dict[str, tuple[str, bytes, str, bytes]] = {
+    "csv_row_short_of_a_field": ("qrels.csv", (_CSV_HEAD + _CSV_QRELS + "q6,d9\n").encode(), "run.trec", _RUN.encode()),
+    "csv_row_with_a_field_too_many": (
+        "qrels.csv",
+        (_CSV_HEAD + "q0,d1,1,9\n" + _CSV_QRELS).encode(),
+        "run.trec",
+        _RUN.encode(),
+    ),
+    "csv_mixed_line_ends_and_a_field_too_many": (
+        "qrels.csv",
+        (_CSV_HEAD.replace("\n", "\r\n") + _CSV_QRELS + "q6,d9,1,9\r\n").encode(),
+        "run.trec",
+        _RUN.encode(),
+    ),
+    "csv_unterminated_quote": (
+        "qrels.csv",
+        (_CSV_HEAD + 'q0,"d1,1\n' + _CSV_QRELS).encode(),
+        "run.trec",
+        _RUN.encode(),
+    ),
+    "csv_bad_label_after_blank_lines_and_a_quoted_line_break": (
+        "qrels.csv",
+        ("\n" + _CSV_HEAD.replace("\n", ",category\n") + 'q1,d1,1,"two\nlines"\n\n\nq1,d2,high,x\n').encode(),
+        "run.trec",
+        _RUN.encode(),
+    ),
+    "csv_run_row_short_of_its_rank": (
+        "qrels.txt",
+        _QRELS.encode(),
+        "run.csv",
+        ("query_id,doc_id,score,rank\nq1,d1,2,1\nq1,d2,1\n" + "q2,d1,1,1\n").encode(),
+    ),
+    "parquet_run_without_a_score_in_a_later_row": ("qrels.txt", _QRELS.encode(), "run.parquet", _NAN_RUN),
     "bad_first_line_after_a_bom": (
         "qrels.txt",
         _QRELS.encode(),

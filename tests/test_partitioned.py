@@ -107,6 +107,8 @@ def test_scifact(engine, run_file):
 @pytest.mark.parametrize("case", SMALL_CASES)
 def test_small_cases_equal_in_process(tmp_path, engine, case):
     qrels, run = write_small_case(tmp_path, case)
+    if engine == "stream" and run.suffix == ".csv":
+        pytest.skip("the stream engine reads TREC and Parquet runs")
     expected = reference(qrels, run)
     for buckets in SMALL_BUCKETS:
         assert_same(_run(qrels, run, engine, buckets), expected)
@@ -116,6 +118,8 @@ def test_small_cases_equal_in_process(tmp_path, engine, case):
 @pytest.mark.parametrize("case", SMALL_ERRORS)
 def test_small_errors_as_in_process(tmp_path, engine, case):
     qrels, run = write_small_case(tmp_path, case)
+    if engine == "stream" and run.suffix == ".csv":
+        pytest.skip("the stream engine reads TREC and Parquet runs")
     with pytest.raises(RagMetricsError) as in_process:
         evaluate_files(str(qrels), str(run), ["ndcg@10"], engine="inprocess")
     for buckets in SMALL_BUCKETS:
@@ -159,6 +163,18 @@ def test_cli_token_budgets_name_their_tokenizer_as_in_process(tmp_path):
         assert _cli(*common, "--tokenizer", "jieba", "--engine", engine, "--buckets", "8")[:2] == in_process[:2]
         code, _, err = _cli(*common, "--engine", engine)
         assert code == 2 and "give --tokenizer whitespace or --tokenizer jieba" in err
+
+
+def test_a_quote_inside_a_csv_cell_is_read_as_text_or_refused_clearly(tmp_path):
+    """The loader reads d"1 as text; DuckDB (the loader's reader) does too; Polars' reader refuses it: said so."""
+    qrels, run = tmp_path / "qrels.csv", tmp_path / "run.trec"
+    qrels.write_text('query_id,doc_id,relevance\nq1,d"1,1\nq1,d2,0\n')
+    run.write_text('q1 Q0 d2 1 2 t\nq1 Q0 d"1 2 1 t\n')
+    assert_same(_run(qrels, run, "duckdb", 2), reference(qrels, run))
+    with pytest.raises(
+        ParseError, match=r"qrels.csv: expected a CSV file Polars can read, found a quote inside a cell"
+    ):
+        evaluate_files(str(qrels), str(run), ["map"], engine="polars")
 
 
 def test_buckets_in_any_order_fold_to_the_same_result(hard):

@@ -13,7 +13,7 @@ import csv
 import io
 import re
 from collections import Counter
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import TypeVar
 
 import pandas as pd
@@ -62,11 +62,11 @@ def _check_lone_cr(source: Source, data: bytes, first_line: int, start: int = 0)
             )
 
 
-def _csv_error(source: Source, line: int, exc: csv.Error) -> ParseError:
+def _csv_error(name: str, line: int, exc: csv.Error) -> ParseError:
     text = str(exc)
     if "field larger than field limit" in text:
-        return ParseError(source.name, line, f"fields of at most {csv.field_size_limit():,} characters", "a longer one")
-    return ParseError(source.name, line, "a well-formed CSV line", text)
+        return ParseError(name, line, f"fields of at most {csv.field_size_limit():,} characters", "a longer one")
+    return ParseError(name, line, "a well-formed CSV line", text)
 
 
 def _header(source: Source, delimiter: str) -> tuple[list[str], int, int]:
@@ -83,7 +83,7 @@ def _header(source: Source, delimiter: str) -> tuple[list[str], int, int]:
             try:
                 names = [n.strip() for n in next(csv.reader([text], delimiter=delimiter))]
             except csv.Error as exc:
-                raise _csv_error(source, line, exc) from None
+                raise _csv_error(source.name, line, exc) from None
             if len(names) > MAX_COLUMNS:
                 raise ParseError(source.name, line, f"a header of at most {MAX_COLUMNS:,} columns", f"{len(names):,}")
             if any(not n for n in names):
@@ -98,20 +98,60 @@ def _header(source: Source, delimiter: str) -> tuple[list[str], int, int]:
     raise ParseError(source.name, None, "a header line and rows", "no data")
 
 
-def _csv_lines(source: Source, text: str, delimiter: str, first_line: int) -> list[tuple[int, list[str]]]:
-    """Python ``csv`` scan of the body: (first line, fields) per non-empty record;
-    ``first_line`` is the file's line number of the body's first line."""
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    out = []
+def csv_records(name: str, lines: Iterable[str], delimiter: str, first_line: int) -> Iterator[tuple[int, list[str]]]:
+    """Python ``csv`` scan of a table's body (``lines`` with their ends, as ``open(..., newline="")`` gives them):
+    (the file's line the record starts on, its fields) per non-empty record; ``first_line`` is the file's line
+    number of the first of ``lines``. A malformed line is the loader's error, said of ``name``."""
+    reader = csv.reader(lines, delimiter=delimiter)
     previous = 0
     try:
         for record in reader:
             if record:
-                out.append((previous + 1, record))
+                yield previous + first_line, record
             previous = reader.line_num
     except csv.Error as exc:
-        raise _csv_error(source, previous + first_line, exc) from None
-    return out
+        raise _csv_error(name, previous + first_line, exc) from None
+
+
+def ragged_record(
+    name: str, lines: Iterable[str], delimiter: str, names: Sequence[str], first_line: int
+) -> ParseError | None:
+    """The loader's error for the first record of a table's body whose fields are not the header's (``lines`` and
+    ``first_line`` as :func:`csv_records`); None when every record has them."""
+    for line, record in csv_records(name, lines, delimiter, first_line):
+        if len(record) != len(names):
+            return ParseError(
+                name,
+                line,
+                f"{len(names)} fields like the header",
+                f"{len(record)} in {shorten(delimiter.join(record))}",
+            )
+    return None
+
+
+def csv_options(
+    names: Sequence[str], delimiter: str, quoted: bool
+) -> tuple[pacsv.ReadOptions, pacsv.ParseOptions, pacsv.ConvertOptions]:
+    """How a table's body (the lines below its header) is read: every cell as text (an empty cell an empty string,
+    never missing), ``"`` quoting a cell that starts with it (doubled inside it), blank lines skipped. ``quoted``: a
+    cell may hold a line break (the body holds a quote)."""
+    return (
+        pacsv.ReadOptions(column_names=list(names), block_size=1 << 24),
+        pacsv.ParseOptions(
+            delimiter=delimiter,
+            quote_char='"',
+            double_quote=True,
+            escape_char=False,
+            newlines_in_values=quoted,
+            ignore_empty_lines=True,
+        ),
+        pacsv.ConvertOptions(
+            column_types={n: pa.string() for n in names},
+            null_values=[],
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+        ),
+    )
 
 
 def read_delimited(source: Source, delimiter: str) -> tuple[pd.DataFrame, Callable[[int], int | None], int]:
@@ -128,34 +168,18 @@ def read_delimited(source: Source, delimiter: str) -> tuple[pd.DataFrame, Callab
     if body_start >= len(data):  # nothing below the header (blank lines below it read as no rows, as before)
         raise ParseError(source.name, None, "rows below the header line", "the header only")
     try:
+        read, parse, convert = csv_options(names, delimiter, quoted)
         table = pacsv.read_csv(
             pa.BufferReader(pa.py_buffer(data).slice(body_start)),
-            read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
-            parse_options=pacsv.ParseOptions(
-                delimiter=delimiter,
-                quote_char='"',
-                double_quote=True,
-                escape_char=False,
-                newlines_in_values=quoted,
-                ignore_empty_lines=True,
-            ),
-            convert_options=pacsv.ConvertOptions(
-                column_types={n: pa.string() for n in names},
-                null_values=[],
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-            ),
+            read_options=read,
+            parse_options=parse,
+            convert_options=convert,
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         text = decode(body(), source.name, first_line=header_line + 1)
-        for line, record in _csv_lines(source, text, delimiter, header_line + 1):
-            if len(record) != len(names):
-                raise ParseError(
-                    source.name,
-                    line + header_line,
-                    f"{len(names)} fields like the header",
-                    f"{len(record)} in {shorten(delimiter.join(record))}",
-                ) from None
+        ragged = ragged_record(source.name, io.StringIO(text, newline=""), delimiter, names, header_line + 1)
+        if ragged is not None:
+            raise ragged from None
         raise ParseError(source.name, None, "a well-formed table", str(exc).splitlines()[0]) from None
 
     pa.default_memory_pool().release_unused()  # the parser's scratch space: numpy cannot reuse it
@@ -167,10 +191,11 @@ def read_delimited(source: Source, delimiter: str) -> tuple[pd.DataFrame, Callab
         if not cache:
             text = body().decode("utf-8", errors="replace")
             try:
-                cache.append([line for line, _ in _csv_lines(source, text, delimiter, header_line + 1)])
+                body_lines = io.StringIO(text, newline="")
+                cache.append([line for line, _ in csv_records(source.name, body_lines, delimiter, header_line + 1)])
             except ParseError:
                 cache.append([])
-        return cache[0][row] + header_line if row < len(cache[0]) else None
+        return cache[0][row] if row < len(cache[0]) else None
 
     return table.to_pandas(), line_of, header_line
 

@@ -121,6 +121,17 @@ def _in_file(side: Side, rows: pa.Table, exc: ParseError) -> ParseError:
     return exc.said_of(side.file, lambda line: side.line_of(positions, line - 1))
 
 
+def _rows_in_file(exc: ParseError, positions: np.ndarray) -> ParseError:
+    """``exc``, raised on a bucket of a table without lines (Parquet, a frame), the rows it names (``(row N)``,
+    ``(first on row N)``: the bucket's) said as the table's."""
+
+    def file_row(match: re.Match[str]) -> str:
+        return f"{match.group(1)}row {int(positions[int(match.group(2)) - 1]) + 1})"
+
+    found = re.sub(r"(\((?:first on )?)row (\d+)\)", file_row, exc.found)
+    return ParseError(exc.source, exc.line, exc.expected, found, first_line=exc.first_line)
+
+
 def _trec_line(side: Side, rows: pa.Table, bucket_line: int) -> int | None:
     """The input file's line of a bucket's line: the same occurrence of the same text (every line of a text has one
     query id, so all of them are in this bucket, in file order)."""
@@ -185,6 +196,8 @@ def read_side(side: Side, rows: pa.Table, plan: Plan, kind: Literal["run", "data
     except ParseError as exc:
         if exc.source != side.file or side.layout == "trec":
             raise _in_file(side, rows, exc) from None
+        if side.header_line is None and side.numbered:
+            raise _rows_in_file(exc, to_numpy(rows.column(POSITION))) from None
         raise
 
 

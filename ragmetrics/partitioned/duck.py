@@ -1,9 +1,10 @@
 """The DuckDB engine: out of core on one machine.
 
-DuckDB reads each input (TREC lines, CSV/TSV cells as text, Parquet columns), numbers its rows in file order and
-writes them to Parquet in a work folder, one folder per bucket (``COPY ... PARTITION_BY``), under its
-``memory_limit`` (it spills to the work folder beyond it). Buckets are then evaluated one at a time, so the memory
-this process needs is a bucket's, not the run's.
+DuckDB reads each input (TREC lines, Parquet columns; CSV/TSV cells as text, parsed by the loader's own CSV reader,
+streamed: :func:`csv_rows`), numbers its rows in file order and writes them to Parquet in a work folder, one folder
+per bucket (``COPY ... PARTITION_BY``), under its ``memory_limit`` (it spills to the work folder beyond it). Buckets
+are then evaluated one at a time, so the memory this process needs is a bucket's, not the run's. A CSV row whose
+fields are not the header's is refused with the loader's error, at its line.
 
 A TREC line's fields are split by the TREC loader itself, on the bucket's lines: DuckDB only finds the first field
 (the query id) to bucket on, with the loader's rule (C whitespace). DuckDB breaks lines at a lone carriage return
@@ -21,11 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import pyarrow as pa
+import pyarrow.csv as pacsv
 
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
 from ragmetrics.io.columns import ID_BLANKS
-from ragmetrics.io.tables import id_keys
+from ragmetrics.io.tables import csv_options, id_keys
 from ragmetrics.partitioned.buckets import POSITION, Plan, evaluate_bucket
 from ragmetrics.partitioned.engine import Engine, Options, read_bucket, work_folder
 from ragmetrics.partitioned.inputs import (
@@ -34,7 +37,8 @@ from ragmetrics.partitioned.inputs import (
     buckets_by_size,
     check_line_breaks,
     keyed_as_text,
-    mixes_line_ends,
+    open_plain,
+    ragged_record,
     with_columns,
 )
 
@@ -57,6 +61,28 @@ def _duckdb_error(path: str, exc: Exception) -> RagMetricsError:
     first = text.splitlines()[0] if text else type(exc).__name__
     detail = next((s.strip() for s in text.splitlines()[1:] if s.strip()), "")
     return ParseError(path, int(line.group(1)) if line else None, "a file DuckDB can read", f"{first} {detail}".strip())
+
+
+def csv_rows(found: Input) -> pa.RecordBatchReader:
+    """The records below a CSV or TSV file's header, every cell as text, read as the loader reads them
+    (:func:`ragmetrics.io.tables.csv_options`), in batches as they are read, with :data:`POSITION`."""
+    handle = open_plain(found.path)
+    for _ in range(found.side.header_line or 0):
+        handle.readline()
+    read, parse, convert = csv_options(found.columns, found.delimiter, quoted=True)
+    names = [*found.columns, POSITION]
+    schema = pa.schema([*(pa.field(c, pa.string()) for c in found.columns), pa.field(POSITION, pa.int64())])
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        with handle:
+            reader = pacsv.open_csv(handle, read_options=read, parse_options=parse, convert_options=convert)
+            read_rows = 0
+            for batch in reader:
+                positions = pa.array(np.arange(read_rows, read_rows + batch.num_rows, dtype=np.int64))
+                read_rows += batch.num_rows
+                yield pa.RecordBatch.from_arrays([*batch.columns, positions], names=names)
+
+    return pa.RecordBatchReader.from_batches(schema, batches())
 
 
 def _id_keys(values: Any) -> Any:
@@ -124,18 +150,14 @@ class DuckDB(Engine):
                 f"FROM read_parquet({path}, file_row_number=true)"
             )
             return query, found
-        # CSV, TSV: every cell as text, as the in-process reader reads it (an empty cell is an empty string)
-        spec = ", ".join(f"{_literal(c)}: 'VARCHAR'" for c in found.columns)
-        delimiter = "\\t" if found.format == "tsv" else ","
-        header_line = found.side.header_line or 1
-        cells = ", ".join(f"coalesce({_name(c)}, '') AS {_name(c)}" for c in found.columns)
+        # CSV, TSV: the cells as the loader's reader reads them (DuckDB's own reader reads `, "x" ,` as the quoted
+        # x, where the loader keeps the quotes)
+        check_line_breaks(found.path)
+        stream = f"csv_{len(self._partitioned)}"
+        self.con.register(stream, csv_rows(found))
+        columns = ", ".join(_name(c) for c in found.columns)
         q = _name(found.query_column or "")
-        strict = "false" if mixes_line_ends(found.path) else "true"  # strict DuckDB refuses mixed line ends
-        query = (
-            f"SELECT {cells}, row_number() OVER () - 1 AS {POSITION}, hash(trim(coalesce({q}, ''), {trimmed})) % "
-            f"{buckets} AS bucket FROM read_csv({path}, columns={{{spec}}}, header=true, skip={header_line - 1}, "
-            f"delim=E'{delimiter}', quote='\"', escape='\"', auto_detect=false, strict_mode={strict})"
-        )
+        query = f"SELECT {columns}, {POSITION}, hash(trim({q}, {trimmed})) % {buckets} AS bucket FROM {stream}"
         return query, found
 
     def _id_keys(self, column_type: str) -> str:
@@ -157,8 +179,8 @@ class DuckDB(Engine):
             try:
                 self.con.execute(f"COPY ({query}) TO {_literal(str(folder))} (FORMAT parquet, PARTITION_BY (bucket))")
                 fields = self.con.execute(f"DESCRIBE {query}").fetchall()
-            except duckdb.Error as exc:
-                raise _duckdb_error(found.path, exc) from None
+            except (duckdb.Error, pa.ArrowException) as exc:
+                raise (ragged_record(found) or _duckdb_error(found.path, exc)) from None
             types = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "UBIGINT": pa.uint64()}
             schema = pa.schema([(name, types.get(kind, pa.string())) for name, kind, *_ in fields if name != "bucket"])
             self._partitioned[key] = (folder, schema)

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import codecs
 import gzip
+import io
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO, Literal
 
@@ -45,16 +47,24 @@ class Side:
     ``layout``: ``"trec"``, rows of one ``line`` column (the file's lines, read by the TREC loader itself, so every
     rule of :mod:`ragmetrics.io.trec` holds); ``"columns"``, rows of the table's own columns (named as a CSV, TSV or
     Parquet file or a DataFrame names them; the aliases and checks of :mod:`ragmetrics.io.columns` apply).
-    ``header_line``: the line a CSV or TSV header is on (a data row's line is then ``position + header_line + 1``);
-    None where rows have no lines."""
+    ``header_line``: the line a CSV or TSV header is on, None where rows have no lines; ``delimiter``: a CSV's or a
+    TSV's. A row's :data:`POSITION` is then its record's place among the records below the header (blank lines
+    hold none; a quoted cell may hold line breaks), found again in the file when its line is asked for."""
 
     file: str
     layout: Literal["trec", "columns"]
     header_line: int | None = None
+    delimiter: str = ","
+    numbered: bool = True
+    """:data:`POSITION` counts the records (a Parquet file's rows) from 0; False: it only increases with the file
+    (Spark's row ids), and a row's line is taken to be its position's."""
 
     def line_of(self, positions: np.ndarray, row: int) -> int | None:
         if self.layout == "columns" and self.header_line is not None and 0 <= row < len(positions):
-            return int(positions[row]) + self.header_line + 1
+            record = int(positions[row])
+            if self.numbered and os.path.isfile(self.file):
+                return record_line(self, record)
+            return record + self.header_line + 1
         return None
 
 
@@ -120,7 +130,8 @@ def describe(path: str, kind: Literal["run", "dataset"], *, local: bool = True) 
 
     delimiter = "\t" if fmt == "tsv" else ","
     names, header_line, _ = tables._header(source, delimiter)
-    return Input(path, kind, fmt, Side(path, "columns", header_line), tuple(names), _query_column(path, names))
+    side = Side(path, "columns", header_line, delimiter)
+    return Input(path, kind, fmt, side, tuple(names), _query_column(path, names))
 
 
 def keyed_as_text(kind: pa.DataType) -> bool:
@@ -166,6 +177,43 @@ def buckets_by_size(qrels: Input, run: Input) -> int:
     return max(1, -(-(weight(qrels.path) + weight(run.path)) // BUCKET_BYTES))
 
 
+def _body_lines(side: Side) -> Iterator[str]:
+    """The lines below a CSV or TSV file's header, ends kept (UTF-8; bytes that are not UTF-8 replaced: the engine
+    reports them). Read as the file is iterated."""
+    with open_plain(side.file) as handle:
+        for number, line in enumerate(io.TextIOWrapper(handle, encoding="utf-8", errors="replace", newline=""), 1):
+            if number > (side.header_line or 0):
+                yield line
+
+
+def _records(side: Side) -> Iterator[tuple[int, list[str]]]:
+    return tables.csv_records(side.file, _body_lines(side), side.delimiter, (side.header_line or 0) + 1)
+
+
+def record_line(side: Side, record: int) -> int | None:
+    """The line of the file's record ``record`` (0-based, below the header) as the loader counts it. Read until
+    it is found."""
+    try:
+        for at, (line, _fields) in enumerate(_records(side)):
+            if at == record:
+                return line
+    except ParseError:
+        return None
+    return None
+
+
+def ragged_record(found: Input) -> ParseError | None:
+    """The loader's error for a local CSV or TSV file's first record whose fields are not the header's (or a
+    malformed line); None when there is none. Read whole, in bounded memory."""
+    side = found.side
+    if found.format not in ("csv", "tsv") or side.header_line is None or not os.path.isfile(found.path):
+        return None
+    try:
+        return tables.ragged_record(found.path, _body_lines(side), side.delimiter, found.columns, side.header_line + 1)
+    except ParseError as exc:
+        return exc
+
+
 def check_line_breaks(path: str) -> None:
     """Refuse a carriage return that does not end a line (the TREC loader refuses it; DuckDB would break the line
     there, Polars keep it), naming its line. Read in blocks; a block without a carriage return is only searched for
@@ -200,23 +248,6 @@ def line_at(path: str, offset: int) -> int:
             lines_before += block.count(b"\n")
             offset -= len(block)
     return lines_before + 1
-
-
-def mixes_line_ends(path: str) -> bool:
-    """True when the file ends some lines in \\r\\n and others in \\n, which DuckDB's strict CSV reader refuses.
-    Read in blocks."""
-    with open_plain(path) as handle:
-        crlf = lf = 0
-        carry = b""
-        while block := handle.read(1 << 24):
-            data = carry + block
-            carry = data[-1:] if data.endswith(b"\r") else b""  # its \n, if any, starts the next block
-            body = data[: len(data) - len(carry)]
-            crlf += body.count(b"\r\n")
-            lf += body.count(b"\n")
-            if crlf and lf > crlf:
-                return True
-    return False
 
 
 def first_line_not_utf8(path: str) -> int | None:

@@ -47,6 +47,7 @@ from ragmetrics.partitioned.inputs import (
     first_line_not_utf8,
     is_gzipped,
     keyed_as_text,
+    ragged_record,
     with_columns,
 )
 from ragmetrics.partitioned.result import PartitionedRun, combine
@@ -92,6 +93,14 @@ def _polars_error(path: str, exc: Exception) -> RagMetricsError:
     text = str(exc)
     if "utf8" in text.lower() or "utf-8" in text.lower():
         return ParseError(path, first_line_not_utf8(path), "UTF-8 text", "bytes that are not UTF-8")
+    if "CSV malformed" in text:  # a quote inside a cell that does not start with one: the loader reads it as text
+        return ParseError(
+            path,
+            None,
+            "a CSV file Polars can read",
+            "a quote inside a cell that does not start with one, which Polars refuses and the loader reads as "
+            "text: use --engine duckdb or --engine inprocess",
+        )
     first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     return ParseError(path, None, "a file Polars can read", first)
 
@@ -122,6 +131,14 @@ def _in_memory_buckets(frame: pl.DataFrame, buckets: int) -> list[pa.Table]:
     for (bucket, *_), part in found.items():
         tables[int(bucket)] = part.to_arrow(compat_level=pl.CompatLevel.oldest())
     return tables
+
+
+def _last_cell_empty(folder: Path, column: str) -> bool:
+    """True when a row of the buckets in ``folder`` has an empty ``column``."""
+    if not any(folder.rglob("*.parquet")):
+        return False
+    found = pl.scan_parquet(folder / "**" / "*.parquet").select((pl.col(column) == "").any()).collect().item()
+    return bool(found)
 
 
 class Polars(Engine):
@@ -170,7 +187,7 @@ class Polars(Engine):
             frame = pl.scan_parquet(path).with_row_index(POSITION)
             found = with_columns(found, [c for c in frame.collect_schema().names() if c != POSITION])
         else:  # CSV, TSV: every cell as text, as the in-process reader reads it (an empty cell is an empty string)
-            frame = pl.scan_csv(
+            cells = pl.scan_csv(
                 path,
                 has_header=True,
                 skip_lines=(found.side.header_line or 1) - 1,
@@ -178,8 +195,10 @@ class Polars(Engine):
                 quote_char='"',
                 infer_schema=False,
                 empty_string_is_null=False,
-                row_index_name=POSITION,
             ).with_columns(pl.col(c).fill_null("") for c in found.columns)
+            # a blank line holds no record for the loader (Polars reads a row of empty cells)
+            blank = pl.all_horizontal(pl.col(c) == "" for c in found.columns)
+            frame = cells.filter(~blank).with_row_index(POSITION)
         assert found.query_column is not None
         return bucketed(frame, found.columns, query_key(frame, found.query_column), buckets)
 
@@ -189,9 +208,17 @@ class Polars(Engine):
             folder = self.work / f"input-{len(self._partitioned)}"
             try:
                 frame = self._frame(found, buckets)
+                schema = sink_buckets(frame, folder, found.path)
             except pl.exceptions.PolarsError as exc:
-                raise _polars_error(found.path, exc) from None
-            self._partitioned[key] = (folder, sink_buckets(frame, folder, found.path))
+                raise (ragged_record(found) or _polars_error(found.path, exc)) from None
+            except ParseError as exc:
+                raise (ragged_record(found) or exc) from None
+            if found.format in ("csv", "tsv") and _last_cell_empty(folder, found.columns[-1]):
+                # Polars fills a row short of fields with empty cells: the loader refuses it
+                ragged = ragged_record(found)
+                if ragged is not None:
+                    raise ragged
+            self._partitioned[key] = (folder, schema)
         return self._partitioned[key]
 
     def bucket_tables(self, plan: Plan, qrels: Input, run: Input, buckets: int) -> Iterator[pa.Table]:

@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -35,7 +36,15 @@ from ragmetrics.io.tables import id_keys
 from ragmetrics.partitioned.buckets import POSITION, Plan, evaluate_bucket
 from ragmetrics.partitioned.engine import Engine, Options
 from ragmetrics.partitioned.files import budget_tokenizer, canonical_metrics
-from ragmetrics.partitioned.inputs import FIRST_FIELD, Input, Side, describe, keyed_as_text, with_columns
+from ragmetrics.partitioned.inputs import (
+    FIRST_FIELD,
+    Input,
+    Side,
+    describe,
+    keyed_as_text,
+    ragged_record,
+    with_columns,
+)
 from ragmetrics.partitioned.result import PartitionedRun, combine
 
 if TYPE_CHECKING:
@@ -139,7 +148,14 @@ def frames_of_file(spark: SparkSession, found: Input, buckets: int) -> DataFrame
         found = with_columns(found, [c for c in frame.columns if c != POSITION])
     else:
         frame = spark.read.csv(
-            found.path, header=True, sep=found.delimiter, quote='"', escape='"', inferSchema=False, nullValue=None
+            found.path,
+            header=True,
+            sep=found.delimiter,
+            quote='"',
+            escape='"',
+            inferSchema=False,
+            nullValue=None,
+            mode="FAILFAST",  # a row of other fields than the header's is an error (the loader's), never padded
         )
         frame = _with_position(frame.select([F.coalesce(F.col(f"`{c}`"), F.lit("")).alias(c) for c in frame.columns]))
         if not found.columns:  # a cluster's file: its header as Spark read it
@@ -176,8 +192,8 @@ class Spark(Engine):
         self.spark = session(options.spark_master)
 
     def describe(self, path: str, kind: str) -> Input:
-
-        return describe(path, kind, local=os.path.exists(path))  # type: ignore[arg-type]
+        found = describe(path, kind, local=os.path.exists(path))  # type: ignore[arg-type]
+        return replace(found, side=replace(found.side, numbered=False))
 
     def buckets_for(self, qrels: Input, run: Input) -> int:
         return int(self.spark.conf.get("spark.sql.shuffle.partitions") or 200)
@@ -203,7 +219,10 @@ class Spark(Engine):
                 if kept is not None:
                     kept.unpersist()
         except Exception as exc:
-            raise _worker_error(exc) from None
+            told = _worker_error(exc)
+            if told is exc and "malformed" in str(exc).lower():  # FAILFAST: said as the loader says it, here
+                told = ragged_record(qrels) or ragged_record(run) or exc
+            raise told from None
 
 
 def check_worker_python(python: str) -> None:
@@ -292,8 +311,8 @@ def evaluate(
         sides.append(_bucketed(positioned, column_key(positioned, column), count))
     plan = Plan(
         name,
-        Side("<run DataFrame>", "columns"),
-        Side("<qrels DataFrame>", "columns"),
+        Side("<run DataFrame>", "columns", numbered=False),
+        Side("<qrels DataFrame>", "columns", numbered=False),
         names,
         conventions,
         corpus_size,
