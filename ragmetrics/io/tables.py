@@ -117,16 +117,18 @@ def ragged_record(
     name: str, lines: Iterable[str], delimiter: str, names: Sequence[str], first_line: int
 ) -> ParseError | None:
     """The loader's error for the first record of a table's body whose fields are not the header's (``lines`` and
-    ``first_line`` as :func:`csv_records`); None when every record has them."""
+    ``first_line`` as :func:`csv_records`); None when every record has them. A malformed line anywhere in the body
+    is raised first, as the loader, scanning the whole body, raises it (one record is kept meanwhile)."""
+    found = None
     for line, record in csv_records(name, lines, delimiter, first_line):
-        if len(record) != len(names):
-            return ParseError(
+        if found is None and len(record) != len(names):
+            found = ParseError(
                 name,
                 line,
                 f"{len(names)} fields like the header",
                 f"{len(record)} in {shorten(delimiter.join(record))}",
             )
-    return None
+    return found
 
 
 def csv_options(
