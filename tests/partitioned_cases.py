@@ -135,7 +135,9 @@ SMALL_CASES: dict[str, tuple[str, bytes, str, bytes]] = {
     ),
     "csv_blank_lines_crlf_and_quoted_cells": (
         "qrels.csv",
-        ("\n" + _CSV_HEAD + 'q1,"d,1",1\r\n\nq1,"d""2",1\r\nq1,d3,0\n\r\n' + _CSV_BUT_Q1 + "\n\n").encode(),
+        ("\n" + _CSV_HEAD + 'q1,"d,1",1\n\nq1,"d""2",1\nq1,d3,0\n\n' + _CSV_BUT_Q1 + "\n\n")
+        .replace("\n", "\r\n")
+        .encode(),
         "run.trec",
         ('q1 Q0 d,1 1 3 t\nq1 Q0 d"2 2 2 t\n' + _RUN_BUT_Q1).encode(),
     ),

@@ -156,6 +156,7 @@ def frames_of_file(spark: SparkSession, found: Input, buckets: int) -> DataFrame
             inferSchema=False,
             nullValue=None,
             mode="FAILFAST",  # a row of other fields than the header's is an error (the loader's), never padded
+            multiLine=True,  # a quoted cell may hold a line break, as for the loader
         )
         frame = _with_position(frame.select([F.coalesce(F.col(f"`{c}`"), F.lit("")).alias(c) for c in frame.columns]))
         if not found.columns:  # a cluster's file: its header as Spark read it
@@ -193,7 +194,9 @@ class Spark(Engine):
 
     def describe(self, path: str, kind: str) -> Input:
         found = describe(path, kind, local=os.path.exists(path))  # type: ignore[arg-type]
-        return replace(found, side=replace(found.side, numbered=False))
+        # a CSV file read whole (multiLine) is one partition: its row ids count its records; other ids only increase
+        numbered = found.format in ("csv", "tsv") and os.path.isfile(path)
+        return replace(found, side=replace(found.side, numbered=numbered))
 
     def buckets_for(self, qrels: Input, run: Input) -> int:
         return int(self.spark.conf.get("spark.sql.shuffle.partitions") or 200)
@@ -221,8 +224,19 @@ class Spark(Engine):
         except Exception as exc:
             told = _worker_error(exc)
             if told is exc and "malformed" in str(exc).lower():  # FAILFAST: said as the loader says it, here
-                told = ragged_record(qrels) or ragged_record(run) or exc
+                told = ragged_record(qrels) or ragged_record(run) or _malformed(exc, qrels, run)
             raise told from None
+
+
+def _malformed(exc: Exception, *inputs: Input) -> RagMetricsError:
+    """Spark's CSV reader refusing a record the loader reads (a blank line amid other line ends), as one line."""
+    said = re.search(r"\[MALFORMED_CSV_RECORD\][^\n]*", str(exc))
+    tables = [found.path for found in inputs if found.format in ("csv", "tsv")]
+    return RagMetricsError(
+        f"{' or '.join(tables) or 'a CSV input'}: Spark's CSV reader refuses a record "
+        f"({said.group(0).strip() if said else 'malformed'}) the loader reads: --engine duckdb, polars or inprocess "
+        "read the file"
+    )
 
 
 def check_worker_python(python: str) -> None:
