@@ -159,8 +159,24 @@ def test_above_normal_above_the_interval_is_the_normal_one_and_agrees_with_the_b
 
 def test_power_helpers_are_consistent():
     n = stats.queries_needed(0.05, 0.25)
-    assert n == 197  # (1.96 + 0.8416)^2 * 0.25^2 / 0.05^2 = 196.2
+    assert n == 199  # the normal approximation's 197 ((1.96 + 0.8416)^2 * 0.25^2 / 0.05^2 = 196.2) falls short
     assert stats.min_detectable_delta(0.25, n) <= 0.05 < stats.min_detectable_delta(0.25, n - 1)
+
+
+@pytest.mark.parametrize(("n", "alpha"), [(5, 0.05), (10, 0.05), (20, 0.05), (10, 0.05 / 18), (30, 0.05 / 18)])
+def test_the_smallest_detectable_difference_is_detected_with_the_power_it_claims(n, alpha):
+    """Simulated: a paired t-test at ``alpha`` on ``n`` normal differences whose mean is the smallest detectable
+    difference rejects in 80% of 4,000 seeded samples (the normal approximation gave 0.56 at n = 5 and 0.47 at
+    n = 10 with alpha / 18); so do the queries planned for a difference."""
+    from scipy import stats as sps
+
+    rng = np.random.default_rng(n)
+    delta = stats.min_detectable_delta(1.0, n, alpha=alpha)
+    p = sps.ttest_1samp(rng.normal(delta, 1.0, size=(4000, n)), 0, axis=1).pvalue
+    assert abs((p < alpha).mean() - 0.8) < 0.025
+    needed = stats.queries_needed(0.2, 0.25, alpha=alpha)
+    p = sps.ttest_1samp(rng.normal(0.2, 0.25, size=(4000, needed)), 0, axis=1).pvalue
+    assert (p < alpha).mean() > 0.775
 
 
 def _frame_dataset(n=60, seed=0):

@@ -112,8 +112,8 @@ if page.dataset is not None and len(page.alignments) >= 2:
         delta_arrow="off",
     )
     st.caption(
-        f"Smallest detectable Δ = (z₁₋α/₂ + z_power) · SD / √n: the difference a paired test finds with {power:.0%} power at "
-        f"{planned_at}, in the normal approximation, where SD is the standard deviation of the per-query differences between "
+        f"Smallest detectable Δ: the difference a paired t-test finds with {power:.0%} power at "
+        f"{planned_at} (the noncentral t distribution), where SD is the standard deviation of the per-query differences between "
         f"two runs; the queries needed are planned at the same level. Discriminative power: the share of run pairs whose p-value ({test_title(test)}) is below α, "
         f"{family}, as on the Overview and Compare (Sakai defines it uncorrected: pick “uncorrected”). "
         "More runs in the sidebar give more pairs."

@@ -7,6 +7,8 @@ comparison repeats exactly. scipy does the work where it has the procedure.
 
 from __future__ import annotations
 
+import functools
+import math
 import numbers
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -369,21 +371,54 @@ class PowerEstimate:
         return queries_needed(delta, self.sd_difference, alpha=self.alpha, power=self.power)
 
 
-def _z(alpha: float, power: float) -> float:
+def paired_t_power(effect: float, n_queries: int, *, alpha: float = 0.05) -> float:
+    """The power of a two-sided paired t-test at level ``alpha`` on ``n_queries`` queries to detect a mean
+    difference of ``effect`` standard deviations of the differences: the chance that ``|T|`` passes the critical
+    value when ``T`` follows the noncentral t distribution (``n - 1`` degrees of freedom, noncentrality
+    ``effect * sqrt(n)``). NaN below 2 queries."""
     from scipy import stats as sps  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)
 
-    return float(sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))
+    if n_queries < 2:
+        return float("nan")
+    df = n_queries - 1
+    critical = sps.t.ppf(1 - alpha / 2, df)
+    shift = effect * np.sqrt(n_queries)
+    wrong_side = float(sps.nct.cdf(-critical, df, shift))  # NaN where it underflows, far below the other side
+    return float(sps.nct.sf(critical, df, shift)) + (0.0 if math.isnan(wrong_side) else wrong_side)
+
+
+@functools.lru_cache(maxsize=4096)
+def _detectable_effect(n_queries: int, alpha: float, power: float) -> float:
+    """The effect (in standard deviations of the differences) :func:`paired_t_power` reaches ``power`` at."""
+    from scipy import optimize  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)
+
+    high = 1.0
+    while paired_t_power(high, n_queries, alpha=alpha) < power:
+        high *= 2
+    return float(optimize.brentq(lambda d: paired_t_power(d, n_queries, alpha=alpha) - power, 0.0, high, xtol=1e-10))
 
 
 def min_detectable_delta(sd_difference: float, n_queries: int, *, alpha: float = 0.05, power: float = 0.8) -> float:
-    """Smallest mean difference a paired test detects with ``power`` (normal approximation)."""
+    """Smallest mean difference a two-sided paired t-test at ``alpha`` detects with ``power`` on ``n_queries``
+    queries whose differences have standard deviation ``sd_difference`` (the noncentral t distribution:
+    :func:`paired_t_power`); infinite below 2 queries."""
     if n_queries < 2:
         return float("inf")
-    return _z(alpha, power) * sd_difference / np.sqrt(n_queries)
+    return _detectable_effect(int(n_queries), float(alpha), float(power)) * sd_difference
 
 
 def queries_needed(delta: float, sd_difference: float, *, alpha: float = 0.05, power: float = 0.8) -> int:
-    """Queries needed to detect a mean difference ``delta`` (normal approximation, at least 2)."""
+    """Queries a two-sided paired t-test at ``alpha`` needs to detect a mean difference ``delta`` with ``power``
+    (the noncentral t distribution: :func:`paired_t_power`; at least 2)."""
+    from scipy import stats as sps  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)
+
     if delta <= 0:
         raise RagMetricsError(f"The 'delta' parameter must be > 0. Got {delta!r} instead.")
-    return max(2, int(np.ceil((_z(alpha, power) * sd_difference / delta) ** 2)))
+    if sd_difference <= 0:
+        return 2
+    effect = delta / sd_difference
+    normal = (sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power)) / effect
+    n = max(2, int(np.ceil(normal**2)))  # the normal approximation: never more than the t-test needs
+    while paired_t_power(effect, n, alpha=alpha) < power:
+        n += 1
+    return n

@@ -7,7 +7,7 @@ per category and difficulty against targets and the size guidance per stage, and
 * coverage: queries per category and per difficulty; a ``target`` per category (or per difficulty: easy, medium,
   hard) is met or short by N; the set's size is checked against :data:`STAGES` (the seed's guidance);
 * power: every pair of runs' paired test on one metric (:func:`ragmetrics.analysis.compare.discriminative_power`):
-  separated or not, the smallest difference the set detects at 80% power (normal approximation), and the queries a
+  separated or not, the smallest difference the set detects at 80% power (the paired t-test's), and the queries a
   chosen difference (default: the observed one) would need (:mod:`ragmetrics.analysis.stats`).
 """
 
