@@ -391,11 +391,14 @@ def paired_t_power(effect: float, n_queries: int, *, alpha: float = 0.05) -> flo
 def _detectable_effect(n_queries: int, alpha: float, power: float) -> float:
     """The effect (in standard deviations of the differences) :func:`paired_t_power` reaches ``power`` at."""
     from scipy import optimize  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)
+    from scipy import stats as sps  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)
 
-    high = 1.0
+    low = (sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power)) / np.sqrt(n_queries)  # the t-test needs more
+    high = 1.25 * low
     while paired_t_power(high, n_queries, alpha=alpha) < power:
-        high *= 2
-    return float(optimize.brentq(lambda d: paired_t_power(d, n_queries, alpha=alpha) - power, 0.0, high, xtol=1e-10))
+        low, high = high, 2 * high
+    shortfall = lambda d: paired_t_power(d, n_queries, alpha=alpha) - power  # noqa: E731
+    return float(optimize.brentq(shortfall, low, high, xtol=1e-9, rtol=1e-9))
 
 
 def min_detectable_delta(sd_difference: float, n_queries: int, *, alpha: float = 0.05, power: float = 0.8) -> float:
