@@ -150,7 +150,7 @@ def check_frame(alignments: Sequence[Alignment], targets: Mapping[str, float]) -
     """Each run against each target, with :func:`ragmetrics.analysis.targets.check_targets` semantics.
 
     One row per (run, target): ``run, metric, target`` (label), ``threshold``,
-    ``value`` (the mean), ``ci_low, ci_high`` (95% bootstrap), ``status``
+    ``value`` (the mean), ``ci_low, ci_high`` (95%: :func:`ragmetrics.analysis.targets.target_interval`), ``status``
     (pass / uncertain / fail / too few: under 2 queries) and ``passed``.
     """
     rows = []
