@@ -53,6 +53,16 @@ def test_a_chat_completion_with_the_key_from_the_environment(monkeypatch):
     assert model.identity == f"openai:{stub.url} model=qwen2.5"
 
 
+def test_an_answer_past_the_answer_limit_is_refused_as_it_arrives(monkeypatch):
+    monkeypatch.setenv("RAGMETRICS_MAX_ANSWER_BYTES", "200")
+    with ModelStub(lambda m: "x" * 500) as stub:
+        register(monkeypatch, local=openai(stub))
+        with pytest.raises(RagMetricsError, match=r"model 'local' .*the answer is larger than 200 bytes "
+                                                   r"\(RAGMETRICS_MAX_ANSWER_BYTES\)"):  # fmt: skip
+            get_model("local").chat(ASK)
+    monkeypatch.delenv("RAGMETRICS_MAX_ANSWER_BYTES")
+
+
 def test_a_wrong_key_is_one_line_without_the_key(monkeypatch):
     monkeypatch.setenv("STUB_KEY", KEY)
     with ModelStub(key="another-key") as stub:

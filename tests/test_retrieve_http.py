@@ -289,6 +289,15 @@ def test_a_4xx_is_not_retried_and_a_dead_retriever_stops_the_run(stub, tmp_path)
     assert not (tmp_path / "x.trec").exists()
 
 
+def test_an_answer_past_the_answer_limit_fails_its_query_and_stops_a_run_of_them(stub, tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGMETRICS_MAX_ANSWER_BYTES", "64")
+    base = stub.url.rsplit("/", 1)[0]
+    code, _, err = cli("retrieve", "--dataset", QRELS, "--queries", QUERIES, "--retriever", f"{base}/q?q={{query}}&k={{k}}",
+                       "-o", str(tmp_path / "x.trec"), "--cache-dir", str(tmp_path / "c"))  # fmt: skip
+    assert code == 2 and "the answer is larger than 64 bytes (RAGMETRICS_MAX_ANSWER_BYTES)" in err, err
+    assert not (tmp_path / "x.trec").exists()
+
+
 def test_template_parsing():
     assert parse_request(None, "http://h/s") == ("POST", {"query": "{query}", "k": "{k}"})
     assert parse_request(None, "http://h/s?q={query}") == ("GET", None)

@@ -14,12 +14,15 @@
   hold a control character (NUL, a line break, ...), naming the file and line.
 * ``max_text_bytes``: the longest text field (UTF-8 bytes): a query, an expected answer or keyword, a document's
   title or text, a run's chunk text.
+* ``max_answer_bytes``: the longest answer of a registered endpoint (a retriever's, a model's), read in slices
+  and refused once past it (:func:`capped_bytes`), never held whole first.
 
 The defaults take a 1M-query x 100-document run from the command line; a
 server taking uploads sets tighter ones (``Limits(max_bytes=..., ...)`` passed
 as ``limits=`` to the loaders, or the environment variables
 ``RAGMETRICS_MAX_BYTES``, ``RAGMETRICS_MAX_ROWS``, ``RAGMETRICS_MAX_QUERIES``,
-``RAGMETRICS_MAX_RATIO``, ``RAGMETRICS_MAX_ID_BYTES``, ``RAGMETRICS_MAX_TEXT_BYTES``; sizes accept ``K``/``M``/``G`` suffixes, powers of
+``RAGMETRICS_MAX_RATIO``, ``RAGMETRICS_MAX_ID_BYTES``, ``RAGMETRICS_MAX_TEXT_BYTES``,
+``RAGMETRICS_MAX_ANSWER_BYTES``; sizes accept ``K``/``M``/``G`` suffixes, powers of
 1024, and ``_`` or ``,`` separators).
 
 Exceeding a limit raises :class:`LimitError`, a
@@ -32,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -51,6 +54,7 @@ ENV_VARS: dict[str, str] = {
     "max_ratio": "RAGMETRICS_MAX_RATIO",
     "max_id_bytes": "RAGMETRICS_MAX_ID_BYTES",
     "max_text_bytes": "RAGMETRICS_MAX_TEXT_BYTES",
+    "max_answer_bytes": "RAGMETRICS_MAX_ANSWER_BYTES",
 }
 
 _SUFFIXES = {"": 1, "K": KiB, "KB": KiB, "KIB": KiB, "M": MiB, "MB": MiB, "MIB": MiB, "G": GiB, "GB": GiB, "GIB": GiB}
@@ -123,6 +127,7 @@ class Limits:
     max_ratio: int = 100
     max_id_bytes: int = 4096
     max_text_bytes: int = 4 * MiB
+    max_answer_bytes: int = 64 * MiB
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -245,3 +250,23 @@ def metered_inflation(meter: InflationMeter) -> Iterator[None]:
 def inflation_meter() -> InflationMeter | None:
     """The meter :func:`metered_inflation` set for this thread, or None."""
     return _INFLATION_METER.get()
+
+
+def capped_bytes(chunks: Iterable[bytes], where: str, limits: Limits | None = None) -> bytes:
+    """An endpoint's answer read from ``chunks`` (its body, as it arrives), refused with :class:`LimitError` once
+    past ``max_answer_bytes`` (``limits``, default :meth:`Limits.from_env`): a registered endpoint that answers
+    without end never fills the server's memory. ``where``: the endpoint, as messages name it."""
+    cap = (limits or Limits.from_env()).max_answer_bytes
+    parts, size = [], 0
+    for chunk in chunks:
+        size += len(chunk)
+        if size > cap:
+            raise LimitError(
+                where,
+                "max_answer_bytes",
+                size,
+                cap,
+                f"{where}: the answer is larger than {cap:,} bytes ({ENV_VARS['max_answer_bytes']})",
+            )
+        parts.append(chunk)
+    return b"".join(parts)

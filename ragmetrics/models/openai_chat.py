@@ -21,6 +21,7 @@ cache key or a message.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -29,6 +30,7 @@ from typing import Any
 
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.redact import HIDDEN, redact_url, scrub
+from ragmetrics.io.limits import capped_bytes
 from ragmetrics.models.base import BadAnswer, Message, Reply
 
 MAX_BACKOFF = 30.0
@@ -123,26 +125,25 @@ class OpenAIChat:
             wait: float | None = None
             started = time.perf_counter()
             try:
-                answer = client.post(self.url, json=body, timeout=self.timeout)
+                with client.stream("POST", self.url, json=body, timeout=self.timeout) as answer:
+                    status = answer.status_code
+                    if status == 429 or status >= 500:
+                        problem = f"HTTP {status}"
+                        wait = _retry_after(answer.headers.get("retry-after"))
+                    else:
+                        content = capped_bytes(answer.iter_bytes(), self._where())
+                        return self._reply(content, status, time.perf_counter() - started)
             except httpx.TimeoutException:
                 problem = f"timed out after {self.timeout:g} s"
             except httpx.HTTPError as exc:
                 problem = self._safe(f"cannot reach the endpoint: {type(exc).__name__}: {exc}")
-            else:
-                latency = time.perf_counter() - started
-                status = answer.status_code
-                if status == 429 or status >= 500:
-                    problem = f"HTTP {status}"
-                    wait = _retry_after(answer.headers.get("retry-after"))
-                else:
-                    return self._reply(answer, status, latency)
             if attempt + 1 < self.attempts:
                 pause = min(self.backoff * 2**attempt, MAX_BACKOFF)
                 time.sleep(pause if wait is None else min(max(wait, pause), MAX_BACKOFF))
         tries = "1 attempt" if self.attempts == 1 else f"{self.attempts} attempts"
         raise RagMetricsError(f"{self._where()}: {problem} ({tries})")
 
-    def _reply(self, answer: Any, status: int, latency: float) -> Reply:
+    def _reply(self, content: bytes, status: int, latency: float) -> Reply:
         if 300 <= status < 400:
             raise RagMetricsError(
                 f"{self._where()}: HTTP {status}: the endpoint redirects, and redirects are not followed "
@@ -154,7 +155,7 @@ class OpenAIChat:
         if status >= 400:
             raise RagMetricsError(f"{self._where()}: HTTP {status}")
         try:
-            data = answer.json()
+            data = json.loads(content)
         except ValueError:
             raise BadAnswer(f"{self._where()}: the answer is not JSON, so not a chat completion") from None
         return parse_completion(data, self.model, latency, self._where())

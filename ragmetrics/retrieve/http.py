@@ -30,6 +30,7 @@ from urllib.parse import quote, urlsplit
 
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.redact import redact_url, redact_urls, scrub
+from ragmetrics.io.limits import LimitError, capped_bytes
 from ragmetrics.retrieve.adapters import Adapter, CallError, Hit, as_doc_id, as_score, lookup
 
 DEFAULT_REQUEST = 'POST {"query": "{query}", "k": "{k}"}'
@@ -172,28 +173,29 @@ class HttpAdapter(Adapter):
         client = self._http()
         url = self.url.replace("{query}", quote(query, safe="")).replace("{k}", str(k))
         body = None if self.template is None else fill(self.template, query, k)
+        request = {"params": body} if self.method == "GET" else {"json": body}
         try:
-            if self.method == "GET":
-                answer = client.get(url, params=body, timeout=timeout)
-            else:
-                answer = client.request(self.method, url, json=body, timeout=timeout)
+            with client.stream(self.method, url, timeout=timeout, **request) as answer:
+                status = answer.status_code
+                if status == 429 or status >= 500:
+                    raise CallError(f"HTTP {status}", retry_after=_retry_after(answer.headers.get("retry-after")))
+                if 300 <= status < 400:
+                    raise CallError(
+                        f"HTTP {status}: the endpoint redirects, and redirects are not followed (register the "
+                        "address that answers)",
+                        retryable=False,
+                    )
+                if status >= 400:
+                    raise CallError(f"HTTP {status}", retryable=False)
+                content = capped_bytes(answer.iter_bytes(), "the retriever")
         except httpx.TimeoutException:
             raise CallError(f"timed out after {timeout} s") from None
         except httpx.HTTPError as exc:
             raise CallError(scrub(f"{type(exc).__name__}: {exc}", self.url)) from None
-        status = answer.status_code
-        if status == 429 or status >= 500:
-            raise CallError(f"HTTP {status}", retry_after=_retry_after(answer.headers.get("retry-after")))
-        if 300 <= status < 400:
-            raise CallError(
-                f"HTTP {status}: the endpoint redirects, and redirects are not followed (register the address "
-                "that answers)",
-                retryable=False,
-            )
-        if status >= 400:
-            raise CallError(f"HTTP {status}", retryable=False)
+        except LimitError as exc:
+            raise CallError(str(exc), retryable=False) from None
         try:
-            data = answer.json()
+            data = json.loads(content)
         except ValueError:
             raise CallError(f"HTTP {status}: the answer is not JSON", retryable=False) from None
         return self.hits(data)
