@@ -103,12 +103,18 @@ def test_scifact(engine, run_file):
         assert_same(_run(SCIFACT / "qrels.tsv", SCIFACT / run_file, engine, buckets), expected)
 
 
-@pytest.mark.parametrize("engine", READING_FILES)
-@pytest.mark.parametrize("case", SMALL_CASES)
-def test_small_cases_equal_in_process(tmp_path, engine, case):
+def _small_case(tmp_path, engine, case):  # type: ignore[no-untyped-def]
+    """The case's files, written; a CSV run skips the stream engine, which reads TREC and Parquet runs."""
     qrels, run = write_small_case(tmp_path, case)
     if engine == "stream" and run.suffix == ".csv":
         pytest.skip("the stream engine reads TREC and Parquet runs")
+    return qrels, run
+
+
+@pytest.mark.parametrize("engine", READING_FILES)
+@pytest.mark.parametrize("case", SMALL_CASES)
+def test_small_cases_equal_in_process(tmp_path, engine, case):
+    qrels, run = _small_case(tmp_path, engine, case)
     expected = reference(qrels, run)
     for buckets in SMALL_BUCKETS:
         assert_same(_run(qrels, run, engine, buckets), expected)
@@ -117,9 +123,7 @@ def test_small_cases_equal_in_process(tmp_path, engine, case):
 @pytest.mark.parametrize("engine", READING_FILES)
 @pytest.mark.parametrize("case", SMALL_ERRORS)
 def test_small_errors_as_in_process(tmp_path, engine, case):
-    qrels, run = write_small_case(tmp_path, case)
-    if engine == "stream" and run.suffix == ".csv":
-        pytest.skip("the stream engine reads TREC and Parquet runs")
+    qrels, run = _small_case(tmp_path, engine, case)
     with pytest.raises(RagMetricsError) as in_process:
         evaluate_files(str(qrels), str(run), ["ndcg@10"], engine="inprocess")
     for buckets in SMALL_BUCKETS:
