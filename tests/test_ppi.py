@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from scipy.stats import norm
 
 import ragmetrics as rm
 from ragmetrics.analysis import stats
@@ -209,7 +210,9 @@ def test_matches_ppi_py():
             ppi_py.ppi_mean_pointestimate(y[sampled], f[sampled], f[rest], lam=c)[0]
         )
         low, high = ppi_py.ppi_mean_ci(y[sampled], f[sampled], f[rest], alpha=0.05, lam=c)
-        assert ours.ppi.half_width == pytest.approx((high[0] - low[0]) / 2, rel=0.02)  # their std has ddof 0
+        # their interval is the normal one (ours Student's t at about n - 1 degrees of freedom), their std ddof 0
+        normal = ours.ppi.se * norm.ppf(0.975)
+        assert normal == pytest.approx((high[0] - low[0]) / 2, rel=0.02)
     tuned = ppi_mean(f, human)
     assert tuned.ppi.estimate == pytest.approx(
         ppi_py.ppi_mean_pointestimate(y[sampled], f[sampled], f[rest])[0], abs=2e-3
@@ -378,9 +381,11 @@ def test_eval_says_an_interval_of_width_0_measures_nothing_however_many_queries_
     assert unreadable(FEW_LABELLED, [0.1, 0.2]) is None
 
 
-def test_a_corrected_delta_from_fewer_labelled_queries_than_a_segment_needs_is_too_few_to_tell(tmp_path):
-    """Run a always finds the relevant document, run b never: a difference of 1 on every query. With 5 human-labelled
-    queries the p-value is tiny, yet no verdict is given (as for a segment of fewer than 10 queries); with 12 it is."""
+def test_a_corrected_delta_from_too_few_labelled_queries_or_an_interval_of_width_0_gets_no_verdict(tmp_path):
+    """Run a always finds the relevant document, run b never: a difference of 1 on every query, under the judge's
+    labels and the human ones alike, so the corrected delta's se is 0. With 5 human-labelled queries it is too few
+    to tell (as a segment of fewer than 10 queries); with 12 an interval of width 0 from a sample measures nothing:
+    no p-value, no star, no verdict ("cannot tell"), where it used to be "better" at p = 0."""
     ids = [f"q{i:02d}" for i in range(40)]
     qrels = rm.Dataset.from_dict({q: {f"{q}-rel": 1, f"{q}-other": 0} for q in ids})
     runs = [
@@ -388,11 +393,113 @@ def test_a_corrected_delta_from_fewer_labelled_queries_than_a_segment_needs_is_t
         rm.Run.from_dict({q: {f"{q}-other": 2.0, f"{q}-rel": 1.0} for q in ids}, name="b"),
     ]
     judged = rm.evaluate(qrels, runs, ["ndcg@1"], warn=False).runs
-    for n, too_few in ((5, True), (12, False)):
+    for n, too_few, said in ((5, True, "too few"), (12, False, "cannot tell")):
         frame = corrected_comparison(judged, judged, ids[:n], baseline="b", correction="holm")
         (row,) = frame.to_dict("records")
         assert row["n_labelled"] == n and row["delta"] == pytest.approx(1.0)
-        assert row["too_few"] is too_few and row["significant"] is (not too_few), row
-        assert verdict("a", "b", row["delta"], row["p_value_corrected"], 0.05, too_few=row["too_few"]) == (
-            "too few" if too_few else "better"
+        assert row["too_few"] is too_few and row["no_spread"] is True and row["significant"] is False, row
+        assert np.isnan(row["p_value"]) and np.isnan(row["p_value_corrected"]) and row["family_size"] == 1
+        got = verdict(
+            "a", "b", row["delta"], row["p_value_corrected"], 0.05, too_few=row["too_few"], no_spread=row["no_spread"]
         )
+        assert got == said
+    one = ppi_mean(np.ones(40), np.r_[np.ones(12), [np.nan] * 28])
+    assert one.ppi.flat and np.isnan(one.ppi.p_value)
+
+
+def _strata_study(
+    seeds: int, labelled: int, *, fixed: bool, lam: float | None = None
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Stratified PPI++ on queries of two kinds, 60% "easy" (relevant documents score 3.0 higher) and 40% "hard"
+    (0.2 higher), N = 500, the human sample drawn in proportion (:func:`sample_plan` with strata). ``fixed``: every
+    seed has exactly 300 easy queries and the interval is given the population's shares; else each query's kind is
+    drawn and the shares are estimated. Returns each seed's interval (low, high) and se, and the population mean."""
+    rng = np.random.default_rng(21)
+    saved = globals()["SIGNALS"]
+
+    def draw(shape: tuple[int, ...], signal: float) -> tuple[np.ndarray, np.ndarray]:
+        globals()["SIGNALS"] = (signal,)
+        truth, (top,) = simulate_queries(rng, shape)
+        return truth, top
+
+    try:
+        big = 100_000
+        (easy_truth, easy_top), (hard_truth, hard_top) = draw((big,), 3.0), draw((big,), 0.2)
+        target = 0.6 * ndcg10(easy_truth, easy_top).mean() + 0.4 * ndcg10(hard_truth, hard_top).mean()
+        ids = [str(i) for i in range(QUERIES)]
+        estimates, ses = [], []
+        for seed in range(seeds):
+            easy = np.arange(QUERIES) < 300 if fixed else rng.random(QUERIES) < 0.6
+            truth, top = np.empty((QUERIES, POOL), np.int8), np.empty((QUERIES, 10), np.int64)
+            truth[easy], top[easy] = draw((int(easy.sum()),), 3.0)
+            truth[~easy], top[~easy] = draw((int((~easy).sum()),), 0.2)
+            f, y = ndcg10(judge(rng, truth, 0.2, 0.05), top), ndcg10(truth, top)
+            strata = np.where(easy, "easy", "hard")
+            chosen = [int(q) for q in sample_plan(ids, labelled, seed=seed, strata=strata)]
+            human = np.full(QUERIES, np.nan)
+            human[chosen] = y[chosen]
+            shares = {"easy": 0.6, "hard": 0.4} if fixed else None
+            result = ppi_mean(f, human, strata=strata, shares=shares, lam=lam)
+            assert (result.between == 0) is fixed
+            estimates.append((result.ppi.ci_low, result.ppi.estimate, result.ppi.ci_high))
+            ses.append(result.ppi.se)
+    finally:
+        globals()["SIGNALS"] = saved
+    return np.array(estimates), np.array(ses), float(target)
+
+
+@pytest.mark.parametrize("fixed", [False, True])
+def test_the_stratified_interval_covers_whether_the_strata_s_shares_are_estimated_or_known(fixed):
+    """Estimated from the sample, the strata's shares vary from sample to sample; the interval adds that variance
+    (it left it out: coverage 0.90 here, 600 seeds, 100 of 500 queries labelled) and covers the population's mean as the unstratified one does."""
+    intervals, ses, target = _strata_study(600, 100, fixed=fixed)
+    covered = np.mean((intervals[:, 0] <= target) & (target <= intervals[:, 2]))
+    assert 0.925 <= covered <= 0.98, covered  # measured: 0.943 estimated, 0.928 known
+    assert np.sqrt(np.mean(ses**2)) == pytest.approx(intervals[:, 1].std(), rel=0.12)  # the se: the spread
+
+
+def test_known_shares_are_the_stratified_weights_and_are_checked():
+    f = np.linspace(0, 1, 20)
+    human = np.where(np.arange(20) % 2 == 0, f, np.nan)
+    strata = np.array(["a"] * 10 + ["b"] * 10, dtype=object)
+    known = ppi_mean(f, human, strata=strata, shares={"a": 0.2, "b": 0.8}, lam=1.0)
+    assert known.ppi.estimate == pytest.approx(0.2 * f[:10].mean() + 0.8 * f[10:].mean())
+    assert known.between == 0 and ppi_mean(f, human, strata=strata).between > 0
+    with pytest.raises(RagMetricsError, match="summing to 1"):
+        ppi_mean(f, human, strata=strata, shares={"a": 0.2, "b": 0.7})
+    with pytest.raises(RagMetricsError, match="no share given"):
+        ppi_mean(f, human, strata=strata, shares={"a": 1.0})
+    with pytest.raises(RagMetricsError, match="target 'queries' only"):
+        ppi_mean(f, human, strata=strata, shares={"a": 0.5, "b": 0.5}, population="dataset")
+
+
+def test_compare_gives_an_interval_of_width_0_no_p_value_and_warns_when_judge_and_humans_rarely_differ(tmp_path):
+    """Run a ranks each query's relevant document first, run b second: under labels the judge and the humans share
+    the delta is the same on every query, its interval has width 0, and compare prints no p-value and no star
+    ("cannot tell", said in words). Where the humans differ from the judge on 2 of 30 labelled queries, the
+    ``dataset`` target's interval has a width but rests on those 2: said too."""
+    ids = [f"q{i:02d}" for i in range(40)]
+    (tmp_path / "known.qrels").write_text("".join(f"{q} 0 {q}-rel 1\n" for q in ids[:20]))
+    (tmp_path / "judge.qrels").write_text("".join(f"{q} 0 {q}-rel 1\n{q} 0 {q}-other 0\n" for q in ids[20:]))
+    (tmp_path / "human.qrels").write_text("".join(f"{q} 0 {q}-rel 1\n{q} 0 {q}-other 0\n" for q in ids[:30]))
+    (tmp_path / "a.trec").write_text("".join(f"{q} Q0 {q}-rel 1 2.0 a\n{q} Q0 {q}-other 2 1.0 a\n" for q in ids))
+    (tmp_path / "b.trec").write_text("".join(f"{q} Q0 {q}-other 1 2.0 b\n{q} Q0 {q}-rel 2 1.0 b\n" for q in ids))
+    argv = ["compare", "--dataset", str(tmp_path / "known.qrels"), "--baseline", str(tmp_path / "b.trec"),
+            "--run", str(tmp_path / "a.trec"), "-m", "ndcg@10", "--judge-qrels", str(tmp_path / "judge.qrels"),
+            "--human-qrels", str(tmp_path / "human.qrels")]  # fmt: skip
+    out, err = io.StringIO(), io.StringIO()
+    assert main(argv, out, err) == 0, err.getvalue()
+    assert "p=n/a (cannot tell)?" in out.getvalue() and "*" not in out.getvalue().splitlines()[0]
+    assert "? = cannot tell: an interval of width 0" in out.getvalue()
+    assert "no p-value, no verdict: cannot tell" in err.getvalue()
+    # the humans find q00's and q01's other document relevant too, the judge does not
+    (tmp_path / "human.qrels").write_text(
+        "".join(f"{q} 0 {q}-rel 1\n{q} 0 {q}-other {int(q in ('q00', 'q01'))}\n" for q in ids[:30])
+    )
+    out, err = io.StringIO(), io.StringIO()
+    assert main([*argv, "--ppi-target", "dataset"], out, err) == 0, err.getvalue()
+    assert "the judge and the humans differ on only 2 of the 30 human-labelled queries" in err.getvalue()
+    assert "p=n/a" not in out.getvalue()
+    out, err = io.StringIO(), io.StringIO()
+    assert main(argv, out, err) == 0, err.getvalue()
+    assert "differ on only" not in err.getvalue()  # the queries target carries the judge's own variance

@@ -249,7 +249,8 @@ def corrected_deltas(
     judge-only and human-only differences (:func:`ragmetrics.analysis.ppi.corrected_comparison`): its p-value
     corrected by ``correction`` over Compare's family, every pair of the runs on every metric of ``family_specs``
     (``spec`` among them; default ``spec`` alone), and its interval adjusted the same way: ``run, delta,
-    ci_low_adjusted, ci_high_adjusted, ci_level_adjusted, p_value_corrected, significant, too_few, family_size,
+    ci_low_adjusted, ci_high_adjusted, ci_level_adjusted, p_value_corrected, significant, too_few, no_spread,
+    family_size,
     judge_delta, judge_low, judge_high, human_delta, human_low, human_high, n_labelled, n_queries``."""
     specs = list(dict.fromkeys([*family_specs, spec]))
     under_judge, under_people, strata_of = _under(base, runs, specs, human, judge, conventions, strata)
@@ -258,7 +259,7 @@ def corrected_deltas(
         correction=correction, alpha=alpha, strata=strata_of,
     )  # fmt: skip
     columns = ["run", "delta", "ci_low_adjusted", "ci_high_adjusted", "ci_level_adjusted", "p_value_corrected",
-               "significant", "too_few", "family_size", "judge_delta", "judge_low", "judge_high", "human_delta",
+               "significant", "too_few", "no_spread", "family_size", "judge_delta", "judge_low", "judge_high", "human_delta",
                "human_low", "human_high", "n_labelled", "n_queries"]  # fmt: skip
     if frame.empty:
         return pd.DataFrame(columns=columns)

@@ -44,6 +44,7 @@ __all__ = [
     "ALPHAS",
     "BASELINE",
     "BETTER",
+    "CANNOT_TELL",
     "COMPARISON_COLUMNS",
     "COULD_FLIP",
     "DEFAULT_ALPHA",
@@ -99,12 +100,14 @@ WORSE = "▼ worse"
 NOT_SIGNIFICANT = "not significant"
 BASELINE = "baseline"
 TOO_FEW = "too few to tell"
+CANNOT_TELL = "cannot tell (interval of width 0)"
 MARKS: dict[Verdict, str] = {
     "better": BETTER,
     "worse": WORSE,
     "not significant": NOT_SIGNIFICANT,
     "baseline": BASELINE,
     "too few": TOO_FEW,
+    "cannot tell": CANNOT_TELL,
 }
 """How the page marks each verdict of :func:`ragmetrics.analysis.verdicts.verdict`."""
 MARK_COLORS: dict[str, str] = {
@@ -112,6 +115,7 @@ MARK_COLORS: dict[str, str] = {
     WORSE: "#d62728",
     NOT_SIGNIFICANT: "#7f7f7f",
     TOO_FEW: "#bbbbbb",
+    CANNOT_TELL: "#bbbbbb",
     BASELINE: "#1f77b4",
 }
 
@@ -432,7 +436,11 @@ def style_marks(display: pd.DataFrame, focus_row: int | None = None) -> Any:
 
     def colour(value: object) -> str:
         color = MARK_COLORS.get(str(value))
-        return f"color: {color}; font-weight: 600" if color and value not in (NOT_SIGNIFICANT, TOO_FEW) else ""
+        return (
+            f"color: {color}; font-weight: 600"
+            if color and value not in (NOT_SIGNIFICANT, TOO_FEW, CANNOT_TELL)
+            else ""
+        )
 
     styler = display.style.map(colour, subset=["significance"]).format({"mean": "{:.3f}"})
     if "judgments" in display.columns:

@@ -498,7 +498,7 @@ def corrected_elsewhere(
         if baseline is not None and len(table):
             scope = family_scope("pairs", len(selection.alignments), len(dict.fromkeys([*family_specs, spec])))
             st.caption(
-                f"p: the normal test of each corrected Δ, {family_text(correction, int(table['family_size'].iloc[0]), scope)}"
+                f"p: the t test of each corrected Δ, {family_text(correction, int(table['family_size'].iloc[0]), scope)}"
                 f", as the table above; intervals: {intervals_name(correction)}."
             )
         for row in table.itertuples(index=False):
@@ -512,9 +512,13 @@ def corrected_elsewhere(
                 if row.too_few:
                     mark = f" · too few to tell (fewer than {ppi.MIN_TESTED} labelled queries)"
                 p_name = "p" if is_uncorrected(correction) else f"{correction_title(correction)} p"
+                p_text = f"{p_name} {row.p_value_corrected:.3g}"
+                if row.no_spread and not row.too_few:
+                    mark = " · cannot tell: an interval of width 0 measures nothing"
+                    p_text = "no p-value"
                 st.markdown(
                     f"**{md_escape(str(row.run))}** − {md_escape(baseline)}: corrected Δ **{row.delta:+.3f}** "
                     f"{interval_at_level(correction, row.ci_level_adjusted)} [{row.ci_low_adjusted:+.3f}, "
-                    f"{row.ci_high_adjusted:+.3f}]{mark} ({p_name} {row.p_value_corrected:.3g}) · "
+                    f"{row.ci_high_adjusted:+.3f}]{mark} ({p_text}) · "
                     f"judge-only {row.judge_delta:+.3f} · human-only {row.human_delta:+.3f}"
                 )

@@ -21,10 +21,19 @@ the process off (``warnings.simplefilter("ignore")`` at import). It also treats 
 queries as disjoint samples, where here the judge's mean runs over all N queries; the interval below is the exact
 one for that estimator (rewritten over disjoint sets, ``c = lam * (N - n) / N`` is ``ppi_py``'s lambda).
 
-**The interval** is the normal (CLT) one, ``estimate +- z * se``, for one of two targets (``population``):
+**The interval** is ``estimate +- q * se``, for one of two targets (``population``), with ``q`` the Student-t quantile
+at the Welch-Satterthwaite degrees of freedom of ``se^2``: the human-minus-judge part of a stratum with ``n_h``
+labelled queries has ``n_h - 1`` of them, the judge's part over the unlabelled queries (hundreds) is taken as known.
+On one stratum and a judge that adds little this is the t interval of ``n - 1`` degrees of freedom; on many
+labelled queries it is the normal (CLT) interval. The p-value is the same t test's. An ``se`` of 0 (the labelled
+queries' human-minus-judge differences all alike, and nothing else varying) measures nothing: its p-value is NaN.
+The variance, per target:
 
 * ``"queries"`` (default): the mean over the population of queries the dataset's queries are a sample of, as every
-  other interval here (``compare``'s bootstrap): ``se^2 = Var(y - c f) / n + c^2 Var(f) / (N - n)``;
+  other interval here (``compare``'s bootstrap): ``se^2 = Var(y - c f) / n + c^2 Var(f) / (N - n)``. With strata,
+  each stratum's share of that population is either given (``shares``: known, e.g. from the sampling frame) or
+  estimated by its share of the N queries; estimated, the shares vary from sample to sample and ``se^2`` adds
+  that variance, ``sum_h W_h (m_h - m)^2 / N`` (``m_h`` the stratum's estimate, ``m`` the overall one);
 * ``"dataset"``: the mean over exactly these N queries, had humans labelled them all (a finite population; the
   difference estimator of survey sampling): ``se^2 = (1 - n / N) Var(y - lam f) / n``. The judge-only mean is then
   exact for its own labels (an interval of width 0: its error is all bias).
@@ -72,15 +81,37 @@ FEW_LABELLED = 30
 they all score alike (docs/ppi.md measures it); the CLI and the dashboard say so."""
 
 
-def unreadable(n_labelled: int, widths: Sequence[float] | np.ndarray) -> tuple[str, str] | None:
+FLAT = 1e-12
+"""An ``se`` (or an interval's width) this small is 0: the rounding of a variance of values all alike."""
+MIN_DIFFERING = 10
+"""Under the ``dataset`` target, fewer labelled queries than this on which the human and the judge's values differ
+leave the interval too narrow (docs/ppi.md measures it: an accurate judge, coverage 0.70 to 0.88 from 10 to 100
+labelled queries); the CLI and the dashboard say so."""
+
+
+def unreadable(
+    n_labelled: int,
+    widths: Sequence[float] | np.ndarray,
+    differing: int | None = None,
+    population: str = "queries",
+) -> tuple[str, str] | None:
     """Why corrected intervals of these ``widths`` (high minus low), from ``n_labelled`` human-labelled queries,
     cannot be read yet, as ``(kind, words)``: ``("flat", ...)`` when one has width 0 (the labelled queries all
-    score alike: no spread to measure the judge's error with), ``("few", ...)`` below :data:`FEW_LABELLED`; None
-    when they can. The CLI and the dashboard say these words."""
-    if (np.abs(np.asarray(widths, dtype=np.float64)) <= 1e-12).any():
+    score alike: no spread to measure the judge's error with; such an interval gives no p-value and no verdict),
+    ``("agree", ...)`` under the ``dataset`` target when fewer than :data:`MIN_DIFFERING` labelled queries
+    (``differing``, the fewest of the intervals') have human and judge values that differ, ``("few", ...)`` below
+    :data:`FEW_LABELLED`; None when they can. The CLI and the dashboard say these words."""
+    if (np.abs(np.asarray(widths, dtype=np.float64)) <= FLAT).any():
         return "flat", (
             f"the {n_labelled} human-labelled queries score alike here, so an interval has width 0: it measures "
-            "nothing yet, least of all certainty"
+            "nothing yet, least of all certainty (no p-value, no verdict: cannot tell)"
+        )
+    if population == "dataset" and differing is not None and differing < MIN_DIFFERING:
+        return "agree", (
+            f"the judge and the humans differ on only {differing} of the {n_labelled} human-labelled queries: "
+            f"with fewer than {MIN_DIFFERING} such queries the interval for these queries' mean is too narrow (it "
+            "rests on the few disagreements the sample happened to catch; measured coverage 0.70 to 0.88 for a "
+            "95% interval, docs/ppi.md)"
         )
     if n_labelled < FEW_LABELLED:
         return "few", (
@@ -90,24 +121,30 @@ def unreadable(n_labelled: int, widths: Sequence[float] | np.ndarray) -> tuple[s
     return None
 
 
-def _z(confidence: float) -> float:
-    from statistics import NormalDist  # noqa: PLC0415 (start-up: every CLI command reads this module's choices)
+def _quantile(confidence: float, df: float = math.inf) -> float:
+    """The two-sided ``confidence`` quantile of Student's t with ``df`` degrees of freedom (inf: the normal's)."""
+    from scipy import stats as sps  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)
 
-    return NormalDist().inv_cdf(0.5 + confidence / 2)
+    level = 0.5 + confidence / 2
+    return float(sps.norm.ppf(level) if math.isinf(df) else sps.t.ppf(level, df))
 
 
-def _two_sided_p(estimate: float, se: float) -> float:
-    if not math.isfinite(estimate) or not math.isfinite(se):
+def _two_sided_p(estimate: float, se: float, df: float = math.inf) -> float:
+    """The t test's two-sided p-value of "the mean is 0"; NaN when ``se`` is 0 (an interval of width 0 from a
+    sample measures nothing: it supports no verdict) or either number is not finite."""
+    if not math.isfinite(estimate) or not math.isfinite(se) or se <= FLAT:
         return float("nan")
-    if se == 0:
-        return 1.0 if estimate == 0 else 0.0
-    return math.erfc(abs(estimate) / se / math.sqrt(2))  # 2 * (1 - Phi(|estimate| / se))
+    from scipy import stats as sps  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)
+
+    statistic = abs(estimate) / se
+    return float(2 * (sps.norm.sf(statistic) if math.isinf(df) else sps.t.sf(statistic, df)))
 
 
 @dataclass(frozen=True)
 class Interval:
-    """An estimate with its normal interval: ``estimate +- z * se`` at ``confidence``, the two-sided p-value of
-    "the mean is 0" (the paired differences' test), and ``n`` the queries behind it."""
+    """An estimate with its interval ``estimate +- q * se`` at ``confidence``, ``q`` Student's t quantile at ``df``
+    degrees of freedom (inf: the normal's), the two-sided p-value of "the mean is 0" (the paired differences'
+    test; NaN when ``se`` is 0), and ``n`` the queries behind it."""
 
     estimate: float
     se: float
@@ -115,11 +152,18 @@ class Interval:
     ci_high: float
     p_value: float
     n: int
+    df: float = math.inf
 
     @classmethod
-    def of(cls, estimate: float, se: float, n: int, z: float) -> Interval:
-        return cls(float(estimate), float(se), float(estimate - z * se), float(estimate + z * se),
-                   _two_sided_p(estimate, se), int(n))  # fmt: skip
+    def of(cls, estimate: float, se: float, n: int, confidence: float, df: float = math.inf) -> Interval:
+        q = _quantile(confidence, df)
+        return cls(float(estimate), float(se), float(estimate - q * se), float(estimate + q * se),
+                   _two_sided_p(estimate, se, df), int(n), float(df))  # fmt: skip
+
+    @property
+    def flat(self) -> bool:
+        """An interval of width 0 (``se`` at most :data:`FLAT`): it measures nothing, and its p-value is NaN."""
+        return not self.se > FLAT
 
     @property
     def half_width(self) -> float:
@@ -142,19 +186,54 @@ class Stratum:
     cov: float
 
 
-def _variance(stratum: Stratum, lam: float, n: float, population: str, *, projected: bool = False) -> float:
-    """The estimator's variance in ``stratum`` with ``n`` labelled queries. As measured (``projected`` False), the
-    sample variance of the labelled queries' ``y - c f`` and of the unlabelled queries' ``f``; projected to another
-    ``n``, the judge's variance is the one over all the stratum's queries."""
+def _variance(
+    stratum: Stratum, lam: float, n: float, population: str, *, projected: bool = False
+) -> tuple[float, float]:
+    """The estimator's variance in ``stratum`` with ``n`` labelled queries, in two parts: the human-minus-judge
+    part (estimated from the ``n`` labelled queries: ``n - 1`` degrees of freedom) and the judge's part over the
+    unlabelled queries. As measured (``projected`` False), the sample variance of the labelled queries' ``y - c f``
+    and of the unlabelled queries' ``f``; projected to another ``n``, the judge's variance is the one over all the
+    stratum's queries."""
     big_n = stratum.big_n
     var_f = stratum.var_f if projected else stratum.var_f_labelled
     c = lam if population == "dataset" else lam * (big_n - n) / big_n
     residual = max(stratum.var_y - 2 * c * stratum.cov + c**2 * var_f, 0.0)
     if population == "dataset":
-        return residual * (1 - n / big_n) / n
+        return residual * (1 - n / big_n) / n, 0.0
     var_rest = stratum.var_f if projected else stratum.var_f_rest
     rest = c**2 * var_rest / (big_n - n) if big_n > n else 0.0
-    return residual / n + rest
+    return residual / n, rest
+
+
+def _satterthwaite(sampled: Sequence[float], dfs: Sequence[float], known: float = 0.0) -> tuple[float, float]:
+    """The variance ``sum(sampled) + known`` and its Welch-Satterthwaite degrees of freedom, each term of
+    ``sampled`` estimated with ``dfs`` degrees of freedom, ``known`` taken as exact (inf degrees of freedom when
+    nothing is estimated)."""
+    variance = float(sum(sampled)) + known
+    spread = sum(v**2 / df for v, df in zip(sampled, dfs) if df > 0)
+    return variance, (variance**2 / spread if spread > 0 else math.inf)
+
+
+def _design(
+    strata: Sequence[Stratum],
+    lam: float,
+    ns: Sequence[float],
+    population: str,
+    between: float,
+    *,
+    projected: bool,
+    tuned: bool,
+) -> tuple[float, float]:
+    """The PPI estimate's variance and degrees of freedom with ``ns`` labelled queries in ``strata``, ``between``
+    the variance of the strata's estimated shares (0 when known). A ``tuned`` lam is a slope fitted to the labelled
+    queries: a stratum's human-minus-judge variance then has ``n - 2`` degrees of freedom, not ``n - 1``, and is
+    scaled by ``(n - 1) / (n - 2)`` as a regression's residual variance is (per stratum, though the slope is
+    shared: conservative with strata)."""
+    parts = [_variance(s, lam, n, population, projected=projected) for s, n in zip(strata, ns)]
+    dfs = [max(n - 1 - int(tuned), 1) for n in ns]
+    sampled = [s.weight**2 * r * (n - 1) / df for s, (r, _), n, df in zip(strata, parts, ns, dfs)]
+    known = sum(s.weight**2 * rest for s, (_, rest) in zip(strata, parts)) + between
+    return _satterthwaite(sampled, dfs, known)
 
 
 @dataclass(frozen=True)
@@ -162,7 +241,10 @@ class Corrected:
     """One mean (a run's metric, or the paired difference of two runs') three ways: ``ppi`` (the corrected
     estimate), ``judge_only`` (the judge's labels taken as truth: ``mean(f)`` over the N queries) and
     ``human_only`` (``mean(y)`` over the n labelled queries; stratified when strata are given), with the tuning
-    ``lam`` the correction used. ``bias`` is what the correction moved: ``ppi - judge_only``."""
+    ``lam`` the correction used. ``bias`` is what the correction moved: ``ppi - judge_only``. ``between``: the
+    variance the strata's estimated shares add (0 with one stratum, known shares or the ``dataset`` target).
+    ``differing``: the labelled queries whose human and judge values differ (:data:`MIN_DIFFERING`); ``tuned``:
+    ``lam`` was fitted to the labelled queries (PPI++)."""
 
     ppi: Interval
     judge_only: Interval
@@ -173,6 +255,9 @@ class Corrected:
     confidence: float
     population: str
     strata: tuple[Stratum, ...]
+    between: float = 0.0
+    differing: int = 0
+    tuned: bool = False
 
     @property
     def bias(self) -> float:
@@ -187,11 +272,11 @@ class Corrected:
         rest = np.array([s.big_n - s.n for s in self.strata], dtype=np.float64)
         total_rest = rest.sum()
         extra = rest * min(more, total_rest) / total_rest if total_rest else rest
-        variance = sum(
-            s.weight**2 * _variance(s, self.lam, s.n + e, self.population, projected=True)
-            for s, e in zip(self.strata, extra)
+        ns = [s.n + e for s, e in zip(self.strata, extra)]
+        variance, df = _design(
+            self.strata, self.lam, ns, self.population, self.between, projected=True, tuned=self.tuned
         )
-        return _z(self.confidence) * math.sqrt(variance)
+        return _quantile(self.confidence, df) * math.sqrt(variance)
 
     def labels_for(self, half_width: float) -> int | None:
         """How many more labelled queries would bring the half width to ``half_width`` or below (None: not even
@@ -217,6 +302,7 @@ class Corrected:
             "n_queries": self.n_queries,
             "confidence": self.confidence,
             "population": self.population,
+            "differing": self.differing,
         }
 
 
@@ -232,14 +318,18 @@ def ppi_mean(
     confidence: float = 0.95,
     population: Population | str = "queries",
     strata: np.ndarray | None = None,
+    shares: Mapping[str, float] | None = None,
 ) -> Corrected:
     """The prediction-powered mean of a per-query metric, beside the judge-only and human-only means.
 
     ``judge``: each query's value under the judge's labels (NaN: the query has none and is left out); ``human``:
     its value under the human labels, NaN where the query is not labelled. ``lam``: None tunes it (PPI++), 1 is
     plain PPI, 0 the human-only mean. ``strata``: each query's stratum (e.g. its category) when the human sample
-    was drawn per stratum; each stratum needs at least :data:`MIN_LABELLED` labelled queries. See the module
-    documentation for the target (``population``) and the sampling the interval assumes.
+    was drawn per stratum; each stratum needs at least :data:`MIN_LABELLED` labelled queries. ``shares``: each
+    stratum's known share of the population of queries (target ``queries`` only; they must sum to 1), the weights
+    of the stratified estimate; None weights each by its share of the N queries, an estimate whose variance the
+    interval adds. See the module documentation for the target (``population``) and the sampling the interval
+    assumes.
     """
     if population not in POPULATIONS:
         raise RagMetricsError(f"population: expected one of {list(POPULATIONS)}, got {population!r}")
@@ -260,6 +350,17 @@ def ppi_mean(
     )
     if len(groups) != len(f):
         raise RagMetricsError(f"strata: expected one per query ({len(f)}), got {len(groups)}")
+    if shares is not None:
+        if population != "queries":
+            raise RagMetricsError("shares: the strata's shares of a population, for the target 'queries' only")
+        if strata is None:
+            raise RagMetricsError("shares: expected with strata")
+        unknown = sorted(str(name) for name in names if str(name) not in shares)
+        if unknown:
+            raise RagMetricsError(f"shares: no share given for the strata {unknown}")
+        total = sum(float(shares[str(name)]) for name in names)
+        if not math.isclose(total, 1.0, abs_tol=1e-6) or any(float(shares[str(name)]) <= 0 for name in names):
+            raise RagMetricsError(f"shares: expected positive shares of the strata summing to 1, got {total!r}")
     kept = ~np.isnan(f)
     f, y, groups = f[kept], y[kept], groups[kept]
     labelled = ~np.isnan(y)
@@ -280,7 +381,7 @@ def ppi_mean(
             Stratum(
                 big_n=int(inside.sum()),
                 n=int(mine.sum()),
-                weight=inside.sum() / big_n,
+                weight=float(shares[str(names[g])]) if shares is not None else inside.sum() / big_n,
                 var_y=_var(yl),
                 var_f=_var(f[inside]),
                 var_f_rest=_var(f[inside & ~labelled]),
@@ -288,32 +389,43 @@ def ppi_mean(
                 cov=cov,
             )
         )
+    tuned = lam is None
     if lam is None:
         # PPI++'s tuning: the weighted within-stratum regression slope of y on f, clipped to [0, 1] as ppi_py does
         var_f = sum(s.weight**2 * s.var_f / s.n for s in parts)
         cov = sum(s.weight**2 * s.cov / s.n for s in parts)
         lam = float(np.clip(cov / var_f, 0.0, 1.0)) if var_f > 0 else 0.0
-    z = _z(confidence)
-    estimate, variance, judge_variance, human_mean, human_variance = 0.0, 0.0, 0.0, 0.0, 0.0
+    means, human_means, judge_variance, human_parts = [], [], 0.0, []
     for g, s in zip(np.unique(groups), parts):
         inside = groups == g
         mine = inside & labelled
-        estimate += s.weight * (lam * f[inside].mean() + (y[mine] - lam * f[mine]).mean())
-        variance += s.weight**2 * _variance(s, lam, s.n, population)
+        means.append(lam * f[inside].mean() + (y[mine] - lam * f[mine]).mean())
+        human_means.append(y[mine].mean())
         judge_variance += s.weight**2 * (0.0 if population == "dataset" else s.var_f / s.big_n)
-        human_mean += s.weight * y[mine].mean()
         fpc = 1 - s.n / s.big_n if population == "dataset" else 1.0
-        human_variance += s.weight**2 * s.var_y * fpc / s.n
+        human_parts.append(s.weight**2 * s.var_y * fpc / s.n)
+    weights = np.array([s.weight for s in parts])
+    estimate, human_mean = float(weights @ means), float(weights @ human_means)
+    estimated_shares = population == "queries" and shares is None and len(parts) > 1
+    # the shares N_h / N of a sample of N queries vary as a multinomial's: Var(sum W_h m_h) = sum W_h (m_h - m)^2 / N
+    between = float(weights @ (np.array(means) - estimate) ** 2) / big_n if estimated_shares else 0.0
+    human_between = float(weights @ (np.array(human_means) - human_mean) ** 2) / big_n if estimated_shares else 0.0
+    ns = [s.n for s in parts]
+    variance, df = _design(parts, lam, ns, population, between, projected=False, tuned=tuned)
+    human_variance, human_df = _satterthwaite(human_parts, [n - 1 for n in ns], human_between)
     return Corrected(
-        ppi=Interval.of(estimate, math.sqrt(variance), n, z),
-        judge_only=Interval.of(float(f.mean()), math.sqrt(judge_variance), big_n, z),
-        human_only=Interval.of(human_mean, math.sqrt(human_variance), n, z),
+        ppi=Interval.of(estimate, math.sqrt(variance), n, confidence, df),
+        judge_only=Interval.of(float(f.mean()), math.sqrt(judge_variance), big_n, confidence),
+        human_only=Interval.of(human_mean, math.sqrt(human_variance), n, confidence, human_df),
         lam=lam,
         n_labelled=n,
         n_queries=big_n,
         confidence=confidence,
         population=str(population),
         strata=tuple(parts),
+        between=between,
+        differing=int(np.count_nonzero(np.abs(y[labelled] - f[labelled]) > FLAT)),
+        tuned=tuned,
     )
 
 
@@ -396,8 +508,8 @@ def corrected_means(
     runs' values under the human labels, read at the ``labelled`` queries only. ``options`` pass to
     :func:`ppi_mean`; ``strata``: each query's stratum (query id to stratum). One row per (metric, run):
     ``estimate, ci_low, ci_high, p_value`` (PPI), ``judge, judge_low, judge_high``, ``human, human_low,
-    human_high``, ``lam, n_labelled, n_queries``, and ``more, projected``: the interval's half width were ``more``
-    queries labelled beyond these (default: as many again).
+    human_high``, ``lam, n_labelled, n_queries``, ``differing`` (:data:`MIN_DIFFERING`), and ``more, projected``:
+    the interval's half width were ``more`` queries labelled beyond these (default: as many again).
     """
     import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
 
@@ -456,7 +568,15 @@ def _row(result: Corrected) -> dict[str, Any]:
         "lam": result.lam,
         "n_labelled": result.n_labelled,
         "n_queries": result.n_queries,
+        "differing": result.differing,
     }
+
+
+def _tested(interval: Interval) -> float:
+    """``interval``'s p-value as its correction's family counts it: an interval of width 0 (no p-value) stays in
+    the family as p = 1, so the family is the compared pairs whatever the sample shows and the others' correction
+    is no weaker for it."""
+    return 1.0 if interval.flat and math.isfinite(interval.estimate) else interval.p_value
 
 
 def corrected_comparison(
@@ -480,11 +600,12 @@ def corrected_comparison(
     ``p_value_corrected`` applies ``correction`` (:data:`ragmetrics.analysis.stats.CORRECTIONS`) over ``family``,
     as ``compare`` does (:data:`ragmetrics.analysis.compare.FAMILIES`): ``pairs`` (default) every pair of the runs
     on every metric, ``baseline`` the runs against the baseline on every metric; ``family_size`` says how many
-    p-values it covered. ``ci_low_adjusted, ci_high_adjusted`` at ``ci_level_adjusted``: the normal interval at the
+    p-values it covered. ``ci_low_adjusted, ci_high_adjusted`` at ``ci_level_adjusted``: the t interval at the
     level the correction tested the comparison at (:func:`ragmetrics.analysis.compare.adjusted_level`), so it
     excludes 0 exactly when ``p_value_corrected`` is below ``alpha``; uncorrected, the 95% interval.
     ``significant`` compares the corrected p-value with ``alpha`` unless ``too_few`` (fewer than
-    :data:`MIN_TESTED` labelled queries: too few to tell): the columns
+    :data:`MIN_TESTED` labelled queries: too few to tell) or ``no_spread`` (an interval of width 0: its p-value
+    is NaN, and counts as 1 in the correction's family; it cannot tell): the columns
     :func:`ragmetrics.analysis.verdicts.verdict` reads. ``strata``, ``more`` and ``options``: as
     :func:`corrected_means`. The baseline's own row is left out."""
     import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
@@ -541,6 +662,7 @@ def corrected_comparison(
                     "lam": result.lam,
                     "n_labelled": result.n_labelled,
                     "n_queries": result.n_queries,
+                    "differing": result.differing,
                     **_projected(result, more),
                 }
             )
@@ -550,7 +672,7 @@ def corrected_comparison(
     # family "pairs": the other runs against each other too, which the correction covers with the baseline's
     beyond = (
         [
-            paired(a, b, metric).ppi.p_value
+            _tested(paired(a, b, metric).ppi)
             for metric in metric_names
             for i, a in enumerate(others)
             for b in others[i + 1 :]
@@ -558,18 +680,21 @@ def corrected_comparison(
         if family == "pairs"
         else []
     )
-    family_p = np.array([*frame["p_value"], *beyond], dtype=np.float64)
+    family_p = np.array([*(_tested(r.ppi) for r in results), *beyond], dtype=np.float64)
     size = int(np.count_nonzero(~np.isnan(family_p)))
-    frame["p_value_corrected"] = stats.CORRECTIONS[correction](family_p)[: len(frame)]
+    frame["p_value_corrected"] = np.where(
+        frame["p_value"].isna(), np.nan, stats.CORRECTIONS[correction](family_p)[: len(frame)]
+    )
     frame["family_size"] = size
     levels = [
         adjusted_level(correction, alpha, p, q, size) for p, q in zip(frame["p_value"], frame["p_value_corrected"])
     ]
-    ends = [(r.ppi.estimate - _z(level) * r.ppi.se, r.ppi.estimate + _z(level) * r.ppi.se)
-            for r, level in zip(results, levels)]  # fmt: skip
+    spans = [_quantile(level, r.ppi.df) * r.ppi.se for r, level in zip(results, levels)]
+    ends = [(r.ppi.estimate - span, r.ppi.estimate + span) for r, span in zip(results, spans)]
     frame["ci_low_adjusted"] = np.clip([low for low, _ in ends], -1.0, 1.0)
     frame["ci_high_adjusted"] = np.clip([high for _, high in ends], -1.0, 1.0)
     frame["ci_level_adjusted"] = levels
     frame["too_few"] = frame["n_labelled"] < MIN_TESTED
-    frame["significant"] = (frame["p_value_corrected"] < alpha) & ~frame["too_few"]
+    frame["no_spread"] = [r.ppi.flat for r in results]
+    frame["significant"] = (frame["p_value_corrected"] < alpha) & ~frame["too_few"] & ~frame["no_spread"]
     return frame

@@ -22,20 +22,30 @@ from ragmetrics.foundation.errors import RagMetricsError
 if TYPE_CHECKING:
     from ragmetrics.partitioned.result import PartitionedResult
 
-Verdict = Literal["baseline", "too few", "better", "worse", "not significant"]
-VERDICTS: tuple[Verdict, ...] = ("baseline", "too few", "better", "worse", "not significant")
+Verdict = Literal["baseline", "too few", "cannot tell", "better", "worse", "not significant"]
+VERDICTS: tuple[Verdict, ...] = ("baseline", "too few", "cannot tell", "better", "worse", "not significant")
 
 
 def verdict(
-    run: str, baseline: str, delta: float, p_corrected: float | None, alpha: float, *, too_few: bool = False
+    run: str,
+    baseline: str,
+    delta: float,
+    p_corrected: float | None,
+    alpha: float,
+    *,
+    too_few: bool = False,
+    no_spread: bool = False,
 ) -> Verdict:
     """One run against the baseline on one metric: ``better`` or ``worse`` when the corrected p-value is below
     ``alpha`` (the sign of ``delta`` says which), ``not significant`` otherwise (a missing p-value too), ``too few``
-    when the pair holds too few queries to tell, ``baseline`` for the baseline itself."""
+    when the pair holds too few queries to tell, ``cannot tell`` when its interval has width 0 (``no_spread``: a
+    sample that shows no spread measures nothing), ``baseline`` for the baseline itself."""
     if run == baseline:
         return "baseline"
     if too_few:
         return "too few"
+    if no_spread:
+        return "cannot tell"
     if p_corrected is None or (isinstance(p_corrected, float) and math.isnan(p_corrected)):
         return "not significant"
     if p_corrected < alpha and delta > 0:

@@ -51,6 +51,7 @@ GATE_LINES: dict[Verdict, str] = {
     "better": "PASS improvement",
     "not significant": "PASS no significant change",
     "too few": "PASS no significant change",
+    "cannot tell": "PASS no significant change",
     "baseline": "PASS no significant change",
 }
 """What ``check --baseline`` prints for each verdict (:func:`ragmetrics.analysis.verdicts.verdict`): only a significant

@@ -125,10 +125,12 @@ def _footer(args: argparse.Namespace, frame: pd.DataFrame, out: TextIO, interval
     )
 
 
-def _unreadable(frame: pd.DataFrame, err: TextIO) -> None:
+def _unreadable(args: argparse.Namespace, frame: pd.DataFrame, err: TextIO) -> None:
     """The note when the intervals cannot be read yet (:func:`ppi.unreadable`)."""
-    n = int(frame["n_labelled"].min()) if len(frame) else 0
-    note = ppi.unreadable(n, (frame["ci_high"] - frame["ci_low"]).to_numpy()) if len(frame) else None
+    if not len(frame):
+        return
+    n, differing = int(frame["n_labelled"].min()), int(frame["differing"].min())
+    note = ppi.unreadable(n, (frame["ci_high"] - frame["ci_low"]).to_numpy(), differing, args.ppi_target)
     if note is not None:
         err.write(f"ragmetrics: note: {note[1]}; label more (--plan)\n")
 
@@ -155,7 +157,7 @@ def eval_corrected(
         raise RagMetricsError("--format markdown: not with --judge-qrels (table, json or csv)")
     judge, human, labelled = evaluate_labelled(args, dataset, runs, metrics)
     frame = ppi.corrected_means(judge.runs, human.runs, labelled.queries, **_options(args, judge))
-    _unreadable(frame, err)
+    _unreadable(args, frame, err)
     if args.format == "json":
         _json(frame, "corrected", out)
     elif args.format == "csv":
@@ -190,16 +192,17 @@ def compare_corrected(
         family=args.family,
         **_options(args, judge),
     )
-    _unreadable(frame, err)
+    _unreadable(args, frame, err)
     if args.format == "json":
         _json(frame, "comparisons", out)
         return judge
     for r in frame.itertuples(index=False):
-        mark = "*" if r.significant else ("?" if r.too_few else " ")
+        mark = "*" if r.significant else ("?" if r.too_few or r.no_spread else " ")
+        p = "p=n/a (cannot tell)" if r.no_spread else f"p={r.p_value:.4g} ({args.correction} {r.p_value_corrected:.4g})"
         out.write(
             f"{r.metric:<14} {r.run:<24} vs {r.baseline}: corrected delta {r.delta:+.4f} "
             f"{interval_at_level(args.correction, r.ci_level_adjusted)} [{r.ci_low_adjusted:+.4f}, "
-            f"{r.ci_high_adjusted:+.4f}]  p={r.p_value:.4g} ({args.correction} {r.p_value_corrected:.4g}){mark}  "
+            f"{r.ci_high_adjusted:+.4f}]  {p}{mark}  "
             f"judge-only {_interval(r.judge_delta, r.judge_low, r.judge_high, True)}  "
             f"human-only {_interval(r.human_delta, r.human_low, r.human_high, True)}\n"
         )
@@ -207,12 +210,18 @@ def compare_corrected(
     scope = family_scope(args.family, len(runs), len(frame["metric"].unique()))
     level = "uncorrected" if is_uncorrected(args.correction) else "at each comparison's level"
     out.write(
-        f"p: the normal test of the corrected delta; * = significant at alpha {args.alpha}, "
+        f"p: the t test of the corrected delta; * = significant at alpha {args.alpha}, "
         f"{family_text(args.correction, int(frame['family_size'].iloc[0]), scope)}; intervals: "
-        f"{intervals_name(args.correction)} (normal, {level})"
+        f"{intervals_name(args.correction)} (Student's t, {level})"
         + (
             f"; ? = too few to tell (fewer than {ppi.MIN_TESTED} human-labelled queries)"
             if frame["too_few"].any()
+            else ""
+        )
+        + (
+            "; ? = cannot tell: an interval of width 0 (the labelled queries' human-minus-judge differences all "
+            "alike) measures nothing, so it has no p-value and no verdict"
+            if frame["no_spread"].any()
             else ""
         )
         + "\n"
