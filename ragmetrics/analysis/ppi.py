@@ -83,10 +83,10 @@ they all score alike (docs/ppi.md measures it); the CLI and the dashboard say so
 
 FLAT = 1e-12
 """An ``se`` (or an interval's width) this small is 0: the rounding of a variance of values all alike."""
-MIN_DIFFERING = 10
+MIN_DIFFERING = 15
 """Under the ``dataset`` target, fewer labelled queries than this on which the human and the judge's values differ
-leave the interval too narrow (docs/ppi.md measures it: an accurate judge, coverage 0.70 to 0.88 from 10 to 100
-labelled queries); the CLI and the dashboard say so."""
+leave the interval too narrow: it rests on the few disagreements the sample caught, whose spread it underestimates
+when it caught fewer than usual (docs/ppi.md measures it for an accurate judge). The CLI says so."""
 
 
 def unreadable(
@@ -110,8 +110,7 @@ def unreadable(
         return "agree", (
             f"the judge and the humans differ on only {differing} of the {n_labelled} human-labelled queries: "
             f"with fewer than {MIN_DIFFERING} such queries the interval for these queries' mean is too narrow (it "
-            "rests on the few disagreements the sample happened to catch; measured coverage 0.70 to 0.88 for a "
-            "95% interval, docs/ppi.md)"
+            "rests on the few disagreements the sample happened to catch: docs/ppi.md measures it)"
         )
     if n_labelled < FEW_LABELLED:
         return "few", (
