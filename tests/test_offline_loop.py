@@ -343,7 +343,7 @@ def test_eval_and_compare_print_corrected_estimates(tmp_path):
     argv = ["eval", "--dataset", str(dataset), "--run", run_files[0], "-m", "ndcg@10", "--judge-qrels", str(judged)]
     out = io.StringIO()
     assert main([*argv, "--human-qrels", str(few), "--format", "json"], out, err) == 0
-    assert "below 30 the normal interval is rough" in err.getvalue()
+    assert "below 30 the interval is rough" in err.getvalue()
     (row,) = json.loads(out.getvalue())["corrected"]
     assert 0 <= row["ci_low"] <= row["estimate"] <= row["ci_high"] <= 1  # within nDCG's range, however few
     assert 0 <= row["human_low"] <= row["human_high"] <= 1

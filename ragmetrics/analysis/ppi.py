@@ -75,10 +75,11 @@ MIN_LABELLED = 2
 """Fewer labelled queries (in a stratum) give no variance: the estimate is refused."""
 MIN_TESTED = stats.MIN_GROUP
 """Fewer labelled queries give a corrected delta no verdict: "too few to tell", as a segment of fewer queries; the
-normal test on so few is not to be trusted."""
+test on so few is not to be trusted."""
 FEW_LABELLED = 30
-"""Below this many human-labelled queries the normal interval is rough: it can be too narrow, or of width 0 when
-they all score alike (docs/ppi.md measures it); the CLI and the dashboard say so."""
+"""Below this many human-labelled queries the interval of a mean is rough: it can be too narrow (a skewed metric on
+so few values), or of width 0 when they all score alike (docs/ppi.md measures it); the CLI and the dashboard say
+so."""
 
 
 FLAT = 1e-12
@@ -114,8 +115,7 @@ def unreadable(
         )
     if n_labelled < FEW_LABELLED:
         return "few", (
-            f"{n_labelled} human-labelled queries: below {FEW_LABELLED} the normal interval is rough (it can be too "
-            "narrow)"
+            f"{n_labelled} human-labelled queries: below {FEW_LABELLED} the interval is rough (it can be too narrow)"
         )
     return None
 
@@ -537,7 +537,7 @@ BOUNDED = ("estimate", "ci_low", "ci_high", "judge", "judge_low", "judge_high", 
 def _within(row: dict[str, Any], low: float, high: float) -> dict[str, Any]:
     """``row`` with its estimates and their intervals' ends clipped to ``[low, high]``: every metric's per-query
     values lie in [0, 1] (``tests/test_properties.py``), so a mean lies there and a difference in [-1, 1]. The
-    corrected estimate and the normal interval of few labelled queries can pass them; clipped, an interval covers
+    corrected estimate and the interval of few labelled queries can pass them; clipped, an interval covers
     the truth whenever it did before (the truth is inside the range)."""
     return {k: (min(max(v, low), high) if k in BOUNDED else v) for k, v in row.items()}
 
