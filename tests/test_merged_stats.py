@@ -177,7 +177,7 @@ def test_the_paired_tests_are_the_collected_ones():
         assert abs(sums.sign_flip_p(0) - collected) < 5 * np.sqrt(2) * error
     assert sums_of(ids, [np.zeros(n)], 100).sign_flip_p(0) == 1.0
     assert sums_of(ids, [np.zeros(n)], 100).t_p(0) == 1.0
-    assert sums_of(ids, [np.full(n, 0.1)], 100).t_p(0) == 0.0
+    assert sums_of(ids, [np.full(n, 0.1)], 100).t_p(0) == 2.0 ** (1 - n)  # was 0: a constant difference, zero variance
 
 
 # --- the engines: bit for bit ------------------------------------------------------------------------------------

@@ -103,6 +103,38 @@ def test_compare_says_when_the_bootstrap_had_too_few_queries(tmp_path):
     assert "bootstrap: below 10 queries too few to resample; p is the exact randomization test's" in out.getvalue()
 
 
+@pytest.mark.parametrize("test", list(stats.TESTS))
+def test_a_constant_difference_takes_the_exact_sign_flip_p_whatever_the_test(test):
+    """Was: a constant difference (zero variance) gave the t-test p = 0, and one that is constant only up to
+    rounding (0.3 - 0.2, 0.2 - 0.1, ...) slipped past an exact-equality guard to p = 3.5e-32 on 3 queries. The
+    t-test's p is undefined there; every test gives the exact sign-flip p, 2^(1 - n) (2 of the 2^n flips)."""
+    assert stats.paired_p_value(np.array([1.0, 1.0]), np.array([0.0, 0.0]), test=test) == 0.5
+    a, b = np.array([0.3, 0.2, 0.7]), np.array([0.2, 0.1, 0.6])
+    assert np.ptp(a - b) > 0  # rounding: not exactly constant
+    assert stats.paired_p_value(a, b, test=test) == 0.25
+    assert stats.paired_p_value(b, a, test=test) == 0.25
+    assert stats.paired_p_value(np.full(12, 0.4), np.full(12, 0.1), test=test) == 2.0**-11
+    assert stats.paired_p_value(np.array([0.1 + 0.2, 0.5]), np.array([0.3, 0.5]), test=test) == 1.0  # 5.6e-17: 0
+
+
+def test_check_does_not_fail_on_a_constant_difference_of_two_queries(tmp_path):
+    """Was: 2 queries, hits@1 going 1 -> 0 on both: the t-test gave p = 0 and ``check`` said FAIL regression; the exact
+    sign-flip p is 0.5."""
+    import io
+
+    from ragmetrics.cli import main
+
+    qrels, base, run = tmp_path / "qrels.txt", tmp_path / "base.trec", tmp_path / "run.trec"
+    qrels.write_text("".join(f"q{i} 0 d{i} 1\n" for i in range(2)))
+    base.write_text("".join(f"q{i} Q0 d{i} 1 2 b\nq{i} Q0 x 2 1 b\n" for i in range(2)))
+    run.write_text("".join(f"q{i} Q0 x 1 2 a\nq{i} Q0 d{i} 2 1 a\n" for i in range(2)))
+    for test in stats.TESTS:
+        out, err = io.StringIO(), io.StringIO()
+        argv = ["check", "--dataset", str(qrels), "--run", str(run), "--baseline", str(base), "-m", "hits@1"]
+        assert main([*argv, "--test", test], out, err) == 0, (test, out.getvalue(), err.getvalue())
+        assert "PASS no significant change: hits@1" in out.getvalue() and "p=0.5 " in out.getvalue(), out.getvalue()
+
+
 def test_identical_runs_give_p_one_and_unknown_test_is_refused():
     x = np.array([0.1, 0.5, 1.0])
     for test in stats.TESTS:
@@ -311,9 +343,11 @@ def test_a_segment_p_value_of_zero_takes_its_level_from_its_own_facet_and_its_ot
     runs = [run("a", set()), run("b", set(range(12))), run("c", {0, 1, 4, 6, 9})]
     segments = compare(dataset, runs, ["hits@1"], baseline="a", correction=correction).segments
     assert segments["p_value"].notna().sum() == 8  # 2 facets x 2 groups x (b, c); a against itself has none
-    always = segments[(segments["run"] == "b")]  # b finds every document, a none: a constant difference, p = 0
-    assert (always["p_value"] == 0).all()
-    assert np.allclose(always["ci_level_adjusted"], 1 - 0.05 / 6), always
+    always = segments[(segments["run"] == "b")]  # b finds every document, a none: a constant difference
+    assert (always["p_value"] == 2.0**-5).all()  # the exact sign-flip p over a group's 6 queries
+    corrected = stats.CORRECTIONS[correction](np.r_[always["p_value"].iloc[:1], np.ones(5)])[0]
+    assert np.allclose(always["ci_level_adjusted"], 1 - 0.05 * 2.0**-5 / always["p_value_corrected"]), always
+    assert correction == "holm" or np.isclose(always["p_value_corrected"].iloc[0], corrected)  # x 6, not x 8
 
 
 def test_a_difference_is_planned_at_the_level_the_family_s_correction_tests_its_strictest_comparison_at():

@@ -50,6 +50,7 @@ from fractions import Fraction
 import numpy as np
 import pyarrow as pa
 
+from ragmetrics.analysis import stats
 from ragmetrics.analysis.values import QueryValues
 from ragmetrics.foundation.errors import RagMetricsError
 
@@ -282,14 +283,15 @@ class Sums:
     def t_p(self, metric: int) -> float:
         """Two-sided p of the one-sample t test of "mean = 0" (of paired differences: the paired t test) from the
         count, the sum and the sum of squares; fewer than 2 queries: NaN; zero variance: 1 if every value is 0,
-        else 0 (as :func:`ragmetrics.analysis.stats.paired_p_value`)."""
+        else the exact sign-flip p, 2^(1 - n) (:func:`ragmetrics.analysis.stats.constant_difference_p`, as
+        :func:`ragmetrics.analysis.stats.paired_p_value`)."""
         from scipy import stats as sps  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)
 
         n, total, spread = self._spread(metric)
         if n < 2:
             return math.nan
         if spread <= 0:
-            return 1.0 if total == 0 else 0.0
+            return 1.0 if total == 0 else stats.constant_difference_p(n)
         t = (total / n) / math.sqrt(spread / (n * n * (n - 1)))
         return float(2 * sps.t.sf(abs(t), n - 1))
 

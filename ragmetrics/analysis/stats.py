@@ -35,9 +35,6 @@ def _paired(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _t(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) -> float:
     from scipy import stats as sps  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)
 
-    diff = a - b
-    if np.all(diff == diff[0]):
-        return 0.0  # a constant non-zero difference: zero variance, certain
     return float(sps.ttest_rel(a, b).pvalue)
 
 
@@ -114,7 +111,13 @@ class PairedTest:
 TESTS: dict[str, PairedTest] = {
     t.name: t
     for t in (
-        PairedTest("t", "Paired t-test", "scipy.stats.ttest_rel on the per-query values", _t),
+        PairedTest(
+            "t",
+            "Paired t-test",
+            "scipy.stats.ttest_rel on the per-query values; a constant difference (zero variance: t undefined) "
+            "takes the exact sign-flip p, 2^(1 - n)",
+            _t,
+        ),
         PairedTest(
             "wilcoxon",
             "Wilcoxon signed-rank",
@@ -170,6 +173,27 @@ def checked_correction(correction: str | None) -> str:
     return correction
 
 
+CONSTANT_TOLERANCE = 1e-12
+"""Differences whose spread (largest minus smallest) is at most this times their largest magnitude (at least 1) are
+constant: 0.3 - 0.2 and 0.2 - 0.1 differ by 2.8e-17, a rounding, not a variance."""
+
+
+def is_constant(diff: np.ndarray) -> bool:
+    """Whether the paired differences ``diff`` have zero variance, up to :data:`CONSTANT_TOLERANCE`."""
+    scale = max(1.0, float(np.abs(diff).max()))
+    return float(np.ptp(diff)) <= CONSTANT_TOLERANCE * scale
+
+
+def constant_difference_p(n: int) -> float:
+    """The p-value of a constant non-zero difference over ``n`` queries, whatever the test: the exact sign-flip
+    (randomization) p. Of the 2^n sign flips only the two that keep every sign or flip every one reach the observed
+    mean, so p = 2^(1 - n) (0.5 at 2 queries, 0.25 at 3), the sign test's (scipy's ``binomtest(n, n)``). The t-test's
+    own p is undefined there (t = mean / 0), and a bootstrap centred on the mean resamples nothing but 0."""
+    from scipy import stats as sps  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)
+
+    return float(sps.binomtest(n, n, 0.5).pvalue)
+
+
 def paired_p_value(
     a: np.ndarray,
     b: np.ndarray,
@@ -180,7 +204,9 @@ def paired_p_value(
 ) -> float:
     """Two-sided p-value of a :data:`TESTS` test on paired per-query values.
 
-    Identical inputs (every difference 0) give p = 1; fewer than 2 queries give NaN.
+    Identical inputs (every difference 0) give p = 1; fewer than 2 queries give NaN. A constant non-zero difference
+    (zero variance, up to :data:`CONSTANT_TOLERANCE`) gives the exact sign-flip p, 2^(1 - n), whatever the test
+    (:func:`constant_difference_p`): never p = 0 from a variance that rounds to nothing.
     """
     checked_test(test)
     if TESTS[test].resampled and (
@@ -191,8 +217,10 @@ def paired_p_value(
     diff = a - b
     if len(diff) < 2:
         return float("nan")
-    if np.all(diff == 0):
+    if float(np.abs(diff).max()) <= CONSTANT_TOLERANCE:
         return 1.0
+    if is_constant(diff):
+        return constant_difference_p(len(diff))
     return TESTS[test].p_value(a, b, n_resamples, seed)
 
 
