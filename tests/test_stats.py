@@ -379,6 +379,7 @@ def test_a_p_value_of_zero_takes_its_interval_level_from_the_whole_family():
     assert family["ci_level_adjusted"].iloc[1] == pytest.approx(1 - 0.05 * 0.2 / 0.4)  # p > 0: its own step
 
 
+<<<<<<< HEAD
 @pytest.mark.parametrize(("target", "n"), [(0.9, 10), (0.95, 30), (0.98, 30), (0.98, 100)])
 def test_a_target_gate_passes_a_run_no_better_than_its_target_rarely(target, n):
     """Simulated: a hit-or-miss metric whose true rate is the target passes "the 95% interval's lower end clears
@@ -389,3 +390,53 @@ def test_a_target_gate_passes_a_run_no_better_than_its_target_rarely(target, n):
     rng = np.random.default_rng(int(target * 1000) + n)
     passed = sum(target_interval((rng.random(n) < target).astype(float))[0] > target for _ in range(1000))
     assert passed / 1000 <= 0.025
+=======
+def _ranked(tmp_path, base_ranks, new_ranks, depth=20):
+    """qrels, a baseline and a run of one relevant document per query, found at the given ranks (0: not at all)."""
+    qrels, base, run = tmp_path / "qrels.txt", tmp_path / "base.trec", tmp_path / "run.trec"
+
+    def ranking(q, rank):
+        return "".join(f"{q} Q0 {'rel' + q if r == rank else f'x{r}'} {r} {100 - r} r\n" for r in range(1, depth + 1))
+
+    qrels.write_text("".join(f"q{i} 0 relq{i} 1\n" for i in range(len(base_ranks))))
+    base.write_text("".join(ranking(f"q{i}", r) for i, r in enumerate(base_ranks)))
+    run.write_text("".join(ranking(f"q{i}", r) for i, r in enumerate(new_ranks)))
+    return qrels, base, run
+
+
+def test_wilcoxon_s_verdict_takes_its_side_from_the_signed_ranks_and_says_when_the_mean_disagrees(tmp_path):
+    """Was: ``check --test wilcoxon`` took significance from Wilcoxon (p = 2.8e-05: 40 queries gain a little) and the
+    side from the mean delta (-0.041: 4 queries lose a lot), and said FAIL regression. Now the side is the signed
+    ranks' (T+ - T- = +650), the verdict ``mixed`` and the words say the two disagree; the t-test still finds nothing."""
+    import io
+
+    from ragmetrics.analysis.verdicts import verdict
+    from ragmetrics.cli import main
+
+    diff = np.r_[np.full(40, 0.05), np.full(4, -0.95)]
+    assert stats.test_direction(diff, "wilcoxon") == 650.0 and stats.test_direction(diff, "t") == diff.mean() < 0
+    assert verdict("r", "b", diff.mean(), 2.8e-05, 0.05, direction=650.0) == "mixed"
+    assert verdict("r", "b", -0.1, 2.8e-05, 0.05, direction=-3.0) == "worse"
+    qrels, base, run = _ranked(tmp_path, [20] * 40 + [1] * 4, [10] * 40 + [20] * 4)
+    argv = ["check", "--dataset", str(qrels), "--run", str(run), "--baseline", str(base), "-m", "mrr"]
+    out = io.StringIO()
+    assert main([*argv, "--test", "wilcoxon"], out, io.StringIO()) == 0, out.getvalue()
+    text = out.getvalue()
+    assert "FAIL" not in text and "PASS no verdict, the test and the mean disagree: mrr" in text, text
+    assert (
+        "Wilcoxon signed-rank finds the run better (signed ranks T+ - T- = +650) while the mean delta is -0.0409"
+        in text
+    )
+    out = io.StringIO()
+    argv = ["compare", "--dataset", str(qrels), "--baseline", str(base), "--run", str(run), "-m", "mrr"]
+    assert main([*argv, "--test", "wilcoxon"], out, io.StringIO()) == 0
+    assert "note: Wilcoxon signed-rank finds the run better" in out.getvalue()
+
+
+def test_the_registry_says_what_each_test_tests():
+    """Was: every test was described as one of "mean(a - b) = 0"; Wilcoxon's is about the typical query."""
+    assert stats.TESTS["t"].null == stats.TESTS["bootstrap"].null == "mean(a - b) = 0"
+    assert "mean" not in stats.TESTS["wilcoxon"].null.split(":")[0]
+    assert "exchangeable" in stats.TESTS["randomization"].null
+    assert "mean(a - b)" not in stats.PairedTest.__doc__.split("\n")[0]
+>>>>>>> 71602a7 (A verdict's side is the side its test found (stats.test_direction: the mean, or Wilcoxon's signed ranks T+ - T-); a significant Wilcoxon test against the mean's sign is 'mixed', said in words, never a regression: check --test wilcoxon on 40 small wins and 4 big losses passed FAIL regression (p 2.8e-05, mean -0.041), now PASS no verdict with the reason; compare notes it, the Timeline's drops and the dashboard's marks and verdict follow. The test registry says what each test tests (PairedTest.null). Tests: the verdict, check and compare on that case, the registry)

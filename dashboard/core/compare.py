@@ -34,7 +34,7 @@ from ragmetrics.analysis.compare import (
 )
 from ragmetrics.analysis.stats import correction_title, is_uncorrected
 from ragmetrics.analysis.stats import family_text as family_words
-from ragmetrics.analysis.verdicts import Verdict
+from ragmetrics.analysis.verdicts import Verdict, mixed_words
 from ragmetrics.analysis.verdicts import verdict as verdict_of
 from ragmetrics.engine.metrics import CURVE_METRICS, MetricSpec
 from ragmetrics.foundation.errors import RagMetricsError
@@ -101,9 +101,11 @@ NOT_SIGNIFICANT = "not significant"
 BASELINE = "baseline"
 TOO_FEW = "too few to tell"
 CANNOT_TELL = "cannot tell (interval of width 0)"
+MIXED = "test and mean disagree"
 MARKS: dict[Verdict, str] = {
     "better": BETTER,
     "worse": WORSE,
+    "mixed": MIXED,
     "not significant": NOT_SIGNIFICANT,
     "baseline": BASELINE,
     "too few": TOO_FEW,
@@ -117,6 +119,7 @@ MARK_COLORS: dict[str, str] = {
     TOO_FEW: "#bbbbbb",
     CANNOT_TELL: "#bbbbbb",
     BASELINE: "#1f77b4",
+    MIXED: "#ff7f0e",
 }
 
 
@@ -219,7 +222,14 @@ def verdict(comparison: Comparison, spec: MetricSpec, *, markdown: bool = True) 
         f"{comparison.adjusted_interval_name(float(best['ci_level_adjusted']))} "
         f"[{signed(float(best['ci_low_adjusted']))}, {signed(float(best['ci_high_adjusted']))}]"
     )
-    if abs(delta) <= 0:
+    said = verdict_of(
+        str(best["run"]), comparison.baseline, delta, p, comparison.alpha, direction=float(best["direction"])
+    )
+    if said == "mixed":
+        words = f"No verdict on {title(spec)} for {run} against {base}: " + mixed_words(
+            comparison.test, float(best["direction"]), delta
+        )
+    elif abs(delta) <= 0:
         words = f"{run} ties {base} on {title(spec)}"
     elif not significant:
         side = "ahead of" if delta > 0 else "behind"
@@ -286,11 +296,18 @@ def run_comparison(
 
 
 def significance_mark(
-    run: str, baseline: str, delta: float, p_corrected: float, alpha: float, too_few: bool = False
+    run: str,
+    baseline: str,
+    delta: float,
+    p_corrected: float,
+    alpha: float,
+    too_few: bool = False,
+    direction: float | None = None,
 ) -> str:
     """The library's verdict (:func:`ragmetrics.analysis.verdicts.verdict`) as the page marks it: ``baseline``,
-    ``too few to tell``, ``▲ better`` / ``▼ worse`` (corrected p < alpha) or ``not significant``."""
-    return MARKS[verdict_of(run, baseline, delta, p_corrected, alpha, too_few=too_few)]
+    ``too few to tell``, ``▲ better`` / ``▼ worse`` (corrected p < alpha, on the side the test found),
+    ``test and mean disagree`` or ``not significant``."""
+    return MARKS[verdict_of(run, baseline, delta, p_corrected, alpha, too_few=too_few, direction=direction)]
 
 
 COMPARISON_COLUMNS = [
@@ -331,8 +348,8 @@ def comparison_frame(comparison: Comparison) -> pd.DataFrame:
     part = table.iloc[order].reset_index(drop=True)
     out = part[[c for c in columns if c in part.columns and c != "significance"]].copy()
     out["significance"] = [
-        significance_mark(r, comparison.baseline, d, p, comparison.alpha)
-        for r, d, p in zip(part["run"], part["delta"], part["p_value_corrected"])
+        significance_mark(r, comparison.baseline, d, p, comparison.alpha, direction=side)
+        for r, d, p, side in zip(part["run"], part["delta"], part["p_value_corrected"], part["direction"])
     ]
     return out[columns]
 
@@ -560,8 +577,8 @@ def segment_frame(comparison: Comparison, spec: MetricSpec, run: str, dataset: D
         part["_facet"] = [facets.index(s) for s in part["segment"]]
         part = part.sort_values(["_facet", "_order", "group"], kind="stable")
     part["significance"] = [
-        significance_mark(run, comparison.baseline, d, p, comparison.alpha, bool(tf))
-        for d, p, tf in zip(part["delta"], part["p_value_corrected"], part["too_few"])
+        significance_mark(run, comparison.baseline, d, p, comparison.alpha, bool(tf), side)
+        for d, p, tf, side in zip(part["delta"], part["p_value_corrected"], part["too_few"], part["direction"])
     ]
     return part[SEGMENT_COLUMNS].reset_index(drop=True)
 

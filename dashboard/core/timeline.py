@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from dashboard.core.charts import BAND_SUFFIX, PALETTE, base_layout, rgba, safe
 from dashboard.core.share import ViewState, share_query
-from ragmetrics.analysis.history import DATE_TAG, StoredRun, Timeline
+from ragmetrics.analysis.history import DATE_TAG, STEP_WORDS, StoredRun, Timeline
 
 __all__ = [
     "ALL",
@@ -142,13 +142,7 @@ def timeline_table(line: Timeline, links: Sequence[str] = (), tags: Sequence[str
     rows = []
     for i, row in enumerate(frame.itertuples(index=False)):
         first = i == 0
-        verdict = (
-            ""
-            if first
-            else (
-                "significant drop" if row.drop else ("significant rise" if row.significant else "no significant change")
-            )
-        )
+        verdict = "" if first else STEP_WORDS[row.verdict]
         out: dict[str, object] = {
             "step": int(row.step),
             line.by: row.order,

@@ -182,7 +182,7 @@ def compare_chunkings(
                 rows.append({"level": level, **row})
     table = adjusted_intervals(corrected_rows(pd.DataFrame(rows), correction, alpha), correction, alpha)
     table["verdict"] = [
-        verdict(r.run, r.baseline, r.delta, r.p_value_corrected, alpha, too_few=bool(r.too_few))
+        verdict(r.run, r.baseline, r.delta, r.p_value_corrected, alpha, too_few=bool(r.too_few), direction=r.direction)
         for r in table.itertuples(index=False)
     ]
     family_size = int(table["p_value"].notna().sum())

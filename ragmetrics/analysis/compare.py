@@ -56,11 +56,13 @@ PAIR_COLUMNS = [
     "n",
     "delta",
     "sd_difference",
+    "direction",
     "p_value",
     "p_value_corrected",
     "significant",
 ]
-"""The columns of :attr:`Comparison.pairs` (``delta`` = run_a - run_b)."""
+"""The columns of :attr:`Comparison.pairs` (``delta`` = run_a - run_b; ``direction``: the statistic whose sign is the
+side the test found, :func:`ragmetrics.analysis.stats.test_direction`, the delta itself but for Wilcoxon)."""
 
 
 @dataclass(eq=False)
@@ -156,6 +158,7 @@ def paired_row(
         "baseline_mean": float(base.mean()) if len(base) else float("nan"),
         "delta": pair["delta"],
         "sd_difference": pair["sd_difference"],
+        "direction": pair["direction"],
         "ci_low": float(low),
         "ci_high": float(high),
         "p_value": pair["p_value"],
@@ -426,6 +429,7 @@ def _pair(
         "n": len(diff),
         "delta": float(diff.mean()) if len(diff) else float("nan"),
         "sd_difference": float(np.std(diff, ddof=1)) if len(diff) > 1 else float("nan"),
+        "direction": stats.test_direction(diff, test) if a != b else float("nan"),
         "p_value": stats.paired_p_value(x, y, test=test, n_resamples=n_resamples, seed=seed)
         if a != b
         else float("nan"),

@@ -32,6 +32,7 @@ import pandas as pd
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.compare import compare_result, family_scope
 from ragmetrics.analysis.evaluate import evaluate
+from ragmetrics.analysis.verdicts import verdict
 from ragmetrics.engine.metrics import MetricSpec, parse_metric
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset, Run
@@ -109,7 +110,7 @@ def _check_choice(value: str, choices: Mapping[str, Any], what: str) -> None:
 
 TIMELINE_COLUMNS = [
     "step", "run_id", "run", "order", "mean", "ci_low", "ci_high",
-    "delta", "delta_low", "delta_high", "p_value", "p_value_corrected", "significant", "drop",
+    "delta", "delta_low", "delta_high", "direction", "p_value", "p_value_corrected", "significant", "verdict", "drop",
     "baseline_delta", "baseline_low", "baseline_high", "baseline_p_value", "baseline_p_value_corrected",
     "baseline_significant",
 ]  # fmt: skip
@@ -118,7 +119,9 @@ TIMELINE_COLUMNS = [
 @dataclass(eq=False)
 class Timeline:
     """``frame``: one row per run in order (:data:`TIMELINE_COLUMNS`): its mean and 95% CI; ``delta``, its CI,
-    ``p_value`` (and corrected) and ``significant`` against the run before; ``drop``: significantly below it;
+    ``direction`` (the test's side: :func:`ragmetrics.analysis.stats.test_direction`), ``p_value`` (and corrected),
+    ``significant`` and ``verdict`` (:func:`ragmetrics.analysis.verdicts.verdict`) against the run before; ``drop``:
+    significantly below it on the side the test found (``verdict`` ``worse``);
     ``baseline_*``: the same against the pinned baseline (NaN without one), its p-values corrected by
     :data:`BASELINE_CORRECTION` over the runs tested against it (the question every other page asks of a pair, so
     never left uncorrected as a step is by default). ``tags``: each run's tags."""
@@ -239,13 +242,21 @@ def timeline(
             against = compare_result(result, baseline=pinned.id, runs=[run.id], **options) if pinned else None
             row.update(_step(against, "baseline_"))
             rows.append(row)
-        computed = ("p_value_corrected", "baseline_p_value_corrected")
+        computed = ("p_value_corrected", "verdict", "baseline_p_value_corrected")
         frame = pd.DataFrame(rows, columns=[c for c in TIMELINE_COLUMNS if c not in computed])
         frame.insert(
             TIMELINE_COLUMNS.index("p_value_corrected"), "p_value_corrected", _corrected(frame["p_value"], correction)
         )
         frame["significant"] = frame["p_value_corrected"] < alpha
-        frame["drop"] = frame["significant"] & (frame["delta"] < 0)
+        frame.insert(
+            TIMELINE_COLUMNS.index("verdict"),
+            "verdict",
+            [
+                verdict("step", "before", d, p, alpha, direction=side)
+                for d, p, side in zip(frame["delta"], frame["p_value_corrected"], frame["direction"])
+            ],
+        )
+        frame["drop"] = frame["verdict"] == "worse"
         frame.insert(
             TIMELINE_COLUMNS.index("baseline_p_value_corrected"),
             "baseline_p_value_corrected",
@@ -285,6 +296,14 @@ def _corrected(p_values: pd.Series, correction: str) -> np.ndarray:
 
 
 _STEP_COLUMNS = {"delta": "delta", "ci_low": "low", "ci_high": "high", "p_value": "p_value"}
+STEP_WORDS: dict[str, str] = {
+    "worse": "significant drop",
+    "better": "significant rise",
+    "mixed": "significant, but the test and the mean disagree",
+    "not significant": "no significant change",
+}
+"""A step's verdict (:func:`ragmetrics.analysis.verdicts.verdict`, the ``verdict`` column) in words, the CLI's and
+the Timeline page's."""
 
 
 def _step(comparison: Any, prefix: str) -> dict[str, float]:
@@ -295,6 +314,8 @@ def _step(comparison: Any, prefix: str) -> dict[str, float]:
     for column, short in _STEP_COLUMNS.items():
         key = prefix + short if prefix else ("delta_" + short if short in ("low", "high") else short)
         out[key] = math.nan if row is None else float(row[column])
+    if not prefix:
+        out["direction"] = math.nan if row is None else float(row["direction"])
     return out
 
 
@@ -322,7 +343,7 @@ def timeline_text(line: Timeline) -> str:
         if row.step == 1:
             step = "  (first)"
         else:
-            verdict = "DROP" if row.drop else ("significant rise" if row.significant else "no significant change")
+            verdict = "DROP" if row.drop else STEP_WORDS[row.verdict]
             mark = "  <- first significant drop" if row.step == first else ""
             step = (
                 f"  delta {row.delta:+.4f} [{row.delta_low:+.4f}, {row.delta_high:+.4f}] "

@@ -4,7 +4,9 @@
   relevant when a metric reads relevance, a metric no query has a value of), unless the user insists.
 * :func:`refuse_too_few_pairs`: a paired test on fewer than 2 queries is an error, not a pass.
 * :func:`verdict`: one comparison row in words: ``baseline``, ``too few``, ``better``, ``worse`` (significant after
-  the correction) or ``not significant``; a CI gate fails on ``worse``.
+  the correction, on the side the test found), ``mixed`` (significant, but the test's side is not the mean delta's:
+  Wilcoxon's signed ranks against the mean; :func:`mixed_words` says so) or ``not significant``; a CI gate fails on
+  ``worse`` only.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from ragmetrics.analysis import stats
 from ragmetrics.analysis.evaluate import EvalResult
 from ragmetrics.engine.bounds import label_free
 from ragmetrics.engine.modes import MODES
@@ -22,8 +25,8 @@ from ragmetrics.foundation.errors import RagMetricsError
 if TYPE_CHECKING:
     from ragmetrics.partitioned.result import PartitionedResult
 
-Verdict = Literal["baseline", "too few", "cannot tell", "better", "worse", "not significant"]
-VERDICTS: tuple[Verdict, ...] = ("baseline", "too few", "cannot tell", "better", "worse", "not significant")
+Verdict = Literal["baseline", "too few", "cannot tell", "better", "worse", "mixed", "not significant"]
+VERDICTS: tuple[Verdict, ...] = ("baseline", "too few", "cannot tell", "better", "worse", "mixed", "not significant")
 
 
 def verdict(
@@ -35,11 +38,15 @@ def verdict(
     *,
     too_few: bool = False,
     no_spread: bool = False,
+    direction: float | None = None,
 ) -> Verdict:
     """One run against the baseline on one metric: ``better`` or ``worse`` when the corrected p-value is below
-    ``alpha`` (the sign of ``delta`` says which), ``not significant`` otherwise (a missing p-value too), ``too few``
-    when the pair holds too few queries to tell, ``cannot tell`` when its interval has width 0 (``no_spread``: a
-    sample that shows no spread measures nothing), ``baseline`` for the baseline itself."""
+    ``alpha``, on the side the test found (the sign of ``direction``, the test's own statistic:
+    :func:`ragmetrics.analysis.stats.test_direction`; None: the test's is the mean, ``delta``); ``mixed`` when that
+    side is not the mean delta's (a significant Wilcoxon test whose signed ranks favour the run while the mean is
+    lower: neither a regression nor an improvement); ``not significant`` otherwise (a missing p-value too), ``too
+    few`` when the pair holds too few queries to tell, ``cannot tell`` when its interval has width 0 (``no_spread``:
+    a sample that shows no spread measures nothing), ``baseline`` for the baseline itself."""
     if run == baseline:
         return "baseline"
     if too_few:
@@ -48,11 +55,26 @@ def verdict(
         return "cannot tell"
     if p_corrected is None or (isinstance(p_corrected, float) and math.isnan(p_corrected)):
         return "not significant"
-    if p_corrected < alpha and delta > 0:
+    side = delta if direction is None or math.isnan(direction) else direction
+    if not p_corrected < alpha:
+        return "not significant"
+    if np.sign(side) != np.sign(delta):
+        return "mixed"
+    if side > 0:
         return "better"
-    if p_corrected < alpha and delta < 0:
+    if side < 0:
         return "worse"
     return "not significant"
+
+
+def mixed_words(test: str, direction: float, delta: float) -> str:
+    """Why a ``mixed`` verdict is none: the test found one side, the mean delta is on the other."""
+    side = "better" if direction > 0 else "worse"
+    found = stats.TESTS[test]
+    return (
+        f"{found.title} finds the run {side} ({found.direction_name} = {direction:+.4g}) while the mean delta is "
+        f"{delta:+.4f}: the two disagree, no regression or improvement is called"
+    )
 
 
 def refuse_meaningless(

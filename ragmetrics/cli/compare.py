@@ -24,7 +24,7 @@ from ragmetrics.analysis.compare import (
 from ragmetrics.analysis.evaluate import EvalResult
 from ragmetrics.analysis.stats import BOOTSTRAP_MIN_QUERIES, CORRECTIONS, family_text, is_uncorrected
 from ragmetrics.analysis.targets import check_targets, resolve_targets
-from ragmetrics.analysis.verdicts import Verdict, refuse_too_few_pairs, verdict
+from ragmetrics.analysis.verdicts import Verdict, mixed_words, refuse_too_few_pairs, verdict
 from ragmetrics.cli.corrected import compare_corrected
 from ragmetrics.cli.evaluating import evaluate_runs, report_coverage
 from ragmetrics.cli.inputs import read_inputs
@@ -49,6 +49,7 @@ from ragmetrics.foundation.model import Run
 GATE_LINES: dict[Verdict, str] = {
     "worse": "FAIL regression",
     "better": "PASS improvement",
+    "mixed": "PASS no verdict, the test and the mean disagree",
     "not significant": "PASS no significant change",
     "too few": "PASS no significant change",
     "cannot tell": "PASS no significant change",
@@ -198,6 +199,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 f"{delta_line(row._asdict(), args.correction, bool(row.significant))}  "
                 f"W/T/L {row.wins}/{row.ties}/{row.losses}" + (judged_ends(row) if args.bounds else "") + "\n"
             )
+            out.write(row_notes(row._asdict(), comparison))
         out.write(
             f"test: {args.test}; * = significant at alpha {args.alpha}, {comparison.family_text}; "
             f"{interval_words(args.correction)}\n"
@@ -219,6 +221,23 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             )
     report_coverage(result, err, bounded=bool(args.bounds))
     return 0
+
+
+def row_notes(row: Mapping[str, Any], comparison: Comparison) -> str:
+    """The lines under a comparison's row: a significant test whose side is not the mean delta's
+    (:func:`ragmetrics.analysis.verdicts.mixed_words`); empty when there is nothing to say."""
+    notes = []
+    said = verdict(
+        row["run"],
+        row["baseline"],
+        row["delta"],
+        row["p_value_corrected"],
+        comparison.alpha,
+        direction=row["direction"],
+    )
+    if said == "mixed":
+        notes.append(mixed_words(comparison.test, row["direction"], row["delta"]))
+    return "".join(f"  note: {note}\n" for note in notes)
 
 
 def interval_words(correction: str) -> str:
@@ -281,7 +300,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.baseline:
         comparison = paired_comparison(args, result, runs[1].name, [run], depth)
         for row in comparison.table.itertuples(index=False):
-            said = verdict(row.run, row.baseline, row.delta, row.p_value_corrected, args.alpha)
+            said = verdict(row.run, row.baseline, row.delta, row.p_value_corrected, args.alpha, direction=row.direction)
             failures += said == "worse"
             line = GATE_LINES[said]
             out.write(
@@ -292,6 +311,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 + (judged_ends(row) if args.bounds else "")
                 + "\n"
             )
+            out.write(row_notes(row._asdict(), comparison))
     out.write(f"{'FAILED' if failures else 'OK'}: {failures} check(s) failed\n")
     return 1 if failures else 0
 

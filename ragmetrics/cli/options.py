@@ -209,7 +209,7 @@ def read_bounds_depth(value: str | None) -> int | None:
 
 def add_test_options(parser: argparse.ArgumentParser) -> None:
 
-    tests = "; ".join(f"{t.name}: {t.title}" for t in stats.TESTS.values())
+    tests = "; ".join(f"{t.name}: {t.title}, of {t.null}" for t in stats.TESTS.values())
     parser.add_argument("--test", choices=list(stats.TESTS), default="t", help=f"paired significance test ({tests})")
     parser.add_argument(
         "--correction",
