@@ -379,7 +379,6 @@ def test_a_p_value_of_zero_takes_its_interval_level_from_the_whole_family():
     assert family["ci_level_adjusted"].iloc[1] == pytest.approx(1 - 0.05 * 0.2 / 0.4)  # p > 0: its own step
 
 
-<<<<<<< HEAD
 @pytest.mark.parametrize(("target", "n"), [(0.9, 10), (0.95, 30), (0.98, 30), (0.98, 100)])
 def test_a_target_gate_passes_a_run_no_better_than_its_target_rarely(target, n):
     """Simulated: a hit-or-miss metric whose true rate is the target passes "the 95% interval's lower end clears
@@ -390,7 +389,8 @@ def test_a_target_gate_passes_a_run_no_better_than_its_target_rarely(target, n):
     rng = np.random.default_rng(int(target * 1000) + n)
     passed = sum(target_interval((rng.random(n) < target).astype(float))[0] > target for _ in range(1000))
     assert passed / 1000 <= 0.025
-=======
+
+
 def _ranked(tmp_path, base_ranks, new_ranks, depth=20):
     """qrels, a baseline and a run of one relevant document per query, found at the given ranks (0: not at all)."""
     qrels, base, run = tmp_path / "qrels.txt", tmp_path / "base.trec", tmp_path / "run.trec"
@@ -439,4 +439,29 @@ def test_the_registry_says_what_each_test_tests():
     assert "mean" not in stats.TESTS["wilcoxon"].null.split(":")[0]
     assert "exchangeable" in stats.TESTS["randomization"].null
     assert "mean(a - b)" not in stats.PairedTest.__doc__.split("\n")[0]
->>>>>>> 71602a7 (A verdict's side is the side its test found (stats.test_direction: the mean, or Wilcoxon's signed ranks T+ - T-); a significant Wilcoxon test against the mean's sign is 'mixed', said in words, never a regression: check --test wilcoxon on 40 small wins and 4 big losses passed FAIL regression (p 2.8e-05, mean -0.041), now PASS no verdict with the reason; compare notes it, the Timeline's drops and the dashboard's marks and verdict follow. The test registry says what each test tests (PairedTest.null). Tests: the verdict, check and compare on that case, the registry)
+
+
+def test_compare_and_check_say_when_the_interval_and_the_p_value_disagree(tmp_path):
+    """Was: the CLI printed a 95% bootstrap interval leaving out 0 beside p = 0.19 (6 queries) and said nothing,
+    though the dashboard's verdict says so; the words are now the one function both use."""
+    import io
+
+    from ragmetrics.analysis.verdicts import interval_disagreement
+    from ragmetrics.cli import main
+
+    qrels, base, run = _ranked(tmp_path, [5, 5, 0, 3, 0, 5], [4, 3, 0, 2, 0, 1], depth=10)
+    said = interval_disagreement(0.0306, 0.45, False, "none", "t")
+    assert said == (
+        "The interval is a paired bootstrap's and the verdict the test's (Paired t-test): here they disagree, the "
+        "interval leaving out 0."
+    )
+    assert (
+        interval_disagreement(0.0306, 0.45, True, "none", "t")
+        == interval_disagreement(-0.1, 0.4, False, "holm", "t")
+        == ""
+    )
+    for command in ("compare", "check"):
+        out = io.StringIO()
+        argv = [command, "--dataset", str(qrels), "--baseline", str(base), "--run", str(run), "-m", "mrr"]
+        assert main([*argv, "--correction", "none"], out, io.StringIO()) == 0, out.getvalue()
+        assert f"note: {said}" in out.getvalue(), out.getvalue()

@@ -34,7 +34,7 @@ from ragmetrics.analysis.compare import (
 )
 from ragmetrics.analysis.stats import correction_title, is_uncorrected
 from ragmetrics.analysis.stats import family_text as family_words
-from ragmetrics.analysis.verdicts import Verdict, mixed_words
+from ragmetrics.analysis.verdicts import Verdict, interval_disagreement, mixed_words
 from ragmetrics.analysis.verdicts import verdict as verdict_of
 from ragmetrics.engine.metrics import CURVE_METRICS, MetricSpec
 from ragmetrics.foundation.errors import RagMetricsError
@@ -243,13 +243,15 @@ def verdict(comparison: Comparison, spec: MetricSpec, *, markdown: bool = True) 
         f"{words} ({ci}), {judged} at α = {comparison.alpha:g} ({p_equals(p)}, {family_text(comparison)}; "
         f"{test_title(comparison.test)})."
     )
-    excludes_zero = float(best["ci_low_adjusted"]) > 0 or float(best["ci_high_adjusted"]) < 0
-    if excludes_zero != significant:  # the interval and the test are computed apart: they can disagree at the margin
-        kind = "a paired bootstrap's" if is_uncorrected(comparison.correction) else "Student's t"
-        text += (
-            f" The interval is {kind} and the verdict the test's ({test_title(comparison.test)}): here they "
-            f"disagree, the interval {'leaving out' if excludes_zero else 'holding'} 0."
-        )
+    disagreement = interval_disagreement(
+        float(best["ci_low_adjusted"]),
+        float(best["ci_high_adjusted"]),
+        significant,
+        comparison.correction,
+        comparison.test,
+    )
+    if disagreement:
+        text += " " + disagreement
     if "could_flip" in best.index and abs(delta) > 0:
         ends = f"Δ from {signed(float(best['delta_worst']))} to {signed(float(best['delta_best']))}"
         if bool(best["could_flip"]):

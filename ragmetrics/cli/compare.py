@@ -24,7 +24,13 @@ from ragmetrics.analysis.compare import (
 from ragmetrics.analysis.evaluate import EvalResult
 from ragmetrics.analysis.stats import BOOTSTRAP_MIN_QUERIES, CORRECTIONS, family_text, is_uncorrected
 from ragmetrics.analysis.targets import check_targets, resolve_targets
-from ragmetrics.analysis.verdicts import Verdict, mixed_words, refuse_too_few_pairs, verdict
+from ragmetrics.analysis.verdicts import (
+    Verdict,
+    interval_disagreement,
+    mixed_words,
+    refuse_too_few_pairs,
+    verdict,
+)
 from ragmetrics.cli.corrected import compare_corrected
 from ragmetrics.cli.evaluating import evaluate_runs, report_coverage
 from ragmetrics.cli.inputs import read_inputs
@@ -225,8 +231,17 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def row_notes(row: Mapping[str, Any], comparison: Comparison) -> str:
     """The lines under a comparison's row: a significant test whose side is not the mean delta's
-    (:func:`ragmetrics.analysis.verdicts.mixed_words`); empty when there is nothing to say."""
+    (:func:`ragmetrics.analysis.verdicts.mixed_words`), an interval that disagrees with the p-value beside it
+    (:func:`ragmetrics.analysis.verdicts.interval_disagreement`, the dashboard's words); empty when there is nothing
+    to say."""
     notes = []
+    if row["run"] != row["baseline"]:
+        significant = bool(row["p_value_corrected"] < comparison.alpha)
+        disagreement = interval_disagreement(
+            row["ci_low_adjusted"], row["ci_high_adjusted"], significant, comparison.correction, comparison.test
+        )
+        if disagreement:
+            notes.append(disagreement)
     said = verdict(
         row["run"],
         row["baseline"],
