@@ -198,3 +198,23 @@ def test_the_latex_leaderboard_is_a_valid_tabular_equal_to_the_checked_in_file(t
     assert code == 0 and markdown.startswith("| system |")
     code, csv_text, _ = run_cli("leaderboard", "--store", url, "--format", "csv")
     assert code == 0 and "tied with best" in csv_text.splitlines()[0]
+
+
+@pytest.mark.parametrize("correction", ["bonferroni", "holm"])
+def test_a_corrected_step_s_interval_is_adjusted_the_same_way(store_of_four: str, correction: str):
+    """Was: ``history --correction bonferroni|holm`` printed the corrected p beside the step's unadjusted 95%
+    bootstrap interval. Now the interval is compare's adjusted one (Student's t at 1 - alpha * p / p_corrected), named
+    so, and it leaves out 0 exactly when the corrected p-value is below alpha; uncorrected it stays the 95% one."""
+    _, line, _ = history(store_of_four, "--correction", correction)
+    steps = line["steps"][1:]
+    for step in steps:
+        level = 1 - 0.05 * step["p_value"] / step["p_value_corrected"]
+        assert step["delta_level"] == pytest.approx(level)
+        assert (step["delta_low"] > 0 or step["delta_high"] < 0) == step["significant"]
+    if correction == "bonferroni":
+        assert all(step["delta_level"] == pytest.approx(1 - 0.05 / 3) for step in steps)
+    _, plain, _ = history(store_of_four)
+    assert all(step["delta_level"] == 0.95 for step in plain["steps"][1:])
+    assert all(step["delta_low"] != other["delta_low"] for step, other in zip(steps, plain["steps"][1:]))
+    _, text, _ = run_cli("history", "--store", store_of_four, *DATASET, "-m", "ndcg@10", "--correction", correction)
+    assert f"CI ({correction.capitalize()}-adjusted) [" in text, text

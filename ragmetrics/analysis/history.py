@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ragmetrics.analysis import stats
-from ragmetrics.analysis.compare import compare_result, family_scope
+from ragmetrics.analysis.compare import adjusted_intervals, compare_result, family_scope, interval_at_level
 from ragmetrics.analysis.evaluate import evaluate
 from ragmetrics.analysis.verdicts import verdict
 from ragmetrics.engine.metrics import MetricSpec, parse_metric
@@ -110,8 +110,8 @@ def _check_choice(value: str, choices: Mapping[str, Any], what: str) -> None:
 
 TIMELINE_COLUMNS = [
     "step", "run_id", "run", "order", "mean", "ci_low", "ci_high",
-    "delta", "delta_low", "delta_high", "direction", "p_value", "p_value_corrected", "significant", "verdict", "drop",
-    "baseline_delta", "baseline_low", "baseline_high", "baseline_p_value", "baseline_p_value_corrected",
+    "delta", "delta_low", "delta_high", "delta_level", "direction", "p_value", "p_value_corrected", "significant", "verdict", "drop",
+    "baseline_delta", "baseline_low", "baseline_high", "baseline_level", "baseline_p_value", "baseline_p_value_corrected",
     "baseline_significant",
 ]  # fmt: skip
 
@@ -242,27 +242,19 @@ def timeline(
             against = compare_result(result, baseline=pinned.id, runs=[run.id], **options) if pinned else None
             row.update(_step(against, "baseline_"))
             rows.append(row)
-        computed = ("p_value_corrected", "verdict", "baseline_p_value_corrected")
-        frame = pd.DataFrame(rows, columns=[c for c in TIMELINE_COLUMNS if c not in computed])
-        frame.insert(
-            TIMELINE_COLUMNS.index("p_value_corrected"), "p_value_corrected", _corrected(frame["p_value"], correction)
-        )
+        frame = pd.DataFrame(rows)
+        frame["p_value_corrected"] = _corrected(frame["p_value"], correction)
+        _adjust(frame, "delta", "p_value_corrected", correction, alpha)
         frame["significant"] = frame["p_value_corrected"] < alpha
-        frame.insert(
-            TIMELINE_COLUMNS.index("verdict"),
-            "verdict",
-            [
-                verdict("step", "before", d, p, alpha, direction=side)
-                for d, p, side in zip(frame["delta"], frame["p_value_corrected"], frame["direction"])
-            ],
-        )
+        frame["verdict"] = [
+            verdict("step", "before", d, p, alpha, direction=side)
+            for d, p, side in zip(frame["delta"], frame["p_value_corrected"], frame["direction"])
+        ]
         frame["drop"] = frame["verdict"] == "worse"
-        frame.insert(
-            TIMELINE_COLUMNS.index("baseline_p_value_corrected"),
-            "baseline_p_value_corrected",
-            _corrected(frame["baseline_p_value"], BASELINE_CORRECTION),
-        )
+        frame["baseline_p_value_corrected"] = _corrected(frame["baseline_p_value"], BASELINE_CORRECTION)
+        _adjust(frame, "baseline", "baseline_p_value_corrected", BASELINE_CORRECTION, alpha)
         frame["baseline_significant"] = frame["baseline_p_value_corrected"] < alpha
+        frame = frame[TIMELINE_COLUMNS]
     return Timeline(
         dataset=dataset_id,
         dataset_name=dataset.name,
@@ -295,7 +287,38 @@ def _corrected(p_values: pd.Series, correction: str) -> np.ndarray:
     return corrected
 
 
-_STEP_COLUMNS = {"delta": "delta", "ci_low": "low", "ci_high": "high", "p_value": "p_value"}
+_STEP_COLUMNS = {
+    "delta": "delta",
+    "ci_low": "low",
+    "ci_high": "high",
+    "p_value": "p_value",
+    "sd_difference": "sd_difference",
+    "n": "n",
+}
+
+
+def _adjust(frame: pd.DataFrame, prefix: str, corrected: str, correction: str, alpha: float) -> None:
+    """Put in ``frame`` the interval beside the ``corrected`` p-values adjusted the same way, as ``compare`` adjusts
+    it (:func:`ragmetrics.analysis.compare.adjusted_intervals`: Student's t at the level the correction tested each
+    step at, 1 - alpha * p / p_corrected, over the family of the steps tested; uncorrected, the 95% bootstrap
+    interval), its bounds in ``{prefix}_low``/``{prefix}_high`` and its level in ``{prefix}_level``; the helper
+    columns of spread and count (``{prefix}_sd_difference``, ``{prefix}_n``) are dropped; no p-value (the first step,
+    the baseline itself): the bootstrap interval, NaN level."""
+    named = "" if prefix == "delta" else f"{prefix}_"
+    p = frame[f"{named}p_value"]
+    table = pd.DataFrame({
+        "run": np.where(p.notna(), "run", "baseline"), "baseline": "baseline",
+        "delta": frame[f"{named}delta"], "sd_difference": frame.pop(f"{prefix}_sd_difference"), "n": frame.pop(f"{prefix}_n"),
+        "p_value": p, "p_value_corrected": frame[corrected],
+        "ci_low": frame[f"{prefix}_low"], "ci_high": frame[f"{prefix}_high"],
+    })  # fmt: skip
+    adjusted = adjusted_intervals(table, correction, alpha, int(p.notna().sum()))
+    tested = p.notna().to_numpy()
+    frame[f"{prefix}_low"] = np.where(tested, adjusted["ci_low_adjusted"], frame[f"{prefix}_low"])
+    frame[f"{prefix}_high"] = np.where(tested, adjusted["ci_high_adjusted"], frame[f"{prefix}_high"])
+    frame[f"{prefix}_level"] = np.where(tested, adjusted["ci_level_adjusted"], np.nan)
+
+
 STEP_WORDS: dict[str, str] = {
     "worse": "significant drop",
     "better": "significant rise",
@@ -312,7 +335,11 @@ def _step(comparison: Any, prefix: str) -> dict[str, float]:
     row = None if comparison is None else comparison.table.iloc[0]
     out = {}
     for column, short in _STEP_COLUMNS.items():
-        key = prefix + short if prefix else ("delta_" + short if short in ("low", "high") else short)
+        key = (
+            prefix + short
+            if prefix
+            else ("delta_" + short if short in ("low", "high", "sd_difference", "n") else short)
+        )
         out[key] = math.nan if row is None else float(row[column])
     if not prefix:
         out["direction"] = math.nan if row is None else float(row["direction"])
@@ -346,7 +373,8 @@ def timeline_text(line: Timeline) -> str:
             verdict = "DROP" if row.drop else STEP_WORDS[row.verdict]
             mark = "  <- first significant drop" if row.step == first else ""
             step = (
-                f"  delta {row.delta:+.4f} [{row.delta_low:+.4f}, {row.delta_high:+.4f}] "
+                f"  delta {row.delta:+.4f} {interval_at_level(line.correction, row.delta_level)} "
+                f"[{row.delta_low:+.4f}, {row.delta_high:+.4f}] "
                 f"p={row.p_value_corrected:.4g}  {verdict}{mark}"
             )
         base = ""
