@@ -218,3 +218,22 @@ def test_a_corrected_step_s_interval_is_adjusted_the_same_way(store_of_four: str
     assert all(step["delta_low"] != other["delta_low"] for step, other in zip(steps, plain["steps"][1:]))
     _, text, _ = run_cli("history", "--store", store_of_four, *DATASET, "-m", "ndcg@10", "--correction", correction)
     assert f"CI ({correction.capitalize()}-adjusted) [" in text, text
+
+
+def test_the_leaderboard_names_the_family_its_p_values_were_corrected_over(tmp_path: Path):
+    """Was: the footnote said "Holm-corrected over the dataset's systems" while the code corrects over every pair of
+    them (3 systems: 3 comparisons, the smallest p-value times 3, not 2). The words now come from the family."""
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    for system, name in (("bm25", "bm25-stem"), ("dense", "dense-all-minilm-l6-v2"), ("hybrid", "hybrid-rrf60")):
+        code, _, err = run_cli("push", "--store", url, *DATASET, "--run", str(SCIFACT / f"{name}.trec.gz"),
+                               "--meta", f"system={system}")  # fmt: skip
+        assert code == 0, err
+    code, out, err = run_cli("leaderboard", "--store", url, "-m", "ndcg@10", "--format", "json")
+    assert code == 0, err
+    board = json.loads(out)
+    family = "Holm-corrected over 3 comparison(s) (all pairs of 3 runs x 1 metric)"
+    assert list(board["families"].values()) == [family]
+    smallest = min(board["tests"], key=lambda t: t["p_value"])
+    assert smallest["p_value_corrected"] == pytest.approx(3 * smallest["p_value"])
+    code, markdown, _ = run_cli("leaderboard", "--store", url, "-m", "ndcg@10")
+    assert f"(t test, {family}, alpha 0.05)" in markdown and "over the dataset's systems" not in markdown

@@ -8,7 +8,8 @@
 * :func:`leaderboard`: systems (the values of one tag) x datasets: each dataset's mean and rank (1 = best), the
   mean rank and the mean over the datasets (only for a system that has a run on each of them), and, per
   dataset, whether each system differs significantly from that dataset's best (paired test, Holm-corrected over
-  the dataset's systems). Exports: Markdown, CSV, LaTeX and JSON.
+  every pair of the dataset's systems, the family of every page: :data:`ragmetrics.analysis.compare.FAMILIES`).
+  Exports: Markdown, CSV, LaTeX and JSON.
 
 The store's side (naming a stored dataset, reading its runs and tags) is :mod:`ragmetrics.store.history`; this
 module computes on datasets and runs given to it, so the dashboard's builders can use it.
@@ -413,6 +414,9 @@ class Leaderboard:
     runs: pd.DataFrame
     tests: pd.DataFrame
     notes: list[str]
+    families: dict[str, str] = field(default_factory=dict)
+    """Per dataset name, the family its p-values were corrected over in words
+    (:attr:`ragmetrics.analysis.compare.Comparison.family_text`): every pair of its systems."""
 
     @property
     def summary(self) -> pd.DataFrame:
@@ -448,9 +452,16 @@ class Leaderboard:
         return out
 
     def footnote(self, mark: str = "†") -> str:
+        """The table's key; the correction named from each dataset's family (:attr:`families`), once when every
+        dataset's is the same."""
+        texts = set(self.families.values())
+        if len(texts) == 1:
+            family = texts.pop()
+        else:
+            family = "; ".join(f"{name}: {text}" for name, text in self.families.items()) or "no comparison"
         return (
             f"{self.metric}; (n) = rank on the dataset; {mark} = not significantly different from the dataset's best "
-            f"({self.test} test, Holm-corrected over the dataset's systems, alpha {self.alpha:g})"
+            f"({self.test} test, {family}, alpha {self.alpha:g})"
         )
 
     def to_markdown(self) -> str:
@@ -503,6 +514,7 @@ class Leaderboard:
             "rows": [{k: plain(v) for k, v in r.items()} for r in self.summary.to_dict(orient="records")],
             "runs": [{k: plain(v) for k, v in r.items()} for r in self.runs.to_dict(orient="records")],
             "tests": [{k: plain(v) for k, v in r.items()} for r in self.tests.to_dict(orient="records")],
+            "families": self.families,
             "notes": self.notes,
         }
 
@@ -538,6 +550,7 @@ def leaderboard(
     names: dict[str, str] = {}
     means: dict[str, dict[str, float]] = {}
     run_rows, test_rows = [], []
+    families: dict[str, str] = {}
     taken = set()
     for ident, dataset, runs in datasets:
         name = dataset.name if dataset.name not in taken else f"{dataset.name} ({ident[:6]})"
@@ -566,6 +579,7 @@ def leaderboard(
                 result, baseline=latest[best].id, runs=others, metrics=[metric], test=test, correction="holm",
                 alpha=alpha, seed=seed, n_resamples=n_resamples, segments=(),
             )  # fmt: skip
+            families[name] = comparison.family_text
             by_id = {r.id: s for s, r in latest.items()}
             for row in comparison.table.itertuples(index=False):
                 test_rows.append({"dataset": name, "system": by_id[row.run], "best": best, "delta": row.delta,
@@ -595,4 +609,5 @@ def leaderboard(
         runs=pd.DataFrame(run_rows, columns=["dataset", "dataset_id", "system", "run", "run_id", "mean"]),
         tests=tests,
         notes=notes,
+        families=families,
     )

@@ -247,7 +247,7 @@ def leaderboard_parser(p: argparse.ArgumentParser) -> None:
     add_test_options(p)
     for action in p._actions:
         if action.dest == "correction":
-            action.help = argparse.SUPPRESS  # Holm over each dataset's systems
+            action.help = argparse.SUPPRESS  # Holm over every pair of each dataset's systems
     p.add_argument(
         "--format",
         choices=["markdown", "csv", "latex", "json"],
