@@ -465,3 +465,20 @@ def test_compare_and_check_say_when_the_interval_and_the_p_value_disagree(tmp_pa
         argv = [command, "--dataset", str(qrels), "--baseline", str(base), "--run", str(run), "-m", "mrr"]
         assert main([*argv, "--correction", "none"], out, io.StringIO()) == 0, out.getvalue()
         assert f"note: {said}" in out.getvalue(), out.getvalue()
+
+
+def test_the_paired_bootstrap_rejects_a_true_null_at_about_alpha_on_few_queries():
+    """Size of the bootstrap test at alpha 0.05 on a true null (exchangeable graded values: a query's quality
+    q ~ Beta(2, 2) shared, each run q + N(0, 0.2) clipped to [0, 1]), 1,000 seeded samples per size. Was (the
+    resampled means centred on the observed mean): 0.105 at 10 queries, 0.080 at 20 (2,000 samples); studentized it
+    stays near the t-test's."""
+    for n in (10, 20):
+        rng = np.random.default_rng(2024 + n)
+        rejected = {"bootstrap": 0, "t": 0}
+        for seed in range(1_000):
+            q = rng.beta(2, 2, n)
+            a, b = (np.clip(q + rng.normal(0, 0.2, n), 0, 1) for _ in range(2))
+            for test in rejected:
+                rejected[test] += stats.paired_p_value(a, b, test=test, seed=seed, n_resamples=500) < 0.05
+        assert 0.025 <= rejected["bootstrap"] / 1_000 <= 0.07, (n, rejected)
+        assert abs(rejected["bootstrap"] - rejected["t"]) / 1_000 <= 0.02, (n, rejected)

@@ -84,16 +84,29 @@ def exact_randomization(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def _bootstrap(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) -> float:
+    """The studentized paired bootstrap (bootstrap-t): each resample's t of its mean about the observed mean,
+    (mean* - mean) / (sd* / sqrt(n)), against the observed t, mean / (sd / sqrt(n)); p = (hits + 1) / (resamples + 1).
+    A resample of one repeated value (sd* = 0) away from the mean counts as a hit (t* infinite), so the test errs
+    conservative on binary values. Centring the resampled means alone (Sakai 2006) rejected a true null too often:
+    0.105 at 10 queries, 0.077 at 15, 0.080 at 20, 0.074 at 30, 0.065 at 50 (graded exchangeable values, 2,000
+    seeded samples); studentized, 0.042, 0.040, 0.052, 0.059, 0.056, as the t-test's (``tests/test_stats.py``)."""
     diff = a - b
-    if len(diff) < BOOTSTRAP_MIN_QUERIES:
+    n = len(diff)
+    if n < BOOTSTRAP_MIN_QUERIES:
         return exact_randomization(a, b)
     rng = np.random.default_rng(seed)
-    centered = diff - diff.mean()
-    observed = abs(diff.mean())
+    mean, sd = diff.mean(), diff.std(ddof=1)
+    observed = abs(mean) / (sd / np.sqrt(n))
+    tolerance = CONSTANT_TOLERANCE * max(1.0, float(np.abs(diff).max()))
     hits = 0
     for start in range(0, n_resamples, 2_000):
-        idx = rng.integers(0, len(diff), size=(min(2_000, n_resamples - start), len(diff)))
-        hits += int(np.count_nonzero(np.abs(centered[idx].mean(axis=1)) >= observed - 1e-15))
+        drawn = diff[rng.integers(0, n, size=(min(2_000, n_resamples - start), n))]
+        shift = np.abs(drawn.mean(axis=1) - mean)
+        spread = drawn.std(axis=1, ddof=1) / np.sqrt(n)
+        degenerate = spread <= tolerance
+        t = np.divide(shift, spread, out=np.zeros_like(shift), where=~degenerate)
+        hit = np.where(degenerate, shift > tolerance, t >= observed * (1 - 1e-12))
+        hits += int(np.count_nonzero(hit))
     return (hits + 1) / (n_resamples + 1)  # the observed difference counts as one resample: never p = 0
 
 
@@ -163,8 +176,8 @@ TESTS: dict[str, PairedTest] = {
             "bootstrap",
             "Paired bootstrap",
             "mean(a - b) = 0",
-            "bootstrap of the mean difference shifted to the null (Sakai 2006), seeded; p = (hits + 1) / "
-            "(resamples + 1); "
+            "studentized bootstrap (bootstrap-t) of the mean difference about the observed mean, seeded; "
+            "p = (hits + 1) / (resamples + 1); "
             f"below {BOOTSTRAP_MIN_QUERIES} queries, the exact randomization test's p (too few to resample)",
             _bootstrap,
             resampled=True,
