@@ -18,6 +18,7 @@ from scipy import stats as sps
 
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.evaluate import evaluate
+from ragmetrics.analysis.verdicts import verdict
 from ragmetrics.engine.metrics import MetricSpec
 from ragmetrics.foundation.model import Dataset, Run
 
@@ -44,10 +45,12 @@ class Stability:
         return self.verdicts[self.verdicts["changed"]]
 
 
-def _verdict(a: str, b: str, delta: float, p: float, alpha: float) -> str:
-    if np.isnan(p) or p >= alpha:
-        return "not significant"
-    return f"{a} better" if delta > 0 else f"{b} better"
+def _verdict(a: str, b: str, delta: float, p: float, alpha: float, direction: float) -> str:
+    """The pair's verdict (:func:`ragmetrics.analysis.verdicts.verdict`, on the side the test found) in its words."""
+    said = verdict(a, b, delta, p, alpha, direction=direction)
+    return {"better": f"{a} better", "worse": f"{b} better", "mixed": "the test and the mean disagree"}.get(
+        said, "not significant"
+    )
 
 
 def stability(
@@ -77,11 +80,12 @@ def stability(
     )
     rows: list[dict[str, Any]] = []
     for side, result in zip(("before", "after"), results):
-        pvalues, deltas = [], []
+        pvalues, deltas, sides = [], [], []
         for a, b in combinations(names, 2):
             x, y = result[a].array(name), result[b].array(name)
             keep = ~(np.isnan(x) | np.isnan(y))
             deltas.append(float((x[keep] - y[keep]).mean()) if keep.any() else float("nan"))
+            sides.append(stats.test_direction(x[keep] - y[keep], test))
             pvalues.append(stats.paired_p_value(x[keep], y[keep], test=test, n_resamples=n_resamples, seed=seed))
         corrected = stats.CORRECTIONS[correction](np.array(pvalues))
         for i, (a, b) in enumerate(combinations(names, 2)):
@@ -89,7 +93,7 @@ def stability(
                 rows.append({"run_a": a, "run_b": b})
             rows[i][f"delta_{side}"] = deltas[i]
             rows[i][f"p_{side}"] = float(corrected[i])
-            rows[i][f"verdict_{side}"] = _verdict(a, b, deltas[i], float(corrected[i]), alpha)
+            rows[i][f"verdict_{side}"] = _verdict(a, b, deltas[i], float(corrected[i]), alpha, sides[i])
     verdicts = pd.DataFrame(rows, columns=["run_a", "run_b", "delta_before", "p_before", "verdict_before",
                                            "delta_after", "p_after", "verdict_after"])  # fmt: skip
     verdicts["changed"] = verdicts["verdict_before"] != verdicts["verdict_after"]
