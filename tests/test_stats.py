@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -17,6 +19,9 @@ from ragmetrics.analysis.compare import (
     planning_alpha,
     planning_words,
 )
+from ragmetrics.analysis.stability import _verdict
+from ragmetrics.analysis.verdicts import interval_disagreement, verdict
+from ragmetrics.cli import main
 from ragmetrics.io import load_dataset, load_run
 from tests.partitioned_cases import SCIFACT
 
@@ -88,10 +93,6 @@ def test_the_bootstrap_on_too_few_queries_gives_the_exact_randomization_p():
 
 
 def test_compare_says_when_the_bootstrap_had_too_few_queries(tmp_path):
-    import io
-
-    from ragmetrics.cli import main
-
     qrels, base, run = tmp_path / "qrels.txt", tmp_path / "base.trec", tmp_path / "run.trec"
     qrels.write_text("".join(f"q{i} 0 d{i} 1\n" for i in range(3)))
     base.write_text("".join(f"q{i} Q0 x 1 3 b\nq{i} Q0 d{i} 2 2 b\n" for i in range(3)))
@@ -120,10 +121,6 @@ def test_a_constant_difference_takes_the_exact_sign_flip_p_whatever_the_test(tes
 def test_check_does_not_fail_on_a_constant_difference_of_two_queries(tmp_path):
     """Was: 2 queries, hits@1 going 1 -> 0 on both: the t-test gave p = 0 and ``check`` said FAIL regression; the exact
     sign-flip p is 0.5."""
-    import io
-
-    from ragmetrics.cli import main
-
     qrels, base, run = tmp_path / "qrels.txt", tmp_path / "base.trec", tmp_path / "run.trec"
     qrels.write_text("".join(f"q{i} 0 d{i} 1\n" for i in range(2)))
     base.write_text("".join(f"q{i} Q0 d{i} 1 2 b\nq{i} Q0 x 2 1 b\n" for i in range(2)))
@@ -408,17 +405,10 @@ def test_wilcoxon_s_verdict_takes_its_side_from_the_signed_ranks_and_says_when_t
     """Was: ``check --test wilcoxon`` took significance from Wilcoxon (p = 2.8e-05: 40 queries gain a little) and the
     side from the mean delta (-0.041: 4 queries lose a lot), and said FAIL regression. Now the side is the signed
     ranks' (T+ - T- = +650), the verdict ``mixed`` and the words say the two disagree; the t-test still finds nothing."""
-    import io
-
-    from ragmetrics.analysis.verdicts import verdict
-    from ragmetrics.cli import main
-
     diff = np.r_[np.full(40, 0.05), np.full(4, -0.95)]
     assert stats.test_direction(diff, "wilcoxon") == 650.0 and stats.test_direction(diff, "t") == diff.mean() < 0
     assert verdict("r", "b", diff.mean(), 2.8e-05, 0.05, direction=650.0) == "mixed"
     assert verdict("r", "b", -0.1, 2.8e-05, 0.05, direction=-3.0) == "worse"
-    from ragmetrics.analysis.stability import _verdict
-
     assert _verdict("r", "b", diff.mean(), 2.8e-05, 0.05, 650.0) == "the test and the mean disagree"  # the Workspace
     qrels, base, run = _ranked(tmp_path, [20] * 40 + [1] * 4, [10] * 40 + [20] * 4)
     argv = ["check", "--dataset", str(qrels), "--run", str(run), "--baseline", str(base), "-m", "mrr"]
@@ -447,11 +437,6 @@ def test_the_registry_says_what_each_test_tests():
 def test_compare_and_check_say_when_the_interval_and_the_p_value_disagree(tmp_path):
     """Was: the CLI printed a 95% bootstrap interval leaving out 0 beside p = 0.19 (6 queries) and said nothing,
     though the dashboard's verdict says so; the words are now the one function both use."""
-    import io
-
-    from ragmetrics.analysis.verdicts import interval_disagreement
-    from ragmetrics.cli import main
-
     qrels, base, run = _ranked(tmp_path, [5, 5, 0, 3, 0, 5], [4, 3, 0, 2, 0, 1], depth=10)
     said = interval_disagreement(0.0306, 0.45, False, "none", "t")
     assert said == (
