@@ -571,3 +571,26 @@ def test_a_verdict_says_when_its_interval_and_its_test_disagree() -> None:
     assert "they disagree, the interval holding 0." in wilcoxon
     paired_t = cmp.verdict(compare_result(result, baseline="bm25-stem", test="t"), M("map"), markdown=False)
     assert paired_t is not None and "disagree" not in paired_t
+
+
+def test_the_verdict_and_marks_say_when_wilcoxon_and_the_mean_disagree():
+    """40 queries gain a little, 4 lose a lot: Wilcoxon finds the run significantly better on the typical query while
+    the mean delta is negative. Was: the page would call it "▼ worse"; now the mark and the verdict say the test and
+    the mean disagree."""
+    ids = [f"q{i}" for i in range(44)]
+    dataset = ragmetrics.Dataset.from_frames(pd.DataFrame({"query_id": ids, "doc_id": "rel", "relevance": 1}))
+
+    def run(name: str, ranks: list[int]) -> ragmetrics.Run:
+        rows = [(q, "rel" if r == rank else f"x{r}", 100.0 - r) for q, rank in zip(ids, ranks) for r in range(1, 21)]
+        return ragmetrics.Run.from_frame(pd.DataFrame(rows, columns=["query_id", "doc_id", "score"]), name=name)
+
+    runs = [run("base", [20] * 40 + [1] * 4), run("new", [10] * 40 + [20] * 4)]
+    result = ragmetrics.evaluate(dataset, runs, ["mrr"], warn=False)
+    comparison = compare_result(result, baseline="base", test="wilcoxon", segments=())
+    marks = cmp.comparison_frame(comparison)
+    assert list(marks.loc[marks["run"] == "new", "significance"]) == [cmp.MIXED]
+    said = cmp.verdict(comparison, M("mrr"), markdown=False)
+    assert (
+        said is not None and said.startswith("No verdict on ") and "Wilcoxon signed-rank finds the run better" in said
+    )
+    assert "mean delta is -0.0409" in said
