@@ -130,6 +130,24 @@ def test_check_does_not_fail_on_a_constant_difference_of_two_queries(tmp_path):
         argv = ["check", "--dataset", str(qrels), "--run", str(run), "--baseline", str(base), "-m", "hits@1"]
         assert main([*argv, "--test", test], out, err) == 0, (test, out.getvalue(), err.getvalue())
         assert "PASS no significant change: hits@1" in out.getvalue() and "p=0.5 " in out.getvalue(), out.getvalue()
+        # its interval is the sign-flip test's, inverted: at p = 0.5 it bounds nothing (it was the point [-1, -1])
+        assert (
+            "[+nan, +nan]" in out.getvalue()
+            and "note: no interval: the difference is the same on each of the 2" in (out.getvalue())
+        )
+        assert "disagree" not in out.getvalue()
+
+
+def test_a_constant_difference_s_interval_is_the_inverted_sign_flip_test_s():
+    """2 queries: p = 0.5, no interval at any level; 12 queries: p = 2^-11, below 1 - 0.95 and below Bonferroni's
+    0.05 / 6, the point."""
+    table = pd.DataFrame({"run": ["b", "c"], "baseline": ["a", "a"], "delta": [-1.0, 0.3], "sd_difference": [0.0, 0.0],
+                          "n": [2, 12], "p_value": [0.5, 2.0**-11], "p_value_corrected": [1.0, 6 * 2.0**-11],
+                          "ci_low": [-1.0, 0.3], "ci_high": [-1.0, 0.3]})  # fmt: skip
+    for correction in ("none", "bonferroni"):
+        out = adjusted_intervals(table, correction, 0.05, family_size=6)
+        assert np.isnan(out["ci_low_adjusted"].iloc[0]) and np.isnan(out["ci_high_adjusted"].iloc[0])
+        assert out["ci_low_adjusted"].iloc[1] == out["ci_high_adjusted"].iloc[1] == 0.3
 
 
 def test_identical_runs_give_p_one_and_unknown_test_is_refused():

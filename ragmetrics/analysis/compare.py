@@ -464,19 +464,37 @@ def adjusted_intervals(
     interval of the mean difference at the comparison's level (1,000 bootstrap resamples hold too few draws in tails
     that far out; t also makes the interval exclude 0 exactly when the corrected t-test p-value is below alpha).
     ``family_size``: how many p-values the correction covered (default: the table's; more with ``family="pairs"``),
-    the level of a comparison whose p-value is 0."""
-    if stats.is_uncorrected(correction):
-        return table.assign(ci_low_adjusted=table["ci_low"], ci_high_adjusted=table["ci_high"], ci_level_adjusted=0.95)
-    size = int(table["p_value"].notna().sum()) if family_size is None else family_size
-    levels = np.array(
-        [adjusted_level(correction, alpha, p, q, size) for p, q in zip(table["p_value"], table["p_value_corrected"])]
-    )
+    the level of a comparison whose p-value is 0.
+
+    A constant non-zero difference (zero variance) has a point for either interval while its p-value is the exact
+    sign-flip p, 2^(1 - n) (:func:`ragmetrics.analysis.stats.constant_difference_p`); its interval is then that test's,
+    inverted: the point where 2^(1 - n) is below 1 - level, else no bound at all (NaN: the test rejects no shift at
+    that level, 2 queries never), so the interval and the p-value agree."""
     own = (table["run"] == table["baseline"]).to_numpy()
-    levels = np.where(own, 0.95, levels)
-    low, high = stats.t_interval(table["delta"], table["sd_difference"], table["n"], levels)
+    if stats.is_uncorrected(correction):
+        levels = np.full(len(table), 0.95)
+        low, high = table["ci_low"].to_numpy(dtype=np.float64), table["ci_high"].to_numpy(dtype=np.float64)
+    else:
+        size = int(table["p_value"].notna().sum()) if family_size is None else family_size
+        levels = np.array(
+            [
+                adjusted_level(correction, alpha, p, q, size)
+                for p, q in zip(table["p_value"], table["p_value_corrected"])
+            ]
+        )
+        levels = np.where(own, 0.95, levels)
+        low, high = stats.t_interval(table["delta"], table["sd_difference"], table["n"], levels)
     delta = table["delta"].to_numpy(dtype=np.float64)
+    n = table["n"].to_numpy(dtype=np.float64)
+    sd = table["sd_difference"].to_numpy(dtype=np.float64)
+    tolerance = stats.CONSTANT_TOLERANCE * np.maximum(1.0, np.abs(delta))
+    constant = ~own & (n >= 2) & (sd <= tolerance) & (np.abs(delta) > tolerance)
+    flip_p = np.array([stats.constant_difference_p(int(k)) if c else 0.0 for k, c in zip(n, constant)])
+    unbounded = constant & (flip_p >= 1 - levels)
     return table.assign(
-        ci_low_adjusted=np.where(own, delta, low), ci_high_adjusted=np.where(own, delta, high), ci_level_adjusted=levels
+        ci_low_adjusted=np.where(own, delta, np.where(unbounded, np.nan, low)),
+        ci_high_adjusted=np.where(own, delta, np.where(unbounded, np.nan, high)),
+        ci_level_adjusted=levels,
     )
 
 

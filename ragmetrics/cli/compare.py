@@ -232,8 +232,8 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def row_notes(row: Mapping[str, Any], comparison: Comparison) -> str:
     """The lines under a comparison's row: a significant test whose side is not the mean delta's
     (:func:`ragmetrics.analysis.verdicts.mixed_words`), an interval that disagrees with the p-value beside it
-    (:func:`ragmetrics.analysis.verdicts.interval_disagreement`, the dashboard's words); empty when there is nothing
-    to say."""
+    (:func:`ragmetrics.analysis.verdicts.interval_disagreement`, the dashboard's words), a constant difference's
+    missing interval (:func:`ragmetrics.analysis.compare.adjusted_intervals`); empty when there is nothing to say."""
     notes = []
     if row["run"] != row["baseline"]:
         significant = bool(row["p_value_corrected"] < comparison.alpha)
@@ -242,6 +242,11 @@ def row_notes(row: Mapping[str, Any], comparison: Comparison) -> str:
         )
         if disagreement:
             notes.append(disagreement)
+        if np.isnan(row["ci_low_adjusted"]) and not np.isnan(row["delta"]):
+            notes.append(
+                f"no interval: the difference is the same on each of the {row['n']} queries, and the exact sign-flip "
+                "test bounds no shift at this level"
+            )
     said = verdict(
         row["run"],
         row["baseline"],
