@@ -168,7 +168,8 @@ def power_curve_frame(
         return pd.DataFrame(columns=["n", "mdd", "mdd_low", "mdd_high"])
     ns = [int(n) for n in np.unique(np.round(np.geomspace(n_min, n_max, 80)).astype(int))]
     levels = {"mdd": typical_sd(values), "mdd_low": min(values), "mdd_high": max(values)}
-    return pd.DataFrame({"n": ns, **{col: [_mdd(sd, n, alpha, power) for n in ns] for col, sd in levels.items()}})
+    effects = [stats.detectable_effect(n, alpha, power) for n in ns]  # one search per n, scaled by each SD
+    return pd.DataFrame({"n": ns, **{col: [effect * sd for effect in effects] for col, sd in levels.items()}})
 
 
 def power_figure(

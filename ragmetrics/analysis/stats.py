@@ -7,7 +7,6 @@ comparison repeats exactly. scipy does the work where it has the procedure.
 
 from __future__ import annotations
 
-import functools
 import math
 import numbers
 from collections.abc import Callable, Iterator
@@ -461,9 +460,9 @@ def paired_t_power(effect: float, n_queries: int, *, alpha: float = 0.05) -> flo
     return float(sps.nct.sf(critical, df, shift)) + (0.0 if math.isnan(wrong_side) else wrong_side)
 
 
-@functools.lru_cache(maxsize=4096)
-def _detectable_effect(n_queries: int, alpha: float, power: float) -> float:
-    """The effect (in standard deviations of the differences) :func:`paired_t_power` reaches ``power`` at."""
+def detectable_effect(n_queries: int, alpha: float, power: float) -> float:
+    """The effect (in standard deviations of the differences) :func:`paired_t_power` reaches ``power`` at on
+    ``n_queries`` queries: the smallest detectable difference is this times the differences' standard deviation."""
     from scipy import optimize  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)
     from scipy import stats as sps  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)
 
@@ -481,7 +480,7 @@ def min_detectable_delta(sd_difference: float, n_queries: int, *, alpha: float =
     :func:`paired_t_power`); infinite below 2 queries."""
     if n_queries < 2:
         return float("inf")
-    return _detectable_effect(int(n_queries), float(alpha), float(power)) * sd_difference
+    return detectable_effect(int(n_queries), float(alpha), float(power)) * sd_difference
 
 
 def queries_needed(delta: float, sd_difference: float, *, alpha: float = 0.05, power: float = 0.8) -> int:
