@@ -160,3 +160,30 @@ def test_a_label_and_the_suggestion_it_accepts_are_kept_together(store_url):
     assert store.pending_labels(parent, kind="suggestion:answer")[["doc_id", "label"]].values.tolist() == [["u1", 2]]
     version = store.commit_labels(parent, author="ana")
     assert store.pending_labels(version, kind="suggestion:answer").empty  # saved with the label, not left behind
+
+
+def test_a_store_an_older_release_left_behind_is_read_as_this_one_reads_it(store_url):
+    """An older release deleted a version and left its versions row, and kept a label given on an original that
+    had a version pending on the original: the first is no version now (labels go to the original again), the
+    second moves to the newest version when the store is opened (it was pending where no save read it)."""
+    import sqlalchemy as sa
+
+    from ragmetrics.store.database import datasets_table, labels_table
+
+    store = Store(store_url)
+    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
+    store.add_label(parent, "q1", "u1", 1, author="ann")
+    gone = store.commit_labels(parent, author="ann")
+    with store.engine.begin() as conn:  # the old delete: the dataset row only
+        conn.execute(sa.delete(datasets_table).where(datasets_table.c.id == gone))
+    assert store.pending_place(parent) == parent
+    store.add_label(parent, "q1", "u2", 2, author="ann")
+    kept = store.commit_labels(parent, author="ann")
+    assert kept is not None and store.pending_place(parent) == kept
+    with store.engine.begin() as conn:  # the old add_label: pending on the original, which has a version
+        conn.execute(sa.insert(labels_table).values(dataset_id=parent, query_id="q1", doc_id="u3", label=1,
+                                                    author="ben", created_at=0.0, kind="judgment", version=None))  # fmt: skip
+    assert store.pending_labels(parent).empty  # left where nobody reads it
+    reopened = Store(store_url)
+    assert reopened.pending_labels(parent)[["doc_id", "author"]].values.tolist() == [["u3", "ben"]]
+    assert reopened.commit_labels(parent, author="ben") is not None

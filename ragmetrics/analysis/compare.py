@@ -22,6 +22,7 @@ the m comparisons; for Holm it follows the step each comparison was tested at). 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -375,6 +376,14 @@ def intervals_name(correction: str | None) -> str:
     """What the intervals beside p-values corrected by ``correction`` are, in the words every page and the CLI use:
     ``95% CI`` uncorrected, ``Holm-adjusted CI`` (each at its comparison's level, :func:`adjusted_level`)."""
     return "95% CI" if stats.is_uncorrected(correction) else f"{stats.correction_title(correction)}-adjusted CI"
+
+
+def bounds_text(low: float, high: float, separator: str = ", ") -> str:
+    """An interval's ends as the CLI prints them, ``[+0.0106, +0.0576]``; ``[no bound]`` where the interval has none
+    (a constant difference at a level its exact test cannot reach: :func:`ragmetrics.analysis.stats.constant_difference_p`)."""
+    if math.isnan(low) or math.isnan(high):
+        return "[no bound]"
+    return f"[{low:+.4f}{separator}{high:+.4f}]"
 
 
 def interval_at_level(correction: str | None, level: float) -> str:

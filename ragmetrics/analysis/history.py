@@ -31,7 +31,13 @@ import numpy as np
 import pandas as pd
 
 from ragmetrics.analysis import stats
-from ragmetrics.analysis.compare import adjusted_intervals, compare_result, family_scope, interval_at_level
+from ragmetrics.analysis.compare import (
+    adjusted_intervals,
+    bounds_text,
+    compare_result,
+    family_scope,
+    interval_at_level,
+)
 from ragmetrics.analysis.evaluate import evaluate
 from ragmetrics.analysis.verdicts import verdict
 from ragmetrics.engine.metrics import MetricSpec, parse_metric
@@ -375,7 +381,7 @@ def timeline_text(line: Timeline) -> str:
             mark = "  <- first significant drop" if row.step == first else ""
             step = (
                 f"  delta {row.delta:+.4f} {interval_at_level(line.correction, row.delta_level)} "
-                f"[{row.delta_low:+.4f}, {row.delta_high:+.4f}] "
+                f"{bounds_text(row.delta_low, row.delta_high)} "
                 f"p={row.p_value_corrected:.4g}  {verdict}{mark}"
             )
         base = ""

@@ -17,6 +17,7 @@ from ragmetrics.analysis.compare import (
     FAMILIES,
     Comparison,
     adjusted_intervals,
+    bounds_text,
     compare_result,
     family_scope,
     intervals_name,
@@ -158,7 +159,7 @@ def delta_line(row: Mapping[str, Any], correction: str, significant: bool) -> st
     return (
         f"{row['metric']:<14} {row['run']:<24} {row['mean']:.4f} vs {row['baseline_mean']:.4f}  "
         f"delta {row['delta']:+.4f} {100 * row['ci_level_adjusted']:.4g}% "
-        f"[{row['ci_low_adjusted']:+.4f}, {row['ci_high_adjusted']:+.4f}]  "
+        f"{bounds_text(row['ci_low_adjusted'], row['ci_high_adjusted'])}  "
         f"p={row['p_value']:.4g} ({correction} {row['p_value_corrected']:.4g}){'*' if significant else ' '}"
     )
 
@@ -326,7 +327,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             out.write(
                 f"{line}: {row.metric} {row.mean:.4f} vs baseline {row.baseline_mean:.4f} "
                 f"(delta {row.delta:+.4f}, {comparison.adjusted_interval_name(row.ci_level_adjusted)} "
-                f"[{row.ci_low_adjusted:+.4f}, {row.ci_high_adjusted:+.4f}], "
+                f"{bounds_text(row.ci_low_adjusted, row.ci_high_adjusted)}, "
                 f"p={row.p_value_corrected:.4g} {comparison.family_text}, {args.test})"
                 + (judged_ends(row) if args.bounds else "")
                 + "\n"

@@ -463,6 +463,7 @@ class Store:
                 sa.event.listen(self.engine, "connect", _sqlite_pragmas)
             metadata.create_all(self.engine, checkfirst=True)
             self._add_missing_columns()
+            self._settle_stranded_labels()
         except (sa.exc.ArgumentError, sa.exc.DBAPIError, sa.exc.NoSuchModuleError, ImportError, ValueError) as err:
             raise StoreOpenError(self.url, err) from None
 
@@ -485,6 +486,23 @@ class Store:
                     if column not in self._columns(table):  # not another process adding it first
                         self._without.add((table, column))
                         _LOG.warning("store: cannot add column %s.%s (%s); it reads as empty", table, column, err.orig)
+
+    def _settle_stranded_labels(self) -> None:
+        """Move labels an older release left pending on a dataset a version was made from (it kept them there) to
+        that dataset's :meth:`pending_place`, where they are read and saved now. A database user that may not write
+        leaves them (its store is read only)."""
+        t, v = labels_table, versions_table
+        query = sa.select(t.c.dataset_id).where(t.c.version.is_(None) & t.c.dataset_id.in_(sa.select(v.c.parent)))
+        with self.engine.connect() as conn:
+            stranded = sorted(set(conn.execute(query.distinct()).scalars()))
+        for dataset in stranded:
+            try:
+                place = self.pending_place(str(dataset))
+                if place != dataset:
+                    with self.engine.begin() as conn:
+                        self._move_pending(conn, str(dataset), place)
+            except (RagMetricsError, sa.exc.DBAPIError) as err:
+                _LOG.warning("store: labels pending on %s left where they are (%s)", dataset, err)
 
     def _columns(self, table: str) -> set[str]:
         return {c["name"] for c in sa.inspect(self.engine).get_columns(table)}
@@ -1014,7 +1032,8 @@ class Store:
         if ident in listed.index:
             raise RagMetricsError(
                 f"the {labels} make qrels equal to those of dataset {listed['name'].get(ident, ident)} ({ident}), "
-                "already stored: no new version was saved (they stay pending); open that dataset instead"
+                "already stored (a dataset is its content: labels that undo a version's are that version's parent): "
+                "no new version was saved; they stay pending (withdraw them), and that dataset is in the picker"
             )
 
     def _pending_rows(self, dataset: str) -> pd.DataFrame:
@@ -1047,9 +1066,16 @@ class Store:
         the version (:meth:`commit_labels` moves what it leaves pending there), never a dataset nobody saves
         from. :class:`StoreKeyError` when ``dataset`` is not stored (deleted meanwhile)."""
         current = check_id(dataset, "dataset")
-        v = versions_table
-        below = sa.select(v.c.id, v.c.parent, v.c.created_at).where(v.c.parent == current).cte(recursive=True)
-        below = below.union(sa.select(v.c.id, v.c.parent, v.c.created_at).join(below, v.c.parent == below.c.id))
+        v, d = versions_table, datasets_table
+        stored = v.join(
+            d, d.c.id == v.c.id
+        )  # a version row whose dataset is gone (deleted by an older release): not one
+        below = (sa.select(v.c.id, v.c.parent, v.c.created_at).select_from(stored).where(v.c.parent == current)).cte(
+            recursive=True
+        )
+        below = below.union(
+            sa.select(v.c.id, v.c.parent, v.c.created_at).select_from(stored).join(below, v.c.parent == below.c.id)
+        )
         with self.engine.connect() as conn:
             if conn.execute(sa.select(datasets_table.c.id).where(datasets_table.c.id == current)).first() is None:
                 raise StoreKeyError(f"dataset {current} is not in this store (deleted meanwhile?); no label was kept")
@@ -1072,8 +1098,9 @@ class Store:
             place = self.pending_place(dataset)
             with self.engine.begin() as conn:
                 self._hold_place(conn, place, shared=True)
-                v = versions_table
-                if conn.execute(sa.select(v.c.id).where(v.c.parent == place).limit(1)).first() is None:
+                v, d = versions_table, datasets_table
+                child = sa.select(v.c.id).join(d, d.c.id == v.c.id).where(v.c.parent == place).limit(1)
+                if conn.execute(child).first() is None:  # as pending_place reads it: a stored version
                     return write(conn, place)
         raise RagMetricsError(f"versions of dataset {dataset} kept being saved while a label was given; give it again")
 
