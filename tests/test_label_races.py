@@ -77,6 +77,9 @@ def _race(url: str, seconds: float, savers: int = 1) -> None:
     assert len(rows) == n_given and n_given > 20 * seconds and n_saved >= seconds / 2  # the race did run
     versions = store.versions(family).set_index("id")
     assert len(versions) == n_saved and versions["parent"].is_unique  # a line: no version made from the same one twice
+    names = store.list_datasets().set_index("id")["name"]
+    numbers = sorted(int(str(names[v]).rsplit(", v", 1)[1].rstrip(")")) for v in versions.index)
+    assert numbers == list(range(1, n_saved + 1)), numbers  # each save numbered in turn, none twice
     lost, counts = [], []
     saved = rows.dropna(subset=["version"])
     triples = {v: set(zip(g["query_id"], g["doc_id"], g["label"].astype(int))) for v, g in saved.groupby("version")}

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
+import sqlalchemy as sa
 
 import ragmetrics as rm
 from ragmetrics.analysis.judging import diff
 from ragmetrics.foundation.errors import RagMetricsError
-from ragmetrics.store.database import Store, StoreKeyError
+from ragmetrics.foundation.provenance import Provenance
+from ragmetrics.store.database import Store, StoreKeyError, versions_table
+from ragmetrics.store.provenance import add_judge_labels
 
 
 def test_labels_survive_a_new_process_and_become_a_version_with_the_parents_runs(store_url):
@@ -187,3 +191,79 @@ def test_a_store_an_older_release_left_behind_is_read_as_this_one_reads_it(store
     reopened = Store(store_url)
     assert reopened.pending_labels(parent)[["doc_id", "author"]].values.tolist() == [["u3", "ben"]]
     assert reopened.commit_labels(parent, author="ben") is not None
+
+
+class _ReadThenOvertaken(Store):
+    """A store whose next save, once it has read the pending labels, is overtaken by ``other``'s save of the same
+    place (another server's person labels a pair and saves without the judges' labels) before it writes."""
+
+    def __init__(self, url: str, other: Store) -> None:
+        super().__init__(url)
+        self.other: Store | None = other
+
+    def _pending_rows(self, dataset: str) -> pd.DataFrame:
+        rows = super()._pending_rows(dataset)
+        if self.other is not None:
+            other, self.other = self.other, None
+            other.add_label(dataset, "q2", "p1", 1, author="ben")
+            other.commit_labels(dataset, author="ben", judges=False)
+        return rows
+
+
+def test_a_save_overtaken_by_another_makes_the_next_version_with_the_next_number(store_url):
+    """A save reads a judge's pending labels; another save of the same dataset (a person's label, without the judges')
+    moves them to its version, pending there, before the first writes: the first is made from that version, holds
+    both, and is numbered after it (not a second v1 beside it)."""
+    store = Store(store_url)
+    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}, "q2": {"d2": 0}}, name="faq"))
+    provenance = Provenance("rule", "1", "0123456789abcdef", 0.0)
+    add_judge_labels(store, parent, [("q1", "j1", 1)], provenance)
+    first = _ReadThenOvertaken(store_url, Store(store_url)).commit_labels(parent, author="ana")
+    versions = store.versions(store.family(parent)).set_index("id")
+    assert len(versions) == 2 and versions["parent"].is_unique  # a line
+    overtaking = versions.index[versions["parent"] == parent][0]
+    assert versions.loc[first, "parent"] == overtaking
+    names = store.list_datasets().set_index("id")["name"]
+    assert names[overtaking] == "faq (+1 label, v1)" and names[first] == "faq (+1 label, v2)"
+    qrels = store.get_dataset(first).qrels
+    assert {("q1", "j1"), ("q2", "p1")} <= set(zip(qrels["query_id"], qrels["doc_id"], strict=True))
+    assert store.pending_place(parent) == first and store.pending_labels(parent).empty
+
+
+class _ReadThenOtherPlaceSaved(Store):
+    """A store whose next save, once it has made its version's qrels, lets ``other`` save a version from ``place``
+    (another place of the same lineage) before it writes."""
+
+    def __init__(self, url: str, other: Store, place: str) -> None:
+        super().__init__(url)
+        self.other: Store | None = other
+        self.place = place
+
+    def _check_new(self, ident: str, parent: str, listed: pd.DataFrame, n_labels: int) -> None:
+        super()._check_new(ident, parent, listed, n_labels)
+        if self.other is not None:
+            other, self.other = self.other, None
+            other.add_label(self.place, "q2", "p2", 1, author="ben")
+            other.commit_labels(self.place, author="ben")
+
+
+def test_two_saves_on_two_branches_of_a_lineage_get_two_numbers(store_url):
+    """A lineage an older release left with two versions made from its original (a branch): a save on each at once
+    numbers its version in the transaction that stores it, so the two get different numbers."""
+    store = Store(store_url)
+    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}, "q2": {"d2": 0}}, name="faq"))
+    store.add_label(parent, "q1", "u1", 1, author="ana")
+    newest = store.commit_labels(parent, author="ana")
+    assert newest is not None
+    branch = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1, "b1": 1}, "q2": {"d2": 0}}, name="faq (+1, v1)"))
+    with store.engine.begin() as conn:  # made from the original before the newest, as an older release could
+        conn.execute(sa.insert(versions_table).values(id=branch, parent=parent, author="old", created_at=0.0,
+                                                      n_labels=1))  # fmt: skip
+    assert store.pending_place(parent) == newest and store.pending_place(branch) == branch
+    store.add_label(branch, "q2", "b2", 1, author="cy")
+    first = _ReadThenOtherPlaceSaved(store_url, Store(store_url), newest).commit_labels(branch, author="cy")
+    names = store.list_datasets().set_index("id")["name"]
+    made = store.versions(store.family(parent))
+    numbers = [str(names[v]).rsplit(", v", 1)[1] for v in made["id"] if v != branch]
+    assert sorted(numbers) == ["1)", "3)", "4)"], names.to_dict()
+    assert names[first] == "faq (+1 label, v4)"

@@ -429,6 +429,66 @@ class _LabelsChanged(Exception):
     """A label a save read was withdrawn or saved by another save before it was stamped: read them again."""
 
 
+def _version_row(
+    merged: Dataset, ident: str, title: str, number: int, parent: str, said: Mapping[str, str]
+) -> dict[str, Any]:
+    """The ``datasets`` row of the qrels version ``merged`` made from ``parent``: named ``TITLE, vNUMBER)``, with the
+    description and targets its parent ``said``."""
+    named = dataclasses.replace(merged, name=f"{title}, v{number})")
+    return _dataset_row(named, ident, f"labels on {parent}", said["description"], said["targets"])
+
+
+class VersionTree:
+    """The qrels versions of one lineage, as :meth:`Store._tree` reads them in one query: ``edges`` maps each stored
+    version (its dataset row present: a version row whose dataset is gone is no version) to its parent and the time
+    it was made. Every walk stops at a node it has seen, so a cycle in the stored rows ends it."""
+
+    def __init__(self, edges: Mapping[str, tuple[str, float]]) -> None:
+        self.edges = dict(edges)
+        self.children: dict[str, list[str]] = {}
+        for ident, (parent, _made) in sorted(self.edges.items(), key=lambda e: (e[1][1], e[0])):
+            self.children.setdefault(parent, []).append(ident)  # oldest first; at a tie in time, the smaller id
+
+    def lineage(self, dataset: str) -> list[str]:
+        """``dataset`` and its ancestors, itself first."""
+        chain = [dataset]
+        while chain[-1] in self.edges and self.edges[chain[-1]][0] not in chain:
+            chain.append(self.edges[chain[-1]][0])
+        return chain
+
+    def family(self, dataset: str) -> list[str]:
+        """The lineage's original, then every version below it: each node's versions oldest first, after which the
+        walk goes on below the newest of them (depth first)."""
+        family = [self.lineage(dataset)[-1]]
+        seen, todo = set(family), list(family)
+        while todo:
+            for child in self.children.get(todo.pop(), []):
+                if child not in seen:
+                    seen.add(child)
+                    family.append(child)
+                    todo.append(child)
+        return family
+
+    def below(self, root: str) -> int:
+        """How many versions descend from ``root`` (children, their children, ...)."""
+        seen, todo = {root}, [root]
+        while todo:
+            for child in self.children.get(todo.pop(), []):
+                if child not in seen:
+                    seen.add(child)
+                    todo.append(child)
+        return len(seen) - 1
+
+    def place(self, dataset: str) -> str:
+        """:meth:`Store.pending_place`: from ``dataset`` down its newest version (at a tie in time, the larger id),
+        again and again."""
+        current, seen = dataset, set()
+        while self.children.get(current) and current not in seen:
+            seen.add(current)
+            current = self.children[current][-1]
+        return current
+
+
 def _url_problem(url: str) -> str | None:
     """What makes ``url`` unusable before any connection is tried (said without its secrets), or None."""
     try:
@@ -750,11 +810,11 @@ class Store:
             "author": checked_text(author or "anonymous", "an author", MAX_NAME_BYTES), "created_at": time.time(),
             "kind": checked_text(kind, "a label kind", MAX_NAME_BYTES), "version": None,
         }  # fmt: skip
-        family = self.family(dataset) if expect is not ANY_LABEL else []
 
-        def write(conn: Any, place: str) -> Any:
-            if family:
-                self._lock_pair(conn, family[0], query_id, doc_id)
+        def write(conn: Any, place: str, tree: VersionTree) -> Any:
+            if expect is not ANY_LABEL:
+                family = tree.family(dataset)
+                self._lock(conn, f"{family[0]}\x1f{query_id}\x1f{doc_id}")  # the pair's check-then-write
                 other = self._latest_label(conn, family, query_id, doc_id)
                 if other is not None and other["id"] != expect:
                     raise LabelConflict(dataset, other)
@@ -764,7 +824,7 @@ class Store:
                 conn.execute(sa.insert(labels_table).values(**row | {"kind": kind_text}, dataset_id=place))
             return key
 
-        key = self.write_pending(dataset, write)
+        key = self._write_pending(dataset, write)
         if key is None:  # every supported database returns the id it gave
             raise RagMetricsError("the store gave the new label no id")
         return int(key[0])
@@ -780,15 +840,17 @@ class Store:
             return sa.true()
         return (t.c.kind != "judgment") | (t.c.source == "")
 
-    def _lock_pair(self, conn: Any, root: str, query_id: str, doc_id: str) -> None:
-        """Serialize the check-then-write of one pair's label: SQLite writes one transaction at a time (the table is
-        written first: the check then reads under the write lock); PostgreSQL takes a lock on the pair until the
-        transaction ends."""
+    def _lock(self, conn: Any, key: str, *, shared: bool = False) -> None:
+        """Hold the lock named ``key`` until ``conn``'s transaction ends (``shared``: together with other shared
+        holders of it, never with an exclusive one). PostgreSQL: an advisory transaction lock on the key's 64-bit
+        hash. SQLite has one such lock, the database's write lock, whatever the key and shared or not: a DELETE that
+        deletes nothing takes it. It must be the transaction's first statement: SQLite's reads then see every
+        transaction committed before it, and what the transaction checks holds until it commits."""
         if self.kind == "postgresql":
-            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(
-                sa.literal(f"{root}\x1f{query_id}\x1f{doc_id}"), 0))))  # fmt: skip
+            lock = sa.func.pg_advisory_xact_lock_shared if shared else sa.func.pg_advisory_xact_lock
+            conn.execute(sa.select(lock(sa.func.hashtextextended(sa.literal(key), 0))))
         else:
-            conn.execute(sa.delete(labels_table).where(sa.false()))  # takes the write lock, deletes nothing
+            conn.execute(sa.delete(labels_table).where(sa.false()))
 
     def _latest_label(self, conn: Any, family: Sequence[str], query_id: str, doc_id: str) -> dict[str, Any] | None:
         t = labels_table
@@ -811,15 +873,13 @@ class Store:
     def labelled_pairs(self, dataset: str) -> pd.DataFrame:
         """The pairs judged by a person's label on ``dataset``'s lineage (:meth:`family`), pending or saved in a
         version: ``query_id, doc_id`` (a judge's label leaves its pair to be judged)."""
-        check_id(dataset, "dataset")
+        return self._labelled_pairs(self.family(check_id(dataset, "dataset")))
+
+    def _labelled_pairs(self, family: Sequence[str]) -> pd.DataFrame:
         t = labels_table
-        query = (
-            sa.select(t.c.query_id, t.c.doc_id)
-            .where(t.c.dataset_id.in_(self.family(dataset)) & self._by_a_person(t))
-            .distinct()
-        )
+        query = sa.select(t.c.query_id, t.c.doc_id).where(t.c.dataset_id.in_(list(family)) & self._by_a_person(t))
         with self.engine.connect() as conn:
-            return pd.DataFrame(conn.execute(query).mappings().all(), columns=["query_id", "doc_id"])
+            return pd.DataFrame(conn.execute(query.distinct()).mappings().all(), columns=["query_id", "doc_id"])
 
     def claim_pair(
         self, dataset: str, candidates: Sequence[tuple[str, str]], holder: str, *, seconds: float = CLAIM_SECONDS
@@ -837,10 +897,8 @@ class Store:
         root = family[0]  # claims are kept on the lineage's original: judges on two of its versions see each other's
         now = time.time()
         with self.engine.begin() as conn:
-            if self.kind == "postgresql":
-                conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(
-                    sa.literal(f"claims\x1f{root}"), 0))))  # fmt: skip
-            conn.execute(  # first a write: SQLite's write lock, held to the end, makes the check and the claim one step
+            self._lock(conn, f"claims\x1f{root}")  # the check and the claim one step
+            conn.execute(
                 sa.delete(c).where((c.c.dataset_id == root) & ((c.c.expires_at < now) | (c.c.holder == holder)))
             )
             held = {(q, d) for q, d in conn.execute(sa.select(c.c.query_id, c.c.doc_id).where(c.c.dataset_id == root))}
@@ -917,11 +975,11 @@ class Store:
         :meth:`pending_place`."""
         t = labels_table
         query_id, doc_id = str(query_id), str(doc_id)
-        family = self.family(dataset) if expect is not ANY_LABEL else []
 
-        def write(conn: Any, place: str) -> int:
-            if family:
-                self._lock_pair(conn, family[0], query_id, doc_id)
+        def write(conn: Any, place: str, tree: VersionTree) -> int:
+            if expect is not ANY_LABEL:
+                family = tree.family(dataset)
+                self._lock(conn, f"{family[0]}\x1f{query_id}\x1f{doc_id}")  # the pair's check-then-write
                 other = self._latest_label(conn, family, query_id, doc_id)
                 if other is not None and other["id"] != expect:
                     raise LabelConflict(dataset, other, "it was not withdrawn")
@@ -936,7 +994,7 @@ class Store:
             )
             return int(done.rowcount or 0)
 
-        return int(self.write_pending(dataset, write))
+        return int(self._write_pending(dataset, write))
 
     def commit_labels(self, dataset: str, *, author: str = "anonymous", judges: bool = True) -> str | None:
         """Make the labels pending on ``dataset`` (on its :meth:`pending_place`, which the version is made from) a new
@@ -957,12 +1015,14 @@ class Store:
 
         taken: list[int] = []  # the labels the last attempt read, when another writer changed them
         for _ in range(COMMIT_ATTEMPTS):
-            dataset = self.pending_place(dataset)
+            tree = self._tree(dataset, stored=True)
+            dataset = tree.place(dataset)
             rows = self._pending_rows(dataset)
             a_judges = ~rows["persons"]
             if judges:  # a judge's label never goes in over a person's saved on the lineage (a pending one wins below)
                 pending_people = set(zip(rows.loc[~a_judges, "query_id"], rows.loc[~a_judges, "doc_id"], strict=True))
-                saved = set(self.labelled_pairs(dataset).itertuples(index=False, name=None)) - pending_people
+                saved = set(self._labelled_pairs(tree.family(dataset)).itertuples(index=False, name=None))
+                saved -= pending_people
                 theirs = [(q, d) in saved for q, d in zip(rows["query_id"], rows["doc_id"], strict=True)]
                 rows = rows[~(a_judges & pd.Series(theirs, index=rows.index, dtype=bool))]
             else:
@@ -975,25 +1035,25 @@ class Store:
             parent = self.get_dataset(dataset)
             labels = judgments.rename(columns={"label": "relevance"})[["query_id", "doc_id", "relevance"]]
             merged = merge(parent, labels, override=True).dataset
-            root = self.lineage(dataset)[-1]
+            root = tree.lineage(dataset)[-1]
             listed = self.list_datasets().set_index("id")
-            names = listed["name"]
-            number = 1 + self._versions_below(root)  # numbered across the lineage: a version of a version is v2...
-            label = "label" if len(labels) == 1 else "labels"
-            child = dataclasses.replace(
-                merged, name=f"{names.get(root, parent.name)} (+{len(labels)} {label}, v{number})"
-            )
-            ident = dataset_id(child)
-            self._check_new(ident, dataset, listed, len(labels))
+            title = f"{listed['name'].get(root, parent.name)} (+{len(labels)} label{'' if len(labels) == 1 else 's'}"
             # the version keeps what its parent says of itself: its description and the targets it declares
             said = {c: str(listed[c].get(dataset) or "") for c in ("description", "targets")}
-            row = _dataset_row(child, ident, f"labels on {dataset}", said["description"], said["targets"])
+            number = 1 + tree.below(root)  # numbered across the lineage: a version of a version is v2...
+            ident = dataset_id(merged)  # the name is no content
+            self._check_new(ident, dataset, listed, len(labels))
+            row = _version_row(merged, ident, title, number, dataset, said)
             taken = [int(i) for i in rows["id"]]  # the labels and the accepted suggestions they came from
             now = time.time()
             try:
                 with self.engine.begin() as conn:
-                    self._hold_place(conn, dataset, shared=False)
-                    self._stamp(conn, taken, ident)
+                    self._lock(conn, f"place\x1f{dataset}")
+                    self._lock(conn, f"lineage\x1f{root}")  # the number: one save of the lineage at a time
+                    self._stamp(conn, taken, dataset, ident)
+                    now_below = self._tree(root, conn=conn).below(root)
+                    if now_below + 1 != number:  # a save of another place of the lineage since the read
+                        row = _version_row(merged, ident, title, now_below + 1, dataset, said)
                     self._move_pending(conn, dataset, ident)  # the judges' left out, and any given since the read
                     self._put(datasets_table, row, conn)
                     conn.execute(
@@ -1065,62 +1125,69 @@ class Store:
         grows in a line: a tab, judge or server still on ``dataset`` once another saved a version of it labels
         the version (:meth:`commit_labels` moves what it leaves pending there), never a dataset nobody saves
         from. :class:`StoreKeyError` when ``dataset`` is not stored (deleted meanwhile)."""
+        return self._tree(dataset, stored=True).place(dataset)
+
+    def _tree(self, dataset: str, *, stored: bool = False, conn: Any = None) -> VersionTree:
+        """The versions of ``dataset``'s lineage, read in one query (:class:`VersionTree`). ``stored``: first check
+        that ``dataset`` is stored (:class:`StoreKeyError` when not: deleted meanwhile, no label was kept).
+        ``conn``: read in that transaction."""
         current = check_id(dataset, "dataset")
+        if conn is None:
+            with self.engine.connect() as own:
+                return self._tree(current, stored=stored, conn=own)
+        if (
+            stored
+            and conn.execute(sa.select(datasets_table.c.id).where(datasets_table.c.id == current)).first() is None
+        ):
+            raise StoreKeyError(f"dataset {current} is not in this store (deleted meanwhile?); no label was kept")
         v, d = versions_table, datasets_table
-        stored = v.join(
-            d, d.c.id == v.c.id
-        )  # a version row whose dataset is gone (deleted by an older release): not one
-        below = (sa.select(v.c.id, v.c.parent, v.c.created_at).select_from(stored).where(v.c.parent == current)).cte(
-            recursive=True
+        stored_versions = v.join(d, d.c.id == v.c.id)  # a version row whose dataset is gone (an older release's): none
+        up = (
+            sa.select(v.c.id, v.c.parent)
+            .select_from(stored_versions)
+            .where(v.c.id == current)
+            .cte("up", recursive=True)
         )
-        below = below.union(
-            sa.select(v.c.id, v.c.parent, v.c.created_at).select_from(stored).join(below, v.c.parent == below.c.id)
-        )
-        with self.engine.connect() as conn:
-            if conn.execute(sa.select(datasets_table.c.id).where(datasets_table.c.id == current)).first() is None:
-                raise StoreKeyError(f"dataset {current} is not in this store (deleted meanwhile?); no label was kept")
-            rows = conn.execute(sa.select(below.c.id, below.c.parent, below.c.created_at)).all()
-        newest: dict[str, tuple[float, str]] = {}
-        for ident, parent, made in rows:  # the newest child of each parent (at a tie in time, the larger id)
-            if parent not in newest or (made, ident) > newest[parent]:
-                newest[parent] = (made, ident)
-        seen = set()
-        while current in newest and current not in seen:
-            seen.add(current)
-            current = newest[current][1]
-        return current
+        up = up.union(sa.select(v.c.id, v.c.parent).select_from(stored_versions).join(up, v.c.id == up.c.parent))
+        line = sa.union(sa.select(up.c.parent), sa.select(sa.literal(current)))  # the lineage: whose versions count
+        edge = (v.c.id, v.c.parent, v.c.created_at)
+        down = sa.select(*edge).select_from(stored_versions).where(v.c.parent.in_(line)).cte("down", recursive=True)
+        down = down.union(sa.select(*edge).select_from(stored_versions).join(down, v.c.parent == down.c.id))
+        rows = conn.execute(sa.select(down.c.id, down.c.parent, down.c.created_at)).all()
+        return VersionTree({str(i): (str(p), float(t)) for i, p, t in rows})
 
     def write_pending(self, dataset: str, write: Callable[[Any, str], T]) -> T:
         """``write(conn, place)`` in a transaction that holds ``dataset``'s :meth:`pending_place` against a save of
         it, once that place is checked to have no version: a label written there is either read by a save or
         moved by it, never left behind on a dataset a version was made from. Returns what ``write`` returns."""
+        return self._write_pending(dataset, lambda conn, place, _tree: write(conn, place))
+
+    def _write_pending(self, dataset: str, write: Callable[[Any, str, VersionTree], T]) -> T:
+        """:meth:`write_pending`, ``write`` also given the lineage's :class:`VersionTree` it found the place in
+        (read once per attempt)."""
         for _ in range(COMMIT_ATTEMPTS):
-            place = self.pending_place(dataset)
+            tree = self._tree(dataset, stored=True)
+            place = tree.place(dataset)
             with self.engine.begin() as conn:
-                self._hold_place(conn, place, shared=True)
+                self._lock(conn, f"place\x1f{place}", shared=True)
                 v, d = versions_table, datasets_table
                 child = sa.select(v.c.id).join(d, d.c.id == v.c.id).where(v.c.parent == place).limit(1)
-                if conn.execute(child).first() is None:  # as pending_place reads it: a stored version
-                    return write(conn, place)
+                if conn.execute(child).first() is None:  # as the tree reads it: a stored version
+                    return write(conn, place, tree)
         raise RagMetricsError(f"versions of dataset {dataset} kept being saved while a label was given; give it again")
 
-    def _hold_place(self, conn: Any, place: str, *, shared: bool) -> None:
-        """Serialize writes of pending labels on ``place`` (``shared``: they may run together) with a save of it
-        (not shared) until the transaction ends: SQLite writes one transaction at a time (the table is written
-        first); PostgreSQL takes a lock on the place."""
-        if self.kind == "postgresql":
-            lock = sa.func.pg_advisory_xact_lock_shared if shared else sa.func.pg_advisory_xact_lock
-            conn.execute(sa.select(lock(sa.func.hashtextextended(sa.literal(f"place\x1f{place}"), 0))))
-        else:
-            conn.execute(sa.delete(labels_table).where(sa.false()))  # takes the write lock, deletes nothing
-
-    def _stamp(self, conn: Any, ids: Sequence[int], version: str) -> None:
-        """Stamp the pending labels ``ids`` with ``version``; :class:`_LabelsChanged` (the transaction rolls back)
-        unless every one of them was still pending."""
+    def _stamp(self, conn: Any, ids: Sequence[int], place: str, version: str) -> None:
+        """Stamp the labels ``ids`` pending on ``place`` with ``version``; :class:`_LabelsChanged` (the transaction
+        rolls back) unless every one of them was still pending there (a save of ``place`` meanwhile stamped them,
+        or moved them, pending, to its version: a save from ``place`` now would make a second version of it)."""
         t = labels_table
         stamped = 0
         for chunk in _per_statement(ids):
-            done = conn.execute(sa.update(t).where(t.c.id.in_(chunk) & t.c.version.is_(None)).values(version=version))
+            done = conn.execute(
+                sa.update(t)
+                .where(t.c.id.in_(chunk) & t.c.version.is_(None) & (t.c.dataset_id == place))
+                .values(version=version)
+            )
             stamped += int(done.rowcount or 0)
         if stamped != len(ids):
             raise _LabelsChanged
@@ -1150,39 +1217,15 @@ class Store:
         frame = pd.DataFrame(rows, columns=columns)
         return frame.sort_values("created_at", kind="stable").reset_index(drop=True)
 
-    def _versions_below(self, root: str) -> int:
-        """How many qrels versions descend from ``root`` (children, their children, ...)."""
-        seen, todo = {root}, [root]
-        while todo:
-            children = [c for c in self.versions(todo.pop())["id"].tolist() if c not in seen]
-            seen |= set(children)
-            todo += children
-        return len(seen) - 1
-
     def lineage(self, dataset: str) -> list[str]:
         """``dataset`` and its ancestors, itself first (a dataset that is no version has only itself)."""
-        chain = [check_id(dataset, "dataset")]
-        with self.engine.connect() as conn:
-            while True:
-                parent = conn.execute(
-                    sa.select(versions_table.c.parent).where(versions_table.c.id == chain[-1])
-                ).scalar()
-                if parent is None or parent in chain:
-                    return chain
-                chain.append(parent)
+        return self._tree(dataset).lineage(dataset)
 
     def family(self, dataset: str) -> list[str]:
         """The qrels versions of ``dataset``'s lineage: its original first, then every version made from it or from
         its versions. Judging looks at the labels given on all of them: a pair labelled on one version (pending, or
         saved) is judged for a judge on another."""
-        family = [self.lineage(dataset)[-1]]
-        todo = list(family)
-        while todo:
-            for child in self.versions(todo.pop())["id"]:
-                if child not in family:
-                    family.append(str(child))
-                    todo.append(str(child))
-        return family
+        return self._tree(dataset).family(dataset)
 
     # --- reads -------------------------------------------------------------------------
 
