@@ -184,6 +184,7 @@ def test_a_store_an_older_release_left_behind_is_read_as_this_one_reads_it(store
     store.add_label(parent, "q1", "u2", 2, author="ann")
     kept = store.commit_labels(parent, author="ann")
     assert kept is not None and store.pending_place(parent) == kept
+    assert store.family(gone) == [gone] and store.family(parent) == [parent, kept] == store.lineage(kept)[::-1]
     with store.engine.begin() as conn:  # the old add_label: pending on the original, which has a version
         conn.execute(sa.insert(labels_table).values(dataset_id=parent, query_id="q1", doc_id="u3", label=1,
                                                     author="ben", created_at=0.0, kind="judgment", version=None))  # fmt: skip
@@ -267,3 +268,31 @@ def test_two_saves_on_two_branches_of_a_lineage_get_two_numbers(store_url):
     numbers = [str(names[v]).rsplit(", v", 1)[1] for v in made["id"] if v != branch]
     assert sorted(numbers) == ["1)", "3)", "4)"], names.to_dict()
     assert names[first] == "faq (+1 label, v4)"
+
+
+def test_the_versions_tree_reads_in_its_order_and_ends_at_a_cycle(store_url):
+    """lineage, family and pending place read one tree: a line's order, each version's children oldest first, and
+    versions rows that make a cycle (no release writes one) read without end."""
+    store = Store(store_url)
+    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
+    made = []
+    for doc in ("u1", "u2"):
+        store.add_label(parent, "q1", doc, 1, author="ann")
+        made.append(store.commit_labels(parent, author="ann"))
+    assert store.lineage(made[1]) == [made[1], made[0], parent] and store.lineage(parent) == [parent]
+    assert store.family(made[1]) == store.family(parent) == [parent, *made]
+    side = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 0}}, name="side"))
+    with store.engine.begin() as conn:  # a second version of the original, made before the line's first
+        conn.execute(sa.insert(versions_table).values(id=side, parent=parent, author="old", created_at=0.0,
+                                                      n_labels=1))  # fmt: skip
+    assert store.family(made[1]) == [parent, side, made[0], made[1]]
+    assert store.pending_place(parent) == made[1] and store.pending_place(side) == side
+    a = store.put_dataset(rm.Dataset.from_dict({"q1": {"a": 1}}, name="a"))
+    b = store.put_dataset(rm.Dataset.from_dict({"q1": {"b": 1}}, name="b"))
+    with store.engine.begin() as conn:
+        conn.execute(sa.insert(versions_table), [{"id": a, "parent": b, "author": "x", "created_at": 1.0, "n_labels": 1},
+                                                 {"id": b, "parent": a, "author": "x", "created_at": 2.0, "n_labels": 1}])  # fmt: skip
+    assert store.lineage(a) == [a, b] and store.family(a) == [b, a]
+    assert store.pending_place(a) in (a, b)
+    with pytest.raises(RagMetricsError, match="kept being saved"):  # each has a version: no place to label
+        store.add_label(a, "q1", "c", 1, author="ann", expect=None)
