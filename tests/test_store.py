@@ -19,7 +19,7 @@ import sqlalchemy as sa
 
 import ragmetrics as rm
 from ragmetrics.io import load_dataset, load_run
-from ragmetrics.store.database import ADDED_COLUMNS, Store, StoreKeyError, dataset_id, run_id
+from ragmetrics.store.database import ADDED_COLUMNS, STRANDED, Store, StoreKeyError, dataset_id, run_id
 
 SCIFACT = Path(__file__).parent / "data" / "scifact"
 
@@ -323,3 +323,19 @@ def test_names_are_checked_when_stored_as_when_renamed(tmp_path):
         with pytest.raises(rm.RagMetricsError, match=rf"a run name .*{why}"):
             store.put_run(rm.Run.from_dict({"q1": {"d1": 1.0}}).with_name(bad))
     assert store.list_datasets().empty and store.list_runs().empty
+
+
+def test_opening_a_store_looks_for_pending_labels_in_the_index_of_pending_ones(store_url):
+    """Opening a store looks for labels an older release left pending on a dataset a version was made from; it
+    reads the index of pending labels (saved labels, which grow without end, are not in it), which a store made
+    before the index gets when it is opened."""
+    store = Store(store_url)
+    with store.engine.begin() as conn:
+        conn.execute(sa.text("DROP INDEX ix_labels_pending"))
+    reopened = Store(store_url)
+    assert "ix_labels_pending" in {i["name"] for i in sa.inspect(reopened.engine).get_indexes("labels")}
+    if reopened.kind == "sqlite":
+        sql = str(STRANDED.compile(reopened.engine, compile_kwargs={"literal_binds": True}))
+        with reopened.engine.connect() as conn:
+            plan = " ".join(str(row[-1]) for row in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + sql))
+        assert "USING INDEX ix_labels_pending" in plan, plan

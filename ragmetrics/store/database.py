@@ -103,6 +103,14 @@ labels_table = sa.Table(
 )
 """Every label as it was given, at once (a reload, a second tab or a crash loses none). ``source`` says whose it
 is (:mod:`ragmetrics.store.provenance`)."""
+pending_index = sa.Index(
+    "ix_labels_pending",
+    labels_table.c.dataset_id,
+    sqlite_where=labels_table.c.version.is_(None),
+    postgresql_where=labels_table.c.version.is_(None),
+)
+"""The labels pending, by dataset: a store's saved labels grow without end, and opening it looks for pending ones
+(:meth:`Store._settle_stranded_labels`). A store made before it gets it when it is opened."""
 versions_table = sa.Table(
     "qrels_versions",
     metadata,
@@ -438,6 +446,17 @@ def _version_row(
     return _dataset_row(named, ident, f"labels on {parent}", said["description"], said["targets"])
 
 
+STRANDED = (
+    sa.select(labels_table.c.dataset_id)
+    .where(labels_table.c.version.is_(None))
+    .where(sa.exists().where(versions_table.c.parent == labels_table.c.dataset_id))
+    .distinct()
+)
+"""The datasets with labels pending that a version was made from (:meth:`Store._settle_stranded_labels`): the
+pending labels read from :data:`pending_index` (asked ``dataset_id IN (parents)``, SQLite may read every label of
+every parent, saved ones too, by the index on ``dataset_id``), each looked up among the versions' parents."""
+
+
 class VersionTree:
     """The qrels versions of one lineage, as :meth:`Store._tree` reads them in one query: ``edges`` maps each stored
     version (its dataset row present: a version row whose dataset is gone is no version) to its parent and the time
@@ -523,6 +542,7 @@ class Store:
                 sa.event.listen(self.engine, "connect", _sqlite_pragmas)
             metadata.create_all(self.engine, checkfirst=True)
             self._add_missing_columns()
+            self._add_missing_index(pending_index)
             self._settle_stranded_labels()
         except (sa.exc.ArgumentError, sa.exc.DBAPIError, sa.exc.NoSuchModuleError, ImportError, ValueError) as err:
             raise StoreOpenError(self.url, err) from None
@@ -547,14 +567,25 @@ class Store:
                         self._without.add((table, column))
                         _LOG.warning("store: cannot add column %s.%s (%s); it reads as empty", table, column, err.orig)
 
+    def _add_missing_index(self, index: sa.Index) -> None:
+        """Add ``index`` to a store made before it (safe when several processes open it together); a database user
+        that may not (not the table's owner), or a table locked by a long transaction, leaves the store without it
+        (slower, as it was)."""
+        try:
+            with self.engine.begin() as conn:
+                if self.kind == "postgresql":
+                    conn.execute(sa.text("SET LOCAL lock_timeout = '5s'"))  # never queue every reader behind it
+                conn.execute(sa.schema.CreateIndex(index, if_not_exists=True))
+        except sa.exc.DBAPIError as err:
+            _LOG.warning("store: cannot add index %s (%s); reads that use it are slower", index.name, err.orig)
+
     def _settle_stranded_labels(self) -> None:
         """Move labels an older release left pending on a dataset a version was made from (it kept them there) to
         that dataset's :meth:`pending_place`, where they are read and saved now. A database user that may not write
-        leaves them (its store is read only)."""
-        t, v = labels_table, versions_table
-        query = sa.select(t.c.dataset_id).where(t.c.version.is_(None) & t.c.dataset_id.in_(sa.select(v.c.parent)))
+        leaves them (its store is read only). One query when none is pending: :data:`pending_index` holds no saved
+        label."""
         with self.engine.connect() as conn:
-            stranded = sorted(set(conn.execute(query.distinct()).scalars()))
+            stranded = sorted(set(conn.execute(STRANDED).scalars()))
         for dataset in stranded:
             try:
                 place = self.pending_place(str(dataset))
