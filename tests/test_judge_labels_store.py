@@ -21,7 +21,7 @@ LEARNED = Provenance("learned", "1", "fedcba9876543210", 2.0)
 
 def test_judge_labels_keep_their_provenance_and_versions_count_them_apart(store_url):
     store = Store(store_url)
-    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}, "q2": {"d2": 0}}, name="faq"))
+    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}, "q2": {"d2": 2}}, name="faq"))  # grades 0..2
     store.add_label(parent, "q1", "u1", 2, author="ana")
     added = add_judge_labels(
         store, parent, [("q1", "d1", 0), ("q1", "u1", 0), ("q1", "u2", 1), ("q2", "u3", 2), ("q2", "u4", 0)], RULE
@@ -37,7 +37,7 @@ def test_judge_labels_keep_their_provenance_and_versions_count_them_apart(store_
     version = Store(store_url).commit_labels(parent, author="ana")
     assert version is not None
     qrels = {(q, d): r for q, d, r in store.get_dataset(version).qrels.itertuples(index=False, name=None)}
-    assert qrels == {("q1", "d1"): 1, ("q2", "d2"): 0, ("q1", "u1"): 2, ("q1", "u2"): 1, ("q2", "u3"): 2,
+    assert qrels == {("q1", "d1"): 1, ("q2", "d2"): 2, ("q1", "u1"): 2, ("q1", "u2"): 1, ("q2", "u3"): 2,
                      ("q2", "u4"): 1, ("q2", "u5"): 1, ("q2", "u6"): 1}  # fmt: skip
     counts = version_sources(Store(store_url), version)
     assert counts.values.tolist() == [
@@ -67,7 +67,7 @@ def test_a_judges_label_leaves_its_pair_to_people(store_url):
     """People judging are offered the pairs a judge labelled, see no label on them and are not refused as if
     someone had labelled them meanwhile; their label is the version's."""
     store = Store(store_url)
-    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}))
+    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 2}}))  # grades 0..2
     add_judge_labels(store, parent, [("q1", "u1", 0), ("q1", "u2", 1)], RULE)
     assert store.labelled_pairs(parent).empty
     assert store.latest_label(parent, "q1", "u1") is None
@@ -84,7 +84,7 @@ def test_a_judges_label_leaves_its_pair_to_people(store_url):
     version = store.commit_labels(parent)
     assert version is not None
     assert dict(zip(*[store.get_dataset(version).qrels[c] for c in ("doc_id", "relevance")], strict=True)) == {
-        "d1": 1, "u1": 2, "u2": 1,
+        "d1": 2, "u1": 2, "u2": 1,
     }  # fmt: skip
     assert version_sources(store, version)[["source", "labels"]].values.tolist() == [["human", 1], [RULE.source, 1]]
 

@@ -367,7 +367,7 @@ def test_a_grade_off_the_scale_is_an_error():
         def grade(self, pairs, top):
             return [Grade(top + 1) for _ in pairs]
 
-    with pytest.raises(RagMetricsError, match=r"expected 0\.\.2"):
+    with pytest.raises(RagMetricsError, match=r"expected a whole-number grade 0\.\.2"):
         run_judge(Wild(), [pair("x")], 2)
 
 

@@ -48,7 +48,7 @@ def _saver(url: str, dataset: str, seconds: float, saved: multiprocessing.Queue)
 
 def _race(url: str, seconds: float, savers: int = 1) -> None:
     store = Store(url)
-    parent_set = rm.Dataset.from_dict({q: {"d0": 1} for q in QUERIES}, name="race")
+    parent_set = rm.Dataset.from_dict({q: {"d0": 2} for q in QUERIES}, name="race")  # grades 0..2
     parent = store.put_dataset(parent_set)
     ctx = multiprocessing.get_context("spawn")
     given, saved = ctx.Queue(), ctx.Queue()
@@ -177,7 +177,7 @@ def test_a_judges_labels_given_while_another_server_saves_versions_follow_the_ne
 
 def test_a_label_given_since_the_judge_looked_is_refused_and_named(store_url: str) -> None:
     store = Store(store_url)
-    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
+    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 2}}, name="faq"))  # grades 0..2
     first = store.add_label(parent, "q1", "u1", 1, author="ann", expect=None)
     with pytest.raises(LabelConflict, match=r"u1 for q1 was labelled 1 by ann meanwhile \(not saved yet\)") as err:
         store.add_label(parent, "q1", "u1", 0, author="ben", expect=None)  # ben saw it unlabelled

@@ -20,7 +20,7 @@ def test_labels_survive_a_new_process_and_become_a_version_with_the_parents_runs
     parent = store.put_dataset(dataset, description="the FAQ set", targets="faq")
     run = rm.Run.from_dict({"q1": {"d1": 1.0, "u1": 0.5}, "q2": {"u2": 1.0}})
     run_id = store.put_run(run, parent)
-    store.add_label(parent, "q1", "u1", 2, author="ana")
+    store.add_label(parent, "q1", "u1", 1, author="ana")
     store.add_label(parent, "q2", "u2", 0, author="ana")
     store.add_label(parent, "q2", "u2", 1, author="ben")  # the latest label of a pair wins
     store.add_label(parent, "q1", "d9", 1, author="rule", kind="suggestion:keywords")  # never merged
@@ -28,7 +28,7 @@ def test_labels_survive_a_new_process_and_become_a_version_with_the_parents_runs
     reopened = Store(store_url)  # a reload, another process: nothing lost
     pending = reopened.pending_labels(parent)
     assert pending[["query_id", "doc_id", "label", "author"]].values.tolist() == [
-        ["q1", "u1", 2, "ana"],
+        ["q1", "u1", 1, "ana"],
         ["q2", "u2", 1, "ben"],
     ]
     version = reopened.commit_labels(parent, author="ben")
@@ -37,7 +37,7 @@ def test_labels_survive_a_new_process_and_become_a_version_with_the_parents_runs
     child = reopened.get_dataset(version)
     assert sorted(child.qrels.itertuples(index=False, name=None)) == [
         ("q1", "d1", 1),
-        ("q1", "u1", 2),
+        ("q1", "u1", 1),
         ("q2", "d2", 0),
         ("q2", "u2", 1),
     ]
@@ -47,7 +47,7 @@ def test_labels_survive_a_new_process_and_become_a_version_with_the_parents_runs
     assert reopened.lineage(version) == [version, parent]
     changes = diff(dataset, child)
     assert changes[["query_id", "doc_id", "after", "change"]].values.tolist() == [
-        ["q1", "u1", 2, "added"],
+        ["q1", "u1", 1, "added"],
         ["q2", "u2", 1, "added"],
     ]
     assert rm.evaluate(child, run, ["judged@1"])["run"].means["judged@1"] == 1.0
@@ -75,8 +75,8 @@ def test_a_pending_label_is_withdrawn_with_its_suggestion_and_saving_keeps_the_s
     store.add_label(parent, "q1", "u1", 1, author="ana")
     store.add_label(parent, "q1", "u1", 1, author="ana", kind="suggestion:keywords")
     store.add_label(parent, "q1", "u2", 0, author="ana")
-    store.add_label(parent, "q1", "u3", 2, author="ana")
-    store.add_label(parent, "q1", "u3", 2, author="ana", kind="suggestion:answer")
+    store.add_label(parent, "q1", "u3", 1, author="ana")
+    store.add_label(parent, "q1", "u3", 1, author="ana", kind="suggestion:answer")
     assert store.withdraw_label(parent, "q1", "u1") == 2  # the label and the suggestion it accepted
     assert store.withdraw_label(parent, "q1", "u1") == 0
     assert store.pending_labels(parent)["doc_id"].tolist() == ["u2", "u3"]
@@ -97,7 +97,7 @@ def test_a_lineage_grows_in_a_line_from_a_tab_still_on_the_parent(store_url):
     ann.add_label(parent, "q1", "x", 1, author="ann", expect=None)
     first = ann.commit_labels(parent, author="ann", judges=False)
     assert first is not None and ann.pending_place(parent) == first
-    ben.add_label(parent, "q2", "y", 2, author="ben", expect=None)  # ben's page still shows the parent
+    ben.add_label(parent, "q2", "y", 1, author="ben", expect=None)  # ben's page still shows the parent
     assert ann.pending_labels(first)[["doc_id", "author"]].values.tolist() == [["y", "ben"]]
     assert ben.pending_labels(parent).equals(ann.pending_labels(first))  # one place, read from either
     second = ben.commit_labels(parent, author="ben")
@@ -123,7 +123,7 @@ def test_labels_that_change_no_judgment_make_no_version_and_stay_pending(store_u
     with pytest.raises(RagMetricsError, match=rf"equal to those of dataset other \({other}\), already stored"):
         store.commit_labels(parent, author="ann")
     assert store.versions(parent).empty and store.lineage(other) == [other]
-    store.add_label(parent, "q1", "d3", 2, author="ann")  # with a label that changes a judgment: saved, all three
+    store.add_label(parent, "q1", "d3", 1, author="ann")  # with a label that changes a judgment: saved, all three
     version = store.commit_labels(parent, author="ann")
     assert version is not None and store.versions(parent)["n_labels"].tolist() == [3]
 
@@ -141,7 +141,7 @@ def test_a_deleted_version_leaves_its_lineage_and_its_pending_labels_to_its_pare
     parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
     store.add_label(parent, "q1", "u1", 1, author="ann")
     first = store.commit_labels(parent, author="ann")
-    store.add_label(first, "q1", "u2", 2, author="ann")
+    store.add_label(first, "q1", "u2", 1, author="ann")
     second = store.commit_labels(first, author="ann")
     store.add_label(second, "q1", "u3", 0, author="ben")  # pending on the newest
     assert store.delete_dataset(second) == 0  # a version: nothing lost
@@ -160,8 +160,8 @@ def test_a_deleted_version_leaves_its_lineage_and_its_pending_labels_to_its_pare
 def test_a_label_and_the_suggestion_it_accepts_are_kept_together(store_url):
     store = Store(store_url)
     parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
-    store.add_label(parent, "q1", "u1", 2, author="ana", accepted="suggestion:answer")
-    assert store.pending_labels(parent, kind="suggestion:answer")[["doc_id", "label"]].values.tolist() == [["u1", 2]]
+    store.add_label(parent, "q1", "u1", 1, author="ana", accepted="suggestion:answer")
+    assert store.pending_labels(parent, kind="suggestion:answer")[["doc_id", "label"]].values.tolist() == [["u1", 1]]
     version = store.commit_labels(parent, author="ana")
     assert store.pending_labels(version, kind="suggestion:answer").empty  # saved with the label, not left behind
 
@@ -181,7 +181,7 @@ def test_a_store_an_older_release_left_behind_is_read_as_this_one_reads_it(store
     with store.engine.begin() as conn:  # the old delete: the dataset row only
         conn.execute(sa.delete(datasets_table).where(datasets_table.c.id == gone))
     assert store.pending_place(parent) == parent
-    store.add_label(parent, "q1", "u2", 2, author="ann")
+    store.add_label(parent, "q1", "u2", 1, author="ann")
     kept = store.commit_labels(parent, author="ann")
     assert kept is not None and store.pending_place(parent) == kept
     assert store.family(gone) == [gone] and store.family(parent) == [parent, kept] == store.lineage(kept)[::-1]
@@ -296,3 +296,24 @@ def test_the_versions_tree_reads_in_its_order_and_ends_at_a_cycle(store_url):
     assert store.pending_place(a) in (a, b)
     with pytest.raises(RagMetricsError, match="kept being saved"):  # each has a version: no place to label
         store.add_label(a, "q1", "c", 1, author="ann", expect=None)
+
+
+def test_a_grade_off_the_datasets_scale_is_refused_and_nothing_is_kept(store_url):
+    """A person's or a judge's label is held to the dataset's scale 0..top (its largest grade, at least 1), as the
+    Judge page's buttons and ``judge merge`` hold them."""
+    store = Store(store_url)
+    graded = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 3, "d2": 0}}, name="graded"))
+    binary = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="binary"))
+    for dataset, grade, top in ((graded, 99, 3), (graded, -5, 3), (binary, 2, 1), (binary, True, 1), (graded, 1.5, 3)):
+        with pytest.raises(RagMetricsError, match=rf"label .* is off dataset {dataset}'s scale: .* grade 0\.\.{top}$"):
+            store.add_label(dataset, "q1", "u1", grade, author="ann")
+    provenance = Provenance("rule", "1", "0123456789abcdef", 0.0)
+    with pytest.raises(RagMetricsError, match=rf"label 4 is off dataset {graded}'s scale: .* 0\.\.3"):
+        add_judge_labels(store, graded, [("q1", "j1", 1), ("q1", "j2", 4)], provenance)
+    assert store.pending_labels(graded).empty and store.pending_labels(binary).empty
+    store.add_label(graded, "q1", "u1", 3, author="ann")
+    assert add_judge_labels(store, graded, [("q1", "j1", 2.0)], provenance) == (1, 0)
+    version = store.commit_labels(graded, author="ann")
+    assert version is not None and store.max_grade(version) == 3
+    store.add_label(version, "q1", "u2", 3, author="ann")  # a version keeps the scale
+    assert store.pending_labels(graded)["label"].tolist() == [3]

@@ -17,6 +17,7 @@ from ragmetrics.analysis.label_agreement import label_agreement
 from ragmetrics.cli.inputs import JUDGE_COLUMNS, judges_of, output_path, read_dataset, refuse_above_scale, replacing
 from ragmetrics.cli.options import add_data_options, whole_number
 from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.grades import grade_problem
 from ragmetrics.foundation.model import Dataset
 from ragmetrics.io import load_dataset
 from ragmetrics.io.export import is_dangerous, neutralise
@@ -141,13 +142,10 @@ def judge_label_rows(path: str, top: int | None = None) -> pd.DataFrame:
                         f"{path}, line {line}: labels of judge {' '.join(this)}, and of {' '.join(judge[0])} on line "
                         f"{judge[1]}: one file holds one judge's labels"
                     )
-                if label and (
-                    not WHOLE_NUMBER.fullmatch(label) or int(label) < 0 or (top is not None and int(label) > top)
-                ):
-                    scale = f"0..{top}" if top is not None else ">= 0"
-                    raise RagMetricsError(
-                        f"{path}, line {line}: label {label!r}; expected a whole-number grade {scale}"
-                    )
+                if label:
+                    problem = grade_problem(int(label) if WHOLE_NUMBER.fullmatch(label) else label, top)
+                    if problem is not None:
+                        raise RagMetricsError(f"{path}, line {line}: label {label!r}; {problem}")
                 earlier = first.get(pair)
                 if earlier is not None:
                     if earlier[0] != label:

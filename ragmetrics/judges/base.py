@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.grades import grade_problem
+from ragmetrics.foundation.grades import max_grade as max_grade  # where it was defined before
 from ragmetrics.foundation.provenance import Provenance
 
 if TYPE_CHECKING:
@@ -135,21 +137,15 @@ def run_judge(
         answers = iter(given)
         grades = [next(answers) if grade is None else grade for grade in unreadable]
         for pair, grade in zip(chunk, grades, strict=True):
-            if grade.label is not None and not (0 <= grade.label <= max_grade):
+            problem = None if grade.label is None else grade_problem(grade.label, max_grade)
+            if problem is not None:
                 raise RagMetricsError(
-                    f"judge {judge.name} graded {pair.doc_id} for {pair.query_id} {grade.label}; "
-                    f"expected 0..{max_grade}"
+                    f"judge {judge.name} graded {pair.doc_id} for {pair.query_id} {grade.label}; {problem}"
                 )
             out.append(JudgeLabel(pair, grade.label, provenance, grade.problem))
         if progress is not None:
             progress(len(out), len(pairs))
     return out
-
-
-def max_grade(dataset: Dataset) -> int:
-    """The top of the dataset's label scale: its largest grade, at least 1."""
-    values = dataset.qrels_table.column("relevance").to_pylist()
-    return max([1, *(int(v) for v in values if v is not None)])
 
 
 def pairs_from_pool(dataset: Dataset, pool: pd.DataFrame) -> list[Pair]:

@@ -39,6 +39,7 @@ from ragmetrics.analysis.judging import merge
 from ragmetrics.analysis.per_query import results_from_parquet, results_id, results_parquet
 from ragmetrics.analysis.targets import declared_targets
 from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.grades import check_grade, top_grade
 from ragmetrics.foundation.ids import CONTENT_ID, dictionary_codes, id_text_problem, string_fingerprints
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.foundation.redact import redact_url, scrub
@@ -354,6 +355,18 @@ def _from_parquet(blob: bytes) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]
     return tables, header["meta"]
 
 
+def _grades_of(blob: bytes) -> list[Any]:
+    """The relevance grades of the dataset kept in ``blob`` (:func:`_to_parquet`), its other tables left unread."""
+    size = int.from_bytes(blob[:8], "little")
+    offset = 8 + size
+    for name, length in json.loads(blob[8 : 8 + size].decode("utf-8"))["tables"]:
+        if name == "qrels":
+            part = io.BytesIO(blob[offset : offset + length])
+            return pq.read_table(part, columns=["relevance"]).column("relevance").to_pylist()
+        offset += length
+    return []
+
+
 def view_id(state: Mapping[str, Any]) -> str:
     """The content id :meth:`Store.put_view` gives ``state``."""
     text = json.dumps(state, sort_keys=True, ensure_ascii=False)
@@ -526,6 +539,7 @@ class Store:
 
     def __init__(self, url: str | None = None) -> None:
         self.url = url or default_url()
+        self._tops: dict[str, int] = {}  # a dataset's top grade by content id: its content never changes
         problem = _url_problem(self.url)
         if problem is not None:
             raise StoreOpenError(self.url, problem)
@@ -832,12 +846,11 @@ class Store:
         saw, by row id (None: it was unlabelled). When another one was given since, nothing is stored and
         :class:`LabelConflict` names it: a label given meanwhile (another tab, judge or server) is not silently
         overwritten. Checked and written in one transaction."""
-        if not isinstance(label, (int, np.integer)) or isinstance(label, bool):
-            raise RagMetricsError(f"a label must be an integer grade; got {label!r}")
+        grade = check_grade(label, self.max_grade(dataset), f"dataset {dataset}'s scale")
         query_id = checked_text(str(query_id), "a query id")
         doc_id = checked_text(str(doc_id), "a document id")
         row = {
-            "query_id": query_id, "doc_id": doc_id, "label": int(label),
+            "query_id": query_id, "doc_id": doc_id, "label": grade,
             "author": checked_text(author or "anonymous", "an author", MAX_NAME_BYTES), "created_at": time.time(),
             "kind": checked_text(kind, "a label kind", MAX_NAME_BYTES), "version": None,
         }  # fmt: skip
@@ -1149,6 +1162,19 @@ class Store:
             sa.update(t).where((t.c.dataset_id == dataset) & t.c.version.is_(None)).values(dataset_id=version)
         )
         return int(done.rowcount or 0)
+
+    def max_grade(self, dataset: str) -> int:
+        """The top of ``dataset``'s label scale ``0..top`` (:func:`ragmetrics.foundation.grades.max_grade`: its
+        largest grade, at least 1), which :meth:`add_label` holds a grade to; read once per store object.
+        :class:`StoreKeyError` when ``dataset`` is not stored (deleted meanwhile)."""
+        check_id(dataset, "dataset")
+        if dataset not in self._tops:
+            with self.engine.connect() as conn:
+                blob = conn.execute(sa.select(datasets_table.c.payload).where(datasets_table.c.id == dataset)).scalar()
+            if blob is None:
+                raise StoreKeyError(f"dataset {dataset} is not in this store (deleted meanwhile?); no label was kept")
+            self._tops[dataset] = top_grade(_grades_of(bytes(blob)))
+        return self._tops[dataset]
 
     def pending_place(self, dataset: str) -> str:
         """Where the labels given on ``dataset`` are pending, and what a save of them is made from: ``dataset`` until

@@ -19,6 +19,7 @@ import pandas as pd
 import sqlalchemy as sa
 
 from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.grades import check_grade
 from ragmetrics.foundation.provenance import HUMAN, Provenance, parse_source
 from ragmetrics.store.database import MAX_NAME_BYTES, Store, check_id, checked_text, labels_table, people_last
 
@@ -49,6 +50,7 @@ def add_judge_labels(
             "would read as a person's; open the store once as its owner to add the column"
         )
     target = store.pending_place(dataset)
+    top = store.max_grade(dataset)
     judged = store.get_dataset(target).qrels
     taken = set(zip(judged["query_id"].astype(str), judged["doc_id"].astype(str), strict=True))
     people = lineage_labels(store, target, people_only=True)
@@ -63,9 +65,8 @@ def add_judge_labels(
         if pair in taken:
             skipped += 1
             continue
-        if isinstance(label, bool) or int(label) != label:
-            raise RagMetricsError(f"a label must be an integer grade; got {label!r}")
-        rows.append({"query_id": pair[0], "doc_id": pair[1], "label": int(label),
+        grade = check_grade(label, top, f"dataset {dataset}'s scale")
+        rows.append({"query_id": pair[0], "doc_id": pair[1], "label": grade,
                      "author": who, "created_at": now, "kind": "judgment", "version": None,
                      "source": provenance.source})  # fmt: skip
 

@@ -70,7 +70,7 @@ def test_withdrawing_labels_another_server_saved_meanwhile_says_they_were_no_lon
     mine = ws.add_label(parent, "q1", "u1", 1, author="ann")
     other = ws.add_label(parent, "q1", "u2", 0, author="ann")
     Store(ws.store.url).commit_labels(parent, author="ben")  # another server saves both
-    ws.add_label(parent, "q1", "u3", 2, author="ann")
+    ws.add_label(parent, "q1", "u3", 1, author="ann")
     third = int(ws.pending_labels(parent)["id"].iloc[0])
     taken, kept, gone = judging.withdraw(ws, parent, [("q1", "u1", mine), ("q1", "u2", other), ("q1", "u3", third)])
     assert (taken, kept, gone) == (1, 0, 2)
