@@ -888,8 +888,9 @@ class Store:
         """Hold the lock named ``key`` until ``conn``'s transaction ends (``shared``: together with other shared
         holders of it, never with an exclusive one). PostgreSQL: an advisory transaction lock on the key's 64-bit
         hash. SQLite has one such lock, the database's write lock, whatever the key and shared or not: a DELETE that
-        deletes nothing takes it. It must be the transaction's first statement: SQLite's reads then see every
-        transaction committed before it, and what the transaction checks holds until it commits."""
+        deletes nothing takes it. A transaction's first lock must be its first statement: SQLite's reads then see every
+        transaction committed before it (a read first would pin an older snapshot, and the write lock then fail at
+        once), and what the transaction checks holds until it commits."""
         if self.kind == "postgresql":
             lock = sa.func.pg_advisory_xact_lock_shared if shared else sa.func.pg_advisory_xact_lock
             conn.execute(sa.select(lock(sa.func.hashtextextended(sa.literal(key), 0))))
