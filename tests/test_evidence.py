@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 
 import numpy as np
 import pandas as pd
@@ -14,7 +15,13 @@ from hypothesis import strategies as st
 import ragmetrics as rm
 from ragmetrics.analysis.chunkings import compare_chunkings
 from ragmetrics.cli import main
-from ragmetrics.engine.evidence import EVIDENCE_METRICS, evaluate_evidence, parse_evidence, spans_from_answers
+from ragmetrics.engine import evidence
+from ragmetrics.engine.evidence import (
+    EVIDENCE_METRICS,
+    evaluate_evidence,
+    parse_evidence,
+    spans_from_answers,
+)
 from ragmetrics.foundation.errors import ParseError
 from ragmetrics.io.spans import check_spans, load_chunk_spans, load_spans
 
@@ -534,3 +541,20 @@ def test_tokens_to_evidence_says_over_how_many_queries_it_is_a_mean():
     result = evaluate_evidence(rm.align(both, run, missing="zero"), spans, ["tokens_to_evidence"])
     assert np.isnan(result.values["tokens_to_evidence"]).tolist() == [False, True]
     assert any("mean over the 1 of those 2 queries some retrieved chunk hands evidence of" in n for n in result.notes)
+
+
+def test_evaluate_evidence_builds_the_corpus_lookup_once():
+    """The gold characters' weights, the chunks' places and the evidence tokens read one lookup of the corpus texts."""
+    built: list[str] = []
+
+    def count(frame, event, _arg):
+        if event == "call" and frame.f_code is evidence._corpus.__code__:
+            built.append(frame.f_locals["field"])
+
+    sys.setprofile(count)
+    try:
+        result = evaluate_evidence(rm.align(DATASET, RUN), SPANS, ["evidence_recall@3", "context_precision@3"])
+    finally:
+        sys.setprofile(None)
+    assert built.count("text") == 1
+    assert result.values["context_precision@3"].tolist() == [3 / 6, 0.5]  # the lookup served the evidence tokens

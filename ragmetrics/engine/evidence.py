@@ -306,9 +306,11 @@ WHOLE = np.iinfo(np.int64).max
 """The end of a chunk that is its whole document (no text needed to know it covers every span)."""
 
 
-def _chunk_places(alignment: Alignment, chunk_spans: Any) -> tuple[list[str], np.ndarray, np.ndarray, list[str]]:
+def _chunk_places(
+    alignment: Alignment, chunk_spans: Any, corpus: Mapping[str, str]
+) -> tuple[list[str], np.ndarray, np.ndarray, list[str]]:
     """Each retrieved row's (document, start, end), before merging, in ranking order; start -1 when unplaced; and
-    each row's own text ("" when unknown)."""
+    each row's own text ("" when unknown). ``corpus``: each document's ``text`` (:func:`_corpus`)."""
     _q, rows, _kept = budgets.sorted_rows(alignment)
     table = alignment.run.table
     order = rows.array()
@@ -321,7 +323,6 @@ def _chunk_places(alignment: Alignment, chunk_spans: Any) -> tuple[list[str], np
     has_source = "source_doc" in table.column_names
     docs = [str(v) for v in column("source_doc")] if has_source else list(chunk_ids)
     own = column("text") if "text" in table.column_names else [None] * len(chunk_ids)
-    corpus = _corpus(alignment.dataset)
     titles = _corpus(alignment.dataset, "title")
     given: dict[str, tuple[str, int, int]] = {}
     if chunk_spans is not None:
@@ -391,7 +392,8 @@ def evaluate_evidence(
     pairs = sorted(gold)
     pair_of = {pair: i for i, pair in enumerate(pairs)}
     unions = [_union(gold[pair]) for pair in pairs]
-    weigh = _Weigher(_corpus(alignment.dataset))
+    corpus = _corpus(alignment.dataset)
+    weigh = _Weigher(corpus)
     gold_chars = np.array([weigh(pair[1], u) for pair, u in zip(pairs, unions)], dtype=np.float64)
     if (gold_chars == 0).any():
         blank = int(np.argmax(gold_chars == 0))
@@ -403,10 +405,10 @@ def evaluate_evidence(
     pair_q = np.array([p[0] for p in pairs], dtype=np.int64)
     has_spans = np.bincount(pair_q, minlength=n_queries) > 0
 
-    docs, c_start, c_end, texts = _chunk_places(alignment, chunk_spans)
+    docs, c_start, c_end, texts = _chunk_places(alignment, chunk_spans, corpus)
     unlocated = int((c_start < 0).sum())
     if unlocated and unlocated == len(q):
-        raise RagMetricsError(_placed_nowhere(alignment, docs))
+        raise RagMetricsError(_placed_nowhere(alignment, docs, bool(corpus)))
     # each gold character is credited to the first chunk (in rank order) that covers it: (pair, chunk row, chars)
     event_pair: list[int] = []
     event_row: list[int] = []
@@ -440,7 +442,7 @@ def evaluate_evidence(
     cumulative = running_sum(tokens, q, starts_q)
     needs_evidence_tokens = any(s.name == "context_precision" for s in specs)
     evidence_tokens = (
-        _evidence_tokens(alignment, inside, docs, c_start, texts, len(q)) if needs_evidence_tokens else None
+        _evidence_tokens(alignment, corpus, inside, docs, c_start, texts, len(q)) if needs_evidence_tokens else None
     )
     n_pairs = np.bincount(pair_q, minlength=n_queries).astype(np.float64)
     gold_q = np.bincount(pair_q, weights=gold_chars, minlength=n_queries)
@@ -498,13 +500,14 @@ def evaluate_evidence(
     )
 
 
-def _placed_nowhere(alignment: Alignment, docs: list[str]) -> str:
-    """Why none of the run's retrieved chunks could be placed in its document, and what to give."""
+def _placed_nowhere(alignment: Alignment, docs: list[str], has_corpus: bool) -> str:
+    """Why none of the run's retrieved chunks could be placed in its document, and what to give (``has_corpus``:
+    whether the dataset has the documents' texts)."""
     head = (
         f"run {alignment.run.name!r}: none of its {len(docs)} retrieved chunk(s) could be placed in its document, so "
         "every evidence metric would be 0"
     )
-    if not _corpus(alignment.dataset):
+    if not has_corpus:
         return (
             f"{head}: give the corpus, whose text each chunk's text is looked for in (--corpus, a BEIR folder, "
             "Dataset(documents=...)), or where each chunk lies (--chunk-spans, chunk_spans=)"
@@ -550,6 +553,7 @@ class _Weigher:
 
 def _evidence_tokens(
     alignment: Alignment,
+    corpus: Mapping[str, str],
     inside: dict[int, list[tuple[int, int]]],
     docs: list[str],
     starts: np.ndarray,
@@ -559,7 +563,6 @@ def _evidence_tokens(
     """Each row's tokens inside gold spans: each piece's text (from the corpus document, else the chunk's own text)
     tokenized apart."""
     tokenizer = budgets.tokenizer(alignment)
-    corpus = _corpus(alignment.dataset)
     out = np.zeros(n_rows, dtype=np.float64)
     for row, pieces in inside.items():
         document = corpus.get(docs[row])
