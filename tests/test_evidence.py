@@ -21,6 +21,7 @@ from ragmetrics.engine.evidence import (
     evaluate_evidence,
     parse_evidence,
     spans_from_answers,
+    visible_prefix,
 )
 from ragmetrics.foundation.errors import ParseError
 from ragmetrics.io.spans import check_spans, load_chunk_spans, load_spans
@@ -541,6 +542,38 @@ def test_tokens_to_evidence_says_over_how_many_queries_it_is_a_mean():
     result = evaluate_evidence(rm.align(both, run, missing="zero"), spans, ["tokens_to_evidence"])
     assert np.isnan(result.values["tokens_to_evidence"]).tolist() == [False, True]
     assert any("mean over the 1 of those 2 queries some retrieved chunk hands evidence of" in n for n in result.notes)
+
+
+@given(st.text(st.characters(codec=None, exclude_categories=()), max_size=80))
+@settings(max_examples=300, deadline=None)
+def test_visible_prefix_counts_the_characters_that_are_not_white_space(text):
+    """Any text: CJK, ideographic and no-break spaces, line and paragraph separators, lone surrogates."""
+    expected = [sum(not c.isspace() for c in text[:i]) for i in range(len(text) + 1)]
+    assert visible_prefix(text).tolist() == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["个人版 年付\u3000168元，\n团队版\u00a0年付", "a\u2028b\u2029c\x1c\x1d\x1e\x1f\x85d", "\ud800 \udfff", "", "   "],
+)
+def test_visible_prefix_of_white_space_of_every_kind(text):
+    assert visible_prefix(text).tolist() == [sum(not c.isspace() for c in text[:i]) for i in range(len(text) + 1)]
+
+
+@given(
+    st.lists(st.text(st.sampled_from("ab中文 \u3000\u00a0\t\n\u2028\x1c\x85"), max_size=30), min_size=1, max_size=4),
+    st.lists(st.tuples(st.integers(0, 4), st.integers(0, 40), st.integers(1, 40)), min_size=1, max_size=10),
+)
+@settings(max_examples=200, deadline=None)
+def test_gold_characters_are_weighed_within_their_own_document(texts, intervals):
+    """The documents' texts are counted in one pass over them joined: an interval past a document's end counts none
+    of the next document's characters; a document without text (d4 here) counts every character."""
+    corpus = {f"d{i}": text for i, text in enumerate(texts)}
+    weigh = evidence._Weigher(corpus, [f"d{i}" for i in range(5)])
+    for doc, start, width in intervals:
+        text = corpus.get(f"d{doc}")
+        expected = width if text is None else sum(not c.isspace() for c in text[start : start + width])
+        assert weigh(f"d{doc}", [(start, start + width)]) == expected
 
 
 def test_evaluate_evidence_builds_the_corpus_lookup_once():

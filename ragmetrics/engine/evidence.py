@@ -40,7 +40,8 @@ A query without spans is NaN in every metric (left out of the means).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -393,7 +394,7 @@ def evaluate_evidence(
     pair_of = {pair: i for i, pair in enumerate(pairs)}
     unions = [_union(gold[pair]) for pair in pairs]
     corpus = _corpus(alignment.dataset)
-    weigh = _Weigher(corpus)
+    weigh = _Weigher(corpus, [doc for _at, doc in pairs])
     gold_chars = np.array([weigh(pair[1], u) for pair, u in zip(pairs, unions)], dtype=np.float64)
     if (gold_chars == 0).any():
         blank = int(np.argmax(gold_chars == 0))
@@ -530,25 +531,40 @@ def _overlap(pieces: list[tuple[int, int]], covered: list[tuple[int, int]]) -> l
     return [(max(s, cs), min(e, ce)) for s, e in pieces for cs, ce in covered if min(e, ce) > max(s, cs)]
 
 
+def visible_prefix(text: str) -> np.ndarray:
+    """``out[i]``: how many of ``text[:i]``'s characters are not white space (``str.isspace``), for ``i`` in
+    ``0..len(text)``. Each distinct character is asked once (a lone surrogate is a character, as ``str`` holds it)."""
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    present = np.zeros(sys.maxunicode + 1, dtype=bool)
+    present[codes] = True
+    distinct = np.flatnonzero(present)
+    space = np.zeros(sys.maxunicode + 1, dtype=bool)
+    space[distinct] = np.fromiter((chr(c).isspace() for c in distinct.tolist()), dtype=bool, count=len(distinct))
+    out = np.zeros(len(codes) + 1, dtype=np.int64)
+    np.cumsum(~space[codes], out=out[1:])
+    return out
+
+
 class _Weigher:
     """How many gold characters intervals of a document hold: its characters but white space, which carries no
     evidence (a chunker that splits at a space hands over every word of a span, not the space between two chunks);
-    every character of a document whose text is unknown."""
+    every character of a document whose text is unknown. ``docs``: the documents it weighs (their texts counted in
+    one pass)."""
 
-    def __init__(self, corpus: Mapping[str, str]) -> None:
+    def __init__(self, corpus: Mapping[str, str], docs: Iterable[str]) -> None:
         self.corpus = corpus
-        self.prefix: dict[str, np.ndarray] = {}
+        known = [d for d in dict.fromkeys(docs) if d in corpus]
+        texts = [corpus[d] for d in known]
+        starts = np.cumsum([0, *map(len, texts)]).tolist()
+        self.place = {d: (start, len(text)) for d, text, start in zip(known, texts, starts)}
+        self.prefix = visible_prefix("".join(texts))
 
     def __call__(self, doc: str, intervals: Sequence[tuple[int, int]]) -> int:
-        text = self.corpus.get(doc)
-        if text is None:
+        if doc not in self.corpus:
             return sum(e - s for s, e in intervals)
-        prefix = self.prefix.get(doc)
-        if prefix is None:
-            visible = np.fromiter((not c.isspace() for c in text), dtype=np.int64, count=len(text))
-            prefix = self.prefix[doc] = np.concatenate([[0], np.cumsum(visible)])
-        last = len(text)
-        return int(sum(prefix[min(e, last)] - prefix[min(s, last)] for s, e in intervals))
+        base, last = self.place[doc]
+        prefix = self.prefix
+        return int(sum(prefix[base + min(e, last)] - prefix[base + min(s, last)] for s, e in intervals))
 
 
 def _evidence_tokens(
