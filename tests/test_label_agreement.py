@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import math
+import sys
 
 import numpy as np
 import pandas as pd
@@ -14,6 +16,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from ragmetrics.analysis.label_agreement import label_agreement
 from ragmetrics.cli import main
+from ragmetrics.io.source import Source
 from tests.judge_stub import Stub, serve_chat
 
 
@@ -129,6 +132,48 @@ def test_judge_run_writes_labels_with_provenance_and_agree_reads_them(small_set)
     code, _, err = run("judge", "merge", "--dataset", str(d / "set.jsonl"), "--labels", str(d / "judged.tsv"),
                        "-o", str(d / "merged.qrels"))  # fmt: skip
     assert code == 0 and "warning: " in err and "holds a judge's labels (rule 2 " in err
+
+
+def reads_of(*argv):
+    """The command's result, and the names of the files whose bytes it read (one entry a read)."""
+    read: list[str] = []
+
+    def count(frame, event, _arg):
+        if event == "call" and frame.f_code is Source.data.func.__code__:
+            read.append(frame.f_locals["self"].name)
+
+    sys.setprofile(count)
+    try:
+        found = run(*argv)
+    finally:
+        sys.setprofile(None)
+    return found, read
+
+
+def test_labels_are_read_once_whether_people_s_or_a_judge_s_gzipped_or_parquet(small_set):
+    """judge agree and judge merge read a labels file once (its judges and its labels from the same bytes)."""
+    d = small_set
+    code, _, err = run("judge", "run", "--judge", "rule", "--dataset", str(d / "set.jsonl"), "--corpus",
+                       str(d / "corpus.jsonl"), "--pool", str(d / "pool.tsv"), "-o", str(d / "judged.tsv"))  # fmt: skip
+    assert code == 0, err
+    (d / "human.tsv.gz").write_bytes(gzip.compress((d / "human.tsv").read_bytes()))
+    (d / "judged.tsv.gz").write_bytes(gzip.compress((d / "judged.tsv").read_bytes()))
+    pd.read_csv(d / "judged.tsv", sep="\t", dtype=str).to_parquet(d / "judged.parquet")
+    _, plain, _ = run("judge", "agree", "--human", str(d / "human.tsv"), "--judge", str(d / "judged.tsv"))
+    (code, out, err), read = reads_of("judge", "agree", "--human", str(d / "human.tsv.gz"), "--judge",
+                                      str(d / "judged.tsv"))  # fmt: skip
+    assert code == 0 and out == plain and "Cohen's kappa" in out, err
+    assert read.count(str(d / "human.tsv.gz")) == 1
+    for judged in ("judged.tsv.gz", "judged.parquet"):
+        (code, _, err), read = reads_of("judge", "agree", "--human", str(d / judged), "--judge", str(d / "judged.tsv"))
+        assert code == 2 and f"{d / judged}: these are a judge's labels (rule 2 " in err
+        assert read.count(str(d / judged)) == 1
+        (code, _, err), read = reads_of("judge", "merge", "--dataset", str(d / "set.jsonl"), "--labels",
+                                        str(d / judged), "-o", str(d / "merged.qrels"))  # fmt: skip
+        assert code == 0 and f"{d / judged} holds a judge's labels (rule 2 " in err, err
+        assert read.count(str(d / judged)) == 1
+    code, _, err = run("judge", "agree", "--human", str(d / "absent.tsv"), "--judge", str(d / "judged.tsv"))
+    assert code == 2 and "absent.tsv" in err and "nothing at that path" in err
 
 
 def test_judge_agree_names_the_line_of_a_label_it_cannot_read(small_set):

@@ -215,10 +215,20 @@ def refuse_above_scale(path: str, labels: Any, column: str, top: int, scale: str
         )
 
 
-def judges_of(path: str) -> list[str]:
+def labels_source(path: str) -> Any:
+    """``path`` opened once (its bytes read and decompressed once) for :func:`judges_of` and the loader to share;
+    ``path`` itself when it cannot be opened, for the loader to say why."""
+    try:
+        return open_source(path)
+    except (OSError, RagMetricsError):
+        return path
+
+
+def judges_of(path: Any) -> list[str]:
     """The judges (``judge version config_hash``) whose labels a file written by ``judge run`` holds, read as the
     loaders read it (compressed or not, tab- or comma-separated, or Parquet); [] for any other file (its header
-    does not name the provenance columns): what refuses a judge's labels given as people's."""
+    does not name the provenance columns): what refuses a judge's labels given as people's. ``path``: a path, or
+    the :func:`labels_source` the loader reads too."""
     try:
         source = open_source(path)
         if source.magic.startswith(b"PAR1"):

@@ -14,7 +14,15 @@ from typing import TextIO
 import pandas as pd
 
 from ragmetrics.analysis.label_agreement import label_agreement
-from ragmetrics.cli.inputs import JUDGE_COLUMNS, judges_of, output_path, read_dataset, refuse_above_scale, replacing
+from ragmetrics.cli.inputs import (
+    JUDGE_COLUMNS,
+    judges_of,
+    labels_source,
+    output_path,
+    read_dataset,
+    refuse_above_scale,
+    replacing,
+)
 from ragmetrics.cli.options import add_data_options, whole_number
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.grades import grade_problem
@@ -55,11 +63,12 @@ def read_tsv(path: str, what: str) -> pd.DataFrame:
 
 def human_labels(path: str) -> pd.DataFrame:
     """People's labels (TREC qrels, or a TSV ``query_id doc_id label``): ``query_id, doc_id, label``; a judge's
-    labels (the TSV ``judge run`` writes) are refused."""
-    judges = judges_of(path)
+    labels (the TSV ``judge run`` writes) are refused. The file is read once."""
+    source = labels_source(path)
+    judges = judges_of(source)
     if judges:
         raise RagMetricsError(f"{path}: these are a judge's labels ({', '.join(judges)}), not people's")
-    qrels = load_dataset(path).qrels
+    qrels = load_dataset(source).qrels
     return pd.DataFrame({"query_id": qrels["query_id"].astype(str), "doc_id": qrels["doc_id"].astype(str),
                          "label": qrels["relevance"].astype(int)})  # fmt: skip
 

@@ -7,11 +7,11 @@ import argparse
 import csv
 import warnings
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from ragmetrics.analysis.judging import merge, pool
 from ragmetrics.cli.evaluating import evaluate_runs
-from ragmetrics.cli.inputs import judges_of, output_path, read_dataset, read_inputs, replacing
+from ragmetrics.cli.inputs import judges_of, labels_source, output_path, read_dataset, read_inputs, replacing
 from ragmetrics.cli.judging import agree_options, run_options
 from ragmetrics.cli.options import add_data_options, add_eval_options, whole_number
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
@@ -74,8 +74,10 @@ def cmd_judge_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "to keep its queries, answers and categories)"
         )
     dataset = read_dataset(args)
-    _check_label_column(args.labels)
-    labels = load_dataset(args.labels)
+    source = labels_source(args.labels)  # read once: its header, its judges, its labels
+    _check_label_column(source, args.labels)
+    judges = judges_of(source)
+    labels = load_dataset(source)
     known = set(dataset.queries_table.column("query_id").to_pylist())
     labelled = set(labels.qrels_table.column("query_id").to_pylist())
     unknown = sorted(labelled - known)
@@ -100,7 +102,6 @@ def cmd_judge_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             RagMetricsWarning,
             stacklevel=1,
         )
-    judges = judges_of(args.labels)
     if judges:
         warnings.warn(
             f"{args.labels} holds a judge's labels ({', '.join(judges)}); the merged qrels will not say so: keep "
@@ -128,9 +129,10 @@ def cmd_judge_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
-def _check_label_column(path: str) -> None:
-    """A table of pairs without a label (a pool not yet labelled) is named as such, not as TREC lines of 3 fields."""
-    source = open_source(path)
+def _check_label_column(labels: Any, path: str) -> None:
+    """A table of pairs without a label (a pool not yet labelled) is named as such, not as TREC lines of 3 fields.
+    ``labels``: the file at ``path``, opened (:func:`ragmetrics.cli.inputs.labels_source`)."""
+    source = open_source(labels)
     if source.is_dir:
         return
     first = source.head.split(b"\n", 1)[0].decode("utf-8", "replace").strip().lstrip("\ufeff")
