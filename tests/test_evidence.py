@@ -21,6 +21,7 @@ from ragmetrics.engine.evidence import (
     evaluate_evidence,
     parse_evidence,
     spans_from_answers,
+    spans_from_documents,
     visible_prefix,
 )
 from ragmetrics.foundation.errors import ParseError
@@ -469,6 +470,27 @@ def test_a_node_keyed_by_its_document_s_id_is_placed_by_its_own_text():
     ]
     whole = rm.Run.from_frame(pd.DataFrame([{"query_id": "q1", "doc_id": "A", "score": 1.0}]))  # no text: the document
     assert evaluate_evidence(rm.align(dataset, whole), spans, ["evidence_recall@1"]).values["evidence_recall@1"] == 1.0
+
+
+def test_spans_from_the_relevant_documents_at_a_level_and_without_a_corpus():
+    """Answers and whole documents read the same pairs: label at least rel_level, a corpus text that is not empty."""
+    qrels = pd.DataFrame([("q1", "A", 2), ("q1", "B", 1), ("q2", "E", 2), ("q2", "Z", 2)],
+                         columns=["query_id", "doc_id", "relevance"])  # fmt: skip
+    queries = pd.DataFrame({"query_id": ["q1", "q2"], "expected_answer": ["bbbbb", "x"]})
+    documents = pd.DataFrame({"doc_id": ["A", "B", "E"], "text": ["aaaaa bbbbb bbbbb", "bbbbb", ""]})
+    dataset = rm.Dataset.from_frames(qrels, queries, documents=documents)
+    assert spans_from_documents(dataset).to_pylist() == [
+        {"query_id": "q1", "doc_id": "A", "start": 0, "end": 17}, {"query_id": "q1", "doc_id": "B", "start": 0, "end": 5}
+    ]  # fmt: skip
+    assert [tuple(r.values()) for r in spans_from_documents(dataset, rel_level=2).to_pylist()] == [("q1", "A", 0, 17)]
+    assert [tuple(r.values()) for r in spans_from_answers(dataset, rel_level=2).to_pylist()] == [
+        ("q1", "A", 6, 11), ("q1", "A", 12, 17)
+    ]  # fmt: skip
+    bare = rm.Dataset.from_frames(qrels, queries)
+    with pytest.raises(rm.RagMetricsError, match=r"^whole-document evidence needs the corpus texts \(--corpus"):
+        spans_from_documents(bare)
+    with pytest.raises(rm.RagMetricsError, match=r"^locating answers in documents needs the corpus texts \(--corpus"):
+        spans_from_answers(bare)
 
 
 def test_answers_are_located_as_whole_words():

@@ -38,7 +38,7 @@ from ragmetrics.analysis.compare import MIN_GROUP, adjusted_intervals, corrected
 from ragmetrics.analysis.verdicts import verdict
 from ragmetrics.engine import Alignment, align
 from ragmetrics.engine.budgets import shared_tokenizer, tokens_at_depth
-from ragmetrics.engine.evidence import evaluate_evidence, spans_from_answers, spans_from_documents
+from ragmetrics.engine.evidence import evaluate_evidence, spans_from_answers, spans_from_documents, spans_table
 from ragmetrics.engine.queries import at_queries
 from ragmetrics.engine.tokens import TokenizerLike
 from ragmetrics.foundation.errors import RagMetricsError
@@ -252,12 +252,4 @@ def _summary(
 def chunk_spans_table(chunks: Sequence[tuple[str, str, int, int]]) -> pa.Table:
     """A ``chunk_id, doc_id, start, end`` table (as :func:`ragmetrics.io.spans.load_chunk_spans` reads one) from
     ``(chunk_id, doc_id, start, end)`` tuples, for chunkers that know where each chunk lies."""
-    chunk_ids, doc_ids, starts, ends = zip(*chunks) if chunks else ((), (), (), ())
-    return pa.table(
-        {
-            "chunk_id": pa.array(chunk_ids, type=pa.large_string()),
-            "doc_id": pa.array(doc_ids, type=pa.large_string()),
-            "start": pa.array(starts, type=pa.int64()),
-            "end": pa.array(ends, type=pa.int64()),
-        }
-    )
+    return spans_table(chunks, key="chunk_id")

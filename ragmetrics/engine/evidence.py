@@ -233,27 +233,37 @@ def spans_from_answers(dataset: Dataset, rel_level: int = 1) -> pa.Table:
     not part of a longer word (``5`` is not found in ``2015``; CJK text has no word edges). A
     relevant document without an occurrence gets no span (it is then not a relevant document of the evidence
     metrics). Columns ``query_id, doc_id, start, end``."""
-    corpus = _corpus(dataset)
-    if not corpus:
-        raise RagMetricsError("locating answers in documents needs the corpus texts (--corpus, a BEIR folder)")
+    relevant = _relevant_texts(dataset, rel_level, "locating answers in documents")
     queries = dataset.queries_table
     answers = dict(zip(queries.column("query_id").to_pylist(), queries.column("expected_answer").to_pylist()))
-    qrels = dataset.qrels_table
-    rows: dict[str, list[Any]] = {"query_id": [], "doc_id": [], "start": [], "end": []}
-    for query, doc, label in zip(
-        qrels.column("query_id").to_pylist(), qrels.column("doc_id").to_pylist(), qrels.column("relevance").to_pylist()
-    ):
+    rows: list[tuple[str, str, int, int]] = []
+    for query, doc, text in relevant:
         answer = str(answers.get(query) or "").strip()
-        text = corpus.get(doc)
-        if label < rel_level or not answer or text is None:
-            continue
-        at = text.find(answer)
+        at = text.find(answer) if answer else -1
         while at >= 0:
             if _whole_words(text, at, at + len(answer)):
-                for column, value in zip(rows, (query, doc, at, at + len(answer))):
-                    rows[column].append(value)
+                rows.append((query, doc, at, at + len(answer)))
             at = text.find(answer, at + 1)
-    return _spans_table(rows)
+    return spans_table(rows)
+
+
+def _relevant_texts(dataset: Dataset, rel_level: int, needs: str) -> list[tuple[str, str, str]]:
+    """``(query, document, text)`` of each judged pair, in the qrels' order, whose label is at least ``rel_level``
+    and whose document has a corpus text (not empty); ``needs``: what the corpus is needed for, in the error
+    without one."""
+    corpus = _corpus(dataset)
+    if not corpus:
+        raise RagMetricsError(f"{needs} needs the corpus texts (--corpus, a BEIR folder)")
+    qrels = dataset.qrels_table
+    return [
+        (query, doc, corpus[doc])
+        for query, doc, label in zip(
+            qrels.column("query_id").to_pylist(),
+            qrels.column("doc_id").to_pylist(),
+            qrels.column("relevance").to_pylist(),
+        )
+        if label >= rel_level and corpus.get(doc)
+    ]
 
 
 def _word_character(character: str) -> bool:
@@ -274,29 +284,20 @@ def spans_from_documents(dataset: Dataset, rel_level: int = 1) -> pa.Table:
     evidence of a dataset whose qrels are at document level only. Evidence recall then reads the share of the
     relevant documents' text the chunks hand over. Columns ``query_id, doc_id, start, end``; a relevant document
     missing from the corpus, or with no text, gets no span."""
-    corpus = _corpus(dataset)
-    if not corpus:
-        raise RagMetricsError("whole-document evidence needs the corpus texts (--corpus, a BEIR folder)")
-    qrels = dataset.qrels_table
-    rows: dict[str, list[Any]] = {"query_id": [], "doc_id": [], "start": [], "end": []}
-    for query, doc, label in zip(
-        qrels.column("query_id").to_pylist(), qrels.column("doc_id").to_pylist(), qrels.column("relevance").to_pylist()
-    ):
-        text = corpus.get(doc)
-        if label < rel_level or not text:
-            continue
-        for column, value in zip(rows, (query, doc, 0, len(text))):
-            rows[column].append(value)
-    return _spans_table(rows)
+    relevant = _relevant_texts(dataset, rel_level, "whole-document evidence")
+    return spans_table([(query, doc, 0, len(text)) for query, doc, text in relevant])
 
 
-def _spans_table(rows: Mapping[str, list[Any]]) -> pa.Table:
+def spans_table(rows: Sequence[tuple[str, str, int, int]], key: str = "query_id") -> pa.Table:
+    """A ``query_id, doc_id, start, end`` table (``key`` names the first column: ``chunk_id`` for where chunks lie)
+    from ``(id, doc_id, start, end)`` tuples, as :mod:`ragmetrics.io.spans` reads one."""
+    ids, doc_ids, starts, ends = zip(*rows) if rows else ((), (), (), ())
     return pa.table(
         {
-            "query_id": pa.array(rows["query_id"], type=pa.large_string()),
-            "doc_id": pa.array(rows["doc_id"], type=pa.large_string()),
-            "start": pa.array(rows["start"], type=pa.int64()),
-            "end": pa.array(rows["end"], type=pa.int64()),
+            key: pa.array(ids, type=pa.large_string()),
+            "doc_id": pa.array(doc_ids, type=pa.large_string()),
+            "start": pa.array(starts, type=pa.int64()),
+            "end": pa.array(ends, type=pa.int64()),
         }
     )
 
