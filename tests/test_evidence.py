@@ -24,6 +24,7 @@ from ragmetrics.engine.evidence import (
     spans_from_documents,
     visible_prefix,
 )
+from ragmetrics.foundation import kernels
 from ragmetrics.foundation.errors import ParseError
 from ragmetrics.io.spans import check_spans, load_chunk_spans, load_spans
 
@@ -613,3 +614,23 @@ def test_evaluate_evidence_builds_the_corpus_lookup_once():
         sys.setprofile(None)
     assert built.count("text") == 1
     assert result.values["context_precision@3"].tolist() == [3 / 6, 0.5]  # the lookup served the evidence tokens
+
+
+def test_the_chunks_texts_are_taken_in_ranking_order_once():
+    """The token counts and the chunks' places read one copy of the run's text column in ranking order."""
+    run = rm.Run.from_frame(RUN.frame.assign(score=[1.0, 2.0, 3.0, 4.0, 1.0]))  # stored against ranking order
+    alignment = rm.align(DATASET, run)
+    column = alignment.run.table.column("text")
+    taken: list[int] = []
+
+    def count(frame, event, _arg):
+        if event == "call" and frame.f_code is kernels.take.__code__ and frame.f_locals["values"].equals(column):
+            taken.append(1)
+
+    sys.setprofile(count)
+    try:
+        result = evaluate_evidence(alignment, SPANS, ["evidence_recall@3", "context_precision@3"])
+    finally:
+        sys.setprofile(None)
+    assert len(taken) == 1
+    assert result.values["evidence_recall@3"].tolist() == [1.0, 1.0]  # A#9 (nowhere), then A#1 covers q1's gold

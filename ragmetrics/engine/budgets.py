@@ -99,7 +99,7 @@ def _corpus_texts(alignment: Alignment) -> dict[str, str] | None:
 
 def tokenizer(alignment: Alignment) -> Tokenizer:
     """The tokenizer the alignment's token budgets read (``auto`` resolved on its texts)."""
-    return alignment.once(("tokenizer",), lambda: resolve(alignment.tokenizer, _texts(alignment)))
+    return alignment.once(("tokenizer",), lambda: resolve(alignment.tokenizer, handed_texts(alignment)))
 
 
 def shared_tokenizer(alignments: Sequence[Alignment]) -> list[Alignment]:
@@ -110,20 +110,21 @@ def shared_tokenizer(alignments: Sequence[Alignment]) -> list[Alignment]:
     auto = [a for a in alignments if isinstance(a.tokenizer, str) and a.tokenizer == "auto"]
     if len(auto) < 2:
         return list(alignments)
-    distinct = [list(dict.fromkeys(_texts(a))) for a in auto]
+    distinct = [list(dict.fromkeys(handed_texts(a))) for a in auto]
     chosen = resolve("auto", [t for turn in zip_longest(*distinct) for t in turn if t is not None])
     return [_counting_with(a, chosen) if a in auto and tokenizer(a).name != chosen.name else a for a in alignments]
 
 
 def _counting_with(alignment: Alignment, chosen: Tokenizer) -> Alignment:
     """``alignment`` counting with ``chosen``, its row texts kept."""
-    texts = _texts(alignment)
+    texts = handed_texts(alignment)
     counting = alignment.with_tokenizer(chosen)
     counting.once(("row texts",), lambda: texts)
     return counting
 
 
-def _texts(alignment: Alignment) -> list[str]:
+def handed_texts(alignment: Alignment) -> list[str]:
+    """:func:`row_texts`, read once per alignment (the token counts and the evidence metrics share them)."""
     texts: list[str] = alignment.once(("row texts",), lambda: row_texts(alignment))
     return texts
 
@@ -132,7 +133,7 @@ def row_tokens(alignment: Alignment) -> np.ndarray:
     """The token count of each retrieved row before merging, in ranking order (int64, read-only)."""
 
     def count() -> np.ndarray:
-        counts = tokenizer(alignment).counts(_texts(alignment))
+        counts = tokenizer(alignment).counts(handed_texts(alignment))
         counts.flags.writeable = False
         return counts
 

@@ -324,7 +324,10 @@ def _chunk_places(
     chunk_ids = [str(v) for v in column("doc_id")]
     has_source = "source_doc" in table.column_names
     docs = [str(v) for v in column("source_doc")] if has_source else list(chunk_ids)
-    own = column("text") if "text" in table.column_names else [None] * len(chunk_ids)
+    if "text" in table.column_names and table.column("text").null_count == 0:
+        own: list[Any] = budgets.handed_texts(alignment)  # the token counts' texts: the column is taken once
+    else:
+        own = column("text") if "text" in table.column_names else [None] * len(chunk_ids)
     titles = _corpus(alignment.dataset, "title")
     given: dict[str, tuple[str, int, int]] = {}
     if chunk_spans is not None:
