@@ -9,7 +9,8 @@ cover its value on the full qrels.
 
 ``PYTHONPATH=. python tests/test_offline_loop.py [SEEDS] [JUDGE]`` prints how often, over seeds, the intervals cover
 and the estimates order the runs as the full qrels do, with the endpoint judge or ``"learned over the endpoint"``
-(the figures of docs/judging.md).
+(the figures of docs/judging.md); ``... [SEEDS] [JUDGE] 0.1,0.2,0.3`` prints how often the order is right with each
+share of the queries labelled by the humans.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ pytestmark = pytest.mark.xdist_group("offline_loop")  # one worker: the endpoint
 SCIFACT = Path(__file__).parent / "data" / "scifact"
 RUNS = ("bm25-stem", "dense-all-minilm-l6-v2", "hybrid-rrf60")
 LOOP_SEED = 0
+HUMAN_SHARE = 0.1
+"""The share of the queries the humans label (a tenth: 30 of SciFact's 300)."""
 FLIPPED = 0.2
 """The share of the stub's answers that are the opposite of the full qrels."""
 JUDGE_MODEL = "scifact-flipped"
@@ -83,9 +86,9 @@ def scifact() -> tuple[rm.Dataset, list, dict[str, float]]:
 
 
 @functools.cache
-def offline_loop(seed: int = LOOP_SEED) -> Loop:
+def offline_loop(seed: int = LOOP_SEED, share: float = HUMAN_SHARE) -> Loop:
     """The :class:`Loop` of ``seed`` (one generator draws, in turn, the hidden half, the flipped answers and the
-    human tenth)."""
+    human sample, ``share`` of the queries: a tenth unless told; the rest of the loop does not depend on it)."""
     full, runs, truth = scifact()
     rng = np.random.default_rng(seed)
     qrels = full.qrels
@@ -102,7 +105,7 @@ def offline_loop(seed: int = LOOP_SEED) -> Loop:
     flipped = rng.random(len(pairs)) < FLIPPED
     answers = dict(zip(zip(pairs["query_id"], pairs["doc_id"]), np.where(flipped, 1 - grade, grade).tolist()))
     ids = full.query_ids
-    sampled = set(ids[rng.choice(len(ids), len(ids) // 10, replace=False)])
+    sampled = set(ids[rng.choice(len(ids), round(len(ids) * share), replace=False)])
     return Loop(known, pairs, answers, qrels[qrels["query_id"].isin(sampled)], runs, truth)
 
 
@@ -145,11 +148,12 @@ def endpoint_labels(seed: int = LOOP_SEED) -> pd.DataFrame:
 
 
 @functools.cache
-def learned_labels(seed: int = LOOP_SEED) -> pd.DataFrame:
+def learned_labels(seed: int = LOOP_SEED, share: float = HUMAN_SHARE) -> pd.DataFrame:
     """The learned judge's labels of the loop's pool, stacked on the endpoint judge's (``base``): trained on the
     pooled pairs of the human tenth (relevant when the full qrels say so, else 0), reading each pair's features, the
-    pool's best rank and run count, and the endpoint's grade."""
-    loop = offline_loop(seed)
+    pool's best rank and run count, and the endpoint's grade (``share``: the human sample's, as
+    :func:`offline_loop`)."""
+    loop = offline_loop(seed, share)
     pooled = pool(loop.known, loop.runs, 10)
     pairs = pairs_from_pool(loop.known, pooled)
     human = set(loop.human["query_id"])
@@ -403,9 +407,54 @@ def loop_rates(
     return {p: {key: float(np.mean(values)) for key, values in keys.items()} for p, keys in found.items()}
 
 
+def order_by_share(seeds: range, shares: tuple[float, ...], judge: str = "endpoint") -> dict[float, dict[str, float]]:
+    """For each share of the queries labelled by the humans, how often over ``seeds`` (target ``queries``) the
+    corrected estimates order the three runs as the full qrels do, and how often the corrected comparisons settle
+    it (all three pairs significant, Holm over the pairs, each with the full qrels' sign). Each seed's hidden
+    half, pool and endpoint answers are the same whatever the share; only the human sample grows (a new draw of
+    the seed's generator, not a superset of the smaller one), and the learned judge is trained on it."""
+    found: dict[float, dict[str, list[float]]] = {share: {} for share in shares}
+    for seed in seeds:
+        for share in shares:
+            loop = offline_loop(seed, share)
+            judged_labels = endpoint_labels(seed) if judge == "endpoint" else learned_labels(seed, share)
+            truth = loop.truth
+            order = sorted(truth, key=truth.__getitem__)
+            frame, judged, human, queries = corrected(loop, judged_labels)
+            pairs = [
+                (np.sign(row.delta) == np.sign(truth[row.run] - truth[base]), bool(row.significant), (row.ci_high - row.ci_low) / 2)
+                for base in truth
+                for row in corrected_comparison(judged, human, queries, baseline=base).itertuples()
+            ]  # fmt: skip
+            for key, value in {
+                "labelled queries": frame["n_labelled"].iloc[0],
+                "order right, corrected": list(frame["estimate"].sort_values().index) == order,
+                "order right, human-only": list(frame["human"].sort_values().index) == order,
+                "order right, judge-only": list(frame["judge"].sort_values().index) == order,
+                "pairs significant (of 3)": sum(significant for _, significant, _ in pairs) / 2,
+                "order settled, corrected": all(right and significant for right, significant, _ in pairs),
+                "significant, sign wrong": sum(significant and not right for right, significant, _ in pairs) / 2,
+                "half width": float(((frame["ci_high"] - frame["ci_low"]) / 2).mean()),
+                "delta half width": float(np.mean([width for _, _, width in pairs])),
+            }.items():
+                found[share].setdefault(key, []).append(float(value))
+        for cached in (learned_labels, endpoint_labels, offline_loop):
+            cached.cache_clear()
+    return {share: {key: float(np.mean(values)) for key, values in keys.items()} for share, keys in found.items()}
+
+
 if __name__ == "__main__":  # the figures of docs/judging.md
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     chosen = sys.argv[2] if len(sys.argv) > 2 else "endpoint"
+    if len(sys.argv) > 3:  # shares of the queries labelled, e.g. 0.1,0.2,0.3: how the order's rate grows with them
+        for share, rates in order_by_share(range(count), tuple(map(float, sys.argv[3].split(","))), chosen).items():
+            print(f"offline loop, the {chosen} judge, on SciFact, seeds 0-{count - 1}, {share:.0%} of the queries "
+                  "labelled, target queries:")  # fmt: skip
+            for key, value in rates.items():
+                counted = key.startswith(("order", "signif"))
+                total = f"  ({round(value * count)} over the {count} seeds)" if counted else ""
+                print(f"  {key:<28} {value:.3f}{total}")
+        sys.exit(0)
     for target, rates in loop_rates(range(count), judge=chosen).items():
         print(f"offline loop, the {chosen} judge, on SciFact, seeds 0-{count - 1}, target {target}:")
         for key, value in rates.items():
