@@ -296,3 +296,33 @@ def assert_same(found, alignment: rm.Alignment, metrics=METRICS) -> int:
     assert found.coverage.summary() == alignment.coverage.summary()
     assert found.health == alignment.health
     return compared
+
+
+REFUSED_COMPARISONS: dict[str, tuple[bytes, bytes, bytes, str, str]] = {
+    "qrels_judging_nothing_relevant": (
+        b"q1 0 d1 0\nq2 0 d2 -1\nq3 0 d1 0\n",
+        b"q1 Q0 d1 1 1 t\nq2 Q0 d2 1 1 t\nq3 Q0 d2 1 1 t\n",
+        b"q1 Q0 d2 1 1 t\nq2 Q0 d1 1 1 t\nq3 Q0 d1 1 1 t\n",
+        "the qrels judge no document relevant (label >= 1, --rel-level) for any evaluated query",
+        "--allow-no-relevant",
+    ),
+    "a_run_whose_ids_meet_no_judged_query": (
+        b"q1 0 d1 1\nq2 0 d2 1\nq3 0 d1 1\n",
+        b"q1 Q0 d1 1 1 t\nq2 Q0 d2 1 1 t\nq3 Q0 d2 1 1 t\n",
+        b"x1 Q0 d1 1 1 t\nx2 Q0 d2 1 1 t\nx3 Q0 d1 1 1 t\n",
+        "run 'run': its ids do not meet the qrels",
+        "--allow-no-overlap",
+    ),
+}
+"""Comparisons ``compare`` refuses in process and on every engine: name -> (qrels, baseline run, run, what the
+partitioned engines say, the option that scores it anyway). The files are ``qrels.txt``, ``baseline.trec`` and
+``run.trec``."""
+
+
+def write_refused_comparison(folder: Path, name: str) -> list[str]:
+    """The files of the case ``name`` of :data:`REFUSED_COMPARISONS` in ``folder``, as ``compare``'s arguments."""
+    qrels_data, baseline_data, run_data, *_ = REFUSED_COMPARISONS[name]
+    paths = folder / "qrels.txt", folder / "baseline.trec", folder / "run.trec"
+    for path, data in zip(paths, (qrels_data, baseline_data, run_data)):
+        path.write_bytes(data)
+    return ["compare", "--dataset", str(paths[0]), "--baseline", str(paths[1]), "--run", str(paths[2]), "-m", "map"]

@@ -24,7 +24,7 @@ from ragmetrics.partitioned import evaluate_files
 from ragmetrics.partitioned.buckets import Plan, Side
 from ragmetrics.partitioned.engine import engine_class
 from ragmetrics.partitioned.local import bucket_tables_of
-from ragmetrics.partitioned.paired import compare_files, compare_pairs, statistics_of
+from ragmetrics.partitioned.paired import compare_files, compare_pairs, paired_runs, statistics_of
 from ragmetrics.partitioned.result import combine
 from tests.partitioned_cases import BUCKETS, METRICS, SCIFACT, write_grouped, write_hard_case
 
@@ -257,6 +257,26 @@ def test_several_pairs_read_each_run_once_and_equal_the_pairs_one_by_one(engine,
     together = compare_pairs(str(QRELS), runs, pairs, SOME, engine=engine, buckets=3, resamples=RESAMPLES)
     assert repr(together) == repr(one_by_one)
     assert sorted(read) == sorted(runs)  # each run's buckets made once, not once per pair
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "polars"])
+def test_each_runs_totals_are_what_the_refusals_read_of_it_in_process(hard, engine):
+    """The counts a comparison adds up bucket by bucket equal the in-process coverage and health of each run."""
+    qrels, run = hard
+    runs = [str(run), str(BM25)]
+    found = paired_runs(str(qrels), runs, [(1, 0)], SOME, engine=engine, buckets=3, resamples=10).runs
+    for i, path in enumerate(runs):
+        expected = rm.align(load_dataset(qrels), load_run(path))
+        totals = found[i]
+        assert totals.queries_evaluated == expected.coverage.queries_evaluated
+        assert totals.no_relevant == len(expected.coverage.no_relevant)
+        assert totals.valued == tuple(int(np.count_nonzero(~np.isnan(expected.value(m)))) for m in SOME)
+        health, theirs = totals.health, expected.health
+        assert (health.queries_ranked, health.queries_meeting) == (theirs.queries_ranked, theirs.queries_meeting)
+        assert health.run_queries_known == theirs.run_queries_known
+        assert health.no_overlap == theirs.no_overlap
+        assert health.judged_at_10 == pytest.approx(theirs.judged_at_10, abs=1e-12)
+        assert health.relevant_retrieved == pytest.approx(theirs.relevant_retrieved, abs=1e-12)
 
 
 # --- the fingerprint -----------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from tests.partitioned_cases import (
     BUCKETS,
     CONFORMANCE,
     METRICS,
+    REFUSED_COMPARISONS,
     SCIFACT,
     SMALL_BUCKETS,
     SMALL_CASES,
@@ -36,6 +37,7 @@ from tests.partitioned_cases import (
     write_budget_case,
     write_grouped,
     write_hard_case,
+    write_refused_comparison,
     write_small_case,
 )
 
@@ -357,6 +359,22 @@ def test_cli_qrels_judging_nothing_relevant_are_refused_as_in_process(tmp_path):
     for engine in READING_FILES:
         assert _cli(*common, "--engine", engine) == in_process
         assert _cli(*common, "--engine", engine, "--allow-no-relevant")[:2] == allowed[:2]
+
+
+@pytest.mark.parametrize("engine", OUT_OF_CORE)
+@pytest.mark.parametrize("case", REFUSED_COMPARISONS)
+def test_cli_compare_refuses_what_in_process_compare_refuses(tmp_path, engine, case):
+    """Was: compare --engine duckdb|polars printed deltas of 0 on qrels that judge nothing relevant, and of a run
+    whose ids meet none of the qrels', where in-process compare (and eval --engine) refuse."""
+    argv = write_refused_comparison(tmp_path, case)
+    *_, said, allow = REFUSED_COMPARISONS[case]
+    in_process = _cli(*argv)
+    assert in_process[:2] == (2, "") and allow in in_process[2]
+    code, out, err = _cli(*argv, "--engine", engine)
+    assert (code, out) == (2, "") and said in err and allow in err
+    if case == "qrels_judging_nothing_relevant":  # the same words as in process (the cause needs the alignment)
+        assert err == in_process[2]
+    assert _cli(*argv, "--engine", engine, allow)[0] == _cli(*argv, allow)[0] == 0
 
 
 def test_cli_per_query_out_writes_parquet(hard, tmp_path):

@@ -6,6 +6,7 @@ Kept small for CI: one session for the whole test session (the ``spark`` fixture
 
 from __future__ import annotations
 
+import io
 import warnings
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 
 import ragmetrics as rm
 import ragmetrics.spark as rms
+from ragmetrics.cli import main
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
 from ragmetrics.io import load_dataset, load_run
 from ragmetrics.partitioned import evaluate_files
@@ -21,6 +23,7 @@ from tests.partitioned_cases import (
     BUCKETS,
     CONFORMANCE,
     METRICS,
+    REFUSED_COMPARISONS,
     SCIFACT,
     SMALL_BUCKETS,
     SMALL_CASES,
@@ -31,6 +34,7 @@ from tests.partitioned_cases import (
     reference,
     write_budget_case,
     write_hard_case,
+    write_refused_comparison,
     write_small_case,
 )
 
@@ -116,6 +120,16 @@ def test_a_bad_line_is_one_line_at_the_files_line(spark, tmp_path):
         rms.evaluate(spark.createDataFrame(load_dataset(qrels).qrels), frame, ["map"], buckets=2)
     with pytest.raises(RagMetricsError, match=r"Spark cannot read it: \[PATH_NOT_FOUND\]"):
         evaluate_files(str(qrels), "file:///nonexistent/run.trec", ["map"], engine="spark")
+
+
+@pytest.mark.parametrize("case", REFUSED_COMPARISONS)
+def test_cli_compare_refuses_what_in_process_compare_refuses(spark, tmp_path, case):
+    argv = write_refused_comparison(tmp_path, case)
+    *_, said, allow = REFUSED_COMPARISONS[case]
+    out, err = io.StringIO(), io.StringIO()
+    assert main([*argv, "--engine", "spark", "--buckets", "2"], out, err) == 2
+    assert out.getvalue() == "" and said in err.getvalue() and allow in err.getvalue()
+    assert main([*argv, "--engine", "spark", "--buckets", "2", allow], io.StringIO(), io.StringIO()) == 0
 
 
 def test_token_budgets_count_with_the_tokenizer_given(spark, tmp_path):

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -101,22 +102,48 @@ def refuse_meaningless(
     (it needs data the dataset does not hold). In-process results and a partitioned engine's alike."""
     for name, run in result.runs.items():
         coverage = run.coverage
-        specs = [MODES[run.conventions.mode].parse(metric) for metric in run.metrics]
-        reads_relevance = [str(spec) for spec in specs if not label_free(spec)]
-        nothing_relevant = coverage.queries_evaluated and len(coverage.no_relevant) >= coverage.queries_evaluated
-        if nothing_relevant and reads_relevance and not allow_no_relevant:
+        # the arrays: reading ``run.values`` would import pandas
+        valued = [int(np.count_nonzero(~np.isnan(run.array(metric)))) for metric in run.metrics]
+        refuse_meaningless_counts(
+            name,
+            run.metrics,
+            run.conventions.mode,
+            coverage.queries_evaluated,
+            len(coverage.no_relevant),
+            valued,
+            rel_level,
+            allow_no_relevant=allow_no_relevant,
+        )
+
+
+def refuse_meaningless_counts(
+    name: str,
+    metrics: Sequence[str],
+    mode: str,
+    evaluated: int,
+    no_relevant: int,
+    valued: Sequence[int],
+    rel_level: int,
+    *,
+    allow_no_relevant: bool = False,
+) -> None:
+    """:func:`refuse_meaningless` of one run from its counts: its ``evaluated`` queries, those of them without a
+    relevant document (``no_relevant``) and, for each of ``metrics`` (in ``mode``), the queries with a value
+    (``valued``); what a run compared bucket by bucket adds up without collecting its values."""
+    specs = [MODES[mode].parse(metric) for metric in metrics]
+    reads_relevance = [str(spec) for spec in specs if not label_free(spec)]
+    if evaluated and no_relevant >= evaluated and reads_relevance and not allow_no_relevant:
+        raise RagMetricsError(
+            f"the qrels judge no document relevant (label >= {rel_level}, --rel-level) for any evaluated query: "
+            f"{reads_relevance[0]} would be 0 for every run; check --rel-level and the qrels' labels, or "
+            "--allow-no-relevant scores it anyway"
+        )
+    for spec, count in zip(specs, valued):
+        if evaluated and not count:
             raise RagMetricsError(
-                f"the qrels judge no document relevant (label >= {rel_level}, --rel-level) for any evaluated query: "
-                f"{reads_relevance[0]} would be 0 for every run; check --rel-level and the qrels' labels, or "
-                "--allow-no-relevant scores it anyway"
+                f"{spec}: run {name!r} has no value for any query: the metric needs what this dataset does "
+                "not hold (expected answers, keywords, text or a corpus size), or every query was skipped"
             )
-        for spec in specs:  # the arrays: reading ``run.values`` would import pandas
-            values = run.array(str(spec))
-            if len(values) and np.isnan(values).all():
-                raise RagMetricsError(
-                    f"{spec}: run {name!r} has no value for any query: the metric needs what this dataset does "
-                    "not hold (expected answers, keywords, text or a corpus size), or every query was skipped"
-                )
 
 
 def refuse_too_few_pairs(table: Any) -> None:

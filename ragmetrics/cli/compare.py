@@ -29,11 +29,12 @@ from ragmetrics.analysis.verdicts import (
     Verdict,
     interval_disagreement,
     mixed_words,
+    refuse_meaningless_counts,
     refuse_too_few_pairs,
     verdict,
 )
 from ragmetrics.cli.corrected import compare_corrected
-from ragmetrics.cli.evaluating import evaluate_runs, report_coverage
+from ragmetrics.cli.evaluating import evaluate_runs, refuse_no_overlap_partitioned, report_coverage
 from ragmetrics.cli.inputs import read_inputs
 from ragmetrics.cli.options import (
     Once,
@@ -172,9 +173,9 @@ def merged_pairs(args: argparse.Namespace, runs: list[str], pairs: list[tuple[in
     """Each ``(run, baseline)`` of ``pairs`` (indexes into ``runs``, files) through the options' engine, from the
     sums its buckets add up, every run read once (:func:`ragmetrics.partitioned.paired.compare_pairs`): one result
     per metric for each pair."""
-    from ragmetrics.partitioned.paired import compare_pairs  # noqa: PLC0415 (the partitioned engines load on use: a comparison in this process needs none)
+    from ragmetrics.partitioned.paired import paired_runs  # noqa: PLC0415 (the partitioned engines load on use: a comparison in this process needs none)
 
-    return compare_pairs(
+    found = paired_runs(
         args.dataset,
         runs,
         pairs,
@@ -183,6 +184,21 @@ def merged_pairs(args: argparse.Namespace, runs: list[str], pairs: list[tuple[in
         seed=args.seed,
         **engine_arguments(args),
     )
+    # refused as the in-process comparison refuses them (:func:`ragmetrics.cli.evaluating.evaluate_runs`)
+    for totals in found.runs.values():
+        refuse_no_overlap_partitioned(args, totals.name, totals.health)
+    for totals in found.runs.values():
+        refuse_meaningless_counts(
+            totals.name,
+            totals.metrics,
+            totals.conventions.mode,
+            totals.queries_evaluated,
+            totals.no_relevant,
+            totals.valued,
+            args.rel_level,
+            allow_no_relevant=args.allow_no_relevant,
+        )
+    return found.statistics
 
 
 def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

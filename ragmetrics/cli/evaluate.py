@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from ragmetrics.analysis.evaluate import DEFAULT_METRICS
 from ragmetrics.analysis.verdicts import refuse_meaningless
-from ragmetrics.cli.evaluating import evaluate_runs, report_coverage
+from ragmetrics.cli.evaluating import evaluate_runs, refuse_no_overlap_partitioned, report_coverage
 from ragmetrics.cli.inputs import blank_file, output_path, per_query_paths, read_inputs, replacing
 from ragmetrics.cli.options import (
     add_bounds_option,
@@ -66,15 +66,8 @@ def eval_partitioned(args: argparse.Namespace, metrics: Sequence[str]) -> Partit
         resamples=args.resamples if args.ci else 0,
         seed=args.seed,
     )
-    if not args.allow_no_overlap:
-        for name, run in result.runs.items():
-            state = run.health
-            if state.no_overlap:
-                raise RagMetricsError(
-                    f"run {name!r}: its ids do not meet the qrels ({state.queries_meeting} of {state.queries_ranked} "
-                    f"ranked queries have a judged document, {state.run_queries_known:.0%} of its queries are judged "
-                    "queries); --engine inprocess says the likely cause; --allow-no-overlap scores it anyway"
-                )
+    for name, run in result.runs.items():
+        refuse_no_overlap_partitioned(args, name, run.health)
     refuse_meaningless(result, args.rel_level, allow_no_relevant=args.allow_no_relevant)
     return result
 

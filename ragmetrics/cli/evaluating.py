@@ -17,6 +17,7 @@ from ragmetrics.foundation.model import Dataset, Run
 
 if TYPE_CHECKING:
     from ragmetrics.engine.alignment import Alignment
+    from ragmetrics.engine.health import Health
     from ragmetrics.partitioned import PartitionedResult
 
 
@@ -45,6 +46,17 @@ def refuse_no_overlap(args: argparse.Namespace, dataset: Dataset, alignments: It
     for alignment in alignments:
         if alignment.health.no_overlap:
             raise RagMetricsError(alignment.explain_no_overlap())
+
+
+def refuse_no_overlap_partitioned(args: argparse.Namespace, name: str, state: Health) -> None:
+    """A run a partitioned engine scored whose ids do not meet the qrels is refused (as :func:`refuse_no_overlap`,
+    from its health: the engine holds no alignment to try fixes on), unless ``--allow-no-overlap``."""
+    if not args.allow_no_overlap and state.no_overlap:
+        raise RagMetricsError(
+            f"run {name!r}: its ids do not meet the qrels ({state.queries_meeting} of {state.queries_ranked} "
+            f"ranked queries have a judged document, {state.run_queries_known:.0%} of its queries are judged "
+            "queries); --engine inprocess says the likely cause; --allow-no-overlap scores it anyway"
+        )
 
 
 def evaluate_runs(args: argparse.Namespace, dataset: Dataset, runs: list[Run], metrics: Sequence[str]) -> EvalResult:

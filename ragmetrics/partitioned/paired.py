@@ -11,7 +11,7 @@ differences (run minus baseline, over the queries where both have a value) befor
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -20,10 +20,11 @@ import pyarrow.compute as pc
 
 from ragmetrics.analysis.merged import Sums, id_keys, sums_of
 from ragmetrics.engine import Conventions
+from ragmetrics.engine.health import Health
 from ragmetrics.engine.tokens import TokenizerLike
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import to_numpy
-from ragmetrics.partitioned.buckets import EVALUATED, Plan
+from ragmetrics.partitioned.buckets import EVALUATED, TOTALS, UNKNOWN, Plan
 from ragmetrics.partitioned.engine import Options, engine_class
 from ragmetrics.partitioned.files import budget_tokenizer, canonical_metrics, run_name
 
@@ -94,7 +95,92 @@ def compare_files(
     return compare_pairs(dataset, [run, baseline], [(0, 1)], metrics, **options)[0]
 
 
+@dataclass(frozen=True)
+class RunTotals:
+    """What the refusals read of one run compared bucket by bucket, added up from its bucket tables without its
+    per-query values: its evaluated queries, those without a relevant document, each metric's queries with a value
+    (``valued``, in the order of ``metrics``), and what its :attr:`health` is made of."""
+
+    name: str
+    metrics: tuple[str, ...]
+    conventions: Conventions
+    queries_evaluated: int = 0
+    no_relevant: int = 0
+    valued: tuple[int, ...] = ()
+    queries_ranked: int = 0
+    queries_meeting: int = 0
+    judged_share: float = 0.0
+    """The sum over the ranked queries of the share of their top 10 that is judged."""
+    relevant_found: int = 0
+    relevant: int = 0
+    unknown_queries: int = 0
+    run_rows: int = 0
+
+    def add(self, table: pa.Table) -> RunTotals:
+        """These totals and a bucket table's."""
+        kind = to_numpy(table.column("kind"))
+        evaluated = table.filter(pa.array(kind == EVALUATED))
+        ranked = to_numpy(evaluated.column("ranked")).astype(bool)
+        meeting = to_numpy(evaluated.column("meeting")).astype(bool)
+        judged_top = to_numpy(evaluated.column("judged_top"))[ranked]
+        ranked_top = to_numpy(evaluated.column("ranked_top"))[ranked]
+        totals = table.filter(pa.array(kind == TOTALS))
+        valued = [
+            int(np.count_nonzero(~np.isnan(to_numpy(evaluated.column(m)).astype(np.float64)))) for m in self.metrics
+        ]
+        return replace(
+            self,
+            queries_evaluated=self.queries_evaluated + evaluated.num_rows,
+            no_relevant=self.no_relevant + int(np.count_nonzero(to_numpy(evaluated.column("no_relevant")))),
+            valued=tuple(a + b for a, b in zip(self.valued or (0,) * len(self.metrics), valued)),
+            queries_ranked=self.queries_ranked + int(np.count_nonzero(ranked)),
+            queries_meeting=self.queries_meeting + int(np.count_nonzero(meeting & ranked)),
+            judged_share=self.judged_share + float((judged_top / ranked_top).sum()),
+            relevant_found=self.relevant_found + int(to_numpy(evaluated.column("relevant_found")).sum()),
+            relevant=self.relevant + int(to_numpy(evaluated.column("relevant")).sum()),
+            unknown_queries=self.unknown_queries + int(np.count_nonzero(kind == UNKNOWN)),
+            run_rows=self.run_rows + int(pc.sum(totals.column("run_rows")).as_py() or 0),
+        )
+
+    @property
+    def health(self) -> Health:
+        """The run's health (:func:`ragmetrics.engine.health.health_of`), its mean share of judged documents added
+        bucket by bucket (equal to the in-process one but for the last bits)."""
+        distinct = self.unknown_queries + self.queries_ranked
+        known = 1.0 if distinct == 0 or self.run_rows == 0 else 1.0 - self.unknown_queries / distinct
+        judged = self.judged_share / self.queries_ranked if self.queries_ranked else 0.0
+        return Health(
+            queries_ranked=self.queries_ranked,
+            queries_meeting=self.queries_meeting,
+            judged_at_10=judged,
+            relevant_retrieved=self.relevant_found / self.relevant if self.relevant else 0.0,
+            run_queries_known=known,
+            judged_of_ranked=judged,
+        )
+
+
+@dataclass(frozen=True)
+class PairedRuns:
+    """:func:`paired_runs`' answer: one :class:`PairedStatistics` per metric for each pair (``statistics``), and the
+    :class:`RunTotals` of each run a pair names (``runs``: index into the runs given -> totals)."""
+
+    statistics: list[list[PairedStatistics]]
+    runs: dict[int, RunTotals]
+
+
 def compare_pairs(
+    dataset: str,
+    runs: Sequence[str],
+    pairs: Sequence[tuple[int, int]],
+    metrics: Sequence[str],
+    **options: Any,
+) -> list[list[PairedStatistics]]:
+    """Each ``(run, baseline)`` of ``pairs`` (indexes into ``runs``, files) on ``dataset``: the ``statistics`` of
+    :func:`paired_runs` (the same options)."""
+    return paired_runs(dataset, runs, pairs, metrics, **options).statistics
+
+
+def paired_runs(
     dataset: str,
     runs: Sequence[str],
     pairs: Sequence[tuple[int, int]],
@@ -111,11 +197,12 @@ def compare_pairs(
     spark_master: str | None = None,
     tokenizer: TokenizerLike = "auto",
     **changes: Any,
-) -> list[list[PairedStatistics]]:
+) -> PairedRuns:
     """Each ``(run, baseline)`` of ``pairs`` (indexes into ``runs``, files) on ``dataset`` through ``engine``, one
     :class:`PairedStatistics` per metric, equal bit for bit for any engine and bucket count (the resampling is a
-    function of the query id). Every run is read once, all runs' buckets in step, whatever the number of pairs.
-    ``tokenizer``: what the token budgets count with (as :func:`ragmetrics.partitioned.evaluate_files`)."""
+    function of the query id), and each run's :class:`RunTotals`. Every run is read once, all runs' buckets in step,
+    whatever the number of pairs. ``tokenizer``: what the token budgets count with (as
+    :func:`ragmetrics.partitioned.evaluate_files`)."""
     conventions = (conventions or Conventions()).replace(**changes) if changes else conventions or Conventions()
     names = canonical_metrics(list(metrics), conventions)
     budget_tokenizer(names, conventions, tokenizer, engine)
@@ -137,9 +224,13 @@ def compare_pairs(
         in_step = zip(*(executor.bucket_tables(plans[i], qrels, inputs[i], count) for i in used))
         totals = [Sums.empty(len(names), resamples, seed) for _ in pairs]
         sides = [Sums.empty(2 * len(names)) for _ in pairs]
+        added = {i: RunTotals(plans[i].run_name, names, conventions) for i in used}
         for tables in in_step:
             bucket = dict(zip(used, tables))
+            for i, table in bucket.items():
+                added[i] = added[i].add(table)
             for k, (mine, theirs) in enumerate(pairs):
                 differences, values = difference_sums(bucket[mine], bucket[theirs], names, resamples, seed)
                 totals[k], sides[k] = totals[k].merge(differences), sides[k].merge(values)
-    return [statistics_of(total, side, names, confidence) for total, side in zip(totals, sides)]
+    statistics = [statistics_of(total, side, names, confidence) for total, side in zip(totals, sides)]
+    return PairedRuns(statistics, added)
