@@ -418,6 +418,27 @@ def test_cli_per_query_out_is_checked_as_in_process(tmp_path, engine):
     assert code == 2 and f"--per-query-out {missing}: the folder {missing.parent} does not exist" in err
 
 
+@pytest.mark.parametrize("engine", READING_FILES)
+def test_per_query_out_over_an_input_is_refused_by_the_library(tmp_path, engine):
+    """Was: evaluate_files(per_query_out=) wrote the per-query values over the run or the qrels it was given (the
+    CLI refused it), and a missing folder gave pyarrow's message."""
+    qrels, run = write_small_case(tmp_path, "float_query_ids_in_a_parquet_run")
+    before = {path: path.read_bytes() for path in (qrels, run)}
+    for path, name in ((run, "runs"), (qrels, "dataset")):
+        with pytest.raises(RagMetricsError) as raised:
+            evaluate_files(str(qrels), str(run), ["map"], engine=engine, per_query_out=str(path))
+        assert str(raised.value) == (
+            f"per_query_out {path}: is also read as {name}; writing it would destroy that input: give another path"
+        )
+    assert {path: path.read_bytes() for path in (qrels, run)} == before
+    missing = tmp_path / "no" / "x.parquet"
+    with pytest.raises(RagMetricsError, match=f"per_query_out {missing}: the folder {missing.parent} does not exist"):
+        evaluate_files(str(qrels), str(run), ["map"], engine=engine, per_query_out=str(missing))
+    out = tmp_path / "values.parquet"
+    found = evaluate_files(str(qrels), str(run), ["map"], engine=engine, per_query_out=str(out))
+    assert pq.read_table(out).num_rows == found.runs["run"].coverage.queries_evaluated == 10
+
+
 def test_cli_refuses_what_the_engines_do_not_read(hard):
     qrels, run = hard
     code, _, err = _cli("eval", "--dataset", str(qrels), "--run", str(run), "--engine", "duckdb", "--queries", "x")

@@ -17,7 +17,7 @@ from typing import Any
 
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset, Run
-from ragmetrics.io import load_dataset, load_run, name_of_file, unique_names
+from ragmetrics.io import load_dataset, load_run, name_of_file, refuse_output_over_input, unique_names
 from ragmetrics.io.formats import formats_of
 from ragmetrics.io.source import open_source
 
@@ -41,20 +41,13 @@ INPUT_OPTIONS = (
 
 def output_path(args: argparse.Namespace, path: str, option: str) -> str:
     """``path``, a file the command is about to write for ``option``, once it is sure that its folder exists and
-    that it is none of the files the command reads (writing it would destroy that input)."""
-    folder = Path(path).resolve().parent
-    if not folder.is_dir():
-        raise RagMetricsError(f"{option} {path}: the folder {folder} does not exist")
-    if not os.path.exists(path):
-        return path
+    that it is none of the files the command reads (writing it would destroy that input):
+    :func:`ragmetrics.io.refuse_output_over_input`, the check the library's writers make."""
+    inputs = {}
     for name in INPUT_OPTIONS:
         value = getattr(args, name, None)
-        for given in value if isinstance(value, list) else [value]:
-            if isinstance(given, str) and given and os.path.exists(given) and os.path.samefile(given, path):
-                raise RagMetricsError(
-                    f"{option} {path}: is also read as --{name.replace('_', '-')}; writing it would destroy that "
-                    "input: give another path"
-                )
+        inputs[f"--{name.replace('_', '-')}"] = value if isinstance(value, list) else [value]
+    refuse_output_over_input(path, option, inputs)
     return path
 
 

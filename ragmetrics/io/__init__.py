@@ -17,7 +17,10 @@ Formats and how they are detected: see :mod:`ragmetrics.io.formats`.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -43,6 +46,7 @@ __all__ = [
     "load_qrels",
     "load_run",
     "name_of_file",
+    "refuse_output_over_input",
     "unique_names",
     "write_trec_qrels",
     "write_trec_run",
@@ -67,6 +71,23 @@ def unique_names(names: list[str]) -> list[str]:
         seen[name] = count + 1
         out.append(f"{name}-{count + 1}" if count else name)
     return out
+
+
+def refuse_output_over_input(path: str, option: str, inputs: Mapping[str, Sequence[str | None]]) -> None:
+    """Refuse ``path``, a file about to be written for ``option`` (as a user named it: ``--per-query-out``,
+    ``per_query_out``), when its folder does not exist or when it is a file of ``inputs`` (how a user named each
+    input -> its paths), which writing it would destroy."""
+    folder = Path(path).resolve().parent
+    if not folder.is_dir():
+        raise RagMetricsError(f"{option} {path}: the folder {folder} does not exist")
+    if not os.path.exists(path):
+        return
+    for name, paths in inputs.items():
+        for given in paths:
+            if isinstance(given, str) and given and os.path.exists(given) and os.path.samefile(given, path):
+                raise RagMetricsError(
+                    f"{option} {path}: is also read as {name}; writing it would destroy that input: give another path"
+                )
 
 
 def load_run(

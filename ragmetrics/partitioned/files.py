@@ -14,7 +14,7 @@ from ragmetrics.engine.modes import MODES
 from ragmetrics.engine.tokens import TokenizerLike, resolve
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import MAX_ID_BYTES
-from ragmetrics.io import load_dataset, load_run, name_of_file, unique_names
+from ragmetrics.io import load_dataset, load_run, name_of_file, refuse_output_over_input, unique_names
 from ragmetrics.partitioned.buckets import Plan
 from ragmetrics.partitioned.engine import Options, engine_class
 from ragmetrics.partitioned.result import PartitionedResult, PartitionedRun, combine
@@ -92,7 +92,8 @@ def evaluate_files(
     as many slices of the run). ``memory_limit`` (DuckDB, e.g. ``"2GB"``; the stream engine's slice is a share of it) and ``work_dir`` (where DuckDB and Polars write their buckets; default a temporary
     folder, removed after). ``spark_master``: the master of a session started here when none is running (default ``local[*]``).
     ``per_query_out``: a Parquet path per run (one path for one run) where the per-query values are written where
-    the engine runs, instead of being collected (the result then keeps the values but not the ids). Conventions as
+    the engine runs, instead of being collected (the result then keeps the values but not the ids); one that is an
+    input, or in a folder that does not exist, is refused (:func:`ragmetrics.io.refuse_output_over_input`). Conventions as
     :func:`ragmetrics.analysis.evaluate` (``changes`` override fields). ``resamples`` (and ``seed``): each bucket
     also emits the sums of that many merged bootstrap and sign-flip resamples (:mod:`ragmetrics.analysis.merged`),
     so each run's ``sums`` gives intervals equal, bit for bit, for any engine and bucket count. ``tokenizer``: what
@@ -106,6 +107,10 @@ def evaluate_files(
     if len(outs) != len(paths):
         raise RagMetricsError(f"per_query_out: one path per run; got {len(outs)} for {len(paths)} run(s)")
 
+    inputs = {"dataset": [dataset], "runs": paths}
+    for out in outs:
+        if out is not None and "://" not in out:  # a URL names the cluster's storage, not read here
+            refuse_output_over_input(out, "per_query_out", inputs)
     names = canonical_metrics(list(metrics or DEFAULT_METRICS), conventions)
     counted_with = budget_tokenizer(names, conventions, tokenizer, engine)
     options = Options(buckets=buckets, memory_limit=memory_limit, work_dir=work_dir, spark_master=spark_master)
