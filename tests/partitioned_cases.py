@@ -179,6 +179,26 @@ SMALL_ERRORS: dict[str, tuple[str, bytes, str, bytes]] = {
         ("query_id,doc_id,score,rank\nq1,d1,2,1\nq1,d2,1\n" + "q2,d1,1,1\n").encode(),
     ),
     "parquet_run_without_a_score_in_a_later_row": ("qrels.txt", _QRELS.encode(), "run.parquet", _NAN_RUN),
+    "csv_run_line_of_delimiters_only_after_a_blank_line": (
+        "qrels.txt",
+        _QRELS.encode(),
+        "run.csv",
+        b"query_id,doc_id,score\nq1,d1,2\n\n,,\nq1,d2,1\nq2,d1,1\n",
+    ),
+    "csv_run_line_of_one_delimiter_among_blank_lines": (
+        "qrels.txt",
+        _QRELS.encode(),
+        "run.csv",
+        b"query_id,doc_id,score\r\nq1,d1,2\r\n\r\n,\r\n\r\nq2,d1,1\r\n",
+    ),
+    "csv_qrels_line_of_delimiters_and_quotes_after_a_quoted_blank_line": (
+        "qrels.csv",
+        (
+            _CSV_HEAD.replace("\n", ",note\n") + 'q1,d1,1,"two\n\nlines"\n\n"",,,\n' + _CSV_BUT_Q1.replace("\n", ",x\n")
+        ).encode(),
+        "run.trec",
+        _RUN.encode(),
+    ),
     "bad_first_line_after_a_bom": (
         "qrels.txt",
         _QRELS.encode(),

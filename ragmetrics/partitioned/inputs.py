@@ -7,6 +7,7 @@ Only the file's head is read here (format detection sniffs it as the in-process 
 from __future__ import annotations
 
 import codecs
+import csv
 import gzip
 import io
 import os
@@ -212,6 +213,38 @@ def ragged_record(found: Input) -> ParseError | None:
         return tables.ragged_record(found.path, _body_lines(side), side.delimiter, found.columns, side.header_line + 1)
     except ParseError as exc:
         return exc
+
+
+def empty_records(found: Input) -> list[int]:
+    """The records of a local CSV or TSV file whose every field is empty (a line of delimiters only, ``,,``), which
+    the loader refuses where it skips a blank line: their rows below the header, a blank line counted as a row (as a
+    reader that reads a blank line as a row of empty cells counts it). The bytes are searched first: a file without
+    a line of delimiters and quotes only is read no further. Empty when the file cannot be read here or is
+    malformed (the engine's reader or :func:`ragged_record` tells that)."""
+    side = found.side
+    if found.format not in ("csv", "tsv") or side.header_line is None or not os.path.isfile(found.path):
+        return []
+    # a line break, then delimiters and quotes only: a literal first character keeps the search quick
+    only_delimiters = re.compile(rb"\n[" + re.escape(side.delimiter.encode()) + rb'"]+\r?(?=\n|\Z)')
+    with open_plain(found.path) as handle:
+        tail = b"\n"  # every line is searched after its line break
+        while block := handle.read(1 << 24):
+            data = tail + block
+            cut = data.rfind(b"\n")
+            if only_delimiters.search(data, 0, cut + 1):
+                break
+            tail = data[cut:]
+        else:
+            if not only_delimiters.search(tail):
+                return []
+    rows = []
+    try:
+        for row, fields in enumerate(csv.reader(_body_lines(side), delimiter=side.delimiter)):
+            if fields and not any(fields):
+                rows.append(row)
+    except csv.Error:
+        return []
+    return rows
 
 
 def check_line_breaks(path: str) -> None:

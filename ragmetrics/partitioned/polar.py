@@ -44,6 +44,7 @@ from ragmetrics.partitioned.inputs import (
     Side,
     buckets_by_size,
     check_line_breaks,
+    empty_records,
     first_line_not_utf8,
     is_gzipped,
     keyed_as_text,
@@ -196,9 +197,12 @@ class Polars(Engine):
                 infer_schema=False,
                 empty_string_is_null=False,
             ).with_columns(pl.col(c).fill_null("") for c in found.columns)
-            # a blank line holds no record for the loader (Polars reads a row of empty cells)
+            # a blank line holds no record for the loader (Polars reads a row of empty cells); a line of delimiters
+            # only, read as the same row, is a record the loader refuses: kept
             blank = pl.all_horizontal(pl.col(c) == "" for c in found.columns)
-            frame = cells.filter(~blank).with_row_index(POSITION)
+            records = empty_records(found)
+            keep = ~blank | pl.col(POSITION).is_in(records) if records else ~blank
+            frame = cells.with_row_index(POSITION).filter(keep).drop(POSITION).with_row_index(POSITION)
         assert found.query_column is not None
         return bucketed(frame, found.columns, query_key(frame, found.query_column), buckets)
 
