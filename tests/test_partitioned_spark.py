@@ -10,6 +10,7 @@ import io
 import warnings
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -92,10 +93,31 @@ def test_small_errors_files(spark, tmp_path, case):
     for buckets in SMALL_BUCKETS:
         with pytest.raises(RagMetricsError) as partitioned:
             evaluate_files(str(qrels), str(run), ["ndcg@10"], engine="spark", buckets=buckets)
-        if run.suffix == ".parquet":  # Spark's row ids only increase with the file: the row said is the bucket's
-            assert str(partitioned.value).split(" (row ")[0] == str(in_process.value).split(" (row ")[0]
-        else:
-            assert str(partitioned.value) == str(in_process.value)
+        assert str(partitioned.value) == str(in_process.value)
+
+
+def test_a_bad_parquet_cell_is_named_by_the_files_row_when_spark_splits_the_file(spark, tmp_path):
+    """Was: the row of the bucket the cell fell in. The file is read in several splits (row groups of a few rows,
+    a small split size), the bad cell in a late one."""
+    rows = 4_000
+    scores = [float("nan") if i == 3_456 else float(i % 7) for i in range(rows)]
+    run = tmp_path / "run.parquet"
+    table = pa.table({"query_id": [f"q{i // 10}" for i in range(rows)], "doc_id": [f"d{i}" for i in range(rows)]})
+    pq.write_table(table.append_column("score", pa.array(scores)), run, row_group_size=100)
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("".join(f"q{q} 0 d{q * 10} 1\n" for q in range(rows // 10)))
+    with pytest.raises(RagMetricsError) as in_process:
+        evaluate_files(str(qrels), str(run), ["map"], engine="inprocess")
+    assert "(row 3457)" in str(in_process.value)
+    before = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", str(run.stat().st_size // 6))
+    try:
+        assert spark.read.parquet(str(run)).rdd.getNumPartitions() > 1
+        with pytest.raises(RagMetricsError) as partitioned:
+            evaluate_files(str(qrels), str(run), ["map"], engine="spark", buckets=3)
+    finally:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", before)
+    assert str(partitioned.value) == str(in_process.value)
 
 
 def test_a_bad_line_is_one_line_at_the_files_line(spark, tmp_path):

@@ -143,7 +143,11 @@ def frames_of_file(spark: SparkSession, found: Input, buckets: int) -> DataFrame
         data = lines.where((key != "") & ~key.startswith("#"))
         return _bucketed(data, key, buckets).select("line", POSITION, "bucket")
     if found.format == "parquet":
-        frame = _with_position(spark.read.parquet(found.path))
+        frame = spark.read.parquet(found.path)
+        # one file: each row's place in it (Spark's own row index); a folder of files: ids increasing with each
+        frame = (
+            frame.withColumn(POSITION, F.col("_metadata.row_index")) if found.side.numbered else _with_position(frame)
+        )
 
         found = with_columns(found, [c for c in frame.columns if c != POSITION])
     else:
@@ -194,8 +198,9 @@ class Spark(Engine):
 
     def describe(self, path: str, kind: str) -> Input:
         found = describe(path, kind, local=os.path.exists(path))  # type: ignore[arg-type]
-        # a CSV file read whole (multiLine) is one partition: its row ids count its records; other ids only increase
-        numbered = found.format in ("csv", "tsv") and os.path.isfile(path)
+        # a CSV file read whole (multiLine) is one partition: its row ids count its records; a Parquet file's rows
+        # are numbered by their row index in it; other ids only increase
+        numbered = found.format in ("csv", "tsv", "parquet") and os.path.isfile(path)
         return replace(found, side=replace(found.side, numbered=numbered))
 
     def buckets_for(self, qrels: Input, run: Input) -> int:
