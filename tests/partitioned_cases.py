@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.csv
 import pyarrow.parquet as pq
 
 import ragmetrics as rm
@@ -210,22 +211,33 @@ SMALL_ERRORS: dict[str, tuple[str, bytes, str, bytes]] = {
 line, what was expected), as :data:`SMALL_CASES`."""
 
 
-def write_budget_case(folder: Path) -> tuple[Path, Path]:
-    """Qrels and a Parquet run with chunk texts, for token budgets (``recall@4tok``): one query's texts Chinese
-    (jieba counts its words, whitespace one token a text), the others English."""
-    rows = [(1, d, "今天天气很好我们去公园散步吧") for d in range(1, 4)]
-    rows += [(q, d, "a few english words " * d) for q in range(2, 9) for d in range(1, 4)]
-    run = folder / "budget.parquet"
-    run.write_bytes(
-        _parquet(
-            {
-                "query_id": [f"q{q}" for q, _, _ in rows],
-                "doc_id": [f"d{d}" for _, d, _ in rows],
-                "score": [float(4 - d) for _, d, _ in rows],
-                "text": [t for *_, t in rows],
-            }
-        )
-    )
+BUDGET_TEXTS = {
+    "mixed": ("今天天气很好我们去公园散步吧", "a few english words "),
+    "cjk": ("今天天气很好我们去公园散步吧", "明天 下雨 我们 在家 看书 吧 "),
+    "english": ("one, two; three.", "a few, english words. "),
+}
+"""The texts of :func:`write_budget_case`: q1's, and the other queries' (repeated by the document's number)."""
+
+
+def write_budget_case(folder: Path, texts: str = "mixed", fmt: str = "parquet") -> tuple[Path, Path]:
+    """Qrels and a run with chunk texts (Parquet, or ``fmt`` ``"csv"``), for token budgets (``recall@4tok``):
+    q1's texts and the others' of :data:`BUDGET_TEXTS` (``mixed``: q1's Chinese, jieba counting its words and
+    whitespace one token a text, the others English: ``auto`` depends on which texts come first; ``cjk``: every
+    text mostly Chinese; ``english``: none, with punctuation, which jieba counts and whitespace does not)."""
+    first, other = BUDGET_TEXTS[texts]
+    rows = [(1, d, first) for d in range(1, 4)]
+    rows += [(q, d, other * d) for q in range(2, 9) for d in range(1, 4)]
+    columns = {
+        "query_id": [f"q{q}" for q, _, _ in rows],
+        "doc_id": [f"d{d}" for _, d, _ in rows],
+        "score": [float(4 - d) for _, d, _ in rows],
+        "text": [t for *_, t in rows],
+    }
+    run = folder / f"budget.{fmt}"
+    if fmt == "csv":
+        pa.csv.write_csv(pa.table(columns), run)
+    else:
+        run.write_bytes(_parquet(columns))
     qrels = folder / "budget-qrels.txt"
     qrels.write_text("".join(f"q{q} 0 d{d} 1\n" for q in range(1, 9) for d in (2, 3)), encoding="utf-8")
     return qrels, run

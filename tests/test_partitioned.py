@@ -5,20 +5,25 @@ buckets (the stream engine: as many slices, and more, small enough to cut inside
 from __future__ import annotations
 
 import gzip
+import re
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
 import ragmetrics as rm
 from ragmetrics.cli import build_parser, main
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
+from ragmetrics.foundation.scripts import CJK_CHARACTER
 from ragmetrics.io import load_dataset, load_run
 from ragmetrics.partitioned import ENGINES, evaluate_files, stream
 from ragmetrics.partitioned.buckets import Plan, Side
 from ragmetrics.partitioned.engine import Options
 from ragmetrics.partitioned.local import bucket_tables_of
 from ragmetrics.partitioned.result import combine
+from ragmetrics.partitioned.scripts import patterns as scripts_patterns
 from ragmetrics.partitioned.stream import QrelsSlices, Stream
 from ragmetrics.partitioned.stream import _parse_qrels as parse_qrels
 from tests.partitioned_cases import (
@@ -158,6 +163,38 @@ def test_token_budgets_count_with_the_tokenizer_given(tmp_path, engine):
     assert evaluate_files(str(qrels), str(run), ["ndcg@10"], engine=engine).runs["budget"].tokenizer is None
     with pytest.raises(RagMetricsError, match=r"recall@4tok: the \w+ engine counts token budgets with one tokenizer"):
         evaluate_files(str(qrels), str(run), metrics, engine=engine, buckets=2)
+
+
+@pytest.mark.parametrize("engine", READING_FILES)
+@pytest.mark.parametrize(("texts", "fmt"), [("cjk", "parquet"), ("english", "parquet"), ("cjk", "csv")])
+def test_auto_counts_token_budgets_as_in_process_when_the_scripts_decide_it(tmp_path, engine, texts, fmt):
+    """Was: auto refused with a token budget. Every text mostly CJK (or none): auto picks what it picks in process,
+    for one run and for two together; runs whose texts are on both sides of the share are still refused."""
+    if engine == "stream" and fmt == "csv":
+        pytest.skip("the stream engine reads TREC and Parquet runs")
+    qrels, run = write_budget_case(tmp_path, texts, fmt)
+    metrics = ["recall@12tok", "ndcg@4tok"]
+    picked = "jieba" if texts == "cjk" else "whitespace"
+    other = "whitespace" if texts == "cjk" else "jieba"
+    in_process = rm.evaluate(load_dataset(qrels), [load_run(run), load_run(run, name="again")], metrics)
+    assert {found.tokenizer for found in in_process.runs.values()} == {picked}
+    otherwise = rm.evaluate(load_dataset(qrels), load_run(run), metrics, tokenizer=other).runs["budget"]
+    assert not np.array_equal(otherwise.array("recall@12tok"), in_process.runs["budget"].array("recall@12tok"))
+    copy = tmp_path / "again" / run.name
+    copy.parent.mkdir()
+    copy.write_bytes(run.read_bytes())
+    for buckets in SMALL_BUCKETS:
+        found = evaluate_files(str(qrels), [str(run), str(copy)], metrics, engine=engine, buckets=buckets)
+        for name in ("budget", "budget-2"):
+            assert found.runs[name].tokenizer == picked
+            for metric in metrics:
+                expected = in_process.runs["budget"].array(metric)
+                np.testing.assert_array_equal(found.runs[name].array(metric), expected)
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    _, other_run = write_budget_case(mixed, "english" if texts == "cjk" else "cjk", fmt)
+    with pytest.raises(RagMetricsError, match=r"several scripts \(some mostly CJK, some not\)"):
+        evaluate_files(str(qrels), [str(run), str(other_run)], metrics, engine=engine)
 
 
 def test_cli_token_budgets_name_their_tokenizer_as_in_process(tmp_path):
@@ -719,3 +756,13 @@ def test_cli_stream_per_query_out(grouped, tmp_path):
     assert code == 0, err
     table = pq.read_table(out).to_pandas().set_index("query_id").loc[list(expected.query_ids)]
     np.testing.assert_array_equal(table["ndcg@10"].to_numpy(), expected.value("ndcg@10"))
+
+
+def test_the_script_pass_counts_characters_as_auto_counts_them():
+    """:mod:`ragmetrics.partitioned.scripts` counts CJK and space characters with Arrow's regular expressions: the
+    same characters as :func:`ragmetrics.engine.tokens.cjk_share`'s, over every code point."""
+    every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000)
+    cjk, space = scripts_patterns()
+    text = pa.array([every])
+    assert pc.count_substring_regex(text, cjk)[0].as_py() == len(CJK_CHARACTER.findall(every))
+    assert pc.count_substring_regex(text, space)[0].as_py() == len(re.findall(r"\s", every))

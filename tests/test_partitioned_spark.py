@@ -164,6 +164,17 @@ def test_token_budgets_count_with_the_tokenizer_given(spark, tmp_path):
         evaluate_files(str(qrels), str(run), ["recall@4tok"], engine="spark")
 
 
+@pytest.mark.parametrize(("texts", "fmt"), [("cjk", "parquet"), ("english", "csv")])
+def test_auto_counts_token_budgets_as_in_process_when_the_scripts_decide_it(spark, tmp_path, texts, fmt):
+    qrels, run = write_budget_case(tmp_path, texts, fmt)
+    metrics = ["recall@12tok", "ndcg@4tok"]
+    expected = rm.evaluate(load_dataset(qrels), load_run(run), metrics).runs["budget"]
+    found = evaluate_files(str(qrels), str(run), metrics, engine="spark", buckets=8).runs["budget"]
+    assert found.tokenizer == expected.tokenizer == ("jieba" if texts == "cjk" else "whitespace")
+    for metric in metrics:
+        np.testing.assert_array_equal(found.array(metric), expected.array(metric))
+
+
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
 def test_table_files(spark, hard, tmp_path, fmt):
     qrels, run = as_tables(*hard, tmp_path, fmt)

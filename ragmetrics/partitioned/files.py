@@ -17,7 +17,9 @@ from ragmetrics.foundation.ids import MAX_ID_BYTES
 from ragmetrics.io import load_dataset, load_run, name_of_file, refuse_output_over_input, unique_names
 from ragmetrics.partitioned.buckets import Plan
 from ragmetrics.partitioned.engine import Options, engine_class
+from ragmetrics.partitioned.inputs import Input
 from ragmetrics.partitioned.result import PartitionedResult, PartitionedRun, combine
+from ragmetrics.partitioned.scripts import auto_tokenizer
 
 __all__ = ["budget_tokenizer", "canonical_metrics", "evaluate_files", "run_name"]
 
@@ -31,20 +33,34 @@ def canonical_metrics(metrics: Sequence[str], conventions: Conventions) -> tuple
 
 
 def budget_tokenizer(
-    metrics: Sequence[str], conventions: Conventions, tokenizer: TokenizerLike, engine: str
+    metrics: Sequence[str],
+    conventions: Conventions,
+    tokenizer: TokenizerLike,
+    engine: str,
+    runs: Sequence[Input] = (),
 ) -> str | None:
     """The name of the tokenizer the token budgets among ``metrics`` (``recall@512tok``) count with; None when no
-    metric reads a budget. ``auto`` is refused there: it picks a tokenizer from the texts the whole run retrieves,
-    in ranking order, which a partitioned engine reads a bucket at a time (never together)."""
+    metric reads a budget. ``auto`` is resolved on the texts of ``runs`` (files of this machine) as in process when
+    their scripts decide it whatever the ranking order (:func:`ragmetrics.partitioned.scripts.auto_tokenizer`), and
+    refused otherwise: it picks a tokenizer from the first texts the runs retrieve, in ranking order, which a
+    partitioned engine reads a bucket at a time (never together)."""
     budgeted = [m for m in metrics if MODES[conventions.mode].parse(m).tokens is not None]
     if not budgeted:
         return None
     if isinstance(tokenizer, str) and tokenizer == "auto":
+        decided = auto_tokenizer(runs) if runs else None
+        if decided is not None:
+            return decided
+        why = (
+            "the runs' texts are in several scripts (some mostly CJK, some not), so the pick depends on which come "
+            "first in ranking order, which this engine reads a bucket at a time"
+            if runs and all(os.path.isfile(found.path) for found in runs)
+            else "auto picks one from the texts of the whole run, which this engine reads a bucket at a time"
+        )
         raise RagMetricsError(
             f"{budgeted[0]}: the {engine} engine counts token budgets with one tokenizer named for the whole run: "
-            "give --tokenizer whitespace or --tokenizer jieba (library: tokenizer=); auto picks one from the texts "
-            "of the whole run, which this engine reads a bucket at a time (eval --engine inprocess and "
-            "ragmetrics.evaluate read auto)"
+            f"give --tokenizer whitespace or --tokenizer jieba (library: tokenizer=); {why} (eval --engine inprocess "
+            "and ragmetrics.evaluate read auto)"
         )
     return resolve(tokenizer, []).name
 
@@ -97,8 +113,9 @@ def evaluate_files(
     :func:`ragmetrics.analysis.evaluate` (``changes`` override fields). ``resamples`` (and ``seed``): each bucket
     also emits the sums of that many merged bootstrap and sign-flip resamples (:mod:`ragmetrics.analysis.merged`),
     so each run's ``sums`` gives intervals equal, bit for bit, for any engine and bucket count. ``tokenizer``: what
-    the token budgets (``recall@512tok``) count with, a named tokenizer or a callable (``auto`` is refused with a
-    budget: :func:`budget_tokenizer`); each run's :attr:`PartitionedRun.tokenizer` names it."""
+    the token budgets (``recall@512tok``) count with, a named tokenizer, a callable or ``auto`` (resolved as in
+    process, on all the runs' texts together, when their scripts decide it; refused otherwise:
+    :func:`budget_tokenizer`); each run's :attr:`PartitionedRun.tokenizer` names it."""
     conventions = (conventions or Conventions()).replace(**changes) if changes else conventions or Conventions()
     paths = [runs] if isinstance(runs, str) else list(runs)
     outs = [per_query_out] if per_query_out is None or isinstance(per_query_out, str) else list(per_query_out)
@@ -112,16 +129,17 @@ def evaluate_files(
         if out is not None and "://" not in out:  # a URL names the cluster's storage, not read here
             refuse_output_over_input(out, "per_query_out", inputs)
     names = canonical_metrics(list(metrics or DEFAULT_METRICS), conventions)
-    counted_with = budget_tokenizer(names, conventions, tokenizer, engine)
     options = Options(buckets=buckets, memory_limit=memory_limit, work_dir=work_dir, spark_master=spark_master)
     results: dict[str, PartitionedRun] = {}
     with engine_class(engine)(options) as executor:
         qrels = executor.describe(dataset, "dataset")
+        described = [executor.describe(path, "run") for path in paths]
+        counted_with = budget_tokenizer(names, conventions, tokenizer, engine, described)
+        counting = counted_with if counted_with is not None and tokenizer == "auto" else tokenizer
         used = 0
-        for path, out, name in zip(paths, outs, unique_names([run_name(p) for p in paths])):
-            run = executor.describe(path, "run")
+        for path, run, out, name in zip(paths, described, outs, unique_names([run_name(p) for p in paths])):
             plan = Plan(name, run.side, qrels.side, names, conventions, corpus_size, chunk_pattern, max_id_bytes)
-            plan = replace(plan, resamples=resamples, seed=seed, tokenizer=tokenizer)
+            plan = replace(plan, resamples=resamples, seed=seed, tokenizer=counting)
             used = buckets or executor.buckets_for(qrels, run)
             tables = executor.tables(plan, qrels, run, used, out)
             results[name] = combine(

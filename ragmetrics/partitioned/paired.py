@@ -205,7 +205,6 @@ def paired_runs(
     :func:`ragmetrics.partitioned.evaluate_files`)."""
     conventions = (conventions or Conventions()).replace(**changes) if changes else conventions or Conventions()
     names = canonical_metrics(list(metrics), conventions)
-    budget_tokenizer(names, conventions, tokenizer, engine)
     options = Options(buckets=buckets, memory_limit=memory_limit, work_dir=work_dir, spark_master=spark_master)
     used = sorted({i for pair in pairs for i in pair})
     with engine_class(engine)(options) as executor:
@@ -216,6 +215,9 @@ def paired_runs(
             )
         qrels = executor.describe(dataset, "dataset")
         inputs = {i: executor.describe(runs[i], "run") for i in used}
+        counted_with = budget_tokenizer(names, conventions, tokenizer, engine, list(inputs.values()))
+        if counted_with is not None and tokenizer == "auto":
+            tokenizer = counted_with
         count = buckets or max(executor.buckets_for(qrels, found) for found in inputs.values())
         plans = {
             i: Plan(run_name(f.path), f.side, qrels.side, names, conventions, tokenizer=tokenizer)

@@ -1,0 +1,99 @@
+"""``auto``, the tokenizer of the token budgets, resolved for a partitioned engine by one pass over the runs' texts.
+
+In process, ``auto`` picks jieba when :data:`ragmetrics.engine.tokens.CJK_SHARE` of the non-space characters of the
+first :data:`ragmetrics.engine.tokens.CJK_SAMPLE` distinct texts the runs retrieve (in ranking order, the runs
+taken in turn) are CJK, else whitespace (:func:`ragmetrics.engine.budgets.shared_tokenizer`). A partitioned engine
+never holds that order. But those texts are some of the runs' texts: when every text of every run is on the same
+side of the share (each text's CJK characters at least that share of its non-space characters, or each below it;
+texts without a non-space character left out), the pooled share of any of them is on that side too, and the pick is
+the in-process one whatever the order. :func:`auto_tokenizer` reads the runs' text columns once to tell; runs whose
+texts are on both sides are left undecided (the engine then refuses ``auto``).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from ragmetrics.engine.tokens import CJK_SHARE
+from ragmetrics.foundation import scripts
+from ragmetrics.io.columns import resolve
+from ragmetrics.partitioned.inputs import Input, open_plain
+
+BATCH_ROWS = 1 << 16
+
+
+def _re2_class(characters: str) -> str:
+    """A character class body of Python's (single characters and ``a-b`` ranges) in RE2's syntax."""
+    return "".join(
+        "-" if c == "-" and 0 < i < len(characters) - 1 else f"\\x{{{ord(c):x}}}" for i, c in enumerate(characters)
+    )
+
+
+@functools.cache
+def patterns() -> tuple[str, str]:
+    """RE2 patterns of one CJK character (:data:`ragmetrics.foundation.scripts.CJK`) and of one character Python's
+    ``\\s`` matches (what :func:`ragmetrics.engine.tokens.cjk_share` counts as space)."""
+    space = re.compile(r"\s")
+    spaces = "".join(f"\\x{{{c:x}}}" for c in range(0x110000) if space.match(chr(c)))
+    return f"[{_re2_class(scripts.CJK)}]", f"[{spaces}]"
+
+
+def _text_batches(found: Input) -> Iterator[pa.Array]:
+    """The run's text column (``text``/``chunk_text``/``content``) in batches, as text; nothing when it has none."""
+    if found.format == "parquet":
+        handle = pq.ParquetFile(found.path)
+        column = resolve(handle.schema_arrow.names).get("text")
+        if column is None:
+            return
+        for batch in handle.iter_batches(batch_size=BATCH_ROWS, columns=[column]):
+            yield batch.column(0)
+        return
+    if found.format not in ("csv", "tsv"):
+        return
+    column = resolve(found.columns).get("text")
+    if column is None:
+        return
+    read = pacsv.ReadOptions(column_names=list(found.columns), skip_rows=found.side.header_line or 0)
+    parse = pacsv.ParseOptions(delimiter=found.delimiter, quote_char='"', double_quote=True, newlines_in_values=True)
+    convert = pacsv.ConvertOptions(
+        include_columns=[column], column_types={column: pa.string()}, strings_can_be_null=False
+    )
+    with open_plain(found.path) as plain, pacsv.open_csv(plain, read, parse, convert) as reader:
+        for batch in reader:
+            yield batch.column(0)
+
+
+def auto_tokenizer(runs: Sequence[Input]) -> str | None:
+    """The tokenizer ``auto`` picks in process for ``runs`` (files of this machine) together: ``"jieba"`` when
+    every text with a non-space character is at least :data:`CJK_SHARE` CJK, ``"whitespace"`` when every one is
+    below it (or there is none); None when the texts are on both sides (the pick depends on which texts come first
+    in ranking order) or a run is not a file read here."""
+    cjk_pattern, space_pattern = patterns()
+    above = below = False
+    for found in runs:
+        if not os.path.isfile(found.path):
+            return None
+        try:
+            for batch in _text_batches(found):
+                texts = batch.cast(pa.string()).drop_null()
+                cjk = pc.count_substring_regex(texts, cjk_pattern)
+                chars = pc.subtract(pc.utf8_length(texts), pc.count_substring_regex(texts, space_pattern))
+                counted = pc.greater(chars, 0)
+                at_least = pc.greater_equal(
+                    pc.divide(pc.cast(cjk, pa.float64()), pc.cast(chars, pa.float64())), CJK_SHARE
+                )
+                above = above or bool(pc.any(pc.and_(counted, at_least)).as_py())
+                below = below or bool(pc.any(pc.and_(counted, pc.invert(at_least))).as_py())
+                if above and below:
+                    return None
+        except (pa.ArrowException, OSError):
+            return None  # read by the engine, which says what is wrong with the file
+    return "jieba" if above else "whitespace"
