@@ -180,6 +180,12 @@ SMALL_ERRORS: dict[str, tuple[str, bytes, str, bytes]] = {
         ("query_id,doc_id,score,rank\nq1,d1,2,1\nq1,d2,1\n" + "q2,d1,1,1\n").encode(),
     ),
     "parquet_run_without_a_score_in_a_later_row": ("qrels.txt", _QRELS.encode(), "run.parquet", _NAN_RUN),
+    "csv_run_with_texts_row_short_of_a_field": (
+        "qrels.txt",
+        _QRELS.encode(),
+        "run.csv",
+        "query_id,doc_id,score,text\nq1,d1,2,今天天气很好\nq1,d2,1\nq2,d1,1,a few words\n".encode(),
+    ),
     "csv_run_line_of_delimiters_only_after_a_blank_line": (
         "qrels.txt",
         _QRELS.encode(),

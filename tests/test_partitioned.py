@@ -758,6 +758,19 @@ def test_cli_stream_per_query_out(grouped, tmp_path):
     np.testing.assert_array_equal(table["ndcg@10"].to_numpy(), expected.value("ndcg@10"))
 
 
+@pytest.mark.parametrize("engine", OUT_OF_CORE)
+def test_auto_on_a_run_arrow_cannot_read_says_the_loaders_error(tmp_path, engine):
+    """The texts' scripts are read before the buckets: a record the loader refuses is said as the loader says it,
+    not as a tokenizer that cannot be picked."""
+    qrels, run = write_small_case(tmp_path, "csv_run_with_texts_row_short_of_a_field")
+    with pytest.raises(RagMetricsError) as in_process:
+        evaluate_files(str(qrels), str(run), ["recall@4tok"], engine="inprocess")
+    assert "expected 4 fields like the header" in str(in_process.value)
+    with pytest.raises(RagMetricsError) as partitioned:
+        evaluate_files(str(qrels), str(run), ["recall@4tok"], engine=engine)
+    assert str(partitioned.value) == str(in_process.value)
+
+
 def test_the_script_pass_counts_characters_as_auto_counts_them():
     """:mod:`ragmetrics.partitioned.scripts` counts CJK and space characters with Arrow's regular expressions: the
     same characters as :func:`ragmetrics.engine.tokens.cjk_share`'s, over every code point."""

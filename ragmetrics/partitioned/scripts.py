@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from ragmetrics.engine.tokens import CJK_SHARE
 from ragmetrics.foundation import scripts
 from ragmetrics.io.columns import resolve
-from ragmetrics.partitioned.inputs import Input, open_plain
+from ragmetrics.partitioned.inputs import Input, open_plain, ragged_record
 
 BATCH_ROWS = 1 << 16
 
@@ -75,7 +75,8 @@ def auto_tokenizer(runs: Sequence[Input]) -> str | None:
     """The tokenizer ``auto`` picks in process for ``runs`` (files of this machine) together: ``"jieba"`` when
     every text with a non-space character is at least :data:`CJK_SHARE` CJK, ``"whitespace"`` when every one is
     below it (or there is none); None when the texts are on both sides (the pick depends on which texts come first
-    in ranking order) or a run is not a file read here."""
+    in ranking order), a run is not a file read here, or Arrow cannot read its texts (a record the loader refuses:
+    the loader's error)."""
     cjk_pattern, space_pattern = patterns()
     above = below = False
     for found in runs:
@@ -95,5 +96,9 @@ def auto_tokenizer(runs: Sequence[Input]) -> str | None:
                 if above and below:
                     return None
         except (pa.ArrowException, OSError):
-            return None  # read by the engine, which says what is wrong with the file
+            # the loader's error for the record Arrow could not read, as the engine would say it
+            said = ragged_record(found)
+            if said is not None:
+                raise said from None
+            return None
     return "jieba" if above else "whitespace"
