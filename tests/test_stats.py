@@ -36,12 +36,41 @@ def test_paired_t_matches_the_textbook_value_and_scipy():
     assert p == pytest.approx(0.002833, abs=1e-6)  # t = -4.0621, df = 9 (R's t.test(paired=TRUE))
 
 
-def test_wilcoxon_matches_r_with_ties_and_scipy_exact_without():
-    # R: wilcox.test(extra ~ group, data = sleep, paired = TRUE) -> V = 0, p-value = 0.009091 (ties and a zero)
-    assert stats.paired_p_value(SLEEP_A, SLEEP_B, test="wilcoxon") == pytest.approx(0.009091, abs=1e-6)
+def test_wilcoxon_is_exact_with_ties_at_few_queries_and_scipy_exact_without():
+    # the sleep data: ties and a zero, 9 non-zero differences all of one sign: 2 of the 2^9 sign flips reach it
+    # (R's wilcox.test gives the normal approximation's 0.009091)
+    assert stats.paired_p_value(SLEEP_A, SLEEP_B, test="wilcoxon") == pytest.approx(2 / 2**9, abs=1e-12)
+    # five tied +1 differences and a zero: the exact minimum is 2/32 = 0.0625 (the normal approximation: 0.037)
+    assert stats.paired_p_value(np.array([1.0] * 5 + [0.0]), np.zeros(6), test="wilcoxon") == pytest.approx(0.0625)
+    rng = np.random.default_rng(11)
+    for n in (4, 8, 13):
+        diff = rng.integers(-2, 3, n).astype(np.float64)
+        scipy_exact = sps.wilcoxon(diff, method=sps.PermutationMethod()).pvalue  # exact: 2^n <= its resamples
+        assert stats.paired_p_value(diff, np.zeros(n), test="wilcoxon") == pytest.approx(scipy_exact, abs=1e-12)
     a = np.array([0.11, 0.52, 0.33, 0.94, 0.25, 0.66, 0.17, 0.08])
     b = a + np.array([0.01, 0.03, -0.02, 0.05, 0.04, 0.06, 0.07, 0.08])
     assert stats.paired_p_value(a, b, test="wilcoxon") == sps.wilcoxon(a, b, method="exact").pvalue
+
+
+def test_wilcoxon_with_tied_integer_differences_keeps_its_size():
+    """Under the null (integer differences symmetric about 0, so ties; and one or two queries tied at 0), Wilcoxon
+    rejects at most alpha of the time, up to simulation error, at 5, 10 and 20 queries. The normal approximation it
+    used with ties rejected 7.4% of 10 queries (8 differences of +-1, 2 zeros) and 6.6% of 20 (19 and a zero)."""
+    rng = np.random.default_rng(2024)
+    draws, alpha = 4000, 0.05
+    error = 2 * np.sqrt(alpha * (1 - alpha) / draws)
+    cases = [((-1.0, 1.0), zeros, n) for zeros in (1, 2) for n in (5, 10, 20)]
+    cases += [((-2.0, -1.0, 1.0, 2.0), 1, n) for n in (5, 10)]  # at 20, thousands of multisets: minutes
+    for support, zeros, n in cases:
+        p_of: dict[tuple[float, ...], float] = {}  # the p-value depends on the differences' multiset only
+        rejected = 0
+        for _ in range(draws):
+            diff = np.sort(np.concatenate([rng.choice(support, n - zeros), np.zeros(zeros)]))
+            key = tuple(diff)
+            if key not in p_of:
+                p_of[key] = stats.paired_p_value(diff, np.zeros(n), test="wilcoxon")
+            rejected += bool(p_of[key] < alpha)
+        assert rejected / draws <= alpha + error, (support, zeros, n, rejected / draws)
 
 
 def test_randomization_is_exact_on_small_samples_and_seeded():

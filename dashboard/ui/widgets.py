@@ -312,14 +312,15 @@ def baseline_picker(
 def significance_test_picker(key: str, default: str = DEFAULT_TEST, *, force: bool = False) -> str:
     """The paired significance test, from the library's registry (:data:`ragmetrics.analysis.stats.TESTS`)."""
     state.seed(key, default if default in TESTS else DEFAULT_TEST, force=force or state.widget_value(key) not in TESTS)
-    resampled = " and ".join(t.title for t in TESTS.values() if t.resampled)
+    titles = [t.title for t in TESTS.values() if t.resampled]
+    resampled = ", ".join(titles[:-1]) + f" and {titles[-1]}" if len(titles) > 1 else "".join(titles)
     return str(
         st.selectbox(
             "Significance test",
             list(TESTS),
             format_func=test_title,
             key=key,
-            help=f"Paired on per-query values. {resampled} use 10,000 seeded resamples, so results repeat exactly.",
+            help=f"Paired on per-query values. {resampled} use 10,000 seeded resamples (Wilcoxon with ties, from 14 to 50 queries), so results repeat exactly.",
         )
     )
 
