@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 
 import numpy as np
 import pandas as pd
@@ -10,6 +11,7 @@ import pytest
 from scipy import stats as sps
 
 import ragmetrics as rm
+from dashboard.core.bootstrap import bootstrap_ci as dashboard_interval
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.compare import (
     adjusted_intervals,
@@ -432,6 +434,53 @@ def test_a_target_gate_passes_a_run_no_better_than_its_target_rarely(target, n):
     rng = np.random.default_rng(int(target * 1000) + n)
     passed = sum(target_interval((rng.random(n) < target).astype(float))[0] > target for _ in range(1000))
     assert passed / 1000 <= 0.025
+
+
+@pytest.mark.parametrize("n", [10, 30, 100])
+def test_a_run_s_mean_interval_of_0_1_values_covers_what_it_claims_near_1(n):
+    """Simulated: over 2,000 seeded runs of n hit-or-miss queries whose true rate is near 1, the 95% interval of the
+    mean (:func:`stats.mean_interval`: Clopper-Pearson on 0/1 values) covers the rate at least 95% of the time, up to
+    simulation error; the percentile bootstrap ``eval --ci`` printed covered it far less (all hits: the point
+    [1, 1])."""
+    draws = 2000
+    error = 2 * np.sqrt(0.05 * 0.95 / draws)
+    for rate in (0.9, 0.97, 0.99):
+        rng = np.random.default_rng([n, int(rate * 100)])
+        runs = (rng.random((draws, n)) < rate).astype(np.float64)
+        interval_of: dict[int, tuple[float, float]] = {}  # the interval of 0/1 values depends on their count of 1s
+        for values in runs:
+            if int(values.sum()) not in interval_of:
+                interval_of[int(values.sum())] = stats.mean_interval(values)
+        covered = np.mean([interval_of[int(k)][0] <= rate <= interval_of[int(k)][1] for k in runs.sum(axis=1)])
+        assert covered >= 0.95 - error, (n, rate, covered)
+        if rate == 0.99:  # the bootstrap's point interval at all hits: covers only when some query misses
+            boot = [stats.bootstrap_ci(values) for values in runs[:100]]
+            assert np.mean([low <= rate <= high for low, high in boot]) < 0.8
+
+
+def test_eval_ci_check_targets_compare_and_the_dashboard_give_one_interval_of_a_0_1_mean(tmp_path):
+    """Was: 55 queries all hits printed ``hits@10:ci_low 1.0000`` in ``eval --ci`` (the percentile bootstrap) while
+    ``check --targets`` checked the exact lower end 0.9351."""
+    qrels, _, run = _ranked(tmp_path, [1] * 55, [1] * 50 + [0] * 5)
+    exact = stats.proportion_interval(55, 55)
+    assert exact[0] == pytest.approx(0.93512924, abs=1e-8)
+    common = ["--dataset", str(qrels), "--run", str(qrels.with_name("base.trec")), "-m", "hits@10"]
+    out = io.StringIO()
+    assert main(["eval", *common, "--ci", "--format", "json"], out, io.StringIO()) == 0
+    assert json.loads(out.getvalue())["runs"]["base"]["ci"]["hits@10"] == pytest.approx(list(exact))
+    for engine in ("duckdb", "polars"):
+        out = io.StringIO()
+        assert main(["eval", *common, "--ci", "--engine", engine], out, io.StringIO()) == 0
+        assert "hits@10:ci_low\tall\t0.9351" in out.getvalue().replace(" ", ""), engine
+    out = io.StringIO()
+    assert main(["check", *common, "--targets", "hits@10>0.9"], out, io.StringIO()) == 0
+    assert "(95% CI 0.9351-1.0000)" in out.getvalue()
+    low, high = dashboard_interval(np.ones(55))[1:]
+    assert (float(low[0]), float(high[0])) == pytest.approx(exact)
+    # 50 hits of 55 (a value 0 or 1): compare's mean interval is the same convention
+    result = rm.evaluate(load_dataset(str(qrels)), [load_run(str(run))], ["hits@10"])
+    row = compare_result(result).table.iloc[0]
+    assert (row["mean_ci_low"], row["mean_ci_high"]) == pytest.approx(stats.proportion_interval(50, 55))
 
 
 def _ranked(tmp_path, base_ranks, new_ranks, depth=20):

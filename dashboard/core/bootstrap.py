@@ -1,4 +1,4 @@
-"""The dashboard's bootstrap settings over :func:`ragmetrics.analysis.stats.bootstrap_ci`.
+"""The dashboard's interval settings over :func:`ragmetrics.analysis.stats.mean_interval`.
 
 One seed and one resample count for every interval shown, so runs and curve points are resampled on the
 same queries and the numbers match ``ragmetrics check``. A :func:`resampler` held across calls draws those
@@ -32,7 +32,9 @@ def bootstrap_ci(
     seed: int = SEED,
     resampler: stats.Resampler | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Mean and percentile CI of each column of ``values`` (n, m) -> three float64 arrays of length m.
+    """Mean and 95% interval of each column of ``values`` (n, m) -> three float64 arrays of length m: the
+    interval of :func:`ragmetrics.analysis.stats.mean_interval` (Clopper-Pearson for a column of 0s and 1s, else the
+    percentile bootstrap), as ``eval --ci`` and ``check --targets`` give it.
 
     A 1-d input is one column. With fewer than two rows the bounds are NaN.
     """
@@ -45,7 +47,7 @@ def bootstrap_ci(
     if n < 2:
         mean = matrix.mean(axis=0, dtype=np.float64) if n else np.full(m, np.nan)
         return mean, np.full(m, np.nan), np.full(m, np.nan)
-    low, high = stats.bootstrap_ci(
+    low, high = stats.mean_interval(
         matrix, n_resamples=n_resamples, confidence=confidence, seed=seed, resampler=resampler
     )
     return matrix.mean(axis=0, dtype=np.float64), low, high

@@ -9,20 +9,20 @@ import numpy as np
 import pandas as pd
 
 from ragmetrics.analysis.per_query import PerQueryResults
-from ragmetrics.analysis.stats import bootstrap_ci
+from ragmetrics.analysis.stats import mean_interval
 
 RESULTS_COLUMNS = ["run", "metric", "mean", "ci_low", "ci_high", "queries"]
 
 
 def results_frame(results: Sequence[PerQueryResults]) -> pd.DataFrame:
-    """One row per run and metric: the mean over the queries with a value, its 95% bootstrap interval (the same
-    as the Overview's for ranked runs) and how many queries it is over."""
+    """One row per run and metric: the mean over the queries with a value, its 95% interval (the same
+    as the Overview's for ranked runs: :func:`ragmetrics.analysis.stats.mean_interval`) and how many queries it is over."""
     rows = []
     for item in results:
         for metric in item.metrics:
             values = item.value(metric)
             kept = values[~np.isnan(values)]
-            low, high = bootstrap_ci(kept) if len(kept) else (np.nan, np.nan)
+            low, high = mean_interval(kept) if len(kept) else (np.nan, np.nan)
             rows.append([item.name, metric, item.mean(metric), float(low), float(high), len(kept)])
     return pd.DataFrame(rows, columns=RESULTS_COLUMNS)
 

@@ -140,10 +140,11 @@ def paired_row(
     resampler: stats.Resampler | None = None,
 ) -> dict[str, Any]:
     """One run against the baseline on one metric, over queries both have a value for (``values`` and ``base``
-    in the order of ``ids``): means with 95% bootstrap intervals, the delta with its paired interval, the paired
+    in the order of ``ids``): means with their 95% intervals (:func:`ragmetrics.analysis.stats.mean_interval`), the
+    delta with its paired bootstrap interval, the paired
     p-value (uncorrected: the caller corrects over its family), win/tie/loss counts and the ids behind them."""
     diff = values - base
-    mean_low, mean_high = stats.bootstrap_ci(values, seed=seed, resampler=resampler)
+    mean_low, mean_high = stats.mean_interval(values, seed=seed, resampler=resampler)
     low, high = stats.bootstrap_ci(diff, seed=seed, resampler=resampler)
     wins = diff > TIE_TOLERANCE
     losses = diff < -TIE_TOLERANCE

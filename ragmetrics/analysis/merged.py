@@ -235,9 +235,18 @@ class Sums:
         n = self._checked(metric)
         return int(self._column("total")[metric]) / n / (1 << SCALE_BITS) if n else math.nan
 
+    def binary(self, metric: int) -> bool:
+        """Whether every value is 0 or 1, from the exact sums: for values in [0, 1] (a run's metric),
+        sum x^2 = sum x holds only then (x^2 < x strictly between 0 and 1)."""
+        n, total, _ = self._spread(metric)
+        squares = (int(self._column("squares_high")[metric]) << 32) + int(self._column("squares_low")[metric])
+        return n > 0 and total >= 0 and squares == total << SCALE_BITS and total % (1 << SCALE_BITS) == 0
+
     def interval(self, metric: int, confidence: float = 0.95) -> tuple[float, float]:
-        """The Poisson-bootstrap percentile interval of the mean (numpy's linear quantiles of ``V_b / W_b``, the
-        resamples without a query left out), widened to hold the mean; one query: its value twice; none: NaN."""
+        """The interval of the mean under the convention of :func:`ragmetrics.analysis.stats.mean_interval`: the exact
+        binomial (Clopper-Pearson) interval when every value is 0 or 1 (:meth:`binary`, two values at least), else
+        the Poisson-bootstrap percentile interval (numpy's linear quantiles of ``V_b / W_b``, the resamples without a
+        query left out), widened to hold the mean; one query: its value twice; none: NaN."""
         self._resampled_needed()
         n = self._checked(metric)
         if n == 0:
@@ -245,6 +254,8 @@ class Sums:
         mean = self.mean(metric)
         if n == 1:
             return mean, mean
+        if self.binary(metric):
+            return stats.proportion_interval(int(self._column("total")[metric]) >> SCALE_BITS, n, confidence)
         weights, weighted = self._resampled(metric, 0), self._resampled(metric, 1)
         drawn = weights > 0
         if not drawn.any():

@@ -1,7 +1,7 @@
 """Targets: what "good enough" means for a scenario, checked with confidence intervals.
 
-A target passes only when the lower end of the mean's 95% bootstrap interval
-clears the threshold ("we are sure it is above"); a mean above the threshold
+A target passes only when the lower end of the mean's 95% interval
+(:func:`ragmetrics.analysis.stats.mean_interval`) clears the threshold ("we are sure it is above"); a mean above the threshold
 with an interval that reaches below it is ``uncertain``; a mean at or below
 the threshold fails.
 """
@@ -169,17 +169,12 @@ def declared_targets(text: str) -> dict[str, float]:
 
 
 def target_interval(values: np.ndarray, *, seed: int = 0) -> tuple[float, float]:
-    """The 95% interval a target is checked against: for per-query values that are all 0 or 1 (hits, success,
-    recall at 1, any metric whose every query scored 0 or 1), the exact binomial (Clopper-Pearson) interval; else
-    the percentile bootstrap. The bootstrap of values all 1 is the point [1, 1]: a run at a 0.98 target with
-    every one of its 30 queries a hit would pass half the time (a simulation), where the exact interval keeps the
-    chance of passing a run no better than its target under 2.5%."""
-    from scipy import stats as sps  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)
-
-    if len(values) and np.isin(values, (0.0, 1.0)).all():
-        interval = sps.binomtest(int(values.sum()), len(values)).proportion_ci(0.95, method="exact")
-        return float(interval.low), float(interval.high)
-    low, high = stats.bootstrap_ci(values, seed=seed)
+    """The 95% interval a target is checked against: the run's mean interval every command shows
+    (:func:`ragmetrics.analysis.stats.mean_interval`: Clopper-Pearson for values all 0 or 1, else the percentile
+    bootstrap). The bootstrap of values all 1 is the point [1, 1]: a run at a 0.98 target with every one of its 30
+    queries a hit would pass half the time (a simulation), where the exact interval keeps the chance of passing a
+    run no better than its target under 2.5%."""
+    low, high = stats.mean_interval(values, seed=seed)
     return float(low), float(high)
 
 

@@ -115,18 +115,26 @@ def test_display_k_max(faq_alignments, tiny_alignments) -> None:
     assert overview.display_k_max(tiny_alignments) == 30
 
 
-def test_bootstrap_matches_scipy_percentile() -> None:
+def test_bootstrap_matches_scipy_percentile_and_0_1_values_clopper_pearson() -> None:
     rng = np.random.default_rng(3)
-    values = (rng.random(200) < 0.7).astype(float)
+    values = rng.random(200) * 0.8
     mean, low, high = bootstrap_ci(values)
     ref = scipy_stats.bootstrap(
         (values,), np.mean, method="percentile", n_resamples=4000, random_state=1
     ).confidence_interval
     assert mean[0] == pytest.approx(values.mean())
     assert low[0] == pytest.approx(ref.low, abs=0.02) and high[0] == pytest.approx(ref.high, abs=0.02)
-    constant = np.ones((50, 3))
+    hits = (rng.random(200) < 0.7).astype(float)
+    exact = scipy_stats.binomtest(int(hits.sum()), 200).proportion_ci(0.95, method="exact")
+    _, low, high = bootstrap_ci(np.column_stack([hits, values]))
+    assert (low[0], high[0]) == pytest.approx((exact.low, exact.high))  # eval --ci's and check's interval
+    assert low[1] == pytest.approx(ref.low, abs=0.02)
+    constant = np.full((50, 3), 0.5)
     m, lo, hi = bootstrap_ci(constant)
-    assert (lo == 1).all() and (hi == 1).all() and (m == 1).all()
+    assert (lo == 0.5).all() and (hi == 0.5).all() and (m == 0.5).all()
+    _, lo, hi = bootstrap_ci(np.ones((50, 1)))  # every query a hit: not the point [1, 1]
+    assert lo[0] == pytest.approx(scipy_stats.binomtest(50, 50).proportion_ci(0.95, method="exact").low)
+    assert lo[0] < 0.93
     m, lo, hi = bootstrap_ci(np.array([0.5]))
     assert m[0] == 0.5 and np.isnan(lo[0]) and np.isnan(hi[0])
 
