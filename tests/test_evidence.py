@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ragmetrics as rm
-from ragmetrics.analysis.chunkings import compare_chunkings
+from ragmetrics.analysis.chunkings import _summary, compare_chunkings
+from ragmetrics.analysis.verdicts import VERDICT_TERMS, VERDICTS, verdict_words
 from ragmetrics.cli import main
 from ragmetrics.engine import evidence
 from ragmetrics.engine.evidence import (
@@ -634,3 +635,46 @@ def test_the_chunks_texts_are_taken_in_ranking_order_once():
         sys.setprofile(None)
     assert len(taken) == 1
     assert result.values["evidence_recall@3"].tolist() == [1.0, 1.0]  # A#9 (nowhere), then A#1 covers q1's gold
+
+
+def _decided(verdicts: dict[str, str]) -> pd.DataFrame:
+    """A chunkings table on the deciding metric: the baseline ``base`` and a run per verdict code."""
+    rows = [
+        {
+            "metric": "recall@512tok",
+            "run": "base",
+            "mean": 0.5,
+            "delta": 0.0,
+            "n": 30,
+            "verdict": "baseline",
+            "p_value_corrected": np.nan,
+            "ci_level_adjusted": 0.95,
+            "ci_low_adjusted": 0.0,
+            "ci_high_adjusted": 0.0,
+        }
+    ]
+    for run, code in verdicts.items():
+        rows.append({"metric": "recall@512tok", "run": run, "mean": 0.6 if run == "top" else 0.4, "delta": 0.1,
+                     "n": 30, "verdict": code, "p_value_corrected": 0.01, "ci_level_adjusted": 0.99,
+                     "ci_low_adjusted": 0.01, "ci_high_adjusted": 0.2})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("code", ["mixed", "cannot tell", "worse"])
+def test_the_chunkings_verdict_sentence_words_every_verdict(code):
+    """Was: a winner whose verdict was ``mixed`` or ``cannot tell`` printed the code inside the sentence ("chunks-512
+    has the highest ...: mixed, +0.1000 ..."), and so did a baseline winner's list of the others."""
+    _, sentence = _summary(_decided({"top": code}), "recall@512tok", "base", "holm", 3, 512)
+    assert f": {verdict_words(code, 'base')}, +0.1000" in sentence
+    assert f": {code}," not in sentence
+    winner, sentence = _summary(
+        _decided({"low": code}).assign(mean=[0.7, 0.4]), "recall@512tok", "base", "holm", 3, 512
+    )
+    assert winner == "base" and f"low +0.1000 (p=0.01, {verdict_words(code, 'base')})" in sentence
+
+
+def test_every_verdict_has_words_and_a_term_that_are_not_its_code():
+    for code in VERDICTS:
+        assert code in VERDICT_TERMS and verdict_words(code, "bm25")
+    assert verdict_words("mixed", "bm25") == "no verdict against bm25: the test and the mean disagree"
+    assert VERDICT_TERMS["mixed"] != "mixed" and "width 0" in VERDICT_TERMS["cannot tell"]

@@ -34,7 +34,7 @@ from ragmetrics.analysis.compare import (
 )
 from ragmetrics.analysis.stats import correction_title, is_uncorrected
 from ragmetrics.analysis.stats import family_text as family_words
-from ragmetrics.analysis.verdicts import Verdict, interval_disagreement, mixed_words
+from ragmetrics.analysis.verdicts import VERDICT_TERMS, Verdict, interval_disagreement, mixed_words
 from ragmetrics.analysis.verdicts import verdict as verdict_of
 from ragmetrics.engine.metrics import CURVE_METRICS, MetricSpec
 from ragmetrics.foundation.errors import RagMetricsError
@@ -97,11 +97,11 @@ STANDARD_METRICS: tuple[str, ...] = ("recall", "precision", "ndcg", "hits", "mrr
 
 BETTER = "▲ better"
 WORSE = "▼ worse"
-NOT_SIGNIFICANT = "not significant"
-BASELINE = "baseline"
-TOO_FEW = "too few to tell"
-CANNOT_TELL = "cannot tell (interval of width 0)"
-MIXED = "test and mean disagree"
+NOT_SIGNIFICANT = VERDICT_TERMS["not significant"]
+BASELINE = VERDICT_TERMS["baseline"]
+TOO_FEW = VERDICT_TERMS["too few"]
+CANNOT_TELL = VERDICT_TERMS["cannot tell"]
+MIXED = VERDICT_TERMS["mixed"]
 MARKS: dict[Verdict, str] = {
     "better": BETTER,
     "worse": WORSE,

@@ -18,6 +18,7 @@ from dashboard.core.specs import MetricSpec
 from dashboard.core.text import md_escape
 from ragmetrics.analysis.chunkings import EVIDENCE_WORDS, ChunkingComparison
 from ragmetrics.analysis.stats import family_text
+from ragmetrics.analysis.verdicts import VERDICT_TERMS
 from ragmetrics.engine.budgets import tokenizer, tokens_at_depth
 
 COST_COLUMNS = ["run", "tokens", "tokens_ci_low", "tokens_ci_high", "mean", "ci_low", "ci_high", "tokenizer"]
@@ -101,6 +102,7 @@ def is_chunk_run(alignment: Alignment) -> bool:
 def chunking_frame(found: ChunkingComparison) -> pd.DataFrame:
     """The comparison's rows, document level first, with the mean tokens of each run's top K chunks beside."""
     table = found.table[CHUNKING_COLUMNS].copy()
+    table["verdict"] = table["verdict"].map(VERDICT_TERMS)  # the words of every table, never the code
     tokens = found.tokens.set_index("run")["mean_tokens"]
     table.insert(3, f"tokens in top {found.k}", table["run"].map(tokens).round(1))
     return table

@@ -35,7 +35,7 @@ import pyarrow as pa
 
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.compare import MIN_GROUP, adjusted_intervals, corrected_rows, interval_at_level, paired_row
-from ragmetrics.analysis.verdicts import verdict
+from ragmetrics.analysis.verdicts import verdict, verdict_words
 from ragmetrics.engine import Alignment, align
 from ragmetrics.engine.budgets import shared_tokenizer, tokens_at_depth
 from ragmetrics.engine.evidence import evaluate_evidence, spans_from_answers, spans_from_documents, spans_table
@@ -233,14 +233,13 @@ def _summary(
     head = f"At {budget} tokens of context, {winner} has the highest {metric} ({best:.4f})"
     if winner == baseline:
         others = rows.drop(index=baseline)
-        said = [f"{run} {r.delta:+.4f} (p={r.p_value_corrected:.3g}, {r.verdict})" for run, r in others.iterrows()]
+        said = [
+            f"{run} {r.delta:+.4f} (p={r.p_value_corrected:.3g}, {verdict_words(r.verdict, baseline)})"
+            for run, r in others.iterrows()
+        ]
         return winner, f"{head}; against it: " + "; ".join(said) + f" ({family})."
     row = rows.loc[winner]
-    words = {
-        "better": f"significantly better than {baseline}",
-        "not significant": f"no significant difference from {baseline}",
-        "too few": f"too few queries to tell it from {baseline}",
-    }.get(str(row["verdict"]), str(row["verdict"]))
+    words = verdict_words(str(row["verdict"]), baseline)
     level = interval_at_level(correction, float(row["ci_level_adjusted"]))
     return winner, (
         f"{head}: {words}, {row['delta']:+.4f} ({level} {row['ci_low_adjusted']:+.4f} to "

@@ -68,6 +68,37 @@ def verdict(
     return "not significant"
 
 
+VERDICT_WORDS: dict[Verdict, str] = {
+    "baseline": "the baseline",
+    "too few": "too few queries to tell it from {baseline}",
+    "cannot tell": "cannot tell it from {baseline} (an interval of width 0 measures nothing)",
+    "better": "significantly better than {baseline}",
+    "worse": "significantly worse than {baseline}",
+    "mixed": "no verdict against {baseline}: the test and the mean disagree",
+    "not significant": "no significant difference from {baseline}",
+}
+"""Each verdict of :func:`verdict` as a sentence says it (:func:`verdict_words`); JSON keeps the codes."""
+
+
+def verdict_words(code: str, baseline: str = "the baseline") -> str:
+    """A verdict code of :func:`verdict` in the words a sentence or a table read by people uses, against
+    ``baseline``: ``significantly better than bm25``, ``no verdict against bm25: the test and the mean disagree``,
+    ``no significant difference from bm25``; never the raw code (``mixed``, ``cannot tell``)."""
+    return VERDICT_WORDS[code].format(baseline=baseline)  # type: ignore[index]
+
+
+VERDICT_TERMS: dict[Verdict, str] = {
+    "baseline": "baseline",
+    "too few": "too few to tell",
+    "cannot tell": "cannot tell (interval of width 0)",
+    "better": "better",
+    "worse": "worse",
+    "mixed": "test and mean disagree",
+    "not significant": "not significant",
+}
+"""Each verdict of :func:`verdict` as a table cell says it (the CLI's tables, the dashboard's marks)."""
+
+
 def mixed_words(test: str, direction: float, delta: float) -> str:
     """Why a ``mixed`` verdict is none: the test found one side, the mean delta is on the other."""
     side = "better" if direction > 0 else "worse"

@@ -18,6 +18,7 @@ import pyarrow as pa
 from ragmetrics.analysis.chunkings import EVIDENCE_WORDS, ChunkingComparison, compare_chunkings
 from ragmetrics.analysis.stats import family_text
 from ragmetrics.analysis.values import per_query_dict
+from ragmetrics.analysis.verdicts import VERDICT_TERMS
 from ragmetrics.cli.evaluating import refuse_no_overlap
 from ragmetrics.cli.inputs import read_inputs
 from ragmetrics.cli.options import (
@@ -70,8 +71,9 @@ def _chunkings_table(found: ChunkingComparison, out: TextIO) -> None:
     for r in found.table.itertuples(index=False):
         ci = f"[{r.ci_low:+.4f}, {r.ci_high:+.4f}]" if r.run != found.baseline else ""
         p = f"{r.p_value_corrected:.4g}" if r.p_value_corrected == r.p_value_corrected else ""
+        said = VERDICT_TERMS[r.verdict]
         out.write(
-            f"{r.level:<9}{r.metric:<28}{r.run:<24}{r.n:>5}{r.mean:>9.4f}{r.delta:>+9.4f}  {ci:<19}{p:>10}  {r.verdict}\n"
+            f"{r.level:<9}{r.metric:<28}{r.run:<24}{r.n:>5}{r.mean:>9.4f}{r.delta:>+9.4f}  {ci:<19}{p:>10}  {said}\n"
         )
     tokens = ", ".join(f"{t.run} {t.mean_tokens:,.0f}" for t in found.tokens.itertuples(index=False))
     out.write(f"tokens in the top {found.k} chunks (mean, {found.tokenizer}): {tokens}\n")
