@@ -27,8 +27,10 @@ from ragmetrics.analysis.compare import (
     MIN_GROUP,
     SEGMENTS,
     Comparison,
+    bounds_text,
     compare_result,
     intervals_name,
+    no_bound_words,
     planning_alpha,
     planning_words,
 )
@@ -220,7 +222,7 @@ def verdict(comparison: Comparison, spec: MetricSpec, *, markdown: bool = True) 
     # beside the corrected p-value, the interval adjusted for the same family (its name says how)
     ci = (
         f"{comparison.adjusted_interval_name(float(best['ci_level_adjusted']))} "
-        f"[{signed(float(best['ci_low_adjusted']))}, {signed(float(best['ci_high_adjusted']))}]"
+        f"{bounds_text(float(best['ci_low_adjusted']), float(best['ci_high_adjusted']), digits=3)}"
     )
     said = verdict_of(
         str(best["run"]), comparison.baseline, delta, p, comparison.alpha, direction=float(best["direction"])
@@ -252,6 +254,8 @@ def verdict(comparison: Comparison, spec: MetricSpec, *, markdown: bool = True) 
     )
     if disagreement:
         text += " " + disagreement
+    if math.isnan(float(best["ci_low_adjusted"])) and not math.isnan(delta):
+        text += f" {no_bound_words(int(best['n'])).capitalize()}."
     if "could_flip" in best.index and abs(delta) > 0:
         ends = f"Δ from {signed(float(best['delta_worst']))} to {signed(float(best['delta_best']))}"
         if bool(best["could_flip"]):
@@ -405,8 +409,10 @@ def comparison_display(frame: pd.DataFrame, baseline: str, correction: str = "ho
             "mean 95% CI": [format_ci(lo, hi) for lo, hi in zip(frame["mean_ci_low"], frame["mean_ci_high"])],
             "Δ vs baseline": ["" if b else signed(d) for b, d in zip(is_base, frame["delta"])],
             "significance": frame["significance"],
+            # uncorrected, beside the verdict: a constant difference's interval is the exact test's (no bound)
             raw_interval: [
-                "" if b else format_ci(lo, hi) for b, lo, hi in zip(is_base, frame["ci_low"], frame["ci_high"])
+                "" if b else format_ci(lo, hi) if corrected or not math.isnan(at) else bounds_text(at, at)
+                for b, lo, hi, at in zip(is_base, frame["ci_low"], frame["ci_high"], frame["ci_low_adjusted"])
             ],
             "p": [format_p(p) for p in frame["p_value"]],
             p_corrected: [format_p(p) for p in frame["p_value_corrected"]],
@@ -419,7 +425,9 @@ def comparison_display(frame: pd.DataFrame, baseline: str, correction: str = "ho
     adjusted = f"Δ CI ({correction_title(correction)}-adjusted)"
     if corrected:
         ends = zip(is_base, frame["ci_low_adjusted"], frame["ci_high_adjusted"], frame["ci_level_adjusted"])
-        out[adjusted] = ["" if b else f"{format_ci(lo, hi)} at {100 * level:.4g}%" for b, lo, hi, level in ends]
+        out[adjusted] = [
+            "" if b else f"{bounds_text(lo, hi, digits=3)} at {100 * level:.4g}%" for b, lo, hi, level in ends
+        ]
     if "could_flip" in frame.columns:  # each beside what it qualifies
         for column, values in _judged_columns(frame, is_base).items():
             out[column] = values

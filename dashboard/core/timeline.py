@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from dashboard.core.charts import BAND_SUFFIX, PALETTE, base_layout, rgba, safe
 from dashboard.core.share import ViewState, share_query
-from ragmetrics.analysis.compare import interval_at_level, intervals_name
+from ragmetrics.analysis.compare import bounds_text, interval_at_level, intervals_name
 from ragmetrics.analysis.history import DATE_TAG, STEP_WORDS, StoredRun, Timeline
 
 __all__ = [
@@ -151,7 +151,7 @@ def timeline_table(line: Timeline, links: Sequence[str] = (), tags: Sequence[str
             "mean": row.mean,
             "95% CI": f"[{row.ci_low:.4f}, {row.ci_high:.4f}]",
             "Δ previous": row.delta,
-            f"Δ {intervals_name(line.correction)}": "" if first else f"[{row.delta_low:+.4f}, {row.delta_high:+.4f}]",
+            f"Δ {intervals_name(line.correction)}": "" if first else bounds_text(row.delta_low, row.delta_high),
             "p": row.p_value_corrected,
             "verdict": verdict,
         }
@@ -177,6 +177,6 @@ def drop_message(line: Timeline, label: str) -> str | None:
     return (
         f"First significant drop at step {first} ({row.order}): {label} {before['mean']:.4f} → {row['mean']:.4f} "
         f"(Δ {row.delta:+.4f}, {interval_at_level(line.correction, row.delta_level)} "
-        f"[{row.delta_low:+.4f}, {row.delta_high:+.4f}], "
+        f"{bounds_text(row.delta_low, row.delta_high)}, "
         f"p = {p:.3g}) in run “{row.run}”."
     )

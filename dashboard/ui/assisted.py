@@ -25,7 +25,7 @@ from dashboard.data.jobs import JudgeJob
 from dashboard.data.workspace import DatasetEntry, Workspace
 from dashboard.ui import cache, layout, state
 from ragmetrics.analysis import ppi
-from ragmetrics.analysis.compare import family_scope, interval_at_level, intervals_name
+from ragmetrics.analysis.compare import bounds_text, family_scope, interval_at_level, intervals_name
 from ragmetrics.analysis.judging import judged_by_the_judge_alone, judged_by_the_judge_alone_words, pool
 from ragmetrics.analysis.stats import correction_title, family_text, is_uncorrected
 from ragmetrics.foundation.errors import RagMetricsError
@@ -518,7 +518,7 @@ def corrected_elsewhere(
                     p_text = "no p-value"
                 st.markdown(
                     f"**{md_escape(str(row.run))}** − {md_escape(baseline)}: corrected Δ **{row.delta:+.3f}** "
-                    f"{interval_at_level(correction, row.ci_level_adjusted)} [{row.ci_low_adjusted:+.3f}, "
-                    f"{row.ci_high_adjusted:+.3f}]{mark} ({p_text}) · "
+                    f"{interval_at_level(correction, row.ci_level_adjusted)} "
+                    f"{bounds_text(row.ci_low_adjusted, row.ci_high_adjusted, digits=3)}{mark} ({p_text}) · "
                     f"judge-only {row.judge_delta:+.3f} · human-only {row.human_delta:+.3f}"
                 )

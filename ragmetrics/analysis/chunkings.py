@@ -34,7 +34,14 @@ import pandas as pd
 import pyarrow as pa
 
 from ragmetrics.analysis import stats
-from ragmetrics.analysis.compare import MIN_GROUP, adjusted_intervals, corrected_rows, interval_at_level, paired_row
+from ragmetrics.analysis.compare import (
+    MIN_GROUP,
+    adjusted_intervals,
+    bounds_text,
+    corrected_rows,
+    interval_at_level,
+    paired_row,
+)
 from ragmetrics.analysis.verdicts import verdict, verdict_words
 from ragmetrics.engine import Alignment, align
 from ragmetrics.engine.budgets import shared_tokenizer, tokens_at_depth
@@ -241,10 +248,9 @@ def _summary(
     row = rows.loc[winner]
     words = verdict_words(str(row["verdict"]), baseline)
     level = interval_at_level(correction, float(row["ci_level_adjusted"]))
+    ends = bounds_text(float(row["ci_low_adjusted"]), float(row["ci_high_adjusted"]))
     return winner, (
-        f"{head}: {words}, {row['delta']:+.4f} ({level} {row['ci_low_adjusted']:+.4f} to "
-        f"{row['ci_high_adjusted']:+.4f}, "
-        f"p={row['p_value_corrected']:.3g}, {family})."
+        f"{head}: {words}, {row['delta']:+.4f} ({level} {ends}, p={row['p_value_corrected']:.3g}, {family})."
     )
 
 

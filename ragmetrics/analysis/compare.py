@@ -379,12 +379,21 @@ def intervals_name(correction: str | None) -> str:
     return "95% CI" if stats.is_uncorrected(correction) else f"{stats.correction_title(correction)}-adjusted CI"
 
 
-def bounds_text(low: float, high: float, separator: str = ", ") -> str:
-    """An interval's ends as the CLI prints them, ``[+0.0106, +0.0576]``; ``[no bound]`` where the interval has none
-    (a constant difference at a level its exact test cannot reach: :func:`ragmetrics.analysis.stats.constant_difference_p`)."""
-    if math.isnan(low) or math.isnan(high):
+def bounds_text(low: float, high: float, separator: str = ", ", digits: int = 4) -> str:
+    """A paired interval's ends as the CLI and every dashboard page print them, ``[+0.0106, +0.0576]`` (``digits``
+    decimals); ``[no bound]`` where the interval has none (a constant difference at a level its exact test cannot
+    reach: :func:`ragmetrics.analysis.stats.constant_difference_p`), said with :func:`no_bound_words`."""
+    if low is None or high is None or math.isnan(low) or math.isnan(high):
         return "[no bound]"
-    return f"[{low:+.4f}{separator}{high:+.4f}]"
+    return f"[{low:+.{digits}f}{separator}{high:+.{digits}f}]"
+
+
+def no_bound_words(n: int) -> str:
+    """Why an interval of :func:`bounds_text` has no bound, in the words the CLI's note and the dashboard use."""
+    return (
+        f"no interval: the difference is the same on each of the {n} queries, and the exact sign-flip test bounds "
+        "no shift at this level"
+    )
 
 
 def interval_at_level(correction: str | None, level: float) -> str:

@@ -21,6 +21,7 @@ from ragmetrics.analysis.compare import (
     compare_result,
     family_scope,
     intervals_name,
+    no_bound_words,
 )
 from ragmetrics.analysis.evaluate import EvalResult
 from ragmetrics.analysis.stats import BOOTSTRAP_MIN_QUERIES, CORRECTIONS, family_text, is_uncorrected
@@ -260,10 +261,7 @@ def row_notes(row: Mapping[str, Any], comparison: Comparison) -> str:
         if disagreement:
             notes.append(disagreement)
         if np.isnan(row["ci_low_adjusted"]) and not np.isnan(row["delta"]):
-            notes.append(
-                f"no interval: the difference is the same on each of the {row['n']} queries, and the exact sign-flip "
-                "test bounds no shift at this level"
-            )
+            notes.append(no_bound_words(int(row["n"])))
     said = verdict(
         row["run"],
         row["baseline"],

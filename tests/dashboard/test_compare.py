@@ -130,7 +130,8 @@ def test_comparison_display_keeps_rows_and_formats_text(faq_cmp) -> None:
     assert row["Δ vs baseline"] == f"{src['delta']:+.3f}"
     assert row["Δ 95% CI (uncorrected)"] == f"[{src['ci_low']:.3f}, {src['ci_high']:.3f}]"
     level = f"{100 * src['ci_level_adjusted']:.4g}%"
-    assert row["Δ CI (Holm-adjusted)"] == f"[{src['ci_low_adjusted']:.3f}, {src['ci_high_adjusted']:.3f}] at {level}"
+    # signed, as the verdict and the CLI print a paired interval (compare.bounds_text)
+    assert row["Δ CI (Holm-adjusted)"] == f"[{src['ci_low_adjusted']:+.3f}, {src['ci_high_adjusted']:+.3f}] at {level}"
     plain = cmp.comparison_display(frame, "bm25", "none")
     assert "Δ CI (Holm-adjusted)" not in plain.columns
     assert list(plain.columns).index("Δ 95% CI") == list(plain.columns).index("significance") + 1

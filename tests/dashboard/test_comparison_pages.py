@@ -451,3 +451,52 @@ def test_the_text_of_the_top_documents_is_sent_only_when_its_section_is_open(faq
     shown = {e.proto.id.rsplit("-", 1)[-1]: list(e.markdown) for e in at.expander if e.label.startswith("Text of")}
     assert not shown["compare.text.baseline"]
     assert len(shown["compare.text.run"]) >= 3  # the legend, then a head and a text per document
+
+
+def _constant_difference_dataset(store: Path) -> str:
+    """A dataset of 4 queries and two runs: ``found`` ranks each query's relevant document first, ``missed`` never
+    retrieves it, so every compared metric differs by the same amount on each query (the exact sign-flip p, 2^-3,
+    bounds no shift at the page's levels)."""
+    import pandas as pd
+
+    from dashboard.data.workspace import Workspace
+    from ragmetrics.foundation.model import Dataset, Run
+    from ragmetrics.store.database import Store
+
+    queries = [f"q{i}" for i in range(4)]
+    judged = [(q, f"rel-{q}", 1) for q in queries] + [(q, f"other-{q}", 0) for q in queries]
+    qrels = pd.DataFrame(judged, columns=["query_id", "doc_id", "relevance"])
+    dataset = Dataset.from_frames(qrels, pd.DataFrame({"query_id": queries}), name="constant")
+    workspace = Workspace(Store(f"sqlite:///{store / 'ragmetrics.sqlite'}"), cache_bytes=1 << 26)
+    entry = workspace.add_dataset(dataset)
+    for name, first in (("missed", "other"), ("found", "rel")):
+        rows = [(q, f"{first}-{q}" if j == 0 else f"x{j}-{q}", 10.0 - j) for q in queries for j in range(3)]
+        frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
+        workspace.add_run(entry.id, Run.from_frame(frame, name=name))
+    return entry.id
+
+
+@pytest.mark.parametrize("page", ["overview", "compare"])
+def test_a_constant_difference_s_interval_reads_no_bound_not_nan(own_store, page) -> None:
+    """Was: the verdict printed ``[+nan, +nan]`` (and Compare's adjusted column ``— at 95%``) where the CLI prints
+    ``[no bound]`` with a note."""
+    dataset = _constant_difference_dataset(own_store)
+    at = open_page(page, {"ds": dataset, "m": "hits", "k": "10"})
+    no_problems(at)
+    [verdict] = [m.value for m in at.markdown if "**Verdict.**" in m.value]
+    assert "nan" not in verdict.lower()
+    assert "[no bound]" in verdict and "the difference is the same on each of the 4 queries" in verdict
+    if page == "compare":
+        table = _table(at, "Δ vs baseline")
+        adjusted = table.loc[table["run"] == "found", "Δ CI (Holm-adjusted)"]
+        assert all(cell.startswith("[no bound] at ") for cell in adjusted)
+
+
+def test_the_timeline_s_step_of_a_constant_difference_reads_no_bound(own_store) -> None:
+    """Was: the step's interval read ``[+nan, +nan]``."""
+    dataset = _constant_difference_dataset(own_store)
+    at = open_page("timeline", {"ds": dataset, "m": "hits@10"})
+    assert not at.exception, [e.value for e in at.exception]
+    table = next(d.value for d in at.dataframe if "Δ previous" in d.value.columns)
+    [interval] = [c for c in table.columns if c.startswith("Δ ") and "CI" in c]
+    assert table[interval].tolist()[1:] == ["[no bound]"]
