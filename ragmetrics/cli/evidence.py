@@ -16,6 +16,7 @@ from typing import TextIO
 import pyarrow as pa
 
 from ragmetrics.analysis.chunkings import EVIDENCE_WORDS, ChunkingComparison, compare_chunkings
+from ragmetrics.analysis.compare import bounds_text, intervals_name
 from ragmetrics.analysis.stats import family_text
 from ragmetrics.analysis.values import per_query_dict
 from ragmetrics.analysis.verdicts import VERDICT_TERMS
@@ -65,15 +66,19 @@ def _table(name: str, result: EvidenceResult, per_query: bool, out: TextIO) -> N
 
 
 def _chunkings_table(found: ChunkingComparison, out: TextIO) -> None:
+    """The comparison's rows; beside each corrected p-value the delta's interval adjusted the same way (at the level
+    the correction tested it at: :func:`ragmetrics.analysis.compare.adjusted_intervals`), as ``compare`` prints it."""
+    name = intervals_name(found.correction)
+    width = max(19, len(name) + 1)
     out.write(
-        f"{'level':<9}{'metric':<28}{'run':<24}{'n':>5}{'mean':>9}{'delta':>9}  {'95% CI':<19}{'p (corr.)':>10}  verdict\n"
+        f"{'level':<9}{'metric':<28}{'run':<24}{'n':>5}{'mean':>9}{'delta':>9}  {name:<{width}}{'p (corr.)':>10}  verdict\n"
     )
     for r in found.table.itertuples(index=False):
-        ci = f"[{r.ci_low:+.4f}, {r.ci_high:+.4f}]" if r.run != found.baseline else ""
+        ci = bounds_text(r.ci_low_adjusted, r.ci_high_adjusted) if r.run != found.baseline else ""
         p = f"{r.p_value_corrected:.4g}" if r.p_value_corrected == r.p_value_corrected else ""
         said = VERDICT_TERMS[r.verdict]
         out.write(
-            f"{r.level:<9}{r.metric:<28}{r.run:<24}{r.n:>5}{r.mean:>9.4f}{r.delta:>+9.4f}  {ci:<19}{p:>10}  {said}\n"
+            f"{r.level:<9}{r.metric:<28}{r.run:<24}{r.n:>5}{r.mean:>9.4f}{r.delta:>+9.4f}  {ci:<{width}}{p:>10}  {said}\n"
         )
     tokens = ", ".join(f"{t.run} {t.mean_tokens:,.0f}" for t in found.tokens.itertuples(index=False))
     out.write(f"tokens in the top {found.k} chunks (mean, {found.tokenizer}): {tokens}\n")
