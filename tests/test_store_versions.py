@@ -10,7 +10,7 @@ import ragmetrics as rm
 from ragmetrics.analysis.judging import diff
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.provenance import Provenance
-from ragmetrics.store.database import Store, StoreKeyError, versions_table
+from ragmetrics.store.database import Store, StoreKeyError, datasets_table, versions_table
 from ragmetrics.store.provenance import add_judge_labels
 
 
@@ -317,3 +317,25 @@ def test_a_grade_off_the_datasets_scale_is_refused_and_nothing_is_kept(store_url
     assert version is not None and store.max_grade(version) == 3
     store.add_label(version, "q1", "u2", 3, author="ann")  # a version keeps the scale
     assert store.pending_labels(graded)["label"].tolist() == [3]
+
+
+def test_a_version_an_older_release_deleted_inside_a_line_still_links_the_line(store_url):
+    """An older release deleted a version with a version made from it (the dataset row only): the version below is
+    still of the original's lineage (its labels, its claims, its numbers), as it was read before."""
+    store = Store(store_url)
+    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
+    store.add_label(parent, "q1", "u1", 1, author="ann")
+    gone = store.commit_labels(parent, author="ann")
+    assert gone is not None
+    store.add_label(gone, "q1", "u2", 1, author="ann")
+    below = store.commit_labels(gone, author="ann")
+    assert below is not None
+    with store.engine.begin() as conn:  # the old delete: the dataset row only
+        conn.execute(sa.delete(datasets_table).where(datasets_table.c.id == gone))
+    assert store.lineage(below) == [below, gone, parent]
+    assert store.family(below)[0] == parent and below in store.family(parent)
+    assert ("q1", "u1") in set(store.labelled_pairs(below).itertuples(index=False, name=None))
+    store.add_label(below, "q1", "u3", 1, author="ann")
+    third = store.commit_labels(below, author="ann")
+    names = store.list_datasets().set_index("id")["name"]
+    assert names[below].endswith("v2)") and names[third].endswith("v3)")  # not a second v2

@@ -24,7 +24,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -471,12 +471,15 @@ every parent, saved ones too, by the index on ``dataset_id``), each looked up am
 
 
 class VersionTree:
-    """The qrels versions of one lineage, as :meth:`Store._tree` reads them in one query: ``edges`` maps each stored
-    version (its dataset row present: a version row whose dataset is gone is no version) to its parent and the time
-    it was made. Every walk stops at a node it has seen, so a cycle in the stored rows ends it."""
+    """The qrels versions of one lineage, as :meth:`Store._tree` reads them in one query: ``edges`` maps each version
+    row to its parent and the time it was made; ``stored``, the versions whose dataset row is present (a version row
+    whose dataset is gone, deleted by an older release, is no version: never a place nor in a family, but it still
+    links the versions made from it to its lineage, and its number stays taken). Every walk stops at a node it has
+    seen, so a cycle in the stored rows ends it."""
 
-    def __init__(self, edges: Mapping[str, tuple[str, float]]) -> None:
+    def __init__(self, edges: Mapping[str, tuple[str, float]], stored: Iterable[str] | None = None) -> None:
         self.edges = dict(edges)
+        self.stored = set(self.edges) if stored is None else set(stored)
         self.children: dict[str, list[str]] = {}
         for ident, (parent, _made) in sorted(self.edges.items(), key=lambda e: (e[1][1], e[0])):
             self.children.setdefault(parent, []).append(ident)  # oldest first; at a tie in time, the smaller id
@@ -490,19 +493,23 @@ class VersionTree:
 
     def family(self, dataset: str) -> list[str]:
         """The lineage's original, then every version below it: each node's versions oldest first, after which the
-        walk goes on below the newest of them (depth first)."""
+        walk goes on below the newest of them (depth first). A version whose dataset is gone has none but itself."""
+        if dataset in self.edges and dataset not in self.stored:
+            return [dataset]
         family = [self.lineage(dataset)[-1]]
         seen, todo = set(family), list(family)
         while todo:
             for child in self.children.get(todo.pop(), []):
                 if child not in seen:
                     seen.add(child)
-                    family.append(child)
                     todo.append(child)
+                    if child in self.stored:
+                        family.append(child)
         return family
 
     def below(self, root: str) -> int:
-        """How many versions descend from ``root`` (children, their children, ...)."""
+        """How many version rows descend from ``root`` (children, their children, ...; a deleted one's number stays
+        taken)."""
         seen, todo = {root}, [root]
         while todo:
             for child in self.children.get(todo.pop(), []):
@@ -512,12 +519,15 @@ class VersionTree:
         return len(seen) - 1
 
     def place(self, dataset: str) -> str:
-        """:meth:`Store.pending_place`: from ``dataset`` down its newest version (at a tie in time, the larger id),
-        again and again."""
+        """:meth:`Store.pending_place`: from ``dataset`` down its newest stored version (at a tie in time, the larger
+        id), again and again."""
         current, seen = dataset, set()
-        while self.children.get(current) and current not in seen:
+        while current not in seen:
             seen.add(current)
-            current = self.children[current][-1]
+            versions = [c for c in self.children.get(current, []) if c in self.stored]
+            if not versions:
+                break
+            current = versions[-1]
         return current
 
 
@@ -1199,20 +1209,17 @@ class Store:
         ):
             raise StoreKeyError(f"dataset {current} is not in this store (deleted meanwhile?); no label was kept")
         v, d = versions_table, datasets_table
-        stored_versions = v.join(d, d.c.id == v.c.id)  # a version row whose dataset is gone (an older release's): none
-        up = (
-            sa.select(v.c.id, v.c.parent)
-            .select_from(stored_versions)
-            .where(v.c.id == current)
-            .cte("up", recursive=True)
-        )
-        up = up.union(sa.select(v.c.id, v.c.parent).select_from(stored_versions).join(up, v.c.id == up.c.parent))
+        # every version row, a deleted one's too (an older release's delete left it): it links its versions to the line
+        up = sa.select(v.c.id, v.c.parent).where(v.c.id == current).cte("up", recursive=True)
+        up = up.union(sa.select(v.c.id, v.c.parent).join(up, v.c.id == up.c.parent))
         line = sa.union(sa.select(up.c.parent), sa.select(sa.literal(current)))  # the lineage: whose versions count
         edge = (v.c.id, v.c.parent, v.c.created_at)
-        down = sa.select(*edge).select_from(stored_versions).where(v.c.parent.in_(line)).cte("down", recursive=True)
-        down = down.union(sa.select(*edge).select_from(stored_versions).join(down, v.c.parent == down.c.id))
-        rows = conn.execute(sa.select(down.c.id, down.c.parent, down.c.created_at)).all()
-        return VersionTree({str(i): (str(p), float(t)) for i, p, t in rows})
+        down = sa.select(*edge).where(v.c.parent.in_(line)).cte("down", recursive=True)
+        down = down.union(sa.select(*edge).join(down, v.c.parent == down.c.id))
+        found = sa.select(down.c.id, down.c.parent, down.c.created_at, d.c.id.label("kept"))
+        rows = conn.execute(found.select_from(down.outerjoin(d, d.c.id == down.c.id))).all()
+        edges = {str(i): (str(p), float(t)) for i, p, t, _ in rows}
+        return VersionTree(edges, [str(i) for i, _, _, kept in rows if kept is not None])
 
     def write_pending(self, dataset: str, write: Callable[[Any, str], T]) -> T:
         """``write(conn, place)`` in a transaction that holds ``dataset``'s :meth:`pending_place` against a save of
