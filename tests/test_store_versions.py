@@ -339,3 +339,17 @@ def test_a_version_an_older_release_deleted_inside_a_line_still_links_the_line(s
     third = store.commit_labels(below, author="ann")
     names = store.list_datasets().set_index("id")["name"]
     assert names[below].endswith("v2)") and names[third].endswith("v3)")  # not a second v2
+
+
+def test_a_version_whose_labels_took_the_top_grade_away_keeps_its_lineages_scale(store_url):
+    """A version whose labels changed the only top grades of its original keeps the original's scale: the Assisted
+    page runs a judge on the lineage's original scale and stores its grades on the version selected."""
+    store = Store(store_url)
+    graded = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 3, "d2": 0}}, name="graded"))
+    store.add_label(graded, "q1", "d1", 0, author="ann")  # not relevant after all
+    version = store.commit_labels(graded, author="ann")
+    assert version is not None and store.get_dataset(version).qrels["relevance"].max() == 0
+    provenance = Provenance("rule", "1", "0123456789abcdef", 0.0)
+    assert add_judge_labels(Store(store_url), version, [("q1", "j1", 2)], provenance) == (1, 0)
+    Store(store_url).add_label(version, "q1", "u1", 3, author="ben")
+    assert sorted(store.pending_labels(version)["label"].tolist()) == [2, 3]

@@ -1176,15 +1176,25 @@ class Store:
 
     def max_grade(self, dataset: str) -> int:
         """The top of ``dataset``'s label scale ``0..top`` (:func:`ragmetrics.foundation.grades.max_grade`: its
-        largest grade, at least 1), which :meth:`add_label` holds a grade to; read once per store object.
-        :class:`StoreKeyError` when ``dataset`` is not stored (deleted meanwhile)."""
+        largest grade, at least 1; a version's at least its lineage original's, whose scale its labels were given
+        on and a judge grades on, though its labels may have taken the top grades away), which :meth:`add_label`
+        holds a grade to; read once per store object. :class:`StoreKeyError` when ``dataset`` is not stored
+        (deleted meanwhile)."""
         check_id(dataset, "dataset")
         if dataset not in self._tops:
+            original = self.lineage(dataset)[-1]
+            grades: list[Any] = []
             with self.engine.connect() as conn:
-                blob = conn.execute(sa.select(datasets_table.c.payload).where(datasets_table.c.id == dataset)).scalar()
-            if blob is None:
-                raise StoreKeyError(f"dataset {dataset} is not in this store (deleted meanwhile?); no label was kept")
-            self._tops[dataset] = top_grade(_grades_of(bytes(blob)))
+                for ident in dict.fromkeys((dataset, original)):
+                    blob = conn.execute(
+                        sa.select(datasets_table.c.payload).where(datasets_table.c.id == ident)
+                    ).scalar()
+                    if blob is None and ident == dataset:
+                        raise StoreKeyError(
+                            f"dataset {dataset} is not in this store (deleted meanwhile?); no label was kept"
+                        )
+                    grades += [] if blob is None else _grades_of(bytes(blob))
+            self._tops[dataset] = top_grade(grades)
         return self._tops[dataset]
 
     def pending_place(self, dataset: str) -> str:
