@@ -339,3 +339,23 @@ def test_opening_a_store_looks_for_pending_labels_in_the_index_of_pending_ones(s
         with reopened.engine.connect() as conn:
             plan = " ".join(str(row[-1]) for row in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + sql))
         assert "USING INDEX ix_labels_pending" in plan, plan
+
+
+def test_opening_a_store_waits_for_no_label_write(store_url, caplog):
+    """Opening a store that has the index of pending labels neither waits for a label write in progress (another
+    server's save) nor holds the writes after it."""
+    import time
+
+    import sqlalchemy as sa
+
+    from ragmetrics.store.database import labels_table
+
+    store = Store(store_url)
+    dataset = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="x"))
+    store.add_label(dataset, "q1", "a", 1, author="ann")
+    with store.engine.begin() as conn:  # a label write in progress
+        conn.execute(sa.update(labels_table).where(labels_table.c.doc_id == "a").values(author="ben"))
+        start = time.monotonic()
+        Store(store_url)
+        assert time.monotonic() - start < 2
+    assert "cannot add index" not in caplog.text

@@ -597,6 +597,10 @@ class Store:
         (slower, as it was)."""
         try:
             with self.engine.begin() as conn:
+                # looked up first: PostgreSQL's CREATE INDEX IF NOT EXISTS locks the table against writes before it
+                # finds the index there, so every open would wait for a label write (and the writes after it)
+                if any(found["name"] == index.name for found in sa.inspect(conn).get_indexes(index.table.name)):
+                    return
                 if self.kind == "postgresql":
                     conn.execute(sa.text("SET LOCAL lock_timeout = '5s'"))  # never queue every reader behind it
                 conn.execute(sa.schema.CreateIndex(index, if_not_exists=True))
