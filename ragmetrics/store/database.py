@@ -592,14 +592,14 @@ class Store:
                         _LOG.warning("store: cannot add column %s.%s (%s); it reads as empty", table, column, err.orig)
 
     def _add_missing_index(self, index: sa.Index) -> None:
-        """Add ``index`` to a store made before it (safe when several processes open it together); a database user
+        """Add ``index`` (of the labels table) to a store made before it (safe when several processes open it together); a database user
         that may not (not the table's owner), or a table locked by a long transaction, leaves the store without it
         (slower, as it was)."""
         try:
             with self.engine.begin() as conn:
                 # looked up first: PostgreSQL's CREATE INDEX IF NOT EXISTS locks the table against writes before it
                 # finds the index there, so every open would wait for a label write (and the writes after it)
-                if any(found["name"] == index.name for found in sa.inspect(conn).get_indexes(index.table.name)):
+                if any(found["name"] == index.name for found in sa.inspect(conn).get_indexes(labels_table.name)):
                     return
                 if self.kind == "postgresql":
                     conn.execute(sa.text("SET LOCAL lock_timeout = '5s'"))  # never queue every reader behind it
