@@ -353,3 +353,31 @@ def test_a_version_whose_labels_took_the_top_grade_away_keeps_its_lineages_scale
     assert add_judge_labels(Store(store_url), version, [("q1", "j1", 2)], provenance) == (1, 0)
     Store(store_url).add_label(version, "q1", "u1", 3, author="ben")
     assert sorted(store.pending_labels(version)["label"].tolist()) == [2, 3]
+
+
+class _ReadThenSavedAlike(Store):
+    """A store whose next save, once it has read the pending labels, is overtaken by ``other``'s save of the same
+    labels (another server's person saves the same place at the same moment)."""
+
+    def __init__(self, url: str, other: Store) -> None:
+        super().__init__(url)
+        self.other: Store | None = other
+
+    def _pending_rows(self, dataset: str) -> pd.DataFrame:
+        rows = super()._pending_rows(dataset)
+        if self.other is not None:
+            other, self.other = self.other, None
+            other.commit_labels(dataset, author="ben")
+        return rows
+
+
+def test_a_save_overtaken_by_a_save_of_the_same_labels_returns_that_version(store_url):
+    """Two saves of the same pending labels at once: the second finds the first's version holding exactly the labels
+    it read, and returns it (its labels were saved), not an error that says they stay pending."""
+    store = Store(store_url)
+    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
+    store.add_label(parent, "q1", "u1", 1, author="ann")
+    first = _ReadThenSavedAlike(store_url, Store(store_url))
+    version = first.commit_labels(parent, author="ann")
+    assert version is not None and store.versions(parent)["id"].tolist() == [version]
+    assert store.pending_labels(version).empty

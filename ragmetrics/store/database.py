@@ -1101,9 +1101,11 @@ class Store:
             said = {c: str(listed[c].get(dataset) or "") for c in ("description", "targets")}
             number = 1 + tree.below(root)  # numbered across the lineage: a version of a version is v2...
             ident = dataset_id(merged)  # the name is no content
+            taken = [int(i) for i in rows["id"]]  # the labels and the accepted suggestions they came from
+            if ident in listed.index and ident != dataset and self._tree(dataset).place(dataset) != dataset:
+                continue  # another save of this place since the read (of these very labels?): read them again there
             self._check_new(ident, dataset, listed, len(labels))
             row = _version_row(merged, ident, title, number, dataset, said)
-            taken = [int(i) for i in rows["id"]]  # the labels and the accepted suggestions they came from
             now = time.time()
             try:
                 with self.engine.begin() as conn:
