@@ -493,7 +493,8 @@ class VersionTree:
 
     def family(self, dataset: str) -> list[str]:
         """The lineage's original, then every version below it: each node's versions oldest first, after which the
-        walk goes on below the newest of them (depth first). A version whose dataset is gone has none but itself."""
+        walk goes on below the newest of them (depth first). A version whose dataset is gone is in it only when a
+        stored one was made from it (it links them to the line), and has none but itself."""
         if dataset in self.edges and dataset not in self.stored:
             return [dataset]
         family = [self.lineage(dataset)[-1]]
@@ -502,10 +503,26 @@ class VersionTree:
             for child in self.children.get(todo.pop(), []):
                 if child not in seen:
                     seen.add(child)
+                    family.append(child)
                     todo.append(child)
-                    if child in self.stored:
-                        family.append(child)
-        return family
+        # a deleted one stays when a version below it is stored: its labels were given on the line and saved there
+        gone = [ident for ident in family[1:] if ident not in self.stored]
+        if not gone:
+            return family
+        linking = {ident for ident in gone if self.below_stored(ident)}
+        return [ident for ident in family if ident == family[0] or ident in self.stored or ident in linking]
+
+    def below_stored(self, ident: str) -> bool:
+        """Whether a stored version descends from ``ident``."""
+        seen, todo = {ident}, [ident]
+        while todo:
+            for child in self.children.get(todo.pop(), []):
+                if child in self.stored:
+                    return True
+                if child not in seen:
+                    seen.add(child)
+                    todo.append(child)
+        return False
 
     def below(self, root: str) -> int:
         """How many version rows descend from ``root`` (children, their children, ...; a deleted one's number stays
