@@ -15,6 +15,7 @@ from dashboard.core.bootstrap import bootstrap_ci as dashboard_interval
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.compare import (
     adjusted_intervals,
+    bounds_text,
     compare,
     compare_result,
     discriminative_power,
@@ -178,6 +179,22 @@ def test_a_constant_difference_s_interval_is_the_inverted_sign_flip_test_s():
         out = adjusted_intervals(table, correction, 0.05, family_size=6)
         assert np.isnan(out["ci_low_adjusted"].iloc[0]) and np.isnan(out["ci_high_adjusted"].iloc[0])
         assert out["ci_low_adjusted"].iloc[1] == out["ci_high_adjusted"].iloc[1] == 0.3
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "digits", "shown"),
+    [
+        (0.00042, 0.065, 3, "[+0.00042, +0.065]"),  # excludes 0: its end keeps 2 significant digits
+        (-0.0000123, 0.5, 4, "[-0.000012, +0.5000]"),
+        (0.0, 0.0106, 4, "[+0.0000, +0.0106]"),  # a true 0 reads 0
+        (-0.0106, 0.0576, 4, "[-0.0106, +0.0576]"),
+        (float("nan"), float("nan"), 3, "[no bound]"),
+    ],
+)
+def test_an_interval_that_excludes_0_never_reads_as_touching_it(low, high, digits, shown):
+    """The dashboard's verdict prints its interval to 3 decimals: a lower end of +0.0004 beside "significant" read
+    "[+0.000, ...]" as if the interval touched 0."""
+    assert bounds_text(low, high, digits=digits) == shown
 
 
 def test_identical_runs_give_p_one_and_unknown_test_is_refused():

@@ -8,11 +8,11 @@ it): nothing a document holds becomes markup, a link, a formula or a script.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ragmetrics.foundation.numbers import signed as signed_number
 from ragmetrics.foundation.scripts import CJK_CHARACTER
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
@@ -170,9 +170,6 @@ def highlight_html(text: object, marks: Marks | None = None, *, limit: int = MAX
 
 
 def signed(value: float) -> str:
-    """A difference with its sign, to 3 decimals; one too small for them keeps 2 significant digits (``+0.00042``),
-    so a non-zero Δ never reads ``+0.000``."""
-    shown = f"{value:+.3f}"
-    if value != 0 and float(shown) == 0:
-        shown = f"{value:+.{1 - math.floor(math.log10(abs(value)))}f}"
-    return shown
+    """A difference with its sign, to 3 decimals (:func:`ragmetrics.foundation.numbers.signed`: a non-zero one never
+    reads ``+0.000``)."""
+    return signed_number(value)

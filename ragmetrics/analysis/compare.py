@@ -35,6 +35,7 @@ from ragmetrics.analysis.evaluate import EvalResult, evaluate
 from ragmetrics.engine.metrics import MetricSpec
 from ragmetrics.engine.queries import at_positions, at_queries, query_positions
 from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.numbers import signed
 
 MIN_GROUP = stats.MIN_GROUP
 TIE_TOLERANCE = 1e-12
@@ -381,11 +382,13 @@ def intervals_name(correction: str | None) -> str:
 
 def bounds_text(low: float, high: float, separator: str = ", ", digits: int = 4) -> str:
     """A paired interval's ends as the CLI and every dashboard page print them, ``[+0.0106, +0.0576]`` (``digits``
-    decimals); ``[no bound]`` where the interval has none (a constant difference at a level its exact test cannot
-    reach: :func:`ragmetrics.analysis.stats.constant_difference_p`), said with :func:`no_bound_words`."""
+    decimals; an end too small for them keeps 2 significant digits, so an interval that excludes 0 never reads
+    ``+0.000``: :func:`ragmetrics.foundation.numbers.signed`); ``[no bound]`` where the interval has none (a
+    constant difference at a level its exact test cannot reach: :func:`ragmetrics.analysis.stats.constant_difference_p`),
+    said with :func:`no_bound_words`."""
     if low is None or high is None or math.isnan(low) or math.isnan(high):
         return "[no bound]"
-    return f"[{low:+.{digits}f}{separator}{high:+.{digits}f}]"
+    return f"[{signed(low, digits)}{separator}{signed(high, digits)}]"
 
 
 def no_bound_words(n: int) -> str:
