@@ -12,9 +12,7 @@ texts are on both sides are left undecided (the engine then refuses ``auto``).
 
 from __future__ import annotations
 
-import functools
 import os
-import re
 from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
@@ -37,13 +35,16 @@ def _re2_class(characters: str) -> str:
     )
 
 
-@functools.cache
+SPACE = r"[\t-\r\x1c-\x1f\x85\p{Z}]"
+r"""RE2's class of the characters Python's ``\s`` matches (``str.isspace``: general category Zs, Zl or Zp, or
+bidirectional class WS, B or S: the separators and these controls), what :func:`ragmetrics.engine.tokens.cjk_share`
+counts as space; ``tests/test_partitioned.py`` checks it over every code point."""
+
+
 def patterns() -> tuple[str, str]:
-    """RE2 patterns of one CJK character (:data:`ragmetrics.foundation.scripts.CJK`) and of one character Python's
-    ``\\s`` matches (what :func:`ragmetrics.engine.tokens.cjk_share` counts as space)."""
-    space = re.compile(r"\s")
-    spaces = "".join(f"\\x{{{c:x}}}" for c in range(0x110000) if space.match(chr(c)))
-    return f"[{_re2_class(scripts.CJK)}]", f"[{spaces}]"
+    """RE2 patterns of one CJK character (:data:`ragmetrics.foundation.scripts.CJK`) and of one space
+    (:data:`SPACE`)."""
+    return f"[{_re2_class(scripts.CJK)}]", SPACE
 
 
 def _text_batches(found: Input) -> Iterator[pa.Array]:
