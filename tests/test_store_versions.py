@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 import pytest
 import sqlalchemy as sa
@@ -195,20 +197,29 @@ def test_a_store_an_older_release_left_behind_is_read_as_this_one_reads_it(store
 
 
 class _ReadThenOvertaken(Store):
-    """A store whose next save, once it has read the pending labels, is overtaken by ``other``'s save of the same
-    place (another server's person labels a pair and saves without the judges' labels) before it writes."""
+    """A store whose next save, once it has read the pending labels, is overtaken by ``overtake(dataset)`` (another
+    server's save of the same place) before it writes."""
 
-    def __init__(self, url: str, other: Store) -> None:
+    def __init__(self, url: str, overtake: Callable[[str], object]) -> None:
         super().__init__(url)
-        self.other: Store | None = other
+        self.overtake: Callable[[str], object] | None = overtake
 
     def _pending_rows(self, dataset: str) -> pd.DataFrame:
         rows = super()._pending_rows(dataset)
-        if self.other is not None:
-            other, self.other = self.other, None
-            other.add_label(dataset, "q2", "p1", 1, author="ben")
-            other.commit_labels(dataset, author="ben", judges=False)
+        if self.overtake is not None:
+            overtake, self.overtake = self.overtake, None
+            overtake(dataset)
         return rows
+
+
+def _labels_a_pair_and_saves_without_judges(other: Store) -> Callable[[str], object]:
+    """Another server's person labels a pair and saves without the judges' labels."""
+
+    def overtake(dataset: str) -> object:
+        other.add_label(dataset, "q2", "p1", 1, author="ben")
+        return other.commit_labels(dataset, author="ben", judges=False)
+
+    return overtake
 
 
 def test_a_save_overtaken_by_another_makes_the_next_version_with_the_next_number(store_url):
@@ -219,7 +230,9 @@ def test_a_save_overtaken_by_another_makes_the_next_version_with_the_next_number
     parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}, "q2": {"d2": 0}}, name="faq"))
     provenance = Provenance("rule", "1", "0123456789abcdef", 0.0)
     add_judge_labels(store, parent, [("q1", "j1", 1)], provenance)
-    first = _ReadThenOvertaken(store_url, Store(store_url)).commit_labels(parent, author="ana")
+    first = _ReadThenOvertaken(store_url, _labels_a_pair_and_saves_without_judges(Store(store_url))).commit_labels(
+        parent, author="ana"
+    )
     versions = store.versions(store.family(parent)).set_index("id")
     assert len(versions) == 2 and versions["parent"].is_unique  # a line
     overtaking = versions.index[versions["parent"] == parent][0]
@@ -355,29 +368,14 @@ def test_a_version_whose_labels_took_the_top_grade_away_keeps_its_lineages_scale
     assert sorted(store.pending_labels(version)["label"].tolist()) == [2, 3]
 
 
-class _ReadThenSavedAlike(Store):
-    """A store whose next save, once it has read the pending labels, is overtaken by ``other``'s save of the same
-    labels (another server's person saves the same place at the same moment)."""
-
-    def __init__(self, url: str, other: Store) -> None:
-        super().__init__(url)
-        self.other: Store | None = other
-
-    def _pending_rows(self, dataset: str) -> pd.DataFrame:
-        rows = super()._pending_rows(dataset)
-        if self.other is not None:
-            other, self.other = self.other, None
-            other.commit_labels(dataset, author="ben")
-        return rows
-
-
 def test_a_save_overtaken_by_a_save_of_the_same_labels_returns_that_version(store_url):
     """Two saves of the same pending labels at once: the second finds the first's version holding exactly the labels
     it read, and returns it (its labels were saved), not an error that says they stay pending."""
     store = Store(store_url)
     parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
     store.add_label(parent, "q1", "u1", 1, author="ann")
-    first = _ReadThenSavedAlike(store_url, Store(store_url))
+    other = Store(store_url)
+    first = _ReadThenOvertaken(store_url, lambda dataset: other.commit_labels(dataset, author="ben"))
     version = first.commit_labels(parent, author="ann")
     assert version is not None and store.versions(parent)["id"].tolist() == [version]
     assert store.pending_labels(version).empty
