@@ -113,7 +113,7 @@ PARAM_KEYS: dict[str, str] = {
     "d": f"difference to detect on the Dataset power page ({DELTA_RANGE[0]:g} to {DELTA_RANGE[1]:g}; "
     f"absent = {DEFAULT_DELTA:g})",
     "jb": "the Compare page's bounds from the unjudged documents (1 = shown; absent = hidden)",
-    "cv": "the charts a page folds away, the Upload page's depth chart (1 = drawn; absent = folded)",
+    "cv": "the section a page folds away, the Upload page's depth chart, the Overview's curve data (1 = open; absent = folded)",
     "dp": f"pool depth on the Judge page (1 to {K_MAX}; absent = {DEFAULT_DEPTH})",
     "tb": f"the token budget Compare reads chunkings at ({', '.join(map(str, BUDGETS))}; absent = {DEFAULT_BUDGET})",
     "jq": f"the Judge page's queue order ({', '.join(JUDGE_QUEUES)}; absent = {DEFAULT_QUEUE})",
@@ -125,7 +125,7 @@ PARAM_KEYS: dict[str, str] = {
 }
 """Every query key a link may carry, with what it means."""
 
-FLAGS: dict[str, tuple[str, str]] = {"jb": ("bounds", "bounds shown"), "cv": ("charts", "folded charts drawn")}
+FLAGS: dict[str, tuple[str, str]] = {"jb": ("bounds", "bounds shown"), "cv": ("charts", "folded section open")}
 """The on/off keys of a link: key -> (the :class:`ViewState` field, what 1 means); absent is off."""
 
 _REF_RE = re.compile(r"^[A-Za-z0-9_.:\-]{1,80}$")  # what may be looked up as an id (reconcile says if it is one)
@@ -164,7 +164,7 @@ class ViewState:
     plan: str = DEFAULT_PLAN
     shown_judge: str | None = None
     bounds: bool = False
-    charts: bool = False  # the folded charts drawn
+    charts: bool = False  # the folded section open
     order_by: str = DEFAULT_ORDER
     where: str | None = None  # KEY=VALUE
     system_tag: str = DEFAULT_SYSTEM_TAG

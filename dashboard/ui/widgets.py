@@ -37,7 +37,7 @@ __all__ = [
     "correction_picker",
     "dataset_picker",
     "depth_input",
-    "folded_charts",
+    "folded_section",
     "group_picker",
     "k_picker",
     "metric_picker",
@@ -258,10 +258,10 @@ def bounds_toggle(key: str, value: bool, *, force: bool) -> bool:
     )
 
 
-def folded_charts(label: str, key: str, view: ViewState, *, force: bool) -> tuple[DeltaGenerator, ViewState]:
-    """An expander for charts below the first screen, computed by the page only while it is open (a rerun when it
-    opens or folds), so the browser loads no chart library for a folded one; and the view with ``charts`` set to
-    whether it is open (a link keeps it as it was)."""
+def folded_section(label: str, key: str, view: ViewState, *, force: bool) -> tuple[DeltaGenerator, ViewState]:
+    """An expander whose content the page computes and sends only while it is open (a rerun when it opens or folds):
+    a folded chart loads no chart library, a folded table holds no grid in the browser; and the view with
+    ``charts`` set to whether it is open (a link keeps it as it was)."""
     state.seed(key, view.charts, force=force)
     section = st.expander(label, key=key, on_change="rerun")
     return section, view.with_(charts=bool(section.open))

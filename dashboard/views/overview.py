@@ -1,8 +1,9 @@
-"""Overview: the verdict (the best run against the baseline on the sidebar's metric at K), each selected run at K
-(means with 95% CIs), targets pass/fail when a profile is picked, curves over K and the PR curve (on the first screen: Plotly's script
-is code-cached by the browser, see ``dashboard.ui.figures``), the report.
+"""Overview, top to bottom: the verdict (the best run against the baseline on the sidebar's metric at K), the curves
+over K (on the first screen: Plotly's script is code-cached by the browser, see ``dashboard.ui.figures``), each
+selected run at K (means with 95% intervals), the precision-recall chart, targets pass/fail when a profile is picked,
+the report.
 
-Reads ``ds, runs, base, m, k, prof, tgt, t, a, c, ms, jb, dp`` from the URL (see ``dashboard.core.share.PARAM_KEYS``); the
+Reads ``ds, runs, base, m, k, prof, tgt, t, a, c, ms, jb, dp, cv`` from the URL (see ``dashboard.core.share.PARAM_KEYS``); the
 verdict is Compare's, on the same family of comparisons.
 """
 
@@ -49,6 +50,20 @@ if page.alignments and page.dataset is not None:
             "Test, α, correction, the metrics and the bounds from the unjudged documents: **Compare runs** page."
         )
 
+    st.subheader("Curves over K")
+    k_max = overview.display_k_max(alignments)
+    n_queries = alignments[0].n_queries
+    normal = overview.NORMAL_ABOVE
+    st.caption(
+        f"Mean over {n_queries:,} queries for K = 1…{k_max}; shaded: 95% bootstrap band"
+        f"{f' (normal approximation over {normal:,} queries)' if n_queries > normal else ''}. "
+        "The camera button in a chart's toolbar saves it as PNG."
+    )
+    with st.spinner("Bootstrapping confidence bands…"):
+        curves = cache.curve_frame(selection, k_max)
+        curves_figure, pr_figure = cache.curve_figures(selection, k_max, page.run_names)
+    layout.show_figure(curves_figure, key="overview.curves", filename="curves")
+
     st.subheader(f"Metrics at K = {k}")
     means = overview.overview_frame(alignments, k)
     labels = {c: label_title(c) for c in means.columns[2:]}
@@ -79,6 +94,14 @@ if page.alignments and page.dataset is not None:
                 },
             ),
         )
+
+    layout.show_figure(pr_figure, key="overview.pr", filename="precision-recall")
+    numbers, view = widgets.folded_section(
+        "Curve data: the numbers behind both charts", "overview.curve_data", view, force=page.fresh
+    )
+    if view.charts:
+        with numbers:
+            layout.show_table(curves, key="overview.curves.table", filename="curves.csv")
 
     st.subheader("Targets")
     left, right = st.columns([1, 2])
@@ -121,25 +144,6 @@ if page.alignments and page.dataset is not None:
         )
         wide = targets.targets_table(checks)
         layout.show_table(wide, key="overview.targets", filename="targets.csv", styled=targets.style_targets(wide))
-
-    st.subheader("Curves over K")
-    k_max = overview.display_k_max(alignments)
-    n_queries = alignments[0].n_queries
-    normal = overview.NORMAL_ABOVE
-    st.caption(
-        f"Mean over {n_queries:,} queries for K = 1…{k_max}; shaded: 95% bootstrap band"
-        f"{f' (normal approximation over {normal:,} queries)' if n_queries > normal else ''}. "
-        "The camera button in a chart's toolbar saves it as PNG."
-    )
-    with st.spinner("Bootstrapping confidence bands…"):
-        curves = cache.curve_frame(selection, k_max)
-        curves_figure, pr_figure = cache.curve_figures(selection, k_max, page.run_names)
-    charts, data = st.tabs(["Charts", "Curve data"])
-    with charts:
-        layout.show_figure(curves_figure, key="overview.curves", filename="curves")
-        layout.show_figure(pr_figure, key="overview.pr", filename="precision-recall")
-    with data:
-        layout.show_table(curves, key="overview.curves.table", filename="curves.csv")
 
     st.subheader("Report")
     link = layout.share_link(view)

@@ -196,7 +196,7 @@ else:
                 "are what `--chunk-pattern` and `--chunk-mapping` stand for: fill or clear them and upload the run "
                 "again. The result pages show such a run in red too."
             )
-        section, view = widgets.folded_charts(
+        section, view = widgets.folded_section(
             "How deep each run ranks: the documents it retrieved per query",
             "upload.depth.shown",
             view,

@@ -66,3 +66,38 @@ def figure_specs(at: AppTest) -> list[str]:
 
 def charts(at: AppTest) -> list[dict]:
     return [json.loads(spec) for spec in figure_specs(at)]
+
+
+def _in_order(at: AppTest) -> list:  # type: ignore[type-arg]
+    """The main area's elements, top to bottom as the page shows them."""
+    out: list = []  # type: ignore[type-arg]
+
+    def walk(node) -> None:  # type: ignore[no-untyped-def]
+        out.append(node)
+        for child in getattr(node, "children", {}).values():
+            walk(child)
+
+    walk(at.main)
+    return out
+
+
+def shown_table(at: AppTest, key: str):  # type: ignore[no-untyped-def]
+    """The frame of the table ``dashboard.ui.layout.show_table`` showed under ``key`` (AppTest gives a dataframe
+    no key: the table is the one its CSV button, ``key.csv``, follows)."""
+    table = None
+    for node in _in_order(at):
+        if node.type == "dataframe":
+            table = node
+        elif node.type == "download_button" and node.key == f"{key}.csv" and table is not None:
+            return table.value
+    raise AssertionError(f"no table {key!r} on the page")
+
+
+def drawn_in_order(at: AppTest) -> list[str]:
+    """The keys of the main area's tables (as ``show_table`` names them) and figures, top to bottom."""
+    return [
+        node.key.removesuffix(".csv") if node.type == "download_button" else node.key
+        for node in _in_order(at)
+        if node.type in ("bidi_component", "plotly_chart")
+        or (node.type == "download_button" and str(node.key).endswith(".csv"))
+    ]

@@ -7,7 +7,16 @@ from pathlib import Path
 import pytest
 
 from dashboard.views import VIEWS
-from tests.dashboard.apptest import charts, figure_specs, no_problems, open_app, open_page, param
+from tests.dashboard.apptest import (
+    charts,
+    drawn_in_order,
+    figure_specs,
+    no_problems,
+    open_app,
+    open_page,
+    param,
+    shown_table,
+)
 
 pytestmark = pytest.mark.apptest
 
@@ -58,7 +67,7 @@ def test_overview_reads_the_url_and_draws_one_trace_per_run(faq_ids) -> None:
     assert at.number_input(key="sidebar.k").value == 10
     assert at.selectbox(key="sidebar.metric").value == "ndcg"
     assert at.selectbox(key="overview.profile").value == "tech"
-    metrics = at.dataframe[0].value
+    metrics = shown_table(at, "overview.metrics")
     assert list(metrics["run"]) == ["bm25", "hybrid-rrf"] and "recall@10" in metrics.columns
     curves = charts(at)[0]["data"]
     legend = [t["name"] for t in curves if t.get("showlegend") is not False and not t["name"].endswith("95% CI")]
@@ -84,7 +93,7 @@ def test_changing_k_and_metric_does_not_re_align(monkeypatch, faq_ids) -> None:
     at.number_input(key="sidebar.k").set_value(3).run()
     at.selectbox(key="sidebar.metric").set_value("map").run()
     no_problems(at)
-    assert "recall@3" in at.dataframe[0].value.columns
+    assert "recall@3" in shown_table(at, "overview.metrics").columns
     assert param(at, "k") == "3" and param(at, "m") == "map"
     assert len(calls) == 3  # K and metric only read the held alignments
     for view in VIEWS:  # nor does any other page
@@ -115,7 +124,7 @@ def test_changing_k_leaves_the_figures_as_they_were(monkeypatch, faq_ids) -> Non
     for k in (6, 9):
         at.number_input(key="sidebar.k").set_value(k).run()
         no_problems(at)
-        assert f"recall@{k}" in at.dataframe[0].value.columns
+        assert f"recall@{k}" in shown_table(at, "overview.metrics").columns
         assert figure_specs(at) == drawn  # the same figures: nothing to draw again
     assert first <= 1 and len(built) == first  # built once (or found in the cache), never again for a new K
 
@@ -127,6 +136,10 @@ def test_the_overview_draws_its_curves_on_its_first_screen(faq_ids) -> None:
     drawn = charts(at)
     assert len(drawn) == 2 and all(figure["data"] for figure in drawn)  # the curves over K, precision-recall
     assert param(at, "cv") is None  # nothing to keep open in a link
+    # the curves come first, right under the verdict, then the numbers at K, then precision-recall
+    order = drawn_in_order(at)
+    assert order[0] == "overview.curves"
+    assert order.index("overview.curves") < order.index("overview.metrics") < order.index("overview.pr")
 
 
 def test_missed_page_opens_the_query_in_the_url(faq_ids) -> None:

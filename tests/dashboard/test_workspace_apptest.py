@@ -12,7 +12,7 @@ from dashboard.data.workspace import Workspace
 from dashboard.views import VIEWS
 from ragmetrics.io import load_dataset, load_run
 from ragmetrics.store.database import Store, dataset_id, run_id
-from tests.dashboard.apptest import no_problems, open_page, param
+from tests.dashboard.apptest import no_problems, open_page, param, shown_table
 
 pytestmark = pytest.mark.apptest
 
@@ -82,7 +82,7 @@ def test_rename_a_dataset_and_a_run(mini) -> None:
     # another page shows the new names (evaluations are cached per content, and per name)
     overview = open_page("overview", {"ds": mini["dataset"]})
     no_problems(overview)
-    assert list(overview.dataframe[0].value["run"]) == ["mini-bm25", "dense-e5"]
+    assert list(shown_table(overview, "overview.metrics")["run"]) == ["mini-bm25", "dense-e5"]
     # a name another run has is refused with a message, nothing changes
     at.text_input(key=f"workspace.rename.run.{mini['mini-dense']}.name").set_value("mini-bm25")
     [b for b in at.button if b.label == "Rename"][1].click().run()
