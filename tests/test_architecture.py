@@ -93,3 +93,27 @@ def test_runs_that_left_out_other_queries_are_paired_by_query_not_by_position() 
     assert power["delta"].tolist() == [-0.5]
     row = compare_result(result, baseline="first", segments=()).table.set_index("run").loc["second"]
     assert (row["n"], row["delta"], row["wins"], row["ties"]) == (2, 0.5, 1, 1)
+
+
+def test_no_dashboard_text_names_an_interval_method_of_its_own() -> None:
+    """A page names an interval by the library's words (``stats.interval_words`` and ``MEAN_INTERVAL_RULE`` for a
+    mean's, ``compare.delta_interval_method`` for a delta's, ``stats.TESTS`` for a test): a string of the dashboard
+    that says "bootstrap" itself said it of means that were Clopper-Pearson. Docstrings are not shown."""
+    dashboard = LIBRARY.parent / "dashboard"
+    said = []
+    for path in sorted(dashboard.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        docstrings = {
+            id(node.value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        }
+        said += [
+            f"{path.relative_to(dashboard.parent)}:{node.lineno}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+            and "bootstrap" in node.value.lower()
+        ]
+    assert said == []

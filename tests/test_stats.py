@@ -11,7 +11,7 @@ import pytest
 from scipy import stats as sps
 
 import ragmetrics as rm
-from dashboard.core.bootstrap import bootstrap_ci as dashboard_interval
+from dashboard.core.intervals import mean_ci as dashboard_interval
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.compare import (
     adjusted_intervals,
@@ -25,6 +25,7 @@ from ragmetrics.analysis.compare import (
 from ragmetrics.analysis.stability import _verdict
 from ragmetrics.analysis.verdicts import interval_disagreement, verdict
 from ragmetrics.cli import main
+from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.io import load_dataset, load_run
 from tests.partitioned_cases import SCIFACT
 
@@ -498,6 +499,31 @@ def test_eval_ci_check_targets_compare_and_the_dashboard_give_one_interval_of_a_
     result = rm.evaluate(load_dataset(str(qrels)), [load_run(str(run))], ["hits@10"])
     row = compare_result(result).table.iloc[0]
     assert (row["mean_ci_low"], row["mean_ci_high"]) == pytest.approx(stats.proportion_interval(50, 55))
+
+
+def test_interval_methods_name_what_mean_interval_computes_column_by_column():
+    """Was: every page said "bootstrap" of a mean's interval that is Clopper-Pearson for a 0/1 metric."""
+    rng = np.random.default_rng(5)
+    hits, graded = rng.integers(0, 2, 40).astype(np.float64), rng.random(40)
+    matrix = np.column_stack([hits, graded, np.ones(40)])
+    assert stats.interval_methods(matrix) == ["Clopper-Pearson", "bootstrap", "Clopper-Pearson"]
+    low, high = stats.mean_interval(matrix)
+    assert (low[0], high[0]) == stats.proportion_interval(int(hits.sum()), 40)
+    assert (low[2], high[2]) == stats.proportion_interval(40, 40)
+    assert (low[1], high[1]) == tuple(float(end) for end in stats.bootstrap_ci(graded))
+    assert stats.interval_methods(graded, normal_above=39) == ["normal"]
+    normal = stats.bootstrap_ci(graded, normal_above=39)
+    assert stats.mean_interval(graded, normal_above=39) == pytest.approx(normal)
+    assert stats.interval_methods(graded[:1]) == ["none"]
+    assert stats.interval_words(["Clopper-Pearson", "Clopper-Pearson", "none"]) == "Clopper-Pearson"
+    assert stats.interval_words(stats.interval_methods(matrix)) == (
+        "Clopper-Pearson (where every query scored 0 or 1) and bootstrap"
+    )
+    assert stats.interval_words(["normal", "bootstrap"]) == "bootstrap and normal-approximation (above 20,000 queries)"
+    assert stats.interval_words([np.nan, "none"]) == stats.MEAN_INTERVAL_RULE
+    assert stats.MEAN_INTERVAL_RULE == "Clopper-Pearson where every query scored 0 or 1, else bootstrap"
+    with pytest.raises(RagMetricsError, match="interval method 'bca': expected one of Clopper-Pearson"):
+        stats.interval_words(["bca"])
 
 
 def _ranked(tmp_path, base_ranks, new_ranks, depth=20):

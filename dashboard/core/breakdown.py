@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboard.core.bootstrap import bootstrap_ci
 from dashboard.core.charts import base_layout, run_colors, runs_in, safe
+from dashboard.core.intervals import mean_ci
 from dashboard.core.queries import NO_GROUP, group_values
 from dashboard.core.results import Alignment, facets
 from dashboard.core.specs import title
@@ -53,7 +53,7 @@ def breakdown_frame(
             n = int(mask.sum())
             if n == 0:
                 continue
-            mean, low, high = bootstrap_ci(values[mask])
+            mean, low, high = mean_ci(values[mask])
             rows.append(
                 {
                     "run": alignment.name,

@@ -1,6 +1,6 @@
 """Quality against context cost: for each run, a metric at K against the tokens its top K chunks put in the
 model's context (the run's chunk texts, else the corpus; the tokenizer named), one point per run with the 95%
-bootstrap interval of the metric. Chunkings of one corpus compare fairly here: bigger chunks win recall@K by
+intervals of both means (:func:`ragmetrics.analysis.stats.mean_interval`). Chunkings of one corpus compare fairly here: bigger chunks win recall@K by
 holding more text, and the x axis shows what that text costs."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboard.core.bootstrap import bootstrap_ci
 from dashboard.core.charts import base_layout, run_colors, safe
+from dashboard.core.intervals import mean_ci
 from dashboard.core.results import Alignment
 from dashboard.core.specs import MetricSpec
 from dashboard.core.text import md_escape
@@ -32,7 +32,7 @@ def cost_frame(alignments: Sequence[Alignment], spec: MetricSpec, k: int) -> pd.
     for alignment in alignments:
         counted = tokens_at_depth(alignment, k)
         values = alignment.value(spec)
-        mean, low, high = bootstrap_ci(np.column_stack([counted, np.asarray(values, dtype=np.float64)]))
+        mean, low, high = mean_ci(np.column_stack([counted, np.asarray(values, dtype=np.float64)]))
         rows.append(
             {"run": alignment.name, "tokens": float(mean[0]), "tokens_ci_low": float(low[0]),
              "tokens_ci_high": float(high[0]), "mean": float(mean[1]), "ci_low": float(low[1]),

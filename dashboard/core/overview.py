@@ -1,4 +1,4 @@
-"""Overview: each run's means at K with 95% intervals, curves over K with bootstrap bands, precision against recall.
+"""Overview: each run's means at K with 95% intervals, curves over K with 95% bands, precision against recall.
 
 Alignments in, frames and figures out. Metric columns use canonical names (``recall@5``); the pages show the
 registry's titles (:func:`dashboard.core.specs.title`).
@@ -15,8 +15,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from dashboard.core.bootstrap import NORMAL_ABOVE, bootstrap_ci, resampler
 from dashboard.core.charts import BAND_SUFFIX, base_layout, base_layout_settings, rgba, run_colors, runs_in, safe
+from dashboard.core.intervals import NORMAL_ABOVE, interval_methods, mean_ci, resampler
 from dashboard.core.results import Alignment, curve
 from dashboard.core.specs import K_MAX, metric_spec, metric_title
 from ragmetrics.analysis.stats import Resampler
@@ -70,9 +70,11 @@ def overview_frame(alignments: Sequence[Alignment], k: int) -> pd.DataFrame:
 def summary_frame(
     alignments: Sequence[Alignment], specs: Sequence[MetricSpec], bounds_depth: int | None = None
 ) -> pd.DataFrame:
-    """Mean and 95% CI of each metric per run: ``run, metric, n, mean, ci_low, ci_high`` (long); with
-    ``bounds_depth``, ``worst, best`` too: the mean's ends over every way of judging the unjudged documents in each
-    run's top ``bounds_depth`` (:meth:`ragmetrics.Alignment.bounds`)."""
+    """Mean and 95% CI of each metric per run: ``run, metric, n, mean, ci_low, ci_high, interval`` (long;
+    ``interval``: the method of :func:`ragmetrics.analysis.stats.mean_interval` for that run's metric, as
+    :func:`ragmetrics.analysis.stats.interval_methods` names it); with ``bounds_depth``, ``worst, best`` too: the
+    mean's ends over every way of judging the unjudged documents in each run's top ``bounds_depth``
+    (:meth:`ragmetrics.Alignment.bounds`)."""
     rows = []
     parsed = list(specs)
     resamplers = _Resamplers()
@@ -80,21 +82,23 @@ def summary_frame(
         n = alignment.n_queries
         values = alignment.values(parsed)
         matrix = np.column_stack([values[s] for s in parsed]) if parsed else np.zeros((n, 0))
-        mean, low, high = bootstrap_ci(matrix, resampler=resamplers[n])
+        mean, low, high = mean_ci(matrix, resampler=resamplers[n])
+        methods = interval_methods(matrix)
         for i, spec in enumerate(parsed):
             row = {"run": alignment.name, "metric": str(spec), "n": n, "mean": mean[i], "ci_low": low[i],
-                   "ci_high": high[i]}  # fmt: skip
+                   "ci_high": high[i], "interval": methods[i]}  # fmt: skip
             if bounds_depth is not None:
                 row["worst"], row["best"] = alignment.mean_bounds(spec, bounds_depth)
             rows.append(row)
-    columns = ["run", "metric", "n", "mean", "ci_low", "ci_high"]
+    columns = ["run", "metric", "n", "mean", "ci_low", "ci_high", "interval"]
     return pd.DataFrame(rows, columns=columns + (["worst", "best"] if bounds_depth is not None else []))
 
 
 def curve_frame(
     alignments: Sequence[Alignment], metrics: Sequence[str] = CURVE_PANEL_METRICS, k_max: int = K_MAX
 ) -> pd.DataFrame:
-    """Mean ``metric@k`` for k = 1..k_max with a 95% bootstrap band: ``run, metric, k, value, ci_low, ci_high``.
+    """Mean ``metric@k`` for k = 1..k_max with its 95% band: ``run, metric, k, value, ci_low, ci_high, interval``
+    (``interval``: each point's method, as in :func:`summary_frame`).
 
     Every curve is resampled on the same resamples of the queries: bands of one run are coherent across K and
     metrics, and runs are resampled alike.
@@ -107,14 +111,22 @@ def curve_frame(
             continue
         for metric in metrics:
             values = curve(alignment, metric, k_max)
-            mean, low, high = bootstrap_ci(values, resampler=resamplers[alignment.n_queries])
+            mean, low, high = mean_ci(values, resampler=resamplers[alignment.n_queries])
             parts.append(
                 pd.DataFrame(
-                    {"run": alignment.name, "metric": metric, "k": ks, "value": mean, "ci_low": low, "ci_high": high}
+                    {
+                        "run": alignment.name,
+                        "metric": metric,
+                        "k": ks,
+                        "value": mean,
+                        "ci_low": low,
+                        "ci_high": high,
+                        "interval": interval_methods(values),
+                    }
                 )
             )
     if not parts:
-        return pd.DataFrame(columns=["run", "metric", "k", "value", "ci_low", "ci_high"])
+        return pd.DataFrame(columns=["run", "metric", "k", "value", "ci_low", "ci_high", "interval"])
     return pd.concat(parts, ignore_index=True)
 
 
@@ -157,7 +169,7 @@ def curves_figure(
     *,
     log_x: bool | None = None,
 ) -> go.Figure:
-    """Small multiples of metric@K against K, one line per run with its 95% bootstrap band.
+    """Small multiples of metric@K against K, one line per run with its 95% band (:func:`curve_frame`).
 
     ``curves`` is :func:`curve_frame`. Panels follow ``metrics`` in a grid of three columns; the legend sits in
     the free cell. Nothing in it depends on the chosen K: a change of K leaves the drawn figure as it is.

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 
 import pandas as pd
 
+from dashboard.core.intervals import interval_words
 from dashboard.core.specs import label_title
 from ragmetrics.analysis.diagnosis import Finding, evidence_words
 from ragmetrics.io.export import markdown_cell, markdown_table
@@ -26,7 +27,7 @@ class ReportInput:
     k: int
     profile: str
     overview: pd.DataFrame  # overview.overview_frame
-    summary_ci: pd.DataFrame  # overview.summary_frame (run, metric, mean, ci_low, ci_high)
+    summary_ci: pd.DataFrame  # overview.summary_frame (run, metric, mean, ci_low, ci_high, interval)
     checks: pd.DataFrame  # targets.check_frame
     findings: Sequence[Finding]
     link: str = ""  # the view's absolute share link ("" when the app's address is unknown)
@@ -64,6 +65,13 @@ def _display_overview(data: ReportInput) -> pd.DataFrame:
     return frame
 
 
+def intervals_sentence(summary_ci: pd.DataFrame) -> str:
+    """The report's words for its means' intervals, named by the methods that computed them (the ``interval``
+    column of :func:`dashboard.core.overview.summary_frame`; without it, the rule)."""
+    methods = summary_ci["interval"] if "interval" in summary_ci.columns else ()
+    return f"Means with 95% intervals: {interval_words(methods)}."
+
+
 def _display_checks(checks: pd.DataFrame) -> pd.DataFrame:
     if checks.empty:
         return pd.DataFrame(columns=["run", "target", "value", "95% CI", "result"])
@@ -92,7 +100,7 @@ def markdown_report(data: ReportInput) -> str:
         f"# Retrieval evaluation: {markdown_cell(data.dataset)}",
         "",
         f"{s['queries']:,} queries ({s['judged_queries']:,} judged), K = {data.k}, targets profile: {markdown_cell(data.profile)}. "
-        f"Generated {_stamp()} by ragmetrics. Means with 95% bootstrap intervals.",
+        f"Generated {_stamp()} by ragmetrics. {intervals_sentence(data.summary_ci)}",
         "",
         f"## Metrics at K = {data.k}",
         "",
@@ -174,7 +182,7 @@ def html_report(data: ReportInput) -> str:
         f"<title>ragmetrics report: {e(data.dataset)}</title><style>{_CSS}</style></head><body>"
         f"<h1>Retrieval evaluation: {e(data.dataset)}</h1>"
         f'<p class="muted">{s["queries"]:,} queries ({s["judged_queries"]:,} judged), K = {data.k}, '
-        f"targets profile: {e(data.profile)}. Generated {_stamp()} by ragmetrics. Means with 95% bootstrap intervals.</p>"
+        f"targets profile: {e(data.profile)}. Generated {_stamp()} by ragmetrics. {e(intervals_sentence(data.summary_ci))}</p>"
         f"<h2>Metrics at K = {data.k}</h2>{_html_table(_display_overview(data))}"
         f"<h2>Targets</h2>{_html_table(_display_checks(data.checks), classes_from='result')}"
         f"{comparison}<h2>Diagnosis</h2>{''.join(findings) or '<p>No rule fired.</p>'}{link}"

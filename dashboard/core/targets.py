@@ -3,7 +3,7 @@
 A target set is an ordered ``{metric: threshold}`` mapping meaning "metric >
 threshold". Checks use :func:`ragmetrics.analysis.targets.check_targets`, so a run gets
 the same verdict here as from ``ragmetrics check``: ``pass`` when the lower
-end of the mean's 95% bootstrap interval clears the threshold, ``uncertain``
+end of the mean's 95% interval (:func:`ragmetrics.analysis.stats.mean_interval`) clears the threshold, ``uncertain``
 when only the mean does, ``fail`` otherwise. The view state stores an edited
 set as text (``recall@5>0.9;mrr>0.7``, :func:`dashboard.core.share.format_targets`); pure, no Streamlit.
 """

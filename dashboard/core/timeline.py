@@ -15,14 +15,16 @@ import plotly.graph_objects as go
 
 from dashboard.core.charts import BAND_SUFFIX, PALETTE, base_layout, rgba, safe
 from dashboard.core.share import ViewState, share_query
-from ragmetrics.analysis.compare import bounds_text, interval_at_level, intervals_name
+from ragmetrics.analysis.compare import bounds_text, delta_interval_method, interval_at_level, intervals_name
 from ragmetrics.analysis.history import DATE_TAG, STEP_WORDS, StoredRun, Timeline
 
 __all__ = [
     "ALL",
     "DROP_TRACE",
     "MEAN_TRACE",
+    "delta_interval_method",
     "drop_message",
+    "intervals_name",
     "order_choices",
     "step_links",
     "tag_filters",

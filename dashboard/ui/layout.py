@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 import streamlit as st
 
 from dashboard.core import results_only
+from dashboard.core.intervals import MEAN_INTERVAL_RULE
 from dashboard.core.queries import dataset_summary, group_values
 from dashboard.core.share import share_query, share_url
 from dashboard.core.specs import K_MAX
@@ -170,7 +171,7 @@ def show_results_only(page: Page) -> None:
     st.subheader("Per-query results without rankings")
     st.caption(
         "Runs too large to upload, pushed as per-query values (ragmetrics push --per-query): their means and 95% "
-        "bootstrap intervals. Curves, breakdowns, missed queries, diagnosis, judging and comparisons need the "
+        f"intervals ({MEAN_INTERVAL_RULE}). Curves, breakdowns, missed queries, diagnosis, judging and comparisons need the "
         "rankings, so those pages leave them out."
     )
     show_table(

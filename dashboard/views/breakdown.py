@@ -8,6 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.core import breakdown
+from dashboard.core.intervals import MEAN_INTERVAL_RULE
 from dashboard.core.queries import has_groups, unevaluated_groups
 from dashboard.core.specs import metric_spec, title
 from dashboard.core.text import md_escape
@@ -19,7 +20,8 @@ view = page.state
 if page.alignments and page.dataset is not None:
     spec = metric_spec(view.metric, view.k)
     st.caption(
-        f"{title(spec)} per group (change the metric and K in the sidebar). Error bars: 95% bootstrap interval; "
+        f"{title(spec)} per group (change the metric and K in the sidebar). Error bars: the 95% interval of each mean "
+        f"({MEAN_INTERVAL_RULE}); "
         f"hatched groups have fewer than {breakdown.MIN_GROUP} queries, too few to tell."
     )
     for by, heading in (("category", "By category"), ("difficulty", "By difficulty")):

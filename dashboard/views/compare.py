@@ -15,6 +15,7 @@ import streamlit as st
 
 from dashboard.core import compare as cmp
 from dashboard.core import metadata
+from dashboard.core.intervals import MEAN_INTERVAL_RULE
 from dashboard.core.specs import label_title, sidebar_names, title
 from dashboard.core.text import md_escape
 from dashboard.ui import assisted, cache, layout, state, widgets
@@ -92,8 +93,9 @@ if page.dataset is not None and len(page.alignments) >= 2:
         comparison = cache.comparison(selection, base.name, specs, test, alpha, correction, view.bounds_depth)
     layout.show_verdict(cmp.verdict(comparison, spec))
     st.caption(
-        f"Each run against **{md_escape(base.name)}** on the same {base.n_queries:,} queries: mean with its 95% bootstrap "
-        f"interval, Δ = run − baseline with its paired-bootstrap interval, the p-value of the paired test "
+        f"Each run against **{md_escape(base.name)}** on the same {base.n_queries:,} queries: mean with its 95% interval "
+        f"({MEAN_INTERVAL_RULE}), Δ = run − baseline with its {cmp.intervals_name(correction)} "
+        f"({cmp.delta_interval_method(correction)}), the p-value of the paired test "
         f"({cmp.test_title(test)}) and the corrected one: {cmp.family_text(comparison)}, as on the Overview and "
         f"Dataset power (the table shows the baseline's pairs). ▲/▼: corrected p < {alpha:g}. W / T / L: queries the run wins, ties and loses. "
         "**Select a row** to see its queries below."

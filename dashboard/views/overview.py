@@ -13,6 +13,7 @@ import streamlit as st
 
 from dashboard.core import compare as cmp
 from dashboard.core import diagnosis, overview, report, targets
+from dashboard.core.intervals import MEAN_INTERVAL_RULE, interval_words
 from dashboard.core.queries import dataset_summary
 from dashboard.core.specs import label_title, metric_spec, title
 from dashboard.ui import assisted, cache, layout, widgets
@@ -53,15 +54,13 @@ if page.alignments and page.dataset is not None:
     st.subheader("Curves over K")
     k_max = overview.display_k_max(alignments)
     n_queries = alignments[0].n_queries
-    normal = overview.NORMAL_ABOVE
-    st.caption(
-        f"Mean over {n_queries:,} queries for K = 1…{k_max}; shaded: 95% bootstrap band"
-        f"{f' (normal approximation over {normal:,} queries)' if n_queries > normal else ''}. "
-        "The camera button in a chart's toolbar saves it as PNG."
-    )
-    with st.spinner("Bootstrapping confidence bands…"):
+    with st.spinner("Computing confidence bands…"):
         curves = cache.curve_frame(selection, k_max)
         curves_figure, pr_figure = cache.curve_figures(selection, k_max, page.run_names)
+    st.caption(
+        f"Mean over {n_queries:,} queries for K = 1…{k_max}; shaded: the 95% interval of each mean, "
+        f"{interval_words(curves['interval'])}. The camera button in a chart's toolbar saves it as PNG."
+    )
     layout.show_figure(curves_figure, key="overview.curves", filename="curves")
 
     st.subheader(f"Metrics at K = {k}")
@@ -75,7 +74,7 @@ if page.alignments and page.dataset is not None:
     )
     assisted.corrected_elsewhere(page.workspace, ds, selection, metric_spec(view.metric, k), view.depth, view)
     summary = cache.summary_frame(selection, overview.overview_specs(k), view.bounds_depth)
-    heading = "Means with 95% bootstrap confidence intervals"
+    heading = f"Means with 95% confidence intervals: {interval_words(summary['interval'])}"
     if view.bounds:
         heading += f", and their worst and best if the unjudged documents in each run's top {view.depth} were judged"
     with st.expander(heading, expanded=view.bounds):
@@ -139,7 +138,8 @@ if page.alignments and page.dataset is not None:
     checks = cache.target_checks(selection, targets.format_targets(in_force))
     if in_force:
         st.caption(
-            "✓ pass: the lower end of the 95% bootstrap interval clears the target · ? uncertain: only the mean does · "
+            f"✓ pass: the lower end of the mean's 95% interval ({MEAN_INTERVAL_RULE}) clears the target · "
+            "? uncertain: only the mean does · "
             "✗ fail (same verdicts as `ragmetrics check`)."
         )
         wide = targets.targets_table(checks)

@@ -1,6 +1,7 @@
 """``compare``: is run B better than the baseline, or is that noise?
 
-Per metric and run: mean with a 95% bootstrap interval, the delta against the
+Per metric and run: mean with its 95% interval (:func:`ragmetrics.analysis.stats.mean_interval`: Clopper-Pearson
+for a metric every query scored 0 or 1, else the bootstrap), the delta against the
 baseline with its own interval (paired bootstrap of per-query differences), a
 paired p-value, the corrected p-value, and win/tie/loss counts with the query
 ids behind them. Values are aligned by query id; the evaluated queries are the
@@ -378,6 +379,16 @@ def intervals_name(correction: str | None) -> str:
     """What the intervals beside p-values corrected by ``correction`` are, in the words every page and the CLI use:
     ``95% CI`` uncorrected, ``Holm-adjusted CI`` (each at its comparison's level, :func:`adjusted_level`)."""
     return "95% CI" if stats.is_uncorrected(correction) else f"{stats.correction_title(correction)}-adjusted CI"
+
+
+def delta_interval_method(correction: str | None) -> str:
+    """How the intervals :func:`intervals_name` names are computed, in the words every page and the CLI use: the
+    delta's paired bootstrap uncorrected, Student's t at each comparison's level (:func:`adjusted_level`)."""
+    return (
+        "paired bootstrap, uncorrected"
+        if stats.is_uncorrected(correction)
+        else "Student's t at each comparison's level"
+    )
 
 
 def bounds_text(low: float, high: float, separator: str = ", ", digits: int = 4) -> str:

@@ -1,7 +1,7 @@
 """History and leaderboards over the store: every run of a dataset placed in time, and systems across datasets.
 
 * :func:`timeline`: a dataset's runs (filtered by tags) in ``date`` order (or another tag's), the chosen metric's
-  mean with its 95% bootstrap interval, and each step's paired test against the previous run and against a
+  mean with its 95% interval (:func:`ragmetrics.analysis.stats.mean_interval`), and each step's paired test against the previous run and against a
   pinned baseline (:func:`ragmetrics.analysis.compare.compare_result`). A *drop* is a step significantly below the run
   before it. By default each step is its own question (no correction over the steps: the nightly gate asks about
   the last one); ``correction="holm"`` corrects over the steps.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -410,6 +410,67 @@ def proportion_interval(successes: int, n: int, confidence: float = 0.95) -> tup
     return float(interval.low), float(interval.high)
 
 
+IntervalMethod = Literal["Clopper-Pearson", "bootstrap", "normal", "none"]
+"""A method of :func:`mean_interval` (``none``: fewer than 2 values, no interval)."""
+
+INTERVAL_NAMES: dict[str, str] = {
+    "Clopper-Pearson": "Clopper-Pearson",
+    "bootstrap": "bootstrap",
+    "normal": "normal-approximation",
+}
+"""Each method of :func:`mean_interval` by the name a page or a command gives its intervals (``95% {name}
+intervals``)."""
+
+INTERVAL_WHERE: dict[str, str] = {
+    "Clopper-Pearson": "where every query scored 0 or 1",
+    "bootstrap": "",
+    "normal": f"above {NORMAL_ABOVE:,} queries",
+}
+"""Where each method of :func:`mean_interval` applies, said beside its name when intervals of several methods are
+shown together."""
+
+MEAN_INTERVAL_RULE = (
+    f"{INTERVAL_NAMES['Clopper-Pearson']} {INTERVAL_WHERE['Clopper-Pearson']}, else {INTERVAL_NAMES['bootstrap']}"
+)
+"""How :func:`mean_interval` picks its method, for a text that names a mean's interval before any data is at hand."""
+
+
+def interval_methods(values: np.ndarray, *, normal_above: int | None = NORMAL_ABOVE) -> list[IntervalMethod]:
+    """The method :func:`mean_interval` uses for each column of ``values`` (one for a 1-d array): ``Clopper-Pearson``
+    for a column whose every value is 0 or 1 with at least 2 values, ``normal`` (:func:`bootstrap_ci`'s normal
+    interval) for any other column of more than ``normal_above`` values, ``none`` below 2 values, else
+    ``bootstrap``."""
+    values = np.asarray(values)
+    n = values.shape[0]
+    matrix = values.reshape(n, -1)
+    other: IntervalMethod = "normal" if normal_above is not None and n > normal_above else "bootstrap"
+    if n < 2:
+        return ["none"] * matrix.shape[1]
+    binary = ((matrix == 0) | (matrix == 1)).all(axis=0)
+    return ["Clopper-Pearson" if exact else other for exact in binary]
+
+
+def interval_words(methods: Iterable[str]) -> str:
+    """The name of intervals computed by ``methods`` (of :func:`interval_methods`; ``none``, NaN and empty
+    ignored), as a text says it after ``95% intervals:``: one method by its name (``Clopper-Pearson``,
+    ``bootstrap``), several by their names in a fixed order, each with where it applies (``Clopper-Pearson (where
+    every query scored 0 or 1) and bootstrap``); no method: the rule, :data:`MEAN_INTERVAL_RULE`."""
+    seen = {method for method in methods if isinstance(method, str) and method and method != "none"}
+    unknown = seen - set(INTERVAL_NAMES)
+    if unknown:
+        raise RagMetricsError(f"interval method {sorted(unknown)[0]!r}: expected one of {', '.join(INTERVAL_NAMES)}")
+    used = [method for method in INTERVAL_NAMES if method in seen]
+    if not used:
+        return MEAN_INTERVAL_RULE
+    if len(used) == 1:
+        return INTERVAL_NAMES[used[0]]
+    named = [
+        f"{INTERVAL_NAMES[method]} ({INTERVAL_WHERE[method]})" if INTERVAL_WHERE[method] else INTERVAL_NAMES[method]
+        for method in used
+    ]
+    return ", ".join(named[:-1]) + " and " + named[-1]
+
+
 def mean_interval(
     values: np.ndarray,
     *,
@@ -423,14 +484,16 @@ def mean_interval(
     ``compare``'s means, the dashboard's): for a column whose every value is 0 or 1 (hits, success, recall at 1, any
     metric every query scored 0 or 1) and that holds at least 2 values, the exact binomial (Clopper-Pearson)
     interval (:func:`proportion_interval`); for any other column, :func:`bootstrap_ci`'s percentile bootstrap
-    (same arguments, same shapes). The bootstrap of values all 1 is the point [1, 1] at any n (55 queries all hits:
-    [1, 1], where the exact interval is [0.935, 1]) and covers a true mean near 1 far less than it claims; the
-    exact interval covers at least ``confidence`` at every n and p (``tests/test_stats.py`` simulates it)."""
+    (same arguments, same shapes; its normal interval above ``normal_above`` values). :func:`interval_methods` says
+    which, column by column, and :func:`interval_words` names them. The bootstrap of values all 1 is the point [1, 1]
+    at any n (55 queries all hits: [1, 1], where the exact interval is [0.935, 1]) and covers a true mean near 1 far
+    less than it claims; the exact interval covers at least ``confidence`` at every n and p (``tests/test_stats.py``
+    simulates it)."""
     values = np.asarray(values)
     if values.shape[0] < 2:
         return bootstrap_ci(values, confidence=confidence, n_resamples=n_resamples, seed=seed, resampler=resampler)
     matrix = values.reshape(values.shape[0], -1)
-    binary = ((matrix == 0) | (matrix == 1)).all(axis=0)
+    binary = np.array([method == "Clopper-Pearson" for method in interval_methods(matrix)], dtype=bool)
     if binary.all():
         low, high = np.empty(binary.size), np.empty(binary.size)
     else:

@@ -19,12 +19,13 @@ from ragmetrics.analysis.compare import (
     adjusted_intervals,
     bounds_text,
     compare_result,
+    delta_interval_method,
     family_scope,
     intervals_name,
     no_bound_words,
 )
 from ragmetrics.analysis.evaluate import EvalResult
-from ragmetrics.analysis.stats import BOOTSTRAP_MIN_QUERIES, CORRECTIONS, family_text, is_uncorrected
+from ragmetrics.analysis.stats import BOOTSTRAP_MIN_QUERIES, CORRECTIONS, family_text
 from ragmetrics.analysis.targets import check_targets, resolve_targets
 from ragmetrics.analysis.verdicts import (
     Verdict,
@@ -278,8 +279,7 @@ def row_notes(row: Mapping[str, Any], comparison: Comparison) -> str:
 def interval_words(correction: str) -> str:
     """The footer's words for the intervals of :func:`ragmetrics.analysis.compare.adjusted_level`, named as the
     dashboard names them (:func:`ragmetrics.analysis.compare.intervals_name`; docs/conventions.md, Significance)."""
-    how = "paired bootstrap, uncorrected" if is_uncorrected(correction) else "Student's t at each comparison's level"
-    return f"intervals: {intervals_name(correction)} ({how})"
+    return f"intervals: {intervals_name(correction)} ({delta_interval_method(correction)})"
 
 
 def judged_ends(row: Any) -> str:

@@ -328,9 +328,9 @@ def add_merged_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--ci",
         action="store_true",
-        help="also print each mean's 95%% bootstrap interval, resampled by a hash of the query id (Poisson "
-        "bootstrap): every engine's buckets emit sums that add up, so the interval is the same, bit for bit, for "
-        "every engine and --buckets",
+        help="also print each mean's 95%% interval: Clopper-Pearson where every query scored 0 or 1, else the "
+        "Poisson bootstrap, resampled by a hash of the query id: every engine's buckets emit sums that add up, so "
+        "the interval is the same, bit for bit, for every engine and --buckets",
     )
     p.add_argument(
         "--resamples",

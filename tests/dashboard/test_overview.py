@@ -13,7 +13,7 @@ from scipy import stats as scipy_stats
 
 import ragmetrics
 from dashboard.core import charts, overview, results
-from dashboard.core.bootstrap import bootstrap_ci
+from dashboard.core.intervals import mean_ci
 from dashboard.core.specs import K_MAX, METRIC_CHOICES, label_title, metric_spec, metric_title, title
 from ragmetrics.engine import metrics as registry
 
@@ -74,9 +74,17 @@ def test_overview_frame_columns_and_means(faq_alignments, faq_result) -> None:
 
 
 def test_summary_frame_has_ci_around_mean(faq_alignments, faq_result) -> None:
-    frame = overview.summary_frame(faq_alignments, [registry.parse_metric("recall@5"), registry.parse_metric("mrr")])
-    assert list(frame.columns) == ["run", "metric", "n", "mean", "ci_low", "ci_high"]
-    assert len(frame) == 2 * len(faq_alignments)
+    specs = [registry.parse_metric(m) for m in ("recall@5", "mrr", "hits@5")]
+    frame = overview.summary_frame(faq_alignments, specs)
+    assert list(frame.columns) == ["run", "metric", "n", "mean", "ci_low", "ci_high", "interval"]
+    assert len(frame) == 3 * len(faq_alignments)
+    # each row names the method that computed it: hits (0 or 1) Clopper-Pearson, the graded mrr the bootstrap
+    methods = frame.groupby("metric")["interval"].unique()
+    assert list(methods["hits@5"]) == ["Clopper-Pearson"] and list(methods["mrr"]) == ["bootstrap"]
+    hits = frame[(frame["run"] == faq_alignments[0].name) & (frame["metric"] == "hits@5")].iloc[0]
+    counted = faq_alignments[0].value("hits@5")
+    exact = ragmetrics.analysis.stats.proportion_interval(int(counted.sum()), len(counted))
+    assert (hits["ci_low"], hits["ci_high"]) == pytest.approx(exact)
     assert (frame["ci_low"] <= frame["mean"]).all() and (frame["mean"] <= frame["ci_high"]).all()
     recall = frame[frame["metric"] == "recall@5"].set_index("run")["mean"]
     np.testing.assert_allclose(recall.to_numpy(), faq_result.mean()["recall@5"].to_numpy(), atol=1e-12)
@@ -88,7 +96,9 @@ def test_summary_frame_has_ci_around_mean(faq_alignments, faq_result) -> None:
 
 
 def test_curve_frame(faq_alignments, faq_result, curves) -> None:
-    assert list(curves.columns) == ["run", "metric", "k", "value", "ci_low", "ci_high"]
+    assert list(curves.columns) == ["run", "metric", "k", "value", "ci_low", "ci_high", "interval"]
+    assert set(curves.loc[curves["metric"] == "hits", "interval"]) == {"Clopper-Pearson"}
+    assert set(curves.loc[curves["metric"] == "ndcg", "interval"]) == {"bootstrap"}
     assert len(curves) == len(faq_alignments) * 5 * 20
     one = curves[(curves["run"] == "bm25") & (curves["metric"] == "recall")]
     assert one["k"].tolist() == list(range(1, 21))
@@ -118,7 +128,7 @@ def test_display_k_max(faq_alignments, tiny_alignments) -> None:
 def test_bootstrap_matches_scipy_percentile_and_0_1_values_clopper_pearson() -> None:
     rng = np.random.default_rng(3)
     values = rng.random(200) * 0.8
-    mean, low, high = bootstrap_ci(values)
+    mean, low, high = mean_ci(values)
     ref = scipy_stats.bootstrap(
         (values,), np.mean, method="percentile", n_resamples=4000, random_state=1
     ).confidence_interval
@@ -126,16 +136,16 @@ def test_bootstrap_matches_scipy_percentile_and_0_1_values_clopper_pearson() -> 
     assert low[0] == pytest.approx(ref.low, abs=0.02) and high[0] == pytest.approx(ref.high, abs=0.02)
     hits = (rng.random(200) < 0.7).astype(float)
     exact = scipy_stats.binomtest(int(hits.sum()), 200).proportion_ci(0.95, method="exact")
-    _, low, high = bootstrap_ci(np.column_stack([hits, values]))
+    _, low, high = mean_ci(np.column_stack([hits, values]))
     assert (low[0], high[0]) == pytest.approx((exact.low, exact.high))  # eval --ci's and check's interval
     assert low[1] == pytest.approx(ref.low, abs=0.02)
     constant = np.full((50, 3), 0.5)
-    m, lo, hi = bootstrap_ci(constant)
+    m, lo, hi = mean_ci(constant)
     assert (lo == 0.5).all() and (hi == 0.5).all() and (m == 0.5).all()
-    _, lo, hi = bootstrap_ci(np.ones((50, 1)))  # every query a hit: not the point [1, 1]
+    _, lo, hi = mean_ci(np.ones((50, 1)))  # every query a hit: not the point [1, 1]
     assert lo[0] == pytest.approx(scipy_stats.binomtest(50, 50).proportion_ci(0.95, method="exact").low)
     assert lo[0] < 0.93
-    m, lo, hi = bootstrap_ci(np.array([0.5]))
+    m, lo, hi = mean_ci(np.array([0.5]))
     assert m[0] == 0.5 and np.isnan(lo[0]) and np.isnan(hi[0])
 
 

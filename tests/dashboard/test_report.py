@@ -27,9 +27,14 @@ def _data(evals, name: str = "product_faq_zh") -> report.ReportInput:
 
 
 def test_markdown_report_holds_the_overview(faq_alignments) -> None:
-    text = report.markdown_report(_data(faq_alignments))
+    data = _data(faq_alignments)
+    text, page = report.markdown_report(data), report.html_report(data)
     means = overview.overview_frame(faq_alignments, 5)
     assert text.startswith("# Retrieval evaluation: product_faq_zh")
+    # the intervals named by the methods that computed them: hits@5 is 0 or 1 per query, nDCG@5 graded
+    named = "Means with 95% intervals: Clopper-Pearson (where every query scored 0 or 1) and bootstrap."
+    assert named in text and named in page
+    assert "95% bootstrap" not in text
     assert "| run | queries | Recall@5 |" in text
     assert f"{means.loc[0, 'recall@5']:.3f} \\[" in text  # mean with its interval
     assert (
@@ -37,9 +42,9 @@ def test_markdown_report_holds_the_overview(faq_alignments) -> None:
         and "## Diagnosis" in text
         and "View: <http://team.example:8501/overview?v=1&k=5>" in text
     )
-    advice = [a for f in _data(faq_alignments).findings for a in f.advice]
+    advice = [a for f in data.findings for a in f.advice]
     assert advice and all(f"- {a} *{diagnosis.evidence_words(a)}*" in text for a in advice if "*" not in a)
-    assert diagnosis.evidence_words(advice[0]) in report.html_report(_data(faq_alignments))  # each advice's evidence
+    assert diagnosis.evidence_words(advice[0]) in page  # each advice's evidence
 
 
 def test_html_report_escapes_user_text(tiny, tiny_runs) -> None:

@@ -1,4 +1,5 @@
-"""The dashboard's interval settings over :func:`ragmetrics.analysis.stats.mean_interval`.
+"""The dashboard's interval settings over :func:`ragmetrics.analysis.stats.mean_interval`, and the names of its
+methods every page reads (:func:`interval_methods`, :func:`interval_words`, :data:`MEAN_INTERVAL_RULE`).
 
 One seed and one resample count for every interval shown, so runs and curve points are resampled on the
 same queries and the numbers match ``ragmetrics check``. A :func:`resampler` held across calls draws those
@@ -10,9 +11,19 @@ from __future__ import annotations
 import numpy as np
 
 from ragmetrics.analysis import stats
-from ragmetrics.analysis.stats import NORMAL_ABOVE
+from ragmetrics.analysis.stats import MEAN_INTERVAL_RULE, NORMAL_ABOVE, interval_methods, interval_words
 
-__all__ = ["CONFIDENCE", "NORMAL_ABOVE", "N_RESAMPLES", "SEED", "bootstrap_ci", "resampler"]
+__all__ = [
+    "CONFIDENCE",
+    "MEAN_INTERVAL_RULE",
+    "NORMAL_ABOVE",
+    "N_RESAMPLES",
+    "SEED",
+    "interval_methods",
+    "interval_words",
+    "mean_ci",
+    "resampler",
+]
 
 N_RESAMPLES = 1000
 SEED = 0
@@ -24,7 +35,7 @@ def resampler(n: int) -> stats.Resampler:
     return stats.Resampler(n, N_RESAMPLES, SEED)
 
 
-def bootstrap_ci(
+def mean_ci(
     values: np.ndarray,
     *,
     n_resamples: int = N_RESAMPLES,
