@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 import sys
+from dataclasses import fields
+from typing import get_args
 
 import numpy as np
 import pandas as pd
@@ -14,7 +16,7 @@ from hypothesis import strategies as st
 
 import ragmetrics as rm
 from ragmetrics.analysis.chunkings import _summary, compare_chunkings
-from ragmetrics.analysis.verdicts import VERDICT_TERMS, VERDICTS, verdict_words
+from ragmetrics.analysis.verdicts import SAID, VERDICT_TERMS, VERDICTS, Verdict, VerdictSaid, pair_words, verdict_words
 from ragmetrics.cli import main
 from ragmetrics.engine import evidence
 from ragmetrics.engine.evidence import (
@@ -676,5 +678,36 @@ def test_the_chunkings_verdict_sentence_words_every_verdict(code):
 def test_every_verdict_has_words_and_a_term_that_are_not_its_code():
     for code in VERDICTS:
         assert code in VERDICT_TERMS and verdict_words(code, "bm25")
+    # one registry holds every context's words for every verdict: a verdict without them cannot be written
+    assert tuple(SAID) == VERDICTS == get_args(Verdict)
+    contexts = [f.name for f in fields(VerdictSaid)]
+    assert contexts == ["sentence", "term", "mark", "gate", "step", "pair"]
+    assert all(getattr(SAID[code], context).strip() for code in VERDICTS for context in contexts)
+    with pytest.raises(TypeError):
+        VerdictSaid(sentence="s", term="t", mark="m", gate="PASS", step="s")  # type: ignore[call-arg]
+    # the words the four maps said before they were folded in, unchanged where a verdict reached them
+    gate = {code: SAID[code].gate for code in ("worse", "better", "mixed", "not significant", "baseline")}
+    assert gate == {
+        "worse": "FAIL regression",
+        "better": "PASS improvement",
+        "mixed": "PASS no verdict, the test and the mean disagree",
+        "not significant": "PASS no significant change",
+        "baseline": "PASS no significant change",
+    }
+    assert [SAID[code].step for code in ("worse", "better", "mixed", "not significant")] == [
+        "significant drop",
+        "significant rise",
+        "significant, but the test and the mean disagree",
+        "no significant change",
+    ]
+    assert [pair_words(code, "a", "b") for code in ("better", "worse", "mixed", "not significant")] == [
+        "a better",
+        "b better",
+        "the test and the mean disagree",
+        "not significant",
+    ]
+    marks = {code: SAID[code].mark for code in VERDICTS}
+    assert marks["better"] == "▲ better" and marks["worse"] == "▼ worse"
+    assert all(marks[code] == VERDICT_TERMS[code] for code in VERDICTS if code not in ("better", "worse"))
     assert verdict_words("mixed", "bm25") == "no verdict against bm25: the test and the mean disagree"
     assert VERDICT_TERMS["mixed"] != "mixed" and "width 0" in VERDICT_TERMS["cannot tell"]

@@ -37,7 +37,7 @@ from ragmetrics.analysis.compare import (
 )
 from ragmetrics.analysis.stats import correction_title, is_uncorrected
 from ragmetrics.analysis.stats import family_text as family_words
-from ragmetrics.analysis.verdicts import VERDICT_TERMS, Verdict, interval_disagreement, mixed_words
+from ragmetrics.analysis.verdicts import SAID, interval_disagreement, mixed_words
 from ragmetrics.analysis.verdicts import verdict as verdict_of
 from ragmetrics.engine.metrics import CURVE_METRICS, MetricSpec
 from ragmetrics.foundation.errors import RagMetricsError
@@ -99,23 +99,13 @@ TESTS = stats.TESTS
 STANDARD_METRICS: tuple[str, ...] = ("recall", "precision", "ndcg", "hits", "mrr")
 """Compared besides the sidebar metric, all at the sidebar's K."""
 
-BETTER = "▲ better"
-WORSE = "▼ worse"
-NOT_SIGNIFICANT = VERDICT_TERMS["not significant"]
-BASELINE = VERDICT_TERMS["baseline"]
-TOO_FEW = VERDICT_TERMS["too few"]
-CANNOT_TELL = VERDICT_TERMS["cannot tell"]
-MIXED = VERDICT_TERMS["mixed"]
-MARKS: dict[Verdict, str] = {
-    "better": BETTER,
-    "worse": WORSE,
-    "mixed": MIXED,
-    "not significant": NOT_SIGNIFICANT,
-    "baseline": BASELINE,
-    "too few": TOO_FEW,
-    "cannot tell": CANNOT_TELL,
-}
-"""How the page marks each verdict of :func:`ragmetrics.analysis.verdicts.verdict`."""
+BETTER = SAID["better"].mark
+WORSE = SAID["worse"].mark
+NOT_SIGNIFICANT = SAID["not significant"].mark
+BASELINE = SAID["baseline"].mark
+TOO_FEW = SAID["too few"].mark
+CANNOT_TELL = SAID["cannot tell"].mark
+MIXED = SAID["mixed"].mark
 MARK_COLORS: dict[str, str] = {
     BETTER: "#2ca02c",
     WORSE: "#d62728",
@@ -315,7 +305,7 @@ def significance_mark(
     """The library's verdict (:func:`ragmetrics.analysis.verdicts.verdict`) as the page marks it: ``baseline``,
     ``too few to tell``, ``▲ better`` / ``▼ worse`` (corrected p < alpha, on the side the test found),
     ``test and mean disagree`` or ``not significant``."""
-    return MARKS[verdict_of(run, baseline, delta, p_corrected, alpha, too_few=too_few, direction=direction)]
+    return SAID[verdict_of(run, baseline, delta, p_corrected, alpha, too_few=too_few, direction=direction)].mark
 
 
 COMPARISON_COLUMNS = [

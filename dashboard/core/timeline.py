@@ -16,7 +16,8 @@ import plotly.graph_objects as go
 from dashboard.core.charts import BAND_SUFFIX, PALETTE, base_layout, rgba, safe
 from dashboard.core.share import ViewState, share_query
 from ragmetrics.analysis.compare import bounds_text, delta_interval_method, interval_at_level, intervals_name
-from ragmetrics.analysis.history import DATE_TAG, STEP_WORDS, StoredRun, Timeline
+from ragmetrics.analysis.history import DATE_TAG, StoredRun, Timeline
+from ragmetrics.analysis.verdicts import SAID
 
 __all__ = [
     "ALL",
@@ -145,7 +146,7 @@ def timeline_table(line: Timeline, links: Sequence[str] = (), tags: Sequence[str
     rows = []
     for i, row in enumerate(frame.itertuples(index=False)):
         first = i == 0
-        verdict = "" if first else STEP_WORDS[row.verdict]
+        verdict = "" if first else SAID[row.verdict].step
         out: dict[str, object] = {
             "step": int(row.step),
             line.by: row.order,

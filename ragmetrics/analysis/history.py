@@ -39,7 +39,7 @@ from ragmetrics.analysis.compare import (
     interval_at_level,
 )
 from ragmetrics.analysis.evaluate import evaluate
-from ragmetrics.analysis.verdicts import verdict
+from ragmetrics.analysis.verdicts import SAID, verdict
 from ragmetrics.engine.metrics import MetricSpec, parse_metric
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset, Run
@@ -326,16 +326,6 @@ def _adjust(frame: pd.DataFrame, prefix: str, corrected: str, correction: str, a
     frame[f"{prefix}_level"] = np.where(tested, adjusted["ci_level_adjusted"], np.nan)
 
 
-STEP_WORDS: dict[str, str] = {
-    "worse": "significant drop",
-    "better": "significant rise",
-    "mixed": "significant, but the test and the mean disagree",
-    "not significant": "no significant change",
-}
-"""A step's verdict (:func:`ragmetrics.analysis.verdicts.verdict`, the ``verdict`` column) in words, the CLI's and
-the Timeline page's."""
-
-
 def _step(comparison: Any, prefix: str) -> dict[str, float]:
     """A one-row comparison's delta, CI and p-value under the timeline's names (``delta_low`` for the step's,
     ``baseline_low`` for the baseline's); NaN without a comparison."""
@@ -377,7 +367,7 @@ def timeline_text(line: Timeline) -> str:
         if row.step == 1:
             step = "  (first)"
         else:
-            verdict = "DROP" if row.drop else STEP_WORDS[row.verdict]
+            verdict = "DROP" if row.drop else SAID[row.verdict].step
             mark = "  <- first significant drop" if row.step == first else ""
             step = (
                 f"  delta {row.delta:+.4f} {interval_at_level(line.correction, row.delta_level)} "

@@ -18,7 +18,7 @@ from scipy import stats as sps
 
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.evaluate import evaluate
-from ragmetrics.analysis.verdicts import verdict
+from ragmetrics.analysis.verdicts import pair_words, verdict
 from ragmetrics.engine.metrics import MetricSpec
 from ragmetrics.foundation.model import Dataset, Run
 
@@ -47,10 +47,7 @@ class Stability:
 
 def _verdict(a: str, b: str, delta: float, p: float, alpha: float, direction: float) -> str:
     """The pair's verdict (:func:`ragmetrics.analysis.verdicts.verdict`, on the side the test found) in its words."""
-    said = verdict(a, b, delta, p, alpha, direction=direction)
-    return {"better": f"{a} better", "worse": f"{b} better", "mixed": "the test and the mean disagree"}.get(
-        said, "not significant"
-    )
+    return pair_words(verdict(a, b, delta, p, alpha, direction=direction), a, b)
 
 
 def stability(

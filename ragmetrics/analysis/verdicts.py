@@ -7,13 +7,16 @@
   the correction, on the side the test found), ``mixed`` (significant, but the test's side is not the mean delta's:
   Wilcoxon's signed ranks against the mean; :func:`mixed_words` says so) or ``not significant``; a CI gate fails on
   ``worse`` only.
+* :data:`SAID`: each verdict's words in every context that says one (a sentence, a table cell, the dashboard's mark,
+  ``check``'s gate line, a timeline step, a stability pair), the one place they are written.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import numpy as np
 
@@ -27,7 +30,7 @@ if TYPE_CHECKING:
     from ragmetrics.partitioned.result import PartitionedResult
 
 Verdict = Literal["baseline", "too few", "cannot tell", "better", "worse", "mixed", "not significant"]
-VERDICTS: tuple[Verdict, ...] = ("baseline", "too few", "cannot tell", "better", "worse", "mixed", "not significant")
+VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 
 
 def verdict(
@@ -68,16 +71,88 @@ def verdict(
     return "not significant"
 
 
-VERDICT_WORDS: dict[Verdict, str] = {
-    "baseline": "the baseline",
-    "too few": "too few queries to tell it from {baseline}",
-    "cannot tell": "cannot tell it from {baseline} (an interval of width 0 measures nothing)",
-    "better": "significantly better than {baseline}",
-    "worse": "significantly worse than {baseline}",
-    "mixed": "no verdict against {baseline}: the test and the mean disagree",
-    "not significant": "no significant difference from {baseline}",
+@dataclass(frozen=True)
+class VerdictSaid:
+    """One verdict of :func:`verdict` in the words of every context that says it; a new verdict needs one
+    :data:`SAID` entry, and every field is required."""
+
+    sentence: str
+    """In a sentence against ``{baseline}`` (:func:`verdict_words`)."""
+    term: str
+    """In a table cell (the CLI's tables, the dashboard's tables)."""
+    mark: str
+    """The dashboard's mark in a comparison table (``▲ better``)."""
+    gate: str
+    """The line ``check --baseline`` prints: only ``worse`` fails."""
+    step: str
+    """A timeline step against the run before (``ragmetrics history``, the Timeline page)."""
+    pair: str
+    """A pair of runs scored under two qrels versions (``ragmetrics stability``, the Workspace), ``{run}`` against
+    ``{baseline}``, on the side the test found."""
+
+
+SAID: dict[Verdict, VerdictSaid] = {
+    "baseline": VerdictSaid(
+        sentence="the baseline",
+        term="baseline",
+        mark="baseline",
+        gate="PASS no significant change",
+        step="the baseline",
+        pair="not significant",
+    ),
+    "too few": VerdictSaid(
+        sentence="too few queries to tell it from {baseline}",
+        term="too few to tell",
+        mark="too few to tell",
+        gate="PASS too few queries to tell",
+        step="too few to tell",
+        pair="too few to tell",
+    ),
+    "cannot tell": VerdictSaid(
+        sentence="cannot tell it from {baseline} (an interval of width 0 measures nothing)",
+        term="cannot tell (interval of width 0)",
+        mark="cannot tell (interval of width 0)",
+        gate="PASS cannot tell (interval of width 0)",
+        step="cannot tell (interval of width 0)",
+        pair="cannot tell (interval of width 0)",
+    ),
+    "better": VerdictSaid(
+        sentence="significantly better than {baseline}",
+        term="better",
+        mark="▲ better",
+        gate="PASS improvement",
+        step="significant rise",
+        pair="{run} better",
+    ),
+    "worse": VerdictSaid(
+        sentence="significantly worse than {baseline}",
+        term="worse",
+        mark="▼ worse",
+        gate="FAIL regression",
+        step="significant drop",
+        pair="{baseline} better",
+    ),
+    "mixed": VerdictSaid(
+        sentence="no verdict against {baseline}: the test and the mean disagree",
+        term="test and mean disagree",
+        mark="test and mean disagree",
+        gate="PASS no verdict, the test and the mean disagree",
+        step="significant, but the test and the mean disagree",
+        pair="the test and the mean disagree",
+    ),
+    "not significant": VerdictSaid(
+        sentence="no significant difference from {baseline}",
+        term="not significant",
+        mark="not significant",
+        gate="PASS no significant change",
+        step="no significant change",
+        pair="not significant",
+    ),
 }
-"""Each verdict of :func:`verdict` as a sentence says it (:func:`verdict_words`); JSON keeps the codes."""
+"""Each verdict of :func:`verdict` in every context's words, the one place they are written; JSON keeps the codes."""
+
+VERDICT_WORDS: dict[Verdict, str] = {code: said.sentence for code, said in SAID.items()}
+"""Each verdict of :func:`verdict` as a sentence says it (:func:`verdict_words`; :attr:`VerdictSaid.sentence`)."""
 
 
 def verdict_words(code: str, baseline: str = "the baseline") -> str:
@@ -87,16 +162,14 @@ def verdict_words(code: str, baseline: str = "the baseline") -> str:
     return VERDICT_WORDS[code].format(baseline=baseline)  # type: ignore[index]
 
 
-VERDICT_TERMS: dict[Verdict, str] = {
-    "baseline": "baseline",
-    "too few": "too few to tell",
-    "cannot tell": "cannot tell (interval of width 0)",
-    "better": "better",
-    "worse": "worse",
-    "mixed": "test and mean disagree",
-    "not significant": "not significant",
-}
-"""Each verdict of :func:`verdict` as a table cell says it (the CLI's tables, the dashboard's marks)."""
+VERDICT_TERMS: dict[Verdict, str] = {code: said.term for code, said in SAID.items()}
+"""Each verdict of :func:`verdict` as a table cell says it (the CLI's tables; :attr:`VerdictSaid.term`)."""
+
+
+def pair_words(code: Verdict, run: str, baseline: str) -> str:
+    """A pair's verdict (:func:`verdict` of ``run`` against ``baseline``) as ``ragmetrics stability`` and the
+    Workspace say it: the better run by name, ``the test and the mean disagree`` or ``not significant``."""
+    return SAID[code].pair.format(run=run, baseline=baseline)
 
 
 def mixed_words(test: str, direction: float, delta: float) -> str:

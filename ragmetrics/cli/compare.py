@@ -28,7 +28,7 @@ from ragmetrics.analysis.evaluate import EvalResult
 from ragmetrics.analysis.stats import BOOTSTRAP_MIN_QUERIES, CORRECTIONS, family_text
 from ragmetrics.analysis.targets import check_targets, resolve_targets
 from ragmetrics.analysis.verdicts import (
-    Verdict,
+    SAID,
     interval_disagreement,
     mixed_words,
     refuse_meaningless_counts,
@@ -55,18 +55,6 @@ from ragmetrics.cli.options import (
 )
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Run
-
-GATE_LINES: dict[Verdict, str] = {
-    "worse": "FAIL regression",
-    "better": "PASS improvement",
-    "mixed": "PASS no verdict, the test and the mean disagree",
-    "not significant": "PASS no significant change",
-    "too few": "PASS no significant change",
-    "cannot tell": "PASS no significant change",
-    "baseline": "PASS no significant change",
-}
-"""What ``check --baseline`` prints for each verdict (:func:`ragmetrics.analysis.verdicts.verdict`): only a significant
-regression fails."""
 
 
 def paired_comparison(
@@ -337,7 +325,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         for row in comparison.table.itertuples(index=False):
             said = verdict(row.run, row.baseline, row.delta, row.p_value_corrected, args.alpha, direction=row.direction)
             failures += said == "worse"
-            line = GATE_LINES[said]
+            line = SAID[said].gate
             out.write(
                 f"{line}: {row.metric} {row.mean:.4f} vs baseline {row.baseline_mean:.4f} "
                 f"(delta {row.delta:+.4f}, {comparison.adjusted_interval_name(row.ci_level_adjusted)} "
