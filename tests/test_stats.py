@@ -514,7 +514,8 @@ def test_interval_methods_name_what_mean_interval_computes_column_by_column():
     assert stats.interval_methods(graded, normal_above=39) == ["normal"]
     normal = stats.bootstrap_ci(graded, normal_above=39)
     assert stats.mean_interval(graded, normal_above=39) == pytest.approx(normal)
-    assert stats.interval_methods(graded[:1]) == ["none"]
+    assert stats.interval_methods(graded[:1]) == stats.interval_methods(np.empty(0)) == ["none"]
+    assert stats.interval_methods(np.empty((0, 3))) == ["none"] * 3
     assert stats.interval_words(["Clopper-Pearson", "Clopper-Pearson", "none"]) == "Clopper-Pearson"
     assert stats.interval_words(stats.interval_methods(matrix)) == (
         "Clopper-Pearson (where every query scored 0 or 1) and bootstrap"

@@ -9,21 +9,23 @@ import numpy as np
 import pandas as pd
 
 from ragmetrics.analysis.per_query import PerQueryResults
-from ragmetrics.analysis.stats import mean_interval
+from ragmetrics.analysis.stats import interval_methods, mean_interval
 
-RESULTS_COLUMNS = ["run", "metric", "mean", "ci_low", "ci_high", "queries"]
+RESULTS_COLUMNS = ["run", "metric", "mean", "ci_low", "ci_high", "queries", "interval"]
 
 
 def results_frame(results: Sequence[PerQueryResults]) -> pd.DataFrame:
     """One row per run and metric: the mean over the queries with a value, its 95% interval (the same
-    as the Overview's for ranked runs: :func:`ragmetrics.analysis.stats.mean_interval`) and how many queries it is over."""
+    as the Overview's for ranked runs: :func:`ragmetrics.analysis.stats.mean_interval`), how many queries it is over
+    and the interval's method (:func:`ragmetrics.analysis.stats.interval_methods`)."""
     rows = []
     for item in results:
         for metric in item.metrics:
             values = item.value(metric)
             kept = values[~np.isnan(values)]
             low, high = mean_interval(kept) if len(kept) else (np.nan, np.nan)
-            rows.append([item.name, metric, item.mean(metric), float(low), float(high), len(kept)])
+            method = interval_methods(kept)[0]
+            rows.append([item.name, metric, item.mean(metric), float(low), float(high), len(kept), method])
     return pd.DataFrame(rows, columns=RESULTS_COLUMNS)
 
 

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 import streamlit as st
 
 from dashboard.core import results_only
-from dashboard.core.intervals import MEAN_INTERVAL_RULE
+from dashboard.core.intervals import interval_words
 from dashboard.core.queries import dataset_summary, group_values
 from dashboard.core.share import share_query, share_url
 from dashboard.core.specs import K_MAX
@@ -169,13 +169,14 @@ def show_results_only(page: Page) -> None:
     if not stored:
         return
     st.subheader("Per-query results without rankings")
+    frame = cache.results_only_frame(stored)
     st.caption(
         "Runs too large to upload, pushed as per-query values (ragmetrics push --per-query): their means and 95% "
-        f"intervals ({MEAN_INTERVAL_RULE}). Curves, breakdowns, missed queries, diagnosis, judging and comparisons need the "
-        "rankings, so those pages leave them out."
+        f"intervals ({interval_words(frame['interval'])}). Curves, breakdowns, missed queries, diagnosis, judging "
+        "and comparisons need the rankings, so those pages leave them out."
     )
     show_table(
-        cache.results_only_frame(stored),
+        frame,
         key="overview.results_only",
         filename="per-query-results.csv",
         column_config={c: st.column_config.NumberColumn(c, format="%.4f") for c in ("mean", "ci_low", "ci_high")},

@@ -442,10 +442,10 @@ def interval_methods(values: np.ndarray, *, normal_above: int | None = NORMAL_AB
     ``bootstrap``."""
     values = np.asarray(values)
     n = values.shape[0]
+    if n < 2:
+        return ["none"] * math.prod(values.shape[1:])
     matrix = values.reshape(n, -1)
     other: IntervalMethod = "normal" if normal_above is not None and n > normal_above else "bootstrap"
-    if n < 2:
-        return ["none"] * matrix.shape[1]
     binary = ((matrix == 0) | (matrix == 1)).all(axis=0)
     return ["Clopper-Pearson" if exact else other for exact in binary]
 
