@@ -414,6 +414,30 @@ def test_cli_compare_refuses_what_in_process_compare_refuses(tmp_path, engine, c
     assert _cli(*argv, "--engine", engine, allow)[0] == _cli(*argv, allow)[0] == 0
 
 
+def test_cli_compare_prints_the_coverage_notes_in_process_compare_prints(tmp_path):
+    """Was: compare --engine duckdb printed no coverage note (a judged query missing from the runs, one without a
+    relevant document, a run query not in the qrels, a duplicate row, most of the top 10 unjudged)."""
+    qrels, baseline, run = tmp_path / "qrels.txt", tmp_path / "base.trec", tmp_path / "run.trec"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 0\nq2 0 d3 1\nq3 0 d4 0\nq4 0 d5 1\nq4 0 d6 1\n")
+    ranked = {"q1": ["d1", "x1", "x2", "x3", "d2"], "q3": ["d4", "x1", "x2"], "q4": ["x4", "d5", "x5", "d6", "x6"]}
+    ranked["q9"] = ["d1"]
+    for path, flip in ((baseline, False), (run, True)):
+        ordered = {q: docs[::-1] if flip else docs for q, docs in ranked.items()}
+        lines = [f"{q} Q0 {d} {r} {10 - r} t\n" for q, docs in ordered.items() for r, d in enumerate(docs)]
+        path.write_text("".join(lines) + ("q1 Q0 d1 9 0 t\n" if flip else ""))
+    argv = ["compare", "--dataset", str(qrels), "--baseline", str(baseline), "--run", str(run), "-m", "ndcg@10"]
+    in_process = _cli(*argv, "--test", "t")
+    assert in_process[0] == 0
+    notes = in_process[2]
+    for said in ("1 judged queries missing from the run", "1 queries without a relevant document", "judged@10 = ",
+                 "1 run queries not in the dataset", "1 duplicate rows dropped"):  # fmt: skip
+        assert said in notes
+    assert notes.count("ragmetrics: note: run ") == 2
+    for fmt in ("table", "json"):
+        code, _, err = _cli(*argv, "--test", "t", "--engine", "duckdb", "--buckets", "3", "--format", fmt)
+        assert (code, err) == (0, notes)
+
+
 def test_cli_per_query_out_writes_parquet(hard, tmp_path):
     qrels, run = hard
     expected = reference(qrels, run)

@@ -7,7 +7,7 @@ import argparse
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 import pandas as pd
@@ -56,6 +56,9 @@ from ragmetrics.cli.options import (
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Run
 
+if TYPE_CHECKING:
+    from ragmetrics.partitioned.paired import PairedRuns
+
 
 def paired_comparison(
     args: argparse.Namespace,
@@ -90,10 +93,10 @@ MERGED_TESTS = ("t", "randomization")
 """The tests ``compare`` makes from merged sums on a partitioned engine (:mod:`ragmetrics.analysis.merged`)."""
 
 
-def compare_partitioned(args: argparse.Namespace, out: TextIO) -> int:
+def compare_partitioned(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``compare --engine duckdb|polars|spark``: each run against the baseline from sums the buckets add up (the paired t
     test, the sign-flip randomization test, the Poisson bootstrap interval of the delta): equal for every engine and
-    bucket count, no run's per-query values collected."""
+    bucket count, no run's per-query values collected; each run's coverage notes as in process."""
     from ragmetrics.partitioned.files import run_name  # noqa: PLC0415 (the partitioned engines load on use: a comparison in this process needs none)
 
     refused = [f"--{o.replace('_', '-')}" for o in ("queries", "corpus", "chunk_mapping", "bounds") if getattr(args, o)]
@@ -109,7 +112,8 @@ def compare_partitioned(args: argparse.Namespace, out: TextIO) -> int:
     among_runs = (
         [(j, i) for i in range(1, len(runs)) for j in range(i + 1, len(runs))] if args.family == "pairs" else []
     )
-    found_pairs = merged_pairs(args, runs, against_baseline + among_runs)
+    paired = merged_pairs(args, runs, against_baseline + among_runs)
+    found_pairs = paired.statistics
     rows = [
         (run_name(runs[i]), found, _p_value(args, found))
         for (i, _), statistics in zip(against_baseline, found_pairs)
@@ -133,6 +137,7 @@ def compare_partitioned(args: argparse.Namespace, out: TextIO) -> int:
     if args.format == "json":
         json.dump({"engine": args.engine, "test": args.test, "comparisons": listed}, out, ensure_ascii=False, indent=2)
         out.write("\n")
+        report_coverage({totals.name: totals for totals in paired.runs.values()}, err)
         return 0
     for row in listed:
         out.write(f"{delta_line(row, args.correction, row['p_value_corrected'] < args.alpha)}  n {row['n']}\n")
@@ -141,6 +146,7 @@ def compare_partitioned(args: argparse.Namespace, out: TextIO) -> int:
         f"* = significant at alpha {args.alpha}, {family(args, len(family_p), len(args.metric or ['ndcg@10']))}; "
         f"{interval_words(args.correction)}\n"
     )
+    report_coverage({totals.name: totals for totals in paired.runs.values()}, err)
     return 0
 
 
@@ -159,10 +165,10 @@ def _p_value(args: argparse.Namespace, found: Any) -> float:
     return float(found.p_t if args.test == "t" else found.p_randomization)
 
 
-def merged_pairs(args: argparse.Namespace, runs: list[str], pairs: list[tuple[int, int]]) -> list[list[Any]]:
+def merged_pairs(args: argparse.Namespace, runs: list[str], pairs: list[tuple[int, int]]) -> PairedRuns:
     """Each ``(run, baseline)`` of ``pairs`` (indexes into ``runs``, files) through the options' engine, from the
-    sums its buckets add up, every run read once (:func:`ragmetrics.partitioned.paired.compare_pairs`): one result
-    per metric for each pair."""
+    sums its buckets add up, every run read once (:func:`ragmetrics.partitioned.paired.paired_runs`): one result
+    per metric for each pair, and each run's totals."""
     from ragmetrics.partitioned.paired import paired_runs  # noqa: PLC0415 (the partitioned engines load on use: a comparison in this process needs none)
 
     found = paired_runs(
@@ -188,17 +194,17 @@ def merged_pairs(args: argparse.Namespace, runs: list[str], pairs: list[tuple[in
             args.rel_level,
             allow_no_relevant=args.allow_no_relevant,
         )
-    return found.statistics
+    return found
 
 
 def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     refuse_engine_options_in_process(args)
     if args.engine != "inprocess":
-        return compare_partitioned(args, out)
+        return compare_partitioned(args, out, err)
     depth = read_bounds_depth(args.bounds)
     dataset, runs = read_inputs(args, [args.baseline, *args.run])
     if wants_ppi(args):
-        report_coverage(compare_corrected(args, dataset, runs, args.metric or ["ndcg@10"], out, err), err)
+        report_coverage(compare_corrected(args, dataset, runs, args.metric or ["ndcg@10"], out, err).runs, err)
         return 0
     result = evaluate_runs(args, dataset, runs, args.metric or ["ndcg@10"])
     warn_same_rows(runs[1:], runs[0], err)
@@ -232,7 +238,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 f"if judged: the delta under every way of judging the unjudged documents{where} lies in that "
                 "interval; ! = the judgments could flip its sign\n"
             )
-    report_coverage(result, err, bounded=bool(args.bounds))
+    report_coverage(result.runs, err, bounded=bool(args.bounds))
     return 0
 
 

@@ -92,12 +92,12 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         from ragmetrics.cli.corrected import eval_corrected  # noqa: PLC0415 (pandas is loaded on use: a plain eval needs none)
 
         dataset, runs = read_inputs(args, args.run)
-        report_coverage(eval_corrected(args, dataset, runs, metrics, out, err), err)
+        report_coverage(eval_corrected(args, dataset, runs, metrics, out, err).runs, err)
         return 0
     if args.engine != "inprocess":
         partitioned = eval_partitioned(args, metrics)
         emit(partitioned, args.format, args.per_query, out, merged=merged_options(args))
-        report_coverage(partitioned, err)
+        report_coverage(partitioned.runs, err)
         for written in partitioned.runs.values():
             if written.per_query_file:
                 err.write(f"ragmetrics: wrote {written.per_query_file}: {written.coverage.queries_evaluated} queries\n")
@@ -114,7 +114,7 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             for metric in result.metrics:
                 run.alignment.bounded(metric, depth)
     emit(result, args.format, args.per_query, out, bounds=args.bounds, merged=merged_options(args))
-    report_coverage(result, err, bounded=bool(args.bounds))
+    report_coverage(result.runs, err, bounded=bool(args.bounds))
     for run, path in zip(result.runs.values(), paths):
         if path is not None:
             with replacing(path) as partial:

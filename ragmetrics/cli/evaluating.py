@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 from ragmetrics.analysis.evaluate import EvalResult, evaluate
 from ragmetrics.analysis.verdicts import refuse_meaningless
@@ -16,15 +16,29 @@ from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.model import Dataset, Run
 
 if TYPE_CHECKING:
+    from ragmetrics.engine import Conventions, Coverage
     from ragmetrics.engine.alignment import Alignment
     from ragmetrics.engine.health import Health
-    from ragmetrics.partitioned import PartitionedResult
 
 
-def report_coverage(result: EvalResult | PartitionedResult, err: TextIO, *, bounded: bool = False) -> None:
+class Covered(Protocol):
+    """A run as its coverage notes read it: an in-process or partitioned result's run, or the totals of a run
+    compared bucket by bucket."""
+
+    @property
+    def coverage(self) -> Coverage: ...
+
+    @property
+    def conventions(self) -> Conventions: ...
+
+    @property
+    def health(self) -> Health: ...
+
+
+def report_coverage(runs: Mapping[str, Covered], err: TextIO, *, bounded: bool = False) -> None:
     """Each run's coverage notes on stderr, and a note when most of its top 10 is unjudged, unless ``bounded``: the
     worst and best case printed beside each value already say how much the unjudged documents may move it."""
-    for name, run in result.runs.items():
+    for name, run in runs.items():
         notes = run.coverage.notes(run.conventions.missing)
         state = run.health
         if state.thinly_judged and not bounded:

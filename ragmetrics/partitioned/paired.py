@@ -19,14 +19,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragmetrics.analysis.merged import Sums, id_keys, sums_of
-from ragmetrics.engine import Conventions
+from ragmetrics.engine import Conventions, Coverage
 from ragmetrics.engine.health import Health
 from ragmetrics.engine.tokens import TokenizerLike
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import to_numpy
-from ragmetrics.partitioned.buckets import EVALUATED, TOTALS, UNKNOWN, Plan
+from ragmetrics.partitioned.buckets import EVALUATED, FLAGS, TOTALS, UNKNOWN, Plan
 from ragmetrics.partitioned.engine import Options, engine_class
 from ragmetrics.partitioned.files import budget_tokenizer, canonical_metrics, run_name
+from ragmetrics.partitioned.result import coverage_of
 
 
 @dataclass(frozen=True)
@@ -115,11 +116,15 @@ class RunTotals:
     relevant: int = 0
     unknown_queries: int = 0
     run_rows: int = 0
+    flagged: tuple[pa.Table, ...] = ()
+    """Each bucket's rows the :attr:`coverage` reads: those of the queries a coverage list names, and the totals."""
 
     def add(self, table: pa.Table) -> RunTotals:
         """These totals and a bucket table's."""
         kind = to_numpy(table.column("kind"))
         evaluated = table.filter(pa.array(kind == EVALUATED))
+        named = np.logical_or.reduce([to_numpy(table.column(flag)).astype(bool) for flag in FLAGS])
+        kept = table.drop_columns([*self.metrics, "sums"]).filter(pa.array((kind != EVALUATED) | named))
         ranked = to_numpy(evaluated.column("ranked")).astype(bool)
         meeting = to_numpy(evaluated.column("meeting")).astype(bool)
         judged_top = to_numpy(evaluated.column("judged_top"))[ranked]
@@ -140,7 +145,17 @@ class RunTotals:
             relevant=self.relevant + int(to_numpy(evaluated.column("relevant")).sum()),
             unknown_queries=self.unknown_queries + int(np.count_nonzero(kind == UNKNOWN)),
             run_rows=self.run_rows + int(pc.sum(totals.column("run_rows")).as_py() or 0),
+            flagged=(*self.flagged, kept),
         )
+
+    @property
+    def coverage(self) -> Coverage:
+        """The run's coverage report, equal to the in-process one (:func:`ragmetrics.partitioned.result.coverage_of`)."""
+        rows = pa.concat_tables(self.flagged) if self.flagged else None
+        if rows is None:
+            return Coverage(queries_evaluated=0, empty_run=True)
+        evaluated = to_numpy(rows.column("kind")) == EVALUATED
+        return coverage_of(rows.filter(pa.array(evaluated)), rows.filter(pa.array(~evaluated)), self.queries_evaluated)
 
     @property
     def health(self) -> Health:

@@ -89,43 +89,18 @@ def combine(
     table = pa.concat_tables(per_query) if per_query else schema(metrics).empty_table().select(wanted)
     del per_query  # the concatenation holds the same buffers
     others = pa.concat_tables(few) if few else schema(metrics).empty_table()
-    others = others.take(pc.sort_indices(others, sort_keys=[("position", "ascending")]))
     in_order = pc.sort_indices(table.column("position"))
 
     def column(name: str) -> pa.ChunkedArray:
         return table.column(name).take(in_order)
 
-    other_kind = to_numpy(others.column("kind"))
-    unknown = others.filter(pa.array(other_kind == UNKNOWN))
-    totals = others.filter(pa.array(other_kind == TOTALS))
-    skipped = others.filter(pa.array(other_kind == SKIPPED))
     query_id = column("query_id")
-
-    def total(name: str) -> int:
-        return int(pc.sum(totals.column(name)).as_py() or 0)
-
-    def ids_where(flag: str, *also: pa.Table) -> list[str]:
-        """The ids of the flagged queries (the few, filtered before they are put in order), and ``also``'s."""
-        flagged = pa.concat_tables([table.select(["position", "query_id"]).filter(table.column(flag)), *also])
-        return flagged.column("query_id").take(pc.sort_indices(flagged.column("position"))).to_pylist()
-
-    coverage = Coverage(
-        queries_evaluated=len(query_id),
-        missing_in_run=ids_where("missing_in_run", skipped.select(["position", "query_id"])),
-        not_in_dataset=unknown.column("query_id").to_pylist(),
-        rows_not_in_dataset=total("unknown_rows"),
-        no_judgments=[],
-        no_relevant=ids_where("no_relevant"),
-        matched_by_text=total("matched_by_text"),
-        duplicates_dropped=total("duplicates_dropped"),
-        duplicate_queries=ids_where("duplicate"),
-        chunks_merged=total("chunks_merged"),
-        tied_pairs=total("tied_pairs"),
-        tied_queries=ids_where("tied"),
-        empty_run=total("run_rows") == 0,
-    )
+    coverage = coverage_of(table, others, len(query_id))
+    other_kind = to_numpy(others.column("kind"))
+    unknown_queries = int(np.count_nonzero(other_kind == UNKNOWN))
+    totals = others.filter(pa.array(other_kind == TOTALS))
     tallies = QueryTallies(**{name: to_numpy(column(name)) for name in TALLIES})
-    health = health_of(tallies, unknown.num_rows, coverage.empty_run)
+    health = health_of(tallies, unknown_queries, coverage.empty_run)
     arrays = {m: _floats(column(m)) for m in metrics}
     emitted = [Sums.from_bytes(b, len(metrics)) for b in totals.column("sums").to_pylist() if b is not None]
     sums = merge_all(emitted, len(metrics), emitted[0].resamples, emitted[0].seed) if emitted else None
@@ -140,6 +115,41 @@ def combine(
         per_query_file=per_query_file,
         sums=sums,
         tokenizer=tokenizer,
+    )
+
+
+def coverage_of(evaluated: pa.Table, others: pa.Table, queries_evaluated: int) -> Coverage:
+    """The coverage report of a run from its bucket tables' rows: ``evaluated``, rows of evaluated queries (any
+    order; all of them or only those a flag of :data:`FLAGS` marks), ``others``, every other row (unknown and
+    skipped queries, the totals), and the count of evaluated queries. The lists of ids are in dataset order."""
+    others = others.take(pc.sort_indices(others, sort_keys=[("position", "ascending")]))
+    kind = to_numpy(others.column("kind"))
+    unknown = others.filter(pa.array(kind == UNKNOWN))
+    totals = others.filter(pa.array(kind == TOTALS))
+    skipped = others.filter(pa.array(kind == SKIPPED))
+
+    def total(name: str) -> int:
+        return int(pc.sum(totals.column(name)).as_py() or 0)
+
+    def ids_where(flag: str, *also: pa.Table) -> list[str]:
+        """The ids of the flagged queries (the few, filtered before they are put in order), and ``also``'s."""
+        flagged = pa.concat_tables([evaluated.select(["position", "query_id"]).filter(evaluated.column(flag)), *also])
+        return flagged.column("query_id").take(pc.sort_indices(flagged.column("position"))).to_pylist()
+
+    return Coverage(
+        queries_evaluated=queries_evaluated,
+        missing_in_run=ids_where("missing_in_run", skipped.select(["position", "query_id"])),
+        not_in_dataset=unknown.column("query_id").to_pylist(),
+        rows_not_in_dataset=total("unknown_rows"),
+        no_judgments=[],
+        no_relevant=ids_where("no_relevant"),
+        matched_by_text=total("matched_by_text"),
+        duplicates_dropped=total("duplicates_dropped"),
+        duplicate_queries=ids_where("duplicate"),
+        chunks_merged=total("chunks_merged"),
+        tied_pairs=total("tied_pairs"),
+        tied_queries=ids_where("tied"),
+        empty_run=total("run_rows") == 0,
     )
 
 
