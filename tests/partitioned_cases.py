@@ -221,6 +221,7 @@ BUDGET_TEXTS = {
     "mixed": ("今天天气很好我们去公园散步吧", "a few english words "),
     "cjk": ("今天天气很好我们去公园散步吧", "明天 下雨 我们 在家 看书 吧 "),
     "english": ("one, two; three.", "a few, english words. "),
+    "bilingual": ("今天天气很好, let us go 去公园散步吧", "明天 rain 我们 stay 在家 看书 "),
 }
 """The texts of :func:`write_budget_case`: q1's, and the other queries' (repeated by the document's number)."""
 
@@ -229,7 +230,8 @@ def write_budget_case(folder: Path, texts: str = "mixed", fmt: str = "parquet") 
     """Qrels and a run with chunk texts (Parquet, or ``fmt`` ``"csv"``), for token budgets (``recall@4tok``):
     q1's texts and the others' of :data:`BUDGET_TEXTS` (``mixed``: q1's Chinese, jieba counting its words and
     whitespace one token a text, the others English: ``auto`` depends on which texts come first; ``cjk``: every
-    text mostly Chinese; ``english``: none, with punctuation, which jieba counts and whitespace does not)."""
+    text mostly Chinese; ``english``: none, with punctuation, which jieba counts and whitespace does not;
+    ``bilingual``: every text English and Chinese, at least a fifth of it Chinese)."""
     first, other = BUDGET_TEXTS[texts]
     rows = [(1, d, first) for d in range(1, 4)]
     rows += [(q, d, other * d) for q in range(2, 9) for d in range(1, 4)]

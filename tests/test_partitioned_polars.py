@@ -117,8 +117,26 @@ def test_token_budgets_count_with_the_tokenizer_given(tmp_path):
         found = rmp.evaluate(qrels_frame, run_frame.lazy(), ["recall@4tok"], buckets=buckets, tokenizer="jieba")
         assert found.tokenizer == "jieba"
         np.testing.assert_array_equal(found.array("recall@4tok"), expected.array("recall@4tok"))
-    with pytest.raises(RagMetricsError, match="the polars engine counts token budgets with one tokenizer"):
+    with pytest.raises(RagMetricsError, match=r"the polars engine counts .* several scripts \(some mostly CJK"):
         rmp.evaluate(qrels_frame, run_frame, ["recall@4tok"])
+
+
+@pytest.mark.parametrize("texts", ["bilingual", "english"])
+def test_auto_counts_token_budgets_as_in_process_when_the_scripts_decide_it(tmp_path, texts):
+    """Was: auto refused with a token budget on frames, where the CLI's engines resolve it by a script pass (the
+    same one here: :func:`ragmetrics.partitioned.scripts.script_sides` of the run frame's texts)."""
+    qrels, run = write_budget_case(tmp_path, texts)
+    metrics = ["recall@12tok", "ndcg@4tok"]
+    expected = rm.evaluate(load_dataset(qrels), load_run(run), metrics).runs["budget"]
+    other = "whitespace" if expected.tokenizer == "jieba" else "jieba"
+    otherwise = rm.evaluate(load_dataset(qrels), load_run(run), metrics, tokenizer=other).runs["budget"]
+    assert not np.array_equal(otherwise.array("recall@12tok"), expected.array("recall@12tok"))
+    qrels_frame, run_frame = pl.from_pandas(load_dataset(qrels).qrels), pl.read_parquet(run)
+    for frame in (run_frame, run_frame.lazy()):
+        found = rmp.evaluate(qrels_frame, frame, metrics, buckets=8)
+        assert found.tokenizer == expected.tokenizer == ("jieba" if texts == "bilingual" else "whitespace")
+        for metric in metrics:
+            np.testing.assert_array_equal(found.array(metric), expected.array(metric))
 
 
 def test_per_query_values_written_as_the_buckets_are_done(hard, tmp_path):

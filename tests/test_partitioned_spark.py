@@ -173,6 +173,14 @@ def test_auto_counts_token_budgets_as_in_process_when_the_scripts_decide_it(spar
     assert found.tokenizer == expected.tokenizer == ("jieba" if texts == "cjk" else "whitespace")
     for metric in metrics:
         np.testing.assert_array_equal(found.array(metric), expected.array(metric))
+    if fmt != "parquet":
+        return
+    # a DataFrame run: auto resolved by the same script pass (was: refused)
+    frames = [spark.createDataFrame(load_dataset(qrels).qrels), spark.createDataFrame(pq.read_table(run).to_pandas())]
+    found = rms.evaluate(*frames, metrics, buckets=2)
+    assert found.tokenizer == expected.tokenizer
+    for metric in metrics:
+        np.testing.assert_array_equal(found.array(metric), expected.array(metric))
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])

@@ -4,7 +4,7 @@ over a run and a qrels file, bucket by bucket."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -17,11 +17,10 @@ from ragmetrics.foundation.ids import MAX_ID_BYTES
 from ragmetrics.io import load_dataset, load_run, name_of_file, refuse_output_over_input, unique_names
 from ragmetrics.partitioned.buckets import Plan
 from ragmetrics.partitioned.engine import Options, engine_class
-from ragmetrics.partitioned.inputs import Input
 from ragmetrics.partitioned.result import PartitionedResult, PartitionedRun, combine
-from ragmetrics.partitioned.scripts import auto_tokenizer
+from ragmetrics.partitioned.scripts import file_sides, pick
 
-__all__ = ["budget_tokenizer", "canonical_metrics", "evaluate_files", "run_name"]
+__all__ = ["budget_tokenizer", "canonical_metrics", "counting", "evaluate_files", "run_name"]
 
 
 def canonical_metrics(metrics: Sequence[str], conventions: Conventions) -> tuple[str, ...]:
@@ -37,24 +36,26 @@ def budget_tokenizer(
     conventions: Conventions,
     tokenizer: TokenizerLike,
     engine: str,
-    runs: Sequence[Input] = (),
+    sides: Iterable[tuple[bool, bool]] | None = None,
 ) -> str | None:
     """The name of the tokenizer the token budgets among ``metrics`` (``recall@512tok``) count with; None when no
-    metric reads a budget. ``auto`` is resolved on the texts of ``runs`` (files of this machine) as in process when
-    their scripts decide it whatever the ranking order (:func:`ragmetrics.partitioned.scripts.auto_tokenizer`), and
-    refused otherwise: it picks a tokenizer from the first texts the runs retrieve, in ranking order, which a
-    partitioned engine reads a bucket at a time (never together)."""
+    metric reads a budget. ``auto`` is resolved as in process on the runs' texts, given by their ``sides``
+    (:func:`ragmetrics.partitioned.scripts.script_sides` of each batch of texts: :func:`file_sides` for files, a
+    frame's batches for the frame entry points; None: texts not read here), when their scripts decide it whatever
+    the ranking order (:func:`ragmetrics.partitioned.scripts.pick`), and refused otherwise: it picks a tokenizer
+    from the first texts the runs retrieve, in ranking order, which a partitioned engine reads a bucket at a time
+    (never together)."""
     budgeted = [m for m in metrics if MODES[conventions.mode].parse(m).tokens is not None]
     if not budgeted:
         return None
     if isinstance(tokenizer, str) and tokenizer == "auto":
-        decided = auto_tokenizer(runs) if runs else None
+        decided = None if sides is None else pick(sides)
         if decided is not None:
             return decided
         why = (
             "the runs' texts are in several scripts (some mostly CJK, some not), so the pick depends on which come "
             "first in ranking order, which this engine reads a bucket at a time"
-            if runs and all(os.path.isfile(found.path) for found in runs)
+            if sides is not None
             else "auto picks one from the texts of the whole run, which this engine reads a bucket at a time"
         )
         raise RagMetricsError(
@@ -63,6 +64,14 @@ def budget_tokenizer(
             "and ragmetrics.evaluate read auto)"
         )
     return resolve(tokenizer, []).name
+
+
+def counting(tokenizer: TokenizerLike, counted_with: str | None) -> TokenizerLike:
+    """What the buckets count token budgets with: ``auto`` replaced by the tokenizer :func:`budget_tokenizer`
+    named for the whole run (a bucket must not pick its own), any other tokenizer as given."""
+    return (
+        counted_with if counted_with is not None and isinstance(tokenizer, str) and tokenizer == "auto" else tokenizer
+    )
 
 
 def run_name(path: str) -> str:
@@ -134,12 +143,11 @@ def evaluate_files(
     with engine_class(engine)(options) as executor:
         qrels = executor.describe(dataset, "dataset")
         described = [executor.describe(path, "run") for path in paths]
-        counted_with = budget_tokenizer(names, conventions, tokenizer, engine, described)
-        counting = counted_with if counted_with is not None and tokenizer == "auto" else tokenizer
+        counted_with = budget_tokenizer(names, conventions, tokenizer, engine, file_sides(described))
         used = 0
         for path, run, out, name in zip(paths, described, outs, unique_names([run_name(p) for p in paths])):
             plan = Plan(name, run.side, qrels.side, names, conventions, corpus_size, chunk_pattern, max_id_bytes)
-            plan = replace(plan, resamples=resamples, seed=seed, tokenizer=counting)
+            plan = replace(plan, resamples=resamples, seed=seed, tokenizer=counting(tokenizer, counted_with))
             used = buckets or executor.buckets_for(qrels, run)
             tables = executor.tables(plan, qrels, run, used, out)
             results[name] = combine(

@@ -26,8 +26,9 @@ from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import to_numpy
 from ragmetrics.partitioned.buckets import EVALUATED, FLAGS, TOTALS, UNKNOWN, Plan
 from ragmetrics.partitioned.engine import Options, engine_class
-from ragmetrics.partitioned.files import budget_tokenizer, canonical_metrics, run_name
+from ragmetrics.partitioned.files import budget_tokenizer, canonical_metrics, counting, run_name
 from ragmetrics.partitioned.result import coverage_of
+from ragmetrics.partitioned.scripts import file_sides
 
 
 @dataclass(frozen=True)
@@ -230,9 +231,8 @@ def paired_runs(
             )
         qrels = executor.describe(dataset, "dataset")
         inputs = {i: executor.describe(runs[i], "run") for i in used}
-        counted_with = budget_tokenizer(names, conventions, tokenizer, engine, list(inputs.values()))
-        if counted_with is not None and tokenizer == "auto":
-            tokenizer = counted_with
+        counted_with = budget_tokenizer(names, conventions, tokenizer, engine, file_sides(list(inputs.values())))
+        tokenizer = counting(tokenizer, counted_with)
         count = buckets or max(executor.buckets_for(qrels, found) for found in inputs.values())
         plans = {
             i: Plan(run_name(f.path), f.side, qrels.side, names, conventions, tokenizer=tokenizer)

@@ -37,7 +37,7 @@ from ragmetrics.io.source import BOM
 from ragmetrics.io.tables import id_keys
 from ragmetrics.partitioned.buckets import POSITION, Plan, evaluate_bucket
 from ragmetrics.partitioned.engine import Engine, Options, read_bucket, with_per_query_written, work_folder
-from ragmetrics.partitioned.files import budget_tokenizer, canonical_metrics
+from ragmetrics.partitioned.files import budget_tokenizer, canonical_metrics, counting
 from ragmetrics.partitioned.inputs import (
     FIRST_FIELD,
     Input,
@@ -52,6 +52,7 @@ from ragmetrics.partitioned.inputs import (
     with_columns,
 )
 from ragmetrics.partitioned.result import PartitionedRun, combine
+from ragmetrics.partitioned.scripts import BATCH_ROWS, script_sides
 
 ROWS_PER_BUCKET = 1 << 20
 """Rows per bucket of a user's frames when the number is not given (about what a bucket of a file holds)."""
@@ -259,6 +260,16 @@ def _columns_of(frame: pl.LazyFrame, what: str, kind: str) -> tuple[list[str], s
     return names, found["query_id"]
 
 
+def text_sides(run: pl.LazyFrame) -> Iterator[tuple[bool, bool]]:
+    """The :func:`ragmetrics.partitioned.scripts.script_sides` of a run frame's texts (its ``text``/``chunk_text``/
+    ``content`` column), a batch at a time (Polars' streaming engine); nothing when it has no text column."""
+    column = resolve(run.collect_schema().names()).get("text")
+    if column is None:
+        return
+    for batch in run.select(pl.col(column).cast(pl.String)).collect_batches(chunk_size=BATCH_ROWS):
+        yield script_sides(batch.to_arrow().column(0))
+
+
 def evaluate(
     qrels: pl.DataFrame | pl.LazyFrame,
     run: pl.DataFrame | pl.LazyFrame,
@@ -285,17 +296,17 @@ def evaluate(
     per :data:`ROWS_PER_BUCKET` rows (a LazyFrame's rows are counted first). ``per_query_out``: a Parquet file the
     per-query values are written to as the buckets are done (the result then keeps the values, not the ids);
     ``resamples`` and ``seed``: the merged sums each bucket emits (as :func:`ragmetrics.partitioned.evaluate_files`).
-    ``tokenizer``: what the token budgets count with (as :func:`ragmetrics.partitioned.evaluate_files`).
-    Conventions as :func:`ragmetrics.analysis.evaluate`."""
+    ``tokenizer``: what the token budgets count with (as :func:`ragmetrics.partitioned.evaluate_files`; ``auto``
+    resolved on the run frame's texts, :func:`text_sides`). Conventions as :func:`ragmetrics.analysis.evaluate`."""
     conventions = (conventions or Conventions()).replace(**changes) if changes else conventions or Conventions()
     names = canonical_metrics(list(metrics or DEFAULT_METRICS), conventions)
-    counted_with = budget_tokenizer(names, conventions, tokenizer, "polars")
     sides = []
     for frame, what, kind in ((qrels, "qrels frame", "dataset"), (run, "run frame", "run")):
         if not isinstance(frame, (pl.DataFrame, pl.LazyFrame)):
             raise RagMetricsError(f"the {what}: expected a Polars DataFrame or LazyFrame, got {type(frame).__name__}")
         sides.append(frame.lazy())
         _columns_of(sides[-1], what, kind)
+    counted_with = budget_tokenizer(names, conventions, tokenizer, "polars", text_sides(sides[1]))
     in_memory = isinstance(qrels, pl.DataFrame) and isinstance(run, pl.DataFrame)
     if buckets is None:
         rows = sum(
@@ -315,7 +326,7 @@ def evaluate(
         max_id_bytes,
         resamples,
         seed,
-        tokenizer,
+        counting(tokenizer, counted_with),
     )
     framed = []
     for frame, what, kind in zip(sides, ("qrels frame", "run frame"), ("dataset", "run")):

@@ -6,14 +6,15 @@ taken in turn) are CJK, else whitespace (:func:`ragmetrics.engine.budgets.shared
 never holds that order. But those texts are some of the runs' texts: when every text of every run is on the same
 side of the share (each text's CJK characters at least that share of its non-space characters, or each below it;
 texts without a non-space character left out), the pooled share of any of them is on that side too, and the pick is
-the in-process one whatever the order. :func:`auto_tokenizer` reads the runs' text columns once to tell; runs whose
-texts are on both sides are left undecided (the engine then refuses ``auto``).
+the in-process one whatever the order. :func:`script_sides` tells it for a batch of texts and :func:`pick` for the
+batches of every run: files (:func:`file_sides`, their text columns read once) or a user's frames (Polars, Spark);
+runs whose texts are on both sides are left undecided (the engine then refuses ``auto``).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -72,34 +73,50 @@ def _text_batches(found: Input) -> Iterator[pa.Array]:
             yield batch.column(0)
 
 
-def auto_tokenizer(runs: Sequence[Input]) -> str | None:
-    """The tokenizer ``auto`` picks in process for ``runs`` (files of this machine) together: ``"jieba"`` when
-    every text with a non-space character is at least :data:`CJK_SHARE` CJK, ``"whitespace"`` when every one is
-    below it (or there is none); None when the texts are on both sides (the pick depends on which texts come first
-    in ranking order), a run is not a file read here, or Arrow cannot read its texts (a record the loader refuses:
-    the loader's error)."""
+def script_sides(texts: pa.Array | pa.ChunkedArray) -> tuple[bool, bool]:
+    """Whether some of ``texts`` (nulls and texts without a non-space character left out) are at least
+    :data:`CJK_SHARE` CJK, and whether some are below it."""
     cjk_pattern, space_pattern = patterns()
+    texts = texts.cast(pa.string()).drop_null()
+    cjk = pc.count_substring_regex(texts, cjk_pattern)
+    chars = pc.subtract(pc.utf8_length(texts), pc.count_substring_regex(texts, space_pattern))
+    counted = pc.greater(chars, 0)
+    at_least = pc.greater_equal(pc.divide(pc.cast(cjk, pa.float64()), pc.cast(chars, pa.float64())), CJK_SHARE)
+    above = bool(pc.any(pc.and_(counted, at_least)).as_py())
+    below = bool(pc.any(pc.and_(counted, pc.invert(at_least))).as_py())
+    return above, below
+
+
+def pick(sides: Iterable[tuple[bool, bool]]) -> str | None:
+    """The tokenizer ``auto`` picks in process for the runs whose texts' :func:`script_sides` are ``sides`` (read
+    until both sides are seen): ``"jieba"`` when every text with a non-space character is at least
+    :data:`CJK_SHARE` CJK, ``"whitespace"`` when every one is below it (or there is none); None when the texts are
+    on both sides (the pick depends on which texts come first in ranking order)."""
     above = below = False
-    for found in runs:
-        if not os.path.isfile(found.path):
+    for more_above, more_below in sides:
+        above, below = above or more_above, below or more_below
+        if above and below:
             return None
+    return "jieba" if above else "whitespace"
+
+
+def file_sides(runs: Sequence[Input]) -> Iterator[tuple[bool, bool]] | None:
+    """The :func:`script_sides` of the texts of ``runs`` (files of this machine), a batch at a time; None when a run
+    is not a file read here. A run Arrow cannot read gives both sides (undecided), or the loader's error for the
+    record it refuses."""
+    if not all(os.path.isfile(found.path) for found in runs):
+        return None
+    return _sides_of_files(runs)
+
+
+def _sides_of_files(runs: Sequence[Input]) -> Iterator[tuple[bool, bool]]:
+    for found in runs:
         try:
             for batch in _text_batches(found):
-                texts = batch.cast(pa.string()).drop_null()
-                cjk = pc.count_substring_regex(texts, cjk_pattern)
-                chars = pc.subtract(pc.utf8_length(texts), pc.count_substring_regex(texts, space_pattern))
-                counted = pc.greater(chars, 0)
-                at_least = pc.greater_equal(
-                    pc.divide(pc.cast(cjk, pa.float64()), pc.cast(chars, pa.float64())), CJK_SHARE
-                )
-                above = above or bool(pc.any(pc.and_(counted, at_least)).as_py())
-                below = below or bool(pc.any(pc.and_(counted, pc.invert(at_least))).as_py())
-                if above and below:
-                    return None
+                yield script_sides(batch)
         except (pa.ArrowException, OSError):
             # the loader's error for the record Arrow could not read, as the engine would say it
             said = ragged_record(found)
             if said is not None:
                 raise said from None
-            return None
-    return "jieba" if above else "whitespace"
+            yield True, True

@@ -35,7 +35,7 @@ from ragmetrics.io.columns import ID_BLANKS, resolve
 from ragmetrics.io.tables import id_keys
 from ragmetrics.partitioned.buckets import POSITION, Plan, evaluate_bucket
 from ragmetrics.partitioned.engine import Engine, Options
-from ragmetrics.partitioned.files import budget_tokenizer, canonical_metrics
+from ragmetrics.partitioned.files import budget_tokenizer, canonical_metrics, counting
 from ragmetrics.partitioned.inputs import (
     FIRST_FIELD,
     Input,
@@ -46,6 +46,7 @@ from ragmetrics.partitioned.inputs import (
     with_columns,
 )
 from ragmetrics.partitioned.result import PartitionedRun, combine
+from ragmetrics.partitioned.scripts import script_sides
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -290,6 +291,25 @@ def _worker_error(exc: Exception) -> Exception:
     )
 
 
+def text_sides(run: DataFrame) -> Iterator[tuple[bool, bool]]:
+    """The :func:`ragmetrics.partitioned.scripts.script_sides` of a run DataFrame's texts (its ``text``/
+    ``chunk_text``/``content`` column): each Arrow batch's on the executors, added up by Spark into one pair;
+    nothing when it has no text column."""
+    column = resolve(run.columns).get("text")
+    if column is None:
+        return
+
+    def sides(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            above, below = script_sides(batch.column(0))
+            yield pa.RecordBatch.from_pydict({"above": [above], "below": [below]})
+
+    texts = run.select(F.col(f"`{column}`").cast("string"))
+    found = texts.mapInArrow(sides, "above boolean, below boolean").agg(F.max("above"), F.max("below")).first()
+    if found is not None and found[0] is not None:
+        yield bool(found[0]), bool(found[1])
+
+
 def evaluate(
     qrels: DataFrame,
     run: DataFrame,
@@ -312,12 +332,16 @@ def evaluate(
     ``score``; see :mod:`ragmetrics.io.columns`). ``buckets`` defaults to ``spark.sql.shuffle.partitions``;
     ``per_query_out``: a Parquet folder the executors write the per-query values to (the result then keeps the
     values, not the ids); ``resamples`` and ``seed``: the merged sums each bucket emits (as
-    :func:`ragmetrics.partitioned.evaluate_files`). ``tokenizer``: what the token budgets count with (as :func:`ragmetrics.partitioned.evaluate_files`).
-    Conventions as :func:`ragmetrics.analysis.evaluate`."""
+    :func:`ragmetrics.partitioned.evaluate_files`). ``tokenizer``: what the token budgets count with (as
+    :func:`ragmetrics.partitioned.evaluate_files`; ``auto`` resolved on the run DataFrame's texts,
+    :func:`text_sides`). Conventions as :func:`ragmetrics.analysis.evaluate`."""
 
     conventions = (conventions or Conventions()).replace(**changes) if changes else conventions or Conventions()
     names = canonical_metrics(list(metrics or DEFAULT_METRICS), conventions)
-    counted_with = budget_tokenizer(names, conventions, tokenizer, "spark")
+    try:
+        counted_with = budget_tokenizer(names, conventions, tokenizer, "spark", text_sides(run))
+    except Exception as exc:
+        raise _worker_error(exc) from None
     count = buckets or int(qrels.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
     if count < 1:
         raise RagMetricsError(f"buckets must be an int >= 1; got {buckets!r}")
@@ -339,7 +363,7 @@ def evaluate(
         max_id_bytes,
         resamples,
         seed,
-        tokenizer,
+        counting(tokenizer, counted_with),
     )
     try:
         tables, kept = collect(plan, bucket_frame(plan, sides[0], sides[1]), per_query_out)
