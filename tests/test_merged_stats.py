@@ -14,7 +14,7 @@ import pytest
 from scipy import stats as sps
 
 import ragmetrics as rm
-from ragmetrics.analysis import merged
+from ragmetrics.analysis import merged, stats
 from ragmetrics.analysis.merged import POISSON_THRESHOLDS, Sums, id_keys, merge_all, sums_of
 from ragmetrics.analysis.stats import bootstrap_ci, paired_p_value
 from ragmetrics.cli import main
@@ -117,6 +117,50 @@ def test_few_queries():
 def test_values_outside_minus_one_to_one_are_refused():
     with pytest.raises(RagMetricsError, match=r"\[-1, 1\]"):
         sums_of(["a"], [np.array([1.5])])
+
+
+ZERO_ONE_CASES = {
+    "0 and 1": [0.0, 1.0, 1.0, 0.0, 1.0],
+    "0 and 1 with NaN": [0.0, 1.0, math.nan, 1.0, math.nan],
+    "0, 0.5 and 1": [0.0, 0.5, 1.0, 1.0],
+    "all 0": [0.0] * 5,
+    "all 1": [1.0] * 5,
+    "-0.0 and 1": [-0.0, 1.0, 1.0],
+    "empty": [],
+    "one 1": [1.0],
+    "NaN only": [math.nan, math.nan],
+    "within the fixed point's step of 1": [1.0, 1.0 - 2.0**-40, 0.0, 1.0],
+    "within the fixed point's step of 0": [0.0, 2.0**-40, 1.0],
+    "below 1 by the last bit": [1.0, np.nextafter(1.0, 0.0), 0.0],
+    "-1 and eight halves (sum of squares = sum)": [-1.0] + [0.5] * 8,
+    "-1 and 1": [-1.0, 1.0, 1.0],
+}
+"""Columns whose interval :func:`stats.mean_interval` takes Clopper-Pearson for, or not, that sums could mistake."""
+
+
+@pytest.mark.parametrize("case", ZERO_ONE_CASES)
+def test_the_merged_interval_takes_clopper_pearson_where_mean_interval_does(case):
+    """Was: the merged sums took a column for 0s and 1s from sum x^2 = sum x of the fixed-point values, so values
+    within 2^-32 of 0 or 1 (rounded to them) and -1 beside eight halves were given the exact binomial interval,
+    where mean_interval (every in-process page and command) takes the bootstrap. NaN is no value for both: the
+    in-process callers leave it out before mean_interval (as the sums do)."""
+    values = np.array(ZERO_ONE_CASES[case], dtype=np.float64)
+    kept = values[~np.isnan(values)]
+    sums = sums_of([f"q{i}" for i in range(len(values))], [values], 200)
+    low, high = stats.mean_interval(kept)
+    exact = len(kept) >= 2 and (float(low), float(high)) == stats.proportion_interval(round(kept.sum()), len(kept))
+    assert (sums.count(0) >= 2 and sums.binary(0)) == exact
+    if exact:
+        assert sums.interval(0) == (float(low), float(high))
+    elif len(kept) < 2:
+        np.testing.assert_array_equal(sums.interval(0), (low, high))
+
+
+def test_values_the_sums_cannot_hold_are_refused_not_decided():
+    """mean_interval bootstraps 0 and 2; the sums hold values in [-1, 1] only (a metric's and a difference's)."""
+    assert stats.mean_interval(np.array([0.0, 2.0, 2.0]))[1] == 2.0
+    with pytest.raises(RagMetricsError, match=r"\[-1, 1\]"):
+        sums_of(["a", "b", "c"], [np.array([0.0, 2.0, 2.0])])
 
 
 def test_sums_of_different_resamples_do_not_merge():

@@ -56,10 +56,11 @@ from ragmetrics.foundation.errors import RagMetricsError
 
 SCALE_BITS = 31
 """A value ``x`` is held as ``round(x * 2^SCALE_BITS)``."""
-FIXED = ("count", "total", "squares_low", "squares_high", "fingerprint")
+FIXED = ("count", "total", "squares_low", "squares_high", "fingerprint", "zero_or_one")
 """The columns of a metric's row of :attr:`Sums.table` before the resamples: the queries with a value, the sum of
-their fixed-point values, the sum of their squares (low and high 32 bits of each square, summed apart), and the
-fingerprint (every evaluated query, NaN included)."""
+their fixed-point values, the sum of their squares (low and high 32 bits of each square, summed apart), the
+fingerprint (every evaluated query, NaN included), and the values exactly 0 or 1 (:func:`stats.zero_or_one`, on
+the float values: a value within 2^-32 of 0 or 1 has their fixed-point value and is neither)."""
 MAX_QUERIES = 1 << 31
 """Up to this many queries with a value, no sum wraps."""
 
@@ -236,11 +237,10 @@ class Sums:
         return int(self._column("total")[metric]) / n / (1 << SCALE_BITS) if n else math.nan
 
     def binary(self, metric: int) -> bool:
-        """Whether every value is 0 or 1, from the exact sums: for values in [0, 1] (a run's metric),
-        sum x^2 = sum x holds only then (x^2 < x strictly between 0 and 1)."""
-        n, total, _ = self._spread(metric)
-        squares = (int(self._column("squares_high")[metric]) << 32) + int(self._column("squares_low")[metric])
-        return n > 0 and total >= 0 and squares == total << SCALE_BITS and total % (1 << SCALE_BITS) == 0
+        """Whether there are values and every one is exactly 0 or 1, as :func:`stats.mean_interval` decides it (on
+        the float values, counted before they are made fixed-point)."""
+        n = self._checked(metric)
+        return n > 0 and int(self._column("zero_or_one")[metric]) == n
 
     def interval(self, metric: int, confidence: float = 0.95) -> tuple[float, float]:
         """The interval of the mean under the convention of :func:`ragmetrics.analysis.stats.mean_interval`: the exact
@@ -338,6 +338,7 @@ def sums_of(
             table[i, 2] = int((squares & _U64(0xFFFFFFFF)).sum(dtype=np.uint64))
             table[i, 3] = int((squares >> _U64(32)).sum(dtype=np.uint64))
             table[i, 4] = np.uint64(fmix(salted ^ value_bits(values[i])).sum(dtype=np.uint64)).view(np.int64)
+            table[i, 5] = int(np.count_nonzero(stats.zero_or_one(np.asarray(values[i], np.float64))))
     if resamples and m:
         _resample_sums(table, keys, fixed, valid, resamples, seed)
     return Sums(table, resamples, seed)

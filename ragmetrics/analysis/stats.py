@@ -410,6 +410,13 @@ def proportion_interval(successes: int, n: int, confidence: float = 0.95) -> tup
     return float(interval.low), float(interval.high)
 
 
+def zero_or_one(values: np.ndarray) -> np.ndarray:
+    """Element-wise: the value is exactly 0 or 1 (-0.0 is 0; NaN is neither). A column of these is what
+    :func:`mean_interval` gives the exact binomial interval, and what the merged sums count
+    (:class:`ragmetrics.analysis.merged.Sums`)."""
+    return (values == 0) | (values == 1)
+
+
 IntervalMethod = Literal["Clopper-Pearson", "bootstrap", "normal", "none"]
 """A method of :func:`mean_interval` (``none``: fewer than 2 values, no interval)."""
 
@@ -446,7 +453,7 @@ def interval_methods(values: np.ndarray, *, normal_above: int | None = NORMAL_AB
         return ["none"] * math.prod(values.shape[1:])
     matrix = values.reshape(n, -1)
     other: IntervalMethod = "normal" if normal_above is not None and n > normal_above else "bootstrap"
-    binary = ((matrix == 0) | (matrix == 1)).all(axis=0)
+    binary = zero_or_one(matrix).all(axis=0)
     return ["Clopper-Pearson" if exact else other for exact in binary]
 
 
