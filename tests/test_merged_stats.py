@@ -156,6 +156,17 @@ def test_the_merged_interval_takes_clopper_pearson_where_mean_interval_does(case
         np.testing.assert_array_equal(sums.interval(0), (low, high))
 
 
+def test_a_delta_of_0s_and_1s_has_the_bootstrap_interval_as_in_process():
+    """Was: compare --engine gave differences all 0 or 1 (a run hitting where the baseline misses, tied elsewhere)
+    the exact binomial interval of a mean, where in-process compare bootstraps the delta (:func:`bootstrap_ci`)."""
+    ids = [f"q{i}" for i in range(30)]
+    run, baseline = np.ones(30), np.zeros(30)
+    sides = sums_of(ids, [run, baseline])
+    found = statistics_of(sums_of(ids, [run - baseline], 200), sides, ["hits@1"])[0]
+    in_process = tuple(float(end) for end in bootstrap_ci(run - baseline))
+    assert (found.ci_low, found.ci_high) == in_process == (1.0, 1.0)
+
+
 def test_values_the_sums_cannot_hold_are_refused_not_decided():
     """mean_interval bootstraps 0 and 2; the sums hold values in [-1, 1] only (a metric's and a difference's)."""
     assert stats.mean_interval(np.array([0.0, 2.0, 2.0]))[1] == 2.0

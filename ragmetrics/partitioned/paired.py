@@ -35,8 +35,9 @@ from ragmetrics.partitioned.scripts import file_sides
 class PairedStatistics:
     """One metric's paired comparison from merged sums: ``n`` queries with both values, the two runs' means over
     them and the mean ``delta`` (run minus baseline; fixed point: within 2^-32 of the float means), its
-    Poisson-bootstrap interval, the differences' sample standard deviation (the t intervals beside a corrected
-    p-value read it), and the two-sided p-values of the paired t test and of the sign-flip randomization test."""
+    Poisson-bootstrap interval (differences all 0 or 1 included, as in process), the differences' sample standard
+    deviation (the t intervals beside a corrected p-value read it), and the two-sided p-values of the paired t test
+    and of the sign-flip randomization test."""
 
     metric: str
     n: int
@@ -56,7 +57,7 @@ def statistics_of(sums: Sums, sides: Sums, metrics: Sequence[str], confidence: f
     out = []
     m = len(metrics)
     for i, metric in enumerate(metrics):
-        low, high = sums.interval(i, confidence)
+        low, high = sums.interval(i, confidence, binomial=False)
         means = sides.mean(i), sides.mean(m + i)
         out.append(
             PairedStatistics(
@@ -151,7 +152,8 @@ class RunTotals:
 
     @property
     def coverage(self) -> Coverage:
-        """The run's coverage report, equal to the in-process one (:func:`ragmetrics.partitioned.result.coverage_of`)."""
+        """The run's coverage report, equal to the in-process one
+        (:func:`ragmetrics.partitioned.result.coverage_of`)."""
         rows = pa.concat_tables(self.flagged) if self.flagged else None
         if rows is None:
             return Coverage(queries_evaluated=0, empty_run=True)
