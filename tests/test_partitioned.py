@@ -5,6 +5,7 @@ buckets (the stream engine: as many slices, and more, small enough to cut inside
 from __future__ import annotations
 
 import gzip
+import json
 import re
 
 import numpy as np
@@ -206,6 +207,25 @@ def test_cli_token_budgets_name_their_tokenizer_as_in_process(tmp_path):
         assert _cli(*common, "--tokenizer", "jieba", "--engine", engine, "--buckets", "8")[:2] == in_process[:2]
         code, _, err = _cli(*common, "--engine", engine)
         assert code == 2 and "give --tokenizer whitespace or --tokenizer jieba" in err
+
+
+def test_cli_compare_names_the_runs_and_their_tokenizer_as_in_process(tmp_path):
+    """Was: compare --engine printed no tokenizer line under token budgets, and named two runs of one file name
+    alike (in process: budget and budget-2)."""
+    qrels, run = write_budget_case(tmp_path)
+    (tmp_path / "other").mkdir()
+    _, other = write_budget_case(tmp_path / "other", "cjk")
+    argv = ["compare", "--dataset", str(qrels), "--baseline", str(run), "--run", str(other), "-m", "recall@4tok"]
+    argv += ["--tokenizer", "jieba", "--test", "t"]
+    in_process = _cli(*argv)
+    code, out, err = _cli(*argv, "--engine", "duckdb", "--buckets", "3")
+    assert (code, err) == (in_process[0], in_process[2]) == (0, "")
+    assert out.splitlines()[-1] == in_process[1].splitlines()[-1] == "tokenizer: jieba"
+    ours = json.loads(_cli(*argv, "--engine", "duckdb", "--format", "json")[1])["comparisons"]
+    theirs = json.loads(_cli(*argv, "--format", "json")[1])["comparisons"]
+    pairs = [(row["baseline"], row["run"]) for row in ours]
+    assert pairs == [(row["baseline"], row["run"]) for row in theirs if row["run"] != row["baseline"]]
+    assert pairs == [("budget", "budget-2")]
 
 
 def test_a_quote_inside_a_csv_cell_is_read_as_text_or_refused_clearly(tmp_path):

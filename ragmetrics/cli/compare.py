@@ -97,8 +97,6 @@ def compare_partitioned(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
     """``compare --engine duckdb|polars|spark``: each run against the baseline from sums the buckets add up (the paired t
     test, the sign-flip randomization test, the Poisson bootstrap interval of the delta): equal for every engine and
     bucket count, no run's per-query values collected; each run's coverage notes as in process."""
-    from ragmetrics.partitioned.files import run_name  # noqa: PLC0415 (the partitioned engines load on use: a comparison in this process needs none)
-
     refused = [f"--{o.replace('_', '-')}" for o in ("queries", "corpus", "chunk_mapping", "bounds") if getattr(args, o)]
     if refused:
         raise RagMetricsError(f"{', '.join(refused)}: not with --engine {args.engine}; use --engine inprocess")
@@ -115,7 +113,7 @@ def compare_partitioned(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
     paired = merged_pairs(args, runs, against_baseline + among_runs)
     found_pairs = paired.statistics
     rows = [
-        (run_name(runs[i]), found, _p_value(args, found))
+        (paired.runs[i].name, found, _p_value(args, found))
         for (i, _), statistics in zip(against_baseline, found_pairs)
         for found in statistics
     ]
@@ -129,7 +127,7 @@ def compare_partitioned(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
         fields = asdict(found)
         fields["mean"] = fields.pop("run_mean")
         listed.append(
-            {"metric": found.metric, "baseline": run_name(args.baseline), "run": name, **fields}
+            {"metric": found.metric, "baseline": paired.runs[0].name, "run": name, **fields}
             | {"p_value": p, "p_value_corrected": float(adjusted)}
         )
     # the interval beside a corrected p-value is corrected the same way, as in process (docs/conventions.md)
@@ -146,8 +144,19 @@ def compare_partitioned(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
         f"* = significant at alpha {args.alpha}, {family(args, len(family_p), len(args.metric or ['ndcg@10']))}; "
         f"{interval_words(args.correction)}\n"
     )
+    out.write(tokenizer_line({totals.name: paired.tokenizer for totals in paired.runs.values()}))
     report_coverage({totals.name: totals for totals in paired.runs.values()}, err)
     return 0
+
+
+def tokenizer_line(tokenizers: Mapping[str, str | None]) -> str:
+    """What the token budgets (``recall@512tok``) of each run counted with, under a comparison; empty when no
+    metric reads a budget (every tokenizer None)."""
+    named = {name: tokenizer for name, tokenizer in tokenizers.items() if tokenizer is not None}
+    if not named:
+        return ""
+    distinct = sorted(set(named.values()))
+    return f"tokenizer: {distinct[0]}\n" if len(distinct) == 1 else f"tokenizers: {named}\n"
 
 
 def delta_line(row: Mapping[str, Any], correction: str, significant: bool) -> str:
@@ -223,10 +232,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"test: {args.test}; * = significant at alpha {args.alpha}, {comparison.family_text}; "
             f"{interval_words(args.correction)}\n"
         )
-        tokenizers = {name: run.tokenizer for name, run in result.runs.items() if run.tokenizer is not None}
-        if tokenizers:  # the token budgets (recall@512tok) name what they counted with
-            named = sorted(set(tokenizers.values()))
-            out.write(f"tokenizer: {named[0]}\n" if len(named) == 1 else f"tokenizers: {tokenizers}\n")
+        out.write(tokenizer_line({name: run.tokenizer for name, run in result.runs.items()}))
         if args.test == "bootstrap" and (comparison.table["n"] < BOOTSTRAP_MIN_QUERIES).any():
             out.write(
                 f"bootstrap: below {BOOTSTRAP_MIN_QUERIES} queries too few to resample; p is the exact "

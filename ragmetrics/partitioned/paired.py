@@ -24,6 +24,7 @@ from ragmetrics.engine.health import Health
 from ragmetrics.engine.tokens import TokenizerLike
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import to_numpy
+from ragmetrics.io import unique_names
 from ragmetrics.partitioned.buckets import EVALUATED, FLAGS, TOTALS, UNKNOWN, Plan
 from ragmetrics.partitioned.engine import Options, engine_class
 from ragmetrics.partitioned.files import budget_tokenizer, canonical_metrics, counting, run_name
@@ -179,11 +180,13 @@ class RunTotals:
 
 @dataclass(frozen=True)
 class PairedRuns:
-    """:func:`paired_runs`' answer: one :class:`PairedStatistics` per metric for each pair (``statistics``), and the
-    :class:`RunTotals` of each run a pair names (``runs``: index into the runs given -> totals)."""
+    """:func:`paired_runs`' answer: one :class:`PairedStatistics` per metric for each pair (``statistics``), the
+    :class:`RunTotals` of each run a pair names (``runs``: index into the runs given -> totals), and the tokenizer
+    the token budgets counted with (None when no metric reads a budget)."""
 
     statistics: list[list[PairedStatistics]]
     runs: dict[int, RunTotals]
+    tokenizer: str | None = None
 
 
 def compare_pairs(
@@ -220,11 +223,13 @@ def paired_runs(
     :class:`PairedStatistics` per metric, equal bit for bit for any engine and bucket count (the resampling is a
     function of the query id), and each run's :class:`RunTotals`. Every run is read once, all runs' buckets in step,
     whatever the number of pairs. ``tokenizer``: what the token budgets count with (as
-    :func:`ragmetrics.partitioned.evaluate_files`)."""
+    :func:`ragmetrics.partitioned.evaluate_files`). A run is named as the loaders name it, runs of the same name
+    apart as in process (:func:`ragmetrics.io.unique_names`)."""
     conventions = (conventions or Conventions()).replace(**changes) if changes else conventions or Conventions()
     names = canonical_metrics(list(metrics), conventions)
     options = Options(buckets=buckets, memory_limit=memory_limit, work_dir=work_dir, spark_master=spark_master)
     used = sorted({i for pair in pairs for i in pair})
+    named = unique_names([run_name(path) for path in runs])
     with engine_class(engine)(options) as executor:
         if not executor.same_buckets_for_every_run:
             raise RagMetricsError(
@@ -237,8 +242,7 @@ def paired_runs(
         tokenizer = counting(tokenizer, counted_with)
         count = buckets or max(executor.buckets_for(qrels, found) for found in inputs.values())
         plans = {
-            i: Plan(run_name(f.path), f.side, qrels.side, names, conventions, tokenizer=tokenizer)
-            for i, f in inputs.items()
+            i: Plan(named[i], f.side, qrels.side, names, conventions, tokenizer=tokenizer) for i, f in inputs.items()
         }
         in_step = zip(*(executor.bucket_tables(plans[i], qrels, inputs[i], count) for i in used))
         totals = [Sums.empty(len(names), resamples, seed) for _ in pairs]
@@ -252,4 +256,4 @@ def paired_runs(
                 differences, values = difference_sums(bucket[mine], bucket[theirs], names, resamples, seed)
                 totals[k], sides[k] = totals[k].merge(differences), sides[k].merge(values)
     statistics = [statistics_of(total, side, names, confidence) for total, side in zip(totals, sides)]
-    return PairedRuns(statistics, added)
+    return PairedRuns(statistics, added, counted_with)
