@@ -209,6 +209,20 @@ def test_cli_token_budgets_name_their_tokenizer_as_in_process(tmp_path):
         assert code == 2 and "give --tokenizer whitespace or --tokenizer jieba" in err
 
 
+def test_cli_compare_prints_the_row_notes_in_process_compare_prints(tmp_path):
+    """Was: compare --engine printed no note under a row (here a difference the same on every query, whose
+    Holm-adjusted t interval is none)."""
+    qrels, baseline, run = tmp_path / "qrels.txt", tmp_path / "base.trec", tmp_path / "run.trec"
+    qrels.write_text("".join(f"q{i} 0 d{i} 1\n" for i in range(6)))
+    baseline.write_text("".join(f"q{i} Q0 x{i} 1 2 t\nq{i} Q0 d{i} 2 1 t\n" for i in range(6)))
+    run.write_text("".join(f"q{i} Q0 d{i} 1 2 t\nq{i} Q0 x{i} 2 1 t\n" for i in range(6)))
+    argv = ["compare", "--dataset", str(qrels), "--baseline", str(baseline), "--run", str(run), "-m", "hits@1"]
+    argv += ["-m", "mrr", "--test", "t"]
+    printed = [_cli(*argv, *engine)[1] for engine in ([], ["--engine", "duckdb"])]
+    notes = [[line for line in out.splitlines() if line.startswith("  note: ")] for out in printed]
+    assert notes[0] == notes[1] and len(notes[0]) == 2 and "no interval: the difference is the same" in notes[0][0]
+
+
 def test_cli_compare_names_the_runs_and_their_tokenizer_as_in_process(tmp_path):
     """Was: compare --engine printed no tokenizer line under token budgets, and named two runs of one file name
     alike (in process: budget and budget-2)."""

@@ -139,6 +139,8 @@ def compare_partitioned(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
         return 0
     for row in listed:
         out.write(f"{delta_line(row, args.correction, row['p_value_corrected'] < args.alpha)}  n {row['n']}\n")
+        # the merged tests' side is the mean delta's (stats.test_direction)
+        out.write(row_notes({**row, "direction": row["delta"]}, args.alpha, args.correction, args.test))
     out.write(
         f"test: {args.test}, merged over the buckets of --engine {args.engine} (resampled by a hash of the query id); "
         f"* = significant at alpha {args.alpha}, {family(args, len(family_p), len(args.metric or ['ndcg@10']))}; "
@@ -227,7 +229,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 f"{delta_line(row._asdict(), args.correction, bool(row.significant))}  "
                 f"W/T/L {row.wins}/{row.ties}/{row.losses}" + (judged_ends(row) if args.bounds else "") + "\n"
             )
-            out.write(row_notes(row._asdict(), comparison))
+            out.write(row_notes(row._asdict(), comparison.alpha, comparison.correction, comparison.test))
         out.write(
             f"test: {args.test}; * = significant at alpha {args.alpha}, {comparison.family_text}; "
             f"{interval_words(args.correction)}\n"
@@ -248,16 +250,16 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
-def row_notes(row: Mapping[str, Any], comparison: Comparison) -> str:
+def row_notes(row: Mapping[str, Any], alpha: float, correction: str, test: str) -> str:
     """The lines under a comparison's row: a significant test whose side is not the mean delta's
     (:func:`ragmetrics.analysis.verdicts.mixed_words`), an interval that disagrees with the p-value beside it
     (:func:`ragmetrics.analysis.verdicts.interval_disagreement`, the dashboard's words), a constant difference's
     missing interval (:func:`ragmetrics.analysis.compare.adjusted_intervals`); empty when there is nothing to say."""
     notes = []
     if row["run"] != row["baseline"]:
-        significant = bool(row["p_value_corrected"] < comparison.alpha)
+        significant = bool(row["p_value_corrected"] < alpha)
         disagreement = interval_disagreement(
-            row["ci_low_adjusted"], row["ci_high_adjusted"], significant, comparison.correction, comparison.test
+            row["ci_low_adjusted"], row["ci_high_adjusted"], significant, correction, test
         )
         if disagreement:
             notes.append(disagreement)
@@ -268,11 +270,11 @@ def row_notes(row: Mapping[str, Any], comparison: Comparison) -> str:
         row["baseline"],
         row["delta"],
         row["p_value_corrected"],
-        comparison.alpha,
+        alpha,
         direction=row["direction"],
     )
     if said == "mixed":
-        notes.append(mixed_words(comparison.test, row["direction"], row["delta"]))
+        notes.append(mixed_words(test, row["direction"], row["delta"]))
     return "".join(f"  note: {note}\n" for note in notes)
 
 
@@ -346,7 +348,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 + (judged_ends(row) if args.bounds else "")
                 + "\n"
             )
-            out.write(row_notes(row._asdict(), comparison))
+            out.write(row_notes(row._asdict(), comparison.alpha, comparison.correction, comparison.test))
     out.write(f"{'FAILED' if failures else 'OK'}: {failures} check(s) failed\n")
     return 1 if failures else 0
 
