@@ -453,7 +453,7 @@ def interval_methods(values: np.ndarray, *, normal_above: int | None = NORMAL_AB
         return ["none"] * math.prod(values.shape[1:])
     matrix = values.reshape(n, -1)
     other: IntervalMethod = "normal" if normal_above is not None and n > normal_above else "bootstrap"
-    binary = zero_or_one(matrix).all(axis=0)
+    binary = np.asarray(zero_or_one(matrix).all(axis=0), dtype=bool)
     return ["Clopper-Pearson" if exact else other for exact in binary]
 
 
