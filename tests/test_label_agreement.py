@@ -164,6 +164,14 @@ def test_labels_are_read_once_whether_people_s_or_a_judge_s_gzipped_or_parquet(s
                                       str(d / "judged.tsv"))  # fmt: skip
     assert code == 0 and out == plain and "Cohen's kappa" in out, err
     assert read.count(str(d / "human.tsv.gz")) == 1
+    for judged in ("judged.tsv.gz", "judged.parquet"):  # a judge's labels read as people's are: the same agreement
+        (code, out, err), read = reads_of("judge", "agree", "--human", str(d / "human.tsv"), "--judge", str(d / judged))
+        assert (code, out) == (0, plain), err
+        assert read.count(str(d / judged)) == 1
+    (d / "judged.qrels.gz").write_bytes(gzip.compress(b"q1 0 d2 0\nq1 0 d3 2\nq2 0 d5 1\nq2 0 d6 0\n"))
+    code, out, err = run("judge", "agree", "--human", str(d / "human.tsv"), "--judge", str(d / "judged.qrels.gz"))
+    kappa = next(line for line in plain.splitlines() if "Cohen's kappa" in line)
+    assert code == 0 and kappa in out and "on 4 pair(s)" in out, err
     for judged in ("judged.tsv.gz", "judged.parquet"):
         (code, _, err), read = reads_of("judge", "agree", "--human", str(d / judged), "--judge", str(d / "judged.tsv"))
         assert code == 2 and f"{d / judged}: these are a judge's labels (rule 2 " in err
@@ -189,9 +197,19 @@ def test_judge_agree_names_the_line_of_a_label_it_cannot_read(small_set):
     (d / "odd.tsv").write_text(f"{header}\nq1\td2\t0\trule\t2\tabc\nq1\td3\t2\tlearned\t2\tdef\n")
     code, _, err = run("judge", "agree", "--human", str(d / "human.tsv"), "--judge", str(d / "odd.tsv"))
     assert code == 2 and "odd.tsv, line 3: labels of judge learned 2 def, and of rule 2 abc on line 2" in err, err
-    (d / "odd.tsv").write_text("query_id\tdoc_id\tgrade\nq1\td2\t0\n")
+    (d / "odd.tsv").write_text("query_id\tdoc_id\tverdict\nq1\td2\t0\n")
     code, _, err = run("judge", "agree", "--human", str(d / "human.tsv"), "--judge", str(d / "odd.tsv"))
-    assert code == 2 and "line 1: the header has no label" in err, err
+    assert code == 2 and "odd.tsv: no label column (its columns: query_id, doc_id, verdict)" in err, err
+    (d / "odd.tsv").write_text("query_id\tdoc_id\tgrade\nq1\td2\t0\n")  # the loaders' names for the label
+    assert run("judge", "agree", "--human", str(d / "human.tsv"), "--judge", str(d / "odd.tsv"))[0] == 0
+    # read as every labels file is: a malformed line of a gzipped file, a bad grade in a Parquet file
+    (d / "odd.tsv.gz").write_bytes(gzip.compress(f"{header}\nq1\td2\t0\trule\t2\tabc\nq1\td3\t2\trule\n".encode()))
+    code, _, err = run("judge", "agree", "--human", str(d / "human.tsv"), "--judge", str(d / "odd.tsv.gz"))
+    assert code == 2 and f"{d / 'odd.tsv.gz'}:3: expected 6 fields like the header" in err, err
+    pd.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["d2", "d3"], "label": [0, 7]}).to_parquet(d / "odd.parquet")
+    code, _, err = run("judge", "agree", "--human", str(d / "human.tsv"), "--judge", str(d / "odd.parquet"),
+                       "--max-grade", "2")  # fmt: skip
+    assert code == 2 and f"{d / 'odd.parquet'}, row 2: label '7'; expected a whole-number grade 0..2" in err, err
 
 
 def test_judge_run_reports_pairs_without_a_grade(small_set, monkeypatch):
@@ -311,7 +329,7 @@ def test_judge_run_learned_over_another_judge_s_labels(small_set):
     assert f"and {cells[2]} on line 2" in err
     (d / "bad.tsv").write_text("\n".join([header, first, "\t".join(cells[:3])]) + "\n")
     code, _, err = run(*learned, "--base", str(d / "bad.tsv"), "-o", str(d / "x.tsv"))
-    assert code == 2 and f"line 3: 3 field(s); expected {len(cells)} (the header's)" in err, err
+    assert code == 2 and f"bad.tsv:3: expected {len(cells)} fields like the header, found 3" in err, err
     # one judge's labels, never a learned judge's: its grades read people's labels of the other folds
     (d / "two.tsv").write_text("\n".join([*rows, *(r.replace("\trule\t", "\tother\t") for r in rows[1:])]) + "\n")
     code, _, err = run(*learned, "--base", str(d / "two.tsv"), "-o", str(d / "x.tsv"))
@@ -326,7 +344,7 @@ def test_judge_run_learned_over_another_judge_s_labels(small_set):
     assert code == 2 and f"{d / 'elsewhere.tsv'}: the base judge's labels (" in err and "grade none of" in err, err
     (d / "empty.tsv").write_text(header + "\n")
     code, _, err = run(*learned, "--base", str(d / "empty.tsv"), "-o", str(d / "x.tsv"))
-    assert code == 2 and f"{d / 'empty.tsv'}: the header only, no label" in err, err
+    assert code == 2 and f"{d / 'empty.tsv'}: expected rows below the header line, found the header only" in err, err
     assert not (d / "x.tsv").exists()
     # the pool's run counts: whole numbers, read by the learned judge only
     pool = (d / "pool.tsv").read_text().splitlines()

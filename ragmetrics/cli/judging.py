@@ -16,6 +16,7 @@ import pandas as pd
 from ragmetrics.analysis.label_agreement import label_agreement
 from ragmetrics.cli.inputs import (
     JUDGE_COLUMNS,
+    check_label_column,
     judges_of,
     labels_source,
     output_path,
@@ -28,8 +29,11 @@ from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.grades import grade_problem
 from ragmetrics.foundation.model import Dataset
 from ragmetrics.io import load_dataset
+from ragmetrics.io.columns import id_texts, resolve
 from ragmetrics.io.export import is_dangerous, neutralise
+from ragmetrics.io.formats import detect
 from ragmetrics.io.source import names_of
+from ragmetrics.io.tables import read_labels_table
 from ragmetrics.judges.base import JudgeLabel, Pair, max_grade, pairs_from_pool, run_judge
 from ragmetrics.judges.learned import tokens
 from ragmetrics.judges.registry import JUDGES, JudgeInputs, make_judge
@@ -115,61 +119,81 @@ def judge_labels(path: str, top: int) -> dict[tuple[str, str], int]:
 
 
 def judge_label_rows(path: str, top: int | None = None) -> pd.DataFrame:
-    """The rows of a judge's labels (the TSV ``judge run`` writes: a header naming ``query_id``, ``doc_id`` and
-    ``label``; a pair left without a grade empty), each pair once: its columns as text, ``label`` a number (NaN: no
-    grade). Refused, each with the file and line: a label that is not a whole number in ``0..top`` (``>= 0``
-    without ``top``), a pair graded twice differently, a row with another number of fields than the header, a
-    file that is not UTF-8."""
-    records: list[list[str]] = []
+    """The rows of a judge's labels, each pair once: ``query_id``, ``doc_id`` and ``label`` (a number; NaN: no
+    grade) and the file's other columns as text (the provenance, ``rank``, ``category``, ``doc_length``). Read as
+    the other commands read labels (:func:`ragmetrics.cli.inputs.labels_source`: compressed or not, the TSV
+    ``judge run`` writes, CSV, Parquet, with the loaders' column names; TREC qrels and the other dataset formats
+    give the pairs and grades alone). Refused, each with the file and line (a row of a Parquet file): a label that
+    is not a whole number in ``0..top`` (``>= 0`` without ``top``), a pair graded twice differently, labels of two
+    judges, and what the loaders refuse (a row with another number of fields than the header, a file that is not
+    UTF-8, a header without a label)."""
+    source = labels_source(path)
+    check_label_column(source, path)
+    table = None if isinstance(source, str) else read_labels_table(source, detect(source, "dataset").name)
+    if table is None:
+        qrels = load_dataset(source).qrels
+        frame = pd.DataFrame({"query_id": qrels["query_id"].astype(str), "doc_id": qrels["doc_id"].astype(str),
+                              "label": qrels["relevance"].astype(int)})  # fmt: skip
+        for q, d, label in frame.itertuples(index=False):
+            problem = grade_problem(label, top)
+            if problem is not None:
+                raise RagMetricsError(f"{path}: query {q} document {d}: label {label!r}; {problem}")
+        return frame
+    raw, line_of = table
+    names = resolve(raw.columns)
+    missing = [c for c in ("query_id", "doc_id", "relevance") if c not in names]
+    if missing:  # a BEIR-like score column with no label: the loaders read it as the grade, a judge's file has none
+        raise RagMetricsError(
+            f"{path}, line 1: the header has no {', '.join(missing)}; expected the TSV ragmetrics judge run writes "
+            "(query_id, doc_id, label, ...)"
+        )
+    renamed = {names["query_id"]: "query_id", names["doc_id"]: "doc_id", names["relevance"]: "label"}
+    frame = raw.rename(columns=renamed)
+    for column in frame.columns:
+        frame[column] = _texts(frame[column])
+    judge_at = list(JUDGE_COLUMNS) if set(JUDGE_COLUMNS) <= set(frame.columns) else []
+
+    def at(row: int) -> str:
+        line = line_of(row)
+        return f"line {line}" if line is not None else f"row {row + 1}"
+
+    kept: list[int] = []
     first: dict[tuple[str, str], tuple[str, int]] = {}
-    try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            reader = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
-            header = next(reader, [])
-            missing = [c for c in ("query_id", "doc_id", "label") if c not in header]
-            if missing:
+    judge: tuple[tuple[str, ...], int] | None = None
+    rows = frame[["query_id", "doc_id", "label", *judge_at]].itertuples(index=False, name=None)
+    for row, (q, d, label, *this) in enumerate(rows):
+        if not q or not d:
+            raise RagMetricsError(f"{path}, {at(row)}: an empty {'query_id' if not q else 'doc_id'}; expected an id")
+        if judge is None:
+            judge = (tuple(this), row)
+        elif tuple(this) != judge[0]:
+            raise RagMetricsError(
+                f"{path}, {at(row)}: labels of judge {' '.join(this)}, and of {' '.join(judge[0])} on "
+                f"{at(judge[1])}: one file holds one judge's labels"
+            )
+        if label:
+            problem = grade_problem(int(label) if WHOLE_NUMBER.fullmatch(label) else label, top)
+            if problem is not None:
+                raise RagMetricsError(f"{path}, {at(row)}: label {label!r}; {problem}")
+        earlier = first.get((q, d))
+        if earlier is not None:
+            if earlier[0] != label:
                 raise RagMetricsError(
-                    f"{path}, line 1: the header has no {', '.join(missing)}; expected the TSV ragmetrics judge run "
-                    "writes (query_id, doc_id, label, ...)"
+                    f"{path}, {at(row)}: query {q} document {d} graded {label or '(none)'}, and {earlier[0] or '(none)'} "
+                    f"on {at(earlier[1])}"
                 )
-            q_at, d_at, label_at = (header.index(c) for c in ("query_id", "doc_id", "label"))
-            judge_at = [header.index(c) for c in JUDGE_COLUMNS] if set(JUDGE_COLUMNS) <= set(header) else []
-            judge: tuple[tuple[str, ...], int] | None = None
-            for line, row in enumerate(reader, start=2):
-                if not row:
-                    continue
-                if len(row) != len(header):
-                    raise RagMetricsError(
-                        f"{path}, line {line}: {len(row)} field(s); expected {len(header)} (the header's)"
-                    )
-                pair, label = (row[q_at], row[d_at]), row[label_at]
-                this = tuple(row[i] for i in judge_at)
-                if judge is None:
-                    judge = (this, line)
-                elif this != judge[0]:
-                    raise RagMetricsError(
-                        f"{path}, line {line}: labels of judge {' '.join(this)}, and of {' '.join(judge[0])} on line "
-                        f"{judge[1]}: one file holds one judge's labels"
-                    )
-                if label:
-                    problem = grade_problem(int(label) if WHOLE_NUMBER.fullmatch(label) else label, top)
-                    if problem is not None:
-                        raise RagMetricsError(f"{path}, line {line}: label {label!r}; {problem}")
-                earlier = first.get(pair)
-                if earlier is not None:
-                    if earlier[0] != label:
-                        raise RagMetricsError(
-                            f"{path}, line {line}: query {pair[0]} document {pair[1]} graded {label or '(none)'}, "
-                            f"and {earlier[0] or '(none)'} on line {earlier[1]}"
-                        )
-                    continue
-                first[pair] = (label, line)
-                records.append(row)
-    except UnicodeDecodeError as exc:
-        raise RagMetricsError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    frame = pd.DataFrame(records, columns=header, dtype=str)
+            continue
+        first[(q, d)] = (label, row)
+        kept.append(row)
+    frame = frame.iloc[kept].reset_index(drop=True)
     frame["label"] = pd.to_numeric(frame["label"].replace("", None))
     return frame
+
+
+def _texts(values: pd.Series) -> pd.Series:
+    """A column's cells as text, as a TSV holds them: a missing cell empty, a whole number stored as a float
+    without its ``.0`` (Parquet's integer column with a gap)."""
+    return id_texts(values).fillna("")
 
 
 def _check_counts(pool: pd.DataFrame, path: str, columns: tuple[str, ...]) -> None:
@@ -365,7 +389,7 @@ def agree_options(p: argparse.ArgumentParser) -> None:
         "--judge-qrels",
         dest="judge",
         required=True,
-        help="the judge's labels: the TSV ragmetrics judge run writes",
+        help="the judge's labels: the TSV ragmetrics judge run writes (gzipped, as CSV or Parquet too), or TREC qrels",
     )
     p.add_argument(
         "--max-grade", type=whole_number(1), help="the top of the label scale (default: the largest grade given)"

@@ -7,16 +7,23 @@ import argparse
 import csv
 import warnings
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from ragmetrics.analysis.judging import merge, pool
 from ragmetrics.cli.evaluating import evaluate_runs
-from ragmetrics.cli.inputs import judges_of, labels_source, output_path, read_dataset, read_inputs, replacing
+from ragmetrics.cli.inputs import (
+    check_label_column,
+    judges_of,
+    labels_source,
+    output_path,
+    read_dataset,
+    read_inputs,
+    replacing,
+)
 from ragmetrics.cli.judging import agree_options, run_options
 from ragmetrics.cli.options import add_data_options, add_eval_options, whole_number
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.io import load_dataset, write_trec_qrels
-from ragmetrics.io.columns import describe_aliases, resolve
 from ragmetrics.io.evalset import with_judgments, write_evalset
 from ragmetrics.io.export import neutralise
 from ragmetrics.io.formats import detect
@@ -75,7 +82,7 @@ def cmd_judge_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
     dataset = read_dataset(args)
     source = labels_source(args.labels)  # read once: its header, its judges, its labels
-    _check_label_column(source, args.labels)
+    check_label_column(source, args.labels)
     judges = judges_of(source)
     labels = load_dataset(source)
     known = set(dataset.queries_table.column("query_id").to_pylist())
@@ -127,22 +134,6 @@ def cmd_judge_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         f"({merged.added} added, {merged.changed} changed)\n"
     )
     return 0
-
-
-def _check_label_column(labels: Any, path: str) -> None:
-    """A table of pairs without a label (a pool not yet labelled) is named as such, not as TREC lines of 3 fields.
-    ``labels``: the file at ``path``, opened (:func:`ragmetrics.cli.inputs.labels_source`)."""
-    source = open_source(labels)
-    if source.is_dir:
-        return
-    first = source.head.split(b"\n", 1)[0].decode("utf-8", "replace").strip().lstrip("\ufeff")
-    names = first.split("\t") if "\t" in first else first.split(",")
-    found = resolve(names)
-    if "query_id" in found and "doc_id" in found and not {"relevance", "score"} & set(found):  # BEIR's: score
-        raise RagMetricsError(
-            f"{path}: no label column (its columns: {', '.join(n.strip() for n in names)}): the pairs of a pool, "
-            f"not yet labelled; add a column {describe_aliases(['relevance'])} with each pair's grade"
-        )
 
 
 def _is_evalset(args: argparse.Namespace) -> bool:

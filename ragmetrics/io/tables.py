@@ -267,8 +267,8 @@ def _decoded_bytes(column: pa.ChunkedArray) -> int:
     return total
 
 
-def read_parquet(source: Source, columns: Collection[str] | None = None) -> pd.DataFrame:
-    """The useful columns of a Parquet file (or those of ``columns`` it has), checked against the limits (rows and
+def read_parquet(source: Source, columns: Collection[str] | None = None, *, every: bool = False) -> pd.DataFrame:
+    """The useful columns of a Parquet file (or those of ``columns`` it has, or all of them with ``every``), checked against the limits (rows and
     declared size, from the footer) before any data page is decompressed, and their size once decoded (text kept
     as dictionaries until then) before any dictionary is expanded."""
     data = source.data
@@ -282,7 +282,10 @@ def read_parquet(source: Source, columns: Collection[str] | None = None) -> pd.D
     source.limits.check_rows(source.name, meta.num_rows)
     if declared > source.limits.inflate_cap(len(data)):
         raise source.limits.inflate_error(source.name, len(data), declared)
-    wanted = [n for n in names if (n in columns if columns is not None else normalise_name(n) in PARQUET_WANTED)]
+    if every:
+        wanted = names
+    else:
+        wanted = [n for n in names if (n in columns if columns is not None else normalise_name(n) in PARQUET_WANTED)]
     repeated = sorted(n for n, times in Counter(wanted).items() if times > 1)
     if repeated:
         raise ParseError(source.name, None, "unique column names", f"{shorten(repeated[0])} more than once")
@@ -302,6 +305,18 @@ def read_parquet(source: Source, columns: Collection[str] | None = None) -> pd.D
     frame = plain_table(source, table).to_pandas() if table.num_columns else pd.DataFrame(index=range(table.num_rows))
     frame.attrs["all_columns"] = names
     return frame
+
+
+def read_labels_table(source: Source, format: str) -> tuple[pd.DataFrame, Callable[[int], int | None]] | None:
+    """Every column of a labels table in ``format`` (a dataset format's name, as :func:`ragmetrics.io.formats.detect`
+    gives it): CSV and TSV as text, Parquet as stored; and ``line_of(row)``, a row's line (None in Parquet). None for
+    a format that is no table (TREC qrels, an evaluation set): its loader reads its labels."""
+    if format == "parquet":
+        return read_parquet(source, every=True), _no_line
+    if format in ("csv", "tsv"):
+        frame, line_of, _ = read_delimited(source, "," if format == "csv" else "\t")
+        return frame, line_of
+    return None
 
 
 def plain_table(source: Source, table: pa.Table) -> pa.Table:
@@ -400,6 +415,7 @@ def sniff_parquet(source: Source) -> bool:
 __all__ = [
     "read_csv_dataset",
     "read_csv_run",
+    "read_labels_table",
     "read_parquet_dataset",
     "read_parquet_run",
     "read_tsv_dataset",
