@@ -151,11 +151,24 @@ def test_a_deleted_version_leaves_its_lineage_and_its_pending_labels_to_its_pare
     assert store.pending_labels(parent)[["doc_id", "author"]].values.tolist() == [["u3", "ben"]]
     store.add_label(parent, "q1", "u4", 1, author="ben")
     third = store.commit_labels(parent, author="ben")
+
+    def number(version: str | None) -> str:
+        return str(store.list_datasets().set_index("id").loc[version, "name"]).rsplit(", ", 1)[1]
+
+    assert number(third) == "v3)"  # the deleted newest's v2 is never given again: a note saying v2 meant its labels
     assert store.lineage(third) == [third, first, parent]
     assert store.delete_dataset(first) == 0  # in the middle of the line: the one made from it is now its parent's
     assert store.lineage(third) == [third, parent]
-    assert store.delete_dataset(parent) == 0 and store.lineage(third) == [third]  # the original: the rest stands
     store.add_label(third, "q1", "u5", 1, author="ben")
+    fourth = store.commit_labels(third, author="ben")
+    assert number(fourth) == "v4)" and store.lineage(fourth) == [fourth, third, parent]
+    assert store.delete_dataset(fourth) == 0
+    assert store.delete_dataset(parent) == 0 and store.lineage(third) == [third]  # the original: the rest stands
+    store.add_label(third, "q1", "u6", 1, author="ben")
+    fifth = store.commit_labels(third, author="ben")
+    assert number(fifth) == "v5)"  # its versions number on after every number the deleted original's line gave
+    store.add_label(third, "q1", "u7", 1, author="ben")  # pending on the newest, back on its parent once it goes
+    assert store.delete_dataset(fifth) == 0 and store.pending_labels(third)["doc_id"].tolist() == ["u7"]
     assert store.delete_dataset(third) == 1  # an original's unsaved labels go with it
 
 

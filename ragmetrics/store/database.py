@@ -122,6 +122,15 @@ versions_table = sa.Table(
     sa.Column("n_labels", sa.Integer, nullable=False),
 )
 """A qrels version is a dataset (content id and all) whose judgments are its parent's plus labels."""
+numbers_table = sa.Table(
+    "qrels_lineage_numbers",
+    metadata,
+    sa.Column("original", sa.String(16), primary_key=True),  # the lineage's original
+    sa.Column("last_number", sa.Integer, nullable=False),
+)
+"""The largest version number a lineage has given (:meth:`Store.commit_labels`), kept when versions are deleted so
+that no number is given twice: a note or link that says ``v3`` never comes to mean other labels. A store made before
+it gets the (empty) table when it is opened; a lineage without a row numbers on from its version rows."""
 claims_table = sa.Table(
     "label_claims",
     metadata,
@@ -772,6 +781,11 @@ class Store:
             parent = conn.execute(sa.select(v.c.parent).where(v.c.id == ident)).scalar()
             conn.execute(sa.delete(v).where(v.c.id == ident))
             if parent is None:
+                children = list(conn.execute(sa.select(v.c.id).where(v.c.parent == ident)).scalars())
+                if children:  # each becomes an original: its lineage numbers on after the numbers this one gave
+                    last = self._last_number(conn, ident)
+                    for child in children:
+                        self._keep_number(conn, str(child), last)
                 conn.execute(sa.delete(v).where(v.c.parent == ident))
                 went = conn.execute(sa.delete(t).where((t.c.dataset_id == ident) & t.c.version.is_(None))).rowcount
             else:
@@ -1116,22 +1130,18 @@ class Store:
             title = f"{listed['name'].get(root, parent.name)} (+{len(labels)} label{'' if len(labels) == 1 else 's'}"
             # the version keeps what its parent says of itself: its description and the targets it declares
             said = {c: str(listed[c].get(dataset) or "") for c in ("description", "targets")}
-            number = 1 + tree.below(root)  # numbered across the lineage: a version of a version is v2...
             ident = dataset_id(merged)  # the name is no content
             taken = [int(i) for i in rows["id"]]  # the labels and the accepted suggestions they came from
             if ident in listed.index and ident != dataset and self._tree(dataset).place(dataset) != dataset:
                 continue  # another save of this place since the read (of these very labels?): read them again there
             self._check_new(ident, dataset, listed, len(labels))
-            row = _version_row(merged, ident, title, number, dataset, said)
             now = time.time()
             try:
                 with self.engine.begin() as conn:
                     self._lock(conn, f"place\x1f{dataset}")
                     self._lock(conn, f"lineage\x1f{root}")  # the number: one save of the lineage at a time
                     self._stamp(conn, taken, dataset, ident)
-                    now_below = self._tree(root, conn=conn).below(root)
-                    if now_below + 1 != number:  # a save of another place of the lineage since the read
-                        row = _version_row(merged, ident, title, now_below + 1, dataset, said)
+                    row = _version_row(merged, ident, title, self._take_number(conn, root), dataset, said)
                     self._move_pending(conn, dataset, ident)  # the judges' left out, and any given since the read
                     self._put(datasets_table, row, conn)
                     conn.execute(
@@ -1156,6 +1166,31 @@ class Store:
             f"the labels pending on dataset {dataset} kept changing while they were saved "
             f"({COMMIT_ATTEMPTS} attempts); save again"
         )
+
+    def _last_number(self, conn: Any, root: str) -> int:
+        """The largest version number the lineage of the original ``root`` has given: its :data:`numbers_table` row,
+        or more version rows below it (saved before the table, or by an older release)."""
+        kept = conn.execute(sa.select(numbers_table.c.last_number).where(numbers_table.c.original == root)).scalar()
+        return max(int(kept or 0), self._tree(root, conn=conn).below(root))
+
+    def _keep_number(self, conn: Any, root: str, number: int) -> None:
+        """Record ``number`` as given in the lineage of the original ``root`` (a larger one recorded stays)."""
+        n = numbers_table
+        statement = self._insert(n).values(original=root, last_number=number)
+        conn.execute(
+            statement.on_conflict_do_update(
+                index_elements=["original"],
+                set_={"last_number": sa.case((n.c.last_number < number, number), else_=n.c.last_number)},
+            )
+        )
+
+    def _take_number(self, conn: Any, root: str) -> int:
+        """The next version number of the lineage of the original ``root``, recorded as given (under the lineage's
+        lock: one save of a lineage numbers at a time). Numbered across the lineage, a version of a version is v2;
+        a deleted version's number is never given again."""
+        number = self._last_number(conn, root) + 1
+        self._keep_number(conn, root, number)
+        return number
 
     def _check_new(self, ident: str, parent: str, listed: pd.DataFrame, n_labels: int) -> None:
         """Refuse a version whose content is its parent's (every label restates a judgment it holds) or another
