@@ -21,8 +21,9 @@ def utc(timestamp: float) -> datetime:
 @dataclass(frozen=True)
 class VersionInfo:
     """Where a qrels version came from (:meth:`ragmetrics.store.database.Store.commit_labels`): its parent dataset, who
-    saved it and when, how many labels it added, and ``number``: its steps from the original judgments (1 for a
-    version of the original, 2 for a version of that, ...)."""
+    saved it and when, how many labels it added, and ``number``: the store's
+    (:meth:`ragmetrics.store.database.Store.versions`), the ``vN`` its save gave it and put in its name, never given
+    twice in its lineage."""
 
     parent: str
     author: str

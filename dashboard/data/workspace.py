@@ -200,15 +200,12 @@ class Workspace:
 
     def _versions(self, ids: list[str]) -> dict[str, VersionInfo]:
         """The qrels versions among the stored datasets ``ids``: ``{version id: VersionInfo}``."""
-        rows: dict[str, Any] = {row.id: row for row in self.store.versions(ids).itertuples(index=False)}
-        out: dict[str, VersionInfo] = {}
-        for ident, row in rows.items():
-            number, seen, up = 1, {ident}, row.parent
-            while up in rows and up not in seen:  # steps back to the original judgments
-                seen.add(up)
-                number, up = number + 1, rows[up].parent
-            out[ident] = VersionInfo(str(row.parent), str(row.author), utc(row.created_at), int(row.n_labels), number)
-        return out
+        return {
+            str(row.id): VersionInfo(
+                str(row.parent), str(row.author), utc(row.created_at), int(row.n_labels), int(row.number)
+            )
+            for row in self.store.versions(ids).itertuples(index=False)
+        }
 
     def _dataset_entry(self, row: Any, version: VersionInfo | None = None, has_versions: bool = False) -> DatasetEntry:
         key = ("dataset", row.id)

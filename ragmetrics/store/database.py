@@ -23,6 +23,7 @@ import io
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -131,6 +132,15 @@ numbers_table = sa.Table(
 """The largest version number a lineage has given (:meth:`Store.commit_labels`), kept when versions are deleted so
 that no number is given twice: a note or link that says ``v3`` never comes to mean other labels. A store made before
 it gets the (empty) table when it is opened; a lineage without a row numbers on from its version rows."""
+version_numbers_table = sa.Table(
+    "qrels_version_numbers",
+    metadata,
+    sa.Column("id", sa.String(16), primary_key=True),  # the version
+    sa.Column("number", sa.Integer, nullable=False),
+)
+"""Each qrels version's number, as :meth:`Store.commit_labels` gave it in the transaction that stored it (the ``vN``
+of its name): every front end shows this one. A store made before the table gets it when opened, and its versions
+their numbers then, once (:func:`_given_numbers`)."""
 claims_table = sa.Table(
     "label_claims",
     metadata,
@@ -479,6 +489,41 @@ pending labels read from :data:`pending_index` (asked ``dataset_id IN (parents)`
 every parent, saved ones too, by the index on ``dataset_id``), each looked up among the versions' parents."""
 
 
+_UNNUMBERED = (
+    sa.select(versions_table.c.id).where(~sa.exists().where(version_numbers_table.c.id == versions_table.c.id)).limit(1)
+)
+"""A version saved before :data:`version_numbers_table` (none in a store made with it)."""
+_GIVEN = re.compile(r", v([1-9][0-9]*)\)\Z")
+"""The number :func:`_version_row` put in a version's name."""
+
+
+def _given_numbers(conn: Any) -> dict[str, int]:
+    """The numbers of the versions without a :data:`version_numbers_table` row (saved before it), derived as
+    before: the number its save gave, which it put in its name (``, vN)``: what the command line shows), else
+    (renamed since, or its dataset row gone) its steps back to its lineage's original (1 for a version of the
+    original), as the dashboard numbered them."""
+    v, d, n = versions_table, datasets_table, version_numbers_table
+    query = sa.select(v.c.id, v.c.parent, d.c.name, n.c.number).select_from(
+        v.outerjoin(d, d.c.id == v.c.id).outerjoin(n, n.c.id == v.c.id)
+    )
+    rows = conn.execute(query).all()
+    parents = {str(i): str(p) for i, p, _, _ in rows}
+    out: dict[str, int] = {}
+    for ident, _parent, name, kept in rows:
+        if kept is not None:
+            continue
+        given = _GIVEN.search(str(name or ""))
+        if given is not None:
+            out[str(ident)] = int(given.group(1))
+            continue
+        number, seen, up = 1, {str(ident)}, parents[str(ident)]
+        while up in parents and up not in seen:  # a cycle in the stored rows ends the walk
+            seen.add(up)
+            number, up = number + 1, parents[up]
+        out[str(ident)] = number
+    return out
+
+
 class VersionTree:
     """The qrels versions of one lineage, as :meth:`Store._tree` reads them in one query: ``edges`` maps each version
     row to its parent and the time it was made; ``stored``, the versions whose dataset row is present (a version row
@@ -593,6 +638,7 @@ class Store:
             metadata.create_all(self.engine, checkfirst=True)
             self._add_missing_columns()
             self._add_missing_index(pending_index)
+            self._number_old_versions()
             self._settle_stranded_labels()
         except (sa.exc.ArgumentError, sa.exc.DBAPIError, sa.exc.NoSuchModuleError, ImportError, ValueError) as err:
             raise StoreOpenError(self.url, err) from None
@@ -632,6 +678,25 @@ class Store:
                 conn.execute(sa.schema.CreateIndex(index, if_not_exists=True))
         except sa.exc.DBAPIError as err:
             _LOG.warning("store: cannot add index %s (%s); reads that use it are slower", index.name, err.orig)
+
+    def _number_old_versions(self) -> None:
+        """Keep the numbers of the versions saved before :data:`version_numbers_table` (:func:`_given_numbers`), so
+        that a rename never changes them. One query when every version has its number; a database user that may
+        not write leaves them to be derived on each read, the same way."""
+        n = version_numbers_table
+        with self.engine.connect() as conn:
+            unnumbered = conn.execute(_UNNUMBERED).first() is not None
+            numbers = _given_numbers(conn) if unnumbered else {}
+        if not numbers:
+            return
+        try:
+            with self.engine.begin() as conn:
+                for ident, number in numbers.items():
+                    conn.execute(
+                        self._insert(n).values(id=ident, number=number).on_conflict_do_nothing(index_elements=["id"])
+                    )
+        except sa.exc.DBAPIError as err:
+            _LOG.warning("store: the numbers of %d older versions are derived on each read (%s)", len(numbers), err)
 
     def _settle_stranded_labels(self) -> None:
         """Move labels an older release left pending on a dataset a version was made from (it kept them there) to
@@ -780,6 +845,7 @@ class Store:
         with self.engine.begin() as conn:
             parent = conn.execute(sa.select(v.c.parent).where(v.c.id == ident)).scalar()
             conn.execute(sa.delete(v).where(v.c.id == ident))
+            conn.execute(sa.delete(version_numbers_table).where(version_numbers_table.c.id == ident))
             if parent is None:
                 children = list(conn.execute(sa.select(v.c.id).where(v.c.parent == ident)).scalars())
                 if children:  # each becomes an original: its lineage numbers on after the numbers this one gave
@@ -787,6 +853,7 @@ class Store:
                     for child in children:
                         self._keep_number(conn, str(child), last)
                 conn.execute(sa.delete(v).where(v.c.parent == ident))
+                conn.execute(sa.delete(version_numbers_table).where(version_numbers_table.c.id.in_(children)))
                 went = conn.execute(sa.delete(t).where((t.c.dataset_id == ident) & t.c.version.is_(None))).rowcount
             else:
                 conn.execute(sa.update(v).where(v.c.parent == ident).values(parent=parent))
@@ -1141,7 +1208,8 @@ class Store:
                     self._lock(conn, f"place\x1f{dataset}")
                     self._lock(conn, f"lineage\x1f{root}")  # the number: one save of the lineage at a time
                     self._stamp(conn, taken, dataset, ident)
-                    row = _version_row(merged, ident, title, self._take_number(conn, root), dataset, said)
+                    number = self._take_number(conn, root)
+                    row = _version_row(merged, ident, title, number, dataset, said)
                     self._move_pending(conn, dataset, ident)  # the judges' left out, and any given since the read
                     self._put(datasets_table, row, conn)
                     conn.execute(
@@ -1150,6 +1218,11 @@ class Store:
                                 n_labels=len(labels))
                         .on_conflict_do_nothing(index_elements=["id"])
                     )  # fmt: skip
+                    conn.execute(
+                        self._insert(version_numbers_table)
+                        .values(id=ident, number=number)
+                        .on_conflict_do_nothing(index_elements=["id"])
+                    )
                     runs = conn.execute(
                         sa.select(links_table.c.run_id).where(links_table.c.dataset_id == dataset)
                     ).scalars()
@@ -1338,16 +1411,25 @@ class Store:
 
     def versions(self, dataset: str | Sequence[str]) -> pd.DataFrame:
         """The qrels versions made from ``dataset`` (or from any of several, in one query), oldest first:
-        ``id, parent, author, created_at, n_labels``."""
+        ``id, parent, author, created_at, n_labels, number``: ``number`` the version's number in its lineage, as its
+        save gave it (:data:`version_numbers_table`; the ``vN`` of its name), the one every front end shows."""
         parents = [check_id(d, "dataset") for d in ([dataset] if isinstance(dataset, str) else dataset)]
-        t = versions_table
-        columns = ["id", "parent", "author", "created_at", "n_labels"]
+        t, n = versions_table, version_numbers_table
+        columns = ["id", "parent", "author", "created_at", "n_labels", "number"]
         rows: list[Any] = []
         with self.engine.connect() as conn:
             for chunk in _per_statement(parents):
-                query = sa.select(*(t.c[c] for c in columns)).where(t.c.parent.in_(chunk))
+                query = (
+                    sa.select(*(t.c[c] for c in columns[:-1]), n.c.number)
+                    .select_from(t.outerjoin(n, n.c.id == t.c.id))
+                    .where(t.c.parent.in_(chunk))
+                )
                 rows += conn.execute(query).mappings().all()
+            if any(row["number"] is None for row in rows):  # saved before the numbers were kept, and not kept since
+                given = _given_numbers(conn)
+                rows = [{**row, "number": given.get(str(row["id"]), row["number"])} for row in rows]
         frame = pd.DataFrame(rows, columns=columns)
+        frame["number"] = frame["number"].astype(int)
         return frame.sort_values("created_at", kind="stable").reset_index(drop=True)
 
     def lineage(self, dataset: str) -> list[str]:

@@ -3,13 +3,18 @@ runs, the picker's label names the version, a lineage lists its versions."""
 
 from __future__ import annotations
 
+import io
+import re
 from pathlib import Path
+
+import sqlalchemy as sa
 
 from dashboard.data.workspace import Workspace
 from dashboard.ui import judging
-from ragmetrics import Dataset
+from ragmetrics import Dataset, Run
+from ragmetrics.cli import main
 from ragmetrics.io import load_dataset, load_run
-from ragmetrics.store.database import Store
+from ragmetrics.store.database import Store, versions_table
 
 DATA = Path(__file__).resolve().parents[1] / "e2e" / "data"
 
@@ -74,3 +79,46 @@ def test_withdrawing_labels_another_server_saved_meanwhile_says_they_were_no_lon
     third = int(ws.pending_labels(parent)["id"].iloc[0])
     taken, kept, gone = judging.withdraw(ws, parent, [("q1", "u1", mine), ("q1", "u2", other), ("q1", "u3", third)])
     assert (taken, kept, gone) == (1, 0, 2)
+
+
+def test_the_dashboard_numbers_each_version_as_the_store_gave_it_and_the_command_line_prints_it(store_url) -> None:
+    """v1, v2, v3, v2 deleted, a save: the dashboard's listing and versions table and the command line say 1, 3, 4
+    (steps from the original said 1, 2, 3). A version an older release saved on a branch (made from the original
+    too) keeps the number its save gave (its name's), read once: a rename changes it nowhere."""
+    ws = Workspace(Store(store_url))
+    original = ws.add_dataset(Dataset.from_dict({"q1": {"d1": 1}}, name="faq")).id
+    ws.add_run(original, Run.from_dict({"q1": {"d1": 1.0, "u1": 0.5}}, name="bm25"))
+    made: list[str] = []
+    for doc in ("u1", "u2", "u3", "u4"):
+        if doc == "u4":
+            ws.delete_dataset(made.pop(1))
+        ws.add_label(made[-1] if made else original, "q1", doc, 1, author="ann")
+        saved = ws.commit_labels(made[-1] if made else original, author="ann")
+        assert saved is not None
+        made.append(saved.id)
+
+    def dashboard() -> dict[str, int]:
+        ws.refresh()
+        listed = {e.id: e.version.number for e in ws.datasets() if e.version is not None}
+        table = ws.version_table(original)
+        assert table["version"].tolist() == ["v0 (original)"] + [f"v{listed[i]}" for i in table["id"][1:]]
+        return listed
+
+    def command_line(ident: str) -> int:
+        out = io.StringIO()
+        assert main(["history", "--store", store_url, "--dataset", ident, "-m", "recall@10"], out, io.StringIO()) == 0
+        said = re.search(rf", v(\d+)\) \({ident}\)", out.getvalue())
+        assert said is not None, out.getvalue()
+        return int(said.group(1))
+
+    assert dashboard() == dict(zip(made, (1, 3, 4))) == {i: command_line(i) for i in made}
+    branch = Dataset.from_dict({"q1": {"d1": 1, "b1": 1}}, name="faq (+1 label, v2)")  # as an older release named it
+    old = ws.store.put_dataset(branch)
+    with ws.store.engine.begin() as conn:  # saved by an older release: no number kept, made from the original
+        conn.execute(sa.insert(versions_table).values(id=old, parent=original, author="old", created_at=0.0,
+                                                      n_labels=1))  # fmt: skip
+    ws.store.put_run(Run.from_dict({"q1": {"d1": 1.0}}, name="bm25"), old)
+    assert dashboard()[old] == 2 == command_line(old)  # not the steps from the original: those say 1, as v1's
+    reopened = Workspace(Store(store_url))  # keeps the number its name says, once
+    reopened.rename_dataset(old, "the branch")
+    assert {e.id: e.version.number for e in reopened.datasets() if e.version is not None}[old] == 2
