@@ -78,8 +78,9 @@ def _race(url: str, seconds: float, savers: int = 1) -> None:
     versions = store.versions(family).set_index("id")
     assert len(versions) == n_saved and versions["parent"].is_unique  # a line: no version made from the same one twice
     names = store.list_datasets().set_index("id")["name"]
-    numbers = sorted(int(str(names[v]).rsplit(", v", 1)[1].rstrip(")")) for v in versions.index)
-    assert numbers == list(range(1, n_saved + 1)), numbers  # each save numbered in turn, none twice
+    named = {v: int(str(names[v]).rsplit(", v", 1)[1].rstrip(")")) for v in versions.index}
+    assert sorted(named.values()) == list(range(1, n_saved + 1)), named  # each save numbered in turn, none twice
+    assert versions["number"].to_dict() == named  # the number kept for the dashboard is the one in its name
     lost, counts = [], []
     saved = rows.dropna(subset=["version"])
     triples = {v: set(zip(g["query_id"], g["doc_id"], g["label"].astype(int))) for v, g in saved.groupby("version")}
