@@ -9,9 +9,12 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
+import ragmetrics as rm
 from ragmetrics.analysis import stats
+from ragmetrics.analysis.history import StoredRun, timeline
 from ragmetrics.cli import main
 from ragmetrics.store.database import Store
 from tests.timeline_runs import DATES, DROP_VERSION, SCIFACT, write_versions
@@ -237,3 +240,19 @@ def test_the_leaderboard_names_the_family_its_p_values_were_corrected_over(tmp_p
     assert smallest["p_value_corrected"] == pytest.approx(3 * smallest["p_value"])
     code, markdown, _ = run_cli("leaderboard", "--store", url, "-m", "ndcg@10")
     assert f"(t test, {family}, alpha 0.05)" in markdown and "over the dataset's systems" not in markdown
+
+
+def test_a_step_s_mean_and_interval_read_the_queries_the_metric_has_a_value_for():
+    """A metric without a value for some query (keyword recall of a query that lists no keyword) gives the mean and
+    the interval over the others, as ``eval`` and ``compare`` do; it gave NaN."""
+    qrels = pd.DataFrame({"query_id": ["q1", "q2", "q3"], "doc_id": ["a", "b", "c"], "relevance": [1, 1, 1]})
+    queries = pd.DataFrame(
+        {"query_id": ["q1", "q2", "q3"], "query": ["x", "y", "z"], "expected_keywords": [["refund"], [], ["days"]]}
+    )
+    corpus = pd.DataFrame({"doc_id": ["a", "b", "c"], "text": ["refund policy", "nothing", "within 30 days"]})
+    dataset = rm.Dataset.from_frames(qrels, queries, documents=corpus)
+    run = rm.Run.from_lists({"q1": ["a"], "q2": ["b"], "q3": ["b"]})
+    stored = [StoredRun(f"r{i}", f"r{i}", float(i), {"date": f"2026-01-0{i + 1}"}, load=lambda: run) for i in range(2)]
+    step = timeline(dataset, stored, "keyword_recall@1").frame.iloc[0]
+    assert step["mean"] == pytest.approx(0.5)  # q1 1, q3 0; q2 lists no keyword
+    assert 0.0 <= step["ci_low"] <= 0.5 <= step["ci_high"] <= 1.0

@@ -240,6 +240,7 @@ def timeline(
         rows = []
         for i, run in enumerate(chosen):
             values = result.runs[run.id].values[metric].to_numpy(dtype=np.float64)
+            values = values[~np.isnan(values)]  # the queries the metric has a value for, as eval's mean
             low, high = stats.mean_interval(values, seed=seed)
             row: dict[str, Any] = {"step": i + 1, "run_id": run.id, "run": run.name, "order": shown[i],
                                    "mean": float(values.mean()) if len(values) else math.nan,
