@@ -107,7 +107,7 @@ def test_poisson_weights_have_the_poisson_moments():
 def test_few_queries():
     empty = sums_of([], [np.array([])], 50)
     assert np.isnan(empty.interval(0)).all() and np.isnan(empty.sign_flip_p(0)) and np.isnan(empty.t_p(0))
-    assert sums_of(["a"], [np.array([0.25])], 50).interval(0) == (0.25, 0.25)
+    assert np.isnan(sums_of(["a"], [np.array([0.25])], 50).interval(0)).all()  # one value: no spread, no interval
     low, high = sums_of(["a", "b"], [np.array([0.0, 1.0])], 50).interval(0)
     assert 0.0 <= low <= 0.5 <= high <= 1.0
     with pytest.raises(RagMetricsError, match="without resamples"):

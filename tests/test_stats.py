@@ -527,6 +527,22 @@ def test_interval_methods_name_what_mean_interval_computes_column_by_column():
         stats.interval_words(["bca"])
 
 
+def test_one_query_s_mean_has_no_interval_on_any_engine(tmp_path):
+    """Was: ``eval --ci`` on one query printed ``ci_low 1.0000 ci_high 1.0000``, an interval of width 0 that claims
+    certainty from one value. Now NaN (JSON null), in process and on the partitioned engines, as the dashboard's."""
+    qrels, run, _ = _ranked(tmp_path, [1], [1])
+    assert all(np.isnan(end) for end in stats.mean_interval(np.array([0.7])))
+    assert all(np.isnan(end).all() for end in stats.bootstrap_ci(np.array([[0.7, 0.2]])))
+    common = ["eval", "--dataset", str(qrels), "--run", str(run), "-m", "ndcg@10", "--ci"]
+    out = io.StringIO()
+    assert main([*common, "--format", "json"], out, io.StringIO()) == 0
+    assert json.loads(out.getvalue())["runs"]["base"]["ci"]["ndcg@10"] == [None, None]
+    for engine in ("inprocess", "duckdb"):
+        out = io.StringIO()
+        assert main([*common, "--engine", engine], out, io.StringIO()) == 0
+        assert "ndcg@10:ci_low\tall\tnan" in out.getvalue().replace(" ", ""), engine
+
+
 def _ranked(tmp_path, base_ranks, new_ranks, depth=20):
     """qrels, a baseline and a run of one relevant document per query, found at the given ranks (0: not at all)."""
     qrels, base, run = tmp_path / "qrels.txt", tmp_path / "base.trec", tmp_path / "run.trec"

@@ -246,16 +246,14 @@ class Sums:
         """The interval of the mean under the convention of :func:`ragmetrics.analysis.stats.mean_interval`: the exact
         binomial (Clopper-Pearson) interval when every value is 0 or 1 (:meth:`binary`, two values at least), else
         the Poisson-bootstrap percentile interval (numpy's linear quantiles of ``V_b / W_b``, the resamples without a
-        query left out), widened to hold the mean; one query: its value twice; none: NaN. ``binomial`` False: the
+        query left out), widened to hold the mean; NaN below two queries. ``binomial`` False: the
         bootstrap whatever the values (a paired difference's interval, as :func:`ragmetrics.analysis.stats.bootstrap_ci`
         in process)."""
         self._resampled_needed()
         n = self._checked(metric)
-        if n == 0:
+        if n < 2:
             return math.nan, math.nan
         mean = self.mean(metric)
-        if n == 1:
-            return mean, mean
         if binomial and self.binary(metric):
             return stats.proportion_interval(int(self._column("total")[metric]) >> SCALE_BITS, n, confidence)
         weights, weighted = self._resampled(metric, 0), self._resampled(metric, 1)

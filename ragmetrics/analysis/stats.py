@@ -362,7 +362,7 @@ def bootstrap_ci(
     ``values`` is (n_queries,) or (n_queries, n_points), e.g. a curve over K: one matrix of resample counts
     ``W`` serves every point, the resampled means being ``W @ values / n``, so a whole curve costs one matrix
     product and every point is resampled on the same queries (pass a ``resampler`` to share them across
-    calls). Returns (low, high) shaped like one row; one query gives low = high = its value, none gives NaN.
+    calls). Returns (low, high) shaped like one row; NaN below two queries (one value measures no spread).
 
     With more than ``normal_above`` queries (None: never) the interval is mean +- z * s / sqrt(n): the product
     costs n_resamples x n x n_points, while at 20,000 queries the two intervals already agree within the
@@ -374,8 +374,9 @@ def bootstrap_ci(
     if values.shape[0] == 0:
         nan = np.full(values.shape[1:], np.nan)
         return nan, nan.copy()
-    if values.shape[0] == 1:
-        return values[0].astype(np.float64), values[0].astype(np.float64)
+    if values.shape[0] == 1:  # one value shows no spread: an interval of width 0 would claim certainty
+        nan = np.full(values.shape[1:], np.nan)
+        return nan, nan.copy()
     n = values.shape[0]
     matrix = values.reshape(n, -1)
     if normal_above is not None and n > normal_above:

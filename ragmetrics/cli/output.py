@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
 from ragmetrics.analysis.evaluate import EvalResult, RunResult
-from ragmetrics.analysis.values import QueryValues
+from ragmetrics.analysis.values import QueryValues, plain
 from ragmetrics.cli.options import read_bounds_depth
 
 if TYPE_CHECKING:
@@ -129,7 +129,7 @@ def emit(
                 rows = merged.rows(run)
                 entry = data["runs"][name]
                 if "ci_low" in rows:
-                    entry["ci"] = {m: [rows["ci_low"][m], rows["ci_high"][m]] for m in run.metrics}
+                    entry["ci"] = {m: [plain(rows["ci_low"][m]), plain(rows["ci_high"][m])] for m in run.metrics}
                 if "fingerprint" in rows:
                     entry["fingerprint"] = rows["fingerprint"]
         json.dump(data, out, ensure_ascii=False, indent=2)
