@@ -392,3 +392,54 @@ def test_a_save_overtaken_by_a_save_of_the_same_labels_returns_that_version(stor
     version = first.commit_labels(parent, author="ann")
     assert version is not None and store.versions(parent)["id"].tolist() == [version]
     assert store.pending_labels(version).empty
+
+
+def _line(store: Store, n: int) -> tuple[str, list[str]]:
+    """An original and ``n`` versions saved one from the other (v1, v2, ...)."""
+    original = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
+    made: list[str] = []
+    for i in range(n):
+        at = made[-1] if made else original
+        store.add_label(at, "q1", f"u{i}", 1, author="ann")
+        saved = store.commit_labels(at, author="ann")
+        assert saved is not None
+        made.append(saved)
+    return original, made
+
+
+def _number_in_name(store: Store, version: str) -> int:
+    return int(str(store.list_datasets().set_index("id").loc[version, "name"]).rsplit(", v", 1)[1].rstrip(")"))
+
+
+def _drop_number_tables(store: Store) -> None:
+    """The store as a release before the number tables left it."""
+    with store.engine.begin() as conn:
+        conn.execute(sa.text("DROP TABLE qrels_lineage_numbers"))
+        conn.execute(sa.text("DROP TABLE qrels_version_numbers"))
+    store.engine.dispose()
+
+
+def test_a_store_made_before_the_number_tables_opens_read_only(store_url):
+    """A store an older release made (no number tables), v2 of v1, v2, v3 deleted. A database user that may only
+    read opens it (nothing written: the tables stay absent) and reads the numbers from the names; the owner opens it
+    (the tables made, the numbers kept)."""
+    store = Store(store_url)
+    original, (v1, v2, v3) = _line(store, 3)
+    store.delete_dataset(v2)
+    _drop_number_tables(store)
+    if store_url.startswith("postgresql"):
+        reader = "r" + store_url.rsplit("/", 1)[1]  # roles are the server's: one per test database
+        engine = sa.create_engine(store_url, isolation_level="AUTOCOMMIT")
+        with engine.connect() as conn:
+            conn.execute(sa.text(f"CREATE ROLE {reader} LOGIN"))
+            conn.execute(sa.text(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {reader}"))
+            conn.execute(sa.text("REVOKE CREATE ON SCHEMA public FROM PUBLIC"))
+        engine.dispose()
+        read_only = store_url.replace("postgres@", f"{reader}@")
+    else:
+        read_only = store_url.replace("sqlite:///", "sqlite:///file:") + "?mode=ro&uri=true"
+    assert Store(read_only).versions([original, v1, v3])["number"].tolist() == [1, 3]
+    with store.engine.connect() as conn:
+        assert not sa.inspect(conn).has_table("qrels_version_numbers")
+    store = Store(store_url)
+    assert store.versions([original, v1])["number"].tolist() == [1, 3]

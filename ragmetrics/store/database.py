@@ -141,6 +141,10 @@ version_numbers_table = sa.Table(
 """Each qrels version's number, as :meth:`Store.commit_labels` gave it in the transaction that stored it (the ``vN``
 of its name): every front end shows this one. A store made before the table gets it when opened, and its versions
 their numbers then, once (:func:`_given_numbers`)."""
+NUMBER_TABLES = (numbers_table, version_numbers_table)
+"""The tables a store made before them gets when opened, unless its database user may not create them: it opens
+without them (read as empty: every number derived as :func:`_given_numbers` and :meth:`Store._last_number` do, on each
+read) and never writes them; a later opening by a user that may creates them."""
 claims_table = sa.Table(
     "label_claims",
     metadata,
@@ -497,15 +501,18 @@ _GIVEN = re.compile(r", v([1-9][0-9]*)\)\Z")
 """The number :func:`_version_row` put in a version's name."""
 
 
-def _given_numbers(conn: Any) -> dict[str, int]:
+def _given_numbers(conn: Any, *, kept: bool = True) -> dict[str, int]:
     """The numbers of the versions without a :data:`version_numbers_table` row (saved before it), derived as
     before: the number its save gave, which it put in its name (``, vN)``: what the command line shows), else
     (renamed since, or its dataset row gone) its steps back to its lineage's original (1 for a version of the
-    original), as the dashboard numbered them."""
+    original), as the dashboard numbered them. ``kept=False``: the store has no such table (every version)."""
     v, d, n = versions_table, datasets_table, version_numbers_table
-    query = sa.select(v.c.id, v.c.parent, d.c.name, n.c.number).select_from(
-        v.outerjoin(d, d.c.id == v.c.id).outerjoin(n, n.c.id == v.c.id)
-    )
+    if kept:
+        query = sa.select(v.c.id, v.c.parent, d.c.name, n.c.number).select_from(
+            v.outerjoin(d, d.c.id == v.c.id).outerjoin(n, n.c.id == v.c.id)
+        )
+    else:
+        query = sa.select(v.c.id, v.c.parent, d.c.name, sa.null()).select_from(v.outerjoin(d, d.c.id == v.c.id))
     rows = conn.execute(query).all()
     parents = {str(i): str(p) for i, p, _, _ in rows}
     out: dict[str, int] = {}
@@ -578,16 +585,16 @@ class VersionTree:
                     todo.append(child)
         return False
 
-    def below(self, root: str) -> int:
-        """How many version rows descend from ``root`` (children, their children, ...; a deleted one's number stays
-        taken)."""
+    def below(self, root: str) -> set[str]:
+        """The version rows that descend from ``root`` (children, their children, ...; a deleted one's too: its
+        number stays taken)."""
         seen, todo = {root}, [root]
         while todo:
             for child in self.children.get(todo.pop(), []):
                 if child not in seen:
                     seen.add(child)
                     todo.append(child)
-        return len(seen) - 1
+        return seen - {root}
 
     def place(self, dataset: str) -> str:
         """:meth:`Store.pending_place`: from ``dataset`` down its newest stored version (at a tie in time, the larger
@@ -635,13 +642,37 @@ class Store:
             self.engine = sa.create_engine(self.url, **kwargs)
             if self.engine.dialect.name == "sqlite":
                 sa.event.listen(self.engine, "connect", _sqlite_pragmas)
-            metadata.create_all(self.engine, checkfirst=True)
+            self._create_tables()
             self._add_missing_columns()
             self._add_missing_index(pending_index)
             self._number_old_versions()
             self._settle_stranded_labels()
         except (sa.exc.ArgumentError, sa.exc.DBAPIError, sa.exc.NoSuchModuleError, ImportError, ValueError) as err:
             raise StoreOpenError(self.url, err) from None
+
+    def _create_tables(self) -> None:
+        """Create the tables a new store (or one made before them) lacks. A database user that may not create
+        tables opens a store that lacks only :data:`NUMBER_TABLES` as it is (they read as empty); lacking any other,
+        the store cannot be opened."""
+        self._without_tables: set[str] = set()
+        try:
+            metadata.create_all(self.engine, checkfirst=True)
+        except sa.exc.DBAPIError as err:
+            missing = set(metadata.tables) - set(sa.inspect(self.engine).get_table_names())
+            if not missing or not missing <= {t.name for t in NUMBER_TABLES}:
+                raise
+            self._without_tables = missing
+            _LOG.warning("store: cannot create %s (%s); version numbers are derived on each read", sorted(missing), err)
+
+    def _has_table(self, table: sa.Table) -> bool:
+        """Whether the store has ``table`` (:data:`NUMBER_TABLES`); one this process could not create is looked up
+        again on every use: its owner may have created it since."""
+        if table.name not in self._without_tables:
+            return True
+        if sa.inspect(self.engine).has_table(table.name):
+            self._without_tables.discard(table.name)
+            return True
+        return False
 
     def _add_missing_columns(self) -> None:
         """Bring a store made by an older version up to date (safe when several processes open it together).
@@ -684,6 +715,8 @@ class Store:
         that a rename never changes them. One query when every version has its number; a database user that may
         not write leaves them to be derived on each read, the same way."""
         n = version_numbers_table
+        if not self._has_table(n):
+            return
         with self.engine.connect() as conn:
             unnumbered = conn.execute(_UNNUMBERED).first() is not None
             numbers = _given_numbers(conn) if unnumbered else {}
@@ -841,19 +874,22 @@ class Store:
         the labels pending on it move to its parent's :meth:`pending_place`, so none is lost; an original's pending
         labels go with it. Returns how many labels went."""
         check_id(ident, "dataset")
-        v, t = versions_table, labels_table
+        v, t, n = versions_table, labels_table, version_numbers_table
         with self.engine.begin() as conn:
             parent = conn.execute(sa.select(v.c.parent).where(v.c.id == ident)).scalar()
             conn.execute(sa.delete(v).where(v.c.id == ident))
-            conn.execute(sa.delete(version_numbers_table).where(version_numbers_table.c.id == ident))
+            numbered = self._has_table(n)
+            if numbered:
+                conn.execute(sa.delete(n).where(n.c.id == ident))
             if parent is None:
                 children = list(conn.execute(sa.select(v.c.id).where(v.c.parent == ident)).scalars())
-                if children:  # each becomes an original: its lineage numbers on after the numbers this one gave
+                if children and numbered:  # each becomes an original: its lineage numbers on after this one's
                     last = self._last_number(conn, ident)
                     for child in children:
                         self._keep_number(conn, str(child), last)
                 conn.execute(sa.delete(v).where(v.c.parent == ident))
-                conn.execute(sa.delete(version_numbers_table).where(version_numbers_table.c.id.in_(children)))
+                if numbered:
+                    conn.execute(sa.delete(n).where(n.c.id.in_(children)))
                 went = conn.execute(sa.delete(t).where((t.c.dataset_id == ident) & t.c.version.is_(None))).rowcount
             else:
                 conn.execute(sa.update(v).where(v.c.parent == ident).values(parent=parent))
@@ -1218,11 +1254,12 @@ class Store:
                                 n_labels=len(labels))
                         .on_conflict_do_nothing(index_elements=["id"])
                     )  # fmt: skip
-                    conn.execute(
-                        self._insert(version_numbers_table)
-                        .values(id=ident, number=number)
-                        .on_conflict_do_nothing(index_elements=["id"])
-                    )
+                    if self._has_table(version_numbers_table):
+                        conn.execute(
+                            self._insert(version_numbers_table)
+                            .values(id=ident, number=number)
+                            .on_conflict_do_nothing(index_elements=["id"])
+                        )
                     runs = conn.execute(
                         sa.select(links_table.c.run_id).where(links_table.c.dataset_id == dataset)
                     ).scalars()
@@ -1243,12 +1280,18 @@ class Store:
     def _last_number(self, conn: Any, root: str) -> int:
         """The largest version number the lineage of the original ``root`` has given: its :data:`numbers_table` row,
         or more version rows below it (saved before the table, or by an older release)."""
-        kept = conn.execute(sa.select(numbers_table.c.last_number).where(numbers_table.c.original == root)).scalar()
-        return max(int(kept or 0), self._tree(root, conn=conn).below(root))
+        below = self._tree(root, conn=conn).below(root)
+        given = [len(below)]
+        if self._has_table(numbers_table):
+            query = sa.select(numbers_table.c.last_number).where(numbers_table.c.original == root)
+            given.append(int(conn.execute(query).scalar() or 0))
+        return max(given)
 
     def _keep_number(self, conn: Any, root: str, number: int) -> None:
         """Record ``number`` as given in the lineage of the original ``root`` (a larger one recorded stays)."""
         n = numbers_table
+        if not self._has_table(n):
+            return
         statement = self._insert(n).values(original=root, last_number=number)
         conn.execute(
             statement.on_conflict_do_update(
@@ -1417,16 +1460,18 @@ class Store:
         t, n = versions_table, version_numbers_table
         columns = ["id", "parent", "author", "created_at", "n_labels", "number"]
         rows: list[Any] = []
+        kept = self._has_table(n)
         with self.engine.connect() as conn:
             for chunk in _per_statement(parents):
-                query = (
-                    sa.select(*(t.c[c] for c in columns[:-1]), n.c.number)
-                    .select_from(t.outerjoin(n, n.c.id == t.c.id))
-                    .where(t.c.parent.in_(chunk))
-                )
-                rows += conn.execute(query).mappings().all()
+                if kept:
+                    query = sa.select(*(t.c[c] for c in columns[:-1]), n.c.number).select_from(
+                        t.outerjoin(n, n.c.id == t.c.id)
+                    )
+                else:
+                    query = sa.select(*(t.c[c] for c in columns[:-1]), sa.null().label("number"))
+                rows += conn.execute(query.where(t.c.parent.in_(chunk))).mappings().all()
             if any(row["number"] is None for row in rows):  # saved before the numbers were kept, and not kept since
-                given = _given_numbers(conn)
+                given = _given_numbers(conn, kept=kept)
                 rows = [{**row, "number": given.get(str(row["id"]), row["number"])} for row in rows]
         frame = pd.DataFrame(rows, columns=columns)
         frame["number"] = frame["number"].astype(int)
