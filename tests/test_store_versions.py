@@ -419,10 +419,11 @@ def _drop_number_tables(store: Store) -> None:
     store.engine.dispose()
 
 
-def test_a_store_made_before_the_number_tables_opens_read_only(store_url):
+def test_a_store_made_before_the_number_tables_opens_read_only_and_numbers_on_after_every_number_held(store_url):
     """A store an older release made (no number tables), v2 of v1, v2, v3 deleted. A database user that may only
     read opens it (nothing written: the tables stay absent) and reads the numbers from the names; the owner opens it
-    (the tables made, the numbers kept)."""
+    (the tables made, the numbers kept) and saves: v4, above every number a version of the lineage holds (not 3
+    again: two versions were left)."""
     store = Store(store_url)
     original, (v1, v2, v3) = _line(store, 3)
     store.delete_dataset(v2)
@@ -443,3 +444,6 @@ def test_a_store_made_before_the_number_tables_opens_read_only(store_url):
         assert not sa.inspect(conn).has_table("qrels_version_numbers")
     store = Store(store_url)
     assert store.versions([original, v1])["number"].tolist() == [1, 3]
+    store.add_label(v3, "q1", "x", 1, author="ann")
+    v4 = store.commit_labels(v3, author="ann")
+    assert v4 is not None and _number_in_name(store, v4) == 4 == int(store.versions(v3)["number"].iloc[0])

@@ -1278,13 +1278,21 @@ class Store:
         )
 
     def _last_number(self, conn: Any, root: str) -> int:
-        """The largest version number the lineage of the original ``root`` has given: its :data:`numbers_table` row,
-        or more version rows below it (saved before the table, or by an older release)."""
-        below = self._tree(root, conn=conn).below(root)
+        """The largest version number the lineage of the original ``root`` has given: the largest of its
+        :data:`numbers_table` row, the number any version row below it holds (:data:`version_numbers_table`, or the
+        ``vN`` of its name: saved before the tables, or by an older release) and how many version rows are below it."""
+        d, n = datasets_table, version_numbers_table
+        below = sorted(self._tree(root, conn=conn).below(root))
         given = [len(below)]
         if self._has_table(numbers_table):
             query = sa.select(numbers_table.c.last_number).where(numbers_table.c.original == root)
             given.append(int(conn.execute(query).scalar() or 0))
+        numbered = self._has_table(n)
+        for chunk in _per_statement(below):
+            if numbered:
+                given += [int(i) for i in conn.execute(sa.select(n.c.number).where(n.c.id.in_(chunk))).scalars()]
+            names = conn.execute(sa.select(d.c.name).where(d.c.id.in_(chunk)))
+            given += [int(m.group(1)) for name in names.scalars() if (m := _GIVEN.search(str(name or "")))]
         return max(given)
 
     def _keep_number(self, conn: Any, root: str, number: int) -> None:
