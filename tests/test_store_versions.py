@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import pandas as pd
@@ -447,3 +448,70 @@ def test_a_store_made_before_the_number_tables_opens_read_only_and_numbers_on_af
     store.add_label(v3, "q1", "x", 1, author="ann")
     v4 = store.commit_labels(v3, author="ann")
     assert v4 is not None and _number_in_name(store, v4) == 4 == int(store.versions(v3)["number"].iloc[0])
+
+
+class _OriginalDeletedMeanwhile(Store):
+    """A store whose next save, once it has read, lets ``other`` delete ``original`` before its transaction."""
+
+    def __init__(self, url: str, other: Store, original: str) -> None:
+        super().__init__(url)
+        self.other: Store | None = other
+        self.original = original
+
+    def _check_new(self, ident: str, parent: str, listed: pd.DataFrame, n_labels: int) -> None:
+        super()._check_new(ident, parent, listed, n_labels)
+        if self.other is not None:
+            other, self.other = self.other, None
+            other.delete_dataset(self.original)
+
+
+class _HeldBeforeItCommits(Store):
+    """A store whose saves wait for ``go`` once numbered, holding the lineage's lock (``numbered`` set)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.numbered, self.go = threading.Event(), threading.Event()
+
+    def _move_pending(self, conn, dataset: str, version: str) -> int:
+        self.numbered.set()
+        assert self.go.wait(20)
+        return super()._move_pending(conn, dataset, version)
+
+
+def test_deleting_the_lineage_s_original_while_a_save_runs_never_gives_a_number_twice(store_url):
+    """O, v1, v2: a save from v2 reads (its lineage's original O), and O is deleted before the save's transaction:
+    v1 now heads the lineage, and the save, numbered in it, is v3, which the lineage keeps as given: once v3 is
+    deleted, the next is v4 (not v3 twice). On PostgreSQL
+    the delete of an original also waits for a save that holds the lineage's lock, and hands its versions the
+    number that save gave."""
+    store = Store(store_url)
+    original, (v1, v2) = _line(store, 2)
+    store.add_label(v2, "q1", "x", 1, author="ann")
+    v3 = _OriginalDeletedMeanwhile(store_url, Store(store_url), original).commit_labels(v2, author="ann")
+    assert v3 is not None and store.lineage(v3) == [v3, v2, v1] and _number_in_name(store, v3) == 3
+    assert store.delete_dataset(v3) == 0  # its number stays taken in the lineage it was saved in
+    store.add_label(v2, "q1", "y", 1, author="ann")
+    v4 = store.commit_labels(v2, author="ann")
+    assert v4 is not None and _number_in_name(store, v4) == 4
+    if not store_url.startswith("postgresql"):
+        return  # SQLite: a save's transaction holds the database's one write lock
+    held = _HeldBeforeItCommits(store_url)
+    held.add_label(v4, "q1", "z", 1, author="ann")
+    saved: list[str | None] = []
+    saver = threading.Thread(target=lambda: saved.append(held.commit_labels(v4, author="ann")))
+    saver.start()
+    assert held.numbered.wait(20)
+    deleter = threading.Thread(target=lambda: Store(store_url).delete_dataset(v1))
+    deleter.start()
+    waiting = sa.text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+    with store.engine.connect() as conn:
+        while deleter.is_alive() and not conn.execute(waiting).scalar():
+            deleter.join(0.01)
+    blocked = deleter.is_alive()  # waits for the save's lineage lock (without it, it is done)
+    held.go.set()
+    saver.join(20)
+    deleter.join(20)
+    assert blocked and saved[0] is not None and _number_in_name(store, saved[0]) == 5
+    store.add_label(saved[0], "q1", "w", 1, author="ann")
+    v6 = store.commit_labels(saved[0], author="ann")
+    assert v6 is not None and _number_in_name(store, v6) == 6  # v2 heads the lineage: on after v5, not v5 twice

@@ -872,30 +872,41 @@ class Store:
         """Delete a dataset and its links (runs stay: they may serve other datasets). A qrels version leaves its
         lineage: the versions made from it are then made from its parent (the original's become originals), and
         the labels pending on it move to its parent's :meth:`pending_place`, so none is lost; an original's pending
-        labels go with it. Returns how many labels went."""
+        labels go with it. Returns how many labels went.
+
+        It holds its lineage's lock, as a save does while it numbers (:meth:`_take_number`): an original's versions
+        number on after every number it gave, a save's too."""
         check_id(ident, "dataset")
         v, t, n = versions_table, labels_table, version_numbers_table
-        with self.engine.begin() as conn:
-            parent = conn.execute(sa.select(v.c.parent).where(v.c.id == ident)).scalar()
-            conn.execute(sa.delete(v).where(v.c.id == ident))
-            numbered = self._has_table(n)
-            if numbered:
-                conn.execute(sa.delete(n).where(n.c.id == ident))
-            if parent is None:
-                children = list(conn.execute(sa.select(v.c.id).where(v.c.parent == ident)).scalars())
-                if children and numbered:  # each becomes an original: its lineage numbers on after this one's
-                    last = self._last_number(conn, ident)
-                    for child in children:
-                        self._keep_number(conn, str(child), last)
-                conn.execute(sa.delete(v).where(v.c.parent == ident))
+        for _ in range(COMMIT_ATTEMPTS):
+            root = self.lineage(ident)[-1]
+            with self.engine.begin() as conn:
+                self._lock(conn, f"lineage\x1f{root}")
+                if self._tree(ident, conn=conn).lineage(ident)[-1] != root:
+                    continue  # its original was deleted since the read: the lineage it is in now
+                parent = conn.execute(sa.select(v.c.parent).where(v.c.id == ident)).scalar()
+                conn.execute(sa.delete(v).where(v.c.id == ident))
+                numbered = self._has_table(n)
                 if numbered:
-                    conn.execute(sa.delete(n).where(n.c.id.in_(children)))
-                went = conn.execute(sa.delete(t).where((t.c.dataset_id == ident) & t.c.version.is_(None))).rowcount
-            else:
-                conn.execute(sa.update(v).where(v.c.parent == ident).values(parent=parent))
-                went = 0
-            conn.execute(sa.delete(links_table).where(links_table.c.dataset_id == ident))
-            conn.execute(sa.delete(datasets_table).where(datasets_table.c.id == ident))
+                    conn.execute(sa.delete(n).where(n.c.id == ident))
+                if parent is None:
+                    children = list(conn.execute(sa.select(v.c.id).where(v.c.parent == ident)).scalars())
+                    if children and numbered:  # each becomes an original: its lineage numbers on after this one's
+                        last = self._last_number(conn, ident)
+                        for child in children:
+                            self._keep_number(conn, str(child), last)
+                    conn.execute(sa.delete(v).where(v.c.parent == ident))
+                    if numbered:
+                        conn.execute(sa.delete(n).where(n.c.id.in_(children)))
+                    went = conn.execute(sa.delete(t).where((t.c.dataset_id == ident) & t.c.version.is_(None))).rowcount
+                else:
+                    conn.execute(sa.update(v).where(v.c.parent == ident).values(parent=parent))
+                    went = 0
+                conn.execute(sa.delete(links_table).where(links_table.c.dataset_id == ident))
+                conn.execute(sa.delete(datasets_table).where(datasets_table.c.id == ident))
+            break
+        else:
+            raise RagMetricsError(f"the lineage of dataset {ident} kept changing while it was deleted; delete it again")
         if parent is not None:
             place = self.pending_place(str(parent))
             with self.engine.begin() as conn:
@@ -1243,8 +1254,11 @@ class Store:
                 with self.engine.begin() as conn:
                     self._lock(conn, f"place\x1f{dataset}")
                     self._lock(conn, f"lineage\x1f{root}")  # the number: one save of the lineage at a time
+                    now_tree = self._tree(dataset, conn=conn)
+                    if now_tree.lineage(dataset)[-1] != root:  # its original deleted since the read: the lock is
+                        raise _LabelsChanged  # another lineage's, and the number another's; read again
                     self._stamp(conn, taken, dataset, ident)
-                    number = self._take_number(conn, root)
+                    number = self._take_number(conn, root, now_tree)
                     row = _version_row(merged, ident, title, number, dataset, said)
                     self._move_pending(conn, dataset, ident)  # the judges' left out, and any given since the read
                     self._put(datasets_table, row, conn)
@@ -1277,12 +1291,13 @@ class Store:
             f"({COMMIT_ATTEMPTS} attempts); save again"
         )
 
-    def _last_number(self, conn: Any, root: str) -> int:
+    def _last_number(self, conn: Any, root: str, tree: VersionTree | None = None) -> int:
         """The largest version number the lineage of the original ``root`` has given: the largest of its
         :data:`numbers_table` row, the number any version row below it holds (:data:`version_numbers_table`, or the
-        ``vN`` of its name: saved before the tables, or by an older release) and how many version rows are below it."""
+        ``vN`` of its name: saved before the tables, or by an older release) and how many version rows are below it.
+        ``tree``: the lineage's :class:`VersionTree`, read in ``conn``'s transaction (read when not given)."""
         d, n = datasets_table, version_numbers_table
-        below = sorted(self._tree(root, conn=conn).below(root))
+        below = sorted((tree or self._tree(root, conn=conn)).below(root))
         given = [len(below)]
         if self._has_table(numbers_table):
             query = sa.select(numbers_table.c.last_number).where(numbers_table.c.original == root)
@@ -1308,11 +1323,11 @@ class Store:
             )
         )
 
-    def _take_number(self, conn: Any, root: str) -> int:
-        """The next version number of the lineage of the original ``root``, recorded as given (under the lineage's
-        lock: one save of a lineage numbers at a time). Numbered across the lineage, a version of a version is v2;
-        a deleted version's number is never given again."""
-        number = self._last_number(conn, root) + 1
+    def _take_number(self, conn: Any, root: str, tree: VersionTree | None = None) -> int:
+        """The next version number of the lineage of the original ``root`` (``tree``: as :meth:`_last_number`),
+        recorded as given (under the lineage's lock: one save of a lineage numbers at a time). Numbered across the
+        lineage, a version of a version is v2; a deleted version's number is never given again."""
+        number = self._last_number(conn, root, tree) + 1
         self._keep_number(conn, root, number)
         return number
 
