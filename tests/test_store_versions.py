@@ -10,10 +10,11 @@ import pytest
 import sqlalchemy as sa
 
 import ragmetrics as rm
+import ragmetrics.store.database as database
 from ragmetrics.analysis.judging import diff
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.provenance import Provenance
-from ragmetrics.store.database import Store, StoreKeyError, datasets_table, versions_table
+from ragmetrics.store.database import Store, StoreKeyError, datasets_table, links_table, versions_table
 from ragmetrics.store.provenance import add_judge_labels
 
 
@@ -515,3 +516,35 @@ def test_deleting_the_lineage_s_original_while_a_save_runs_never_gives_a_number_
     store.add_label(saved[0], "q1", "w", 1, author="ann")
     v6 = store.commit_labels(saved[0], author="ann")
     assert v6 is not None and _number_in_name(store, v6) == 6  # v2 heads the lineage: on after v5, not v5 twice
+
+
+def test_a_version_saved_again_after_its_delete_is_numbered_as_named(store_url, monkeypatch):
+    """O, v1, v2 saved before the numbers were kept. A process opens the store and reads the numbers to keep, and
+    v2 is deleted before it writes them: no number is kept for a deleted version. The same labels saved again
+    (the same content: v2's id) are v3 in name and number. An older release deletes it again (it leaves the
+    number kept); saved again, it is v4 in both (the kept number is the save's, not the one left behind)."""
+    store = Store(store_url)
+    _, (v1, v2) = _line(store, 2)
+    with store.engine.begin() as conn:  # saved before the numbers were kept
+        conn.execute(sa.delete(database.version_numbers_table))
+    given = database._given_numbers
+
+    def then_deleted(conn):
+        numbers = given(conn)
+        store.delete_dataset(v2)  # another process, meanwhile
+        return numbers
+
+    monkeypatch.setattr(database, "_given_numbers", then_deleted)
+    Store(store_url)
+    monkeypatch.setattr(database, "_given_numbers", given)
+    with store.engine.connect() as conn:
+        kept = dict(conn.execute(sa.select(database.version_numbers_table)).all())
+    assert kept == {v1: 1}
+    for name in (3, 4):
+        store.add_label(v1, "q1", "u1", 1, author="ann")  # the label v2 saved, given again
+        assert store.commit_labels(v1, author="ann") == v2
+        assert _number_in_name(store, v2) == name == int(store.versions(v1)["number"].iloc[0])
+        with store.engine.begin() as conn:  # an older release's delete_dataset: it knows no number table
+            conn.execute(sa.delete(versions_table).where(versions_table.c.id == v2))
+            conn.execute(sa.delete(links_table).where(links_table.c.dataset_id == v2))
+            conn.execute(sa.delete(datasets_table).where(datasets_table.c.id == v2))

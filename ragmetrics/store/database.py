@@ -713,8 +713,9 @@ class Store:
     def _number_old_versions(self) -> None:
         """Keep the numbers of the versions saved before :data:`version_numbers_table` (:func:`_given_numbers`), so
         that a rename never changes them. One query when every version has its number; a database user that may
-        not write leaves them to be derived on each read, the same way."""
-        n = version_numbers_table
+        not write leaves them to be derived on each read, the same way. A version deleted between the read and the
+        write gets no number: a save of the same content again would keep it, not the one it takes."""
+        n, v = version_numbers_table, versions_table
         if not self._has_table(n):
             return
         with self.engine.connect() as conn:
@@ -724,9 +725,15 @@ class Store:
             return
         try:
             with self.engine.begin() as conn:
-                for ident, number in numbers.items():
+                self._lock(conn, "numbers")
+                present: set[str] = set()  # a version deleted since the read gets no number (a save of it again would)
+                for chunk in _per_statement(sorted(numbers)):
+                    present |= {str(i) for i in conn.execute(sa.select(v.c.id).where(v.c.id.in_(chunk))).scalars()}
+                for ident in sorted(present):
                     conn.execute(
-                        self._insert(n).values(id=ident, number=number).on_conflict_do_nothing(index_elements=["id"])
+                        self._insert(n)
+                        .values(id=ident, number=numbers[ident])
+                        .on_conflict_do_nothing(index_elements=["id"])  # a number a save wrote since stays
                     )
         except sa.exc.DBAPIError as err:
             _LOG.warning("store: the numbers of %d older versions are derived on each read (%s)", len(numbers), err)
@@ -1268,11 +1275,11 @@ class Store:
                                 n_labels=len(labels))
                         .on_conflict_do_nothing(index_elements=["id"])
                     )  # fmt: skip
-                    if self._has_table(version_numbers_table):
-                        conn.execute(
+                    if self._has_table(version_numbers_table):  # a row left for a deleted version of this content:
+                        conn.execute(  # the number just taken is its name's
                             self._insert(version_numbers_table)
                             .values(id=ident, number=number)
-                            .on_conflict_do_nothing(index_elements=["id"])
+                            .on_conflict_do_update(index_elements=["id"], set_={"number": number})
                         )
                     runs = conn.execute(
                         sa.select(links_table.c.run_id).where(links_table.c.dataset_id == dataset)
