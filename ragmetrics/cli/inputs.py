@@ -18,7 +18,6 @@ from typing import Any
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io import load_dataset, load_run, name_of_file, refuse_output_over_input, unique_names
-from ragmetrics.io.columns import describe_aliases, resolve
 from ragmetrics.io.formats import formats_of
 from ragmetrics.io.source import open_source
 
@@ -244,19 +243,3 @@ def judges_of(path: Any) -> list[str]:
             found = {tuple(row[i].strip() for i in where) for row in reader if len(row) == len(header)}
             return sorted(" ".join(judge) for judge in found)
     return []
-
-
-def check_label_column(labels: Any, path: str) -> None:
-    """A table of pairs without a label (a pool not yet labelled) is named as such, not as TREC lines of 3 fields.
-    ``labels``: the file at ``path``, opened (:func:`labels_source`)."""
-    source = open_source(labels)
-    if source.is_dir:
-        return
-    first = source.head.split(b"\n", 1)[0].decode("utf-8", "replace").strip().lstrip("\ufeff")
-    names = first.split("\t") if "\t" in first else first.split(",")
-    found = resolve(names)
-    if "query_id" in found and "doc_id" in found and not {"relevance", "score"} & set(found):  # BEIR's: score
-        raise RagMetricsError(
-            f"{path}: no label column (its columns: {', '.join(n.strip() for n in names)}): the pairs of a pool, "
-            f"not yet labelled; add a column {describe_aliases(['relevance'])} with each pair's grade"
-        )

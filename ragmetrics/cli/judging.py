@@ -16,7 +16,6 @@ import pandas as pd
 from ragmetrics.analysis.label_agreement import label_agreement
 from ragmetrics.cli.inputs import (
     JUDGE_COLUMNS,
-    check_label_column,
     judges_of,
     labels_source,
     output_path,
@@ -25,6 +24,7 @@ from ragmetrics.cli.inputs import (
     replacing,
 )
 from ragmetrics.cli.options import add_data_options, whole_number
+from ragmetrics.cli.pools import check_label_column
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.grades import grade_problem
 from ragmetrics.foundation.model import Dataset

@@ -12,7 +12,6 @@ from typing import TextIO
 from ragmetrics.analysis.judging import merge, pool
 from ragmetrics.cli.evaluating import evaluate_runs
 from ragmetrics.cli.inputs import (
-    check_label_column,
     judges_of,
     labels_source,
     output_path,
@@ -22,6 +21,7 @@ from ragmetrics.cli.inputs import (
 )
 from ragmetrics.cli.judging import agree_options, run_options
 from ragmetrics.cli.options import add_data_options, add_eval_options, whole_number
+from ragmetrics.cli.pools import check_label_column
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.io import load_dataset, write_trec_qrels
 from ragmetrics.io.evalset import with_judgments, write_evalset
