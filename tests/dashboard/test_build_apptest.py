@@ -7,7 +7,9 @@ The corpus is 120 documents of the SciFact sample stored as a dataset's document
 
 from __future__ import annotations
 
+import gzip
 import io
+import itertools
 import json
 import random
 from pathlib import Path
@@ -226,7 +228,9 @@ def test_a_chunked_corpus_built_through_the_page_grades_sibling_chunks_as_synth_
     """CMRC's chunks (``DEV_0_C1``) stored as a dataset's documents: with the chunk-id separator ``_C`` the page's
     batch grades a query's sibling chunks as ``synth --parent-separator _C`` does (the same records, seed for
     seed); without it, each query has only its source chunk."""
-    source = REPO / "sample_runs" / "cmrc2018" / "corpus.jsonl.gz"
+    source = tmp_path / "corpus.jsonl.gz"  # the sample's first 600 chunks: passages of several chunks each
+    with gzip.open(REPO / "sample_runs" / "cmrc2018" / "corpus.jsonl.gz", "rt", encoding="utf-8") as whole:
+        source.write_bytes(gzip.compress("".join(itertools.islice(whole, 600)).encode("utf-8"), mtime=0))
     documents = read_documents(source)
     frame = pd.DataFrame({"doc_id": [d.doc_id for d in documents], "title": [d.title for d in documents],
                           "text": [d.text for d in documents]})  # fmt: skip
