@@ -47,17 +47,16 @@ def mean_ci(
     interval of :func:`ragmetrics.analysis.stats.mean_interval` (Clopper-Pearson for a column of 0s and 1s, else the
     percentile bootstrap), as ``eval --ci`` and ``check --targets`` give it.
 
-    A 1-d input is one column. With fewer than two rows the bounds are NaN.
+    A 1-d input is one column. With fewer than two rows the bounds are NaN (as ``mean_interval``'s).
     """
     matrix = np.asarray(values)
     if matrix.dtype.kind != "f":
         matrix = matrix.astype(np.float64)
     if matrix.ndim == 1:
         matrix = matrix[:, None]
-    n, m = matrix.shape
-    if n < 2:
-        mean = matrix.mean(axis=0, dtype=np.float64) if n else np.full(m, np.nan)
-        return mean, np.full(m, np.nan), np.full(m, np.nan)
+    if not len(matrix):  # no mean either (numpy would warn of an empty slice)
+        nan = np.full(matrix.shape[1], np.nan)
+        return nan, nan.copy(), nan.copy()
     low, high = stats.mean_interval(
         matrix, n_resamples=n_resamples, confidence=confidence, seed=seed, resampler=resampler
     )

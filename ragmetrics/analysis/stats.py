@@ -371,10 +371,7 @@ def bootstrap_ci(
     values = np.asarray(values)
     if values.dtype.kind != "f":
         values = values.astype(np.float64)
-    if values.shape[0] == 0:
-        nan = np.full(values.shape[1:], np.nan)
-        return nan, nan.copy()
-    if values.shape[0] == 1:  # one value shows no spread: an interval of width 0 would claim certainty
+    if values.shape[0] < 2:  # one value shows no spread: an interval of width 0 would claim certainty
         nan = np.full(values.shape[1:], np.nan)
         return nan, nan.copy()
     n = values.shape[0]
