@@ -3,6 +3,7 @@ read the verdict, and open the share link in a fresh browser to find every contr
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,7 @@ def test_a_newcomer_uploads_scifact_reads_the_verdict_and_shares_every_control(
         pick(page, "compare.correction", "Bonferroni")
         pick(page, "compare.test", "Paired bootstrap")
         page.locator(".st-key-compare-outcome").get_by_text("wins", exact=False).click()
+        expect(page).to_have_url(re.compile(r"[?&]o=win(&|$)"), timeout=TIMEOUT)  # written at the end of the rerun
         wait_for_app(page)
         expect(page.locator(".st-key-verdict")).to_contain_text("Bonferroni-corrected over")
         shown = controls(page)
