@@ -97,7 +97,7 @@ def test_runs_that_left_out_other_queries_are_paired_by_query_not_by_position() 
 
 def test_no_dashboard_text_names_an_interval_method_of_its_own() -> None:
     """A page names an interval by the library's words (``stats.interval_words`` and ``MEAN_INTERVAL_RULE`` for a
-    mean's, ``compare.delta_interval_method`` for a delta's, ``stats.TESTS`` for a test): a string of the dashboard
+    mean's, ``stats.delta_interval_method`` for a delta's, ``stats.TESTS`` for a test): a string of the dashboard
     that says "bootstrap" itself said it of means that were Clopper-Pearson. Docstrings are not shown."""
     dashboard = LIBRARY.parent / "dashboard"
     said = []

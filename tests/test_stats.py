@@ -596,19 +596,37 @@ def test_compare_and_check_say_when_the_interval_and_the_p_value_disagree(tmp_pa
     qrels, base, run = _ranked(tmp_path, [5, 5, 0, 3, 0, 5], [4, 3, 0, 2, 0, 1], depth=10)
     said = interval_disagreement(0.0306, 0.45, False, "none", "t")
     assert said == (
-        "The interval is a paired bootstrap's and the verdict the test's (Paired t-test): here they disagree, the "
-        "interval leaving out 0."
+        "The interval (paired bootstrap, uncorrected) and the verdict (Paired t-test) are computed apart: here they "
+        "disagree, the interval leaving out 0."
     )
     assert (
         interval_disagreement(0.0306, 0.45, True, "none", "t")
         == interval_disagreement(-0.1, 0.4, False, "holm", "t")
         == ""
     )
+    printed = {}
     for command in ("compare", "check"):
         out = io.StringIO()
         argv = [command, "--dataset", str(qrels), "--baseline", str(base), "--run", str(run), "-m", "mrr"]
         assert main([*argv, "--correction", "none"], out, io.StringIO()) == 0, out.getvalue()
         assert f"note: {said}" in out.getvalue(), out.getvalue()
+        printed[command] = out.getvalue()
+    assert "intervals: 95% CI (paired bootstrap, uncorrected)" in printed["compare"]  # its footer: the same words
+
+
+def test_the_disagreement_names_the_interval_by_the_words_of_its_method():
+    """Was: the sentence said "a paired bootstrap's" and "Student's t" where every footer and caption said
+    ``delta_interval_method``'s "paired bootstrap, uncorrected" and "Student's t at each comparison's level"; the
+    sentence now reads that function, for every test and correction."""
+    for correction in stats.CORRECTIONS:
+        method = stats.delta_interval_method(correction)
+        for test, paired in stats.TESTS.items():
+            said = interval_disagreement(-0.2, 0.4, True, correction, test)
+            assert said.startswith(f"The interval ({method}) and the verdict ({paired.title}) are computed apart: ")
+    assert [stats.delta_interval_method(c) for c in ("none", "holm")] == [
+        "paired bootstrap, uncorrected",
+        "Student's t at each comparison's level",
+    ]
 
 
 def test_the_paired_bootstrap_rejects_a_true_null_at_about_alpha_on_few_queries():

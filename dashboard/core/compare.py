@@ -29,13 +29,12 @@ from ragmetrics.analysis.compare import (
     Comparison,
     bounds_text,
     compare_result,
-    delta_interval_method,
     intervals_name,
     no_bound_words,
     planning_alpha,
     planning_words,
 )
-from ragmetrics.analysis.stats import correction_title, is_uncorrected
+from ragmetrics.analysis.stats import correction_title, delta_interval_method, is_uncorrected
 from ragmetrics.analysis.stats import family_text as family_words
 from ragmetrics.analysis.verdicts import SAID, interval_disagreement, mixed_words
 from ragmetrics.analysis.verdicts import verdict as verdict_of

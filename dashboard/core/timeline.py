@@ -15,8 +15,9 @@ import plotly.graph_objects as go
 
 from dashboard.core.charts import BAND_SUFFIX, PALETTE, base_layout, rgba, safe
 from dashboard.core.share import ViewState, share_query
-from ragmetrics.analysis.compare import bounds_text, delta_interval_method, interval_at_level, intervals_name
+from ragmetrics.analysis.compare import bounds_text, interval_at_level, intervals_name
 from ragmetrics.analysis.history import DATE_TAG, StoredRun, Timeline
+from ragmetrics.analysis.stats import delta_interval_method
 from ragmetrics.analysis.verdicts import SAID
 
 __all__ = [

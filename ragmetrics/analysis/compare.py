@@ -377,18 +377,9 @@ def family_scope(family: str, runs: int, metrics: int) -> str:
 
 def intervals_name(correction: str | None) -> str:
     """What the intervals beside p-values corrected by ``correction`` are, in the words every page and the CLI use:
-    ``95% CI`` uncorrected, ``Holm-adjusted CI`` (each at its comparison's level, :func:`adjusted_level`)."""
+    ``95% CI`` uncorrected, ``Holm-adjusted CI`` (each at its comparison's level, :func:`adjusted_level`); how they
+    are computed: :func:`ragmetrics.analysis.stats.delta_interval_method`."""
     return "95% CI" if stats.is_uncorrected(correction) else f"{stats.correction_title(correction)}-adjusted CI"
-
-
-def delta_interval_method(correction: str | None) -> str:
-    """How the intervals :func:`intervals_name` names are computed, in the words every page and the CLI use: the
-    delta's paired bootstrap uncorrected, Student's t at each comparison's level (:func:`adjusted_level`)."""
-    return (
-        "paired bootstrap, uncorrected"
-        if stats.is_uncorrected(correction)
-        else "Student's t at each comparison's level"
-    )
 
 
 def bounds_text(low: float, high: float, separator: str = ", ", digits: int = 4) -> str:

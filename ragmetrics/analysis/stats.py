@@ -245,6 +245,14 @@ def correction_title(correction: str | None) -> str:
     return "uncorrected" if is_uncorrected(correction) else str(correction).capitalize()
 
 
+def delta_interval_method(correction: str | None) -> str:
+    """How the interval of a paired difference beside a p-value corrected by ``correction`` is computed, in the
+    words every page, the CLI and :func:`ragmetrics.analysis.verdicts.interval_disagreement` use (the one place
+    they are written): the difference's paired bootstrap uncorrected, Student's t at each comparison's level
+    (:func:`ragmetrics.analysis.compare.adjusted_level`) corrected."""
+    return "paired bootstrap, uncorrected" if is_uncorrected(correction) else "Student's t at each comparison's level"
+
+
 def checked_correction(correction: str | None) -> str:
     """``correction`` (None: ``none``) when :data:`CORRECTIONS` names it, else the error every caller gives."""
     correction = correction or "none"

@@ -184,17 +184,16 @@ def mixed_words(test: str, direction: float, delta: float) -> str:
 
 def interval_disagreement(low: float, high: float, significant: bool, correction: str | None, test: str) -> str:
     """The words said where the interval shown beside a p-value and the test's verdict disagree (the interval leaves
-    out 0 while p >= alpha, or holds it while p < alpha), empty where they agree: the two are computed apart (a paired
-    bootstrap's percentile interval uncorrected, Student's t corrected; the verdict the chosen test's), so they can
-    differ at the margin. Every front end says it in these words (the CLI's compare and check, the dashboard)."""
+    out 0 while p >= alpha, or holds it while p < alpha), empty where they agree: the two are computed apart (the
+    interval as :func:`ragmetrics.analysis.stats.delta_interval_method` says, the verdict by the chosen test), so they
+    can differ at the margin. Every front end says it in these words (the CLI's compare and check, the dashboard)."""
     excludes_zero = low > 0 or high < 0
     if excludes_zero == bool(significant):
         return ""
-    kind = "a paired bootstrap's" if stats.is_uncorrected(correction) else "Student's t"
     title = stats.TESTS[test].title if test in stats.TESTS else test
     return (
-        f"The interval is {kind} and the verdict the test's ({title}): here they disagree, the interval "
-        f"{'leaving out' if excludes_zero else 'holding'} 0."
+        f"The interval ({stats.delta_interval_method(correction)}) and the verdict ({title}) are computed apart: "
+        f"here they disagree, the interval {'leaving out' if excludes_zero else 'holding'} 0."
     )
 
 

@@ -19,13 +19,12 @@ from ragmetrics.analysis.compare import (
     adjusted_intervals,
     bounds_text,
     compare_result,
-    delta_interval_method,
     family_scope,
     intervals_name,
     no_bound_words,
 )
 from ragmetrics.analysis.evaluate import EvalResult
-from ragmetrics.analysis.stats import BOOTSTRAP_MIN_QUERIES, CORRECTIONS, family_text
+from ragmetrics.analysis.stats import BOOTSTRAP_MIN_QUERIES, CORRECTIONS, delta_interval_method, family_text
 from ragmetrics.analysis.targets import check_targets, resolve_targets
 from ragmetrics.analysis.verdicts import (
     SAID,

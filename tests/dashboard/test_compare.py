@@ -568,7 +568,7 @@ def test_a_verdict_says_when_its_interval_and_its_test_disagree() -> None:
     result = ragmetrics.evaluate(dataset, runs, metrics, warn=False)
     wilcoxon = cmp.verdict(compare_result(result, baseline="bm25-stem", test="wilcoxon"), M("map"), markdown=False)
     assert wilcoxon is not None and "significant at α = 0.05" in wilcoxon and "CI (Holm-adjusted) [-0.009" in wilcoxon
-    assert "The interval is Student's t and the verdict the test's (Wilcoxon" in wilcoxon
+    assert "The interval (Student's t at each comparison's level) and the verdict (Wilcoxon" in wilcoxon
     assert "they disagree, the interval holding 0." in wilcoxon
     paired_t = cmp.verdict(compare_result(result, baseline="bm25-stem", test="t"), M("map"), markdown=False)
     assert paired_t is not None and "disagree" not in paired_t
