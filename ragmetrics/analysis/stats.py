@@ -493,8 +493,9 @@ def mean_interval(
     normal_above: int | None = NORMAL_ABOVE,
     resampler: Resampler | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The interval of a run's mean, on every page and command that shows one (``eval --ci``, ``check --targets``,
-    ``compare``'s means, the dashboard's): for a column whose every value is 0 or 1 (hits, success, recall at 1, any
+    """The interval of a run's mean, on every page and command that shows one (``check --targets``, ``compare``'s
+    means, the dashboard's; ``eval --ci`` reads the same rule from merged sums on every engine,
+    :meth:`ragmetrics.analysis.merged.Sums.interval`, without the normal interval): for a column whose every value is 0 or 1 (hits, success, recall at 1, any
     metric every query scored 0 or 1) and that holds at least 2 values, the exact binomial (Clopper-Pearson)
     interval (:func:`proportion_interval`); for any other column, :func:`bootstrap_ci`'s percentile bootstrap
     (same arguments, same shapes; its normal interval above ``normal_above`` values). :func:`interval_methods` says

@@ -328,9 +328,10 @@ def add_merged_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--ci",
         action="store_true",
-        help="also print each mean's 95%% interval: Clopper-Pearson where every query scored 0 or 1, else the "
-        "Poisson bootstrap, resampled by a hash of the query id: every engine's buckets emit sums that add up, so "
-        "the interval is the same, bit for bit, for every engine and --buckets",
+        help=f"also print each mean's 95%% interval: {stats.MEAN_INTERVAL_RULE} (the Poisson bootstrap, resampled "
+        f"by a hash of the query id, at any number of queries, where the other commands' bootstrap gives way to the "
+        f"normal approximation above {stats.NORMAL_ABOVE:,}): every engine's buckets emit sums that add up, so the "
+        "interval is the same, bit for bit, for every engine and --buckets",
     )
     p.add_argument(
         "--resamples",
