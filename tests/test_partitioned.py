@@ -242,6 +242,27 @@ def test_cli_compare_names_the_runs_and_their_tokenizer_as_in_process(tmp_path):
     assert pairs == [("budget", "budget-2")]
 
 
+@pytest.mark.parametrize("engine", OUT_OF_CORE)
+def test_cli_compare_warns_of_a_run_that_is_the_baseline_as_in_process(tmp_path, engine):
+    """Was: compare --engine duckdb|polars said nothing of a run that is the baseline again (the same path, or a copy
+    of its file), where in-process compare warns; a run of other rows is not warned of."""
+    qrels, baseline, other = tmp_path / "qrels.txt", tmp_path / "base.trec", tmp_path / "other.trec"
+    qrels.write_text("".join(f"q{i} 0 d{i} 1\n" for i in range(4)))
+    baseline.write_text("".join(f"q{i} Q0 x{i} 1 2 t\nq{i} Q0 d{i} 2 1 t\n" for i in range(4)))
+    other.write_text("".join(f"q{i} Q0 d{i} 1 2 t\nq{i} Q0 x{i} 2 1 t\n" for i in range(4)))
+    (tmp_path / "copy").mkdir()
+    copy = tmp_path / "copy" / "base.trec"
+    copy.write_bytes(baseline.read_bytes())
+    argv = ["compare", "--dataset", str(qrels), "--baseline", str(baseline), "-m", "mrr", "--test", "t"]
+    for run in (baseline, copy, other):
+        argv += ["--run", str(run)]
+    in_process = _cli(*argv)
+    warned = re.findall(r"warning: run '([^']+)' has the same rows as the baseline: nothing to compare", in_process[2])
+    assert in_process[0] == 0 and warned == ["base-2", "base-3"]
+    code, _, err = _cli(*argv, "--engine", engine)
+    assert (code, err) == (0, in_process[2])
+
+
 def test_a_quote_inside_a_csv_cell_is_read_as_text_or_refused_clearly(tmp_path):
     """The loader reads d"1 as text; DuckDB (the loader's reader) does too; Polars' reader refuses it: said so."""
     qrels, run = tmp_path / "qrels.csv", tmp_path / "run.trec"

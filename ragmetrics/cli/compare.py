@@ -36,7 +36,7 @@ from ragmetrics.analysis.verdicts import (
 )
 from ragmetrics.cli.corrected import compare_corrected
 from ragmetrics.cli.evaluating import evaluate_runs, refuse_no_overlap_partitioned, report_coverage
-from ragmetrics.cli.inputs import read_inputs
+from ragmetrics.cli.inputs import read_inputs, same_file
 from ragmetrics.cli.options import (
     Once,
     add_bounds_option,
@@ -110,6 +110,9 @@ def compare_partitioned(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
         [(j, i) for i in range(1, len(runs)) for j in range(i + 1, len(runs))] if args.family == "pairs" else []
     )
     paired = merged_pairs(args, runs, against_baseline + among_runs)
+    for i in range(1, len(runs)):
+        if same_file(runs[i], runs[0]):  # the rows are not read here: a file of the baseline's bytes has its rows
+            warn_same_as_baseline(paired.runs[i].name, err)
     found_pairs = paired.statistics
     rows = [
         (paired.runs[i].name, found, _p_value(args, found))
@@ -296,9 +299,16 @@ def family(args: argparse.Namespace, size: int, metrics: int) -> str:
 
 
 def warn_same_rows(runs: Sequence[Run], baseline: Run, err: TextIO) -> None:
+    """:func:`warn_same_as_baseline` of each of ``runs`` whose loaded rows equal the baseline's."""
     for run in runs:
         if run.table.equals(baseline.table):
-            err.write(f"ragmetrics: warning: run {run.name!r} has the same rows as the baseline: nothing to compare\n")
+            warn_same_as_baseline(run.name, err)
+
+
+def warn_same_as_baseline(name: str, err: TextIO) -> None:
+    """The warning of a run that has the same rows as the baseline, in process (equal loaded rows) and on a
+    partitioned engine (a file of the baseline's bytes: :func:`ragmetrics.cli.inputs.same_file`)."""
+    err.write(f"ragmetrics: warning: run {name!r} has the same rows as the baseline: nothing to compare\n")
 
 
 def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import filecmp
 import io
 import os
 import tempfile
@@ -95,6 +96,21 @@ def blank_file(path: str) -> bool:
         if not os.path.isfile(path) or os.path.getsize(path) > EMPTY_FILE_BYTES:
             return False
         return not Path(path).read_bytes().strip()
+    except OSError:
+        return False
+
+
+def same_file(path: str, other: str) -> bool:
+    """Whether two inputs hold the same bytes: the same path, the same file, or two local files of equal content
+    (read to the first difference). A URL or a folder is the same only as the same path or file."""
+    if path == other:
+        return True
+    if "://" in path or "://" in other:
+        return False
+    try:
+        if os.path.samefile(path, other):
+            return True
+        return os.path.isfile(path) and os.path.isfile(other) and filecmp.cmp(path, other, shallow=False)
     except OSError:
         return False
 
