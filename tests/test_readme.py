@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from ragmetrics.analysis.stats import MEAN_INTERVAL_RULE
+
 ROOT = Path(__file__).parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 BEGIN = "<!-- metrics table: python scripts/readme_metrics.py -->"
@@ -84,6 +86,20 @@ def test_no_diary_in_the_docs(path: Path):
     ):
         found = re.search(pattern, text)
         assert not found, f"{path.name} holds {what}: {found.group(0)!r}"
+
+
+def test_the_docs_state_the_mean_interval_rule_in_the_registry_s_words():
+    """A doc that states how a mean's interval is chosen ("Clopper-Pearson where every query ...") states it as
+    ``stats.MEAN_INTERVAL_RULE`` says it, so a change of the rule cannot leave a copy behind. Was: docs/scale.md said
+    "Clopper-Pearson when every query scored exactly 0 or 1, ..., else the Poisson bootstrap"."""
+    stating = set()
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = " ".join(path.read_text(encoding="utf-8").split())  # a statement may be wrapped
+        for found in re.finditer(r"Clopper-Pearson [^.;()]*?every query", text):
+            said = text[found.start() : found.start() + len(MEAN_INTERVAL_RULE)]
+            assert said == MEAN_INTERVAL_RULE, f"{path.name} states the rule as {said!r}"
+            stating.add(path.name)
+    assert {"dashboard.md", "history.md", "scale.md"} <= stating
 
 
 def _table_after(path: str, heading: str) -> list[list[str]]:
