@@ -366,14 +366,15 @@ def _cli(*argv: str) -> tuple[int, str, str]:
 
 
 def test_eval_ci_s_help_states_the_registry_s_rule():
-    """Was: the help wrote its own rule ("..., else the Poisson bootstrap"); it now reads MEAN_INTERVAL_RULE, and says
-    that --ci's bootstrap, the same on every engine, has no normal interval above NORMAL_ABOVE queries."""
+    """Was: the help wrote its own rule ("..., else the Poisson bootstrap"); it now reads the registry's rule without
+    the normal interval (``mean_interval_rule(None)``; MEAN_INTERVAL_RULE, the in-process one, has it), and says that
+    --ci's bootstrap, the same on every engine, has no normal interval above NORMAL_ABOVE queries."""
     eval_parser = build_parser("eval")._subparsers._group_actions[0].choices["eval"]
     ci = next(action for action in eval_parser._actions if action.dest == "ci")
-    assert f"interval: {stats.MEAN_INTERVAL_RULE} (the Poisson bootstrap" in str(ci.help)
+    assert f"interval: {stats.mean_interval_rule(None)} (the Poisson bootstrap" in str(ci.help)
     assert f"normal approximation above {stats.NORMAL_ABOVE:,})" in str(ci.help)
     shown = "".join(eval_parser.format_help().split())  # wrapped, maybe at a hyphen
-    assert "".join(f"95% interval: {stats.MEAN_INTERVAL_RULE}".split()) in shown
+    assert "".join(f"95% interval: {stats.mean_interval_rule(None)} (".split()) in shown
 
 
 def test_cli_prints_the_same_intervals_and_fingerprints_on_every_engine_and_bucket_count(hard, tmp_path):

@@ -442,10 +442,26 @@ INTERVAL_WHERE: dict[str, str] = {
 """Where each method of :func:`mean_interval` applies, said beside its name when intervals of several methods are
 shown together."""
 
-MEAN_INTERVAL_RULE = (
-    f"{INTERVAL_NAMES['Clopper-Pearson']} {INTERVAL_WHERE['Clopper-Pearson']}, else {INTERVAL_NAMES['bootstrap']}"
-)
-"""How :func:`mean_interval` picks its method, for a text that names a mean's interval before any data is at hand."""
+
+def mean_interval_rule(normal_above: int | None = NORMAL_ABOVE) -> str:
+    """How :func:`mean_interval` picks its method, for a text that names a mean's interval before any data is at hand:
+    with its normal interval above ``normal_above`` queries (None: never, as ``eval --ci``'s merged sums)."""
+    rule = (
+        f"{INTERVAL_NAMES['Clopper-Pearson']} {INTERVAL_WHERE['Clopper-Pearson']}, else {INTERVAL_NAMES['bootstrap']}"
+    )
+    return rule if normal_above is None else f"{rule} up to {normal_above:,} queries, {INTERVAL_NAMES['normal']} above"
+
+
+MEAN_INTERVAL_RULE = mean_interval_rule()
+"""How :func:`mean_interval` picks its method (:func:`mean_interval_rule`), said on a page before data is loaded."""
+
+
+def bootstrap_method(n: int, *, normal_above: int | None = NORMAL_ABOVE) -> IntervalMethod:
+    """The method :func:`bootstrap_ci` computes an interval of ``n`` values with: ``none`` below 2 values, ``normal``
+    above ``normal_above``, else ``bootstrap``."""
+    if n < 2:
+        return "none"
+    return "normal" if normal_above is not None and n > normal_above else "bootstrap"
 
 
 def interval_methods(values: np.ndarray, *, normal_above: int | None = NORMAL_ABOVE) -> list[IntervalMethod]:
@@ -458,7 +474,7 @@ def interval_methods(values: np.ndarray, *, normal_above: int | None = NORMAL_AB
     if n < 2:
         return ["none"] * math.prod(values.shape[1:])
     matrix = values.reshape(n, -1)
-    other: IntervalMethod = "normal" if normal_above is not None and n > normal_above else "bootstrap"
+    other = bootstrap_method(n, normal_above=normal_above)
     binary = np.asarray(zero_or_one(matrix).all(axis=0), dtype=bool)
     return ["Clopper-Pearson" if exact else other for exact in binary]
 

@@ -328,7 +328,7 @@ def add_merged_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--ci",
         action="store_true",
-        help=f"also print each mean's 95%% interval: {stats.MEAN_INTERVAL_RULE} (the Poisson bootstrap, resampled "
+        help=f"also print each mean's 95%% interval: {stats.mean_interval_rule(None)} (the Poisson bootstrap, resampled "
         f"by a hash of the query id, at any number of queries, where the other commands' bootstrap gives way to the "
         f"normal approximation above {stats.NORMAL_ABOVE:,}): every engine's buckets emit sums that add up, so the "
         "interval is the same, bit for bit, for every engine and --buckets",
