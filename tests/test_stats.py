@@ -14,17 +14,21 @@ import ragmetrics as rm
 from dashboard.core.intervals import mean_ci as dashboard_interval
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.compare import (
+    Comparison,
     adjusted_intervals,
     bounds_text,
     compare,
     compare_result,
+    corrected_rows,
     discriminative_power,
+    paired_row,
     planning_alpha,
     planning_words,
 )
 from ragmetrics.analysis.stability import _verdict
 from ragmetrics.analysis.verdicts import interval_disagreement, verdict
 from ragmetrics.cli import main
+from ragmetrics.cli.compare import interval_words, row_notes
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.io import load_dataset, load_run
 from tests.partitioned_cases import SCIFACT
@@ -598,7 +602,7 @@ def test_compare_and_check_say_when_the_interval_and_the_p_value_disagree(tmp_pa
     """Was: the CLI printed a 95% bootstrap interval leaving out 0 beside p = 0.19 (6 queries) and said nothing,
     though the dashboard's verdict says so; the words are now the one function both use."""
     qrels, base, run = _ranked(tmp_path, [5, 5, 0, 3, 0, 5], [4, 3, 0, 2, 0, 1], depth=10)
-    said = interval_disagreement(0.0306, 0.45, False, "none", "t")
+    said = interval_disagreement(0.0306, 0.45, False, "none", "t", "bootstrap")
     assert said == (
         "The interval (paired bootstrap, uncorrected) and the verdict (Paired t-test) are computed apart: here they "
         "disagree, the interval leaving out 0."
@@ -628,9 +632,43 @@ def test_the_disagreement_names_the_interval_by_the_words_of_its_method():
             said = interval_disagreement(-0.2, 0.4, True, correction, test)
             assert said.startswith(f"The interval ({method}) and the verdict ({paired.title}) are computed apart: ")
     assert [stats.delta_interval_method(c) for c in ("none", "holm")] == [
-        "paired bootstrap, uncorrected",
+        "paired bootstrap up to 20,000 queries, normal approximation above, uncorrected",
         "Student's t at each comparison's level",
     ]
+    assert stats.delta_interval_method("none", ["bootstrap", "none", None]) == "paired bootstrap, uncorrected"
+    assert stats.delta_interval_method("none", ["t"]) == "Student's t, uncorrected"
+    with pytest.raises(RagMetricsError, match="interval method 'studentized': expected one of bootstrap, normal, t"):
+        stats.delta_interval_method("none", ["studentized"])
+
+
+def test_the_words_of_a_delta_s_interval_name_the_method_that_computed_it_on_either_side_of_normal_above():
+    """Was: above NORMAL_ABOVE queries compare's uncorrected delta interval was bootstrap_ci's normal one, while the
+    footer, the captions and the disagreement note called it "paired bootstrap, uncorrected"; each row now records
+    the method that computed its interval (``ci_method``, ``ci_method_adjusted``) and the words are read from it.
+    Corrected, the interval is Student's t on either side."""
+    rng = np.random.default_rng(11)
+    for n, method, words in (
+        (stats.NORMAL_ABOVE + 1, "normal", "normal approximation, uncorrected"),
+        (60, "bootstrap", "paired bootstrap, uncorrected"),
+    ):
+        base = rng.random(n)
+        run = np.clip(base + rng.normal(0.01, 0.2, n), 0, 1)
+        row = paired_row("m", "run", "base", np.arange(n).astype(str), run, base, "t", 100, 0)
+        assert row["ci_method"] == method
+        diff = run - base
+        half = sps.norm.ppf(0.975) * diff.std(ddof=1) / np.sqrt(n)
+        normal = (row["ci_low"], row["ci_high"]) == pytest.approx((diff.mean() - half, diff.mean() + half), abs=1e-12)
+        assert normal == (method == "normal")  # the words' method is the one that computed the interval
+        table = adjusted_intervals(corrected_rows(pd.DataFrame([row]), "none", 0.05), "none", 0.05)
+        assert table["ci_method_adjusted"].tolist() == [method]
+        assert interval_words("none", table["ci_method_adjusted"]) == f"intervals: 95% CI ({words})"
+        assert Comparison(table, pd.DataFrame(), "base", "t", 0.05, "none").interval_method == words
+        disagreeing = {**table.iloc[0].to_dict(), "ci_low_adjusted": 0.5, "p_value_corrected": 0.5}
+        assert f"note: The interval ({words}) and the verdict" in row_notes(disagreeing, 0.05, "none", "t")
+        holm = adjusted_intervals(corrected_rows(pd.DataFrame([row]), "holm", 0.05), "holm", 0.05)
+        assert interval_words("holm", holm["ci_method_adjusted"]) == (
+            "intervals: Holm-adjusted CI (Student's t at each comparison's level)"
+        )
 
 
 def test_the_paired_bootstrap_rejects_a_true_null_at_about_alpha_on_few_queries():

@@ -242,6 +242,7 @@ def verdict(comparison: Comparison, spec: MetricSpec, *, markdown: bool = True) 
         significant,
         comparison.correction,
         comparison.test,
+        best.get("ci_method_adjusted"),
     )
     if disagreement:
         text += " " + disagreement

@@ -1,8 +1,8 @@
 """``compare``: is run B better than the baseline, or is that noise?
 
-Per metric and run: mean with its 95% interval (:func:`ragmetrics.analysis.stats.mean_interval`: Clopper-Pearson
-for a metric every query scored 0 or 1, else the bootstrap), the delta against the
-baseline with its own interval (paired bootstrap of per-query differences), a
+Per metric and run: mean with its 95% interval (:func:`ragmetrics.analysis.stats.mean_interval`, by
+:data:`ragmetrics.analysis.stats.MEAN_INTERVAL_RULE`), the delta against the baseline with its own interval
+(:func:`ragmetrics.analysis.stats.bootstrap_ci` of the per-query differences, its method in ``ci_method``), a
 paired p-value, the corrected p-value, and win/tie/loss counts with the query
 ids behind them. Values are aligned by query id; the evaluated queries are the
 same for every run of one evaluation.
@@ -17,7 +17,8 @@ the delta's interval is adjusted the same way (``ci_low_adjusted``/``ci_high_adj
 Student's t at 1 - alpha * p / p_corrected, the level the correction gave that comparison, so it excludes 0 exactly
 when the corrected t-test p-value is below alpha (for Bonferroni that is 1 - alpha/m, the simultaneous interval over
 the m comparisons; for Holm it follows the step each comparison was tested at). Uncorrected, it is the delta's own
-95% paired-bootstrap interval.
+95% interval. ``ci_method_adjusted`` records which computed it, and
+:func:`ragmetrics.analysis.stats.delta_interval_method` names it.
 """
 
 from __future__ import annotations
@@ -97,6 +98,12 @@ class Comparison:
         ``99.17% CI (Bonferroni-adjusted)``."""
         return interval_at_level(self.correction, level)
 
+    @property
+    def interval_method(self) -> str:
+        """How the table's delta intervals were computed, in words (:func:`ragmetrics.analysis.stats.delta_interval_method`
+        of their ``ci_method_adjusted``)."""
+        return stats.delta_interval_method(self.correction, self.table.get("ci_method_adjusted"))
+
     def to_dict(self) -> dict[str, Any]:
         keys = [
             "metric",
@@ -143,8 +150,9 @@ def paired_row(
 ) -> dict[str, Any]:
     """One run against the baseline on one metric, over queries both have a value for (``values`` and ``base``
     in the order of ``ids``): means with their 95% intervals (:func:`ragmetrics.analysis.stats.mean_interval`), the
-    delta with its paired bootstrap interval, the paired
-    p-value (uncorrected: the caller corrects over its family), win/tie/loss counts and the ids behind them."""
+    delta with its 95% interval (:func:`ragmetrics.analysis.stats.bootstrap_ci`) and the method that computed it
+    (``ci_method``, :func:`ragmetrics.analysis.stats.bootstrap_method`), the paired p-value (uncorrected: the caller
+    corrects over its family), win/tie/loss counts and the ids behind them."""
     diff = values - base
     mean_low, mean_high = stats.mean_interval(values, seed=seed, resampler=resampler)
     low, high = stats.bootstrap_ci(diff, seed=seed, resampler=resampler)
@@ -165,6 +173,7 @@ def paired_row(
         "direction": pair["direction"],
         "ci_low": float(low),
         "ci_high": float(high),
+        "ci_method": stats.bootstrap_method(len(diff)),
         "p_value": pair["p_value"],
         "wins": int(wins.sum()),
         "ties": int((~wins & ~losses).sum()),
@@ -483,8 +492,10 @@ def _segment_intervals(rows: pd.DataFrame, pairs: pd.DataFrame, correction: str 
 def adjusted_intervals(
     table: pd.DataFrame, correction: str | None, alpha: float, family_size: int | None = None
 ) -> pd.DataFrame:
-    """``table`` with ``ci_low_adjusted``/``ci_high_adjusted`` at ``ci_level_adjusted`` (:func:`adjusted_level`):
-    uncorrected the delta's 95% paired-bootstrap interval (its ``ci_low``/``ci_high``); corrected, Student's t
+    """``table`` with ``ci_low_adjusted``/``ci_high_adjusted`` at ``ci_level_adjusted`` (:func:`adjusted_level`) and
+    the method that computed them in ``ci_method_adjusted`` (:data:`ragmetrics.analysis.stats.DeltaIntervalMethod`;
+    None where ``table`` has no ``ci_method``): uncorrected the delta's 95% interval (its ``ci_low``/``ci_high``, by
+    its ``ci_method``); corrected, Student's t
     interval of the mean difference at the comparison's level (1,000 bootstrap resamples hold too few draws in tails
     that far out; t also makes the interval exclude 0 exactly when the corrected t-test p-value is below alpha).
     ``family_size``: how many p-values the correction covered (default: the table's; more with ``family="pairs"``),
@@ -498,7 +509,9 @@ def adjusted_intervals(
     if stats.is_uncorrected(correction):
         levels = np.full(len(table), 0.95)
         low, high = table["ci_low"].to_numpy(dtype=np.float64), table["ci_high"].to_numpy(dtype=np.float64)
+        methods = table["ci_method"].to_numpy(dtype=object) if "ci_method" in table else np.full(len(table), None)
     else:
+        methods = np.full(len(table), "t", dtype=object)
         size = int(table["p_value"].notna().sum()) if family_size is None else family_size
         levels = np.array(
             [
@@ -519,6 +532,7 @@ def adjusted_intervals(
         ci_low_adjusted=np.where(own, delta, np.where(unbounded, np.nan, low)),
         ci_high_adjusted=np.where(own, delta, np.where(unbounded, np.nan, high)),
         ci_level_adjusted=levels,
+        ci_method_adjusted=np.where(own | unbounded, "none", methods),
     )
 
 

@@ -245,14 +245,6 @@ def correction_title(correction: str | None) -> str:
     return "uncorrected" if is_uncorrected(correction) else str(correction).capitalize()
 
 
-def delta_interval_method(correction: str | None) -> str:
-    """How the interval of a paired difference beside a p-value corrected by ``correction`` is computed, in the
-    words every page, the CLI and :func:`ragmetrics.analysis.verdicts.interval_disagreement` use (the one place
-    they are written): the difference's paired bootstrap uncorrected, Student's t at each comparison's level
-    (:func:`ragmetrics.analysis.compare.adjusted_level`) corrected."""
-    return "paired bootstrap, uncorrected" if is_uncorrected(correction) else "Student's t at each comparison's level"
-
-
 def checked_correction(correction: str | None) -> str:
     """``correction`` (None: ``none``) when :data:`CORRECTIONS` names it, else the error every caller gives."""
     correction = correction or "none"
@@ -462,6 +454,45 @@ def bootstrap_method(n: int, *, normal_above: int | None = NORMAL_ABOVE) -> Inte
     if n < 2:
         return "none"
     return "normal" if normal_above is not None and n > normal_above else "bootstrap"
+
+
+DeltaIntervalMethod = Literal["bootstrap", "normal", "t", "none"]
+"""A method of a paired difference's interval (``ci_method`` of :func:`ragmetrics.analysis.compare.paired_row` and
+``ci_method_adjusted`` of :func:`ragmetrics.analysis.compare.adjusted_intervals`): :func:`bootstrap_method`'s, or
+``t`` for Student's t interval (:func:`t_interval`, and the prediction-powered one of
+:mod:`ragmetrics.analysis.ppi`)."""
+
+DELTA_INTERVAL_NAMES: dict[str, str] = {
+    "bootstrap": "paired bootstrap",
+    "normal": "normal approximation",
+    "t": "Student's t",
+}
+"""Each method of a paired difference's interval by the name a footer, a caption or a note gives it."""
+
+
+def delta_interval_method(correction: str | None, methods: Iterable[object] | None = None) -> str:
+    """How the intervals of paired differences beside p-values corrected by ``correction`` were computed, in the
+    words every page, the CLI and :func:`ragmetrics.analysis.verdicts.interval_disagreement` use (the one place
+    they are written): the names of ``methods`` (of :data:`DELTA_INTERVAL_NAMES`; ``none``, NaN and None ignored),
+    then ``, uncorrected`` or `` at each comparison's level``. Without a method, the rule ``compare`` follows:
+    uncorrected, the paired bootstrap up to :data:`NORMAL_ABOVE` queries and the normal approximation above
+    (:func:`bootstrap_method`); corrected, Student's t at each comparison's level
+    (:func:`ragmetrics.analysis.compare.adjusted_level`)."""
+    uncorrected = is_uncorrected(correction)
+    level = ", uncorrected" if uncorrected else " at each comparison's level"
+    seen = {m for m in (() if methods is None else methods) if isinstance(m, str) and m and m != "none"}
+    unknown = seen - set(DELTA_INTERVAL_NAMES)
+    if unknown:
+        raise RagMetricsError(
+            f"interval method {sorted(unknown)[0]!r}: expected one of {', '.join(DELTA_INTERVAL_NAMES)}"
+        )
+    if not seen:
+        seen = {"bootstrap", "normal"} if uncorrected else {"t"}
+    named = [DELTA_INTERVAL_NAMES[m] for m in DELTA_INTERVAL_NAMES if m in seen]
+    if {"bootstrap", "normal"} <= seen:
+        bootstrap, normal = DELTA_INTERVAL_NAMES["bootstrap"], DELTA_INTERVAL_NAMES["normal"]
+        named[:2] = [f"{bootstrap} up to {NORMAL_ABOVE:,} queries, {normal} above"]
+    return " and ".join(named) + level
 
 
 def interval_methods(values: np.ndarray, *, normal_above: int | None = NORMAL_ABOVE) -> list[IntervalMethod]:

@@ -182,17 +182,20 @@ def mixed_words(test: str, direction: float, delta: float) -> str:
     )
 
 
-def interval_disagreement(low: float, high: float, significant: bool, correction: str | None, test: str) -> str:
+def interval_disagreement(
+    low: float, high: float, significant: bool, correction: str | None, test: str, method: object = None
+) -> str:
     """The words said where the interval shown beside a p-value and the test's verdict disagree (the interval leaves
     out 0 while p >= alpha, or holds it while p < alpha), empty where they agree: the two are computed apart (the
-    interval as :func:`ragmetrics.analysis.stats.delta_interval_method` says, the verdict by the chosen test), so they
-    can differ at the margin. Every front end says it in these words (the CLI's compare and check, the dashboard)."""
+    interval by ``method``, a row's ``ci_method_adjusted``, in the words of
+    :func:`ragmetrics.analysis.stats.delta_interval_method`, the verdict by the chosen test), so they can differ at the
+    margin. Every front end says it in these words (the CLI's compare and check, the dashboard)."""
     excludes_zero = low > 0 or high < 0
     if excludes_zero == bool(significant):
         return ""
     title = stats.TESTS[test].title if test in stats.TESTS else test
     return (
-        f"The interval ({stats.delta_interval_method(correction)}) and the verdict ({title}) are computed apart: "
+        f"The interval ({stats.delta_interval_method(correction, [method])}) and the verdict ({title}) are computed apart: "
         f"here they disagree, the interval {'leaving out' if excludes_zero else 'holding'} 0."
     )
 

@@ -38,7 +38,8 @@ class PairedStatistics:
     them and the mean ``delta`` (run minus baseline; fixed point: within 2^-32 of the float means), its
     Poisson-bootstrap interval (differences all 0 or 1 included, as in process), the differences' sample standard
     deviation (the t intervals beside a corrected p-value read it), and the two-sided p-values of the paired t test
-    and of the sign-flip randomization test."""
+    and of the sign-flip randomization test; ``ci_method``: the interval's method
+    (:data:`ragmetrics.analysis.stats.DeltaIntervalMethod`), the bootstrap at any number of queries."""
 
     metric: str
     n: int
@@ -50,6 +51,7 @@ class PairedStatistics:
     sd_difference: float
     p_t: float
     p_randomization: float
+    ci_method: str = "bootstrap"
 
 
 def statistics_of(sums: Sums, sides: Sums, metrics: Sequence[str], confidence: float = 0.95) -> list[PairedStatistics]:
