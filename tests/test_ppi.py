@@ -491,6 +491,8 @@ def test_compare_gives_an_interval_of_width_0_no_p_value_and_warns_when_judge_an
     assert main(argv, out, err) == 0, err.getvalue()
     assert "p=n/a (cannot tell)?" in out.getvalue() and "*" not in out.getvalue().splitlines()[0]
     assert "? = cannot tell: an interval of width 0" in out.getvalue()
+    # the footer names the method in the registry's words (was its own "Student's t, at each comparison's level")
+    assert "intervals: Holm-adjusted CI (Student's t at each comparison's level)" in out.getvalue()
     assert "no p-value, no verdict: cannot tell" in err.getvalue()
     # the humans find q00's and q01's other document relevant too, the judge does not
     (tmp_path / "human.qrels").write_text(
@@ -501,5 +503,8 @@ def test_compare_gives_an_interval_of_width_0_no_p_value_and_warns_when_judge_an
     assert "the judge and the humans differ on only 2 of the 30 human-labelled queries" in err.getvalue()
     assert "p=n/a" not in out.getvalue()
     out, err = io.StringIO(), io.StringIO()
-    assert main(argv, out, err) == 0, err.getvalue()
-    assert "differ on only" not in err.getvalue()  # the queries target carries the judge's own variance
+    assert main([*argv, "--correction", "none"], out, err) == 0, err.getvalue()
+    assert "differ on only" not in err.getvalue()
+    assert (
+        "intervals: 95% CI (Student's t, uncorrected)" in out.getvalue()
+    )  # the queries target carries the judge's own variance

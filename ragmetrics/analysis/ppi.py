@@ -601,7 +601,8 @@ def corrected_comparison(
     on every metric, ``baseline`` the runs against the baseline on every metric; ``family_size`` says how many
     p-values it covered. ``ci_low_adjusted, ci_high_adjusted`` at ``ci_level_adjusted``: the t interval at the
     level the correction tested the comparison at (:func:`ragmetrics.analysis.compare.adjusted_level`), so it
-    excludes 0 exactly when ``p_value_corrected`` is below ``alpha``; uncorrected, the 95% interval.
+    excludes 0 exactly when ``p_value_corrected`` is below ``alpha``; uncorrected, the 95% interval;
+    ``ci_method_adjusted``: ``t``, its method (:data:`ragmetrics.analysis.stats.DeltaIntervalMethod`).
     ``significant`` compares the corrected p-value with ``alpha`` unless ``too_few`` (fewer than
     :data:`MIN_TESTED` labelled queries: too few to tell) or ``no_spread`` (an interval of width 0: its p-value
     is NaN, and counts as 1 in the correction's family; it cannot tell): the columns
@@ -693,6 +694,7 @@ def corrected_comparison(
     frame["ci_low_adjusted"] = np.clip([low for low, _ in ends], -1.0, 1.0)
     frame["ci_high_adjusted"] = np.clip([high for _, high in ends], -1.0, 1.0)
     frame["ci_level_adjusted"] = levels
+    frame["ci_method_adjusted"] = "t"
     frame["too_few"] = frame["n_labelled"] < MIN_TESTED
     frame["no_spread"] = [r.ppi.flat for r in results]
     frame["significant"] = (frame["p_value_corrected"] < alpha) & ~frame["too_few"] & ~frame["no_spread"]

@@ -23,7 +23,7 @@ from ragmetrics.analysis.judging import (
     judged_by_the_judge_alone_words,
     with_labels,
 )
-from ragmetrics.analysis.stats import family_text, is_uncorrected
+from ragmetrics.analysis.stats import delta_interval_method, family_text
 from ragmetrics.cli.evaluating import evaluate_runs
 from ragmetrics.cli.inputs import judges_of, labels_source, refuse_above_scale
 from ragmetrics.cli.options import LAMBDAS
@@ -209,11 +209,10 @@ def compare_corrected(
         )
     _footer(args, frame, out, "intervals (the last line says at which level)")
     scope = family_scope(args.family, len(runs), len(frame["metric"].unique()))
-    level = "uncorrected" if is_uncorrected(args.correction) else "at each comparison's level"
     out.write(
         f"p: the t test of the corrected delta; * = significant at alpha {args.alpha}, "
         f"{family_text(args.correction, int(frame['family_size'].iloc[0]), scope)}; intervals: "
-        f"{intervals_name(args.correction)} (Student's t, {level})"
+        f"{intervals_name(args.correction)} ({delta_interval_method(args.correction, frame['ci_method_adjusted'])})"
         + (
             f"; ? = too few to tell (fewer than {ppi.MIN_TESTED} human-labelled queries)"
             if frame["too_few"].any()
