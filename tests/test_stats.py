@@ -528,7 +528,7 @@ def test_interval_methods_name_what_mean_interval_computes_column_by_column():
     assert stats.interval_words(["normal", "bootstrap"]) == "bootstrap and normal-approximation (above 20,000 queries)"
     assert stats.interval_words([np.nan, "none"]) == stats.MEAN_INTERVAL_RULE
     assert stats.MEAN_INTERVAL_RULE == (
-        "Clopper-Pearson where every query scored 0 or 1, else bootstrap up to 20,000 queries, normal-approximation above"
+        "Clopper-Pearson where every query scored 0 or 1, else bootstrap up to 20,000 queries, the normal approximation above"
     )  # was: "..., else bootstrap", while interval_methods says "normal" above NORMAL_ABOVE queries
     assert stats.interval_methods(np.linspace(0, 1, stats.NORMAL_ABOVE + 1)) == ["normal"]
     assert stats.mean_interval_rule(None) == "Clopper-Pearson where every query scored 0 or 1, else bootstrap"

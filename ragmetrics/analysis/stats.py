@@ -441,7 +441,7 @@ def mean_interval_rule(normal_above: int | None = NORMAL_ABOVE) -> str:
     rule = (
         f"{INTERVAL_NAMES['Clopper-Pearson']} {INTERVAL_WHERE['Clopper-Pearson']}, else {INTERVAL_NAMES['bootstrap']}"
     )
-    return rule if normal_above is None else f"{rule} up to {normal_above:,} queries, {INTERVAL_NAMES['normal']} above"
+    return rule if normal_above is None else f"{rule} up to {normal_above:,} queries, the normal approximation above"
 
 
 MEAN_INTERVAL_RULE = mean_interval_rule()
