@@ -165,13 +165,14 @@ def test_a_deleted_version_leaves_its_lineage_and_its_pending_labels_to_its_pare
     fourth = store.commit_labels(third, author="ben")
     assert number(fourth) == "v4)" and store.lineage(fourth) == [fourth, third, parent]
     assert store.delete_dataset(fourth) == 0
-    assert store.delete_dataset(parent) == 0 and store.lineage(third) == [third]  # the original: the rest stands
+    assert store.delete_dataset(parent) == 0  # the original: the rest stands, versions of its lineage still
+    assert store.lineage(third) == [third, parent] and store.versions_among([third])["number"].tolist() == [3]
     store.add_label(third, "q1", "u6", 1, author="ben")
     fifth = store.commit_labels(third, author="ben")
     assert number(fifth) == "v5)"  # its versions number on after every number the deleted original's line gave
     store.add_label(third, "q1", "u7", 1, author="ben")  # pending on the newest, back on its parent once it goes
     assert store.delete_dataset(fifth) == 0 and store.pending_labels(third)["doc_id"].tolist() == ["u7"]
-    assert store.delete_dataset(third) == 1  # an original's unsaved labels go with it
+    assert store.delete_dataset(third) == 1  # no stored dataset left in its lineage: its unsaved labels go
 
 
 def test_a_label_and_the_suggestion_it_accepts_are_kept_together(store_url):
@@ -481,15 +482,14 @@ class _HeldBeforeItCommits(Store):
 
 def test_deleting_the_lineage_s_original_while_a_save_runs_never_gives_a_number_twice(store_url):
     """O, v1, v2: a save from v2 reads (its lineage's original O), and O is deleted before the save's transaction:
-    v1 now heads the lineage, and the save, numbered in it, is v3, which the lineage keeps as given: once v3 is
-    deleted, the next is v4 (not v3 twice). On PostgreSQL
-    the delete of an original also waits for a save that holds the lineage's lock, and hands its versions the
-    number that save gave."""
+    v1 and v2 stay versions of O's lineage, and the save, numbered in it, is v3, which the lineage keeps as given:
+    once v3 is deleted, the next is v4 (not v3 twice). On PostgreSQL the delete of a version (v1) also waits for a
+    save that holds the lineage's lock, and the lineage numbers on after the number that save gave."""
     store = Store(store_url)
     original, (v1, v2) = _line(store, 2)
     store.add_label(v2, "q1", "x", 1, author="ann")
     v3 = _OriginalDeletedMeanwhile(store_url, Store(store_url), original).commit_labels(v2, author="ann")
-    assert v3 is not None and store.lineage(v3) == [v3, v2, v1] and _number_in_name(store, v3) == 3
+    assert v3 is not None and store.lineage(v3) == [v3, v2, v1, original] and _number_in_name(store, v3) == 3
     assert store.delete_dataset(v3) == 0  # its number stays taken in the lineage it was saved in
     store.add_label(v2, "q1", "y", 1, author="ann")
     v4 = store.commit_labels(v2, author="ann")
@@ -515,7 +515,7 @@ def test_deleting_the_lineage_s_original_while_a_save_runs_never_gives_a_number_
     assert blocked and saved[0] is not None and _number_in_name(store, saved[0]) == 5
     store.add_label(saved[0], "q1", "w", 1, author="ann")
     v6 = store.commit_labels(saved[0], author="ann")
-    assert v6 is not None and _number_in_name(store, v6) == 6  # v2 heads the lineage: on after v5, not v5 twice
+    assert v6 is not None and _number_in_name(store, v6) == 6  # on after v5, not v5 twice
 
 
 def test_a_version_saved_again_after_its_delete_is_numbered_as_named(store_url, monkeypatch):

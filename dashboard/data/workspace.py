@@ -204,7 +204,7 @@ class Workspace:
             str(row.id): VersionInfo(
                 str(row.parent), str(row.author), utc(row.created_at), int(row.n_labels), int(row.number)
             )
-            for row in self.store.versions(ids).itertuples(index=False)
+            for row in self.store.versions_among(ids).itertuples(index=False)
         }
 
     def _dataset_entry(self, row: Any, version: VersionInfo | None = None, has_versions: bool = False) -> DatasetEntry:
@@ -550,22 +550,15 @@ class Workspace:
         return self.dataset(ident)
 
     def family(self, dataset_ident: str) -> list[DatasetEntry]:
-        """The qrels versions of one lineage, oldest first: the original judgments the dataset descends from and
-        every version made from it or from its versions (the dataset alone when it has none)."""
-        entries = {e.id: e for e in self.datasets()}
-        root = dataset_ident
-        seen = {root}
-        while root in entries and entries[root].version is not None:
-            up = entries[root].version.parent  # type: ignore[union-attr]
-            if up in seen or up not in entries:
-                break
-            seen.add(up)
-            root = up
-        members = [root]
-        for entry in self.datasets():  # oldest first: a parent is listed before its versions
-            if entry.version is not None and entry.version.parent in members and entry.id not in members:
-                members.append(entry.id)
-        return [entries[m] for m in members if m in entries]
+        """The qrels versions of one lineage (:meth:`ragmetrics.store.database.Store.family`) that are stored, oldest
+        first: the original judgments the dataset descends from (unless deleted) and every version made from it or
+        from its versions (the dataset alone when it has none)."""
+        if not is_id(dataset_ident):
+            return []
+        members = self.store.family(dataset_ident)
+        original, wanted = members[0], set(members)
+        listed = [e for e in self.datasets() if e.id in wanted]  # oldest first: a parent before its versions
+        return sorted(listed, key=lambda e: e.id != original)  # the original first (stable: the rest in order)
 
     def version_sources(self, version: str) -> tuple[int, int]:
         """How many of the labels saved in the qrels version ``version`` are people's and how many a judge's

@@ -877,12 +877,13 @@ class Store:
 
     def delete_dataset(self, ident: str) -> int:
         """Delete a dataset and its links (runs stay: they may serve other datasets). A qrels version leaves its
-        lineage: the versions made from it are then made from its parent (the original's become originals), and
-        the labels pending on it move to its parent's :meth:`pending_place`, so none is lost; an original's pending
-        labels go with it. Returns how many labels went.
+        lineage: the versions made from it are then made from its parent, and the labels pending on it move to its
+        parent's :meth:`pending_place`, so none is lost (unless no stored dataset is left in its lineage: they go).
+        An original's pending labels go with it; the versions made from it stay versions of its lineage, made from
+        it though it is gone: each keeps its number, and the lineage numbers on after every number it gave.
+        Returns how many labels went.
 
-        It holds its lineage's lock, as a save does while it numbers (:meth:`_take_number`): an original's versions
-        number on after every number it gave, a save's too."""
+        It holds its lineage's lock, as a save does while it numbers (:meth:`_take_number`)."""
         check_id(ident, "dataset")
         v, t, n = versions_table, labels_table, version_numbers_table
         for _ in range(COMMIT_ATTEMPTS):
@@ -893,18 +894,9 @@ class Store:
                     continue  # its original was deleted since the read: the lineage it is in now
                 parent = conn.execute(sa.select(v.c.parent).where(v.c.id == ident)).scalar()
                 conn.execute(sa.delete(v).where(v.c.id == ident))
-                numbered = self._has_table(n)
-                if numbered:
+                if self._has_table(n):
                     conn.execute(sa.delete(n).where(n.c.id == ident))
-                if parent is None:
-                    children = list(conn.execute(sa.select(v.c.id).where(v.c.parent == ident)).scalars())
-                    if children and numbered:  # each becomes an original: its lineage numbers on after this one's
-                        last = self._last_number(conn, ident)
-                        for child in children:
-                            self._keep_number(conn, str(child), last)
-                    conn.execute(sa.delete(v).where(v.c.parent == ident))
-                    if numbered:
-                        conn.execute(sa.delete(n).where(n.c.id.in_(children)))
+                if parent is None:  # an original: its versions' rows stay (their parent, their numbers)
                     went = conn.execute(sa.delete(t).where((t.c.dataset_id == ident) & t.c.version.is_(None))).rowcount
                 else:
                     conn.execute(sa.update(v).where(v.c.parent == ident).values(parent=parent))
@@ -915,11 +907,13 @@ class Store:
         else:
             raise RagMetricsError(f"the lineage of dataset {ident} kept changing while it was deleted; delete it again")
         if parent is not None:
-            place = self.pending_place(str(parent))
+            place = self._tree(str(parent)).place(str(parent))  # its parent may be a deleted original
+            pending = (t.c.dataset_id == ident) & t.c.version.is_(None)
             with self.engine.begin() as conn:
-                conn.execute(
-                    sa.update(t).where((t.c.dataset_id == ident) & t.c.version.is_(None)).values(dataset_id=place)
-                )
+                if conn.execute(sa.select(datasets_table.c.id).where(datasets_table.c.id == place)).first() is None:
+                    went = conn.execute(sa.delete(t).where(pending)).rowcount  # nothing stored left to label
+                else:
+                    conn.execute(sa.update(t).where(pending).values(dataset_id=place))
         return int(went or 0)
 
     def unlink_run(self, dataset: str, run: str) -> None:
@@ -1486,6 +1480,15 @@ class Store:
         """The qrels versions made from ``dataset`` (or from any of several, in one query), oldest first:
         ``id, parent, author, created_at, n_labels, number``: ``number`` the version's number in its lineage, as its
         save gave it (:data:`version_numbers_table`; the ``vN`` of its name), the one every front end shows."""
+        return self._versions(versions_table.c.parent, dataset)
+
+    def versions_among(self, datasets: Sequence[str]) -> pd.DataFrame:
+        """Those of ``datasets`` that are qrels versions, as :meth:`versions` has them (whether their parent is
+        stored or not: a version of a deleted original is still a version)."""
+        return self._versions(versions_table.c.id, datasets)
+
+    def _versions(self, key: Any, dataset: str | Sequence[str]) -> pd.DataFrame:
+        """:meth:`versions`: the version rows whose ``key`` column is one of ``dataset``."""
         parents = [check_id(d, "dataset") for d in ([dataset] if isinstance(dataset, str) else dataset)]
         t, n = versions_table, version_numbers_table
         columns = ["id", "parent", "author", "created_at", "n_labels", "number"]
@@ -1499,7 +1502,7 @@ class Store:
                     )
                 else:
                     query = sa.select(*(t.c[c] for c in columns[:-1]), sa.null().label("number"))
-                rows += conn.execute(query.where(t.c.parent.in_(chunk))).mappings().all()
+                rows += conn.execute(query.where(key.in_(chunk))).mappings().all()
             if any(row["number"] is None for row in rows):  # saved before the numbers were kept, and not kept since
                 given = _given_numbers(conn, kept=kept)
                 rows = [{**row, "number": given.get(str(row["id"]), row["number"])} for row in rows]

@@ -122,3 +122,16 @@ def test_the_dashboard_numbers_each_version_as_the_store_gave_it_and_the_command
     reopened = Workspace(Store(store_url))  # keeps the number its name says, once
     reopened.rename_dataset(old, "the branch")
     assert {e.id: e.version.number for e in reopened.datasets() if e.version is not None}[old] == 2
+    # the original deleted: each version still shows the number its save gave, none is "v0 (original)", and every
+    # one of them still lists the lineage's others (the branch too), oldest first; a save numbers on after them
+    reopened.delete_dataset(original)
+    listed = {e.id: e for e in reopened.datasets()}
+    assert {i: listed[i].version.number for i in [*made, old]} == {made[0]: 1, made[1]: 3, made[2]: 4, old: 2}
+    assert [listed[i].label.split(" by ")[0].rsplit(" · ", 1)[1] for i in made] == ["qrels v1", "qrels v3", "qrels v4"]
+    assert not any(e.has_versions and e.version is None for e in listed.values())  # no original left to show
+    for member in [*made, old]:
+        assert [e.id for e in reopened.family(member)] == [*made, old]
+        assert reopened.version_table(member)["version"].tolist() == ["v1", "v3", "v4", "v2"]
+    reopened.add_label(made[-1], "q1", "u5", 1, author="ann")
+    fifth = reopened.commit_labels(made[-1], author="ann")
+    assert fifth is not None and fifth.version is not None and fifth.version.number == 5
