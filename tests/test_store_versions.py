@@ -14,6 +14,7 @@ import ragmetrics.store.database as database
 from ragmetrics.analysis.judging import diff
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.provenance import Provenance
+from ragmetrics.store.candidates import CandidateStore
 from ragmetrics.store.database import Store, StoreKeyError, datasets_table, links_table, versions_table
 from ragmetrics.store.provenance import add_judge_labels
 
@@ -414,23 +415,30 @@ def _number_in_name(store: Store, version: str) -> int:
     return int(str(store.list_datasets().set_index("id").loc[version, "name"]).rsplit(", v", 1)[1].rstrip(")"))
 
 
-def _drop_number_tables(store: Store) -> None:
-    """The store as a release before the number tables left it."""
+def _drop_tables(store: Store, *names: str) -> None:
+    """The store as a release before those tables left it."""
     with store.engine.begin() as conn:
-        conn.execute(sa.text("DROP TABLE qrels_lineage_numbers"))
-        conn.execute(sa.text("DROP TABLE qrels_version_numbers"))
+        for name in names:
+            conn.execute(sa.text(f"DROP TABLE {name}"))
     store.engine.dispose()
 
 
+LATER = ("label_claims", "run_tags", "per_query_results", "synth_reviews", "synth_candidates", "synth_batches")
+"""Tables added after the labels and versions, before the number tables."""
+
+
 def test_a_store_made_before_the_number_tables_opens_read_only_and_numbers_on_after_every_number_held(store_url):
-    """A store an older release made (no number tables), v2 of v1, v2, v3 deleted. A database user that may only
-    read opens it (nothing written: the tables stay absent) and reads the numbers from the names; the owner opens it
+    """A store an older release made (no number tables, nor the claims, run tags, per-query results and generated
+    candidates added before them), v2 of v1, v2, v3 deleted. A database user that may only read opens it (nothing
+    written: the tables stay absent), reads its datasets, runs and versions (the numbers from the names), and what
+    the missing tables would hold reads as none; a write that needs one is refused, saying why. The owner opens it
     (the tables made, the numbers kept) and saves: v4, above every number a version of the lineage holds (not 3
     again: two versions were left)."""
     store = Store(store_url)
     original, (v1, v2, v3) = _line(store, 3)
+    run = store.put_run(rm.Run.from_dict({"q1": {"d1": 1.0}}, name="bm25"), v3)
     store.delete_dataset(v2)
-    _drop_number_tables(store)
+    _drop_tables(store, "qrels_lineage_numbers", "qrels_version_numbers", *LATER)
     if store_url.startswith("postgresql"):
         reader = "r" + store_url.rsplit("/", 1)[1]  # roles are the server's: one per test database
         engine = sa.create_engine(store_url, isolation_level="AUTOCOMMIT")
@@ -442,11 +450,24 @@ def test_a_store_made_before_the_number_tables_opens_read_only_and_numbers_on_af
         read_only = store_url.replace("postgres@", f"{reader}@")
     else:
         read_only = store_url.replace("sqlite:///", "sqlite:///file:") + "?mode=ro&uri=true"
-    assert Store(read_only).versions([original, v1, v3])["number"].tolist() == [1, 3]
+    reader_store = Store(read_only)
+    assert reader_store.versions([original, v1, v3])["number"].tolist() == [1, 3]
+    assert reader_store.family(v3) == [original, v1, v3] and len(reader_store.list_datasets()) == 3
+    assert reader_store.list_runs(v3)["id"].tolist() == [run] and reader_store.get_run(run).name == "bm25"
+    assert reader_store.tags_of() == {} and reader_store.list_results(v3).empty
+    assert CandidateStore(reader_store).batches() == [] and CandidateStore(reader_store).made_from(v3) is None
+    assert reader_store.renew_claims(v3, "tab") == 0 and reader_store.release_claims(None, "tab") is None
+    for write in (
+        lambda: reader_store.claim_pair(v3, [("q1", "d2")], "tab"),
+        lambda: reader_store.set_tags(run, {"k": "v"}),
+    ):
+        with pytest.raises(RagMetricsError, match=r"predates its (label_claims|run_tags) table.*allowed to create"):
+            write()
     with store.engine.connect() as conn:
-        assert not sa.inspect(conn).has_table("qrels_version_numbers")
+        assert not sa.inspect(conn).has_table("qrels_version_numbers") and not sa.inspect(conn).has_table("run_tags")
     store = Store(store_url)
     assert store.versions([original, v1])["number"].tolist() == [1, 3]
+    assert store.set_tags(run, {"k": "v"}) == {"k": "v"} and reader_store.has_table(database.tags_table)  # looked up
     store.add_label(v3, "q1", "x", 1, author="ann")
     v4 = store.commit_labels(v3, author="ann")
     assert v4 is not None and _number_in_name(store, v4) == 4 == int(store.versions(v3)["number"].iloc[0])

@@ -93,6 +93,7 @@ class CandidateStore:
     ) -> str:
         """Start a batch of ``requested`` candidates from dataset ``parent``'s corpus; returns its id."""
         check_id(parent, "dataset")
+        self.store.require_table(synth_batches_table, "a batch of generated candidates")
         if not self.store.has_dataset(parent):
             raise StoreKeyError(f"dataset {parent} is not in this store")
         if requested < 1:
@@ -117,6 +118,7 @@ class CandidateStore:
         if status not in STATUSES:
             raise RagMetricsError(f"batch status {status!r}: expected one of {', '.join(STATUSES)}")
         t = synth_batches_table
+        self.store.require_table(t, f"batch {batch}'s status")
         with self.engine.begin() as conn:
             conn.execute(sa.update(t).where(t.c.id == check_id(batch, "batch")).values(status=status))
 
@@ -124,6 +126,8 @@ class CandidateStore:
         """The batches (of ``parent``, or the one ``ident``, when given), newest first, with how many candidates each
         has stored."""
         t, c = synth_batches_table, synth_candidates_table
+        if not self.store.has_table(t):
+            return []
         stored = (
             sa.select(c.c.batch_id, sa.func.count().label("stored")).group_by(c.c.batch_id).subquery("stored_counts")
         )
@@ -147,6 +151,8 @@ class CandidateStore:
     def made_from(self, dataset: str) -> Batch | None:
         """The batch whose accepted candidates made ``dataset`` (None: it was not made from one)."""
         t = synth_batches_table
+        if not self.store.has_table(t):
+            return None
         with self.engine.connect() as conn:
             ident = conn.execute(
                 sa.select(t.c.id).where(t.c.dataset_id == check_id(dataset, "dataset")).order_by(t.c.made_at)
@@ -160,6 +166,7 @@ class CandidateStore:
         (a resumed batch regenerates it: the first copy stays)."""
         if position < 1:
             raise RagMetricsError(f"a candidate's position counts from 1; got {position}")
+        self.store.require_table(synth_candidates_table, f"a candidate of batch {batch}")
         text = json.dumps(dict(record), ensure_ascii=False)
         with self.engine.begin() as conn:
             done = conn.execute(
@@ -174,6 +181,7 @@ class CandidateStore:
         they run once it is generated)."""
         t = synth_candidates_table
         check_id(batch, "batch")
+        self.store.require_table(t, f"the flags of batch {batch}'s candidates")
         with self.engine.begin() as conn:
             for position, found in flags.items():
                 row = conn.execute(
@@ -191,6 +199,8 @@ class CandidateStore:
 
     def stored_positions(self, batch: str) -> set[int]:
         t = synth_candidates_table
+        if not self.store.has_table(t):
+            return set()
         with self.engine.connect() as conn:
             return set(conn.execute(sa.select(t.c.position).where(t.c.batch_id == check_id(batch, "batch"))).scalars())
 
@@ -198,6 +208,8 @@ class CandidateStore:
         """Every stored candidate of ``batch`` in position order, with its latest decision."""
         t, r = synth_candidates_table, synth_reviews_table
         check_id(batch, "batch")
+        if not (self.store.has_table(t) and self.store.has_table(r)):
+            return []
         with self.engine.connect() as conn:
             rows = conn.execute(
                 sa.select(t.c.position, t.c.record).where(t.c.batch_id == batch).order_by(t.c.position)
@@ -245,6 +257,7 @@ class CandidateStore:
             raise RagMetricsError("an edited record goes with the decision 'edited', and only with it")
         t = synth_candidates_table
         check_id(batch, "batch")
+        self.store.require_table(synth_reviews_table, f"a review of batch {batch}'s candidate {position}")
         with self.engine.begin() as conn:
             known = conn.execute(
                 sa.select(t.c.position).where((t.c.batch_id == batch) & (t.c.position == int(position)))
@@ -271,6 +284,7 @@ class CandidateStore:
         if not self.store.has_dataset(dataset):
             raise StoreKeyError(f"dataset {dataset} is not in this store")
         t = synth_batches_table
+        self.store.require_table(t, f"the dataset batch {batch} made")
         with self.engine.begin() as conn:
             conn.execute(
                 sa.update(t)

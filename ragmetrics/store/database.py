@@ -141,10 +141,6 @@ version_numbers_table = sa.Table(
 """Each qrels version's number, as :meth:`Store.commit_labels` gave it in the transaction that stored it (the ``vN``
 of its name): every front end shows this one. A store made before the table gets it when opened, and its versions
 their numbers then, once (:func:`_given_numbers`)."""
-NUMBER_TABLES = (numbers_table, version_numbers_table)
-"""The tables a store made before them gets when opened, unless its database user may not create them: it opens
-without them (read as empty: every number derived as :func:`_given_numbers` and :meth:`Store._last_number` do, on each
-read) and never writes them; a later opening by a user that may creates them."""
 claims_table = sa.Table(
     "label_claims",
     metadata,
@@ -225,6 +221,21 @@ views_table = sa.Table(
     sa.Column("state", sa.Text, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
 )
+ADDED_TABLES = (
+    numbers_table,
+    version_numbers_table,
+    claims_table,
+    tags_table,
+    results_table,
+    synth_batches_table,
+    synth_candidates_table,
+    synth_reviews_table,
+)
+"""The tables added after the labels and versions. A store made before one gets it when opened, unless its database
+user may not create tables: it then opens without them (:meth:`Store.has_table`) and what they would hold reads as
+none (every version number derived as :func:`_given_numbers` and :meth:`Store._last_number` do, on each read; no
+claim, run tag, per-query result or generated candidate), while a write that needs one is refused, saying so
+(:meth:`Store.require_table`); a later opening by a user that may creates them."""
 
 
 MAX_NAME_BYTES = 512
@@ -652,27 +663,37 @@ class Store:
 
     def _create_tables(self) -> None:
         """Create the tables a new store (or one made before them) lacks. A database user that may not create
-        tables opens a store that lacks only :data:`NUMBER_TABLES` as it is (they read as empty); lacking any other,
-        the store cannot be opened."""
+        tables opens a store that lacks only some of :data:`ADDED_TABLES` as it is (what they hold reads as none);
+        lacking any other, the store cannot be opened."""
         self._without_tables: set[str] = set()
         try:
             metadata.create_all(self.engine, checkfirst=True)
         except sa.exc.DBAPIError as err:
             missing = set(metadata.tables) - set(sa.inspect(self.engine).get_table_names())
-            if not missing or not missing <= {t.name for t in NUMBER_TABLES}:
+            if not missing or not missing <= {t.name for t in ADDED_TABLES}:
                 raise
             self._without_tables = missing
-            _LOG.warning("store: cannot create %s (%s); version numbers are derived on each read", sorted(missing), err)
+            _LOG.warning("store: cannot create %s (%s); they read as empty", sorted(missing), err.orig)
 
-    def _has_table(self, table: sa.Table) -> bool:
-        """Whether the store has ``table`` (:data:`NUMBER_TABLES`); one this process could not create is looked up
-        again on every use: its owner may have created it since."""
+    def has_table(self, table: sa.Table) -> bool:
+        """Whether the store has ``table`` (one of :data:`ADDED_TABLES`); one this process could not create is
+        looked up again on every use: its owner may have created it since."""
         if table.name not in self._without_tables:
             return True
         if sa.inspect(self.engine).has_table(table.name):
             self._without_tables.discard(table.name)
             return True
         return False
+
+    def require_table(self, table: sa.Table, what: str) -> None:
+        """Refuse ``what`` (a write that needs ``table``, one of :data:`ADDED_TABLES`) with a
+        :class:`RagMetricsError` when the store lacks it."""
+        if not self.has_table(table):
+            raise RagMetricsError(
+                f"{what}: store {redact_url(self.url)} predates its {table.name} table, and the database user that "
+                "opened it may not create it; open the store once as a user allowed to create tables (its owner), "
+                "then try again"
+            )
 
     def _add_missing_columns(self) -> None:
         """Bring a store made by an older version up to date (safe when several processes open it together).
@@ -716,7 +737,7 @@ class Store:
         not write leaves them to be derived on each read, the same way. A version deleted between the read and the
         write gets no number: a save of the same content again would keep it, not the one it takes."""
         n, v = version_numbers_table, versions_table
-        if not self._has_table(n):
+        if not self.has_table(n):
             return
         with self.engine.connect() as conn:
             unnumbered = conn.execute(_UNNUMBERED).first() is not None
@@ -826,6 +847,8 @@ class Store:
         if dataset is not None:
             check_id(dataset, "dataset")
         checked = check_tags(tags or {})
+        if checked:
+            self.require_table(tags_table, f"run {name!r}'s tags")
         blob = _to_parquet(
             {"rows": run.frame if rows is None else rows}, {"name": run.name, "has_scores": run.has_scores}
         )
@@ -894,7 +917,7 @@ class Store:
                     continue  # its original was deleted since the read: the lineage it is in now
                 parent = conn.execute(sa.select(v.c.parent).where(v.c.id == ident)).scalar()
                 conn.execute(sa.delete(v).where(v.c.id == ident))
-                if self._has_table(n):
+                if self.has_table(n):
                     conn.execute(sa.delete(n).where(n.c.id == ident))
                 if parent is None:  # an original: its versions' rows stay (their parent, their numbers)
                     went = conn.execute(sa.delete(t).where((t.c.dataset_id == ident) & t.c.version.is_(None))).rowcount
@@ -927,8 +950,10 @@ class Store:
 
     def delete_run(self, ident: str) -> None:
         check_id(ident, "run")
+        tagged = self.has_table(tags_table)
         with self.engine.begin() as conn:
-            conn.execute(sa.delete(tags_table).where(tags_table.c.run_id == ident))
+            if tagged:
+                conn.execute(sa.delete(tags_table).where(tags_table.c.run_id == ident))
             conn.execute(sa.delete(links_table).where(links_table.c.run_id == ident))
             conn.execute(sa.delete(runs_table).where(runs_table.c.id == ident))
 
@@ -939,6 +964,7 @@ class Store:
         transaction; returns the run's tags after. Keys and values are checked (:mod:`ragmetrics.io.runmeta`)."""
 
         check_id(run, "run")
+        self.require_table(tags_table, f"run {run}'s tags")
         removed = [check_key(k) for k, v in tags.items() if v is None]
         kept = check_tags({k: v for k, v in tags.items() if v is not None})
         with self.engine.begin() as conn:
@@ -978,6 +1004,8 @@ class Store:
             if not ids:
                 return {}
             query = query.where(t.c.run_id.in_(ids))
+        if not self.has_table(t):
+            return {}
         out: dict[str, dict[str, str]] = {}
         with self.engine.connect() as conn:
             for run, key, value in conn.execute(query):
@@ -1098,6 +1126,7 @@ class Store:
         check_id(dataset, "dataset")
         holder = checked_text(holder, "a judging session", MAX_NAME_BYTES)
         c, t = claims_table, labels_table
+        self.require_table(c, f"a claim of the pair a judging session is shown on dataset {dataset}")
         family = self.family(dataset)
         root = family[0]  # claims are kept on the lineage's original: judges on two of its versions see each other's
         now = time.time()
@@ -1130,6 +1159,8 @@ class Store:
         """Hold ``holder``'s claims on ``dataset``'s lineage ``seconds`` more (a judge still reading its pair); how
         many it had (0: lapsed and taken, or none)."""
         c = claims_table
+        if not self.has_table(c):
+            return 0  # none held
         with self.engine.begin() as conn:
             done = conn.execute(
                 sa.update(c)
@@ -1142,6 +1173,8 @@ class Store:
         """Let go of ``holder``'s claims on ``dataset`` (nothing left to show it), or on every dataset (``None``: the
         judging session is gone)."""
         c = claims_table
+        if not self.has_table(c):
+            return  # none held
         mine = c.c.holder == holder
         with self.engine.begin() as conn:
             conn.execute(
@@ -1269,7 +1302,7 @@ class Store:
                                 n_labels=len(labels))
                         .on_conflict_do_nothing(index_elements=["id"])
                     )  # fmt: skip
-                    if self._has_table(version_numbers_table):  # a row left for a deleted version of this content:
+                    if self.has_table(version_numbers_table):  # a row left for a deleted version of this content:
                         conn.execute(  # the number just taken is its name's
                             self._insert(version_numbers_table)
                             .values(id=ident, number=number)
@@ -1300,10 +1333,10 @@ class Store:
         d, n = datasets_table, version_numbers_table
         below = sorted((tree or self._tree(root, conn=conn)).below(root))
         given = [len(below)]
-        if self._has_table(numbers_table):
+        if self.has_table(numbers_table):
             query = sa.select(numbers_table.c.last_number).where(numbers_table.c.original == root)
             given.append(int(conn.execute(query).scalar() or 0))
-        numbered = self._has_table(n)
+        numbered = self.has_table(n)
         for chunk in _per_statement(below):
             if numbered:
                 given += [int(i) for i in conn.execute(sa.select(n.c.number).where(n.c.id.in_(chunk))).scalars()]
@@ -1314,7 +1347,7 @@ class Store:
     def _keep_number(self, conn: Any, root: str, number: int) -> None:
         """Record ``number`` as given in the lineage of the original ``root`` (a larger one recorded stays)."""
         n = numbers_table
-        if not self._has_table(n):
+        if not self.has_table(n):
             return
         statement = self._insert(n).values(original=root, last_number=number)
         conn.execute(
@@ -1493,7 +1526,7 @@ class Store:
         t, n = versions_table, version_numbers_table
         columns = ["id", "parent", "author", "created_at", "n_labels", "number"]
         rows: list[Any] = []
-        kept = self._has_table(n)
+        kept = self.has_table(n)
         with self.engine.connect() as conn:
             for chunk in _per_statement(parents):
                 if kept:
@@ -1590,6 +1623,7 @@ class Store:
         """Store per-query results on ``dataset`` (idempotent: a stored copy keeps its name); return their id."""
 
         check_id(dataset, "dataset")
+        self.require_table(results_table, f"per-query results {results.name!r}")
         ident = results_id(dataset, results)
         row = {
             "id": ident,
@@ -1611,19 +1645,26 @@ class Store:
         t = results_table
         names = ["id", "name", "metrics", "n_queries", "created_at", "source"]
         query = sa.select(*(t.c[n] for n in names)).where(t.c.dataset_id == check_id(dataset, "dataset"))
+        if not self.has_table(t):
+            return pd.DataFrame(columns=names)
         with self.engine.connect() as conn:
             return pd.DataFrame(conn.execute(query.order_by(t.c.created_at)).mappings().all(), columns=names)
 
     def get_results(self, ident: str) -> PerQueryResults:
-
         t = results_table
-        with self.engine.connect() as conn:
-            row = conn.execute(sa.select(t.c.name, t.c.payload).where(t.c.id == check_id(ident, "results"))).first()
+        row = None
+        if self.has_table(t):
+            with self.engine.connect() as conn:
+                query = sa.select(t.c.name, t.c.payload).where(t.c.id == check_id(ident, "results"))
+                row = conn.execute(query).first()
         if row is None:
             raise StoreKeyError(f"results {ident} are not in this store")
         return results_from_parquet(bytes(row.payload), row.name)
 
     def delete_results(self, ident: str) -> None:
+        check_id(ident, "results")
+        if not self.has_table(results_table):
+            return  # none stored
         with self.engine.begin() as conn:
             conn.execute(sa.delete(results_table).where(results_table.c.id == check_id(ident, "results")))
 
