@@ -171,6 +171,7 @@ def test_a_deleted_version_leaves_its_lineage_and_its_pending_labels_to_its_pare
     store.add_label(third, "q1", "u6", 1, author="ben")
     fifth = store.commit_labels(third, author="ben")
     assert number(fifth) == "v5)"  # its versions number on after every number the deleted original's line gave
+    assert store.list_datasets().set_index("id").loc[fifth, "name"] == "faq (+1 label, v5)"  # named as the rest
     store.add_label(third, "q1", "u7", 1, author="ben")  # pending on the newest, back on its parent once it goes
     assert store.delete_dataset(fifth) == 0 and store.pending_labels(third)["doc_id"].tolist() == ["u7"]
     assert store.delete_dataset(third) == 1  # no stored dataset left in its lineage: its unsaved labels go

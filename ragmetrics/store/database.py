@@ -510,6 +510,8 @@ _UNNUMBERED = (
 """A version saved before :data:`version_numbers_table` (none in a store made with it)."""
 _GIVEN = re.compile(r", v([1-9][0-9]*)\)\Z")
 """The number :func:`_version_row` put in a version's name."""
+_MADE = re.compile(r" \(\+[0-9]+ labels?, v[1-9][0-9]*\)\Z")
+"""What :meth:`Store.commit_labels` and :func:`_version_row` add to the lineage original's name."""
 
 
 def _given_numbers(conn: Any, *, kept: bool = True) -> dict[str, int]:
@@ -1275,7 +1277,8 @@ class Store:
             merged = merge(parent, labels, override=True).dataset
             root = tree.lineage(dataset)[-1]
             listed = self.list_datasets().set_index("id")
-            title = f"{listed['name'].get(root, parent.name)} (+{len(labels)} label{'' if len(labels) == 1 else 's'}"
+            original = listed["name"].get(root, _MADE.sub("", parent.name))  # a deleted one's: as its versions say
+            title = f"{original} (+{len(labels)} label{'' if len(labels) == 1 else 's'}"
             # the version keeps what its parent says of itself: its description and the targets it declares
             said = {c: str(listed[c].get(dataset) or "") for c in ("description", "targets")}
             ident = dataset_id(merged)  # the name is no content
