@@ -472,6 +472,18 @@ def test_a_store_made_before_the_number_tables_opens_read_only_and_numbers_on_af
     store.add_label(v3, "q1", "x", 1, author="ann")
     v4 = store.commit_labels(v3, author="ann")
     assert v4 is not None and _number_in_name(store, v4) == 4 == int(store.versions(v3)["number"].iloc[0])
+    if store_url.startswith("postgresql"):  # what the owner made since is not the reader's until granted
+        with engine.connect() as conn:
+            conn.execute(sa.text(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {reader}"))
+        engine.dispose()
+    labels = store.pending_labels(v4)
+    for write in (
+        lambda: reader_store.claim_pair(v4, [("q1", "d2")], "tab"),
+        lambda: reader_store.add_label(v4, "q1", "y", 1, author="bob"),
+    ):
+        with pytest.raises(database.StoreWriteRefused, match=r"may not write to it .*nothing was written"):
+            write()
+    assert store.pending_labels(v4).equals(labels)
 
 
 class _OriginalDeletedMeanwhile(Store):

@@ -414,6 +414,18 @@ def check_id(value: str, what: str = "id") -> str:
     return value
 
 
+class StoreWriteRefused(RagMetricsError):
+    """A write the database refused its user (a read-only SQLite file, a PostgreSQL role without the privilege):
+    nothing was written."""
+
+    def __init__(self, url: str, cause: BaseException) -> None:
+        first = str(cause).splitlines()[0] if str(cause) else type(cause).__name__
+        super().__init__(
+            f"store {redact_url(url)}: the database user that opened it may not write to it ({scrub(first, url)}); "
+            "nothing was written: open the store as a user allowed to write (docs/store.md)"
+        )
+
+
 class StoreOpenError(RagMetricsError):
     """A store URL that names no store this process can open (its credentials are not repeated)."""
 
@@ -660,8 +672,16 @@ class Store:
             self._add_missing_index(pending_index)
             self._number_old_versions()
             self._settle_stranded_labels()
+            sa.event.listen(self.engine, "handle_error", self._refused_write)
         except (sa.exc.ArgumentError, sa.exc.DBAPIError, sa.exc.NoSuchModuleError, ImportError, ValueError) as err:
             raise StoreOpenError(self.url, err) from None
+
+    def _refused_write(self, context: Any) -> None:
+        """Once the store is open, a write its database user may not make ends in :class:`StoreWriteRefused`
+        (SQLite's read-only file, PostgreSQL's insufficient privilege), not the driver's error."""
+        cause = context.original_exception
+        if _READ_ONLY in str(cause) or getattr(cause, "sqlstate", None) == _INSUFFICIENT_PRIVILEGE:
+            raise StoreWriteRefused(self.url, cause) from None
 
     def _create_tables(self) -> None:
         """Create the tables a new store (or one made before them) lacks. A database user that may not create
@@ -1693,6 +1713,12 @@ class Store:
 SQLITE_PAGE_SIZE = 65536
 """Page size of a new SQLite store (an existing file keeps its own): a run is one blob of up to ~100 MB, and
 SQLite writes a blob as a chain of pages, so fewer, larger pages write it faster."""
+
+
+_READ_ONLY = "attempt to write a readonly database"
+"""SQLite's message for a write to a file opened read-only (``mode=ro``) or without write permission."""
+_INSUFFICIENT_PRIVILEGE = "42501"
+"""PostgreSQL's SQLSTATE for a statement the role lacks the privilege for."""
 
 
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:
