@@ -12,6 +12,7 @@ import pytest
 
 from ragmetrics.foundation.errors import ParseError
 from ragmetrics.io import load_dataset, load_qrels
+from ragmetrics.io.beir import DOC_TEXT_KEYS
 
 DATA = Path(__file__).parent / "data" / "io"
 MINI = DATA / "scifact-mini"
@@ -105,6 +106,28 @@ def test_bad_queries_and_corpus_files(tmp_path: Path) -> None:
     (tmp_path / "corpus.jsonl").write_text('{"_id": "1", "text": "ok"}\n{"title": "no id"}\n')
     with pytest.raises(ParseError, match=r"corpus\.jsonl:2: expected a document id"):
         load_dataset(MINI / "qrels.tsv", corpus=tmp_path / "corpus.jsonl")
+
+
+def test_corpus_text_under_each_text_key(tmp_path: Path) -> None:
+    records = [{"_id": str(n), "title": "t", key: f"text {n}"} for n, key in enumerate(DOC_TEXT_KEYS)]
+    records.append({"_id": "text-wins", "content": "second", "text": "first"})
+    records.append({"_id": "title-only", "title": "only a title"})
+    lines = "".join(json.dumps(r) + "\n" for r in records)
+    for name, data in (("lines.jsonl", lines), ("array.json", json.dumps(records))):  # the C and the Python reader
+        (tmp_path / name).write_text(data)
+        texts = dict(
+            zip(*(load_dataset(MINI / "qrels.tsv", corpus=tmp_path / name).documents[c] for c in ("doc_id", "text")))
+        )
+        assert texts == {
+            **{str(n): f"text {n}" for n in range(len(DOC_TEXT_KEYS))},
+            "text-wins": "first",
+            "title-only": "",
+        }
+    (tmp_path / "no-text.jsonl").write_text('{"_id": "1", "title": "a"}\n{"_id": "2", "passages": "b"}\n')
+    with pytest.raises(
+        ParseError, match=r"no-text\.jsonl:1: expected a document text under one of text, content, contents, body, "
+    ):
+        load_dataset(MINI / "qrels.tsv", corpus=tmp_path / "no-text.jsonl")
 
 
 def test_bad_beir_qrels_reports_file_inside_folder(tmp_path: Path) -> None:

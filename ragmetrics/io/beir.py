@@ -2,7 +2,8 @@
 
 A folder (or a .zip of one) holding:
 
-* ``corpus.jsonl``: ``{"_id" or "id", "title", "text"}`` per line (optional);
+* ``corpus.jsonl``: ``{"_id" or "id", "title", "text"}`` per line (optional); the text is the first of
+  :data:`DOC_TEXT_KEYS` a record holds;
 * ``queries.jsonl``: ``{"_id" or "id", "text"}`` per line (optional);
 * the judgments: ``qrels/test.tsv`` (else the first ``qrels/*.tsv``) with a
   header ``query-id corpus-id score``, or a top-level ``qrels.tsv`` /
@@ -30,7 +31,7 @@ import pyarrow.json as pajson
 
 from ragmetrics.foundation.errors import ParseError, RagMetricsWarning
 from ragmetrics.foundation.ids import id_problem
-from ragmetrics.foundation.kernels import aggregate, elementwise
+from ragmetrics.foundation.kernels import aggregate, coalesce, elementwise
 from ragmetrics.foundation.model import Dataset, table_frame
 from ragmetrics.io import tables, trec
 from ragmetrics.io._json import first_char, records
@@ -49,6 +50,9 @@ from ragmetrics.io.source import (
 QUERY_ID_KEYS = ("_id", "id", "query_id", "qid")
 QUERY_TEXT_KEYS = ("text", "query")
 DOC_ID_KEYS = ("_id", "id", "doc_id", "docid")
+DOC_TEXT_KEYS = ("text", "content", "contents", "body", "passage", "document")
+"""The keys a corpus record may hold its text under, in the order they are looked for: every corpus reader reads
+these."""
 MAX_EXTRA_KEYS = 100  # distinct extra keys of a queries file (each becomes a column)
 
 
@@ -275,7 +279,9 @@ def read_corpus(source: Source) -> pd.DataFrame:
         table = pajson.read_json(
             pa.BufferReader(source.data),
             parse_options=pajson.ParseOptions(
-                explicit_schema=pa.schema([(k, pa.string()) for k in ("_id", "id", "doc_id", "title", "text")]),
+                explicit_schema=pa.schema(
+                    [(k, pa.string()) for k in dict.fromkeys((*DOC_ID_KEYS, "title", *DOC_TEXT_KEYS))]
+                ),
                 unexpected_field_behavior="ignore",
             ),
         )
@@ -284,23 +290,25 @@ def read_corpus(source: Source) -> pd.DataFrame:
             if key in table.column_names and table.column(key).null_count == 0:
                 ids = table.column(key)
                 break
+        text = coalesce(*(table.column(k) for k in DOC_TEXT_KEYS))  # the explicit schema gives every column
+        if text.null_count == len(text):
+            raise pa.ArrowInvalid("no record holds a text: the line-numbered reader names the file's first line")
         if ids is not None and table.num_rows:
             stripped = elementwise("utf8_trim_whitespace", ids)
-            texts = [table.column(c) for c in ("title", "text") if c in table.column_names]
-            longest = max((aggregate("max", elementwise("binary_length", c)) or 0 for c in texts), default=0)
+            texts = (table.column("title"), text)
+            longest = max(aggregate("max", elementwise("binary_length", c)) or 0 for c in texts)
             if longest > source.limits.max_text_bytes:
                 raise pa.ArrowInvalid("a text over the limit: the line-numbered reader names its line")
             if id_problem(stripped, source.limits.max_id_bytes) is None:  # else the line-numbered reader names it
                 frame = pd.DataFrame({"doc_id": stripped.to_pandas()})
-                for col in ("title", "text"):
-                    values = (
-                        table.column(col).to_pandas() if col in table.column_names else pd.Series([""] * len(frame))
-                    )
-                    frame[col] = values.fillna("").astype("str")
+                for col, values in (("title", table.column("title")), ("text", text)):
+                    frame[col] = values.to_pandas().fillna("").astype("str")
                 return _first_of_each(frame)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass
     rows: list[tuple[str, str, str]] = []
+    first: tuple[int, dict[str, Any]] | None = None
+    with_text = False
     for line, _n, record in records(source):
         if not isinstance(record, dict):
             raise ParseError(source.name, line, "a JSON object", type(record).__name__)
@@ -315,9 +323,19 @@ def read_corpus(source: Source) -> pd.DataFrame:
             )
         check_id(source, line, doc, "a document id")
         title = check_text(source, line, str(record.get("title") or ""), "a document title")
-        rows.append((doc, title, check_text(source, line, str(record.get("text") or ""), "a document text")))
-    if not rows:
+        text_key, text = _pick(record, DOC_TEXT_KEYS)
+        first = first or (line, record)
+        with_text = with_text or text_key is not None
+        rows.append((doc, title, check_text(source, line, str(text or ""), "a document text")))
+    if first is None:
         raise ParseError(source.name, None, "at least one document", "none")
+    if not with_text:
+        raise ParseError(
+            source.name,
+            first[0],
+            f"a document text under one of {', '.join(DOC_TEXT_KEYS)} (in at least one record)",
+            f"keys {names_of(first[1])}, and no record holds any of them",
+        )
     frame = pd.DataFrame(rows, columns=["doc_id", "title", "text"]).astype("str")
     return _first_of_each(frame)
 

@@ -4,7 +4,7 @@ Inputs (:func:`read_corpus`):
 
 * a BEIR ``corpus.jsonl`` (gzipped or not) (``_id``/``id``, ``title``, ``text``), read by :func:`ragmetrics.io.beir.read_corpus`;
 * any other JSONL of objects: the id is the first of ``_id``, ``id``, ``doc_id``, ``docid`` (else ``line<N>``), the
-  text the first of ``text``, ``content``, ``contents``, ``body``, ``passage``, ``document``, the title ``title``;
+  text the first of :data:`ragmetrics.io.beir.DOC_TEXT_KEYS`, the title ``title``;
 * a folder of ``.md`` / ``.txt`` files (searched recursively, sorted): the id is the file's path relative to the
   folder, the title its first Markdown heading (else the file name).
 
@@ -34,14 +34,13 @@ from pathlib import Path
 from ragmetrics.foundation.errors import ParseError, RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.scripts import HAN
 from ragmetrics.io._json import first_record, records
-from ragmetrics.io.beir import DOC_ID_KEYS
+from ragmetrics.io.beir import DOC_ID_KEYS, DOC_TEXT_KEYS
 from ragmetrics.io.beir import read_corpus as read_beir_corpus
 from ragmetrics.io.source import Source as SourceFile
 from ragmetrics.io.source import names_of, open_source, shorten
 from ragmetrics.retrieve.bm25 import detect_language
 from ragmetrics.synth.base import Source
 
-TEXT_KEYS = ("text", "content", "contents", "body", "passage", "document")
 FOLDER_SUFFIXES = (".md", ".txt")
 UNIT = re.compile(f"[{HAN}]|[^\\W_{HAN}]+")
 """A unit of text: one CJK ideograph, or a run of other letters and digits (a word)."""
@@ -119,10 +118,10 @@ def _generic_jsonl(source: SourceFile) -> list[Document]:
     for line_no, _n, record in records(source):
         if not isinstance(record, dict):
             raise ParseError(source.name, line_no, "a JSON object", type(record).__name__)
-        text = next((record[k] for k in TEXT_KEYS if isinstance(record.get(k), str)), None)
+        text = next((record[k] for k in DOC_TEXT_KEYS if isinstance(record.get(k), str)), None)
         if text is None:
             raise ParseError(
-                source.name, line_no, f"a text under one of {', '.join(TEXT_KEYS)}", f"keys {names_of(record)}"
+                source.name, line_no, f"a text under one of {', '.join(DOC_TEXT_KEYS)}", f"keys {names_of(record)}"
             )
         raw_id = next((record[k] for k in DOC_ID_KEYS if record.get(k) is not None), None)
         doc_id = str(raw_id).strip() if raw_id is not None else f"line{line_no}"
