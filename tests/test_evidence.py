@@ -368,10 +368,12 @@ def test_cli_evidence_refuses_a_chunk_run_not_mapped_to_documents_as_eval_does(t
     assert "evidence_recall@1     \tall\t1.0000" in out.getvalue()
     # chunk spans say which document each chunk lies in: they map a run without source_doc too
     (tmp_path / "cs.tsv").write_text("chunk_id\tdoc_id\tstart\tend\nA#0\tA\t0\t11\nB#0\tB\t0\t11\n", encoding="utf-8")
-    out = io.StringIO()
+    out, err = io.StringIO(), io.StringIO()
     spans = ["--spans", f["spans.qrels"], "--chunk-spans", str(tmp_path / "cs.tsv"), "-m", "evidence_recall@1"]
-    assert main(["evidence", *data, *spans], out, io.StringIO()) == 0
+    assert main(["evidence", *data, *spans], out, err) == 0
     assert "evidence_recall@1     \tall\t1.0000" in out.getvalue()
+    # a chunk the chunk spans lack keeps its own id: said, naming the file
+    assert f"run 'run': 1 of its 3 retrieved chunks are not in {tmp_path / 'cs.tsv'} (such as 'A#1')" in err.getvalue()
 
 
 def test_a_run_none_of_whose_chunks_is_placed_is_an_error_naming_what_to_give(tmp_path):

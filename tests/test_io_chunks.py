@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from ragmetrics.foundation.errors import ParseError, RagMetricsError
+from ragmetrics.foundation.errors import ParseError, RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.model import Run
 from ragmetrics.io import attach_source_docs, load_run
 
@@ -41,32 +42,52 @@ def test_mapping_dict_frame_and_files(tmp_path: Path) -> None:
     run = chunk_run()
     expected = ["D", "E", "other", "a#b#3"]
     mapping = {"doc#0": "D", "doc#12": "E"}
-    assert list(attach_source_docs(run, mapping=mapping).frame["source_doc"]) == expected
+    unmapped = r"run 'chunks': 2 of its 4 retrieved chunks are not in the chunk mapping \(such as 'other', 'a#b#3'\)"
+    with pytest.warns(RagMetricsWarning, match=unmapped):
+        assert list(attach_source_docs(run, mapping=mapping).frame["source_doc"]) == expected
     frame = pd.DataFrame({"Chunk_ID": list(mapping), "source_doc": list(mapping.values())})
-    assert list(attach_source_docs(run, mapping=frame).frame["source_doc"]) == expected
+    with pytest.warns(RagMetricsWarning, match=unmapped):
+        assert list(attach_source_docs(run, mapping=frame).frame["source_doc"]) == expected
     (tmp_path / "m.csv").write_text("chunk_id,doc_id\ndoc#0,D\ndoc#12,E\ndoc#12,E\n")
     (tmp_path / "m.tsv").write_text("chunk_id\tparent_doc\ndoc#0\tD\ndoc#12\tE\n")
     (tmp_path / "m.jsonl").write_text('{"chunk_id": "doc#0", "doc_id": "D"}\n{"chunk_id": "doc#12", "doc_id": "E"}\n')
     (tmp_path / "m.json").write_text('{"doc#0": "D", "doc#12": "E"}')
     for name in ("m.csv", "m.tsv", "m.jsonl", "m.json"):
-        assert list(attach_source_docs(run, mapping=tmp_path / name).frame["source_doc"]) == expected, name
+        with pytest.warns(RagMetricsWarning, match=r"2 of its 4 retrieved chunks are not in the chunk mapping"):
+            assert list(attach_source_docs(run, mapping=tmp_path / name).frame["source_doc"]) == expected, name
 
 
 def test_mapping_wins_over_pattern_and_existing_column_is_kept() -> None:
     run = chunk_run()
-    out = attach_source_docs(run, mapping={"doc#0": "X"}, pattern="#")
+    pattern_maps_two = r"1 of its 4 retrieved chunks .* \(such as 'other'\)"
+    with pytest.warns(RagMetricsWarning, match=pattern_maps_two):
+        out = attach_source_docs(run, mapping={"doc#0": "X"}, pattern="#")
     assert list(out.frame["source_doc"]) == ["X", "doc", "other", "a#b"]
     with_column = Run.from_frame(
         pd.DataFrame({"query_id": ["q"] * 2, "doc_id": ["c1", "c2"], "score": [2.0, 1.0], "source_doc": ["A", None]})
     )
     assert list(attach_source_docs(with_column, pattern="#").frame["source_doc"]) == ["A", "c2"]
+    with pytest.warns(RagMetricsWarning, match=r"1 of its 2 retrieved chunks .* \(such as 'c2'\)"):  # c1 has its own
+        assert list(attach_source_docs(with_column, mapping={"c9": "Z"}).frame["source_doc"]) == ["A", "c2"]
 
 
 def test_load_run_with_mapping_file(tmp_path: Path) -> None:
     (tmp_path / "map.tsv").write_text("chunk_id\tdoc_id\nDEV_3_C0\tpara-3\n")
-    run = load_run(DATA / "cmrc-mini" / "bm25-jieba.trec", chunk_mapping=tmp_path / "map.tsv")
+    with pytest.warns(
+        RagMetricsWarning,
+        match=r"^run 'bm25-jieba': 13 of its 14 retrieved chunks are not in \S*map\.tsv \(such as 'DEV_3_C1', "
+        r"'DEV_18_C0', 'DEV_17_C1'\): they keep their own ids, so they count as unjudged unless the qrels name them$",
+    ):
+        run = load_run(DATA / "cmrc-mini" / "bm25-jieba.trec", chunk_mapping=tmp_path / "map.tsv")
     assert run.frame["source_doc"].iloc[0] == "para-3"
     assert run.frame["source_doc"].iloc[2] == run.frame["doc_id"].iloc[2]  # unmatched: its own id
+    whole = "".join(f"{chunk}\tp\n" for chunk in set(run.frame["doc_id"]))
+    (tmp_path / "map.tsv").write_text("chunk_id\tdoc_id\n" + whole)
+    with warnings.catch_warnings():  # every chunk mapped: no warning
+        warnings.simplefilter("error", RagMetricsWarning)
+        assert set(
+            load_run(DATA / "cmrc-mini" / "bm25-jieba.trec", chunk_mapping=tmp_path / "map.tsv").frame["source_doc"]
+        ) == {"p"}
 
 
 def test_mapping_errors(tmp_path: Path) -> None:

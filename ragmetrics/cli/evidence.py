@@ -115,7 +115,9 @@ def _aligned(
     if chunk_spans is not None:
         documents = dict(zip(chunk_spans.column("chunk_id").to_pylist(), chunk_spans.column("doc_id").to_pylist()))
         runs = [
-            run if "source_doc" in run.table.column_names else attach_source_docs(run, mapping=documents)
+            run
+            if "source_doc" in run.table.column_names
+            else attach_source_docs(run, mapping=documents, mapping_name=args.chunk_spans)
             for run in runs
         ]
     alignments = [align(dataset, run, tokenizer=args.tokenizer) for run in runs]

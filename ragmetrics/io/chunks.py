@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import time
+import warnings
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,7 @@ import pandas as pd
 import pyarrow as pa
 import regex as regex_engine
 
-from ragmetrics.foundation.errors import ParseError, RagMetricsError
+from ragmetrics.foundation.errors import ParseError, RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.model import Run
 from ragmetrics.io import tables
 from ragmetrics.io._json import first_char, first_record, records, scan_object
@@ -170,7 +171,9 @@ def _mapping_pairs(mapping: Any) -> pd.DataFrame:
     raise TypeError(f"chunk mapping must be a dict, a DataFrame or a file; got {type(mapping).__name__}")
 
 
-def attach_source_docs(run: Run, *, mapping: Any = None, pattern: str | re.Pattern[str] | None = None) -> Run:
+def attach_source_docs(
+    run: Run, *, mapping: Any = None, pattern: str | re.Pattern[str] | None = None, mapping_name: str | None = None
+) -> Run:
     """A new Run whose ``source_doc`` column names each chunk's document.
 
     ``mapping``: a ``{chunk_id: doc_id}`` dict, a DataFrame with ``chunk_id``
@@ -180,7 +183,10 @@ def attach_source_docs(run: Run, *, mapping: Any = None, pattern: str | re.Patte
     ``r"(?P<doc>.+)#\\d+$"``; a string without groups is a separator, the
     document id being what precedes its last occurrence (``"#"``, ``"_C"``).
     The mapping wins over the pattern. Chunks matched by neither keep the
-    ``source_doc`` they had, else their own id.
+    ``source_doc`` they had, else their own id; with a mapping, a
+    :class:`RagMetricsWarning` says how many of the run's chunk ids are left so
+    (they count as unjudged unless the qrels name them), naming the mapping by
+    ``mapping_name``, else its file.
     """
     if mapping is None and pattern is None:
         raise RagMetricsError("attach_source_docs needs a mapping or a pattern")
@@ -192,6 +198,8 @@ def attach_source_docs(run: Run, *, mapping: Any = None, pattern: str | re.Patte
         extracted = _extract(uniques, pattern)
         resolved = extracted.astype(object).where(extracted.notna(), None)
     if mapping is not None:
+        if mapping_name is None and isinstance(mapping, Source):
+            mapping_name = mapping.name
         pairs = _mapping_pairs(mapping)
         index = pd.Index(pairs["chunk_id"]).get_indexer(uniques)
         hit = index >= 0
@@ -201,6 +209,8 @@ def attach_source_docs(run: Run, *, mapping: Any = None, pattern: str | re.Patte
         resolved = pd.Series(values, dtype=object)
     per_row = resolved.to_numpy(dtype=object)[codes]
     fallback = frame["source_doc"].to_numpy(dtype=object) if "source_doc" in frame.columns else None
+    if mapping is not None:
+        _warn_unmapped(run.name, uniques, resolved, codes, fallback, mapping_name or "the chunk mapping")
     ids = frame["doc_id"].to_numpy(dtype=object)
     missing = pd.isna(per_row)
     if fallback is not None:
@@ -208,3 +218,22 @@ def attach_source_docs(run: Run, *, mapping: Any = None, pattern: str | re.Patte
         missing = pd.isna(per_row)
     per_row = np.where(missing, ids, per_row)
     return run.with_columns(source_doc=pa.array(per_row.astype(str), type=pa.large_string()))
+
+
+def _warn_unmapped(
+    run: str, uniques: pd.Series, resolved: pd.Series, codes: np.ndarray, fallback: np.ndarray | None, name: str
+) -> None:
+    """Warn of the run's chunk ids that neither the mapping nor the pattern nor a ``source_doc`` of theirs maps."""
+    left = pd.isna(resolved.to_numpy(dtype=object))
+    if fallback is not None:
+        given = np.zeros(len(uniques), dtype=bool)
+        given[codes[~pd.isna(fallback)]] = True
+        left &= ~given
+    if left.any():
+        examples = ", ".join(shorten(c) for c in uniques[left].head(3))
+        warnings.warn(
+            f"run {run!r}: {int(left.sum())} of its {len(uniques)} retrieved chunks are not in {name} (such as "
+            f"{examples}): they keep their own ids, so they count as unjudged unless the qrels name them",
+            RagMetricsWarning,
+            stacklevel=3,
+        )
