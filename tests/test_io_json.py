@@ -217,7 +217,7 @@ def test_dict_json_run_and_qrels(tmp_path: Path) -> None:
         ("q1", "d#2", 0.5),
         ("q2", "d3", 1.0),
     ]
-    pretty = json.dumps({"q1": {"d1": 1, "d2": 0}, "q2": {"d3": 2.0}}, indent=2).encode()
+    pretty = json.dumps({"q1": {"d1": 1, "d2": 0}, "q2": {"d3": 2}}, indent=2).encode()
     (tmp_path / "qrels.json").write_bytes(pretty)
     qrels = load_qrels(tmp_path / "qrels.json")
     assert list(qrels.itertuples(index=False, name=None)) == [("q1", "d1", 1), ("q1", "d2", 0), ("q2", "d3", 2)]

@@ -95,7 +95,7 @@ def test_missing_columns_lists_missing_and_found() -> None:
 
 
 def test_qrels_tables_csv_and_beir_tsv() -> None:
-    data = b"Query_ID,doc,Grade,query_text,category\nq1,d1,2,What?,fact\nq1,d2,0,What?,fact\nq2,d3,1.0,Why?,why\n"
+    data = b"Query_ID,doc,Grade,query_text,category\nq1,d1,2,What?,fact\nq1,d2,0,What?,fact\nq2,d3,1,Why?,why\n"
     dataset = load_dataset(data, filename="labels.csv")
     assert list(dataset.qrels.itertuples(index=False, name=None)) == [("q1", "d1", 2), ("q1", "d2", 0), ("q2", "d3", 1)]
     assert list(dataset.queries["query"]) == ["What?", "Why?"]
@@ -114,6 +114,30 @@ def test_qrels_tables_csv_and_beir_tsv() -> None:
 def test_qrels_table_errors(data: bytes, line: int, pattern: str) -> None:
     with pytest.raises(ParseError, match=rf"bad\.csv:{line}: expected {pattern}"):
         load_qrels(data, filename="bad.csv")
+
+
+def test_a_label_is_an_integer_written_as_one_in_every_format() -> None:
+    """One rule (docs/formats.md): ``2`` is read as 2 by every qrels reader, ``2.0`` (and ``"2"`` in JSON) refused
+    with the file and the line; the tables used to take ``2.0``, the readers of JSON ``2.0`` too."""
+    sink = io.BytesIO()
+    pd.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "relevance": [2.0]}).to_parquet(sink)
+    cases = {
+        "q.qrels": (b"q1 0 d1 {}\n", r"q\.qrels:1: expected an integer relevance label \(field 4\), found '2\.0'"),
+        "q.tsv": (b"query_id\tdoc_id\trelevance\nq1\td1\t{}\n", r"q\.tsv:2: expected an integer in column 'relevance'"),
+        "q.csv": (b"query_id,doc_id,relevance\nq1,d1,{}\n", r"q\.csv:2: expected an integer in column 'relevance'"),
+        "set.json": (b'[{"query_id": "q1", "query": "q", "relevant_docs": {"d1": {}}}]', r"set\.json:1: .*found 2\.0"),
+        "ranx.json": (b'{"q1": {"d1": {}}}', r"ranx\.json:1: expected an integer label .*found 2\.0"),
+    }
+    for name, (template, refused) in cases.items():
+        assert load_qrels(template.replace(b"{}", b"2"), filename=name)["relevance"].tolist() == [2], name
+        with pytest.raises(ParseError, match=refused + ".*"):
+            load_qrels(template.replace(b"{}", b"2.0"), filename=name)
+    with pytest.raises(ParseError, match=r"set\.json:1: expected an integer grade for 'd1'.*found '2'"):
+        load_qrels(b'[{"query": "q", "relevant_docs": {"d1": "2"}}]', filename="set.json")
+    with pytest.raises(
+        ParseError, match=r"q\.parquet: expected an integer in column 'relevance', found 2\.0 \(row 1\)"
+    ):
+        load_qrels(sink.getvalue(), filename="q.parquet")
 
 
 # --------------------------------------------------------------------------

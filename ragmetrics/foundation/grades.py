@@ -17,7 +17,19 @@ from ragmetrics.foundation.errors import RagMetricsError
 if TYPE_CHECKING:
     from ragmetrics.foundation.model import Dataset
 
-__all__ = ["check_grade", "grade_problem", "max_grade", "top_grade", "whole"]
+__all__ = ["LABEL_DIGITS", "check_grade", "grade_problem", "is_json_label", "max_grade", "top_grade", "whole"]
+
+LABEL_DIGITS = r"[+-]?[0-9]+"
+"""A relevance label read from a file is an integer written as an integer: as text (TREC, CSV, TSV qrels), an
+optional sign then ASCII digits, matched whole (``2``, ``-1``; not ``2.0``, ``2.5`` or ``2e0``); in JSON (an
+evaluation set's grades, ranx / pytrec_eval dicts) a JSON integer (:func:`is_json_label`: not ``2.0``, not ``"2"``);
+in Parquet a value of an integer column. pytrec_eval takes Python ints only; trec_eval's ``atol`` would read
+``2.5`` as 2."""
+
+
+def is_json_label(value: object) -> bool:
+    """Whether a JSON value is a label (:data:`LABEL_DIGITS`): a JSON integer, not a bool, a float or a string."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def top_grade(grades: Iterable[Any]) -> int:

@@ -10,6 +10,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ragmetrics.foundation.errors import ParseError
+from ragmetrics.foundation.grades import LABEL_DIGITS
 from ragmetrics.foundation.ids import first_duplicate, scalar_like
 from ragmetrics.foundation.kernels import cast, fill_null, match_regex
 from ragmetrics.foundation.model import Dataset, Run, query_id_from_text
@@ -181,6 +182,27 @@ def as_int_column(source: Source, line_of: LineOf, values: pd.Series, column: st
     return floats.astype("int64")
 
 
+def as_label_column(source: Source, line_of: LineOf, values: pd.Series, column: str) -> np.ndarray:
+    """Relevance labels, each an integer written as one (:data:`ragmetrics.foundation.grades.LABEL_DIGITS`): text
+    ``2`` or an integer column; ``2.0``, ``2.5`` and a float column are refused at their row."""
+    values = values.reset_index(drop=True)
+    numeric = pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype)
+    if numeric and not pd.api.types.is_integer_dtype(values.dtype) and len(values):
+        row = int(values.isna().to_numpy().argmax())  # a missing label (an integer column with nulls), else the first
+        raise _cell_error(
+            source, line_of, row, column, "an integer", "" if pd.isna(values.iloc[row]) else values.iloc[row]
+        )
+    if not numeric and len(values):
+        arr = pa.array(values.astype("str").where(values.notna(), None).str.strip(" \t"), type=pa.string())
+        ok = _matches(arr, f"^{LABEL_DIGITS}$")
+        if not ok.all():
+            row = int(np.argmin(ok))
+            raise _cell_error(
+                source, line_of, row, column, "an integer", values.iloc[row] if not pd.isna(values.iloc[row]) else ""
+            )
+    return as_int_column(source, line_of, values, column)
+
+
 def hashed_query_ids(texts: pd.Series) -> pd.Series:
     """``query_id_from_text`` for each text, computed once per distinct text."""
     codes, uniques = pd.factorize(texts)
@@ -248,7 +270,7 @@ def dataset_from_columns(
         {
             "query_id": hashed_query_ids(raw_q) if from_text else raw_q,
             "doc_id": as_id_column(source, line_of, frame[cols["doc_id"]], cols["doc_id"]),
-            "relevance": as_int_column(source, line_of, frame[cols["relevance"]], cols["relevance"]),
+            "relevance": as_label_column(source, line_of, frame[cols["relevance"]], cols["relevance"]),
         }
     )
     check_duplicate_judgments(source, qrels, line_of)

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ragmetrics.foundation.errors import ParseError
+from ragmetrics.foundation.grades import is_json_label
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io._json import first_char, first_record, scan_object
 from ragmetrics.io.source import RowLines, Source, at_lines, shorten
@@ -74,8 +75,8 @@ def _read(source: Source, *, labels: bool) -> tuple[pd.DataFrame, list[str], Lin
             source.limits.check_rows(source.name, len(qids) + len(inner), at_least=True)
         for doc, value in inner.items():
             ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-            if ok and labels:
-                ok = (isinstance(value, int) or value.is_integer()) and abs(value) <= LABEL_LIMIT
+            if labels:
+                ok = is_json_label(value) and abs(value) <= LABEL_LIMIT
             elif ok:
                 ok = _finite(value)
             if not ok or not doc.strip():

@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from ragmetrics.foundation.errors import ParseError
+from ragmetrics.foundation.grades import is_json_label
 from ragmetrics.foundation.model import Dataset, query_id_from_text
 from ragmetrics.io._json import first_char, first_record, records, whole_array
 from ragmetrics.io.source import Source, check_id, check_text, names_of, shorten
@@ -170,9 +171,7 @@ def _read(source: Source, name: str, items: Iterable[tuple[int, int, Any]]) -> D
                 doc = _as_doc_id(key)
                 if doc is None:
                     raise fail('"relevant_docs" keys as document ids', shorten(key), query)
-                if isinstance(grade, float) and grade.is_integer():
-                    grade = int(grade)
-                if not _is_int(grade) or abs(grade) > GRADE_LIMIT:
+                if not is_json_label(grade) or abs(grade) > GRADE_LIMIT:
                     raise fail(f'an integer grade for {shorten(doc)} in "relevant_docs"', shorten(grade), query)
                 if doc in judged:
                     raise fail('each document once in "relevant_docs"', f"{shorten(doc)} twice", query)

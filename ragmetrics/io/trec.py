@@ -42,6 +42,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
+from ragmetrics.foundation.grades import LABEL_DIGITS
 from ragmetrics.foundation.ids import as_strings, dictionary_codes, first_duplicate, table_of, to_arrow, to_numpy
 from ragmetrics.foundation.kernels import aggregate, cast, elementwise, match_regex, sort_indices, take
 from ragmetrics.foundation.memory import reading_pool
@@ -55,7 +56,7 @@ from ragmetrics.io.source import (
 )
 
 _TAB_TO_SPACE = bytes.maketrans(b"\t\v\f", b"   ")
-INT_RE = re.compile(r"[+-]?[0-9]+\Z")
+INT_RE = re.compile(LABEL_DIGITS + r"\Z")
 # unambiguous: "[0-9]+\.?[0-9]*" takes time quadratic in a digit run that fails to match
 FLOAT_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _NONFINITE_RE = re.compile(r"[+-]?(?:nan|inf|infinity)\Z", re.IGNORECASE)
@@ -333,7 +334,7 @@ def _fast_table(
 # what a typed field must look like, and how to say so
 _FIELD_RULES = {
     pa.float64(): (r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$", "a finite number as score"),
-    pa.int64(): (r"^[+-]?[0-9]+$", "an integer relevance label"),
+    pa.int64(): (f"^{LABEL_DIGITS}$", "an integer relevance label"),
 }
 
 
