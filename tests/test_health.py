@@ -142,3 +142,19 @@ def test_a_prefix_most_ids_carry_is_found_when_a_few_do_not() -> None:
     alignment = rm.align(load_dataset(qrels, filename="qrels.txt"), load_run(run, filename="run.trec"))
     assert alignment.health.no_overlap
     assert "replace the prefix 'zzd' by 'd'" in alignment.explain_no_overlap()
+
+
+def test_chunk_level_over_mapped_chunks_names_the_level_and_shows_the_chunk_ids() -> None:
+    """Was: chunk level with a chunk pattern, against qrels of documents, read "the ids differ in case only" with
+    the mapped ids: the diagnosis read the documents (which meet the qrels as they are, so casefolding "fixed" them)
+    where chunk level evaluates the chunk ids."""
+    dataset = load_dataset(b"q1 0 D1 1\nq2 0 D2 1\n", filename="qrels.txt")
+    run = load_run(b"q1 Q0 D1_C0 1 1.0 r\nq2 Q0 D2_C3 1 1.0 r\n", filename="run.trec", chunk_pattern="_C")
+    alignment = rm.align(dataset, run, level="chunk")
+    assert alignment.health.no_overlap
+    message = alignment.explain_no_overlap()
+    assert "run ids such as D1_C0, D2_C3," in message and "case" not in message
+    assert "chunk level evaluates the chunk ids; evaluate the documents: drop --level chunk" in message
+    assert "(tried: 100% of the queries then meet the qrels)" in message
+    lower = load_run(b"q1 Q0 d1 1 1.0 r\nq2 Q0 d2 1 1.0 r\n", filename="run.trec")  # case is still named
+    assert "the ids differ in case only" in rm.align(dataset, lower).explain_no_overlap()

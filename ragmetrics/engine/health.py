@@ -33,11 +33,13 @@ ADVICE: dict[str, dict[str, str]] = {
     "cli": {
         "chunk_pattern": "map chunks to documents with --chunk-pattern '{pattern}' (library: chunk_pattern=)",
         "chunk_ids": "evaluate the chunk ids as given: drop --chunk-pattern/--chunk-mapping, or --level chunk",
+        "document_level": "evaluate the documents: drop --level chunk (library: level='auto')",
         "override": "--allow-no-overlap scores it anyway (every metric 0)",
     },
     "dashboard": {
         "chunk_pattern": "upload the run again with the chunk pattern {pattern} (Upload page, Chunk ids → documents)",
         "chunk_ids": "upload the run again with the chunk pattern and the chunk-mapping file empty",
+        "document_level": "evaluate the run at document level (level 'auto')",
         "override": "",
     },
 }
@@ -212,11 +214,18 @@ def _chunk_fixes(run: dict[str, list[str]], judged: dict[str, set[str]], words: 
 
 
 def _affix_fixes(run: dict[str, list[str]], judged: dict[str, set[str]], judged_docs: set[str]) -> Iterable[Fix]:
+    """Unicode normalization, case, a prefix or suffix: each a cause only when it makes more queries meet than the
+    ids as given do."""
     run_docs = [d for docs in run.values() for d in docs]
+    as_given = _overlap(run, judged, lambda d: d)
+
+    def better(share: float) -> bool:
+        return share >= NO_OVERLAP and share > as_given
+
     unnormalized = any(_nfc(d) != d for d in run_docs[:5000]) or any(_nfc(d) != d for d in list(judged_docs)[:5000])
     if unnormalized:
         share = _overlap(run, {q: {_nfc(d) for d in ds} for q, ds in judged.items()}, _nfc)
-        if share >= NO_OVERLAP:
+        if better(share):
             yield Fix(
                 "the ids differ in Unicode normalization only (one file writes an accented letter as one character, "
                 "the other as a letter and a combining accent)",
@@ -226,7 +235,7 @@ def _affix_fixes(run: dict[str, list[str]], judged: dict[str, set[str]], judged_
             return
     lowered = {d.casefold() for d in judged_docs}
     share = _overlap(run, {q: {d.casefold() for d in ds} for q, ds in judged.items()}, str.casefold)
-    if share >= NO_OVERLAP and lowered:
+    if better(share) and lowered:
         yield Fix("the ids differ in case only", "write the run's ids with the qrels' case", share)
     prefix, qprefix = _common_prefix(run_docs), _common_prefix(judged_docs)
     suffix, qsuffix = _common_suffix(run_docs), _common_suffix(judged_docs)
@@ -240,7 +249,7 @@ def _affix_fixes(run: dict[str, list[str]], judged: dict[str, set[str]], judged_
             return d[: len(d) - len(old)] + new if old and d.endswith(old) else d + new
 
         share = _overlap(run, judged, mapped)
-        if share >= NO_OVERLAP:
+        if better(share):
             yield Fix(
                 f"the run's ids carry the {what} {old!r} where the qrels' carry {new!r}",
                 f"replace the {what} {old!r} by {new!r} in the run's document ids",
@@ -287,13 +296,29 @@ def no_overlap_fix(alignment: Alignment, audience: str = "cli") -> Fix | None:
     return _best_fix(alignment, ADVICE[audience])
 
 
+def _evaluated_ids(alignment: Alignment) -> str:
+    """The run's column whose ids the alignment evaluates: ``doc_id`` at chunk level or without a ``source_doc``
+    column, else ``documents`` (each row's document)."""
+    mapped = "source_doc" in alignment.run.table.column_names and alignment.conventions.level != "chunk"
+    return "documents" if mapped else "doc_id"
+
+
 def _best_fix(alignment: Alignment, words: dict[str, str]) -> Fix | None:
     judged, judged_docs = _judged_pairs(alignment)
-    table = alignment.run.table
     fixes: list[Fix] = []
-    if "source_doc" in table.column_names and alignment.conventions.level != "chunk":
-        share = _overlap(_run_pairs(alignment, "doc_id"), judged, lambda d: d)
-        if share >= NO_OVERLAP:
+    if "source_doc" in alignment.run.table.column_names:
+        chunk_level = alignment.conventions.level == "chunk"
+        share = _overlap(_run_pairs(alignment, "documents" if chunk_level else "doc_id"), judged, lambda d: d)
+        if share >= NO_OVERLAP and chunk_level:
+            fixes.append(
+                Fix(
+                    "the qrels judge the documents the run's chunks were mapped to (a chunk pattern or mapping), but "
+                    "chunk level evaluates the chunk ids",
+                    words["document_level"],
+                    share,
+                )
+            )
+        elif share >= NO_OVERLAP:
             fixes.append(
                 Fix(
                     "the qrels judge chunks, but the run was mapped to documents (a chunk pattern or mapping)",
@@ -302,11 +327,11 @@ def _best_fix(alignment: Alignment, words: dict[str, str]) -> Fix | None:
                     chunk_pattern="",
                 )
             )
-    documents = _run_pairs(alignment, "documents")
+    evaluated = _run_pairs(alignment, _evaluated_ids(alignment))
     if not fixes:
-        fixes += list(_chunk_fixes(documents, judged, words))
+        fixes += list(_chunk_fixes(evaluated, judged, words))
     if not fixes:
-        fixes += list(_affix_fixes(documents, judged, judged_docs))
+        fixes += list(_affix_fixes(evaluated, judged, judged_docs))
     return max(fixes, key=lambda f: f.overlap) if fixes else None
 
 
@@ -328,8 +353,8 @@ def explain_no_overlap(alignment: Alignment, audience: str = "cli") -> str:
             f"dataset: give that dataset, or a queries file whose texts the run's queries match.{override}"
         )
     best = _best_fix(alignment, words)
-    documents = _run_pairs(alignment, "documents")
-    run_docs = list(dict.fromkeys(d for docs in documents.values() for d in docs[:1]))[:3]
+    evaluated = _run_pairs(alignment, _evaluated_ids(alignment))
+    run_docs = list(dict.fromkeys(d for docs in evaluated.values() for d in docs[:1]))[:3]
     head = (
         f"run {name!r}: its document ids do not meet the qrels of dataset {alignment.dataset.name!r} "
         f"({state.queries_meeting} of {state.queries_ranked} ranked queries have a judged document; run ids such as "
