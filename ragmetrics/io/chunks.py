@@ -172,7 +172,12 @@ def _mapping_pairs(mapping: Any) -> pd.DataFrame:
 
 
 def attach_source_docs(
-    run: Run, *, mapping: Any = None, pattern: str | re.Pattern[str] | None = None, mapping_name: str | None = None
+    run: Run,
+    *,
+    mapping: Any = None,
+    pattern: str | re.Pattern[str] | None = None,
+    mapping_name: str | None = None,
+    warn: bool = True,
 ) -> Run:
     """A new Run whose ``source_doc`` column names each chunk's document.
 
@@ -183,8 +188,9 @@ def attach_source_docs(
     ``r"(?P<doc>.+)#\\d+$"``; a string without groups is a separator, the
     document id being what precedes its last occurrence (``"#"``, ``"_C"``).
     The mapping wins over the pattern. Chunks matched by neither keep the
-    ``source_doc`` they had, else their own id; with a mapping, a
-    :class:`RagMetricsWarning` says how many of the run's chunk ids are left so
+    ``source_doc`` they had, else their own id. Unless ``warn`` is False, a
+    :class:`RagMetricsWarning` says so when the pattern matches none of the
+    run's ids, and, with a mapping, how many of the run's chunk ids are left so
     (they count as unjudged unless the qrels name them), naming the mapping by
     ``mapping_name``, else its file.
     """
@@ -197,6 +203,14 @@ def attach_source_docs(
     if pattern is not None:
         extracted = _extract(uniques, pattern)
         resolved = extracted.astype(object).where(extracted.notna(), None)
+        if warn and len(uniques) and extracted.isna().all():
+            examples = ", ".join(shorten(c) for c in uniques.head(3))
+            warnings.warn(
+                f"run {run.name!r}: the chunk pattern {getattr(pattern, 'pattern', pattern)!r} matched none of its "
+                f"{len(uniques)} ids (such as {examples}): each is evaluated under its own id",
+                RagMetricsWarning,
+                stacklevel=2,
+            )
     if mapping is not None:
         if mapping_name is None and isinstance(mapping, Source):
             mapping_name = mapping.name
@@ -209,7 +223,7 @@ def attach_source_docs(
         resolved = pd.Series(values, dtype=object)
     per_row = resolved.to_numpy(dtype=object)[codes]
     fallback = frame["source_doc"].to_numpy(dtype=object) if "source_doc" in frame.columns else None
-    if mapping is not None:
+    if mapping is not None and warn:
         _warn_unmapped(run.name, uniques, resolved, codes, fallback, mapping_name or "the chunk mapping")
     ids = frame["doc_id"].to_numpy(dtype=object)
     missing = pd.isna(per_row)
