@@ -236,9 +236,13 @@ def test_cli_evidence_reads_spans_and_refuses_without_them(tmp_path):
             "--run", str(tmp_path / "run.jsonl")]  # fmt: skip
     out, err = io.StringIO(), io.StringIO()
     metrics = ["-m", "evidence_recall@1", "-m", "context_precision@6tok", "-m", "tokens_to_evidence"]
+    metrics += ["-m", "evidence_recall@1tok"]  # each query's first chunk holds 2 tokens: 1 hands over nothing
     assert main([*base, "--spans", str(tmp_path / "spans.qrels"), *metrics], out, err) == 0, err.getvalue()
     rows_out = {line.split("\t")[0].strip(): line.split("\t")[2] for line in out.getvalue().splitlines()}
     assert rows_out["evidence_recall@1"] == "0.7500" and rows_out["context_precision@6tok"] == "0.5000"
+    assert rows_out["evidence_recall@1tok"] == "0.0000"
+    assert "the budget of 1 tokens hands over nothing for 2 of 2 queries" in err.getvalue()
+    assert "budget of 6 tokens" not in err.getvalue()
     assert rows_out["tokenizer"] == "whitespace" and rows_out["tokens_to_evidence"] == "2.0000"
     assert "1 retrieved chunk(s) could not be placed" in err.getvalue()
     assert "have gold evidence" not in err.getvalue()  # both queries have spans

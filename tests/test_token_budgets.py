@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import numpy as np
@@ -279,6 +280,36 @@ def test_context_tokens_are_what_the_budget_hands_over():
     assert budgets.context_tokens(alignment).tolist() == [6.0, 5.0]
     assert budgets.context_tokens(alignment, 4).tolist() == [2.0, 4.0]  # q1's b would pass 4; q2's b is 4
     assert budgets.depths(alignment, np.array([1, 5, 6])).tolist() == [[0, 2, 3], [0, 2, 2]]
+    # a budget its first text alone passes hands a query nothing: said once per such budget, never for a larger one
+    assert budgets.nothing_handed(alignment, [5, 3, 1, 2]) == [
+        f"the budget of {t} tokens hands over nothing for {n} of 2 queries (each one's first retrieved text is "
+        f"longer): their @{t}tok values are 0"
+        for t, n in ((1, 2), (2, 1), (3, 1))
+    ]
+    assert budgets.nothing_handed(alignment, []) == []
+
+
+def test_cli_eval_notes_a_budget_that_hands_nothing_over_and_judged_reads_it_as_an_empty_ranking(tmp_path):
+    """judged@Ttok over nothing handed is 0, as judged@k on an empty ranking (ir_measures' Judged@k); the note says so."""
+    (tmp_path / "qrels.tsv").write_text("q1 0 a 1\nq1 0 c 1\nq1 0 d 0\nq2 0 b 1\n", encoding="utf-8")
+    frame = RUN.frame
+    lines = [
+        {"query_id": q, "retrieved": frame[frame["query_id"] == q][["doc_id", "score", "text"]].to_dict("records")}
+        for q in ("q1", "q2")
+    ]
+    (tmp_path / "run.jsonl").write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    args = ["eval", "--dataset", str(tmp_path / "qrels.tsv"), "--run", str(tmp_path / "run.jsonl")]
+    assert main([*args, "-m", "judged@1tok", "-m", "recall@2tok", "-m", "recall@6tok"], out, err) == 0
+    rows = {line.split("\t")[0].strip(): line.split("\t")[2] for line in out.getvalue().splitlines()}
+    assert rows["judged@1tok"] == "0.0000" and rows["recall@2tok"] == "0.2500"
+    assert "the budget of 1 tokens hands over nothing for 2 of 2 queries" in err.getvalue()
+    assert "the budget of 2 tokens hands over nothing for 1 of 2 queries" in err.getvalue()
+    assert "budget of 6 tokens" not in err.getvalue()
+    err = io.StringIO()
+    compare = ["compare", args[1], args[2], "--baseline", args[4], "--run", args[4], "-m", "recall@1tok"]
+    assert main(compare, io.StringIO(), err) == 0, err.getvalue()
+    assert "the budget of 1 tokens hands over nothing for 2 of 2 queries" in err.getvalue()
 
 
 def test_cli_compare_names_the_tokenizer():

@@ -94,6 +94,12 @@ class RunResult:
         return any(spec.tokens is not None for spec in self.specs)
 
     @property
+    def budget_notes(self) -> list[str]:
+        """A note for each token budget asked for that hands over nothing to some query
+        (:func:`ragmetrics.engine.budgets.nothing_handed`)."""
+        return budgets.nothing_handed(self.alignment, [int(s.tokens) for s in self.specs if s.tokens is not None])
+
+    @property
     def tokenizer(self) -> str | None:
         """The tokenizer the token budgets were counted with; None when no metric is read at a budget."""
         return self.alignment.tokenizer_name if self.budgeted else None

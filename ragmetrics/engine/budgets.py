@@ -6,7 +6,8 @@ cumulative count stays within ``T`` are handed over, the chunk that passes ``T``
 query's depth is the number of documents handed over (a document ranks at its first chunk, so they are its top
 ``depth`` documents). The metric is then the registry's ``@k`` kernel at each query's own ``k = depth``: one kernel
 call for every distinct depth, its columns gathered per query. A depth of 0 (the first chunk alone passes ``T``)
-reads the kernel on the ranking with nothing retrieved.
+reads the kernel on the ranking with nothing retrieved: recall, precision, judged and every other metric are then 0
+(judged as ir_measures' ``Judged@k`` reads an empty ranking), and :func:`nothing_handed` says for how many queries.
 
 Tokens come from the run's chunk texts (its ``text`` column), else from the dataset's corpus (title and text, as
 the text metrics read it, looked up by the row's own id: the chunk id of a chunk run). A row with neither is an
@@ -15,7 +16,7 @@ error, never 0 tokens.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from itertools import zip_longest
 from typing import TYPE_CHECKING
@@ -155,6 +156,29 @@ def depths(alignment: Alignment, budgets: np.ndarray) -> np.ndarray:
     for j, budget in enumerate(budgets.tolist()):  # one pass per budget asked for, vectorised over the rows
         out[:, j] = np.bincount(first[first_cumulative <= budget], minlength=n_queries)
     return out
+
+
+def nothing_handed(alignment: Alignment, budgets: Iterable[int]) -> list[str]:
+    """A note for each budget that hands over nothing to some query that retrieved something (its first retrieved
+    text alone passes the budget): those queries score 0 at that budget, as an empty ranking does (``judged`` too,
+    as ``judged@k`` on an empty ranking). One note per such budget, smallest first; none when every query that
+    retrieved something gets at least its first text."""
+    asked = sorted(set(budgets))
+    if not asked:
+        return []
+    q, _rows, _kept = sorted_rows(alignment)
+    starts = segment_starts(q, alignment.n_queries)
+    ranked = np.flatnonzero(np.diff(starts) > 0)
+    first = row_tokens(alignment)[starts[ranked]]
+    notes = []
+    for budget in asked:
+        starved = int(np.count_nonzero(first > budget))
+        if starved:
+            notes.append(
+                f"the budget of {budget} tokens hands over nothing for {starved} of {len(ranked)} queries (each "
+                f"one's first retrieved text is longer): their @{budget}{registry.BUDGET_SUFFIX} values are 0"
+            )
+    return notes
 
 
 def context_tokens(alignment: Alignment, budget: int | None = None) -> np.ndarray:
