@@ -252,3 +252,27 @@ def test_agree_refuses_bad_options_in_one_line(run_files, extra, message, capsys
 def test_agree_needs_exactly_two_runs(run_files):
     code, _, err = run_cli("agree", "--run", run_files[0])
     assert code == 2 and err == "ragmetrics: error: agree compares two runs: give --run twice (got 1)\n"
+
+
+def test_agree_and_fuse_refuse_runs_that_share_no_query_and_note_a_partial_share(run_files, tmp_path):
+    a, b = run_files
+    other = tmp_path / "other.trec"  # run a's rows under another id scheme: no query in common
+    other.write_text("".join(f"Q{line}\n" for line in a.read_text().splitlines()))
+    fused = tmp_path / "f.trec"
+    for argv in (["agree", "--run", a, "--run", other], ["fuse", "--run", a, "--run", other, "-o", fused]):
+        code, _, err = run_cli(*argv)
+        assert code == 2, err
+        assert err == (
+            f"ragmetrics: error: {argv[0]}: run 'a' shares no query with 'other' (its ids 'q1', 'q2'; theirs 'Qq1', "
+            "'Qq2'): do the runs number their queries the same way?\n"
+        )
+    assert not fused.exists()
+    part = tmp_path / "part.trec"
+    part.write_text("q1 Q0 d1 1 3 part\n")
+    for argv in (["agree", "--run", a, "--run", part], ["fuse", "--run", b, "--run", part, "-o", fused]):
+        code, _, err = run_cli(*argv)
+        assert code == 0, err
+        who = "a" if argv[0] == "agree" else "b"
+        note = f"ragmetrics: note: {argv[0]}: 1 of the 2 queries the runs rank are in every run ('{who}' ranks 2, 'part' ranks 1)"
+        assert note in err
+    assert "note" not in run_cli("agree", "--run", a, "--run", b)[2]

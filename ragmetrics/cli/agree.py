@@ -12,7 +12,7 @@ import json
 from typing import TextIO
 
 from ragmetrics.analysis.agreement import DEFAULT_DEPTHS, RBO_PERSISTENCE, Agreement, agreement
-from ragmetrics.cli.inputs import read_runs
+from ragmetrics.cli.inputs import read_runs, shared_queries
 from ragmetrics.cli.options import add_format_option, whole_number
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.io.source import open_source
@@ -57,6 +57,7 @@ def cmd_agree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if len(args.run) != 2:
         raise RagMetricsError(f"agree compares two runs: give --run twice (got {len(args.run)})")
     runs = read_runs(args.run, args)
+    shared_queries(runs, "agree", err)
     queries = None
     if args.queries:
         from ragmetrics.io.beir import read_queries  # noqa: PLC0415 (imports pandas: loaded when such a file is read)

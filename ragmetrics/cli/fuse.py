@@ -7,7 +7,7 @@ from typing import TextIO
 
 from ragmetrics.analysis import fusion
 from ragmetrics.analysis.fusion import fuse, ranked_frame
-from ragmetrics.cli.inputs import output_path, read_runs, replacing
+from ragmetrics.cli.inputs import output_path, read_runs, replacing, shared_queries
 from ragmetrics.cli.options import weight_list, whole_number
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Run
@@ -21,6 +21,7 @@ def cmd_fuse(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not files:
         raise RagMetricsError("fuse needs run files: give them as --run FILE (repeatable) or after the options")
     runs = read_runs(files, args)
+    shared_queries(runs, "fuse", err)
     norm = None if args.norm == "none" else args.norm
     fused = fuse(runs, method=args.method, k=args.k, norm=norm, weights=args.weights, depth=args.depth, name=args.name)
     if args.depth_out:

@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset, Run
@@ -180,6 +180,29 @@ def read_runs(paths: Sequence[str], args: argparse.Namespace) -> list[Run]:
         runs.append(run)
     named = unique_names([run.name for run in runs])
     return [run if name == run.name else run.with_name(name) for run, name in zip(runs, named)]
+
+
+def shared_queries(runs: Sequence[Run], command: str, err: TextIO) -> None:
+    """Runs read together query by query (``agree``, ``fuse``) must share queries: a run sharing none with the
+    others is an error naming both sides' ids (a different id scheme, such as ``1`` and ``Q1``, is the usual
+    cause); runs sharing only part get a note with how many of the queries they rank are in every run."""
+    ids = [set(run.table.column("query_id").unique().to_pylist()) for run in runs]
+    for i, (run, own) in enumerate(zip(runs, ids)):
+        others = set().union(*(other for j, other in enumerate(ids) if j != i))
+        if own and others and not own & others:
+            names = " and ".join(repr(r.name) for j, r in enumerate(runs) if j != i)
+            raise RagMetricsError(
+                f"{command}: run {run.name!r} shares no query with {names} (its ids "
+                f"{', '.join(map(repr, sorted(own)[:3]))}; theirs {', '.join(map(repr, sorted(others)[:3]))}): "
+                "do the runs number their queries the same way?"
+            )
+    every = set.intersection(*ids) if ids else set()
+    union = set().union(*ids)
+    if len(every) < len(union):
+        err.write(
+            f"ragmetrics: note: {command}: {len(every)} of the {len(union)} queries the runs rank are in every run "
+            f"({', '.join(f'{run.name!r} ranks {len(own)}' for run, own in zip(runs, ids))})\n"
+        )
 
 
 def _load_run(path: str, args: argparse.Namespace) -> Run:
