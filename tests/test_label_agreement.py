@@ -388,3 +388,16 @@ def test_judge_run_reads_the_pools_text_as_it_was_before_pool_neutralised_it(sma
                        str(d / "set.jsonl"), "--pool", str(d / "pool-f.tsv"), "-o", str(d / "judged.tsv"))  # fmt: skip
     assert code == 0, err
     assert pd.read_csv(d / "judged.tsv", sep="\t")["label"].tolist() == [1, 0]
+
+
+def test_judge_run_that_grades_no_pair_says_so_exits_1_and_writes_no_file(small_set, monkeypatch):
+    d = small_set
+    (d / "broken.py").write_text("def grade(pair, top):\n    raise RuntimeError('model exploded')\n")
+    monkeypatch.syspath_prepend(str(d))
+    code, _, err = run("judge", "run", "--judge", "callable", "--call", "broken:grade", "--dataset",
+                       str(d / "set.jsonl"), "--pool", str(d / "pool.tsv"), "-o", str(d / "judged.tsv"))  # fmt: skip
+    assert code == 1, err
+    last = err.splitlines()[-1]
+    assert last.startswith("ragmetrics: error: the judge graded no pair: all 4 got no grade (the first, query q1 "
+                           "document d2: ") and "model exploded" in last  # fmt: skip
+    assert last.endswith(f"{d / 'judged.tsv'} not written") and not (d / "judged.tsv").exists()

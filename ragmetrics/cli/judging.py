@@ -271,16 +271,23 @@ def cmd_judge_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     judge = make_judge(args.judge, inputs)
     labels = run_judge(judge, pairs, top, progress=_progress(err) if err.isatty() else None)
     graded = [x for x in labels if x.label is not None]
-    with replacing(output) as partial, open(partial, "w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle, delimiter="\t", lineterminator="\n")
-        writer.writerow(JUDGED_COLUMNS)
-        for label in graded:
-            writer.writerow(_row(label))
     ungraded = [x for x in labels if x.label is None]
     for x in ungraded[:SHOWN_PROBLEMS]:
         err.write(f"ragmetrics: no grade: query {x.pair.query_id} document {x.pair.doc_id}: {x.problem}\n")
     if len(ungraded) > SHOWN_PROBLEMS:
         err.write(f"ragmetrics: ... and {len(ungraded) - SHOWN_PROBLEMS} more pair(s) without a grade\n")
+    if ungraded and not graded:  # a file of the header only would pass for a judging that found nothing relevant
+        first = ungraded[0]
+        err.write(
+            f"ragmetrics: error: the judge graded no pair: all {len(ungraded)} got no grade (the first, query "
+            f"{first.pair.query_id} document {first.pair.doc_id}: {first.problem}); {args.output} not written\n"
+        )
+        return 1
+    with replacing(output) as partial, open(partial, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, delimiter="\t", lineterminator="\n")
+        writer.writerow(JUDGED_COLUMNS)
+        for label in graded:
+            writer.writerow(_row(label))
     source = labels[0].provenance.source if labels else f"judge:{judge.name}@{judge.version}"
     err.write(
         f"ragmetrics: wrote {args.output}: {len(graded)} label(s) 0..{top} by {source}"
