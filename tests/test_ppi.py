@@ -376,9 +376,19 @@ def test_eval_says_an_interval_of_width_0_measures_nothing_however_many_queries_
     )
     assert "['neg1', 'neg2']: the corrected means count them" in err.getvalue()
     assert "30 of 42 queries human-labelled" in out.getvalue()
+    # every query human-labelled, for the mean over exactly these queries: the width 0 is an exact mean, not a
+    # sample that measures nothing, so no note (and no "label more")
+    every = "".join(f"{q} 0 {q}-rel 1\n{q} 0 {q}-other 0\n" for q in ids)
+    (tmp_path / "human.qrels").write_text(every + "neg1 0 neg1-x 0\nneg2 0 neg2-x 0\n")
+    out, err = io.StringIO(), io.StringIO()
+    assert main([*argv, "--ppi-target", "dataset"], out, err) == 0, err.getvalue()
+    assert "all 42 queries human-labelled" in out.getvalue() and "corrected 0.9524 [0.9524, 0.9524]" in out.getvalue()
+    assert "score alike" not in err.getvalue() and "label more" not in err.getvalue()
     assert unreadable(FEW_LABELLED, [0.1, 0.0])[0] == "flat"
     assert unreadable(FEW_LABELLED - 1, [0.1])[0] == "few"
     assert unreadable(FEW_LABELLED, [0.1, 0.2]) is None
+    assert unreadable(12, [0.0], 0, "dataset", n_queries=12) is None  # exact: flat, few and alike as it may be
+    assert unreadable(12, [0.0], 0, "queries", n_queries=12)[0] == "flat"  # a sample of a larger population
 
 
 def test_a_corrected_delta_from_too_few_labelled_queries_or_an_interval_of_width_0_gets_no_verdict(tmp_path):

@@ -95,13 +95,18 @@ def unreadable(
     widths: Sequence[float] | np.ndarray,
     differing: int | None = None,
     population: str = "queries",
+    n_queries: int | None = None,
 ) -> tuple[str, str] | None:
-    """Why corrected intervals of these ``widths`` (high minus low), from ``n_labelled`` human-labelled queries,
-    cannot be read yet, as ``(kind, words)``: ``("flat", ...)`` when one has width 0 (the labelled queries all
+    """Why corrected intervals of these ``widths`` (high minus low), from ``n_labelled`` human-labelled queries of
+    ``n_queries``, cannot be read yet, as ``(kind, words)``; None when they can, and under the ``dataset`` target
+    when every query is labelled (the mean is then exact: an interval of width 0 is the truth, no sample to
+    enlarge). Else ``("flat", ...)`` when one has width 0 (the labelled queries all
     score alike: no spread to measure the judge's error with; such an interval gives no p-value and no verdict),
     ``("agree", ...)`` under the ``dataset`` target when fewer than :data:`MIN_DIFFERING` labelled queries
     (``differing``, the fewest of the intervals') have human and judge values that differ, ``("few", ...)`` below
-    :data:`FEW_LABELLED`; None when they can. The CLI and the dashboard say these words."""
+    :data:`FEW_LABELLED`. The CLI and the dashboard say these words."""
+    if population == "dataset" and n_queries is not None and n_labelled >= n_queries:
+        return None
     if (np.abs(np.asarray(widths, dtype=np.float64)) <= FLAT).any():
         return "flat", (
             f"the {n_labelled} human-labelled queries score alike here, so an interval has width 0: it measures "

@@ -131,7 +131,8 @@ def _unreadable(args: argparse.Namespace, frame: pd.DataFrame, err: TextIO) -> N
     if not len(frame):
         return
     n, differing = int(frame["n_labelled"].min()), int(frame["differing"].min())
-    note = ppi.unreadable(n, (frame["ci_high"] - frame["ci_low"]).to_numpy(), differing, args.ppi_target)
+    widths = (frame["ci_high"] - frame["ci_low"]).to_numpy()
+    note = ppi.unreadable(n, widths, differing, args.ppi_target, int(frame["n_queries"].min()))
     if note is not None:
         err.write(f"ragmetrics: note: {note[1]}; label more (--plan)\n")
 
