@@ -350,7 +350,8 @@ REFUSED_COMPARISONS: dict[str, tuple[bytes, bytes, bytes, str, str]] = {
         b"q1 0 d1 1\nq2 0 d2 1\nq3 0 d1 1\n",
         b"q1 Q0 d1 1 1 t\nq2 Q0 d2 1 1 t\nq3 Q0 d2 1 1 t\n",
         b"x1 Q0 d1 1 1 t\nx2 Q0 d2 1 1 t\nx3 Q0 d1 1 1 t\n",
-        "run 'run': its ids do not meet the qrels",
+        "run 'run': its ids do not meet the qrels (none of its 3 queries is a query of the dataset, e.g. 'x1', 'x2', "
+        "'x3')",
         "--allow-no-overlap",
     ),
 }

@@ -467,6 +467,9 @@ def test_cli_compare_refuses_what_in_process_compare_refuses(tmp_path, engine, c
     if case == "qrels_judging_nothing_relevant":  # the same words as in process (the cause needs the alignment)
         assert err == in_process[2]
     assert _cli(*argv, "--engine", engine, allow)[0] == _cli(*argv, allow)[0] == 0
+    if case == "a_run_whose_ids_meet_no_judged_query":  # eval counts the run's own queries too, not "0 of 0"
+        code, out, err = _cli("eval", argv[1], argv[2], "--run", argv[6], "--engine", engine)
+        assert (code, out) == (2, "") and said in err
 
 
 def test_cli_compare_prints_the_coverage_notes_in_process_compare_prints(tmp_path):

@@ -195,7 +195,7 @@ def merged_pairs(args: argparse.Namespace, runs: list[str], pairs: list[tuple[in
     )
     # refused as the in-process comparison refuses them (:func:`ragmetrics.cli.evaluating.evaluate_runs`)
     for totals in found.runs.values():
-        refuse_no_overlap_partitioned(args, totals.name, totals.health)
+        refuse_no_overlap_partitioned(args, totals.name, totals)
     for totals in found.runs.values():
         refuse_meaningless_counts(
             totals.name,

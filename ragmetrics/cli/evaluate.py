@@ -67,7 +67,7 @@ def eval_partitioned(args: argparse.Namespace, metrics: Sequence[str]) -> Partit
         seed=args.seed,
     )
     for name, run in result.runs.items():
-        refuse_no_overlap_partitioned(args, name, run.health)
+        refuse_no_overlap_partitioned(args, name, run)
     refuse_meaningless(result, args.rel_level, allow_no_relevant=args.allow_no_relevant)
     return result
 

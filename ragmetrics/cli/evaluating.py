@@ -65,15 +65,27 @@ def refuse_no_overlap(args: argparse.Namespace, dataset: Dataset, alignments: It
             raise RagMetricsError(alignment.explain_no_overlap())
 
 
-def refuse_no_overlap_partitioned(args: argparse.Namespace, name: str, state: Health) -> None:
+def refuse_no_overlap_partitioned(args: argparse.Namespace, name: str, run: Covered) -> None:
     """A run a partitioned engine scored whose ids do not meet the qrels is refused (as :func:`refuse_no_overlap`,
-    from its health: the engine holds no alignment to try fixes on), unless ``--allow-no-overlap``."""
-    if not args.allow_no_overlap and state.no_overlap:
-        raise RagMetricsError(
-            f"run {name!r}: its ids do not meet the qrels ({state.queries_meeting} of {state.queries_ranked} "
-            f"ranked queries have a judged document, {state.run_queries_known:.0%} of its queries are judged "
-            "queries); --engine inprocess says the likely cause; --allow-no-overlap scores it anyway"
+    from its health and coverage: the engine holds no alignment to try fixes on), unless ``--allow-no-overlap``.
+    A run none of whose queries is a dataset query ranks no evaluated query: its own queries are counted then."""
+    state = run.health
+    if args.allow_no_overlap or not state.no_overlap:
+        return
+    unknown = run.coverage.not_in_dataset
+    if state.run_queries_known == 0.0 and unknown:
+        found = (
+            f"none of its {len(unknown)} queries is a query of the dataset, e.g. {', '.join(map(repr, unknown[:3]))}"
         )
+    else:
+        found = (
+            f"{state.queries_meeting} of {state.queries_ranked} ranked queries have a judged document, "
+            f"{state.run_queries_known:.0%} of its queries are judged queries"
+        )
+    raise RagMetricsError(
+        f"run {name!r}: its ids do not meet the qrels ({found}); --engine inprocess says the likely cause; "
+        "--allow-no-overlap scores it anyway"
+    )
 
 
 def evaluate_runs(args: argparse.Namespace, dataset: Dataset, runs: list[Run], metrics: Sequence[str]) -> EvalResult:
