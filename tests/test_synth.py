@@ -236,7 +236,21 @@ def test_cli_synth_from_a_folder_and_from_jsonl(tmp_path):
             [],
             "corpus.jsonl:2: expected a text under one of",
         ),
-        (lambda p: _file(p, '{"id": "a", "text": "some words"}\n'), ["--chunker", "words:5:9"], "0 <= OVERLAP < SIZE"),
+        (
+            lambda p: _file(p, '{"id": "a", "text": "some words"}\n'),
+            ["--chunker", "words:5:9"],
+            "chunker 'words:5:9': OVERLAP 9 is not below SIZE 5; expected words:SIZE:OVERLAP, SIZE >= 1, 0 <= OVERLAP",
+        ),
+        (
+            lambda p: _file(p, '{"id": "a", "text": "some words"}\n'),
+            ["--chunker", "words:abc"],
+            "chunker 'words:abc': 'abc' is not a whole number; expected words:SIZE:OVERLAP",
+        ),
+        (
+            lambda p: _file(p, '{"id": "a", "text": "some words"}\n'),
+            ["--chunker", "words:5:1:3"],
+            "chunker 'words:5:1:3': 3 numbers given; expected words:SIZE:OVERLAP",
+        ),
         (lambda p: _file(p, '{"id": "a", "text": "some words"}\n'), ["--chunker", "pages"], "expected one of none"),
         (lambda p: _file(p, '{"id": "a", "text": "some words"}\n'), ["--categories", "factual=x"], "a whole number"),
         (lambda p: _file(p, '{"id": "a", "text": "an ox"}\n'), [], "no candidate could be written"),

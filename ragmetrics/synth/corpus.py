@@ -153,10 +153,20 @@ def _as_given(doc: Document, language: str) -> list[Source]:
     return [Source(doc.doc_id, doc.doc_id, doc.text, 0, len(doc.text), language)] if doc.text.strip() else []
 
 
-def word_windows(size: int, overlap: int) -> Callable[[Document, str], list[Source]]:
-    """The ``words:SIZE:OVERLAP`` chunker (see the module)."""
-    if size < 1 or not 0 <= overlap < size:
-        raise RagMetricsError(f"chunker words:{size}:{overlap}: expected SIZE >= 1 and 0 <= OVERLAP < SIZE")
+def word_windows(size: int, overlap: int, spec: str | None = None) -> Callable[[Document, str], list[Source]]:
+    """The ``words:SIZE:OVERLAP`` chunker (see the module); ``spec``: what the user gave, echoed in an error."""
+    wrong = ""
+    if size < 1:
+        wrong = f"SIZE {size} is below 1"
+    elif overlap < 0:
+        wrong = f"OVERLAP {overlap} is below 0"
+    elif overlap >= size:
+        wrong = f"OVERLAP {overlap} is not below SIZE {size}"
+    if wrong:
+        given = spec if spec is not None else f"words:{size}:{overlap}"
+        raise RagMetricsError(
+            f"chunker {given!r}: {wrong}; expected words:SIZE:OVERLAP, SIZE >= 1, 0 <= OVERLAP < SIZE"
+        )
 
     def chunk(doc: Document, language: str) -> list[Source]:
         units = [m.span() for m in UNIT.finditer(doc.text)]
@@ -187,11 +197,17 @@ def chunker(spec: str) -> tuple[str, Callable[[Document, str], list[Source]]]:
         return "none", _as_given
     if name == "words":
         parts = rest.split(":") if rest else ["200", "50"]
-        try:
-            size, overlap = (int(p) for p in (parts + ["0"])[:2]) if len(parts) <= 2 else (0, -1)
-        except ValueError:
-            size, overlap = 0, -1
-        return f"words:{size}:{overlap}", word_windows(size, overlap)
+        expected = "expected words:SIZE:OVERLAP (whole numbers, OVERLAP 0 when left out)"
+        if len(parts) > 2:
+            raise RagMetricsError(f"chunker {spec!r}: {len(parts)} numbers given; {expected}")
+        numbers = []
+        for part in parts:
+            try:
+                numbers.append(int(part))
+            except ValueError:
+                raise RagMetricsError(f"chunker {spec!r}: {part!r} is not a whole number; {expected}") from None
+        size, overlap = (numbers + [0])[:2]
+        return f"words:{size}:{overlap}", word_windows(size, overlap, spec)
     raise RagMetricsError(f"chunker {spec!r}: expected one of none, words, words:SIZE:OVERLAP")
 
 
