@@ -220,7 +220,7 @@ def test_overlapping_chunks_never_count_a_character_twice(chunks, gold, k):
     assert result.values[f"evidence_recall_chars@{k}"][0] == pytest.approx(len(gold_chars & seen) / len(gold_chars))
 
 
-def test_cli_evidence_reads_spans_and_refuses_without_them(tmp_path):
+def test_cli_evidence_reads_spans_and_refuses_without_them(tmp_path, capsys):
     (tmp_path / "qrels.tsv").write_text("q1 0 A 1\nq2 0 B 1\n", encoding="utf-8")
     corpus = [{"id": d, "title": "", "text": t} for d, t in zip(CORPUS["doc_id"], CORPUS["text"])]
     (tmp_path / "corpus.jsonl").write_text("\n".join(json.dumps(c) for c in corpus) + "\n", encoding="utf-8")
@@ -254,6 +254,10 @@ def test_cli_evidence_reads_spans_and_refuses_without_them(tmp_path):
     )
     bad = io.StringIO()
     assert main(base, io.StringIO(), bad) == 2 and "give the gold evidence" in bad.getvalue()
+    with pytest.raises(SystemExit) as both:  # two sources of gold evidence: exclusive, not "give one"
+        main([*base, "--spans", str(tmp_path / "spans.qrels"), "--spans-from-answers"], io.StringIO(), bad)
+    said = capsys.readouterr().err
+    assert both.value.code == 2 and "argument --spans-from-answers: not allowed with argument --spans" in said
     # spans that cannot be right: named by file and line, never a number read off them
     length = len(CORPUS["text"][0])
     refused = {

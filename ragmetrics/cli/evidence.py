@@ -216,8 +216,9 @@ def evidence_parser(p: argparse.ArgumentParser) -> None:
     p.description = f"Evidence metrics: {names}"
     add_data_options(p)
     p.add_argument("--run", action="append", required=True, help="a run file; repeat for several runs")
-    p.add_argument("--spans", help="gold evidence spans (qrels with start end columns, JSONL, CSV; docs/formats.md)")
-    p.add_argument(
+    gold = p.add_mutually_exclusive_group()
+    gold.add_argument("--spans", help="gold evidence spans (qrels with start end columns, JSONL, CSV; docs/formats.md)")
+    gold.add_argument(
         "--spans-from-answers",
         action="store_true",
         help="locate each query's expected answer in its relevant documents' corpus text instead",
