@@ -254,6 +254,11 @@ def test_cli_synth_from_a_folder_and_from_jsonl(tmp_path):
         (lambda p: _file(p, '{"id": "a", "text": "some words"}\n'), ["--chunker", "pages"], "expected one of none"),
         (lambda p: _file(p, '{"id": "a", "text": "some words"}\n'), ["--categories", "factual=x"], "a whole number"),
         (lambda p: _file(p, '{"id": "a", "text": "an ox"}\n'), [], "no candidate could be written"),
+        (
+            lambda p: _file(p, '{"id": "a", "text": "some words"}\n'),
+            ["--categories", "factual=0"],
+            "--categories factual=0: asks for no candidate (every count is 0); give a count of at least 1",
+        ),
         (lambda p: _file(p, '{"id": "a", "text": " "}\n'), [], "corpus.jsonl: no document has a text to write"),
         (
             lambda p: _file(p, '{"id": "a_1", "text": "some words here"}\n'),

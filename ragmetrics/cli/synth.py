@@ -73,6 +73,10 @@ def cmd_synth(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     generator = make_generator(args.generator, corpus, model=args.model)
     default = tuple(getattr(generator, "categories", DEFAULT_CATEGORIES))
     categories, shares_n = parse_categories(args.categories, DEFAULT_COUNT if args.n is None else args.n, default)
+    if not sum(categories.values()):  # only counts given can all be 0: --n is at least 1
+        raise RagMetricsError(
+            f"--categories {args.categories}: asks for no candidate (every count is 0); give a count of at least 1"
+        )
     if args.n is not None and not shares_n:
         err.write(
             f"ragmetrics: warning: --n {args.n} not used: --categories gives each category its count "
