@@ -62,7 +62,7 @@ def test_where_the_judge_errs_and_ungraded_pairs():
     assert errors.loc[("rank", "2-3"), "judge_minus_human"] == -1.0
     assert errors.loc[("rank", "4-10"), ["pairs", "disagree", "judge_minus_human"]].tolist() == [2, 0.5, 0.5]
     assert errors.loc[("category", "(none)"), "pairs"] == 1
-    assert errors.loc[("length", "<50 words"), "disagree"] == 0.5
+    assert errors.loc[("length", "<50 tokens"), "disagree"] == 0.5  # a CJK text is counted in characters
     assert list(errors.loc["rank"].index) == ["1", "2-3", "4-10", "21+"]
 
 
@@ -123,6 +123,7 @@ def test_judge_run_writes_labels_with_provenance_and_agree_reads_them(small_set)
     assert "on 4 pair(s)" in more
     assert f"kappa, quadratic  {cohen_kappa_score(h, j, labels=[0, 1, 2], weights='quadratic'):.3f}" in out
     assert "confusion matrix" in out and "where the judge errs" in out and "space" in out
+    assert "length in tokens: a word, or one Chinese, Japanese or Korean character" in out and "<50 tokens" in out
     aliases = ("--human-qrels", str(d / "human.tsv"), "--judge-qrels", str(d / "judged.tsv"))
     assert run("judge", "agree", *aliases)[:2] == (0, out)  # the names eval and compare give the same files
 

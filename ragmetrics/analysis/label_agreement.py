@@ -6,7 +6,7 @@ two runs' rankings).
   (every label the same grade on both sides);
 * the confusion matrix: people's grades in rows, the judge's in columns;
 * where the judge errs: for each group of pairs by the pair's rank (:data:`RANK_BUCKETS`), its query's category
-  and its document's length in words (:data:`LENGTH_BUCKETS`), how many pairs, the share the judge graded
+  and its document's length in tokens (:data:`LENGTH_BUCKETS`, :data:`LENGTH_UNIT`), how many pairs, the share the judge graded
   differently from people, and the judge's mean grade minus people's (positive: it grades too high).
 
 A pair the judge gave no grade (``label`` empty) is counted apart (``ungraded``), never as a disagreement; a pair
@@ -25,13 +25,15 @@ from ragmetrics.foundation.errors import RagMetricsError
 
 RANK_BUCKETS = ((1, 1, "1"), (2, 3, "2-3"), (4, 10, "4-10"), (11, 20, "11-20"), (21, None, "21+"))
 """Rank groups: (first, last or None, name); a rank of 0 or none is ``unknown``."""
+LENGTH_UNIT = "tokens: a word, or one Chinese, Japanese or Korean character"
+"""What ``doc_length`` counts (``judge run`` counts it so): a CJK text is counted in characters, not words."""
 LENGTH_BUCKETS = (
-    (0, 49, "<50 words"),
-    (50, 149, "50-149 words"),
-    (150, 399, "150-399 words"),
-    (400, None, "400+ words"),
+    (0, 49, "<50 tokens"),
+    (50, 149, "50-149 tokens"),
+    (150, 399, "150-399 tokens"),
+    (400, None, "400+ tokens"),
 )
-"""Document length groups, in words: (first, last or None, name)."""
+"""Document length groups, in tokens (:data:`LENGTH_UNIT`): (first, last or None, name)."""
 FEW_PAIRS = 30
 """Below this many pairs graded by both, the agreement is said to be a rough figure (docs/judging.md: on 30 pairs a
 kappa varies by a standard deviation of 0.16-0.30)."""
@@ -85,7 +87,7 @@ def _kappa(human: np.ndarray, judge: np.ndarray, grades: list[int], weights: str
 
 def label_agreement(human: pd.DataFrame, judge: pd.DataFrame, *, max_grade: int | None = None) -> LabelAgreement:
     """Agreement of ``judge`` (``query_id, doc_id, label`` and optionally ``rank``, ``category``, ``doc_length``
-    in words) with ``human`` (``query_id, doc_id, label``) on the pairs in both. ``max_grade``: the top of the
+    in tokens, :data:`LENGTH_UNIT`) with ``human`` (``query_id, doc_id, label``) on the pairs in both. ``max_grade``: the top of the
     scale (default: the largest grade either gave, at least 1)."""
     for frame, what in ((human, "human labels"), (judge, "judge labels")):
         missing = [c for c in ("query_id", "doc_id", "label") if c not in frame.columns]

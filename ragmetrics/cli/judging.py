@@ -13,7 +13,7 @@ from typing import TextIO
 
 import pandas as pd
 
-from ragmetrics.analysis.label_agreement import label_agreement
+from ragmetrics.analysis.label_agreement import LENGTH_UNIT, label_agreement
 from ragmetrics.cli.inputs import (
     JUDGE_COLUMNS,
     judges_of,
@@ -40,7 +40,8 @@ from ragmetrics.judges.registry import JUDGES, JudgeInputs, make_judge
 
 JUDGED_COLUMNS = ("query_id", "doc_id", "label", "rank", "category", "doc_length", *JUDGE_COLUMNS, "judged_at")
 """The columns ``judge run`` writes: the pair, its grade, what ``judge agree`` groups errors by (``doc_length`` in
-words, characters of Chinese), and the label's provenance (``judged_at`` in UTC, ISO 8601)."""
+:data:`ragmetrics.analysis.label_agreement.LENGTH_UNIT`), and the label's provenance (``judged_at`` in UTC, ISO
+8601)."""
 SHOWN_PROBLEMS = 20
 """How many ungraded pairs ``judge run`` names one by one (the rest are counted)."""
 
@@ -343,7 +344,10 @@ def cmd_judge_agree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for g in grades:
         out.write(f"{g:<11}" + "".join(f"{int(v):>{width}}" for v in found.confusion.loc[g]) + "\n")
     if len(found.errors):
-        out.write("\nwhere the judge errs (disagree: share graded differently; bias: judge minus people, mean)\n")
+        unit = f"; length in {LENGTH_UNIT}" if (found.errors["facet"] == "length").any() else ""
+        out.write(
+            f"\nwhere the judge errs (disagree: share graded differently; bias: judge minus people, mean{unit})\n"
+        )
         out.write(f"{'by':<9}{'group':<16}{'pairs':>7}{'disagree':>10}{'bias':>8}\n")
         for row in found.errors.itertuples(index=False):
             out.write(f"{row.facet:<9}{str(row.group)[:15]:<16}{row.pairs:>7}{row.disagree:>10.3f}"
