@@ -177,6 +177,24 @@ def test_a_deleted_version_leaves_its_lineage_and_its_pending_labels_to_its_pare
     assert store.delete_dataset(third) == 1  # no stored dataset left in its lineage: its unsaved labels go
 
 
+def test_labels_that_undo_a_version_of_a_deleted_original_are_refused_and_the_lineage_stays_a_line(store_url):
+    """Saving them would store the deleted original again as a version of its own version: a cycle, after which no
+    label could be given on the lineage."""
+    store = Store(store_url)
+    original = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1, "d2": 0}}, name="faq"))
+    store.add_label(original, "q1", "d1", 0, author="ann")
+    v1 = store.commit_labels(original, author="ann")
+    assert v1 is not None
+    store.delete_dataset(original)
+    store.add_label(v1, "q1", "d1", 1, author="ann")  # back to the original's judgments
+    with pytest.raises(RagMetricsError, match=rf"equal to those of dataset {original} \({original}\), deleted from"):
+        store.commit_labels(v1, author="ann")
+    assert store.lineage(v1) == [v1, original] and store.pending_labels(v1)["doc_id"].tolist() == ["d1"]
+    store.add_label(v1, "q1", "d3", 1, author="ben")
+    v2 = store.commit_labels(v1, author="ann")
+    assert v2 is not None and store.lineage(v2) == [v2, v1, original]
+
+
 def test_a_label_and_the_suggestion_it_accepts_are_kept_together(store_url):
     store = Store(store_url)
     parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
@@ -271,8 +289,10 @@ class _ReadThenOtherPlaceSaved(Store):
         self.other: Store | None = other
         self.place = place
 
-    def _check_new(self, ident: str, parent: str, listed: pd.DataFrame, n_labels: int) -> None:
-        super()._check_new(ident, parent, listed, n_labels)
+    def _check_new(
+        self, ident: str, parent: str, listed: pd.DataFrame, n_labels: int, tree: database.VersionTree
+    ) -> None:
+        super()._check_new(ident, parent, listed, n_labels, tree)
         if self.other is not None:
             other, self.other = self.other, None
             other.add_label(self.place, "q2", "p2", 1, author="ben")
@@ -494,8 +514,10 @@ class _OriginalDeletedMeanwhile(Store):
         self.other: Store | None = other
         self.original = original
 
-    def _check_new(self, ident: str, parent: str, listed: pd.DataFrame, n_labels: int) -> None:
-        super()._check_new(ident, parent, listed, n_labels)
+    def _check_new(
+        self, ident: str, parent: str, listed: pd.DataFrame, n_labels: int, tree: database.VersionTree
+    ) -> None:
+        super()._check_new(ident, parent, listed, n_labels, tree)
         if self.other is not None:
             other, self.other = self.other, None
             other.delete_dataset(self.original)

@@ -1305,7 +1305,7 @@ class Store:
             taken = [int(i) for i in rows["id"]]  # the labels and the accepted suggestions they came from
             if ident in listed.index and ident != dataset and self._tree(dataset).place(dataset) != dataset:
                 continue  # another save of this place since the read (of these very labels?): read them again there
-            self._check_new(ident, dataset, listed, len(labels))
+            self._check_new(ident, dataset, listed, len(labels), tree)
             now = time.time()
             try:
                 with self.engine.begin() as conn:
@@ -1388,9 +1388,11 @@ class Store:
         self._keep_number(conn, root, number)
         return number
 
-    def _check_new(self, ident: str, parent: str, listed: pd.DataFrame, n_labels: int) -> None:
-        """Refuse a version whose content is its parent's (every label restates a judgment it holds) or another
-        stored dataset's: a dataset is its content, so it would be that dataset, not a new version."""
+    def _check_new(self, ident: str, parent: str, listed: pd.DataFrame, n_labels: int, tree: VersionTree) -> None:
+        """Refuse a version whose content is its parent's (every label restates a judgment it holds), another stored
+        dataset's, or a deleted dataset's of its lineage (``tree``), unless that is a version made from ``parent``
+        (the same version saved again): a dataset is its content, so it would be that dataset, not a new version,
+        and a deleted original or ancestor saved again below itself would make its lineage a cycle."""
         labels = f"{n_labels} pending label(s)"
         if ident == parent:
             raise RagMetricsError(
@@ -1398,11 +1400,15 @@ class Store:
                 "already holds: they change no judgment, so no new version was saved (they stay pending and count "
                 "in the judges' agreement; withdraw them, or save them with labels that change a judgment)"
             )
-        if ident in listed.index:
+        nodes = set(tree.edges) | {up for up, _made in tree.edges.values()}
+        again = tree.edges.get(ident, ("", 0.0))[0] == parent
+        if ident in listed.index or (ident in nodes and not again):
+            where = "already stored" if ident in listed.index else "deleted from this lineage"
             raise RagMetricsError(
                 f"the {labels} make qrels equal to those of dataset {listed['name'].get(ident, ident)} ({ident}), "
-                "already stored (a dataset is its content: labels that undo a version's are that version's parent): "
-                "no new version was saved; they stay pending (withdraw them), and that dataset is in the picker"
+                f"{where} (a dataset is its content: labels that undo a version's are that version's parent): "
+                "no new version was saved; they stay pending (withdraw them)"
+                + (", and that dataset is in the picker" if ident in listed.index else "")
             )
 
     def _pending_rows(self, dataset: str) -> pd.DataFrame:
