@@ -922,15 +922,16 @@ class Store:
 
     def delete_dataset(self, ident: str) -> int:
         """Delete a dataset and its links (runs stay: they may serve other datasets). A qrels version leaves its
-        lineage: the versions made from it are then made from its parent, and the labels pending on it move to its
-        parent's :meth:`pending_place`, so none is lost (unless no stored dataset is left in its lineage: they go).
-        An original's pending labels go with it; the versions made from it stay versions of its lineage, made from
-        it though it is gone: each keeps its number, and the lineage numbers on after every number it gave.
-        Returns how many labels went.
+        lineage: the versions made from it are then made from its parent, and the labels pending on it move to the
+        :meth:`pending_place` of its nearest stored ancestor, else of its lineage's newest stored version, so none is
+        lost (unless no dataset of its lineage is stored: they go). An original's pending labels go with it;
+        the versions made from it stay versions of its lineage, made from it though it is gone: each keeps its
+        number, and the lineage numbers on after every number it gave. Returns how many labels went.
 
-        It holds its lineage's lock, as a save does while it numbers (:meth:`_take_number`)."""
+        One transaction that holds its lineage's lock, as a save does while it numbers (:meth:`_take_number`)."""
         check_id(ident, "dataset")
         v, t, n = versions_table, labels_table, version_numbers_table
+        pending = (t.c.dataset_id == ident) & t.c.version.is_(None)
         for _ in range(COMMIT_ATTEMPTS):
             root = self.lineage(ident)[-1]
             with self.engine.begin() as conn:
@@ -941,25 +942,35 @@ class Store:
                 conn.execute(sa.delete(v).where(v.c.id == ident))
                 if self.has_table(n):
                     conn.execute(sa.delete(n).where(n.c.id == ident))
-                if parent is None:  # an original: its versions' rows stay (their parent, their numbers)
-                    went = conn.execute(sa.delete(t).where((t.c.dataset_id == ident) & t.c.version.is_(None))).rowcount
-                else:
-                    conn.execute(sa.update(v).where(v.c.parent == ident).values(parent=parent))
-                    went = 0
                 conn.execute(sa.delete(links_table).where(links_table.c.dataset_id == ident))
                 conn.execute(sa.delete(datasets_table).where(datasets_table.c.id == ident))
-            break
-        else:
-            raise RagMetricsError(f"the lineage of dataset {ident} kept changing while it was deleted; delete it again")
-        if parent is not None:
-            place = self._tree(str(parent)).place(str(parent))  # its parent may be a deleted original
-            pending = (t.c.dataset_id == ident) & t.c.version.is_(None)
-            with self.engine.begin() as conn:
-                if conn.execute(sa.select(datasets_table.c.id).where(datasets_table.c.id == place)).first() is None:
-                    went = conn.execute(sa.delete(t).where(pending)).rowcount  # nothing stored left to label
+                place = None
+                if parent is not None:  # an original's versions keep their rows (their parent, their numbers)
+                    conn.execute(sa.update(v).where(v.c.parent == ident).values(parent=parent))
+                    place = self._new_place(conn, str(parent))
+                if place is None:  # an original, or nothing stored left to label
+                    went = int(conn.execute(sa.delete(t).where(pending)).rowcount or 0)
                 else:
                     conn.execute(sa.update(t).where(pending).values(dataset_id=place))
-        return int(went or 0)
+                    went = 0
+            return went
+        raise RagMetricsError(f"the lineage of dataset {ident} kept changing while it was deleted; delete it again")
+
+    def _new_place(self, conn: Any, dataset: str) -> str | None:
+        """Where the labels pending on a deleted version made from ``dataset`` go, read in ``conn``'s transaction
+        once it is gone: the :meth:`pending_place` of ``dataset`` or of its nearest stored ancestor, else of the
+        lineage's newest stored version; None when no dataset of the lineage is stored."""
+        tree = self._tree(dataset, conn=conn)
+        line = tree.lineage(dataset)
+        d = datasets_table
+        root_kept = conn.execute(sa.select(d.c.id).where(d.c.id == line[-1])).first() is not None
+        kept = tree.stored | ({line[-1]} if root_kept else set())
+        for ident in line:
+            if ident in kept:
+                return tree.place(ident)
+        if not kept:
+            return None
+        return tree.place(max(kept, key=lambda i: (tree.edges[i][1], i)))  # no stored ancestor: the newest
 
     def unlink_run(self, dataset: str, run: str) -> None:
         """Take ``run`` out of ``dataset``'s list; the run stays for other datasets."""
