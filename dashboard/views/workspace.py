@@ -162,8 +162,9 @@ else:
             + (f" ({len(shared)} run(s) stay: other datasets use them)" if shared else "")
             + ". Links to it stop working until the same files are uploaded again."
         )
-        if dataset.version is not None:
-            detail += " Its labels not saved yet move to the qrels version it was made from."
+        staying = [e for e in workspace.family(dataset.id) if e.id != dataset.id]  # where a version's labels move
+        if dataset.version is not None and staying:
+            detail += " Its labels not saved yet move to the nearest dataset of its lineage that stays."
         elif workspace.pending_place(dataset.id) == dataset.id and len(unsaved := workspace.pending_labels(dataset.id)):
             detail += f" Its {len(unsaved)} label(s) not saved in a version go with it."
 

@@ -114,6 +114,22 @@ def test_delete_asks_first(mini, store_dir) -> None:
     assert store.list_datasets().empty and store.list_runs().empty
 
 
+def test_deleting_the_last_stored_version_of_a_deleted_original_says_its_labels_go(mini, store_dir) -> None:
+    store = Store(f"sqlite:///{store_dir / 'ragmetrics.sqlite'}")
+    original = mini["dataset"]
+    store.add_label(original, "q1", "new-doc", 1, author="ann")
+    v1 = store.commit_labels(original, author="ann")
+    assert v1 is not None
+    store.delete_dataset(original)
+    store.add_label(v1, "q1", "other-doc", 1, author="ann")
+    store.engine.dispose()
+    at = open_page("workspace", {"ds": v1})
+    at.button(key="workspace.delete.dataset").click().run()
+    no_problems(at)
+    assert "Its 1 label(s) not saved in a version go with it." in _text(at.warning)
+    assert "not saved yet move" not in _text(at.warning)
+
+
 def test_an_upload_lands_in_the_store_and_survives_a_restart(store_dir) -> None:
     import streamlit as st
 
