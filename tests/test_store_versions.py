@@ -16,7 +16,7 @@ from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.provenance import Provenance
 from ragmetrics.store.candidates import CandidateStore
 from ragmetrics.store.database import Store, StoreKeyError, datasets_table, links_table, versions_table
-from ragmetrics.store.provenance import add_judge_labels
+from ragmetrics.store.provenance import add_judge_labels, lineage_labels
 
 
 def test_labels_survive_a_new_process_and_become_a_version_with_the_parents_runs(store_url):
@@ -162,6 +162,9 @@ def test_a_deleted_version_leaves_its_lineage_and_its_pending_labels_to_its_pare
     assert store.lineage(third) == [third, first, parent]
     assert store.delete_dataset(first) == 0  # in the middle of the line: the one made from it is now its parent's
     assert store.lineage(third) == [third, parent]
+    given_on_first = {("q1", "u3"), ("q1", "u4")}  # saved in third: still judged on its lineage
+    assert given_on_first <= set(store.labelled_pairs(third).itertuples(index=False, name=None))
+    assert given_on_first <= set(zip(*lineage_labels(store, third)[["query_id", "doc_id"]].values.T, strict=True))
     store.add_label(third, "q1", "u5", 1, author="ben")
     fourth = store.commit_labels(third, author="ben")
     assert number(fourth) == "v4)" and store.lineage(fourth) == [fourth, third, parent]

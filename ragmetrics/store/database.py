@@ -93,7 +93,7 @@ labels_table = sa.Table(
     "labels",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("dataset_id", sa.String(16), nullable=False, index=True),  # the version the label was given on
+    sa.Column("dataset_id", sa.String(16), nullable=False, index=True),  # given on (its parent once it is deleted)
     sa.Column("query_id", sa.Text, nullable=False),
     sa.Column("doc_id", sa.Text, nullable=False),
     sa.Column("label", sa.Integer, nullable=False),
@@ -922,9 +922,10 @@ class Store:
 
     def delete_dataset(self, ident: str) -> int:
         """Delete a dataset and its links (runs stay: they may serve other datasets). A qrels version leaves its
-        lineage: the versions made from it are then made from its parent, and the labels pending on it move to the
-        :meth:`pending_place` of its nearest stored ancestor, else of its lineage's newest stored version, so none is
-        lost (unless no dataset of its lineage is stored: they go). An original's pending labels go with it;
+        lineage: the versions made from it are then made from its parent, the labels saved in them that were given
+        on it read as given on its parent (they stay in the lineage's history), and the labels pending on it move to
+        the :meth:`pending_place` of its nearest stored ancestor, else of its lineage's newest stored version, so
+        none is lost (unless no dataset of its lineage is stored: they go). An original's pending labels go with it;
         the versions made from it stay versions of its lineage, made from it though it is gone: each keeps its
         number, and the lineage numbers on after every number it gave. Returns how many labels went.
 
@@ -947,6 +948,8 @@ class Store:
                 place = None
                 if parent is not None:  # an original's versions keep their rows (their parent, their numbers)
                     conn.execute(sa.update(v).where(v.c.parent == ident).values(parent=parent))
+                    saved = (t.c.dataset_id == ident) & t.c.version.is_not(None)
+                    conn.execute(sa.update(t).where(saved).values(dataset_id=parent))
                     place = self._new_place(conn, str(parent))
                 if place is None:  # an original, or nothing stored left to label
                     went = int(conn.execute(sa.delete(t).where(pending)).rowcount or 0)
