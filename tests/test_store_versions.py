@@ -436,6 +436,9 @@ def test_a_version_whose_labels_took_the_top_grade_away_keeps_its_lineages_scale
     assert add_judge_labels(Store(store_url), version, [("q1", "j1", 2)], provenance) == (1, 0)
     Store(store_url).add_label(version, "q1", "u1", 3, author="ben")
     assert sorted(store.pending_labels(version)["label"].tolist()) == [2, 3]
+    store.delete_dataset(graded)  # the scale stays with its versions
+    Store(store_url).add_label(version, "q1", "u2", 3, author="ben")
+    assert sorted(store.pending_labels(version)["label"].tolist()) == [2, 3, 3]
 
 
 def test_a_save_overtaken_by_a_save_of_the_same_labels_returns_that_version(store_url):

@@ -80,8 +80,14 @@ runs_table = sa.Table(
     sa.Column("payload", sa.LargeBinary, nullable=False),
     sa.Column("source", sa.Text, nullable=False, server_default=""),
 )
-ADDED_COLUMNS = {"datasets": ("source", "description", "targets"), "runs": ("source",), "labels": ("source",)}
-"""Text columns added after the first stores were made: :class:`Store` adds them to an older store, empty."""
+ADDED_COLUMNS = {
+    "datasets": ("source", "description", "targets"),
+    "runs": ("source",),
+    "labels": ("source",),
+    "qrels_lineage_numbers": ("top",),
+}
+"""Columns added after the first stores were made: :class:`Store` adds them to an older store, as the table declares
+them (a text column empty, the others NULL)."""
 links_table = sa.Table(
     "dataset_runs",
     metadata,
@@ -128,10 +134,13 @@ numbers_table = sa.Table(
     metadata,
     sa.Column("original", sa.String(16), primary_key=True),  # the lineage's original
     sa.Column("last_number", sa.Integer, nullable=False),
+    sa.Column("top", sa.Integer),  # the top of the original's scale once it is deleted; NULL while it is stored
 )
 """The largest version number a lineage has given (:meth:`Store.commit_labels`), kept when versions are deleted so
 that no number is given twice: a note or link that says ``v3`` never comes to mean other labels. A store made before
-it gets the (empty) table when it is opened; a lineage without a row numbers on from its version rows."""
+it gets the (empty) table when it is opened; a lineage without a row numbers on from its version rows. ``top``: the
+top grade of the original's scale, kept when the original is deleted while versions of it stay (their scale is at
+least the original's, :meth:`Store.max_grade`)."""
 version_numbers_table = sa.Table(
     "qrels_version_numbers",
     metadata,
@@ -725,13 +734,18 @@ class Store:
         later opening by its owner adds them."""
         self._without: set[tuple[str, str]] = set()
         for table, columns in ADDED_COLUMNS.items():
+            if table in self._without_tables:
+                continue  # an added table it could not create: made with every column once it is
             present = self._columns(table)
             for column in [c for c in columns if c not in present]:
+                declared = metadata.tables[table].c[column]
+                kind = declared.type.compile(dialect=self.engine.dialect)
+                empty = "" if declared.nullable else " NOT NULL DEFAULT ''"
                 try:
                     with self.engine.begin() as conn:
                         if self.kind == "postgresql":
                             conn.execute(sa.text("SET LOCAL lock_timeout = '5s'"))  # never queue every reader behind it
-                        conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN {column} TEXT NOT NULL DEFAULT ''"))
+                        conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN {column} {kind}{empty}"))
                 except sa.exc.DBAPIError as err:
                     if column not in self._columns(table):  # not another process adding it first
                         self._without.add((table, column))
@@ -943,6 +957,8 @@ class Store:
                 conn.execute(sa.delete(v).where(v.c.id == ident))
                 if self.has_table(n):
                     conn.execute(sa.delete(n).where(n.c.id == ident))
+                if parent is None:
+                    self._keep_top(conn, ident)
                 conn.execute(sa.delete(links_table).where(links_table.c.dataset_id == ident))
                 conn.execute(sa.delete(datasets_table).where(datasets_table.c.id == ident))
                 place = None
@@ -958,6 +974,23 @@ class Store:
                     went = 0
             return went
         raise RagMetricsError(f"the lineage of dataset {ident} kept changing while it was deleted; delete it again")
+
+    def _keep_top(self, conn: Any, original: str) -> None:
+        """Record the top of the scale of ``original``, about to be deleted, in its lineage's
+        :data:`numbers_table` row when versions of it stay (a store without the column keeps none)."""
+        n, d, v = numbers_table, datasets_table, versions_table
+        if not self.has_table(n) or not self._has(n, "top"):
+            return
+        if conn.execute(sa.select(v.c.id).where(v.c.parent == original).limit(1)).first() is None:
+            return  # no version of it stays
+        blob = conn.execute(sa.select(d.c.payload).where(d.c.id == original)).scalar()
+        if blob is None:
+            return
+        top = top_grade(_grades_of(bytes(blob)))
+        row = {"original": original, "last_number": self._last_number(conn, original), "top": top}
+        conn.execute(
+            self._insert(n).values(**row).on_conflict_do_update(index_elements=["original"], set_={"top": top})
+        )
 
     def _new_place(self, conn: Any, dataset: str) -> str | None:
         """Where the labels pending on a deleted version made from ``dataset`` go, read in ``conn``'s transaction
@@ -1451,9 +1484,9 @@ class Store:
     def max_grade(self, dataset: str) -> int:
         """The top of ``dataset``'s label scale ``0..top`` (:func:`ragmetrics.foundation.grades.max_grade`: its
         largest grade, at least 1; a version's at least its lineage original's, whose scale its labels were given
-        on and a judge grades on, though its labels may have taken the top grades away), which :meth:`add_label`
-        holds a grade to; read once per store object. :class:`StoreKeyError` when ``dataset`` is not stored
-        (deleted meanwhile)."""
+        on and a judge grades on, though its labels may have taken the top grades away; a deleted original's as its
+        lineage kept it, :data:`numbers_table`), which :meth:`add_label` holds a grade to; read once per store
+        object. :class:`StoreKeyError` when ``dataset`` is not stored (deleted meanwhile)."""
         check_id(dataset, "dataset")
         if dataset not in self._tops:
             original = self.lineage(dataset)[-1]
@@ -1468,6 +1501,9 @@ class Store:
                             f"dataset {dataset} is not in this store (deleted meanwhile?); no label was kept"
                         )
                     grades += [] if blob is None else _grades_of(bytes(blob))
+                if original != dataset and self.has_table(numbers_table) and self._has(numbers_table, "top"):
+                    kept = numbers_table.c.top  # the deleted original's, kept with its lineage's numbers
+                    grades.append(conn.execute(sa.select(kept).where(numbers_table.c.original == original)).scalar())
             self._tops[dataset] = top_grade(grades)
         return self._tops[dataset]
 
