@@ -199,20 +199,9 @@ def test_labels_that_undo_a_version_of_a_deleted_original_are_refused_and_the_li
 
 
 def test_a_deleted_version_s_pending_labels_go_to_a_stored_dataset_of_its_lineage(store_url):
-    """Its parent is not stored (an older release deleted its dataset row): the labels go to the nearest stored
-    ancestor's place, and go only when nothing of the lineage is stored."""
-    store = Store(store_url)
-    original, (gone, below) = _line(store, 2)
-    with store.engine.begin() as conn:  # an older release's delete: the dataset row only
-        conn.execute(sa.delete(datasets_table).where(datasets_table.c.id == gone))
-    store.add_label(below, "q1", "u3", 0, author="ben")
-    assert store.delete_dataset(below) == 0
-    assert store.pending_labels(original)["doc_id"].tolist() == ["u3"]
-
-
-def test_a_parent_deleted_while_its_version_is_deleted_leaves_its_pending_labels_in_the_lineage(store_url):
-    """Another process deletes the parent when the delete reads where the labels go (a read after its transaction,
-    before: none now, the place is read under the lineage's lock): the labels still find the original."""
+    """They go to the place of its nearest stored ancestor, read in the delete's locked transaction: when another
+    process deletes its parent as the delete reads where they go (a read after its transaction, before: none now),
+    and when its parent is not stored (an older release deleted its dataset row)."""
     original, (v1, v2) = _line(Store(store_url), 2)
 
     class Raced(Store):
@@ -225,6 +214,19 @@ def test_a_parent_deleted_while_its_version_is_deleted_leaves_its_pending_labels
     store.add_label(v2, "q1", "u3", 0, author="ben")
     assert store.delete_dataset(v2) == 0
     assert store.pending_labels(original)["doc_id"].tolist() == ["u3"] and store.has_dataset(original)
+
+    other = store.put_dataset(rm.Dataset.from_dict({"q2": {"d1": 1}}, name="other"))
+    store.add_label(other, "q2", "u1", 1, author="ann")
+    gone = store.commit_labels(other, author="ann")
+    assert gone is not None
+    store.add_label(gone, "q2", "u2", 1, author="ann")
+    below = store.commit_labels(gone, author="ann")
+    assert below is not None
+    with store.engine.begin() as conn:  # an older release's delete: the dataset row only
+        conn.execute(sa.delete(datasets_table).where(datasets_table.c.id == gone))
+    store.add_label(below, "q2", "u3", 0, author="ben")
+    assert store.delete_dataset(below) == 0
+    assert store.pending_labels(other)["doc_id"].tolist() == ["u3"]
 
 
 def test_a_label_and_the_suggestion_it_accepts_are_kept_together(store_url):
