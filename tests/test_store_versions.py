@@ -530,6 +530,8 @@ def test_a_store_made_before_the_number_tables_opens_read_only_and_numbers_on_af
     v4 = store.commit_labels(v3, author="ann")
     assert v4 is not None and _number_in_name(store, v4) == 4 == int(store.versions(v3)["number"].iloc[0])
     if store_url.startswith("postgresql"):  # what the owner made since is not the reader's until granted
+        with pytest.raises(database.StoreReadRefused, match=r"may not read one of its tables .*grant it SELECT"):
+            reader_store.versions([original, v1, v3])
         with engine.connect() as conn:
             conn.execute(sa.text(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {reader}"))
         engine.dispose()

@@ -428,11 +428,26 @@ class StoreWriteRefused(RagMetricsError):
     nothing was written."""
 
     def __init__(self, url: str, cause: BaseException) -> None:
-        first = str(cause).splitlines()[0] if str(cause) else type(cause).__name__
         super().__init__(
-            f"store {redact_url(url)}: the database user that opened it may not write to it ({scrub(first, url)}); "
+            f"store {redact_url(url)}: the database user that opened it may not write to it ({_first_line(cause, url)}); "
             "nothing was written: open the store as a user allowed to write (docs/store.md)"
         )
+
+
+class StoreReadRefused(RagMetricsError):
+    """A read the database refused its user (a PostgreSQL role not granted ``SELECT`` on a table, e.g. one its
+    owner created after the grant)."""
+
+    def __init__(self, url: str, cause: BaseException) -> None:
+        super().__init__(
+            f"store {redact_url(url)}: the database user that opened it may not read one of its tables "
+            f"({_first_line(cause, url)}): grant it SELECT on the store's tables again (docs/store.md)"
+        )
+
+
+def _first_line(cause: BaseException, url: str) -> str:
+    """The first line of a driver's error, without the store's credentials."""
+    return scrub(str(cause).splitlines()[0] if str(cause) else type(cause).__name__, url)
 
 
 class StoreOpenError(RagMetricsError):
@@ -686,11 +701,15 @@ class Store:
             raise StoreOpenError(self.url, err) from None
 
     def _refused_write(self, context: Any) -> None:
-        """Once the store is open, a write its database user may not make ends in :class:`StoreWriteRefused`
-        (SQLite's read-only file, PostgreSQL's insufficient privilege), not the driver's error."""
+        """Once the store is open, a statement its database user may not run ends in :class:`StoreReadRefused`
+        (a read) or :class:`StoreWriteRefused` (SQLite's read-only file, PostgreSQL's insufficient privilege), not
+        the driver's error."""
         cause = context.original_exception
-        if _READ_ONLY in str(cause) or getattr(cause, "sqlstate", None) == _INSUFFICIENT_PRIVILEGE:
+        if _READ_ONLY in str(cause):
             raise StoreWriteRefused(self.url, cause) from None
+        if getattr(cause, "sqlstate", None) == _INSUFFICIENT_PRIVILEGE:
+            reading = str(context.statement or "").lstrip().upper().startswith(("SELECT", "WITH"))
+            raise (StoreReadRefused if reading else StoreWriteRefused)(self.url, cause) from None
 
     def _create_tables(self) -> None:
         """Create the tables a new store (or one made before them) lacks. A database user that may not create
