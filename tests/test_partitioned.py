@@ -153,6 +153,7 @@ def test_token_budgets_count_with_the_tokenizer_given(tmp_path, engine):
                 str(qrels), str(run), metrics, engine=engine, buckets=buckets, tokenizer=tokenizer
             ).runs["budget"]
             assert found.tokenizer == expected.tokenizer == tokenizer
+            assert found.budget_notes == expected.budget_notes  # counted bucket by bucket, added up
             for metric in metrics:
                 np.testing.assert_array_equal(found.array(metric), expected.array(metric))
     assert (
@@ -199,12 +200,18 @@ def test_auto_counts_token_budgets_as_in_process_when_the_scripts_decide_it(tmp_
 
 
 def test_cli_token_budgets_name_their_tokenizer_as_in_process(tmp_path):
+    """eval --engine names the tokenizer and notes a budget that hands some query nothing (q1's first text: 8 words
+    to jieba) as in process. Was: it printed no such note."""
     qrels, run = write_budget_case(tmp_path)
     common = ["eval", "--dataset", str(qrels), "--run", str(run), "-m", "recall@4tok", "--per-query"]
     in_process = _cli(*common, "--tokenizer", "jieba")
     assert in_process[0] == 0 and "tokenizer             \tall\tjieba" in in_process[1]
+    assert in_process[2] == (
+        "ragmetrics: note: run 'budget': the budget of 4 tokens hands over nothing for 1 of 8 queries (each one's "
+        "first retrieved text is longer): their @4tok values are 0\n"
+    )
     for engine in READING_FILES:
-        assert _cli(*common, "--tokenizer", "jieba", "--engine", engine, "--buckets", "8")[:2] == in_process[:2]
+        assert _cli(*common, "--tokenizer", "jieba", "--engine", engine, "--buckets", "8") == in_process
         code, _, err = _cli(*common, "--engine", engine)
         assert code == 2 and "give --tokenizer whitespace or --tokenizer jieba" in err
 
@@ -224,8 +231,8 @@ def test_cli_compare_prints_the_row_notes_in_process_compare_prints(tmp_path):
 
 
 def test_cli_compare_names_the_runs_and_their_tokenizer_as_in_process(tmp_path):
-    """Was: compare --engine printed no tokenizer line under token budgets, and named two runs of one file name
-    alike (in process: budget and budget-2)."""
+    """Was: compare --engine printed no tokenizer line under token budgets, named two runs of one file name alike
+    (in process: budget and budget-2), and said nothing of a budget that hands some query nothing."""
     qrels, run = write_budget_case(tmp_path)
     (tmp_path / "other").mkdir()
     _, other = write_budget_case(tmp_path / "other", "cjk")
@@ -233,7 +240,14 @@ def test_cli_compare_names_the_runs_and_their_tokenizer_as_in_process(tmp_path):
     argv += ["--tokenizer", "jieba", "--test", "t"]
     in_process = _cli(*argv)
     code, out, err = _cli(*argv, "--engine", "duckdb", "--buckets", "3")
-    assert (code, err) == (in_process[0], in_process[2]) == (0, "")
+    # jieba counts 8 words in q1's first text and 4 in the others' (the baseline), 6 in every first text of the
+    # run: the budget of 4 hands nothing to 1 and 8 queries of 8, counted over the buckets as in process
+    noted = "".join(
+        f"ragmetrics: note: run {name!r}: the budget of 4 tokens hands over nothing for {n} of 8 queries (each one's "
+        "first retrieved text is longer): their @4tok values are 0\n"
+        for name, n in (("budget", 1), ("budget-2", 8))
+    )
+    assert (code, err) == (in_process[0], in_process[2]) == (0, noted)
     assert out.splitlines()[-1] == in_process[1].splitlines()[-1] == "tokenizer: jieba"
     ours = json.loads(_cli(*argv, "--engine", "duckdb", "--format", "json")[1])["comparisons"]
     theirs = json.loads(_cli(*argv, "--format", "json")[1])["comparisons"]

@@ -160,6 +160,7 @@ def test_token_budgets_count_with_the_tokenizer_given(spark, tmp_path):
     found = evaluate_files(str(qrels), str(run), ["recall@4tok"], engine="spark", buckets=8, tokenizer="jieba")
     assert found.runs["budget"].tokenizer == "jieba"
     np.testing.assert_array_equal(found.runs["budget"].array("recall@4tok"), expected.array("recall@4tok"))
+    assert found.runs["budget"].budget_notes == expected.budget_notes and len(expected.budget_notes) == 1
     with pytest.raises(RagMetricsError, match="the spark engine counts token budgets with one tokenizer"):
         evaluate_files(str(qrels), str(run), ["recall@4tok"], engine="spark")
 

@@ -281,12 +281,12 @@ def test_context_tokens_are_what_the_budget_hands_over():
     assert budgets.context_tokens(alignment, 4).tolist() == [2.0, 4.0]  # q1's b would pass 4; q2's b is 4
     assert budgets.depths(alignment, np.array([1, 5, 6])).tolist() == [[0, 2, 3], [0, 2, 2]]
     # a budget its first text alone passes hands a query nothing: said once per such budget, never for a larger one
-    assert budgets.nothing_handed(alignment, [5, 3, 1, 2]) == [
+    assert budgets.budget_notes(alignment, [5, 3, 1, 2]) == [
         f"the budget of {t} tokens hands over nothing for {n} of 2 queries (each one's first retrieved text is "
         f"longer): their @{t}tok values are 0"
         for t, n in ((1, 2), (2, 1), (3, 1))
     ]
-    assert budgets.nothing_handed(alignment, []) == []
+    assert budgets.budget_notes(alignment, []) == []
 
 
 def test_cli_eval_notes_a_budget_that_hands_nothing_over_and_judged_reads_it_as_an_empty_ranking(tmp_path):

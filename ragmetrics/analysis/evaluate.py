@@ -97,7 +97,7 @@ class RunResult:
     def budget_notes(self) -> list[str]:
         """A note for each token budget asked for that hands over nothing to some query
         (:func:`ragmetrics.engine.budgets.nothing_handed`)."""
-        return budgets.nothing_handed(self.alignment, [int(s.tokens) for s in self.specs if s.tokens is not None])
+        return budgets.budget_notes(self.alignment, budgets.asked(self.specs))
 
     @property
     def tokenizer(self) -> str | None:

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Protocol, TextIO
 
-from ragmetrics.analysis.evaluate import EvalResult, RunResult, evaluate
+from ragmetrics.analysis.evaluate import EvalResult, evaluate
 from ragmetrics.analysis.verdicts import refuse_meaningless
 from ragmetrics.cli.options import convention_changes
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
@@ -34,15 +34,16 @@ class Covered(Protocol):
     @property
     def health(self) -> Health: ...
 
+    @property
+    def budget_notes(self) -> list[str]: ...
+
 
 def report_coverage(runs: Mapping[str, Covered], err: TextIO, *, bounded: bool = False) -> None:
     """Each run's coverage notes on stderr, a note for each token budget that hands some query nothing, and a note
     when most of its top 10 is unjudged, unless ``bounded``: the worst and best case printed beside each value
     already say how much the unjudged documents may move it."""
     for name, run in runs.items():
-        notes = run.coverage.notes(run.conventions.missing)
-        if isinstance(run, RunResult):
-            notes += run.budget_notes
+        notes = run.coverage.notes(run.conventions.missing) + run.budget_notes
         state = run.health
         if state.thinly_judged and not bounded:
             hint = "; eval --bounds gives the worst and best case" if run.conventions.mode == "trec" else ""

@@ -16,7 +16,7 @@ error, never 0 tokens.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from itertools import zip_longest
 from typing import TYPE_CHECKING
@@ -35,6 +35,7 @@ from ragmetrics.foundation.kernels import take
 if TYPE_CHECKING:
     from ragmetrics.engine.accumulators import Ranking
     from ragmetrics.engine.alignment import Alignment
+    from ragmetrics.engine.evidence import EvidenceSpec
 
 
 def sorted_rows(alignment: Alignment) -> tuple[np.ndarray, FrameRows, np.ndarray | None]:
@@ -158,27 +159,50 @@ def depths(alignment: Alignment, budgets: np.ndarray) -> np.ndarray:
     return out
 
 
-def nothing_handed(alignment: Alignment, budgets: Iterable[int]) -> list[str]:
-    """A note for each budget that hands over nothing to some query that retrieved something (its first retrieved
-    text alone passes the budget): those queries score 0 at that budget, as an empty ranking does (``judged`` too,
-    as ``judged@k`` on an empty ranking). One note per such budget, smallest first; none when every query that
-    retrieved something gets at least its first text."""
-    asked = sorted(set(budgets))
-    if not asked:
-        return []
+def asked(specs: Iterable[MetricSpec | EvidenceSpec]) -> list[int]:
+    """The token budgets ``specs`` read (``recall@512tok``: 512), in their order."""
+    return [int(spec.tokens) for spec in specs if spec.tokens is not None]
+
+
+def first_tokens(alignment: Alignment) -> np.ndarray:
+    """Each query's token count of its first retrieved text (0 when it retrieves nothing), int64: what
+    :func:`starved` reads. It adds up over any split of the queries (:mod:`ragmetrics.partitioned`)."""
     q, _rows, _kept = sorted_rows(alignment)
     starts = segment_starts(q, alignment.n_queries)
+    out = np.zeros(alignment.n_queries, np.int64)
     ranked = np.flatnonzero(np.diff(starts) > 0)
-    first = row_tokens(alignment)[starts[ranked]]
-    notes = []
-    for budget in asked:
-        starved = int(np.count_nonzero(first > budget))
-        if starved:
-            notes.append(
-                f"the budget of {budget} tokens hands over nothing for {starved} of {len(ranked)} queries (each "
-                f"one's first retrieved text is longer): their @{budget}{registry.BUDGET_SUFFIX} values are 0"
-            )
-    return notes
+    out[ranked] = row_tokens(alignment)[starts[ranked]]
+    return out
+
+
+def starved(first: np.ndarray, budgets: Iterable[int]) -> dict[int, int]:
+    """For each budget (smallest first), how many queries it hands nothing: those whose first retrieved text alone
+    passes it, of ``first`` (:func:`first_tokens`). Counts of disjoint sets of queries add up."""
+    return {budget: int(np.count_nonzero(first > budget)) for budget in sorted(set(budgets))}
+
+
+def nothing_handed(counts: Mapping[int, int], ranked: int) -> list[str]:
+    """A note for each budget that hands over nothing to some query that retrieved something (``counts``: budget
+    -> such queries, :func:`starved`; ``ranked``: the queries that retrieved something): those queries score 0 at
+    that budget, as an empty ranking does (``judged`` too, as ``judged@k`` on an empty ranking). One note per such
+    budget, smallest first; none when every query that retrieved something gets at least its first text."""
+    return [
+        f"the budget of {budget} tokens hands over nothing for {count} of {ranked} queries (each one's first "
+        f"retrieved text is longer): their @{budget}{registry.BUDGET_SUFFIX} values are 0"
+        for budget, count in sorted(counts.items())
+        if count
+    ]
+
+
+def budget_notes(alignment: Alignment, budgets: Iterable[int]) -> list[str]:
+    """:func:`nothing_handed` of an alignment's queries for ``budgets``."""
+    asked_for = sorted(set(budgets))
+    if not asked_for:
+        return []
+    first = first_tokens(alignment)
+    q, _rows, _kept = sorted_rows(alignment)
+    ranked = int(np.count_nonzero(np.diff(segment_starts(q, alignment.n_queries)) > 0))
+    return nothing_handed(starved(first, asked_for), ranked)
 
 
 def context_tokens(alignment: Alignment, budget: int | None = None) -> np.ndarray:

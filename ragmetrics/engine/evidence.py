@@ -493,7 +493,7 @@ def evaluate_evidence(
                 f"tokens_to_evidence is the mean over the {valued} of those {with_spans} queries some retrieved chunk "
                 f"hands evidence of; no retrieved chunk covers the other {with_spans - valued}'s"
             )
-    notes += budgets.nothing_handed(alignment, [int(s.tokens) for s in specs if s.tokens is not None])
+    notes += budgets.budget_notes(alignment, budgets.asked(specs))
     if unlocated:
         notes.append(f"{unlocated} retrieved chunk(s) could not be placed in their document (they cover nothing)")
     return EvidenceResult(

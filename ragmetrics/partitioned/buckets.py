@@ -24,8 +24,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragmetrics.analysis.merged import Sums, sums_of
-from ragmetrics.engine import Conventions, align
+from ragmetrics.engine import Conventions, align, budgets
 from ragmetrics.engine.health import query_tallies
+from ragmetrics.engine.modes import MODES
 from ragmetrics.engine.tokens import TokenizerLike
 from ragmetrics.foundation.errors import ParseError
 from ragmetrics.foundation.ids import MAX_ID_BYTES, positions_in, to_numpy
@@ -46,6 +47,9 @@ FLAGS = ("missing_in_run", "no_relevant", "duplicate", "tied")
 """Per evaluated query: the coverage lists it belongs to (``duplicate``: rows dropped, ``tied``: tied scores)."""
 TALLIES = ("ranked", "meeting", "judged_top", "relevant_found", "relevant", "ranked_top")
 """Per evaluated query: :class:`ragmetrics.engine.health.QueryTallies`."""
+FIRST_TOKENS = "first_tokens"
+"""Per evaluated query: the token count of its first retrieved text (:func:`ragmetrics.engine.budgets.first_tokens`),
+0 when no metric reads a token budget; what the note of a budget that hands some query nothing counts."""
 TOTALS_COLUMNS = ("run_rows", "unknown_rows", "duplicates_dropped", "chunks_merged", "tied_pairs", "matched_by_text")
 """Per bucket (its ``kind`` 2 row): the counts of the coverage report that are not per query. Its ``sums`` column
 holds the bucket's :class:`ragmetrics.analysis.merged.Sums` of its evaluated queries (:meth:`Sums.to_bytes`): the
@@ -60,6 +64,7 @@ BUCKET_SCHEMA = pa.schema(
         pa.field("ranked", pa.bool_()),
         pa.field("meeting", pa.bool_()),
         *(pa.field(t, pa.int64()) for t in TALLIES[2:]),
+        pa.field(FIRST_TOKENS, pa.int64()),
         *(pa.field(c, pa.int64()) for c in TOTALS_COLUMNS),
         pa.field("sums", pa.binary()),
     ]
@@ -95,6 +100,16 @@ class Plan:
 
     def schema(self) -> pa.Schema:
         return schema(self.metrics)
+
+    @property
+    def budgets(self) -> list[int]:
+        """The token budgets the metrics read (:func:`budgets_of`)."""
+        return budgets_of(self.metrics, self.conventions)
+
+
+def budgets_of(metrics: Sequence[str], conventions: Conventions) -> list[int]:
+    """The token budgets ``metrics`` read (``recall@512tok``: 512), in their order."""
+    return budgets.asked(MODES[conventions.mode].parse(m) for m in metrics)
 
 
 def source_of(name: str, data: bytes, max_id_bytes: int):  # -> Source
@@ -278,6 +293,8 @@ def evaluate_parsed(
     tallies = query_tallies(alignment)
     for tally in TALLIES:
         columns[tally] = getattr(tallies, tally)
+    if plan.budgets:
+        columns[FIRST_TOKENS] = budgets.first_tokens(alignment)
     for name, values_of in zip(plan.metrics, values.values()):
         columns[name] = pa.array(values_of, pa.float64())
     parts.append(_table(plan, columns, len(ids)))

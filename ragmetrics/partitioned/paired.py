@@ -10,8 +10,8 @@ differences (run minus baseline, over the queries where both have a value) befor
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -19,13 +19,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragmetrics.analysis.merged import Sums, id_keys, sums_of
-from ragmetrics.engine import Conventions, Coverage
+from ragmetrics.engine import Conventions, Coverage, budgets
 from ragmetrics.engine.health import Health
 from ragmetrics.engine.tokens import TokenizerLike
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import to_numpy
 from ragmetrics.io import unique_names
-from ragmetrics.partitioned.buckets import EVALUATED, FLAGS, TOTALS, UNKNOWN, Plan
+from ragmetrics.partitioned.buckets import EVALUATED, FIRST_TOKENS, FLAGS, TOTALS, UNKNOWN, Plan, budgets_of
 from ragmetrics.partitioned.engine import Options, engine_class
 from ragmetrics.partitioned.files import budget_tokenizer, canonical_metrics, counting, run_name
 from ragmetrics.partitioned.result import coverage_of
@@ -123,6 +123,8 @@ class RunTotals:
     run_rows: int = 0
     flagged: tuple[pa.Table, ...] = ()
     """Each bucket's rows the :attr:`coverage` reads: those of the queries a coverage list names, and the totals."""
+    starved: Mapping[int, int] = field(default_factory=dict)
+    """Each token budget asked for -> the queries it hands nothing (:func:`ragmetrics.engine.budgets.starved`)."""
 
     def add(self, table: pa.Table) -> RunTotals:
         """These totals and a bucket table's."""
@@ -138,6 +140,7 @@ class RunTotals:
         valued = [
             int(np.count_nonzero(~np.isnan(to_numpy(evaluated.column(m)).astype(np.float64)))) for m in self.metrics
         ]
+        starved = budgets.starved(to_numpy(evaluated.column(FIRST_TOKENS)), budgets_of(self.metrics, self.conventions))
         return replace(
             self,
             queries_evaluated=self.queries_evaluated + evaluated.num_rows,
@@ -151,6 +154,7 @@ class RunTotals:
             unknown_queries=self.unknown_queries + int(np.count_nonzero(kind == UNKNOWN)),
             run_rows=self.run_rows + int(pc.sum(totals.column("run_rows")).as_py() or 0),
             flagged=(*self.flagged, kept),
+            starved={budget: self.starved.get(budget, 0) + count for budget, count in starved.items()},
         )
 
     @property
@@ -162,6 +166,12 @@ class RunTotals:
             return Coverage(queries_evaluated=0, empty_run=True)
         evaluated = to_numpy(rows.column("kind")) == EVALUATED
         return coverage_of(rows.filter(pa.array(evaluated)), rows.filter(pa.array(~evaluated)), self.queries_evaluated)
+
+    @property
+    def budget_notes(self) -> list[str]:
+        """A note for each token budget asked for that hands over nothing to some query, as in process
+        (:func:`ragmetrics.engine.budgets.nothing_handed`)."""
+        return budgets.nothing_handed(self.starved, self.queries_ranked)
 
     @property
     def health(self) -> Health:

@@ -3,8 +3,8 @@ and coverage report equal the in-process engine's on the whole input."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -15,11 +15,21 @@ import pyarrow.compute as pc
 
 from ragmetrics.analysis.merged import Sums, merge_all
 from ragmetrics.analysis.values import means, results_dict, values_frame
-from ragmetrics.engine import Conventions, Coverage
+from ragmetrics.engine import Conventions, Coverage, budgets
 from ragmetrics.engine.health import Health, QueryTallies, health_of
 from ragmetrics.engine.metrics import parse_metric
 from ragmetrics.foundation.ids import to_numpy
-from ragmetrics.partitioned.buckets import EVALUATED, FLAGS, SKIPPED, TALLIES, TOTALS, UNKNOWN, schema
+from ragmetrics.partitioned.buckets import (
+    EVALUATED,
+    FIRST_TOKENS,
+    FLAGS,
+    SKIPPED,
+    TALLIES,
+    TOTALS,
+    UNKNOWN,
+    budgets_of,
+    schema,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -45,6 +55,14 @@ class PartitionedRun:
     and tests when the plan asked for resamples (equal, bit for bit, for any bucket count, engine and order)."""
     tokenizer: str | None = None
     """The tokenizer the token budgets (``recall@512tok``) counted with; None when no metric reads a budget."""
+    starved: Mapping[int, int] = field(default_factory=dict)
+    """Each token budget asked for -> the queries it hands nothing (:func:`ragmetrics.engine.budgets.starved`)."""
+
+    @property
+    def budget_notes(self) -> list[str]:
+        """A note for each token budget asked for that hands over nothing to some query, as in process
+        (:func:`ragmetrics.engine.budgets.nothing_handed`)."""
+        return budgets.nothing_handed(self.starved, self.health.queries_ranked)
 
     @cached_property
     def query_ids(self) -> np.ndarray | None:
@@ -80,7 +98,7 @@ def combine(
     (one a query): they are put in dataset order a column at a time, never as a second whole table."""
     per_query: list[pa.Table] = []  # the evaluated queries' rows, only the columns read below
     few: list[pa.Table] = []  # the unknown and skipped queries and the totals
-    wanted = ["position", "query_id", *FLAGS, *TALLIES, *metrics]
+    wanted = ["position", "query_id", *FLAGS, *TALLIES, FIRST_TOKENS, *metrics]
     for part in tables:
         evaluated = to_numpy(part.column("kind")) == EVALUATED
         per_query.append((part if evaluated.all() else part.filter(pa.array(evaluated))).select(wanted))
@@ -102,6 +120,7 @@ def combine(
     tallies = QueryTallies(**{name: to_numpy(column(name)) for name in TALLIES})
     health = health_of(tallies, unknown_queries, coverage.empty_run)
     arrays = {m: _floats(column(m)) for m in metrics}
+    starved = budgets.starved(to_numpy(table.column(FIRST_TOKENS)), budgets_of(metrics, conventions))
     emitted = [Sums.from_bytes(b, len(metrics)) for b in totals.column("sums").to_pylist() if b is not None]
     sums = merge_all(emitted, len(metrics), emitted[0].resamples, emitted[0].seed) if emitted else None
     return PartitionedRun(
@@ -115,6 +134,7 @@ def combine(
         per_query_file=per_query_file,
         sums=sums,
         tokenizer=tokenizer,
+        starved=starved,
     )
 
 
