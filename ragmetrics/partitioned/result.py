@@ -98,7 +98,9 @@ def combine(
     (one a query): they are put in dataset order a column at a time, never as a second whole table."""
     per_query: list[pa.Table] = []  # the evaluated queries' rows, only the columns read below
     few: list[pa.Table] = []  # the unknown and skipped queries and the totals
-    wanted = ["position", "query_id", *FLAGS, *TALLIES, FIRST_TOKENS, *metrics]
+    asked = budgets_of(metrics, conventions)
+    # the first texts' token counts are kept only when a budget reads them: a column as long as the queries
+    wanted = ["position", "query_id", *FLAGS, *TALLIES, *([FIRST_TOKENS] if asked else []), *metrics]
     for part in tables:
         evaluated = to_numpy(part.column("kind")) == EVALUATED
         per_query.append((part if evaluated.all() else part.filter(pa.array(evaluated))).select(wanted))
@@ -120,7 +122,7 @@ def combine(
     tallies = QueryTallies(**{name: to_numpy(column(name)) for name in TALLIES})
     health = health_of(tallies, unknown_queries, coverage.empty_run)
     arrays = {m: _floats(column(m)) for m in metrics}
-    starved = budgets.starved(to_numpy(table.column(FIRST_TOKENS)), budgets_of(metrics, conventions))
+    starved = budgets.starved(to_numpy(table.column(FIRST_TOKENS)), asked) if asked else {}
     emitted = [Sums.from_bytes(b, len(metrics)) for b in totals.column("sums").to_pylist() if b is not None]
     sums = merge_all(emitted, len(metrics), emitted[0].resamples, emitted[0].seed) if emitted else None
     return PartitionedRun(
