@@ -314,6 +314,20 @@ def test_a_save_overtaken_by_another_makes_the_next_version_with_the_next_number
     assert store.pending_place(parent) == first and store.pending_labels(parent).empty
 
 
+def test_a_save_overtaken_by_one_that_took_every_label_it_read_returns_that_version(store_url):
+    """Two saves read the same pending labels; one saves them all first: the other makes no version and returns
+    the first's (where its labels are), so two saves return one version (a count of returned ids is no count of
+    versions)."""
+    store = Store(store_url)
+    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
+    store.add_label(parent, "q1", "u1", 1, author="ana")
+    other, first = Store(store_url), []
+    overtaken = _ReadThenOvertaken(store_url, lambda place: first.append(other.commit_labels(place, author="ben")))
+    assert overtaken.commit_labels(parent, author="ana") == first[0] is not None
+    assert store.versions(store.family(parent))["id"].tolist() == first
+    assert store.pending_place(parent) == first[0] and store.pending_labels(parent).empty
+
+
 class _ReadThenOtherPlaceSaved(Store):
     """A store whose next save, once it has made its version's qrels, lets ``other`` save a version from ``place``
     (another place of the same lineage) before it writes."""
