@@ -229,6 +229,52 @@ def test_a_deleted_version_s_pending_labels_go_to_a_stored_dataset_of_its_lineag
     assert store.pending_labels(other)["doc_id"].tolist() == ["u3"]
 
 
+def test_a_label_given_as_its_place_is_deleted_lands_on_the_new_place(store_url):
+    """A label given on the original reads its place (v2); v2 is deleted before the label's transaction: the write
+    checks there that its place is still stored and reads it again (v1), as judge labels and withdrawals do. A
+    delete that starts once the write has checked waits for it (it holds the place), then moves the label."""
+    original, (v1, v2) = _line(Store(store_url), 2)
+    gone: list[str] = []
+
+    class DeletedBeforeTheWrite(Store):
+        def _write_pending(self, dataset: str, write: Callable[..., object]) -> object:
+            self.writing = True
+            try:
+                return super()._write_pending(dataset, write)
+            finally:
+                self.writing = False
+
+        def _tree(self, dataset: str, *, stored: bool = False, conn: object = None) -> database.VersionTree:
+            tree = super()._tree(dataset, stored=stored, conn=conn)
+            if getattr(self, "writing", False) and stored and gone and Store(store_url).has_dataset(gone[0]):
+                Store(store_url).delete_dataset(gone[0])  # once the write read its place, before its transaction
+            return tree
+
+    store = DeletedBeforeTheWrite(store_url)
+    gone.append(v2)
+    store.add_label(original, "q1", "late", 1, author="ben")
+    assert store.pending_labels(v1)["doc_id"].tolist() == ["late"]
+    store.add_label(v1, "q1", "u2", 1, author="ann")
+    gone[:] = [store.commit_labels(v1, author="ann")]
+    provenance = Provenance("rule", "1", "0123456789abcdef", 0.0)
+    assert add_judge_labels(store, original, [("q1", "j1", 1)], provenance) == (1, 0)
+    assert store.pending_labels(v1)["doc_id"].tolist() == ["j1"]
+    gone.clear()
+
+    class DeletedAsItWrites(Store):
+        def _latest_label(self, conn: object, family: object, query_id: str, doc_id: str) -> object:
+            deleting = threading.Thread(target=Store(store_url).delete_dataset, args=(v1,))
+            deleting.start()
+            deleting.join(0.3)  # PostgreSQL: it waits for the place (SQLite: for the write lock)
+            self.deleting = deleting
+            return super()._latest_label(conn, family, query_id, doc_id)
+
+    writer = DeletedAsItWrites(store_url)
+    writer.add_label(v1, "q1", "held", 1, author="ben", expect=None)
+    writer.deleting.join(30)
+    assert sorted(store.pending_labels(original)["doc_id"]) == ["held", "j1"]
+
+
 def test_a_label_and_the_suggestion_it_accepts_are_kept_together(store_url):
     store = Store(store_url)
     parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))

@@ -962,13 +962,16 @@ class Store:
         the versions made from it stay versions of its lineage, made from it though it is gone: each keeps its
         number, and the lineage numbers on after every number it gave. Returns how many labels went.
 
-        One transaction that holds its lineage's lock, as a save does while it numbers (:meth:`_take_number`)."""
+        One transaction that holds its lineage's lock, as a save does while it numbers (:meth:`_take_number`), and
+        its place's, as a save of it does (a label given on it meanwhile waits, then is given where its labels went,
+        :meth:`write_pending`)."""
         check_id(ident, "dataset")
         v, t, n = versions_table, labels_table, version_numbers_table
         pending = (t.c.dataset_id == ident) & t.c.version.is_(None)
         for _ in range(COMMIT_ATTEMPTS):
             root = self.lineage(ident)[-1]
             with self.engine.begin() as conn:
+                self._lock(conn, f"place\x1f{ident}")  # no label written on it while it goes (:meth:`write_pending`)
                 self._lock(conn, f"lineage\x1f{root}")
                 if self._tree(ident, conn=conn).lineage(ident)[-1] != root:
                     continue  # its original was deleted since the read: the lineage it is in now
@@ -1561,9 +1564,10 @@ class Store:
         return VersionTree(edges, [str(i) for i, _, _, kept in rows if kept is not None])
 
     def write_pending(self, dataset: str, write: Callable[[Any, str], T]) -> T:
-        """``write(conn, place)`` in a transaction that holds ``dataset``'s :meth:`pending_place` against a save of
-        it, once that place is checked to have no version: a label written there is either read by a save or
-        moved by it, never left behind on a dataset a version was made from. Returns what ``write`` returns."""
+        """``write(conn, place)`` in a transaction that holds ``dataset``'s :meth:`pending_place` against a save or
+        a delete of it, once that place is checked to be stored and to have no version (else the place is read
+        again): a label written there is either read by a save or moved by it or by the delete, never left behind on
+        a dataset a version was made from or on a deleted one. Returns what ``write`` returns."""
         return self._write_pending(dataset, lambda conn, place, _tree: write(conn, place))
 
     def _write_pending(self, dataset: str, write: Callable[[Any, str, VersionTree], T]) -> T:
@@ -1573,10 +1577,11 @@ class Store:
             tree = self._tree(dataset, stored=True)
             place = tree.place(dataset)
             with self.engine.begin() as conn:
-                self._lock(conn, f"place\x1f{place}", shared=True)
+                self._lock(conn, f"place\x1f{place}", shared=True)  # a save or delete of the place holds it
                 v, d = versions_table, datasets_table
+                kept = conn.execute(sa.select(d.c.id).where(d.c.id == place)).first() is not None
                 child = sa.select(v.c.id).join(d, d.c.id == v.c.id).where(v.c.parent == place).limit(1)
-                if conn.execute(child).first() is None:  # as the tree reads it: a stored version
+                if kept and conn.execute(child).first() is None:  # as the tree reads it: a stored version
                     return write(conn, place, tree)
         raise RagMetricsError(f"versions of dataset {dataset} kept being saved while a label was given; give it again")
 

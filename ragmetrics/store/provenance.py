@@ -75,7 +75,7 @@ def add_judge_labels(
             conn.execute(sa.insert(t), [{**row, "dataset_id": place} for row in rows[start : start + 500]])
 
     if rows:
-        store.write_pending(target, write)
+        store.write_pending(dataset, write)  # its place read again in the write's transaction (a save or delete)
     return len(rows), skipped
 
 
