@@ -162,7 +162,8 @@ def test_a_deleted_version_leaves_its_lineage_and_its_pending_labels_to_its_pare
     assert store.lineage(third) == [third, first, parent]
     assert store.delete_dataset(first) == 0  # in the middle of the line: the one made from it is now its parent's
     assert store.lineage(third) == [third, parent]
-    given_on_first = {("q1", "u3"), ("q1", "u4")}  # saved in third: still judged on its lineage
+    given_on_first = {("q1", "u1"), ("q1", "u3"), ("q1", "u4")}  # saved in first or third: third's qrels hold them
+    assert store.versions(parent).set_index("id").loc[third, "n_labels"] == 3  # first's one and its two
     assert given_on_first <= set(store.labelled_pairs(third).itertuples(index=False, name=None))
     assert given_on_first <= set(zip(*lineage_labels(store, third)[["query_id", "doc_id"]].values.T, strict=True))
     store.add_label(third, "q1", "u5", 1, author="ben")
@@ -178,6 +179,18 @@ def test_a_deleted_version_leaves_its_lineage_and_its_pending_labels_to_its_pare
     store.add_label(third, "q1", "u7", 1, author="ben")  # pending on the newest, back on its parent once it goes
     assert store.delete_dataset(fifth) == 0 and store.pending_labels(third)["doc_id"].tolist() == ["u7"]
     assert store.delete_dataset(third) == 1  # no stored dataset left in its lineage: its unsaved labels go
+
+
+def test_a_pair_saved_only_in_deleted_versions_is_judged_again(store_url):
+    """o -> v1 (u0) -> v2 (u1); v2 deleted, then v1: o's qrels hold neither pair, so neither is judged on its
+    lineage: a judge is offered them and may label them (no conflict with a label of a deleted version)."""
+    store = Store(store_url)
+    original, (v1, v2) = _line(store, 2)
+    store.delete_dataset(v2)
+    store.delete_dataset(v1)
+    assert store.labelled_pairs(original).empty
+    assert store.claim_pair(original, [("q1", "u1")], "tab") == database.Claim("q1", "u1", False)
+    assert store.add_label(original, "q1", "u0", 0, author="bob", expect=None) > 0
 
 
 def test_labels_that_undo_a_version_of_a_deleted_original_are_refused_and_the_lineage_stays_a_line(store_url):

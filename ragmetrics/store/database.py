@@ -955,8 +955,10 @@ class Store:
 
     def delete_dataset(self, ident: str) -> int:
         """Delete a dataset and its links (runs stay: they may serve other datasets). A qrels version leaves its
-        lineage: the versions made from it are then made from its parent, the labels saved in them that were given
-        on it read as given on its parent (they stay in the lineage's history), and the labels pending on it move to
+        lineage: the versions made from it are then made from its parent (each counts its labels among its own,
+        and those saved in it are now saved in the newest of them, whose qrels hold them; a label saved only in
+        deleted versions judges no pair), the labels saved in them (stored) that were given on it read as
+        given on its parent (they stay in the lineage's history), and the labels pending on it move to
         the :meth:`pending_place` of its nearest stored ancestor, else of its lineage's newest stored version, so
         none is lost (unless no dataset of its lineage is stored: they go). An original's pending labels go with it;
         the versions made from it stay versions of its lineage, made from it though it is gone: each keeps its
@@ -975,7 +977,8 @@ class Store:
                 self._lock(conn, f"lineage\x1f{root}")
                 if self._tree(ident, conn=conn).lineage(ident)[-1] != root:
                     continue  # its original was deleted since the read: the lineage it is in now
-                parent = conn.execute(sa.select(v.c.parent).where(v.c.id == ident)).scalar()
+                row = conn.execute(sa.select(v.c.parent, v.c.n_labels).where(v.c.id == ident)).first()
+                parent, n_labels = (None, 0) if row is None else (row.parent, int(row.n_labels or 0))
                 conn.execute(sa.delete(v).where(v.c.id == ident))
                 if self.has_table(n):
                     conn.execute(sa.delete(n).where(n.c.id == ident))
@@ -985,8 +988,14 @@ class Store:
                 conn.execute(sa.delete(datasets_table).where(datasets_table.c.id == ident))
                 place = None
                 if parent is not None:  # an original's versions keep their rows (their parent, their numbers)
+                    made = sa.select(v.c.id).where(v.c.parent == ident).order_by(v.c.created_at, v.c.id)
+                    below = [str(i) for i in conn.execute(made).scalars()]
+                    if below:  # its labels are in their qrels, over its parent: saved in the newest of them now
+                        conn.execute(sa.update(t).where(t.c.version == ident).values(version=below[-1]))
+                        grown = v.c.n_labels + n_labels
+                        conn.execute(sa.update(v).where(v.c.id.in_(below)).values(n_labels=grown))
                     conn.execute(sa.update(v).where(v.c.parent == ident).values(parent=parent))
-                    saved = (t.c.dataset_id == ident) & t.c.version.is_not(None)
+                    saved = (t.c.dataset_id == ident) & sa.exists().where(datasets_table.c.id == t.c.version)
                     conn.execute(sa.update(t).where(saved).values(dataset_id=parent))
                     place = self._new_place(conn, str(parent))
                 if place is None:  # an original, or nothing stored left to label
@@ -1153,9 +1162,14 @@ class Store:
         return int(key[0])
 
     def _by_a_person(self, t: sa.Table) -> Any:
-        """A person's judgment (not a suggestion, not a judge's label): what makes a pair judged for the people
-        judging it (a judge's label neither hides a pair from them nor conflicts with their label)."""
-        return (t.c.kind == "judgment") & self._a_persons_row(t)
+        """A person's judgment (not a suggestion, not a judge's label), pending or saved in a stored version: what
+        makes a pair judged for the people judging it (a judge's label neither hides a pair from them nor
+        conflicts with their label, and one saved only in a deleted version is in no stored qrels; a version an older
+        release deleted leaves its row, and the versions made from it hold its labels)."""
+        stored = sa.exists().where(datasets_table.c.id == t.c.version)
+        below = sa.exists().where(versions_table.c.parent == t.c.version)  # an older release's delete kept its row
+        kept = t.c.version.is_(None) | stored | below
+        return (t.c.kind == "judgment") & self._a_persons_row(t) & kept
 
     def _a_persons_row(self, t: sa.Table) -> Any:
         """A row a person gave: their judgment or the suggestion they accepted (not a judge's label)."""
