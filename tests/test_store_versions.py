@@ -193,6 +193,20 @@ def test_a_pair_saved_only_in_deleted_versions_is_judged_again(store_url):
     assert store.add_label(original, "q1", "u0", 0, author="bob", expect=None) > 0
 
 
+def test_labels_that_make_another_lineage_s_deleted_original_are_refused_and_the_lineages_stay_apart(store_url):
+    store = Store(store_url)
+    a = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="a"))
+    b = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1, "d2": 1}}, name="b"))
+    store.add_label(b, "q1", "d3", 1, author="ann")
+    b1 = store.commit_labels(b, author="ann")
+    assert b1 is not None
+    store.delete_dataset(b)  # b1 stays, a version of b's lineage
+    store.add_label(a, "q1", "d2", 1, author="ann")  # a's qrels would be b's
+    with pytest.raises(RagMetricsError, match=f"dataset {b} \\({b}\\), deleted, and versions of it"):
+        store.commit_labels(a, author="ann")
+    assert store.lineage(b1) == [b1, b] and store.family(a) == [a] and len(store.pending_labels(a)) == 1
+
+
 def test_labels_that_undo_a_version_of_a_deleted_original_are_refused_and_the_lineage_stays_a_line(store_url):
     """Saving them would store the deleted original again as a version of its own version: a cycle, after which no
     label could be given on the lineage."""
@@ -203,7 +217,9 @@ def test_labels_that_undo_a_version_of_a_deleted_original_are_refused_and_the_li
     assert v1 is not None
     store.delete_dataset(original)
     store.add_label(v1, "q1", "d1", 1, author="ann")  # back to the original's judgments
-    with pytest.raises(RagMetricsError, match=rf"equal to those of dataset {original} \({original}\), deleted from"):
+    with pytest.raises(
+        RagMetricsError, match=rf"equal to those of dataset {original} \({original}\), deleted, and versions of it"
+    ):
         store.commit_labels(v1, author="ann")
     assert store.lineage(v1) == [v1, original] and store.pending_labels(v1)["doc_id"].tolist() == ["d1"]
     store.add_label(v1, "q1", "d3", 1, author="ben")

@@ -1473,9 +1473,11 @@ class Store:
 
     def _check_new(self, ident: str, parent: str, listed: pd.DataFrame, n_labels: int, tree: VersionTree) -> None:
         """Refuse a version whose content is its parent's (every label restates a judgment it holds), another stored
-        dataset's, or a deleted dataset's of its lineage (``tree``), unless that is a version made from ``parent``
-        (the same version saved again): a dataset is its content, so it would be that dataset, not a new version,
-        and a deleted original or ancestor saved again below itself would make its lineage a cycle."""
+        dataset's, or a deleted dataset's of any lineage that is a version row or the parent of one, unless that is
+        its own row made from ``parent`` (the same version saved again, deleted by an older release): a dataset is
+        its content, so it would be that dataset, not a new version; a deleted original or ancestor saved again
+        below itself would make its lineage a cycle, and another lineage's would join the two. ``tree``: the
+        lineage read for the save."""
         labels = f"{n_labels} pending label(s)"
         if ident == parent:
             raise RagMetricsError(
@@ -1483,10 +1485,13 @@ class Store:
                 "already holds: they change no judgment, so no new version was saved (they stay pending and count "
                 "in the judges' agreement; withdraw them, or save them with labels that change a judgment)"
             )
-        nodes = set(tree.edges) | {up for up, _made in tree.edges.values()}
-        again = tree.edges.get(ident, ("", 0.0))[0] == parent
-        if ident in listed.index or (ident in nodes and not again):
-            where = "already stored" if ident in listed.index else "deleted from this lineage"
+        v = versions_table
+        with self.engine.connect() as conn:  # the id and the parent columns are indexed
+            rows = conn.execute(sa.select(v.c.id, v.c.parent).where((v.c.id == ident) | (v.c.parent == ident)))
+            known = {(str(i), str(up)) for i, up in rows}
+        again = {(i, up) for i, up in known if i == ident} == {(ident, parent)}  # its own row, left by a delete
+        if ident in listed.index or (known and not again):
+            where = "already stored" if ident in listed.index else "deleted, and versions of it or its row stay"
             raise RagMetricsError(
                 f"the {labels} make qrels equal to those of dataset {listed['name'].get(ident, ident)} ({ident}), "
                 f"{where} (a dataset is its content: labels that undo a version's are that version's parent): "
