@@ -304,6 +304,24 @@ def test_a_label_given_as_its_place_is_deleted_lands_on_the_new_place(store_url)
     assert sorted(store.pending_labels(original)["doc_id"]) == ["held", "j1"]
 
 
+def test_a_save_whose_place_is_deleted_as_it_saves_says_where_its_labels_are(store_url):
+    _, (v1, v2) = _line(Store(store_url), 2)
+
+    class DeletedAsItSaves(Store):
+        def _check_new(
+            self, ident: str, parent: str, listed: pd.DataFrame, n_labels: int, tree: database.VersionTree
+        ) -> None:
+            super()._check_new(ident, parent, listed, n_labels, tree)
+            if Store(store_url).has_dataset(v2):
+                Store(store_url).delete_dataset(v2)
+
+    store = DeletedAsItSaves(store_url)
+    store.add_label(v2, "q1", "late", 1, author="ben")
+    with pytest.raises(RagMetricsError, match=f"{v2} was deleted while .* no version .* pending on dataset {v1}: save"):
+        store.commit_labels(v2, author="ben")
+    assert store.pending_labels(v1)["doc_id"].tolist() == ["late"] and store.versions(v1).empty
+
+
 def test_a_label_and_the_suggestion_it_accepts_are_kept_together(store_url):
     store = Store(store_url)
     parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))

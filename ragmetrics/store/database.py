@@ -27,7 +27,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -1358,7 +1358,12 @@ class Store:
 
         taken: list[int] = []  # the labels the last attempt read, when another writer changed them
         for _ in range(COMMIT_ATTEMPTS):
-            tree = self._tree(dataset, stored=True)
+            try:
+                tree = self._tree(dataset, stored=True)
+            except StoreKeyError:
+                if not taken:
+                    raise
+                self._deleted_as_it_saved(dataset, taken)
             dataset = tree.place(dataset)
             rows = self._pending_rows(dataset)
             a_judges = ~rows["persons"]
@@ -1429,6 +1434,24 @@ class Store:
         raise RagMetricsError(
             f"the labels pending on dataset {dataset} kept changing while they were saved "
             f"({COMMIT_ATTEMPTS} attempts); save again"
+        )
+
+    def _deleted_as_it_saved(self, dataset: str, taken: Sequence[int]) -> NoReturn:
+        """Refuse a save whose place ``dataset`` was deleted after it read the labels ``taken``, saying where the
+        delete moved those still pending (:meth:`delete_dataset`)."""
+        t = labels_table
+        places: set[str] = set()
+        with self.engine.connect() as conn:
+            for chunk in _per_statement(taken):
+                query = sa.select(t.c.dataset_id).where(t.c.id.in_(chunk) & t.c.version.is_(None))
+                places |= {str(p) for p in conn.execute(query.distinct()).scalars()}
+        where = (
+            f"the labels it read are pending on dataset {', '.join(sorted(places))}: save them there"
+            if places
+            else "none of the labels it read is pending any more"
+        )
+        raise RagMetricsError(
+            f"dataset {dataset} was deleted while its labels were saved: no version was saved; {where}"
         )
 
     def _last_number(self, conn: Any, root: str, tree: VersionTree | None = None) -> int:
