@@ -264,6 +264,7 @@ def test_a_label_given_as_its_place_is_deleted_lands_on_the_new_place(store_url)
     delete that starts once the write has checked waits for it (it holds the place), then moves the label."""
     original, (v1, v2) = _line(Store(store_url), 2)
     gone: list[str] = []
+    other = Store(store_url)  # another process
 
     class DeletedBeforeTheWrite(Store):
         def _write_pending(self, dataset: str, write: Callable[..., object]) -> object:
@@ -275,8 +276,8 @@ def test_a_label_given_as_its_place_is_deleted_lands_on_the_new_place(store_url)
 
         def _tree(self, dataset: str, *, stored: bool = False, conn: object = None) -> database.VersionTree:
             tree = super()._tree(dataset, stored=stored, conn=conn)
-            if getattr(self, "writing", False) and stored and gone and Store(store_url).has_dataset(gone[0]):
-                Store(store_url).delete_dataset(gone[0])  # once the write read its place, before its transaction
+            if getattr(self, "writing", False) and stored and gone and other.has_dataset(gone[0]):
+                other.delete_dataset(gone[0])  # once the write read its place, before its transaction
             return tree
 
     store = DeletedBeforeTheWrite(store_url)
@@ -292,7 +293,7 @@ def test_a_label_given_as_its_place_is_deleted_lands_on_the_new_place(store_url)
 
     class DeletedAsItWrites(Store):
         def _latest_label(self, conn: object, family: object, query_id: str, doc_id: str) -> object:
-            deleting = threading.Thread(target=Store(store_url).delete_dataset, args=(v1,))
+            deleting = threading.Thread(target=other.delete_dataset, args=(v1,))
             deleting.start()
             deleting.join(0.3)  # PostgreSQL: it waits for the place (SQLite: for the write lock)
             self.deleting = deleting
@@ -306,14 +307,15 @@ def test_a_label_given_as_its_place_is_deleted_lands_on_the_new_place(store_url)
 
 def test_a_save_whose_place_is_deleted_as_it_saves_says_where_its_labels_are(store_url):
     _, (v1, v2) = _line(Store(store_url), 2)
+    other = Store(store_url)  # another process
 
     class DeletedAsItSaves(Store):
         def _check_new(
             self, ident: str, parent: str, listed: pd.DataFrame, n_labels: int, tree: database.VersionTree
         ) -> None:
             super()._check_new(ident, parent, listed, n_labels, tree)
-            if Store(store_url).has_dataset(v2):
-                Store(store_url).delete_dataset(v2)
+            if other.has_dataset(v2):
+                other.delete_dataset(v2)
 
     store = DeletedAsItSaves(store_url)
     store.add_label(v2, "q1", "late", 1, author="ben")
