@@ -15,7 +15,14 @@ from ragmetrics.analysis.judging import diff
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.provenance import Provenance
 from ragmetrics.store.candidates import CandidateStore
-from ragmetrics.store.database import Store, StoreKeyError, datasets_table, links_table, versions_table
+from ragmetrics.store.database import (
+    Store,
+    StoreKeyError,
+    datasets_table,
+    labels_table,
+    links_table,
+    versions_table,
+)
 from ragmetrics.store.provenance import add_judge_labels, lineage_labels
 
 
@@ -191,6 +198,50 @@ def test_a_pair_saved_only_in_deleted_versions_is_judged_again(store_url):
     assert store.labelled_pairs(original).empty
     assert store.claim_pair(original, [("q1", "u1")], "tab") == database.Claim("q1", "u1", False)
     assert store.add_label(original, "q1", "u0", 0, author="bob", expect=None) > 0
+
+
+def _stamped(store: Store, version: str) -> set[tuple[str, str, int]]:
+    t = labels_table
+    with store.engine.connect() as conn:
+        rows = conn.execute(sa.select(t.c.query_id, t.c.doc_id, t.c.label).where(t.c.version == version)).all()
+    return {(str(q), str(d), int(g)) for q, d, g in rows}
+
+
+def _held(store: Store, version: str) -> set[tuple[str, str, int]]:
+    q = store.get_dataset(version).qrels
+    return set(zip(q["query_id"].astype(str), q["doc_id"].astype(str), q["relevance"].astype(int), strict=True))
+
+
+def test_restamped_label_relabelled_below_is_not_in_its_version(store_url):
+    """o -> v1 (u1=1; u4 given 0, then 1) -> v2 (u1=0): v1 deleted; v1's u1=1 stays stamped with v1 (v2's qrels say
+    u1=0), only u4's latest label moves to v2, and every pair stays judged."""
+    store = Store(store_url)
+    o = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
+    store.add_label(o, "q1", "u1", 1, author="ann")
+    store.add_label(o, "q1", "u4", 0, author="ann")
+    store.add_label(o, "q1", "u4", 1, author="ann")
+    v1 = store.commit_labels(o, author="ann")
+    store.add_label(v1, "q1", "u1", 0, author="ben")
+    v2 = store.commit_labels(v1, author="ben")
+    store.delete_dataset(v1)
+    assert _stamped(store, v2) == _held(store, v2) - {("q1", "d1", 1)} == {("q1", "u1", 0), ("q1", "u4", 1)}
+    assert int(store.versions(o).set_index("id").loc[v2, "n_labels"]) == 2
+    assert set(store.labelled_pairs(v2).itertuples(index=False, name=None)) == {("q1", "u1"), ("q1", "u4")}
+
+
+def test_restamped_labels_count_a_pair_twice(store_url):
+    """o -> v1 (u1=1) -> v2 (u1=1 again, u2=1): v1 deleted; v2 differs from o in 2 pairs and its stamped labels
+    name 2 (pair, grade)s: its count is 2, not 1 + 2."""
+    store = Store(store_url)
+    o = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
+    store.add_label(o, "q1", "u1", 1, author="ann")
+    v1 = store.commit_labels(o, author="ann")
+    store.add_label(v1, "q1", "u1", 1, author="ben")
+    store.add_label(v1, "q1", "u2", 1, author="ben")
+    v2 = store.commit_labels(v1, author="ben")
+    store.delete_dataset(v1)
+    n = int(store.versions(o).set_index("id").loc[v2, "n_labels"])
+    assert n == len(_stamped(store, v2)) == 2, (n, _stamped(store, v2))
 
 
 def test_labels_that_make_another_lineage_s_deleted_original_are_refused_and_the_lineages_stay_apart(store_url):

@@ -955,14 +955,14 @@ class Store:
 
     def delete_dataset(self, ident: str) -> int:
         """Delete a dataset and its links (runs stay: they may serve other datasets). A qrels version leaves its
-        lineage: the versions made from it are then made from its parent (each counts its labels among its own,
-        and those saved in it are now saved in the newest of them, whose qrels hold them; a label saved only in
-        deleted versions judges no pair), the labels saved in them (stored) that were given on it read as
-        given on its parent (they stay in the lineage's history), and the labels pending on it move to
-        the :meth:`pending_place` of its nearest stored ancestor, else of its lineage's newest stored version, so
-        none is lost (unless no dataset of its lineage is stored: they go). An original's pending labels go with it;
-        the versions made from it stay versions of its lineage, made from it though it is gone: each keeps its
-        number, and the lineage numbers on after every number it gave. Returns how many labels went.
+        lineage: the versions made from it are then made from its parent (the labels saved in it are now saved in
+        the newest of them, whose qrels hold them, and counted among its own, save those of pairs it relabelled,
+        :meth:`_restamp`; a label saved only in deleted versions judges no pair), the labels saved in them (stored)
+        that were given on it read as given on its parent (they stay in the lineage's history), and the labels
+        pending on it move to the :meth:`pending_place` of its nearest stored ancestor, else of its lineage's newest
+        stored version, so none is lost (unless no dataset of its lineage is stored: they go). An original's pending
+        labels go with it; the versions made from it stay versions of its lineage, made from it though it is gone:
+        each keeps its number, and the lineage numbers on after every number it gave. Returns how many labels went.
 
         One transaction that holds its lineage's lock, as a save does while it numbers (:meth:`_take_number`), and
         its place's, as a save of it does (a label given on it meanwhile waits, then is given where its labels went,
@@ -977,8 +977,7 @@ class Store:
                 self._lock(conn, f"lineage\x1f{root}")
                 if self._tree(ident, conn=conn).lineage(ident)[-1] != root:
                     continue  # its original was deleted since the read: the lineage it is in now
-                row = conn.execute(sa.select(v.c.parent, v.c.n_labels).where(v.c.id == ident)).first()
-                parent, n_labels = (None, 0) if row is None else (row.parent, int(row.n_labels or 0))
+                parent = conn.execute(sa.select(v.c.parent).where(v.c.id == ident)).scalar()
                 conn.execute(sa.delete(v).where(v.c.id == ident))
                 if self.has_table(n):
                     conn.execute(sa.delete(n).where(n.c.id == ident))
@@ -991,8 +990,8 @@ class Store:
                     made = sa.select(v.c.id).where(v.c.parent == ident).order_by(v.c.created_at, v.c.id)
                     below = [str(i) for i in conn.execute(made).scalars()]
                     if below:  # its labels are in their qrels, over its parent: saved in the newest of them now
-                        conn.execute(sa.update(t).where(t.c.version == ident).values(version=below[-1]))
-                        grown = v.c.n_labels + n_labels
+                        moved = self._restamp(conn, ident, below[-1])
+                        grown = v.c.n_labels + moved
                         conn.execute(sa.update(v).where(v.c.id.in_(below)).values(n_labels=grown))
                     conn.execute(sa.update(v).where(v.c.parent == ident).values(parent=parent))
                     saved = (t.c.dataset_id == ident) & sa.exists().where(datasets_table.c.id == t.c.version)
@@ -1005,6 +1004,28 @@ class Store:
                     went = 0
             return went
         raise RagMetricsError(f"the lineage of dataset {ident} kept changing while it was deleted; delete it again")
+
+    def _restamp(self, conn: Any, deleted: str, child: str) -> int:
+        """Stamp with ``child`` (the newest version made from ``deleted``, a version being deleted) the label each
+        pair saved in ``deleted`` went in with (a person's over a judge's, the latest), unless a label stamped with
+        ``child`` has that pair (``child`` relabelled it: its qrels hold that label's grade); returns how many moved.
+        The others stay stamped with ``deleted``: in no stored qrels, they judge no pair."""
+        t = labels_table
+        columns = ["id", "query_id", "doc_id", "kind", "source"]
+        query = sa.select(t.c.id, t.c.query_id, t.c.doc_id, t.c.kind, self._column(t, "source"))
+        rows = pd.DataFrame(
+            conn.execute(query.where(t.c.version == deleted).order_by(t.c.id)).mappings().all(), columns=columns
+        )
+        covered = set(conn.execute(sa.select(t.c.query_id, t.c.doc_id).where(t.c.version == child)).tuples())
+        went_in = people_last(rows[rows["kind"] == "judgment"]).drop_duplicates(["query_id", "doc_id"], keep="last")
+        ids = [
+            int(i)
+            for i, q, d in zip(went_in["id"], went_in["query_id"], went_in["doc_id"], strict=True)
+            if (q, d) not in covered
+        ]
+        for chunk in _per_statement(ids):
+            conn.execute(sa.update(t).where(t.c.id.in_(chunk)).values(version=child))
+        return len(ids)
 
     def _keep_top(self, conn: Any, original: str) -> None:
         """Record the top of the scale of ``original``, about to be deleted, in its lineage's
