@@ -244,6 +244,26 @@ def test_restamped_labels_count_a_pair_twice(store_url):
     assert n == len(_stamped(store, v2)) == 2, (n, _stamped(store, v2))
 
 
+def test_an_older_branch_counts_only_its_own_labels_when_its_parent_goes(store_url):
+    """M has two versions made from it (a branch an older release left, as in
+    test_two_saves_on_two_branches_of_a_lineage_get_two_numbers): deleting M moves its labels to the newest and
+    grows only its count."""
+    store = Store(store_url)
+    o = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
+    store.add_label(o, "q1", "u1", 1, author="ann")
+    m = store.commit_labels(o, author="ann")
+    store.add_label(m, "q1", "u2", 1, author="ann")
+    newest = store.commit_labels(m, author="ann")
+    branch = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1, "u1": 1, "b1": 1}}, name="faq (+1, v2)"))
+    with store.engine.begin() as conn:  # made from m before newest, as an older release could
+        conn.execute(sa.insert(versions_table).values(id=branch, parent=m, author="old", created_at=0.0, n_labels=1))
+    assert store.pending_place(m) == newest
+    store.delete_dataset(m)
+    n = store.versions(o).set_index("id")["n_labels"].to_dict()
+    assert _stamped(store, branch) == set() and n[branch] == 1, (n, _stamped(store, branch))
+    assert _stamped(store, newest) == {("q1", "u1", 1), ("q1", "u2", 1)} and n[newest] == 2, n
+
+
 def test_labels_that_make_another_lineage_s_deleted_original_are_refused_and_the_lineages_stay_apart(store_url):
     store = Store(store_url)
     a = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="a"))

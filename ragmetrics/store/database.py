@@ -992,7 +992,7 @@ class Store:
                     if below:  # its labels are in their qrels, over its parent: saved in the newest of them now
                         moved = self._restamp(conn, ident, below[-1])
                         grown = v.c.n_labels + moved
-                        conn.execute(sa.update(v).where(v.c.id.in_(below)).values(n_labels=grown))
+                        conn.execute(sa.update(v).where(v.c.id == below[-1]).values(n_labels=grown))
                     conn.execute(sa.update(v).where(v.c.parent == ident).values(parent=parent))
                     saved = (t.c.dataset_id == ident) & sa.exists().where(datasets_table.c.id == t.c.version)
                     conn.execute(sa.update(t).where(saved).values(dataset_id=parent))
