@@ -1016,7 +1016,7 @@ class Store:
         rows = pd.DataFrame(
             conn.execute(query.where(t.c.version == deleted).order_by(t.c.id)).mappings().all(), columns=columns
         )
-        covered = set(conn.execute(sa.select(t.c.query_id, t.c.doc_id).where(t.c.version == child)).tuples())
+        covered = {(q, d) for q, d in conn.execute(sa.select(t.c.query_id, t.c.doc_id).where(t.c.version == child))}
         went_in = people_last(rows[rows["kind"] == "judgment"]).drop_duplicates(["query_id", "doc_id"], keep="last")
         ids = [
             int(i)
