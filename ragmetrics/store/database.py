@@ -1011,12 +1011,12 @@ class Store:
         ``child`` has that pair (``child`` relabelled it: its qrels hold that label's grade); returns how many moved.
         The others stay stamped with ``deleted``: in no stored qrels, they judge no pair."""
         t = labels_table
-        columns = ["id", "query_id", "doc_id", "kind", "source"]
-        query = sa.select(t.c.id, t.c.query_id, t.c.doc_id, t.c.kind, self._column(t, "source"))
-        rows = pd.DataFrame(
-            conn.execute(query.where(t.c.version == deleted).order_by(t.c.id)).mappings().all(), columns=columns
-        )
-        covered = {(q, d) for q, d in conn.execute(sa.select(t.c.query_id, t.c.doc_id).where(t.c.version == child))}
+        columns = ["id", "query_id", "doc_id", "kind", "source", "version"]
+        query = sa.select(t.c.id, t.c.query_id, t.c.doc_id, t.c.kind, self._column(t, "source"), t.c.version)
+        both = conn.execute(query.where(t.c.version.in_([deleted, child])).order_by(t.c.id))  # labels.version: no index
+        rows = pd.DataFrame(both.mappings().all(), columns=columns)
+        covered = set(zip(*rows.loc[rows["version"] == child, ["query_id", "doc_id"]].values.T, strict=True))
+        rows = rows[rows["version"] == deleted]
         went_in = people_last(rows[rows["kind"] == "judgment"]).drop_duplicates(["query_id", "doc_id"], keep="last")
         ids = [
             int(i)
