@@ -315,15 +315,7 @@ def test_a_deleted_version_s_pending_labels_go_to_a_stored_dataset_of_its_lineag
     assert store.delete_dataset(v2) == 0
     assert store.pending_labels(original)["doc_id"].tolist() == ["u3"] and store.has_dataset(original)
 
-    other = store.put_dataset(rm.Dataset.from_dict({"q2": {"d1": 1}}, name="other"))
-    store.add_label(other, "q2", "u1", 1, author="ann")
-    gone = store.commit_labels(other, author="ann")
-    assert gone is not None
-    store.add_label(gone, "q2", "u2", 1, author="ann")
-    below = store.commit_labels(gone, author="ann")
-    assert below is not None
-    with store.engine.begin() as conn:  # an older release's delete: the dataset row only
-        conn.execute(sa.delete(datasets_table).where(datasets_table.c.id == gone))
+    other, _middle, below = _line_an_older_release_cut(store, "q2", "other")
     store.add_label(below, "q2", "u3", 0, author="ben")
     assert store.delete_dataset(below) == 0
     assert store.pending_labels(other)["doc_id"].tolist() == ["u3"]
@@ -588,15 +580,7 @@ def test_a_version_an_older_release_deleted_inside_a_line_still_links_the_line(s
     """An older release deleted a version with a version made from it (the dataset row only): the version below is
     still of the original's lineage (its labels, its claims, its numbers), as it was read before."""
     store = Store(store_url)
-    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
-    store.add_label(parent, "q1", "u1", 1, author="ann")
-    gone = store.commit_labels(parent, author="ann")
-    assert gone is not None
-    store.add_label(gone, "q1", "u2", 1, author="ann")
-    below = store.commit_labels(gone, author="ann")
-    assert below is not None
-    with store.engine.begin() as conn:  # the old delete: the dataset row only
-        conn.execute(sa.delete(datasets_table).where(datasets_table.c.id == gone))
+    parent, gone, below = _line_an_older_release_cut(store, "q1", "faq")
     assert store.lineage(below) == [below, gone, parent]
     assert store.family(below) == [parent, gone, below] == store.family(parent)  # its labels were given on the line
     assert {("q1", "u1"), ("q1", "u2")} <= set(store.labelled_pairs(below).itertuples(index=False, name=None))
@@ -634,6 +618,21 @@ def test_a_save_overtaken_by_a_save_of_the_same_labels_returns_that_version(stor
     version = first.commit_labels(parent, author="ann")
     assert version is not None and store.versions(parent)["id"].tolist() == [version]
     assert store.pending_labels(version).empty
+
+
+def _line_an_older_release_cut(store: Store, query: str, name: str) -> tuple[str, str, str]:
+    """An original (``name``, one judgment of ``query``), a version of it and a version of that, the middle one
+    deleted as an older release deleted: its dataset row only. ``(original, middle, below)``."""
+    original = store.put_dataset(rm.Dataset.from_dict({query: {"d1": 1}}, name=name))
+    store.add_label(original, query, "u1", 1, author="ann")
+    middle = store.commit_labels(original, author="ann")
+    assert middle is not None
+    store.add_label(middle, query, "u2", 1, author="ann")
+    below = store.commit_labels(middle, author="ann")
+    assert below is not None
+    with store.engine.begin() as conn:
+        conn.execute(sa.delete(datasets_table).where(datasets_table.c.id == middle))
+    return original, middle, below
 
 
 def _line(store: Store, n: int) -> tuple[str, list[str]]:
