@@ -19,6 +19,7 @@ import sqlalchemy as sa
 
 import ragmetrics as rm
 from ragmetrics.io import load_dataset, load_run
+from ragmetrics.store import provenance
 from ragmetrics.store.database import ADDED_COLUMNS, STRANDED, Store, StoreKeyError, dataset_id, run_id
 
 SCIFACT = Path(__file__).parent / "data" / "scifact"
@@ -328,17 +329,23 @@ def test_names_are_checked_when_stored_as_when_renamed(tmp_path):
 def test_opening_a_store_looks_for_pending_labels_in_the_index_of_pending_ones(store_url):
     """Opening a store looks for labels an older release left pending on a dataset a version was made from; it
     reads the index of pending labels (saved labels, which grow without end, are not in it), which a store made
-    before the index gets when it is opened."""
+    before the index gets when it is opened. A version's labels are read by the index of saved ones, which such a
+    store gets too."""
     store = Store(store_url)
     with store.engine.begin() as conn:
         conn.execute(sa.text("DROP INDEX ix_labels_pending"))
+        conn.execute(sa.text("DROP INDEX ix_labels_version"))
     reopened = Store(store_url)
-    assert "ix_labels_pending" in {i["name"] for i in sa.inspect(reopened.engine).get_indexes("labels")}
+    assert {"ix_labels_pending", "ix_labels_version"} <= {
+        i["name"] for i in sa.inspect(reopened.engine).get_indexes("labels")
+    }
     if reopened.kind == "sqlite":
-        sql = str(STRANDED.compile(reopened.engine, compile_kwargs={"literal_binds": True}))
-        with reopened.engine.connect() as conn:
-            plan = " ".join(str(row[-1]) for row in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + sql))
-        assert "USING INDEX ix_labels_pending" in plan, plan
+        by_version = provenance.sources_by_version_query(reopened, ["0123456789abcdef"])
+        for query, index in ((STRANDED, "ix_labels_pending"), (by_version, "ix_labels_version")):
+            sql = str(query.compile(reopened.engine, compile_kwargs={"literal_binds": True}))
+            with reopened.engine.connect() as conn:
+                plan = " ".join(str(row[-1]) for row in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + sql))
+            assert f"USING INDEX {index}" in plan, plan
 
 
 def test_opening_a_store_waits_for_no_label_write(store_url, caplog):

@@ -119,6 +119,15 @@ pending_index = sa.Index(
 )
 """The labels pending, by dataset: a store's saved labels grow without end, and opening it looks for pending ones
 (:meth:`Store._settle_stranded_labels`). A store made before it gets it when it is opened."""
+saved_index = sa.Index(
+    "ix_labels_version",
+    labels_table.c.version,
+    sqlite_where=labels_table.c.version.is_not(None),
+    postgresql_where=labels_table.c.version.is_not(None),
+)
+"""The saved labels by the qrels version they went into (the pending ones are :data:`pending_index`'s): a version's labels and their sources (the Workspace and Judge
+pages' versions table), and a deleted middle version's labels moved below, read without scanning every label. A
+store made before it gets it when it is opened."""
 versions_table = sa.Table(
     "qrels_versions",
     metadata,
@@ -694,6 +703,7 @@ class Store:
             self._create_tables()
             self._add_missing_columns()
             self._add_missing_index(pending_index)
+            self._add_missing_index(saved_index)
             self._number_old_versions()
             self._settle_stranded_labels()
             sa.event.listen(self.engine, "handle_error", self._refused_write)
@@ -1013,7 +1023,7 @@ class Store:
         t = labels_table
         columns = ["id", "query_id", "doc_id", "kind", "source", "version"]
         query = sa.select(t.c.id, t.c.query_id, t.c.doc_id, t.c.kind, self._column(t, "source"), t.c.version)
-        both = conn.execute(query.where(t.c.version.in_([deleted, child])).order_by(t.c.id))  # labels.version: no index
+        both = conn.execute(query.where(t.c.version.in_([deleted, child])).order_by(t.c.id))
         rows = pd.DataFrame(both.mappings().all(), columns=columns)
         covered = set(zip(*rows.loc[rows["version"] == child, ["query_id", "doc_id"]].values.T, strict=True))
         rows = rows[rows["version"] == deleted]

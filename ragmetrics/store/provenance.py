@@ -86,17 +86,22 @@ def version_sources(store: Store, version: str) -> pd.DataFrame:
     return sources_by_version(store, [version]).drop(columns="version")
 
 
-def sources_by_version(store: Store, versions: Sequence[str]) -> pd.DataFrame:
-    """:func:`version_sources` of each of ``versions``, read in one query: the same columns after ``version``,
-    versions in the order given (a version without labels has no row)."""
+def sources_by_version_query(store: Store, versions: Sequence[str]) -> sa.Select[Any]:
+    """The query :func:`sources_by_version` reads: the judgments that went into ``versions``, with their source."""
     t = labels_table
     source = t.c.source if store._has(t, "source") else sa.literal(HUMAN).label("source")
     wanted = [check_id(v, "version") for v in versions]
-    query = (
+    return (
         sa.select(t.c.id, t.c.version, t.c.query_id, t.c.doc_id, source)
         .where(t.c.version.in_(wanted) & (t.c.kind == "judgment"))
         .order_by(t.c.id)
     )
+
+
+def sources_by_version(store: Store, versions: Sequence[str]) -> pd.DataFrame:
+    """:func:`version_sources` of each of ``versions``, read in one query: the same columns after ``version``,
+    versions in the order given (a version without labels has no row)."""
+    query = sources_by_version_query(store, versions)
     with store.engine.connect() as conn:
         frame = pd.DataFrame(
             conn.execute(query).mappings().all(), columns=["id", "version", "query_id", "doc_id", "source"]
@@ -111,7 +116,7 @@ def sources_by_version(store: Store, versions: Sequence[str]) -> pd.DataFrame:
                     "config_hash": digest, "labels": int(n)})  # fmt: skip
     columns = ["version", "source", "judge", "judge_version", "config_hash", "labels"]
     result = pd.DataFrame(out, columns=columns)
-    order = {v: i for i, v in enumerate(wanted)}
+    order = {v: i for i, v in enumerate(versions)}
     result = result.assign(_order=result["version"].map(order))
     return (
         result.sort_values(["_order", "judge", "source"], kind="stable").drop(columns="_order").reset_index(drop=True)
