@@ -153,6 +153,8 @@ def test_compare_json(tmp_path):
         "ci_low_adjusted",
         "ci_high_adjusted",
         "ci_level_adjusted",
+        "ci_method",
+        "ci_method_adjusted",
         "p_value",
         "p_value_corrected",
         "wins",

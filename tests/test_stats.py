@@ -320,7 +320,11 @@ def test_compare_reports_deltas_tests_and_the_queries_behind_wins():
     assert set(seg["segment"]) == {"category", "difficulty"}
     assert set(seg[seg.segment == "category"]["group"]) == {"faq", "howto"}
     assert seg["n"].sum() == 2 * 2 * 2 * 60  # two facets x two metrics x two runs, every query once per facet
-    assert comparison.to_dict()["comparisons"][0].keys() >= {"metric", "baseline", "run", "p_value_corrected", "wins"}
+    listed = comparison.to_dict()["comparisons"]
+    assert listed[0].keys() >= {"metric", "baseline", "run", "p_value_corrected", "wins"}
+    # the JSON names its intervals' methods, as the partitioned engines' does (none: the baseline against itself)
+    methods = {(r["run"], r["ci_method"], r["ci_method_adjusted"]) for r in listed}
+    assert methods == {("base", "bootstrap", "none"), ("better", "bootstrap", "t")}
     again = compare_result(result, baseline="base", seed=5)
     assert again.table.equals(compare_result(result, baseline="base", seed=5).table)
 

@@ -117,6 +117,8 @@ class Comparison:
             "ci_low_adjusted",
             "ci_high_adjusted",
             "ci_level_adjusted",
+            "ci_method",
+            "ci_method_adjusted",
             "p_value",
             "p_value_corrected",
             "wins",
