@@ -95,6 +95,7 @@ def test_build_review_and_use_a_generated_dataset(page: Page, browser: Browser, 
                     form = page.get_by_test_id("stForm")
                     box = form.get_by_label("Query", exact=True)
                     expect(box).to_be_visible(timeout=TIMEOUT)
+                    wait_for_app(page)  # the run that opened the form is over before it is submitted
                     text = f"Which finding does edited candidate {position} describe?"
                     box.fill(text)
                     box.press("Enter")  # submits the form
