@@ -131,3 +131,43 @@ def test_a_dark_theme_draws_the_curves_dark(browser: Browser) -> None:
             )
         finally:
             context.close()
+
+
+WHEN_DRAWN = """(() => {
+  // when the app's first run ended, and when each chart got its SVG (with where its box was then)
+  const seen = (window.__charts = { runEnded: null, scriptAdded: null, drawn: [] });
+  let ran = false;
+  new MutationObserver(() => {
+    const app = document.querySelector("[data-testid='stApp']");
+    const state = app && app.getAttribute("data-test-script-state");
+    if (state === "running") ran = true;
+    if (ran && state === "notRunning" && seen.runEnded === null) seen.runEnded = performance.now();
+    if (seen.scriptAdded === null && document.querySelector("script[data-ragmetrics-plotly]"))
+      seen.scriptAdded = performance.now();
+    for (const box of document.querySelectorAll(".ragmetrics-figure")) {
+      if (box.__seen || !box.querySelector(".main-svg")) continue;
+      box.__seen = true;
+      const r = box.getBoundingClientRect();
+      seen.drawn.push({ at: performance.now(), top: r.top, bottom: r.bottom, height: innerHeight });
+    }
+  }).observe(document, { subtree: true, childList: true, attributes: true });
+})();"""
+
+
+def test_a_chart_below_the_first_screen_waits_for_the_run_and_is_drawn_unasked(browser: Browser, app_url: str) -> None:
+    """Compare's charts are all below its first screen: none is drawn (nor Plotly's script run) while the page's
+    run goes on, and every one is drawn once the run is over, with no scroll."""
+    context = browser.new_context(viewport={"width": 1280, "height": 700})
+    try:
+        context.add_init_script(WHEN_DRAWN)
+        page = context.new_page()
+        page.goto(f"{app_url}/compare")
+        wait_for_app(page, TIMEOUT)  # waits for every chart on the page: the idle path drew them
+        seen = page.evaluate("() => window.__charts")
+        assert page.evaluate("() => window.scrollY") == 0  # nobody scrolled
+        assert len(seen["drawn"]) >= 4, seen
+        assert all(chart["top"] > chart["height"] for chart in seen["drawn"]), seen  # all below the first screen
+        assert seen["runEnded"] is not None and seen["scriptAdded"] >= seen["runEnded"], seen  # Plotly's script too
+        assert all(chart["at"] >= seen["runEnded"] for chart in seen["drawn"]), seen
+    finally:
+        context.close()
