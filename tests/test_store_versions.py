@@ -373,10 +373,8 @@ def test_a_save_whose_place_is_deleted_as_it_saves_says_where_its_labels_are(sto
     other = Store(store_url)  # another process
 
     class DeletedAsItSaves(Store):
-        def _check_new(
-            self, ident: str, parent: str, listed: pd.DataFrame, n_labels: int, tree: database.VersionTree
-        ) -> None:
-            super()._check_new(ident, parent, listed, n_labels, tree)
+        def _check_new(self, ident: str, parent: str, listed: pd.DataFrame, n_labels: int) -> None:
+            super()._check_new(ident, parent, listed, n_labels)
             if other.has_dataset(v2):
                 other.delete_dataset(v2)
 
@@ -495,10 +493,8 @@ class _ReadThenOtherPlaceSaved(Store):
         self.other: Store | None = other
         self.place = place
 
-    def _check_new(
-        self, ident: str, parent: str, listed: pd.DataFrame, n_labels: int, tree: database.VersionTree
-    ) -> None:
-        super()._check_new(ident, parent, listed, n_labels, tree)
+    def _check_new(self, ident: str, parent: str, listed: pd.DataFrame, n_labels: int) -> None:
+        super()._check_new(ident, parent, listed, n_labels)
         if self.other is not None:
             other, self.other = self.other, None
             other.add_label(self.place, "q2", "p2", 1, author="ben")
@@ -732,10 +728,8 @@ class _OriginalDeletedMeanwhile(Store):
         self.other: Store | None = other
         self.original = original
 
-    def _check_new(
-        self, ident: str, parent: str, listed: pd.DataFrame, n_labels: int, tree: database.VersionTree
-    ) -> None:
-        super()._check_new(ident, parent, listed, n_labels, tree)
+    def _check_new(self, ident: str, parent: str, listed: pd.DataFrame, n_labels: int) -> None:
+        super()._check_new(ident, parent, listed, n_labels)
         if self.other is not None:
             other, self.other = self.other, None
             other.delete_dataset(self.original)

@@ -1424,7 +1424,7 @@ class Store:
             taken = [int(i) for i in rows["id"]]  # the labels and the accepted suggestions they came from
             if ident in listed.index and ident != dataset and self._tree(dataset).place(dataset) != dataset:
                 continue  # another save of this place since the read (of these very labels?): read them again there
-            self._check_new(ident, dataset, listed, len(labels), tree)
+            self._check_new(ident, dataset, listed, len(labels))
             now = time.time()
             try:
                 with self.engine.begin() as conn:
@@ -1525,13 +1525,12 @@ class Store:
         self._keep_number(conn, root, number)
         return number
 
-    def _check_new(self, ident: str, parent: str, listed: pd.DataFrame, n_labels: int, tree: VersionTree) -> None:
+    def _check_new(self, ident: str, parent: str, listed: pd.DataFrame, n_labels: int) -> None:
         """Refuse a version whose content is its parent's (every label restates a judgment it holds), another stored
         dataset's, or a deleted dataset's of any lineage that is a version row or the parent of one, unless that is
         its own row made from ``parent`` (the same version saved again, deleted by an older release): a dataset is
         its content, so it would be that dataset, not a new version; a deleted original or ancestor saved again
-        below itself would make its lineage a cycle, and another lineage's would join the two. ``tree``: the
-        lineage read for the save."""
+        below itself would make its lineage a cycle, and another lineage's would join the two."""
         labels = f"{n_labels} pending label(s)"
         if ident == parent:
             raise RagMetricsError(
