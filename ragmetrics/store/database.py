@@ -407,16 +407,22 @@ def _from_parquet(blob: bytes) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]
     return tables, header["meta"]
 
 
-def _grades_of(blob: bytes) -> list[Any]:
-    """The relevance grades of the dataset kept in ``blob`` (:func:`_to_parquet`), its other tables left unread."""
+def _qrels_of(blob: bytes, columns: Sequence[str]) -> pa.Table | None:
+    """The ``columns`` of the qrels of the dataset kept in ``blob`` (:func:`_to_parquet`), its other tables left
+    unread; None when it has no qrels table."""
     size = int.from_bytes(blob[:8], "little")
     offset = 8 + size
     for name, length in json.loads(blob[8 : 8 + size].decode("utf-8"))["tables"]:
         if name == "qrels":
-            part = io.BytesIO(blob[offset : offset + length])
-            return pq.read_table(part, columns=["relevance"]).column("relevance").to_pylist()
+            return pq.read_table(io.BytesIO(blob[offset : offset + length]), columns=list(columns))
         offset += length
-    return []
+    return None
+
+
+def _grades_of(blob: bytes) -> list[Any]:
+    """The relevance grades of the dataset kept in ``blob`` (:func:`_to_parquet`)."""
+    qrels = _qrels_of(blob, ["relevance"])
+    return [] if qrels is None else qrels.column("relevance").to_pylist()
 
 
 def view_id(state: Mapping[str, Any]) -> str:
@@ -1231,6 +1237,18 @@ class Store:
             .limit(1)
         ).first()
         return None if found is None else {"query_id": query_id, "doc_id": doc_id, **found._asdict()}
+
+    def _qrels_pairs(self, conn: Any, dataset: str) -> set[tuple[str, str]]:
+        """The (query id, document id) pairs ``dataset``'s qrels judge, read in ``conn``'s transaction (the dataset's
+        other tables left unread). :class:`StoreKeyError` when ``dataset`` is not stored (deleted meanwhile)."""
+        blob = conn.execute(sa.select(datasets_table.c.payload).where(datasets_table.c.id == dataset)).scalar()
+        if blob is None:
+            raise StoreKeyError(f"dataset {dataset} is not in this store (deleted meanwhile?); no label was kept")
+        qrels = _qrels_of(bytes(blob), ["query_id", "doc_id"])
+        if qrels is None:
+            return set()
+        ids = (qrels.column(c).cast(pa.string()).to_pylist() for c in ("query_id", "doc_id"))
+        return set(zip(*ids, strict=True))
 
     def latest_label(self, dataset: str, query_id: str, doc_id: str) -> dict[str, Any] | None:
         """The pair's latest judgment by a person on ``dataset``'s lineage (:meth:`family`), pending or saved: ``id,

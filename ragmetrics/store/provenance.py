@@ -21,7 +21,15 @@ import sqlalchemy as sa
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.grades import check_grade
 from ragmetrics.foundation.provenance import HUMAN, Provenance, parse_source
-from ragmetrics.store.database import MAX_NAME_BYTES, Store, check_id, checked_text, labels_table, people_last
+from ragmetrics.store.database import (
+    MAX_NAME_BYTES,
+    Store,
+    VersionTree,
+    check_id,
+    checked_text,
+    labels_table,
+    people_last,
+)
 
 __all__ = ["HUMAN", "add_judge_labels", "lineage_labels", "parse_source", "sources_by_version", "version_sources"]
 
@@ -43,40 +51,38 @@ def add_judge_labels(
     grade there is what agreement and the corrected means compare with the person's (a judge that skipped them
     would leave its errors on the human sample unmeasured), and it never overrides the person's, which wins in
     every version, conflict check and queue (:func:`ragmetrics.store.database.people_last`). Returns
-    ``(added, skipped)``. ``author``: who ran the judge (default: the judge's source text)."""
+    ``(added, skipped)``. ``author``: who ran the judge (default: the judge's source text). The place, its qrels
+    and the people's labels on its lineage are read in the transaction that writes, under the lock a save or a
+    delete of the place takes (:meth:`Store.write_pending`): one since the call moves the labels to the place it
+    left, never refuses them while ``dataset`` is stored."""
     if not store._has(labels_table, "source"):
         raise RagMetricsError(
             "this store's labels table has no source column (its database user may not alter it): a judge's labels "
             "would read as a person's; open the store once as its owner to add the column"
         )
-    target = store.pending_place(dataset)
     top = store.max_grade(dataset)
-    judged = store.get_dataset(target).qrels
-    taken = set(zip(judged["query_id"].astype(str), judged["doc_id"].astype(str), strict=True))
-    people = lineage_labels(store, target, people_only=True)
-    taken -= set(zip(people["query_id"].astype(str), people["doc_id"].astype(str), strict=True))
-    t = labels_table
-    now = time.time()
     who = checked_text(author or provenance.source, "an author", MAX_NAME_BYTES)
+    now = time.time()
     rows = []
-    skipped = 0
     for query_id, doc_id, label in labels:
-        pair = (checked_text(str(query_id), "a query id"), checked_text(str(doc_id), "a document id"))
-        if pair in taken:
-            skipped += 1
-            continue
         grade = check_grade(label, top, f"dataset {dataset}'s scale")
-        rows.append({"query_id": pair[0], "doc_id": pair[1], "label": grade,
+        rows.append({"query_id": checked_text(str(query_id), "a query id"),
+                     "doc_id": checked_text(str(doc_id), "a document id"), "label": grade,
                      "author": who, "created_at": now, "kind": "judgment", "version": None,
                      "source": provenance.source})  # fmt: skip
+    if not rows:
+        return 0, 0
 
-    def write(conn: Any, place: str) -> None:
-        for start in range(0, len(rows), 500):
-            conn.execute(sa.insert(t), [{**row, "dataset_id": place} for row in rows[start : start + 500]])
+    def write(conn: Any, place: str, tree: VersionTree) -> tuple[int, int]:
+        taken = store._qrels_pairs(conn, place)
+        people = conn.execute(_lineage_query(store, tree.family(place), people_only=True))
+        taken -= {(str(row.query_id), str(row.doc_id)) for row in people}
+        kept = [{**row, "dataset_id": place} for row in rows if (row["query_id"], row["doc_id"]) not in taken]
+        for start in range(0, len(kept), 500):
+            conn.execute(sa.insert(labels_table), kept[start : start + 500])
+        return len(kept), len(rows) - len(kept)
 
-    if rows:
-        store.write_pending(dataset, write)  # its place read again in the write's transaction (a save or delete)
-    return len(rows), skipped
+    return store._write_pending(dataset, write)
 
 
 def version_sources(store: Store, version: str) -> pd.DataFrame:
@@ -128,17 +134,22 @@ def lineage_labels(store: Store, dataset: str, *, people_only: bool = False) -> 
     ``query_id, doc_id, label, source, author, created_at, version`` (None while pending). ``source`` is empty for
     a person's label, ``judge:NAME@VERSION#HASH`` for a judge's: who gave what, for agreement and corrected
     means. ``people_only``: people's labels alone (read without the judges' in the query)."""
+    query = _lineage_query(store, store.family(check_id(dataset, "dataset")), people_only=people_only)
+    columns = ["query_id", "doc_id", "label", "source", "author", "created_at", "version"]
+    with store.engine.connect() as conn:
+        return pd.DataFrame(conn.execute(query).mappings().all(), columns=columns)
+
+
+def _lineage_query(store: Store, family: Sequence[str], *, people_only: bool) -> sa.Select[Any]:
+    """The query :func:`lineage_labels` reads: the judgments given on the datasets ``family``, oldest first."""
     t = labels_table
     has_source = store._has(t, "source")
     source = t.c.source if has_source else sa.literal(HUMAN).label("source")
-    wanted = t.c.dataset_id.in_(store.family(check_id(dataset, "dataset"))) & (t.c.kind == "judgment")
+    wanted = t.c.dataset_id.in_(list(family)) & (t.c.kind == "judgment")
     if people_only and has_source:
         wanted &= t.c.source == HUMAN
-    query = (
+    return (
         sa.select(t.c.query_id, t.c.doc_id, t.c.label, source, t.c.author, t.c.created_at, t.c.version)
         .where(wanted)
         .order_by(t.c.id)
     )
-    columns = ["query_id", "doc_id", "label", "source", "author", "created_at", "version"]
-    with store.engine.connect() as conn:
-        return pd.DataFrame(conn.execute(query).mappings().all(), columns=columns)
