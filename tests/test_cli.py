@@ -238,7 +238,7 @@ def test_push_after_people_saved_a_qrels_version_links_the_run_to_the_newest_too
     store = Store(url)
     original = store.list_datasets()["id"].item()
     store.add_label(original, "1", "unjudged-doc", 1, author="ann")
-    version = store.commit_labels(original, author="ann")
+    version = store.commit_labels(original, author="ann").version
     done = cli("push", "--store", url, "--dataset", QRELS, "--run", HYBRID)
     assert done.returncode == 0, done.stderr
     assert (

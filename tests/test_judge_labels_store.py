@@ -35,7 +35,7 @@ def test_judge_labels_keep_their_provenance_and_versions_count_them_apart(store_
         conn.execute(sa.insert(labels_table).values(
             dataset_id=parent, query_id="q2", doc_id="u6", label=0, author="racer", created_at=time.time(),
             kind="judgment", version=None, source=RULE.source))  # fmt: skip
-    version = Store(store_url).commit_labels(parent, author="ana")
+    version = Store(store_url).commit_labels(parent, author="ana").version
     assert version is not None
     qrels = {(q, d): r for q, d, r in store.get_dataset(version).qrels.itertuples(index=False, name=None)}
     assert qrels == {("q1", "d1"): 1, ("q2", "d2"): 2, ("q1", "u1"): 2, ("q1", "u2"): 1, ("q2", "u3"): 2,
@@ -54,7 +54,7 @@ def test_judge_labels_keep_their_provenance_and_versions_count_them_apart(store_
     # a second version on top, then both read in one query: each as read alone, in the order asked
     add_judge_labels(store, version, [("q1", "u7", 1)], RULE)
     store.add_label(version, "q2", "u3", 0, author="ana")  # a person over the judge's saved label
-    second = store.commit_labels(version, judges=True)
+    second = store.commit_labels(version, judges=True).version
     assert second is not None
     both = sources_by_version(store, [second, version, "0" * 16])
     assert both["version"].tolist() == [second, second, version, version, version]
@@ -82,7 +82,7 @@ def test_a_judges_label_leaves_its_pair_to_people(store_url):
     assert store.pending_labels(parent).set_index("doc_id").loc["u1", "label"] == 0  # the judge's stays
     assert store.pending_labels(parent, judges=False).empty
     store.add_label(parent, "q1", "u1", 2, author="ana", expect=None)
-    version = store.commit_labels(parent)
+    version = store.commit_labels(parent).version
     assert version is not None
     assert dict(zip(*[store.get_dataset(version).qrels[c] for c in ("doc_id", "relevance")], strict=True)) == {
         "d1": 2, "u1": 2, "u2": 1,
@@ -114,7 +114,7 @@ def test_a_judge_s_labels_go_where_a_delete_since_the_call_left_the_place(store_
     store = Store(store_url)
     parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}, "q2": {"d2": 1}}, name="faq"))
     store.add_label(parent, "q1", "u1", 1, author="ana")
-    v1 = store.commit_labels(parent, author="ana")
+    v1 = store.commit_labels(parent, author="ana").version
     assert v1 is not None and store.pending_place(parent) == v1
     judge = _PlaceDeletedOnceRead(store_url, Store(store_url), v1)
     assert add_judge_labels(judge, parent, [("q1", "d1", 0), ("q1", "u1", 0), ("q2", "u2", 1)], RULE) == (2, 1)
@@ -135,7 +135,7 @@ def test_a_store_made_before_label_sources_reads_its_labels_as_human(tmp_path):
     reopened = Store(url)  # adds the column, empty: the old label is a person's
     assert "source" in {c["name"] for c in sa.inspect(reopened.engine).get_columns("labels")}
     add_judge_labels(reopened, parent, [("q1", "u2", 0)], RULE)
-    version = reopened.commit_labels(parent)
+    version = reopened.commit_labels(parent).version
     assert version is not None
     assert version_sources(reopened, version)[["source", "labels"]].values.tolist() == [["human", 1], [RULE.source, 1]]
 

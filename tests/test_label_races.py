@@ -42,7 +42,8 @@ def _saver(url: str, dataset: str, seconds: float, saved: multiprocessing.Queue)
     store = Store(url)
     deadline, returned = time.monotonic() + seconds, []
     while time.monotonic() < deadline:
-        returned.append(store.commit_labels(dataset, author="saver"))
+        made = store.commit_labels(dataset, author="saver")
+        returned.append(None if made is None else made.version)
         time.sleep(0.5)
     store.engine.dispose()
     saved.put([v for v in returned if v is not None])
@@ -190,7 +191,7 @@ def test_a_label_given_since_the_judge_looked_is_refused_and_named(store_url: st
     assert err.value.existing["id"] == first and err.value.existing["author"] == "ann"
     second = store.add_label(parent, "q1", "u1", 2, author="ann", expect=first)  # ann changes her own label
     assert store.pending_labels(parent)["label"].tolist() == [2]
-    version = store.commit_labels(parent, author="ann")
+    version = store.commit_labels(parent, author="ann").version
     # saved: still judged on this dataset (never offered again on it), and named as saved
     assert store.labelled_pairs(parent).values.tolist() == [["q1", "u1"]]
     with pytest.raises(LabelConflict, match=rf"by ann meanwhile \(saved in version {version}\)"):

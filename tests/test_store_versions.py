@@ -16,6 +16,7 @@ from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.provenance import Provenance
 from ragmetrics.store.candidates import CandidateStore
 from ragmetrics.store.database import (
+    SavedVersion,
     Store,
     StoreKeyError,
     datasets_table,
@@ -43,7 +44,7 @@ def test_labels_survive_a_new_process_and_become_a_version_with_the_parents_runs
         ["q1", "u1", 1, "ana"],
         ["q2", "u2", 1, "ben"],
     ]
-    version = reopened.commit_labels(parent, author="ben")
+    version = reopened.commit_labels(parent, author="ben").version
     assert version is not None and version != parent
     assert reopened.pending_labels(parent).empty and reopened.commit_labels(parent) is None
     child = reopened.get_dataset(version)
@@ -67,7 +68,7 @@ def test_labels_survive_a_new_process_and_become_a_version_with_the_parents_runs
     # a version of a version: named from the original and numbered across the lineage, not nested
     assert reopened.list_datasets().set_index("id").loc[version, "name"] == "faq (+2 labels, v1)"
     reopened.add_label(version, "q2", "d9", 1, author="ana")
-    grandchild = reopened.commit_labels(version, author="ana")
+    grandchild = reopened.commit_labels(version, author="ana").version
     assert grandchild is not None and reopened.lineage(grandchild) == [grandchild, version, parent]
     assert reopened.list_datasets().set_index("id").loc[grandchild, "name"] == "faq (+1 label, v2)"
     # every version keeps what its parent declares (was: the targets dropped, the Overview checking none)
@@ -93,7 +94,7 @@ def test_a_pending_label_is_withdrawn_with_its_suggestion_and_saving_keeps_the_s
     assert store.withdraw_label(parent, "q1", "u1") == 0
     assert store.pending_labels(parent)["doc_id"].tolist() == ["u2", "u3"]
     assert store.pending_labels(parent, kind="suggestion:keywords").empty
-    version = store.commit_labels(parent, author="ana")
+    version = store.commit_labels(parent, author="ana").version
     assert sorted(store.get_dataset(version).qrels["doc_id"]) == ["d1", "u2", "u3"]
     # saved with the version, the accepted suggestion no longer stands pending on the parent
     assert store.pending_labels(parent, kind="suggestion:answer").empty
@@ -107,12 +108,12 @@ def test_a_lineage_grows_in_a_line_from_a_tab_still_on_the_parent(store_url):
     ann, ben = Store(store_url), Store(store_url)  # two servers on one store
     parent = ann.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}, "q2": {"d2": 1}}, name="faq"))
     ann.add_label(parent, "q1", "x", 1, author="ann", expect=None)
-    first = ann.commit_labels(parent, author="ann", judges=False)
+    first = ann.commit_labels(parent, author="ann", judges=False).version
     assert first is not None and ann.pending_place(parent) == first
     ben.add_label(parent, "q2", "y", 1, author="ben", expect=None)  # ben's page still shows the parent
     assert ann.pending_labels(first)[["doc_id", "author"]].values.tolist() == [["y", "ben"]]
     assert ben.pending_labels(parent).equals(ann.pending_labels(first))  # one place, read from either
-    second = ben.commit_labels(parent, author="ben")
+    second = ben.commit_labels(parent, author="ben").version
     assert second is not None and ben.lineage(second) == [second, first, parent]
     assert sorted(ben.get_dataset(second).qrels["doc_id"]) == ["d1", "d2", "x", "y"]
     assert ann.versions(parent)["id"].tolist() == [first]  # no sibling of the first version
@@ -136,7 +137,7 @@ def test_labels_that_change_no_judgment_make_no_version_and_stay_pending(store_u
         store.commit_labels(parent, author="ann")
     assert store.versions(parent).empty and store.lineage(other) == [other]
     store.add_label(parent, "q1", "d3", 1, author="ann")  # with a label that changes a judgment: saved, all three
-    version = store.commit_labels(parent, author="ann")
+    version = store.commit_labels(parent, author="ann").version
     assert version is not None and store.versions(parent)["n_labels"].tolist() == [3]
 
 
@@ -152,15 +153,15 @@ def test_a_deleted_version_leaves_its_lineage_and_its_pending_labels_to_its_pare
     store = Store(store_url)
     parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
     store.add_label(parent, "q1", "u1", 1, author="ann")
-    first = store.commit_labels(parent, author="ann")
+    first = store.commit_labels(parent, author="ann").version
     store.add_label(first, "q1", "u2", 1, author="ann")
-    second = store.commit_labels(first, author="ann")
+    second = store.commit_labels(first, author="ann").version
     store.add_label(second, "q1", "u3", 0, author="ben")  # pending on the newest
     assert store.delete_dataset(second) == 0  # a version: nothing lost
     assert store.pending_place(parent) == first and store.family(parent) == [parent, first]
     assert store.pending_labels(parent)[["doc_id", "author"]].values.tolist() == [["u3", "ben"]]
     store.add_label(parent, "q1", "u4", 1, author="ben")
-    third = store.commit_labels(parent, author="ben")
+    third = store.commit_labels(parent, author="ben").version
 
     def number(version: str | None) -> str:
         return str(store.list_datasets().set_index("id").loc[version, "name"]).rsplit(", ", 1)[1]
@@ -174,13 +175,13 @@ def test_a_deleted_version_leaves_its_lineage_and_its_pending_labels_to_its_pare
     assert given_on_first <= set(store.labelled_pairs(third).itertuples(index=False, name=None))
     assert given_on_first <= set(zip(*lineage_labels(store, third)[["query_id", "doc_id"]].values.T, strict=True))
     store.add_label(third, "q1", "u5", 1, author="ben")
-    fourth = store.commit_labels(third, author="ben")
+    fourth = store.commit_labels(third, author="ben").version
     assert number(fourth) == "v4)" and store.lineage(fourth) == [fourth, third, parent]
     assert store.delete_dataset(fourth) == 0
     assert store.delete_dataset(parent) == 0  # the original: the rest stands, versions of its lineage still
     assert store.lineage(third) == [third, parent] and store.versions_among([third])["number"].tolist() == [3]
     store.add_label(third, "q1", "u6", 1, author="ben")
-    fifth = store.commit_labels(third, author="ben")
+    fifth = store.commit_labels(third, author="ben").version
     assert number(fifth) == "v5)"  # its versions number on after every number the deleted original's line gave
     assert store.list_datasets().set_index("id").loc[fifth, "name"] == "faq (+1 label, v5)"  # named as the rest
     store.add_label(third, "q1", "u7", 1, author="ben")  # pending on the newest, back on its parent once it goes
@@ -220,9 +221,9 @@ def test_restamped_label_relabelled_below_is_not_in_its_version(store_url):
     store.add_label(o, "q1", "u1", 1, author="ann")
     store.add_label(o, "q1", "u4", 0, author="ann")
     store.add_label(o, "q1", "u4", 1, author="ann")
-    v1 = store.commit_labels(o, author="ann")
+    v1 = store.commit_labels(o, author="ann").version
     store.add_label(v1, "q1", "u1", 0, author="ben")
-    v2 = store.commit_labels(v1, author="ben")
+    v2 = store.commit_labels(v1, author="ben").version
     store.delete_dataset(v1)
     assert _stamped(store, v2) == _held(store, v2) - {("q1", "d1", 1)} == {("q1", "u1", 0), ("q1", "u4", 1)}
     assert int(store.versions(o).set_index("id").loc[v2, "n_labels"]) == 2
@@ -235,10 +236,10 @@ def test_restamped_labels_count_a_pair_twice(store_url):
     store = Store(store_url)
     o = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
     store.add_label(o, "q1", "u1", 1, author="ann")
-    v1 = store.commit_labels(o, author="ann")
+    v1 = store.commit_labels(o, author="ann").version
     store.add_label(v1, "q1", "u1", 1, author="ben")
     store.add_label(v1, "q1", "u2", 1, author="ben")
-    v2 = store.commit_labels(v1, author="ben")
+    v2 = store.commit_labels(v1, author="ben").version
     store.delete_dataset(v1)
     n = int(store.versions(o).set_index("id").loc[v2, "n_labels"])
     assert n == len(_stamped(store, v2)) == 2, (n, _stamped(store, v2))
@@ -251,9 +252,9 @@ def test_an_older_branch_counts_only_its_own_labels_when_its_parent_goes(store_u
     store = Store(store_url)
     o = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
     store.add_label(o, "q1", "u1", 1, author="ann")
-    m = store.commit_labels(o, author="ann")
+    m = store.commit_labels(o, author="ann").version
     store.add_label(m, "q1", "u2", 1, author="ann")
-    newest = store.commit_labels(m, author="ann")
+    newest = store.commit_labels(m, author="ann").version
     branch = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1, "u1": 1, "b1": 1}}, name="faq (+1, v2)"))
     with store.engine.begin() as conn:  # made from m before newest, as an older release could
         conn.execute(sa.insert(versions_table).values(id=branch, parent=m, author="old", created_at=0.0, n_labels=1))
@@ -269,7 +270,7 @@ def test_labels_that_make_another_lineage_s_deleted_original_are_refused_and_the
     a = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="a"))
     b = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1, "d2": 1}}, name="b"))
     store.add_label(b, "q1", "d3", 1, author="ann")
-    b1 = store.commit_labels(b, author="ann")
+    b1 = store.commit_labels(b, author="ann").version
     assert b1 is not None
     store.delete_dataset(b)  # b1 stays, a version of b's lineage
     store.add_label(a, "q1", "d2", 1, author="ann")  # a's qrels would be b's
@@ -284,7 +285,7 @@ def test_labels_that_undo_a_version_of_a_deleted_original_are_refused_and_the_li
     store = Store(store_url)
     original = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1, "d2": 0}}, name="faq"))
     store.add_label(original, "q1", "d1", 0, author="ann")
-    v1 = store.commit_labels(original, author="ann")
+    v1 = store.commit_labels(original, author="ann").version
     assert v1 is not None
     store.delete_dataset(original)
     store.add_label(v1, "q1", "d1", 1, author="ann")  # back to the original's judgments
@@ -294,7 +295,7 @@ def test_labels_that_undo_a_version_of_a_deleted_original_are_refused_and_the_li
         store.commit_labels(v1, author="ann")
     assert store.lineage(v1) == [v1, original] and store.pending_labels(v1)["doc_id"].tolist() == ["d1"]
     store.add_label(v1, "q1", "d3", 1, author="ben")
-    v2 = store.commit_labels(v1, author="ann")
+    v2 = store.commit_labels(v1, author="ann").version
     assert v2 is not None and store.lineage(v2) == [v2, v1, original]
 
 
@@ -348,7 +349,7 @@ def test_a_label_given_as_its_place_is_deleted_lands_on_the_new_place(store_url)
     store.add_label(original, "q1", "late", 1, author="ben")
     assert store.pending_labels(v1)["doc_id"].tolist() == ["late"]
     store.add_label(v1, "q1", "u2", 1, author="ann")
-    gone[:] = [store.commit_labels(v1, author="ann")]
+    gone[:] = [store.commit_labels(v1, author="ann").version]
     provenance = Provenance("rule", "1", "0123456789abcdef", 0.0)
     assert add_judge_labels(store, original, [("q1", "j1", 1)], provenance) == (1, 0)
     assert store.pending_labels(v1)["doc_id"].tolist() == ["j1"]
@@ -390,7 +391,7 @@ def test_a_label_and_the_suggestion_it_accepts_are_kept_together(store_url):
     parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
     store.add_label(parent, "q1", "u1", 1, author="ana", accepted="suggestion:answer")
     assert store.pending_labels(parent, kind="suggestion:answer")[["doc_id", "label"]].values.tolist() == [["u1", 1]]
-    version = store.commit_labels(parent, author="ana")
+    version = store.commit_labels(parent, author="ana").version
     assert store.pending_labels(version, kind="suggestion:answer").empty  # saved with the label, not left behind
 
 
@@ -405,12 +406,12 @@ def test_a_store_an_older_release_left_behind_is_read_as_this_one_reads_it(store
     store = Store(store_url)
     parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
     store.add_label(parent, "q1", "u1", 1, author="ann")
-    gone = store.commit_labels(parent, author="ann")
+    gone = store.commit_labels(parent, author="ann").version
     with store.engine.begin() as conn:  # the old delete: the dataset row only
         conn.execute(sa.delete(datasets_table).where(datasets_table.c.id == gone))
     assert store.pending_place(parent) == parent
     store.add_label(parent, "q1", "u2", 1, author="ann")
-    kept = store.commit_labels(parent, author="ann")
+    kept = store.commit_labels(parent, author="ann").version
     assert kept is not None and store.pending_place(parent) == kept
     assert store.family(gone) == [gone] and store.family(parent) == [parent, kept] == store.lineage(kept)[::-1]
     with store.engine.begin() as conn:  # the old add_label: pending on the original, which has a version
@@ -459,6 +460,8 @@ def test_a_save_overtaken_by_another_makes_the_next_version_with_the_next_number
     first = _ReadThenOvertaken(store_url, _labels_a_pair_and_saves_without_judges(Store(store_url))).commit_labels(
         parent, author="ana"
     )
+    assert first is not None and first.made  # made from the other's version: this call's own
+    first = first.version
     versions = store.versions(store.family(parent)).set_index("id")
     assert len(versions) == 2 and versions["parent"].is_unique  # a line
     overtaking = versions.index[versions["parent"] == parent][0]
@@ -473,15 +476,16 @@ def test_a_save_overtaken_by_another_makes_the_next_version_with_the_next_number
 def test_a_save_overtaken_by_one_that_took_every_label_it_read_returns_that_version(store_url):
     """Two saves read the same pending labels; one saves them all first: the other makes no version and returns
     the first's (where its labels are), so two saves return one version (a count of returned ids is no count of
-    versions)."""
+    versions), saying it did not make it (``made``): its caller says "already saved by another save", not "saved"."""
     store = Store(store_url)
     parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
     store.add_label(parent, "q1", "u1", 1, author="ana")
     other, first = Store(store_url), []
     overtaken = _ReadThenOvertaken(store_url, lambda place: first.append(other.commit_labels(place, author="ben")))
-    assert overtaken.commit_labels(parent, author="ana") == first[0] is not None
-    assert store.versions(store.family(parent))["id"].tolist() == first
-    assert store.pending_place(parent) == first[0] and store.pending_labels(parent).empty
+    late = overtaken.commit_labels(parent, author="ana")
+    assert first == [SavedVersion(first[0].version, made=True)] and late == SavedVersion(first[0].version, made=False)
+    assert store.versions(store.family(parent))["id"].tolist() == [first[0].version]
+    assert store.pending_place(parent) == first[0].version and store.pending_labels(parent).empty
 
 
 class _ReadThenOtherPlaceSaved(Store):
@@ -507,7 +511,7 @@ def test_two_saves_on_two_branches_of_a_lineage_get_two_numbers(store_url):
     store = Store(store_url)
     parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}, "q2": {"d2": 0}}, name="faq"))
     store.add_label(parent, "q1", "u1", 1, author="ana")
-    newest = store.commit_labels(parent, author="ana")
+    newest = store.commit_labels(parent, author="ana").version
     assert newest is not None
     branch = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1, "b1": 1}, "q2": {"d2": 0}}, name="faq (+1, v1)"))
     with store.engine.begin() as conn:  # made from the original before the newest, as an older release could
@@ -515,7 +519,7 @@ def test_two_saves_on_two_branches_of_a_lineage_get_two_numbers(store_url):
                                                       n_labels=1))  # fmt: skip
     assert store.pending_place(parent) == newest and store.pending_place(branch) == branch
     store.add_label(branch, "q2", "b2", 1, author="cy")
-    first = _ReadThenOtherPlaceSaved(store_url, Store(store_url), newest).commit_labels(branch, author="cy")
+    first = _ReadThenOtherPlaceSaved(store_url, Store(store_url), newest).commit_labels(branch, author="cy").version
     names = store.list_datasets().set_index("id")["name"]
     made = store.versions(store.family(parent))
     numbers = [str(names[v]).rsplit(", v", 1)[1] for v in made["id"] if v != branch]
@@ -531,7 +535,7 @@ def test_the_versions_tree_reads_in_its_order_and_ends_at_a_cycle(store_url):
     made = []
     for doc in ("u1", "u2"):
         store.add_label(parent, "q1", doc, 1, author="ann")
-        made.append(store.commit_labels(parent, author="ann"))
+        made.append(store.commit_labels(parent, author="ann").version)
     assert store.lineage(made[1]) == [made[1], made[0], parent] and store.lineage(parent) == [parent]
     assert store.family(made[1]) == store.family(parent) == [parent, *made]
     side = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 0}}, name="side"))
@@ -566,7 +570,7 @@ def test_a_grade_off_the_datasets_scale_is_refused_and_nothing_is_kept(store_url
     assert store.pending_labels(graded).empty and store.pending_labels(binary).empty
     store.add_label(graded, "q1", "u1", 3, author="ann")
     assert add_judge_labels(store, graded, [("q1", "j1", 2.0)], provenance) == (1, 0)
-    version = store.commit_labels(graded, author="ann")
+    version = store.commit_labels(graded, author="ann").version
     assert version is not None and store.max_grade(version) == 3
     store.add_label(version, "q1", "u2", 3, author="ann")  # a version keeps the scale
     assert store.pending_labels(graded)["label"].tolist() == [3]
@@ -581,7 +585,7 @@ def test_a_version_an_older_release_deleted_inside_a_line_still_links_the_line(s
     assert store.family(below) == [parent, gone, below] == store.family(parent)  # its labels were given on the line
     assert {("q1", "u1"), ("q1", "u2")} <= set(store.labelled_pairs(below).itertuples(index=False, name=None))
     store.add_label(below, "q1", "u3", 1, author="ann")
-    third = store.commit_labels(below, author="ann")
+    third = store.commit_labels(below, author="ann").version
     names = store.list_datasets().set_index("id")["name"]
     assert names[below].endswith("v2)") and names[third].endswith("v3)")  # not a second v2
 
@@ -592,7 +596,7 @@ def test_a_version_whose_labels_took_the_top_grade_away_keeps_its_lineages_scale
     store = Store(store_url)
     graded = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 3, "d2": 0}}, name="graded"))
     store.add_label(graded, "q1", "d1", 0, author="ann")  # not relevant after all
-    version = store.commit_labels(graded, author="ann")
+    version = store.commit_labels(graded, author="ann").version
     assert version is not None and store.get_dataset(version).qrels["relevance"].max() == 0
     provenance = Provenance("rule", "1", "0123456789abcdef", 0.0)
     assert add_judge_labels(Store(store_url), version, [("q1", "j1", 2)], provenance) == (1, 0)
@@ -611,7 +615,7 @@ def test_a_save_overtaken_by_a_save_of_the_same_labels_returns_that_version(stor
     store.add_label(parent, "q1", "u1", 1, author="ann")
     other = Store(store_url)
     first = _ReadThenOvertaken(store_url, lambda dataset: other.commit_labels(dataset, author="ben"))
-    version = first.commit_labels(parent, author="ann")
+    version = first.commit_labels(parent, author="ann").version
     assert version is not None and store.versions(parent)["id"].tolist() == [version]
     assert store.pending_labels(version).empty
 
@@ -621,10 +625,10 @@ def _line_an_older_release_cut(store: Store, query: str, name: str) -> tuple[str
     deleted as an older release deleted: its dataset row only. ``(original, middle, below)``."""
     original = store.put_dataset(rm.Dataset.from_dict({query: {"d1": 1}}, name=name))
     store.add_label(original, query, "u1", 1, author="ann")
-    middle = store.commit_labels(original, author="ann")
+    middle = store.commit_labels(original, author="ann").version
     assert middle is not None
     store.add_label(middle, query, "u2", 1, author="ann")
-    below = store.commit_labels(middle, author="ann")
+    below = store.commit_labels(middle, author="ann").version
     assert below is not None
     with store.engine.begin() as conn:
         conn.execute(sa.delete(datasets_table).where(datasets_table.c.id == middle))
@@ -638,7 +642,7 @@ def _line(store: Store, n: int) -> tuple[str, list[str]]:
     for i in range(n):
         at = made[-1] if made else original
         store.add_label(at, "q1", f"u{i}", 1, author="ann")
-        saved = store.commit_labels(at, author="ann")
+        saved = store.commit_labels(at, author="ann").version
         assert saved is not None
         made.append(saved)
     return original, made
@@ -702,7 +706,7 @@ def test_a_store_made_before_the_number_tables_opens_read_only_and_numbers_on_af
     assert store.versions([original, v1])["number"].tolist() == [1, 3]
     assert store.set_tags(run, {"k": "v"}) == {"k": "v"} and reader_store.has_table(database.tags_table)  # looked up
     store.add_label(v3, "q1", "x", 1, author="ann")
-    v4 = store.commit_labels(v3, author="ann")
+    v4 = store.commit_labels(v3, author="ann").version
     assert v4 is not None and _number_in_name(store, v4) == 4 == int(store.versions(v3)["number"].iloc[0])
     if store_url.startswith("postgresql"):  # what the owner made since is not the reader's until granted
         with pytest.raises(database.StoreReadRefused, match=r"may not read one of its tables .*grant it SELECT"):
@@ -756,18 +760,18 @@ def test_deleting_the_lineage_s_original_while_a_save_runs_never_gives_a_number_
     store = Store(store_url)
     original, (v1, v2) = _line(store, 2)
     store.add_label(v2, "q1", "x", 1, author="ann")
-    v3 = _OriginalDeletedMeanwhile(store_url, Store(store_url), original).commit_labels(v2, author="ann")
+    v3 = _OriginalDeletedMeanwhile(store_url, Store(store_url), original).commit_labels(v2, author="ann").version
     assert v3 is not None and store.lineage(v3) == [v3, v2, v1, original] and _number_in_name(store, v3) == 3
     assert store.delete_dataset(v3) == 0  # its number stays taken in the lineage it was saved in
     store.add_label(v2, "q1", "y", 1, author="ann")
-    v4 = store.commit_labels(v2, author="ann")
+    v4 = store.commit_labels(v2, author="ann").version
     assert v4 is not None and _number_in_name(store, v4) == 4
     if not store_url.startswith("postgresql"):
         return  # SQLite: a save's transaction holds the database's one write lock
     held = _HeldBeforeItCommits(store_url)
     held.add_label(v4, "q1", "z", 1, author="ann")
     saved: list[str | None] = []
-    saver = threading.Thread(target=lambda: saved.append(held.commit_labels(v4, author="ann")))
+    saver = threading.Thread(target=lambda: saved.append(held.commit_labels(v4, author="ann").version))
     saver.start()
     assert held.numbered.wait(20)
     deleter = threading.Thread(target=lambda: Store(store_url).delete_dataset(v1))
@@ -782,7 +786,7 @@ def test_deleting_the_lineage_s_original_while_a_save_runs_never_gives_a_number_
     deleter.join(20)
     assert blocked and saved[0] is not None and _number_in_name(store, saved[0]) == 5
     store.add_label(saved[0], "q1", "w", 1, author="ann")
-    v6 = store.commit_labels(saved[0], author="ann")
+    v6 = store.commit_labels(saved[0], author="ann").version
     assert v6 is not None and _number_in_name(store, v6) == 6  # on after v5, not v5 twice
 
 
@@ -810,7 +814,7 @@ def test_a_version_saved_again_after_its_delete_is_numbered_as_named(store_url, 
     assert kept == {v1: 1}
     for name in (3, 4):
         store.add_label(v1, "q1", "u1", 1, author="ann")  # the label v2 saved, given again
-        assert store.commit_labels(v1, author="ann") == v2
+        assert store.commit_labels(v1, author="ann") == SavedVersion(v2, made=True)  # its own save again
         assert _number_in_name(store, v2) == name == int(store.versions(v1)["number"].iloc[0])
         with store.engine.begin() as conn:  # an older release's delete_dataset: it knows no number table
             conn.execute(sa.delete(versions_table).where(versions_table.c.id == v2))

@@ -6,12 +6,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import NamedTuple
 
 from ragmetrics.analysis.per_query import PerQueryResults
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.foundation.redact import redact_url
 
-__all__ = ["DatasetEntry", "ResultsEntry", "RunEntry", "VersionInfo", "human_size", "safe_url", "utc", "when"]
+__all__ = [
+    "DatasetEntry",
+    "ResultsEntry",
+    "RunEntry",
+    "SavedEntry",
+    "VersionInfo",
+    "human_size",
+    "safe_url",
+    "utc",
+    "when",
+]
 
 
 def utc(timestamp: float) -> datetime:
@@ -81,6 +92,15 @@ class DatasetEntry:
 
     def __repr__(self) -> str:
         return f"DatasetEntry(id={self.id!r}, name={self.name!r}, n_queries={self.n_queries})"
+
+
+class SavedEntry(NamedTuple):
+    """What :meth:`dashboard.data.workspace.Workspace.commit_labels` did: ``entry``, the qrels version that holds the labels; ``made``: True
+    when this save made it, False when another save running at the same time saved them first
+    (:class:`ragmetrics.store.database.SavedVersion`)."""
+
+    entry: DatasetEntry
+    made: bool
 
 
 class RunEntry:

@@ -28,7 +28,17 @@ from typing import Any, TypeVar, cast
 import pandas as pd
 
 from dashboard.data.bounded import ByteLRU, no_user
-from dashboard.data.entries import DatasetEntry, ResultsEntry, RunEntry, VersionInfo, human_size, safe_url, utc, when
+from dashboard.data.entries import (
+    DatasetEntry,
+    ResultsEntry,
+    RunEntry,
+    SavedEntry,
+    VersionInfo,
+    human_size,
+    safe_url,
+    utc,
+    when,
+)
 from ragmetrics.analysis.history import StoredRun
 from ragmetrics.analysis.per_query import PerQueryResults
 from ragmetrics.foundation.errors import RagMetricsError
@@ -49,6 +59,7 @@ __all__ = [
     "SAMPLES_MARKER",
     "DatasetEntry",
     "RunEntry",
+    "SavedEntry",
     "VersionInfo",
     "Workspace",
     "human_size",
@@ -540,14 +551,16 @@ class Workspace:
         ``(added, skipped)``."""
         return provenance.add_judge_labels(self.store, dataset_ident, labels, source, author=author)
 
-    def commit_labels(self, dataset_ident: str, *, author: str, judges: bool = True) -> DatasetEntry | None:
-        """Save the pending labels as a new qrels version (a new dataset with the parent's runs); None when no
-        label is pending. ``judges=False``: people's labels only (the judges' stay pending, beside the lineage)."""
-        ident = self.store.commit_labels(dataset_ident, author=author, judges=judges)
-        if ident is None:
+    def commit_labels(self, dataset_ident: str, *, author: str, judges: bool = True) -> SavedEntry | None:
+        """Save the pending labels as a new qrels version (a new dataset with the parent's runs): the version that
+        holds them and whether this call made it (:class:`SavedEntry`); None when no label is pending.
+        ``judges=False``: people's labels only (the judges' stay pending, beside the lineage)."""
+        saved = self.store.commit_labels(dataset_ident, author=author, judges=judges)
+        if saved is None:
             return None
         self.refresh()
-        return self.dataset(ident)
+        entry = self.dataset(saved.version)
+        return None if entry is None else SavedEntry(entry, saved.made)
 
     def family(self, dataset_ident: str) -> list[DatasetEntry]:
         """The qrels versions of one lineage (:meth:`ragmetrics.store.database.Store.family`) that are stored, oldest

@@ -248,14 +248,5 @@ def pending_panel(
             st.warning(md_escape(str(err)), icon=":material/info:")
             saved = None
         if saved is not None:
-            people, judges = workspace.version_sources(saved.id)  # others' saved meanwhile included
-            state.flash(
-                f"Saved {people + judges} label(s) as a new qrels version: “{saved.name}” ({saved.id}): {people} "
-                f"people's, {judges} a judge's."
-                + (
-                    f" The judges' labels of {judged_only:,} pair(s) were left out."
-                    if judged_only and not with_judges
-                    else ""
-                )
-            )
-            layout.rerun_with(view.with_(dataset=saved.id))
+            state.flash(judging.saved_message(workspace, saved, judged_only if not with_judges else 0))
+            layout.rerun_with(view.with_(dataset=saved.entry.id))

@@ -21,7 +21,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.core.judge import RULES
-from dashboard.data.workspace import DatasetEntry, Workspace
+from dashboard.data.workspace import DatasetEntry, SavedEntry, Workspace
 from dashboard.ui import auth
 from ragmetrics.store.database import Claim, LabelConflict
 
@@ -48,6 +48,7 @@ __all__ = [
     "place_for",
     "replace",
     "save_version",
+    "saved_message",
     "skip",
     "skipped",
     "unskip_all",
@@ -192,11 +193,27 @@ def unskip_all(dataset_id: str) -> None:
     st.session_state.get(_SKIPPED, {}).pop(dataset_id, None)
 
 
-def save_version(workspace: Workspace, dataset: DatasetEntry, *, judges: bool = False) -> DatasetEntry | None:
-    """Save the labels pending on ``dataset`` as a new qrels version by the signed-in user (None: none pending):
-    people's only unless ``judges`` (then the judges' too, as judgments the version records as theirs).
+def save_version(workspace: Workspace, dataset: DatasetEntry, *, judges: bool = False) -> SavedEntry | None:
+    """Save the labels pending on ``dataset`` as a new qrels version by the signed-in user: the version that holds
+    them and whether this save made it (None: none pending); people's only unless ``judges`` (then the judges' too,
+    as judgments the version records as theirs).
     :class:`RagMetricsError` when they would make no new version (they change no judgment)."""
     return workspace.commit_labels(dataset.id, author=author(), judges=judges)
+
+
+def saved_message(workspace: Workspace, saved: SavedEntry, left_out: int = 0) -> str:
+    """What the page says of a save (:func:`save_version`): ``saved as vN`` when it made the version, ``already
+    saved as vN by another save`` when another tab or server saved the labels first; with the version's count of
+    people's and judges' labels (others' saved with them included). ``left_out``: the pairs only a judge labelled
+    that this save left out (said only of a version it made)."""
+    entry = saved.entry
+    number = f"v{entry.version.number}" if entry.version is not None else "a new qrels version"
+    people, judges = workspace.version_sources(entry.id)
+    counts = f"“{entry.name}” ({entry.id}): {people} people's, {judges} a judge's."
+    if not saved.made:
+        return f"These labels were already saved as {number} by another save (another tab or server): {counts}"
+    note = f" The judges' labels of {left_out:,} pair(s) were left out." if left_out else ""
+    return f"Saved {people + judges} label(s) as {number}: {counts}{note}"
 
 
 def newer_version(workspace: Workspace, dataset: DatasetEntry) -> DatasetEntry | None:

@@ -502,6 +502,15 @@ class Claim(NamedTuple):
     shared: bool
 
 
+class SavedVersion(NamedTuple):
+    """What :meth:`Store.commit_labels` did with the labels it read: ``version``, the id of the qrels version that
+    holds them; ``made``: True when this call saved that version, False when another save running at the same time
+    (another tab or server) saved them first."""
+
+    version: str
+    made: bool
+
+
 class LabelConflict(RagMetricsError):
     """A label refused because another one was given for the pair since the judge saw it: ``existing`` is that
     label (``query_id, doc_id, id, label, author, created_at, version``)."""
@@ -1388,10 +1397,11 @@ class Store:
 
         return int(self._write_pending(dataset, write))
 
-    def commit_labels(self, dataset: str, *, author: str = "anonymous", judges: bool = True) -> str | None:
+    def commit_labels(self, dataset: str, *, author: str = "anonymous", judges: bool = True) -> SavedVersion | None:
         """Make the labels pending on ``dataset`` (on its :meth:`pending_place`, which the version is made from) a new
         qrels version: a dataset whose judgments are the parent's plus the labels (the latest label of a pair wins,
-        a person's over a judge's), with the parent's runs. Returns its id (None when nothing is pending).
+        a person's over a judge's), with the parent's runs. Returns its id and that this call made it
+        (:class:`SavedVersion`; None when nothing is pending).
         ``judges=False``: people's labels only; the judges' move to the new version, pending there (for agreement
         and corrected means on the lineage, and for a later save of that version to take), and their pairs stay
         unjudged. A judge's label of a pair a person labelled in a saved version is never taken (it moves on,
@@ -1401,7 +1411,7 @@ class Store:
         version, and every label left pending on the parent (another tab's, judge's or server's, given meanwhile)
         moves to the version, pending there for the next save. When a label read was withdrawn or saved by another
         save meanwhile, nothing is stored and the labels are read again; when another save took them all, its
-        version is returned. Labels that give every pair the grade the parent already holds make no version (a
+        version is returned, not made by this call. Labels that give every pair the grade the parent already holds make no version (a
         dataset is its content: the version would be the parent itself): refused, and they stay pending, as do
         labels whose qrels another stored dataset already has."""
 
@@ -1428,7 +1438,8 @@ class Store:
                 ["query_id", "doc_id"], keep="last"
             )
             if judgments.empty:
-                return self._saved_by_another(taken)
+                by_another = self._saved_by_another(taken)
+                return None if by_another is None else SavedVersion(by_another, made=False)
             parent = self.get_dataset(dataset)
             labels = judgments.rename(columns={"label": "relevance"})[["query_id", "doc_id", "relevance"]]
             merged = merge(parent, labels, override=True).dataset
@@ -1479,7 +1490,7 @@ class Store:
                         )
             except _LabelsChanged:
                 continue
-            return ident
+            return SavedVersion(ident, made=True)
         raise RagMetricsError(
             f"the labels pending on dataset {dataset} kept changing while they were saved "
             f"({COMMIT_ATTEMPTS} attempts); save again"

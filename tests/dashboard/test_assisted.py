@@ -175,14 +175,14 @@ def test_a_judge_resumes_and_never_overrides_a_person(tmp_path: Path) -> None:
     assert people[["query_id", "doc_id", "label"]].values.tolist() == [[person["query_id"], person["doc_id"], 2]]
     hers = ws.pending_labels(entry.id).set_index(["query_id", "doc_id"]).loc[(person["query_id"], person["doc_id"])]
     assert hers["label"] == 2 and hers["author"] == "ann"
-    version = ws.commit_labels(entry.id, author="ann", judges=False)
+    version = ws.commit_labels(entry.id, author="ann", judges=False).entry
     assert version is not None and ws.version_sources(version.id) == (1, 0)
     # the judge's moved on to the version, pending there; the original's pending labels are read there too
     assert len(ws.pending_labels(version.id)) == len(pooled)
     assert ws.pending_labels(entry.id).equals(ws.pending_labels(version.id))
     assert len(assisted.judge_labels(ws.lineage_labels(version.id), source)) == len(pooled)
     # saved with the judges, they count apart, and the judge's grade of her pair never goes in over hers
-    both = ws.commit_labels(version.id, author="ann", judges=True)
+    both = ws.commit_labels(version.id, author="ann", judges=True).entry
     assert both is not None and ws.version_sources(both.id) == (0, len(pooled) - 1)
     qrels = both.dataset.qrels
     hers = qrels[
@@ -247,7 +247,7 @@ def test_lineage_labels_follow_a_saved_version(tmp_path: Path) -> None:
     judge = CallableJudge("tests:truth", lambda pair, top: judge_grade(pair.query_id, pair.doc_id))
     ws.add_judge_labels(entry.id, [("q00", "q00-b", 0), ("q00", "q00-c", 2)], provenance_of(judge, 2))
     ws.add_label(entry.id, "q00", "q00-b", 1, author="ann")
-    saved = ws.commit_labels(entry.id, author="ann")
+    saved = ws.commit_labels(entry.id, author="ann").entry
     assert saved is not None
     ws.add_label(saved.id, "q01", "q01-b", 0, author="bob")
     before, after = ws.lineage_labels(entry.id), ws.lineage_labels(saved.id)

@@ -243,7 +243,7 @@ def test_a_version_takes_people_s_labels_and_the_judges_only_when_asked(seeded, 
     at.button(key="judge.save").click().run()
     no_problems(at)
     said = " ".join(s.value for s in at.success).replace("\\", "")
-    assert "Saved 1 label(s) as a new qrels version" in said and "1 people's, 0 a judge's." in said
+    assert "Saved 1 label(s) as v1: " in said and "1 people's, 0 a judge's." in said
     assert f"The judges' labels of {len(TRUTH) - 1} pair(s) were left out." in said
     store = _store(tmp_path)
     versions = Workspace(store).version_table(seeded["dataset"])
@@ -386,7 +386,7 @@ def test_a_judge_on_a_saved_version_grades_the_pairs_people_saved_into_it(seeded
     labelled = [(q, d) for q, d in TRUTH if d.endswith("-b")][:6]
     for q, d in labelled:
         ws.add_label(seeded["dataset"], q, d, TRUTH[(q, d)], author="ann")
-    version = ws.commit_labels(seeded["dataset"], author="ann", judges=False)
+    version = ws.commit_labels(seeded["dataset"], author="ann", judges=False).entry
     assert version is not None
     runs = [r.id for r in ws.runs(version.id)]
     ws.store.engine.dispose()

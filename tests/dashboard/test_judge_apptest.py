@@ -198,7 +198,7 @@ def test_save_as_a_new_version_opens_it_and_the_picker_names_it(judged, store_di
     picker = at.selectbox(key="sidebar.dataset")
     assert picker.value == new and " · qrels v1 by anonymous, " in picker.format_func(new)
     assert picker.format_func(judged["dataset"]) == "judge-mini · qrels v0 (original)"
-    assert "Saved 2 label(s) as a new qrels version" in _text(at.success)
+    assert "Saved 2 label(s) as v1: " in _text(at.success)
     assert _left(at) == (2, 2)  # the labelled pairs are judged in the new version
     qrels = store.get_dataset(new).qrels
     assert len(qrels) == 5 and store.pending_labels(judged["dataset"]).empty
@@ -211,7 +211,7 @@ def test_a_tab_still_on_the_parent_labels_the_newer_version_and_says_so(judged, 
     at = open_page("judge", _params(judged))
     store = _store(store_dir)
     store.add_label(judged["dataset"], "q1", "d3", 2, author="ann")
-    newer = store.commit_labels(judged["dataset"], author="ann")
+    newer = store.commit_labels(judged["dataset"], author="ann").version
     at.run()
     assert "A newer qrels version of this dataset was saved since" in _text(at.info)
     button(at, "judge.grade.1").click().run()
@@ -237,7 +237,7 @@ def test_workspace_lists_versions_diffs_them_and_shows_stability(judged, store_d
     store = _store(store_dir)
     store.add_label(judged["dataset"], "q1", "d3", 2, author="ann")
     store.add_label(judged["dataset"], "q2", "d6", 1, author="ann")
-    new = store.commit_labels(judged["dataset"], author="ann")
+    new = store.commit_labels(judged["dataset"], author="ann").version
     at = open_page("workspace", {"ds": new, "m": "ndcg", "k": "3"})
     no_problems(at)
     tables = [d.value for d in at.dataframe]

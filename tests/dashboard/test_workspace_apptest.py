@@ -118,7 +118,7 @@ def test_deleting_the_last_stored_version_of_a_deleted_original_says_its_labels_
     store = Store(f"sqlite:///{store_dir / 'ragmetrics.sqlite'}")
     original = mini["dataset"]
     store.add_label(original, "q1", "new-doc", 1, author="ann")
-    v1 = store.commit_labels(original, author="ann")
+    v1 = store.commit_labels(original, author="ann").version
     assert v1 is not None
     store.delete_dataset(original)
     store.add_label(v1, "q1", "other-doc", 1, author="ann")

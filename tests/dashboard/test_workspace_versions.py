@@ -15,6 +15,7 @@ from ragmetrics import Dataset, Run
 from ragmetrics.cli import main
 from ragmetrics.io import load_dataset, load_run
 from ragmetrics.store.database import Store, versions_table
+from tests.test_store_versions import _ReadThenOvertaken
 
 DATA = Path(__file__).resolve().parents[1] / "e2e" / "data"
 
@@ -41,8 +42,12 @@ def test_a_saved_version_is_a_dataset_with_its_parents_runs_and_a_label_naming_i
     ws, ds, run = _workspace(tmp_path)
     assert ws.commit_labels(ds, author="ann") is None  # nothing pending
     ws.add_label(ds, "t01", "new-doc", 1, author="ann")
-    v1 = ws.commit_labels(ds, author="ann")
-    assert v1 is not None and v1.id != ds
+    saved = ws.commit_labels(ds, author="ann")
+    assert saved is not None and saved.made
+    v1 = saved.entry
+    assert v1.id != ds
+    said = f"Saved 1 label(s) as v1: “{v1.name}” ({v1.id}): 1 people's, 0 a judge's."
+    assert judging.saved_message(ws, saved) == said
     assert v1.version is not None and (v1.version.parent, v1.version.author, v1.version.n_labels) == (ds, "ann", 1)
     assert v1.version.number == 1 and v1.n_judgments == ws.dataset(ds).n_judgments + 1
     assert [r.id for r in ws.runs(v1.id)] == [run]
@@ -51,7 +56,7 @@ def test_a_saved_version_is_a_dataset_with_its_parents_runs_and_a_label_naming_i
     assert labels[ds] == "mini_eval · qrels v0 (original)"
     assert labels[v1.id].startswith(f"{v1.name} · qrels v1 by ann, ")
     ws.add_label(v1.id, "t02", "another", 0, author="bob")
-    v2 = ws.commit_labels(v1.id, author="bob")
+    v2 = ws.commit_labels(v1.id, author="bob").entry
     assert v2 is not None and v2.version is not None and v2.version.number == 2 and v2.version.parent == v1.id
     # every member of the lineage lists the same versions, oldest first
     for member in (ds, v1.id, v2.id):
@@ -67,6 +72,22 @@ def test_a_saved_version_is_a_dataset_with_its_parents_runs_and_a_label_naming_i
     # a dataset without versions is its own family, and keeps its plain name in the picker
     other = ws.add_dataset(load_dataset(DATA / "mini.qrel"))
     assert [e.id for e in ws.family(other.id)] == [other.id] and other.label == other.name
+
+
+def test_a_save_another_server_overtook_says_its_labels_were_already_saved_by_another_save(tmp_path) -> None:
+    """Was: a save that read the labels after another server's save took them all returned that save's version, and
+    the page said "Saved" as if it had made it. Now it says they were already saved, and as which version."""
+    url = f"sqlite:///{tmp_path / 's.sqlite'}"
+    other, theirs = Store(url), []
+    ws = Workspace(_ReadThenOvertaken(url, lambda place: theirs.append(other.commit_labels(place, author="ben"))))
+    parent = ws.store.put_dataset(Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
+    ws.add_label(parent, "q1", "u1", 1, author="ann")
+    saved = ws.commit_labels(parent, author="ann")
+    assert saved is not None and not saved.made and theirs[0].made and saved.entry.id == theirs[0].version
+    assert judging.saved_message(ws, saved, left_out=3) == (
+        f"These labels were already saved as v1 by another save (another tab or server): “faq (+1 label, v1)” "
+        f"({saved.entry.id}): 1 people's, 0 a judge's."
+    )
 
 
 def test_withdrawing_labels_another_server_saved_meanwhile_says_they_were_no_longer_pending(tmp_path) -> None:
@@ -93,7 +114,7 @@ def test_the_dashboard_numbers_each_version_as_the_store_gave_it_and_the_command
         if doc == "u4":
             ws.delete_dataset(made.pop(1))
         ws.add_label(made[-1] if made else original, "q1", doc, 1, author="ann")
-        saved = ws.commit_labels(made[-1] if made else original, author="ann")
+        saved = ws.commit_labels(made[-1] if made else original, author="ann").entry
         assert saved is not None
         made.append(saved.id)
 
@@ -133,5 +154,5 @@ def test_the_dashboard_numbers_each_version_as_the_store_gave_it_and_the_command
         assert [e.id for e in reopened.family(member)] == [*made, old]
         assert reopened.version_table(member)["version"].tolist() == ["v1", "v3", "v4", "v2"]
     reopened.add_label(made[-1], "q1", "u5", 1, author="ann")
-    fifth = reopened.commit_labels(made[-1], author="ann")
+    fifth = reopened.commit_labels(made[-1], author="ann").entry
     assert fifth is not None and fifth.version is not None and fifth.version.number == 5

@@ -151,7 +151,7 @@ def test_labels_survive_a_reload_and_a_restart_and_become_a_version(page: Page, 
 
         page.locator(".st-key-judge-save").get_by_role("button").click()
         wait_for_app(page)
-        expect(page.get_by_text("Saved 3 label(s) as a new qrels version")).to_be_visible(timeout=TIMEOUT)
+        expect(page.get_by_text("Saved 3 label(s) as v1:")).to_be_visible(timeout=TIMEOUT)
         picker = page.locator(".st-key-sidebar-dataset").get_by_role("combobox")
         expect(picker).to_have_value(re.compile(r"^judge-mini .* · qrels v1 by anonymous, "), timeout=TIMEOUT)
 
