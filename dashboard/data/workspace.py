@@ -48,7 +48,7 @@ from ragmetrics.foundation.provenance import Provenance
 from ragmetrics.store import database as store_mod
 from ragmetrics.store import provenance
 from ragmetrics.store.candidates import CandidateStore, Reviewed
-from ragmetrics.store.database import ANY_LABEL, Claim, Store, StoreKeyError
+from ragmetrics.store.database import ANY_LABEL, Claim, Store, StoreKeyError, StoreWriteRefused
 from ragmetrics.synth.build import dataset_of
 
 LISTING_TTL = 1.0
@@ -152,6 +152,8 @@ class Workspace:
         self._datasets: list[DatasetEntry] = []
         self._runs_at: dict[str, float] = {}
         self._runs: dict[str, list[RunEntry]] = {}
+        self.seed_refused = False
+        """Whether the store refused the bundled samples (:meth:`seed`): its database user may not write to it."""
 
     # --- listings ----------------------------------------------------------------------
 
@@ -636,21 +638,26 @@ class Workspace:
         ``samples`` yields objects with ``dataset``, ``name``, ``source``,
         ``description`` and ``runs`` (pairs of run and source). A marker view
         records that the store got them, so samples a team deleted stay deleted.
-        Returns True when it seeded.
+        Returns True when it seeded. A store whose database user may not write to it (a read-only file, a role
+        that may only read) is left as it is, and :attr:`seed_refused` set: the dashboard opens on what it holds.
         """
         if self.store.has_view(samples_marker_id()):
             return False
-        for sample in samples():
-            entry = self.add_dataset(
-                sample.dataset,
-                name=sample.name,
-                source=sample.source,
-                description=sample.description,
-                targets=getattr(sample, "targets", ""),
-            )
-            for run, source in sample.runs:
-                self.add_run(entry.id, run, source=source)
-        self.store.put_view(SAMPLES_MARKER)
+        try:
+            for sample in samples():
+                entry = self.add_dataset(
+                    sample.dataset,
+                    name=sample.name,
+                    source=sample.source,
+                    description=sample.description,
+                    targets=getattr(sample, "targets", ""),
+                )
+                for run, source in sample.runs:
+                    self.add_run(entry.id, run, source=source)
+            self.store.put_view(SAMPLES_MARKER)
+        except StoreWriteRefused:
+            self.seed_refused = True
+            return False
         return True
 
     # --- tables for the Workspace page -------------------------------------------------

@@ -137,7 +137,7 @@ def page_setup(
     runs = [r for r in (workspace.run(view.dataset or "", i) for i in view.runs) if r is not None]
     selection = cache.Selection(dataset.id if dataset else "", (), ())
     if dataset is None:
-        empty_state()
+        empty_state(workspace)
     else:
         _caption(dataset, runs, view)
         if needs_runs and not shows_results:  # a page that needs rankings: say which runs it cannot show
@@ -209,7 +209,16 @@ def _caption(dataset: DatasetEntry, runs: list[RunEntry], view: ViewState) -> No
     )
 
 
-def empty_state() -> None:
+def empty_state(workspace: Workspace) -> None:
+    """What a page says when the store holds no dataset: where to add one, or, on a store the dashboard may not
+    write to (its first start could not store the samples), whom to ask."""
+    if workspace.seed_refused:
+        st.info(
+            "This store is read-only and holds nothing yet: ask its owner to load data (the database user the "
+            "dashboard connects as may not write to it, so it could not store its sample datasets either).",
+            icon=":material/lock:",
+        )
+        return
     st.info(
         "No dataset is stored yet. Upload an evaluation set and runs on the Upload page to start "
         "(they are kept in the store; see the Workspace page).",

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from dashboard.views import VIEWS
+from ragmetrics.store.database import Store
 from tests.dashboard.apptest import (
     charts,
     drawn_in_order,
@@ -31,6 +32,22 @@ def test_every_page_runs_on_the_samples(view, faq_ids) -> None:
     # the view is written back to the URL: the sample dataset, opened first, with its runs
     assert param(at, "ds") == faq_ids["dataset"]
     assert param(at, "runs") == ",".join(faq_ids[n] for n in ("bm25", "dense-e5", "hybrid-rrf"))
+
+
+def test_a_first_start_on_a_read_only_store_nobody_loaded_opens_it_empty_with_one_notice(tmp_path, monkeypatch) -> None:
+    """Was: the first start on a store the dashboard may only read, that its owner made but loaded nothing into,
+    stopped every page with "cannot be opened" (storing the samples is a write). Now the page opens on the empty
+    store and says, once, whom to ask."""
+    path = tmp_path / "read-only.sqlite"
+    Store(f"sqlite:///{path}").engine.dispose()  # its owner made the tables, and loaded nothing
+    monkeypatch.setenv("RAGMETRICS_STORE_URL", f"sqlite:///file:{path}?mode=ro&uri=true")
+    at = open_page("overview")
+    no_problems(at)
+    assert not at.warning and [i.value for i in at.info] == [
+        "This store is read-only and holds nothing yet: ask its owner to load data (the database user the dashboard "
+        "connects as may not write to it, so it could not store its sample datasets either)."
+    ]
+    assert at.title[0].value == "Overview" and Store(f"sqlite:///{path}").list_datasets().empty
 
 
 def test_no_page_holds_a_download_before_it_is_clicked() -> None:
