@@ -64,10 +64,26 @@ def test_judge_labels_keep_their_provenance_and_versions_count_them_apart(store_
     assert version_sources(store, second)[["source", "labels"]].values.tolist() == [["human", 1], [RULE.source, 1]]
 
 
+class _PlaceDeletedOnceRead(Store):
+    """A store whose next read of where labels go, once ``doomed`` names that place, deletes it right after: as a
+    delete by another server lands between that read and the labels' transaction."""
+
+    doomed: str | None = None
+
+    def _tree(self, dataset: str, *, stored: bool = False, conn: Any = None) -> VersionTree:
+        tree = super()._tree(dataset, stored=stored, conn=conn)
+        if stored and conn is None and self.doomed is not None:
+            doomed, self.doomed = self.doomed, None
+            assert tree.place(dataset) == doomed
+            self.delete_dataset(doomed)
+        return tree
+
+
 def test_a_judges_label_leaves_its_pair_to_people(store_url):
     """People judging are offered the pairs a judge labelled, see no label on them and are not refused as if
-    someone had labelled them meanwhile; their label is the version's."""
-    store = Store(store_url)
+    someone had labelled them meanwhile; their label is the version's. A judge whose place (the version) another
+    server deletes once it is read labels where the delete left the place, skipped against that place's qrels."""
+    store = _PlaceDeletedOnceRead(store_url)
     parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 2}}))  # grades 0..2
     add_judge_labels(store, parent, [("q1", "u1", 0), ("q1", "u2", 1)], RULE)
     assert store.labelled_pairs(parent).empty
@@ -88,40 +104,12 @@ def test_a_judges_label_leaves_its_pair_to_people(store_url):
         "d1": 2, "u1": 2, "u2": 1,
     }  # fmt: skip
     assert version_sources(store, version)[["source", "labels"]].values.tolist() == [["human", 1], [RULE.source, 1]]
-
-
-class _PlaceDeletedOnceRead(Store):
-    """A store whose first read of where labels go lets ``other`` (another server) delete ``place`` right after."""
-
-    def __init__(self, url: str, other: Store, place: str) -> None:
-        super().__init__(url)
-        self.other: Store | None = other
-        self.place = place
-
-    def _tree(self, dataset: str, *, stored: bool = False, conn: Any = None) -> VersionTree:
-        tree = super()._tree(dataset, stored=stored, conn=conn)
-        if stored and conn is None and getattr(self, "other", None) is not None:
-            other, self.other = self.other, None
-            assert other is not None and tree.place(dataset) == self.place
-            other.delete_dataset(self.place)
-        return tree
-
-
-def test_a_judge_s_labels_go_where_a_delete_since_the_call_left_the_place(store_url):
-    """Was: the labels' place (the newest version, v1) was read before the transaction that writes them, and v1
-    deleted in between made them "not in this store" while the dataset they were given on stayed. Now they go
-    pending on the dataset (where the delete left the place), skipped against its own qrels."""
-    store = Store(store_url)
-    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}, "q2": {"d2": 1}}, name="faq"))
-    store.add_label(parent, "q1", "u1", 1, author="ana")
-    v1 = store.commit_labels(parent, author="ana").version
-    assert v1 is not None and store.pending_place(parent) == v1
-    judge = _PlaceDeletedOnceRead(store_url, Store(store_url), v1)
-    assert add_judge_labels(judge, parent, [("q1", "d1", 0), ("q1", "u1", 0), ("q2", "u2", 1)], RULE) == (2, 1)
-    assert judge.other is None and not store.has_dataset(v1) and store.pending_place(parent) == parent
-    pending = store.pending_labels(parent)
-    assert pending[["doc_id", "label"]].values.tolist() == [["u1", 0], ["u2", 1]]  # d1: the parent's qrels judge it
-    assert store.pending_labels(parent, judges=False).empty  # the judge's, not people's
+    # was: the judge read the labels' place (the version) before its transaction, and the version deleted in
+    # between (another server) made them "not in this store"; now they go where the delete left the place
+    store.doomed = version
+    assert add_judge_labels(store, parent, [("q1", "d1", 0), ("q1", "u1", 0), ("q1", "u3", 1)], RULE) == (2, 1)
+    assert store.doomed is None and not store.has_dataset(version) and store.pending_place(parent) == parent
+    assert store.pending_labels(parent)[["doc_id", "label"]].values.tolist() == [["u1", 0], ["u3", 1]]  # d1: judged
 
 
 def test_a_store_made_before_label_sources_reads_its_labels_as_human(tmp_path):
