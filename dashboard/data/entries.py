@@ -95,9 +95,9 @@ class DatasetEntry:
 
 
 class SavedEntry(NamedTuple):
-    """What :meth:`dashboard.data.workspace.Workspace.commit_labels` did: ``entry``, the qrels version that holds the labels; ``made``: True
-    when this save made it, False when another save running at the same time saved them first
-    (:class:`ragmetrics.store.database.SavedVersion`)."""
+    """What :meth:`dashboard.data.workspace.Workspace.commit_labels` did: ``entry``, the qrels version that holds
+    the labels; ``made``: True when this save made it, False when another save running at the same time saved them
+    first (:class:`ragmetrics.store.database.SavedVersion`)."""
 
     entry: DatasetEntry
     made: bool

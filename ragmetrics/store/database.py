@@ -1411,9 +1411,9 @@ class Store:
         version, and every label left pending on the parent (another tab's, judge's or server's, given meanwhile)
         moves to the version, pending there for the next save. When a label read was withdrawn or saved by another
         save meanwhile, nothing is stored and the labels are read again; when another save took them all, its
-        version is returned, not made by this call. Labels that give every pair the grade the parent already holds make no version (a
-        dataset is its content: the version would be the parent itself): refused, and they stay pending, as do
-        labels whose qrels another stored dataset already has."""
+        version is returned, not made by this call. Labels that give every pair the grade the parent already holds
+        make no version (a dataset is its content: the version would be the parent itself): refused, and they stay
+        pending, as do labels whose qrels another stored dataset already has."""
 
         taken: list[int] = []  # the labels the last attempt read, when another writer changed them
         for _ in range(COMMIT_ATTEMPTS):
