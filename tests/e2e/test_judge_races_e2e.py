@@ -172,9 +172,7 @@ def test_two_judges_on_two_servers_are_shown_other_pairs_and_lose_no_click(
             if round_ == 4:  # judge one saves a version and goes on judging it; judge two stays on the original
                 wait_for_app(page)
                 page.locator(".st-key-judge-save").get_by_role("button").click()
-                expect(page.get_by_text(re.compile(r"^Saved \d+ label\(s\) as a new qrels version"))).to_be_visible(
-                    timeout=TIMEOUT
-                )
+                expect(page.get_by_text(re.compile(r"^Saved \d+ label\(s\) as v\d+: "))).to_be_visible(timeout=TIMEOUT)
         for judge in judges.values():
             wait_for_app(judge)
             expect(judge.get_by_text("meanwhile")).to_have_count(0)  # no label was refused: none was shown twice
