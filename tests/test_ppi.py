@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import io
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -512,6 +513,20 @@ def test_compare_gives_an_interval_of_width_0_no_p_value_and_warns_when_judge_an
     assert main([*argv, "--ppi-target", "dataset"], out, err) == 0, err.getvalue()
     assert "the judge and the humans differ on only 2 of the 30 human-labelled queries" in err.getvalue()
     assert "p=n/a" not in out.getvalue()
+    # every query human-labelled, for the mean over exactly these queries: the delta is exact, not "cannot tell"
+    (tmp_path / "human.qrels").write_text("".join(f"{q} 0 {q}-rel 1\n{q} 0 {q}-other 0\n" for q in ids))
+    out, err = io.StringIO(), io.StringIO()
+    assert main([*argv, "--ppi-target", "dataset"], out, err) == 0, err.getvalue()
+    first = out.getvalue().splitlines()[0]
+    assert "corrected delta +0.3691" in first and "exact (every query labelled)  " in first, first
+    assert "cannot tell" not in out.getvalue() and "?" not in first and "*" not in first
+    assert "exact: every query human-labelled" in out.getvalue() and "all 40 queries human-labelled" in out.getvalue()
+    assert "score alike" not in err.getvalue()
+    out, err = io.StringIO(), io.StringIO()
+    assert main([*argv, "--ppi-target", "dataset", "--format", "json"], out, err) == 0, err.getvalue()
+    (row,) = json.loads(out.getvalue())["comparisons"]
+    assert row["exact"] is True and row["no_spread"] is False and row["too_few"] is False and row["p_value"] is None
+    (tmp_path / "human.qrels").write_text("".join(f"{q} 0 {q}-rel 1\n{q} 0 {q}-other 0\n" for q in ids[:30]))
     out, err = io.StringIO(), io.StringIO()
     assert main([*argv, "--correction", "none"], out, err) == 0, err.getvalue()
     assert "differ on only" not in err.getvalue()

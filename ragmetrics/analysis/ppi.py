@@ -264,6 +264,13 @@ class Corrected:
     tuned: bool = False
 
     @property
+    def exact(self) -> bool:
+        """The ``dataset`` target with every query human-labelled: the estimate is the human labels' mean over
+        exactly these queries, the truth the target asks for (an interval of width 0 with no sampling error, not
+        one that measures nothing)."""
+        return self.population == "dataset" and self.n_labelled >= self.n_queries
+
+    @property
     def bias(self) -> float:
         return self.ppi.estimate - self.judge_only.estimate
 
@@ -609,8 +616,10 @@ def corrected_comparison(
     excludes 0 exactly when ``p_value_corrected`` is below ``alpha``; uncorrected, the 95% interval;
     ``ci_method_adjusted``: ``t``, its method (:data:`ragmetrics.analysis.stats.DeltaIntervalMethod`).
     ``significant`` compares the corrected p-value with ``alpha`` unless ``too_few`` (fewer than
-    :data:`MIN_TESTED` labelled queries: too few to tell) or ``no_spread`` (an interval of width 0: its p-value
-    is NaN, and counts as 1 in the correction's family; it cannot tell): the columns
+    :data:`MIN_TESTED` labelled queries, unless ``exact``: too few to tell), ``no_spread`` (an interval of width 0
+    from a sample: its p-value is NaN, and counts as 1 in the correction's family; it cannot tell) or ``exact``
+    (the ``dataset`` target with every query human-labelled: the delta is these queries' own, with no sampling
+    error to test; no p-value, counted in the family as ``no_spread`` is): the columns
     :func:`ragmetrics.analysis.verdicts.verdict` reads. ``strata``, ``more`` and ``options``: as
     :func:`corrected_means`. The baseline's own row is left out."""
     import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
@@ -700,7 +709,10 @@ def corrected_comparison(
     frame["ci_high_adjusted"] = np.clip([high for _, high in ends], -1.0, 1.0)
     frame["ci_level_adjusted"] = levels
     frame["ci_method_adjusted"] = "t"
-    frame["too_few"] = frame["n_labelled"] < MIN_TESTED
-    frame["no_spread"] = [r.ppi.flat for r in results]
-    frame["significant"] = (frame["p_value_corrected"] < alpha) & ~frame["too_few"] & ~frame["no_spread"]
+    frame["exact"] = [r.exact for r in results]
+    frame["too_few"] = (frame["n_labelled"] < MIN_TESTED) & ~frame["exact"]
+    frame["no_spread"] = [r.ppi.flat and not r.exact for r in results]
+    frame["significant"] = (
+        (frame["p_value_corrected"] < alpha) & ~frame["too_few"] & ~frame["no_spread"] & ~frame["exact"]
+    )
     return frame

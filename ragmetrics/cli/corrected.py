@@ -200,7 +200,12 @@ def compare_corrected(
         return judge
     for r in frame.itertuples(index=False):
         mark = "*" if r.significant else ("?" if r.too_few or r.no_spread else " ")
-        p = "p=n/a (cannot tell)" if r.no_spread else f"p={r.p_value:.4g} ({args.correction} {r.p_value_corrected:.4g})"
+        if r.exact:
+            p = "exact (every query labelled)"
+        elif r.no_spread:
+            p = "p=n/a (cannot tell)"
+        else:
+            p = f"p={r.p_value:.4g} ({args.correction} {r.p_value_corrected:.4g})"
         out.write(
             f"{r.metric:<14} {r.run:<24} vs {r.baseline}: corrected delta {r.delta:+.4f} "
             f"{interval_at_level(args.correction, r.ci_level_adjusted)} [{r.ci_low_adjusted:+.4f}, "
@@ -223,6 +228,12 @@ def compare_corrected(
             "; ? = cannot tell: an interval of width 0 (the labelled queries' human-minus-judge differences all "
             "alike) measures nothing, so it has no p-value and no verdict"
             if frame["no_spread"].any()
+            else ""
+        )
+        + (
+            "; exact: every query human-labelled, so the delta is these queries' own (no sampling error: nothing "
+            "to test)"
+            if frame["exact"].any()
             else ""
         )
         + "\n"
