@@ -16,6 +16,9 @@ from sklearn.metrics import cohen_kappa_score
 
 from ragmetrics.analysis.label_agreement import label_agreement
 from ragmetrics.cli import main
+from ragmetrics.cli.judging import _check_counts, judge_label_rows
+from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.io import load_dataset
 from ragmetrics.io.source import Source
 from tests.judge_stub import Stub, serve_chat
 
@@ -402,3 +405,27 @@ def test_judge_run_that_grades_no_pair_says_so_exits_1_and_writes_no_file(small_
     assert last.startswith("ragmetrics: error: the judge graded no pair: all 4 got no grade (the first, query q1 "
                            "document d2: ") and "model exploded" in last  # fmt: skip
     assert last.endswith(f"{d / 'judged.tsv'} not written") and not (d / "judged.tsv").exists()
+
+
+def test_a_signed_label_in_a_judge_label_file_is_read_as_the_qrels_reader_reads_it(tmp_path):
+    """One rule for an integer a file writes (``LABEL_DIGITS``): ``+2`` in a judge's label file is the grade 2, as
+    in TREC qrels, and the same pair graded ``2`` again is no conflict; a pool's rank ``+2`` is the rank 2. Was: a
+    pattern of its own refused ``+2`` there ("expected a whole-number grade")."""
+    (tmp_path / "judged.tsv").write_text(
+        "query_id\tdoc_id\tlabel\tjudge\tjudge_version\tconfig_hash\n"
+        "q1\td1\t+2\trule\t1\tabc\nq1\td2\t0\trule\t1\tabc\nq1\td1\t2\trule\t1\tabc\n"
+    )
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 +2\nq1 0 d2 0\n")
+    rows = judge_label_rows(str(tmp_path / "judged.tsv"), 2)
+    qrels = load_dataset(str(tmp_path / "qrels.txt")).qrels
+    assert (
+        dict(zip(rows["doc_id"], rows["label"]))
+        == dict(zip(qrels["doc_id"], qrels["relevance"]))
+        == {
+            "d1": 2,
+            "d2": 0,
+        }
+    )
+    _check_counts(pd.DataFrame({"best_rank": ["+2", "1"], "runs": ["1", "+3"]}), "pool.tsv", ("best_rank", "runs"))
+    with pytest.raises(RagMetricsError, match=r"^pool\.tsv, line 3: best_rank '\+-1'; expected a whole number >= 0"):
+        _check_counts(pd.DataFrame({"best_rank": ["2", "+-1"]}), "pool.tsv", ("best_rank",))

@@ -7,7 +7,6 @@ import argparse
 import csv
 import datetime as dt
 import math
-import re
 from collections.abc import Callable
 from typing import TextIO
 
@@ -26,7 +25,7 @@ from ragmetrics.cli.inputs import (
 from ragmetrics.cli.options import add_data_options, whole_number
 from ragmetrics.cli.pools import check_label_column
 from ragmetrics.foundation.errors import RagMetricsError
-from ragmetrics.foundation.grades import grade_problem
+from ragmetrics.foundation.grades import LABEL_INT, grade_problem
 from ragmetrics.foundation.model import Dataset
 from ragmetrics.io import load_dataset
 from ragmetrics.io.columns import id_texts, resolve
@@ -87,10 +86,6 @@ def training_pairs(dataset_pairs: list[Pair], human: pd.DataFrame, extra: list[P
         if pair is not None:
             out.append((pair, int(y)))
     return out
-
-
-WHOLE_NUMBER = re.compile(r"-?[0-9]+")
-"""A whole number in ASCII digits (``int`` would read "²" and other scripts' digits too)."""
 
 
 def judge_labels(path: str, top: int) -> dict[tuple[str, str], int]:
@@ -173,12 +168,12 @@ def judge_label_rows(path: str, top: int | None = None) -> pd.DataFrame:
                 f"{at(judge[1])}: one file holds one judge's labels"
             )
         if label:
-            problem = grade_problem(int(label) if WHOLE_NUMBER.fullmatch(label) else label, top)
+            problem = grade_problem(int(label) if LABEL_INT.fullmatch(label) else label, top)
             if problem is not None:
                 raise RagMetricsError(f"{path}, {at(row)}: label {label!r}; {problem}")
         earlier = first.get((q, d))
         if earlier is not None:
-            if earlier[0] != label:
+            if (int(earlier[0]) if earlier[0] else None) != (int(label) if label else None):
                 raise RagMetricsError(
                     f"{path}, {at(row)}: query {q} document {d} graded {label or '(none)'}, and {earlier[0] or '(none)'} "
                     f"on {at(earlier[1])}"
@@ -202,7 +197,7 @@ def _check_counts(pool: pd.DataFrame, path: str, columns: tuple[str, ...]) -> No
     line 1)."""
     for column in (c for c in columns if c in pool.columns):
         for i, cell in enumerate(pool[column]):
-            if not WHOLE_NUMBER.fullmatch(cell) or int(cell) < 0:
+            if not LABEL_INT.fullmatch(cell) or int(cell) < 0:
                 raise RagMetricsError(f"{path}, line {i + 2}: {column} {cell!r}; expected a whole number >= 0")
 
 

@@ -7,6 +7,7 @@ judge could give, a negative one is no grade."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,16 @@ from ragmetrics.foundation.errors import RagMetricsError
 if TYPE_CHECKING:
     from ragmetrics.foundation.model import Dataset
 
-__all__ = ["LABEL_DIGITS", "check_grade", "grade_problem", "is_json_label", "max_grade", "top_grade", "whole"]
+__all__ = [
+    "LABEL_DIGITS",
+    "LABEL_INT",
+    "check_grade",
+    "grade_problem",
+    "is_json_label",
+    "max_grade",
+    "top_grade",
+    "whole",
+]
 
 LABEL_DIGITS = r"[+-]?[0-9]+"
 """A relevance label read from a file is an integer written as an integer: as text (TREC, CSV, TSV qrels), an
@@ -25,6 +35,11 @@ optional sign then ASCII digits, matched whole (``2``, ``-1``; not ``2.0``, ``2.
 evaluation set's grades, ranx / pytrec_eval dicts) a JSON integer (:func:`is_json_label`: not ``2.0``, not ``"2"``);
 in Parquet a value of an integer column. pytrec_eval takes Python ints only; trec_eval's ``atol`` would read
 ``2.5`` as 2."""
+
+LABEL_INT = re.compile(LABEL_DIGITS)
+""":data:`LABEL_DIGITS` compiled, to match whole (``fullmatch``); the same rule reads any integer a file writes as
+text (a pool's ranks and counts too): ``int`` alone would also read other scripts' digits ("²"), spaces and
+underscores."""
 
 
 def is_json_label(value: object) -> bool:

@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
-from ragmetrics.foundation.grades import LABEL_DIGITS
+from ragmetrics.foundation.grades import LABEL_DIGITS, LABEL_INT
 from ragmetrics.foundation.ids import as_strings, dictionary_codes, first_duplicate, table_of, to_arrow, to_numpy
 from ragmetrics.foundation.kernels import aggregate, cast, elementwise, match_regex, sort_indices, take
 from ragmetrics.foundation.memory import reading_pool
@@ -56,7 +56,6 @@ from ragmetrics.io.source import (
 )
 
 _TAB_TO_SPACE = bytes.maketrans(b"\t\v\f", b"   ")
-INT_RE = re.compile(LABEL_DIGITS + r"\Z")
 # unambiguous: "[0-9]+\.?[0-9]*" takes time quadratic in a digit run that fails to match
 FLOAT_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _NONFINITE_RE = re.compile(r"[+-]?(?:nan|inf|infinity)\Z", re.IGNORECASE)
@@ -538,7 +537,7 @@ def _slow_qrels(source: Source) -> tuple[pa.Table, list[int]]:
                 f"{_count(fields, FIELDS_READ)} field(s) in {shorten(line)}",
             )
         label = fields[3]
-        if not INT_RE.match(label) or len(label) > 20 or not -(2**63) <= int(label) < 2**63:
+        if not LABEL_INT.fullmatch(label) or len(label) > 20 or not -(2**63) <= int(label) < 2**63:
             raise ParseError(source.name, lineno, "an integer relevance label (field 4)", shorten(label))
         qids.append(fields[0])
         docs.append(fields[2])
@@ -584,14 +583,14 @@ def sniff_run(source: Source) -> bool:
     return bool(
         fields
         and len(fields) >= 6
-        and INT_RE.match(fields[3])
+        and LABEL_INT.fullmatch(fields[3])
         and (FLOAT_RE.match(fields[4]) or _NONFINITE_RE.match(fields[4]))
     )
 
 
 def sniff_qrels(source: Source) -> bool:
     fields = _first_fields(source)
-    return bool(fields and len(fields) == 4 and INT_RE.match(fields[3]))
+    return bool(fields and len(fields) == 4 and LABEL_INT.fullmatch(fields[3]))
 
 
 # --------------------------------------------------------------------------
