@@ -17,14 +17,12 @@ from dashboard.core.charts import BAND_SUFFIX, PALETTE, base_layout, rgba, safe
 from dashboard.core.share import ViewState, share_query
 from ragmetrics.analysis.compare import bounds_text, interval_at_level, intervals_name
 from ragmetrics.analysis.history import DATE_TAG, StoredRun, Timeline
-from ragmetrics.analysis.stats import delta_interval_method
 from ragmetrics.analysis.verdicts import SAID
 
 __all__ = [
     "ALL",
     "DROP_TRACE",
     "MEAN_TRACE",
-    "delta_interval_method",
     "drop_message",
     "intervals_name",
     "order_choices",

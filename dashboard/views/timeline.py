@@ -123,7 +123,7 @@ if page.dataset is not None:
             )
             st.caption(
                 f"Δ previous: this run − the run before, with its {tl.intervals_name(line.correction)} "
-                f"({tl.delta_interval_method(line.correction)}); p: the {test} "
+                f"({line.interval_text}); mean: its 95% CI ({line.mean_interval_text}); p: the {test} "
                 f"test, {line.family_text}"
                 + (
                     " (each step is its own question, as `ragmetrics history` gates the last one)"

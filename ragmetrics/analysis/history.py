@@ -37,6 +37,7 @@ from ragmetrics.analysis.compare import (
     compare_result,
     family_scope,
     interval_at_level,
+    intervals_name,
 )
 from ragmetrics.analysis.evaluate import evaluate
 from ragmetrics.analysis.verdicts import SAID, verdict
@@ -116,16 +117,19 @@ def _check_choice(value: str, choices: Mapping[str, Any], what: str) -> None:
 # --- the timeline ------------------------------------------------------------------------------------------
 
 TIMELINE_COLUMNS = [
-    "step", "run_id", "run", "order", "mean", "ci_low", "ci_high",
-    "delta", "delta_low", "delta_high", "delta_level", "direction", "p_value", "p_value_corrected", "significant", "verdict", "drop",
-    "baseline_delta", "baseline_low", "baseline_high", "baseline_level", "baseline_p_value", "baseline_p_value_corrected",
-    "baseline_significant",
+    "step", "run_id", "run", "order", "mean", "ci_low", "ci_high", "ci_method",
+    "delta", "delta_low", "delta_high", "delta_level", "delta_method", "direction", "p_value", "p_value_corrected",
+    "significant", "verdict", "drop",
+    "baseline_delta", "baseline_low", "baseline_high", "baseline_level", "baseline_method", "baseline_p_value",
+    "baseline_p_value_corrected", "baseline_significant",
 ]  # fmt: skip
 
 
 @dataclass(eq=False)
 class Timeline:
-    """``frame``: one row per run in order (:data:`TIMELINE_COLUMNS`): its mean and 95% CI; ``delta``, its CI,
+    """``frame``: one row per run in order (:data:`TIMELINE_COLUMNS`): its mean and 95% CI (``ci_method``, of
+    :data:`ragmetrics.analysis.stats.IntervalMethod`); ``delta``, its CI (``delta_method``, of
+    :data:`ragmetrics.analysis.stats.DeltaIntervalMethod`: ``none`` for the first run),
     ``direction`` (the test's side: :func:`ragmetrics.analysis.stats.test_direction`), ``p_value`` (and corrected),
     ``significant`` and ``verdict`` (:func:`ragmetrics.analysis.verdicts.verdict`) against the run before; ``drop``:
     significantly below it on the side the test found (``verdict`` ``worse``);
@@ -178,6 +182,25 @@ class Timeline:
         """True when the last run is significantly below the one before it (the nightly gate's failure)."""
         return len(self.frame) > 1 and bool(self.frame["drop"].iloc[-1])
 
+    @property
+    def interval_text(self) -> str:
+        """How the steps' intervals were computed, in the words of every page and command
+        (:func:`ragmetrics.analysis.stats.delta_interval_method` of the rows' ``delta_method``)."""
+        return stats.delta_interval_method(self.correction, self.frame.get("delta_method"))
+
+    @property
+    def baseline_interval_text(self) -> str:
+        """How the intervals against the pinned baseline were computed, in the same words; empty without one."""
+        if not self.baseline or "baseline_method" not in self.frame:
+            return ""
+        return stats.delta_interval_method(BASELINE_CORRECTION, self.frame["baseline_method"])
+
+    @property
+    def mean_interval_text(self) -> str:
+        """How the means' 95% intervals were computed (:func:`ragmetrics.analysis.stats.interval_words` of the
+        rows' ``ci_method``)."""
+        return stats.interval_words(self.frame.get("ci_method", ()))
+
     def to_dict(self) -> dict[str, Any]:
         rows: list[dict[str, Any]] = [
             {str(k): (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
@@ -197,6 +220,9 @@ class Timeline:
             "correction": self.correction,
             "family": self.family_text,
             "baseline_family": self.baseline_family_text,
+            "intervals": self.interval_text,
+            "baseline_intervals": self.baseline_interval_text,
+            "mean_intervals": self.mean_interval_text,
             "first_drop": self.first_drop,
             "last_step_drops": self.last_step_drops,
             "notes": self.notes,
@@ -244,7 +270,8 @@ def timeline(
             low, high = stats.mean_interval(values, seed=seed)
             row: dict[str, Any] = {"step": i + 1, "run_id": run.id, "run": run.name, "order": shown[i],
                                    "mean": float(values.mean()) if len(values) else math.nan,
-                                   "ci_low": float(low), "ci_high": float(high)}  # fmt: skip
+                                   "ci_low": float(low), "ci_high": float(high),
+                                   "ci_method": stats.interval_methods(values)[0]}  # fmt: skip
             step = compare_result(result, baseline=chosen[i - 1].id, runs=[run.id], **options) if i else None
             row.update(_step(step, ""))
             against = compare_result(result, baseline=pinned.id, runs=[run.id], **options) if pinned else None
@@ -302,6 +329,7 @@ _STEP_COLUMNS = {
     "p_value": "p_value",
     "sd_difference": "sd_difference",
     "n": "n",
+    "ci_method": "ci_method",
 }
 
 
@@ -309,15 +337,16 @@ def _adjust(frame: pd.DataFrame, prefix: str, corrected: str, correction: str, a
     """Put in ``frame`` the interval beside the ``corrected`` p-values adjusted the same way, as ``compare`` adjusts
     it (:func:`ragmetrics.analysis.compare.adjusted_intervals`: Student's t at the level the correction tested each
     step at, 1 - alpha * p / p_corrected, over the family of the steps tested; uncorrected, the 95% bootstrap
-    interval), its bounds in ``{prefix}_low``/``{prefix}_high`` and its level in ``{prefix}_level``; the helper
-    columns of spread and count (``{prefix}_sd_difference``, ``{prefix}_n``) are dropped; no p-value (the first step,
-    the baseline itself): the bootstrap interval, NaN level."""
+    interval), its bounds in ``{prefix}_low``/``{prefix}_high``, its level in ``{prefix}_level`` and its method in
+    ``{prefix}_method`` (``ci_method_adjusted``); the helper columns of spread, count and the unadjusted method
+    (``{prefix}_sd_difference``, ``{prefix}_n``, ``{prefix}_ci_method``) are dropped; no p-value (the first step,
+    the baseline itself): the bootstrap interval, NaN level, method ``none``."""
     named = "" if prefix == "delta" else f"{prefix}_"
     p = frame[f"{named}p_value"]
     table = pd.DataFrame({
         "run": np.where(p.notna(), "run", "baseline"), "baseline": "baseline",
         "delta": frame[f"{named}delta"], "sd_difference": frame.pop(f"{prefix}_sd_difference"), "n": frame.pop(f"{prefix}_n"),
-        "p_value": p, "p_value_corrected": frame[corrected],
+        "ci_method": frame.pop(f"{prefix}_ci_method"), "p_value": p, "p_value_corrected": frame[corrected],
         "ci_low": frame[f"{prefix}_low"], "ci_high": frame[f"{prefix}_high"],
     })  # fmt: skip
     adjusted = adjusted_intervals(table, correction, alpha, int(p.notna().sum()))
@@ -325,20 +354,24 @@ def _adjust(frame: pd.DataFrame, prefix: str, corrected: str, correction: str, a
     frame[f"{prefix}_low"] = np.where(tested, adjusted["ci_low_adjusted"], frame[f"{prefix}_low"])
     frame[f"{prefix}_high"] = np.where(tested, adjusted["ci_high_adjusted"], frame[f"{prefix}_high"])
     frame[f"{prefix}_level"] = np.where(tested, adjusted["ci_level_adjusted"], np.nan)
+    frame[f"{prefix}_method"] = np.where(tested, adjusted["ci_method_adjusted"], "none")
 
 
-def _step(comparison: Any, prefix: str) -> dict[str, float]:
-    """A one-row comparison's delta, CI and p-value under the timeline's names (``delta_low`` for the step's,
-    ``baseline_low`` for the baseline's); NaN without a comparison."""
+def _step(comparison: Any, prefix: str) -> dict[str, float | str]:
+    """A one-row comparison's delta, CI, its method and p-value under the timeline's names (``delta_low`` for the
+    step's, ``baseline_low`` for the baseline's); NaN (method ``none``) without a comparison."""
     row = None if comparison is None else comparison.table.iloc[0]
-    out = {}
+    out: dict[str, float | str] = {}
     for column, short in _STEP_COLUMNS.items():
         key = (
             prefix + short
             if prefix
-            else ("delta_" + short if short in ("low", "high", "sd_difference", "n") else short)
+            else ("delta_" + short if short in ("low", "high", "sd_difference", "n", "ci_method") else short)
         )
-        out[key] = math.nan if row is None else float(row[column])
+        if column == "ci_method":
+            out[key] = "none" if row is None else str(row[column])
+        else:
+            out[key] = math.nan if row is None else float(row[column])
     if not prefix:
         out["direction"] = math.nan if row is None else float(row["direction"])
     return out
@@ -384,6 +417,10 @@ def timeline_text(line: Timeline) -> str:
             )
         lines.append(head + step + base)
     lines.append(f"test: {line.test}, alpha {line.alpha:g}, {line.family_text}")
+    lines.append(
+        f"intervals: delta {intervals_name(line.correction)} ({line.interval_text}); mean 95% CI "
+        f"({line.mean_interval_text})"
+    )
     if line.baseline_family_text:
         lines.append(f"vs baseline: * = {line.baseline_family_text}, p < {line.alpha:g}")
     verdict = "the last step is a significant drop" if line.last_step_drops else "the last step is no significant drop"

@@ -12,6 +12,7 @@ import pytest
 
 from dashboard.core import metadata
 from dashboard.core.share import ViewState, decode, encode
+from ragmetrics.analysis.stats import delta_interval_method
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.io import load_dataset, load_run
 from ragmetrics.store.database import Store
@@ -60,6 +61,10 @@ def test_the_timeline_flags_the_drop_and_keeps_its_controls_in_the_url(on_store)
     assert table["verdict"].tolist()[1:] == ["no significant change"] * 3 + ["significant drop"]
     assert pd.isna(table["p"].iloc[0]) and at.dataframe[0].proto.placeholder == "—"  # no "None" for the first step
     assert table["compare"].iloc[DROP_VERSION - 1].startswith("compare?")
+    # the caption names the methods the rows' intervals were computed by, in the registry's words
+    words = delta_interval_method("none", ["bootstrap"])
+    assert any(f"Δ previous: this run − the run before, with its 95% CI ({words}); mean: its 95% CI (bootstrap)"
+               in str(c.value) for c in at.caption), [c.value for c in at.caption]  # fmt: skip
     link = decode(parse_qs(table["compare"].iloc[DROP_VERSION - 1].split("?", 1)[1]), "compare")[0]
     assert (link.baseline, link.runs) == (on_store["runs"][3], tuple(on_store["runs"][3:5]))
     assert param(at, "where") == "branch=main" and param(at, "m") == "ndcg"
