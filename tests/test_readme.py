@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ragmetrics.analysis.stats import MEAN_INTERVAL_RULE, mean_interval_rule
+from ragmetrics.analysis.stats import MEAN_INTERVAL_RULE, delta_interval_method, mean_interval_rule
 
 ROOT = Path(__file__).parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -108,6 +108,31 @@ def test_the_docs_state_the_mean_interval_rule_in_the_registry_s_words():
     # the Overview, the Timeline and the results-only means are in process; eval --ci's are merged
     assert {("dashboard.md", False), ("history.md", False), ("scale.md", False), ("scale.md", True)} <= stating
     assert {merged for name, merged in stating if name != "scale.md"} == {False}
+
+
+DELTA_RULE_STATED = re.compile(r"paired[ -]bootstrap[^.;()`]*?(?:normal|queries)|Student's t[^.;()`]*?level")
+"""Where a text states how a paired difference's interval is chosen: the paired bootstrap with the size it gives way
+at, or Student's t at a comparison's level."""
+
+
+def test_the_docs_state_the_delta_interval_rule_in_the_registry_s_words():
+    """A doc that states how a paired difference's interval is chosen ("paired bootstrap up to ... queries", "Student's
+    t at ... level") states it as ``stats.delta_interval_method`` says it (uncorrected or at each comparison's
+    level), so a change of the rule cannot leave a copy behind. Was: docs/history.md said "paired bootstrap up to
+    20,000 queries, normal approximation above" without "uncorrected" and "Student's t at the level the correction
+    tested the step at"; docs/conventions.md "95% paired-bootstrap interval (in process, the normal approximation
+    above 20,000 queries)"."""
+    rules = [delta_interval_method(correction) for correction in ("none", "holm")]
+    stating = set()
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = " ".join(path.read_text(encoding="utf-8").split())  # a statement may be wrapped
+        for found in DELTA_RULE_STATED.finditer(text):
+            said = text[found.start() :]
+            assert any(said.startswith(rule) for rule in rules), f"{path.name} states the rule as {found.group(0)!r}"
+            stating.add((path.name, said.startswith(rules[0])))
+    # compare's footers (README, ppi) say the corrected rule; the Timeline and the conventions state both
+    assert {("README.md", False), ("history.md", True), ("history.md", False)} <= stating
+    assert {("conventions.md", True), ("conventions.md", False), ("ppi.md", False)} <= stating
 
 
 def _table_after(path: str, heading: str) -> list[list[str]]:
