@@ -145,9 +145,11 @@ def test_compare_json(tmp_path):
         "metric",
         "baseline",
         "run",
+        "n",
         "mean",
         "baseline_mean",
         "delta",
+        "sd_difference",
         "ci_low",
         "ci_high",
         "ci_low_adjusted",
@@ -156,12 +158,13 @@ def test_compare_json(tmp_path):
         "ci_method",
         "ci_method_adjusted",
         "p_value",
+        "p_t",
         "p_value_corrected",
         "wins",
         "ties",
         "losses",
     }
-    assert set(rows[0]) == keys
+    assert set(rows[0]) == keys and rows[0]["n"] == 300 and rows[0]["p_t"] == rows[0]["p_value"]  # --test t
     family = json.loads(done.stdout)["family"]  # every pair of the three runs, on the one metric
     assert family == {"correction": "holm", "size": 3, "covers": "all pairs of 3 runs x 1 metric"}
     hybrid = rows[0]

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import ragmetrics as rm
+from ragmetrics.analysis.compare import COMPARISON_FIELDS
 from ragmetrics.cli import build_parser, main
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
 from ragmetrics.foundation.scripts import CJK_CHARACTER
@@ -228,6 +229,51 @@ def test_cli_compare_prints_the_row_notes_in_process_compare_prints(tmp_path):
     printed = [_cli(*argv, *engine)[1] for engine in ([], ["--engine", "duckdb"])]
     notes = [[line for line in out.splitlines() if line.startswith("  note: ")] for out in printed]
     assert notes[0] == notes[1] and len(notes[0]) == 2 and "no interval: the difference is the same" in notes[0][0]
+
+
+def test_cli_compare_json_has_the_same_fields_in_process_and_on_an_engine(tmp_path):
+    """Was: in process a row had wins, ties and losses and the output the family; on --engine duckdb a row had n,
+    sd_difference and the two tests' p-values instead. Now both print COMPARISON_FIELDS (p_t, the paired t test's,
+    on both; the randomization p of the engines left out of both: in process it costs a resampling pass) and the
+    family, with equal numbers but for the uncorrected bootstrap interval (the engines' is the Poisson bootstrap).
+    Ranks 1, 2 and 4 give reciprocal ranks the engines' fixed point holds exactly."""
+    qrels, base = tmp_path / "qrels.txt", tmp_path / "base.trec"
+    qrels.write_text("".join(f"q{i} 0 d{i} 1\n" for i in range(12)))
+    ranks = {"base": [1, 2, 4, 1] * 3, "a": [1, 1, 2, 4, 2, 1, 1, 1, 4, 2, 1, 1], "b": [2, 2, 4, 1, 1, 4] * 2}
+
+    def ranked(name: str, query: int, rank: int) -> str:
+        return "".join(
+            f"q{query} Q0 {f'd{query}' if k == rank else f'x{query}-{k}'} {k} {9 - k} {name}\n" for k in range(1, 5)
+        )
+
+    for name, at in ranks.items():
+        (tmp_path / f"{name}.trec").write_text("".join(ranked(name, q, r) for q, r in enumerate(at)))
+    argv = ["compare", "--dataset", str(qrels), "--baseline", str(base), "--test", "t", "--format", "json"]
+    argv += ["--run", str(tmp_path / "a.trec"), "--run", str(tmp_path / "b.trec"), "-m", "mrr", "-m", "hits@1"]
+    code, out, err = _cli(*argv)
+    assert code == 0, err
+    theirs = json.loads(out)
+    code, out, err = _cli(*argv, "--engine", "duckdb", "--buckets", "3")
+    assert code == 0, err
+    ours = json.loads(out)
+    assert (theirs["engine"], ours["engine"], theirs["test"], ours["test"]) == ("inprocess", "duckdb", "t", "t")
+    assert theirs["family"] == ours["family"] == {"correction": "holm", "size": 6, "covers": ours["family"]["covers"]}
+    compared = theirs["comparisons"]
+    engine_rows = sorted(ours["comparisons"], key=lambda r: (r["metric"] != "mrr", r["run"]))  # in-process's order
+    assert [(r["metric"], r["run"]) for r in compared] == [(r["metric"], r["run"]) for r in engine_rows]
+    assert len(compared) == 4
+    for mine, other in zip(engine_rows, compared):
+        assert list(mine) == list(other) == list(COMPARISON_FIELDS)
+        for key in COMPARISON_FIELDS:
+            if key in ("ci_low", "ci_high"):  # the Poisson bootstrap's against the classic one's
+                assert all(row["ci_low"] <= row["delta"] <= row["ci_high"] for row in (mine, other))
+            elif isinstance(mine[key], float):
+                assert mine[key] == pytest.approx(other[key], abs=1e-9), key
+            else:
+                assert mine[key] == other[key], key
+    counts = [(r["wins"], r["ties"], r["losses"]) for r in compared]
+    assert counts == [(5, 4, 3), (3, 4, 5), (4, 5, 3), (2, 6, 4)], counts  # counted by hand from the ranks
+    assert all(r["n"] == 12 and r["p_t"] == r["p_value"] for r in compared)
 
 
 def test_cli_compare_names_the_runs_and_their_tokenizer_as_in_process(tmp_path):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ragmetrics.analysis.compare import COMPARISON_FIELDS
 from ragmetrics.analysis.stats import MEAN_INTERVAL_RULE, delta_interval_method, mean_interval_rule
 
 ROOT = Path(__file__).parents[1]
@@ -133,6 +134,15 @@ def test_the_docs_state_the_delta_interval_rule_in_the_registry_s_words():
     # compare's footers (README, ppi) say the corrected rule; the Timeline and the conventions state both
     assert {("README.md", False), ("history.md", True), ("history.md", False)} <= stating
     assert {("conventions.md", True), ("conventions.md", False), ("ppi.md", False)} <= stating
+
+
+def test_the_compare_json_fields_are_documented_once_as_the_registry_lists_them():
+    """docs/conventions.md names the fields of a row of ``compare --format json`` (in process and on the engines
+    alike): ``COMPARISON_FIELDS``, in its order, and no other."""
+    text = " ".join((ROOT / "docs" / "conventions.md").read_text(encoding="utf-8").split())
+    said = text.split("each row with (`ragmetrics.analysis.compare.COMPARISON_FIELDS`):", 1)[1].split(". ", 1)[0]
+    named = [name for name in re.findall(r"`([a-z_]+)`", said) if name != "bounds"]
+    assert named == list(COMPARISON_FIELDS), named
 
 
 def _table_after(path: str, heading: str) -> list[list[str]]:

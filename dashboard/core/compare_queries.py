@@ -15,8 +15,8 @@ from dashboard.core.missed import doc_ranks, query_detail_frame
 from dashboard.core.results import Alignment, common_query_ids
 from dashboard.core.specs import MetricSpec, title
 from dashboard.core.text import signed, snippet
-from ragmetrics.analysis.compare import TIE_TOLERANCE
 from ragmetrics.analysis.diagnosis import query_facets
+from ragmetrics.analysis.stats import TIE_TOLERANCE
 from ragmetrics.engine.queries import at_positions, query_positions
 
 __all__ = [

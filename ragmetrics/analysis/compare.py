@@ -40,7 +40,6 @@ from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.numbers import signed
 
 MIN_GROUP = stats.MIN_GROUP
-TIE_TOLERANCE = 1e-12
 BOUND_COLUMNS = ("mean_worst", "mean_best", "delta_worst", "delta_best", "could_flip")
 """The columns ``bounds=True`` adds."""
 
@@ -104,33 +103,42 @@ class Comparison:
         of their ``ci_method_adjusted``)."""
         return stats.delta_interval_method(self.correction, self.table.get("ci_method_adjusted"))
 
+    @property
+    def family_dict(self) -> dict[str, Any]:
+        """The family in the JSON's words (:func:`family_fields`)."""
+        return family_fields(self.correction, self.family_size, self.scope)
+
     def to_dict(self) -> dict[str, Any]:
-        keys = [
-            "metric",
-            "baseline",
-            "run",
-            "mean",
-            "baseline_mean",
-            "delta",
-            "ci_low",
-            "ci_high",
-            "ci_low_adjusted",
-            "ci_high_adjusted",
-            "ci_level_adjusted",
-            "ci_method",
-            "ci_method_adjusted",
-            "p_value",
-            "p_value_corrected",
-            "wins",
-            "ties",
-            "losses",
-        ]
-        keys = [k for k in [*keys, *BOUND_COLUMNS] if k in self.table.columns]
-        rows = []
-        for record in self.table[keys].to_dict(orient="records"):
-            rows.append({k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in record.items()})
-        family = {"correction": self.correction, "size": self.family_size, "covers": self.scope}
-        return {"comparisons": rows, "family": family}
+        """``comparisons`` (each row's :data:`COMPARISON_FIELDS`, and :data:`BOUND_COLUMNS` with bounds) and
+        ``family``: what ``compare --format json`` prints, with the engine and the test."""
+        keys = [k for k in [*COMPARISON_FIELDS, *BOUND_COLUMNS] if k in self.table.columns]
+        rows = [json_row(record) for record in self.table[keys].to_dict(orient="records")]
+        return {"comparisons": rows, "family": self.family_dict}
+
+
+COMPARISON_FIELDS = (
+    "metric", "baseline", "run", "n", "mean", "baseline_mean", "delta", "sd_difference",
+    "ci_low", "ci_high", "ci_method", "ci_low_adjusted", "ci_high_adjusted", "ci_level_adjusted", "ci_method_adjusted",
+    "p_value", "p_t", "p_value_corrected", "wins", "ties", "losses",
+)  # fmt: skip
+"""The fields of a row of ``compare --format json``, in process and on the partitioned engines alike (docs/conventions.md
+lists them): ``n`` the queries both runs have a value for; the means over them; ``delta`` (run minus baseline) and
+the differences' sample ``sd_difference``; the delta's 95% interval (``ci_low``, ``ci_high`` by ``ci_method``) and
+the one beside the corrected p-value (``ci_*_adjusted``); ``p_value`` the chosen test's, ``p_t`` the paired t
+test's (the adjusted intervals are t's); ``p_value_corrected`` over the family; ``wins``, ``ties``, ``losses``
+the queries the run is above, within :data:`ragmetrics.analysis.stats.TIE_TOLERANCE` of, and below the baseline
+on."""
+
+
+def family_fields(correction: str | None, size: int, scope: str) -> dict[str, Any]:
+    """The family of ``compare --format json``: its ``correction``, its ``size`` (how many p-values it covered) and
+    what it ``covers`` (:func:`family_scope`)."""
+    return {"correction": correction, "size": size, "covers": scope}
+
+
+def json_row(record: dict[str, Any]) -> dict[str, Any]:
+    """A row as JSON holds it: NaN as None."""
+    return {str(k): (None if isinstance(v, float) and np.isnan(v) else v) for k, v in record.items()}
 
 
 SEGMENTS = ("category", "difficulty")
@@ -154,12 +162,12 @@ def paired_row(
     in the order of ``ids``): means with their 95% intervals (:func:`ragmetrics.analysis.stats.mean_interval`), the
     delta with its 95% interval (:func:`ragmetrics.analysis.stats.bootstrap_ci`) and the method that computed it
     (``ci_method``, :func:`ragmetrics.analysis.stats.bootstrap_method`), the paired p-value (uncorrected: the caller
-    corrects over its family), win/tie/loss counts and the ids behind them."""
+    corrects over its family) and the paired t test's (``p_t``), win/tie/loss counts and the ids behind them."""
     diff = values - base
     mean_low, mean_high = stats.mean_interval(values, seed=seed, resampler=resampler)
     low, high = stats.bootstrap_ci(diff, seed=seed, resampler=resampler)
-    wins = diff > TIE_TOLERANCE
-    losses = diff < -TIE_TOLERANCE
+    wins = diff > stats.TIE_TOLERANCE
+    losses = diff < -stats.TIE_TOLERANCE
     pair = _pair(metric, run, baseline, values, base, test, n_resamples, seed)
     return {
         "metric": metric,
@@ -177,6 +185,7 @@ def paired_row(
         "ci_high": float(high),
         "ci_method": stats.bootstrap_method(len(diff)),
         "p_value": pair["p_value"],
+        "p_t": pair["p_value"] if test == "t" or run == baseline else stats.paired_p_value(values, base, test="t"),
         "wins": int(wins.sum()),
         "ties": int((~wins & ~losses).sum()),
         "losses": int(losses.sum()),
@@ -194,7 +203,8 @@ def _bounded(row: dict[str, Any], ends: tuple[np.ndarray, np.ndarray], base_ends
     delta = row["delta"]
     compared = row["run"] != row["baseline"]
     flip = compared and (
-        (delta > TIE_TOLERANCE and low <= TIE_TOLERANCE) or (delta < -TIE_TOLERANCE and high >= -TIE_TOLERANCE)
+        (delta > stats.TIE_TOLERANCE and low <= stats.TIE_TOLERANCE)
+        or (delta < -stats.TIE_TOLERANCE and high >= -stats.TIE_TOLERANCE)
     )
     return {
         **row,

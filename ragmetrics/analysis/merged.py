@@ -56,11 +56,13 @@ from ragmetrics.foundation.errors import RagMetricsError
 
 SCALE_BITS = 31
 """A value ``x`` is held as ``round(x * 2^SCALE_BITS)``."""
-FIXED = ("count", "total", "squares_low", "squares_high", "fingerprint", "zero_or_one")
+FIXED = ("count", "total", "squares_low", "squares_high", "fingerprint", "zero_or_one", "above", "below")
 """The columns of a metric's row of :attr:`Sums.table` before the resamples: the queries with a value, the sum of
 their fixed-point values, the sum of their squares (low and high 32 bits of each square, summed apart), the
-fingerprint (every evaluated query, NaN included), and the values exactly 0 or 1 (:func:`stats.zero_or_one`, on
-the float values: a value within 2^-32 of 0 or 1 has their fixed-point value and is neither)."""
+fingerprint (every evaluated query, NaN included), the values exactly 0 or 1 (:func:`stats.zero_or_one`, on
+the float values: a value within 2^-32 of 0 or 1 has their fixed-point value and is neither), and the values above
+:data:`stats.TIE_TOLERANCE` and below its negative (on the float values: of paired differences, the wins and the
+losses)."""
 MAX_QUERIES = 1 << 31
 """Up to this many queries with a value, no sum wraps."""
 
@@ -236,6 +238,14 @@ class Sums:
         n = self._checked(metric)
         return int(self._column("total")[metric]) / n / (1 << SCALE_BITS) if n else math.nan
 
+    def above(self, metric: int) -> int:
+        """The values above :data:`stats.TIE_TOLERANCE` (of paired differences: the queries the run wins)."""
+        return int(self._column("above")[metric])
+
+    def below(self, metric: int) -> int:
+        """The values below ``-``:data:`stats.TIE_TOLERANCE` (of paired differences: the queries the run loses)."""
+        return int(self._column("below")[metric])
+
     def binary(self, metric: int) -> bool:
         """Whether there are values and every one is exactly 0 or 1, as :func:`stats.mean_interval` decides it (on
         the float values, counted before they are made fixed-point)."""
@@ -338,7 +348,10 @@ def sums_of(
             table[i, 2] = int((squares & _U64(0xFFFFFFFF)).sum(dtype=np.uint64))
             table[i, 3] = int((squares >> _U64(32)).sum(dtype=np.uint64))
             table[i, 4] = np.uint64(fmix(salted ^ value_bits(values[i])).sum(dtype=np.uint64)).view(np.int64)
-            table[i, 5] = int(np.count_nonzero(stats.zero_or_one(np.asarray(values[i], np.float64))))
+            floats = np.asarray(values[i], np.float64)
+            table[i, 5] = int(np.count_nonzero(stats.zero_or_one(floats)))
+            table[i, 6] = int(np.count_nonzero(floats > stats.TIE_TOLERANCE))
+            table[i, 7] = int(np.count_nonzero(floats < -stats.TIE_TOLERANCE))
     if resamples and m:
         _resample_sums(table, keys, fixed, valid, resamples, seed)
     return Sums(table, resamples, seed)

@@ -255,6 +255,10 @@ def checked_correction(correction: str | None) -> str:
     return correction
 
 
+TIE_TOLERANCE = 1e-12
+"""A paired difference within this of 0 is a tie; above it the run wins the query, below it the run loses it
+(``wins``, ``ties``, ``losses`` in process and on the partitioned engines alike)."""
+
 CONSTANT_TOLERANCE = 1e-12
 """Differences whose spread (largest minus smallest) is at most this times their largest magnitude (at least 1) are
 constant: 0.3 - 0.2 and 0.2 - 0.1 differ by 2.8e-17, a rounding, not a variance."""

@@ -13,14 +13,17 @@ import numpy as np
 import pandas as pd
 
 from ragmetrics.analysis.compare import (
+    COMPARISON_FIELDS,
     DEFAULT_FAMILY,
     FAMILIES,
     Comparison,
     adjusted_intervals,
     bounds_text,
     compare_result,
+    family_fields,
     family_scope,
     intervals_name,
+    json_row,
     no_bound_words,
 )
 from ragmetrics.analysis.evaluate import EvalResult
@@ -135,7 +138,15 @@ def compare_partitioned(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
     # the interval beside a corrected p-value is corrected the same way, as in process (docs/conventions.md)
     listed = adjusted_intervals(pd.DataFrame(listed), args.correction, args.alpha, len(family_p)).to_dict("records")
     if args.format == "json":
-        json.dump({"engine": args.engine, "test": args.test, "comparisons": listed}, out, ensure_ascii=False, indent=2)
+        metrics = len(args.metric or ["ndcg@10"])
+        scope = family_scope(args.family, len(runs), metrics)
+        shown = {
+            "engine": args.engine,
+            "test": args.test,
+            "comparisons": [json_row({k: row[k] for k in COMPARISON_FIELDS}) for row in listed],
+            "family": family_fields(args.correction, len(family_p), scope),
+        }
+        json.dump(shown, out, ensure_ascii=False, indent=2)
         out.write("\n")
         report_coverage({totals.name: totals for totals in paired.runs.values()}, err)
         return 0
@@ -223,7 +234,8 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     warn_same_rows(runs[1:], runs[0], err)
     comparison = paired_comparison(args, result, runs[0].name, [r.name for r in runs[1:]], depth, args.family)
     if args.format == "json":
-        json.dump(comparison.to_dict(), out, ensure_ascii=False, indent=2)
+        shown = {"engine": args.engine, "test": args.test, **comparison.to_dict()}
+        json.dump(shown, out, ensure_ascii=False, indent=2)
         out.write("\n")
     else:
         for row in comparison.table.itertuples(index=False):

@@ -37,8 +37,9 @@ class PairedStatistics:
     """One metric's paired comparison from merged sums: ``n`` queries with both values, the two runs' means over
     them and the mean ``delta`` (run minus baseline; fixed point: within 2^-32 of the float means), its
     Poisson-bootstrap interval (differences all 0 or 1 included, as in process), the differences' sample standard
-    deviation (the t intervals beside a corrected p-value read it), and the two-sided p-values of the paired t test
-    and of the sign-flip randomization test; ``ci_method``: the interval's method
+    deviation (the t intervals beside a corrected p-value read it), the two-sided p-values of the paired t test
+    and of the sign-flip randomization test, and the queries the run ``wins``, ``ties`` and ``losses`` on
+    (:data:`ragmetrics.analysis.stats.TIE_TOLERANCE`); ``ci_method``: the interval's method
     (:data:`ragmetrics.analysis.stats.DeltaIntervalMethod`), the bootstrap at any number of queries."""
 
     metric: str
@@ -51,6 +52,9 @@ class PairedStatistics:
     sd_difference: float
     p_t: float
     p_randomization: float
+    wins: int = 0
+    ties: int = 0
+    losses: int = 0
     ci_method: str = "bootstrap"
 
 
@@ -62,10 +66,10 @@ def statistics_of(sums: Sums, sides: Sums, metrics: Sequence[str], confidence: f
     for i, metric in enumerate(metrics):
         low, high = sums.interval(i, confidence, binomial=False)
         means = sides.mean(i), sides.mean(m + i)
+        n, wins, losses = sums.count(i), sums.above(i), sums.below(i)
+        tests = sums.sd(i), sums.t_p(i), sums.sign_flip_p(i)
         out.append(
-            PairedStatistics(
-                metric, sums.count(i), *means, sums.mean(i), low, high, sums.sd(i), sums.t_p(i), sums.sign_flip_p(i)
-            )
+            PairedStatistics(metric, n, *means, sums.mean(i), low, high, *tests, wins, n - wins - losses, losses)
         )
     return out
 
