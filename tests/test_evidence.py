@@ -690,11 +690,14 @@ def test_every_verdict_has_words_and_a_term_that_are_not_its_code():
         assert code in VERDICT_TERMS and verdict_words(code, "bm25")
     # one registry holds every context's words for every verdict: a verdict without them cannot be written
     assert tuple(SAID) == VERDICTS == get_args(Verdict)
-    contexts = [f.name for f in fields(VerdictSaid)]
+    contexts = [f.name for f in fields(VerdictSaid)][:-1]
     assert contexts == ["sentence", "term", "mark", "gate", "step", "pair"]
     assert all(getattr(SAID[code], context).strip() for code in VERDICTS for context in contexts)
     with pytest.raises(TypeError):
-        VerdictSaid(sentence="s", term="t", mark="m", gate="PASS", step="s")  # type: ignore[call-arg]
+        VerdictSaid(sentence="s", term="t", mark="m", gate="PASS", step="s", pair="p")  # type: ignore[call-arg]
+    # a gate fails on a regression only, whether a test found it or the delta is exact; its line says FAIL
+    assert [code for code in VERDICTS if SAID[code].fails] == ["worse", "exactly worse"]
+    assert all(SAID[code].gate.startswith("FAIL" if SAID[code].fails else "PASS") for code in VERDICTS)
     # the words the four maps said before they were folded in, unchanged where a verdict reached them
     gate = {code: SAID[code].gate for code in ("worse", "better", "mixed", "not significant", "baseline")}
     assert gate == {
@@ -718,6 +721,7 @@ def test_every_verdict_has_words_and_a_term_that_are_not_its_code():
     ]
     marks = {code: SAID[code].mark for code in VERDICTS}
     assert marks["better"] == "▲ better" and marks["worse"] == "▼ worse"
-    assert all(marks[code] == VERDICT_TERMS[code] for code in VERDICTS if code not in ("better", "worse"))
+    assert all(marks[code] == VERDICT_TERMS[code] for code in VERDICTS if "better" not in code and "worse" not in code)
+    assert marks["exactly better"] == "▲ better (exact)" and marks["exactly worse"] == "▼ worse (exact)"
     assert verdict_words("mixed", "bm25") == "no verdict against bm25: the test and the mean disagree"
     assert VERDICT_TERMS["mixed"] != "mixed" and "width 0" in VERDICT_TERMS["cannot tell"]

@@ -30,7 +30,7 @@ from ragmetrics.analysis.ppi import (
     sample_plan,
     unreadable,
 )
-from ragmetrics.analysis.verdicts import verdict
+from ragmetrics.analysis.verdicts import SAID, verdict
 from ragmetrics.cli import main
 from ragmetrics.foundation.errors import RagMetricsError
 
@@ -518,14 +518,17 @@ def test_compare_gives_an_interval_of_width_0_no_p_value_and_warns_when_judge_an
     out, err = io.StringIO(), io.StringIO()
     assert main([*argv, "--ppi-target", "dataset"], out, err) == 0, err.getvalue()
     first = out.getvalue().splitlines()[0]
-    assert "corrected delta +0.3691" in first and "exact (every query labelled)  " in first, first
+    # an exact delta is better by exactly itself, in the registry's words; it tests nothing, so no family is corrected
+    assert "corrected delta +0.3691" in first and f"{SAID['exactly better'].term}  " in first, first
     assert "cannot tell" not in out.getvalue() and "?" not in first and "*" not in first
     assert "exact: every query human-labelled" in out.getvalue() and "all 40 queries human-labelled" in out.getvalue()
+    assert "p: none, every delta is exact;" in out.getvalue() and "comparison(s)" not in out.getvalue()
     assert "score alike" not in err.getvalue()
     out, err = io.StringIO(), io.StringIO()
     assert main([*argv, "--ppi-target", "dataset", "--format", "json"], out, err) == 0, err.getvalue()
     (row,) = json.loads(out.getvalue())["comparisons"]
     assert row["exact"] is True and row["no_spread"] is False and row["too_few"] is False and row["p_value"] is None
+    assert row["verdict"] == "exactly better" and row["family_size"] == 0 and row["p_value_corrected"] is None
     (tmp_path / "human.qrels").write_text("".join(f"{q} 0 {q}-rel 1\n{q} 0 {q}-other 0\n" for q in ids[:30]))
     out, err = io.StringIO(), io.StringIO()
     assert main([*argv, "--correction", "none"], out, err) == 0, err.getvalue()

@@ -577,6 +577,12 @@ def test_wilcoxon_s_verdict_takes_its_side_from_the_signed_ranks_and_says_when_t
     assert stats.test_direction(diff, "wilcoxon") == 650.0 and stats.test_direction(diff, "t") == diff.mean() < 0
     assert verdict("r", "b", diff.mean(), 2.8e-05, 0.05, direction=650.0) == "mixed"
     assert verdict("r", "b", -0.1, 2.8e-05, 0.05, direction=-3.0) == "worse"
+    # an exact delta (every query of the dataset target labelled) has no p-value and needs none: it is its own verdict
+    # (was "not significant" whatever the delta)
+    nan = float("nan")
+    exact = [verdict("r", "b", d, nan, 0.05, exact=True) for d in (0.25, -0.25, 0.0, 1e-15)]
+    assert exact == ["exactly better", "exactly worse", "no difference", "no difference"]
+    assert verdict("b", "b", 0.0, nan, 0.05, exact=True) == "baseline"
     assert _verdict("r", "b", diff.mean(), 2.8e-05, 0.05, 650.0) == "the test and the mean disagree"  # the Workspace
     qrels, base, run = _ranked(tmp_path, [20] * 40 + [1] * 4, [10] * 40 + [20] * 4)
     argv = ["check", "--dataset", str(qrels), "--run", str(run), "--baseline", str(base), "-m", "mrr"]

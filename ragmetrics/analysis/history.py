@@ -285,7 +285,7 @@ def timeline(
             verdict("step", "before", d, p, alpha, direction=side)
             for d, p, side in zip(frame["delta"], frame["p_value_corrected"], frame["direction"])
         ]
-        frame["drop"] = frame["verdict"] == "worse"
+        frame["drop"] = [SAID[code].fails for code in frame["verdict"]]
         frame["baseline_p_value_corrected"] = _corrected(frame["baseline_p_value"], BASELINE_CORRECTION)
         _adjust(frame, "baseline", "baseline_p_value_corrected", BASELINE_CORRECTION, alpha)
         frame["baseline_significant"] = frame["baseline_p_value_corrected"] < alpha

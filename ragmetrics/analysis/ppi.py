@@ -58,6 +58,7 @@ import numpy as np
 
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.values import QueryValues
+from ragmetrics.analysis.verdicts import verdict
 from ragmetrics.engine.queries import at_queries
 from ragmetrics.foundation.errors import RagMetricsError
 
@@ -583,10 +584,13 @@ def _row(result: Corrected) -> dict[str, Any]:
     }
 
 
-def _tested(interval: Interval) -> float:
-    """``interval``'s p-value as its correction's family counts it: an interval of width 0 (no p-value) stays in
-    the family as p = 1, so the family is the compared pairs whatever the sample shows and the others' correction
-    is no weaker for it."""
+def _tested(result: Corrected) -> float:
+    """``result``'s p-value as its correction's family counts it: an interval of width 0 from a sample (no p-value)
+    stays in the family as p = 1, so the family is the compared pairs whatever the sample shows and the others'
+    correction is no weaker for it; an exact delta (:attr:`Corrected.exact`) tests nothing and is left out (NaN)."""
+    interval = result.ppi
+    if result.exact:
+        return math.nan
     return 1.0 if interval.flat and math.isfinite(interval.estimate) else interval.p_value
 
 
@@ -619,8 +623,8 @@ def corrected_comparison(
     :data:`MIN_TESTED` labelled queries, unless ``exact``: too few to tell), ``no_spread`` (an interval of width 0
     from a sample: its p-value is NaN, and counts as 1 in the correction's family; it cannot tell) or ``exact``
     (the ``dataset`` target with every query human-labelled: the delta is these queries' own, with no sampling
-    error to test; no p-value, counted in the family as ``no_spread`` is): the columns
-    :func:`ragmetrics.analysis.verdicts.verdict` reads. ``strata``, ``more`` and ``options``: as
+    error to test; no p-value, and left out of the correction's family: ``family_size`` does not count it): the
+    columns :func:`ragmetrics.analysis.verdicts.verdict` reads, and ``verdict`` its code. ``strata``, ``more`` and ``options``: as
     :func:`corrected_means`. The baseline's own row is left out."""
     import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
 
@@ -686,7 +690,7 @@ def corrected_comparison(
     # family "pairs": the other runs against each other too, which the correction covers with the baseline's
     beyond = (
         [
-            _tested(paired(a, b, metric).ppi)
+            _tested(paired(a, b, metric))
             for metric in metric_names
             for i, a in enumerate(others)
             for b in others[i + 1 :]
@@ -694,7 +698,7 @@ def corrected_comparison(
         if family == "pairs"
         else []
     )
-    family_p = np.array([*(_tested(r.ppi) for r in results), *beyond], dtype=np.float64)
+    family_p = np.array([*(_tested(r) for r in results), *beyond], dtype=np.float64)
     size = int(np.count_nonzero(~np.isnan(family_p)))
     frame["p_value_corrected"] = np.where(
         frame["p_value"].isna(), np.nan, stats.CORRECTIONS[correction](family_p)[: len(frame)]
@@ -715,4 +719,9 @@ def corrected_comparison(
     frame["significant"] = (
         (frame["p_value_corrected"] < alpha) & ~frame["too_few"] & ~frame["no_spread"] & ~frame["exact"]
     )
+    frame["verdict"] = [
+        verdict(r.run, r.baseline, r.delta, r.p_value_corrected, alpha, too_few=r.too_few, no_spread=r.no_spread,
+                exact=r.exact)
+        for r in frame.itertuples(index=False)
+    ]  # fmt: skip
     return frame

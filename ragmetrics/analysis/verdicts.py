@@ -5,8 +5,9 @@
 * :func:`refuse_too_few_pairs`: a paired test on fewer than 2 queries is an error, not a pass.
 * :func:`verdict`: one comparison row in words: ``baseline``, ``too few``, ``better``, ``worse`` (significant after
   the correction, on the side the test found), ``mixed`` (significant, but the test's side is not the mean delta's:
-  Wilcoxon's signed ranks against the mean; :func:`mixed_words` says so) or ``not significant``; a CI gate fails on
-  ``worse`` only.
+  Wilcoxon's signed ranks against the mean; :func:`mixed_words` says so) or ``not significant``; for an exact delta
+  (no sampling error: nothing to test) ``no difference``, ``exactly better`` or ``exactly worse``; a CI gate fails on
+  a regression only (:attr:`VerdictSaid.fails`: ``worse``, ``exactly worse``).
 * :data:`SAID`: each verdict's words in every context that says one (a sentence, a table cell, the dashboard's mark,
   ``check``'s gate line, a timeline step, a stability pair), the one place they are written.
 """
@@ -29,7 +30,18 @@ from ragmetrics.foundation.errors import RagMetricsError
 if TYPE_CHECKING:
     from ragmetrics.partitioned.result import PartitionedResult
 
-Verdict = Literal["baseline", "too few", "cannot tell", "better", "worse", "mixed", "not significant"]
+Verdict = Literal[
+    "baseline",
+    "too few",
+    "cannot tell",
+    "better",
+    "worse",
+    "mixed",
+    "not significant",
+    "no difference",
+    "exactly better",
+    "exactly worse",
+]
 VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 
 
@@ -43,6 +55,7 @@ def verdict(
     too_few: bool = False,
     no_spread: bool = False,
     direction: float | None = None,
+    exact: bool = False,
 ) -> Verdict:
     """One run against the baseline on one metric: ``better`` or ``worse`` when the corrected p-value is below
     ``alpha``, on the side the test found (the sign of ``direction``, the test's own statistic:
@@ -50,9 +63,16 @@ def verdict(
     side is not the mean delta's (a significant Wilcoxon test whose signed ranks favour the run while the mean is
     lower: neither a regression nor an improvement); ``not significant`` otherwise (a missing p-value too), ``too
     few`` when the pair holds too few queries to tell, ``cannot tell`` when its interval has width 0 (``no_spread``:
-    a sample that shows no spread measures nothing), ``baseline`` for the baseline itself."""
+    a sample that shows no spread measures nothing), ``baseline`` for the baseline itself. An ``exact`` delta (the
+    mean over exactly the queries asked about, every one labelled: no sampling error, so no test and no p-value) is
+    ``no difference`` within :data:`ragmetrics.analysis.stats.TIE_TOLERANCE` of 0, else ``exactly better`` or
+    ``exactly worse`` by that delta."""
     if run == baseline:
         return "baseline"
+    if exact:
+        if abs(delta) <= stats.TIE_TOLERANCE:
+            return "no difference"
+        return "exactly better" if delta > 0 else "exactly worse"
     if too_few:
         return "too few"
     if no_spread:
@@ -83,12 +103,14 @@ class VerdictSaid:
     mark: str
     """The dashboard's mark in a comparison table (``▲ better``)."""
     gate: str
-    """The line ``check --baseline`` prints: only ``worse`` fails."""
+    """The line ``check --baseline`` prints: it fails where :attr:`fails` says so."""
     step: str
     """A timeline step against the run before (``ragmetrics history``, the Timeline page)."""
     pair: str
     """A pair of runs scored under two qrels versions (``ragmetrics stability``, the Workspace), ``{run}`` against
     ``{baseline}``, on the side the test found."""
+    fails: bool
+    """Whether a CI gate (``check --baseline``) fails on it: a regression, found by a test or exact."""
 
 
 SAID: dict[Verdict, VerdictSaid] = {
@@ -99,6 +121,7 @@ SAID: dict[Verdict, VerdictSaid] = {
         gate="PASS no significant change",
         step="the baseline",
         pair="not significant",
+        fails=False,
     ),
     "too few": VerdictSaid(
         sentence="too few queries to tell it from {baseline}",
@@ -107,6 +130,7 @@ SAID: dict[Verdict, VerdictSaid] = {
         gate="PASS too few queries to tell",
         step="too few to tell",
         pair="too few to tell",
+        fails=False,
     ),
     "cannot tell": VerdictSaid(
         sentence="cannot tell it from {baseline} (an interval of width 0 measures nothing)",
@@ -115,6 +139,7 @@ SAID: dict[Verdict, VerdictSaid] = {
         gate="PASS cannot tell (interval of width 0)",
         step="cannot tell (interval of width 0)",
         pair="cannot tell (interval of width 0)",
+        fails=False,
     ),
     "better": VerdictSaid(
         sentence="significantly better than {baseline}",
@@ -123,6 +148,7 @@ SAID: dict[Verdict, VerdictSaid] = {
         gate="PASS improvement",
         step="significant rise",
         pair="{run} better",
+        fails=False,
     ),
     "worse": VerdictSaid(
         sentence="significantly worse than {baseline}",
@@ -131,6 +157,7 @@ SAID: dict[Verdict, VerdictSaid] = {
         gate="FAIL regression",
         step="significant drop",
         pair="{baseline} better",
+        fails=True,
     ),
     "mixed": VerdictSaid(
         sentence="no verdict against {baseline}: the test and the mean disagree",
@@ -139,6 +166,7 @@ SAID: dict[Verdict, VerdictSaid] = {
         gate="PASS no verdict, the test and the mean disagree",
         step="significant, but the test and the mean disagree",
         pair="the test and the mean disagree",
+        fails=False,
     ),
     "not significant": VerdictSaid(
         sentence="no significant difference from {baseline}",
@@ -147,6 +175,34 @@ SAID: dict[Verdict, VerdictSaid] = {
         gate="PASS no significant change",
         step="no significant change",
         pair="not significant",
+        fails=False,
+    ),
+    "no difference": VerdictSaid(
+        sentence="no difference from {baseline} (exact: every query labelled)",
+        term="no difference (exact)",
+        mark="no difference (exact)",
+        gate="PASS no difference (exact)",
+        step="no change (exact)",
+        pair="no difference (exact)",
+        fails=False,
+    ),
+    "exactly better": VerdictSaid(
+        sentence="better than {baseline}, exactly (every query labelled: nothing to test)",
+        term="better (exact)",
+        mark="▲ better (exact)",
+        gate="PASS improvement (exact)",
+        step="rise (exact)",
+        pair="{run} better (exact)",
+        fails=False,
+    ),
+    "exactly worse": VerdictSaid(
+        sentence="worse than {baseline}, exactly (every query labelled: nothing to test)",
+        term="worse (exact)",
+        mark="▼ worse (exact)",
+        gate="FAIL regression (exact)",
+        step="drop (exact)",
+        pair="{baseline} better (exact)",
+        fails=True,
     ),
 }
 """Each verdict of :func:`verdict` in every context's words, the one place they are written; JSON keeps the codes."""

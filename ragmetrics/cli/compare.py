@@ -361,7 +361,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         comparison = paired_comparison(args, result, runs[1].name, [run], depth)
         for row in comparison.table.itertuples(index=False):
             said = verdict(row.run, row.baseline, row.delta, row.p_value_corrected, args.alpha, direction=row.direction)
-            failures += said == "worse"
+            failures += SAID[said].fails
             line = SAID[said].gate
             out.write(
                 f"{line}: {row.metric} {row.mean:.4f} vs baseline {row.baseline_mean:.4f} "

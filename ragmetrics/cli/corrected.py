@@ -24,6 +24,7 @@ from ragmetrics.analysis.judging import (
     with_labels,
 )
 from ragmetrics.analysis.stats import delta_interval_method, family_text
+from ragmetrics.analysis.verdicts import SAID
 from ragmetrics.cli.evaluating import evaluate_runs
 from ragmetrics.cli.inputs import judges_of, labels_source, refuse_above_scale
 from ragmetrics.cli.options import LAMBDAS
@@ -201,7 +202,7 @@ def compare_corrected(
     for r in frame.itertuples(index=False):
         mark = "*" if r.significant else ("?" if r.too_few or r.no_spread else " ")
         if r.exact:
-            p = "exact (every query labelled)"
+            p = SAID[r.verdict].term
         elif r.no_spread:
             p = "p=n/a (cannot tell)"
         else:
@@ -215,9 +216,15 @@ def compare_corrected(
         )
     _footer(args, frame, out, "intervals (the last line says at which level)")
     scope = family_scope(args.family, len(runs), len(frame["metric"].unique()))
-    out.write(
+    size = int(frame["family_size"].iloc[0])
+    tested = (
         f"p: the t test of the corrected delta; * = significant at alpha {args.alpha}, "
-        f"{family_text(args.correction, int(frame['family_size'].iloc[0]), scope)}; intervals: "
+        f"{family_text(args.correction, size, scope)}"
+        if size
+        else "p: none, every delta is exact"
+    )
+    out.write(
+        f"{tested}; intervals: "
         f"{intervals_name(args.correction)} ({delta_interval_method(args.correction, frame['ci_method_adjusted'])})"
         + (
             f"; ? = too few to tell (fewer than {ppi.MIN_TESTED} human-labelled queries)"
@@ -232,7 +239,7 @@ def compare_corrected(
         )
         + (
             "; exact: every query human-labelled, so the delta is these queries' own (no sampling error: nothing "
-            "to test)"
+            "to test, and out of the correction's family)"
             if frame["exact"].any()
             else ""
         )
