@@ -358,6 +358,12 @@ def test_judge_run_learned_over_another_judge_s_labels(small_set):
     assert code == 2 and f"{d / 'runs.tsv'}, line 2: runs 'bm25,dense'; expected a whole number >= 0" in err, err
     code, _, err = run("judge", "run", "--judge", "rule", *pooled, "-o", str(d / "x.tsv"))
     assert code == 0, err
+    # a pool's rank counts from 1: a rank of 0 is named with its line, not judged (was: read as a count, >= 0)
+    ranked = [pool[0] + "\tbest_rank", *(row + f"\t{i}" for i, row in enumerate(pool[1:]))]
+    (d / "rank0.tsv").write_text("\n".join(ranked) + "\n")
+    pooled = [a if a != str(d / "pool.tsv") else str(d / "rank0.tsv") for a in data]
+    code, _, err = run("judge", "run", "--judge", "rule", *pooled, "-o", str(d / "x.tsv"))
+    assert code == 2 and f"{d / 'rank0.tsv'}, line 2: best_rank '0'; expected a whole number >= 1 (a rank" in err, err
 
 
 @pytest.fixture
@@ -426,6 +432,17 @@ def test_a_signed_label_in_a_judge_label_file_is_read_as_the_qrels_reader_reads_
             "d2": 0,
         }
     )
-    _check_counts(pd.DataFrame({"best_rank": ["+2", "1"], "runs": ["1", "+3"]}), "pool.tsv", ("best_rank", "runs"))
-    with pytest.raises(RagMetricsError, match=r"^pool\.tsv, line 3: best_rank '\+-1'; expected a whole number >= 0"):
-        _check_counts(pd.DataFrame({"best_rank": ["2", "+-1"]}), "pool.tsv", ("best_rank",))
+    _check_counts(pd.DataFrame({"best_rank": ["+2", "1"], "runs": ["0", "+3"]}), "pool.tsv")
+    with pytest.raises(RagMetricsError, match=r"^pool\.tsv, line 3: best_rank '\+-1'; expected a whole number >= 1"):
+        _check_counts(pd.DataFrame({"best_rank": ["2", "+-1"]}), "pool.tsv")
+    # a rank counts from 1, a count from 0: the error says which (was: a rank of 0 passed as a count)
+    for column in ("best_rank", "rank"):
+        with pytest.raises(RagMetricsError) as found:
+            _check_counts(pd.DataFrame({column: ["1", "0"], "runs": ["1", "1"]}), "pool.tsv")
+        assert (
+            str(found.value) == f"pool.tsv, line 3: {column} '0'; expected a whole number >= 1 (a rank: the first is 1)"
+        )
+    with pytest.raises(
+        RagMetricsError, match=r"^pool\.tsv, line 2: runs '-1'; expected a whole number >= 0 \(a count of runs\)$"
+    ):
+        _check_counts(pd.DataFrame({"rank": ["1"], "runs": ["-1"]}), "pool.tsv")

@@ -43,6 +43,13 @@ JUDGED_COLUMNS = ("query_id", "doc_id", "label", "rank", "category", "doc_length
 8601)."""
 SHOWN_PROBLEMS = 20
 """How many ungraded pairs ``judge run`` names one by one (the rest are counted)."""
+POOL_NUMBERS: dict[str, tuple[int, str]] = {
+    "best_rank": (1, "a rank: the first is 1"),
+    "rank": (1, "a rank: the first is 1"),
+    "runs": (0, "a count of runs"),
+}
+"""The whole-number columns a pool file may have, each with the least it may hold and what it is: a rank counts from
+1, a count from 0 (:func:`_check_counts`)."""
 
 
 def read_tsv(path: str, what: str) -> pd.DataFrame:
@@ -192,13 +199,17 @@ def _texts(values: pd.Series) -> pd.Series:
     return id_texts(values).fillna("")
 
 
-def _check_counts(pool: pd.DataFrame, path: str, columns: tuple[str, ...]) -> None:
-    """Each of ``columns`` the pool has holds whole numbers >= 0 (a row is named by its line, the header being
-    line 1)."""
-    for column in (c for c in columns if c in pool.columns):
+def _check_counts(pool: pd.DataFrame, path: str) -> None:
+    """Each column of :data:`POOL_NUMBERS` the pool has holds whole numbers no less than its least (a row is named by
+    its line, the header being line 1)."""
+    for column, (least, what) in POOL_NUMBERS.items():
+        if column not in pool.columns:
+            continue
         for i, cell in enumerate(pool[column]):
-            if not LABEL_INT.fullmatch(cell) or int(cell) < 0:
-                raise RagMetricsError(f"{path}, line {i + 2}: {column} {cell!r}; expected a whole number >= 0")
+            if not LABEL_INT.fullmatch(cell) or int(cell) < least:
+                raise RagMetricsError(
+                    f"{path}, line {i + 2}: {column} {cell!r}; expected a whole number >= {least} ({what})"
+                )
 
 
 def _check_pool_meets(pool: pd.DataFrame, path: str, dataset: Dataset) -> None:
@@ -231,7 +242,7 @@ def cmd_judge_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     pool = read_tsv(args.pool, "pool")
     if kind.needs != "training":
         pool = pool.drop(columns=["runs"], errors="ignore")  # read by the learned judge only
-    _check_counts(pool, args.pool, ("best_rank", "rank", "runs"))
+    _check_counts(pool, args.pool)
     _check_pool_meets(pool, args.pool, dataset)
     pairs = pairs_from_pool(dataset, pool)
     top = args.max_grade or max_grade(dataset)
