@@ -117,10 +117,11 @@ def compare_partitioned(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
         if same_file(runs[i], runs[0]):  # the rows are not read here: a file of the baseline's bytes has its rows
             warn_same_as_baseline(paired.runs[i].name, err)
     found_pairs = paired.statistics
+    # by metric, then run: the order of the in-process table (text and JSON alike)
     rows = [
-        (paired.runs[i].name, found, _p_value(args, found))
+        (paired.runs[i].name, statistics[m], _p_value(args, statistics[m]))
+        for m in range(len(found_pairs[0]))  # one statistic per metric, in the order given
         for (i, _), statistics in zip(against_baseline, found_pairs)
-        for found in statistics
     ]
     # --family pairs: the runs against each other too, which the correction covers with the baseline's
     family_p = [p for *_, p in rows] + [
