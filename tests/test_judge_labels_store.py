@@ -66,9 +66,32 @@ def test_judge_labels_keep_their_provenance_and_versions_count_them_apart(store_
 
 class _PlaceDeletedOnceRead(Store):
     """A store whose next read of where labels go, once ``doomed`` names that place, deletes it right after: as a
-    delete by another server lands between that read and the labels' transaction."""
+    delete by another server lands between that read and the labels' transaction. ``locked``: the statements each
+    transaction ran while it held a place's lock (what a save or delete of that place waits on)."""
 
     doomed: str | None = None
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.locked: list[list[str]] = []
+        self._held: list[str] | None = None
+        sa.event.listen(self.engine, "before_cursor_execute", self._ran)
+        for ended in ("commit", "rollback"):
+            sa.event.listen(self.engine, ended, self._released)
+
+    def _lock(self, conn: Any, key: str, *, shared: bool = False) -> None:
+        super()._lock(conn, key, shared=shared)
+        if key.startswith("place"):
+            self._held = []
+
+    def _ran(self, conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if self._held is not None:
+            self._held.append(statement)
+
+    def _released(self, conn: Any) -> None:
+        if self._held is not None:
+            self.locked.append(self._held)
+        self._held = None
 
     def _tree(self, dataset: str, *, stored: bool = False, conn: Any = None) -> VersionTree:
         tree = super()._tree(dataset, stored=stored, conn=conn)
@@ -85,7 +108,12 @@ def test_a_judges_label_leaves_its_pair_to_people(store_url):
     server deletes once it is read labels where the delete left the place, skipped against that place's qrels."""
     store = _PlaceDeletedOnceRead(store_url)
     parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 2}}))  # grades 0..2
-    add_judge_labels(store, parent, [("q1", "u1", 0), ("q1", "u2", 1)], RULE)
+    assert add_judge_labels(store, parent, [("q1", "d1", 1), ("q1", "u1", 0), ("q1", "u2", 1)], RULE) == (2, 1)
+    # was: the place's qrels were decoded while its lock was held, which every save or delete of it (on SQLite
+    # every write) waited on; a dataset's qrels never change, so they are read before it
+    [held] = store.locked
+    assert any(s.lstrip().upper().startswith("INSERT INTO LABELS") for s in held)
+    assert not [s for s in held if "payload" in s], held
     assert store.labelled_pairs(parent).empty
     assert store.latest_label(parent, "q1", "u1") is None
     claim = store.claim_pair(parent, [("q1", "u1"), ("q1", "u2")], "tab-1")

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -1247,17 +1248,23 @@ class Store:
         ).first()
         return None if found is None else {"query_id": query_id, "doc_id": doc_id, **found._asdict()}
 
-    def _qrels_pairs(self, conn: Any, dataset: str) -> set[tuple[str, str]]:
-        """The (query id, document id) pairs ``dataset``'s qrels judge, read in ``conn``'s transaction (the dataset's
-        other tables left unread). :class:`StoreKeyError` when ``dataset`` is not stored (deleted meanwhile)."""
+    def _judged_pairs(self, dataset: str, among: set[tuple[str, str]], conn: Any = None) -> set[tuple[str, str]]:
+        """Those of the (query id, document id) pairs ``among`` that ``dataset``'s qrels judge (the dataset's other
+        tables left unread); a dataset's id is its content, so they never change once read. ``conn``: read in that
+        transaction. :class:`StoreKeyError` when ``dataset`` is not stored (deleted meanwhile)."""
+        if conn is None:
+            with self.engine.connect() as own:
+                return self._judged_pairs(dataset, among, own)
         blob = conn.execute(sa.select(datasets_table.c.payload).where(datasets_table.c.id == dataset)).scalar()
         if blob is None:
             raise StoreKeyError(f"dataset {dataset} is not in this store (deleted meanwhile?); no label was kept")
         qrels = _qrels_of(bytes(blob), ["query_id", "doc_id"])
-        if qrels is None:
+        if qrels is None or not among:
             return set()
-        ids = (qrels.column(c).cast(pa.string()).to_pylist() for c in ("query_id", "doc_id"))
-        return set(zip(*ids, strict=True))
+        ids = [qrels.column(c).cast(pa.string()) for c in ("query_id", "doc_id")]
+        near = pc.is_in(ids[1], value_set=pa.array(sorted({d for _, d in among}), pa.string()))
+        pairs = zip(*(pc.filter(column, near).to_pylist() for column in ids), strict=True)
+        return {pair for pair in pairs if pair in among}
 
     def latest_label(self, dataset: str, query_id: str, doc_id: str) -> dict[str, Any] | None:
         """The pair's latest judgment by a person on ``dataset``'s lineage (:meth:`family`), pending or saved: ``id,

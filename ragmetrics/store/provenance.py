@@ -24,6 +24,7 @@ from ragmetrics.foundation.provenance import HUMAN, Provenance, parse_source
 from ragmetrics.store.database import (
     MAX_NAME_BYTES,
     Store,
+    StoreKeyError,
     VersionTree,
     check_id,
     checked_text,
@@ -51,10 +52,11 @@ def add_judge_labels(
     grade there is what agreement and the corrected means compare with the person's (a judge that skipped them
     would leave its errors on the human sample unmeasured), and it never overrides the person's, which wins in
     every version, conflict check and queue (:func:`ragmetrics.store.database.people_last`). Returns
-    ``(added, skipped)``. ``author``: who ran the judge (default: the judge's source text). The place, its qrels
-    and the people's labels on its lineage are read in the transaction that writes, under the lock a save or a
-    delete of the place takes (:meth:`Store.write_pending`): one since the call moves the labels to the place it
-    left, never refuses them while ``dataset`` is stored."""
+    ``(added, skipped)``. ``author``: who ran the judge (default: the judge's source text). The place and the
+    people's labels on its lineage are read in the transaction that writes, under the lock a save or a delete of
+    the place takes (:meth:`Store.write_pending`): one since the call moves the labels to the place it left, never
+    refuses them while ``dataset`` is stored. The pairs the place's qrels judge are read before that lock (a
+    dataset's id is its content), again under it only when the place moved meanwhile."""
     if not store._has(labels_table, "source"):
         raise RagMetricsError(
             "this store's labels table has no source column (its database user may not alter it): a judge's labels "
@@ -73,10 +75,18 @@ def add_judge_labels(
     if not rows:
         return 0, 0
 
+    pairs = {(str(row["query_id"]), str(row["doc_id"])) for row in rows}
+    judged: dict[str, set[tuple[str, str]]] = {}
+    try:  # a place's qrels never change (its id is its content): read before the lock, which waits on no decoding
+        place = store.pending_place(dataset)
+        judged[place] = store._judged_pairs(place, pairs)
+    except StoreKeyError:
+        pass  # deleted meanwhile: the write says so
+
     def write(conn: Any, place: str, tree: VersionTree) -> tuple[int, int]:
-        taken = store._qrels_pairs(conn, place)
+        taken = judged[place] if place in judged else store._judged_pairs(place, pairs, conn)
         people = conn.execute(_lineage_query(store, tree.family(place), people_only=True))
-        taken -= {(str(row.query_id), str(row.doc_id)) for row in people}
+        taken = taken - {(str(row.query_id), str(row.doc_id)) for row in people}
         kept = [{**row, "dataset_id": place} for row in rows if (row["query_id"], row["doc_id"]) not in taken]
         for start in range(0, len(kept), 500):
             conn.execute(sa.insert(labels_table), kept[start : start + 500])
