@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -22,6 +23,7 @@ from dashboard.core.view_state import Facts, ViewState, app_root, missing_note, 
 from dashboard.data.workspace import DatasetEntry, RunEntry, Workspace, safe_url
 from dashboard.ui import cache, figures, state, widgets
 from ragmetrics import Alignment
+from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.redact import scrub
 from ragmetrics.io.export import to_safe_csv
 from ragmetrics.store.database import StoreKeyError
@@ -207,6 +209,20 @@ def _caption(dataset: DatasetEntry, runs: list[RunEntry], view: ViewState) -> No
         f"({summary['judged_queries']:,} judged, {summary['relevant']:,} relevant judgments) · "
         f"{len(runs)} run(s) selected · K = {view.k}"
     )
+
+
+@contextmanager
+def refused(what: str, *, stop: bool = False) -> Iterator[None]:
+    """Run the store writes ``what`` names ("Deleting dataset “faq”"): when the store refuses them (its database
+    user may not write to it, or what they act on went meanwhile: a :class:`RagMetricsError`), the page says so in
+    red, ``what`` and the store's reason, and nothing after the refused call in the block runs (no message of a
+    write that was not made). ``stop``: the page stops there too (what follows needs the write)."""
+    try:
+        yield
+    except RagMetricsError as err:
+        st.error(md_escape(f"{what} was refused: {err}"), icon=":material/block:")
+        if stop:
+            st.stop()
 
 
 def empty_state(workspace: Workspace) -> None:

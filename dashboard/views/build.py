@@ -77,9 +77,10 @@ else:
             )
             if st.button("Generate", icon=":material/auto_awesome:", type="primary", key="build.generate",
                          disabled=not mix):  # fmt: skip
-                job = building.start(workspace, ds, label, mix, seed, separator)
-                st.session_state["build.batch"] = job.batch
-                st.rerun()
+                with layout.refused(f"Generating candidates from “{ds.name}”"):
+                    job = building.start(workspace, ds, label, mix, seed, separator)
+                    st.session_state["build.batch"] = job.batch
+                    st.rerun()
 
         batches = workspace.candidates.batches(ds.id)
         if not batches:
@@ -130,8 +131,9 @@ else:
                         icon=":material/pause_circle:",
                     )
                 if batch.status != "complete" and st.button("Resume", icon=":material/play_arrow:", key="build.resume"):
-                    building.resume(workspace, batch)
-                    st.rerun()
+                    with layout.refused("Resuming the generation"):
+                        building.resume(workspace, batch)
+                        st.rerun()
 
             candidates = workspace.candidates.candidates(batch.id)
             decided = [c for c in candidates if c.decision is not None]
@@ -253,12 +255,13 @@ else:
                         "Name", value=f"{ds.name} (built, {batch.id[:6]})", key=f"build.name.{batch.id}", max_chars=200
                     )
                     if st.button("Make dataset", icon=":material/library_add:", key="build.make", disabled=not kept):
-                        entry = workspace.make_dataset(batch.id, kept, name=name.strip() or ds.name,
-                                                       author=building.reviewer())  # fmt: skip
-                        state.flash(
-                            f"Dataset “{entry.name}” stored: {entry.n_queries} queries with their provenance, built from "
-                            f"“{ds.name}”. It is selected in the sidebar."
-                        )
-                        layout.rerun_with(view.with_(dataset=entry.id, runs=()))
+                        with layout.refused(f"Making dataset “{name.strip() or ds.name}”"):
+                            entry = workspace.make_dataset(batch.id, kept, name=name.strip() or ds.name,
+                                                           author=building.reviewer())  # fmt: skip
+                            state.flash(
+                                f"Dataset “{entry.name}” stored: {entry.n_queries} queries with their provenance, built from "
+                                f"“{ds.name}”. It is selected in the sidebar."
+                            )
+                            layout.rerun_with(view.with_(dataset=entry.id, runs=()))
 
 layout.finish(page, view)

@@ -90,7 +90,8 @@ if page.alignments and page.dataset is not None:
     if follow and helper.source == follow:
         del st.session_state[assisted.FOLLOW_KEY]
     todo = assisted.queue_order(todo, helper)
-    claim = judging.claim(workspace, ds.id, todo)  # held for this tab: judges elsewhere are shown other pairs
+    with layout.refused("Judging (holding the pair shown for this tab, then keeping its labels)", stop=True):
+        claim = judging.claim(workspace, ds.id, todo)  # held for this tab: judges elsewhere are shown other pairs
     pair = None if claim is None else judge.next_pair(todo, (claim.query_id, claim.doc_id))
     conflict_notice(workspace, ds)
     pair_panel(page, ds, pair, claim, todo, counts, pending, spec, baseline_name, depth)

@@ -31,7 +31,9 @@ if page.dataset is None:
     st.info("Load a dataset first (Upload).", icon=":material/info:")
 else:
     dataset = page.dataset
-    ended = retrievers.finish_job(workspace)
+    ended = None
+    with layout.refused("Storing the run the retriever gave"):
+        ended = retrievers.finish_job(workspace)
     if ended is not None:
         job, ran_on, entry, known = ended
         status = job.status()

@@ -169,15 +169,16 @@ else:
             detail += f" Its {len(unsaved)} label(s) not saved in a version go with it."
 
         def _delete_dataset(ident: str = dataset.id, name: str = dataset.name) -> None:
-            n, labels = workspace.delete_dataset(ident)
-            state.flash(
-                f"Deleted dataset “{name}”, {n} run(s)" + (f" and {labels} unsaved label(s)." if labels else ".")
-            )
-            layout.rerun_with(
-                view.with_(
-                    dataset=None, runs=(), baseline=None, focus_run=None, query=None, category=None, difficulty=None
+            with layout.refused(f"Deleting dataset “{name}”"):
+                n, labels = workspace.delete_dataset(ident)
+                state.flash(
+                    f"Deleted dataset “{name}”, {n} run(s)" + (f" and {labels} unsaved label(s)." if labels else ".")
                 )
-            )
+                layout.rerun_with(
+                    view.with_(
+                        dataset=None, runs=(), baseline=None, focus_run=None, query=None, category=None, difficulty=None
+                    )
+                )
 
         _confirm(f"dataset “{dataset.name}”", detail, _delete_dataset)
     elif st.button("Delete dataset…", key="workspace.delete.dataset", icon=":material/delete:"):
@@ -226,10 +227,13 @@ else:
                 )
 
                 def _delete_run(ident: str = run.id, name: str = run.name) -> None:
-                    workspace.delete_run(ident)
-                    state.flash(f"Deleted run “{name}”.")
-                    left = tuple(r for r in view.runs if r != ident)
-                    layout.rerun_with(view.with_(runs=left, baseline=view.baseline if view.baseline != ident else None))
+                    with layout.refused(f"Deleting run “{name}”"):
+                        workspace.delete_run(ident)
+                        state.flash(f"Deleted run “{name}”.")
+                        left = tuple(r for r in view.runs if r != ident)
+                        layout.rerun_with(
+                            view.with_(runs=left, baseline=view.baseline if view.baseline != ident else None)
+                        )
 
                 _confirm(f"run “{run.name}”", detail, _delete_run)
             elif st.button("Delete run…", key="workspace.delete.run", icon=":material/delete:"):
@@ -248,8 +252,9 @@ else:
             "Results to delete", list(labels), format_func=lambda i: labels.get(i, i), key="workspace.results.pick"
         )
         if gone and st.button("Delete these results", key="workspace.results.delete", icon=":material/delete:"):
-            workspace.delete_results(gone)
-            state.flash(f"Deleted the per-query results “{labels[gone]}”.")
-            st.rerun()
+            with layout.refused(f"Deleting the per-query results “{labels[gone]}”"):
+                workspace.delete_results(gone)
+                state.flash(f"Deleted the per-query results “{labels[gone]}”.")
+                st.rerun()
 
 layout.finish(page, view)

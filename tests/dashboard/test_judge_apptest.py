@@ -4,6 +4,7 @@ the Workspace page, under AppTest, each test on its own SQLite store."""
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -221,6 +222,37 @@ def test_a_tab_still_on_the_parent_labels_the_newer_version_and_says_so(judged, 
     no_problems(at)
     (latest,) = store.versions(newer)["id"]
     assert param(at, "ds") == latest and store.lineage(latest) == [latest, newer, judged["dataset"]]
+
+
+def test_a_read_only_store_refuses_each_write_by_name_and_stores_nothing(judged, store_dir, monkeypatch) -> None:
+    """Was: on a store the dashboard may only read, the Judge page stopped with the store's traceback as it opened
+    (it holds the pair it shows), as did Generate (Build), Delete (Workspace) and a retrieval's end (Retrieve). Now
+    each says in red what was refused and why; nothing is stored, and nothing is said to be."""
+    path = store_dir / "ragmetrics.sqlite"
+    before = path.read_bytes()
+    monkeypatch.setenv("RAGMETRICS_STORE_URL", f"sqlite:///file:{path}?mode=ro&uri=true")
+    why = "was refused: store sqlite:///file:" + str(path)
+    at = open_page("judge", _params(judged))
+    assert not at.exception and not at.success and not [b for b in at.button if str(b.key).startswith("judge.")]
+    assert _text(at.error).startswith("Judging (holding the pair shown for this tab, then keeping its labels) " + why)
+    at = open_page("build", _params(judged))
+    at.button(key="build.generate").click().run()
+    assert not at.exception and _text(at.error).startswith("Generating candidates from “judge-mini” " + why)
+    at = open_page("workspace", _params(judged))
+    at.button(key="workspace.delete.dataset").click().run()
+    at.button(key="workspace.confirm.yes").click().run()
+    assert not at.exception and not at.success and _text(at.error).startswith("Deleting dataset “judge-mini” " + why)
+    at = open_page("retrieve", _params(judged))
+    at.button(key="FormSubmitter:retrieve.form-Run it").click().run()
+    for _ in range(50):
+        if at.error or at.exception:
+            break
+        time.sleep(0.1)
+        at.run()
+    assert (
+        not at.exception and not at.success and _text(at.error).startswith("Storing the run the retriever gave " + why)
+    )
+    assert "may not write to it" in _text(at.error) and path.read_bytes() == before
 
 
 def test_labels_that_change_no_judgment_are_not_saved_and_the_page_says_why(judged, store_dir) -> None:
