@@ -374,16 +374,34 @@ def test_a_save_whose_place_is_deleted_as_it_saves_says_where_its_labels_are(sto
     other = Store(store_url)  # another process
 
     class DeletedAsItSaves(Store):
+        after: str | None = "_check_new"  # the save's read right after which the other process deletes its place
+
+        def _pending_rows(self, dataset: str) -> pd.DataFrame:
+            rows = super()._pending_rows(dataset)
+            self._delete_after("_pending_rows", dataset)
+            return rows
+
         def _check_new(self, ident: str, parent: str, listed: pd.DataFrame, n_labels: int) -> None:
             super()._check_new(ident, parent, listed, n_labels)
-            if other.has_dataset(v2):
-                other.delete_dataset(v2)
+            self._delete_after("_check_new", parent)
+
+        def _delete_after(self, read: str, place: str) -> None:
+            if read == self.after and other.has_dataset(place):
+                other.delete_dataset(place)
 
     store = DeletedAsItSaves(store_url)
     store.add_label(v2, "q1", "late", 1, author="ben")
     with pytest.raises(RagMetricsError, match=f"{v2} was deleted while .* no version .* pending on dataset {v1}: save"):
         store.commit_labels(v2, author="ben")
     assert store.pending_labels(v1)["doc_id"].tolist() == ["late"] and store.versions(v1).empty
+    # was: deleted once its pending labels were read, the place was then read as a dataset to upload again
+    store.after = None
+    v3 = store.commit_labels(v1, author="ben").version
+    store.add_label(v3, "q1", "later", 1, author="ben")
+    store.after = "_pending_rows"
+    with pytest.raises(RagMetricsError, match=f"{v3} was deleted while .* no version .* pending on dataset {v1}: save"):
+        store.commit_labels(v3, author="ben")
+    assert store.pending_labels(v1)["doc_id"].tolist() == ["later"] and store.versions(v1).empty
 
 
 def test_a_label_and_the_suggestion_it_accepts_are_kept_together(store_url):

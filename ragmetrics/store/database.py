@@ -1447,7 +1447,11 @@ class Store:
             if judgments.empty:
                 by_another = self._saved_by_another(taken)
                 return None if by_another is None else SavedVersion(by_another, made=False)
-            parent = self.get_dataset(dataset)
+            taken = [int(i) for i in rows["id"]]  # the labels and the accepted suggestions they came from
+            try:
+                parent = self.get_dataset(dataset)
+            except StoreKeyError:
+                self._deleted_as_it_saved(dataset, taken)  # since its labels were read
             labels = judgments.rename(columns={"label": "relevance"})[["query_id", "doc_id", "relevance"]]
             merged = merge(parent, labels, override=True).dataset
             root = tree.lineage(dataset)[-1]
@@ -1457,7 +1461,6 @@ class Store:
             # the version keeps what its parent says of itself: its description and the targets it declares
             said = {c: str(listed[c].get(dataset) or "") for c in ("description", "targets")}
             ident = dataset_id(merged)  # the name is no content
-            taken = [int(i) for i in rows["id"]]  # the labels and the accepted suggestions they came from
             if ident in listed.index and ident != dataset and self._tree(dataset).place(dataset) != dataset:
                 continue  # another save of this place since the read (of these very labels?): read them again there
             self._check_new(ident, dataset, listed, len(labels))
