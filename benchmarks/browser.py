@@ -27,8 +27,7 @@ Each measure is read on three clocks:
   (the Enter key, the click) to the first frame after the page became drawn, seen by a ``MutationObserver`` in the
   page (:data:`PAGE_CLOCK`): the whole page, every chart below the first screen included;
 - **first screen**: the same clock, to the first frame after everything in the first screen (the viewport) was drawn
-  (:data:`FIRST_SCREEN_DRAWN`): what a person waits to see; the dashboard draws a chart below the first screen once
-  it is scrolled into view or the browser is idle after the run;
+  (:data:`FIRST_SCREEN_DRAWN`): what a person waits to see before scrolling;
 - **wall**: Python's, from ``goto`` or the input's dispatch until Playwright's own checks see the page drawn; it adds
   Playwright's round trips to a busy renderer (about 0.1-0.4 s here).
 
@@ -87,8 +86,7 @@ FIRST_SCREEN_DRAWN = (
     )
 )
 """As :data:`PARTS_DRAWN`, for the charts and tables in the first screen (the viewport) only: what a person sees
-when the page opens. The dashboard draws a chart below the first screen once it is scrolled into view or the browser
-is idle after the run (``dashboard.ui.figures``); :data:`PARTS_DRAWN` waits for every one."""
+when the page opens, before scrolling; :data:`PARTS_DRAWN` waits for every one."""
 VIEWPORT = {"width": 1600, "height": 1000}
 PAGE_CLOCK = (
     (

@@ -13,10 +13,6 @@ drawn again when the theme changes), hover, the toolbar's PNG download (the figu
 on a point (``clickable``: the clicked points, as ``st.plotly_chart``'s ``on_select`` gives them, for the run
 after the click). A figure with a trace type the bundle lacks (:data:`BUNDLE_TRACES`) is drawn by
 ``st.plotly_chart``.
-
-A chart below the first screen is drawn once it is scrolled into view, or once the page's run is over and the
-browser idle (at most ``IDLE_WAIT`` ms later): the first screen is not kept waiting for charts nobody sees yet,
-nor, when it holds none, for Plotly's script. A chart drawn before is drawn again at once on a rerun.
 """
 
 from __future__ import annotations
@@ -95,8 +91,6 @@ def script_url() -> str:
 
 JS = """
 const PLACEHOLDERS = 40;  // Streamlit's plotly template colours: #000001 ... #000040
-const RUNNING = ["running", "rerunRequested"];  // the app's script states while a run is under way
-const IDLE_WAIT = 2000;  // ms an idle browser may keep a chart below the first screen waiting, at most
 function loadPlotly(src) {
   if (window.Plotly) return Promise.resolve(window.Plotly);
   if (!window.__ragmetricsPlotly) {
@@ -167,27 +161,6 @@ function point(p) {
   if (p.data && p.data.legendgroup) out.legendgroup = p.data.legendgroup;
   return out;
 }
-function whenWanted(box, draw) {
-  // a chart below the first screen is drawn once it comes into view, or once the page's run is over and the
-  // browser idle: the first screen is not kept waiting for charts nobody sees yet (nor for Plotly's script)
-  let done = false;
-  const observers = [];
-  const stop = () => { done = true; observers.forEach((o) => o.disconnect()); };
-  const go = () => { if (!done) { stop(); draw(); } };
-  const view = new IntersectionObserver((entries) => { if (entries.some((e) => e.isIntersecting)) go(); });
-  view.observe(box);
-  observers.push(view);
-  const app = document.querySelector("[data-testid='stApp']");
-  const later = () => window.requestIdleCallback ? requestIdleCallback(go, {timeout: IDLE_WAIT}) : setTimeout(go, 0);
-  const running = () => app && RUNNING.includes(app.getAttribute("data-test-script-state"));
-  if (!running()) later();
-  else {
-    const run = new MutationObserver(() => { if (!running()) { run.disconnect(); later(); } });
-    run.observe(app, {attributes: true, attributeFilter: ["data-test-script-state"]});
-    observers.push(run);
-  }
-  return stop;
-}
 export default function ({ data, parentElement, setTriggerValue }) {
   let box = parentElement.querySelector(":scope > div.ragmetrics-figure");
   if (!box) {
@@ -200,7 +173,7 @@ export default function ({ data, parentElement, setTriggerValue }) {
   const spec = themed(data.spec, theme(parentElement));
   box.style.height = (spec.layout.height || 450) + "px";
   let gone = false;
-  const draw = () => loadPlotly(data.src).then((Plotly) => {
+  loadPlotly(data.src).then((Plotly) => {
     if (gone) return;
     return Plotly.react(box, spec.data || [], spec.layout, Object.assign({responsive: true}, data.config)).then(() => {
       if (gone || !data.clickable) return;
@@ -210,10 +183,8 @@ export default function ({ data, parentElement, setTriggerValue }) {
   }).catch((error) => {
     box.textContent = String(error);
   });
-  const unwanted = box._fullLayout ? (draw(), () => {}) : whenWanted(box, draw);  // drawn before: drawn again now
   return () => {
     gone = true;
-    unwanted();
     setTimeout(() => { if (!box.isConnected && window.Plotly) window.Plotly.purge(box); }, 0);
   };
 }

@@ -91,6 +91,15 @@ def paired_comparison(
     return comparison
 
 
+COMPARED_BY_DEFAULT = "ndcg@10"
+"""The metric ``compare`` and ``check`` read when ``-m`` names none."""
+
+
+def compared_metrics(args: argparse.Namespace) -> list[str]:
+    """The metrics ``-m`` names, else :data:`COMPARED_BY_DEFAULT`."""
+    return list(args.metric or [COMPARED_BY_DEFAULT])
+
+
 MERGED_TESTS = ("t", "randomization")
 """The tests ``compare`` makes from merged sums on a partitioned engine (:mod:`ragmetrics.analysis.merged`)."""
 
@@ -139,7 +148,7 @@ def compare_partitioned(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
     # the interval beside a corrected p-value is corrected the same way, as in process (docs/conventions.md)
     listed = adjusted_intervals(pd.DataFrame(listed), args.correction, args.alpha, len(family_p)).to_dict("records")
     if args.format == "json":
-        metrics = len(args.metric or ["ndcg@10"])
+        metrics = len(compared_metrics(args))
         scope = family_scope(args.family, len(runs), metrics)
         shown = {
             "engine": args.engine,
@@ -200,7 +209,7 @@ def merged_pairs(args: argparse.Namespace, runs: list[str], pairs: list[tuple[in
         args.dataset,
         runs,
         pairs,
-        args.metric or ["ndcg@10"],
+        compared_metrics(args),
         resamples=args.resamples,
         seed=args.seed,
         **engine_arguments(args),
@@ -229,9 +238,9 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     depth = read_bounds_depth(args.bounds)
     dataset, runs = read_inputs(args, [args.baseline, *args.run])
     if wants_ppi(args):
-        report_coverage(compare_corrected(args, dataset, runs, args.metric or ["ndcg@10"], out, err).runs, err)
+        report_coverage(compare_corrected(args, dataset, runs, compared_metrics(args), out, err).runs, err)
         return 0
-    result = evaluate_runs(args, dataset, runs, args.metric or ["ndcg@10"])
+    result = evaluate_runs(args, dataset, runs, compared_metrics(args))
     warn_same_rows(runs[1:], runs[0], err)
     comparison = paired_comparison(args, result, runs[0].name, [r.name for r in runs[1:]], depth, args.family)
     if args.format == "json":
@@ -336,7 +345,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     dataset, runs = read_inputs(args, [args.run] + ([args.baseline] if args.baseline else []))
     if args.baseline:
         warn_same_rows(runs[:1], runs[1], err)
-    gated = list(targets) or args.metric or ["ndcg@10"]
+    gated = list(targets) or compared_metrics(args)
     result = evaluate_runs(args, dataset, runs, list(dict.fromkeys([*gated, *(args.metric or [])])))
     run = runs[0].name
     failures = 0
@@ -381,7 +390,7 @@ def compare_parser(p: argparse.ArgumentParser) -> None:
     add_data_options(p)
     p.add_argument("--baseline", required=True, help="the baseline run file")
     p.add_argument("--run", action="append", required=True, help="a run file to compare; repeatable")
-    add_metric_option(p, "metric; default ndcg@10")
+    add_metric_option(p, f"metric; default {COMPARED_BY_DEFAULT}")
     add_eval_options(p)
     add_bounds_option(p, "each delta's worst and best (and the run's mean's), with a mark where its sign could flip")
     add_test_options(p)
@@ -413,7 +422,7 @@ def check_parser(p: argparse.ArgumentParser) -> None:
         "--targets",
         help="thresholds: faq, tech, legal, overview, 'ndcg@10>0.6,recall@5>0.9', or a JSON file {metric: threshold}",
     )
-    add_metric_option(p, "metric the regression gate compares; default the targets' or ndcg@10")
+    add_metric_option(p, f"metric the regression gate compares; default the targets' or {COMPARED_BY_DEFAULT}")
     add_eval_options(p)
     add_bounds_option(p, "each target's mean's and each delta's worst and best, and whether they could flip a check")
     add_test_options(p)
