@@ -217,7 +217,7 @@ def test_judge_label_the_plan_restart_and_share(
         # 4. saved as a qrels version; its share link, in a fresh browser, opens that version with the same numbers
         page.locator(".st-key-judge-save").get_by_role("button").click()
         wait_for_app(page)
-        expect(page.get_by_text(re.compile(r"Saved \d+ label\(s\) as a new qrels version"))).to_be_visible(
+        expect(page.get_by_text(re.compile(r"Saved \d+ label\(s\) as v\d+: "))).to_be_visible(
             timeout=TIMEOUT
         )
         store = _store(tmp_path)
