@@ -20,7 +20,15 @@ import sqlalchemy as sa
 import ragmetrics as rm
 from ragmetrics.io import load_dataset, load_run
 from ragmetrics.store import provenance
-from ragmetrics.store.database import ADDED_COLUMNS, STRANDED, Store, StoreKeyError, dataset_id, run_id
+from ragmetrics.store.database import (
+    ADDED_COLUMNS,
+    STRANDED,
+    Store,
+    StoreKeyError,
+    StoreWriteRefused,
+    dataset_id,
+    run_id,
+)
 
 SCIFACT = Path(__file__).parent / "data" / "scifact"
 
@@ -29,6 +37,20 @@ SCIFACT = Path(__file__).parent / "data" / "scifact"
 def scifact():
     dataset = load_dataset(SCIFACT / "qrels.tsv", queries=SCIFACT / "queries.jsonl")
     return dataset, load_run(SCIFACT / "bm25-stem.trec.gz"), load_run(SCIFACT / "dense-all-minilm-l6-v2.trec.gz")
+
+
+def test_a_read_only_sqlite_file_without_tables_opens_empty_and_refuses_writes(tmp_path, scifact):
+    """Was: ``Store()`` on a read-only SQLite file its owner never opened raised StoreOpenError ("attempt to write
+    a readonly database": the open creates the tables). Now its tables read as empty, the store says it is read-only,
+    and a write is refused as on any read-only store, leaving the file as it was."""
+    path = tmp_path / "never-opened.sqlite"
+    path.touch()
+    store = Store(f"sqlite:///file:{path}?mode=ro&uri=true")
+    assert store.read_only and store.list_datasets().empty and store.list_runs().empty
+    assert not store.has_view("0" * 16) and not store.has_dataset("0" * 16)
+    with pytest.raises(StoreWriteRefused, match="may not write to it"):
+        store.put_dataset(scifact[0])
+    assert path.read_bytes() == b"" and not Store(f"sqlite:///{tmp_path / 'new.sqlite'}").read_only
 
 
 def test_round_trip_keeps_content_and_numbers(store_url, scifact):

@@ -24,7 +24,7 @@ from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import is_content_id as is_id
 from ragmetrics.io.runmeta import check_key, ir_metadata_yaml, parse_tags, read_sidecar, retriever_tags
 from ragmetrics.store.database import MAX_NAME_BYTES, Store, checked_text
-from ragmetrics.store.history import resolve_dataset, store_leaderboard, store_timeline
+from ragmetrics.store.history import empty_store, resolve_dataset, store_leaderboard, store_timeline
 from ragmetrics.store.links import share_link
 
 if TYPE_CHECKING:
@@ -146,6 +146,8 @@ def cmd_leaderboard(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         seed=args.seed, n_resamples=args.resamples,
     )  # fmt: skip
     if board.means.empty:
+        if store.list_datasets().empty:
+            raise RagMetricsError(empty_store(store))
         raise RagMetricsError(
             f"no stored run has a {args.system_tag!r} tag (ragmetrics push --meta {args.system_tag}=NAME)"
         )

@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import re
+import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -712,16 +713,22 @@ class Store:
             kwargs["pool_pre_ping"] = True
             if self.url.startswith("postgresql") and "connect_timeout" not in self.url:
                 kwargs["connect_args"] = {"connect_timeout": 10}  # an unreachable server fails in seconds, not minutes
+        self._without: set[tuple[str, str]] = set()
+        self.read_only = False
+        """Whether the store's database user may not write to it: known at the open (a SQLite file opened
+        ``mode=ro`` or not writable, a PostgreSQL role without INSERT on its datasets, tables it could not create),
+        else set by the first write refused (:class:`StoreWriteRefused`)."""
         try:
             self.engine = sa.create_engine(self.url, **kwargs)
             if self.engine.dialect.name == "sqlite":
                 sa.event.listen(self.engine, "connect", _sqlite_pragmas)
-            self._create_tables()
-            self._add_missing_columns()
-            self._add_missing_index(pending_index)
-            self._add_missing_index(saved_index)
-            self._number_old_versions()
-            self._settle_stranded_labels()
+            if self._create_tables():  # a store made before now: brought up to date where its user may
+                self.read_only = self.read_only or self._may_not_write()
+                self._add_missing_columns()
+                self._add_missing_index(pending_index)
+                self._add_missing_index(saved_index)
+                self._number_old_versions()
+                self._settle_stranded_labels()
             sa.event.listen(self.engine, "handle_error", self._refused_write)
         except (sa.exc.ArgumentError, sa.exc.DBAPIError, sa.exc.NoSuchModuleError, ImportError, ValueError) as err:
             raise StoreOpenError(self.url, err) from None
@@ -732,24 +739,73 @@ class Store:
         the driver's error."""
         cause = context.original_exception
         if _READ_ONLY in str(cause):
+            self.read_only = True
             raise StoreWriteRefused(self.url, cause) from None
         if getattr(cause, "sqlstate", None) == _INSUFFICIENT_PRIVILEGE:
             reading = str(context.statement or "").lstrip().upper().startswith(("SELECT", "WITH"))
+            self.read_only = self.read_only or not reading
             raise (StoreReadRefused if reading else StoreWriteRefused)(self.url, cause) from None
 
-    def _create_tables(self) -> None:
+    def _may_not_write(self) -> bool:
+        """Whether the store's database user may not write to it, as far as a read tells: SQLite's URL opens the
+        file ``mode=ro`` or the process may not write the file; PostgreSQL's role lacks INSERT on the datasets."""
+        if self.kind == "sqlite":
+            database = self.engine.url.database or ""
+            if "mode=ro" in self.url:
+                return True
+            path = database.removeprefix("file:").split("?")[0]
+            return bool(path) and path != ":memory:" and os.path.exists(path) and not os.access(path, os.W_OK)
+        if self.kind == "postgresql":
+            with self.engine.connect() as conn:
+                query = sa.text("SELECT has_table_privilege(:t, 'INSERT')")
+                return not conn.execute(query, {"t": datasets_table.name}).scalar()
+        return False
+
+    def _create_tables(self) -> bool:
         """Create the tables a new store (or one made before them) lacks. A database user that may not create
         tables opens a store that lacks only some of :data:`ADDED_TABLES` as it is (what they hold reads as none);
-        lacking any other, the store cannot be opened."""
+        a SQLite file without any table as empty (:meth:`_open_empty`); lacking any other, the store cannot be
+        opened. False when it opened empty (nothing stored to bring up to date)."""
         self._without_tables: set[str] = set()
         try:
             metadata.create_all(self.engine, checkfirst=True)
         except sa.exc.DBAPIError as err:
-            missing = set(metadata.tables) - set(sa.inspect(self.engine).get_table_names())
+            self.read_only = True
+            found = set(sa.inspect(self.engine).get_table_names())
+            missing = set(metadata.tables) - found
+            if not found and self.kind == "sqlite" and _READ_ONLY in str(err.orig):
+                self._open_empty()
+                return False
             if not missing or not missing <= {t.name for t in ADDED_TABLES}:
                 raise
             self._without_tables = missing
             _LOG.warning("store: cannot create %s (%s); they read as empty", sorted(missing), err.orig)
+        return True
+
+    def _open_empty(self) -> None:
+        """Open a read-only SQLite file that holds no table (its owner never opened it) as an empty store: each
+        connection gets the store's tables as empty temporary ones, each write to them refused as the file's own
+        would be (:class:`StoreWriteRefused`)."""
+        dialect = self.engine.dialect
+        statements = []
+        for table in metadata.sorted_tables:
+            created = str(sa.schema.CreateTable(table).compile(dialect=dialect)).strip()
+            statements.append(created.replace("CREATE TABLE", "CREATE TEMP TABLE", 1))
+            for event in ("INSERT", "UPDATE", "DELETE"):
+                statements.append(
+                    f"CREATE TEMP TRIGGER {table.name}_{event.lower()}_refused BEFORE {event} ON {table.name} "
+                    f"BEGIN SELECT RAISE(ABORT, '{_READ_ONLY}'); END"
+                )
+
+        def tables(connection: Any, _record: Any) -> None:
+            cursor = connection.cursor()
+            for statement in statements:
+                cursor.execute(statement)
+            cursor.close()
+
+        sa.event.listen(self.engine, "connect", tables)
+        self.engine.dispose()  # connections opened before hold no tables
+        _LOG.info("store: %s holds no table and may only be read; it reads as empty", redact_url(self.url))
 
     def has_table(self, table: sa.Table) -> bool:
         """Whether the store has ``table`` (one of :data:`ADDED_TABLES`); one this process could not create is
@@ -777,7 +833,7 @@ class Store:
         A database user that may not alter the tables (not their owner), or a table locked by a long
         transaction, leaves the store as it is: it opens without those columns (read as empty) and a
         later opening by its owner adds them."""
-        self._without: set[tuple[str, str]] = set()
+        self._without.clear()
         for table, columns in ADDED_COLUMNS.items():
             if table in self._without_tables:
                 continue  # an added table it could not create: made with every column once it is
@@ -1915,7 +1971,13 @@ _INSUFFICIENT_PRIVILEGE = "42501"
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:
     cursor = connection.cursor()
     cursor.execute(f"PRAGMA page_size={SQLITE_PAGE_SIZE}")  # before WAL mode: only an empty file takes it
-    cursor.execute("PRAGMA journal_mode=WAL")
+    try:
+        cursor.execute("PRAGMA journal_mode=WAL")
+    except (
+        sqlite3.OperationalError
+    ) as err:  # an empty file that may only be read keeps its journal (it is never written)
+        if _READ_ONLY not in str(err):
+            raise
     cursor.execute("PRAGMA synchronous=FULL")
     cursor.execute("PRAGMA busy_timeout=30000")
     cursor.close()

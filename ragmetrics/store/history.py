@@ -12,8 +12,20 @@ from ragmetrics.analysis.history import Leaderboard, StoredRun, Timeline, leader
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import is_content_id as is_id
 from ragmetrics.foundation.model import Run
+from ragmetrics.foundation.redact import redact_url
 from ragmetrics.io import load_dataset
 from ragmetrics.store.database import Store, dataset_id
+
+
+def empty_store(store: Store) -> str:
+    """What to say of ``store`` when it holds no dataset: whom to ask when its database user may not write to it."""
+    said = f"store {redact_url(store.url)} holds no dataset"
+    if store.read_only:
+        return (
+            f"{said} and is read-only (the database user that opened it may not write to it): ask its owner to load "
+            "data, or open it once as a user allowed to write"
+        )
+    return f"{said} yet: push one first (ragmetrics push --dataset ... --run ...)"
 
 
 def resolve_dataset(store: Store, spec: str, *, queries: str | None = None) -> str:
@@ -31,6 +43,8 @@ def resolve_dataset(store: Store, spec: str, *, queries: str | None = None) -> s
             )
         return ident
     listed = store.list_datasets()
+    if listed.empty:
+        raise RagMetricsError(f"--dataset {spec[:80]!r}: {empty_store(store)}")
     named = listed[listed["name"] == spec]
     if len(named) == 1:
         return str(named["id"].iloc[0])
