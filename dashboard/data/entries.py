@@ -96,11 +96,13 @@ class DatasetEntry:
 
 class SavedEntry(NamedTuple):
     """What :meth:`dashboard.data.workspace.Workspace.commit_labels` did: ``entry``, the qrels version that holds
-    the labels; ``made``: True when this save made it, False when another save running at the same time saved them
-    first (:class:`ragmetrics.store.database.SavedVersion`)."""
+    the labels (None when it was deleted before the listing was read again); ``made``: True when this save made it,
+    False when another save running at the same time saved them first
+    (:class:`ragmetrics.store.database.SavedVersion`); ``version``: its id, known even once it is deleted."""
 
-    entry: DatasetEntry
+    entry: DatasetEntry | None
     made: bool
+    version: str
 
 
 class RunEntry:

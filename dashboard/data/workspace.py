@@ -555,14 +555,14 @@ class Workspace:
 
     def commit_labels(self, dataset_ident: str, *, author: str, judges: bool = True) -> SavedEntry | None:
         """Save the pending labels as a new qrels version (a new dataset with the parent's runs): the version that
-        holds them and whether this call made it (:class:`SavedEntry`); None when no label is pending.
+        holds them and whether this call made it (:class:`SavedEntry`, its id kept when another tab or server
+        deleted it before the listing was read again); None when no label is pending.
         ``judges=False``: people's labels only (the judges' stay pending, beside the lineage)."""
         saved = self.store.commit_labels(dataset_ident, author=author, judges=judges)
         if saved is None:
             return None
         self.refresh()
-        entry = self.dataset(saved.version)
-        return None if entry is None else SavedEntry(entry, saved.made)
+        return SavedEntry(self.dataset(saved.version), saved.made, saved.version)
 
     def family(self, dataset_ident: str) -> list[DatasetEntry]:
         """The qrels versions of one lineage (:meth:`ragmetrics.store.database.Store.family`) that are stored, oldest

@@ -246,7 +246,15 @@ def pending_panel(
             saved = judging.save_version(workspace, ds, judges=with_judges)
         except RagMetricsError as err:  # they change no judgment: no version to make
             st.warning(md_escape(str(err)), icon=":material/info:")
-            saved = None
-        if saved is not None:
+            return
+        if saved is None:
+            st.warning(
+                "No label is pending on this version any more (withdrawn, or saved by another tab or server, "
+                "meanwhile): nothing was saved.",
+                icon=":material/info:",
+            )
+        elif saved.entry is None:
+            st.warning(md_escape(judging.saved_message(workspace, saved)), icon=":material/delete:")
+        else:
             state.flash(judging.saved_message(workspace, saved, judged_only if not with_judges else 0))
-            layout.rerun_with(view.with_(dataset=saved.entry.id))
+            layout.rerun_with(view.with_(dataset=saved.version))

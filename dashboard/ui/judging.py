@@ -205,8 +205,14 @@ def saved_message(workspace: Workspace, saved: SavedEntry, left_out: int = 0) ->
     """What the page says of a save (:func:`save_version`): ``saved as vN`` when it made the version, ``already
     saved as vN by another save`` when another tab or server saved the labels first; with the version's count of
     people's and judges' labels (others' saved with them included). ``left_out``: the pairs only a judge labelled
-    that this save left out (said only of a version it made)."""
+    that this save left out (said only of a version it made); of a version deleted since, its id and that it was."""
     entry = saved.entry
+    if entry is None:
+        by = "" if saved.made else ", by another save (another tab or server),"
+        return (
+            f"The labels were saved{by} as qrels version {saved.version}, which has since been deleted (another "
+            "tab or server deleted it): the labels went with it."
+        )
     number = f"v{entry.version.number}" if entry.version is not None else "a new qrels version"
     people, judges = workspace.version_sources(entry.id)
     counts = f"“{entry.name}” ({entry.id}): {people} people's, {judges} a judge's."

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import re
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -14,7 +15,7 @@ from dashboard.ui import judging
 from ragmetrics import Dataset, Run
 from ragmetrics.cli import main
 from ragmetrics.io import load_dataset, load_run
-from ragmetrics.store.database import Store, versions_table
+from ragmetrics.store.database import SavedVersion, Store, versions_table
 from tests.test_store_versions import _ReadThenOvertaken
 
 DATA = Path(__file__).resolve().parents[1] / "e2e" / "data"
@@ -87,6 +88,31 @@ def test_a_save_another_server_overtook_says_its_labels_were_already_saved_by_an
     assert judging.saved_message(ws, saved, left_out=3) == (
         f"These labels were already saved as v1 by another save (another tab or server): “faq (+1 label, v1)” "
         f"({saved.entry.id}): 1 people's, 0 a judge's."
+    )
+
+
+class _SavedThenDeleted(Store):
+    """A store whose saves are followed, before the dashboard lists the datasets again, by another server deleting
+    the version they saved."""
+
+    def commit_labels(self, dataset: str, **kwargs: Any) -> SavedVersion | None:
+        saved = super().commit_labels(dataset, **kwargs)
+        if saved is not None:
+            Store(self.url).delete_dataset(saved.version)
+        return saved
+
+
+def test_a_save_whose_version_is_deleted_before_the_listing_still_says_what_was_saved(tmp_path) -> None:
+    """Was: the version deleted between the save and the listing made ``commit_labels`` return None (as if nothing
+    were pending), and the Judge page said nothing after the click. Now it names the version and that it went."""
+    ws = Workspace(_SavedThenDeleted(f"sqlite:///{tmp_path / 's.sqlite'}"))
+    parent = ws.store.put_dataset(Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
+    ws.add_label(parent, "q1", "u1", 1, author="ann")
+    saved = ws.commit_labels(parent, author="ann")
+    assert saved is not None and saved.made and saved.entry is None and not ws.store.has_dataset(saved.version)
+    assert judging.saved_message(ws, saved) == (
+        f"The labels were saved as qrels version {saved.version}, which has since been deleted (another tab or "
+        "server deleted it): the labels went with it."
     )
 
 
