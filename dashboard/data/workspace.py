@@ -152,8 +152,12 @@ class Workspace:
         self._datasets: list[DatasetEntry] = []
         self._runs_at: dict[str, float] = {}
         self._runs: dict[str, list[RunEntry]] = {}
-        self.seed_refused = False
-        """Whether the store refused the bundled samples (:meth:`seed`): its database user may not write to it."""
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the store's database user may not write to it (:attr:`ragmetrics.store.database.Store.read_only`:
+        known at its open, or from the first write it refused): every page reads it here."""
+        return self.store.read_only
 
     # --- listings ----------------------------------------------------------------------
 
@@ -639,9 +643,9 @@ class Workspace:
         ``description`` and ``runs`` (pairs of run and source). A marker view
         records that the store got them, so samples a team deleted stay deleted.
         Returns True when it seeded. A store whose database user may not write to it (a read-only file, a role
-        that may only read) is left as it is, and :attr:`seed_refused` set: the dashboard opens on what it holds.
+        that may only read: :attr:`read_only`) is left as it is: the dashboard opens on what it holds.
         """
-        if self.store.has_view(samples_marker_id()):
+        if self.read_only or self.store.has_view(samples_marker_id()):
             return False
         try:
             for sample in samples():
@@ -655,8 +659,7 @@ class Workspace:
                 for run, source in sample.runs:
                     self.add_run(entry.id, run, source=source)
             self.store.put_view(SAMPLES_MARKER)
-        except StoreWriteRefused:
-            self.seed_refused = True
+        except StoreWriteRefused:  # the store knows from now on (read_only)
             return False
         return True
 

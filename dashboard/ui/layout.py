@@ -88,10 +88,18 @@ def open_workspace(title: str) -> Workspace:
 
 
 def page_setup(
-    page: str, title: str, *, needs_runs: bool = True, health_banner: bool = True, shows_results: bool = False
+    page: str,
+    title: str,
+    *,
+    needs_runs: bool = True,
+    health_banner: bool = True,
+    shows_results: bool = False,
+    writes: str = "",
 ) -> Page:
     """Read the view, render the title and the sidebar, align the selected runs (cached). A selected run whose ids
-    do not meet the qrels gets a red banner saying why (``health_banner``; the upload page shows it in its report)."""
+    do not meet the qrels gets a red banner saying why (``health_banner``; the upload page shows it in its report).
+    ``writes``: what the page stores ("Uploading"), said up front not to be offered on a read-only store (the
+    page leaves out or disables its controls: :attr:`Workspace.read_only`)."""
     start = state.read_view_state(page)
     workspace = open_workspace(title)
     if start.fresh:
@@ -142,6 +150,8 @@ def page_setup(
         empty_state(workspace)
     else:
         _caption(dataset, runs, view)
+        if writes and workspace.read_only:
+            st.info(read_only_note(writes), icon=":material/lock:")
         if needs_runs and not shows_results:  # a page that needs rankings: say which runs it cannot show
             stored = workspace.results(dataset.id)
             if stored:
@@ -225,10 +235,22 @@ def refused(what: str, *, stop: bool = False) -> Iterator[None]:
             st.stop()
 
 
+READ_ONLY_HELP = "This store is read-only: the database user the dashboard connects as may not write to it."
+"""Why a control that writes is disabled on a read-only store (its help)."""
+
+
+def read_only_note(writes: str) -> str:
+    """What a page that stores ``writes`` says on a read-only store: that it is not offered, and whom to ask."""
+    return (
+        f"This store is read-only: {writes} is not offered here, as the database user the dashboard connects as may "
+        "not write to it. Ask the store's owner for write access, or to load the data for you."
+    )
+
+
 def empty_state(workspace: Workspace) -> None:
     """What a page says when the store holds no dataset: where to add one, or, on a store the dashboard may not
-    write to (its first start could not store the samples), whom to ask."""
-    if workspace.seed_refused:
+    write to (it could not store the samples either), whom to ask."""
+    if workspace.read_only:
         st.info(
             "This store is read-only and holds nothing yet: ask its owner to load data (the database user the "
             "dashboard connects as may not write to it, so it could not store its sample datasets either).",

@@ -21,7 +21,9 @@ import streamlit as st
 from dashboard.core.text import Marks, highlight_html, md_escape
 from dashboard.ui import building, layout, retrievers, state
 
-page = layout.page_setup("build", "Build dataset", needs_runs=False)
+page = layout.page_setup(
+    "build", "Build dataset", needs_runs=False, writes="generating candidates and making datasets of them"
+)
 view = page.state
 workspace = page.workspace
 
@@ -76,7 +78,8 @@ else:
                 "its sibling chunks that hold the answer (as `ragmetrics synth --parent-separator`).",
             )
             if st.button("Generate", icon=":material/auto_awesome:", type="primary", key="build.generate",
-                         disabled=not mix):  # fmt: skip
+                         disabled=not mix or workspace.read_only,
+                         help=layout.READ_ONLY_HELP if workspace.read_only else None):  # fmt: skip
                 with layout.refused(f"Generating candidates from “{ds.name}”"):
                     job = building.start(workspace, ds, label, mix, seed, separator)
                     st.session_state["build.batch"] = job.batch
@@ -254,7 +257,9 @@ else:
                     name = st.text_input(
                         "Name", value=f"{ds.name} (built, {batch.id[:6]})", key=f"build.name.{batch.id}", max_chars=200
                     )
-                    if st.button("Make dataset", icon=":material/library_add:", key="build.make", disabled=not kept):
+                    if st.button("Make dataset", icon=":material/library_add:", key="build.make",
+                                 disabled=not kept or workspace.read_only,
+                                 help=layout.READ_ONLY_HELP if workspace.read_only else None):  # fmt: skip
                         with layout.refused(f"Making dataset “{name.strip() or ds.name}”"):
                             entry = workspace.make_dataset(batch.id, kept, name=name.strip() or ds.name,
                                                            author=building.reviewer())  # fmt: skip

@@ -24,7 +24,7 @@ from dashboard.core.text import md_escape
 from dashboard.ui import assisted, cache, judging, layout, state, widgets
 from dashboard.ui.judge_panels import conflict_notice, pair_panel, pending_panel
 
-page = layout.page_setup("judge", "Judge")
+page = layout.page_setup("judge", "Judge", writes="labelling (each label is kept in the store)")
 view = page.state
 
 message = state.flash()
@@ -90,6 +90,9 @@ if page.alignments and page.dataset is not None:
     if follow and helper.source == follow:
         del st.session_state[assisted.FOLLOW_KEY]
     todo = assisted.queue_order(todo, helper)
+    if workspace.read_only:  # no pair to hold, no label to keep: the set-up said so, and whom to ask
+        layout.finish(page, view)
+        st.stop()
     with layout.refused("Judging (holding the pair shown for this tab, then keeping its labels)", stop=True):
         claim = judging.claim(workspace, ds.id, todo)  # held for this tab: judges elsewhere are shown other pairs
     pair = None if claim is None else judge.next_pair(todo, (claim.query_id, claim.doc_id))

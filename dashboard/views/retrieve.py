@@ -11,7 +11,7 @@ import streamlit as st
 from dashboard.core.text import md_escape
 from dashboard.ui import layout, retrievers, state
 
-page = layout.page_setup("retrieve", "Run a retriever", needs_runs=False)
+page = layout.page_setup("retrieve", "Run a retriever", needs_runs=False, writes="storing the runs a retriever gives")
 view = page.state
 workspace = page.workspace
 
@@ -90,7 +90,13 @@ else:
             name = right.text_input(
                 "Run name", key="retrieve.name", placeholder="the retriever's own name", max_chars=200
             )
-            if st.form_submit_button("Run it", icon=":material/play_arrow:", type="primary"):
+            if st.form_submit_button(
+                "Run it",
+                icon=":material/play_arrow:",
+                type="primary",
+                disabled=workspace.read_only,
+                help=layout.READ_ONLY_HELP if workspace.read_only else None,
+            ):
                 retrievers.start_job(dataset, label, k=int(k), name=name.strip())
                 st.rerun()
     else:

@@ -16,9 +16,14 @@ from dashboard.core.queries import dataset_summary
 from dashboard.core.text import md_escape
 from dashboard.ui import cache, ingest, layout, widgets
 
-page = layout.page_setup("upload", "Upload", needs_runs=False, health_banner=False)  # the report shows health
+page = layout.page_setup(  # the report shows health
+    "upload", "Upload", needs_runs=False, health_banner=False, writes="uploading datasets and runs"
+)
 view = page.state
 workspace = page.workspace
+if workspace.read_only:  # every upload would be refused: the set-up said so, and whom to ask
+    layout.finish(page, view)
+    st.stop()
 
 with st.expander("Formats", icon=":material/help:"):
     st.markdown(ingest.FORMATS_HELP)

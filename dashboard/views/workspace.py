@@ -133,9 +133,7 @@ def _metadata_editor(run_id: str, run_name: str) -> None:
 
 
 dataset = page.dataset
-if dataset is None:
-    st.info("The store holds no dataset. Upload one on the Upload page.", icon=":material/folder_open:")
-else:
+if dataset is not None:  # without one, the page's set-up said where to add one, or whom to ask
     st.subheader(f"Dataset “{md_escape(dataset.name)}”")
     st.caption(
         f"`{dataset.id}` · {dataset.n_queries:,} queries · {dataset.n_judgments:,} judgments · "
@@ -190,7 +188,10 @@ else:
     st.subheader("Runs")
     runs = workspace.runs(dataset.id)
     if not runs:
-        st.info("This dataset has no runs yet. Add some on the Upload page.", icon=":material/upload_file:")
+        st.info(
+            "This dataset has no runs." + ("" if workspace.read_only else " Add some on the Upload page."),
+            icon=":material/upload_file:",
+        )
     else:
         layout.show_table(
             workspace.run_table(dataset.id),

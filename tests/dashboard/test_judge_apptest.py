@@ -4,13 +4,13 @@ the Workspace page, under AppTest, each test on its own SQLite store."""
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from dashboard.data.workspace import Workspace
+from dashboard.ui import layout
 from ragmetrics import Dataset, Run
 from ragmetrics.store.database import Store
 from tests.dashboard.apptest import no_problems, open_page, param
@@ -224,34 +224,40 @@ def test_a_tab_still_on_the_parent_labels_the_newer_version_and_says_so(judged, 
     assert param(at, "ds") == latest and store.lineage(latest) == [latest, newer, judged["dataset"]]
 
 
-def test_a_read_only_store_refuses_each_write_by_name_and_stores_nothing(judged, store_dir, monkeypatch) -> None:
-    """Was: on a store the dashboard may only read, the Judge page stopped with the store's traceback as it opened
-    (it holds the pair it shows), as did Generate (Build), Delete (Workspace) and a retrieval's end (Retrieve). Now
-    each says in red what was refused and why; nothing is stored, and nothing is said to be."""
+def test_a_read_only_store_says_so_up_front_offers_no_write_and_refuses_the_rest_by_name(
+    judged, store_dir, monkeypatch
+) -> None:
+    """Was: on a store the dashboard may only read, the Upload page offered its uploaders and Build, Retrieve and
+    Judge their writes, each refused only once tried. Now each says up front that the store is read-only and whom to
+    ask, with no uploader and the writes disabled (Judge shows no pair to label); a write still offered (Workspace's
+    delete) says in red what was refused and why. Nothing is stored."""
     path = store_dir / "ragmetrics.sqlite"
     before = path.read_bytes()
     monkeypatch.setenv("RAGMETRICS_STORE_URL", f"sqlite:///file:{path}?mode=ro&uri=true")
-    why = "was refused: store sqlite:///file:" + str(path)
-    at = open_page("judge", _params(judged))
-    assert not at.exception and not at.success and not [b for b in at.button if str(b.key).startswith("judge.")]
-    assert _text(at.error).startswith("Judging (holding the pair shown for this tab, then keeping its labels) " + why)
-    at = open_page("build", _params(judged))
-    at.button(key="build.generate").click().run()
-    assert not at.exception and _text(at.error).startswith("Generating candidates from “judge-mini” " + why)
+    ask = "may not write to it. Ask the store's owner for write access, or to load the data for you."
+    said = {
+        "upload": "uploading datasets and runs",
+        "build": "generating candidates and making datasets of them",
+        "retrieve": "storing the runs a retriever gives",
+        "judge": "labelling (each label is kept in the store)",
+    }
+    pages = {key: open_page(key, _params(judged)) for key in said}
+    for key, at in pages.items():
+        no_problems(at)
+        notice = (
+            f"This store is read-only: {said[key]} is not offered here, as the database user the dashboard connects as "
+        )
+        assert [i.value for i in at.info if "read-only" in i.value] == [notice + ask], key
+    assert not pages["upload"].get("file_uploader") and not pages["upload"].get("text_input")
+    assert not [b for b in pages["judge"].button if str(b.key).startswith("judge.")]
+    assert pages["build"].button(key="build.generate").disabled
+    run_it = pages["retrieve"].button(key="FormSubmitter:retrieve.form-Run it")
+    assert run_it.disabled and run_it.proto.help == layout.READ_ONLY_HELP
     at = open_page("workspace", _params(judged))
     at.button(key="workspace.delete.dataset").click().run()
     at.button(key="workspace.confirm.yes").click().run()
+    why = "was refused: store sqlite:///file:" + str(path)
     assert not at.exception and not at.success and _text(at.error).startswith("Deleting dataset “judge-mini” " + why)
-    at = open_page("retrieve", _params(judged))
-    at.button(key="FormSubmitter:retrieve.form-Run it").click().run()
-    for _ in range(50):
-        if at.error or at.exception:
-            break
-        time.sleep(0.1)
-        at.run()
-    assert (
-        not at.exception and not at.success and _text(at.error).startswith("Storing the run the retriever gave " + why)
-    )
     assert "may not write to it" in _text(at.error) and path.read_bytes() == before
 
 

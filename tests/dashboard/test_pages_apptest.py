@@ -36,18 +36,25 @@ def test_every_page_runs_on_the_samples(view, faq_ids) -> None:
 
 def test_a_first_start_on_a_read_only_store_nobody_loaded_opens_it_empty_with_one_notice(tmp_path, monkeypatch) -> None:
     """Was: the first start on a store the dashboard may only read, that its owner made but loaded nothing into,
-    stopped every page with "cannot be opened" (storing the samples is a write). Now the page opens on the empty
-    store and says, once, whom to ask."""
-    path = tmp_path / "read-only.sqlite"
+    stopped every page with "cannot be opened" (storing the samples is a write); under the notice, Workspace still
+    said "Upload one on the Upload page" and Upload offered uploaders whose uploads were refused; a read-only file
+    without tables (its owner never opened it) could not be opened at all. Now each page opens on the empty store
+    and says, once, whom to ask, and Upload offers nothing to upload."""
+    path, never_opened = tmp_path / "read-only.sqlite", tmp_path / "never-opened.sqlite"
     Store(f"sqlite:///{path}").engine.dispose()  # its owner made the tables, and loaded nothing
-    monkeypatch.setenv("RAGMETRICS_STORE_URL", f"sqlite:///file:{path}?mode=ro&uri=true")
-    at = open_page("overview")
-    no_problems(at)
-    assert not at.warning and [i.value for i in at.info] == [
+    never_opened.touch()
+    notice = [
         "This store is read-only and holds nothing yet: ask its owner to load data (the database user the dashboard "
         "connects as may not write to it, so it could not store its sample datasets either)."
     ]
-    assert at.title[0].value == "Overview" and Store(f"sqlite:///{path}").list_datasets().empty
+    for store, pages in ((path, ("workspace", "upload")), (never_opened, ("overview",))):
+        monkeypatch.setenv("RAGMETRICS_STORE_URL", f"sqlite:///file:{store}?mode=ro&uri=true")
+        for key in pages:
+            at = open_page(key)
+            no_problems(at)
+            assert not at.warning and [i.value for i in at.info] == notice, key
+            assert at.title[0].value == next(v.title for v in VIEWS if v.key == key) and not at.get("file_uploader")
+    assert Store(f"sqlite:///{path}").list_datasets().empty and never_opened.read_bytes() == b""
 
 
 def test_no_page_holds_a_download_before_it_is_clicked() -> None:
