@@ -418,6 +418,61 @@ def test_a_corrected_delta_from_too_few_labelled_queries_or_an_interval_of_width
     assert one.ppi.flat and np.isnan(one.ppi.p_value)
 
 
+def test_a_comparison_with_exact_and_sampled_rows_says_each_in_its_own_words_and_corrects_the_sampled_only(tmp_path):
+    """Under the ``dataset`` target with ``--missing skip``, run c has no value on exactly the 10 queries humans did
+    not label: its pairs (c against b, a and d) are exact, the others (a and d against b, a against d) sampled. The
+    correction's family holds the 3 sampled pairs only; c's row says "exact" and its verdict, without a level or a
+    correction (was "98.33% CI (Holm-adjusted)"); the footer counts the most queries a pair scores (was c's, the
+    first row's: "all 30 queries human-labelled") and the note on the sampled intervals stays (an exact row hid it)."""
+    ids = [f"q{i:02d}" for i in range(40)]
+    (tmp_path / "known.qrels").write_text("".join(f"{q} 0 {q}-rel 1\n" for q in ids[:20]))
+    (tmp_path / "judge.qrels").write_text("".join(f"{q} 0 {q}-rel 1\n{q} 0 {q}-other 0\n" for q in ids[20:]))
+    (tmp_path / "human.qrels").write_text(
+        "".join(f"{q} 0 {q}-rel 1\n{q} 0 {q}-other {int(i % 3 == 0)}\n" for i, q in enumerate(ids[:30]))
+    )
+    first, second = (
+        "{q} Q0 {q}-rel 1 2.0 {r}\n{q} Q0 {q}-other 2 1.0 {r}\n",
+        "{q} Q0 {q}-other 1 2.0 {r}\n{q} Q0 {q}-rel 2 1.0 {r}\n",
+    )
+    runs = {
+        "b": [second] * 40,
+        "c": [first] * 30,
+        "a": [first] * 40,
+        "d": [first if i % 2 else second for i in range(40)],
+    }
+    for name, lines in runs.items():
+        (tmp_path / f"{name}.trec").write_text("".join(line.format(q=q, r=name) for q, line in zip(ids, lines)))
+    argv = ["compare", "--dataset", str(tmp_path / "known.qrels"), "--baseline", str(tmp_path / "b.trec"),
+            *(arg for name in "cad" for arg in ("--run", str(tmp_path / f"{name}.trec"))), "-m", "ndcg@10",
+            "--judge-qrels", str(tmp_path / "judge.qrels"), "--human-qrels", str(tmp_path / "human.qrels"),
+            "--ppi-target", "dataset", "--missing", "skip"]  # fmt: skip
+    out, err = io.StringIO(), io.StringIO()
+    assert main([*argv, "--format", "json"], out, err) == 0, err.getvalue()
+    rows = {row["run"]: row for row in json.loads(out.getvalue())["comparisons"]}
+    assert [rows[r]["exact"] for r in "cad"] == [True, False, False]
+    assert {row["family_size"] for row in rows.values()} == {3}  # a-b, d-b, a-d: c's pairs are exact
+    assert rows["c"]["verdict"] == "exactly better" and rows["c"]["p_value_corrected"] is None
+    assert rows["c"]["ci_method_adjusted"] == "exact" and rows["c"]["ci_level_adjusted"] is None
+    assert rows["c"]["n_labelled"] == rows["c"]["n_queries"] == 30 and rows["a"]["n_queries"] == 40
+    for r in "ad":
+        assert rows[r]["verdict"] == "better" and rows[r]["ci_method_adjusted"] == "t"
+        assert 1 - 0.05 / 2 <= rows[r]["ci_level_adjusted"] <= 1 - 0.05 / 3  # Holm's steps over 3, not over 6
+    out, err = io.StringIO(), io.StringIO()
+    assert main(argv, out, err) == 0, err.getvalue()
+    lines = out.getvalue().splitlines()
+    c, a, d = lines[:3]
+    assert f"exact [{rows['c']['delta']:+.4f}, {rows['c']['delta']:+.4f}]  {SAID['exactly better'].term}  " in c, c
+    assert "CI" not in c and "p=" not in c
+    for line, r in ((a, "a"), (d, "d")):
+        level = f"{100 * rows[r]['ci_level_adjusted']:.4g}% CI (Holm-adjusted)"
+        assert f"{level} [" in line and f"(holm {rows[r]['p_value_corrected']:.4g})*" in line, line
+    assert lines[3].startswith("30 of 40 queries human-labelled, the rest the judge's;"), lines[3]
+    assert "Holm-corrected over 3 comparison(s)" in lines[4]
+    intervals = f"intervals: Holm-adjusted CI ({stats.delta_interval_method('holm', ['t'])}); "
+    assert intervals + stats.delta_interval_method("holm", ["exact"]) + "; exact: " in lines[4], lines[4]
+    assert "the judge and the humans differ on only 5 of the 30 human-labelled queries" in err.getvalue()
+
+
 def _strata_study(
     seeds: int, labelled: int, *, fixed: bool, lam: float | None = None
 ) -> tuple[np.ndarray, np.ndarray, float]:
@@ -520,8 +575,13 @@ def test_compare_gives_an_interval_of_width_0_no_p_value_and_warns_when_judge_an
     first = out.getvalue().splitlines()[0]
     # an exact delta is better by exactly itself, in the registry's words; it tests nothing, so no family is corrected
     assert "corrected delta +0.3691" in first and f"{SAID['exactly better'].term}  " in first, first
+    # its interval is the point itself, named so (was "95% CI (Holm-adjusted)", though no correction applies to it)
+    assert f"delta +0.3691 {stats.DELTA_INTERVAL_NAMES['exact']} [+0.3691, +0.3691]" in first, first
+    assert "CI" not in out.getvalue() and "Student's t" not in out.getvalue(), out.getvalue()
+    assert f"intervals: {stats.delta_interval_method('holm', ['exact'])};" in out.getvalue(), out.getvalue()
+    assert "exact: every query the pair scores human-labelled" in out.getvalue()
+    assert "all 40 queries human-labelled" in out.getvalue()
     assert "cannot tell" not in out.getvalue() and "?" not in first and "*" not in first
-    assert "exact: every query human-labelled" in out.getvalue() and "all 40 queries human-labelled" in out.getvalue()
     assert "p: none, every delta is exact;" in out.getvalue() and "comparison(s)" not in out.getvalue()
     assert "score alike" not in err.getvalue()
     out, err = io.StringIO(), io.StringIO()
@@ -529,6 +589,7 @@ def test_compare_gives_an_interval_of_width_0_no_p_value_and_warns_when_judge_an
     (row,) = json.loads(out.getvalue())["comparisons"]
     assert row["exact"] is True and row["no_spread"] is False and row["too_few"] is False and row["p_value"] is None
     assert row["verdict"] == "exactly better" and row["family_size"] == 0 and row["p_value_corrected"] is None
+    assert row["ci_method_adjusted"] == "exact" and row["ci_level_adjusted"] is None
     (tmp_path / "human.qrels").write_text("".join(f"{q} 0 {q}-rel 1\n{q} 0 {q}-other 0\n" for q in ids[:30]))
     out, err = io.StringIO(), io.StringIO()
     assert main([*argv, "--correction", "none"], out, err) == 0, err.getvalue()

@@ -647,6 +647,10 @@ def test_the_disagreement_names_the_interval_by_the_words_of_its_method():
     ]
     assert stats.delta_interval_method("none", ["bootstrap", "none", None]) == "paired bootstrap, uncorrected"
     assert stats.delta_interval_method("none", ["t"]) == "Student's t, uncorrected"
+    # an exact difference has no level and no correction: named alone, or after the sampled ones' level
+    exact = "exact (the delta itself: no level, no correction)"
+    assert stats.delta_interval_method("holm", ["exact"]) == exact
+    assert stats.delta_interval_method("holm", ["t", "exact"]) == f"Student's t at each comparison's level; {exact}"
     with pytest.raises(RagMetricsError, match="interval method 'studentized': expected one of bootstrap, normal, t"):
         stats.delta_interval_method("none", ["studentized"])
 

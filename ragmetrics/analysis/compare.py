@@ -422,9 +422,13 @@ def no_bound_words(n: int) -> str:
     )
 
 
-def interval_at_level(correction: str | None, level: float) -> str:
+def interval_at_level(correction: str | None, level: float, method: object = None) -> str:
     """One interval at ``level`` beside a p-value corrected by ``correction``, in words: ``95% CI`` uncorrected,
-    ``99.17% CI (Holm-adjusted)`` (the kind of every such interval: :func:`intervals_name`)."""
+    ``99.17% CI (Holm-adjusted)`` (the kind of every such interval: :func:`intervals_name`); an ``exact`` one
+    (``method``, a row's ``ci_method_adjusted``) has no level and no correction: ``exact``
+    (:data:`ragmetrics.analysis.stats.DELTA_INTERVAL_NAMES`)."""
+    if method == "exact":
+        return stats.DELTA_INTERVAL_NAMES["exact"]
     name = f"{100 * level:.4g}% CI"
     return name if stats.is_uncorrected(correction) else f"{name} ({stats.correction_title(correction)}-adjusted)"
 

@@ -618,7 +618,8 @@ def corrected_comparison(
     p-values it covered. ``ci_low_adjusted, ci_high_adjusted`` at ``ci_level_adjusted``: the t interval at the
     level the correction tested the comparison at (:func:`ragmetrics.analysis.compare.adjusted_level`), so it
     excludes 0 exactly when ``p_value_corrected`` is below ``alpha``; uncorrected, the 95% interval;
-    ``ci_method_adjusted``: ``t``, its method (:data:`ragmetrics.analysis.stats.DeltaIntervalMethod`).
+    ``ci_method_adjusted``: ``t``, its method (:data:`ragmetrics.analysis.stats.DeltaIntervalMethod`), or
+    ``exact`` for an ``exact`` delta (its interval the point itself, at no level: ``ci_level_adjusted`` NaN).
     ``significant`` compares the corrected p-value with ``alpha`` unless ``too_few`` (fewer than
     :data:`MIN_TESTED` labelled queries, unless ``exact``: too few to tell), ``no_spread`` (an interval of width 0
     from a sample: its p-value is NaN, and counts as 1 in the correction's family; it cannot tell) or ``exact``
@@ -711,9 +712,10 @@ def corrected_comparison(
     ends = [(r.ppi.estimate - span, r.ppi.estimate + span) for r, span in zip(results, spans)]
     frame["ci_low_adjusted"] = np.clip([low for low, _ in ends], -1.0, 1.0)
     frame["ci_high_adjusted"] = np.clip([high for _, high in ends], -1.0, 1.0)
-    frame["ci_level_adjusted"] = levels
-    frame["ci_method_adjusted"] = "t"
-    frame["exact"] = [r.exact for r in results]
+    exact = [r.exact for r in results]
+    frame["ci_level_adjusted"] = np.where(exact, np.nan, levels)
+    frame["ci_method_adjusted"] = np.where(exact, "exact", "t")
+    frame["exact"] = exact
     frame["too_few"] = (frame["n_labelled"] < MIN_TESTED) & ~frame["exact"]
     frame["no_spread"] = [r.ppi.flat and not r.exact for r in results]
     frame["significant"] = (

@@ -460,16 +460,19 @@ def bootstrap_method(n: int, *, normal_above: int | None = NORMAL_ABOVE) -> Inte
     return "normal" if normal_above is not None and n > normal_above else "bootstrap"
 
 
-DeltaIntervalMethod = Literal["bootstrap", "normal", "t", "none"]
+DeltaIntervalMethod = Literal["bootstrap", "normal", "t", "exact", "none"]
 """A method of a paired difference's interval (``ci_method`` of :func:`ragmetrics.analysis.compare.paired_row` and
 ``ci_method_adjusted`` of :func:`ragmetrics.analysis.compare.adjusted_intervals`): :func:`bootstrap_method`'s, or
 ``t`` for Student's t interval (:func:`t_interval`, and the prediction-powered one of
-:mod:`ragmetrics.analysis.ppi`)."""
+:mod:`ragmetrics.analysis.ppi`), or ``exact`` for a difference with no sampling error (the prediction-powered one
+of exactly the queries asked about, every one labelled: :attr:`ragmetrics.analysis.ppi.Corrected.exact`), whose
+interval is the point itself at no level and under no correction."""
 
 DELTA_INTERVAL_NAMES: dict[str, str] = {
     "bootstrap": "paired bootstrap",
     "normal": "normal approximation",
     "t": "Student's t",
+    "exact": "exact",
 }
 """Each method of a paired difference's interval by the name a footer, a caption or a note gives it."""
 
@@ -478,10 +481,11 @@ def delta_interval_method(correction: str | None, methods: Iterable[object] | No
     """How the intervals of paired differences beside p-values corrected by ``correction`` were computed, in the
     words every page, the CLI and :func:`ragmetrics.analysis.verdicts.interval_disagreement` use (the one place
     they are written): the names of ``methods`` (of :data:`DELTA_INTERVAL_NAMES`; ``none``, NaN and None ignored),
-    then ``, uncorrected`` or `` at each comparison's level``. Without a method, the rule ``compare`` follows:
-    uncorrected, the paired bootstrap up to :data:`NORMAL_ABOVE` queries and the normal approximation above
-    (:func:`bootstrap_method`); corrected, Student's t at each comparison's level
-    (:func:`ragmetrics.analysis.compare.adjusted_level`)."""
+    then ``, uncorrected`` or `` at each comparison's level``; an ``exact`` difference has no level and no
+    correction, and is named after them (``Student's t at each comparison's level; exact (the delta itself: no level, no correction)``),
+    or alone. Without a method, the rule ``compare`` follows: uncorrected, the paired bootstrap up to
+    :data:`NORMAL_ABOVE` queries and the normal approximation above (:func:`bootstrap_method`); corrected,
+    Student's t at each comparison's level (:func:`ragmetrics.analysis.compare.adjusted_level`)."""
     uncorrected = is_uncorrected(correction)
     level = ", uncorrected" if uncorrected else " at each comparison's level"
     seen = {m for m in (() if methods is None else methods) if isinstance(m, str) and m and m != "none"}
@@ -490,13 +494,16 @@ def delta_interval_method(correction: str | None, methods: Iterable[object] | No
         raise RagMetricsError(
             f"interval method {sorted(unknown)[0]!r}: expected one of {', '.join(DELTA_INTERVAL_NAMES)}"
         )
-    if not seen:
+    exact = f"{DELTA_INTERVAL_NAMES['exact']} (the delta itself: no level, no correction)"
+    if seen == {"exact"}:
+        return exact
+    if not seen - {"exact"}:
         seen = {"bootstrap", "normal"} if uncorrected else {"t"}
-    named = [DELTA_INTERVAL_NAMES[m] for m in DELTA_INTERVAL_NAMES if m in seen]
+    named = [DELTA_INTERVAL_NAMES[m] for m in DELTA_INTERVAL_NAMES if m in seen and m != "exact"]
     if {"bootstrap", "normal"} <= seen:
         bootstrap, normal = DELTA_INTERVAL_NAMES["bootstrap"], DELTA_INTERVAL_NAMES["normal"]
         named[:2] = [f"{bootstrap} up to {NORMAL_ABOVE:,} queries, {normal} above"]
-    return " and ".join(named) + level
+    return " and ".join(named) + level + (f"; {exact}" if "exact" in seen else "")
 
 
 def interval_methods(values: np.ndarray, *, normal_above: int | None = NORMAL_ABOVE) -> list[IntervalMethod]:

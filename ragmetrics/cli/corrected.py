@@ -113,8 +113,9 @@ def _interval(value: float, low: float, high: float, signed: bool = False) -> st
 
 
 def _footer(args: argparse.Namespace, frame: pd.DataFrame, out: TextIO, intervals: str = "95% intervals") -> None:
-    row = frame.iloc[0]
-    labelled, queries = int(row["n_labelled"]), int(row["n_queries"])
+    """The sample's line: the rows' most labelled and most scored queries (a run without values on some queries
+    scores fewer, an exact row of a comparison among them)."""
+    labelled, queries = int(frame["n_labelled"].max()), int(frame["n_queries"].max())
     who = (
         f"all {queries} queries human-labelled (the judge's labels add nothing)"
         if labelled == queries
@@ -128,7 +129,10 @@ def _footer(args: argparse.Namespace, frame: pd.DataFrame, out: TextIO, interval
 
 
 def _unreadable(args: argparse.Namespace, frame: pd.DataFrame, err: TextIO) -> None:
-    """The note when the intervals cannot be read yet (:func:`ppi.unreadable`)."""
+    """The note when the intervals cannot be read yet (:func:`ppi.unreadable`), of the rows a sample measures (an
+    exact row's width 0 is the truth)."""
+    if "exact" in frame:
+        frame = frame[~frame["exact"]]
     if not len(frame):
         return
     n, differing = int(frame["n_labelled"].min()), int(frame["differing"].min())
@@ -209,8 +213,8 @@ def compare_corrected(
             p = f"p={r.p_value:.4g} ({args.correction} {r.p_value_corrected:.4g})"
         out.write(
             f"{r.metric:<14} {r.run:<24} vs {r.baseline}: corrected delta {r.delta:+.4f} "
-            f"{interval_at_level(args.correction, r.ci_level_adjusted)} [{r.ci_low_adjusted:+.4f}, "
-            f"{r.ci_high_adjusted:+.4f}]  {p}{mark}  "
+            f"{interval_at_level(args.correction, r.ci_level_adjusted, r.ci_method_adjusted)} "
+            f"[{r.ci_low_adjusted:+.4f}, {r.ci_high_adjusted:+.4f}]  {p}{mark}  "
             f"judge-only {_interval(r.judge_delta, r.judge_low, r.judge_high, True)}  "
             f"human-only {_interval(r.human_delta, r.human_low, r.human_high, True)}\n"
         )
@@ -223,9 +227,14 @@ def compare_corrected(
         if size
         else "p: none, every delta is exact"
     )
+    sampled = frame.loc[~frame["exact"], "ci_method_adjusted"]
+    intervals = []
+    if len(sampled):
+        intervals.append(f"{intervals_name(args.correction)} ({delta_interval_method(args.correction, sampled)})")
+    if frame["exact"].any():
+        intervals.append(delta_interval_method(args.correction, ["exact"]))
     out.write(
-        f"{tested}; intervals: "
-        f"{intervals_name(args.correction)} ({delta_interval_method(args.correction, frame['ci_method_adjusted'])})"
+        f"{tested}; intervals: {'; '.join(intervals)}"
         + (
             f"; ? = too few to tell (fewer than {ppi.MIN_TESTED} human-labelled queries)"
             if frame["too_few"].any()
@@ -238,8 +247,8 @@ def compare_corrected(
             else ""
         )
         + (
-            "; exact: every query human-labelled, so the delta is these queries' own (no sampling error: nothing "
-            "to test, and out of the correction's family)"
+            "; exact: every query the pair scores human-labelled, so the delta is these queries' own (no sampling "
+            "error: nothing to test, and out of the correction's family)"
             if frame["exact"].any()
             else ""
         )
