@@ -15,17 +15,23 @@ plan, so it stays a random sample whatever order people work in.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from dashboard.core.share import SAMPLE_PLANS
+from dashboard.core.text import md_escape
 from ragmetrics.analysis import ppi
+from ragmetrics.analysis.compare import bounds_text, interval_at_level
 from ragmetrics.analysis.evaluate import RunResult, evaluate
 from ragmetrics.analysis.judging import judged_twice
 from ragmetrics.analysis.label_agreement import LabelAgreement, label_agreement
+from ragmetrics.analysis.stats import correction_title, is_uncorrected
+from ragmetrics.analysis.verdicts import SAID
 from ragmetrics.engine.conventions import Conventions
 from ragmetrics.engine.metrics import MetricSpec
 from ragmetrics.foundation.model import Dataset, Run
@@ -40,6 +46,7 @@ __all__ = [
     "badge",
     "corrected_deltas",
     "corrected_table",
+    "delta_words",
     "human_labels",
     "judge_labels",
     "judge_sources",
@@ -249,18 +256,38 @@ def corrected_deltas(
     judge-only and human-only differences (:func:`ragmetrics.analysis.ppi.corrected_comparison`): its p-value
     corrected by ``correction`` over Compare's family, every pair of the runs on every metric of ``family_specs``
     (``spec`` among them; default ``spec`` alone), and its interval adjusted the same way: ``run, delta,
-    ci_low_adjusted, ci_high_adjusted, ci_level_adjusted, p_value_corrected, significant, too_few, no_spread,
-    family_size,
-    judge_delta, judge_low, judge_high, human_delta, human_low, human_high, n_labelled, n_queries``."""
+    ci_low_adjusted, ci_high_adjusted, ci_level_adjusted, ci_method_adjusted, p_value_corrected, verdict,
+    family_size, judge_delta, judge_low, judge_high, human_delta, human_low, human_high, n_labelled, n_queries``
+    (``verdict``: :func:`ragmetrics.analysis.verdicts.verdict`'s code, said by :func:`delta_words`)."""
     specs = list(dict.fromkeys([*family_specs, spec]))
     under_judge, under_people, strata_of = _under(base, runs, specs, human, judge, conventions, strata)
     frame = ppi.corrected_comparison(
         under_judge, under_people, list(sample), baseline=baseline, metrics=[str(s) for s in specs],
         correction=correction, alpha=alpha, strata=strata_of,
     )  # fmt: skip
-    columns = ["run", "delta", "ci_low_adjusted", "ci_high_adjusted", "ci_level_adjusted", "p_value_corrected",
-               "significant", "too_few", "no_spread", "family_size", "judge_delta", "judge_low", "judge_high", "human_delta",
-               "human_low", "human_high", "n_labelled", "n_queries"]  # fmt: skip
+    columns = ["run", "delta", "ci_low_adjusted", "ci_high_adjusted", "ci_level_adjusted", "ci_method_adjusted",
+               "p_value_corrected", "verdict", "family_size", "judge_delta", "judge_low", "judge_high",
+               "human_delta", "human_low", "human_high", "n_labelled", "n_queries"]  # fmt: skip
     if frame.empty:
         return pd.DataFrame(columns=columns)
     return frame[frame["metric"] == str(spec)][columns].reset_index(drop=True)
+
+
+def delta_words(row: Any, baseline: str, correction: str) -> str:
+    """One row of :func:`corrected_deltas` as Compare's corrected panel says it (markdown): the corrected Δ, its
+    interval named as the CLI names it (:func:`ragmetrics.analysis.compare.interval_at_level`), the verdict in the
+    words of :data:`ragmetrics.analysis.verdicts.SAID` (its ``mark``: the CLI's story of significance, one
+    registry), the p-value corrected by ``correction`` (``no p-value`` where it has none) and the judge-only and
+    human-only Δs."""
+    said = SAID[row.verdict].mark
+    if row.verdict == "too few":
+        said += f" (fewer than {ppi.MIN_TESTED} human-labelled queries)"
+    p = row.p_value_corrected
+    p_name = "p" if is_uncorrected(correction) else f"{correction_title(correction)} p"
+    p_text = "no p-value" if p is None or math.isnan(p) else f"{p_name} {p:.3g}"
+    return (
+        f"**{md_escape(str(row.run))}** − {md_escape(baseline)}: corrected Δ **{row.delta:+.3f}** "
+        f"{interval_at_level(correction, row.ci_level_adjusted, row.ci_method_adjusted)} "
+        f"{bounds_text(row.ci_low_adjusted, row.ci_high_adjusted, digits=3)} · {md_escape(said)} ({p_text}) · "
+        f"judge-only {row.judge_delta:+.3f} · human-only {row.human_delta:+.3f}"
+    )

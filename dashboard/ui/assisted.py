@@ -25,9 +25,9 @@ from dashboard.data.jobs import JudgeJob
 from dashboard.data.workspace import DatasetEntry, Workspace
 from dashboard.ui import cache, layout, state
 from ragmetrics.analysis import ppi
-from ragmetrics.analysis.compare import bounds_text, family_scope, interval_at_level, intervals_name
+from ragmetrics.analysis.compare import family_scope, intervals_name
 from ragmetrics.analysis.judging import judged_by_the_judge_alone, judged_by_the_judge_alone_words, pool
-from ragmetrics.analysis.stats import correction_title, family_text, is_uncorrected
+from ragmetrics.analysis.stats import family_text
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.judges.base import JudgeLabel, max_grade, pairs_from_pool, provenance_of
 from ragmetrics.judges.registry import JUDGES, JudgeInputs, make_judge
@@ -508,17 +508,4 @@ def corrected_elsewhere(
                     f"{row.corrected_high:.3f}] · judge-only {row.judge_only:.3f} · human-only {row.human_only:.3f}"
                 )
             else:
-                mark = (" ▲" if row.delta > 0 else " ▼") if row.significant else ""
-                if row.too_few:
-                    mark = f" · too few to tell (fewer than {ppi.MIN_TESTED} labelled queries)"
-                p_name = "p" if is_uncorrected(correction) else f"{correction_title(correction)} p"
-                p_text = f"{p_name} {row.p_value_corrected:.3g}"
-                if row.no_spread and not row.too_few:
-                    mark = " · cannot tell: an interval of width 0 measures nothing"
-                    p_text = "no p-value"
-                st.markdown(
-                    f"**{md_escape(str(row.run))}** − {md_escape(baseline)}: corrected Δ **{row.delta:+.3f}** "
-                    f"{interval_at_level(correction, row.ci_level_adjusted)} "
-                    f"{bounds_text(row.ci_low_adjusted, row.ci_high_adjusted, digits=3)}{mark} ({p_text}) · "
-                    f"judge-only {row.judge_delta:+.3f} · human-only {row.human_delta:+.3f}"
-                )
+                st.markdown(assisted.delta_words(row, baseline, correction))

@@ -18,6 +18,7 @@ from dashboard.data.workspace import Workspace
 from ragmetrics import Dataset, Run, evaluate
 from ragmetrics.analysis import ppi
 from ragmetrics.analysis.judging import merge, pool
+from ragmetrics.analysis.verdicts import SAID
 from ragmetrics.engine.metrics import parse_metric
 from ragmetrics.judges.base import max_grade, pairs_from_pool, provenance_of
 from ragmetrics.judges.call import CallableJudge
@@ -230,6 +231,36 @@ def test_agreement_and_the_corrected_numbers_match_the_library() -> None:
     assert table["judge_only"].iloc[1] == pytest.approx(under_judge.runs["beta"].means["ndcg@3"])
     with pytest.raises(Exception, match="labelled"):
         assisted.corrected_table(dataset, runs, spec, human, judge, sample.queries[:1])
+
+
+def test_the_corrected_panel_says_the_library_s_verdict_in_the_registry_s_words() -> None:
+    """Compare's corrected panel reads each row's ``verdict`` (:func:`ragmetrics.analysis.ppi.corrected_comparison`'s,
+    the CLI's) and says it by :data:`SAID`'s mark; it worked out its own marks from ``significant``, ``too_few`` and
+    ``no_spread`` (a bare "▲"/"▼", nothing where not significant, a "cannot tell" of its own)."""
+    dataset, runs = assist_dataset()
+    judge = pd.DataFrame([(q, d, judge_grade(q, d)) for q, d in TRUTH], columns=["query_id", "doc_id", "label"])
+    plan = assisted.plan_order(dataset, dataset.query_ids.astype(str).tolist(), "random")
+    seen = set()
+    for labelled in (6, N_QUERIES):
+        sampled = tuple(plan[:labelled])
+        human = pd.DataFrame(
+            [(q, d, g) for (q, d), g in TRUTH.items() if q in sampled], columns=["query_id", "doc_id", "label"]
+        )
+        specs = [parse_metric(m) for m in ("ndcg@3", "p@3")]
+        as_qrels = {"label": "relevance"}
+        under_judge = evaluate(merge(dataset, judge.rename(columns=as_qrels)).dataset, runs, specs, warn=False)
+        people = merge(dataset, human.rename(columns=as_qrels), override=True).dataset
+        under_people = evaluate(people, runs, specs, warn=False)
+        library = ppi.corrected_comparison(under_judge.runs, under_people.runs, sampled, baseline="alpha")
+        for spec in specs:
+            deltas = assisted.corrected_deltas(dataset, runs, "alpha", spec, human, judge, sampled, family_specs=specs)
+            (row,) = deltas.itertuples(index=False)
+            assert row.verdict == library.set_index("metric").loc[str(spec), "verdict"]
+            said = assisted.delta_words(row, "alpha", "holm").replace("\\", "")
+            assert f" · {SAID[row.verdict].mark}" in said, said
+            assert ("(no p-value)" in said) == np.isnan(row.p_value_corrected), said
+            seen.add(row.verdict)
+    assert seen == {"too few", "worse", "cannot tell"}  # measured on these labels
 
 
 def test_the_stub_answer_parses_as_the_endpoint_judge_reads_it() -> None:

@@ -14,6 +14,7 @@ import pytest
 from dashboard.core import assisted as core
 from dashboard.data.workspace import Workspace
 from dashboard.ui.assisted import JOB_KEY, OFFERED
+from ragmetrics.analysis.verdicts import SAID
 from ragmetrics.engine.metrics import parse_metric
 from ragmetrics.judges.base import provenance_of
 from ragmetrics.judges.call import CallableJudge
@@ -223,6 +224,8 @@ def test_overview_and_compare_show_the_corrected_numbers_with_the_badge(seeded, 
     assert family.group(0) in said and "intervals: Holm-adjusted CI" in said, said
     assert re.search(r"corrected Δ \*\*[+-]\d\.\d{3}\*\* [\d.]+% CI \(Holm-adjusted\) \[", text), text
     assert "(Holm p " in text
+    # the row says the library's verdict in the registry's words (the CLI's): 4 labelled queries, too few to tell
+    assert deltas["verdict"].tolist() == ["too few"] and f" · {SAID['too few'].mark} (" in text, text
 
 
 def test_a_version_takes_people_s_labels_and_the_judges_only_when_asked(seeded, tmp_path) -> None:
