@@ -217,9 +217,7 @@ def test_judge_label_the_plan_restart_and_share(
         # 4. saved as a qrels version; its share link, in a fresh browser, opens that version with the same numbers
         page.locator(".st-key-judge-save").get_by_role("button").click()
         wait_for_app(page)
-        expect(page.get_by_text(re.compile(r"Saved \d+ label\(s\) as v\d+: "))).to_be_visible(
-            timeout=TIMEOUT
-        )
+        expect(page.get_by_text(re.compile(r"Saved \d+ label\(s\) as v\d+: "))).to_be_visible(timeout=TIMEOUT)
         store = _store(tmp_path)
         version = store.versions(ids["dataset"])["id"].iloc[0]
         store.engine.dispose()
