@@ -1973,10 +1973,8 @@ def _sqlite_pragmas(connection: Any, _record: Any) -> None:
     cursor.execute(f"PRAGMA page_size={SQLITE_PAGE_SIZE}")  # before WAL mode: only an empty file takes it
     try:
         cursor.execute("PRAGMA journal_mode=WAL")
-    except (
-        sqlite3.OperationalError
-    ) as err:  # an empty file that may only be read keeps its journal (it is never written)
-        if _READ_ONLY not in str(err):
+    except sqlite3.OperationalError as err:
+        if _READ_ONLY not in str(err):  # an empty file that may only be read keeps its journal: it is never written
             raise
     cursor.execute("PRAGMA synchronous=FULL")
     cursor.execute("PRAGMA busy_timeout=30000")
