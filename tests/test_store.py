@@ -28,6 +28,7 @@ from ragmetrics.store.database import (
     StoreWriteRefused,
     dataset_id,
     run_id,
+    tags_table,
 )
 
 SCIFACT = Path(__file__).parent / "data" / "scifact"
@@ -51,6 +52,22 @@ def test_a_read_only_sqlite_file_without_tables_opens_empty_and_refuses_writes(t
     with pytest.raises(StoreWriteRefused, match="may not write to it"):
         store.put_dataset(scifact[0])
     assert path.read_bytes() == b"" and not Store(f"sqlite:///{tmp_path / 'new.sqlite'}").read_only
+
+
+def test_a_table_that_fails_to_be_created_for_another_reason_than_a_refusal_leaves_the_store_writable(
+    tmp_path, scifact
+):
+    """Was: any error creating an added table (here an index already holding its name, as a lock timeout would)
+    marked the store read-only. Now only a refusal to write does; the store opens without that table and writes."""
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    store = Store(url)
+    with store.engine.begin() as conn:
+        conn.execute(sa.text("DROP TABLE run_tags"))
+        conn.execute(sa.text("CREATE INDEX run_tags ON datasets (id)"))
+    store.engine.dispose()
+    reopened = Store(url)
+    assert not reopened.read_only and not reopened.has_table(tags_table)
+    assert reopened.has_dataset(reopened.put_dataset(scifact[0]))
 
 
 def test_round_trip_keeps_content_and_numbers(store_url, scifact):
@@ -171,6 +188,16 @@ def test_a_postgresql_user_who_may_not_alter_the_tables_still_opens_an_older_sto
     other = app.put_run(dense, ds_id, source="dense.trec")  # the source is dropped, the run stored
     pd.testing.assert_frame_equal(app.get_run(other).frame, dense.frame)
     assert app.list_runs(ds_id)["source"].tolist() == ["", ""]
+    with owner.engine.begin() as conn:  # a privilege lacking on one table refuses that write, not every write
+        conn.execute(sa.text(f"REVOKE INSERT ON run_tags FROM {name}"))
+    with pytest.raises(StoreWriteRefused, match="may not write to it"):
+        app.set_tags(run, {"k": "v"})
+    assert not app.read_only
+    with owner.engine.begin() as conn:  # a refused write to the datasets: the user may not write the store at all
+        conn.execute(sa.text(f"REVOKE INSERT ON datasets FROM {name}"))
+    with pytest.raises(StoreWriteRefused, match="may not write to it"):
+        app.put_dataset(rm.Dataset.from_dict({"q": {"d": 1}}))
+    assert app.read_only
     # its owner opens it later: the columns are added, the rows kept
     assert Store(owner_url).list_runs(ds_id)[["id", "source"]].values.tolist() == [[run, ""], [other, ""]]
 

@@ -717,7 +717,8 @@ class Store:
         self.read_only = False
         """Whether the store's database user may not write to it: known at the open (a SQLite file opened
         ``mode=ro`` or not writable, a PostgreSQL role without INSERT on its datasets, tables it could not create),
-        else set by the first write refused (:class:`StoreWriteRefused`)."""
+        else set by a refused write that says the user may not write the store at all (SQLite's read-only file, a
+        write to the datasets); a refused write to another table refuses that write only (:class:`StoreWriteRefused`)."""
         try:
             self.engine = sa.create_engine(self.url, **kwargs)
             if self.engine.dialect.name == "sqlite":
@@ -738,13 +739,17 @@ class Store:
         (a read) or :class:`StoreWriteRefused` (SQLite's read-only file, PostgreSQL's insufficient privilege), not
         the driver's error."""
         cause = context.original_exception
-        if _READ_ONLY in str(cause):
+        if not _refused(cause):
+            return
+        statement = str(context.statement or "")
+        if _READ_ONLY not in str(cause) and statement.lstrip().upper().startswith(("SELECT", "WITH")):
+            raise StoreReadRefused(self.url, cause) from None
+        # a refused write marks the whole store read-only only when it says so: a SQLite file that may not be
+        # written, or a write to the datasets (every user of the store writes those); a privilege lacking on
+        # another table refuses that write only
+        if _READ_ONLY in str(cause) or _written_table(statement) == datasets_table.name:
             self.read_only = True
-            raise StoreWriteRefused(self.url, cause) from None
-        if getattr(cause, "sqlstate", None) == _INSUFFICIENT_PRIVILEGE:
-            reading = str(context.statement or "").lstrip().upper().startswith(("SELECT", "WITH"))
-            self.read_only = self.read_only or not reading
-            raise (StoreReadRefused if reading else StoreWriteRefused)(self.url, cause) from None
+        raise StoreWriteRefused(self.url, cause) from None
 
     def _may_not_write(self) -> bool:
         """Whether the store's database user may not write to it, as far as a read tells: SQLite's URL opens the
@@ -770,7 +775,7 @@ class Store:
         try:
             metadata.create_all(self.engine, checkfirst=True)
         except sa.exc.DBAPIError as err:
-            self.read_only = True
+            self.read_only = self.read_only or _refused(err.orig)
             found = set(sa.inspect(self.engine).get_table_names())
             missing = set(metadata.tables) - found
             if not found and self.kind == "sqlite" and _READ_ONLY in str(err.orig):
@@ -1966,6 +1971,21 @@ _READ_ONLY = "attempt to write a readonly database"
 """SQLite's message for a write to a file opened read-only (``mode=ro``) or without write permission."""
 _INSUFFICIENT_PRIVILEGE = "42501"
 """PostgreSQL's SQLSTATE for a statement the role lacks the privilege for."""
+
+
+def _refused(cause: BaseException | None) -> bool:
+    """Whether a driver's error is the database refusing the store's user a statement: SQLite's read-only file,
+    PostgreSQL's insufficient privilege (not a lock timeout, nor any other failure)."""
+    return _READ_ONLY in str(cause) or getattr(cause, "sqlstate", None) == _INSUFFICIENT_PRIVILEGE
+
+
+_WRITTEN = re.compile(r"\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+(?:\"?\w+\"?\.)?\"?(\w+)", re.IGNORECASE)
+
+
+def _written_table(statement: str) -> str | None:
+    """The table an INSERT, UPDATE or DELETE statement writes (None for any other statement)."""
+    found = _WRITTEN.match(statement)
+    return found.group(1) if found else None
 
 
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:
