@@ -153,15 +153,23 @@ def test_a_store_that_cannot_be_opened_is_one_line_without_the_password(files, t
 
 def test_a_read_only_store_nobody_opened_reads_as_empty_and_read_only(tmp_path):
     """Was: a read-only SQLite file without tables (its owner never opened it) failed as "cannot be opened" (the
-    open creates the tables). Now the commands that read it say it holds nothing and whom to ask."""
+    open creates the tables). Now the commands that read it say it holds nothing and whom to ask; ``meta RUN`` too
+    (was: "is not a stored run's id"), and on an empty store that may be written, that it holds nothing yet."""
     path = tmp_path / "never-opened.sqlite"
     path.touch()
     url = f"sqlite:///file:{path}?mode=ro&uri=true"
-    for argv in (("leaderboard", "--store", url), ("history", "--store", url, "--dataset", "x")):
+    for argv in (
+        ("leaderboard", "--store", url),
+        ("history", "--store", url, "--dataset", "x"),
+        ("meta", "--store", url, "bm25"),
+    ):
         code, out, err = run_cli(*argv)
         assert code == 2 and out == "" and err.count("\n") == 1, err
         assert f"store {url} holds no dataset and is read-only" in err and "ask its owner to load data" in err, err
     assert path.read_bytes() == b""
+    writable = f"sqlite:///{tmp_path / 'new.sqlite'}"
+    code, out, err = run_cli("meta", "--store", writable, "0" * 16)
+    assert code == 2 and f"run '{'0' * 16}': store {writable} holds no dataset yet: push one first" in err, err
 
 
 @pytest.mark.parametrize(

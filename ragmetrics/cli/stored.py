@@ -94,6 +94,8 @@ def stored_run(store: Store, dataset: str | None, spec: str) -> str:
 
     if is_id(spec) and store.has_run(spec):
         return spec
+    if dataset is None and store.list_datasets().empty:
+        raise RagMetricsError(f"run {spec[:80]!r}: {empty_store(store)}")
     if dataset is None:
         raise RagMetricsError(f"run {spec[:80]!r} is not a stored run's id (give --dataset to name a run by its name)")
     listing = store.list_runs(dataset)
