@@ -239,6 +239,11 @@ READ_ONLY_HELP = "This store is read-only: the database user the dashboard conne
 """Why a control that writes is disabled on a read-only store (its help)."""
 
 
+def writes_help(workspace: Workspace) -> str | None:
+    """The help of a control that writes: :data:`READ_ONLY_HELP` on a read-only store (the control is disabled)."""
+    return READ_ONLY_HELP if workspace.read_only else None
+
+
 def read_only_note(writes: str) -> str:
     """What a page that stores ``writes`` says on a read-only store: that it is not offered, and whom to ask."""
     return (

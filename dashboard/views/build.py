@@ -26,6 +26,7 @@ page = layout.page_setup(
 )
 view = page.state
 workspace = page.workspace
+writes_help = layout.writes_help(workspace)
 
 message = state.flash()
 if message:
@@ -79,7 +80,7 @@ else:
             )
             if st.button("Generate", icon=":material/auto_awesome:", type="primary", key="build.generate",
                          disabled=not mix or workspace.read_only,
-                         help=layout.READ_ONLY_HELP if workspace.read_only else None):  # fmt: skip
+                         help=writes_help):  # fmt: skip
                 with layout.refused(f"Generating candidates from “{ds.name}”"):
                     job = building.start(workspace, ds, label, mix, seed, separator)
                     st.session_state["build.batch"] = job.batch
@@ -133,7 +134,8 @@ else:
                         "or the server stopped). The candidates stored stay; Resume writes only the rest.",
                         icon=":material/pause_circle:",
                     )
-                if batch.status != "complete" and st.button("Resume", icon=":material/play_arrow:", key="build.resume"):
+                if batch.status != "complete" and st.button("Resume", icon=":material/play_arrow:", key="build.resume",
+                                                            disabled=workspace.read_only, help=writes_help):  # fmt: skip
                     with layout.refused("Resuming the generation"):
                         building.resume(workspace, batch)
                         st.rerun()
@@ -224,12 +226,15 @@ else:
                         with st.container(horizontal=True):
                             st.button("Accept", icon=":material/check:", type="primary", shortcut="A",
                                       key=f"build.accept.{item.position}", on_click=building.decide,
-                                      args=(workspace, batch.id, item.position, "accepted"))  # fmt: skip
+                                      args=(workspace, batch.id, item.position, "accepted"),
+                                      disabled=workspace.read_only, help=writes_help)  # fmt: skip
                             st.button("Edit", icon=":material/edit:", shortcut="E", key=f"build.edit.{item.position}",
-                                      on_click=building.start_editing, args=(batch.id, item.position))  # fmt: skip
+                                      on_click=building.start_editing, args=(batch.id, item.position),
+                                      disabled=workspace.read_only, help=writes_help)  # fmt: skip
                             st.button("Reject", icon=":material/close:", shortcut="X",
                                       key=f"build.reject.{item.position}", on_click=building.decide,
-                                      args=(workspace, batch.id, item.position, "rejected"))  # fmt: skip
+                                      args=(workspace, batch.id, item.position, "rejected"),
+                                      disabled=workspace.read_only, help=writes_help)  # fmt: skip
                             if item.decision is not None:  # shown again: leaving keeps its decision
                                 st.button("Back to the queue", icon=":material/undo:",
                                           key=f"build.revise.back.{item.position}",
@@ -259,7 +264,7 @@ else:
                     )
                     if st.button("Make dataset", icon=":material/library_add:", key="build.make",
                                  disabled=not kept or workspace.read_only,
-                                 help=layout.READ_ONLY_HELP if workspace.read_only else None):  # fmt: skip
+                                 help=writes_help):  # fmt: skip
                         with layout.refused(f"Making dataset “{name.strip() or ds.name}”"):
                             entry = workspace.make_dataset(batch.id, kept, name=name.strip() or ds.name,
                                                            author=building.reviewer())  # fmt: skip

@@ -95,7 +95,7 @@ else:
                 icon=":material/play_arrow:",
                 type="primary",
                 disabled=workspace.read_only,
-                help=layout.READ_ONLY_HELP if workspace.read_only else None,
+                help=layout.writes_help(workspace),
             ):
                 retrievers.start_job(dataset, label, k=int(k), name=name.strip())
                 st.rerun()

@@ -63,7 +63,9 @@ def _rename(label: str, key: str, current: str, apply: Callable[[str], Any]) -> 
     with st.form(key=key, border=False):
         left, right = st.columns([3, 1], vertical_alignment="bottom")
         name = left.text_input(label, value=current, key=f"{key}.name", max_chars=200)
-        if right.form_submit_button("Rename", icon=":material/edit:"):
+        if right.form_submit_button(
+            "Rename", icon=":material/edit:", disabled=workspace.read_only, help=layout.writes_help(workspace)
+        ):
             if name.strip() == current:
                 return
             try:
@@ -111,7 +113,8 @@ def _metadata_editor(run_id: str, run_name: str) -> None:
     save, download, note = st.columns([1, 2, 2], vertical_alignment="center")
     if changed:
         note.caption(":material/edit_note: Unsaved changes")
-    if save.button("Save metadata", key=f"workspace.tags.save.{run_id}", icon=":material/save:"):
+    if save.button("Save metadata", key=f"workspace.tags.save.{run_id}", icon=":material/save:",
+                   disabled=workspace.read_only, help=layout.writes_help(workspace)):  # fmt: skip
         try:
             new = metadata.tags_from_frame(edited)
             workspace.set_tags(run_id, new, replace=True)
@@ -179,7 +182,8 @@ if dataset is not None:  # without one, the page's set-up said where to add one,
                 )
 
         _confirm(f"dataset “{dataset.name}”", detail, _delete_dataset)
-    elif st.button("Delete dataset…", key="workspace.delete.dataset", icon=":material/delete:"):
+    elif st.button("Delete dataset…", key="workspace.delete.dataset", icon=":material/delete:",
+                   disabled=workspace.read_only, help=layout.writes_help(workspace)):  # fmt: skip
         state.ask("delete-dataset", dataset.id)
         st.rerun()
 
@@ -237,7 +241,8 @@ if dataset is not None:  # without one, the page's set-up said where to add one,
                         )
 
                 _confirm(f"run “{run.name}”", detail, _delete_run)
-            elif st.button("Delete run…", key="workspace.delete.run", icon=":material/delete:"):
+            elif st.button("Delete run…", key="workspace.delete.run", icon=":material/delete:",
+                           disabled=workspace.read_only, help=layout.writes_help(workspace)):  # fmt: skip
                 state.ask("delete-run", run.id)
                 st.rerun()
 
@@ -252,7 +257,8 @@ if dataset is not None:  # without one, the page's set-up said where to add one,
         gone = st.selectbox(
             "Results to delete", list(labels), format_func=lambda i: labels.get(i, i), key="workspace.results.pick"
         )
-        if gone and st.button("Delete these results", key="workspace.results.delete", icon=":material/delete:"):
+        if gone and st.button("Delete these results", key="workspace.results.delete", icon=":material/delete:",
+                              disabled=workspace.read_only, help=layout.writes_help(workspace)):  # fmt: skip
             with layout.refused(f"Deleting the per-query results “{labels[gone]}”"):
                 workspace.delete_results(gone)
                 state.flash(f"Deleted the per-query results “{labels[gone]}”.")

@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 
 from dashboard.data.workspace import Workspace
-from dashboard.ui import layout
+from dashboard.ui import layout, state
 from ragmetrics import Dataset, Run
+from ragmetrics.store.candidates import CandidateStore
 from ragmetrics.store.database import Store
 from tests.dashboard.apptest import no_problems, open_page, param
 
@@ -229,9 +230,17 @@ def test_a_read_only_store_says_so_up_front_offers_no_write_and_refuses_the_rest
 ) -> None:
     """Was: on a store the dashboard may only read, the Upload page offered its uploaders and Build, Retrieve and
     Judge their writes, each refused only once tried. Now each says up front that the store is read-only and whom to
-    ask, with no uploader and the writes disabled (Judge shows no pair to label); a write still offered (Workspace's
-    delete) says in red what was refused and why. Nothing is stored."""
+    ask, with no uploader and the writes disabled, the reason as their help (Judge shows no pair to label); so are
+    Build's review buttons and Resume, and Workspace's rename, delete and "Save metadata" (they were offered, and
+    refused only on click). A delete confirmed anyway (asked before the store turned read-only) says in red what was refused and why. Nothing is
+    stored."""
     path = store_dir / "ragmetrics.sqlite"
+    candidates = CandidateStore(_store(store_dir))  # a batch stopped with one candidate: Resume and the review
+    batch = candidates.new_batch(judged["dataset"], "extractive", {"seed": 0}, 2)
+    candidates.add_candidate(batch, 1, {"query_id": "extractive-0-0001", "query": "How long do refunds take?",
+                                        "relevant_docs": {"d5": 2}, "category": "factual", "difficulty": "easy",
+                                        "source": {"doc_id": "d5", "text": "Refunds take 14 days."}})  # fmt: skip
+    candidates.store.engine.dispose()
     before = path.read_bytes()
     monkeypatch.setenv("RAGMETRICS_STORE_URL", f"sqlite:///file:{path}?mode=ro&uri=true")
     ask = "may not write to it. Ask the store's owner for write access, or to load the data for you."
@@ -253,9 +262,19 @@ def test_a_read_only_store_says_so_up_front_offers_no_write_and_refuses_the_rest
     assert pages["build"].button(key="build.generate").disabled
     run_it = pages["retrieve"].button(key="FormSubmitter:retrieve.form-Run it")
     assert run_it.disabled and run_it.proto.help == layout.READ_ONLY_HELP
+    review = ["build.resume", "build.accept.1", "build.edit.1", "build.reject.1"]
+    assert [(b.disabled, b.proto.help) for b in map(pages["build"].button, review)] == [
+        (True, layout.READ_ONLY_HELP)
+    ] * 4
     at = open_page("workspace", _params(judged))
-    at.button(key="workspace.delete.dataset").click().run()
-    at.button(key="workspace.confirm.yes").click().run()
+    writes = [
+        b
+        for b in at.button
+        if "rename" in str(b.key) or str(b.key).startswith(("workspace.delete.", "workspace.tags.save."))
+    ]
+    assert len(writes) == 5 and {(b.disabled, b.proto.help) for b in writes} == {(True, layout.READ_ONLY_HELP)}
+    at.session_state[state._PENDING] = ("delete-dataset", judged["dataset"])  # asked before the store turned read-only
+    at.run().button(key="workspace.confirm.yes").click().run()
     why = "was refused: store sqlite:///file:" + str(path)
     assert not at.exception and not at.success and _text(at.error).startswith("Deleting dataset “judge-mini” " + why)
     assert "may not write to it" in _text(at.error) and path.read_bytes() == before
