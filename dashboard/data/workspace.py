@@ -659,7 +659,7 @@ class Workspace:
                 for run, source in sample.runs:
                     self.add_run(entry.id, run, source=source)
             self.store.put_view(SAMPLES_MARKER)
-        except StoreWriteRefused:  # the store knows from now on (read_only)
+        except StoreWriteRefused:  # a refused datasets write also marks the store read_only; any other, that write only
             return False
         return True
 
