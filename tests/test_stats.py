@@ -620,6 +620,7 @@ def test_compare_and_check_say_when_the_interval_and_the_p_value_disagree(tmp_pa
     assert (
         interval_disagreement(0.0306, 0.45, True, "none", "t")
         == interval_disagreement(-0.1, 0.4, False, "holm", "t")
+        == interval_disagreement(0.25, 0.25, False, "holm", "t", "exact")  # an exact delta: not a disagreement
         == ""
     )
     printed = {}

@@ -245,7 +245,10 @@ def interval_disagreement(
     out 0 while p >= alpha, or holds it while p < alpha), empty where they agree: the two are computed apart (the
     interval by ``method``, a row's ``ci_method_adjusted``, in the words of
     :func:`ragmetrics.analysis.stats.delta_interval_method`, the verdict by the chosen test), so they can differ at the
-    margin. Every front end says it in these words (the CLI's compare and check, the dashboard)."""
+    margin. Every front end says it in these words (the CLI's compare and check, the dashboard). Nothing for an exact
+    delta (``method`` ``exact``): it has no sampling interval to disagree with a test, and no test."""
+    if method == "exact":
+        return ""
     excludes_zero = low > 0 or high < 0
     if excludes_zero == bool(significant):
         return ""
