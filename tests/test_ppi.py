@@ -20,6 +20,7 @@ from scipy.stats import norm
 
 import ragmetrics as rm
 from ragmetrics.analysis import stats
+from ragmetrics.analysis.compare import family_scope
 from ragmetrics.analysis.ppi import (
     FEW_LABELLED,
     Corrected,
@@ -467,7 +468,14 @@ def test_a_comparison_with_exact_and_sampled_rows_says_each_in_its_own_words_and
         level = f"{100 * rows[r]['ci_level_adjusted']:.4g}% CI (Holm-adjusted)"
         assert f"{level} [" in line and f"(holm {rows[r]['p_value_corrected']:.4g})*" in line, line
     assert lines[3].startswith("30 of 40 queries human-labelled, the rest the judge's;"), lines[3]
-    assert "Holm-corrected over 3 comparison(s)" in lines[4]
+    # the family in words holds what its count does: 6 pairs of 4 runs, c's 3 exact ones left out
+    assert "Holm-corrected over 3 comparison(s) (all pairs of 4 runs x 1 metric, less 3 exact);" in lines[4], lines[4]
+    assert [rows[r]["family_exact"] for r in "cad"] == [3, 3, 3]
+    # one pair of runs names its family only when some of it is left out
+    assert [family_scope("baseline", 2, 2, exact) for exact in (0, 1)] == [
+        "",
+        "all pairs of 2 runs x 2 metrics, less 1 exact",
+    ]
     intervals = f"intervals: Holm-adjusted CI ({stats.delta_interval_method('holm', ['t'])}); "
     assert intervals + stats.delta_interval_method("holm", ["exact"]) + "; exact: " in lines[4], lines[4]
     assert "the judge and the humans differ on only 5 of the 30 human-labelled queries" in err.getvalue()

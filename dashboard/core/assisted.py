@@ -257,7 +257,8 @@ def corrected_deltas(
     corrected by ``correction`` over Compare's family, every pair of the runs on every metric of ``family_specs``
     (``spec`` among them; default ``spec`` alone), and its interval adjusted the same way: ``run, delta,
     ci_low_adjusted, ci_high_adjusted, ci_level_adjusted, ci_method_adjusted, p_value_corrected, verdict,
-    family_size, judge_delta, judge_low, judge_high, human_delta, human_low, human_high, n_labelled, n_queries``
+    family_size, family_exact, judge_delta, judge_low, judge_high, human_delta, human_low, human_high, n_labelled,
+    n_queries``
     (``verdict``: :func:`ragmetrics.analysis.verdicts.verdict`'s code, said by :func:`delta_words`)."""
     specs = list(dict.fromkeys([*family_specs, spec]))
     under_judge, under_people, strata_of = _under(base, runs, specs, human, judge, conventions, strata)
@@ -266,7 +267,7 @@ def corrected_deltas(
         correction=correction, alpha=alpha, strata=strata_of,
     )  # fmt: skip
     columns = ["run", "delta", "ci_low_adjusted", "ci_high_adjusted", "ci_level_adjusted", "ci_method_adjusted",
-               "p_value_corrected", "verdict", "family_size", "judge_delta", "judge_low", "judge_high",
+               "p_value_corrected", "verdict", "family_size", "family_exact", "judge_delta", "judge_low", "judge_high",
                "human_delta", "human_low", "human_high", "n_labelled", "n_queries"]  # fmt: skip
     if frame.empty:
         return pd.DataFrame(columns=columns)

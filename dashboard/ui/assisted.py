@@ -496,7 +496,12 @@ def corrected_elsewhere(
             *(("corrected_low", "corrected_high") if baseline is None else ("ci_low_adjusted", "ci_high_adjusted")),
         )
         if baseline is not None and len(table):
-            scope = family_scope("pairs", len(selection.alignments), len(dict.fromkeys([*family_specs, spec])))
+            scope = family_scope(
+                "pairs",
+                len(selection.alignments),
+                len(dict.fromkeys([*family_specs, spec])),
+                int(table["family_exact"].iloc[0]),
+            )
             st.caption(
                 f"p: the t test of each corrected Δ, {family_text(correction, int(table['family_size'].iloc[0]), scope)}"
                 f", as the table above; intervals: {intervals_name(correction)}."

@@ -389,11 +389,16 @@ def compare_result(
     )
 
 
-def family_scope(family: str, runs: int, metrics: int) -> str:
-    """The family in words (:data:`FAMILIES`); empty for one pair of runs, where every family is the same."""
-    if runs <= 2:
+def family_scope(family: str, runs: int, metrics: int, exact: int = 0) -> str:
+    """The family in words (:data:`FAMILIES`), less its ``exact`` comparisons (exact deltas test nothing and are left
+    out: :func:`ragmetrics.analysis.ppi.corrected_comparison`'s ``family_exact``), so the words hold what the count
+    does; empty for one pair of runs with none left out, where every family is the same."""
+    if runs <= 2 and not exact:
         return ""
-    return FAMILIES[family].format(runs=runs, others=runs - 1, metrics=f"{metrics} metric{'s' * (metrics != 1)}")
+    words = FAMILIES[family if runs > 2 else DEFAULT_FAMILY].format(
+        runs=runs, others=runs - 1, metrics=f"{metrics} metric{'s' * (metrics != 1)}"
+    )
+    return f"{words}, less {exact} exact" if exact else words
 
 
 def intervals_name(correction: str | None) -> str:

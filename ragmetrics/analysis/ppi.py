@@ -624,7 +624,8 @@ def corrected_comparison(
     :data:`MIN_TESTED` labelled queries, unless ``exact``: too few to tell), ``no_spread`` (an interval of width 0
     from a sample: its p-value is NaN, and counts as 1 in the correction's family; it cannot tell) or ``exact``
     (the ``dataset`` target with every query human-labelled: the delta is these queries' own, with no sampling
-    error to test; no p-value, and left out of the correction's family: ``family_size`` does not count it): the
+    error to test; no p-value, and left out of the correction's family: ``family_size`` does not count it,
+    ``family_exact`` counts the family's pairs left out so): the
     columns :func:`ragmetrics.analysis.verdicts.verdict` reads, and ``verdict`` its code. ``strata``, ``more`` and ``options``: as
     :func:`corrected_means`. The baseline's own row is left out."""
     import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
@@ -705,6 +706,7 @@ def corrected_comparison(
         frame["p_value"].isna(), np.nan, stats.CORRECTIONS[correction](family_p)[: len(frame)]
     )
     frame["family_size"] = size
+    frame["family_exact"] = len(family_p) - size
     levels = [
         adjusted_level(correction, alpha, p, q, size) for p, q in zip(frame["p_value"], frame["p_value_corrected"])
     ]

@@ -219,7 +219,7 @@ def compare_corrected(
             f"human-only {_interval(r.human_delta, r.human_low, r.human_high, True)}\n"
         )
     _footer(args, frame, out, "intervals (the last line says at which level)")
-    scope = family_scope(args.family, len(runs), len(frame["metric"].unique()))
+    scope = family_scope(args.family, len(runs), len(frame["metric"].unique()), int(frame["family_exact"].iloc[0]))
     size = int(frame["family_size"].iloc[0])
     tested = (
         f"p: the t test of the corrected delta; * = significant at alpha {args.alpha}, "
