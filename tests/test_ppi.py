@@ -23,6 +23,7 @@ from ragmetrics.analysis import stats
 from ragmetrics.analysis.compare import family_scope
 from ragmetrics.analysis.ppi import (
     FEW_LABELLED,
+    TOO_FEW_WORDS,
     Corrected,
     corrected_comparison,
     corrected_means,
@@ -568,6 +569,18 @@ def test_compare_gives_an_interval_of_width_0_no_p_value_and_warns_when_judge_an
     # the footer names the method in the registry's words (was its own "Student's t, at each comparison's level")
     assert "intervals: Holm-adjusted CI (Student's t at each comparison's level)" in out.getvalue()
     assert "no p-value, no verdict: cannot tell" in err.getvalue()
+    # 6 labelled queries, on 3 of which the humans differ from the judge: a p-value, but from a test on too few to
+    # be trusted, so neither it nor the interval at its level is shown (was "95% CI (Holm-adjusted) [...]  p=...")
+    (tmp_path / "human.qrels").write_text("".join(f"{q} 0 {q}-other {i % 2}\n" for i, q in enumerate(ids[20:26])))
+    out, err = io.StringIO(), io.StringIO()
+    assert main([*argv, "--format", "json"], out, err) == 0, err.getvalue()
+    (row,) = json.loads(out.getvalue())["comparisons"]
+    assert row["too_few"] is True and row["no_spread"] is False and row["p_value_corrected"] is not None, row
+    out, err = io.StringIO(), io.StringIO()
+    assert main(argv, out, err) == 0, err.getvalue()
+    first = out.getvalue().splitlines()[0]
+    assert f"corrected delta {row['delta']:+.4f} no interval  p=n/a (too few to tell)?  judge-only" in first, first
+    assert f"? = {TOO_FEW_WORDS}" in out.getvalue() and "(fewer than 10 human-labelled queries: " in TOO_FEW_WORDS
     # the humans find q00's and q01's other document relevant too, the judge does not
     (tmp_path / "human.qrels").write_text(
         "".join(f"{q} 0 {q}-rel 1\n{q} 0 {q}-other {int(q in ('q00', 'q01'))}\n" for q in ids[:30])

@@ -279,16 +279,22 @@ def delta_words(row: Any, baseline: str, correction: str) -> str:
     interval named as the CLI names it (:func:`ragmetrics.analysis.compare.interval_at_level`), the verdict in the
     words of :data:`ragmetrics.analysis.verdicts.SAID` (its ``mark``: the CLI's story of significance, one
     registry), the p-value corrected by ``correction`` (``no p-value`` where it has none) and the judge-only and
-    human-only Δs."""
-    said = SAID[row.verdict].mark
-    if row.verdict == "too few":
-        said += f" (fewer than {ppi.MIN_TESTED} human-labelled queries)"
-    p = row.p_value_corrected
-    p_name = "p" if is_uncorrected(correction) else f"{correction_title(correction)} p"
-    p_text = "no p-value" if p is None or math.isnan(p) else f"{p_name} {p:.3g}"
-    return (
-        f"**{md_escape(str(row.run))}** − {md_escape(baseline)}: corrected Δ **{row.delta:+.3f}** "
+    human-only Δs. A too-few row shows neither interval nor p-value, as the CLI
+    (:data:`ragmetrics.analysis.ppi.TOO_FEW_WORDS`)."""
+    judged = f"{md_escape(SAID[row.verdict].mark)} ({_p_text(row.p_value_corrected, correction)})"
+    interval = (
         f"{interval_at_level(correction, row.ci_level_adjusted, row.ci_method_adjusted)} "
-        f"{bounds_text(row.ci_low_adjusted, row.ci_high_adjusted, digits=3)} · {md_escape(said)} ({p_text}) · "
-        f"judge-only {row.judge_delta:+.3f} · human-only {row.human_delta:+.3f}"
+        f"{bounds_text(row.ci_low_adjusted, row.ci_high_adjusted, digits=3)}"
     )
+    if row.verdict == "too few":  # the CLI's words: a test on so few is not to be trusted (ppi.MIN_TESTED)
+        interval, judged = "no interval", md_escape(ppi.TOO_FEW_WORDS)
+    return (
+        f"**{md_escape(str(row.run))}** − {md_escape(baseline)}: corrected Δ **{row.delta:+.3f}** {interval} · "
+        f"{judged} · judge-only {row.judge_delta:+.3f} · human-only {row.human_delta:+.3f}"
+    )
+
+
+def _p_text(p: float | None, correction: str) -> str:
+    """A corrected p-value as the panel says it: ``Holm p 0.042``, ``no p-value`` where it has none."""
+    p_name = "p" if is_uncorrected(correction) else f"{correction_title(correction)} p"
+    return "no p-value" if p is None or math.isnan(p) else f"{p_name} {p:.3g}"

@@ -58,7 +58,7 @@ import numpy as np
 
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.values import QueryValues
-from ragmetrics.analysis.verdicts import verdict
+from ragmetrics.analysis.verdicts import SAID, verdict
 from ragmetrics.engine.queries import at_queries
 from ragmetrics.foundation.errors import RagMetricsError
 
@@ -76,7 +76,10 @@ MIN_LABELLED = 2
 """Fewer labelled queries (in a stratum) give no variance: the estimate is refused."""
 MIN_TESTED = stats.MIN_GROUP
 """Fewer labelled queries give a corrected delta no verdict: "too few to tell", as a segment of fewer queries; the
-test on so few is not to be trusted."""
+test on so few is not to be trusted, so the CLI and the dashboard show neither its p-value nor its adjusted interval
+(the interval excludes 0 exactly when the corrected p-value is below alpha: the same test), only the delta."""
+TOO_FEW_WORDS = f"{SAID['too few'].term} (fewer than {MIN_TESTED} human-labelled queries: no interval, no p-value)"
+"""A too-few corrected delta's words, the CLI's and the dashboard's (:data:`MIN_TESTED`)."""
 FEW_LABELLED = 30
 """Below this many human-labelled queries the interval of a mean is rough: it can be too narrow (a skewed metric on
 so few values), or of width 0 when they all score alike (docs/ppi.md measures it); the CLI and the dashboard say

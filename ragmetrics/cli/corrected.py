@@ -205,16 +205,20 @@ def compare_corrected(
         return judge
     for r in frame.itertuples(index=False):
         mark = "*" if r.significant else ("?" if r.too_few or r.no_spread else " ")
+        interval = (
+            f"{interval_at_level(args.correction, r.ci_level_adjusted, r.ci_method_adjusted)} "
+            f"[{r.ci_low_adjusted:+.4f}, {r.ci_high_adjusted:+.4f}]"
+        )
         if r.exact:
             p = SAID[r.verdict].term
+        elif r.too_few:
+            interval, p = "no interval", "p=n/a (too few to tell)"
         elif r.no_spread:
             p = "p=n/a (cannot tell)"
         else:
             p = f"p={r.p_value:.4g} ({args.correction} {r.p_value_corrected:.4g})"
         out.write(
-            f"{r.metric:<14} {r.run:<24} vs {r.baseline}: corrected delta {r.delta:+.4f} "
-            f"{interval_at_level(args.correction, r.ci_level_adjusted, r.ci_method_adjusted)} "
-            f"[{r.ci_low_adjusted:+.4f}, {r.ci_high_adjusted:+.4f}]  {p}{mark}  "
+            f"{r.metric:<14} {r.run:<24} vs {r.baseline}: corrected delta {r.delta:+.4f} {interval}  {p}{mark}  "
             f"judge-only {_interval(r.judge_delta, r.judge_low, r.judge_high, True)}  "
             f"human-only {_interval(r.human_delta, r.human_low, r.human_high, True)}\n"
         )
@@ -235,11 +239,7 @@ def compare_corrected(
         intervals.append(delta_interval_method(args.correction, ["exact"]))
     out.write(
         f"{tested}; intervals: {'; '.join(intervals)}"
-        + (
-            f"; ? = too few to tell (fewer than {ppi.MIN_TESTED} human-labelled queries)"
-            if frame["too_few"].any()
-            else ""
-        )
+        + (f"; ? = {ppi.TOO_FEW_WORDS}" if frame["too_few"].any() else "")
         + (
             "; ? = cannot tell: an interval of width 0 (the labelled queries' human-minus-judge differences all "
             "alike) measures nothing, so it has no p-value and no verdict"

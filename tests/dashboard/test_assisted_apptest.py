@@ -222,10 +222,12 @@ def test_overview_and_compare_show_the_corrected_numbers_with_the_badge(seeded, 
     assert family is not None
     said = " ".join(c.value for c in box.caption)
     assert family.group(0) in said and "intervals: Holm-adjusted CI" in said, said
-    assert re.search(r"corrected Δ \*\*[+-]\d\.\d{3}\*\* [\d.]+% CI \(Holm-adjusted\) \[", text), text
-    assert "(Holm p " in text
-    # the row says the library's verdict in the registry's words (the CLI's): 4 labelled queries, too few to tell
+    # the row says the library's verdict in the registry's words (the CLI's): 4 labelled queries, too few to tell,
+    # so neither the Holm p nor the interval at its level (was "Holm p 0.16" beside the mark)
     assert deltas["verdict"].tolist() == ["too few"] and f" · {SAID['too few'].mark} (" in text, text
+    assert deltas["p_value_corrected"].notna().all()
+    assert re.search(r"corrected Δ \*\*[+-]\d\.\d{3}\*\* no interval · ", text), text
+    assert "Holm p" not in text and "% CI" not in text, text
 
 
 def test_a_version_takes_people_s_labels_and_the_judges_only_when_asked(seeded, tmp_path) -> None:
