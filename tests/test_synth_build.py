@@ -269,3 +269,13 @@ def test_dataset_check_reports_the_age_and_how_it_is_known(stored, parent_datase
     out, err = io.StringIO(), io.StringIO()
     assert main(["dataset", "check", "nothing-here"], out, err) != 0
     assert "nothing-here: no such file, and no store to look a dataset of that id or name up in" in err.getvalue()
+    # the set named in a store: the messages name the positional it came as (was "--dataset", which check lacks)
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["dataset", "check", "nothing-here", "--store", url], out, err) != 0
+    assert "evalset 'nothing-here' is neither a file, a stored dataset's id nor its name" in err.getvalue()
+    empty = f"sqlite:///{tmp_path / 'empty.sqlite'}"
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["dataset", "check", "x", "--store", empty], out, err) != 0
+    assert (
+        f"evalset 'x': store {empty} holds no dataset yet" in err.getvalue() and "--dataset 'x'" not in err.getvalue()
+    )

@@ -46,7 +46,7 @@ def _dataset(args: argparse.Namespace, store: Store | None) -> tuple[Dataset, st
         raise RagMetricsError(
             f"{args.evalset}: no such file, and no store to look a dataset of that id or name up in (--store URL)"
         )
-    ident = resolve_dataset(store, args.evalset)
+    ident = resolve_dataset(store, args.evalset, given="evalset")
     return store.get_dataset(ident), ident
 
 

@@ -28,9 +28,10 @@ def empty_store(store: Store) -> str:
     return f"{said} yet: push one first (ragmetrics push --dataset ... --run ...)"
 
 
-def resolve_dataset(store: Store, spec: str, *, queries: str | None = None) -> str:
+def resolve_dataset(store: Store, spec: str, *, queries: str | None = None, given: str = "--dataset") -> str:
     """The stored dataset ``spec`` names: its id, a file (its content id is computed; ``queries`` as for
-    ``eval``), or its stored name. Anything else is a clear error."""
+    ``eval``), or its stored name. Anything else is a clear error naming ``spec`` by what the command took it as
+    (``given``: its option, or its positional's name)."""
     spec = str(spec).strip()
     if is_id(spec) and store.has_dataset(spec):
         return spec
@@ -44,7 +45,7 @@ def resolve_dataset(store: Store, spec: str, *, queries: str | None = None) -> s
         return ident
     listed = store.list_datasets()
     if listed.empty:
-        raise RagMetricsError(f"--dataset {spec[:80]!r}: {empty_store(store)}")
+        raise RagMetricsError(f"{given} {spec[:80]!r}: {empty_store(store)}")
     named = listed[listed["name"] == spec]
     if len(named) == 1:
         return str(named["id"].iloc[0])
@@ -53,7 +54,7 @@ def resolve_dataset(store: Store, spec: str, *, queries: str | None = None) -> s
         raise RagMetricsError(f"{len(named)} stored datasets are called {spec!r} ({ids}): give the id of one")
     known = ", ".join(sorted(listed["name"].astype(str))[:10]) or "none"
     raise RagMetricsError(
-        f"--dataset {spec[:80]!r} is neither a file, a stored dataset's id nor its name (stored: {known})"
+        f"{given} {spec[:80]!r} is neither a file, a stored dataset's id nor its name (stored: {known})"
     )
 
 
