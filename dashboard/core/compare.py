@@ -33,6 +33,7 @@ from ragmetrics.analysis.compare import (
     no_bound_words,
     planning_alpha,
     planning_words,
+    too_few_shown,
 )
 from ragmetrics.analysis.stats import correction_title, delta_interval_method, is_uncorrected
 from ragmetrics.analysis.stats import family_text as family_words
@@ -482,7 +483,8 @@ def forest_figure(
     ``frame`` has ``delta, ci_low_adjusted, ci_high_adjusted, ci_level_adjusted, significance`` (and ``n``): the
     interval the verdict's correction gives (:func:`ragmetrics.analysis.compare.adjusted_level`), so a point is
     marked significant exactly where its interval leaves 0 under the t test; traces are named by significance
-    (``▲ better``, ``▼ worse``, ``not significant``, ``too few to tell``), a dotted line marks 0.
+    (``▲ better``, ``▼ worse``, ``not significant``, ``too few to tell``: a point with no interval), a dotted line
+    marks 0.
     """
     fig = go.Figure()
     data = frame.reset_index(drop=True).assign(label=[safe(x) for x in labels])
@@ -516,8 +518,13 @@ def forest_figure(
                 customdata=list(
                     zip(part["ci_low"], part["ci_high"], part.get("n", pd.Series([0] * len(part))), level[part.index])
                 ),
-                hovertemplate="%{y}<br>Δ %{x:+.3f}<br>%{customdata[3]:.4g}% CI %{customdata[0]:+.3f} – "
-                "%{customdata[1]:+.3f}<br>n=%{customdata[2]}<extra>%{fullData.name}</extra>",
+                hovertemplate="%{y}<br>Δ %{x:+.3f}<br>"
+                + (
+                    "no interval"
+                    if mark == TOO_FEW
+                    else "%{customdata[3]:.4g}% CI %{customdata[0]:+.3f} – %{customdata[1]:+.3f}"
+                )
+                + "<br>n=%{customdata[2]}<extra>%{fullData.name}</extra>",
             )
         )
     fig.add_vline(x=0, line_dash="dot", line_color="#666")
@@ -560,8 +567,9 @@ def segment_frame(comparison: Comparison, spec: MetricSpec, run: str, dataset: D
     """One run against the baseline on one metric, per category and per difficulty.
 
     Groups in the dashboard's order (categories by size, difficulties easy → hard when ``dataset`` is given);
-    ``significance`` is ``too few to tell`` when n < :data:`ragmetrics.analysis.compare.MIN_GROUP`; the correction is the
-    library's (within a facet, across runs × metrics × groups).
+    ``significance`` is ``too few to tell`` when n < :data:`ragmetrics.analysis.compare.MIN_GROUP`, and such a group
+    shows its delta with no interval and no p-value (:func:`ragmetrics.analysis.compare.too_few_shown`, the rule of
+    every output); the correction is the library's (within a facet, across runs × metrics × groups).
     """
     seg = comparison.segments
     if seg.empty or "segment" not in seg.columns:
@@ -582,7 +590,7 @@ def segment_frame(comparison: Comparison, spec: MetricSpec, run: str, dataset: D
         significance_mark(run, comparison.baseline, d, p, comparison.alpha, bool(tf), side)
         for d, p, tf, side in zip(part["delta"], part["p_value_corrected"], part["too_few"], part["direction"])
     ]
-    return part[SEGMENT_COLUMNS].reset_index(drop=True)
+    return too_few_shown(part[SEGMENT_COLUMNS]).reset_index(drop=True)
 
 
 def segment_labels(frame: pd.DataFrame) -> list[str]:

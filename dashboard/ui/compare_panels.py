@@ -194,8 +194,8 @@ def segments_panel(
                 else f"{cmp.correction_title(correction)}-corrected within each facet, over the family of the table "
                 "above (every pair of the selected runs × the compared metrics) × the facet's groups"
             )
-            + f". Groups with fewer than {cmp.MIN_GROUP} queries are "
-            "marked *too few to tell* whatever their p-value."
+            + f". Groups with fewer than {cmp.MIN_GROUP} queries are *too few to tell*: their Δ is shown, with no "
+            "interval and no p-value (a test on so few is not to be trusted)."
         )
         layout.show_figure(
             cache.figure(

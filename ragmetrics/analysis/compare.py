@@ -136,6 +136,31 @@ def family_fields(correction: str | None, size: int, scope: str) -> dict[str, An
     return {"correction": correction, "size": size, "covers": scope}
 
 
+UNTESTED_COLUMNS = (
+    "ci_low", "ci_high", "ci_method", "ci_low_adjusted", "ci_high_adjusted", "ci_level_adjusted", "ci_method_adjusted",
+    "p_value", "p_t", "p_value_corrected",
+)  # fmt: skip
+"""What a row too few to tell (``too_few``: a segment of fewer than :data:`MIN_GROUP` queries, a corrected delta of
+fewer human-labelled ones) does not show: its intervals and its p-values, the test on so few not being trusted
+(:func:`too_few_shown`)."""
+
+
+def too_few_shown(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` as every page and output shows it: a ``too_few`` row keeps its delta, its counts and the flag, and
+    has none of :data:`UNTESTED_COLUMNS` (NaN, None in JSON) and is not ``significant``; the rows are otherwise as
+    computed (their correction counted the too-few rows' p-values as the family's)."""
+    if frame.empty or "too_few" not in frame.columns or not frame["too_few"].astype(bool).any():
+        return frame
+    few = frame["too_few"].astype(bool).to_numpy()
+    shown = frame.copy()
+    for column in UNTESTED_COLUMNS:
+        if column in shown.columns:
+            shown.loc[few, column] = np.nan
+    if "significant" in shown.columns:
+        shown.loc[few, "significant"] = False
+    return shown
+
+
 def json_row(record: dict[str, Any]) -> dict[str, Any]:
     """A row as JSON holds it: NaN as None."""
     return {str(k): (None if isinstance(v, float) and np.isnan(v) else v) for k, v in record.items()}

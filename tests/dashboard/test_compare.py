@@ -264,8 +264,15 @@ def test_segments_flag_small_groups_too_few_to_tell(tiny, tiny_alignments) -> No
     assert set(seg["significance"]) == {cmp.TOO_FEW} and seg["too_few"].all()
     labels = cmp.segment_labels(seg)
     assert labels[0] == "category: a (n=8)"
+    # too few to tell: the delta, with no p-value and no interval (was the library's beside the mark), as the
+    # corrected rows show a too-few delta
+    shown = ["p_value", "p_value_corrected", "ci_low", "ci_high", "ci_low_adjusted", "ci_high_adjusted"]
+    assert seg[shown + ["ci_level_adjusted"]].isna().all().all() and seg["delta"].notna().all()
+    library = comparison.segments[comparison.segments["run"] == "run-b"]
+    assert library[shown].notna().all().all()  # computed, and counted in the facet's family
     fig = cmp.forest_figure(seg, labels=labels, title="per group")
     assert [t.name for t in fig.data] == [cmp.TOO_FEW] and fig.data[0].marker.symbol == "circle-open"
+    assert set(fig.data[0].error_x.array) == {0} and "no interval" in fig.data[0].hovertemplate
 
 
 def test_segments_equal_the_library_and_follow_the_dashboard_order(faq, faq_alignments, faq_cmp) -> None:
