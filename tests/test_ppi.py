@@ -575,7 +575,12 @@ def test_compare_gives_an_interval_of_width_0_no_p_value_and_warns_when_judge_an
     out, err = io.StringIO(), io.StringIO()
     assert main([*argv, "--format", "json"], out, err) == 0, err.getvalue()
     (row,) = json.loads(out.getvalue())["comparisons"]
-    assert row["too_few"] is True and row["no_spread"] is False and row["p_value_corrected"] is not None, row
+    assert row["too_few"] is True and row["no_spread"] is False and row["delta"] is not None, row
+    # the JSON reads the rule as the text and the panel do: the delta and the flag, no interval and no p-value (it
+    # kept both, flagged); the judge-only and human-only deltas keep theirs
+    untested = ["ci_low", "ci_high", "ci_low_adjusted", "ci_high_adjusted", "ci_level_adjusted", "ci_method_adjusted"]
+    assert all(row[k] is None for k in [*untested, "p_value", "p_value_corrected"]) and row["significant"] is False, row
+    assert row["human_low"] is not None and row["judge_low"] is not None, row
     out, err = io.StringIO(), io.StringIO()
     assert main(argv, out, err) == 0, err.getvalue()
     first = out.getvalue().splitlines()[0]

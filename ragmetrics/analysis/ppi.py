@@ -76,8 +76,9 @@ MIN_LABELLED = 2
 """Fewer labelled queries (in a stratum) give no variance: the estimate is refused."""
 MIN_TESTED = stats.MIN_GROUP
 """Fewer labelled queries give a corrected delta no verdict: "too few to tell", as a segment of fewer queries; the
-test on so few is not to be trusted, so the CLI and the dashboard show neither its p-value nor its adjusted interval
-(the interval excludes 0 exactly when the corrected p-value is below alpha: the same test), only the delta."""
+test on so few is not to be trusted, so the CLI, its JSON and the dashboard show neither its p-values nor its
+intervals (the adjusted interval excludes 0 exactly when the corrected p-value is below alpha: the same test), only
+the delta (:func:`ragmetrics.analysis.compare.too_few_shown`)."""
 TOO_FEW_WORDS = f"{SAID['too few'].term} (fewer than {MIN_TESTED} human-labelled queries: no interval, no p-value)"
 """A too-few corrected delta's words, the CLI's and the dashboard's (:data:`MIN_TESTED`)."""
 FEW_LABELLED = 30
@@ -630,7 +631,8 @@ def corrected_comparison(
     error to test; no p-value, and left out of the correction's family: ``family_size`` does not count it,
     ``family_exact`` counts the family's pairs left out so): the
     columns :func:`ragmetrics.analysis.verdicts.verdict` reads, and ``verdict`` its code. ``strata``, ``more`` and ``options``: as
-    :func:`corrected_means`. The baseline's own row is left out."""
+    :func:`corrected_means`. The baseline's own row is left out. A ``too_few`` row keeps its p-values and intervals
+    here (they count in the family); every output shows it by :func:`ragmetrics.analysis.compare.too_few_shown`."""
     import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
 
     from ragmetrics.analysis.compare import FAMILIES, adjusted_level  # noqa: PLC0415 (it loads pandas: on use)

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 import pandas as pd
 
 from ragmetrics.analysis import ppi
-from ragmetrics.analysis.compare import family_scope, interval_at_level, intervals_name
+from ragmetrics.analysis.compare import family_scope, interval_at_level, intervals_name, too_few_shown
 from ragmetrics.analysis.evaluate import EvalResult
 from ragmetrics.analysis.judging import (
     Labelled,
@@ -201,7 +201,7 @@ def compare_corrected(
     )
     _unreadable(args, frame, err)
     if args.format == "json":
-        _json(frame, "comparisons", out)
+        _json(too_few_shown(frame), "comparisons", out)
         return judge
     for r in frame.itertuples(index=False):
         mark = "*" if r.significant else ("?" if r.too_few or r.no_spread else " ")
