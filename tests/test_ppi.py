@@ -472,6 +472,7 @@ def test_a_comparison_with_exact_and_sampled_rows_says_each_in_its_own_words_and
     # the family in words holds what its count does: 6 pairs of 4 runs, c's 3 exact ones left out
     assert "Holm-corrected over 3 comparison(s) (all pairs of 4 runs x 1 metric, less 3 exact);" in lines[4], lines[4]
     assert [rows[r]["family_exact"] for r in "cad"] == [3, 3, 3]
+    assert {row["family_covers"] for row in rows.values()} == {"all pairs of 4 runs x 1 metric, less 3 exact"}
     # one pair of runs names its family only when some of it is left out
     assert [family_scope("baseline", 2, 2, exact) for exact in (0, 1)] == [
         "",

@@ -26,11 +26,11 @@ import pandas as pd
 from dashboard.core.share import SAMPLE_PLANS
 from dashboard.core.text import md_escape
 from ragmetrics.analysis import ppi
-from ragmetrics.analysis.compare import bounds_text, interval_at_level
+from ragmetrics.analysis.compare import DEFAULT_FAMILY, bounds_text, interval_at_level
 from ragmetrics.analysis.evaluate import RunResult, evaluate
 from ragmetrics.analysis.judging import judged_twice
 from ragmetrics.analysis.label_agreement import LabelAgreement, label_agreement
-from ragmetrics.analysis.stats import correction_title, is_uncorrected
+from ragmetrics.analysis.stats import correction_title, family_text, is_uncorrected
 from ragmetrics.analysis.verdicts import SAID
 from ragmetrics.engine.conventions import Conventions
 from ragmetrics.engine.metrics import MetricSpec
@@ -251,27 +251,34 @@ def corrected_deltas(
     strata: bool = False,
     correction: str = "holm",
     alpha: float = 0.05,
+    family: str = DEFAULT_FAMILY,
 ) -> pd.DataFrame:
     """Each run's paired difference from ``baseline`` on ``spec``, corrected by the human ``sample``, beside the
     judge-only and human-only differences (:func:`ragmetrics.analysis.ppi.corrected_comparison`): its p-value
-    corrected by ``correction`` over Compare's family, every pair of the runs on every metric of ``family_specs``
-    (``spec`` among them; default ``spec`` alone), and its interval adjusted the same way: ``run, delta,
-    ci_low_adjusted, ci_high_adjusted, ci_level_adjusted, ci_method_adjusted, p_value_corrected, verdict,
-    family_size, family_exact, judge_delta, judge_low, judge_high, human_delta, human_low, human_high, n_labelled,
+    corrected by ``correction`` over Compare's ``family`` (:data:`ragmetrics.analysis.compare.FAMILIES`) of the runs
+    on every metric of ``family_specs`` (``spec`` among them; default ``spec`` alone), and its interval adjusted the
+    same way: ``run, delta, ci_low_adjusted, ci_high_adjusted, ci_level_adjusted, ci_method_adjusted,
+    p_value_corrected, verdict, family_size, family_exact, family_covers (said by :func:`family_words`), judge_delta, judge_low, judge_high, human_delta, human_low, human_high, n_labelled,
     n_queries``
     (``verdict``: :func:`ragmetrics.analysis.verdicts.verdict`'s code, said by :func:`delta_words`)."""
     specs = list(dict.fromkeys([*family_specs, spec]))
     under_judge, under_people, strata_of = _under(base, runs, specs, human, judge, conventions, strata)
     frame = ppi.corrected_comparison(
         under_judge, under_people, list(sample), baseline=baseline, metrics=[str(s) for s in specs],
-        correction=correction, alpha=alpha, strata=strata_of,
+        correction=correction, alpha=alpha, strata=strata_of, family=family,
     )  # fmt: skip
     columns = ["run", "delta", "ci_low_adjusted", "ci_high_adjusted", "ci_level_adjusted", "ci_method_adjusted",
-               "p_value_corrected", "verdict", "family_size", "family_exact", "judge_delta", "judge_low", "judge_high",
+               "p_value_corrected", "verdict", "family_size", "family_exact", "family_covers", "judge_delta", "judge_low", "judge_high",
                "human_delta", "human_low", "human_high", "n_labelled", "n_queries"]  # fmt: skip
     if frame.empty:
         return pd.DataFrame(columns=columns)
     return frame[frame["metric"] == str(spec)][columns].reset_index(drop=True)
+
+
+def family_words(deltas: pd.DataFrame, correction: str) -> str:
+    """The family the p-values of :func:`corrected_deltas` were corrected over, in the CLI's words
+    (:func:`ragmetrics.analysis.stats.family_text` of the computation's ``family_size`` and ``family_covers``)."""
+    return family_text(correction, int(deltas["family_size"].iloc[0]), str(deltas["family_covers"].iloc[0]))
 
 
 def delta_words(row: Any, baseline: str, correction: str) -> str:

@@ -25,9 +25,8 @@ from dashboard.data.jobs import JudgeJob
 from dashboard.data.workspace import DatasetEntry, Workspace
 from dashboard.ui import cache, layout, state
 from ragmetrics.analysis import ppi
-from ragmetrics.analysis.compare import family_scope, intervals_name
+from ragmetrics.analysis.compare import DEFAULT_FAMILY, intervals_name
 from ragmetrics.analysis.judging import judged_by_the_judge_alone, judged_by_the_judge_alone_words, pool
-from ragmetrics.analysis.stats import family_text
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.judges.base import JudgeLabel, max_grade, pairs_from_pool, provenance_of
 from ragmetrics.judges.registry import JUDGES, JudgeInputs, make_judge
@@ -429,6 +428,7 @@ def _deltas(
     correction: str,
     alpha: float,
     family: tuple[str, ...],
+    family_name: str,
     _spec: MetricSpec,
     _family_specs: tuple[MetricSpec, ...],
     _human: pd.DataFrame,
@@ -439,7 +439,7 @@ def _deltas(
     conventions = selection.alignments[0].conventions if selection.alignments else None
     return assisted.corrected_deltas(
         base.dataset, runs, baseline, _spec, _human, _judge, sample, family_specs=_family_specs,
-        conventions=conventions, strata=strata, correction=correction, alpha=alpha,
+        conventions=conventions, strata=strata, correction=correction, alpha=alpha, family=family_name,
     )  # fmt: skip
 
 
@@ -455,10 +455,11 @@ def corrected_elsewhere(
     family_specs: Sequence[MetricSpec] = (),
     correction: str = "holm",
     alpha: float = 0.05,
+    family: str = DEFAULT_FAMILY,
 ) -> None:
     """Overview's (each run's corrected mean) or, with ``baseline`` (a run name), Compare's (each run's corrected
-    difference from it, corrected over Compare's family: every pair of the runs on every metric of
-    ``family_specs``) numbers corrected by the human sample, in an expander titled with the badge; nothing when no
+    difference from it, corrected over Compare's ``family`` of the runs on every metric of ``family_specs``, and
+    named by the family computed: :func:`dashboard.core.assisted.family_words`) numbers corrected by the human sample, in an expander titled with the badge; nothing when no
     judge labelled on the dataset's lineage. The judge shown and the plan are the view's (the Judge page's)."""
     labels = workspace.lineage_labels(ds.id)
     if not assisted.judge_sources(labels):
@@ -484,7 +485,7 @@ def corrected_elsewhere(
                 specs = tuple(dict.fromkeys([*family_specs, spec]))
                 table = _deltas(
                     help_.base, selection, baseline, str(spec), digest, strata, correction, alpha,
-                    tuple(str(s) for s in specs), spec, specs, help_.human, help_.judge, sample.queries,
+                    tuple(str(s) for s in specs), family, spec, specs, help_.human, help_.judge, sample.queries,
                 )  # fmt: skip
         except RagMetricsError as err:
             st.info(
@@ -496,15 +497,9 @@ def corrected_elsewhere(
             *(("corrected_low", "corrected_high") if baseline is None else ("ci_low_adjusted", "ci_high_adjusted")),
         )
         if baseline is not None and len(table):
-            scope = family_scope(
-                "pairs",
-                len(selection.alignments),
-                len(dict.fromkeys([*family_specs, spec])),
-                int(table["family_exact"].iloc[0]),
-            )
             st.caption(
-                f"p: the t test of each corrected Δ, {family_text(correction, int(table['family_size'].iloc[0]), scope)}"
-                f", as the table above; intervals: {intervals_name(correction)}."
+                f"p: the t test of each corrected Δ, {assisted.family_words(table, correction)}, as the table above; "
+                f"intervals: {intervals_name(correction)}."
             )
         for row in table.itertuples(index=False):
             if baseline is None:

@@ -109,7 +109,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
     )
     assisted.corrected_elsewhere(
         page.workspace, ds, selection, spec, view.depth, view, baseline=base.name, family_specs=specs,
-        correction=correction, alpha=alpha,
+        correction=correction, alpha=alpha, family=comparison.family,
     )  # fmt: skip
     table = cmp.comparison_frame(comparison)
     display = cmp.comparison_display(table, base.name, comparison.correction)

@@ -619,7 +619,8 @@ def corrected_comparison(
     ``p_value_corrected`` applies ``correction`` (:data:`ragmetrics.analysis.stats.CORRECTIONS`) over ``family``,
     as ``compare`` does (:data:`ragmetrics.analysis.compare.FAMILIES`): ``pairs`` (default) every pair of the runs
     on every metric, ``baseline`` the runs against the baseline on every metric; ``family_size`` says how many
-    p-values it covered. ``ci_low_adjusted, ci_high_adjusted`` at ``ci_level_adjusted``: the t interval at the
+    p-values it covered, ``family_covers`` what it covered in words (:func:`ragmetrics.analysis.compare.family_scope`
+    of the family computed, for every output that names it). ``ci_low_adjusted, ci_high_adjusted`` at ``ci_level_adjusted``: the t interval at the
     level the correction tested the comparison at (:func:`ragmetrics.analysis.compare.adjusted_level`), so it
     excludes 0 exactly when ``p_value_corrected`` is below ``alpha``; uncorrected, the 95% interval;
     ``ci_method_adjusted``: ``t``, its method (:data:`ragmetrics.analysis.stats.DeltaIntervalMethod`), or
@@ -635,7 +636,11 @@ def corrected_comparison(
     here (they count in the family); every output shows it by :func:`ragmetrics.analysis.compare.too_few_shown`."""
     import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
 
-    from ragmetrics.analysis.compare import FAMILIES, adjusted_level  # noqa: PLC0415 (it loads pandas: on use)
+    from ragmetrics.analysis.compare import (  # noqa: PLC0415 (it loads pandas: on use)
+        FAMILIES,
+        adjusted_level,
+        family_scope,
+    )
 
     names = list(judge)
     baseline = baseline or (names[0] if names else "")
@@ -712,6 +717,7 @@ def corrected_comparison(
     )
     frame["family_size"] = size
     frame["family_exact"] = len(family_p) - size
+    frame["family_covers"] = family_scope(family, len(names), len(metric_names), len(family_p) - size)
     levels = [
         adjusted_level(correction, alpha, p, q, size) for p, q in zip(frame["p_value"], frame["p_value_corrected"])
     ]

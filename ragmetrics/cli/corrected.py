@@ -15,7 +15,7 @@ from typing import Any, TextIO
 import pandas as pd
 
 from ragmetrics.analysis import ppi
-from ragmetrics.analysis.compare import family_scope, interval_at_level, intervals_name, too_few_shown
+from ragmetrics.analysis.compare import interval_at_level, intervals_name, too_few_shown
 from ragmetrics.analysis.evaluate import EvalResult
 from ragmetrics.analysis.judging import (
     Labelled,
@@ -223,7 +223,7 @@ def compare_corrected(
             f"human-only {_interval(r.human_delta, r.human_low, r.human_high, True)}\n"
         )
     _footer(args, frame, out, "intervals (the last line says at which level)")
-    scope = family_scope(args.family, len(runs), len(frame["metric"].unique()), int(frame["family_exact"].iloc[0]))
+    scope = str(frame["family_covers"].iloc[0])
     size = int(frame["family_size"].iloc[0])
     tested = (
         f"p: the t test of the corrected delta; * = significant at alpha {args.alpha}, "

@@ -17,7 +17,9 @@ from dashboard.data.jobs import JudgeJob
 from dashboard.data.workspace import Workspace
 from ragmetrics import Dataset, Run, evaluate
 from ragmetrics.analysis import ppi
+from ragmetrics.analysis.compare import family_scope
 from ragmetrics.analysis.judging import merge, pool
+from ragmetrics.analysis.stats import family_text
 from ragmetrics.analysis.verdicts import SAID
 from ragmetrics.engine.metrics import parse_metric
 from ragmetrics.judges.base import max_grade, pairs_from_pool, provenance_of
@@ -265,6 +267,32 @@ def test_the_corrected_panel_says_the_library_s_verdict_in_the_registry_s_words(
                 assert ("(no p-value)" in said) == np.isnan(row.p_value_corrected), said
             seen.add(row.verdict)
     assert seen == {"too few", "worse", "cannot tell"}  # measured on these labels
+
+
+def test_the_corrected_panel_names_the_family_its_p_values_were_corrected_over() -> None:
+    """The panel's family words are the computation's (``family_covers``: :func:`family_scope` of the family the
+    p-values were corrected over); they said "all pairs" of the selection's runs whatever was computed. With three
+    runs and two metrics the two families differ in size, words and corrected p-values."""
+    dataset, runs = assist_dataset()
+    order = [
+        {"query_id": q, "doc_id": f"{q}-{s}", "score": 9.0 - j} for q in dataset.query_ids for j, s in enumerate("cab")
+    ]
+    runs = [*runs, Run.from_frame(pd.DataFrame(order), name="gamma")]
+    judge = pd.DataFrame([(q, d, judge_grade(q, d)) for q, d in TRUTH], columns=["query_id", "doc_id", "label"])
+    human = pd.DataFrame([(q, d, g) for (q, d), g in TRUTH.items()], columns=["query_id", "doc_id", "label"])
+    specs = [parse_metric(m) for m in ("ndcg@3", "p@3")]
+    sampled = dataset.query_ids.astype(str).tolist()
+    corrected = {}
+    for family, size, words in (("pairs", 6, "all pairs of 3 runs x 2 metrics"),
+                                ("baseline", 4, "2 runs against the baseline x 2 metrics")):  # fmt: skip
+        deltas = assisted.corrected_deltas(
+            dataset, runs, "alpha", specs[0], human, judge, sampled, family_specs=specs, family=family
+        )
+        assert list(deltas["family_size"].unique()) == [size] and list(deltas["family_exact"].unique()) == [0]
+        assert assisted.family_words(deltas, "holm") == family_text("holm", size, family_scope(family, 3, 2))
+        assert assisted.family_words(deltas, "holm") == f"Holm-corrected over {size} comparison(s) ({words})"
+        corrected[family] = deltas["p_value_corrected"].to_numpy()
+    assert (corrected["baseline"] <= corrected["pairs"]).all() and (corrected["baseline"] < corrected["pairs"]).any()
 
 
 def test_the_stub_answer_parses_as_the_endpoint_judge_reads_it() -> None:
