@@ -27,6 +27,7 @@ from ragmetrics.store.database import (
     StoreKeyError,
     StoreWriteRefused,
     dataset_id,
+    datasets_table,
     run_id,
     tags_table,
 )
@@ -193,6 +194,16 @@ def test_a_postgresql_user_who_may_not_alter_the_tables_still_opens_an_older_sto
     with pytest.raises(StoreWriteRefused, match="may not write to it"):
         app.set_tags(run, {"k": "v"})
     assert not app.read_only
+    with owner.engine.begin() as conn:  # a write to the datasets whose SQL opens with WITH, not the table written
+        conn.execute(sa.text(f"REVOKE UPDATE ON datasets FROM {name}"))
+    renamed = (
+        sa.update(datasets_table).where(datasets_table.c.id == ds_id).values(name="x").returning(datasets_table.c.id)
+    )
+    statement = sa.select(renamed.cte("renamed").c.id)
+    with pytest.raises(StoreWriteRefused, match="may not write to it"), app.engine.begin() as conn:
+        app._write(conn, datasets_table, statement)
+    assert app.read_only
+    app.read_only = False  # as at its open: the role still may INSERT into the datasets
     with owner.engine.begin() as conn:  # a refused write to the datasets: the user may not write the store at all
         conn.execute(sa.text(f"REVOKE INSERT ON datasets FROM {name}"))
     with pytest.raises(StoreWriteRefused, match="may not write to it"):

@@ -735,21 +735,29 @@ class Store:
             raise StoreOpenError(self.url, err) from None
 
     def _refused_write(self, context: Any) -> None:
-        """Once the store is open, a statement its database user may not run ends in :class:`StoreReadRefused`
-        (a read) or :class:`StoreWriteRefused` (SQLite's read-only file, PostgreSQL's insufficient privilege), not
-        the driver's error."""
+        """Once the store is open, a statement its database user may not run ends in :class:`StoreWriteRefused`
+        (SQLite's read-only file; PostgreSQL's insufficient privilege for an INSERT, UPDATE or DELETE, or for a
+        statement run as a write by :meth:`_write`) or :class:`StoreReadRefused` (any other), not the driver's
+        error."""
         cause = context.original_exception
         if not _refused(cause):
             return
-        statement = str(context.statement or "")
-        if _READ_ONLY not in str(cause) and statement.lstrip().upper().startswith(("SELECT", "WITH")):
+        execution = context.execution_context
+        written = None if execution is None else execution.execution_options.get(_WRITES)
+        crud = execution is not None and (execution.isinsert or execution.isupdate or execution.isdelete)
+        if _READ_ONLY not in str(cause) and written is None and not crud:
             raise StoreReadRefused(self.url, cause) from None
         # a refused write marks the whole store read-only only when it says so: a SQLite file that may not be
         # written, or a write to the datasets (every user of the store writes those); a privilege lacking on
         # another table refuses that write only
-        if _READ_ONLY in str(cause) or _written_table(statement) == datasets_table.name:
+        if _READ_ONLY in str(cause) or written == datasets_table.name:
             self.read_only = True
         raise StoreWriteRefused(self.url, cause) from None
+
+    def _write(self, conn: Any, table: sa.Table, statement: Any) -> Any:
+        """Run ``statement``, a write to ``table``, in ``conn``. Every write to the datasets goes through here: one
+        refused marks the store read-only (:meth:`_refused_write`), whatever SQL the statement compiles to."""
+        return conn.execute(statement, execution_options={_WRITES: table.name})
 
     def _may_not_write(self) -> bool:
         """Whether the store's database user may not write to it, as far as a read tells: SQLite's URL opens the
@@ -943,7 +951,7 @@ class Store:
             )
         else:
             statement = statement.on_conflict_do_nothing(index_elements=["id"])
-        conn.execute(statement)
+        self._write(conn, table, statement)
 
     @property
     def kind(self) -> str:
@@ -1037,7 +1045,7 @@ class Store:
     def _rename(self, table: sa.Table, ident: str, name: str) -> None:
         name = checked_text(name.strip(), "a name", MAX_NAME_BYTES)
         with self.engine.begin() as conn:
-            if conn.execute(sa.update(table).where(table.c.id == ident).values(name=name)).rowcount == 0:
+            if self._write(conn, table, sa.update(table).where(table.c.id == ident).values(name=name)).rowcount == 0:
                 raise StoreKeyError(f"{table.name[:-1]} {ident} is not in this store")
 
     def delete_dataset(self, ident: str) -> int:
@@ -1071,7 +1079,7 @@ class Store:
                 if parent is None:
                     self._keep_top(conn, ident)
                 conn.execute(sa.delete(links_table).where(links_table.c.dataset_id == ident))
-                conn.execute(sa.delete(datasets_table).where(datasets_table.c.id == ident))
+                self._write(conn, datasets_table, sa.delete(datasets_table).where(datasets_table.c.id == ident))
                 place = None
                 if parent is not None:  # an original's versions keep their rows (their parent, their numbers)
                     made = sa.select(v.c.id).where(v.c.parent == ident).order_by(v.c.created_at, v.c.id)
@@ -1971,21 +1979,14 @@ _READ_ONLY = "attempt to write a readonly database"
 """SQLite's message for a write to a file opened read-only (``mode=ro``) or without write permission."""
 _INSUFFICIENT_PRIVILEGE = "42501"
 """PostgreSQL's SQLSTATE for a statement the role lacks the privilege for."""
+_WRITES = "ragmetrics_writes"
+"""The execution option that names the table a statement writes (:meth:`Store._write`)."""
 
 
 def _refused(cause: BaseException | None) -> bool:
     """Whether a driver's error is the database refusing the store's user a statement: SQLite's read-only file,
     PostgreSQL's insufficient privilege (not a lock timeout, nor any other failure)."""
     return _READ_ONLY in str(cause) or getattr(cause, "sqlstate", None) == _INSUFFICIENT_PRIVILEGE
-
-
-_WRITTEN = re.compile(r"\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+(?:\"?\w+\"?\.)?\"?(\w+)", re.IGNORECASE)
-
-
-def _written_table(statement: str) -> str | None:
-    """The table an INSERT, UPDATE or DELETE statement writes (None for any other statement)."""
-    found = _WRITTEN.match(statement)
-    return found.group(1) if found else None
 
 
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:
