@@ -1317,13 +1317,10 @@ class Store:
         ).first()
         return None if found is None else {"query_id": query_id, "doc_id": doc_id, **found._asdict()}
 
-    def _judged_pairs(self, dataset: str, among: set[tuple[str, str]], conn: Any = None) -> set[tuple[str, str]]:
+    def _judged_pairs(self, conn: Any, dataset: str, among: set[tuple[str, str]]) -> set[tuple[str, str]]:
         """Those of the (query id, document id) pairs ``among`` that ``dataset``'s qrels judge (the dataset's other
-        tables left unread); a dataset's id is its content, so they never change once read. ``conn``: read in that
-        transaction. :class:`StoreKeyError` when ``dataset`` is not stored (deleted meanwhile)."""
-        if conn is None:
-            with self.engine.connect() as own:
-                return self._judged_pairs(dataset, among, own)
+        tables left unread), read in ``conn``; a dataset's id is its content, so they never change once read.
+        :class:`StoreKeyError` when ``dataset`` is not stored (deleted meanwhile)."""
         blob = conn.execute(sa.select(datasets_table.c.payload).where(datasets_table.c.id == dataset)).scalar()
         if blob is None:
             raise StoreKeyError(f"dataset {dataset} is not in this store (deleted meanwhile?); no label was kept")

@@ -79,12 +79,13 @@ def add_judge_labels(
     judged: dict[str, set[tuple[str, str]]] = {}
     try:  # a place's qrels never change (its id is its content): read before the lock, which waits on no decoding
         place = store.pending_place(dataset)
-        judged[place] = store._judged_pairs(place, pairs)
+        with store.engine.connect() as conn:
+            judged[place] = store._judged_pairs(conn, place, pairs)
     except StoreKeyError:
         pass  # deleted meanwhile: the write says so
 
     def write(conn: Any, place: str, tree: VersionTree) -> tuple[int, int]:
-        taken = judged[place] if place in judged else store._judged_pairs(place, pairs, conn)
+        taken = judged[place] if place in judged else store._judged_pairs(conn, place, pairs)
         people = conn.execute(_lineage_query(store, tree.family(place), people_only=True))
         taken = taken - {(str(row.query_id), str(row.doc_id)) for row in people}
         kept = [{**row, "dataset_id": place} for row in rows if (row["query_id"], row["doc_id"]) not in taken]
