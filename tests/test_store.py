@@ -41,18 +41,40 @@ def scifact():
     return dataset, load_run(SCIFACT / "bm25-stem.trec.gz"), load_run(SCIFACT / "dense-all-minilm-l6-v2.trec.gz")
 
 
-def test_a_read_only_sqlite_file_without_tables_opens_empty_and_refuses_writes(tmp_path, scifact):
+def test_a_read_only_database_without_tables_opens_empty_and_refuses_writes(store_url, tmp_path, scifact):
     """Was: ``Store()`` on a read-only SQLite file its owner never opened raised StoreOpenError ("attempt to write
-    a readonly database": the open creates the tables). Now its tables read as empty, the store says it is read-only,
-    and a write is refused as on any read-only store, leaving the file as it was."""
-    path = tmp_path / "never-opened.sqlite"
-    path.touch()
-    store = Store(f"sqlite:///file:{path}?mode=ro&uri=true")
+    a readonly database": the open creates the tables), and so did a PostgreSQL role that may only read, on a
+    database without tables ("permission denied for schema public"). Now its tables read as empty, the store says
+    it is read-only, and a write is refused as on any read-only store, naming what it may not write, leaving the
+    database as it was."""
+    if store_url.startswith("postgresql"):
+        reader = "r" + store_url.rsplit("/", 1)[1]  # roles are the server's: one per test database
+        admin = sa.create_engine(store_url, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(sa.text(f"CREATE ROLE {reader} LOGIN"))
+            conn.execute(sa.text("REVOKE CREATE ON SCHEMA public FROM PUBLIC"))
+        url = store_url.replace("postgres@", f"{reader}@")
+    else:
+        path = tmp_path / "never-opened.sqlite"
+        path.touch()
+        url = f"sqlite:///file:{path}?mode=ro&uri=true"
+    store = Store(url)
     assert store.read_only and store.list_datasets().empty and store.list_runs().empty
     assert not store.has_view("0" * 16) and not store.has_dataset("0" * 16)
     with pytest.raises(StoreWriteRefused, match="may not write to it"):
         store.put_dataset(scifact[0])
-    assert path.read_bytes() == b"" and not Store(f"sqlite:///{tmp_path / 'new.sqlite'}").read_only
+    with pytest.raises(
+        StoreWriteRefused,
+        match=r"may not write to it \((permission denied for table views|attempt to write a readonly database)\)",
+    ):
+        store.put_view({"a": 1})
+    assert store.list_datasets().empty  # the next connection's tables are as empty
+    if store_url.startswith("postgresql"):
+        with admin.connect() as conn:
+            assert not sa.inspect(conn).get_table_names()
+        admin.dispose()
+    else:
+        assert path.read_bytes() == b"" and not Store(f"sqlite:///{tmp_path / 'new.sqlite'}").read_only
 
 
 def test_a_table_that_fails_to_be_created_for_another_reason_than_a_refusal_leaves_the_store_writable(

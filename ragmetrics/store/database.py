@@ -777,7 +777,7 @@ class Store:
     def _create_tables(self) -> bool:
         """Create the tables a new store (or one made before them) lacks. A database user that may not create
         tables opens a store that lacks only some of :data:`ADDED_TABLES` as it is (what they hold reads as none);
-        a SQLite file without any table as empty (:meth:`_open_empty`); lacking any other, the store cannot be
+        a database without any table as empty (:meth:`_open_empty`); lacking any other, the store cannot be
         opened. False when it opened empty (nothing stored to bring up to date)."""
         self._without_tables: set[str] = set()
         try:
@@ -786,7 +786,7 @@ class Store:
             self.read_only = self.read_only or _refused(err.orig)
             found = set(sa.inspect(self.engine).get_table_names())
             missing = set(metadata.tables) - found
-            if not found and self.kind == "sqlite" and _READ_ONLY in str(err.orig):
+            if not found and _refused(err.orig):
                 self._open_empty()
                 return False
             if not missing or not missing <= {t.name for t in ADDED_TABLES}:
@@ -796,14 +796,18 @@ class Store:
         return True
 
     def _open_empty(self) -> None:
-        """Open a read-only SQLite file that holds no table (its owner never opened it) as an empty store: each
-        connection gets the store's tables as empty temporary ones, each write to them refused as the file's own
-        would be (:class:`StoreWriteRefused`)."""
+        """Open a database that holds no table (its owner never opened it as a store) and whose user may not create
+        any as an empty store: each connection gets the store's tables as empty temporary ones, each write to them
+        refused as the database's own would be (:class:`StoreWriteRefused`): SQLite's read-only file by a trigger,
+        PostgreSQL's missing privilege by revoking the user's own (a temporary table is its user's)."""
         dialect = self.engine.dialect
         statements = []
         for table in metadata.sorted_tables:
             created = str(sa.schema.CreateTable(table).compile(dialect=dialect)).strip()
             statements.append(created.replace("CREATE TABLE", "CREATE TEMP TABLE", 1))
+            if self.kind == "postgresql":
+                statements.append(f"REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON {table.name} FROM CURRENT_USER")
+                continue
             for event in ("INSERT", "UPDATE", "DELETE"):
                 statements.append(
                     f"CREATE TEMP TRIGGER {table.name}_{event.lower()}_refused BEFORE {event} ON {table.name} "
@@ -815,9 +819,12 @@ class Store:
             for statement in statements:
                 cursor.execute(statement)
             cursor.close()
+            connection.commit()  # PostgreSQL's driver opened a transaction: the tables outlive the first one
 
         sa.event.listen(self.engine, "connect", tables)
         self.engine.dispose()  # connections opened before hold no tables
+        with self.engine.connect():
+            pass  # a user that may not create temporary tables either: the store cannot be opened, said now
         _LOG.info("store: %s holds no table and may only be read; it reads as empty", redact_url(self.url))
 
     def has_table(self, table: sa.Table) -> bool:
