@@ -152,6 +152,9 @@ class Workspace:
         self._datasets: list[DatasetEntry] = []
         self._runs_at: dict[str, float] = {}
         self._runs: dict[str, list[RunEntry]] = {}
+        self.seed_note: str | None = None
+        """What :meth:`seed` stored of the bundled samples and what it was refused, when a write was refused
+        part-way (every page says it); None otherwise."""
 
     @property
     def read_only(self) -> bool:
@@ -643,12 +646,17 @@ class Workspace:
         ``description`` and ``runs`` (pairs of run and source). A marker view
         records that the store got them, so samples a team deleted stay deleted.
         Returns True when it seeded. A store whose database user may not write to it (a read-only file, a role
-        that may only read: :attr:`read_only`) is left as it is: the dashboard opens on what it holds.
+        that may only read: :attr:`read_only`) is left as it is: the dashboard opens on what it holds. A write
+        refused part-way leaves what was stored before it, without the marker (a later start stores the rest), and
+        :attr:`seed_note` says what was stored, what was refused and why.
         """
         if self.read_only or self.store.has_view(samples_marker_id()):
             return False
+        stored: list[str] = []
+        writing = "the marker that the samples were stored"
         try:
             for sample in samples():
+                writing = f"sample dataset {sample.name!r}"
                 entry = self.add_dataset(
                     sample.dataset,
                     name=sample.name,
@@ -656,10 +664,20 @@ class Workspace:
                     description=sample.description,
                     targets=getattr(sample, "targets", ""),
                 )
+                stored.append(writing)
                 for run, source in sample.runs:
+                    writing = f"run {run.name!r} of {sample.name!r}"
                     self.add_run(entry.id, run, source=source)
+                    stored.append(writing)
+            writing = "the marker that the samples were stored"
             self.store.put_view(SAMPLES_MARKER)
-        except StoreWriteRefused:  # a refused datasets write also marks the store read_only; any other, that write only
+        except StoreWriteRefused as err:  # a refused datasets write also marks the store read_only
+            if stored or not self.read_only:  # else the read-only empty store's notice says it
+                done = ", ".join(stored) if stored else "nothing"
+                self.seed_note = (
+                    f"The sample data was stored in part: stored {done}; then {writing} was refused, and nothing "
+                    f"after it was tried. {err}. A start by a database user allowed to write stores the rest."
+                )
             return False
         return True
 

@@ -143,6 +143,8 @@ def page_setup(
 
     for note in notes:
         st.info(md_escape(note), icon=":material/info:")
+    if workspace.seed_note:
+        st.warning(md_escape(workspace.seed_note), icon=":material/lock:")
     dataset = workspace.dataset(view.dataset)
     runs = [r for r in (workspace.run(view.dataset or "", i) for i in view.runs) if r is not None]
     selection = cache.Selection(dataset.id if dataset else "", (), ())

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from dashboard.views import VIEWS
 from ragmetrics.store.database import Store
@@ -18,6 +20,7 @@ from tests.dashboard.apptest import (
     param,
     shown_table,
 )
+from tests.dashboard.test_workspace import refuse_runs_after
 
 pytestmark = pytest.mark.apptest
 
@@ -55,6 +58,22 @@ def test_a_first_start_on_a_read_only_store_nobody_loaded_opens_it_empty_with_on
             assert not at.warning and [i.value for i in at.info] == notice, key
             assert at.title[0].value == next(v.title for v in VIEWS if v.key == key) and not at.get("file_uploader")
     assert Store(f"sqlite:///{path}").list_datasets().empty and never_opened.read_bytes() == b""
+
+
+def test_a_first_start_refused_part_way_says_so(tmp_path, monkeypatch) -> None:
+    """Was: a write refused part-way through the samples left a store holding some of them, and no page said so.
+    Now the pages warn what was stored, what was refused and why."""
+    path = tmp_path / "refuses-runs.sqlite"
+    store = Store(f"sqlite:///{path}")
+    with store.engine.begin() as conn:
+        conn.execute(sa.text(refuse_runs_after(0)))
+    store.engine.dispose()
+    monkeypatch.setenv("RAGMETRICS_STORE_URL", f"sqlite:///{path}")
+    at = open_page("workspace")
+    no_problems(at)
+    [warning] = [w.value.replace("\\", "") for w in at.warning]  # shown as Markdown, escaped
+    said = r"The sample data was stored in part: stored sample dataset '(\w+)'; then run '[\w-]+' of '\1' was refused"
+    assert re.match(said, warning) and "(attempt to write a readonly database)" in warning, warning
 
 
 def test_no_page_holds_a_download_before_it_is_clicked() -> None:

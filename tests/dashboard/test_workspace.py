@@ -120,6 +120,36 @@ def test_samples_are_seeded_once_per_store(tmp_path, monkeypatch) -> None:
     assert samples.manifest() == []
 
 
+def refuse_runs_after(stored: int) -> str:
+    """A trigger that refuses every run after the first ``stored``, as SQLite refuses a read-only file's writes."""
+    return (
+        f"CREATE TRIGGER refused BEFORE INSERT ON runs WHEN (SELECT count(*) FROM runs) >= {stored} "
+        "BEGIN SELECT RAISE(ABORT, 'attempt to write a readonly database'); END"
+    )
+
+
+def test_a_seeding_refused_part_way_says_what_it_stored_and_what_it_was_refused(tmp_path) -> None:
+    """Was: a write refused part-way through the samples left those stored before it, no marker, and said nothing.
+    Now the workspace says what it stored, which write was refused and why; the next start tries again."""
+    store = Store(_sqlite(tmp_path))
+    with store.engine.begin() as conn:
+        conn.execute(sa.text(refuse_runs_after(1)))
+    ws = Workspace(store)
+    faq = next(samples.iter_samples(names=["product_faq_zh"]))
+    first, second = (run.name for run, _ in faq.runs[:2])
+    assert ws.seed(lambda: samples.iter_samples(names=["product_faq_zh"])) is False
+    assert ws.seed_note is not None and ws.seed_note.startswith(
+        f"The sample data was stored in part: stored sample dataset 'product_faq_zh', run {first!r} of "
+        f"'product_faq_zh'; then run {second!r} of 'product_faq_zh' was refused, and nothing after it was tried. "
+        f"store sqlite:///{tmp_path / 'ragmetrics.sqlite'}: the database user that opened it may not write to it "
+        "(attempt to write a readonly database); nothing was written"
+    )
+    assert [d.name for d in ws.datasets()] == ["product_faq_zh"] and [r.name for r in ws.runs(ws.datasets()[0].id)] == [
+        first
+    ]
+    assert not store.has_view(samples_marker_id())
+
+
 def test_two_processes_share_one_postgresql_store(postgres_url, mini) -> None:
     name = "w" + uuid.uuid4().hex[:12]
     engine = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
