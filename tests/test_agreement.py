@@ -123,7 +123,7 @@ RUN_B = rm.Run.from_lists({"q1": ["d1", "d9", "d3", "d2"], "q2": ["d2", "d1"]}, 
 
 
 def test_overlap_and_churn_by_hand():
-    result = agreement(RUN_A, RUN_B, k=[1, 2, 3, 10])
+    result = agreement(RUN_A, RUN_B, k=[1, 2, 3, 10], missing="zero")
     values = result.values
     # q1 top 3: {d1, d2, d3} vs {d1, d9, d3}: 2 of 3 shared; top 10: 5 vs 4 documents, 3 shared, over 5
     assert values.loc["q1", ["overlap@1", "overlap@2", "overlap@3", "overlap@10"]].tolist() == [1.0, 0.5, 2 / 3, 0.6]
@@ -133,6 +133,20 @@ def test_overlap_and_churn_by_hand():
     # q3: B does not answer it: nothing shared
     assert values.loc["q3", ["rbo", "overlap@1", "churn@1"]].tolist() == [0.0, 0.0, 1.0]
     assert result.mean()["overlap@2"] == pytest.approx((0.5 + 1.0 + 0.0) / 3)
+    assert (result.queries_compared, result.one_sided) == (3, 1)
+
+
+def test_a_query_only_one_run_ranks_is_left_out_unless_missing_zero():
+    """Was: q3, which run b does not rank, scored 0 (churn 1) in the mean, a disagreement never measured. By
+    default it is left out, as a query neither run ranks; missing="zero" (trec_eval -c) scores it 0."""
+    result = agreement(RUN_A, RUN_B, k=2)
+    assert result.values.loc["q3"].isna().all() and (result.queries_compared, result.one_sided) == (2, 1)
+    assert result.mean()["overlap@2"] == pytest.approx((0.5 + 1.0) / 2)
+    assert result.to_dict()["missing"] == "skip" and result.to_dict()["one_sided"] == 1
+    with pytest.raises(rm.RagMetricsError, match=r"both runs rank none of the 1 queries compared \(1 only one run"):
+        agreement(RUN_A, RUN_B, queries=["q3"])
+    with pytest.raises(rm.RagMetricsError, match="The 'missing' parameter must be one of 'zero', 'skip'"):
+        agreement(RUN_A, RUN_B, missing="drop")  # type: ignore[arg-type]
 
 
 def test_rbo_of_two_runs_reads_their_ties():
@@ -165,7 +179,7 @@ def test_many_queries_at_once_equal_each_query_alone(seed):
 
     a, b = rm.Run.from_dict(runs[0], name="a"), rm.Run.from_dict(runs[1], name="b")
     p, k = rng.choice([0.5, 0.9]), rng.randint(1, 12)
-    result = agreement(a, b, p=p, k=k).values
+    result = agreement(a, b, p=p, k=k, missing="zero").values
     for qid in result.index:
         x, y = groups(runs[0].get(qid, {})), groups(runs[1].get(qid, {}))
         assert result.at[qid, "rbo"] == pytest.approx(rbo(x, y, p), abs=1e-12), qid
@@ -276,3 +290,25 @@ def test_agree_and_fuse_refuse_runs_that_share_no_query_and_note_a_partial_share
         note = f"ragmetrics: note: {argv[0]}: 1 of the 2 queries the runs rank are in every run ('{who}' ranks 2, 'part' ranks 1)"
         assert note in err
     assert "note" not in run_cli("agree", "--run", a, "--run", b)[2]
+
+
+def test_agree_leaves_out_a_query_only_one_run_ranks_and_says_so(run_files, tmp_path):
+    """Was: q2, which the partial run lacks, scored 0 (num_q 2, mean overlap 0.5) beside a note of the partial
+    share. Now it is left out (num_q 1) and the note says so and names --missing zero, which scores it 0."""
+    a = run_files[0]
+    part = tmp_path / "part.trec"
+    part.write_text("q1 Q0 d1 1 5 part\nq1 Q0 d2 2 4 part\nq1 Q0 d3 3 3 part\n")
+    code, out, err = run_cli("agree", "--run", a, "--run", part, "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert (data["num_q"], data["missing"], data["one_sided"]) == (1, "skip", 1) and data["mean"]["overlap@10"] == 1.0
+    assert err.endswith(
+        "ragmetrics: note: agree: 1 query that only one run ranks is left out of num_q and the mean (--missing zero "
+        "scores it 0, as trec_eval -c)\n"
+    )
+    code, out, err = run_cli("agree", "--run", a, "--run", part, "--format", "json", "--missing", "zero")
+    data = json.loads(out)
+    assert (data["num_q"], data["missing"], data["mean"]["overlap@10"]) == (2, "zero", 0.5)
+    assert err.endswith(
+        "ragmetrics: note: agree: 1 query that only one run ranks is scored 0 (churn 1), as --missing zero asks\n"
+    )

@@ -28,7 +28,10 @@ ties.
 by doc id descending, as every metric here): the share of the top k both runs hold, counted over the longer of the
 two when a run retrieved fewer than k. **churn@k** = 1 − overlap@k: the share of the top k that changed.
 
-A query that neither run answers is left out (NaN; not in the mean); a query only one run answers scores 0 (churn 1).
+**Queries only one run ranks** are left out (NaN; not in the mean), as a query neither run ranks is: without
+judgments nothing says the other run was asked it, and a 0 there would read as a disagreement that was never
+measured. ``missing="zero"`` scores them 0 (churn 1) instead, as trec_eval ``-c`` scores a judged query a run lacks
+(:class:`ragmetrics.Conventions`' ``missing``, the same two values).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragmetrics.engine.alignment import Alignment
+from ragmetrics.engine.conventions import CHOICES, Missing
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Run
 
@@ -251,12 +255,15 @@ def _depths(k: int | Sequence[int]) -> tuple[int, ...]:
 @dataclass(frozen=True)
 class Agreement:
     """Two runs' agreement: ``values`` has one row per query (``rbo``, ``overlap@k``, ``churn@k``), NaN where
-    neither run answers the query; :meth:`mean` averages the rest."""
+    neither run answers the query and, under ``missing="skip"``, where only one does (``one_sided`` counts those);
+    :meth:`mean` averages the rest."""
 
     names: tuple[str, str]
     p: float
     ks: tuple[int, ...]
     values: pd.DataFrame
+    missing: Missing = "skip"
+    one_sided: int = 0
 
     def mean(self) -> pd.Series:
         return self.values.mean(skipna=True)
@@ -270,6 +277,8 @@ class Agreement:
             "runs": list(self.names),
             "p": self.p,
             "num_q": self.queries_compared,
+            "missing": self.missing,
+            "one_sided": self.one_sided,
             "mean": {name: _plain(v) for name, v in self.mean().items()},
         }
         if per_query:
@@ -291,14 +300,19 @@ def agreement(
     p: float = RBO_PERSISTENCE,
     k: int | Sequence[int] = DEFAULT_DEPTHS,
     queries: Sequence[str] | None = None,
+    missing: Missing = "skip",
 ) -> Agreement:
     """RBO (``p``), overlap@k and churn@k (each ``k``) of runs ``a`` and ``b`` per query, reading no judgments (an
     Alignment gives its run). ``queries``: the queries compared, in that order (default: every query of ``a``,
-    then those only ``b`` has, each in query id order)."""
+    then those only ``b`` has, each in query id order). ``missing``: a query only one run ranks is left out
+    (``skip``) or scores 0 (``zero``, as trec_eval ``-c``); see the module docstring."""
     import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: the result is a frame)
 
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 < p < 1.0:
         raise RagMetricsError(f"The 'p' parameter must be a number between 0 and 1. Got {p!r} instead.")
+    if missing not in CHOICES["missing"]:
+        listed = ", ".join(repr(c) for c in CHOICES["missing"])
+        raise RagMetricsError(f"The 'missing' parameter must be one of {listed}. Got {missing!r} instead.")
     depths = _depths(k)
     run_a, run_b = _run_of(a, "a"), _run_of(b, "b")
     if queries is None:
@@ -319,5 +333,14 @@ def agreement(
     overlap, churn = overlap_at(ranked_a, ranked_b, depths)
     columns = ["rbo"] + [f"overlap@{d}" for d in depths] + [f"churn@{d}" for d in depths]
     matrix = np.column_stack([rbo_ext(ranked_a, ranked_b, p), overlap, churn])
+    one_sided = (ranked_a.length > 0) != (ranked_b.length > 0)
+    if missing == "skip":
+        matrix[one_sided] = np.nan
+        if np.isnan(matrix[:, 0]).all():
+            raise RagMetricsError(
+                f"no query to compare: both runs rank none of the {len(order)} queries compared "
+                f"({int(np.count_nonzero(one_sided))} only one run ranks: --missing zero, missing='zero' in Python, "
+                "scores those 0)"
+            )
     values = pd.DataFrame(matrix, columns=columns, index=pd.Index(order, name="query_id"), dtype=np.float64)
-    return Agreement((run_a.name, run_b.name), float(p), depths, values)
+    return Agreement((run_a.name, run_b.name), float(p), depths, values, missing, int(np.count_nonzero(one_sided)))

@@ -14,6 +14,7 @@ from typing import TextIO
 from ragmetrics.analysis.agreement import DEFAULT_DEPTHS, RBO_PERSISTENCE, Agreement, agreement
 from ragmetrics.cli.inputs import read_runs, shared_queries
 from ragmetrics.cli.options import add_format_option, whole_number
+from ragmetrics.engine.conventions import CHOICES
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.io.source import open_source
 
@@ -53,6 +54,15 @@ def _frame(result: Agreement, per_query: bool):
     return frame
 
 
+def one_sided_words(result: Agreement) -> str:
+    """What became of the queries only one run ranks, and the option that changes it."""
+    n = result.one_sided
+    which = f"{n} {'query' if n == 1 else 'queries'} that only one run ranks {'is' if n == 1 else 'are'}"
+    if result.missing == "zero":
+        return f"{which} scored 0 (churn 1), as --missing zero asks"
+    return f"{which} left out of num_q and the mean (--missing zero scores {'it' if n == 1 else 'them'} 0, as trec_eval -c)"
+
+
 def cmd_agree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if len(args.run) != 2:
         raise RagMetricsError(f"agree compares two runs: give --run twice (got {len(args.run)})")
@@ -65,7 +75,11 @@ def cmd_agree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         queries = read_queries(open_source(args.queries))["query_id"].tolist()
         if not queries:
             raise RagMetricsError(f"--queries {args.queries}: no query in the file")
-    result = agreement(runs[0], runs[1], p=args.persistence, k=args.k or DEFAULT_DEPTHS, queries=queries)
+    result = agreement(
+        runs[0], runs[1], p=args.persistence, k=args.k or DEFAULT_DEPTHS, queries=queries, missing=args.missing
+    )
+    if result.one_sided:
+        err.write(f"ragmetrics: note: agree: {one_sided_words(result)}\n")
     if args.format == "json":
         json.dump(result.to_dict(per_query=args.per_query), out, ensure_ascii=False, indent=2)
         out.write("\n")
@@ -98,6 +112,12 @@ def agree_parser(p: argparse.ArgumentParser) -> None:
         type=whole_number(1),
         action="append",
         help="overlap@k and churn@k cut-off (repeatable; default 10)",
+    )
+    p.add_argument(
+        "--missing",
+        choices=CHOICES["missing"],
+        default="skip",
+        help="a query only one run ranks: leave it out (skip, default) or score it 0 (zero, as trec_eval -c)",
     )
     p.add_argument("--per-query", action="store_true", help="also print per-query values")
     add_format_option(p, "json", "csv", "markdown")
