@@ -346,6 +346,24 @@ def test_buckets_in_any_order_fold_to_the_same_result(hard):
     assert_same(folded, reference(qrels, run))
 
 
+def test_buckets_count_first_texts_as_in_process_and_none_without_a_budget(tmp_path):
+    """Each bucket's first-text token counts are the in-process ones (budgets.first_tokens_asked) when a metric
+    reads a token budget, and null, as in process none is counted, when none does. Was: 0 for every query then."""
+    qrels, run = write_budget_case(tmp_path)
+    dataset, loaded = load_dataset(qrels), load_run(run)
+    expected = rm.engine.budgets.first_tokens(rm.align(dataset, loaded, tokenizer="whitespace"))
+    for metrics in (("recall@3tok", "recall@2"), ("recall@2",)):
+        plan = Plan("budget", Side(str(run), "columns"), Side(str(qrels), "columns"), metrics, tokenizer="whitespace")
+        tables = list(bucket_tables_of(plan, dataset, loaded, 3))
+        rows = pa.concat_tables(t.filter(pc.equal(t.column("kind"), 0)) for t in tables).sort_by("position")
+        asked = len(metrics) == 2
+        assert rows.column("first_tokens").to_pylist() == (expected.tolist() if asked else [None] * len(expected))
+        folded = combine("budget", list(metrics), plan.conventions, tables, tokenizer="whitespace")
+        in_process = rm.evaluate(dataset, loaded, list(metrics), tokenizer="whitespace").runs["budget"]
+        assert folded.budget_notes == in_process.budget_notes and len(in_process.budget_notes) == int(asked)
+        assert folded.starved == ({3: 7} if asked else {})
+
+
 @pytest.mark.parametrize("engine", READING_FILES)
 def test_an_empty_run_is_refused_as_in_process(tmp_path, hard, engine):
     qrels, _ = hard

@@ -175,6 +175,13 @@ def first_tokens(alignment: Alignment) -> np.ndarray:
     return out
 
 
+def first_tokens_asked(alignment: Alignment, budgets: Sequence[int]) -> np.ndarray | None:
+    """:func:`first_tokens` when a token budget is asked for (``budgets``, :func:`asked`), else None: no budget
+    reads the count, so none is made (a run without texts has none to make). In process and bucket by bucket
+    alike."""
+    return first_tokens(alignment) if len(budgets) else None
+
+
 def starved(first: np.ndarray, budgets: Iterable[int]) -> dict[int, int]:
     """For each budget (smallest first), how many queries it hands nothing: those whose first retrieved text alone
     passes it, of ``first`` (:func:`first_tokens`). Counts of disjoint sets of queries add up."""
@@ -197,9 +204,9 @@ def nothing_handed(counts: Mapping[int, int], ranked: int) -> list[str]:
 def budget_notes(alignment: Alignment, budgets: Iterable[int]) -> list[str]:
     """:func:`nothing_handed` of an alignment's queries for ``budgets``."""
     asked_for = sorted(set(budgets))
-    if not asked_for:
+    first = first_tokens_asked(alignment, asked_for)
+    if first is None:
         return []
-    first = first_tokens(alignment)
     q, _rows, _kept = sorted_rows(alignment)
     ranked = int(np.count_nonzero(np.diff(segment_starts(q, alignment.n_queries)) > 0))
     return nothing_handed(starved(first, asked_for), ranked)

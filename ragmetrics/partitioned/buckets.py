@@ -49,7 +49,9 @@ TALLIES = ("ranked", "meeting", "judged_top", "relevant_found", "relevant", "ran
 """Per evaluated query: :class:`ragmetrics.engine.health.QueryTallies`."""
 FIRST_TOKENS = "first_tokens"
 """Per evaluated query: the token count of its first retrieved text (:func:`ragmetrics.engine.budgets.first_tokens`),
-0 when no metric reads a token budget; what the note of a budget that hands some query nothing counts."""
+null when no metric reads a token budget (none is counted, as in process:
+:func:`ragmetrics.engine.budgets.first_tokens_asked`); what the note of a budget that hands some query nothing counts
+(:func:`starved_of`)."""
 TOTALS_COLUMNS = ("run_rows", "unknown_rows", "duplicates_dropped", "chunks_merged", "tied_pairs", "matched_by_text")
 """Per bucket (its ``kind`` 2 row): the counts of the coverage report that are not per query. Its ``sums`` column
 holds the bucket's :class:`ragmetrics.analysis.merged.Sums` of its evaluated queries (:meth:`Sums.to_bytes`): the
@@ -110,6 +112,12 @@ class Plan:
 def budgets_of(metrics: Sequence[str], conventions: Conventions) -> list[int]:
     """The token budgets ``metrics`` read (``recall@512tok``: 512), in their order."""
     return budgets.asked(MODES[conventions.mode].parse(m) for m in metrics)
+
+
+def starved_of(evaluated: pa.Table, asked: Sequence[int]) -> dict[int, int]:
+    """Each budget of ``asked`` -> the queries of ``evaluated`` (a bucket table's evaluated rows) it hands nothing
+    (:func:`ragmetrics.engine.budgets.starved`); empty, the :data:`FIRST_TOKENS` column unread, when none is asked."""
+    return budgets.starved(to_numpy(evaluated.column(FIRST_TOKENS)), asked) if asked else {}
 
 
 def source_of(name: str, data: bytes, max_id_bytes: int):  # -> Source
@@ -293,8 +301,9 @@ def evaluate_parsed(
     tallies = query_tallies(alignment)
     for tally in TALLIES:
         columns[tally] = getattr(tallies, tally)
-    if plan.budgets:
-        columns[FIRST_TOKENS] = budgets.first_tokens(alignment)
+    first = budgets.first_tokens_asked(alignment, plan.budgets)
+    if first is not None:
+        columns[FIRST_TOKENS] = first
     for name, values_of in zip(plan.metrics, values.values()):
         columns[name] = pa.array(values_of, pa.float64())
     parts.append(_table(plan, columns, len(ids)))
@@ -347,7 +356,12 @@ def _table(plan: Plan, columns: dict[str, pa.Array | np.ndarray], rows: int) -> 
     for f in target:
         given = columns.get(f.name)
         if given is None:
-            nothing = f.name in plan.metrics or pa.types.is_large_string(f.type) or pa.types.is_binary(f.type)
+            nothing = (
+                f.name in plan.metrics
+                or f.name == FIRST_TOKENS
+                or pa.types.is_large_string(f.type)
+                or pa.types.is_binary(f.type)
+            )
             arrays.append(pa.nulls(rows, f.type) if nothing else pa.array(np.zeros(rows), f.type))
         else:
             arrays.append(given if isinstance(given, pa.Array) else pa.array(given, f.type))

@@ -25,7 +25,7 @@ from ragmetrics.engine.tokens import TokenizerLike
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import to_numpy
 from ragmetrics.io import unique_names
-from ragmetrics.partitioned.buckets import EVALUATED, FIRST_TOKENS, FLAGS, TOTALS, UNKNOWN, Plan, budgets_of
+from ragmetrics.partitioned.buckets import EVALUATED, FLAGS, TOTALS, UNKNOWN, Plan, budgets_of, starved_of
 from ragmetrics.partitioned.engine import Options, engine_class
 from ragmetrics.partitioned.files import budget_tokenizer, canonical_metrics, counting, run_name
 from ragmetrics.partitioned.result import coverage_of
@@ -144,7 +144,7 @@ class RunTotals:
         valued = [
             int(np.count_nonzero(~np.isnan(to_numpy(evaluated.column(m)).astype(np.float64)))) for m in self.metrics
         ]
-        starved = budgets.starved(to_numpy(evaluated.column(FIRST_TOKENS)), budgets_of(self.metrics, self.conventions))
+        starved = starved_of(evaluated, budgets_of(self.metrics, self.conventions))
         return replace(
             self,
             queries_evaluated=self.queries_evaluated + evaluated.num_rows,

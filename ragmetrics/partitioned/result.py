@@ -29,6 +29,7 @@ from ragmetrics.partitioned.buckets import (
     UNKNOWN,
     budgets_of,
     schema,
+    starved_of,
 )
 
 if TYPE_CHECKING:
@@ -122,7 +123,7 @@ def combine(
     tallies = QueryTallies(**{name: to_numpy(column(name)) for name in TALLIES})
     health = health_of(tallies, unknown_queries, coverage.empty_run)
     arrays = {m: _floats(column(m)) for m in metrics}
-    starved = budgets.starved(to_numpy(table.column(FIRST_TOKENS)), asked) if asked else {}
+    starved = starved_of(table, asked)
     emitted = [Sums.from_bytes(b, len(metrics)) for b in totals.column("sums").to_pylist() if b is not None]
     sums = merge_all(emitted, len(metrics), emitted[0].resamples, emitted[0].seed) if emitted else None
     return PartitionedRun(
