@@ -32,7 +32,7 @@ def test_pattern_named_group_and_separator_shorthand() -> None:
     for none in ("ZZZ", "_C"):  # matches none of the ids: said, with the ids it was tried on
         with pytest.warns(
             RagMetricsWarning,
-            match=rf"^run 'chunks': the chunk pattern '{none}' matched none of its 4 ids \(such as 'doc#0', "
+            match=rf"^run 'chunks': the chunk pattern '{none}' matched none of the ids of its 4 rows \(such as 'doc#0', "
             r"'doc#12', 'other'\): each is evaluated under its own id$",
         ):
             assert list(attach_source_docs(run, pattern=none).frame["source_doc"]) == list(run.frame["doc_id"])
@@ -75,7 +75,7 @@ def test_mapping_wins_over_pattern_and_existing_column_is_kept() -> None:
     with_column = Run.from_frame(
         pd.DataFrame({"query_id": ["q"] * 2, "doc_id": ["c1", "c2"], "score": [2.0, 1.0], "source_doc": ["A", None]})
     )
-    with pytest.warns(RagMetricsWarning, match=r"the chunk pattern '#' matched none of its 2 ids"):
+    with pytest.warns(RagMetricsWarning, match=r"the chunk pattern '#' matched none of the ids of its 2 rows"):
         assert list(attach_source_docs(with_column, pattern="#").frame["source_doc"]) == ["A", "c2"]
     with pytest.warns(RagMetricsWarning, match=r"1 of its 2 retrieved chunks .* \(such as 'c2'\)"):  # c1 has its own
         assert list(attach_source_docs(with_column, mapping={"c9": "Z"}).frame["source_doc"]) == ["A", "c2"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import warnings
 
 import numpy as np
 import pyarrow as pa
@@ -362,6 +363,32 @@ def test_buckets_count_first_texts_as_in_process_and_none_without_a_budget(tmp_p
         in_process = rm.evaluate(dataset, loaded, list(metrics), tokenizer="whitespace").runs["budget"]
         assert folded.budget_notes == in_process.budget_notes and len(in_process.budget_notes) == int(asked)
         assert folded.starved == ({3: 7} if asked else {})
+
+
+def test_a_chunk_pattern_that_matches_no_id_is_warned_of_once_in_the_in_process_words(tmp_path):
+    """Was: the engines applied the pattern bucket by bucket and said nothing (0 warnings), where in process one
+    warning names the pattern. Now one warning per evaluation, whatever the buckets, in the in-process words: the
+    run's rows and its first distinct ids in file order ('s' is in every query, so in every bucket)."""
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.trec"
+    qrels.write_text("".join(f"q{i} 0 s 1\n" for i in range(12)))
+    run.write_text("".join(f"q{i} Q0 s 1 2 r\nq{i} Q0 x{i} 2 1 r\n" for i in range(12)))
+    with pytest.warns(rm.RagMetricsWarning) as in_process:
+        load_run(run, chunk_pattern="#")
+    words = [str(w.message) for w in in_process]
+    assert words == [
+        "run 'run': the chunk pattern '#' matched none of the ids of its 24 rows (such as 's', 'x0', 'x1'): each is "
+        "evaluated under its own id"
+    ]
+    for engine in ("stream", "duckdb"):
+        with pytest.warns(rm.RagMetricsWarning) as found:
+            evaluate_files(str(qrels), str(run), ["hits@1"], engine=engine, buckets=6, chunk_pattern="#")
+        assert [str(w.message) for w in found] == words, engine
+    run.write_text("".join(f"q{i} Q0 s#1 1 2 r\nq{i} Q0 x{i} 2 1 r\n" for i in range(12)))
+    with warnings.catch_warnings():  # a pattern that matches some id: nothing said
+        warnings.simplefilter("error", rm.RagMetricsWarning)
+        assert evaluate_files(str(qrels), str(run), ["hits@1"], engine="stream", buckets=6, chunk_pattern="#").runs[
+            "run"
+        ].means == {"hits@1": 1.0}
 
 
 @pytest.mark.parametrize("engine", READING_FILES)

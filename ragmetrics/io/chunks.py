@@ -11,6 +11,7 @@ import os
 import re
 import time
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,8 @@ DOC_COLUMNS = ("source_doc", "doc_id", "document_id", "parent_doc", "docid", "do
 _PAIR_KEYS = set(CHUNK_COLUMNS) | set(DOC_COLUMNS)
 
 
+PATTERN_EXAMPLES = 3
+"""The ids a chunk pattern that matched none of a run's ids is shown with (:func:`pattern_missed`)."""
 PATTERN_SECONDS = 2.0
 """The time a chunk pattern may take over a run's chunk ids, plus :data:`PATTERN_SECONDS_PER_ID` for each distinct
 id: a pattern that backtracks catastrophically (``(a|a)+$``) is stopped and named instead of holding the process."""
@@ -194,23 +197,44 @@ def attach_source_docs(
     (they count as unjudged unless the qrels name them), naming the mapping by
     ``mapping_name``, else its file.
     """
+    return _attached(run, mapping, pattern, mapping_name, warn)[0]
+
+
+def attach_pattern(run: Run, pattern: str | re.Pattern[str]) -> tuple[Run, int]:
+    """:func:`attach_source_docs` by ``pattern`` alone, saying nothing, and how many distinct ids it matched: what
+    a partitioned engine's bucket, which holds some of the run's ids only, reports for :func:`pattern_missed`."""
+    return _attached(run, None, pattern, None, False)
+
+
+def pattern_missed(run_name: str, pattern: str | re.Pattern[str], rows: int, examples: Sequence[str]) -> str:
+    """The words of a chunk pattern that matched none of a run's ids: the run's ``rows`` and its first distinct ids
+    in its order (``examples``, :data:`PATTERN_EXAMPLES` at most). One sentence in process and on every partitioned
+    engine: both numbers add up over buckets (the rows, and each bucket's first ids by their place in the file)."""
+    listed = ", ".join(shorten(c) for c in examples)
+    return (
+        f"run {run_name!r}: the chunk pattern {getattr(pattern, 'pattern', pattern)!r} matched none of the ids of its "
+        f"{rows} rows (such as {listed}): each is evaluated under its own id"
+    )
+
+
+def _attached(
+    run: Run, mapping: Any, pattern: str | re.Pattern[str] | None, mapping_name: str | None, warn: bool
+) -> tuple[Run, int]:
+    """:func:`attach_source_docs`, and the distinct ids ``pattern`` matched (0 without a pattern)."""
     if mapping is None and pattern is None:
         raise RagMetricsError("attach_source_docs needs a mapping or a pattern")
     frame = run.frame
     codes, uniques = pd.factorize(frame["doc_id"])
     uniques = pd.Series(uniques, dtype="str")
     resolved = pd.Series([None] * len(uniques), dtype=object)
+    matched = 0
     if pattern is not None:
         extracted = _extract(uniques, pattern)
         resolved = extracted.astype(object).where(extracted.notna(), None)
-        if warn and len(uniques) and extracted.isna().all():
-            examples = ", ".join(shorten(c) for c in uniques.head(3))
-            warnings.warn(
-                f"run {run.name!r}: the chunk pattern {getattr(pattern, 'pattern', pattern)!r} matched none of its "
-                f"{len(uniques)} ids (such as {examples}): each is evaluated under its own id",
-                RagMetricsWarning,
-                stacklevel=2,
-            )
+        matched = int(extracted.notna().sum())
+        if warn and len(uniques) and not matched:
+            examples = list(uniques.head(PATTERN_EXAMPLES))
+            warnings.warn(pattern_missed(run.name, pattern, len(frame), examples), RagMetricsWarning, stacklevel=3)
     if mapping is not None:
         if mapping_name is None and isinstance(mapping, Source):
             mapping_name = mapping.name
@@ -231,7 +255,7 @@ def attach_source_docs(
         per_row = np.where(missing, fallback, per_row)
         missing = pd.isna(per_row)
     per_row = np.where(missing, ids, per_row)
-    return run.with_columns(source_doc=pa.array(per_row.astype(str), type=pa.large_string()))
+    return run.with_columns(source_doc=pa.array(per_row.astype(str), type=pa.large_string())), matched
 
 
 def _warn_unmapped(
@@ -249,5 +273,5 @@ def _warn_unmapped(
             f"run {run!r}: {int(left.sum())} of its {len(uniques)} retrieved chunks are not in {name} (such as "
             f"{examples}): they keep their own ids, so they count as unjudged unless the qrels name them",
             RagMetricsWarning,
-            stacklevel=3,
+            stacklevel=4,
         )

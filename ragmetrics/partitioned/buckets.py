@@ -13,6 +13,7 @@ unknown query's first row in the run (the order the engine lists them in).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Sequence
@@ -57,6 +58,11 @@ TOTALS_COLUMNS = ("run_rows", "unknown_rows", "duplicates_dropped", "chunks_merg
 holds the bucket's :class:`ragmetrics.analysis.merged.Sums` of its evaluated queries (:meth:`Sums.to_bytes`): the
 fingerprints always, the resampled sums when the plan asks for resamples."""
 
+PATTERN_MATCHED, PATTERN_FIRST = "pattern_matched", "pattern_first"
+"""Per bucket (its ``kind`` 2 row), under a chunk pattern: the distinct ids of the bucket's run rows it matched,
+and, when it matched none, the bucket's first distinct ids with their :data:`POSITION` (JSON ``[[position, id],
+...]``, :data:`ragmetrics.io.chunks.PATTERN_EXAMPLES` at most): what :func:`pattern_warning` reads."""
+
 BUCKET_SCHEMA = pa.schema(
     [
         pa.field("kind", pa.int8()),
@@ -68,6 +74,8 @@ BUCKET_SCHEMA = pa.schema(
         *(pa.field(t, pa.int64()) for t in TALLIES[2:]),
         pa.field(FIRST_TOKENS, pa.int64()),
         *(pa.field(c, pa.int64()) for c in TOTALS_COLUMNS),
+        pa.field(PATTERN_MATCHED, pa.int64()),
+        pa.field(PATTERN_FIRST, pa.large_string()),
         pa.field("sums", pa.binary()),
     ]
 )
@@ -245,7 +253,6 @@ def evaluate_bucket(plan: Plan, qrels_rows: pa.Table, run_rows: pa.Table) -> pa.
     qrels_rows, run_rows = _sorted(qrels_rows), _sorted(run_rows)
     run = read_side(plan.run, run_rows, plan, "run") if run_rows.num_rows else empty_run(plan.run_name)
     assert isinstance(run, Run)
-    run = with_chunks(plan, run)
     run_positions = to_numpy(run_rows.column(POSITION)) if run_rows.num_rows else np.zeros(0, np.int64)
     if qrels_rows.num_rows == 0:
         return evaluate_parsed(plan, None, np.zeros(0, np.int64), run, run_positions)
@@ -254,22 +261,56 @@ def evaluate_bucket(plan: Plan, qrels_rows: pa.Table, run_rows: pa.Table) -> pa.
     return evaluate_parsed(plan, dataset, to_numpy(qrels_rows.column(POSITION)), run, run_positions)
 
 
-def with_chunks(plan: Plan, run: Run) -> Run:
-    """``run`` with each chunk's source document when the plan has a chunk pattern."""
+def with_chunks(plan: Plan, run: Run, positions: np.ndarray) -> tuple[Run, dict[str, int | str]]:
+    """``run`` with each chunk's source document when the plan has a chunk pattern, and what the bucket's totals
+    row says of the pattern (:data:`PATTERN_MATCHED`, :data:`PATTERN_FIRST`): a bucket holds some of the ids only,
+    so the run's warning is made once, from every bucket's (:func:`pattern_warning`)."""
     if plan.chunk_pattern is None:
-        return run
-    from ragmetrics.io.chunks import attach_source_docs  # noqa: PLC0415 (imports pandas: loaded for a chunk pattern)
+        return run, {}
+    from ragmetrics.io.chunks import PATTERN_EXAMPLES, attach_pattern  # noqa: PLC0415 (imports pandas: loaded for a chunk pattern)
 
-    return attach_source_docs(run, pattern=plan.chunk_pattern, warn=False)  # a bucket holds some of the ids only
+    chunked, matched = attach_pattern(run, plan.chunk_pattern)
+    found: dict[str, int | str] = {PATTERN_MATCHED: matched}
+    if not matched and run.table.num_rows:
+        first: dict[str, int] = {}
+        ids = run.table.column("doc_id")
+        start, step = 0, 64
+        while len(first) < PATTERN_EXAMPLES and start < len(ids):  # the first few rows hold them: read no further
+            for offset, doc in enumerate(ids.slice(start, step).to_pylist()):
+                first.setdefault(doc, int(positions[start + offset]))
+                if len(first) == PATTERN_EXAMPLES:
+                    break
+            start, step = start + step, step * 2
+        found[PATTERN_FIRST] = json.dumps([[position, doc] for doc, position in first.items()])
+    return chunked, found
+
+
+def pattern_warning(run_name: str, pattern: str | None, totals: pa.Table) -> str | None:
+    """The in-process words of a chunk pattern that matched none of the run's ids
+    (:func:`ragmetrics.io.chunks.pattern_missed`), from every bucket's totals row (``totals``); None when there is
+    no pattern, no row, or it matched some id."""
+    rows = int(pc.sum(totals.column("run_rows")).as_py() or 0)
+    if pattern is None or not rows or int(pc.sum(totals.column(PATTERN_MATCHED)).as_py() or 0):
+        return None
+    from ragmetrics.io.chunks import PATTERN_EXAMPLES, pattern_missed  # noqa: PLC0415 (imports pandas: loaded for a chunk pattern)
+
+    first: dict[str, int] = {}
+    for listed in totals.column(PATTERN_FIRST).drop_null().to_pylist():
+        for position, doc in json.loads(listed):
+            first[doc] = min(position, first.get(doc, position))
+    examples = sorted(first, key=first.__getitem__)[:PATTERN_EXAMPLES]
+    return pattern_missed(run_name, pattern, rows, examples)
 
 
 def evaluate_parsed(
     plan: Plan, dataset: Dataset | None, qrels_positions: np.ndarray, run: Run, run_positions: np.ndarray
 ) -> pa.Table:
     """The bucket table of one bucket already read: ``dataset`` (None: no qrels row falls in the bucket) and ``run``
-    (chunks attached, :func:`with_chunks`) hold every row of the bucket's queries; ``qrels_positions`` and
-    ``run_positions`` are each table row's :data:`POSITION` (increasing with the input file)."""
-    totals: dict[str, int | bytes] = {"run_rows": run.table.num_rows}
+    (as read: chunks are attached here, :func:`with_chunks`) hold every row of the bucket's queries;
+    ``qrels_positions`` and ``run_positions`` are each table row's :data:`POSITION` (increasing with the input
+    file)."""
+    run, found = with_chunks(plan, run, run_positions)
+    totals: dict[str, int | str | bytes] = {"run_rows": run.table.num_rows, **found}
     parts = []
     if dataset is None or dataset.qrels_table.num_rows == 0:  # every query of the bucket's run is unknown
         unknown = np.array(pc.unique(run.table.column("query_id")).to_pylist(), dtype=object)
@@ -381,11 +422,13 @@ def _unknown_rows(plan: Plan, unknown: np.ndarray, run: Run, run_positions: np.n
     )
 
 
-def _totals_row(plan: Plan, totals: dict[str, int | bytes]) -> pa.Table:
+def _totals_row(plan: Plan, totals: dict[str, int | str | bytes]) -> pa.Table:
     columns: dict[str, pa.Array | np.ndarray] = {"kind": np.array([TOTALS], np.int8)}
-    columns.update(
-        {k: pa.array([v], pa.binary()) if isinstance(v, bytes) else np.array([v], np.int64) for k, v in totals.items()}
-    )
+    for k, v in totals.items():
+        if isinstance(v, (bytes, str)):
+            columns[k] = pa.array([v], pa.binary() if isinstance(v, bytes) else pa.large_string())
+        else:
+            columns[k] = np.array([v], np.int64)
     return _table(plan, columns, 1)
 
 

@@ -151,7 +151,14 @@ def evaluate_files(
             used = buckets or executor.buckets_for(qrels, run)
             tables = executor.tables(plan, qrels, run, used, out)
             results[name] = combine(
-                name, names, conventions, tables, keep_ids=out is None, per_query_file=out, tokenizer=counted_with
+                name,
+                names,
+                conventions,
+                tables,
+                keep_ids=out is None,
+                per_query_file=out,
+                tokenizer=counted_with,
+                chunk_pattern=chunk_pattern,
             )
             _refuse_empty(results[name], qrels.path, path)
     return PartitionedResult(results, names, engine, used)

@@ -3,6 +3,7 @@ and coverage report equal the in-process engine's on the whole input."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -18,6 +19,7 @@ from ragmetrics.analysis.values import means, results_dict, values_frame
 from ragmetrics.engine import Conventions, Coverage, budgets
 from ragmetrics.engine.health import Health, QueryTallies, health_of
 from ragmetrics.engine.metrics import parse_metric
+from ragmetrics.foundation.errors import RagMetricsWarning
 from ragmetrics.foundation.ids import to_numpy
 from ragmetrics.partitioned.buckets import (
     EVALUATED,
@@ -28,6 +30,7 @@ from ragmetrics.partitioned.buckets import (
     TOTALS,
     UNKNOWN,
     budgets_of,
+    pattern_warning,
     schema,
     starved_of,
 )
@@ -94,9 +97,12 @@ def combine(
     keep_ids: bool = True,
     per_query_file: str | None = None,
     tokenizer: str | None = None,
+    chunk_pattern: str | None = None,
 ) -> PartitionedRun:
     """Fold bucket tables (any order, any split) into the run's result. The evaluated queries' rows are the bulk
-    (one a query): they are put in dataset order a column at a time, never as a second whole table."""
+    (one a query): they are put in dataset order a column at a time, never as a second whole table. A
+    ``chunk_pattern`` (the plan's) that matched none of the run's ids is warned of once, in the in-process words
+    (:func:`ragmetrics.partitioned.buckets.pattern_warning`)."""
     per_query: list[pa.Table] = []  # the evaluated queries' rows, only the columns read below
     few: list[pa.Table] = []  # the unknown and skipped queries and the totals
     asked = budgets_of(metrics, conventions)
@@ -120,6 +126,9 @@ def combine(
     other_kind = to_numpy(others.column("kind"))
     unknown_queries = int(np.count_nonzero(other_kind == UNKNOWN))
     totals = others.filter(pa.array(other_kind == TOTALS))
+    missed = pattern_warning(run_name, chunk_pattern, totals)
+    if missed is not None:
+        warnings.warn(missed, RagMetricsWarning, stacklevel=2)
     tallies = QueryTallies(**{name: to_numpy(column(name)) for name in TALLIES})
     health = health_of(tallies, unknown_queries, coverage.empty_run)
     arrays = {m: _floats(column(m)) for m in metrics}

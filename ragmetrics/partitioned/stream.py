@@ -46,7 +46,7 @@ from ragmetrics.io.columns import ID_BLANKS
 from ragmetrics.io.limits import parse_size
 from ragmetrics.io.source import BOM, UTF16_BOMS
 from ragmetrics.io.tables import id_keys
-from ragmetrics.partitioned.buckets import POSITION, Plan, empty_run, evaluate_parsed, read_side, source_of, with_chunks
+from ragmetrics.partitioned.buckets import POSITION, Plan, empty_run, evaluate_parsed, read_side, source_of
 from ragmetrics.partitioned.engine import Engine, Options
 from ragmetrics.partitioned.inputs import (
     GZIP_RATIO,
@@ -149,7 +149,7 @@ class Stream(Engine):
                 seen.add(parsed.table.column("query_id"), partial(_line_of, run.path, text, offset))
                 positions = np.arange(rows_before, rows_before + parsed.table.num_rows, dtype=np.int64)
                 rows_before += parsed.table.num_rows
-                yield _evaluate(plan, judged, with_chunks(plan, parsed), positions)
+                yield _evaluate(plan, judged, parsed, positions)
         else:
             columns = with_columns(run, pq.ParquetFile(run.path).schema_arrow.names)
             plan = replace(plan, run=Side(run.path, "columns"))
@@ -158,7 +158,7 @@ class Stream(Engine):
                 assert isinstance(read, Run)
                 positions = to_numpy(rows.column(POSITION))
                 seen.add(read.table.column("query_id"), partial(_row_of, positions))
-                yield _evaluate(plan, judged, with_chunks(plan, read), positions)
+                yield _evaluate(plan, judged, read, positions)
         for leftover, positions in judged.unread():
             yield evaluate_parsed(plan, leftover, positions, empty_run(plan.run_name), np.zeros(0, np.int64))
 
