@@ -218,6 +218,31 @@ def test_cli_token_budgets_name_their_tokenizer_as_in_process(tmp_path):
         assert code == 2 and "give --tokenizer whitespace or --tokenizer jieba" in err
 
 
+def test_cli_compare_reads_the_chunk_pattern_as_in_process(tmp_path):
+    """Was: compare --engine took --chunk-pattern and dropped it: chunk runs against document qrels were refused
+    as meeting none of the qrels (in process: hits@1 0.6667 for both). Now the engine reads it, and warns of a
+    pattern that matches nothing once per run in the in-process words."""
+    qrels, baseline, run = tmp_path / "qrels.txt", tmp_path / "base.trec", tmp_path / "run.trec"
+    qrels.write_text("q1 0 d1 1\nq2 0 d2 1\nq3 0 d3 1\n")
+    baseline.write_text("q1 Q0 d1#0 1 2 b\nq1 Q0 x 2 1 b\nq2 Q0 x 1 2 b\nq2 Q0 d2#0 2 1 b\nq3 Q0 d3#1 1 1 b\n")
+    run.write_text("q1 Q0 x 1 2 r\nq1 Q0 d1#0 2 1 r\nq2 Q0 d2#0 1 2 r\nq3 Q0 d3#0 1 1 r\n")
+    argv = ["compare", "--dataset", str(qrels), "--baseline", str(baseline), "--run", str(run), "-m", "hits@1"]
+    argv += ["--format", "json"]
+    means = []
+    for engine in ([], ["--engine", "duckdb"]):
+        code, out, err = _cli(*argv, "--chunk-pattern", "#", *engine)
+        assert code == 0, err
+        row = json.loads(out)["comparisons"][0]
+        means.append((row["baseline_mean"], row["mean"]))
+    assert means[0] == means[1] == (2 / 3, 2 / 3)
+    warned = _cli(*argv, "--chunk-pattern", "ZZ", "--allow-no-overlap", "--engine", "duckdb")[2].splitlines()
+    assert [line for line in warned if "warning" in line] == [
+        f"ragmetrics: warning: run '{name}': the chunk pattern 'ZZ' matched none of the ids of its {rows} rows (such "
+        f"as {first}): each is evaluated under its own id"
+        for name, rows, first in (("base", 5, "'d1#0', 'x', 'd2#0'"), ("run", 4, "'x', 'd1#0', 'd2#0'"))
+    ]
+
+
 def test_cli_compare_prints_the_row_notes_in_process_compare_prints(tmp_path):
     """Was: compare --engine printed no note under a row (here a difference the same on every query, whose
     Holm-adjusted t interval is none)."""

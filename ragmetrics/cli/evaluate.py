@@ -62,7 +62,6 @@ def eval_partitioned(args: argparse.Namespace, metrics: Sequence[str]) -> Partit
         **engine_arguments(args),
         per_query_out=outs,
         corpus_size=args.corpus_size,
-        chunk_pattern=args.chunk_pattern,
         resamples=args.resamples if args.ci else 0,
         seed=args.seed,
     )

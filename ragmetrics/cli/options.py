@@ -293,7 +293,8 @@ def convention_changes(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def engine_arguments(args: argparse.Namespace) -> dict[str, Any]:
-    """What every partitioned engine call takes from the options: the engine, its options and the conventions."""
+    """What every partitioned engine call takes from the options: the engine, its options, the conventions and how
+    the run's chunks name their documents (``--chunk-pattern``)."""
     changes = convention_changes(args)
     conventions = Conventions.llamaindex() if changes.pop("mode", None) == "llamaindex" else Conventions()
     return {
@@ -304,6 +305,7 @@ def engine_arguments(args: argparse.Namespace) -> dict[str, Any]:
         "work_dir": args.work_dir,
         "spark_master": args.spark_master,
         "tokenizer": getattr(args, "tokenizer", SCORING_DEFAULTS["tokenizer"]),
+        "chunk_pattern": getattr(args, "chunk_pattern", None),
     }
 
 

@@ -289,8 +289,10 @@ def pattern_warning(run_name: str, pattern: str | None, totals: pa.Table) -> str
     """The in-process words of a chunk pattern that matched none of the run's ids
     (:func:`ragmetrics.io.chunks.pattern_missed`), from every bucket's totals row (``totals``); None when there is
     no pattern, no row, or it matched some id."""
+    if pattern is None:
+        return None
     rows = int(pc.sum(totals.column("run_rows")).as_py() or 0)
-    if pattern is None or not rows or int(pc.sum(totals.column(PATTERN_MATCHED)).as_py() or 0):
+    if not rows or int(pc.sum(totals.column(PATTERN_MATCHED)).as_py() or 0):
         return None
     from ragmetrics.io.chunks import PATTERN_EXAMPLES, pattern_missed  # noqa: PLC0415 (imports pandas: loaded for a chunk pattern)
 

@@ -10,6 +10,7 @@ differences (run minus baseline, over the queries where both have a value) befor
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -22,10 +23,19 @@ from ragmetrics.analysis.merged import Sums, id_keys, sums_of
 from ragmetrics.engine import Conventions, Coverage, budgets
 from ragmetrics.engine.health import Health
 from ragmetrics.engine.tokens import TokenizerLike
-from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.ids import to_numpy
 from ragmetrics.io import unique_names
-from ragmetrics.partitioned.buckets import EVALUATED, FLAGS, TOTALS, UNKNOWN, Plan, budgets_of, starved_of
+from ragmetrics.partitioned.buckets import (
+    EVALUATED,
+    FLAGS,
+    TOTALS,
+    UNKNOWN,
+    Plan,
+    budgets_of,
+    pattern_warning,
+    starved_of,
+)
 from ragmetrics.partitioned.engine import Options, engine_class
 from ragmetrics.partitioned.files import budget_tokenizer, canonical_metrics, counting, run_name
 from ragmetrics.partitioned.result import coverage_of
@@ -162,6 +172,12 @@ class RunTotals:
         )
 
     @property
+    def totals_rows(self) -> pa.Table:
+        """Every bucket's totals row (:data:`ragmetrics.partitioned.buckets.TOTALS`), kept in :attr:`flagged`."""
+        rows = [table.filter(pc.equal(table.column("kind"), TOTALS)) for table in self.flagged]
+        return pa.concat_tables(rows) if rows else pa.table({"run_rows": pa.array([], pa.int64())})
+
+    @property
     def coverage(self) -> Coverage:
         """The run's coverage report, equal to the in-process one
         (:func:`ragmetrics.partitioned.result.coverage_of`)."""
@@ -233,14 +249,16 @@ def paired_runs(
     work_dir: str | None = None,
     spark_master: str | None = None,
     tokenizer: TokenizerLike = "auto",
+    chunk_pattern: str | None = None,
     **changes: Any,
 ) -> PairedRuns:
     """Each ``(run, baseline)`` of ``pairs`` (indexes into ``runs``, files) on ``dataset`` through ``engine``, one
     :class:`PairedStatistics` per metric, equal bit for bit for any engine and bucket count (the resampling is a
     function of the query id), and each run's :class:`RunTotals`. Every run is read once, all runs' buckets in step,
     whatever the number of pairs. ``tokenizer``: what the token budgets count with (as
-    :func:`ragmetrics.partitioned.evaluate_files`). A run is named as the loaders name it, runs of the same name
-    apart as in process (:func:`ragmetrics.io.unique_names`)."""
+    :func:`ragmetrics.partitioned.evaluate_files`), as ``chunk_pattern`` (warned of once per run when it matches
+    none of its ids). A run is named as the loaders name it, runs of the same name apart as in process
+    (:func:`ragmetrics.io.unique_names`)."""
     conventions = (conventions or Conventions()).replace(**changes) if changes else conventions or Conventions()
     names = canonical_metrics(list(metrics), conventions)
     options = Options(buckets=buckets, memory_limit=memory_limit, work_dir=work_dir, spark_master=spark_master)
@@ -258,7 +276,8 @@ def paired_runs(
         tokenizer = counting(tokenizer, counted_with)
         count = buckets or max(executor.buckets_for(qrels, found) for found in inputs.values())
         plans = {
-            i: Plan(named[i], f.side, qrels.side, names, conventions, tokenizer=tokenizer) for i, f in inputs.items()
+            i: Plan(named[i], f.side, qrels.side, names, conventions, chunk_pattern=chunk_pattern, tokenizer=tokenizer)
+            for i, f in inputs.items()
         }
         in_step = zip(*(executor.bucket_tables(plans[i], qrels, inputs[i], count) for i in used))
         totals = [Sums.empty(len(names), resamples, seed) for _ in pairs]
@@ -271,5 +290,9 @@ def paired_runs(
             for k, (mine, theirs) in enumerate(pairs):
                 differences, values = difference_sums(bucket[mine], bucket[theirs], names, resamples, seed)
                 totals[k], sides[k] = totals[k].merge(differences), sides[k].merge(values)
+    for run in added.values():
+        missed = pattern_warning(run.name, chunk_pattern, run.totals_rows)
+        if missed is not None:
+            warnings.warn(missed, RagMetricsWarning, stacklevel=2)
     statistics = [statistics_of(total, side, names, confidence) for total, side in zip(totals, sides)]
     return PairedRuns(statistics, added, counted_with)
