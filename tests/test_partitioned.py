@@ -218,10 +218,11 @@ def test_cli_token_budgets_name_their_tokenizer_as_in_process(tmp_path):
         assert code == 2 and "give --tokenizer whitespace or --tokenizer jieba" in err
 
 
-def test_cli_compare_reads_the_chunk_pattern_as_in_process(tmp_path):
-    """Was: compare --engine took --chunk-pattern and dropped it: chunk runs against document qrels were refused
-    as meeting none of the qrels (in process: hits@1 0.6667 for both). Now the engine reads it, and warns of a
-    pattern that matches nothing once per run in the in-process words."""
+def test_cli_compare_reads_the_chunk_pattern_and_the_corpus_size_as_in_process(tmp_path):
+    """Was: compare --engine took --chunk-pattern and --corpus-size and dropped them: chunk runs against document
+    qrels were refused as meeting none of the qrels (in process: hits@1 0.6667 for both), accuracy@k as needing the
+    corpus size. Now the engine reads both, and warns of a pattern that matches nothing once per run in the
+    in-process words."""
     qrels, baseline, run = tmp_path / "qrels.txt", tmp_path / "base.trec", tmp_path / "run.trec"
     qrels.write_text("q1 0 d1 1\nq2 0 d2 1\nq3 0 d3 1\n")
     baseline.write_text("q1 Q0 d1#0 1 2 b\nq1 Q0 x 2 1 b\nq2 Q0 x 1 2 b\nq2 Q0 d2#0 2 1 b\nq3 Q0 d3#1 1 1 b\n")
@@ -230,11 +231,11 @@ def test_cli_compare_reads_the_chunk_pattern_as_in_process(tmp_path):
     argv += ["--format", "json"]
     means = []
     for engine in ([], ["--engine", "duckdb"]):
-        code, out, err = _cli(*argv, "--chunk-pattern", "#", *engine)
+        code, out, err = _cli(*argv, "-m", "accuracy@1", "--corpus-size", "100", "--chunk-pattern", "#", *engine)
         assert code == 0, err
-        row = json.loads(out)["comparisons"][0]
-        means.append((row["baseline_mean"], row["mean"]))
-    assert means[0] == means[1] == (2 / 3, 2 / 3)
+        means.append([row[key] for row in json.loads(out)["comparisons"] for key in ("baseline_mean", "mean")])
+    # the engines' means come from fixed-point sums: equal to 1e-9
+    assert means[0] == [2 / 3, 2 / 3, 149 / 150, 149 / 150] and means[1] == pytest.approx(means[0], abs=1e-9)
     warned = _cli(*argv, "--chunk-pattern", "ZZ", "--allow-no-overlap", "--engine", "duckdb")[2].splitlines()
     assert [line for line in warned if "warning" in line] == [
         f"ragmetrics: warning: run '{name}': the chunk pattern 'ZZ' matched none of the ids of its {rows} rows (such "

@@ -61,7 +61,6 @@ def eval_partitioned(args: argparse.Namespace, metrics: Sequence[str]) -> Partit
         metrics,
         **engine_arguments(args),
         per_query_out=outs,
-        corpus_size=args.corpus_size,
         resamples=args.resamples if args.ci else 0,
         seed=args.seed,
     )

@@ -293,8 +293,8 @@ def convention_changes(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def engine_arguments(args: argparse.Namespace) -> dict[str, Any]:
-    """What every partitioned engine call takes from the options: the engine, its options, the conventions and how
-    the run's chunks name their documents (``--chunk-pattern``)."""
+    """What every partitioned engine call takes from the options: the engine, its options, the conventions, how
+    the run's chunks name their documents (``--chunk-pattern``) and the collection's size (``--corpus-size``)."""
     changes = convention_changes(args)
     conventions = Conventions.llamaindex() if changes.pop("mode", None) == "llamaindex" else Conventions()
     return {
@@ -306,6 +306,7 @@ def engine_arguments(args: argparse.Namespace) -> dict[str, Any]:
         "spark_master": args.spark_master,
         "tokenizer": getattr(args, "tokenizer", SCORING_DEFAULTS["tokenizer"]),
         "chunk_pattern": getattr(args, "chunk_pattern", None),
+        "corpus_size": getattr(args, "corpus_size", None),
     }
 
 

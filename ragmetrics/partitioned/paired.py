@@ -250,6 +250,7 @@ def paired_runs(
     spark_master: str | None = None,
     tokenizer: TokenizerLike = "auto",
     chunk_pattern: str | None = None,
+    corpus_size: int | None = None,
     **changes: Any,
 ) -> PairedRuns:
     """Each ``(run, baseline)`` of ``pairs`` (indexes into ``runs``, files) on ``dataset`` through ``engine``, one
@@ -257,7 +258,7 @@ def paired_runs(
     function of the query id), and each run's :class:`RunTotals`. Every run is read once, all runs' buckets in step,
     whatever the number of pairs. ``tokenizer``: what the token budgets count with (as
     :func:`ragmetrics.partitioned.evaluate_files`), as ``chunk_pattern`` (warned of once per run when it matches
-    none of its ids). A run is named as the loaders name it, runs of the same name apart as in process
+    none of its ids) and ``corpus_size``. A run is named as the loaders name it, runs of the same name apart as in process
     (:func:`ragmetrics.io.unique_names`)."""
     conventions = (conventions or Conventions()).replace(**changes) if changes else conventions or Conventions()
     names = canonical_metrics(list(metrics), conventions)
@@ -276,7 +277,7 @@ def paired_runs(
         tokenizer = counting(tokenizer, counted_with)
         count = buckets or max(executor.buckets_for(qrels, found) for found in inputs.values())
         plans = {
-            i: Plan(named[i], f.side, qrels.side, names, conventions, chunk_pattern=chunk_pattern, tokenizer=tokenizer)
+            i: Plan(named[i], f.side, qrels.side, names, conventions, corpus_size, chunk_pattern, tokenizer=tokenizer)
             for i, f in inputs.items()
         }
         in_step = zip(*(executor.bucket_tables(plans[i], qrels, inputs[i], count) for i in used))
