@@ -191,12 +191,14 @@ def test_a_deleted_version_leaves_its_lineage_and_its_pending_labels_to_its_pare
 
 def test_a_pair_saved_only_in_deleted_versions_is_judged_again(store_url):
     """o -> v1 (u0) -> v2 (u1); v2 deleted, then v1: o's qrels hold neither pair, so neither is judged on its
-    lineage: a judge is offered them and may label them (no conflict with a label of a deleted version)."""
+    lineage: a judge is offered them and may label them (no conflict with a label of a deleted version); both
+    labels stay in the lineage's history."""
     store = Store(store_url)
     original, (v1, v2) = _line(store, 2)
     store.delete_dataset(v2)
     store.delete_dataset(v1)
     assert store.labelled_pairs(original).empty
+    assert lineage_labels(store, original)["doc_id"].tolist() == ["u0", "u1"]  # both still in the history
     assert store.claim_pair(original, [("q1", "u1")], "tab") == database.Claim("q1", "u1", False)
     assert store.add_label(original, "q1", "u0", 0, author="bob", expect=None) > 0
 
@@ -243,6 +245,27 @@ def test_restamped_labels_count_a_pair_twice(store_url):
     store.delete_dataset(v1)
     n = int(store.versions(o).set_index("id").loc[v2, "n_labels"])
     assert n == len(_stamped(store, v2)) == 2, (n, _stamped(store, v2))
+
+
+def test_a_label_left_with_a_deleted_middle_version_stays_in_the_history_when_its_parent_goes(store_url):
+    """o -> a -> b (u1=1, given on a) -> c (u1=0): b deleted leaves u1=1 stamped with b (c relabelled it); a
+    deleted then: u1=1 reads as given on o, still in the lineage's history, and judges nothing (c's u1=0 is the
+    pair's latest person's label)."""
+    store = Store(store_url)
+    o, (a,) = _line(store, 1)
+    store.add_label(a, "q1", "u1", 1, author="ann")
+    b = store.commit_labels(a, author="ann").version
+    store.add_label(b, "q1", "u1", 0, author="ben")
+    c = store.commit_labels(b, author="ben").version
+    assert b is not None and c is not None
+    store.delete_dataset(b)
+    store.delete_dataset(a)
+    history = lineage_labels(store, c)[["doc_id", "label", "author", "version"]].values.tolist()
+    assert history == [["u0", 1, "ann", c], ["u1", 1, "ann", b], ["u1", 0, "ben", c]], history
+    assert store.latest_label(c, "q1", "u1")["label"] == 0
+    with store.engine.connect() as conn:  # given on o now, as a deleted version's labels read
+        given = conn.execute(sa.select(labels_table.c.dataset_id).where(labels_table.c.version == b)).scalars()
+        assert list(given) == [o]
 
 
 def test_an_older_branch_counts_only_its_own_labels_when_its_parent_goes(store_url):

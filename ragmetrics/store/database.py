@@ -1059,12 +1059,13 @@ class Store:
         """Delete a dataset and its links (runs stay: they may serve other datasets). A qrels version leaves its
         lineage: the versions made from it are then made from its parent (the labels saved in it are now saved in
         the newest of them, whose qrels hold them, and counted among its own, save those of pairs it relabelled,
-        :meth:`_restamp`; a label saved only in deleted versions judges no pair), the labels saved in them (stored)
-        that were given on it read as given on its parent (they stay in the lineage's history), and the labels
-        pending on it move to the :meth:`pending_place` of its nearest stored ancestor, else of its lineage's newest
-        stored version, so none is lost (unless no dataset of its lineage is stored: they go). An original's pending
-        labels go with it; the versions made from it stay versions of its lineage, made from it though it is gone:
-        each keeps its number, and the lineage numbers on after every number it gave. Returns how many labels went.
+        :meth:`_restamp`; a label saved only in deleted versions judges no pair), every label given on it and saved
+        (in a stored version or a deleted one) reads as given on its parent (it stays in the lineage's history,
+        however many of its versions go), and the labels pending on it move to the :meth:`pending_place` of its
+        nearest stored ancestor, else of its lineage's newest stored version, so none is lost (unless no dataset of
+        its lineage is stored: they go). An original's pending labels go with it; the versions made from it stay
+        versions of its lineage, made from it though it is gone: each keeps its number, and the lineage numbers on
+        after every number it gave. Returns how many labels went.
 
         One transaction that holds its lineage's lock, as a save does while it numbers (:meth:`_take_number`), and
         its place's, as a save of it does (a label given on it meanwhile waits, then is given where its labels went,
@@ -1096,7 +1097,7 @@ class Store:
                         grown = v.c.n_labels + moved
                         conn.execute(sa.update(v).where(v.c.id == below[-1]).values(n_labels=grown))
                     conn.execute(sa.update(v).where(v.c.parent == ident).values(parent=parent))
-                    saved = (t.c.dataset_id == ident) & sa.exists().where(datasets_table.c.id == t.c.version)
+                    saved = (t.c.dataset_id == ident) & t.c.version.is_not(None)  # in a stored version or not
                     conn.execute(sa.update(t).where(saved).values(dataset_id=parent))
                     place = self._new_place(conn, str(parent))
                 if place is None:  # an original, or nothing stored left to label
