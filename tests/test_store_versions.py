@@ -24,7 +24,7 @@ from ragmetrics.store.database import (
     links_table,
     versions_table,
 )
-from ragmetrics.store.provenance import add_judge_labels, lineage_labels
+from ragmetrics.store.provenance import add_judge_labels, lineage_labels, version_sources
 
 
 def test_labels_survive_a_new_process_and_become_a_version_with_the_parents_runs(store_url):
@@ -266,6 +266,34 @@ def test_a_label_left_with_a_deleted_middle_version_stays_in_the_history_when_it
     with store.engine.connect() as conn:  # given on o now, as a deleted version's labels read
         given = conn.execute(sa.select(labels_table.c.dataset_id).where(labels_table.c.version == b)).scalars()
         assert list(given) == [o]
+
+
+def test_a_deleted_version_saved_again_counts_only_its_own_labels(store_url):
+    """o -> v (ann: u1=1, and d1=1 as o holds it); v deleted; a judge's u1=1 saved makes the same content (v's
+    id): its labels and counts are the judge's one, ann's two stay in the history (set aside). An older release
+    deletes it again (its dataset row only, its versions row left); ann's u1=1 saved again: v once more, counted 1,
+    a person's."""
+    store = Store(store_url)
+    o = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="faq"))
+    store.add_label(o, "q1", "u1", 1, author="ann")
+    store.add_label(o, "q1", "d1", 1, author="ann")
+    v = store.commit_labels(o, author="ann").version
+    assert v is not None
+    store.delete_dataset(v)
+    judge = Provenance("j", "1", "0123456789abcdef", 0.0)
+    add_judge_labels(store, o, [("q1", "u1", 1)], judge)
+    assert store.commit_labels(o, author="bot") == SavedVersion(v, made=True)
+    assert version_sources(store, v)[["source", "labels"]].values.tolist() == [[judge.source, 1]]
+    assert store.versions(o)[["id", "author", "n_labels"]].values.tolist() == [[v, "bot", 1]]
+    aside = database.set_aside_stamp(v)
+    history = lineage_labels(store, o)[["doc_id", "author", "version"]].values.tolist()
+    assert history == [["u1", "ann", aside], ["d1", "ann", aside], ["u1", judge.source, v]], history
+    with store.engine.begin() as conn:  # an older release's delete: the dataset row only
+        conn.execute(sa.delete(datasets_table).where(datasets_table.c.id == v))
+    store.add_label(o, "q1", "u1", 1, author="ann")
+    assert store.commit_labels(o, author="ann") == SavedVersion(v, made=True)
+    assert version_sources(store, v)[["source", "labels"]].values.tolist() == [["human", 1]]
+    assert store.versions(o)[["id", "author", "n_labels"]].values.tolist() == [[v, "ann", 1]]
 
 
 def test_an_older_branch_counts_only_its_own_labels_when_its_parent_goes(store_url):

@@ -606,6 +606,13 @@ def _given_numbers(conn: Any, *, kept: bool = True) -> dict[str, int]:
     return out
 
 
+def set_aside_stamp(version: str) -> str:
+    """What a label saved in the qrels version ``version`` is stamped with once that version, deleted, is saved
+    again (:meth:`Store.commit_labels`; a version's id is its content): ``version`` in capitals, which names it and
+    is no content id (those are lowercase), so the label counts in no stored version and judges no pair."""
+    return version.upper()
+
+
 class VersionTree:
     """The qrels versions of one lineage, as :meth:`Store._tree` reads them in one query: ``edges`` maps each version
     row to its parent and the time it was made; ``stored``, the versions whose dataset row is present (a version row
@@ -1494,7 +1501,8 @@ class Store:
         save meanwhile, nothing is stored and the labels are read again; when another save took them all, its
         version is returned, not made by this call. Labels that give every pair the grade the parent already holds
         make no version (a dataset is its content: the version would be the parent itself): refused, and they stay
-        pending, as do labels whose qrels another stored dataset already has."""
+        pending, as do labels whose qrels another stored dataset already has. A deleted version saved again (the
+        same content, so the same id) holds this save's labels only (:meth:`_set_aside`)."""
 
         taken: list[int] = []  # the labels the last attempt read, when another writer changed them
         for _ in range(COMMIT_ATTEMPTS):
@@ -1546,17 +1554,18 @@ class Store:
                     now_tree = self._tree(dataset, conn=conn)
                     if now_tree.lineage(dataset)[-1] != root:  # its original deleted since the read: the lock is
                         raise _LabelsChanged  # another lineage's, and the number another's; read again
+                    self._set_aside(conn, ident)
                     self._stamp(conn, taken, dataset, ident)
                     number = self._take_number(conn, root, now_tree)
                     row = _version_row(merged, ident, title, number, dataset, said)
                     self._move_pending(conn, dataset, ident)  # the judges' left out, and any given since the read
                     self._put(datasets_table, row, conn)
-                    conn.execute(
+                    this_save = {"author": author or "anonymous", "created_at": now, "n_labels": len(labels)}
+                    conn.execute(  # over the row an older release's delete left for this content: this save's
                         self._insert(versions_table)
-                        .values(id=ident, parent=dataset, author=author or "anonymous", created_at=now,
-                                n_labels=len(labels))
-                        .on_conflict_do_nothing(index_elements=["id"])
-                    )  # fmt: skip
+                        .values(id=ident, parent=dataset, **this_save)
+                        .on_conflict_do_update(index_elements=["id"], set_=this_save)
+                    )
                     if self.has_table(version_numbers_table):  # a row left for a deleted version of this content:
                         conn.execute(  # the number just taken is its name's
                             self._insert(version_numbers_table)
@@ -1579,6 +1588,15 @@ class Store:
             f"the labels pending on dataset {dataset} kept changing while they were saved "
             f"({COMMIT_ATTEMPTS} attempts); save again"
         )
+
+    def _set_aside(self, conn: Any, ident: str) -> None:
+        """Stamp the labels a deleted save of the version ``ident`` left stamped with it (saved again: the same
+        content, the same id) with :func:`set_aside_stamp`, in the transaction that saves it again, so that the
+        version's labels and counts are this save's own (the labels stay given where they were, in the lineage's
+        history). Nothing when ``ident`` is stored."""
+        t, d = labels_table, datasets_table
+        gone = (t.c.version == ident) & ~sa.exists().where(d.c.id == ident)
+        conn.execute(sa.update(t).where(gone).values(version=set_aside_stamp(ident)))
 
     def _deleted_as_it_saved(self, dataset: str, taken: Sequence[int]) -> NoReturn:
         """Refuse a save whose place ``dataset`` was deleted after it read the labels ``taken``, saying where the
