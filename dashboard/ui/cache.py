@@ -32,6 +32,7 @@ from dashboard.core import (
     judge,
     missed,
     overview,
+    power,
     results_only,
     targets,
     validation,
@@ -292,6 +293,14 @@ def cost_frame(selection: Selection, spec: MetricSpec, k: int) -> pd.DataFrame |
         return cost.cost_frame(selection.alignments, spec, k)
     except RagMetricsError as err:
         return str(err)
+
+
+@memo
+def power_curve_frame(sds: tuple[float, ...], alpha: float, goal: float, n_max: int) -> pd.DataFrame:
+    """:func:`dashboard.core.power.power_curve_frame` (``goal``: its power), cached per SDs (known ones: a NaN
+    equals nothing, so it would miss every time), level, power and range: the curve is eighty searches of the
+    noncentral t distribution, the same on every opening of the page."""
+    return power.power_curve_frame(list(sds), alpha=alpha, power=goal, n_max=n_max)
 
 
 @memo

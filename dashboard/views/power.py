@@ -118,9 +118,8 @@ if page.dataset is not None and len(page.alignments) >= 2:
         f"{family}, as on the Overview and Compare (Sakai defines it uncorrected: pick “uncorrected”). "
         "More runs in the sidebar give more pairs."
     )
-    curve = power_mod.power_curve_frame(
-        chosen["sd_difference"].tolist(), alpha=plan_alpha, power=power, n_max=max(1000, 2 * n)
-    )
+    known_sds = tuple(float(s) for s in chosen["sd_difference"].dropna())  # NaN is no key: it equals nothing
+    curve = cache.power_curve_frame(known_sds, plan_alpha, power, max(1000, 2 * n))
     layout.show_figure(
         power_mod.power_figure(curve, n, sd, metric=spec, target_delta=target, alpha=plan_alpha, power=power),
         key="power.curve",

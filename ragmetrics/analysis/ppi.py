@@ -636,11 +636,7 @@ def corrected_comparison(
     here (they count in the family); every output shows it by :func:`ragmetrics.analysis.compare.too_few_shown`."""
     import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
 
-    from ragmetrics.analysis.compare import (  # noqa: PLC0415 (it loads pandas: on use)
-        FAMILIES,
-        adjusted_level,
-        family_scope,
-    )
+    from ragmetrics.analysis.compare import FAMILIES, adjusted_level, family_scope  # noqa: PLC0415 (it loads pandas: on use)
 
     names = list(judge)
     baseline = baseline or (names[0] if names else "")

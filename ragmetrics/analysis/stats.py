@@ -11,7 +11,6 @@ import math
 import numbers
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -684,12 +683,9 @@ def paired_t_power(effect: float, n_queries: int, *, alpha: float = 0.05) -> flo
     return float(sps.nct.sf(critical, df, shift)) + (0.0 if math.isnan(wrong_side) else wrong_side)
 
 
-@lru_cache(maxsize=4096)
 def detectable_effect(n_queries: int, alpha: float, power: float) -> float:
     """The effect (in standard deviations of the differences) :func:`paired_t_power` reaches ``power`` at on
-    ``n_queries`` queries: the smallest detectable difference is this times the differences' standard deviation.
-    Remembered (a few thousand answers): it depends on its three numbers only, and a power curve asks for the same
-    eighty query counts on every page that draws one."""
+    ``n_queries`` queries: the smallest detectable difference is this times the differences' standard deviation."""
     from scipy import optimize  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)
     from scipy import stats as sps  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)
 
