@@ -152,6 +152,7 @@ class Workspace:
         self._datasets: list[DatasetEntry] = []
         self._runs_at: dict[str, float] = {}
         self._runs: dict[str, list[RunEntry]] = {}
+        self._families: dict[str, list[str]] = {}  # read with the datasets' listing, forgotten with it
         self.seed_note: str | None = None
         """What :meth:`seed` stored of the bundled samples and what it was refused, when a write was refused
         part-way (every page says it); None otherwise."""
@@ -169,12 +170,14 @@ class Workspace:
         with self._lock:
             self._datasets_at = -1.0
             self._runs_at.clear()
+            self._families.clear()
 
     def datasets(self) -> list[DatasetEntry]:
         """Stored datasets, oldest first (so the bundled samples, seeded first, lead)."""
         with self._lock:
             if time.monotonic() - self._datasets_at > LISTING_TTL:
                 table = self.store.list_datasets().sort_values(["created_at", "name"], kind="stable")
+                self._families.clear()
                 versions = self._versions(table["id"].tolist())
                 parents = {v.parent for v in versions.values()}
                 self._datasets = [
@@ -574,12 +577,17 @@ class Workspace:
     def family(self, dataset_ident: str) -> list[DatasetEntry]:
         """The qrels versions of one lineage (:meth:`ragmetrics.store.database.Store.family`) that are stored, oldest
         first: the original judgments the dataset descends from (unless deleted) and every version made from it or
-        from its versions (the dataset alone when it has none)."""
+        from its versions (the dataset alone when it has none). Read with the datasets' listing: kept as long as it
+        is, and forgotten by :meth:`refresh` and every write through the workspace."""
         if not is_id(dataset_ident):
             return []
-        members = self.store.family(dataset_ident)
+        with self._lock:
+            datasets = self.datasets()  # first: a listing read again forgets the families read with the last
+            members = self._families.get(dataset_ident)
+            if members is None:
+                members = self._families[dataset_ident] = self.store.family(dataset_ident)
         original, wanted = members[0], set(members)
-        listed = [e for e in self.datasets() if e.id in wanted]  # oldest first: a parent before its versions
+        listed = [e for e in datasets if e.id in wanted]  # oldest first: a parent before its versions
         return sorted(listed, key=lambda e: e.id != original)  # the original first (stable: the rest in order)
 
     def version_sources(self, version: str) -> tuple[int, int]:

@@ -150,6 +150,33 @@ def test_a_seeding_refused_part_way_says_what_it_stored_and_what_it_was_refused(
     assert not store.has_view(samples_marker_id())
 
 
+def test_a_family_is_read_with_the_listing(tmp_path) -> None:
+    """Was: every ``Workspace.family`` call read the store's lineage. Now it is kept with the datasets' listing,
+    and forgotten by refresh() and by a write through the workspace (a new version)."""
+    store = Store(_sqlite(tmp_path))
+    ws = Workspace(store)
+    ws.seed(lambda: samples.iter_samples(names=["product_faq_zh"]))
+    reads: list[str] = []
+    family = store.family  # the store's own method, counted: what it reads is the real store's
+
+    def counted(ident: str) -> list[str]:
+        reads.append(ident)
+        return family(ident)
+
+    store.family = counted  # type: ignore[method-assign]
+    original = ws.datasets()[0]
+    assert [e.id for e in ws.family(original.id)] == [original.id] == [e.id for e in ws.family(original.id)]
+    assert len(reads) == 1
+    ws.refresh()
+    ws.family(original.id)
+    assert len(reads) == 2
+    query, doc = original.dataset.qrels[["query_id", "doc_id"]].iloc[0]
+    ws.add_label(original.id, str(query), str(doc), 0, author="ann")
+    saved = ws.commit_labels(original.id, author="ann")
+    assert saved is not None and saved.entry is not None
+    assert [e.id for e in ws.family(original.id)] == [original.id, saved.entry.id] and len(reads) == 3
+
+
 def test_two_processes_share_one_postgresql_store(postgres_url, mini) -> None:
     name = "w" + uuid.uuid4().hex[:12]
     engine = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
