@@ -153,6 +153,8 @@ class Workspace:
         self._runs_at: dict[str, float] = {}
         self._runs: dict[str, list[RunEntry]] = {}
         self._families: dict[str, list[str]] = {}  # read with the datasets' listing, forgotten with it
+        self._samples: Callable[[], Any] | None = None
+        self._seeding = False
         self.seed_note: str | None = None
         """What :meth:`seed` stored of the bundled samples and what it was refused, when a write was refused
         part-way (every page says it); None otherwise."""
@@ -171,6 +173,8 @@ class Workspace:
             self._datasets_at = -1.0
             self._runs_at.clear()
             self._families.clear()
+        if self.seed_note is not None and not self._seeding:
+            self._seed_again()
 
     def datasets(self) -> list[DatasetEntry]:
         """Stored datasets, oldest first (so the bundled samples, seeded first, lead)."""
@@ -655,11 +659,26 @@ class Workspace:
         records that the store got them, so samples a team deleted stay deleted.
         Returns True when it seeded. A store whose database user may not write to it (a read-only file, a role
         that may only read: :attr:`read_only`) is left as it is: the dashboard opens on what it holds. A write
-        refused part-way leaves what was stored before it, without the marker (a later start stores the rest), and
-        :attr:`seed_note` says what was stored, what was refused and why.
+        refused part-way leaves what was stored before it, without the marker (a later seeding stores the rest), and
+        :attr:`seed_note` says what was stored, what was refused and why, until the samples are all stored:
+        :meth:`refresh` tries again while it is set, once the store's user may write to it.
         """
-        if self.read_only or self.store.has_view(samples_marker_id()):
+        self._samples = samples
+        if self.store.has_view(samples_marker_id()):
+            self.seed_note = None  # stored since (the rest by this process, or by another)
             return False
+        if self.read_only:
+            return False
+        self._seeding = True
+        try:
+            seeded = self._seed(samples)
+        finally:
+            self._seeding = False
+        if seeded:
+            self.seed_note = None
+        return seeded
+
+    def _seed(self, samples: Callable[[], Any]) -> bool:
         stored: list[str] = []
         writing = "the marker that the samples were stored"
         try:
@@ -684,10 +703,17 @@ class Workspace:
                 done = ", ".join(stored) if stored else "nothing"
                 self.seed_note = (
                     f"The sample data was stored in part: stored {done}; then {writing} was refused, and nothing "
-                    f"after it was tried. {err}. A start by a database user allowed to write stores the rest."
+                    f"after it was tried. {err}. Once the database user may write to it, the next page opened "
+                    "stores the rest."
                 )
             return False
         return True
+
+    def _seed_again(self) -> None:
+        """After a seeding refused part-way: the note goes when the samples are stored now (by another process),
+        else the seeding is tried again if the store's user may write to it now (:meth:`Store.recheck_writes`)."""
+        if self._samples is not None and (self.store.has_view(samples_marker_id()) or self.store.recheck_writes()):
+            self.seed(self._samples)
 
     # --- tables for the Workspace page -------------------------------------------------
 

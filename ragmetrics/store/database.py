@@ -721,6 +721,7 @@ class Store:
             if self.url.startswith("postgresql") and "connect_timeout" not in self.url:
                 kwargs["connect_args"] = {"connect_timeout": 10}  # an unreachable server fails in seconds, not minutes
         self._without: set[tuple[str, str]] = set()
+        self._opened_empty = False
         self.read_only = False
         """Whether the store's database user may not write to it: known at the open (a SQLite file opened
         ``mode=ro`` or not writable, a PostgreSQL role without INSERT on its datasets, tables it could not create),
@@ -766,6 +767,15 @@ class Store:
         refused marks the store read-only (:meth:`_refused_write`), whatever SQL the statement compiles to."""
         return conn.execute(statement, execution_options={_WRITES: table.name})
 
+    def recheck_writes(self) -> bool:
+        """Whether the store's database user may write to it now, as its open tells (:meth:`_may_not_write`): a
+        write refused since (which set :attr:`read_only`) is forgotten when the open's check finds the user may
+        write, say after its owner granted it; the next refused write sets it again."""
+        if self._opened_empty:  # its tables are this process's temporary ones, refusing every write
+            return False
+        self.read_only = self._may_not_write()
+        return not self.read_only
+
     def _may_not_write(self) -> bool:
         """Whether the store's database user may not write to it, as far as a read tells: SQLite's URL opens the
         file ``mode=ro`` or the process may not write the file; PostgreSQL's role lacks INSERT on the datasets."""
@@ -807,6 +817,7 @@ class Store:
         any as an empty store: each connection gets the store's tables as empty temporary ones, each write to them
         refused as the database's own would be (:class:`StoreWriteRefused`): SQLite's read-only file by a trigger,
         PostgreSQL's missing privilege by revoking the user's own (a temporary table is its user's)."""
+        self._opened_empty = True
         dialect = self.engine.dialect
         statements = []
         for table in metadata.sorted_tables:

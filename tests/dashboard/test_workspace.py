@@ -148,6 +148,15 @@ def test_a_seeding_refused_part_way_says_what_it_stored_and_what_it_was_refused(
         first
     ]
     assert not store.has_view(samples_marker_id())
+    # the note follows the store: it stays while the store refuses, and goes once the samples are all stored (was:
+    # it and the read-only mark stayed until a restart)
+    ws.refresh()
+    assert ws.seed_note is not None and ws.read_only and len(ws.runs(ws.datasets()[0].id)) == 1
+    with store.engine.begin() as conn:  # the owner grants write access
+        conn.execute(sa.text("DROP TRIGGER refused"))
+    ws.refresh()
+    assert ws.seed_note is None and not ws.read_only and store.has_view(samples_marker_id())
+    assert [r.name for r in ws.runs(ws.datasets()[0].id)] == [run.name for run, _ in faq.runs]
 
 
 def test_a_family_is_read_with_the_listing(tmp_path) -> None:
