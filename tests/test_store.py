@@ -218,6 +218,14 @@ def test_a_postgresql_user_who_may_not_alter_the_tables_still_opens_an_older_sto
     assert not app.read_only
     with owner.engine.begin() as conn:  # a write to the datasets whose SQL opens with WITH, not the table written
         conn.execute(sa.text(f"REVOKE UPDATE ON datasets FROM {name}"))
+    # a role that may add data but not rename it opens writable, refusing renames only, known before one is tried
+    # (was: it opened writable and its first refused rename marked the whole store read-only)
+    renamer = Store(owner_url.replace("postgres@", f"{name}@", 1))
+    assert not renamer.read_only and renamer.refused_changes == {"rename"}
+    with pytest.raises(StoreWriteRefused, match="may not write to it"):
+        renamer.rename_dataset(ds_id, "x")
+    assert not renamer.read_only and renamer.refused_changes == {"rename"}
+    renamer.engine.dispose()
     renamed = (
         sa.update(datasets_table).where(datasets_table.c.id == ds_id).values(name="x").returning(datasets_table.c.id)
     )
@@ -226,6 +234,13 @@ def test_a_postgresql_user_who_may_not_alter_the_tables_still_opens_an_older_sto
         app._write(conn, datasets_table, statement)
     assert app.read_only
     app.read_only = False  # as at its open: the role still may INSERT into the datasets
+    with owner.engine.begin() as conn:
+        conn.execute(sa.text(f"REVOKE DELETE ON runs FROM {name}"))
+    with pytest.raises(StoreWriteRefused, match="may not write to it"):  # refused on a store that opened not knowing
+        app.delete_run(other)
+    assert not app.read_only and app.refused_changes == {"delete"}
+    assert app.list_runs(ds_id)["id"].tolist() == [run, other]
+    assert Store(owner_url.replace("postgres@", f"{name}@", 1)).refused_changes == {"rename", "delete"}
     with owner.engine.begin() as conn:  # a refused write to the datasets: the user may not write the store at all
         conn.execute(sa.text(f"REVOKE INSERT ON datasets FROM {name}"))
     with pytest.raises(StoreWriteRefused, match="may not write to it"):

@@ -165,6 +165,17 @@ class Workspace:
         known at its open, or from the first write it refused): every page reads it here."""
         return self.store.read_only
 
+    def refuses(self, change: str) -> bool:
+        """Whether the store will refuse ``change``, one of :data:`ragmetrics.store.database.CHANGES` ("rename",
+        "delete"): on a read-only store, or one whose database user may add data but not make that change
+        (:attr:`ragmetrics.store.database.Store.refused_changes`)."""
+        return self.read_only or change in self.store.refused_changes
+
+    def refused_changes(self) -> list[str]:
+        """The changes the store refuses while it takes uploads, in :data:`ragmetrics.store.database.CHANGES`'s
+        order (none on a read-only store, which refuses every write)."""
+        return [] if self.read_only else [c for c in store_mod.CHANGES if c in self.store.refused_changes]
+
     # --- listings ----------------------------------------------------------------------
 
     def refresh(self) -> None:

@@ -246,6 +246,32 @@ def writes_help(workspace: Workspace) -> str | None:
     return READ_ONLY_HELP if workspace.read_only else None
 
 
+def change_help(workspace: Workspace, change: str) -> str | None:
+    """The help of a control that makes ``change`` (one of :data:`ragmetrics.store.database.CHANGES`), disabled
+    when it is: :data:`READ_ONLY_HELP` on a read-only store, else why this store refuses it; None when it may."""
+    if workspace.read_only:
+        return READ_ONLY_HELP
+    if workspace.refuses(change):
+        return (
+            f"This store refuses to {change}: the database user the dashboard connects as may add data "
+            "to it, not change what it holds that way."
+        )
+    return None
+
+
+def changes_note(workspace: Workspace) -> str | None:
+    """What the Workspace page says up front when the store takes uploads but refuses some changes: which, and whom
+    to ask; None otherwise (a read-only store says so itself)."""
+    refused = workspace.refused_changes()
+    if not refused:
+        return None
+    return (
+        f"This store takes uploads, but the database user the dashboard connects as may not {' or '.join(refused)} "
+        "what it holds: those controls are disabled. Ask the store's owner for the privilege (UPDATE for renames, "
+        "DELETE for deletes), or to make the change for you."
+    )
+
+
 def read_only_note(writes: str) -> str:
     """What a page that stores ``writes`` says on a read-only store: that it is not offered, and whom to ask."""
     return (

@@ -31,6 +31,10 @@ message = state.flash()
 if message:
     st.success(md_escape(message), icon=":material/check_circle:")
 
+refused = layout.changes_note(workspace)
+if refused:
+    st.info(refused, icon=":material/lock:")
+
 datasets = workspace.datasets()
 n_runs = len({r.id for d in datasets for r in workspace.runs(d.id)})
 st.markdown(
@@ -64,7 +68,10 @@ def _rename(label: str, key: str, current: str, apply: Callable[[str], Any]) -> 
         left, right = st.columns([3, 1], vertical_alignment="bottom")
         name = left.text_input(label, value=current, key=f"{key}.name", max_chars=200)
         if right.form_submit_button(
-            "Rename", icon=":material/edit:", disabled=workspace.read_only, help=layout.writes_help(workspace)
+            "Rename",
+            icon=":material/edit:",
+            disabled=workspace.refuses("rename"),
+            help=layout.change_help(workspace, "rename"),
         ):
             if name.strip() == current:
                 return
@@ -183,7 +190,7 @@ if dataset is not None:  # without one, the page's set-up said where to add one,
 
         _confirm(f"dataset “{dataset.name}”", detail, _delete_dataset)
     elif st.button("Delete dataset…", key="workspace.delete.dataset", icon=":material/delete:",
-                   disabled=workspace.read_only, help=layout.writes_help(workspace)):  # fmt: skip
+                   disabled=workspace.refuses("delete"), help=layout.change_help(workspace, "delete")):  # fmt: skip
         state.ask("delete-dataset", dataset.id)
         st.rerun()
 
@@ -242,7 +249,7 @@ if dataset is not None:  # without one, the page's set-up said where to add one,
 
                 _confirm(f"run “{run.name}”", detail, _delete_run)
             elif st.button("Delete run…", key="workspace.delete.run", icon=":material/delete:",
-                           disabled=workspace.read_only, help=layout.writes_help(workspace)):  # fmt: skip
+                           disabled=workspace.refuses("delete"), help=layout.change_help(workspace, "delete")):  # fmt: skip
                 state.ask("delete-run", run.id)
                 st.rerun()
 

@@ -257,6 +257,21 @@ none (every version number derived as :func:`_given_numbers` and :meth:`Store._l
 claim, run tag, per-query result or generated candidate), while a write that needs one is refused, saying so
 (:meth:`Store.require_table`); a later opening by a user that may creates them."""
 
+CHANGES: dict[str, tuple[tuple[str, sa.Table], ...]] = {
+    "rename": (("UPDATE", datasets_table), ("UPDATE", runs_table)),
+    "delete": (
+        *(("DELETE", t) for t in (datasets_table, runs_table, links_table, labels_table, versions_table)),
+        *(("DELETE", t) for t in (version_numbers_table, tags_table)),
+        ("UPDATE", labels_table),
+        ("UPDATE", versions_table),
+        ("INSERT", numbers_table),
+        ("UPDATE", numbers_table),
+    ),
+}
+"""The changes to what a store holds, besides adding to it, that its database user may be refused alone (a
+PostgreSQL role granted INSERT but not UPDATE or DELETE): each with the privileges on the tables it writes
+(:attr:`Store.refused_changes`)."""
+
 
 MAX_NAME_BYTES = 512
 """The longest name, author or label kind the store keeps (UTF-8 bytes)."""
@@ -722,6 +737,9 @@ class Store:
                 kwargs["connect_args"] = {"connect_timeout": 10}  # an unreachable server fails in seconds, not minutes
         self._without: set[tuple[str, str]] = set()
         self._opened_empty = False
+        self.refused_changes: set[str] = set()
+        """The :data:`CHANGES` its database user may not make while it may add data (a PostgreSQL role without
+        UPDATE or DELETE on their tables): known at the open, or from the first such change refused."""
         self.read_only = False
         """Whether the store's database user may not write to it: known at the open (a SQLite file opened
         ``mode=ro`` or not writable, a PostgreSQL role without INSERT on its datasets, tables it could not create),
@@ -733,6 +751,7 @@ class Store:
                 sa.event.listen(self.engine, "connect", _sqlite_pragmas)
             if self._create_tables():  # a store made before now: brought up to date where its user may
                 self.read_only = self.read_only or self._may_not_write()
+                self.refused_changes = self._changes_refused()
                 self._add_missing_columns()
                 self._add_missing_index(pending_index)
                 self._add_missing_index(saved_index)
@@ -758,7 +777,12 @@ class Store:
         # a refused write marks the whole store read-only only when it says so: a SQLite file that may not be
         # written, or a write to the datasets (every user of the store writes those); a privilege lacking on
         # another table refuses that write only
-        if _READ_ONLY in str(cause) or written == datasets_table.name:
+        change = None if execution is None else execution.execution_options.get(_CHANGE)
+        if _READ_ONLY in str(cause):
+            self.read_only = True
+        elif change is not None:  # a rename or a delete refused: adding data may still be allowed
+            self.refused_changes.add(change)
+        elif written == datasets_table.name:
             self.read_only = True
         raise StoreWriteRefused(self.url, cause) from None
 
@@ -774,7 +798,21 @@ class Store:
         if self._opened_empty:  # its tables are this process's temporary ones, refusing every write
             return False
         self.read_only = self._may_not_write()
+        self.refused_changes = self._changes_refused()
         return not self.read_only
+
+    def _changes_refused(self) -> set[str]:
+        """The :data:`CHANGES` a PostgreSQL role lacks a privilege for, on the tables the store has (SQLite's
+        file is written whole or not at all: none)."""
+        if self.kind != "postgresql":
+            return set()
+        query = sa.text("SELECT CASE WHEN to_regclass(:t) IS NULL THEN true ELSE has_table_privilege(:t, :p) END")
+        with self.engine.connect() as conn:
+            return {
+                change
+                for change, needs in CHANGES.items()
+                if not all(conn.execute(query, {"t": t.name, "p": p}).scalar() for p, t in needs)
+            }
 
     def _may_not_write(self) -> bool:
         """Whether the store's database user may not write to it, as far as a read tells: SQLite's URL opens the
@@ -1070,6 +1108,7 @@ class Store:
     def _rename(self, table: sa.Table, ident: str, name: str) -> None:
         name = checked_text(name.strip(), "a name", MAX_NAME_BYTES)
         with self.engine.begin() as conn:
+            conn.execution_options(**{_CHANGE: "rename"})
             if self._write(conn, table, sa.update(table).where(table.c.id == ident).values(name=name)).rowcount == 0:
                 raise StoreKeyError(f"{table.name[:-1]} {ident} is not in this store")
 
@@ -1094,6 +1133,7 @@ class Store:
         for _ in range(COMMIT_ATTEMPTS):
             root = self.lineage(ident)[-1]
             with self.engine.begin() as conn:
+                conn.execution_options(**{_CHANGE: "delete"})
                 self._lock(conn, f"place\x1f{ident}")  # no label written on it while it goes (:meth:`write_pending`)
                 self._lock(conn, f"lineage\x1f{root}")
                 if self._tree(ident, conn=conn).lineage(ident)[-1] != root:
@@ -1194,6 +1234,7 @@ class Store:
         check_id(ident, "run")
         tagged = self.has_table(tags_table)
         with self.engine.begin() as conn:
+            conn.execution_options(**{_CHANGE: "delete"})
             if tagged:
                 conn.execute(sa.delete(tags_table).where(tags_table.c.run_id == ident))
             conn.execute(sa.delete(links_table).where(links_table.c.run_id == ident))
@@ -2015,6 +2056,8 @@ _INSUFFICIENT_PRIVILEGE = "42501"
 """PostgreSQL's SQLSTATE for a statement the role lacks the privilege for."""
 _WRITES = "ragmetrics_writes"
 """The execution option that names the table a statement writes (:meth:`Store._write`)."""
+_CHANGE = "ragmetrics_change"
+"""The execution option that names the one of :data:`CHANGES` a connection's statements make."""
 
 
 def _refused(cause: BaseException | None) -> bool:

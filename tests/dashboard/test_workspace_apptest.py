@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+import sqlalchemy as sa
 
 from dashboard.core.share import decode
 from dashboard.data.workspace import Workspace
+from dashboard.ui import layout
 from dashboard.views import VIEWS
 from ragmetrics.io import load_dataset, load_run
 from ragmetrics.store.database import Store, dataset_id, run_id
@@ -88,6 +91,48 @@ def test_rename_a_dataset_and_a_run(mini) -> None:
     [b for b in at.button if b.label == "Rename"][1].click().run()
     assert not at.exception and "already called 'mini-bm25'" in _text(at.error)
     assert at.dataframe[1].value["name"].tolist() == ["mini-bm25", "dense-e5"]
+
+
+def test_a_store_that_takes_uploads_but_refuses_renames_and_deletes_says_so_before_a_click(
+    postgres_url, store_dir, monkeypatch
+) -> None:
+    """Was: a PostgreSQL role with INSERT but not UPDATE or DELETE on the store's tables opened as writable, every
+    rename and delete offered, and the first one refused turned the whole store read-only (uploads included). Now the
+    Workspace page says up front what the store refuses, its rename and delete buttons are disabled with the reason
+    as their help, and uploads stay offered."""
+    name = "u" + uuid.uuid4().hex[:12]
+    admin = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        conn.execute(sa.text(f"CREATE ROLE {name} LOGIN"))
+    admin.dispose()
+    owner_url = postgres_url.rsplit("/", 1)[0] + "/" + name
+    owner = Workspace(Store(owner_url))
+    entry = owner.add_dataset(load_dataset(DATA / "mini_eval.json"))
+    owner.add_run(entry.id, load_run(DATA / "mini-bm25.trec"))
+    with owner.store.engine.begin() as conn:
+        conn.execute(sa.text(f"GRANT SELECT, INSERT ON ALL TABLES IN SCHEMA public TO {name}"))
+    owner.store.engine.dispose()
+    url = owner_url.replace("postgres@", f"{name}@", 1)
+    monkeypatch.setenv("RAGMETRICS_STORE_URL", url)
+    at = open_page("workspace", {"ds": entry.id})
+    no_problems(at)
+    assert [i.value for i in at.info if "takes uploads" in i.value] == [
+        "This store takes uploads, but the database user the dashboard connects as may not rename or delete what it "
+        "holds: those controls are disabled. Ask the store's owner for the privilege (UPDATE for renames, DELETE for "
+        "deletes), or to make the change for you."
+    ]
+    renames = [b for b in at.button if b.label == "Rename"]
+    deletes = [at.button(key="workspace.delete.dataset"), at.button(key="workspace.delete.run")]
+    assert len(renames) == 2 and all(b.disabled for b in renames + deletes)
+    workspace = Workspace(Store(url))  # as the page's, opened by the same role
+    assert {b.proto.help for b in renames} == {layout.change_help(workspace, "rename")}
+    assert {b.proto.help for b in deletes} == {layout.change_help(workspace, "delete")}
+    assert layout.change_help(workspace, "delete") == (
+        "This store refuses to delete: the database user the dashboard connects as may add data to it, not change "
+        "what it holds that way."
+    )
+    assert not workspace.read_only and workspace.refused_changes() == ["rename", "delete"]
 
 
 def test_delete_asks_first(mini, store_dir) -> None:
