@@ -211,20 +211,40 @@ def test_a_postgresql_user_who_may_not_alter_the_tables_still_opens_an_older_sto
     other = app.put_run(dense, ds_id, source="dense.trec")  # the source is dropped, the run stored
     pd.testing.assert_frame_equal(app.get_run(other).frame, dense.frame)
     assert app.list_runs(ds_id)["source"].tolist() == ["", ""]
+    with owner.engine.begin() as conn:  # an upload's tags need UPDATE on them (INSERT ... ON CONFLICT DO UPDATE)
+        conn.execute(sa.text(f"REVOKE UPDATE ON run_tags FROM {name}"))
+    with pytest.raises(StoreWriteRefused, match="may not write to it"):
+        app.put_run(rm.Run.from_frame(dense.frame.head(3), name="tagged"), ds_id, tags={"k": "v"})
+    assert not app.read_only and app.refused_changes == {"edit tags"}
+    assert len(app.list_runs(ds_id)) == 2  # the run went with its tags
     with owner.engine.begin() as conn:  # a privilege lacking on one table refuses that write, not every write
         conn.execute(sa.text(f"REVOKE INSERT ON run_tags FROM {name}"))
     with pytest.raises(StoreWriteRefused, match="may not write to it"):
         app.set_tags(run, {"k": "v"})
-    assert not app.read_only
+    assert not app.read_only and app.refused_changes == {"edit tags"}
+    with owner.engine.begin() as conn:  # the judging and the results' deletes, each known at the open
+        conn.execute(sa.text(f"REVOKE UPDATE ON label_claims FROM {name}"))
+        conn.execute(sa.text(f"REVOKE DELETE ON per_query_results FROM {name}"))
+    assert Store(owner_url.replace("postgres@", f"{name}@", 1)).refused_changes == {
+        "edit tags",
+        "delete results",
+        "judge",
+    }
+    with pytest.raises(StoreWriteRefused, match="may not write to it"):  # refused on a store that opened not knowing
+        app.renew_claims(ds_id, "tab")
+    assert not app.read_only and app.refused_changes == {"edit tags", "judge"}
+    with owner.engine.begin() as conn:
+        conn.execute(sa.text(f"GRANT UPDATE ON label_claims TO {name}"))
+        conn.execute(sa.text(f"GRANT DELETE ON per_query_results TO {name}"))
     with owner.engine.begin() as conn:  # a write to the datasets whose SQL opens with WITH, not the table written
         conn.execute(sa.text(f"REVOKE UPDATE ON datasets FROM {name}"))
     # a role that may add data but not rename it opens writable, refusing renames only, known before one is tried
     # (was: it opened writable and its first refused rename marked the whole store read-only)
     renamer = Store(owner_url.replace("postgres@", f"{name}@", 1))
-    assert not renamer.read_only and renamer.refused_changes == {"rename"}
+    assert not renamer.read_only and renamer.refused_changes == {"rename", "edit tags"}
     with pytest.raises(StoreWriteRefused, match="may not write to it"):
         renamer.rename_dataset(ds_id, "x")
-    assert not renamer.read_only and renamer.refused_changes == {"rename"}
+    assert not renamer.read_only and renamer.refused_changes == {"rename", "edit tags"}
     renamer.engine.dispose()
     renamed = (
         sa.update(datasets_table).where(datasets_table.c.id == ds_id).values(name="x").returning(datasets_table.c.id)
@@ -238,9 +258,9 @@ def test_a_postgresql_user_who_may_not_alter_the_tables_still_opens_an_older_sto
         conn.execute(sa.text(f"REVOKE DELETE ON runs FROM {name}"))
     with pytest.raises(StoreWriteRefused, match="may not write to it"):  # refused on a store that opened not knowing
         app.delete_run(other)
-    assert not app.read_only and app.refused_changes == {"delete"}
+    assert not app.read_only and app.refused_changes == {"edit tags", "judge", "delete"}
     assert app.list_runs(ds_id)["id"].tolist() == [run, other]
-    assert Store(owner_url.replace("postgres@", f"{name}@", 1)).refused_changes == {"rename", "delete"}
+    assert Store(owner_url.replace("postgres@", f"{name}@", 1)).refused_changes == {"rename", "delete", "edit tags"}
     with owner.engine.begin() as conn:  # a refused write to the datasets: the user may not write the store at all
         conn.execute(sa.text(f"REVOKE INSERT ON datasets FROM {name}"))
     with pytest.raises(StoreWriteRefused, match="may not write to it"):

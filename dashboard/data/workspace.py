@@ -167,8 +167,8 @@ class Workspace:
 
     def refuses(self, change: str) -> bool:
         """Whether the store will refuse ``change``, one of :data:`ragmetrics.store.database.CHANGES` ("rename",
-        "delete"): on a read-only store, or one whose database user may add data but not make that change
-        (:attr:`ragmetrics.store.database.Store.refused_changes`)."""
+        "delete", "edit tags", ...): on a read-only store, or one whose database user may add data but not make
+        that change (:attr:`ragmetrics.store.database.Store.refused_changes`)."""
         return self.read_only or change in self.store.refused_changes
 
     def refused_changes(self) -> list[str]:

@@ -265,10 +265,11 @@ def changes_note(workspace: Workspace) -> str | None:
     refused = workspace.refused_changes()
     if not refused:
         return None
+    listed = f"{', '.join(refused[:-1])} or {refused[-1]}" if len(refused) > 1 else refused[0]
     return (
-        f"This store takes uploads, but the database user the dashboard connects as may not {' or '.join(refused)} "
-        "what it holds: those controls are disabled. Ask the store's owner for the privilege (UPDATE for renames, "
-        "DELETE for deletes), or to make the change for you."
+        f"This store takes uploads, but the database user the dashboard connects as may not {listed}: "
+        "those controls are disabled. Ask the store's owner for the UPDATE and DELETE privileges on its tables, "
+        "or to make the change for you."
     )
 
 

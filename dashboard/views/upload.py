@@ -90,10 +90,14 @@ else:
             "Only when the run's ids are chunks and the qrels judge documents. Set these before uploading the runs."
         )
     with st.expander("Run metadata (optional): commit, branch, system, model…", icon=":material/sell:"):
+        tags_refused = layout.change_help(workspace, "edit tags")
+        if tags_refused:  # an upload's tags are written as edits are: a run uploaded with them would be refused
+            st.info(f"{tags_refused} Runs are uploaded here without metadata.", icon=":material/lock:")
         left, right = st.columns(2)
         left.text_area(
             "Tags, one KEY=VALUE per line",
             key=ingest.RUN_TAGS_KEY,
+            disabled=bool(tags_refused),
             placeholder="commit=9548cd6\nbranch=main\nsystem=bm25\ndate=2025-03-01",
             help="Set on every run uploaded below (the Timeline orders runs by `date`, the Leaderboard names "
             "systems by `system`); edit them later on the Workspace page.",
@@ -102,6 +106,7 @@ else:
             "Retriever metadata (the RUN.json `ragmetrics retrieve` wrote)",
             type=["json"],
             key=ingest.RETRIEVAL_META_KEY,
+            disabled=bool(tags_refused),
             help="Its retriever, top_k, model, latency p50/p95/max, error and empty counts become the runs' tags.",
         )
         st.caption("Set these before uploading the runs.")

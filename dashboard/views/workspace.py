@@ -121,7 +121,7 @@ def _metadata_editor(run_id: str, run_name: str) -> None:
     if changed:
         note.caption(":material/edit_note: Unsaved changes")
     if save.button("Save metadata", key=f"workspace.tags.save.{run_id}", icon=":material/save:",
-                   disabled=workspace.read_only, help=layout.writes_help(workspace)):  # fmt: skip
+                   disabled=workspace.refuses("edit tags"), help=layout.change_help(workspace, "edit tags")):  # fmt: skip
         try:
             new = metadata.tags_from_frame(edited)
             workspace.set_tags(run_id, new, replace=True)
@@ -265,7 +265,8 @@ if dataset is not None:  # without one, the page's set-up said where to add one,
             "Results to delete", list(labels), format_func=lambda i: labels.get(i, i), key="workspace.results.pick"
         )
         if gone and st.button("Delete these results", key="workspace.results.delete", icon=":material/delete:",
-                              disabled=workspace.read_only, help=layout.writes_help(workspace)):  # fmt: skip
+                              disabled=workspace.refuses("delete results"),
+                              help=layout.change_help(workspace, "delete results")):  # fmt: skip
             with layout.refused(f"Deleting the per-query results “{labels[gone]}”"):
                 workspace.delete_results(gone)
                 state.flash(f"Deleted the per-query results “{labels[gone]}”.")

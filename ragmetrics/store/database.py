@@ -267,10 +267,15 @@ CHANGES: dict[str, tuple[tuple[str, sa.Table], ...]] = {
         ("INSERT", numbers_table),
         ("UPDATE", numbers_table),
     ),
+    "edit tags": (("INSERT", tags_table), ("UPDATE", tags_table), ("DELETE", tags_table)),
+    "delete results": (("DELETE", results_table),),
+    "judge": (("DELETE", labels_table), ("UPDATE", claims_table), ("DELETE", claims_table)),
 }
 """The changes to what a store holds, besides adding to it, that its database user may be refused alone (a
 PostgreSQL role granted INSERT but not UPDATE or DELETE): each with the privileges on the tables it writes
-(:attr:`Store.refused_changes`)."""
+(:attr:`Store.refused_changes`). "edit tags" is every write of a run's tags, an upload's with tags included
+(PostgreSQL's INSERT ... ON CONFLICT DO UPDATE needs UPDATE); "judge" holds, renews and lets go of the pair a
+judging session is shown, and withdraws a pending label."""
 
 
 MAX_NAME_BYTES = 512
@@ -780,7 +785,7 @@ class Store:
         change = None if execution is None else execution.execution_options.get(_CHANGE)
         if _READ_ONLY in str(cause):
             self.read_only = True
-        elif change is not None:  # a rename or a delete refused: adding data may still be allowed
+        elif change is not None:  # one of CHANGES refused: adding data may still be allowed
             self.refused_changes.add(change)
         elif written == datasets_table.name:
             self.read_only = True
@@ -806,13 +811,16 @@ class Store:
         file is written whole or not at all: none)."""
         if self.kind != "postgresql":
             return set()
-        query = sa.text("SELECT CASE WHEN to_regclass(:t) IS NULL THEN true ELSE has_table_privilege(:t, :p) END")
-        with self.engine.connect() as conn:
-            return {
-                change
-                for change, needs in CHANGES.items()
-                if not all(conn.execute(query, {"t": t.name, "p": p}).scalar() for p, t in needs)
-            }
+        needs = sorted({(t.name, p) for wanted in CHANGES.values() for p, t in wanted})
+        checks = ", ".join(
+            f"CASE WHEN to_regclass(:t{i}) IS NULL THEN true ELSE has_table_privilege(:t{i}, :p{i}) END"
+            for i in range(len(needs))
+        )
+        values = {k: v for i, (t, p) in enumerate(needs) for k, v in ((f"t{i}", t), (f"p{i}", p))}
+        with self.engine.connect() as conn:  # one read: refresh() repeats it while a change is refused
+            row = conn.execute(sa.text(f"SELECT {checks}"), values).one()
+        may = dict(zip(needs, row, strict=True))
+        return {change for change, wanted in CHANGES.items() if not all(may[t.name, p] for p, t in wanted)}
 
     def _may_not_write(self) -> bool:
         """Whether the store's database user may not write to it, as far as a read tells: SQLite's URL opens the
@@ -1254,6 +1262,7 @@ class Store:
             if conn.execute(sa.select(runs_table.c.id).where(runs_table.c.id == run)).first() is None:
                 raise StoreKeyError(f"run {run} is not in this store")
             t = tags_table
+            conn.execution_options(**{_CHANGE: "edit tags"})
             if replace:
                 conn.execute(sa.delete(t).where(t.c.run_id == run))
             elif removed:
@@ -1267,11 +1276,12 @@ class Store:
         statement = self._insert(tags_table).values(
             [{"run_id": run, "key": k, "value": v, "updated_at": now} for k, v in tags.items()]
         )
-        conn.execute(
+        conn.execute(  # an upload's tags too: ON CONFLICT DO UPDATE needs UPDATE on them
             statement.on_conflict_do_update(
                 index_elements=["run_id", "key"],
                 set_={"value": statement.excluded.value, "updated_at": statement.excluded.updated_at},
-            )
+            ),
+            execution_options={_CHANGE: "edit tags"},
         )
 
     def tags(self, run: str) -> dict[str, str]:
@@ -1436,7 +1446,8 @@ class Store:
         with self.engine.begin() as conn:
             self._lock(conn, f"claims\x1f{root}")  # the check and the claim one step
             conn.execute(
-                sa.delete(c).where((c.c.dataset_id == root) & ((c.c.expires_at < now) | (c.c.holder == holder)))
+                sa.delete(c).where((c.c.dataset_id == root) & ((c.c.expires_at < now) | (c.c.holder == holder))),
+                execution_options={_CHANGE: "judge"},
             )
             held = {(q, d) for q, d in conn.execute(sa.select(c.c.query_id, c.c.doc_id).where(c.c.dataset_id == root))}
             labelled = {
@@ -1468,7 +1479,8 @@ class Store:
             done = conn.execute(
                 sa.update(c)
                 .where((c.c.dataset_id == self.family(dataset)[0]) & (c.c.holder == holder))
-                .values(expires_at=time.time() + seconds)
+                .values(expires_at=time.time() + seconds),
+                execution_options={_CHANGE: "judge"},
             )
         return int(done.rowcount or 0)
 
@@ -1481,7 +1493,8 @@ class Store:
         mine = c.c.holder == holder
         with self.engine.begin() as conn:
             conn.execute(
-                sa.delete(c).where(mine if dataset is None else mine & (c.c.dataset_id == self.family(dataset)[0]))
+                sa.delete(c).where(mine if dataset is None else mine & (c.c.dataset_id == self.family(dataset)[0])),
+                execution_options={_CHANGE: "judge"},
             )
 
     def pending_labels(self, dataset: str, *, kind: str = "judgment", judges: bool = True) -> pd.DataFrame:
@@ -1531,7 +1544,8 @@ class Store:
                     & (t.c.query_id == query_id)
                     & (t.c.doc_id == doc_id)
                     & self._a_persons_row(t)
-                )
+                ),
+                execution_options={_CHANGE: "judge"},
             )
             return int(done.rowcount or 0)
 
@@ -2024,7 +2038,10 @@ class Store:
         if not self.has_table(results_table):
             return  # none stored
         with self.engine.begin() as conn:
-            conn.execute(sa.delete(results_table).where(results_table.c.id == check_id(ident, "results")))
+            conn.execute(
+                sa.delete(results_table).where(results_table.c.id == check_id(ident, "results")),
+                execution_options={_CHANGE: "delete results"},
+            )
 
     def list_runs(self, dataset: str | None = None) -> pd.DataFrame:
         """Stored runs (of ``dataset`` if given), oldest link first: id, name, n_queries, n_rows, size_bytes, created_at, source."""

@@ -14,7 +14,7 @@ from dashboard.data.workspace import Workspace
 from dashboard.ui import layout
 from dashboard.views import VIEWS
 from ragmetrics.io import load_dataset, load_run
-from ragmetrics.store.database import Store, dataset_id, run_id
+from ragmetrics.store.database import Store, StoreWriteRefused, dataset_id, run_id
 from tests.dashboard.apptest import no_problems, open_page, param, shown_table
 
 pytestmark = pytest.mark.apptest
@@ -118,21 +118,31 @@ def test_a_store_that_takes_uploads_but_refuses_renames_and_deletes_says_so_befo
     at = open_page("workspace", {"ds": entry.id})
     no_problems(at)
     assert [i.value for i in at.info if "takes uploads" in i.value] == [
-        "This store takes uploads, but the database user the dashboard connects as may not rename or delete what it "
-        "holds: those controls are disabled. Ask the store's owner for the privilege (UPDATE for renames, DELETE for "
-        "deletes), or to make the change for you."
+        "This store takes uploads, but the database user the dashboard connects as may not rename, delete, edit tags, "
+        "delete results or judge: those controls are disabled. Ask the store's owner for the UPDATE and DELETE "
+        "privileges on its tables, or to make the change for you."
     ]
     renames = [b for b in at.button if b.label == "Rename"]
     deletes = [at.button(key="workspace.delete.dataset"), at.button(key="workspace.delete.run")]
-    assert len(renames) == 2 and all(b.disabled for b in renames + deletes)
+    tags = [b for b in at.button if b.label == "Save metadata"]
+    assert len(renames) == 2 and len(tags) == 1 and all(b.disabled for b in renames + deletes + tags)
     workspace = Workspace(Store(url))  # as the page's, opened by the same role
     assert {b.proto.help for b in renames} == {layout.change_help(workspace, "rename")}
     assert {b.proto.help for b in deletes} == {layout.change_help(workspace, "delete")}
+    assert tags[0].proto.help == layout.change_help(workspace, "edit tags")
     assert layout.change_help(workspace, "delete") == (
         "This store refuses to delete: the database user the dashboard connects as may add data to it, not change "
         "what it holds that way."
     )
-    assert not workspace.read_only and workspace.refused_changes() == ["rename", "delete"]
+    assert not workspace.read_only
+    assert workspace.refused_changes() == ["rename", "delete", "edit tags", "delete results", "judge"]
+    judging = open_page("judge", {"ds": entry.id})  # every pair shown would be refused: said, none held
+    no_problems(judging)
+    assert [i.value for i in judging.info if "refuses to judge" in i.value] == [
+        f"{layout.change_help(workspace, 'judge')} Ask the store's owner for the privilege."
+    ]
+    with pytest.raises(StoreWriteRefused):  # an upload with tags is an edit of them (ON CONFLICT DO UPDATE)
+        workspace.add_run(entry.id, load_run(DATA / "mini-bm25.trec"), tags={"k": "v"})
 
 
 def test_delete_asks_first(mini, store_dir) -> None:
