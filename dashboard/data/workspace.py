@@ -179,12 +179,18 @@ class Workspace:
     # --- listings ----------------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Forget the listings, so the next call reads the store (another process may have written)."""
+        """Forget the listings, so the next call reads the store (another process may have written). While the store
+        is read-only or refuses a change, its user's privileges are read again (:meth:`Store.recheck_writes`): one
+        granted since shows on the next page opened."""
         with self._lock:
             self._datasets_at = -1.0
             self._runs_at.clear()
             self._families.clear()
-        if self.seed_note is not None and not self._seeding:
+        if self._seeding:
+            return
+        if self.read_only or self.store.refused_changes:
+            self.store.recheck_writes()
+        if self.seed_note is not None:
             self._seed_again()
 
     def datasets(self) -> list[DatasetEntry]:
@@ -722,8 +728,8 @@ class Workspace:
 
     def _seed_again(self) -> None:
         """After a seeding refused part-way: the note goes when the samples are stored now (by another process),
-        else the seeding is tried again if the store's user may write to it now (:meth:`Store.recheck_writes`)."""
-        if self._samples is not None and (self.store.has_view(samples_marker_id()) or self.store.recheck_writes()):
+        else the seeding is tried again if the store's user may write to it now (:meth:`refresh` read it again)."""
+        if self._samples is not None and (self.store.has_view(samples_marker_id()) or not self.read_only):
             self.seed(self._samples)
 
     # --- tables for the Workspace page -------------------------------------------------

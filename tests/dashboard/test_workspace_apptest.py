@@ -9,6 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import sqlalchemy as sa
 
+import ragmetrics
 from dashboard.core.share import decode
 from dashboard.data.workspace import Workspace
 from dashboard.ui import layout
@@ -143,6 +144,18 @@ def test_a_store_that_takes_uploads_but_refuses_renames_and_deletes_says_so_befo
     ]
     with pytest.raises(StoreWriteRefused):  # an upload with tags is an edit of them (ON CONFLICT DO UPDATE)
         workspace.add_run(entry.id, load_run(DATA / "mini-bm25.trec"), tags={"k": "v"})
+    # a refused write to the datasets marks the store read-only; a grant since shows on the next page's refresh
+    owner_engine = sa.create_engine(owner_url)
+    with owner_engine.begin() as conn:
+        conn.execute(sa.text(f"REVOKE INSERT ON datasets FROM {name}"))
+    with pytest.raises(StoreWriteRefused):
+        workspace.add_dataset(ragmetrics.Dataset.from_dict({"q": {"d": 1}}))
+    assert workspace.read_only
+    with owner_engine.begin() as conn:
+        conn.execute(sa.text(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {name}"))
+    owner_engine.dispose()
+    workspace.refresh()
+    assert not workspace.read_only and workspace.refused_changes() == []
 
 
 def test_delete_asks_first(mini, store_dir) -> None:
