@@ -9,9 +9,11 @@ import socket
 import subprocess
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from tests.model_stub import model_stub  # noqa: F401 (the stub chat-completions server, a fixture of every test)
 
@@ -76,6 +78,19 @@ def postgres_url():
         subprocess.run([*as_user, pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True)
         time.sleep(0.2)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def database_and_role(postgres_url) -> tuple[str, str]:
+    """A fresh database on the test server and a login role of the same name, granted nothing yet: ``(name, the
+    database's URL as the server's superuser)``; the role's URL is that URL with ``postgres@`` replaced."""
+    name = "d" + uuid.uuid4().hex[:12]
+    admin = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        conn.execute(sa.text(f"CREATE ROLE {name} LOGIN"))
+    admin.dispose()
+    return name, postgres_url.rsplit("/", 1)[0] + "/" + name
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import uuid
 from pathlib import Path
 
 import pandas as pd
@@ -189,15 +188,9 @@ def test_an_upgraded_store_takes_the_source_of_a_later_copy(store_url, scifact):
     assert upgraded.list_runs(ds_id)["source"].tolist() == ["bm25-stem.trec.gz"]  # a source once known stays
 
 
-def test_a_postgresql_user_who_may_not_alter_the_tables_still_opens_an_older_store(postgres_url, scifact):
+def test_a_postgresql_user_who_may_not_alter_the_tables_still_opens_an_older_store(database_and_role, scifact):
     dataset, bm25, dense = scifact
-    name = "t" + uuid.uuid4().hex[:12]
-    admin = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-        conn.execute(sa.text(f"CREATE ROLE {name} LOGIN"))
-    admin.dispose()
-    owner_url = postgres_url.rsplit("/", 1)[0] + "/" + name
+    name, owner_url = database_and_role
     owner = Store(owner_url)
     ds_id = owner.put_dataset(dataset)
     run = owner.put_run(bm25, ds_id)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -95,19 +94,13 @@ def test_rename_a_dataset_and_a_run(mini) -> None:
 
 
 def test_a_store_that_takes_uploads_but_refuses_renames_and_deletes_says_so_before_a_click(
-    postgres_url, store_dir, monkeypatch
+    database_and_role, store_dir, monkeypatch
 ) -> None:
     """Was: a PostgreSQL role with INSERT but not UPDATE or DELETE on the store's tables opened as writable, every
     rename and delete offered, and the first one refused turned the whole store read-only (uploads included). Now the
     Workspace page says up front what the store refuses, its rename and delete buttons are disabled with the reason
     as their help, and uploads stay offered."""
-    name = "u" + uuid.uuid4().hex[:12]
-    admin = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-        conn.execute(sa.text(f"CREATE ROLE {name} LOGIN"))
-    admin.dispose()
-    owner_url = postgres_url.rsplit("/", 1)[0] + "/" + name
+    name, owner_url = database_and_role
     owner = Workspace(Store(owner_url))
     entry = owner.add_dataset(load_dataset(DATA / "mini_eval.json"))
     owner.add_run(entry.id, load_run(DATA / "mini-bm25.trec"))
