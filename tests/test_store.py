@@ -197,6 +197,7 @@ def test_a_postgresql_user_who_may_not_alter_the_tables_still_opens_an_older_sto
     _drop_added_columns(owner)
     with owner.engine.begin() as conn:  # the application's user may read and write rows, not change tables
         conn.execute(sa.text(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {name}"))
+        conn.execute(sa.text(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {name}"))  # a label's number
     owner.engine.dispose()
     app = Store(owner_url.replace("postgres@", f"{name}@", 1))
     assert app.list_runs(ds_id)[["id", "source"]].values.tolist() == [[run, ""]]

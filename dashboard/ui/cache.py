@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
+import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,8 +162,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 def cache_key(value: Any) -> Hashable:
     """What a cached builder's argument is keyed on: a selection by its dataset and its runs' ids and names, a
     stored dataset by its content id, a stored run by its id and name (a rename shows), a run of the history by its
-    id and tags (an edited tag is a new timeline); sequences and mappings item by item; anything else as it is
-    (it must be hashable)."""
+    id and tags (an edited tag is a new timeline); sequences and mappings item by item; a float NaN as one key (a NaN
+    equals nothing, not even itself: keyed as it is, it would miss every time); anything else as it is (it must be
+    hashable)."""
     if isinstance(value, Selection):
         return ("selection", value.dataset_id, value.key)
     if isinstance(value, DatasetEntry):
@@ -175,7 +177,13 @@ def cache_key(value: Any) -> Hashable:
         return tuple(sorted((k, cache_key(v)) for k, v in value.items()))
     if isinstance(value, (list, tuple)):
         return tuple(cache_key(v) for v in value)
+    if isinstance(value, float) and math.isnan(value):
+        return _NAN_KEY
     return value
+
+
+_NAN_KEY = ("nan",)
+"""What :func:`cache_key` keys every float NaN on."""
 
 
 def memo(fn: F) -> F:
@@ -297,9 +305,8 @@ def cost_frame(selection: Selection, spec: MetricSpec, k: int) -> pd.DataFrame |
 
 @memo
 def power_curve_frame(sds: tuple[float, ...], alpha: float, goal: float, n_max: int) -> pd.DataFrame:
-    """:func:`dashboard.core.power.power_curve_frame` (``goal``: its power), cached per SDs (known ones: a NaN
-    equals nothing, so it would miss every time), level, power and range: the curve is eighty searches of the
-    noncentral t distribution, the same on every opening of the page."""
+    """:func:`dashboard.core.power.power_curve_frame` (``goal``: its power), cached per SDs, level, power and range:
+    the curve is eighty searches of the noncentral t distribution, the same on every opening of the page."""
     return power.power_curve_frame(list(sds), alpha=alpha, power=goal, n_max=n_max)
 
 

@@ -304,8 +304,12 @@ def chunk_options() -> tuple[str, Any]:
     return str(state.widget_value(CHUNK_PATTERN_KEY) or "").strip(), state.widget_value(CHUNK_MAPPING_KEY)
 
 
-def metadata_options() -> dict[str, Any]:
-    """What the upload page's metadata fields hold, as :func:`ingest_runs`'s keyword arguments."""
+def metadata_options(workspace: Workspace) -> dict[str, Any]:
+    """What the upload page's metadata fields hold, as :func:`ingest_runs`'s keyword arguments; none when the store
+    refuses to edit tags (an upload's are written as edits are: the fields are disabled, and what they held before
+    the store began refusing stays in the session)."""
+    if workspace.refuses("edit tags"):
+        return {}
     return {
         "tags_text": str(state.widget_value(RUN_TAGS_KEY) or ""),
         "retrieval_metadata": state.widget_value(RETRIEVAL_META_KEY),
@@ -373,7 +377,7 @@ def on_runs_upload(dataset_id: str) -> None:
     pattern, mapping = chunk_options()
     outcomes = ingest_runs(
         state.widget_value(RUNS_KEY) or [], dataset_id, workspace, chunk_pattern=pattern, chunk_mapping=mapping,
-        **metadata_options(),
+        **metadata_options(workspace),
     )  # fmt: skip
     _start_page_on(lambda view: view_with_runs(view, outcomes, dataset_id, workspace))
 

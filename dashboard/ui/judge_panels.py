@@ -231,16 +231,20 @@ def pending_panel(
         )
     job = assisted.current_job(ds.id)
     judging_now = job is not None and job.status().running
+    saves_refused = layout.change_help(workspace, "save versions")
     if st.button(
         "Save as a new qrels version",
         key="judge.save",
         type="primary",
         icon=":material/save:",
-        disabled=(given.empty and not with_judges) or judging_now,
-        help="A judge is labelling this dataset: save when it ends (or cancel it), so that the labels it gives "
-        "are not left behind on this version; people's labels are kept in the store meanwhile."
-        if judging_now
-        else "Makes a new dataset: these judgments plus the labels, with this dataset's runs; the page opens it.",
+        disabled=(given.empty and not with_judges) or judging_now or bool(saves_refused),
+        help=saves_refused
+        or (
+            "A judge is labelling this dataset: save when it ends (or cancel it), so that the labels it gives "
+            "are not left behind on this version; people's labels are kept in the store meanwhile."
+            if judging_now
+            else "Makes a new dataset: these judgments plus the labels, with this dataset's runs; the page opens it."
+        ),
     ):
         try:
             saved = judging.save_version(workspace, ds, judges=with_judges)

@@ -250,7 +250,7 @@ def change_help(workspace: Workspace, change: str) -> str | None:
     """The help of a control that makes ``change`` (one of :data:`ragmetrics.store.database.CHANGES`), disabled
     when it is: :data:`READ_ONLY_HELP` on a read-only store, else why this store refuses it; None when it may."""
     if workspace.read_only:
-        return READ_ONLY_HELP
+        return writes_help(workspace)
     if workspace.refuses(change):
         return (
             f"This store refuses to {change}: the database user the dashboard connects as may add data "

@@ -118,8 +118,8 @@ if page.dataset is not None and len(page.alignments) >= 2:
         f"{family}, as on the Overview and Compare (Sakai defines it uncorrected: pick “uncorrected”). "
         "More runs in the sidebar give more pairs."
     )
-    known_sds = tuple(float(s) for s in chosen["sd_difference"].dropna())  # NaN is no key: it equals nothing
-    curve = cache.power_curve_frame(known_sds, plan_alpha, power, max(1000, 2 * n))
+    sds = tuple(float(s) for s in chosen["sd_difference"])
+    curve = cache.power_curve_frame(sds, plan_alpha, power, max(1000, 2 * n))
     layout.show_figure(
         power_mod.power_figure(curve, n, sd, metric=spec, target_delta=target, alpha=plan_alpha, power=power),
         key="power.curve",

@@ -133,7 +133,7 @@ else:
             workspace,
             chunk_pattern=pattern,
             chunk_mapping=mapping,
-            **ingest.metadata_options(),
+            **ingest.metadata_options(workspace),
         ),
         dropped_on,
     )

@@ -257,7 +257,7 @@ none (every version number derived as :func:`_given_numbers` and :meth:`Store._l
 claim, run tag, per-query result or generated candidate), while a write that needs one is refused, saying so
 (:meth:`Store.require_table`); a later opening by a user that may creates them."""
 
-CHANGES: dict[str, tuple[tuple[str, sa.Table], ...]] = {
+CHANGES: dict[str, tuple[tuple[str, sa.Table | sa.Column[Any]], ...]] = {
     "rename": (("UPDATE", datasets_table), ("UPDATE", runs_table)),
     "delete": (
         *(("DELETE", t) for t in (datasets_table, runs_table, links_table, labels_table, versions_table)),
@@ -269,13 +269,25 @@ CHANGES: dict[str, tuple[tuple[str, sa.Table], ...]] = {
     ),
     "edit tags": (("INSERT", tags_table), ("UPDATE", tags_table), ("DELETE", tags_table)),
     "delete results": (("DELETE", results_table),),
-    "judge": (("DELETE", labels_table), ("UPDATE", claims_table), ("DELETE", claims_table)),
+    "judge": (
+        ("USAGE", labels_table.c.id),
+        ("DELETE", labels_table),
+        ("UPDATE", claims_table),
+        ("DELETE", claims_table),
+    ),
+    "save versions": (
+        ("UPDATE", labels_table),
+        *((p, t) for t in (versions_table, numbers_table, version_numbers_table) for p in ("INSERT", "UPDATE")),
+        ("INSERT", links_table),
+    ),
 }
 """The changes to what a store holds, besides adding to it, that its database user may be refused alone (a
 PostgreSQL role granted INSERT but not UPDATE or DELETE): each with the privileges on the tables it writes
-(:attr:`Store.refused_changes`). "edit tags" is every write of a run's tags, an upload's with tags included
+(:attr:`Store.refused_changes`; a column stands for the sequence that numbers it, whose USAGE an INSERT needs).
+"edit tags" is every write of a run's tags, an upload's with tags included
 (PostgreSQL's INSERT ... ON CONFLICT DO UPDATE needs UPDATE); "judge" holds, renews and lets go of the pair a
-judging session is shown, and withdraws a pending label."""
+judging session is shown, keeps a label (numbered by the labels' sequence) and withdraws a pending one; "save versions" stamps the pending labels with the
+version that takes them and records its row and number (:meth:`Store.commit_labels`)."""
 
 
 MAX_NAME_BYTES = 512
@@ -755,8 +767,8 @@ class Store:
             if self.engine.dialect.name == "sqlite":
                 sa.event.listen(self.engine, "connect", _sqlite_pragmas)
             if self._create_tables():  # a store made before now: brought up to date where its user may
-                self.read_only = self.read_only or self._may_not_write()
-                self.refused_changes = self._changes_refused()
+                may_not_write, self.refused_changes = self._privileges()
+                self.read_only = self.read_only or may_not_write
                 self._add_missing_columns()
                 self._add_missing_index(pending_index)
                 self._add_missing_index(saved_index)
@@ -797,45 +809,50 @@ class Store:
         return conn.execute(statement, execution_options={_WRITES: table.name})
 
     def recheck_writes(self) -> bool:
-        """Whether the store's database user may write to it now, as its open tells (:meth:`_may_not_write`): a
+        """Whether the store's database user may write to it now, as its open tells (:meth:`_privileges`): a
         write refused since (which set :attr:`read_only`) is forgotten when the open's check finds the user may
         write, say after its owner granted it; the next refused write sets it again."""
         if self._opened_empty:  # its tables are this process's temporary ones, refusing every write
             return False
-        self.read_only = self._may_not_write()
-        self.refused_changes = self._changes_refused()
+        self.read_only, self.refused_changes = self._privileges()
         return not self.read_only
 
-    def _changes_refused(self) -> set[str]:
-        """The :data:`CHANGES` a PostgreSQL role lacks a privilege for, on the tables the store has (SQLite's
-        file is written whole or not at all: none)."""
-        if self.kind != "postgresql":
-            return set()
-        needs = sorted({(t.name, p) for wanted in CHANGES.values() for p, t in wanted})
-        checks = ", ".join(
-            f"CASE WHEN to_regclass(:t{i}) IS NULL THEN true ELSE has_table_privilege(:t{i}, :p{i}) END"
-            for i in range(len(needs))
-        )
-        values = {k: v for i, (t, p) in enumerate(needs) for k, v in ((f"t{i}", t), (f"p{i}", p))}
-        with self.engine.connect() as conn:  # one read: refresh() repeats it while a change is refused
-            row = conn.execute(sa.text(f"SELECT {checks}"), values).one()
-        may = dict(zip(needs, row, strict=True))
-        return {change for change, wanted in CHANGES.items() if not all(may[t.name, p] for p, t in wanted)}
-
-    def _may_not_write(self) -> bool:
-        """Whether the store's database user may not write to it, as far as a read tells: SQLite's URL opens the
-        file ``mode=ro`` or the process may not write the file; PostgreSQL's role lacks INSERT on the datasets."""
+    def _privileges(self) -> tuple[bool, set[str]]:
+        """Whether the store's database user may not write to it, as far as a read tells, and the :data:`CHANGES`
+        it may not make while it may add data. SQLite: the URL opens the file ``mode=ro`` or the process may not
+        write the file (a file is written whole or not at all: no change refused alone). PostgreSQL: the role lacks
+        INSERT on the datasets, and the privileges each change needs on the tables the store has, in one query
+        (:meth:`Workspace.refresh` repeats it while the store is read-only or refuses a change)."""
         if self.kind == "sqlite":
             database = self.engine.url.database or ""
             if "mode=ro" in self.url:
-                return True
+                return True, set()
             path = database.removeprefix("file:").split("?")[0]
-            return bool(path) and path != ":memory:" and os.path.exists(path) and not os.access(path, os.W_OK)
-        if self.kind == "postgresql":
-            with self.engine.connect() as conn:
-                query = sa.text("SELECT has_table_privilege(:t, 'INSERT')")
-                return not conn.execute(query, {"t": datasets_table.name}).scalar()
-        return False
+            may_not = bool(path) and path != ":memory:" and os.path.exists(path) and not os.access(path, os.W_OK)
+            return may_not, set()
+        if self.kind != "postgresql":
+            return False, set()
+
+        def named(privilege: str, on: sa.Table | sa.Column[Any]) -> tuple[str, str, str]:
+            return (privilege, on.table.name, on.name) if isinstance(on, sa.Column) else (privilege, on.name, "")
+
+        adding = named("INSERT", datasets_table)
+        needs = list(dict.fromkeys([adding, *(named(*need) for wanted in CHANGES.values() for need in wanted)]))
+        checks: list[str] = []
+        values: dict[str, str] = {}
+        for i, (privilege, table, column) in enumerate(needs):
+            values |= {f"t{i}": table, f"p{i}": privilege} | ({f"c{i}": column} if column else {})
+            may = (
+                f"has_sequence_privilege(pg_get_serial_sequence(:t{i}, :c{i}), :p{i})"
+                if column
+                else f"has_table_privilege(:t{i}, :p{i})"
+            )
+            checks.append(f"CASE WHEN to_regclass(:t{i}) IS NULL THEN true ELSE {may} END")
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.text(f"SELECT {', '.join(checks)}"), values).one()
+        may_make = dict(zip(needs, row, strict=True))
+        refused = {change for change, wanted in CHANGES.items() if not all(may_make[named(*n)] for n in wanted)}
+        return not may_make[adding], refused
 
     def _create_tables(self) -> bool:
         """Create the tables a new store (or one made before them) lacks. A database user that may not create
@@ -1343,10 +1360,16 @@ class Store:
                 other = self._latest_label(conn, family, query_id, doc_id)
                 if other is not None and other["id"] != expect:
                     raise LabelConflict(dataset, other)
-            key = conn.execute(sa.insert(labels_table).values(**row, dataset_id=place)).inserted_primary_key
+            judging = {_CHANGE: "judge"}
+            key = conn.execute(
+                sa.insert(labels_table).values(**row, dataset_id=place), execution_options=judging
+            ).inserted_primary_key
             if accepted:
                 kind_text = checked_text(accepted, "a label kind", MAX_NAME_BYTES)
-                conn.execute(sa.insert(labels_table).values(**row | {"kind": kind_text}, dataset_id=place))
+                conn.execute(
+                    sa.insert(labels_table).values(**row | {"kind": kind_text}, dataset_id=place),
+                    execution_options=judging,
+                )
             return key
 
         key = self._write_pending(dataset, write)
@@ -1615,6 +1638,7 @@ class Store:
             now = time.time()
             try:
                 with self.engine.begin() as conn:
+                    conn.execution_options(**{_CHANGE: "save versions"})
                     self._lock(conn, f"place\x1f{dataset}")
                     self._lock(conn, f"lineage\x1f{root}")  # the number: one save of the lineage at a time
                     now_tree = self._tree(dataset, conn=conn)
@@ -2074,7 +2098,9 @@ _INSUFFICIENT_PRIVILEGE = "42501"
 _WRITES = "ragmetrics_writes"
 """The execution option that names the table a statement writes (:meth:`Store._write`)."""
 _CHANGE = "ragmetrics_change"
-"""The execution option that names the one of :data:`CHANGES` a connection's statements make."""
+"""The execution option that names the one of :data:`CHANGES` a write makes (:meth:`Store._refused_write` reads
+it): set on the connection when its transaction is that change alone (a rename, a delete, a save), on the statement
+when the transaction also adds data (a label among a judging's writes, an upload's tags)."""
 
 
 def _refused(cause: BaseException | None) -> bool:

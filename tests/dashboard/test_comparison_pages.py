@@ -205,6 +205,23 @@ def test_a_figure_is_kept_per_content_of_its_frame_and_options() -> None:
     assert len(calls) == 6
 
 
+def test_a_memo_keyed_on_a_nan_finds_what_it_kept() -> None:
+    """Was: a float NaN among a memo's arguments was keyed as it is; a NaN equals nothing (a new one each call), so
+    the Power page's curve, keyed on its runs' SDs, was built again on every opening where one SD was unknown."""
+    from dashboard.ui import cache
+
+    calls: list[tuple[float, ...]] = []
+
+    @cache.memo
+    def built(sds: tuple[float, ...]) -> int:
+        calls.append(sds)
+        return len(calls)
+
+    assert built((0.1, float("nan"))) == built((0.1, float("nan"))) == 1
+    assert built((0.1, 0.2)) == 2 and len(calls) == 2
+    assert cache.cache_key(float("nan")) == cache.cache_key(float("nan")) != cache.cache_key(0.0)
+
+
 def test_the_test_and_alpha_can_be_picked(faq_ids) -> None:
     at = open_page("compare")
     first = _table(at, "Δ vs baseline")

@@ -113,7 +113,7 @@ def test_a_store_that_takes_uploads_but_refuses_renames_and_deletes_says_so_befo
     no_problems(at)
     assert [i.value for i in at.info if "takes uploads" in i.value] == [
         "This store takes uploads, but the database user the dashboard connects as may not rename, delete, edit tags, "
-        "delete results or judge: those controls are disabled. Ask the store's owner for the UPDATE and DELETE "
+        "delete results, judge or save versions: those controls are disabled. Ask the store's owner for the UPDATE and DELETE "
         "privileges on its tables, or to make the change for you."
     ]
     renames = [b for b in at.button if b.label == "Rename"]
@@ -129,7 +129,7 @@ def test_a_store_that_takes_uploads_but_refuses_renames_and_deletes_says_so_befo
         "what it holds that way."
     )
     assert not workspace.read_only
-    assert workspace.refused_changes() == ["rename", "delete", "edit tags", "delete results", "judge"]
+    assert workspace.refused_changes() == ["rename", "delete", "edit tags", "delete results", "judge", "save versions"]
     judging = open_page("judge", {"ds": entry.id})  # every pair shown would be refused: said, none held
     no_problems(judging)
     assert [i.value for i in judging.info if "refuses to judge" in i.value] == [
@@ -146,9 +146,53 @@ def test_a_store_that_takes_uploads_but_refuses_renames_and_deletes_says_so_befo
     assert workspace.read_only
     with owner_engine.begin() as conn:
         conn.execute(sa.text(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {name}"))
+        conn.execute(sa.text(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {name}"))
     owner_engine.dispose()
     workspace.refresh()
     assert not workspace.read_only and workspace.refused_changes() == []
+
+
+def test_a_store_that_takes_labels_but_refuses_saving_versions_disables_save_and_drops_refused_tags(
+    database_and_role, store_dir, monkeypatch
+) -> None:
+    """Was: saving a qrels version was no change of its own: a PostgreSQL role that may judge (add labels, hold
+    pairs) but not update the labels a version stamps saw Judge's Save enabled, and its click was refused in red.
+    Now the open reads that privilege with the others, the Workspace page names it, and Save is disabled with the
+    reason. Tags typed before the store began refusing tag edits no longer go with an upload (it was refused)."""
+    from dashboard.ui import ingest
+
+    name, owner_url = database_and_role
+    owner = Workspace(Store(owner_url))
+    entry = owner.add_dataset(load_dataset(DATA / "mini_eval.json"))
+    run = owner.add_run(entry.id, load_run(DATA / "mini-bm25.trec"))
+    with owner.store.engine.begin() as conn:  # adding anything, and judging: holding pairs, withdrawing labels
+        conn.execute(sa.text(f"GRANT SELECT, INSERT ON ALL TABLES IN SCHEMA public TO {name}"))
+        conn.execute(sa.text(f"GRANT UPDATE, DELETE ON label_claims TO {name}"))
+        conn.execute(sa.text(f"GRANT DELETE ON labels TO {name}"))
+    url = owner_url.replace("postgres@", f"{name}@", 1)
+    monkeypatch.setenv("RAGMETRICS_STORE_URL", url)
+    workspace = Workspace(Store(url))
+    assert not workspace.read_only  # a label is numbered by the labels' sequence: no USAGE of it, no judging
+    assert workspace.refused_changes() == ["rename", "delete", "edit tags", "delete results", "judge", "save versions"]
+    with owner.store.engine.begin() as conn:
+        conn.execute(sa.text(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {name}"))
+    owner.store.engine.dispose()
+    workspace.refresh()  # read again while the store refuses a change: the grant shows
+    assert workspace.refused_changes() == ["rename", "delete", "edit tags", "delete results", "save versions"]
+    assert ingest.metadata_options(workspace) == {}  # the Upload page's tag fields, disabled: not read
+    at = open_page("judge", {"ds": entry.id, "runs": run.id, "k": "5"})
+    no_problems(at)
+    grades = [b for b in at.button if str(b.key).startswith("judge.grade.1.")]
+    assert len(grades) == 1
+    grades[0].click().run()
+    no_problems(at)
+    assert len(workspace.store.pending_labels(entry.id)) == 1  # the label is kept
+    save = at.button(key="judge.save")
+    assert save.disabled and save.proto.help == layout.change_help(workspace, "save versions")
+    assert save.proto.help.startswith("This store refuses to save versions: ")
+    with pytest.raises(StoreWriteRefused):  # as a click would have been
+        workspace.store.commit_labels(entry.id)
+    assert workspace.store.versions(entry.id).empty and len(workspace.store.pending_labels(entry.id)) == 1
 
 
 def test_delete_asks_first(mini, store_dir) -> None:
