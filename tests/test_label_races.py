@@ -311,3 +311,26 @@ def test_a_judging_session_gone_lets_go_of_its_pairs_on_every_dataset(store_url:
     assert workspace.claim_pair(first, pairs_one, "tab-new") == ("q1", "u1", False)  # offered again, not shared
     assert workspace.claim_pair(second, pairs_two, "tab-new") == ("q2", "v1", False)
     assert workspace.claim_pair(first, [("q1", "u2")], "tab-other") == ("q1", "u2", True)  # "open" keeps its pair
+
+
+def test_a_release_the_store_refuses_forgets_the_session_and_the_pair_lapses(database_and_role) -> None:
+    """Was: a session whose pairs the store refused to release (its role's DELETE on the claims revoked after it
+    claimed) was kept for the next sweep, which was refused again, on every sweep for as long as the server ran.
+    Now a refused release forgets the session; its claim lapses on its own."""
+    name, owner_url = database_and_role
+    owner = Store(owner_url)
+    dataset = owner.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}}, name="one"))
+    with owner.engine.begin() as conn:
+        conn.execute(sa.text(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {name}"))
+        conn.execute(sa.text(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {name}"))
+    workspace = Workspace(Store(owner_url.replace("postgres@", f"{name}@", 1)), user=lambda: "session-gone")
+    assert workspace.claim_pair(dataset, [("q1", "u1")], "tab-gone") == ("q1", "u1", False)
+    with owner.engine.begin() as conn:
+        conn.execute(sa.text(f"REVOKE DELETE ON label_claims FROM {name}"))
+    assert workspace.claims.release("session-gone") == 0
+    assert workspace.claims.users() == set()  # not retried on every sweep
+    assert workspace.store.refused_changes == {"judge"} and not workspace.read_only
+    with owner.engine.connect() as conn:  # still held, until it lapses
+        assert [h for (h,) in conn.execute(sa.select(claims_table.c.holder))] == ["tab-gone"]
+    assert owner.claim_pair(dataset, [("q1", "u1")], "tab-new") == ("q1", "u1", True)
+    owner.engine.dispose()

@@ -107,13 +107,17 @@ class ClaimHolders:
             return set(self._holders)
 
     def release(self, session: str) -> int:
-        """Let go of every pair ``session`` holds; 0 bytes (the claims are rows in the store). A store that cannot
-        be written to now keeps the session for the next sweep to try again."""
+        """Let go of every pair ``session`` holds; 0 bytes (the claims are rows in the store). A store that is busy
+        or gone keeps the session for the next sweep to try again; one that refuses the release (its user may no
+        longer judge, :data:`ragmetrics.store.database.CHANGES`) forgets it: a retry would be refused on every
+        sweep, and the claims lapse on their own (:data:`ragmetrics.store.database.CLAIM_SECONDS`)."""
         with self._lock:
             holders = set(self._holders.get(session, ()))
         try:
             for holder in holders:
                 self._store.release_claims(None, holder)
+        except StoreWriteRefused:
+            pass
         except Exception:  # the store is busy or gone: the claims lapse on their own, the next sweep retries
             return 0
         with self._lock:
