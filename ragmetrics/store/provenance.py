@@ -142,7 +142,9 @@ def sources_by_version(store: Store, versions: Sequence[str]) -> pd.DataFrame:
 
 def lineage_labels(store: Store, dataset: str, *, people_only: bool = False) -> pd.DataFrame:
     """Every judgment given on ``dataset``'s lineage (:meth:`Store.family`), pending or saved, oldest first:
-    ``query_id, doc_id, label, source, author, created_at, version`` (None while pending). ``source`` is empty for
+    ``query_id, doc_id, label, source, author, created_at, version`` (None while pending; a label saved in a version
+    that was deleted and then saved again reads that version's id in capitals, counted in none:
+    :func:`ragmetrics.store.database.set_aside_stamp`). ``source`` is empty for
     a person's label, ``judge:NAME@VERSION#HASH`` for a judge's: who gave what, for agreement and corrected
     means. ``people_only``: people's labels alone (read without the judges' in the query)."""
     query = _lineage_query(store, store.family(check_id(dataset, "dataset")), people_only=people_only)
