@@ -112,6 +112,25 @@ def test_push_takes_meta_and_the_metadata_retrieve_wrote(tmp_path: Path):
     assert code == 2 and "expected KEY=VALUE" in err
 
 
+def test_a_dataset_pushed_with_queries_is_named_by_its_files_where_the_command_takes_them(tmp_path: Path):
+    """``meta --dataset FILE`` reads the file as ``history`` does, with the ``--queries`` it was pushed with; a
+    command without ``--queries`` (``leaderboard``) does not offer it. Was: ``meta`` had no ``--queries`` and both
+    commands' error said to give it."""
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    qrels, queries = str(MINI / "qrels.tsv"), str(MINI / "queries.jsonl")
+    run = str(MINI / "runs" / "bm25-stem.trec")
+    code, _, err = run_cli("push", "--store", url, "--dataset", qrels, "--queries", queries, "--run", run,
+                           "--meta", "system=bm25")  # fmt: skip
+    assert code == 0, err
+    code, text, err = run_cli("meta", "--store", url, "--dataset", qrels, "--queries", queries, "bm25-stem")
+    assert (code, text) == (0, "system  bm25\n"), err
+    code, _, err = run_cli("meta", "--store", url, "--dataset", qrels, "bm25-stem")
+    assert code == 2 and "give the same --queries file it was pushed with" in err, err
+    code, _, err = run_cli("leaderboard", "--store", url, "--dataset", qrels)
+    assert code == 2 and "--queries file" not in err, err
+    assert "pushed with --queries, name it by its stored name or id" in err, err
+
+
 def test_a_broken_metadata_file_beside_a_run_is_a_clear_error(tmp_path: Path):
     run = tmp_path / "run.trec"
     run.write_bytes((MINI / "runs" / "bm25-stem.trec").read_bytes())

@@ -142,7 +142,7 @@ def cmd_history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_leaderboard(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     store = Store(args.store)
-    datasets = [resolve_dataset(store, d) for d in args.dataset or []]
+    datasets = [resolve_dataset(store, d, takes_queries=False) for d in args.dataset or []]
     board = store_leaderboard(
         store, args.metric, datasets=datasets, system_tag=args.system_tag, test=args.test, alpha=args.alpha,
         seed=args.seed, n_resamples=args.resamples,
@@ -166,7 +166,7 @@ def cmd_leaderboard(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def cmd_meta(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     store = Store(args.store)
-    dataset = resolve_dataset(store, args.dataset) if args.dataset else None
+    dataset = resolve_dataset(store, args.dataset, queries=args.queries) if args.dataset else None
     run = stored_run(store, dataset, args.run)
     changes: dict[str, str | None] = {
         **parse_tags(args.set or [], "--set"),
@@ -265,6 +265,7 @@ def meta_parser(p: argparse.ArgumentParser) -> None:
     add_store_option(p)
     p.add_argument("run", help="a stored run: its id, or its name with --dataset")
     add_stored_dataset_option(p, required=False)
+    p.add_argument("--queries", help="the queries file the dataset was pushed with (when --dataset is TREC qrels)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="set a tag (repeatable)")
     p.add_argument("--unset", action="append", metavar="KEY", help="remove a tag (repeatable)")
     add_format_option(

@@ -28,19 +28,27 @@ def empty_store(store: Store) -> str:
     return f"{said} yet: push one first (ragmetrics push --dataset ... --run ...)"
 
 
-def resolve_dataset(store: Store, spec: str, *, queries: str | None = None, given: str = "--dataset") -> str:
+def resolve_dataset(
+    store: Store, spec: str, *, queries: str | None = None, given: str = "--dataset", takes_queries: bool = True
+) -> str:
     """The stored dataset ``spec`` names: its id, a file (its content id is computed; ``queries`` as for
     ``eval``), or its stored name. Anything else is a clear error naming ``spec`` by what the command took it as
-    (``given``: its option, or its positional's name)."""
+    (``given``: its option, or its positional's name); ``takes_queries``: whether the command has ``--queries``,
+    which that error then offers."""
     spec = str(spec).strip()
     if is_id(spec) and store.has_dataset(spec):
         return spec
     if Path(spec).exists():
         ident = dataset_id(load_dataset(spec, queries=queries))
         if not store.has_dataset(ident):
+            fix = (
+                "or give the same --queries file it was pushed with"
+                if takes_queries
+                else "or, pushed with --queries, name it by its stored name or id"
+            )
             raise RagMetricsError(
                 f"{spec}: its content id is {ident}, which this store does not hold; push it first "
-                "(ragmetrics push --dataset ... --run ...), or give the same --queries file it was pushed with"
+                f"(ragmetrics push --dataset ... --run ...), {fix}"
             )
         return ident
     listed = store.list_datasets()
