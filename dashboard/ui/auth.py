@@ -192,8 +192,12 @@ def _main() -> None:
     import getpass
     import sys
 
-    first = getpass.getpass("Password: ")
-    if not first or first != getpass.getpass("Again: "):
+    try:
+        first = getpass.getpass("Password: ")
+        again = getpass.getpass("Again: ") if first else ""
+    except EOFError:  # the input ended before both passwords were read (a pipe of one line, Ctrl-D)
+        sys.exit("No password read: the input ended before the password was given twice.")
+    if not first or first != again:
         sys.exit("The passwords are empty or differ.")
     print(hash_password(first))
 

@@ -402,6 +402,25 @@ def test_the_hash_helper_prints_a_usable_hash(
         auth._main()
 
 
+def test_the_hash_helper_says_when_the_input_ends_before_the_second_password(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``printf 'secret\\n' | python -m dashboard.ui.auth`` (one line where it asks twice) ends with one line. Was:
+    getpass's EOFError as a traceback."""
+    answers = iter([PASSWORD])
+
+    def getpass(prompt: str = "") -> str:
+        for answer in answers:
+            return answer
+        raise EOFError
+
+    monkeypatch.setattr("getpass.getpass", getpass)
+    with pytest.raises(SystemExit) as stopped:
+        auth._main()
+    assert stopped.value.code == "No password read: the input ended before the password was given twice."
+    assert capsys.readouterr().out == ""
+
+
 # --- who gives a label ----------------------------------------------------------------------
 
 
