@@ -338,7 +338,7 @@ def agreement(
         matrix[one_sided] = np.nan
         if np.isnan(matrix[:, 0]).all():
             raise RagMetricsError(
-                f"no query to compare: both runs rank none of the {len(order)} queries compared "
+                f"no query to compare: none of the {len(order)} queries compared is ranked by both runs "
                 f"({int(np.count_nonzero(one_sided))} only one run ranks: --missing zero, missing='zero' in Python, "
                 "scores those 0)"
             )
