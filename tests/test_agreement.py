@@ -143,7 +143,9 @@ def test_a_query_only_one_run_ranks_is_left_out_unless_missing_zero():
     assert result.values.loc["q3"].isna().all() and (result.queries_compared, result.one_sided) == (2, 1)
     assert result.mean()["overlap@2"] == pytest.approx((0.5 + 1.0) / 2)
     assert result.to_dict()["missing"] == "skip" and result.to_dict()["one_sided"] == 1
-    with pytest.raises(rm.RagMetricsError, match=r"none of the 1 queries compared is ranked by both runs \(1 only one run"):
+    with pytest.raises(
+        rm.RagMetricsError, match=r"none of the 1 queries compared is ranked by both runs \(1 only one run"
+    ):
         agreement(RUN_A, RUN_B, queries=["q3"])
     with pytest.raises(rm.RagMetricsError, match="The 'missing' parameter must be one of 'zero', 'skip'"):
         agreement(RUN_A, RUN_B, missing="drop")  # type: ignore[arg-type]

@@ -108,6 +108,8 @@ def test_push_takes_meta_and_the_metadata_retrieve_wrote(tmp_path: Path):
     assert doc["platform"]["software"]["retrieval toolkit"] == ["bm25s"]
     assert doc["data"]["test collection"] == {"name": "qrels", "qrels": "qrels.tsv, queries.jsonl"}
     assert doc["ragmetrics"]["latency.p50_ms"] == tags["latency.p50_ms"] and doc["ragmetrics"]["run_id"] == ident
+    code, text, err = run_cli("meta", "--store", url, ident, "--format", "yaml")  # the one dataset it is linked to
+    assert code == 0 and yaml.safe_load(text)["data"]["test collection"] == doc["data"]["test collection"], err
     code, _, err = run_cli("push", "--store", url, *data, "--run", str(out), "--meta", "no equals sign")
     assert code == 2 and "expected KEY=VALUE" in err
 

@@ -178,7 +178,9 @@ def cmd_meta(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write("\n")
     elif args.format == "yaml":
         listing = store.list_datasets()
-        row = listing[listing["id"] == dataset] if dataset else listing.iloc[0:0]
+        linked = store.datasets_of_run(run) if dataset is None else [dataset]
+        collection = linked[0] if len(linked) == 1 else None  # a run of several datasets: --dataset says which
+        row = listing[listing["id"] == collection] if collection else listing.iloc[0:0]
         name = store.list_runs().set_index("id").at[run, "name"]
         out.write(ir_metadata_yaml(
             tags, run_name=str(name), run_id=run,

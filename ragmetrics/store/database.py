@@ -1246,6 +1246,18 @@ class Store:
             return None
         return tree.place(max(kept, key=lambda i: (tree.edges[i][1], i)))  # no stored ancestor: the newest
 
+    def datasets_of_run(self, run: str) -> list[str]:
+        """The stored datasets ``run`` is linked to, oldest link first (a qrels version saved from a dataset is
+        linked to that dataset's runs too)."""
+        check_id(run, "run")
+        query = (
+            sa.select(links_table.c.dataset_id)
+            .where(links_table.c.run_id == run)
+            .order_by(links_table.c.created_at, links_table.c.dataset_id)
+        )
+        with self.engine.connect() as conn:
+            return [str(d) for d in conn.execute(query).scalars()]
+
     def unlink_run(self, dataset: str, run: str) -> None:
         """Take ``run`` out of ``dataset``'s list; the run stays for other datasets."""
         check_id(dataset, "dataset")
