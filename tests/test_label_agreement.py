@@ -216,6 +216,27 @@ def test_judge_agree_names_the_line_of_a_label_it_cannot_read(small_set):
     assert code == 2 and f"{d / 'odd.parquet'}, row 2: label '7'; expected a whole-number grade 0..2" in err, err
 
 
+def test_judge_agree_reads_people_s_grades_as_judge_run_does_and_names_their_file(small_set):
+    """Was: "a label outside the scale 0..2", naming neither the file nor the pair, for a TREC junk grade (-1) in
+    people's labels (which judge run and eval read as 0) and for one above --max-grade."""
+    d = small_set
+    code, _, err = run("judge", "run", "--judge", "rule", "--dataset", str(d / "set.jsonl"), "--corpus",
+                       str(d / "corpus.jsonl"), "--pool", str(d / "pool.tsv"), "-o", str(d / "judged.tsv"))  # fmt: skip
+    assert code == 0, err
+    human = (d / "human.tsv").read_text()
+    (d / "junk.tsv").write_text(human.replace("q2\td6\t0", "q2\td6\t-1"))
+    code, out, err = run("judge", "agree", "--human", str(d / "junk.tsv"), "--judge", str(d / "judged.tsv"))
+    assert code == 0, err
+    assert run("judge", "agree", "--human", str(d / "human.tsv"), "--judge", str(d / "judged.tsv"))[1] == out
+    (d / "high.tsv").write_text(human.replace("q2\td6\t0", "q2\td6\t5"))
+    code, _, err = run("judge", "agree", "--human", str(d / "high.tsv"), "--judge", str(d / "judged.tsv"),
+                       "--max-grade", "2")  # fmt: skip
+    assert code == 2 and "Traceback" not in err, err
+    assert (
+        f"{d / 'high.tsv'}: 1 label(s) above the scale 0..2 (--max-grade), e.g. query q2 document d6 labelled 5" in err
+    )
+
+
 def test_judge_run_reports_pairs_without_a_grade(small_set, monkeypatch):
     d = small_set
     (d / "picky.py").write_text("def grade(pair, top):\n    return None if pair.doc_id == 'd6' else 0\n")

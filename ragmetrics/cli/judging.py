@@ -321,6 +321,9 @@ def _row(label: JudgeLabel) -> list[object]:
 def cmd_judge_agree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     human = human_labels(args.human)
+    if args.max_grade is not None:
+        refuse_above_scale(args.human, human, "label", args.max_grade, "--max-grade")
+    human["label"] = human["label"].clip(lower=0)  # TREC's negative grades (junk) are not relevant, as 0
     judged = judge_label_rows(args.judge, args.max_grade)
     found = label_agreement(human, judged, max_grade=args.max_grade)
     if found.pairs == 0:
