@@ -298,6 +298,40 @@ def test_judge_run_learned_trains_on_the_human_labels(small_set):
     assert judged.loc[judged["query_id"] == "q1", "label"].tolist() == ["0", "0"]
 
 
+def test_judge_run_learned_refuses_people_s_labels_of_pairs_it_cannot_read(small_set):
+    """Was: labels of queries the dataset lacks, or of documents neither the corpus nor the pool holds (another
+    dataset's, ids with a prefix), were learned as pairs with an empty query or document, and the judge graded the
+    pool from them without a word."""
+    d = small_set
+    data = ["--dataset", str(d / "set.jsonl"), "--corpus", str(d / "corpus.jsonl"), "--pool", str(d / "pool.tsv")]
+    learned = ["judge", "run", "--judge", "learned", "--folds", "2", *data, "-o", str(d / "judged.tsv")]
+    human = (d / "human.tsv").read_text()
+    for name, text, stray in (
+        ("queries.tsv", human.replace("\nq", "\nx"), "of 2 queries ['x1', 'x2'] not in the dataset"),
+        (
+            "documents.tsv",
+            human.replace("\td", "\tz").replace("zoc_id", "doc_id"),
+            "of 4 document(s) ['z2', 'z3', 'z5'] and 1 more in neither",
+        ),
+    ):
+        (d / name).write_text(text)
+        code, _, err = run(*learned, "--human", str(d / name))
+        assert code == 2 and "Traceback" not in err, err
+        assert f"{d / name}: none of its 4 label(s) is of a pair the judge can read: all are {stray}" in err, err
+    assert not (d / "judged.tsv").exists()
+    # a few stray labels are left out, said so: the judge learns what it learns from people's labels alone
+    code, _, err = run(*learned, "--human", str(d / "human.tsv"))
+    assert code == 0, err
+    alone = pd.read_csv(d / "judged.tsv", sep="\t", dtype=str)
+    (d / "stray.tsv").write_text(human + "x9\td2\t2\nq1\tz9\t2\n")
+    code, _, err = run(*learned, "--human", str(d / "stray.tsv"))
+    assert code == 0 and "stray.tsv: 2 of its 6 label(s) are of 1 query ['x9'] not in the dataset" in err, err
+    assert "left out of what the learned judge learns from" in err
+    assert pd.read_csv(d / "judged.tsv", sep="\t", dtype=str)[["label", "config_hash"]].equals(
+        alone[["label", "config_hash"]]
+    )
+
+
 def test_judge_run_learned_over_another_judge_s_labels(small_set):
     d = small_set
     data = ["--dataset", str(d / "set.jsonl"), "--corpus", str(d / "corpus.jsonl"), "--pool", str(d / "pool.tsv")]

@@ -7,6 +7,7 @@ import argparse
 import csv
 import datetime as dt
 import math
+import warnings
 from collections.abc import Callable
 from typing import TextIO
 
@@ -24,7 +25,7 @@ from ragmetrics.cli.inputs import (
 )
 from ragmetrics.cli.options import add_data_options, whole_number
 from ragmetrics.cli.pools import check_label_column
-from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.grades import LABEL_INT, grade_problem
 from ragmetrics.foundation.model import Dataset
 from ragmetrics.io import load_dataset
@@ -234,6 +235,43 @@ def _check_pool_meets(pool: pd.DataFrame, path: str, dataset: Dataset) -> None:
         )
 
 
+def _labels_to_learn_from(human: pd.DataFrame, path: str, dataset: Dataset, pool: pd.DataFrame) -> pd.DataFrame:
+    """People's labels the learned judge can learn from: those of the dataset's queries and, when the dataset has a
+    corpus, of documents it or the pool holds. Any other label would be learned as a pair with an empty query or
+    document. Refused when no label is such a pair, naming ``path``; the others are left out with a warning."""
+    queries = {str(q) for q in dataset.queries_table.column("query_id").to_pylist()}
+    texts = dataset.document_texts()
+    documents = None if texts is None else {str(d) for d in texts.index} | set(pool["doc_id"])
+    query_known = human["query_id"].isin(queries)
+    doc_known = query_known if documents is None else human["doc_id"].isin(documents)
+    usable = query_known & doc_known
+    if usable.all():
+        return human
+    why = []
+    if not query_known.all():
+        outside = set(human.loc[~query_known, "query_id"])
+        why.append(
+            f"{len(outside)} quer{'ies' if len(outside) != 1 else 'y'} {names_of(outside, 3)} not in the dataset "
+            f"(its queries are such as {names_of(queries, 3)})"
+        )
+    if not doc_known.all():
+        outside = set(human.loc[~doc_known, "doc_id"])
+        why.append(f"{len(outside)} document(s) {names_of(outside, 3)} in neither the corpus nor the pool")
+    said = f"of {' and '.join(why)}"
+    if not usable.any():
+        raise RagMetricsError(
+            f"{path}: none of its {len(human)} label(s) is of a pair the judge can read: all are {said}; the labels "
+            "were likely made for another dataset or corpus"
+        )
+    warnings.warn(
+        f"{path}: {int((~usable).sum())} of its {len(human)} label(s) are {said}: left out of what the learned "
+        "judge learns from (it would read an empty query or document)",
+        RagMetricsWarning,
+        stacklevel=1,
+    )
+    return human[usable]
+
+
 def cmd_judge_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     output = output_path(args, args.output, "--output")
@@ -255,6 +293,7 @@ def cmd_judge_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         scale = f"the dataset's grades go up to {max_grade(dataset)}; --max-grade sets another top"
         refuse_above_scale(args.human, human, "label", top, scale)
         human["label"] = human["label"].clip(lower=0)  # TREC's negative grades (junk) are not relevant, as 0
+        human = _labels_to_learn_from(human, args.human, dataset, pool)
         unpooled = human.merge(pool[["query_id", "doc_id"]], how="left", indicator=True)
         unpooled = unpooled[unpooled["_merge"] == "left_only"][["query_id", "doc_id"]].assign(rank=0)
         training = training_pairs(pairs, human, pairs_from_pool(dataset, unpooled))
