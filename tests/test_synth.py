@@ -260,6 +260,27 @@ def test_cli_synth_from_a_folder_and_from_jsonl(tmp_path):
             "--categories factual=0: asks for no candidate (every count is 0); give a count of at least 1",
         ),
         (lambda p: _file(p, '{"id": "a", "text": " "}\n'), [], "corpus.jsonl: no document has a text to write"),
+        # options that would be ignored (was: accepted and ignored, a file named by --chunks-out never written)
+        (
+            lambda p: _file(p, '{"id": "a", "text": "some words"}\n'),
+            ["--categories", "factual,factual", "--n", "4"],
+            "--categories: 'factual' given twice; expected each name once",
+        ),
+        (
+            lambda p: _file(p, '{"id": "a", "text": "some words"}\n'),
+            ["--categories", "factual=3,cloze=1,factual=5"],
+            "--categories: 'factual' given twice",
+        ),
+        (
+            lambda p: _file(p, '{"id": "a", "text": "some words"}\n'),
+            ["--chunks-out", "chunks.jsonl"],
+            "--chunks-out chunks.jsonl: --chunker none writes no chunks",
+        ),
+        (
+            lambda p: _file(p, '{"id": "a", "text": "some words"}\n'),
+            ["--second-retriever", "variant"],
+            "--second-retriever variant: --no-retrieval-check turns off the retrieval filters it serves",
+        ),
         (
             lambda p: _file(p, '{"id": "a_1", "text": "some words here"}\n'),
             ["--parent-separator", "_C"],

@@ -42,6 +42,8 @@ def parse_categories(
         name, sep, count = part.strip().partition("=")
         if not _NAME.match(name):
             raise RagMetricsError(f"{option}: {part.strip()!r} is not a category name (e.g. factual=20)")
+        if name in fixed or name in names:
+            raise RagMetricsError(f"{option}: {name!r} given twice; expected each name once")
         if sep:
             if not count.strip().isdigit():
                 raise RagMetricsError(f"{option}: {part.strip()!r}: expected a whole number >= 0 after '='")
@@ -82,7 +84,18 @@ def cmd_synth(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"ragmetrics: warning: --n {args.n} not used: --categories gives each category its count "
             f"({sum(categories.values())} in all)\n"
         )
-    retrievers = [] if args.no_retrieval_check else _retrievers(args.second_retriever, corpus)
+    if args.chunks_out and not corpus.rechunked:
+        raise RagMetricsError(
+            f"--chunks-out {args.chunks_out}: --chunker {args.chunker} writes no chunks (the set's ids are the "
+            "corpus's own); give --chunker words:SIZE:OVERLAP, or drop --chunks-out"
+        )
+    if args.no_retrieval_check and args.second_retriever is not None:
+        raise RagMetricsError(
+            f"--second-retriever {args.second_retriever}: --no-retrieval-check turns off the retrieval filters it "
+            "serves; drop one of the two"
+        )
+    second = "plain" if args.second_retriever is None else args.second_retriever
+    retrievers = [] if args.no_retrieval_check else _retrievers(second, corpus)
     candidates = synthesize(corpus, generator, categories, seed=args.seed, retrievers=retrievers)
     if not candidates:
         raise RagMetricsError(
@@ -145,7 +158,6 @@ def synth_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--language", choices=["auto", "en", "zh"], default="auto", help="the corpus language")
     p.add_argument(
         "--second-retriever",
-        default="plain",
         help="the retriever that must also miss a query for it to be flagged: "
         + "; ".join(f"{name}: {what}" for name, what in SECOND_RETRIEVERS.items())
         + "; or a retriever spec (URL, module:attr) returning the chunk ids (default plain)",
