@@ -171,6 +171,26 @@ def test_dataset_check_coverage_size_and_power(tmp_path):
         assert main(["dataset", "check", str(evalset), "--target", target], io.StringIO(), err) == 2
         assert message in err.getvalue(), err.getvalue()
 
+    # an option of a part of the check that does not run is refused (was: accepted and ignored, a metric never
+    # checked), as is a category targeted twice
+    refused = (
+        (["--metric", "recall@5"], "--metric recall@5: the power check it sets compares two or more runs"),
+        (["--delta", "0.1", "--run", str(a)], "--delta 0.1: the power check it sets compares two or more runs; give "
+                                              "--run at least twice (1 given)"),
+        (["--chunker", "words"], "--chunker words: it cuts the corpus of the freshness check; give --corpus"),
+        (["--parent-separator", "_C"], "--parent-separator _C: it cuts the corpus of the freshness check"),
+        (["--target", "hard=1,hard=2"], "--target: 'hard' given twice; expected each name once"),
+    )  # fmt: skip
+    for extra, message in refused:
+        err = io.StringIO()
+        assert main(["dataset", "check", str(evalset), *extra], io.StringIO(), err) == 2
+        assert message in err.getvalue() and "Traceback" not in err.getvalue(), err.getvalue()
+    out = io.StringIO()
+    assert (
+        main(["dataset", "check", str(evalset), "--run", str(a), "--run", str(b), "--metric", "hits@1"], out, err) == 1
+    )
+    assert "power: a vs b on hits@1: difference +0.1000" in out.getvalue(), out.getvalue()
+
     # sixty queries, one run always right and one always wrong: separated
     many = [{"query_id": f"q{i}", "query": f"question {i}", "relevant_docs": {f"d{i}": 1}} for i in range(60)]
     evalset = _write(tmp_path / "many.jsonl", many)

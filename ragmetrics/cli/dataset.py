@@ -27,6 +27,9 @@ from ragmetrics.store.history import resolve_dataset
 from ragmetrics.synth.check import STAGES, Age, check, recorded_chunkers, reviewed_at
 from ragmetrics.synth.corpus import load_corpus
 
+DEFAULT_METRIC = "ndcg@10"
+"""The power check's metric when ``--metric`` is not given."""
+
 
 def _store(args: argparse.Namespace) -> Store | None:
     """``--store``, else ``RAGMETRICS_STORE_URL``, else the default SQLite store when it exists (none is made)."""
@@ -72,7 +75,24 @@ def dataset_age(store: Store | None, ident: str | None, dataset: Dataset, path: 
     return Age(Path(path).stat().st_mtime, "file") if Path(path).exists() else None
 
 
+def _refuse_unused(args: argparse.Namespace) -> None:
+    """Options that only shape a part of the check the other options leave out: refused, never ignored."""
+    runs = len(args.run or [])
+    for option, value in (("--metric", args.metric), ("--delta", args.delta)):
+        if value is not None and runs < 2:
+            raise RagMetricsError(
+                f"{option} {value}: the power check it sets compares two or more runs; give --run at least twice "
+                f"({runs} given)"
+            )
+    for option, value in (("--chunker", args.chunker), ("--parent-separator", args.parent_separator)):
+        if value is not None and not args.corpus:
+            raise RagMetricsError(
+                f"{option} {value}: it cuts the corpus of the freshness check; give --corpus (or drop {option})"
+            )
+
+
 def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    _refuse_unused(args)
     store = _store(args)
     dataset, ident = _dataset(args, store)
     corpus = (
@@ -82,7 +102,15 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
     targets = parse_categories(args.target, 0, (), option="--target", counts=True).counts if args.target else None
     runs = read_runs(args.run or [], args)
-    report = check(dataset, corpus, targets=targets, stage=args.stage, runs=runs, metric=args.metric, delta=args.delta)
+    report = check(
+        dataset,
+        corpus,
+        targets=targets,
+        stage=args.stage,
+        runs=runs,
+        metric=args.metric or DEFAULT_METRIC,
+        delta=args.delta,
+    )
     report.age = dataset_age(store, ident, dataset, args.evalset)
     if args.format == "json":
         payload = {
@@ -155,7 +183,7 @@ def dataset_parser(p: argparse.ArgumentParser) -> None:
         + ", ".join(f"{k} {lo}-{hi}" for k, (lo, hi) in STAGES.items()),
     )
     c.add_argument("--run", action="append", help="a run on the set; two or more: whether the set separates them")
-    c.add_argument("--metric", default="ndcg@10", help="the metric of the power check (default ndcg@10)")
+    c.add_argument("--metric", help=f"the metric of the power check (default {DEFAULT_METRIC})")
     c.add_argument("--delta", type=probability, help="the difference to detect (default: each pair's observed one)")
     add_format_option(c, "json")
     add_store_option(c)  # the set's age is the time the store received it, when it holds it
