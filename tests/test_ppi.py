@@ -624,3 +624,29 @@ def test_compare_gives_an_interval_of_width_0_no_p_value_and_warns_when_judge_an
     assert (
         "intervals: 95% CI (Student's t, uncorrected)" in out.getvalue()
     )  # the queries target carries the judge's own variance
+
+
+def _small_corrected_inputs(tmp_path):
+    """40 queries: the dataset judges 20, a judge the other 20, people 30 of them; two runs."""
+    ids = [f"q{i:02d}" for i in range(40)]
+    (tmp_path / "known.qrels").write_text("".join(f"{q} 0 {q}-rel 1\n" for q in ids[:20]))
+    (tmp_path / "judge.qrels").write_text("".join(f"{q} 0 {q}-rel 1\n{q} 0 {q}-other 0\n" for q in ids[20:]))
+    (tmp_path / "human.qrels").write_text("".join(f"{q} 0 {q}-rel 1\n{q} 0 {q}-other 0\n" for q in ids[:30]))
+    (tmp_path / "a.trec").write_text("".join(f"{q} Q0 {q}-rel 1 2.0 a\n{q} Q0 {q}-other 2 1.0 a\n" for q in ids))
+    (tmp_path / "b.trec").write_text("".join(f"{q} Q0 {q}-other 1 2.0 b\n{q} Q0 {q}-rel 2 1.0 b\n" for q in ids))
+    return tmp_path
+
+
+def test_compare_on_another_engine_refuses_the_labels_it_would_not_read(tmp_path):
+    """Was: compare --engine duckdb with --judge-qrels and --human-qrels printed the plain comparison on the
+    dataset's judgments alone, the labels accepted and ignored."""
+    d = _small_corrected_inputs(tmp_path)
+    argv = ["compare", "--dataset", str(d / "known.qrels"), "--baseline", str(d / "a.trec"), "--run",
+            str(d / "b.trec"), "-m", "ndcg@10", "--judge-qrels", str(d / "judge.qrels"), "--human-qrels",
+            str(d / "human.qrels")]  # fmt: skip
+    out, err = io.StringIO(), io.StringIO()
+    assert main(argv, out, err) == 0, err.getvalue()
+    assert "corrected delta" in out.getvalue()
+    out, err = io.StringIO(), io.StringIO()
+    assert main([*argv, "--engine", "duckdb"], out, err) == 2
+    assert "--judge-qrels and --human-qrels: with --engine inprocess only" in err.getvalue() and not out.getvalue()

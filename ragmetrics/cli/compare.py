@@ -233,11 +233,14 @@ def merged_pairs(args: argparse.Namespace, runs: list[str], pairs: list[tuple[in
 
 def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     refuse_engine_options_in_process(args)
+    corrected = wants_ppi(args)
+    if corrected and args.engine != "inprocess":
+        raise RagMetricsError("--judge-qrels and --human-qrels: with --engine inprocess only")
     if args.engine != "inprocess":
         return compare_partitioned(args, out, err)
     depth = read_bounds_depth(args.bounds)
     dataset, runs = read_inputs(args, [args.baseline, *args.run])
-    if wants_ppi(args):
+    if corrected:
         report_coverage(compare_corrected(args, dataset, runs, compared_metrics(args), out, err).runs, err)
         return 0
     result = evaluate_runs(args, dataset, runs, compared_metrics(args))
