@@ -650,3 +650,24 @@ def test_compare_on_another_engine_refuses_the_labels_it_would_not_read(tmp_path
     out, err = io.StringIO(), io.StringIO()
     assert main([*argv, "--engine", "duckdb"], out, err) == 2
     assert "--judge-qrels and --human-qrels: with --engine inprocess only" in err.getvalue() and not out.getvalue()
+
+
+def test_the_corrected_estimates_options_without_the_labels_are_refused(tmp_path):
+    """Was: eval and compare took --plan, --strata, --ppi-target and --ppi-lambda without --judge-qrels and
+    --human-qrels and printed the plain numbers, the options ignored."""
+    d = _small_corrected_inputs(tmp_path)
+    for command, runs in (("eval", ["--run", str(d / "a.trec")]), ("compare", ["--baseline", str(d / "a.trec"),
+                                                                              "--run", str(d / "b.trec")])):  # fmt: skip
+        argv = [command, "--dataset", str(d / "known.qrels"), *runs, "-m", "ndcg@10"]
+        for extra in (["--plan", "5"], ["--ppi-target", "dataset", "--ppi-lambda", "1"], ["--strata", "category"]):
+            out, err = io.StringIO(), io.StringIO()
+            assert main([*argv, *extra], out, err) == 2, (command, extra, out.getvalue())
+            named = ", ".join(a for a in extra if a.startswith("--"))
+            assert f"{named}: option(s) of the corrected estimates, which are made with --judge-qrels" in err.getvalue()
+        labels = ["--judge-qrels", str(d / "judge.qrels"), "--human-qrels", str(d / "human.qrels")]
+        out, err = io.StringIO(), io.StringIO()
+        assert main([*argv, *labels, "--ppi-target", "dataset", "--ppi-lambda", "1"], out, err) == 0, err.getvalue()
+        assert "for the mean over exactly these queries" in out.getvalue() and "lambda 1" in out.getvalue()
+        out, err = io.StringIO(), io.StringIO()
+        assert main([*argv, *labels], out, err) == 0, err.getvalue()  # the defaults: target queries, lambda tuned
+        assert "for the mean over the population of queries" in out.getvalue() and "lambda tuned" in out.getvalue()

@@ -386,7 +386,6 @@ def add_ppi_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--ppi-target",
         choices=list(ppi.POPULATIONS),
-        default="queries",
         help="what the corrected intervals are for: "
         + "; ".join(f"{name}: {text}" for name, text in ppi.POPULATIONS.items())
         + " (default queries)",
@@ -394,7 +393,6 @@ def add_ppi_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--ppi-lambda",
         choices=list(LAMBDAS),
-        default="tuned",
         help="how much the judge is trusted: tuned to the data (PPI++, default), 1 (plain PPI), 0 (humans only)",
     )
     p.add_argument(
@@ -409,12 +407,29 @@ def add_ppi_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+PPI_DEFAULTS = {"ppi_target": "queries", "ppi_lambda": "tuned"}
+"""The corrected estimates' options when not given (``--ppi-target``, ``--ppi-lambda``)."""
+
+
 def wants_ppi(args: argparse.Namespace) -> bool:
-    """Whether the corrected estimates are asked for (both label files, or neither: one alone is refused)."""
+    """Whether the corrected estimates are asked for (both label files, or neither: one alone is refused). Asked
+    for, the options left out take :data:`PPI_DEFAULTS`; not asked for, any option of theirs is refused."""
     judge, human = getattr(args, "judge_qrels", None), getattr(args, "human_qrels", None)
     if bool(judge) != bool(human):
         raise RagMetricsError(
             "--judge-qrels and --human-qrels go together: the judge's labels of every query and the human labels "
             "of a sample correct each other"
         )
-    return bool(judge)
+    if not judge:
+        given = [f"--{name.replace('_', '-')}" for name in (*PPI_DEFAULTS, "strata", "plan")
+                 if getattr(args, name, None) is not None]  # fmt: skip
+        if given:
+            raise RagMetricsError(
+                f"{', '.join(given)}: option(s) of the corrected estimates, which are made with --judge-qrels and "
+                "--human-qrels (docs/ppi.md); give both, or drop the option(s)"
+            )
+        return False
+    for name, default in PPI_DEFAULTS.items():
+        if getattr(args, name, None) is None:
+            setattr(args, name, default)
+    return True
