@@ -266,6 +266,26 @@ def test_judge_run_asks_for_what_a_judge_needs(small_set):
     assert not (d / "x.tsv").exists()
 
 
+def test_judge_run_refuses_an_option_of_another_judge(small_set):
+    """Was: --folds, --model and --call were accepted and ignored by a judge that does not read them."""
+    d = small_set
+    base = ["judge", "run", "--dataset", str(d / "set.jsonl"), "--corpus", str(d / "corpus.jsonl"), "--pool",
+            str(d / "pool.tsv"), "-o", str(d / "x.tsv")]  # fmt: skip
+    learned = ["--judge", "learned", "--human", str(d / "human.tsv")]
+    for judge, extra, message in (
+        (["--judge", "rule"], ["--folds", "3"], "--folds is the learned judge's; --judge rule does not read it"),
+        (["--judge", "rule"], ["--model", "m"], "--model is the endpoint judge's; --judge rule does not read it"),
+        (learned, ["--call", "m:f"], "--call is the callable judge's; --judge learned does not read it"),
+        (["--judge", "endpoint", "--model", "m"], ["--folds", "2"], "--folds is the learned judge's"),
+    ):
+        code, _, err = run(*base, *judge, *extra)
+        assert code == 2 and message in err and "Traceback" not in err, (extra, err)
+    assert not (d / "x.tsv").exists()
+    code, _, err = run(*base, *learned, "--folds", "2")
+    assert code == 0, err
+    assert run(*base, *learned)[0] == 0  # the default, 5 folds (as many as the 2 labelled queries allow)
+
+
 def test_judge_run_refuses_a_pool_that_is_empty_or_made_for_another_dataset(small_set):
     """Was: a pandas traceback for an empty pool file; "no document of the pool has a text (give --corpus" when
     --corpus was given but the pool came from another corpus."""

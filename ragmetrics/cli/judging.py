@@ -38,6 +38,9 @@ from ragmetrics.judges.base import JudgeLabel, Pair, max_grade, pairs_from_pool,
 from ragmetrics.judges.learned import tokens
 from ragmetrics.judges.registry import JUDGES, JudgeInputs, make_judge
 
+FOLDS = JudgeInputs.folds
+"""The learned judge's cross-fitting folds when ``--folds`` is not given."""
+
 JUDGED_COLUMNS = ("query_id", "doc_id", "label", "rank", "category", "doc_length", *JUDGE_COLUMNS, "judged_at")
 """The columns ``judge run`` writes: the pair, its grade, what ``judge agree`` groups errors by (``doc_length`` in
 :data:`ragmetrics.analysis.label_agreement.LENGTH_UNIT`), and the label's provenance (``judged_at`` in UTC, ISO
@@ -276,6 +279,11 @@ def cmd_judge_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     output = output_path(args, args.output, "--output")
     kind = JUDGES[args.judge]
+    for option, value, needs in (("--folds", args.folds, "training"), ("--model", args.model, "model"),
+                                 ("--call", args.call, "call")):  # fmt: skip
+        if value is not None and kind.needs != needs:
+            owner = next(name for name, entry in JUDGES.items() if entry.needs == needs)
+            raise RagMetricsError(f"{option} is the {owner} judge's; --judge {args.judge} does not read it")
     dataset = read_dataset(args)
     pool = read_tsv(args.pool, "pool")
     if kind.needs != "training":
@@ -304,15 +312,20 @@ def cmd_judge_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"{option} is the learned judge's (people's labels it learns from, another judge's labels it learns to "
             f"correct); --judge {args.judge} does not read it"
         )
-    elif kind.needs == "model" and not args.model:
+    if kind.needs == "model" and not args.model:
         raise RagMetricsError("--judge endpoint needs --model NAME (a registered model endpoint)")
-    elif kind.needs == "call" and not args.call:
+    if kind.needs == "call" and not args.call:
         raise RagMetricsError("--judge callable needs --call module:attr")
     unable = kind.unable(pairs)
     if unable:
         raise RagMetricsError(f"--judge {args.judge}: {unable}")
     inputs = JudgeInputs(
-        training=training, base=base, base_source=args.base or "", model=args.model, call=args.call, folds=args.folds
+        training=training,
+        base=base,
+        base_source=args.base or "",
+        model=args.model,
+        call=args.call,
+        folds=args.folds or FOLDS,
     )
     judge = make_judge(args.judge, inputs)
     labels = run_judge(judge, pairs, top, progress=_progress(err) if err.isatty() else None)
@@ -420,7 +433,9 @@ def run_options(p: argparse.ArgumentParser) -> None:
         help="learned: people's labels to learn from (TREC qrels or TSV query_id doc_id label)",
     )
     p.add_argument(
-        "--folds", type=whole_number(2), default=5, help="learned: cross-fitting folds over the labelled queries"
+        "--folds",
+        type=whole_number(2),
+        help=f"learned: cross-fitting folds over the labelled queries (default {FOLDS})",
     )
     p.add_argument(
         "--base",
