@@ -255,6 +255,21 @@ def test_pool_refuses_the_scoring_options_it_would_not_read(tmp_path, option):
     assert code == 0, err
 
 
+def test_pool_refuses_a_run_given_twice(tmp_path):
+    """Was: the same run given twice (or a copy of it) was pooled as two runs, every pair's runs count doubled
+    (a feature of the learned judge)."""
+    copy = tmp_path / "copy.trec.gz"
+    copy.write_bytes(RUNS[0].read_bytes())
+    argv = ["pool", "--dataset", str(SCIFACT / "qrels.tsv"), "-o", str(tmp_path / "p.tsv")]
+    for twice in ([RUNS[0], RUNS[1], RUNS[0]], [RUNS[0], copy]):
+        code, _, err = run_cli(*argv, *(a for r in twice for a in ("--run", str(r))))
+        assert code == 2 and f"--run {twice[-1]}: the same run as --run {RUNS[0]}; expected each run once" in err
+    assert not (tmp_path / "p.tsv").exists()
+    code, _, err = run_cli(*argv, "--run", str(RUNS[0]), "--run", str(RUNS[1]))
+    assert code == 0, err
+    assert set(pd.read_csv(tmp_path / "p.tsv", sep="\t")["runs"]) == {1, 2}
+
+
 def test_merge_into_an_evaluation_set_keeps_its_queries_answers_and_provenance(tmp_path):
     """--dataset an evaluation set, -o .jsonl or .json: the set again with each query's judgments merged, every
     other field as it was (the TREC qrels it wrote before lost them); labels of a query the set lacks are refused
