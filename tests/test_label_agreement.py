@@ -237,6 +237,22 @@ def test_judge_agree_reads_people_s_grades_as_judge_run_does_and_names_their_fil
     )
 
 
+def test_a_pool_given_as_people_s_labels_is_named_a_pool_not_yet_labelled(small_set):
+    """Was: "expected TREC qrels lines ... found 'query_id\tdoc_id'" for the pool itself given as --human."""
+    d = small_set
+    code, _, err = run("judge", "run", "--judge", "rule", "--dataset", str(d / "set.jsonl"), "--corpus",
+                       str(d / "corpus.jsonl"), "--pool", str(d / "pool.tsv"), "-o", str(d / "judged.tsv"))  # fmt: skip
+    assert code == 0, err
+    message = (
+        f"{d / 'pool.tsv'}: no label column (its columns: query_id, doc_id): the pairs of a pool, not yet labelled"
+    )
+    code, _, err = run("judge", "agree", "--human", str(d / "pool.tsv"), "--judge", str(d / "judged.tsv"))
+    assert code == 2 and message in err, err
+    code, _, err = run("judge", "run", "--judge", "learned", "--human", str(d / "pool.tsv"), "--dataset",
+                       str(d / "set.jsonl"), "--pool", str(d / "pool.tsv"), "-o", str(d / "x.tsv"))  # fmt: skip
+    assert code == 2 and message in err, err
+
+
 def test_judge_run_reports_pairs_without_a_grade(small_set, monkeypatch):
     d = small_set
     (d / "picky.py").write_text("def grade(pair, top):\n    return None if pair.doc_id == 'd6' else 0\n")

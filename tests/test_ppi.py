@@ -671,3 +671,19 @@ def test_the_corrected_estimates_options_without_the_labels_are_refused(tmp_path
         out, err = io.StringIO(), io.StringIO()
         assert main([*argv, *labels], out, err) == 0, err.getvalue()  # the defaults: target queries, lambda tuned
         assert "for the mean over the population of queries" in out.getvalue() and "lambda tuned" in out.getvalue()
+
+
+def test_a_pool_not_yet_labelled_given_as_labels_is_named_as_such(tmp_path):
+    """Was: a pool file (query_id, doc_id, best_rank, runs) given as --human-qrels or --judge-qrels was read as TREC
+    qrels with a header it did not have; judge merge already named it a pool not yet labelled."""
+    d = _small_corrected_inputs(tmp_path)
+    (d / "pool.tsv").write_text("query_id\tdoc_id\tbest_rank\truns\nq20\tq20-rel\t1\t1\n")
+    for judge, human in (("pool.tsv", "human.qrels"), ("judge.qrels", "pool.tsv")):
+        out, err = io.StringIO(), io.StringIO()
+        argv = ["eval", "--dataset", str(d / "known.qrels"), "--run", str(d / "a.trec"), "-m", "ndcg@10",
+                "--judge-qrels", str(d / judge), "--human-qrels", str(d / human)]  # fmt: skip
+        assert main(argv, out, err) == 2
+        assert (
+            f"{d / 'pool.tsv'}: no label column (its columns: query_id, doc_id, best_rank, runs): the pairs of a "
+            in (err.getvalue())
+        )

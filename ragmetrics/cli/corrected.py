@@ -28,6 +28,7 @@ from ragmetrics.analysis.verdicts import SAID
 from ragmetrics.cli.evaluating import evaluate_runs
 from ragmetrics.cli.inputs import judges_of, labels_source, refuse_above_scale
 from ragmetrics.cli.options import LAMBDAS
+from ragmetrics.cli.pools import check_label_column
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io import load_dataset
@@ -44,12 +45,14 @@ def evaluate_labelled(
             raise RagMetricsError(f"--{option.replace('_', '-')}: not with --judge-qrels and --human-qrels")
     if getattr(args, "engine", "inprocess") != "inprocess":
         raise RagMetricsError("--judge-qrels and --human-qrels: with --engine inprocess only")
-    human_source = labels_source(args.human_qrels)  # read once: its judges, then its labels
+    human_source, judge_source = labels_source(args.human_qrels), labels_source(args.judge_qrels)  # each read once
+    check_label_column(human_source, args.human_qrels)
+    check_label_column(judge_source, args.judge_qrels)
     judges = judges_of(human_source)
     if judges:
         raise RagMetricsError(f"{args.human_qrels}: --human-qrels holds a judge's labels ({', '.join(judges)}), "
                               "not people's; give them as --judge-qrels")  # fmt: skip
-    judge_labels, human_labels = load_dataset(args.judge_qrels), load_dataset(human_source)
+    judge_labels, human_labels = load_dataset(judge_source), load_dataset(human_source)
     top = max(max_grade(dataset), max_grade(judge_labels))
     refuse_above_scale(args.human_qrels, human_labels.qrels, "relevance", top, "the dataset's and the judge's labels")
     labelled = with_labels(dataset, judge_labels, human_labels)

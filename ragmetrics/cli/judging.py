@@ -80,6 +80,7 @@ def human_labels(path: str) -> pd.DataFrame:
     """People's labels (TREC qrels, or a TSV ``query_id doc_id label``): ``query_id, doc_id, label``; a judge's
     labels (the TSV ``judge run`` writes) are refused. The file is read once."""
     source = labels_source(path)
+    check_label_column(source, path)
     judges = judges_of(source)
     if judges:
         raise RagMetricsError(f"{path}: these are a judge's labels ({', '.join(judges)}), not people's")
