@@ -687,3 +687,18 @@ def test_a_pool_not_yet_labelled_given_as_labels_is_named_as_such(tmp_path):
             f"{d / 'pool.tsv'}: no label column (its columns: query_id, doc_id, best_rank, runs): the pairs of a "
             in (err.getvalue())
         )
+
+
+def test_a_corrected_comparison_of_a_run_with_itself_says_there_is_nothing_to_compare(tmp_path):
+    """Was: only "the 30 human-labelled queries score alike here ... label more (--plan)", which more labels would
+    never change; the plain comparison's warning was not given."""
+    d = _small_corrected_inputs(tmp_path)
+    argv = ["compare", "--dataset", str(d / "known.qrels"), "--baseline", str(d / "a.trec"), "--run",
+            str(d / "a.trec"), "-m", "ndcg@10", "--judge-qrels", str(d / "judge.qrels"), "--human-qrels",
+            str(d / "human.qrels")]  # fmt: skip
+    out, err = io.StringIO(), io.StringIO()
+    assert main(argv, out, err) == 0, err.getvalue()
+    assert "warning: run 'a-2' has the same rows as the baseline: nothing to compare" in err.getvalue()
+    out, err = io.StringIO(), io.StringIO()
+    assert main([*argv[:6], str(d / "b.trec"), *argv[7:]], out, err) == 0, err.getvalue()
+    assert "same rows as the baseline" not in err.getvalue()

@@ -241,6 +241,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     depth = read_bounds_depth(args.bounds)
     dataset, runs = read_inputs(args, [args.baseline, *args.run])
     if corrected:
+        warn_same_rows(runs[1:], runs[0], err)
         report_coverage(compare_corrected(args, dataset, runs, compared_metrics(args), out, err).runs, err)
         return 0
     result = evaluate_runs(args, dataset, runs, compared_metrics(args))
