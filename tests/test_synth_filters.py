@@ -191,6 +191,14 @@ def test_dataset_check_coverage_size_and_power(tmp_path):
     )
     assert "power: a vs b on hits@1: difference +0.1000" in out.getvalue(), out.getvalue()
 
+    # runs made on other queries: refused without naming an override dataset check does not have (was: "...
+    # --allow-no-overlap scores it anyway", an option it rejects)
+    other = _trec(tmp_path / "other.trec", {"x1": ["d1"], "x2": ["d2"]})
+    err = io.StringIO()
+    assert main(["dataset", "check", str(evalset), "--run", str(other), "--run", str(a)], io.StringIO(), err) == 2
+    assert "run 'other': none of its queries is a query of dataset 'small'" in err.getvalue(), err.getvalue()
+    assert "--allow-no-overlap" not in err.getvalue()
+
     # sixty queries, one run always right and one always wrong: separated
     many = [{"query_id": f"q{i}", "query": f"question {i}", "relevant_docs": {f"d{i}": 1}} for i in range(60)]
     evalset = _write(tmp_path / "many.jsonl", many)

@@ -113,7 +113,7 @@ class Alignment:
 
     def explain_no_overlap(self, audience: str = "cli") -> str:
         """Why the ids do not meet the qrels and the fix tried on the data, in the words of ``audience``
-        (``"cli"`` or ``"dashboard"``: :data:`ragmetrics.engine.health.ADVICE`)."""
+        (``"cli"``, ``"dashboard"`` or ``"library"``: :data:`ragmetrics.engine.health.ADVICE`)."""
         return explain_no_overlap(self, audience)
 
     @property

@@ -36,6 +36,12 @@ ADVICE: dict[str, dict[str, str]] = {
         "document_level": "evaluate the documents: drop --level chunk (library: level='auto')",
         "override": "--allow-no-overlap scores it anyway (every metric 0)",
     },
+    "library": {
+        "chunk_pattern": "map chunks to documents with chunk_pattern='{pattern}'",
+        "chunk_ids": "evaluate the chunk ids as given: no chunk_pattern or chunk mapping, or level='chunk'",
+        "document_level": "evaluate the documents: level='auto'",
+        "override": "",
+    },
     "dashboard": {
         "chunk_pattern": "upload the run again with the chunk pattern {pattern} (Upload page, Chunk ids → documents)",
         "chunk_ids": "upload the run again with the chunk pattern and the chunk-mapping file empty",
@@ -43,7 +49,8 @@ ADVICE: dict[str, dict[str, str]] = {
         "override": "",
     },
 }
-"""The fixes and the override in the words of each interface (``explain_no_overlap(audience=...)``)."""
+"""The fixes and the override in the words of each interface (``explain_no_overlap(audience=...)``); ``library``:
+a function's parameters, for a caller that offers no override (``dataset check``'s power check)."""
 
 CHUNK_SEPARATORS = ("#", "::", "_C", "-C", "_chunk", "-chunk", "__", "_", "-", ":", "|", "/", ".")
 """Separators tried between a document id and a chunk number, most specific first."""

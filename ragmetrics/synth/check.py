@@ -215,7 +215,7 @@ def power_rows(
     result = evaluate(dataset, list(runs), [metric])
     for run in result.runs.values():  # a run made for another set: its every value 0, a "difference" of nothing
         if run.alignment.health.run_queries_known == 0.0:
-            raise RagMetricsError(run.alignment.explain_no_overlap())
+            raise RagMetricsError(run.alignment.explain_no_overlap(audience="library"))
     with warnings.catch_warnings():  # evaluate has said what it had to say about the runs' coverage
         warnings.simplefilter("ignore", RagMetricsWarning)
         table = discriminative_power(result, metric, alpha=ALPHA, seed=seed)
