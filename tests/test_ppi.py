@@ -702,3 +702,15 @@ def test_a_corrected_comparison_of_a_run_with_itself_says_there_is_nothing_to_co
     out, err = io.StringIO(), io.StringIO()
     assert main([*argv[:6], str(d / "b.trec"), *argv[7:]], out, err) == 0, err.getvalue()
     assert "same rows as the baseline" not in err.getvalue()
+
+
+def test_eval_s_options_the_corrected_estimates_do_not_read_are_refused(tmp_path):
+    """Was: eval --ci and --fingerprint with --judge-qrels and --human-qrels printed the corrected table alone, the
+    options accepted and ignored."""
+    d = _small_corrected_inputs(tmp_path)
+    argv = ["eval", "--dataset", str(d / "known.qrels"), "--run", str(d / "a.trec"), "-m", "ndcg@10",
+            "--judge-qrels", str(d / "judge.qrels"), "--human-qrels", str(d / "human.qrels")]  # fmt: skip
+    for option in ("--ci", "--fingerprint"):
+        out, err = io.StringIO(), io.StringIO()
+        assert main([*argv, option], out, err) == 2 and not out.getvalue()
+        assert f"{option}: not with --judge-qrels and --human-qrels" in err.getvalue(), err.getvalue()

@@ -40,7 +40,7 @@ def evaluate_labelled(
     args: argparse.Namespace, dataset: Dataset, runs: list[Run], metrics: list[str]
 ) -> tuple[EvalResult, EvalResult, Labelled]:
     """The runs evaluated under the judge's labels and under the human labels."""
-    for option in ("bounds", "per_query", "per_query_out"):
+    for option in ("bounds", "per_query", "per_query_out", "ci", "fingerprint"):
         if getattr(args, option, None):
             raise RagMetricsError(f"--{option.replace('_', '-')}: not with --judge-qrels and --human-qrels")
     if getattr(args, "engine", "inprocess") != "inprocess":
