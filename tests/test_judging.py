@@ -242,6 +242,18 @@ def test_merge_says_when_labels_name_queries_the_dataset_lacks_and_refuses_an_ou
     assert code == 0 and "merged as new judged queries" in err, err
 
 
+def test_merge_says_when_the_labels_grade_above_the_datasets_scale(tmp_path):
+    """Was: a label of 5 merged into binary qrels without a word (eval --human-qrels refuses it); the merged qrels'
+    scale becomes 0..5 and graded metrics weigh the new grades so: said, the merge done."""
+    qrels, labels = _qrels_and_labels(tmp_path, "q1 0 d1 1\n", "q1\td2\t5\n")
+    code, _, err = run_cli("judge", "merge", "--dataset", qrels, "--labels", labels, "-o", tmp_path / "m.qrels")
+    assert code == 0 and "grades up to 5, the dataset's judgments up to 1: the merged qrels' scale is 0..5" in err
+    assert (tmp_path / "m.qrels").read_text().split("\n")[1] == "q1 0 d2 5"
+    _, within = _qrels_and_labels(tmp_path, "q1 0 d1 1\n", "q1\td2\t1\n")
+    code, _, err = run_cli("judge", "merge", "--dataset", qrels, "--labels", within, "-o", tmp_path / "w.qrels")
+    assert code == 0 and "grades up to" not in err, err
+
+
 @pytest.mark.parametrize("option", [["--unjudged", "relevant"], ["--missing", "skip"], ["--tokenizer", "jieba"],
                                     ["--corpus-size", "5"], ["--rel-level", "2"]])  # fmt: skip
 def test_pool_refuses_the_scoring_options_it_would_not_read(tmp_path, option):

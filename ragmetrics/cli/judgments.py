@@ -24,6 +24,7 @@ from ragmetrics.cli.judging import agree_options, run_options
 from ragmetrics.cli.options import add_data_options, add_eval_options, whole_number
 from ragmetrics.cli.pools import check_label_column
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
+from ragmetrics.foundation.grades import max_grade
 from ragmetrics.io import load_dataset, write_trec_qrels
 from ragmetrics.io.evalset import with_judgments, write_evalset
 from ragmetrics.io.export import neutralise
@@ -114,6 +115,14 @@ def cmd_judge_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"{args.labels} labels {len(unknown)} {'query' if len(unknown) == 1 else 'queries'} the dataset does "
             f"not have {names_of(unknown, 5)}: they are "
             "merged as new judged queries; check that the labels belong to this dataset",
+            RagMetricsWarning,
+            stacklevel=1,
+        )
+    top, given = max_grade(dataset), max_grade(labels)
+    if given > top:
+        warnings.warn(
+            f"{args.labels} grades up to {given}, the dataset's judgments up to {top}: the merged qrels' scale is "
+            f"0..{given} (graded metrics weigh the new grades so); check that the labels use the dataset's scale",
             RagMetricsWarning,
             stacklevel=1,
         )
