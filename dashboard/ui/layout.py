@@ -438,13 +438,14 @@ def show_legend() -> None:
 
 def show_passages(cards: Sequence[tuple[str, str]], *, legend: bool = True) -> None:
     """Passages (from ``dashboard.core.documents``: an escaped Markdown header and the text as safe HTML with its
-    marks), each in a bordered box; ``legend`` first says what the colours mark."""
+    marks), each in a bordered box as one Markdown element; ``legend`` first says what the colours mark."""
     if legend and cards:
         show_legend()
     for head, body in cards:
         with st.container(border=True):
-            st.markdown(head)
-            st.markdown(body, unsafe_allow_html=True)  # escaped by highlight_html: only its own tags
+            # the header is escaped Markdown (a "<" in it is "\<", text), the body escaped by highlight_html: the
+            # HTML allowed is the body's own tags
+            st.markdown(f"{head}\n\n{body}", unsafe_allow_html=True)
 
 
 def number_columns(frame: pd.DataFrame, labels: Mapping[str, str], fmt: str = "%.3f") -> dict[str, Any]:

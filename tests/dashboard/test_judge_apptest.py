@@ -325,7 +325,8 @@ def test_missed_page_shows_texts_with_judgments_and_marks(judged) -> None:
     heads = [m.value for m in at.markdown if m.value.startswith(("**#", "**d"))]
     assert any(h.startswith("**d1** · :green-badge[relevant (2)]") for h in heads)
     assert any(h.startswith("**#1** · **d3** · :gray-badge[unjudged]") for h in heads)
-    bodies = [m.value for m in at.markdown if m.value.startswith('<div style="')]
+    bodies = [m.value.split("\n\n", 1)[-1] for m in at.markdown if m.value.startswith(("**#", "**d"))]
+    assert all(b.startswith('<div style="') for b in bodies)  # a passage is one element: its header, then its text
     assert any(">年付 168 元</mark>" in b for b in bodies)  # the expected answer, marked
 
 

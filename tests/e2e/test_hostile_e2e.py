@@ -200,6 +200,7 @@ EVIL_ID = '=HYPERLINK("http://evil.example/","x")'
 EVIL_TEXT = '<script>window.__xss=1</script><b>b</b><img src=x onerror="window.__xss=2">'
 EVIL_ANSWER = "<b>bold?</b> [click](javascript:window.__xss=3)"
 EVIL_KEYWORD = "<svg onload=window.__xss=4>"
+EVIL_DOC = '<img src=x onerror="window.__xss=5">'  # a document id, in a JSONL run (a TREC line splits at spaces)
 
 
 def write_hostile_dataset(folder: Path) -> dict[str, Path]:
@@ -228,12 +229,35 @@ def write_hostile_dataset(folder: Path) -> dict[str, Path]:
     dataset = folder / "hostile_eval.json"
     dataset.write_text(json.dumps(items), encoding="utf-8")
     paths = {"dataset": dataset}
-    for tag, evil_docs in (("misses-it", ["D9", "D8", "D7"]), ("finds-it", ["D1", "D9", "D8"])):
-        lines = []
-        for item in items:
-            qid = item["query_id"]
-            docs = evil_docs if qid == EVIL_ID else [next(iter(item["relevant_docs"])), "D9", "D8"]
-            lines += [f"{qid} Q0 {doc} {rank} {10 - rank} {tag}" for rank, doc in enumerate(docs, 1)]
+    for tag, evil_docs in (("misses-it", [EVIL_DOC, "D8", "D7"]), ("finds-it", ["D1", "D9", "D8"])):
+        rankings = {
+            str(item["query_id"]): evil_docs
+            if item["query_id"] == EVIL_ID
+            else [next(iter(item["relevant_docs"])), "D9", "D8"]
+            for item in items
+        }
+        if tag == "misses-it":  # with the passages' text: the Missed page shows each in a card headed by its id
+            paths[tag] = folder / f"{tag}.jsonl"
+            paths[tag].write_text(
+                "".join(
+                    json.dumps(
+                        {
+                            "query_id": q,
+                            "retrieved": [
+                                {"doc_id": d, "score": 10 - rank, "text": f"passage {rank}"}
+                                for rank, d in enumerate(docs, 1)
+                            ],
+                        }
+                    )
+                    + "\n"
+                    for q, docs in rankings.items()
+                ),
+                encoding="utf-8",
+            )
+            continue
+        lines = [
+            f"{q} Q0 {doc} {rank} {10 - rank} {tag}" for q, docs in rankings.items() for rank, doc in enumerate(docs, 1)
+        ]
         paths[tag] = folder / f"{tag}.trec"
         paths[tag].write_text("\n".join(lines) + "\n", encoding="utf-8")
     return paths
@@ -270,7 +294,7 @@ def test_script_query_text_and_formula_id_render_inert_and_export_neutralised(br
                 [str(files["misses-it"]), str(files["finds-it"])]
             )
             expect(page.get_by_text("Loaded finds-it.trec")).to_be_visible(timeout=TIMEOUT)
-            expect(page.get_by_text("Loaded misses-it.trec")).to_be_visible(timeout=TIMEOUT)
+            expect(page.get_by_text("Loaded misses-it.jsonl")).to_be_visible(timeout=TIMEOUT)
             wait_for_app(page)
             assert_nothing_ran(page)
 
@@ -282,6 +306,8 @@ def test_script_query_text_and_formula_id_render_inert_and_export_neutralised(br
             expect(main.locator("code").filter(has_text=EVIL_ID)).to_have_text(EVIL_ID)
             expect(main.get_by_text(f"Expected answer: {EVIL_ANSWER}")).to_be_visible()
             expect(main.get_by_text(f"Expected keywords: {EVIL_KEYWORD}")).to_be_visible()
+            # the passage's card: its header (the document id, one Markdown element with the passage's HTML)
+            expect(main.locator("strong").filter(has_text=EVIL_DOC).first).to_have_text(EVIL_DOC)
             picker = page.locator(".st-key-missed-query input[role='combobox']")
             expect(picker).to_have_value(f"{EVIL_ID} · {EVIL_TEXT[:59]}…")
             expect(page.get_by_test_id("stException")).to_have_count(0)
