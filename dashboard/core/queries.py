@@ -115,6 +115,22 @@ def query_line(query_id: str, info: dict[str, object]) -> str:
     return " · ".join(parts)
 
 
+def query_header(
+    query_id: str, info: dict[str, object], *, after_line: str = "", keywords: Sequence[object] = (), then: str = ""
+) -> str:
+    """One Markdown element heading a query's detail (a page draws each element at a cost, so these are one): its
+    text as a heading, :func:`query_line` followed by ``after_line`` (Markdown the caller escaped), its expected
+    answer and ``keywords`` when it has them, then ``then`` (the caller's Markdown: the label of what follows)."""
+    blocks = [f"#### {md_escape(info.get('query', query_id))}", query_line(query_id, info) + after_line]
+    if info.get("expected_answer"):
+        blocks.append(f"**Expected answer:** {md_escape(info['expected_answer'])}")
+    if keywords:
+        blocks.append("**Expected keywords:** " + ", ".join(md_escape(str(word)) for word in keywords))
+    if then:
+        blocks.append(then)
+    return "\n\n".join(blocks)
+
+
 def search_example(dataset: Dataset) -> str:
     """A hint for the search box from the data at hand: a word of the first query, or its id."""
     table = dataset.queries_table

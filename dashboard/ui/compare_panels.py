@@ -11,7 +11,7 @@ from dashboard.core import compare as cmp
 from dashboard.core import compare_queries as by_query
 from dashboard.core import cost, documents
 from dashboard.core.missed import TEXT_DEPTH, style_relevant
-from dashboard.core.queries import query_info, query_labels, query_line
+from dashboard.core.queries import query_header, query_info, query_labels
 from dashboard.core.share import ViewState
 from dashboard.core.specs import MetricSpec, title
 from dashboard.core.text import md_escape
@@ -111,13 +111,14 @@ def rankings_panel(
     if query_id:
         info = query_info(ds.dataset, query_id)
         row = by_query.query_row(per_query, query_id)
-        st.markdown(f"#### {md_escape(info.get('query', query_id))}")
         st.markdown(
-            query_line(query_id, info) + f" · {title(spec)} {row['baseline']:.3f} → {row['run']:.3f} "
-            f"(Δ {row['delta']:+.3f}, a {row['outcome']} for {md_escape(focus.name)})"
+            query_header(
+                query_id,
+                info,
+                after_line=f" · {title(spec)} {row['baseline']:.3f} → {row['run']:.3f} "
+                f"(Δ {row['delta']:+.3f}, a {row['outcome']} for {md_escape(focus.name)})",
+            )
         )
-        if info.get("expected_answer"):
-            st.markdown(f"**Expected answer:** {md_escape(info['expected_answer'])}")
         depth = by_query.pair_depth([row["baseline_first_rank"], row["run_first_rank"]], k)
         base_rank, run_rank = by_query.ranking_pair(base, focus, query_id, depth)
         config = {

@@ -18,9 +18,9 @@ from dashboard.core.queries import (
     group_values,
     has_groups,
     has_keywords,
+    query_header,
     query_info,
     query_labels,
-    query_line,
     search_example,
 )
 from dashboard.core.specs import label_title
@@ -107,14 +107,8 @@ if page.alignments and page.dataset is not None:
     view = view.with_(query=query_id)
     if query_id:
         info = query_info(ds.dataset, query_id)
-        st.markdown(f"#### {md_escape(info.get('query', query_id))}")
-        st.markdown(query_line(query_id, info))
-        if info.get("expected_answer"):
-            st.markdown(f"**Expected answer:** {md_escape(info['expected_answer'])}")
         keywords = documents.listed(info.get("expected_keywords"))
-        if keywords:
-            st.markdown("**Expected keywords:** " + ", ".join(md_escape(str(w)) for w in keywords))
-        st.markdown("**Per run**")
+        st.markdown(query_header(query_id, info, keywords=keywords, then="**Per run**"))
         per_run = builders.query_metrics_frame(page.alignments, query_id, k)
         layout.show_table(
             builders.with_text_for_missing(per_run, ["first_relevant_rank"], "not retrieved"),
