@@ -555,14 +555,7 @@ def test_compare_gives_an_interval_of_width_0_no_p_value_and_warns_when_judge_an
     ("cannot tell", said in words). Where the humans differ from the judge on 2 of 30 labelled queries, the
     ``dataset`` target's interval has a width but rests on those 2: said too."""
     ids = [f"q{i:02d}" for i in range(40)]
-    (tmp_path / "known.qrels").write_text("".join(f"{q} 0 {q}-rel 1\n" for q in ids[:20]))
-    (tmp_path / "judge.qrels").write_text("".join(f"{q} 0 {q}-rel 1\n{q} 0 {q}-other 0\n" for q in ids[20:]))
-    (tmp_path / "human.qrels").write_text("".join(f"{q} 0 {q}-rel 1\n{q} 0 {q}-other 0\n" for q in ids[:30]))
-    (tmp_path / "a.trec").write_text("".join(f"{q} Q0 {q}-rel 1 2.0 a\n{q} Q0 {q}-other 2 1.0 a\n" for q in ids))
-    (tmp_path / "b.trec").write_text("".join(f"{q} Q0 {q}-other 1 2.0 b\n{q} Q0 {q}-rel 2 1.0 b\n" for q in ids))
-    argv = ["compare", "--dataset", str(tmp_path / "known.qrels"), "--baseline", str(tmp_path / "b.trec"),
-            "--run", str(tmp_path / "a.trec"), "-m", "ndcg@10", "--judge-qrels", str(tmp_path / "judge.qrels"),
-            "--human-qrels", str(tmp_path / "human.qrels")]  # fmt: skip
+    argv = _corrected_compare(_small_corrected_inputs(tmp_path), "b.trec", "a.trec")
     out, err = io.StringIO(), io.StringIO()
     assert main(argv, out, err) == 0, err.getvalue()
     assert "p=n/a (cannot tell)?" in out.getvalue() and "*" not in out.getvalue().splitlines()[0]
@@ -637,13 +630,18 @@ def _small_corrected_inputs(tmp_path):
     return tmp_path
 
 
+def _corrected_compare(folder, baseline: str, run: str) -> list[str]:
+    """``compare`` of ``run`` against ``baseline`` (files in ``folder``, :func:`_small_corrected_inputs`) on ndcg@10,
+    corrected by the judge's and people's labels there."""
+    return ["compare", "--dataset", str(folder / "known.qrels"), "--baseline", str(folder / baseline), "--run",
+            str(folder / run), "-m", "ndcg@10", "--judge-qrels", str(folder / "judge.qrels"), "--human-qrels",
+            str(folder / "human.qrels")]  # fmt: skip
+
+
 def test_compare_on_another_engine_refuses_the_labels_it_would_not_read(tmp_path):
     """Was: compare --engine duckdb with --judge-qrels and --human-qrels printed the plain comparison on the
     dataset's judgments alone, the labels accepted and ignored."""
-    d = _small_corrected_inputs(tmp_path)
-    argv = ["compare", "--dataset", str(d / "known.qrels"), "--baseline", str(d / "a.trec"), "--run",
-            str(d / "b.trec"), "-m", "ndcg@10", "--judge-qrels", str(d / "judge.qrels"), "--human-qrels",
-            str(d / "human.qrels")]  # fmt: skip
+    argv = _corrected_compare(_small_corrected_inputs(tmp_path), "a.trec", "b.trec")
     out, err = io.StringIO(), io.StringIO()
     assert main(argv, out, err) == 0, err.getvalue()
     assert "corrected delta" in out.getvalue()
@@ -693,14 +691,11 @@ def test_a_corrected_comparison_of_a_run_with_itself_says_there_is_nothing_to_co
     """Was: only "the 30 human-labelled queries score alike here ... label more (--plan)", which more labels would
     never change; the plain comparison's warning was not given."""
     d = _small_corrected_inputs(tmp_path)
-    argv = ["compare", "--dataset", str(d / "known.qrels"), "--baseline", str(d / "a.trec"), "--run",
-            str(d / "a.trec"), "-m", "ndcg@10", "--judge-qrels", str(d / "judge.qrels"), "--human-qrels",
-            str(d / "human.qrels")]  # fmt: skip
     out, err = io.StringIO(), io.StringIO()
-    assert main(argv, out, err) == 0, err.getvalue()
+    assert main(_corrected_compare(d, "a.trec", "a.trec"), out, err) == 0, err.getvalue()
     assert "warning: run 'a-2' has the same rows as the baseline: nothing to compare" in err.getvalue()
     out, err = io.StringIO(), io.StringIO()
-    assert main([*argv[:6], str(d / "b.trec"), *argv[7:]], out, err) == 0, err.getvalue()
+    assert main(_corrected_compare(d, "a.trec", "b.trec"), out, err) == 0, err.getvalue()
     assert "same rows as the baseline" not in err.getvalue()
 
 
