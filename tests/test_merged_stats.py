@@ -377,6 +377,22 @@ def test_eval_ci_s_help_states_the_registry_s_rule():
     assert "".join(f"95% interval: {stats.mean_interval_rule(None)} (".split()) in shown
 
 
+def test_eval_refuses_the_resampling_options_without_ci(hard):
+    """Was: eval took --resamples and --seed without --ci and printed the plain means, the options ignored (nothing
+    else of eval resamples)."""
+    qrels, run = hard
+    common = ["eval", "--dataset", str(qrels), "--run", str(run), "-m", "ndcg@10"]
+    for extra, named in (
+        (["--resamples", "300"], "--resamples"),
+        (["--seed", "3", "--resamples", "9"], "--resamples, --seed"),
+    ):
+        code, out, err = _cli(*common, *extra)
+        assert code == 2 and f"{named}: option(s) of --ci's resampling, read only with --ci" in err and not out, err
+        code, out, err = _cli(*common, *extra, "--engine", "duckdb")
+        assert code == 2 and "read only with --ci" in err, err
+    assert _cli(*common, "--seed", "3", "--ci")[0] == 0 and _cli(*common)[0] == 0
+
+
 def test_cli_prints_the_same_intervals_and_fingerprints_on_every_engine_and_bucket_count(hard, tmp_path):
     qrels, run = hard
     common = ["eval", "--dataset", str(qrels), "--run", str(run), "--ci", "--resamples", "300", "--fingerprint"]

@@ -19,6 +19,7 @@ from ragmetrics.cli.options import (
     add_merged_options,
     add_metric_option,
     add_ppi_options,
+    check_merged_options,
     engine_arguments,
     read_bounds_depth,
     refuse_engine_options_in_process,
@@ -78,6 +79,7 @@ def merged_options(args: argparse.Namespace) -> Merged | None:
 
 def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     metrics = args.metric or list(DEFAULT_METRICS)
+    check_merged_options(args)
     refuse_engine_options_in_process(args)
     if args.per_query and args.per_query_out:
         raise RagMetricsError("--per-query prints the values --per-query-out writes to a file: give one of them")

@@ -325,6 +325,16 @@ CI_RESAMPLES = 1_000
 """``eval --ci``'s resamples when not given."""
 
 
+def check_merged_options(args: argparse.Namespace) -> None:
+    """Refuse ``--resamples`` and ``--seed`` without ``--ci`` (nothing else of ``eval`` resamples: they were taken
+    and ignored), then fill in their defaults."""
+    given = [f"--{name}" for name in ("resamples", "seed") if getattr(args, name) is not None]
+    if given and not args.ci:
+        raise RagMetricsError(f"{', '.join(given)}: option(s) of --ci's resampling, read only with --ci")
+    args.resamples = CI_RESAMPLES if args.resamples is None else args.resamples
+    args.seed = 0 if args.seed is None else args.seed
+
+
 def add_merged_options(p: argparse.ArgumentParser) -> None:
     """``eval``'s statistics that merge (:mod:`ragmetrics.analysis.merged`): equal for every engine and bucket
     count."""
@@ -339,10 +349,9 @@ def add_merged_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--resamples",
         type=whole_number(1),
-        default=CI_RESAMPLES,
-        help=f"resamples of --ci (default {CI_RESAMPLES})",
+        help=f"resamples of --ci (default {CI_RESAMPLES}; refused without --ci, which alone reads it)",
     )
-    p.add_argument("--seed", type=whole_number(0), default=0, help="seed of --ci's resampling (default 0)")
+    p.add_argument("--seed", type=whole_number(0), help="seed of --ci's resampling (default 0; refused without --ci)")
     p.add_argument(
         "--fingerprint",
         action="store_true",
