@@ -32,7 +32,7 @@ from sklearn.metrics import cohen_kappa_score
 
 import ragmetrics as rm
 from ragmetrics.analysis.judging import pool, with_labels
-from ragmetrics.analysis.ppi import corrected_comparison, corrected_means
+from ragmetrics.analysis.ppi import TOO_FEW_WORDS, corrected_comparison, corrected_means
 from ragmetrics.cli import main
 from ragmetrics.cli.judging import JUDGED_COLUMNS
 from ragmetrics.io import load_dataset, load_run, write_trec_qrels
@@ -347,10 +347,15 @@ def test_eval_and_compare_print_corrected_estimates(tmp_path):
     argv = ["eval", "--dataset", str(dataset), "--run", run_files[0], "-m", "ndcg@10", "--judge-qrels", str(judged)]
     out = io.StringIO()
     assert main([*argv, "--human-qrels", str(few), "--format", "json"], out, err) == 0
-    assert "below 30 the interval is rough" in err.getvalue()
     (row,) = json.loads(out.getvalue())["corrected"]
-    assert 0 <= row["ci_low"] <= row["estimate"] <= row["ci_high"] <= 1  # within nDCG's range, however few
-    assert 0 <= row["human_low"] <= row["human_high"] <= 1
+    # 3 labelled queries: too few to tell, as a corrected delta of so few (was: an interval, said to be rough); the
+    # estimate is shown, within nDCG's range however few, and the human-only mean keeps its interval
+    assert row["too_few"] is True and row["ci_low"] is None and row["ci_high"] is None and 0 <= row["estimate"] <= 1
+    assert 0 <= row["human_low"] <= row["human_high"] <= 1 and "rough" not in err.getvalue()
+    out = io.StringIO()
+    assert main([*argv, "--human-qrels", str(few)], out, io.StringIO()) == 0
+    assert f"corrected {row['estimate']:.4f} no interval (too few to tell)?  judge-only" in out.getvalue()
+    assert f"? = {TOO_FEW_WORDS}" in out.getvalue()
     everyone = tmp_path / "everyone.tsv"
     write_trec_qrels(rm.Dataset.from_frames(loop.human[loop.human["query_id"].isin(loop.human["query_id"][:3])]),
                      everyone)  # fmt: skip

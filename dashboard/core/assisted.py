@@ -26,7 +26,7 @@ import pandas as pd
 from dashboard.core.share import SAMPLE_PLANS
 from dashboard.core.text import md_escape
 from ragmetrics.analysis import ppi
-from ragmetrics.analysis.compare import DEFAULT_FAMILY, bounds_text, interval_at_level
+from ragmetrics.analysis.compare import DEFAULT_FAMILY, bounds_text, interval_at_level, too_few_shown
 from ragmetrics.analysis.evaluate import RunResult, evaluate
 from ragmetrics.analysis.judging import judged_twice
 from ragmetrics.analysis.label_agreement import LabelAgreement, label_agreement
@@ -200,18 +200,22 @@ def corrected_table(
     sample's human labels alone, each with its 95% interval (:func:`ragmetrics.analysis.ppi.corrected_means`;
     ``strata``: by category). The judge's labels fill the pairs ``base`` leaves unjudged; people's are added
     (winning where they differ). Columns: ``run, corrected, corrected_low, corrected_high, judge_only,
-    judge_low, judge_high, human_only, human_low, human_high, n_labelled, n_queries, more, projected`` (the
-    half width were ``more`` queries labelled beyond these). Fewer than
+    judge_low, judge_high, human_only, human_low, human_high, n_labelled, n_queries, too_few, more, projected``
+    (the half width were ``more`` queries labelled beyond these; a ``too_few`` row has no corrected interval, as
+    every output shows it: :func:`ragmetrics.analysis.compare.too_few_shown`). Fewer than
     :data:`ragmetrics.analysis.ppi.MIN_LABELLED` labelled queries: a
     :class:`~ragmetrics.foundation.errors.RagMetricsError`."""
     under_judge, under_people, strata_of = _under(base, runs, [spec], human, judge, conventions, strata)
-    frame = ppi.corrected_means(under_judge, under_people, list(sample), metrics=[str(spec)], strata=strata_of)
+    frame = too_few_shown(
+        ppi.corrected_means(under_judge, under_people, list(sample), metrics=[str(spec)], strata=strata_of)
+    )
     names = {
         "estimate": "corrected", "ci_low": "corrected_low", "ci_high": "corrected_high",
         "judge": "judge_only", "human": "human_only",
     }  # fmt: skip
     columns = ["run", "corrected", "corrected_low", "corrected_high", "judge_only", "judge_low", "judge_high",
-               "human_only", "human_low", "human_high", "n_labelled", "n_queries", "more", "projected"]  # fmt: skip
+               "human_only", "human_low", "human_high", "n_labelled", "n_queries", "too_few", "more",
+               "projected"]  # fmt: skip
     return frame.rename(columns=names)[columns]
 
 
@@ -279,6 +283,22 @@ def family_words(deltas: pd.DataFrame, correction: str) -> str:
     """The family the p-values of :func:`corrected_deltas` were corrected over, in the CLI's words
     (:func:`ragmetrics.analysis.stats.family_text` of the computation's ``family_size`` and ``family_covers``)."""
     return family_text(correction, int(deltas["family_size"].iloc[0]), str(deltas["family_covers"].iloc[0]))
+
+
+def mean_words(row: Any, *, others_intervals: bool) -> str:
+    """One row of :func:`corrected_table` in words (markdown): the run's corrected mean with its 95% interval (a
+    too-few row: none, :data:`ragmetrics.analysis.ppi.TOO_FEW_WORDS` saying why, as the CLI), then its judge-only
+    and human-only means (``others_intervals``: with their intervals)."""
+    interval = f"({ppi.TOO_FEW_WORDS})" if row.too_few else f"[{row.corrected_low:.3f}, {row.corrected_high:.3f}]"
+
+    def alone(mean: float, low: float, high: float) -> str:
+        return f"{mean:.3f} [{low:.3f}, {high:.3f}]" if others_intervals else f"{mean:.3f}"
+
+    return (
+        f"**{md_escape(str(row.run))}**: corrected **{row.corrected:.3f}** {interval} · judge-only "
+        f"{alone(row.judge_only, row.judge_low, row.judge_high)} · human-only "
+        f"{alone(row.human_only, row.human_low, row.human_high)}"
+    )
 
 
 def delta_words(row: Any, baseline: str, correction: str) -> str:

@@ -367,11 +367,7 @@ def _corrected_panel(selection: cache.Selection, spec: MetricSpec, help_: Assist
             f"(now ±{(first['corrected_high'] - first['corrected_low']) / 2:.3f})."
         )
     for row in table.itertuples(index=False):
-        st.markdown(
-            f"**{md_escape(str(row.run))}**: corrected **{row.corrected:.3f}** [{row.corrected_low:.3f}, "
-            f"{row.corrected_high:.3f}] · judge-only {row.judge_only:.3f} [{row.judge_low:.3f}, {row.judge_high:.3f}] "
-            f"· human-only {row.human_only:.3f} [{row.human_low:.3f}, {row.human_high:.3f}]"
-        )
+        st.markdown(assisted.mean_words(row, others_intervals=True))
     number = st.column_config.NumberColumn
     layout.show_table(
         table,
@@ -389,6 +385,8 @@ def _corrected_panel(selection: cache.Selection, spec: MetricSpec, help_: Assist
 def _warn_if_unreadable(table: pd.DataFrame, low: str, high: str) -> None:
     """Say when the corrected intervals of ``table`` cannot be read yet (:func:`ragmetrics.analysis.ppi.unreadable`:
     an interval of width 0, or fewer labelled queries than :data:`ragmetrics.analysis.ppi.FEW_LABELLED`)."""
+    if "too_few" in table:  # no interval shown: its words say why
+        table = table[~table["too_few"].astype(bool)]
     n = int(table["n_labelled"].iloc[0]) if len(table) else 0
     note = ppi.unreadable(n, (table[high] - table[low]).to_numpy()) if len(table) else None
     if note is not None:
@@ -503,9 +501,6 @@ def corrected_elsewhere(
             )
         for row in table.itertuples(index=False):
             if baseline is None:
-                st.markdown(
-                    f"**{md_escape(str(row.run))}**: corrected **{row.corrected:.3f}** [{row.corrected_low:.3f}, "
-                    f"{row.corrected_high:.3f}] · judge-only {row.judge_only:.3f} · human-only {row.human_only:.3f}"
-                )
+                st.markdown(assisted.mean_words(row, others_intervals=False))
             else:
                 st.markdown(assisted.delta_words(row, baseline, correction))

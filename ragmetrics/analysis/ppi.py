@@ -78,7 +78,8 @@ MIN_TESTED = stats.MIN_GROUP
 """Fewer labelled queries give a corrected delta no verdict: "too few to tell", as a segment of fewer queries; the
 test on so few is not to be trusted, so the CLI, its JSON and the dashboard show neither its p-values nor its
 intervals (the adjusted interval excludes 0 exactly when the corrected p-value is below alpha: the same test), only
-the delta (:func:`ragmetrics.analysis.compare.too_few_shown`)."""
+the delta (:func:`ragmetrics.analysis.compare.too_few_shown`); a corrected mean of so few keeps its estimate and
+loses its interval the same way (:func:`corrected_means`)."""
 TOO_FEW_WORDS = f"{SAID['too few'].term} (fewer than {MIN_TESTED} human-labelled queries: no interval, no p-value)"
 """A too-few corrected delta's words, the CLI's and the dashboard's (:data:`MIN_TESTED`)."""
 FEW_LABELLED = 30
@@ -524,8 +525,11 @@ def corrected_means(
     runs' values under the human labels, read at the ``labelled`` queries only. ``options`` pass to
     :func:`ppi_mean`; ``strata``: each query's stratum (query id to stratum). One row per (metric, run):
     ``estimate, ci_low, ci_high, p_value`` (PPI), ``judge, judge_low, judge_high``, ``human, human_low,
-    human_high``, ``lam, n_labelled, n_queries``, ``differing`` (:data:`MIN_DIFFERING`), and ``more, projected``:
-    the interval's half width were ``more`` queries labelled beyond these (default: as many again).
+    human_high``, ``lam, n_labelled, n_queries``, ``differing`` (:data:`MIN_DIFFERING`), ``too_few`` (fewer than
+    :data:`MIN_TESTED` labelled queries, unless the mean is exact: too few to tell, as a corrected delta of so few;
+    the interval is kept here and shown by no output, :func:`ragmetrics.analysis.compare.too_few_shown`), and
+    ``more, projected``: the interval's half width were ``more`` queries labelled beyond these (default: as many
+    again).
     """
     import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
 
@@ -543,7 +547,8 @@ def corrected_means(
             result = ppi_mean(f, y, strata=_strata_of(strata, ids), **options)
             row = _within(_row(result), 0.0, 1.0)
             del row["p_value"]  # the test of "the mean is 0": it means nothing for a mean of a metric
-            rows.append({"metric": metric, "run": name, **row, **_projected(result, more)})
+            too_few = result.n_labelled < MIN_TESTED and not result.exact
+            rows.append({"metric": metric, "run": name, **row, "too_few": too_few, **_projected(result, more)})
     return pd.DataFrame(rows)
 
 

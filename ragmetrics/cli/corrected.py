@@ -133,9 +133,11 @@ def _footer(args: argparse.Namespace, frame: pd.DataFrame, out: TextIO, interval
 
 def _unreadable(args: argparse.Namespace, frame: pd.DataFrame, err: TextIO) -> None:
     """The note when the intervals cannot be read yet (:func:`ppi.unreadable`), of the rows a sample measures (an
-    exact row's width 0 is the truth)."""
+    exact row's width 0 is the truth) and shows an interval for (a too-few row shows none: its mark says why)."""
     if "exact" in frame:
         frame = frame[~frame["exact"]]
+    if "too_few" in frame:
+        frame = frame[~frame["too_few"].astype(bool)]
     if not len(frame):
         return
     n, differing = int(frame["n_labelled"].min()), int(frame["differing"].min())
@@ -168,20 +170,28 @@ def eval_corrected(
     judge, human, labelled = evaluate_labelled(args, dataset, runs, metrics)
     frame = ppi.corrected_means(judge.runs, human.runs, labelled.queries, **_options(args, judge))
     _unreadable(args, frame, err)
+    shown = too_few_shown(frame)
     if args.format == "json":
-        _json(frame, "corrected", out)
+        _json(shown, "corrected", out)
     elif args.format == "csv":
-        out.write(frame.to_csv(index=False))
+        out.write(shown.to_csv(index=False))
     else:
-        for r in frame.itertuples(index=False):
+        for r in shown.itertuples(index=False):
+            corrected = (
+                f"{r.estimate:.4f} no interval (too few to tell)?"
+                if r.too_few
+                else _interval(r.estimate, r.ci_low, r.ci_high)
+            )
             out.write(
-                f"{r.metric:<14} {r.run:<24} corrected {_interval(r.estimate, r.ci_low, r.ci_high)}  "
+                f"{r.metric:<14} {r.run:<24} corrected {corrected}  "
                 f"judge-only {_interval(r.judge, r.judge_low, r.judge_high)}  "
                 f"human-only {_interval(r.human, r.human_low, r.human_high)}  lambda {r.lam:.2f}"
-                + _shrinks(r.ci_low, r.ci_high, r.more, r.projected)
+                + ("" if r.too_few else _shrinks(r.ci_low, r.ci_high, r.more, r.projected))
                 + "\n"
             )
         _footer(args, frame, out)
+        if frame["too_few"].any():
+            out.write(f"? = {ppi.TOO_FEW_WORDS}\n")
         _plan(args, judge, labelled, out)
     return judge
 

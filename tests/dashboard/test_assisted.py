@@ -229,6 +229,9 @@ def test_agreement_and_the_corrected_numbers_match_the_library() -> None:
     assert np.allclose(table["corrected"], expected["estimate"]) and np.allclose(table["judge_only"], expected["judge"])
     assert np.allclose(table["human_only"], expected["human"])
     assert (table["n_labelled"] == 6).all() and (table["n_queries"] == N_QUERIES).all()
+    # 6 labelled queries: too few to tell, no corrected interval (as a corrected delta of so few)
+    assert table["too_few"].all() and table[["corrected_low", "corrected_high"]].isna().all().all()
+    assert not expected["too_few"].any() or expected["ci_low"].notna().all()  # the library keeps it, flagged
     # the judge-only mean is the one under the judge's labels
     assert table["judge_only"].iloc[1] == pytest.approx(under_judge.runs["beta"].means["ndcg@3"])
     with pytest.raises(Exception, match="labelled"):
