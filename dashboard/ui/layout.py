@@ -259,6 +259,16 @@ def change_help(workspace: Workspace, change: str) -> str | None:
     return None
 
 
+def show_refused_change(workspace: Workspace, change: str) -> bool:
+    """Say up front, on a store that takes data, that it refuses ``change`` (one of
+    :data:`ragmetrics.store.database.CHANGES`), and whom to ask; whether it does (a read-only store says so itself,
+    in :func:`page_setup`)."""
+    if workspace.read_only or not workspace.refuses(change):
+        return False
+    st.info(f"{change_help(workspace, change)} Ask the store's owner for the privilege.", icon=":material/lock:")
+    return True
+
+
 def changes_note(workspace: Workspace) -> str | None:
     """What the Workspace page says up front when the store takes uploads but refuses some changes: which, and whom
     to ask; None otherwise (a read-only store says so itself)."""
@@ -268,8 +278,8 @@ def changes_note(workspace: Workspace) -> str | None:
     listed = f"{', '.join(refused[:-1])} or {refused[-1]}" if len(refused) > 1 else refused[0]
     return (
         f"This store takes uploads, but the database user the dashboard connects as may not {listed}: "
-        "those controls are disabled. Ask the store's owner for the UPDATE and DELETE privileges on its tables, "
-        "or to make the change for you."
+        "those controls are disabled. Ask the store's owner for the UPDATE and DELETE privileges on its tables "
+        "(and USAGE on its sequences), or to make the change for you."
     )
 
 

@@ -26,11 +26,18 @@ page = layout.page_setup(
 )
 view = page.state
 workspace = page.workspace
-writes_help = layout.writes_help(workspace)
+building_refused, building_help = workspace.refuses("build datasets"), layout.change_help(workspace, "build datasets")
+reviewing_refused, reviewing_help = (
+    workspace.refuses("review candidates"),
+    layout.change_help(workspace, "review candidates"),
+)
 
 message = state.flash()
 if message:
     st.success(md_escape(message), icon=":material/check_circle:")
+
+for change in ("build datasets", "review candidates"):
+    layout.show_refused_change(workspace, change)
 
 if page.dataset is None:
     st.info("Load a dataset with its corpus first (Upload).", icon=":material/info:")
@@ -79,8 +86,8 @@ else:
                 "its sibling chunks that hold the answer (as `ragmetrics synth --parent-separator`).",
             )
             if st.button("Generate", icon=":material/auto_awesome:", type="primary", key="build.generate",
-                         disabled=not mix or workspace.read_only,
-                         help=writes_help):  # fmt: skip
+                         disabled=not mix or building_refused,
+                         help=building_help):  # fmt: skip
                 with layout.refused(f"Generating candidates from “{ds.name}”"):
                     job = building.start(workspace, ds, label, mix, seed, separator)
                     st.session_state["build.batch"] = job.batch
@@ -135,7 +142,7 @@ else:
                         icon=":material/pause_circle:",
                     )
                 if batch.status != "complete" and st.button("Resume", icon=":material/play_arrow:", key="build.resume",
-                                                            disabled=workspace.read_only, help=writes_help):  # fmt: skip
+                                                            disabled=building_refused, help=building_help):  # fmt: skip
                     with layout.refused("Resuming the generation"):
                         building.resume(workspace, batch)
                         st.rerun()
@@ -227,14 +234,14 @@ else:
                             st.button("Accept", icon=":material/check:", type="primary", shortcut="A",
                                       key=f"build.accept.{item.position}", on_click=building.decide,
                                       args=(workspace, batch.id, item.position, "accepted"),
-                                      disabled=workspace.read_only, help=writes_help)  # fmt: skip
+                                      disabled=reviewing_refused, help=reviewing_help)  # fmt: skip
                             st.button("Edit", icon=":material/edit:", shortcut="E", key=f"build.edit.{item.position}",
                                       on_click=building.start_editing, args=(batch.id, item.position),
-                                      disabled=workspace.read_only, help=writes_help)  # fmt: skip
+                                      disabled=reviewing_refused, help=reviewing_help)  # fmt: skip
                             st.button("Reject", icon=":material/close:", shortcut="X",
                                       key=f"build.reject.{item.position}", on_click=building.decide,
                                       args=(workspace, batch.id, item.position, "rejected"),
-                                      disabled=workspace.read_only, help=writes_help)  # fmt: skip
+                                      disabled=reviewing_refused, help=reviewing_help)  # fmt: skip
                             if item.decision is not None:  # shown again: leaving keeps its decision
                                 st.button("Back to the queue", icon=":material/undo:",
                                           key=f"build.revise.back.{item.position}",
@@ -263,8 +270,8 @@ else:
                         "Name", value=f"{ds.name} (built, {batch.id[:6]})", key=f"build.name.{batch.id}", max_chars=200
                     )
                     if st.button("Make dataset", icon=":material/library_add:", key="build.make",
-                                 disabled=not kept or workspace.read_only,
-                                 help=writes_help):  # fmt: skip
+                                 disabled=not kept or building_refused,
+                                 help=building_help):  # fmt: skip
                         with layout.refused(f"Making dataset “{name.strip() or ds.name}”"):
                             entry = workspace.make_dataset(batch.id, kept, name=name.strip() or ds.name,
                                                            author=building.reviewer())  # fmt: skip

@@ -93,9 +93,7 @@ if page.alignments and page.dataset is not None:
     if workspace.read_only:  # no pair to hold, no label to keep: the set-up said so, and whom to ask
         layout.finish(page, view)
         st.stop()
-    judging_refused = layout.change_help(workspace, "judge")
-    if judging_refused:  # a pair is held by letting go of the last: every pair shown would be refused
-        st.info(f"{judging_refused} Ask the store's owner for the privilege.", icon=":material/lock:")
+    if layout.show_refused_change(workspace, "judge"):  # a pair is held by letting go of the last: every one refused
         layout.finish(page, view)
         st.stop()
     with layout.refused("Judging (holding the pair shown for this tab, then keeping its labels)", stop=True):

@@ -27,6 +27,7 @@ import sqlalchemy as sa
 
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.store.database import (
+    CHANGE_OPTION,
     MAX_NAME_BYTES,
     Store,
     StoreKeyError,
@@ -120,6 +121,7 @@ class CandidateStore:
         t = synth_batches_table
         self.store.require_table(t, f"batch {batch}'s status")
         with self.engine.begin() as conn:
+            conn.execution_options(**{CHANGE_OPTION: "build datasets"})
             conn.execute(sa.update(t).where(t.c.id == check_id(batch, "batch")).values(status=status))
 
     def batches(self, parent: str | None = None, *, ident: str | None = None) -> list[Batch]:
@@ -183,6 +185,7 @@ class CandidateStore:
         check_id(batch, "batch")
         self.store.require_table(t, f"the flags of batch {batch}'s candidates")
         with self.engine.begin() as conn:
+            conn.execution_options(**{CHANGE_OPTION: "build datasets"})
             for position, found in flags.items():
                 row = conn.execute(
                     sa.select(t.c.record).where((t.c.batch_id == batch) & (t.c.position == int(position)))
@@ -264,6 +267,7 @@ class CandidateStore:
             ).first()
             if known is None:
                 raise StoreKeyError(f"batch {batch} has no candidate at position {position}")
+            conn.execution_options(**{CHANGE_OPTION: "review candidates"})
             key = conn.execute(
                 sa.insert(synth_reviews_table).values(
                     batch_id=batch,
@@ -286,6 +290,7 @@ class CandidateStore:
         t = synth_batches_table
         self.store.require_table(t, f"the dataset batch {batch} made")
         with self.engine.begin() as conn:
+            conn.execution_options(**{CHANGE_OPTION: "build datasets"})
             conn.execute(
                 sa.update(t)
                 .where(t.c.id == check_id(batch, "batch"))

@@ -280,6 +280,8 @@ CHANGES: dict[str, tuple[tuple[str, sa.Table | sa.Column[Any]], ...]] = {
         *((p, t) for t in (versions_table, numbers_table, version_numbers_table) for p in ("INSERT", "UPDATE")),
         ("INSERT", links_table),
     ),
+    "build datasets": (("UPDATE", synth_batches_table), ("UPDATE", synth_candidates_table)),
+    "review candidates": (("USAGE", synth_reviews_table.c.id),),
 }
 """The changes to what a store holds, besides adding to it, that its database user may be refused alone (a
 PostgreSQL role granted INSERT but not UPDATE or DELETE): each with the privileges on the tables it writes
@@ -287,7 +289,9 @@ PostgreSQL role granted INSERT but not UPDATE or DELETE): each with the privileg
 "edit tags" is every write of a run's tags, an upload's with tags included
 (PostgreSQL's INSERT ... ON CONFLICT DO UPDATE needs UPDATE); "judge" holds, renews and lets go of the pair a
 judging session is shown, keeps a label (numbered by the labels' sequence) and withdraws a pending one; "save versions" stamps the pending labels with the
-version that takes them and records its row and number (:meth:`Store.commit_labels`)."""
+version that takes them and records its row and number (:meth:`Store.commit_labels`); "build datasets" marks a
+batch of generated candidates' state, flags its candidates and records the dataset it made
+(:mod:`ragmetrics.store.candidates`); "review candidates" keeps a review decision (numbered by their sequence)."""
 
 
 MAX_NAME_BYTES = 512
@@ -794,7 +798,7 @@ class Store:
         # a refused write marks the whole store read-only only when it says so: a SQLite file that may not be
         # written, or a write to the datasets (every user of the store writes those); a privilege lacking on
         # another table refuses that write only
-        change = None if execution is None else execution.execution_options.get(_CHANGE)
+        change = None if execution is None else execution.execution_options.get(CHANGE_OPTION)
         if _READ_ONLY in str(cause):
             self.read_only = True
         elif change is not None:  # one of CHANGES refused: adding data may still be allowed
@@ -1133,7 +1137,7 @@ class Store:
     def _rename(self, table: sa.Table, ident: str, name: str) -> None:
         name = checked_text(name.strip(), "a name", MAX_NAME_BYTES)
         with self.engine.begin() as conn:
-            conn.execution_options(**{_CHANGE: "rename"})
+            conn.execution_options(**{CHANGE_OPTION: "rename"})
             if self._write(conn, table, sa.update(table).where(table.c.id == ident).values(name=name)).rowcount == 0:
                 raise StoreKeyError(f"{table.name[:-1]} {ident} is not in this store")
 
@@ -1158,7 +1162,7 @@ class Store:
         for _ in range(COMMIT_ATTEMPTS):
             root = self.lineage(ident)[-1]
             with self.engine.begin() as conn:
-                conn.execution_options(**{_CHANGE: "delete"})
+                conn.execution_options(**{CHANGE_OPTION: "delete"})
                 self._lock(conn, f"place\x1f{ident}")  # no label written on it while it goes (:meth:`write_pending`)
                 self._lock(conn, f"lineage\x1f{root}")
                 if self._tree(ident, conn=conn).lineage(ident)[-1] != root:
@@ -1271,7 +1275,7 @@ class Store:
         check_id(ident, "run")
         tagged = self.has_table(tags_table)
         with self.engine.begin() as conn:
-            conn.execution_options(**{_CHANGE: "delete"})
+            conn.execution_options(**{CHANGE_OPTION: "delete"})
             if tagged:
                 conn.execute(sa.delete(tags_table).where(tags_table.c.run_id == ident))
             conn.execute(sa.delete(links_table).where(links_table.c.run_id == ident))
@@ -1291,7 +1295,7 @@ class Store:
             if conn.execute(sa.select(runs_table.c.id).where(runs_table.c.id == run)).first() is None:
                 raise StoreKeyError(f"run {run} is not in this store")
             t = tags_table
-            conn.execution_options(**{_CHANGE: "edit tags"})
+            conn.execution_options(**{CHANGE_OPTION: "edit tags"})
             if replace:
                 conn.execute(sa.delete(t).where(t.c.run_id == run))
             elif removed:
@@ -1310,7 +1314,7 @@ class Store:
                 index_elements=["run_id", "key"],
                 set_={"value": statement.excluded.value, "updated_at": statement.excluded.updated_at},
             ),
-            execution_options={_CHANGE: "edit tags"},
+            execution_options={CHANGE_OPTION: "edit tags"},
         )
 
     def tags(self, run: str) -> dict[str, str]:
@@ -1372,7 +1376,7 @@ class Store:
                 other = self._latest_label(conn, family, query_id, doc_id)
                 if other is not None and other["id"] != expect:
                     raise LabelConflict(dataset, other)
-            judging = {_CHANGE: "judge"}
+            judging = {CHANGE_OPTION: "judge"}
             key = conn.execute(
                 sa.insert(labels_table).values(**row, dataset_id=place), execution_options=judging
             ).inserted_primary_key
@@ -1482,7 +1486,7 @@ class Store:
             self._lock(conn, f"claims\x1f{root}")  # the check and the claim one step
             conn.execute(
                 sa.delete(c).where((c.c.dataset_id == root) & ((c.c.expires_at < now) | (c.c.holder == holder))),
-                execution_options={_CHANGE: "judge"},
+                execution_options={CHANGE_OPTION: "judge"},
             )
             held = {(q, d) for q, d in conn.execute(sa.select(c.c.query_id, c.c.doc_id).where(c.c.dataset_id == root))}
             labelled = {
@@ -1515,7 +1519,7 @@ class Store:
                 sa.update(c)
                 .where((c.c.dataset_id == self.family(dataset)[0]) & (c.c.holder == holder))
                 .values(expires_at=time.time() + seconds),
-                execution_options={_CHANGE: "judge"},
+                execution_options={CHANGE_OPTION: "judge"},
             )
         return int(done.rowcount or 0)
 
@@ -1529,7 +1533,7 @@ class Store:
         with self.engine.begin() as conn:
             conn.execute(
                 sa.delete(c).where(mine if dataset is None else mine & (c.c.dataset_id == self.family(dataset)[0])),
-                execution_options={_CHANGE: "judge"},
+                execution_options={CHANGE_OPTION: "judge"},
             )
 
     def pending_labels(self, dataset: str, *, kind: str = "judgment", judges: bool = True) -> pd.DataFrame:
@@ -1580,7 +1584,7 @@ class Store:
                     & (t.c.doc_id == doc_id)
                     & self._a_persons_row(t)
                 ),
-                execution_options={_CHANGE: "judge"},
+                execution_options={CHANGE_OPTION: "judge"},
             )
             return int(done.rowcount or 0)
 
@@ -1650,7 +1654,7 @@ class Store:
             now = time.time()
             try:
                 with self.engine.begin() as conn:
-                    conn.execution_options(**{_CHANGE: "save versions"})
+                    conn.execution_options(**{CHANGE_OPTION: "save versions"})
                     self._lock(conn, f"place\x1f{dataset}")
                     self._lock(conn, f"lineage\x1f{root}")  # the number: one save of the lineage at a time
                     now_tree = self._tree(dataset, conn=conn)
@@ -2076,7 +2080,7 @@ class Store:
         with self.engine.begin() as conn:
             conn.execute(
                 sa.delete(results_table).where(results_table.c.id == check_id(ident, "results")),
-                execution_options={_CHANGE: "delete results"},
+                execution_options={CHANGE_OPTION: "delete results"},
             )
 
     def list_runs(self, dataset: str | None = None) -> pd.DataFrame:
@@ -2109,7 +2113,7 @@ _INSUFFICIENT_PRIVILEGE = "42501"
 """PostgreSQL's SQLSTATE for a statement the role lacks the privilege for."""
 _WRITES = "ragmetrics_writes"
 """The execution option that names the table a statement writes (:meth:`Store._write`)."""
-_CHANGE = "ragmetrics_change"
+CHANGE_OPTION = "ragmetrics_change"
 """The execution option that names the one of :data:`CHANGES` a write makes (:meth:`Store._refused_write` reads
 it): set on the connection when its transaction is that change alone (a rename, a delete, a save), on the statement
 when the transaction also adds data (a label among a judging's writes, an upload's tags)."""

@@ -293,3 +293,69 @@ def test_a_second_batch_made_alike_is_the_one_shown_and_named(corpus_dataset, st
     at.selectbox(key="build.batch").set_value(first).run()
     no_problems(at)
     assert at.selectbox(key="build.batch").value == first
+
+
+def test_a_store_that_refuses_building_and_reviewing_says_so_and_disables_their_buttons(
+    database_and_role, monkeypatch
+) -> None:
+    """Was: generating candidates and reviewing them were no changes of their own: a PostgreSQL role that may add
+    data but not update a batch's state, nor use the reviews' sequence, saw Generate, Accept, Edit, Reject and
+    Make dataset enabled, and each click was refused in red. Now the open reads those privileges with the others;
+    the page says what the store refuses, and its buttons are disabled with the reason."""
+    import sqlalchemy as sa
+
+    from dashboard.ui import layout
+    from ragmetrics.store.database import StoreWriteRefused
+
+    name, owner_url = database_and_role
+    owner = Workspace(Store(owner_url))
+    documents = pd.DataFrame({"doc_id": ["d1", "d2"], "title": ["", ""], "text": ["Refunds take 14 days.", "Ships."]})
+    qrels = pd.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "relevance": [1]})
+    queries = pd.DataFrame({"query_id": ["q1"], "query": ["refunds"]})
+    parent = owner.add_dataset(Dataset.from_frames(qrels, queries, name="faq", corpus_size=2, documents=documents)).id
+    batch = owner.candidates.new_batch(parent, "extractive", {"seed": 0}, 1)
+    record = {"query_id": "extractive-0-0001", "query": "How long do refunds take?", "relevant_docs": {"d1": 1},
+              "category": "factual", "difficulty": "easy", "source": {"doc_id": "d1", "text": "Refunds take 14 days."}}  # fmt: skip
+    owner.candidates.add_candidate(batch, 1, record)
+    owner.candidates.set_status(batch, "complete")
+    with owner.store.engine.begin() as conn:  # adding anything; no UPDATE, no sequence
+        conn.execute(sa.text(f"GRANT SELECT, INSERT ON ALL TABLES IN SCHEMA public TO {name}"))
+    url = owner_url.replace("postgres@", f"{name}@", 1)
+    monkeypatch.setenv("RAGMETRICS_STORE_URL", url)
+    monkeypatch.setenv("RAGMETRICS_SAMPLES", "off")
+    workspace = Workspace(Store(url))
+    assert not workspace.read_only
+    assert {"build datasets", "review candidates"} <= set(workspace.refused_changes())
+
+    at = open_page("build", {"ds": parent})
+    no_problems(at)
+    building, reviewing = (layout.change_help(workspace, c) for c in ("build datasets", "review candidates"))
+    assert building and building.startswith("This store refuses to build datasets: ")
+    assert reviewing and reviewing.startswith("This store refuses to review candidates: ")
+    assert [i.value for i in at.info if "refuses to" in i.value] == [
+        f"{building} Ask the store's owner for the privilege.",
+        f"{reviewing} Ask the store's owner for the privilege.",
+    ]
+    helps = {b.key: (b.disabled, b.proto.help) for b in at.button}
+    assert helps["build.generate"] == (True, building) and helps["build.make"] == (True, building)
+    for key in ("build.accept.1", "build.edit.1", "build.reject.1"):
+        assert helps[key] == (True, reviewing)
+    with pytest.raises(StoreWriteRefused):  # as a click would have been
+        workspace.candidates.review(batch, 1, "accepted", reviewer="ann")
+
+    with owner.store.engine.begin() as conn:
+        conn.execute(sa.text(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {name}"))
+    owner.store.engine.dispose()
+    at = open_page("build", {"ds": parent})  # a page opened rechecks a store that refuses a change: reviewing may
+    no_problems(at)
+    assert [i.value for i in at.info if "refuses to" in i.value] == [
+        f"{building} Ask the store's owner for the privilege."
+    ]
+    accept = next(b for b in at.button if b.key == "build.accept.1")
+    assert not accept.disabled
+    accept.click().run()
+    no_problems(at)
+    assert CandidateStore(Store(owner_url)).candidates(batch)[0].decision == "accepted"
+    assert next(b for b in at.button if b.key == "build.make").disabled
+    with pytest.raises(StoreWriteRefused):  # still refused: a batch's state is an UPDATE
+        Workspace(Store(url)).candidates.set_status(batch, "stopped")

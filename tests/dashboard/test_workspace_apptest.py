@@ -113,8 +113,9 @@ def test_a_store_that_takes_uploads_but_refuses_renames_and_deletes_says_so_befo
     no_problems(at)
     assert [i.value for i in at.info if "takes uploads" in i.value] == [
         "This store takes uploads, but the database user the dashboard connects as may not rename, delete, edit tags, "
-        "delete results, judge or save versions: those controls are disabled. Ask the store's owner for the UPDATE and DELETE "
-        "privileges on its tables, or to make the change for you."
+        "delete results, judge, save versions, build datasets or review candidates: those controls are disabled. Ask the "
+        "store's owner for the UPDATE and DELETE "
+        "privileges on its tables (and USAGE on its sequences), or to make the change for you."
     ]
     renames = [b for b in at.button if b.label == "Rename"]
     deletes = [at.button(key="workspace.delete.dataset"), at.button(key="workspace.delete.run")]
@@ -129,7 +130,16 @@ def test_a_store_that_takes_uploads_but_refuses_renames_and_deletes_says_so_befo
         "what it holds that way."
     )
     assert not workspace.read_only
-    assert workspace.refused_changes() == ["rename", "delete", "edit tags", "delete results", "judge", "save versions"]
+    assert workspace.refused_changes() == [
+        "rename",
+        "delete",
+        "edit tags",
+        "delete results",
+        "judge",
+        "save versions",
+        "build datasets",
+        "review candidates",
+    ]
     judging = open_page("judge", {"ds": entry.id})  # every pair shown would be refused: said, none held
     no_problems(judging)
     assert [i.value for i in judging.info if "refuses to judge" in i.value] == [
@@ -173,12 +183,28 @@ def test_a_store_that_takes_labels_but_refuses_saving_versions_disables_save_and
     monkeypatch.setenv("RAGMETRICS_STORE_URL", url)
     workspace = Workspace(Store(url))
     assert not workspace.read_only  # a label is numbered by the labels' sequence: no USAGE of it, no judging
-    assert workspace.refused_changes() == ["rename", "delete", "edit tags", "delete results", "judge", "save versions"]
+    assert workspace.refused_changes() == [
+        "rename",
+        "delete",
+        "edit tags",
+        "delete results",
+        "judge",
+        "save versions",
+        "build datasets",
+        "review candidates",
+    ]
     with owner.store.engine.begin() as conn:
         conn.execute(sa.text(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {name}"))
     owner.store.engine.dispose()
     workspace.refresh()  # read again while the store refuses a change: the grant shows
-    assert workspace.refused_changes() == ["rename", "delete", "edit tags", "delete results", "save versions"]
+    assert workspace.refused_changes() == [
+        "rename",
+        "delete",
+        "edit tags",
+        "delete results",
+        "save versions",
+        "build datasets",
+    ]
     assert ingest.metadata_options(workspace) == {}  # the Upload page's tag fields, disabled: not read
     at = open_page("judge", {"ds": entry.id, "runs": run.id, "k": "5"})
     no_problems(at)
