@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.stats import norm
 
@@ -23,6 +24,7 @@ from ragmetrics.analysis import stats
 from ragmetrics.analysis.compare import family_scope
 from ragmetrics.analysis.ppi import (
     FEW_LABELLED,
+    MIN_DIFFERING,
     TOO_FEW_WORDS,
     Corrected,
     corrected_comparison,
@@ -31,6 +33,7 @@ from ragmetrics.analysis.ppi import (
     ppi_paired,
     sample_plan,
     unreadable,
+    unreadable_rows,
 )
 from ragmetrics.analysis.verdicts import SAID, verdict
 from ragmetrics.cli import main
@@ -709,3 +712,27 @@ def test_eval_s_options_the_corrected_estimates_do_not_read_are_refused(tmp_path
         out, err = io.StringIO(), io.StringIO()
         assert main([*argv, option], out, err) == 2 and not out.getvalue()
         assert f"{option}: not with --judge-qrels and --human-qrels" in err.getvalue(), err.getvalue()
+
+
+def test_the_unreadable_note_of_a_table_reads_only_the_rows_that_show_a_sample_interval() -> None:
+    """One rule for the CLI's note and the dashboard's warning: a too-few row (no interval shown) and an exact row
+    (width 0 is the truth) leave the table before :func:`unreadable` reads it; the fewest labelled, differing and
+    queries of the rows left decide."""
+    rows = pd.DataFrame(
+        {
+            "ci_low": [0.1, 0.5, 0.2, 0.3],
+            "ci_high": [0.3, 0.5, 0.4, 0.3],
+            "n_labelled": [40, 5, 35, 50],
+            "differing": [20, 0, 18, 0],
+            "n_queries": [100, 100, 100, 50],
+            "too_few": [False, True, False, False],
+            "exact": [False, False, False, True],
+        }
+    )
+    assert unreadable_rows(rows) is None  # the width-0 rows are the too-few and the exact one
+    assert unreadable_rows(rows.drop(columns="too_few"))[0] == "flat"
+    assert unreadable_rows(rows.assign(n_labelled=[20, 5, 35, 50]))[0] == "few"
+    assert unreadable_rows(rows, population="dataset") is None  # 18 and 20 differing: enough
+    fewer = rows.assign(differing=[20, 0, MIN_DIFFERING - 1, 0])
+    assert unreadable_rows(fewer, population="dataset")[0] == "agree"
+    assert unreadable_rows(fewer) is None  # the rule of a mean over exactly these queries only

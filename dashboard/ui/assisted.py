@@ -383,12 +383,9 @@ def _corrected_panel(selection: cache.Selection, spec: MetricSpec, help_: Assist
 
 
 def _warn_if_unreadable(table: pd.DataFrame, low: str, high: str) -> None:
-    """Say when the corrected intervals of ``table`` cannot be read yet (:func:`ragmetrics.analysis.ppi.unreadable`:
-    an interval of width 0, or fewer labelled queries than :data:`ragmetrics.analysis.ppi.FEW_LABELLED`)."""
-    if "too_few" in table:  # no interval shown: its words say why
-        table = table[~table["too_few"].astype(bool)]
-    n = int(table["n_labelled"].iloc[0]) if len(table) else 0
-    note = ppi.unreadable(n, (table[high] - table[low]).to_numpy()) if len(table) else None
+    """Say when the corrected intervals of ``table`` cannot be read yet
+    (:func:`ragmetrics.analysis.ppi.unreadable_rows`)."""
+    note = ppi.unreadable_rows(table, low, high)
     if note is not None:
         kind, words = note
         st.warning(

@@ -131,6 +131,27 @@ def unreadable(
     return None
 
 
+def unreadable_rows(
+    rows: pd.DataFrame, low: str = "ci_low", high: str = "ci_high", population: str = "queries"
+) -> tuple[str, str] | None:
+    """:func:`unreadable` of a table of corrected intervals (columns ``low``, ``high``, ``n_labelled``; read when
+    present: ``differing``, ``n_queries``), over the rows a sample measures and that show an interval: an ``exact``
+    row's width 0 is the truth, a ``too_few`` row shows none (its words say why). The fewest labelled, differing
+    and queries of those rows decide; None when no row is left."""
+    for flag in ("exact", "too_few"):
+        if flag in rows:
+            rows = rows[~rows[flag].astype(bool)]
+    if not len(rows):
+        return None
+    return unreadable(
+        int(rows["n_labelled"].min()),
+        (rows[high] - rows[low]).to_numpy(),
+        int(rows["differing"].min()) if "differing" in rows else None,
+        population,
+        int(rows["n_queries"].min()) if "n_queries" in rows else None,
+    )
+
+
 def _quantile(confidence: float, df: float = math.inf) -> float:
     """The two-sided ``confidence`` quantile of Student's t with ``df`` degrees of freedom (inf: the normal's)."""
     from scipy import stats as sps  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)

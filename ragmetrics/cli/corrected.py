@@ -132,17 +132,8 @@ def _footer(args: argparse.Namespace, frame: pd.DataFrame, out: TextIO, interval
 
 
 def _unreadable(args: argparse.Namespace, frame: pd.DataFrame, err: TextIO) -> None:
-    """The note when the intervals cannot be read yet (:func:`ppi.unreadable`), of the rows a sample measures (an
-    exact row's width 0 is the truth) and shows an interval for (a too-few row shows none: its mark says why)."""
-    if "exact" in frame:
-        frame = frame[~frame["exact"]]
-    if "too_few" in frame:
-        frame = frame[~frame["too_few"].astype(bool)]
-    if not len(frame):
-        return
-    n, differing = int(frame["n_labelled"].min()), int(frame["differing"].min())
-    widths = (frame["ci_high"] - frame["ci_low"]).to_numpy()
-    note = ppi.unreadable(n, widths, differing, args.ppi_target, int(frame["n_queries"].min()))
+    """The note when the intervals cannot be read yet (:func:`ppi.unreadable_rows`)."""
+    note = ppi.unreadable_rows(frame, population=args.ppi_target)
     if note is not None:
         err.write(f"ragmetrics: note: {note[1]}; label more (--plan)\n")
 
