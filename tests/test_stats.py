@@ -187,6 +187,20 @@ def test_a_constant_difference_s_interval_is_the_inverted_sign_flip_test_s():
         assert out["ci_low_adjusted"].iloc[1] == out["ci_high_adjusted"].iloc[1] == 0.3
 
 
+def test_two_runs_alike_on_every_query_follow_the_constant_difference_s_rule():
+    """Was: a difference of 0 on each of 3 queries printed the point [+0.0000, +0.0000] (p = 1) while any other
+    constant difference of 3 queries printed [no bound]; a shift of the zeros by any value is a constant difference
+    whose sign-flip p, 2^-2, rejects none at 95%. Now both have no bound at 3 queries and the point at 12."""
+    table = pd.DataFrame({"run": ["b", "c"], "baseline": ["a", "a"], "delta": [0.0, 0.0], "sd_difference": [0.0, 0.0],
+                          "n": [3, 12], "p_value": [1.0, 1.0], "p_value_corrected": [1.0, 1.0],
+                          "ci_low": [0.0, 0.0], "ci_high": [0.0, 0.0]})  # fmt: skip
+    for correction in ("none", "holm"):
+        out = adjusted_intervals(table, correction, 0.05)
+        assert np.isnan(out["ci_low_adjusted"].iloc[0]) and np.isnan(out["ci_high_adjusted"].iloc[0])
+        assert out["ci_method_adjusted"].iloc[0] == "none"
+        assert out["ci_low_adjusted"].iloc[1] == out["ci_high_adjusted"].iloc[1] == 0.0
+
+
 @pytest.mark.parametrize(
     ("low", "high", "digits", "shown"),
     [

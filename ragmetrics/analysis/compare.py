@@ -547,10 +547,11 @@ def adjusted_intervals(
     ``family_size``: how many p-values the correction covered (default: the table's; more with ``family="pairs"``),
     the level of a comparison whose p-value is 0.
 
-    A constant non-zero difference (zero variance) has a point for either interval while its p-value is the exact
-    sign-flip p, 2^(1 - n) (:func:`ragmetrics.analysis.stats.constant_difference_p`); its interval is then that test's,
-    inverted: the point where 2^(1 - n) is below 1 - level, else no bound at all (NaN: the test rejects no shift at
-    that level, 2 queries never), so the interval and the p-value agree."""
+    A constant difference (zero variance) has a point for either interval while its p-value is the exact sign-flip
+    p, 2^(1 - n) (:func:`ragmetrics.analysis.stats.constant_difference_p`), or 1 for a difference of 0; its interval
+    is then that test's, inverted (a shift of the differences by any other value is a constant difference too): the
+    point where 2^(1 - n) is below 1 - level, else no bound at all (NaN: the test rejects no shift at that level, 2
+    queries never), so the interval and the p-value agree; two runs alike on every query are no exception."""
     own = (table["run"] == table["baseline"]).to_numpy()
     if stats.is_uncorrected(correction):
         levels = np.full(len(table), 0.95)
@@ -571,7 +572,7 @@ def adjusted_intervals(
     n = table["n"].to_numpy(dtype=np.float64)
     sd = table["sd_difference"].to_numpy(dtype=np.float64)
     tolerance = stats.CONSTANT_TOLERANCE * np.maximum(1.0, np.abs(delta))
-    constant = ~own & (n >= 2) & (sd <= tolerance) & (np.abs(delta) > tolerance)
+    constant = ~own & (n >= 2) & (sd <= tolerance)
     flip_p = np.array([stats.constant_difference_p(int(k)) if c else 0.0 for k, c in zip(n, constant)])
     unbounded = constant & (flip_p >= 1 - levels)
     return table.assign(
