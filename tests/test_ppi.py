@@ -562,6 +562,8 @@ def test_compare_gives_an_interval_of_width_0_no_p_value_and_warns_when_judge_an
     out, err = io.StringIO(), io.StringIO()
     assert main(argv, out, err) == 0, err.getvalue()
     assert "p=n/a (cannot tell)?" in out.getvalue() and "*" not in out.getvalue().splitlines()[0]
+    # no interval beside "cannot tell" (was its width-0 [+0.3691, +0.3691], which the footer says measures nothing)
+    assert "corrected delta +0.3691 no interval (width 0)  p=n/a (cannot tell)?" in out.getvalue()
     assert "? = cannot tell: an interval of width 0" in out.getvalue()
     # the footer names the method in the registry's words (was its own "Student's t, at each comparison's level")
     assert "intervals: Holm-adjusted CI (Student's t at each comparison's level)" in out.getvalue()

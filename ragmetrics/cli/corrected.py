@@ -217,8 +217,8 @@ def compare_corrected(
             p = SAID[r.verdict].term
         elif r.too_few:
             interval, p = "no interval", "p=n/a (too few to tell)"
-        elif r.no_spread:
-            p = "p=n/a (cannot tell)"
+        elif r.no_spread:  # its width 0 measures nothing: shown as no interval, as a too-few row's
+            interval, p = "no interval (width 0)", "p=n/a (cannot tell)"
         else:
             p = f"p={r.p_value:.4g} ({args.correction} {r.p_value_corrected:.4g})"
         out.write(
