@@ -132,6 +132,37 @@ def test_dataset_check_flags_removed_and_changed_documents(tmp_path):
     assert report.count("missing:") == 1 and report.count("changed:") == 1
 
 
+def test_dataset_check_against_the_sets_chunks_file_takes_its_chunks_as_given(tmp_path):
+    """The chunks ``synth --chunks-out`` wrote, two of a document's three removed and the third edited: checked
+    against that file, only the removed two are missing and the edited one is changed (was: the file was cut again
+    with the chunker the set records, its chunks renamed ``d0#2#0``, so no source text was ever compared)."""
+    words = [f"word{i}" for i in range(400)]
+    corpus = _write(
+        tmp_path / "corpus.jsonl",
+        [{"_id": f"d{n}", "title": "", "text": " ".join(words[n * 50 : n * 50 + 50]) + "."} for n in range(4)],
+    )
+    evalset = tmp_path / "set.jsonl"
+    argv = ["synth", str(corpus), "-o", str(evalset), "--chunker", "words:20:5", "--categories", "factual=12",
+            "--no-retrieval-check"]  # fmt: skip
+    out, err = io.StringIO(), io.StringIO()
+    assert main(argv, out, err) == 0, err.getvalue()
+    rows = [json.loads(line) for line in evalset.read_text(encoding="utf-8").splitlines()]
+    sourced = next(r for r in rows if r["provenance"]["chunk_id"] == "d0#2")
+    assert sourced["relevant_docs"] == {"d0#2": 2, "d0#0": 1, "d0#1": 1}
+    chunks = tmp_path / "set.chunks.jsonl"
+    kept = [json.loads(line) for line in chunks.read_text(encoding="utf-8").splitlines()]
+    kept = [{**c, "text": c["text"] + " Edited."} if c["_id"] == "d0#2" else c for c in kept]
+    _write(chunks, [c for c in kept if c["_id"] not in ("d0#0", "d0#1")])
+
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["dataset", "check", str(evalset), "--corpus", str(chunks)], out, err) == 1
+    report = out.getvalue()
+    assert "the corpus taken as given, not cut again with words:20:5: its ids are the set's chunk ids" in err.getvalue()
+    assert f"missing: query {sourced['query_id']}: relevant document(s) not in the corpus: d0#0, d0#1\n" in report
+    assert f"changed: query {sourced['query_id']}: the text of its source d0#2 changed" in report
+    assert report.count("changed:") == 1 and "d0#2," not in report and "d0#2\n" not in report
+
+
 def test_dataset_check_coverage_size_and_power(tmp_path):
     rows = [
         {"query_id": f"q{i}", "query": f"question {i}", "relevant_docs": {f"d{i}": 2}, "category": cat}

@@ -24,8 +24,8 @@ from ragmetrics.io import load_dataset
 from ragmetrics.store.candidates import CandidateStore
 from ragmetrics.store.database import Store, dataset_id
 from ragmetrics.store.history import resolve_dataset
-from ragmetrics.synth.check import STAGES, Age, check, recorded_chunkers, reviewed_at
-from ragmetrics.synth.corpus import load_corpus
+from ragmetrics.synth.check import STAGES, Age, check, judged_among, recorded_chunkers, reviewed_at
+from ragmetrics.synth.corpus import make_corpus, read_texts
 
 DEFAULT_METRIC = "ndcg@10"
 """The power check's metric when ``--metric`` is not given."""
@@ -95,11 +95,11 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     _refuse_unused(args)
     store = _store(args)
     dataset, ident = _dataset(args, store)
-    corpus = (
-        load_corpus(args.corpus, chunking=_chunker(args, dataset, err), parent_separator=args.parent_separator)
-        if args.corpus
-        else None
-    )
+    corpus = None
+    if args.corpus:
+        documents = read_texts(args.corpus)
+        chunking = _chunker(args, dataset, {d.doc_id for d in documents}, err)
+        corpus = make_corpus(documents, chunking=chunking, parent_separator=args.parent_separator)
     targets = parse_categories(args.target, 0, (), option="--target", counts=True).counts if args.target else None
     runs = read_runs(args.run or [], args)
     report = check(
@@ -142,9 +142,11 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 1 if report.problems else 0
 
 
-def _chunker(args: argparse.Namespace, dataset: Dataset, err: TextIO) -> str:
+def _chunker(args: argparse.Namespace, dataset: Dataset, ids: set[str], err: TextIO) -> str:
     """``--chunker``, else the one the set's provenance records (a set ``synth`` made over chunks names chunk ids:
-    checked against the whole documents every one would be missing), else none."""
+    checked against the whole documents every one would be missing), else none. A corpus whose own ``ids`` are the
+    set's chunk ids (the chunks ``synth`` wrote) is taken as given: cut again, its chunks would have other ids and
+    no source text would be compared."""
     if args.chunker is not None:
         return str(args.chunker)
     recorded = recorded_chunkers(dataset)
@@ -152,6 +154,12 @@ def _chunker(args: argparse.Namespace, dataset: Dataset, err: TextIO) -> str:
         raise RagMetricsError(
             f"the set's provenance records {len(recorded)} chunkers ({', '.join(recorded)}): give --chunker"
         )
+    if recorded and recorded[0] != "none" and (given := judged_among(dataset, ids)):
+        err.write(
+            f"ragmetrics: note: the corpus taken as given, not cut again with {recorded[0]}: its ids are the set's "
+            f"chunk ids ({given[0]}{', ...' if len(given) > 1 else ''})\n"
+        )
+        return "none"
     if recorded:
         err.write(f"ragmetrics: note: the corpus chunked with {recorded[0]}, as the set's provenance records\n")
         return recorded[0]

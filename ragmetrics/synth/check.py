@@ -141,6 +141,14 @@ def missing_documents(dataset: Dataset, known: set[str]) -> list[tuple[str, list
     return [(str(q), sorted(map(str, g["doc_id"]))) for q, g in gone.groupby("query_id", sort=True)]
 
 
+def judged_among(dataset: Dataset, ids: set[str]) -> list[str]:
+    """The set's relevant document ids that are among ``ids`` (a corpus's own ids), sorted: a corpus whose own ids
+    are the set's chunk ids is the set's chunks (``synth --chunks-out``), already cut."""
+    qrels = dataset.qrels
+    judged = qrels.loc[qrels["relevance"] > 0, "doc_id"]
+    return sorted(set(map(str, judged[judged.isin(ids)])))
+
+
 def _provenance(found: Any) -> Mapping[str, Any] | None:
     """A query's provenance as a map (the loaders keep a map in an extra column as its JSON text), or None."""
     if isinstance(found, str):

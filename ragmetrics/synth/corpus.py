@@ -217,10 +217,15 @@ def load_corpus(
     """Read and chunk a corpus; ``language`` ``auto`` is chosen by the texts' CJK share (as the built-in BM25 does).
     ``parent_separator`` (chunker ``none`` only): the corpus is already chunked and a chunk's document is its id
     before the last occurrence of the separator (CMRC's ``DEV_0_C1``: ``_C``), so its sibling chunks are known."""
+    return make_corpus(read_texts(path), chunking=chunking, language=language, parent_separator=parent_separator)
+
+
+def read_texts(path: str | Path) -> list[Document]:
+    """:func:`read_documents`, refused when no document has a text (the documents :func:`load_corpus` chunks)."""
     documents = read_documents(path)
     if not any(f"{d.title}{d.text}".strip() for d in documents):
         raise RagMetricsError(f"{path}: no document has a text to write queries from")
-    return make_corpus(documents, chunking=chunking, language=language, parent_separator=parent_separator)
+    return documents
 
 
 def make_corpus(
