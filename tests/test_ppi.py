@@ -704,6 +704,49 @@ def test_a_corrected_comparison_of_a_run_with_itself_says_there_is_nothing_to_co
     assert "same rows as the baseline" not in err.getvalue()
 
 
+def test_labels_that_name_none_of_a_run_s_documents_as_it_is_evaluated_are_said(tmp_path):
+    """Was: labels at another level than the run is evaluated at (chunk ids against a run mapped to its documents,
+    document ids against a chunk run) were taken silently, the corrected numbers computed from labels of nothing
+    the run ranks. The run is read as it is evaluated: its chunks mapped to documents meet document-level labels."""
+    ids = [f"q{i:02d}" for i in range(40)]
+    (tmp_path / "a.trec").write_text("".join(f"{q} Q0 {q}-rel#0 1 2.0 a\n{q} Q0 {q}-other#1 2 1.0 a\n" for q in ids))
+    (tmp_path / "known.qrels").write_text("".join(f"{q} 0 {q}-rel 1\n" for q in ids[:20]))
+    (tmp_path / "known-chunks.qrels").write_text("".join(f"{q} 0 {q}-rel#0 1\n" for q in ids[:20]))
+    for name, tail, queries in (("judge", "", ids[20:]), ("human", "", ids[:30]), ("human-chunks", "#0", ids[:30])):
+        other = "#1" if tail else ""
+        labels = "".join(f"{q} 0 {q}-rel{tail} 1\n{q} 0 {q}-other{other} 0\n" for q in queries)
+        (tmp_path / f"{name}.qrels").write_text(labels)
+
+    def corrected_eval(dataset: str, human: str, *extra: str) -> str:
+        argv = ["eval", "--dataset", str(tmp_path / dataset), "--run", str(tmp_path / "a.trec"), "-m", "ndcg@10",
+                "--judge-qrels", str(tmp_path / "judge.qrels"), "--human-qrels", str(tmp_path / human), *extra]  # fmt: skip
+        out, err = io.StringIO(), io.StringIO()
+        assert main(argv, out, err) == 0, err.getvalue()
+        assert "corrected" in out.getvalue()
+        return err.getvalue()
+
+    # chunks mapped to their documents: document-level labels meet them, though no id is written alike
+    assert "labelled (query, document) pairs" not in corrected_eval(
+        "known.qrels", "human.qrels", "--chunk-pattern", "#"
+    )
+    said = corrected_eval("known.qrels", "human-chunks.qrels", "--chunk-pattern", "#")
+    assert (
+        f"warning: {tmp_path / 'human-chunks.qrels'}: 0 of its 60 labelled (query, document) pairs are documents run "
+        "'a' retrieved, its ids read as it is evaluated (read against these labels alone: the qrels judge chunks, but "
+        "the run was mapped to documents" in said
+    )
+    assert "label the ids the run is evaluated at (a chunk run against document-level labels" in said
+    assert f"{tmp_path / 'judge.qrels'}:" not in said
+    # a chunk run evaluated as chunks, both label files judging documents
+    said = corrected_eval("known-chunks.qrels", "human.qrels")
+    for name, pairs in (("judge", 40), ("human", 60)):
+        assert (
+            f"warning: {tmp_path / f'{name}.qrels'}: 0 of its {pairs} labelled (query, document) pairs are documents "
+            "run 'a' retrieved, its ids read as it is evaluated (read against these labels alone: the run names "
+            "chunks and the qrels judge the documents they come from)" in said
+        ), said
+
+
 def test_eval_s_options_the_corrected_estimates_do_not_read_are_refused(tmp_path):
     """Was: eval --ci and --fingerprint with --judge-qrels and --human-qrels printed the corrected table alone, the
     options accepted and ignored."""

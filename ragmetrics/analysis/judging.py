@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from ragmetrics.analysis.fusion import ranked_frame
 from ragmetrics.engine import Alignment, Ranking, align
+from ragmetrics.engine.health import Fix, no_overlap_fix
 from ragmetrics.engine.metrics import MetricSpec, compute, parse_metric
 from ragmetrics.engine.order import segment_starts
 from ragmetrics.foundation.errors import RagMetricsError
@@ -261,6 +262,17 @@ def judged_twice(
     labels = judge_labels.astype({"query_id": str, "doc_id": str}).merge(judged, on=["query_id", "doc_id"], how="left")
     holes = labels[labels["known"].isna()][["query_id", "doc_id", "relevance"]]
     return merge(dataset, holes).dataset, merge(dataset, human_labels, override=True).dataset
+
+
+def labels_retrieved(alignment: Alignment, labels: Dataset, audience: str = "cli") -> tuple[int, Fix | None]:
+    """How many of ``labels``' (query, document) pairs ``alignment``'s run retrieved at any rank, its rows read as
+    ``alignment`` reads them (the run aligned with ``labels`` alone under its conventions: chunks as their documents
+    when they are mapped to them), and, when it retrieved none, the likely cause and fix in the words of
+    ``audience`` (:func:`ragmetrics.engine.health.no_overlap_fix`; None when no change tried makes them meet)."""
+    found = align(labels, alignment.run, alignment.conventions)
+    rows = found.rows()
+    met = len(rows.loc[rows["label"].notna(), ["query_id", "doc_id"]].drop_duplicates())
+    return met, (no_overlap_fix(found, audience) if not met else None)
 
 
 def judged_by_the_judge_alone(dataset: Dataset, labels: pd.DataFrame, rel_level: int = 1) -> list[str]:

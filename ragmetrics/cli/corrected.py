@@ -21,6 +21,7 @@ from ragmetrics.analysis.judging import (
     Labelled,
     judged_by_the_judge_alone,
     judged_by_the_judge_alone_words,
+    labels_retrieved,
     with_labels,
 )
 from ragmetrics.analysis.stats import delta_interval_method, family_text
@@ -79,7 +80,27 @@ def evaluate_labelled(
         )
     judge = evaluate_runs(args, labelled.judge, runs, metrics)
     human = evaluate_runs(args, labelled.human, runs, metrics)
+    _labels_meet_the_runs(args.judge_qrels, judge_labels, judge)
+    _labels_meet_the_runs(args.human_qrels, human_labels, human)
     return judge, human, labelled
+
+
+def _labels_meet_the_runs(path: str, labels: Dataset, result: EvalResult) -> None:
+    """Warn of each run none of whose retrieved documents (read as it is evaluated) the labels in ``path`` label:
+    the corrected numbers then rest on labels of nothing the run ranks."""
+    pairs = labels.qrels_table.num_rows
+    for name, run in result.runs.items():
+        met, fix = labels_retrieved(run.alignment, labels)
+        if met or not pairs:
+            continue
+        cause = f" (read against these labels alone: {fix.cause})" if fix is not None else ""
+        warnings.warn(
+            f"{path}: 0 of its {pairs} labelled (query, document) pairs are documents run {name!r} retrieved, its "
+            f"ids read as it is evaluated{cause}: the corrected numbers rest on labels of nothing it ranks; label "
+            "the ids the run is evaluated at (a chunk run against document-level labels, or the reverse, meets none)",
+            RagMetricsWarning,
+            stacklevel=1,
+        )
 
 
 def _judged_by_the_judge_alone(args: argparse.Namespace, dataset: Dataset, labelled: Labelled) -> None:
