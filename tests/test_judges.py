@@ -4,6 +4,7 @@ the queries it never saw, and cross-fitting), the endpoint judge against a real 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -299,6 +300,32 @@ def test_learned_judge_refuses_labels_of_one_grade_and_warns_of_a_rare_one():
         LearnedJudge(training)
     with pytest.warns(RagMetricsWarning, match=r"fewer than 5 pairs of grade\(s\) 0 \(\{0: 2, 1: 30\}\)"):
         LearnedJudge([*training, (Pair("q0", "what?", "x", "t"), 0), (Pair("q1", "what?", "y", "t"), 0)])
+
+
+def test_learned_judge_says_it_has_too_few_relevant_pairs_to_learn_from():
+    """Was: 6 relevant pairs among 66 passed without a word (split over two grades: the generic advice of a rare
+    grade). Cross-fitted over 5 folds, some model learns from at most 4 of them: said, with the count."""
+    zeros = [(Pair(f"q{i}", "what?", f"d{i}-{k}", "text"), 0) for i in range(12) for k in range(5)]
+    few = [*zeros, *((Pair(f"q{i}", "what?", f"d{i}-rel", "text"), 1) for i in range(6))]
+    with pytest.warns(RagMetricsWarning) as said:
+        LearnedJudge(few, folds=5)
+    (message,) = [str(w.message) for w in said]
+    assert message.startswith("people's labels hold 6 relevant (grade > 0) pair(s) of 66 ({0: 60, 1: 6}): ")
+    assert "cross-fitted over 5 folds, a model learns from as few as" in message
+    assert "fewer than the 5 it needs to learn what makes a pair relevant" in message
+    assert "label more relevant pairs" in message and "check its agreement" not in message
+    fewest = int(message.split("as few as ")[1].split()[0])
+    assert fewest < 5
+    # grades 1 and 2, 3 pairs each: said once, as relevant pairs, not as two rare grades
+    graded = [*zeros, *((Pair(f"q{i}", "what?", f"d{i}-rel", "text"), 1 + i % 2) for i in range(6))]
+    with pytest.warns(RagMetricsWarning) as said:
+        LearnedJudge(graded, folds=5)
+    assert [str(w.message)[:50] for w in said] == ["people's labels hold 6 relevant (grade > 0) pair(s"]
+    # enough relevant pairs for every model: nothing said
+    many = [*zeros, *((Pair(f"q{i}", "what?", f"d{i}-rel{k}", "text"), 1) for i in range(12) for k in range(2))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RagMetricsWarning)
+        LearnedJudge(many, folds=5)
 
 
 def test_endpoint_judge_grades_the_same_at_any_concurrency(chat_server):

@@ -36,7 +36,9 @@ Labels = Mapping[tuple[str, str], int]
 """Grades by ``(query_id, doc_id)``."""
 
 MIN_EXAMPLES_PER_GRADE = 5
-"""Fewer labelled pairs of a grade than this and the judge warns: its grades there are close to guesses."""
+"""Fewer labelled pairs of a grade than this and the judge warns: its grades there are close to guesses. Relevant
+pairs (grade > 0) are counted as the cross-fitted models see them: one trained without a fold's queries learning
+from fewer relevant pairs than this is warned of, with the number of relevant pairs."""
 
 _WORD = re.compile(r"[^\W_]+")
 
@@ -118,6 +120,28 @@ def _digest(labels: Labels) -> str:
     return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
 
 
+def _few_relevant(training: Sequence[tuple[Pair, int]], counts: Mapping[int, int], folds: int) -> bool:
+    """Warn, and return True, when a cross-fitted model (trained on every fold but one, :func:`folds_of`) learns
+    from fewer than :data:`MIN_EXAMPLES_PER_GRADE` relevant (grade > 0) pairs: too few to learn what makes a pair
+    relevant, so its grades are close to guesses however many grade-0 pairs there are."""
+    relevant = sum(n for g, n in counts.items() if g > 0)
+    fold = folds_of([p.query_id for p, _ in training], folds)
+    in_fold = Counter(fold[p.query_id] for p, y in training if y > 0)
+    fewest = relevant - max(in_fold.values(), default=0)
+    if fewest >= MIN_EXAMPLES_PER_GRADE:
+        return False
+    warnings.warn(
+        f"people's labels hold {relevant} relevant (grade > 0) pair(s) of {len(training)} "
+        f"({dict(sorted(counts.items()))}): cross-fitted over {folds} folds, a model learns from as few as "
+        f"{fewest} of them, fewer than the {MIN_EXAMPLES_PER_GRADE} it needs to learn what makes a pair relevant; "
+        "the learned judge's grades are close to guesses; label more relevant pairs (a pool's top ranks hold most "
+        "of them) before using it",
+        RagMetricsWarning,
+        stacklevel=3,
+    )
+    return True
+
+
 class LearnedJudge:
     """A logistic regression (scikit-learn, standardised :data:`FEATURES`) trained on ``training``: pairs with a
     person's label. Its grade is not the likeliest one (on a scale where most pairs are 0 that is nearly always
@@ -171,6 +195,8 @@ class LearnedJudge:
                 "BEIR's do, cannot train it)"
             )
         rare = sorted(g for g, n in counts.items() if n < MIN_EXAMPLES_PER_GRADE)
+        if _few_relevant(training, counts, min(folds, queries)):
+            rare = [g for g in rare if g <= 0]  # the relevant grades are said by _few_relevant's warning
         if rare:
             warnings.warn(
                 f"people's labels hold fewer than {MIN_EXAMPLES_PER_GRADE} pairs of grade(s) "
