@@ -278,8 +278,8 @@ def test_push_names_the_dataset_as_asked(tmp_path):
 @pytest.mark.parametrize(
     ("engine", "option", "said"),
     [
-        ("inprocess", ["--memory-limit", "1GB"], "--memory-limit: read by a partitioned engine only"),
-        ("inprocess", ["--buckets", "3"], "--buckets: read by a partitioned engine only"),
+        ("inprocess", ["--memory-limit", "1GB"], "--memory-limit 1GB: read only with --engine duckdb, polars"),
+        ("inprocess", ["--buckets", "3"], "--buckets 3: read only with --engine duckdb, polars"),
         ("polars", ["--memory-limit", "1GB"], "the polars engine cannot hold itself to a memory limit"),
         ("spark", ["--memory-limit", "1GB"], "the spark engine cannot hold itself to a memory limit"),
         ("stream", ["--work-dir", "work"], "--work-dir: the stream engine writes no work file"),

@@ -462,7 +462,8 @@ def test_cli_evidence_json_per_query_and_the_queries_absent_from_the_run(tmp_pat
     assert main(args, out, io.StringIO()) == 0 and "per_query" not in json.loads(out.getvalue())["runs"]["run"]
     err = io.StringIO()
     baseline = ["evidence", *data, "--baseline", f["run.csv"], "--spans", f["spans.qrels"], "--per-query"]
-    assert main(baseline, io.StringIO(), err) == 2 and "--per-query: not with --baseline" in err.getvalue()
+    assert main(baseline, io.StringIO(), err) == 2
+    assert "--per-query: read only without --baseline" in err.getvalue() and "or drop --per-query" in err.getvalue()
 
 
 def _one_document(text: str, run_rows: list[dict[str, object]], answer: str = "") -> tuple[rm.Dataset, rm.Run]:

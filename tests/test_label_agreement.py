@@ -289,10 +289,10 @@ def test_judge_run_refuses_an_option_of_another_judge(small_set):
             str(d / "pool.tsv"), "-o", str(d / "x.tsv")]  # fmt: skip
     learned = ["--judge", "learned", "--human", str(d / "human.tsv")]
     for judge, extra, message in (
-        (["--judge", "rule"], ["--folds", "3"], "--folds is the learned judge's; --judge rule does not read it"),
-        (["--judge", "rule"], ["--model", "m"], "--model is the endpoint judge's; --judge rule does not read it"),
-        (learned, ["--call", "m:f"], "--call is the callable judge's; --judge learned does not read it"),
-        (["--judge", "endpoint", "--model", "m"], ["--folds", "2"], "--folds is the learned judge's"),
+        (["--judge", "rule"], ["--folds", "3"], "--folds 3: read only with --judge learned, not --judge rule"),
+        (["--judge", "rule"], ["--model", "m"], "--model m: read only with --judge endpoint, not --judge rule"),
+        (learned, ["--call", "m:f"], "--call m:f: read only with --judge callable, not --judge learned"),
+        (["--judge", "endpoint", "--model", "m"], ["--folds", "2"], "--folds 2: read only with --judge learned"),
     ):
         code, _, err = run(*base, *judge, *extra)
         assert code == 2 and message in err and "Traceback" not in err, (extra, err)
@@ -383,11 +383,11 @@ def test_judge_run_learned_over_another_judge_s_labels(small_set):
     # the base judge's labels are part of what decides the grades: another configuration, another hash
     assert set(alone["config_hash"]) != set(stacked["config_hash"])
     code, _, err = run("judge", "run", "--judge", "rule", *data, "--base", str(d / "rule.tsv"), "-o", str(d / "x.tsv"))
-    assert code == 2 and "--base is the learned judge's" in err
+    assert code == 2 and "read only with --judge learned, not --judge rule" in err and "or drop --base" in err, err
     code, _, err = run(
         "judge", "run", "--judge", "rule", *data, "--human", str(d / "human.tsv"), "-o", str(d / "x.tsv")
     )
-    assert code == 2 and "--human is the learned judge's" in err and "--judge rule does not read it" in err, err
+    assert code == 2 and f"--human {d / 'human.tsv'}: read only with --judge learned, not --judge rule" in err, err
     # people's labels on another scale than the dataset's (0..2 here) are refused, not learned from
     (d / "five.tsv").write_text((d / "human.tsv").read_text().replace("q1\td3\t2", "q1\td3\t5"))
     code, _, err = run(*learned, "--human", str(d / "five.tsv"), "-o", str(d / "x.tsv"))

@@ -309,7 +309,7 @@ def test_eval_and_compare_print_corrected_estimates(tmp_path):
     assert "holm-corrected over 2 comparison(s)" in out.getvalue().lower()
     out = io.StringIO()
     assert main(["eval", "--dataset", str(dataset), "--run", run_files[0], "--judge-qrels", str(judged)], out, err) == 2
-    assert "go together" in err.getvalue()
+    assert f"--judge-qrels {judged}: read only with --human-qrels" in err.getvalue()
     # a judge's labels (the TSV `judge run` writes) given as the people's are refused, not taken for a human sample
     judge_tsv = tmp_path / "judged.tsv"
     row = [*loop.human.iloc[0][["query_id", "doc_id"]].astype(str), "1", "3", "", "120", "endpoint", "2", "abc123",

@@ -693,7 +693,8 @@ def test_cli_refuses_what_the_engines_do_not_read(hard):
     qrels, run = hard
     code, _, err = _cli("eval", "--dataset", str(qrels), "--run", str(run), "--engine", "duckdb", "--queries", "x")
     assert code == 2
-    assert "--queries: not with --engine duckdb" in err
+    assert "--queries x: read only with --engine inprocess, not --engine duckdb" in err
+    assert "give --engine inprocess, or drop --queries" in err
 
 
 def test_cli_bad_memory_limit(hard):

@@ -646,13 +646,16 @@ def _corrected_compare(folder, baseline: str, run: str) -> list[str]:
 def test_compare_on_another_engine_refuses_the_labels_it_would_not_read(tmp_path):
     """Was: compare --engine duckdb with --judge-qrels and --human-qrels printed the plain comparison on the
     dataset's judgments alone, the labels accepted and ignored."""
-    argv = _corrected_compare(_small_corrected_inputs(tmp_path), "a.trec", "b.trec")
+    folder = _small_corrected_inputs(tmp_path)
+    argv = _corrected_compare(folder, "a.trec", "b.trec")
     out, err = io.StringIO(), io.StringIO()
     assert main(argv, out, err) == 0, err.getvalue()
     assert "corrected delta" in out.getvalue()
     out, err = io.StringIO(), io.StringIO()
     assert main([*argv, "--engine", "duckdb"], out, err) == 2
-    assert "--judge-qrels and --human-qrels: with --engine inprocess only" in err.getvalue() and not out.getvalue()
+    assert not out.getvalue()
+    assert f"--judge-qrels {folder / 'judge.qrels'}, --human-qrels" in err.getvalue()
+    assert "read only with --engine inprocess, not --engine duckdb" in err.getvalue()
 
 
 def test_the_corrected_estimates_options_without_the_labels_are_refused(tmp_path):
@@ -665,8 +668,9 @@ def test_the_corrected_estimates_options_without_the_labels_are_refused(tmp_path
         for extra in (["--plan", "5"], ["--ppi-target", "dataset", "--ppi-lambda", "1"], ["--strata", "category"]):
             out, err = io.StringIO(), io.StringIO()
             assert main([*argv, *extra], out, err) == 2, (command, extra, out.getvalue())
-            named = ", ".join(a for a in extra if a.startswith("--"))
-            assert f"{named}: option(s) of the corrected estimates, which are made with --judge-qrels" in err.getvalue()
+            named = ", ".join(" ".join(extra[i : i + 2]) for i in range(0, len(extra), 2))
+            said = f"{named}: read only with --judge-qrels and --human-qrels (the estimates corrected by a human sample"
+            assert said in err.getvalue() and "give --judge-qrels and --human-qrels, or drop" in err.getvalue()
         labels = ["--judge-qrels", str(d / "judge.qrels"), "--human-qrels", str(d / "human.qrels")]
         out, err = io.StringIO(), io.StringIO()
         assert main([*argv, *labels, "--ppi-target", "dataset", "--ppi-lambda", "1"], out, err) == 0, err.getvalue()
@@ -756,7 +760,8 @@ def test_eval_s_options_the_corrected_estimates_do_not_read_are_refused(tmp_path
     for option in ("--ci", "--fingerprint"):
         out, err = io.StringIO(), io.StringIO()
         assert main([*argv, option], out, err) == 2 and not out.getvalue()
-        assert f"{option}: not with --judge-qrels and --human-qrels" in err.getvalue(), err.getvalue()
+        said = f"{option}: read only without --judge-qrels and --human-qrels"
+        assert said in err.getvalue() and f"or drop {option}" in err.getvalue(), err.getvalue()
 
 
 def test_the_unreadable_note_of_a_table_reads_only_the_rows_that_show_a_sample_interval() -> None:

@@ -274,12 +274,13 @@ def test_cli_synth_from_a_folder_and_from_jsonl(tmp_path):
         (
             lambda p: _file(p, '{"id": "a", "text": "some words"}\n'),
             ["--chunks-out", "chunks.jsonl"],
-            "--chunks-out chunks.jsonl: --chunker none writes no chunks",
+            "--chunks-out chunks.jsonl: read only with --chunker other than none, not --chunker none",
         ),
         (
             lambda p: _file(p, '{"id": "a", "text": "some words"}\n'),
             ["--second-retriever", "variant"],
-            "--second-retriever variant: --no-retrieval-check turns off the retrieval filters it serves",
+            "--second-retriever variant: read only without --no-retrieval-check (the retrieval filters "
+            "--no-retrieval-check turns off); leave out --no-retrieval-check, or drop --second-retriever",
         ),
         (
             lambda p: _file(p, '{"id": "a_1", "text": "some words here"}\n'),

@@ -205,11 +205,14 @@ def test_dataset_check_coverage_size_and_power(tmp_path):
     # an option of a part of the check that does not run is refused (was: accepted and ignored, a metric never
     # checked), as is a category targeted twice
     refused = (
-        (["--metric", "recall@5"], "--metric recall@5: the power check it sets compares two or more runs"),
-        (["--delta", "0.1", "--run", str(a)], "--delta 0.1: the power check it sets compares two or more runs; give "
-                                              "--run at least twice (1 given)"),
-        (["--chunker", "words"], "--chunker words: it cuts the corpus of the freshness check; give --corpus"),
-        (["--parent-separator", "_C"], "--parent-separator _C: it cuts the corpus of the freshness check"),
+        (["--metric", "recall@5"], "--metric recall@5: read only with --run given at least 2 times, not 0 (the "
+                                   "power check"),
+        (["--delta", "0.1", "--run", str(a)], "--delta 0.1: read only with --run given at least 2 times, not 1 (the "
+                                              "power check, which compares two or more runs); give --run at least 2 "
+                                              "times, or drop --delta"),
+        (["--chunker", "words"], "--chunker words: read only with --corpus (the cutting of the freshness check's "
+                                 "corpus); give --corpus, or drop --chunker"),
+        (["--parent-separator", "_C"], "--parent-separator _C: read only with --corpus"),
         (["--target", "hard=1,hard=2"], "--target: 'hard' given twice; expected each name once"),
     )  # fmt: skip
     for extra, message in refused:

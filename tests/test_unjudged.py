@@ -250,7 +250,7 @@ def test_cli_bounds_print_each_means_two_ends():
     code, printed, _ = _cli("eval", *args)
     assert ":worst" not in printed
     code, _, err = _cli("eval", *args, "--bounds", "--engine", "duckdb")
-    assert code == 2 and "--bounds: not with --engine duckdb" in err
+    assert code == 2 and "--bounds: read only with --engine inprocess, not --engine duckdb" in err
     code, table, _ = _cli("eval", *args, "--bounds", "10")
     worst, best = (end.mean() for end in alignment.bounds("map", 10))
     assert f"{'map:worst':<22}\tall\t{worst:.4f}\n" in table and f"{'map:best':<22}\tall\t{best:.4f}\n" in table

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
+from ragmetrics.cli.rules import refuse_unread
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.memory import use_small_pages_for_this_process
 from ragmetrics.foundation.redact import redact_urls
@@ -164,7 +165,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     args, extra = parser.parse_known_args(argv)
     if extra:  # refused with the usage of the (sub)command given, not the top level's
         getattr(args, USED_PARSER).error(f"unrecognized arguments: {' '.join(extra)}{trec_eval_hint(extra)}")
+    used: argparse.ArgumentParser = getattr(args, USED_PARSER)
     try:
+        refuse_unread(used.prog.partition(" ")[2], used, args, argv)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RagMetricsWarning)
             try:

@@ -52,7 +52,6 @@ from ragmetrics.cli.options import (
     add_test_options,
     engine_arguments,
     read_bounds_depth,
-    refuse_engine_options_in_process,
     wants_ppi,
 )
 from ragmetrics.foundation.errors import RagMetricsError
@@ -108,9 +107,6 @@ def compare_partitioned(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
     """``compare --engine duckdb|polars|spark``: each run against the baseline from sums the buckets add up (the paired t
     test, the sign-flip randomization test, the Poisson bootstrap interval of the delta): equal for every engine and
     bucket count, no run's per-query values collected; each run's coverage notes as in process."""
-    refused = [f"--{o.replace('_', '-')}" for o in ("queries", "corpus", "chunk_mapping", "bounds") if getattr(args, o)]
-    if refused:
-        raise RagMetricsError(f"{', '.join(refused)}: not with --engine {args.engine}; use --engine inprocess")
     if args.test not in MERGED_TESTS:
         raise RagMetricsError(
             f"--test {args.test}: --engine {args.engine} makes the tests that merge ({', '.join(MERGED_TESTS)}); "
@@ -232,10 +228,7 @@ def merged_pairs(args: argparse.Namespace, runs: list[str], pairs: list[tuple[in
 
 
 def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    refuse_engine_options_in_process(args)
     corrected = wants_ppi(args)
-    if corrected and args.engine != "inprocess":
-        raise RagMetricsError("--judge-qrels and --human-qrels: with --engine inprocess only")
     if args.engine != "inprocess":
         return compare_partitioned(args, out, err)
     depth = read_bounds_depth(args.bounds)

@@ -28,7 +28,7 @@ from ragmetrics.analysis.stats import delta_interval_method, family_text
 from ragmetrics.analysis.verdicts import SAID
 from ragmetrics.cli.evaluating import evaluate_runs
 from ragmetrics.cli.inputs import judges_of, labels_source, refuse_above_scale
-from ragmetrics.cli.options import LAMBDAS
+from ragmetrics.cli.options import LAMBDAS, ppi_option, seed_of
 from ragmetrics.cli.pools import check_label_column
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.model import Dataset, Run
@@ -41,11 +41,6 @@ def evaluate_labelled(
     args: argparse.Namespace, dataset: Dataset, runs: list[Run], metrics: list[str]
 ) -> tuple[EvalResult, EvalResult, Labelled]:
     """The runs evaluated under the judge's labels and under the human labels."""
-    for option in ("bounds", "per_query", "per_query_out", "ci", "fingerprint"):
-        if getattr(args, option, None):
-            raise RagMetricsError(f"--{option.replace('_', '-')}: not with --judge-qrels and --human-qrels")
-    if getattr(args, "engine", "inprocess") != "inprocess":
-        raise RagMetricsError("--judge-qrels and --human-qrels: with --engine inprocess only")
     human_source, judge_source = labels_source(args.human_qrels), labels_source(args.judge_qrels)  # each read once
     check_label_column(human_source, args.human_qrels)
     check_label_column(judge_source, args.judge_qrels)
@@ -113,7 +108,10 @@ def _judged_by_the_judge_alone(args: argparse.Namespace, dataset: Dataset, label
 
 
 def _options(args: argparse.Namespace, result: EvalResult) -> dict[str, Any]:
-    options: dict[str, Any] = {"lam": LAMBDAS[args.ppi_lambda], "population": args.ppi_target}
+    options: dict[str, Any] = {
+        "lam": LAMBDAS[ppi_option(args, "ppi_lambda")],
+        "population": ppi_option(args, "ppi_target"),
+    }
     if args.strata:
         ids = result.dataset.query_ids
         options["strata"] = dict(zip(ids.astype(str), result.dataset.facet(args.strata, ids)))
@@ -125,7 +123,7 @@ def _plan(args: argparse.Namespace, result: EvalResult, labelled: Labelled, out:
         return
     ids = next(iter(result.runs.values())).query_ids
     strata = result.dataset.facet(args.strata, ids) if args.strata else None
-    plan = ppi.sample_plan(ids, args.plan, seed=getattr(args, "seed", 0), strata=strata, labelled=labelled.queries)
+    plan = ppi.sample_plan(ids, args.plan, seed=seed_of(args), strata=strata, labelled=labelled.queries)
     done = set(labelled.queries)
     unlabelled = sum(str(q) not in done for q in ids)
     out.write(f"label next ({len(plan)} of the {unlabelled} unlabelled): {' '.join(plan)}\n")
@@ -147,14 +145,14 @@ def _footer(args: argparse.Namespace, frame: pd.DataFrame, out: TextIO, interval
     )
     strata = f"; stratified by {args.strata}" if args.strata else ""
     out.write(
-        f"{who}; {intervals} for {ppi.POPULATIONS[args.ppi_target]}, within the metric's range; "
-        f"lambda {args.ppi_lambda}{strata}\n"
+        f"{who}; {intervals} for {ppi.POPULATIONS[ppi_option(args, 'ppi_target')]}, within the metric's range; "
+        f"lambda {ppi_option(args, 'ppi_lambda')}{strata}\n"
     )
 
 
 def _unreadable(args: argparse.Namespace, frame: pd.DataFrame, err: TextIO) -> None:
     """The note when the intervals cannot be read yet (:func:`ppi.unreadable_rows`)."""
-    note = ppi.unreadable_rows(frame, population=args.ppi_target)
+    note = ppi.unreadable_rows(frame, population=ppi_option(args, "ppi_target"))
     if note is not None:
         err.write(f"ragmetrics: note: {note[1]}; label more (--plan)\n")
 
@@ -177,8 +175,6 @@ def eval_corrected(
 ) -> EvalResult:
     """``eval --judge-qrels --human-qrels``: each run's and metric's corrected mean; returns the judge's result
     (for the coverage notes)."""
-    if args.format == "markdown":
-        raise RagMetricsError("--format markdown: not with --judge-qrels (table, json or csv)")
     judge, human, labelled = evaluate_labelled(args, dataset, runs, metrics)
     frame = ppi.corrected_means(judge.runs, human.runs, labelled.queries, **_options(args, judge))
     _unreadable(args, frame, err)

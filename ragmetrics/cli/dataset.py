@@ -75,24 +75,7 @@ def dataset_age(store: Store | None, ident: str | None, dataset: Dataset, path: 
     return Age(Path(path).stat().st_mtime, "file") if Path(path).exists() else None
 
 
-def _refuse_unused(args: argparse.Namespace) -> None:
-    """Options that only shape a part of the check the other options leave out: refused, never ignored."""
-    runs = len(args.run or [])
-    for option, value in (("--metric", args.metric), ("--delta", args.delta)):
-        if value is not None and runs < 2:
-            raise RagMetricsError(
-                f"{option} {value}: the power check it sets compares two or more runs; give --run at least twice "
-                f"({runs} given)"
-            )
-    for option, value in (("--chunker", args.chunker), ("--parent-separator", args.parent_separator)):
-        if value is not None and not args.corpus:
-            raise RagMetricsError(
-                f"{option} {value}: it cuts the corpus of the freshness check; give --corpus (or drop {option})"
-            )
-
-
 def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    _refuse_unused(args)
     store = _store(args)
     dataset, ident = _dataset(args, store)
     corpus = None

@@ -19,10 +19,9 @@ from ragmetrics.cli.options import (
     add_merged_options,
     add_metric_option,
     add_ppi_options,
-    check_merged_options,
+    ci_resampling,
     engine_arguments,
     read_bounds_depth,
-    refuse_engine_options_in_process,
     wants_ppi,
 )
 from ragmetrics.cli.output import Merged, emit
@@ -39,31 +38,19 @@ def eval_partitioned(args: argparse.Namespace, metrics: Sequence[str]) -> Partit
     """``eval --engine duckdb|polars|spark``: the inputs read by the engine, bucket by bucket."""
     from ragmetrics.partitioned.files import evaluate_files, run_name  # noqa: PLC0415 (the partitioned engines load on use: an evaluation in this process needs none)
 
-    options = ("queries", "corpus", "chunk_mapping", "bounds")
-    refused = [f"--{o.replace('_', '-')}" for o in options if getattr(args, o, None)]
     blank = [p for p in [args.dataset, *args.run] if blank_file(p)]
     if blank and (args.allow_no_overlap or args.allow_no_relevant):
         raise RagMetricsError(
             f"{blank[0]}: an empty file is scored only with --engine inprocess (--engine {args.engine} reads no "
             "empty file)"
         )
-    if refused:
-        raise RagMetricsError(
-            f"{', '.join(refused)}: not with --engine {args.engine} (it reads qrels and runs only; "
-            "--corpus-size and --chunk-pattern are read); use --engine inprocess"
-        )
     outs = [
         path if path is None or "://" in path else output_path(args, path, "--per-query-out")
         for path in per_query_paths(args.per_query_out, unique_names([run_name(p) for p in args.run]))
     ]
+    resamples, seed = ci_resampling(args)
     result = evaluate_files(
-        args.dataset,
-        args.run,
-        metrics,
-        **engine_arguments(args),
-        per_query_out=outs,
-        resamples=args.resamples if args.ci else 0,
-        seed=args.seed,
+        args.dataset, args.run, metrics, **engine_arguments(args), per_query_out=outs, resamples=resamples, seed=seed
     )
     for name, run in result.runs.items():
         refuse_no_overlap_partitioned(args, name, run)
@@ -74,15 +61,11 @@ def eval_partitioned(args: argparse.Namespace, metrics: Sequence[str]) -> Partit
 def merged_options(args: argparse.Namespace) -> Merged | None:
     if not (args.ci or args.fingerprint):
         return None
-    return Merged(args.resamples if args.ci else 0, args.seed, args.fingerprint)
+    return Merged(*ci_resampling(args), args.fingerprint)
 
 
 def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     metrics = args.metric or list(DEFAULT_METRICS)
-    check_merged_options(args)
-    refuse_engine_options_in_process(args)
-    if args.per_query and args.per_query_out:
-        raise RagMetricsError("--per-query prints the values --per-query-out writes to a file: give one of them")
     if args.per_query_out and not args.per_query_out.endswith(".parquet"):
         raise RagMetricsError(
             f"--per-query-out {args.per_query_out}: expected a path ending in .parquet (the values are written as "

@@ -135,11 +135,6 @@ def _note(alignment: Alignment, notes: list[str], err: TextIO) -> None:
 
 def cmd_chunkings(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``evidence --baseline``: the runs (one per chunking) against the baseline at document and span level."""
-    if args.per_query:
-        raise RagMetricsError(
-            "--per-query: not with --baseline (the comparison reads its tests off the per-query values but prints "
-            "none); run evidence without --baseline for each run's per-query values"
-        )
     dataset, runs = read_inputs(args, [args.baseline, *args.run])
     chunk_spans = _chunk_spans(args, dataset)
     alignments = _aligned(args, dataset, runs, chunk_spans)

@@ -280,11 +280,6 @@ def cmd_judge_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     output = output_path(args, args.output, "--output")
     kind = JUDGES[args.judge]
-    for option, value, needs in (("--folds", args.folds, "training"), ("--model", args.model, "model"),
-                                 ("--call", args.call, "call")):  # fmt: skip
-        if value is not None and kind.needs != needs:
-            owner = next(name for name, entry in JUDGES.items() if entry.needs == needs)
-            raise RagMetricsError(f"{option} is the {owner} judge's; --judge {args.judge} does not read it")
     dataset = read_dataset(args)
     pool = read_tsv(args.pool, "pool")
     if kind.needs != "training":
@@ -307,12 +302,6 @@ def cmd_judge_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         unpooled = unpooled[unpooled["_merge"] == "left_only"][["query_id", "doc_id"]].assign(rank=0)
         training = training_pairs(pairs, human, pairs_from_pool(dataset, unpooled))
         base = judge_labels(args.base, top) if args.base else None
-    elif args.base or args.human:
-        option = "--base" if args.base else "--human"
-        raise RagMetricsError(
-            f"{option} is the learned judge's (people's labels it learns from, another judge's labels it learns to "
-            f"correct); --judge {args.judge} does not read it"
-        )
     if kind.needs == "model" and not args.model:
         raise RagMetricsError("--judge endpoint needs --model NAME (a registered model endpoint)")
     if kind.needs == "call" and not args.call:

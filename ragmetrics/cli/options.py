@@ -279,10 +279,6 @@ def add_engine_options(p: argparse.ArgumentParser, per_query_out: bool = True) -
     )
 
 
-ENGINE_OPTIONS = ("buckets", "memory_limit", "work_dir", "spark_master")
-"""The options only a partitioned engine reads (:func:`add_engine_options`)."""
-
-
 def convention_changes(args: argparse.Namespace) -> dict[str, Any]:
     """The conventions the options change from trec_eval's: ``missing``, ``rel_level``, ``level``, ``unjudged``, and
     ``mode`` with ``--mode llamaindex`` (the keyword arguments of :func:`ragmetrics.evaluate`)."""
@@ -310,29 +306,21 @@ def engine_arguments(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def refuse_engine_options_in_process(args: argparse.Namespace) -> None:
-    """An engine option given to the in-process evaluation is refused, never silently ignored."""
-    given = [f"--{name.replace('_', '-')}" for name in ENGINE_OPTIONS if getattr(args, name, None) is not None]
-    if args.engine == "inprocess" and given:
-        partitioned = ", ".join(name for name in ENGINES if name != "inprocess")
-        raise RagMetricsError(
-            f"{', '.join(given)}: read by a partitioned engine only ({partitioned}); the in-process evaluation "
-            "holds every input in memory: add --engine duckdb (or another) or leave the option out"
-        )
-
-
 CI_RESAMPLES = 1_000
 """``eval --ci``'s resamples when not given."""
 
 
-def check_merged_options(args: argparse.Namespace) -> None:
-    """Refuse ``--resamples`` and ``--seed`` without ``--ci`` (nothing else of ``eval`` resamples: they were taken
-    and ignored), then fill in their defaults."""
-    given = [f"--{name}" for name in ("resamples", "seed") if getattr(args, name) is not None]
-    if given and not args.ci:
-        raise RagMetricsError(f"{', '.join(given)}: option(s) of --ci's resampling, read only with --ci")
-    args.resamples = CI_RESAMPLES if args.resamples is None else args.resamples
-    args.seed = 0 if args.seed is None else args.seed
+def ci_resampling(args: argparse.Namespace) -> tuple[int, int]:
+    """``eval``'s resamples and seed of ``--ci``'s intervals: as given, else :data:`CI_RESAMPLES` and 0; no
+    resamples without ``--ci`` (its options are refused without it: :mod:`ragmetrics.cli.rules`)."""
+    resamples = CI_RESAMPLES if args.resamples is None else args.resamples
+    return (resamples if args.ci else 0), seed_of(args)
+
+
+def seed_of(args: argparse.Namespace) -> int:
+    """The seed of a command's sampling: ``--seed`` as given, else 0 (``eval``'s is None unless given)."""
+    seed = getattr(args, "seed", None)
+    return 0 if seed is None else int(seed)
 
 
 def add_merged_options(p: argparse.ArgumentParser) -> None:
@@ -421,24 +409,13 @@ PPI_DEFAULTS = {"ppi_target": "queries", "ppi_lambda": "tuned"}
 
 
 def wants_ppi(args: argparse.Namespace) -> bool:
-    """Whether the corrected estimates are asked for (both label files, or neither: one alone is refused). Asked
-    for, the options left out take :data:`PPI_DEFAULTS`; not asked for, any option of theirs is refused."""
-    judge, human = getattr(args, "judge_qrels", None), getattr(args, "human_qrels", None)
-    if bool(judge) != bool(human):
-        raise RagMetricsError(
-            "--judge-qrels and --human-qrels go together: the judge's labels of every query and the human labels "
-            "of a sample correct each other"
-        )
-    if not judge:
-        given = [f"--{name.replace('_', '-')}" for name in (*PPI_DEFAULTS, "strata", "plan")
-                 if getattr(args, name, None) is not None]  # fmt: skip
-        if given:
-            raise RagMetricsError(
-                f"{', '.join(given)}: option(s) of the corrected estimates, which are made with --judge-qrels and "
-                "--human-qrels (docs/ppi.md); give both, or drop the option(s)"
-            )
-        return False
-    for name, default in PPI_DEFAULTS.items():
-        if getattr(args, name, None) is None:
-            setattr(args, name, default)
-    return True
+    """Whether the corrected estimates are asked for: both label files given (one alone, or an option of theirs
+    without them, is refused before the command runs: :mod:`ragmetrics.cli.rules`)."""
+    return all(getattr(args, name, None) is not None for name in ("judge_qrels", "human_qrels"))
+
+
+def ppi_option(args: argparse.Namespace, name: str) -> str:
+    """The corrected estimates' option ``name`` (``ppi_target``, ``ppi_lambda``): as given, else
+    :data:`PPI_DEFAULTS`'s."""
+    value = getattr(args, name, None)
+    return PPI_DEFAULTS[name] if value is None else str(value)

@@ -89,11 +89,6 @@ def cmd_synth(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"--chunks-out {args.chunks_out}: --chunker {args.chunker} writes no chunks (the set's ids are the "
             "corpus's own); give --chunker words:SIZE:OVERLAP, or drop --chunks-out"
         )
-    if args.no_retrieval_check and args.second_retriever is not None:
-        raise RagMetricsError(
-            f"--second-retriever {args.second_retriever}: --no-retrieval-check turns off the retrieval filters it "
-            "serves; drop one of the two"
-        )
     second = "plain" if args.second_retriever is None else args.second_retriever
     retrievers = [] if args.no_retrieval_check else _retrievers(second, corpus)
     candidates = synthesize(corpus, generator, categories, seed=args.seed, retrievers=retrievers)

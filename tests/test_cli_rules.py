@@ -1,0 +1,141 @@
+"""The options a command reads only under a condition (``ragmetrics.cli.rules.RULES``): each is refused where it
+would be taken and ignored, with one message shape, before any file is read."""
+
+from __future__ import annotations
+
+import argparse
+import io
+
+import pytest
+
+from ragmetrics.cli import build_parser, main
+from ragmetrics.cli.options import CI_RESAMPLES, ci_resampling, ppi_option
+from ragmetrics.cli.rules import RULES, Choice, Repeated, Rule, With, Without, refusal, rules_of
+
+
+def command_parser(command: str) -> argparse.ArgumentParser:
+    """The innermost parser of ``command`` (``judge run``)."""
+    parser = build_parser(command.split()[0])
+    for word in command.split():
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = sub.choices[word]
+    return parser
+
+
+def value_for(action: argparse.Action, avoid: tuple[str, ...] = ()) -> list[str]:
+    """A value ``action`` parses (none for a flag), not one of ``avoid``."""
+    if action.nargs == 0:
+        return []
+    if action.choices:
+        return [next(str(c) for c in action.choices if c not in avoid)]
+    for candidate in ("2", "0.5", "x"):
+        try:
+            if action.type is not None:
+                action.type(candidate)  # type: ignore[operator]
+        except (argparse.ArgumentTypeError, ValueError, TypeError):
+            continue
+        return [candidate]
+    raise AssertionError(f"no value found for {action.option_strings}")
+
+
+def unmet(rule: Rule, parser: argparse.ArgumentParser) -> list[str]:
+    """Options that make ``rule``'s condition false."""
+    actions = parser._option_string_actions
+    condition = rule.read
+    if isinstance(condition, With | Repeated):
+        return []
+    if isinstance(condition, Without):
+        return [part for option in condition.options for part in [option, *value_for(actions[option])]]
+    assert isinstance(condition, Choice)
+    if condition.other:
+        return [condition.option, condition.values()[0]]
+    return [condition.option, *value_for(actions[condition.option], avoid=tuple(condition.values()))]
+
+
+def required(parser: argparse.ArgumentParser, supplied: list[str]) -> list[str]:
+    """The command's required arguments not in ``supplied``, each with a value (files that need not exist: the
+    refusal comes before any is read)."""
+    argv: list[str] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction | argparse._HelpAction):
+            continue
+        if not action.option_strings:
+            argv.append("x")
+        elif action.required and not set(action.option_strings) & set(supplied):
+            argv += [action.option_strings[-1], *value_for(action)]
+    return argv
+
+
+CASES = [
+    pytest.param(rule, command, id=f"{command} {' '.join(rule.options)} {type(rule.read).__name__}")
+    for rule in RULES
+    for command in rule.commands
+]
+
+
+@pytest.mark.parametrize(("rule", "command"), CASES)
+def test_every_rule_refuses_its_options_where_they_are_not_read(rule: Rule, command: str) -> None:
+    """Generated from the table: a rule added is walked too. Its options are given together (one alone may be
+    refused by another rule first: --judge-qrels without --human-qrels), where its condition does not hold."""
+    parser = command_parser(command)
+    context = unmet(rule, parser)
+    actions = parser._option_string_actions
+    given = [[option, *([rule.values[0]] if rule.values else value_for(actions[option]))] for option in rule.options]
+    argv = [*command.split(), *required(parser, context), *context, *(part for pair in given for part in pair)]
+    out, err = io.StringIO(), io.StringIO()
+    assert main(argv, out, err) == 2, argv
+    said = err.getvalue()
+    named = ", ".join(" ".join(pair) for pair in given)
+    assert said.startswith(f"ragmetrics: error: {named}: read only "), (argv, said)
+    assert f"({rule.why}); {rule.read.remedy()}, or drop " in said, said
+    dropped = said.rpartition(", or drop ")[2]
+    assert all(option in dropped for option in rule.options), said
+    assert said.count("\n") == 1 and "Traceback" not in said and not out.getvalue(), said
+
+
+def test_the_table_names_options_each_command_has() -> None:
+    """Every option a rule names, and every option its condition reads, is one of its commands' options (the
+    walk above would fail on a misspelled one only where it is read)."""
+    for rule in RULES:
+        condition = rule.read
+        read = condition.options if isinstance(condition, With | Without) else (condition.option,)
+        for command in rule.commands:
+            known = command_parser(command)._option_string_actions
+            assert set(rule.options) | set(read) <= set(known), (command, rule)
+
+
+def test_an_alias_is_named_as_typed() -> None:
+    """``judge run``'s ``--human`` is also spelled ``--human-qrels``: the refusal names the one given."""
+    argv = ["judge", "run", "--dataset", "d", "--pool", "p", "-o", "o", "--judge", "rule", "--human-qrels", "h.tsv"]
+    err = io.StringIO()
+    assert main(argv, io.StringIO(), err) == 2
+    assert err.getvalue().startswith("ragmetrics: error: --human-qrels h.tsv: read only with --judge learned, not "
+                                      "--judge rule"), err.getvalue()  # fmt: skip
+    assert "or drop --human-qrels\n" in err.getvalue()
+
+
+def test_a_rule_met_refuses_nothing() -> None:
+    """The options given where they are read pass the check (and fail later, on the files that do not exist)."""
+    for argv in (
+        ["eval", "--dataset", "none.qrels", "--run", "none.trec", "--ci", "--resamples", "10", "--seed", "2"],
+        ["eval", "--dataset", "none.qrels", "--run", "none.trec", "--engine", "duckdb", "--buckets", "2"],
+        ["dataset", "check", "none.jsonl", "--run", "a", "--run", "b", "--metric", "map", "--delta", "0.1"],
+    ):
+        err = io.StringIO()
+        assert main(argv, io.StringIO(), err) == 2
+        assert "read only" not in err.getvalue(), err.getvalue()
+
+
+def test_the_check_leaves_the_options_as_parsed_and_their_defaults_are_resolved_where_read() -> None:
+    """Was: eval's check of --resamples and --seed wrote their defaults into the parsed options, and the check of
+    the corrected estimates' options wrote --ppi-target's and --ppi-lambda's."""
+    parser = command_parser("eval")
+    for argv, resampling in ((["--ci"], (CI_RESAMPLES, 0)), (["--ci", "--seed", "4"], (CI_RESAMPLES, 4)), ([], (0, 0))):
+        args = parser.parse_args(["--dataset", "q", "--run", "r", "--judge-qrels", "j", "--human-qrels", "h", *argv])
+        before = vars(args).copy()
+        for rule in rules_of("eval"):
+            refusal(rule, parser, args, argv)
+        assert vars(args) == before
+        assert args.resamples is None and args.ppi_target is None and args.ppi_lambda is None
+        assert ci_resampling(args) == resampling
+        assert (ppi_option(args, "ppi_target"), ppi_option(args, "ppi_lambda")) == ("queries", "tuned")
