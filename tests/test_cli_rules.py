@@ -93,6 +93,32 @@ def test_every_rule_refuses_its_options_where_they_are_not_read(rule: Rule, comm
     assert said.count("\n") == 1 and "Traceback" not in said and not out.getvalue(), said
 
 
+def met(rule: Rule, parser: argparse.ArgumentParser) -> list[str]:
+    """Options that make ``rule``'s condition hold."""
+    actions = parser._option_string_actions
+    condition = rule.read
+    if isinstance(condition, With):
+        return [part for option in condition.options for part in [option, *value_for(actions[option])]]
+    if isinstance(condition, Without):
+        return []
+    if isinstance(condition, Repeated):
+        return [part for _ in range(condition.times) for part in [condition.option, "x"]]
+    if condition.other:
+        return [condition.option, *value_for(actions[condition.option], avoid=tuple(condition.values()))]
+    return [condition.option, condition.values()[0]]
+
+
+@pytest.mark.parametrize(("rule", "command"), CASES)
+def test_every_rule_takes_its_options_where_they_are_read(rule: Rule, command: str) -> None:
+    parser = command_parser(command)
+    context = met(rule, parser)
+    actions = parser._option_string_actions
+    given = [[option, *([rule.values[0]] if rule.values else value_for(actions[option]))] for option in rule.options]
+    argv = [*required(parser, context), *context, *(part for pair in given for part in pair)]
+    args = parser.parse_args(argv)
+    assert refusal(rule, parser, args, argv) is None, argv
+
+
 def test_the_table_names_options_each_command_has() -> None:
     """Every option a rule names, and every option its condition reads, is one of its commands' options (the
     walk above would fail on a misspelled one only where it is read)."""
