@@ -54,6 +54,9 @@ from ragmetrics.analysis import stats
 from ragmetrics.analysis.values import QueryValues
 from ragmetrics.foundation.errors import RagMetricsError
 
+MERGED_TESTS = ("t", "randomization")
+"""The paired tests of :data:`ragmetrics.analysis.stats.TESTS` these sums make (the others read each query's
+value): what ``compare`` offers on a partitioned engine."""
 SCALE_BITS = 31
 """A value ``x`` is held as ``round(x * 2^SCALE_BITS)``."""
 FIXED = ("count", "total", "squares_low", "squares_high", "fingerprint", "zero_or_one", "above", "below")

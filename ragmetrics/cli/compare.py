@@ -99,19 +99,10 @@ def compared_metrics(args: argparse.Namespace) -> list[str]:
     return list(args.metric or [COMPARED_BY_DEFAULT])
 
 
-MERGED_TESTS = ("t", "randomization")
-"""The tests ``compare`` makes from merged sums on a partitioned engine (:mod:`ragmetrics.analysis.merged`)."""
-
-
 def compare_partitioned(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``compare --engine duckdb|polars|spark``: each run against the baseline from sums the buckets add up (the paired t
     test, the sign-flip randomization test, the Poisson bootstrap interval of the delta): equal for every engine and
     bucket count, no run's per-query values collected; each run's coverage notes as in process."""
-    if args.test not in MERGED_TESTS:
-        raise RagMetricsError(
-            f"--test {args.test}: --engine {args.engine} makes the tests that merge ({', '.join(MERGED_TESTS)}); "
-            "use --engine inprocess for the others"
-        )
     runs = [args.baseline, *args.run]
     against_baseline = [(i, 0) for i in range(1, len(runs))]
     among_runs = (

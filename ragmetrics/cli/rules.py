@@ -9,9 +9,9 @@ the option as typed (an alias such as ``--human-qrels`` as given) and its value,
 and what to give or drop. An option counts as given when its value is neither None nor False: the options a rule
 refuses have no other default (their defaults, when read, are resolved where they are read).
 
-A condition reads which options are given and at most one other option's value (:class:`Choice`). Refusals that
-depend on more (a file's contents; ``compare --test`` against ``--engine``, two values together) stay with the
-commands that read them."""
+A condition reads which options are given and at most one other option's value (:class:`Choice`); a rule may refuse
+some values of its option only (``compare --test wilcoxon`` on a partitioned engine). Refusals that depend on more
+(a file's contents, a corpus cut or not) stay with the commands that read them."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from ragmetrics.analysis.merged import MERGED_TESTS
+from ragmetrics.analysis.stats import TESTS
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.partitioned import ENGINES
 
@@ -205,6 +207,13 @@ RULES: tuple[Rule, ...] = (
         ("--queries", "--corpus", "--chunk-mapping", "--bounds"),
         Choice("--engine", _fixed("inprocess")),
         "a partitioned engine reads qrels and runs only; --corpus-size and --chunk-pattern are read",
+    ),
+    Rule(
+        ("compare",),
+        ("--test",),
+        Choice("--engine", _fixed("inprocess")),
+        f"a partitioned engine makes the tests that merge only: {_and(MERGED_TESTS)}",
+        values=tuple(test for test in TESTS if test not in MERGED_TESTS),
     ),
     Rule(
         ("eval", "compare"),
