@@ -150,6 +150,12 @@ def _judges_needing(needs: str) -> list[str]:
     return [name for name, kind in JUDGES.items() if kind.needs == needs]
 
 
+def _generators_with_a_model() -> list[str]:
+    from ragmetrics.synth.generators import GENERATORS  # noqa: PLC0415 (the generators load pandas: only synth reads them)
+
+    return [name for name, entry in GENERATORS.items() if entry.needs_model]
+
+
 LABELS = ("--judge-qrels", "--human-qrels")
 """The corrected estimates' inputs (``eval``, ``compare``): a judge's labels and people's labels of a sample."""
 
@@ -248,6 +254,9 @@ RULES: tuple[Rule, ...] = (
         ("--chunker", "--parent-separator"),
         With(("--corpus",)),
         "the cutting of the freshness check's corpus",
+    ),
+    Rule(
+        ("synth",), ("--model",), Choice("--generator", _generators_with_a_model), "the model that writes the queries"
     ),
     Rule(
         ("synth",),
