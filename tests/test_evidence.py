@@ -466,6 +466,34 @@ def test_cli_evidence_json_per_query_and_the_queries_absent_from_the_run(tmp_pat
     assert "--per-query: read only without --baseline" in err.getvalue() and "or drop --per-query" in err.getvalue()
 
 
+def test_cli_evidence_refuses_the_comparisons_options_without_baseline_and_defaults_them_with_it(tmp_path):
+    """Was: without --baseline, -k, --budget and the paired tests' options were taken and ignored. With --baseline
+    they are None unless given, their defaults resolved where the comparison reads them: the same output."""
+    f = _files(tmp_path, ["q1,A#0,2,aaaaa bbbbb,A", "q2,B#0,1,xxxxx yyyyy,B"], "query_id,doc_id,score,text,source_doc")
+    (tmp_path / "other.csv").write_text(
+        "query_id,doc_id,score,text,source_doc\nq1,A#1,2,bbbbb ccccc,A\nq2,B#0,1,xxxxx yyyyy,B\n", encoding="utf-8"
+    )
+    data = ["--dataset", f["qrels.tsv"], "--corpus", f["corpus.jsonl"], "--spans", f["spans.qrels"]]
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["evidence", *data, "--run", f["run.csv"], "--alpha", "0.01"], out, err) == 2
+    assert err.getvalue() == (
+        "ragmetrics: error: --alpha 0.01: read only with --baseline (the comparison of chunkings: its cut-off in "
+        "chunks, its token budget and its paired tests); give --baseline, or drop --alpha\n"
+    )
+    assert not out.getvalue()
+    compared = ["evidence", *data, "--baseline", f["run.csv"], "--run", str(tmp_path / "other.csv")]
+    defaults = ["-k", "10", "--budget", "512", "--test", "t", "--correction", "holm", "--alpha", "0.05", "--seed", "0",
+                "--resamples", "10000"]  # fmt: skip
+    said = []
+    for argv in (compared, [*compared, *defaults]):
+        out = io.StringIO()
+        assert main([*argv, "--format", "json"], out, io.StringIO()) == 0
+        said.append(json.loads(out.getvalue()))
+    assert said[0] == said[1]
+    assert (said[0]["k"], said[0]["budget_tokens"]) == (10, 512)
+    assert said[0]["correction"] == "Holm-corrected over 7 comparison(s)"
+
+
 def _one_document(text: str, run_rows: list[dict[str, object]], answer: str = "") -> tuple[rm.Dataset, rm.Run]:
     qrels = pd.DataFrame([("q1", "A", 1)], columns=["query_id", "doc_id", "relevance"])
     queries = pd.DataFrame({"query_id": ["q1"], "query": ["what?"], "expected_answer": [answer]})

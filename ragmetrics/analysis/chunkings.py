@@ -61,6 +61,12 @@ EVIDENCE_WORDS: dict[Evidence, str] = {
 }
 """What the span level read as gold evidence, in words."""
 
+DEFAULT_K = 10
+"""The cut-off in chunks (documents at document level) when none is given."""
+
+DEFAULT_BUDGET = 512
+"""The token budget when none is given."""
+
 
 def level_metrics(k: int, budget: int) -> dict[Level, tuple[str, ...]]:
     """The metrics read at each level, at ``k`` chunks (documents at document level) and at ``budget`` tokens."""
@@ -127,8 +133,8 @@ def compare_chunkings(
     runs: Sequence[Run] | Sequence[Alignment],
     *,
     baseline: str | None = None,
-    k: int = 10,
-    budget: int = 512,
+    k: int = DEFAULT_K,
+    budget: int = DEFAULT_BUDGET,
     spans: Any = None,
     chunk_spans: Any = None,
     tokenizer: TokenizerLike = "auto",

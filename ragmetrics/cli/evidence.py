@@ -15,7 +15,13 @@ from typing import TextIO
 
 import pyarrow as pa
 
-from ragmetrics.analysis.chunkings import EVIDENCE_WORDS, ChunkingComparison, compare_chunkings
+from ragmetrics.analysis.chunkings import (
+    DEFAULT_BUDGET,
+    DEFAULT_K,
+    EVIDENCE_WORDS,
+    ChunkingComparison,
+    compare_chunkings,
+)
 from ragmetrics.analysis.compare import bounds_text, intervals_name
 from ragmetrics.analysis.stats import family_text
 from ragmetrics.analysis.values import per_query_dict
@@ -28,6 +34,8 @@ from ragmetrics.cli.options import (
     add_format_option,
     add_metric_option,
     add_test_options,
+    paired_option,
+    seed_of,
     whole_number,
 )
 from ragmetrics.engine import align
@@ -134,7 +142,9 @@ def _note(alignment: Alignment, notes: list[str], err: TextIO) -> None:
 
 
 def cmd_chunkings(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """``evidence --baseline``: the runs (one per chunking) against the baseline at document and span level."""
+    """``evidence --baseline``: the runs (one per chunking) against the baseline at document and span level; ``-k``,
+    ``--budget`` and the paired tests' options are None unless given (read only here: :mod:`ragmetrics.cli.rules`),
+    their defaults resolved here."""
     dataset, runs = read_inputs(args, [args.baseline, *args.run])
     chunk_spans = _chunk_spans(args, dataset)
     alignments = _aligned(args, dataset, runs, chunk_spans)
@@ -142,15 +152,15 @@ def cmd_chunkings(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         dataset,
         alignments,
         baseline=runs[0].name,
-        k=args.k,
-        budget=args.budget,
+        k=DEFAULT_K if args.k is None else args.k,
+        budget=DEFAULT_BUDGET if args.budget is None else args.budget,
         spans=_spans(args, dataset),
         chunk_spans=chunk_spans,
-        test=args.test,
-        correction=args.correction,
-        alpha=args.alpha,
-        seed=args.seed,
-        n_resamples=args.resamples,
+        test=paired_option(args, "test"),
+        correction=paired_option(args, "correction"),
+        alpha=paired_option(args, "alpha"),
+        seed=seed_of(args),
+        n_resamples=paired_option(args, "resamples"),
     )
     if args.format == "json":
         json.dump(found.to_dict(), out, ensure_ascii=False, indent=2)
@@ -233,12 +243,12 @@ def evidence_parser(p: argparse.ArgumentParser) -> None:
         "located, else the relevant documents whole)",
     )
     p.add_argument(
-        "-k", "--k", type=whole_number(1), default=10, help="with --baseline: the cut-off in chunks (default 10)"
+        "-k", "--k", type=whole_number(1), help=f"with --baseline: the cut-off in chunks (default {DEFAULT_K})"
     )
     p.add_argument(
-        "--budget", type=whole_number(1), default=512, help="with --baseline: the token budget (default 512)"
+        "--budget", type=whole_number(1), help=f"with --baseline: the token budget (default {DEFAULT_BUDGET})"
     )
-    add_test_options(p)
+    add_test_options(p, defaults=False)
     add_allow_no_overlap_option(p)
     add_format_option(p, "json", help_text="table (trec_eval's layout, default) or json")
     p.set_defaults(handler=cmd_evidence)

@@ -207,26 +207,51 @@ def read_bounds_depth(value: str | None) -> int | None:
     return int(value)
 
 
-def add_test_options(parser: argparse.ArgumentParser) -> None:
+TEST_DEFAULTS: dict[str, Any] = {"test": "t", "correction": "holm", "alpha": 0.05, "resamples": stats.DEFAULT_RESAMPLES}
+"""The paired tests' options when not given (``--test``, ``--correction``, ``--alpha``, ``--resamples``; ``--seed``'s
+is :func:`seed_of`'s 0)."""
 
+
+def add_test_options(parser: argparse.ArgumentParser, *, defaults: bool = True) -> None:
+    """The paired tests' options, :data:`TEST_DEFAULTS` when not given; ``defaults`` False: a command that reads them
+    only under a condition (``evidence``, with ``--baseline``: :mod:`ragmetrics.cli.rules`) parses them to None when
+    not given, and resolves them where it reads them (:func:`paired_option`, :func:`seed_of`)."""
+    given = TEST_DEFAULTS if defaults else dict.fromkeys(TEST_DEFAULTS)
     tests = "; ".join(f"{t.name}: {t.title}, of {t.null}" for t in stats.TESTS.values())
-    parser.add_argument("--test", choices=list(stats.TESTS), default="t", help=f"paired significance test ({tests})")
+    parser.add_argument(
+        "--test", choices=list(stats.TESTS), default=given["test"], help=f"paired significance test ({tests})"
+    )
     parser.add_argument(
         "--correction",
         choices=list(stats.CORRECTIONS),
-        default="holm",
-        help="multiple-comparison correction over every run x metric compared (default holm)",
+        default=given["correction"],
+        help=f"multiple-comparison correction over every run x metric compared (default {TEST_DEFAULTS['correction']})",
     )
-    parser.add_argument("--alpha", type=probability, default=0.05, help="significance level, in (0, 1) (default 0.05)")
     parser.add_argument(
-        "--seed", type=whole_number(0), default=0, help="seed of the resampling tests and intervals (default 0)"
+        "--alpha",
+        type=probability,
+        default=given["alpha"],
+        help=f"significance level, in (0, 1) (default {TEST_DEFAULTS['alpha']})",
+    )
+    parser.add_argument(
+        "--seed",
+        type=whole_number(0),
+        default=0 if defaults else None,
+        help="seed of the resampling tests and intervals (default 0)",
     )
     parser.add_argument(
         "--resamples",
         type=whole_number(1),
-        default=stats.DEFAULT_RESAMPLES,
-        help=f"resamples for randomization and bootstrap (default {stats.DEFAULT_RESAMPLES})",
+        default=given["resamples"],
+        help=f"resamples for randomization and bootstrap (default {TEST_DEFAULTS['resamples']})",
     )
+
+
+def paired_option(args: argparse.Namespace, name: str) -> Any:
+    """The paired tests' option ``name`` (``test``, ``correction``, ``alpha``, ``resamples``): as given, else
+    :data:`TEST_DEFAULTS`'s."""
+    value = getattr(args, name, None)
+    return TEST_DEFAULTS[name] if value is None else value
 
 
 def add_data_options(parser: argparse.ArgumentParser, *, scoring: bool = True) -> None:
@@ -318,7 +343,8 @@ def ci_resampling(args: argparse.Namespace) -> tuple[int, int]:
 
 
 def seed_of(args: argparse.Namespace) -> int:
-    """The seed of a command's sampling: ``--seed`` as given, else 0 (``eval``'s is None unless given)."""
+    """The seed of a command's sampling: ``--seed`` as given, else 0 (``eval``'s and ``evidence``'s are None unless
+    given)."""
     seed = getattr(args, "seed", None)
     return 0 if seed is None else int(seed)
 

@@ -239,6 +239,12 @@ RULES: tuple[Rule, ...] = (
         Without(("--baseline",)),
         "the comparison of chunkings reads its tests off the per-query values but prints none",
     ),
+    Rule(
+        ("evidence",),
+        ("-k", "--budget", "--test", "--correction", "--alpha", "--seed", "--resamples"),
+        With(("--baseline",)),
+        "the comparison of chunkings: its cut-off in chunks, its token budget and its paired tests",
+    ),
     *(
         Rule(("judge run",), options, Choice("--judge", partial(_judges_needing, needs)), why)
         for needs, (options, why) in JUDGE_OPTIONS.items()
