@@ -245,6 +245,13 @@ RULES: tuple[Rule, ...] = (
         With(("--baseline",)),
         "the comparison of chunkings: its cut-off in chunks, its token budget and its paired tests",
     ),
+    Rule(
+        ("evidence",),
+        ("--metric", "--spans-from-answers"),
+        Without(("--baseline",)),
+        "the comparison of chunkings scores its own metrics, its gold evidence the --spans file, else the answers it "
+        "locates, else whole documents",
+    ),
     *(
         Rule(("judge run",), options, Choice("--judge", partial(_judges_needing, needs)), why)
         for needs, (options, why) in JUDGE_OPTIONS.items()
