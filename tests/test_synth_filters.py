@@ -163,6 +163,30 @@ def test_dataset_check_against_the_sets_chunks_file_takes_its_chunks_as_given(tm
     assert report.count("changed:") == 1 and "d0#2," not in report and "d0#2\n" not in report
 
 
+def test_dataset_check_cuts_the_document_corpus_of_a_set_with_a_query_of_whole_documents(tmp_path):
+    """A set synth made over chunks, with a query added by hand that names a whole document (no provenance): checked
+    against the document corpus, that corpus is cut with the recorded chunker as before (was: the hand query's
+    document id, found among the corpus's ids, made the corpus read as the set's chunks file, taken as given, and
+    every generated query's chunks were reported gone)."""
+    words = [f"word{i}" for i in range(400)]
+    corpus = _write(
+        tmp_path / "corpus.jsonl",
+        [{"_id": f"d{n}", "title": "", "text": " ".join(words[n * 50 : n * 50 + 50]) + "."} for n in range(4)],
+    )
+    evalset = tmp_path / "set.jsonl"
+    argv = ["synth", str(corpus), "-o", str(evalset), "--chunker", "words:20:5", "--categories", "factual=6",
+            "--no-retrieval-check"]  # fmt: skip
+    err = io.StringIO()
+    assert main(argv, io.StringIO(), err) == 0, err.getvalue()
+    with evalset.open("a", encoding="utf-8") as f:
+        f.write(json.dumps({"query_id": "by-hand", "query": "word3", "relevant_docs": {"d0": 1}}) + "\n")
+
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["dataset", "check", str(evalset), "--corpus", str(corpus)], out, err) == 0, out.getvalue()
+    assert "the corpus chunked with words:20:5, as the set's provenance records" in err.getvalue(), err.getvalue()
+    assert "taken as given" not in err.getvalue() and "missing:" not in out.getvalue(), out.getvalue()
+
+
 def test_dataset_check_coverage_size_and_power(tmp_path):
     rows = [
         {"query_id": f"q{i}", "query": f"question {i}", "relevant_docs": {f"d{i}": 2}, "category": cat}

@@ -142,10 +142,20 @@ def missing_documents(dataset: Dataset, known: set[str]) -> list[tuple[str, list
 
 
 def judged_among(dataset: Dataset, ids: set[str]) -> list[str]:
-    """The set's relevant document ids that are among ``ids`` (a corpus's own ids), sorted: a corpus whose own ids
-    are the set's chunk ids is the set's chunks (``synth --chunks-out``), already cut."""
+    """The set's chunk ids that are among ``ids`` (a corpus's own ids), sorted: a corpus whose own ids are the set's
+    chunk ids is the set's chunks (``synth --chunks-out``), already cut. The set's chunk ids are the relevant
+    documents of the queries whose provenance records a chunker that cuts (not ``none``): a query without one (added
+    by hand, or from other qrels) names whole documents, which a document corpus holds too."""
+    queries = dataset.queries
+    if "provenance" not in queries.columns:
+        return []
+    cut = {
+        str(q)
+        for q, found in zip(queries["query_id"], queries["provenance"])
+        if (p := _provenance(found)) and str(p.get("chunker") or "none").split()[0] != "none"
+    }
     qrels = dataset.qrels
-    judged = qrels.loc[qrels["relevance"] > 0, "doc_id"]
+    judged = qrels.loc[(qrels["relevance"] > 0) & qrels["query_id"].astype(str).isin(cut), "doc_id"]
     return sorted(set(map(str, judged[judged.isin(ids)])))
 
 
