@@ -165,3 +165,16 @@ def test_the_check_leaves_the_options_as_parsed_and_their_defaults_are_resolved_
         assert args.resamples is None and args.ppi_target is None and args.ppi_lambda is None
         assert ci_resampling(args) == resampling
         assert (ppi_option(args, "ppi_target"), ppi_option(args, "ppi_lambda")) == ("queries", "tuned")
+
+
+def test_no_remedy_is_refused_in_turn() -> None:
+    """``eval --seed`` with the label files: the refusal names the labels, not ``give --ci`` (was: ``give --ci``,
+    whose advice, followed, was refused in turn: --ci is not read with the label files)."""
+    base = ["eval", "--dataset", "none.qrels", "--run", "none.trec", "--judge-qrels", "j", "--human-qrels", "h"]
+    for extra in (["--seed", "3"], ["--resamples", "10"], ["--seed", "3", "--ci"]):
+        err = io.StringIO()
+        assert main([*base, *extra], io.StringIO(), err) == 2
+        said = err.getvalue()
+        assert "give --ci" not in said, said
+        assert said.startswith(f"ragmetrics: error: {' '.join(extra[:2])}: read only without --judge-qrels and "
+                               "--human-qrels"), said  # fmt: skip

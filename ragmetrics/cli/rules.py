@@ -169,6 +169,12 @@ JUDGE_OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
 ``needs``): read only by the judges that need it."""
 
 RULES: tuple[Rule, ...] = (
+    Rule(
+        ("eval",),
+        ("--resamples", "--seed"),
+        Without(LABELS),
+        "the resampling of --ci's intervals, which the corrected estimates do not print",
+    ),  # before --ci's own rule: its remedy, give --ci, is refused with the labels
     Rule(("eval",), ("--resamples", "--seed"), With(("--ci",)), "the resampling of --ci's intervals"),
     Rule(
         ("eval", "compare"),
