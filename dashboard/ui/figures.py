@@ -81,7 +81,8 @@ async def _serve_script(request: Request) -> Response:
     if "gzip" in request.headers.get("accept-encoding", ""):
         # already encoded: Streamlit's gzip middleware passes it on as it is
         return Response(gz, media_type="text/javascript", headers={**headers, "Content-Encoding": "gzip"})
-    return Response(gzip.decompress(gz), media_type="text/javascript", headers=headers)
+    plain = await anyio.to_thread.run_sync(gzip.decompress, gz)  # rare (a client without gzip): off the event loop
+    return Response(plain, media_type="text/javascript", headers=headers)
 
 
 def script_routes(base_url_path: str = "") -> list[Route]:

@@ -266,13 +266,18 @@ def judged_twice(
 
 def labels_retrieved(alignment: Alignment, labels: Dataset, audience: str = "cli") -> tuple[int, Fix | None]:
     """How many of ``labels``' (query, document) pairs ``alignment``'s run retrieved at any rank, its rows read as
-    ``alignment`` reads them (the run aligned with ``labels`` alone under its conventions: chunks as their documents
-    when they are mapped to them), and, when it retrieved none, the likely cause and fix in the words of
-    ``audience`` (:func:`ragmetrics.engine.health.no_overlap_fix`; None when no change tried makes them meet)."""
-    found = align(labels, alignment.run, alignment.conventions)
-    rows = found.rows()
-    met = len(rows.loc[rows["label"].notna(), ["query_id", "doc_id"]].drop_duplicates())
-    return met, (no_overlap_fix(found, audience) if not met else None)
+    ``alignment`` reads them (:meth:`Alignment.rows`: chunks as their documents when they are mapped to them; the
+    alignment of a dataset that holds the labels, as the corrected estimates' are), and, when it retrieved none, the
+    likely cause and fix in the words of ``audience``: the run aligned with ``labels`` alone under its conventions
+    (:func:`ragmetrics.engine.health.no_overlap_fix`; None when no change tried makes them meet)."""
+    rows = alignment.rows()
+    retrieved = set(zip(rows["query_id"].astype(str), rows["doc_id"].astype(str)))
+    table = labels.qrels_table
+    pairs = zip(table.column("query_id").to_pylist(), table.column("doc_id").to_pylist())
+    met = len({pair for pair in pairs if pair in retrieved})
+    if met:
+        return met, None
+    return 0, no_overlap_fix(align(labels, alignment.run, alignment.conventions), audience)
 
 
 def judged_by_the_judge_alone(dataset: Dataset, labels: pd.DataFrame, rel_level: int = 1) -> list[str]:
