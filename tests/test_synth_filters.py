@@ -132,20 +132,27 @@ def test_dataset_check_flags_removed_and_changed_documents(tmp_path):
     assert report.count("missing:") == 1 and report.count("changed:") == 1
 
 
-def test_dataset_check_against_the_sets_chunks_file_takes_its_chunks_as_given(tmp_path):
-    """The chunks ``synth --chunks-out`` wrote, two of a document's three removed and the third edited: checked
-    against that file, only the removed two are missing and the edited one is changed (was: the file was cut again
-    with the chunker the set records, its chunks renamed ``d0#2#0``, so no source text was ever compared)."""
+def _chunked_set(tmp_path, n: int) -> tuple[Path, Path]:
+    """Four documents of 50 words each, and a set of ``n`` factual queries synth wrote over their 20-word chunks
+    (``set.jsonl``, its chunks beside it in ``set.chunks.jsonl``)."""
     words = [f"word{i}" for i in range(400)]
     corpus = _write(
         tmp_path / "corpus.jsonl",
         [{"_id": f"d{n}", "title": "", "text": " ".join(words[n * 50 : n * 50 + 50]) + "."} for n in range(4)],
     )
     evalset = tmp_path / "set.jsonl"
-    argv = ["synth", str(corpus), "-o", str(evalset), "--chunker", "words:20:5", "--categories", "factual=12",
+    argv = ["synth", str(corpus), "-o", str(evalset), "--chunker", "words:20:5", "--categories", f"factual={n}",
             "--no-retrieval-check"]  # fmt: skip
-    out, err = io.StringIO(), io.StringIO()
-    assert main(argv, out, err) == 0, err.getvalue()
+    err = io.StringIO()
+    assert main(argv, io.StringIO(), err) == 0, err.getvalue()
+    return corpus, evalset
+
+
+def test_dataset_check_against_the_sets_chunks_file_takes_its_chunks_as_given(tmp_path):
+    """The chunks ``synth --chunks-out`` wrote, two of a document's three removed and the third edited: checked
+    against that file, only the removed two are missing and the edited one is changed (was: the file was cut again
+    with the chunker the set records, its chunks renamed ``d0#2#0``, so no source text was ever compared)."""
+    _, evalset = _chunked_set(tmp_path, 12)
     rows = [json.loads(line) for line in evalset.read_text(encoding="utf-8").splitlines()]
     sourced = next(r for r in rows if r["provenance"]["chunk_id"] == "d0#2")
     assert sourced["relevant_docs"] == {"d0#2": 2, "d0#0": 1, "d0#1": 1}
@@ -168,16 +175,7 @@ def test_dataset_check_cuts_the_document_corpus_of_a_set_with_a_query_of_whole_d
     against the document corpus, that corpus is cut with the recorded chunker as before (was: the hand query's
     document id, found among the corpus's ids, made the corpus read as the set's chunks file, taken as given, and
     every generated query's chunks were reported gone)."""
-    words = [f"word{i}" for i in range(400)]
-    corpus = _write(
-        tmp_path / "corpus.jsonl",
-        [{"_id": f"d{n}", "title": "", "text": " ".join(words[n * 50 : n * 50 + 50]) + "."} for n in range(4)],
-    )
-    evalset = tmp_path / "set.jsonl"
-    argv = ["synth", str(corpus), "-o", str(evalset), "--chunker", "words:20:5", "--categories", "factual=6",
-            "--no-retrieval-check"]  # fmt: skip
-    err = io.StringIO()
-    assert main(argv, io.StringIO(), err) == 0, err.getvalue()
+    corpus, evalset = _chunked_set(tmp_path, 6)
     with evalset.open("a", encoding="utf-8") as f:
         f.write(json.dumps({"query_id": "by-hand", "query": "word3", "relevant_docs": {"d0": 1}}) + "\n")
 
