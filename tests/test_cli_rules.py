@@ -9,7 +9,7 @@ import io
 import pytest
 
 from ragmetrics.cli import build_parser, main
-from ragmetrics.cli.options import CI_RESAMPLES, ci_resampling, ppi_option
+from ragmetrics.cli.options import CI_RESAMPLES, ci_resampling, option_value
 from ragmetrics.cli.rules import RULES, Choice, Repeated, Rule, With, Without, refusal, rules_of
 
 
@@ -164,7 +164,7 @@ def test_the_check_leaves_the_options_as_parsed_and_their_defaults_are_resolved_
         assert vars(args) == before
         assert args.resamples is None and args.ppi_target is None and args.ppi_lambda is None
         assert ci_resampling(args) == resampling
-        assert (ppi_option(args, "ppi_target"), ppi_option(args, "ppi_lambda")) == ("queries", "tuned")
+        assert (option_value(args, "ppi_target"), option_value(args, "ppi_lambda")) == ("queries", "tuned")
 
 
 def test_no_remedy_is_refused_in_turn() -> None:

@@ -28,7 +28,7 @@ from ragmetrics.analysis.stats import delta_interval_method, family_text
 from ragmetrics.analysis.verdicts import SAID
 from ragmetrics.cli.evaluating import evaluate_runs
 from ragmetrics.cli.inputs import judges_of, labels_source, refuse_above_scale
-from ragmetrics.cli.options import LAMBDAS, ppi_option, seed_of
+from ragmetrics.cli.options import LAMBDAS, option_value
 from ragmetrics.cli.pools import check_label_column
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.model import Dataset, Run
@@ -109,8 +109,8 @@ def _judged_by_the_judge_alone(args: argparse.Namespace, dataset: Dataset, label
 
 def _options(args: argparse.Namespace, result: EvalResult) -> dict[str, Any]:
     options: dict[str, Any] = {
-        "lam": LAMBDAS[ppi_option(args, "ppi_lambda")],
-        "population": ppi_option(args, "ppi_target"),
+        "lam": LAMBDAS[option_value(args, "ppi_lambda")],
+        "population": option_value(args, "ppi_target"),
     }
     if args.strata:
         ids = result.dataset.query_ids
@@ -123,7 +123,7 @@ def _plan(args: argparse.Namespace, result: EvalResult, labelled: Labelled, out:
         return
     ids = next(iter(result.runs.values())).query_ids
     strata = result.dataset.facet(args.strata, ids) if args.strata else None
-    plan = ppi.sample_plan(ids, args.plan, seed=seed_of(args), strata=strata, labelled=labelled.queries)
+    plan = ppi.sample_plan(ids, args.plan, seed=option_value(args, "seed"), strata=strata, labelled=labelled.queries)
     done = set(labelled.queries)
     unlabelled = sum(str(q) not in done for q in ids)
     out.write(f"label next ({len(plan)} of the {unlabelled} unlabelled): {' '.join(plan)}\n")
@@ -145,14 +145,14 @@ def _footer(args: argparse.Namespace, frame: pd.DataFrame, out: TextIO, interval
     )
     strata = f"; stratified by {args.strata}" if args.strata else ""
     out.write(
-        f"{who}; {intervals} for {ppi.POPULATIONS[ppi_option(args, 'ppi_target')]}, within the metric's range; "
-        f"lambda {ppi_option(args, 'ppi_lambda')}{strata}\n"
+        f"{who}; {intervals} for {ppi.POPULATIONS[option_value(args, 'ppi_target')]}, within the metric's range; "
+        f"lambda {option_value(args, 'ppi_lambda')}{strata}\n"
     )
 
 
 def _unreadable(args: argparse.Namespace, frame: pd.DataFrame, err: TextIO) -> None:
     """The note when the intervals cannot be read yet (:func:`ppi.unreadable_rows`)."""
-    note = ppi.unreadable_rows(frame, population=ppi_option(args, "ppi_target"))
+    note = ppi.unreadable_rows(frame, population=option_value(args, "ppi_target"))
     if note is not None:
         err.write(f"ragmetrics: note: {note[1]}; label more (--plan)\n")
 

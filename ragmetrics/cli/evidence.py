@@ -34,8 +34,7 @@ from ragmetrics.cli.options import (
     add_format_option,
     add_metric_option,
     add_test_options,
-    paired_option,
-    seed_of,
+    option_value,
     whole_number,
 )
 from ragmetrics.engine import align
@@ -156,11 +155,11 @@ def cmd_chunkings(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         budget=DEFAULT_BUDGET if args.budget is None else args.budget,
         spans=_spans(args, dataset),
         chunk_spans=chunk_spans,
-        test=paired_option(args, "test"),
-        correction=paired_option(args, "correction"),
-        alpha=paired_option(args, "alpha"),
-        seed=seed_of(args),
-        n_resamples=paired_option(args, "resamples"),
+        test=option_value(args, "test"),
+        correction=option_value(args, "correction"),
+        alpha=option_value(args, "alpha"),
+        seed=option_value(args, "seed"),
+        n_resamples=option_value(args, "resamples"),
     )
     if args.format == "json":
         json.dump(found.to_dict(), out, ensure_ascii=False, indent=2)

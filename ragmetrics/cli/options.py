@@ -209,13 +209,13 @@ def read_bounds_depth(value: str | None) -> int | None:
 
 TEST_DEFAULTS: dict[str, Any] = {"test": "t", "correction": "holm", "alpha": 0.05, "resamples": stats.DEFAULT_RESAMPLES}
 """The paired tests' options when not given (``--test``, ``--correction``, ``--alpha``, ``--resamples``; ``--seed``'s
-is :func:`seed_of`'s 0)."""
+is :data:`READ_DEFAULTS`' 0)."""
 
 
 def add_test_options(parser: argparse.ArgumentParser, *, defaults: bool = True) -> None:
     """The paired tests' options, :data:`TEST_DEFAULTS` when not given; ``defaults`` False: a command that reads them
     only under a condition (``evidence``, with ``--baseline``: :mod:`ragmetrics.cli.rules`) parses them to None when
-    not given, and resolves them where it reads them (:func:`paired_option`, :func:`seed_of`)."""
+    not given, and resolves them where it reads them (:func:`option_value`)."""
     given = TEST_DEFAULTS if defaults else dict.fromkeys(TEST_DEFAULTS)
     tests = "; ".join(f"{t.name}: {t.title}, of {t.null}" for t in stats.TESTS.values())
     parser.add_argument(
@@ -245,13 +245,6 @@ def add_test_options(parser: argparse.ArgumentParser, *, defaults: bool = True) 
         default=given["resamples"],
         help=f"resamples for randomization and bootstrap (default {TEST_DEFAULTS['resamples']})",
     )
-
-
-def paired_option(args: argparse.Namespace, name: str) -> Any:
-    """The paired tests' option ``name`` (``test``, ``correction``, ``alpha``, ``resamples``): as given, else
-    :data:`TEST_DEFAULTS`'s."""
-    value = getattr(args, name, None)
-    return TEST_DEFAULTS[name] if value is None else value
 
 
 def add_data_options(parser: argparse.ArgumentParser, *, scoring: bool = True) -> None:
@@ -339,14 +332,7 @@ def ci_resampling(args: argparse.Namespace) -> tuple[int, int]:
     """``eval``'s resamples and seed of ``--ci``'s intervals: as given, else :data:`CI_RESAMPLES` and 0; no
     resamples without ``--ci`` (its options are refused without it: :mod:`ragmetrics.cli.rules`)."""
     resamples = CI_RESAMPLES if args.resamples is None else args.resamples
-    return (resamples if args.ci else 0), seed_of(args)
-
-
-def seed_of(args: argparse.Namespace) -> int:
-    """The seed of a command's sampling: ``--seed`` as given, else 0 (``eval``'s and ``evidence``'s are None unless
-    given)."""
-    seed = getattr(args, "seed", None)
-    return 0 if seed is None else int(seed)
+    return (resamples if args.ci else 0), option_value(args, "seed")
 
 
 def add_merged_options(p: argparse.ArgumentParser) -> None:
@@ -440,8 +426,14 @@ def wants_ppi(args: argparse.Namespace) -> bool:
     return all(getattr(args, name, None) is not None for name in ("judge_qrels", "human_qrels"))
 
 
-def ppi_option(args: argparse.Namespace, name: str) -> str:
-    """The corrected estimates' option ``name`` (``ppi_target``, ``ppi_lambda``): as given, else
-    :data:`PPI_DEFAULTS`'s."""
+READ_DEFAULTS: dict[str, Any] = {**TEST_DEFAULTS, "seed": 0, **PPI_DEFAULTS}
+"""The defaults of the options a command reads only under a condition, filled in where they are read (they parse to
+None when not given, so :mod:`ragmetrics.cli.rules` can tell them given): the paired tests' (``--seed`` 0), the
+corrected estimates' (:data:`PPI_DEFAULTS`). ``eval --ci``'s resamples are :func:`ci_resampling`'s."""
+
+
+def option_value(args: argparse.Namespace, name: str) -> Any:
+    """The option ``name`` (its ``dest``: ``test``, ``seed``, ``ppi_target`` ...) as given, else
+    :data:`READ_DEFAULTS`'s."""
     value = getattr(args, name, None)
-    return PPI_DEFAULTS[name] if value is None else str(value)
+    return READ_DEFAULTS[name] if value is None else value

@@ -146,14 +146,7 @@ def judged_among(dataset: Dataset, ids: set[str]) -> list[str]:
     chunk ids is the set's chunks (``synth --chunks-out``), already cut. The set's chunk ids are the relevant
     documents of the queries whose provenance records a chunker that cuts (not ``none``): a query without one (added
     by hand, or from other qrels) names whole documents, which a document corpus holds too."""
-    queries = dataset.queries
-    if "provenance" not in queries.columns:
-        return []
-    cut = {
-        str(q)
-        for q, found in zip(queries["query_id"], queries["provenance"])
-        if (p := _provenance(found)) and str(p.get("chunker") or "none").split()[0] != "none"
-    }
+    cut = {query for query, chunker in _chunkers(dataset).items() if chunker != "none"}
     qrels = dataset.qrels
     judged = qrels.loc[(qrels["relevance"] > 0) & qrels["query_id"].astype(str).isin(cut), "doc_id"]
     return sorted(set(map(str, judged[judged.isin(ids)])))
@@ -172,11 +165,20 @@ def _provenance(found: Any) -> Mapping[str, Any] | None:
 def recorded_chunkers(dataset: Dataset) -> list[str]:
     """The chunkers the set's queries were made with, as ``--chunker`` specs (their provenance records the stated
     name, ``words:200:50`` or ``none (documents grouped by ...)``, whose first word is the spec), sorted."""
+    return sorted(set(_chunkers(dataset).values()))
+
+
+def _chunkers(dataset: Dataset) -> dict[str, str]:
+    """Each query's chunker as a ``--chunker`` spec, the first word of the name its provenance records
+    (``words:200:50``, ``none (documents grouped by ...)``); queries whose provenance records none are left out."""
     queries = dataset.queries
     if "provenance" not in queries.columns:
-        return []
-    found = {str(p["chunker"]).split()[0] for p in map(_provenance, queries["provenance"]) if p and p.get("chunker")}
-    return sorted(found)
+        return {}
+    return {
+        str(query): str(p["chunker"]).split()[0]
+        for query, found in zip(queries["query_id"], queries["provenance"])
+        if (p := _provenance(found)) and p.get("chunker")
+    }
 
 
 def changed_sources(provenances: Iterable[tuple[str, Any]], corpus: Corpus) -> list[tuple[str, str]]:
