@@ -98,6 +98,12 @@ class BackgroundJob:
             self._thread.join(timeout)
         return self._ended is not None
 
+    def ended_after(self, moment: float) -> bool:
+        """True when the job ended after ``moment`` (a :func:`time.monotonic` reading): what a page read before it
+        may miss what the job stored, so the page reads again before saying the job ended."""
+        ended = self._ended
+        return ended is not None and ended > moment
+
     def _where(self) -> dict[str, Any]:
         """The status fields every job has: running, seconds so far, and once ended its error and cancellation."""
         ended = self._ended

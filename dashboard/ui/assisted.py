@@ -11,6 +11,7 @@ in the browser, is the CLI's.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -47,7 +48,8 @@ class Assist:
     """What the page reads off the lineage: its original judgments (``base``), their ``pool`` at the page's depth,
     every label given (``labels``, :func:`ragmetrics.store.provenance.lineage_labels`), people's latest
     (``human``), the judge shown (``source``, "" when none labelled) and its latest (``judge``), the sample
-    ``plan`` chosen and its order, and the human :class:`~dashboard.core.assisted.Sample` it makes."""
+    ``plan`` chosen and its order, the human :class:`~dashboard.core.assisted.Sample` it makes, and when the labels
+    were read (``read_at``, :func:`time.monotonic`)."""
 
     base: DatasetEntry
     pool: pd.DataFrame
@@ -58,6 +60,7 @@ class Assist:
     plan: str
     order: list[str]
     sample: assisted.Sample
+    read_at: float
 
 
 @cache.memo
@@ -74,13 +77,15 @@ def assist(
     view: ViewState,
     labels: pd.DataFrame | None = None,
     follow: str | None = None,
+    read_at: float | None = None,
 ) -> Assist:
-    """Read the lineage's labels (unless the caller just read them: ``labels``) and the view's choices (the judge
+    """Read the lineage's labels (unless the caller just read them: ``labels``, at ``read_at``) and the view's choices (the judge
     shown: ``follow``, the judge this tab started, once it has labelled here; else the view's; the latest when the
     view names none or one that did not label here; the sample plan)."""
     base = workspace.family(ds.id)[0]
     pooled = base_pool(base, selection, depth)
     if labels is None:
+        read_at = time.monotonic()
         labels = workspace.lineage_labels(ds.id)
     sources = assisted.judge_sources(labels)
     source = ""
@@ -91,7 +96,7 @@ def assist(
     human = assisted.human_labels(labels)
     return Assist(
         base, pooled, labels, human, source, assisted.judge_labels(labels, source), plan, order,
-        assisted.sample_of(order, pooled, human),
+        assisted.sample_of(order, pooled, human), time.monotonic() if read_at is None else read_at,
     )  # fmt: skip
 
 
@@ -187,6 +192,8 @@ def start_job(
 
 def _runner(workspace: Workspace, ds: DatasetEntry, help_: Assist) -> None:
     job = current_job(ds.id)
+    if job is not None and job.ended_after(help_.read_at):  # its last labels are not in what the page read
+        st.rerun(scope="app")
     if job is not None and not job.status().running:
         if st.session_state.get(JOB_KEY) is job:
             st.session_state.pop(JOB_KEY, None)
@@ -456,10 +463,11 @@ def corrected_elsewhere(
     difference from it, corrected over Compare's ``family`` of the runs on every metric of ``family_specs``, and
     named by the family computed: :func:`dashboard.core.assisted.family_words`) numbers corrected by the human sample, in an expander titled with the badge; nothing when no
     judge labelled on the dataset's lineage. The judge shown and the plan are the view's (the Judge page's)."""
+    read_at = time.monotonic()
     labels = workspace.lineage_labels(ds.id)
     if not assisted.judge_sources(labels):
         return
-    help_ = assist(workspace, ds, selection, depth, view, labels)
+    help_ = assist(workspace, ds, selection, depth, view, labels, read_at=read_at)
     badge = assisted.badge(help_.human, help_.judge)
     sample = help_.sample
     with st.expander(f"{title(spec)} corrected by the human sample ({badge})"):

@@ -16,6 +16,8 @@ share link can name it). Reads ``ds``; the dataset made becomes ``ds``.
 
 from __future__ import annotations
 
+import time
+
 import streamlit as st
 
 from dashboard.core.text import Marks, highlight_html, md_escape
@@ -93,6 +95,7 @@ else:
                     st.session_state["build.batch"] = job.batch
                     st.rerun()
 
+        read_at = time.monotonic()
         batches = workspace.candidates.batches(ds.id)
         if not batches:
             st.caption("No candidates generated from this dataset yet.")
@@ -106,6 +109,8 @@ else:
             batch = by_id[picked]
             st.caption(building.batch_state(batch))
             current = building.job_of(batch.id)
+            if current is not None and current.ended_after(read_at):  # the batch read may miss its last candidates
+                st.rerun()
             running = current is not None and current.status().running
             if running and current is not None:
                 live = current

@@ -405,6 +405,48 @@ def test_a_judge_on_a_saved_version_grades_the_pairs_people_saved_into_it(seeded
     assert set(labelled) <= set(zip(judged["query_id"], judged["doc_id"]))
 
 
+def test_a_judge_that_ends_while_the_page_reads_its_labels_is_shown_with_them(seeded, tmp_path, monkeypatch) -> None:
+    """Was: a judge ending after the page read the labels and before it asked whether the judge ran was reported
+    done over the labels read before (no agreement with people), and the page stopped following it. Here it ends
+    in that window on every run: the judge waits until the page has read the labels."""
+    import streamlit as st
+
+    from dashboard.data import jobs
+    from dashboard.ui import assisted as page_assisted
+
+    ws = Workspace(_store(tmp_path))
+    labelled = [(q, d) for q, d in TRUTH if d.endswith("-b")][:6]
+    for q, d in labelled:
+        ws.add_label(seeded["dataset"], q, d, TRUTH[(q, d)], author="ann")
+    ws.store.engine.dispose()
+    read = threading.Event()
+    grade, sample_of = jobs.run_judge, page_assisted.assisted.sample_of
+
+    def graded_once_read(*args, **kwargs):  # type: ignore[no-untyped-def]
+        assert read.wait(60)
+        return grade(*args, **kwargs)
+
+    def sample_then_end(*args, **kwargs):  # type: ignore[no-untyped-def]
+        job = st.session_state.get(JOB_KEY)
+        if job is not None and not read.is_set():  # the labels are read: the judge ends now
+            read.set()
+            assert job.wait(60)
+        return sample_of(*args, **kwargs)
+
+    monkeypatch.setattr(jobs, "run_judge", graded_once_read)
+    monkeypatch.setattr(page_assisted.assisted, "sample_of", sample_then_end)
+    at = open_page("judge", _params(seeded))
+    at.selectbox(key="judge.run_judge").set_value("endpoint")
+    next(b for b in at.button if b.label == "Run the judge over the pool").click()
+    at.run()
+    no_problems(at)
+    assert read.is_set()
+    assert "24 label(s) stored" in " ".join(str(s.value) for s in at.success).replace("\\", "")
+    assert {m.label: m.value for m in at.metric}["Pairs both labelled"] == "6"
+    captions = [str(c.value).replace("\\", "") for c in at.caption]
+    assert any(c.startswith("Judge shown: endpoint") for c in captions), captions
+
+
 def test_the_judge_started_on_one_dataset_does_not_steer_another_s_page(seeded, tmp_path) -> None:
     """The judge a tab started is followed on its own dataset's page only: elsewhere a person's pick stands."""
     from types import SimpleNamespace

@@ -189,6 +189,36 @@ def test_a_cancelled_batch_keeps_its_candidates_and_resumes_from_the_page(corpus
     assert "10 of 10 candidates stored, complete" in " ".join(c.value for c in at.caption)
 
 
+def test_a_generation_that_ends_while_the_page_reads_its_batch_is_shown_complete(
+    corpus_dataset, store_dir, monkeypatch
+) -> None:
+    """Was: a generation ending after the page read its batch and before it asked whether the job ran was shown
+    as stopped (with Resume) over the batch read before. Here it ends in that window: it starts once the page has
+    read the batches."""
+    from dashboard.ui import building
+
+    ws = Workspace(_store(store_dir))
+    entry = ws.dataset(corpus_dataset)
+    assert entry is not None
+    batch = ws.candidates.new_batch(corpus_dataset, "extractive", {"categories": {"factual": 5, "cloze": 5},
+                                                                   "seed": 3}, 10)  # fmt: skip
+    job = jobs.GenerationJob(ws.candidates, batch, entry.dataset, "extractive", {"factual": 5, "cloze": 5}, 3)
+    job_of = building.job_of
+
+    def ended_once_read(wanted: str):  # type: ignore[no-untyped-def]
+        if wanted == batch and jobs.generation(batch) is None:
+            assert jobs.start_generation(job).wait(120)
+        return job_of(wanted)
+
+    monkeypatch.setattr(building, "job_of", ended_once_read)
+    at = open_page("build", {"ds": corpus_dataset})
+    no_problems(at)
+    assert job.status().done == 10 and not job.status().error
+    assert not at.warning, [w.value for w in at.warning]
+    assert "**10** of 10 candidates left to review" in " ".join(m.value for m in at.markdown)
+    assert "10 of 10 candidates stored, complete" in " ".join(c.value for c in at.caption)
+
+
 def test_a_failed_generation_says_it_failed_not_that_it_was_cancelled(corpus_dataset, store_dir, monkeypatch) -> None:
     monkeypatch.setenv("RAGMETRICS_MODELS", "dead=openai:http://127.0.0.1:9/v1?model=x&attempts=1&timeout=2&cache=off")
     ws = Workspace(_store(store_dir))
