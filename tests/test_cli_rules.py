@@ -8,9 +8,10 @@ import io
 
 import pytest
 
-from ragmetrics.cli import build_parser, main
+from ragmetrics.cli import COMMANDS, build_parser, main
 from ragmetrics.cli.options import CI_RESAMPLES, ci_resampling, option_value
-from ragmetrics.cli.rules import RULES, Choice, Repeated, Rule, With, Without, refusal, rules_of
+from ragmetrics.cli.rules import RULES, Choice, Repeated, Rule, With, Without, refusal, refuse_empty, rules_of
+from ragmetrics.foundation.errors import RagMetricsError
 
 
 def command_parser(command: str) -> argparse.ArgumentParser:
@@ -178,3 +179,57 @@ def test_no_remedy_is_refused_in_turn() -> None:
         assert "give --ci" not in said, said
         assert said.startswith(f"ragmetrics: error: {' '.join(extra[:2])}: read only without --judge-qrels and "
                                "--human-qrels"), said  # fmt: skip
+
+
+def every_command() -> list[str]:
+    """Every command as typed, its subcommands spelled out (``judge run``)."""
+    found = []
+    for name in COMMANDS:
+        nested = [a for a in command_parser(name)._actions if isinstance(a, argparse._SubParsersAction)]
+        found += [f"{name} {sub}" for a in nested for sub in a.choices] if nested else [name]
+    return found
+
+
+def text_values(command: str) -> list[argparse.Action]:
+    """The options and arguments of ``command`` that take a text as typed (no type, no choices)."""
+    return [
+        a for a in command_parser(command)._actions
+        if a.nargs != 0 and a.type is None and not a.choices and not isinstance(a, argparse._SubParsersAction)
+        and a.dest not in ("help", "version")
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", every_command())
+def test_every_text_option_and_argument_refuses_an_empty_value(command: str) -> None:
+    """Was: ``--judge-qrels ''`` read as the current folder ("expected a BEIR folder"), ``synth ''`` wrote a set
+    from the current folder's files, ``--run ''`` named no file: an empty value is refused, naming what was typed."""
+    parser = command_parser(command)
+    actions = text_values(command)
+    assert actions, command
+    for action in actions:
+        for blank in ("", "  "):
+            args = argparse.Namespace(**{a.dest: None for a in parser._actions})
+            setattr(args, action.dest, [blank] if action.nargs in ("*", "+") or "append" in type(action).__name__.lower()
+                    else blank)  # fmt: skip
+            with pytest.raises(RagMetricsError) as refused:
+                refuse_empty(parser, args, [])
+            said = str(refused.value)
+            assert said.startswith(f"{action.option_strings[-1] if action.option_strings else action.dest} {blank!r}: ")
+            assert "an empty value" in said
+
+
+def test_an_empty_value_is_refused_before_any_file_is_read(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.md").write_text("a document the current folder holds, which synth must not read as a corpus")
+    for argv, said in (
+        (["synth", "", "-o", "set.jsonl"], "corpus '': an empty value; expected a BEIR corpus.jsonl"),
+        (["eval", "--dataset", "q", "--run", "r", "--judge-qrels=", "--human-qrels", "h"],
+         "--judge-qrels '': an empty value; give one, or drop --judge-qrels"),
+        (["judge", "agree", "--human", " ", "--judge", "j"], "--human ' ': an empty value; give one, or drop --human"),
+        (["eval", "--dataset", "q", "--run", "r", "--run", ""], "--run '': an empty value; give one, or drop --run"),
+    ):  # fmt: skip
+        out, err = io.StringIO(), io.StringIO()
+        assert main(argv, out, err) == 2
+        assert err.getvalue().startswith(f"ragmetrics: error: {said}"), err.getvalue()
+        assert not out.getvalue()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.md"]

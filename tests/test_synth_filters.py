@@ -186,16 +186,15 @@ def test_dataset_check_cuts_the_document_corpus_of_a_set_with_a_query_of_whole_d
 
 
 def test_dataset_check_refuses_an_empty_corpus_path(tmp_path):
-    """``--corpus ''`` counts as given for the options it conditions (``--chunker``, ``--parent-separator``), so it
-    is refused (was: the freshness check skipped without a word, ``--chunker`` taken and ignored)."""
+    """``--corpus ''`` is refused, whatever else is given (was: the freshness check skipped without a word,
+    ``--chunker`` taken and ignored): as every empty value (``tests/test_cli_rules.py``)."""
     evalset = _write(tmp_path / "set.jsonl", [{"query_id": "q1", "query": "question", "relevant_docs": {"d1": 1}}])
     for extra in ([], ["--chunker", "words:20:5"], ["--parent-separator", "_C"]):
         out, err = io.StringIO(), io.StringIO()
         assert main(["dataset", "check", str(evalset), "--corpus", "", *extra], out, err) == 2, out.getvalue()
-        assert err.getvalue() == (
-            "ragmetrics: error: --corpus '': an empty path; give the current corpus (a file or a folder), or drop "
-            "--corpus\n"
-        ), err.getvalue()
+        assert err.getvalue() == ("ragmetrics: error: --corpus '': an empty value; give one, or drop --corpus\n"), (
+            err.getvalue()
+        )
         assert not out.getvalue()
 
 

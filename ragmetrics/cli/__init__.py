@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
-from ragmetrics.cli.rules import refuse_unread
+from ragmetrics.cli.rules import refuse_empty, refuse_unread
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.memory import use_small_pages_for_this_process
 from ragmetrics.foundation.redact import redact_urls
@@ -167,6 +167,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         getattr(args, USED_PARSER).error(f"unrecognized arguments: {' '.join(extra)}{trec_eval_hint(extra)}")
     used: argparse.ArgumentParser = getattr(args, USED_PARSER)
     try:
+        refuse_empty(used, args, argv)
         refuse_unread(used.prog.partition(" ")[2], used, args, argv)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RagMetricsWarning)

@@ -76,10 +76,6 @@ def dataset_age(store: Store | None, ident: str | None, dataset: Dataset, path: 
 
 
 def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    if args.corpus is not None and not args.corpus.strip():  # given, as the rules read it: never skipped unsaid
-        raise RagMetricsError(
-            f"--corpus {args.corpus!r}: an empty path; give the current corpus (a file or a folder), or drop --corpus"
-        )
     store = _store(args)
     dataset, ident = _dataset(args, store)
     corpus = None

@@ -11,7 +11,11 @@ refuses have no other default (their defaults, when read, are resolved where the
 
 A condition reads which options are given and at most one other option's value (:class:`Choice`); a rule may refuse
 some values of its option only (``compare --test wilcoxon`` on a partitioned engine). Refusals that depend on more
-(a file's contents, a corpus cut or not) stay with the commands that read them."""
+(a file's contents, a corpus cut or not) stay with the commands that read them.
+
+Before the rules, :func:`refuse_empty` refuses an option or argument given an empty value (``--judge-qrels ''``,
+a variable that expanded to nothing): no option means anything by an empty text, and read as a path it ends in an
+error about the current folder, or is skipped as if not given."""
 
 from __future__ import annotations
 
@@ -331,6 +335,24 @@ def refusal(rule: Rule, parser: argparse.ArgumentParser, args: argparse.Namespac
 
 def _value(parser: argparse.ArgumentParser, args: argparse.Namespace, option: str) -> Any:
     return getattr(args, parser._option_string_actions[option].dest, None)
+
+
+def refuse_empty(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Sequence[str]) -> None:
+    """Refuse the first option or argument ``args`` holds an empty (or blank) text for."""
+    for action in parser._actions:
+        value = getattr(args, action.dest, None)
+        values = value if isinstance(value, list) else [value]
+        if action.nargs == 0 or not any(isinstance(v, str) and not v.strip() for v in values):
+            continue
+        if action.option_strings:
+            name = typed(parser, action.option_strings[-1], argv)
+            raise RagMetricsError(f"{name} {_blank(values)}: an empty value; give one, or drop {name}")
+        raise RagMetricsError(f"{action.dest} {_blank(values)}: an empty value; expected {action.help or 'a value'}")
+
+
+def _blank(values: Sequence[Any]) -> str:
+    """The empty value given, quoted as a shell would need it."""
+    return repr(next(v for v in values if isinstance(v, str) and not v.strip()))
 
 
 def refuse_unread(command: str, parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Sequence[str]) -> None:
