@@ -680,6 +680,32 @@ def test_the_corrected_estimates_options_without_the_labels_are_refused(tmp_path
         assert "for the mean over the population of queries" in out.getvalue() and "lambda tuned" in out.getvalue()
 
 
+def test_eval_s_plan_is_drawn_with_the_seed_given(tmp_path):
+    """Was: ``eval --plan`` under the label files was drawn with seed 0 whatever was asked (``--seed`` refused there
+    as without ``--ci``), though its help said "seeded": ``--seed`` draws it, and is refused with the labels only
+    without ``--plan``."""
+    d = _small_corrected_inputs(tmp_path)
+    argv = ["eval", "--dataset", str(d / "known.qrels"), "--run", str(d / "a.trec"), "-m", "ndcg@10",
+            "--judge-qrels", str(d / "judge.qrels"), "--human-qrels", str(d / "human.qrels")]  # fmt: skip
+
+    def plan(*extra: str) -> str:
+        out, err = io.StringIO(), io.StringIO()
+        assert main([*argv, "--plan", "5", *extra], out, err) == 0, err.getvalue()
+        return next(line for line in out.getvalue().splitlines() if line.startswith("label next"))
+
+    assert plan() == plan("--seed", "0")
+    drawn = {plan("--seed", str(seed)) for seed in range(1, 6)}
+    assert len(drawn) > 1 and all(line.startswith("label next (5 of the ") for line in drawn), drawn
+    assert plan("--seed", "3") == plan("--seed", "3")
+    out, err = io.StringIO(), io.StringIO()
+    assert main([*argv, "--seed", "3"], out, err) == 2 and not out.getvalue()
+    assert err.getvalue().startswith(
+        "ragmetrics: error: --seed 3: read only without --judge-qrels and --human-qrels, or with --plan (the draw of "
+        "--ci's resampling; with the label files, of --plan's sample); leave out --judge-qrels and --human-qrels, or "
+        "give --plan, or drop --seed\n"
+    ), err.getvalue()
+
+
 def test_a_pool_not_yet_labelled_given_as_labels_is_named_as_such(tmp_path):
     """Was: a pool file (query_id, doc_id, best_rank, runs) given as --human-qrels or --judge-qrels was read as TREC
     qrels with a header it did not have; judge merge already named it a pool not yet labelled."""

@@ -351,7 +351,11 @@ def add_merged_options(p: argparse.ArgumentParser) -> None:
         type=whole_number(1),
         help=f"resamples of --ci (default {CI_RESAMPLES}; refused without --ci, which alone reads it)",
     )
-    p.add_argument("--seed", type=whole_number(0), help="seed of --ci's resampling (default 0; refused without --ci)")
+    p.add_argument(
+        "--seed",
+        type=whole_number(0),
+        help="seed of --ci's resampling, or with the label files of --plan's sample (default 0; refused elsewhere)",
+    )
     p.add_argument(
         "--fingerprint",
         action="store_true",
@@ -412,7 +416,8 @@ def add_ppi_options(p: argparse.ArgumentParser) -> None:
         "--plan",
         type=whole_number(1),
         metavar="K",
-        help="also print the next K queries to label (a seeded random sample of the unlabelled; within --strata)",
+        help="also print the next K queries to label (a random sample of the unlabelled drawn with --seed; within "
+        "--strata)",
     )
 
 

@@ -120,7 +120,23 @@ class Repeated:
         return f"give {self.option} at least {self.times} times"
 
 
-Condition = With | Without | Choice | Repeated
+@dataclass(frozen=True)
+class Either:
+    """Read when any of ``conditions`` holds (``eval --seed``: with --ci, or with the label files' --plan)."""
+
+    conditions: tuple[With | Without | Choice | Repeated, ...]
+
+    def holds(self, read: Read) -> bool:
+        return any(condition.holds(read) for condition in self.conditions)
+
+    def words(self, read: Read) -> str:
+        return ", or ".join(condition.words(read) for condition in self.conditions)
+
+    def remedy(self) -> str:
+        return ", or ".join(condition.remedy() for condition in self.conditions)
+
+
+Condition = With | Without | Choice | Repeated | Either
 
 
 @dataclass(frozen=True)
@@ -175,11 +191,23 @@ JUDGE_OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
 RULES: tuple[Rule, ...] = (
     Rule(
         ("eval",),
-        ("--resamples", "--seed"),
+        ("--resamples",),
         Without(LABELS),
         "the resampling of --ci's intervals, which the corrected estimates do not print",
     ),  # before --ci's own rule: its remedy, give --ci, is refused with the labels
-    Rule(("eval",), ("--resamples", "--seed"), With(("--ci",)), "the resampling of --ci's intervals"),
+    Rule(("eval",), ("--resamples",), With(("--ci",)), "the resampling of --ci's intervals"),
+    Rule(
+        ("eval",),
+        ("--seed",),
+        Either((Without(LABELS), With(("--plan",)))),
+        "the draw of --ci's resampling; with the label files, of --plan's sample",
+    ),  # before the next: with the labels, its remedy (give --ci) is refused
+    Rule(
+        ("eval",),
+        ("--seed",),
+        Either((With(("--ci",)), With(LABELS))),
+        "the draw of --ci's resampling; with the label files, of --plan's sample",
+    ),
     Rule(
         ("eval", "compare"),
         ("--judge-qrels",),
