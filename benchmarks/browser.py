@@ -299,6 +299,30 @@ HOW_MANY = """() => ({
 """A JavaScript function: how many tables, charts (of them, how many drawn by the classic script) and elements (of
 any kind) a drawn page holds; a page far above its floor often holds many more of them than the floor's one of
 each, so each page is also held against a floor page with as many tables and charts (:func:`same_counts`)."""
+ELEMENTS_HELD = """() => {
+  const names = {
+    stHeading: "heading", stMarkdown: "markdown", stMetric: "metric", stButton: "button", stSelectbox: "selectbox",
+    stMultiSelect: "multiselect", stNumberInput: "number_input", stTextInput: "text_input", stTextArea: "text_area",
+    stRadio: "radio", stCheckbox: "checkbox", stFileUploader: "uploader",
+  };
+  const drawnWithTables = new Set(["stFullScreenFrame", "stDownloadButton", "stEmpty"]);
+  const held = {};
+  const add = (name) => { held[name] = (held[name] || 0) + 1; };
+  document.querySelectorAll("[data-testid='stMain'] [data-testid='stElementContainer'] > [data-testid]").forEach((e) => {
+    const id = e.getAttribute("data-testid");
+    if (!drawnWithTables.has(id)) add(names[id] || `other:${id}`);
+  });
+  for (const [selector, name] of [
+    ["[data-testid='stExpander']", "expander"],
+    ["[data-testid='stHorizontalBlock']", "columns"],
+    ["[data-testid='stLayoutWrapper'] > [data-testid='stVerticalBlock']", "container"],
+  ])
+    document.querySelectorAll(`[data-testid='stMain'] ${selector}`).forEach(() => add(name));
+  return held;
+}"""
+"""A JavaScript function: the page's other elements in its main area by kind (``browser_floor.ELEMENTS``' names;
+``other:ID`` for one the floor cannot draw), beside the tables and charts (their frames and CSV buttons are theirs):
+a floor page asked for the same counts (:class:`Floor`'s ``mix``) holds as many elements as the page."""
 FLOOR_APP = "benchmarks/browser_floor.py"
 BUNDLE_COST = (("controls", "table"), ("controls", "table", "chart"))
 """Two floor pages always timed: without and with one chart; the difference is what Plotly's script costs."""
@@ -318,15 +342,23 @@ def progress(line: str) -> None:
     print(f"{time.strftime('%H:%M:%S')} {line} (load {os.getloadavg()[0]:.2f})", file=sys.stderr, flush=True)
 
 
-def kinds_held(browser, url: str) -> tuple[tuple[str, ...], dict[str, int]]:  # type: ignore[no-untyped-def]
-    """Open ``url`` in a fresh browser (not timed: it warms the server's caches); the kinds of elements it holds
-    (:data:`KINDS_HELD`) and how many (:data:`HOW_MANY`)."""
+class Held(NamedTuple):
+    """What a drawn page holds: the ``kinds`` of elements (:data:`KINDS_HELD`), how ``many`` tables, charts and
+    elements (:data:`HOW_MANY`) and its other ``elements`` by kind (:data:`ELEMENTS_HELD`)."""
+
+    kinds: tuple[str, ...]
+    many: dict[str, int]
+    elements: dict[str, int]
+
+
+def kinds_held(browser, url: str) -> Held:  # type: ignore[no-untyped-def]
+    """Open ``url`` in a fresh browser (not timed: it warms the server's caches); what it holds."""
     context = new_context(browser)
     try:
         page = context.new_page()
         page.goto(url)
         drawn(page)
-        return tuple(page.evaluate(KINDS_HELD)), dict(page.evaluate(HOW_MANY))
+        return Held(tuple(page.evaluate(KINDS_HELD)), dict(page.evaluate(HOW_MANY)), dict(page.evaluate(ELEMENTS_HELD)))
     finally:
         context.close()
 
@@ -344,23 +376,31 @@ def same_counts(kinds: tuple[str, ...], many: dict[str, int]) -> Counts | None:
 
 class Floor(NamedTuple):
     """A floor page: the ``kinds`` it holds, as many tables and classic charts as ``counts`` (one of each when
-    None), opened at ``/`` or, ``by_path``, at a page's own path, as every dashboard page but the Overview is.
+    None), and with a ``mix`` as many more other elements of each kind (``browser_floor.ELEMENTS``); opened at ``/`` or, ``by_path``, at a page's own path, as every dashboard page but the Overview is.
     Opened at a path, Streamlit's frontend first asks for its health and host config under that path, then under
     ``/``: about 0.1 s before the session starts, on the floor as on the dashboard."""
 
     kinds: tuple[str, ...]
     counts: Counts | None = None
     by_path: bool = False
+    mix: tuple[tuple[str, int], ...] = ()
 
     @property
     def name(self) -> str:
         name = f"floor: {','.join(self.kinds) or 'bare'}"
         if self.counts:
             name += f" ({self.counts[0]} tables, {self.counts[1]} charts)"
+        if self.mix:
+            name += f" with {self.mix_text}"
         return name + (" by path" if self.by_path else "")
+
+    @property
+    def mix_text(self) -> str:
+        return ",".join(f"{kind}:{count}" for kind, count in self.mix)
 
     def url(self, base: str) -> str:
         extra = f"&tables={self.counts[0]}&charts={self.counts[1]}" if self.counts else ""
+        extra += f"&mix={self.mix_text}" if self.mix else ""
         return f"{base}/{FLOOR_PATH if self.by_path else ''}?kinds={','.join(self.kinds)}{extra}"
 
 
@@ -368,14 +408,21 @@ FLOOR_PATH = "by-path"
 """The floor app's page at a path of its own (``browser_floor.py``), the same page as its default one."""
 
 
-def floors_of(held: dict[str, tuple[tuple[str, ...], dict[str, int]]]) -> dict[str, tuple[Floor, Floor]]:
+def floors_of(held: dict[str, Held]) -> dict[str, tuple[Floor, Floor]]:
     """Each dashboard page's two floors: one table and one chart of its kinds, and as many as the page holds; both
     opened as the page is, at ``/`` or at a path."""
     by_path = {view.key: bool(view.url_path) for view in VIEWS}
     return {
         view: (Floor(kinds, None, by_path[view]), Floor(kinds, same_counts(kinds, many), by_path[view]))
-        for view, (kinds, many) in held.items()
+        for view, (kinds, many, _) in held.items()
     }
+
+
+def with_elements(floor: Floor, page: dict[str, int], floor_holds: dict[str, int]) -> Floor:
+    """``floor`` asked for the other elements ``page`` holds beyond those ``floor_holds`` already (its tables' and
+    charts' own), of each kind the floor draws."""
+    more = ((kind, n - floor_holds.get(kind, 0)) for kind, n in page.items() if not kind.startswith("other:"))
+    return floor._replace(mix=tuple(sorted((kind, n) for kind, n in more if n > 0)))
 
 
 def by_address(p, browser, urls: dict[str, str], repeat: int, results: Results) -> None:  # type: ignore[no-untyped-def]
@@ -432,7 +479,8 @@ def median(results: Results, name: str) -> float:
 
 def report(
     results: Results,
-    held: dict[str, tuple[tuple[str, ...], dict[str, int]]],
+    held: dict[str, Held],
+    floors: dict[str, tuple[Floor, ...]],
     load: dict[str, tuple[float, ...]],
 ) -> list[str]:
     """The lines printed: each page beside its floor, the targets, what the bundle costs, every measure, the load
@@ -440,13 +488,13 @@ def report(
     lines = []
     fresh, returning = "page by address: ", "page by address, returning browser: "
     if held:
+        heads = " ".join(f"{f:>6} {'ratio':>6}" for f in ("floor", "floor=", "floor#"))
         lines.append(
-            f"{'page':<12} {'kinds':<24} {'tables':>6} {'charts':>6} {'elems':>5}   {'fresh':>6} {'floor':>6} "
-            f"{'ratio':>6} {'floor=':>6} {'ratio':>6}   {'return':>6} {'floor':>6} {'ratio':>6} {'floor=':>6} "
-            f"{'ratio':>6}   {'1st fr':>6} {'1st rt':>6}   (page clock, medians, s; 1st: its first screen, fresh and returning)"
+            f"{'page':<12} {'kinds':<24} {'tables':>6} {'charts':>6} {'elems':>5}   {'fresh':>6} {heads}   "
+            f"{'return':>6} {heads}   {'1st fr':>6} {'1st rt':>6}   (page clock, medians, s; 1st: its first screen, "
+            "fresh and returning)"
         )
-        floors = floors_of(held)
-        for view, (kinds, many) in held.items():
+        for view, (kinds, many, _) in held.items():
             cells = []
             for prefix in (fresh, returning):
                 own = median(results, prefix + view)
@@ -462,8 +510,11 @@ def report(
             )
         lines.append(
             f"(! above {RATIO_TARGET}x its floor; 'floor' holds one table and one chart of its kinds, 'floor=' as many "
-            "tables and charts as the page; both opened as the page is, at / or at a path)"
+            "tables and charts as the page, 'floor#' those and as many other elements of each kind (headings, text, "
+            "inputs, buttons, folded sections, rows of columns, containers); each opened as the page is, at / or at a path)"
         )
+        for view, (_, _, elements) in held.items():
+            lines.append(f"  {view}: {', '.join(f'{kind} {n}' for kind, n in sorted(elements.items()))}")
         without, with_chart = (Floor(kinds).name for kinds in BUNDLE_COST)
         lines.append(
             f"the chart's script, {figures.PLOTLY_JS.name} {get_plotlyjs_version()} "
@@ -509,7 +560,8 @@ def main() -> int:
         print("chromium is not installed (apt-get install -y chromium)", file=sys.stderr)
         return 2
     results: Results = {}
-    held: dict[str, tuple[tuple[str, ...], dict[str, int]]] = {}
+    held: dict[str, Held] = {}
+    floors: dict[str, tuple[Floor, ...]] = {}
     load = {"before": os.getloadavg()}
     with (
         tempfile.TemporaryDirectory() as data,
@@ -528,15 +580,36 @@ def main() -> int:
                 urls = {view.key: f"{base}/{view.url_path}" for view in VIEWS if view.key in args.pages}
                 progress("every page opened once: the kinds it holds")
                 held = {view: kinds_held(browser, url) for view, url in urls.items()}
-                floors = [*(f for pair in floors_of(held).values() for f in pair), *map(Floor, BUNDLE_COST)]
-                for page_floor in dict.fromkeys(floors):
+                floor_holds: dict[Floor, dict[str, int]] = {}
+
+                def check(page_floor: Floor, more: dict[str, int] | None = None) -> None:
+                    """The floor draws what it is asked for, no less, no more (``more``: its other elements)."""
                     url = page_floor.url(floor)
-                    found, many = kinds_held(browser, url)
-                    # the floor draws what it is asked for, no less, no more
+                    found, many, elements = kinds_held(browser, url)
                     counts = (many["tables"], many["classic_charts"])
-                    if found != page_floor.kinds or page_floor.counts not in (None, counts):
-                        raise RuntimeError(f"the floor page {url} holds {found} {many}, not {page_floor}")
+                    if (
+                        found != page_floor.kinds
+                        or page_floor.counts not in (None, counts)
+                        or more not in (None, elements)
+                    ):
+                        raise RuntimeError(f"the floor page {url} holds {found} {many} {elements}, not {page_floor}")
+                    floor_holds[page_floor] = elements
                     urls[page_floor.name] = url
+
+                pairs = floors_of(held)
+                for page_floor in dict.fromkeys(
+                    [*(f for pair in pairs.values() for f in pair), *map(Floor, BUNDLE_COST)]
+                ):
+                    check(page_floor)
+                floors = {}
+                for view, (plain, same) in pairs.items():
+                    mixed = with_elements(same, held[view].elements, floor_holds[same])
+                    if mixed not in floor_holds:
+                        more = dict(floor_holds[same])
+                        for kind, n in mixed.mix:
+                            more[kind] = more.get(kind, 0) + n
+                        check(mixed, more)
+                    floors[view] = (plain, same, mixed)
                 by_address(p, browser, urls, args.repeat, results)
             wait_until_idle(base.pid)
             progress("changes")
@@ -544,7 +617,7 @@ def main() -> int:
         finally:
             browser.close()
     load["after"] = os.getloadavg()
-    lines = report(results, held, load)
+    lines = report(results, held, floors, load)
     print("\n".join(lines))
     out = REPO / "benchmarks" / "out"
     out.mkdir(exist_ok=True)

@@ -14,6 +14,11 @@ Drawn the dashboard's way: the server is an ``st.App`` that mounts the dashboard
 script (``dashboard.ui.figures.script_routes``, as ``dashboard/app.py`` does), tables and charts go through
 ``dashboard.ui.layout.show_table`` and ``show_figure`` (the table with its CSV button; the chart by the classic
 script's component), and the page sits under a sidebar menu of several pages, as every dashboard page does.
+
+Asked for a mix (``mix=heading:3,markdown:15,selectbox:4``), the page also holds as many of each other element of
+the dashboard's page (:data:`ELEMENTS`: headings, text, metrics, inputs, buttons, folded sections, rows of columns,
+bordered containers),
+each drawn plainly, beyond those it holds already: the framework's cost of the page's element count.
 """
 
 from __future__ import annotations
@@ -71,6 +76,47 @@ def uploader() -> None:
     st.file_uploader("Runs", accept_multiple_files=True, key="floor.uploader")
 
 
+def _columns(n: int) -> None:
+    st.columns(2)  # a row of two empty columns
+
+
+def _expander(n: int) -> None:
+    with st.expander(f"Section {n}"):
+        pass  # folded and empty: what it holds is counted as the page's other elements
+
+
+# the other elements of a page's main area by kind (browser.ELEMENTS_HELD counts them the same way), the n-th of
+# each drawn plainly; the floor page with the same elements draws as many of each as the page holds
+# beyond its own (``mix=markdown:15,selectbox:4``)
+ELEMENTS: dict[str, Callable[[int], None]] = {
+    "heading": lambda n: st.subheader(f"Heading {n}"),
+    "markdown": lambda n: st.markdown(f"A line of text with **bold** and `code` ({n})."),
+    "metric": lambda n: st.metric(f"Metric {n}", "0.61", "+0.02"),
+    "button": lambda n: st.button(f"Button {n}", key=f"floor.button.{n}"),
+    "selectbox": lambda n: st.selectbox(f"Choice {n}", ["a", "b", "c"], key=f"floor.selectbox.{n}"),
+    "multiselect": lambda n: st.multiselect(f"Choices {n}", ["a", "b", "c"], ["a"], key=f"floor.multiselect.{n}"),
+    "number_input": lambda n: st.number_input(f"Number {n}", 1, 100, 10, key=f"floor.number.{n}"),
+    "text_input": lambda n: st.text_input(f"Text {n}", key=f"floor.text.{n}"),
+    "text_area": lambda n: st.text_area(f"Texts {n}", key=f"floor.text_area.{n}"),
+    "radio": lambda n: st.radio(f"Option {n}", ["a", "b"], horizontal=True, key=f"floor.radio.{n}"),
+    "checkbox": lambda n: st.checkbox(f"Check {n}", key=f"floor.checkbox.{n}"),
+    "uploader": lambda n: st.file_uploader(f"Files {n}", accept_multiple_files=True, key=f"floor.uploader.{n}"),
+    "expander": _expander,
+    "columns": _columns,
+    "container": lambda n: st.container(border=True),
+}
+
+
+def mix() -> dict[str, int]:
+    """The elements the address asks for (``mix=markdown:15,selectbox:4``): none unless asked."""
+    asked: dict[str, int] = {}
+    for part in str(st.query_params.get("mix", "")).split(","):
+        name, _, count = part.partition(":")
+        if name:
+            asked[name] = int(count)
+    return asked
+
+
 # the kinds of elements a page may hold, each drawn as the dashboard draws it (browser.KINDS_HELD finds them);
 # a comment, not a docstring: Streamlit's magic would write a bare string on the page
 KINDS: dict[str, Callable[[], None]] = {
@@ -84,14 +130,19 @@ KINDS: dict[str, Callable[[], None]] = {
 
 def floor_page() -> None:
     asked = [kind for kind in str(st.query_params.get("kinds", "")).split(",") if kind]
+    elements = mix()
+    unknown = sorted(set(asked) - set(KINDS)) + sorted(set(elements) - set(ELEMENTS))
+    if unknown:
+        st.error(f"Unknown kinds {unknown}; known: {sorted(KINDS)}, {sorted(ELEMENTS)}")
+        return
     st.title("Floor")
     st.write("A page with one line of text.")
-    unknown = sorted(set(asked) - set(KINDS))
-    if unknown:
-        st.error(f"Unknown kinds {unknown}; known: {sorted(KINDS)}")
-        return
+    for name, count in elements.items():
+        for n in range(count):
+            ELEMENTS[name](n)
     for kind in asked:
-        KINDS[kind]()
+        if not (kind == "uploader" and "uploader" in elements):  # the mix drew as many as the page holds
+            KINDS[kind]()
 
 
 def floor_page_by_path() -> None:
