@@ -8,8 +8,9 @@ dashboard on a fresh store (the first start stores the samples) and the floor ap
 - **page by address**: each page of ``dashboard.views.VIEWS`` (the Overview with its curves, drawn on its first
   screen) opened by its address, and beside each the floor page with the same kinds of elements
   (:data:`KINDS_HELD`: the sidebar's controls, tables, charts drawn by the classic script, ...), read from the
-  dashboard's page itself, and beside that the floor page with as many tables and charts as the dashboard's
-  page (:func:`same_counts`); in a fresh browser (a new context: no cache, no session) and in a returning one (a
+  dashboard's page itself, beside that the floor page with as many tables and charts as the dashboard's page
+  (:func:`same_counts`), and the one with those and as many other elements of each kind in its main area
+  (:data:`ELEMENTS_HELD`: headings, text, inputs, buttons, folded sections, ...); in a fresh browser (a new context: no cache, no session) and in a returning one (a
   browser profile on disk that has opened every page before: its caches are warm; each opening is a new tab, so a
   new session). Every page is opened once before it is timed (the servers' caches warm, as a teammate's link
   finds them), then the rounds go over every dashboard page and every floor page in turn, so a change in the
