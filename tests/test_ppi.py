@@ -20,7 +20,7 @@ import pytest
 from scipy.stats import norm
 
 import ragmetrics as rm
-from ragmetrics.analysis import stats
+from ragmetrics.analysis import ppi, stats
 from ragmetrics.analysis.compare import family_scope
 from ragmetrics.analysis.ppi import (
     FEW_LABELLED,
@@ -678,6 +678,39 @@ def test_the_corrected_estimates_options_without_the_labels_are_refused(tmp_path
         out, err = io.StringIO(), io.StringIO()
         assert main([*argv, *labels], out, err) == 0, err.getvalue()  # the defaults: target queries, lambda tuned
         assert "for the mean over the population of queries" in out.getvalue() and "lambda tuned" in out.getvalue()
+
+
+def test_under_the_queries_target_an_interval_on_few_disagreements_is_said_to_be_too_narrow():
+    """Binary per-query values (a hit or not), an accurate judge (right on 90% or 95% of queries), 30 to 200 of 1,000
+    queries labelled, the ``queries`` target (each sample draws its queries): the samples that caught fewer than
+    ``MIN_DIFFERING_QUERIES`` queries where the judge and the humans differ cover the mean less often than the
+    others, and are the ones :func:`ppi.unreadable` flags (was: under ``queries`` only the ``dataset`` target's rule,
+    never met here)."""
+    rng = np.random.default_rng(1)
+    covered: dict[bool, list[bool]] = {True: [], False: []}
+    flagged = []
+    for n in (30, 50, 100, 200):
+        for accuracy in (0.9, 0.95):
+            for p in (0.2, 0.5):
+                for _ in range(250):
+                    y = (rng.random(1000) < p).astype(float)
+                    f = np.where(rng.random(1000) < accuracy, y, 1 - y)
+                    human = np.full(1000, np.nan)
+                    pick = rng.choice(1000, n, replace=False)
+                    human[pick] = y[pick]
+                    result = ppi.ppi_mean(f, human)
+                    few = result.differing < ppi.MIN_DIFFERING_QUERIES
+                    covered[few].append(result.ppi.ci_low <= p <= result.ppi.ci_high)
+                    said = ppi.unreadable(n, [result.ppi.ci_high - result.ppi.ci_low], result.differing, "queries")
+                    flagged.append((few, said is not None and said[0] == "agree"))
+    few_rate, others = float(np.mean(covered[True])), float(np.mean(covered[False]))
+    assert len(covered[True]) > 1000 and len(covered[False]) > 1000
+    assert few_rate < 0.94 <= others <= 0.97, (few_rate, others)
+    assert all(few == said for few, said in flagged)
+    words = ppi.unreadable(40, [0.1], 4, "queries")
+    assert words is not None and words[1].startswith("the judge and the humans differ on only 4 of the 40")
+    assert "with fewer than 5 such queries the interval for the mean can be too narrow" in words[1]
+    assert ppi.unreadable(40, [0.1], 5, "queries") is None
 
 
 def test_eval_s_plan_is_drawn_with_the_seed_given(tmp_path):

@@ -94,6 +94,11 @@ MIN_DIFFERING = 15
 """Under the ``dataset`` target, fewer labelled queries than this on which the human and the judge's values differ
 leave the interval too narrow: it rests on the few disagreements the sample caught, whose spread it underestimates
 when it caught fewer than usual (docs/ppi.md measures it for an accurate judge). The CLI says so."""
+MIN_DIFFERING_QUERIES = 5
+"""Under the ``queries`` target, which adds the judge's own variance, fewer labelled queries than this on which the
+human and the judge's values differ leave the interval short of its confidence (0.92-0.93 for a 95% interval against
+0.94-0.95 with more, measured in docs/ppi.md): it rests on the few disagreements the sample caught. The CLI and the
+dashboard say so."""
 
 
 def unreadable(
@@ -108,8 +113,9 @@ def unreadable(
     when every query is labelled (the mean is then exact: an interval of width 0 is the truth, no sample to
     enlarge). Else ``("flat", ...)`` when one has width 0 (the labelled queries all
     score alike: no spread to measure the judge's error with; such an interval gives no p-value and no verdict),
-    ``("agree", ...)`` under the ``dataset`` target when fewer than :data:`MIN_DIFFERING` labelled queries
-    (``differing``, the fewest of the intervals') have human and judge values that differ, ``("few", ...)`` below
+    ``("agree", ...)`` when fewer than :data:`MIN_DIFFERING` labelled queries (under the ``dataset`` target;
+    :data:`MIN_DIFFERING_QUERIES` under ``queries``) have human and judge values that differ (``differing``, the
+    fewest of the intervals'), ``("few", ...)`` below
     :data:`FEW_LABELLED`. The CLI and the dashboard say these words."""
     if population == "dataset" and n_queries is not None and n_labelled >= n_queries:
         return None
@@ -118,11 +124,13 @@ def unreadable(
             f"the {n_labelled} human-labelled queries score alike here, so an interval has width 0: it measures "
             "nothing yet, least of all certainty (no p-value, no verdict: cannot tell)"
         )
-    if population == "dataset" and differing is not None and differing < MIN_DIFFERING:
+    least = MIN_DIFFERING if population == "dataset" else MIN_DIFFERING_QUERIES
+    if differing is not None and differing < least:
         return "agree", (
             f"the judge and the humans differ on only {differing} of the {n_labelled} human-labelled queries: "
-            f"with fewer than {MIN_DIFFERING} such queries the interval for these queries' mean is too narrow (it "
-            "rests on the few disagreements the sample happened to catch: docs/ppi.md measures it)"
+            f"with fewer than {least} such queries the interval for "
+            + ("these queries' mean is too narrow" if population == "dataset" else "the mean can be too narrow")
+            + " (it rests on the few disagreements the sample happened to catch: docs/ppi.md measures it)"
         )
     if n_labelled < FEW_LABELLED:
         return "few", (
