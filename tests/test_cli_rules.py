@@ -5,12 +5,26 @@ from __future__ import annotations
 
 import argparse
 import io
+import itertools
+import re
 
 import pytest
 
 from ragmetrics.cli import COMMANDS, build_parser, main
 from ragmetrics.cli.options import CI_RESAMPLES, ci_resampling, option_value
-from ragmetrics.cli.rules import RULES, Choice, Either, Repeated, Rule, With, Without, refusal, refuse_empty, rules_of
+from ragmetrics.cli.rules import (
+    RULES,
+    All,
+    Choice,
+    Either,
+    Repeated,
+    Rule,
+    With,
+    Without,
+    refusal,
+    refuse_empty,
+    rules_of,
+)  # fmt: skip
 from ragmetrics.foundation.errors import RagMetricsError
 
 
@@ -45,6 +59,8 @@ def unmet(rule: Rule, parser: argparse.ArgumentParser) -> list[str]:
     condition = rule.read
     if isinstance(condition, Either):  # each alternative false at once
         return [part for each in condition.conditions for part in unmet(Rule((), (), each, ""), parser)]
+    if isinstance(condition, All):  # its first part false
+        return unmet(Rule((), (), condition.conditions[0], ""), parser)
     if isinstance(condition, With | Repeated):
         return []
     if isinstance(condition, Without):
@@ -90,7 +106,10 @@ def test_every_rule_refuses_its_options_where_they_are_not_read(rule: Rule, comm
     said = err.getvalue()
     named = ", ".join(" ".join(pair) for pair in given)
     assert said.startswith(f"ragmetrics: error: {named}: read only "), (argv, said)
-    assert f"({rule.why}); {rule.read.remedy()}, or drop " in said, said
+    args = parser.parse_args(argv[len(command.split()) :])
+    read = lambda option: getattr(args, actions[option].dest, None)  # noqa: E731
+    remedy = rule.read.remedy(read) if isinstance(rule.read, All | Either) else rule.read.remedy()
+    assert f"({rule.why}); {remedy}, or drop " in said, said
     dropped = said.rpartition(", or drop ")[2]
     assert all(option in dropped for option in rule.options), said
     assert said.count("\n") == 1 and "Traceback" not in said and not out.getvalue(), said
@@ -102,6 +121,8 @@ def met(rule: Rule, parser: argparse.ArgumentParser) -> list[str]:
     condition = rule.read
     if isinstance(condition, Either):  # its first alternative
         return met(Rule((), (), condition.conditions[0], ""), parser)
+    if isinstance(condition, All):  # every part at once
+        return [part for each in condition.conditions for part in met(Rule((), (), each, ""), parser)]
     if isinstance(condition, With):
         return [part for option in condition.options for part in [option, *value_for(actions[option])]]
     if isinstance(condition, Without):
@@ -129,7 +150,8 @@ def test_the_table_names_options_each_command_has() -> None:
     walk above would fail on a misspelled one only where it is read)."""
     for rule in RULES:
         alternatives = rule.read.conditions if isinstance(rule.read, Either) else (rule.read,)
-        read = [o for c in alternatives for o in (c.options if isinstance(c, With | Without) else (c.option,))]
+        parts = [p for a in alternatives for p in (a.conditions if isinstance(a, All) else (a,))]
+        read = [o for c in parts for o in (c.options if isinstance(c, With | Without) else (c.option,))]
         for command in rule.commands:
             known = command_parser(command)._option_string_actions
             assert set(rule.options) | set(read) <= set(known), (command, rule)
@@ -172,17 +194,54 @@ def test_the_check_leaves_the_options_as_parsed_and_their_defaults_are_resolved_
         assert (option_value(args, "ppi_target"), option_value(args, "ppi_lambda")) == ("queries", "tuned")
 
 
+EVAL_CONDITIONED = {"--judge-qrels": ["j"], "--human-qrels": ["h"], "--ci": [], "--plan": ["5"], "--seed": ["3"],
+                    "--resamples": ["10"]}  # fmt: skip
+
+
+def _eval_refusal(given: set[str]) -> tuple[str, str] | None:
+    """The option ``eval`` refuses first with ``given`` (and files that need not exist), and its remedy."""
+    argv = ["eval", "--dataset", "none.qrels", "--run", "none.trec"]
+    argv += [part for option in sorted(given) for part in [option, *EVAL_CONDITIONED[option]]]
+    err = io.StringIO()
+    assert main(argv, io.StringIO(), err) == 2
+    said = re.match(r"ragmetrics: error: (--[\w-]+)[^:]*: read only .*?\); (.*)\n$", err.getvalue())
+    return None if said is None else (said[1], said[2])
+
+
 def test_no_remedy_is_refused_in_turn() -> None:
-    """``eval --seed`` with the label files: the refusal names the labels, not ``give --ci`` (was: ``give --ci``,
-    whose advice, followed, was refused in turn: --ci is not read with the label files)."""
-    base = ["eval", "--dataset", "none.qrels", "--run", "none.trec", "--judge-qrels", "j", "--human-qrels", "h"]
-    for extra in (["--resamples", "10"], ["--seed", "3", "--ci"]):
-        err = io.StringIO()
-        assert main([*base, *extra], io.StringIO(), err) == 2
-        said = err.getvalue()
-        assert "give --ci" not in said, said
-        assert said.startswith(f"ragmetrics: error: {' '.join(extra[:2])}: read only without --judge-qrels and "
-                               "--human-qrels"), said  # fmt: skip
+    """Every combination of the label files, --ci, --plan, --seed and --resamples on ``eval``: each alternative of
+    a refusal's remedy, followed, is not refused again for the same option (was: ``eval --seed 3`` said "give
+    --judge-qrels and --human-qrels", which followed said "give --plan"; with the label files, "leave out
+    --judge-qrels and --human-qrels", which followed said "give --ci"; the same for --resamples)."""
+    for picked in itertools.product((False, True), repeat=len(EVAL_CONDITIONED)):
+        given = {option for option, on in zip(EVAL_CONDITIONED, picked) if on}
+        refused = _eval_refusal(given)
+        if refused is None:
+            continue
+        option, remedy = refused
+        for alternative in remedy.split(", or "):
+            changed = set(given)
+            for part in re.split(r" and (?=give |leave out |drop )", alternative):
+                named = set(re.findall(r"--[\w-]+", part))
+                changed = changed | named if part.startswith("give ") else changed - named
+            again = _eval_refusal(changed)
+            assert again is None or again[0] != option or option not in changed, (sorted(given), alternative, again)
+
+
+def test_eval_s_seed_is_taken_exactly_where_it_is_read() -> None:
+    """--seed draws --ci's resampling (no label files) or --plan's sample (with them): taken there, refused
+    elsewhere, with a remedy that names only what the command lacks."""
+    assert _eval_refusal({"--ci", "--seed"}) is None
+    assert _eval_refusal({"--judge-qrels", "--human-qrels", "--plan", "--seed"}) is None
+    assert _eval_refusal({"--seed"}) == (
+        "--seed", "give --ci, or give --judge-qrels, --human-qrels and --plan, or drop --seed"
+    )  # fmt: skip
+    assert _eval_refusal({"--judge-qrels", "--human-qrels", "--seed"}) == (
+        "--seed", "give --ci and leave out --judge-qrels and --human-qrels, or give --plan, or drop --seed"
+    )  # fmt: skip
+    assert _eval_refusal({"--judge-qrels", "--human-qrels", "--resamples"}) == (
+        "--resamples", "give --ci and leave out --judge-qrels and --human-qrels, or drop --resamples"
+    )  # fmt: skip
 
 
 def every_command() -> list[str]:

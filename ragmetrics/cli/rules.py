@@ -121,10 +121,48 @@ class Repeated:
 
 
 @dataclass(frozen=True)
+class All:
+    """Read when every one of ``conditions`` holds (``eval --seed``: with --ci and without the label files). Its
+    remedy names only what the command lacks: the options to give that are not given, those to leave out that are."""
+
+    conditions: tuple[With | Without | Choice | Repeated, ...]
+
+    def holds(self, read: Read) -> bool:
+        return all(condition.holds(read) for condition in self.conditions)
+
+    def words(self, read: Read) -> str:
+        return " and ".join(_merged(self.conditions, lambda c: c.words(read), "with", "without"))
+
+    def remedy(self, read: Read | None = None) -> str:
+        unmet = [c for c in self.conditions if read is None or not c.holds(read)]
+        if read is not None:  # of a With, the options not given; of a Without, those given
+            unmet = [
+                type(c)(tuple(o for o in c.options if given(read(o)) == isinstance(c, Without)))
+                if isinstance(c, With | Without) else c
+                for c in unmet
+            ]  # fmt: skip
+        return " and ".join(_merged(unmet, lambda c: c.remedy(), "give", "leave out"))
+
+
+def _merged(
+    conditions: Sequence[With | Without | Choice | Repeated], said: Callable[[Any], str], give: str, leave: str
+) -> list[str]:
+    """``said`` of each of ``conditions``, the options of every With named once after ``give`` and those of every
+    Without after ``leave`` ("with --judge-qrels, --human-qrels and --plan", not "with ... and with --plan")."""
+    withs = [o for c in conditions if isinstance(c, With) for o in c.options]
+    withouts = [o for c in conditions if isinstance(c, Without) for o in c.options]
+    return [
+        *([f"{give} {_and(withs)}"] if withs else []),
+        *([f"{leave} {_and(withouts)}"] if withouts else []),
+        *(said(c) for c in conditions if not isinstance(c, With | Without)),
+    ]
+
+
+@dataclass(frozen=True)
 class Either:
     """Read when any of ``conditions`` holds (``eval --seed``: with --ci, or with the label files' --plan)."""
 
-    conditions: tuple[With | Without | Choice | Repeated, ...]
+    conditions: tuple[With | Without | Choice | Repeated | All, ...]
 
     def holds(self, read: Read) -> bool:
         return any(condition.holds(read) for condition in self.conditions)
@@ -132,11 +170,14 @@ class Either:
     def words(self, read: Read) -> str:
         return ", or ".join(condition.words(read) for condition in self.conditions)
 
-    def remedy(self) -> str:
-        return ", or ".join(condition.remedy() for condition in self.conditions)
+    def remedy(self, read: Read | None = None) -> str:
+        return ", or ".join(
+            condition.remedy(read) if isinstance(condition, All) else condition.remedy()
+            for condition in self.conditions
+        )
 
 
-Condition = With | Without | Choice | Repeated | Either
+Condition = With | Without | Choice | Repeated | All | Either
 
 
 @dataclass(frozen=True)
@@ -190,25 +231,6 @@ JUDGE_OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
 
 RULES: tuple[Rule, ...] = (
     Rule(
-        ("eval",),
-        ("--resamples",),
-        Without(LABELS),
-        "the resampling of --ci's intervals, which the corrected estimates do not print",
-    ),  # before --ci's own rule: its remedy, give --ci, is refused with the labels
-    Rule(("eval",), ("--resamples",), With(("--ci",)), "the resampling of --ci's intervals"),
-    Rule(
-        ("eval",),
-        ("--seed",),
-        Either((Without(LABELS), With(("--plan",)))),
-        "the draw of --ci's resampling; with the label files, of --plan's sample",
-    ),  # before the next: with the labels, its remedy (give --ci) is refused
-    Rule(
-        ("eval",),
-        ("--seed",),
-        Either((With(("--ci",)), With(LABELS))),
-        "the draw of --ci's resampling; with the label files, of --plan's sample",
-    ),
-    Rule(
         ("eval", "compare"),
         ("--judge-qrels",),
         With(("--human-qrels",)),
@@ -233,6 +255,19 @@ RULES: tuple[Rule, ...] = (
         "the corrected estimates are printed alone, with intervals of their own",
     ),
     Rule(("compare",), ("--bounds",), Without(LABELS), "the corrected deltas are printed alone"),
+    # after the rules of --ci and --plan: with both given, theirs is the refusal to settle first
+    Rule(
+        ("eval",),
+        ("--resamples",),
+        All((With(("--ci",)), Without(LABELS))),
+        "the resampling of --ci's intervals, which the corrected estimates do not print",
+    ),
+    Rule(
+        ("eval",),
+        ("--seed",),
+        Either((All((With(("--ci",)), Without(LABELS))), All((With(LABELS), With(("--plan",)))))),
+        "the draw of --ci's resampling; with the label files, of --plan's sample",
+    ),
     Rule(
         ("eval",),
         ("--format",),
@@ -358,7 +393,12 @@ def refusal(rule: Rule, parser: argparse.ArgumentParser, args: argparse.Namespac
     names = [typed(parser, option, argv) for option in options]
     actions = parser._option_string_actions
     shown = ", ".join(f"{name}{_shown(actions[option], read(option))}" for name, option in zip(names, options))
-    return f"{shown}: read only {rule.read.words(read)} ({rule.why}); {rule.read.remedy()}, or drop {_and(names)}"
+    return f"{shown}: read only {rule.read.words(read)} ({rule.why}); {_remedy(rule.read, read)}, or drop {_and(names)}"
+
+
+def _remedy(condition: Condition, read: Read) -> str:
+    """What to give or leave out for ``condition`` to hold (of an All, only what the command lacks)."""
+    return condition.remedy(read) if isinstance(condition, All | Either) else condition.remedy()
 
 
 def _value(parser: argparse.ArgumentParser, args: argparse.Namespace, option: str) -> Any:
