@@ -288,8 +288,11 @@ def test_an_empty_value_is_refused_before_any_file_is_read(tmp_path, monkeypatch
         (["synth", "", "-o", "set.jsonl"], "corpus '': an empty value; expected a BEIR corpus.jsonl"),
         (["eval", "--dataset", "q", "--run", "r", "--judge-qrels=", "--human-qrels", "h"],
          "--judge-qrels '': an empty value; give one, or drop --judge-qrels"),
-        (["judge", "agree", "--human", " ", "--judge", "j"], "--human ' ': an empty value; give one, or drop --human"),
+        (["judge", "agree", "--human", " ", "--judge", "j"], "--human ' ': an empty value; give one\n"),  # required
         (["eval", "--dataset", "q", "--run", "r", "--run", ""], "--run '': an empty value; give one, or drop --run"),
+        (["eval", "--dataset", "", "--run", "r"], "--dataset '': an empty value; give one\n"),  # required: no drop
+        (["eval", "--dataset", "q", "--run", " "], "--run ' ': an empty value; give one\n"),
+        (["synth", "c", "-o", ""], "-o '': an empty value; give one\n"),
     ):  # fmt: skip
         out, err = io.StringIO(), io.StringIO()
         assert main(argv, out, err) == 2

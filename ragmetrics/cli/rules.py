@@ -414,7 +414,9 @@ def refuse_empty(parser: argparse.ArgumentParser, args: argparse.Namespace, argv
             continue
         if action.option_strings:
             name = typed(parser, action.option_strings[-1], argv)
-            raise RagMetricsError(f"{name} {_blank(values)}: an empty value; give one, or drop {name}")
+            kept = any(isinstance(v, str) and v.strip() for v in values)  # --run a --run '': the other stays
+            drop = "" if action.required and not kept else f", or drop {name}"  # a required option dropped is refused
+            raise RagMetricsError(f"{name} {_blank(values)}: an empty value; give one{drop}")
         raise RagMetricsError(f"{action.dest} {_blank(values)}: an empty value; expected {action.help or 'a value'}")
 
 
