@@ -192,9 +192,9 @@ def start_job(
 
 def _runner(workspace: Workspace, ds: DatasetEntry, help_: Assist) -> None:
     job = current_job(ds.id)
-    if job is not None and job.ended_after(help_.read_at):  # its last labels are not in what the page read
-        st.rerun(scope="app")
     if job is not None and not job.status().running:
+        if job.ended_after(help_.read_at):  # its last labels are not in what the page read (asked once it ended)
+            st.rerun(scope="app")
         if st.session_state.get(JOB_KEY) is job:
             st.session_state.pop(JOB_KEY, None)
             st.session_state.pop(FOLLOW_KEY, None)  # labelled nothing, or shown already

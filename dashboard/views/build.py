@@ -109,9 +109,12 @@ else:
             batch = by_id[picked]
             st.caption(building.batch_state(batch))
             current = building.job_of(batch.id)
-            if current is not None and current.ended_after(read_at):  # the batch read may miss its last candidates
-                st.rerun()
             running = current is not None and current.status().running
+            # asked once it is known ended (asked before, it may end between the two questions)
+            if (
+                current is not None and not running and current.ended_after(read_at)
+            ):  # the batch read may miss its last candidates
+                st.rerun()
             if running and current is not None:
                 live = current
 

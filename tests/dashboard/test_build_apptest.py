@@ -219,6 +219,50 @@ def test_a_generation_that_ends_while_the_page_reads_its_batch_is_shown_complete
     assert "10 of 10 candidates stored, complete" in " ".join(c.value for c in at.caption)
 
 
+def test_a_generation_that_ends_between_the_page_s_two_looks_at_it_is_shown_complete(
+    corpus_dataset, store_dir, monkeypatch
+) -> None:
+    """Was: the page asked whether the job ended after its read (no: still running), then whether it ran (no: it
+    had ended in between), and showed the batch read before as stopped, with Resume. Here it ends in that window."""
+    import threading
+
+    ws = Workspace(_store(store_dir))
+    entry = ws.dataset(corpus_dataset)
+    assert entry is not None
+    batch = ws.candidates.new_batch(corpus_dataset, "extractive", {"categories": {"factual": 5, "cloze": 5},
+                                                                   "seed": 3}, 10)  # fmt: skip
+    go = threading.Event()
+    generate = jobs.generate_batch
+
+    def generated_once_let(*args, **kwargs):  # type: ignore[no-untyped-def]
+        assert go.wait(60)
+        return generate(*args, **kwargs)
+
+    monkeypatch.setattr(jobs, "generate_batch", generated_once_let)
+    job = jobs.start_generation(
+        jobs.GenerationJob(ws.candidates, batch, entry.dataset, "extractive", {"factual": 5, "cloze": 5}, 3)
+    )
+    looks = {name: getattr(jobs.GenerationJob, name) for name in ("ended_after", "status")}
+
+    def looked_then_ended(name):  # type: ignore[no-untyped-def]
+        def look(self, *args):  # type: ignore[no-untyped-def]
+            said = looks[name](self, *args)
+            if self is job and not go.is_set():  # the page's first look at the job: it ends before the next
+                go.set()
+                assert job.wait(120)
+            return said
+
+        return look
+
+    for name in looks:
+        monkeypatch.setattr(jobs.GenerationJob, name, looked_then_ended(name))
+    at = open_page("build", {"ds": corpus_dataset})
+    no_problems(at)
+    assert go.is_set() and job.status().done == 10 and not job.status().error
+    assert not at.warning, [w.value for w in at.warning]  # not "Generation stopped after 0 of 10 candidates"
+    assert not [b for b in at.button if b.label == "Resume"]
+
+
 def test_a_failed_generation_says_it_failed_not_that_it_was_cancelled(corpus_dataset, store_dir, monkeypatch) -> None:
     monkeypatch.setenv("RAGMETRICS_MODELS", "dead=openai:http://127.0.0.1:9/v1?model=x&attempts=1&timeout=2&cache=off")
     ws = Workspace(_store(store_dir))
