@@ -159,13 +159,21 @@ def test_review_is_stored_at_once_and_makes_a_dataset(corpus_dataset, store_dir)
     assert "stored: 3 queries with their provenance" in " ".join(s.value for s in other.success).replace("\\", "")
 
 
-def test_a_cancelled_batch_keeps_its_candidates_and_resumes_from_the_page(corpus_dataset, store_dir) -> None:
+def _extractive_batch(store_dir: Path, dataset_id: str) -> tuple[Workspace, str, jobs.GenerationJob]:
+    """A batch of 10 extractive candidates (5 factual, 5 cloze) on the stored dataset, and its job, not started."""
     ws = Workspace(_store(store_dir))
-    entry = ws.dataset(corpus_dataset)
+    entry = ws.dataset(dataset_id)
     assert entry is not None
-    batch = ws.candidates.new_batch(corpus_dataset, "extractive", {"categories": {"factual": 5, "cloze": 5},
-                                                                   "seed": 3}, 10)  # fmt: skip
-    job = jobs.GenerationJob(ws.candidates, batch, entry.dataset, "extractive", {"factual": 5, "cloze": 5}, 3)
+    batch = ws.candidates.new_batch(dataset_id, "extractive", {"categories": {"factual": 5, "cloze": 5}, "seed": 3}, 10)
+    return (
+        ws,
+        batch,
+        jobs.GenerationJob(ws.candidates, batch, entry.dataset, "extractive", {"factual": 5, "cloze": 5}, 3),
+    )
+
+
+def test_a_cancelled_batch_keeps_its_candidates_and_resumes_from_the_page(corpus_dataset, store_dir) -> None:
+    ws, batch, job = _extractive_batch(store_dir, corpus_dataset)
     job.cancel()  # what the page's Cancel does, here before the first candidate is stored
     job.start()
     assert job.wait(120)
@@ -197,12 +205,7 @@ def test_a_generation_that_ends_while_the_page_reads_its_batch_is_shown_complete
     read the batches."""
     from dashboard.ui import building
 
-    ws = Workspace(_store(store_dir))
-    entry = ws.dataset(corpus_dataset)
-    assert entry is not None
-    batch = ws.candidates.new_batch(corpus_dataset, "extractive", {"categories": {"factual": 5, "cloze": 5},
-                                                                   "seed": 3}, 10)  # fmt: skip
-    job = jobs.GenerationJob(ws.candidates, batch, entry.dataset, "extractive", {"factual": 5, "cloze": 5}, 3)
+    _, batch, job = _extractive_batch(store_dir, corpus_dataset)
     job_of = building.job_of
 
     def ended_once_read(wanted: str):  # type: ignore[no-untyped-def]
@@ -226,11 +229,7 @@ def test_a_generation_that_ends_between_the_page_s_two_looks_at_it_is_shown_comp
     had ended in between), and showed the batch read before as stopped, with Resume. Here it ends in that window."""
     import threading
 
-    ws = Workspace(_store(store_dir))
-    entry = ws.dataset(corpus_dataset)
-    assert entry is not None
-    batch = ws.candidates.new_batch(corpus_dataset, "extractive", {"categories": {"factual": 5, "cloze": 5},
-                                                                   "seed": 3}, 10)  # fmt: skip
+    *_, made = _extractive_batch(store_dir, corpus_dataset)
     go = threading.Event()
     generate = jobs.generate_batch
 
@@ -239,9 +238,7 @@ def test_a_generation_that_ends_between_the_page_s_two_looks_at_it_is_shown_comp
         return generate(*args, **kwargs)
 
     monkeypatch.setattr(jobs, "generate_batch", generated_once_let)
-    job = jobs.start_generation(
-        jobs.GenerationJob(ws.candidates, batch, entry.dataset, "extractive", {"factual": 5, "cloze": 5}, 3)
-    )
+    job = jobs.start_generation(made)
     looks = {name: getattr(jobs.GenerationJob, name) for name in ("ended_after", "status")}
 
     def looked_then_ended(name):  # type: ignore[no-untyped-def]
