@@ -713,6 +713,34 @@ def test_under_the_queries_target_an_interval_on_few_disagreements_is_said_to_be
     assert ppi.unreadable(40, [0.1], 5, "queries") is None
 
 
+def test_under_the_queries_target_a_paired_difference_on_few_disagreements_covers_and_is_not_flagged():
+    """The same study for a paired difference (a run that hits where a baseline does, mostly; each run's judge right
+    on 90% or 95% of queries): its interval covers the true difference about 95% of the time whether the sample
+    caught fewer than ``MIN_DIFFERING_QUERIES`` disagreements or not, so a comparison's rows are not flagged for it."""
+    rng = np.random.default_rng(5)
+    truth = 0.5 * 0.9 + 0.5 * 0.3 - 0.5
+    covered: dict[bool, list[bool]] = {True: [], False: []}
+    for n in (30, 50, 100, 200):
+        for accuracy in (0.9, 0.95):
+            for _ in range(250):
+                yb = (rng.random(1000) < 0.5).astype(float)
+                ya = np.where(yb == 1, rng.random(1000) < 0.9, rng.random(1000) < 0.3).astype(float)
+                fa, fb = (np.where(rng.random(1000) < accuracy, y, 1 - y) for y in (ya, yb))
+                ha, hb = np.full(1000, np.nan), np.full(1000, np.nan)
+                pick = rng.choice(1000, n, replace=False)
+                ha[pick], hb[pick] = ya[pick], yb[pick]
+                result = ppi.ppi_paired(fa, fb, ha, hb)
+                covered[result.differing < ppi.MIN_DIFFERING_QUERIES].append(
+                    result.ppi.ci_low <= truth <= result.ppi.ci_high
+                )
+    assert len(covered[True]) > 300 and len(covered[False]) > 1000
+    assert all(0.93 <= float(np.mean(rates)) <= 0.97 for rates in covered.values()), covered
+    assert ppi.unreadable(40, [0.1], 4, "queries", paired=True) is None
+    rows = pd.DataFrame({"ci_low": [0.1], "ci_high": [0.3], "n_labelled": [40], "differing": [4]})
+    assert ppi.unreadable_rows(rows, paired=True) is None
+    assert ppi.unreadable_rows(rows) is not None and ppi.unreadable_rows(rows)[0] == "agree"  # type: ignore[index]
+
+
 def test_eval_s_plan_is_drawn_with_the_seed_given(tmp_path):
     """Was: ``eval --plan`` under the label files was drawn with seed 0 whatever was asked (``--seed`` refused there
     as without ``--ci``), though its help said "seeded": ``--seed`` draws it, and is refused with the labels only

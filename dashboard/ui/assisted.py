@@ -389,10 +389,10 @@ def _corrected_panel(selection: cache.Selection, spec: MetricSpec, help_: Assist
     )
 
 
-def _warn_if_unreadable(table: pd.DataFrame, low: str, high: str) -> None:
-    """Say when the corrected intervals of ``table`` cannot be read yet
+def _warn_if_unreadable(table: pd.DataFrame, low: str, high: str, paired: bool = False) -> None:
+    """Say when the corrected intervals of ``table`` (of means, or ``paired`` differences) cannot be read yet
     (:func:`ragmetrics.analysis.ppi.unreadable_rows`)."""
-    note = ppi.unreadable_rows(table, low, high)
+    note = ppi.unreadable_rows(table, low, high, paired=paired)
     if note is not None:
         kind, words = note
         st.warning(
@@ -498,6 +498,7 @@ def corrected_elsewhere(
         _warn_if_unreadable(
             table,
             *(("corrected_low", "corrected_high") if baseline is None else ("ci_low_adjusted", "ci_high_adjusted")),
+            paired=baseline is not None,
         )
         if baseline is not None and len(table):
             st.caption(

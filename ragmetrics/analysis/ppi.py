@@ -96,9 +96,9 @@ leave the interval too narrow: it rests on the few disagreements the sample caug
 when it caught fewer than usual (docs/ppi.md measures it for an accurate judge). The CLI says so."""
 MIN_DIFFERING_QUERIES = 5
 """Under the ``queries`` target, which adds the judge's own variance, fewer labelled queries than this on which the
-human and the judge's values differ leave the interval short of its confidence (0.92-0.93 for a 95% interval against
-0.94-0.95 with more, measured in docs/ppi.md): it rests on the few disagreements the sample caught. The CLI and the
-dashboard say so."""
+human and the judge's values differ leave a mean's interval short of its confidence (0.92-0.93 for a 95% interval
+against 0.94-0.95 with more, measured in docs/ppi.md): it rests on the few disagreements the sample caught. The CLI
+and the dashboard say so. Not of a paired difference's: measured alike, it covers 0.95 either way."""
 
 
 def unreadable(
@@ -107,6 +107,7 @@ def unreadable(
     differing: int | None = None,
     population: str = "queries",
     n_queries: int | None = None,
+    paired: bool = False,
 ) -> tuple[str, str] | None:
     """Why corrected intervals of these ``widths`` (high minus low), from ``n_labelled`` human-labelled queries of
     ``n_queries``, cannot be read yet, as ``(kind, words)``; None when they can, and under the ``dataset`` target
@@ -114,8 +115,8 @@ def unreadable(
     enlarge). Else ``("flat", ...)`` when one has width 0 (the labelled queries all
     score alike: no spread to measure the judge's error with; such an interval gives no p-value and no verdict),
     ``("agree", ...)`` when fewer than :data:`MIN_DIFFERING` labelled queries (under the ``dataset`` target;
-    :data:`MIN_DIFFERING_QUERIES` under ``queries``) have human and judge values that differ (``differing``, the
-    fewest of the intervals'), ``("few", ...)`` below
+    :data:`MIN_DIFFERING_QUERIES` under ``queries``, for means, not ``paired`` differences) have human and judge
+    values that differ (``differing``, the fewest of the intervals'), ``("few", ...)`` below
     :data:`FEW_LABELLED`. The CLI and the dashboard say these words."""
     if population == "dataset" and n_queries is not None and n_labelled >= n_queries:
         return None
@@ -124,7 +125,7 @@ def unreadable(
             f"the {n_labelled} human-labelled queries score alike here, so an interval has width 0: it measures "
             "nothing yet, least of all certainty (no p-value, no verdict: cannot tell)"
         )
-    least = MIN_DIFFERING if population == "dataset" else MIN_DIFFERING_QUERIES
+    least = MIN_DIFFERING if population == "dataset" else 0 if paired else MIN_DIFFERING_QUERIES
     if differing is not None and differing < least:
         return "agree", (
             f"the judge and the humans differ on only {differing} of the {n_labelled} human-labelled queries: "
@@ -140,9 +141,10 @@ def unreadable(
 
 
 def unreadable_rows(
-    rows: pd.DataFrame, low: str = "ci_low", high: str = "ci_high", population: str = "queries"
+    rows: pd.DataFrame, low: str = "ci_low", high: str = "ci_high", population: str = "queries", paired: bool = False
 ) -> tuple[str, str] | None:
-    """:func:`unreadable` of a table of corrected intervals (columns ``low``, ``high``, ``n_labelled``; read when
+    """:func:`unreadable` of a table of corrected intervals (of means, or ``paired`` differences: a comparison's;
+    columns ``low``, ``high``, ``n_labelled``; read when
     present: ``differing``, ``n_queries``), over the rows a sample measures and that show an interval: an ``exact``
     row's width 0 is the truth, a ``too_few`` row shows none (its words say why). The fewest labelled, differing
     and queries of those rows decide; None when no row is left."""
@@ -157,6 +159,7 @@ def unreadable_rows(
         int(rows["differing"].min()) if "differing" in rows else None,
         population,
         int(rows["n_queries"].min()) if "n_queries" in rows else None,
+        paired,
     )
 
 

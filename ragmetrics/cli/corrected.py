@@ -150,9 +150,10 @@ def _footer(args: argparse.Namespace, frame: pd.DataFrame, out: TextIO, interval
     )
 
 
-def _unreadable(args: argparse.Namespace, frame: pd.DataFrame, err: TextIO) -> None:
-    """The note when the intervals cannot be read yet (:func:`ppi.unreadable_rows`)."""
-    note = ppi.unreadable_rows(frame, population=option_value(args, "ppi_target"))
+def _unreadable(args: argparse.Namespace, frame: pd.DataFrame, err: TextIO, paired: bool = False) -> None:
+    """The note when the intervals (of means, or ``paired`` differences) cannot be read yet
+    (:func:`ppi.unreadable_rows`)."""
+    note = ppi.unreadable_rows(frame, population=option_value(args, "ppi_target"), paired=paired)
     if note is not None:
         err.write(f"ragmetrics: note: {note[1]}; label more (--plan)\n")
 
@@ -220,7 +221,7 @@ def compare_corrected(
         family=args.family,
         **_options(args, judge),
     )
-    _unreadable(args, frame, err)
+    _unreadable(args, frame, err, paired=True)
     if args.format == "json":
         _json(too_few_shown(frame), "comparisons", out)
         return judge
