@@ -108,7 +108,7 @@ def test_every_rule_refuses_its_options_where_they_are_not_read(rule: Rule, comm
     assert said.startswith(f"ragmetrics: error: {named}: read only "), (argv, said)
     args = parser.parse_args(argv[len(command.split()) :])
     read = lambda option: getattr(args, actions[option].dest, None)  # noqa: E731
-    remedy = rule.read.remedy(read) if isinstance(rule.read, All | Either) else rule.read.remedy()
+    remedy = rule.read.remedy(read)
     assert f"({rule.why}); {remedy}, or drop " in said, said
     dropped = said.rpartition(", or drop ")[2]
     assert all(option in dropped for option in rule.options), said

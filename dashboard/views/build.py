@@ -110,11 +110,8 @@ else:
             st.caption(building.batch_state(batch))
             current = building.job_of(batch.id)
             running = current is not None and current.status().running
-            # asked once it is known ended (asked before, it may end between the two questions)
-            if (
-                current is not None and not running and current.ended_after(read_at)
-            ):  # the batch read may miss its last candidates
-                st.rerun()
+            if current is not None and not running and current.ended_after(read_at):
+                st.rerun()  # the batch read may miss its last candidates (asked once ended: it may end in between)
             if running and current is not None:
                 live = current
 

@@ -207,9 +207,10 @@ def read_bounds_depth(value: str | None) -> int | None:
     return int(value)
 
 
-TEST_DEFAULTS: dict[str, Any] = {"test": "t", "correction": "holm", "alpha": 0.05, "resamples": stats.DEFAULT_RESAMPLES}
-"""The paired tests' options when not given (``--test``, ``--correction``, ``--alpha``, ``--resamples``; ``--seed``'s
-is :data:`READ_DEFAULTS`' 0)."""
+TEST_DEFAULTS: dict[str, Any] = {
+    "test": "t", "correction": "holm", "alpha": 0.05, "seed": 0, "resamples": stats.DEFAULT_RESAMPLES
+}  # fmt: skip
+"""The paired tests' options when not given (``--test``, ``--correction``, ``--alpha``, ``--seed``, ``--resamples``)."""
 
 
 def add_test_options(parser: argparse.ArgumentParser, *, defaults: bool = True) -> None:
@@ -236,7 +237,7 @@ def add_test_options(parser: argparse.ArgumentParser, *, defaults: bool = True) 
     parser.add_argument(
         "--seed",
         type=whole_number(0),
-        default=0 if defaults else None,
+        default=given["seed"],
         help="seed of the resampling tests and intervals (default 0)",
     )
     parser.add_argument(
@@ -431,7 +432,7 @@ def wants_ppi(args: argparse.Namespace) -> bool:
     return all(getattr(args, name, None) is not None for name in ("judge_qrels", "human_qrels"))
 
 
-READ_DEFAULTS: dict[str, Any] = {**TEST_DEFAULTS, "seed": 0, **PPI_DEFAULTS}
+READ_DEFAULTS: dict[str, Any] = {**TEST_DEFAULTS, **PPI_DEFAULTS}
 """The defaults of the options a command reads only under a condition, filled in where they are read (they parse to
 None when not given, so :mod:`ragmetrics.cli.rules` can tell them given): the paired tests' (``--seed`` 0), the
 corrected estimates' (:data:`PPI_DEFAULTS`). ``eval --ci``'s resamples are :func:`ci_resampling`'s."""

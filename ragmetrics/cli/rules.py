@@ -59,7 +59,7 @@ class With:
     def words(self, read: Read) -> str:
         return f"with {_and(self.options)}"
 
-    def remedy(self) -> str:
+    def remedy(self, read: Read | None = None) -> str:
         return f"give {_and(self.options)}"
 
 
@@ -75,7 +75,7 @@ class Without:
     def words(self, read: Read) -> str:
         return f"without {_and(self.options)}"
 
-    def remedy(self) -> str:
+    def remedy(self, read: Read | None = None) -> str:
         return f"leave out {_and(self.options)}"
 
 
@@ -94,7 +94,7 @@ class Choice:
     def words(self, read: Read) -> str:
         return f"with {self._named()}, not {self.option} {read(self.option)}"
 
-    def remedy(self) -> str:
+    def remedy(self, read: Read | None = None) -> str:
         return f"give {self._named()}"
 
     def _named(self) -> str:
@@ -116,7 +116,7 @@ class Repeated:
     def words(self, read: Read) -> str:
         return f"with {self.option} given at least {self.times} times, not {len(read(self.option) or [])}"
 
-    def remedy(self) -> str:
+    def remedy(self, read: Read | None = None) -> str:
         return f"give {self.option} at least {self.times} times"
 
 
@@ -171,10 +171,7 @@ class Either:
         return ", or ".join(condition.words(read) for condition in self.conditions)
 
     def remedy(self, read: Read | None = None) -> str:
-        return ", or ".join(
-            condition.remedy(read) if isinstance(condition, All) else condition.remedy()
-            for condition in self.conditions
-        )
+        return ", or ".join(condition.remedy(read) for condition in self.conditions)
 
 
 Condition = With | Without | Choice | Repeated | All | Either
@@ -393,12 +390,7 @@ def refusal(rule: Rule, parser: argparse.ArgumentParser, args: argparse.Namespac
     names = [typed(parser, option, argv) for option in options]
     actions = parser._option_string_actions
     shown = ", ".join(f"{name}{_shown(actions[option], read(option))}" for name, option in zip(names, options))
-    return f"{shown}: read only {rule.read.words(read)} ({rule.why}); {_remedy(rule.read, read)}, or drop {_and(names)}"
-
-
-def _remedy(condition: Condition, read: Read) -> str:
-    """What to give or leave out for ``condition`` to hold (of an All, only what the command lacks)."""
-    return condition.remedy(read) if isinstance(condition, All | Either) else condition.remedy()
+    return f"{shown}: read only {rule.read.words(read)} ({rule.why}); {rule.read.remedy(read)}, or drop {_and(names)}"
 
 
 def _value(parser: argparse.ArgumentParser, args: argparse.Namespace, option: str) -> Any:
