@@ -113,7 +113,8 @@ PARAM_KEYS: dict[str, str] = {
     "d": f"difference to detect on the Dataset power page ({DELTA_RANGE[0]:g} to {DELTA_RANGE[1]:g}; "
     f"absent = {DEFAULT_DELTA:g})",
     "jb": "the Compare page's bounds from the unjudged documents (1 = shown; absent = hidden)",
-    "cv": "the section a page folds away, the Upload page's depth chart, the Overview's curve data (1 = open; absent = folded)",
+    "cv": "the section a page folds away, the Upload page's depth chart, the Overview's curve data, Compare's query by "
+    "query (1 = open; absent = folded)",
     "dp": f"pool depth on the Judge page (1 to {K_MAX}; absent = {DEFAULT_DEPTH})",
     "tb": f"the token budget Compare reads chunkings at ({', '.join(map(str, BUDGETS))}; absent = {DEFAULT_BUDGET})",
     "jq": f"the Judge page's queue order ({', '.join(JUDGE_QUEUES)}; absent = {DEFAULT_QUEUE})",

@@ -28,8 +28,6 @@ def queries_panel(
     """The focused run's queries against the baseline: outcome counts, the queries behind one outcome (a selected
     row picks the query shown below), the sorted deltas and the scatter. Returns the view, whether the query
     picker follows the view (a fresh view or a row just picked) and the per-query frame."""
-    # --- one run, one metric, query by query -------------------------------------------
-    st.subheader("Query by query")
     per_query = by_query.per_query_frame(base, focus, spec)
     counts = by_query.outcome_counts(per_query)
     st.markdown(

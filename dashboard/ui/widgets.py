@@ -47,6 +47,7 @@ __all__ = [
     "run_focus_picker",
     "run_picker",
     "search_box",
+    "shown_section",
     "significance_test_picker",
     "takes_k",
 ]
@@ -265,6 +266,13 @@ def folded_section(label: str, key: str, view: ViewState, *, force: bool) -> tup
     state.seed(key, view.charts, force=force)
     section = st.expander(label, key=key, on_change="rerun")
     return section, view.with_(charts=bool(section.open))
+
+
+def shown_section(label: str, key: str, view: ViewState, *, force: bool, help: str) -> ViewState:
+    """A toggle for a section the page computes and sends only while it is on, where an expander cannot hold it
+    (the section holds expanders of its own); the view with ``charts`` set to it (a link keeps it as it was)."""
+    state.seed(key, view.charts, force=force)
+    return view.with_(charts=bool(st.toggle(label, key=key, help=help)))
 
 
 def depth_input(key: str, value: int, label: str, help: str, *, force: bool) -> int:

@@ -2,11 +2,12 @@
 
 Per metric at K: mean with 95% CI, delta against the baseline with its CI, paired p-value, Holm-corrected p,
 a significance mark and win/tie/loss counts (``ragmetrics.analysis.compare``). Selecting a row shows that run and
-metric query by query: the queries behind its wins and losses, sorted deltas, baseline-versus-run scatter,
-one query's two rankings side by side, and the same comparison per category and difficulty. Fusion adds a
-fused run to the workspace, so every page sees it, and downloads it as a TREC file.
+metric query by query, a section computed and drawn only while it is on: the queries behind its wins and losses,
+sorted deltas, baseline-versus-run scatter, one query's two rankings side by side, and the same comparison per
+category and difficulty. Fusion adds a fused run to the workspace, so every page sees it, and downloads it as a
+TREC file.
 
-Reads ``ds, runs, base, m, k, fr, q, t, a, c, ms, o, jb, dp`` (see ``dashboard.core.share.PARAM_KEYS``).
+Reads ``ds, runs, base, m, k, fr, q, t, a, c, ms, o, jb, dp, cv`` (see ``dashboard.core.share.PARAM_KEYS``).
 """
 
 from __future__ import annotations
@@ -146,8 +147,8 @@ if page.dataset is not None and len(page.alignments) >= 2:
         followable = picked_id is not None and ((shown and picked_spec != spec) or picked_id != focus_id)
         if followable and state.changed("compare.table.pick", picked):
             moved = view.with_(metric=picked_spec.name, k=picked_spec.k or view.k) if shown else view
-            # the compared set stays as it is, and so does its correction's family
-            layout.rerun_with(moved.with_(focus_run=picked_id, metrics=tuple(specs)))
+            # the compared set stays as it is, and so does its correction's family; a pick shows its queries
+            layout.rerun_with(moved.with_(focus_run=picked_id, metrics=tuple(specs), charts=True))
 
     deltas = cmp.against_baseline(table, base.name)
     layout.show_figure(
@@ -176,9 +177,20 @@ if page.dataset is not None and len(page.alignments) >= 2:
                           column_config=layout.number_columns(latency, {title(spec): title(spec)}, "%.4f"))  # fmt: skip
 
     # --- one run, one metric: its queries, one query's two rankings, its groups -----------
-    view, force_query, per_query = queries_panel(page, view, base, focus, focus_id, spec)
-    view = rankings_panel(ds, view, base, focus, focus_id, spec, per_query, force_query=force_query)
-    segments_panel(ds, comparison, base, focus, spec, correction)
+    st.subheader("Query by query")
+    view = widgets.shown_section(
+        md_escape(f"{focus.name} against {base.name} on {title(spec)}: its queries, one query's rankings, its groups"),
+        "compare.by_query",
+        view,
+        force=page.fresh,
+        help="Selecting another row of the table above turns this on for that row. Computed and drawn only while on: "
+        "the queries behind the wins, ties and losses, one query's two rankings side by side, the comparison "
+        "within each category and difficulty.",
+    )
+    if view.charts:
+        view, force_query, per_query = queries_panel(page, view, base, focus, focus_id, spec)
+        view = rankings_panel(ds, view, base, focus, focus_id, spec, per_query, force_query=force_query)
+        segments_panel(ds, comparison, base, focus, spec, correction)
 
 # --- fusion ------------------------------------------------------------------------------
 if page.dataset is not None:

@@ -37,6 +37,12 @@ def test_compare_page_defaults_to_the_first_run_as_baseline(faq_ids) -> None:
     table = _table(at, "Δ vs baseline")
     assert len(table) == 5 * 3 and list(table["run"][:3]) == ["bm25", "dense-e5", "hybrid-rrf"]
     assert table["significance"][0] == cmp.BASELINE
+    # query by query is off until asked: neither computed nor sent
+    assert [s.value for s in at.subheader] == ["Query by query", "What if we went hybrid? Fuse runs"]
+    assert len(charts(at)) == 2 and param(at, "cv") is None  # the forest, the cost
+    assert not any(d.key and d.key.startswith("compare.queries.") for d in at.dataframe)
+    at.toggle(key="compare.by_query").set_value(True).run()
+    no_problems(at)
     headers = [s.value for s in at.subheader]
     assert headers == [
         "Query by query",
@@ -47,6 +53,9 @@ def test_compare_page_defaults_to_the_first_run_as_baseline(faq_ids) -> None:
     traces = [[t.get("name") for t in c["data"]] for c in charts(at)]
     assert any(names and names[0].startswith("wins") for names in traces)  # sorted per-query deltas
     assert any(names and names[0] == "no change" for names in traces)  # baseline-versus-run scatter
+    assert param(at, "cv") == "1"  # a link reopens it on
+    reopened = open_page("compare", {"cv": "1"})
+    assert reopened.toggle(key="compare.by_query").value and len(reopened.subheader) == 4
 
 
 def test_compare_reads_the_url_and_shows_the_librarys_numbers(faq, faq_ids) -> None:
@@ -60,6 +69,7 @@ def test_compare_reads_the_url_and_shows_the_librarys_numbers(faq, faq_ids) -> N
         "m": "ndcg",
         "k": "10",
         "q": "q009",
+        "cv": "1",
     }
     at = open_page("compare", params)
     no_problems(at)
@@ -104,7 +114,7 @@ def test_selecting_a_row_focuses_its_run_and_metric(faq_ids) -> None:
     at.session_state[key] = {"selection": {"rows": [row], "columns": [], "cells": []}}
     at.run()
     no_problems(at)
-    assert param(at, "m") == "ndcg" and param(at, "fr") == faq_ids["hybrid-rrf"]
+    assert param(at, "m") == "ndcg" and param(at, "fr") == faq_ids["hybrid-rrf"] and param(at, "cv") == "1"
     assert at.selectbox(key="sidebar.metric").value == "ndcg"
     assert at.selectbox(key="compare.run").value == faq_ids["hybrid-rrf"]
     assert any("hybrid-rrf" in m.value.replace("\\", "") and "nDCG@5" in m.value for m in at.markdown)
@@ -139,7 +149,7 @@ def test_a_row_the_sidebar_cannot_name_focuses_its_run_and_reruns_once(faq_ids, 
 
 
 def test_wins_and_losses_click_through_to_their_queries(faq_ids) -> None:
-    at = open_page("compare", {"m": "ndcg"})
+    at = open_page("compare", {"m": "ndcg", "cv": "1"})
     no_problems(at)
     radio = at.radio(key="compare.outcome")
     assert radio.value == "loss"
@@ -165,7 +175,7 @@ def test_picking_an_outcome_or_a_query_builds_no_figure_again(monkeypatch, faq_i
     built = [calls_of(monkeypatch, module, name) for module, name in
              ((cmp, "forest_figure"), (compare_queries, "delta_figure"), (compare_queries, "scatter_figure"),
               (cost, "cost_figure"))]  # fmt: skip
-    at = open_page("compare", {"m": "ndcg", "k": "7"})
+    at = open_page("compare", {"m": "ndcg", "k": "7", "cv": "1"})
     no_problems(at)
     drawn = figure_specs(at)
     assert [len(b) for b in built] == [2, 1, 1, 1] and len(drawn) == 5  # two forests, deltas, scatter, cost
@@ -250,6 +260,7 @@ def test_open_in_missed_queries_through_the_router(faq_ids) -> None:
     at = open_app()
     at.switch_page("views/compare.py").run()
     no_problems(at)
+    at.toggle(key="compare.by_query").set_value(True).run()
     query = at.selectbox(key="compare.query").value
     at.button(key="compare.open_missed").click().run()
     no_problems(at)
@@ -458,7 +469,7 @@ def test_a_fused_run_with_spaces_in_its_ids_offers_no_trec_file_and_says_why(own
 
 
 def test_the_text_of_the_top_documents_is_sent_only_when_its_section_is_open(faq_ids) -> None:
-    at = open_page("compare", {"m": "ndcg", "q": "q009"})
+    at = open_page("compare", {"m": "ndcg", "q": "q009", "cv": "1"})
     no_problems(at)
     folded = [e for e in at.expander if e.label.startswith("Text of the top")]
     assert len(folded) == 2 and all(not list(e.markdown) for e in folded)  # one per ranking, empty while folded

@@ -520,6 +520,16 @@ class User:
         box = self.page.locator(".st-key-compare-outcome")
         radios = box.get_by_role("radio")
         count = await radios.count()
+        section = self.page.locator(".st-key-compare-by_query")
+        if count == 0 and await section.count():  # query by query is off: turning it on shows the radio
+
+            async def switch() -> None:
+                await section.locator("label").click()
+
+            async def shown(started: float) -> None:
+                await self.visible(radios.first, started)
+
+            return await self.timed("widget", "query by query on Compare runs", switch, shown)
         if count != len(OUTCOMES):
             return await self.move_k()
         checked = [await radios.nth(i).is_checked() for i in range(count)]

@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.server import wait_for_app
-from tests.e2e.test_dashboard_e2e import TIMEOUT, dropdown_options, open_page, set_k
+from tests.e2e.test_dashboard_e2e import TIMEOUT, dropdown_options, open_page, set_k, switch_on
 
 pytestmark = pytest.mark.e2e
 
@@ -56,6 +56,8 @@ def test_compare_two_runs_and_open_a_querys_rankings(page: Page, browser: Browse
     pick(page, "compare.baseline", "dense-e5")
     expect(page.get_by_text("Each run against dense-e5", exact=False)).to_be_visible(timeout=TIMEOUT)
     pick(page, "compare.run", "hybrid-rrf")
+    expect(page.get_by_text(re.compile(r"hybrid-rrf against dense-e5 on Recall@5 \(pick"))).to_have_count(0)
+    switch_on(page, "compare.by_query")  # query by query: off until asked
     summary = page.get_by_text(re.compile(r"hybrid-rrf against dense-e5 on Recall@5 \(pick"))
     expect(summary).to_be_visible(timeout=TIMEOUT)
     assert re.search(r"wins \d+, ties \d+, losses \d+ of 91 queries", summary.inner_text())

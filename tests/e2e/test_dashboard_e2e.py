@@ -47,6 +47,17 @@ def set_k(page: Page, k: int) -> None:
     expect(page).to_have_url(re.compile(rf"[?&]k={k}(&|$)"), timeout=TIMEOUT)  # written at the end of the rerun
 
 
+def switch_on(page: Page, key: str) -> None:
+    """Turn on the toggle with widget key ``key`` and wait for the page's rerun."""
+    box = page.locator(f".st-key-{key.replace('.', '-')}")
+    switch = box.locator("input[type='checkbox']")
+    box.scroll_into_view_if_needed()
+    if not switch.is_checked():
+        box.locator("label").click()
+    expect(switch).to_be_checked(timeout=TIMEOUT)
+    wait_for_app(page)
+
+
 def dropdown_options(page: Page, key: str):  # type: ignore[no-untyped-def]
     """Open the selectbox with widget key ``key`` and return its options."""
     box = page.locator(f".st-key-{key.replace('.', '-')}")

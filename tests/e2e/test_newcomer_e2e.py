@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.server import streamlit_server, wait_for_app
-from tests.e2e.test_dashboard_e2e import TIMEOUT, dropdown_options, open_page, set_k
+from tests.e2e.test_dashboard_e2e import TIMEOUT, dropdown_options, open_page, set_k, switch_on
 
 pytestmark = pytest.mark.e2e
 
@@ -26,12 +26,14 @@ READ_CONTROLS = """() => {
     const number = box.querySelector("input[type='number']");
     const text = box.querySelector("input[type='text']:not([role='combobox'])");
     const radio = box.querySelector("input[type='radio']:checked");
+    const check = box.querySelector("input[type='checkbox']");
     const pills = [...box.querySelectorAll("button[aria-checked='true']")].map(b => b.innerText.trim());
     if (box.querySelector('[data-testid=stMultiSelect]')) out[key] = chips;
     else if (combo) out[key] = combo.value;
     else if (number) out[key] = number.value;
     else if (text) out[key] = text.value;
     else if (radio) out[key] = radio.closest('label').innerText.trim();
+    else if (check) out[key] = check.checked;
     else if (box.querySelector("[data-testid=stButtonGroup]")) out[key] = pills;
   }
   return out;
@@ -95,6 +97,7 @@ def test_a_newcomer_uploads_scifact_reads_the_verdict_and_shares_every_control(
         expect(page.locator(".st-key-verdict")).to_contain_text("hybrid-rrf60 beats bm25-stem on nDCG@10")
         pick(page, "compare.correction", "Bonferroni")
         pick(page, "compare.test", "Paired bootstrap")
+        switch_on(page, "compare.by_query")
         page.locator(".st-key-compare-outcome").get_by_text("wins", exact=False).click()
         expect(page).to_have_url(re.compile(r"[?&]o=win(&|$)"), timeout=TIMEOUT)  # written at the end of the rerun
         wait_for_app(page)
@@ -102,6 +105,7 @@ def test_a_newcomer_uploads_scifact_reads_the_verdict_and_shares_every_control(
         shown = controls(page)
         assert shown["compare-correction"] == "Bonferroni" and shown["compare-test"] == "Paired bootstrap"
         assert str(shown["compare-outcome"]).startswith("wins") and shown["sidebar-k"] == "10"
+        assert shown["compare-by_query"] is True and shown["compare-bounds"] is False
         assert shown["sidebar-k-preset"] == ["10"]
         assert shown["sidebar-runs"] == ["bm25-stem", "hybrid-rrf60"] and shown["sidebar-dataset"] == "SciFact test"
         link = page.url

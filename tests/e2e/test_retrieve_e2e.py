@@ -16,6 +16,7 @@ from dashboard.core.share import ViewState, encode
 from dashboard.data import samples
 from ragmetrics import align
 from ragmetrics.store.database import Store, dataset_id, run_id
+from tests.e2e.retrievers import SLOW_DELAY
 from tests.e2e.server import streamlit_server, wait_for_app
 from tests.e2e.test_dashboard_e2e import TIMEOUT, open_page
 
@@ -77,7 +78,7 @@ def test_a_registered_retriever_runs_from_the_page_with_progress_and_cancel(page
     tags = store.tags(stored_id)  # the retriever's metadata, which Workspace and Compare show; tags belong to the
     # content, so the second retrieval (top_k = 200, the same rows) updated them
     assert tags["retriever.label"] == "slow stub BM25" and tags["top_k"] == "200" and tags["errors"] == "0"
-    assert float(tags["latency.p50_ms"]) >= 250  # the stub sleeps 0.25 s per call
+    assert float(tags["latency.p50_ms"]) >= 1000 * SLOW_DELAY  # the stub's sleep per call
 
 
 def test_try_hybrid_on_the_dense_run_opens_compare_with_its_significance(
