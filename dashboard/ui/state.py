@@ -72,7 +72,7 @@ def read_view_state(page: str) -> PageStart:
     parameters). A URL this session wrote earlier is stale, not news: a rerun
     can be requested before the browser applied the latest URL, and reading
     it then would undo the user's last change. Otherwise the last view is
-    used (switching pages clears the URL).
+    used (switching pages clears the URL), its folded section folded on another page.
     """
     params = _url_params()
     flat = {k: v[-1] for k, v in params.items() if v}
@@ -85,7 +85,9 @@ def read_view_state(page: str) -> PageStart:
         state, notes = decode(params, page, pages=keys or None)
         _remember_url(flat)
         return PageStart(state, notes, fresh=True)
-    return PageStart(last.with_(page=page), [], fresh=forced or last_page != page)
+    if last_page != page:  # a folded section is its page's: another page's opens folded
+        return PageStart(last.with_(page=page, charts=False), [], fresh=True)
+    return PageStart(last.with_(page=page), [], fresh=forced)
 
 
 def last_view() -> ViewState | None:

@@ -269,6 +269,24 @@ def test_open_in_missed_queries_through_the_router(faq_ids) -> None:
     assert at.selectbox(key="missed.run").value == faq_ids["dense-e5"]
 
 
+def test_a_pages_folded_section_opens_folded_on_another_page(faq_ids) -> None:
+    """Compare's query by query and the Overview's curve data are each their page's: one turned on is not the
+    other's (a page switch keeps the rest of the view)."""
+    at = open_app()
+    at.switch_page("views/compare.py").run()
+    at.toggle(key="compare.by_query").set_value(True).run()
+    no_problems(at)
+    assert param(at, "cv") == "1"
+    at.switch_page("views/overview.py").run()
+    no_problems(at)
+    assert not at.expander(key="overview.curve_data").proto.expanded and param(at, "cv") is None
+    assert not any(d.key == "overview.curves.table" for d in at.dataframe)  # folded: not sent
+    at.switch_page("views/compare.py").run()
+    no_problems(at)
+    assert not at.toggle(key="compare.by_query").value
+    assert param(at, "base") == faq_ids["bm25"]  # the rest of the view travels
+
+
 def test_fusion_adds_a_run_every_page_sees(own_store, faq_ids) -> None:
     at = open_page("compare")
     no_problems(at)
