@@ -17,7 +17,8 @@ dashboard on a fresh store (the first start stores the samples) and the floor ap
   machine's speed falls on both;
 - **change K** and **change runs**: in an open Overview, K typed into its box, one run removed from the selection,
   until the page's rerun finished and everything is drawn again;
-- **change outcome**: on Compare, the queries behind the wins, then the losses (its four figures stay).
+- **change outcome**: on Compare with its query by query on, the queries behind the wins, then the losses (its four
+  figures stay).
 
 "Drawn" means the script finished (the app's ``data-test-script-state`` is ``notRunning``), no skeleton is left,
 every table in view holds its canvas (one in a folded section is not drawn) and every Plotly chart its SVG.

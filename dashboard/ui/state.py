@@ -26,6 +26,8 @@ _MARKS = "ragmetrics.marks"
 _SEEN = "ragmetrics.seen_urls"
 _SEEN_MAX = 50
 _PAGES = "ragmetrics.pages"
+_SHOWN = "ragmetrics.shown_page"  # the page the last run drew
+_SECTIONS = "ragmetrics.sections"  # page -> whether its folded section was open when it was left
 
 
 def set_pages(keys: Sequence[str], paths: Sequence[str]) -> None:
@@ -72,7 +74,8 @@ def read_view_state(page: str) -> PageStart:
     parameters). A URL this session wrote earlier is stale, not news: a rerun
     can be requested before the browser applied the latest URL, and reading
     it then would undo the user's last change. Otherwise the last view is
-    used (switching pages clears the URL), its folded section folded on another page.
+    used (switching pages clears the URL), with this page's folded section as it was when this page was left
+    (folded on a page not shown before).
     """
     params = _url_params()
     flat = {k: v[-1] for k, v in params.items() if v}
@@ -84,10 +87,17 @@ def read_view_state(page: str) -> PageStart:
         keys, _ = pages()
         state, notes = decode(params, page, pages=keys or None)
         _remember_url(flat)
+        st.session_state[_SHOWN] = page
         return PageStart(state, notes, fresh=True)
-    if last_page != page:  # a folded section is its page's: another page's opens folded
-        return PageStart(last.with_(page=page, charts=False), [], fresh=True)
-    return PageStart(last.with_(page=page), [], fresh=forced)
+    view = last.with_(page=page)
+    shown = st.session_state.get(_SHOWN)
+    if shown != page:  # a folded section is its page's: each page's opens as that page was left
+        sections: dict[str, bool] = st.session_state.setdefault(_SECTIONS, {})
+        if shown is not None:
+            sections[shown] = last.charts
+        view = view.with_(charts=sections.get(page, False))
+        st.session_state[_SHOWN] = page
+    return PageStart(view, [], fresh=forced or last_page != page)
 
 
 def last_view() -> ViewState | None:

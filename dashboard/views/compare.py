@@ -1,8 +1,8 @@
 """Compare: is a run better than the baseline, or is that noise? And "what if we went hybrid?" (fusion).
 
 Per metric at K: mean with 95% CI, delta against the baseline with its CI, paired p-value, Holm-corrected p,
-a significance mark and win/tie/loss counts (``ragmetrics.analysis.compare``). Selecting a row shows that run and
-metric query by query, a section computed and drawn only while it is on: the queries behind its wins and losses,
+a significance mark and win/tie/loss counts (``ragmetrics.analysis.compare``). Selecting another row shows that run
+and metric query by query, a section computed and drawn only while it is on: the queries behind its wins and losses,
 sorted deltas, baseline-versus-run scatter, one query's two rankings side by side, and the same comparison per
 category and difficulty. Fusion adds a fused run to the workspace, so every page sees it, and downloads it as a
 TREC file.
@@ -99,7 +99,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
         f"({comparison.interval_method}), the p-value of the paired test "
         f"({cmp.test_title(test)}) and the corrected one: {cmp.family_text(comparison)}, as on the Overview and "
         f"Dataset power (the table shows the baseline's pairs). ▲/▼: corrected p < {alpha:g}. W / T / L: queries the run wins, ties and loses. "
-        "**Select a row** to see its queries below."
+        "**Select another row**, or turn on *query by query* below, to see its queries."
         + (
             f" *If judged*: the worst and best over every way of judging the unjudged documents in each run's top "
             f"{depth} (a Δ's ends count a document both runs retrieved at both ends, so they may be wider than any "

@@ -269,9 +269,13 @@ def test_open_in_missed_queries_through_the_router(faq_ids) -> None:
     assert at.selectbox(key="missed.run").value == faq_ids["dense-e5"]
 
 
-def test_a_pages_folded_section_opens_folded_on_another_page(faq_ids) -> None:
+def test_a_pages_folded_section_opens_as_that_page_was_left(faq_ids) -> None:
     """Compare's query by query and the Overview's curve data are each their page's: one turned on is not the
-    other's (a page switch keeps the rest of the view)."""
+    other's, and each is as it was left when its page is opened again (a page switch keeps the rest of the view)."""
+
+    def curve_data_sent(at: AppTest) -> bool:
+        return bool(list(at.expander(key="overview.curve_data").dataframe))
+
     at = open_app()
     at.switch_page("views/compare.py").run()
     at.toggle(key="compare.by_query").set_value(True).run()
@@ -280,11 +284,18 @@ def test_a_pages_folded_section_opens_folded_on_another_page(faq_ids) -> None:
     at.switch_page("views/overview.py").run()
     no_problems(at)
     assert not at.expander(key="overview.curve_data").proto.expanded and param(at, "cv") is None
-    assert not any(d.key == "overview.curves.table" for d in at.dataframe)  # folded: not sent
+    assert not curve_data_sent(at)  # folded: not sent
+    at.session_state["overview.curve_data"] = True  # what a click on its label does (a rerun)
+    at.run()
+    assert curve_data_sent(at) and param(at, "cv") == "1"
     at.switch_page("views/compare.py").run()
     no_problems(at)
-    assert not at.toggle(key="compare.by_query").value
+    assert at.toggle(key="compare.by_query").value and param(at, "cv") == "1"  # as it was left
     assert param(at, "base") == faq_ids["bm25"]  # the rest of the view travels
+    at.toggle(key="compare.by_query").set_value(False).run()
+    at.switch_page("views/overview.py").run()
+    no_problems(at)
+    assert curve_data_sent(at)  # the Overview's, as it was left: open
 
 
 def test_fusion_adds_a_run_every_page_sees(own_store, faq_ids) -> None:

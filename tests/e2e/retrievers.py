@@ -37,8 +37,8 @@ def scifact_bm25(query: str, k: int) -> list[tuple[str, float]]:
     return _serve(query, k, 0.02)
 
 
-SLOW_DELAY = 0.1
-"""Seconds the slow stub waits per call: 300 queries four at a time take about 8 s, time to see and cancel them."""
+SLOW_DELAY = 0.15
+"""Seconds the slow stub waits per call: 300 queries four at a time take about 11 s, time to see and cancel them."""
 
 
 def slow_scifact_bm25(query: str, k: int) -> list[tuple[str, float]]:

@@ -56,7 +56,8 @@ def test_compare_two_runs_and_open_a_querys_rankings(page: Page, browser: Browse
     pick(page, "compare.baseline", "dense-e5")
     expect(page.get_by_text("Each run against dense-e5", exact=False)).to_be_visible(timeout=TIMEOUT)
     pick(page, "compare.run", "hybrid-rrf")
-    expect(page.get_by_text(re.compile(r"hybrid-rrf against dense-e5 on Recall@5 \(pick"))).to_have_count(0)
+    expect(page.locator(".st-key-compare-by_query input[type='checkbox']")).not_to_be_checked()
+    expect(page.locator(".st-key-compare-outcome")).to_have_count(0)  # query by query: off until asked
     switch_on(page, "compare.by_query")  # query by query: off until asked
     summary = page.get_by_text(re.compile(r"hybrid-rrf against dense-e5 on Recall@5 \(pick"))
     expect(summary).to_be_visible(timeout=TIMEOUT)

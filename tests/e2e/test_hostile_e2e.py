@@ -28,7 +28,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from ragmetrics.store.database import Store
 from tests.e2e.server import open_curves, streamlit_server, wait_for_app
-from tests.e2e.test_dashboard_e2e import TIMEOUT, legend_names, open_page
+from tests.e2e.test_dashboard_e2e import TIMEOUT, legend_names, open_page, switch_on
 
 pytestmark = pytest.mark.e2e
 
@@ -330,6 +330,7 @@ def test_script_query_text_and_formula_id_render_inert_and_export_neutralised(br
 
             # Compare runs: the only query the two runs disagree on is listed first, with its text as text
             open_page(page, "Compare runs")
+            switch_on(page, "compare.by_query")
             expect(page.get_by_role("heading", name="One query, both rankings")).to_be_visible(timeout=TIMEOUT)
             expect(page.get_by_role("heading", level=4)).to_have_text(EVIL_TEXT, timeout=TIMEOUT)
             expect(page.get_by_test_id("stMain").locator("code").filter(has_text=EVIL_ID)).to_have_text(EVIL_ID)
