@@ -35,8 +35,9 @@ ON_CMRC = ("judge", "missed")
 """Pages shown on the CMRC 2018 sample (the others on the first sample)."""
 
 
-SHOWN_WITH = {"compare": "jb=1"}
-"""Controls a page's picture shows turned on (Compare: the bounds from the unjudged documents; Overview: its curves)."""
+SHOWN_WITH = {"compare": "jb=1&cv=1"}
+"""Controls a page's picture shows turned on (Compare: the bounds from the unjudged documents and query by query;
+Overview: its curves)."""
 
 
 def _cmrc_query() -> str:
