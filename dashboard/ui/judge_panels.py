@@ -16,6 +16,12 @@ from dashboard.data.workspace import DatasetEntry, Workspace
 from dashboard.ui import assisted, judging, layout, state
 from ragmetrics.foundation.errors import RagMetricsError
 
+NOTHING_PENDING = (
+    "No label is pending on this version any more (withdrawn, or saved by another tab or server, meanwhile): "
+    "nothing was saved."
+)
+"""What a Save click that finds no label to save says."""
+
 
 def conflict_notice(workspace: Workspace, ds: DatasetEntry) -> None:
     """When a grade was not stored because another judge labelled the pair meanwhile: theirs, and the choice."""
@@ -232,12 +238,18 @@ def pending_panel(
     job = assisted.current_job(ds.id)
     judging_now = job is not None and job.status().running
     saves_refused = layout.change_help(workspace, "save versions")
-    if st.button(
+    nothing_to_save = given.empty and not with_judges
+    # a click is recorded by its callback: a button this run draws disabled returns False even when clicked
+    clicked = state.touched("judge.save")
+    state.touched("judge.save", forget=True)
+    pressed = st.button(
         "Save as a new qrels version",
         key="judge.save",
         type="primary",
         icon=":material/save:",
-        disabled=(given.empty and not with_judges) or judging_now or bool(saves_refused),
+        on_click=state.touch,
+        args=("judge.save",),
+        disabled=nothing_to_save or judging_now or bool(saves_refused),
         help=saves_refused
         or (
             "A judge is labelling this dataset: save when it ends (or cancel it), so that the labels it gives "
@@ -245,18 +257,25 @@ def pending_panel(
             if judging_now
             else "Makes a new dataset: these judgments plus the labels, with this dataset's runs; the page opens it."
         ),
-    ):
+    )
+    if clicked and not pressed:  # clicked while it could save; by this run something changed: say what
+        st.warning(
+            saves_refused
+            or (
+                "A judge started labelling this dataset meanwhile: nothing was saved; save when it ends (or cancel it)."
+                if judging_now
+                else NOTHING_PENDING
+            ),
+            icon=":material/info:",
+        )
+    if pressed:
         try:
             saved = judging.save_version(workspace, ds, judges=with_judges)
         except RagMetricsError as err:  # they change no judgment: no version to make
             st.warning(md_escape(str(err)), icon=":material/info:")
             return
         if saved is None:
-            st.warning(
-                "No label is pending on this version any more (withdrawn, or saved by another tab or server, "
-                "meanwhile): nothing was saved.",
-                icon=":material/info:",
-            )
+            st.warning(NOTHING_PENDING, icon=":material/info:")
         elif saved.entry is None:
             st.warning(md_escape(judging.saved_message(workspace, saved)), icon=":material/delete:")
         else:

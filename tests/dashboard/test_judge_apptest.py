@@ -225,6 +225,25 @@ def test_a_tab_still_on_the_parent_labels_the_newer_version_and_says_so(judged, 
     assert param(at, "ds") == latest and store.lineage(latest) == [latest, newer, judged["dataset"]]
 
 
+def test_a_save_click_after_another_tab_saved_the_labels_says_nothing_was_saved(judged, store_dir) -> None:
+    """The click reaches a run that draws the button disabled (no label pending any more): it was dropped without a
+    word; the page now says why nothing was saved, once."""
+    from dashboard.ui.judge_panels import NOTHING_PENDING
+
+    at = open_page("judge", _params(judged))
+    button(at, "judge.grade.2").click().run()
+    save = at.button(key="judge.save")
+    assert not save.disabled
+    store = _store(store_dir)
+    store.commit_labels(judged["dataset"], author="ann")  # another tab or server saved them
+    save.click().run()
+    no_problems(at)
+    assert at.button(key="judge.save").disabled and NOTHING_PENDING in _text(at.warning)
+    assert len(store.versions(judged["dataset"])) == 1  # the other tab's version only
+    at.run()
+    assert NOTHING_PENDING not in _text(at.warning)  # said once
+
+
 def test_a_read_only_store_says_so_up_front_offers_no_write_and_refuses_the_rest_by_name(
     judged, store_dir, monkeypatch
 ) -> None:
