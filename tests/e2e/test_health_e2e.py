@@ -36,7 +36,13 @@ def _upload(page: Page, key: str, path: Path, *, loaded: bool = True) -> None:
     while remove.count():  # one file per upload here
         remove.first.click()
         wait_for_app(page)
-    box.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(path))
+    for _ in range(3):
+        box.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(path))
+        try:  # the uploader lists the file it took
+            expect(remove.first).to_be_visible(timeout=10_000)
+            break
+        except AssertionError:  # given while a rerun replaced the input, the file was dropped: give it again
+            wait_for_app(page)
     outcome = "stAlertContentSuccess" if loaded else "stAlertContentError"
     expect(page.get_by_test_id(outcome).filter(has_text=path.name)).to_be_visible(timeout=TIMEOUT)
     wait_for_app(page)
