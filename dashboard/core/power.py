@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -28,9 +29,13 @@ __all__ = [
     "POWER_LEVELS",
     "RULES_COLUMNS",
     "RULES_OF_THUMB",
+    "TARGET_DELTAS",
+    "Plan",
+    "curve_range",
     "metric_row",
     "needed_frame",
     "pairs_table",
+    "plan",
     "power_curve_frame",
     "power_figure",
     "power_table",
@@ -273,3 +278,64 @@ def power_figure(
 def queries_of(alignments: Sequence[Alignment]) -> int:
     """How many queries every run was evaluated on (the n of the power analysis)."""
     return len(common_query_ids(alignments))
+
+
+TARGET_DELTAS = (0.01, 0.02, 0.03, 0.05, 0.1)
+"""The differences :attr:`Plan.needed_table` always lists, beside the one asked for."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Dataset power on one metric of a comparison, everything at the planning level ``alpha`` and ``power``.
+
+    ``pairs``: :func:`pairs_table` of the metric; ``metrics``: :func:`power_table`; ``here``: the metric's row of
+    it; ``sd``: the median pair's SD of per-query differences; ``needed``: the queries that detect ``target``
+    (None when it cannot be planned); ``rules``: :func:`rules_frame`; ``needed_table``: :func:`needed_frame` of
+    :data:`TARGET_DELTAS` and ``target``; ``curve``: :func:`power_curve_frame` up to twice the queries (at least
+    1,000); ``figure``: :func:`power_figure` of it."""
+
+    pairs: pd.DataFrame
+    metrics: pd.DataFrame
+    here: pd.Series
+    sd: float
+    needed: int | None
+    rules: pd.DataFrame
+    needed_table: pd.DataFrame
+    curve: pd.DataFrame
+    figure: go.Figure
+
+
+def curve_range(n_queries: int) -> int:
+    """The largest query count :attr:`Plan.curve` reaches."""
+    return max(1000, 2 * n_queries)
+
+
+def plan(
+    pairs: pd.DataFrame,
+    spec: MetricSpec,
+    n_queries: int,
+    *,
+    alpha: float,
+    power: float,
+    target: float,
+    curve: pd.DataFrame | None = None,
+) -> Plan:
+    """The :class:`Plan` of ``spec`` from a comparison's ``pairs`` (every metric's), for ``n_queries`` queries;
+    ``curve``: its :func:`power_curve_frame` when already made (it depends on neither ``spec``'s name nor
+    ``target``, only on the pairs' SDs, ``alpha``, ``power`` and :func:`curve_range`)."""
+    chosen = pairs_table(pairs, spec, n_queries, alpha=alpha, power=power)
+    sd = typical_sd(chosen["sd_difference"])
+    metrics = power_table(pairs, n_queries, alpha=alpha, power=power)
+    if curve is None:
+        curve = power_curve_frame(list(chosen["sd_difference"]), alpha=alpha, power=power, n_max=curve_range(n_queries))
+    return Plan(
+        pairs=chosen,
+        metrics=metrics,
+        here=metric_row(metrics, spec),
+        sd=sd,
+        needed=queries_needed(target, sd, alpha=alpha, power=power),
+        rules=rules_frame(sd, n_queries, alpha=alpha, power=power),
+        needed_table=needed_frame(sd, sorted({*TARGET_DELTAS, round(target, 4)}), alpha=alpha, power=power),
+        curve=curve,
+        figure=power_figure(curve, n_queries, sd, metric=spec, target_delta=target, alpha=alpha, power=power),
+    )

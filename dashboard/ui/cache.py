@@ -306,8 +306,32 @@ def cost_frame(selection: Selection, spec: MetricSpec, k: int) -> pd.DataFrame |
 @memo
 def power_curve_frame(sds: tuple[float, ...], alpha: float, goal: float, n_max: int) -> pd.DataFrame:
     """:func:`dashboard.core.power.power_curve_frame` (``goal``: its power), cached per SDs, level, power and range:
-    the curve is eighty searches of the noncentral t distribution, the same on every opening of the page."""
+    the curve is eighty searches of the noncentral t distribution, the same whatever the difference asked for."""
     return power.power_curve_frame(list(sds), alpha=alpha, power=goal, n_max=n_max)
+
+
+@memo
+def power_plan(
+    selection: Selection,
+    baseline: str,
+    specs: Sequence[MetricSpec],
+    spec: MetricSpec,
+    test: str,
+    alpha: float,
+    correction: str,
+    goal: float,
+    target: float,
+) -> power.Plan:
+    """:func:`dashboard.core.power.plan` of ``spec`` on :func:`comparison`'s pairs (the family's planning level,
+    ``goal``: the power), cached per run set, comparison, power and difference to detect: the same on every opening
+    of the page, and its searches of the noncentral t distribution and its figure are what the page waits for."""
+    pairs = comparison(selection, baseline, specs, test, alpha, correction, segments=False)
+    level = compare.planning_alpha(correction, alpha, pairs.family_size)
+    n = power.queries_of(selection.alignments)
+    chosen = pairs.pairs[pairs.pairs["metric"] == str(spec)]
+    sds = tuple(float(s) for s in chosen["sd_difference"])
+    curve = power_curve_frame(sds, level, goal, power.curve_range(n))
+    return power.plan(pairs.pairs, spec, n, alpha=level, power=goal, target=target, curve=curve)
 
 
 @memo

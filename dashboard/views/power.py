@@ -74,13 +74,8 @@ if page.dataset is not None and len(page.alignments) >= 2:
 
     with st.spinner(f"Testing every run pair ({test_title(test)})…"):
         comparison = cache.comparison(selection, names[base_id], specs, test, alpha, correction, segments=False)
-    pairs = comparison.pairs
-    plan_alpha = cmp.planning_alpha(correction, alpha, comparison.family_size)  # detectable by the family's rule
-    chosen = power_mod.pairs_table(pairs, spec, n, alpha=plan_alpha, power=power)
-    sd = power_mod.typical_sd(chosen["sd_difference"])
-    mdd = power_mod.power_table(pairs, n, alpha=plan_alpha, power=power)
-    here = power_mod.metric_row(mdd, spec)
-    needed = power_mod.queries_needed(target, sd, alpha=plan_alpha, power=power)
+    planned = cache.power_plan(selection, names[base_id], specs, spec, test, alpha, correction, power, target)
+    sd, needed, here = planned.sd, planned.needed, planned.here
     family = cmp.family_text(comparison)
     family_short = cmp.family_words(comparison.correction, comparison.family_size)
     planned_at = cmp.planning_words(correction, alpha, comparison.family_size)
@@ -118,20 +113,14 @@ if page.dataset is not None and len(page.alignments) >= 2:
         f"{family}, as on the Overview and Compare (Sakai defines it uncorrected: pick “uncorrected”). "
         "More runs in the sidebar give more pairs."
     )
-    sds = tuple(float(s) for s in chosen["sd_difference"])
-    curve = cache.power_curve_frame(sds, plan_alpha, power, max(1000, 2 * n))
-    layout.show_figure(
-        power_mod.power_figure(curve, n, sd, metric=spec, target_delta=target, alpha=plan_alpha, power=power),
-        key="power.curve",
-        filename=f"power-{spec}",
-    )
+    layout.show_figure(planned.figure, key="power.curve", filename=f"power-{spec}")
 
     st.subheader("Discriminative power per metric")
     layout.show_table(
-        mdd,
+        planned.metrics,
         key="power.metrics",
         filename=f"discriminative-power-k{k}-{test}.csv",
-        column_order=[c for c in mdd.columns if c != "metric"],
+        column_order=[c for c in planned.metrics.columns if c != "metric"],
         column_config={
             "label": st.column_config.TextColumn("metric"),
             "significant": st.column_config.NumberColumn(
@@ -147,7 +136,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
 
     st.subheader(f"Run pairs on {title(spec)}")
     layout.show_table(
-        chosen,
+        planned.pairs,
         key="power.pairs",
         filename=f"pairs-{spec}-{test}.csv",
         column_config={
@@ -164,9 +153,8 @@ if page.dataset is not None and len(page.alignments) >= 2:
     st.subheader("Against the rules of thumb")
     left, right = st.columns(2)
     with left:
-        rules = power_mod.rules_frame(sd, n, alpha=plan_alpha, power=power)
         layout.show_table(
-            rules,
+            planned.rules,
             key="power.rules",
             filename="rules-of-thumb.csv",
             column_config={
@@ -183,9 +171,8 @@ if page.dataset is not None and len(page.alignments) >= 2:
             },
         )
     with right:
-        deltas = sorted({0.01, 0.02, 0.03, 0.05, 0.1, round(target, 4)})
         layout.show_table(
-            power_mod.needed_frame(sd, deltas, alpha=plan_alpha, power=power),
+            planned.needed_table,
             key="power.needed",
             filename="queries-needed.csv",
             column_config={

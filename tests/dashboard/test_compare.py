@@ -406,6 +406,27 @@ def test_power_curve_and_figure() -> None:
     assert power.power_curve_frame([]).empty
 
 
+def test_plan_holds_what_the_power_page_shows(faq_alignments) -> None:
+    pairs = compare_result(eval_result(faq_alignments, SPECS), metrics=SPECS, segments=()).pairs
+    spec, level = M("ndcg@5"), 0.05 / 6
+    planned = power.plan(pairs, spec, 91, alpha=level, power=0.9, target=0.04)
+    chosen = power.pairs_table(pairs, spec, 91, alpha=level, power=0.9)
+    pd.testing.assert_frame_equal(planned.pairs, chosen)
+    sd = float(chosen["sd_difference"].median())
+    assert planned.sd == pytest.approx(sd) and planned.needed == stats.queries_needed(0.04, sd, alpha=level, power=0.9)
+    pd.testing.assert_frame_equal(planned.metrics, power.power_table(pairs, 91, alpha=level, power=0.9))
+    assert planned.here["metric"] == "ndcg@5" and planned.here["mdd"] == pytest.approx(
+        stats.min_detectable_delta(sd, 91, alpha=level, power=0.9)
+    )
+    pd.testing.assert_frame_equal(planned.rules, power.rules_frame(sd, 91, alpha=level, power=0.9))
+    assert list(planned.needed_table["delta"]) == [0.01, 0.02, 0.03, 0.04, 0.05, 0.1]  # the one asked for among them
+    curve = power.power_curve_frame(list(chosen["sd_difference"]), alpha=level, power=0.9, n_max=1000)
+    pd.testing.assert_frame_equal(planned.curve, curve)
+    assert planned.figure.data[2].y[0] == pytest.approx(planned.here["mdd"])
+    given = curve.head(3)  # a curve made before is used as given, not searched again
+    assert power.plan(pairs, spec, 91, alpha=level, power=0.9, target=0.04, curve=given).curve is given
+
+
 # --- fusion ------------------------------------------------------------------------------
 
 
