@@ -13,7 +13,7 @@ from dashboard.core.share import ViewState
 from dashboard.core.specs import MetricSpec, title
 from dashboard.core.text import highlight_html, md_escape
 from dashboard.data.workspace import DatasetEntry, Workspace
-from dashboard.ui import assisted, judging, layout, state
+from dashboard.ui import assisted, judging, layout, state, widgets
 from ragmetrics.foundation.errors import RagMetricsError
 
 NOTHING_PENDING = (
@@ -239,17 +239,21 @@ def pending_panel(
     judging_now = job is not None and job.status().running
     saves_refused = layout.change_help(workspace, "save versions")
     nothing_to_save = given.empty and not with_judges
-    # a click is recorded by its callback: a button this run draws disabled returns False even when clicked
-    clicked = state.touched("judge.save")
-    state.touched("judge.save", forget=True)
-    pressed = st.button(
+    refused = None  # what a click that finds the button disabled is told
+    if saves_refused:
+        refused = saves_refused
+    elif judging_now:
+        refused = (
+            "A judge started labelling this dataset meanwhile: nothing was saved; save when it ends (or cancel it)."
+        )
+    elif nothing_to_save:
+        refused = NOTHING_PENDING
+    pressed = widgets.guarded_button(
         "Save as a new qrels version",
         key="judge.save",
+        refused=refused,
         type="primary",
         icon=":material/save:",
-        on_click=state.touch,
-        args=("judge.save",),
-        disabled=nothing_to_save or judging_now or bool(saves_refused),
         help=saves_refused
         or (
             "A judge is labelling this dataset: save when it ends (or cancel it), so that the labels it gives "
@@ -258,16 +262,6 @@ def pending_panel(
             else "Makes a new dataset: these judgments plus the labels, with this dataset's runs; the page opens it."
         ),
     )
-    if clicked and not pressed:  # clicked while it could save; by this run something changed: say what
-        st.warning(
-            saves_refused
-            or (
-                "A judge started labelling this dataset meanwhile: nothing was saved; save when it ends (or cancel it)."
-                if judging_now
-                else NOTHING_PENDING
-            ),
-            icon=":material/info:",
-        )
     if pressed:
         try:
             saved = judging.save_version(workspace, ds, judges=with_judges)

@@ -133,12 +133,14 @@ def touch(key: str) -> None:
     st.session_state[f"ragmetrics.touched.{key}"] = True
 
 
-def touched(key: str, *, forget: bool = False) -> bool:
-    """True when the user changed widget ``key`` since it was last reset (``forget`` resets it)."""
-    if forget:
-        st.session_state.pop(f"ragmetrics.touched.{key}", None)
-        return False
+def touched(key: str) -> bool:
+    """True when the user changed widget ``key`` since :func:`take_touched` last read it."""
     return bool(st.session_state.get(f"ragmetrics.touched.{key}"))
+
+
+def take_touched(key: str) -> bool:
+    """:func:`touched`, forgotten as it is read: a click recorded by a button's callback is taken by one run."""
+    return bool(st.session_state.pop(f"ragmetrics.touched.{key}", None))
 
 
 def widget_value(key: str, default: Any = None) -> Any:

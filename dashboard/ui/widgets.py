@@ -8,6 +8,7 @@ was just switched to).
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from typing import Any
 
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
@@ -195,7 +196,9 @@ def metric_set_picker(
     """The metrics a page compares, each with its own cut-off; ``chosen`` empty follows ``default`` (the sidebar's
     metric and K) until the user edits the set. Returns the valid specs (the picker is where typed names are read)
     and the entries that are no metric."""
-    own = state.touched(key, forget=force)
+    if force:  # a view from a link or a page switch: the set follows it again
+        state.take_touched(key)
+    own = state.touched(key)
     state.seed(key, [str(s) for s in chosen or default], force=force or (not chosen and not own))
     picked = st.multiselect(
         "Metrics",
@@ -266,6 +269,18 @@ def folded_section(label: str, key: str, view: ViewState, *, force: bool) -> tup
     state.seed(key, view.charts, force=force)
     section = st.expander(label, key=key, on_change="rerun")
     return section, view.with_(charts=bool(section.open))
+
+
+def guarded_button(label: str, *, key: str, refused: str | None, **kwargs: Any) -> bool:
+    """``st.button``, drawn disabled while ``refused`` says (in words) why it cannot act now; True when it was
+    pressed. A click made while it could act can reach a run that finds it cannot (another tab, server or judge
+    changed what it acts on meanwhile): a button drawn disabled returns False even when clicked, so the click is
+    recorded by its callback, and such a click says ``refused`` once instead of vanishing without a word."""
+    clicked = state.take_touched(key)
+    pressed = st.button(label, key=key, on_click=state.touch, args=(key,), disabled=refused is not None, **kwargs)
+    if clicked and not pressed and refused is not None:
+        st.warning(refused, icon=":material/info:")
+    return pressed
 
 
 def shown_section(label: str, key: str, view: ViewState, *, force: bool, help: str) -> ViewState:

@@ -21,7 +21,7 @@ import time
 import streamlit as st
 
 from dashboard.core.text import Marks, highlight_html, md_escape
-from dashboard.ui import building, layout, retrievers, state
+from dashboard.ui import building, layout, retrievers, state, widgets
 
 page = layout.page_setup(
     "build", "Build dataset", needs_runs=False, writes="generating candidates and making datasets of them"
@@ -274,9 +274,11 @@ else:
                     name = st.text_input(
                         "Name", value=f"{ds.name} (built, {batch.id[:6]})", key=f"build.name.{batch.id}", max_chars=200
                     )
-                    if st.button("Make dataset", icon=":material/library_add:", key="build.make",
-                                 disabled=not kept or building_refused,
-                                 help=building_help):  # fmt: skip
+                    refused = (building_help or "This store refuses to build datasets.") if building_refused else None
+                    if not kept and refused is None:  # a click sees this only when another reviewer undid the last
+                        refused = "No candidate of this batch is accepted or edited any more: no dataset was made."
+                    if widgets.guarded_button("Make dataset", icon=":material/library_add:", key="build.make",
+                                              refused=refused, help=building_help):  # fmt: skip
                         with layout.refused(f"Making dataset “{name.strip() or ds.name}”"):
                             entry = workspace.make_dataset(batch.id, kept, name=name.strip() or ds.name,
                                                            author=building.reviewer())  # fmt: skip

@@ -159,6 +159,29 @@ def test_review_is_stored_at_once_and_makes_a_dataset(corpus_dataset, store_dir)
     assert "stored: 3 queries with their provenance" in " ".join(s.value for s in other.success).replace("\\", "")
 
 
+def test_a_make_click_after_another_reviewer_rejected_the_last_accepted_one_says_no_dataset_was_made(
+    corpus_dataset, store_dir
+) -> None:
+    """The click reaches a run that draws Make dataset disabled (nothing kept any more): it was dropped without a
+    word; the page now says why no dataset was made, once."""
+    at = open_page("build", {"ds": corpus_dataset})
+    _button(at, "build.generate").click().run()
+    batch = _generated(at, store_dir)
+    _button(at, "build.accept").click().run()
+    make = _button(at, "build.make")
+    assert not make.disabled
+    (accepted,) = [c for c in CandidateStore(_store(store_dir)).candidates(batch) if c.kept]
+    CandidateStore(_store(store_dir)).review(batch, accepted.position, "rejected", reviewer="bob")  # another tab
+    make.click().run()
+    no_problems(at)
+    said = " ".join(w.value for w in at.warning)
+    assert _button(at, "build.make").disabled and "no dataset was made" in said
+    assert [b.id for b in CandidateStore(_store(store_dir)).batches()] == [batch]
+    assert _store(store_dir).list_datasets()["id"].tolist() == [corpus_dataset]  # nothing made
+    at.run()
+    assert "no dataset was made" not in " ".join(w.value for w in at.warning)  # said once
+
+
 def _extractive_batch(store_dir: Path, dataset_id: str) -> tuple[Workspace, str, jobs.GenerationJob]:
     """A batch of 10 extractive candidates (5 factual, 5 cloze) on the stored dataset, and its job, not started."""
     ws = Workspace(_store(store_dir))

@@ -151,6 +151,26 @@ def wait_for_app(page, timeout: float = 60_000) -> None:  # type: ignore[no-unty
     )
 
 
+def give_files(page, key: str, paths: str | Path | list[str | Path], *, tries: int = 3) -> None:  # type: ignore[no-untyped-def]
+    """Give ``paths`` to the file uploader with widget key ``key`` and wait until it lists each of them. A file given
+    while a rerun replaces the uploader's input is dropped by the browser (the uploader then lists nothing): it is
+    given again, up to ``tries`` times."""
+    from playwright.sync_api import expect
+
+    files = [Path(p) for p in (paths if isinstance(paths, list) else [paths])]
+    box = page.locator(f".st-key-{key.replace('.', '-')}")
+    for attempt in range(tries):
+        box.get_by_test_id("stFileUploaderDropzoneInput").set_input_files([str(f) for f in files])
+        try:
+            for f in files:
+                expect(box.get_by_test_id("stFileChipName").filter(has_text=f.name).first).to_be_visible(timeout=10_000)
+            return
+        except AssertionError:
+            if attempt == tries - 1:
+                raise
+            wait_for_app(page)
+
+
 def open_curves(page, timeout: float = 60_000) -> None:  # type: ignore[no-untyped-def]
     """Wait until the Overview's curves (drawn on its first screen, no click needed) are both drawn."""
     wait_for_app(page, timeout)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.server import open_curves, wait_for_app
+from tests.e2e.server import give_files, open_curves, wait_for_app
 
 DATA = Path(__file__).resolve().parent / "data"
 TIMEOUT = 60_000
@@ -82,13 +82,10 @@ def test_upload_explore_and_open_a_missed_query(page: Page, app_url: str) -> Non
     page.on("request", lambda r: None if r.url.startswith((app_url, "data:", "blob:")) else elsewhere.append(r.url))
     page.goto(f"{app_url}/upload")
     wait_for_app(page)
-    inputs = page.get_by_test_id("stFileUploaderDropzoneInput")
-    inputs.nth(0).set_input_files(str(DATA / "mini_eval.json"))
+    give_files(page, "upload.dataset", DATA / "mini_eval.json")
     expect(page.get_by_text("Loaded mini_eval.json")).to_be_visible(timeout=TIMEOUT)
     wait_for_app(page)
-    page.locator(".st-key-upload-runs").get_by_test_id("stFileUploaderDropzoneInput").set_input_files(
-        [str(DATA / "mini-bm25.trec"), str(DATA / "mini-dense.trec")]
-    )
+    give_files(page, "upload.runs", [DATA / "mini-bm25.trec", DATA / "mini-dense.trec"])
     expect(page.get_by_text("Loaded mini-bm25.trec")).to_be_visible(timeout=TIMEOUT)
     expect(page.get_by_text("Loaded mini-dense.trec")).to_be_visible(timeout=TIMEOUT)
     expect(page.get_by_text("Validation report")).to_be_visible(timeout=TIMEOUT)
@@ -130,9 +127,7 @@ def test_upload_explore_and_open_a_missed_query(page: Page, app_url: str) -> Non
 def test_malformed_run_shows_its_line_number(page: Page, app_url: str) -> None:
     page.goto(f"{app_url}/upload")
     wait_for_app(page)
-    page.locator(".st-key-upload-runs").get_by_test_id("stFileUploaderDropzoneInput").set_input_files(
-        str(DATA / "broken-run.trec")
-    )
+    give_files(page, "upload.runs", DATA / "broken-run.trec")
     error = page.get_by_test_id("stAlertContentError")
     expect(error).to_contain_text("broken-run.trec:4: expected 6 fields", timeout=TIMEOUT)
     expect(page.get_by_test_id("stException")).to_have_count(0)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.server import streamlit_server, wait_for_app
+from tests.e2e.server import give_files, streamlit_server, wait_for_app
 from tests.e2e.test_dashboard_e2e import TIMEOUT, open_page
 
 pytestmark = pytest.mark.e2e
@@ -36,13 +36,7 @@ def _upload(page: Page, key: str, path: Path, *, loaded: bool = True) -> None:
     while remove.count():  # one file per upload here
         remove.first.click()
         wait_for_app(page)
-    for _ in range(3):
-        box.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(path))
-        try:  # the uploader lists the file it took
-            expect(remove.first).to_be_visible(timeout=10_000)
-            break
-        except AssertionError:  # given while a rerun replaced the input, the file was dropped: give it again
-            wait_for_app(page)
+    give_files(page, key, path)
     outcome = "stAlertContentSuccess" if loaded else "stAlertContentError"
     expect(page.get_by_test_id(outcome).filter(has_text=path.name)).to_be_visible(timeout=TIMEOUT)
     wait_for_app(page)

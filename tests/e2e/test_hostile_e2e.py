@@ -27,7 +27,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from ragmetrics.store.database import Store
-from tests.e2e.server import open_curves, streamlit_server, wait_for_app
+from tests.e2e.server import give_files, open_curves, streamlit_server, wait_for_app
 from tests.e2e.test_dashboard_e2e import TIMEOUT, legend_names, open_page, switch_on
 
 pytestmark = pytest.mark.e2e
@@ -285,14 +285,10 @@ def test_script_query_text_and_formula_id_render_inert_and_export_neutralised(br
             page = context.new_page()
             page.goto(f"{base}/upload")
             wait_for_app(page)
-            page.locator(".st-key-upload-dataset").get_by_test_id("stFileUploaderDropzoneInput").set_input_files(
-                str(files["dataset"])
-            )
+            give_files(page, "upload.dataset", files["dataset"])
             expect(page.get_by_text("Loaded hostile_eval.json")).to_be_visible(timeout=TIMEOUT)
             wait_for_app(page)
-            page.locator(".st-key-upload-runs").get_by_test_id("stFileUploaderDropzoneInput").set_input_files(
-                [str(files["misses-it"]), str(files["finds-it"])]
-            )
+            give_files(page, "upload.runs", [files["misses-it"], files["finds-it"]])
             expect(page.get_by_text("Loaded finds-it.trec")).to_be_visible(timeout=TIMEOUT)
             expect(page.get_by_text("Loaded misses-it.jsonl")).to_be_visible(timeout=TIMEOUT)
             wait_for_app(page)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.server import ServerURL, open_curves, streamlit_server, wait_for_app
+from tests.e2e.server import ServerURL, give_files, open_curves, streamlit_server, wait_for_app
 from tests.e2e.test_dashboard_e2e import TIMEOUT, open_page
 
 pytestmark = [pytest.mark.e2e]
@@ -64,11 +64,11 @@ def _session(browser: Browser, url: ServerURL, dataset: Path, runs: list[Path]) 
     page = context.new_page()
     page.goto(f"{url}/upload")
     wait_for_app(page)
-    _uploader(page, "dataset").set_input_files(str(dataset))
+    give_files(page, "upload.dataset", dataset)
     expect(page.get_by_text(f"Loaded {dataset.name}")).to_be_visible(timeout=TIMEOUT)
     wait_for_app(page)
     for path in runs:
-        _uploader(page, "runs").set_input_files(str(path))
+        give_files(page, "upload.runs", path)
         expect(page.get_by_text(f"Loaded {path.name}")).to_be_visible(timeout=TIMEOUT)
         wait_for_app(page)
     open_page(page, "Overview")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.server import streamlit_server, wait_for_app
+from tests.e2e.server import give_files, streamlit_server, wait_for_app
 from tests.e2e.test_dashboard_e2e import TIMEOUT, dropdown_options, open_page, set_k, switch_on
 
 pytestmark = pytest.mark.e2e
@@ -67,14 +67,10 @@ def test_a_newcomer_uploads_scifact_reads_the_verdict_and_shares_every_control(
             field.fill(text)
             field.press("Enter")
             wait_for_app(page)
-        page.locator(".st-key-upload-dataset").get_by_test_id("stFileUploaderDropzoneInput").set_input_files(
-            [str(SCIFACT / "qrels.tsv"), str(SCIFACT / "queries.jsonl")]
-        )
+        give_files(page, "upload.dataset", [SCIFACT / "qrels.tsv", SCIFACT / "queries.jsonl"])
         expect(page.get_by_text("dataset “SciFact test”: 300 queries")).to_be_visible(timeout=TIMEOUT)
         wait_for_app(page)
-        page.locator(".st-key-upload-runs").get_by_test_id("stFileUploaderDropzoneInput").set_input_files(
-            [str(SCIFACT / "bm25-stem.trec.gz"), str(SCIFACT / "hybrid-rrf60.trec.gz")]
-        )
+        give_files(page, "upload.runs", [SCIFACT / "bm25-stem.trec.gz", SCIFACT / "hybrid-rrf60.trec.gz"])
         expect(page.get_by_text("Loaded hybrid-rrf60.trec.gz")).to_be_visible(timeout=TIMEOUT)
         wait_for_app(page)
         expect(page.locator(".st-key-sidebar-dataset input[role='combobox']")).to_have_value("SciFact test")

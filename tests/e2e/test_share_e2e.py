@@ -19,7 +19,7 @@ import pytest
 import sqlalchemy as sa
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.server import REPO, open_curves, share_code, streamlit_server, wait_for_app
+from tests.e2e.server import REPO, give_files, open_curves, share_code, streamlit_server, wait_for_app
 from tests.e2e.test_dashboard_e2e import DATA, TIMEOUT, dropdown_options, k_box, legend_names, open_page, set_k
 
 pytestmark = pytest.mark.e2e
@@ -160,12 +160,10 @@ def another_missed_query(page: Page) -> str:
 
 def upload_files(page: Page) -> None:
     """On the Upload page: the mini dataset, then its runs."""
-    page.locator(".st-key-upload-dataset").get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(FILES[0]))
+    give_files(page, "upload.dataset", FILES[0])
     expect(page.get_by_text("Loaded mini_eval.json")).to_be_visible(timeout=TIMEOUT)
     wait_for_app(page)
-    page.locator(".st-key-upload-runs").get_by_test_id("stFileUploaderDropzoneInput").set_input_files(
-        [str(f) for f in FILES[1:]]
-    )
+    give_files(page, "upload.runs", list(FILES[1:]))
     expect(page.get_by_text("Loaded mini-dense.trec")).to_be_visible(timeout=TIMEOUT)
     wait_for_app(page)
 

@@ -11,7 +11,7 @@ from playwright.sync_api import Page, expect
 
 from ragmetrics.io import load_dataset
 from ragmetrics.store.database import Store, dataset_id
-from tests.e2e.server import streamlit_server, wait_for_app
+from tests.e2e.server import give_files, streamlit_server, wait_for_app
 from tests.e2e.test_dashboard_e2e import DATA, TIMEOUT, open_page
 
 pytestmark = pytest.mark.e2e
@@ -33,7 +33,7 @@ def test_tab_and_qrel_qrels_upload_and_are_stored(page: Page, tmp_path: Path) ->
             while remove.count():
                 remove.first.click()
                 wait_for_app(page)
-            uploader.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(path))
+            give_files(page, "upload.dataset", path)
             loaded = page.get_by_test_id("stAlertContentSuccess").filter(has_text=f"Loaded {path.name}")
             expect(loaded).to_be_visible(timeout=TIMEOUT)
             expect(loaded).to_contain_text(expected[path.name])  # "stored as <content id>"
