@@ -69,24 +69,37 @@ def base_pool(base: DatasetEntry, selection: cache.Selection, depth: int) -> pd.
     return pool(base.dataset, [a.run for a in selection.alignments], int(depth))
 
 
+@dataclass(frozen=True)
+class LabelsRead:
+    """A dataset lineage's labels (:func:`ragmetrics.store.provenance.lineage_labels`) and when they were read
+    (``at``, :func:`time.monotonic`): a judge that ended after ``at`` may have stored labels they miss."""
+
+    labels: pd.DataFrame
+    at: float
+
+
+def read_labels(workspace: Workspace, dataset_id: str) -> LabelsRead:
+    """Read the lineage's labels now."""
+    at = time.monotonic()
+    return LabelsRead(workspace.lineage_labels(dataset_id), at)
+
+
 def assist(
     workspace: Workspace,
     ds: DatasetEntry,
     selection: cache.Selection,
     depth: int,
     view: ViewState,
-    labels: pd.DataFrame | None = None,
+    read: LabelsRead | None = None,
     follow: str | None = None,
-    read_at: float | None = None,
 ) -> Assist:
-    """Read the lineage's labels (unless the caller just read them: ``labels``, at ``read_at``) and the view's choices (the judge
-    shown: ``follow``, the judge this tab started, once it has labelled here; else the view's; the latest when the
-    view names none or one that did not label here; the sample plan)."""
+    """Read the lineage's labels (unless the caller just did: ``read``) and the view's choices (the judge shown:
+    ``follow``, the judge this tab started, once it has labelled here; else the view's; the latest when the view
+    names none or one that did not label here; the sample plan)."""
     base = workspace.family(ds.id)[0]
     pooled = base_pool(base, selection, depth)
-    if labels is None:
-        read_at = time.monotonic()
-        labels = workspace.lineage_labels(ds.id)
+    read = read or read_labels(workspace, ds.id)
+    labels = read.labels
     sources = assisted.judge_sources(labels)
     source = ""
     if sources:
@@ -96,7 +109,7 @@ def assist(
     human = assisted.human_labels(labels)
     return Assist(
         base, pooled, labels, human, source, assisted.judge_labels(labels, source), plan, order,
-        assisted.sample_of(order, pooled, human), time.monotonic() if read_at is None else read_at,
+        assisted.sample_of(order, pooled, human), read.at,
     )  # fmt: skip
 
 
@@ -463,11 +476,10 @@ def corrected_elsewhere(
     difference from it, corrected over Compare's ``family`` of the runs on every metric of ``family_specs``, and
     named by the family computed: :func:`dashboard.core.assisted.family_words`) numbers corrected by the human sample, in an expander titled with the badge; nothing when no
     judge labelled on the dataset's lineage. The judge shown and the plan are the view's (the Judge page's)."""
-    read_at = time.monotonic()
-    labels = workspace.lineage_labels(ds.id)
-    if not assisted.judge_sources(labels):
+    read = read_labels(workspace, ds.id)
+    if not assisted.judge_sources(read.labels):
         return
-    help_ = assist(workspace, ds, selection, depth, view, labels, read_at=read_at)
+    help_ = assist(workspace, ds, selection, depth, view, read)
     badge = assisted.badge(help_.human, help_.judge)
     sample = help_.sample
     with st.expander(f"{title(spec)} corrected by the human sample ({badge})"):
