@@ -34,6 +34,7 @@ __all__ = [
     "curve_range",
     "metric_row",
     "needed_frame",
+    "pair_sds",
     "pairs_table",
     "plan",
     "power_curve_frame",
@@ -103,13 +104,23 @@ def pairs_table(
 ) -> pd.DataFrame:
     """The run pairs of one metric: ``delta`` (a − b), p, ``significant``, the pair's SD, its smallest
     detectable difference ``mdd`` and ``queries_needed`` to detect the observed |delta|."""
-    part = pairs[pairs["metric"] == str(spec)].reset_index(drop=True)
+    part = _pairs_of(pairs, spec)
     out = part[["run_a", "run_b", "delta", "p_value", "p_value_corrected", "significant", "sd_difference"]].copy()
     out["mdd"] = [_mdd(sd, n_queries, alpha, power) for sd in part["sd_difference"]]
     out["queries_needed"] = pd.array(
         [queries_needed(d, sd, alpha, power) for d, sd in zip(part["delta"], part["sd_difference"])], dtype="Int64"
     )
     return out
+
+
+def _pairs_of(pairs: pd.DataFrame, spec: MetricSpec) -> pd.DataFrame:
+    return pairs[pairs["metric"] == str(spec)].reset_index(drop=True)
+
+
+def pair_sds(pairs: pd.DataFrame, spec: MetricSpec) -> tuple[float, ...]:
+    """The SDs of per-query differences of ``spec``'s run pairs, in :func:`pairs_table`'s order (what
+    :func:`power_curve_frame` draws)."""
+    return tuple(float(sd) for sd in _pairs_of(pairs, spec)["sd_difference"])
 
 
 def stage_of(n_queries: int) -> str:
@@ -284,7 +295,7 @@ TARGET_DELTAS = (0.01, 0.02, 0.03, 0.05, 0.1)
 """The differences :attr:`Plan.needed_table` always lists, beside the one asked for."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Plan:
     """Dataset power on one metric of a comparison, everything at the planning level ``alpha`` and ``power``.
 
@@ -292,7 +303,8 @@ class Plan:
     it; ``sd``: the median pair's SD of per-query differences; ``needed``: the queries that detect ``target``
     (None when it cannot be planned); ``rules``: :func:`rules_frame`; ``needed_table``: :func:`needed_frame` of
     :data:`TARGET_DELTAS` and ``target``; ``curve``: :func:`power_curve_frame` up to twice the queries (at least
-    1,000); ``figure``: :func:`power_figure` of it."""
+    1,000); ``figure``: :func:`power_figure` of it. A cached plan is shared by every page that reads it: read, never
+    changed."""
 
     pairs: pd.DataFrame
     metrics: pd.DataFrame

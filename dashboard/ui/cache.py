@@ -328,9 +328,7 @@ def power_plan(
     pairs = comparison(selection, baseline, specs, test, alpha, correction, segments=False)
     level = compare.planning_alpha(correction, alpha, pairs.family_size)
     n = power.queries_of(selection.alignments)
-    chosen = pairs.pairs[pairs.pairs["metric"] == str(spec)]
-    sds = tuple(float(s) for s in chosen["sd_difference"])
-    curve = power_curve_frame(sds, level, goal, power.curve_range(n))
+    curve = power_curve_frame(power.pair_sds(pairs.pairs, spec), level, goal, power.curve_range(n))
     return power.plan(pairs.pairs, spec, n, alpha=level, power=goal, target=target, curve=curve)
 
 

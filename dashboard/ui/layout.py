@@ -100,6 +100,7 @@ def page_setup(
     do not meet the qrels gets a red banner saying why (``health_banner``; the upload page shows it in its report).
     ``writes``: what the page stores ("Uploading"), said up front not to be offered on a read-only store (the
     page leaves out or disables its controls: :attr:`Workspace.read_only`)."""
+    state.begin_run()
     start = state.read_view_state(page)
     workspace = open_workspace(title)
     if start.fresh:

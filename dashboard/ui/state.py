@@ -134,13 +134,33 @@ def touch(key: str) -> None:
 
 
 def touched(key: str) -> bool:
-    """True when the user changed widget ``key`` since :func:`take_touched` last read it."""
+    """True when the user changed widget ``key`` since :func:`forget_touched` (an ``on_change`` of :func:`touch`)."""
     return bool(st.session_state.get(f"ragmetrics.touched.{key}"))
 
 
-def take_touched(key: str) -> bool:
-    """:func:`touched`, forgotten as it is read: a click recorded by a button's callback is taken by one run."""
-    return bool(st.session_state.pop(f"ragmetrics.touched.{key}", None))
+def forget_touched(key: str) -> None:
+    """Forget that the user changed widget ``key``."""
+    st.session_state.pop(f"ragmetrics.touched.{key}", None)
+
+
+_RUN = "ragmetrics.run"
+
+
+def begin_run() -> None:
+    """Count this session's page runs (:func:`dashboard.ui.layout.page_setup` calls it first): a click a button's
+    callback records belongs to the run that click starts."""
+    st.session_state[_RUN] = int(st.session_state.get(_RUN, 0)) + 1
+
+
+def record_click(key: str) -> None:
+    """A button's ``on_click``: remember that ``key`` was clicked (callbacks run before the run the click starts)."""
+    st.session_state[f"ragmetrics.clicked.{key}"] = int(st.session_state.get(_RUN, 0))
+
+
+def take_click(key: str) -> bool:
+    """True when a click on ``key`` started this run (:func:`record_click`), forgotten as it is read; a click an
+    earlier run recorded and never read (that run stopped before it drew the button) does not count."""
+    return st.session_state.pop(f"ragmetrics.clicked.{key}", None) == int(st.session_state.get(_RUN, 0)) - 1
 
 
 def widget_value(key: str, default: Any = None) -> Any:

@@ -197,7 +197,7 @@ def metric_set_picker(
     metric and K) until the user edits the set. Returns the valid specs (the picker is where typed names are read)
     and the entries that are no metric."""
     if force:  # a view from a link or a page switch: the set follows it again
-        state.take_touched(key)
+        state.forget_touched(key)
     own = state.touched(key)
     state.seed(key, [str(s) for s in chosen or default], force=force or (not chosen and not own))
     picked = st.multiselect(
@@ -275,9 +275,12 @@ def guarded_button(label: str, *, key: str, refused: str | None, **kwargs: Any) 
     """``st.button``, drawn disabled while ``refused`` says (in words) why it cannot act now; True when it was
     pressed. A click made while it could act can reach a run that finds it cannot (another tab, server or judge
     changed what it acts on meanwhile): a button drawn disabled returns False even when clicked, so the click is
-    recorded by its callback, and such a click says ``refused`` once instead of vanishing without a word."""
-    clicked = state.take_touched(key)
-    pressed = st.button(label, key=key, on_click=state.touch, args=(key,), disabled=refused is not None, **kwargs)
+    recorded by its callback (:func:`dashboard.ui.state.record_click`), and such a click says ``refused`` once
+    instead of vanishing without a word. ``kwargs`` go to ``st.button``, all but ``disabled`` and ``on_click``."""
+    clicked = state.take_click(key)
+    pressed = st.button(
+        label, key=key, on_click=state.record_click, args=(key,), disabled=refused is not None, **kwargs
+    )
     if clicked and not pressed and refused is not None:
         st.warning(refused, icon=":material/info:")
     return pressed

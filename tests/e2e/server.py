@@ -152,21 +152,24 @@ def wait_for_app(page, timeout: float = 60_000) -> None:  # type: ignore[no-unty
 
 
 def give_files(page, key: str, paths: str | Path | list[str | Path], *, tries: int = 3) -> None:  # type: ignore[no-untyped-def]
-    """Give ``paths`` to the file uploader with widget key ``key`` and wait until it lists each of them. A file given
-    while a rerun replaces the uploader's input is dropped by the browser (the uploader then lists nothing): it is
-    given again, up to ``tries`` times."""
+    """Give ``paths`` to the file uploader with widget key ``key`` and wait until it lists each of them. Files given
+    while a rerun replaces the uploader's input are dropped by the browser (the uploader then lists none of them):
+    they are given again, up to ``tries`` times; a listing that took some of them and not the others fails."""
     from playwright.sync_api import expect
 
     files = [Path(p) for p in (paths if isinstance(paths, list) else [paths])]
     box = page.locator(f".st-key-{key.replace('.', '-')}")
+    chips = box.get_by_test_id("stFileChipName")
+    listed_before = chips.count()
     for attempt in range(tries):
         box.get_by_test_id("stFileUploaderDropzoneInput").set_input_files([str(f) for f in files])
         try:
             for f in files:
-                expect(box.get_by_test_id("stFileChipName").filter(has_text=f.name).first).to_be_visible(timeout=10_000)
+                expect(chips.filter(has_text=f.name).first).to_be_visible(timeout=10_000)
             return
         except AssertionError:
-            if attempt == tries - 1:
+            # given again only when the uploader took none of them: files it took would be listed twice
+            if attempt == tries - 1 or chips.count() > listed_before:
                 raise
             wait_for_app(page)
 
