@@ -1,8 +1,8 @@
 """Compare: is a run better than the baseline, or is that noise? And "what if we went hybrid?" (fusion).
 
 Per metric at K: mean with 95% CI, delta against the baseline with its CI, paired p-value, Holm-corrected p,
-a significance mark and win/tie/loss counts (``ragmetrics.analysis.compare``). Selecting another row shows that run
-and metric query by query, a section computed and drawn only while it is on: the queries behind its wins and losses,
+a significance mark and win/tie/loss counts (``ragmetrics.analysis.compare``). Selecting a row shows query by query
+(another row: that run and metric), a section computed and drawn only while it is on: the queries behind its wins and losses,
 sorted deltas, baseline-versus-run scatter, one query's two rankings side by side, and the same comparison per
 category and difficulty. Fusion adds a fused run to the workspace, so every page sees it, and downloads it as a
 TREC file.
@@ -99,7 +99,8 @@ if page.dataset is not None and len(page.alignments) >= 2:
         f"({comparison.interval_method}), the p-value of the paired test "
         f"({cmp.test_title(test)}) and the corrected one: {cmp.family_text(comparison)}, as on the Overview and "
         f"Dataset power (the table shows the baseline's pairs). ▲/▼: corrected p < {alpha:g}. W / T / L: queries the run wins, ties and loses. "
-        "**Select another row**, or turn on *query by query* below, to see its queries."
+        "**Select a row**, or turn on *query by query* below, to see its queries (another row: that run's and "
+        "metric's)."
         + (
             f" *If judged*: the worst and best over every way of judging the unjudged documents in each run's top "
             f"{depth} (a Δ's ends count a document both runs retrieved at both ends, so they may be wider than any "
@@ -135,6 +136,8 @@ if page.dataset is not None and len(page.alignments) >= 2:
         height=38 + 35 * max(len(display), 1),
     )
     rows = list(getattr(getattr(event, "selection", None), "rows", []) or [])
+    # the table's key names its focus row, selected by default: any other selection is the user's click
+    clicked = rows != ([focus_row] if focus_row is not None else [])
     if rows and rows[0] < len(table):
         picked_metric, picked_run = str(table["metric"].iloc[rows[0]]), str(table["run"].iloc[rows[0]])
         picked_id = next((rid for rid, name in others.items() if name == picked_run), None)
@@ -149,6 +152,11 @@ if page.dataset is not None and len(page.alignments) >= 2:
             moved = view.with_(metric=picked_spec.name, k=picked_spec.k or view.k) if shown else view
             # the compared set stays as it is, and so does its correction's family; a pick shows its queries
             layout.rerun_with(moved.with_(focus_run=picked_id, metrics=tuple(specs), charts=True))
+    # a click that moves nothing (the focus row again, a baseline's row, a row the sidebar cannot name) shows the
+    # focused run's queries; once per click, so the switch can still be turned off
+    new_selection = state.changed("compare.table.rows", (table_key, tuple(rows)))
+    if clicked and new_selection and not view.charts:
+        layout.rerun_with(view.with_(charts=True))
 
     deltas = cmp.against_baseline(table, base.name)
     layout.show_figure(
@@ -183,7 +191,8 @@ if page.dataset is not None and len(page.alignments) >= 2:
         "compare.by_query",
         view,
         force=page.fresh,
-        help="Selecting another row of the table above turns this on for that row. Computed and drawn only while on: "
+        help="Selecting a row of the table above turns this on (another row: for that row). Computed and drawn only "
+        "while on: "
         "the queries behind the wins, ties and losses, one query's two rankings side by side, the comparison "
         "within each category and difficulty.",
     )

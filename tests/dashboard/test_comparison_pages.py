@@ -120,6 +120,28 @@ def test_selecting_a_row_focuses_its_run_and_metric(faq_ids) -> None:
     assert any("hybrid-rrf" in m.value.replace("\\", "") and "nDCG@5" in m.value for m in at.markdown)
 
 
+def test_a_click_that_moves_no_focus_still_shows_the_focused_run_s_queries(faq_ids) -> None:
+    """Was: the focus row clicked again (which deselects it) or a baseline's row left query by query off, though the
+    page says to select a row to see the queries."""
+    at = open_page("compare")
+    key = next(d.key for d in at.dataframe if d.key and d.key.startswith("compare.table."))
+    focus = at.selectbox(key="compare.run").value
+    assert not at.toggle(key="compare.by_query").value
+    at.session_state[key] = {"selection": {"rows": [], "columns": [], "cells": []}}  # the focus row clicked again
+    at.run()
+    no_problems(at)
+    assert at.toggle(key="compare.by_query").value and param(at, "cv") == "1"
+    assert at.selectbox(key="compare.run").value == focus  # nothing moved
+    at.toggle(key="compare.by_query").set_value(False).run()
+    assert not at.toggle(key="compare.by_query").value and param(at, "cv") is None  # it can be turned off again
+    table = _table(at, "Δ vs baseline")
+    baseline = int(table.index[table["Δ vs baseline"].astype(str).str.strip().isin(["", "—", "baseline"])][0])
+    at.session_state[key] = {"selection": {"rows": [baseline], "columns": [], "cells": []}}  # a baseline's row
+    at.run()
+    no_problems(at)
+    assert at.toggle(key="compare.by_query").value and at.selectbox(key="compare.run").value == focus
+
+
 def test_selecting_a_row_keeps_the_compared_set_and_its_family(faq_ids) -> None:
     """Was: with the default set, picking nDCG@5 changed the sidebar's metric and with it the set (18 rows to 15,
     Holm over 12 comparisons to 10)."""
