@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -159,17 +160,20 @@ def give_files(page, key: str, paths: str | Path | list[str | Path], *, tries: i
 
     files = [Path(p) for p in (paths if isinstance(paths, list) else [paths])]
     box = page.locator(f".st-key-{key.replace('.', '-')}")
-    chips = box.get_by_test_id("stFileChipName")
-    listed_before = chips.count()
+    # a listed file's remove button names it whole (the chip's text shortens a long name in its middle)
+    listed = box.get_by_role("button", name=re.compile(r"^Remove "))
+    listed_before = listed.count()
     for attempt in range(tries):
         box.get_by_test_id("stFileUploaderDropzoneInput").set_input_files([str(f) for f in files])
         try:
             for f in files:
-                expect(chips.filter(has_text=f.name).first).to_be_visible(timeout=10_000)
+                expect(box.get_by_role("button", name=f"Remove {f.name}", exact=True).first).to_be_visible(
+                    timeout=10_000
+                )
             return
         except AssertionError:
             # given again only when the uploader took none of them: files it took would be listed twice
-            if attempt == tries - 1 or chips.count() > listed_before:
+            if attempt == tries - 1 or listed.count() > listed_before:
                 raise
             wait_for_app(page)
 
