@@ -16,9 +16,22 @@ from dashboard.ui import cache, layout, state
 
 
 def fusion_panel(page: layout.Page, ds: DatasetEntry, view: ViewState) -> None:
-    """Draw the panel for the runs of ``ds``; adding the fused run reruns the page with it selected."""
+    """Draw the panel for the runs of ``ds``, folded: its controls and preview are computed and sent only while it
+    is open (a rerun when it opens or folds); adding the fused run reruns the page with it selected."""
     st.divider()
     st.subheader("What if we went hybrid? Fuse runs")
+    section = st.expander(
+        "Fuse runs (RRF, CombSUM, CombMNZ) and preview the fused run against its inputs",
+        key="compare.fuse.open",
+        on_change="rerun",
+        icon=":material/call_merge:",
+    )
+    if section.open:
+        with section:
+            _fuse(page, ds, view)
+
+
+def _fuse(page: layout.Page, ds: DatasetEntry, view: ViewState) -> None:
     stored = page.workspace.runs(ds.id)
     fusable = {r.id: r.name for r in stored}
     if len(fusable) < 2:

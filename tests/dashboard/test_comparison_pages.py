@@ -320,8 +320,20 @@ def test_a_pages_folded_section_opens_as_that_page_was_left(faq_ids) -> None:
     assert curve_data_sent(at)  # the Overview's, as it was left: open
 
 
+def _open_fusion(at: AppTest) -> AppTest:
+    """Fusion is folded as Compare opens: nothing fused, no control sent; a click on its label opens it."""
+    assert not at.expander(key="compare.fuse.open").proto.expanded
+    assert not [w for w in at.multiselect if w.key == "compare.fuse.runs"] and not _fusion_preview_sent(at)
+    at.session_state["compare.fuse.open"] = True  # what a click on its label does (a rerun)
+    return at.run()
+
+
+def _fusion_preview_sent(at: AppTest) -> bool:
+    return any("role" in d.value.columns for d in at.dataframe)
+
+
 def test_fusion_adds_a_run_every_page_sees(own_store, faq_ids) -> None:
-    at = open_page("compare")
+    at = _open_fusion(open_page("compare"))
     no_problems(at)
     assert at.multiselect(key="compare.fuse.runs").value == [faq_ids["bm25"], faq_ids["dense-e5"]]
     preview = _table(at, "role")
@@ -342,7 +354,7 @@ def test_fusion_adds_a_run_every_page_sees(own_store, faq_ids) -> None:
 
 
 def test_fusion_settings(own_store, faq_ids) -> None:
-    at = open_page("compare")
+    at = _open_fusion(open_page("compare"))
     at.selectbox(key="compare.fuse.method").set_value("combmnz").run()
     at.selectbox(key="compare.fuse.norm").set_value("zscore").run()
     at.number_input(key=f"compare.fuse.w.{faq_ids['bm25']}").set_value(0.5).run()
@@ -511,7 +523,7 @@ def test_a_fused_run_with_spaces_in_its_ids_offers_no_trec_file_and_says_why(own
         workspace.add_run(
             entry.id, Run.from_frame(pd.DataFrame(rows, columns=["query_id", "doc_id", "score"]), name=name)
         )
-    at = open_page("compare", {"ds": entry.id}, timeout=120)
+    at = _open_fusion(open_page("compare", {"ds": entry.id}, timeout=120))
     no_problems(at)
     [button] = [b for b in at.get("download_button") if b.proto.label == "Download TREC run"]
     assert button.proto.disabled
