@@ -28,7 +28,7 @@ view = page.state
 
 if page.dataset is not None and len(page.alignments) == 1:
     st.info(
-        "Pick at least two runs in the sidebar to compare them, or fuse runs into a new one below.",
+        "Pick at least two runs in the sidebar to compare them, or fuse runs into a new one below (open “Fuse runs”).",
         icon=":material/info:",
     )
 
@@ -117,7 +117,9 @@ if page.dataset is not None and len(page.alignments) >= 2:
     display = cmp.comparison_display(table, base.name, comparison.correction)
     focus = by_id[focus_id]
     focus_row = cmp.row_of(table, spec, focus.name)
-    table_key = f"compare.table.{base_id}.{focus_id}.{spec}.{test}.{alpha}.{correction}.{len(specs)}.{bounds}.{depth}"
+    # keyed on what its rows are: a stored selection never names the row of another run or metric
+    rows_of = state.digest((selection.run_ids, tuple(map(str, specs))))
+    table_key = f"compare.table.{base_id}.{focus_id}.{spec}.{test}.{alpha}.{correction}.{rows_of}.{bounds}.{depth}"
     event = layout.show_table(
         table,
         key=table_key,
@@ -136,25 +138,24 @@ if page.dataset is not None and len(page.alignments) >= 2:
         height=38 + 35 * max(len(display), 1),
     )
     rows = list(getattr(getattr(event, "selection", None), "rows", []) or [])
-    # the table's key names its focus row, selected by default: any other selection is the user's click
+    # the table's key names its focus row, selected by default: any other selection is the user's click, followed
+    # once (the same selection seen again, after a rerun this page asked for, is not a click)
     clicked = rows != ([focus_row] if focus_row is not None else [])
+    new_selection = state.changed("compare.table.rows", (table_key, tuple(rows)))
     if rows and rows[0] < len(table):
         picked_metric, picked_run = str(table["metric"].iloc[rows[0]]), str(table["run"].iloc[rows[0]])
         picked_id = next((rid for rid, name in others.items() if name == picked_run), None)
-        picked = (table_key, rows[0], picked_metric, picked_run)
         picked_spec = next(s for s in specs if str(s) == picked_metric)
         # the sidebar cannot name every compared metric (mrr without a cut-off, bpref, K above its range): such a
-        # pick focuses its run on the sidebar's metric; and a pick is followed once, so no view can select the
-        # same row again and rerun forever
+        # pick focuses its run on the sidebar's metric
         shown = sidebar_names(picked_spec, view.k)
         followable = picked_id is not None and ((shown and picked_spec != spec) or picked_id != focus_id)
-        if followable and state.changed("compare.table.pick", picked):
+        if followable and clicked and new_selection:
             moved = view.with_(metric=picked_spec.name, k=picked_spec.k or view.k) if shown else view
             # the compared set stays as it is, and so does its correction's family; a pick shows its queries
             layout.rerun_with(moved.with_(focus_run=picked_id, metrics=tuple(specs), charts=True))
     # a click that moves nothing (the focus row again, a baseline's row, a row the sidebar cannot name) shows the
     # focused run's queries; once per click, so the switch can still be turned off
-    new_selection = state.changed("compare.table.rows", (table_key, tuple(rows)))
     if clicked and new_selection and not view.charts:
         layout.rerun_with(view.with_(charts=True))
 

@@ -120,6 +120,28 @@ def test_selecting_a_row_focuses_its_run_and_metric(faq_ids) -> None:
     assert any("hybrid-rrf" in m.value.replace("\\", "") and "nDCG@5" in m.value for m in at.markdown)
 
 
+def test_a_row_picked_again_after_the_focus_moved_back_is_followed(faq_ids) -> None:
+    """Was: the pick was remembered as followed, so after the run picker moved the focus back, picking the same row
+    again did nothing."""
+
+    def pick(at: AppTest, run: str) -> None:
+        key = next(d.key for d in at.dataframe if d.key and d.key.startswith("compare.table."))
+        table = _table(at, "Δ vs baseline")
+        row = int(table.index[(table["metric"] == "Recall@5") & (table["run"] == run)][0])
+        at.session_state[key] = {"selection": {"rows": [row], "columns": [], "cells": []}}
+        at.run()
+        no_problems(at)
+
+    at = open_page("compare")
+    first = at.selectbox(key="compare.run").value
+    pick(at, "hybrid-rrf")
+    assert at.selectbox(key="compare.run").value == faq_ids["hybrid-rrf"]
+    at.selectbox(key="compare.run").set_value(first).run()
+    assert at.selectbox(key="compare.run").value == first
+    pick(at, "hybrid-rrf")
+    assert at.selectbox(key="compare.run").value == faq_ids["hybrid-rrf"] and param(at, "fr") == faq_ids["hybrid-rrf"]
+
+
 def test_a_click_that_moves_no_focus_still_shows_the_focused_run_s_queries(faq_ids) -> None:
     """Was: the focus row clicked again (which deselects it) or a baseline's row left query by query off, though the
     page says to select a row to see the queries."""

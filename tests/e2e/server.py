@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import socket
 import subprocess
@@ -152,30 +151,30 @@ def wait_for_app(page, timeout: float = 60_000) -> None:  # type: ignore[no-unty
     )
 
 
-def give_files(page, key: str, paths: str | Path | list[str | Path], *, tries: int = 3) -> None:  # type: ignore[no-untyped-def]
-    """Give ``paths`` to the file uploader with widget key ``key`` and wait until it lists each of them. Files given
-    while a rerun replaces the uploader's input are dropped by the browser (the uploader then lists none of them):
-    they are given again, up to ``tries`` times; a listing that took some of them and not the others fails."""
+def give_files(
+    page, key: str, paths: str | Path | list[str | Path], *, tries: int = 3, timeout: float = 60_000
+) -> None:  # type: ignore[no-untyped-def]
+    """Give ``paths`` to the file uploader with widget key ``key`` and wait until each is uploaded. Files given while
+    a rerun replaces the uploader's input are dropped by the browser (the uploader then lists none of them): they
+    are given again, up to ``tries`` times; a listing that took some of them and not the others fails."""
     from playwright.sync_api import expect
 
     files = [Path(p) for p in (paths if isinstance(paths, list) else [paths])]
     box = page.locator(f".st-key-{key.replace('.', '-')}")
-    # a listed file's remove button names it whole (the chip's text shortens a long name in its middle)
-    listed = box.get_by_role("button", name=re.compile(r"^Remove "))
-    listed_before = listed.count()
+    chips = box.get_by_test_id("stFileChip")  # one per file listed, uploading or uploaded
+    before = chips.count()
     for attempt in range(tries):
         box.get_by_test_id("stFileUploaderDropzoneInput").set_input_files([str(f) for f in files])
         try:
-            for f in files:
-                expect(box.get_by_role("button", name=f"Remove {f.name}", exact=True).first).to_be_visible(
-                    timeout=10_000
-                )
-            return
+            expect(chips).to_have_count(before + len(files), timeout=10_000)
+            break
         except AssertionError:
             # given again only when the uploader took none of them: files it took would be listed twice
-            if attempt == tries - 1 or listed.count() > listed_before:
+            if attempt == tries - 1 or chips.count() > before:
                 raise
             wait_for_app(page)
+    for f in files:  # uploaded: its button says Remove (Cancel upload while it uploads), naming it whole
+        expect(box.get_by_role("button", name=f"Remove {f.name}", exact=True).first).to_be_visible(timeout=timeout)
 
 
 def open_curves(page, timeout: float = 60_000) -> None:  # type: ignore[no-untyped-def]
