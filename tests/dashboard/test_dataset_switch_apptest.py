@@ -89,6 +89,8 @@ def test_names_from_files_are_shown_as_text_in_headings_and_labels(own_store) ->
     heading = next(s.value for s in at.get("subheader") if s.value.startswith("Dataset “"))
     assert "\\[click\\]" in heading and "\\$" in heading
     at = open_page("compare", {"ds": entry.id}, timeout=120)
+    at.session_state["compare.fuse.open"] = True  # fusion opened (folded as the page opens)
+    at.run()
     no_problems(at)
     labels = [n.label for n in at.number_input if n.label.startswith("weight")]
     assert labels and all("\\[click\\]" in label and "\\$" in label for label in labels), labels
