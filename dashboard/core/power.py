@@ -299,13 +299,14 @@ TARGET_DELTAS = (0.01, 0.02, 0.03, 0.05, 0.1)
 class Plan:
     """Dataset power on one metric of a comparison, everything at the planning level ``alpha`` and ``power``.
 
-    ``pairs``: :func:`pairs_table` of the metric; ``metrics``: :func:`power_table`; ``here``: the metric's row of
+    ``n_queries``: the queries every run was evaluated on; ``pairs``: :func:`pairs_table` of the metric; ``metrics``: :func:`power_table`; ``here``: the metric's row of
     it; ``sd``: the median pair's SD of per-query differences; ``needed``: the queries that detect ``target``
     (None when it cannot be planned); ``rules``: :func:`rules_frame`; ``needed_table``: :func:`needed_frame` of
     :data:`TARGET_DELTAS` and ``target``; ``curve``: :func:`power_curve_frame` up to twice the queries (at least
     1,000); ``figure``: :func:`power_figure` of it. A cached plan is shared by every page that reads it: read, never
     changed."""
 
+    n_queries: int
     pairs: pd.DataFrame
     metrics: pd.DataFrame
     here: pd.Series
@@ -339,8 +340,9 @@ def plan(
     sd = typical_sd(chosen["sd_difference"])
     metrics = power_table(pairs, n_queries, alpha=alpha, power=power)
     if curve is None:
-        curve = power_curve_frame(list(chosen["sd_difference"]), alpha=alpha, power=power, n_max=curve_range(n_queries))
+        curve = power_curve_frame(list(pair_sds(pairs, spec)), alpha=alpha, power=power, n_max=curve_range(n_queries))
     return Plan(
+        n_queries=n_queries,
         pairs=chosen,
         metrics=metrics,
         here=metric_row(metrics, spec),

@@ -35,7 +35,6 @@ if page.dataset is not None and len(page.alignments) >= 2:
         cmp.default_baseline(selection.run_ids, view.baseline, cache.meaningless_runs(selection))
         or selection.run_ids[0]
     )
-    n = power_mod.queries_of(page.alignments)
 
     c1, c2, c3, c4, c5 = st.columns(5)
     with c1:
@@ -75,7 +74,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
     with st.spinner(f"Testing every run pair ({test_title(test)})…"):
         comparison = cache.comparison(selection, names[base_id], specs, test, alpha, correction, segments=False)
     planned = cache.power_plan(selection, names[base_id], specs, spec, test, alpha, correction, power, target)
-    sd, needed, here = planned.sd, planned.needed, planned.here
+    n, sd, needed, here = planned.n_queries, planned.sd, planned.needed, planned.here
     family = cmp.family_text(comparison)
     family_short = cmp.family_words(comparison.correction, comparison.family_size)
     planned_at = cmp.planning_words(correction, alpha, comparison.family_size)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -152,15 +153,26 @@ def wait_for_app(page, timeout: float = 60_000) -> None:  # type: ignore[no-unty
 
 
 def give_files(
-    page, key: str, paths: str | Path | list[str | Path], *, tries: int = 3, timeout: float = 60_000
+    page,
+    key: str,
+    paths: str | Path | list[str | Path],
+    *,
+    tries: int = 3,
+    timeout: float = 60_000,
+    replace: bool = False,
 ) -> None:  # type: ignore[no-untyped-def]
-    """Give ``paths`` to the file uploader with widget key ``key`` and wait until each is uploaded. Files given while
-    a rerun replaces the uploader's input are dropped by the browser (the uploader then lists none of them): they
-    are given again, up to ``tries`` times; a listing that took some of them and not the others fails."""
+    """Give ``paths`` to the file uploader with widget key ``key`` and wait until each is uploaded; ``replace``: take
+    out the files it lists first. Files given while a rerun replaces the uploader's input are dropped by the browser
+    (the uploader then lists none of them): they are given again, up to ``tries`` times; a listing that took some of
+    them and not the others fails."""
     from playwright.sync_api import expect
 
     files = [Path(p) for p in (paths if isinstance(paths, list) else [paths])]
     box = page.locator(f".st-key-{key.replace('.', '-')}")
+    remove = box.get_by_role("button", name=re.compile(r"^Remove "))
+    while replace and remove.count():
+        remove.first.click()
+        wait_for_app(page)
     chips = box.get_by_test_id("stFileChip")  # one per file listed, uploading or uploaded
     before = chips.count()
     for attempt in range(tries):

@@ -31,12 +31,7 @@ PATTERN = r"(?P<doc>.+)_C\d+$"
 
 def _upload(page: Page, key: str, path: Path, *, loaded: bool = True) -> None:
     """Upload one file into the uploader ``key``; wait for it to be loaded (or, ``loaded=False``, refused)."""
-    box = page.locator(f".st-key-{key.replace('.', '-')}")
-    remove = box.get_by_role("button", name=re.compile(r"^Remove "))
-    while remove.count():  # one file per upload here
-        remove.first.click()
-        wait_for_app(page)
-    give_files(page, key, path)
+    give_files(page, key, path, replace=True)  # one file per upload here
     outcome = "stAlertContentSuccess" if loaded else "stAlertContentError"
     expect(page.get_by_test_id(outcome).filter(has_text=path.name)).to_be_visible(timeout=TIMEOUT)
     wait_for_app(page)
