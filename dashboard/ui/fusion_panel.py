@@ -14,15 +14,21 @@ from dashboard.core.text import md_escape
 from dashboard.data.workspace import DatasetEntry
 from dashboard.ui import cache, layout, state
 
+OPEN = "compare.fuse.open"
+KEPT = (OPEN, "compare.fuse.runs", "compare.fuse.method", "compare.fuse.k", "compare.fuse.norm", "compare.fuse.name")
+WEIGHT = "compare.fuse.w."  # one weight a run, keyed by the run's id
+
 
 def fusion_panel(page: layout.Page, ds: DatasetEntry, view: ViewState) -> None:
     """Draw the panel for the runs of ``ds``, folded: its controls and preview are computed and sent only while it
     is open (a rerun when it opens or folds); adding the fused run reruns the page with it selected."""
     st.divider()
     st.subheader("What if we went hybrid? Fuse runs")
+    # the section and its settings stay as the user left them while it is folded or another page is open
+    state.keep([*KEPT, *(k for k in st.session_state if str(k).startswith(WEIGHT))])
     section = st.expander(
         "Fuse runs (RRF, CombSUM, CombMNZ) and preview the fused run against its inputs",
-        key="compare.fuse.open",
+        key=OPEN,
         on_change="rerun",
         icon=":material/call_merge:",
     )
@@ -59,12 +65,12 @@ def _fuse(page: layout.Page, ds: DatasetEntry, view: ViewState) -> None:
                 key="compare.fuse.method",
             )
         with c3:
+            state.seed("compare.fuse.k", 60)
             rrf_k = int(
                 st.number_input(
                     "k",
                     min_value=0,
                     max_value=1000,
-                    value=60,
                     step=10,
                     key="compare.fuse.k",
                     disabled=method != "rrf",
@@ -85,15 +91,15 @@ def _fuse(page: layout.Page, ds: DatasetEntry, view: ViewState) -> None:
             wcols = st.columns(max(len(chosen_ids), 4))
             for i, rid in enumerate(chosen_ids):
                 with wcols[i % len(wcols)]:
+                    state.seed(WEIGHT + rid, 1.0)
                     weights.append(
                         float(
                             st.number_input(
                                 f"weight · {md_escape(fusable[rid])}",
                                 min_value=0.0,
                                 max_value=10.0,
-                                value=1.0,
                                 step=0.1,
-                                key=f"compare.fuse.w.{rid}",
+                                key=WEIGHT + rid,
                             )
                         )
                     )

@@ -10,7 +10,7 @@ left) the view overwrites whatever the widget held before.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,8 +148,28 @@ _RUN = "ragmetrics.run"
 
 def begin_run() -> None:
     """Count this session's page runs (:func:`dashboard.ui.layout.page_setup` calls it first): a click a button's
-    callback records belongs to the run that click starts."""
+    callback records belongs to the run that click starts. The widgets' values :func:`keep` names are kept again."""
     st.session_state[_RUN] = int(st.session_state.get(_RUN, 0)) + 1
+    _set_again(st.session_state.get(_KEPT, ()))
+
+
+_KEPT = "ragmetrics.kept"
+
+
+def keep(keys: Iterable[str]) -> None:
+    """Keep the values of widgets ``keys`` for the session, through runs that do not draw them (a folded section,
+    another page). Streamlit forgets a widget's value at the end of a run that did not draw it, unless the script
+    set that value in the run: every run sets the kept values again (:func:`begin_run`). Only for widgets whose
+    value a script may set (not buttons), given their starting value by :func:`seed` rather than ``value=``."""
+    kept = st.session_state.setdefault(_KEPT, set())
+    kept.update(keys)
+    _set_again(keys)
+
+
+def _set_again(keys: Iterable[str]) -> None:
+    for key in keys:
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
 
 
 def record_click(key: str) -> None:

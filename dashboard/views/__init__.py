@@ -46,8 +46,8 @@ VIEWS: tuple[View, ...] = (
         ":material/compare_arrows:",
         "Results",
         unlinked={
-            "compare.fuse.": "the fusion section (a link opens it folded, as the page does) and the settings of a fused "
-            "run to add; once added, the fused run is in the link",
+            "compare.fuse.": "the fusion section and the settings of a fused run to add, kept for the session (a link "
+            "opens the section folded, as the page does); once added, the fused run is in the link",
             "compare.text.": "the text of a ranking's top documents: a link opens it folded, as the page does",
         },
     ),

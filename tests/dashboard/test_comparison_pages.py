@@ -376,7 +376,9 @@ def test_fusion_adds_a_run_every_page_sees(own_store, faq_ids) -> None:
 
 
 def test_fusion_settings(own_store, faq_ids) -> None:
-    at = _open_fusion(open_page("compare"))
+    at = open_app()
+    at.switch_page("views/compare.py").run()
+    _open_fusion(at)
     at.selectbox(key="compare.fuse.method").set_value("combmnz").run()
     at.selectbox(key="compare.fuse.norm").set_value("zscore").run()
     at.number_input(key=f"compare.fuse.w.{faq_ids['bm25']}").set_value(0.5).run()
@@ -385,6 +387,22 @@ def test_fusion_settings(own_store, faq_ids) -> None:
     at.text_input(key="compare.fuse.name").input("my-hybrid").run()
     no_problems(at)
     assert _table(at, "role")["run"].iloc[2] == "my-hybrid"
+    # folded and opened again, or left for another page and back, the settings are as the user left them
+    at.session_state["compare.fuse.open"] = False
+    at.run()
+    assert not [w for w in at.selectbox if w.key == "compare.fuse.method"] and not _fusion_preview_sent(at)
+    at.switch_page("views/overview.py").run()
+    at.switch_page("views/compare.py").run()
+    no_problems(at)
+    _open_fusion(at)
+    no_problems(at)
+    assert at.selectbox(key="compare.fuse.method").value == "combmnz"
+    assert at.selectbox(key="compare.fuse.norm").value == "zscore"
+    assert at.number_input(key=f"compare.fuse.w.{faq_ids['bm25']}").value == 0.5
+    assert _table(at, "role")["run"].iloc[2] == "my-hybrid"
+    at.switch_page("views/overview.py").run()
+    at.switch_page("views/compare.py").run()
+    assert at.expander(key="compare.fuse.open").proto.expanded and _fusion_preview_sent(at)  # open, as it was left
 
 
 def test_power_page_shows_discriminative_power_and_queries_needed(faq, faq_ids) -> None:
