@@ -262,6 +262,14 @@ def test_push_declares_the_datasets_targets_and_refuses_ones_that_do_not_read(tm
     done = cli("push", "--store", url, "--dataset", QRELS, "--run", BM25, "--dataset-targets", "ndcg@10>0.6")
     assert done.returncode == 0, done.stderr
     assert Store(url).list_datasets()["targets"].tolist() == ["ndcg@10>0.6"]
+    # pushed again with other targets and another name: the stored dataset keeps its own, and the push says so
+    again = cli("push", "--store", url, "--dataset", QRELS, "--run", BM25, "--dataset-targets", "faq", "--name", "x")
+    assert again.returncode == 0, again.stderr
+    assert Store(url).list_datasets()[["name", "targets"]].values.tolist() == [["qrels", "ndcg@10>0.6"]]
+    assert "with the targets 'ndcg@10>0.6': it keeps them (--dataset-targets 'faq' not stored)" in again.stderr
+    assert "was stored before as 'qrels': it keeps that name" in again.stderr
+    same = cli("push", "--store", url, "--dataset", QRELS, "--run", BM25, "--dataset-targets", "ndcg@10>0.6")
+    assert same.returncode == 0 and "note: dataset" not in same.stderr
 
 
 def test_push_names_the_dataset_as_asked(tmp_path):

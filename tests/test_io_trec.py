@@ -307,6 +307,8 @@ def test_run_round_trip(tmp_path: Path) -> None:
         pd.testing.assert_frame_equal(a[key + ["score"]], b[key + ["score"]])  # scores exact
     with gzip.open(tmp_path / "rt.trec.gz", "rt") as handle:
         assert handle.readline().endswith(" rt\n")
+    # the header names no file: a command writes under a temporary name, then renames (it would keep that name)
+    assert (tmp_path / "rt.trec.gz").read_bytes()[3] & 0x08 == 0  # FLG.FNAME unset
 
 
 def test_qrels_round_trip(tmp_path: Path) -> None:

@@ -372,6 +372,26 @@ def test_the_command_prints_the_summary_and_exits_1_when_queries_failed(tmp_path
     code = main(["retrieve", *data, "--retriever", "bm25", "--header", "nocolon", "-o", "n.trec"], out=out, err=err)
     assert code == 2 and "'Name: value'" in err.getvalue()
 
+    # the run and its metadata never replace an input or each other, and nothing is called or written first
+    qrels = Path(data[1])
+    before = qrels.read_bytes()
+    for outputs, said in (
+        (["-o", str(qrels)], f"--output {qrels}: is also read as --dataset; writing it would destroy that input"),
+        (["-o", "m.trec", "--meta-out", str(qrels)], f"--meta-out {qrels}: is also read as --dataset"),
+        (["-o", "b.trec", "--meta-out", "b.trec"], "--meta-out b.trec: is also written as --output; one would replace"),
+    ):
+        out, err = io.StringIO(), io.StringIO()
+        code = main(["retrieve", *data, "--retriever", "toy_retrievers_for_test:make", *outputs, *cache], out, err)
+        assert code == 2 and said in err.getvalue() and err.getvalue().count("\n") == 1, err.getvalue()
+    assert qrels.read_bytes() == before and json.loads((tmp_path / "b.json").read_text())["failed"]  # as it was
+    # a timeout that is no number of seconds is refused before any call: the metadata beside the run stays whole
+    for timeout in ("nan", "inf", "-1"):
+        out, err = io.StringIO(), io.StringIO()
+        argv = ["retrieve", *data, "--retriever", "toy_retrievers_for_test:broken", "-o", "b.trec", "--meta-out",
+                "b.json", "--timeout", timeout, *cache]  # fmt: skip
+        assert main(argv, out, err) == 2 and "timeout must be a finite number of seconds above 0" in err.getvalue()
+    assert json.loads((tmp_path / "b.json").read_text())["failed"][0]["query_id"] == "q2"
+
 
 def test_eval_imports_none_of_the_retrieval_packages():
     root = Path(__file__).parent / "data" / "scifact"

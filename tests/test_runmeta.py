@@ -147,6 +147,11 @@ def test_tag_parsing_and_the_ir_metadata_sections():
     assert parse_tag_lines("commit=1\n\nbranch=dev\n") == {"commit": "1", "branch": "dev"}
     with pytest.raises(RagMetricsError, match="line 2"):
         parse_tag_lines("commit=1\nnope")
+    # the timeline orders runs by their date: one it cannot place is refused where it is given, not skipped later
+    assert parse_tags(["date=2025-03-01", "date=2025-03-01T12:00:00Z"]) == {"date": "2025-03-01T12:00:00Z"}
+    for bad in ("2025-13-01", "yesterday"):
+        with pytest.raises(RagMetricsError, match=f"tag 'date' is not an ISO 8601 date: '{bad}'"):
+            parse_tags([f"date={bad}"])
     tags = retriever_tags({"retriever": {"kind": "http", "url": "http://x/search", "headers": None}, "k": 5,
                            "latency": {"p50_ms": 1.5, "p95_ms": 9.0, "max_ms": None}, "counts": {"failed": 2}})  # fmt: skip
     assert tags == {"retriever.kind": "http", "retriever.url": "http://x/search", "top_k": "5",

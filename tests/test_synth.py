@@ -224,6 +224,17 @@ def test_cli_synth_from_a_folder_and_from_jsonl(tmp_path):
     assert main(["synth", str(jsonl), "-o", str(target), "--categories", "procedural=3"], out, err) == 2
     assert "need a model" in err.getvalue()
 
+    # its outputs never replace its corpus or each other (an error before anything is written)
+    before = jsonl.read_bytes()
+    err = io.StringIO()
+    assert main(["synth", str(jsonl), "-o", str(jsonl), "--n", "4", "--no-retrieval-check"], out, err) == 2
+    assert f"--output {jsonl}: is also read as --corpus; writing it would destroy that input" in err.getvalue()
+    assert jsonl.read_bytes() == before
+    err, both = io.StringIO(), tmp_path / "both.jsonl"
+    argv = ["synth", str(folder), "-o", str(both), "--chunker", "words:60:10", "--chunks-out", str(both), "--n", "2"]
+    assert main(argv, out, err) == 2 and not both.exists()
+    assert f"--chunks-out {both}: is also written as --output; one would replace the other" in err.getvalue()
+
 
 @pytest.mark.parametrize(
     ("make", "extra", "message"),

@@ -52,6 +52,21 @@ def output_path(args: argparse.Namespace, path: str, option: str) -> str:
     return path
 
 
+def output_paths(args: argparse.Namespace, outputs: dict[str, str]) -> None:
+    """Each of ``outputs`` (an option -> the file the command is about to write for it) checked as
+    :func:`output_path` checks one, and no two of them the same file (the one written second would replace the
+    other)."""
+    written: dict[str, str] = {}
+    for option, path in outputs.items():
+        output_path(args, path, option)
+        where = os.path.realpath(path)
+        if where in written:
+            raise RagMetricsError(
+                f"{option} {path}: is also written as {written[where]}; one would replace the other: give another path"
+            )
+        written[where] = option
+
+
 @contextlib.contextmanager
 def replacing(path: str) -> Iterator[str]:
     """A temporary path beside ``path`` (same suffixes) to write to; it replaces ``path`` only once written whole,

@@ -53,6 +53,8 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     dataset_id = store.put_dataset(
         dataset, source=", ".join(Path(f).name for f in dataset_files), targets=args.dataset_targets or ""
     )
+    if args.name or args.dataset_targets:
+        _say_what_the_stored_dataset_kept(store, dataset_id, args.name and dataset.name, args.dataset_targets, err)
     run_ids = [
         store.put_run(run, dataset_id, source=Path(path).name, tags=meta)
         for run, path, meta in zip(runs, args.run, tags)
@@ -81,6 +83,22 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"are linked to the newest too, {name} ({newest}): {share_link(base, dataset=newest, runs=run_ids)}\n"
         )
     return 0
+
+
+def _say_what_the_stored_dataset_kept(
+    store: Store, dataset_id: str, name: str | None, targets: str | None, err: TextIO
+) -> None:
+    """A dataset stored before keeps its name and the targets it declares: say so when the push asked for others."""
+    stored = store.list_datasets().set_index("id").loc[dataset_id]
+    if name and str(stored["name"]) != name:
+        err.write(
+            f"ragmetrics: note: dataset {dataset_id} was stored before as {stored['name']!r}: it keeps that name\n"
+        )
+    if targets and str(stored["targets"]) != targets:
+        err.write(
+            f"ragmetrics: note: dataset {dataset_id} was stored before with the targets {stored['targets']!r}: it keeps "
+            f"them (--dataset-targets {targets!r} not stored)\n"
+        )
 
 
 def store_dataset(args: argparse.Namespace) -> tuple[Store, str]:
@@ -216,7 +234,7 @@ def push_parser(p: argparse.ArgumentParser) -> None:
         "--dataset-targets",
         metavar="TARGETS",
         help="the targets the dataset declares, which its Overview checks until a view picks others: a profile "
-        "(faq, tech, legal, overview) or 'ndcg@10>0.6,recall@5>0.9'",
+        "(faq, tech, legal, overview) or 'ndcg@10>0.6,recall@5>0.9'; a dataset stored before with targets keeps them",
     )
     p.add_argument(
         "--name",

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Any, NamedTuple, TextIO
 
+from ragmetrics.cli.inputs import output_paths
 from ragmetrics.cli.options import whole_number
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.synth.base import DEFAULT_CATEGORIES
@@ -89,6 +90,8 @@ def cmd_synth(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"--chunks-out {args.chunks_out}: --chunker {args.chunker} writes no chunks (the set's ids are the "
             "corpus's own); give --chunker words:SIZE:OVERLAP, or drop --chunks-out"
         )
+    chunks = args.chunks_out or str(Path(args.output).with_suffix("")) + ".chunks.jsonl"
+    output_paths(args, {"--output": args.output, **({"--chunks-out": chunks} if corpus.rechunked else {})})
     second = "plain" if args.second_retriever is None else args.second_retriever
     retrievers = [] if args.no_retrieval_check else _retrievers(second, corpus)
     candidates = synthesize(corpus, generator, categories, seed=args.seed, retrievers=retrievers)
@@ -115,7 +118,6 @@ def cmd_synth(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
         err.write(f"ragmetrics: warning: {category}: {made} of the {asked} asked ({why})\n")
     if corpus.rechunked:
-        chunks = args.chunks_out or str(Path(args.output).with_suffix("")) + ".chunks.jsonl"
         write_jsonl(chunks, corpus.chunk_records())
         err.write(
             f"ragmetrics: wrote {chunks}: the corpus cut into its {len(corpus.chunks)} chunks (the relevant_docs are "

@@ -71,12 +71,17 @@ def check_key(key: str) -> str:
 
 def check_value(key: str, value: object) -> str:
     """``value`` as text when a tag can hold it (as the store checks names: not empty, no control character, at most
-    :data:`MAX_VALUE_BYTES`); else a clear error."""
+    :data:`MAX_VALUE_BYTES`; a ``date`` that :func:`parse_date` reads); else a clear error."""
 
     text = str(value).strip()
     problem = id_text_problem(text, MAX_VALUE_BYTES)
     if problem is not None:
         raise RagMetricsError(f"the value of tag {key!r} {problem}: {text[:80]!r}")
+    if key == "date" and parse_date(text) is None:  # it orders the timeline: a text it cannot place is refused
+        raise RagMetricsError(
+            f"the value of tag 'date' is not an ISO 8601 date: {text[:80]!r}; expected e.g. 2025-03-01 or "
+            "2025-03-01T12:00:00 (UTC when no zone is given)"
+        )
     return text
 
 

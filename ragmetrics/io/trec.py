@@ -621,13 +621,28 @@ def trec_run_problem(run: Run) -> str | None:
     )
 
 
+class _NamelessGzip(gzip.GzipFile):
+    """A gzip stream whose header names no file (a file written under a temporary name, then renamed, would keep
+    that name there), closing the file it writes to when it is closed."""
+
+    def __init__(self, path: str) -> None:
+        self._raw = open(path, "wb")  # noqa: SIM115 (closed by close())
+        super().__init__(filename="", mode="wb", fileobj=self._raw)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._raw.close()
+
+
 def _open_for_write(dest: Any) -> tuple[Any, bool, bool]:
     """(stream, close_it, binary)."""
 
     if isinstance(dest, (str, os.PathLike)):
         path = os.fspath(dest)
         if str(path).lower().endswith((".gz", ".gzip")):
-            return gzip.open(path, "wb"), True, True
+            return _NamelessGzip(path), True, True
         return open(path, "wb"), True, True
     if isinstance(dest, io.TextIOBase):
         return dest, False, False

@@ -121,6 +121,11 @@ def summary(metadata: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def meta_path(args: argparse.Namespace) -> str:
+    """Where the metadata JSON goes: ``--meta-out``, else beside the run (``RUN.json``)."""
+    return args.meta_out or f"{args.output}.json"
+
+
 def run(args: argparse.Namespace, dataset: Dataset, out: TextIO, err: TextIO) -> int:
 
     update, close = _progress(err)
@@ -145,7 +150,7 @@ def run(args: argparse.Namespace, dataset: Dataset, out: TextIO, err: TextIO) ->
     finally:
         close()
     run = result.run
-    meta_out = args.meta_out or f"{args.output}.json"
+    meta_out = meta_path(args)
     result.write_metadata(meta_out)
     if len(run) == 0:  # every call failed or came back empty: a run file of no line would replace a real one
         first = next((f"{c.query_id}: {c.error}" for c in result.failed), "every answer was empty")

@@ -120,5 +120,6 @@ class Retrieval:
         return text[:-2] + ",\n " + calls_text + "\n}" if data else "{" + calls_text + "}"
 
     def write_metadata(self, path: str | os.PathLike[str]) -> None:
+        text = self.to_json() + "\n"  # made before the file is opened: a failure leaves what was there
         with open(path, "w", encoding="utf-8") as handle:
-            handle.write(self.to_json() + "\n")
+            handle.write(text)

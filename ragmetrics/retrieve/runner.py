@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import threading
@@ -149,8 +150,8 @@ def retrieve(
         raise RagMetricsError(
             f"k, concurrency and repeat must be >= 1 and retries >= 0 (got {k}, {concurrency}, {repeat}, {retries})"
         )
-    if timeout is not None and timeout <= 0:
-        raise RagMetricsError(f"timeout must be > 0 seconds (got {timeout})")
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise RagMetricsError(f"timeout must be a finite number of seconds above 0, or None for none (got {timeout})")
     if cache not in (True, False, "refresh"):
         raise RagMetricsError(f"cache must be True, False or 'refresh' (got {cache!r})")
     folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
