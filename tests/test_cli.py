@@ -272,6 +272,20 @@ def test_push_declares_the_datasets_targets_and_refuses_ones_that_do_not_read(tm
     assert same.returncode == 0 and "note: dataset" not in same.stderr
 
 
+def test_push_refuses_a_run_that_does_not_meet_the_qrels_before_storing_anything(tmp_path):
+    from ragmetrics.store.database import Store
+
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    other = tmp_path / "other.trec"
+    other.write_text("q1 Q0 d1 1 2.0 x\nq2 Q0 d2 1 1.0 x\n")  # none of SciFact's queries
+    refused = cli("push", "--store", url, "--dataset", QRELS, "--run", BM25, "--run", str(other))
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+    assert "run 'other'" in refused.stderr and "--allow-no-overlap" in refused.stderr
+    assert Store(url).list_runs().empty and Store(url).list_datasets().empty  # nothing stored, not even the first
+    insisted = cli("push", "--store", url, "--dataset", QRELS, "--run", str(other), "--allow-no-overlap")
+    assert insisted.returncode == 0 and Store(url).list_runs()["name"].tolist() == ["other"]
+
+
 def test_push_names_the_dataset_as_asked(tmp_path):
     from ragmetrics.store.database import Store
 

@@ -12,14 +12,17 @@ from typing import TYPE_CHECKING, TextIO
 
 from ragmetrics.analysis.history import timeline_csv, timeline_text
 from ragmetrics.analysis.per_query import read_per_query
+from ragmetrics.cli.evaluating import refuse_no_overlap
 from ragmetrics.cli.inputs import read_inputs
 from ragmetrics.cli.options import (
+    add_allow_no_overlap_option,
     add_data_options,
     add_format_option,
     add_store_option,
     add_stored_dataset_option,
     add_test_options,
 )
+from ragmetrics.engine import align
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import is_content_id as is_id
 from ragmetrics.io.runmeta import check_key, ir_metadata_yaml, parse_tags, read_sidecar, retriever_tags
@@ -38,6 +41,8 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     args.run = args.run or []
     given = parse_tags(args.meta or [])
     dataset, runs = read_inputs(args, args.run)
+    # a run that does not meet the qrels is refused before anything is stored, as eval refuses it
+    refuse_no_overlap(args, dataset, [align(dataset, run) for run in runs])
     results = [
         read_per_query(path, dataset, name=Path(path).name.removesuffix(".parquet"), filename=path)
         for path in args.per_query or []
@@ -215,6 +220,7 @@ def cmd_meta(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def push_parser(p: argparse.ArgumentParser) -> None:
     add_data_options(p)
+    add_allow_no_overlap_option(p)
     p.add_argument("--run", action="append", help="a run file; repeatable")
     p.add_argument(
         "--per-query",
