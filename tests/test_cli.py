@@ -200,6 +200,20 @@ def test_check_fails_a_regression_and_passes_an_improvement(tmp_path):
     twice = cli("check", "--dataset", QRELS, "--run", HYBRID, "--run", BM25, "--targets", str(targets))
     assert twice.returncode == 2 and not twice.stdout
     assert "argument --run: given twice: check gates one run" in twice.stderr and "Traceback" not in twice.stderr
+    # nor a second --targets or --baseline: the first one's thresholds would vanish from the gate
+    for option, value in (("--targets", "recall@5>0.1"), ("--baseline", BM25)):
+        again = cli("check", "--dataset", QRELS, "--run", HYBRID, "--targets", "ndcg@10>0.6", "--baseline", BM25,
+                    option, value)  # fmt: skip
+        assert again.returncode == 2 and f"argument {option}: given twice" in again.stderr, again.stderr
+    # the regression gate's options without a baseline would be taken and ignored: refused
+    lone = cli("check", "--dataset", QRELS, "--run", HYBRID, "--targets", "ndcg@10>0.6", "--alpha", "0.01")
+    assert lone.returncode == 2 and "--alpha 0.01: read only with --baseline" in lone.stderr
+    # --resamples and --seed are the target interval's too (by default the 1,000 of every page's interval)
+    default, more = (
+        cli("check", "--dataset", QRELS, "--run", BM25, "--targets", "ndcg@10>0.6", *extra).stdout.splitlines()[0]
+        for extra in ([], ["--resamples", "5000", "--seed", "3"])
+    )
+    assert "(95% CI 0.6344-0.7193)" in default and "95% CI" in more and more != default
 
 
 def test_push_stores_the_files_and_prints_a_share_link(tmp_path):

@@ -542,11 +542,15 @@ def interval_words(methods: Iterable[str]) -> str:
     return ", ".join(named[:-1]) + " and " + named[-1]
 
 
+MEAN_INTERVAL_RESAMPLES = 1_000
+"""The resamples of a mean's bootstrap interval wherever one is shown (:func:`mean_interval`), unless given."""
+
+
 def mean_interval(
     values: np.ndarray,
     *,
     confidence: float = 0.95,
-    n_resamples: int = 1_000,
+    n_resamples: int = MEAN_INTERVAL_RESAMPLES,
     seed: int = 0,
     normal_above: int | None = NORMAL_ABOVE,
     resampler: Resampler | None = None,

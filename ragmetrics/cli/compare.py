@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 import pandas as pd
 
+from ragmetrics.analysis import stats
 from ragmetrics.analysis.compare import (
     COMPARISON_FIELDS,
     DEFAULT_FAMILY,
@@ -41,6 +42,7 @@ from ragmetrics.cli.corrected import compare_corrected
 from ragmetrics.cli.evaluating import evaluate_runs, refuse_no_overlap_partitioned, report_coverage
 from ragmetrics.cli.inputs import read_inputs, same_file
 from ragmetrics.cli.options import (
+    TEST_DEFAULTS,
     Once,
     add_bounds_option,
     add_data_options,
@@ -51,6 +53,7 @@ from ragmetrics.cli.options import (
     add_ppi_options,
     add_test_options,
     engine_arguments,
+    option_value,
     read_bounds_depth,
     wants_ppi,
 )
@@ -339,7 +342,12 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     failures = 0
     depth = read_bounds_depth(args.bounds)
     ends = result.runs[run].mean_bounds(depth) if args.bounds else {}
-    checks = check_targets(result.runs[run], targets, seed=args.seed)
+    checks = check_targets(
+        result.runs[run],
+        targets,
+        seed=option_value(args, "seed"),
+        n_resamples=args.resamples or stats.MEAN_INTERVAL_RESAMPLES,  # the interval every page shows, unless given
+    )
     for check in checks:
         if check.status == "too few":
             raise RagMetricsError(
@@ -356,6 +364,8 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 + ("; the unjudged documents could flip this check\n" if open_ else "; no judging flips this check\n")
             )
     if args.baseline:
+        for name in TEST_DEFAULTS:  # parsed to None when not given (read only with --baseline): resolved here
+            setattr(args, name, option_value(args, name))
         comparison = paired_comparison(args, result, runs[1].name, [run], depth)
         for row in comparison.table.itertuples(index=False):
             said = verdict(row.run, row.baseline, row.delta, row.p_value_corrected, args.alpha, direction=row.direction)
@@ -405,13 +415,20 @@ def check_parser(p: argparse.ArgumentParser) -> None:
         why="check gates one run (run check once per run, or compare several with ragmetrics compare)",
         help="the run to check (one)",
     )
-    p.add_argument("--baseline", help="a baseline run: a significant regression fails the check")
+    p.add_argument(
+        "--baseline",
+        action=Once,
+        why="check gates one run against one baseline",
+        help="a baseline run: a significant regression fails the check",
+    )
     p.add_argument(
         "--targets",
+        action=Once,
+        why="give every threshold in one list, e.g. 'ndcg@10>0.6,recall@5>0.9'",
         help="thresholds: faq, tech, legal, overview, 'ndcg@10>0.6,recall@5>0.9', or a JSON file {metric: threshold}",
     )
     add_metric_option(p, f"metric the regression gate compares; default the targets' or {COMPARED_BY_DEFAULT}")
     add_eval_options(p)
     add_bounds_option(p, "each target's mean's and each delta's worst and best, and whether they could flip a check")
-    add_test_options(p)
+    add_test_options(p, defaults=False)  # the test's options are read with --baseline; --seed, --resamples by both
     p.set_defaults(handler=cmd_check)

@@ -304,6 +304,13 @@ RULES: tuple[Rule, ...] = (
         "--per-query prints the values --per-query-out writes to a file",
     ),
     Rule(
+        ("check",),
+        ("--metric", "--test", "--correction", "--alpha"),
+        With(("--baseline",)),
+        "the regression gate: the metrics it compares with the baseline and its paired test; a target is checked "
+        "against the run's 95% interval",
+    ),
+    Rule(
         ("evidence",),
         ("--per-query",),
         Without(("--baseline",)),
