@@ -107,6 +107,18 @@ def test_missing_skip_and_llamaindex_mode(tmp_path):
     assert set(json.loads(li.stdout)["runs"]["bm25-stem"]["mean"]) == {"hits", "mrr"}
 
 
+
+def test_llamaindex_mode_says_that_a_query_missing_from_the_run_is_left_out(tmp_path):
+    qrels, run = tmp_path / "q.qrels", tmp_path / "r.trec"
+    qrels.write_text("q1 0 d1 1\nq2 0 d4 1\nq3 0 d9 1\n")
+    run.write_text("q1 Q0 d1 1 3.0 s\nq1 Q0 d5 2 2.0 s\nq2 Q0 d7 1 5.0 s\nq2 Q0 d4 2 4.0 s\n")  # no q3
+    li = cli("eval", "--dataset", str(qrels), "--run", str(run), "-m", "mrr", "--mode", "llamaindex")
+    assert li.returncode == 0 and "mrr                   \tall\t0.7500" in li.stdout  # q3 has no value (not 0)
+    assert "1 judged queries missing from the run (left out: LlamaIndex scores no empty list)" in li.stderr
+    trec = cli("eval", "--dataset", str(qrels), "--run", str(run), "-m", "mrr")
+    assert "mrr                   \tall\t0.5000" in trec.stdout and "missing from the run (scored 0)" in trec.stderr
+
+
 def test_bad_input_is_one_line_naming_file_and_line(tmp_path):
     bad = tmp_path / "bad.trec"
     bad.write_text("q1 Q0 d1 1 0.5 run\nq1 Q0 d2 2 oops run\n")

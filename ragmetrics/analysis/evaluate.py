@@ -299,7 +299,8 @@ def evaluate(
         alignment.values(specs)
         results[alignment.name] = RunResult(alignment, tuple(specs))
         if warn:
-            _warn(alignment.name, alignment.coverage, alignment.conventions.missing)
+            conventions = alignment.conventions
+            _warn(alignment.name, alignment.coverage.notes(conventions.missing, mode=conventions.mode))
     if k_max is None:
         deepest = max([s.k for s in specs if s.k is not None], default=10)
         retrieved = max((r.alignment.depth for r in results.values()), default=0)
@@ -326,7 +327,6 @@ def _aligned(
     return run
 
 
-def _warn(name: str, coverage: Coverage, missing: str) -> None:
-    notes = coverage.notes(missing)
+def _warn(name: str, notes: list[str]) -> None:
     if notes:
         warnings.warn(f"run {name!r}: " + "; ".join(notes), RagMetricsWarning, stacklevel=3)

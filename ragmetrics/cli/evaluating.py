@@ -43,7 +43,7 @@ def report_coverage(runs: Mapping[str, Covered], err: TextIO, *, bounded: bool =
     when most of its top 10 is unjudged, unless ``bounded``: the worst and best case printed beside each value
     already say how much the unjudged documents may move it."""
     for name, run in runs.items():
-        notes = run.coverage.notes(run.conventions.missing) + run.budget_notes
+        notes = run.coverage.notes(run.conventions.missing, mode=run.conventions.mode) + run.budget_notes
         state = run.health
         if state.thinly_judged and not bounded:
             hint = "; eval --bounds gives the worst and best case" if run.conventions.mode == "trec" else ""

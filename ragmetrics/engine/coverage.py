@@ -23,21 +23,24 @@ class Coverage:
     tied_queries: list[str] = field(default_factory=list)
     empty_run: bool = False
 
-    def notes(self, missing: str = "zero", *, relevance: bool = True) -> list[str]:
+    def notes(self, missing: str = "zero", *, relevance: bool = True, mode: str = "trec") -> list[str]:
         """What a user should know about this alignment, one short phrase per issue found; ``missing`` is the
         convention the judged queries absent from the run were evaluated under (``zero`` or ``skip``);
         ``relevance`` False: the metrics read no relevance label (the evidence metrics read spans), so a query
-        without a relevant document is not noted."""
+        without a relevant document is not noted; ``mode`` ``llamaindex``: a query with nothing retrieved or nothing
+        relevant has no value there (LlamaIndex refuses it), whatever ``missing`` says."""
         found = []
+        skipped = "left out: LlamaIndex scores no empty list" if mode == "llamaindex" else None
         if self.missing_in_run:
-            treated = "scored 0" if missing == "zero" else "left out"
+            treated = skipped or ("scored 0" if missing == "zero" else "left out")
             found.append(f"{len(self.missing_in_run)} judged queries missing from the run ({treated})")
         if self.not_in_dataset:
             found.append(f"{len(self.not_in_dataset)} run queries not in the dataset (dropped)")
         if self.duplicates_dropped:
             found.append(f"{self.duplicates_dropped} duplicate rows dropped")
         if self.no_relevant and relevance:
-            found.append(f"{len(self.no_relevant)} queries without a relevant document (scored 0)")
+            treated = "left out: LlamaIndex scores none" if skipped else "scored 0"
+            found.append(f"{len(self.no_relevant)} queries without a relevant document ({treated})")
         if self.no_judgments:
             found.append(
                 f"{len(self.no_judgments)} dataset queries without judgments (not evaluated: left out of every mean, "
