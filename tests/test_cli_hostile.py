@@ -105,6 +105,9 @@ def test_an_output_is_replaced_only_once_written_whole(files, tmp_path):
         (["--seed", "-1"], "argument --seed: expected a whole number of at least 0, found -1"),
         (["--resamples", "0"], "argument --resamples: expected a whole number of at least 1, found 0"),
         (["--resamples", "-3"], "argument --resamples: expected a whole number of at least 1, found -3"),
+        (["--resamples", "9" * 24], "argument --resamples: expected a whole number of at most 100,000"),
+        (["--resamples", "１０"], "argument --resamples: expected a whole number, found '１０'"),
+        (["--seed", "9" * 24], "argument --seed: expected a whole number of at most 9,223,372,036,854,775,807"),
     ],
 )
 def test_test_options_out_of_range_are_usage_errors(capsys, files, argv, message):
@@ -127,6 +130,31 @@ def test_test_options_out_of_range_are_usage_errors(capsys, files, argv, message
 def test_fusion_options_out_of_range_are_usage_errors(capsys, files, tmp_path, argv, message):
     err = usage_error(capsys, "fuse", files["a"], files["b"], "-o", tmp_path / "f.trec", *argv)
     assert message in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["compare", "--test", "randomization", "--resamples", "10"],
+            "--resamples 10: the randomization test's p-value cannot go below 1/11 = 0.0909, above --alpha 0.05: no "
+            "difference could be significant; give at least 19",
+        ),
+        (
+            ["check", "--test", "bootstrap", "--resamples", "50", "--alpha", "0.01"],
+            "--resamples 50: the bootstrap test's p-value cannot go below 1/51 = 0.0196, above --alpha 0.01",
+        ),
+        (["eval", "--ci", "--resamples", "2"], "--resamples 2: a 95% interval from fewer than 40 resamples"),
+        (["eval", "-m", "ndcg@" + "9" * 20], "the cut-off k must be at most 9,223,372,036,854,775,807 (deeper than any ranking)"),
+        (["eval", "-m", "ndcg@１０"], "cannot read metric 'ndcg@１０'"),
+    ],
+)
+def test_numbers_that_could_mean_nothing_are_refused(files, argv, message):
+    """Was: 10 resamples gave a test that could never say significant, 2 a "95%" interval, an @k beyond 64 bits an
+    OverflowError, and full-width digits a cut-off."""
+    base = ["--baseline", files["b"]] if argv[0] in ("compare", "check") else []
+    code, out, err = run_cli(argv[0], "--dataset", files["qrels"], "--run", files["a"], *base, *argv[1:])
+    assert code == 2 and message in err and not out and "Traceback" not in err, err
 
 
 def test_the_gate_refuses_an_alpha_that_would_pass_a_regression(capsys, files):

@@ -174,6 +174,11 @@ class PairedTest:
     direction: Callable[[np.ndarray], float] = _mean_direction
     resampled: bool = False
     direction_name: str = "mean(a - b)"
+    p_counts_resamples: bool = False  # p = (hits + 1) / (resamples + 1): never below 1 / (resamples + 1)
+
+    def smallest_p(self, n_resamples: int) -> float:
+        """The smallest p-value the test can give with ``n_resamples`` (0 when it does not count resamples)."""
+        return 1.0 / (n_resamples + 1) if self.p_counts_resamples else 0.0
 
 
 TESTS: dict[str, PairedTest] = {
@@ -207,6 +212,7 @@ TESTS: dict[str, PairedTest] = {
             "sign-flip permutation test of the mean difference (exact when 2^n <= resamples), seeded",
             _randomization,
             resampled=True,
+            p_counts_resamples=True,
         ),
         PairedTest(
             "bootstrap",
@@ -217,6 +223,7 @@ TESTS: dict[str, PairedTest] = {
             f"below {BOOTSTRAP_MIN_QUERIES} queries, the exact randomization test's p (too few to resample)",
             _bootstrap,
             resampled=True,
+            p_counts_resamples=True,
         ),
     )
 }

@@ -10,6 +10,7 @@ from typing import Any
 
 from ragmetrics.analysis import ppi, stats
 from ragmetrics.engine.conventions import CHOICES, Conventions
+from ragmetrics.engine.metrics import MAX_CUTOFF
 from ragmetrics.engine.tokens import TOKENIZER_CHOICES
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.partitioned import ENGINES
@@ -65,16 +66,22 @@ def add_format_option(p: argparse.ArgumentParser, *others: str, help_text: str =
     )
 
 
-def whole_number(minimum: int) -> Callable[[str], int]:
-    """An argparse type: a whole number of at least ``minimum``."""
+MAX_RESAMPLES = 100_000
+"""The most resamples a command draws: each holds a value per query and metric in memory."""
+
+
+def whole_number(minimum: int, maximum: int = MAX_CUTOFF) -> Callable[[str], int]:
+    """An argparse type: a whole number (ASCII digits) of at least ``minimum`` and at most ``maximum`` (by default
+    the deepest cut-off, :data:`ragmetrics.engine.metrics.MAX_CUTOFF`: a count beyond it overflows what it sizes)."""
 
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, found {text!r}") from None
+        if not re.fullmatch(r"\s*[+-]?[0-9]+\s*", text):
+            raise argparse.ArgumentTypeError(f"expected a whole number, found {text!r}")
+        value = int(text)
         if value < minimum:
             raise argparse.ArgumentTypeError(f"expected a whole number of at least {minimum}, found {value}")
+        if value > maximum:
+            raise argparse.ArgumentTypeError(f"expected a whole number of at most {maximum:,}, found {value:,}")
         return value
 
     return parse
@@ -242,7 +249,7 @@ def add_test_options(parser: argparse.ArgumentParser, *, defaults: bool = True) 
     )
     parser.add_argument(
         "--resamples",
-        type=whole_number(1),
+        type=whole_number(1, MAX_RESAMPLES),
         default=given["resamples"],
         help=f"resamples for randomization and bootstrap (default {TEST_DEFAULTS['resamples']})",
     )
@@ -329,6 +336,33 @@ CI_RESAMPLES = 1_000
 """``eval --ci``'s resamples when not given."""
 
 
+CI_TAIL_RESAMPLES = 40
+"""The fewest resamples of ``eval --ci``'s 95% interval: each 2.5% tail holds at least one."""
+
+
+def refuse_too_few_resamples(args: argparse.Namespace) -> None:
+    """Refuse resamples too few for a number to mean anything: a paired test whose p-value counts resamples that
+    cannot reach ``--alpha`` (no difference could be significant), or ``--ci`` intervals whose tails hold no
+    resample. Called once after parsing, for every command (options a command lacks are not read)."""
+    given = getattr(args, "resamples", None)
+    if getattr(args, "ci", False) and given is not None and given < CI_TAIL_RESAMPLES:
+        raise RagMetricsError(
+            f"--resamples {given}: a 95% interval from fewer than {CI_TAIL_RESAMPLES} resamples has a tail without "
+            f"one; give at least {CI_TAIL_RESAMPLES} (default {CI_RESAMPLES:,})"
+        )
+    test = getattr(args, "test", None)
+    if test is None or not hasattr(args, "alpha"):
+        return
+    resamples, alpha = option_value(args, "resamples"), option_value(args, "alpha")
+    if stats.TESTS[test].smallest_p(resamples) > alpha:
+        fewest = math.ceil(1 / alpha) - 1
+        raise RagMetricsError(
+            f"--resamples {resamples}: the {test} test's p-value cannot go below 1/{resamples + 1} = "
+            f"{1 / (resamples + 1):.3g}, above --alpha {alpha}: no difference could be significant; give at least "
+            f"{fewest} (default {stats.DEFAULT_RESAMPLES:,})"
+        )
+
+
 def ci_resampling(args: argparse.Namespace) -> tuple[int, int]:
     """``eval``'s resamples and seed of ``--ci``'s intervals: as given, else :data:`CI_RESAMPLES` and 0; no
     resamples without ``--ci`` (its options are refused without it: :mod:`ragmetrics.cli.rules`)."""
@@ -349,7 +383,7 @@ def add_merged_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--resamples",
-        type=whole_number(1),
+        type=whole_number(1, MAX_RESAMPLES),
         help=f"resamples of --ci (default {CI_RESAMPLES}; refused without --ci, which alone reads it)",
     )
     p.add_argument(

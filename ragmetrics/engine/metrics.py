@@ -660,7 +660,12 @@ for _info in METRICS.values():
 BUDGET_SUFFIX = "tok"
 """``recall@512tok``: the metric at a budget of 512 tokens (``@512tokens`` is read too)."""
 
-_METRIC_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_\-]*?)\s*(?:[@._](\d+)(?:\s*(tok|tokens))?)?\s*$", re.IGNORECASE)
+_METRIC_RE = re.compile(
+    r"^\s*([A-Za-z][A-Za-z0-9_\-]*?)\s*(?:[@._](\d+)(?:\s*(tok|tokens))?)?\s*$", re.IGNORECASE | re.ASCII
+)
+MAX_CUTOFF = 2**63 - 1
+"""The deepest cut-off or token budget a metric takes (the engines hold K as a 64-bit integer): deeper than any
+ranking or context."""
 _PERSISTENCE_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_\-]*?)[._]p\s*=\s*(\S*?)\s*$", re.IGNORECASE)
 """``rbp_p=0.95`` (trec_eval's printed name) and ``rbp.p=0.95`` (its ``-m`` parameter)."""
 
@@ -776,6 +781,11 @@ def parse_metric(text: str | MetricSpec) -> MetricSpec:
         hint = f"; did you mean '{_ALIASES[close[0]]}{'@' + k_text if k_text else ''}'?" if close else ""
         raise MetricNameError(f"unknown metric {text!r}{hint} Known: {known_metric_names()}")
     info = METRICS[name]
+    if k_text is not None and int(k_text) > MAX_CUTOFF:
+        raise MetricNameError(
+            f"metric {text!r}: the {'token budget' if budget else 'cut-off k'} must be at most {MAX_CUTOFF:,} "
+            f"(deeper than any {'context' if budget else 'ranking'}). Got {int(k_text):,} instead."
+        )
     if budget is not None:
         return _budget(str(text), info, int(k_text))
     k = int(k_text) if k_text is not None else None
