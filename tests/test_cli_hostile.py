@@ -157,6 +157,22 @@ def test_numbers_that_could_mean_nothing_are_refused(files, argv, message):
     assert code == 2 and message in err and not out and "Traceback" not in err, err
 
 
+def test_fuse_takes_its_runs_in_one_order_and_no_option_its_method_ignores(files, tmp_path):
+    """Was: runs given both ways were read positional first (a weight went to another run), --norm with rrf and --k
+    with combsum changed nothing, and a name with a space was reported as it was not written."""
+    out = tmp_path / "f.trec"
+    cases = [
+        ([files["a"], "--run", files["b"], "--weights", "1,0"], "give them all after the options or all as --run"),
+        ([files["a"], files["b"], "--norm", "zscore"], "--norm zscore: read only with --method other than rrf"),
+        ([files["a"], files["b"], "--method", "combsum", "--k", "10"], "--k 10: read only with --method rrf"),
+    ]
+    for argv, said in cases:
+        code, _, err = run_cli("fuse", *argv, "-o", out)
+        assert code == 2 and said in err and not out.exists(), err
+    code, _, err = run_cli("fuse", files["a"], files["b"], "--name", "my hybrid", "-o", out)
+    assert code == 0 and "run 'my_hybrid'" in err and out.read_text().split("\n")[0].endswith(" my_hybrid")
+
+
 def test_the_gate_refuses_an_alpha_that_would_pass_a_regression(capsys, files):
     err = usage_error(
         capsys, "check", "--dataset", files["qrels"], "--run", files["a"], "--baseline", files["b"], "--alpha", "0"

@@ -33,6 +33,10 @@ if TYPE_CHECKING:
     import pandas as pd
 
 METHODS = ("rrf", "combsum", "combmnz")
+RRF_K = 60
+"""Reciprocal rank fusion's rank constant when none is given (Cormack et al.)."""
+DEFAULT_NORM = "minmax"
+"""The score normalisation of CombSUM and CombMNZ when none is given."""
 NORMS = ("minmax", "zscore", None)
 
 
@@ -71,8 +75,8 @@ def fuse(
     runs: Sequence[Run],
     *,
     method: str = "rrf",
-    k: int = 60,
-    norm: str | None = "minmax",
+    k: int = RRF_K,
+    norm: str | None = DEFAULT_NORM,
     weights: Sequence[float] | None = None,
     depth: int | None = None,
     name: str | None = None,

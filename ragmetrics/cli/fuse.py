@@ -12,23 +12,32 @@ from ragmetrics.cli.options import weight_list, whole_number
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Run
 from ragmetrics.io import write_trec_run
+from ragmetrics.io.trec import trec_tag
 
 
 def cmd_fuse(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     output = output_path(args, args.output, "--output")
-    files = [*args.runs, *args.run]
+    if args.runs and args.run:
+        raise RagMetricsError(
+            "fuse reads its runs in order (their weights, the fused run's name): give them all after the options or "
+            "all as --run, not both"
+        )
+    files = args.runs or args.run
     if not files:
         raise RagMetricsError("fuse needs run files: give them as --run FILE (repeatable) or after the options")
     runs = read_runs(files, args)
     shared_queries(runs, "fuse", err)
-    norm = None if args.norm == "none" else args.norm
-    fused = fuse(runs, method=args.method, k=args.k, norm=norm, weights=args.weights, depth=args.depth, name=args.name)
+    k = fusion.RRF_K if args.k is None else args.k  # read only by rrf, --norm only by the others (cli.rules)
+    chosen = args.norm or fusion.DEFAULT_NORM
+    norm = None if chosen == "none" else chosen
+    fused = fuse(runs, method=args.method, k=k, norm=norm, weights=args.weights, depth=args.depth, name=args.name)
     if args.depth_out:
         fused = Run.from_frame(ranked_frame(fused, args.depth_out), name=fused.name)
     with replacing(output) as partial:
         write_trec_run(fused, partial)
-    err.write(f"ragmetrics: wrote {args.output} ({fused.frame['query_id'].nunique()} queries, run {fused.name!r})\n")
+    queries = fused.frame["query_id"].nunique()
+    err.write(f"ragmetrics: wrote {args.output} ({queries} queries, run {trec_tag(fused.name)!r})\n")
     return 0
 
 
@@ -37,12 +46,11 @@ def fuse_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("runs", nargs="*", help="run files (or --run)")
     p.add_argument("--run", action="append", default=[], help="a run file; repeatable (as other commands take runs)")
     p.add_argument("--method", choices=fusion.METHODS, default="rrf", help="fusion method")
-    p.add_argument("--k", type=whole_number(0), default=60, help="RRF constant (default 60)")
+    p.add_argument("--k", type=whole_number(0), help=f"RRF constant (rrf; default {fusion.RRF_K})")
     p.add_argument(
         "--norm",
         choices=[n or "none" for n in fusion.NORMS],
-        default="minmax",
-        help="score normalisation (combsum/combmnz)",
+        help=f"score normalisation (combsum, combmnz; default {fusion.DEFAULT_NORM})",
     )
     p.add_argument("--weights", type=weight_list, help="comma-separated weights, one per run (0 or more)")
     p.add_argument("--depth", type=whole_number(1), help="fuse only each run's top N")

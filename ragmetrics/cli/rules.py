@@ -303,6 +303,13 @@ RULES: tuple[Rule, ...] = (
         Without(("--per-query-out",)),
         "--per-query prints the values --per-query-out writes to a file",
     ),
+    Rule(("fuse",), ("--k",), Choice("--method", _fixed("rrf")), "reciprocal rank fusion's rank constant"),
+    Rule(
+        ("fuse",),
+        ("--norm",),
+        Choice("--method", _fixed("rrf"), other=True),
+        "the normalisation of the scores CombSUM and CombMNZ add",
+    ),
     Rule(
         ("check",),
         ("--metric", "--test", "--correction", "--alpha"),

@@ -676,6 +676,11 @@ def _lit(text: str) -> pa.Scalar:
     return pa.scalar(text, pa.large_string())
 
 
+def trec_tag(name: str) -> str:
+    """The TREC tag a run named ``name`` is written with: its whitespace runs as ``_`` (a tag is one field)."""
+    return re.sub(r"\s+", "_", str(name).strip()) or "run"
+
+
 def write_trec_run(run: Run, dest: Any, *, tag: str | None = None) -> None:
     """Write ``run`` as ``qid Q0 docid rank score tag`` lines.
 
@@ -684,7 +689,7 @@ def write_trec_run(run: Run, dest: Any, *, tag: str | None = None) -> None:
     and the rank is 1..n in that order. Scores are written in their shortest
     round-trip form. ``tag`` defaults to the run's name (whitespace -> ``_``).
     """
-    tag = re.sub(r"\s+", "_", str(run.name if tag is None else tag).strip()) or "run"
+    tag = trec_tag(run.name if tag is None else tag)
     qcodes, _ = dictionary_codes(run.column("query_id"), grouped=True)
     table = table_of({"q": to_arrow(qcodes), "score": run.column("score"), "doc": run.column("doc_id")})
     order = sort_indices(table, [("q", "ascending"), ("score", "descending"), ("doc", "descending")])
