@@ -157,6 +157,20 @@ def test_numbers_that_could_mean_nothing_are_refused(files, argv, message):
     assert code == 2 and message in err and not out and "Traceback" not in err, err
 
 
+def test_a_collection_the_qrels_and_runs_cannot_come_from_is_refused(files, tmp_path):
+    """Was: another dataset's corpus (or a queries file) gave accuracy@5 = 0.9988 without a word, and a
+    --corpus-size below the documents named was taken."""
+    other = tmp_path / "corpus.jsonl"
+    other.write_text('{"_id": "x1", "text": "a"}\n{"_id": "x2", "text": "b"}\n' * 1 + '{"_id": "x3", "text": "c"}\n')
+    common = ["eval", "--dataset", files["qrels"], "--run", files["a"], "-m", "accuracy@2"]
+    code, out, err = run_cli(*common, "--corpus", other)
+    assert code == 2 and not out and f"--corpus {other}: holds none of the" in err and "give this dataset's" in err
+    code, out, err = run_cli(*common, "--corpus-size", "2")
+    assert code == 2 and "--corpus-size 2: 2 documents, fewer than the" in err, err
+    code, out, _ = run_cli(*common, "--corpus-size", "1000")
+    assert code == 0 and "accuracy@2" in out
+
+
 def test_fuse_takes_its_runs_in_one_order_and_no_option_its_method_ignores(files, tmp_path):
     """Was: runs given both ways were read positional first (a weight went to another run), --norm with rrf and --k
     with combsum changed nothing, and a name with a space was reported as it was not written."""

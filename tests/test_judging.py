@@ -136,11 +136,17 @@ def test_the_pool_carries_text_when_the_dataset_knows_it(tmp_path):
     assert rows[0] == ["query_id", "doc_id", "best_rank", "runs", "text"]
     assert all(len(r) == 5 and 1 <= int(r[2]) <= 3 and r[3] == "1" and r[4] for r in rows[1:])
     assert "warning" not in err
-    # a corpus that holds none of the pooled documents (another corpus): said, not an empty column in silence
+    # another dataset's corpus (none of the documents the qrels and runs name): refused, not an empty column
     (tmp_path / "other.jsonl").write_text('{"_id": "elsewhere", "text": "another corpus"}\n')
     code, _, err = run_cli("pool", "--dataset", sample / "qrels.tsv", "--corpus", tmp_path / "other.jsonl",
                            "--run", sample / "runs" / "bm25-stem.trec.gz", "--depth", 3, "-o", tmp_path / "p2.tsv")  # fmt: skip
-    assert code == 0 and "none of the" in err and "pooled documents has a text in the corpus (--corpus)" in err, err
+    assert code == 2 and "other.jsonl: holds none of the" in err and not (tmp_path / "p2.tsv").exists(), err
+    # one that holds judged documents but none of those pooled: said, not an empty column in silence
+    judged = next(line.split()[2] for line in (sample / "qrels.tsv").read_text().splitlines() if line[0].isdigit())
+    (tmp_path / "judged.jsonl").write_text(f'{{"_id": "{judged}", "text": "a judged document only"}}\n')
+    code, _, err = run_cli("pool", "--dataset", sample / "qrels.tsv", "--corpus", tmp_path / "judged.jsonl",
+                           "--run", sample / "runs" / "bm25-stem.trec.gz", "--depth", 3, "-o", tmp_path / "p3.tsv")  # fmt: skip
+    assert code == 0 and "pooled documents has a text in the corpus (--corpus)" in err, err
 
 
 def test_a_judge_reads_the_same_passage_from_a_pool_with_text_one_without_and_the_pool_in_memory(tmp_path):

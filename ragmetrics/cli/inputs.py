@@ -16,7 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TextIO
 
+import pyarrow as pa
+
 from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.kernels import aggregate, is_in, unique
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io import load_dataset, load_run, name_of_file, refuse_output_over_input, unique_names
 from ragmetrics.io.formats import formats_of
@@ -168,15 +171,46 @@ def read_inputs(args: argparse.Namespace, paths: Sequence[str]) -> tuple[Dataset
     parsers release the GIL), an error in either reported as it would be alone."""
 
     if total_size([args.dataset, *paths]) < PARALLEL_LOAD_BYTES:
-        return read_dataset(args), read_runs(paths, args)
-    with ThreadPoolExecutor(1) as pool:
-        dataset = pool.submit(read_dataset, args)
-        try:
-            runs = read_runs(paths, args)
-        except BaseException:
-            dataset.result()  # the dataset's error, when it has one, is the first to report
-            raise
-        return dataset.result(), runs
+        dataset, runs = read_dataset(args), read_runs(paths, args)
+    else:
+        with ThreadPoolExecutor(1) as pool:
+            read = pool.submit(read_dataset, args)
+            try:
+                runs = read_runs(paths, args)
+            except BaseException:
+                read.result()  # the dataset's error, when it has one, is the first to report
+                raise
+            dataset = read.result()
+    check_collection(args, dataset, runs)
+    return dataset, runs
+
+
+def check_collection(args: argparse.Namespace, dataset: Dataset, runs: Sequence[Run]) -> None:
+    """Refuse a collection the qrels and runs cannot come from: a ``--corpus`` holding none of the documents they
+    name (another dataset's corpus, or its queries file: its texts and size would be read as theirs), or a
+    collection smaller than the distinct documents they name (``accuracy@k``'s true negatives would be counted in a
+    collection that cannot hold them)."""
+    if dataset.corpus_size is None:
+        return
+    columns = [dataset.qrels_table.column("doc_id"), *(run.table.column("doc_id") for run in runs)]
+    named = unique(pa.chunked_array([unique(c).cast(pa.large_string()) for c in columns], pa.large_string()))
+    corpus = getattr(args, "corpus", None)
+    if corpus and dataset.documents is not None and len(named):
+        held = pa.array(dataset.documents["doc_id"].astype(str), pa.large_string())
+        if not aggregate("any", is_in(named, held)):
+            shown = ", ".join(repr(d) for d in sorted(named[:3].to_pylist()))
+            raise RagMetricsError(
+                f"--corpus {corpus}: holds none of the {len(named):,} documents the qrels and runs name (e.g. "
+                f"{shown}); give this dataset's corpus"
+            )
+    sized = getattr(args, "corpus_size", None)
+    accuracy = any(str(m).strip().lower().startswith("accuracy") for m in getattr(args, "metric", None) or [])
+    if (sized or accuracy) and dataset.corpus_size < len(named):  # else a corpus gives texts, not the collection
+        given = f"--corpus-size {sized}" if sized else f"--corpus {corpus}"
+        raise RagMetricsError(
+            f"{given}: {dataset.corpus_size:,} documents, fewer than the {len(named):,} distinct documents the qrels "
+            "and runs name; give the size of the whole collection (accuracy@k counts its true negatives there)"
+        )
 
 
 def read_runs(paths: Sequence[str], args: argparse.Namespace) -> list[Run]:

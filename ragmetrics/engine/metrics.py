@@ -282,7 +282,8 @@ def _accuracy(r: Ranking, ks: np.ndarray) -> np.ndarray:
     if r.corpus_size is None:
         raise RagMetricsError(
             "accuracy@k needs the corpus size (the number of documents in the collection); "
-            "pass corpus_size= to the dataset or load a BEIR folder with its corpus"
+            "give it (the CLI's --corpus-size or --corpus; corpus_size= or corpus= in Python), or load a BEIR folder "
+            "with its corpus"
         )
     n = float(r.corpus_size)
     tp = r.hits_at(ks)
