@@ -107,7 +107,6 @@ def test_missing_skip_and_llamaindex_mode(tmp_path):
     assert set(json.loads(li.stdout)["runs"]["bm25-stem"]["mean"]) == {"hits", "mrr"}
 
 
-
 def test_llamaindex_mode_says_that_a_query_missing_from_the_run_is_left_out(tmp_path):
     qrels, run = tmp_path / "q.qrels", tmp_path / "r.trec"
     qrels.write_text("q1 0 d1 1\nq2 0 d4 1\nq3 0 d9 1\n")

@@ -98,6 +98,9 @@ def test_push_takes_meta_and_the_metadata_retrieve_wrote(tmp_path: Path):
     # meta shows, edits and exports them
     code, text, _ = run_cli("meta", "--store", url, ident, "--set", "system=bm25s-mini", "--unset", "commit")
     assert code == 0 and "system" in text and "commit" not in text
+    code, _, err = run_cli("meta", "--store", url, ident, "--set", "note=x", "--unset", "note", "--unset", "top_k")
+    assert code == 2 and "--set and --unset both name 'note': give one of them" in err
+    assert store.tags(ident)["top_k"] == "7" and "note" not in store.tags(ident)  # nothing changed
     code, text, err = run_cli("meta", "--store", url, ident, "--format", "yaml", "--dataset", "qrels")
     assert code == 0, err
     doc = yaml.safe_load(text)

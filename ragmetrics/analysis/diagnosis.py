@@ -597,6 +597,11 @@ def _ranking_not_recall(run: str, table: pd.DataFrame, deep_k: int, low_mrr: flo
         f"Recall@{deep_k} = {recall_deep:.3f} (at least {HIGH_RECALL:.2f}) but MRR = {mrr:.3f} (below {low_mrr:.2f})"
     )
     at_one_words = f"{share_words(at_one, len(table), 'queries')} have one at rank 1"
+    placed = (
+        f"{share_words(len(below), len(table), 'queries')} have their first relevant document below rank 1"
+        + (f" (median rank {median:g})" if len(below) else "")
+        + f", {at_one} at rank 1"
+    )
     kind = traits.evidence()
     family = traits.model_family
     advice = [
@@ -604,8 +609,8 @@ def _ranking_not_recall(run: str, table: pd.DataFrame, deep_k: int, low_mrr: flo
             "ranking_not_recall.rerank",
             "Add a reranker (cross-encoder) over the retrieved candidates.",
             {f"recall@{deep_k}": recall_deep, "mrr": mrr},
-            f"{numbers}: the relevant documents are retrieved but ranked low ({at_one_words}); a reranker reorders "
-            "what is retrieved.",
+            f"{numbers}: the relevant documents are retrieved but ranked low where it counts: {placed}. A reranker "
+            "reorders what is retrieved.",
         )
     ]
     if traits.fused:

@@ -50,7 +50,8 @@ def output_path(args: argparse.Namespace, path: str, option: str) -> str:
     inputs = {}
     for name in INPUT_OPTIONS:
         value = getattr(args, name, None)
-        inputs[f"--{name.replace('_', '-')}"] = value if isinstance(value, list) else [value]
+        named = "a run given after the options" if name == "runs" else f"--{name.replace('_', '-')}"  # fuse's
+        inputs[named] = value if isinstance(value, list) else [value]
     refuse_output_over_input(path, option, inputs)
     return path
 

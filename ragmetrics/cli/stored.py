@@ -191,10 +191,11 @@ def cmd_meta(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     store = Store(args.store)
     dataset = resolve_dataset(store, args.dataset, queries=args.queries) if args.dataset else None
     run = stored_run(store, dataset, args.run)
-    changes: dict[str, str | None] = {
-        **parse_tags(args.set or [], "--set"),
-        **{check_key(k): None for k in args.unset or []},
-    }
+    setting, unsetting = parse_tags(args.set or [], "--set"), [check_key(k) for k in args.unset or []]
+    both = sorted(set(setting) & set(unsetting))
+    if both:
+        raise RagMetricsError(f"--set and --unset both name {', '.join(map(repr, both))}: give one of them")
+    changes: dict[str, str | None] = {**setting, **dict.fromkeys(unsetting)}
     tags = store.set_tags(run, changes) if changes else store.tags(run)
     if args.format == "json":
         json.dump({"run_id": run, "tags": tags}, out, ensure_ascii=False, indent=2)

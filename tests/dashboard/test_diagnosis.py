@@ -99,6 +99,13 @@ def test_ranking_not_recall() -> None:
     found = diagnosis.diagnose("r", table(most, recall_deep=0.95), k=5, deep_k=100)
     said = next(f.evidence for f in found if f.rule == "ranking_not_recall")
     assert "are retrieved; most queries (7 of 12, 58%) have one at rank 1" in said and "only" not in said
+    # the reranker's evidence names the queries it would move, not those already at rank 1 (was: "ranked low
+    # (most queries ... have one at rank 1)")
+    rerank = next(f for f in found if f.rule == "ranking_not_recall").to_dict()["advice"][0]["because"]
+    assert (
+        "ranked low where it counts: 5 of 12 queries (42%) have their first relevant document below rank 1 " in rerank
+    )
+    assert "(median rank 20), 7 at rank 1. A reranker" in rerank
     assert "ranking_not_recall" not in rules(diagnosis.diagnose("r", table(rows, recall_deep=0.5), k=5, deep_k=100))
     # the MRR bar follows the targets in force
     assert "ranking_not_recall" not in rules(
