@@ -13,6 +13,7 @@ from typing import Any
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
+from dashboard.core import targets
 from dashboard.core.compare import (
     ALPHAS,
     DEFAULT_ALPHA,
@@ -365,3 +366,39 @@ def alpha_picker(key: str, default: float = DEFAULT_ALPHA, *, force: bool = Fals
             help="A difference is significant when its corrected p-value is below α.",
         )
     )
+
+
+_TARGETS_BASE = "targets.editor"
+
+
+def targets_editor(
+    profile: str, in_force: targets.Targets, declared: str, *, fresh: bool
+) -> tuple[targets.Targets, list[str], bool]:
+    """The Overview's editor of the targets in force: the targets it holds, notes on rows it could not read, and
+    whether "Reset to the profile" was clicked. A dynamic data editor is tied to the data it is drawn with: drawn
+    from the targets the user's last edit made, it was a new editor each run, which lost the next edit and kept a
+    reset from taking. So it is drawn from the targets in force when it was first drawn for ``profile`` (a link
+    just opened, another page left, a profile picked), and its state holds the user's edits; a reset draws a new
+    one from the profile's."""
+    base = state.recall(_TARGETS_BASE)
+    if fresh or base is None or base[0] != profile:
+        base = (profile, targets.format_targets(in_force), 0 if base is None else base[2] + 1)
+        state.remember(_TARGETS_BASE, base)
+    edited = st.data_editor(
+        targets.targets_frame(targets.parse_targets(base[1])[0]),
+        key=f"overview.targets.{profile}.{base[2]}",
+        num_rows="dynamic",
+        hide_index=True,
+        column_config={
+            "metric": st.column_config.TextColumn("metric", help="e.g. recall@5, mrr, ndcg@10"),
+            "threshold": st.column_config.NumberColumn(
+                "must be above", min_value=0.0, max_value=1.0, step=0.01, format="%.3f"
+            ),
+        },
+    )
+    held, notes = targets.targets_from_frame(edited)
+    reset = st.button("Reset to the profile", key="overview.targets.reset")
+    if reset:
+        profiles = targets.format_targets(targets.profile_targets(profile, declared))
+        state.remember(_TARGETS_BASE, (profile, profiles, base[2] + 1))
+    return held, notes, reset

@@ -116,21 +116,9 @@ if page.alignments and page.dataset is not None:
     in_force, notes = targets.current_targets(view.profile, view.targets, declared)
     if view.profile or in_force:
         with right, st.expander("Edit targets", icon=":material/edit:"):
-            edited = st.data_editor(
-                targets.targets_frame(in_force),
-                key=f"overview.targets.{view.profile}",
-                num_rows="dynamic",
-                hide_index=True,
-                column_config={
-                    "metric": st.column_config.TextColumn("metric", help="e.g. recall@5, mrr, ndcg@10"),
-                    "threshold": st.column_config.NumberColumn(
-                        "must be above", min_value=0.0, max_value=1.0, step=0.01, format="%.3f"
-                    ),
-                },
-            )
-            in_force, more = targets.targets_from_frame(edited)
+            in_force, more, reset = widgets.targets_editor(view.profile, in_force, declared, fresh=page.fresh)
             notes += more
-            if st.button("Reset to the profile", key="overview.targets.reset"):
+            if reset:
                 layout.rerun_with(view.with_(targets=None))
         view = view.with_(targets=targets.edited_text(view.profile, in_force, declared))
     for note in notes:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from streamlit.proto.WidgetStates_pb2 import WidgetState
+from streamlit.testing.v1 import AppTest
 
 from dashboard.views import VIEWS
 from ragmetrics.store.database import Store
@@ -254,6 +258,36 @@ def test_edited_targets_travel_in_the_url(faq_ids) -> None:
     assert list(targets_table.columns) == ["run", "met", "Recall@5 > 0.50", "MRR > 0.99"]
     assert set(targets_table["met"]) == {"1/2"}
     assert param(at, "tgt") == "recall@5>0.5;mrr>0.99"
+
+
+def test_every_edit_of_the_targets_is_kept_and_a_reset_takes(faq_ids) -> None:
+    """Was: the editor was drawn from the targets the last edit made, so each edit drew a new editor: the next edit,
+    sent by the editor the browser showed, was lost, and a reset right after an edit did nothing."""
+
+    def editor(at: AppTest) -> Any:
+        return next(n for n in at.dataframe if n.proto.id and "overview.targets.faq" in n.proto.id)
+
+    def send(at: AppTest, widget_id: str, edits: dict) -> AppTest:  # what the browser sends for the editor it shows
+        states = at._tree.get_widget_states()
+        state = WidgetState(
+            id=widget_id, string_value=json.dumps({"edited_rows": edits, "added_rows": [], "deleted_rows": []})
+        )
+        states.widgets.append(state)
+        return at._run(states)
+
+    at = open_page("overview", {"ds": faq_ids["dataset"]})
+    at.selectbox(key="overview.profile").set_value("faq").run()
+    shown = editor(at).proto.id
+    send(at, shown, {"0": {"threshold": 0.5}})
+    rest = "recall@10>0.95;mrr>0.7;hits@5>0.9;ndcg@10>0.65"
+    assert param(at, "tgt") == f"recall@5>0.5;{rest}" and editor(at).proto.id == shown  # the same editor
+    send(at, shown, {"0": {"threshold": 0.5}, "1": {"threshold": 0.6}})  # a second edit in the same editor
+    no_problems(at)
+    assert param(at, "tgt") == "recall@5>0.5;recall@10>0.6;mrr>0.7;hits@5>0.9;ndcg@10>0.65"
+    at.button(key="overview.targets.reset").click()
+    send(at, shown, {"0": {"threshold": 0.5}, "1": {"threshold": 0.6}})  # the click comes with the editor's edits
+    no_problems(at)
+    assert param(at, "tgt") is None and editor(at).value["threshold"].tolist() == [0.9, 0.95, 0.7, 0.9, 0.65]
 
 
 def test_upload_a_dataset_made_of_qrels_queries_and_corpus() -> None:
