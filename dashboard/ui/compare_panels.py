@@ -45,9 +45,10 @@ def queries_panel(
     )
     view = view.with_(outcome=outcome)
     listed = by_query.queries_with(per_query, outcome)
+    table_key = f"compare.queries.{focus_id}.{spec}.{outcome}"
     pick = layout.show_table(
         listed,
-        key=f"compare.queries.{focus_id}.{spec}.{outcome}",
+        key=table_key,
         filename=f"{outcome}-{focus.name}-vs-{base.name}-{spec}.csv",
         column_config={
             "query_id": st.column_config.TextColumn("query_id", pinned=True),
@@ -69,10 +70,8 @@ def queries_panel(
     )
     force_query = page.fresh
     picked_rows = list(getattr(getattr(pick, "selection", None), "rows", []) or [])
-    if picked_rows and picked_rows[0] < len(listed):
-        chosen = str(listed["query_id"].iloc[picked_rows[0]])
-        if state.changed("compare.queries.pick", (focus_id, spec, outcome, chosen)):
-            view, force_query = view.with_(query=chosen), True
+    if state.new_pick("compare.queries.pick", table_key, picked_rows) and picked_rows[0] < len(listed):
+        view, force_query = view.with_(query=str(listed["query_id"].iloc[picked_rows[0]])), True
 
     left, right = st.columns(2)
     with left:

@@ -220,6 +220,15 @@ def changed(mark: str, value: Hashable) -> bool:
     return True
 
 
+def new_pick(mark: str, table_key: str, rows: Sequence[int]) -> bool:
+    """True when a row of table ``table_key`` is selected and the selection differs from the one seen under
+    ``mark`` last run: a click to follow. The selection is remembered on every run, an empty one too, so a row
+    deselected and selected again, or the same row of a new table, is a new click (a mark of the picked query alone
+    ignored both once that query was picked by another control)."""
+    new = changed(mark, (table_key, tuple(rows)))
+    return bool(rows) and new
+
+
 _PENDING = "ragmetrics.pending"
 
 

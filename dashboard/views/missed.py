@@ -67,11 +67,12 @@ if page.alignments and page.dataset is not None:
     hidden = [*(by for by in ("category", "difficulty") if by not in facets)]
     if not (keywords_known and builders.text_known(run)):
         hidden += ["keywords_found", "keywords_missing"]
+    table_key = f"missed.table.{state.digest((focus, k, category, difficulty, search))}"
     event = layout.show_table(
         builders.with_text_for_missing(shown, ["first_relevant_rank"], "not retrieved"),
         # a key per listing: Streamlit keeps a selected row's index when the rows change, so a new K, filter,
         # search or run would otherwise select whichever query now sits at that index
-        key=f"missed.table.{state.digest((focus, k, category, difficulty, search))}",
+        key=table_key,
         filename=f"missed-{run.name}-k{k}.csv",
         column_config={
             "query_id": st.column_config.TextColumn("query_id", pinned=True),
@@ -89,10 +90,8 @@ if page.alignments and page.dataset is not None:
     )
     rows = list(getattr(getattr(event, "selection", None), "rows", []) or [])
     force_query = page.fresh
-    if rows and rows[0] < len(shown):
-        picked_query = str(shown["query_id"].iloc[rows[0]])
-        if state.changed("missed.table.pick", picked_query):
-            view, force_query = view.with_(query=picked_query), True
+    if state.new_pick("missed.table.pick", table_key, rows) and rows[0] < len(shown):
+        view, force_query = view.with_(query=str(shown["query_id"].iloc[rows[0]])), True
 
     st.subheader("Query detail")
     options = shown["query_id"].astype("str").tolist()

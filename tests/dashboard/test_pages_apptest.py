@@ -332,3 +332,45 @@ def test_a_new_k_on_missed_queries_keeps_the_query_the_user_chose(faq_ids) -> No
     at.number_input(key="sidebar.k").set_value(10).run()
     no_problems(at)
     assert param(at, "q") == queries[0] and at.selectbox(key="missed.query").value == queries[0]
+
+
+def test_every_new_click_on_a_table_row_opens_its_query(faq_ids) -> None:
+    """Was: a click was followed only when its query differed from the last row followed, so after the picker chose
+    another query, the same row of a filtered table, or a row deselected and selected again, did nothing."""
+
+    def table(at: AppTest, prefix: str) -> Any:
+        return next(d for d in at.dataframe if d.key and d.key.startswith(prefix))
+
+    def select(at: AppTest, key: str, rows: list[int]) -> AppTest:
+        at.session_state[key] = {"selection": {"rows": rows, "columns": [], "cells": []}}
+        return at.run()
+
+    at = open_page("missed")
+    first = table(at, "missed.table.")
+    picked = first.value["query_id"].iloc[1]
+    select(at, first.key, [1])
+    assert param(at, "q") == picked
+    category = str(first.value["category"].iloc[1])
+    at.selectbox(key="missed.category").set_value(category).run()
+    other = next(q for q in table(at, "missed.table.").value["query_id"] if q != picked)
+    at.selectbox(key="missed.query").set_value(other).run()
+    filtered = table(at, "missed.table.")
+    select(at, filtered.key, [filtered.value["query_id"].tolist().index(picked)])  # the same query, a new table
+    no_problems(at)
+    assert param(at, "q") == picked and at.selectbox(key="missed.query").value == picked
+    at.selectbox(key="missed.query").set_value(other).run()
+    row = filtered.value["query_id"].tolist().index(picked)
+    select(at, filtered.key, [])  # deselected, then selected again
+    select(at, filtered.key, [row])
+    assert param(at, "q") == picked
+
+    at = open_page("compare", {"cv": "1"})
+    listed = table(at, "compare.queries.")
+    queries = listed.value["query_id"].tolist()
+    select(at, listed.key, [0])
+    assert param(at, "q") == queries[0]
+    at.selectbox(key="compare.query").set_value(queries[1]).run()
+    select(at, listed.key, [])
+    select(at, listed.key, [0])
+    no_problems(at)
+    assert param(at, "q") == queries[0] and at.selectbox(key="compare.query").value == queries[0]
