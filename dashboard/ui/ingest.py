@@ -282,6 +282,8 @@ CHUNK_PATTERN_KEY = "upload.chunk_pattern"
 CHUNK_MAPPING_KEY = "upload.chunk_mapping"
 RUN_TAGS_KEY = "upload.run_tags"
 RETRIEVAL_META_KEY = "upload.retrieval_meta"
+TYPED_KEYS = (NAME_KEY, DESCRIPTION_KEY, TARGETS_KEY, CHUNK_PATTERN_KEY, RUN_TAGS_KEY)
+"""The Upload page's typed inputs, kept while another page is open (``state.keep``; files cannot be)."""
 CHUNK_MAPPING_TYPES = ["csv", "tsv", "tab", "txt", "json", "jsonl", "gz"]
 
 CHUNK_PATTERN_HELP = (

@@ -23,6 +23,9 @@ import streamlit as st
 from dashboard.core.text import Marks, highlight_html, md_escape
 from dashboard.ui import building, layout, retrievers, state, widgets
 
+KEPT = ("build.generator", "build.n", "build.seed", "build.parent_separator")
+CATEGORIES = "build.categories."  # one multiselect a generator
+
 page = layout.page_setup(
     "build", "Build dataset", needs_runs=False, writes="generating candidates and making datasets of them"
 )
@@ -63,17 +66,19 @@ else:
         offered = building.generator_choices()
         with st.container(border=True):
             st.markdown("**Generate candidates** from this dataset's corpus (its documents taken as given)")
+            # the generation's settings stay as the user left them while another page is open
+            state.keep([*KEPT, *(k for k in st.session_state if str(k).startswith(CATEGORIES))])
+            state.seed("build.n", 10)
+            state.seed("build.seed", 0)
             left, middle, right = st.columns([2, 1, 1])
             label = left.selectbox("Generator", list(offered), key="build.generator")
-            n = int(middle.number_input("How many", min_value=1, max_value=1000, value=10, key="build.n"))
-            seed = int(right.number_input("Seed", min_value=0, max_value=2**31 - 1, value=0, key="build.seed"))
+            n = int(middle.number_input("How many", min_value=1, max_value=1000, key="build.n"))
+            seed = int(right.number_input("Seed", min_value=0, max_value=2**31 - 1, key="build.seed"))
             generator_name = offered[label][0]
             categories = building.default_categories(label)
+            state.seed(CATEGORIES + generator_name, list(categories))
             chosen = st.multiselect(
-                "Categories (they share the count evenly)",
-                list(categories),
-                default=list(categories),
-                key=f"build.categories.{generator_name}",
+                "Categories (they share the count evenly)", list(categories), key=CATEGORIES + generator_name
             )
             mix = building.even_mix(chosen, n)
             st.caption(

@@ -14,7 +14,7 @@ import streamlit as st
 from dashboard.core import health, validation
 from dashboard.core.queries import dataset_summary
 from dashboard.core.text import md_escape
-from dashboard.ui import cache, ingest, layout, widgets
+from dashboard.ui import cache, ingest, layout, state, widgets
 
 page = layout.page_setup(  # the report shows health
     "upload", "Upload", needs_runs=False, health_banner=False, writes="uploading datasets and runs"
@@ -34,6 +34,7 @@ st.caption(
     "One file (evaluation set JSON/JSONL, TREC qrels, CSV/TSV/Parquet qrels, ranx JSON, or a BEIR .zip), "
     "or a qrels file together with files named *queries* and *corpus*. Runs below are added to the dataset selected in the sidebar."
 )
+state.keep(ingest.TYPED_KEYS)  # what the user typed here waits for the upload while another page is open
 name_column, description_column, targets_column = st.columns([1, 2, 1])
 name_column.text_input(
     "Name",

@@ -25,7 +25,7 @@ from ragmetrics.store.candidates import CandidateStore
 from ragmetrics.store.database import Store
 from ragmetrics.synth.base import DEFAULT_CATEGORIES
 from ragmetrics.synth.corpus import read_documents
-from tests.dashboard.apptest import no_problems, open_page, param
+from tests.dashboard.apptest import no_problems, open_app, open_page, param
 from tests.model_stub import ModelStub
 from tests.test_model_generator import writer
 
@@ -93,6 +93,34 @@ def test_generators_offered_come_from_the_registries(corpus_dataset, monkeypatch
     assert at.selectbox(key="build.generator").options == ["extractive", "model: stub"]
     at.selectbox(key="build.generator").select("model: stub").run()
     assert "reasoning" in at.multiselect(key="build.categories.model").value
+
+
+def test_what_the_user_typed_on_build_and_upload_waits_while_another_page_is_open(corpus_dataset) -> None:
+    """Was: the generation's settings and the Upload page's name, targets, chunk pattern and tags were forgotten
+    when another page was opened (Streamlit drops a widget's value after a run that does not draw it), so runs
+    uploaded after a look at the Overview went without the tags typed for them."""
+    at = open_app({"ds": corpus_dataset})
+    at.switch_page("views/build.py").run()
+    at.number_input(key="build.n").set_value(4).run()
+    at.number_input(key="build.seed").set_value(7).run()
+    at.multiselect(key="build.categories.extractive").set_value(["factual", "cloze"]).run()
+    at.text_input(key="build.parent_separator").input("_C").run()
+    at.switch_page("views/upload.py").run()
+    typed = {"upload.name": "SciFact test", "upload.targets": "faq", "upload.chunk_pattern": "#"}
+    for key, text in typed.items():
+        at.text_input(key=key).input(text).run()
+    at.text_area(key="upload.run_tags").input("commit=9548cd6").run()
+    at.switch_page("views/overview.py").run()
+    at.switch_page("views/build.py").run()
+    no_problems(at)
+    assert (at.number_input(key="build.n").value, at.number_input(key="build.seed").value) == (4, 7)
+    assert at.multiselect(key="build.categories.extractive").value == ["factual", "cloze"]
+    assert at.text_input(key="build.parent_separator").value == "_C"
+    assert "Mix: factual 2, cloze 2" in " ".join(c.value for c in at.caption)
+    at.switch_page("views/upload.py").run()
+    no_problems(at)
+    assert {key: at.text_input(key=key).value for key in typed} == typed
+    assert at.text_area(key="upload.run_tags").value == "commit=9548cd6"
 
 
 def test_review_is_stored_at_once_and_makes_a_dataset(corpus_dataset, store_dir) -> None:
