@@ -77,6 +77,7 @@ SAMPLE_PLANS: dict[str, str] = {
 """The human sample plans (:mod:`dashboard.core.assisted`): the one place one is added; the first is the default."""
 DEFAULT_QUEUE, DEFAULT_PLAN = next(iter(JUDGE_QUEUES)), next(iter(SAMPLE_PLANS))
 MAX_METRICS = 12
+"""The most metrics a view compares (and its link holds): Compare's picker takes no more."""
 ALPHAS: tuple[float, ...] = (0.01, 0.05, 0.10)
 """The significance levels a view can name."""
 DEFAULT_ALPHA = 0.05
@@ -132,7 +133,8 @@ FLAGS: dict[str, tuple[str, str]] = {"jb": ("bounds", "bounds shown"), "cv": ("c
 _REF_RE = re.compile(r"^[A-Za-z0-9_.:\-]{1,80}$")  # what may be looked up as an id (reconcile says if it is one)
 _PAGE_RE = re.compile(r"^[a-z][a-z0-9_\-]{0,39}$")
 _MAX_TEXT = 500
-_MAX_RUNS = 20
+MAX_RUNS = 20
+"""The most runs a view (and its link) holds: the sidebar's picker takes no more."""
 
 
 @dataclass(frozen=True)
@@ -404,9 +406,9 @@ def decode(
             note(
                 "ignored run ids that are not ids (ids are 16 hexadecimal digits); check that the whole link was copied"
             )
-        if len(good) > _MAX_RUNS:
-            note(f"kept the first {_MAX_RUNS} runs of {len(good)}")
-            good = good[:_MAX_RUNS]
+        if len(good) > MAX_RUNS:
+            note(f"kept the first {MAX_RUNS} runs of {len(good)}")
+            good = good[:MAX_RUNS]
         values["runs"] = tuple(good)
 
     def baseline() -> None:

@@ -23,7 +23,15 @@ from dashboard.core.compare import (
     default_baseline,
     test_title,
 )
-from dashboard.core.share import BUDGETS, DEFAULT_BUDGET, DEFAULT_CORRECTION, NO_PROFILE, ViewState
+from dashboard.core.share import (
+    BUDGETS,
+    DEFAULT_BUDGET,
+    DEFAULT_CORRECTION,
+    MAX_METRICS,
+    MAX_RUNS,
+    NO_PROFILE,
+    ViewState,
+)
 from dashboard.core.specs import K_MAX, METRIC_CHOICES, metric_title, takes_k
 from dashboard.core.targets import DEFAULT_PROFILE, NO_TARGETS, PROFILES, declared_title, profile_title
 from dashboard.ui import state
@@ -72,14 +80,15 @@ def run_picker(options: Mapping[str, str], value: Sequence[str], *, force: bool)
     key = "sidebar.runs"
     current = state.widget_value(key)
     stale = current is not None and any(r not in options for r in current)
-    state.seed(key, [r for r in value if r in options], force=force or stale)
+    state.seed(key, [r for r in value if r in options][:MAX_RUNS], force=force or stale)
     return list(
         st.multiselect(
             "Runs",
             list(options),
             format_func=lambda i: options.get(i, i),
             key=key,
-            help="The runs to compare; add more on the Upload page.",
+            max_selections=MAX_RUNS,  # as many as a share link holds
+            help=f"The runs to compare (at most {MAX_RUNS}); add more on the Upload page.",
         )
     )
 
@@ -200,11 +209,12 @@ def metric_set_picker(
     if force:  # a view from a link or a page switch: the set follows it again
         state.forget_touched(key)
     own = state.touched(key)
-    state.seed(key, [str(s) for s in chosen or default], force=force or (not chosen and not own))
+    state.seed(key, [str(s) for s in chosen or default][:MAX_METRICS], force=force or (not chosen and not own))
     picked = st.multiselect(
         "Metrics",
         list(dict.fromkeys([*options, *(state.widget_value(key) or [])])),
         key=key,
+        max_selections=MAX_METRICS,  # as many as a share link holds
         accept_new_options=True,
         on_change=state.touch,
         args=(key,),

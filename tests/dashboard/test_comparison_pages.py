@@ -405,6 +405,20 @@ def test_fusion_settings(own_store, faq_ids) -> None:
     assert at.expander(key="compare.fuse.open").proto.expanded and _fusion_preview_sent(at)  # open, as it was left
 
 
+def test_the_pickers_take_no_more_than_a_link_holds(faq_ids) -> None:
+    """Was: Compare's picker took 13 metrics and its page corrected over 39 comparisons, while its link held 12 and
+    reopened over 36 (every corrected p-value moved)."""
+    from dashboard.core.share import MAX_METRICS, MAX_RUNS
+
+    at = open_page("compare")
+    assert at.multiselect(key="compare.metrics").proto.max_selections == MAX_METRICS
+    assert at.multiselect(key="sidebar.runs").proto.max_selections == MAX_RUNS
+    many = ["ndcg@" + str(k) for k in range(1, MAX_METRICS + 4)]
+    opened = open_page("compare", {"ms": ",".join(many)})  # a link written by hand: the first 12, said
+    no_problems(opened)
+    assert opened.multiselect(key="compare.metrics").value == many[:MAX_METRICS]
+
+
 def test_power_page_shows_discriminative_power_and_queries_needed(faq, faq_ids) -> None:
     from ragmetrics.analysis import stats
     from ragmetrics.analysis.compare import compare_result
