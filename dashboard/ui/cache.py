@@ -162,7 +162,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 def cache_key(value: Any) -> Hashable:
     """What a cached builder's argument is keyed on: a selection by its dataset and its runs' ids and names, a
     stored dataset by its content id, a stored run by its id and name (a rename shows), a run of the history by its
-    id and tags (an edited tag is a new timeline); sequences and mappings item by item; a float NaN as one key (a NaN
+    id, name and tags (a rename or an edited tag is a new timeline); sequences and mappings item by item; a float NaN as one key (a NaN
     equals nothing, not even itself: keyed as it is, it would miss every time); anything else as it is (it must be
     hashable)."""
     if isinstance(value, Selection):
@@ -172,7 +172,7 @@ def cache_key(value: Any) -> Hashable:
     if isinstance(value, RunEntry):
         return ("run", value.id, value.name)
     if isinstance(value, StoredRun):
-        return ("stored", value.id, tuple(sorted(value.tags.items())))
+        return ("stored", value.id, value.name, tuple(sorted(value.tags.items())))
     if isinstance(value, Mapping):
         return tuple(sorted((k, cache_key(v)) for k, v in value.items()))
     if isinstance(value, (list, tuple)):

@@ -71,6 +71,8 @@ def test_workspace_lists_what_is_stored(mini) -> None:
 
 
 def test_rename_a_dataset_and_a_run(mini) -> None:
+    timeline = open_page("timeline", {"ds": mini["dataset"]})  # drawn (and cached) under the old names
+    assert "mini-dense" in set(timeline.dataframe[0].value["run"])
     at = open_page("workspace")
     at.text_input(key=f"workspace.rename.dataset.{mini['dataset']}.name").set_value("FAQ v2")
     next(b for b in at.button if b.label == "Rename").click().run()
@@ -86,6 +88,10 @@ def test_rename_a_dataset_and_a_run(mini) -> None:
     overview = open_page("overview", {"ds": mini["dataset"]})
     no_problems(overview)
     assert list(shown_table(overview, "overview.metrics")["run"]) == ["mini-bm25", "dense-e5"]
+    timeline = open_page("timeline", {"ds": mini["dataset"]})  # was: the old name, cached by run id and tags
+    assert "dense-e5" in set(timeline.dataframe[0].value["run"]) and "mini-dense" not in set(
+        timeline.dataframe[0].value["run"]
+    )
     # a name another run has is refused with a message, nothing changes
     at.text_input(key=f"workspace.rename.run.{mini['mini-dense']}.name").set_value("mini-bm25")
     [b for b in at.button if b.label == "Rename"][1].click().run()
