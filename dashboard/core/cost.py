@@ -17,7 +17,8 @@ from dashboard.core.results import Alignment
 from dashboard.core.specs import MetricSpec
 from dashboard.core.text import md_escape
 from ragmetrics.analysis.chunkings import EVIDENCE_WORDS, ChunkingComparison
-from ragmetrics.analysis.stats import family_text
+from ragmetrics.analysis.compare import intervals_name
+from ragmetrics.analysis.stats import delta_interval_method, family_text
 from ragmetrics.analysis.verdicts import VERDICT_TERMS
 from ragmetrics.engine.budgets import tokenizer, tokens_at_depth
 
@@ -118,7 +119,8 @@ def chunking_caption(found: ChunkingComparison) -> str:
     return md_escape(
         f"Document level: chunks merged into their documents (a document ranks at its first chunk), read against "
         f"the qrels at K = {found.k} and within {found.budget} tokens. Span level: the share of the gold evidence "
-        f"the chunks hand over; evidence: {EVIDENCE_WORDS[found.evidence]}. Δ and its 95% interval against "
-        f"{found.baseline} on the same queries; p-values {family_text(found.correction, found.family_size)} (every "
-        f"run × metric × level of the table). Tokens counted with {found.tokenizer}."
+        f"the chunks hand over; evidence: {EVIDENCE_WORDS[found.evidence]}. Δ against {found.baseline} on the same "
+        f"queries, with its {intervals_name(found.correction)} ({delta_interval_method(found.correction)}); "
+        f"p-values {family_text(found.correction, found.family_size)} (every run × metric × level of the table). "
+        f"Tokens counted with {found.tokenizer}."
     )

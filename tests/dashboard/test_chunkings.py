@@ -117,6 +117,10 @@ def test_compare_shows_the_chunkings_in_one_view(scifact, chunked, tmp_path, mon
     assert "recall@1024tok" in set(frame["metric"]) and "evidence_recall@1024tok" in set(frame["metric"])
     assert list(frame.columns[:4]) == ["level", "metric", "run", "tokens in top 10"]
     assert list(frame.columns) == [*cost.CHUNKING_COLUMNS[:3], "tokens in top 10", *cost.CHUNKING_COLUMNS[3:]]
+    # the caption names the interval the table shows: adjusted as its p-values are (was: "its 95% interval")
+    caption = next(c.value.replace("\\", "") for c in at.caption if c.value.startswith("Document level"))
+    assert "with its Holm-adjusted CI (Student's t at each comparison's level)" in caption
+    assert "95% interval" not in caption
 
 
 def test_the_command_line_compares_chunkings_from_files(tmp_path, chunked) -> None:
