@@ -327,13 +327,26 @@ def test_push_names_the_dataset_as_asked(tmp_path):
     [
         ("inprocess", ["--memory-limit", "1GB"], "--memory-limit 1GB: read only with --engine duckdb, polars"),
         ("inprocess", ["--buckets", "3"], "--buckets 3: read only with --engine duckdb, polars"),
+        ("inprocess", ["--spark-master", "yarn"], "--spark-master yarn: read only with --engine spark, not --engine "),
         ("polars", ["--memory-limit", "1GB"], "the polars engine cannot hold itself to a memory limit"),
         ("spark", ["--memory-limit", "1GB"], "the spark engine cannot hold itself to a memory limit"),
         ("stream", ["--work-dir", "work"], "--work-dir: the stream engine writes no work file"),
         ("spark", ["--work-dir", "work"], "--work-dir: the spark engine writes no work file"),
-        ("duckdb", ["--spark-master", "yarn"], "--spark-master: the duckdb engine starts no Spark session"),
-        ("polars", ["--spark-master", "yarn"], "--spark-master: the polars engine starts no Spark session"),
-        ("stream", ["--spark-master", "yarn"], "--spark-master: the stream engine starts no Spark session"),
+        (
+            "duckdb",
+            ["--spark-master", "yarn"],
+            "--spark-master yarn: read only with --engine spark, not --engine duckdb",
+        ),
+        (
+            "polars",
+            ["--spark-master", "yarn"],
+            "--spark-master yarn: read only with --engine spark, not --engine polars",
+        ),
+        (
+            "stream",
+            ["--spark-master", "yarn"],
+            "--spark-master yarn: read only with --engine spark, not --engine stream",
+        ),
     ],
 )
 def test_an_engine_option_the_engine_does_not_read_is_refused_not_ignored(engine, option, said):

@@ -164,7 +164,12 @@ def pool_parser(p: argparse.ArgumentParser) -> None:
     add_data_options(p, scoring=False)
     p.add_argument("--run", action="append", required=True, help="a run file; repeatable (the pool is their union)")
     p.add_argument("--depth", type=whole_number(1), default=10, help="pool each run's top K (default 10)")
-    p.add_argument("-o", "--output", required=True, help="the TSV to write: query_id, doc_id (and text when known)")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help="the TSV to write: query_id, doc_id, best_rank, runs (and text when known)",
+    )
     add_eval_options(p, bounds=False, scoring=False)
     p.set_defaults(handler=cmd_pool)
 

@@ -293,9 +293,15 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         ("eval", "compare"),
-        ("--buckets", "--memory-limit", "--work-dir", "--spark-master"),
+        ("--buckets", "--memory-limit", "--work-dir"),
         Choice("--engine", _partitioned),
         "the in-process evaluation holds every input in memory",
+    ),
+    Rule(
+        ("eval", "compare"),
+        ("--spark-master",),
+        Choice("--engine", _fixed("spark")),
+        "the master of the Spark session the spark engine starts; no other engine starts one",
     ),
     Rule(
         ("eval",),

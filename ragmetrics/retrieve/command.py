@@ -43,7 +43,9 @@ def add_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--name", help="run name (the TREC tag; default: the output file's name, as eval reads it back)")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds per call (default 30)")
-    p.add_argument("--retries", type=int, default=3, help="tries again after an error, a timeout or a 5xx (default 3)")
+    p.add_argument(
+        "--retries", type=int, default=3, help="tries again after an error, a timeout, a 429 or a 5xx (default 3)"
+    )
     p.add_argument("--no-cache", action="store_true", help="call every query again (the new answers are stored)")
     p.add_argument("--cache-dir", help="the cache folder (default RAGMETRICS_CACHE_DIR or ~/.cache/ragmetrics)")
     p.add_argument(
