@@ -252,6 +252,8 @@ def test_agree_reads_a_queries_file_and_writes_json(run_files, tmp_path):
     data = json.loads(out)
     assert data["runs"] == ["a", "b"] and data["num_q"] == 1 and list(data["per_query"]) == ["q2", "q5"]
     assert data["per_query"]["q5"]["rbo"] is None and data["mean"]["overlap@10"] == 1.0
+    # said, as a query only one run ranks is (was: left out without a word)
+    assert data["unranked"] == 1 and "1 query of --queries" in err and "that neither run ranks is left out" in err
 
 
 @pytest.mark.parametrize(

@@ -264,6 +264,7 @@ class Agreement:
     values: pd.DataFrame
     missing: Missing = "skip"
     one_sided: int = 0
+    unranked: int = 0  # queries asked about that neither run ranks (NaN whatever ``missing`` says)
 
     def mean(self) -> pd.Series:
         return self.values.mean(skipna=True)
@@ -279,6 +280,7 @@ class Agreement:
             "num_q": self.queries_compared,
             "missing": self.missing,
             "one_sided": self.one_sided,
+            "unranked": self.unranked,
             "mean": {name: _plain(v) for name, v in self.mean().items()},
         }
         if per_query:
@@ -343,4 +345,7 @@ def agreement(
                 "scores those 0)"
             )
     values = pd.DataFrame(matrix, columns=columns, index=pd.Index(order, name="query_id"), dtype=np.float64)
-    return Agreement((run_a.name, run_b.name), float(p), depths, values, missing, int(np.count_nonzero(one_sided)))
+    unranked = int(np.count_nonzero((ranked_a.length == 0) & (ranked_b.length == 0)))
+    return Agreement(
+        (run_a.name, run_b.name), float(p), depths, values, missing, int(np.count_nonzero(one_sided)), unranked
+    )

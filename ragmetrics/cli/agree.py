@@ -80,6 +80,12 @@ def cmd_agree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
     if result.one_sided:
         err.write(f"ragmetrics: note: agree: {one_sided_words(result)}\n")
+    if result.unranked:
+        n = result.unranked
+        err.write(
+            f"ragmetrics: note: agree: {n} {'query' if n == 1 else 'queries'} of --queries {args.queries} that "
+            f"neither run ranks {'is' if n == 1 else 'are'} left out of num_q and the mean\n"
+        )
     if args.format == "json":
         json.dump(result.to_dict(per_query=args.per_query), out, ensure_ascii=False, indent=2)
         out.write("\n")
