@@ -220,6 +220,21 @@ def test_overlapping_chunks_never_count_a_character_twice(chunks, gold, k):
     assert result.values[f"evidence_recall_chars@{k}"][0] == pytest.approx(len(gold_chars & seen) / len(gold_chars))
 
 
+def test_cli_evidence_says_which_metrics_need_a_text_the_run_lacks(tmp_path):
+    """Was: without --corpus the default metrics ended in "token budgets count the tokens ...", no budget asked."""
+    (tmp_path / "qrels.tsv").write_text("q1 0 A 1\nq2 0 B 1\n")
+    (tmp_path / "spans.qrels").write_text("q1 0 A 1 6 11\nq2 0 B 1 0 5\n")
+    (tmp_path / "run.trec").write_text("q1 Q0 A 1 2 r\nq2 Q0 B 1 2 r\n")
+    base = ["evidence", "--dataset", str(tmp_path / "qrels.tsv"), "--run", str(tmp_path / "run.trec"), "--spans",
+            str(tmp_path / "spans.qrels")]  # fmt: skip
+    out, err = io.StringIO(), io.StringIO()
+    assert main(base, out, err) == 2
+    assert "context_precision@5, tokens_to_evidence (among the default metrics) count the tokens" in err.getvalue()
+    assert "give --corpus, a run with its chunks' texts, or -m without them" in err.getvalue()
+    out, err = io.StringIO(), io.StringIO()
+    assert main([*base, "-m", "evidence_recall@5"], out, err) == 0 and "evidence_recall@5" in out.getvalue()
+
+
 def test_cli_evidence_reads_spans_and_refuses_without_them(tmp_path, capsys):
     (tmp_path / "qrels.tsv").write_text("q1 0 A 1\nq2 0 B 1\n", encoding="utf-8")
     corpus = [{"id": d, "title": "", "text": t} for d, t in zip(CORPUS["doc_id"], CORPUS["text"])]

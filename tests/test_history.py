@@ -268,3 +268,11 @@ def test_a_step_s_mean_and_interval_read_the_queries_the_metric_has_a_value_for(
     step = timeline(dataset, stored, "keyword_recall@1").frame.iloc[0]
     assert step["mean"] == pytest.approx(0.5)  # q1 1, q3 0; q2 lists no keyword
     assert 0.0 <= step["ci_low"] <= 0.5 <= step["ci_high"] <= 1.0
+
+
+def test_a_token_budget_of_runs_stored_without_their_texts_says_how_to_store_them(store_of_four: str):
+    """Was: "give ... the corpus (--corpus corpus.jsonl ...)", an option history does not have."""
+    code, out, err = run_cli("history", "--store", store_of_four, *DATASET, "-m", "recall@512tok")
+    assert code == 2 and not out and "Traceback" not in err
+    assert "recall@512tok counts the tokens of the retrieved texts, and neither the run nor the stored dataset" in err
+    assert "push the dataset with its corpus (push --corpus)" in err

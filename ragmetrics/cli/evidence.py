@@ -184,6 +184,15 @@ def cmd_evidence(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise RagMetricsError("no expected answer occurs in a relevant document's text: there is no evidence to find")
     chunk_spans = _chunk_spans(args, dataset)
     metrics = args.metric or list(DEFAULT_EVIDENCE)
+    counting = [m for m in metrics if counts_tokens([m])]
+    textless = [run.name for run in runs if "text" not in run.table.column_names]
+    if counting and textless and dataset.documents is None:
+        among = "" if args.metric else " (among the default metrics)"
+        raise RagMetricsError(
+            f"{', '.join(counting)}{among} count the tokens of the retrieved texts, and run {textless[0]!r} has none "
+            "and no corpus is given: give --corpus, a run with its chunks' texts, or -m without them (e.g. -m "
+            "evidence_recall@5)"
+        )
     alignments = _aligned(args, dataset, runs, chunk_spans)
     if counts_tokens(metrics):
         alignments = shared_tokenizer(alignments)

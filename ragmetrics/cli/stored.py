@@ -23,7 +23,7 @@ from ragmetrics.cli.options import (
     add_test_options,
 )
 from ragmetrics.engine import align
-from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.errors import NoTextError, RagMetricsError
 from ragmetrics.foundation.ids import is_content_id as is_id
 from ragmetrics.io.runmeta import check_key, ir_metadata_yaml, parse_tags, read_sidecar, retriever_tags
 from ragmetrics.store.database import MAX_NAME_BYTES, Store, checked_text
@@ -138,10 +138,17 @@ def cmd_history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     store, dataset = store_dataset(args)
     where = parse_tags(args.where or [], "--where")
     baseline = stored_run(store, dataset, args.baseline) if args.baseline else None
-    line = store_timeline(
-        store, dataset, args.metric, by=args.by, where=where, baseline=baseline, test=args.test,
-        alpha=args.alpha, correction=args.correction, seed=args.seed, n_resamples=args.resamples,
-    )  # fmt: skip
+    try:
+        line = store_timeline(
+            store, dataset, args.metric, by=args.by, where=where, baseline=baseline, test=args.test,
+            alpha=args.alpha, correction=args.correction, seed=args.seed, n_resamples=args.resamples,
+        )  # fmt: skip
+    except NoTextError as exc:  # the texts come from the store here: say how they get there
+        raise RagMetricsError(
+            f"run {exc.run!r}: {args.metric} counts the tokens of the retrieved texts, and neither "
+            f"the run nor the stored dataset {dataset} holds them: push the dataset with its corpus (push --corpus), "
+            "or runs with their chunks' texts"
+        ) from None
     if line.frame.empty:
         raise RagMetricsError(
             f"no run of dataset {dataset} matches"

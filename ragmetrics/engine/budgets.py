@@ -28,7 +28,7 @@ from ragmetrics.engine.metrics import MetricSpec
 from ragmetrics.engine.order import FrameRows, positions, running_sum, segment_starts
 from ragmetrics.engine.text import TextEvidence
 from ragmetrics.engine.tokens import Tokenizer, resolve
-from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.errors import NoTextError, RagMetricsError
 from ragmetrics.foundation.ids import to_arrow
 from ragmetrics.foundation.kernels import take
 
@@ -81,10 +81,11 @@ def row_texts(alignment: Alignment) -> list[str]:
     if missing:
         run = alignment.run.name
         if lookup is None:
-            raise RagMetricsError(
+            raise NoTextError(
+                run,
                 f"run {run!r}: token budgets count the tokens of the retrieved texts, and the run has no text "
                 "column and the dataset no corpus: give a run with chunk texts, or the corpus (--corpus "
-                "corpus.jsonl, a BEIR folder, Dataset(documents=...))"
+                "corpus.jsonl, a BEIR folder, Dataset(documents=...))",
             )
         distinct = list(dict.fromkeys(missing))
         raise RagMetricsError(

@@ -70,5 +70,14 @@ class MetricNameError(RagMetricsError):
     """An unknown or malformed metric name."""
 
 
+class NoTextError(RagMetricsError):
+    """A metric counts the tokens of the retrieved texts and neither run ``run`` nor the dataset holds them (a
+    caller that knows where the texts come from says so in its own words)."""
+
+    def __init__(self, run: str, message: str) -> None:
+        self.run = run
+        super().__init__(message)
+
+
 class RagMetricsWarning(UserWarning):
     """Recoverable issues (dropped queries, duplicate rows), one per call with counts."""
