@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ragmetrics.analysis.values import mean_of
-from ragmetrics.engine.metrics import parse_metric
+from ragmetrics.engine.metrics import metric_name, parse_metric
 from ragmetrics.foundation.errors import MetricNameError, ParseError, RagMetricsError
 from ragmetrics.foundation.model import Dataset
 
@@ -64,6 +64,28 @@ class PerQueryResults:
         return len(self.frame)
 
 
+ABOVE_ONE = ("map", "ndcg")
+"""The metrics whose per-query value may exceed 1: LlamaIndex mode counts a duplicate retrieved id again in ``ap``
+and ``ndcg``; every other value lies in [0, 1]."""
+
+
+def _in_range(values: np.ndarray, spec: str, where: str) -> np.ndarray:
+    """``values`` of metric ``spec`` when each is a value a metric can take (NaN: the query has none), else a
+    :class:`ParseError` naming the first that is not, by its row."""
+    ceiling = np.inf if metric_name(spec) in ABOVE_ONE else 1.0
+    bad = np.flatnonzero(~np.isnan(values) & ~((values >= 0) & (values <= ceiling)))
+    if len(bad):
+        row = int(bad[0])
+        expected = "values of 0 or more" if ceiling == np.inf else "values from 0 to 1"
+        raise ParseError(
+            where,
+            None,
+            f"{expected} in column {spec} (NaN where a query has none)",
+            f"{float(values[row])!r} in row {row + 1}",
+        )
+    return values
+
+
 def read_per_query(
     source: str | os.PathLike[str] | bytes, dataset: Dataset, *, name: str, filename: str = ""
 ) -> PerQueryResults:
@@ -92,7 +114,8 @@ def read_per_query(
         kind = table.schema.field(column).type
         if not (pa.types.is_floating(kind) or pa.types.is_integer(kind)):
             raise ParseError(where, None, f"numbers in column {column}", str(kind))
-        columns[spec] = table.column(column).to_numpy(zero_copy_only=False).astype(np.float64)
+        values = table.column(column).to_numpy(zero_copy_only=False).astype(np.float64)
+        columns[spec] = _in_range(values, spec, where)
     if not columns:
         raise ParseError(where, None, "at least one metric column beside query_id", "query_id only")
     ids = pd.Series(table.column("query_id").to_pylist(), dtype=object).astype(str)
