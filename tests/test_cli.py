@@ -113,6 +113,7 @@ def test_llamaindex_mode_says_that_a_query_missing_from_the_run_is_left_out(tmp_
     run.write_text("q1 Q0 d1 1 3.0 s\nq1 Q0 d5 2 2.0 s\nq2 Q0 d7 1 5.0 s\nq2 Q0 d4 2 4.0 s\n")  # no q3
     li = cli("eval", "--dataset", str(qrels), "--run", str(run), "-m", "mrr", "--mode", "llamaindex")
     assert li.returncode == 0 and "mrr                   \tall\t0.7500" in li.stdout  # q3 has no value (not 0)
+    assert "num_q                 \tall\t2" in li.stdout  # the queries the mean is over
     assert "1 judged queries missing from the run (left out: LlamaIndex scores no empty list)" in li.stderr
     trec = cli("eval", "--dataset", str(qrels), "--run", str(run), "-m", "mrr")
     assert "mrr                   \tall\t0.5000" in trec.stdout and "missing from the run (scored 0)" in trec.stderr

@@ -228,7 +228,9 @@ def test_cli_synth_from_a_folder_and_from_jsonl(tmp_path):
     before = jsonl.read_bytes()
     err = io.StringIO()
     assert main(["synth", str(jsonl), "-o", str(jsonl), "--n", "4", "--no-retrieval-check"], out, err) == 2
-    assert f"--output {jsonl}: is also read as --corpus; writing it would destroy that input" in err.getvalue()
+    assert (
+        f"--output {jsonl}: is also read as the argument corpus; writing it would destroy that input" in err.getvalue()
+    )
     assert jsonl.read_bytes() == before
     err, both = io.StringIO(), tmp_path / "both.jsonl"
     argv = ["synth", str(folder), "-o", str(both), "--chunker", "words:60:10", "--chunks-out", str(both), "--n", "2"]

@@ -431,4 +431,10 @@ def check_parser(p: argparse.ArgumentParser) -> None:
     add_eval_options(p)
     add_bounds_option(p, "each target's mean's and each delta's worst and best, and whether they could flip a check")
     add_test_options(p, defaults=False)  # the test's options are read with --baseline; --seed, --resamples by both
+    for action in p._actions:
+        if action.dest == "resamples":
+            action.help = (
+                f"resamples of the targets' intervals (default {stats.MEAN_INTERVAL_RESAMPLES:,}, as every page's) and "
+                f"of a resampled test against --baseline (default {stats.DEFAULT_RESAMPLES:,})"
+            )
     p.set_defaults(handler=cmd_check)

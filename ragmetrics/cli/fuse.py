@@ -17,7 +17,7 @@ from ragmetrics.io.trec import trec_tag
 
 def cmd_fuse(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
-    output = output_path(args, args.output, "--output")
+    output = output_path(args, args.output, "--output", positional=("runs",))
     if args.runs and args.run:
         raise RagMetricsError(
             "fuse reads its runs in order (their weights, the fused run's name): give them all after the options or "

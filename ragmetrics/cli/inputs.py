@@ -18,6 +18,8 @@ from typing import Any, TextIO
 
 import pyarrow as pa
 
+from ragmetrics.analysis.targets import resolve_targets
+from ragmetrics.engine.metrics import metric_name
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.kernels import aggregate, is_in, unique
 from ragmetrics.foundation.model import Dataset, Run
@@ -43,26 +45,27 @@ INPUT_OPTIONS = (
 """The options that name files a command reads (a command writes none of them)."""
 
 
-def output_path(args: argparse.Namespace, path: str, option: str) -> str:
+def output_path(args: argparse.Namespace, path: str, option: str, *, positional: Sequence[str] = ()) -> str:
     """``path``, a file the command is about to write for ``option``, once it is sure that its folder exists and
     that it is none of the files the command reads (writing it would destroy that input):
-    :func:`ragmetrics.io.refuse_output_over_input`, the check the library's writers make."""
+    :func:`ragmetrics.io.refuse_output_over_input`, the check the library's writers make. ``positional``: the inputs
+    the command takes as arguments, not options (named as argparse names them)."""
     inputs = {}
     for name in INPUT_OPTIONS:
         value = getattr(args, name, None)
-        named = "a run given after the options" if name == "runs" else f"--{name.replace('_', '-')}"  # fuse's
+        named = f"the argument {name}" if name in positional else f"--{name.replace('_', '-')}"
         inputs[named] = value if isinstance(value, list) else [value]
     refuse_output_over_input(path, option, inputs)
     return path
 
 
-def output_paths(args: argparse.Namespace, outputs: dict[str, str]) -> None:
+def output_paths(args: argparse.Namespace, outputs: dict[str, str], *, positional: Sequence[str] = ()) -> None:
     """Each of ``outputs`` (an option -> the file the command is about to write for it) checked as
     :func:`output_path` checks one, and no two of them the same file (the one written second would replace the
     other)."""
     written: dict[str, str] = {}
     for option, path in outputs.items():
-        output_path(args, path, option)
+        output_path(args, path, option, positional=positional)
         where = os.path.realpath(path)
         if where in written:
             raise RagMetricsError(
@@ -188,30 +191,59 @@ def read_inputs(args: argparse.Namespace, paths: Sequence[str]) -> tuple[Dataset
 
 def check_collection(args: argparse.Namespace, dataset: Dataset, runs: Sequence[Run]) -> None:
     """Refuse a collection the qrels and runs cannot come from: a ``--corpus`` holding none of the documents they
-    name (another dataset's corpus, or its queries file: its texts and size would be read as theirs), or a
-    collection smaller than the distinct documents they name (``accuracy@k``'s true negatives would be counted in a
-    collection that cannot hold them)."""
+    name (another dataset's corpus, or its queries file: its texts and size would be read as theirs), or, where
+    ``accuracy@k`` reads it (``--corpus-size``, or a corpus with accuracy asked), a collection smaller than the
+    distinct documents they name (its true negatives would be counted in a collection that cannot hold them). A run
+    of chunks names its documents (``source_doc``) unless ``--level chunk``; each check reads only what it needs."""
     if dataset.corpus_size is None:
         return
-    columns = [dataset.qrels_table.column("doc_id"), *(run.table.column("doc_id") for run in runs)]
-    named = unique(pa.chunked_array([unique(c).cast(pa.large_string()) for c in columns], pa.large_string()))
     corpus = getattr(args, "corpus", None)
-    if corpus and dataset.documents is not None and len(named):
+    if corpus and dataset.documents is not None:
         held = pa.array(dataset.documents["doc_id"].astype(str), pa.large_string())
-        if not aggregate("any", is_in(named, held)):
-            shown = ", ".join(repr(d) for d in sorted(named[:3].to_pylist()))
+        judged = dataset.qrels_table.column("doc_id")
+        if not aggregate("any", is_in(judged, held)) and not any(  # the qrels' first: the runs only when needed
+            aggregate("any", is_in(ids, held)) for ids in _document_ids(args, runs)
+        ):
+            shown = ", ".join(repr(d) for d in unique(judged)[:3].to_pylist())
             raise RagMetricsError(
-                f"--corpus {corpus}: holds none of the {len(named):,} documents the qrels and runs name (e.g. "
-                f"{shown}); give this dataset's corpus"
+                f"--corpus {corpus}: holds none of the documents the qrels and runs name (e.g. {shown}); give this "
+                "dataset's corpus"
             )
     sized = getattr(args, "corpus_size", None)
-    accuracy = any(str(m).strip().lower().startswith("accuracy") for m in getattr(args, "metric", None) or [])
-    if (sized or accuracy) and dataset.corpus_size < len(named):  # else a corpus gives texts, not the collection
+    if not (sized or _asks_accuracy(args)):
+        return  # a corpus given for its texts (answer_in@k, budgets, a pool's text) is not the collection
+    columns = [dataset.qrels_table.column("doc_id"), *_document_ids(args, runs)]
+    named = len(unique(pa.chunked_array([unique(c).cast(pa.large_string()) for c in columns], pa.large_string())))
+    if dataset.corpus_size < named:
         given = f"--corpus-size {sized}" if sized else f"--corpus {corpus}"
         raise RagMetricsError(
-            f"{given}: {dataset.corpus_size:,} documents, fewer than the {len(named):,} distinct documents the qrels "
-            "and runs name; give the size of the whole collection (accuracy@k counts its true negatives there)"
+            f"{given}: {dataset.corpus_size:,} documents, fewer than the {named:,} distinct documents the qrels and "
+            "runs name; give the size of the whole collection (accuracy@k counts its true negatives there)"
         )
+
+
+def _document_ids(args: argparse.Namespace, runs: Sequence[Run]) -> Iterator[Any]:
+    """Each run's document ids: its chunks' documents (``source_doc``) unless ``--level chunk`` scores chunks."""
+    by_chunk = getattr(args, "level", "auto") == "chunk"
+    for run in runs:
+        names = run.table.column_names
+        yield run.table.column("source_doc" if "source_doc" in names and not by_chunk else "doc_id")
+
+
+def _asks_accuracy(args: argparse.Namespace) -> bool:
+    """Whether the command scores accuracy@k (a metric or a target named so)."""
+    asked = list(getattr(args, "metric", None) or [])
+    if getattr(args, "targets", None):
+        with contextlib.suppress(RagMetricsError):  # a bad target is refused where targets are read
+            asked += list(resolve_targets(args.targets))
+    return any(_named(str(m)) == "accuracy" for m in asked)
+
+
+def _named(metric: str) -> str | None:
+    try:
+        return metric_name(metric)
+    except RagMetricsError:  # another command's metric (evidence's), or a name refused where it is read
+        return None
 
 
 def read_runs(paths: Sequence[str], args: argparse.Namespace) -> list[Run]:

@@ -332,12 +332,13 @@ def engine_arguments(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-CI_RESAMPLES = 1_000
-"""``eval --ci``'s resamples when not given."""
+CI_RESAMPLES = stats.MEAN_INTERVAL_RESAMPLES
+"""``eval --ci``'s resamples when not given: those of a mean's interval on every page and command."""
 
 
 CI_TAIL_RESAMPLES = 40
-"""The fewest resamples of ``eval --ci``'s 95% interval: each 2.5% tail holds at least one."""
+"""The fewest resamples of a mean's 95% bootstrap interval (``eval --ci``, ``check --targets``): each 2.5% tail holds
+at least one."""
 
 
 def refuse_too_few_resamples(args: argparse.Namespace) -> None:
@@ -345,7 +346,8 @@ def refuse_too_few_resamples(args: argparse.Namespace) -> None:
     cannot reach ``--alpha`` (no difference could be significant), or ``--ci`` intervals whose tails hold no
     resample. Called once after parsing, for every command (options a command lacks are not read)."""
     given = getattr(args, "resamples", None)
-    if getattr(args, "ci", False) and given is not None and given < CI_TAIL_RESAMPLES:
+    intervals = getattr(args, "ci", False) or getattr(args, "targets", None)  # a mean's interval, bootstrapped
+    if intervals and given is not None and given < CI_TAIL_RESAMPLES:
         raise RagMetricsError(
             f"--resamples {given}: a 95% interval from fewer than {CI_TAIL_RESAMPLES} resamples has a tail without "
             f"one; give at least {CI_TAIL_RESAMPLES} (default {CI_RESAMPLES:,})"

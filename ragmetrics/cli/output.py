@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+import numpy as np
 
 from ragmetrics.analysis.evaluate import EvalResult, RunResult
 from ragmetrics.analysis.values import QueryValues, plain
@@ -39,6 +41,16 @@ class Merged:
         return rows
 
 
+def num_q(run: RunResult | Any) -> int:
+    """trec_eval's ``num_q``: the queries evaluated; in LlamaIndex mode, those with a value (a query LlamaIndex
+    refuses, nothing retrieved or nothing relevant, has none and is left out of the means)."""
+    conventions = getattr(run, "conventions", None)
+    if conventions is None or conventions.mode != "llamaindex" or not run.metrics:
+        return int(run.coverage.queries_evaluated)
+    values = np.column_stack([run.arrays[metric] for metric in run.metrics])
+    return int((~np.isnan(values)).any(axis=1).sum())
+
+
 def format_table(
     result: EvalResult | PartitionedResult,
     per_query: bool,
@@ -52,7 +64,7 @@ def format_table(
     ``measure:fingerprint``."""
     for name, run in result.runs.items():
         out.write(f"{'runid':<22}\tall\t{name}\n")
-        out.write(f"{'num_q':<22}\tall\t{run.coverage.queries_evaluated}\n")
+        out.write(f"{'num_q':<22}\tall\t{num_q(run)}\n")
         tokenizer = getattr(run, "tokenizer", None)
         if tokenizer is not None:  # what the token budgets (recall@512tok) counted with
             out.write(f"{'tokenizer':<22}\tall\t{tokenizer}\n")

@@ -41,8 +41,9 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     args.run = args.run or []
     given = parse_tags(args.meta or [])
     dataset, runs = read_inputs(args, args.run)
-    # a run that does not meet the qrels is refused before anything is stored, as eval refuses it
-    refuse_no_overlap(args, dataset, [align(dataset, run) for run in runs])
+    # a run that does not meet the qrels is refused before anything is stored, as eval refuses it (aligned one at a
+    # time, and only when the check is made)
+    refuse_no_overlap(args, dataset, (align(dataset, run) for run in runs))
     results = [
         read_per_query(path, dataset, name=Path(path).name.removesuffix(".parquet"), filename=path)
         for path in args.per_query or []
@@ -99,7 +100,7 @@ def _say_what_the_stored_dataset_kept(
         err.write(
             f"ragmetrics: note: dataset {dataset_id} was stored before as {stored['name']!r}: it keeps that name\n"
         )
-    if targets and str(stored["targets"]) != targets:
+    if targets and str(stored["targets"] or "") not in ("", targets):  # "": a store without the column keeps none
         err.write(
             f"ragmetrics: note: dataset {dataset_id} was stored before with the targets {stored['targets']!r}: it keeps "
             f"them (--dataset-targets {targets!r} not stored)\n"

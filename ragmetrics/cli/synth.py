@@ -91,7 +91,11 @@ def cmd_synth(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "corpus's own); give --chunker words:SIZE:OVERLAP, or drop --chunks-out"
         )
     chunks = args.chunks_out or str(Path(args.output).with_suffix("")) + ".chunks.jsonl"
-    output_paths(args, {"--output": args.output, **({"--chunks-out": chunks} if corpus.rechunked else {})})
+    output_paths(
+        args,
+        {"--output": args.output, **({"--chunks-out": chunks} if corpus.rechunked else {})},
+        positional=("corpus",),
+    )
     second = "plain" if args.second_retriever is None else args.second_retriever
     retrievers = [] if args.no_retrieval_check else _retrievers(second, corpus)
     candidates = synthesize(corpus, generator, categories, seed=args.seed, retrievers=retrievers)
