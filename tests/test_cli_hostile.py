@@ -172,6 +172,19 @@ def test_a_collection_the_qrels_and_runs_cannot_come_from_is_refused(files, tmp_
     assert code == 2 and "--corpus-size 2: 2 documents, fewer than the" in err, err
     code, out, _ = run_cli(*common, "--corpus-size", "1000")
     assert code == 0 and "accuracy@2" in out
+    # a run of chunks names its documents: a corpus of those documents is the collection (unless chunks are scored)
+    docs = [f"d{i}" for i in range(4)]
+    (tmp_path / "docs.qrels").write_text("".join(f"q{i} 0 {d} 1\n" for i, d in enumerate(docs)))
+    (tmp_path / "docs.jsonl").write_text("".join(f'{{"_id": "{d}", "text": "t"}}\n' for d in docs))
+    (tmp_path / "chunks.trec").write_text(
+        "".join(f"q{i} Q0 {d}#{c} {c + 1} {9 - c} r\n" for i, d in enumerate(docs) for c in range(3))
+    )
+    chunked = ["eval", "--dataset", tmp_path / "docs.qrels", "--corpus", tmp_path / "docs.jsonl", "--run",
+               tmp_path / "chunks.trec", "--chunk-pattern", "#", "-m", "accuracy@2"]  # fmt: skip
+    code, out, err = run_cli(*chunked)
+    assert code == 0 and "accuracy@2" in out, err
+    code, _, err = run_cli(*chunked, "--level", "chunk")
+    assert code == 2 and "4 documents, fewer than the 16 distinct documents" in err, err
 
 
 def test_fuse_takes_its_runs_in_one_order_and_no_option_its_method_ignores(files, tmp_path):
