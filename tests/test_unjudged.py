@@ -173,15 +173,17 @@ def test_llamaindex_mode_refuses_other_unjudged_conventions():
 @pytest.mark.parametrize("seed", range(0, 40, 3))
 def test_every_judgings_delta_lies_within_the_comparisons_bounds(seed):
     """Two runs on the same small case, every way of judging the documents either leaves unjudged enumerated: each
-    judging's mean delta lies within ``delta_worst`` .. ``delta_best``, each mean within its own ends."""
-    from ragmetrics.analysis.compare import compare
+    judging's mean delta lies within ``delta_worst`` .. ``delta_best``, each mean within its own ends (a case of one
+    query too: ``compare_result`` keeps the rows ``compare`` refuses as a paired test)."""
+    from ragmetrics.analysis.compare import compare_result
 
     qrels, rows, rel_level = _labelings_case(seed)
     rng = np.random.default_rng(seed)
     other = [(q, d, float(rng.integers(0, 4))) for q, d, _ in rows]
     runs = [oracle.run_of(rows, "a"), oracle.run_of(other, "b")]
     metrics = ["ndcg@3", "map", "recall@2", "precision@2"]
-    table = compare(oracle.dataset_of(qrels), runs, metrics, rel_level=rel_level, bounds=True, warn=False).table
+    result = rm.evaluate(oracle.dataset_of(qrels), runs, metrics, rel_level=rel_level, warn=False)
+    table = compare_result(result, bounds=True).table
     judged = {(q, d) for q, d, _ in qrels}
     queries = {q for q, _, _ in qrels}  # a query without judgments is not evaluated, nor judged here
     unjudged = sorted({(q, d) for q, d, _ in rows if (q, d) not in judged and q in queries})[:8]

@@ -321,6 +321,8 @@ def agreement(
         ids_a = run_a.table.column("query_id").unique().to_pylist()
         ids_b = run_b.table.column("query_id").unique().to_pylist()
         order = sorted(ids_a) + sorted(set(ids_b) - set(ids_a))
+    elif isinstance(queries, (str, bytes)):  # one id would be read character by character
+        raise RagMetricsError(f"The 'queries' parameter must be a sequence of query ids. Got the text {queries!r}.")
     else:
         order = list(dict.fromkeys(str(q) for q in queries))
     if not order:

@@ -34,6 +34,7 @@ import pandas as pd
 
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.evaluate import EvalResult, evaluate
+from ragmetrics.analysis.verdicts import refuse_too_few_pairs
 from ragmetrics.engine.metrics import MetricSpec
 from ragmetrics.engine.queries import at_positions, at_queries, query_positions
 from ragmetrics.foundation.errors import RagMetricsError
@@ -284,6 +285,7 @@ def compare_result(
     """
     stats.checked_test(test)
     correction = stats.checked_correction(correction)
+    alpha, seed = stats.checked_alpha(alpha), stats.checked_seed(seed)
     if family not in FAMILIES:
         raise RagMetricsError(f"unknown family {family!r}; choose one of {sorted(FAMILIES)}")
     names = result.run_names
@@ -602,10 +604,12 @@ def compare(
 
     ``test``: ``"t"`` (paired t-test), ``"wilcoxon"``, ``"randomization"`` (Fisher,
     seeded) or ``"bootstrap"`` (paired, seeded). ``bounds``: as :func:`compare_result`. Evaluation options
-    (``missing``, ``rel_level``, ...) pass through to :func:`ragmetrics.analysis.evaluate`.
+    (``missing``, ``rel_level``, ...) pass through to :func:`ragmetrics.analysis.evaluate`. A run sharing fewer than
+    2 queries with a value with the baseline is an error, as on the command line (a paired test on fewer means
+    nothing); :func:`compare_result` keeps such rows (NaN) for callers that show them.
     """
     result = evaluate(dataset, runs, metrics, **evaluate_options)
-    return compare_result(
+    comparison = compare_result(
         result,
         baseline=baseline,
         test=test,
@@ -616,6 +620,8 @@ def compare(
         bounds=bounds,
         bounds_depth=bounds_depth,
     )
+    refuse_too_few_pairs(comparison.table)
+    return comparison
 
 
 def discriminative_power(

@@ -300,7 +300,10 @@ def evaluate(
         results[alignment.name] = RunResult(alignment, tuple(specs))
         if warn:
             conventions = alignment.conventions
-            _warn(alignment.name, alignment.coverage.notes(conventions.missing, mode=conventions.mode))
+            notes = alignment.coverage.notes(conventions.missing, mode=conventions.mode)
+            if alignment.health.no_overlap and alignment.dataset.qrels_table.num_rows:  # every value reads 0
+                notes.append(alignment.explain_no_overlap("library").removeprefix(f"run {alignment.name!r}: "))
+            _warn(alignment.name, notes)
     if k_max is None:
         deepest = max([s.k for s in specs if s.k is not None], default=10)
         retrieved = max((r.alignment.depth for r in results.values()), default=0)

@@ -242,6 +242,23 @@ def checked_test(test: str) -> str:
     return test
 
 
+def checked_alpha(alpha: object) -> float:
+    """``alpha`` when it is a significance level (a number strictly between 0 and 1), else the error every caller
+    gives (1.5 passed every difference as significant, with an interval at a level below 0)."""
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0.0 < float(alpha) < 1.0:
+        raise RagMetricsError(
+            f"The 'alpha' parameter must be a number strictly between 0 and 1. Got {alpha!r} instead."
+        )
+    return float(alpha)
+
+
+def checked_seed(seed: object) -> int:
+    """``seed`` when it is a whole number of 0 or more (numpy's generators take those), else a clear error."""
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise RagMetricsError(f"The 'seed' parameter must be a whole number of 0 or more. Got {seed!r} instead.")
+    return int(seed)
+
+
 def is_uncorrected(correction: str | None) -> bool:
     """Whether ``correction`` names no correction: None, ``""`` or ``"none"`` (each p-value alone)."""
     return correction in (None, "", "none")

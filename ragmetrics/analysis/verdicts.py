@@ -314,7 +314,7 @@ def refuse_meaningless_counts(
 def refuse_too_few_pairs(table: Any) -> None:
     """A paired test on fewer than 2 queries both runs score means nothing (no p-value, an interval of one point):
     an error, not a pass. ``table``: a comparison's table (:attr:`ragmetrics.analysis.compare.Comparison.table`)."""
-    few = table[table["n"] < 2]
+    few = table[(table["n"] < 2) & (table["run"] != table["baseline"])]  # the baseline's own row is no pair
     if len(few):
         row = few.iloc[0]
         raise RagMetricsError(

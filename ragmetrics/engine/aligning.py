@@ -57,6 +57,11 @@ def align(
     ``executor`` (say a ``ThreadPoolExecutor(1)``): a run of a million rows or more is then fingerprinted and
     aligned on two threads. Without one, everything runs on the calling thread.
     """
+    if not isinstance(dataset, Dataset) or not isinstance(run, Run):
+        raise RagMetricsError(
+            f"align takes a Dataset and a Run (ragmetrics.io's loaders, Dataset.from_dict, Run.from_dict); got "
+            f"{type(dataset).__name__} and {type(run).__name__}: ragmetrics.evaluate also takes dicts and DataFrames"
+        )
     conventions = (conventions or Conventions()).replace(**changes) if changes else conventions or Conventions()
     tokenizer = check_tokenizer(tokenizer)
     coverage = Coverage()

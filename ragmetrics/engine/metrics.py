@@ -664,6 +664,8 @@ BUDGET_SUFFIX = "tok"
 _METRIC_RE = re.compile(
     r"^\s*([A-Za-z][A-Za-z0-9_\-]*?)\s*(?:[@._](\d+)(?:\s*(tok|tokens))?)?\s*$", re.IGNORECASE | re.ASCII
 )
+_EVERY_CUTOFF = ("ndcg_cut", "map_cut")
+"""trec_eval's names of a metric at every one of its cut-offs: read only with one (``ndcg_cut_10``)."""
 MAX_CUTOFF = 2**63 - 1
 """The deepest cut-off or token budget a metric takes (the engines hold K as a 64-bit integer): deeper than any
 ranking or context."""
@@ -782,6 +784,11 @@ def parse_metric(text: str | MetricSpec) -> MetricSpec:
         hint = f"; did you mean '{_ALIASES[close[0]]}{'@' + k_text if k_text else ''}'?" if close else ""
         raise MetricNameError(f"unknown metric {text!r}{hint} Known: {known_metric_names()}")
     info = METRICS[name]
+    if raw.lower() in _EVERY_CUTOFF and k_text is None:
+        raise MetricNameError(
+            f"metric {text!r}: trec_eval's {raw} is the metric at each of its cut-offs (5, 10, 15, 20, 30, 100, 200, "
+            f"500, 1000), not {name} uncut; give one, e.g. '{raw}_10' or '{name}@10' (or '{name}' uncut)"
+        )
     if k_text is not None and int(k_text) > MAX_CUTOFF:
         raise MetricNameError(
             f"metric {text!r}: the {'token budget' if budget else 'cut-off k'} must be at most {MAX_CUTOFF:,} "

@@ -117,6 +117,28 @@ def _float(value: Any) -> float:
         return float("nan")
 
 
+def _nested(mapping: Any, name: str, expected: str, *, listed: bool = False) -> list[tuple[Any, Any]]:
+    """``mapping``'s ``(query_id, value)`` items, each value what ``expected`` says (a mapping, or with ``listed`` a
+    sequence of ids: a string is one id, never split into characters); else a clear error."""
+    if not isinstance(mapping, Mapping):
+        raise RagMetricsError(f"{name!r}: expected {{query_id: {expected}}}, got {type(mapping).__name__}")
+    for query, value in mapping.items():
+        fits = (
+            isinstance(value, Iterable) and not isinstance(value, (str, bytes, Mapping))
+            if listed
+            else isinstance(value, Mapping)
+        )
+        if not fits:
+            raise RagMetricsError(
+                f"{name!r}: query {query!r} maps to {type(value).__name__}; expected {{query_id: {expected}}}"
+            )
+    return list(mapping.items())
+
+
+def _is_id_list(value: Any) -> bool:
+    return isinstance(value, (list, tuple, set, frozenset))
+
+
 def _value_at(values: Any, row: int) -> Any:
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         return values[row].as_py()
@@ -215,13 +237,20 @@ class Run:
 
     @classmethod
     def from_dict(cls, run: Mapping[str, Mapping[str, float]], *, name: str = "run") -> Run:
-        """From a pytrec_eval / ranx style ``{query_id: {doc_id: score}}`` mapping."""
-        rows = [(q, d, s) for q, docs in run.items() for d, s in docs.items()]
+        """From a pytrec_eval / ranx style ``{query_id: {doc_id: score}}`` mapping (ids as a frame's are read:
+        bytes decoded, other values as ``str`` prints them); a score that is no number is an error naming it."""
+        rows = [(q, d, s) for q, docs in _nested(run, name, "{doc_id: score}") for d, s in docs.items()]
+        for q, d, s in rows:
+            if isinstance(s, bool) or not isinstance(s, (int, float, np.integer, np.floating)):
+                several = " (several runs: {name: Run.from_dict(...)}, one Run each)" if isinstance(s, Mapping) else ""
+                raise RagMetricsError(
+                    f"run {name!r}: query {q!r}, document {d!r} has score {str(s)[:80]!r}; expected a number{several}"
+                )
         table = pa.table(
             {
-                "query_id": pa.array([str(r[0]) for r in rows], type=pa.large_string()),
-                "doc_id": pa.array([str(r[1]) for r in rows], type=pa.large_string()),
-                "score": pa.array([r[2] for r in rows], type=pa.float64()),
+                "query_id": as_strings([r[0] for r in rows]),
+                "doc_id": as_strings([r[1] for r in rows]),
+                "score": pa.array([float(r[2]) for r in rows], type=pa.float64()),
             }
         )
         return cls.from_table(table, name=name)
@@ -229,13 +258,8 @@ class Run:
     @classmethod
     def from_lists(cls, ranked: Mapping[str, Iterable[str]], *, name: str = "run") -> Run:
         """From ``{query_id: [doc_id, ...]}`` in rank order (no scores)."""
-        rows = [(q, d) for q, docs in ranked.items() for d in docs]
-        table = pa.table(
-            {
-                "query_id": pa.array([str(q) for q, _ in rows], type=pa.large_string()),
-                "doc_id": pa.array([str(d) for _, d in rows], type=pa.large_string()),
-            }
-        )
+        rows = [(q, d) for q, docs in _nested(ranked, name, "[doc_id, ...]", listed=True) for d in docs]
+        table = pa.table({"query_id": as_strings([q for q, _ in rows]), "doc_id": as_strings([d for _, d in rows])})
         return cls.from_table(table, name=name)
 
     @property
@@ -428,16 +452,23 @@ class Dataset:
     def from_dict(
         cls, qrels: Mapping[str, Mapping[str, int]], *, name: str = "dataset", corpus_size: int | None = None
     ) -> Dataset:
-        """From a pytrec_eval / ranx style ``{query_id: {doc_id: label}}`` mapping."""
-        rows = [(q, d, r) for q, docs in qrels.items() for d, r in docs.items()]
+        """From a pytrec_eval / ranx style ``{query_id: {doc_id: label}}`` mapping, or LlamaIndex's and RAGAS'
+        ``{query_id: [doc_id, ...]}`` (each relevant, label 1); ids as a frame's are read (bytes decoded, other values
+        as ``str`` prints them)."""
+        if not isinstance(qrels, Mapping):
+            raise RagMetricsError(f"expected {{query_id: {{doc_id: label}}}}, got {type(qrels).__name__}")
+        judged = {q: dict.fromkeys(docs, 1) if _is_id_list(docs) else docs for q, docs in qrels.items()}
+        rows = [
+            (q, d, r) for q, docs in _nested(judged, name, "{doc_id: label} or [doc_id, ...]") for d, r in docs.items()
+        ]
         table = pa.table(
             {
-                "query_id": pa.array([r[0] for r in rows], type=pa.large_string()),
-                "doc_id": pa.array([r[1] for r in rows], type=pa.large_string()),
+                "query_id": as_strings([r[0] for r in rows]),
+                "doc_id": as_strings([r[1] for r in rows]),
                 "relevance": pa.array([r[2] for r in rows]) if rows else pa.array([], pa.int64()),
             }
         )
-        queries = pa.table({"query_id": pa.array([str(q) for q in qrels], type=pa.large_string())})
+        queries = pa.table({"query_id": as_strings(list(qrels))})
         return cls.from_tables(table, queries, name=name, corpus_size=corpus_size)
 
     def with_queries(self, queries: pa.Table | pd.DataFrame) -> Dataset:
