@@ -341,3 +341,48 @@ def test_alignment_values_and_curves_are_computed_once_under_threads():
     assert calls == ["recall"]
     assert all(np.shares_memory(c, curves[0]) and c.shape == (50, 20) for c in curves)
     assert np.shares_memory(alignment.curve("recall", 100), curves[0])  # a deeper one is the same kept curve
+
+
+def test_the_python_api_reads_what_peers_pass_and_refuses_what_means_nothing():
+    """Was (an adversarial read of the API): a run whose ids meet no judgment scored 0.0 in silence; alpha=1.5
+    passed every difference; compare() answered a pair of no shared query with NaN; bytes and int ids missed each
+    other; a score "0.5" and a dict of runs ended deep in pyarrow; LlamaIndex's {query: [doc, ...]} failed; a string
+    of ids was split into characters; "ndcg_cut" read as the uncut nDCG."""
+    from ragmetrics.analysis.agreement import agreement
+    from ragmetrics.analysis.compare import compare
+    from ragmetrics.engine.metrics import MetricNameError, parse_metric
+    from ragmetrics.foundation.errors import RagMetricsWarning
+
+    qrels = {"q1": {"d1": 1}, "q2": {"d2": 1}}
+    good = rm.Run.from_dict({"q1": {"d1": 2.0, "x": 1.0}, "q2": {"d2": 1.0, "y": 2.0}}, name="good")
+    elsewhere = rm.Run.from_dict({"q1": {"doc_d1": 1.0}, "q2": {"doc_d2": 1.0}}, name="elsewhere")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert rm.evaluate(qrels, elsewhere, ["ndcg@10"]).mean().iloc[0, 0] == 0.0
+    said = " ".join(str(w.message) for w in caught if issubclass(w.category, RagMetricsWarning))
+    assert "do not meet the qrels" in said and "in the run's document ids (tried: 100% of the queries" in said
+    for bad, message in (({"alpha": 1.5}, "'alpha' parameter must be a number strictly between 0 and 1"),
+                         ({"seed": -1}, "'seed' parameter must be a whole number of 0 or more")):  # fmt: skip
+        with pytest.raises(rm.RagMetricsError, match=message):
+            compare(qrels, [good, good.with_name("again")], ["ndcg@10"], **bad)
+    lone = rm.Run.from_dict({"q2": {"d2": 1.0}}, name="lone")
+    with pytest.raises(rm.RagMetricsError, match="share 1 query with a value; a paired test needs at least 2"):
+        compare(qrels, [good, lone], ["ndcg@10"], missing="skip", warn=False)
+    assert rm.evaluate({b"q1": {b"d1": 1}}, {b"q1": {b"d1": 1.0}}, ["ndcg@10"]).mean().iloc[0, 0] == 1.0
+    assert rm.evaluate({1: {"d": 1}}, {1: {"d": 1.0}}, ["ndcg@10"]).mean().iloc[0, 0] == 1.0
+    listed = rm.evaluate({"q1": ["d1"], "q2": ["d2"]}, good, ["hits@1"])  # LlamaIndex's and RAGAS' expected ids
+    assert listed.mean().iloc[0, 0] == 0.5
+    with pytest.raises(rm.RagMetricsError, match=r"document 'd1' has score '0\.5'; expected a number"):
+        rm.evaluate(qrels, {"q1": {"d1": "0.5"}}, ["ndcg@10"])
+    with pytest.raises(rm.RagMetricsError, match=r"several runs: \{name: Run.from_dict"):
+        rm.evaluate(qrels, {"a": {"q1": {"d1": 0.9}}}, ["ndcg@10"])
+    with pytest.raises(rm.RagMetricsError, match="query 'q1' maps to str"):
+        rm.Run.from_lists({"q1": "d1d2"})
+    with pytest.raises(rm.RagMetricsError, match="must be a sequence of query ids"):
+        agreement(good, good, queries="q1")
+    for name in ("ndcg_cut", "map_cut"):
+        with pytest.raises(MetricNameError, match="is the metric at each of its cut-offs"):
+            parse_metric(name)
+    assert str(parse_metric("ndcg_cut_10")) == "ndcg@10" and str(parse_metric("map_cut_5")) == "map@5"
+    with pytest.raises(rm.RagMetricsError, match="align takes a Dataset and a Run"):
+        rm.align(qrels, good)

@@ -179,7 +179,12 @@ def judge_parser(p: argparse.ArgumentParser) -> None:
     m = actions.add_parser("merge", help="add labels to a dataset's judgments and write TREC qrels")
     add_data_options(m, scoring=False)
     m.add_argument("--labels", required=True, help="the labels: TREC qrels lines, or a TSV with query_id doc_id label")
-    m.add_argument("-o", "--output", required=True, help="the merged qrels to write (TREC, .gz to compress)")
+    m.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help="the merged qrels to write: TREC qrels (.txt, .qrels, .tsv), or .json/.jsonl when --dataset is an evaluation set",
+    )
     m.add_argument("--override", action="store_true", help="let a new label change a judgment already made")
     m.set_defaults(handler=cmd_judge_merge)
     run_options(actions.add_parser("run", help="label a pool's pairs with a registered judge, with their provenance"))
