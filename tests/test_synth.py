@@ -238,6 +238,14 @@ def test_cli_synth_from_a_folder_and_from_jsonl(tmp_path):
     assert f"--chunks-out {both}: is also written as --output; one would replace the other" in err.getvalue()
 
 
+def test_cli_synth_on_stopwords_only_says_bm25_has_nothing_to_index(tmp_path):
+    """Was: the retrieval filters' BM25 ended in bm25s' traceback (max() of an empty vocabulary)."""
+    corpus = _file(tmp_path, '{"id": "a", "text": "the of and to"}\n')
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["synth", str(corpus), "-o", str(tmp_path / "out.jsonl")], out, err) == 2
+    assert "the corpus holds no word to index" in err.getvalue() and "Traceback" not in err.getvalue()
+
+
 @pytest.mark.parametrize(
     ("make", "extra", "message"),
     [

@@ -40,6 +40,7 @@ K1 = 1.2
 B = 0.75
 METHOD = "lucene"
 CJK_SHARE = 0.3
+NO_WORDS = "the corpus holds no word to index (every text is empty, or stopwords only): BM25 has nothing to rank by"
 """A corpus whose letters are at least this share CJK ideographs is tokenized as Chinese."""
 SAMPLE_DOCUMENTS = 2000
 INDEX_VERSION = 1
@@ -170,6 +171,8 @@ class BM25(Adapter):
             tokens: Any = bm25s.tokenize(texts, stopwords="en", stemmer=Stemmer.Stemmer("english"), show_progress=False)
         else:
             tokens = [zh_tokens(t) for t in texts]
+        if not (tokens.vocab if language == "en" else any(tokens)):
+            raise RagMetricsError(NO_WORDS)
         model = bm25s.BM25(k1=k1, b=b, method=METHOD)
         model.index(tokens, show_progress=False)
         return model

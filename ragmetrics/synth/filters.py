@@ -32,7 +32,7 @@ import numpy as np
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.scripts import HAN_CHARACTER
 from ragmetrics.retrieve.adapters import Hit
-from ragmetrics.retrieve.bm25 import BM25
+from ragmetrics.retrieve.bm25 import BM25, NO_WORDS
 from ragmetrics.synth.base import NEGATIVE, Candidate
 from ragmetrics.synth.corpus import UNIT, Corpus
 from ragmetrics.synth.output import relevant_docs
@@ -109,8 +109,11 @@ class PlainBM25:
         self.language = corpus.language
         rows = corpus.chunk_records()
         self.ids = np.array([r["_id"] for r in rows])
+        tokens = [self.tokens(f"{r['title']} {r['text']}") for r in rows]
+        if not any(tokens):
+            raise RagMetricsError(NO_WORDS)
         self.model = bm25s.BM25(k1=1.2, b=0.75, method="lucene")
-        self.model.index([self.tokens(f"{r['title']} {r['text']}") for r in rows], show_progress=False)
+        self.model.index(tokens, show_progress=False)
 
     def tokens(self, text: str) -> list[str]:
         words = UNIT.findall(text.lower())
