@@ -366,3 +366,14 @@ def test_a_chunk_run_pools_the_queries_without_judgments_as_documents_too():
     assert pooled["text"].map(lambda t: isinstance(t, str) and bool(t)).all()
     assert (unjudged.groupby("query_id")["best_rank"].max() <= 10).all()
     assert not unjudged.duplicated(["query_id", "doc_id"]).any()
+
+
+def test_a_comma_separated_pool_is_told_it_should_be_tab_separated(tmp_path):
+    """Was: "the pool has no column query_id, doc_id in its header", although the header holds both."""
+    qrels, pool = tmp_path / "q.qrels", tmp_path / "pool.csv"
+    qrels.write_text("q1 0 d1 1\n")
+    pool.write_text("query_id,doc_id\nq1,d1\n")
+    code, _, err = run_cli(
+        "judge", "run", "--judge", "rule", "--dataset", qrels, "--pool", pool, "-o", tmp_path / "j.tsv"
+    )
+    assert code == 2 and "it is comma-separated: a TSV's columns are separated by tabs" in err, err

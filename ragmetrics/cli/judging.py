@@ -68,8 +68,11 @@ def read_tsv(path: str, what: str) -> pd.DataFrame:
         raise RagMetricsError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     missing = [c for c in ("query_id", "doc_id") if c not in frame.columns]
     if missing:
+        header = ",".join(map(str, frame.columns))
+        separated = "; it is comma-separated: a TSV's columns are separated by tabs" if "," in header else ""
         raise RagMetricsError(
-            f"{path}: the {what} has no column {', '.join(missing)} in its header; expected query_id, doc_id, ..."
+            f"{path}: the {what} has no column {', '.join(missing)} in its header (a TSV, tab-separated: query_id, "
+            f"doc_id, ...){separated}"
         )
     if "text" in frame.columns:  # the pool's text as it was before ``pool`` neutralised it for spreadsheets
         frame["text"] = [t[1:] if t.startswith("'") and is_dangerous(t[1:]) else t for t in frame["text"]]
