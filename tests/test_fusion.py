@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -140,3 +141,23 @@ def test_fused_chunk_runs_keep_their_documents_and_text():
     assert fused.loc["d2#0", "text"] == "two"
     ds = rm.Dataset.from_frames(pd.DataFrame({"query_id": ["q"], "doc_id": ["d2"], "relevance": [1]}))
     assert rm.evaluate(ds, fuse([a, b]), ["mrr"]).mean().iloc[0, 0] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"weights": [1, float("nan")]}, "finite numbers of 0 or more. Got nan"),  # was: the run dropped in silence
+        ({"weights": [0, 0]}, "one weight above 0 at least"),
+        ({"weights": 1.0}, "a sequence of numbers, one per run"),
+        ({"weights": ["a", "b"]}, "must hold numbers. Got 'a'"),
+        ({"depth": 0}, "'depth' parameter must be an int >= 1 or None. Got 0"),  # was: an empty run, scored 0
+        ({"depth": 1.5}, "'depth' parameter must be an int >= 1 or None. Got 1.5"),
+        ({"k": True}, "'k' parameter must be an int >= 0. Got True"),
+    ],
+)
+def test_fusion_refuses_parameters_that_mean_nothing(options, message):
+    a = rm.Run.from_dict({"q": {"d": 1.0, "e": 0.5}}, name="a")
+    b = rm.Run.from_dict({"q": {"e": 1.0}}, name="b")
+    with pytest.raises(rm.RagMetricsError, match=re.escape(message)):
+        fuse([a, b], **options)
+    assert fuse([{"q": {"d": 1.0}}, {"q": {"e": 1.0}}]).frame["doc_id"].tolist() == ["d", "e"]  # as evaluate takes

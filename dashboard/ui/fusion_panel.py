@@ -111,6 +111,8 @@ def _fuse(page: layout.Page, ds: DatasetEntry, view: ViewState) -> None:
         ).strip()
         if len(entries) < 2:
             st.caption("Pick at least two runs to fuse.")
+        elif not any(weights):
+            st.caption("Give one run a weight above 0: with every weight 0, every fused score is 0.")
         else:
             with st.spinner("Fusing…"):
                 fused, fused_alignment = cache.fused_run(

@@ -19,7 +19,7 @@ like its inputs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -71,6 +71,23 @@ def _normalise(frame: pd.DataFrame, norm: str | None) -> np.ndarray:
     return np.where(std > 0, (score - mean) / np.where(std > 0, std, 1), 0.0)
 
 
+def _weights(weights: object) -> list[float]:
+    """``weights`` as floats when they are finite numbers of 0 or more, at least one above 0; else a clear error
+    (a NaN weight dropped its run without a word)."""
+    if isinstance(weights, (str, bytes)) or not isinstance(weights, Sequence):
+        raise RagMetricsError(f"The 'weights' parameter must be a sequence of numbers, one per run. Got {weights!r}.")
+    out = []
+    for weight in weights:
+        if isinstance(weight, bool) or not isinstance(weight, (int, float, np.integer, np.floating)):
+            raise RagMetricsError(f"The 'weights' parameter must hold numbers. Got {weight!r}.")
+        if not (np.isfinite(weight) and weight >= 0):
+            raise RagMetricsError(f"The 'weights' parameter must hold finite numbers of 0 or more. Got {weight!r}.")
+        out.append(float(weight))
+    if not any(out):
+        raise RagMetricsError(f"The 'weights' parameter must hold one weight above 0 at least. Got {list(weights)!r}.")
+    return out
+
+
 def fuse(
     runs: Sequence[Run],
     *,
@@ -87,16 +104,20 @@ def fuse(
     default name is ``"<method>(<run names>)"``.
     """
 
-    runs = list(runs)
+    runs = [Run.from_dict(r, name=f"run{i + 1}") if isinstance(r, Mapping) else r for i, r in enumerate(runs)]
     if len(runs) < 2:
         raise RagMetricsError(f"fusion needs at least two runs; got {len(runs)}")
+    if not all(isinstance(r, Run) for r in runs):
+        raise RagMetricsError("fusion takes Runs or {query_id: {doc_id: score}} mappings")
     if method not in METHODS:
         raise RagMetricsError(f"The 'method' parameter must be one of {list(METHODS)}. Got {method!r} instead.")
     if norm not in NORMS:
         raise RagMetricsError(f"The 'norm' parameter must be one of {list(NORMS)}. Got {norm!r} instead.")
-    if not isinstance(k, (int, np.integer)) or k < 0:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
         raise RagMetricsError(f"The 'k' parameter must be an int >= 0. Got {k!r} instead.")
-    weights = [1.0] * len(runs) if weights is None else [float(w) for w in weights]
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1):
+        raise RagMetricsError(f"The 'depth' parameter must be an int >= 1 or None. Got {depth!r} instead.")
+    weights = [1.0] * len(runs) if weights is None else _weights(weights)
     if len(weights) != len(runs):
         raise RagMetricsError(f"got {len(weights)} weights for {len(runs)} runs; expected one weight per run")
 

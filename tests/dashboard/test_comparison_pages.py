@@ -387,6 +387,12 @@ def test_fusion_settings(own_store, faq_ids) -> None:
     at.text_input(key="compare.fuse.name").input("my-hybrid").run()
     no_problems(at)
     assert _table(at, "role")["run"].iloc[2] == "my-hybrid"
+    for rid in (faq_ids["bm25"], faq_ids["dense-e5"]):  # every weight 0: said, nothing fused (the library refuses)
+        at.number_input(key=f"compare.fuse.w.{rid}").set_value(0.0).run()
+    no_problems(at)
+    assert not _fusion_preview_sent(at) and any("weight above 0" in c.value for c in at.caption)
+    at.number_input(key=f"compare.fuse.w.{faq_ids['bm25']}").set_value(0.5).run()
+    at.number_input(key=f"compare.fuse.w.{faq_ids['dense-e5']}").set_value(1.0).run()
     # folded and opened again, or left for another page and back, the settings are as the user left them
     at.session_state["compare.fuse.open"] = False
     at.run()
