@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import ragmetrics as rm
 from ragmetrics.foundation.errors import ParseError
 from ragmetrics.foundation.model import query_id_from_text
 from ragmetrics.io import load_dataset, load_qrels, load_run
@@ -173,3 +175,13 @@ def test_parquet_errors_name_the_row() -> None:
         load_run(data, filename="bad.parquet")
     with pytest.raises(ParseError, match=r"bad\.parquet: expected a Parquet file"):
         load_run(b"PAR1 not really", filename="bad.parquet")
+
+
+def test_a_run_without_a_score_column_says_which_columns_it_left_unread():
+    """Was: a LangChain-style ``similarity`` column was dropped in silence and the run ranked in file order."""
+    with pytest.warns(rm.RagMetricsWarning, match=r"r.csv: no score or rank column.*'similarity' not read"):
+        run = load_run(b"query_id,doc_id,similarity\nq1,d1,0.5\nq1,d2,0.9\n", filename="r.csv")
+    assert not run.has_scores
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing unread: nothing said
+        load_run(b"query_id,doc_id\nq1,d1\nq1,d2\n", filename="r.csv")

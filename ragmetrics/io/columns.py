@@ -3,13 +3,14 @@ the vectorized value checks that turn a bad cell into a line-numbered error."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ragmetrics.foundation.errors import ParseError
+from ragmetrics.foundation.errors import ParseError, RagMetricsWarning
 from ragmetrics.foundation.grades import LABEL_DIGITS
 from ragmetrics.foundation.ids import first_duplicate, scalar_like
 from ragmetrics.foundation.kernels import cast, fill_null, match_regex
@@ -210,6 +211,20 @@ def hashed_query_ids(texts: pd.Series) -> pd.Series:
     return pd.Series(ids[codes], dtype="str")
 
 
+def _say_file_order(source: Source, frame: pd.DataFrame, cols: dict[str, str]) -> None:
+    """A run without a score or rank column is ranked in file order; columns left unread (a ``similarity``, a
+    ``distance``) are said, since one of them may be the score under another name."""
+    unread = [str(c) for c in frame.columns if c not in cols.values()]
+    if unread:
+        warnings.warn(
+            f"{source.name}: no score or rank column, so each query's documents are ranked in file order; "
+            f"column(s) {', '.join(map(repr, unread[:5]))} not read (name the score column 'score'; a distance "
+            "ranks the other way: negate it)",
+            RagMetricsWarning,
+            stacklevel=3,
+        )
+
+
 def run_from_columns(
     source: Source, frame: pd.DataFrame, line_of: LineOf, *, name: str, header_line: int | None
 ) -> Run:
@@ -230,6 +245,8 @@ def run_from_columns(
     out["doc_id"] = as_id_column(source, line_of, frame[cols["doc_id"]], cols["doc_id"])
     if "score" in cols:
         out["score"] = as_float_column(source, line_of, frame[cols["score"]], cols["score"])
+    elif "rank" not in cols:
+        _say_file_order(source, frame, cols)
     if "rank" in cols:
         ranks = frame[cols["rank"]].reset_index(drop=True)
         if "score" in cols:  # informative only: gaps allowed
