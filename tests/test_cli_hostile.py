@@ -467,3 +467,10 @@ def test_bounds_that_cannot_be_computed_are_refused_before_anything_is_printed(f
     code, out, err = run_cli("eval", "--dataset", files["qrels"], "--run", files["a"], "--bounds", *extra)
     assert code == 2 and out == "", out
     assert "bounds over the unjudged documents" in err
+
+
+def test_dataset_check_refuses_a_run_given_twice(files, tmp_path):
+    copy = tmp_path / "copy.trec"
+    copy.write_bytes(files["a"].read_bytes())
+    code, _, err = run_cli("dataset", "check", files["qrels"], "--run", files["a"], "--run", copy)
+    assert code == 2 and f"--run {copy}: the same run as --run {files['a']}; expected each run once" in err

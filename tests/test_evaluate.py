@@ -386,3 +386,6 @@ def test_the_python_api_reads_what_peers_pass_and_refuses_what_means_nothing():
     assert str(parse_metric("ndcg_cut_10")) == "ndcg@10" and str(parse_metric("map_cut_5")) == "map@5"
     with pytest.raises(rm.RagMetricsError, match="align takes a Dataset and a Run"):
         rm.align(qrels, good)
+    with pytest.raises(rm.RagMetricsError, match=r"'k_max' parameter must be an int >= 1 or None\. Got -3"):
+        rm.evaluate(qrels, good, ["ndcg"]).curves(["ndcg"], k_max=-3)
+    assert agreement(good, good, p=np.float32(0.9)).mean()["rbo"] == pytest.approx(1.0)  # numpy's floats are numbers

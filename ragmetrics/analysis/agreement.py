@@ -36,6 +36,7 @@ measured. ``missing="zero"`` scores them 0 (churn 1) instead, as trec_eval ``-c`
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -155,7 +156,7 @@ def _sum_over_columns(
 def rbo_ext(a: Rankings, b: Rankings, p: float = RBO_PERSISTENCE) -> np.ndarray:
     """RBO^a_EXT of each query's two rankings (module docstring); NaN when both are empty, 0 when one is. One pass
     over every query: flat arrays, no loop per query."""
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 < p < 1.0:
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 < float(p) < 1.0:
         raise RagMetricsError(f"The 'p' parameter must be a number between 0 and 1. Got {p!r} instead.")
     n_queries = len(a.length)
     s = np.minimum(a.length, b.length)
@@ -310,7 +311,7 @@ def agreement(
     (``skip``) or scores 0 (``zero``, as trec_eval ``-c``); see the module docstring."""
     import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: the result is a frame)
 
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 < p < 1.0:
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 < float(p) < 1.0:
         raise RagMetricsError(f"The 'p' parameter must be a number between 0 and 1. Got {p!r} instead.")
     if missing not in CHOICES["missing"]:
         listed = ", ".join(repr(c) for c in CHOICES["missing"])

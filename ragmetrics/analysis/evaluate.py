@@ -168,9 +168,11 @@ class EvalResult:
     def curves(
         self, metrics: Sequence[str] = ("precision", "recall", "f1", "hits", "ndcg"), k_max: int | None = None
     ) -> pd.DataFrame:
-        """Mean ``metric@k`` for k = 1..k_max: long frame (run, metric, k, value)."""
+        """Mean ``metric@k`` for k = 1..k_max (default: the result's): long frame (run, metric, k, value)."""
         import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
 
+        if k_max is not None and (isinstance(k_max, bool) or not isinstance(k_max, (int, np.integer)) or k_max < 1):
+            raise RagMetricsError(f"The 'k_max' parameter must be an int >= 1 or None. Got {k_max!r} instead.")
         k_max = k_max or self.k_max
         parts = []
         for name, result in self.runs.items():

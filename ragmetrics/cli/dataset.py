@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from ragmetrics.cli.inputs import read_runs
+from ragmetrics.cli.inputs import read_runs, refuse_repeated_runs
 from ragmetrics.cli.options import add_format_option, add_store_option, probability
 from ragmetrics.cli.synth import parse_categories
 from ragmetrics.foundation.errors import RagMetricsError
@@ -84,6 +84,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         chunking = _chunker(args, dataset, {d.doc_id for d in documents}, err)
         corpus = make_corpus(documents, chunking=chunking, parent_separator=args.parent_separator)
     targets = parse_categories(args.target, 0, (), option="--target", counts=True).counts if args.target else None
+    refuse_repeated_runs(args.run or [], "the power check would compare a run with itself")
     runs = read_runs(args.run or [], args)
     report = check(
         dataset,

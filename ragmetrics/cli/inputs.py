@@ -122,6 +122,15 @@ def blank_file(path: str) -> bool:
         return False
 
 
+def refuse_repeated_runs(paths: Sequence[str], why: str) -> None:
+    """Refuse a run file given twice, or a copy of its bytes (:func:`same_file`); ``why``: what counting it twice
+    would do."""
+    for i, path in enumerate(paths):
+        twin = next((other for other in paths[:i] if same_file(path, other)), None)
+        if twin is not None:
+            raise RagMetricsError(f"--run {path}: the same run as --run {twin}; expected each run once ({why})")
+
+
 def same_file(path: str, other: str) -> bool:
     """Whether two inputs hold the same bytes: the same path, the same file, or two local files of equal content
     (read to the first difference). A URL or a folder is the same only as the same path or file."""

@@ -17,8 +17,8 @@ from ragmetrics.cli.inputs import (
     output_path,
     read_dataset,
     read_inputs,
+    refuse_repeated_runs,
     replacing,
-    same_file,
 )
 from ragmetrics.cli.judging import agree_options, run_options
 from ragmetrics.cli.options import add_data_options, add_eval_options, whole_number
@@ -41,13 +41,9 @@ EVALSET_SUFFIXES = frozenset({".json", ".jsonl"})
 def cmd_pool(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     output = output_path(args, args.output, "--output")
-    for i, path in enumerate(args.run):
-        twin = next((other for other in args.run[:i] if same_file(path, other)), None)
-        if twin is not None:
-            raise RagMetricsError(
-                f"--run {path}: the same run as --run {twin}; expected each run once (the pool's runs column counts "
-                "how many runs retrieved a pair, which the learned judge reads)"
-            )
+    refuse_repeated_runs(
+        args.run, "the pool's runs column counts how many runs retrieved a pair, which the learned judge reads"
+    )
     dataset, runs = read_inputs(args, args.run)
     result = evaluate_runs(args, dataset, runs, ["judged@10"])
     pairs = pool(dataset, [r.alignment for r in result.runs.values()], args.depth)
