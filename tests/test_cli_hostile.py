@@ -145,6 +145,7 @@ def test_fusion_options_out_of_range_are_usage_errors(capsys, files, tmp_path, a
             "--resamples 50: the bootstrap test's p-value cannot go below 1/51 = 0.0196, above --alpha 0.01",
         ),
         (["eval", "--ci", "--resamples", "2"], "--resamples 2: a 95% interval from fewer than 40 resamples"),
+        (["check", "--targets", "ndcg@10>0.5", "--resamples", "1"], "a 95% interval from fewer than 40 resamples"),
         (
             ["eval", "-m", "ndcg@" + "9" * 20],
             "the cut-off k must be at most 9,223,372,036,854,775,807 (deeper than any ranking)",
