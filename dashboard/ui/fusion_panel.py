@@ -25,7 +25,7 @@ def fusion_panel(page: layout.Page, ds: DatasetEntry, view: ViewState) -> None:
     st.divider()
     st.subheader("What if we went hybrid? Fuse runs")
     # the section and its settings stay as the user left them while it is folded or another page is open
-    state.keep([*KEPT, *(k for k in st.session_state if str(k).startswith(WEIGHT))])
+    state.keep(*KEPT, WEIGHT)
     section = st.expander(
         "Fuse runs (RRF, CombSUM, CombMNZ) and preview the fused run against its inputs",
         key=OPEN,

@@ -156,20 +156,20 @@ def begin_run() -> None:
 _KEPT = "ragmetrics.kept"
 
 
-def keep(keys: Iterable[str]) -> None:
-    """Keep the values of widgets ``keys`` for the session, through runs that do not draw them (a folded section,
-    another page). Streamlit forgets a widget's value at the end of a run that did not draw it, unless the script
-    set that value in the run: every run sets the kept values again (:func:`begin_run`). Only for widgets whose
-    value a script may set (not buttons), given their starting value by :func:`seed` rather than ``value=``."""
-    kept = st.session_state.setdefault(_KEPT, set())
-    kept.update(keys)
-    _set_again(keys)
+def keep(*names: str) -> None:
+    """Keep the values of the widgets ``names`` for the session, through runs that do not draw them (a folded
+    section, another page); a name ending in ``.`` keeps every widget whose key starts with it (one a run, say).
+    Streamlit forgets a widget's value at the end of a run that did not draw it, unless the script set that value
+    in the run: every run sets the kept values again (:func:`begin_run`). Only for widgets whose value a script may
+    set (not buttons), given their starting value by :func:`seed` rather than ``value=``."""
+    st.session_state.setdefault(_KEPT, set()).update(names)
+    _set_again(names)
 
 
-def _set_again(keys: Iterable[str]) -> None:
-    for key in keys:
-        if key in st.session_state:
-            st.session_state[key] = st.session_state[key]
+def _set_again(names: Iterable[str]) -> None:
+    prefixes = tuple(n for n in names if n.endswith("."))
+    for key in [k for k in st.session_state if k in names or (prefixes and str(k).startswith(prefixes))]:
+        st.session_state[key] = st.session_state[key]
 
 
 def record_click(key: str) -> None:

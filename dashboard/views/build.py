@@ -67,7 +67,7 @@ else:
         with st.container(border=True):
             st.markdown("**Generate candidates** from this dataset's corpus (its documents taken as given)")
             # the generation's settings stay as the user left them while another page is open
-            state.keep([*KEPT, *(k for k in st.session_state if str(k).startswith(CATEGORIES))])
+            state.keep(*KEPT, CATEGORIES)
             state.seed("build.n", 10)
             state.seed("build.seed", 0)
             left, middle, right = st.columns([2, 1, 1])

@@ -34,7 +34,7 @@ st.caption(
     "One file (evaluation set JSON/JSONL, TREC qrels, CSV/TSV/Parquet qrels, ranx JSON, or a BEIR .zip), "
     "or a qrels file together with files named *queries* and *corpus*. Runs below are added to the dataset selected in the sidebar."
 )
-state.keep(ingest.TYPED_KEYS)  # what the user typed here waits for the upload while another page is open
+state.keep(*ingest.TYPED_KEYS)  # what the user typed here waits for the upload while another page is open
 name_column, description_column, targets_column = st.columns([1, 2, 1])
 name_column.text_input(
     "Name",

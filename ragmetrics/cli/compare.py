@@ -42,7 +42,6 @@ from ragmetrics.cli.corrected import compare_corrected
 from ragmetrics.cli.evaluating import evaluate_runs, refuse_no_overlap_partitioned, report_coverage
 from ragmetrics.cli.inputs import read_inputs, same_file
 from ragmetrics.cli.options import (
-    TEST_DEFAULTS,
     Once,
     add_bounds_option,
     add_data_options,
@@ -79,11 +78,11 @@ def paired_comparison(
         baseline=baseline,
         runs=list(runs),
         metrics=result.metrics,
-        test=args.test,
-        correction=args.correction,
-        alpha=args.alpha,
-        seed=args.seed,
-        n_resamples=args.resamples,
+        test=option_value(args, "test"),  # check parses them to None when not given
+        correction=option_value(args, "correction"),
+        alpha=option_value(args, "alpha"),
+        seed=option_value(args, "seed"),
+        n_resamples=option_value(args, "resamples"),
         segments=(),
         bounds=bool(args.bounds),
         bounds_depth=depth,
@@ -364,18 +363,18 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 + ("; the unjudged documents could flip this check\n" if open_ else "; no judging flips this check\n")
             )
     if args.baseline:
-        for name in TEST_DEFAULTS:  # parsed to None when not given (read only with --baseline): resolved here
-            setattr(args, name, option_value(args, name))
         comparison = paired_comparison(args, result, runs[1].name, [run], depth)
         for row in comparison.table.itertuples(index=False):
-            said = verdict(row.run, row.baseline, row.delta, row.p_value_corrected, args.alpha, direction=row.direction)
+            said = verdict(
+                row.run, row.baseline, row.delta, row.p_value_corrected, comparison.alpha, direction=row.direction
+            )
             failures += SAID[said].fails
             line = SAID[said].gate
             out.write(
                 f"{line}: {row.metric} {row.mean:.4f} vs baseline {row.baseline_mean:.4f} "
                 f"(delta {row.delta:+.4f}, {comparison.adjusted_interval_name(row.ci_level_adjusted)} "
                 f"{bounds_text(row.ci_low_adjusted, row.ci_high_adjusted)}, "
-                f"p={row.p_value_corrected:.4g} {comparison.family_text}, {args.test})"
+                f"p={row.p_value_corrected:.4g} {comparison.family_text}, {comparison.test})"
                 + (judged_ends(row) if args.bounds else "")
                 + "\n"
             )
