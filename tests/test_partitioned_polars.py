@@ -5,14 +5,19 @@ are in tests/test_partitioned.py and tests/test_merged_stats.py with the other e
 
 from __future__ import annotations
 
+import decimal
+
 import numpy as np
+import pandas as pd
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 import ragmetrics as rm
 import ragmetrics.polars as rmp
-from ragmetrics.foundation.errors import ParseError, RagMetricsError
+from ragmetrics.foundation.errors import ParseError, RagMetricsError, RagMetricsWarning
+from ragmetrics.foundation.model import Run
 from ragmetrics.io import load_dataset, load_run
 from ragmetrics.partitioned import evaluate_files
 from tests.partitioned_cases import (
@@ -92,6 +97,39 @@ def test_integer_and_float_query_ids_meet_text_ones(tmp_path):
         typed = qrels.with_columns(pl.col("qid").cast(pl.Float64)) if as_float else qrels
         for buckets in BUCKETS:
             assert_same(rmp.evaluate(typed, run, METRICS, buckets=buckets), expected)
+
+
+@pytest.mark.parametrize(
+    "kind", [pa.float64(), pa.float32(), pa.float16(), pa.decimal128(6, 2)], ids=["f64", "f32", "f16", "decimal"]
+)
+def test_number_ids_read_alike_in_every_entry_point(tmp_path, kind):
+    """Integer ids typed as floats or decimals (a CSV round trip, a column with a gap) meet text qrels the same way
+    in a pandas frame, an Arrow table, a dict, a Parquet file and on the Polars engine (``3.0`` is read ``3``),
+    while the text ``3.0`` in a file stays ``3.0``, as in trec_eval."""
+    qrels_file = tmp_path / "qrels.txt"
+    qrels_file.write_text("".join(f"q{q} 0 {d} {(q + d) % 2}\n" for q in (1, 2) for d in (1, 2, 3)))
+    ids = [3.0, 1.0, 2.0, 1.0, 2.5, 3.0]
+    table = pa.table(
+        {
+            "query_id": ["q1", "q1", "q1", "q2", "q2", "q2"],
+            "doc_id": pa.array([decimal.Decimal(str(v)) if pa.types.is_decimal(kind) else v for v in ids], kind),
+            "score": [3.0, 2.0, 1.0, 3.0, 2.0, 1.0],
+        }
+    )
+    pq.write_table(table, tmp_path / "run.parquet")
+    dataset = load_dataset(qrels_file)
+    expected = rm.evaluate(dataset, load_run(tmp_path / "run.parquet"), METRICS, warn=False).per_query("run")
+    assert expected["ndcg@10"].gt(0).all()
+    frame = table.to_pandas()
+    scores = {q: dict(zip(g["doc_id"], g["score"])) for q, g in frame.groupby("query_id")}
+    for run in (Run.from_frame(frame), Run.from_table(table), Run.from_dict(scores)):
+        found = rm.evaluate(dataset, run, METRICS).per_query("run")
+        pd.testing.assert_frame_equal(found, expected)
+    on_polars = rmp.evaluate(pl.from_pandas(dataset.qrels), pl.from_arrow(table), METRICS)
+    assert_same(on_polars, reference(qrels_file, tmp_path / "run.parquet"))
+    (tmp_path / "run.tsv").write_text("query_id\tdoc_id\tscore\nq1\t3.0\t1\nq2\t1.0\t1\n")
+    with pytest.warns(RagMetricsWarning, match=r"do not meet the qrels"):
+        rm.evaluate(dataset, load_run(tmp_path / "run.tsv"), METRICS)
 
 
 @pytest.mark.parametrize("case", [name for name in SMALL_CASES if "parquet" in name])

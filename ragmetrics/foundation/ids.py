@@ -121,8 +121,30 @@ def _castable(kind: pa.DataType) -> bool:
 
 
 def _stringify(array: Strings) -> pa.Array:
-    """Floats and other values as Python prints them (``1.0`` stays ``1.0``), nulls kept."""
+    """Floats as :func:`float_id_texts` writes them (decimals and half floats as float64, as the loaders read
+    them), other values as Python prints them, nulls kept."""
+    if pa.types.is_decimal(array.type) or pa.types.is_float16(array.type):
+        array = cast(array, pa.float64())
+    if pa.types.is_floating(array.type):
+        return pa.array(float_id_texts(array.to_numpy(zero_copy_only=False)), type=pa.large_string())
     return pa.array([None if v is None else str(v) for v in array.to_pylist()], type=pa.large_string())
+
+
+WHOLE_FLOAT_IDS_BELOW = 2**53
+"""Below this size every whole number is a float exactly, so a float id that holds one is read as that integer."""
+
+
+def float_id_texts(values: np.ndarray) -> np.ndarray:
+    """The ids a float column holds, as text (None where missing): a whole number below 2**53 as an integer
+    (``3.0`` -> ``3``: integer ids turned float by a CSV round trip or a column with a gap), any other number as
+    numpy writes it (``1e-05``, ``0.30000000000000004``). Every loader and engine reads a typed float column so;
+    text that reads ``3.0`` stays ``3.0``, as in trec_eval."""
+    missing = np.isnan(values)
+    integral = ~missing & (np.mod(np.where(missing, 0.5, values), 1) == 0) & (np.abs(values) < WHOLE_FLOAT_IDS_BELOW)
+    texts = values.astype(str).astype(object)
+    texts[integral] = values[integral].astype(np.int64).astype(str)
+    texts[missing] = None
+    return texts
 
 
 MAX_ID_BYTES = 4096

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from ragmetrics.foundation.errors import ParseError, RagMetricsWarning
 from ragmetrics.foundation.grades import LABEL_DIGITS
-from ragmetrics.foundation.ids import first_duplicate, scalar_like
+from ragmetrics.foundation.ids import first_duplicate, float_id_texts, scalar_like
 from ragmetrics.foundation.kernels import cast, fill_null, match_regex
 from ragmetrics.foundation.model import Dataset, Run, query_id_from_text
 from ragmetrics.io.source import Source, at_lines, names_of, shorten
@@ -89,15 +89,14 @@ ID_BLANKS = " \t"
 
 def id_texts(values: pd.Series) -> pd.Series:
     """The ids a column holds, as text, stripped of :data:`ID_BLANKS` (a missing value stays missing). A number is
-    written as Python writes it (``1e-05``, ``0.30000000000000004``), a float holding a whole number below 2**53 as
-    an integer (``3.0`` -> ``3``: ids stored as floats by a CSV round trip)."""
+    written as Python writes it, a float column as :func:`ragmetrics.foundation.ids.float_id_texts` writes it
+    (``3.0`` -> ``3``)."""
     values = values.reset_index(drop=True)
-    if values.dtype != "str":
-        floats = pd.api.types.is_float_dtype(values.dtype)
+    if pd.api.types.is_float_dtype(values.dtype):
+        floats = values.to_numpy(dtype=getattr(values.dtype, "numpy_dtype", values.dtype), na_value=np.nan)
+        values = pd.Series(float_id_texts(floats), dtype="str")
+    elif values.dtype != "str":
         out = values.astype("str")
-        if floats:
-            integral = values.notna() & (np.mod(values.fillna(0.5), 1) == 0) & (values.abs() < 2**53)
-            out = out.where(~integral, values.where(integral, 0).astype("int64").astype("str"))
         values = out.where(values.notna(), None) if values.isna().any() else out
     return values.str.strip(ID_BLANKS)
 
