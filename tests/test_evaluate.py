@@ -67,6 +67,21 @@ def test_bad_cut_offs_are_explained(text, message):
         rm.parse_metric(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("P_5.0", r"'P_5.0': the cut-off k is a whole number >= 1, found 5.0; did you mean 'precision@5'\?"),
+        ("ndcg@10.0", r"found 10.0; did you mean 'ndcg@10'\?"),
+        ("ndcg_cut_10.0", r"did you mean 'ndcg@10'\?"),
+        ("recall@2.5", r"found 2.5$"),
+    ],
+)
+def test_a_cut_off_with_decimals_is_named_as_such(text, message):
+    """Not read as another name at k 0 (``P_5`` at ``.0`` was answered with 'precision@0')."""
+    with pytest.raises(rm.MetricNameError, match=message):
+        rm.parse_metric(text)
+
+
 def test_every_registered_metric_has_formula_and_conventions():
     for info in rm.METRICS.values():
         assert info.formula and info.conventions and info.pretty

@@ -10,6 +10,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
@@ -174,6 +176,13 @@ def test_the_model_refuses_bad_ids_built_in_python() -> None:
         Run.from_dict({"q1": {"d1": 1.0, "d2": 0.7, "d\u00853": 0.5}})
     with pytest.raises(RagMetricsError, match=r"row 2: the doc_id holds a bidirectional control character \(U\+202D\)"):
         Run.from_dict({"q1": {"文档": 1.0, "\u202dd2": 0.5}})
+    with pytest.raises(RagMetricsError, match=r"run 'run': row 2 has rank nan; expected a finite number"):
+        Run.from_frame(pd.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["d1", "d2"], "rank": [1.0, np.nan]}))
+    # a lone surrogate (undecodable bytes kept by surrogateescape) has no UTF-8: refused by its id, not the encoder
+    with pytest.raises(RagMetricsError, match=r"id 'd\\udc80' holds a lone surrogate \(U\+DC80\)"):
+        Run.from_dict({"q1": {"d\udc80": 1.0}})
+    with pytest.raises(RagMetricsError, match=r"id 'q\\ud800' holds a lone surrogate"):
+        Dataset.from_dict({"q\ud800": {"d1": 1}})
 
 
 def _cli_cpu(tmp_path: Path, name: str, content: bytes, *, qrels: bytes = b"q1 0 d1 1\n") -> tuple[int, str, float]:

@@ -341,6 +341,9 @@ def test_compare_reports_deltas_tests_and_the_queries_behind_wins():
     assert methods == {("base", "bootstrap", "none"), ("better", "bootstrap", "t")}
     again = compare_result(result, baseline="base", seed=5)
     assert again.table.equals(compare_result(result, baseline="base", seed=5).table)
+    # metrics named in any spelling are the result's own, once each
+    spelled = compare_result(result, baseline="base", seed=5, metrics=["nDCG@10", "ndcg_cut_10", "ndcg@10"])
+    assert set(spelled.table["metric"]) == {"ndcg@10"} and len(spelled.table) == 2
 
 
 def test_segments_flag_small_groups():

@@ -171,6 +171,24 @@ def test_tokenizers_auto_callable_and_named():
     assert set(TOKENIZERS) == {"whitespace", "jieba"}
 
 
+@pytest.mark.parametrize(
+    ("gives", "message"),
+    [
+        ("ab", r"gave str 'ab' for a text; expected a list of tokens or their count as an int"),
+        (None, r"gave NoneType 'None'"),
+        (2.5, r"gave float '2.5'"),
+        ({"input_ids": [1, 2]}, r"gave dict .*a Hugging Face tokenizer's call gives a mapping: pass its .encode"),
+    ],
+)
+def test_a_callable_giving_neither_tokens_nor_a_count_is_a_clear_error(gives, message):
+    dataset = rm.Dataset.from_dict({"q1": {"a": 1}})
+    run = rm.Run.from_frame(pd.DataFrame({"query_id": ["q1"], "doc_id": ["a"], "score": [1.0], "text": ["a b"]}))
+    with pytest.raises(rm.RagMetricsError, match=message):
+        rm.evaluate(dataset, run, ["recall@2tok"], tokenizer=lambda text: gives)
+    one_pass = rm.evaluate(dataset, run, ["recall@1tok", "recall@2tok"], tokenizer=lambda text: iter(text.split()))
+    assert one_pass.mean().loc["run"].tolist() == [0.0, 1.0]  # any iterable of tokens is counted
+
+
 def test_auto_picks_one_tokenizer_for_all_the_runs_read_together(tmp_path):
     # alone, the English run counts with whitespace and the Chinese one with jieba: read together, both with jieba
     dataset = rm.Dataset.from_dict({"q1": {"a": 1}})

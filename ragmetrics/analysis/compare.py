@@ -35,7 +35,7 @@ import pandas as pd
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.evaluate import EvalResult, evaluate
 from ragmetrics.analysis.verdicts import refuse_too_few_pairs
-from ragmetrics.engine.metrics import MetricSpec
+from ragmetrics.engine.metrics import MetricSpec, parse_metric
 from ragmetrics.engine.queries import at_positions, at_queries, query_positions
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.numbers import signed
@@ -296,7 +296,7 @@ def compare_result(
     unknown = [r for r in chosen if r not in result.runs]
     if unknown:
         raise RagMetricsError(f"unknown run(s) {unknown}; the runs are {names}")
-    metric_names = [str(m) for m in metrics] if metrics else result.metrics
+    metric_names = list(dict.fromkeys(str(parse_metric(m)) for m in metrics)) if metrics else result.metrics
     base_ids = result.runs[baseline].query_ids  # the queries compared: the baseline's, in the engine's order
 
     # the intervals' resamples, drawn once for a run of intervals over the same number of queries; only the last

@@ -742,6 +742,19 @@ def _set_f_at_beta(text: str) -> MetricSpec:
     )
 
 
+_DECIMAL_CUTOFF = re.compile(r"\s*([A-Za-z][\w\-]*?)[@._](\d+\.\d+)\s*", re.ASCII)
+
+
+def _refuse_decimal_cutoff(text: str) -> None:
+    """A known name with a cut-off written with decimals (``P_5.0``, ``ndcg@10.0``) is refused as such, with the
+    whole cut-off it may mean, rather than read as another name (``P_5`` at k 0)."""
+    decimal = _DECIMAL_CUTOFF.fullmatch(text)
+    if decimal and decimal.group(1).lower() in _ALIASES:
+        known, value = _ALIASES[decimal.group(1).lower()], float(decimal.group(2))
+        hint = f"; did you mean '{known}@{int(value)}'?" if value.is_integer() and value >= 1 else ""
+        raise MetricNameError(f"metric {text!r}: the cut-off k is a whole number >= 1, found {decimal.group(2)}{hint}")
+
+
 def parse_metric(text: str | MetricSpec) -> MetricSpec:
     """Parse ``"nDCG@10"`` into ``MetricSpec("ndcg", 10)``.
 
@@ -765,6 +778,7 @@ def parse_metric(text: str | MetricSpec) -> MetricSpec:
             f"metric {text!r}: trec_eval's {missing} ({TREC_EVAL_NOT_COMPUTED[missing]}) is not computed by "
             f"ragmetrics. Known: {known_metric_names()}"
         )
+    _refuse_decimal_cutoff(str(text))
     if not match:
         raise MetricNameError(
             f"cannot read metric {text!r}; expected a name with an optional @k, e.g. 'ndcg@10'. "

@@ -11,7 +11,7 @@ at least :data:`CJK_SHARE` of the texts' non-space characters are CJK ideographs
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -96,12 +96,26 @@ def cjk_share(texts: Sequence[str]) -> float:
 
 
 def _callable(function: Callable[[str], Any]) -> Tokenizer:
+    """A callable's tokens counted: an int is the count, any other iterable but text is the tokens."""
+    name = str(getattr(function, "__qualname__", None) or type(function).__name__)
+
     def count(text: str) -> int:
         tokens = function(text)
-        return int(tokens) if isinstance(tokens, (int, np.integer)) and not isinstance(tokens, bool) else len(tokens)
+        if isinstance(tokens, (int, np.integer)) and not isinstance(tokens, bool):
+            return int(tokens)
+        if isinstance(tokens, Iterable) and not isinstance(tokens, (str, bytes, Mapping)):
+            return len(tokens) if isinstance(tokens, Sized) else sum(1 for _ in tokens)
+        encoding = (
+            " (a Hugging Face tokenizer's call gives a mapping: pass its .encode)"
+            if isinstance(tokens, Mapping)
+            else ""
+        )
+        raise RagMetricsError(
+            f"tokenizer {name!r} gave {type(tokens).__name__} {str(tokens)[:40]!r} for a text; expected a list of "
+            f"tokens or their count as an int{encoding}"
+        )
 
-    name = getattr(function, "__qualname__", None) or type(function).__name__
-    return Tokenizer(str(name), count, "a callable given by the caller")
+    return Tokenizer(name, count, "a callable given by the caller")
 
 
 def resolve(tokenizer: TokenizerLike, texts: Sequence[str]) -> Tokenizer:

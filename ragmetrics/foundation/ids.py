@@ -12,6 +12,7 @@ from typing import Any, TypeAlias
 import numpy as np
 import pyarrow as pa
 
+from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.kernels import (
     aggregate,
     cast,
@@ -106,7 +107,9 @@ def as_strings(values: Any) -> Strings:
         try:
             array = pa.array(values, from_pandas=True)
         except (pa.ArrowException, TypeError, ValueError):
-            array = pa.array([None if v is None else str(v) for v in values], type=pa.large_string())
+            texts = [None if v is None else str(v) for v in values]
+            _refuse_surrogates(texts)
+            array = pa.array(texts, type=pa.large_string())
     if pa.types.is_large_string(array.type):
         return array
     if pa.types.is_string(array.type) or pa.types.is_null(array.type):
@@ -114,6 +117,21 @@ def as_strings(values: Any) -> Strings:
     if pa.types.is_dictionary(array.type):
         return as_strings(cast(array, array.type.value_type))
     return cast(array, pa.large_string()) if _castable(array.type) else _stringify(array)
+
+
+def _refuse_surrogates(texts: list[str | None]) -> None:
+    """Ids are Unicode text: a lone surrogate (what ``errors="surrogateescape"`` leaves of undecodable bytes) has no
+    UTF-8 form, so it is refused by its id rather than failing in the encoder."""
+    for text in filter(None, texts):
+        found = SURROGATE.search(text)
+        if found is not None:
+            raise RagMetricsError(
+                f"id {text[:80]!r} holds a lone surrogate (U+{ord(found.group()):04X}), which is not text; decode the ids "
+                "strictly (bytes that are not UTF-8 have no place in an id)"
+            )
+
+
+SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _castable(kind: pa.DataType) -> bool:

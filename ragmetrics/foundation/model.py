@@ -142,7 +142,8 @@ def _is_id_list(value: Any) -> bool:
 def _value_at(values: Any, row: int) -> Any:
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         return values[row].as_py()
-    return values.iloc[row] if hasattr(values, "iloc") else values[row]
+    value = values.iloc[row] if hasattr(values, "iloc") else values[row]
+    return value.item() if isinstance(value, np.generic) else value
 
 
 # --- runs --------------------------------------------------------------------------------------
@@ -207,8 +208,9 @@ class Run:
             scored = False
         if not np.all(np.isfinite(score)):
             row = int((~np.isfinite(score)).argmax())
+            column = "score" if "score" in columns else "rank"
             raise RagMetricsError(
-                f"{what}: row {row + 1} has score {_value_at(given, row)!r}; expected a finite number"
+                f"{what}: row {row + 1} has {column} {_value_at(given, row)!r}; expected a finite number"
             )
         if not isinstance(table, pa.Table):
             score = np.array(score, dtype=np.float64)  # the run's own copy: changing the frame later changes nothing
