@@ -8,15 +8,17 @@ import io
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import sqlalchemy as sa
 import yaml
 
+from dashboard.core.metadata import tags_from_frame
 from ragmetrics.cli import main
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.io import load_dataset, load_run
 from ragmetrics.io.runmeta import ir_metadata, parse_tag_lines, parse_tags, retriever_tags
-from ragmetrics.store.database import Store, StoreKeyError
+from ragmetrics.store.database import Store, StoreKeyError, tags_table
 
 SCIFACT = Path(__file__).parent / "data" / "scifact"
 MINI = Path(__file__).parent / "data" / "io" / "scifact-mini"
@@ -58,6 +60,23 @@ def test_tags_are_kept_per_run_updated_removed_and_deleted_with_it(store_url, sc
     assert store.tags(ident) == {"system": "bm25"}  # a refused change changes nothing
     store.delete_run(ident)
     assert store.tags_of() == {}
+
+
+def test_a_tag_stored_before_its_rule_does_not_block_editing_the_others(store_url, scifact):
+    """A ``date`` stored before dates were checked stays as it is while the other tags are edited (the Workspace
+    saves them all together); changed, it is checked."""
+    dataset, run = scifact
+    store = Store(store_url)
+    ident = store.put_run(run, store.put_dataset(dataset), tags={"note": "old"})
+    with store.engine.begin() as conn:  # what an older release let through
+        conn.execute(sa.insert(tags_table).values(run_id=ident, key="date", value="last week", updated_at=0.0))
+    edited = tags_from_frame(pd.DataFrame({"key": ["date", "note"], "value": ["last week", "new"]}), store.tags(ident))
+    assert store.set_tags(ident, edited, replace=True) == {"date": "last week", "note": "new"}
+    with pytest.raises(RagMetricsError, match="tag 'date' is not an ISO 8601 date: 'yesterday'"):
+        store.set_tags(ident, {"date": "yesterday"})
+    with pytest.raises(RagMetricsError, match="tag 'date' is not an ISO 8601 date: 'yesterday'"):
+        tags_from_frame(pd.DataFrame({"key": ["date"], "value": ["yesterday"]}), store.tags(ident))
+    assert store.set_tags(ident, {"date": "2025-03-01"}) == {"date": "2025-03-01", "note": "new"}
 
 
 def test_an_older_store_without_the_tags_table_opens_with_its_data(store_url, scifact):

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.io.runmeta import KNOWN_TAGS, LATENCY_TAGS, check_tags, ir_metadata_yaml
 
 __all__ = ["KNOWN_TAGS", "LATENCY_COLUMNS", "ir_metadata_yaml", "latency_frame", "tag_frame", "tags_from_frame"]
@@ -29,9 +30,10 @@ def tag_frame(tags: Mapping[str, str]) -> pd.DataFrame:
     )  # text even when empty: the editor's text columns need it
 
 
-def tags_from_frame(frame: pd.DataFrame) -> dict[str, str]:
-    """The edited table back as tags: empty rows dropped, keys and values checked (a bad one raises with its name);
-    a key given twice is an error."""
+def tags_from_frame(frame: pd.DataFrame, stored: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The edited table back as tags: empty rows dropped, keys and values checked (a bad one raises with its name;
+    a value left as ``stored`` holds it is kept, :func:`ragmetrics.io.runmeta.check_tags`); a key given twice is an
+    error."""
     out: dict[str, str] = {}
     for row in frame.itertuples(index=False):
         key = "" if pd.isna(row.key) else str(row.key).strip()
@@ -39,11 +41,9 @@ def tags_from_frame(frame: pd.DataFrame) -> dict[str, str]:
         if not key and not value:
             continue
         if key in out:
-            from ragmetrics.foundation.errors import RagMetricsError
-
             raise RagMetricsError(f"tag {key!r} is given twice")
         out[key] = value
-    return check_tags(out)
+    return check_tags(out, stored)
 
 
 def _number(text: str | None) -> float | None:

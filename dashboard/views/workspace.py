@@ -123,7 +123,7 @@ def _metadata_editor(run_id: str, run_name: str) -> None:
     if save.button("Save metadata", key=f"workspace.tags.save.{run_id}", icon=":material/save:",
                    disabled=workspace.refuses("edit tags"), help=layout.change_help(workspace, "edit tags")):  # fmt: skip
         try:
-            new = metadata.tags_from_frame(edited)
+            new = metadata.tags_from_frame(edited, tags)
             workspace.set_tags(run_id, new, replace=True)
         except RagMetricsError as err:
             st.error(md_escape(str(err)), icon=":material/error:")

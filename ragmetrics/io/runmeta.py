@@ -85,9 +85,16 @@ def check_value(key: str, value: object) -> str:
     return text
 
 
-def check_tags(tags: Mapping[str, object]) -> dict[str, str]:
-    """``tags`` with checked keys and values (see the module's rules); a bad one is a clear error."""
-    return {check_key(k): check_value(k, v) for k, v in tags.items()}
+def check_tags(tags: Mapping[str, object], stored: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``tags`` with checked keys and values (see the module's rules); a bad one is a clear error. A value equal to
+    the run's ``stored`` one is kept as stored: a tag saved before a rule existed does not block editing the others
+    (it is refused only once changed)."""
+    stored = stored or {}
+    out = {}
+    for key, value in tags.items():
+        key = check_key(key)
+        out[key] = stored[key] if stored.get(key) == str(value).strip() else check_value(key, value)
+    return out
 
 
 def parse_tag(text: str, where: str = "--meta") -> tuple[str, str]:

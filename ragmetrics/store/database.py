@@ -1290,11 +1290,13 @@ class Store:
         check_id(run, "run")
         self.require_table(tags_table, f"run {run}'s tags")
         removed = [check_key(k) for k, v in tags.items() if v is None]
-        kept = check_tags({k: v for k, v in tags.items() if v is not None})
+        given = {k: v for k, v in tags.items() if v is not None}
         with self.engine.begin() as conn:
             if conn.execute(sa.select(runs_table.c.id).where(runs_table.c.id == run)).first() is None:
                 raise StoreKeyError(f"run {run} is not in this store")
             t = tags_table
+            stored = dict(conn.execute(sa.select(t.c.key, t.c.value).where(t.c.run_id == run)).tuples().all())
+            kept = check_tags(given, stored)
             conn.execution_options(**{CHANGE_OPTION: "edit tags"})
             if replace:
                 conn.execute(sa.delete(t).where(t.c.run_id == run))
