@@ -135,6 +135,8 @@ _PAGE_RE = re.compile(r"^[a-z][a-z0-9_\-]{0,39}$")
 _MAX_TEXT = 500
 MAX_RUNS = 20
 """The most runs a view (and its link) holds: the sidebar's picker takes no more."""
+FULL_VIEW = f"the sidebar already holds {MAX_RUNS} runs, the most a view and its link keep: remove one to select it"
+"""Why a run stored from a page was not selected."""
 
 
 @dataclass(frozen=True)
@@ -174,6 +176,13 @@ class ViewState:
 
     def with_(self, **changes: object) -> ViewState:
         return replace(self, **changes)  # type: ignore[arg-type]
+
+    def with_run(self, run: str) -> ViewState | None:
+        """The view with ``run`` selected too (kept where it is when already selected); None when the view
+        already holds :data:`MAX_RUNS` others (the caller says so: a run is never dropped in silence)."""
+        if run in self.runs:
+            return self
+        return None if len(self.runs) >= MAX_RUNS else replace(self, runs=(*self.runs, run))
 
     @property
     def bounds_depth(self) -> int | None:

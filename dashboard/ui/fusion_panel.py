@@ -8,7 +8,7 @@ import streamlit as st
 
 from dashboard.core import compare as cmp
 from dashboard.core import fusion
-from dashboard.core.share import ViewState
+from dashboard.core.share import FULL_VIEW, ViewState
 from dashboard.core.specs import title
 from dashboard.core.text import md_escape
 from dashboard.data.workspace import DatasetEntry
@@ -163,6 +163,8 @@ def _fuse(page: layout.Page, ds: DatasetEntry, view: ViewState) -> None:
                     "selected in the sidebar"
                     if existing.id in view.runs
                     else "stored (select it in the sidebar to see it)"
+                    if view.with_run(existing.id) is not None
+                    else f"stored, not selected: {FULL_VIEW}"
                 )
                 st.success(
                     f"This fused run is in the workspace as **{md_escape(existing.name)}**, {where}.",
@@ -175,5 +177,9 @@ def _fuse(page: layout.Page, ds: DatasetEntry, view: ViewState) -> None:
                     fused,
                     source=fusion.fusion_source([r.name for r in entries], method, k=rrf_k, norm=norm, weights=weights),
                 )
-                runs = view.runs if entry.id in view.runs else (*view.runs, entry.id)
-                layout.rerun_with(view.with_(runs=runs, focus_run=entry.id if len(runs) > 1 else view.focus_run))
+                selected = view.with_run(entry.id)
+                if selected is None:  # stored, and said so below
+                    st.rerun()
+                else:
+                    runs = selected.runs
+                    layout.rerun_with(selected.with_(focus_run=entry.id if len(runs) > 1 else view.focus_run))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboard.core.share import FULL_VIEW
 from dashboard.core.text import md_escape
 from dashboard.ui import layout, retrievers, state
 
@@ -56,11 +57,13 @@ else:
                 if known
                 else f"run “{entry.name}” stored, {len(result.run):,} rows"
             )
+            selected = view.with_run(entry.id)
             state.flash(
                 f"{job.label}: {what} for {status.total:,} queries in {status.seconds:.1f} s; "
-                f"{_latency(result.metadata)}{failed}. It is selected in the sidebar."
+                f"{_latency(result.metadata)}{failed}. "
+                + ("It is selected in the sidebar." if selected is not None else f"Not selected: {FULL_VIEW}.")
             )
-            layout.rerun_with(view.with_(runs=tuple(dict.fromkeys([*view.runs, entry.id]))))
+            layout.rerun_with(selected or view)
         elif status.cancelled:
             st.warning(
                 f"Cancelled after {status.done:,} of {status.total:,} queries. The answers so far are cached: "

@@ -13,6 +13,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.core import timeline as tl
+from dashboard.core.share import FULL_VIEW
 from dashboard.core.specs import metric_spec, title
 from dashboard.core.text import md_escape
 from dashboard.ui import cache, layout, state, widgets
@@ -58,13 +59,11 @@ if page.dataset is not None:
         with c5:
             alpha = widgets.alpha_picker("timeline.alpha", view.alpha, force=page.fresh)
         base_id = None if baseline == NONE else baseline
-        view = view.with_(
-            order_by=by,
-            where=None if picked == tl.ALL else picked,
-            baseline=base_id,
-            runs=tuple(dict.fromkeys([*view.runs, base_id])) if base_id else view.runs,  # the sidebar shows it
-            test=test,
-            alpha=alpha,
+        with_baseline = view.with_run(base_id) if base_id else view  # the sidebar shows the baseline
+        if with_baseline is None:
+            st.caption(md_escape(f"The baseline is not selected in the sidebar: {FULL_VIEW}."))
+        view = (with_baseline or view).with_(
+            order_by=by, where=None if picked == tl.ALL else picked, baseline=base_id, test=test, alpha=alpha
         )
         spec = metric_spec(view.metric, view.k)
         key, _, value = (view.where or "").partition("=")

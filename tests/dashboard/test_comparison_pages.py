@@ -6,11 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.core import compare as cmp
 from dashboard.core.results import eval_result
+from ragmetrics.foundation.model import Run
 from tests.dashboard.apptest import charts, figure_specs, no_problems, open_app, open_page, param
 
 pytestmark = pytest.mark.apptest
@@ -409,6 +411,36 @@ def test_fusion_settings(own_store, faq_ids) -> None:
     at.switch_page("views/overview.py").run()
     at.switch_page("views/compare.py").run()
     assert at.expander(key="compare.fuse.open").proto.expanded and _fusion_preview_sent(at)  # open, as it was left
+
+
+def test_a_fused_run_added_to_a_full_view_is_stored_and_said_not_selected(own_store, faq, faq_ids) -> None:
+    """Was: a run added to a view of 20 (fused, retrieved, the Timeline's baseline) was cut from the sidebar's
+    picker without a word, and Retrieve said it was selected."""
+    from dashboard.core.share import FULL_VIEW, MAX_RUNS
+    from ragmetrics.store.database import Store
+
+    no_problems(open_page("compare"))  # the first start stores the samples
+    store = Store(f"sqlite:///{own_store / 'ragmetrics.sqlite'}")
+    run = faq.runs[0][0]
+    scores = run.table.column("score").to_numpy()
+    others = [
+        store.put_run(
+            Run.from_table(
+                run.table.set_column(2, "score", pa.array(scores + i * (scores == scores.max()))), name=f"v{i}"
+            ),
+            faq_ids["dataset"],
+        )
+        for i in range(1, MAX_RUNS)
+    ]
+    full = [faq_ids["bm25"], *others]
+    at = _open_fusion(open_page("compare", {"ds": faq_ids["dataset"], "runs": ",".join(full)}))
+    no_problems(at)
+    assert at.multiselect(key="sidebar.runs").value == full
+    at.button(key="compare.fuse.add").click().run()
+    no_problems(at)
+    assert (param(at, "runs") or "").split(",") == full and at.multiselect(key="sidebar.runs").value == full
+    assert any(f"stored, not selected: {FULL_VIEW}" in s.value for s in at.success)
+    assert len(store.list_runs(faq_ids["dataset"])) == len(faq.runs) + len(others) + 1  # stored all the same
 
 
 def test_the_pickers_take_no_more_than_a_link_holds(faq_ids) -> None:
