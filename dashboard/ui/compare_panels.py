@@ -152,6 +152,7 @@ def rankings_panel(
                     height=38 + 35 * max(len(ranked), 1),
                 )
                 text_depth = min(depth, TEXT_DEPTH)
+                state.keep(f"compare.text.{role}")  # open or folded as left, after a look at another page
                 # folded, the passages are neither computed nor sent (a rerun when it opens): the page draws
                 # two tables, not the dozens of text boxes a folded section would still hold in the browser
                 text = st.expander(

@@ -634,6 +634,11 @@ def test_the_text_of_the_top_documents_is_sent_only_when_its_section_is_open(faq
     shown = {e.proto.id.rsplit("-", 1)[-1]: list(e.markdown) for e in at.expander if e.label.startswith("Text of")}
     assert not shown["compare.text.baseline"]
     assert len(shown["compare.text.run"]) >= 3  # the legend, then a head and a text per document
+    at.switch_page("overview.py").run()  # paths are the page script's siblings
+    at.switch_page("compare.py").run()
+    no_problems(at)
+    opened = {e.proto.id.rsplit("-", 1)[-1]: e.proto.expanded for e in at.expander if e.label.startswith("Text of")}
+    assert opened == {"compare.text.baseline": False, "compare.text.run": True}  # as left, for the session
 
 
 def _constant_difference_dataset(store: Path) -> str:
