@@ -3,6 +3,7 @@ file and line of the id, and ids at the limit (in bytes, not characters) are tak
 
 from __future__ import annotations
 
+import decimal
 import json
 import resource
 import subprocess
@@ -12,12 +13,15 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
+from ragmetrics.foundation.ids import as_strings
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io import load_dataset, load_run
 from ragmetrics.io.limits import Limits
+from ragmetrics.io.tables import id_keys
 
 BAD_LINE = 3  # every file below puts the doc id under test on its third line
 
@@ -224,3 +228,24 @@ def test_a_qrels_line_of_millions_of_fields_says_how_many_it_read(tmp_path: Path
     code, err, cpu = _cli_cpu(tmp_path, "run.trec", b"q1 Q0 d1 1 1.0 t\n", qrels=b"q1 0 d1 1\n" + b"ab " * 17_000_000)
     assert code == 2 and "qrels.txt:2: expected 4 fields" in err and "found more than 16 field(s)" in err, err[:500]
     assert cpu < 2.0, f"{cpu:.2f} s of CPU"
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        pa.array([True, None, False]),
+        pa.array([3, None, -7], pa.int32()),
+        pa.array([3.0, None, 0.1 + 0.2, 1e-05, -0.0, 2.0**60], pa.float64()),
+        pa.array([3.0, 0.1, None], pa.float32()),
+        pa.array([1.0, 0.5], pa.float16()),
+        pa.array([decimal.Decimal("5.00"), None, decimal.Decimal("-3.10")], pa.decimal128(6, 2)),
+        pa.array([b"ab", None]),
+        pa.array(["a", "b"]).dictionary_encode(),
+    ],
+    ids=lambda values: str(values.type),
+)
+def test_a_typed_id_column_reads_alike_in_python_and_in_the_loaders(values: pa.Array) -> None:
+    """What ``Run.from_frame`` / ``from_table`` read a column as is what a Parquet file's loader (and every engine
+    that buckets by it) reads it as (a missing value: null here, an empty key there)."""
+    ours = [v if v is not None else "" for v in as_strings(values).to_pylist()]
+    assert ours == id_keys(values).to_pylist()

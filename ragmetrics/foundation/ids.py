@@ -135,7 +135,7 @@ SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _castable(kind: pa.DataType) -> bool:
-    return pa.types.is_integer(kind) or pa.types.is_boolean(kind) or pa.types.is_binary(kind)
+    return pa.types.is_integer(kind) or pa.types.is_binary(kind)  # booleans as Python writes them, as the loaders
 
 
 def _stringify(array: Strings) -> pa.Array:
