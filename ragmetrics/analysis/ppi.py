@@ -228,22 +228,19 @@ class Stratum:
     cov: float
 
 
-def _variance(
-    stratum: Stratum, lam: float, n: float, population: str, *, projected: bool = False
-) -> tuple[float, float]:
+def _variance(stratum: Stratum, lam: float, n: float, population: str) -> tuple[float, float]:
     """The estimator's variance in ``stratum`` with ``n`` labelled queries, in two parts: the human-minus-judge
-    part (estimated from the ``n`` labelled queries: ``n - 1`` degrees of freedom) and the judge's part over the
-    unlabelled queries. As measured (``projected`` False), the sample variance of the labelled queries' ``y - c f``
-    and of the unlabelled queries' ``f``; projected to another ``n``, the judge's variance is the one over all the
-    stratum's queries."""
+    part (estimated from the labelled queries: ``n - 1`` degrees of freedom) and the judge's part over the
+    unlabelled queries. Each part's moments come from the queries it is about, as measured now: the labelled
+    queries' variances and covariance of ``y`` and ``f`` (one sample, so ``Var(y - c f)`` is never negative), the
+    unlabelled queries' variance of ``f``. With another ``n`` (a projection) only ``n`` and ``c`` change, so the
+    projection of 0 more labels is the interval measured."""
     big_n = stratum.big_n
-    var_f = stratum.var_f if projected else stratum.var_f_labelled
     c = lam if population == "dataset" else lam * (big_n - n) / big_n
-    residual = max(stratum.var_y - 2 * c * stratum.cov + c**2 * var_f, 0.0)
+    residual = max(stratum.var_y - 2 * c * stratum.cov + c**2 * stratum.var_f_labelled, 0.0)
     if population == "dataset":
         return residual * (1 - n / big_n) / n, 0.0
-    var_rest = stratum.var_f if projected else stratum.var_f_rest
-    rest = c**2 * var_rest / (big_n - n) if big_n > n else 0.0
+    rest = c**2 * stratum.var_f_rest / (big_n - n) if big_n > n else 0.0
     return residual / n, rest
 
 
@@ -263,7 +260,6 @@ def _design(
     population: str,
     between: float,
     *,
-    projected: bool,
     tuned: bool,
 ) -> tuple[float, float]:
     """The PPI estimate's variance and degrees of freedom with ``ns`` labelled queries in ``strata``, ``between``
@@ -271,11 +267,15 @@ def _design(
     queries: a stratum's human-minus-judge variance then has ``n - 2`` degrees of freedom, not ``n - 1``, and is
     scaled by ``(n - 1) / (n - 2)`` as a regression's residual variance is (per stratum, though the slope is
     shared: conservative with strata)."""
-    parts = [_variance(s, lam, n, population, projected=projected) for s, n in zip(strata, ns)]
+    parts = [_variance(s, lam, n, population) for s, n in zip(strata, ns)]
     dfs = [max(n - 1 - int(tuned), 1) for n in ns]
     sampled = [s.weight**2 * r * (n - 1) / df for s, (r, _), n, df in zip(strata, parts, ns, dfs)]
     known = sum(s.weight**2 * rest for s, (_, rest) in zip(strata, parts)) + between
     return _satterthwaite(sampled, dfs, known)
+
+
+LABELS_GRID = 256
+"""The counts of more labels :meth:`Corrected.labels_for` projects first (then it narrows between two of them)."""
 
 
 @dataclass(frozen=True)
@@ -322,24 +322,31 @@ class Corrected:
         total_rest = rest.sum()
         extra = rest * min(more, total_rest) / total_rest if total_rest else rest
         ns = [s.n + e for s, e in zip(self.strata, extra)]
-        variance, df = _design(
-            self.strata, self.lam, ns, self.population, self.between, projected=True, tuned=self.tuned
-        )
+        variance, df = _design(self.strata, self.lam, ns, self.population, self.between, tuned=self.tuned)
         return _quantile(self.confidence, df) * math.sqrt(variance)
 
     def labels_for(self, half_width: float) -> int | None:
-        """How many more labelled queries would bring the half width to ``half_width`` or below (None: not even
-        labelling every query would)."""
-        low, high = 0, sum(s.big_n - s.n for s in self.strata)
-        if self.projected_half_width(high) > half_width:
+        """How many more labelled queries would bring the half width to ``half_width`` or below: the fewest the
+        projection reaches it with (None: not even labelling every query would). The projection need not fall at
+        every step (with a fixed ``lam`` and an accurate judge, labels that replace judge values can widen it a
+        little), so the counts are scanned on a grid before the first one that reaches it is narrowed down."""
+        if not half_width >= 0:
+            raise RagMetricsError(f"half_width: expected a number of 0 or more, got {half_width!r}")
+        total = sum(s.big_n - s.n for s in self.strata)
+        grid = sorted({round(total * i / LABELS_GRID) for i in range(LABELS_GRID + 1)})
+        reached = next((m for m in grid if self.projected_half_width(m) <= half_width), None)
+        if reached is None:
             return None
-        while low < high:  # the half width falls as labels are added: the first count that reaches it
+        low, high = grid[max(grid.index(reached) - 1, 0)], reached
+        if low == high or self.projected_half_width(low) <= half_width:
+            return low
+        while high - low > 1:  # between two grid counts: the first one that reaches it
             middle = (low + high) // 2
             if self.projected_half_width(middle) <= half_width:
                 high = middle
             else:
-                low = middle + 1
-        return low
+                low = middle
+        return high
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -460,7 +467,7 @@ def ppi_mean(
     between = float(weights @ (np.array(means) - estimate) ** 2) / big_n if estimated_shares else 0.0
     human_between = float(weights @ (np.array(human_means) - human_mean) ** 2) / big_n if estimated_shares else 0.0
     ns = [s.n for s in parts]
-    variance, df = _design(parts, lam, ns, population, between, projected=False, tuned=tuned)
+    variance, df = _design(parts, lam, ns, population, between, tuned=tuned)
     human_variance, human_df = _satterthwaite(human_parts, [n - 1 for n in ns], human_between)
     return Corrected(
         ppi=Interval.of(estimate, math.sqrt(variance), n, confidence, df),
