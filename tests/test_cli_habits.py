@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import ragmetrics as rm
+from ragmetrics.analysis.targets import resolve_targets
 from ragmetrics.cli import build_parser, main
 
 SCIFACT = Path(__file__).parent / "data" / "scifact"
@@ -83,6 +84,9 @@ def test_targets_in_the_dashboards_syntax():
     assert upper[1] == run_cli("check", "--dataset", QRELS, "--run", BM25, "--targets", "faq")[1] and upper[0] == 1
     code, _, err = run_cli("check", "--dataset", QRELS, "--run", BM25, "--targets", "ndcg@10<0.9")
     assert code == 2 and "a target is a floor, metric>value" in err and "no such file" not in err
+    # a token budget is a metric as any other (the JSON form took it; the text form read it as no target)
+    assert resolve_targets("recall@512tok>0.5; ndcg@10 > 0.3, recall@64 tokens>=0.25") == {
+        "recall@512tok": 0.5, "ndcg@10": 0.3, "recall@64tok": 0.25}  # fmt: skip
 
 
 def test_check_with_a_baseline_and_no_targets_is_a_regression_gate():

@@ -20,13 +20,13 @@ from ragmetrics.analysis.verdicts import SAID, VERDICT_TERMS, VERDICTS, Verdict,
 from ragmetrics.cli import main
 from ragmetrics.engine import evidence
 from ragmetrics.engine.evidence import (
-    EVIDENCE_METRICS,
     evaluate_evidence,
     parse_evidence,
     spans_from_answers,
     spans_from_documents,
     visible_prefix,
 )
+from ragmetrics.engine.metrics import EVIDENCE_METRICS
 from ragmetrics.foundation import kernels
 from ragmetrics.foundation.errors import ParseError
 from ragmetrics.io.spans import check_spans, load_chunk_spans, load_spans

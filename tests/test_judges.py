@@ -384,6 +384,13 @@ def test_a_pair_without_text_gets_no_grade_from_a_judge_that_reads_text():
     assert [x.label for x in run_judge(called, [pair("")], 1)] == [1]
 
 
+def test_a_callable_judge_may_grade_with_numpy_integers():
+    """A classifier's predict gives numpy integers: they are grades; booleans and floats are not."""
+    for value, label in ((np.int64(1), 1), (np.uint8(2), 2), (True, None), (np.float64(1.0), None), (1.5, None)):
+        [graded] = run_judge(CallableJudge("x:y", lambda p, top, v=value: v), [pair("a")], 2)
+        assert graded.label == label, value
+
+
 def test_a_grade_off_the_scale_is_an_error():
     class Wild:
         name, version = "wild", "1"

@@ -79,8 +79,11 @@ class TargetCheck:
         )
 
 
-TARGET_ITEM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_\-]*(?:@\d+)?)\s*>=?\s*([-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)\s*$")
-"""One target as text: ``metric>threshold`` (``recall@5>0.9``; ``>=`` reads the same: a floor the run's 95% interval
+TARGET_ITEM = re.compile(
+    r"^\s*([A-Za-z_][A-Za-z0-9_\-]*(?:@\d+(?:\s*tok(?:ens)?)?)?)\s*>=?\s*([-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)\s*$",
+    re.IGNORECASE | re.ASCII,
+)
+"""One target as text: ``metric>threshold`` (``recall@5>0.9``, ``recall@512tok>0.8``; ``>=`` reads the same: a floor the run's 95% interval
 must clear); items are separated by ``,`` or ``;``."""
 
 

@@ -41,13 +41,12 @@ from ragmetrics.engine import align
 from ragmetrics.engine.alignment import Alignment
 from ragmetrics.engine.budgets import shared_tokenizer
 from ragmetrics.engine.evidence import (
-    EVIDENCE_METRICS,
     EvidenceResult,
     counts_tokens,
     evaluate_evidence,
     spans_from_answers,
 )
-from ragmetrics.engine.metrics import BUDGET_SUFFIX
+from ragmetrics.engine.metrics import BUDGET_SUFFIX, EVIDENCE_METRICS
 from ragmetrics.engine.tokens import TOKENIZER_CHOICES
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset, Run

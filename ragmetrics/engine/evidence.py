@@ -43,13 +43,13 @@ import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
 from ragmetrics.engine import budgets
-from ragmetrics.engine.metrics import BUDGET_SUFFIX
+from ragmetrics.engine.metrics import BUDGET_SUFFIX, EVIDENCE_METRICS
 from ragmetrics.engine.order import positions, running_sum, segment_starts
 from ragmetrics.foundation import scripts
 from ragmetrics.foundation.errors import MetricNameError, RagMetricsError
@@ -59,33 +59,6 @@ from ragmetrics.foundation.kernels import take
 if TYPE_CHECKING:
     from ragmetrics.engine.alignment import Alignment
     from ragmetrics.foundation.model import Dataset
-
-Cut = Literal["required", "none"]
-
-
-@dataclass(frozen=True)
-class EvidenceMetric:
-    """One evidence metric: its name, whether it takes a cut (``@k`` or ``@Ttok``), its formula."""
-
-    name: str
-    cut: Cut
-    formula: str
-
-
-EVIDENCE_METRICS: dict[str, EvidenceMetric] = {
-    m.name: m
-    for m in (
-        EvidenceMetric(
-            "evidence_recall", "required", "mean over relevant documents of covered gold characters / gold characters"
-        ),
-        EvidenceMetric(
-            "evidence_recall_chars", "required", "covered gold characters / gold characters, over the query's documents"
-        ),
-        EvidenceMetric("context_precision", "required", "tokens inside gold spans / tokens handed over"),
-        EvidenceMetric("tokens_to_evidence", "none", "tokens handed over up to the first chunk covering evidence"),
-    )
-}
-"""Every evidence metric, by name."""
 
 _NAME = re.compile(r"^\s*([a-z_]+)\s*(?:@\s*(\d+)\s*(tok|tokens)?)?\s*$", re.IGNORECASE)
 

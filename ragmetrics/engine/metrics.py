@@ -713,6 +713,35 @@ TREC_EVAL_NOT_COMPUTED: dict[str, str] = {
 "did you mean" that points at an unrelated metric."""
 
 
+EvidenceCut = Literal["required", "none"]
+
+
+@dataclass(frozen=True)
+class EvidenceMetric:
+    """One evidence metric: its name, whether it takes a cut (``@k`` or ``@Ttok``), its formula."""
+
+    name: str
+    cut: EvidenceCut
+    formula: str
+
+
+EVIDENCE_METRICS: dict[str, EvidenceMetric] = {
+    m.name: m
+    for m in (
+        EvidenceMetric(
+            "evidence_recall", "required", "mean over relevant documents of covered gold characters / gold characters"
+        ),
+        EvidenceMetric(
+            "evidence_recall_chars", "required", "covered gold characters / gold characters, over the query's documents"
+        ),
+        EvidenceMetric("context_precision", "required", "tokens inside gold spans / tokens handed over"),
+        EvidenceMetric("tokens_to_evidence", "none", "tokens handed over up to the first chunk covering evidence"),
+    )
+}
+"""Every evidence metric, by name: computed from gold spans by :mod:`ragmetrics.engine.evidence` (``ragmetrics
+evidence``), not by :func:`parse_metric`'s engine, which names the command when one is asked of it."""
+
+
 def _not_computed(text: str) -> str | None:
     """The trec_eval measure ``text`` names that this library does not compute (the longest that fits), or None."""
     lowered = text.lower()
@@ -755,6 +784,27 @@ def _refuse_decimal_cutoff(text: str) -> None:
         raise MetricNameError(f"metric {text!r}: the cut-off k is a whole number >= 1, found {decimal.group(2)}{hint}")
 
 
+def _suggestion(raw: str, k_text: str | None, budget: str | None) -> str:
+    """ "; did you mean 'X'?" for an unknown name: the closest known one with the cut-off or token budget given,
+    adapted to what it takes (``@k`` where one is needed, none where it takes none), offered only when it parses;
+    else nothing."""
+    for close in difflib.get_close_matches(raw.lower(), sorted(_ALIASES), n=3, cutoff=0.5):
+        name = _ALIASES[close]
+        takes = METRICS[name].k
+        if takes == "none":
+            guess = name
+        elif k_text is None:
+            guess = f"{name}@k" if takes == "required" else name
+        else:
+            guess = f"{name}@{k_text}{BUDGET_SUFFIX if budget else ''}"
+        try:
+            parse_metric(guess.replace("@k", "@10"))
+        except MetricNameError:
+            continue
+        return f"; did you mean '{guess}'?"
+    return ""
+
+
 def parse_metric(text: str | MetricSpec) -> MetricSpec:
     """Parse ``"nDCG@10"`` into ``MetricSpec("ndcg", 10)``.
 
@@ -793,9 +843,12 @@ def parse_metric(text: str | MetricSpec) -> MetricSpec:
             raise MetricNameError(
                 f"unknown metric {text!r}; did you mean '{known}@{digits}'? Known: {known_metric_names()}"
             )
-        choices = sorted(_ALIASES)
-        close = difflib.get_close_matches(raw.lower(), choices, n=1, cutoff=0.5)
-        hint = f"; did you mean '{_ALIASES[close[0]]}{'@' + k_text if k_text else ''}'?" if close else ""
+        if raw.lower() in EVIDENCE_METRICS:
+            raise MetricNameError(
+                f"metric {text!r} is an evidence metric: it reads gold spans, and `ragmetrics evidence` computes it "
+                f"(--spans or --spans-from-answers). Known here: {known_metric_names()}"
+            )
+        hint = _suggestion(raw, k_text, budget)
         raise MetricNameError(f"unknown metric {text!r}{hint} Known: {known_metric_names()}")
     info = METRICS[name]
     if raw.lower() in _EVERY_CUTOFF and k_text is None:

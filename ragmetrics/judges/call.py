@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import numbers
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -54,8 +55,8 @@ class CallableJudge:
                 continue
             if value is None:
                 out.append(Grade(None, f"{self.spec} gave no grade"))
-            elif isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= max_grade:
+            elif isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= int(value) <= max_grade:
                 out.append(Grade(None, f"{self.spec} returned {value!r}; expected an integer 0..{max_grade}"))
-            else:
+            else:  # numpy's integers too: a classifier's predict gives them
                 out.append(Grade(int(value)))
         return out
