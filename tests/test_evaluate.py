@@ -70,6 +70,21 @@ def test_bad_cut_offs_are_explained(text, message):
 @pytest.mark.parametrize(
     ("text", "message"),
     [
+        ("recal@512tok", r"did you mean 'recall@512tok'\?"),  # the budget kept: not 512 documents
+        ("set_precison@5", r"did you mean 'set_precision'\?"),  # it takes no cut-off: none offered
+        ("precison", r"did you mean 'precision@k'\?"),  # it needs one
+        ("context_precision@5", r"is an evidence metric: it reads gold spans, and `ragmetrics evidence` computes it"),
+        ("evidence_recall@512tok", r"is an evidence metric"),
+    ],
+)
+def test_a_suggestion_is_a_name_that_parses(text, message):
+    with pytest.raises(rm.MetricNameError, match=message):
+        rm.parse_metric(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
         ("P_5.0", r"'P_5.0': the cut-off k is a whole number >= 1, found 5.0; did you mean 'precision@5'\?"),
         ("ndcg@10.0", r"found 10.0; did you mean 'ndcg@10'\?"),
         ("ndcg_cut_10.0", r"did you mean 'ndcg@10'\?"),
