@@ -273,6 +273,54 @@ def test_the_cli_s_stacked_judge_gives_the_library_s_labels_and_corrected_number
         assert abs(rows[name]["estimate"] - frame.loc[name, "estimate"]) < 1e-12, name
 
 
+def test_the_plan_is_printed_in_json_and_when_the_estimate_is_refused(tmp_path):
+    """Was: --plan was dropped without a word under --format json or csv, and lost when too few queries were
+    labelled to estimate, which is when it is needed; a sampled query labelled in part biased the human values
+    without a word."""
+    loop, judge_labels = offline_loop(), endpoint_labels()
+    dataset, judged, human = tmp_path / "known.tsv", tmp_path / "judge.tsv", tmp_path / "human.tsv"
+    write_trec_qrels(loop.known, dataset)
+    for frame, path in ((judge_labels, judged), (loop.human, human)):
+        write_trec_qrels(rm.Dataset.from_frames(frame), path)
+    run = str(SCIFACT / f"{RUNS[0]}.trec.gz")
+    argv = ["eval", "--dataset", str(dataset), "--run", run, "-m", "ndcg@10", "--judge-qrels", str(judged)]
+    out, err = io.StringIO(), io.StringIO()
+    assert main([*argv, "--human-qrels", str(human), "--plan", "5", "--format", "json"], out, err) == 0, err.getvalue()
+    planned = json.loads(out.getvalue())["label_next"]
+    assert planned["unlabelled"] == 270 and len(planned["queries"]) == 5
+    assert not set(planned["queries"]) & set(loop.human["query_id"].astype(str))
+    text = io.StringIO()
+    assert main([*argv, "--human-qrels", str(human), "--plan", "5"], text, io.StringIO()) == 0
+    assert f"label next (5 of the 270 unlabelled): {' '.join(planned['queries'])}" in text.getvalue()
+    err = io.StringIO()
+    assert main([*argv, "--human-qrels", str(human), "--plan", "5", "--format", "csv"], io.StringIO(), err) == 2
+    assert "--format csv" in err.getvalue() and "label_next" in err.getvalue()
+    # one labelled query: no estimate, and the plan of what to label next all the same
+    one = tmp_path / "one.tsv"
+    first = loop.human["query_id"].iloc[0]
+    write_trec_qrels(rm.Dataset.from_frames(loop.human[loop.human["query_id"] == first]), one)
+    out, err = io.StringIO(), io.StringIO()
+    assert main([*argv, "--human-qrels", str(one), "--plan", "3"], out, err) == 2
+    assert "a corrected estimate needs at least 2" in err.getvalue()
+    assert re.search(r"^label next \(3 of the 299 unlabelled\): \S+ \S+ \S+$", out.getvalue(), re.MULTILINE)
+    # people who label both ways (0 too) and leave a judge-labelled pair of a sampled query unlabelled are told: the
+    # human values count it non-relevant; labels of the relevant pairs only (TREC's convention, as here) are whole
+    sampled = set(loop.human["query_id"].astype(str))
+    judged_there = judge_labels[judge_labels["query_id"].astype(str).isin(sampled)]
+    both_ways = judged_there.assign(relevance=0)
+    both_ways = pd.concat([loop.human, both_ways]).drop_duplicates(["query_id", "doc_id"]).reset_index(drop=True)
+    whole, part = tmp_path / "whole.tsv", tmp_path / "part.tsv"
+    write_trec_qrels(rm.Dataset.from_frames(both_ways), whole)
+    dropped = both_ways[both_ways["relevance"] == 0].iloc[0]
+    write_trec_qrels(rm.Dataset.from_frames(both_ways.drop(index=dropped.name)), part)
+    for labels, said in ((human, False), (whole, False), (part, True)):
+        err = io.StringIO()
+        assert main([*argv, "--human-qrels", str(labels)], io.StringIO(), err) == 0
+        assert (f"labels 1 sampled query in part ['{dropped['query_id']}']: 1 pair(s)" in err.getvalue()) == said, (
+            err.getvalue()[-600:]
+        )
+
+
 def test_eval_and_compare_print_corrected_estimates(tmp_path):
     loop, judge_labels = offline_loop(), endpoint_labels()
     dataset, judged, human = tmp_path / "known.tsv", tmp_path / "judge.tsv", tmp_path / "human.tsv"

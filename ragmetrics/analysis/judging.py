@@ -264,6 +264,23 @@ def judged_twice(
     return merge(dataset, holes).dataset, merge(dataset, human_labels, override=True).dataset
 
 
+def labelled_in_part(dataset: Dataset, judge_labels: pd.DataFrame, human_labels: Dataset) -> dict[str, int]:
+    """The human-sampled queries (those ``human_labels`` names) with pairs the judge labels that neither the dataset
+    nor people do, and how many: the human values count such a pair non-relevant, so a sampled query labelled in
+    part biases the human-minus-judge differences (toward 0 relevant) with nothing to show it. Only when people
+    label both ways (some label 0 or below): labels that list only the relevant pairs follow TREC's convention, the
+    rest non-relevant, and are complete as they are."""
+    if not (human_labels.qrels["relevance"] <= 0).any():
+        return {}
+    known = pd.concat([dataset.qrels[["query_id", "doc_id"]], human_labels.qrels[["query_id", "doc_id"]]])
+    known = known.astype(str).drop_duplicates().assign(known=True)
+    sampled = set(human_labels.qrels_table.column("query_id").to_pylist())
+    judged = judge_labels[["query_id", "doc_id"]].astype(str)
+    judged = judged[judged["query_id"].isin(sampled)].merge(known, on=["query_id", "doc_id"], how="left")
+    missing = judged[judged["known"].isna()]
+    return {str(q): int(n) for q, n in missing.groupby("query_id", sort=True).size().items()}
+
+
 def labels_retrieved(alignment: Alignment, labels: Dataset, audience: str = "cli") -> tuple[int, Fix | None]:
     """How many of ``labels``' (query, document) pairs ``alignment``'s run retrieved at any rank, its rows read as
     ``alignment`` reads them (:meth:`Alignment.rows`: chunks as their documents when they are mapped to them; the

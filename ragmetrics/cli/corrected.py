@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import warnings
+from collections.abc import Callable
 from typing import Any, TextIO
 
 import pandas as pd
@@ -21,6 +22,7 @@ from ragmetrics.analysis.judging import (
     Labelled,
     judged_by_the_judge_alone,
     judged_by_the_judge_alone_words,
+    labelled_in_part,
     labels_retrieved,
     with_labels,
 )
@@ -54,6 +56,17 @@ def evaluate_labelled(
     labelled = with_labels(dataset, judge_labels, human_labels)
     population = set(labelled.judge.queries_table.column("query_id").to_pylist())
     _judged_by_the_judge_alone(args, dataset, labelled)
+    in_part = labelled_in_part(dataset, judge_labels.qrels, human_labels)
+    if in_part:
+        pairs = sum(in_part.values())
+        warnings.warn(
+            f"{args.human_qrels} labels {len(in_part)} sampled quer{'ies' if len(in_part) != 1 else 'y'} in part "
+            f"{names_of(list(in_part), 5)}: {pairs} pair(s) the judge labels have no human label, and the human "
+            "values count them non-relevant, which biases the correction; label every pair the judge labels in a "
+            "sampled query (0 where it is not relevant)",
+            RagMetricsWarning,
+            stacklevel=1,
+        )
     outside = [q for q in labelled.queries if q not in population]
     if outside:
         many = len(outside) != 1
@@ -118,15 +131,37 @@ def _options(args: argparse.Namespace, result: EvalResult) -> dict[str, Any]:
     return options
 
 
-def _plan(args: argparse.Namespace, result: EvalResult, labelled: Labelled, out: TextIO) -> None:
+def _plan(args: argparse.Namespace, result: EvalResult, labelled: Labelled) -> dict[str, Any] | None:
+    """``--plan K``: the next K queries to label (a seeded random sample of the unlabelled, within the strata) and
+    how many are unlabelled; None without it."""
     if not args.plan:
-        return
+        return None
     ids = next(iter(result.runs.values())).query_ids
     strata = result.dataset.facet(args.strata, ids) if args.strata else None
     plan = ppi.sample_plan(ids, args.plan, seed=option_value(args, "seed"), strata=strata, labelled=labelled.queries)
     done = set(labelled.queries)
-    unlabelled = sum(str(q) not in done for q in ids)
-    out.write(f"label next ({len(plan)} of the {unlabelled} unlabelled): {' '.join(plan)}\n")
+    return {"queries": [str(q) for q in plan], "unlabelled": sum(str(q) not in done for q in ids)}
+
+
+def _write_plan(plan: dict[str, Any] | None, out: TextIO) -> None:
+    if plan is not None:
+        out.write(f"label next ({len(plan['queries'])} of the {plan['unlabelled']} unlabelled): "
+                  f"{' '.join(plan['queries'])}\n")  # fmt: skip
+
+
+def _estimated(
+    compute: Callable[[], pd.DataFrame], plan: dict[str, Any] | None, json_key: str | None, out: TextIO
+) -> pd.DataFrame:
+    """``compute()``; when it refuses (too few labelled queries, say), the plan is still written first (in the JSON
+    under ``json_key`` when the output is JSON): it is what says which queries to label next."""
+    try:
+        return compute()
+    except RagMetricsError:
+        if json_key is not None and plan is not None:
+            _json(pd.DataFrame(), json_key, out, plan)
+        else:
+            _write_plan(plan, out)
+        raise
 
 
 def _interval(value: float, low: float, high: float, signed: bool = False) -> str:
@@ -163,11 +198,12 @@ def _shrinks(ci_low: float, ci_high: float, more: int, projected: float) -> str:
     return f"  with {more} more labelled: about +-{projected:.4f}" if more and ci_high - ci_low > 1e-12 else ""
 
 
-def _json(frame: pd.DataFrame, key: str, out: TextIO) -> None:
+def _json(frame: pd.DataFrame, key: str, out: TextIO, plan: dict[str, Any] | None = None) -> None:
+    """``{key: [row, ...]}`` (NaN as null), with ``label_next`` (``--plan``'s queries) when planned."""
     rows = [
         {k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in frame.to_dict("records")
     ]
-    json.dump({key: rows}, out, ensure_ascii=False, indent=2)
+    json.dump({key: rows, **({"label_next": plan} if plan is not None else {})}, out, ensure_ascii=False, indent=2)
     out.write("\n")
 
 
@@ -177,11 +213,17 @@ def eval_corrected(
     """``eval --judge-qrels --human-qrels``: each run's and metric's corrected mean; returns the judge's result
     (for the coverage notes)."""
     judge, human, labelled = evaluate_labelled(args, dataset, runs, metrics)
-    frame = ppi.corrected_means(judge.runs, human.runs, labelled.queries, **_options(args, judge))
+    plan = _plan(args, judge, labelled)
+    frame = _estimated(
+        lambda: ppi.corrected_means(judge.runs, human.runs, labelled.queries, **_options(args, judge)),
+        plan,
+        "corrected" if args.format == "json" else None,
+        out,
+    )
     _unreadable(args, frame, err)
     shown = too_few_shown(frame)
     if args.format == "json":
-        _json(shown, "corrected", out)
+        _json(shown, "corrected", out, plan)
     elif args.format == "csv":
         out.write(shown.to_csv(index=False))
     else:
@@ -201,7 +243,7 @@ def eval_corrected(
         _footer(args, frame, out)
         if frame["too_few"].any():
             out.write(f"? = {ppi.TOO_FEW_WORDS}\n")
-        _plan(args, judge, labelled, out)
+        _write_plan(plan, out)
     return judge
 
 
@@ -211,19 +253,25 @@ def compare_corrected(
     """``compare --judge-qrels --human-qrels``: each run's corrected delta against the baseline (the first run),
     its p-value corrected over every run x metric as ``compare``'s are."""
     judge, human, labelled = evaluate_labelled(args, dataset, runs, metrics)
-    frame = ppi.corrected_comparison(
-        judge.runs,
-        human.runs,
-        labelled.queries,
-        baseline=runs[0].name,
-        correction=args.correction,
-        alpha=args.alpha,
-        family=args.family,
-        **_options(args, judge),
+    plan = _plan(args, judge, labelled)
+    frame = _estimated(
+        lambda: ppi.corrected_comparison(
+            judge.runs,
+            human.runs,
+            labelled.queries,
+            baseline=runs[0].name,
+            correction=args.correction,
+            alpha=args.alpha,
+            family=args.family,
+            **_options(args, judge),
+        ),
+        plan,
+        "comparisons" if args.format == "json" else None,
+        out,
     )
     _unreadable(args, frame, err, paired=True)
     if args.format == "json":
-        _json(too_few_shown(frame), "comparisons", out)
+        _json(too_few_shown(frame), "comparisons", out, plan)
         return judge
     for r in frame.itertuples(index=False):
         mark = "*" if r.significant else ("?" if r.too_few or r.no_spread else " ")
@@ -276,5 +324,5 @@ def compare_corrected(
         )
         + "\n"
     )
-    _plan(args, judge, labelled, out)
+    _write_plan(plan, out)
     return judge

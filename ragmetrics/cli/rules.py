@@ -274,6 +274,13 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         ("eval", "compare"),
+        ("--format",),
+        Without(("--plan",)),
+        "--plan's queries are printed below the table, or in the JSON (label_next)",
+        values=("csv",),
+    ),
+    Rule(
+        ("eval", "compare"),
         LABELS,
         Choice("--engine", _fixed("inprocess")),
         "the corrected estimates are computed in this process",
