@@ -239,6 +239,13 @@ RULES: tuple[Rule, ...] = (
         With(("--judge-qrels",)),
         "the judge's labels of every query and the human labels of a sample correct each other",
     ),
+    # before the rule of the label files: a csv table has no place for the plan, whatever else is given
+    Rule(
+        ("eval",),
+        ("--plan",),
+        Choice("--format", _fixed("csv"), other=True),
+        "the queries to label next, printed below the table or in the JSON (label_next)",
+    ),
     Rule(
         ("eval", "compare"),
         ("--ppi-target", "--ppi-lambda", "--strata", "--plan"),
@@ -271,13 +278,6 @@ RULES: tuple[Rule, ...] = (
         Without(LABELS),
         "the corrected estimates print as a table, json or csv",
         values=("markdown",),
-    ),
-    Rule(
-        ("eval", "compare"),
-        ("--format",),
-        Without(("--plan",)),
-        "--plan's queries are printed below the table, or in the JSON (label_next)",
-        values=("csv",),
     ),
     Rule(
         ("eval", "compare"),
