@@ -383,6 +383,16 @@ def test_qrels_given_as_the_run_are_warned_about(files, tmp_path):
     assert code == 0 and "ranks exactly the judged documents" in err and "did you swap --dataset and --run" in err
     code, _, err = run_cli("eval", "--dataset", files["qrels"], "--run", files["a"], "-m", "ndcg@10")
     assert code == 0 and "judged documents" not in err
+    # a judge's labels of the run's whole pool judge exactly what it ranks: the corrected estimates do not ask
+    known, judged, human, run = (tmp_path / name for name in ("known.txt", "judge.txt", "human.txt", "run.trec"))
+    queries = [f"q{i}" for i in range(6)]
+    known.write_text("".join(f"{q} 0 {q}-a 1\n" for q in queries))
+    judged.write_text("".join(f"{q} 0 {q}-b {i % 2}\n" for i, q in enumerate(queries)))
+    human.write_text("".join(f"{q} 0 {q}-b {1 - i % 2}\n" for i, q in enumerate(queries[:3])))
+    run.write_text("".join(f"{q} Q0 {q}-{d} {r} {3 - r} t\n" for q in queries for r, d in ((1, "b"), (2, "a"))))
+    code, _, err = run_cli("eval", "--dataset", known, "--run", run, "-m", "P@1", "--judge-qrels", judged,
+                           "--human-qrels", human)  # fmt: skip
+    assert code == 0 and "judged documents" not in err, err
 
 
 def test_a_dataset_that_judges_nothing_is_said_so(files, tmp_path):

@@ -86,8 +86,8 @@ def evaluate_labelled(
             f"--strata {args.strata}: no query of the dataset has a {args.strata} (qrels carry none: give an "
             "evaluation set that has them)"
         )
-    judge = evaluate_runs(args, labelled.judge, runs, metrics)
-    human = evaluate_runs(args, labelled.human, runs, metrics)
+    judge = evaluate_runs(args, labelled.judge, runs, metrics, given=False)  # the pool's labels judge what it ranks
+    human = evaluate_runs(args, labelled.human, runs, metrics, given=False)
     _labels_meet_the_runs(args.judge_qrels, judge_labels, judge)
     _labels_meet_the_runs(args.human_qrels, human_labels, human)
     return judge, human, labelled

@@ -89,9 +89,13 @@ def refuse_no_overlap_partitioned(args: argparse.Namespace, name: str, run: Cove
     )
 
 
-def evaluate_runs(args: argparse.Namespace, dataset: Dataset, runs: list[Run], metrics: Sequence[str]) -> EvalResult:
+def evaluate_runs(
+    args: argparse.Namespace, dataset: Dataset, runs: list[Run], metrics: Sequence[str], *, given: bool = True
+) -> EvalResult:
     """:func:`ragmetrics.analysis.evaluate` under the conventions the options give; the coverage notes are printed by
-    :func:`report_coverage`, not warned. A large run is aligned on two threads."""
+    :func:`report_coverage`, not warned. A large run is aligned on two threads. ``given``: ``dataset`` is the one
+    the user gave (not one completed by labels of the run's own pool, which judge exactly what it ranks), so a run
+    ranking exactly its judged documents is asked about (the qrels given as a run)."""
 
     changes = convention_changes(args)
     if dataset.qrels_table.num_rows == 0 and not getattr(args, "allow_no_relevant", False):
@@ -106,7 +110,7 @@ def evaluate_runs(args: argparse.Namespace, dataset: Dataset, runs: list[Run], m
         )
     refuse_no_overlap(args, dataset, [run.alignment for run in result.runs.values()])
     refuse_meaningless(result, args.rel_level, allow_no_relevant=getattr(args, "allow_no_relevant", False))
-    for name, run in result.runs.items():
+    for name, run in result.runs.items() if given else ():
         ranking = run.alignment.ranking
         if len(ranking.judged) and ranking.judged.all() and len(ranking.judged) == dataset.qrels_table.num_rows:
             warnings.warn(
