@@ -259,6 +259,22 @@ def test_dataset_check_coverage_size_and_power(tmp_path):
         main(["dataset", "check", str(evalset), "--run", str(a), "--run", str(b), "--metric", "hits@1"], out, err) == 1
     )
     assert "power: a vs b on hits@1: difference +0.1000" in out.getvalue(), out.getvalue()
+    # a metric that reads the retrieved text reads --corpus's, as eval does (was: asked for the --corpus given)
+    corpus = _write(tmp_path / "corpus.jsonl", [{"_id": f"d{i}", "text": f"answer {i} here"} for i in range(10)]
+                    + [{"_id": "z", "text": "nothing"}])  # fmt: skip
+    answered = _write(tmp_path / "answered.jsonl", [{**row, "expected_answer": f"answer {i}"}
+                                                   for i, row in enumerate(rows)])  # fmt: skip
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["dataset", "check", str(answered), "--corpus", str(corpus), "--run", str(a), "--run", str(b)]
+    assert main([*argv, "--metric", "answer_in@1"], out, err) in (0, 1), err.getvalue()
+    assert "power: a vs b on answer_in@1: difference +0.1000" in out.getvalue(), out.getvalue()
+    # three queries: no difference within a metric's range is detectable, and the line says so (was: "detect 4.3")
+    few = _write(tmp_path / "few.jsonl", rows[:3])
+    out = io.StringIO()
+    c = _trec(tmp_path / "c.trec", {"q0": ["d0"], "q1": ["z"], "q2": ["d2"]})
+    d = _trec(tmp_path / "d.trec", {"q0": ["d0"], "q1": ["d1"], "q2": ["z"]})
+    main(["dataset", "check", str(few), "--run", str(c), "--run", str(d), "--metric", "hits@1"], out, err)
+    assert "they detect no difference a metric of 0 to 1 can show (the smallest they would detect is" in out.getvalue()
 
     # runs made on other queries: refused without naming an override dataset check does not have (was: "...
     # --allow-no-overlap scores it anyway", an option it rejects)

@@ -12,8 +12,11 @@ import argparse
 import json
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
+
+import pandas as pd
 
 from ragmetrics.cli.inputs import read_runs, refuse_repeated_runs
 from ragmetrics.cli.options import add_format_option, add_store_option, probability
@@ -25,7 +28,7 @@ from ragmetrics.store.candidates import CandidateStore
 from ragmetrics.store.database import Store, dataset_id
 from ragmetrics.store.history import resolve_dataset
 from ragmetrics.synth.check import STAGES, Age, check, judged_among, recorded_chunkers, reviewed_at
-from ragmetrics.synth.corpus import make_corpus, read_texts
+from ragmetrics.synth.corpus import Corpus, make_corpus, read_texts
 
 DEFAULT_METRIC = "ndcg@10"
 """The power check's metric when ``--metric`` is not given."""
@@ -51,6 +54,17 @@ def _dataset(args: argparse.Namespace, store: Store | None) -> tuple[Dataset, st
         )
     ident = resolve_dataset(store, args.evalset, given="evalset")
     return store.get_dataset(ident), ident
+
+
+def with_corpus_texts(dataset: Dataset, corpus: Corpus) -> Dataset:
+    """``dataset`` with ``--corpus``'s texts as its documents, by chunk id and by document id (the ids a run may
+    rank): what the power check's text metrics (``answer_in@k``, ``keyword_recall@k``) read, as ``eval --corpus``
+    gives them."""
+    rows = {c.chunk_id: ("", c.text) for c in corpus.chunks} | {d.doc_id: (d.title, d.text) for d in corpus.documents}
+    frame = pd.DataFrame(
+        {"doc_id": list(rows), "title": [t for t, _ in rows.values()], "text": [x for _, x in rows.values()]}
+    )
+    return replace(dataset, documents=frame)
 
 
 def dataset_age(store: Store | None, ident: str | None, dataset: Dataset, path: str) -> Age | None:
@@ -86,6 +100,8 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     targets = parse_categories(args.target, 0, (), option="--target", counts=True).counts if args.target else None
     refuse_repeated_runs(args.run or [], "the power check would compare a run with itself")
     runs = read_runs(args.run or [], args)
+    if corpus is not None and dataset.documents is None:
+        dataset = with_corpus_texts(dataset, corpus)
     report = check(
         dataset,
         corpus,

@@ -252,7 +252,10 @@ def power_rows(
             f"power: {row['run_a']} vs {row['run_b']} on {metric}: difference {row['delta']:+.4f}, "
             f"p={row['p_value']:.3g}: {verdict} by these {n} queries; "
             + (
-                f"at {POWER:.0%} power they detect {detectable:.4f}"
+                f"at {POWER:.0%} power they detect no difference a metric of 0 to 1 can show (the smallest they "
+                f"would detect is {detectable:.4f})"
+                if sd > 0 and detectable > 1
+                else f"at {POWER:.0%} power they detect {detectable:.4f}"
                 if sd > 0
                 else "their difference is the same on every one of them, so the smallest detectable difference "
                 "cannot be estimated"
