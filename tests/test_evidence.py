@@ -28,7 +28,7 @@ from ragmetrics.engine.evidence import (
 )
 from ragmetrics.engine.metrics import EVIDENCE_METRICS
 from ragmetrics.foundation import kernels
-from ragmetrics.foundation.errors import ParseError
+from ragmetrics.foundation.errors import ParseError, RagMetricsError
 from ragmetrics.io.spans import check_spans, load_chunk_spans, load_spans
 
 # Document A: 20 characters, words of 5 ("aaaaa bbbbb ccccc dd"); B: another document.
@@ -71,6 +71,21 @@ def test_evidence_by_hand():
     assert result.unlocated == 1 and result.queries_with_spans == 2 and result.tokenizer == "whitespace"
     assert "could not be placed" in result.notes[0]
     assert result.means["evidence_recall@1"] == 0.75
+
+
+@pytest.mark.parametrize(
+    ("spans", "message"),
+    [
+        ({"q1": {"A": [(6, 999)]}}, r"\(q1, A, 6, 999\): expected a span within the \d+ characters of document A"),
+        ({"q1": {"A": [(500, 999)]}}, r"expected a span within the \d+ characters of document A"),
+        ({"q1": {"Z": [(0, 3)]}}, r"\(q1, Z, 0, 3\): document Z is not in the corpus"),
+        ({"q9": {"A": [(0, 3)]}}, r"no evidence span is of a query the run is evaluated on \(spans of \['q9'\]"),
+    ],
+)
+def test_the_library_checks_spans_as_the_cli_does(spans, message):
+    """Was: clamped to the text, blamed on white space, scored 0, or every mean NaN, where the CLI refuses."""
+    with pytest.raises(RagMetricsError, match=message):
+        evaluate_evidence(rm.align(DATASET, RUN), spans, ["evidence_recall@3"])
 
 
 def test_a_dropped_duplicate_takes_no_rank_and_costs_no_token():

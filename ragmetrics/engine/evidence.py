@@ -360,17 +360,32 @@ def evaluate_evidence(
     rank = positions(starts_q, n_queries).astype(np.int64)  # each chunk's 0-based place among its query's chunks
 
     query_of = {str(qid): i for i, qid in enumerate(alignment.query_ids.tolist())}
+    corpus = _corpus(alignment.dataset)
     gold: dict[tuple[int, str], list[tuple[int, int]]] = {}
-    for query, doc, start, end in zip(*_span_rows(spans)):
+    rows = _span_rows(spans)
+    for query, doc, start, end in zip(*rows):
         if end <= start or start < 0:
             raise RagMetricsError(f"evidence span ({query}, {doc}, {start}, {end}): expected 0 <= start < end")
+        if corpus and doc not in corpus:
+            raise RagMetricsError(
+                f"evidence span ({query}, {doc}, {start}, {end}): document {doc} is not in the corpus"
+            )
+        if corpus and end > len(corpus[doc]):
+            raise RagMetricsError(
+                f"evidence span ({query}, {doc}, {start}, {end}): expected a span within the {len(corpus[doc])} "
+                f"characters of document {doc}"
+            )
         at = query_of.get(query)
         if at is not None:
             gold.setdefault((at, doc), []).append((int(start), int(end)))
+    if rows[0] and not gold:
+        raise RagMetricsError(
+            f"no evidence span is of a query the run is evaluated on (spans of {sorted(set(rows[0]))[:3]}, queries "
+            f"{alignment.query_ids[:3].tolist()})"
+        )
     pairs = sorted(gold)
     pair_of = {pair: i for i, pair in enumerate(pairs)}
     unions = [_union(gold[pair]) for pair in pairs]
-    corpus = _corpus(alignment.dataset)
     weigh = _Weigher(corpus, [doc for _at, doc in pairs])
     gold_chars = np.array([weigh(pair[1], u) for pair, u in zip(pairs, unions)], dtype=np.float64)
     if (gold_chars == 0).any():
