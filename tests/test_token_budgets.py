@@ -112,8 +112,13 @@ def test_tokens_come_from_the_corpus_when_the_run_has_no_text():
 def test_a_run_without_texts_is_an_error_not_a_zero():
     dataset = rm.Dataset.from_dict({"q1": {"a": 1}})
     run = rm.Run.from_dict({"q1": {"a": 1.0}})
-    with pytest.raises(rm.RagMetricsError, match="the run has no text column and the dataset no corpus"):
+    with pytest.raises(rm.RagMetricsError, match="the run has no text column and the dataset has no corpus"):
         rm.evaluate(dataset, run, ["recall@512tok"], warn=False)
+    # a text column with an empty cell is named as such (was: "the run has no text column")
+    gappy = rm.Run.from_frame(pd.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["a", "b"], "score": [2.0, 1.0],
+                                            "text": ["some words", None]}))  # fmt: skip
+    with pytest.raises(rm.RagMetricsError, match=r"1 retrieved id\(s\) have an empty text cell \(e.g. 'b'\) and"):
+        rm.evaluate(dataset, gappy, ["recall@512tok"], warn=False)
     corpus = pd.DataFrame({"doc_id": ["b"], "text": ["x"]})
     with pytest.raises(rm.RagMetricsError, match=r"1 retrieved id\(s\) have no text in the run and are not in the "):
         rm.align(rm.Dataset.from_frames(dataset.qrels, documents=corpus), run).value("recall@512tok")

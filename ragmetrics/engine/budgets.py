@@ -81,11 +81,17 @@ def row_texts(alignment: Alignment) -> list[str]:
     if missing:
         run = alignment.run.name
         if lookup is None:
+            distinct = list(dict.fromkeys(missing))
+            lacking = (
+                f"{len(distinct)} retrieved id(s) have an empty text cell (e.g. {', '.join(map(repr, distinct[:3]))})"
+                if "text" in table.column_names
+                else "the run has no text column"
+            )
             raise NoTextError(
                 run,
-                f"run {run!r}: token budgets count the tokens of the retrieved texts, and the run has no text "
-                "column and the dataset no corpus: give a run with chunk texts, or the corpus (--corpus "
-                "corpus.jsonl, a BEIR folder, Dataset(documents=...))",
+                f"run {run!r}: token budgets count the tokens of the retrieved texts; {lacking} and the dataset has "
+                "no corpus: give a run with every chunk's text, or the corpus (--corpus corpus.jsonl, a BEIR "
+                "folder, Dataset(documents=...))",
             )
         distinct = list(dict.fromkeys(missing))
         raise RagMetricsError(
