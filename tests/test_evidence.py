@@ -423,6 +423,11 @@ def test_a_run_none_of_whose_chunks_is_placed_is_an_error_naming_what_to_give(tm
     with pytest.raises(rm.RagMetricsError, match=r"no chunk's text occurs in its document's corpus text \(documents "
                        r"such as 'A', 'B'\): give where each chunk lies"):  # fmt: skip
         evaluate_evidence(rm.align(DATASET, rm.Run.from_frame(nowhere)), SPANS, ["evidence_recall@1"])
+    # chunks without a text of their own, mapped to documents: said so (was: "map each chunk to its document")
+    textless = chunks.frame.drop(columns=[c for c in ("text",) if c in chunks.frame.columns])
+    with pytest.raises(rm.RagMetricsError, match=r"the chunks have no text to look for in their documents .* give the "
+                       r"run's chunk texts \(a text column\), or where each chunk lies"):  # fmt: skip
+        evaluate_evidence(rm.align(DATASET, rm.Run.from_frame(textless)), SPANS, ["evidence_recall@1"])
     f = _files(tmp_path, ["q1,A#0,2,aaaaa bbbbb,A", "q2,B#0,1,xxxxx yyyyy,B"], "query_id,doc_id,score,text,source_doc")
     err = io.StringIO()
     args = ["evidence", "--dataset", f["qrels.tsv"], "--run", f["run.csv"], "--spans", f["spans.qrels"]]

@@ -401,7 +401,7 @@ def evaluate_evidence(
     docs, c_start, c_end, texts = _chunk_places(alignment, chunk_spans, corpus)
     unlocated = int((c_start < 0).sum())
     if unlocated and unlocated == len(q):
-        raise RagMetricsError(_placed_nowhere(alignment, docs, bool(corpus)))
+        raise RagMetricsError(_placed_nowhere(alignment, docs, bool(corpus), texts))
     # each gold character is credited to the first chunk (in rank order) that covers it: (pair, chunk row, chars)
     event_pair: list[int] = []
     event_row: list[int] = []
@@ -494,13 +494,19 @@ def evaluate_evidence(
     )
 
 
-def _placed_nowhere(alignment: Alignment, docs: list[str], has_corpus: bool) -> str:
+def _placed_nowhere(alignment: Alignment, docs: list[str], has_corpus: bool, texts: list[str]) -> str:
     """Why none of the run's retrieved chunks could be placed in its document, and what to give (``has_corpus``:
-    whether the dataset has the documents' texts)."""
+    whether the dataset has the documents' texts; ``texts``: each chunk's own text, "" when unknown)."""
     head = (
         f"run {alignment.run.name!r}: none of its {len(docs)} retrieved chunk(s) could be placed in its document, so "
         "every evidence metric would be 0"
     )
+    if has_corpus and not any(texts):
+        return (
+            f"{head}: the chunks have no text to look for in their documents (the run has no text column, and the "
+            "corpus holds none of the chunk ids): give the run's chunk texts (a text column), or where each chunk "
+            "lies (--chunk-spans, chunk_spans=)"
+        )
     if not has_corpus:
         return (
             f"{head}: give the corpus, whose text each chunk's text is looked for in (--corpus, a BEIR folder, "
