@@ -16,7 +16,7 @@ import ragmetrics as rm
 from ragmetrics.cli import main
 from ragmetrics.engine import budgets
 from ragmetrics.engine.metrics import METRICS, MetricSpec, known_metric_names, metric_name
-from ragmetrics.engine.tokens import TOKENIZERS, cjk_share
+from ragmetrics.engine.tokens import TOKENIZERS, cjk_share, resolve
 
 FAQ = Path(__file__).parents[1] / "sample_runs" / "product_faq_zh"
 
@@ -173,6 +173,12 @@ def test_tokenizers_auto_callable_and_named():
     with pytest.raises(rm.RagMetricsError, match="unknown tokenizer 'bpe'"):
         rm.align(dataset, chinese, tokenizer="bpe")
     assert cjk_share(["abc def"]) == 0.0 and cjk_share(["北京 ab"]) == 0.5
+    # Korean spaces its words: whitespace; Japanese does not: jieba (was: hangul counted a syllable a token)
+    assert resolve("auto", ["안녕하세요 세계 여러분"]).name == "whitespace"
+    assert resolve("auto", ["これはペンです"]).name == "jieba"
+    # the sample spreads over the texts: a run with 2,000 English texts first and 3,000 Chinese after is Chinese
+    mixed = [f"word{i} x" for i in range(2000)] + [f"中文文本内容测试天安门北京{i}" for i in range(3000)]
+    assert cjk_share(mixed) > 0.5 and resolve("auto", mixed).name == "jieba"
     assert set(TOKENIZERS) == {"whitespace", "jieba"}
 
 

@@ -145,8 +145,8 @@ def add_eval_options(parser: argparse.ArgumentParser, *, bounds: bool = True, sc
         "--tokenizer",
         choices=TOKENIZER_CHOICES,
         default=SCORING_DEFAULTS["tokenizer"],
-        help="what token budgets (recall@512tok) count with: auto (default: jieba when the texts are Chinese, "
-        "else whitespace), whitespace, jieba",
+        help="what token budgets (recall@512tok) count with: auto (default: jieba when the texts are mostly Chinese "
+        "or Japanese, written without spaces, else whitespace), whitespace, jieba",
     )
     add_judgment_options(parser, bounds=bounds)
 

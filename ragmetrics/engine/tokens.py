@@ -3,8 +3,8 @@
 A tokenizer is named in every result that reads it. The registry :data:`TOKENIZERS` holds the named ones:
 ``whitespace`` (``str.split``: runs of whitespace separate tokens) and ``jieba`` (jieba's precise mode, the
 whitespace-only pieces dropped: Chinese has no spaces between words). ``auto``, the default, picks ``jieba`` when
-at least :data:`CJK_SHARE` of the texts' non-space characters are CJK ideographs, kana or hangul, else
-``whitespace``. Any callable ``text -> tokens`` (a list of tokens, or their count as an int) plugs in:
+at least :data:`CJK_SHARE` of the texts' non-space characters are Chinese ideographs or Japanese kana (scripts
+written without spaces between words), else ``whitespace`` (Korean, which spaces its words, included). Any callable ``text -> tokens`` (a list of tokens, or their count as an int) plugs in:
 ``tokenizer=tiktoken.get_encoding("cl100k_base").encode``; it is named by its ``__qualname__``.
 """
 
@@ -25,7 +25,7 @@ TokenizerLike = Union[str, Callable[[str], Any], "Tokenizer"]
 :class:`Tokenizer`."""
 
 CJK_SHARE = 0.2
-"""``auto`` picks jieba when at least this share of the non-space characters are CJK."""
+"""``auto`` picks jieba when at least this share of the non-space characters are Chinese ideographs or kana."""
 
 _SPACE = re.compile(r"\s")
 
@@ -82,16 +82,21 @@ TOKENIZER_CHOICES: tuple[str, ...] = ("auto", *TOKENIZERS)
 
 
 CJK_SAMPLE = 2000
-"""``auto`` reads the script of at most this many distinct texts (the first ones)."""
+"""``auto`` reads the script of at most this many distinct texts, spread evenly over them (a run sorted by
+language is read across, not by its first texts only)."""
 
 
 def cjk_share(texts: Sequence[str]) -> float:
-    """The share of CJK characters among the texts' non-space characters (0 when there are none), over the first
-    :data:`CJK_SAMPLE` distinct texts."""
+    """The share of Chinese ideographs and Japanese kana (:data:`ragmetrics.foundation.scripts.UNSPACED`) among
+    the texts' non-space characters (0 when there are none), over :data:`CJK_SAMPLE` distinct texts spread evenly
+    over them."""
+    distinct = list(dict.fromkeys(texts))
+    if len(distinct) > CJK_SAMPLE:
+        distinct = [distinct[i] for i in np.linspace(0, len(distinct) - 1, CJK_SAMPLE).astype(np.int64).tolist()]
     cjk = chars = 0
-    for text in list(dict.fromkeys(texts))[:CJK_SAMPLE]:
+    for text in distinct:
         chars += len(text) - len(_SPACE.findall(text))
-        cjk += len(scripts.CJK_CHARACTER.findall(text))
+        cjk += len(scripts.UNSPACED_CHARACTER.findall(text))
     return cjk / chars if chars else 0.0
 
 

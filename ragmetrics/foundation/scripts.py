@@ -17,13 +17,20 @@ HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 CJK = HAN + "\u3040-\u30ff\uac00-\ud7af"
 """Chinese ideographs, Japanese kana and Korean hangul, as the body of a character class."""
 
-_CLASSES = {"HAN_CHARACTER": HAN, "CJK_CHARACTER": CJK}
+UNSPACED = HAN + "\u3040-\u30ff"
+"""Chinese ideographs and Japanese kana: scripts written without spaces between words (Korean puts spaces
+between its words), as the body of a character class."""
+
+_CLASSES = {"HAN_CHARACTER": HAN, "CJK_CHARACTER": CJK, "UNSPACED_CHARACTER": UNSPACED}
 
 HAN_CHARACTER: re.Pattern[str]
 """One Chinese ideograph."""
 
 CJK_CHARACTER: re.Pattern[str]
 """One Chinese ideograph, Japanese kana or Korean hangul."""
+
+UNSPACED_CHARACTER: re.Pattern[str]
+"""One Chinese ideograph or Japanese kana."""
 
 
 def __getattr__(name: str) -> re.Pattern[str]:
