@@ -388,6 +388,23 @@ def _files(tmp_path, run_rows, header="query_id,doc_id,score,text"):
     return {name: str(tmp_path / name) for name in ("qrels.tsv", "corpus.jsonl", "spans.qrels", "run.csv")}
 
 
+def test_cli_evidence_leaves_out_a_mean_no_query_has_and_says_which_answers_it_lacks(tmp_path):
+    """Was: ``tokens_to_evidence all nan`` in the table; and --spans-from-answers on a dataset without expected
+    answers blamed the documents for holding none."""
+    f = _files(tmp_path, ["q1,A,2,ccccc dd", "q2,B,1,yyyyy"], "query_id,doc_id,score,text")
+    data = ["--dataset", f["qrels.tsv"], "--corpus", f["corpus.jsonl"], "--run", f["run.csv"]]
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["evidence", *data, "--spans", f["spans.qrels"], "-m", "evidence_recall@1,tokens_to_evidence"],
+                out, err) == 0, err.getvalue()  # fmt: skip
+    assert "evidence_recall@1     \tall\t0.0000" in out.getvalue() and "nan" not in out.getvalue()
+    assert "tokens_to_evidence has no value for any query, so no mean" in err.getvalue()
+    err = io.StringIO()
+    assert main(["evidence", *data, "--spans-from-answers"], io.StringIO(), err) == 2
+    assert (
+        "dataset 'qrels' has no expected answer" in err.getvalue() and "give the evidence as --spans" in err.getvalue()
+    )
+
+
 def test_cli_evidence_refuses_a_chunk_run_not_mapped_to_documents_as_eval_does(tmp_path):
     f = _files(tmp_path, ["q1,A#0,2,aaaaa bbbbb", "q1,A#1,1,bbbbb ccccc", "q2,B#0,1,xxxxx yyyyy"])
     data = ["--dataset", f["qrels.tsv"], "--corpus", f["corpus.jsonl"], "--run", f["run.csv"]]

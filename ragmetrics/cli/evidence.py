@@ -56,8 +56,8 @@ from ragmetrics.io.spans import check_spans, load_chunk_spans, load_spans
 DEFAULT_EVIDENCE = ("evidence_recall@5", "evidence_recall_chars@5", "context_precision@5", "tokens_to_evidence")
 
 
-def _table(name: str, result: EvidenceResult, per_query: bool, out: TextIO) -> None:
-    """trec_eval's layout, as ``eval`` prints it."""
+def _table(name: str, result: EvidenceResult, per_query: bool, out: TextIO, err: TextIO) -> None:
+    """trec_eval's layout, as ``eval`` prints it; a mean no query has a value for is left out and said (JSON: null)."""
     out.write(f"{'runid':<22}\tall\t{name}\n")
     out.write(f"{'num_q':<22}\tall\t{result.queries_with_spans}\n")
     if result.tokenizer:
@@ -68,7 +68,15 @@ def _table(name: str, result: EvidenceResult, per_query: bool, out: TextIO) -> N
                 if values[i] == values[i]:  # NaN: the query has no span, or no evidence retrieved
                     out.write(f"{metric:<22}\t{qid}\t{values[i]:.4f}\n")
     for metric, value in result.means.items():
-        out.write(f"{metric:<22}\tall\t{value:.4f}\n")
+        if value == value:
+            out.write(f"{metric:<22}\tall\t{value:.4f}\n")
+        else:
+            err.write(
+                f"ragmetrics: note: run {name!r}: {metric} has no value for any query, so no mean (left out of the "
+                "table; null in JSON)"
+                + (": no query's evidence is found in the chunks it counts" if metric.startswith("tokens_to") else "")
+                + "\n"
+            )
 
 
 def _chunkings_table(found: ChunkingComparison, out: TextIO) -> None:
@@ -178,6 +186,13 @@ def cmd_evidence(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     dataset, runs = read_inputs(args, args.run)
     spans = _spans(args, dataset)
     if spans is None:
+        answers = dataset.queries_table.column("expected_answer").to_pylist() if "expected_answer" in (
+            dataset.queries_table.column_names) else []  # fmt: skip
+        if not any(a is not None and str(a).strip() for a in answers):
+            raise RagMetricsError(
+                f"--spans-from-answers: dataset {dataset.name!r} has no expected answer (an evaluation set's "
+                "expected_answer) to find in its relevant documents; give the evidence as --spans FILE"
+            )
         spans = spans_from_answers(dataset)
     if spans.num_rows == 0:
         raise RagMetricsError("no expected answer occurs in a relevant document's text: there is no evidence to find")
@@ -215,7 +230,7 @@ def cmd_evidence(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write("\n")
     else:
         for name, result in results.items():
-            _table(name, result, args.per_query, out)
+            _table(name, result, args.per_query, out, err)
     for alignment in alignments:
         _note(alignment, results[alignment.name].notes, err)
     return 0
