@@ -216,6 +216,14 @@ def test_cli_token_budgets_name_their_tokenizer_as_in_process(tmp_path):
         assert _cli(*common, "--tokenizer", "jieba", "--engine", engine, "--buckets", "8") == in_process
         code, _, err = _cli(*common, "--engine", engine)
         assert code == 2 and "give --tokenizer whitespace or --tokenizer jieba" in err
+    # a run without texts: the engines read no corpus, so they do not ask for one (was: "give --corpus")
+    textless = tmp_path / "textless.trec"
+    textless.write_text("".join(f"q{i} Q0 d{i} 1 1.0 t\n" for i in range(1, 4)), encoding="utf-8")
+    for engine in READING_FILES:
+        code, _, err = _cli("eval", "--dataset", str(qrels), "--run", str(textless), "-m", "recall@4tok",
+                            "--engine", engine)  # fmt: skip
+        assert code == 2 and f"--engine {engine} reads them from the run's own text column only" in err, err
+        assert "--engine inprocess with --corpus" in err and err.count("\n") == 1
 
 
 def test_cli_compare_reads_the_chunk_pattern_and_the_corpus_size_as_in_process(tmp_path):

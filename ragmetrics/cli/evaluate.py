@@ -27,7 +27,7 @@ from ragmetrics.cli.options import (
 from ragmetrics.cli.output import Merged, emit
 from ragmetrics.engine.conventions import CHOICES
 from ragmetrics.engine.metrics import known_metric_names
-from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.errors import NoTextError, RagMetricsError
 from ragmetrics.io import unique_names
 
 if TYPE_CHECKING:
@@ -49,9 +49,22 @@ def eval_partitioned(args: argparse.Namespace, metrics: Sequence[str]) -> Partit
         for path in per_query_paths(args.per_query_out, unique_names([run_name(p) for p in args.run]))
     ]
     resamples, seed = ci_resampling(args)
-    result = evaluate_files(
-        args.dataset, args.run, metrics, **engine_arguments(args), per_query_out=outs, resamples=resamples, seed=seed
-    )
+    try:
+        result = evaluate_files(
+            args.dataset,
+            args.run,
+            metrics,
+            **engine_arguments(args),
+            per_query_out=outs,
+            resamples=resamples,
+            seed=seed,
+        )
+    except NoTextError as exc:  # the partitioned engines read no corpus: say so, not "give --corpus"
+        raise RagMetricsError(
+            f"run {exc.run!r}: token budgets count the tokens of the retrieved texts, and --engine {args.engine} reads "
+            "them from the run's own text column only (no corpus), which it lacks: give a run with its chunks' texts, "
+            "or --engine inprocess with --corpus"
+        ) from None
     for name, run in result.runs.items():
         refuse_no_overlap_partitioned(args, name, run)
     refuse_meaningless(result, args.rel_level, allow_no_relevant=args.allow_no_relevant)
