@@ -69,8 +69,8 @@ def align(
     coverage.empty_run = table.num_rows == 0
     if conventions.level == "document" and "source_doc" not in table.column_names:
         raise RagMetricsError(
-            f"run {run.name!r}: level='document' needs a source_doc column or a chunk mapping "
-            "(see ragmetrics.io.attach_source_docs)"
+            f"run {run.name!r}: level='document' needs a source_doc column or a chunk mapping (--chunk-pattern, "
+            "--chunk-mapping; in Python ragmetrics.io.attach_source_docs)"
         )
     use_source = conventions.level != "chunk" and "source_doc" in table.column_names
     docs = run.documents() if use_source else table.column("doc_id")
