@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import random
 from itertools import combinations
@@ -147,6 +148,13 @@ def test_the_pool_carries_text_when_the_dataset_knows_it(tmp_path):
     code, _, err = run_cli("pool", "--dataset", sample / "qrels.tsv", "--corpus", tmp_path / "judged.jsonl",
                            "--run", sample / "runs" / "bm25-stem.trec.gz", "--depth", 3, "-o", tmp_path / "p3.tsv")  # fmt: skip
     assert code == 0 and "pooled documents has a text in the corpus (--corpus)" in err, err
+    # a run's queries the dataset lacks are said not to be pooled (was: dropped without a word)
+    extra = tmp_path / "extra.trec"
+    extra.write_text(gzip.decompress((sample / "runs" / "bm25-stem.trec.gz").read_bytes()).decode()
+                     + "unknown-q Q0 some-doc 1 9.0 t\n", encoding="utf-8")  # fmt: skip
+    code, _, err = run_cli("pool", "--dataset", sample / "qrels.tsv", "--run", extra, "--depth", 3,
+                           "-o", tmp_path / "p4.tsv")  # fmt: skip
+    assert code == 0 and "run 'extra' ranks 1 query the dataset does not have ['unknown-q']: not pooled" in err, err
 
 
 def test_a_judge_reads_the_same_passage_from_a_pool_with_text_one_without_and_the_pool_in_memory(tmp_path):

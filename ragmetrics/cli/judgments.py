@@ -47,6 +47,13 @@ def cmd_pool(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     dataset, runs = read_inputs(args, args.run)
     result = evaluate_runs(args, dataset, runs, ["judged@10"])
     pairs = pool(dataset, [r.alignment for r in result.runs.values()], args.depth)
+    for name, run in result.runs.items():
+        outside = run.coverage.not_in_dataset
+        if outside:
+            err.write(
+                f"ragmetrics: note: run {name!r} ranks {len(outside)} quer{'ies' if len(outside) != 1 else 'y'} the "
+                f"dataset does not have {names_of(outside, 3)}: not pooled (a pool is of the dataset's queries)\n"
+            )
     # best_rank: the best rank any run gave the pair, runs: how many runs retrieved it there (the learned judge's
     # features; where a judge errs reads the rank)
     columns = ["query_id", "doc_id", "best_rank", "runs", *(["text"] if "text" in pairs.columns else [])]
