@@ -393,6 +393,12 @@ def test_qrels_given_as_the_run_are_warned_about(files, tmp_path):
     code, _, err = run_cli("eval", "--dataset", known, "--run", run, "-m", "P@1", "--judge-qrels", judged,
                            "--human-qrels", human)  # fmt: skip
     assert code == 0 and "judged documents" not in err, err
+    assert "mix two scales" not in err
+    # a judge grading above the dataset's scale is told its gains mix two scales
+    judged.write_text("".join(f"{q} 0 {q}-b {2 * (i % 2)}\n" for i, q in enumerate(queries)))
+    code, _, err = run_cli("eval", "--dataset", known, "--run", run, "-m", "ndcg@2", "--judge-qrels", judged,
+                           "--human-qrels", human)  # fmt: skip
+    assert code == 0 and "the judge's grades reach 2, the dataset's 1" in err and "--max-grade 1" in err, err
 
 
 def test_a_dataset_that_judges_nothing_is_said_so(files, tmp_path):

@@ -52,6 +52,14 @@ def evaluate_labelled(
                               "not people's; give them as --judge-qrels")  # fmt: skip
     judge_labels, human_labels = load_dataset(judge_source), load_dataset(human_source)
     top = max(max_grade(dataset), max_grade(judge_labels))
+    if dataset.qrels_table.num_rows and max_grade(judge_labels) > max_grade(dataset):
+        warnings.warn(
+            f"{args.judge_qrels}: the judge's grades reach {max_grade(judge_labels)}, the dataset's "
+            f"{max_grade(dataset)}: a graded metric's gains (ndcg) mix two scales; judge on the dataset's scale "
+            f"(judge run --max-grade {max_grade(dataset)}) to keep one",
+            RagMetricsWarning,
+            stacklevel=1,
+        )
     refuse_above_scale(args.human_qrels, human_labels.qrels, "relevance", top, "the dataset's and the judge's labels")
     labelled = with_labels(dataset, judge_labels, human_labels)
     population = set(labelled.judge.queries_table.column("query_id").to_pylist())
