@@ -220,6 +220,10 @@ def test_dataset_check_coverage_size_and_power(tmp_path):
     assert "coverage: hard: 2 of the 3 targeted (1 short)" in report
     assert "difficulty: easy 8, hard 2" in report
     assert "coverage: factual: 8 of the 8 targeted (met)" in report  # met targets are said too
+    typo = io.StringIO()
+    assert main(["dataset", "check", str(evalset), "--target", "factul=3"], io.StringIO(), typo) == 1
+    assert "--target factul: no query has this category (nor is it a difficulty); did you mean 'factual'?" in (
+        typo.getvalue())  # fmt: skip
     assert "size: 10 queries, fewer than prototype's 20-30 (10 short)" in report
     power = next(line for line in report.splitlines() if line.startswith("power:"))
     assert "NOT separated by these 10 queries" in power

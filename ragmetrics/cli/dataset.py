@@ -9,6 +9,7 @@ built from); else the latest review time its provenance records; else its file's
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import time
@@ -27,7 +28,7 @@ from ragmetrics.io import load_dataset
 from ragmetrics.store.candidates import CandidateStore
 from ragmetrics.store.database import Store, dataset_id
 from ragmetrics.store.history import resolve_dataset
-from ragmetrics.synth.check import STAGES, Age, check, judged_among, recorded_chunkers, reviewed_at
+from ragmetrics.synth.check import DIFFICULTIES, STAGES, Age, check, judged_among, recorded_chunkers, reviewed_at
 from ragmetrics.synth.corpus import Corpus, make_corpus, read_texts
 
 DEFAULT_METRIC = "ndcg@10"
@@ -112,6 +113,14 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         delta=args.delta,
     )
     report.age = dataset_age(store, ident, dataset, args.evalset)
+    for name in targets or {}:
+        if name not in report.categories and name not in DIFFICULTIES:
+            close = difflib.get_close_matches(name, [*report.categories, *DIFFICULTIES], n=1)
+            err.write(
+                f"ragmetrics: note: --target {name}: no query has this category (nor is it a difficulty)"
+                + (f"; did you mean {close[0]!r}?" if close else "")
+                + "\n"
+            )
     if args.format == "json":
         payload = {
             "queries": report.queries,
