@@ -344,6 +344,8 @@ def test_parse_grade_is_strict():
     assert parse_grade("##final score: 1\n##final score: 2", 3) is None
     assert parse_grade("##final score: 0 ... ##final score: 1", 3) is None
     assert parse_grade("", 3) is None
+    assert parse_grade("**##final score: 2**", 3) == 2 and parse_grade("##final score: __1__\n", 3) == 1
+    assert parse_grade("**##final score: 2** or 3", 3) is None
 
 
 # --- the callable judge and the registry -------------------------------------------------------------------

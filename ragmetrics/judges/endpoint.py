@@ -40,7 +40,8 @@ RETRY = (
 )
 """The message sent after an answer that did not parse, before asking again."""
 
-_FINAL = re.compile(r"##\s*final score\s*:\s*(-?\d+)\s*$", re.IGNORECASE | re.MULTILINE)
+_FINAL = re.compile(r"##\s*final score\s*:\s*[*_]*\s*(-?\d+)\s*[*_]*\s*$", re.IGNORECASE | re.MULTILINE)
+"""The grade line; Markdown emphasis around it (``**##final score: 2**``, as chat models format) is no part of it."""
 _MENTION = re.compile(r"##\s*final score", re.IGNORECASE)
 
 
