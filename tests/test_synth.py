@@ -179,6 +179,27 @@ def test_chunkers_keep_exact_spans():
     assert sentences("One sentence here. Two follows! 第三句。第四句") == [(0, 18), (19, 31), (32, 36), (36, 39)]
 
 
+def test_an_expected_answer_is_a_whole_sentence_where_the_chunk_holds_one():
+    """Was: a sentence the chunk's edge cut ("... the Thirty Years War in") could be the expected answer while the
+    chunk held a whole one; a fragment is now taken only from a chunk that holds no whole sentence."""
+    texts = {
+        "d1": "The mitochondria is the powerhouse of the cell. Photosynthesis happens in chloroplasts of plant leaves.",
+        "d3": "The Treaty of Westphalia ended the Thirty Years War in 1648. It established state sovereignty principles.",
+    }
+    corpus = make_corpus([Document(d, "", t) for d, t in texts.items()], chunking="words:10:2", language="en")
+    generator = ExtractiveGenerator(corpus)
+    split = {
+        c.chunk_id: [[c.text[a:b] for a, b in part] for part in generator.whole_sentences(c)] for c in corpus.chunks
+    }
+    assert split["d1#0"] == [["The mitochondria is the powerhouse of the cell."], ["Photosynthesis happens"]]
+    assert split["d1#1"] == [["Photosynthesis happens in chloroplasts of plant leaves"], []]  # its period follows
+    assert split["d3#0"] == [[], ["The Treaty of Westphalia ended the Thirty Years War in"]]
+    assert split["d3#1"] == [["It established state sovereignty principles"], ["War in 1648."]]
+    found = {c.chunk_id: generator._salient(c) for c in corpus.chunks}
+    first = next(c for c in corpus.chunks if c.chunk_id == "d1#0")
+    assert found["d1#0"] is not None and first.text[found["d1#0"][0] : found["d1#0"][1]].endswith("cell.")
+
+
 def test_cli_synth_from_a_folder_and_from_jsonl(tmp_path):
     folder = tmp_path / "kb"
     folder.mkdir()

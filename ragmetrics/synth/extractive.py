@@ -5,7 +5,7 @@ Term statistics are the corpus's chunks': a term's document frequency ``df`` ove
 letter and not among bm25s' English stopwords; Chinese: jieba's words of two or more characters (Latin words
 as in English). A term in more than :data:`COMMON_SHARE` of the chunks is never a keyword. A source's *salient
 sentence* is the one whose three rarest terms have the highest IDF sum (sentences of 6 to 80 words, or 10 to 200
-characters in Chinese).
+characters in Chinese), among the sentences the chunk holds whole; a sentence its edge cuts only when it holds none.
 
 Categories it writes (:data:`CATEGORIES`):
 
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.scripts import HAN_CHARACTER, quiet_jieba
 from ragmetrics.synth.base import Candidate, Source
-from ragmetrics.synth.corpus import Corpus
+from ragmetrics.synth.corpus import UNIT, Corpus
 
 CATEGORIES = ("factual", "cloze", "summary", "negative")
 CANNOT = ("reasoning", "procedural")
@@ -70,6 +70,10 @@ TEMPLATES = {
 }
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\"'\u3400-\u9fff])|(?<=[。！？；])")
 _LATIN_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_ENDS_SENTENCE = re.compile(r"[.!?。！？；][\"'”’)\]]*\s*$")
+"""Text that ends a sentence (its closing quotes or brackets and white space after it)."""
+_SENTENCE_END_NEXT = re.compile(r"[\"'”’)\]]*[.!?。！？；]")
+"""Text that begins with a sentence's end (the punctuation a chunk that ends at a word leaves after it)."""
 
 
 @dataclass(frozen=True)
@@ -192,6 +196,23 @@ class ExtractiveGenerator:
         self.corpus = corpus
         self.stats = TermStats(corpus)
         self.templates = TEMPLATES[corpus.language]
+        self.documents = {d.doc_id: d.text for d in corpus.documents}
+
+    def whole_sentences(self, source: Source) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """The sentence spans of ``source``'s text in two lists: those its chunk holds whole, and the one or two its
+        edges cut (a chunk that begins or ends inside a sentence of its document). An expected answer is a whole
+        sentence where the chunk holds one, a fragment only where a small chunk holds none."""
+        spans = sentences(source.text)
+        document = self.documents.get(source.doc_id)
+        whole = spans
+        if spans and document is not None:
+            if source.start > 0 and not _ENDS_SENTENCE.search(document[max(0, source.start - 8) : source.start]):
+                whole = whole[1:]
+            # a chunk ends at a word: its sentence is whole when the document ends there or a sentence's end follows
+            more = UNIT.search(document, source.end) is not None
+            if whole and more and not _SENTENCE_END_NEXT.match(document, source.end):
+                whole = whole[:-1]
+        return whole, [span for span in spans if span not in whole]
 
     def generate(self, sources: Sequence[Source], categories: Mapping[str, int], *, seed: int) -> Iterator[Candidate]:
         unknown = [c for c in categories if c not in CATEGORIES]
@@ -227,9 +248,13 @@ class ExtractiveGenerator:
 
     # ---------------------------------------------------------------- one candidate
     def _salient(self, source: Source) -> tuple[int, int, list[Term]] | None:
+        whole, cut = self.whole_sentences(source)
+        return self._most_salient(source, whole) or self._most_salient(source, cut)
+
+    def _most_salient(self, source: Source, spans: Sequence[tuple[int, int]]) -> tuple[int, int, list[Term]] | None:
         terms = self.stats.terms_of(source)
         best: tuple[float, int, int, list[Term]] | None = None
-        for a, b in sentences(source.text):
+        for a, b in spans:
             size = (b - a) if source.language == "zh" else len(_LATIN_WORD.findall(source.text[a:b]))
             low, high = (10, 200) if source.language == "zh" else (6, 80)
             if not low <= size <= high:
@@ -314,7 +339,8 @@ class ExtractiveGenerator:
             return self._candidate(category, source, seed, query, blank.surface, [blank.surface], difficulty, (a, b))
         if category == "summary":
             top = sorted(self.stats.rarest(self.stats.terms_of(source), 3), key=lambda t: t.start)
-            spans = sentences(text)
+            whole, cut = self.whole_sentences(source)
+            spans = whole or sorted(cut)
             if len(top) < 2 or not spans:
                 return None
             lead = spans[:2]
