@@ -69,7 +69,10 @@ def test_evidence_by_hand():
     assert got["context_precision@6tok"] == [3 / 6, 0.5]
     assert got["tokens_to_evidence"] == [2.0, 2.0]  # the first chunk holds evidence: its 2 tokens
     assert result.unlocated == 1 and result.queries_with_spans == 2 and result.tokenizer == "whitespace"
-    assert "could not be placed" in result.notes[0]
+    assert result.notes == [
+        "the spans of 1 query the run is not evaluated on ('q3') are left out",  # said, not dropped in silence
+        "1 retrieved chunk(s) could not be placed in their document (they cover nothing)",
+    ]
     assert result.means["evidence_recall@1"] == 0.75
 
 

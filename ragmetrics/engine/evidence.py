@@ -481,6 +481,12 @@ def evaluate_evidence(
                 f"tokens_to_evidence is the mean over the {valued} of those {with_spans} queries some retrieved chunk "
                 f"hands evidence of; no retrieved chunk covers the other {with_spans - valued}'s"
             )
+    outside = sorted({str(q) for q in rows[0]} - set(query_of))
+    if outside:
+        notes.append(
+            f"the spans of {len(outside)} quer{'ies' if len(outside) != 1 else 'y'} the run is not evaluated on "
+            f"({', '.join(map(repr, outside[:3]))}{', ...' if len(outside) > 3 else ''}) are left out"
+        )
     notes += budgets.budget_notes(alignment, budgets.asked(specs))
     if unlocated:
         notes.append(f"{unlocated} retrieved chunk(s) could not be placed in their document (they cover nothing)")
