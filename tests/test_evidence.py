@@ -640,6 +640,10 @@ def test_chunk_spans_that_contradict_themselves_or_the_run_are_refused(tmp_path)
     elsewhere = pd.DataFrame({"chunk_id": ["c1"], "doc_id": ["B"], "start": [0], "end": [10]})
     with pytest.raises(rm.RagMetricsError, match=r"places it in document 'B', its source_doc says 'A'"):
         evaluate_evidence(rm.align(dataset, run), {"q1": {"A": [(0, 5)]}}, ["evidence_recall@1"], chunk_spans=elsewhere)
+    # a span of other text than the chunk's own credits it with evidence it does not hold: refused
+    shifted = pd.DataFrame({"chunk_id": ["c1"], "doc_id": ["A"], "start": [11], "end": [22]})
+    with pytest.raises(rm.RagMetricsError, match=r"places it at 'A' 11-22 \('gamma delta'\), which is not its text"):
+        evaluate_evidence(rm.align(dataset, run), {"q1": {"A": [(11, 16)]}}, ["evidence_recall@1"], chunk_spans=shifted)
 
 
 def test_span_tables_read_quotes_and_ids_with_spaces(tmp_path):

@@ -319,6 +319,7 @@ def _chunk_places(
                     f"{given[chunk][0]!r}, its source_doc says {doc!r}; expected the same document"
                 )
             docs[i], starts[i], ends[i] = given[chunk]
+            _refuse_misplaced(alignment.run.name, chunk, chunk_text, given[chunk], corpus)
         elif chunk == doc and (text is None or doc not in corpus):
             starts[i], ends[i] = 0, WHOLE
         else:
@@ -326,6 +327,20 @@ def _chunk_places(
             if at >= 0:
                 starts[i], ends[i] = at, at + length
     return docs, starts, ends, texts
+
+
+def _refuse_misplaced(run: str, chunk: str, text: str, place: tuple[str, int, int], corpus: Mapping[str, str]) -> None:
+    """A chunk span whose document text is not the chunk's own (white space aside; a title line before it allowed):
+    the span credits the chunk with evidence it does not hold. Checked where both texts are known."""
+    doc, start, end = place
+    if not text or doc not in corpus:
+        return
+    placed, own = " ".join(corpus[doc][start:end].split()), " ".join(text.split())
+    if placed and placed not in own and own not in placed:
+        raise RagMetricsError(
+            f"chunk {chunk!r} of run {run!r}: its chunk span places it at {doc!r} {start}-{end} ({placed[:40]!r}), "
+            f"which is not its text ({own[:40]!r}); expected the span its text lies at"
+        )
 
 
 def _chunk_table(chunk_spans: Any) -> Any:
