@@ -466,16 +466,18 @@ def interval_at_level(correction: str | None, level: float, method: object = Non
 
 
 def adjusted_level(correction: str | None, alpha: float, p_value: float, p_corrected: float, family_size: int) -> float:
-    """The confidence of the interval beside a corrected p-value: 1 - alpha * p / p_corrected, or 0.95 uncorrected;
-    where the ratio is unknown (p = 0), 1 - alpha/m. That is the level the correction tested the comparison at
-    (Bonferroni: 1 - alpha/m; Holm: its step's) while p_corrected is p times that factor; where the correction
-    raised or capped it (Holm's running maximum, a cap at 1) the level is higher than the step's and the interval
-    wider, and it still excludes 0 exactly when p_corrected < alpha."""
+    """The confidence of the interval beside a corrected p-value, 0.95 uncorrected: 1 - alpha * p / p_corrected, the
+    level the correction tested the comparison at (p_corrected is p times its factor: Bonferroni's m, so 1 - alpha/m
+    for every comparison, the simultaneous interval over the family; Holm's step's, higher where its running maximum
+    raised p_corrected, the interval wider); where the ratio says nothing (p = 0, or p_corrected capped at 1, where
+    it would understate the factor and narrow the interval), 1 - alpha/m. Each excludes 0 exactly when p_corrected <
+    alpha (a capped row has p >= 1/m, above alpha/m)."""
     if stats.is_uncorrected(correction):
         return 0.95
-    if p_value > 0 and np.isfinite(p_value) and np.isfinite(p_corrected) and p_corrected > 0:
+    strictest = 1 - alpha / max(family_size, 1)
+    if p_value > 0 and np.isfinite(p_value) and np.isfinite(p_corrected) and 0 < p_corrected < 1:
         return 1 - alpha * p_value / p_corrected
-    return 1 - alpha / max(family_size, 1)
+    return strictest
 
 
 def planning_alpha(correction: str | None, alpha: float, family_size: int) -> float:
