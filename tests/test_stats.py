@@ -739,3 +739,21 @@ def test_the_paired_bootstrap_rejects_a_true_null_at_about_alpha_on_few_queries(
                 rejected[test] += stats.paired_p_value(a, b, test=test, seed=seed, n_resamples=500) < 0.05
         assert 0.025 <= rejected["bootstrap"] / 1_000 <= 0.07, (n, rejected)
         assert abs(rejected["bootstrap"] - rejected["t"]) / 1_000 <= 0.02, (n, rejected)
+
+
+def test_a_nan_value_gives_every_test_a_nan_p_value():
+    """Was: the randomization and bootstrap tests gave p = 0 (or their smallest p) where t and Wilcoxon gave NaN."""
+    a, b = np.array([1.0, np.nan, 0.5, 0.2]), np.array([0.0, 0.0, 0.0, 0.1])
+    assert all(np.isnan(stats.paired_p_value(a, b, test=test)) for test in stats.TESTS)
+
+
+def test_wilcoxon_without_ties_is_exact_to_50_differences_then_rs_approximation():
+    from scipy import stats as sps
+
+    rng = np.random.default_rng(3)
+    for n in (12, 50, 60):
+        diff = rng.permutation(np.arange(1, n + 1)) * rng.choice([-1, 1], n) / 100  # distinct magnitudes, no zero
+        diff[0] = abs(diff[0])
+        ours = stats.paired_p_value(diff, np.zeros(n), test="wilcoxon")
+        method = {"method": "exact"} if n <= 50 else {"method": "approx", "correction": True}
+        assert ours == pytest.approx(sps.wilcoxon(diff, np.zeros(n), **method).pvalue, rel=1e-12), n

@@ -80,7 +80,9 @@ def _wilcoxon(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) -> floa
             # scipy's own PermutationMethod calls the statistic once per flip: a second at 12 differences
             return _signed_rank_permutation(nonzero, n_resamples, seed)
         return float(sps.wilcoxon(a, b, zero_method="wilcox", method="approx", correction=True).pvalue)
-    return float(sps.wilcoxon(a, b, zero_method="wilcox").pvalue)
+    if len(nonzero) > WILCOXON_NORMAL_ABOVE:  # as with ties: R's continuity-corrected approximation (scipy's has none)
+        return float(sps.wilcoxon(a, b, zero_method="wilcox", method="approx", correction=True).pvalue)
+    return float(sps.wilcoxon(a, b, zero_method="wilcox", method="exact").pvalue)
 
 
 def _randomization(a: np.ndarray, b: np.ndarray, n_resamples: int, seed: int) -> float:
@@ -196,7 +198,8 @@ TESTS: dict[str, PairedTest] = {
             "wilcoxon",
             "Wilcoxon signed-rank",
             "the differences are symmetric about 0 (pseudo-median 0): about the typical query, not the mean",
-            "zero differences dropped; exact without ties; with ties or zeros, the sign-flip permutation p of the "
+            f"zero differences dropped; exact without ties up to {WILCOXON_NORMAL_ABOVE} differences; with ties or "
+            "zeros, the sign-flip permutation p of the "
             f"signed ranks (exact up to {WILCOXON_EXACT_UP_TO} non-zero differences, seeded resamples up to "
             f"{WILCOXON_NORMAL_ABOVE}), above that the normal approximation with continuity correction, as R "
             "does; its side is that of the signed ranks, T+ - T-",
@@ -314,7 +317,8 @@ def paired_p_value(
 ) -> float:
     """Two-sided p-value of a :data:`TESTS` test on paired per-query values.
 
-    Identical inputs (every difference 0) give p = 1; fewer than 2 queries give NaN. A constant non-zero difference
+    Identical inputs (every difference 0) give p = 1; fewer than 2 queries, or a NaN value (drop the queries a run
+    has no value for first, as ``compare`` does), give NaN with every test. A constant non-zero difference
     (zero variance, up to :data:`CONSTANT_TOLERANCE`) gives the exact sign-flip p, 2^(1 - n), whatever the test
     (:func:`constant_difference_p`): never p = 0 from a variance that rounds to nothing.
     """
@@ -325,7 +329,7 @@ def paired_p_value(
         raise RagMetricsError(f"n_resamples: expected a whole number of at least 1, got {n_resamples!r}")
     a, b = _paired(a, b)
     diff = a - b
-    if len(diff) < 2:
+    if len(diff) < 2 or np.isnan(diff).any():
         return float("nan")
     if float(np.abs(diff).max()) <= CONSTANT_TOLERANCE:
         return 1.0

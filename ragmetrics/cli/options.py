@@ -233,7 +233,8 @@ def add_test_options(parser: argparse.ArgumentParser, *, defaults: bool = True) 
         "--correction",
         choices=list(stats.CORRECTIONS),
         default=given["correction"],
-        help=f"multiple-comparison correction over every run x metric compared (default {TEST_DEFAULTS['correction']})",
+        help="multiple-comparison correction over the family of comparisons the command makes together (compare: "
+        f"--family; docs/conventions.md says each command's) (default {TEST_DEFAULTS['correction']})",
     )
     parser.add_argument(
         "--alpha",
