@@ -186,3 +186,19 @@ def test_provenance_is_checked_and_read_back():
         Provenance("a b", "1", "0123456789abcdef", 0.0)
     with pytest.raises(RagMetricsError, match="16 hex"):
         Provenance("rule", "1", "xyz", 0.0)
+
+
+def test_a_label_of_a_query_the_dataset_lacks_is_refused_and_nothing_is_kept(store_url):
+    """Was: taken, and a save made it a query of the version with no text (" q1 " beside "q1", or "nope")."""
+    store = Store(store_url)
+    parent = store.put_dataset(rm.Dataset.from_dict({"q1": {"d1": 1}, "q2": {"d2": 1}}, name="two"))
+    for query in ("nope", " q1 ", "q1\ud800"):
+        with pytest.raises(RagMetricsError, match=r"query .* (is not a query of dataset|holds a lone surrogate)"):
+            store.add_label(parent, query, "d9", 1)
+        with pytest.raises(RagMetricsError, match=r"query .* (is not a query of dataset|holds a lone surrogate)"):
+            add_judge_labels(store, parent, [("q2", "d8", 1), (query, "d9", 1)], RULE)  # the whole batch refused
+    with store.engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(labels_table)).scalar() == 0
+    store.add_label(parent, "q1", "d9", 1)
+    version = store.commit_labels(parent).version
+    assert version is not None and sorted(store.get_dataset(version).query_ids) == ["q1", "q2"]

@@ -181,7 +181,10 @@ def id_text_problem(value: str, max_bytes: int | None = MAX_ID_BYTES) -> str | N
     if bad is not None:
         return f"holds a control character (byte 0x{ord(bad):02x})"
     hidden = next((c for c in value if _is_hidden_control(ord(c))), None)
-    return None if hidden is None else _hidden_problem(ord(hidden))
+    if hidden is not None:
+        return _hidden_problem(ord(hidden))
+    surrogate = SURROGATE.search(value)
+    return None if surrogate is None else f"holds a lone surrogate (U+{ord(surrogate.group()):04X}), which is not text"
 
 
 _BIDI_CONTROLS = frozenset((*range(0x202A, 0x202F), *range(0x2066, 0x206A)))

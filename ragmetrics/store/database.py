@@ -746,6 +746,7 @@ class Store:
     def __init__(self, url: str | None = None) -> None:
         self.url = url or default_url()
         self._tops: dict[str, int] = {}  # a dataset's top grade by content id: its content never changes
+        self._queries: dict[str, frozenset[str]] = {}  # a dataset's query ids, as its content: never change
         problem = _url_problem(self.url)
         if problem is not None:
             raise StoreOpenError(self.url, problem)
@@ -1363,7 +1364,7 @@ class Store:
         :class:`LabelConflict` names it: a label given meanwhile (another tab, judge or server) is not silently
         overwritten. Checked and written in one transaction."""
         grade = check_grade(label, self.max_grade(dataset), f"dataset {dataset}'s scale")
-        query_id = checked_text(str(query_id), "a query id")
+        query_id = self.labelled_query(dataset, query_id)
         doc_id = checked_text(str(doc_id), "a document id")
         row = {
             "query_id": query_id, "doc_id": doc_id, "label": grade,
@@ -1839,6 +1840,17 @@ class Store:
                     grades.append(conn.execute(sa.select(kept).where(numbers_table.c.original == original)).scalar())
             self._tops[dataset] = top_grade(grades)
         return self._tops[dataset]
+
+    def labelled_query(self, dataset: str, query_id: object) -> str:
+        """``query_id`` as a label on ``dataset`` keeps it: an id :func:`checked_text` takes that is one of the
+        dataset's queries (read once per store object); a label of another query, even the same id with blanks around
+        it, would turn into a query of the version a save makes, with no text. Else a clear error."""
+        text = checked_text(str(query_id), "a query id")
+        if dataset not in self._queries:
+            self._queries[dataset] = frozenset(str(q) for q in self.get_dataset(dataset).query_ids)
+        if text not in self._queries[dataset]:
+            raise RagMetricsError(f"query {text[:80]!r} is not a query of dataset {dataset}; no label was kept")
+        return text
 
     def pending_place(self, dataset: str) -> str:
         """Where the labels given on ``dataset`` are pending, and what a save of them is made from: ``dataset`` until

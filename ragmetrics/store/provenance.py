@@ -68,7 +68,7 @@ def add_judge_labels(
     rows = []
     for query_id, doc_id, label in labels:
         grade = check_grade(label, top, f"dataset {dataset}'s scale")
-        rows.append({"query_id": checked_text(str(query_id), "a query id"),
+        rows.append({"query_id": store.labelled_query(dataset, query_id),
                      "doc_id": checked_text(str(doc_id), "a document id"), "label": grade,
                      "author": who, "created_at": now, "kind": "judgment", "version": None,
                      "source": provenance.source})  # fmt: skip
