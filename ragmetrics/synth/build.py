@@ -34,7 +34,7 @@ from ragmetrics.synth.base import NEGATIVE, Candidate, Generator
 from ragmetrics.synth.corpus import Corpus, Document, make_corpus, sample_sources
 from ragmetrics.synth.filters import flag
 from ragmetrics.synth.generators import GENERATORS
-from ragmetrics.synth.output import records
+from ragmetrics.synth.output import SIBLING_GRADE, SOURCE_GRADE, records
 from ragmetrics.synth.pipeline import OVERSAMPLE
 
 DIFFICULTY_LEVELS = ("easy", "medium", "hard")
@@ -136,13 +136,20 @@ _GRADE = re.compile(r"^\s*(.+?)\s*(?:=\s*(-?\d+)\s*)?$")
 
 
 def parse_relevant(text: str, known: set[str]) -> dict[str, int]:
-    """``doc1=2, doc2=1, doc3`` (a grade omitted is 1) as ``{doc: grade}``; each document must be in ``known``."""
+    """``doc1=2, doc2=1, doc3`` (a grade omitted is 1) as ``{doc: grade}``, each grade on the generated set's scale
+    (:data:`ragmetrics.synth.output.SOURCE_GRADE` at the top) and each document in ``known``."""
     out: dict[str, int] = {}
     for part in [p for p in text.split(",") if p.strip()]:
         found = _GRADE.match(part)
         if found is None:
             raise RagMetricsError(f"relevant documents: {part.strip()!r}: expected DOC_ID or DOC_ID=GRADE")
-        doc, grade = found.group(1), int(found.group(2) or 1)
+        doc, grade = found.group(1), int(found.group(2) or SIBLING_GRADE)
+        if not SIBLING_GRADE <= grade <= SOURCE_GRADE:
+            raise RagMetricsError(
+                f"relevant documents: {doc!r}={grade}: expected a grade of {SIBLING_GRADE} to {SOURCE_GRADE}, the "
+                f"set's scale ({SOURCE_GRADE} for the passage the query was written from, {SIBLING_GRADE} for another "
+                "part of its document; a document that is not relevant is left out)"
+            )
         if doc not in known:
             raise RagMetricsError(f"relevant documents: {doc!r} is not a document of the corpus")
         if doc in out:

@@ -23,6 +23,11 @@ from ragmetrics.io.evalset import write_evalset
 from ragmetrics.synth.base import Candidate
 from ragmetrics.synth.corpus import Corpus
 
+SOURCE_GRADE = 2
+"""The grade of the chunk a query was written from: the top of a generated set's scale."""
+SIBLING_GRADE = 1
+"""The grade of every other chunk of the source's document."""
+
 
 def relevant_docs(
     candidate: Candidate, corpus: Corpus, chunks_of: dict[str, list[str]] | None = None
@@ -33,8 +38,8 @@ def relevant_docs(
     siblings = (chunks_of or {}).get(candidate.source.doc_id)
     if siblings is None:
         siblings = [c.chunk_id for c in corpus.chunks if c.doc_id == candidate.source.doc_id]
-    grades = dict.fromkeys(siblings, 1)
-    grades[candidate.source.chunk_id] = 2
+    grades = dict.fromkeys(siblings, SIBLING_GRADE)
+    grades[candidate.source.chunk_id] = SOURCE_GRADE
     return dict(sorted(grades.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
