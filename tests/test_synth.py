@@ -74,8 +74,12 @@ def test_requested_counts_each_with_its_source_in_its_qrels(name, request, gener
         assert row["relevant_docs"][candidate.source.chunk_id] == 2
         assert set(row["relevant_docs"]) == siblings[candidate.source.doc_id]
         assert all(g == 1 for chunk, g in row["relevant_docs"].items() if chunk != candidate.source.chunk_id)
-        start, end = (int(x) for x in row["provenance"]["source_span"].rsplit("[", 1)[1].rstrip("]").split(":"))
+        record, place = row["provenance"]["source_span"].rsplit("[", 1)
+        start, end = (int(x) for x in place.rstrip("]").split(":"))
         assert candidate.source.start <= start < end <= candidate.source.end
+        # the span is of a corpus record (was: CMRC's parent id with the chunk's own offsets: no such record)
+        text = next(d.text for d in corpus.documents if d.doc_id == record)
+        assert text[start:end] in candidate.source.text and text[start:end].strip()
     # graded judgments beyond the source chunk exist (precision is not capped at 1/k by construction)
     assert any(len(r["relevant_docs"]) > 1 for r in rows)
     languages = {c.source.language for c in found}

@@ -14,8 +14,9 @@ DEFAULT_CATEGORIES = ("factual", "reasoning", "summary", "procedural", NEGATIVE)
 @dataclass(frozen=True)
 class Source:
     """One passage a candidate is written from: a chunk of a document (the whole document when the corpus is
-    taken as given), its character span ``[start, end)`` in the document's text, and its language (``en``,
-    ``zh``)."""
+    taken as given), its character span ``[start, end)`` in the text of ``spans_in`` (the corpus record it was cut
+    from: ``doc_id`` unless a parent separator grouped records under another document id), and its language
+    (``en``, ``zh``)."""
 
     doc_id: str
     chunk_id: str
@@ -23,11 +24,14 @@ class Source:
     start: int
     end: int
     language: str
+    spans_in: str | None = None
 
     def span(self, start: int = 0, end: int | None = None) -> str:
-        """A candidate's ``source_span`` provenance, ``doc[start:end]`` in the document's characters: the passage's
-        characters ``start:end`` (default: all of it)."""
-        return f"{self.doc_id}[{self.start + start}:{self.start + (len(self.text) if end is None else end)}]"
+        """A candidate's ``source_span`` provenance, ``record[start:end]`` in the characters of the corpus record
+        it was cut from (``record`` an id of the corpus: :attr:`spans_in`, else ``doc_id``): the passage's characters
+        ``start:end`` (default: all of it)."""
+        record = self.spans_in or self.doc_id
+        return f"{record}[{self.start + start}:{self.start + (len(self.text) if end is None else end)}]"
 
 
 @dataclass(frozen=True)

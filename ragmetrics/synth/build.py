@@ -72,7 +72,7 @@ def record_of(candidate: Candidate, corpus: Corpus, position: int, seed: int) ->
     record["query_id"] = f"{candidate.provenance.get('generator', 'synth')}-{seed}-{position:04d}"
     source = candidate.source
     record["source"] = {
-        "doc_id": source.doc_id,
+        "doc_id": source.spans_in or source.doc_id,  # the record its characters start:end are of
         "chunk_id": source.chunk_id,
         "text": source.text,
         "start": source.start,

@@ -253,7 +253,7 @@ def make_corpus(
     if parent_separator:
         if name != "none":
             raise RagMetricsError("a parent separator groups a corpus taken as given: use it with the chunker none")
-        chunks = [replace(c, doc_id=_parent(c.chunk_id, parent_separator)) for c in chunks]
+        chunks = [replace(c, doc_id=_parent(c.chunk_id, parent_separator), spans_in=c.doc_id) for c in chunks]
         name = f"none (documents grouped by the last {parent_separator!r} of their ids)"
     if not chunks:
         raise RagMetricsError("the corpus has no text to write queries from")
