@@ -87,6 +87,19 @@ def test_requested_counts_each_with_its_source_in_its_qrels(name, request, gener
 
 
 @pytest.mark.parametrize("name", ["scifact", "cmrc"])
+def test_a_cloze_never_shows_its_own_answer(name, request, generators):
+    """Was: "Fill in the blank: by CsA in Medline (1966 to ____ 2010), Embase (1980 to July 2010)", answer July."""
+    found = _candidates(request.getfixturevalue(name), generators[name], {"cloze": 40}, seed=3)
+    assert len(found) >= 30
+    for candidate in found:
+        shown = candidate.query.split(":", 1)[-1] if name == "scifact" else candidate.query
+        assert candidate.expected_answer.casefold() not in shown.casefold(), (
+            candidate.query,
+            candidate.expected_answer,
+        )
+
+
+@pytest.mark.parametrize("name", ["scifact", "cmrc"])
 def test_deterministic_for_a_seed(name, request, generators):
     corpus = request.getfixturevalue(name)
     first = _candidates(corpus, generators[name], MIX, seed=3)

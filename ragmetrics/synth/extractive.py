@@ -326,13 +326,17 @@ class ExtractiveGenerator:
             if found is None:
                 return None
             a, b, inside = found
-            blank = self.stats.rarest(inside, 1)[0]
-            if source.language == "zh":
-                left = _words_before(text, a, blank.start)
-                right = _words_after(text, blank.end, b)
+            for blank in self.stats.rarest(inside, 3):  # a term the context shows again would give itself away
+                if source.language == "zh":
+                    left = _words_before(text, a, blank.start)
+                    right = _words_after(text, blank.end, b)
+                else:
+                    left = " ".join(text[a : blank.start].split()[-CLOZE_CONTEXT:])
+                    right = " ".join(text[blank.end : b].split()[:CLOZE_CONTEXT])
+                if blank.surface.casefold() not in f"{left} {right}".casefold():
+                    break
             else:
-                left = " ".join(text[a : blank.start].split()[-CLOZE_CONTEXT:])
-                right = " ".join(text[blank.end : b].split()[:CLOZE_CONTEXT])
+                return None
             shown = f"{left} {BLANK} {right}".strip() if source.language == "en" else f"{left}{BLANK}{right}"
             query = self.templates["cloze"].format(text=shown)
             difficulty = self._difficulty(source, [t.key for t in tokenize(shown, source.language, self.stats.stop)])
