@@ -86,9 +86,20 @@ def test_requested_counts_each_with_its_source_in_its_qrels(name, request, gener
     assert languages == {"en" if name == "scifact" else "zh"}
 
 
+def test_a_cloze_blanks_a_term_its_context_does_not_repeat():
+    """Was: "Fill in the blank: Researchers measured ____ levels in the valley and zyxqor", answer zyxqor (as
+    "... (1966 to ____ 2010), Embase (1980 to July 2010)", answer July, on SciFact)."""
+    common = "Researchers measured levels in the valley and they rose sharply after the storm passed quickly."
+    documents = [Document(f"f{i}", "", common) for i in range(20)] + [Document("p", "", "A plimbus was seen.")]
+    target = "Researchers measured zyxqor levels in the valley and zyxqor rose sharply after the plimbus storm passed."
+    corpus = make_corpus([*documents, Document("t", "", target)], language="en")
+    source = next(c for c in corpus.chunks if c.doc_id == "t")
+    cloze = ExtractiveGenerator(corpus)._one("cloze", source, [source], random.Random(0), 0)
+    assert cloze is not None and cloze.expected_answer == "plimbus" and "zyxqor" in cloze.query
+
+
 @pytest.mark.parametrize("name", ["scifact", "cmrc"])
 def test_a_cloze_never_shows_its_own_answer(name, request, generators):
-    """Was: "Fill in the blank: by CsA in Medline (1966 to ____ 2010), Embase (1980 to July 2010)", answer July."""
     found = _candidates(request.getfixturevalue(name), generators[name], {"cloze": 40}, seed=3)
     assert len(found) >= 30
     for candidate in found:
