@@ -29,6 +29,7 @@ the query names: the IDF mass of the query's terms found in the source over that
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
 import re
@@ -197,6 +198,7 @@ class ExtractiveGenerator:
         self.stats = TermStats(corpus)
         self.templates = TEMPLATES[corpus.language]
         self.documents = {d.doc_id: d.text for d in corpus.documents}
+        self._salient_of: dict[tuple[str, int, int], tuple[int, int, list[Term]] | None] = {}
 
     def whole_sentences(self, source: Source) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
         """The sentence spans of ``source``'s text in two lists: those its chunk holds whole, and the one or two its
@@ -248,18 +250,24 @@ class ExtractiveGenerator:
 
     # ---------------------------------------------------------------- one candidate
     def _salient(self, source: Source) -> tuple[int, int, list[Term]] | None:
-        whole, cut = self.whole_sentences(source)
-        return self._most_salient(source, whole) or self._most_salient(source, cut)
+        """The source's salient sentence (see the module) and its terms; found once a source (a factual query and
+        a cloze of one chunk read the same)."""
+        key = (source.chunk_id, source.start, source.end)
+        if key not in self._salient_of:
+            whole, cut = self.whole_sentences(source)
+            self._salient_of[key] = self._most_salient(source, whole) or self._most_salient(source, cut)
+        return self._salient_of[key]
 
     def _most_salient(self, source: Source, spans: Sequence[tuple[int, int]]) -> tuple[int, int, list[Term]] | None:
-        terms = self.stats.terms_of(source)
+        terms = self.stats.terms_of(source)  # in text order: a sentence's terms are found by bisection
+        starts = [t.start for t in terms]
         best: tuple[float, int, int, list[Term]] | None = None
         for a, b in spans:
             size = (b - a) if source.language == "zh" else len(_LATIN_WORD.findall(source.text[a:b]))
             low, high = (10, 200) if source.language == "zh" else (6, 80)
             if not low <= size <= high:
                 continue
-            inside = [t for t in terms if a <= t.start and t.end <= b]
+            inside = [t for t in terms[bisect.bisect_left(starts, a) : bisect.bisect_left(starts, b)] if t.end <= b]
             top = self.stats.rarest(inside, 3)
             if len(top) < 2:
                 continue
