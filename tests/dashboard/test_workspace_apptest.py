@@ -236,11 +236,11 @@ def test_delete_asks_first(mini, store_dir) -> None:
 def test_deleting_the_last_stored_version_of_a_deleted_original_says_its_labels_go(mini, store_dir) -> None:
     store = Store(f"sqlite:///{store_dir / 'ragmetrics.sqlite'}")
     original = mini["dataset"]
-    store.add_label(original, "q1", "new-doc", 1, author="ann")
+    store.add_label(original, "t01", "new-doc", 1, author="ann")
     v1 = store.commit_labels(original, author="ann").version
     assert v1 is not None
     store.delete_dataset(original)
-    store.add_label(v1, "q1", "other-doc", 1, author="ann")
+    store.add_label(v1, "t01", "other-doc", 1, author="ann")
     store.engine.dispose()
     at = open_page("workspace", {"ds": v1})
     at.button(key="workspace.delete.dataset").click().run()
