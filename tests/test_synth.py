@@ -86,6 +86,18 @@ def test_requested_counts_each_with_its_source_in_its_qrels(name, request, gener
     assert languages == {"en" if name == "scifact" else "zh"}
 
 
+def test_a_document_stored_twice_is_relevant_twice():
+    """Was: the copy of the source document was never judged, so a retriever returning it was scored wrong."""
+    texts = ["The mitochondria is the powerhouse of the cell, where respiration makes most of its energy.",
+             "Quantum entanglement links particles across distances that light could not cross in time."]  # fmt: skip
+    documents = [Document(f"d{i}{copy}", "", t) for i, t in enumerate(texts) for copy in ("", "-copy")]
+    corpus = make_corpus(documents, language="en")
+    found = _candidates(corpus, ExtractiveGenerator(corpus), {"factual": 2})
+    for row in records(found, corpus):
+        source = row["provenance"]["chunk_id"].removesuffix("-copy")
+        assert row["relevant_docs"] == {source: 2, f"{source}-copy": 2}
+
+
 def test_a_cloze_blanks_a_term_its_context_does_not_repeat():
     """Was: "Fill in the blank: Researchers measured ____ levels in the valley and zyxqor", answer zyxqor (as
     "... (1966 to ____ 2010), Embase (1980 to July 2010)", answer July, on SciFact)."""

@@ -35,7 +35,7 @@ from ragmetrics.retrieve.adapters import Hit
 from ragmetrics.retrieve.bm25 import BM25, NO_WORDS
 from ragmetrics.synth.base import NEGATIVE, Candidate
 from ragmetrics.synth.corpus import UNIT, Corpus
-from ragmetrics.synth.output import relevant_docs
+from ragmetrics.synth.output import identical_chunks, relevant_docs
 
 NEAR_DUPLICATE = 0.8
 COPY_RUN = 12
@@ -177,6 +177,8 @@ def flag(
     adapter)`` pairs, each with ``search(query, k, timeout)`` over the corpus's chunk ids; none skips the
     retrieval checks."""
     texts = {c.chunk_id: c.text for c in corpus.chunks}
+    chunks_of = {doc: [c.chunk_id for c in chunks] for doc, chunks in corpus.chunks_of().items()}
+    twins = identical_chunks(corpus)
     duplicates = duplicate_flags([c.query for c in candidates])
     out = []
     for candidate, found in zip(candidates, duplicates):
@@ -189,14 +191,20 @@ def flag(
             if support < ANSWER_SUPPORT:
                 flags.append(f"expected answer not supported by the source: {support:.0%} of its words occur in it")
         if retrievers:
-            flags.extend(_retrieval_flags(candidate, corpus, retrievers, texts, depth))
+            flags.extend(_retrieval_flags(candidate, corpus, retrievers, texts, depth, (chunks_of, twins)))
         out.append(replace(candidate, flags=tuple(flags)))
     return out
 
 
 def _retrieval_flags(
-    candidate: Candidate, corpus: Corpus, retrievers: Sequence[tuple[str, Any]], texts: dict[str, str], depth: int
+    candidate: Candidate,
+    corpus: Corpus,
+    retrievers: Sequence[tuple[str, Any]],
+    texts: dict[str, str],
+    depth: int,
+    groups: tuple[dict[str, list[str]], dict[str, list[str]]],
 ) -> list[str]:
+    """``groups``: each document's chunks and the chunks of one text (:func:`relevant_docs`'s, made once)."""
     ranked: dict[str, list[str]] = {}
     failed: list[str] = []
     for name, adapter in retrievers:
@@ -214,7 +222,7 @@ def _retrieval_flags(
                 if keys and all(k in text for k in keys):
                     return [*failed, f"answerable? {name} finds chunk {chunk}, which holds all its keywords"]
         return failed
-    relevant = set(relevant_docs(candidate, corpus))
+    relevant = set(relevant_docs(candidate, corpus, *groups))
     if any(relevant & set(ids) for ids in ranked.values()):
         return failed
     names = " and ".join(ranked)

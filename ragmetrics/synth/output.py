@@ -6,7 +6,8 @@ One JSON object per line::
      "category", "difficulty", "provenance": {...}, "flags": [...]}
 
 ``relevant_docs`` is graded so precision is not capped by construction: the source chunk 2, every other chunk of
-its document 1 (a document taken as given is its own only chunk); a ``negative`` candidate has none. ``provenance`` is the generator's,
+its document 1 (a document taken as given is its own only chunk), and 2 for any chunk whose text is the source's (a
+document stored twice); a ``negative`` candidate has none. ``provenance`` is the generator's,
 with the chunker, the source chunk's id and the hash of its text added when missing (``dataset check`` reads them).
 ``query_id`` is ``<generator>-<seed>-<n>`` (n from 1, four digits at least): duplicates keep distinct ids, and are flagged.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,23 +31,42 @@ SIBLING_GRADE = 1
 
 
 def relevant_docs(
-    candidate: Candidate, corpus: Corpus, chunks_of: dict[str, list[str]] | None = None
+    candidate: Candidate,
+    corpus: Corpus,
+    chunks_of: dict[str, list[str]] | None = None,
+    twins: Mapping[str, list[str]] | None = None,
 ) -> dict[str, int]:
-    """The graded judgments of a candidate (see the module)."""
+    """The graded judgments of a candidate (see the module): a chunk whose text is the source's, white space aside
+    (a document stored twice), is graded as the source, since a retriever that returns it found the passage."""
     if candidate.category == "negative":
         return {}
     siblings = (chunks_of or {}).get(candidate.source.doc_id)
     if siblings is None:
         siblings = [c.chunk_id for c in corpus.chunks if c.doc_id == candidate.source.doc_id]
     grades = dict.fromkeys(siblings, SIBLING_GRADE)
+    copies = (twins if twins is not None else identical_chunks(corpus)).get(_plain(candidate.source.text), [])
+    grades.update(dict.fromkeys(copies, SOURCE_GRADE))
     grades[candidate.source.chunk_id] = SOURCE_GRADE
     return dict(sorted(grades.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def identical_chunks(corpus: Corpus) -> dict[str, list[str]]:
+    """The corpus's chunk ids by their text, white space aside, for the texts held by two chunks or more."""
+    by_text: dict[str, list[str]] = {}
+    for chunk in corpus.chunks:
+        by_text.setdefault(_plain(chunk.text), []).append(chunk.chunk_id)
+    return {text: ids for text, ids in by_text.items() if len(ids) > 1}
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.split())
 
 
 def records(candidates: Sequence[Candidate], corpus: Corpus, *, seed: int | None = None) -> list[dict[str, Any]]:
     """The evaluation-set records of ``candidates``, in order; ``seed`` (the run's) names the ids, else each
     candidate's provenance seed."""
     chunks_of = {doc: [c.chunk_id for c in chunks] for doc, chunks in corpus.chunks_of().items()}
+    twins = identical_chunks(corpus)
     width = max(4, len(str(len(candidates))))
     out = []
     for n, c in enumerate(candidates, 1):
@@ -58,7 +78,7 @@ def records(candidates: Sequence[Candidate], corpus: Corpus, *, seed: int | None
                 "query": c.query,
                 "expected_answer": c.expected_answer,
                 "expected_keywords": list(c.expected_keywords),
-                "relevant_docs": relevant_docs(c, corpus, chunks_of),
+                "relevant_docs": relevant_docs(c, corpus, chunks_of, twins),
                 "category": c.category,
                 "difficulty": c.difficulty,
                 "provenance": _provenance(c, corpus),
