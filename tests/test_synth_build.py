@@ -28,6 +28,7 @@ from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset
 from ragmetrics.store.candidates import CandidateStore
 from ragmetrics.store.database import Store, StoreKeyError
+from ragmetrics.synth.base import Candidate
 from ragmetrics.synth.build import (
     Stopped,
     apply_edit,
@@ -114,6 +115,41 @@ def test_a_batch_is_stored_candidate_by_candidate_and_resumes_to_the_same_set(st
     for r in records:
         if r["category"] != "negative":
             assert r["relevant_docs"] == {r["source"]["doc_id"]: 2}  # documents taken as given
+
+
+class _Shifting:
+    """A generator whose first run loses one candidate (a model reply that failed and, not cached, succeeds when
+    asked again): the second run yields it first, then the first run's candidates, then the rest."""
+
+    name = "model"
+    categories = ("factual",)
+
+    def __init__(self, corpus):
+        self.sources = [c for c in corpus.chunks if c.text.strip()][:6]
+        self.first = True
+
+    def generate(self, sources, categories, *, seed):
+        order = self.sources[1:] if self.first else [self.sources[0], *self.sources[1:]]
+        for source in order:
+            yield Candidate(f"what is in {source.chunk_id}?", "x", ("x",), "factual", "easy", source,
+                            {"generator": "model", "seed": str(seed)})  # fmt: skip
+
+
+def test_a_resumed_batch_matches_its_stored_candidates_by_content_not_place(stored, parent_dataset):
+    """Was: positions were counted over what the generator yielded, so a candidate lost in the first run and made
+    on resume shifted the rest: a duplicate stored, one candidate never stored, flags on the wrong positions."""
+    _url, store, parent = stored
+    corpus = corpus_of(parent_dataset)
+    candidates, generator, stop = CandidateStore(store), _Shifting(corpus), threading.Event()
+    batch = candidates.new_batch(parent, "model", {"seed": 7}, 6)
+    with pytest.raises(Stopped):
+        generate_batch(candidates, batch, corpus, generator, {"factual": 6}, seed=7, stop=stop,
+                       progress=lambda done, total: stop.set() if done >= 3 else None)  # fmt: skip
+    generator.first = False
+    assert generate_batch(candidates, batch, corpus, generator, {"factual": 6}, seed=7) == 6
+    queries = [c.record["query"] for c in candidates.candidates(batch)]
+    assert sorted(queries) == sorted(f"what is in {s.chunk_id}?" for s in generator.sources)  # each once
+    assert [c.position for c in candidates.candidates(batch)] == [1, 2, 3, 4, 5, 6]
 
 
 def test_every_decision_is_kept_with_its_reviewer_and_the_latest_counts(stored, parent_dataset):

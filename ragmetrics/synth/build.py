@@ -108,28 +108,44 @@ def generate_batch(
     """Write ``batch``'s candidates into the store (see the module); returns how many it holds. ``stop`` set:
     :class:`Stopped` before the next candidate is stored (the batch is then ``stopped``)."""
     total = sum(categories.values())
-    stored = candidates.stored_positions(batch)
-    made: list[Candidate] = []
+    # a resumed batch matches what it generates again with what it stored by content, not by place: a model whose
+    # reply failed once and not now (its failures are not cached) shifts every later candidate by one
+    stored = {_key_of(item.record): item.position for item in candidates.candidates(batch)}
+    taken = set(stored.values())
+    made: dict[int, Candidate] = {}
     report = progress or (lambda _done, _total: None)
-    report(len(stored), total)
+    report(len(taken), total)
     sources = sample_sources(corpus, total * OVERSAMPLE + 10, seed=seed)
+    free = 1
     try:
-        for position, candidate in enumerate(generator.generate(sources, categories, seed=seed), 1):
+        for candidate in generator.generate(sources, categories, seed=seed):
             if stop is not None and stop.is_set():
                 raise Stopped("stopped")
-            made.append(candidate)
-            if position not in stored:
+            position = stored.get((candidate.query, candidate.category, candidate.source.chunk_id))
+            if position is None:
+                while free in taken:
+                    free += 1
+                position = free
                 candidates.add_candidate(batch, position, record_of(candidate, corpus, position, seed))
-                stored.add(position)
-            report(len(stored), total)
+                taken.add(position)
+            made[position] = candidate
+            report(len(taken), total)
     except BaseException:
         candidates.set_status(batch, "stopped")
         raise
-    flagged = flag(made, corpus, retrievers)
-    candidates.set_flags(batch, {n: c.flags for n, c in enumerate(flagged, 1)})
+    order = sorted(made)
+    flagged = flag([made[n] for n in order], corpus, retrievers)
+    candidates.set_flags(batch, {n: c.flags for n, c in zip(order, flagged)})
     candidates.set_status(batch, "complete")
-    report(len(made), len(made))
-    return len(made)
+    report(len(taken), len(taken))
+    return len(taken)
+
+
+def _key_of(record: Mapping[str, Any]) -> tuple[str, str, str]:
+    """What tells a stored candidate apart from another of its batch: its query, category and source chunk (a
+    candidate's own, as :func:`record_of` stores them)."""
+    source = record.get("source") or {}
+    return str(record.get("query", "")), str(record.get("category", "")), str(source.get("chunk_id", ""))
 
 
 _GRADE = re.compile(r"^\s*(.+?)\s*(?:=\s*(-?\d+)\s*)?$")
