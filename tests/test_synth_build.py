@@ -17,6 +17,7 @@ import re
 import threading
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -117,6 +118,10 @@ def test_a_batch_is_stored_candidate_by_candidate_and_resumes_to_the_same_set(st
             assert r["relevant_docs"] == {r["source"]["doc_id"]: 2}  # documents taken as given
 
 
+def queries_of(source) -> str:  # type: ignore[no-untyped-def]
+    return f"what is in {source.chunk_id}?"
+
+
 class _Shifting:
     """A generator whose first run loses one candidate (a model reply that failed and, not cached, succeeds when
     asked again): the second run yields it first, then the first run's candidates, then the rest."""
@@ -150,6 +155,15 @@ def test_a_resumed_batch_matches_its_stored_candidates_by_content_not_place(stor
     queries = [c.record["query"] for c in candidates.candidates(batch)]
     assert sorted(queries) == sorted(f"what is in {s.chunk_id}?" for s in generator.sources)  # each once
     assert [c.position for c in candidates.candidates(batch)] == [1, 2, 3, 4, 5, 6]
+    # a candidate generated twice (a duplicate: flagged, not dropped) holds two places after a resume too
+    generator.sources[3] = generator.sources[2]
+    twice, generator.first, stop = candidates.new_batch(parent, "model", {"seed": 7}, 6), True, threading.Event()
+    with pytest.raises(Stopped):
+        generate_batch(candidates, twice, corpus, generator, {"factual": 6}, seed=7, stop=stop,
+                       progress=lambda done, total: stop.set() if done >= 4 else None)  # fmt: skip
+    generator.first = False
+    assert generate_batch(candidates, twice, corpus, generator, {"factual": 6}, seed=7) == 6
+    assert Counter(c.record["query"] for c in candidates.candidates(twice))[queries_of(generator.sources[2])] == 2
 
 
 def test_every_decision_is_kept_with_its_reviewer_and_the_latest_counts(stored, parent_dataset):

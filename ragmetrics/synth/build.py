@@ -110,8 +110,10 @@ def generate_batch(
     total = sum(categories.values())
     # a resumed batch matches what it generates again with what it stored by content, not by place: a model whose
     # reply failed once and not now (its failures are not cached) shifts every later candidate by one
-    stored = {_key_of(item.record): item.position for item in candidates.candidates(batch)}
-    taken = set(stored.values())
+    stored: dict[tuple[str, str, str], list[int]] = {}
+    for item in candidates.candidates(batch):  # a key twice (a duplicate, flagged, not dropped) holds two places
+        stored.setdefault(_key_of(item.record), []).append(item.position)
+    taken = {position for places in stored.values() for position in places}
     made: dict[int, Candidate] = {}
     report = progress or (lambda _done, _total: None)
     report(len(taken), total)
@@ -121,7 +123,8 @@ def generate_batch(
         for candidate in generator.generate(sources, categories, seed=seed):
             if stop is not None and stop.is_set():
                 raise Stopped("stopped")
-            position = stored.get((candidate.query, candidate.category, candidate.source.chunk_id))
+            places = stored.get((candidate.query, candidate.category, candidate.source.chunk_id))
+            position = places.pop(0) if places else None
             if position is None:
                 while free in taken:
                     free += 1
