@@ -239,6 +239,10 @@ def test_a_qrels_line_of_millions_of_fields_says_how_many_it_read(tmp_path: Path
         pa.array([3.0, 0.1, None], pa.float32()),
         pa.array([1.0, 0.5], pa.float16()),
         pa.array([decimal.Decimal("5.00"), None, decimal.Decimal("-3.10")], pa.decimal128(6, 2)),
+        pa.array([decimal.Decimal("5.00"), None, decimal.Decimal("-3.00")], pa.decimal128(6, 2)),
+        pa.array([decimal.Decimal(10**17 + 1), decimal.Decimal(10**17 + 2)], pa.decimal128(38, 0)),
+        pa.array([decimal.Decimal(10**30 + 1), decimal.Decimal(7)], pa.decimal128(38, 0)),
+        pa.array([np.inf, -np.inf, 2.0, np.nan], pa.float64()),
         pa.array([b"ab", None]),
         pa.array(["a", "b"]).dictionary_encode(),
     ],
@@ -249,3 +253,5 @@ def test_a_typed_id_column_reads_alike_in_python_and_in_the_loaders(values: pa.A
     that buckets by it) reads it as (a missing value: null here, an empty key there)."""
     ours = [v if v is not None else "" for v in as_strings(values).to_pylist()]
     assert ours == id_keys(values).to_pylist()
+    if pa.types.is_decimal(values.type) and values.type.scale == 0:  # whole ids stay exact and apart
+        assert ours == [str(v) for v in values.to_pylist()]

@@ -139,12 +139,16 @@ def _castable(kind: pa.DataType) -> bool:
 
 
 def _stringify(array: Strings) -> pa.Array:
-    """Floats as :func:`float_id_texts` writes them (decimals and half floats as float64, as the loaders read
-    them), other values as Python prints them, nulls kept."""
-    if pa.types.is_decimal(array.type) or pa.types.is_float16(array.type):
+    """Decimals as :func:`whole_decimals` reads them, floats as :func:`float_id_texts` writes them (half floats as
+    float64, as the loaders read them), other values as Python prints them, nulls kept."""
+    if pa.types.is_decimal(array.type):
+        array = whole_decimals(array)
+        if not pa.types.is_floating(array.type):
+            return cast(array, pa.large_string())
+    if pa.types.is_float16(array.type):
         array = cast(array, pa.float64())
     if pa.types.is_floating(array.type):
-        return pa.array(float_id_texts(array.to_numpy(zero_copy_only=False)), type=pa.large_string())
+        return float_id_texts(array.to_numpy(zero_copy_only=False))
     return pa.array([None if v is None else str(v) for v in array.to_pylist()], type=pa.large_string())
 
 
@@ -152,17 +156,37 @@ WHOLE_FLOAT_IDS_BELOW = 2**53
 """Below this size every whole number is a float exactly, so a float id that holds one is read as that integer."""
 
 
-def float_id_texts(values: np.ndarray) -> np.ndarray:
-    """The ids a float column holds, as text (None where missing): a whole number below 2**53 as an integer
-    (``3.0`` -> ``3``: integer ids turned float by a CSV round trip or a column with a gap), any other number as
-    numpy writes it (``1e-05``, ``0.30000000000000004``). Every loader and engine reads a typed float column so;
-    text that reads ``3.0`` stays ``3.0``, as in trec_eval."""
+def float_id_texts(values: np.ndarray) -> pa.Array:
+    """The ids a float column holds, as Arrow large strings (null where missing): a whole number below 2**53 as an
+    integer (``3.0`` -> ``3``: integer ids turned float by a CSV round trip or a column with a gap), any other number
+    as numpy writes it (``1e-05``, ``0.30000000000000004``, ``inf``). Every loader and engine reads a typed float
+    column so; text that reads ``3.0`` stays ``3.0``, as in trec_eval. The whole numbers are written by Arrow's cast
+    (no Python string per row); only a column holding other numbers builds them."""
+    finite = np.isfinite(values)
     missing = np.isnan(values)
-    integral = ~missing & (np.mod(np.where(missing, 0.5, values), 1) == 0) & (np.abs(values) < WHOLE_FLOAT_IDS_BELOW)
-    texts = values.astype(str).astype(object)
-    texts[integral] = values[integral].astype(np.int64).astype(str)
-    texts[missing] = None
-    return texts
+    whole = finite & (np.mod(np.where(finite, values, 0.5), 1) == 0) & (np.abs(values) < WHOLE_FLOAT_IDS_BELOW)
+    integers = pa.array(np.where(whole, values, 0).astype(np.int64), mask=missing if missing.any() else None)
+    texts = cast(integers, pa.large_string())
+    other = ~whole & ~missing
+    if not other.any():
+        return texts
+    written = texts.to_numpy(zero_copy_only=False).astype(object)
+    written[other] = values[other].astype(str)
+    return pa.array(written, type=pa.large_string())
+
+
+def whole_decimals(array: Strings) -> Strings:
+    """A decimal column as the numbers it holds: 64-bit integers when every value is whole and fits, the exact
+    digits as text when whole beyond them (ids exported as NUMBER(38,0): 10**17 + 1 and 10**17 + 2 stay apart),
+    else float64 (a fraction). What every loader and Python entry point reads a decimal column as."""
+    try:
+        return cast(array, pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    try:
+        return cast(cast(array, pa.decimal128(38, 0)), pa.large_string())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return cast(array, pa.float64(), safe=False)
 
 
 MAX_ID_BYTES = 4096

@@ -94,7 +94,7 @@ def id_texts(values: pd.Series) -> pd.Series:
     values = values.reset_index(drop=True)
     if pd.api.types.is_float_dtype(values.dtype):
         floats = values.to_numpy(dtype=getattr(values.dtype, "numpy_dtype", values.dtype), na_value=np.nan)
-        values = pd.Series(float_id_texts(floats), dtype="str")
+        values = float_id_texts(floats).to_pandas().astype("str")
     elif values.dtype != "str":
         out = values.astype("str")
         values = out.where(values.notna(), None) if values.isna().any() else out

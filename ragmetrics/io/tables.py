@@ -22,6 +22,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ragmetrics.foundation.errors import ParseError
+from ragmetrics.foundation.ids import whole_decimals
 from ragmetrics.foundation.kernels import aggregate, cast, elementwise, fill_null, take
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io.columns import (
@@ -212,12 +213,15 @@ def _parquet_failure(source: Source, exc: BaseException) -> ParseError:
 
 
 def _decoded(column: ColumnArray) -> ColumnArray:
-    """Dictionaries decoded, decimals and half floats as float64: the types a table's values are read as."""
+    """Dictionaries decoded, decimals as :func:`ragmetrics.foundation.ids.whole_decimals` reads them (whole ones
+    exactly), half floats as float64: the types a table's values are read as."""
     kind = column.type
     if pa.types.is_dictionary(kind):
         column = cast(column, kind.value_type)
         kind = column.type
-    if pa.types.is_decimal(kind) or pa.types.is_float16(kind):
+    if pa.types.is_decimal(kind):
+        return whole_decimals(column)
+    if pa.types.is_float16(kind):
         return cast(column, pa.float64(), safe=False)
     return column
 
