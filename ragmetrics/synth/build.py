@@ -34,7 +34,7 @@ from ragmetrics.synth.base import NEGATIVE, Candidate, Generator
 from ragmetrics.synth.corpus import Corpus, Document, make_corpus, sample_sources
 from ragmetrics.synth.filters import flag
 from ragmetrics.synth.generators import GENERATORS
-from ragmetrics.synth.output import SIBLING_GRADE, SOURCE_GRADE, records
+from ragmetrics.synth.output import SIBLING_GRADE, SOURCE_GRADE, Groups, groups_of, records
 from ragmetrics.synth.pipeline import OVERSAMPLE
 
 DIFFICULTY_LEVELS = ("easy", "medium", "hard")
@@ -65,10 +65,13 @@ def categories_of(generator: str) -> tuple[str, ...]:
     return entry.categories
 
 
-def record_of(candidate: Candidate, corpus: Corpus, position: int, seed: int) -> dict[str, Any]:
+def record_of(
+    candidate: Candidate, corpus: Corpus, position: int, seed: int, groups: Groups | None = None
+) -> dict[str, Any]:
     """The evaluation-set record of the candidate at ``position`` (its ``query_id`` numbered by it), with its source
-    passage (``doc_id, chunk_id, text, start, end``) for the reviewer."""
-    record = records([candidate], corpus, seed=seed)[0]
+    passage (``doc_id, chunk_id, text, start, end``) for the reviewer; ``groups``: :func:`groups_of` the corpus,
+    made once a batch."""
+    record = records([candidate], corpus, seed=seed, groups=groups)[0]
     record["query_id"] = f"{candidate.provenance.get('generator', 'synth')}-{seed}-{position:04d}"
     source = candidate.source
     record["source"] = {
@@ -118,6 +121,7 @@ def generate_batch(
     report = progress or (lambda _done, _total: None)
     report(len(taken), total)
     sources = sample_sources(corpus, total * OVERSAMPLE + 10, seed=seed)
+    groups = groups_of(corpus)
     free = 1
     try:
         for candidate in generator.generate(sources, categories, seed=seed):
@@ -129,7 +133,7 @@ def generate_batch(
                 while free in taken:
                     free += 1
                 position = free
-                candidates.add_candidate(batch, position, record_of(candidate, corpus, position, seed))
+                candidates.add_candidate(batch, position, record_of(candidate, corpus, position, seed, groups))
                 taken.add(position)
             made[position] = candidate
             report(len(taken), total)

@@ -35,7 +35,7 @@ from ragmetrics.retrieve.adapters import Hit
 from ragmetrics.retrieve.bm25 import BM25, NO_WORDS
 from ragmetrics.synth.base import NEGATIVE, Candidate
 from ragmetrics.synth.corpus import UNIT, Corpus
-from ragmetrics.synth.output import identical_chunks, relevant_docs
+from ragmetrics.synth.output import Groups, groups_of, relevant_docs
 
 NEAR_DUPLICATE = 0.8
 COPY_RUN = 12
@@ -177,8 +177,7 @@ def flag(
     adapter)`` pairs, each with ``search(query, k, timeout)`` over the corpus's chunk ids; none skips the
     retrieval checks."""
     texts = {c.chunk_id: c.text for c in corpus.chunks}
-    chunks_of = {doc: [c.chunk_id for c in chunks] for doc, chunks in corpus.chunks_of().items()}
-    twins = identical_chunks(corpus)
+    groups = groups_of(corpus)
     duplicates = duplicate_flags([c.query for c in candidates])
     out = []
     for candidate, found in zip(candidates, duplicates):
@@ -191,7 +190,7 @@ def flag(
             if support < ANSWER_SUPPORT:
                 flags.append(f"expected answer not supported by the source: {support:.0%} of its words occur in it")
         if retrievers:
-            flags.extend(_retrieval_flags(candidate, corpus, retrievers, texts, depth, (chunks_of, twins)))
+            flags.extend(_retrieval_flags(candidate, corpus, retrievers, texts, depth, groups))
         out.append(replace(candidate, flags=tuple(flags)))
     return out
 
@@ -202,9 +201,9 @@ def _retrieval_flags(
     retrievers: Sequence[tuple[str, Any]],
     texts: dict[str, str],
     depth: int,
-    groups: tuple[dict[str, list[str]], dict[str, list[str]]],
+    groups: Groups,
 ) -> list[str]:
-    """``groups``: each document's chunks and the chunks of one text (:func:`relevant_docs`'s, made once)."""
+    """``groups``: :func:`ragmetrics.synth.output.groups_of` the corpus, made once."""
     ranked: dict[str, list[str]] = {}
     failed: list[str] = []
     for name, adapter in retrievers:

@@ -62,11 +62,21 @@ def _plain(text: str) -> str:
     return " ".join(text.split())
 
 
-def records(candidates: Sequence[Candidate], corpus: Corpus, *, seed: int | None = None) -> list[dict[str, Any]]:
+Groups = tuple[dict[str, list[str]], dict[str, list[str]]]
+"""Each document's chunk ids, and the chunk ids of each text held twice (:func:`groups_of`)."""
+
+
+def groups_of(corpus: Corpus) -> Groups:
+    """What :func:`relevant_docs` grades by, made once a corpus (each is a pass over every chunk)."""
+    return {doc: [c.chunk_id for c in chunks] for doc, chunks in corpus.chunks_of().items()}, identical_chunks(corpus)
+
+
+def records(
+    candidates: Sequence[Candidate], corpus: Corpus, *, seed: int | None = None, groups: Groups | None = None
+) -> list[dict[str, Any]]:
     """The evaluation-set records of ``candidates``, in order; ``seed`` (the run's) names the ids, else each
-    candidate's provenance seed."""
-    chunks_of = {doc: [c.chunk_id for c in chunks] for doc, chunks in corpus.chunks_of().items()}
-    twins = identical_chunks(corpus)
+    candidate's provenance seed; ``groups``: :func:`groups_of` the corpus, when the caller has them."""
+    chunks_of, twins = groups if groups is not None else groups_of(corpus)
     width = max(4, len(str(len(candidates))))
     out = []
     for n, c in enumerate(candidates, 1):
