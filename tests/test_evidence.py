@@ -644,6 +644,13 @@ def test_chunk_spans_that_contradict_themselves_or_the_run_are_refused(tmp_path)
     shifted = pd.DataFrame({"chunk_id": ["c1"], "doc_id": ["A"], "start": [11], "end": [22]})
     with pytest.raises(rm.RagMetricsError, match=r"places it at 'A' 11-22 \('gamma delta'\), which is not its text"):
         evaluate_evidence(rm.align(dataset, run), {"q1": {"A": [(11, 16)]}}, ["evidence_recall@1"], chunk_spans=shifted)
+    # a chunker's changes are not a misplacement: a line joined, a ligature unfolded
+    joined_rows = [{"query_id": "q1", "doc_id": "c1", "source_doc": "A", "score": 1.0, "text": "第一句话。第二句ﬁ话。"}]
+    joined, joined_run = _one_document("第一句话。\n第二句fi话。", joined_rows)
+    placed = pd.DataFrame({"chunk_id": ["c1"], "doc_id": ["A"], "start": [0], "end": [12]})
+    found = evaluate_evidence(rm.align(joined, joined_run), {"q1": {"A": [(0, 4)]}}, ["evidence_recall@1"],
+                              chunk_spans=placed)  # fmt: skip
+    assert found.means["evidence_recall@1"] == 1.0
 
 
 def test_span_tables_read_quotes_and_ids_with_spaces(tmp_path):

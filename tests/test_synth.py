@@ -235,6 +235,12 @@ def test_an_expected_answer_is_a_whole_sentence_where_the_chunk_holds_one():
     assert split["d1#1"] == [["Photosynthesis happens in chloroplasts of plant leaves"], []]  # its period follows
     assert split["d3#0"] == [[], ["The Treaty of Westphalia ended the Thirty Years War in"]]
     assert split["d3#1"] == [["It established state sovereignty principles"], ["War in 1648."]]
+    # grouped under a parent id, a record's sentences are read in that record, not in the parent's text
+    grouped = make_corpus([Document("p1", "", "A long opening line without any end at all"),
+                           Document("p1_C2", "", "The first sentence is here. The second one ends it.")],
+                          language="en", parent_separator="_C")  # fmt: skip
+    part = next(c for c in grouped.chunks if c.chunk_id == "p1_C2")
+    assert ExtractiveGenerator(grouped).whole_sentences(part) == ([(0, 27), (28, 51)], [])
     found = {c.chunk_id: generator._salient(c) for c in corpus.chunks}
     first = next(c for c in corpus.chunks if c.chunk_id == "d1#0")
     assert found["d1#0"] is not None and first.text[found["d1#0"][0] : found["d1#0"][1]].endswith("cell.")

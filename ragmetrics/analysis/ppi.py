@@ -326,23 +326,23 @@ class Corrected:
         return _quantile(self.confidence, df) * math.sqrt(variance)
 
     def labels_for(self, half_width: float) -> int | None:
-        """How many more labelled queries would bring the half width to ``half_width`` or below: the fewest the
-        projection reaches it with (None: not even labelling every query would). The projection need not fall at
-        every step (with a fixed ``lam`` and an accurate judge, labels that replace judge values can widen it a
-        little), so the counts are scanned on a grid before the first one that reaches it is narrowed down."""
+        """How many more labelled queries would bring the half width to ``half_width`` or below (None: not even
+        labelling every query would). The projection need not fall at every step (with a fixed ``lam`` and an
+        accurate judge, labels that replace judge values can widen it a little), so the counts are scanned on a grid
+        of :data:`LABELS_GRID` steps and the first step that reaches it narrowed down by bisection: the fewest up to
+        the grid's resolution (exactly the fewest where the projection falls between two grid counts)."""
         if not half_width >= 0:
             raise RagMetricsError(f"half_width: expected a number of 0 or more, got {half_width!r}")
+        reach = half_width * (1 + 1e-12)  # the projection of 0 more is the measured width up to rounding
         total = sum(s.big_n - s.n for s in self.strata)
         grid = sorted({round(total * i / LABELS_GRID) for i in range(LABELS_GRID + 1)})
-        reached = next((m for m in grid if self.projected_half_width(m) <= half_width), None)
+        reached = next((m for m in grid if self.projected_half_width(m) <= reach), None)
         if reached is None:
             return None
-        low, high = grid[max(grid.index(reached) - 1, 0)], reached
-        if low == high or self.projected_half_width(low) <= half_width:
-            return low
+        low, high = grid[max(grid.index(reached) - 1, 0)], reached  # low fails (or is the first grid count)
         while high - low > 1:  # between two grid counts: the first one that reaches it
             middle = (low + high) // 2
-            if self.projected_half_width(middle) <= half_width:
+            if self.projected_half_width(middle) <= reach:
                 high = middle
             else:
                 low = middle

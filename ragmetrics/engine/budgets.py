@@ -27,7 +27,7 @@ from ragmetrics.engine import metrics as registry
 from ragmetrics.engine.metrics import MetricSpec
 from ragmetrics.engine.order import FrameRows, positions, running_sum, segment_starts
 from ragmetrics.engine.text import TextEvidence
-from ragmetrics.engine.tokens import Tokenizer, resolve
+from ragmetrics.engine.tokens import CJK_SAMPLE, Tokenizer, resolve, spread
 from ragmetrics.foundation.errors import NoTextError, RagMetricsError
 from ragmetrics.foundation.ids import to_arrow
 from ragmetrics.foundation.kernels import take
@@ -119,7 +119,8 @@ def shared_tokenizer(alignments: Sequence[Alignment]) -> list[Alignment]:
     auto = [a for a in alignments if isinstance(a.tokenizer, str) and a.tokenizer == "auto"]
     if len(auto) < 2:
         return list(alignments)
-    distinct = [list(dict.fromkeys(handed_texts(a))) for a in auto]
+    share = max(CJK_SAMPLE // len(auto), 1)  # every run's texts as many in the sample, spread over each run
+    distinct = [spread(list(dict.fromkeys(handed_texts(a))), share) for a in auto]
     chosen = resolve("auto", [t for turn in zip_longest(*distinct) for t in turn if t is not None])
     return [_counting_with(a, chosen) if a in auto and tokenizer(a).name != chosen.name else a for a in alignments]
 

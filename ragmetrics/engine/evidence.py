@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import re
 import sys
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -309,6 +310,7 @@ def _chunk_places(
     starts = np.full(len(chunk_ids), -1, dtype=np.int64)
     ends = np.full(len(chunk_ids), -1, dtype=np.int64)
     texts: list[str] = []
+    checked: set[str] = set()
     for i, (chunk, doc, text) in enumerate(zip(chunk_ids, docs, own)):
         chunk_text = str(text) if text is not None else corpus.get(chunk, "")
         texts.append(chunk_text)
@@ -319,7 +321,9 @@ def _chunk_places(
                     f"{given[chunk][0]!r}, its source_doc says {doc!r}; expected the same document"
                 )
             docs[i], starts[i], ends[i] = given[chunk]
-            _refuse_misplaced(alignment.run.name, chunk, chunk_text, given[chunk], corpus)
+            if chunk not in checked:  # once a chunk, however many queries retrieve it
+                _refuse_misplaced(alignment.run.name, chunk, chunk_text, given[chunk], corpus)
+                checked.add(chunk)
         elif chunk == doc and (text is None or doc not in corpus):
             starts[i], ends[i] = 0, WHOLE
         else:
@@ -330,17 +334,23 @@ def _chunk_places(
 
 
 def _refuse_misplaced(run: str, chunk: str, text: str, place: tuple[str, int, int], corpus: Mapping[str, str]) -> None:
-    """A chunk span whose document text is not the chunk's own (white space aside; a title line before it allowed):
-    the span credits the chunk with evidence it does not hold. Checked where both texts are known."""
+    """A chunk span whose document text is not the chunk's own: the span credits the chunk with evidence it does not
+    hold. Compared as a chunker may have changed them (white space left out, a line joined, compatibility forms
+    such as a ligature unfolded: NFKC; a title line before it allowed); checked where both texts are known."""
     doc, start, end = place
     if not text or doc not in corpus:
         return
-    placed, own = " ".join(corpus[doc][start:end].split()), " ".join(text.split())
+    placed, own = _comparable(corpus[doc][start:end]), _comparable(text)
     if placed and placed not in own and own not in placed:
         raise RagMetricsError(
-            f"chunk {chunk!r} of run {run!r}: its chunk span places it at {doc!r} {start}-{end} ({placed[:40]!r}), "
-            f"which is not its text ({own[:40]!r}); expected the span its text lies at"
+            f"chunk {chunk!r} of run {run!r}: its chunk span places it at {doc!r} {start}-{end} "
+            f"({corpus[doc][start:end][:40]!r}), which is not its text ({text[:40]!r}); expected the span its text "
+            "lies at"
         )
+
+
+def _comparable(text: str) -> str:
+    return "".join(unicodedata.normalize("NFKC", text).split())
 
 
 def _chunk_table(chunk_spans: Any) -> Any:

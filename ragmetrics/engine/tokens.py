@@ -90,14 +90,18 @@ def cjk_share(texts: Sequence[str]) -> float:
     """The share of Chinese ideographs and Japanese kana (:data:`ragmetrics.foundation.scripts.UNSPACED`) among
     the texts' non-space characters (0 when there are none), over :data:`CJK_SAMPLE` distinct texts spread evenly
     over them."""
-    distinct = list(dict.fromkeys(texts))
-    if len(distinct) > CJK_SAMPLE:
-        distinct = [distinct[i] for i in np.linspace(0, len(distinct) - 1, CJK_SAMPLE).astype(np.int64).tolist()]
     cjk = chars = 0
-    for text in distinct:
+    for text in spread(list(dict.fromkeys(texts)), CJK_SAMPLE):
         chars += len(text) - len(_SPACE.findall(text))
         cjk += len(scripts.UNSPACED_CHARACTER.findall(text))
     return cjk / chars if chars else 0.0
+
+
+def spread(texts: Sequence[str], count: int) -> list[str]:
+    """At most ``count`` of ``texts``, spread evenly over them (all of them when there are no more)."""
+    if len(texts) <= count:
+        return list(texts)
+    return [texts[i] for i in np.linspace(0, len(texts) - 1, count).astype(np.int64).tolist()]
 
 
 def _callable(function: Callable[[str], Any]) -> Tokenizer:

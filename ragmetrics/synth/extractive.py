@@ -205,7 +205,7 @@ class ExtractiveGenerator:
         edges cut (a chunk that begins or ends inside a sentence of its document). An expected answer is a whole
         sentence where the chunk holds one, a fragment only where a small chunk holds none."""
         spans = sentences(source.text)
-        document = self.documents.get(source.doc_id)
+        document = self.documents.get(source.spans_in or source.doc_id)  # the record its offsets are in
         whole = spans
         if spans and document is not None:
             if source.start > 0 and not _ENDS_SENTENCE.search(document[max(0, source.start - 8) : source.start]):
