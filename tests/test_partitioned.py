@@ -224,6 +224,9 @@ def test_cli_token_budgets_name_their_tokenizer_as_in_process(tmp_path):
                             "--engine", engine)  # fmt: skip
         assert code == 2 and f"--engine {engine} reads them from the run's own text column only" in err, err
         assert "--engine inprocess with --corpus" in err and err.count("\n") == 1
+    code, _, err = _cli("compare", "--dataset", str(qrels), "--baseline", str(textless), "--run", str(run), "-m",
+                        "recall@4tok", "--engine", "duckdb", "--tokenizer", "whitespace")  # fmt: skip
+    assert code == 2 and "--engine duckdb reads them from the run's own text column only" in err, err
 
 
 def test_cli_compare_reads_the_chunk_pattern_and_the_corpus_size_as_in_process(tmp_path):

@@ -39,7 +39,7 @@ from ragmetrics.analysis.verdicts import (
     verdict,
 )
 from ragmetrics.cli.corrected import compare_corrected
-from ragmetrics.cli.evaluating import evaluate_runs, refuse_no_overlap_partitioned, report_coverage
+from ragmetrics.cli.evaluating import engine_texts, evaluate_runs, refuse_no_overlap_partitioned, report_coverage
 from ragmetrics.cli.inputs import read_inputs, same_file
 from ragmetrics.cli.options import (
     Once,
@@ -194,15 +194,16 @@ def merged_pairs(args: argparse.Namespace, runs: list[str], pairs: list[tuple[in
     per metric for each pair, and each run's totals."""
     from ragmetrics.partitioned.paired import paired_runs  # noqa: PLC0415 (the partitioned engines load on use: a comparison in this process needs none)
 
-    found = paired_runs(
-        args.dataset,
-        runs,
-        pairs,
-        compared_metrics(args),
-        resamples=args.resamples,
-        seed=args.seed,
-        **engine_arguments(args),
-    )
+    with engine_texts(args):
+        found = paired_runs(
+            args.dataset,
+            runs,
+            pairs,
+            compared_metrics(args),
+            resamples=args.resamples,
+            seed=args.seed,
+            **engine_arguments(args),
+        )
     # refused as the in-process comparison refuses them (:func:`ragmetrics.cli.evaluating.evaluate_runs`)
     for totals in found.runs.values():
         refuse_no_overlap_partitioned(args, totals.name, totals)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from ragmetrics.analysis.evaluate import DEFAULT_METRICS
 from ragmetrics.analysis.verdicts import refuse_meaningless
-from ragmetrics.cli.evaluating import evaluate_runs, refuse_no_overlap_partitioned, report_coverage
+from ragmetrics.cli.evaluating import engine_texts, evaluate_runs, refuse_no_overlap_partitioned, report_coverage
 from ragmetrics.cli.inputs import blank_file, output_path, per_query_paths, read_inputs, replacing
 from ragmetrics.cli.options import (
     add_bounds_option,
@@ -27,7 +27,7 @@ from ragmetrics.cli.options import (
 from ragmetrics.cli.output import Merged, emit
 from ragmetrics.engine.conventions import CHOICES
 from ragmetrics.engine.metrics import known_metric_names
-from ragmetrics.foundation.errors import NoTextError, RagMetricsError
+from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.io import unique_names
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def eval_partitioned(args: argparse.Namespace, metrics: Sequence[str]) -> Partit
         for path in per_query_paths(args.per_query_out, unique_names([run_name(p) for p in args.run]))
     ]
     resamples, seed = ci_resampling(args)
-    try:
+    with engine_texts(args):
         result = evaluate_files(
             args.dataset,
             args.run,
@@ -59,12 +59,6 @@ def eval_partitioned(args: argparse.Namespace, metrics: Sequence[str]) -> Partit
             resamples=resamples,
             seed=seed,
         )
-    except NoTextError as exc:  # the partitioned engines read no corpus: say so, not "give --corpus"
-        raise RagMetricsError(
-            f"run {exc.run!r}: token budgets count the tokens of the retrieved texts, and --engine {args.engine} reads "
-            "them from the run's own text column only (no corpus), which it lacks: give a run with its chunks' texts, "
-            "or --engine inprocess with --corpus"
-        ) from None
     for name, run in result.runs.items():
         refuse_no_overlap_partitioned(args, name, run)
     refuse_meaningless(result, args.rel_level, allow_no_relevant=args.allow_no_relevant)

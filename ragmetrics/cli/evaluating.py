@@ -4,15 +4,16 @@ stderr, and the refusal of numbers that cannot mean anything."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Protocol, TextIO
 
 from ragmetrics.analysis.evaluate import EvalResult, evaluate
 from ragmetrics.analysis.verdicts import refuse_meaningless
 from ragmetrics.cli.options import convention_changes
-from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
+from ragmetrics.foundation.errors import NoTextError, RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.model import Dataset, Run
 
 if TYPE_CHECKING:
@@ -64,6 +65,20 @@ def refuse_no_overlap(args: argparse.Namespace, dataset: Dataset, alignments: It
     for alignment in alignments:
         if alignment.health.no_overlap:
             raise RagMetricsError(alignment.explain_no_overlap())
+
+
+@contextlib.contextmanager
+def engine_texts(args: argparse.Namespace) -> Iterator[None]:
+    """Around a partitioned engine's work: a token budget on a run without texts is said in the engine's terms
+    (it reads the run's own text column, no corpus), not with the in-process advice to give ``--corpus``."""
+    try:
+        yield
+    except NoTextError as exc:
+        raise RagMetricsError(
+            f"run {exc.run!r}: token budgets count the tokens of the retrieved texts, and --engine {args.engine} reads "
+            "them from the run's own text column only (no corpus), which it lacks: give a run with its chunks' texts, "
+            "or --engine inprocess with --corpus"
+        ) from None
 
 
 def refuse_no_overlap_partitioned(args: argparse.Namespace, name: str, run: Covered) -> None:
