@@ -748,8 +748,6 @@ def test_a_nan_value_gives_every_test_a_nan_p_value():
 
 
 def test_wilcoxon_without_ties_is_exact_to_50_differences_then_rs_approximation():
-    from scipy import stats as sps
-
     rng = np.random.default_rng(3)
     for n in (12, 50, 60):
         diff = rng.permutation(np.arange(1, n + 1)) * rng.choice([-1, 1], n) / 100  # distinct magnitudes, no zero

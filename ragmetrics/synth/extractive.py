@@ -11,9 +11,10 @@ Categories it writes (:data:`CATEGORIES`):
 
 * ``factual``: a known-item query naming 2 to 5 of the salient sentence's rarest terms (drawn by the seed), the
   sentence as the expected answer, the terms as the keywords;
-* ``cloze``: the salient sentence's rarest term blanked out, shown with at most :data:`CLOZE_CONTEXT` words of
-  context each side (in Chinese, whole words as jieba cuts them within :data:`CLOZE_CONTEXT_CHARACTERS`
-  characters, never part of one); the term is the expected answer;
+* ``cloze``: the rarest of the salient sentence's three rarest terms that its shown context does not repeat (none:
+  no cloze) blanked out, shown with at most :data:`CLOZE_CONTEXT` words of context each side (in Chinese, whole
+  words as jieba cuts them within :data:`CLOZE_CONTEXT_CHARACTERS` characters, never part of one); the term is the
+  expected answer;
 * ``summary``: the passage's three rarest terms, asking for what it says about them; the passage's first two
   sentences stand in for a summary (a lead, not a summary: the weakest of the four);
 * ``negative``: the rarest term of the source and of a passage of another document, asked about together, written

@@ -12,7 +12,9 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard.core import compare as cmp
 from dashboard.core.results import eval_result
+from dashboard.core.share import FULL_VIEW, MAX_RUNS
 from ragmetrics.foundation.model import Run
+from ragmetrics.store.database import Store
 from tests.dashboard.apptest import charts, figure_specs, no_problems, open_app, open_page, param
 
 pytestmark = pytest.mark.apptest
@@ -416,9 +418,6 @@ def test_fusion_settings(own_store, faq_ids) -> None:
 def test_a_fused_run_added_to_a_full_view_is_stored_and_said_not_selected(own_store, faq, faq_ids) -> None:
     """Was: a run added to a view of 20 (fused, retrieved, the Timeline's baseline) was cut from the sidebar's
     picker without a word, and Retrieve said it was selected."""
-    from dashboard.core.share import FULL_VIEW, MAX_RUNS
-    from ragmetrics.store.database import Store
-
     no_problems(open_page("compare"))  # the first start stores the samples
     store = Store(f"sqlite:///{own_store / 'ragmetrics.sqlite'}")
     run = faq.runs[0][0]
