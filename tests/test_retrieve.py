@@ -238,6 +238,23 @@ def test_the_cache_answers_again_for_nothing_and_resumes_a_stopped_run(tmp_path)
     assert resumed.metadata["counts"]["cached"] == len(answered) and resumed.run.table.equals(first.run.table)
 
 
+def test_queries_of_one_text_are_asked_once_and_replay_alike(tmp_path):
+    """Was: each was called, both answers written to one cache row (the last won), and a replay reported other
+    latencies than the run that made the calls."""
+    queries = QUERIES.assign(query=[f"question {i % 6}" for i in range(12)])  # q6..q11 repeat q0..q5's texts
+    dataset = Dataset.from_frames(QRELS, queries, name="twice")
+    fn = Counting()
+    first = retrieve(dataset, fn, k=5, cache_dir=tmp_path, repeat=2)
+    assert sum(fn.calls.values()) == 12 and set(fn.calls.values()) == {2}  # 6 texts x 2 repeats
+    assert first.metadata["counts"]["called"] == 12 and first.metadata["counts"]["cached"] == 12
+    shared = {(c.query_id, c.repeat): c.latency for c in first.calls}
+    assert all(shared[f"q{i}", r] == shared[f"q{i + 6}", r] for i in range(6) for r in range(2))
+    again = retrieve(dataset, fn, k=5, cache_dir=tmp_path, repeat=2)
+    assert sum(fn.calls.values()) == 12
+    assert {(c.query_id, c.repeat): c.latency for c in again.calls} == shared
+    assert again.runs[0].table.equals(first.runs[0].table)
+
+
 def test_cache_false_writes_nothing(tmp_path):
     retrieve(DATASET, ranked, k=5, cache=False, cache_dir=tmp_path)
     assert not list(tmp_path.iterdir())

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Call:
     """One query asked once (one repeat): ``latency`` (seconds) of the attempt that answered, ``attempts``
-    made (0 when the answer came from the cache), the number of ``hits``, or the ``error`` it still failed with."""
+    made (0 when the answer came from the cache, or from the call of another query of the same text: ``cached``),
+    the number of ``hits``, or the ``error`` it still failed with."""
 
     query_id: str
     repeat: int

@@ -221,7 +221,16 @@ class _Retrieval:
             done = len(calls)
             if progress is not None:
                 progress(done, total)
-            pending = [t for t in tasks if t not in calls]
+            # queries of the same text in one repeat are one question: asked once, its answer (and its one cache
+            # row) theirs alike, so a replay from the cache reports what the calls took
+            asked: dict[str, tuple[int, int]] = {}
+            twins: dict[tuple[int, int], list[tuple[int, int]]] = {}
+            for task in (t for t in tasks if t not in calls):
+                first = asked.setdefault(keys[task], task)
+                twins.setdefault(first, [])
+                if first != task:
+                    twins[first].append(task)
+            pending = list(asked.values())
             caller = _Caller(self.adapter, self.timeout, self.retries, self.backoff)
 
             def ask(task: tuple[int, int]) -> _Outcome:
@@ -255,6 +264,8 @@ class _Retrieval:
                             called += 1
                             if outcome.hits is None:
                                 calls[task] = Call(qid, task[1], None, outcome.attempts, False, 0, outcome.error)
+                                for twin in twins[task]:
+                                    calls[twin] = Call(query_ids[twin[0]], twin[1], None, 0, False, 0, outcome.error)
                                 if not answered_any and called >= FAIL_FAST:
                                     raise RagMetricsError(
                                         f"the retriever failed on the first {called} queries called "
@@ -266,7 +277,12 @@ class _Retrieval:
                                 calls[task] = Call(
                                     qid, task[1], outcome.latency, outcome.attempts, False, len(outcome.hits)
                                 )
-                            done += 1
+                                for twin in twins[task]:  # answered by that call, not called: as from the cache
+                                    answers[twin] = outcome.hits
+                                    calls[twin] = Call(
+                                        query_ids[twin[0]], twin[1], outcome.latency, 0, True, len(outcome.hits)
+                                    )
+                            done += 1 + len(twins[task])
                             if progress is not None:
                                 progress(done, total)
                 except BaseException:
