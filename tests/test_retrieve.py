@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 
 from ragmetrics import Dataset, RagMetricsError, evaluate
 from ragmetrics.cli import main
+from ragmetrics.foundation.errors import RagMetricsWarning
 from ragmetrics.retrieve import Hit, ResponseCache, retrieve
 from ragmetrics.retrieve.adapters import CallableAdapter, hits_from
 
@@ -253,6 +255,19 @@ def test_queries_of_one_text_are_asked_once_and_replay_alike(tmp_path):
     assert sum(fn.calls.values()) == 12
     assert {(c.query_id, c.repeat): c.latency for c in again.calls} == shared
     assert again.runs[0].table.equals(first.runs[0].table)
+
+
+def test_scores_that_rise_along_the_ranking_are_warned_of_as_distances(tmp_path):
+    """A run is evaluated by score, higher first: a retriever answering distances would be read in reverse."""
+
+    def distances(query: str, k: int) -> list[tuple[str, float]]:
+        return [(d, float(r)) for r, (d, _) in enumerate(ranked(query, k))]  # 0, 1, 2...: lower is better
+
+    with pytest.warns(RagMetricsWarning, match=r"in 12 of 12 answers the scores rise along the order it gave"):
+        retrieve(DATASET, distances, k=5, cache=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RagMetricsWarning)
+        retrieve(DATASET, ranked, k=5, cache=False)  # scores that fall: nothing said
 
 
 def test_cache_false_writes_nothing(tmp_path):

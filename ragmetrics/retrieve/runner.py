@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import random
 import threading
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -17,7 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.foundation.redact import redact_urls
 from ragmetrics.foundation.version import __version__
@@ -294,6 +296,7 @@ class _Retrieval:
             if store is not None:
                 store.close()
         ordered = tuple(calls[t] for t in tasks)
+        _warn_rising_scores(answers, query_ids, self.adapter.default_name)
         name = name or self.adapter.default_name
         runs = tuple(_run_of(query_ids, answers, r, name if r == 0 else f"{name}#{r + 1}") for r in range(self.repeat))
         metadata = self._metadata(ordered, name, identity, started_at, time.perf_counter() - started)
@@ -340,6 +343,26 @@ class _Retrieval:
             "empty_queries": sorted({c.query_id for c in calls if not c.failed and c.hits == 0}),
             "cache": None if self.cache is False else str(self.folder),
         }
+
+
+def _warn_rising_scores(answers: Mapping[tuple[int, int], list[Hit]], query_ids: list[str], retriever: str) -> None:
+    """Warn when the scores of most answers rise along the order the retriever gave them: a run is read by score,
+    higher first (as trec_eval reads it), so distances (lower is better) would be evaluated in reverse."""
+    scored = {
+        key: [float(h.score) for h in hits if h.score is not None]
+        for key, hits in answers.items()
+        if len(hits) > 1 and all(h.score is not None for h in hits)
+    }
+    rising = [key for key, scores in scored.items() if any(b > a for a, b in itertools.pairwise(scores))]
+    if scored and len(rising) * 2 > len(scored):
+        example = query_ids[rising[0][0]]
+        warnings.warn(
+            f"retriever {retriever}: in {len(rising)} of {len(scored)} answers the scores rise along the order it "
+            f"gave (such as query {example!r}): a run is evaluated by score, higher first, as trec_eval reads it; "
+            "if they are distances (lower is better), map them to a score that falls along the ranking",
+            RagMetricsWarning,
+            stacklevel=3,
+        )
 
 
 def _run_of(query_ids: list[str], answers: dict[tuple[int, int], list[Hit]], repeat: int, name: str) -> Run:
