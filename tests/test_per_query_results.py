@@ -39,6 +39,15 @@ def test_pushed_per_query_results_hold_the_in_process_values(tmp_path, store_url
         np.testing.assert_array_equal(stored.value(metric), expected.value(metric))
     assert round(stored.mean("ndcg@10"), 4) == 0.6791
 
+    # history and the leaderboard say they leave such results out (they have no ranking to test or tag)
+    assert (
+        main(["push", "--dataset", str(QRELS), "--run", str(RUN), "--store", store_url, "--meta", "system=bm25"]) == 0
+    )
+    capsys.readouterr()
+    for command in (["history", "--dataset", dataset_id, "-m", "ndcg@10"], ["leaderboard", "-m", "ndcg@10"]):
+        assert main([*command, "--store", store_url]) == 0, command
+        assert "1 stored per-query result(s) without their run are not compared here" in capsys.readouterr().err
+
     # the same file again: one copy (the id is the content's, whatever the row order)
     assert main(["push", "--dataset", str(QRELS), "--per-query", str(out), "--store", store_url]) == 0
     assert len(store.list_results(dataset_id)) == 1

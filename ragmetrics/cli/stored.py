@@ -165,6 +165,7 @@ def cmd_history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(timeline_text(line))
     for note in line.notes:
         err.write(f"ragmetrics: note: {note}\n")
+    _say_results_only(store, [dataset], err)
     if line.last_step_drops:
         err.write(f"ragmetrics: the last step is a significant drop of {args.metric}\n")
     return 1 if line.last_step_drops else 0
@@ -191,7 +192,19 @@ def cmd_leaderboard(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write({"markdown": board.to_markdown, "csv": board.to_csv, "latex": board.to_latex}[args.format]())
     for note in board.notes:
         err.write(f"ragmetrics: note: {note}\n")
+    _say_results_only(store, datasets or list(store.list_datasets()["id"]), err)
     return 0
+
+
+def _say_results_only(store: Store, datasets: list[str], err: TextIO) -> None:
+    """Per-query results stored without their run (``push --per-query``) have no ranking to test or tag: they are
+    on the dashboard's Overview, not here; said, so they are not taken for lost."""
+    count = sum(len(store.list_results(dataset)) for dataset in datasets)
+    if count:
+        err.write(
+            f"ragmetrics: note: {count} stored per-query result(s) without their run are not compared here (they "
+            "show on the dashboard's Overview; push the run itself to follow it here)\n"
+        )
 
 
 def cmd_meta(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
