@@ -29,6 +29,7 @@ from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset
 from ragmetrics.store.candidates import CandidateStore
 from ragmetrics.store.database import Store, StoreKeyError
+from ragmetrics.synth import build as build_module
 from ragmetrics.synth.base import Candidate
 from ragmetrics.synth.build import (
     Stopped,
@@ -164,6 +165,28 @@ def test_a_resumed_batch_matches_its_stored_candidates_by_content_not_place(stor
     generator.first = False
     assert generate_batch(candidates, twice, corpus, generator, {"factual": 6}, seed=7) == 6
     assert Counter(c.record["query"] for c in candidates.candidates(twice))[queries_of(generator.sources[2])] == 2
+
+
+def test_a_stored_candidate_not_generated_again_is_checked_with_the_rest(stored, parent_dataset, monkeypatch):
+    """Was: a candidate stored before a stop that the resumed run did not generate again kept no flags and was
+    left out of the duplicate check."""
+    _url, store, parent = stored
+    corpus = corpus_of(parent_dataset)
+    candidates, generator, stop = CandidateStore(store), _Shifting(corpus), threading.Event()
+    batch = candidates.new_batch(parent, "model", {"seed": 7}, 6)
+    with pytest.raises(Stopped):  # stores sources 1, 2, 3
+        generate_batch(candidates, batch, corpus, generator, {"factual": 6}, seed=7, stop=stop,
+                       progress=lambda done, total: stop.set() if done >= 3 else None)  # fmt: skip
+    lost = generator.sources.pop(2)  # the resumed run never makes source 2's candidate again
+    generator.sources.append(next(c for c in corpus.chunks if c.text.strip() and c not in generator.sources))
+    generator.first = False
+    checked: list[list[str]] = []
+    monkeypatch.setattr(
+        build_module, "flag", lambda made, corpus, retrievers: checked.append([c.query for c in made]) or list(made)
+    )
+    assert generate_batch(candidates, batch, corpus, generator, {"factual": 6}, seed=7) == 6
+    assert queries_of(lost) in checked[0] and len(checked[0]) == 6
+    assert [c.position for c in candidates.candidates(batch)] == [1, 2, 3, 4, 5, 6]  # no more than asked
 
 
 def test_every_decision_is_kept_with_its_reviewer_and_the_latest_counts(stored, parent_dataset):

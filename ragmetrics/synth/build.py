@@ -30,7 +30,7 @@ from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset
 from ragmetrics.io.limits import Limits
 from ragmetrics.store.candidates import CandidateStore, Reviewed
-from ragmetrics.synth.base import NEGATIVE, Candidate, Generator
+from ragmetrics.synth.base import NEGATIVE, Candidate, Generator, Source
 from ragmetrics.synth.corpus import Corpus, Document, make_corpus, sample_sources
 from ragmetrics.synth.filters import flag
 from ragmetrics.synth.generators import GENERATORS
@@ -114,8 +114,10 @@ def generate_batch(
     # a resumed batch matches what it generates again with what it stored by content, not by place: a model whose
     # reply failed once and not now (its failures are not cached) shifts every later candidate by one
     stored: dict[tuple[str, str, str], list[int]] = {}
+    records_at: dict[int, dict[str, Any]] = {}
     for item in candidates.candidates(batch):  # a key twice (a duplicate, flagged, not dropped) holds two places
         stored.setdefault(_key_of(item.record), []).append(item.position)
+        records_at[item.position] = item.record
     taken = {position for places in stored.values() for position in places}
     made: dict[int, Candidate] = {}
     report = progress or (lambda _done, _total: None)
@@ -129,6 +131,8 @@ def generate_batch(
                 raise Stopped("stopped")
             places = stored.get((candidate.query, candidate.category, candidate.source.chunk_id))
             position = places.pop(0) if places else None
+            if position is None and len(taken) >= total:  # as many as asked are stored: the rest are not wanted
+                continue
             if position is None:
                 while free in taken:
                     free += 1
@@ -140,12 +144,36 @@ def generate_batch(
     except BaseException:
         candidates.set_status(batch, "stopped")
         raise
+    # a stored candidate not generated again (a model that answers otherwise now) is checked with the rest
+    chunks = {c.chunk_id: c for c in corpus.chunks}
+    for position in taken - set(made):
+        again = _candidate_of(records_at[position], chunks)
+        if again is not None:
+            made[position] = again
     order = sorted(made)
     flagged = flag([made[n] for n in order], corpus, retrievers)
     candidates.set_flags(batch, {n: c.flags for n, c in zip(order, flagged)})
     candidates.set_status(batch, "complete")
     report(len(taken), len(taken))
     return len(taken)
+
+
+def _candidate_of(record: Mapping[str, Any], chunks: Mapping[str, Source]) -> Candidate | None:
+    """A stored candidate as the filters read it (its source the corpus's chunk; None when the corpus no longer
+    holds that chunk, which ``dataset check`` reports)."""
+    source = chunks.get(str((record.get("source") or {}).get("chunk_id", "")))
+    if source is None:
+        return None
+    return Candidate(
+        str(record.get("query", "")),
+        str(record.get("expected_answer") or ""),
+        tuple(str(k) for k in record.get("expected_keywords") or ()),
+        str(record.get("category", "")),
+        str(record.get("difficulty") or ""),
+        source,
+        dict(record.get("provenance") or {}),
+        tuple(str(f) for f in record.get("flags") or ()),
+    )
 
 
 def _key_of(record: Mapping[str, Any]) -> tuple[str, str, str]:
