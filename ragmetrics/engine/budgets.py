@@ -80,8 +80,8 @@ def row_texts(alignment: Alignment) -> list[str]:
             out.append(found)
     if missing:
         run = alignment.run.name
+        distinct = list(dict.fromkeys(missing))
         if lookup is None:
-            distinct = list(dict.fromkeys(missing))
             lacking = (
                 f"{len(distinct)} retrieved id(s) have an empty text cell (e.g. {', '.join(map(repr, distinct[:3]))})"
                 if "text" in table.column_names
@@ -93,7 +93,6 @@ def row_texts(alignment: Alignment) -> list[str]:
                 "no corpus: give a run with every chunk's text, or the corpus (--corpus corpus.jsonl, a BEIR "
                 "folder, Dataset(documents=...))",
             )
-        distinct = list(dict.fromkeys(missing))
         raise RagMetricsError(
             f"run {run!r}: token budgets count the tokens of the retrieved texts; {len(distinct)} retrieved id(s) "
             f"have no text in the run and are not in the corpus (e.g. {', '.join(map(repr, distinct[:3]))})"

@@ -129,7 +129,7 @@ def generate_batch(
         for candidate in generator.generate(sources, categories, seed=seed):
             if stop is not None and stop.is_set():
                 raise Stopped("stopped")
-            places = stored.get((candidate.query, candidate.category, candidate.source.chunk_id))
+            places = stored.get(_key_of(_record_fields(candidate)))
             position = places.pop(0) if places else None
             if position is None and len(taken) >= total:  # as many as asked are stored: the rest are not wanted
                 continue
@@ -174,6 +174,11 @@ def _candidate_of(record: Mapping[str, Any], chunks: Mapping[str, Source]) -> Ca
         dict(record.get("provenance") or {}),
         tuple(str(f) for f in record.get("flags") or ()),
     )
+
+
+def _record_fields(candidate: Candidate) -> dict[str, Any]:
+    """The fields of a candidate's stored record that :func:`_key_of` reads, without writing the whole record."""
+    return {"query": candidate.query, "category": candidate.category, "source": {"chunk_id": candidate.source.chunk_id}}
 
 
 def _key_of(record: Mapping[str, Any]) -> tuple[str, str, str]:
