@@ -73,10 +73,10 @@ def _in_range(values: np.ndarray, spec: str, where: str) -> np.ndarray:
     """``values`` of metric ``spec`` when each is a value a metric can take (NaN: the query has none), else a
     :class:`ParseError` naming the first that is not, by its row."""
     ceiling = np.inf if metric_name(spec) in ABOVE_ONE else 1.0
-    bad = np.flatnonzero(~np.isnan(values) & ~((values >= 0) & (values <= ceiling)))
+    bad = np.flatnonzero(~np.isnan(values) & ~((values >= 0) & (values <= ceiling) & np.isfinite(values)))
     if len(bad):
         row = int(bad[0])
-        expected = "values of 0 or more" if ceiling == np.inf else "values from 0 to 1"
+        expected = "finite values of 0 or more" if ceiling == np.inf else "values from 0 to 1"
         raise ParseError(
             where,
             None,

@@ -224,7 +224,7 @@ def check_collection(args: argparse.Namespace, dataset: Dataset, runs: Sequence[
     columns = [dataset.qrels_table.column("doc_id"), *_document_ids(args, runs)]
     named = len(unique(pa.chunked_array([unique(c).cast(pa.large_string()) for c in columns], pa.large_string())))
     if dataset.corpus_size < named:
-        given = f"--corpus-size {sized}" if sized else f"--corpus {corpus}"
+        given = f"--corpus-size {sized}" if sized else f"--corpus {corpus}" if corpus else f"{args.dataset}'s corpus"
         raise RagMetricsError(
             f"{given}: {dataset.corpus_size:,} documents, fewer than the {named:,} distinct documents the qrels and "
             "runs name; give the size of the whole collection (accuracy@k counts its true negatives there)"

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LABEL_DIGITS",
     "LABEL_INT",
+    "LABEL_LIMIT",
     "check_grade",
     "grade_problem",
     "is_json_label",
@@ -35,6 +36,10 @@ optional sign then ASCII digits, matched whole (``2``, ``-1``; not ``2.0``, ``2.
 evaluation set's grades, ranx / pytrec_eval dicts) a JSON integer (:func:`is_json_label`: not ``2.0``, not ``"2"``);
 in Parquet a value of an integer column. pytrec_eval takes Python ints only; trec_eval's ``atol`` would read
 ``2.5`` as 2."""
+
+LABEL_LIMIT = 2**53
+"""The largest label magnitude read from any file (TREC, CSV, JSON, Parquet alike): larger ones are not exact as
+floats, where the gains are computed, and mean nothing as grades."""
 
 LABEL_INT = re.compile(LABEL_DIGITS)
 """:data:`LABEL_DIGITS` compiled, to match whole (``fullmatch``); the same rule reads any integer a file writes as

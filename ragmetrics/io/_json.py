@@ -19,7 +19,30 @@ from ragmetrics.foundation.errors import ParseError
 from ragmetrics.io.source import Source, check_line_rows, decode, shorten
 
 _WS = re.compile(r"[ \t\n\r]*")
-_DECODER = json.JSONDecoder()
+
+
+class RepeatedKey(ValueError):
+    """A JSON object that names one key twice (``{"d1": 1, "d1": 0}``): Python's json would keep the last value
+    without a word."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _object_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A decoded object's pairs as a dict, refused when a key repeats."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise RepeatedKey(key)
+            seen.add(key)
+    return obj
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_object_once)
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 #: deepest nesting of arrays and objects accepted in one record
@@ -64,11 +87,15 @@ def parse_value(source: Source, text: str, pos: int = 0, line: int = 1, *, whole
     line of ``text[0]``. ``whole``: the value must fill the text (JSONL line)."""
     try:
         if whole:
-            value, end = json.loads(text), len(text)
+            value, end = _DECODER.decode(text), len(text)
         else:
             value, end = _DECODER.raw_decode(text, pos)
     except json.JSONDecodeError as exc:
         raise _json_error(source, text, exc, line) from None
+    except RepeatedKey as exc:
+        raise ParseError(
+            source.name, line + text.count("\n", 0, pos), "each key once in a JSON object", f"{shorten(exc.key)} again"
+        ) from None
     except RecursionError:
         raise ParseError(
             source.name,
@@ -220,8 +247,8 @@ def whole_array(source: Source) -> list[Any] | None:
     if _SURROGATE_ESCAPE.search(text):
         return None
     try:
-        items = json.loads(text)
-    except (ValueError, RecursionError):
+        items = _DECODER.decode(text)
+    except (ValueError, RecursionError):  # a repeated key too: the careful scan names its line
         return None
     if not isinstance(items, list) or len(items) > source.limits.max_rows or _any_too_deep(items):
         return None

@@ -97,9 +97,17 @@ def open_folder(source: Source) -> Folder:
     roots = sorted(
         {str(PurePosixPath(n).parent) for n in names if PurePosixPath(n).name in ("corpus.jsonl", "queries.jsonl")}
         | {str(PurePosixPath(n).parent.parent) for n in names if PurePosixPath(n).parent.name == "qrels"},
-        key=len,
+        key=lambda root: (len(root), root),
     )
     inner = roots[0] if roots else "."
+    apart = [root for root in roots[1:] if inner != "." and not root.startswith(inner + "/")]
+    if apart:  # two datasets side by side: which one is meant cannot be told
+        raise ParseError(
+            source.name,
+            None,
+            "a zip archive of one BEIR folder (corpus.jsonl, queries.jsonl, qrels/)",
+            f"two: {shorten(inner + '/')} and {shorten(apart[0] + '/')}",
+        )
     prefix = "" if inner == "." else inner + "/"
     files = {}
     for n in names:

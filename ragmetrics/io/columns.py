@@ -11,7 +11,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ragmetrics.foundation.errors import ParseError, RagMetricsWarning
-from ragmetrics.foundation.grades import LABEL_DIGITS
+from ragmetrics.foundation.grades import LABEL_DIGITS, LABEL_LIMIT
 from ragmetrics.foundation.ids import first_duplicate, float_id_texts, scalar_like
 from ragmetrics.foundation.kernels import cast, fill_null, match_regex
 from ragmetrics.foundation.model import Dataset, Run, query_id_from_text
@@ -33,7 +33,7 @@ QUERY_TEXT_NAMES = ("query", "question", "query_text")
 
 FLOAT_PATTERN = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 INT_PATTERN = r"^[+-]?[0-9]+(\.0*)?$"
-INT_LIMIT = 2**53  # labels and ranks beyond this are not exact as floats (and mean nothing)
+INT_LIMIT = LABEL_LIMIT  # labels and ranks beyond this are not exact as floats (and mean nothing)
 
 LineOf = Callable[[int], int | None]
 
@@ -152,8 +152,10 @@ def as_int_column(source: Source, line_of: LineOf, values: pd.Series, column: st
     if pd.api.types.is_bool_dtype(values.dtype) and len(values):
         raise _cell_error(source, line_of, 0, column, "an integer", values.iloc[0])
     if pd.api.types.is_integer_dtype(values.dtype) and not values.isna().any():
-        if pd.api.types.is_unsigned_integer_dtype(values.dtype) and len(values) and values.max() > INT_LIMIT:
-            row = int(np.argmax(values.to_numpy() > INT_LIMIT))
+        exact = values.to_numpy()
+        big = (exact > INT_LIMIT) | (exact < -INT_LIMIT)  # no abs(): -2^63 has none in int64
+        if big.any():
+            row = int(np.argmax(big))
             raise _cell_error(source, line_of, row, column, f"an integer of at most {INT_LIMIT:,}", values.iloc[row])
         return values.to_numpy(dtype="int64")
     if pd.api.types.is_numeric_dtype(values.dtype):

@@ -14,14 +14,12 @@ import numpy as np
 import pandas as pd
 
 from ragmetrics.foundation.errors import ParseError
-from ragmetrics.foundation.grades import is_json_label
+from ragmetrics.foundation.grades import LABEL_LIMIT, is_json_label
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io._json import first_char, first_record, scan_object
 from ragmetrics.io.source import RowLines, Source, at_lines, shorten
 
 LineOf = Callable[[int], int | None]
-
-LABEL_LIMIT = 2**53  # larger labels are not exact as floats (and mean nothing)
 
 
 def _finite(value: float) -> bool:

@@ -86,7 +86,11 @@ def read_jsonl_run(source: Source, *, name: str) -> Run:
         if mode == "flat":
             if not flat_rows:
                 first_keys = list(record)
-            flat_rows.append({k: v for k, v in record.items() if normalise_name(k) in FLAT_KEYS})
+            kept = {k: v for k, v in record.items() if normalise_name(k) in FLAT_KEYS}
+            for key, value in kept.items():
+                if isinstance(value, (dict, list, bool)):  # would be written as Python's text of it
+                    raise ParseError(source.name, line, f'"{key}" as a text or a number', shorten(value))
+            flat_rows.append(kept)
             flat_lines.append(line)
             continue
 
@@ -138,10 +142,21 @@ def read_jsonl_run(source: Source, *, name: str) -> Run:
                         doc, source_doc = chunk, doc
                 for skey in SOURCE_KEYS:
                     if item.get(skey) is not None:
-                        source_doc = str(item[skey])
+                        source_doc = _id(item[skey])
+                        if source_doc is None:
+                            raise ParseError(
+                                source.name,
+                                line,
+                                f'"{skey}" of retrieved item {position} as a non-empty text or an integer',
+                                shorten(item[skey]),
+                            )
                         break
                 if item.get("text") is not None:
-                    text = str(item["text"])
+                    if not isinstance(item["text"], str):
+                        raise ParseError(
+                            source.name, line, f'"text" of retrieved item {position} as a text', shorten(item["text"])
+                        )
+                    text = item["text"]
                 has_score = item.get("score") is not None
                 if has_score:
                     score = _score(item["score"])

@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
-from ragmetrics.foundation.grades import LABEL_DIGITS, LABEL_INT
+from ragmetrics.foundation.grades import LABEL_DIGITS, LABEL_INT, LABEL_LIMIT
 from ragmetrics.foundation.ids import as_strings, dictionary_codes, first_duplicate, table_of, to_arrow, to_numpy
 from ragmetrics.foundation.kernels import aggregate, cast, elementwise, match_regex, sort_indices, take
 from ragmetrics.foundation.memory import reading_pool
@@ -504,6 +504,13 @@ def parse_qrels_table(source: Source) -> pa.Table:
         )
         if qrels.num_rows == 0:
             raise _empty_file(source, QRELS_LINE)
+        labels = to_numpy(qrels.column("relevance"))
+        big = np.flatnonzero((labels > LABEL_LIMIT) | (labels < -LABEL_LIMIT))
+        if len(big):
+            line = int(nonempty_line_numbers(data, [int(big[0])])[0])
+            raise ParseError(
+                source.name, line, f"a relevance label of at most {LABEL_LIMIT:,} (field 4)", str(labels[big[0]])
+            )
     found = first_duplicate(qrels.column("query_id"), qrels.column("doc_id"))
     if found is not None:
         row, first = found
@@ -539,6 +546,8 @@ def _slow_qrels(source: Source) -> tuple[pa.Table, list[int]]:
         label = fields[3]
         if not LABEL_INT.fullmatch(label) or len(label) > 20 or not -(2**63) <= int(label) < 2**63:
             raise ParseError(source.name, lineno, "an integer relevance label (field 4)", shorten(label))
+        if abs(int(label)) > LABEL_LIMIT:
+            raise ParseError(source.name, lineno, f"a relevance label of at most {LABEL_LIMIT:,} (field 4)", label)
         qids.append(fields[0])
         docs.append(fields[2])
         labels.append(int(label))

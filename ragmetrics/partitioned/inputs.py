@@ -12,12 +12,14 @@ import gzip
 import io
 import os
 import re
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO, Literal
+from typing import Any, BinaryIO, Literal
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
 from ragmetrics.io import tables
@@ -91,10 +93,37 @@ def is_gzipped(path: str) -> bool:
         return handle.read(2) == b"\x1f\x8b"
 
 
+class _CheckedGzip(io.RawIOBase):
+    """A gzipped file's bytes, whose truncated or corrupt stream is a :class:`ParseError` naming the file, as the
+    in-process loaders say it (``gzip`` raises ``EOFError``, ``BadGzipFile`` or ``zlib.error`` without the name)."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._file = gzip.open(path, "rb")  # noqa: SIM115 (closed by close(), as the reader that holds it is)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        try:
+            return self._file.readinto(buffer)
+        except EOFError:
+            raise ParseError(
+                self._path, None, "a complete gzip stream", "the data ends early (truncated file)"
+            ) from None
+        except (OSError, zlib.error) as exc:
+            raise ParseError(self._path, None, "a valid gzip stream", f"corrupt data ({exc})") from None
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
+
+
 def open_plain(path: str) -> BinaryIO:
     """The file's bytes, decompressed when it is gzipped (detected by its magic bytes, as the loaders do)."""
-
-    return gzip.open(path, "rb") if is_gzipped(path) else open(path, "rb")  # type: ignore[return-value]
+    if is_gzipped(path):
+        return io.BufferedReader(_CheckedGzip(path), buffer_size=1 << 20)  # type: ignore[return-value]
+    return open(path, "rb")
 
 
 def _head(path: str) -> bytes:
@@ -127,12 +156,24 @@ def describe(path: str, kind: Literal["run", "dataset"], *, local: bool = True) 
     if fmt == "trec":
         return Input(path, kind, fmt, Side(path, "trec"))
     if fmt == "parquet":
+        if local:
+            _check_parquet(path)
         return Input(path, kind, fmt, Side(path, "columns"))
 
     delimiter = "\t" if fmt == "tsv" else ","
     names, header_line, _ = tables._header(source, delimiter)
     side = Side(path, "columns", header_line, delimiter)
     return Input(path, kind, fmt, side, tuple(names), _query_column(path, names))
+
+
+def _check_parquet(path: str) -> None:
+    """Refuse a file whose Parquet footer cannot be read (not Parquet, or cut short), naming it: the engines' own
+    readers raise their errors without the name."""
+    try:
+        pq.ParquetFile(path).close()
+    except (OSError, pa.ArrowException) as exc:
+        problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ParseError(path, None, "a complete Parquet file", problem[:160]) from None
 
 
 def keyed_as_text(kind: pa.DataType) -> bool:
