@@ -144,8 +144,6 @@ def test_fusion_options_out_of_range_are_usage_errors(capsys, files, tmp_path, a
             ["check", "--test", "bootstrap", "--resamples", "50", "--alpha", "0.01"],
             "--resamples 50: the bootstrap test's p-value cannot go below 1/51 = 0.0196, above --alpha 0.01",
         ),
-        (["eval", "--ci", "--resamples", "2"], "--resamples 2: a 95% interval from fewer than 40 resamples"),
-        (["check", "--targets", "ndcg@10>0.5", "--resamples", "1"], "a 95% interval from fewer than 40 resamples"),
         (
             ["eval", "-m", "ndcg@" + "9" * 20],
             "the cut-off k must be at most 9,223,372,036,854,775,807 (deeper than any ranking)",
@@ -491,3 +489,36 @@ def test_dataset_check_refuses_a_run_given_twice(files, tmp_path):
     copy.write_bytes(files["a"].read_bytes())
     code, _, err = run_cli("dataset", "check", files["qrels"], "--run", files["a"], "--run", copy)
     assert code == 2 and f"--run {copy}: the same run as --run {files['a']}; expected each run once" in err
+
+
+def test_check_says_what_of_the_run_does_not_meet_the_dataset(tmp_path):
+    """Was: ``check`` printed its verdict alone where ``eval`` and ``compare`` note the queries the run misses, the
+    run's queries the dataset lacks and the duplicate rows dropped: a gate failed or passed on an id mismatch
+    without a word."""
+    qrels, run = tmp_path / "qr.txt", tmp_path / "bad.run"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 0\nq2 0 d3 1\nq3 0 d4 2\n")
+    run.write_text("q1 Q0 d1 1 3 b\nQ2 Q0 d3 1 1 b\nQ3 Q0 d4 1 1 b\nq1 Q0 d1 2 1 b\n")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["check", "--dataset", str(qrels), "--run", str(run), "--targets", "ndcg@10>0.1"], out, err) == 1
+    assert "FAILED: 1 check(s) failed" in out.getvalue()
+    assert (
+        "run 'bad': 2 judged queries missing from the run (scored 0); 2 run queries not in the dataset (dropped); "
+        "1 duplicate rows dropped"
+    ) in err.getvalue()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["history", "--dataset", "qr.txt", "-m", "ndcg@10"],
+        ["leaderboard"],
+        ["meta", "bm25"],
+    ],
+)
+def test_a_command_that_reads_a_store_makes_none(tmp_path, argv):
+    """Was: ``history --store sqlite:///typo.sqlite`` made an empty store at the mistyped path and said the dataset
+    was not there."""
+    path = tmp_path / "typo.sqlite"
+    code, out, err = run_cli(*argv, "--store", f"sqlite:///{path}")
+    assert code == 2 and not out and "no such file; this command reads an existing store" in err, err
+    assert not path.exists()

@@ -11,7 +11,7 @@ import re
 import pytest
 
 from ragmetrics.cli import COMMANDS, build_parser, main
-from ragmetrics.cli.options import CI_RESAMPLES, ci_resampling, option_value
+from ragmetrics.cli.options import option_value
 from ragmetrics.cli.rules import (
     RULES,
     All,
@@ -170,7 +170,21 @@ def test_an_alias_is_named_as_typed() -> None:
 def test_a_rule_met_refuses_nothing() -> None:
     """The options given where they are read pass the check (and fail later, on the files that do not exist)."""
     for argv in (
-        ["eval", "--dataset", "none.qrels", "--run", "none.trec", "--ci", "--resamples", "10", "--seed", "2"],
+        [
+            "eval",
+            "--dataset",
+            "none.qrels",
+            "--run",
+            "none.trec",
+            "--judge-qrels",
+            "j",
+            "--human-qrels",
+            "h",
+            "--plan",
+            "5",
+            "--seed",
+            "2",
+        ],
         ["eval", "--dataset", "none.qrels", "--run", "none.trec", "--engine", "duckdb", "--buckets", "2"],
         ["dataset", "check", "none.jsonl", "--run", "a", "--run", "b", "--metric", "map", "--delta", "0.1"],
     ):
@@ -180,22 +194,20 @@ def test_a_rule_met_refuses_nothing() -> None:
 
 
 def test_the_check_leaves_the_options_as_parsed_and_their_defaults_are_resolved_where_read() -> None:
-    """Was: eval's check of --resamples and --seed wrote their defaults into the parsed options, and the check of
-    the corrected estimates' options wrote --ppi-target's and --ppi-lambda's."""
+    """Was: eval's check of --seed (and of --resamples, no option of eval now) wrote their defaults into the parsed
+    options, and the check of the corrected estimates' options wrote --ppi-target's and --ppi-lambda's."""
     parser = command_parser("eval")
-    for argv, resampling in ((["--ci"], (CI_RESAMPLES, 0)), (["--ci", "--seed", "4"], (CI_RESAMPLES, 4)), ([], (0, 0))):
+    for argv, seed in ((["--plan", "5"], 0), (["--plan", "5", "--seed", "4"], 4), ([], 0)):
         args = parser.parse_args(["--dataset", "q", "--run", "r", "--judge-qrels", "j", "--human-qrels", "h", *argv])
         before = vars(args).copy()
         for rule in rules_of("eval"):
             refusal(rule, parser, args, argv)
         assert vars(args) == before
-        assert args.resamples is None and args.ppi_target is None and args.ppi_lambda is None
-        assert ci_resampling(args) == resampling
+        assert args.ppi_target is None and args.ppi_lambda is None and option_value(args, "seed") == seed
         assert (option_value(args, "ppi_target"), option_value(args, "ppi_lambda")) == ("queries", "tuned")
 
 
-EVAL_CONDITIONED = {"--judge-qrels": ["j"], "--human-qrels": ["h"], "--ci": [], "--plan": ["5"], "--seed": ["3"],
-                    "--resamples": ["10"]}  # fmt: skip
+EVAL_CONDITIONED = {"--judge-qrels": ["j"], "--human-qrels": ["h"], "--ci": [], "--plan": ["5"], "--seed": ["3"]}
 
 
 def _eval_refusal(given: set[str]) -> tuple[str, str] | None:
@@ -209,10 +221,10 @@ def _eval_refusal(given: set[str]) -> tuple[str, str] | None:
 
 
 def test_no_remedy_is_refused_in_turn() -> None:
-    """Every combination of the label files, --ci, --plan, --seed and --resamples on ``eval``: each alternative of
-    a refusal's remedy, followed, is not refused again for the same option (was: ``eval --seed 3`` said "give
-    --judge-qrels and --human-qrels", which followed said "give --plan"; with the label files, "leave out
-    --judge-qrels and --human-qrels", which followed said "give --ci"; the same for --resamples)."""
+    """Every combination of the label files, --ci, --plan and --seed on ``eval``: each alternative of a refusal's
+    remedy, followed, is not refused again for the same option (was: ``eval --seed 3`` said "give --judge-qrels and
+    --human-qrels", which followed said "give --plan"; with the label files, "leave out --judge-qrels and
+    --human-qrels", which followed said "give --ci")."""
     for picked in itertools.product((False, True), repeat=len(EVAL_CONDITIONED)):
         given = {option for option, on in zip(EVAL_CONDITIONED, picked) if on}
         refused = _eval_refusal(given)
@@ -229,19 +241,13 @@ def test_no_remedy_is_refused_in_turn() -> None:
 
 
 def test_eval_s_seed_is_taken_exactly_where_it_is_read() -> None:
-    """--seed draws --ci's resampling (no label files) or --plan's sample (with them): taken there, refused
-    elsewhere, with a remedy that names only what the command lacks."""
-    assert _eval_refusal({"--ci", "--seed"}) is None
+    """--seed draws --plan's sample (with the label files): taken there, refused elsewhere (--ci's intervals draw
+    nothing), with a remedy that names only what the command lacks."""
     assert _eval_refusal({"--judge-qrels", "--human-qrels", "--plan", "--seed"}) is None
-    assert _eval_refusal({"--seed"}) == (
-        "--seed", "give --ci, or give --judge-qrels, --human-qrels and --plan, or drop --seed"
+    assert _eval_refusal({"--seed"}) == _eval_refusal({"--ci", "--seed"}) == (
+        "--seed", "give --judge-qrels, --human-qrels and --plan, or drop --seed"
     )  # fmt: skip
-    assert _eval_refusal({"--judge-qrels", "--human-qrels", "--seed"}) == (
-        "--seed", "give --ci and leave out --judge-qrels and --human-qrels, or give --plan, or drop --seed"
-    )  # fmt: skip
-    assert _eval_refusal({"--judge-qrels", "--human-qrels", "--resamples"}) == (
-        "--resamples", "give --ci and leave out --judge-qrels and --human-qrels, or drop --resamples"
-    )  # fmt: skip
+    assert _eval_refusal({"--judge-qrels", "--human-qrels", "--seed"}) == ("--seed", "give --plan, or drop --seed")
 
 
 def every_command() -> list[str]:

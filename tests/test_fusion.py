@@ -118,6 +118,21 @@ def test_weights_depth_and_bad_parameters():
     assert np.isclose(fuse([a, b], method="combmnz", norm="minmax").frame.score.max(), 2.0)
 
 
+def test_a_run_weighted_0_is_left_out():
+    """Was: CombMNZ counted a run weighted 0 among those that retrieved a document (b = 2 x 0.8 passed a = 1), and
+    every method added the documents only that run retrieved, at score 0."""
+    first = rm.Run.from_dict({"q1": {"a": 1.0, "b": 0.8, "c": 0.0}}, name="first")
+    other = rm.Run.from_dict({"q1": {"b": 5.0, "e": 4.0}}, name="other")
+    alone = fuse([first, first], method="combmnz", weights=[1.0, 0.0]).frame
+    for method in ("rrf", "combsum", "combmnz"):
+        fused = fuse([first, other], method=method, weights=[1.0, 0.0]).frame
+        assert list(fused.doc_id) == ["a", "b", "c"], method  # first's order; e not added
+        if method == "combmnz":
+            assert dict(zip(fused.doc_id, fused.score)) == dict(zip(alone.doc_id, alone.score)) == {
+                "a": 1.0, "b": 0.8, "c": 0.0
+            }  # fmt: skip
+
+
 def test_fused_chunk_runs_keep_their_documents_and_text():
     a = rm.Run.from_frame(
         pd.DataFrame(

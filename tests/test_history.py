@@ -223,16 +223,16 @@ def test_a_corrected_step_s_interval_is_adjusted_the_same_way(store_of_four: str
     assert all(step["delta_low"] != other["delta_low"] for step, other in zip(steps, plain["steps"][1:]))
     _, text, _ = run_cli("history", "--store", store_of_four, *DATASET, "-m", "ndcg@10", "--correction", correction)
     assert f"CI ({correction.capitalize()}-adjusted) [" in text, text
-    # each row names its interval's method (the registry's: t corrected, the bootstrap's uncorrected; none for the
+    # each row names its interval's method (the registry's: t, corrected or not; none for the
     # first run), and the JSON and the terminal say it in the registry's words
     assert line["steps"][0]["delta_method"] == plain["steps"][0]["delta_method"] == "none"
     assert [step["delta_method"] for step in steps] == ["t"] * len(steps)
-    assert [step["delta_method"] for step in plain["steps"][1:]] == [stats.bootstrap_method(300)] * len(steps)
-    assert {step["ci_method"] for step in line["steps"]} == {"bootstrap"}
+    assert [step["delta_method"] for step in plain["steps"][1:]] == [stats.delta_method(300)] * len(steps)
+    assert {step["ci_method"] for step in line["steps"]} == {"t"}
     words = stats.delta_interval_method(correction, ["t"])
     assert line["intervals"] == words and words.startswith(stats.DELTA_INTERVAL_NAMES["t"])
-    assert plain["intervals"] == stats.delta_interval_method("none", ["bootstrap"])
-    assert f"intervals: delta {correction.capitalize()}-adjusted CI ({words}); mean 95% CI (bootstrap)" in text, text
+    assert plain["intervals"] == stats.delta_interval_method("none", ["t"])
+    assert f"intervals: delta {correction.capitalize()}-adjusted CI ({words}); mean 95% CI (Student's t)" in text, text
 
 
 def test_the_leaderboard_names_the_family_its_p_values_were_corrected_over(tmp_path: Path):

@@ -1,6 +1,6 @@
 """Statistics that merge (:mod:`ragmetrics.analysis.merged`): intervals and p-values equal, bit for bit, for every
-bucket count, order and engine; within Monte Carlo error of the collected bootstrap and tests; and the parity
-fingerprint, changed by one changed value, equal across engines."""
+bucket count, order and engine; the collected intervals and tests, up to the fixed point's rounding or within Monte
+Carlo error; and the parity fingerprint, changed by one changed value, equal across engines."""
 
 from __future__ import annotations
 
@@ -11,12 +11,11 @@ import random
 
 import numpy as np
 import pytest
-from scipy import stats as sps
 
 import ragmetrics as rm
 from ragmetrics.analysis import merged, stats
-from ragmetrics.analysis.merged import POISSON_THRESHOLDS, Sums, id_keys, merge_all, sums_of
-from ragmetrics.analysis.stats import bootstrap_ci, paired_p_value
+from ragmetrics.analysis.merged import Sums, id_keys, merge_all, sums_of
+from ragmetrics.analysis.stats import mean_t_interval, paired_p_value
 from ragmetrics.cli import build_parser, main
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.io import load_dataset, load_run
@@ -93,25 +92,14 @@ def test_keys_depend_on_every_byte_and_the_length():
     assert len(np.unique(id_keys(large))) == len(large)
 
 
-def test_poisson_weights_have_the_poisson_moments():
-    thresholds = POISSON_THRESHOLDS
-    assert np.all(np.diff(thresholds.astype(object)) > 0)
-    words = merged._words(merged._seeded(id_keys([f"q{i}" for i in range(2_000)]), 0, 1), 0, 500)
-    weights = merged.poisson_weights(words)
-    counts = np.bincount(weights.ravel(), minlength=8)[:6]
-    expected = np.array([np.exp(-1) / math.factorial(k) for k in range(6)]) * weights.size
-    chi2 = float(np.sum((counts - expected) ** 2 / expected))
-    assert chi2 < sps.chi2.ppf(0.999, 5), (counts, expected)
-
-
 def test_few_queries():
     empty = sums_of([], [np.array([])], 50)
     assert np.isnan(empty.interval(0)).all() and np.isnan(empty.sign_flip_p(0)) and np.isnan(empty.t_p(0))
     assert np.isnan(sums_of(["a"], [np.array([0.25])], 50).interval(0)).all()  # one value: no spread, no interval
-    low, high = sums_of(["a", "b"], [np.array([0.0, 1.0])], 50).interval(0)
+    low, high = sums_of(["a", "b"], [np.array([0.0, 1.0])]).interval(0)  # an interval needs no resample
     assert 0.0 <= low <= 0.5 <= high <= 1.0
     with pytest.raises(RagMetricsError, match="without resamples"):
-        sums_of(["a", "b"], [np.array([0.0, 1.0])]).interval(0)
+        sums_of(["a", "b"], [np.array([0.0, 1.0])]).sign_flip_p(0)
 
 
 def test_values_outside_minus_one_to_one_are_refused():
@@ -142,8 +130,9 @@ ZERO_ONE_CASES = {
 def test_the_merged_interval_takes_clopper_pearson_where_mean_interval_does(case):
     """Was: the merged sums took a column for 0s and 1s from sum x^2 = sum x of the fixed-point values, so values
     within 2^-32 of 0 or 1 (rounded to them) and -1 beside eight halves were given the exact binomial interval,
-    where mean_interval (every in-process page and command) takes the bootstrap. NaN is no value for both: the
-    in-process callers leave it out before mean_interval (as the sums do)."""
+    where mean_interval (every in-process page and command) takes Student's t. NaN is no value for both: the
+    in-process callers leave it out before mean_interval (as the sums do); t's ends from the sums are the collected
+    ones up to the fixed point's rounding."""
     values = np.array(ZERO_ONE_CASES[case], dtype=np.float64)
     kept = values[~np.isnan(values)]
     sums = sums_of([f"q{i}" for i in range(len(values))], [values], 200)
@@ -154,22 +143,30 @@ def test_the_merged_interval_takes_clopper_pearson_where_mean_interval_does(case
         assert sums.interval(0) == (float(low), float(high))
     elif len(kept) < 2:
         np.testing.assert_array_equal(sums.interval(0), (low, high))
+    else:
+        np.testing.assert_allclose(sums.interval(0), (low, high), rtol=0, atol=1e-8)
 
 
-def test_a_delta_of_0s_and_1s_has_the_bootstrap_interval_as_in_process():
+def test_a_delta_of_0s_and_1s_has_t_s_interval_as_in_process():
     """Was: compare --engine gave differences all 0 or 1 (a run hitting where the baseline misses, tied elsewhere)
-    the exact binomial interval of a mean, where in-process compare bootstraps the delta (:func:`bootstrap_ci`)."""
+    the exact binomial interval of a mean, where in-process compare takes Student's t for the delta
+    (:func:`mean_t_interval`)."""
     ids = [f"q{i}" for i in range(30)]
     run, baseline = np.ones(30), np.zeros(30)
     sides = sums_of(ids, [run, baseline])
     found = statistics_of(sums_of(ids, [run - baseline], 200), sides, ["hits@1"])[0]
-    in_process = tuple(float(end) for end in bootstrap_ci(run - baseline))
+    in_process = tuple(float(end) for end in mean_t_interval(run - baseline))
     assert (found.ci_low, found.ci_high) == in_process == (1.0, 1.0)
+    mixed = np.r_[np.ones(20), np.zeros(10)]
+    found = statistics_of(sums_of(ids, [mixed - baseline]), sides, ["hits@1"])[0]
+    np.testing.assert_allclose((found.ci_low, found.ci_high), mean_t_interval(mixed - baseline), atol=1e-8)
+    assert found.ci_method == "t" and math.isnan(found.p_randomization)  # no resamples: no randomization p
 
 
 def test_values_the_sums_cannot_hold_are_refused_not_decided():
-    """mean_interval bootstraps 0 and 2; the sums hold values in [-1, 1] only (a metric's and a difference's)."""
-    assert stats.mean_interval(np.array([0.0, 2.0, 2.0]))[1] == 2.0
+    """mean_interval takes t's interval of 0 and 2; the sums hold values in [-1, 1] only (a metric's and a
+    difference's)."""
+    assert stats.mean_interval(np.array([0.0, 2.0, 2.0]))[1] > 2.0
     with pytest.raises(RagMetricsError, match=r"\[-1, 1\]"):
         sums_of(["a", "b", "c"], [np.array([0.0, 2.0, 2.0])])
 
@@ -182,39 +179,18 @@ def test_sums_of_different_resamples_do_not_merge():
 # --- within Monte Carlo error of the collected statistics ---------------------------------------------------------
 
 
-def test_the_merged_interval_is_the_collected_bootstrap_within_monte_carlo_error():
-    """Seeded simulation: over 30 data sets, the merged (Poisson) interval's ends differ from the classic bootstrap's
-    by no more than two classic bootstraps of different seeds differ from each other (the Monte Carlo error), give
-    or take a third; and both intervals cover the true mean about as often."""
+def test_the_merged_interval_is_the_collected_one():
+    """Seeded data of every kind of metric value: the interval from the exact sums is Student's t of the float values
+    (or Clopper-Pearson for 0s and 1s), up to the fixed point's rounding; a shifted interval is told apart."""
     rng = np.random.default_rng(11)
-    n, resamples, true_mean = 200, 2_000, 2 / 5
-    ids = [f"q{i}" for i in range(n)]
-    to_classic, classic_to_classic, covered = [], [], [0, 0]
-    for trial in range(30):
-        values = rng.beta(2, 3, n)
-        merged_ends = np.array(sums_of(ids, [values], resamples, seed=trial).interval(0))
-        ends = [np.array(bootstrap_ci(values, n_resamples=resamples, seed=s, normal_above=None)) for s in (trial, 99)]
-        to_classic.append(np.abs(merged_ends - ends[0]))
-        classic_to_classic.append(np.abs(ends[1] - ends[0]))
-        covered[0] += merged_ends[0] <= true_mean <= merged_ends[1]
-        covered[1] += ends[0][0] <= true_mean <= ends[0][1]
-    assert np.mean(to_classic) < 1.35 * np.mean(classic_to_classic) + 2e-4, (
-        np.mean(to_classic),
-        np.mean(classic_to_classic),
-    )
-    assert abs(covered[0] - covered[1]) <= 3
-
-
-def test_a_shifted_interval_is_found_by_the_simulation():
-    """The comparison above can fail: an interval shifted by a tenth of its width is told apart."""
-    rng = np.random.default_rng(11)
-    n = 200
-    values = rng.beta(2, 3, n)
-    low, high = sums_of([f"q{i}" for i in range(n)], [values], 2_000).interval(0)
-    classic = np.array(bootstrap_ci(values, n_resamples=2_000, seed=1, normal_above=None))
-    other = np.array(bootstrap_ci(values, n_resamples=2_000, seed=2, normal_above=None))
-    shift = (high - low) / 10
-    assert np.mean(np.abs(np.array([low + shift, high + shift]) - classic)) > 1.35 * np.mean(np.abs(other - classic))
+    for n in (2, 3, 10, 200):
+        ids = [f"q{i}" for i in range(n)]
+        for values in (rng.beta(2, 3, n), rng.integers(0, 2, n).astype(np.float64), rng.uniform(-1, 1, n)):
+            found = np.array(sums_of(ids, [values]).interval(0))
+            expected = np.array(stats.mean_interval(values), dtype=np.float64)
+            np.testing.assert_allclose(found, expected, rtol=0, atol=1e-8)
+            width = expected[1] - expected[0]
+            assert width == 0 or np.abs(found + width / 1000 - expected).max() > 1e-8
 
 
 def test_the_paired_tests_are_the_collected_ones():
@@ -366,37 +342,30 @@ def _cli(*argv: str) -> tuple[int, str, str]:
 
 
 def test_eval_ci_s_help_states_the_registry_s_rule():
-    """Was: the help wrote its own rule ("..., else the Poisson bootstrap"); it now reads the registry's rule without
-    the normal interval (``mean_interval_rule(None)``; MEAN_INTERVAL_RULE, the in-process one, has it), and says that
-    --ci's bootstrap, the same on every engine, has no normal interval above NORMAL_ABOVE queries."""
+    """The help reads the registry's rule (MEAN_INTERVAL_RULE), as every page and command states it."""
     eval_parser = build_parser("eval")._subparsers._group_actions[0].choices["eval"]
     ci = next(action for action in eval_parser._actions if action.dest == "ci")
-    assert f"interval: {stats.mean_interval_rule(None)} (the Poisson bootstrap" in str(ci.help)
-    assert f"normal approximation above {stats.NORMAL_ABOVE:,})" in str(ci.help)
+    assert stats.MEAN_INTERVAL_RULE in str(ci.help)
     shown = "".join(eval_parser.format_help().split())  # wrapped, maybe at a hyphen
-    assert "".join(f"95% interval: {stats.mean_interval_rule(None)} (".split()) in shown
+    assert "".join(stats.MEAN_INTERVAL_RULE.split()) in shown
 
 
-def test_eval_refuses_the_resampling_options_without_ci(hard):
-    """Was: eval took --resamples and --seed without --ci and printed the plain means, the options ignored (nothing
-    else of eval resamples)."""
+def test_eval_has_no_resampling_options(hard):
+    """eval's intervals draw no resample: --resamples is no option of eval, and --seed is read only by --plan's
+    sample (nothing else of eval draws)."""
     qrels, run = hard
     common = ["eval", "--dataset", str(qrels), "--run", str(run), "-m", "ndcg@10"]
-    for extra, named in (
-        (["--resamples", "300"], "--resamples 300: read only with --ci"),
-        (["--seed", "3", "--resamples", "9"], "--resamples 9: read only with --ci"),  # each its own rule now
-        (["--seed", "3"], "--seed 3: read only with --ci"),
-    ):
+    eval_parser = build_parser("eval")._subparsers._group_actions[0].choices["eval"]
+    assert "--resamples" not in eval_parser._option_string_actions
+    for extra in (["--seed", "3"], ["--seed", "3", "--ci"]):
         code, out, err = _cli(*common, *extra)
-        assert code == 2 and named in err and "; give --ci, or " in err and not out, err
-        code, out, err = _cli(*common, *extra, "--engine", "duckdb")
-        assert code == 2 and "read only with --ci" in err, err
-    assert _cli(*common, "--seed", "3", "--ci")[0] == 0 and _cli(*common)[0] == 0
+        assert code == 2 and "--seed 3: read only with --judge-qrels, --human-qrels and --plan" in err and not out
+    assert _cli(*common, "--ci")[0] == 0 and _cli(*common)[0] == 0
 
 
 def test_cli_prints_the_same_intervals_and_fingerprints_on_every_engine_and_bucket_count(hard, tmp_path):
     qrels, run = hard
-    common = ["eval", "--dataset", str(qrels), "--run", str(run), "--ci", "--resamples", "300", "--fingerprint"]
+    common = ["eval", "--dataset", str(qrels), "--run", str(run), "--ci", "--fingerprint"]
     common += ["-m", "ndcg@10", "-m", "map", "-m", "bpref"]
     printed = _cli(*common)
     assert printed[0] == 0

@@ -789,9 +789,8 @@ def test_eval_s_plan_is_drawn_with_the_seed_given(tmp_path):
     out, err = io.StringIO(), io.StringIO()
     assert main([*argv, "--seed", "3"], out, err) == 2 and not out.getvalue()
     assert err.getvalue().startswith(
-        "ragmetrics: error: --seed 3: read only with --ci and without --judge-qrels and --human-qrels, or with "
-        "--judge-qrels, --human-qrels and --plan (the draw of --ci's resampling; with the label files, of --plan's "
-        "sample); give --ci and leave out --judge-qrels and --human-qrels, or give --plan, or drop --seed\n"
+        "ragmetrics: error: --seed 3: read only with --judge-qrels, --human-qrels and --plan (the draw of --plan's "
+        "sample); give --plan, or drop --seed\n"
     ), err.getvalue()
 
 

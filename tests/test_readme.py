@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ragmetrics.analysis.compare import COMPARISON_FIELDS
-from ragmetrics.analysis.stats import MEAN_INTERVAL_RULE, delta_interval_method, mean_interval_rule
+from ragmetrics.analysis.stats import MEAN_INTERVAL_RULE, delta_interval_method
 
 ROOT = Path(__file__).parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -91,34 +91,28 @@ def test_no_diary_in_the_docs(path: Path):
 
 def test_the_docs_state_the_mean_interval_rule_in_the_registry_s_words():
     """A doc that states how a mean's interval is chosen ("Clopper-Pearson where every query ...") states it as
-    ``stats.mean_interval_rule`` says it, so a change of the rule cannot leave a copy behind: the in-process rule
-    (``MEAN_INTERVAL_RULE``, its normal interval above ``NORMAL_ABOVE`` queries) or ``eval --ci``'s merged one (no
-    normal interval). Was: docs/scale.md said "Clopper-Pearson when every query scored exactly 0 or 1, ..., else the
-    Poisson bootstrap"; then the in-process statements left out the normal interval above 20,000 queries."""
-    merged = mean_interval_rule(None)
+    ``stats.MEAN_INTERVAL_RULE`` says it, so a change of the rule cannot leave a copy behind. Was: docs/scale.md said
+    "Clopper-Pearson when every query scored exactly 0 or 1, ..., else the Poisson bootstrap"; then the in-process
+    statements left out the normal interval above 20,000 queries."""
     stating = set()
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         text = " ".join(path.read_text(encoding="utf-8").split())  # a statement may be wrapped
         for found in re.finditer(r"Clopper-Pearson [^.;()]*?every query", text):
             said = text[found.start() :]
-            rule = MEAN_INTERVAL_RULE if said.startswith(MEAN_INTERVAL_RULE) else merged
-            told = said[: len(MEAN_INTERVAL_RULE)]
-            assert said.startswith(rule), f"{path.name} states the rule as {told!r}"
-            assert rule != merged or not said[len(merged) :].startswith(" up to"), f"{path.name}: {told!r}"
-            stating.add((path.name, rule == merged))
-    # the Overview, the Timeline and the results-only means are in process; eval --ci's are merged
-    assert {("dashboard.md", False), ("history.md", False), ("scale.md", False), ("scale.md", True)} <= stating
-    assert {merged for name, merged in stating if name != "scale.md"} == {False}
+            assert said.startswith(MEAN_INTERVAL_RULE), f"{path.name} states the rule as {said[:90]!r}"
+            stating.add(path.name)
+    # the Overview, the Timeline, the results-only means and eval --ci
+    assert {"dashboard.md", "history.md", "scale.md"} <= stating
 
 
-DELTA_RULE_STATED = re.compile(r"paired[ -]bootstrap[^.;()`]*?(?:normal|queries)|Student's t[^.;()`]*?level")
-"""Where a text states how a paired difference's interval is chosen: the paired bootstrap with the size it gives way
-at, or Student's t at a comparison's level."""
+DELTA_RULE_STATED = re.compile(r"paired[ -]bootstrap[^.;()`]*?(?:normal|queries|uncorrected)|Student's t(?:, u| at e)")
+"""Where a text states how a paired difference's interval is chosen: Student's t uncorrected or at a comparison's
+level (or the paired bootstrap it replaced)."""
 
 
 def test_the_docs_state_the_delta_interval_rule_in_the_registry_s_words():
-    """A doc that states how a paired difference's interval is chosen ("paired bootstrap up to ... queries", "Student's
-    t at ... level") states it as ``stats.delta_interval_method`` says it (uncorrected or at each comparison's
+    """A doc that states how a paired difference's interval is chosen ("Student's t, uncorrected", "Student's t at
+    ... level") states it as ``stats.delta_interval_method`` says it (uncorrected or at each comparison's
     level), so a change of the rule cannot leave a copy behind. Was: docs/history.md said "paired bootstrap up to
     20,000 queries, normal approximation above" without "uncorrected" and "Student's t at the level the correction
     tested the step at"; docs/conventions.md "95% paired-bootstrap interval (in process, the normal approximation

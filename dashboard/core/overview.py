@@ -16,15 +16,13 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dashboard.core.charts import BAND_SUFFIX, base_layout, base_layout_settings, rgba, run_colors, runs_in, safe
-from dashboard.core.intervals import NORMAL_ABOVE, interval_methods, mean_ci, resampler
+from dashboard.core.intervals import interval_methods, mean_ci
 from dashboard.core.results import Alignment, curve
 from dashboard.core.specs import K_MAX, metric_spec, metric_title
-from ragmetrics.analysis.stats import Resampler
 from ragmetrics.engine.metrics import MetricSpec
 
 __all__ = [
     "CURVE_PANEL_METRICS",
-    "NORMAL_ABOVE",
     "OVERVIEW_METRICS",
     "PR_LABEL_KS",
     "curve_frame",
@@ -41,14 +39,6 @@ OVERVIEW_METRICS: tuple[str, ...] = ("recall", "precision", "f1", "hits", "ndcg"
 CURVE_PANEL_METRICS: tuple[str, ...] = ("recall", "precision", "f1", "hits", "ndcg")
 PR_LABEL_KS: tuple[int, ...] = (1, 5, 10, 20, 50, 100)
 _TEXT_POSITIONS = ("top right", "bottom left", "middle right", "top left", "bottom right")
-
-
-class _Resamplers(dict[int, Resampler]):
-    """One set of resamples per query count: every run of a dataset, every metric and K share it."""
-
-    def __missing__(self, n: int) -> Resampler:
-        self[n] = resampler(n)
-        return self[n]
 
 
 def overview_specs(k: int) -> list[MetricSpec]:
@@ -77,12 +67,11 @@ def summary_frame(
     (:meth:`ragmetrics.Alignment.bounds`)."""
     rows = []
     parsed = list(specs)
-    resamplers = _Resamplers()
     for alignment in alignments:
         n = alignment.n_queries
         values = alignment.values(parsed)
         matrix = np.column_stack([values[s] for s in parsed]) if parsed else np.zeros((n, 0))
-        mean, low, high = mean_ci(matrix, resampler=resamplers[n])
+        mean, low, high = mean_ci(matrix)
         methods = interval_methods(matrix)
         for i, spec in enumerate(parsed):
             row = {"run": alignment.name, "metric": str(spec), "n": n, "mean": mean[i], "ci_low": low[i],
@@ -98,20 +87,15 @@ def curve_frame(
     alignments: Sequence[Alignment], metrics: Sequence[str] = CURVE_PANEL_METRICS, k_max: int = K_MAX
 ) -> pd.DataFrame:
     """Mean ``metric@k`` for k = 1..k_max with its 95% band: ``run, metric, k, value, ci_low, ci_high, interval``
-    (``interval``: each point's method, as in :func:`summary_frame`).
-
-    Every curve is resampled on the same resamples of the queries: bands of one run are coherent across K and
-    metrics, and runs are resampled alike.
-    """
+    (``interval``: each point's method, as in :func:`summary_frame`)."""
     parts = []
     ks = np.arange(1, k_max + 1)
-    resamplers = _Resamplers()
     for alignment in alignments:
         if alignment.n_queries == 0:
             continue
         for metric in metrics:
             values = curve(alignment, metric, k_max)
-            mean, low, high = mean_ci(values, resampler=resamplers[alignment.n_queries])
+            mean, low, high = mean_ci(values)
             parts.append(
                 pd.DataFrame(
                     {

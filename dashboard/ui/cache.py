@@ -3,8 +3,8 @@
 ``get_workspace()`` is the one door to stored data: one :class:`ragmetrics.store.database.Store` per process and store
 URL (see :func:`store_url`), seeded once with the bundled samples. A run is aligned once per (dataset content,
 run content, run name) and the :class:`ragmetrics.Alignment` is held (:class:`dashboard.data.alignments.Alignments`):
-K, metric and filters read values, curves and rows from it, computed on it once. The frames that need a
-bootstrap are cached on (ids, names, K, ...) (:func:`memo`). Every cache is bounded in bytes
+K, metric and filters read values, curves and rows from it, computed on it once. The frames that take
+longer are cached on (ids, names, K, ...) (:func:`memo`). Every cache is bounded in bytes
 (:class:`dashboard.ui.memory.Budgets`) and forgets what only an ended session used (:class:`dashboard.ui.memory.Sweeper`).
 """
 

@@ -80,7 +80,7 @@ def level_metrics(k: int, budget: int) -> dict[Level, tuple[str, ...]]:
 class ChunkingComparison:
     """``table``: one row per (level, metric, run) with the columns of :func:`ragmetrics.analysis.compare.paired_row`
     and ``level``, ``p_value_corrected``, ``significant``, ``verdict``; ``tokens``: per run, the mean tokens its top
-    ``k`` chunks put in the context, with a 95% bootstrap interval; ``winner``: the run with the highest value of
+    ``k`` chunks put in the context, with its 95% Student's t interval; ``winner``: the run with the highest value of
     ``deciding_metric`` (the budget metric the verdict reads); ``summary``: the verdict in words."""
 
     table: pd.DataFrame
@@ -199,7 +199,7 @@ def compare_chunkings(
         for r in table.itertuples(index=False)
     ]
     family_size = int(table["p_value"].notna().sum())
-    tokens = _tokens(alignments, k, seed)
+    tokens = _tokens(alignments, k)
     evidence_rows = table[table["metric"] == f"evidence_recall@{budget}tok"]
     enough = bool(len(evidence_rows)) and int(evidence_rows["n"].min()) >= MIN_GROUP
     deciding = f"evidence_recall@{budget}tok" if enough else f"recall@{budget}tok"
@@ -220,11 +220,11 @@ def compare_chunkings(
     )
 
 
-def _tokens(alignments: Sequence[Alignment], k: int, seed: int) -> pd.DataFrame:
+def _tokens(alignments: Sequence[Alignment], k: int) -> pd.DataFrame:
     rows = []
     for alignment in alignments:
         counted = tokens_at_depth(alignment, k)
-        low, high = stats.bootstrap_ci(counted, seed=seed)
+        low, high = stats.mean_t_interval(counted)
         rows.append({"run": alignment.name, "k": k, "mean_tokens": float(counted.mean()) if len(counted) else 0.0,
                      "ci_low": float(low), "ci_high": float(high)})  # fmt: skip
     return pd.DataFrame(rows, columns=["run", "k", "mean_tokens", "ci_low", "ci_high"])

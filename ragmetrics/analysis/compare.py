@@ -2,7 +2,8 @@
 
 Per metric and run: mean with its 95% interval (:func:`ragmetrics.analysis.stats.mean_interval`, by
 :data:`ragmetrics.analysis.stats.MEAN_INTERVAL_RULE`), the delta against the baseline with its own interval
-(:func:`ragmetrics.analysis.stats.bootstrap_ci` of the per-query differences, its method in ``ci_method``), a
+(Student's t interval of the per-query differences, :func:`ragmetrics.analysis.stats.mean_t_interval`, its method
+in ``ci_method``), a
 paired p-value, the corrected p-value, and win/tie/loss counts with the query
 ids behind them. Values are aligned by query id; the evaluated queries are the
 same for every run of one evaluation.
@@ -182,16 +183,15 @@ def paired_row(
     test: str,
     n_resamples: int,
     seed: int,
-    resampler: stats.Resampler | None = None,
 ) -> dict[str, Any]:
     """One run against the baseline on one metric, over queries both have a value for (``values`` and ``base``
     in the order of ``ids``): means with their 95% intervals (:func:`ragmetrics.analysis.stats.mean_interval`), the
-    delta with its 95% interval (:func:`ragmetrics.analysis.stats.bootstrap_ci`) and the method that computed it
-    (``ci_method``, :func:`ragmetrics.analysis.stats.bootstrap_method`), the paired p-value (uncorrected: the caller
+    delta with its 95% interval (:func:`ragmetrics.analysis.stats.mean_t_interval`) and the method that computed it
+    (``ci_method``, :func:`ragmetrics.analysis.stats.delta_method`), the paired p-value (uncorrected: the caller
     corrects over its family) and the paired t test's (``p_t``), win/tie/loss counts and the ids behind them."""
     diff = values - base
-    mean_low, mean_high = stats.mean_interval(values, seed=seed, resampler=resampler)
-    low, high = stats.bootstrap_ci(diff, seed=seed, resampler=resampler)
+    mean_low, mean_high = stats.mean_interval(values)
+    low, high = stats.mean_t_interval(diff)
     wins = diff > stats.TIE_TOLERANCE
     losses = diff < -stats.TIE_TOLERANCE
     pair = _pair(metric, run, baseline, values, base, test, n_resamples, seed)
@@ -209,7 +209,7 @@ def paired_row(
         "direction": pair["direction"],
         "ci_low": float(low),
         "ci_high": float(high),
-        "ci_method": stats.bootstrap_method(len(diff)),
+        "ci_method": stats.delta_method(len(diff)),
         "p_value": pair["p_value"],
         "p_t": pair["p_value"] if test == "t" or run == baseline else stats.paired_p_value(values, base, test="t"),
         "wins": int(wins.sum()),
@@ -299,10 +299,6 @@ def compare_result(
     metric_names = list(dict.fromkeys(str(parse_metric(m)) for m in metrics)) if metrics else result.metrics
     base_ids = result.runs[baseline].query_ids  # the queries compared: the baseline's, in the engine's order
 
-    # the intervals' resamples, drawn once for a run of intervals over the same number of queries; only the last
-    # is held (at 20,000 queries one takes 160 MB)
-    resampler = functools.lru_cache(maxsize=1)(lambda n: stats.Resampler(n, seed=seed))
-
     @functools.cache
     def where_of(run: str) -> np.ndarray | None:
         """The baseline's queries among the run's (None: the same, in the same order)."""
@@ -326,7 +322,6 @@ def compare_result(
             for run in chosen:
                 values = values_of(run, metric)[rows_of]
                 keep = ~(np.isnan(values) | np.isnan(base))
-                n = int(keep.sum())
                 row = paired_row(
                     metric,
                     run,
@@ -337,7 +332,6 @@ def compare_result(
                     test,
                     n_resamples,
                     seed,
-                    resampler(n),
                 )
                 if bounds:
                     (worst, best), (base_worst, base_best) = ends_of(run, metric), ends_of(baseline, metric)
@@ -545,9 +539,8 @@ def adjusted_intervals(
     """``table`` with ``ci_low_adjusted``/``ci_high_adjusted`` at ``ci_level_adjusted`` (:func:`adjusted_level`) and
     the method that computed them in ``ci_method_adjusted`` (:data:`ragmetrics.analysis.stats.DeltaIntervalMethod`;
     None where ``table`` has no ``ci_method``): uncorrected the delta's 95% interval (its ``ci_low``/``ci_high``, by
-    its ``ci_method``); corrected, Student's t
-    interval of the mean difference at the comparison's level (1,000 bootstrap resamples hold too few draws in tails
-    that far out; t also makes the interval exclude 0 exactly when the corrected t-test p-value is below alpha).
+    its ``ci_method``, Student's t as well); corrected, Student's t interval of the mean difference at the
+    comparison's level, so the interval excludes 0 exactly when the corrected t-test p-value is below alpha.
     ``family_size``: how many p-values the correction covered (default: the table's; more with ``family="pairs"``),
     the level of a comparison whose p-value is 0.
 

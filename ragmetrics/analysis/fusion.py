@@ -101,7 +101,8 @@ def fuse(
     """Fuse ``runs`` into a new :class:`Run` (see the module docstring for the formulas).
 
     ``depth`` cuts every input run to its top ``depth`` before fusing; the
-    default name is ``"<method>(<run names>)"``.
+    default name is ``"<method>(<run names>)"``. A run weighted 0 is left out: none of its documents is added, and
+    CombMNZ does not count it among the runs that retrieved a document.
     """
 
     runs = [Run.from_dict(r, name=f"run{i + 1}") if isinstance(r, Mapping) else r for i, r in enumerate(runs)]
@@ -123,6 +124,8 @@ def fuse(
 
     parts = []
     for run, weight in zip(runs, weights):
+        if weight == 0:
+            continue
         frame = ranked_frame(run, depth)
         if method == "rrf":
             contribution = weight / (k + frame["rank"].to_numpy(dtype=np.float64))
@@ -142,7 +145,9 @@ def fuse(
     for column in ("source_doc", "text"):
         # chunk runs keep their chunk-to-document mapping and chunk text: the first run that has a value wins
         known = [
-            r.frame[["query_id", "doc_id", column]].dropna(subset=[column]) for r in runs if column in r.frame.columns
+            r.frame[["query_id", "doc_id", column]].dropna(subset=[column])
+            for r, weight in zip(runs, weights)
+            if weight > 0 and column in r.frame.columns
         ]
         if known:
             values = pd.concat(known, ignore_index=True).drop_duplicates(["query_id", "doc_id"], keep="first")

@@ -267,7 +267,7 @@ def timeline(
         for i, run in enumerate(chosen):
             values = result.runs[run.id].values[metric].to_numpy(dtype=np.float64)
             values = values[~np.isnan(values)]  # the queries the metric has a value for, as eval's mean
-            low, high = stats.mean_interval(values, seed=seed)
+            low, high = stats.mean_interval(values)
             row: dict[str, Any] = {"step": i + 1, "run_id": run.id, "run": run.name, "order": shown[i],
                                    "mean": float(values.mean()) if len(values) else math.nan,
                                    "ci_low": float(low), "ci_high": float(high),
@@ -336,11 +336,11 @@ _STEP_COLUMNS = {
 def _adjust(frame: pd.DataFrame, prefix: str, corrected: str, correction: str, alpha: float) -> None:
     """Put in ``frame`` the interval beside the ``corrected`` p-values adjusted the same way, as ``compare`` adjusts
     it (:func:`ragmetrics.analysis.compare.adjusted_intervals`: Student's t at the level the correction tested each
-    step at, 1 - alpha * p / p_corrected, over the family of the steps tested; uncorrected, the 95% bootstrap
+    step at, 1 - alpha * p / p_corrected, over the family of the steps tested; uncorrected, its 95% Student's t
     interval), its bounds in ``{prefix}_low``/``{prefix}_high``, its level in ``{prefix}_level`` and its method in
     ``{prefix}_method`` (``ci_method_adjusted``); the helper columns of spread, count and the unadjusted method
     (``{prefix}_sd_difference``, ``{prefix}_n``, ``{prefix}_ci_method``) are dropped; no p-value (the first step,
-    the baseline itself): the bootstrap interval, NaN level, method ``none``."""
+    the baseline itself): the unadjusted interval, NaN level, method ``none``."""
     named = "" if prefix == "delta" else f"{prefix}_"
     p = frame[f"{named}p_value"]
     table = pd.DataFrame({

@@ -1,37 +1,29 @@
-"""Statistics that merge: bootstrap intervals, sign-flip randomization and t tests, and a parity fingerprint, from
+"""Statistics that merge: intervals of means, sign-flip randomization and t tests, and a parity fingerprint, from
 sums that any split of the queries adds up to, bit for bit.
 
 Whatever draws a resample here is a function of the query id and the resample index, never of a query's place:
 
 * a query's **key** is a 64-bit hash of its id's UTF-8 bytes (FNV-1a, then the splitmix64 finaliser), computed once
   per query, vectorised over the ids (:func:`id_keys`);
-* the draw of query ``q`` in resample ``b`` is the ``b``-th output of a splitmix64 stream seeded by
-  ``(key_q, seed, purpose)``: ``fmix(base_q + (b + 1) * 0x9E3779B97F4A7C15)`` in numpy uint64 arithmetic;
-* the **bootstrap** weight of ``q`` in ``b`` is a Poisson(1) draw: that uniform 64-bit word through the exact
-  inverse CDF (thresholds ``floor(F(k) * 2^64)`` computed with fractions); the **sign-flip** sign is the top bit of
-  the word of another stream.
+* the sign of query ``q`` in resample ``b`` is the top bit of the ``b``-th output of a splitmix64 stream seeded by
+  ``(key_q, seed)``: ``fmix(base_q + (b + 1) * 0x9E3779B97F4A7C15)`` in numpy uint64 arithmetic.
 
-So a bucket can compute, for its own queries, per resample ``b`` and metric: ``W_b`` (the sum of the weights of the
-queries with a value), ``V_b`` (the sum of weight x value) and ``S_b`` (the sum of sign x value), and the whole
-evaluation's sums are the buckets' sums added. Bit-identity under any split and order is guaranteed by making every
-sum a sum of integers: a value ``x`` in [-1, 1] (every metric of the registry, and every difference of two) is held
-as the fixed-point integer ``round(x * 2^31)`` (so a mean computed from the sums differs from the float mean by at
-most 2^-32), and every sum is an int64 sum, which is associative and commutative even when it wraps (it is modular);
-the totals fit in an int64 (no wrap at the end) up to 2^31 queries. The float sums a matmul makes are exact too: the
-weights multiply 16-bit halves of the fixed-point values, every partial sum an integer below 2^53, whatever the
-order. Only then are the resampled means (``V_b / W_b``) and quantiles computed, from the same integers everywhere.
+So a bucket can compute, for its own queries, per metric: the count, the sum and the sum of squares of the values,
+and per resample ``b`` ``S_b`` (the sum of sign x value); the whole evaluation's sums are the buckets' sums added.
+Bit-identity under any split and order is guaranteed by making every sum a sum of integers: a value ``x`` in [-1, 1]
+(every metric of the registry, and every difference of two) is held as the fixed-point integer ``round(x * 2^31)``
+(so a mean computed from the sums differs from the float mean by at most 2^-32), and every sum is an int64 sum,
+which is associative and commutative even when it wraps (it is modular); the totals fit in an int64 (no wrap at the
+end) up to 2^31 queries. The float sums a matmul makes are exact too: the signs multiply 16-bit halves of the
+fixed-point values, every partial sum an integer below 2^53, whatever the order. Only then are the statistics
+computed, from the same integers everywhere.
 
-**The Poisson bootstrap is not the classic bootstrap.** The classic one draws exactly ``n`` queries with
-replacement (multinomial counts, summing to ``n``); here each query's count is an independent Poisson(1), so a
-resample holds ``n +- sqrt(n)`` queries and its mean is the ratio ``V_b / W_b``. The two agree asymptotically (the
-Poisson counts conditioned on their sum are the multinomial ones; the ratio's variance is the mean's to first
-order); for small ``n`` the Poisson intervals are slightly wider (a resample of fewer queries weighs as much as one
-of more), and a resample with no query (probability ``e^-n``) is left out. ``tests/test_merged_stats.py`` checks
-that the intervals agree with :func:`ragmetrics.analysis.stats.bootstrap_ci` within Monte Carlo error.
-
-The **sign-flip randomization test** of "mean = 0" on paired differences: ``T_b = sum_q s_qb d_q`` against the
-observed ``T = sum_q d_q``, compared as integers; p = (#{|T_b| >= |T|} + 1) / (B + 1). The **paired t test** needs
-only ``n``, the sum of the differences and the sum of their squares (exact integers), and scipy's t distribution.
+The **interval of a mean** is :func:`ragmetrics.analysis.stats.mean_interval`'s rule read from the exact sums: the
+exact binomial (Clopper-Pearson) interval where every value is 0 or 1, else Student's t from the count, the sum and
+the sum of squares (no resample needed). The **sign-flip randomization test** of "mean = 0" on paired differences:
+``T_b = sum_q s_qb d_q`` against the observed ``T = sum_q d_q``, compared as integers; p = (#{|T_b| >= |T|} + 1) /
+(B + 1). The **paired t test** needs only ``n``, the sum of the differences and the sum of their squares (exact
+integers), and scipy's t distribution.
 
 The **fingerprint** of a metric is ``sum_q fmix(fmix(key_q ^ C) ^ bits(x_q)) mod 2^64`` over every evaluated query
 (``bits``: the value's float64 bits, NaN and -0.0 made canonical): independent of order and split, and a changed
@@ -45,7 +37,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 import pyarrow as pa
@@ -75,8 +66,8 @@ _MIX1 = 0xBF58476D1CE4E5B9
 _MIX2 = 0x94D049BB133111EB
 _FNV_OFFSET = 0xCBF29CE484222325
 _FNV_PRIME = 0x100000001B3
-_BOOTSTRAP, _SIGNS, _FINGERPRINT = 1, 2, 3
-"""The purposes a query's stream is seeded with (independent streams for weights and signs)."""
+_SIGNS, _FINGERPRINT = 2, 3
+"""The purposes a query's stream is seeded with (the signs' stream and the fingerprint's salt)."""
 _CELLS = 1 << 22
 """Resample x query cells drawn at a time (32 MB of uint64)."""
 _CANONICAL_NAN = 0x7FF8000000000000
@@ -137,28 +128,6 @@ def _words(bases: np.ndarray, first: int, rows: int) -> np.ndarray:
         return fmix(bases[None, :] + steps)
 
 
-def _poisson_thresholds() -> np.ndarray:
-    """``floor(F(k) * 2^64)`` for k = 0, 1, ... while the step is at least 1, F the Poisson(1) CDF, exact."""
-    inverse_e = sum((Fraction((-1) ** i, math.factorial(i)) for i in range(64)), Fraction(0))  # e^-1 within 1/64!
-    cdf, out = Fraction(0), []
-    for k in range(40):
-        step = inverse_e / Fraction(math.factorial(k))
-        if step * 2**64 < 1:
-            break
-        cdf += step
-        out.append(math.floor(cdf * 2**64))
-    return np.array(out, np.uint64)
-
-
-POISSON_THRESHOLDS = _poisson_thresholds()
-"""The Poisson(1) inverse CDF's steps as 64-bit words (made once, at import: under a millisecond)."""
-
-
-def poisson_weights(words: np.ndarray) -> np.ndarray:
-    """Poisson(1) draws from uniform 64-bit words (the exact inverse CDF)."""
-    return np.searchsorted(POISSON_THRESHOLDS, words, side="right")
-
-
 def fixed_point(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(round(x * 2^31) as int64, has a value)``; NaN has none (held as 0). A value outside [-1, 1] is refused."""
     values = np.asarray(values, np.float64)
@@ -181,7 +150,7 @@ def value_bits(values: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class Sums:
     """Sums over a set of queries, one row per metric (in the order of the metrics they were made for):
-    :data:`FIXED`, then ``W_b``, ``V_b`` and ``S_b`` for each of ``resamples`` resamples (int64, modular)."""
+    :data:`FIXED`, then ``S_b`` for each of ``resamples`` resamples (int64, modular)."""
 
     table: np.ndarray
     resamples: int
@@ -204,7 +173,7 @@ class Sums:
 
     @classmethod
     def empty(cls, metrics: int, resamples: int = 0, seed: int = 0) -> Sums:
-        return cls(np.zeros((metrics, len(FIXED) + 3 * resamples), np.int64), resamples, seed)
+        return cls(np.zeros((metrics, len(FIXED) + resamples), np.int64), resamples, seed)
 
     def merge(self, other: Sums) -> Sums:
         """The sums of both sets (their queries disjoint)."""
@@ -222,9 +191,9 @@ class Sums:
     def count(self, metric: int) -> int:
         return int(self._column("count")[metric])
 
-    def _resampled(self, metric: int, part: int) -> np.ndarray:
-        start = len(FIXED) + part * self.resamples
-        return self.table[metric, start : start + self.resamples]
+    def _signed(self, metric: int) -> np.ndarray:
+        """``S_b`` of each resample."""
+        return self.table[metric, len(FIXED) : len(FIXED) + self.resamples]
 
     def _checked(self, metric: int) -> int:
         n = self.count(metric)
@@ -234,7 +203,7 @@ class Sums:
 
     def _resampled_needed(self) -> None:
         if not self.resamples:
-            raise RagMetricsError("these sums were made without resamples (resamples=0): no interval, no p-value")
+            raise RagMetricsError("these sums were made without resamples (resamples=0): no randomization p-value")
 
     def mean(self, metric: int) -> float:
         """The mean of the fixed-point values (within 2^-32 of the float mean); NaN for no query."""
@@ -258,24 +227,16 @@ class Sums:
     def interval(self, metric: int, confidence: float = 0.95, *, binomial: bool = True) -> tuple[float, float]:
         """The interval of the mean under the convention of :func:`ragmetrics.analysis.stats.mean_interval`: the exact
         binomial (Clopper-Pearson) interval when every value is 0 or 1 (:meth:`binary`, two values at least), else
-        the Poisson-bootstrap percentile interval (numpy's linear quantiles of ``V_b / W_b``, the resamples without a
-        query left out), widened to hold the mean; NaN below two queries. ``binomial`` False: the
-        bootstrap whatever the values (a paired difference's interval, as :func:`ragmetrics.analysis.stats.bootstrap_ci`
-        in process)."""
-        self._resampled_needed()
+        Student's t from the exact count, sum and sum of squares (:meth:`sd`), held to contain the mean; NaN below
+        two queries. ``binomial`` False: Student's t whatever the values (a paired difference's interval, as
+        :func:`ragmetrics.analysis.stats.mean_t_interval` in process)."""
         n = self._checked(metric)
         if n < 2:
             return math.nan, math.nan
-        mean = self.mean(metric)
         if binomial and self.binary(metric):
             return stats.proportion_interval(int(self._column("total")[metric]) >> SCALE_BITS, n, confidence)
-        weights, weighted = self._resampled(metric, 0), self._resampled(metric, 1)
-        drawn = weights > 0
-        if not drawn.any():
-            return mean, mean
-        means = weighted[drawn].astype(np.float64) / weights[drawn].astype(np.float64) / float(1 << SCALE_BITS)
-        alpha = (1 - confidence) / 2
-        low, high = np.quantile(means, [alpha, 1 - alpha])
+        mean = self.mean(metric)
+        low, high = stats.t_interval(np.array(mean), np.array(self.sd(metric)), np.array(n), confidence)
         return min(float(low), mean), max(float(high), mean)
 
     def sign_flip_p(self, metric: int) -> float:
@@ -285,7 +246,7 @@ class Sums:
         if self._checked(metric) == 0:
             return math.nan
         observed = abs(int(self._column("total")[metric]))
-        flipped = np.abs(self._resampled(metric, 2))
+        flipped = np.abs(self._signed(metric))
         hits = int(np.count_nonzero(flipped >= observed))
         return (hits + 1) / (self.resamples + 1)
 
@@ -337,7 +298,7 @@ def sums_of(
         raise RagMetricsError(f"resamples and seed: whole numbers of at least 0; got {resamples!r}, {seed!r}")
     keys = id_keys(ids) if keys is None else keys
     m, n = len(values), len(keys)
-    table = np.zeros((m, len(FIXED) + 3 * resamples), np.int64)
+    table = np.zeros((m, len(FIXED) + resamples), np.int64)
     if n == 0:
         return Sums(table, resamples, seed)
     fixed, valid = zip(*(fixed_point(v) for v in values)) if m else ((), ())
@@ -356,56 +317,37 @@ def sums_of(
             table[i, 6] = int(np.count_nonzero(floats > stats.TIE_TOLERANCE))
             table[i, 7] = int(np.count_nonzero(floats < -stats.TIE_TOLERANCE))
     if resamples and m:
-        _resample_sums(table, keys, fixed, valid, resamples, seed)
+        _resample_sums(table, keys, fixed, resamples, seed)
     return Sums(table, resamples, seed)
 
 
-def _halves(fixed: Sequence[np.ndarray], valid: Sequence[np.ndarray]) -> np.ndarray:
-    """(queries, 3 * metrics) float64: per metric, has a value (0/1), the low 16 bits and the rest of the
-    fixed-point value (so a weight times either is below 2^21 and any sum of 2^32 of them is exact)."""
+def _halves(fixed: Sequence[np.ndarray]) -> np.ndarray:
+    """(queries, 2 * metrics) float64: per metric, the low 16 bits and the rest of the fixed-point value (so a sign
+    times either is below 2^16 in size and any sum of 2^32 of them is exact)."""
     columns = []
-    for x, has in zip(fixed, valid):
-        columns += [has.astype(np.float64), (x & 0xFFFF).astype(np.float64), (x >> 16).astype(np.float64)]
+    for x in fixed:
+        columns += [(x & 0xFFFF).astype(np.float64), (x >> 16).astype(np.float64)]
     return np.stack(columns, axis=1)
 
 
-def _resample_sums(
-    table: np.ndarray,
-    keys: np.ndarray,
-    fixed: Sequence[np.ndarray],
-    valid: Sequence[np.ndarray],
-    resamples: int,
-    seed: int,
-) -> None:
+def _resample_sums(table: np.ndarray, keys: np.ndarray, fixed: Sequence[np.ndarray], resamples: int, seed: int) -> None:
     m, n = len(fixed), len(keys)
-    halves = _halves(fixed, valid)
-    weight_bases, sign_bases = _seeded(keys, seed, _BOOTSTRAP), _seeded(keys, seed, _SIGNS)
+    halves = _halves(fixed)
+    sign_bases = _seeded(keys, seed, _SIGNS)
     rows = max(1, min(resamples, _CELLS // n))
     per = max(1, _CELLS // rows)
     base = len(FIXED)
     for first in range(0, resamples, rows):
         count = min(rows, resamples - first)
-        weighted = np.zeros((count, 3 * m), np.float64)
-        signed = np.zeros((count, 3 * m), np.float64)
+        signed = np.zeros((count, 2 * m), np.float64)
         for start in range(0, n, per):
             part = slice(start, start + per)
-            weights = poisson_weights(_words(weight_bases[part], first, count)).astype(np.float64)
             signs = 1.0 - 2.0 * (_words(sign_bases[part], first, count) >> _U64(63)).astype(np.float64)
-            weighted += weights @ halves[part]
             signed += signs @ halves[part]
-        exact_w, exact_s = weighted.astype(np.int64), signed.astype(np.int64)
+        exact = signed.astype(np.int64)
         with np.errstate(over="ignore"):
             for i in range(m):
-                has, low, high = 3 * i, 3 * i + 1, 3 * i + 2
-                for part_index, column in enumerate(
-                    (
-                        exact_w[:, has],
-                        exact_w[:, high] * 65536 + exact_w[:, low],
-                        exact_s[:, high] * 65536 + exact_s[:, low],
-                    )
-                ):
-                    start = base + part_index * resamples + first
-                    table[i, start : start + count] = column
+                table[i, base + first : base + first + count] = exact[:, 2 * i + 1] * 65536 + exact[:, 2 * i]
 
 
 def merge_all(parts: Iterable[Sums], metrics: int, resamples: int = 0, seed: int = 0) -> Sums:

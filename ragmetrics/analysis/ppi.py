@@ -30,7 +30,7 @@ queries' human-minus-judge differences all alike, and nothing else varying) meas
 The variance, per target:
 
 * ``"queries"`` (default): the mean over the population of queries the dataset's queries are a sample of, as every
-  other interval here (``compare``'s bootstrap): ``se^2 = Var(y - c f) / n + c^2 Var(f) / (N - n)``. With strata,
+  other interval here (``compare``'s Student's t): ``se^2 = Var(y - c f) / n + c^2 Var(f) / (N - n)``. With strata,
   each stratum's share of that population is either given (``shares``: known, e.g. from the sampling frame) or
   estimated by its share of the N queries; estimated, the shares vary from sample to sample and ``se^2`` adds
   that variance, ``sum_h W_h (m_h - m)^2 / N`` (``m_h`` the stratum's estimate, ``m`` the overall one);

@@ -171,27 +171,21 @@ def declared_targets(text: str) -> dict[str, float]:
     return out
 
 
-def target_interval(
-    values: np.ndarray, *, seed: int = 0, n_resamples: int = stats.MEAN_INTERVAL_RESAMPLES
-) -> tuple[float, float]:
+def target_interval(values: np.ndarray) -> tuple[float, float]:
     """The 95% interval a target is checked against: the run's mean interval every command shows
-    (:func:`ragmetrics.analysis.stats.mean_interval`: Clopper-Pearson for values all 0 or 1, else the percentile
-    bootstrap). The bootstrap of values all 1 is the point [1, 1]: a run at a 0.98 target with every one of its 30
-    queries a hit would pass half the time (a simulation), where the exact interval keeps the chance of passing a
-    run no better than its target under 2.5%."""
-    low, high = stats.mean_interval(values, seed=seed, n_resamples=n_resamples)
+    (:func:`ragmetrics.analysis.stats.mean_interval`: Clopper-Pearson for values all 0 or 1, else Student's t).
+    t's interval of values all 1 is the point [1, 1]: a run at a 0.98 target with every one of its 30 queries a hit
+    would pass half the time (a simulation), where the exact interval keeps the chance of passing a run no better
+    than its target under 2.5%."""
+    low, high = stats.mean_interval(values)
     return float(low), float(high)
 
 
 def check_targets(
     result: RunResult,
     targets: Mapping[str, float],
-    *,
-    seed: int = 0,
-    n_resamples: int = stats.MEAN_INTERVAL_RESAMPLES,
 ) -> list[TargetCheck]:
-    """Each target against the run's mean and its 95% interval (:func:`target_interval`; ``seed`` and
-    ``n_resamples`` of its bootstrap)."""
+    """Each target against the run's mean and its 95% interval (:func:`target_interval`)."""
     checks = []
     for metric, threshold in targets.items():
         if metric not in result.values.columns:
@@ -200,7 +194,7 @@ def check_targets(
             )
         values = result.values[metric].to_numpy(dtype=np.float64)
         values = values[~np.isnan(values)]
-        low, high = target_interval(values, seed=seed, n_resamples=n_resamples)
+        low, high = target_interval(values)
         checks.append(
             TargetCheck(
                 metric,

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 import pandas as pd
 
-from ragmetrics.analysis import stats
 from ragmetrics.analysis.compare import (
     COMPARISON_FIELDS,
     DEFAULT_FAMILY,
@@ -103,7 +102,7 @@ def compared_metrics(args: argparse.Namespace) -> list[str]:
 
 def compare_partitioned(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``compare --engine duckdb|polars|spark``: each run against the baseline from sums the buckets add up (the paired t
-    test, the sign-flip randomization test, the Poisson bootstrap interval of the delta): equal for every engine and
+    test, the sign-flip randomization test, Student's t interval of the delta): equal for every engine and
     bucket count, no run's per-query values collected; each run's coverage notes as in process."""
     runs = [args.baseline, *args.run]
     against_baseline = [(i, 0) for i in range(1, len(runs))]
@@ -200,7 +199,7 @@ def merged_pairs(args: argparse.Namespace, runs: list[str], pairs: list[tuple[in
             runs,
             pairs,
             compared_metrics(args),
-            resamples=args.resamples,
+            resamples=args.resamples if args.test == "randomization" else 0,  # the t test and interval need none
             seed=args.seed,
             **engine_arguments(args),
         )
@@ -342,12 +341,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     failures = 0
     depth = read_bounds_depth(args.bounds)
     ends = result.runs[run].mean_bounds(depth) if args.bounds else {}
-    checks = check_targets(
-        result.runs[run],
-        targets,
-        seed=option_value(args, "seed"),
-        n_resamples=args.resamples or stats.MEAN_INTERVAL_RESAMPLES,  # the interval every page shows, unless given
-    )
+    checks = check_targets(result.runs[run], targets)
     for check in checks:
         if check.status == "too few":
             raise RagMetricsError(
@@ -381,6 +375,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             )
             out.write(row_notes(row._asdict(), comparison.alpha, comparison.correction, comparison.test))
     out.write(f"{'FAILED' if failures else 'OK'}: {failures} check(s) failed\n")
+    report_coverage(result.runs, err, bounded=bool(args.bounds))  # a gate passed or failed on ids that do not meet
     return 1 if failures else 0
 
 
@@ -430,11 +425,5 @@ def check_parser(p: argparse.ArgumentParser) -> None:
     add_metric_option(p, f"metric the regression gate compares; default the targets' or {COMPARED_BY_DEFAULT}")
     add_eval_options(p)
     add_bounds_option(p, "each target's mean's and each delta's worst and best, and whether they could flip a check")
-    add_test_options(p, defaults=False)  # the test's options are read with --baseline; --seed, --resamples by both
-    for action in p._actions:
-        if action.dest == "resamples":
-            action.help = (
-                f"resamples of the targets' intervals (default {stats.MEAN_INTERVAL_RESAMPLES:,}, as every page's) and "
-                f"of a resampled test against --baseline (default {stats.DEFAULT_RESAMPLES:,})"
-            )
+    add_test_options(p, defaults=False)  # read with --baseline only
     p.set_defaults(handler=cmd_check)

@@ -19,7 +19,6 @@ from ragmetrics.cli.options import (
     add_merged_options,
     add_metric_option,
     add_ppi_options,
-    ci_resampling,
     engine_arguments,
     read_bounds_depth,
     wants_ppi,
@@ -48,7 +47,6 @@ def eval_partitioned(args: argparse.Namespace, metrics: Sequence[str]) -> Partit
         path if path is None or "://" in path else output_path(args, path, "--per-query-out")
         for path in per_query_paths(args.per_query_out, unique_names([run_name(p) for p in args.run]))
     ]
-    resamples, seed = ci_resampling(args)
     with engine_texts(args):
         result = evaluate_files(
             args.dataset,
@@ -56,8 +54,6 @@ def eval_partitioned(args: argparse.Namespace, metrics: Sequence[str]) -> Partit
             metrics,
             **engine_arguments(args),
             per_query_out=outs,
-            resamples=resamples,
-            seed=seed,
         )
     for name, run in result.runs.items():
         refuse_no_overlap_partitioned(args, name, run)
@@ -68,7 +64,7 @@ def eval_partitioned(args: argparse.Namespace, metrics: Sequence[str]) -> Partit
 def merged_options(args: argparse.Namespace) -> Merged | None:
     if not (args.ci or args.fingerprint):
         return None
-    return Merged(*ci_resampling(args), args.fingerprint)
+    return Merged(args.ci, args.fingerprint)
 
 
 def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

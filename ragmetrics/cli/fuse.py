@@ -52,7 +52,11 @@ def fuse_parser(p: argparse.ArgumentParser) -> None:
         choices=[n or "none" for n in fusion.NORMS],
         help=f"score normalisation (combsum, combmnz; default {fusion.DEFAULT_NORM})",
     )
-    p.add_argument("--weights", type=weight_list, help="comma-separated weights, one per run (0 or more)")
+    p.add_argument(
+        "--weights",
+        type=weight_list,
+        help="comma-separated weights, one per run (0 or more; a run weighted 0 is left out)",
+    )
     p.add_argument("--depth", type=whole_number(1), help="fuse only each run's top N")
     p.add_argument("--depth-out", type=whole_number(1), help="write only the fused top N per query")
     p.add_argument("--name", help="run name (the TREC tag)")

@@ -333,26 +333,10 @@ def engine_arguments(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-CI_RESAMPLES = stats.MEAN_INTERVAL_RESAMPLES
-"""``eval --ci``'s resamples when not given: those of a mean's interval on every page and command."""
-
-
-CI_TAIL_RESAMPLES = 40
-"""The fewest resamples of a mean's 95% bootstrap interval (``eval --ci``, ``check --targets``): each 2.5% tail holds
-at least one."""
-
-
 def refuse_too_few_resamples(args: argparse.Namespace) -> None:
     """Refuse resamples too few for a number to mean anything: a paired test whose p-value counts resamples that
-    cannot reach ``--alpha`` (no difference could be significant), or ``--ci`` intervals whose tails hold no
-    resample. Called once after parsing, for every command (options a command lacks are not read)."""
-    given = getattr(args, "resamples", None)
-    intervals = getattr(args, "ci", False) or getattr(args, "targets", None)  # a mean's interval, bootstrapped
-    if intervals and given is not None and given < CI_TAIL_RESAMPLES:
-        raise RagMetricsError(
-            f"--resamples {given}: a 95% interval from fewer than {CI_TAIL_RESAMPLES} resamples has a tail without "
-            f"one; give at least {CI_TAIL_RESAMPLES} (default {CI_RESAMPLES:,})"
-        )
+    cannot reach ``--alpha`` (no difference could be significant). Called once after parsing, for every command
+    (options a command lacks are not read)."""
     test = getattr(args, "test", None)
     if test is None or not hasattr(args, "alpha"):
         return
@@ -366,33 +350,20 @@ def refuse_too_few_resamples(args: argparse.Namespace) -> None:
         )
 
 
-def ci_resampling(args: argparse.Namespace) -> tuple[int, int]:
-    """``eval``'s resamples and seed of ``--ci``'s intervals: as given, else :data:`CI_RESAMPLES` and 0; no
-    resamples without ``--ci`` (its options are refused without it: :mod:`ragmetrics.cli.rules`)."""
-    resamples = CI_RESAMPLES if args.resamples is None else args.resamples
-    return (resamples if args.ci else 0), option_value(args, "seed")
-
-
 def add_merged_options(p: argparse.ArgumentParser) -> None:
     """``eval``'s statistics that merge (:mod:`ragmetrics.analysis.merged`): equal for every engine and bucket
     count."""
     p.add_argument(
         "--ci",
         action="store_true",
-        help=f"also print each mean's 95%% interval: {stats.mean_interval_rule(None)} (the Poisson bootstrap, resampled "
-        f"by a hash of the query id, at any number of queries, where the other commands' bootstrap gives way to the "
-        f"normal approximation above {stats.NORMAL_ABOVE:,}): every engine's buckets emit sums that add up, so the "
-        "interval is the same, bit for bit, for every engine and --buckets",
-    )
-    p.add_argument(
-        "--resamples",
-        type=whole_number(1, MAX_RESAMPLES),
-        help=f"resamples of --ci (default {CI_RESAMPLES}; refused without --ci, which alone reads it)",
+        help=f"also print each mean's 95%% interval, as every command and page gives it: {stats.MEAN_INTERVAL_RULE}, "
+        "read from exact sums every engine's buckets add up, so the interval is the same, bit for bit, for every "
+        "engine and --buckets",
     )
     p.add_argument(
         "--seed",
         type=whole_number(0),
-        help="seed of --ci's resampling, or with the label files of --plan's sample (default 0; refused elsewhere)",
+        help="seed of --plan's sample, with the label files (default 0; refused elsewhere)",
     )
     p.add_argument(
         "--fingerprint",

@@ -19,20 +19,19 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Merged:
-    """What ``eval`` prints of :mod:`ragmetrics.analysis.merged`: intervals of ``resamples`` (0: none, else 95%),
-    and the fingerprints."""
+    """What ``eval`` prints of :mod:`ragmetrics.analysis.merged`: the means' 95% intervals (``ci``), and the
+    fingerprints."""
 
-    resamples: int
-    seed: int
+    ci: bool
     fingerprint: bool
 
     def rows(self, run: QueryValues) -> dict[str, dict[str, float | str]]:
         """``{"ci_low": {metric: low}, "ci_high": ..., "fingerprint": {metric: hex}}`` (those asked for)."""
         from ragmetrics.analysis.merged import run_sums  # noqa: PLC0415 (start-up: only --ci and --fingerprint need it)
 
-        sums = run_sums(run, self.resamples, self.seed)
+        sums = run_sums(run)
         rows: dict[str, dict[str, float | str]] = {}
-        if self.resamples:
+        if self.ci:
             ends = [sums.interval(i) for i in range(len(run.metrics))]
             rows["ci_low"] = {m: ends[i][0] for i, m in enumerate(run.metrics)}
             rows["ci_high"] = {m: ends[i][1] for i, m in enumerate(run.metrics)}

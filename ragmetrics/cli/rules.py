@@ -3,7 +3,7 @@
 
 An option given where its command would not read it is refused, never taken and ignored, with one message shape::
 
-    --resamples 300: read only with --ci (the resampling of --ci's intervals); give --ci, or drop --resamples
+    --bounds 10: read only without the label files (the corrected estimates are printed alone); drop the label files, or drop --bounds
 
 the option as typed (an alias such as ``--human-qrels`` as given) and its value, the condition it is read under, why,
 and what to give or drop. An option counts as given when its value is neither None nor False: the options a rule
@@ -260,18 +260,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(("compare",), ("--bounds",), Without(LABELS), "the corrected deltas are printed alone"),
     # after the rules of --ci and --plan: with both given, theirs is the refusal to settle first
-    Rule(
-        ("eval",),
-        ("--resamples",),
-        All((With(("--ci",)), Without(LABELS))),
-        "the resampling of --ci's intervals, which the corrected estimates do not print",
-    ),
-    Rule(
-        ("eval",),
-        ("--seed",),
-        Either((All((With(("--ci",)), Without(LABELS))), All((With(LABELS), With(("--plan",)))))),
-        "the draw of --ci's resampling; with the label files, of --plan's sample",
-    ),
+    Rule(("eval",), ("--seed",), All((With(LABELS), With(("--plan",)))), "the draw of --plan's sample"),
     Rule(
         ("eval",),
         ("--format",),
@@ -325,7 +314,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         ("check",),
-        ("--metric", "--test", "--correction", "--alpha"),
+        ("--metric", "--test", "--correction", "--alpha", "--seed", "--resamples"),
         With(("--baseline",)),
         "the regression gate: the metrics it compares with the baseline and its paired test; a target is checked "
         "against the run's 95% interval",

@@ -108,8 +108,8 @@ def _say_what_the_stored_dataset_kept(
 
 
 def store_dataset(args: argparse.Namespace) -> tuple[Store, str]:
-
-    store = Store(args.store)
+    """The store (an existing one: the command reads it) and the dataset the options name in it."""
+    store = Store(args.store, existing=True)
     return store, resolve_dataset(store, args.dataset, queries=getattr(args, "queries", None))
 
 
@@ -173,7 +173,7 @@ def cmd_history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def cmd_leaderboard(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
-    store = Store(args.store)
+    store = Store(args.store, existing=True)
     datasets = [resolve_dataset(store, d, takes_queries=False) for d in args.dataset or []]
     board = store_leaderboard(
         store, args.metric, datasets=datasets, system_tag=args.system_tag, test=args.test, alpha=args.alpha,
@@ -209,7 +209,7 @@ def _say_results_only(store: Store, datasets: list[str], err: TextIO) -> None:
 
 def cmd_meta(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
-    store = Store(args.store)
+    store = Store(args.store, existing=True)  # a stored run's: none in a store that does not exist
     dataset = resolve_dataset(store, args.dataset, queries=args.queries) if args.dataset else None
     run = stored_run(store, dataset, args.run)
     setting, unsetting = parse_tags(args.set or [], "--set"), [check_key(k) for k in args.unset or []]

@@ -102,7 +102,7 @@ class Plan:
     chunk_pattern: str | None = None
     max_id_bytes: int = MAX_ID_BYTES
     resamples: int = 0
-    """Resamples of the merged bootstrap and sign-flip sums each bucket emits (0: only the fingerprints)."""
+    """Resamples of the merged sign-flip sums each bucket emits (0: only the exact sums and the fingerprints)."""
     seed: int = 0
     tokenizer: TokenizerLike = "auto"
     """What the token budgets (``recall@512tok``) count with: a named tokenizer or a callable; never ``auto`` when

@@ -120,8 +120,9 @@ def evaluate_files(
     the engine runs, instead of being collected (the result then keeps the values but not the ids); one that is an
     input, or in a folder that does not exist, is refused (:func:`ragmetrics.io.refuse_output_over_input`). Conventions as
     :func:`ragmetrics.analysis.evaluate` (``changes`` override fields). ``resamples`` (and ``seed``): each bucket
-    also emits the sums of that many merged bootstrap and sign-flip resamples (:mod:`ragmetrics.analysis.merged`),
-    so each run's ``sums`` gives intervals equal, bit for bit, for any engine and bucket count. ``tokenizer``: what
+    also emits the sums of that many merged sign-flip resamples (:mod:`ragmetrics.analysis.merged`); each run's
+    ``sums`` (its intervals, its fingerprints, and with resamples its randomization p-values) are equal, bit for
+    bit, for any engine and bucket count. ``tokenizer``: what
     the token budgets (``recall@512tok``) count with, a named tokenizer, a callable or ``auto`` (resolved as in
     process, on all the runs' texts together, when their scripts decide it; refused otherwise:
     :func:`budget_tokenizer`); each run's :attr:`PartitionedRun.tokenizer` names it."""

@@ -1,6 +1,6 @@
 """Paired statistics of two runs through a partitioned engine, folded bucket by bucket: the merged sums
 (:mod:`ragmetrics.analysis.merged`) of each query's difference, so the paired t test, the sign-flip randomization
-test and the bootstrap interval of the delta need no run's per-query values in one place.
+test and Student's t interval of the delta need no run's per-query values in one place.
 
 Both runs are bucketed by the same function of the query id into the same number of buckets, so bucket ``k`` of one
 run and bucket ``k`` of the other hold the same queries: their bucket tables are taken in step (an engine yields its
@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragmetrics.analysis.merged import Sums, id_keys, sums_of
+from ragmetrics.analysis.stats import delta_method
 from ragmetrics.engine import Conventions, Coverage, budgets
 from ragmetrics.engine.health import Health
 from ragmetrics.engine.tokens import TokenizerLike
@@ -46,11 +47,11 @@ from ragmetrics.partitioned.scripts import file_sides
 class PairedStatistics:
     """One metric's paired comparison from merged sums: ``n`` queries with both values, the two runs' means over
     them and the mean ``delta`` (run minus baseline; fixed point: within 2^-32 of the float means), its
-    Poisson-bootstrap interval (differences all 0 or 1 included, as in process), the differences' sample standard
-    deviation (the t intervals beside a corrected p-value read it), the two-sided p-values of the paired t test
-    and of the sign-flip randomization test, and the queries the run ``wins``, ``ties`` and ``losses`` on
+    Student's t interval (differences all 0 or 1 included, as in process), the differences' sample standard
+    deviation (the t intervals beside a corrected p-value read it too), the two-sided p-values of the paired t test
+    and of the sign-flip randomization test (NaN when the sums hold no resamples), and the queries the run ``wins``, ``ties`` and ``losses`` on
     (:data:`ragmetrics.analysis.stats.TIE_TOLERANCE`); ``ci_method``: the interval's method
-    (:data:`ragmetrics.analysis.stats.DeltaIntervalMethod`), the bootstrap at any number of queries."""
+    (:data:`ragmetrics.analysis.stats.DeltaIntervalMethod`), ``t`` from 2 queries on."""
 
     metric: str
     n: int
@@ -65,7 +66,7 @@ class PairedStatistics:
     wins: int = 0
     ties: int = 0
     losses: int = 0
-    ci_method: str = "bootstrap"
+    ci_method: str = "t"
 
 
 def statistics_of(sums: Sums, sides: Sums, metrics: Sequence[str], confidence: float = 0.95) -> list[PairedStatistics]:
@@ -77,9 +78,11 @@ def statistics_of(sums: Sums, sides: Sums, metrics: Sequence[str], confidence: f
         low, high = sums.interval(i, confidence, binomial=False)
         means = sides.mean(i), sides.mean(m + i)
         n, wins, losses = sums.count(i), sums.above(i), sums.below(i)
-        tests = sums.sd(i), sums.t_p(i), sums.sign_flip_p(i)
+        tests = sums.sd(i), sums.t_p(i), sums.sign_flip_p(i) if sums.resamples else np.nan
         out.append(
-            PairedStatistics(metric, n, *means, sums.mean(i), low, high, *tests, wins, n - wins - losses, losses)
+            PairedStatistics(
+                metric, n, *means, sums.mean(i), low, high, *tests, wins, n - wins - losses, losses, delta_method(n)
+            )
         )
     return out
 

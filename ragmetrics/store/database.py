@@ -740,16 +740,35 @@ def _url_problem(url: str) -> str | None:
     return None
 
 
+def _missing_file(url: str) -> bool:
+    """Whether ``url`` names a SQLite file that does not exist (opening it would make an empty store)."""
+    try:
+        parsed = sa.engine.make_url(url)
+    except (sa.exc.ArgumentError, ValueError):
+        return False
+    database = parsed.database or ""
+    if parsed.get_backend_name() != "sqlite" or database in ("", ":memory:") or database.startswith("file:"):
+        return False
+    return not Path(database).exists()
+
+
 class Store:
     """Content-addressed storage of datasets, runs and views (SQLite or PostgreSQL)."""
 
-    def __init__(self, url: str | None = None) -> None:
+    def __init__(self, url: str | None = None, *, existing: bool = False) -> None:
+        """Open the store at ``url`` (:func:`default_url` when None), making its tables when it has none; ``existing``:
+        refuse a SQLite file that does not exist instead of making it (a command that only reads)."""
         self.url = url or default_url()
         self._tops: dict[str, int] = {}  # a dataset's top grade by content id: its content never changes
         self._queries: dict[str, frozenset[str]] = {}  # a dataset's query ids, as its content: never change
         problem = _url_problem(self.url)
         if problem is not None:
             raise StoreOpenError(self.url, problem)
+        if existing and _missing_file(self.url):
+            raise RagMetricsError(
+                f"store {redact_url(self.url)}: no such file; this command reads an existing store (the one "
+                "ragmetrics push wrote): check the path"
+            )
         kwargs: dict[str, Any] = {"future": True}
         if self.url.startswith("sqlite"):
             kwargs["connect_args"] = {"timeout": 30, "check_same_thread": False}

@@ -142,7 +142,7 @@ def test_the_command_line_compares_chunkings_from_files(tmp_path, chunked) -> No
     assert lines[-1].startswith("At 512 tokens of context, ")
     assert "evidence: the relevant documents as a whole" in lines[-2]
     # beside each corrected p-value, the interval corrected the same way, so the two agree (the t-test, Holm): it
-    # used to be the uncorrected bootstrap's (recall@10: [+0.0046, +0.0384] beside "not significant")
+    # used to be the uncorrected bootstrap's, when that was the uncorrected interval (recall@10: [+0.0046, +0.0384] beside "not significant")
     assert "Holm-adjusted CI" in lines[0]
     compared = [line for line in lines[1:15] if "baseline" not in line]
     for line in compared:

@@ -547,7 +547,7 @@ def test_a_tiny_difference_never_reads_as_zero() -> None:
 def test_a_difference_that_is_not_significant_is_never_worded_as_a_win() -> None:
     """The verdict words a non-significant result as such ("No significant difference"), never "beats"; beside the
     corrected p-value is the delta's interval adjusted the same way, at the level the correction tested it at
-    (one comparison: 95%), named so; uncorrected, the 95% bootstrap interval, named without an adjustment."""
+    (one comparison: 95%), named so; uncorrected, the 95% t interval, named without an adjustment."""
     import ragmetrics as rm
     from ragmetrics.analysis.compare import compare
 

@@ -62,8 +62,8 @@ def test_the_timeline_flags_the_drop_and_keeps_its_controls_in_the_url(on_store)
     assert pd.isna(table["p"].iloc[0]) and at.dataframe[0].proto.placeholder == "—"  # no "None" for the first step
     assert table["compare"].iloc[DROP_VERSION - 1].startswith("compare?")
     # the caption names the methods the rows' intervals were computed by, in the registry's words
-    words = delta_interval_method("none", ["bootstrap"])
-    assert any(f"Δ previous: this run − the run before, with its 95% CI ({words}); mean: its 95% CI (bootstrap)"
+    words = delta_interval_method("none", ["t"])
+    assert any(f"Δ previous: this run − the run before, with its 95% CI ({words}); mean: its 95% CI (Student's t)"
                in str(c.value) for c in at.caption), [c.value for c in at.caption]  # fmt: skip
     link = decode(parse_qs(table["compare"].iloc[DROP_VERSION - 1].split("?", 1)[1]), "compare")[0]
     assert (link.baseline, link.runs) == (on_store["runs"][3], tuple(on_store["runs"][3:5]))

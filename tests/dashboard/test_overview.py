@@ -78,9 +78,9 @@ def test_summary_frame_has_ci_around_mean(faq_alignments, faq_result) -> None:
     frame = overview.summary_frame(faq_alignments, specs)
     assert list(frame.columns) == ["run", "metric", "n", "mean", "ci_low", "ci_high", "interval"]
     assert len(frame) == 3 * len(faq_alignments)
-    # each row names the method that computed it: hits (0 or 1) Clopper-Pearson, the graded mrr the bootstrap
+    # each row names the method that computed it: hits (0 or 1) Clopper-Pearson, the graded mrr Student's t
     methods = frame.groupby("metric")["interval"].unique()
-    assert list(methods["hits@5"]) == ["Clopper-Pearson"] and list(methods["mrr"]) == ["bootstrap"]
+    assert list(methods["hits@5"]) == ["Clopper-Pearson"] and list(methods["mrr"]) == ["t"]
     hits = frame[(frame["run"] == faq_alignments[0].name) & (frame["metric"] == "hits@5")].iloc[0]
     counted = faq_alignments[0].value("hits@5")
     exact = ragmetrics.analysis.stats.proportion_interval(int(counted.sum()), len(counted))
@@ -88,9 +88,9 @@ def test_summary_frame_has_ci_around_mean(faq_alignments, faq_result) -> None:
     assert (frame["ci_low"] <= frame["mean"]).all() and (frame["mean"] <= frame["ci_high"]).all()
     recall = frame[frame["metric"] == "recall@5"].set_index("run")["mean"]
     np.testing.assert_allclose(recall.to_numpy(), faq_result.mean()["recall@5"].to_numpy(), atol=1e-12)
-    # the intervals are the library's, with the dashboard's seed and resamples
+    # the intervals are the library's
     values = faq_alignments[0].value("mrr")
-    low, high = ragmetrics.analysis.stats.bootstrap_ci(values, n_resamples=1000, seed=0)
+    low, high = ragmetrics.analysis.stats.mean_t_interval(values)
     row = frame[(frame["run"] == faq_alignments[0].name) & (frame["metric"] == "mrr")].iloc[0]
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((float(low), float(high)))
 
@@ -98,7 +98,7 @@ def test_summary_frame_has_ci_around_mean(faq_alignments, faq_result) -> None:
 def test_curve_frame(faq_alignments, faq_result, curves) -> None:
     assert list(curves.columns) == ["run", "metric", "k", "value", "ci_low", "ci_high", "interval"]
     assert set(curves.loc[curves["metric"] == "hits", "interval"]) == {"Clopper-Pearson"}
-    assert set(curves.loc[curves["metric"] == "ndcg", "interval"]) == {"bootstrap"}
+    assert set(curves.loc[curves["metric"] == "ndcg", "interval"]) == {"t"}
     assert len(curves) == len(faq_alignments) * 5 * 20
     one = curves[(curves["run"] == "bm25") & (curves["metric"] == "recall")]
     assert one["k"].tolist() == list(range(1, 21))
@@ -125,20 +125,18 @@ def test_display_k_max(faq_alignments, tiny_alignments) -> None:
     assert overview.display_k_max(tiny_alignments) == 30
 
 
-def test_bootstrap_matches_scipy_percentile_and_0_1_values_clopper_pearson() -> None:
+def test_graded_values_take_scipy_s_t_interval_and_0_1_values_clopper_pearson() -> None:
     rng = np.random.default_rng(3)
     values = rng.random(200) * 0.8
     mean, low, high = mean_ci(values)
-    ref = scipy_stats.bootstrap(
-        (values,), np.mean, method="percentile", n_resamples=4000, random_state=1
-    ).confidence_interval
+    ref = scipy_stats.t.interval(0.95, 199, loc=values.mean(), scale=scipy_stats.sem(values))
     assert mean[0] == pytest.approx(values.mean())
-    assert low[0] == pytest.approx(ref.low, abs=0.02) and high[0] == pytest.approx(ref.high, abs=0.02)
+    assert (low[0], high[0]) == pytest.approx(ref, abs=1e-12)
     hits = (rng.random(200) < 0.7).astype(float)
     exact = scipy_stats.binomtest(int(hits.sum()), 200).proportion_ci(0.95, method="exact")
     _, low, high = mean_ci(np.column_stack([hits, values]))
     assert (low[0], high[0]) == pytest.approx((exact.low, exact.high))  # eval --ci's and check's interval
-    assert low[1] == pytest.approx(ref.low, abs=0.02)
+    assert low[1] == pytest.approx(ref[0], abs=1e-12)
     constant = np.full((50, 3), 0.5)
     m, lo, hi = mean_ci(constant)
     assert (lo == 0.5).all() and (hi == 0.5).all() and (m == 0.5).all()

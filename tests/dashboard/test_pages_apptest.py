@@ -121,11 +121,11 @@ def test_overview_reads_the_url_and_draws_one_trace_per_run(faq_ids) -> None:
     assert legend == ["bm25", "hybrid-rrf"]
     assert param(at, "k") == "10" and param(at, "prof") == "tech" and param(at, "m") == "ndcg"
     # the intervals are named by the methods mean_interval used: hits@10 is 0 or 1 per query (Clopper-Pearson), nDCG
-    # graded (bootstrap); was "95% bootstrap" for all of them
+    # graded (Student's t); was "95% bootstrap" for all of them
     summary = next(t.value for t in at.dataframe if "interval" in t.value.columns)
     methods = summary.groupby("metric")["interval"].unique()
-    assert list(methods["hits@10"]) == ["Clopper-Pearson"] and list(methods["ndcg@10"]) == ["bootstrap"]
-    both = "Clopper-Pearson (where every query scored 0 or 1) and bootstrap"
+    assert list(methods["hits@10"]) == ["Clopper-Pearson"] and list(methods["ndcg@10"]) == ["t"]
+    both = "Clopper-Pearson (where every query scored 0 or 1) and Student's t"
     assert f"Means with 95% confidence intervals: {both}" in [e.label for e in at.expander]
     captions = [c.value for c in at.caption]
     assert any(f"shaded: the 95% interval of each mean, {both}." in c for c in captions), captions

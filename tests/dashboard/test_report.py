@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 
 import ragmetrics
@@ -32,8 +33,8 @@ def test_markdown_report_holds_the_overview(faq_alignments) -> None:
     means = overview.overview_frame(faq_alignments, 5)
     assert text.startswith("# Retrieval evaluation: product_faq_zh")
     # the intervals named by the methods that computed them: hits@5 is 0 or 1 per query, nDCG@5 graded
-    named = "Means with 95% intervals: Clopper-Pearson (where every query scored 0 or 1) and bootstrap."
-    assert named in text and named in page
+    named = "Means with 95% intervals: Clopper-Pearson (where every query scored 0 or 1) and Student's t."
+    assert named in text and named in html.unescape(page)  # the page escapes the apostrophe
     assert "95% bootstrap" not in text
     assert "| run | queries | Recall@5 |" in text
     assert f"{means.loc[0, 'recall@5']:.3f} \\[" in text  # mean with its interval

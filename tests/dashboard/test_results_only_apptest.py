@@ -41,9 +41,9 @@ def test_results_only_runs_are_shown_where_they_can_be(results_store, faq_ids) -
     assert row["metric"] == "ndcg@10" and row["queries"] == len(results_store.query_ids)
     assert np.isclose(row["mean"], results_store.mean("ndcg@10"), atol=1e-12)
     assert row["ci_low"] <= row["mean"] <= row["ci_high"]
-    # a graded metric: the bootstrap, named so (was "bootstrap" whatever the values)
-    assert row["interval"] == "bootstrap"
-    assert any("their means and 95% intervals (bootstrap)." in c.value for c in at.caption)
+    # a graded metric: Student's t, named so (was "bootstrap" whatever the values)
+    assert row["interval"] == "t"
+    assert any("their means and 95% intervals (Student's t)." in c.value for c in at.caption)
 
     missed = open_page("missed", {"ds": faq_ids["dataset"]})
     no_problems(missed)
