@@ -122,7 +122,7 @@ class _CheckedGzip(io.RawIOBase):
 def open_plain(path: str) -> BinaryIO:
     """The file's bytes, decompressed when it is gzipped (detected by its magic bytes, as the loaders do)."""
     if is_gzipped(path):
-        return io.BufferedReader(_CheckedGzip(path), buffer_size=1 << 20)  # type: ignore[return-value]
+        return io.BufferedReader(_CheckedGzip(path), buffer_size=1 << 20)
     return open(path, "rb")
 
 
