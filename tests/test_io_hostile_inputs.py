@@ -137,3 +137,18 @@ def test_an_infinite_per_query_value_is_refused(tmp_path: Path) -> None:
     pd.DataFrame({"query_id": ["q1", "q2"], "map": [0.5, np.inf]}).to_parquet(path)
     with pytest.raises(ParseError, match=r"finite values of 0 or more .* inf in row 2"):
         read_per_query(path, load_dataset(str(qrels)), name="results")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_byte_order_mark_inside_a_file_is_refused_at_its_line(tmp_path: Path, engine: str) -> None:
+    """Was: two runs joined with cat kept the second's mark in its first query id (``\\ufeffq2``), which then met no
+    query of the dataset: only a note said "1 run queries not in the dataset (dropped)"."""
+    qrels = tmp_path / "q.qrels"
+    qrels.write_text(QRELS)
+    joined = tmp_path / "joined.trec"
+    joined.write_bytes(b"\xef\xbb\xbfq1 Q0 d1 1 3 r\n" + b"\xef\xbb\xbfq2 Q0 d3 1 3 r\n")
+    code, out, err = _cli("eval", "--dataset", str(qrels), "--run", str(joined), "--engine", engine)
+    assert code == 2 and not out and f"{joined}:2: expected a query_id" in err and "byte-order mark (U+FEFF)" in err
+    first = tmp_path / "first.trec"
+    first.write_bytes(b"\xef\xbb\xbfq1 Q0 d1 1 3 r\n")  # at the file's start the mark is the file's own
+    assert _cli("eval", "--dataset", str(qrels), "--run", str(first), "--engine", engine)[0] == 0

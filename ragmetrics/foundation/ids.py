@@ -215,22 +215,30 @@ _BIDI_CONTROLS = frozenset((*range(0x202A, 0x202F), *range(0x2066, 0x206A)))
 """Bidirectional embeddings, overrides and isolates (LRE..RLO, LRI..PDI): they reorder how an id is shown."""
 
 
+BYTE_ORDER_MARK = 0xFEFF
+"""U+FEFF inside an id: a file's byte-order mark left where two files were joined (``cat a.trec b.trec``), the id
+then unlike every other (``\ufeffq2`` is not ``q2``); a loader drops the mark at a file's start only."""
+
+
 def _is_hidden_control(code: int) -> bool:
-    return 0x80 <= code <= 0x9F or code in _BIDI_CONTROLS
+    return 0x80 <= code <= 0x9F or code in _BIDI_CONTROLS or code == BYTE_ORDER_MARK
 
 
 def _hidden_problem(code: int) -> str:
     if 0x80 <= code <= 0x9F:
         return f"holds a control character (U+{code:04X})"
+    if code == BYTE_ORDER_MARK:
+        return "holds a byte-order mark (U+FEFF), as where two files were joined: a file's mark belongs at its start"
     return f"holds a bidirectional control character (U+{code:04X}), which changes how the id is shown"
 
 
 def _hidden_control_at(data: np.ndarray) -> tuple[int, int] | None:
-    """``(byte offset, code point)`` of the first C1 control (UTF-8 C2 80..C2 9F) or bidirectional control
-    (E2 80 AA..AE, E2 81 A6..A9) in UTF-8 ``data``, or None; only bytes that can start one are looked at."""
+    """``(byte offset, code point)`` of the first C1 control (UTF-8 C2 80..C2 9F), bidirectional control
+    (E2 80 AA..AE, E2 81 A6..A9) or byte-order mark (EF BB BF) in UTF-8 ``data``, or None; only bytes that can start
+    one are looked at."""
     if len(data) < 2:
         return None
-    lead = np.flatnonzero((data[:-1] == 0xC2) | (data[:-1] == 0xE2))
+    lead = np.flatnonzero((data[:-1] == 0xC2) | (data[:-1] == 0xE2) | (data[:-1] == 0xEF))
     if not len(lead):
         return None
     second = data[lead + 1]
@@ -245,7 +253,8 @@ def _hidden_control_at(data: np.ndarray) -> tuple[int, int] | None:
             | ((second == 0x81) & (third >= 0xA6) & (third <= 0xA9))
         )
     )
-    hit = np.flatnonzero(c1 | bidi)
+    mark = (data[lead] == 0xEF) & has_third & (second == 0xBB) & (third == 0xBF)
+    hit = np.flatnonzero(c1 | bidi | mark)
     if not len(hit):
         return None
     at = int(lead[hit[0]])
@@ -261,7 +270,8 @@ def first_empty(array: Strings) -> int | None:
 
 def id_problem(array: Strings, max_bytes: int | None = MAX_ID_BYTES) -> tuple[int, str] | None:
     """``(row, what is wrong)`` of the first id that is empty, longer than ``max_bytes`` (None: any length) or holds a
-    control character (NUL, a line break, a C1 control such as U+009B, a bidirectional override or isolate);
+    control character (NUL, a line break, a C1 control such as U+009B, a bidirectional override or isolate, a
+    byte-order mark);
     ``None`` when every id is fine. Reads Arrow's buffers only: one pass
     over the offsets and one over the bytes, no Python strings."""
     at = 0
