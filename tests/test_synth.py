@@ -461,3 +461,18 @@ def test_chinese_cloze_context_is_whole_words_short_of_a_copy(generators):
 def test_chinese_cloze_queries_are_not_flagged_as_copies(cmrc, generators):
     found = _candidates(cmrc, generators["cmrc"], {"cloze": 20})
     assert len(found) == 20 and not [c.flags for c in found if any("copies the source" in f for f in c.flags)]
+
+
+def test_chinese_keywords_are_no_function_words(cmrc, generators):
+    """Was: jieba's every word of two characters could be a keyword, function words included (因为, 这些, 我们), and
+    a negative query asked about two of them."""
+    import bm25s.stopwords
+
+    from ragmetrics.synth.extractive import stopwords, tokenize
+
+    sentence = "因为这些问题不是一般的问题，所以我们需要研究深度学习模型的泛化能力。"
+    assert [t.key for t in tokenize(sentence, "zh", stopwords())] == ["研究", "深度", "学习", "模型", "泛化", "能力"]
+    function_words = set(bm25s.stopwords.STOPWORDS_CHINESE)
+    found = _candidates(cmrc, generators["cmrc"], {"factual": 20, "negative": 5})
+    used = {keyword for c in found for keyword in c.expected_keywords}
+    assert used and not used & function_words, sorted(used & function_words)

@@ -2,8 +2,8 @@
 
 Term statistics are the corpus's chunks': a term's document frequency ``df`` over the ``N`` chunks gives its IDF
 ``log(1 + (N - df + 0.5) / (df + 0.5))``. Terms: English words of three or more letters/digits, lowercased, with a
-letter and not among bm25s' English stopwords; Chinese: jieba's words of two or more characters (Latin words
-as in English). A term in more than :data:`COMMON_SHARE` of the chunks is never a keyword. A source's *salient
+letter and not among bm25s' English stopwords; Chinese: jieba's words of two or more characters not among bm25s'
+Chinese stopwords (function words such as 一些, 不是, 因为; Latin words as in English). A term in more than :data:`COMMON_SHARE` of the chunks is never a keyword. A source's *salient
 sentence* is the one whose three rarest terms have the highest IDF sum (sentences of 6 to 80 words, or 10 to 200
 characters in Chinese), among the sentences the chunk holds whole; a sentence its edge cuts only when it holds none.
 
@@ -87,9 +87,10 @@ class Term:
 
 
 def stopwords() -> frozenset[str]:
+    """bm25s' English and Chinese stopwords (no word is in both)."""
     import bm25s.stopwords  # noqa: PLC0415 (the retrieve extra, loaded on use)
 
-    return frozenset(bm25s.stopwords.STOPWORDS_EN)
+    return frozenset(bm25s.stopwords.STOPWORDS_EN) | frozenset(bm25s.stopwords.STOPWORDS_CHINESE)
 
 
 def tokenize(text: str, language: str, stop: frozenset[str]) -> list[Term]:
@@ -98,7 +99,7 @@ def tokenize(text: str, language: str, stop: frozenset[str]) -> list[Term]:
     if language == "zh":
         for word, start, end in quiet_jieba().tokenize(text):
             if HAN_CHARACTER.search(word):
-                if len(word) >= 2:
+                if len(word) >= 2 and word not in stop:
                     out.append(Term(word, word, start, end))
             elif len(word) >= 3 and any(ch.isalpha() for ch in word) and word.lower() not in stop:
                 out.append(Term(word, word.lower(), start, end))
