@@ -232,9 +232,10 @@ def test_an_expected_answer_is_a_whole_sentence_where_the_chunk_holds_one():
         c.chunk_id: [[c.text[a:b] for a, b in part] for part in generator.whole_sentences(c)] for c in corpus.chunks
     }
     assert split["d1#0"] == [["The mitochondria is the powerhouse of the cell."], ["Photosynthesis happens"]]
-    assert split["d1#1"] == [["Photosynthesis happens in chloroplasts of plant leaves"], []]  # its period follows
+    # a chunk keeps the period after its last word (it used to end at the word, the sentence then read as cut)
+    assert split["d1#1"] == [["Photosynthesis happens in chloroplasts of plant leaves."], []]
     assert split["d3#0"] == [[], ["The Treaty of Westphalia ended the Thirty Years War in"]]
-    assert split["d3#1"] == [["It established state sovereignty principles"], ["War in 1648."]]
+    assert split["d3#1"] == [["It established state sovereignty principles."], ["War in 1648."]]
     # grouped under a parent id, a record's sentences are read in that record, not in the parent's text
     grouped = make_corpus([Document("p1", "", "A long opening line without any end at all"),
                            Document("p1_C2", "", "The first sentence is here. The second one ends it.")],

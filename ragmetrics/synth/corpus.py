@@ -14,7 +14,8 @@ Chunkers (:data:`CHUNKERS`), named in every candidate's provenance:
   CMRC's ``DEV_0_C0``);
 * ``words:SIZE:OVERLAP`` (``words`` is ``words:200:50``): windows of ``SIZE`` units, each starting ``SIZE -
   OVERLAP`` units after the previous, a unit being a word (a run of letters/digits) or one CJK ideograph; a chunk's
-  text is the document's text from its first unit to its last, so its span ``[start, end)`` is exact, and its id is
+  text is the document's text from its first unit to its last and the punctuation right after it (a sentence's
+  period, ``。``, a closing bracket), so its span ``[start, end)`` is exact, and its id is
   ``<doc_id>#<n>`` (``n`` from 0; ``--chunk-pattern '#'`` maps it back to its document).
 
 Sampling (:func:`sample_sources`) is stratified across documents: documents are shuffled by the seed and each gives
@@ -43,6 +44,8 @@ from ragmetrics.synth.base import Source
 
 FOLDER_SUFFIXES = (".md", ".txt")
 UNIT = re.compile(f"[{HAN}]|[^\\W_{HAN}]+")
+PUNCTUATION_AFTER = re.compile(r"[^\w\s]*")
+"""What a chunk keeps after its last unit: the punctuation that ends it (no space, no word)."""
 """A unit of text: one CJK ideograph, or a run of other letters and digits (a word)."""
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
@@ -176,7 +179,8 @@ def word_windows(size: int, overlap: int, spec: str | None = None) -> Callable[[
             window = units[first : first + size]
             if not window:
                 break
-            start, end = window[0][0], window[-1][1]
+            trailing = PUNCTUATION_AFTER.match(doc.text, window[-1][1])
+            start, end = window[0][0], trailing.end() if trailing else window[-1][1]
             out.append(Source(doc.doc_id, f"{doc.doc_id}#{n}", doc.text[start:end], start, end, language))
         return out
 
