@@ -477,3 +477,19 @@ def test_chinese_keywords_are_no_function_words(cmrc, generators):
     found = _candidates(cmrc, generators["cmrc"], {"factual": 20, "negative": 5})
     used = {keyword for c in found for keyword in c.expected_keywords}
     assert used and not used & function_words, sorted(used & function_words)
+
+
+def test_a_chunk_after_a_heading_or_wide_blanks_begins_a_sentence():
+    """Was: the sentence before a chunk was looked for in the 8 characters before it, so a chunk after a heading
+    line, or after a period and more than seven blanks, took its first sentence for cut; and a chunk ending at a
+    line break took its last one for cut."""
+    from ragmetrics.synth.extractive import _begins_sentence, _ends_sentence
+
+    text = "Results\nThe model improves recall. It does.            Then a third one\nNext"
+    assert _begins_sentence(text, text.index("The model"))  # after a heading's line break
+    assert _begins_sentence(text, text.index("Then a third"))  # a period, then twelve blanks
+    assert not _begins_sentence(text, text.index("model"))  # inside a sentence
+    assert _ends_sentence(text, text.index(" It does"))  # after the period
+    assert _ends_sentence(text, text.index("\nNext"))  # a line break follows
+    assert not _ends_sentence(text, text.index(" a third"))
+    assert _ends_sentence(text, len(text)) and _begins_sentence(text, 0)

@@ -78,6 +78,26 @@ _SENTENCE_END_NEXT = re.compile(r"[\"'”’)\]]*[.!?。！？；]")
 """Text that begins with a sentence's end (the punctuation a chunk that ends at a word leaves after it)."""
 
 
+def _begins_sentence(document: str, start: int) -> bool:
+    """Whether a chunk starting at ``start`` of ``document`` starts a sentence: nothing but white space before it,
+    a line break in the white space before it (a heading or a paragraph ends there), or a sentence's end."""
+    at = start
+    while at > 0 and document[at - 1].isspace():
+        at -= 1
+    return at == 0 or "\n" in document[at:start] or _ENDS_SENTENCE.search(document, max(0, at - 8), at) is not None
+
+
+def _ends_sentence(document: str, end: int) -> bool:
+    """Whether a chunk ending at ``end`` of ``document`` ends a sentence: its text ends with a sentence's end, one
+    follows (a chunk that ends at a word), a line break follows, or no word of the document does."""
+    if _ENDS_SENTENCE.search(document, max(0, end - 8), end) or _SENTENCE_END_NEXT.match(document, end):
+        return True
+    at = end
+    while at < len(document) and document[at].isspace():
+        at += 1
+    return "\n" in document[end:at] or UNIT.search(document, at) is None
+
+
 @dataclass(frozen=True)
 class Term:
     surface: str
@@ -210,11 +230,9 @@ class ExtractiveGenerator:
         document = self.documents.get(source.spans_in or source.doc_id)  # the record its offsets are in
         whole = spans
         if spans and document is not None:
-            if source.start > 0 and not _ENDS_SENTENCE.search(document[max(0, source.start - 8) : source.start]):
+            if not _begins_sentence(document, source.start):
                 whole = whole[1:]
-            # a chunk ends at a word: its sentence is whole when the document ends there or a sentence's end follows
-            more = UNIT.search(document, source.end) is not None
-            if whole and more and not _SENTENCE_END_NEXT.match(document, source.end):
+            if whole and not _ends_sentence(document, source.end):
                 whole = whole[:-1]
         return whole, [span for span in spans if span not in whole]
 
