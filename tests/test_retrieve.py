@@ -443,3 +443,39 @@ def test_an_adapter_object_is_used_as_it_is():
     adapter = CallableAdapter(ranked, name="mine")
     result = retrieve(DATASET, adapter, k=3, cache=False)
     assert result.run.name == "mine" and result.metadata["retriever"]["identity"] == "callable:mine"
+
+
+def test_a_document_named_twice_in_an_answer_is_written_once(tmp_path):
+    """Was: a retriever of chunks named by their document's id (d3 for each of its chunks) had every repeat written
+    into the run file, which trec_eval refuses; the first (the best-ranked) is kept, the rest counted and said."""
+
+    def chunks_as_documents(query: str, k: int) -> list[tuple[str, float]]:
+        i = int(query.split()[-1])
+        return [(f"d{i}", 3.0), ("d19", 2.5), (f"d{i}", 2.0), ("d18", 1.0)]
+
+    result = retrieve(DATASET, chunks_as_documents, k=4, cache_dir=tmp_path)
+    ranks = result.run.frame.groupby("query_id")["doc_id"].apply(list)
+    assert ranks["q3"] == ["d3", "d19", "d18"] and len(result.run) == 36
+    assert result.metadata["counts"]["repeated_hits"] == 12
+    queries = tmp_path / "queries.jsonl"
+    QUERIES.rename(columns={"query": "text"}).to_json(queries, orient="records", lines=True)
+    qrels = tmp_path / "qrels.tsv"
+    QRELS.assign(iteration=0)[["query_id", "iteration", "doc_id", "relevance"]].to_csv(
+        qrels, sep=" ", header=False, index=False
+    )
+    module = tmp_path / "twice_retriever.py"
+    module.write_text(
+        "def search(query, k):\n"
+        "    i = int(query.split()[-1])\n"
+        "    return [(f'd{i}', 3.0), ('d19', 2.5), (f'd{i}', 2.0)]\n"
+    )
+    code = subprocess.run(
+        [sys.executable, "-m", "ragmetrics", "retrieve", "--dataset", str(qrels), "--queries", str(queries),
+         "--retriever", "twice_retriever:search", "--k", "3", "-o", str(tmp_path / "twice.trec"),
+         "--cache-dir", str(tmp_path / "cache")],
+        cwd=tmp_path, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert code.returncode == 0, code.stderr
+    assert "12 hit(s) named a document the answer had named before: the first kept" in code.stdout + code.stderr
+    lines = (tmp_path / "twice.trec").read_text().splitlines()
+    assert len(lines) == 24 and len({tuple(line.split()[:3:2]) for line in lines}) == 24

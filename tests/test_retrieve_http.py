@@ -181,6 +181,7 @@ def test_the_run_fetched_over_http_scores_like_the_file_with_retries_counted(stu
         "empty": 0,
         "failed": 0,
         "retries": 15,
+        "repeated_hits": 0,
     }
     assert meta["retriever"]["kind"] == "http" and meta["retriever"]["url"] == stub.url
     assert meta["latency"]["p50_ms"] <= meta["latency"]["p95_ms"] <= meta["latency"]["max_ms"]

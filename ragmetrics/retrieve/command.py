@@ -111,6 +111,11 @@ def summary(metadata: dict[str, Any]) -> str:
         f"latency p50 {_ms(latency['p50_ms'])}, p95 {_ms(latency['p95_ms'])}, max {_ms(latency['max_ms'])}; "
         f"errors {counts['failed']}, empty {counts['empty']}, retries {counts['retries']}",
     ]
+    if counts.get("repeated_hits"):
+        lines.append(
+            f"{counts['repeated_hits']} hit(s) named a document the answer had named before: the first kept (a run "
+            "names a document once per query)"
+        )
     noise = metadata.get("noise")
     if noise:
         overlap = noise["jaccard_at_k"]["mean"]

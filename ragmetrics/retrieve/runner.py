@@ -296,10 +296,12 @@ class _Retrieval:
             if store is not None:
                 store.close()
         ordered = tuple(calls[t] for t in tasks)
+        repeated = _first_of_each(answers)
         _warn_rising_scores(answers, query_ids, self.adapter.default_name)
         name = name or self.adapter.default_name
         runs = tuple(_run_of(query_ids, answers, r, name if r == 0 else f"{name}#{r + 1}") for r in range(self.repeat))
         metadata = self._metadata(ordered, name, identity, started_at, time.perf_counter() - started)
+        metadata["counts"]["repeated_hits"] = repeated
         if self.repeat > 1:
             answered = [{c.query_id for c in ordered if c.repeat == r and not c.failed} for r in range(self.repeat)]
             metadata["noise"] = repeat_noise(self.dataset, runs, answered, self.k, noise_metrics)
@@ -343,6 +345,24 @@ class _Retrieval:
             "empty_queries": sorted({c.query_id for c in calls if not c.failed and c.hits == 0}),
             "cache": None if self.cache is False else str(self.folder),
         }
+
+
+def _first_of_each(answers: dict[tuple[int, int], list[Hit]]) -> int:
+    """Keep each answer's first hit of each document id (the retriever's best-ranked; a retriever of chunks named by
+    their document's id returns it once per chunk) and say how many were left out: a run file names a document once
+    per query (trec_eval refuses it twice), and eval would keep the best one anyway."""
+    left_out = 0
+    for task, hits in answers.items():
+        seen: set[str] = set()
+        kept = []
+        for hit in hits:
+            if hit.doc_id not in seen:
+                seen.add(hit.doc_id)
+                kept.append(hit)
+        left_out += len(hits) - len(kept)
+        if len(kept) < len(hits):
+            answers[task] = kept
+    return left_out
 
 
 def _warn_rising_scores(answers: Mapping[tuple[int, int], list[Hit]], query_ids: list[str], retriever: str) -> None:
