@@ -168,9 +168,12 @@ class UploadBudget:
             await self.app(scope, receive, send)
             return
         session, file_id = match.groups()
-        length = dict(scope.get("headers", [])).get(b"content-length", b"")
-        if not length.isdigit():
-            await _respond(send, 411, "An upload must state its Content-Length.")
+        headers = dict(scope.get("headers", []))
+        length = headers.get(b"content-length", b"")
+        if not length.isdigit() or b"transfer-encoding" in headers:
+            # with a Transfer-Encoding the server frames the body by it, whatever Content-Length says: the budget
+            # would count the length stated, not the bytes sent (browsers state the length of a file they upload)
+            await _respond(send, 411, "An upload must state its Content-Length, and no Transfer-Encoding.")
             return
         incoming = int(length)
         with self._lock:

@@ -3,9 +3,12 @@ an upload past the session's budget is refused with a clear message (``dashboard
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
@@ -122,3 +125,26 @@ def test_an_upload_past_the_sessions_budget_is_refused_with_the_reason(browser: 
         assert "a session may hold 1 MiB (RAGMETRICS_UPLOAD_SESSION_BYTES)" in refused.inner_text()
         expect(page.get_by_text("Loaded too-big.trec")).to_have_count(0)
         page.close()
+
+
+def test_an_upload_that_frames_its_body_apart_from_its_stated_length_is_refused(tmp_path: Path) -> None:
+    """Was: the budget counted the Content-Length an upload stated, and with a Transfer-Encoding the server frames the
+    body by chunks whatever that length says: 10 bytes stated, 100 MiB sent and kept. Such an upload is refused
+    before any of its body is read, on a real server, by a raw socket (no client would send it)."""
+    with streamlit_server(env={"RAGMETRICS_UPLOAD_SESSION_BYTES": "1MB"}, data_dir=tmp_path) as url:
+        parts = urlsplit(url)
+        body = b"x" * (4 << 20)  # 4 MiB, four times the session's budget, in one chunk
+        request = (
+            b"PUT /_stcore/upload_file/session-id/file-id HTTP/1.1\r\n"
+            + f"Host: {parts.hostname}:{parts.port}\r\n".encode()
+            + b"Content-Length: 10\r\nTransfer-Encoding: chunked\r\nContent-Type: application/octet-stream\r\n\r\n"
+            + f"{len(body):x}\r\n".encode()
+            + body
+            + b"\r\n0\r\n\r\n"
+        )
+        with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
+            with contextlib.suppress(OSError):  # the server may answer and close before the whole body is sent
+                sock.sendall(request)
+            answer = sock.recv(4096).decode("latin-1")
+        status = answer.split(" ", 2)[1] if answer.startswith("HTTP/1.1 ") else answer[:80]
+        assert status == "411" and "no Transfer-Encoding" in answer, answer[:300]
