@@ -161,7 +161,7 @@ def test_a_broken_metadata_file_beside_a_run_is_a_clear_error(tmp_path: Path):
     (tmp_path / "run.trec.json").write_text('{"retriever": {"kind": "bm25"},\n "latency": ', encoding="utf-8")
     code, _, err = run_cli("push", "--store", f"sqlite:///{tmp_path / 's.sqlite'}", "--dataset",
                            str(MINI / "qrels.tsv"), "--run", str(run))  # fmt: skip
-    assert code == 2 and "run.trec.json, line 2" in err and err.count("\n") == 1
+    assert code == 2 and "run.trec.json:2: expected valid JSON" in err and err.count("\n") == 1
 
 
 def test_tag_parsing_and_the_ir_metadata_sections():
@@ -187,3 +187,16 @@ def test_tag_parsing_and_the_ir_metadata_sections():
     }
     assert doc["actor"] == {"name": "Ann"} and doc["research goal"]["evaluation"]["reported measures"] == ["ndcg@10"]
     assert doc["ragmetrics"] == {"errors": "2", "latency.p50_ms": "1.5", "latency.p95_ms": "9"}
+
+
+def test_retrieval_metadata_is_read_as_the_loaders_read_json():
+    """Was: metadata nested 100,000 deep ended in a RecursionError the dashboard showed as the run's ("run.trec:
+    could not be read (RecursionError ...)"), and a key named twice kept its last value."""
+    from ragmetrics.foundation.errors import ParseError
+    from ragmetrics.io.runmeta import load_retrieval_metadata
+
+    deep = b'{"retriever":' * 100_000 + b"1" + b"}" * 100_000
+    with pytest.raises(ParseError, match=r"^meta\.json:1: expected JSON nested at most 64 levels deep"):
+        load_retrieval_metadata(deep, "meta.json")
+    with pytest.raises(ParseError, match=r"^meta\.json:1: expected each key once in a JSON object, found 'k' again"):
+        load_retrieval_metadata(b'{"retriever": {},\n "latency": {"k": 1, "k": 2}}', "meta.json")

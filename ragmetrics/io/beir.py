@@ -29,13 +29,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.json as pajson
 
-from ragmetrics.foundation.errors import ParseError, RagMetricsWarning
+from ragmetrics.foundation.errors import ParseError, RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.ids import id_problem
 from ragmetrics.foundation.kernels import aggregate, coalesce, elementwise
 from ragmetrics.foundation.model import Dataset, table_frame
 from ragmetrics.io import tables, trec
 from ragmetrics.io._json import first_char, records
 from ragmetrics.io.columns import normalise_name
+from ragmetrics.io.limits import inflation_meter
 from ragmetrics.io.source import (
     ZIP_MAGIC,
     Source,
@@ -130,11 +131,14 @@ def _member_source(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, s
 
 def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, source: Source) -> bytes:
     """A member's bytes, inflated in 1 MiB steps up to the limits' cap (a zip
-    bomb stops there); encrypted members, unknown methods and bad CRCs are ParseErrors."""
+    bomb stops there) and, as a gzip's, counted by this thread's inflation meter (a server's budget for what uploads
+    inflate to: :func:`ragmetrics.io.limits.metered_inflation`); encrypted members, unknown methods and bad CRCs are
+    ParseErrors."""
     limits = source.limits
     cap = limits.inflate_cap(info.compress_size)
     if info.file_size > cap:  # declared: refuse before inflating anything
         raise limits.inflate_error(name, info.compress_size, info.file_size)
+    meter = inflation_meter()
     pieces: list[bytes] = []
     total = 0
     try:
@@ -147,8 +151,11 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, sou
                 if total > cap:
                     pieces.clear()
                     raise limits.inflate_error(name, info.compress_size, total)
+                if meter is not None:
+                    meter(name, len(piece))
                 pieces.append(piece)
-    except ParseError:
+    except (ParseError, RagMetricsError):
+        pieces.clear()
         raise
     except Exception as exc:
         raise ParseError(name, None, "a readable zip member", _zip_problem(exc)) from None

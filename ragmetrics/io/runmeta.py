@@ -26,6 +26,8 @@ from typing import Any
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.ids import id_text_problem
 from ragmetrics.foundation.version import __version__
+from ragmetrics.io._json import parse_value
+from ragmetrics.io.source import Source
 
 MAX_KEY_CHARS = 64
 MAX_VALUE_BYTES = 2048
@@ -142,13 +144,13 @@ def is_retrieval_metadata(data: object) -> bool:
 def load_retrieval_metadata(source: str | os.PathLike[str] | bytes, name: str = "") -> dict[str, Any]:
     """The metadata JSON ``ragmetrics retrieve`` wrote (a path or its bytes); a file that is not one is an error."""
     label = name or (os.fspath(source) if not isinstance(source, bytes) else "metadata")
+    raw = source if isinstance(source, bytes) else Path(source).read_bytes()
     try:
-        raw = source if isinstance(source, bytes) else Path(source).read_bytes()
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        line = getattr(err, "lineno", None)
-        where = f", line {line}" if line else ""
-        raise RagMetricsError(f"{label}{where}: not the JSON metadata ragmetrics retrieve writes ({err})") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise RagMetricsError(f"{label}: not the JSON metadata ragmetrics retrieve writes ({err})") from None
+    # the loaders' JSON reader: a line named, nesting bounded, a key named twice refused
+    data = parse_value(Source(label, raw=raw), text, whole=True)[0]
     if not is_retrieval_metadata(data):
         raise RagMetricsError(
             f"{label}: expected the metadata ragmetrics retrieve writes (a JSON object with 'retriever' and 'latency')"

@@ -210,3 +210,37 @@ def test_what_a_gzip_inflates_to_counts_against_the_upload_budget() -> None:
             assert len(load_run(small, filename="small.trec.gz", limits=limits)) == 1000  # within the budget: read
     finally:
         memory.UploadBudget.latest = None
+
+
+def test_what_a_beir_zip_inflates_to_counts_against_the_upload_budget() -> None:
+    """Was: a zip's members were capped by the file's ratio only, never counted against the upload budgets a gzip
+    is counted against: a 15 MB BEIR zip of a 300 MiB corpus loaded in a session of 64 MiB."""
+    import io
+    import json
+    import tracemalloc
+    import zipfile
+
+    from dashboard.ui import memory
+    from ragmetrics.foundation.errors import RagMetricsError
+    from ragmetrics.io import load_dataset
+    from ragmetrics.io.limits import Limits
+
+    record = json.dumps({"_id": "d1", "title": "", "text": "a passage of text " * 50}) + "\n"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("beir/corpus.jsonl", record * ((128 * MiB) // len(record)))  # 128 MiB inflated
+        archive.writestr("beir/queries.jsonl", json.dumps({"_id": "q1", "text": "a question"}) + "\n")
+        archive.writestr("beir/qrels/test.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    limits = Limits(max_bytes=1 << 30, max_ratio=1_000_000)
+    gate = memory.UploadBudget(None, limits=lambda: Budgets(upload_session=48 * MiB, upload_total=80 * MiB))  # type: ignore[arg-type]
+    try:
+        tracemalloc.start()
+        with pytest.raises(RagMetricsError) as caught, memory.counted_inflation("session-a"):
+            load_dataset(buffer.getvalue(), filename="beir.zip", limits=limits)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert "decompressed, it takes this session's uploads past 48 MiB" in str(caught.value), str(caught.value)
+        assert peak < 48 * MiB + 24 * MiB, peak  # stopped at the budget, not at 128 MiB
+        assert gate._inflating == {}
+    finally:
+        memory.UploadBudget.latest = None
