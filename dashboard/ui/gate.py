@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
+import streamlit as st
 from starlette.requests import cookie_parser
 
 from dashboard.ui.signin_config import PROXIES_ENV, allowed, read_config, read_trusted_proxies
@@ -56,7 +57,27 @@ SIGNIN_PATH = "/_ragmetrics/signin"
 SIGNOUT_PATH = "/_ragmetrics/signout"
 COOKIE = "ragmetrics_signin"
 OPEN_PATHS = frozenset({"/_stcore/health"})
-OIDC_PATHS = ("/auth/", "/oauth2callback")
+OIDC_PATHS = frozenset({"/auth/login", "/auth/logout", "/oauth2callback"})
+"""Streamlit's own sign-in routes (``st.login``), open to a browser not signed in yet: these paths exactly."""
+
+
+def base_path() -> str:
+    """The server's ``server.baseUrlPath`` as a path prefix: "" at the root, else ``/rm`` (every path the gate
+    answers, opens and sends a browser to is below it, as Streamlit's own are)."""
+    prefix = str(st.get_option("server.baseUrlPath") or "").strip("/")
+    return f"/{prefix}" if prefix else ""
+
+
+def _below(path: str, base: str) -> str | None:
+    """``path`` as the gate compares it: without ``base`` (``/rm/_stcore/health`` is ``/_stcore/health``); None
+    for a path outside it (no route of the gate's or Streamlit's: a browser not signed in is sent to sign in)."""
+    if not base:
+        return path
+    if path == base or path.startswith(base + "/"):
+        return path[len(base) :] or "/"
+    return None
+
+
 SESSION_SECONDS = 12 * 3600
 """The longest a sign-in lasts: a cookie claiming a later expiry is refused (after :data:`CLOCK_SKEW`)."""
 CLOCK_SKEW = 300  # seconds another server's clock may be ahead of this one's
@@ -228,7 +249,8 @@ def sign_out_form(before: str = "", *, button_style: str = "") -> str:
     """The sign-out control: a form that POSTs to the gate (a GET only asks, so no link or image on another site
     signs a user out; the cookie is ``SameSite=Lax``, so another site's form arrives without it)."""
     style = f" style='{button_style}'" if button_style else ""
-    return f"<form method=post action='{SIGNOUT_PATH}'>{before}<button type=submit{style}>Sign out</button></form>"
+    action = base_path() + SIGNOUT_PATH
+    return f"<form method=post action='{action}'>{before}<button type=submit{style}>Sign out</button></form>"
 
 
 def _same_site(scope: Scope) -> bool:
@@ -272,6 +294,7 @@ class SignInGate:
         store: Callable[[], Any] | None = None,
     ) -> None:
         self.app = app
+        self.base = base_path()  # the server's options are read before the app that builds this
         self._read_config = read_config
         self._config_ttl = config_ttl
         self._clock = clock
@@ -307,7 +330,7 @@ class SignInGate:
         socket = _Socket(self, receive, send) if scope["type"] == "websocket" else None
         if socket is not None:
             receive, send = socket.receive, socket.send
-        path = scope.get("path", "")
+        path = _below(scope.get("path", ""), self.base)
         if path in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
@@ -417,7 +440,7 @@ class SignInGate:
             self._revoked_here[session] = float(expiry)
             with contextlib.suppress(StoreUnavailable):  # this server refuses it still; the error is logged
                 await self._in_store(lambda store: store.revoke(session, expiry))
-        await self._redirect(send, SIGNIN_PATH, clear=True)
+        await self._redirect(send, self.base + SIGNIN_PATH, clear=True)
 
     async def _confirm_sign_out(self, send: Send) -> None:
         body = _page("Sign out - ragmetrics", sign_out_form("<p>Sign out of this dashboard?</p>"))
@@ -429,7 +452,7 @@ class SignInGate:
 
     async def _signin(self, scope: Scope, receive: Receive, send: Send, config: Any) -> None:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        target = _safe_next(query.get("next", ["/"])[0])
+        target = _safe_next(query.get("next", [self.base + "/"])[0])
         if scope.get("method") != "POST":
             await self._form(send, target)
             return
@@ -465,7 +488,7 @@ class SignInGate:
         body = _page(
             "Sign in - ragmetrics",
             f"<p>This dashboard requires sign-in.</p>{message}<form method=post "
-            f"action='{SIGNIN_PATH}?next={html.escape(quote(target, safe=''), quote=True)}'>"
+            f"action='{self.base}{SIGNIN_PATH}?next={html.escape(quote(target, safe=''), quote=True)}'>"
             f"<input type=hidden name=next value='{html.escape(target, quote=True)}'>"
             "<label>Password<input type=password name=password autocomplete=current-password autofocus required>"
             "</label><button type=submit>Sign in</button></form>",
@@ -475,8 +498,8 @@ class SignInGate:
     # --- OIDC --------------------------------------------------------------------------------
 
     async def _oidc(self, scope: Scope, receive: Receive, send: Send, config: Any) -> None:
-        path = scope.get("path", "")
-        if path.startswith(OIDC_PATHS):
+        path = _below(scope.get("path", ""), self.base)
+        if path in OIDC_PATHS:
             await self.app(scope, receive, send)
             return
         user = _streamlit_user(scope)
@@ -510,7 +533,7 @@ class SignInGate:
             target = scope.get("path", "/") + (
                 "?" + scope["query_string"].decode("latin-1") if scope.get("query_string") else ""
             )
-            await self._redirect(send, f"{SIGNIN_PATH}?next={quote(_safe_next(target), safe='')}")
+            await self._redirect(send, f"{self.base}{SIGNIN_PATH}?next={quote(_safe_next(target), safe='')}")
             return
         await _respond(send, status, text.encode(), [(b"content-type", b"text/plain; charset=utf-8")])
 

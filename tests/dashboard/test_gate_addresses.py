@@ -32,3 +32,48 @@ def test_the_trusted_proxies_setting() -> None:
     assert parse_proxies("*") == ["*"]
     with pytest.raises(ValueError, match=r"'proxy\.lan' is not an IP address or network"):
         parse_proxies("10.0.0.1, proxy.lan")
+
+
+def test_oidc_opens_streamlit_s_sign_in_routes_exactly() -> None:
+    """Was: with OIDC, any path beginning with ``/auth/`` or ``/oauth2callback`` (``/auth/x``,
+    ``/oauth2callbackX``) reached the app without sign-in; only Streamlit's own routes are open now."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from dashboard.ui.gate import SignInGate
+
+    reached: list[str] = []
+
+    async def app(scope, receive, send) -> None:  # type: ignore[no-untyped-def]
+        reached.append(scope["path"])
+
+    config = SimpleNamespace(mode="oidc", problem=None, allow=(), provider="default")
+    gate = SignInGate(app, read_config=lambda: config)
+    sent: list[dict] = []
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    for path in (
+        "/auth/login",
+        "/auth/logout",
+        "/oauth2callback",
+        "/auth/x",
+        "/auth/_stcore/metrics",
+        "/oauth2callbackX",
+    ):
+        scope = {
+            "type": "http",
+            "method": "GET",
+            "path": path,
+            "headers": [],
+            "query_string": b"",
+            "client": ("127.0.0.1", 1),
+        }
+        asyncio.run(gate(scope, receive, send))
+    assert reached == ["/auth/login", "/auth/logout", "/oauth2callback"]
+    statuses = [m["status"] for m in sent if m["type"] == "http.response.start"]
+    assert statuses == [303, 303, 303]  # each of the others sent to sign in

@@ -52,6 +52,7 @@ def streamlit_server(
     env: dict[str, str] | None = None,
     app: str = "dashboard/app.py",
     python: str | None = None,
+    base_url_path: str = "",
 ) -> Iterator[ServerURL]:
     """Start the dashboard (or another ``app`` of this repository, by its path from the root) on a free port, wait for /_stcore/health, yield its base URL (with the ``pid``); print
     the log on teardown.
@@ -60,7 +61,7 @@ def streamlit_server(
     ``data_dir`` (``RAGMETRICS_DATA_DIR``), else in a fresh temporary folder; never ./data or a team's store.
     Start it again with the same ``data_dir`` to restart on the same data. ``env`` adds environment variables;
     ``python`` is the interpreter that runs it (this one by default; the README's dashboard install's in the
-    newcomer tests).
+    newcomer tests). ``base_url_path``: Streamlit's ``server.baseUrlPath`` (the URL yielded is still the root's).
     """
     port = free_port()
     own: str | None = None
@@ -95,6 +96,7 @@ def streamlit_server(
             "false",
             "--server.fileWatcherType",
             "none",
+            *(["--server.baseUrlPath", base_url_path] if base_url_path else []),
         ],
         cwd=REPO,
         stdout=log,
@@ -108,7 +110,8 @@ def streamlit_server(
             if proc.poll() is not None:
                 raise RuntimeError(f"streamlit exited with {proc.returncode}:\n{Path(log.name).read_text()}")
             try:
-                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as response:
+                prefix = f"/{base_url_path.strip('/')}" if base_url_path else ""
+                with urllib.request.urlopen(f"{base}{prefix}/_stcore/health", timeout=2) as response:
                     if response.read().decode().strip() == "ok":
                         break
             except OSError:

@@ -237,3 +237,28 @@ def test_a_signed_in_user_is_not_slowed_by_a_guessing_client(tmp_path) -> None:
             for thread in guessers:
                 thread.join(timeout=30)
         assert busy <= max(1.5 * quiet, quiet + 0.005), (quiet, busy)
+
+
+def test_the_gate_answers_below_the_server_s_base_url_path(tmp_path) -> None:
+    """Was: the gate compared paths from the root, so under ``--server.baseUrlPath rm`` the health check a load
+    balancer asks (``/rm/_stcore/health``) was sent to sign in, and the sign-in form and its redirects were at
+    ``/_ragmetrics/signin``, which a proxy forwarding only ``/rm/`` never reaches."""
+    env = {
+        "RAGMETRICS_PASSWORD_HASH": HASHED,
+        "RAGMETRICS_PASSWORD": "",
+        "RAGMETRICS_AUTH": "",
+        "RAGMETRICS_SAMPLES": "off",
+    }
+    with streamlit_server(env=env, data_dir=tmp_path, base_url_path="rm") as base:
+        status, _, body = _request(base, "GET", "/rm/_stcore/health")
+        assert (status, body) == (200, b"ok")
+        status, headers, _ = _request(base, "GET", "/rm/missed?k=3")
+        assert status == 303 and headers["location"] == "/rm/_ragmetrics/signin?next=%2Frm%2Fmissed%3Fk%3D3"
+        status, _, page = _request(base, "GET", "/rm/_ragmetrics/signin")
+        assert status == 200 and b"action='/rm/_ragmetrics/signin?next=%2Frm%2F'" in page
+        form = urllib.parse.urlencode({"password": PASSWORD, "next": "/rm/missed"}).encode()
+        status, headers, _ = _request(
+            base, "POST", "/rm/_ragmetrics/signin", form, {"Content-Type": "application/x-www-form-urlencoded"}
+        )
+        assert status == 303 and headers["location"] == "/rm/missed" and COOKIE in headers.get("set-cookie", "")
+        assert _request(base, "GET", "/_ragmetrics/signin")[0] != 200  # the root is not the gate's any more
