@@ -18,6 +18,7 @@ import ragmetrics as rm
 from ragmetrics.analysis import stats
 from ragmetrics.cli import main
 from ragmetrics.io import load_dataset, load_run
+from ragmetrics.store.database import Store
 
 QRELS = "q1 0 d1 1\nq1 0 d2 0\nq1 0 d3 2\nq2 0 d4 1\nq2 0 d5 1\nq3 0 d6 1\n"
 RUN_A = "q1 Q0 d1 1 3.0 a\nq1 Q0 d9 2 2.0 a\nq1 Q0 d3 3 1.0 a\nq2 Q0 d5 1 5 a\nq2 Q0 d8 2 4 a\nq3 Q0 d7 1 1 a\nq3 Q0 d6 2 0.5 a\n"
@@ -137,12 +138,21 @@ def test_fusion_options_out_of_range_are_usage_errors(capsys, files, tmp_path, a
     [
         (
             ["compare", "--test", "randomization", "--resamples", "10"],
-            "--resamples 10: the randomization test's p-value cannot go below 1/11 = 0.0909, above --alpha 0.05: no "
-            "difference could be significant; give at least 19",
+            "--resamples 10: the randomization test's p-value cannot go below 2/11 = 0.182, not below --alpha 0.05: "
+            "no difference could be significant; give at least 40",
+        ),
+        (  # was accepted: scipy's two-sided permutation p is twice the smaller side's, 2/31 = 0.0645 at best
+            ["compare", "--test", "randomization", "--resamples", "30"],
+            "--resamples 30: the randomization test's p-value cannot go below 2/31 = 0.0645",
+        ),
+        (  # was accepted: 2/40 is 0.05, not below it
+            ["compare", "--test", "wilcoxon", "--resamples", "39"],
+            "--resamples 39: the wilcoxon test's p-value cannot go below 2/40 = 0.05, not below --alpha 0.05",
         ),
         (
             ["check", "--test", "bootstrap", "--resamples", "50", "--alpha", "0.01"],
-            "--resamples 50: the bootstrap test's p-value cannot go below 1/51 = 0.0196, above --alpha 0.01",
+            "--resamples 50: the bootstrap test's p-value cannot go below 1/51 = 0.0196, not below --alpha 0.01: no "
+            "difference could be significant; give at least 100",
         ),
         (
             ["eval", "-m", "ndcg@" + "9" * 20],
@@ -219,7 +229,12 @@ def test_the_gate_refuses_an_alpha_that_would_pass_a_regression(capsys, files):
 def test_a_store_that_cannot_be_opened_is_one_line_without_the_password(files, tmp_path, url):
     url = url.format(tmp=tmp_path, qrels=files["qrels"])
     code, _, err = run_cli("leaderboard", "--store", url, "--dataset", "x")
-    assert code == 2 and err.count("\n") == 1 and "cannot be opened" in err and "expected sqlite:///PATH" in err, err
+    if "nowhere" in url:  # a reading command makes no store: it says there is none
+        assert code == 2 and err.count("\n") == 1 and "no such file; this command reads an existing store" in err, err
+    else:
+        assert code == 2 and err.count("\n") == 1 and "cannot be opened" in err and "expected sqlite:///PATH" in err, (
+            err
+        )
     assert "secret" not in err
     assert files["qrels"].read_text() == QRELS
 
@@ -241,6 +256,7 @@ def test_a_read_only_store_nobody_opened_reads_as_empty_and_read_only(tmp_path):
         assert f"store {url} holds no dataset and is read-only" in err and "ask its owner to load data" in err, err
     assert path.read_bytes() == b""
     writable = f"sqlite:///{tmp_path / 'new.sqlite'}"
+    Store(writable)  # made (as push makes it), holding nothing yet
     code, out, err = run_cli("meta", "--store", writable, "0" * 16)
     assert code == 2 and f"run '{'0' * 16}': store {writable} holds no dataset yet: push one first" in err, err
 

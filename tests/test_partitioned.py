@@ -886,8 +886,9 @@ def test_stream_a_bad_qrels_line_in_a_later_slice_names_the_files_line(grouped, 
 
 
 def test_stream_qrels_a_slice_cannot_be_cut_from_are_read_whole(grouped, tmp_path):
-    """UTF-16 qrels (a slice is cut at UTF-8 line breaks) are read whole, and so are qrels with a byte-order mark at
-    the start of a slice inside the file (the loader keeps it in the id there): the values equal the whole read's."""
+    """UTF-16 qrels (a slice is cut at UTF-8 line breaks) are read whole: the values equal the whole read's. Qrels
+    with a byte-order mark at the start of a line inside the file (two files joined) are refused at that line,
+    whole or in slices."""
     qrels, run = grouped
     text = qrels.read_text()
     wide = tmp_path / "wide.txt"
@@ -899,9 +900,14 @@ def test_stream_qrels_a_slice_cannot_be_cut_from_are_read_whole(grouped, tmp_pat
         half += 1
     marked.write_text("\n".join([*lines[:half], "\ufeff" + lines[half], *lines[half + 1 :]]) + "\n")
     assert _sliced_qrels(wide, run, 400) is None
-    for odd in (wide, marked):
-        for slices in (7, 60, 150, 400):
-            assert_same(_run(odd, run, "stream", slices), reference(odd, run))
+    for slices in (7, 60, 150, 400):
+        assert_same(_run(wide, run, "stream", slices), reference(wide, run))
+    refusal = rf"marked\.txt:{half + 1}: expected a query_id .* byte-order mark \(U\+FEFF\)"
+    with pytest.raises(ParseError, match=refusal):
+        reference(marked, run)
+    for slices in (7, 60, 150, 400):
+        with pytest.raises(ParseError, match=refusal):
+            _run(marked, run, "stream", slices)
 
 
 def test_stream_a_run_in_another_order_has_the_qrels_read_whole_once_parsed_over_and_over(grouped, monkeypatch):

@@ -22,6 +22,7 @@ from ragmetrics.analysis.compare import (
     compare_result,
     corrected_rows,
     discriminative_power,
+    intervals_name,
     paired_row,
     planning_alpha,
     planning_words,
@@ -308,8 +309,8 @@ def test_power_helpers_are_consistent():
 @pytest.mark.parametrize(("n", "alpha"), [(5, 0.05), (10, 0.05), (20, 0.05), (10, 0.05 / 18), (30, 0.05 / 18)])
 def test_the_smallest_detectable_difference_is_detected_with_the_power_it_claims(n, alpha):
     """Simulated: a paired t-test at ``alpha`` on ``n`` normal differences whose mean is the smallest detectable
-    difference rejects in 80% of 4,000 seeded samples (the normal approximation gave 0.56 at n = 5 and 0.47 at
-    n = 10 with alpha / 18); so do the queries planned for a difference."""
+    difference rejects in 80% of 4,000 seeded samples (the normal approximation gave 0.57 at n = 5 with alpha
+    0.05, and 0.46 at n = 10 and 0.17 at n = 5 with alpha / 18); so do the queries planned for a difference."""
     from scipy import stats as sps
 
     rng = np.random.default_rng(n)
@@ -795,3 +796,42 @@ def test_wilcoxon_ranks_equal_differences_equal_whatever_their_last_bit():
     flips = np.array(list(itertools.product([-1, 1], repeat=len(nonzero))))
     assert np.mean(np.abs(flips @ ranks) >= observed - 1e-9) == 0.75
     assert stats.signed_rank_direction(np.array([5e-17, 0.25, -0.25])) == 0.0  # a tie of two, the 5e-17 a zero
+
+
+def test_a_mean_of_one_repeated_value_has_no_interval():
+    """Was: five queries of precision 2/3 each gave the 95% interval [0.667, 0.667], covering a true mean of 0.567
+    never (59% and 75% coverage at 3 and 5 such queries, simulated), and a target just below 2/3 passed. Such a
+    column has no interval, in process and from merged sums, and a target cannot pass on it."""
+    from ragmetrics.analysis.merged import sums_of
+    from ragmetrics.analysis.targets import TargetCheck, target_interval
+
+    same = np.full(5, 2 / 3)
+    assert np.isnan(stats.mean_interval(same)).all() and stats.interval_methods(same) == ["none"]
+    assert np.isnan(sums_of([f"q{i}" for i in range(5)], [same]).interval(0)).all()
+    low, high = target_interval(same)
+    check = TargetCheck("P@10", 0.6, float(same.mean()), low, high, n=5)
+    assert check.status == "uncertain" and not check.passed
+    assert "(no interval: every one of the 5 queries scored the same)" in check.reason()
+    mixed = np.column_stack([same, np.ones(5), np.r_[same[:4], 0.5]])
+    assert stats.interval_methods(mixed) == ["none", "Clopper-Pearson", "t"]
+    low, high = stats.mean_interval(mixed)
+    assert np.isnan(low[0]) and low[1] == pytest.approx(0.478, abs=1e-3) and low[2] < 0.634 < high[2]
+
+
+@pytest.mark.parametrize("alpha", [0.01, 0.10])
+def test_the_uncorrected_interval_is_read_at_the_tests_alpha(alpha):
+    """Was: without correction the interval beside the t-test's p-value was 95% whatever ``alpha``, so at 0.01 an
+    interval leaving out 0 stood beside "not significant" (SciFact, recall@5, hybrid: p = 0.018) with a note blaming
+    two methods computed apart. It is now at 1 - alpha, and leaves out 0 exactly where the row is significant."""
+    runs = [
+        load_run(str(SCIFACT / f))
+        for f in ("bm25-stem.trec.gz", "dense-all-minilm-l6-v2.trec.gz", "hybrid-rrf60.trec.gz")
+    ]
+    result = rm.evaluate(load_dataset(str(SCIFACT / "qrels.tsv")), runs, ["recall@5", "mrr", "ndcg@10"])
+    table = compare_result(result, correction="none", alpha=alpha).table
+    compared = table[table["run"] != table["baseline"]]
+    assert (compared["ci_level_adjusted"] == 1 - alpha).all()
+    leaves_out_0 = (compared["ci_low_adjusted"] > 0) | (compared["ci_high_adjusted"] < 0)
+    assert (leaves_out_0 == (compared["p_value"] < alpha)).all()
+    assert (leaves_out_0 == compared["significant"]).all()
+    assert intervals_name("none", alpha) == f"{100 * (1 - alpha):g}% CI"

@@ -120,7 +120,7 @@ def chunking_caption(found: ChunkingComparison) -> str:
         f"Document level: chunks merged into their documents (a document ranks at its first chunk), read against "
         f"the qrels at K = {found.k} and within {found.budget} tokens. Span level: the share of the gold evidence "
         f"the chunks hand over; evidence: {EVIDENCE_WORDS[found.evidence]}. Δ against {found.baseline} on the same "
-        f"queries, with its {intervals_name(found.correction)} ({delta_interval_method(found.correction)}); "
+        f"queries, with its {intervals_name(found.correction, found.alpha)} ({delta_interval_method(found.correction)}); "
         f"p-values {family_text(found.correction, found.family_size)} (every run × metric × level of the table). "
         f"Tokens counted with {found.tokenizer}."
     )

@@ -153,7 +153,9 @@ def timeline_table(line: Timeline, links: Sequence[str] = (), tags: Sequence[str
             "mean": row.mean,
             "95% CI": f"[{row.ci_low:.4f}, {row.ci_high:.4f}]",
             "Δ previous": row.delta,
-            f"Δ {intervals_name(line.correction)}": "" if first else bounds_text(row.delta_low, row.delta_high),
+            f"Δ {intervals_name(line.correction, line.alpha)}": ""
+            if first
+            else bounds_text(row.delta_low, row.delta_high),
             "p": row.p_value_corrected,
             "verdict": verdict,
         }

@@ -515,7 +515,7 @@ def corrected_elsewhere(
         if baseline is not None and len(table):
             st.caption(
                 f"p: the t test of each corrected Δ, {assisted.family_words(table, correction)}, as the table above; "
-                f"intervals: {intervals_name(correction)}."
+                f"intervals: {intervals_name(correction, alpha)}."
             )
         for row in table.itertuples(index=False):
             if baseline is None:

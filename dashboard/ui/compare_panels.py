@@ -201,7 +201,7 @@ def segments_panel(
                 cmp.forest_figure,
                 segments,
                 labels=cmp.segment_labels(segments),
-                title=f"Δ {title(spec)} per group: {focus.name} − {base.name} ({cmp.intervals_name(correction)})",
+                title=f"Δ {title(spec)} per group: {focus.name} − {base.name} ({cmp.intervals_name(correction, comparison.alpha)})",
             ),
             key="compare.segments.chart",
             filename=f"segments-{focus.name}-vs-{base.name}",

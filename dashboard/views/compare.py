@@ -95,7 +95,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
     layout.show_verdict(cmp.verdict(comparison, spec))
     st.caption(
         f"Each run against **{md_escape(base.name)}** on the same {base.n_queries:,} queries: mean with its 95% interval "
-        f"({MEAN_INTERVAL_RULE}), Δ = run − baseline with its {cmp.intervals_name(correction)} "
+        f"({MEAN_INTERVAL_RULE}), Δ = run − baseline with its {cmp.intervals_name(correction, alpha)} "
         f"({comparison.interval_method}), the p-value of the paired test "
         f"({cmp.test_title(test)}) and the corrected one: {cmp.family_text(comparison)}, as on the Overview and "
         f"Dataset power (the table shows the baseline's pairs). ▲/▼: corrected p < {alpha:g}. W / T / L: queries the run wins, ties and loses. "
@@ -165,7 +165,7 @@ if page.dataset is not None and len(page.alignments) >= 2:
             cmp.forest_figure,
             deltas,
             labels=[f"{label_title(m)} · {r}" for m, r in zip(deltas["metric"], deltas["run"])],
-            title=f"Δ against {base.name} with the {cmp.intervals_name(correction)}",
+            title=f"Δ against {base.name} with the {cmp.intervals_name(correction, alpha)}",
         ),
         key="compare.forest",
         filename=f"compare-deltas-{base.name}",

@@ -121,7 +121,7 @@ if page.dataset is not None:
                 },
             )
             st.caption(
-                f"Δ previous: this run − the run before, with its {tl.intervals_name(line.correction)} "
+                f"Δ previous: this run − the run before, with its {tl.intervals_name(line.correction, line.alpha)} "
                 f"({line.interval_text}); mean: its 95% CI ({line.mean_interval_text}); p: the {test} "
                 f"test, {line.family_text}"
                 + (

@@ -94,6 +94,7 @@ class ChunkingComparison:
     winner: str
     summary: str
     correction: str
+    alpha: float
     family_size: int
 
     def to_dict(self) -> dict[str, Any]:
@@ -216,6 +217,7 @@ def compare_chunkings(
         winner=winner,
         summary=summary,
         correction=correction,
+        alpha=alpha,
         family_size=family_size,
     )
 

@@ -422,11 +422,14 @@ def family_scope(family: str, runs: int, metrics: int, exact: int = 0) -> str:
     return f"{words}, less {exact} exact" if exact else words
 
 
-def intervals_name(correction: str | None) -> str:
-    """What the intervals beside p-values corrected by ``correction`` are, in the words every page and the CLI use:
-    ``95% CI`` uncorrected, ``Holm-adjusted CI`` (each at its comparison's level, :func:`adjusted_level`); how they
-    are computed: :func:`ragmetrics.analysis.stats.delta_interval_method`."""
-    return "95% CI" if stats.is_uncorrected(correction) else f"{stats.correction_title(correction)}-adjusted CI"
+def intervals_name(correction: str | None, alpha: float = 0.05) -> str:
+    """What the intervals beside p-values corrected by ``correction`` at ``alpha`` are, in the words every page and
+    the CLI use: ``95% CI`` uncorrected at alpha 0.05 (``99% CI`` at 0.01), ``Holm-adjusted CI`` (each at its
+    comparison's level, :func:`adjusted_level`); how they are computed:
+    :func:`ragmetrics.analysis.stats.delta_interval_method`."""
+    if stats.is_uncorrected(correction):
+        return f"{100 * (1 - alpha):.4g}% CI"
+    return f"{stats.correction_title(correction)}-adjusted CI"
 
 
 def bounds_text(low: float, high: float, separator: str = ", ", digits: int = 4) -> str:
@@ -460,14 +463,15 @@ def interval_at_level(correction: str | None, level: float, method: object = Non
 
 
 def adjusted_level(correction: str | None, alpha: float, p_value: float, p_corrected: float, family_size: int) -> float:
-    """The confidence of the interval beside a corrected p-value, 0.95 uncorrected: 1 - alpha * p / p_corrected, the
+    """The confidence of the interval beside a corrected p-value, 1 - alpha uncorrected (the level the test is read
+    at, so the two agree: 0.95 at alpha 0.05): 1 - alpha * p / p_corrected, the
     level the correction tested the comparison at (p_corrected is p times its factor: Bonferroni's m, so 1 - alpha/m
     for every comparison, the simultaneous interval over the family; Holm's step's, higher where its running maximum
     raised p_corrected, the interval wider); where the ratio says nothing (p = 0, or p_corrected capped at 1, where
     it would understate the factor and narrow the interval), 1 - alpha/m. Each excludes 0 exactly when p_corrected <
     alpha (a capped row has p >= 1/m, above alpha/m)."""
     if stats.is_uncorrected(correction):
-        return 0.95
+        return 1 - alpha
     strictest = 1 - alpha / max(family_size, 1)
     if p_value > 0 and np.isfinite(p_value) and np.isfinite(p_corrected) and 0 < p_corrected < 1:
         return 1 - alpha * p_value / p_corrected
@@ -538,9 +542,9 @@ def adjusted_intervals(
 ) -> pd.DataFrame:
     """``table`` with ``ci_low_adjusted``/``ci_high_adjusted`` at ``ci_level_adjusted`` (:func:`adjusted_level`) and
     the method that computed them in ``ci_method_adjusted`` (:data:`ragmetrics.analysis.stats.DeltaIntervalMethod`;
-    None where ``table`` has no ``ci_method``): uncorrected the delta's 95% interval (its ``ci_low``/``ci_high``, by
-    its ``ci_method``, Student's t as well); corrected, Student's t interval of the mean difference at the
-    comparison's level, so the interval excludes 0 exactly when the corrected t-test p-value is below alpha.
+    None where ``table`` has no ``ci_method``): Student's t interval of the mean difference at the level the test is
+    read at, 1 - alpha uncorrected (at alpha 0.05 the delta's own ``ci_low``/``ci_high``), corrected the comparison's
+    level, so the interval excludes 0 exactly when the (corrected) t-test p-value is below alpha.
     ``family_size``: how many p-values the correction covered (default: the table's; more with ``family="pairs"``),
     the level of a comparison whose p-value is 0.
 
@@ -551,8 +555,7 @@ def adjusted_intervals(
     queries never), so the interval and the p-value agree; two runs alike on every query are no exception."""
     own = (table["run"] == table["baseline"]).to_numpy()
     if stats.is_uncorrected(correction):
-        levels = np.full(len(table), 0.95)
-        low, high = table["ci_low"].to_numpy(dtype=np.float64), table["ci_high"].to_numpy(dtype=np.float64)
+        levels = np.full(len(table), 1 - alpha)
         methods = table["ci_method"].to_numpy(dtype=object) if "ci_method" in table else np.full(len(table), None)
     else:
         methods = np.full(len(table), "t", dtype=object)
@@ -563,8 +566,8 @@ def adjusted_intervals(
                 for p, q in zip(table["p_value"], table["p_value_corrected"])
             ]
         )
-        levels = np.where(own, 0.95, levels)
-        low, high = stats.t_interval(table["delta"], table["sd_difference"], table["n"], levels)
+        levels = np.where(own, 1 - alpha, levels)
+    low, high = stats.t_interval(table["delta"], table["sd_difference"], table["n"], levels)
     delta = table["delta"].to_numpy(dtype=np.float64)
     n = table["n"].to_numpy(dtype=np.float64)
     sd = table["sd_difference"].to_numpy(dtype=np.float64)

@@ -418,7 +418,7 @@ def timeline_text(line: Timeline) -> str:
         lines.append(head + step + base)
     lines.append(f"test: {line.test}, alpha {line.alpha:g}, {line.family_text}")
     lines.append(
-        f"intervals: delta {intervals_name(line.correction)} ({line.interval_text}); mean 95% CI "
+        f"intervals: delta {intervals_name(line.correction, line.alpha)} ({line.interval_text}); mean 95% CI "
         f"({line.mean_interval_text})"
     )
     if line.baseline_family_text:

@@ -226,7 +226,8 @@ class Sums:
 
     def interval(self, metric: int, confidence: float = 0.95, *, binomial: bool = True) -> tuple[float, float]:
         """The interval of the mean under the convention of :func:`ragmetrics.analysis.stats.mean_interval`: the exact
-        binomial (Clopper-Pearson) interval when every value is 0 or 1 (:meth:`binary`, two values at least), else
+        binomial (Clopper-Pearson) interval when every value is 0 or 1 (:meth:`binary`, two values at least), none
+        (NaN) when every value is the same other value (:func:`ragmetrics.analysis.stats.constant_columns`), else
         Student's t from the exact count, sum and sum of squares (:meth:`sd`), held to contain the mean; NaN below
         two queries. ``binomial`` False: Student's t whatever the values (a paired difference's interval, as
         :func:`ragmetrics.analysis.stats.mean_t_interval` in process)."""
@@ -235,6 +236,8 @@ class Sums:
             return math.nan, math.nan
         if binomial and self.binary(metric):
             return stats.proportion_interval(int(self._column("total")[metric]) >> SCALE_BITS, n, confidence)
+        if binomial and self._spread(metric)[2] == 0:  # every value the same: no spread to read an interval from
+            return math.nan, math.nan
         mean = self.mean(metric)
         low, high = stats.t_interval(np.array(mean), np.array(self.sd(metric)), np.array(n), confidence)
         return min(float(low), mean), max(float(high), mean)

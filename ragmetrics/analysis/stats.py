@@ -190,11 +190,14 @@ class PairedTest:
     direction: Callable[[np.ndarray], float] = _mean_direction
     resampled: bool = False
     direction_name: str = "mean(a - b)"
-    p_counts_resamples: bool = False  # p = (hits + 1) / (resamples + 1): never below 1 / (resamples + 1)
+    p_floor: int = 0
+    """Where the p-value counts resamples, its floor over ``resamples + 1``: 1 for p = (hits + 1) / (resamples + 1),
+    2 for scipy's two-sided permutation p (twice the smaller side's); 0 when it counts none."""
 
     def smallest_p(self, n_resamples: int) -> float:
-        """The smallest p-value the test can give with ``n_resamples`` (0 when it does not count resamples)."""
-        return 1.0 / (n_resamples + 1) if self.p_counts_resamples else 0.0
+        """The smallest p-value the test can give with ``n_resamples`` (0 when it does not count resamples; for
+        Wilcoxon, that of its resampled regime: ties and more differences than flip exactly)."""
+        return self.p_floor / (n_resamples + 1)
 
 
 TESTS: dict[str, PairedTest] = {
@@ -221,6 +224,7 @@ TESTS: dict[str, PairedTest] = {
             direction=signed_rank_direction,
             resampled=True,
             direction_name="signed ranks T+ - T-",
+            p_floor=2,
         ),
         PairedTest(
             "randomization",
@@ -229,7 +233,7 @@ TESTS: dict[str, PairedTest] = {
             "sign-flip permutation test of the mean difference (exact when 2^n <= resamples), seeded",
             _randomization,
             resampled=True,
-            p_counts_resamples=True,
+            p_floor=2,
         ),
         PairedTest(
             "bootstrap",
@@ -240,7 +244,7 @@ TESTS: dict[str, PairedTest] = {
             f"below {BOOTSTRAP_MIN_QUERIES} queries, the exact randomization test's p (too few to resample)",
             _bootstrap,
             resampled=True,
-            p_counts_resamples=True,
+            p_floor=1,
         ),
     )
 }
@@ -356,13 +360,15 @@ def mean_t_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[np.nd
     """Student's t interval of the mean along axis 0, mean +- t(n - 1) * s / sqrt(n) (:func:`t_interval`).
 
     ``values`` is (n_queries,) or (n_queries, n_points), e.g. a curve over K, one interval per column. Returns
-    (low, high) shaped like one row; NaN below two queries (one value measures no spread). Why t and not the
-    percentile bootstrap: on seeded synthetic per-query values (graded, reciprocal-rank and sparse paired
-    differences; ``tests/test_stats.py``) the percentile bootstrap's "95%" covered the true mean 49%, 73%, 85% and
-    89% of the time at 2, 3, 5 and 10 queries and 93-94% at 30-50 (its intervals are too narrow by about
-    sqrt((n - 1) / n) * z / t), where t's covered 93-97% from 2 queries on; both agree at thousands of queries. It
-    is also the interval the paired t-test (the default test) inverts, so a difference's 95% interval excludes 0
-    exactly when that test's uncorrected p-value is below 0.05."""
+    (low, high) shaped like one row; NaN below two queries (one value measures no spread); a constant column's is
+    its point (:func:`mean_interval` gives it none). Why t and not the percentile bootstrap: on seeded synthetic
+    per-query values (graded values, graded and reciprocal-rank paired differences; ``tests/test_stats.py``, figures
+    in docs/conventions.md) the percentile bootstrap's "95%" covered the true mean 50%, 73-76%, 83-84% and 87-90% of
+    the time at 2, 3, 5 and 10 queries and 93-94% at 30 (its intervals are too narrow by about
+    sqrt((n - 1) / n) * z / t), where t's covered 93-97% from 2 queries on; on sparse differences (85% ties) both
+    fall short below about 10 queries (t: 43% at 2, 74% at 5, 91% at 10). Both agree at thousands of queries. It
+    is also the interval the paired t-test (the default test) inverts, so a difference's interval at 1 - alpha
+    excludes 0 exactly when that test's uncorrected p-value is below alpha."""
     values = np.asarray(values, dtype=np.float64)
     n, shape = values.shape[0], values.shape[1:]
     if n < 2:  # one value shows no spread: an interval of width 0 would claim certainty
@@ -394,7 +400,8 @@ def zero_or_one(values: np.ndarray) -> np.ndarray:
 
 
 IntervalMethod = Literal["Clopper-Pearson", "t", "none"]
-"""A method of :func:`mean_interval` (``none``: fewer than 2 values, no interval)."""
+"""A method of :func:`mean_interval` (``none``: no interval, below 2 values or every value the same other than 0 or
+1)."""
 
 INTERVAL_NAMES: dict[str, str] = {
     "Clopper-Pearson": "Clopper-Pearson",
@@ -461,13 +468,28 @@ def delta_interval_method(correction: str | None, methods: Iterable[object] | No
 
 def interval_methods(values: np.ndarray) -> list[IntervalMethod]:
     """The method :func:`mean_interval` uses for each column of ``values`` (one for a 1-d array): ``Clopper-Pearson``
-    for a column whose every value is 0 or 1 with at least 2 values, ``none`` below 2 values, else ``t``."""
+    for a column whose every value is 0 or 1 with at least 2 values, ``none`` below 2 values or for a column whose
+    every value is the same other than 0 or 1 (:func:`constant_columns`), else ``t``."""
     values = np.asarray(values)
     n = values.shape[0]
     if n < 2:
         return ["none"] * math.prod(values.shape[1:])
-    binary = np.asarray(zero_or_one(values.reshape(n, -1)).all(axis=0), dtype=bool)
-    return ["Clopper-Pearson" if exact else "t" for exact in binary]
+    matrix = values.reshape(n, -1)
+    binary = np.asarray(zero_or_one(matrix).all(axis=0), dtype=bool)
+    constant = constant_columns(matrix)
+    return ["Clopper-Pearson" if exact else "none" if same else "t" for exact, same in zip(binary, constant)]
+
+
+def constant_columns(matrix: np.ndarray) -> np.ndarray:
+    """Element-wise over the columns of ``matrix`` (n, m): every value the same, up to :data:`CONSTANT_TOLERANCE` of
+    their size. Such a column's values show no spread, so t's interval is the point itself whatever the truth
+    (5 queries of precision 2/3 each: [0.667, 0.667]): it gets no interval (NaN) from :func:`mean_interval`, and a
+    target gate cannot pass on it. One of 0s or of 1s takes the exact binomial interval instead."""
+    matrix = np.asarray(matrix, dtype=np.float64)
+    if not len(matrix):
+        return np.zeros(matrix.shape[1:], dtype=bool)
+    scale = np.maximum(1.0, np.abs(matrix).max(axis=0))
+    return np.asarray(np.ptp(matrix, axis=0) <= CONSTANT_TOLERANCE * scale)
 
 
 def interval_words(methods: Iterable[str]) -> str:
@@ -496,7 +518,8 @@ def mean_interval(values: np.ndarray, *, confidence: float = 0.95) -> tuple[np.n
     means, the dashboard's; ``eval --ci`` reads the same rule from merged sums on every engine,
     :meth:`ragmetrics.analysis.merged.Sums.interval`): for a column whose every value is 0 or 1 (hits, success,
     recall at 1, any metric every query scored 0 or 1) and that holds at least 2 values, the exact binomial
-    (Clopper-Pearson) interval (:func:`proportion_interval`); for any other column, Student's t interval
+    (Clopper-Pearson) interval (:func:`proportion_interval`); for a column whose every value is the same other than
+    0 or 1, none (NaN: :func:`constant_columns` says why); for any other column, Student's t interval
     (:func:`mean_t_interval`, same shapes). :func:`interval_methods` says which, column by column, and
     :func:`interval_words` names them. t's interval of values all 1 is the point [1, 1] at any n (55 queries all
     hits: [1, 1], where the exact interval is [0.935, 1]) and covers a true mean near 1 far less than it claims; the
@@ -505,10 +528,13 @@ def mean_interval(values: np.ndarray, *, confidence: float = 0.95) -> tuple[np.n
     if values.shape[0] < 2:
         return mean_t_interval(values, confidence)
     matrix = values.reshape(values.shape[0], -1)
-    binary = np.array([method == "Clopper-Pearson" for method in interval_methods(matrix)], dtype=bool)
+    methods = interval_methods(matrix)
     low, high = mean_t_interval(matrix, confidence)
-    for column in np.flatnonzero(binary):
-        low[column], high[column] = proportion_interval(int(matrix[:, column].sum()), matrix.shape[0], confidence)
+    for column, method in enumerate(methods):
+        if method == "Clopper-Pearson":
+            low[column], high[column] = proportion_interval(int(matrix[:, column].sum()), matrix.shape[0], confidence)
+        elif method == "none":
+            low[column] = high[column] = np.nan
     shape = values.shape[1:]
     return low.reshape(shape), high.reshape(shape)
 

@@ -58,8 +58,8 @@ class TargetCheck:
 
     @property
     def status(self) -> str:
-        """``pass`` (the interval's lower end clears the threshold), ``uncertain`` (only the mean does), ``fail``,
-        or ``too few`` (fewer than 2 queries with a value)."""
+        """``pass`` (the interval's lower end clears the threshold), ``uncertain`` (only the mean does, or there is
+        no interval: every query scored the same), ``fail``, or ``too few`` (fewer than 2 queries with a value)."""
         if self.n < 2:
             return "too few"
         if self.ci_low > self.threshold:
@@ -73,9 +73,13 @@ class TargetCheck:
         return self.status == "pass"
 
     def reason(self) -> str:
+        interval = (
+            f"no interval: every one of the {self.n} queries scored the same"
+            if np.isnan(self.ci_low) and self.n >= 2
+            else f"95% CI {self.ci_low:.4f}-{self.ci_high:.4f}"
+        )
         return (
-            f"{self.metric} = {self.mean:.4f} (95% CI {self.ci_low:.4f}-{self.ci_high:.4f}) "
-            f"vs target > {threshold_text(self.threshold)}: {self.status}"
+            f"{self.metric} = {self.mean:.4f} ({interval}) vs target > {threshold_text(self.threshold)}: {self.status}"
         )
 
 

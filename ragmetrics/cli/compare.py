@@ -155,7 +155,7 @@ def compare_partitioned(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
     out.write(
         f"test: {args.test}, merged over the buckets of --engine {args.engine} (resampled by a hash of the query id); "
         f"* = significant at alpha {args.alpha}, {family(args, len(family_p), len(args.metric or ['ndcg@10']))}; "
-        f"{interval_words(args.correction, [row['ci_method_adjusted'] for row in listed])}\n"
+        f"{interval_words(args.correction, [row['ci_method_adjusted'] for row in listed], args.alpha)}\n"
     )
     out.write(tokenizer_line({totals.name: paired.tokenizer for totals in paired.runs.values()}))
     report_coverage({totals.name: totals for totals in paired.runs.values()}, err)
@@ -246,7 +246,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             out.write(row_notes(row._asdict(), comparison.alpha, comparison.correction, comparison.test))
         out.write(
             f"test: {args.test}; * = significant at alpha {args.alpha}, {comparison.family_text}; "
-            f"{interval_words(args.correction, comparison.table['ci_method_adjusted'])}\n"
+            f"{interval_words(args.correction, comparison.table['ci_method_adjusted'], args.alpha)}\n"
         )
         out.write(tokenizer_line({name: run.tokenizer for name, run in result.runs.items()}))
         if args.test == "bootstrap" and (comparison.table["n"] < BOOTSTRAP_MIN_QUERIES).any():
@@ -292,12 +292,12 @@ def row_notes(row: Mapping[str, Any], alpha: float, correction: str, test: str) 
     return "".join(f"  note: {note}\n" for note in notes)
 
 
-def interval_words(correction: str, methods: Iterable[object]) -> str:
+def interval_words(correction: str, methods: Iterable[object], alpha: float = 0.05) -> str:
     """The footer's words for the intervals of :func:`ragmetrics.analysis.compare.adjusted_level` computed by
     ``methods`` (the rows' ``ci_method_adjusted``), named as the dashboard names them
     (:func:`ragmetrics.analysis.compare.intervals_name`, :func:`ragmetrics.analysis.stats.delta_interval_method`;
     docs/conventions.md, Significance)."""
-    return f"intervals: {intervals_name(correction)} ({delta_interval_method(correction, methods)})"
+    return f"intervals: {intervals_name(correction, alpha)} ({delta_interval_method(correction, methods)})"
 
 
 def judged_ends(row: Any) -> str:

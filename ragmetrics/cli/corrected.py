@@ -312,7 +312,9 @@ def compare_corrected(
     sampled = frame.loc[~frame["exact"], "ci_method_adjusted"]
     intervals = []
     if len(sampled):
-        intervals.append(f"{intervals_name(args.correction)} ({delta_interval_method(args.correction, sampled)})")
+        intervals.append(
+            f"{intervals_name(args.correction, args.alpha)} ({delta_interval_method(args.correction, sampled)})"
+        )
     if frame["exact"].any():
         intervals.append(delta_interval_method(args.correction, ["exact"]))
     out.write(

@@ -82,7 +82,7 @@ def _table(name: str, result: EvidenceResult, per_query: bool, out: TextIO, err:
 def _chunkings_table(found: ChunkingComparison, out: TextIO) -> None:
     """The comparison's rows; beside each corrected p-value the delta's interval adjusted the same way (at the level
     the correction tested it at: :func:`ragmetrics.analysis.compare.adjusted_intervals`), as ``compare`` prints it."""
-    name = intervals_name(found.correction)
+    name = intervals_name(found.correction, found.alpha)
     width = max(19, len(name) + 1)
     out.write(
         f"{'level':<9}{'metric':<28}{'run':<24}{'n':>5}{'mean':>9}{'delta':>9}  {name:<{width}}{'p (corr.)':>10}  verdict\n"

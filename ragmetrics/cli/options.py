@@ -341,12 +341,17 @@ def refuse_too_few_resamples(args: argparse.Namespace) -> None:
     if test is None or not hasattr(args, "alpha"):
         return
     resamples, alpha = option_value(args, "resamples"), option_value(args, "alpha")
-    if stats.TESTS[test].smallest_p(resamples) > alpha:
-        fewest = math.ceil(1 / alpha) - 1
+    paired = stats.TESTS[test]
+    if paired.smallest_p(resamples) >= alpha:  # significant is p < alpha
+        fewest = math.floor(paired.p_floor / alpha)  # the fewest B with p_floor / (B + 1) < alpha, made exact:
+        while paired.smallest_p(fewest) >= alpha:
+            fewest += 1
+        while fewest > 1 and paired.smallest_p(fewest - 1) < alpha:
+            fewest -= 1
         raise RagMetricsError(
-            f"--resamples {resamples}: the {test} test's p-value cannot go below 1/{resamples + 1} = "
-            f"{1 / (resamples + 1):.3g}, above --alpha {alpha}: no difference could be significant; give at least "
-            f"{fewest} (default {stats.DEFAULT_RESAMPLES:,})"
+            f"--resamples {resamples}: the {test} test's p-value cannot go below {paired.p_floor}/{resamples + 1} = "
+            f"{paired.smallest_p(resamples):.3g}, not below --alpha {alpha}: no difference could be significant; "
+            f"give at least {fewest} (default {stats.DEFAULT_RESAMPLES:,})"
         )
 
 
