@@ -152,3 +152,13 @@ def test_a_byte_order_mark_inside_a_file_is_refused_at_its_line(tmp_path: Path, 
     first = tmp_path / "first.trec"
     first.write_bytes(b"\xef\xbb\xbfq1 Q0 d1 1 3 r\n")  # at the file's start the mark is the file's own
     assert _cli("eval", "--dataset", str(qrels), "--run", str(first), "--engine", engine)[0] == 0
+
+
+def test_bytes_that_are_not_text_are_said_so_not_shown(tmp_path: Path) -> None:
+    """Was: random bytes named ``.tsv`` and given as a dataset were refused with 120 characters of mojibake as what
+    was found (the first line decoded with replacement characters); a run of the same bytes said "expected UTF-8
+    text, found byte 0x..", as this does now."""
+    path = tmp_path / "binary_qrels.tsv"
+    path.write_bytes(bytes(np.random.default_rng(3).integers(128, 256, 2000, dtype=np.uint8)))
+    with pytest.raises(ParseError, match=r"binary_qrels\.tsv:1: expected UTF-8 text, found byte 0x[0-9a-f]{2}$"):
+        load_dataset(str(path))

@@ -387,11 +387,17 @@ def comparison_display(frame: pd.DataFrame, baseline: str, correction: str = "ho
     delta, where a narrow window still shows it, and beside the verdict the interval that agrees with it: the
     delta's interval adjusted as its p-value is (``Δ CI (Holm-adjusted)``, at its level,
     :func:`ragmetrics.analysis.compare.adjusted_level`), then the corrected and the raw p-value, then the
-    uncorrected ``Δ 95% CI (uncorrected)``; uncorrected, the delta's 95% CI beside the verdict. CIs and p-values as
-    text, W / T / L in one column."""
+    uncorrected ``Δ 95% CI (uncorrected)``; uncorrected, the delta's interval at 1 - alpha beside the verdict
+    (``Δ 95% CI`` at alpha 0.05, the level the test is read at). CIs (signed, as everywhere) and p-values as text,
+    W / T / L in one column."""
     is_base = frame["run"] == baseline
     corrected = not stats.is_uncorrected(correction)
-    raw_interval = "Δ 95% CI (uncorrected)" if corrected else "Δ 95% CI"
+    levels = frame.loc[~is_base, "ci_level_adjusted"].dropna()
+    level = float(levels.iloc[0]) if len(levels) else 0.95
+    raw_interval = "Δ 95% CI (uncorrected)" if corrected else f"Δ {100 * level:.4g}% CI"
+    raw_ends = (
+        (frame["ci_low"], frame["ci_high"]) if corrected else (frame["ci_low_adjusted"], frame["ci_high_adjusted"])
+    )
     p_corrected = f"p ({correction_title(correction)})"
     out = pd.DataFrame(
         {
@@ -402,11 +408,9 @@ def comparison_display(frame: pd.DataFrame, baseline: str, correction: str = "ho
             "mean 95% CI": [format_ci(lo, hi) for lo, hi in zip(frame["mean_ci_low"], frame["mean_ci_high"])],
             "Δ vs baseline": ["" if b else signed(d) for b, d in zip(is_base, frame["delta"])],
             "significance": frame["significance"],
-            # uncorrected, beside the verdict: a constant difference's interval is the exact test's (no bound)
-            raw_interval: [
-                "" if b else format_ci(lo, hi) if corrected or not math.isnan(at) else bounds_text(at, at)
-                for b, lo, hi, at in zip(is_base, frame["ci_low"], frame["ci_high"], frame["ci_low_adjusted"])
-            ],
+            # uncorrected, beside the verdict: the interval at the test's level (a constant difference's is the
+            # exact test's, no bound where it rejects no shift)
+            raw_interval: ["" if b else bounds_text(lo, hi, digits=3) for b, lo, hi in zip(is_base, *raw_ends)],
             "p": [format_p(p) for p in frame["p_value"]],
             p_corrected: [format_p(p) for p in frame["p_value_corrected"]],
             "W / T / L": [

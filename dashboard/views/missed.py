@@ -58,7 +58,8 @@ if page.alignments and page.dataset is not None:
     limit = builders.near_miss_limit(k)
     st.markdown(
         f"**{md_escape(run.name)}** misses **{counts['missed']}** of {counts['total']} queries with relevant documents at "
-        f"K = {k}: {counts['near miss']} near misses (first relevant at ranks {k + 1}–{limit}), {counts['deeper']} deeper, "
+        f"K = {k}: {counts['near miss']} near miss{'es' * (counts['near miss'] != 1)} (first relevant at ranks "
+        f"{k + 1}–{limit}), {counts['deeper']} deeper, "
         f"{counts['not retrieved']} never retrieved. Showing {len(shown)} after filters."
     )
     keywords_known = has_keywords(ds.dataset)

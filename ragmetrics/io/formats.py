@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ragmetrics.foundation.errors import ParseError
-from ragmetrics.io.source import Source, shorten
+from ragmetrics.io.source import Source, decode, shorten
 
 
 def _lazy(path: str) -> Callable[..., Any]:
@@ -181,19 +181,20 @@ def _telling_all(fmt: Format, candidates: list[Format], source: Source) -> Forma
         except ParseError as error:
             if error.line != first[0]:
                 raise
+            decode(first[2], source.name, first_line=first[0])  # bytes that are not text: said as such, not shown
             expected = " or ".join(f.description for f in candidates)
             raise ParseError(source.name, first[0], expected, shorten(first[1], 120)) from None
 
     return replace(fmt, reader=read)
 
 
-def _first_line(source: Source) -> tuple[int, str] | None:
-    """The first line of ``source`` that holds something but a comment, with its 1-based number; None when none
-    does (an empty file: its reader says so)."""
+def _first_line(source: Source) -> tuple[int, str, bytes] | None:
+    """The first line of ``source`` that holds something but a comment: its 1-based number, its text (bytes that are
+    not UTF-8 replaced) and its bytes; None when none does (an empty file: its reader says so)."""
     for number, raw in enumerate(source.head.split(b"\n")[:100], 1):
         text = raw.rstrip(b"\r").decode("utf-8", errors="replace")
         if text.strip() and not text.lstrip().startswith("#"):
-            return number, text
+            return number, text, raw
     return None
 
 

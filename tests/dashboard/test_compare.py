@@ -106,7 +106,7 @@ def test_comparison_frame_puts_the_baseline_first_and_marks_significance(faq_cmp
     assert frame.set_index(["metric", "run"]).loc[("recall@5", "dense-e5"), "significance"] == cmp.NOT_SIGNIFICANT
 
 
-def test_comparison_display_keeps_rows_and_formats_text(faq_cmp) -> None:
+def test_comparison_display_keeps_rows_and_formats_text(faq_cmp, faq_alignments) -> None:
     frame = cmp.comparison_frame(faq_cmp)
     display = cmp.comparison_display(frame, "bm25")
     assert len(display) == len(frame)
@@ -128,13 +128,16 @@ def test_comparison_display_keeps_rows_and_formats_text(faq_cmp) -> None:
     row = display.iloc[1]
     src = frame.iloc[1]
     assert row["Δ vs baseline"] == f"{src['delta']:+.3f}"
-    assert row["Δ 95% CI (uncorrected)"] == f"[{src['ci_low']:.3f}, {src['ci_high']:.3f}]"
+    assert row["Δ 95% CI (uncorrected)"] == f"[{src['ci_low']:+.3f}, {src['ci_high']:+.3f}]"  # signed, as Δ is
     level = f"{100 * src['ci_level_adjusted']:.4g}%"
     # signed, as the verdict and the CLI print a paired interval (compare.bounds_text)
     assert row["Δ CI (Holm-adjusted)"] == f"[{src['ci_low_adjusted']:+.3f}, {src['ci_high_adjusted']:+.3f}] at {level}"
-    plain = cmp.comparison_display(frame, "bm25", "none")
-    assert "Δ CI (Holm-adjusted)" not in plain.columns
-    assert list(plain.columns).index("Δ 95% CI") == list(plain.columns).index("significance") + 1
+    for alpha in (0.05, 0.01):  # uncorrected, beside the verdict, the interval at the level the test is read at
+        uncorrected = cmp.run_comparison(faq_alignments, "bm25", SPECS, test="t", alpha=alpha, correction="none")
+        plain = cmp.comparison_display(cmp.comparison_frame(uncorrected), "bm25", "none")
+        named = f"Δ {100 * (1 - alpha):g}% CI"
+        assert "Δ CI (Holm-adjusted)" not in plain.columns
+        assert list(plain.columns).index(named) == list(plain.columns).index("significance") + 1
     assert row["W / T / L"] == f"{src['wins']} / {src['ties']} / {src['losses']}"
     assert display.iloc[0]["p"] == "—" and display.iloc[0]["Δ vs baseline"] == ""
     assert cmp.format_p(3e-7) == "<0.0001" and cmp.format_p(0.04321) == "0.0432"
