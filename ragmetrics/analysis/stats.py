@@ -164,8 +164,8 @@ def _mean_direction(diff: np.ndarray) -> float:
 def signed_rank_direction(diff: np.ndarray) -> float:
     """What the Wilcoxon signed-rank test tests the side of: T+ - T-, the ranks of |diff| (rounded to
     :data:`RANKED_DECIMALS`, zeros dropped, ties at their mid-rank, scipy's ``rankdata``) summed with the differences'
-    signs. It is positive when more Walsh averages
-    (d_i + d_j) / 2, i <= j, are positive than negative: the side of their median, the Hodges-Lehmann pseudo-median.
+    signs. It is positive when more Walsh averages (d_i + d_j) / 2, i <= j, are positive than negative: the side of
+    their median, the Hodges-Lehmann pseudo-median.
     40 differences of +0.05 and 4 of -0.95 give T+ - T- = 820 - 170 = +650 (the typical query wins) while the mean is -0.041."""
     from scipy import stats as sps  # noqa: PLC0415 (SciPy is loaded on use: import ragmetrics stays light)
 
@@ -215,8 +215,8 @@ TESTS: dict[str, PairedTest] = {
             "wilcoxon",
             "Wilcoxon signed-rank",
             "the differences are symmetric about 0 (pseudo-median 0): about the typical query, not the mean",
-            f"differences rounded to {RANKED_DECIMALS} decimals, zeros dropped; exact without ties up to {WILCOXON_NORMAL_ABOVE} differences; with ties or "
-            "zeros, the sign-flip permutation p of the "
+            f"differences rounded to {RANKED_DECIMALS} decimals, zeros dropped; exact without ties up to "
+            f"{WILCOXON_NORMAL_ABOVE} differences; with ties or zeros, the sign-flip permutation p of the "
             f"signed ranks (exact up to {WILCOXON_EXACT_UP_TO} non-zero differences, seeded resamples up to "
             f"{WILCOXON_NORMAL_ABOVE}), above that the normal approximation with continuity correction, as R "
             "does; its side is that of the signed ranks, T+ - T-",
