@@ -19,8 +19,8 @@ fixed-point values, every partial sum an integer below 2^53, whatever the order.
 computed, from the same integers everywhere.
 
 The **interval of a mean** is :func:`ragmetrics.analysis.stats.mean_interval`'s rule read from the exact sums: the
-exact binomial (Clopper-Pearson) interval where every value is 0 or 1, else Student's t from the count, the sum and
-the sum of squares (no resample needed). The **sign-flip randomization test** of "mean = 0" on paired differences:
+exact binomial (Clopper-Pearson) interval where every value is 0 or 1, none where every value is another same value,
+else Student's t from the count, the sum and the sum of squares (no resample needed). The **sign-flip randomization test** of "mean = 0" on paired differences:
 ``T_b = sum_q s_qb d_q`` against the observed ``T = sum_q d_q``, compared as integers; p = (#{|T_b| >= |T|} + 1) /
 (B + 1). The **paired t test** needs only ``n``, the sum of the differences and the sum of their squares (exact
 integers), and scipy's t distribution.
