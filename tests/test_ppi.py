@@ -900,3 +900,20 @@ def test_the_unreadable_note_of_a_table_reads_only_the_rows_that_show_a_sample_i
     fewer = rows.assign(differing=[20, 0, MIN_DIFFERING - 1, 0])
     assert unreadable_rows(fewer, population="dataset")[0] == "agree"
     assert unreadable_rows(fewer) is None  # the rule of a mean over exactly these queries only
+
+
+def test_compare_says_when_the_tuned_lambda_rests_on_fewer_than_100_labelled_queries(tmp_path):
+    """On skewed deltas and a biased judge the tuned lambda's delta interval covered 0.79 at 10 labelled queries and
+    0.91 at 50, plain PPI 0.95 (docs/ppi.md's limits): compare says so with the tuned lambda below 100 labelled
+    queries, and not with --ppi-lambda 1."""
+    from ragmetrics.analysis.ppi import TUNED_FROM, tuned_lambda_note
+
+    argv = _corrected_compare(_small_corrected_inputs(tmp_path), "b.trec", "a.trec")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(argv, out, err) == 0, err.getvalue()
+    assert "with the tuned lambda and 30 human-labelled queries (fewer than 100)" in err.getvalue(), err.getvalue()
+    assert "--ppi-lambda 1 holds its level there" in err.getvalue()
+    out, err = io.StringIO(), io.StringIO()
+    assert main([*argv, "--ppi-lambda", "1"], out, err) == 0, err.getvalue()
+    assert "tuned lambda" not in err.getvalue()
+    assert tuned_lambda_note(TUNED_FROM, None) is None and tuned_lambda_note(99, 1.0) is None

@@ -88,6 +88,23 @@ so few values), or of width 0 when they all score alike (docs/ppi.md measures it
 so."""
 
 
+TUNED_FROM = 100
+"""Below this many human-labelled queries a corrected delta's interval with the tuned lambda can be too narrow when
+the judge is biased: it covered 0.79 at 10 labelled queries and 0.91 at 50, where plain PPI (lambda 1) covered
+0.95 (docs/ppi.md's limits). The CLI says so."""
+
+
+def tuned_lambda_note(n_labelled: int, lam: float | None) -> str | None:
+    """What a corrected delta's reader is told of the tuned lambda (``lam`` None) on fewer than :data:`TUNED_FROM`
+    human-labelled queries, or None."""
+    if lam is not None or n_labelled >= TUNED_FROM:
+        return None
+    return (
+        f"with the tuned lambda and {n_labelled} human-labelled queries (fewer than {TUNED_FROM}), a delta's interval "
+        "can be too narrow when the judge is biased (docs/ppi.md measures it); --ppi-lambda 1 holds its level there"
+    )
+
+
 FLAT = 1e-12
 """An ``se`` (or an interval's width) this small is 0: the rounding of a variance of values all alike."""
 MIN_DIFFERING = 15

@@ -278,6 +278,9 @@ def compare_corrected(
         out,
     )
     _unreadable(args, frame, err, paired=True)
+    tuned = ppi.tuned_lambda_note(int(frame["n_labelled"].min()), LAMBDAS[option_value(args, "ppi_lambda")])
+    if tuned is not None and len(frame):
+        err.write(f"ragmetrics: note: {tuned}\n")
     if args.format == "json":
         _json(too_few_shown(frame), "comparisons", out, plan)
         return judge
