@@ -27,6 +27,7 @@ __all__ = [
     "fused_name",
     "fusion_preview",
     "fusion_source",
+    "fusion_tags",
     "trec_bytes",
 ]
 
@@ -108,6 +109,27 @@ def fusion_source(
     w = list(weights.values()) if isinstance(weights, Mapping) else list(weights or [])
     weight_text = "" if not w or len(set(w)) <= 1 else " weights=" + "/".join(f"{x:g}" for x in w)
     return f"fusion: {method} {detail}{weight_text} of {', '.join(names)}"
+
+
+def fusion_tags(
+    names: Sequence[str],
+    method: str,
+    *,
+    k: int,
+    norm: str | None,
+    weights: Mapping[str, float] | Sequence[float] | None,
+) -> dict[str, str]:
+    """The metadata tags of a fused run, as ``ragmetrics.analysis.diagnosis`` reads a run's kind (``fusion``, its
+    parameters and inputs): Diagnosis then knows it fused from its tags, not from its name."""
+    tags = {"fusion": method, "fusion.of": " + ".join(names)}
+    if method == "rrf":
+        tags["fusion.k"] = str(k)
+    else:
+        tags["fusion.norm"] = _norm(norm) or "none"
+    w = list(weights.values()) if isinstance(weights, Mapping) else list(weights or [])
+    if w and len(set(w)) > 1:
+        tags["fusion.weights"] = "/".join(f"{x:g}" for x in w)
+    return tags
 
 
 def file_stem(name: str) -> str:

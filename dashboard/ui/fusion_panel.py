@@ -176,6 +176,7 @@ def _fuse(page: layout.Page, ds: DatasetEntry, view: ViewState) -> None:
                     ds,
                     fused,
                     source=fusion.fusion_source([r.name for r in entries], method, k=rrf_k, norm=norm, weights=weights),
+                    tags=fusion.fusion_tags([r.name for r in entries], method, k=rrf_k, norm=norm, weights=weights),
                 )
                 selected = view.with_run(entry.id)
                 if selected is None:  # stored, and said so below

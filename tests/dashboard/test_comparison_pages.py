@@ -377,6 +377,10 @@ def test_fusion_adds_a_run_every_page_sees(own_store, faq_ids) -> None:
     other = open_page("overview", {"ds": faq_ids["dataset"], "runs": ",".join(runs)})
     no_problems(other)
     assert "rrf60(bm25+dense-e5)" in set(other.dataframe[0].value["run"])
+    # and it is known as fused by its tags, as Diagnosis reads a run's kind (was: from its name only)
+    store = Store(f"sqlite:///{own_store / 'ragmetrics.sqlite'}")
+    assert store.tags(fused_id) == {"fusion": "rrf", "fusion.of": "bm25 + dense-e5", "fusion.k": "60"}
+    store.engine.dispose()
 
 
 def test_fusion_settings(own_store, faq_ids) -> None:
