@@ -145,9 +145,9 @@ def test_fusion_options_out_of_range_are_usage_errors(capsys, files, tmp_path, a
             ["compare", "--test", "randomization", "--resamples", "30"],
             "--resamples 30: the randomization test's p-value cannot go below 2/31 = 0.0645",
         ),
-        (  # was accepted: 2/40 is 0.05, not below it
-            ["compare", "--test", "wilcoxon", "--resamples", "39"],
-            "--resamples 39: the wilcoxon test's p-value cannot go below 2/40 = 0.05, not below --alpha 0.05",
+        (  # the engines' merged sign-flip p is (hits + 1) / (B + 1): 1/20 is 0.05, not below it
+            ["compare", "--test", "randomization", "--resamples", "19", "--engine", "duckdb"],
+            "--resamples 19: the randomization test's p-value cannot go below 1/20 = 0.05, not below --alpha 0.05",
         ),
         (
             ["check", "--test", "bootstrap", "--resamples", "50", "--alpha", "0.01"],

@@ -56,6 +56,7 @@ def test_a_key_named_twice_in_one_json_object_is_refused(tmp_path: Path, name: s
         ('{"query_id": "q1", "doc_id": {"a": 1}, "score": 1}', "\"doc_id\" as a text or a number, found {'a': 1}"),
         ('{"query_id": ["q1"], "doc_id": "d1", "score": 1}', "\"query_id\" as a text or a number, found ['q1']"),
         ('{"query_id": "q1", "doc_id": true, "score": 1}', '"doc_id" as a text or a number, found True'),
+        ('{"query_id": "q1", "doc_id": "d2", "score": 1, "text": 123}', '"text" as a text, found 123'),
         ('{"query_id": "q1", "retrieved": [{"doc_id": "d1", "text": ["x"]}]}', '"text" of retrieved item 1'),
         ('{"query_id": "q1", "retrieved": [{"doc_id": "d1", "source_doc": {"d": 1}}]}', '"source_doc" of retrieved'),
     ],
@@ -90,6 +91,10 @@ def test_a_label_beyond_exact_floats_is_refused_in_every_file(tmp_path: Path, en
     negative.write_text(QRELS.replace("q2 0 d4 0", f"q2 0 d4 -{big}"))
     with pytest.raises(ParseError, match="at most 9,007,199,254,740,992"):
         load_dataset(str(negative))
+    one_more = tmp_path / "one-more.csv"  # 2^53 + 1 reads as 2^53 once a float: read exactly (was taken)
+    one_more.write_text(f"query_id,doc_id,relevance\nq1,d1,1\nq2,d3,{2**53 + 1}\n")
+    with pytest.raises(ParseError, match=r"one-more\.csv:3: expected an integer of at most 9,007,199,254,740,992"):
+        load_dataset(str(one_more))
     exact = tmp_path / "exact.qrels"
     exact.write_text(QRELS.replace("q2 0 d4 0", f"q2 0 d4 {2**53}"))
     assert max(load_dataset(str(exact)).qrels_table.column("relevance").to_pylist()) == 2**53  # the limit is exact
@@ -162,3 +167,18 @@ def test_bytes_that_are_not_text_are_said_so_not_shown(tmp_path: Path) -> None:
     path.write_bytes(bytes(np.random.default_rng(3).integers(128, 256, 2000, dtype=np.uint8)))
     with pytest.raises(ParseError, match=r"binary_qrels\.tsv:1: expected UTF-8 text, found byte 0x[0-9a-f]{2}$"):
         load_dataset(str(path))
+
+
+def test_a_beir_zip_made_on_macos_is_one_folder(tmp_path: Path) -> None:
+    """Finder's zips hold ``__MACOSX/`` and ``._`` resource forks beside the folder: they are no second dataset."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("scifact/corpus.jsonl", json.dumps({"_id": "d1", "text": "x"}) + "\n")
+        archive.writestr("scifact/queries.jsonl", json.dumps({"_id": "q1", "text": "y"}) + "\n")
+        archive.writestr("scifact/qrels/test.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+        archive.writestr("__MACOSX/scifact/qrels/._test.tsv", b"\x00\x05\x16\x07 resource fork")
+        archive.writestr("__MACOSX/scifact/._corpus.jsonl", b"\x00\x05\x16\x07")
+        archive.writestr("scifact/._queries.jsonl", b"\x00\x05\x16\x07")
+    path = tmp_path / "mac.zip"
+    path.write_bytes(buffer.getvalue())
+    assert load_dataset(str(path)).qrels_table.num_rows == 1

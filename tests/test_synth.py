@@ -482,14 +482,18 @@ def test_chinese_keywords_are_no_function_words(cmrc, generators):
 def test_a_chunk_after_a_heading_or_wide_blanks_begins_a_sentence():
     """Was: the sentence before a chunk was looked for in the 8 characters before it, so a chunk after a heading
     line, or after a period and more than seven blanks, took its first sentence for cut; and a chunk ending at a
-    line break took its last one for cut."""
+    paragraph's end took its last one for cut. A lone line break only wraps a sentence (a hard-wrapped text file)."""
     from ragmetrics.synth.extractive import _begins_sentence, _ends_sentence
 
-    text = "Results\nThe model improves recall. It does.            Then a third one\nNext"
-    assert _begins_sentence(text, text.index("The model"))  # after a heading's line break
+    text = "# Results\nThe model improves recall. It does.            Then a third\none\n\nNext\n## More\nEnd"
+    assert _begins_sentence(text, text.index("The model"))  # after a Markdown heading's line
     assert _begins_sentence(text, text.index("Then a third"))  # a period, then twelve blanks
+    assert _begins_sentence(text, text.index("Next"))  # after a blank line
     assert not _begins_sentence(text, text.index("model"))  # inside a sentence
+    assert not _begins_sentence(text, text.index("one\n"))  # a wrapped line goes on with its sentence
     assert _ends_sentence(text, text.index(" It does"))  # after the period
-    assert _ends_sentence(text, text.index("\nNext"))  # a line break follows
+    assert _ends_sentence(text, text.index("\n\nNext"))  # a blank line follows
+    assert _ends_sentence(text, text.index("\n## More"))  # a heading follows
+    assert not _ends_sentence(text, text.index("\none"))  # a wrapped line: the sentence goes on
     assert not _ends_sentence(text, text.index(" a third"))
     assert _ends_sentence(text, len(text)) and _begins_sentence(text, 0)

@@ -31,6 +31,7 @@ from ragmetrics.analysis.compare import (
     compare_result,
     intervals_name,
     no_bound_words,
+    percent,
     planning_alpha,
     planning_words,
     too_few_shown,
@@ -394,7 +395,7 @@ def comparison_display(frame: pd.DataFrame, baseline: str, correction: str = "ho
     corrected = not stats.is_uncorrected(correction)
     levels = frame.loc[~is_base, "ci_level_adjusted"].dropna()
     level = float(levels.iloc[0]) if len(levels) else 0.95
-    raw_interval = "Δ 95% CI (uncorrected)" if corrected else f"Δ {100 * level:.4g}% CI"
+    raw_interval = "Δ 95% CI (uncorrected)" if corrected else f"Δ {percent(level)}% CI"
     raw_ends = (
         (frame["ci_low"], frame["ci_high"]) if corrected else (frame["ci_low_adjusted"], frame["ci_high_adjusted"])
     )
@@ -423,7 +424,7 @@ def comparison_display(frame: pd.DataFrame, baseline: str, correction: str = "ho
     if corrected:
         ends = zip(is_base, frame["ci_low_adjusted"], frame["ci_high_adjusted"], frame["ci_level_adjusted"])
         out[adjusted] = [
-            "" if b else f"{bounds_text(lo, hi, digits=3)} at {100 * level:.4g}%" for b, lo, hi, level in ends
+            "" if b else f"{bounds_text(lo, hi, digits=3)} at {percent(level)}%" for b, lo, hi, level in ends
         ]
     if "could_flip" in frame.columns:  # each beside what it qualifies
         for column, values in _judged_columns(frame, is_base).items():

@@ -16,6 +16,7 @@ import pandas as pd
 
 from dashboard.core.intervals import interval_words
 from dashboard.core.specs import label_title
+from ragmetrics.analysis.compare import mean_bounds_text
 from ragmetrics.analysis.diagnosis import Finding, evidence_words
 from ragmetrics.io.export import markdown_cell, markdown_table
 
@@ -80,7 +81,9 @@ def _display_checks(checks: pd.DataFrame) -> pd.DataFrame:
             "run": checks["run"],
             "target": checks["target"],
             "value": [_fmt(v) for v in checks["value"]],
-            "95% CI": [f"{lo:.3f}–{hi:.3f}" for lo, hi in zip(checks["ci_low"], checks["ci_high"])],
+            "95% CI": [
+                mean_bounds_text(lo, hi, "–", 3).strip("[]") for lo, hi in zip(checks["ci_low"], checks["ci_high"])
+            ],
             "result": [str(s) for s in checks["status"]],
         }
     )

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from dashboard.core.charts import BAND_SUFFIX, PALETTE, base_layout, rgba, safe
 from dashboard.core.share import ViewState, share_query
-from ragmetrics.analysis.compare import bounds_text, interval_at_level, intervals_name
+from ragmetrics.analysis.compare import bounds_text, interval_at_level, intervals_name, mean_bounds_text
 from ragmetrics.analysis.history import DATE_TAG, StoredRun, Timeline
 from ragmetrics.analysis.verdicts import SAID
 
@@ -151,7 +151,7 @@ def timeline_table(line: Timeline, links: Sequence[str] = (), tags: Sequence[str
             line.by: row.order,
             "run": row.run,
             "mean": row.mean,
-            "95% CI": f"[{row.ci_low:.4f}, {row.ci_high:.4f}]",
+            "95% CI": mean_bounds_text(row.ci_low, row.ci_high),
             "Δ previous": row.delta,
             f"Δ {intervals_name(line.correction, line.alpha)}": ""
             if first

@@ -422,13 +422,24 @@ def family_scope(family: str, runs: int, metrics: int, exact: int = 0) -> str:
     return f"{words}, less {exact} exact" if exact else words
 
 
+def percent(level: float) -> str:
+    """A confidence level as a percentage, to four significant digits or as many more as keep it below 100 (0.99999
+    is ``99.999``, never ``100``: no interval claims certainty)."""
+    shown = f"{100 * level:.4g}"
+    digits = 4
+    while level < 1 and float(shown) >= 100 and digits < 15:
+        digits += 1
+        shown = f"{100 * level:.{digits}g}"
+    return shown
+
+
 def intervals_name(correction: str | None, alpha: float = 0.05) -> str:
     """What the intervals beside p-values corrected by ``correction`` at ``alpha`` are, in the words every page and
     the CLI use: ``95% CI`` uncorrected at alpha 0.05 (``99% CI`` at 0.01), ``Holm-adjusted CI`` (each at its
     comparison's level, :func:`adjusted_level`); how they are computed:
     :func:`ragmetrics.analysis.stats.delta_interval_method`."""
     if stats.is_uncorrected(correction):
-        return f"{100 * (1 - alpha):.4g}% CI"
+        return f"{percent(1 - alpha)}% CI"
     return f"{stats.correction_title(correction)}-adjusted CI"
 
 
@@ -441,6 +452,15 @@ def bounds_text(low: float, high: float, separator: str = ", ", digits: int = 4)
     if low is None or high is None or math.isnan(low) or math.isnan(high):
         return "[no bound]"
     return f"[{signed(low, digits)}{separator}{signed(high, digits)}]"
+
+
+def mean_bounds_text(low: float, high: float, separator: str = ", ", digits: int = 4) -> str:
+    """A mean's interval as the CLI and the pages print it, ``[0.6351, 0.7231]``; ``[no interval]`` where it has none
+    (below 2 queries, or every query scored the same other than 0 or 1:
+    :func:`ragmetrics.analysis.stats.mean_interval`)."""
+    if low is None or high is None or math.isnan(low) or math.isnan(high):
+        return "[no interval]"
+    return f"[{low:.{digits}f}{separator}{high:.{digits}f}]"
 
 
 def no_bound_words(n: int) -> str:
@@ -458,7 +478,7 @@ def interval_at_level(correction: str | None, level: float, method: object = Non
     (:data:`ragmetrics.analysis.stats.DELTA_INTERVAL_NAMES`)."""
     if method == "exact":
         return stats.DELTA_INTERVAL_NAMES["exact"]
-    name = f"{100 * level:.4g}% CI"
+    name = f"{percent(level)}% CI"
     return name if stats.is_uncorrected(correction) else f"{name} ({stats.correction_title(correction)}-adjusted)"
 
 

@@ -38,6 +38,7 @@ from ragmetrics.analysis.compare import (
     family_scope,
     interval_at_level,
     intervals_name,
+    mean_bounds_text,
 )
 from ragmetrics.analysis.evaluate import evaluate
 from ragmetrics.analysis.verdicts import SAID, verdict
@@ -336,7 +337,7 @@ _STEP_COLUMNS = {
 def _adjust(frame: pd.DataFrame, prefix: str, corrected: str, correction: str, alpha: float) -> None:
     """Put in ``frame`` the interval beside the ``corrected`` p-values adjusted the same way, as ``compare`` adjusts
     it (:func:`ragmetrics.analysis.compare.adjusted_intervals`: Student's t at the level the correction tested each
-    step at, 1 - alpha * p / p_corrected, over the family of the steps tested; uncorrected, its 95% Student's t
+    step at, 1 - alpha * p / p_corrected, over the family of the steps tested; uncorrected, its Student's t at 1 - alpha
     interval), its bounds in ``{prefix}_low``/``{prefix}_high``, its level in ``{prefix}_level`` and its method in
     ``{prefix}_method`` (``ci_method_adjusted``); the helper columns of spread, count and the unadjusted method
     (``{prefix}_sd_difference``, ``{prefix}_n``, ``{prefix}_ci_method``) are dropped; no p-value (the first step,
@@ -397,7 +398,7 @@ def timeline_text(line: Timeline) -> str:
     first = line.first_drop
     for row in line.frame.itertuples(index=False):
         # 28: a stored time, "2026-01-31 12:00:00 (stored)", whole
-        head = f"{row.step:>3}  {str(row.order)[:28]:<28}  {row.run[:24]:<24}  {row.mean:.4f} [{row.ci_low:.4f}, {row.ci_high:.4f}]"
+        head = f"{row.step:>3}  {str(row.order)[:28]:<28}  {row.run[:24]:<24}  {row.mean:.4f} {mean_bounds_text(row.ci_low, row.ci_high)}"
         if row.step == 1:
             step = "  (first)"
         else:

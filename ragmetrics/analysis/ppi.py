@@ -683,7 +683,7 @@ def corrected_comparison(
     p-values it covered, ``family_covers`` what it covered in words (:func:`ragmetrics.analysis.compare.family_scope`
     of the family computed, for every output that names it). ``ci_low_adjusted, ci_high_adjusted`` at ``ci_level_adjusted``: the t interval at the
     level the correction tested the comparison at (:func:`ragmetrics.analysis.compare.adjusted_level`), so it
-    excludes 0 exactly when ``p_value_corrected`` is below ``alpha``; uncorrected, the 95% interval;
+    excludes 0 exactly when ``p_value_corrected`` is below ``alpha``; uncorrected, the interval at 1 - alpha;
     ``ci_method_adjusted``: ``t``, its method (:data:`ragmetrics.analysis.stats.DeltaIntervalMethod`), or
     ``exact`` for an ``exact`` delta (its interval the point itself, at no level: ``ci_level_adjusted`` NaN).
     ``significant`` compares the corrected p-value with ``alpha`` unless ``too_few`` (fewer than

@@ -25,6 +25,7 @@ from ragmetrics.analysis.compare import (
     intervals_name,
     json_row,
     no_bound_words,
+    percent,
 )
 from ragmetrics.analysis.evaluate import EvalResult
 from ragmetrics.analysis.stats import BOOTSTRAP_MIN_QUERIES, CORRECTIONS, delta_interval_method, family_text
@@ -153,7 +154,9 @@ def compare_partitioned(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
         # the merged tests' side is the mean delta's (stats.test_direction)
         out.write(row_notes({**row, "direction": row["delta"]}, args.alpha, args.correction, args.test))
     out.write(
-        f"test: {args.test}, merged over the buckets of --engine {args.engine} (resampled by a hash of the query id); "
+        f"test: {args.test}, merged over the buckets of --engine {args.engine}"
+        + (" (resampled by a hash of the query id)" if args.test == "randomization" else "")
+        + "; "
         f"* = significant at alpha {args.alpha}, {family(args, len(family_p), len(args.metric or ['ndcg@10']))}; "
         f"{interval_words(args.correction, [row['ci_method_adjusted'] for row in listed], args.alpha)}\n"
     )
@@ -177,7 +180,7 @@ def delta_line(row: Mapping[str, Any], correction: str, significant: bool) -> st
     correction (``ci_*_adjusted``), the p-value and the corrected one, ``*`` when significant."""
     return (
         f"{row['metric']:<14} {row['run']:<24} {row['mean']:.4f} vs {row['baseline_mean']:.4f}  "
-        f"delta {row['delta']:+.4f} {100 * row['ci_level_adjusted']:.4g}% "
+        f"delta {row['delta']:+.4f} {percent(row['ci_level_adjusted'])}% "
         f"{bounds_text(row['ci_low_adjusted'], row['ci_high_adjusted'])}  "
         f"p={row['p_value']:.4g} ({correction} {row['p_value_corrected']:.4g}){'*' if significant else ' '}"
     )

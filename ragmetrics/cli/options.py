@@ -342,15 +342,17 @@ def refuse_too_few_resamples(args: argparse.Namespace) -> None:
         return
     resamples, alpha = option_value(args, "resamples"), option_value(args, "alpha")
     paired = stats.TESTS[test]
-    if paired.smallest_p(resamples) >= alpha:  # significant is p < alpha
-        fewest = math.floor(paired.p_floor / alpha)  # the fewest B with p_floor / (B + 1) < alpha, made exact:
-        while paired.smallest_p(fewest) >= alpha:
+    merged = getattr(args, "engine", "inprocess") != "inprocess"  # the engines' merged sums count their own way
+    floor = paired.merged_p_floor if merged else paired.p_floor
+    if paired.smallest_p(resamples, merged=merged) >= alpha:  # significant is p < alpha
+        fewest = math.floor(floor / alpha)  # the fewest B with floor / (B + 1) < alpha, made exact:
+        while paired.smallest_p(fewest, merged=merged) >= alpha:
             fewest += 1
-        while fewest > 1 and paired.smallest_p(fewest - 1) < alpha:
+        while fewest > 1 and paired.smallest_p(fewest - 1, merged=merged) < alpha:
             fewest -= 1
         raise RagMetricsError(
-            f"--resamples {resamples}: the {test} test's p-value cannot go below {paired.p_floor}/{resamples + 1} = "
-            f"{paired.smallest_p(resamples):.3g}, not below --alpha {alpha}: no difference could be significant; "
+            f"--resamples {resamples}: the {test} test's p-value cannot go below {floor}/{resamples + 1} = "
+            f"{paired.smallest_p(resamples, merged=merged):.3g}, not below --alpha {alpha}: no difference could be significant; "
             f"give at least {fewest} (default {stats.DEFAULT_RESAMPLES:,})"
         )
 
@@ -448,7 +450,7 @@ def wants_ppi(args: argparse.Namespace) -> bool:
 READ_DEFAULTS: dict[str, Any] = {**TEST_DEFAULTS, **PPI_DEFAULTS}
 """The defaults of the options a command reads only under a condition, filled in where they are read (they parse to
 None when not given, so :mod:`ragmetrics.cli.rules` can tell them given): the paired tests' (``--seed`` 0), the
-corrected estimates' (:data:`PPI_DEFAULTS`). ``eval --ci``'s resamples are :func:`ci_resampling`'s."""
+corrected estimates' (:data:`PPI_DEFAULTS`)."""
 
 
 def option_value(args: argparse.Namespace, name: str) -> Any:

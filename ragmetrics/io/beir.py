@@ -93,7 +93,8 @@ def open_folder(source: Source) -> Folder:
         infos = {info.filename: info for info in archive.infolist() if not info.is_dir()}
     except Exception as exc:
         raise ParseError(source.name, None, "a zip archive of a BEIR folder", _zip_problem(exc)) from None
-    names = list(infos)
+    # macOS's resource forks (__MACOSX/..., ._name) are no files of the dataset
+    names = [n for n in infos if not n.startswith("__MACOSX/") and not PurePosixPath(n).name.startswith("._")]
     # the folder inside the archive: where corpus.jsonl / queries.jsonl / qrels live
     roots = sorted(
         {str(PurePosixPath(n).parent) for n in names if PurePosixPath(n).name in ("corpus.jsonl", "queries.jsonl")}

@@ -177,10 +177,9 @@ def as_int_column(source: Source, line_of: LineOf, values: pd.Series, column: st
             source, line_of, row, column, "an integer", values.iloc[row] if not pd.isna(values.iloc[row]) else ""
         )
     floats = cast(arr, pa.float64()).to_numpy(zero_copy_only=False)
-    big = np.abs(floats) > INT_LIMIT
-    if big.any():
-        row = int(np.argmax(big))
-        raise _cell_error(source, line_of, row, column, f"an integer of at most {INT_LIMIT:,}", values.iloc[row])
+    for near in np.flatnonzero(np.abs(floats) >= INT_LIMIT).tolist():  # near the limit a float rounds: read exactly
+        if abs(int(str(arr[near].as_py()).split(".")[0])) > INT_LIMIT:
+            raise _cell_error(source, line_of, near, column, f"an integer of at most {INT_LIMIT:,}", values.iloc[near])
     return floats.astype("int64")
 
 

@@ -86,11 +86,7 @@ def read_jsonl_run(source: Source, *, name: str) -> Run:
         if mode == "flat":
             if not flat_rows:
                 first_keys = list(record)
-            kept = {k: v for k, v in record.items() if normalise_name(k) in FLAT_KEYS}
-            for key, value in kept.items():
-                if isinstance(value, (dict, list, bool)):  # would be written as Python's text of it
-                    raise ParseError(source.name, line, f'"{key}" as a text or a number', shorten(value))
-            flat_rows.append(kept)
+            flat_rows.append({k: v for k, v in record.items() if normalise_name(k) in FLAT_KEYS})
             flat_lines.append(line)
             continue
 
@@ -195,6 +191,7 @@ def read_jsonl_run(source: Source, *, name: str) -> Run:
         raise ParseError(source.name, None, "at least one JSON record", "none")
     if mode == "flat":
         frame = pd.DataFrame.from_records(flat_rows)
+        _refuse_values_not_text(source, frame, flat_lines)
         frame.attrs["all_columns"] = first_keys
         return run_from_columns(source, frame, lambda row: flat_lines[row], name=name, header_line=flat_lines[0])
     frame = pd.DataFrame({"query_id": pd.Series(qids, dtype="str"), "doc_id": pd.Series(docs, dtype="str")})
@@ -206,6 +203,29 @@ def read_jsonl_run(source: Source, *, name: str) -> Run:
         frame["source_doc"] = sources
     limit = source.limits.max_id_bytes
     return at_lines(source, row_lines, lambda: Run.from_frame(frame, name=name, max_id_bytes=limit))
+
+
+TEXT_KEYS = frozenset(ALIASES["text"])
+"""A flat row's keys whose value is a text, never a number."""
+_FINE = {"string", "integer", "floating", "mixed-integer-float", "empty"}
+_TEXT_ONLY = {"string", "empty"}
+
+
+def _refuse_values_not_text(source: Source, frame: pd.DataFrame, lines: list[int]) -> None:
+    """Refuse a flat row's value that is neither a text nor a number (an object, a list, true or false; a text
+    column's value that is not a text), at its line: it would be read as Python's text of it (``{'a': 1}``). One
+    pass over each column in pandas' own code; the rows are looked at one by one only to find a bad one."""
+    for column in frame.columns:
+        text_only = normalise_name(column) in TEXT_KEYS
+        kind = pd.api.types.infer_dtype(frame[column], skipna=True)
+        if kind in (_TEXT_ONLY if text_only else _FINE):
+            continue
+        for row, value in enumerate(frame[column]):
+            if value is None or (isinstance(value, float) and math.isnan(value)):
+                continue
+            if isinstance(value, (dict, list, bool)) or (text_only and not isinstance(value, str)):
+                expected = f'"{column}" as a text' if text_only else f'"{column}" as a text or a number'
+                raise ParseError(source.name, lines[row], expected, shorten(value))
 
 
 def sniff_jsonl_run(source: Source) -> bool:

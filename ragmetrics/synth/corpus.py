@@ -44,9 +44,9 @@ from ragmetrics.synth.base import Source
 
 FOLDER_SUFFIXES = (".md", ".txt")
 UNIT = re.compile(f"[{HAN}]|[^\\W_{HAN}]+")
+"""A unit of text: one CJK ideograph, or a run of other letters and digits (a word)."""
 PUNCTUATION_AFTER = re.compile(r"[^\w\s]*")
 """What a chunk keeps after its last unit: the punctuation that ends it (no space, no word)."""
-"""A unit of text: one CJK ideograph, or a run of other letters and digits (a word)."""
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 

@@ -78,24 +78,37 @@ _SENTENCE_END_NEXT = re.compile(r"[\"'”’)\]]*[.!?。！？；]")
 """Text that begins with a sentence's end (the punctuation a chunk that ends at a word leaves after it)."""
 
 
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+"""A blank line: a paragraph ends there (a single line break may only wrap a sentence)."""
+
+
 def _begins_sentence(document: str, start: int) -> bool:
-    """Whether a chunk starting at ``start`` of ``document`` starts a sentence: nothing but white space before it,
-    a line break in the white space before it (a heading or a paragraph ends there), or a sentence's end."""
+    """Whether a chunk starting at ``start`` of ``document`` starts a sentence: nothing but white space before it, a
+    blank line or a Markdown heading's line before it, or a sentence's end (a lone line break may wrap a sentence)."""
     at = start
     while at > 0 and document[at - 1].isspace():
         at -= 1
-    return at == 0 or "\n" in document[at:start] or _ENDS_SENTENCE.search(document, max(0, at - 8), at) is not None
+    if at == 0 or _PARAGRAPH_BREAK.search(document, at, start):
+        return True
+    if "\n" in document[at:start]:
+        line = document[document.rfind("\n", 0, at) + 1 : at]
+        if line.lstrip().startswith("#"):
+            return True
+    return _ENDS_SENTENCE.search(document, max(0, at - 8), at) is not None
 
 
 def _ends_sentence(document: str, end: int) -> bool:
     """Whether a chunk ending at ``end`` of ``document`` ends a sentence: its text ends with a sentence's end, one
-    follows (a chunk that ends at a word), a line break follows, or no word of the document does."""
+    follows (a chunk that ends at a word), a blank line or a Markdown heading follows, or no word of the document
+    does."""
     if _ENDS_SENTENCE.search(document, max(0, end - 8), end) or _SENTENCE_END_NEXT.match(document, end):
         return True
     at = end
     while at < len(document) and document[at].isspace():
         at += 1
-    return "\n" in document[end:at] or UNIT.search(document, at) is None
+    if _PARAGRAPH_BREAK.search(document, end, at) or ("\n" in document[end:at] and document.startswith("#", at)):
+        return True
+    return UNIT.search(document, at) is None
 
 
 @dataclass(frozen=True)
