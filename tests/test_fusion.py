@@ -124,6 +124,7 @@ def test_a_run_weighted_0_is_left_out():
     first = rm.Run.from_dict({"q1": {"a": 1.0, "b": 0.8, "c": 0.0}}, name="first")
     other = rm.Run.from_dict({"q1": {"b": 5.0, "e": 4.0}}, name="other")
     alone = fuse([first, first], method="combmnz", weights=[1.0, 0.0]).frame
+    assert fuse([first, other], weights=[1.0, 0.0]).name == "rrf(first)"  # named after the runs it fused
     for method in ("rrf", "combsum", "combmnz"):
         fused = fuse([first, other], method=method, weights=[1.0, 0.0]).frame
         assert list(fused.doc_id) == ["a", "b", "c"], method  # first's order; e not added

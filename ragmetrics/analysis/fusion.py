@@ -140,7 +140,7 @@ def fuse(
     )
     if method == "combmnz":
         fused["score"] = fused["score"] * fused["n"]
-    label = name or f"{method}({','.join(r.name for r in runs)})"
+    label = name or f"{method}({','.join(r.name for r, weight in zip(runs, weights) if weight > 0)})"
     fused = fused[["query_id", "doc_id", "score"]]
     for column in ("source_doc", "text"):
         # chunk runs keep their chunk-to-document mapping and chunk text: the first run that has a value wins

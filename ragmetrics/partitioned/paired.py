@@ -245,7 +245,7 @@ def paired_runs(
     engine: str = "duckdb",
     conventions: Conventions | None = None,
     buckets: int | None = None,
-    resamples: int = 10_000,
+    resamples: int = 0,
     seed: int = 0,
     confidence: float = 0.95,
     memory_limit: str | None = None,
@@ -259,7 +259,9 @@ def paired_runs(
     """Each ``(run, baseline)`` of ``pairs`` (indexes into ``runs``, files) on ``dataset`` through ``engine``, one
     :class:`PairedStatistics` per metric, equal bit for bit for any engine and bucket count (the resampling is a
     function of the query id), and each run's :class:`RunTotals`. Every run is read once, all runs' buckets in step,
-    whatever the number of pairs. ``tokenizer``: what the token budgets count with (as
+    whatever the number of pairs. ``resamples`` (and ``seed``): the sign-flip resamples of the randomization
+    p-value (0, the default: none, ``p_randomization`` NaN; the t test and the intervals need none). ``tokenizer``:
+    what the token budgets count with (as
     :func:`ragmetrics.partitioned.evaluate_files`), as ``chunk_pattern`` (warned of once per run when it matches
     none of its ids) and ``corpus_size``. A run is named as the loaders name it, runs of the same name apart as in process
     (:func:`ragmetrics.io.unique_names`)."""
