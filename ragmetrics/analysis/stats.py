@@ -314,9 +314,9 @@ constant: 0.3 - 0.2 and 0.2 - 0.1 differ by 2.8e-17, a rounding, not a variance.
 
 
 def is_constant(diff: np.ndarray) -> bool:
-    """Whether the paired differences ``diff`` have zero variance, up to :data:`CONSTANT_TOLERANCE`."""
-    scale = max(1.0, float(np.abs(diff).max()))
-    return float(np.ptp(diff)) <= CONSTANT_TOLERANCE * scale
+    """Whether the paired differences ``diff`` have zero variance, up to :data:`CONSTANT_TOLERANCE` (the rule of
+    :func:`constant_columns`, for one column)."""
+    return bool(constant_columns(np.asarray(diff, dtype=np.float64).reshape(-1, 1))[0])
 
 
 def constant_difference_p(n: int) -> float:

@@ -323,6 +323,10 @@ _INFLATE_INPUT = 1 << 16  # compressed bytes fed to zlib at a time
 _INFLATE_STEP = 1 << 20
 
 
+GZIP_CUT_SHORT = ("a complete gzip stream", "the data ends early (truncated file)")
+"""What a loader says of a gzip stream that ends before its end, as ParseError's expected and found."""
+
+
 def gunzip(raw: bytes, name: str, limits: Limits) -> bytes:
     """Inflate gzip member(s) in 1 MiB steps, stopping at ``limits.inflate_cap``, or as soon as the inflation meter
     of this thread refuses a step (:func:`ragmetrics.io.limits.metered_inflation`).
@@ -346,7 +350,7 @@ def gunzip(raw: bytes, name: str, limits: Limits) -> bytes:
             while not inflater.eof:
                 if not tail:
                     if pos >= len(view):
-                        raise ParseError(name, None, "a complete gzip stream", "the data ends early (truncated file)")
+                        raise ParseError(name, None, *GZIP_CUT_SHORT)
                     tail = view[pos : pos + _INFLATE_INPUT]
                     pos += len(tail)
                 piece = inflater.decompress(tail, _INFLATE_STEP)

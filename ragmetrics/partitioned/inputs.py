@@ -26,7 +26,7 @@ from ragmetrics.io import tables
 from ragmetrics.io.columns import describe_aliases, normalise_name, resolve
 from ragmetrics.io.formats import KNOWN_EXTENSIONS, detect
 from ragmetrics.io.limits import Limits
-from ragmetrics.io.source import open_source
+from ragmetrics.io.source import GZIP_CUT_SHORT, open_source
 from ragmetrics.io.tables import PARQUET_WANTED
 
 HEAD_BYTES = 1 << 16
@@ -108,9 +108,7 @@ class _CheckedGzip(io.RawIOBase):
         try:
             return self._file.readinto(buffer)
         except EOFError:
-            raise ParseError(
-                self._path, None, "a complete gzip stream", "the data ends early (truncated file)"
-            ) from None
+            raise ParseError(self._path, None, *GZIP_CUT_SHORT) from None
         except (OSError, zlib.error) as exc:
             raise ParseError(self._path, None, "a valid gzip stream", f"corrupt data ({exc})") from None
 
