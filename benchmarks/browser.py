@@ -305,7 +305,7 @@ ELEMENTS_HELD = """() => {
   const names = {
     stHeading: "heading", stMarkdown: "markdown", stMetric: "metric", stButton: "button", stSelectbox: "selectbox",
     stMultiSelect: "multiselect", stNumberInput: "number_input", stTextInput: "text_input", stTextArea: "text_area",
-    stRadio: "radio", stCheckbox: "checkbox", stFileUploader: "uploader",
+    stRadio: "radio", stCheckbox: "checkbox", stFileUploader: "uploader", stTable: "static_table",
   };
   const drawnWithTables = new Set(["stFullScreenFrame", "stDownloadButton", "stEmpty"]);
   const held = {};

@@ -16,8 +16,8 @@ script (``dashboard.ui.figures.script_routes``, as ``dashboard/app.py`` does), t
 script's component), and the page sits under a sidebar menu of several pages, as every dashboard page does.
 
 Asked for a mix (``mix=heading:3,markdown:15,selectbox:4``), the page also holds as many of each other element of
-the dashboard's page (:data:`ELEMENTS`: headings, text, metrics, inputs, buttons, folded sections, rows of columns,
-bordered containers),
+the dashboard's page (:data:`ELEMENTS`: headings, text, metrics, inputs, buttons, static tables drawn as
+``layout.show_small_table`` draws them, folded sections, rows of columns, bordered containers),
 each drawn plainly, beyond those it holds already: the framework's cost of the page's element count.
 """
 
@@ -101,6 +101,7 @@ ELEMENTS: dict[str, Callable[[int], None]] = {
     "radio": lambda n: st.radio(f"Option {n}", ["a", "b"], horizontal=True, key=f"floor.radio.{n}"),
     "checkbox": lambda n: st.checkbox(f"Check {n}", key=f"floor.checkbox.{n}"),
     "uploader": lambda n: st.file_uploader(f"Files {n}", accept_multiple_files=True, key=f"floor.uploader.{n}"),
+    "static_table": lambda n: layout.show_small_table(FRAME, key=f"floor.static_table.{n}", filename="floor.csv"),
     "expander": _expander,
     "columns": _columns,
     "container": lambda n: st.container(border=True),

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ragmetrics.foundation.errors import ParseError
+from ragmetrics.foundation.errors import ParseError, RagMetricsWarning
 from ragmetrics.io import load_dataset, load_qrels
 from ragmetrics.io.beir import DOC_TEXT_KEYS
 
@@ -128,6 +128,17 @@ def test_corpus_text_under_each_text_key(tmp_path: Path) -> None:
         ParseError, match=r"no-text\.jsonl:1: expected a document text under one of text, content, contents, body, "
     ):
         load_dataset(MINI / "qrels.tsv", corpus=tmp_path / "no-text.jsonl")
+
+
+def test_a_corpus_id_given_twice_is_said_by_every_reader_and_its_first_text_kept(tmp_path: Path) -> None:
+    """Was said only by ``synth``: ``eval --corpus``, ``push`` and the dashboard kept the first text in silence."""
+    records = [{"_id": "d1", "text": "first"}, {"_id": "d1", "text": "second"}, {"_id": "d2", "text": "other"}]
+    lines = "".join(json.dumps(r) + "\n" for r in records)
+    for name, data in (("lines.jsonl", lines), ("array.json", json.dumps(records))):  # the C and the Python reader
+        (tmp_path / name).write_text(data)
+        with pytest.warns(RagMetricsWarning, match=rf"{name}: 1 line\(s\) repeat a document id of an earlier line"):
+            documents = load_dataset(MINI / "qrels.tsv", corpus=tmp_path / name).documents
+        assert dict(zip(documents["doc_id"], documents["text"])) == {"d1": "first", "d2": "other"}
 
 
 def test_bad_beir_qrels_reports_file_inside_folder(tmp_path: Path) -> None:

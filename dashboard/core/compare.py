@@ -30,6 +30,7 @@ from ragmetrics.analysis.compare import (
     bounds_text,
     compare_result,
     intervals_name,
+    mean_bounds_text,
     no_bound_words,
     percent,
     planning_alpha,
@@ -378,9 +379,9 @@ def p_equals(p: float) -> str:
 
 
 def format_ci(low: float, high: float) -> str:
-    if any(v is None or math.isnan(v) for v in (low, high)):
-        return "—"
-    return f"[{low:.3f}, {high:.3f}]"
+    """An interval in a table's cell: :func:`ragmetrics.analysis.compare.mean_bounds_text` to 3 decimals, ``—`` where
+    there is none."""
+    return mean_bounds_text(low, high, digits=3, none="—")
 
 
 def comparison_display(frame: pd.DataFrame, baseline: str, correction: str = "holm") -> pd.DataFrame:

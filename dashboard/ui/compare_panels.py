@@ -152,16 +152,12 @@ def rankings_panel(
                     height=38 + 35 * max(len(ranked), 1),
                 )
                 text_depth = min(depth, TEXT_DEPTH)
-                state.keep(f"compare.text.{role}")  # open or folded as left, after a look at another page
-                # folded, the passages are neither computed nor sent (a rerun when it opens): the page draws
-                # two tables, not the dozens of text boxes a folded section would still hold in the browser
-                text = st.expander(
-                    f"Text of the top {text_depth}",
-                    icon=":material/article:",
-                    key=f"compare.text.{role}",
-                    on_change="rerun",
+                # folded, the passages are neither computed nor sent: the page draws two tables, not the dozens
+                # of text boxes a folded section would still hold in the browser
+                text = widgets.opened_section(
+                    f"Text of the top {text_depth}", f"compare.text.{role}", icon=":material/article:"
                 )
-                if text.open:
+                if text is not None:
                     with text:
                         layout.show_passages(
                             documents.retrieved_cards(

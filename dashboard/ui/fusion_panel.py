@@ -12,7 +12,7 @@ from dashboard.core.share import FULL_VIEW, ViewState
 from dashboard.core.specs import title
 from dashboard.core.text import md_escape
 from dashboard.data.workspace import DatasetEntry
-from dashboard.ui import cache, layout, state
+from dashboard.ui import cache, layout, state, widgets
 
 OPEN = "compare.fuse.open"
 KEPT = (OPEN, "compare.fuse.runs", "compare.fuse.method", "compare.fuse.k", "compare.fuse.norm", "compare.fuse.name")
@@ -24,15 +24,14 @@ def fusion_panel(page: layout.Page, ds: DatasetEntry, view: ViewState) -> None:
     is open (a rerun when it opens or folds); adding the fused run reruns the page with it selected."""
     st.divider()
     st.subheader("What if we went hybrid? Fuse runs")
-    # the section and its settings stay as the user left them while it is folded or another page is open
+    # its settings stay as the user left them while it is folded or another page is open
     state.keep(*KEPT, WEIGHT)
-    section = st.expander(
+    section = widgets.opened_section(
         "Fuse runs (RRF, CombSUM, CombMNZ) and preview the fused run against its inputs",
-        key=OPEN,
-        on_change="rerun",
+        OPEN,
         icon=":material/call_merge:",
     )
-    if section.open:
+    if section is not None:
         with section:
             _fuse(page, ds, view)
 

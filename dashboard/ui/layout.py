@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -27,6 +27,9 @@ from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.redact import scrub
 from ragmetrics.io.export import to_safe_csv
 from ragmetrics.store.database import StoreKeyError
+
+if TYPE_CHECKING:
+    from pandas.io.formats.style import Styler  # built only by the pages that style a table
 
 
 @dataclass
@@ -408,6 +411,35 @@ def show_table(
         height=height,
         **kwargs,
     )
+    _csv_button(frame, key=key, filename=filename)
+    return event
+
+
+def show_small_table(
+    frame: pd.DataFrame,
+    *,
+    key: str,
+    filename: str,
+    labels: Mapping[str, str] | None = None,
+    styled: Styler | None = None,
+) -> None:
+    """A table of a few rows drawn as static HTML (``st.table``), plus the CSV download of :func:`show_table`: no
+    data grid's code, canvas or scrollbars in the browser, every cell in view (a grid costs a page about a tenth of a
+    second: ``benchmarks/README.md``). For a summary the reader takes in at a glance (the Overview's means, its
+    intervals and targets); a table to sort, search or pick a row from is :func:`show_table`'s. ``labels``: the
+    columns to show to 3 decimals and their titles; ``styled``: a Styler of ``frame`` (drawn as it is, index
+    hidden). A missing value reads as a dash."""
+    if styled is None:
+        labels = labels or {}
+        numbers = [labels[c] for c in frame.columns if c in labels]
+        styled = frame.rename(columns=labels).style.format("{:.3f}", subset=numbers, na_rep=MISSING)
+    st.table(styled.hide(axis="index"))
+    _csv_button(frame, key=key, filename=filename)
+
+
+def _csv_button(frame: pd.DataFrame, *, key: str, filename: str) -> None:
+    """The CSV download of a table's ``frame`` (UTF-8 with BOM: :func:`ragmetrics.io.export.to_safe_csv`), written
+    when clicked (Streamlit's deferred download data)."""
     st.download_button(
         "Download CSV",
         lambda: to_safe_csv(frame),
@@ -417,7 +449,6 @@ def show_table(
         on_click="ignore",
         icon=":material/download:",
     )
-    return event
 
 
 PLOTLY_CONFIG: dict[str, Any] = {

@@ -282,6 +282,20 @@ def folded_section(label: str, key: str, view: ViewState, *, force: bool) -> tup
     return section, view.with_(charts=bool(section.open))
 
 
+def opened_section(
+    label: str, key: str, *, icon: str | None = None, opened: bool | None = None, force: bool = False
+) -> DeltaGenerator | None:
+    """An expander whose content the page computes and sends only while it is open (a rerun when it opens or folds):
+    the section, or None while it is folded, when the page draws nothing in it (a folded table holds no grid in
+    the browser, folded text no Markdown). Open or folded as the user left it, after a look at another page;
+    ``opened`` is its state to start from (pushed in when ``force``: a link was just opened)."""
+    state.keep(key)
+    if opened is not None:
+        state.seed(key, opened, force=force)
+    section = st.expander(label, key=key, icon=icon, on_change="rerun")
+    return section if section.open else None
+
+
 def guarded_button(label: str, *, key: str, refused: str | None, **kwargs: Any) -> bool:
     """``st.button``, drawn disabled while ``refused`` says (in words) why it cannot act now; True when it was
     pressed. A click made while it could act can reach a run that finds it cannot (another tab, server or judge

@@ -35,7 +35,19 @@ class View:
 
 
 VIEWS: tuple[View, ...] = (
-    View("overview", "views/overview.py", "Overview", ":material/dashboard:", "Results", default=True),
+    View(
+        "overview",
+        "views/overview.py",
+        "Overview",
+        ":material/dashboard:",
+        "Results",
+        default=True,
+        unlinked={
+            "overview.ci.open": "the means' intervals, folded: a link opens them folded, or open when it shows the "
+            "bounds from the unjudged documents",
+            "overview.targets.edit": "the targets' editor, folded: the targets it edits are in the link",
+        },
+    ),
     View("breakdown", "views/breakdown.py", "Breakdown", ":material/bar_chart:", "Results"),
     View("missed", "views/missed.py", "Missed queries", ":material/search_off:", "Results"),
     View("diagnosis", "views/diagnosis.py", "Diagnosis", ":material/medical_services:", "Results"),

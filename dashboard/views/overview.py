@@ -66,33 +66,27 @@ if page.alignments and page.dataset is not None:
     st.subheader(f"Metrics at K = {k}")
     means = overview.overview_frame(alignments, k)
     labels = {c: label_title(c) for c in means.columns[2:]}
-    layout.show_table(
-        means,
-        key="overview.metrics",
-        filename=f"overview-k{k}.csv",
-        column_config=layout.number_columns(means, labels),
-    )
+    layout.show_small_table(means, key="overview.metrics", filename=f"overview-k{k}.csv", labels=labels)
     assisted.corrected_elsewhere(page.workspace, ds, selection, metric_spec(view.metric, k), view.depth, view)
     summary = cache.summary_frame(selection, overview.overview_specs(k), view.bounds_depth)
     heading = f"Means with 95% confidence intervals: {interval_words(summary['interval'])}"
     if view.bounds:
         heading += f", and their worst and best if the unjudged documents in each run's top {view.depth} were judged"
-    with st.expander(heading, expanded=view.bounds):
-        layout.show_table(
-            summary,
-            key="overview.ci",
-            filename=f"overview-ci-k{k}.csv",
-            column_config=layout.number_columns(
+    intervals = widgets.opened_section(heading, "overview.ci.open", opened=view.bounds, force=page.fresh)
+    if intervals is not None:
+        with intervals:
+            layout.show_small_table(
                 summary,
-                {
+                key="overview.ci",
+                filename=f"overview-ci-k{k}.csv",
+                labels={
                     "mean": "mean",
                     "ci_low": "95% CI low",
                     "ci_high": "95% CI high",
                     "worst": "if judged: worst",
                     "best": "if judged: best",
                 },
-            ),
-        )
+            )
 
     layout.show_figure(pr_figure, key="overview.pr", filename="precision-recall")
     numbers, view = widgets.folded_section(
@@ -115,11 +109,14 @@ if page.alignments and page.dataset is not None:
             st.caption(targets.DESCRIPTIONS.get(profile, "Pick a profile to check each run against its thresholds."))
     in_force, notes = targets.current_targets(view.profile, view.targets, declared)
     if view.profile or in_force:
-        with right, st.expander("Edit targets", icon=":material/edit:"):
-            in_force, more, reset = widgets.targets_editor(view.profile, in_force, declared, fresh=page.fresh)
-            notes += more
-            if reset:
-                layout.rerun_with(view.with_(targets=None))
+        with right:
+            editing = widgets.opened_section("Edit targets", "overview.targets.edit", icon=":material/edit:")
+        if editing is not None:
+            with editing:
+                in_force, more, reset = widgets.targets_editor(view.profile, in_force, declared, fresh=page.fresh)
+                notes += more
+                if reset:
+                    layout.rerun_with(view.with_(targets=None))
         view = view.with_(targets=targets.edited_text(view.profile, in_force, declared))
     for note in notes:
         st.warning(note)
@@ -131,7 +128,9 @@ if page.alignments and page.dataset is not None:
             "✗ fail (same verdicts as `ragmetrics check`)."
         )
         wide = targets.targets_table(checks)
-        layout.show_table(wide, key="overview.targets", filename="targets.csv", styled=targets.style_targets(wide))
+        layout.show_small_table(
+            wide, key="overview.targets", filename="targets.csv", styled=targets.style_targets(wide)
+        )
 
     st.subheader("Report")
     link = layout.share_link(view)

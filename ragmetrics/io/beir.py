@@ -319,7 +319,7 @@ def read_corpus(source: Source) -> pd.DataFrame:
                 frame = pd.DataFrame({"doc_id": stripped.to_pandas()})
                 for col, values in (("title", table.column("title")), ("text", text)):
                     frame[col] = values.to_pandas().fillna("").astype("str")
-                return _first_of_each(frame)
+                return _first_of_each(source, frame)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass
     rows: list[tuple[str, str, str]] = []
@@ -353,13 +353,20 @@ def read_corpus(source: Source) -> pd.DataFrame:
             f"keys {names_of(first[1])}, and no record holds any of them",
         )
     frame = pd.DataFrame(rows, columns=["doc_id", "title", "text"]).astype("str")
-    return _first_of_each(frame)
+    return _first_of_each(source, frame)
 
 
-def _first_of_each(frame: pd.DataFrame) -> pd.DataFrame:
-    """The first row of each document id; ``attrs["duplicate_ids"]``: how many later rows were dropped."""
+def _first_of_each(source: Source, frame: pd.DataFrame) -> pd.DataFrame:
+    """The first row of each document id, said when a later one is dropped; ``attrs["duplicate_ids"]``: how many
+    were."""
     first = frame.drop_duplicates("doc_id", keep="first").reset_index(drop=True)
-    first.attrs["duplicate_ids"] = len(frame) - len(first)
+    first.attrs["duplicate_ids"] = dropped = len(frame) - len(first)
+    if dropped:
+        warnings.warn(
+            f"{source.name}: {dropped:,} line(s) repeat a document id of an earlier line; the first of each is read",
+            RagMetricsWarning,
+            stacklevel=3,
+        )
     return first
 
 

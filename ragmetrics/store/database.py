@@ -727,29 +727,26 @@ class VersionTree:
         return current
 
 
-def _url_problem(url: str) -> str | None:
-    """What makes ``url`` unusable before any connection is tried (said without its secrets), or None."""
+def _parsed_url(url: str) -> tuple[sa.engine.URL | None, str | None]:
+    """``url`` parsed (None where SQLAlchemy cannot: ``create_engine`` says why), and what makes it unusable before
+    any connection is tried (said without its secrets), or None."""
     try:
         parsed = sa.engine.make_url(url)
     except sa.exc.ArgumentError:
-        return None  # create_engine says it
+        return None, None
     except ValueError:
-        return "its port is not a number"
+        return None, "its port is not a number"
     if parsed.host and "@" in parsed.host:
-        return "its password holds an '@': write it as %40"
-    return None
+        return parsed, "its password holds an '@': write it as %40"
+    return parsed, None
 
 
-def _missing_file(url: str) -> bool:
-    """Whether ``url`` names a SQLite file that does not exist (opening it would make an empty store)."""
-    try:
-        parsed = sa.engine.make_url(url)
-    except (sa.exc.ArgumentError, ValueError):
+def _missing_file(parsed: sa.engine.URL | None) -> bool:
+    """Whether ``parsed`` names a SQLite file that does not exist (opening it would make an empty store)."""
+    database = (parsed.database or "") if parsed is not None else ""
+    if parsed is None or parsed.get_backend_name() != "sqlite" or database in ("", ":memory:"):
         return False
-    database = parsed.database or ""
-    if parsed.get_backend_name() != "sqlite" or database in ("", ":memory:") or database.startswith("file:"):
-        return False
-    return not Path(database).exists()
+    return not database.startswith("file:") and not Path(database).exists()
 
 
 class Store:
@@ -761,10 +758,10 @@ class Store:
         self.url = url or default_url()
         self._tops: dict[str, int] = {}  # a dataset's top grade by content id: its content never changes
         self._queries: dict[str, frozenset[str]] = {}  # a dataset's query ids, as its content: never change
-        problem = _url_problem(self.url)
+        parsed, problem = _parsed_url(self.url)
         if problem is not None:
             raise StoreOpenError(self.url, problem)
-        if existing and _missing_file(self.url):
+        if existing and _missing_file(parsed):
             raise RagMetricsError(
                 f"store {redact_url(self.url)}: no such file; this command reads an existing store (the one "
                 "ragmetrics push wrote): check the path"

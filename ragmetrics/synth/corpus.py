@@ -104,13 +104,6 @@ def read_documents(path: str | Path) -> list[Document]:
     first = first_record(source)
     if isinstance(first, dict) and any(k in first for k in DOC_ID_KEYS) and "text" in first:
         frame = read_beir_corpus(source)
-        if frame.attrs.get("duplicate_ids"):
-            warnings.warn(
-                f"{path}: {frame.attrs['duplicate_ids']} line(s) repeat a document id of an earlier line; the first "
-                "of each is read",
-                RagMetricsWarning,
-                stacklevel=2,
-            )
         return [Document(str(d), str(t), str(x)) for d, t, x in zip(frame["doc_id"], frame["title"], frame["text"])]
     return _generic_jsonl(source)
 

@@ -82,11 +82,12 @@ def _in_order(at: AppTest) -> list:  # type: ignore[type-arg]
 
 
 def shown_table(at: AppTest, key: str):  # type: ignore[no-untyped-def]
-    """The frame of the table ``dashboard.ui.layout.show_table`` showed under ``key`` (AppTest gives a dataframe
-    no key: the table is the one its CSV button, ``key.csv``, follows)."""
+    """The frame of the table ``dashboard.ui.layout.show_table`` (or ``show_small_table``, with its columns' titles)
+    showed under ``key`` (AppTest gives a table no key: the table is the one its CSV button, ``key.csv``,
+    follows)."""
     table = None
     for node in _in_order(at):
-        if node.type == "dataframe":
+        if node.type in ("dataframe", "table"):
             table = node
         elif node.type == "download_button" and node.key == f"{key}.csv" and table is not None:
             return table.value

@@ -147,7 +147,7 @@ def test_a_password_locks_every_page_until_signed_in(monkeypatch: pytest.MonkeyP
     at = _sign_in(at, PASSWORD)
     assert not at.exception and not at.error
     assert at.title[0].value == "Overview"
-    assert at.dataframe and store_opened  # the page drew its tables from the store
+    assert at.table and store_opened  # the page drew its tables from the store
     assert not at.text_input or "Password" not in [t.label for t in at.text_input]
     assert not any(PASSWORD in text for text in _texts(at))
     assert PASSWORD not in repr(at.session_state.to_dict())

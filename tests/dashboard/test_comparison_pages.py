@@ -15,7 +15,7 @@ from dashboard.core.results import eval_result
 from dashboard.core.share import FULL_VIEW, MAX_RUNS
 from ragmetrics.foundation.model import Run
 from ragmetrics.store.database import Store
-from tests.dashboard.apptest import charts, figure_specs, no_problems, open_app, open_page, param
+from tests.dashboard.apptest import charts, figure_specs, no_problems, open_app, open_page, param, shown_table
 
 pytestmark = pytest.mark.apptest
 
@@ -376,7 +376,7 @@ def test_fusion_adds_a_run_every_page_sees(own_store, faq_ids) -> None:
     # the fused run is a run like any other: the overview and breakdown show it
     other = open_page("overview", {"ds": faq_ids["dataset"], "runs": ",".join(runs)})
     no_problems(other)
-    assert "rrf60(bm25+dense-e5)" in set(other.dataframe[0].value["run"])
+    assert "rrf60(bm25+dense-e5)" in set(shown_table(other, "overview.metrics")["run"])
     # and it is known as fused by its tags, as Diagnosis reads a run's kind (was: from its name only)
     store = Store(f"sqlite:///{own_store / 'ragmetrics.sqlite'}")
     assert store.tags(fused_id) == {"fusion": "rrf", "fusion.of": "bm25 + dense-e5", "fusion.k": "60"}
@@ -554,13 +554,19 @@ def test_the_overviews_verdict_says_what_the_judgments_leave_open_when_the_link_
     at = open_page("overview", {"jb": "1", "dp": "5"})
     with_bounds = next(m.value for m in at.markdown if "**Verdict.**" in m.value)
     assert with_bounds.startswith(plain.rstrip()) and "unjudged documents" in with_bounds
-    means = next(d.value for d in at.dataframe if "worst" in d.value.columns)  # every mean with its two ends
+    means = shown_table(at, "overview.ci")  # open with the link's bounds: every mean with its two ends
     first = means.iloc[0]
     alignment = next(a for a in faq_alignments if a.name == first["run"])
     worst, best = alignment.bounds(first["metric"], 5)
-    assert (first["worst"], first["best"]) == (worst.mean(), best.mean())
-    assert (means["worst"] <= means["mean"] + 1e-12).all() and (means["mean"] <= means["best"] + 1e-12).all()
-    assert not any("worst" in d.value.columns for d in open_page("overview").dataframe)
+    assert (first["if judged: worst"], first["if judged: best"]) == (worst.mean(), best.mean())
+    assert (means["if judged: worst"] <= means["mean"] + 1e-12).all()
+    assert (means["mean"] <= means["if judged: best"] + 1e-12).all()
+    without = open_page("overview")
+    without.session_state["overview.ci.open"] = True
+    without.run()
+    assert "mean" in shown_table(without, "overview.ci") and "if judged: worst" not in shown_table(
+        without, "overview.ci"
+    )
 
 
 def test_the_overview_compare_and_dataset_power_are_one_family(faq_ids) -> None:

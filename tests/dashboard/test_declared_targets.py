@@ -18,7 +18,7 @@ DATA = Path(__file__).resolve().parents[1] / "e2e" / "data"
 
 
 def _targets_table(at):  # type: ignore[no-untyped-def]
-    return next((d.value for d in at.dataframe if "met" in d.value.columns), None)
+    return next((t.value for t in at.table if "met" in t.value.columns), None)
 
 
 def test_declared_targets_read_a_profile_or_items_and_never_a_file(tmp_path) -> None:

@@ -115,14 +115,17 @@ def test_overview_reads_the_url_and_draws_one_trace_per_run(faq_ids) -> None:
     assert at.selectbox(key="sidebar.metric").value == "ndcg"
     assert at.selectbox(key="overview.profile").value == "tech"
     metrics = shown_table(at, "overview.metrics")
-    assert list(metrics["run"]) == ["bm25", "hybrid-rrf"] and "recall@10" in metrics.columns
+    assert list(metrics["run"]) == ["bm25", "hybrid-rrf"] and "Recall@10" in metrics.columns
     curves = charts(at)[0]["data"]
     legend = [t["name"] for t in curves if t.get("showlegend") is not False and not t["name"].endswith("95% CI")]
     assert legend == ["bm25", "hybrid-rrf"]
     assert param(at, "k") == "10" and param(at, "prof") == "tech" and param(at, "m") == "ndcg"
     # the intervals are named by the methods mean_interval used: hits@10 is 0 or 1 per query (Clopper-Pearson), nDCG
     # graded (Student's t); was "95% bootstrap" for all of them
-    summary = next(t.value for t in at.dataframe if "interval" in t.value.columns)
+    assert not [t for t in at.table if "interval" in t.value.columns]  # folded: neither computed nor sent
+    at.session_state["overview.ci.open"] = True  # what a click on its label does (a rerun)
+    at.run()
+    summary = shown_table(at, "overview.ci")
     methods = summary.groupby("metric")["interval"].unique()
     assert list(methods["hits@10"]) == ["Clopper-Pearson"] and list(methods["ndcg@10"]) == ["t"]
     both = "Clopper-Pearson (where every query scored 0 or 1) and Student's t"
@@ -151,7 +154,7 @@ def test_changing_k_and_metric_does_not_re_align(monkeypatch, faq_ids) -> None:
     at.number_input(key="sidebar.k").set_value(3).run()
     at.selectbox(key="sidebar.metric").set_value("map").run()
     no_problems(at)
-    assert "recall@3" in shown_table(at, "overview.metrics").columns
+    assert "Recall@3" in shown_table(at, "overview.metrics").columns
     assert param(at, "k") == "3" and param(at, "m") == "map"
     assert len(calls) == 3  # K and metric only read the held alignments
     for view in VIEWS:  # nor does any other page
@@ -182,7 +185,7 @@ def test_changing_k_leaves_the_figures_as_they_were(monkeypatch, faq_ids) -> Non
     for k in (6, 9):
         at.number_input(key="sidebar.k").set_value(k).run()
         no_problems(at)
-        assert f"recall@{k}" in shown_table(at, "overview.metrics").columns
+        assert f"Recall@{k}" in shown_table(at, "overview.metrics").columns
         assert figure_specs(at) == drawn  # the same figures: nothing to draw again
     assert first <= 1 and len(built) == first  # built once (or found in the cache), never again for a new K
 
@@ -254,7 +257,7 @@ def test_upload_dataset_runs_and_a_broken_run() -> None:
 def test_edited_targets_travel_in_the_url(faq_ids) -> None:
     at = open_page("overview", {"ds": faq_ids["dataset"], "tgt": "recall@5>0.5;mrr>0.99"})
     no_problems(at)
-    targets_table = next(d.value for d in at.dataframe if "met" in d.value.columns)
+    targets_table = shown_table(at, "overview.targets")
     assert list(targets_table.columns) == ["run", "met", "Recall@5 > 0.50", "MRR > 0.99"]
     assert set(targets_table["met"]) == {"1/2"}
     assert param(at, "tgt") == "recall@5>0.5;mrr>0.99"
@@ -277,6 +280,9 @@ def test_every_edit_of_the_targets_is_kept_and_a_reset_takes(faq_ids) -> None:
 
     at = open_page("overview", {"ds": faq_ids["dataset"]})
     at.selectbox(key="overview.profile").set_value("faq").run()
+    assert not list(at.dataframe)  # the editor's section is folded: no editor sent
+    at.session_state["overview.targets.edit"] = True  # what a click on its label does (a rerun)
+    at.run()
     shown = editor(at).proto.id
     send(at, shown, {"0": {"threshold": 0.5}})
     rest = "recall@10>0.95;mrr>0.7;hits@5>0.9;ndcg@10>0.65"

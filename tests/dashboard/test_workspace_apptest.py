@@ -270,7 +270,7 @@ def test_an_upload_lands_in_the_store_and_survives_a_restart(store_dir) -> None:
     st.cache_resource.clear()  # ... and after a "restart" (no cached store or workspace) the good ones are there
     again = open_page("overview", {"ds": ds, "runs": runs, "k": "3"})
     no_problems(again)
-    assert list(again.dataframe[0].value["run"]) == ["mini-bm25"] and not at.info
+    assert list(shown_table(again, "overview.metrics")["run"]) == ["mini-bm25"] and not at.info
     assert Store(f"sqlite:///{store_dir / 'ragmetrics.sqlite'}").has_run(runs)
 
 
@@ -375,7 +375,7 @@ def test_the_link_ragmetrics_push_prints_opens_its_run(mini) -> None:
     at = open_page("overview", {k: v[-1] for k, v in parse_qs(parts.query).items()})
     no_problems(at)
     assert at.multiselect(key="sidebar.runs").value == [mini["mini-dense"]]
-    assert list(at.dataframe[0].value["run"]) == ["mini-dense"]
+    assert list(shown_table(at, "overview.metrics")["run"]) == ["mini-dense"]
 
 
 def test_the_store_url_comes_from_the_environment(store_dir, monkeypatch) -> None:

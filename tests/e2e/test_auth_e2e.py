@@ -177,7 +177,7 @@ def test_every_page_is_locked_and_sign_out_locks_again(browser: Browser, server:
         wait_for_app(page)
         assert urlsplit(page.url).path == f"/{last.key}"
         open_page(page, VIEWS[0].title)  # signed in for the session: the menu works (the uploaded runs are shown)
-        expect(page.get_by_test_id("stDataFrame").first).to_be_visible(timeout=TIMEOUT)
+        expect(page.get_by_test_id("stTable").first).to_be_visible(timeout=TIMEOUT)
 
         page.get_by_test_id("stSidebar").get_by_text("Sign out").click()
         page.wait_for_load_state("load")
