@@ -282,16 +282,13 @@ def folded_section(label: str, key: str, view: ViewState, *, force: bool) -> tup
     return section, view.with_(charts=bool(section.open))
 
 
-def opened_section(
-    label: str, key: str, *, icon: str | None = None, opened: bool | None = None, force: bool = False
-) -> DeltaGenerator | None:
+def opened_section(label: str, key: str, *, icon: str | None = None, opened: bool = False) -> DeltaGenerator | None:
     """An expander whose content the page computes and sends only while it is open (a rerun when it opens or folds):
     the section, or None while it is folded, when the page draws nothing in it (a folded table holds no grid in
     the browser, folded text no Markdown). Open or folded as the user left it, after a look at another page;
-    ``opened`` is its state to start from (pushed in when ``force``: a link was just opened)."""
+    ``opened``: its state in a new session (a link just opened)."""
     state.keep(key)
-    if opened is not None:
-        state.seed(key, opened, force=force)
+    state.seed(key, opened)
     section = st.expander(label, key=key, icon=icon, on_change="rerun")
     return section if section.open else None
 
@@ -426,3 +423,12 @@ def targets_editor(
         profiles = targets.format_targets(targets.profile_targets(profile, declared))
         state.remember(_TARGETS_BASE, (profile, profiles, base[2] + 1))
     return held, notes, reset
+
+
+def targets_editor_folded() -> None:
+    """The editor of :func:`targets_editor` is not drawn this run (its section folded): Streamlit drops its edits,
+    so when it is drawn again it starts from the targets then in force (the link's), not from those it was first
+    drawn with."""
+    base = state.recall(_TARGETS_BASE)
+    if base is not None and base[0] is not None:
+        state.remember(_TARGETS_BASE, (None, *base[1:]))

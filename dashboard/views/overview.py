@@ -72,7 +72,7 @@ if page.alignments and page.dataset is not None:
     heading = f"Means with 95% confidence intervals: {interval_words(summary['interval'])}"
     if view.bounds:
         heading += f", and their worst and best if the unjudged documents in each run's top {view.depth} were judged"
-    intervals = widgets.opened_section(heading, "overview.ci.open", opened=view.bounds, force=page.fresh)
+    intervals = widgets.opened_section(heading, "overview.ci.open", opened=view.bounds)
     if intervals is not None:
         with intervals:
             layout.show_small_table(
@@ -111,7 +111,9 @@ if page.alignments and page.dataset is not None:
     if view.profile or in_force:
         with right:
             editing = widgets.opened_section("Edit targets", "overview.targets.edit", icon=":material/edit:")
-        if editing is not None:
+        if editing is None:
+            widgets.targets_editor_folded()
+        else:
             with editing:
                 in_force, more, reset = widgets.targets_editor(view.profile, in_force, declared, fresh=page.fresh)
                 notes += more

@@ -263,26 +263,33 @@ def test_edited_targets_travel_in_the_url(faq_ids) -> None:
     assert param(at, "tgt") == "recall@5>0.5;mrr>0.99"
 
 
+def _targets_editor(at: AppTest) -> Any:
+    return next(n for n in at.dataframe if n.proto.id and "overview.targets.faq" in n.proto.id)
+
+
+def _send_edits(at: AppTest, widget_id: str, edits: dict) -> AppTest:
+    """What the browser sends for the targets' editor it shows, ``edits`` by row."""
+    states = at._tree.get_widget_states()
+    state = WidgetState(
+        id=widget_id, string_value=json.dumps({"edited_rows": edits, "added_rows": [], "deleted_rows": []})
+    )
+    states.widgets.append(state)
+    return at._run(states)
+
+
+def _editing_targets(at: AppTest, opened: bool) -> AppTest:
+    at.session_state["overview.targets.edit"] = opened  # what a click on its label does (a rerun)
+    return at.run()
+
+
 def test_every_edit_of_the_targets_is_kept_and_a_reset_takes(faq_ids) -> None:
     """Was: the editor was drawn from the targets the last edit made, so each edit drew a new editor: the next edit,
     sent by the editor the browser showed, was lost, and a reset right after an edit did nothing."""
-
-    def editor(at: AppTest) -> Any:
-        return next(n for n in at.dataframe if n.proto.id and "overview.targets.faq" in n.proto.id)
-
-    def send(at: AppTest, widget_id: str, edits: dict) -> AppTest:  # what the browser sends for the editor it shows
-        states = at._tree.get_widget_states()
-        state = WidgetState(
-            id=widget_id, string_value=json.dumps({"edited_rows": edits, "added_rows": [], "deleted_rows": []})
-        )
-        states.widgets.append(state)
-        return at._run(states)
-
+    editor, send = _targets_editor, _send_edits
     at = open_page("overview", {"ds": faq_ids["dataset"]})
     at.selectbox(key="overview.profile").set_value("faq").run()
     assert not list(at.dataframe)  # the editor's section is folded: no editor sent
-    at.session_state["overview.targets.edit"] = True  # what a click on its label does (a rerun)
-    at.run()
+    _editing_targets(at, True)
     shown = editor(at).proto.id
     send(at, shown, {"0": {"threshold": 0.5}})
     rest = "recall@10>0.95;mrr>0.7;hits@5>0.9;ndcg@10>0.65"
@@ -294,6 +301,25 @@ def test_every_edit_of_the_targets_is_kept_and_a_reset_takes(faq_ids) -> None:
     send(at, shown, {"0": {"threshold": 0.5}, "1": {"threshold": 0.6}})  # the click comes with the editor's edits
     no_problems(at)
     assert param(at, "tgt") is None and editor(at).value["threshold"].tolist() == [0.9, 0.95, 0.7, 0.9, 0.65]
+
+
+def test_the_targets_editor_folded_and_opened_again_keeps_the_edits(faq_ids) -> None:
+    """Was: folded, the editor was not drawn and Streamlit dropped its edits; opened again it was drawn from the
+    targets it was first drawn with, and its first run put them back in force (the link lost ``tgt``)."""
+    at = open_page("overview", {"ds": faq_ids["dataset"]})
+    at.selectbox(key="overview.profile").set_value("faq").run()
+    _editing_targets(at, True)
+    _send_edits(at, _targets_editor(at).proto.id, {"0": {"threshold": 0.5}})
+    edited = "recall@5>0.5;recall@10>0.95;mrr>0.7;hits@5>0.9;ndcg@10>0.65"
+    assert param(at, "tgt") == edited
+    _editing_targets(at, False)
+    assert param(at, "tgt") == edited and not list(at.dataframe)
+    _editing_targets(at, True)
+    no_problems(at)
+    assert param(at, "tgt") == edited and _targets_editor(at).value["threshold"].tolist() == [0.5, 0.95, 0.7, 0.9, 0.65]
+    _send_edits(at, _targets_editor(at).proto.id, {"3": {"threshold": 0.5}})  # an edit in the editor drawn again
+    assert param(at, "tgt") == "recall@5>0.5;recall@10>0.95;mrr>0.7;hits@5>0.5;ndcg@10>0.65"
+    assert "Recall@5 > 0.50" in shown_table(at, "overview.targets").columns
 
 
 def test_upload_a_dataset_made_of_qrels_queries_and_corpus() -> None:
