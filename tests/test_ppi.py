@@ -500,6 +500,12 @@ def test_a_comparison_with_exact_and_sampled_rows_says_each_in_its_own_words_and
         level = f"{100 * rows[r]['ci_level_adjusted']:.4g}% CI (Holm-adjusted)"
         assert f"{level} [" in line and f"(holm {rows[r]['p_value_corrected']:.4g})*" in line, line
     assert lines[3].startswith("30 of 40 queries human-labelled, the rest the judge's;"), lines[3]
+    # the human-only and judge-only intervals at the row's level (was the human-only at 95% beside a 98.33% CI)
+    for line, r in ((a, "a"), (d, "d")):
+        row = rows[r]
+        assert f"human-only {row['human_delta']:+.4f} [{row['human_low_adjusted']:+.4f}, " in line, line
+        assert row["human_high_adjusted"] - row["human_low_adjusted"] > row["human_high"] - row["human_low"]
+    assert lines[3].endswith(ppi.JUDGE_ONLY_WORDS), lines[3]  # a judge-only interval leaves out the judge's bias
     # the family in words holds what its count does: 6 pairs of 4 runs, c's 3 exact ones left out
     assert "Holm-corrected over 3 comparison(s) (all pairs of 4 runs x 1 metric, less 3 exact);" in lines[4], lines[4]
     assert [rows[r]["family_exact"] for r in "cad"] == [3, 3, 3]

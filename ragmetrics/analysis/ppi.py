@@ -80,6 +80,11 @@ test on so few is not to be trusted, so the CLI, its JSON and the dashboard show
 intervals (the adjusted interval excludes 0 exactly when the corrected p-value is below alpha: the same test), only
 the delta (:func:`ragmetrics.analysis.compare.too_few_shown`); a corrected mean of so few keeps its estimate and
 loses its interval the same way (:func:`corrected_means`)."""
+JUDGE_ONLY_WORDS = (
+    "judge-only: the judge's labels taken as truth, its interval without the judge's bias (which only the human "
+    "labels measure)"
+)
+"""What a judge-only interval is, beside the corrected one: the CLI's words (docs/ppi.md measures its coverage)."""
 TOO_FEW_WORDS = f"{SAID['too few'].term} (fewer than {MIN_TESTED} human-labelled queries: no interval, no p-value)"
 """A too-few corrected delta's words, the CLI's and the dashboard's (:data:`MIN_TESTED`)."""
 FEW_LABELLED = 30
@@ -620,6 +625,12 @@ def _within(row: dict[str, Any], low: float, high: float) -> dict[str, Any]:
     return {k: (min(max(v, low), high) if k in BOUNDED else v) for k, v in row.items()}
 
 
+def _ends_at(interval: Interval, level: float) -> tuple[float, float]:
+    """``interval``'s ends at ``level`` (its estimate, standard error and degrees of freedom kept)."""
+    span = _quantile(level, interval.df) * interval.se
+    return interval.estimate - span, interval.estimate + span
+
+
 def _strata_of(strata: Mapping[str, str] | None, ids: np.ndarray) -> np.ndarray | None:
     return None if strata is None else np.array([str(strata.get(str(q), "")) for q in ids], dtype=object)
 
@@ -683,7 +694,9 @@ def corrected_comparison(
     p-values it covered, ``family_covers`` what it covered in words (:func:`ragmetrics.analysis.compare.family_scope`
     of the family computed, for every output that names it). ``ci_low_adjusted, ci_high_adjusted`` at ``ci_level_adjusted``: the t interval at the
     level the correction tested the comparison at (:func:`ragmetrics.analysis.compare.adjusted_level`), so it
-    excludes 0 exactly when ``p_value_corrected`` is below ``alpha``; uncorrected, the interval at 1 - alpha;
+    excludes 0 exactly when ``p_value_corrected`` is below ``alpha``; uncorrected, the interval at 1 - alpha; the
+    judge-only and human-only intervals at that level too (``judge_low_adjusted, ..., human_high_adjusted``), so
+    the three read side by side (``judge_low, ...`` stay at ``confidence``);
     ``ci_method_adjusted``: ``t``, its method (:data:`ragmetrics.analysis.stats.DeltaIntervalMethod`), or
     ``exact`` for an ``exact`` delta (its interval the point itself, at no level: ``ci_level_adjusted`` NaN).
     ``significant`` compares the corrected p-value with ``alpha`` unless ``too_few`` (fewer than
@@ -778,10 +791,10 @@ def corrected_comparison(
     levels = [
         adjusted_level(correction, alpha, p, q, size) for p, q in zip(frame["p_value"], frame["p_value_corrected"])
     ]
-    spans = [_quantile(level, r.ppi.df) * r.ppi.se for r, level in zip(results, levels)]
-    ends = [(r.ppi.estimate - span, r.ppi.estimate + span) for r, span in zip(results, spans)]
-    frame["ci_low_adjusted"] = np.clip([low for low, _ in ends], -1.0, 1.0)
-    frame["ci_high_adjusted"] = np.clip([high for _, high in ends], -1.0, 1.0)
+    for prefix, side in (("ci", "ppi"), ("judge", "judge_only"), ("human", "human_only")):
+        ends = [_ends_at(getattr(r, side), level) for r, level in zip(results, levels)]
+        frame[f"{prefix}_low_adjusted"] = np.clip([low for low, _ in ends], -1.0, 1.0)
+        frame[f"{prefix}_high_adjusted"] = np.clip([high for _, high in ends], -1.0, 1.0)
     exact = [r.exact for r in results]
     frame["ci_level_adjusted"] = np.where(exact, np.nan, levels)
     frame["ci_method_adjusted"] = np.where(exact, "exact", "t")

@@ -189,7 +189,7 @@ def _footer(args: argparse.Namespace, frame: pd.DataFrame, out: TextIO, interval
     strata = f"; stratified by {args.strata}" if args.strata else ""
     out.write(
         f"{who}; {intervals} for {ppi.POPULATIONS[option_value(args, 'ppi_target')]}, within the metric's range; "
-        f"lambda {option_value(args, 'ppi_lambda')}{strata}\n"
+        f"lambda {option_value(args, 'ppi_lambda')}{strata}; {ppi.JUDGE_ONLY_WORDS}\n"
     )
 
 
@@ -300,8 +300,8 @@ def compare_corrected(
             p = f"p={r.p_value:.4g} ({args.correction} {r.p_value_corrected:.4g})"
         out.write(
             f"{r.metric:<14} {r.run:<24} vs {r.baseline}: corrected delta {r.delta:+.4f} {interval}  {p}{mark}  "
-            f"judge-only {_interval(r.judge_delta, r.judge_low, r.judge_high, True)}  "
-            f"human-only {_interval(r.human_delta, r.human_low, r.human_high, True)}\n"
+            f"judge-only {_interval(r.judge_delta, r.judge_low_adjusted, r.judge_high_adjusted, True)}  "
+            f"human-only {_interval(r.human_delta, r.human_low_adjusted, r.human_high_adjusted, True)}\n"
         )
     _footer(args, frame, out, "intervals (the last line says at which level)")
     scope = str(frame["family_covers"].iloc[0])
