@@ -614,6 +614,7 @@ def test_compare_gives_an_interval_of_width_0_no_p_value_and_warns_when_judge_an
     untested = ["ci_low", "ci_high", "ci_low_adjusted", "ci_high_adjusted", "ci_level_adjusted", "ci_method_adjusted"]
     assert all(row[k] is None for k in [*untested, "p_value", "p_value_corrected"]) and row["significant"] is False, row
     assert row["human_low"] is not None and row["judge_low"] is not None, row
+    assert row["projected"] is None and row["more"] is not None, row  # no projection from an untrusted interval
     out, err = io.StringIO(), io.StringIO()
     assert main(argv, out, err) == 0, err.getvalue()
     first = out.getvalue().splitlines()[0]

@@ -140,11 +140,11 @@ def family_fields(correction: str | None, size: int, scope: str) -> dict[str, An
 
 UNTESTED_COLUMNS = (
     "ci_low", "ci_high", "ci_method", "ci_low_adjusted", "ci_high_adjusted", "ci_level_adjusted", "ci_method_adjusted",
-    "p_value", "p_t", "p_value_corrected",
+    "p_value", "p_t", "p_value_corrected", "projected",
 )  # fmt: skip
 """What a row too few to tell (``too_few``: a segment of fewer than :data:`MIN_GROUP` queries, a corrected delta of
-fewer human-labelled ones) does not show: its intervals and its p-values, the test on so few not being trusted
-(:func:`too_few_shown`)."""
+fewer human-labelled ones) does not show: its intervals, its p-values and the half-width projected from its interval
+(a corrected mean's), the test on so few not being trusted (:func:`too_few_shown`)."""
 
 
 def too_few_shown(frame: pd.DataFrame) -> pd.DataFrame:

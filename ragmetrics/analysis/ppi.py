@@ -11,7 +11,8 @@ reach and removes its bias::
 
 with ``lam = 1`` the paper's estimator (the one the issue states: the judge's mean plus the mean human-minus-judge
 difference) and, by default, ``lam`` tuned to the data (PPI++, Angelopoulos, Duchi & Zrnic 2023, the default of
-the authors' library ``ppi_py``): ``lam = Cov(y, f) / Var(f)``, clipped to [0, 1]. Any fixed ``lam`` gives an
+the authors' library ``ppi_py``): ``lam = Cov(y, f) / Var(f)``, the covariance over the labelled queries and the
+judge's variance over all N, clipped to [0, 1]. Any fixed ``lam`` gives an
 unbiased estimate; ``lam = 0`` is the human-only mean, so a judge that knows nothing (f independent of y) costs
 nothing but the tuning's noise, and a good one narrows the interval.
 
