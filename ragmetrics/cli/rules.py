@@ -259,6 +259,13 @@ RULES: tuple[Rule, ...] = (
         "the corrected estimates are printed alone, with intervals of their own",
     ),
     Rule(("compare",), ("--bounds",), Without(LABELS), "the corrected deltas are printed alone"),
+    Rule(
+        ("compare",),
+        ("--test",),
+        Without(LABELS),
+        "a corrected delta is tested by Student's t on its estimate and standard error (docs/ppi.md)",
+        values=tuple(test for test in TESTS if test != "t"),
+    ),
     # after the rules of --ci and --plan: with both given, theirs is the refusal to settle first
     Rule(("eval",), ("--seed",), All((With(LABELS), With(("--plan",)))), "the draw of --plan's sample"),
     Rule(
