@@ -322,6 +322,18 @@ def test_judge_run_refuses_a_pool_that_is_empty_or_made_for_another_dataset(smal
     assert not (d / "x.tsv").exists()
 
 
+def test_judge_run_leaves_out_the_pool_s_queries_the_dataset_lacks_and_says_so(small_set):
+    """Was: a pool query the dataset lacks got "no grade: the query has neither an expected answer nor keywords"."""
+    d = small_set
+    (d / "mixed.tsv").write_text("query_id\tdoc_id\nq1\td2\nqNOPE\td3\n")
+    code, _, err = run("judge", "run", "--judge", "rule", "--dataset", str(d / "set.jsonl"), "--corpus",
+                       str(d / "corpus.jsonl"), "--pool", str(d / "mixed.tsv"), "-o", str(d / "judged.tsv"))  # fmt: skip
+    assert code == 0, err
+    assert "1 of the pool's 2 queries ['qNOPE'] are not queries of the dataset: their pairs are left out" in err, err
+    assert "neither an expected answer nor keywords" not in err, err
+    assert pd.read_csv(d / "judged.tsv", sep="\t", dtype=str)["query_id"].tolist() == ["q1"]
+
+
 def test_judge_run_learned_trains_on_the_human_labels(small_set):
     d = small_set
     code, _, err = run("judge", "run", "--judge", "learned", "--human", str(d / "human.tsv"), "--folds", "2",

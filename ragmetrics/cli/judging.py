@@ -220,9 +220,11 @@ def _check_counts(pool: pd.DataFrame, path: str) -> None:
                 )
 
 
-def _check_pool_meets(pool: pd.DataFrame, path: str, dataset: Dataset) -> None:
-    """The pool holds pairs, some of its queries are the dataset's, and where the dataset has a corpus and the pool
-    no text, some of its documents are the corpus's: else the pool was made for another dataset (or corpus)."""
+def _check_pool_meets(pool: pd.DataFrame, path: str, dataset: Dataset) -> pd.DataFrame:
+    """The pool's pairs of the dataset's queries, some of them, and where the dataset has a corpus and the pool
+    no text, some of its documents the corpus's: else the pool was made for another dataset (or corpus). A pair of
+    a query the dataset lacks is left out with a warning (the judge has no query text, answer or keywords of
+    it)."""
     if pool.empty:
         raise RagMetricsError(f"{path}: the header only, no pair to judge")
     queries = set(pool["query_id"])
@@ -232,6 +234,15 @@ def _check_pool_meets(pool: pd.DataFrame, path: str, dataset: Dataset) -> None:
             f"{path}: none of the pool's {len(queries)} queries {names_of(queries, 3)} is a query of the dataset "
             f"{names_of(known, 3)}: the pool was likely made for another dataset"
         )
+    if queries - known:
+        outside = queries - known
+        warnings.warn(
+            f"{path}: {len(outside)} of the pool's {len(queries)} queries {names_of(outside, 3)} are not queries "
+            "of the dataset: their pairs are left out (the judge has no query text, answer or keywords of them)",
+            RagMetricsWarning,
+            stacklevel=1,
+        )
+        pool = pool[pool["query_id"].isin(known)].reset_index(drop=True)
     corpus = dataset.documents
     has_text = "text" in pool.columns and bool((pool["text"] != "").any())
     ids = set() if corpus is None or "text" not in corpus.columns else set(corpus["doc_id"].astype(str))
@@ -240,6 +251,7 @@ def _check_pool_meets(pool: pd.DataFrame, path: str, dataset: Dataset) -> None:
             f"{path}: none of the pool's {pool['doc_id'].nunique()} documents {names_of(set(pool['doc_id']), 3)} is "
             f"in the corpus {names_of(ids, 3)}: the pool was likely made over another corpus"
         )
+    return pool
 
 
 def _labels_to_learn_from(human: pd.DataFrame, path: str, dataset: Dataset, pool: pd.DataFrame) -> pd.DataFrame:
@@ -288,7 +300,7 @@ def cmd_judge_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if kind.needs != "training":
         pool = pool.drop(columns=["runs"], errors="ignore")  # read by the learned judge only
     _check_counts(pool, args.pool)
-    _check_pool_meets(pool, args.pool, dataset)
+    pool = _check_pool_meets(pool, args.pool, dataset)
     pairs = pairs_from_pool(dataset, pool)
     top = args.max_grade or max_grade(dataset)
     training: list[tuple[Pair, int]] = []
