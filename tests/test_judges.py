@@ -37,10 +37,13 @@ def pair(text: str, answer: str = "", keywords: Sequence[str] = (), **kw) -> Pai
 @pytest.mark.parametrize(
     ("text", "answer", "keywords", "top", "want"),
     [
-        ("The capital of France is Paris.", "paris", (), 3, 3),  # the answer, any case: the top grade
+        ("The capital of France is Paris.", "paris", ("france", "capital"), 3, 3),  # the answer, any case, in context
+        ("The capital of France is Paris.", "paris", (), 3, 2),  # one word alone is a keyword: max - 1
+        ("Its capital is Paris, on the Seine.", "capital is paris", (), 3, 3),  # an answer of words: the top grade
         ("The capital of France is Lyon.", "paris", (), 3, 0),  # an answer, no keyword, not found
         ("Parisian cafés", "paris", (), 3, 0),  # whole words only
-        ("France and its capital", "paris", ("france", "capital"), 3, 2),  # every keyword: max - 1
+        ("France and its capital", "", ("france", "capital"), 3, 2),  # every keyword: max - 1
+        ("France and its capital", "paris", ("france", "capital"), 3, 1),  # a one-word answer is a keyword: 2/3
         ("France and its regions", "paris", ("france", "capital"), 3, 0),  # half of them, but one term only
         ("France and its regions", "paris", ("france", "capital", "seine", "louvre"), 4, 0),  # 1/4: under half
         ("France and the Seine", "", ("france", "capital", "seine", "louvre"), 4, 2),  # 2/4: 1 + floor(1.0)
@@ -51,7 +54,8 @@ def pair(text: str, answer: str = "", keywords: Sequence[str] = (), **kw) -> Pai
         ("nothing here", "", ("france", "capital"), 3, 0),
         ("France and its capital", "", ("france", "capital"), 1, 1),  # binary: every keyword
         ("France and its regions", "", ("france", "capital"), 1, 0),  # binary: not every keyword
-        ("北京是中国的首都。", "北京", (), 2, 2),  # Chinese: a substring
+        ("北京是中国的首都。", "北京", ("首都",), 2, 2),  # Chinese: a substring, in context
+        ("北京的咖啡馆", "北京", ("首都",), 2, 0),  # a one-word answer without its context: one keyword of two
         ("ｐａｒｉｓ is wide", "Paris", (), 1, 1),  # NFKC
     ],
 )

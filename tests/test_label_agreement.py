@@ -105,18 +105,18 @@ def test_judge_run_writes_labels_with_provenance_and_agree_reads_them(small_set)
     code, _, err = run("judge", "run", "--judge", "rule", "--dataset", str(d / "set.jsonl"), "--corpus",
                        str(d / "corpus.jsonl"), "--pool", str(d / "pool.tsv"), "-o", str(d / "judged.tsv"))  # fmt: skip
     assert code == 0, err
-    assert "4 label(s) 0..2 by judge:rule@2#" in err
+    assert "4 label(s) 0..2 by judge:rule@3#" in err
     judged = pd.read_csv(d / "judged.tsv", sep="\t", dtype=str)
     assert list(judged.columns) == ["query_id", "doc_id", "label", "rank", "category", "doc_length", "judge",
                                     "judge_version", "config_hash", "judged_at"]  # fmt: skip
     assert judged[["doc_id", "label", "rank", "category"]].values.tolist() == [
-        ["d2", "0", "1", "geo"], ["d3", "2", "2", "geo"], ["d5", "1", "1", "space"], ["d6", "0", "2", "space"],
+        ["d2", "0", "1", "geo"], ["d3", "1", "2", "geo"], ["d5", "1", "1", "space"], ["d6", "0", "2", "space"],
     ]  # fmt: skip
     assert set(judged["judge"]) == {"rule"} and judged["judged_at"].str.endswith("+00:00").all()
 
     code, out, err = run("judge", "agree", "--human", str(d / "human.tsv"), "--judge", str(d / "judged.tsv"))
     assert code == 0, err
-    h, j = [0, 2, 0, 0], [0, 2, 1, 0]
+    h, j = [0, 2, 0, 0], [0, 1, 1, 0]  # "Paris" alone, a one-word answer, is a keyword: 1, not 2
     assert f"Cohen's kappa     {cohen_kappa_score(h, j, labels=[0, 1, 2]):.3f}" in out
     assert "only 4 pair(s) both labelled: a rough figure (label 30 or more to read kappa)" in out
     assert "not in the judge's labels" not in out
@@ -132,10 +132,10 @@ def test_judge_run_writes_labels_with_provenance_and_agree_reads_them(small_set)
 
     # a judge's labels are never taken for people's
     code, _, err = run("judge", "agree", "--human", str(d / "judged.tsv"), "--judge", str(d / "judged.tsv"))
-    assert code == 2 and "are a judge's labels (rule 2 " in err
+    assert code == 2 and "are a judge's labels (rule 3 " in err
     code, _, err = run("judge", "merge", "--dataset", str(d / "set.jsonl"), "--labels", str(d / "judged.tsv"),
                        "-o", str(d / "merged.qrels"))  # fmt: skip
-    assert code == 0 and "warning: " in err and "holds a judge's labels (rule 2 " in err
+    assert code == 0 and "warning: " in err and "holds a judge's labels (rule 3 " in err
 
 
 def reads_of(*argv):
@@ -172,17 +172,17 @@ def test_labels_are_read_once_whether_people_s_or_a_judge_s_gzipped_or_parquet(s
         (code, out, err), read = reads_of("judge", "agree", "--human", str(d / "human.tsv"), "--judge", str(d / judged))
         assert (code, out) == (0, plain), err
         assert read.count(str(d / judged)) == 1
-    (d / "judged.qrels.gz").write_bytes(gzip.compress(b"q1 0 d2 0\nq1 0 d3 2\nq2 0 d5 1\nq2 0 d6 0\n"))
+    (d / "judged.qrels.gz").write_bytes(gzip.compress(b"q1 0 d2 0\nq1 0 d3 1\nq2 0 d5 1\nq2 0 d6 0\n"))
     code, out, err = run("judge", "agree", "--human", str(d / "human.tsv"), "--judge", str(d / "judged.qrels.gz"))
     kappa = next(line for line in plain.splitlines() if "Cohen's kappa" in line)
     assert code == 0 and kappa in out and "on 4 pair(s)" in out, err
     for judged in ("judged.tsv.gz", "judged.parquet"):
         (code, _, err), read = reads_of("judge", "agree", "--human", str(d / judged), "--judge", str(d / "judged.tsv"))
-        assert code == 2 and f"{d / judged}: these are a judge's labels (rule 2 " in err
+        assert code == 2 and f"{d / judged}: these are a judge's labels (rule 3 " in err
         assert read.count(str(d / judged)) == 1
         (code, _, err), read = reads_of("judge", "merge", "--dataset", str(d / "set.jsonl"), "--labels",
                                         str(d / judged), "-o", str(d / "merged.qrels"))  # fmt: skip
-        assert code == 0 and f"{d / judged} holds a judge's labels (rule 2 " in err, err
+        assert code == 0 and f"{d / judged} holds a judge's labels (rule 3 " in err, err
         assert read.count(str(d / judged)) == 1
     code, _, err = run("judge", "agree", "--human", str(d / "absent.tsv"), "--judge", str(d / "judged.tsv"))
     assert code == 2 and "absent.tsv" in err and "nothing at that path" in err

@@ -31,10 +31,24 @@ def _spaced_word(char: str) -> bool:
     return char.isalnum() and not ("\u2e80" <= char <= "\u9fff" or "\uac00" <= char <= "\ud7af")
 
 
+ONE_WORD_CHARACTERS = 4
+"""An answer without spaces of at most this many characters of an unspaced script (Chinese, Japanese, Korean) is one
+word, as one without spaces of a spaced script is."""
+
+
+def one_word(answer: str) -> bool:
+    """Whether ``answer`` is a single word (a cloze's blank, a name): no space in it, and in an unspaced script at
+    most :data:`ONE_WORD_CHARACTERS` characters."""
+    text = normalise(answer)
+    return bool(text) and " " not in text and (_spaced_word(text[0]) or len(text) <= ONE_WORD_CHARACTERS)
+
+
 class RuleJudge:
     """Grades by what of the expected answer the document's text holds, on the scale ``0..max``:
 
-    * the expected answer found (:func:`found`): ``max``;
+    * the expected answer found (:func:`found`): ``max``; an answer of one word (:func:`one_word`: a cloze's
+      blank, a name), which a document may mention without answering, only with at least half of the query's other
+      keywords (and one at least); else such an answer is one more keyword (below);
     * else, with expected keywords, the share ``s`` of them found: for a graded scale (``max >= 2``),
       ``1 + floor(s * (max - 2))`` (every keyword: ``max - 1``) when at least half of them and at least two are found
       (the one keyword of a query that has one), else 0: a single term in common is not relevance (a synthetic
@@ -45,10 +59,13 @@ class RuleJudge:
     """
 
     name = "rule"
-    version = "2"
+    version = "3"
 
     def config(self) -> Mapping[str, Any]:
-        return {"rule": "answer>max; keyword share s>=1/2 and two found>1+floor(s*(max-2)); binary: all keywords"}
+        return {
+            "rule": "answer>max (one word: with half the other keywords, else a keyword); keyword share s>=1/2 and "
+            "two found>1+floor(s*(max-2)); binary: all keywords"
+        }
 
     def grade(self, pairs: Sequence[Pair], max_grade: int) -> list[Grade]:
         return [self.grade_one(pair, max_grade) for pair in pairs]
@@ -58,7 +75,16 @@ class RuleJudge:
         keywords = [k for k in pair.expected_keywords if normalise(k)]
         if not normalise(pair.expected_answer) and not keywords:
             return Grade(None, "the query has neither an expected answer nor keywords")
-        if found(pair.expected_answer, pair.text):
+        if one_word(pair.expected_answer):
+            others = [k for k in keywords if normalise(k) != normalise(pair.expected_answer)]
+            if (
+                found(pair.expected_answer, pair.text)
+                and others
+                and 2 * sum(found(k, pair.text) for k in others) >= len(others)
+            ):
+                return Grade(max_grade)
+            keywords = [*others, pair.expected_answer]
+        elif found(pair.expected_answer, pair.text):
             return Grade(max_grade)
         if not keywords:
             return Grade(0)
