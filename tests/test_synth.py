@@ -420,6 +420,24 @@ def test_cli_synth_on_a_chinese_corpus_says_nothing_of_jieba_s_dictionary(tmp_pa
     assert "prefix dict" not in done.stderr.lower() and "Loading model" not in done.stderr, done.stderr
 
 
+def test_cli_synth_writes_only_what_its_name_says_it_holds(tmp_path):
+    """Was: ``-o set.csv``, ``set.trec`` or ``set.jsonl.gz`` were written as plain JSONL, which the loaders then read
+    (and refused) as a CSV, TREC qrels or a gzip stream; ``-o set.json`` was JSONL too."""
+    corpus = str(SAMPLES / "scifact" / "corpus.jsonl.gz")
+    base = ["synth", corpus, "--n", "2", "--no-retrieval-check"]
+    for name in ("set.csv", "set.trec", "set.jsonl.gz"):
+        out, err = io.StringIO(), io.StringIO()
+        assert main([*base, "-o", str(tmp_path / name)], out, err) == 2
+        assert f"--output {tmp_path / name}: synth writes JSONL records (or a JSON list)" in err.getvalue()
+        assert not (tmp_path / name).exists()
+    out, err = io.StringIO(), io.StringIO()
+    assert main([*base, "-o", str(tmp_path / "set.json")], out, err) == 0, err.getvalue()
+    written = json.loads((tmp_path / "set.json").read_text(encoding="utf-8"))
+    assert isinstance(written, list) and len(written) == 2
+    assert load_dataset(tmp_path / "set.json").queries_table.num_rows == 2
+    assert not list(tmp_path.glob(".*partial*"))
+
+
 def test_cli_synth_warns_of_repeated_ids_and_a_language_the_corpus_is_not_in(tmp_path):
     """Was: a document id given twice was read once in silence, and ``--language en`` on a Chinese corpus wrote
     whole clauses as keywords without a word."""

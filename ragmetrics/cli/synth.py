@@ -21,6 +21,9 @@ from ragmetrics.synth.pipeline import shortfall, synthesize
 
 _NAME = re.compile(r"^[\w-]+$")
 
+WRITTEN_SUFFIXES = (".jsonl", ".json")
+"""The names synth's evaluation set and chunks may take: what the loaders read as JSONL or a JSON list."""
+
 DEFAULT_COUNT = 50
 """Candidates ``synth`` writes when neither ``--n`` nor counts in ``--categories`` say."""
 
@@ -91,6 +94,12 @@ def cmd_synth(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "corpus's own); give --chunker words:SIZE:OVERLAP, or drop --chunks-out"
         )
     chunks = args.chunks_out or str(Path(args.output).with_suffix("")) + ".chunks.jsonl"
+    for option, path in (("--output", args.output), ("--chunks-out", args.chunks_out)):
+        if path and Path(path).suffix.lower() not in WRITTEN_SUFFIXES:
+            raise RagMetricsError(
+                f"{option} {path}: synth writes JSONL records (or a JSON list): name the file *.jsonl or *.json "
+                "(other names, a .gz among them, would hold JSONL that the readers take for another format)"
+            )
     output_paths(
         args,
         {"--output": args.output, **({"--chunks-out": chunks} if corpus.rechunked else {})},

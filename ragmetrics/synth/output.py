@@ -114,8 +114,9 @@ def _provenance(candidate: Candidate, corpus: Corpus) -> dict[str, str]:
 
 
 def write_jsonl(path: str | os.PathLike[str], rows: Iterable[dict[str, Any]]) -> None:
-    """Write ``rows`` as JSONL (UTF-8, not ASCII-escaped) through a temporary file, replaced at the end."""
+    """Write ``rows`` as :func:`ragmetrics.io.evalset.write_evalset` does (a JSON list for a ``.json`` path, else
+    JSONL) through a temporary file of the same suffix, replaced at the end."""
     target = Path(path)
-    partial = target.with_name(f".{target.name}.partial")  # not .json: written as JSONL
+    partial = target.with_name(f".{target.stem}.partial{target.suffix}")
     write_evalset(rows, partial)
     os.replace(partial, target)
