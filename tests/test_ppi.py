@@ -907,6 +907,11 @@ def test_the_unreadable_note_of_a_table_reads_only_the_rows_that_show_a_sample_i
     fewer = rows.assign(differing=[20, 0, MIN_DIFFERING - 1, 0])
     assert unreadable_rows(fewer, population="dataset")[0] == "agree"
     assert unreadable_rows(fewer) is None  # the rule of a mean over exactly these queries only
+    # both reasons at once are both said (was the first only: the "rough below 30" note hidden by the other)
+    kind, words = unreadable_rows(fewer.assign(n_labelled=[20, 5, 25, 50]), population="dataset")
+    assert kind == "agree" and words.endswith(
+        "; and 20 human-labelled queries: below 30 the interval is rough (it can be too narrow)"
+    )
 
 
 def test_compare_says_when_the_tuned_lambda_rests_on_fewer_than_100_labelled_queries(tmp_path):

@@ -139,8 +139,9 @@ def unreadable(
     score alike: no spread to measure the judge's error with; such an interval gives no p-value and no verdict),
     ``("agree", ...)`` when fewer than :data:`MIN_DIFFERING` labelled queries (under the ``dataset`` target;
     :data:`MIN_DIFFERING_QUERIES` under ``queries``, for means, not ``paired`` differences) have human and judge
-    values that differ (``differing``, the fewest of the intervals'), ``("few", ...)`` below
-    :data:`FEW_LABELLED`. The CLI and the dashboard say these words."""
+    values that differ (``differing``, the fewest of the intervals'; below :data:`FEW_LABELLED` labelled queries
+    the words say that too), ``("few", ...)`` below :data:`FEW_LABELLED`. The CLI and the dashboard say these
+    words."""
     if population == "dataset" and n_queries is not None and n_labelled >= n_queries:
         return None
     if (np.abs(np.asarray(widths, dtype=np.float64)) <= FLAT).any():
@@ -149,18 +150,20 @@ def unreadable(
             "nothing yet, least of all certainty (no p-value, no verdict: cannot tell)"
         )
     least = MIN_DIFFERING if population == "dataset" else 0 if paired else MIN_DIFFERING_QUERIES
+    few = (
+        f"{n_labelled} human-labelled queries: below {FEW_LABELLED} the interval is rough (it can be too narrow)"
+        if n_labelled < FEW_LABELLED
+        else None
+    )
     if differing is not None and differing < least:
         return "agree", (
             f"the judge and the humans differ on only {differing} of the {n_labelled} human-labelled queries: "
             f"with fewer than {least} such queries the interval for "
             + ("these queries' mean is too narrow" if population == "dataset" else "the mean can be too narrow")
             + " (it rests on the few disagreements the sample happened to catch: docs/ppi.md measures it)"
+            + ("" if few is None else f"; and {few}")
         )
-    if n_labelled < FEW_LABELLED:
-        return "few", (
-            f"{n_labelled} human-labelled queries: below {FEW_LABELLED} the interval is rough (it can be too narrow)"
-        )
-    return None
+    return None if few is None else ("few", few)
 
 
 def unreadable_rows(
