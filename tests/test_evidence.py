@@ -820,3 +820,38 @@ def test_every_verdict_has_words_and_a_term_that_are_not_its_code():
     assert marks["exactly better"] == "▲ better (exact)" and marks["exactly worse"] == "▼ worse (exact)"
     assert verdict_words("mixed", "bm25") == "no verdict against bm25: the test and the mean disagree"
     assert VERDICT_TERMS["mixed"] != "mixed" and "width 0" in VERDICT_TERMS["cannot tell"]
+
+
+def test_cli_evidence_cuts_a_text_less_chunk_s_text_from_where_its_span_places_it(tmp_path):
+    """Was: a TREC run of chunks with --chunk-spans and the corpus was refused on the default metrics ("token budgets
+    count the tokens of the retrieved texts; 4 retrieved id(s) have no text in the run"); its chunks' texts are now
+    cut from their documents, so it scores what the same run with a text column scores."""
+    document = "Alpha beta gamma. The capital of France is Paris. Delta epsilon zeta."
+    (tmp_path / "qrels.txt").write_text("q1 0 D1 1\n", encoding="utf-8")
+    (tmp_path / "corpus.jsonl").write_text(json.dumps({"id": "D1", "text": document}) + "\n", encoding="utf-8")
+    (tmp_path / "spans.txt").write_text("q1 0 D1 1 18 49\n", encoding="utf-8")
+    places = {"D1#0": (0, 17), "D1#1": (18, 49), "D1#2": (50, 69)}
+    (tmp_path / "cs.tsv").write_text(
+        "chunk_id\tdoc_id\tstart\tend\n" + "".join(f"{c}\tD1\t{s}\t{e}\n" for c, (s, e) in places.items()),
+        encoding="utf-8",
+    )
+    order = ["D1#0", "D1#1", "D1#2"]
+    (tmp_path / "run.trec").write_text(
+        "".join(f"q1 Q0 {c} {i + 1} {9 - i} r\n" for i, c in enumerate(order)), encoding="utf-8"
+    )
+    texts = [document[s:e] for s, e in (places[c] for c in order)]
+    (tmp_path / "run.csv").write_text(
+        "query_id,doc_id,score,text\n" + "".join(f"q1,{c},{9 - i},{t}\n" for i, (c, t) in enumerate(zip(order, texts))),
+        encoding="utf-8",
+    )
+    printed = {}
+    for run in ("run.trec", "run.csv"):
+        out, err = io.StringIO(), io.StringIO()
+        args = ["evidence", "--dataset", str(tmp_path / "qrels.txt"), "--corpus", str(tmp_path / "corpus.jsonl"),
+                "--run", str(tmp_path / run), "--spans", str(tmp_path / "spans.txt"), "--chunk-spans",
+                str(tmp_path / "cs.tsv"), "-m", "evidence_recall@2,context_precision@2,tokens_to_evidence"]  # fmt: skip
+        assert main(args, out, err) == 0, err.getvalue()
+        printed[run] = [
+            line.split("\t")[2] for line in out.getvalue().splitlines() if line.startswith(("ev", "co", "to"))
+        ]
+    assert printed["run.trec"] == printed["run.csv"] == ["whitespace", "1.0000", "0.6667", "9.0000"], printed

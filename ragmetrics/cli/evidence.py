@@ -45,6 +45,7 @@ from ragmetrics.engine.evidence import (
     counts_tokens,
     evaluate_evidence,
     spans_from_answers,
+    with_span_texts,
 )
 from ragmetrics.engine.metrics import BUDGET_SUFFIX, EVIDENCE_METRICS
 from ragmetrics.engine.tokens import TOKENIZER_CHOICES
@@ -124,14 +125,19 @@ def _aligned(
     args: argparse.Namespace, dataset: Dataset, runs: list[Run], chunk_spans: pa.Table | None
 ) -> list[Alignment]:
     """Each run aligned with the dataset, its chunks mapped to their documents by ``--chunk-spans`` when nothing
-    else maps them (no ``source_doc`` column, ``--chunk-mapping`` or ``--chunk-pattern``); a run whose ids do not
-    meet the qrels is refused as ``eval`` refuses it."""
+    else maps them (no ``source_doc`` column, ``--chunk-mapping`` or ``--chunk-pattern``), and a chunk without text
+    given the text its span places it at (:func:`ragmetrics.engine.evidence.with_span_texts`); a run whose ids do
+    not meet the qrels is refused as ``eval`` refuses it."""
     if chunk_spans is not None:
         documents = dict(zip(chunk_spans.column("chunk_id").to_pylist(), chunk_spans.column("doc_id").to_pylist()))
         runs = [
-            run
-            if "source_doc" in run.table.column_names
-            else attach_source_docs(run, mapping=documents, mapping_name=args.chunk_spans)
+            with_span_texts(
+                run
+                if "source_doc" in run.table.column_names
+                else attach_source_docs(run, mapping=documents, mapping_name=args.chunk_spans),
+                chunk_spans,
+                dataset,
+            )
             for run in runs
         ]
     alignments = [align(dataset, run, tokenizer=args.tokenizer) for run in runs]

@@ -59,7 +59,7 @@ from ragmetrics.foundation.kernels import take
 
 if TYPE_CHECKING:
     from ragmetrics.engine.alignment import Alignment
-    from ragmetrics.foundation.model import Dataset
+    from ragmetrics.foundation.model import Dataset, Run
 
 _NAME = re.compile(r"^\s*([a-z_]+)\s*(?:@\s*(\d+)\s*(tok|tokens)?)?\s*$", re.IGNORECASE)
 
@@ -362,6 +362,25 @@ def _chunk_table(chunk_spans: Any) -> Any:
     if "chunk_id" not in table.column_names:
         raise RagMetricsError("chunk spans need columns chunk_id, doc_id, start, end")
     return table.rename_columns(["query_id" if c == "chunk_id" else c for c in table.column_names])
+
+
+def with_span_texts(run: Run, chunk_spans: Any, dataset: Dataset) -> Run:
+    """``run`` with the text of each chunk that has none (no ``text`` column, or an empty cell) cut from its
+    document where ``chunk_spans`` places it (``chunk_id, doc_id, start, end``; the corpus's ``text``): a TREC run of
+    chunks then counts its tokens as a run with a text column does. Unchanged without a corpus."""
+    corpus = _corpus(dataset)
+    if not corpus:
+        return run
+    places = {
+        chunk: (doc, int(start), int(end)) for chunk, doc, start, end in zip(*_span_rows(_chunk_table(chunk_spans)))
+    }
+    ids = [str(v) for v in run.table.column("doc_id").to_pylist()]
+    own = run.table.column("text").to_pylist() if "text" in run.table.column_names else [None] * len(ids)
+    texts = []
+    for chunk, text in zip(ids, own):
+        place = places.get(chunk) if not text else None
+        texts.append(corpus[place[0]][place[1] : place[2]] if place and place[0] in corpus else text)
+    return run if texts == own else run.with_columns(text=texts)
 
 
 # --- the metrics --------------------------------------------------------------------------------------------
