@@ -412,6 +412,9 @@ def test_eval_and_compare_print_corrected_estimates(tmp_path):
     assert main([*three, str(everyone), "--human-qrels", str(everyone)], out, io.StringIO()) == 0
     assert "all 3 queries human-labelled (the judge's labels add nothing)" in out.getvalue()
     assert "more labelled" not in out.getvalue()
+    exact = io.StringIO()  # the mean over exactly these queries, all labelled: "exact", as compare says it
+    assert main([*three, str(everyone), "--human-qrels", str(everyone), "--ppi-target", "dataset"], exact, err) == 0
+    assert " exact  judge-only " in exact.getvalue() and "no interval" not in exact.getvalue(), exact.getvalue()
     err = io.StringIO()
     assert main([*three, str(everyone), "--human-qrels", str(everyone), "--strata", "category"], out, err) == 2
     assert "--strata category: no query of the dataset has a category" in err.getvalue()

@@ -13,11 +13,18 @@ __all__ = [
     "CONFIDENCE",
     "MEAN_INTERVAL_RULE",
     "interval_methods",
+    "interval_name",
     "interval_words",
     "mean_ci",
 ]
 
 CONFIDENCE = 0.95
+
+
+def interval_name(method: str) -> str:
+    """A method of :func:`ragmetrics.analysis.stats.mean_interval` (a summary's ``interval`` cell) by the name the
+    pages give it (``Student's t``; ``none`` for no interval)."""
+    return stats.INTERVAL_NAMES.get(method, "none")
 
 
 def mean_ci(values: np.ndarray, *, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

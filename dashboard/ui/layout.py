@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -421,18 +421,21 @@ def show_small_table(
     key: str,
     filename: str,
     labels: Mapping[str, str] | None = None,
+    texts: Mapping[str, Callable[[Any], str]] | None = None,
     styled: Styler | None = None,
 ) -> None:
     """A table of a few rows drawn as static HTML (``st.table``), plus the CSV download of :func:`show_table`: no
     data grid's code, canvas or scrollbars in the browser, every cell in view (a grid costs a page about a tenth of a
     second: ``benchmarks/README.md``). For a summary the reader takes in at a glance (the Overview's means, its
     intervals and targets); a table to sort, search or pick a row from is :func:`show_table`'s. ``labels``: the
-    columns to show to 3 decimals and their titles; ``styled``: a Styler of ``frame`` (drawn as it is, index
-    hidden). A missing value reads as a dash."""
+    columns to show to 3 decimals and their titles; ``texts``: how other columns' cells read (a metric by its title);
+    ``styled``: a Styler of ``frame`` (drawn as it is, index hidden). A missing value reads as a dash; the CSV keeps
+    the frame's own names and values."""
     if styled is None:
         labels = labels or {}
-        numbers = [labels[c] for c in frame.columns if c in labels]
-        styled = frame.rename(columns=labels).style.format("{:.3f}", subset=numbers, na_rep=MISSING)
+        cells: dict[str, Any] = {labels[c]: "{:.3f}" for c in frame.columns if c in labels}
+        cells.update({c: read for c, read in (texts or {}).items() if c in frame.columns and c not in labels})
+        styled = frame.rename(columns=labels).style.format(cells, na_rep=MISSING)
     st.table(styled.hide(axis="index"))
     _csv_button(frame, key=key, filename=filename)
 

@@ -13,7 +13,7 @@ import streamlit as st
 
 from dashboard.core import compare as cmp
 from dashboard.core import diagnosis, overview, report, targets
-from dashboard.core.intervals import MEAN_INTERVAL_RULE, interval_words
+from dashboard.core.intervals import MEAN_INTERVAL_RULE, interval_name, interval_words
 from dashboard.core.queries import dataset_summary
 from dashboard.core.specs import label_title, metric_spec, title
 from dashboard.ui import assisted, cache, layout, widgets
@@ -86,6 +86,7 @@ if page.alignments and page.dataset is not None:
                     "worst": "if judged: worst",
                     "best": "if judged: best",
                 },
+                texts={"metric": label_title, "interval": interval_name},
             )
 
     layout.show_figure(pr_figure, key="overview.pr", filename="precision-recall")

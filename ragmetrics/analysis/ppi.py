@@ -592,7 +592,8 @@ def corrected_means(
     ``estimate, ci_low, ci_high, p_value`` (PPI), ``judge, judge_low, judge_high``, ``human, human_low,
     human_high``, ``lam, n_labelled, n_queries``, ``differing`` (:data:`MIN_DIFFERING`), ``too_few`` (fewer than
     :data:`MIN_TESTED` labelled queries, unless the mean is exact: too few to tell, as a corrected delta of so few;
-    the interval is kept here and shown by no output, :func:`ragmetrics.analysis.compare.too_few_shown`), and
+    the interval is kept here and shown by no output, :func:`ragmetrics.analysis.compare.too_few_shown`), ``exact``
+    (:attr:`Corrected.exact`: its interval the point itself, said "exact" as a comparison's), and
     ``more, projected``: the interval's half width were ``more`` queries labelled beyond these (default: as many
     again).
     """
@@ -613,7 +614,10 @@ def corrected_means(
             row = _within(_row(result), 0.0, 1.0)
             del row["p_value"]  # the test of "the mean is 0": it means nothing for a mean of a metric
             too_few = result.n_labelled < MIN_TESTED and not result.exact
-            rows.append({"metric": metric, "run": name, **row, "too_few": too_few, **_projected(result, more)})
+            rows.append(
+                {"metric": metric, "run": name, **row, "too_few": too_few, "exact": result.exact,
+                 **_projected(result, more)}
+            )  # fmt: skip
     return pd.DataFrame(rows)
 
 

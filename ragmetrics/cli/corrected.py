@@ -236,11 +236,12 @@ def eval_corrected(
         out.write(shown.to_csv(index=False))
     else:
         for r in shown.itertuples(index=False):
-            corrected = (
-                f"{r.estimate:.4f} no interval (too few to tell)?"
-                if r.too_few
-                else _interval(r.estimate, r.ci_low, r.ci_high)
-            )
+            if r.too_few:
+                corrected = f"{r.estimate:.4f} no interval (too few to tell)?"
+            elif r.exact:  # the mean over exactly these queries, all human-labelled: no sampling error (as compare)
+                corrected = f"{r.estimate:.4f} exact"
+            else:
+                corrected = _interval(r.estimate, r.ci_low, r.ci_high)
             out.write(
                 f"{r.metric:<14} {r.run:<24} corrected {corrected}  "
                 f"judge-only {_interval(r.judge, r.judge_low, r.judge_high)}  "

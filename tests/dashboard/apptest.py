@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
+import pyarrow as pa
 from streamlit.testing.v1 import AppTest
 
 from dashboard.ui.figures import COMPONENT
@@ -92,6 +93,18 @@ def shown_table(at: AppTest, key: str):  # type: ignore[no-untyped-def]
         elif node.type == "download_button" and node.key == f"{key}.csv" and table is not None:
             return table.value
     raise AssertionError(f"no table {key!r} on the page")
+
+
+def shown_cells(at: AppTest, key: str):  # type: ignore[no-untyped-def]
+    """The cells of the static table ``dashboard.ui.layout.show_small_table`` showed under ``key``, as the page
+    shows them (its Styler's display values: text, numbers to 3 decimals)."""
+    table = None
+    for node in _in_order(at):
+        if node.type == "table":
+            table = node
+        elif node.type == "download_button" and node.key == f"{key}.csv" and table is not None:
+            return pa.ipc.open_stream(table.proto.arrow_data.styler.display_values).read_all().to_pandas()
+    raise AssertionError(f"no static table {key!r} on the page")
 
 
 def drawn_in_order(at: AppTest) -> list[str]:

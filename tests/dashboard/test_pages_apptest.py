@@ -22,6 +22,7 @@ from tests.dashboard.apptest import (
     open_app,
     open_page,
     param,
+    shown_cells,
     shown_table,
 )
 from tests.dashboard.test_workspace import refuse_runs_after
@@ -128,6 +129,13 @@ def test_overview_reads_the_url_and_draws_one_trace_per_run(faq_ids) -> None:
     summary = shown_table(at, "overview.ci")
     methods = summary.groupby("metric")["interval"].unique()
     assert list(methods["hits@10"]) == ["Clopper-Pearson"] and list(methods["ndcg@10"]) == ["t"]
+    # shown in the words of the table above it and of the section's title (was recall@10 beside Recall@10, and "t")
+    cells = shown_cells(at, "overview.ci")
+    assert set(cells["metric"]) >= {"Hits@10", "nDCG@10"} and set(cells["interval"]) == {
+        "Clopper-Pearson",
+        "Student's t",
+    }
+    assert all(len(text.split(".")[-1]) == 3 for text in cells["95% CI low"]), cells["95% CI low"].tolist()  # 3 decimals
     both = "Clopper-Pearson (where every query scored 0 or 1) and Student's t"
     assert f"Means with 95% confidence intervals: {both}" in [e.label for e in at.expander]
     captions = [c.value for c in at.caption]
