@@ -56,6 +56,13 @@ def pair(text: str, answer: str = "", keywords: Sequence[str] = (), **kw) -> Pai
         ("France and its regions", "", ("france", "capital"), 1, 0),  # binary: not every keyword
         ("北京是中国的首都。", "北京", ("首都",), 2, 2),  # Chinese: a substring, in context
         ("北京的咖啡馆", "北京", ("首都",), 2, 0),  # a one-word answer without its context: one keyword of two
+        (
+            "研究发现: 2型糖尿病患者的胰岛素抵抗与饮食有关。",
+            "2型糖尿病患者的胰岛素抵抗",
+            ("肥胖",),
+            3,
+            3,
+        ),  # not one word
         ("ｐａｒｉｓ is wide", "Paris", (), 1, 1),  # NFKC
     ],
 )

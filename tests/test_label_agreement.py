@@ -329,7 +329,7 @@ def test_judge_run_leaves_out_the_pool_s_queries_the_dataset_lacks_and_says_so(s
     code, _, err = run("judge", "run", "--judge", "rule", "--dataset", str(d / "set.jsonl"), "--corpus",
                        str(d / "corpus.jsonl"), "--pool", str(d / "mixed.tsv"), "-o", str(d / "judged.tsv"))  # fmt: skip
     assert code == 0, err
-    assert "1 of the pool's 2 queries ['qNOPE'] are not queries of the dataset: their pairs are left out" in err, err
+    assert "1 of the pool's 2 queries ['qNOPE'] not of the dataset: their 1 pair(s) are left out" in err, err
     assert "neither an expected answer nor keywords" not in err, err
     assert pd.read_csv(d / "judged.tsv", sep="\t", dtype=str)["query_id"].tolist() == ["q1"]
 

@@ -416,7 +416,7 @@ def test_eval_says_an_interval_of_width_0_measures_nothing_however_many_queries_
     (tmp_path / "human.qrels").write_text(every + "neg1 0 neg1-x 0\nneg2 0 neg2-x 0\n")
     out, err = io.StringIO(), io.StringIO()
     assert main([*argv, "--ppi-target", "dataset"], out, err) == 0, err.getvalue()
-    assert "all 42 queries human-labelled" in out.getvalue() and "corrected 0.9524 [0.9524, 0.9524]" in out.getvalue()
+    assert "all 42 queries human-labelled" in out.getvalue() and "corrected 0.9524 exact  judge-only" in out.getvalue()
     assert "score alike" not in err.getvalue() and "label more" not in err.getvalue()
     assert unreadable(FEW_LABELLED, [0.1, 0.0])[0] == "flat"
     assert unreadable(FEW_LABELLED - 1, [0.1])[0] == "few"
@@ -909,9 +909,7 @@ def test_the_unreadable_note_of_a_table_reads_only_the_rows_that_show_a_sample_i
     assert unreadable_rows(fewer) is None  # the rule of a mean over exactly these queries only
     # both reasons at once are both said (was the first only: the "rough below 30" note hidden by the other)
     kind, words = unreadable_rows(fewer.assign(n_labelled=[20, 5, 25, 50]), population="dataset")
-    assert kind == "agree" and words.endswith(
-        "; and 20 human-labelled queries: below 30 the interval is rough (it can be too narrow)"
-    )
+    assert kind == "agree" and words.endswith("; and below 30 labelled queries the interval is rough too")
 
 
 def test_compare_says_when_the_tuned_lambda_rests_on_fewer_than_100_labelled_queries(tmp_path):
@@ -929,3 +927,9 @@ def test_compare_says_when_the_tuned_lambda_rests_on_fewer_than_100_labelled_que
     assert main([*argv, "--ppi-lambda", "1"], out, err) == 0, err.getvalue()
     assert "tuned lambda" not in err.getvalue()
     assert tuned_lambda_note(TUNED_FROM, None) is None and tuned_lambda_note(99, 1.0) is None
+    # every delta exact (every query human-labelled, the dataset target): no interval, so nothing to be too narrow
+    ids = [f"q{i:02d}" for i in range(40)]
+    (tmp_path / "human.qrels").write_text("".join(f"{q} 0 {q}-rel 1\n{q} 0 {q}-other 0\n" for q in ids))
+    out, err = io.StringIO(), io.StringIO()
+    assert main([*argv, "--ppi-target", "dataset"], out, err) == 0, err.getvalue()
+    assert " exact [" in out.getvalue() and "tuned lambda" not in err.getvalue(), (out.getvalue(), err.getvalue())

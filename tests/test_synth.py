@@ -438,6 +438,20 @@ def test_cli_synth_writes_only_what_its_name_says_it_holds(tmp_path):
     assert not list(tmp_path.glob(".*partial*"))
 
 
+def test_synth_s_output_is_written_through_no_planted_link(tmp_path):
+    """Was: written through ``.NAME.partial`` (a name anyone could guess), whatever stood there: a symlink planted
+    under it had its target overwritten and the output became a link to it."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    for planted in (tmp_path / ".set.partial.jsonl", tmp_path / ".set.jsonl.partial"):
+        planted.symlink_to(victim)
+    write_jsonl(tmp_path / "set.jsonl", [{"query": "a"}])
+    assert victim.read_text() == "keep me\n"
+    assert not (tmp_path / "set.jsonl").is_symlink() and json.loads((tmp_path / "set.jsonl").read_text()) == {
+        "query": "a"
+    }
+
+
 def test_cli_synth_warns_of_repeated_ids_and_a_language_the_corpus_is_not_in(tmp_path):
     """Was: a document id given twice was read once in silence, and ``--language en`` on a Chinese corpus wrote
     whole clauses as keywords without a word."""

@@ -23,8 +23,8 @@ CONFIDENCE = 0.95
 
 def interval_name(method: str) -> str:
     """A method of :func:`ragmetrics.analysis.stats.mean_interval` (a summary's ``interval`` cell) by the name the
-    pages give it (``Student's t``; ``none`` for no interval)."""
-    return stats.INTERVAL_NAMES.get(method, "none")
+    pages give it (``Student's t``; ``none`` for no interval); a method without a name is an error, not hidden."""
+    return "none" if method == "none" else stats.INTERVAL_NAMES[method]
 
 
 def mean_ci(values: np.ndarray, *, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

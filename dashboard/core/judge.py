@@ -24,6 +24,7 @@ from dashboard.core.specs import MetricSpec
 from dashboard.core.text import Marks
 from ragmetrics.analysis import judging
 from ragmetrics.foundation.model import Dataset
+from ragmetrics.judges.rule import one_word
 
 __all__ = [
     "DEFAULT_DEPTH",
@@ -154,13 +155,19 @@ class Suggestion:
 
 def suggest(marks: Marks, text: str, scale: Sequence[int], rel_level: int = 1) -> Suggestion | None:
     """The rule-based suggestion for a document's text, or None: the expected answer found in it suggests the top
-    grade (rule ``answer``); else more than half of the expected keywords found (both of two, two of three)
-    suggests the smallest relevant grade (rule ``keywords``). Matching is case-insensitive and literal, as ``answer_in@k``
-    and ``keyword_recall@k`` read text."""
+    grade (rule ``answer``), the smallest relevant one when the answer is one word (a cloze's blank, a name: a text
+    may mention it without answering, :func:`ragmetrics.judges.rule.one_word`, as the rule judge reads it); else
+    more than half of the expected keywords found (both of two, two of three) suggests the smallest relevant grade
+    (rule ``keywords``). Matching is case-insensitive and literal, as ``answer_in@k`` and ``keyword_recall@k`` read
+    text."""
     haystack = (text or "").casefold()
     relevant = [g for g in scale if g >= rel_level] or [rel_level]
     answer = (marks.answer or "").strip()
     if answer and answer.casefold() in haystack:
+        if one_word(answer):
+            return Suggestion(
+                "answer", min(relevant), f"the expected answer “{answer}” is in the text (one word: a mention, maybe)"
+            )
         return Suggestion("answer", max(relevant), f"the expected answer “{answer}” is in the text")
     keywords = [k for k in dict.fromkeys(str(w).strip() for w in marks.keywords) if k]
     found = [k for k in keywords if k.casefold() in haystack]

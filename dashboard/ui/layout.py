@@ -428,15 +428,24 @@ def show_small_table(
     data grid's code, canvas or scrollbars in the browser, every cell in view (a grid costs a page about a tenth of a
     second: ``benchmarks/README.md``). For a summary the reader takes in at a glance (the Overview's means, its
     intervals and targets); a table to sort, search or pick a row from is :func:`show_table`'s. ``labels``: the
-    columns to show to 3 decimals and their titles; ``texts``: how other columns' cells read (a metric by its title);
-    ``styled``: a Styler of ``frame`` (drawn as it is, index hidden). A missing value reads as a dash; the CSV keeps
-    the frame's own names and values."""
+    columns to show to 3 decimals, and their titles; ``texts``: how other columns' cells read (a metric by its
+    title); ``styled``: a Styler of ``frame`` (its colours kept). ``st.table`` reads every cell as Markdown, so a
+    text cell is escaped (a run named ``*bm25*`` reads as typed); a missing value reads as a dash; the CSV keeps the
+    frame's own names and values."""
+    labels, texts = labels or {}, texts or {}
     if styled is None:
-        labels = labels or {}
-        cells: dict[str, Any] = {labels[c]: "{:.3f}" for c in frame.columns if c in labels}
-        cells.update({c: read for c, read in (texts or {}).items() if c in frame.columns and c not in labels})
-        styled = frame.rename(columns=labels).style.format(cells, na_rep=MISSING)
-    st.table(styled.hide(axis="index"))
+        styled = frame.rename(columns=labels).style
+    cells: dict[str, Any] = {}
+    for column in frame.columns:
+        if column in labels:
+            cells[labels[column]] = "{:.3f}"
+        elif column in texts:
+            cells[column] = lambda value, read=texts[column]: md_escape(read(value))
+        elif pd.api.types.is_numeric_dtype(frame[column].dtype):
+            cells[column] = None  # as it is, a missing one as the dash
+        else:
+            cells[column] = lambda value: md_escape(str(value))
+    st.table(styled.format(cells, na_rep=MISSING).hide(axis="index"))
     _csv_button(frame, key=key, filename=filename)
 
 

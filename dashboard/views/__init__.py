@@ -2,7 +2,7 @@
 
 Every widget of a page is part of its view and travels in the share link (``dashboard.core.share``), except the
 widgets a page declares in ``unlinked``: key prefixes of the inputs of an action (an upload, a fusion to add, a
-rename), each with the reason. ``tests/dashboard/test_share_roundtrip.py`` walks every widget of every page and
+rename) and of folded sections a link opens folded, each with the reason. ``tests/dashboard/test_share_roundtrip.py`` walks every widget of every page and
 fails on one that neither round-trips through the URL nor is declared here.
 """
 

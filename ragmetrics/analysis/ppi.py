@@ -82,8 +82,8 @@ intervals (the adjusted interval excludes 0 exactly when the corrected p-value i
 the delta (:func:`ragmetrics.analysis.compare.too_few_shown`); a corrected mean of so few keeps its estimate and
 loses its interval the same way (:func:`corrected_means`)."""
 JUDGE_ONLY_WORDS = (
-    "judge-only: the judge's labels taken as truth, its interval without the judge's bias (which only the human "
-    "labels measure)"
+    "judge-only: the judge's labels taken as truth, its interval allowing nothing for the judge's bias (only the "
+    "human labels measure it)"
 )
 """What a judge-only interval is, beside the corrected one: the CLI's words (docs/ppi.md measures its coverage)."""
 TOO_FEW_WORDS = f"{SAID['too few'].term} (fewer than {MIN_TESTED} human-labelled queries: no interval, no p-value)"
@@ -161,7 +161,7 @@ def unreadable(
             f"with fewer than {least} such queries the interval for "
             + ("these queries' mean is too narrow" if population == "dataset" else "the mean can be too narrow")
             + " (it rests on the few disagreements the sample happened to catch: docs/ppi.md measures it)"
-            + ("" if few is None else f"; and {few}")
+            + ("" if few is None else f"; and below {FEW_LABELLED} labelled queries the interval is rough too")
         )
     return None if few is None else ("few", few)
 
@@ -704,7 +704,8 @@ def corrected_comparison(
     level the correction tested the comparison at (:func:`ragmetrics.analysis.compare.adjusted_level`), so it
     excludes 0 exactly when ``p_value_corrected`` is below ``alpha``; uncorrected, the interval at 1 - alpha; the
     judge-only and human-only intervals at that level too (``judge_low_adjusted, ..., human_high_adjusted``), so
-    the three read side by side (``judge_low, ...`` stay at ``confidence``);
+    the three read side by side (``judge_low, ...`` stay at ``confidence``, and so do the adjusted ones of a row
+    that shows no level: too few, or exact);
     ``ci_method_adjusted``: ``t``, its method (:data:`ragmetrics.analysis.stats.DeltaIntervalMethod`), or
     ``exact`` for an ``exact`` delta (its interval the point itself, at no level: ``ci_level_adjusted`` NaN).
     ``significant`` compares the corrected p-value with ``alpha`` unless ``too_few`` (fewer than
@@ -808,6 +809,10 @@ def corrected_comparison(
     frame["ci_method_adjusted"] = np.where(exact, "exact", "t")
     frame["exact"] = exact
     frame["too_few"] = (frame["n_labelled"] < MIN_TESTED) & ~frame["exact"]
+    levelless = frame["too_few"] | frame["exact"]  # no level shown beside them: their sides stay at ``confidence``
+    for side in ("judge", "human"):
+        for end in ("low", "high"):
+            frame[f"{side}_{end}_adjusted"] = frame[f"{side}_{end}_adjusted"].where(~levelless, frame[f"{side}_{end}"])
     frame["no_spread"] = [r.ppi.flat and not r.exact for r in results]
     frame["significant"] = (
         (frame["p_value_corrected"] < alpha) & ~frame["too_few"] & ~frame["no_spread"] & ~frame["exact"]

@@ -279,8 +279,9 @@ def compare_corrected(
         out,
     )
     _unreadable(args, frame, err, paired=True)
-    tuned = ppi.tuned_lambda_note(int(frame["n_labelled"].min()), LAMBDAS[option_value(args, "ppi_lambda")])
-    if tuned is not None and len(frame):
+    counts = frame.loc[~frame["exact"], "n_labelled"].tolist() if len(frame) else []  # an exact delta: no interval
+    tuned = ppi.tuned_lambda_note(min(counts), LAMBDAS[option_value(args, "ppi_lambda")]) if counts else None
+    if tuned is not None:
         err.write(f"ragmetrics: note: {tuned}\n")
     if args.format == "json":
         _json(too_few_shown(frame), "comparisons", out, plan)

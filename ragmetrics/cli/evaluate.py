@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, TextIO
 from ragmetrics.analysis.evaluate import DEFAULT_METRICS
 from ragmetrics.analysis.verdicts import refuse_meaningless
 from ragmetrics.cli.evaluating import engine_texts, evaluate_runs, refuse_no_overlap_partitioned, report_coverage
-from ragmetrics.cli.inputs import blank_file, output_path, per_query_paths, read_inputs, replacing
+from ragmetrics.cli.inputs import blank_file, output_path, per_query_paths, read_inputs
 from ragmetrics.cli.options import (
     add_bounds_option,
     add_data_options,
@@ -27,6 +27,7 @@ from ragmetrics.cli.output import Merged, emit
 from ragmetrics.engine.conventions import CHOICES
 from ragmetrics.engine.metrics import known_metric_names
 from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.files import replacing
 from ragmetrics.io import unique_names
 
 if TYPE_CHECKING:

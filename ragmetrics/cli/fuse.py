@@ -7,9 +7,10 @@ from typing import TextIO
 
 from ragmetrics.analysis import fusion
 from ragmetrics.analysis.fusion import fuse, ranked_frame
-from ragmetrics.cli.inputs import output_path, read_runs, replacing, shared_queries
+from ragmetrics.cli.inputs import output_path, read_runs, shared_queries
 from ragmetrics.cli.options import weight_list, whole_number
 from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.files import replacing
 from ragmetrics.foundation.model import Run
 from ragmetrics.io import write_trec_run
 from ragmetrics.io.trec import trec_tag

@@ -21,11 +21,11 @@ from ragmetrics.cli.inputs import (
     output_path,
     read_dataset,
     refuse_above_scale,
-    replacing,
 )
 from ragmetrics.cli.options import add_data_options, whole_number
 from ragmetrics.cli.pools import check_label_column
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
+from ragmetrics.foundation.files import replacing
 from ragmetrics.foundation.grades import LABEL_INT, grade_problem
 from ragmetrics.foundation.model import Dataset
 from ragmetrics.io import load_dataset
@@ -236,13 +236,15 @@ def _check_pool_meets(pool: pd.DataFrame, path: str, dataset: Dataset) -> pd.Dat
         )
     if queries - known:
         outside = queries - known
+        inside = pool["query_id"].isin(known)
         warnings.warn(
-            f"{path}: {len(outside)} of the pool's {len(queries)} queries {names_of(outside, 3)} are not queries "
-            "of the dataset: their pairs are left out (the judge has no query text, answer or keywords of them)",
+            f"{path}: {len(outside)} of the pool's {len(queries)} queries {names_of(outside, 3)} not of the dataset: "
+            f"their {int((~inside).sum())} pair(s) are left out (the judge has no query text, answer or keywords of "
+            "them)",
             RagMetricsWarning,
             stacklevel=1,
         )
-        pool = pool[pool["query_id"].isin(known)].reset_index(drop=True)
+        pool = pool[inside].reset_index(drop=True)
     corpus = dataset.documents
     has_text = "text" in pool.columns and bool((pool["text"] != "").any())
     ids = set() if corpus is None or "text" not in corpus.columns else set(corpus["doc_id"].astype(str))

@@ -18,12 +18,12 @@ from ragmetrics.cli.inputs import (
     read_dataset,
     read_inputs,
     refuse_repeated_runs,
-    replacing,
 )
 from ragmetrics.cli.judging import agree_options, run_options
 from ragmetrics.cli.options import add_data_options, add_eval_options, whole_number
 from ragmetrics.cli.pools import check_label_column
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
+from ragmetrics.foundation.files import replacing
 from ragmetrics.foundation.grades import max_grade
 from ragmetrics.io import load_dataset, write_trec_qrels
 from ragmetrics.io.evalset import with_judgments, write_evalset

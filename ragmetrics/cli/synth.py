@@ -73,6 +73,12 @@ def _retrievers(spec: str, corpus: Corpus) -> list[tuple[str, Any]]:
 
 
 def cmd_synth(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    for option, path in (("--output", args.output), ("--chunks-out", args.chunks_out)):
+        if path and Path(path).suffix.lower() not in WRITTEN_SUFFIXES:
+            raise RagMetricsError(
+                f"{option} {path}: synth writes JSONL records (or a JSON list): name the file *.jsonl or *.json "
+                "(other names, a .gz among them, would hold JSONL that the readers take for another format)"
+            )
     corpus = load_corpus(
         args.corpus, chunking=args.chunker, language=args.language, parent_separator=args.parent_separator
     )
@@ -94,12 +100,6 @@ def cmd_synth(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "corpus's own); give --chunker words:SIZE:OVERLAP, or drop --chunks-out"
         )
     chunks = args.chunks_out or str(Path(args.output).with_suffix("")) + ".chunks.jsonl"
-    for option, path in (("--output", args.output), ("--chunks-out", args.chunks_out)):
-        if path and Path(path).suffix.lower() not in WRITTEN_SUFFIXES:
-            raise RagMetricsError(
-                f"{option} {path}: synth writes JSONL records (or a JSON list): name the file *.jsonl or *.json "
-                "(other names, a .gz among them, would hold JSONL that the readers take for another format)"
-            )
     output_paths(
         args,
         {"--output": args.output, **({"--chunks-out": chunks} if corpus.rechunked else {})},
@@ -141,7 +141,9 @@ def cmd_synth(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def synth_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("corpus", help="a BEIR corpus.jsonl, a JSONL of {id, text} objects, or a folder of .md/.txt files")
-    p.add_argument("-o", "--output", required=True, help="the evaluation set to write (JSONL)")
+    p.add_argument(
+        "-o", "--output", required=True, help="the evaluation set to write: *.jsonl (JSONL) or *.json (a JSON list)"
+    )
     p.add_argument(
         "--generator",
         choices=list(GENERATORS),

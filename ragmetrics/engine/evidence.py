@@ -365,9 +365,12 @@ def _chunk_table(chunk_spans: Any) -> Any:
 
 
 def with_span_texts(run: Run, chunk_spans: Any, dataset: Dataset) -> Run:
-    """``run`` with the text of each chunk that has none (no ``text`` column, or an empty cell) cut from its
+    """``run`` with the text of each chunk that has none (no ``text`` column, or a missing cell) cut from its
     document where ``chunk_spans`` places it (``chunk_id, doc_id, start, end``; the corpus's ``text``): a TREC run of
     chunks then counts its tokens as a run with a text column does. Unchanged without a corpus."""
+    table = run.table
+    if "text" in table.column_names and table.column("text").null_count == 0:
+        return run  # every chunk has its text (an empty one is a text too)
     corpus = _corpus(dataset)
     if not corpus:
         return run
@@ -378,7 +381,7 @@ def with_span_texts(run: Run, chunk_spans: Any, dataset: Dataset) -> Run:
     own = run.table.column("text").to_pylist() if "text" in run.table.column_names else [None] * len(ids)
     texts = []
     for chunk, text in zip(ids, own):
-        place = places.get(chunk) if not text else None
+        place = places.get(chunk) if text is None else None
         texts.append(corpus[place[0]][place[1] : place[2]] if place and place[0] in corpus else text)
     return run if texts == own else run.with_columns(text=texts)
 

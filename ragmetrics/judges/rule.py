@@ -37,10 +37,11 @@ word, as one without spaces of a spaced script is."""
 
 
 def one_word(answer: str) -> bool:
-    """Whether ``answer`` is a single word (a cloze's blank, a name): no space in it, and in an unspaced script at
-    most :data:`ONE_WORD_CHARACTERS` characters."""
+    """Whether ``answer`` is a single word (a cloze's blank, a name): no space in it, and, when any of its characters
+    is of an unspaced script (``2型糖尿病`` too), at most :data:`ONE_WORD_CHARACTERS` characters."""
     text = normalise(answer)
-    return bool(text) and " " not in text and (_spaced_word(text[0]) or len(text) <= ONE_WORD_CHARACTERS)
+    unspaced = any(char.isalnum() and not _spaced_word(char) for char in text)
+    return bool(text) and " " not in text and (not unspaced or len(text) <= ONE_WORD_CHARACTERS)
 
 
 class RuleJudge:

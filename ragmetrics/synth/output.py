@@ -17,9 +17,9 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
+from ragmetrics.foundation.files import replacing
 from ragmetrics.io.evalset import write_evalset
 from ragmetrics.synth.base import Candidate
 from ragmetrics.synth.corpus import Corpus
@@ -115,8 +115,6 @@ def _provenance(candidate: Candidate, corpus: Corpus) -> dict[str, str]:
 
 def write_jsonl(path: str | os.PathLike[str], rows: Iterable[dict[str, Any]]) -> None:
     """Write ``rows`` as :func:`ragmetrics.io.evalset.write_evalset` does (a JSON list for a ``.json`` path, else
-    JSONL) through a temporary file of the same suffix, replaced at the end."""
-    target = Path(path)
-    partial = target.with_name(f".{target.stem}.partial{target.suffix}")
-    write_evalset(rows, partial)
-    os.replace(partial, target)
+    JSONL), whole or not at all (:func:`ragmetrics.foundation.files.replacing`)."""
+    with replacing(path) as partial:
+        write_evalset(rows, partial)

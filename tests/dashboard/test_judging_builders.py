@@ -211,6 +211,9 @@ def test_suggestions_name_their_rule_and_need_enough_evidence() -> None:
     assert judge.suggest(Marks(keywords=["a", "b", "c"]), "a b", scale) is not None  # two of three
     assert judge.suggest(Marks(), "anything", scale) is None
     assert judge.suggest(Marks(answer="x"), "", scale) is None
+    # a one-word answer (a cloze's blank) found is a mention, maybe not the answer: the smallest relevant grade
+    cloze = judge.suggest(Marks(answer="Cas9"), "Cas9 is cheap to order.", scale)
+    assert cloze is not None and (cloze.rule, cloze.grade) == ("answer", 1) and "one word" in cloze.reason
 
 
 def test_a_suggestion_reads_the_title_as_the_rule_judge_does() -> None:
