@@ -517,9 +517,10 @@ def corrected_elsewhere(
                 f"p: the t test of each corrected Δ, {assisted.family_words(table, correction)}, as the table above; "
                 f"intervals: {intervals_name(correction, alpha)}."
             )
-            tuned = ppi.tuned_lambda_note(int(table["n_labelled"].min()), None)  # the panel's lambda is tuned
+            # the panel's lambda is tuned
+            tuned = ppi.tuned_lambda_note(int(table["n_labelled"].min()), None, remedy="the CLI's --ppi-lambda 1")
             if tuned is not None:
-                st.caption(tuned[0].upper() + tuned[1:].replace("--ppi-lambda 1", "the CLI's --ppi-lambda 1") + ".")
+                st.caption(tuned[0].upper() + tuned[1:] + ".")
         for row in table.itertuples(index=False):
             if baseline is None:
                 st.markdown(assisted.mean_words(row, others_intervals=False))

@@ -273,22 +273,23 @@ def bounds_toggle(key: str, value: bool, *, force: bool) -> bool:
     )
 
 
-def folded_section(label: str, key: str, view: ViewState, *, force: bool) -> tuple[DeltaGenerator, ViewState]:
-    """An expander whose content the page computes and sends only while it is open (a rerun when it opens or folds):
-    a folded chart loads no chart library, a folded table holds no grid in the browser; and the view with
-    ``charts`` set to whether it is open (a link keeps it as it was)."""
-    state.seed(key, view.charts, force=force)
-    section = st.expander(label, key=key, on_change="rerun")
-    return section, view.with_(charts=bool(section.open))
+def folded_section(label: str, key: str, view: ViewState, *, force: bool) -> tuple[DeltaGenerator | None, ViewState]:
+    """:func:`opened_section` whose open state is the view's ``charts`` (a link keeps it as it was): the section (None
+    while folded: a folded chart loads no chart library, a folded table holds no grid in the browser) and the view
+    with ``charts`` set to whether it is open."""
+    section = opened_section(label, key, opened=view.charts, force=force)
+    return section, view.with_(charts=section is not None)
 
 
-def opened_section(label: str, key: str, *, icon: str | None = None, opened: bool = False) -> DeltaGenerator | None:
+def opened_section(
+    label: str, key: str, *, icon: str | None = None, opened: bool = False, force: bool = False
+) -> DeltaGenerator | None:
     """An expander whose content the page computes and sends only while it is open (a rerun when it opens or folds):
     the section, or None while it is folded, when the page draws nothing in it (a folded table holds no grid in
     the browser, folded text no Markdown). Open or folded as the user left it, after a look at another page;
-    ``opened``: its state in a new session (a link just opened)."""
+    ``opened``: its state in a new session (a link just opened), or pushed in when ``force``."""
     state.keep(key)
-    state.seed(key, opened)
+    state.seed(key, opened, force=force)
     section = st.expander(label, key=key, icon=icon, on_change="rerun")
     return section if section.open else None
 

@@ -93,7 +93,7 @@ if page.alignments and page.dataset is not None:
     numbers, view = widgets.folded_section(
         "Curve data: the numbers behind both charts", "overview.curve_data", view, force=page.fresh
     )
-    if view.charts:
+    if numbers is not None:
         with numbers:
             layout.show_table(curves, key="overview.curves.table", filename="curves.csv")
 

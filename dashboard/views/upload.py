@@ -213,7 +213,7 @@ else:
             view,
             force=page.fresh,
         )
-        if view.charts:
+        if section is not None:
             with section:
                 layout.show_figure(
                     validation.depth_figure(validation.depth_frame(checked.alignments), runs=list(checked.names)),

@@ -100,14 +100,14 @@ the judge is biased: it covered 0.79 at 10 labelled queries and 0.91 at 50, wher
 0.95 (docs/ppi.md's limits). The CLI says so."""
 
 
-def tuned_lambda_note(n_labelled: int, lam: float | None) -> str | None:
+def tuned_lambda_note(n_labelled: int, lam: float | None, remedy: str = "--ppi-lambda 1") -> str | None:
     """What a corrected delta's reader is told of the tuned lambda (``lam`` None) on fewer than :data:`TUNED_FROM`
-    human-labelled queries, or None."""
+    human-labelled queries, or None; ``remedy``: how the reader asks for lambda 1 where they read it."""
     if lam is not None or n_labelled >= TUNED_FROM:
         return None
     return (
         f"with the tuned lambda and {n_labelled} human-labelled queries (fewer than {TUNED_FROM}), a delta's interval "
-        "can be too narrow when the judge is biased (docs/ppi.md measures it); --ppi-lambda 1 holds its level there"
+        f"can be too narrow when the judge is biased (docs/ppi.md measures it); {remedy} holds its level there"
     )
 
 

@@ -42,6 +42,7 @@ from ragmetrics.engine.alignment import Alignment
 from ragmetrics.engine.budgets import shared_tokenizer
 from ragmetrics.engine.evidence import (
     EvidenceResult,
+    chunk_places,
     counts_tokens,
     evaluate_evidence,
     spans_from_answers,
@@ -129,7 +130,7 @@ def _aligned(
     given the text its span places it at (:func:`ragmetrics.engine.evidence.with_span_texts`); a run whose ids do
     not meet the qrels is refused as ``eval`` refuses it."""
     if chunk_spans is not None:
-        documents = dict(zip(chunk_spans.column("chunk_id").to_pylist(), chunk_spans.column("doc_id").to_pylist()))
+        documents = {chunk: place[0] for chunk, place in chunk_places(chunk_spans).items()}
         runs = [
             with_span_texts(
                 run

@@ -303,10 +303,7 @@ def _chunk_places(
     else:
         own = column("text") if "text" in table.column_names else [None] * len(chunk_ids)
     titles = _corpus(alignment.dataset, "title")
-    given: dict[str, tuple[str, int, int]] = {}
-    if chunk_spans is not None:
-        for chunk, doc, start, end in zip(*_span_rows(_chunk_table(chunk_spans))):
-            given[chunk] = (doc, int(start), int(end))
+    given = {} if chunk_spans is None else chunk_places(chunk_spans)
     starts = np.full(len(chunk_ids), -1, dtype=np.int64)
     ends = np.full(len(chunk_ids), -1, dtype=np.int64)
     texts: list[str] = []
@@ -364,6 +361,14 @@ def _chunk_table(chunk_spans: Any) -> Any:
     return table.rename_columns(["query_id" if c == "chunk_id" else c for c in table.column_names])
 
 
+def chunk_places(chunk_spans: Any) -> dict[str, tuple[str, int, int]]:
+    """Each chunk's ``(document, start, end)`` in a table of chunk spans (``chunk_id, doc_id, start, end``; a later
+    row of a chunk wins)."""
+    return {
+        chunk: (doc, int(start), int(end)) for chunk, doc, start, end in zip(*_span_rows(_chunk_table(chunk_spans)))
+    }
+
+
 def with_span_texts(run: Run, chunk_spans: Any, dataset: Dataset) -> Run:
     """``run`` with the text of each chunk that has none (no ``text`` column, or a missing cell) cut from its
     document where ``chunk_spans`` places it (``chunk_id, doc_id, start, end``; the corpus's ``text``): a TREC run of
@@ -374,11 +379,9 @@ def with_span_texts(run: Run, chunk_spans: Any, dataset: Dataset) -> Run:
     corpus = _corpus(dataset)
     if not corpus:
         return run
-    places = {
-        chunk: (doc, int(start), int(end)) for chunk, doc, start, end in zip(*_span_rows(_chunk_table(chunk_spans)))
-    }
-    ids = [str(v) for v in run.table.column("doc_id").to_pylist()]
-    own = run.table.column("text").to_pylist() if "text" in run.table.column_names else [None] * len(ids)
+    places = chunk_places(chunk_spans)
+    ids = [str(v) for v in table.column("doc_id").to_pylist()]
+    own = table.column("text").to_pylist() if "text" in table.column_names else [None] * len(ids)
     texts = []
     for chunk, text in zip(ids, own):
         place = places.get(chunk) if text is None else None
