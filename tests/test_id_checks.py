@@ -206,6 +206,21 @@ def _cli_cpu(tmp_path: Path, name: str, content: bytes, *, qrels: bytes = b"q1 0
     return done.returncode, done.stderr, cpu
 
 
+CPU_BOUND = 2.0
+"""CPU seconds a refusal of a huge field or line stays under (a whole process: start, imports, the read; about 1.2 s
+on a quiet machine here). A pathological read (a regex backtracking, a field split into millions of objects) takes
+minutes."""
+
+
+def _refused_within_bound(tmp_path: Path, name: str, content: bytes, **kwargs: bytes) -> tuple[int, str, float]:
+    """:func:`_cli_cpu`, taken again once when above :data:`CPU_BOUND` (CPU seconds grow by half when the tests'
+    other worker shares the two cores), the run with the least CPU returned."""
+    first = _cli_cpu(tmp_path, name, content, **kwargs)
+    if first[2] < CPU_BOUND:
+        return first
+    return min(first, _cli_cpu(tmp_path, name, content, **kwargs), key=lambda taken: taken[2])
+
+
 HUGE_INPUTS = {
     "a 16-million-character id": (
         b"q1 Q0 " + b"d" * 16_000_000 + b" 1 1.0 t\n",
@@ -219,15 +234,16 @@ HUGE_INPUTS = {
 @pytest.mark.parametrize("case", HUGE_INPUTS)
 def test_a_huge_field_or_line_is_refused_in_under_two_seconds_of_cpu(tmp_path: Path, case: str) -> None:
     content, message = HUGE_INPUTS[case]
-    code, err, cpu = _cli_cpu(tmp_path, "run.trec", content)
+    code, err, cpu = _refused_within_bound(tmp_path, "run.trec", content)
     assert code == 2 and "run.trec:" in err and message in err and "Traceback" not in err, err[:500]
-    assert cpu < 2.0, f"{case}: {cpu:.2f} s of CPU"
+    assert cpu < CPU_BOUND, f"{case}: {cpu:.2f} s of CPU"
 
 
 def test_a_qrels_line_of_millions_of_fields_says_how_many_it_read(tmp_path: Path) -> None:
-    code, err, cpu = _cli_cpu(tmp_path, "run.trec", b"q1 Q0 d1 1 1.0 t\n", qrels=b"q1 0 d1 1\n" + b"ab " * 17_000_000)
+    qrels = b"q1 0 d1 1\n" + b"ab " * 17_000_000
+    code, err, cpu = _refused_within_bound(tmp_path, "run.trec", b"q1 Q0 d1 1 1.0 t\n", qrels=qrels)
     assert code == 2 and "qrels.txt:2: expected 4 fields" in err and "found more than 16 field(s)" in err, err[:500]
-    assert cpu < 2.0, f"{cpu:.2f} s of CPU"
+    assert cpu < CPU_BOUND, f"{cpu:.2f} s of CPU"
 
 
 @pytest.mark.parametrize(

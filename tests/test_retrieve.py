@@ -343,6 +343,31 @@ def _toy_files(tmp_path: Path) -> list[str]:
     return ["--dataset", str(qrels), "--queries", str(queries)]
 
 
+def test_the_command_warns_when_the_run_it_wrote_does_not_meet_the_qrels(tmp_path, monkeypatch):
+    """A retriever whose ids name other documents than the qrels' (here a prefix) writes its run, and is told at once
+    that eval would refuse it, and why, instead of at the next command."""
+    (tmp_path / "prefixed_retrievers_for_test.py").write_text(
+        "from tests.test_retrieve import ranked\n"
+        "def prefixed(query, k):\n"
+        "    return [('doc-' + d, s) for d, s in ranked(query, k)]\n"
+        "def make():\n"
+        "    return ranked\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["retrieve", *_toy_files(tmp_path), "--retriever", "prefixed_retrievers_for_test:prefixed", "-o", "p.trec"]
+    assert main([*argv, *cache], out=out, err=err) == 0, err.getvalue()
+    warning = err.getvalue()
+    assert "warning: eval will refuse this run: run 'p': its document ids do not meet the qrels" in warning
+    assert "doc-d" in warning and (tmp_path / "p.trec").read_text().startswith("q")
+
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["retrieve", *_toy_files(tmp_path), "--retriever", "prefixed_retrievers_for_test:make", "-o", "m.trec"]
+    assert main([*argv, *cache], out=out, err=err) == 0, err.getvalue()
+    assert "warning" not in err.getvalue()
+
+
 def test_the_command_prints_the_summary_and_exits_1_when_queries_failed(tmp_path, monkeypatch):
     (tmp_path / "toy_retrievers_for_test.py").write_text(
         "from tests.test_retrieve import ranked\n"

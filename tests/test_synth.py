@@ -247,6 +247,26 @@ def test_an_expected_answer_is_a_whole_sentence_where_the_chunk_holds_one():
     assert found["d1#0"] is not None and first.text[found["d1#0"][0] : found["d1#0"][1]].endswith("cell.")
 
 
+def test_a_folder_file_that_is_not_text_is_refused_with_its_name_and_line(tmp_path):
+    """A .txt of other bytes (a binary renamed, a Latin-1 export) is refused where it breaks, not read as U+FFFD;
+    UTF-16 with its byte-order mark is text."""
+    folder = tmp_path / "kb"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "a.md").write_text("# Alpha\n\nplain text\n", encoding="utf-8")
+    (folder / "sub" / "b.txt").write_text("Wide text\n", encoding="utf-16")
+    assert [(d.doc_id, d.title, d.text) for d in read_documents(folder)] == [
+        ("a.md", "Alpha", "# Alpha\n\nplain text\n"),
+        ("sub/b.txt", "b", "Wide text\n"),
+    ]
+    (folder / "sub" / "c.txt").write_bytes(b"line one\ncaf\xe9 au lait\n")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["synth", str(folder), "-o", str(tmp_path / "set.jsonl")], out, err) == 2
+    assert err.getvalue() == (
+        f"ragmetrics: error: {folder / 'sub' / 'c.txt'}:2: expected UTF-8 text, found byte 0xe9\n"
+    )
+    assert not (tmp_path / "set.jsonl").exists()
+
+
 def test_cli_synth_from_a_folder_and_from_jsonl(tmp_path):
     folder = tmp_path / "kb"
     folder.mkdir()

@@ -246,9 +246,11 @@ def test_dataset_check_coverage_size_and_power(tmp_path):
     refused = (
         (["--metric", "recall@5"], "--metric recall@5: read only with --run given at least 2 times, not 0 (the "
                                    "power check"),
-        (["--delta", "0.1", "--run", str(a)], "--delta 0.1: read only with --run given at least 2 times, not 1 (the "
-                                              "power check, which compares two or more runs); give --run at least 2 "
-                                              "times, or drop --delta"),
+        (["--delta", "0.1", "--run", str(a)], f"--run {a}, --delta 0.1: read only with --run given at least 2 "
+                                              "times, not 1 (the power check, which compares two or more runs); give "
+                                              "--run at least 2 times, or drop --run and --delta"),
+        # was: one run accepted and the power check skipped without a word
+        (["--run", str(a)], f"--run {a}: read only with --run given at least 2 times, not 1"),
         (["--chunker", "words"], "--chunker words: read only with --corpus (the cutting of the freshness check's "
                                  "corpus); give --corpus, or drop --chunker"),
         (["--parent-separator", "_C"], "--parent-separator _C: read only with --corpus"),

@@ -14,11 +14,11 @@ import math
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
-from pandas.io.formats.style import Styler  # with this module, so no page pays for building its templates
 
 from dashboard.core.results import Alignment, run_result
 from dashboard.core.share import DEFAULT_PROFILE, NO_PROFILE, NO_TARGETS, format_targets, parse_targets
 from dashboard.core.specs import label_title
+from dashboard.core.text import md_escape
 from ragmetrics.analysis.targets import (
     PROFILE_TITLES,
     PROFILES,
@@ -42,10 +42,10 @@ __all__ = [
     "edited_text",
     "format_targets",
     "label",
+    "marked_cell",
     "parse_targets",
     "profile_targets",
     "profile_title",
-    "style_targets",
     "targets_frame",
     "targets_from_frame",
     "targets_table",
@@ -194,19 +194,16 @@ def targets_table(checks: pd.DataFrame) -> pd.DataFrame:
     return wide
 
 
-def style_targets(wide: pd.DataFrame) -> Styler:
-    """Colour :func:`targets_table` cells: green pass, amber uncertain, red fail, grey too few to tell."""
+VERDICT_COLOURS = {"pass": "green", "uncertain": "orange", "fail": "red", "too few": "gray"}
+"""Each verdict's colour, as Streamlit's Markdown names it (``:green[...]``): each theme, light or dark, draws it in
+a text colour of its own, readable on its background (a fixed colour cannot be: no green reads on both)."""
 
-    def color(value: object) -> str:
-        text = str(value)
-        if text.startswith(MARKS["pass"]):
-            return "color: #1a7f37"
-        if text.startswith(MARKS["uncertain"]):
-            return "color: #b26a00"
-        if text.startswith(MARKS["fail"]):
-            return "color: #c62828; font-weight: 600"
-        if text.startswith(MARKS["too few"]):
-            return "color: #6b7280"
-        return ""
 
-    return wide.style.map(color)
+def marked_cell(value: object) -> str:
+    """A :func:`targets_table` cell as Markdown, in its verdict's colour (:data:`VERDICT_COLOURS`), a fail in bold;
+    another cell (a run's name, ``met``) escaped as it is."""
+    text = md_escape(value)
+    status = next((s for s, mark in MARKS.items() if str(value).startswith(mark)), None)
+    if status is None:
+        return text
+    return f":{VERDICT_COLOURS[status]}[{f'**{text}**' if status == 'fail' else text}]"

@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -27,9 +27,6 @@ from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.redact import scrub
 from ragmetrics.io.export import to_safe_csv
 from ragmetrics.store.database import StoreKeyError
-
-if TYPE_CHECKING:
-    from pandas.io.formats.style import Styler  # built only by the pages that style a table
 
 
 @dataclass
@@ -422,19 +419,17 @@ def show_small_table(
     filename: str,
     labels: Mapping[str, str] | None = None,
     texts: Mapping[str, Callable[[Any], str]] | None = None,
-    styled: Styler | None = None,
+    markdown: Callable[[Any], str] | None = None,
 ) -> None:
     """A table of a few rows drawn as static HTML (``st.table``), plus the CSV download of :func:`show_table`: no
     data grid's code, canvas or scrollbars in the browser, every cell in view (a grid costs a page about a tenth of a
     second: ``benchmarks/README.md``). For a summary the reader takes in at a glance (the Overview's means, its
     intervals and targets); a table to sort, search or pick a row from is :func:`show_table`'s. ``labels``: the
     columns to show to 3 decimals, and their titles; ``texts``: how other columns' cells read (a metric by its
-    title); ``styled``: a Styler of ``frame`` (its colours kept). ``st.table`` reads every cell as Markdown, so a
-    text cell is escaped (a run named ``*bm25*`` reads as typed); a missing value reads as a dash; the CSV keeps the
-    frame's own names and values."""
+    title); ``markdown``: how every other text cell reads, as Markdown it makes safe itself (the targets' verdicts in
+    their colours). ``st.table`` reads every cell as Markdown, so a text cell is otherwise escaped (a run named
+    ``*bm25*`` reads as typed); a missing value reads as a dash; the CSV keeps the frame's own names and values."""
     labels, texts = labels or {}, texts or {}
-    if styled is None:
-        styled = frame.rename(columns=labels).style
     cells: dict[str, Any] = {}
     for column in frame.columns:
         if column in labels:
@@ -444,8 +439,8 @@ def show_small_table(
         elif pd.api.types.is_numeric_dtype(frame[column].dtype):
             cells[column] = None  # as it is, a missing one as the dash
         else:
-            cells[column] = lambda value: md_escape(str(value))
-    st.table(styled.format(cells, na_rep=MISSING).hide(axis="index"))
+            cells[column] = markdown or md_escape
+    st.table(frame.rename(columns=labels).style.format(cells, na_rep=MISSING).hide(axis="index"))
     _csv_button(frame, key=key, filename=filename)
 
 

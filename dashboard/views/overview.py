@@ -131,9 +131,7 @@ if page.alignments and page.dataset is not None:
             "✗ fail (same verdicts as `ragmetrics check`)."
         )
         wide = targets.targets_table(checks)
-        layout.show_small_table(
-            wide, key="overview.targets", filename="targets.csv", styled=targets.style_targets(wide)
-        )
+        layout.show_small_table(wide, key="overview.targets", filename="targets.csv", markdown=targets.marked_cell)
 
     st.subheader("Report")
     link = layout.share_link(view)

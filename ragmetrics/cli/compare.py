@@ -54,6 +54,7 @@ from ragmetrics.cli.options import (
     engine_arguments,
     option_value,
     read_bounds_depth,
+    resolve_read_defaults,
     wants_ppi,
 )
 from ragmetrics.foundation.errors import RagMetricsError
@@ -224,6 +225,7 @@ def merged_pairs(args: argparse.Namespace, runs: list[str], pairs: list[tuple[in
 
 
 def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    args = resolve_read_defaults(args)
     corrected = wants_ppi(args)
     if args.engine != "inprocess":
         return compare_partitioned(args, out, err)
@@ -389,7 +391,7 @@ def compare_parser(p: argparse.ArgumentParser) -> None:
     add_metric_option(p, f"metric; default {COMPARED_BY_DEFAULT}")
     add_eval_options(p)
     add_bounds_option(p, "each delta's worst and best (and the run's mean's), with a mark where its sign could flip")
-    add_test_options(p)
+    add_test_options(p, defaults=False)  # --seed and --resamples are not read with the label files
     p.add_argument(
         "--family",
         choices=list(FAMILIES),

@@ -16,7 +16,13 @@ from typing import Any, TextIO
 import pandas as pd
 
 from ragmetrics.analysis import ppi
-from ragmetrics.analysis.compare import interval_at_level, intervals_name, too_few_shown
+from ragmetrics.analysis.compare import (
+    bounds_text,
+    interval_at_level,
+    intervals_name,
+    mean_bounds_text,
+    too_few_shown,
+)
 from ragmetrics.analysis.evaluate import EvalResult
 from ragmetrics.analysis.judging import (
     Labelled,
@@ -34,6 +40,7 @@ from ragmetrics.cli.options import LAMBDAS, option_value
 from ragmetrics.cli.pools import check_label_column
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.model import Dataset, Run
+from ragmetrics.foundation.numbers import signed
 from ragmetrics.io import load_dataset
 from ragmetrics.io.source import names_of
 from ragmetrics.judges.base import max_grade
@@ -172,9 +179,12 @@ def _estimated(
         raise
 
 
-def _interval(value: float, low: float, high: float, signed: bool = False) -> str:
-    form = "+.4f" if signed else ".4f"
-    return f"{value:{form}} [{low:{form}}, {high:{form}}]"
+def _interval(value: float, low: float, high: float, difference: bool = False) -> str:
+    """An estimate and its interval as ``eval`` and ``compare`` print every other: a mean's
+    (:func:`ragmetrics.analysis.compare.mean_bounds_text`), a difference's signed (:func:`bounds_text`)."""
+    if difference:
+        return f"{signed(value, 4)} {bounds_text(low, high)}"
+    return f"{value:.4f} {mean_bounds_text(low, high)}"
 
 
 def _footer(args: argparse.Namespace, frame: pd.DataFrame, out: TextIO, intervals: str = "95% intervals") -> None:

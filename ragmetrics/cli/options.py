@@ -337,9 +337,9 @@ def refuse_too_few_resamples(args: argparse.Namespace) -> None:
     """Refuse resamples too few for a number to mean anything: a paired test whose p-value counts resamples that
     cannot reach ``--alpha`` (no difference could be significant). Called once after parsing, for every command
     (options a command lacks are not read)."""
-    test = getattr(args, "test", None)
-    if test is None or not hasattr(args, "alpha"):
+    if not hasattr(args, "test") or not hasattr(args, "alpha"):
         return
+    test = option_value(args, "test")
     resamples, alpha = option_value(args, "resamples"), option_value(args, "alpha")
     paired = stats.TESTS[test]
     merged = getattr(args, "engine", "inprocess") != "inprocess"  # the engines' merged sums count their own way
@@ -451,6 +451,15 @@ READ_DEFAULTS: dict[str, Any] = {**TEST_DEFAULTS, **PPI_DEFAULTS}
 """The defaults of the options a command reads only under a condition, filled in where they are read (they parse to
 None when not given, so :mod:`ragmetrics.cli.rules` can tell them given): the paired tests' (``--seed`` 0), the
 corrected estimates' (:data:`PPI_DEFAULTS`)."""
+
+
+def resolve_read_defaults(args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` with :data:`READ_DEFAULTS`'s value in every such option not given (a handler that reads them as
+    attributes calls this once the rules have told them given or not)."""
+    for name, default in READ_DEFAULTS.items():
+        if hasattr(args, name) and getattr(args, name) is None:
+            setattr(args, name, default)
+    return args
 
 
 def option_value(args: argparse.Namespace, name: str) -> Any:

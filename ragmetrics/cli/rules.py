@@ -266,6 +266,12 @@ RULES: tuple[Rule, ...] = (
         "a corrected delta is tested by Student's t on its estimate and standard error (docs/ppi.md)",
         values=tuple(test for test in TESTS if test != "t"),
     ),
+    Rule(
+        ("compare",),
+        ("--seed", "--resamples"),
+        Without(LABELS),
+        "the corrected deltas are tested by Student's t, which draws nothing",
+    ),
     # after the rules of --ci and --plan: with both given, theirs is the refusal to settle first
     Rule(("eval",), ("--seed",), All((With(LABELS), With(("--plan",)))), "the draw of --plan's sample"),
     Rule(
@@ -351,7 +357,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         ("dataset check",),
-        ("--metric", "--delta"),
+        ("--run", "--metric", "--delta"),
         Repeated("--run", 2),
         "the power check, which compares two or more runs",
     ),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, TextIO
 
+from ragmetrics.engine.aligning import align
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset
 from ragmetrics.io import name_of_file, write_trec_run
@@ -168,6 +169,8 @@ def run(args: argparse.Namespace, dataset: Dataset, out: TextIO, err: TextIO) ->
         return 1
     write_trec_run(run, args.output)
     out.write(summary(result.metadata))
+    if dataset.qrels_table.num_rows and (alignment := align(dataset, run)).health.no_overlap:
+        err.write(f"ragmetrics: warning: eval will refuse this run: {alignment.explain_no_overlap()}\n")
     failed = result.failed
     if failed:
         shown = "; ".join(f"{c.query_id}: {c.error}" for c in failed[:5])

@@ -6,7 +6,8 @@ Inputs (:func:`read_corpus`):
 * any other JSONL of objects: the id is the first of ``_id``, ``id``, ``doc_id``, ``docid`` (else ``line<N>``), the
   text the first of :data:`ragmetrics.io.beir.DOC_TEXT_KEYS`, the title ``title``;
 * a folder of ``.md`` / ``.txt`` files (searched recursively, sorted): the id is the file's path relative to the
-  folder, the title its first Markdown heading (else the file name).
+  folder, the title its first Markdown heading (else the file name); each file UTF-8 (or UTF-16 with its byte-order
+  mark), a file of other bytes refused with its name and line.
 
 Chunkers (:data:`CHUNKERS`), named in every candidate's provenance:
 
@@ -136,7 +137,7 @@ def _folder(root: Path) -> list[Document]:
         raise RagMetricsError(f"{root}: no {' or '.join(FOLDER_SUFFIXES)} file in the folder")
     out = []
     for file in files:
-        text = file.read_text(encoding="utf-8", errors="replace")
+        text = open_source(str(file)).text()  # UTF-8 (or UTF-16 with its mark), else refused at the line
         heading = _HEADING.search(text) if file.suffix.lower() == ".md" else None
         out.append(Document(file.relative_to(root).as_posix(), heading.group(1) if heading else file.stem, text))
     return out

@@ -16,8 +16,8 @@ def _page() -> None:
 
     frame = pd.DataFrame({"run": ["*bm25*", "1. dense"], "queries": [3, 4], "recall@5": [0.12345, np.nan]})
     layout.show_small_table(frame, key="means", filename="means.csv", labels={"recall@5": "Recall@5"})
-    marked = pd.DataFrame({"run": ["_x_"], "met": [None]})
-    layout.show_small_table(marked, key="marked", filename="marked.csv", styled=marked.style)
+    marked = pd.DataFrame({"run": ["_x_"], "met": [None], "verdict": ["✓ 0.5"]})
+    layout.show_small_table(marked, key="marked", filename="marked.csv", markdown=lambda v: f":green[{v}]")
 
 
 def test_a_static_table_shows_its_cells_as_typed_and_a_missing_one_as_the_dash() -> None:
@@ -26,5 +26,10 @@ def test_a_static_table_shows_its_cells_as_typed_and_a_missing_one_as_the_dash()
     means = shown_cells(at, "means")
     assert means.to_dict("list") == {"run": ["\\*bm25\\*", "1\\. dense"], "queries": ["3", "4"],
                                      "Recall@5": ["0.123", "—"]}  # fmt: skip
-    assert shown_cells(at, "marked").to_dict("list") == {"run": ["\\_x\\_"], "met": ["—"]}  # a given Styler too
+    # a text cell read as the Markdown its maker gives (the targets' colours), a missing one still the dash
+    assert shown_cells(at, "marked").to_dict("list") == {
+        "run": [":green[_x_]"],
+        "met": ["—"],
+        "verdict": [":green[✓ 0.5]"],
+    }
     assert list(shown_table(at, "means")["run"]) == ["*bm25*", "1. dense"]  # the data itself as it is

@@ -72,8 +72,12 @@ def test_targets_table_and_style(faq_alignments) -> None:
     assert all(cell.startswith("✗ ") for cell in wide["Recall@5 > 0.90"])
     assert all(cell.startswith("✓ ") for cell in wide["Hits@5 > 0.50"])
     assert set(wide["met"]) == {"1/2"}
-    html = targets.style_targets(wide).to_html()
-    assert "#c62828" in html and "#1a7f37" in html
+    # each verdict in its colour as the theme draws it (Streamlit's Markdown), a fail in bold; other cells escaped
+    assert targets.marked_cell(wide["Recall@5 > 0.90"].iloc[0]).startswith(":red[**✗ ")
+    assert targets.marked_cell(wide["Hits@5 > 0.50"].iloc[0]).startswith(":green[✓ ")
+    assert targets.marked_cell("? 0.912") == ":orange[? 0\\.912]"
+    assert targets.marked_cell("· —") == ":gray[· —]"
+    assert targets.marked_cell("*bm25*") == "\\*bm25\\*" and targets.marked_cell("1/2") == "1/2"
     assert targets.targets_table(pd.DataFrame(columns=targets.CHECK_COLUMNS)).empty
 
 
