@@ -359,7 +359,7 @@ def test_the_command_warns_when_the_run_it_wrote_does_not_meet_the_qrels(tmp_pat
     argv = ["retrieve", *_toy_files(tmp_path), "--retriever", "prefixed_retrievers_for_test:prefixed", "-o", "p.trec"]
     assert main([*argv, *cache], out=out, err=err) == 0, err.getvalue()
     warning = err.getvalue()
-    assert "warning: eval will refuse this run: run 'p': its document ids do not meet the qrels" in warning
+    assert "warning: eval will refuse this run as written: run 'p': its document ids do not meet the qrels" in warning
     assert "doc-d" in warning and (tmp_path / "p.trec").read_text().startswith("q")
 
     out, err = io.StringIO(), io.StringIO()

@@ -11,6 +11,7 @@ set as text (``recall@5>0.9;mrr>0.7``, :func:`dashboard.core.share.format_target
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
@@ -199,11 +200,16 @@ VERDICT_COLOURS = {"pass": "green", "uncertain": "orange", "fail": "red", "too f
 a text colour of its own, readable on its background (a fixed colour cannot be: no green reads on both)."""
 
 
+_VERDICT_CELL = re.compile("^(" + "|".join(map(re.escape, MARKS.values())) + r") (—|-?\d+\.\d{3})$")
+"""A verdict's cell as :func:`targets_table` writes it: its mark, then the mean to 3 decimals or the dash."""
+
+
 def marked_cell(value: object) -> str:
     """A :func:`targets_table` cell as Markdown, in its verdict's colour (:data:`VERDICT_COLOURS`), a fail in bold;
-    another cell (a run's name, ``met``) escaped as it is."""
+    another cell (a run's name, even one that starts with a mark; ``met``) escaped as it is."""
     text = md_escape(value)
-    status = next((s for s, mark in MARKS.items() if str(value).startswith(mark)), None)
-    if status is None:
+    found = _VERDICT_CELL.match(str(value))
+    if found is None:
         return text
+    status = next(s for s, mark in MARKS.items() if mark == found.group(1))
     return f":{VERDICT_COLOURS[status]}[{f'**{text}**' if status == 'fail' else text}]"

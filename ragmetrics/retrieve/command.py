@@ -170,7 +170,7 @@ def run(args: argparse.Namespace, dataset: Dataset, out: TextIO, err: TextIO) ->
     write_trec_run(run, args.output)
     out.write(summary(result.metadata))
     if dataset.qrels_table.num_rows and (alignment := align(dataset, run)).health.no_overlap:
-        err.write(f"ragmetrics: warning: eval will refuse this run: {alignment.explain_no_overlap()}\n")
+        err.write(f"ragmetrics: warning: eval will refuse this run as written: {alignment.explain_no_overlap()}\n")
     failed = result.failed
     if failed:
         shown = "; ".join(f"{c.query_id}: {c.error}" for c in failed[:5])

@@ -78,6 +78,7 @@ def test_targets_table_and_style(faq_alignments) -> None:
     assert targets.marked_cell("? 0.912") == ":orange[? 0\\.912]"
     assert targets.marked_cell("· —") == ":gray[· —]"
     assert targets.marked_cell("*bm25*") == "\\*bm25\\*" and targets.marked_cell("1/2") == "1/2"
+    assert targets.marked_cell("✓ best run") == "✓ best run"  # a run's name that starts with a mark
     assert targets.targets_table(pd.DataFrame(columns=targets.CHECK_COLUMNS)).empty
 
 
