@@ -305,3 +305,27 @@ def test_an_empty_value_is_refused_before_any_file_is_read(tmp_path, monkeypatch
         assert err.getvalue().startswith(f"ragmetrics: error: {said}"), err.getvalue()
         assert not out.getvalue()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.md"]
+
+
+def test_compare_s_seed_is_read_with_the_label_files_only_beside_plan() -> None:
+    """Was: refused with the label files whatever else was given, though --plan's sample is drawn with it."""
+    parser = command_parser("compare")
+    labels = ["--dataset", "q", "--baseline", "b", "--run", "r", "--judge-qrels", "j", "--human-qrels", "h"]
+    planned = [*labels, "--plan", "5", "--seed", "4"]
+    args = parser.parse_args(planned)
+    assert all(refusal(rule, parser, args, planned) is None for rule in rules_of("compare"))
+    for extra, refused in (
+        (["--seed", "4"], "--seed 4: read only"),
+        (["--plan", "5", "--resamples", "9"], "--resamples 9"),
+    ):
+        err = io.StringIO()
+        assert main(["compare", *labels, *extra], io.StringIO(), err) == 2
+        assert err.getvalue().startswith(f"ragmetrics: error: {refused}"), err.getvalue()
+    assert "give --plan" in _compare_refusal(["--seed", "4"])
+
+
+def _compare_refusal(extra: list[str]) -> str:
+    err = io.StringIO()
+    main(["compare", "--dataset", "q", "--baseline", "b", "--run", "r", "--judge-qrels", "j", "--human-qrels", "h",
+          *extra], io.StringIO(), err)  # fmt: skip
+    return err.getvalue()

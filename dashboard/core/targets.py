@@ -205,8 +205,8 @@ _VERDICT_CELL = re.compile("^(" + "|".join(map(re.escape, MARKS.values())) + r")
 
 
 def marked_cell(value: object) -> str:
-    """A :func:`targets_table` cell as Markdown, in its verdict's colour (:data:`VERDICT_COLOURS`), a fail in bold;
-    another cell (a run's name, even one that starts with a mark; ``met``) escaped as it is."""
+    """A verdict cell of :func:`targets_table` (a target's column) as Markdown, in its verdict's colour
+    (:data:`VERDICT_COLOURS`), a fail in bold; a cell not written as a verdict escaped as it is."""
     text = md_escape(value)
     found = _VERDICT_CELL.match(str(value))
     if found is None:

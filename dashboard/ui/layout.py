@@ -419,27 +419,30 @@ def show_small_table(
     filename: str,
     labels: Mapping[str, str] | None = None,
     texts: Mapping[str, Callable[[Any], str]] | None = None,
-    markdown: Callable[[Any], str] | None = None,
+    markdown: Mapping[str, Callable[[Any], str]] | None = None,
 ) -> None:
     """A table of a few rows drawn as static HTML (``st.table``), plus the CSV download of :func:`show_table`: no
     data grid's code, canvas or scrollbars in the browser, every cell in view (a grid costs a page about a tenth of a
     second: ``benchmarks/README.md``). For a summary the reader takes in at a glance (the Overview's means, its
     intervals and targets); a table to sort, search or pick a row from is :func:`show_table`'s. ``labels``: the
     columns to show to 3 decimals, and their titles; ``texts``: how other columns' cells read (a metric by its
-    title); ``markdown``: how every other text cell reads, as Markdown it makes safe itself (the targets' verdicts in
-    their colours). ``st.table`` reads every cell as Markdown, so a text cell is otherwise escaped (a run named
-    ``*bm25*`` reads as typed); a missing value reads as a dash; the CSV keeps the frame's own names and values."""
-    labels, texts = labels or {}, texts or {}
+    title); ``markdown``: columns whose cells read as the Markdown their maker gives, which makes them safe itself (the
+    targets' verdicts in their colours). ``st.table`` reads every cell as Markdown, so any other text cell is
+    escaped (a run named ``*bm25*`` reads as typed); a missing value reads as a dash; the CSV keeps the frame's own
+    names and values."""
+    labels, texts, markdown = labels or {}, texts or {}, markdown or {}
     cells: dict[str, Any] = {}
     for column in frame.columns:
         if column in labels:
             cells[labels[column]] = "{:.3f}"
         elif column in texts:
             cells[column] = lambda value, read=texts[column]: md_escape(read(value))
+        elif column in markdown:
+            cells[column] = markdown[column]
         elif pd.api.types.is_numeric_dtype(frame[column].dtype):
             cells[column] = None  # as it is, a missing one as the dash
         else:
-            cells[column] = markdown or md_escape
+            cells[column] = md_escape
     st.table(frame.rename(columns=labels).style.format(cells, na_rep=MISSING).hide(axis="index"))
     _csv_button(frame, key=key, filename=filename)
 

@@ -131,7 +131,8 @@ if page.alignments and page.dataset is not None:
             "✗ fail (same verdicts as `ragmetrics check`)."
         )
         wide = targets.targets_table(checks)
-        layout.show_small_table(wide, key="overview.targets", filename="targets.csv", markdown=targets.marked_cell)
+        verdicts = dict.fromkeys(wide.columns.drop(["run", "met"]), targets.marked_cell)
+        layout.show_small_table(wide, key="overview.targets", filename="targets.csv", markdown=verdicts)
 
     st.subheader("Report")
     link = layout.share_link(view)

@@ -391,7 +391,7 @@ def compare_parser(p: argparse.ArgumentParser) -> None:
     add_metric_option(p, f"metric; default {COMPARED_BY_DEFAULT}")
     add_eval_options(p)
     add_bounds_option(p, "each delta's worst and best (and the run's mean's), with a mark where its sign could flip")
-    add_test_options(p, defaults=False)  # --seed and --resamples are not read with the label files
+    add_test_options(p, defaults=False)  # with the label files --resamples is not read, --seed only beside --plan
     p.add_argument(
         "--family",
         choices=list(FAMILIES),

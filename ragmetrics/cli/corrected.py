@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import warnings
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -181,10 +182,12 @@ def _estimated(
 
 def _interval(value: float, low: float, high: float, difference: bool = False) -> str:
     """An estimate and its interval as ``eval`` and ``compare`` print every other: a mean's
-    (:func:`ragmetrics.analysis.compare.mean_bounds_text`), a difference's signed (:func:`bounds_text`)."""
-    if difference:
-        return f"{signed(value, 4)} {bounds_text(low, high)}"
-    return f"{value:.4f} {mean_bounds_text(low, high)}"
+    (:func:`ragmetrics.analysis.compare.mean_bounds_text`), a difference's signed (:func:`bounds_text`); an
+    interval with a missing end reads ``[no interval]`` either way."""
+    if not difference:
+        return f"{value:.4f} {mean_bounds_text(low, high)}"
+    missing = any(end is None or math.isnan(end) for end in (low, high))
+    return f"{signed(value, 4)} {'[no interval]' if missing else bounds_text(low, high)}"
 
 
 def _footer(args: argparse.Namespace, frame: pd.DataFrame, out: TextIO, intervals: str = "95% intervals") -> None:
@@ -300,7 +303,7 @@ def compare_corrected(
         mark = "*" if r.significant else ("?" if r.too_few or r.no_spread else " ")
         interval = (
             f"{interval_at_level(args.correction, r.ci_level_adjusted, r.ci_method_adjusted)} "
-            f"[{r.ci_low_adjusted:+.4f}, {r.ci_high_adjusted:+.4f}]"
+            f"{bounds_text(r.ci_low_adjusted, r.ci_high_adjusted)}"
         )
         if r.exact:
             p = SAID[r.verdict].term

@@ -268,9 +268,16 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         ("compare",),
-        ("--seed", "--resamples"),
+        ("--resamples",),
         Without(LABELS),
         "the corrected deltas are tested by Student's t, which draws nothing",
+    ),
+    Rule(
+        ("compare",),
+        ("--seed",),
+        Either((Without(LABELS), With(("--plan",)))),
+        "the paired tests' draws, and with the label files the draw of --plan's sample: the corrected deltas' t test "
+        "draws nothing",
     ),
     # after the rules of --ci and --plan: with both given, theirs is the refusal to settle first
     Rule(("eval",), ("--seed",), All((With(LABELS), With(("--plan",)))), "the draw of --plan's sample"),
