@@ -444,10 +444,10 @@ def test_an_evaluation_on_the_command_line_imports_neither_pandas_nor_pyarrow_co
     import subprocess
     import sys
 
-    script = (
-        "import sys; from ragmetrics.cli import main; "
+    script = (  # ends as the console script does (ragmetrics.cli.entry: flushed, then os._exit, no teardown)
+        "import os, sys; from ragmetrics.cli import main; "
         f"code = main(['eval', '--dataset', {str(files['qrels'])!r}, '--run', {str(files['a'])!r}]); "
-        "print(code, [m for m in ('pandas', 'pyarrow.compute') if m in sys.modules])"
+        "print(code, [m for m in ('pandas', 'pyarrow.compute') if m in sys.modules], flush=True); os._exit(code)"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert done.stdout.splitlines()[-1] == "0 []", done.stdout + done.stderr
