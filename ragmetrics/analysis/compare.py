@@ -443,14 +443,14 @@ def intervals_name(correction: str | None, alpha: float = 0.05) -> str:
     return f"{stats.correction_title(correction)}-adjusted CI"
 
 
-def bounds_text(low: float, high: float, separator: str = ", ", digits: int = 4) -> str:
+def bounds_text(low: float, high: float, separator: str = ", ", digits: int = 4, none: str = "[no bound]") -> str:
     """A paired interval's ends as the CLI and every dashboard page print them, ``[+0.0106, +0.0576]`` (``digits``
     decimals; an end too small for them keeps 2 significant digits, so an interval that excludes 0 never reads
     ``+0.000``: :func:`ragmetrics.foundation.numbers.signed`); ``[no bound]`` where the interval has none (a
     constant difference at a level its exact test cannot reach: :func:`ragmetrics.analysis.stats.constant_difference_p`),
-    said with :func:`no_bound_words`."""
+    said with :func:`no_bound_words`); a caller whose ends are missing for another reason says so with ``none``."""
     if low is None or high is None or math.isnan(low) or math.isnan(high):
-        return "[no bound]"
+        return none
     return f"[{signed(low, digits)}{separator}{signed(high, digits)}]"
 
 

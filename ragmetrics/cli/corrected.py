@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import warnings
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -186,8 +185,7 @@ def _interval(value: float, low: float, high: float, difference: bool = False) -
     interval with a missing end reads ``[no interval]`` either way."""
     if not difference:
         return f"{value:.4f} {mean_bounds_text(low, high)}"
-    missing = any(end is None or math.isnan(end) for end in (low, high))
-    return f"{signed(value, 4)} {'[no interval]' if missing else bounds_text(low, high)}"
+    return f"{signed(value, 4)} {bounds_text(low, high, none='[no interval]')}"
 
 
 def _footer(args: argparse.Namespace, frame: pd.DataFrame, out: TextIO, intervals: str = "95% intervals") -> None:
