@@ -18,6 +18,15 @@ import sqlalchemy as sa
 from tests.model_stub import model_stub  # noqa: F401 (the stub chat-completions server, a fixture of every test)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # the tests on a Spark session run on one worker (pyproject's --dist loadgroup): one JVM started and warmed, not
+    # one per worker
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("spark"))
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
