@@ -14,12 +14,11 @@ from tests.e2e.server import CHROMIUM_ARGS, chromium_path, streamlit_server
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups, however this file was loaded
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # one worker runs every browser test, one after the other (pyproject's --dist loadgroup): the other workers run
-    # the rest beside them; a test that names a group of its own runs beside the browser tests
+    # the rest beside them
     for item in items:
         if "tests/e2e/" in str(item.fspath).replace("\\", "/"):
             item.add_marker(pytest.mark.e2e)
-            if item.get_closest_marker("xdist_group") is None:
-                item.add_marker(pytest.mark.xdist_group("browser"))
+            item.add_marker(pytest.mark.xdist_group("browser"))
     # the tests on the README's dashboard install last, so that install is made while the others run
     items.sort(key=lambda item: "dashboard_python" in getattr(item, "fixturenames", ()))
 

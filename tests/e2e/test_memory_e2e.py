@@ -95,8 +95,6 @@ def _settled(pid: int, *, below: float = 0.0, within: float = 90.0) -> int:
 
 
 @pytest.mark.soak
-# beside the load test, not after it: it measures its own server's bytes, not anyone's time
-@pytest.mark.xdist_group("memory")
 def test_a_sessions_memory_goes_back_after_it_ends(browser: Browser, tmp_path: Path) -> None:
     # A small session first loads every module the pages import (plotly's figure classes, the loaders, the
     # statistics), which stay for the life of the process: the baseline is the server after that session ended.
