@@ -4,7 +4,7 @@ with its judgment (relevant, judged non-relevant, unjudged).
 A retrieved row's text is the run's chunk text when the run carries it, else the dataset's corpus text of the
 chunk's id, else of its document's id (chunk runs against chunk corpora, such as CMRC, need the chunk's own
 text: every chunk of an article has the same title). Titles come from the corpus. Every string here is user
-content: the pages show it through :func:`dashboard.core.text.highlight_html` and :func:`header`.
+content: the pages show it through :func:`dashboard.core.text.highlight_markdown` and :func:`header`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from dashboard.core.queries import query_info
 from dashboard.core.results import Alignment, position
-from dashboard.core.text import Marks, highlight_html, md_escape
+from dashboard.core.text import Marks, highlight_markdown, md_escape
 from ragmetrics.foundation.model import Dataset
 
 __all__ = [
@@ -250,7 +250,7 @@ def header(
 
 
 Card = tuple[str, str]
-"""A passage to show: its header (Markdown, escaped) and its text (safe HTML with the marks)."""
+"""A passage to show: its header and its text with the marks, both escaped Markdown."""
 
 
 def retrieved_cards(passages: pd.DataFrame, marks: Marks) -> list[Card]:
@@ -267,7 +267,7 @@ def retrieved_cards(passages: pd.DataFrame, marks: Marks) -> list[Card]:
                 source=str(source),
                 extra=f"score {float(score):.4f}",
             ),
-            highlight_html(text, marks),
+            highlight_markdown(text, marks),
         )
         for rank, doc, chunk, label, status, score, title, text, source in passages[PASSAGE_COLUMNS].itertuples(
             index=False
@@ -287,7 +287,7 @@ def relevant_cards(passages: pd.DataFrame, marks: Marks) -> list[Card]:
                 source=str(source),
                 extra=f"rank: {md_escape(ranks)}",
             ),
-            highlight_html(text, marks),
+            highlight_markdown(text, marks),
         )
         for doc, grade, title, text, source, ranks in passages[
             ["doc_id", "relevance", "title", "text", "source", "ranks"]

@@ -1,9 +1,10 @@
 """Text helpers for showing user-supplied strings safely, and document text with the query's evidence marked.
 
 Everything shown here is user content (queries, answers, documents, ids): :func:`md_escape` for Markdown,
-:func:`highlight_html` for a passage with marks. The latter escapes the text as HTML first and adds only its own
-``<mark>`` and ``<br>`` tags, all in one HTML block on one line (no blank line, so Markdown never resumes inside
-it): nothing a document holds becomes markup, a link, a formula or a script.
+:func:`highlight_markdown` for a passage with marks. The latter escapes every Markdown character of the text first
+and adds only Streamlit's own colours (``:green-background[:green[...]]``), so nothing a document holds
+becomes markup, a link, a formula or a script, and no HTML is allowed: a page of marked passages does not load the
+browser's HTML-in-Markdown code, and the marks take the theme's own shades, light or dark.
 """
 
 from __future__ import annotations
@@ -15,17 +16,17 @@ from dataclasses import dataclass
 from ragmetrics.foundation.numbers import signed as signed_number
 from ragmetrics.foundation.scripts import CJK_CHARACTER
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
-# HTML's special characters and Markdown's (as md_escape's, less '.'), each written as a character reference
-_HTML_SPECIAL = re.compile(r"[&<>\"'\\`*_{}\[\]()#+\-!|~$:]")
-_NAMED = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;"}  # as html.escape writes them
+# every ASCII character Markdown or Streamlit reads as markup: emphasis, code, links, headings (a line of '=' under
+# a line makes it one), lists, tables, HTML, character references ('&'), formulas ('$'), directives and icons (':')
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&=])")
+_LINE_BLANKS = re.compile(r"[ \t]*\n[ \t]*")
 
 __all__ = [
     "HIGHLIGHT_LEGEND",
-    "MARK_STYLES",
+    "MARK_COLOURS",
     "MAX_PASSAGE",
     "Marks",
-    "highlight_html",
+    "highlight_markdown",
     "md_escape",
     "query_terms",
     "signed",
@@ -46,20 +47,25 @@ def snippet(text: object, limit: int = 160) -> str:
 
 # --- marking the evidence in a passage -----------------------------------------------------
 
-MARK_STYLES: dict[str, tuple[str, str]] = {
-    "answer": ("expected answer", "background-color:#b7ebc6;color:inherit;padding:0 2px;border-radius:3px"),
-    "keyword": ("expected keyword", "background-color:#ffe58f;color:inherit;padding:0 2px;border-radius:3px"),
-    "query": ("query term", "background-color:#d6e4ff;color:inherit;padding:0 2px;border-radius:3px"),
+MARK_COLOURS: dict[str, tuple[str, str]] = {
+    "answer": ("expected answer", "green"),
+    "keyword": ("expected keyword", "orange"),
+    "query": ("query term", "blue"),
 }
-"""Kind -> (what it marks, inline style). Earlier kinds win where marks overlap."""
+"""Kind -> (what it marks, Streamlit's colour for it: the text and its background, drawn in the theme's shades).
+Earlier kinds win where marks overlap."""
 
 MAX_PASSAGE = 4000
 """Characters of a passage shown (the rest is cut with "…")."""
 
-HIGHLIGHT_LEGEND = (
-    "<div>" + " ".join(f'<mark style="{style}">{what}</mark>' for what, style in MARK_STYLES.values()) + "</div>"
-)
-"""The marks' colours, for a caption next to marked passages (static HTML)."""
+
+def _mark(colour: str, markdown: str) -> str:
+    """``markdown`` in ``colour`` on its background (Streamlit's background alone is too pale to find at a glance)."""
+    return f":{colour}-background[:{colour}[{markdown}]]"
+
+
+HIGHLIGHT_LEGEND = " ".join(_mark(colour, what) for what, colour in MARK_COLOURS.values())
+"""The marks' colours, for a caption next to marked passages (Markdown)."""
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _STOP = frozenset((
@@ -128,21 +134,20 @@ def _spans(text: str, terms: Iterable[str], *, whole_words: bool = False) -> lis
     return spans
 
 
-def _as_html(text: str) -> str:
-    """Text as HTML character data: escaped, and Markdown's and Streamlit's special characters written as numeric
-    character references (so even a renderer that read Markdown inside HTML would see only characters)."""
-    # one pass: escaping first and then writing '#' as a reference would break the references just written
-    # (an apostrophe's &#x27; showed as the text "&#x27;")
-    return _HTML_SPECIAL.sub(lambda m: _NAMED.get(m.group()) or f"&#{ord(m.group())};", text).replace("\n", "<br>")
+def _escaped(text: str) -> str:
+    """Text as Markdown that reads back as itself: every special character escaped, ``:`` written as a character
+    reference (after an escaped ``\\:`` Streamlit would not read the next mark's ``:`` as the start of a mark)."""
+    return _MD_SPECIAL.sub(lambda m: "&#58;" if m.group() == ":" else "\\" + m.group(), text)
 
 
-def highlight_html(text: object, marks: Marks | None = None, *, limit: int = MAX_PASSAGE) -> str:
-    """``text`` as one line of safe HTML with the expected answer, the keywords and the query's words marked
-    (``<mark>``; see :data:`MARK_STYLES`), line breaks as ``<br>``, cut at ``limit`` characters. For
-    ``st.markdown(..., unsafe_allow_html=True)``: the text itself is escaped, so it can hold no tag."""
+def highlight_markdown(text: object, marks: Marks | None = None, *, limit: int = MAX_PASSAGE) -> str:
+    """``text`` as Markdown with the expected answer, the keywords and the query's words marked in Streamlit's
+    colours (:data:`MARK_COLOURS`), cut at ``limit`` characters. Every special character of the text
+    is escaped, so it can hold no markup; line breaks stay line breaks (a mark never spans one), and each line's
+    leading blanks are dropped (four would start a code block), as HTML would collapse them."""
     raw = str(text or "").replace("\r\n", "\n").replace("\r", "\n")
     cut = len(raw) > limit
-    raw = raw[:limit]
+    raw = _LINE_BLANKS.sub("\n", raw[:limit]).strip()
     marks = marks or Marks()
     owner = [""] * len(raw)  # which kind marks each character (the first kind to claim it)
     claims = {
@@ -150,7 +155,7 @@ def highlight_html(text: object, marks: Marks | None = None, *, limit: int = MAX
         "keyword": _spans(raw, marks.keywords),
         "query": _spans(raw, query_terms(marks.query, raw), whole_words=True) if marks.query else [],
     }
-    for kind in MARK_STYLES:
+    for kind in MARK_COLOURS:
         for start, end in claims[kind]:
             for i in range(start, end):
                 if not owner[i]:
@@ -161,12 +166,15 @@ def highlight_html(text: object, marks: Marks | None = None, *, limit: int = MAX
         j = i
         while j < len(raw) and owner[j] == owner[i]:
             j += 1
-        part = _as_html(raw[i:j])
         kind = owner[i]
-        pieces.append(f'<mark style="{MARK_STYLES[kind][1]}">{part}</mark>' if kind else part)
+        lines = [_escaped(line) for line in raw[i:j].split("\n")]
+        if kind:
+            colour = MARK_COLOURS[kind][1]
+            lines = [_mark(colour, line) if line else line for line in lines]
+        pieces.append("  \n".join(lines))
         i = j
     body = "".join(pieces) + ("…" if cut else "")
-    return f'<div style="white-space:normal;line-height:1.6">{body or "<em>(no text)</em>"}</div>'
+    return body or "*(no text)*"
 
 
 def signed(value: float) -> str:

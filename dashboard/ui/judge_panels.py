@@ -11,7 +11,7 @@ from dashboard.core import documents, judge
 from dashboard.core.queries import query_info
 from dashboard.core.share import ViewState
 from dashboard.core.specs import MetricSpec, title
-from dashboard.core.text import highlight_html, md_escape
+from dashboard.core.text import highlight_markdown, md_escape
 from dashboard.data.workspace import DatasetEntry, Workspace
 from dashboard.ui import assisted, judging, layout, state, widgets
 from ragmetrics.foundation.errors import RagMetricsError
@@ -124,7 +124,7 @@ def pair_panel(
                 st.caption(f"query {md_escape(query_id)}")
                 if marks.answer:
                     st.markdown("**Expected answer**")
-                    st.markdown(highlight_html(marks.answer), unsafe_allow_html=True)
+                    st.markdown(highlight_markdown(marks.answer))
                 if marks.keywords:
                     st.markdown("**Expected keywords:** " + ", ".join(md_escape(w) for w in marks.keywords))
                 if not (marks.answer or marks.keywords):
@@ -134,7 +134,7 @@ def pair_panel(
                     documents.header(doc_id, status=documents.UNJUDGED, title=found["title"], source=found["source"])
                 )
                 layout.show_legend()
-                st.markdown(highlight_html(found["text"], marks), unsafe_allow_html=True)
+                st.markdown(highlight_markdown(found["text"], marks))
             # the title and the text, as the rule judge and answer_in@k read a document
             suggestion = judge.suggest(marks, documents.titled(found["title"], found["text"]), scale, level)
             buttons = st.columns(len(scale) + 1)

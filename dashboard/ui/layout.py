@@ -484,20 +484,18 @@ def show_verdict(text: str | None, *, key: str = "verdict") -> None:
 
 
 def show_legend() -> None:
-    """What the colours of marked text mean (static HTML)."""
-    st.markdown(HIGHLIGHT_LEGEND, unsafe_allow_html=True)
+    """What the colours of marked text mean."""
+    st.markdown(HIGHLIGHT_LEGEND)
 
 
 def show_passages(cards: Sequence[tuple[str, str]], *, legend: bool = True) -> None:
-    """Passages (from ``dashboard.core.documents``: an escaped Markdown header and the text as safe HTML with its
-    marks), each in a bordered box as one Markdown element; ``legend`` first says what the colours mark."""
+    """Passages (from ``dashboard.core.documents``: a header and the text with its marks, both escaped Markdown),
+    each in a bordered box as one Markdown element; ``legend`` first says what the colours mark."""
     if legend and cards:
         show_legend()
     for head, body in cards:
         with st.container(border=True):
-            # the header is escaped Markdown (a "<" in it is "\<", text), the body escaped by highlight_html: the
-            # HTML allowed is the body's own tags
-            st.markdown(f"{head}\n\n{body}", unsafe_allow_html=True)
+            st.markdown(f"{head}\n\n{body}")
 
 
 def number_columns(frame: pd.DataFrame, labels: Mapping[str, str], fmt: str = "%.3f") -> dict[str, Any]:

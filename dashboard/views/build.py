@@ -20,7 +20,7 @@ import time
 
 import streamlit as st
 
-from dashboard.core.text import Marks, highlight_html, md_escape
+from dashboard.core.text import Marks, highlight_markdown, md_escape
 from dashboard.ui import building, layout, retrievers, state, widgets
 
 KEPT = ("build.generator", "build.n", "build.seed", "build.parent_separator")
@@ -210,7 +210,7 @@ else:
                         marks = Marks(answer=str(record.get("expected_answer") or ""),
                                       keywords=list(record.get("expected_keywords") or []))  # fmt: skip
                         with st.container(height=320):
-                            st.markdown(highlight_html(source.get("text", ""), marks), unsafe_allow_html=True)
+                            st.markdown(highlight_markdown(source.get("text", ""), marks))
                     if building.editing(batch.id, item.position):
                         prefix = f"build.edit.{batch.id}.{item.position}."
                         known = set(ds.dataset.documents["doc_id"]) if ds.dataset.documents is not None else set()

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from dashboard.core.text import HIGHLIGHT_LEGEND, MARK_COLOURS
 from dashboard.data.workspace import Workspace
 from dashboard.ui import layout, state
 from ragmetrics import Dataset, Run
@@ -140,20 +141,24 @@ def test_judge_page_gives_labels_at_once_and_a_second_session_sees_them(judged, 
     assert other.dataframe[0].value["label"].tolist() == [1]
 
 
+def _passage(at) -> str:
+    """The Judge page's document text: the element after the marks' legend."""
+    texts = [m.value for m in at.markdown]
+    return texts[texts.index(HIGHLIGHT_LEGEND) + 1]
+
+
 def test_the_pair_shows_query_answer_keywords_and_escaped_marked_text(judged) -> None:
     at = open_page("judge", _params(judged))
-    texts = [m.value for m in at.markdown]
-    assert any("Expected keywords:" in t for t in texts)
-    html = [t for t in texts if t.startswith('<div style="')]
-    assert html and all("<script" not in t and "<img" not in t for t in html)
-    # walk the queue: the hostile document shows as text, never as markup
+    assert any("Expected keywords:" in m.value for m in at.markdown)
+    # walk the queue: the hostile document shows as text, never as markup (tests/dashboard/test_text_marks.py
+    # renders such text and finds no markup in it)
     seen = []
     for _ in range(4):
         seen.append(_pair(at)[1])
-        bodies = [m.value for m in at.markdown if m.value.startswith('<div style="')]
-        assert all("<img" not in b and "**not bold**" not in b for b in bodies)
+        body = _passage(at)
+        assert not re.search(r"(?<!\\)[<*]|(?<!\\)\[link", body)  # every "<", "*" and the link's "[" escaped
         if "d4" in seen[-1]:
-            assert any("&lt;img src=x onerror=&quot;alert&#40;1&#41;&quot;&gt;" in b for b in bodies)
+            assert '\\<img src\\=x onerror\\="alert\\(1\\)"\\> \\*\\*not bold\\*\\*' in body
         button(at, "judge.skip").click().run()
     assert any("d4" in s for s in seen)
     assert "You skipped every pair" in _text(at.info)
@@ -344,9 +349,10 @@ def test_missed_page_shows_texts_with_judgments_and_marks(judged) -> None:
     heads = [m.value for m in at.markdown if m.value.startswith(("**#", "**d"))]
     assert any(h.startswith("**d1** · :green-badge[relevant (2)]") for h in heads)
     assert any(h.startswith("**#1** · **d3** · :gray-badge[unjudged]") for h in heads)
-    bodies = [m.value.split("\n\n", 1)[-1] for m in at.markdown if m.value.startswith(("**#", "**d"))]
-    assert all(b.startswith('<div style="') for b in bodies)  # a passage is one element: its header, then its text
-    assert any(">年付 168 元</mark>" in b for b in bodies)  # the expected answer, marked
+    cards = [m.value for m in at.markdown if m.value.startswith(("**#", "**d"))]
+    assert all("\n\n" in c for c in cards)  # a passage is one element: its header, then its text
+    answer = MARK_COLOURS["answer"][1]
+    assert any(f":{answer}-background[:{answer}[年付 168 元]]" in c for c in cards)  # the expected answer, marked
 
 
 # --- run health --------------------------------------------------------------------------

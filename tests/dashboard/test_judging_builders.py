@@ -130,8 +130,8 @@ def test_cards_escape_ids_titles_and_text(graded) -> None:
     )
     head, body = cards[0]
     assert head.startswith("**#1** · **C\\#1** · :gray-badge[unjudged] · *Refunds*")
-    assert "&lt;b&gt;within&lt;/b&gt;" in body and "<b>" not in body
-    assert '<mark style="' in body and ">Refund</mark>" in body
+    assert "\\<b\\>within\\</b\\>" in body and "<b>" not in body
+    assert ":orange-background[:orange[Refund]]" in body  # a keyword's colour
     assert documents.status_badge("relevant", 2) == ":green-badge[relevant (2)]"
     assert documents.status_of(-1) == "unjudged" and documents.status_of(0) == "judged non-relevant"
 

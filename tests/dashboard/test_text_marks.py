@@ -5,47 +5,71 @@ from __future__ import annotations
 import re
 
 import pytest
+from markdown_it import MarkdownIt
 
-from dashboard.core.text import HIGHLIGHT_LEGEND, MARK_STYLES, Marks, highlight_html, query_terms
+from dashboard.core.text import HIGHLIGHT_LEGEND, MARK_COLOURS, Marks, highlight_markdown, md_escape, query_terms
 
 HOSTILE = [
     "<script>alert(1)</script>",
     '<img src=x onerror="alert(1)">',
     "**bold** _it_ `code` # heading",
-    "[link](javascript:alert(1)) ![img](x)",
-    "$x^2$ :blue[coloured] :material/home:",
-    "a\n\nb\r\n\r\nc",  # blank lines would end the HTML block and let Markdown resume
-    "&lt;b&gt; &amp;",
+    "[link](javascript:alert(1)) ![img](x) <https://evil.example> www.evil.example",
+    "$x^2$ :blue[coloured] :material/home: :smile: :green-background[not ours]",
+    "a\n\nb\r\n\r\nc",  # blank lines: paragraphs, never a new block of another kind
+    "title\n===\n- item\n1. item\n> quote\n| a | b |\n|---|---|\n    indented code",
+    "&lt;b&gt; &amp; &#58;",
     '" onmouseover="alert(1)',
+    "answer:alert \\:alert",  # a mark right after a colon, and after a backslash and a colon
 ]
+OURS = re.compile(
+    r":(" + "|".join(colour for _, colour in MARK_COLOURS.values()) + r")-background\[:\1\[((?:\\.|&#58;|[^\]\\])*)\]\]"
+)
+"""One of our marks: its colour and its (escaped) text."""
+PARSER = MarkdownIt("gfm-like", {"html": True, "linkify": True})
+"""CommonMark with GitHub's tables, strikethrough and bare links, HTML allowed: what any of them reads as markup
+shows up as a token other than text."""
 
 
-def _marked(html: str) -> list[tuple[str, str]]:
-    """(kind, text) of each mark, the kind read back from its style."""
-    by_style = {style: kind for kind, (_, style) in MARK_STYLES.items()}
-    return [(by_style[s], t) for s, t in re.findall(r'<mark style="([^"]+)">(.*?)</mark>', html)]
+def _shown(markdown: str) -> str:
+    """The text a Markdown renderer shows for ``markdown``, each line break as a newline; it fails on any markup."""
+    tokens = PARSER.parse(markdown)
+    assert {t.type for t in tokens} <= {"paragraph_open", "inline", "paragraph_close"}, [t.type for t in tokens]
+    paragraphs = []
+    for token in (t for t in tokens if t.type == "inline"):
+        children = token.children or []
+        assert {c.type for c in children} <= {"text", "hardbreak"}, [(c.type, c.content) for c in children]
+        paragraphs.append("".join(c.content if c.type == "text" else "\n" for c in children))
+    return "\n\n".join(paragraphs)
+
+
+def _marked(markdown: str) -> list[tuple[str, str]]:
+    """(kind, shown text) of each mark, the kind read back from its colour."""
+    by_colour = {colour: kind for kind, (_, colour) in MARK_COLOURS.items()}
+    return [(by_colour[colour], _shown(text)) for colour, text in OURS.findall(markdown)]
 
 
 @pytest.mark.parametrize("text", HOSTILE)
 def test_user_text_never_becomes_markup(text: str) -> None:
-    html = highlight_html(text, Marks(answer="alert", keywords=["bold"], query="link heading"))
-    assert html.startswith("<div") and html.endswith("</div>")
-    # the only tags are our own: marks, line breaks and the one block around them, with our styles only
-    ours = {f'<mark style="{style}">' for _, style in MARK_STYLES.values()} | {"</mark>", "<br>", "</div>"}
-    tags = re.findall(r"<[^>]*>", html)
-    assert tags[0].startswith('<div style="') and set(tags[1:]) <= ours, tags
-    assert "\n" not in html  # one line: the HTML block never ends, Markdown never resumes inside it
-    shown = re.sub(r"&#?\w+;", "", re.sub(r"<[^>]*>", "", html))  # the characters outside tags and references
-    for special in '*_`[]()$:#<>"':
-        assert special not in shown, special  # escaped, or written as character references
+    markdown = highlight_markdown(
+        text, Marks(answer="alert", keywords=["bold", "b", "item", "amp"], query="link home quote")
+    )
+    assert _marked(markdown)  # something is marked in every one
+    # every ':' starts one of our marks (the text's own are references), so each mark is read as one, even one
+    # right after a colon of the text
+    assert markdown.count(":") == 2 * len(OURS.findall(markdown))
+    # without our marks' wrappers, a Markdown renderer shows the text itself, its line breaks and nothing else:
+    # no HTML, link, emphasis, code, heading, list, quote or table
+    plain = _shown(OURS.sub(lambda m: m.group(2), markdown))
+    expected = re.sub(r"\n{2,}", "\n\n", re.sub(r"[ \t]*\n[ \t]*", "\n", text.replace("\r\n", "\n"))).strip()
+    assert plain == expected
 
 
 def test_answer_keywords_and_query_words_are_marked_answer_first() -> None:
     text = "个人 Pro 订阅：年付 168 元，相当于每月 14 元。Pro pricing applies."
-    html = highlight_html(
+    markdown = highlight_markdown(
         text, Marks(answer="年付 168 元", keywords=["168 元", "每月"], query="个人 Pro 年付多少钱？ pricing")
     )
-    marks = _marked(html)
+    marks = _marked(markdown)
     assert ("answer", "年付 168 元") in marks  # the answer wins over the keyword inside it
     assert ("keyword", "每月") in marks
     assert ("query", "个人") in marks and ("query", "pricing") in marks
@@ -53,8 +77,10 @@ def test_answer_keywords_and_query_words_are_marked_answer_first() -> None:
 
 
 def test_marks_are_case_insensitive_and_latin_words_whole() -> None:
-    html = highlight_html("Refund within 14 days; refunds are partial.", Marks(query="What is the REFUND policy?"))
-    assert _marked(html) == [("query", "Refund")]  # "refunds" is another word; "the", "is" are stop words
+    markdown = highlight_markdown(
+        "Refund within 14 days; refunds are partial.", Marks(query="What is the REFUND policy?")
+    )
+    assert _marked(markdown) == [("query", "Refund")]  # "refunds" is another word; "the", "is" are stop words
 
 
 def test_query_terms_chinese_longest_runs_and_latin_words() -> None:
@@ -69,25 +95,26 @@ def test_query_terms_chinese_longest_runs_and_latin_words() -> None:
 
 
 def test_long_text_is_cut_and_empty_text_says_so() -> None:
-    assert highlight_html("x" * 5000, limit=100).count("x") == 100
-    assert "…" in highlight_html("x" * 5000, limit=100)
-    assert "(no text)" in highlight_html("")
-    assert "(no text)" in highlight_html(None)
+    assert highlight_markdown("x" * 5000, limit=100).count("x") == 100
+    assert "…" in highlight_markdown("x" * 5000, limit=100)
+    assert highlight_markdown("") == highlight_markdown(None) == highlight_markdown(" \n\t") == "*(no text)*"
 
 
 def test_legend_names_every_kind() -> None:
-    assert [what for what, _ in MARK_STYLES.values()] == ["expected answer", "expected keyword", "query term"]
-    assert all(what in HIGHLIGHT_LEGEND for what, _ in MARK_STYLES.values())
+    assert [what for what, _ in MARK_COLOURS.values()] == ["expected answer", "expected keyword", "query term"]
+    assert _marked(HIGHLIGHT_LEGEND) == [(kind, what) for kind, (what, _) in MARK_COLOURS.items()]
 
 
-def test_references_read_back_as_the_text_itself() -> None:
-    """Was: an apostrophe showed as the text "&#x27;" (its reference's '#' was escaped once more)."""
-    import html as html_module
+def test_the_text_reads_back_as_itself_marks_included() -> None:
+    text = "Customer's \"quote\" & co <b> #1 — it's 100% [ok] &amp; a=b"
+    out = highlight_markdown(text, Marks(query="customer quote"))
+    assert _marked(out) == [("query", "Customer"), ("query", "quote")]  # whole words: not "Customer's"
+    assert _shown(OURS.sub(lambda m: m.group(2), out)) == text
 
-    text = "Customer's \"quote\" & co <b> #1 — it's 100% [ok]"
-    out = highlight_html(text, Marks(query="customer quote"))
-    assert ("query", "Customer&#39;s") not in _marked(out)  # whole words: "Customer" alone is marked
-    assert html_module.unescape(re.sub(r"<[^>]*>", "", out)) == text
+
+def test_md_escape_shows_every_character_as_itself() -> None:
+    text = "".join(chr(c) for c in range(33, 127)) + " &amp; &#58; === "
+    assert _shown(md_escape(text)) == text.strip()
 
 
 def test_a_long_chinese_query_is_marked_in_time_linear_in_it() -> None:
@@ -100,7 +127,7 @@ def test_a_long_chinese_query_is_marked_in_time_linear_in_it() -> None:
     passage = "".join(rng.choice(alphabet) for _ in range(4000))
     query = "".join(rng.choice(alphabet) for _ in range(4001))
     start = time.perf_counter()
-    out = highlight_html(passage, Marks(query=query))
+    out = highlight_markdown(passage, Marks(query=query))
     assert time.perf_counter() - start < 3.0
     terms = query_terms(query, passage)
     assert terms and all(len(t) >= 2 and t in passage and t in query for t in terms)

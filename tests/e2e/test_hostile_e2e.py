@@ -201,6 +201,8 @@ EVIL_TEXT = '<script>window.__xss=1</script><b>b</b><img src=x onerror="window._
 EVIL_ANSWER = "<b>bold?</b> [click](javascript:window.__xss=3)"
 EVIL_KEYWORD = "<svg onload=window.__xss=4>"
 EVIL_DOC = '<img src=x onerror="window.__xss=5">'  # a document id, in a JSONL run (a TREC line splits at spaces)
+# the text of the run's passage for it: markup, Streamlit's own marks and icons, Markdown, and the keyword to mark
+EVIL_PASSAGE = f"{EVIL_TEXT} :red-background[not ours] :material/home: **b** # h {EVIL_KEYWORD}:{EVIL_KEYWORD}"
 
 
 def write_hostile_dataset(folder: Path) -> dict[str, Path]:
@@ -244,7 +246,7 @@ def write_hostile_dataset(folder: Path) -> dict[str, Path]:
                         {
                             "query_id": q,
                             "retrieved": [
-                                {"doc_id": d, "score": 10 - rank, "text": f"passage {rank}"}
+                                {"doc_id": d, "score": 10 - rank, "text": EVIL_PASSAGE if d == EVIL_DOC else f"p{rank}"}
                                 for rank, d in enumerate(docs, 1)
                             ],
                         }
@@ -302,8 +304,13 @@ def test_script_query_text_and_formula_id_render_inert_and_export_neutralised(br
             expect(main.locator("code").filter(has_text=EVIL_ID)).to_have_text(EVIL_ID)
             expect(main.get_by_text(f"Expected answer: {EVIL_ANSWER}")).to_be_visible()
             expect(main.get_by_text(f"Expected keywords: {EVIL_KEYWORD}")).to_be_visible()
-            # the passage's card: its header (the document id, one Markdown element with the passage's HTML)
-            expect(main.locator("strong").filter(has_text=EVIL_DOC).first).to_have_text(EVIL_DOC)
+            # the passage's card: its header (the document id) and its text, one Markdown element: the text shown as
+            # it is, the expected keyword marked twice (the second right after a colon), the text's own marks not
+            card = main.get_by_test_id("stMarkdownContainer").filter(has=page.locator("strong", has_text=EVIL_DOC))
+            expect(card.locator("strong").filter(has_text=EVIL_DOC).first).to_have_text(EVIL_DOC)
+            expect(card.locator("p").last).to_have_text(EVIL_PASSAGE)
+            marked = card.locator(".stMarkdownColoredBackground").all_inner_texts()
+            assert marked.count(EVIL_KEYWORD) == 2 and "not ours" not in " ".join(marked), marked
             picker = page.locator(".st-key-missed-query input[role='combobox']")
             expect(picker).to_have_value(f"{EVIL_ID} · {EVIL_TEXT[:59]}…")
             expect(page.get_by_test_id("stException")).to_have_count(0)
