@@ -79,9 +79,9 @@ def _race(url: str, seconds: float, savers: int = 1) -> None:
             .all(),
             columns=["dataset_id", "query_id", "doc_id", "label", "version"],
         )
-    # the race did run: labels all along (a floor of a fifth of the labeller's own pace: two saturated cores running
-    # other tests gave 16 a second) and a save about every other second
-    assert len(rows) == n_given and n_given > 10 * seconds and n_saved >= seconds / 2
+    # the race did run: a version about every other second, and a save makes one only of labels given since the
+    # last (so labels came all along), at whatever pace a loaded machine gives the labeller (5 to 50 a second seen)
+    assert len(rows) == n_given and n_saved >= seconds / 2
     versions = store.versions(family).set_index("id")
     assert set(versions.index) == returned  # each save's version stored, each version returned by a save
     assert versions["parent"].is_unique  # a line: no version made from the same one twice
