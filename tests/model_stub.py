@@ -11,8 +11,8 @@ of ``{"role", "content"}`` dicts: a string is the completion's content, or a mod
   (messages and seed) is made, then ``text``; ``retry_after`` sets the header;
 * ``Redirect(location)``: a 307 to ``location``.
 
-The stub counts and keeps every request (``requests``: the JSON bodies; ``headers``: their headers), so a test
-sees what was sent and what the cache spared. With ``key=``, a request without ``Authorization: Bearer KEY``
+The stub counts and keeps every request (``requests``: the JSON bodies; ``headers``: their headers; ``ports``: the
+client's port, which tells the connections apart), so a test sees what was sent and what the cache spared. With ``key=``, a request without ``Authorization: Bearer KEY``
 is answered 401. With ``keep_alive=True`` the stub speaks HTTP/1.1 with persistent connections and Nagle's
 algorithm off, so a test that makes thousands of calls (a judge over a pool) pays no connection set-up per call.
 Use it as a context manager: ``with ModelStub(fn) as stub: stub.url`` (the ``.../v1`` base),
@@ -87,6 +87,7 @@ class ModelStub:
         self.key = key
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.ports: list[int] = []
         self.statuses: list[int] = []
         self.failed: Counter[str] = Counter()
         self.lock = threading.Lock()
@@ -163,6 +164,7 @@ class ModelStub:
                 with stub.lock:
                     stub.requests.append(body)
                     stub.headers.append(dict(self.headers.items()))
+                    stub.ports.append(self.client_address[1])
                 if stub.key is not None and self.headers.get("Authorization") != f"Bearer {stub.key}":
                     self._json(401, {"error": {"message": "invalid api key"}})
                     return

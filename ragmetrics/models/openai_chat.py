@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
+from ragmetrics.foundation.clients import ClientPerThread
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.redact import HIDDEN, redact_url, scrub
 from ragmetrics.io.limits import capped_bytes
@@ -72,8 +72,7 @@ class OpenAIChat:
             if not key:
                 raise RagMetricsError(f"model {name!r}: the environment variable {key_env} (its key_env) is not set")
             self._key = key
-        self._client: Any = None
-        self._lock = threading.Lock()
+        self._clients: ClientPerThread[Any] = ClientPerThread(self._new_client)
 
     def __repr__(self) -> str:
         return f"OpenAIChat({self.name!r}, {self.identity!r})"
@@ -85,20 +84,15 @@ class OpenAIChat:
         out = scrub(text, self.url)
         return out.replace(self._key, HIDDEN) if self._key else out
 
-    def _http(self) -> Any:
-        with self._lock:
-            if self._client is None:
-                import httpx  # noqa: PLC0415 (an optional dependency, loaded on use)
+    def _new_client(self) -> Any:
+        import httpx  # noqa: PLC0415 (an optional dependency, loaded on use)
 
-                headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
-                self._client = httpx.Client(headers=headers, follow_redirects=False)
-            return self._client
+        headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
+        return httpx.Client(headers=headers, follow_redirects=False)
 
     def close(self) -> None:
-        with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
+        """Close the connections of every thread that called the endpoint."""
+        self._clients.close()
 
     def chat(
         self,
@@ -119,7 +113,7 @@ class OpenAIChat:
             body["max_tokens"] = max_tokens
         if seed is not None:
             body["seed"] = seed
-        client = self._http()
+        client = self._clients.get()
         problem = ""
         for attempt in range(self.attempts):
             wait: float | None = None

@@ -23,11 +23,11 @@ and the URL's credentials are hidden wherever it is shown (:func:`ragmetrics.fou
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from ragmetrics.foundation.clients import ClientPerThread
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.redact import redact_url, redact_urls, scrub
 from ragmetrics.io.limits import LimitError, capped_bytes
@@ -102,7 +102,8 @@ def parse_response(spec: str | None, doc_id_field: str | None) -> tuple[str | No
 
 
 class HttpAdapter(Adapter):
-    """A retriever behind an HTTP JSON endpoint; one ``httpx.Client`` shared by the runner's threads."""
+    """A retriever behind an HTTP JSON endpoint; one ``httpx.Client`` for each of the runner's threads
+    (:mod:`ragmetrics.foundation.clients`)."""
 
     kind = "http"
     native_timeout = True
@@ -122,8 +123,7 @@ class HttpAdapter(Adapter):
         self.method, self.template = parse_request(request, url)
         self.list_path, self.fields = parse_response(response, doc_id_field)
         self.headers = dict(headers or {})
-        self._client: Any = None
-        self._lock = threading.Lock()
+        self._clients: ClientPerThread[Any] = ClientPerThread(self._new_client)
 
     @property
     def identity(self) -> str:
@@ -153,24 +153,18 @@ class HttpAdapter(Adapter):
             "headers": sorted(self.headers) or None,  # the names only: values may be secrets
         }
 
-    def _http(self) -> Any:
-        with self._lock:
-            if self._client is None:
-                import httpx  # noqa: PLC0415 (the retrieve extra, loaded on use)
+    def _new_client(self) -> Any:
+        import httpx  # noqa: PLC0415 (the retrieve extra, loaded on use)
 
-                self._client = httpx.Client(headers=self.headers, follow_redirects=False)
-            return self._client
+        return httpx.Client(headers=self.headers, follow_redirects=False)
 
     def close(self) -> None:
-        with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
+        self._clients.close()
 
     def search(self, query: str, k: int, timeout: float | None) -> list[Hit]:
         import httpx  # noqa: PLC0415 (the retrieve extra, loaded on use)
 
-        client = self._http()
+        client = self._clients.get()
         url = self.url.replace("{query}", quote(query, safe="")).replace("{k}", str(k))
         body = None if self.template is None else fill(self.template, query, k)
         request = {"params": body} if self.method == "GET" else {"json": body}
