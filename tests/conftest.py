@@ -18,6 +18,14 @@ import sqlalchemy as sa
 from tests.model_stub import model_stub  # noqa: F401 (the stub chat-completions server, a fixture of every test)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # RAGMETRICS_SOAK=1 (.ci/run): the plain command runs the soak runs too, in the same session, so they fill the
+    # cores beside the other tests (their browser ones still one at a time, in the browser tests' group); an -m of
+    # the caller's own is kept
+    if os.environ.get("RAGMETRICS_SOAK") == "1" and config.option.markexpr == "not soak":
+        config.option.markexpr = ""
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # the tests on a Spark session run on one worker (pyproject's --dist loadgroup): one JVM started and warmed, not
@@ -75,7 +83,9 @@ def postgres_url():
             str(folder / "log"),
             "-w",
             "-o",
-            f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off",
+            # one server for the whole session: its workers, the label races' processes and the dashboards the
+            # browser tests start each hold a pool of connections (measured: over 100 at once, PostgreSQL's default)
+            f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=400",
             "start",
         ],
         check=True,
