@@ -206,3 +206,26 @@ def share_code(page, timeout: float = 60_000) -> str:  # type: ignore[no-untyped
     text = str(code.inner_text()).strip()
     page.keyboard.press("Escape")
     return text
+
+
+WCAG_AA = 4.5
+"""The least contrast WCAG 2.1 asks of normal text (level AA, success criterion 1.4.3)."""
+
+
+def mark_contrasts(page) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """Each marked text on the page (Streamlit's coloured backgrounds) and its WCAG 2.1 contrast: the text's colour
+    against its background laid over the page's (a background with alpha is seen over what is under it)."""
+    from coloraide import Color
+
+    found = page.evaluate(
+        """() => { const app = getComputedStyle(document.querySelector("[data-testid='stApp']")).backgroundColor;
+           return [...document.querySelectorAll('.stMarkdownColoredBackground')].map(mark => {
+               const text = mark.querySelector('span') || mark;
+               return [text.textContent, getComputedStyle(text).color, getComputedStyle(mark).backgroundColor, app];
+           }); }"""
+    )
+    contrasts = {}
+    for text, colour, background, under in found:
+        seen = Color.layer([background, under], space="srgb")
+        contrasts[text] = Color.layer([colour, seen], space="srgb").contrast(seen, method="wcag21")
+    return contrasts

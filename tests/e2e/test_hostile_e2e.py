@@ -27,7 +27,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from ragmetrics.store.database import Store
-from tests.e2e.server import give_files, open_curves, streamlit_server, wait_for_app
+from tests.e2e.server import WCAG_AA, give_files, mark_contrasts, open_curves, streamlit_server, wait_for_app
 from tests.e2e.test_dashboard_e2e import TIMEOUT, legend_names, open_page, switch_on
 
 pytestmark = pytest.mark.e2e
@@ -311,6 +311,8 @@ def test_script_query_text_and_formula_id_render_inert_and_export_neutralised(br
             expect(card.locator("p").last).to_have_text(EVIL_PASSAGE)
             marked = card.locator(".stMarkdownColoredBackground").all_inner_texts()
             assert marked.count(EVIL_KEYWORD) == 2 and "not ours" not in " ".join(marked), marked
+            contrasts = mark_contrasts(page)  # the legend's marks and the passage's, in the light theme
+            assert len(contrasts) >= 4 and min(contrasts.values()) >= WCAG_AA, contrasts
             picker = page.locator(".st-key-missed-query input[role='combobox']")
             expect(picker).to_have_value(f"{EVIL_ID} · {EVIL_TEXT[:59]}…")
             expect(page.get_by_test_id("stException")).to_have_count(0)

@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import Browser
 
 from dashboard.ui.figures import SCRIPT_PATH
-from tests.e2e.server import streamlit_server, wait_for_app
+from tests.e2e.server import WCAG_AA, mark_contrasts, streamlit_server, wait_for_app
 
 TIMEOUT = 60_000
 
@@ -106,7 +106,7 @@ def test_the_overview_draws_its_curves_at_once_with_a_cached_classic_plotly_scri
         context.close()
 
 
-def test_a_dark_theme_draws_the_curves_dark(browser: Browser) -> None:
+def test_a_dark_theme_draws_the_curves_dark_and_the_marks_readable(browser: Browser) -> None:
     with streamlit_server(env={"STREAMLIT_THEME_BASE": "dark"}) as base:
         context = browser.new_context(viewport={"width": 1500, "height": 1100})
         try:
@@ -129,5 +129,10 @@ def test_a_dark_theme_draws_the_curves_dark(browser: Browser) -> None:
                 plots,
                 colors,
             )
+            # the marked passages (Missed queries' first query) read in the dark theme's shades
+            page.goto(f"{base}/missed")
+            wait_for_app(page, TIMEOUT)
+            contrasts = mark_contrasts(page)
+            assert len(contrasts) >= 3 and min(contrasts.values()) >= WCAG_AA, contrasts
         finally:
             context.close()
