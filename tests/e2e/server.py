@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from coloraide import Color
+
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -215,8 +217,6 @@ WCAG_AA = 4.5
 def mark_contrasts(page) -> dict[str, float]:  # type: ignore[no-untyped-def]
     """Each marked text on the page (Streamlit's coloured backgrounds) and its WCAG 2.1 contrast: the text's colour
     against its background laid over the page's (a background with alpha is seen over what is under it)."""
-    from coloraide import Color
-
     found = page.evaluate(
         """() => { const app = getComputedStyle(document.querySelector("[data-testid='stApp']")).backgroundColor;
            return [...document.querySelectorAll('.stMarkdownColoredBackground')].map(mark => {
