@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import functools
+
 import pandas as pd
 import pytest
+from streamlit.components.v2 import manifest_scanner
 
 import ragmetrics
 from dashboard.data import samples
 from ragmetrics import Alignment, Dataset, Run
+
+# Each AppTest scans every installed distribution's metadata for component manifests (about 0.25 s; a third of
+# these tests' time); the installed distributions do not change while the tests run, so one scan per process
+# serves them all (a Streamlit release without the function: nothing is patched, the tests run as before).
+if callable(getattr(manifest_scanner, "scan_component_manifests", None)):
+    manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
 
 
 def _tiny_dataset() -> Dataset:
