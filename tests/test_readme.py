@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -181,3 +182,37 @@ def test_the_architecture_names_every_engine():
     found = re.search(r"\(`ENGINES`: ([`a-z, ]+)\)", text)
     assert found, "docs/architecture.md no longer lists the engines after `ENGINES`:"
     assert re.findall(r"`([a-z]+)`", found[1]) == list(ENGINES)
+
+
+def _transcripts() -> list[tuple[str, list[str]]]:
+    """Each ``$ ragmetrics ...`` line of the README's code blocks and the lines shown under it."""
+    shown: list[tuple[str, list[str]]] = []
+    in_block = in_transcript = False
+    for line in README.splitlines():
+        if line.startswith("```"):
+            in_block, in_transcript = not in_block, False
+        elif in_block and line.startswith("$ ragmetrics "):
+            shown.append((line[2:], []))
+            in_transcript = True
+        elif in_transcript and not line.startswith("$ "):
+            shown[-1][1].append(line)
+        else:
+            in_transcript = False
+    return shown
+
+
+TRANSCRIPTS = _transcripts()
+
+
+@pytest.mark.parametrize(("command", "lines"), TRANSCRIPTS, ids=[command.split()[1] for command, _ in TRANSCRIPTS])
+def test_the_readme_s_transcripts_are_what_the_commands_print(command: str, lines: list[str], tmp_path: Path):
+    """What the README shows under a command is what it prints (standard output, then standard error, whose notes
+    it may leave out), run where the README's relative paths lead."""
+    (tmp_path / "tests").symlink_to(ROOT / "tests")
+    done = subprocess.run(
+        [sys.executable, "-m", *shlex.split(command)], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    said = done.stderr.splitlines()
+    printed = done.stdout.splitlines() + said
+    without_notes = done.stdout.splitlines() + [line for line in said if not line.startswith("ragmetrics: note:")]
+    assert lines in (printed, without_notes), printed
