@@ -199,7 +199,9 @@ def dataset_parser(p: argparse.ArgumentParser) -> None:
         help="check the size against the stage's guidance: "
         + ", ".join(f"{k} {lo}-{hi}" for k, (lo, hi) in STAGES.items()),
     )
-    c.add_argument("--run", action="append", help="a run on the set; two or more: whether the set separates them")
+    c.add_argument(
+        "--run", action="append", help="a run on the set, given two or more times: whether the set separates them"
+    )
     c.add_argument("--metric", help=f"the metric of the power check (default {DEFAULT_METRIC})")
     c.add_argument("--delta", type=probability, help="the difference to detect (default: each pair's observed one)")
     add_format_option(c, "json")
