@@ -6,6 +6,7 @@ import io
 import json
 import sys
 from dataclasses import fields
+from pathlib import Path
 from typing import get_args
 
 import numpy as np
@@ -855,3 +856,20 @@ def test_cli_evidence_cuts_a_text_less_chunk_s_text_from_where_its_span_places_i
             line.split("\t")[2] for line in out.getvalue().splitlines() if line.startswith(("ev", "co", "to"))
         ]
     assert printed["run.trec"] == printed["run.csv"] == ["whitespace", "1.0000", "0.6667", "9.0000"], printed
+
+
+def test_a_chunkings_row_of_too_few_queries_shows_its_delta_and_no_interval_or_p_value():
+    """The FAQ sample's span rows rest on the 3 queries whose expected answers are found in their documents: too
+    few to tell, so each shows its delta and no interval or p-value, whether its test had a bound or not (were: one
+    row ``[no bound]`` with p = 1, another a real-looking interval and p-value, both "too few to tell"), in the
+    table the CLI prints and the frame the dashboard reads."""
+    faq = Path(__file__).parents[1] / "sample_runs" / "product_faq_zh"
+    argv = ["evidence", "--dataset", str(faq / "eval_set.json"), "--corpus", str(faq / "corpus.jsonl"),
+            "--baseline", str(faq / "runs" / "bm25.jsonl"), "--run", str(faq / "runs" / "hybrid-rrf.jsonl")]  # fmt: skip
+    out = io.StringIO()
+    assert main(argv, out, io.StringIO()) == 0
+    few = [line for line in out.getvalue().splitlines() if line.startswith("span") and "hybrid-rrf" in line]
+    # level, metric, run, n, mean, delta, then the verdict: no interval, no p-value between them
+    assert len(few) == 3 and all(line.split()[6:] == ["too", "few", "to", "tell"] for line in few), few
+    documents = [line for line in out.getvalue().splitlines() if line.startswith("document") and "hybrid" in line]
+    assert documents and all("[" in line for line in documents)  # enough queries: intervals as before

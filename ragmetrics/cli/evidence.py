@@ -90,7 +90,8 @@ def _chunkings_table(found: ChunkingComparison, out: TextIO) -> None:
         f"{'level':<9}{'metric':<28}{'run':<24}{'n':>5}{'mean':>9}{'delta':>9}  {name:<{width}}{'p (corr.)':>10}  verdict\n"
     )
     for r in found.table.itertuples(index=False):
-        ci = bounds_text(r.ci_low_adjusted, r.ci_high_adjusted) if r.run != found.baseline else ""
+        shown = r.run != found.baseline and not r.too_few  # a too-few row has no interval (its verdict says why)
+        ci = bounds_text(r.ci_low_adjusted, r.ci_high_adjusted) if shown else ""
         p = f"{r.p_value_corrected:.4g}" if r.p_value_corrected == r.p_value_corrected else ""
         said = VERDICT_TERMS[r.verdict]
         out.write(
