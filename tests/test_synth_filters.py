@@ -319,6 +319,14 @@ def test_dataset_check_coverage_size_and_power(tmp_path):
     out, err = io.StringIO(), io.StringIO()
     assert main(["dataset", "check", str(evalset), "--run", str(good), "--run", str(other)], out, err) == 2
     assert "none of its queries is a query of dataset" in err.getvalue() and "separated" not in out.getvalue()
+    # said once, as the refusal alone (was: first a warning that the run's queries would be "scored 0" and
+    # "dropped", then the same diagnosis again as the error)
+    assert err.getvalue().count("none of its queries") == 1 and "warning" not in err.getvalue(), err.getvalue()
+    # a run that is this set's still has its coverage said before the check
+    short = _trec(tmp_path / "short.trec", {f"q{i}": [f"d{i}"] for i in range(50)})
+    err = io.StringIO()
+    assert main(["dataset", "check", str(evalset), "--run", str(good), "--run", str(short)], io.StringIO(), err) == 0
+    assert "run 'short': 10 judged queries missing from the run (scored 0)" in err.getvalue(), err.getvalue()
 
 
 class _Broken:

@@ -232,10 +232,14 @@ def power_rows(
 ) -> list[dict[str, Any]]:
     """Per pair of runs: the observed difference, its p-value, whether the set separates them, the smallest
     difference it detects and the queries ``delta`` (default: the observed difference) would need."""
-    result = evaluate(dataset, list(runs), [metric])
+    with warnings.catch_warnings(record=True) as said:  # held until the runs are known to be this set's
+        warnings.simplefilter("always")
+        result = evaluate(dataset, list(runs), [metric])
     for run in result.runs.values():  # a run made for another set: its every value 0, a "difference" of nothing
-        if run.alignment.health.run_queries_known == 0.0:
+        if run.alignment.health.run_queries_known == 0.0:  # refused alone, not after warnings it makes moot
             raise RagMetricsError(run.alignment.explain_no_overlap(audience="library"))
+    for warning in said:
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     with warnings.catch_warnings():  # evaluate has said what it had to say about the runs' coverage
         warnings.simplefilter("ignore", RagMetricsWarning)
         table = discriminative_power(result, metric, alpha=ALPHA, seed=seed)
