@@ -933,3 +933,26 @@ def test_compare_says_when_the_tuned_lambda_rests_on_fewer_than_100_labelled_que
     out, err = io.StringIO(), io.StringIO()
     assert main([*argv, "--ppi-target", "dataset"], out, err) == 0, err.getvalue()
     assert " exact [" in out.getvalue() and "tuned lambda" not in err.getvalue(), (out.getvalue(), err.getvalue())
+
+
+def test_the_human_only_mean_has_the_interval_every_mean_has_and_a_paired_delta_t_s():
+    """The human-only mean of an unstratified sample is a plain mean of the labelled queries' values: its interval
+    is :func:`stats.mean_interval`'s, as ``eval`` gives any mean (was t's always, so two labelled queries scoring 1
+    read as a certain [1.0000, 1.0000]); a paired delta's human-only interval stays t's, as compare's deltas."""
+    judge = np.linspace(0.2, 0.9, 40)
+    human = np.full(40, np.nan)
+    human[:2] = 1.0
+    result = ppi_mean(judge, human)
+    assert result.human_only.estimate == 1.0
+    assert (result.human_only.ci_low, result.human_only.ci_high) == pytest.approx(stats.proportion_interval(2, 2, 0.95))
+    assert result.human_only.ci_low < 0.2  # two queries cannot say the mean is 1
+    human[:5] = [0.2, 0.4, 0.9, 0.6, 0.7]  # values other than 0 and 1: t's interval, as before
+    result = ppi_mean(judge, human)
+    low, high = stats.mean_t_interval(human[:5], 0.95)
+    assert (result.human_only.ci_low, result.human_only.ci_high) == pytest.approx((float(low), float(high)))
+    # a paired delta (run right, baseline wrong on the 2 labelled queries): its human-only interval stays t's, here
+    # the point of differences all 1, as compare's t interval of such a delta
+    human[:] = np.nan
+    human[:2] = 1.0
+    paired = ppi_paired(judge, judge * 0, human, np.where(np.isnan(human), np.nan, 0.0))
+    assert paired.human_only.ci_low == paired.human_only.ci_high == 1.0 and paired.human_only.flat

@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -401,6 +401,7 @@ def ppi_mean(
     population: Population | str = "queries",
     strata: np.ndarray | None = None,
     shares: Mapping[str, float] | None = None,
+    differences: bool = False,
 ) -> Corrected:
     """The prediction-powered mean of a per-query metric, beside the judge-only and human-only means.
 
@@ -411,7 +412,9 @@ def ppi_mean(
     stratum's known share of the population of queries (target ``queries`` only; they must sum to 1), the weights
     of the stratified estimate; None weights each by its share of the N queries, an estimate whose variance the
     interval adds. See the module documentation for the target (``population``) and the sampling the interval
-    assumes.
+    assumes. The human-only mean of a simple random sample (one stratum, target ``queries``) of a metric's values
+    has the interval every mean has (:func:`ragmetrics.analysis.stats.mean_interval`); of ``differences`` (a paired
+    delta's, :func:`ppi_paired`), t's.
     """
     if population not in POPULATIONS:
         raise RagMetricsError(f"population: expected one of {list(POPULATIONS)}, got {population!r}")
@@ -495,10 +498,16 @@ def ppi_mean(
     ns = [s.n for s in parts]
     variance, df = _design(parts, lam, ns, population, between, tuned=tuned)
     human_variance, human_df = _satterthwaite(human_parts, [n - 1 for n in ns], human_between)
+    human_only = Interval.of(human_mean, math.sqrt(human_variance), n, confidence, human_df)
+    if len(parts) == 1 and population == "queries" and not differences:
+        # the mean of a simple random sample's values: the interval every mean gets (stats.mean_interval: the exact
+        # binomial one where every value is 0 or 1, which t's point [1, 1] of two labelled queries scoring 1 is not)
+        low, high = stats.mean_interval(y[labelled], confidence=confidence)
+        human_only = replace(human_only, ci_low=float(low), ci_high=float(high))
     return Corrected(
         ppi=Interval.of(estimate, math.sqrt(variance), n, confidence, df),
         judge_only=Interval.of(float(f.mean()), math.sqrt(judge_variance), big_n, confidence),
-        human_only=Interval.of(human_mean, math.sqrt(human_variance), n, confidence, human_df),
+        human_only=human_only,
         lam=lam,
         n_labelled=n,
         n_queries=big_n,
@@ -525,6 +534,7 @@ def ppi_paired(
     return ppi_mean(
         np.asarray(judge, np.float64) - np.asarray(judge_baseline, np.float64),
         np.asarray(human, np.float64) - np.asarray(human_baseline, np.float64),
+        differences=True,
         **options,
     )
 
