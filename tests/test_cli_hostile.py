@@ -202,7 +202,7 @@ def test_fuse_takes_its_runs_in_one_order_and_no_option_its_method_ignores(files
     out = tmp_path / "f.trec"
     cases = [
         ([files["a"], "--run", files["b"], "--weights", "1,0"], "give them all after the options or all as --run"),
-        ([files["a"], files["b"], "--norm", "zscore"], "--norm zscore: read only with --method other than rrf"),
+        ([files["a"], files["b"], "--norm", "zscore"], "--norm zscore: read only with --method other than rrf ("),
         ([files["a"], files["b"], "--method", "combsum", "--k", "10"], "--k 10: read only with --method rrf"),
     ]
     for argv, said in cases:

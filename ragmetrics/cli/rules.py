@@ -92,6 +92,8 @@ class Choice:
         return (read(self.option) in self.values()) != self.other
 
     def words(self, read: Read) -> str:
+        if self.other and len(self.values()) == 1:  # the value given is the one excluded: said once
+            return f"with {self._named()}"
         return f"with {self._named()}, not {self.option} {read(self.option)}"
 
     def remedy(self, read: Read | None = None) -> str:
