@@ -204,6 +204,11 @@ def _transcripts() -> list[tuple[str, list[str]]]:
 TRANSCRIPTS = _transcripts()
 
 
+def test_the_readme_shows_its_commands_with_what_they_print():
+    """The transcripts below are read from the README's code blocks: a change of their form would leave none."""
+    assert {command.split()[1] for command, lines in TRANSCRIPTS if lines} >= {"eval", "compare", "check", "pool"}
+
+
 @pytest.mark.parametrize(("command", "lines"), TRANSCRIPTS, ids=[command.split()[1] for command, _ in TRANSCRIPTS])
 def test_the_readme_s_transcripts_are_what_the_commands_print(command: str, lines: list[str], tmp_path: Path):
     """What the README shows under a command is what it prints (standard output, then standard error, whose notes
