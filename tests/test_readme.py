@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import string
 import subprocess
 import sys
 from pathlib import Path
@@ -184,24 +185,50 @@ def test_the_architecture_names_every_engine():
     assert re.findall(r"`([a-z]+)`", found[1]) == list(ENGINES)
 
 
-def _transcripts() -> list[tuple[str, list[str]]]:
-    """Each ``$ ragmetrics ...`` line of the README's code blocks and the lines shown under it."""
-    shown: list[tuple[str, list[str]]] = []
-    in_block = in_transcript = False
-    for line in README.splitlines():
+def _blocks(text: str) -> list[list[tuple[str, list[str]]]]:
+    """Each code block's steps: every ``$ ...`` line (a line ending in ``\\`` joined with the next) and the lines
+    shown under it."""
+    blocks: list[list[tuple[str, list[str]]]] = []
+    in_block = continued = False
+    for line in text.splitlines():
         if line.startswith("```"):
-            in_block, in_transcript = not in_block, False
-        elif in_block and line.startswith("$ ragmetrics "):
-            shown.append((line[2:], []))
-            in_transcript = True
-        elif in_transcript and not line.startswith("$ "):
-            shown[-1][1].append(line)
-        else:
-            in_transcript = False
-    return shown
+            in_block, continued = not in_block, False
+            if in_block:
+                blocks.append([])
+        elif not in_block:
+            continue
+        elif continued:
+            command, shown = blocks[-1][-1]
+            blocks[-1][-1] = (command + " " + line.strip().removesuffix("\\").strip(), shown)
+            continued = line.endswith("\\")
+        elif line.startswith("$ "):
+            blocks[-1].append((line[2:].removesuffix("\\").strip(), []))
+            continued = line.endswith("\\")
+        elif blocks[-1]:
+            blocks[-1][-1][1].append(line)
+    return [block for block in blocks if block]
 
 
-TRANSCRIPTS = _transcripts()
+TRANSCRIPTS = [step for block in _blocks(README) for step in block if step[0].startswith("ragmetrics ")]
+"""Each ``$ ragmetrics ...`` line of the README's code blocks and the lines shown under it."""
+
+
+def _printed(command: str, cwd: Path) -> tuple[list[str], list[str]]:
+    """What ``command`` (``ragmetrics ...`` or ``python ...``) prints, run in ``cwd`` with this interpreter: its
+    standard output then standard error, and the same without stderr's notes."""
+    words = shlex.split(command, comments=True)
+    argv = [sys.executable, *words[1:]] if words[0] == "python" else [sys.executable, "-m", *words]
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, timeout=120)
+    said = done.stderr.splitlines()
+    notes_left_out = [line for line in said if not line.startswith("ragmetrics: note:")]
+    return done.stdout.splitlines() + said, done.stdout.splitlines() + notes_left_out
+
+
+def _in_checkout(tmp_path: Path) -> Path:
+    """``tmp_path`` with the checkout's folders the transcripts' relative paths name."""
+    for folder in ("tests", "sample_runs", "scripts"):
+        (tmp_path / folder).symlink_to(ROOT / folder)
+    return tmp_path
 
 
 def test_the_readme_shows_its_commands_with_what_they_print():
@@ -213,11 +240,54 @@ def test_the_readme_shows_its_commands_with_what_they_print():
 def test_the_readme_s_transcripts_are_what_the_commands_print(command: str, lines: list[str], tmp_path: Path):
     """What the README shows under a command is what it prints (standard output, then standard error, whose notes
     it may leave out), run where the README's relative paths lead."""
-    (tmp_path / "tests").symlink_to(ROOT / "tests")
-    done = subprocess.run(
-        [sys.executable, "-m", *shlex.split(command)], capture_output=True, text=True, cwd=tmp_path, timeout=120
-    )
-    said = done.stderr.splitlines()
-    printed = done.stdout.splitlines() + said
-    without_notes = done.stdout.splitlines() + [line for line in said if not line.startswith("ragmetrics: note:")]
+    printed, without_notes = _printed(command, _in_checkout(tmp_path))
     assert lines in (printed, without_notes), printed
+
+
+RUNNABLE_STEP = re.compile(r"[A-Z]\w*=\S+|ragmetrics |python scripts/")
+"""A docs step a test can run: a shell variable set, a ``ragmetrics`` command, a script of the checkout's."""
+
+
+def _runnable(block: list[tuple[str, list[str]]]) -> bool:
+    """Whether every step of a docs block can run in a fresh folder: each one of :data:`RUNNABLE_STEP`, no path
+    outside the folder (an absolute one), and something shown to hold it to."""
+    return all(
+        RUNNABLE_STEP.match(command) and " /" not in command and ":////" not in command for command, _ in block
+    ) and any(shown for _, shown in block)
+
+
+DOCS_TRANSCRIPTS = {
+    path.name: runnable
+    for path in sorted((ROOT / "docs").glob("*.md"))
+    if (runnable := [block for block in _blocks(path.read_text(encoding="utf-8")) if _runnable(block)])
+}
+"""Each doc's blocks a test can run, in the doc's order (a later block may read what an earlier one wrote)."""
+
+
+def test_the_docs_show_commands_a_test_can_run():
+    """The docs' transcripts below are found by their form: a change of it would leave none to run."""
+    commands = [command for blocks in DOCS_TRANSCRIPTS.values() for block in blocks for command, _ in block]
+    assert {"conventions.md", "history.md"} <= set(DOCS_TRANSCRIPTS), list(DOCS_TRANSCRIPTS)
+    assert {c.split()[1] for c in commands if c.startswith("ragmetrics ")} >= {"eval", "evidence", "history"}
+
+
+def _in_order(shown: list[str], printed: list[str]) -> bool:
+    """Whether every line ``shown`` is among ``printed``, in their order (the docs may leave lines out, and say so)."""
+    rest = iter(printed)
+    return all(any(line == other for other in rest) for line in shown)
+
+
+@pytest.mark.parametrize("name", list(DOCS_TRANSCRIPTS))
+def test_the_docs_transcripts_are_what_the_commands_print(name: str, tmp_path: Path):
+    """Every step of a doc's runnable blocks run in turn in one folder, a shell variable a step sets read into the
+    steps after it; the lines shown under a step are among what it prints, in order (its standard output, then
+    standard error)."""
+    folder, variables = _in_checkout(tmp_path), {}
+    for block in DOCS_TRANSCRIPTS[name]:
+        for command, shown in block:
+            if not command.startswith(("ragmetrics ", "python ")):
+                key, value = command.split("=", 1)
+                variables[key] = value
+                continue
+            printed, _ = _printed(string.Template(command).safe_substitute(variables), folder)
+            assert _in_order(shown, printed), (name, command, printed)
