@@ -21,11 +21,12 @@ import pytest
 from ragmetrics import Dataset, Run, evaluate
 from ragmetrics.cli import main
 from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.scripts import jieba_word_tags
 from ragmetrics.io import load_dataset
 from ragmetrics.retrieve import retrieve
 from ragmetrics.synth.check import recorded_chunkers
 from ragmetrics.synth.corpus import Document, load_corpus, make_corpus, read_documents, sample_sources
-from ragmetrics.synth.extractive import ExtractiveGenerator, sentences
+from ragmetrics.synth.extractive import NOT_CONTENT_TAGS, ExtractiveGenerator, sentences
 from ragmetrics.synth.generators import GENERATORS, make_generator
 from ragmetrics.synth.output import records, write_jsonl
 from ragmetrics.synth.pipeline import synthesize
@@ -529,6 +530,36 @@ def test_chinese_keywords_are_no_function_words(cmrc, generators):
     found = _candidates(cmrc, generators["cmrc"], {"factual": 20, "negative": 5})
     used = {keyword for c in found for keyword in c.expected_keywords}
     assert used and not used & function_words, sorted(used & function_words)
+    tags = jieba_word_tags()
+    assert not {word for word in used if tags.get(word) in NOT_CONTENT_TAGS}, used
+
+
+@pytest.mark.parametrize(
+    ("text", "left_out", "kept"),
+    [
+        (
+            "但是早期的涂鸦却成了新一批的艺术作品。",
+            {"一批", "却成"},
+            ["早期", "涂鸦", "艺术作品"],
+        ),  # a numeral; 却 run in
+        ("香港得第四名，得150,000美元。", {"第四名"}, ["香港"]),  # an ordinal
+        (
+            "萨克斯-瓦福效应，以雷纳·库尔特·萨克斯和亚瑟",
+            {"以雷纳"},
+            ["萨克斯", "瓦福", "效应", "库尔特", "萨克斯", "亚瑟"],
+        ),
+        ("现在所剩下的母树存于增城市挂绿广场", {"存于"}, ["剩下", "母树", "增城市", "挂绿", "广场"]),
+    ],
+)
+def test_chinese_keywords_name_something(text, left_out, kept):
+    """Was: 一批 and 第四名 (a numeral, an ordinal), and words jieba's HMM made up by running a function word into a
+    name (以雷纳 of 以雷纳·库尔特) or a verb (存于, 却成), were keywords of CMRC's factual and negative queries; the
+    names jieba's HMM finds (秦升, 东戴琳) stay."""
+    from ragmetrics.synth.extractive import stopwords, tokenize
+
+    terms = [t.key for t in tokenize(text, "zh", stopwords())]
+    assert terms == kept and not set(terms) & left_out, terms
+    assert {"秦升", "东戴琳"} <= {t.key for t in tokenize("即“南秦升、北周挺、东戴琳、西柯钊”。", "zh", stopwords())}
 
 
 def test_a_chunk_after_a_heading_or_wide_blanks_begins_a_sentence():

@@ -9,6 +9,7 @@ one by one, several milliseconds each, and most commands (``ragmetrics eval`` on
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -48,3 +49,14 @@ def quiet_jieba() -> Any:
 
     jieba.setLogLevel(60)
     return jieba
+
+
+def jieba_word_tags() -> Mapping[str, str]:
+    """jieba's dictionary of words and their part-of-speech tags (``jieba.posseg``'s, ICTCLAS's tag set: ``n`` noun,
+    ``m`` numeral, ``p`` preposition, ...), loaded on first use. A word jieba's HMM made up (a name, or a word
+    run into its neighbour) is not in it."""
+    quiet_jieba()
+    import jieba.posseg  # noqa: PLC0415 (optional and slow to import: only Chinese text needs it)
+
+    tags: Mapping[str, str] = jieba.posseg.dt.word_tag_tab
+    return tags

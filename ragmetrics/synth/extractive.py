@@ -3,7 +3,9 @@
 Term statistics are the corpus's chunks': a term's document frequency ``df`` over the ``N`` chunks gives its IDF
 ``log(1 + (N - df + 0.5) / (df + 0.5))``. Terms: English words of three or more letters/digits, lowercased, with a
 letter and not among bm25s' English stopwords; Chinese: jieba's words of two or more characters not among bm25s'
-Chinese stopwords (function words such as 一些, 不是, 因为; Latin words as in English). A term in more than :data:`COMMON_SHARE` of the chunks is never a keyword. A source's *salient
+Chinese stopwords (function words such as 一些, 不是, 因为; Latin words as in English), nor tagged by jieba's dictionary
+as a word that names nothing (:data:`NOT_CONTENT_TAGS`: 一批, 第四名), nor made up by jieba's HMM with a function
+word at its edge (:data:`FUNCTION_EDGE_TAGS`: 以雷纳 of 以雷纳·库尔特·萨克斯, 存于 of 母树存于增城). A term in more than :data:`COMMON_SHARE` of the chunks is never a keyword. A source's *salient
 sentence* is the one whose three rarest terms have the highest IDF sum (sentences of 6 to 80 words, or 10 to 200
 characters in Chinese), among the sentences the chunk holds whole; a sentence its edge cuts only when it holds none.
 
@@ -39,7 +41,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from ragmetrics.foundation.errors import RagMetricsError
-from ragmetrics.foundation.scripts import HAN_CHARACTER, quiet_jieba
+from ragmetrics.foundation.scripts import HAN_CHARACTER, jieba_word_tags, quiet_jieba
 from ragmetrics.synth.base import Candidate, Source
 from ragmetrics.synth.corpus import UNIT, Corpus
 
@@ -51,6 +53,14 @@ CLOZE_CONTEXT = 6
 CLOZE_CONTEXT_CHARACTERS = 10
 """In Chinese, the context each side of the blank: whole words (as jieba cuts them) within this many characters,
 under the 12 consecutive source characters that flag a query as copying its source."""
+NOT_CONTENT_TAGS = frozenset(
+    {"m", "mq", "q", "p", "c", "d", "r", "y", "e", "o", "x", "u", "uj", "ul", "uz", "uv", "ud", "ug"}
+)
+"""jieba's part-of-speech tags of a word that is never a keyword: numerals and measure words, prepositions,
+conjunctions, adverbs, pronouns, particles, interjections, onomatopoeia, non-words."""
+FUNCTION_EDGE_TAGS = frozenset({"p", "c", "d", "r", "u", "uj", "ul", "uz", "uv", "ud", "ug"})
+"""The tags of a one-character word (于, 以, 和, 却, 其, 的) that a word jieba's HMM made up does not begin or end with:
+it ran a function word into its neighbour."""
 BLANK = "____"
 TEMPLATES = {
     "en": {
@@ -130,9 +140,10 @@ def tokenize(text: str, language: str, stop: frozenset[str]) -> list[Term]:
     """The content terms of ``text`` with their spans (see the module)."""
     out: list[Term] = []
     if language == "zh":
+        tags = jieba_word_tags()
         for word, start, end in quiet_jieba().tokenize(text):
             if HAN_CHARACTER.search(word):
-                if len(word) >= 2 and word not in stop:
+                if len(word) >= 2 and word not in stop and _names_something(word, tags):
                     out.append(Term(word, word, start, end))
             elif len(word) >= 3 and any(ch.isalpha() for ch in word) and word.lower() not in stop:
                 out.append(Term(word, word.lower(), start, end))
@@ -142,6 +153,14 @@ def tokenize(text: str, language: str, stop: frozenset[str]) -> list[Term]:
         if len(word) >= 3 and any(ch.isalpha() for ch in word) and word.lower() not in stop:
             out.append(Term(word, word.lower(), m.start(), m.end()))
     return out
+
+
+def _names_something(word: str, tags: Mapping[str, str]) -> bool:
+    """Whether a Chinese word of jieba's can be a keyword (see the module)."""
+    tag = tags.get(word)
+    if tag is not None:
+        return tag not in NOT_CONTENT_TAGS
+    return tags.get(word[0]) not in FUNCTION_EDGE_TAGS and tags.get(word[-1]) not in FUNCTION_EDGE_TAGS
 
 
 def _word_spans(text: str) -> list[tuple[int, int]]:
