@@ -156,11 +156,16 @@ def store_url(request, tmp_path):
     import sqlalchemy as sa
 
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'store.sqlite'}"
+        yield f"sqlite:///{tmp_path / 'store.sqlite'}"
+        return
     base = request.getfixturevalue("postgres_url")
     name = "t" + uuid.uuid4().hex[:12]
-    engine = sa.create_engine(base, isolation_level="AUTOCOMMIT")
+    engine = sa.create_engine(base, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
     with engine.connect() as conn:
         conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    engine.dispose()
-    return base.rsplit("/", 1)[0] + "/" + name
+    yield base.rsplit("/", 1)[0] + "/" + name
+    # the connections a test's stores still hold (their engines' pools) end with the test, not with the session
+    with engine.connect() as conn:
+        conn.execute(
+            sa.text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :name"), {"name": name}
+        )

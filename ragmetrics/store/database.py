@@ -1312,7 +1312,7 @@ class Store:
             if conn.execute(sa.select(runs_table.c.id).where(runs_table.c.id == run)).first() is None:
                 raise StoreKeyError(f"run {run} is not in this store")
             t = tags_table
-            stored = dict(conn.execute(sa.select(t.c.key, t.c.value).where(t.c.run_id == run)).tuples().all())
+            stored = dict(conn.execute(sa.select(t.c.key, t.c.value).where(t.c.run_id == run)).all())
             kept = check_tags(given, stored)
             conn.execution_options(**{CHANGE_OPTION: "edit tags"})
             if replace:
