@@ -956,3 +956,31 @@ def test_the_human_only_mean_has_the_interval_every_mean_has_and_a_paired_delta_
     human[:2] = 1.0
     paired = ppi_paired(judge, judge * 0, human, np.where(np.isnan(human), np.nan, 0.0))
     assert paired.human_only.ci_low == paired.human_only.ci_high == 1.0 and paired.human_only.flat
+
+
+@pytest.mark.parametrize("which", ["judge", "human"])
+def test_labels_made_for_another_dataset_are_refused_before_their_grades_are_read(tmp_path, which):
+    """Was: eval and compare took label files none of whose queries is the dataset's, exited 0 and printed
+    "corrected 0.0000 [0.0000, 0.0000]" under warnings; labels on another scale were refused for their grades, a
+    cause that was not the one. They are refused as judge merge and judge run refuse them."""
+    folder = _small_corrected_inputs(tmp_path)
+    (folder / f"{which}.qrels").write_text(
+        "".join(f"x{i:02d} 0 x{i:02d}-rel 2\nx{i:02d} 0 other 0\n" for i in range(12))
+    )
+    for argv in (
+        _corrected_compare(folder, "a.trec", "b.trec"),
+        ["eval", "--dataset", str(folder / "known.qrels"), "--run", str(folder / "a.trec"), "-m", "ndcg@10",
+         "--judge-qrels", str(folder / "judge.qrels"), "--human-qrels", str(folder / "human.qrels")],
+    ):  # fmt: skip
+        out, err = io.StringIO(), io.StringIO()
+        assert main(argv, out, err) == 2, err.getvalue()
+        assert not out.getvalue()
+        of = (
+            "the dataset or the runs ['q00', 'q01', 'q02'] and 37"
+            if which == "judge"
+            else ("the dataset or the judge's labels ['q00', 'q01', 'q02'] and 37")
+        )
+        assert err.getvalue() == (
+            f"ragmetrics: error: {folder / f'{which}.qrels'}: none of its 12 labelled queries ['x00', 'x01', 'x02'] "
+            f"and 9 more is a query of {of} more: the labels were likely made for another dataset\n"
+        ), err.getvalue()

@@ -37,7 +37,7 @@ from ragmetrics.analysis.verdicts import SAID
 from ragmetrics.cli.evaluating import evaluate_runs
 from ragmetrics.cli.inputs import judges_of, labels_source, refuse_above_scale
 from ragmetrics.cli.options import LAMBDAS, option_value
-from ragmetrics.cli.pools import check_label_column
+from ragmetrics.cli.pools import check_label_column, refuse_labels_of_another_dataset
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.foundation.numbers import signed
@@ -58,6 +58,13 @@ def evaluate_labelled(
         raise RagMetricsError(f"{args.human_qrels}: --human-qrels holds a judge's labels ({', '.join(judges)}), "
                               "not people's; give them as --judge-qrels")  # fmt: skip
     judge_labels, human_labels = load_dataset(judge_source), load_dataset(human_source)
+    ranked = {str(q) for run in runs for q in run.table.column("query_id").unique().to_pylist()}
+    known = set(dataset.queries_table.column("query_id").to_pylist())
+    # the judge labels the queries the dataset does not judge: of the dataset or of the runs
+    refuse_labels_of_another_dataset(args.judge_qrels, judge_labels, known | ranked, "the dataset or the runs")
+    # people label a sample of the queries the dataset and the judge's labels judge
+    judged = known | set(judge_labels.qrels_table.column("query_id").to_pylist())
+    refuse_labels_of_another_dataset(args.human_qrels, human_labels, judged, "the dataset or the judge's labels")
     top = max(max_grade(dataset), max_grade(judge_labels))
     if dataset.qrels_table.num_rows and max_grade(judge_labels) > max_grade(dataset):
         warnings.warn(

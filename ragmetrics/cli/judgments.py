@@ -21,7 +21,7 @@ from ragmetrics.cli.inputs import (
 )
 from ragmetrics.cli.judging import agree_options, run_options
 from ragmetrics.cli.options import add_data_options, add_eval_options, whole_number
-from ragmetrics.cli.pools import check_label_column
+from ragmetrics.cli.pools import check_label_column, refuse_labels_of_another_dataset
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.files import replacing
 from ragmetrics.foundation.grades import max_grade
@@ -98,15 +98,11 @@ def cmd_judge_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     judges = judges_of(source)
     labels = load_dataset(source)
     known = set(dataset.queries_table.column("query_id").to_pylist())
-    labelled = set(labels.qrels_table.column("query_id").to_pylist())
-    unknown = sorted(labelled - known)
     # with --queries, a query without judgments yet is none of the dataset's queries here: labels of new ones only
     # are merged with the warning below
-    if labelled and len(unknown) == len(labelled) and not getattr(args, "queries", None):
-        raise RagMetricsError(
-            f"{args.labels}: none of its {len(labelled)} labelled queries {names_of(unknown, 3)} is a query of the "
-            f"dataset {names_of(known, 3)}: the labels were likely made for another dataset"
-        )
+    if not getattr(args, "queries", None):
+        refuse_labels_of_another_dataset(args.labels, labels, known)
+    unknown = sorted(set(labels.qrels_table.column("query_id").to_pylist()) - known)
     if unknown and as_evalset:
         raise RagMetricsError(
             f"{args.labels} labels {len(unknown)} {'query' if len(unknown) == 1 else 'queries'} the evaluation set "
