@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import json
 import random
 from itertools import combinations
 from pathlib import Path
@@ -125,6 +126,39 @@ def test_a_query_that_judges_nothing_yet_is_pooled_in_the_runs_order() -> None:
         ("new", "c", 1, 2),  # one's second (a tie on score: the larger id first, as trec_eval), two's first
         ("new", "a", 2, 1),
     ]
+
+
+def test_a_negative_query_is_not_pooled_and_pool_says_so(tmp_path):
+    """Was: a generated negative query (its answer not in the corpus) was pooled, judged, planned for people to
+    label and then counted as a query every run misses. Only a query of category negative that judges nothing is
+    negative: a new query without a category is pooled, and so is a "negative" one someone judged."""
+    rows = [
+        {"query_id": "known", "query": "a", "category": "factual", "relevant_docs": {"d1": 1}},
+        {"query_id": "new", "query": "b", "category": "", "relevant_docs": {}},
+        {"query_id": "neg", "query": "c", "category": "Negative", "relevant_docs": {}},
+        {"query_id": "neg-judged", "query": "d", "category": "negative", "relevant_docs": {"d1": 0}},
+    ]
+    (tmp_path / "set.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "run.trec").write_text(
+        "".join(
+            f"{q} Q0 {d} {k} {3 - k} r\n"
+            for q in ("known", "new", "neg", "neg-judged")
+            for k, d in ((1, "d1"), (2, "d2"))
+        )
+    )
+    dataset = load_dataset(tmp_path / "set.jsonl")
+    assert dataset.negative_queries() == ["neg"]
+    pooled = pool(dataset, [load_run(tmp_path / "run.trec")], 2)
+    assert set(pooled["query_id"]) == {"known", "new", "neg-judged"}
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["pool", "--dataset", str(tmp_path / "set.jsonl"), "--run", str(tmp_path / "run.trec"), "--depth", "2",
+            "-o", str(tmp_path / "pool.tsv")]  # fmt: skip
+    assert main(argv, out, err) == 0, err.getvalue()
+    assert (
+        "ragmetrics: note: 1 negative query ['neg'] (category negative: its answer is not in the corpus) not pooled: "
+        "there is nothing relevant to judge\n" in err.getvalue()
+    ), err.getvalue()
+    assert "neg\t" not in (tmp_path / "pool.tsv").read_text()
 
 
 def test_the_pool_carries_text_when_the_dataset_knows_it(tmp_path):
@@ -359,11 +393,20 @@ def test_the_queries_a_judge_alone_judges_with_nothing_relevant_are_named():
 
 
 def test_a_chunk_run_pools_the_queries_without_judgments_as_documents_too():
-    """The FAQ sample's runs retrieve chunks (``PRICE-06#1``); its queries without judgments (negative ones) were
-    pooled as raw chunk ids, which no corpus text names and no label of a document counts for. Now as documents, at
-    their best chunk, with their text, as the judged queries are."""
+    """The FAQ sample's runs retrieve chunks (``PRICE-06#1``); its queries without judgments were pooled as raw
+    chunk ids, which no corpus text names and no label of a document counts for. Now as documents, at their best
+    chunk, with their text, as the judged queries are. (The sample's are negative queries, which are not pooled:
+    here they are made new queries, of no category.)"""
     folder = Path(__file__).parents[1] / "sample_runs" / "product_faq_zh"
     dataset = load_dataset(folder / "eval_set.json", corpus=folder / "corpus.jsonl")
+    assert (
+        len(dataset.negative_queries()) == 15
+        and pool(dataset, [load_run(folder / "runs" / "bm25.jsonl")], 10)["query_id"]
+        .isin(dataset.negative_queries())
+        .sum()
+        == 0
+    )
+    dataset = dataset.with_queries(dataset.queries.assign(category=""))
     run = load_run(folder / "runs" / "bm25.jsonl")
     pooled = pool(dataset, [run], 10)
     judged = set(dataset.qrels["query_id"])

@@ -110,8 +110,10 @@ def to_judge(pool: pd.DataFrame, labels: pd.DataFrame, source: str) -> pd.DataFr
 
 def plan_order(base: Dataset, query_ids: Sequence[str], plan: str) -> list[str]:
     """Every query of ``query_ids`` in the order to label them (:func:`ragmetrics.analysis.ppi.sample_plan`,
-    :data:`SEED`): ``random``, or stratified by ``category``. The plan does not depend on the labels given."""
-    ids = [str(q) for q in query_ids]
+    :data:`SEED`): ``random``, or stratified by ``category``; the dataset's negative queries left out (their answer
+    is not in the corpus: nothing is pooled of them). The plan does not depend on the labels given."""
+    negative = set(base.negative_queries())
+    ids = [str(q) for q in query_ids if str(q) not in negative]
     strata = base.facet("category", ids) if plan == "category" else None
     return ppi.sample_plan(ids, seed=SEED, strata=strata)
 

@@ -200,3 +200,15 @@ def pending_table(pending: pd.DataFrame, suggestions: pd.DataFrame | None = None
         ]
     out = out.sort_values("created_at", ascending=False, kind="stable")
     return out[columns].reset_index(drop=True)
+
+
+def negative_words(count: int) -> str:
+    """What the pool leaves out, said after its counts: the dataset's ``count`` negative queries
+    (:meth:`ragmetrics.foundation.model.Dataset.negative_queries`), or nothing."""
+    if not count:
+        return ""
+    many = count != 1
+    return (
+        f" {count} negative quer{'ies' if many else 'y'} (category negative: {'their' if many else 'its'} answer is "
+        f"not in the corpus) {'are' if many else 'is'} not pooled: there is nothing relevant to judge."
+    )

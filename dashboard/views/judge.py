@@ -74,6 +74,7 @@ if page.alignments and page.dataset is not None:
         f"are left to judge: **{counts['can_change']:,}** can move {title(spec)}'s comparison against "
         f"**{md_escape(baseline_name)}** and come first; {counts['cannot']:,} cannot change anything on it and come "
         f"last. **{len(pending):,}** label(s) given on this version, not in a qrels version yet."
+        + judge.negative_words(len(ds.dataset.negative_queries()))
     )
 
     state.seed("judge.order", view.queue, force=page.fresh)

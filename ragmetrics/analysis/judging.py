@@ -41,11 +41,13 @@ def pool(dataset: Dataset, runs: Sequence[Run | Alignment], depth: int, **conven
     A query of the dataset that judges no document yet (a new query, a generated one) is pooled too: its top
     ``depth`` in the run's own order (:func:`ragmetrics.analysis.fusion.ranked_frame`, trec_eval's), every document
     of it unjudged; a chunk run's chunks as their documents, as the judged queries' (a document at its best chunk).
-    Queries the dataset does not have are not pooled."""
+    Queries the dataset does not have are not pooled, nor its negative queries
+    (:meth:`~ragmetrics.foundation.model.Dataset.negative_queries`: their answer is not in the corpus)."""
 
     if not isinstance(depth, (int, np.integer)) or depth < 1:
         raise RagMetricsError(f"The 'depth' parameter must be an int >= 1. Got {depth!r} instead.")
-    position = {query: i for i, query in enumerate(dataset.query_ids.astype(str))}
+    negative = set(dataset.negative_queries())
+    position = {query: i for i, query in enumerate(dataset.query_ids.astype(str)) if query not in negative}
     parts = []
     for run in runs:
         alignment = run if isinstance(run, Alignment) else align(dataset, run, **conventions)

@@ -25,6 +25,7 @@ from ragmetrics.cli.pools import check_label_column, refuse_labels_of_another_da
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.files import replacing
 from ragmetrics.foundation.grades import max_grade
+from ragmetrics.foundation.model import NEGATIVE
 from ragmetrics.io import load_dataset, write_trec_qrels
 from ragmetrics.io.evalset import with_judgments, write_evalset
 from ragmetrics.io.export import neutralise
@@ -47,6 +48,14 @@ def cmd_pool(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     dataset, runs = read_inputs(args, args.run)
     result = evaluate_runs(args, dataset, runs, ["judged@10"])
     pairs = pool(dataset, [r.alignment for r in result.runs.values()], args.depth)
+    negative = dataset.negative_queries()
+    if negative:
+        many = len(negative) != 1
+        err.write(
+            f"ragmetrics: note: {len(negative)} negative quer{'ies' if many else 'y'} {names_of(negative, 3)} "
+            f"(category {NEGATIVE}: {'their' if many else 'its'} answer is not in the corpus) not pooled: there is "
+            "nothing relevant to judge\n"
+        )
     for name, run in result.runs.items():
         outside = run.coverage.not_in_dataset
         if outside:

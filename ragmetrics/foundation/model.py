@@ -53,6 +53,9 @@ QRELS_COLUMNS = ("query_id", "doc_id", "relevance")
 RUN_COLUMNS = ("query_id", "doc_id", "score")
 RUN_OPTIONAL_COLUMNS = ("rank", "text", "source_doc")
 KEYWORDS_TYPE = pa.list_(pa.large_string())
+NEGATIVE = "negative"
+"""The category of a query the corpus does not answer: no relevant document, no expected answer
+(:meth:`Dataset.negative_queries`)."""
 
 
 def query_id_from_text(text: str) -> str:
@@ -506,6 +509,20 @@ class Dataset:
     def query_ids(self) -> np.ndarray:
         """The query ids in dataset order, as a Python object array."""
         return np.array(self.queries_table.column("query_id").to_pylist(), dtype=object)
+
+    def negative_queries(self) -> list[str]:
+        """The queries whose ``category`` is :data:`NEGATIVE` and that the dataset judges no document of: their
+        answer is not in the corpus (a generated negative query's, or a set's), so nothing is to be pooled or
+        judged for them and no metric of theirs means anything. In the dataset's order."""
+        table = self.queries_table
+        if "category" not in table.column_names:
+            return []
+        judged = set(self.qrels_table.column("query_id").to_pylist())
+        return [
+            str(q)
+            for q, category in zip(table.column("query_id").to_pylist(), table.column("category").to_pylist())
+            if isinstance(category, str) and category.strip().casefold() == NEGATIVE and q not in judged
+        ]
 
     def facet(self, column: str, query_ids: Any) -> np.ndarray:
         """The text of a query column (``category``, ``difficulty``) for each of ``query_ids``, in their order: an

@@ -6,8 +6,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-NEGATIVE = "negative"
-"""The category of a query the corpus does not answer: no relevant document, no expected answer."""
+from ragmetrics.foundation.model import NEGATIVE
+
 DEFAULT_CATEGORIES = ("factual", "reasoning", "summary", "procedural", NEGATIVE)
 
 

@@ -27,10 +27,10 @@ from typing import Any
 import pandas as pd
 
 from ragmetrics.foundation.errors import RagMetricsError
-from ragmetrics.foundation.model import Dataset
+from ragmetrics.foundation.model import NEGATIVE, Dataset
 from ragmetrics.io.limits import Limits
 from ragmetrics.store.candidates import CandidateStore, Reviewed
-from ragmetrics.synth.base import NEGATIVE, Candidate, Generator, Source
+from ragmetrics.synth.base import Candidate, Generator, Source
 from ragmetrics.synth.corpus import Corpus, Document, make_corpus, sample_sources
 from ragmetrics.synth.filters import flag
 from ragmetrics.synth.generators import GENERATORS

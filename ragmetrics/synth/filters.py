@@ -30,10 +30,11 @@ from typing import Any
 import numpy as np
 
 from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.model import NEGATIVE
 from ragmetrics.foundation.scripts import HAN_CHARACTER
 from ragmetrics.retrieve.adapters import Hit
 from ragmetrics.retrieve.bm25 import BM25, NO_WORDS
-from ragmetrics.synth.base import NEGATIVE, Candidate
+from ragmetrics.synth.base import Candidate
 from ragmetrics.synth.corpus import UNIT, Corpus
 from ragmetrics.synth.output import Groups, groups_of, relevant_docs
 

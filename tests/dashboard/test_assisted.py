@@ -94,6 +94,18 @@ def _labels(rows: list[tuple[str, str, int, str]]) -> pd.DataFrame:
 JUDGE = "judge:endpoint@1#0123456789abcdef"
 
 
+def test_the_plan_leaves_the_negative_queries_out() -> None:
+    """Was: the plan put a generated negative query first (nothing relevant to find), people labelled its pairs 0
+    and every run was then scored a miss on it. The plan holds every other query."""
+    dataset, _ = assist_dataset()
+    ids = dataset.query_ids.astype(str).tolist()
+    queries = dataset.queries.assign(category=["negative" if q == ids[0] else "account" for q in ids])
+    negative = Dataset.from_frames(dataset.qrels[dataset.qrels["query_id"] != ids[0]], queries, name="with a negative")
+    assert negative.negative_queries() == [ids[0]]
+    plan = assisted.plan_order(negative, ids, "random")
+    assert sorted(plan) == sorted(ids[1:]) and plan == assisted.plan_order(negative, ids, "random")
+
+
 def test_the_sample_is_the_plans_labelled_prefix() -> None:
     dataset, runs = assist_dataset()
     pooled = pool(dataset, runs, 3)
