@@ -835,3 +835,30 @@ def test_the_uncorrected_interval_is_read_at_the_tests_alpha(alpha):
     assert (leaves_out_0 == (compared["p_value"] < alpha)).all()
     assert (leaves_out_0 == compared["significant"]).all()
     assert intervals_name("none", alpha) == f"{100 * (1 - alpha):g}% CI"
+
+
+def test_a_metric_s_mean_interval_stays_within_0_and_1_on_every_page_and_command(tmp_path):
+    """Was: Compare's "Recall@5 mean 95% CI [0.191, 1.087]" and the Overview's bands above 1 on a built set of 7
+    queries, where the Judge page clipped the same kind of interval. A metric's mean lies in [0, 1]: t's interval
+    is clipped there, by compare, eval --ci and the dashboard alike; other values (token counts) keep theirs."""
+    recall = np.array([1.0, 1.0, 1.0, 1.0, 1.0, 0.5, 0.2])
+    low, high = stats.mean_t_interval(recall)
+    assert high > 1.05  # t's own interval passes 1 here
+    assert stats.mean_interval(recall, within=stats.METRIC_RANGE) == (pytest.approx(low), 1.0)
+    assert dashboard_interval(recall)[2][0] == 1.0
+    assert dashboard_interval(recall * 100, within=None)[2][0] == pytest.approx(high * 100)
+    ids = [f"q{i}" for i in range(7)]
+    (tmp_path / "qrels.tsv").write_text("".join(f"{q} 0 rel-{q} 1\n" for q in ids))
+    rank = dict.fromkeys(ids[:5], 1) | {ids[5]: 2, ids[6]: 3}  # ndcg@5: five 1s, 0.631, 0.5
+    lines = [f"{q} Q0 {'rel-' + q if k == rank[q] else f'x{k}'} {k} {9 - k} a\n" for q in ids for k in (1, 2, 3)]
+    (tmp_path / "a.trec").write_text("".join(lines))
+    (tmp_path / "b.trec").write_text("".join(f"{q} Q0 x 1 2.0 b\n" for q in ids))
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["eval", "--dataset", str(tmp_path / "qrels.tsv"), "--run", str(tmp_path / "a.trec"), "-m", "ndcg@5",
+            "--ci", "--format", "json"]  # fmt: skip
+    assert main(argv, out, err) == 0, err.getvalue()
+    low, high = json.loads(out.getvalue())["runs"]["a"]["ci"]["ndcg@5"]
+    assert low > 0 and high == 1.0, (low, high)
+    dataset, a, b = load_dataset(tmp_path / "qrels.tsv"), load_run(tmp_path / "a.trec"), load_run(tmp_path / "b.trec")
+    row = compare_result(rm.evaluate(dataset, [a, b], ["ndcg@5"]), baseline="b").table.set_index("run").loc["a"]
+    assert row["mean_ci_high"] == 1.0 and row["mean_ci_low"] == pytest.approx(low), row.to_dict()

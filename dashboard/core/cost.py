@@ -33,7 +33,7 @@ def cost_frame(alignments: Sequence[Alignment], spec: MetricSpec, k: int) -> pd.
     for alignment in alignments:
         counted = tokens_at_depth(alignment, k)
         values = alignment.value(spec)
-        mean, low, high = mean_ci(np.column_stack([counted, np.asarray(values, dtype=np.float64)]))
+        mean, low, high = mean_ci(np.column_stack([counted, np.asarray(values, dtype=np.float64)]), within=None)
         rows.append(
             {"run": alignment.name, "tokens": float(mean[0]), "tokens_ci_low": float(low[0]),
              "tokens_ci_high": float(high[0]), "mean": float(mean[1]), "ci_low": float(low[1]),

@@ -27,12 +27,16 @@ def interval_name(method: str) -> str:
     return "none" if method == "none" else stats.INTERVAL_NAMES[method]
 
 
-def mean_ci(values: np.ndarray, *, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def mean_ci(
+    values: np.ndarray, *, confidence: float = CONFIDENCE, within: tuple[float, float] | None = stats.METRIC_RANGE
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Mean and 95% interval of each column of ``values`` (n, m) -> three float64 arrays of length m: the
     interval of :func:`ragmetrics.analysis.stats.mean_interval` (Clopper-Pearson for a column of 0s and 1s, else
     Student's t), as ``eval --ci`` and ``check --targets`` give it.
 
-    A 1-d input is one column. With fewer than two rows the bounds are NaN (as ``mean_interval``'s).
+    A 1-d input is one column. With fewer than two rows the bounds are NaN (as ``mean_interval``'s). ``within``: the
+    range the values lie in, to clip the interval to (a metric's, by default; None for other values, such as token
+    counts).
     """
     matrix = np.asarray(values)
     if matrix.dtype.kind != "f":
@@ -42,5 +46,5 @@ def mean_ci(values: np.ndarray, *, confidence: float = CONFIDENCE) -> tuple[np.n
     if not len(matrix):  # no mean either (numpy would warn of an empty slice)
         nan = np.full(matrix.shape[1], np.nan)
         return nan, nan.copy(), nan.copy()
-    low, high = stats.mean_interval(matrix, confidence=confidence)
+    low, high = stats.mean_interval(matrix, confidence=confidence, within=within)
     return matrix.mean(axis=0, dtype=np.float64), low, high

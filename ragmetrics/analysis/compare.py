@@ -190,7 +190,7 @@ def paired_row(
     (``ci_method``, :func:`ragmetrics.analysis.stats.delta_method`), the paired p-value (uncorrected: the caller
     corrects over its family) and the paired t test's (``p_t``), win/tie/loss counts and the ids behind them."""
     diff = values - base
-    mean_low, mean_high = stats.mean_interval(values)
+    mean_low, mean_high = stats.mean_interval(values, within=stats.METRIC_RANGE)
     low, high = stats.mean_t_interval(diff)
     wins = diff > stats.TIE_TOLERANCE
     losses = diff < -stats.TIE_TOLERANCE

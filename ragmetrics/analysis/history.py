@@ -268,7 +268,7 @@ def timeline(
         for i, run in enumerate(chosen):
             values = result.runs[run.id].values[metric].to_numpy(dtype=np.float64)
             values = values[~np.isnan(values)]  # the queries the metric has a value for, as eval's mean
-            low, high = stats.mean_interval(values)
+            low, high = stats.mean_interval(values, within=stats.METRIC_RANGE)
             row: dict[str, Any] = {"step": i + 1, "run_id": run.id, "run": run.name, "order": shown[i],
                                    "mean": float(values.mean()) if len(values) else math.nan,
                                    "ci_low": float(low), "ci_high": float(high),

@@ -224,13 +224,21 @@ class Sums:
         n = self._checked(metric)
         return n > 0 and int(self._column("zero_or_one")[metric]) == n
 
-    def interval(self, metric: int, confidence: float = 0.95, *, binomial: bool = True) -> tuple[float, float]:
+    def interval(
+        self,
+        metric: int,
+        confidence: float = 0.95,
+        *,
+        binomial: bool = True,
+        within: tuple[float, float] | None = None,
+    ) -> tuple[float, float]:
         """The interval of the mean under the convention of :func:`ragmetrics.analysis.stats.mean_interval`: the exact
         binomial (Clopper-Pearson) interval when every value is 0 or 1 (:meth:`binary`, two values at least), none
         (NaN) when every value is the same other value (:func:`ragmetrics.analysis.stats.constant_columns`), else
         Student's t from the exact count, sum and sum of squares (:meth:`sd`), held to contain the mean; NaN below
         two queries. ``binomial`` False: Student's t whatever the values (a paired difference's interval, as
-        :func:`ragmetrics.analysis.stats.mean_t_interval` in process)."""
+        :func:`ragmetrics.analysis.stats.mean_t_interval` in process). ``within``: the range the values lie in, to
+        clip the interval to (a metric's: :data:`ragmetrics.analysis.stats.METRIC_RANGE`), as ``mean_interval``."""
         n = self._checked(metric)
         if n < 2:
             return math.nan, math.nan
@@ -239,8 +247,11 @@ class Sums:
         if binomial and self._spread(metric)[2] == 0:  # every value the same: no spread to read an interval from
             return math.nan, math.nan
         mean = self.mean(metric)
-        low, high = stats.t_interval(np.array(mean), np.array(self.sd(metric)), np.array(n), confidence)
-        return min(float(low), mean), max(float(high), mean)
+        t_low, t_high = stats.t_interval(np.array(mean), np.array(self.sd(metric)), np.array(n), confidence)
+        low, high = min(float(t_low), mean), max(float(t_high), mean)
+        if within is None:
+            return low, high
+        return max(low, within[0]), min(high, within[1])
 
     def sign_flip_p(self, metric: int) -> float:
         """Two-sided p of the sign-flip randomization test of "mean = 0" (the values being paired differences):

@@ -517,7 +517,9 @@ def interval_words(methods: Iterable[str]) -> str:
     return ", ".join(named[:-1]) + " and " + named[-1]
 
 
-def mean_interval(values: np.ndarray, *, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+def mean_interval(
+    values: np.ndarray, *, confidence: float = 0.95, within: tuple[float, float] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The interval of a run's mean, on every page and command that shows one (``check --targets``, ``compare``'s
     means, the dashboard's; ``eval --ci`` reads the same rule from merged sums on every engine,
     :meth:`ragmetrics.analysis.merged.Sums.interval`): for a column whose every value is 0 or 1 (hits, success,
@@ -527,10 +529,13 @@ def mean_interval(values: np.ndarray, *, confidence: float = 0.95) -> tuple[np.n
     (:func:`mean_t_interval`, same shapes). :func:`interval_methods` says which, column by column, and
     :func:`interval_words` names them. t's interval of values all 1 is the point [1, 1] at any n (55 queries all
     hits: [1, 1], where the exact interval is [0.935, 1]) and covers a true mean near 1 far less than it claims; the
-    exact interval covers at least ``confidence`` at every n and p (``tests/test_stats.py`` simulates both)."""
+    exact interval covers at least ``confidence`` at every n and p (``tests/test_stats.py`` simulates both).
+    ``within``: the range the values lie in, and so their mean (a metric's: :data:`METRIC_RANGE`), to clip t's
+    interval to (on few queries it can pass 1: [0.191, 1.087] for a recall of 7 queries), which keeps its
+    coverage."""
     values = np.asarray(values)
     if values.shape[0] < 2:
-        return mean_t_interval(values, confidence)
+        return _clipped(*mean_t_interval(values, confidence), within)
     matrix = values.reshape(values.shape[0], -1)
     methods = interval_methods(matrix)
     low, high = mean_t_interval(matrix, confidence)
@@ -540,7 +545,19 @@ def mean_interval(values: np.ndarray, *, confidence: float = 0.95) -> tuple[np.n
         elif method == "none":
             low[column] = high[column] = np.nan
     shape = values.shape[1:]
-    return low.reshape(shape), high.reshape(shape)
+    return _clipped(low.reshape(shape), high.reshape(shape), within)
+
+
+METRIC_RANGE = (0.0, 1.0)
+"""Where every metric's per-query values lie (``tests/test_properties.py``), and so its mean and the ends of the
+interval :func:`mean_interval` gives it."""
+
+
+def _clipped(low: np.ndarray, high: np.ndarray, within: tuple[float, float] | None) -> tuple[np.ndarray, np.ndarray]:
+    """An interval clipped to ``within`` (None: as it is; NaN kept)."""
+    if within is None:
+        return low, high
+    return np.clip(low, *within), np.clip(high, *within)
 
 
 def t_interval(

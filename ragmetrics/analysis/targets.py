@@ -181,7 +181,7 @@ def target_interval(values: np.ndarray) -> tuple[float, float]:
     t's interval of values all 1 is the point [1, 1]: a run at a 0.98 target with every one of its 30 queries a hit
     would pass half the time (a simulation), where the exact interval keeps the chance of passing a run no better
     than its target under 2.5%."""
-    low, high = stats.mean_interval(values)
+    low, high = stats.mean_interval(values, within=stats.METRIC_RANGE)
     return float(low), float(high)
 
 

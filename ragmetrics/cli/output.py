@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 
 from ragmetrics.analysis.evaluate import EvalResult, RunResult
+from ragmetrics.analysis.stats import METRIC_RANGE
 from ragmetrics.analysis.values import QueryValues, plain
 from ragmetrics.cli.options import read_bounds_depth
 
@@ -32,7 +33,7 @@ class Merged:
         sums = run_sums(run)
         rows: dict[str, dict[str, float | str]] = {}
         if self.ci:
-            ends = [sums.interval(i) for i in range(len(run.metrics))]
+            ends = [sums.interval(i, within=METRIC_RANGE) for i in range(len(run.metrics))]
             rows["ci_low"] = {m: ends[i][0] for i, m in enumerate(run.metrics)}
             rows["ci_high"] = {m: ends[i][1] for i, m in enumerate(run.metrics)}
         if self.fingerprint:
