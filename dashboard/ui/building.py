@@ -11,6 +11,7 @@ still undecided, unless the reviewer asked to review it again.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -88,13 +89,22 @@ def start(
     parent_separator: str = "",
 ) -> GenerationJob:
     """A new batch from ``dataset``'s corpus with the offered generator ``label``, generating; ``parent_separator``:
-    the stored documents are chunks of documents whose ids end before its last occurrence (CMRC's ``_C``)."""
+    the stored documents are chunks of documents whose ids end before its last occurrence (CMRC's ``_C``). A batch
+    asked for alike while one is still generating in this process (a double click on Generate) is that one: the
+    same candidates would be written twice."""
     offered = generator_choices()
     if label not in offered:
         raise RagMetricsError(f"no generator {label!r} is offered here")
     generator, model = offered[label]
     settings = {"model": model, "categories": dict(mix), "seed": int(seed), "chunker": "none",
                 "parent_separator": parent_separator.strip()}  # fmt: skip
+    for existing in workspace.candidates.batches(dataset.id):
+        job = generation(existing.id)
+        alike = existing.generator == generator and json.dumps(existing.settings, sort_keys=True) == json.dumps(
+            settings, sort_keys=True
+        )
+        if alike and job is not None and job.status().running:
+            return job
     batch = workspace.candidates.new_batch(dataset.id, generator, settings, sum(mix.values()), author=auth.user_name())
     return _launch(workspace, dataset, batch, generator, settings)
 

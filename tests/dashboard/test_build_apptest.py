@@ -417,6 +417,32 @@ def test_a_second_batch_made_alike_is_the_one_shown_and_named(corpus_dataset, st
     assert at.selectbox(key="build.batch").value == first
 
 
+def test_a_second_click_on_generate_while_its_batch_generates_makes_no_second_batch(
+    corpus_dataset, store_dir, monkeypatch
+) -> None:
+    """Was: a double click on Generate started two batches alike, 0.6 s apart, each generating the same candidates
+    on a server of two cores. A second click while the first batch generates joins it; once it ended, a batch made
+    alike is a new one (the test above)."""
+    import threading
+
+    go = threading.Event()
+    generate = jobs.generate_batch
+
+    def held(*args, **kwargs):  # type: ignore[no-untyped-def]
+        assert go.wait(60)
+        return generate(*args, **kwargs)
+
+    monkeypatch.setattr(jobs, "generate_batch", held)
+    at = open_page("build", {"ds": corpus_dataset})
+    at.number_input(key="build.n").set_value(2).run()
+    _button(at, "build.generate").click().run()
+    _button(at, "build.generate").click().run()
+    assert len(CandidateStore(_store(store_dir)).batches()) == 1
+    go.set()
+    _generated(at, store_dir)
+    assert len(CandidateStore(_store(store_dir)).batches()) == 1
+
+
 def test_a_store_that_refuses_building_and_reviewing_says_so_and_disables_their_buttons(
     database_and_role, monkeypatch
 ) -> None:
