@@ -263,6 +263,9 @@ def test_an_edit_is_checked_field_by_field(parent_dataset):
     assert edited["relevant_docs"] == {doc: 2, sorted(known)[1]: 1}
     with pytest.raises(RagMetricsError, match="'nope' is not a document of the corpus"):
         parse_relevant("nope=2", known)
+    # a grade that is not a number is said to be one (was: "'DOC=x' is not a document of the corpus")
+    with pytest.raises(RagMetricsError, match=rf"the grade 'x' of '{doc}' is not a whole number"):
+        parse_relevant(f"{doc}=x", known)
     for grade in (-5, 0, 3, 99):  # off the set's scale (was: stored, -5 and 99 into nDCG's gains)
         with pytest.raises(RagMetricsError, match=rf"={grade}: expected a grade of 1 to 2, the set's scale"):
             parse_relevant(f"{doc}={grade}", known)

@@ -115,8 +115,10 @@ def pair_panel(
             st.caption(
                 f"Pair {position + 1:,} of {len(todo):,} left"
                 + (f" (other judges are on the {position:,} before it)" if position else "")
+                + (f", {skipped:,} skipped in this tab" if (skipped := counts["left"] - len(todo)) > 0 else "")
                 + f" · best rank {pair['best_rank']} · retrieved there by "
-                f"{pair['runs']} of {len(selection)} run(s) · impact on the mean difference {pair['impact']:.4f}"
+                f"{pair['runs']} of {len(selection)} run(s) · impact on the "
+                f"{'mean' if len(selection) == 1 else 'mean difference'} {pair['impact']:.4f}"
             )
             query_side, doc_side = st.columns(2, border=True)
             with query_side:

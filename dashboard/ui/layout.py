@@ -161,7 +161,9 @@ def page_setup(
                 st.caption(md_escape(results_only.not_shown_note([r.name for r in stored])))
         if needs_runs and not runs:
             st.warning(
-                "Pick at least one run in the sidebar, or upload runs on the Upload page.", icon=":material/arrow_back:"
+                "Pick at least one run in the sidebar, make one on the Run a retriever page (the built-in BM25 "
+                "needs nothing else), or upload runs on the Upload page.",
+                icon=":material/arrow_back:",
             )
         elif runs:
             try:
@@ -218,7 +220,8 @@ def _caption(dataset: DatasetEntry, runs: list[RunEntry], view: ViewState) -> No
         said = "" if named else f"qrels v{made.number}, {made.n_labels:,} labels "
         version = f" ({said}by {md_escape(made.author)})"
     st.caption(
-        f"Dataset **{md_escape(dataset.name)}**{version}: {summary['queries']:,} queries "
+        f"Dataset **{md_escape(dataset.name)}**{version}: {summary['queries']:,} "
+        f"quer{'y' if summary['queries'] == 1 else 'ies'} "
         f"({summary['judged_queries']:,} judged, {summary['relevant']:,} relevant judgments) · "
         f"{len(runs)} run(s) selected · K = {view.k}"
     )

@@ -20,7 +20,7 @@ import time
 
 import streamlit as st
 
-from dashboard.core.text import Marks, highlight_markdown, md_escape
+from dashboard.core.text import Marks, highlight_markdown, md_escape, snippet
 from dashboard.ui import building, layout, retrievers, state, widgets
 
 KEPT = ("build.generator", "build.n", "build.seed", "build.parent_separator")
@@ -261,7 +261,9 @@ else:
                 with st.expander(f"Decisions ({len(decided)})"):
                     st.dataframe(building.decision_rows(candidates), hide_index=True, placeholder=layout.MISSING)
                     positions = [c.position for c in decided]
-                    again_at = st.selectbox("Review again", positions, key="build.revise")
+                    said = {c.position: f"{c.position} · {c.decision} · {snippet(c.final.get('query', ''), 80)}"
+                            for c in decided}  # fmt: skip
+                    again_at = st.selectbox("Review again", positions, format_func=said.__getitem__, key="build.revise")
                     st.button("Show it", key="build.revise.show", on_click=building.revise,
                               args=(batch.id, again_at))  # fmt: skip
 
@@ -276,19 +278,20 @@ else:
                             "making it again after more review stores the new set beside it."
                         )
                     # keyed on the batch: a text box keeps the value of its key, whatever default it is given
-                    name = st.text_input(
-                        "Name", value=f"{ds.name} (built, {batch.id[:6]})", key=f"build.name.{batch.id}", max_chars=200
-                    )
+                    default_name = f"{ds.name} (built, {batch.id[:6]})"
+                    name = st.text_input("Name", value=default_name, key=f"build.name.{batch.id}", max_chars=200)
+                    name = name.strip() or default_name  # a box emptied: the name it showed
                     refused = (building_help or "This store refuses to build datasets.") if building_refused else None
                     if not kept and refused is None:  # a click sees this only when another reviewer undid the last
                         refused = "No candidate of this batch is accepted or edited any more: no dataset was made."
                     if widgets.guarded_button("Make dataset", icon=":material/library_add:", key="build.make",
                                               refused=refused, help=building_help):  # fmt: skip
-                        with layout.refused(f"Making dataset “{name.strip() or ds.name}”"):
-                            entry = workspace.make_dataset(batch.id, kept, name=name.strip() or ds.name,
+                        with layout.refused(f"Making dataset “{name}”"):
+                            entry = workspace.make_dataset(batch.id, kept, name=name,
                                                            author=building.reviewer())  # fmt: skip
                             state.flash(
-                                f"Dataset “{entry.name}” stored: {entry.n_queries} queries with their provenance, built from "
+                                f"Dataset “{entry.name}” stored: {entry.n_queries} "
+                                f"quer{'y' if entry.n_queries == 1 else 'ies'} with their provenance, built from "
                                 f"“{ds.name}”. It is selected in the sidebar."
                             )
                             layout.rerun_with(view.with_(dataset=entry.id, runs=()))

@@ -69,12 +69,17 @@ if page.alignments and page.dataset is not None:
     labelled = judging.labelled(workspace, ds.id)  # by anyone, pending or saved: none is offered again
     todo = judge.open_pairs(queue, labelled, judging.skipped(ds.id))
     counts = judge.queue_summary(queue, judge.open_pairs(queue, labelled))
+    # with one run, a pair's impact is the change of that run's own mean (judging.label_impact)
+    moved = (
+        f"{title(spec)}'s mean of **{md_escape(baseline_name)}**"
+        if len(selection) == 1
+        else f"{title(spec)}'s comparison against **{md_escape(baseline_name)}**"
+    )
     st.markdown(
         f"**{counts['left']:,}** of {counts['pooled']:,} unjudged pairs in the top {depth} of {len(selection)} run(s) "
-        f"are left to judge: **{counts['can_change']:,}** can move {title(spec)}'s comparison against "
-        f"**{md_escape(baseline_name)}** and come first; {counts['cannot']:,} cannot change anything on it and come "
-        f"last. **{len(pending):,}** label(s) given on this version, not in a qrels version yet."
-        + judge.negative_words(len(ds.dataset.negative_queries()))
+        f"are left to judge: **{counts['can_change']:,}** can move {moved} and come first; {counts['cannot']:,} "
+        f"cannot change anything on it and come last. **{len(pending):,}** label(s) given on this version, not in a "
+        "qrels version yet." + judge.negative_words(len(ds.dataset.negative_queries()))
     )
 
     state.seed("judge.order", view.queue, force=page.fresh)

@@ -200,6 +200,12 @@ def parse_relevant(text: str, known: set[str]) -> dict[str, int]:
         if found is None:
             raise RagMetricsError(f"relevant documents: {part.strip()!r}: expected DOC_ID or DOC_ID=GRADE")
         doc, grade = found.group(1), int(found.group(2) or SIBLING_GRADE)
+        if found.group(2) is None and "=" in doc and doc not in known:  # DOC_ID=GRADE with a grade not a number
+            named, _, given = doc.rpartition("=")
+            raise RagMetricsError(
+                f"relevant documents: {part.strip()!r}: the grade {given.strip()!r} of {named.strip()!r} is not a "
+                "whole number; expected DOC_ID or DOC_ID=GRADE"
+            )
         if not SIBLING_GRADE <= grade <= SOURCE_GRADE:
             raise RagMetricsError(
                 f"relevant documents: {doc!r}={grade}: expected a grade of {SIBLING_GRADE} to {SOURCE_GRADE}, the "
