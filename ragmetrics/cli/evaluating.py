@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol, TextIO
 from ragmetrics.analysis.evaluate import EvalResult, evaluate
 from ragmetrics.analysis.verdicts import refuse_meaningless
 from ragmetrics.cli.options import convention_changes
+from ragmetrics.engine.tokens import UnfitTokenizerWarning
 from ragmetrics.foundation.errors import NoTextError, RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.model import Dataset, Run
 
@@ -120,6 +121,7 @@ def evaluate_runs(
         )
     with warnings.catch_warnings(), ThreadPoolExecutor(1) as pool:
         warnings.simplefilter("ignore", RagMetricsWarning)
+        warnings.simplefilter("default", UnfitTokenizerWarning)  # before the filter above: said, once
         result = evaluate(
             dataset, runs, metrics, executor=pool, tokenizer=getattr(args, "tokenizer", "auto"), **changes
         )

@@ -11,6 +11,7 @@ written without spaces between words), else ``whitespace`` (Korean, which spaces
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass
 from typing import Any, Union
@@ -18,7 +19,7 @@ from typing import Any, Union
 import numpy as np
 
 from ragmetrics.foundation import scripts
-from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 
 TokenizerLike = Union[str, Callable[[str], Any], "Tokenizer"]
 """A tokenizer's name (:data:`TOKENIZERS` or ``auto``), a callable ``text -> tokens or count``, or a
@@ -127,8 +128,14 @@ def _callable(function: Callable[[str], Any]) -> Tokenizer:
     return Tokenizer(name, count, "a callable given by the caller")
 
 
+class UnfitTokenizerWarning(RagMetricsWarning):
+    """A tokenizer asked for that does not fit the texts (:func:`resolve`): said even where the coverage notes are
+    held back (the CLI prints those itself)."""
+
+
 def resolve(tokenizer: TokenizerLike, texts: Sequence[str]) -> Tokenizer:
-    """The :class:`Tokenizer` that ``tokenizer`` names for ``texts`` (``auto``: by their script)."""
+    """The :class:`Tokenizer` that ``tokenizer`` names for ``texts`` (``auto``: by their script). ``whitespace``
+    asked for texts ``auto`` would give ``jieba`` is warned of: their whitespace tokens are whole phrases."""
     if isinstance(tokenizer, Tokenizer):
         return tokenizer
     if callable(tokenizer):
@@ -140,6 +147,14 @@ def resolve(tokenizer: TokenizerLike, texts: Sequence[str]) -> Tokenizer:
         raise RagMetricsError(
             f"unknown tokenizer {tokenizer!r}; expected one of {', '.join(TOKENIZER_CHOICES)} or a callable "
             "text -> tokens"
+        )
+    if found.name == "whitespace" and (share := cjk_share(texts)) >= CJK_SHARE:
+        warnings.warn(
+            f"tokenizer whitespace: {share:.0%} of the texts' characters are Chinese or Japanese, written without "
+            "spaces between words, so a whitespace token is a whole phrase or sentence and a token budget counts "
+            "few of them; the tokenizer jieba (or auto, which picks it here) counts words",
+            UnfitTokenizerWarning,
+            stacklevel=2,
         )
     return found
 
