@@ -441,6 +441,32 @@ def test_cli_synth_on_a_chinese_corpus_says_nothing_of_jieba_s_dictionary(tmp_pa
     assert "prefix dict" not in done.stderr.lower() and "Loading model" not in done.stderr, done.stderr
 
 
+def test_synth_says_when_the_corpus_s_ids_number_chunks_and_no_parent_separator_is_given(tmp_path):
+    """Was: synth on CMRC's chunks without --parent-separator wrote "from 3651 documents", each chunk its own
+    document and its siblings not relevant, with no word. A plain id with a dash or an underscore (FAQ-11) is no
+    chunk."""
+    from ragmetrics.synth.corpus import chunk_numbering
+
+    assert chunk_numbering(["DEV_0_C0", "DEV_0_C1", "DEV_1_C0"]) == "_C"
+    assert chunk_numbering(["a#0", "a#1", "b#0", "c"]) == "#"
+    assert chunk_numbering(["FAQ-01", "FAQ-02", "PRICE-01"]) is None
+    assert chunk_numbering(["DEV_0_C0", "DEV_1_C0", "DEV_2_C0"]) is None  # one chunk each: nothing to group
+    text = "The study of zyx{d} shows that q{c}w{d} compounds alter r{c}v{d} rates in several animal species."
+    documents = [{"id": f"D{d}_C{c}", "text": text.format(d=d, c=c)} for d in range(10) for c in range(3)]
+    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps(doc) + "\n" for doc in documents))
+    argv = ["synth", str(tmp_path / "corpus.jsonl"), "-o", str(tmp_path / "set.jsonl"), "--categories", "factual=2",
+            "--no-retrieval-check"]  # fmt: skip
+    out, err = io.StringIO(), io.StringIO()
+    assert main(argv, out, err) == 0, err.getvalue()
+    assert (
+        "ragmetrics: note: the corpus's ids number chunks of documents after '_C' (D0_C0, D0_C1, ...): "
+        "--parent-separator _C grades a query's sibling chunks" in err.getvalue()
+    ), err.getvalue()
+    out, err = io.StringIO(), io.StringIO()
+    assert main([*argv, "--parent-separator", "_C"], out, err) == 0, err.getvalue()
+    assert "--parent-separator" not in err.getvalue()
+
+
 def test_cli_synth_writes_only_what_its_name_says_it_holds(tmp_path):
     """Was: ``-o set.csv``, ``set.trec`` or ``set.jsonl.gz`` were written as plain JSONL, which the loaders then read
     (and refused) as a CSV, TREC qrels or a gzip stream; ``-o set.json`` was JSONL too."""

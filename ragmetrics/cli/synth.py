@@ -13,7 +13,7 @@ from ragmetrics.cli.inputs import output_paths
 from ragmetrics.cli.options import whole_number
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.synth.base import DEFAULT_CATEGORIES
-from ragmetrics.synth.corpus import CHUNKERS, Corpus, load_corpus
+from ragmetrics.synth.corpus import CHUNKERS, Corpus, chunk_numbering, load_corpus
 from ragmetrics.synth.filters import SECOND_RETRIEVERS, default_retrievers
 from ragmetrics.synth.generators import GENERATORS, make_generator
 from ragmetrics.synth.output import records, write_jsonl
@@ -82,6 +82,15 @@ def cmd_synth(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     corpus = load_corpus(
         args.corpus, chunking=args.chunker, language=args.language, parent_separator=args.parent_separator
     )
+    separator = (
+        None if args.parent_separator or corpus.rechunked else chunk_numbering([d.doc_id for d in corpus.documents])
+    )
+    if separator is not None:
+        err.write(
+            f"ragmetrics: note: the corpus's ids number chunks of documents after {separator!r} "
+            f"({', '.join(d.doc_id for d in corpus.documents[:2])}, ...): --parent-separator {separator} grades a "
+            "query's sibling chunks (its document's other chunks) relevant too\n"
+        )
     generator = make_generator(args.generator, corpus, model=args.model)
     default = tuple(getattr(generator, "categories", DEFAULT_CATEGORIES))
     categories, shares_n = parse_categories(args.categories, DEFAULT_COUNT if args.n is None else args.n, default)

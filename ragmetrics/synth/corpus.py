@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ragmetrics.engine.health import CHUNK_SEPARATORS
 from ragmetrics.foundation.errors import ParseError, RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.scripts import HAN
 from ragmetrics.io._json import first_record, records
@@ -288,3 +289,20 @@ def sample_sources(corpus: Corpus, n: int, *, seed: int) -> list[Source]:
         out.extend(layer[: n - len(out)])
         depth += 1
     return out
+
+
+NUMBERING_SEPARATORS = CHUNK_SEPARATORS[: CHUNK_SEPARATORS.index("__")]
+"""The separators of :data:`ragmetrics.engine.health.CHUNK_SEPARATORS` that name a chunk (``#``, ``_C``, ...);
+not the single ``_`` or ``-`` that plain ids hold (``FAQ-11`` is no chunk of ``FAQ``)."""
+
+
+def chunk_numbering(ids: Sequence[str]) -> str | None:
+    """The separator after which most of ``ids`` number the chunks of a document (CMRC's ``DEV_0_C1`` after
+    ``_C``): at least half the ids end with it and a number, and some document has two chunks or more; None when
+    none does."""
+    for sep in NUMBERING_SEPARATORS:
+        numbered = [i.rsplit(sep, 1) for i in ids if sep in i and i.rsplit(sep, 1)[1].isdigit()]
+        groups = {head for head, _ in numbered}
+        if numbered and 2 * len(numbered) >= len(ids) and len(groups) < len(numbered):
+            return sep
+    return None
