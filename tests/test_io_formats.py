@@ -133,6 +133,17 @@ def test_a_file_of_two_possible_formats_that_fits_neither_is_told_both(tmp_path:
     assert text.splitlines()[0].replace("\t", "\\t") in message
 
 
+@pytest.mark.parametrize("text", ["q1\td1\t2\nq1\td2\t0\n", "q1 d1 1\n"])
+def test_labels_of_three_fields_without_a_header_are_told_the_header_they_need(tmp_path: Path, text: str) -> None:
+    """Was: a TSV of query, document and label without a header (as people write labels) was told TREC's four
+    fields and a table's header, not that a header line is what it lacks."""
+    path = tmp_path / "labels.tsv"
+    path.write_text(text)
+    with pytest.raises(ParseError, match=r"\(a line of 3 fields, query, document and label, is read under a header "
+                       r"line: query_id, doc_id, relevance\)"):  # fmt: skip
+        load_dataset(path)
+
+
 def test_a_table_with_its_header_only_is_said_so(tmp_path: Path) -> None:
     path = tmp_path / "labels.tsv"
     path.write_text("query_id\tdoc_id\tlabel\n")

@@ -183,6 +183,12 @@ def _telling_all(fmt: Format, candidates: list[Format], source: Source) -> Forma
                 raise
             decode(first[2], source.name, first_line=first[0])  # bytes that are not text: said as such, not shown
             expected = " or ".join(f.description for f in candidates)
+            fields = first[1].split("\t") if "\t" in first[1] else first[1].split()
+            if fmt.kind == "dataset" and len(fields) == 3 and fields[2].strip().lstrip("-").isdigit():
+                expected += (
+                    " (a line of 3 fields, query, document and label, is read under a header line: "
+                    "query_id, doc_id, relevance)"
+                )
             raise ParseError(source.name, first[0], expected, shorten(first[1], 120)) from None
 
     return replace(fmt, reader=read)
