@@ -153,3 +153,13 @@ def test_folder_without_qrels(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(ParseError, match=r"empty: expected a BEIR folder"):
         load_dataset(tmp_path / "empty")
+
+
+def test_an_empty_queries_file_is_refused_with_its_name(tmp_path):
+    """Was: eval --queries empty.jsonl exited 0 without a word, every query without its text."""
+    (tmp_path / "qrels.tsv").write_text("q1 0 d1 1\n")
+    (tmp_path / "empty.jsonl").write_text("")
+    with pytest.raises(
+        ParseError, match=r"empty\.jsonl: expected queries: a JSON object per line with an id and a text, found none"
+    ):
+        load_dataset(tmp_path / "qrels.tsv", queries=tmp_path / "empty.jsonl")

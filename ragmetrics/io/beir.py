@@ -231,7 +231,9 @@ def read_queries(source: Source) -> pd.DataFrame:
                         extra_keys.add(k)
                     row[k] = v
             rows.append(row)
-        return pd.DataFrame(rows, columns=None if rows else ["query_id", "query"])
+        if not rows:  # a queries file given holds queries: an empty one is a mistake, not a file of none
+            raise ParseError(source.name, None, "queries: a JSON object per line with an id and a text", "none")
+        return pd.DataFrame(rows)
     delimiter = "\t" if source.extension != ".csv" and b"\t" in source.head.split(b"\n")[0] else ","
     first = source.head.split(b"\n")[0].rstrip(b"\r").split(delimiter.encode())
     if first and normalise_name(first[0].decode("utf-8", "replace")) in ("id", "_id", "query_id", "qid", "query"):
