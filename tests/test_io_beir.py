@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import shutil
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -163,3 +164,16 @@ def test_an_empty_queries_file_is_refused_with_its_name(tmp_path):
         ParseError, match=r"empty\.jsonl: expected queries: a JSON object per line with an id and a text, found none"
     ):
         load_dataset(tmp_path / "qrels.tsv", queries=tmp_path / "empty.jsonl")
+
+
+def test_a_record_without_an_id_among_records_with_one_is_warned_of(tmp_path):
+    """Was: a record whose "query_id" was left out got an id made from its text without a word, and a run naming
+    it by its id scored it 0. A set of records none of which has an id (ids from text, as documented) is quiet."""
+    rows = [{"query_id": "q1", "query": "a"}, {"query": "b"}, {"query_id": "q3", "query": "c"}]
+    (tmp_path / "set.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.warns(RagMetricsWarning, match=r'set\.jsonl: 1 of 3 records have no "query_id" \(line\(s\) 2\)'):
+        load_dataset(tmp_path / "set.jsonl")
+    (tmp_path / "none.jsonl").write_text("".join(json.dumps({"query": r["query"]}) + "\n" for r in rows))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RagMetricsWarning)
+        assert len(load_dataset(tmp_path / "none.jsonl").queries) == 3

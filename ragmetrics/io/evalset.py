@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
 
-from ragmetrics.foundation.errors import ParseError
+from ragmetrics.foundation.errors import ParseError, RagMetricsWarning
 from ragmetrics.foundation.grades import is_json_label
 from ragmetrics.foundation.model import Dataset, query_id_from_text
 from ragmetrics.io._json import first_char, first_record, records, whole_array
@@ -98,6 +99,7 @@ def _read(source: Source, name: str, items: Iterable[tuple[int, int, Any]]) -> D
     qrels: list[tuple[str, str, int]] = []
     seen: dict[str, tuple[int, int]] = {}
     extra_keys: set[str] = set()
+    hashed: list[int] = []  # the lines of records without an id
 
     for line, number, record in items:
         where = f" in record {number}" if is_list else ""
@@ -129,6 +131,8 @@ def _read(source: Source, name: str, items: Iterable[tuple[int, int, Any]]) -> D
                 query,
             )
         seen[qid] = (line, number)
+        if not any(record.get(k) is not None for k in ID_KEYS):
+            hashed.append(line)
 
         row: dict[str, Any] = {"query_id": qid, "query": query}
         for key in TEXT_FIELDS:
@@ -197,6 +201,14 @@ def _read(source: Source, name: str, items: Iterable[tuple[int, int, Any]]) -> D
 
     if not query_rows:
         raise ParseError(source.name, None, "at least one record", "none")
+    if hashed and len(hashed) < len(query_rows):  # some records named, some not: likely an id left out
+        shown = ", ".join(str(line) for line in hashed[:5]) + (", ..." if len(hashed) > 5 else "")
+        warnings.warn(
+            f'{source.name}: {len(hashed)} of {len(query_rows)} records have no "query_id" (line(s) {shown}): '
+            "each gets an id made from its query text (a run that names the query by its id will not meet it)",
+            RagMetricsWarning,
+            stacklevel=3,
+        )
     queries = pd.DataFrame(query_rows)
     qrels_frame = pd.DataFrame(qrels, columns=["query_id", "doc_id", "relevance"])
     qrels_frame = qrels_frame.astype({"query_id": "str", "doc_id": "str", "relevance": "int64"})
