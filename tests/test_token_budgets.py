@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import ragmetrics as rm
 from ragmetrics.cli import main
 from ragmetrics.engine import budgets
+from ragmetrics.engine.evidence import parse_evidence
 from ragmetrics.engine.metrics import METRICS, MetricSpec, known_metric_names, metric_name
 from ragmetrics.engine.tokens import TOKENIZERS, UnfitTokenizerWarning, cjk_share, resolve
 
@@ -139,7 +140,10 @@ def test_budget_names_round_trip(text, canonical):
 @pytest.mark.parametrize(
     ("text", "message"),
     [("rprec@512tok", "rprec takes no token budget"), ("bpref@5tok", "takes no token budget"),
-     ("recall@0tok", "the token budget must be an int >= 1")],
+     ("recall@0tok", "the token budget must be an int >= 1"),
+     # a budget misspelt is told how one is written and the guess (was: "cannot read metric" and no more)
+     ("recall@512tk", "a token budget is written NAME@Ttok: did you mean 'recall@512tok'"),
+     ("ndcg@10toks", "did you mean 'ndcg@10tok'"), ("recall@5x", "expected a name with an optional @k")],
 )  # fmt: skip
 def test_bad_budgets_are_explained(text, message):
     with pytest.raises(rm.MetricNameError, match=message):
@@ -373,3 +377,12 @@ def test_the_whitespace_tokenizer_on_chinese_text_is_warned_of_once(tmp_path):
         assert "tokenizer whitespace:" not in err.getvalue()
     with pytest.warns(UnfitTokenizerWarning, match="tokenizer whitespace: 100% of the texts' characters"):
         resolve("whitespace", ["调用地址为认证时在查询参数中附带令牌"])
+
+
+def test_an_evidence_metric_misspelt_gets_the_closest_name_with_its_cut():
+    with pytest.raises(
+        rm.MetricNameError, match=r"unknown evidence metric 'evidence_recal@5'; did you mean 'evidence_recall@5'\?"
+    ):
+        parse_evidence("evidence_recal@5")
+    with pytest.raises(rm.MetricNameError, match=r"unknown evidence metric 'zzz'; expected one of evidence_recall@k"):
+        parse_evidence("zzz")

@@ -39,6 +39,7 @@ A query without spans is NaN in every metric (left out of the means).
 
 from __future__ import annotations
 
+import difflib
 import re
 import sys
 import unicodedata
@@ -86,8 +87,11 @@ def parse_evidence(text: str | EvidenceSpec) -> EvidenceSpec:
     match = _NAME.match(str(text))
     info = EVIDENCE_METRICS.get(match.group(1).lower()) if match else None
     if match is None or info is None:
+        close = difflib.get_close_matches(match.group(1).lower() if match else str(text), list(EVIDENCE_METRICS), 1)
+        cut = "" if match is None or match.group(2) is None else f"@{match.group(2)}{match.group(3) or ''}"
+        hint = f"; did you mean '{close[0]}{cut}'? Known:" if close else "; expected one of"
         raise MetricNameError(
-            f"unknown evidence metric {text!r}; expected one of "
+            f"unknown evidence metric {text!r}{hint} "
             + ", ".join(f"{m.name}@k, {m.name}@T{BUDGET_SUFFIX}" if m.cut == "required" else m.name
                         for m in EVIDENCE_METRICS.values())
         )  # fmt: skip

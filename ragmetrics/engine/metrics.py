@@ -805,6 +805,20 @@ def _suggestion(raw: str, k_text: str | None, budget: str | None) -> str:
     return ""
 
 
+def _budget_suggestion(text: str) -> str:
+    """What to say of a token budget misspelt (``recall@512tk``, ``recall@512toks``): how one is written and the
+    guess, offered only when it parses; else nothing."""
+    misspelt = re.fullmatch(r"\s*([A-Za-z][A-Za-z0-9_\-]*?)\s*@\s*(\d+)\s*(t[a-z]*)\s*", text, re.IGNORECASE)
+    if misspelt is None:
+        return ""
+    guess = f"{misspelt.group(1)}@{misspelt.group(2)}{BUDGET_SUFFIX}"
+    try:
+        parse_metric(guess)
+    except MetricNameError:
+        return ""
+    return f"a token budget is written NAME@T{BUDGET_SUFFIX}: did you mean '{guess}'? A name with an optional @k"
+
+
 def parse_metric(text: str | MetricSpec) -> MetricSpec:
     """Parse ``"nDCG@10"`` into ``MetricSpec("ndcg", 10)``.
 
@@ -831,8 +845,8 @@ def parse_metric(text: str | MetricSpec) -> MetricSpec:
     _refuse_decimal_cutoff(str(text))
     if not match:
         raise MetricNameError(
-            f"cannot read metric {text!r}; expected a name with an optional @k, e.g. 'ndcg@10'. "
-            f"Known: {known_metric_names()}"
+            f"cannot read metric {text!r}; {_budget_suggestion(str(text)) or 'expected a name with an optional @k'}"
+            f", e.g. 'ndcg@10'. Known: {known_metric_names()}"
         )
     raw, k_text, budget = match.group(1), match.group(2), match.group(3)
     name = _ALIASES.get(raw.lower())
