@@ -158,3 +158,19 @@ def test_chunk_level_over_mapped_chunks_names_the_level_and_shows_the_chunk_ids(
     assert "(tried: 100% of the queries then meet the qrels)" in message
     lower = load_run(b"q1 Q0 d1 1 1.0 r\nq2 Q0 d2 1 1.0 r\n", filename="run.trec")  # case is still named
     assert "the ids differ in case only" in rm.align(dataset, lower).explain_no_overlap()
+
+
+def test_a_run_of_the_whole_documents_against_qrels_of_their_chunks_is_told_to_retrieve_the_chunks(tmp_path):
+    """Was: a set synth wrote with --chunker judges chunks (API-02#0), a run made over the corpus names documents
+    (API-02), and eval said no change makes them meet, "likely made for another collection"."""
+    ids = [f"q{i}" for i in range(12)]
+    (tmp_path / "qrels.tsv").write_text("".join(f"{q} 0 D{i}#0 2\n{q} 0 D{i}#1 1\n" for i, q in enumerate(ids)))
+    (tmp_path / "run.trec").write_text("".join(f"{q} Q0 D{i} 1 2.0 r\n{q} Q0 X 2 1.0 r\n" for i, q in enumerate(ids)))
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["eval", "--dataset", str(tmp_path / "qrels.tsv"), "--run", str(tmp_path / "run.trec"), "-m", "ndcg@10"]
+    assert main(argv, out, err) == 2
+    assert (
+        "the qrels judge chunks (their ids end in '#' and a number) of the documents the run names; retrieve over "
+        "the chunks the qrels judge, not the whole documents (a set synth wrote with --chunker: index its "
+        ".chunks.jsonl, not the corpus) (tried: 100% of the queries then meet the qrels)" in err.getvalue()
+    ), err.getvalue()

@@ -34,18 +34,23 @@ ADVICE: dict[str, dict[str, str]] = {
         "chunk_pattern": "map chunks to documents with --chunk-pattern '{pattern}' (library: chunk_pattern=)",
         "chunk_ids": "evaluate the chunk ids as given: drop --chunk-pattern/--chunk-mapping, or --level chunk",
         "document_level": "evaluate the documents: drop --level chunk (library: level='auto')",
+        "whole_documents": "retrieve over the chunks the qrels judge, not the whole documents (a set synth wrote "
+        "with --chunker: index its .chunks.jsonl, not the corpus)",
         "override": "--allow-no-overlap scores it anyway (every metric 0)",
     },
     "library": {
         "chunk_pattern": "map chunks to documents with chunk_pattern='{pattern}'",
         "chunk_ids": "evaluate the chunk ids as given: no chunk_pattern or chunk mapping, or level='chunk'",
         "document_level": "evaluate the documents: level='auto'",
+        "whole_documents": "retrieve over the chunks the qrels judge, not the whole documents (a generated set's "
+        "chunks file, not the corpus)",
         "override": "",
     },
     "dashboard": {
         "chunk_pattern": "upload the run again with the chunk pattern {pattern} (Upload page, Chunk ids → documents)",
         "chunk_ids": "upload the run again with the chunk pattern and the chunk-mapping file empty",
         "document_level": "evaluate the run at document level (level 'auto')",
+        "whole_documents": "run the retriever over the chunks the qrels judge, not the whole documents",
         "override": "",
     },
 }
@@ -220,6 +225,27 @@ def _chunk_fixes(run: dict[str, list[str]], judged: dict[str, set[str]], words: 
             return
 
 
+def _whole_document_fixes(
+    run: dict[str, list[str]], judged: dict[str, set[str]], words: dict[str, str]
+) -> Iterable[Fix]:
+    """The qrels judge numbered chunks (``API-02#0``) of the documents the run names (``API-02``): a run made over
+    the whole documents, where the set judges their chunks (a generated set whose chunks file was not indexed)."""
+    sample = [d for docs in judged.values() for d in docs][:5000]
+    for sep in CHUNK_SEPARATORS[: CHUNK_SEPARATORS.index("__")]:  # the separators that name a chunk, not '_' or '-'
+        tails = [d.rsplit(sep, 1)[1] for d in sample if sep in d]
+        if not tails or not all(t.isdigit() for t in tails):
+            continue
+        documents = {q: {d.rsplit(sep, 1)[0] if sep in d else d for d in docs} for q, docs in judged.items()}
+        share = _overlap(run, documents, lambda d: d)
+        if share >= NO_OVERLAP:
+            yield Fix(
+                f"the qrels judge chunks (their ids end in {sep!r} and a number) of the documents the run names",
+                words["whole_documents"],
+                share,
+            )
+            return
+
+
 def _affix_fixes(run: dict[str, list[str]], judged: dict[str, set[str]], judged_docs: set[str]) -> Iterable[Fix]:
     """Unicode normalization, case, a prefix or suffix: each a cause only when it makes more queries meet than the
     ids as given do."""
@@ -337,6 +363,8 @@ def _best_fix(alignment: Alignment, words: dict[str, str]) -> Fix | None:
     evaluated = _run_pairs(alignment, _evaluated_ids(alignment))
     if not fixes:
         fixes += list(_chunk_fixes(evaluated, judged, words))
+    if not fixes:
+        fixes += list(_whole_document_fixes(evaluated, judged, words))
     if not fixes:
         fixes += list(_affix_fixes(evaluated, judged, judged_docs))
     return max(fixes, key=lambda f: f.overlap) if fixes else None
