@@ -244,7 +244,25 @@ def test_qrels_given_as_a_run_to_a_command_without_a_dataset_is_not_told_to_swap
     code, _, err = run_cli("agree", "--run", QRELS, "--run", BM25)
     assert code == 2 and "looks like qrels: this command reads runs only" in err and "--dataset" not in err
     code, _, err = run_cli("eval", "--dataset", QRELS, "--run", QRELS)
-    assert code == 2 and "did you swap --dataset and --run?" in err
+    assert code == 2 and "looks like qrels: did you swap --dataset and the run's file?" in err
+    # compare's baseline is a run's file too (was: told to swap --dataset and --run, which it was not given as)
+    code, _, err = run_cli("compare", "--dataset", QRELS, "--baseline", QRELS, "--run", BM25)
+    assert code == 2 and "looks like qrels: did you swap --dataset and the run's file?" in err
+
+
+def test_a_queries_or_corpus_file_given_as_the_dataset_is_told_where_it_goes(tmp_path):
+    """Was: eval --dataset queries.jsonl said only 'expected a "query" key, found keys ['id', 'text']'."""
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text('{"id": "q1", "text": "where is it?"}\n')
+    code, _, err = run_cli("eval", "--dataset", queries, "--run", BM25)
+    assert (
+        code == 2
+        and (
+            f"({queries} looks like a queries or corpus file, an id and a text per record: give it as --queries or "
+            "--corpus, and the qrels or the evaluation set as --dataset)"
+        )
+        in err
+    ), err
 
 
 def test_trec_eval_s_flags_and_bare_files_are_answered_with_this_cli_s_options(capsys):

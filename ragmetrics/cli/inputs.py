@@ -23,6 +23,7 @@ from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.kernels import aggregate, is_in, unique
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io import load_dataset, load_run, name_of_file, refuse_output_over_input, unique_names
+from ragmetrics.io._json import first_record
 from ragmetrics.io.formats import formats_of
 from ragmetrics.io.source import open_source
 
@@ -81,6 +82,18 @@ def looks_like(path: str, kind: str) -> bool:
         return any(f.name in ("trec", "jsonl", "evalset") and f.sniff(source) for f in formats_of(kind))
     except (RagMetricsError, OSError):
         return False
+
+
+def looks_like_texts(path: str) -> bool:
+    """True when ``path``'s first record is a query's or a document's text and nothing else: an id and a ``text``
+    (a title, metadata), no query, judgments or ranking (for the "give it as --queries or --corpus" hint)."""
+    try:
+        record = first_record(open_source(path))
+    except (RagMetricsError, OSError, ValueError):
+        return False
+    if not isinstance(record, dict) or "text" not in record:
+        return False
+    return set(record) <= {"_id", "id", "query_id", "doc_id", "text", "title", "metadata"}
 
 
 EMPTY_FILE_BYTES = 1 << 16
@@ -142,6 +155,11 @@ def read_dataset(args: argparse.Namespace) -> Dataset:
         if looks_like(args.dataset, "run"):
             raise RagMetricsError(
                 f"{exc} ({args.dataset} looks like a run: did you swap --dataset and --run?)"
+            ) from None
+        if looks_like_texts(args.dataset):
+            raise RagMetricsError(
+                f"{exc} ({args.dataset} looks like a queries or corpus file, an id and a text per record: give it as "
+                "--queries or --corpus, and the qrels or the evaluation set as --dataset)"
             ) from None
         raise
 
@@ -281,7 +299,7 @@ def _load_run(path: str, args: argparse.Namespace) -> Run:
     except RagMetricsError as exc:
         if looks_like(path, "dataset") and not looks_like(path, "run"):
             given = getattr(args, "dataset", None) is not None
-            hint = "did you swap --dataset and --run?" if given else "this command reads runs only"
+            hint = "did you swap --dataset and the run's file?" if given else "this command reads runs only"
             raise RagMetricsError(f"{exc} ({path} looks like qrels: {hint})") from None
         raise
 
