@@ -95,9 +95,9 @@ so."""
 
 
 TUNED_FROM = 100
-"""Below this many human-labelled queries a corrected delta's interval with the tuned lambda can be too narrow when
-the judge is biased: it covered 0.79 at 10 labelled queries and 0.91 at 50, where plain PPI (lambda 1) covered
-0.95 (docs/ppi.md's limits). The CLI says so."""
+"""Below this many human-labelled queries a corrected delta's interval with the tuned lambda can be too narrow where
+the deltas are skewed, whatever the judge: it covered 0.77-0.80 at 10 labelled queries and 0.90-0.92 at 30, where
+plain PPI (lambda 1) covered 0.93-0.96 (docs/ppi.md's limits). The CLI says so."""
 
 
 def tuned_lambda_note(n_labelled: int, lam: float | None, remedy: str = "--ppi-lambda 1") -> str | None:
@@ -107,7 +107,8 @@ def tuned_lambda_note(n_labelled: int, lam: float | None, remedy: str = "--ppi-l
         return None
     return (
         f"with the tuned lambda and {n_labelled} human-labelled queries (fewer than {TUNED_FROM}), a delta's interval "
-        f"can be too narrow when the judge is biased (docs/ppi.md measures it); {remedy} holds its level there"
+        f"can be too narrow where the deltas are skewed, mostly 0 and now and then large (docs/ppi.md measures it); "
+        f"{remedy} holds its level there"
     )
 
 
@@ -131,6 +132,7 @@ def unreadable(
     population: str = "queries",
     n_queries: int | None = None,
     paired: bool = False,
+    fewest_where: str = "",
 ) -> tuple[str, str] | None:
     """Why corrected intervals of these ``widths`` (high minus low), from ``n_labelled`` human-labelled queries of
     ``n_queries``, cannot be read yet, as ``(kind, words)``; None when they can, and under the ``dataset`` target
@@ -140,8 +142,8 @@ def unreadable(
     ``("agree", ...)`` when fewer than :data:`MIN_DIFFERING` labelled queries (under the ``dataset`` target;
     :data:`MIN_DIFFERING_QUERIES` under ``queries``, for means, not ``paired`` differences) have human and judge
     values that differ (``differing``, the fewest of the intervals'; below :data:`FEW_LABELLED` labelled queries
-    the words say that too), ``("few", ...)`` below :data:`FEW_LABELLED`. The CLI and the dashboard say these
-    words."""
+    the words say that too; ``fewest_where``: which interval has the fewest, in words), ``("few", ...)`` below
+    :data:`FEW_LABELLED`. The CLI and the dashboard say these words."""
     if population == "dataset" and n_queries is not None and n_labelled >= n_queries:
         return None
     if (np.abs(np.asarray(widths, dtype=np.float64)) <= FLAT).any():
@@ -157,7 +159,8 @@ def unreadable(
     )
     if differing is not None and differing < least:
         return "agree", (
-            f"the judge and the humans differ on only {differing} of the {n_labelled} human-labelled queries: "
+            f"the judge and the humans differ on only {differing} of the {n_labelled} human-labelled queries"
+            f"{fewest_where}: "
             f"with fewer than {least} such queries the interval for "
             + ("these queries' mean is too narrow" if population == "dataset" else "the mean can be too narrow")
             + " (it rests on the few disagreements the sample happened to catch: docs/ppi.md measures it)"
@@ -179,6 +182,11 @@ def unreadable_rows(
             rows = rows[~rows[flag].astype(bool)]
     if not len(rows):
         return None
+    where = ""
+    if "differing" in rows and {"metric", "run"} <= set(rows.columns):
+        fewest = rows.loc[rows["differing"].idxmin()]
+        against = f" against {fewest['baseline']!r}" if paired and "baseline" in rows else ""
+        where = f" (on {fewest['metric']} of run {fewest['run']!r}{against}, the fewest of the table's rows)"
     return unreadable(
         int(rows["n_labelled"].min()),
         (rows[high] - rows[low]).to_numpy(),
@@ -186,6 +194,7 @@ def unreadable_rows(
         population,
         int(rows["n_queries"].min()) if "n_queries" in rows else None,
         paired,
+        where,
     )
 
 
