@@ -12,6 +12,7 @@ still undecided, unless the reviewer asked to review it again.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,6 +23,7 @@ from dashboard.data.jobs import GenerationJob, generation, start_generation
 from dashboard.data.workspace import DatasetEntry, Workspace
 from dashboard.ui import auth
 from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.model import Dataset
 from ragmetrics.models.registry import registered
 from ragmetrics.store.candidates import Batch, Reviewed
 from ragmetrics.synth.build import apply_edit, categories_of
@@ -78,6 +80,29 @@ def even_mix(categories: Sequence[str], n: int) -> dict[str, int]:
 def default_categories(label: str) -> tuple[str, ...]:
     generator, _ = generator_choices()[label]
     return categories_of(generator)
+
+
+def grouping_words(dataset: Dataset, separator: str) -> str:
+    """What a chunk separator does to the dataset's stored documents, in words: how many documents it groups them
+    into and the largest group, so a separator that is no chunks' (``-`` of ``FAQ-11``, grading a whole family
+    relevant) shows before a batch is generated."""
+    documents = dataset.documents
+    ids = [] if documents is None else [str(i) for i in documents["doc_id"]]
+    groups = Counter(i.rsplit(separator, 1)[0] for i in ids if separator in i)
+    if not groups:
+        return f"No stored document's id holds {separator!r}: each document is its own."
+    head, size = groups.most_common(1)[0]
+    words = (
+        f"{separator!r} groups {sum(groups.values()):,} of the {len(ids):,} stored documents into {len(groups):,} "
+        f"documents, the largest {head!r} of {size:,} chunks"
+    )
+    if size > max(10, len(ids) // 10):
+        words += (
+            f": a query written from one of them grades all {size:,} relevant; is {separator!r} what ends a "
+            "document's id before its chunk number?"
+        )
+        return words
+    return words + "."
 
 
 def start(

@@ -92,6 +92,8 @@ else:
                 "last occurrence of this text names its document, so a query written from one chunk also grades "
                 "its sibling chunks that hold the answer (as `ragmetrics synth --parent-separator`).",
             )
+            if separator.strip():
+                st.caption(md_escape(building.grouping_words(ds.dataset, separator.strip())))
             if st.button("Generate", icon=":material/auto_awesome:", type="primary", key="build.generate",
                          disabled=not mix or building_refused,
                          help=building_help):  # fmt: skip

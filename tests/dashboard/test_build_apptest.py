@@ -443,6 +443,27 @@ def test_a_second_click_on_generate_while_its_batch_generates_makes_no_second_ba
     assert len(CandidateStore(_store(store_dir)).batches()) == 1
 
 
+def test_a_chunk_separator_says_how_it_groups_the_documents_and_doubts_one_that_makes_a_family(
+    corpus_dataset,
+) -> None:
+    """Was: "-" typed as the chunk separator of the FAQ's ids (FAQ-11) graded 16 documents relevant to every query
+    written from one of them, silently. The page says what a separator groups before a batch is generated."""
+    from dashboard.ui.building import grouping_words
+    from ragmetrics.io import load_dataset
+
+    faq = REPO / "sample_runs" / "product_faq_zh"
+    dataset = load_dataset(faq / "eval_set.json", corpus=faq / "corpus.jsonl")
+    assert grouping_words(dataset, "-") == (
+        "'-' groups 70 of the 70 stored documents into 8 documents, the largest 'MISC' of 18 chunks: a query written "
+        "from one of them grades all 18 relevant; is '-' what ends a document's id before its chunk number?"
+    )
+    assert grouping_words(dataset, "#") == "No stored document's id holds '#': each document is its own."
+    at = open_page("build", {"ds": corpus_dataset})
+    at.text_input(key="build.parent_separator").input("_C").run()
+    no_problems(at)
+    assert "No stored document's id holds '\\_C'" in " ".join(c.value for c in at.caption)
+
+
 def test_a_store_that_refuses_building_and_reviewing_says_so_and_disables_their_buttons(
     database_and_role, monkeypatch
 ) -> None:
