@@ -575,6 +575,11 @@ def test_chinese_keywords_are_no_function_words(cmrc, generators):
             ["萨克斯", "瓦福", "效应", "库尔特", "萨克斯", "亚瑟"],
         ),
         ("现在所剩下的母树存于增城市挂绿广场", {"存于"}, ["剩下", "母树", "增城市", "挂绿", "广场"]),
+        (
+            '<br clear="all">凤凰队无法参加亚足联冠军杯',
+            {"clear", "all"},
+            ["凤凰", "参加", "亚足联", "冠军杯"],
+        ),  # markup a corpus kept
     ],
 )
 def test_chinese_keywords_name_something(text, left_out, kept):

@@ -136,8 +136,14 @@ def stopwords() -> frozenset[str]:
     return frozenset(bm25s.stopwords.STOPWORDS_EN) | frozenset(bm25s.stopwords.STOPWORDS_CHINESE)
 
 
+MARKUP = re.compile(r"<[A-Za-z/!][^<>]{0,200}>")
+"""An HTML or XML tag a corpus kept (``<br clear="all">``): its words are no terms."""
+
+
 def tokenize(text: str, language: str, stop: frozenset[str]) -> list[Term]:
-    """The content terms of ``text`` with their spans (see the module)."""
+    """The content terms of ``text`` with their spans (see the module), none inside markup (:data:`MARKUP`)."""
+    if "<" in text:
+        text = MARKUP.sub(lambda m: " " * len(m.group()), text)  # blanked, so the terms keep their offsets
     out: list[Term] = []
     if language == "zh":
         tags = jieba_word_tags()
