@@ -538,6 +538,16 @@ def test_chinese_cloze_context_is_whole_words_short_of_a_copy(generators):
     assert 0 < len(before) <= CLOZE_CONTEXT_CHARACTERS and 0 < len(after) <= CLOZE_CONTEXT_CHARACTERS
 
 
+def test_a_cloze_s_context_leaves_no_punctuation_loose_at_its_ends(cmrc, generators):
+    """Was: "填空：，第一子、第二子都____" (a comma the cut left first) and "《____ 2010》（" (an opening mark last)."""
+    import unicodedata
+
+    for candidate in _candidates(cmrc, generators["cmrc"], {"cloze": 40}, seed=3):
+        shown = candidate.query.split("：", 1)[-1]
+        assert unicodedata.category(shown[0]) not in ("Po", "Pe", "Pf"), candidate.query
+        assert unicodedata.category(shown[-1]) not in ("Po", "Ps", "Pi"), candidate.query
+
+
 def test_chinese_cloze_queries_are_not_flagged_as_copies(cmrc, generators):
     found = _candidates(cmrc, generators["cmrc"], {"cloze": 20})
     assert len(found) == 20 and not [c.flags for c in found if any("copies the source" in f for f in c.flags)]

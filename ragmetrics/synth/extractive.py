@@ -36,6 +36,7 @@ import bisect
 import math
 import random
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -180,6 +181,18 @@ def _words_before(text: str, start: int, end: int) -> str:
     spans = _word_spans(text[start:end])
     kept = [a for a, _ in spans if end - (start + a) <= CLOZE_CONTEXT_CHARACTERS] or [a for a, _ in spans[-1:]]
     return text[start + kept[0] : end].lstrip() if kept else ""
+
+
+def _without_loose_punctuation(left: str, right: str) -> tuple[str, str]:
+    """A cloze's context without the punctuation its cut left loose: a comma or a closing mark it begins with
+    (``，第一子、第二子都____``), a comma or an opening mark it ends with (``____ 2010》（``)."""
+    start = 0
+    while start < len(left) and (left[start].isspace() or unicodedata.category(left[start]) in ("Po", "Pe", "Pf")):
+        start += 1
+    end = len(right)
+    while end > 0 and (right[end - 1].isspace() or unicodedata.category(right[end - 1]) in ("Po", "Ps", "Pi")):
+        end -= 1
+    return left[start:], right[:end]
 
 
 def _words_after(text: str, start: int, end: int) -> str:
@@ -403,6 +416,7 @@ class ExtractiveGenerator:
                     break
             else:
                 return None
+            left, right = _without_loose_punctuation(left, right)
             shown = f"{left} {BLANK} {right}".strip() if source.language == "en" else f"{left}{BLANK}{right}"
             query = self.templates["cloze"].format(text=shown)
             difficulty = self._difficulty(source, [t.key for t in tokenize(shown, source.language, self.stats.stop)])
