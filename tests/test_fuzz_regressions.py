@@ -267,10 +267,11 @@ def test_parquet_empty_bool_column_is_not_an_index_error() -> None:
         load_run(parquet(empty), filename="t.parquet")
 
 
-def test_beir_with_empty_queries_file_warns_nothing() -> None:
-    """Was: a pandas Pandas4Warning (fillna of a float column with a string)."""
-    dataset = load_dataset(bytes(beir_zip({**QRELS_MEMBER, "queries.jsonl": b""})), filename="b.zip")
-    assert list(dataset.queries["query"]) == [""]
+def test_beir_with_empty_queries_file_is_refused_with_its_name() -> None:
+    """Was: a pandas Pandas4Warning (fillna of a float column with a string), then every query without its text:
+    an empty queries file is refused, as one given with --queries is."""
+    with pytest.raises(ParseError, match=r"b\.zip/queries\.jsonl: expected queries: a JSON object per line"):
+        load_dataset(bytes(beir_zip({**QRELS_MEMBER, "queries.jsonl": b""})), filename="b.zip")
 
 
 def test_cr_only_and_utf16_files_are_read() -> None:

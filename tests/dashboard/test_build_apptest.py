@@ -12,6 +12,7 @@ import io
 import itertools
 import json
 import random
+import threading
 from pathlib import Path
 
 import pandas as pd
@@ -71,6 +72,19 @@ def _button(at, prefix: str):  # type: ignore[no-untyped-def]
 def _query(at) -> str:  # type: ignore[no-untyped-def]
     """The query shown, its Markdown escapes taken out."""
     return next(m.value for m in at.markdown if m.value.startswith("#### "))[5:].replace("\\", "")
+
+
+def _held_generation(monkeypatch) -> threading.Event:  # type: ignore[no-untyped-def]
+    """Generations held before they write anything, until the event returned is set."""
+    go = threading.Event()
+    generate = jobs.generate_batch
+
+    def held(*args, **kwargs):  # type: ignore[no-untyped-def]
+        assert go.wait(60)
+        return generate(*args, **kwargs)
+
+    monkeypatch.setattr(jobs, "generate_batch", held)
+    return go
 
 
 def _generated(at, store_dir: Path) -> str:  # type: ignore[no-untyped-def]
@@ -278,17 +292,8 @@ def test_a_generation_that_ends_between_the_page_s_two_looks_at_it_is_shown_comp
 ) -> None:
     """Was: the page asked whether the job ended after its read (no: still running), then whether it ran (no: it
     had ended in between), and showed the batch read before as stopped, with Resume. Here it ends in that window."""
-    import threading
-
     *_, made = _extractive_batch(store_dir, corpus_dataset)
-    go = threading.Event()
-    generate = jobs.generate_batch
-
-    def generated_once_let(*args, **kwargs):  # type: ignore[no-untyped-def]
-        assert go.wait(60)
-        return generate(*args, **kwargs)
-
-    monkeypatch.setattr(jobs, "generate_batch", generated_once_let)
+    go = _held_generation(monkeypatch)
     job = jobs.start_generation(made)
     looks = {name: getattr(jobs.GenerationJob, name) for name in ("ended_after", "status")}
 
@@ -423,16 +428,7 @@ def test_a_second_click_on_generate_while_its_batch_generates_makes_no_second_ba
     """Was: a double click on Generate started two batches alike, 0.6 s apart, each generating the same candidates
     on a server of two cores. A second click while the first batch generates joins it; once it ended, a batch made
     alike is a new one (the test above)."""
-    import threading
-
-    go = threading.Event()
-    generate = jobs.generate_batch
-
-    def held(*args, **kwargs):  # type: ignore[no-untyped-def]
-        assert go.wait(60)
-        return generate(*args, **kwargs)
-
-    monkeypatch.setattr(jobs, "generate_batch", held)
+    go = _held_generation(monkeypatch)
     at = open_page("build", {"ds": corpus_dataset})
     at.number_input(key="build.n").set_value(2).run()
     _button(at, "build.generate").click().run()
