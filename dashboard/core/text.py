@@ -26,6 +26,7 @@ __all__ = [
     "MARK_COLOURS",
     "MAX_PASSAGE",
     "Marks",
+    "from_before",
     "highlight_markdown",
     "md_escape",
     "query_terms",
@@ -37,6 +38,21 @@ __all__ = [
 def md_escape(text: object) -> str:
     """Escape Markdown (and the HTML-ish ``<``/``>``) so user text renders literally in ``st.markdown``."""
     return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", "  \n")
+
+
+SENTENCE_END = re.compile(r"[.!?。！？\n]")
+
+
+def from_before(text: str, needle: str, lead: int = 300) -> tuple[str, int]:
+    """``text`` from a sentence's start about ``lead`` characters before ``needle``'s first occurrence, with the
+    offset it starts at (0, the whole text, when the needle is near the start or absent): a box of fixed height
+    then shows the needle without scrolling."""
+    at = text.find(needle) if needle else -1
+    if at <= lead:
+        return text, 0
+    ends = [m.end() for m in SENTENCE_END.finditer(text, 0, at - lead)]
+    start = ends[-1] if ends else at - lead
+    return "… " + text[start:].lstrip(), start
 
 
 def snippet(text: object, limit: int = 160) -> str:

@@ -20,7 +20,7 @@ import time
 
 import streamlit as st
 
-from dashboard.core.text import Marks, highlight_markdown, md_escape, snippet
+from dashboard.core.text import Marks, from_before, highlight_markdown, md_escape, snippet
 from dashboard.ui import building, layout, retrievers, state, widgets
 
 KEPT = ("build.generator", "build.n", "build.seed", "build.parent_separator")
@@ -205,14 +205,16 @@ else:
                             )
                     with right, st.container(border=True):
                         source = record.get("source") or {}
+                        answer = str(record.get("expected_answer") or "")
+                        shown, offset = from_before(str(source.get("text", "")), answer)
                         st.markdown(
                             f"**Source:** {md_escape(source.get('doc_id', ''))} · characters "
                             f"{source.get('start', 0)}–{source.get('end', 0)}"
+                            + (f" · shown from character {offset:,}, before the expected answer" if offset else "")
                         )
-                        marks = Marks(answer=str(record.get("expected_answer") or ""),
-                                      keywords=list(record.get("expected_keywords") or []))  # fmt: skip
+                        marks = Marks(answer=answer, keywords=list(record.get("expected_keywords") or []))
                         with st.container(height=320):
-                            st.markdown(highlight_markdown(source.get("text", ""), marks))
+                            st.markdown(highlight_markdown(shown, marks))
                     if building.editing(batch.id, item.position):
                         prefix = f"build.edit.{batch.id}.{item.position}."
                         known = set(ds.dataset.documents["doc_id"]) if ds.dataset.documents is not None else set()

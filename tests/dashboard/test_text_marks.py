@@ -7,7 +7,15 @@ import re
 import pytest
 from markdown_it import MarkdownIt
 
-from dashboard.core.text import HIGHLIGHT_LEGEND, MARK_COLOURS, Marks, highlight_markdown, md_escape, query_terms
+from dashboard.core.text import (
+    HIGHLIGHT_LEGEND,
+    MARK_COLOURS,
+    Marks,
+    from_before,
+    highlight_markdown,
+    md_escape,
+    query_terms,
+)
 
 HOSTILE = [
     "<script>alert(1)</script>",
@@ -132,3 +140,15 @@ def test_a_long_chinese_query_is_marked_in_time_linear_in_it() -> None:
     terms = query_terms(query, passage)
     assert terms and all(len(t) >= 2 and t in passage and t in query for t in terms)
     assert any(kind == "query" for kind, _ in _marked(out))
+
+
+def test_a_long_source_is_shown_from_a_sentence_before_its_answer():
+    """Was: the Build page's source box showed characters 0 to 2,384 of a SciFact abstract whose expected answer
+    sat below the box's fold: a reviewer judged without seeing it. The box now starts at a sentence about 300
+    characters before the answer; a short source, or one whose answer is near its start, shows whole."""
+    text = "".join(f"Sentence {i} of the abstract says little. " for i in range(40)) + "The answer is here."
+    shown, offset = from_before(text, "The answer is here.")
+    assert offset > 0 and shown.startswith("… Sentence ") and text[offset:].lstrip() == shown[2:]
+    assert len(shown) < 400 and "The answer is here." in shown
+    assert from_before(text, "Sentence 1 of") == (text, 0)
+    assert from_before(text, "not in it") == (text, 0)
