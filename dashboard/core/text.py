@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ragmetrics.foundation.numbers import signed as signed_number
-from ragmetrics.foundation.scripts import CJK_CHARACTER
+from ragmetrics.foundation.scripts import CJK_CHARACTER, quiet_jieba
 
 # every ASCII character Markdown or Streamlit reads as markup: emphasis, code, links, headings (a line of '=' under
 # a line makes it one), lists, tables, HTML, character references ('&'), formulas ('$'), directives and icons (':')
@@ -104,33 +104,35 @@ class Marks:
 
 def query_terms(query: str, text: str, *, min_cjk: int = 2, min_latin: int = 3) -> list[str]:
     """Words of ``query`` that ``text`` contains: Latin words of at least ``min_latin`` letters (not stop words),
-    and for Chinese, Japanese or Korean (no spaces between words) the longest runs of at least ``min_cjk``
-    characters of the query found in the text."""
+    and for Chinese, Japanese or Korean (no spaces between words) the longest runs of whole words of the query (as
+    jieba cuts it) found in the text, of at least ``min_cjk`` characters: never a piece that straddles two of the
+    query's words (和数 of 字母和数字, found in 和数据库)."""
     haystack = text.casefold()
     found: list[str] = []
     for word in _WORD.findall(query):
         if CJK_CHARACTER.search(word):
-            found += _longest_runs(word, haystack, min_cjk)
+            found += _longest_runs(quiet_jieba().lcut(word), haystack, min_cjk)
         elif len(word) >= min_latin and word.casefold() not in _STOP and word.casefold() in haystack:
             found.append(word)
     return list(dict.fromkeys(found))
 
 
-def _longest_runs(word: str, haystack: str, shortest: int) -> list[str]:
-    """From the start of ``word``, greedily, the longest pieces of at least ``shortest`` characters that
-    ``haystack`` (casefolded) contains; a character no such piece starts at is skipped.
+def _longest_runs(words: Sequence[str], haystack: str, shortest: int) -> list[str]:
+    """From the first of ``words``, greedily, the longest runs of consecutive words, joined, that ``haystack``
+    (casefolded) contains and that hold at least ``shortest`` characters; a word no such run starts at is skipped.
 
-    A piece of ``word`` in the haystack has every shorter piece in it too, so where the longest piece from ``i``
-    ends never moves back as ``i`` moves on: one end pointer serves every start, and the word is scanned once
-    (about two containment checks per character) instead of trying every substring of it."""
+    A run in the haystack has every shorter run in it too, so where the longest run from ``i`` ends never moves
+    back as ``i`` moves on: one end pointer serves every start, and the words are scanned once (about two
+    containment checks per word) instead of trying every run of them."""
     pieces: list[str] = []
-    n, i, end = len(word), 0, 0
+    n, i, end = len(words), 0, 0
     while i < n:
         end = max(end, i)
-        while end < n and word[i : end + 1].casefold() in haystack:
+        while end < n and "".join(words[i : end + 1]).casefold() in haystack:
             end += 1
-        if end - i >= shortest:
-            pieces.append(word[i:end])
+        run = "".join(words[i:end])
+        if len(run) >= shortest:
+            pieces.append(run)
             i = end
         else:
             i += 1

@@ -100,6 +100,8 @@ def test_query_terms_chinese_longest_runs_and_latin_words() -> None:
         "window",
     ]
     assert query_terms("", "anything") == []
+    # whole words of the query, never a piece across two of them (was: 和数 of 字母和数字, marked in 和数据库)
+    assert query_terms("关于新密码、字母和数字有什么信息？", "消息队列和数据库原理；字母") == ["字母"]
 
 
 def test_long_text_is_cut_and_empty_text_says_so() -> None:
