@@ -35,9 +35,22 @@ __all__ = [
 ]
 
 
+_AUTOLINK = re.compile(r"(?i)(?<!\w)(?:(https?|ftp)(?=://)|(ww)(?=w\.))")
+WORD_JOINER = "\u2060"
+"""An invisible character that joins what it stands between: inside ``https://`` or ``www.`` it keeps the Markdown
+renderer from making a link of an address, which in Chinese text, with no space after it, swallows the words that
+follow (no escape does: the renderer links the text after escapes are read)."""
+
+
+def _unlinked(text: str) -> str:
+    """``text`` with :data:`WORD_JOINER` inside every ``http(s)://``, ``ftp://`` and ``www.``."""
+    return _AUTOLINK.sub(lambda m: m.group() + WORD_JOINER, text)
+
+
 def md_escape(text: object) -> str:
-    """Escape Markdown (and the HTML-ish ``<``/``>``) so user text renders literally in ``st.markdown``."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", "  \n")
+    """Escape Markdown (and the HTML-ish ``<``/``>``) so user text renders literally in ``st.markdown``, an address
+    shown as text, not made a link (:func:`_unlinked`)."""
+    return _MD_SPECIAL.sub(r"\\\1", _unlinked(str(text))).replace("\n", "  \n")
 
 
 SENTENCE_END = re.compile(r"[.!?。！？\n]")
@@ -155,7 +168,7 @@ def _spans(text: str, terms: Iterable[str], *, whole_words: bool = False) -> lis
 def _escaped(text: str) -> str:
     """Text as Markdown that reads back as itself: every special character escaped, ``:`` written as a character
     reference (after an escaped ``\\:`` Streamlit would not read the next mark's ``:`` as the start of a mark)."""
-    return _MD_SPECIAL.sub(lambda m: "&#58;" if m.group() == ":" else "\\" + m.group(), text)
+    return _MD_SPECIAL.sub(lambda m: "&#58;" if m.group() == ":" else "\\" + m.group(), _unlinked(text))
 
 
 def highlight_markdown(text: object, marks: Marks | None = None, *, limit: int = MAX_PASSAGE) -> str:
