@@ -155,7 +155,7 @@ def test_a_negative_query_is_not_pooled_and_pool_says_so(tmp_path):
             "-o", str(tmp_path / "pool.tsv")]  # fmt: skip
     assert main(argv, out, err) == 0, err.getvalue()
     assert (
-        "ragmetrics: note: 1 negative query ['neg'] (category negative: its answer is not in the corpus) not pooled: "
+        "ragmetrics: note: 1 negative query ['neg'] (category negative: its answer is not in the corpus) is not pooled: "
         "there is nothing relevant to judge\n" in err.getvalue()
     ), err.getvalue()
     assert "neg\t" not in (tmp_path / "pool.tsv").read_text()

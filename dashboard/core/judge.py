@@ -202,13 +202,8 @@ def pending_table(pending: pd.DataFrame, suggestions: pd.DataFrame | None = None
     return out[columns].reset_index(drop=True)
 
 
-def negative_words(count: int) -> str:
-    """What the pool leaves out, said after its counts: the dataset's ``count`` negative queries
-    (:meth:`ragmetrics.foundation.model.Dataset.negative_queries`), or nothing."""
-    if not count:
-        return ""
-    many = count != 1
-    return (
-        f" {count} negative quer{'ies' if many else 'y'} (category negative: {'their' if many else 'its'} answer is "
-        f"not in the corpus) {'are' if many else 'is'} not pooled: there is nothing relevant to judge."
-    )
+def not_pooled_note(dataset: Dataset) -> str:
+    """What the pool leaves out of ``dataset``, as a sentence after the page's counts
+    (:func:`ragmetrics.analysis.judging.not_pooled_words`), or ""."""
+    words = judging.not_pooled_words(dataset.negative_queries(), named=False)
+    return f" {words}." if words else ""

@@ -79,7 +79,7 @@ if page.alignments and page.dataset is not None:
         f"**{counts['left']:,}** of {counts['pooled']:,} unjudged pairs in the top {depth} of {len(selection)} run(s) "
         f"are left to judge: **{counts['can_change']:,}** can move {moved} and come first; {counts['cannot']:,} "
         f"cannot change anything on it and come last. **{len(pending):,}** label(s) given on this version, not in a "
-        "qrels version yet." + judge.negative_words(len(ds.dataset.negative_queries()))
+        "qrels version yet." + md_escape(judge.not_pooled_note(ds.dataset))
     )
 
     state.seed("judge.order", view.queue, force=page.fresh)

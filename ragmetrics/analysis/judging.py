@@ -27,7 +27,8 @@ from ragmetrics.engine.health import Fix, no_overlap_fix
 from ragmetrics.engine.metrics import MetricSpec, compute, parse_metric
 from ragmetrics.engine.order import segment_starts
 from ragmetrics.foundation.errors import RagMetricsError
-from ragmetrics.foundation.model import Dataset, Run
+from ragmetrics.foundation.model import NEGATIVE, Dataset, Run
+from ragmetrics.io.source import names_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -297,6 +298,20 @@ def labels_retrieved(alignment: Alignment, labels: Dataset, audience: str = "cli
     if met:
         return met, None
     return 0, no_overlap_fix(align(labels, alignment.run, alignment.conventions), audience)
+
+
+def not_pooled_words(negative: Sequence[str], *, named: bool = True) -> str:
+    """What :func:`pool` leaves out, in the words the CLI and the dashboard say: the dataset's ``negative`` queries
+    (:meth:`~ragmetrics.foundation.model.Dataset.negative_queries`), at most three ``named``; "" when none."""
+    if not negative:
+        return ""
+    many = len(negative) != 1
+    shown = f" {names_of(negative, 3)}" if named else ""
+    return (
+        f"{len(negative)} negative quer{'ies' if many else 'y'}{shown} (category {NEGATIVE}: "
+        f"{'their' if many else 'its'} answer is not in the corpus) {'are' if many else 'is'} not pooled: there is "
+        "nothing relevant to judge"
+    )
 
 
 def judged_by_the_judge_alone(dataset: Dataset, labels: pd.DataFrame, rel_level: int = 1) -> list[str]:

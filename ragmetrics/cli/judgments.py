@@ -9,7 +9,7 @@ import warnings
 from pathlib import Path
 from typing import TextIO
 
-from ragmetrics.analysis.judging import merge, pool
+from ragmetrics.analysis.judging import merge, not_pooled_words, pool
 from ragmetrics.cli.evaluating import evaluate_runs
 from ragmetrics.cli.inputs import (
     judges_of,
@@ -25,7 +25,6 @@ from ragmetrics.cli.pools import check_label_column, refuse_labels_of_another_da
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.files import replacing
 from ragmetrics.foundation.grades import max_grade
-from ragmetrics.foundation.model import NEGATIVE
 from ragmetrics.io import load_dataset, write_trec_qrels
 from ragmetrics.io.evalset import with_judgments, write_evalset
 from ragmetrics.io.export import neutralise
@@ -48,14 +47,9 @@ def cmd_pool(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     dataset, runs = read_inputs(args, args.run)
     result = evaluate_runs(args, dataset, runs, ["judged@10"])
     pairs = pool(dataset, [r.alignment for r in result.runs.values()], args.depth)
-    negative = dataset.negative_queries()
-    if negative:
-        many = len(negative) != 1
-        err.write(
-            f"ragmetrics: note: {len(negative)} negative quer{'ies' if many else 'y'} {names_of(negative, 3)} "
-            f"(category {NEGATIVE}: {'their' if many else 'its'} answer is not in the corpus) not pooled: there is "
-            "nothing relevant to judge\n"
-        )
+    left_out = not_pooled_words(dataset.negative_queries())
+    if left_out:
+        err.write(f"ragmetrics: note: {left_out}\n")
     for name, run in result.runs.items():
         outside = run.coverage.not_in_dataset
         if outside:
