@@ -29,6 +29,7 @@ from ragmetrics.analysis import ppi
 from ragmetrics.analysis.compare import DEFAULT_FAMILY, intervals_name
 from ragmetrics.analysis.judging import judged_by_the_judge_alone, judged_by_the_judge_alone_words, pool
 from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.model import Dataset
 from ragmetrics.judges.base import JudgeLabel, max_grade, pairs_from_pool, provenance_of
 from ragmetrics.judges.registry import JUDGES, JudgeInputs, make_judge
 from ragmetrics.models.registry import registered
@@ -374,10 +375,7 @@ def _corrected_panel(selection: cache.Selection, spec: MetricSpec, help_: Assist
         st.info(f"Label the planned queries to correct the judge's numbers ({md_escape(str(err))}).")
         return
     _warn_if_unreadable(table, "corrected_low", "corrected_high")
-    alone = judged_by_the_judge_alone(help_.base.dataset, judge.rename(columns={"label": "relevance"}))
-    if alone:
-        words = judged_by_the_judge_alone_words(alone)
-        st.info(md_escape(f"{words[0].upper()}{words[1:]}."), icon=":material/info:")
+    _say_judged_alone(help_.base.dataset, judge)
     spread = table[(table["corrected_high"] - table["corrected_low"]) > 1e-12]  # width 0: nothing to shrink
     first = spread.iloc[0] if len(spread) else None
     if first is not None and int(first["more"]):  # every query labelled: the judge adds nothing, no more to label
@@ -400,6 +398,15 @@ def _corrected_panel(selection: cache.Selection, spec: MetricSpec, help_: Assist
         "difference on the planned sample; 95% intervals. Judge-only takes the judge's labels as truth; human-only "
         "reads the sample alone."
     )
+
+
+def _say_judged_alone(base: Dataset, judge: pd.DataFrame) -> None:
+    """The queries the judge's labels alone judge, none relevant, named (the corrected means count them, where the
+    plain table leaves a query without judgments out: why its judge-only mean differs from the table's)."""
+    alone = judged_by_the_judge_alone(base, judge.rename(columns={"label": "relevance"}))
+    if alone:
+        words = judged_by_the_judge_alone_words(alone)
+        st.info(md_escape(f"{words[0].upper()}{words[1:]}."), icon=":material/info:")
 
 
 def _warn_if_unreadable(table: pd.DataFrame, low: str, high: str, paired: bool = False) -> None:
@@ -512,6 +519,7 @@ def corrected_elsewhere(
             *(("corrected_low", "corrected_high") if baseline is None else ("ci_low_adjusted", "ci_high_adjusted")),
             paired=baseline is not None,
         )
+        _say_judged_alone(help_.base.dataset, help_.judge)
         if baseline is not None and len(table):
             st.caption(
                 f"p: the t test of each corrected Δ, {assisted.family_words(table, correction)}, as the table above; "

@@ -467,3 +467,21 @@ def test_the_judge_started_on_one_dataset_does_not_steer_another_s_page(seeded, 
     at.selectbox(key="judge.shown_judge").set_value(other).run()
     assert at.selectbox(key="judge.shown_judge").value == other
     assert at.session_state[FOLLOW_KEY] == ("another-dataset", "judge:endpoint@1#cccccccccccccccc")
+
+
+def test_the_corrected_boxes_say_which_queries_the_judge_alone_judges(monkeypatch) -> None:
+    """Was: the Overview's corrected box showed a judge-only mean other than the table's (the corrected means count
+    the queries the judge alone judges, none relevant; the table leaves them out) with no word, where the Judge
+    page said why. Overview, Compare and the Judge page now say it with one helper."""
+    import pandas as pd
+
+    from dashboard.ui import assisted as ui
+
+    dataset, _ = assist_dataset()
+    said: list[str] = []
+    monkeypatch.setattr(ui.st, "info", lambda text, **_: said.append(text))
+    judge = pd.DataFrame({"query_id": ["new", "new"], "doc_id": ["a", "b"], "label": [0, 0]})
+    ui._say_judged_alone(dataset, judge)
+    assert len(said) == 1 and "1 query the dataset does not judge is judged by the judge's labels alone" in said[0]
+    ui._say_judged_alone(dataset, judge.assign(label=[0, 1]))  # one of them relevant: not a query judged empty
+    assert len(said) == 1
