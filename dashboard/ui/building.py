@@ -82,6 +82,24 @@ def default_categories(label: str) -> tuple[str, ...]:
     return categories_of(generator)
 
 
+def seeds_built(dataset: Dataset) -> set[tuple[str, int]]:
+    """The ``(generator, seed)`` pairs the dataset's queries were generated with, read from their ``provenance`` (a
+    set ``synth`` or this page built; none for another set)."""
+    table = dataset.queries_table
+    if "provenance" not in table.column_names:
+        return set()
+    found: set[tuple[str, int]] = set()
+    for text in dict.fromkeys(table.column("provenance").to_pylist()):
+        try:
+            record = json.loads(text) if isinstance(text, str) else text
+        except ValueError:
+            continue
+        seed = record.get("seed") if isinstance(record, dict) else None
+        if record and str(seed).isdigit() and record.get("generator"):  # written as a number or its text
+            found.add((str(record["generator"]), int(str(seed))))
+    return found
+
+
 def grouping_words(dataset: Dataset, separator: str) -> str:
     """What a chunk separator does to the dataset's stored documents, in words: how many documents it groups them
     into and the largest group, so a separator that is no chunks' (``-`` of ``FAQ-11``, grading a whole family

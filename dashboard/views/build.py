@@ -75,6 +75,11 @@ else:
             n = int(middle.number_input("How many", min_value=1, max_value=1000, key="build.n"))
             seed = int(right.number_input("Seed", min_value=0, max_value=2**31 - 1, key="build.seed"))
             generator_name = offered[label][0]
+            if (generator_name, seed) in building.seeds_built(ds.dataset):
+                st.caption(
+                    f"This dataset was built by {generator_name} with seed {seed}: the same seed on its corpus writes "
+                    "the candidates it already holds; pick another seed for new ones."
+                )
             categories = building.default_categories(label)
             state.seed(CATEGORIES + generator_name, list(categories))
             chosen = st.multiselect(

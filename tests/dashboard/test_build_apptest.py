@@ -460,6 +460,20 @@ def test_a_chunk_separator_says_how_it_groups_the_documents_and_doubts_one_that_
     assert "No stored document's id holds '\\_C'" in " ".join(c.value for c in at.caption)
 
 
+def test_a_set_built_with_a_seed_is_known_by_it_so_the_page_can_say_the_same_seed_repeats_it(tmp_path) -> None:
+    """Was: generating again from a built set at its seed (the default 0) wrote the candidates it already held,
+    without a word. The page reads the set's provenance and says so (a set of no provenance: nothing)."""
+    from dashboard.ui.building import seeds_built
+    from ragmetrics.io import load_dataset
+
+    faq = REPO / "sample_runs" / "product_faq_zh"
+    argv = ["synth", str(faq / "corpus.jsonl"), "-o", str(tmp_path / "set.jsonl"), "--categories", "factual=3",
+            "--seed", "7", "--no-retrieval-check"]  # fmt: skip
+    assert main(argv, io.StringIO(), io.StringIO()) == 0
+    assert seeds_built(load_dataset(tmp_path / "set.jsonl")) == {("extractive", 7)}
+    assert seeds_built(load_dataset(faq / "eval_set.json")) == set()
+
+
 def test_a_store_that_refuses_building_and_reviewing_says_so_and_disables_their_buttons(
     database_and_role, monkeypatch
 ) -> None:
