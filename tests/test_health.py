@@ -174,3 +174,24 @@ def test_a_run_of_the_whole_documents_against_qrels_of_their_chunks_is_told_to_r
         "the chunks the qrels judge, not the whole documents (a set synth wrote with --chunker: index its "
         ".chunks.jsonl, not the corpus) (tried: 100% of the queries then meet the qrels)" in err.getvalue()
     ), err.getvalue()
+
+
+def test_a_run_naming_some_documents_as_their_chunks_is_warned_of_with_the_pattern(tmp_path):
+    """Was: a run naming DEV_3 in one row and DEV_3_C0 in the next, against qrels of documents, was scored with
+    only the duplicate rows said: its chunks counted as unjudged. A run mapped with the pattern is quiet."""
+    ids = [f"q{i}" for i in range(12)]
+    (tmp_path / "qrels.tsv").write_text("".join(f"{q} 0 D{i} 1\n" for i, q in enumerate(ids)))
+    (tmp_path / "run.trec").write_text(
+        "".join(f"{q} Q0 D{i}_C0 1 3.0 r\n{q} Q0 D{i} 2 2.0 r\n{q} Q0 X{i} 3 1.0 r\n" for i, q in enumerate(ids))
+    )
+    argv = ["eval", "--dataset", str(tmp_path / "qrels.tsv"), "--run", str(tmp_path / "run.trec"), "-m", "ndcg@10"]
+    out, err = io.StringIO(), io.StringIO()
+    assert main(argv, out, err) == 0, err.getvalue()
+    assert (
+        "ragmetrics: warning: run 'run': in 100% of the queries read it retrieves chunks of the documents the qrels "
+        "judge (such as 'D0_C0'), beside documents named as judged: the chunks count as unjudged; --chunk-pattern "
+        "'(?P<doc>.+)_C\\d+$' reads them as their documents" in err.getvalue()
+    ), err.getvalue()
+    out, err = io.StringIO(), io.StringIO()
+    assert main([*argv, "--chunk-pattern", r"(?P<doc>.+)_C\d+$"], out, err) == 0, err.getvalue()
+    assert "chunks of the documents" not in err.getvalue()

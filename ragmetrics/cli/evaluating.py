@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol, TextIO
 from ragmetrics.analysis.evaluate import EvalResult, evaluate
 from ragmetrics.analysis.verdicts import refuse_meaningless
 from ragmetrics.cli.options import convention_changes
+from ragmetrics.engine.health import chunks_of_judged
 from ragmetrics.engine.tokens import UnfitTokenizerWarning
 from ragmetrics.foundation.errors import NoTextError, RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.model import Dataset, Run
@@ -126,6 +128,18 @@ def evaluate_runs(
             dataset, runs, metrics, executor=pool, tokenizer=getattr(args, "tokenizer", "auto"), **changes
         )
     refuse_no_overlap(args, dataset, [run.alignment for run in result.runs.values()])
+    for name, run in result.runs.items():
+        mixed = chunks_of_judged(run.alignment)
+        if mixed is not None:
+            share, sep, example = mixed
+            literal = re.escape(sep)
+            warnings.warn(
+                f"run {name!r}: in {share:.0%} of the queries read it retrieves chunks of the documents the qrels "
+                f"judge (such as {example!r}), beside documents named as judged: the chunks count as unjudged; "
+                f"--chunk-pattern '(?P<doc>.+){literal}\\d+$' reads them as their documents",
+                RagMetricsWarning,
+                stacklevel=2,
+            )
     refuse_meaningless(result, args.rel_level, allow_no_relevant=getattr(args, "allow_no_relevant", False))
     for name, run in result.runs.items() if given else ():
         ranking = run.alignment.ranking

@@ -246,6 +246,27 @@ def _whole_document_fixes(
             return
 
 
+def chunks_of_judged(alignment: Alignment) -> tuple[float, str, str] | None:
+    """A run that names some of its documents as they are judged and others as their chunks (``DEV_3`` and
+    ``DEV_3_C0`` where the qrels judge ``DEV_3``): the chunks count as unjudged unless a chunk pattern maps them.
+    ``(share of the sampled judged queries whose ranking holds such a chunk, the separator, one of them)`` when at
+    least a tenth (and 5) do, else None; None too for a run mapped already or evaluated at chunk level."""
+    if "source_doc" in alignment.run.table.column_names or alignment.conventions.level == "chunk":
+        return None
+    judged, _ = _judged_pairs(alignment)
+    run = {q: docs for q, docs in _run_pairs(alignment, "doc_id").items() if q in judged}
+    for sep in CHUNK_SEPARATORS[: CHUNK_SEPARATORS.index("__")]:  # the separators that name a chunk
+        chunks = [
+            next((d for d in docs if sep in d and d.rsplit(sep, 1)[1].isdigit() and d.rsplit(sep, 1)[0] in judged[q]
+                  and d not in judged[q]), None)
+            for q, docs in run.items()
+        ]  # fmt: skip
+        found = [d for d in chunks if d is not None]
+        if run and len(found) >= max(5, len(run) // 10):
+            return len(found) / len(run), sep, found[0]
+    return None
+
+
 def _affix_fixes(run: dict[str, list[str]], judged: dict[str, set[str]], judged_docs: set[str]) -> Iterable[Fix]:
     """Unicode normalization, case, a prefix or suffix: each a cause only when it makes more queries meet than the
     ids as given do."""
