@@ -246,16 +246,35 @@ def _whole_document_fixes(
             return
 
 
+CHUNKS_OF_JUDGED_ROWS = 5_000
+"""The run's first rows :func:`chunks_of_judged` reads (it runs on every evaluation on the command line); it reads
+qrels of up to ten times as many rows, and says nothing of larger ones."""
+
+
 def chunks_of_judged(alignment: Alignment) -> tuple[float, str, str] | None:
     """A run that names some of its documents as they are judged and others as their chunks (``DEV_3`` and
     ``DEV_3_C0`` where the qrels judge ``DEV_3``): the chunks count as unjudged unless a chunk pattern maps them.
     ``(share of the sampled judged queries whose ranking holds such a chunk, the separator, one of them)`` when at
     least a tenth (and 5) do, else None; None too for a run mapped already or evaluated at chunk level."""
-    if "source_doc" in alignment.run.table.column_names or alignment.conventions.level == "chunk":
+    table = alignment.run.table
+    if "source_doc" in table.column_names or alignment.conventions.level == "chunk":
         return None
-    judged, _ = _judged_pairs(alignment)
-    run = {q: docs for q, docs in _run_pairs(alignment, "doc_id").items() if q in judged}
+    head = table.slice(0, CHUNKS_OF_JUDGED_ROWS)  # read on every evaluation: a sample of rows, not the whole run
+    run: dict[str, list[str]] = {}
+    for q, d in zip(head.column("query_id").to_pylist(), head.column("doc_id").to_pylist()):
+        run.setdefault(q, []).append(d)
+    qrels = alignment.dataset.qrels_table
+    if qrels.num_rows > CHUNKS_OF_JUDGED_ROWS * 10:  # read whole below this (no Arrow kernel: they load pandas)
+        return None
+    judged: dict[str, set[str]] = {}
+    for q, d in zip(qrels.column("query_id").to_pylist(), qrels.column("doc_id").to_pylist()):
+        if q in run:
+            judged.setdefault(q, set()).add(d)
+    run = {q: docs for q, docs in run.items() if q in judged}
+    every_id = "\n".join(d for docs in run.values() for d in docs)  # one search per separator, most find none
     for sep in CHUNK_SEPARATORS[: CHUNK_SEPARATORS.index("__")]:  # the separators that name a chunk
+        if sep not in every_id:
+            continue
         chunks = [
             next((d for d in docs if sep in d and d.rsplit(sep, 1)[1].isdigit() and d.rsplit(sep, 1)[0] in judged[q]
                   and d not in judged[q]), None)
