@@ -123,13 +123,22 @@ def test_half_a_minute_of_labelling_and_saving_loses_no_label(store_url: str) ->
     _race(store_url, 32.0)
 
 
-def _judge_batches(url: str, dataset: str, seconds: float, given: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+RACE_SAVES, RACE_LABELS, RACE_CAP = 5, 51, 120.0
+"""The race below runs until the saver saved this many versions and the judge gave this many labels, each for at
+least its seconds (both within the cap): counts, not a pace, so a loaded machine runs it longer, not short."""
+
+
+def _judge_batches(
+    url: str, dataset: str, seconds: float, given: multiprocessing.Queue, done: multiprocessing.synchronize.Event
+) -> None:  # type: ignore[type-arg]
     """A judge labelling the pool a batch at a time, always on the dataset it was started on (as a judge job does
-    whatever another server saves meanwhile)."""
+    whatever another server saves meanwhile), until the saver is ``done`` and it gave :data:`RACE_LABELS`."""
     store = Store(url)
     provenance = Provenance("rule", "1", "0123456789abcdef", time.time())
-    deadline, n = time.monotonic() + seconds, 0
-    while time.monotonic() < deadline:
+    start, n = time.monotonic(), 0
+    while time.monotonic() - start < RACE_CAP and (
+        time.monotonic() - start < seconds or not done.is_set() or n < RACE_LABELS
+    ):
         added, _ = add_judge_labels(store, dataset, [(q, f"j{n}-{q}", n % 2) for q in QUERIES[:5]], provenance)
         n += added
         time.sleep(0.03)
@@ -137,17 +146,20 @@ def _judge_batches(url: str, dataset: str, seconds: float, given: multiprocessin
     given.put(n)
 
 
-def _version_saver(url: str, dataset: str, seconds: float, saved: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+def _version_saver(
+    url: str, dataset: str, seconds: float, saved: multiprocessing.Queue, done: multiprocessing.synchronize.Event
+) -> None:  # type: ignore[type-arg]
     """Another server's person: labels a pair on the newest version and saves it, with the judges' labels or
-    without them in turn."""
+    without them in turn, for ``seconds`` and until it saved :data:`RACE_SAVES` versions; then ``done``."""
     store = Store(url)
-    deadline, n = time.monotonic() + seconds, 0
-    while time.monotonic() < deadline:
+    start, n = time.monotonic(), 0
+    while time.monotonic() - start < RACE_CAP and (time.monotonic() - start < seconds or n < RACE_SAVES):
         newest = store.pending_place(dataset)
         store.add_label(newest, QUERIES[n % len(QUERIES)], f"p{n}", 1, author="saver")
         n += store.commit_labels(newest, author="saver", judges=n % 2 == 0) is not None
         time.sleep(0.2)
     store.engine.dispose()
+    done.set()
     saved.put(n)
 
 
@@ -158,9 +170,9 @@ def test_a_judges_labels_given_while_another_server_saves_versions_follow_the_ne
     store = Store(store_url)
     parent = store.put_dataset(rm.Dataset.from_dict({q: {"d0": 1} for q in QUERIES}, name="judged"))
     ctx = multiprocessing.get_context("spawn")
-    given, saved = ctx.Queue(), ctx.Queue()
-    workers = [ctx.Process(target=_judge_batches, args=(store_url, parent, 5.0, given)),
-               ctx.Process(target=_version_saver, args=(store_url, parent, 5.0, saved))]  # fmt: skip
+    given, saved, done = ctx.Queue(), ctx.Queue(), ctx.Event()
+    workers = [ctx.Process(target=_judge_batches, args=(store_url, parent, 5.0, given, done)),
+               ctx.Process(target=_version_saver, args=(store_url, parent, 5.0, saved, done))]  # fmt: skip
     for worker in workers:
         worker.start()
     for worker in workers:
@@ -173,7 +185,7 @@ def test_a_judges_labels_given_while_another_server_saves_versions_follow_the_ne
             conn.execute(sa.select(t.c.dataset_id, t.c.doc_id, t.c.version).where(t.c.source != "")).mappings().all(),
             columns=["dataset_id", "doc_id", "version"],
         )
-    assert len(rows) == n_given > 50 and n_saved >= 5  # the race did run: batches given between saves
+    assert len(rows) == n_given >= RACE_LABELS and n_saved >= RACE_SAVES  # the race ran: batches between saves
     newest = store.pending_place(parent)
     pending = rows[rows["version"].isna()]
     stranded = pending[pending["dataset_id"] != newest]
