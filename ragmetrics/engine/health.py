@@ -59,6 +59,9 @@ a function's parameters, for a caller that offers no override (``dataset check``
 
 CHUNK_SEPARATORS = ("#", "::", "_C", "-C", "_chunk", "-chunk", "__", "_", "-", ":", "|", "/", ".")
 """Separators tried between a document id and a chunk number, most specific first."""
+NUMBERING_SEPARATORS = CHUNK_SEPARATORS[: CHUNK_SEPARATORS.index("__")]
+"""The separators of :data:`CHUNK_SEPARATORS` that name a chunk (``#``, ``_C``, ...); not the single ``_`` or ``-``
+that plain ids hold (``FAQ-11`` is no chunk of ``FAQ``)."""
 
 
 THIN_JUDGED_AT_10 = 0.5
@@ -231,7 +234,7 @@ def _whole_document_fixes(
     """The qrels judge numbered chunks (``API-02#0``) of the documents the run names (``API-02``): a run made over
     the whole documents, where the set judges their chunks (a generated set whose chunks file was not indexed)."""
     sample = [d for docs in judged.values() for d in docs][:5000]
-    for sep in CHUNK_SEPARATORS[: CHUNK_SEPARATORS.index("__")]:  # the separators that name a chunk, not '_' or '-'
+    for sep in NUMBERING_SEPARATORS:
         tails = [d.rsplit(sep, 1)[1] for d in sample if sep in d]
         if not tails or not all(t.isdigit() for t in tails):
             continue
@@ -272,7 +275,7 @@ def chunks_of_judged(alignment: Alignment) -> tuple[float, str, str] | None:
             judged.setdefault(q, set()).add(d)
     run = {q: docs for q, docs in run.items() if q in judged}
     every_id = "\n".join(d for docs in run.values() for d in docs)  # one search per separator, most find none
-    for sep in CHUNK_SEPARATORS[: CHUNK_SEPARATORS.index("__")]:  # the separators that name a chunk
+    for sep in NUMBERING_SEPARATORS:
         if sep not in every_id:
             continue
         chunks = [

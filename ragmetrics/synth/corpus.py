@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ragmetrics.engine.health import CHUNK_SEPARATORS
+from ragmetrics.engine.health import NUMBERING_SEPARATORS
 from ragmetrics.foundation.errors import ParseError, RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.scripts import HAN
 from ragmetrics.io._json import first_record, records
@@ -289,11 +289,6 @@ def sample_sources(corpus: Corpus, n: int, *, seed: int) -> list[Source]:
         out.extend(layer[: n - len(out)])
         depth += 1
     return out
-
-
-NUMBERING_SEPARATORS = CHUNK_SEPARATORS[: CHUNK_SEPARATORS.index("__")]
-"""The separators of :data:`ragmetrics.engine.health.CHUNK_SEPARATORS` that name a chunk (``#``, ``_C``, ...);
-not the single ``_`` or ``-`` that plain ids hold (``FAQ-11`` is no chunk of ``FAQ``)."""
 
 
 def chunk_numbering(ids: Sequence[str]) -> str | None:
