@@ -51,7 +51,7 @@ import numpy as np
 import pyarrow as pa
 
 from ragmetrics.engine import budgets
-from ragmetrics.engine.metrics import BUDGET_SUFFIX, EVIDENCE_METRICS
+from ragmetrics.engine.metrics import BUDGET_SUFFIX, EVIDENCE_METRICS, parse_metric
 from ragmetrics.engine.order import positions, running_sum, segment_starts
 from ragmetrics.foundation import scripts
 from ragmetrics.foundation.errors import MetricNameError, RagMetricsError
@@ -87,6 +87,7 @@ def parse_evidence(text: str | EvidenceSpec) -> EvidenceSpec:
     match = _NAME.match(str(text))
     info = EVIDENCE_METRICS.get(match.group(1).lower()) if match else None
     if match is None or info is None:
+        _refuse_ranking_metric(str(text))
         close = difflib.get_close_matches(match.group(1).lower() if match else str(text), list(EVIDENCE_METRICS), 1)
         cut = "" if match is None or match.group(2) is None else f"@{match.group(2)}{match.group(3) or ''}"
         hint = f"; did you mean '{close[0]}{cut}'? Known:" if close else "; expected one of"
@@ -104,6 +105,23 @@ def parse_evidence(text: str | EvidenceSpec) -> EvidenceSpec:
         raise MetricNameError(f"evidence metric {text!r} needs a cut-off >= 1, e.g. '{info.name}@5' or "
                               f"'{info.name}@512{BUDGET_SUFFIX}'")  # fmt: skip
     return EvidenceSpec(info.name, None, number) if match.group(3) else EvidenceSpec(info.name, number)
+
+
+def _refuse_ranking_metric(text: str) -> None:
+    """A ranking metric asked of ``evidence`` (``recall@10``) is sent to ``eval``, with the evidence metric beside it
+    when there is one (``evidence_recall@10``)."""
+    try:
+        spec = parse_metric(text)
+    except MetricNameError:
+        return
+    counterpart = {"recall": "evidence_recall", "precision": "context_precision"}.get(spec.name)
+    cut = "" if spec.k is None else f"@{spec.k}"
+    if spec.tokens is not None:
+        cut = f"@{spec.tokens}{BUDGET_SUFFIX}"
+    beside = f"; the evidence metric nearest it is '{counterpart}{cut}'" if counterpart and cut else ""
+    raise MetricNameError(
+        f"metric {text!r} is a ranking metric: it reads the qrels, and `ragmetrics eval` computes it{beside}"
+    )
 
 
 def is_evidence_metric(text: str) -> bool:
