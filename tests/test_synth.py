@@ -621,3 +621,16 @@ def test_a_chunk_after_a_heading_or_wide_blanks_begins_a_sentence():
     assert not _ends_sentence(text, text.index("\none"))  # a wrapped line: the sentence goes on
     assert not _ends_sentence(text, text.index(" a third"))
     assert _ends_sentence(text, len(text)) and _begins_sentence(text, 0)
+
+
+def test_markup_is_no_term_and_a_comparison_is_text():
+    from ragmetrics.synth.extractive import stopwords, tokenize
+
+    def terms(text):
+        return [t.key for t in tokenize(text, "en", stopwords())]
+
+    assert terms('<p class="lead">Ribosome</p><!-- note section --><br clear=all>biogenesis') == [
+        "ribosome",
+        "biogenesis",
+    ]
+    assert terms("if dose<threshold and weight>limit") == ["dose", "threshold", "weight", "limit"]

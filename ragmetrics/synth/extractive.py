@@ -137,8 +137,14 @@ def stopwords() -> frozenset[str]:
     return frozenset(bm25s.stopwords.STOPWORDS_EN) | frozenset(bm25s.stopwords.STOPWORDS_CHINESE)
 
 
-MARKUP = re.compile(r"<[A-Za-z/!][^<>]{0,200}>")
-"""An HTML or XML tag a corpus kept (``<br clear="all">``): its words are no terms."""
+MARKUP = re.compile(
+    r"<!--.{0,200}?-->|<![A-Za-z][^<>]{0,200}>"
+    r"|</?[A-Za-z][\w:.-]*(?:\s+[A-Za-z_:][\w:.-]*\s*=\s*(?:\"[^\"<>]*\"|'[^'<>]*'|[^\s\"'<>=]+)){0,20}\s*/?>",
+    re.DOTALL,
+)
+"""An HTML or XML tag a corpus kept (``<br clear="all">``, ``</p>``, ``<!-- -->``): its words are no terms. Every
+attribute of a tag must have a value, so that "x<y and z>w" is text (a tag's bare attributes, as in ``<input
+disabled>``, are rare in a corpus and common in text that compares)."""
 
 
 def tokenize(text: str, language: str, stop: frozenset[str]) -> list[Term]:
