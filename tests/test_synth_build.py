@@ -283,6 +283,12 @@ def test_an_edit_is_checked_field_by_field(parent_dataset):
         with pytest.raises(RagMetricsError, match="category negative: a negative query is one the corpus does not"):
             apply_edit(record, query="q", expected_answer=answer, keywords="", category="negative",
                        difficulty="easy", relevant=relevant, known_docs=known)  # fmt: skip
+    # every field's problem at once, one per line (was: the first only, the next one seen after mending it)
+    with pytest.raises(RagMetricsError) as every:
+        apply_edit(record, query=" ", expected_answer="", keywords="", category=" ", difficulty="tough",
+                   relevant="nope=2", known_docs=known)  # fmt: skip
+    assert [line.split(" ")[0] for line in str(every.value).splitlines()] == ["query:", "category:", "difficulty",
+                                                                              "relevant"]  # fmt: skip
     negative = apply_edit(record, query="q", expected_answer="", keywords="", category="negative", difficulty="easy",
                           relevant="", known_docs=known)  # fmt: skip
     assert negative["relevant_docs"] == {} and negative["category"] == "negative"

@@ -245,7 +245,8 @@ else:
                                                   args=(workspace, batch.id, item, known, prefix))  # fmt: skip
                         problem = building.edit_problem()
                         if problem:
-                            st.error(md_escape(problem), icon=":material/error:")
+                            st.error("  \n".join(md_escape(line) for line in problem.splitlines()),
+                                     icon=":material/error:")  # fmt: skip
                         st.button("Cancel edit", key=f"build.edit.cancel.{item.position}",
                                   on_click=building.stop_editing)  # fmt: skip
                     else:

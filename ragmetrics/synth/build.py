@@ -237,24 +237,31 @@ def apply_edit(
     known_docs: set[str],
 ) -> dict[str, Any]:
     """``record`` with the reviewer's changes (keywords one per line, so a keyword may hold a comma, ``1,000 mg``,
-    or a Chinese one; relevant documents as :func:`parse_relevant` reads them); an error naming the field when one
-    is not acceptable."""
+    or a Chinese one; relevant documents as :func:`parse_relevant` reads them); an error naming every field that is
+    not acceptable, one per line, so a reviewer mends them in one go."""
+    problems: list[str] = []
     if not query.strip():
-        raise RagMetricsError("query: expected a question, got nothing")
+        problems.append("query: expected a question, got nothing")
     limit = Limits.from_env().max_text_bytes
     for field, text in (("query", query), ("expected answer", expected_answer), ("keywords", keywords)):
         if len(text.encode("utf-8", "surrogatepass")) > limit:
-            raise RagMetricsError(f"{field}: expected at most {limit:,} bytes (RAGMETRICS_MAX_TEXT_BYTES)")
+            problems.append(f"{field}: expected at most {limit:,} bytes (RAGMETRICS_MAX_TEXT_BYTES)")
     if not category.strip():
-        raise RagMetricsError("category: expected a name, got nothing")
+        problems.append("category: expected a name, got nothing")
     if difficulty not in DIFFICULTY_LEVELS:
-        raise RagMetricsError(f"difficulty {difficulty!r}: expected one of {', '.join(DIFFICULTY_LEVELS)}")
-    found = parse_relevant(relevant, known_docs)
+        problems.append(f"difficulty {difficulty!r}: expected one of {', '.join(DIFFICULTY_LEVELS)}")
+    try:
+        found = parse_relevant(relevant, known_docs)
+    except RagMetricsError as err:
+        problems.append(str(err))
+        found = {}
     if category.strip() == NEGATIVE and (found or expected_answer.strip()):
-        raise RagMetricsError(
+        problems.append(
             f"category {NEGATIVE}: a negative query is one the corpus does not answer, so it has no relevant "
             "document and no expected answer; clear them, or give the category it has"
         )
+    if problems:
+        raise RagMetricsError("\n".join(problems))
     edited = dict(record)
     edited.update(
         query=query.strip(),

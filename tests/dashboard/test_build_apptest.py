@@ -152,8 +152,13 @@ def test_review_is_stored_at_once_and_makes_a_dataset(corpus_dataset, store_dir)
     prefix = next(t.key for t in at.text_input if t.key.endswith(".relevant")).rsplit(".", 1)[0] + "."
     original = at.text_input(key=prefix + "relevant").value
     at.text_input(key=prefix + "relevant").input("not-a-document=2")
+    at.text_input(key=prefix + "query").input(" ")
     at.button[[b.label for b in at.button].index("Save edit")].click().run()
-    assert "'not-a-document' is not a document of the corpus" in " ".join(e.value for e in at.error).replace("\\", "")
+    said = " ".join(e.value for e in at.error).replace("\\", "")
+    assert (
+        "query: expected a question, got nothing  \nrelevant documents: 'not-a-document' is not a document of the corpus"
+        in said
+    )
     at.text_input(key=prefix + "relevant").input(original.split("=")[0] + "=1")
     at.text_input(key=prefix + "query").input("An edited question?")
     at.button[[b.label for b in at.button].index("Save edit")].click().run()
