@@ -408,7 +408,7 @@ def test_eval_says_an_interval_of_width_0_measures_nothing_however_many_queries_
     assert (
         "2 queries the dataset does not judge are judged by the judge's labels alone, none relevant" in err.getvalue()
     )
-    assert "['neg1', 'neg2']: the corrected means count them" in err.getvalue()
+    assert "none relevant (neg1, neg2): the corrected means count them" in err.getvalue()
     assert "30 of 42 queries human-labelled" in out.getvalue()
     # every query human-labelled, for the mean over exactly these queries: the width 0 is an exact mean, not a
     # sample that measures nothing, so no note (and no "label more")

@@ -331,10 +331,10 @@ def judged_by_the_judge_alone_words(queries: Sequence[str]) -> str:
     """:func:`judged_by_the_judge_alone`'s ``queries`` in the words the CLI and the dashboard say (at most five
     named)."""
     many = len(queries) != 1
-    shown = ", ".join(repr(q) for q in queries[:5]) + (", ..." if len(queries) > 5 else "")
+    shown = ", ".join(str(q) for q in queries[:5]) + (f" and {len(queries) - 5:,} more" if len(queries) > 5 else "")
     return (
         f"{len(queries)} quer{'ies' if many else 'y'} the dataset does not judge {'are' if many else 'is'} judged by "
-        f"the judge's labels alone, none relevant [{shown}]: the corrected means count them (0 where a metric needs "
+        f"the judge's labels alone, none relevant ({shown}): the corrected means count them (0 where a metric needs "
         "a relevant document), where plain eval leaves a query without judgments out; a query with no answer in the "
         "corpus (a negative one) belongs out of the pool"
     )
