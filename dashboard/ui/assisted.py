@@ -255,7 +255,10 @@ def _runner(workspace: Workspace, ds: DatasetEntry, help_: Assist) -> None:
     with st.form("judge.run_form", border=True):
         left, middle, right = st.columns([1, 1, 1])
         name = left.selectbox(
-            "Judge", list(OFFERED), key="judge.run_judge", format_func=lambda n: f"{n}: {JUDGES[n].help}"
+            "Judge",
+            list(OFFERED),
+            key="judge.run_judge",
+            help="  \n".join(f"**{n}**: {JUDGES[n].help}" for n in OFFERED),
         )
         model = middle.selectbox(
             "Model (the endpoint judge)",

@@ -68,6 +68,11 @@ def test_the_endpoint_judge_runs_then_agreement_and_corrected_numbers_follow_the
     no_problems(at)
     assert "No judge has labelled this pool yet." in [c.value for c in at.caption]
     assert at.selectbox(key="judge.run_model").options == ["stubjudge"]
+    # the picker names the judges (a third of the form's width: a description in each option was cut); its help
+    # describes each, from the registry
+    picker = at.selectbox(key="judge.run_judge")
+    assert picker.options == list(OFFERED)
+    assert all(f"**{n}**: {JUDGES[n].help}" in picker.help for n in OFFERED)
     at.selectbox(key="judge.run_judge").set_value("endpoint")
     next(b for b in at.button if b.label == "Run the judge over the pool").click()
     at.run()
