@@ -7,13 +7,16 @@ queries without relevant documents, short runs and non-ASCII ids.
 
 from __future__ import annotations
 
+import io
 import random
 from pathlib import Path
 
 import numpy as np
 import pytest
+import pytrec_eval
 
 import ragmetrics as rm
+from ragmetrics.engine.metrics import TREC_EVAL_GROUPS, TREC_EVAL_MEASURES, TREC_EVAL_NOT_COMPUTED
 from tests import oracle
 
 TREC = Path(__file__).parent / "data" / "trec_eval"
@@ -238,3 +241,70 @@ def test_all_negative_labels_score_zero():
     assert (result.per_query("run").loc["q1"] == 0).all()
     assert (result.per_query("run").loc["q2"] == 1).all()
     assert result.coverage["run"].no_relevant == ["q1"]
+
+
+def _printed_measures(name: str) -> list[str]:
+    """The measures trec_eval 10.0 printed in ``name``, in its order, each once (``P_5``, ``map``)."""
+    lines = (TREC / name).read_text().splitlines()
+    return list(dict.fromkeys(line.split()[0] for line in lines if line.split()[1] == "all"))
+
+
+def _base_of(printed: str) -> str:
+    """``P_5`` -> ``P``; ``iprec_at_recall_0.10`` -> ``iprec_at_recall``; ``set_P`` stays ``set_P``."""
+    known = {m for m, _ in TREC_EVAL_MEASURES} | {"runid", "num_q"}
+    return printed if printed in known else printed.rsplit("_", 1)[0]
+
+
+def test_trec_eval_measure_groups_are_trec_evals_own():
+    """The groups' measures, order and default cut-offs are trec_eval 10.0's (its ``-m all_trec`` and default
+    outputs) and pytrec_eval's nicknames (trec_eval 9, which lacks 10.0's rbp, rbp_resid and unj)."""
+    printed = _printed_measures("out.test.aq")
+    bases = list(dict.fromkeys(_base_of(m) for m in printed))
+    ours = [m for m, _ in TREC_EVAL_MEASURES]
+    assert bases == ["runid", "num_q", *(m for m in ours if m != "relstring")]  # relstring prints only when asked
+    for measure, cutoffs in TREC_EVAL_MEASURES:
+        if cutoffs:
+            assert [m for m in printed if _base_of(m) == measure] == [f"{measure}_{k}" for k in cutoffs]
+    official = {_base_of(m) for m in _printed_measures("out.test")} - {"runid", "num_q"}
+    assert TREC_EVAL_GROUPS["official"] == official
+    always = {"runid", "num_q"}
+    nicknames = pytrec_eval.supported_nicknames
+    assert TREC_EVAL_GROUPS["official"] | always == nicknames["official"]
+    assert TREC_EVAL_GROUPS["set"] | always == nicknames["set"]
+    assert TREC_EVAL_GROUPS["all_trec"] | always == nicknames["all_trec"] | {"rbp", "rbp_resid", "unj"}
+
+
+def test_all_trec_asked_by_name_computes_every_measure_of_it_we_have_equal_to_trec_eval_10():
+    expected = _expected("out.test.aq")
+    qrels = oracle.read_qrels(TREC / "qrels.test")
+    rows = oracle.read_run(TREC / "results.test")
+    with pytest.warns(rm.RagMetricsWarning, match=r"trec_eval's 'all_trec' also holds measures not computed here: "
+                                                  r"num_ret \(a count of retrieved documents\)"):  # fmt: skip
+        result = rm.evaluate(oracle.dataset_of(qrels), oracle.run_of(rows), "all_trec", missing="zero")
+    asked = {m for values in expected.values() for m in values}
+    assert list(result.metrics) == list(dict.fromkeys(oracle.trec_to_ours(m) for m in _printed_measures(
+        "out.test.aq") if _base_of(m) not in TREC_EVAL_NOT_COMPUTED and _base_of(m) not in ("runid", "num_q")))  # fmt: skip
+    assert set(result.metrics) == asked
+    assert _assert_equals_trec_eval_10(expected, "qrels.test", "results.test") == len(asked) * len(expected)
+
+
+def test_official_on_the_command_line_prints_trec_evals_default_measures_it_computes(tmp_path):
+    from ragmetrics.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["eval", "--dataset", str(TREC / "qrels.test"), "--run", str(TREC / "results.test"), "-m", "official"]
+    assert main(argv, out, err) == 0, err.getvalue()
+    assert err.getvalue().startswith("ragmetrics: note: trec_eval's 'official' also holds measures not computed here: "
+                                     "num_ret (a count of retrieved documents), num_rel")  # fmt: skip
+    printed = {line.split()[0]: line.split()[2] for line in out.getvalue().splitlines()[2:]}
+    trec_eval = {oracle.trec_to_ours(line.split()[0]): line.split()[2] for line in
+                 (TREC / "out.test").read_text().splitlines() if _base_of(line.split()[0]) not in
+                 {*TREC_EVAL_NOT_COMPUTED, "runid", "num_q"}}  # fmt: skip
+    assert printed == trec_eval and len(printed) == 13
+
+
+def test_a_group_where_one_metric_is_read_says_it_is_a_group():
+    with pytest.raises(rm.MetricNameError, match=r"'official' is trec_eval's group of measures \(num_ret, num_rel, "
+                                                 r"num_rel_ret, map, \.\.\.\): evaluate and compare read it; here name "
+                                                 r"one metric"):  # fmt: skip
+        rm.parse_metric("official")

@@ -18,7 +18,7 @@ from ragmetrics.analysis.values import plain, results_dict, values_frame
 from ragmetrics.engine import Alignment, Conventions, Coverage, Ranking, align, budgets
 from ragmetrics.engine.conventions import Mode
 from ragmetrics.engine.health import Health
-from ragmetrics.engine.metrics import MetricSpec, metric_name, parse_metric
+from ragmetrics.engine.metrics import MetricSpec, expand_trec_eval_groups, metric_name, parse_metric
 from ragmetrics.engine.once import Once
 from ragmetrics.engine.tokens import TokenizerLike
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
@@ -265,6 +265,9 @@ def evaluate(
     ``runs`` may hold :class:`ragmetrics.Alignment` s already made (on this dataset, under these conventions):
     they are used as they are. ``executor`` is passed to :func:`ragmetrics.align`.
 
+    ``metrics`` may name trec_eval's measure groups (``"official"``, ``"set"``, ``"all_trec"``): the measures of each
+    that ragmetrics computes, at trec_eval's default cut-offs (a warning names those left out).
+
     ``tokenizer``: what the token budgets (``recall@512tok``: the metric on the chunks that fit in 512 tokens)
     count with: ``auto`` (the default: jieba for Chinese texts, else whitespace; picked once, on every run's texts
     together, so all runs count alike: :func:`ragmetrics.engine.budgets.shared_tokenizer`), ``whitespace``,
@@ -284,6 +287,11 @@ def evaluate(
         metrics = DEFAULT_METRICS
     if isinstance(metrics, str):
         metrics = [metrics]
+    expansion = expand_trec_eval_groups(m for m in metrics if not isinstance(m, MetricSpec))
+    if expansion.left_out:  # a trec_eval group asked for (-m official)
+        metrics = [*expansion.names, *(m for m in metrics if isinstance(m, MetricSpec))]
+        if warn and expansion.note():
+            warnings.warn(str(expansion.note()), RagMetricsWarning, stacklevel=2)
     if k_max is not None and (not isinstance(k_max, (int, np.integer)) or k_max < 1):
         raise RagMetricsError(f"The 'k_max' parameter must be an int >= 1 or None. Got {k_max!r} instead.")
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
-from ragmetrics.cli.options import refuse_too_few_resamples
+from ragmetrics.cli.options import expand_metric_groups, refuse_too_few_resamples
 from ragmetrics.cli.rules import refuse_empty, refuse_unread
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.memory import use_small_pages_for_this_process
@@ -171,6 +171,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         refuse_empty(used, args, argv)
         refuse_unread(used.prog.partition(" ")[2], used, args, argv)
         refuse_too_few_resamples(args)
+        expand_metric_groups(args, err)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RagMetricsWarning)
             try:

@@ -6,11 +6,11 @@ import argparse
 import math
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TextIO
 
 from ragmetrics.analysis import ppi, stats
 from ragmetrics.engine.conventions import CHOICES, Conventions
-from ragmetrics.engine.metrics import MAX_CUTOFF
+from ragmetrics.engine.metrics import MAX_CUTOFF, expand_trec_eval_groups
 from ragmetrics.engine.tokens import TOKENIZER_CHOICES
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.partitioned import ENGINES
@@ -29,6 +29,18 @@ class MetricList(argparse.Action):
             cut = re.fullmatch(r"(.*[._@])\d+", names[-1]) if names and name.isdigit() else None
             names.append(cut.group(1) + name if cut else name)
         setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), *names])
+
+
+def expand_metric_groups(args: argparse.Namespace, err: TextIO) -> None:
+    """``-m official`` (``set``, ``all_trec``): trec_eval's measure groups, as the metrics of each that ragmetrics
+    computes (:func:`ragmetrics.engine.metrics.expand_trec_eval_groups`); the measures left out are noted."""
+    if not isinstance(getattr(args, "metric", None), list):  # a command of one metric (history) takes no group
+        return
+    expansion = expand_trec_eval_groups(args.metric)
+    args.metric = expansion.names
+    note = expansion.note()
+    if note:
+        err.write(f"ragmetrics: note: {note}\n")
 
 
 class Once(argparse.Action):

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -708,6 +708,8 @@ TREC_EVAL_NOT_COMPUTED: dict[str, str] = {
     "G": "gain",
     "Rndcg": "nDCG with a rank cut-off at R",
     "ndcg_rel": "nDCG averaged over relevant documents",
+    "relstring": "the grades of the top documents as a string",
+    "num_nonrel_judged_ret": "a count of judged nonrelevant retrieved documents",
 }
 """trec_eval measures ragmetrics does not compute, in trec_eval's spelling: asked for, they get this instead of a
 "did you mean" that points at an unrelated metric."""
@@ -857,6 +859,12 @@ def parse_metric(text: str | MetricSpec) -> MetricSpec:
             raise MetricNameError(
                 f"unknown metric {text!r}; did you mean '{known}@{digits}'? Known: {known_metric_names()}"
             )
+        if raw in TREC_EVAL_GROUPS:
+            raise MetricNameError(
+                f"{text!r} is trec_eval's group of measures "
+                f"({', '.join([m for m, _ in TREC_EVAL_MEASURES if m in TREC_EVAL_GROUPS[raw]][:4])}, ...): "
+                "evaluate and compare read it; here name one metric, e.g. 'ndcg@10'"
+            )
         if raw.lower() in EVIDENCE_METRICS:
             raise MetricNameError(
                 f"metric {text!r} is an evidence metric: it reads gold spans, and `ragmetrics evidence` computes it "
@@ -894,6 +902,79 @@ def _budget(text: str, info: MetricInfo, tokens: int) -> MetricSpec:
     if tokens < 1:
         raise MetricNameError(f"metric {text!r}: the token budget must be an int >= 1. Got {tokens} instead.")
     return MetricSpec(info.name, None, None, tokens)
+
+
+TREC_EVAL_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+"""trec_eval's default cut-offs of P, recall, ndcg_cut, map_cut and relative_P."""
+TREC_EVAL_MEASURES: tuple[tuple[str, tuple[int, ...]], ...] = (
+    *((m, ()) for m in ("num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank")),
+    ("iprec_at_recall", ()),
+    ("P", TREC_EVAL_CUTOFFS),
+    ("recall", TREC_EVAL_CUTOFFS),
+    *((m, ()) for m in ("infAP", "gm_bpref", "Rprec_mult", "utility", "11pt_avg", "binG", "G", "ndcg", "ndcg_rel")),
+    ("Rndcg", ()),
+    ("ndcg_cut", TREC_EVAL_CUTOFFS),
+    ("map_cut", TREC_EVAL_CUTOFFS),
+    ("relative_P", TREC_EVAL_CUTOFFS),
+    ("success", (1, 5, 10)),
+    *((m, ()) for m in ("set_P", "set_relative_P", "set_recall", "set_map", "set_F", "num_nonrel_judged_ret")),
+    ("rbp", ()),
+    ("rbp_resid", ()),
+    ("unj", (5, 10, 20)),
+    ("relstring", ()),
+)
+"""trec_eval 10.0's measures in the order it prints them, each with its default cut-offs (none: one value; the
+cut-offs of a measure ragmetrics does not compute are not needed). ``runid`` and ``num_q`` are printed always."""
+TREC_EVAL_GROUPS: dict[str, frozenset[str]] = {
+    "official": frozenset(("num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
+                           "iprec_at_recall", "P")),
+    "set": frozenset(("num_ret", "num_rel", "num_rel_ret", "set_P", "set_relative_P", "set_recall", "set_map",
+                      "set_F", "utility")),
+    "all_trec": frozenset(m for m, _ in TREC_EVAL_MEASURES),
+}  # fmt: skip
+"""trec_eval's measure groups (``-m official``, its default; ``-m set``; ``-m all_trec``), as trec_eval 10.0 defines
+them: tests/test_parity_pytrec_eval.py holds them to trec_eval's outputs and to pytrec_eval's nicknames."""
+
+
+@dataclass(frozen=True)
+class GroupExpansion:
+    """Metric names with trec_eval's groups replaced: ``names`` (canonical, in trec_eval's order, each once) and,
+    by group, the trec_eval measures of it ragmetrics does not compute."""
+
+    names: list[str]
+    left_out: dict[str, list[str]]
+
+    def note(self) -> str | None:
+        """What each group left out, in words; None when nothing was."""
+        said = [
+            f"trec_eval's '{group}' also holds measures not computed here: "
+            + ", ".join(f"{m} ({TREC_EVAL_NOT_COMPUTED[m]})" for m in missing)
+            for group, missing in self.left_out.items()
+            if missing
+        ]
+        return "; ".join(said) or None
+
+
+def expand_trec_eval_groups(names: Iterable[str]) -> GroupExpansion:
+    """``["official", "ndcg@10"]`` -> the metrics of trec_eval's ``official`` group that ragmetrics computes, at
+    trec_eval's default cut-offs and in its order (``map``, ``rprec``, ``bpref``, ``mrr``, ``precision@5`` ...
+    ``precision@1000``), then ``ndcg@10``; a name that is no group is kept as given (parsed later)."""
+    out: list[str] = []
+    left_out: dict[str, list[str]] = {}
+    for name in names:
+        group = TREC_EVAL_GROUPS.get(str(name).strip())
+        if group is None:
+            out.append(name)
+            continue
+        missing = left_out.setdefault(str(name).strip(), [])
+        for measure, cutoffs in TREC_EVAL_MEASURES:
+            if measure not in group:
+                continue
+            if measure in TREC_EVAL_NOT_COMPUTED:
+                missing.append(measure)
+                continue
+            out.extend(str(parse_metric(f"{measure}_{k}" if cutoffs else measure)) for k in cutoffs or (0,))
+    return GroupExpansion(list(dict.fromkeys(out)), left_out)
 
 
 def metric_name(text: str | MetricSpec) -> str:
