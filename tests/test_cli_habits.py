@@ -274,3 +274,8 @@ def test_trec_eval_s_flags_and_bare_files_are_answered_with_this_cli_s_options(c
     with pytest.raises(SystemExit):
         main(["eval", "--dataset", str(QRELS), "--run", str(BM25), str(QRELS), str(BM25)])
     assert "trec_eval's `qrels run` are --dataset QRELS --run RUN here" in capsys.readouterr().err
+    # trec_eval's whole habit, `eval qrels run` without the options: the missing options' refusal says it too
+    with pytest.raises(SystemExit):
+        main(["eval", "-m", "map", str(QRELS), str(BM25)])
+    said = capsys.readouterr().err
+    assert "the following arguments are required: --dataset, --run; trec_eval's `qrels run` are --dataset" in said

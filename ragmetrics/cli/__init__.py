@@ -18,7 +18,7 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TextIO
+from typing import NoReturn, TextIO
 
 from ragmetrics.cli.options import expand_metric_groups, refuse_too_few_resamples
 from ragmetrics.cli.rules import refuse_empty, refuse_unread
@@ -141,10 +141,17 @@ class CommandParser(argparse.ArgumentParser):
     def parse_known_args(  # type: ignore[override] # typeshed's overloads by namespace type
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
+        self.given = list(sys.argv[1:] if args is None else args)
         parsed, extra = super().parse_known_args(args, namespace)
         if getattr(parsed, USED_PARSER, None) is None:
             setattr(parsed, USED_PARSER, self)
         return parsed, extra
+
+    def error(self, message: str) -> NoReturn:
+        """argparse's refusal; a missing ``--dataset``/``--run`` beside bare files says trec_eval's order."""
+        if message.startswith("the following arguments are required"):
+            message += trec_eval_hint(getattr(self, "given", []))
+        super().error(message)
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
