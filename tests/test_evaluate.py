@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 import warnings
 
 import numpy as np
@@ -419,3 +420,18 @@ def test_the_python_api_reads_what_peers_pass_and_refuses_what_means_nothing():
     with pytest.raises(rm.RagMetricsError, match=r"'k_max' parameter must be an int >= 1 or None\. Got -3"):
         rm.evaluate(qrels, good, ["ndcg"]).curves(["ndcg"], k_max=-3)
     assert agreement(good, good, p=np.float32(0.9)).mean()["rbo"] == pytest.approx(1.0)  # numpy's floats are numbers
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("P(rel=2)@5", r"the name is: P@5; rel=2 is the relevance level of the whole evaluation \(--rel-level 2"),
+        ("nDCG(dcg=exp-log2)@10", r"dcg=exp-log2 is 'ndcg_exp@10' \(gain 2\^label - 1\)$"),
+        ("AP(rel=2, judged_only=True)", r"the name is: AP; rel=2 .*; judged_only=True is --unjudged skip"),
+        ("RBP(p=0.8)", r"p=0.8 is 'rbp_p=0.8'"),
+        ("nDCG(gains={0:0,1:1})@10", r"the name is: nDCG@10; gains= is not read here$"),
+    ],
+)
+def test_ir_measures_parameters_are_answered_with_what_takes_their_place(name, said):
+    with pytest.raises(rm.MetricNameError, match=rf"^metric '{re.escape(name)}': ir_measures' parameters .*{said}"):
+        rm.parse_metric(name)

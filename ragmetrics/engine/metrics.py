@@ -776,6 +776,40 @@ def _set_f_at_beta(text: str) -> MetricSpec:
 _DECIMAL_CUTOFF = re.compile(r"\s*([A-Za-z][\w\-]*?)[@._](\d+\.\d+)\s*", re.ASCII)
 
 
+_IR_MEASURES_PARAMETERS = re.compile(r"^\s*([A-Za-z][\w-]*)\s*\(([^()]*)\)\s*(?:@\s*(\d+))?\s*$")
+"""ir_measures' ``P(rel=2)@5``: a measure with parameters in parentheses."""
+
+
+def _refuse_ir_measures_parameters(text: str) -> None:
+    """ir_measures' parameters (``P(rel=2)@5``, ``nDCG(dcg=exp-log2)@10``, ``RBP(p=0.8)``) are not read here: each
+    is answered with what takes its place (a convention of the whole evaluation, or another metric's name)."""
+    found = _IR_MEASURES_PARAMETERS.match(text)
+    if found is None:
+        return
+    name, cut = found.group(1), f"@{found.group(3)}" if found.group(3) else ""
+    said: list[str] = []
+    for pair in (p.strip() for p in re.split(r",(?![^{]*})", found.group(2)) if p.strip()):  # gains={0:0,1:1}
+        key, _, value = (part.strip() for part in pair.partition("="))
+        if key == "rel":
+            said.append(f"rel={value} is the relevance level of the whole evaluation (--rel-level {value}, "
+                        f"rel_level={value})")  # fmt: skip
+        elif key == "judged_only":
+            skip = value.lower() in ("true", "1")
+            said.append("judged_only=True is --unjudged skip (unjudged='skip')" if skip else f"{pair} is the default")
+        elif key == "dcg" and value == "exp-log2":
+            said.append(f"dcg=exp-log2 is 'ndcg_exp{cut}' (gain 2^label - 1)")
+        elif key == "p" and name.lower() == "rbp":
+            said.append(f"p={value} is 'rbp_p={value}' (trec_eval 10.0's rbp)")
+        elif key == "cutoff":
+            said.append(f"cutoff={value} is '@{value}'")
+        else:
+            said.append(f"{key}= is not read here")
+    raise MetricNameError(
+        f"metric {text!r}: ir_measures' parameters are not read here, the name is: {name}{cut}; "
+        + "; ".join(said or ["() takes nothing"])
+    )
+
+
 def _refuse_decimal_cutoff(text: str) -> None:
     """A known name with a cut-off written with decimals (``P_5.0``, ``ndcg@10.0``) is refused as such, with the
     whole cut-off it may mean, rather than read as another name (``P_5`` at k 0)."""
@@ -845,6 +879,7 @@ def parse_metric(text: str | MetricSpec) -> MetricSpec:
             f"ragmetrics. Known: {known_metric_names()}"
         )
     _refuse_decimal_cutoff(str(text))
+    _refuse_ir_measures_parameters(str(text))
     if not match:
         raise MetricNameError(
             f"cannot read metric {text!r}; {_budget_suggestion(str(text)) or 'expected a name with an optional @k'}"
