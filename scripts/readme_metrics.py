@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from ragmetrics.engine.metrics import METRICS, MetricInfo
+from ragmetrics.engine.metrics import METRICS, MetricInfo, MetricSpec, trec_eval_name
 
 BEGIN = "<!-- metrics table: python scripts/readme_metrics.py -->"
 END = "<!-- end metrics table -->"
@@ -43,14 +43,11 @@ def names(info: MetricInfo) -> str:
 
 
 def trec_eval(info: MetricInfo) -> str:
-    """The trec_eval measure: ``P_k`` for a cut-off family, ``ndcg``, ``ndcg_cut_k`` for a ``*_cut`` one."""
-    if info.trec_eval is None:
-        return "(none)"
-    if info.k == "required":
-        return f"`{info.trec_eval}_k`"
-    if info.k == "optional" and info.trec_eval.endswith("_cut"):
-        return f"`{info.trec_eval.removesuffix('_cut')}`, `{info.trec_eval}_k`"
-    return f"`{info.trec_eval}`"
+    """The trec_eval measures, as :func:`ragmetrics.engine.metrics.trec_eval_name` names them (``k`` for the cut)."""
+    names = [trec_eval_name(MetricSpec(info.name, k)) for k in ((None, 0) if info.k == "optional" else
+                                                                (0,) if info.k == "required" else (None,))]  # fmt: skip
+    shown = [f"`{n.removesuffix('_0')}_k`" if n.endswith("_0") else f"`{n}`" for n in names if n]
+    return ", ".join(shown) or "(none)"
 
 
 def convention(info: MetricInfo) -> str:

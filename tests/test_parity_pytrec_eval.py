@@ -16,7 +16,7 @@ import pytest
 import pytrec_eval
 
 import ragmetrics as rm
-from ragmetrics.engine.metrics import TREC_EVAL_GROUPS, TREC_EVAL_MEASURES, TREC_EVAL_NOT_COMPUTED
+from ragmetrics.engine.metrics import TREC_EVAL_GROUPS, TREC_EVAL_MEASURES, TREC_EVAL_NOT_COMPUTED, trec_eval_name
 from tests import oracle
 
 TREC = Path(__file__).parent / "data" / "trec_eval"
@@ -308,3 +308,27 @@ def test_a_group_where_one_metric_is_read_says_it_is_a_group():
                                                  r"num_rel_ret, map, \.\.\.\): evaluate and compare read it; here name "
                                                  r"one metric"):  # fmt: skip
         rm.parse_metric("official")
+
+
+def test_all_trec_with_trec_eval_names_prints_trec_eval_10_s_own_lines():
+    """``eval -m all_trec --names trec_eval --per-query``: line for line what trec_eval 10.0 printed for
+    ``-m all_trec -q`` (out.test.aq), for every measure computed here; runid and num_q aside (the run is named by
+    its file here, by its tag there)."""
+    from ragmetrics.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["eval", "--dataset", str(TREC / "qrels.test"), "--run", str(TREC / "results.test"), "-m", "all_trec",
+            "--names", "trec_eval", "--per-query"]  # fmt: skip
+    assert main(argv, out, err) == 0, err.getvalue()
+    trec_eval = [line for line in (TREC / "out.test.aq").read_text().splitlines()
+                 if _base_of(line.split()[0]) not in {*TREC_EVAL_NOT_COMPUTED, "runid", "num_q"}]  # fmt: skip
+    ours = [line for line in out.getvalue().splitlines() if line.split()[0] not in ("runid", "num_q")]
+    assert ours == trec_eval and len(ours) == 252
+
+
+def test_trec_eval_names_are_the_measures_trec_eval_prints():
+    for printed in _printed_measures("out.test.aq"):
+        if _base_of(printed) not in {*TREC_EVAL_NOT_COMPUTED, "runid", "num_q"}:
+            assert trec_eval_name(rm.parse_metric(printed)) == printed
+    for ours in ("mrr@10", "judged@10", "recall@512tok", "rbp_p=0.95", "f1@5"):
+        assert trec_eval_name(rm.parse_metric(ours)) is None, ours

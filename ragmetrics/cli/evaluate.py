@@ -83,7 +83,7 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return 0
     if args.engine != "inprocess":
         partitioned = eval_partitioned(args, metrics)
-        emit(partitioned, args.format, args.per_query, out, merged=merged_options(args))
+        emit(partitioned, args.format, args.per_query, out, merged=merged_options(args), names=args.names or "ragmetrics")
         report_coverage(partitioned.runs, err)
         for written in partitioned.runs.values():
             if written.per_query_file:
@@ -100,7 +100,7 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         for run in result.runs.values():
             for metric in result.metrics:
                 run.alignment.bounded(metric, depth)
-    emit(result, args.format, args.per_query, out, bounds=args.bounds, merged=merged_options(args))
+    emit(result, args.format, args.per_query, out, bounds=args.bounds, merged=merged_options(args), names=args.names or "ragmetrics")
     report_coverage(result.runs, err, bounded=bool(args.bounds))
     for run, path in zip(result.runs.values(), paths):
         if path is not None:
@@ -124,6 +124,12 @@ def eval_parser(p: argparse.ArgumentParser) -> None:
         help="conventions: trec_eval (default) or LlamaIndex RetrieverEvaluator",
     )
     p.add_argument("--per-query", action="store_true", help="also print per-query values")
+    p.add_argument(
+        "--names",
+        choices=("ragmetrics", "trec_eval"),
+        help="the table's measure names: ragmetrics' (ndcg@10, default) or, where trec_eval has the measure, "
+        "trec_eval's (ndcg_cut_10, P_5, recip_rank)",
+    )
     add_format_option(
         p,
         "json",

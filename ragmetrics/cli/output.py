@@ -13,6 +13,7 @@ from ragmetrics.analysis.evaluate import EvalResult, RunResult
 from ragmetrics.analysis.stats import METRIC_RANGE
 from ragmetrics.analysis.values import QueryValues, plain
 from ragmetrics.cli.options import read_bounds_depth
+from ragmetrics.engine.metrics import parse_metric, trec_eval_name
 
 if TYPE_CHECKING:
     from ragmetrics.partitioned import PartitionedResult
@@ -58,11 +59,14 @@ def format_table(
     bounds_depth: int | None,
     out: TextIO,
     merged: Merged | None = None,
+    names: str = "ragmetrics",
 ) -> None:
     """trec_eval's layout: ``measure<TAB>query<TAB>value``, 'all' for the mean; ``bounds``: the mean's two ends
     as ``measure:worst`` and ``measure:best``; ``merged``: ``measure:ci_low``, ``measure:ci_high`` and
-    ``measure:fingerprint``."""
+    ``measure:fingerprint``. ``names="trec_eval"``: each measure trec_eval has named as trec_eval prints it
+    (``P_5``, ``ndcg_cut_10``, ``recip_rank``), the others as here."""
     for name, run in result.runs.items():
+        printed = {m: (trec_eval_name(parse_metric(m)) if names == "trec_eval" else None) or m for m in run.metrics}
         out.write(f"{'runid':<22}\tall\t{name}\n")
         out.write(f"{'num_q':<22}\tall\t{num_q(run)}\n")
         tokenizer = getattr(run, "tokenizer", None)
@@ -73,17 +77,18 @@ def format_table(
             assert run.query_ids is not None  # --per-query and --per-query-out are refused together
             for i, qid in enumerate(run.query_ids):
                 for metric in run.metrics:
-                    out.write(f"{metric:<22}\t{qid}\t{arrays[metric][i]:.4f}\n")
+                    out.write(f"{printed[metric]:<22}\t{qid}\t{arrays[metric][i]:.4f}\n")
         ends = run.mean_bounds(bounds_depth) if bounds and isinstance(run, RunResult) else {}
         extra = merged.rows(run) if merged else {}
         for metric, value in run.means.items():
-            out.write(f"{metric:<22}\tall\t{value:.4f}\n")
+            shown = printed[metric]
+            out.write(f"{shown:<22}\tall\t{value:.4f}\n")
             if metric in ends:
-                out.write(f"{metric + ':worst':<22}\tall\t{ends[metric][0]:.4f}\n")
-                out.write(f"{metric + ':best':<22}\tall\t{ends[metric][1]:.4f}\n")
+                out.write(f"{shown + ':worst':<22}\tall\t{ends[metric][0]:.4f}\n")
+                out.write(f"{shown + ':best':<22}\tall\t{ends[metric][1]:.4f}\n")
             for row, cells in extra.items():
                 cell = cells[metric]
-                out.write(f"{metric + ':' + row:<22}\tall\t{cell if isinstance(cell, str) else f'{cell:.4f}'}\n")
+                out.write(f"{shown + ':' + row:<22}\tall\t{cell if isinstance(cell, str) else f'{cell:.4f}'}\n")
 
 
 def wide_frame(
@@ -125,6 +130,7 @@ def emit(
     out: TextIO,
     bounds: str | None = None,
     merged: Merged | None = None,
+    names: str = "ragmetrics",
 ) -> None:
     """``bounds`` (``--bounds``; in-process results only): each mean's two ends over the unjudged documents too;
     ``merged``: the merged intervals and fingerprints (JSON: ``ci`` as ``{metric: [low, high]}`` and
@@ -158,4 +164,4 @@ def emit(
         kept = per_query or bounds or merged
         out.write(markdown_table(frame if kept else frame.drop(columns="query_id")))
     else:
-        format_table(result, per_query, bool(bounds), depth, out, merged)
+        format_table(result, per_query, bool(bounds), depth, out, merged, names)

@@ -256,7 +256,13 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         ("eval",),
-        ("--ci", "--fingerprint", "--bounds", "--per-query", "--per-query-out"),
+        ("--names",),
+        Choice("--format", _fixed("table")),
+        "it names the lines of trec_eval's layout; json, csv and markdown keep one name per metric",
+    ),
+    Rule(
+        ("eval",),
+        ("--ci", "--fingerprint", "--bounds", "--per-query", "--per-query-out", "--names"),
         Without(LABELS),
         "the corrected estimates are printed alone, with intervals of their own",
     ),

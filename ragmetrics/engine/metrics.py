@@ -55,7 +55,9 @@ class MetricInfo:
 
     ``cut`` computes the metric at cut-offs ``ks`` (see :data:`CutKernel`); ``full`` over the whole
     ranking (for metrics whose ``k`` is optional or absent). ``trec_eval``
-    names the trec_eval measure it equals (``None`` when trec_eval has none).
+    names the trec_eval measure it equals (``None`` when trec_eval has none): a cut-off family's name (``P``: ``P_5``),
+    or, for a metric whose cut-off is optional, trec_eval's ``*_cut`` measure, whose uncut name is the metric uncut
+    (``ndcg_cut``: ``ndcg``, ``ndcg_cut_10``); see :func:`trec_eval_name`.
     """
 
     name: str
@@ -427,10 +429,9 @@ METRICS: dict[str, MetricInfo] = {
             "MAP",
             "optional",
             "(1/R) · Σ over relevant ranks i ≤ k of TP@i / i",
-            "Divides by all R relevant documents, retrieved or not, also for map@k (trec_eval "
-            "map_cut), never by min(k, R). " + _TIES,
+            "Divides by all R relevant documents, retrieved or not, also for map@k, never by min(k, R). " + _TIES,
             aliases=("ap", "average_precision", "map_cut"),
-            trec_eval="map",
+            trec_eval="map_cut",
             reads_relevant_count=True,
             cut=_ap_cut,
             full=_ap,
@@ -1010,6 +1011,19 @@ def expand_trec_eval_groups(names: Iterable[str]) -> GroupExpansion:
                 continue
             out.extend(str(parse_metric(f"{measure}_{k}" if cutoffs else measure)) for k in cutoffs or (0,))
     return GroupExpansion(list(dict.fromkeys(out)), left_out)
+
+
+def trec_eval_name(spec: MetricSpec) -> str | None:
+    """The name trec_eval prints for ``spec``'s value (``precision@5``: ``P_5``; ``ndcg``: ``ndcg``; ``ndcg@10``:
+    ``ndcg_cut_10``; ``map@10``: ``map_cut_10``; ``mrr``: ``recip_rank``); None where trec_eval has no such measure
+    (``mrr@10``, ``judged@10``, ``recall@512tok``, ``rbp_p=0.95``)."""
+    info = METRICS[spec.name]
+    if info.trec_eval is None or spec.tokens is not None or spec.p is not None:
+        return None
+    cut = info.k == "required" or info.trec_eval.endswith("_cut")
+    if spec.k is None:
+        return info.trec_eval.removesuffix("_cut") if info.k != "required" else None
+    return f"{info.trec_eval}_{spec.k}" if cut else None
 
 
 def metric_name(text: str | MetricSpec) -> str:
