@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from ragmetrics.engine.metrics import METRICS, MetricInfo, MetricSpec, trec_eval_name
+from ragmetrics.engine.metrics import METRICS, MetricInfo, trec_eval_names
 
 BEGIN = "<!-- metrics table: python scripts/readme_metrics.py -->"
 END = "<!-- end metrics table -->"
@@ -43,11 +43,8 @@ def names(info: MetricInfo) -> str:
 
 
 def trec_eval(info: MetricInfo) -> str:
-    """The trec_eval measures, as :func:`ragmetrics.engine.metrics.trec_eval_name` names them (``k`` for the cut)."""
-    names = [trec_eval_name(MetricSpec(info.name, k)) for k in ((None, 0) if info.k == "optional" else
-                                                                (0,) if info.k == "required" else (None,))]  # fmt: skip
-    shown = [f"`{n.removesuffix('_0')}_k`" if n.endswith("_0") else f"`{n}`" for n in names if n]
-    return ", ".join(shown) or "(none)"
+    """The trec_eval measures (:func:`ragmetrics.engine.metrics.trec_eval_names`), or "(none)"."""
+    return ", ".join(f"`{n}`" for n in trec_eval_names(info)) or "(none)"
 
 
 def convention(info: MetricInfo) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ragmetrics.engine.metrics import BUDGET_SUFFIX, METRICS
+from ragmetrics.engine.metrics import BUDGET_SUFFIX, METRICS, trec_eval_names
 
 __all__ = ["REFERENCE_COLUMNS", "metrics_reference_frame"]
 
@@ -25,7 +25,7 @@ def metrics_reference_frame() -> pd.DataFrame:
                 "formula": m.formula,
                 "conventions": m.conventions,
                 "aliases": ", ".join(m.aliases),
-                "trec_eval": m.trec_eval or "",
+                "trec_eval": ", ".join(trec_eval_names(m)),
             }
             for m in METRICS.values()
         ],

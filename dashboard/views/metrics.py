@@ -20,7 +20,8 @@ for row in reference.itertuples(index=False):
     # one Markdown element a card (the browser lays out each element on its own); the formula as inline code: a
     # code block would load its highlighter for one line
     also = f"Also accepted: {row.aliases}. " if row.aliases else ""
-    title = f"**{row.display}** · `{row.name}`" + (f" · trec_eval `{row.trec_eval}`" if row.trec_eval else "")
+    trec_eval = ", ".join(f"`{name}`" for name in row.trec_eval.split(", ")) if row.trec_eval else ""
+    title = f"**{row.display}** · `{row.name}`" + (f" · trec_eval {trec_eval}" if trec_eval else "")
     st.container(border=True).markdown(
         f"{title}\n\n`{row.formula}`\n\n{row.conventions}\n\n:gray[{also}Cut-off: {row.cutoff}.]"
     )

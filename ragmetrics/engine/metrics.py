@@ -1026,6 +1026,14 @@ def trec_eval_name(spec: MetricSpec) -> str | None:
     return f"{info.trec_eval}_{spec.k}" if cut else None
 
 
+def trec_eval_names(info: MetricInfo) -> list[str]:
+    """The names trec_eval prints for ``info``'s values, ``k`` for a cut-off (``ndcg``, ``ndcg_cut_k``; ``P_k``);
+    empty when trec_eval has none."""
+    ks: tuple[int | None, ...] = {"optional": (None, 0), "required": (0,)}.get(info.k, (None,))
+    names = [trec_eval_name(MetricSpec(info.name, k)) for k in ks]
+    return [n.removesuffix("_0") + "_k" if k == 0 else n for n, k in zip(names, ks) if n]
+
+
 def metric_name(text: str | MetricSpec) -> str:
     """The canonical name of a metric given with or without its cut-off (``nDCG``, ``ndcg@10``, ``P_5`` ->
     ``ndcg``, ``ndcg``, ``precision``): what a curve, a picker or a column of every cut-off is named by. Unknown
