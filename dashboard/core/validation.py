@@ -14,6 +14,7 @@ from dashboard.core.queries import NO_GROUP, labels_of
 from dashboard.core.results import Alignment
 from ragmetrics.analysis.compare import MIN_GROUP
 from ragmetrics.foundation.model import Dataset
+from ragmetrics.foundation.numbers import share
 
 __all__ = ["VALIDATION_COLUMNS", "depth_figure", "depth_frame", "to_look_at", "validation_frame"]
 
@@ -107,11 +108,11 @@ def validation_frame(dataset: Dataset, alignments: Sequence[Alignment], *, min_g
                 "check": "ranked queries with no judged document (id overlap)",
                 "count": int(unmet),
                 "status": "error" if health.no_overlap else ("info" if unmet else "ok"),
-                "examples": f"{health.overlap:.0%} of {health.queries_ranked:,} ranked queries meet the qrels"
+                "examples": f"{share(health.overlap)} of {health.queries_ranked:,} ranked queries meet the qrels"
                 + (
                     ""
                     if health.run_queries_known == 1.0
-                    else f"; {health.run_queries_known:.0%} of the run's queries are dataset queries"
+                    else f"; {share(health.run_queries_known)} of the run's queries are dataset queries"
                 ),
                 "effect": "no overlap: every metric 0, the numbers mean nothing (see the message below)"
                 if health.no_overlap

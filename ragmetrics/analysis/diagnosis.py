@@ -60,6 +60,7 @@ from ragmetrics.engine.metrics import parse_metric
 from ragmetrics.foundation import scripts
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset, Run
+from ragmetrics.foundation.numbers import share
 
 EASY_MISSED_MAX = 2
 HARD_MISSED_MAX = 2
@@ -331,7 +332,7 @@ def is_short(query: str) -> bool:
 
 
 def _pct(part: int, whole: int) -> str:
-    return f"{100.0 * part / whole:.0f}%" if whole else "—"
+    return share(part / whole) if whole else "—"
 
 
 def _ids(frame: pd.DataFrame, limit: int = 5) -> tuple[str, ...]:

@@ -83,7 +83,9 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return 0
     if args.engine != "inprocess":
         partitioned = eval_partitioned(args, metrics)
-        emit(partitioned, args.format, args.per_query, out, merged=merged_options(args), names=args.names or "ragmetrics")
+        emit(
+            partitioned, args.format, args.per_query, out, merged=merged_options(args), names=args.names or "ragmetrics"
+        )
         report_coverage(partitioned.runs, err)
         for written in partitioned.runs.values():
             if written.per_query_file:
@@ -100,7 +102,15 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         for run in result.runs.values():
             for metric in result.metrics:
                 run.alignment.bounded(metric, depth)
-    emit(result, args.format, args.per_query, out, bounds=args.bounds, merged=merged_options(args), names=args.names or "ragmetrics")
+    emit(
+        result,
+        args.format,
+        args.per_query,
+        out,
+        bounds=args.bounds,
+        merged=merged_options(args),
+        names=args.names or "ragmetrics",
+    )
     report_coverage(result.runs, err, bounded=bool(args.bounds))
     for run, path in zip(result.runs.values(), paths):
         if path is not None:

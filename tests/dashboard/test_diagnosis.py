@@ -332,3 +332,16 @@ def test_evidence_words_keep_a_metric_s_capitals() -> None:
     assert advice("r", table(near))["near_miss.raise_k"].because.startswith("Hits@20 = ")
     assert diagnosis.evidence_words(advice("r", table(near))["near_miss.raise_k"]).startswith("Because Hits@20 = ")
     assert diagnosis.evidence_words("plain advice") == ""
+
+
+def test_a_share_never_reads_as_half_all_or_none_when_it_is_not():
+    """Was: "most queries (151 of 300, 50%)" on SciFact's dense run, and the validation report's "100% of 812
+    ranked queries meet the qrels" with 4 of them meeting none."""
+    from ragmetrics.analysis.diagnosis import share_words
+    from ragmetrics.foundation.numbers import share
+
+    assert share_words(151, 300, "queries") == "most queries (151 of 300, 50.3%)"
+    assert share_words(150, 300, "queries") == "half of the 300 queries (150)"
+    assert [share(x) for x in (0, 0.001, 0.5, 0.4999, 0.75, 808 / 812, 1, float("nan"))] == [
+        "0%", "<1%", "50%", "50.0%", "75%", ">99%", "100%", "—"
+    ]  # fmt: skip
