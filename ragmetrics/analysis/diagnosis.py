@@ -699,6 +699,14 @@ def _weak_categories(run: str, table: pd.DataFrame, k: int, metric_label: str | 
                         "relevant documents.",
                         {"category": str(category), "gap": gap, "n": int(n)},
                         f"{numbers}; {missed_words}: what they retrieve instead shows why.",
+                    )
+                    if len(missed)
+                    else Advice(
+                        "weak_category.ranks",
+                        f"Compare the '{category}' queries' values query by query (Breakdown, or the per-query "
+                        "values): their relevant documents are found but ranked lower than elsewhere.",
+                        {"category": str(category), "gap": gap, "n": int(n)},
+                        f"{numbers}; {missed_words}, so the gap is in the ranks of what they find.",
                     ),
                     Advice(
                         "weak_category.indexing",

@@ -345,3 +345,16 @@ def test_a_share_never_reads_as_half_all_or_none_when_it_is_not():
     assert [share(x) for x in (0, 0.001, 0.5, 0.4999, 0.75, 808 / 812, 1, float("nan"))] == [
         "0%", "<1%", "50%", "50.0%", "75%", ">99%", "100%", "—"
     ]  # fmt: skip
+
+
+def test_a_weak_category_none_of_whose_queries_is_missed_is_sent_to_its_ranks_not_to_an_empty_missed_list() -> None:
+    """Was: "Open the missed queries filtered to 'summary'" beside "none of the 12 'summary' queries are missed at
+    K=5" (the FAQ's Recall@5): the Missed page then showed nothing."""
+    rows = [("good", "medium", 1)] * 20 + [("summary", "medium", 4)] * 12
+    frame = table(rows)
+    frame["value"] = frame["rr"]
+    found = next(f for f in diagnosis.diagnose("r", frame, k=5, deep_k=100, metric_label="MRR@5")
+                 if f.rule == "weak_category")  # fmt: skip
+    assert [a.id for a in found.advice] == ["weak_category.ranks", "weak_category.indexing"]
+    assert "none of the 12 'summary' queries are missed at K=5, so the gap is in the ranks" in found.advice[0].because
+    assert "Open the missed queries" not in " ".join(str(a) for a in found.advice)
