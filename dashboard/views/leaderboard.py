@@ -53,7 +53,12 @@ else:
     else:
         st.markdown(f"**{title(spec)}**: {len(board.means)} system(s) on {len(board.datasets)} dataset(s).")
         layout.show_table(lb.leaderboard_table(board), key="leaderboard.table", filename=f"leaderboard-{spec}.csv")
-        st.caption(md_escape(board.footnote()) + ". The mean and mean rank need a run on every dataset.")
+        st.caption(
+            md_escape(board.footnote()) + ". The mean and mean rank need a run on every dataset. A † asks another "
+            "question than the Overview's verdict and Compare: each system against its dataset's best on this one "
+            "metric, where they correct over every pair of the runs they compare x every metric they show, so a pair "
+            "can differ significantly here and not there."
+        )
         for note in board.notes:
             st.caption(md_escape(note))
         cols = st.columns(len(lb.EXPORTS))

@@ -89,6 +89,8 @@ def test_the_leaderboard_ranks_the_systems_and_keeps_its_tag_in_the_url(on_store
     assert table["system"].tolist() == ["dense", "bm25"]
     assert table.iloc[0, 1] == "0.6451 (1)" and table.iloc[1, 1] == "0.4833 (2)"
     assert {b.label for b in at.get("download_button")} >= {"Download Markdown", "Download CSV", "Download LaTeX"}
+    # its family is said to differ from the verdict's (was: a † read against the Overview's "not significant")
+    assert any("A † asks another question than the Overview's verdict and Compare" in c.value for c in at.caption)
     at.selectbox(key="leaderboard.system").set_value("branch").run()
     _page_problems(at)
     assert param(at, "sys") == "branch"
