@@ -338,6 +338,11 @@ class Workspace:
 
     # --- writes ------------------------------------------------------------------------
 
+    def stored_as(self, dataset: Dataset) -> DatasetEntry | None:
+        """The stored dataset of the same content as ``dataset`` (what :meth:`add_dataset` would return unchanged),
+        or None."""
+        return self.dataset(store_mod.dataset_id(dataset))
+
     def add_dataset(
         self, dataset: Dataset, *, name: str | None = None, source: str = "", description: str = "", targets: str = ""
     ) -> DatasetEntry:

@@ -151,13 +151,19 @@ def ingest_dataset(files: Sequence[Any], workspace: Workspace) -> Outcome | None
                     extra["corpus"] = (roles["corpus"].getvalue(), roles["corpus"].name)
                 dataset = load_dataset(main.getvalue(), filename=main.name, limits=UPLOAD_LIMITS, **extra)
                 name, description, declared = dataset_labels()
+                before = workspace.stored_as(dataset)
                 entry = workspace.add_dataset(
                     dataset, name=name, source=names, description=description, targets=declared
                 )
+            kept = (
+                " (stored before, the same content: its name, description and targets are kept; rename it on Workspace)"
+                if before is not None and (name not in (None, before.name) or description or declared)
+                else ""
+            )
             outcome = Outcome(
                 names,
                 True,
-                f"dataset “{entry.name}”: {len(dataset):,} queries, {dataset.qrels_table.num_rows:,} judgments",
+                f"dataset “{entry.name}”: {len(dataset):,} queries, {dataset.qrels_table.num_rows:,} judgments{kept}",
                 entry.id,
                 [str(w.message) for w in caught],
                 time.perf_counter() - start,

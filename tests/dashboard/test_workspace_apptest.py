@@ -384,3 +384,21 @@ def test_the_store_url_comes_from_the_environment(store_dir, monkeypatch) -> Non
     assert cache.store_url() == f"sqlite:///{(store_dir / 'ragmetrics.sqlite').resolve()}"
     monkeypatch.setenv("RAGMETRICS_STORE_URL", "postgresql+psycopg://team@db/rag")
     assert cache.store_url() == "postgresql+psycopg://team@db/rag"
+
+
+def test_a_dataset_uploaded_again_under_another_name_says_the_stored_one_is_kept(store_dir) -> None:
+    """Was: "Loaded … → dataset “cmrc2018”" for an upload named "cmrc-upload", the name and description typed
+    silently dropped (the same content is stored once)."""
+    at = open_page("upload")
+    dataset_file = ("mini_eval.json", (DATA / "mini_eval.json").read_bytes(), "application/json")
+    at.file_uploader(key="upload.dataset").set_value(dataset_file)
+    at.run()
+    assert "stored before" not in _text(at.success)
+    again = open_page("upload")
+    again.text_input(key="upload.name").input("another name")
+    again.file_uploader(key="upload.dataset").set_value(dataset_file)
+    again.run()
+    no_problems(again)
+    said = _text(again.success)
+    assert "stored before, the same content: its name, description and targets are kept; rename it on" in said
+    assert "another name" not in said
