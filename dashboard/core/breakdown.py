@@ -73,7 +73,11 @@ def group_label(group: str, n: int, too_few: bool) -> str:
 
 
 def breakdown_figure(
-    breakdown: pd.DataFrame, metric: MetricSpec, by: str = "category", runs: Sequence[str] | None = None
+    breakdown: pd.DataFrame,
+    metric: MetricSpec,
+    by: str = "category",
+    runs: Sequence[str] | None = None,
+    every: Sequence[str] | None = None,
 ) -> go.Figure:
     """Grouped bars of one metric per group, runs side by side, with 95% CI error bars.
 
@@ -81,7 +85,7 @@ def breakdown_figure(
     labelled "⚠ too few".
     """
     runs = runs_in(breakdown, runs)
-    colors = run_colors(runs)
+    colors = run_colors(runs, every)
     groups = list(dict.fromkeys(breakdown["group"]))
     sizes = breakdown.groupby("group", sort=False)["n"].max()
     flags = breakdown.groupby("group", sort=False)["too_few"].any()

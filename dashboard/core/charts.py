@@ -34,8 +34,11 @@ def safe(text: object) -> str:
     return html.escape(str(text), quote=False)
 
 
-def run_colors(runs: Sequence[str]) -> dict[str, str]:
-    return {run: PALETTE[i % len(PALETTE)] for i, run in enumerate(runs)}
+def run_colors(runs: Sequence[str], every: Sequence[str] | None = None) -> dict[str, str]:
+    """Each run's colour: by its place among ``every`` run of the dataset (stored order) when given, so a run keeps
+    its colour whichever others are selected; else by its place in ``runs``."""
+    order = {run: i for i, run in enumerate(dict.fromkeys(every or ()))}
+    return {run: PALETTE[order.get(run, i) % len(PALETTE)] for i, run in enumerate(runs)}
 
 
 def rgba(hex_color: str, alpha: float) -> str:

@@ -152,6 +152,7 @@ def curves_figure(
     runs: Sequence[str] | None = None,
     *,
     log_x: bool | None = None,
+    every: Sequence[str] | None = None,
 ) -> go.Figure:
     """Small multiples of metric@K against K, one line per run with its 95% band (:func:`curve_frame`).
 
@@ -159,7 +160,7 @@ def curves_figure(
     the free cell. Nothing in it depends on the chosen K: a change of K leaves the drawn figure as it is.
     """
     runs = runs_in(curves, runs)
-    colors = run_colors(runs)
+    colors = run_colors(runs, every)
     cols = 3
     rows = max(1, -(-len(metrics) // cols))
     k_max = int(curves["k"].max()) if len(curves) else 10
@@ -239,11 +240,16 @@ def _panel_grid(rows: int, cols: int, titles: tuple[str, ...]) -> dict:
     return json.loads(_panel_grid_of(rows, cols, titles))
 
 
-def pr_figure(pr: pd.DataFrame, runs: Sequence[str] | None = None, label_ks: Sequence[int] = PR_LABEL_KS) -> go.Figure:
+def pr_figure(
+    pr: pd.DataFrame,
+    runs: Sequence[str] | None = None,
+    label_ks: Sequence[int] = PR_LABEL_KS,
+    every: Sequence[str] | None = None,
+) -> go.Figure:
     """Precision@K against Recall@K, one line per run; the first run's points at ``label_ks`` are labelled
     ``K=…`` (every run's would pile up on each other; the hover names K on every point). Axes fit the data."""
     runs = runs_in(pr, runs)
-    colors = run_colors(runs)
+    colors = run_colors(runs, every)
     fig = go.Figure()
     shown = set(label_ks)
     for i, run in enumerate(runs):

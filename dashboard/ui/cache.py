@@ -268,12 +268,17 @@ def curve_frame(selection: Selection, k_max: int) -> pd.DataFrame:
 
 
 @memo
-def curve_figures(selection: Selection, k_max: int, runs: Sequence[str]) -> tuple[go.Figure, go.Figure]:
+def curve_figures(
+    selection: Selection, k_max: int, runs: Sequence[str], every: Sequence[str] = ()
+) -> tuple[go.Figure, go.Figure]:
     """The Overview's curves over K and its precision-recall figure, built once per run set, depth and order of
     runs (a change of K reruns the page with the same figures, which the browser then does not draw again)."""
     curves = curve_frame(selection, k_max)
     pr = overview.pr_frame(selection.alignments, k_max)
-    return overview.curves_figure(curves, runs=tuple(runs)), overview.pr_figure(pr, runs=tuple(runs))
+    return (
+        overview.curves_figure(curves, runs=tuple(runs), every=tuple(every)),
+        overview.pr_figure(pr, runs=tuple(runs), every=tuple(every)),
+    )
 
 
 @memo

@@ -48,6 +48,11 @@ class Page:
     def run_names(self) -> list[str]:
         return list(self.selection.names)
 
+    @property
+    def every_run_name(self) -> tuple[str, ...]:
+        """Every run of the dataset by name, in stored order: what fixes each run's colour in the charts."""
+        return tuple(r.name for r in self.workspace.runs(self.dataset.id)) if self.dataset is not None else ()
+
 
 def _facts(workspace: Workspace, dataset_id: str) -> Facts:
     entry = workspace.dataset(dataset_id)

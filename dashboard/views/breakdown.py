@@ -37,7 +37,7 @@ if page.alignments and page.dataset is not None:
                 + ", ".join(f"{md_escape(g)} ({n})" for g, n in left_out.items())
             )
         layout.show_figure(
-            breakdown.breakdown_figure(table, spec, by, runs=page.run_names),
+            breakdown.breakdown_figure(table, spec, by, runs=page.run_names, every=page.every_run_name),
             key=f"breakdown.{by}.chart",
             filename=f"{spec}-by-{by}",
         )

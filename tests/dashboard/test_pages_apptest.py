@@ -142,6 +142,27 @@ def test_overview_reads_the_url_and_draws_one_trace_per_run(faq_ids) -> None:
     assert not [text for text in [*captions, *(e.label for e in at.expander)] if "95% bootstrap" in text]
 
 
+def test_a_run_keeps_its_colour_whichever_others_are_selected(faq_ids) -> None:
+    """Was: hybrid-rrf green beside two runs, orange once the one before it was left out (colours by the place in
+    the selection): screenshots of the same run could not be read side by side."""
+
+    def colours(runs: list[str]) -> dict[str, str]:
+        at = open_page("overview", {"ds": faq_ids["dataset"], "runs": ",".join(faq_ids[r] for r in runs), "cv": "1"})
+        no_problems(at)
+        drawn: dict[str, str] = {}
+        for figure in charts(at):
+            for trace in figure["data"]:
+                colour = (trace.get("line") or {}).get("color") or (trace.get("marker") or {}).get("color")
+                if isinstance(colour, str) and not trace["name"].endswith("95% CI"):
+                    drawn.setdefault(trace["name"], colour)
+        return drawn
+
+    every = colours(["bm25", "dense-e5", "hybrid-rrf"])
+    assert len(set(every.values())) == 3
+    assert colours(["hybrid-rrf"])["hybrid-rrf"] == every["hybrid-rrf"]
+    assert colours(["dense-e5", "hybrid-rrf"]) == {r: every[r] for r in ("dense-e5", "hybrid-rrf")}
+
+
 def test_changing_k_and_metric_does_not_re_align(monkeypatch, faq_ids) -> None:
     from dashboard.data import alignments
     from dashboard.ui import cache
