@@ -435,3 +435,39 @@ def test_the_python_api_reads_what_peers_pass_and_refuses_what_means_nothing():
 def test_ir_measures_parameters_are_answered_with_what_takes_their_place(name, said):
     with pytest.raises(rm.MetricNameError, match=rf"^metric '{re.escape(name)}': ir_measures' parameters .*{said}"):
         rm.parse_metric(name)
+
+
+@pytest.mark.parametrize(
+    ("label", "said"),
+    [
+        ("1", r"has label '1' \(str\); expected a whole number \(an int, as pytrec_eval's qrels\)"),
+        (2.0, r"has label '2.0' \(float\); expected a whole number"),
+        (None, r"has label 'None' \(NoneType\)"),
+        (True, r"has label 'True' \(bool\)"),
+        (2**70, r"has label '1180591620717411303424' \(int\); expected a 64-bit integer"),
+    ],
+)
+def test_a_qrels_dict_label_that_is_no_whole_number_is_refused_with_its_pair(label, said):
+    """Was: pyarrow's "Expected bytes, got a 'float' object" (mixed types), an OverflowError, or "1" taken as 1
+    where the same JSON file is refused."""
+    with pytest.raises(rm.RagMetricsError, match=rf"^qrels 'dataset': query 'q1', document 'd2' {said}"):
+        rm.Dataset.from_dict({"q1": {"d1": 1, "d2": label}})
+    assert rm.Dataset.from_dict({"q1": {"d1": 1, "d2": np.int64(2)}}).qrels["relevance"].tolist() == [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("metric", "k_max", "said"),
+    [
+        ("recall", -1, r"The 'k_max' parameter must be an int >= 1. Got -1 instead."),
+        ("recall", 0, r"Got 0 instead"),
+        ("recall", 2.7, r"Got 2.7 instead"),
+        ("ndcg@10", 3, r"a curve is the metric at every cut-off 1..k_max; name it without one \('ndcg'\)"),
+        ("P_5", 3, r"name it without one \('precision'\)"),
+    ],
+)
+def test_a_curve_of_no_length_or_of_a_cut_metric_is_refused(metric, k_max, said):
+    """Was: curve("recall", -1) of shape (n, 99), curve("recall", 2.7) of 2 columns, "@10" ignored."""
+    alignment = rm.align(rm.Dataset.from_dict({"q1": {"d1": 1}}), rm.Run.from_dict({"q1": {"d1": 1.0}}))
+    assert alignment.curve("recall", 3).shape == (1, 3)
+    with pytest.raises(rm.RagMetricsError, match=said):
+        alignment.curve(metric, k_max)

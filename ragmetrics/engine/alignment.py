@@ -28,7 +28,7 @@ from ragmetrics.engine.once import Once
 from ragmetrics.engine.order import FrameRows
 from ragmetrics.engine.tokens import TokenizerLike
 from ragmetrics.engine.tokens import check as check_tokenizer
-from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.errors import MetricNameError, RagMetricsError
 from ragmetrics.foundation.ids import dictionary_codes, to_arrow, to_numpy
 from ragmetrics.foundation.kernels import take
 from ragmetrics.foundation.model import Dataset, Run
@@ -146,10 +146,22 @@ class Alignment:
         return float(kept.mean()) if len(kept) else float("nan")
 
     def curve(self, metric: str, k_max: int) -> np.ndarray:
-        """Per-query ``metric@k`` for k = 1..k_max, shape (n_queries, k_max), float64, read-only."""
+        """Per-query ``metric@k`` for k = 1..k_max, shape (n_queries, k_max), float64, read-only. ``metric`` is
+        named without a cut-off (``ndcg``): the curve is every one of them."""
         if not self.mode.curves_and_bounds:
             raise RagMetricsError("curves are computed with the trec_eval conventions only (mode='trec')")
+        if isinstance(k_max, bool) or not isinstance(k_max, (int, np.integer)) or k_max < 1:
+            raise RagMetricsError(f"The 'k_max' parameter must be an int >= 1. Got {k_max!r} instead.")
         name = metric_name(metric)
+        try:
+            cut = registry.parse_metric(metric)
+        except MetricNameError:  # a name that needs a cut-off (recall): named without one, as a curve is
+            cut = None
+        if cut is not None and (cut.k is not None or cut.tokens is not None):
+            raise RagMetricsError(
+                f"curve({metric!r}, ...): a curve is the metric at every cut-off 1..k_max; name it without one "
+                f"({name!r})"
+            )
 
         def compute_at(depth: int) -> np.ndarray:
             if self.conventions.unjudged != "relevant":

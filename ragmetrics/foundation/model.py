@@ -466,11 +466,19 @@ class Dataset:
         rows = [
             (q, d, r) for q, docs in _nested(judged, name, "{doc_id: label} or [doc_id, ...]") for d, r in docs.items()
         ]
+        for q, d, r in rows:  # pytrec_eval's rule, as the qrels files': a label is a whole number, not "1" nor 2.0
+            whole = not isinstance(r, bool) and isinstance(r, (int, np.integer))
+            if not whole or not -(2**63) <= int(r) < 2**63:
+                expected = "a 64-bit integer" if whole else "a whole number (an int, as pytrec_eval's qrels)"
+                raise RagMetricsError(
+                    f"qrels {name!r}: query {q!r}, document {d!r} has label {str(r)[:80]!r} "
+                    f"({type(r).__name__}); expected {expected}"
+                )
         table = pa.table(
             {
                 "query_id": as_strings([r[0] for r in rows]),
                 "doc_id": as_strings([r[1] for r in rows]),
-                "relevance": pa.array([r[2] for r in rows]) if rows else pa.array([], pa.int64()),
+                "relevance": pa.array([int(r[2]) for r in rows], type=pa.int64()),
             }
         )
         queries = pa.table({"query_id": as_strings(list(qrels))})
