@@ -404,6 +404,21 @@ def test_a_callable_judge_may_grade_with_numpy_integers():
         assert graded.label == label, value
 
 
+def grade_one(pair, top):
+    return 1
+
+
+def test_the_registry_builds_a_callable_judge_from_a_function_given_in_python():
+    """Was: AttributeError: 'function' object has no attribute 'partition' (the registry read a module:attr)."""
+    from ragmetrics.judges.registry import JudgeInputs, make_judge
+
+    judge = make_judge("callable", JudgeInputs(call=grade_one))
+    assert judge.spec == "tests.test_judges:grade_one"
+    assert [x.label for x in run_judge(judge, [pair("a")], 1)] == [1]
+    with pytest.raises(RagMetricsError, match=r"needs module:attr .* or, in Python, a function .*; got int"):
+        make_judge("callable", JudgeInputs(call=3))  # type: ignore[arg-type]
+
+
 def test_a_grade_off_the_scale_is_an_error():
     class Wild:
         name, version = "wild", "1"

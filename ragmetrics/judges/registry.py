@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.judges.base import NO_QUERY, Judge, Pair, ungradable
@@ -21,13 +22,13 @@ class JudgeInputs:
     """What a judge may be built from: people's labelled pairs (``training``, the learned judge) and another
     judge's grades it learns to correct (``base``, by ``(query_id, doc_id)``; optional; ``base_source``: where they
     came from, named in refusals), a registered model's name
-    or the model itself (the endpoint judge), ``module:attr`` (the callable judge)."""
+    or the model itself (the endpoint judge), ``module:attr`` or the function itself (the callable judge)."""
 
     training: Sequence[tuple[Pair, int]] = ()
     base: Mapping[tuple[str, str], int] | None = None
     base_source: str = ""
     model: str | ChatModel | None = None
-    call: str | None = None
+    call: str | Callable[[Pair, int], Any] | None = None
     folds: int = 5
     attempts: int = 3
 
@@ -99,9 +100,16 @@ def _endpoint(inputs: JudgeInputs) -> Judge:
 
 
 def _callable(inputs: JudgeInputs) -> Judge:
-    if not inputs.call:
-        raise RagMetricsError("the callable judge needs module:attr (--call module:attr)")
-    return CallableJudge(inputs.call)
+    call = inputs.call
+    if callable(call):  # a function given in Python: named by where it was defined
+        spec = f"{getattr(call, '__module__', None) or '?'}:{getattr(call, '__qualname__', type(call).__name__)}"
+        return CallableJudge(spec, function=call)
+    if not isinstance(call, str) or not call:
+        raise RagMetricsError(
+            f"the callable judge needs module:attr (--call module:attr) or, in Python, a function (pair, max_grade) "
+            f"-> grade; got {type(call).__name__}"
+        )
+    return CallableJudge(call)
 
 
 JUDGES: dict[str, JudgeKind] = {
