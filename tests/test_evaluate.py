@@ -471,3 +471,15 @@ def test_a_curve_of_no_length_or_of_a_cut_metric_is_refused(metric, k_max, said)
     assert alignment.curve("recall", 3).shape == (1, 3)
     with pytest.raises(rm.RagMetricsError, match=said):
         alignment.curve(metric, k_max)
+
+
+def test_frames_take_the_column_names_files_take_and_a_run_frame_is_evaluated_as_one_run():
+    """Was: "missing column(s) ['query_id', ...]" for qid/docno/label frames (which the files, and the Polars and
+    Spark frames, read), and evaluate(qrels_frame, run_frame) refused the run frame."""
+    qrels = pd.DataFrame({"qid": ["q1", "q1"], "docno": ["d1", "d2"], "label": [2, 0]})
+    run = pd.DataFrame({"Query-ID": ["q1", "q1"], "docid": ["d2", "d1"], "score": [2.0, 1.0]})
+    dataset, ranked = rm.Dataset.from_frames(qrels), rm.Run.from_frame(run)
+    assert list(dataset.qrels.columns) == ["query_id", "doc_id", "relevance"]
+    assert ranked.frame[["query_id", "doc_id"]].values.tolist() == [["q1", "d2"], ["q1", "d1"]]
+    assert rm.evaluate(qrels, run, ["mrr"]).mean().loc["run", "mrr"] == 0.5
+    assert list(run.columns) == ["Query-ID", "docid", "score"]  # the caller's frame is left as it was

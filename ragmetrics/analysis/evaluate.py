@@ -215,12 +215,16 @@ def _as_dataset(dataset: Any) -> Dataset:
     )
 
 
-_RUNS_EXPECTED = "expected a Run, an Alignment, a list of them, {name: Run} or a {query_id: {doc_id: score}} dict"
+_RUNS_EXPECTED = (
+    "expected a Run, an Alignment, a list of them, {name: Run}, a run DataFrame or a {query_id: {doc_id: score}} dict"
+)
 
 
 def _as_runs(runs: Any) -> list[Run | Alignment]:
     if isinstance(runs, (Run, Alignment)):
         return [runs]
+    if hasattr(runs, "columns") and not isinstance(runs, Mapping):  # one run as a DataFrame, as the qrels may be
+        return [Run.from_frame(runs)]
     if isinstance(runs, Mapping):
         values = list(runs.values())
         if values and all(isinstance(v, Run) for v in values):

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from ragmetrics.foundation.columns import resolve
 from ragmetrics.foundation.errors import FieldError, RagMetricsError
 from ragmetrics.foundation.ids import (
     MAX_ID_BYTES,
@@ -93,6 +94,23 @@ def _column(source: Any, name: str) -> Any:
 
 def _pandas_columns(frame: Any) -> list[str]:
     return [str(c) for c in frame.columns] if not isinstance(frame, pa.Table) else frame.column_names
+
+
+def _canonical_columns(table: Any) -> Any:
+    """``table`` (Arrow or pandas) with its columns named as a file's are read (:mod:`ragmetrics.foundation.columns`:
+    ``qid`` as ``query_id``, ``docno`` as ``doc_id``, ``label`` as ``relevance``); unchanged when they already
+    are. Runs and qrels only: a query table's ``query`` is its text, not its id."""
+    names = _pandas_columns(table)
+    renames = {
+        column: canonical
+        for canonical, column in resolve(names).items()
+        if column != canonical and canonical not in names
+    }
+    if not renames:
+        return table
+    if isinstance(table, pa.Table):
+        return table.rename_columns([renames.get(c, c) for c in names])
+    return table.rename(columns=renames)
 
 
 def _floats(values: Any) -> np.ndarray:
@@ -191,6 +209,7 @@ class Run:
         Without a ``score`` column but with ``rank``, the score is ``-rank``; with neither, the score is minus
         the row's position within its query (file order).
         """
+        table = _canonical_columns(table)
         columns = _pandas_columns(table)
         what = f"run {name!r}"
         _require_columns(columns, ("query_id", "doc_id"), what)
@@ -405,6 +424,7 @@ class Dataset:
         qrels but absent from ``queries`` are added. ``judged_once``: the caller already proved that no
         (query, document) pair is judged twice (the TREC reader does, naming the file's lines).
         """
+        qrels = _canonical_columns(qrels)
         _require_columns(_pandas_columns(qrels), QRELS_COLUMNS, "qrels")
         query_id, doc_id = as_strings(_column(qrels, "query_id")), as_strings(_column(qrels, "doc_id"))
         relevance = _labels(_column(qrels, "relevance"))

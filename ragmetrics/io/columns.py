@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ragmetrics.foundation.columns import ALIASES, normalise_name, resolve
 from ragmetrics.foundation.errors import ParseError, RagMetricsWarning
 from ragmetrics.foundation.grades import LABEL_DIGITS, LABEL_LIMIT
 from ragmetrics.foundation.ids import first_duplicate, float_id_texts, scalar_like
@@ -17,17 +18,6 @@ from ragmetrics.foundation.kernels import cast, fill_null, match_regex
 from ragmetrics.foundation.model import Dataset, Run, query_id_from_text
 from ragmetrics.io.source import Source, at_lines, names_of, shorten
 
-# canonical name -> accepted names, in order of preference (compared after
-# lower-casing and turning '-' and ' ' into '_')
-ALIASES: dict[str, tuple[str, ...]] = {
-    "query_id": ("query_id", "qid", "query", "topic", "topic_id"),
-    "doc_id": ("doc_id", "docid", "docno", "doc", "chunk_id", "corpus_id"),
-    "score": ("score",),
-    "rank": ("rank",),
-    "relevance": ("relevance", "label", "rel", "grade"),
-    "text": ("text", "chunk_text", "content"),
-    "source_doc": ("source_doc", "document_id", "parent_doc"),
-}
 QUERY_FACETS = ("category", "difficulty", "expected_answer")
 QUERY_TEXT_NAMES = ("query", "question", "query_text")
 
@@ -36,27 +26,6 @@ INT_PATTERN = r"^[+-]?[0-9]+(\.0*)?$"
 INT_LIMIT = LABEL_LIMIT  # labels and ranks beyond this are not exact as floats (and mean nothing)
 
 LineOf = Callable[[int], int | None]
-
-
-def normalise_name(name: str) -> str:
-    return str(name).strip().lower().replace("-", "_").replace(" ", "_")
-
-
-def resolve(columns: Iterable[str]) -> dict[str, str]:
-    """canonical name -> the column that provides it (first alias found)."""
-    by_norm: dict[str, str] = {}
-    for name in columns:
-        by_norm.setdefault(normalise_name(name), name)
-    out: dict[str, str] = {}
-    used: set[str] = set()
-    for canonical, names in ALIASES.items():
-        for alias in names:
-            column = by_norm.get(alias)
-            if column is not None and column not in used:
-                out[canonical] = column
-                used.add(column)
-                break
-    return out
 
 
 def describe_aliases(canonical: Sequence[str]) -> str:
