@@ -317,6 +317,7 @@ def evaluate(
             notes = alignment.coverage.notes(conventions.missing, mode=conventions.mode)
             if alignment.health.no_overlap and alignment.dataset.qrels_table.num_rows:  # every value reads 0
                 notes.append(alignment.explain_no_overlap("library").removeprefix(f"run {alignment.name!r}: "))
+            notes += results[alignment.name].budget_notes  # a budget that hands some queries nothing
             _warn(alignment.name, notes)
     if k_max is None:
         deepest = max([s.k for s in specs if s.k is not None], default=10)
