@@ -177,3 +177,23 @@ def test_a_record_without_an_id_among_records_with_one_is_warned_of(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error", RagMetricsWarning)
         assert len(load_dataset(tmp_path / "none.jsonl").queries) == 3
+
+
+def test_a_corpus_holding_none_of_the_judged_documents_is_warned_of(tmp_path):
+    """Was: SciFact's qrels with CMRC's corpus loaded without a word, its 3,651 documents then feeding accuracy@k."""
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_text("query-id\tcorpus-id\tscore\nq1\t31715818\t1\nq2\tDEV_3\t1\n", encoding="utf-8")
+    foreign = tmp_path / "foreign.jsonl"
+    foreign.write_text('{"_id": "X_0_C0", "text": "a"}\n{"_id": "X_1_C0", "text": "b"}\n', encoding="utf-8")
+    with pytest.warns(RagMetricsWarning, match=r"the corpus .*foreign.jsonl holds none of the documents the qrels "
+                                               r"judge \(its ids: X_0_C0, X_1_C0; the qrels': 31715818, DEV_3\); is "
+                                               r"it another dataset's\?"):  # fmt: skip
+        load_dataset(qrels, corpus=foreign)
+    chunks = tmp_path / "chunks.jsonl"  # its chunks (DEV_3_C0 of DEV_3), or its documents: no warning
+    chunks.write_text('{"_id": "DEV_3_C0", "text": "a"}\n', encoding="utf-8")
+    documents = tmp_path / "documents.jsonl"
+    documents.write_text('{"_id": "31715818", "text": "a"}\n', encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RagMetricsWarning)
+        assert load_dataset(qrels, corpus=chunks).corpus_size == 1
+        assert load_dataset(qrels, corpus=documents).corpus_size == 1

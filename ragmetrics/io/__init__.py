@@ -173,9 +173,11 @@ def load_dataset(
         dataset = merge_queries(dataset, read_queries(_open_extra(queries, "queries", limits)))
     documents, size = dataset.documents, dataset.corpus_size
     if corpus is not None:
-        from ragmetrics.io.beir import read_corpus  # noqa: PLC0415 (imports pandas: loaded when such a file is read)
+        from ragmetrics.io.beir import read_corpus, warn_if_corpus_of_another_dataset  # noqa: PLC0415 (imports pandas: loaded when such a file is read)
 
-        documents = read_corpus(_open_extra(corpus, "corpus", limits))
+        corpus_source = _open_extra(corpus, "corpus", limits)
+        documents = read_corpus(corpus_source)
+        warn_if_corpus_of_another_dataset(dataset, documents, corpus_source.name)
         size = len(documents) or None
     if corpus_size is not None:
         size = corpus_size

@@ -16,6 +16,7 @@ documents in the corpus, ``documents`` the corpus itself.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import io
 import warnings
@@ -385,6 +386,37 @@ def read_qrels_file(source: Source) -> pd.DataFrame:
         )
         return dataset.qrels
     return table_frame(trec.parse_qrels_table(source))
+
+
+CORPUS_CHECK_IDS = 2_000
+"""The judged documents :func:`warn_if_corpus_of_another_dataset` looks up (the first ones): a sample is enough to
+tell a corpus that holds none of them."""
+
+
+def warn_if_corpus_of_another_dataset(dataset: Dataset, documents: pd.DataFrame, corpus: str) -> None:
+    """Warn when ``documents`` (a corpus read for ``dataset``) hold none of the documents its qrels judge, neither
+    as they are named nor as chunks of them (``DEV_3_C0`` of ``DEV_3``) nor as their documents: the corpus was
+    likely made for another dataset, and its size and texts would feed accuracy@k, budgets and answer_in@k."""
+    judged = list(dict.fromkeys(dataset.qrels_table.column("doc_id").slice(0, CORPUS_CHECK_IDS * 4).to_pylist()))
+    judged = judged[:CORPUS_CHECK_IDS]
+    if not judged or documents.empty:
+        return
+    ids = documents["doc_id"].astype(str).tolist()
+    held, ordered = set(ids), sorted(ids)
+
+    def meets(doc: str) -> bool:
+        at = bisect.bisect_left(ordered, doc)  # a corpus id that starts with it: one of its chunks, or itself
+        if at < len(ordered) and ordered[at].startswith(doc):
+            return True
+        return any(doc[:i] in held for i, ch in enumerate(doc) if i and not ch.isalnum())  # its document
+
+    if not any(meets(doc) for doc in judged):
+        warnings.warn(
+            f"the corpus {corpus} holds none of the documents the qrels judge (its ids: {', '.join(ids[:3])}; the "
+            f"qrels': {', '.join(map(str, judged[:3]))}); is it another dataset's?",
+            RagMetricsWarning,
+            stacklevel=3,
+        )
 
 
 def merge_queries(dataset: Dataset, queries: pd.DataFrame, *, keep_unjudged: bool = False) -> Dataset:
