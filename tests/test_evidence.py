@@ -873,3 +873,27 @@ def test_a_chunkings_row_of_too_few_queries_shows_its_delta_and_no_interval_or_p
     assert len(few) == 3 and all(line.split()[6:] == ["too", "few", "to", "tell"] for line in few), few
     documents = [line for line in out.getvalue().splitlines() if line.startswith("document") and "hybrid" in line]
     assert documents and all("[" in line for line in documents)  # enough queries: intervals as before
+
+
+@pytest.mark.parametrize(
+    ("spans", "said"),
+    [
+        ({"q1": {"d1": [(0.9, 10.9)]}}, r"evidence span of \(q1, d1\): start '0.9' \(float\); expected a whole-number"),
+        ({"q1": {"d1": [(True, "10")]}}, r"start 'True' \(bool\)"),
+        ({"q1": {"d1": [(0, "10")]}}, r"end '10' \(str\)"),
+        ({}, r"no evidence span given"),
+    ],
+)
+def test_span_offsets_given_in_python_are_whole_numbers_as_in_a_file(spans, said):
+    """Was: (0.9, 10.9) truncated to (0, 10) and (True, "10") cast, then scored; {} gave NaN means."""
+    import pandas as pd
+
+    docs = pd.DataFrame({"doc_id": ["d1"], "text": ["alpha beta gamma delta"]})
+    qrels = pd.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "relevance": [1]})
+    alignment = rm.align(rm.Dataset.from_frames(qrels, documents=docs), rm.Run.from_dict({"q1": {"d1": 1.0}}))
+    with pytest.raises(rm.RagMetricsError, match=said):
+        evaluate_evidence(alignment, spans, ["evidence_recall@1"])
+    frame = pd.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "start": [0.0], "end": [10.0]})
+    with pytest.raises(rm.RagMetricsError, match=r"start '0.0' \(float\)"):
+        evaluate_evidence(alignment, frame, ["evidence_recall@1"])
+    assert evaluate_evidence(alignment, {"q1": {"d1": [(0, 10)]}}, ["evidence_recall@1"]).means

@@ -163,7 +163,20 @@ class EvidenceResult:
 # --- gold spans ---------------------------------------------------------------------------------------------
 
 
-def _span_rows(spans: Any) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
+def _offset(value: Any, query: Any, doc: Any, which: str) -> int:
+    """A span's character offset: a whole number (an int, not ``0.9``, ``"10"`` nor ``True``), as the span files'
+    reader takes it."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise RagMetricsError(
+            f"evidence span of ({query}, {doc}): {which} {str(value)[:40]!r} ({type(value).__name__}); expected a "
+            "whole-number character offset"
+        )
+    return int(value)
+
+
+def _span_rows(spans: Any, gold: bool = True) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
+    """``(query ids, doc ids, starts, ends)`` of spans given as a mapping or a table; ``gold``: the gold evidence,
+    which may not be empty (every evidence metric reads it), where chunks' places may."""
     if isinstance(spans, Mapping):
         q, d, s, e = [], [], [], []
         for query, docs in spans.items():
@@ -171,19 +184,28 @@ def _span_rows(spans: Any) -> tuple[list[str], list[str], np.ndarray, np.ndarray
                 for start, end in pairs:
                     q.append(str(query))
                     d.append(str(doc))
-                    s.append(int(start))
-                    e.append(int(end))
+                    s.append(_offset(start, query, doc, "start"))
+                    e.append(_offset(end, query, doc, "end"))
+        if not q and gold:
+            raise RagMetricsError("no evidence span given: every evidence metric reads gold spans")
         return q, d, np.asarray(s, dtype=np.int64), np.asarray(e, dtype=np.int64)
     table = spans if isinstance(spans, pa.Table) else pa.Table.from_pandas(spans, preserve_index=False)
     missing = [c for c in ("query_id", "doc_id", "start", "end") if c not in table.column_names]
     if missing:
         raise RagMetricsError(f"evidence spans need columns query_id, doc_id, start, end; missing {missing}")
-    return (
-        [str(v) for v in table.column("query_id").to_pylist()],
-        [str(v) for v in table.column("doc_id").to_pylist()],
-        np.asarray(table.column("start").to_pylist(), dtype=np.int64),
-        np.asarray(table.column("end").to_pylist(), dtype=np.int64),
-    )
+    if table.num_rows == 0 and gold:
+        raise RagMetricsError("no evidence span given: every evidence metric reads gold spans")
+    queries = [str(v) for v in table.column("query_id").to_pylist()]
+    docs = [str(v) for v in table.column("doc_id").to_pylist()]
+    offsets = {}
+    for which in ("start", "end"):
+        column = table.column(which)
+        values = column.to_pylist()
+        if not pa.types.is_integer(column.type) or column.null_count:
+            row = next(i for i, v in enumerate(values) if isinstance(v, bool) or not isinstance(v, int))
+            _offset(values[row], queries[row], docs[row], which)
+        offsets[which] = np.asarray(values, dtype=np.int64)
+    return queries, docs, offsets["start"], offsets["end"]
 
 
 def _union(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -387,7 +409,8 @@ def chunk_places(chunk_spans: Any) -> dict[str, tuple[str, int, int]]:
     """Each chunk's ``(document, start, end)`` in a table of chunk spans (``chunk_id, doc_id, start, end``; a later
     row of a chunk wins)."""
     return {
-        chunk: (doc, int(start), int(end)) for chunk, doc, start, end in zip(*_span_rows(_chunk_table(chunk_spans)))
+        chunk: (doc, int(start), int(end))
+        for chunk, doc, start, end in zip(*_span_rows(_chunk_table(chunk_spans), gold=False))
     }
 
 
