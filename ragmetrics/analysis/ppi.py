@@ -608,7 +608,8 @@ def corrected_means(
     ``judge``: each run's per-query values under the judge's labels (its queries are the N); ``human``: the same
     runs' values under the human labels, read at the ``labelled`` queries only. ``options`` pass to
     :func:`ppi_mean`; ``strata``: each query's stratum (query id to stratum). One row per (metric, run):
-    ``estimate, ci_low, ci_high, p_value`` (PPI), ``judge, judge_low, judge_high``, ``human, human_low,
+    ``estimate, ci_low, ci_high`` (PPI; no p-value: "the mean is 0" is no question of a metric's mean), ``judge,
+    judge_low, judge_high``, ``human, human_low,
     human_high``, ``lam, n_labelled, n_queries``, ``differing`` (:data:`MIN_DIFFERING`), ``too_few`` (fewer than
     :data:`MIN_TESTED` labelled queries, unless the mean is exact: too few to tell, as a corrected delta of so few;
     the interval is kept here and shown by no output, :func:`ragmetrics.analysis.compare.too_few_shown`), ``exact``
