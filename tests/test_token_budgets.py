@@ -394,9 +394,17 @@ def test_an_evidence_metric_misspelt_gets_the_closest_name_with_its_cut():
 @pytest.mark.parametrize(
     ("name", "said"),
     [
-        ("recall@10", r"'recall@10' is a ranking metric: .*`ragmetrics eval` computes it; .* 'evidence_recall@10'$"),
+        (
+            "recall@10",
+            r"'recall@10' is a ranking metric: .*`ragmetrics eval` \(rm.evaluate in Python\) computes it; "
+            r".* 'evidence_recall@10'$",
+        ),
         ("recall@512tok", r"ragmetrics eval.* 'evidence_recall@512tok'$"),
-        ("mrr", r"'mrr' is a ranking metric: it reads the qrels, and `ragmetrics eval` computes it$"),
+        (
+            "mrr",
+            r"'mrr' is a ranking metric: it reads the qrels, and `ragmetrics eval` \(rm.evaluate in Python\) "
+            r"computes it$",
+        ),
     ],
 )
 def test_a_ranking_metric_asked_of_evidence_is_sent_to_eval(name, said):

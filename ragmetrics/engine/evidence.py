@@ -120,7 +120,8 @@ def _refuse_ranking_metric(text: str) -> None:
         cut = f"@{spec.tokens}{BUDGET_SUFFIX}"
     beside = f"; the evidence metric nearest it is '{counterpart}{cut}'" if counterpart and cut else ""
     raise MetricNameError(
-        f"metric {text!r} is a ranking metric: it reads the qrels, and `ragmetrics eval` computes it{beside}"
+        f"metric {text!r} is a ranking metric: it reads the qrels, and `ragmetrics eval` (rm.evaluate in Python) "
+        f"computes it{beside}"
     )
 
 
