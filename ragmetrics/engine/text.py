@@ -44,7 +44,7 @@ def ranked_texts(alignment: Alignment) -> list[str]:
     if full is None:
         raise RagMetricsError(
             "keyword and answer metrics read the retrieved text: give a run with a text column, or the dataset's "
-            "corpus (--corpus corpus.jsonl, a BEIR folder)"
+            "corpus (--corpus corpus.jsonl, a BEIR folder; in Python load_dataset(..., corpus=...))"
         )
     lookup = full.to_dict()
     return [lookup.get(doc, "") for doc in ranking.docs().tolist()]
