@@ -14,6 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard.core.charts import BAND_SUFFIX, PALETTE, base_layout, rgba, safe
+from dashboard.core.compare import format_p, p_equals
 from dashboard.core.share import ViewState, share_query
 from ragmetrics.analysis.compare import bounds_text, interval_at_level, intervals_name, mean_bounds_text
 from ragmetrics.analysis.history import DATE_TAG, StoredRun, Timeline
@@ -156,12 +157,14 @@ def timeline_table(line: Timeline, links: Sequence[str] = (), tags: Sequence[str
             f"Δ {intervals_name(line.correction, line.alpha)}": ""
             if first
             else bounds_text(row.delta_low, row.delta_high),
-            "p": row.p_value_corrected,
+            "p": None if first else format_p(row.p_value_corrected),  # as Compare writes it: <0.0001, not 1.29e-7
             "verdict": verdict,
         }
         if line.baseline:
             out["Δ baseline"] = row.baseline_delta
-            out["p baseline"] = row.baseline_p_value_corrected
+            out["p baseline"] = (
+                None if pd.isna(row.baseline_p_value_corrected) else format_p(row.baseline_p_value_corrected)
+            )
         for key in tags:
             out[f"tag: {key}"] = line.tags.get(row.run_id, {}).get(key, "")
         out["compare"] = links[i] if i < len(links) and links[i] else None
@@ -182,5 +185,5 @@ def drop_message(line: Timeline, label: str) -> str | None:
         f"First significant drop at step {first} ({row.order}): {label} {before['mean']:.4f} → {row['mean']:.4f} "
         f"(Δ {row.delta:+.4f}, {interval_at_level(line.correction, row.delta_level)} "
         f"{bounds_text(row.delta_low, row.delta_high)}, "
-        f"p = {p:.3g}) in run “{row.run}”."
+        f"{p_equals(p)}) in run “{row.run}”."
     )

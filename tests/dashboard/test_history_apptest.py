@@ -4,6 +4,7 @@ dense run), and the run metadata on the Workspace and Compare pages."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from urllib.parse import parse_qs
 
@@ -60,6 +61,8 @@ def test_the_timeline_flags_the_drop_and_keeps_its_controls_in_the_url(on_store)
     assert table["run"].tolist() == [f"bm25-v{i}" for i in range(1, 6)]  # the filter left the dense run out
     assert table["verdict"].tolist()[1:] == ["no significant change"] * 3 + ["significant drop"]
     assert pd.isna(table["p"].iloc[0]) and at.dataframe[0].proto.placeholder == "—"  # no "None" for the first step
+    # p-values written as Compare writes them (was 1.29e-7 beside Compare's <0.0001)
+    assert all(re.fullmatch(r"<0\.0001|[01]\.\d{4}", p) for p in table["p"].iloc[1:]), table["p"].tolist()
     assert table["compare"].iloc[DROP_VERSION - 1].startswith("compare?")
     # the caption names the methods the rows' intervals were computed by, in the registry's words
     words = delta_interval_method("none", ["t"])
