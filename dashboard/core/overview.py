@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -240,6 +241,27 @@ def _panel_grid(rows: int, cols: int, titles: tuple[str, ...]) -> dict:
     return json.loads(_panel_grid_of(rows, cols, titles))
 
 
+LABEL_APART = 0.07
+"""How far apart (a share of the axes' spans) two labelled points of the precision-recall chart must be."""
+
+
+def _apart(first: pd.DataFrame, pr: pd.DataFrame, label_ks: Sequence[int]) -> set[int]:
+    """The ``label_ks`` whose points on ``first`` (a run of ``pr``) stand at least :data:`LABEL_APART` of the axes
+    from the last one labelled: at the deep end K=20, 50 and 100 crowd into one corner, and their labels overlapped
+    (the hover names K on every point)."""
+    spans = [max(float(pr[c].max() - pr[c].min()), 1e-9) for c in ("recall", "precision")]
+    kept: set[int] = set()
+    last: tuple[float, float] | None = None
+    for k, x, y in zip(first["k"], first["recall"], first["precision"]):
+        if k not in label_ks:
+            continue
+        point = (float(x) / spans[0], float(y) / spans[1])
+        if last is None or math.dist(point, last) >= LABEL_APART:
+            kept.add(int(k))
+            last = point
+    return kept
+
+
 def pr_figure(
     pr: pd.DataFrame,
     runs: Sequence[str] | None = None,
@@ -252,6 +274,7 @@ def pr_figure(
     colors = run_colors(runs, every)
     fig = go.Figure()
     shown = set(label_ks)
+    labelled = _apart(pr[pr["run"] == runs[0]], pr, label_ks) if runs else set()
     for i, run in enumerate(runs):
         data = pr[pr["run"] == run]
         fig.add_trace(
@@ -261,7 +284,7 @@ def pr_figure(
                 mode="lines+markers+text",
                 marker={"size": [8 if k in shown else 3 for k in data["k"]], "color": colors[run]},
                 line={"color": colors[run], "width": 2},
-                text=[label if k in shown and i == 0 else "" for k, label in zip(data["k"], data["label"])],
+                text=[label if k in labelled and i == 0 else "" for k, label in zip(data["k"], data["label"])],
                 textposition=_TEXT_POSITIONS[i % len(_TEXT_POSITIONS)],
                 textfont={"size": 10, "color": colors[run]},
                 customdata=data["k"].tolist(),

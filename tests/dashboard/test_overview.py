@@ -303,3 +303,13 @@ def test_prefetch_asked_again_and_again_computes_each_curve_once_and_survives_a_
     assert any("precision" in r.getMessage() and r.exc_info for r in caplog.records)
     with pytest.raises(MemoryError):
         alignment.curve("precision", K_MAX)
+
+
+def test_pr_labels_that_would_overlap_are_left_to_the_hover() -> None:
+    """Was: K=20, K=50 and K=100 drawn on top of each other in the deep corner (CMRC's runs)."""
+    ks = list(range(1, 101))
+    recall = [min(1.0, 0.8 + 0.2 * (k / 10)) if k <= 10 else 0.999 + k / 1e6 for k in ks]
+    precision = [0.8 / k for k in ks]
+    pr = pd.DataFrame({"run": "r", "k": ks, "recall": recall, "precision": precision, "label": [f"K={k}" for k in ks]})
+    labelled = [t for t in overview.pr_figure(pr).data[0].text if t]
+    assert labelled[:3] == ["K=1", "K=5", "K=10"] and not {"K=50", "K=100"} <= set(labelled)
