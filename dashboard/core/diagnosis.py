@@ -3,6 +3,7 @@ the first relevant document sits."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import pandas as pd
@@ -79,5 +80,10 @@ def rank_histogram_figure(
     fig = query_count_bars(counts, title=f"Rank of the first relevant document (dotted: K={k})", height=360)
     fig.add_vline(x=k - 0.5, line_dash="dot", line_color="#888")
     fig.update_xaxes(title_text="rank", type="category")
-    fig.update_yaxes(type="log", title_text="queries (log scale)")  # the tail stays visible beside rank 1
+    highest = max((max(y) for _x, y in counts.values()), default=1)
+    # the tail stays visible beside rank 1: a log axis, ticked at powers of ten only (its minor digits crowded the
+    # axis), from 0.5 so that a bar of one query stands as tall as a tenth of the axis from 1 to 10
+    fig.update_yaxes(
+        type="log", title_text="queries (log scale)", dtick=1, range=[math.log10(0.5), math.log10(max(highest, 1) * 2)]
+    )
     return fig

@@ -169,6 +169,9 @@ def test_rank_histogram(tiny_alignments) -> None:
     a = dict(zip(fig.data[0].x, fig.data[0].y))
     assert a["1"] == 4 and a["7"] == 1 and a[">20"] == 1 and a["none"] == 1
     assert sum(fig.data[0].y) == 11  # q12 has no relevant document
+    # ticks at powers of ten (was 100 9 8 7 6 5 ...), and a bar of one query stands clear of the axis's foot
+    assert fig.layout.yaxis.type == "log" and fig.layout.yaxis.dtick == 1
+    assert fig.layout.yaxis.range[0] == pytest.approx(np.log10(0.5)) and 10 ** fig.layout.yaxis.range[1] >= 8
 
 
 HARD = [("x", "hard", 1)] * 6 + [("x", "hard", 0)] * 2 + [("x", "hard", 30)] * 2
