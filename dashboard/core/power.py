@@ -262,12 +262,15 @@ def power_figure(
         )
     needed = queries_needed(target_delta or 0.0, sd, alpha, power)
     if target_delta and needed is not None:
+        # on the left, where the curves stand far from the line (at the right they cross it, through the words):
+        # below the line while the band at the fewest queries is above it, unless the dataset's label is there
+        above_left = len(curve) > 0 and float(curve["mdd_low"].iloc[0]) > float(target_delta) and not below_target
         fig.add_hline(
             y=target_delta,
             line_dash="dot",
             line_color="#444",
             annotation_text=f"Δ = {target_delta:g} needs ≈ {needed:,} queries",
-            annotation_position="top right" if below_target else "bottom right",
+            annotation_position="bottom left" if above_left else "top left",
         )
     fig.update_yaxes(range=[0, max(top, target_delta or 0.0, 0.01) * 1.08])
     n_max = max([1000, n_queries * 1.2, *(curve["n"].tolist() if len(curve) else [])])

@@ -399,6 +399,9 @@ def test_power_curve_and_figure() -> None:
     below = power.power_figure(curve, 300, 0.2, metric=M("ndcg@10"), target_delta=0.05)
     assert below.data[2].y[0] < 0.05 and below.data[2].textposition == "bottom left"  # the label does not cross it
     assert below.layout.annotations[-1].yanchor == "bottom"  # and the line's label goes above the line
+    # at the left, where the curves stand far above the line (at the right they cross it, through its words)
+    assert below.layout.annotations[-1].xanchor == "left" and fig.layout.annotations[-1].xanchor == "left"
+    assert fig.layout.annotations[-1].yanchor == "top"  # below the line: the band is above it there
     rects = [s for s in fig.layout.shapes if s.type == "rect"]
     # shaded ranges (data values) labelled above the plot (annotations on a log axis take log10 values)
     assert [(r.x0, r.x1) for r in rects] == [(20, 30), (50, 100), (100, 200)]
