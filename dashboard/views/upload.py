@@ -160,11 +160,11 @@ else:
             filename="validation.csv",
             height=min(38 + 35 * len(report), 1200),
             column_config={
-                "scope": st.column_config.TextColumn("scope", width="small"),
+                "scope": st.column_config.TextColumn("scope", width="medium"),  # a run's whole name
                 "count": st.column_config.NumberColumn("count", width="small"),
                 "status": st.column_config.TextColumn("status", width="small"),
-                "examples": st.column_config.TextColumn("examples", width="medium"),
-                "effect": st.column_config.TextColumn("what happens", width="medium"),
+                "examples": st.column_config.TextColumn("examples", width="large"),
+                "effect": st.column_config.TextColumn("what happens", width="large"),
             },
         )
         st.markdown("**Run health**: how each run meets the judgments")
@@ -173,7 +173,7 @@ else:
             key="upload.health",
             filename="health.csv",
             column_config={
-                "status": st.column_config.TextColumn("status", width="small"),
+                "status": st.column_config.TextColumn("status", width="medium"),  # "mostly unjudged" whole
                 "judged@10": st.column_config.NumberColumn(
                     "judged@10",
                     format="percent",
