@@ -50,6 +50,15 @@ def group_values(dataset: Dataset, by: str) -> list[str]:
     return sorted(counts.index, key=lambda v: (-int(counts[v]), v))
 
 
+def judged_group_values(dataset: Dataset, by: str) -> list[str]:
+    """:func:`group_values` of the queries the qrels judge: a group of unjudged queries only (a built set's
+    ``negative`` ones) can hold no missed query, so a filter does not offer it."""
+    judged = set(dataset.qrels_table.column("query_id").to_pylist())
+    ids = dataset.queries_table.column("query_id").to_pylist()
+    present = {v for q, v in zip(ids, labels_of(dataset, by).replace("", NO_GROUP)) if q in judged}
+    return [v for v in group_values(dataset, by) if v in present]
+
+
 def has_groups(dataset: Dataset, by: str) -> bool:
     """True when some query has a non-empty ``by`` label."""
     return by in dataset.queries_table.column_names and bool((labels_of(dataset, by) != "").any())

@@ -15,9 +15,9 @@ import streamlit as st
 from dashboard.core import documents
 from dashboard.core import missed as builders
 from dashboard.core.queries import (
-    group_values,
     has_groups,
     has_keywords,
+    judged_group_values,
     query_header,
     query_info,
     query_labels,
@@ -43,7 +43,11 @@ if page.alignments and page.dataset is not None:
     for column, by in zip(cols[1:], facets):
         with column:
             picked[by] = widgets.group_picker(
-                by.capitalize(), f"missed.{by}", group_values(ds.dataset, by), getattr(view, by), force=page.fresh
+                by.capitalize(),
+                f"missed.{by}",
+                judged_group_values(ds.dataset, by),
+                getattr(view, by),
+                force=page.fresh,
             )
     category, difficulty = picked["category"], picked["difficulty"]
     with cols[-1]:

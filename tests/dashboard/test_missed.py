@@ -137,3 +137,17 @@ def test_a_run_named_like_a_column_does_not_overwrite_the_grades(faq_alignments)
     assert relevant["relevance"].tolist() == truth["relevance"].tolist()
     assert relevant.attrs["run_columns"] == ["relevance (run)"]
     assert relevant["relevance (run)"].tolist() == truth[faq_alignments[0].name].tolist()
+
+
+def test_the_filters_offer_no_group_of_unjudged_queries_only():
+    """Was: Missed queries' Category filter offered "negative" (a built set's queries with no judgment), whose
+    queries can never be missed: always an empty table."""
+    import pyarrow as pa
+
+    from dashboard.core.queries import group_values, judged_group_values
+
+    queries = pa.table({"query_id": ["q1", "q2", "q3"], "category": ["factual", "negative", "factual"]})
+    qrels = pa.table({"query_id": ["q1", "q3"], "doc_id": ["d1", "d3"], "relevance": [1, 1]})
+    dataset = ragmetrics.Dataset.from_tables(qrels, queries)
+    assert group_values(dataset, "category") == ["factual", "negative"]
+    assert judged_group_values(dataset, "category") == ["factual"]
