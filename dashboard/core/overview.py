@@ -34,12 +34,31 @@ __all__ = [
     "pr_figure",
     "pr_frame",
     "summary_frame",
+    "unequal_depths",
 ]
 
 OVERVIEW_METRICS: tuple[str, ...] = ("recall", "precision", "f1", "hits", "ndcg", "mrr", "map")
 CURVE_PANEL_METRICS: tuple[str, ...] = ("recall", "precision", "f1", "hits", "ndcg")
 PR_LABEL_KS: tuple[int, ...] = (1, 5, 10, 20, 50, 100)
 _TEXT_POSITIONS = ("top right", "bottom left", "middle right", "top left", "bottom right")
+
+
+def unequal_depths(alignments: Sequence[Alignment], k: int | None) -> str | None:
+    """What a verdict at K leaves unsaid when the runs rank to different depths and some rank fewer than K documents
+    (a fused run 70 deep against runs 20 deep, at Recall@100): their metric at K reads the documents they ranked, so
+    the deeper run may be ahead by its depth alone. None when the depths are alike or all reach K."""
+    depths = {a.name: a.depth for a in alignments}
+    if k is None or len(set(depths.values())) < 2:
+        return None
+    shallow = [name for name, depth in depths.items() if depth < k]
+    if not shallow:
+        return None
+    deepest = max(depths, key=lambda name: depths[name])
+    listed = ", ".join(f"{name} ranks at most {depths[name]:,}" for name in shallow)
+    return (
+        f"At K = {k:,} the runs rank to different depths: {listed} documents per query, {deepest} "
+        f"{depths[deepest]:,}. A metric at K reads what each run ranked, so part of a difference may be depth alone."
+    )
 
 
 def overview_specs(k: int) -> list[MetricSpec]:

@@ -16,6 +16,7 @@ from dashboard.core import diagnosis, overview, report, targets
 from dashboard.core.intervals import MEAN_INTERVAL_RULE, interval_name, interval_words
 from dashboard.core.queries import dataset_summary
 from dashboard.core.specs import label_title, metric_spec, title
+from dashboard.core.text import md_escape
 from dashboard.ui import assisted, cache, layout, widgets
 
 page = layout.page_setup("overview", "Overview", shows_results=True)
@@ -50,6 +51,9 @@ if page.alignments and page.dataset is not None:
             f"On {title(spec)} ({focus}); {cmp.family_text(comparison)}, the family of Compare and Dataset power too. "
             "Test, α, correction, the metrics and the bounds from the unjudged documents: **Compare runs** page."
         )
+        depths = overview.unequal_depths(alignments, spec.k)
+        if depths:
+            st.caption(md_escape(depths))
 
     st.subheader("Curves over K")
     k_max = overview.display_k_max(alignments)

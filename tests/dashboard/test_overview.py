@@ -313,3 +313,17 @@ def test_pr_labels_that_would_overlap_are_left_to_the_hover() -> None:
     pr = pd.DataFrame({"run": "r", "k": ks, "recall": recall, "precision": precision, "label": [f"K={k}" for k in ks]})
     labelled = [t for t in overview.pr_figure(pr).data[0].text if t]
     assert labelled[:3] == ["K=1", "K=5", "K=10"] and not {"K=50", "K=100"} <= set(labelled)
+
+
+def test_a_verdict_at_k_says_when_runs_rank_to_different_depths_short_of_k(tiny) -> None:
+    """Was: "dense-e5 + BM25 (RRF) beats bm25 on Recall@100", a 70-deep fused run against 20-deep runs, unsaid."""
+    deep = ragmetrics.Run.from_dict({"q1": {f"d{i}": -i for i in range(30)}}, name="deep")
+    shallow = ragmetrics.Run.from_dict({"q1": {f"d{i}": -i for i in range(10)}}, name="shallow")
+    dataset = ragmetrics.Dataset.from_dict({"q1": {"d1": 1}})
+    alignments = [ragmetrics.align(dataset, run) for run in (deep, shallow)]
+    said = overview.unequal_depths(alignments, 20)
+    assert said == (
+        "At K = 20 the runs rank to different depths: shallow ranks at most 10 documents per query, deep 30. A metric "
+        "at K reads what each run ranked, so part of a difference may be depth alone."
+    )
+    assert overview.unequal_depths(alignments, 10) is None and overview.unequal_depths(alignments[:1], 50) is None
