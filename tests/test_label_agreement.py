@@ -549,3 +549,12 @@ def test_a_signed_label_in_a_judge_label_file_is_read_as_the_qrels_reader_reads_
         RagMetricsError, match=r"^pool\.tsv, line 2: runs '-1'; expected a whole number >= 0 \(a count of runs\)$"
     ):
         _check_counts(pd.DataFrame({"rank": ["1"], "runs": ["-1"]}), "pool.tsv")
+
+
+def test_labels_named_as_qrels_name_them_are_read():
+    """Was: "no column label" for a frame of query_id, doc_id, relevance (the name Dataset, merge and with_labels
+    use) or a file's qid, docno, rel."""
+    human = pd.DataFrame({"query_id": ["q1", "q2"], "doc_id": ["d1", "d2"], "relevance": [1, 0]})
+    judge = pd.DataFrame({"qid": ["q1", "q2"], "docno": ["d1", "d2"], "rel": [1, 1]})
+    found = label_agreement(human, judge)
+    assert found.pairs == 2 and found.accuracy == 0.5

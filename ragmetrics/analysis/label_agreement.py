@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ragmetrics.foundation.columns import resolve
 from ragmetrics.foundation.errors import RagMetricsError
 
 RANK_BUCKETS = ((1, 1, "1"), (2, 3, "2-3"), (4, 10, "4-10"), (11, 20, "11-20"), (21, None, "21+"))
@@ -85,10 +86,23 @@ def _kappa(human: np.ndarray, judge: np.ndarray, grades: list[int], weights: str
     return float(cohen_kappa_score(human, judge, labels=grades, weights=weights))
 
 
+def _as_labels(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its columns named as this module reads them: ``label`` for the grade, whatever a file or a
+    qrels frame calls it (``relevance``, ``rel``, ``grade``: :mod:`ragmetrics.foundation.columns`), ``query_id`` and
+    ``doc_id`` alike."""
+    names = [str(c) for c in frame.columns]
+    found = resolve(names)
+    renames = {found[c]: c for c in ("query_id", "doc_id") if c in found and found[c] != c and c not in names}
+    if "label" not in names and "relevance" in found:
+        renames[found["relevance"]] = "label"
+    return frame.rename(columns=renames) if renames else frame
+
+
 def label_agreement(human: pd.DataFrame, judge: pd.DataFrame, *, max_grade: int | None = None) -> LabelAgreement:
     """Agreement of ``judge`` (``query_id, doc_id, label`` and optionally ``rank``, ``category``, ``doc_length``
     in tokens, :data:`LENGTH_UNIT`) with ``human`` (``query_id, doc_id, label``) on the pairs in both. ``max_grade``: the top of the
     scale (default: the largest grade either gave, at least 1)."""
+    human, judge = (_as_labels(frame) for frame in (human, judge))
     for frame, what in ((human, "human labels"), (judge, "judge labels")):
         missing = [c for c in ("query_id", "doc_id", "label") if c not in frame.columns]
         if missing:
