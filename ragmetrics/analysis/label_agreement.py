@@ -92,7 +92,9 @@ def _as_labels(frame: pd.DataFrame) -> pd.DataFrame:
     ``doc_id`` alike."""
     names = [str(c) for c in frame.columns]
     found = resolve(names)
-    renames = {found[c]: c for c in ("query_id", "doc_id") if c in found and found[c] != c and c not in names}
+    renames: dict[str, str] = {
+        found[c]: c for c in ("query_id", "doc_id") if c in found and found[c] != c and c not in names
+    }
     if "label" not in names and "relevance" in found:
         renames[found["relevance"]] = "label"
     return frame.rename(columns=renames) if renames else frame
