@@ -483,3 +483,14 @@ def test_frames_take_the_column_names_files_take_and_a_run_frame_is_evaluated_as
     assert ranked.frame[["query_id", "doc_id"]].values.tolist() == [["q1", "d2"], ["q1", "d1"]]
     assert rm.evaluate(qrels, run, ["mrr"]).mean().loc["run", "mrr"] == 0.5
     assert list(run.columns) == ["Query-ID", "docid", "score"]  # the caller's frame is left as it was
+
+
+def test_a_peer_s_measure_not_computed_here_is_named_not_matched_to_another():
+    """Was: "unknown metric 'ERR@10'; did you mean 'mrr@10'?", a different metric."""
+    from ragmetrics.engine.metrics import _ALIASES, PEER_NOT_COMPUTED
+
+    assert not set(PEER_NOT_COMPUTED) & set(_ALIASES)
+    with pytest.raises(rm.MetricNameError, match=r"^metric 'ERR@10': ir_measures' ERR \(expected reciprocal rank"):
+        rm.parse_metric("ERR@10")
+    with pytest.raises(rm.MetricNameError, match=r"ir_measures' alpha_nDCG"):
+        rm.parse_metric("alpha_nDCG@20")

@@ -745,6 +745,25 @@ EVIDENCE_METRICS: dict[str, EvidenceMetric] = {
 evidence``), not by :func:`parse_metric`'s engine, which names the command when one is asked of it."""
 
 
+PEER_NOT_COMPUTED: dict[str, str] = {
+    "err": "ir_measures' ERR (expected reciprocal rank, a cascade model of graded relevance)",
+    "nerr": "ir_measures' nERR (normalised expected reciprocal rank)",
+    "alpha_ndcg": "ir_measures' alpha_nDCG (novelty and diversity over subtopics)",
+    "compat": "ir_measures' Compat (compatibility with an ideal ranking)",
+    "sdcg": "ir_measures' SDCG (scaled DCG)",
+    "iprec": "ir_measures' IPrec (interpolated precision)",
+    "numq": "ir_measures' NumQ (a count of queries; every table here says num_q)",
+    "numret": "ir_measures' NumRet (a count of retrieved documents)",
+    "numrel": "ir_measures' NumRel (a count of relevant documents)",
+    "numrelret": "ir_measures' NumRelRet (a count of relevant retrieved documents)",
+    "strecall": "ir_measures' StRecall (subtopic recall)",
+    "insq": "ir_measures' INSQ (a C/W/L user model)",
+    "inst": "ir_measures' INST (a C/W/L user model)",
+}
+"""Other tools' measures ragmetrics does not compute, by lower-cased name: asked for, they get this instead of a "did
+you mean" that points at an unrelated metric (ERR's was mrr)."""
+
+
 def _not_computed(text: str) -> str | None:
     """The trec_eval measure ``text`` names that this library does not compute (the longest that fits), or None."""
     lowered = text.lower()
@@ -878,6 +897,12 @@ def parse_metric(text: str | MetricSpec) -> MetricSpec:
         raise MetricNameError(
             f"metric {text!r}: trec_eval's {missing} ({TREC_EVAL_NOT_COMPUTED[missing]}) is not computed by "
             f"ragmetrics. Known: {known_metric_names()}"
+        )
+    peer = PEER_NOT_COMPUTED.get(match.group(1).lower()) if match else None
+    if peer is not None:
+        raise MetricNameError(
+            f"metric {text!r}: {peer} is not computed by ragmetrics (no metric here is read as it). Known: "
+            f"{known_metric_names()}"
         )
     _refuse_decimal_cutoff(str(text))
     _refuse_ir_measures_parameters(str(text))
