@@ -494,3 +494,15 @@ def test_a_peer_s_measure_not_computed_here_is_named_not_matched_to_another():
         rm.parse_metric("ERR@10")
     with pytest.raises(rm.MetricNameError, match=r"ir_measures' alpha_nDCG"):
         rm.parse_metric("alpha_nDCG@20")
+
+
+def test_the_reprs_a_notebook_prints_are_one_line_of_what_matters():
+    """Was: 15,000 characters of Arrow tables for a RunResult (its alignment, dataset and run in full)."""
+    dataset = rm.Dataset.from_dict({"q1": {"d1": 1}, "q2": {"d2": 1}}, name="qrels")
+    run = rm.Run.from_dict({"q1": {"d1": 1.0, "d3": 0.5}}, name="bm25")
+    result = rm.evaluate(dataset, run, ["ndcg@10", "P_5"], warn=False)
+    assert repr(dataset) == "Dataset(name='qrels', queries=2, judgments=2)"
+    assert repr(run) == "Run(name='bm25', rows=2, has_scores=True)"
+    assert repr(result) == "EvalResult(dataset='qrels', runs=['bm25'], metrics=['ndcg@10', 'precision@5'])"
+    assert repr(result["bm25"]) == "RunResult(run='bm25', queries=2, metrics=['ndcg@10', 'precision@5'])"
+    assert repr(result["bm25"].alignment) == "Alignment(run='bm25', dataset='qrels', queries=2)"

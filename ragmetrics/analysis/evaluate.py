@@ -41,6 +41,9 @@ class RunResult:
     specs: tuple[MetricSpec, ...]
     _frames: Once = field(default_factory=Once, init=False, repr=False)
 
+    def __repr__(self) -> str:
+        return f"RunResult(run={self.name!r}, queries={self.alignment.n_queries:,}, metrics={list(self.metrics)})"
+
     @property
     def metrics(self) -> tuple[str, ...]:
         """The canonical names of :attr:`specs` (``ndcg@10``), the keys of every mapping below."""
@@ -140,6 +143,9 @@ class EvalResult:
     @property
     def run_names(self) -> list[str]:
         return list(self.runs)
+
+    def __repr__(self) -> str:
+        return f"EvalResult(dataset={self.dataset.name!r}, runs={self.run_names}, metrics={self.metrics})"
 
     def __getitem__(self, name: str) -> RunResult:
         return self.runs[name]

@@ -53,6 +53,10 @@ class Alignment:
     conventions: Conventions
     ranking: Ranking
     coverage: Coverage
+
+    def __repr__(self) -> str:
+        return f"Alignment(run={self.run.name!r}, dataset={self.dataset.name!r}, queries={self.n_queries:,})"
+
     merged: tuple[np.ndarray, FrameRows, np.ndarray] | None = field(default=None, repr=False)
     """Before a document's chunks were merged (repeated rows, the same id again, dropped already): each sorted row's
     query, table row, and whether it was kept (its document's first chunk)."""

@@ -195,6 +195,9 @@ class Run:
     table: pa.Table
     has_scores: bool = True
 
+    def __repr__(self) -> str:
+        return f"Run(name={self.name!r}, rows={self.table.num_rows:,}, has_scores={self.has_scores})"
+
     @classmethod
     def from_table(
         cls,
@@ -405,6 +408,13 @@ class Dataset:
     name: str = "dataset"
     corpus_size: int | None = None
     documents: pd.DataFrame | None = None
+
+    def __repr__(self) -> str:
+        corpus = "" if self.corpus_size is None else f", corpus_size={self.corpus_size:,}"
+        return (
+            f"Dataset(name={self.name!r}, queries={self.queries_table.num_rows:,}, "
+            f"judgments={self.qrels_table.num_rows:,}{corpus})"
+        )
 
     @classmethod
     def from_tables(
