@@ -483,6 +483,8 @@ def test_frames_take_the_column_names_files_take_and_a_run_frame_is_evaluated_as
     assert ranked.frame[["query_id", "doc_id"]].values.tolist() == [["q1", "d2"], ["q1", "d1"]]
     assert rm.evaluate(qrels, run, ["mrr"]).mean().loc["run", "mrr"] == 0.5
     assert list(run.columns) == ["Query-ID", "docid", "score"]  # the caller's frame is left as it was
+    with pytest.raises(rm.RagMetricsError, match="the run DataFrame has no rows: nothing to evaluate"):
+        rm.evaluate(qrels, run.iloc[:0], ["mrr"])
 
 
 def test_a_peer_s_measure_not_computed_here_is_named_not_matched_to_another():
