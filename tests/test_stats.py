@@ -646,7 +646,7 @@ def test_wilcoxon_s_verdict_takes_its_side_from_the_signed_ranks_and_says_when_t
     exact = [verdict("r", "b", d, nan, 0.05, exact=True) for d in (0.25, -0.25, 0.0, 1e-15)]
     assert exact == ["exactly better", "exactly worse", "no difference", "no difference"]
     assert verdict("b", "b", 0.0, nan, 0.05, exact=True) == "baseline"
-    assert _verdict("r", "b", diff.mean(), 2.8e-05, 0.05, 650.0) == "the test and the mean disagree"  # the Workspace
+    assert _verdict("r", "b", diff.mean(), 2.8e-05, 0.05, 650.0, 1) == "the test and the mean disagree"  # the Workspace
     qrels, base, run = _ranked(tmp_path, [20] * 40 + [1] * 4, [10] * 40 + [20] * 4)
     argv = ["check", "--dataset", str(qrels), "--run", str(run), "--baseline", str(base), "-m", "mrr"]
     out = io.StringIO()

@@ -41,7 +41,7 @@ from ragmetrics.analysis.stats import correction_title, delta_interval_method, i
 from ragmetrics.analysis.stats import family_text as family_words
 from ragmetrics.analysis.verdicts import SAID, interval_disagreement, mixed_words
 from ragmetrics.analysis.verdicts import verdict as verdict_of
-from ragmetrics.engine.metrics import CURVE_METRICS, MetricSpec
+from ragmetrics.engine.metrics import CURVE_METRICS, MetricSpec, better_sign
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset
 
@@ -208,7 +208,8 @@ def verdict(comparison: Comparison, spec: MetricSpec, *, markdown: bool = True) 
     rows = table[(table["metric"] == str(spec)) & (table["run"] != comparison.baseline)] if not table.empty else table
     if rows.empty:
         return None
-    best = rows.loc[rows["mean"].astype(float).idxmax()]
+    sign = better_sign(spec)  # the best is the lowest where lower is better (unj@k)
+    best = rows.loc[(sign * rows["mean"].astype(float)).idxmax()]
     delta, base = float(best["delta"]), bold(name(comparison.baseline))
     run = bold(name(str(best["run"])))
     p = float(best["p_value_corrected"])
@@ -219,7 +220,7 @@ def verdict(comparison: Comparison, spec: MetricSpec, *, markdown: bool = True) 
         f"{bounds_text(float(best['ci_low_adjusted']), float(best['ci_high_adjusted']), digits=3)}"
     )
     said = verdict_of(
-        str(best["run"]), comparison.baseline, delta, p, comparison.alpha, direction=float(best["direction"])
+        str(best["run"]), comparison.baseline, delta, p, comparison.alpha, direction=float(best["direction"]), sign=sign
     )
     if said == "mixed":
         words = f"No verdict on {title(spec)} for {run} against {base}: " + mixed_words(
@@ -228,9 +229,9 @@ def verdict(comparison: Comparison, spec: MetricSpec, *, markdown: bool = True) 
     elif abs(delta) <= 0:
         words = f"{run} ties {base} on {title(spec)}"
     elif not significant:
-        side = "ahead of" if delta > 0 else "behind"
+        side = "ahead of" if sign * delta > 0 else "behind"
         words = f"No significant difference on {title(spec)}: {run} is {side} {base} by {bold(signed(delta))}"
-    elif delta > 0:
+    elif sign * delta > 0:
         words = f"{run} beats {base} on {title(spec)} by {bold(signed(delta))}"
     else:
         words = f"No run beats {base} on {title(spec)}: the best, {run}, is behind by {bold(signed(delta))}"

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ragmetrics.analysis.stability import Stability
+from ragmetrics.engine.metrics import better_sign
 
 __all__ = ["CHANGES", "diff_counts", "stability_means", "stability_summary", "stability_verdicts"]
 
@@ -42,8 +43,9 @@ def stability_means(result: Stability) -> pd.DataFrame:
     """Each run's mean under both versions: ``run, before, after, change``, and its rank under each."""
     out = result.means.copy()
     out["change"] = out["after"] - out["before"]
-    out["rank_before"] = out["before"].rank(ascending=False, method="min").astype(int)
-    out["rank_after"] = out["after"].rank(ascending=False, method="min").astype(int)
+    lower_first = better_sign(result.metric) < 0  # the best ranks first: the lowest where lower is better
+    out["rank_before"] = out["before"].rank(ascending=lower_first, method="min").astype(int)
+    out["rank_after"] = out["after"].rank(ascending=lower_first, method="min").astype(int)
     return out[["run", "before", "after", "change", "rank_before", "rank_after"]]
 
 

@@ -47,6 +47,7 @@ from ragmetrics.analysis.verdicts import verdict, verdict_words
 from ragmetrics.engine import Alignment, align
 from ragmetrics.engine.budgets import shared_tokenizer, tokens_at_depth
 from ragmetrics.engine.evidence import evaluate_evidence, spans_from_answers, spans_from_documents, spans_table
+from ragmetrics.engine.metrics import better_sign
 from ragmetrics.engine.queries import at_queries
 from ragmetrics.engine.tokens import TokenizerLike
 from ragmetrics.foundation.errors import RagMetricsError
@@ -197,9 +198,10 @@ def compare_chunkings(
                 rows.append({"level": level, **row})
     table = adjusted_intervals(corrected_rows(pd.DataFrame(rows), correction, alpha), correction, alpha)
     table["verdict"] = [
-        verdict(r.run, r.baseline, r.delta, r.p_value_corrected, alpha, too_few=bool(r.too_few), direction=r.direction)
+        verdict(r.run, r.baseline, r.delta, r.p_value_corrected, alpha, too_few=bool(r.too_few), direction=r.direction,
+                sign=better_sign(r.metric))
         for r in table.itertuples(index=False)
-    ]
+    ]  # fmt: skip
     family_size = int(table["p_value"].notna().sum())
     tokens = _tokens(alignments, k)
     evidence_rows = table[table["metric"] == f"evidence_recall@{budget}tok"]
@@ -238,7 +240,8 @@ def _summary(
 ) -> tuple[str, str]:
     """The winner at equal token cost and the sentence that says it."""
     rows = table[table["metric"] == metric].set_index("run")
-    winner = str(rows["mean"].idxmax())
+    sign = better_sign(metric)  # the best is the lowest where lower is better (tokens_to_evidence)
+    winner = str((sign * rows["mean"]).idxmax())
     family = stats.family_text(correction, family_size)
     best = float(rows.at[winner, "mean"])
     if (rows["mean"] == best).all():
@@ -246,7 +249,9 @@ def _summary(
             f"At {budget} tokens of context, every run has the same {metric} ({best:.4f}) on the "
             f"{int(rows['n'].min())} queries compared: none wins at equal token cost."
         )
-    head = f"At {budget} tokens of context, {winner} has the highest {metric} ({best:.4f})"
+    head = (
+        f"At {budget} tokens of context, {winner} has the {'highest' if sign > 0 else 'lowest'} {metric} ({best:.4f})"
+    )
     if winner == baseline:
         others = rows.drop(index=baseline)
         said = [

@@ -36,7 +36,7 @@ import pandas as pd
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.evaluate import EvalResult, evaluate
 from ragmetrics.analysis.verdicts import refuse_too_few_pairs
-from ragmetrics.engine.metrics import MetricSpec, parse_metric
+from ragmetrics.engine.metrics import MetricSpec, better_sign, parse_metric
 from ragmetrics.engine.queries import at_positions, at_queries, query_positions
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.numbers import signed
@@ -192,8 +192,9 @@ def paired_row(
     diff = values - base
     mean_low, mean_high = stats.mean_interval(values, within=stats.METRIC_RANGE)
     low, high = stats.mean_t_interval(diff)
-    wins = diff > stats.TIE_TOLERANCE
-    losses = diff < -stats.TIE_TOLERANCE
+    better = better_sign(metric) * diff  # a win is a query the run is better on: lower, where lower is better
+    wins = better > stats.TIE_TOLERANCE
+    losses = better < -stats.TIE_TOLERANCE
     pair = _pair(metric, run, baseline, values, base, test, n_resamples, seed)
     return {
         "metric": metric,

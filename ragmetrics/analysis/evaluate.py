@@ -231,7 +231,9 @@ def _as_runs(runs: Any) -> list[Run | Alignment]:
         return [runs]
     if hasattr(runs, "columns") and not isinstance(runs, Mapping):  # one run as a DataFrame, as the qrels may be
         if len(runs) == 0:
-            raise RagMetricsError("the run DataFrame has no rows: nothing to evaluate (an empty run file is refused too)")
+            raise RagMetricsError(
+                "the run DataFrame has no rows: nothing to evaluate (an empty run file is refused too)"
+            )
         return [Run.from_frame(runs)]
     if isinstance(runs, Mapping):
         values = list(runs.values())

@@ -42,7 +42,7 @@ from ragmetrics.analysis.compare import (
 )
 from ragmetrics.analysis.evaluate import evaluate
 from ragmetrics.analysis.verdicts import SAID, verdict
-from ragmetrics.engine.metrics import MetricSpec, parse_metric
+from ragmetrics.engine.metrics import MetricSpec, better_sign, parse_metric
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io.export import markdown_table, to_safe_csv
@@ -283,7 +283,7 @@ def timeline(
         _adjust(frame, "delta", "p_value_corrected", correction, alpha)
         frame["significant"] = frame["p_value_corrected"] < alpha
         frame["verdict"] = [
-            verdict("step", "before", d, p, alpha, direction=side)
+            verdict("step", "before", d, p, alpha, direction=side, sign=better_sign(metric))
             for d, p, side in zip(frame["delta"], frame["p_value_corrected"], frame["direction"])
         ]
         frame["drop"] = [SAID[code].fails for code in frame["verdict"]]
@@ -464,7 +464,10 @@ class Leaderboard:
         complete = self.means.notna().all(axis=1)
         frame["mean_rank"] = self.ranks.astype("float64").mean(axis=1).where(complete)
         frame["mean"] = self.means.mean(axis=1).where(complete)
-        frame = frame.sort_values(["mean_rank", "mean"], ascending=[True, False], na_position="last", kind="stable")
+        lower_first = better_sign(self.metric) < 0  # the best first: the lowest where lower is better (unj@k)
+        frame = frame.sort_values(
+            ["mean_rank", "mean"], ascending=[True, lower_first], na_position="last", kind="stable"
+        )
         return frame.rename_axis("system").reset_index()
 
     def cells(self, fmt: str = "{:.4f}", mark: str = "†") -> pd.DataFrame:
@@ -607,7 +610,8 @@ def leaderboard(
             means.setdefault(system, {})[name] = scores[system]
             run_rows.append({"dataset": name, "dataset_id": ident, "system": system, "run": run.name,
                              "run_id": run.id, "mean": scores[system]})  # fmt: skip
-        best = max(scores, key=lambda s: (scores[s], s))
+        sign = better_sign(metric)  # the best is the lowest where lower is better (unj@k)
+        best = max(scores, key=lambda s: (sign * scores[s], s))
         others = [latest[s].id for s in latest if s != best]
         if others:
             comparison = compare_result(
@@ -625,7 +629,7 @@ def leaderboard(
     mean_frame = pd.DataFrame(
         [[means[s].get(c, np.nan) for c in columns] for s in systems], index=systems, columns=columns
     )
-    ranks = mean_frame.rank(axis=0, ascending=False, method="min").astype("Int64")
+    ranks = mean_frame.rank(axis=0, ascending=better_sign(metric) < 0, method="min").astype("Int64")
     tests = pd.DataFrame(
         test_rows, columns=["dataset", "system", "best", "delta", "p_value", "p_value_corrected", "significant"]
     )

@@ -60,6 +60,7 @@ import numpy as np
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.values import QueryValues
 from ragmetrics.analysis.verdicts import SAID, verdict
+from ragmetrics.engine.metrics import better_sign
 from ragmetrics.engine.queries import at_queries
 from ragmetrics.foundation.errors import RagMetricsError
 
@@ -839,7 +840,7 @@ def corrected_comparison(
     )
     frame["verdict"] = [
         verdict(r.run, r.baseline, r.delta, r.p_value_corrected, alpha, too_few=r.too_few, no_spread=r.no_spread,
-                exact=r.exact)
+                exact=r.exact, sign=better_sign(r.metric))
         for r in frame.itertuples(index=False)
     ]  # fmt: skip
     return frame

@@ -19,7 +19,7 @@ from scipy import stats as sps
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.evaluate import evaluate
 from ragmetrics.analysis.verdicts import pair_words, verdict
-from ragmetrics.engine.metrics import MetricSpec
+from ragmetrics.engine.metrics import MetricSpec, better_sign
 from ragmetrics.foundation.model import Dataset, Run
 
 if TYPE_CHECKING:
@@ -45,9 +45,10 @@ class Stability:
         return self.verdicts[self.verdicts["changed"]]
 
 
-def _verdict(a: str, b: str, delta: float, p: float, alpha: float, direction: float) -> str:
-    """The pair's verdict (:func:`ragmetrics.analysis.verdicts.verdict`, on the side the test found) in its words."""
-    return pair_words(verdict(a, b, delta, p, alpha, direction=direction), a, b)
+def _verdict(a: str, b: str, delta: float, p: float, alpha: float, direction: float, sign: int) -> str:
+    """The pair's verdict (:func:`ragmetrics.analysis.verdicts.verdict`, on the side the test found, ``sign`` the
+    metric's :func:`ragmetrics.engine.metrics.better_sign`) in its words."""
+    return pair_words(verdict(a, b, delta, p, alpha, direction=direction, sign=sign), a, b)
 
 
 def stability(
@@ -90,7 +91,9 @@ def stability(
                 rows.append({"run_a": a, "run_b": b})
             rows[i][f"delta_{side}"] = deltas[i]
             rows[i][f"p_{side}"] = float(corrected[i])
-            rows[i][f"verdict_{side}"] = _verdict(a, b, deltas[i], float(corrected[i]), alpha, sides[i])
+            rows[i][f"verdict_{side}"] = _verdict(
+                a, b, deltas[i], float(corrected[i]), alpha, sides[i], better_sign(name)
+            )
     verdicts = pd.DataFrame(rows, columns=["run_a", "run_b", "delta_before", "p_before", "verdict_before",
                                            "delta_after", "p_after", "verdict_after"])  # fmt: skip
     verdicts["changed"] = verdicts["verdict_before"] != verdicts["verdict_after"]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ragmetrics.analysis import stats
-from ragmetrics.engine.metrics import parse_metric
+from ragmetrics.engine.metrics import better_sign, parse_metric
 from ragmetrics.foundation.errors import RagMetricsError
 
 if TYPE_CHECKING:
@@ -148,6 +148,11 @@ def resolve_targets(spec: str | Mapping[str, float]) -> dict[str, float]:
         if not isinstance(given, (int, float)) or isinstance(given, bool) or not 0 <= given <= 1:
             raise RagMetricsError(f"target for {metric!r} must be a number in [0, 1]; got {given!r}")
         name = str(parse_metric(str(metric)))
+        if better_sign(name) < 0:
+            raise RagMetricsError(
+                f"target {name}>{float(given):g}: {name} is better lower (it counts what is missing), and a target is "
+                "a floor a run must clear; a ceiling is not checked"
+            )
         if name in out:
             raise RagMetricsError(f"targets: {name} is given twice ({out[name]:g} and {float(given):g}); keep one")
         out[name] = float(given)

@@ -56,6 +56,7 @@ def verdict(
     no_spread: bool = False,
     direction: float | None = None,
     exact: bool = False,
+    sign: int = 1,
 ) -> Verdict:
     """One run against the baseline on one metric: ``better`` or ``worse`` when the corrected p-value is below
     ``alpha``, on the side the test found (the sign of ``direction``, the test's own statistic:
@@ -66,9 +67,12 @@ def verdict(
     a sample that shows no spread measures nothing), ``baseline`` for the baseline itself. An ``exact`` delta (the
     mean over exactly the queries asked about, every one labelled: no sampling error, so no test and no p-value) is
     ``no difference`` within :data:`ragmetrics.analysis.stats.TIE_TOLERANCE` of 0, else ``exactly better`` or
-    ``exactly worse`` by that delta."""
+    ``exactly worse`` by that delta. ``sign``: -1 for a metric where lower is better
+    (:func:`ragmetrics.engine.metrics.better_sign`): a lower value is then ``better``."""
     if run == baseline:
         return "baseline"
+    delta = sign * delta
+    direction = None if direction is None else sign * direction
     if exact:
         if abs(delta) <= stats.TIE_TOLERANCE:
             return "no difference"

@@ -57,6 +57,7 @@ from ragmetrics.cli.options import (
     resolve_read_defaults,
     wants_ppi,
 )
+from ragmetrics.engine.metrics import better_sign
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Run
 
@@ -291,6 +292,7 @@ def row_notes(row: Mapping[str, Any], alpha: float, correction: str, test: str) 
         row["p_value_corrected"],
         alpha,
         direction=row["direction"],
+        sign=better_sign(row["metric"]),
     )
     if said == "mixed":
         notes.append(mixed_words(test, row["direction"], row["delta"]))
@@ -366,8 +368,9 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         comparison = paired_comparison(args, result, runs[1].name, [run], depth)
         for row in comparison.table.itertuples(index=False):
             said = verdict(
-                row.run, row.baseline, row.delta, row.p_value_corrected, comparison.alpha, direction=row.direction
-            )
+                row.run, row.baseline, row.delta, row.p_value_corrected, comparison.alpha, direction=row.direction,
+                sign=better_sign(row.metric),
+            )  # fmt: skip
             failures += SAID[said].fails
             line = SAID[said].gate
             out.write(

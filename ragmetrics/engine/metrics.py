@@ -83,6 +83,9 @@ class MetricInfo:
     """The default of the metric's persistence parameter ``p`` (rbp: 0.9, as trec_eval); None when it takes none.
     ``rbp_p=0.95`` (trec_eval's printed name) or ``rbp.p=0.95`` (its ``-m`` form) asks for another ``p``."""
     with_p: PersistenceKernel | None = None
+    higher_is_better: bool = True
+    """False for a metric that measures a lack (unj@k, rbp_resid: unjudged documents): every verdict, win, rank, best
+    and gate reads its deltas the other way (:func:`better_sign`)."""
     reads_relevant_count: bool = False
     """Reads R, the ideal ranking or the count of judged non-relevant documents, so judging a document relevant
     can lower it (a new relevant document far down raises R more than the sum: AP 1.0 can fall to 0.52); the
@@ -634,6 +637,7 @@ METRICS: dict[str, MetricInfo] = {
             aliases=("rbp_residual",),
             title="RBP residual",
             trec_eval="rbp_resid",
+            higher_is_better=False,
             full=_rbp_resid,
             persistence=RBP_PERSISTENCE,
             with_p=_rbp_resid_p,
@@ -649,6 +653,7 @@ METRICS: dict[str, MetricInfo] = {
             aliases=("unjudged",),
             title="Unjudged",
             trec_eval="unj",
+            higher_is_better=False,
             cut=_unj,
         ),
     )
@@ -726,6 +731,7 @@ class EvidenceMetric:
     name: str
     cut: EvidenceCut
     formula: str
+    higher_is_better: bool = True
 
 
 EVIDENCE_METRICS: dict[str, EvidenceMetric] = {
@@ -738,7 +744,9 @@ EVIDENCE_METRICS: dict[str, EvidenceMetric] = {
             "evidence_recall_chars", "required", "covered gold characters / gold characters, over the query's documents"
         ),
         EvidenceMetric("context_precision", "required", "tokens inside gold spans / tokens handed over"),
-        EvidenceMetric("tokens_to_evidence", "none", "tokens handed over up to the first chunk covering evidence"),
+        EvidenceMetric(
+            "tokens_to_evidence", "none", "tokens handed over up to the first chunk covering evidence", False
+        ),
     )
 }
 """Every evidence metric, by name: computed from gold spans by :mod:`ragmetrics.engine.evidence` (``ragmetrics
@@ -1057,6 +1065,19 @@ def trec_eval_names(info: MetricInfo) -> list[str]:
     ks: tuple[int | None, ...] = {"optional": (None, 0), "required": (0,)}.get(info.k, (None,))
     names = [trec_eval_name(MetricSpec(info.name, k)) for k in ks]
     return [n.removesuffix("_0") + "_k" if k == 0 else n for n, k in zip(names, ks) if n]
+
+
+def better_sign(metric: str | MetricSpec) -> int:
+    """+1 where a higher value is better (most metrics), -1 where lower is (``unj@k``, ``rbp_resid``,
+    ``tokens_to_evidence``): a delta times it is positive when the run is better. A name no registry knows reads +1."""
+    if isinstance(metric, MetricSpec):
+        return 1 if METRICS[metric.name].higher_is_better else -1
+    try:
+        name = metric_name(metric)
+    except MetricNameError:
+        evidence = EVIDENCE_METRICS.get(str(metric).split("@", 1)[0].strip().lower())
+        return -1 if evidence is not None and not evidence.higher_is_better else 1
+    return 1 if METRICS[name].higher_is_better else -1
 
 
 def metric_name(text: str | MetricSpec) -> str:
