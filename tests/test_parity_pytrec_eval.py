@@ -310,10 +310,10 @@ def test_a_group_where_one_metric_is_read_says_it_is_a_group():
         rm.parse_metric("official")
 
 
-def test_all_trec_with_trec_eval_names_prints_trec_eval_10_s_own_lines():
+def test_all_trec_with_trec_eval_names_prints_trec_eval_10_s_own_lines(tmp_path):
     """``eval -m all_trec --names trec_eval --per-query``: line for line what trec_eval 10.0 printed for
-    ``-m all_trec -q`` (out.test.aq), for every measure computed here; runid and num_q aside (the run is named by
-    its file here, by its tag there)."""
+    ``-m all_trec -q`` (out.test.aq), for every measure computed here, num_q where trec_eval puts it; runid aside
+    (the run is named by its file here, by its tag there). Queries in trec_eval's order: ids compared as bytes."""
     from ragmetrics.cli import main
 
     out, err = io.StringIO(), io.StringIO()
@@ -321,9 +321,16 @@ def test_all_trec_with_trec_eval_names_prints_trec_eval_10_s_own_lines():
             "--names", "trec_eval", "--per-query"]  # fmt: skip
     assert main(argv, out, err) == 0, err.getvalue()
     trec_eval = [line for line in (TREC / "out.test.aq").read_text().splitlines()
-                 if _base_of(line.split()[0]) not in {*TREC_EVAL_NOT_COMPUTED, "runid", "num_q"}]  # fmt: skip
-    ours = [line for line in out.getvalue().splitlines() if line.split()[0] not in ("runid", "num_q")]
-    assert ours == trec_eval and len(ours) == 252
+                 if _base_of(line.split()[0]) not in {*TREC_EVAL_NOT_COMPUTED, "runid"}]  # fmt: skip
+    ours = [line for line in out.getvalue().splitlines() if line.split()[0] != "runid"]
+    assert ours == trec_eval and len(ours) == 253
+    qrels, run = tmp_path / "qrels", tmp_path / "run"
+    qrels.write_text("".join(f"{q} 0 d 1\n" for q in ("3", "100", "1", "20")))
+    run.write_text("".join(f"{q} Q0 d 1 1 r\n" for q in ("3", "100", "1", "20")))
+    out = io.StringIO()
+    assert main(["eval", "--dataset", str(qrels), "--run", str(run), "-m", "P_5", "--names", "trec_eval",
+                 "--per-query"], out, io.StringIO()) == 0  # fmt: skip
+    assert [line.split()[1] for line in out.getvalue().splitlines()][:4] == ["1", "100", "20", "3"]
 
 
 def test_trec_eval_names_are_the_measures_trec_eval_prints():

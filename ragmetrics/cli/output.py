@@ -63,21 +63,30 @@ def format_table(
 ) -> None:
     """trec_eval's layout: ``measure<TAB>query<TAB>value``, 'all' for the mean; ``bounds``: the mean's two ends
     as ``measure:worst`` and ``measure:best``; ``merged``: ``measure:ci_low``, ``measure:ci_high`` and
-    ``measure:fingerprint``. ``names="trec_eval"``: each measure trec_eval has named as trec_eval prints it
-    (``P_5``, ``ndcg_cut_10``, ``recip_rank``), the others as here."""
+    ``measure:fingerprint``. ``names="trec_eval"``: trec_eval's ``-q`` output as it prints it: each measure it has
+    by its name (``P_5``, ``ndcg_cut_10``, ``recip_rank``; the others as here), the queries in its order (their ids
+    compared as bytes, as its ``strcmp``) and before ``runid`` and ``num_q``."""
+    as_trec_eval = names == "trec_eval"
     for name, run in result.runs.items():
-        printed = {m: (trec_eval_name(parse_metric(m)) if names == "trec_eval" else None) or m for m in run.metrics}
-        out.write(f"{'runid':<22}\tall\t{name}\n")
-        out.write(f"{'num_q':<22}\tall\t{num_q(run)}\n")
+        printed = {m: (trec_eval_name(parse_metric(m)) if as_trec_eval else None) or m for m in run.metrics}
+        heading = [f"{'runid':<22}\tall\t{name}\n", f"{'num_q':<22}\tall\t{num_q(run)}\n"]
         tokenizer = getattr(run, "tokenizer", None)
         if tokenizer is not None:  # what the token budgets (recall@512tok) counted with
-            out.write(f"{'tokenizer':<22}\tall\t{tokenizer}\n")
+            heading.append(f"{'tokenizer':<22}\tall\t{tokenizer}\n")
+        if not as_trec_eval:
+            out.writelines(heading)
         if per_query:
             arrays = run.arrays
             assert run.query_ids is not None  # --per-query and --per-query-out are refused together
-            for i, qid in enumerate(run.query_ids):
+            order = sorted(
+                range(len(run.query_ids)), key=lambda i: str(run.query_ids[i]).encode("utf-8", "surrogatepass")
+            )
+            for i in order if as_trec_eval else range(len(run.query_ids)):
+                qid = run.query_ids[i]
                 for metric in run.metrics:
                     out.write(f"{printed[metric]:<22}\t{qid}\t{arrays[metric][i]:.4f}\n")
+        if as_trec_eval:
+            out.writelines(heading)
         ends = run.mean_bounds(bounds_depth) if bounds and isinstance(run, RunResult) else {}
         extra = merged.rows(run) if merged else {}
         for metric, value in run.means.items():
