@@ -194,6 +194,10 @@ def test_fuse_writes_a_trec_run_that_scores_like_the_published_hybrid(tmp_path):
     assert len(first) == 6 and first[1] == "Q0" and first[3] == "1"
     scored = cli("eval", "--dataset", QRELS, "--run", str(out), "-m", "ndcg@10", "--format", "json")
     assert round(json.loads(scored.stdout)["runs"]["rrf"]["mean"]["ndcg@10"], 4) == 0.7132
+    # -o -: the run on standard output, the note on standard error (was: a file named "-")
+    piped = cli("fuse", "--method", "rrf", "--k", "60", "-o", "-", BM25, DENSE)
+    assert piped.returncode == 0 and piped.stdout == out.read_text() and not Path("-").exists()
+    assert "ragmetrics: wrote standard output (300 queries" in piped.stderr
 
 
 def test_check_fails_a_regression_and_passes_an_improvement(tmp_path):

@@ -18,7 +18,8 @@ from ragmetrics.io.trec import trec_tag
 
 def cmd_fuse(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
-    output = output_path(args, args.output, "--output", positional=("runs",))
+    to_stdout = args.output == "-"  # the shell's habit: the fused run piped into the next command
+    output = args.output if to_stdout else output_path(args, args.output, "--output", positional=("runs",))
     if args.runs and args.run:
         raise RagMetricsError(
             "fuse reads its runs in order (their weights, the fused run's name): give them all after the options or "
@@ -35,10 +36,14 @@ def cmd_fuse(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     fused = fuse(runs, method=args.method, k=k, norm=norm, weights=args.weights, depth=args.depth, name=args.name)
     if args.depth_out:
         fused = Run.from_frame(ranked_frame(fused, args.depth_out), name=fused.name)
-    with replacing(output) as partial:
-        write_trec_run(fused, partial)
+    if to_stdout:
+        write_trec_run(fused, out)
+    else:
+        with replacing(output) as partial:
+            write_trec_run(fused, partial)
     queries = fused.frame["query_id"].nunique()
-    err.write(f"ragmetrics: wrote {args.output} ({queries} queries, run {trec_tag(fused.name)!r})\n")
+    where = "standard output" if to_stdout else args.output
+    err.write(f"ragmetrics: wrote {where} ({queries} queries, run {trec_tag(fused.name)!r})\n")
     return 0
 
 
@@ -61,7 +66,7 @@ def fuse_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--depth", type=whole_number(1), help="fuse only each run's top N")
     p.add_argument("--depth-out", type=whole_number(1), help="write only the fused top N per query")
     p.add_argument("--name", help="run name (the TREC tag)")
-    p.add_argument("-o", "--output", required=True, help="output TREC run file (.gz to compress)")
+    p.add_argument("-o", "--output", required=True, help="output TREC run file (.gz to compress; - for stdout)")
     p.add_argument("--chunk-mapping", help=argparse.SUPPRESS)
     p.add_argument("--chunk-pattern", help=argparse.SUPPRESS)
     p.set_defaults(handler=cmd_fuse)
