@@ -55,6 +55,9 @@ def test_trec_eval_s_several_cut_offs_after_one_measure():
     ]  # fmt: skip
     code, _, err = run_cli("eval", "--dataset", QRELS, "--run", BM25, "-m", "10,ndcg@5")
     assert code == 2 and "cannot read metric '10'" in err  # no metric before it to take the number as a cut-off
+    # a comma inside ir_measures' parameters is no list's: the name is answered whole (was "nDCG(gains={0:0")
+    code, _, err = run_cli("eval", "--dataset", QRELS, "--run", BM25, "-m", "nDCG(gains={0:0,1:1})@10,P_5")
+    assert code == 2 and "metric 'nDCG(gains={0:0,1:1})@10': ir_measures' parameters are not read here" in err
 
 
 @pytest.mark.parametrize("name", ["iprec_at_recall_0.00", "Rprec_mult_0.20", "num_rel", "gm_map", "infAP"])

@@ -16,6 +16,18 @@ from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.partitioned import ENGINES
 
 
+def _top_level_commas(text: str) -> list[str]:
+    """``text`` split at its commas outside parentheses and braces: ir_measures' ``nDCG(gains={0:0,1:1})@10`` stays
+    one name (and is then answered as one)."""
+    pieces, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch in "({") - (ch in ")}")
+        if ch == "," and depth <= 0:
+            pieces.append(text[start:i])
+            start = i + 1
+    return [*pieces, text[start:]]
+
+
 class MetricList(argparse.Action):
     """``-m``: repeatable, and each value may list several metrics with commas (``-m ndcg@10,recall@100``, as
     ranx and ir_measures users write them); no metric name holds a comma. A bare number after a metric with a
@@ -23,7 +35,7 @@ class MetricList(argparse.Action):
 
     def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option_string: Any = None) -> None:
         names: list[str] = []
-        for name in (piece.strip() for piece in str(values).split(",")):
+        for name in (piece.strip() for piece in _top_level_commas(str(values))):
             if not name:
                 raise argparse.ArgumentError(self, f"{values!r}: an empty metric name between commas")
             cut = re.fullmatch(r"(.*[._@])\d+", names[-1]) if names and name.isdigit() else None
