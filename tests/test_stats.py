@@ -862,3 +862,19 @@ def test_a_metric_s_mean_interval_stays_within_0_and_1_on_every_page_and_command
     dataset, a, b = load_dataset(tmp_path / "qrels.tsv"), load_run(tmp_path / "a.trec"), load_run(tmp_path / "b.trec")
     row = compare_result(rm.evaluate(dataset, [a, b], ["ndcg@5"]), baseline="b").table.set_index("run").loc["a"]
     assert row["mean_ci_high"] == 1.0 and row["mean_ci_low"] == pytest.approx(low), row.to_dict()
+
+
+def test_a_delta_s_interval_stays_within_the_difference_a_metric_can_show(tmp_path):
+    """Was: "delta -0.0667 97.5% [-2.5830, +2.4497]" for precision@5 on 3 queries (a t interval at a Holm-adjusted
+    level), where a difference of two values in [0, 1] lies in [-1, 1] (and eval --ci clipped its means)."""
+    from ragmetrics.analysis.compare import compare_result
+
+    dataset = rm.Dataset.from_dict({q: {"d1": 1} for q in ("q1", "q2", "q3")})
+    base = rm.Run.from_dict({"q1": {"d1": 1.0}, "q2": {"d2": 1.0}, "q3": {"d1": 1.0}}, name="base")
+    run = rm.Run.from_dict({"q1": {"d2": 1.0}, "q2": {"d1": 1.0}, "q3": {"d3": 1.0}}, name="run")
+    result = rm.evaluate(dataset, [base, run], ["precision@1", "mrr"], warn=False)
+    table = compare_result(result, baseline="base", runs=["run"], metrics=["precision@1", "mrr"]).table
+    compared = table[table["run"] == "run"]
+    for column in ("ci_low", "ci_high", "ci_low_adjusted", "ci_high_adjusted"):
+        assert compared[column].between(-1, 1).all(), compared[column].tolist()
+    assert (compared["ci_low_adjusted"] == -1).any()  # the t interval of 3 queries reached past -1: clipped

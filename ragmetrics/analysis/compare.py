@@ -191,7 +191,7 @@ def paired_row(
     corrects over its family) and the paired t test's (``p_t``), win/tie/loss counts and the ids behind them."""
     diff = values - base
     mean_low, mean_high = stats.mean_interval(values, within=stats.METRIC_RANGE)
-    low, high = stats.mean_t_interval(diff)
+    low, high = np.clip(stats.mean_t_interval(diff), *stats.DELTA_RANGE)
     better = better_sign(metric) * diff  # a win is a query the run is better on: lower, where lower is better
     wins = better > stats.TIE_TOLERANCE
     losses = better < -stats.TIE_TOLERANCE
@@ -590,7 +590,9 @@ def adjusted_intervals(
             ]
         )
         levels = np.where(own, 1 - alpha, levels)
-    low, high = stats.t_interval(table["delta"], table["sd_difference"], table["n"], levels)
+    low, high = np.clip(
+        stats.t_interval(table["delta"], table["sd_difference"], table["n"], levels), *stats.DELTA_RANGE
+    )
     delta = table["delta"].to_numpy(dtype=np.float64)
     n = table["n"].to_numpy(dtype=np.float64)
     sd = table["sd_difference"].to_numpy(dtype=np.float64)

@@ -551,6 +551,9 @@ def mean_interval(
 METRIC_RANGE = (0.0, 1.0)
 """Where every metric's per-query values lie (``tests/test_properties.py``), and so its mean and the ends of the
 interval :func:`mean_interval` gives it."""
+DELTA_RANGE = (METRIC_RANGE[0] - METRIC_RANGE[1], METRIC_RANGE[1] - METRIC_RANGE[0])
+"""Where a paired difference of two such values lies, and so the ends of its interval (a t interval of 3 queries at
+a Holm-adjusted level reached past them: [-2.58, +2.45] for a delta of precision@5)."""
 
 
 def _clipped(low: np.ndarray, high: np.ndarray, within: tuple[float, float] | None) -> tuple[np.ndarray, np.ndarray]:
