@@ -258,6 +258,17 @@ def test_push_stores_the_files_and_prints_a_share_link(tmp_path):
     # the Workspace page shows which files they came from
     assert store.list_datasets()["source"].tolist() == [Path(QRELS).name]
     assert store.list_runs(dataset_id)["source"].tolist() == [Path(BM25).name, Path(HYBRID).name]
+    assert "stored before" not in done.stderr
+    # the same rows pushed again under another file name, with a new date: kept once, its first name, and said so
+    # (was: only "stored ... 1 run(s)", the date moved and the timeline changed without a word)
+    again = tmp_path / "bm25-v2.trec.gz"
+    shutil.copy(BM25, again)
+    pushed = cli("push", "--store", url, "--dataset", QRELS, "--run", str(again), "--meta", "date=2026-01-04")
+    assert pushed.returncode == 0, pushed.stderr
+    assert ("ragmetrics: note: run 'bm25-stem' was stored before, the same rows: it keeps its name (not as "
+            "'bm25-v2'); tags added: date 2026-01-04") in pushed.stderr  # fmt: skip
+    moved = cli("push", "--store", url, "--dataset", QRELS, "--run", str(again), "--meta", "date=2026-01-05")
+    assert "tags changed: date 2026-01-04 → 2026-01-05" in moved.stderr
 
 
 def test_push_after_people_saved_a_qrels_version_links_the_run_to_the_newest_too(tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -26,7 +27,7 @@ from ragmetrics.engine import align
 from ragmetrics.foundation.errors import NoTextError, RagMetricsError
 from ragmetrics.foundation.ids import is_content_id as is_id
 from ragmetrics.io.runmeta import check_key, ir_metadata_yaml, parse_tags, read_sidecar, retriever_tags
-from ragmetrics.store.database import MAX_NAME_BYTES, Store, checked_text
+from ragmetrics.store.database import MAX_NAME_BYTES, Store, checked_text, run_id
 from ragmetrics.store.history import empty_store, resolve_dataset, store_leaderboard, store_timeline
 from ragmetrics.store.links import share_link
 
@@ -61,10 +62,15 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
     if args.name or args.dataset_targets:
         _say_what_the_stored_dataset_kept(store, dataset_id, args.name and dataset.name, args.dataset_targets, err)
+    stored_before = {ident: store.tags(ident) for ident in map(run_id, runs) if store.has_run(ident)}
+    names_before = dict(store.list_runs()[["id", "name"]].itertuples(index=False)) if stored_before else {}
     run_ids = [
         store.put_run(run, dataset_id, source=Path(path).name, tags=meta)
         for run, path, meta in zip(runs, args.run, tags)
     ]
+    for run, ident, meta in zip(runs, run_ids, tags):
+        if ident in stored_before:
+            _say_what_the_stored_run_kept(run.name, names_before.get(ident, run.name), stored_before[ident], meta, err)
     result_ids = [store.put_results(dataset_id, r, source=Path(p).name) for r, p in zip(results, args.per_query or [])]
     base = args.base_url or os.environ.get("RAGMETRICS_BASE_URL", "http://localhost:8501")
     out.write(share_link(base, dataset=dataset_id, runs=run_ids) + "\n")
@@ -89,6 +95,31 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"are linked to the newest too, {name} ({newest}): {share_link(base, dataset=newest, runs=run_ids)}\n"
         )
     return 0
+
+
+def _say_what_the_stored_run_kept(
+    given: str, name: str, before: Mapping[str, str], meta: Mapping[str, str], err: TextIO
+) -> None:
+    """A run pushed again (the same rows, stored once) keeps its first name; its tags are updated: said, with what
+    changed (a nightly job that pushes an unchanged run moves its date, and its place in the timeline)."""
+    changed = [
+        f"{key} {before[key]} → {value}" for key, value in meta.items() if key in before and before[key] != value
+    ]
+    added = [f"{key} {value}" for key, value in meta.items() if key not in before]
+    said = "; ".join(
+        part
+        for part in (
+            f"tags changed: {', '.join(changed)}" if changed else "",
+            f"tags added: {', '.join(added)}" if added else "",
+        )
+        if part
+    )
+    renamed = f" (not as {given!r})" if given != name else ""
+    err.write(
+        f"ragmetrics: note: run {name!r} was stored before, the same rows: it keeps its name{renamed}"
+        + (f"; {said}" if said else "; its tags are unchanged")
+        + "\n"
+    )
 
 
 def _say_what_the_stored_dataset_kept(
