@@ -339,3 +339,18 @@ def test_trec_eval_names_are_the_measures_trec_eval_prints():
             assert trec_eval_name(rm.parse_metric(printed)) == printed
     for ours in ("mrr@10", "judged@10", "recall@512tok", "rbp_p=0.95", "f1@5"):
         assert trec_eval_name(rm.parse_metric(ours)) is None, ours
+
+
+def test_a_trec_eval_measure_named_bare_is_read_at_each_of_trec_eval_s_cut_offs():
+    """``-m P`` (``recall``, ``ndcg_cut``, ``map_cut``, ``success``, ``relative_P``, ``unj``): each at trec_eval's
+    default cut-offs, equal to its -m all_trec lines (was: "metric 'P' needs a cut-off")."""
+    from ragmetrics.cli import main
+
+    bare = ["P", "recall", "ndcg_cut", "map_cut", "success", "relative_P", "unj"]
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["eval", "--dataset", str(TREC / "qrels.test"), "--run", str(TREC / "results.test"), "--names", "trec_eval"]
+    assert main([*argv, *(f"-m{m}" for m in bare)], out, err) == 0, err.getvalue()
+    ours = [line for line in out.getvalue().splitlines() if line.split()[0] not in ("runid", "num_q")]
+    trec_eval = {line.split()[0]: line for line in (TREC / "out.test.aq").read_text().splitlines()
+                 if line.split()[1] == "all" and _base_of(line.split()[0]) in bare}  # fmt: skip
+    assert sorted(ours) == sorted(trec_eval.values()) and len(ours) == 9 * 5 + 3 + 3

@@ -301,8 +301,11 @@ def evaluate(
         metrics = DEFAULT_METRICS
     if isinstance(metrics, str):
         metrics = [metrics]
+    # trec_eval's groups and measures at every cut-off, under trec_eval's conventions (LlamaIndex's "recall" is its own)
     expansion = expand_trec_eval_groups(m for m in metrics if not isinstance(m, MetricSpec))
-    if expansion.left_out:  # a trec_eval group asked for (-m official)
+    if (
+        expansion.expanded and conventions.mode == "trec"
+    ):  # a trec_eval group asked for (-m official), or a measure at every cut-off (-m P)
         metrics = [*expansion.names, *(m for m in metrics if isinstance(m, MetricSpec))]
         if warn and expansion.note():
             warnings.warn(str(expansion.note()), RagMetricsWarning, stacklevel=2)

@@ -48,6 +48,8 @@ def expand_metric_groups(args: argparse.Namespace, err: TextIO) -> None:
     computes (:func:`ragmetrics.engine.metrics.expand_trec_eval_groups`); the measures left out are noted."""
     if not isinstance(getattr(args, "metric", None), list):  # a command of one metric (history) takes no group
         return
+    if getattr(args, "mode", "trec") == "llamaindex":  # LlamaIndex's names are its own ("recall" is its recall)
+        return
     expansion = expand_trec_eval_groups(args.metric)
     args.metric = expansion.names
     note = expansion.note()

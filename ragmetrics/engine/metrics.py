@@ -1012,6 +1012,8 @@ class GroupExpansion:
 
     names: list[str]
     left_out: dict[str, list[str]]
+    expanded: bool = False
+    """Whether any name was a group (or a measure at every cut-off) and was replaced."""
 
     def note(self) -> str | None:
         """What each group left out, in words; None when nothing was."""
@@ -1027,14 +1029,24 @@ class GroupExpansion:
 def expand_trec_eval_groups(names: Iterable[str]) -> GroupExpansion:
     """``["official", "ndcg@10"]`` -> the metrics of trec_eval's ``official`` group that ragmetrics computes, at
     trec_eval's default cut-offs and in its order (``map``, ``rprec``, ``bpref``, ``mrr``, ``precision@5`` ...
-    ``precision@1000``), then ``ndcg@10``; a name that is no group is kept as given (parsed later)."""
+    ``precision@1000``), then ``ndcg@10``. A trec_eval measure named bare, in trec_eval's spelling (``P``,
+    ``recall``, ``ndcg_cut``, ``success``), is the measure at each of its default cut-offs, as ``trec_eval -m P``
+    prints it. A name that is neither is kept as given (parsed later)."""
     out: list[str] = []
     left_out: dict[str, list[str]] = {}
+    expanded = False
+    every_cut = {m: cuts for m, cuts in TREC_EVAL_MEASURES if cuts and m not in TREC_EVAL_NOT_COMPUTED}
     for name in names:
-        group = TREC_EVAL_GROUPS.get(str(name).strip())
+        text = str(name).strip()
+        if text in every_cut:  # trec_eval's -m P: P at each of its cut-offs
+            out.extend(str(parse_metric(f"{text}_{k}")) for k in every_cut[text])
+            expanded = True
+            continue
+        group = TREC_EVAL_GROUPS.get(text)
         if group is None:
             out.append(name)
             continue
+        expanded = True
         missing = left_out.setdefault(str(name).strip(), [])
         for measure, cutoffs in TREC_EVAL_MEASURES:
             if measure not in group:
@@ -1043,7 +1055,7 @@ def expand_trec_eval_groups(names: Iterable[str]) -> GroupExpansion:
                 missing.append(measure)
                 continue
             out.extend(str(parse_metric(f"{measure}_{k}" if cutoffs else measure)) for k in cutoffs or (0,))
-    return GroupExpansion(list(dict.fromkeys(out)), left_out)
+    return GroupExpansion(list(dict.fromkeys(out)), left_out, expanded)
 
 
 def trec_eval_name(spec: MetricSpec) -> str | None:
