@@ -508,3 +508,10 @@ def test_the_reprs_a_notebook_prints_are_one_line_of_what_matters():
     assert repr(result) == "EvalResult(dataset='qrels', runs=['bm25'], metrics=['ndcg@10', 'precision@5'])"
     assert repr(result["bm25"]) == "RunResult(run='bm25', queries=2, metrics=['ndcg@10', 'precision@5'])"
     assert repr(result["bm25"].alignment) == "Alignment(run='bm25', dataset='qrels', queries=2)"
+
+
+@pytest.mark.parametrize("name", ["runid", "num_q"])
+def test_trec_eval_s_table_lines_are_said_to_be_printed_not_metrics(name):
+    """Was: "-m runid" answered "did you mean 'unj@k'?"."""
+    with pytest.raises(rm.MetricNameError, match=rf"^metric '{name}': every table prints the run's name"):
+        rm.parse_metric(name)

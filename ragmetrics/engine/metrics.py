@@ -906,6 +906,11 @@ def parse_metric(text: str | MetricSpec) -> MetricSpec:
             f"metric {text!r}: trec_eval's {missing} ({TREC_EVAL_NOT_COMPUTED[missing]}) is not computed by "
             f"ragmetrics. Known: {known_metric_names()}"
         )
+    if match and match.group(1).lower() in ("runid", "num_q"):
+        raise MetricNameError(
+            f"metric {text!r}: every table prints the run's name (runid) and how many queries it was scored on "
+            "(num_q), as trec_eval does; they are not metrics to ask for"
+        )
     peer = PEER_NOT_COMPUTED.get(match.group(1).lower()) if match else None
     if peer is not None:
         raise MetricNameError(
