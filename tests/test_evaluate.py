@@ -61,7 +61,7 @@ def test_unknown_metric_suggests_the_closest_and_lists_all():
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("precision", "needs a cut-off"), ("rprec@5", "takes no cut-off"), ("ndcg@0", "must be an int >= 1")],
+    [("precision", "needs a cut-off"), ("rprec@5", "takes no cut-off"), ("ndcg@0", "is a whole number >= 1, found 0")],
 )
 def test_bad_cut_offs_are_explained(text, message):
     with pytest.raises(rm.MetricNameError, match=message):
@@ -514,4 +514,13 @@ def test_the_reprs_a_notebook_prints_are_one_line_of_what_matters():
 def test_trec_eval_s_table_lines_are_said_to_be_printed_not_metrics(name):
     """Was: "-m runid" answered "did you mean 'unj@k'?"."""
     with pytest.raises(rm.MetricNameError, match=rf"^metric '{name}': every table prints the run's name"):
+        rm.parse_metric(name)
+
+
+@pytest.mark.parametrize(("name", "found"), [("ndcg@0", "0"), ("recall@5.5", "5.5"), ("precision@-1", "-1")])
+def test_a_cut_off_that_is_no_whole_number_of_at_least_1_is_said_so_one_way(name, found):
+    """Was three wordings: "must be an int >= 1. Got 0 instead.", "is a whole number >= 1, found 5.5" and, for -1,
+    "cannot read metric"."""
+    with pytest.raises(rm.MetricNameError, match=rf"^metric '{re.escape(name)}': the cut-off k is a whole number >= 1, "
+                                                 rf"found {re.escape(found)}$"):  # fmt: skip
         rm.parse_metric(name)

@@ -801,7 +801,8 @@ def _set_f_at_beta(text: str) -> MetricSpec:
     )
 
 
-_DECIMAL_CUTOFF = re.compile(r"\s*([A-Za-z][\w\-]*?)[@._](\d+\.\d+)\s*", re.ASCII)
+_DECIMAL_CUTOFF = re.compile(r"\s*([A-Za-z][\w\-]*?)[@._](\d+\.\d+|-\d+(?:\.\d+)?)\s*", re.ASCII)
+"""A cut-off with decimals or a sign (``P_5.0``, ``recall@5.5``, ``precision@-1``): no cut-off, said as such."""
 
 
 _IR_MEASURES_PARAMETERS = re.compile(r"^\s*([A-Za-z][\w-]*)\s*\(([^()]*)\)\s*(?:@\s*(\d+))?\s*$")
@@ -961,7 +962,7 @@ def parse_metric(text: str | MetricSpec) -> MetricSpec:
         return _budget(str(text), info, int(k_text))
     k = int(k_text) if k_text is not None else None
     if k is not None and k < 1:
-        raise MetricNameError(f"metric {text!r}: the cut-off k must be an int >= 1. Got {k} instead.")
+        raise MetricNameError(f"metric {text!r}: the cut-off k is a whole number >= 1, found {k}")
     if info.k == "required" and k is None:
         raise MetricNameError(f"metric {text!r} needs a cut-off, e.g. '{name}@10'")
     if info.k == "none" and k is not None:
