@@ -338,17 +338,24 @@ class Workspace:
 
     # --- writes ------------------------------------------------------------------------
 
-    def stored_as(self, dataset: Dataset) -> DatasetEntry | None:
-        """The stored dataset of the same content as ``dataset`` (what :meth:`add_dataset` would return unchanged),
-        or None."""
-        return self.dataset(store_mod.dataset_id(dataset))
+    def content_id(self, dataset: Dataset) -> str:
+        """The id ``dataset`` is stored under (its content's; :meth:`dataset` of it is the stored copy, if any)."""
+        return store_mod.dataset_id(dataset)
 
     def add_dataset(
-        self, dataset: Dataset, *, name: str | None = None, source: str = "", description: str = "", targets: str = ""
+        self,
+        dataset: Dataset,
+        *,
+        name: str | None = None,
+        source: str = "",
+        description: str = "",
+        targets: str = "",
+        ident: str | None = None,
     ) -> DatasetEntry:
         """Store ``dataset`` (once per content); a name already taken by other content gets a suffix. ``targets``:
-        the targets it declares (:func:`ragmetrics.analysis.targets.declared_targets`), shown until a view picks others."""
-        ident = store_mod.dataset_id(dataset)
+        the targets it declares (:func:`ragmetrics.analysis.targets.declared_targets`), shown until a view picks others.
+        ``ident``: its :meth:`content_id`, when the caller has it (the content is hashed once)."""
+        ident = ident or store_mod.dataset_id(dataset)
         existing = self.dataset(ident)
         if existing is not None:
             return existing

@@ -151,9 +151,10 @@ def ingest_dataset(files: Sequence[Any], workspace: Workspace) -> Outcome | None
                     extra["corpus"] = (roles["corpus"].getvalue(), roles["corpus"].name)
                 dataset = load_dataset(main.getvalue(), filename=main.name, limits=UPLOAD_LIMITS, **extra)
                 name, description, declared = dataset_labels()
-                before = workspace.stored_as(dataset)
+                ident = workspace.content_id(dataset)
+                before = workspace.dataset(ident)
                 entry = workspace.add_dataset(
-                    dataset, name=name, source=names, description=description, targets=declared
+                    dataset, name=name, source=names, description=description, targets=declared, ident=ident
                 )
             kept = (
                 " (stored before, the same content: its name, description and targets are kept; rename it on Workspace)"

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ragmetrics.foundation.columns import resolve
+from ragmetrics.foundation.columns import alias_renames, resolve
 from ragmetrics.foundation.errors import RagMetricsError
 
 RANK_BUCKETS = ((1, 1, "1"), (2, 3, "2-3"), (4, 10, "4-10"), (11, 20, "11-20"), (21, None, "21+"))
@@ -88,15 +88,12 @@ def _kappa(human: np.ndarray, judge: np.ndarray, grades: list[int], weights: str
 
 def _as_labels(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with its columns named as this module reads them: ``label`` for the grade, whatever a file or a
-    qrels frame calls it (``relevance``, ``rel``, ``grade``: :mod:`ragmetrics.foundation.columns`), ``query_id`` and
-    ``doc_id`` alike."""
-    names = [str(c) for c in frame.columns]
-    found = resolve(names)
-    renames: dict[str, str] = {
-        found[c]: c for c in ("query_id", "doc_id") if c in found and found[c] != c and c not in names
-    }
-    if "label" not in names and "relevance" in found:
-        renames[found["relevance"]] = "label"
+    qrels frame calls it (``relevance``, ``rel``, ``grade``: :func:`ragmetrics.foundation.columns.alias_renames`),
+    ``query_id`` and ``doc_id`` alike."""
+    renames = alias_renames(frame.columns, ("query_id", "doc_id"))
+    grade = resolve(frame.columns).get("relevance")
+    if "label" not in frame.columns and grade is not None:  # this module's name for the grade
+        renames[grade] = "label"
     return frame.rename(columns=renames) if renames else frame
 
 

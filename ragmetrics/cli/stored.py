@@ -62,11 +62,12 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
     if args.name or args.dataset_targets:
         _say_what_the_stored_dataset_kept(store, dataset_id, args.name and dataset.name, args.dataset_targets, err)
-    stored_before = {ident: store.tags(ident) for ident in map(run_id, runs) if store.has_run(ident)}
+    idents = [run_id(run) for run in runs]  # hashed once: what was stored before is read, then what is put
+    stored_before = {ident: store.tags(ident) for ident in idents if store.has_run(ident)}
     names_before = dict(store.list_runs()[["id", "name"]].itertuples(index=False)) if stored_before else {}
     run_ids = [
-        store.put_run(run, dataset_id, source=Path(path).name, tags=meta)
-        for run, path, meta in zip(runs, args.run, tags)
+        store.put_run(run, dataset_id, ident=ident, source=Path(path).name, tags=meta)
+        for run, ident, path, meta in zip(runs, idents, args.run, tags)
     ]
     for run, ident, meta in zip(runs, run_ids, tags):
         if ident in stored_before:

@@ -1011,6 +1011,10 @@ TREC_EVAL_GROUPS: dict[str, frozenset[str]] = {
 them: tests/test_parity_pytrec_eval.py holds them to trec_eval's outputs and to pytrec_eval's nicknames."""
 
 
+_EVERY_CUT = {m: cuts for m, cuts in TREC_EVAL_MEASURES if cuts and m not in TREC_EVAL_NOT_COMPUTED}
+"""trec_eval's measures computed here that it reads at each of its cut-offs when named bare (``-m P``)."""
+
+
 @dataclass(frozen=True)
 class GroupExpansion:
     """Metric names with trec_eval's groups replaced: ``names`` (canonical, in trec_eval's order, each once) and,
@@ -1041,11 +1045,10 @@ def expand_trec_eval_groups(names: Iterable[str]) -> GroupExpansion:
     out: list[str] = []
     left_out: dict[str, list[str]] = {}
     expanded = False
-    every_cut = {m: cuts for m, cuts in TREC_EVAL_MEASURES if cuts and m not in TREC_EVAL_NOT_COMPUTED}
     for name in names:
         text = str(name).strip()
-        if text in every_cut:  # trec_eval's -m P: P at each of its cut-offs
-            out.extend(str(parse_metric(f"{text}_{k}")) for k in every_cut[text])
+        if text in _EVERY_CUT:  # trec_eval's -m P: P at each of its cut-offs
+            out.extend(str(parse_metric(f"{text}_{k}")) for k in _EVERY_CUT[text])
             expanded = True
             continue
         group = TREC_EVAL_GROUPS.get(text)
@@ -1071,18 +1074,27 @@ def trec_eval_name(spec: MetricSpec) -> str | None:
     info = METRICS[spec.name]
     if info.trec_eval is None or spec.tokens is not None or spec.p is not None:
         return None
-    cut = info.k == "required" or info.trec_eval.endswith("_cut")
+    uncut, cut = _trec_eval_forms(info)
     if spec.k is None:
-        return info.trec_eval.removesuffix("_cut") if info.k != "required" else None
-    return f"{info.trec_eval}_{spec.k}" if cut else None
+        return uncut
+    return f"{cut}_{spec.k}" if cut else None
+
+
+def _trec_eval_forms(info: MetricInfo) -> tuple[str | None, str | None]:
+    """``info``'s trec_eval measure uncut (``ndcg``; None for a cut-off family) and as the family of its cut-offs
+    (``ndcg_cut``, printed ``ndcg_cut_10``; None for a measure trec_eval reads whole, ``recip_rank``)."""
+    name = info.trec_eval
+    if name is None:
+        return None, None
+    cut = name if info.k == "required" or name.endswith("_cut") else None
+    return (None if info.k == "required" else name.removesuffix("_cut")), cut
 
 
 def trec_eval_names(info: MetricInfo) -> list[str]:
     """The names trec_eval prints for ``info``'s values, ``k`` for a cut-off (``ndcg``, ``ndcg_cut_k``; ``P_k``);
     empty when trec_eval has none."""
-    ks: tuple[int | None, ...] = {"optional": (None, 0), "required": (0,)}.get(info.k, (None,))
-    names = [trec_eval_name(MetricSpec(info.name, k)) for k in ks]
-    return [n.removesuffix("_0") + "_k" if k == 0 else n for n, k in zip(names, ks) if n]
+    uncut, cut = _trec_eval_forms(info)
+    return [*([uncut] if uncut else []), *([f"{cut}_k"] if cut else [])]
 
 
 def better_sign(metric: str | MetricSpec) -> int:

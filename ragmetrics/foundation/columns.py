@@ -19,6 +19,19 @@ ALIASES: dict[str, tuple[str, ...]] = {
 `` `` into ``_``)."""
 
 
+def alias_renames(names: Iterable[str], canonical: Iterable[str] | None = None) -> dict[str, str]:
+    """``{column: canonical name}`` for the columns among ``names`` that give a ``canonical`` column (every one of
+    :data:`ALIASES` when None) under an alias, where no column already has the canonical name: what a frame is
+    renamed by to be read as a file's columns are."""
+    given = [str(n) for n in names]
+    wanted = set(ALIASES if canonical is None else canonical)
+    return {
+        column: name
+        for name, column in resolve(given).items()
+        if name in wanted and column != name and name not in given
+    }
+
+
 def normalise_name(name: str) -> str:
     return str(name).strip().lower().replace("-", "_").replace(" ", "_")
 

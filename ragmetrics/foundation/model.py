@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from ragmetrics.foundation.columns import resolve
+from ragmetrics.foundation.columns import alias_renames
 from ragmetrics.foundation.errors import FieldError, RagMetricsError
 from ragmetrics.foundation.ids import (
     MAX_ID_BYTES,
@@ -101,11 +101,7 @@ def _canonical_columns(table: Any) -> Any:
     ``qid`` as ``query_id``, ``docno`` as ``doc_id``, ``label`` as ``relevance``); unchanged when they already
     are. Runs and qrels only: a query table's ``query`` is its text, not its id."""
     names = _pandas_columns(table)
-    renames = {
-        column: canonical
-        for canonical, column in resolve(names).items()
-        if column != canonical and canonical not in names
-    }
+    renames = alias_renames(names)
     if not renames:
         return table
     if isinstance(table, pa.Table):

@@ -402,7 +402,10 @@ def warn_if_corpus_of_another_dataset(dataset: Dataset, documents: pd.DataFrame,
     if not judged or documents.empty:
         return
     ids = documents["doc_id"].astype(str).tolist()
-    held, ordered = set(ids), sorted(ids)
+    held = set(ids)
+    if any(doc in held for doc in judged):  # the usual case, settled without sorting the corpus's ids
+        return
+    ordered = sorted(ids)
 
     def meets(doc: str) -> bool:
         at = bisect.bisect_left(ordered, doc)  # a corpus id that starts with it: one of its chunks, or itself
