@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gzip
 import io
 import json
 from pathlib import Path
@@ -282,3 +283,18 @@ def test_trec_eval_s_flags_and_bare_files_are_answered_with_this_cli_s_options(c
         main(["eval", "-m", "map", str(QRELS), str(BM25)])
     said = capsys.readouterr().err
     assert "the following arguments are required: --dataset, --run; trec_eval's `qrels run` are --dataset" in said
+
+
+def test_a_run_given_as_a_dash_is_read_from_standard_input(monkeypatch):
+    """``--run -`` reads a pipe (``zcat run.gz | ragmetrics eval ... --run -``), named ``stdin``; one run at most."""
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(gzip.decompress(BM25.read_bytes()))))
+    code, piped, err = run_cli("eval", "--dataset", QRELS, "--run", "-", "-m", "ndcg@10", "--format", "json")
+    assert code == 0, err
+    code, named, err = run_cli("eval", "--dataset", QRELS, "--run", BM25, "-m", "ndcg@10", "--format", "json")
+    assert code == 0, err
+    assert json.loads(piped)["runs"]["stdin"] == json.loads(named)["runs"]["bm25-stem"]
+    code, _, err = run_cli("eval", "--dataset", QRELS, "--run", "-", "--run", "-", "-m", "ndcg@10")
+    assert code == 2 and "standard input given twice" in err
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"not a run\n")))
+    code, _, err = run_cli("eval", "--dataset", QRELS, "--run", "-", "-m", "ndcg@10")
+    assert code == 2 and err.startswith("ragmetrics: error: <stdin>:") and "Traceback" not in err

@@ -210,6 +210,7 @@ def test_fuse_takes_its_runs_in_one_order_and_no_option_its_method_ignores(files
         assert code == 2 and said in err and not out.exists(), err
     code, _, err = run_cli("fuse", files["a"], files["b"], "--name", "my hybrid", "-o", out)
     assert code == 0 and "run 'my_hybrid'" in err and out.read_text().split("\n")[0].endswith(" my_hybrid")
+    assert "the name 'my hybrid' as a TREC tag, which holds no whitespace" in err  # was renamed without a word
 
 
 def test_the_gate_refuses_an_alpha_that_would_pass_a_regression(capsys, files):

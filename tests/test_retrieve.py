@@ -418,6 +418,16 @@ def test_the_command_prints_the_summary_and_exits_1_when_queries_failed(tmp_path
     assert "q2" not in (tmp_path / "b.trec").read_text().split()
     assert json.loads((tmp_path / "b.json").read_text())["failed"][0]["query_id"] == "q2"
 
+    # -o -: the run on standard output for a pipe, the report on standard error, no metadata unless asked
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["retrieve", *data, "--retriever", "toy_retrievers_for_test:make", "-o", "-", *cache], out=out, err=err)
+    assert code == 0, err.getvalue()
+    lines = out.getvalue().splitlines()
+    assert len(lines) == len((tmp_path / "r.trec").read_text().splitlines()) and lines[0].split()[1] == "Q0"
+    assert "retrieved 12 queries x 1" in err.getvalue() and "wrote standard output (12 queries" in err.getvalue()
+    assert "the metadata not written: give --meta-out" in err.getvalue() and not (tmp_path / "-.json").exists()
+    assert not (tmp_path / "-").exists()
+
     out, err = io.StringIO(), io.StringIO()
     code = main(["retrieve", *data, "--retriever", "nothing", "-o", "n.trec"], out=out, err=err)
     assert (

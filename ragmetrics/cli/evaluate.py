@@ -123,7 +123,9 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def eval_parser(p: argparse.ArgumentParser) -> None:
     p.description = f"Metrics: {known_metric_names()}"
     add_data_options(p)
-    p.add_argument("--run", action="append", required=True, help="a run file; repeat for several runs")
+    p.add_argument(
+        "--run", action="append", required=True, help="a run file (- reads standard input); repeat for several runs"
+    )
     add_metric_option(p, "metric, e.g. ndcg@10; default: " + " ".join(DEFAULT_METRICS))
     add_eval_options(p)
     add_bounds_option(p, "each mean's worst and best")

@@ -13,7 +13,7 @@ from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.files import replacing
 from ragmetrics.foundation.model import Run
 from ragmetrics.io import write_trec_run
-from ragmetrics.io.trec import trec_tag
+from ragmetrics.io.trec import tag_words
 
 
 def cmd_fuse(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -43,7 +43,7 @@ def cmd_fuse(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             write_trec_run(fused, partial)
     queries = fused.frame["query_id"].nunique()
     where = "standard output" if to_stdout else args.output
-    err.write(f"ragmetrics: wrote {where} ({queries} queries, run {trec_tag(fused.name)!r})\n")
+    err.write(f"ragmetrics: wrote {where} ({queries} queries, {tag_words(fused.name)})\n")
     return 0
 
 

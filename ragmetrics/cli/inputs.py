@@ -10,6 +10,7 @@ import csv
 import filecmp
 import io
 import os
+import sys
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -248,8 +249,17 @@ def _named(metric: str) -> str | None:
         return None
 
 
+STDIN = "-"
+"""A run given as ``-`` is read from standard input (one run at most), as trec_eval's peers read a pipe."""
+
+STDIN_NAME = "stdin"
+"""The name of a run read from standard input (a file's is its name without its extensions)."""
+
+
 def read_runs(paths: Sequence[str], args: argparse.Namespace) -> list[Run]:
 
+    if list(paths).count(STDIN) > 1:
+        raise RagMetricsError("--run -: standard input given twice; expected at most one run read from it")
     runs: list[Run] = []
     for path in paths:
         if blank_file(path) and hasattr(args, "allow_no_overlap"):
@@ -290,14 +300,17 @@ def shared_queries(runs: Sequence[Run], command: str, err: TextIO) -> None:
 
 
 def _load_run(path: str, args: argparse.Namespace) -> Run:
+    stdin = path == STDIN
     try:
         return load_run(
-            path,
+            sys.stdin.buffer if stdin else path,
+            name=STDIN_NAME if stdin else None,
+            filename="<stdin>" if stdin else None,
             chunk_mapping=getattr(args, "chunk_mapping", None),
             chunk_pattern=getattr(args, "chunk_pattern", None),
         )
     except RagMetricsError as exc:
-        if looks_like(path, "dataset") and not looks_like(path, "run"):
+        if not stdin and looks_like(path, "dataset") and not looks_like(path, "run"):
             given = getattr(args, "dataset", None) is not None
             hint = "did you swap --dataset and the run's file?" if given else "this command reads runs only"
             raise RagMetricsError(f"{exc} ({path} looks like qrels: {hint})") from None

@@ -7,12 +7,13 @@ from typing import TextIO
 
 from ragmetrics.cli.inputs import output_paths, read_dataset
 from ragmetrics.cli.options import add_data_options
-from ragmetrics.retrieve.command import add_options, meta_path, run
+from ragmetrics.retrieve.command import STDOUT, add_options, meta_path, run
 
 
 def cmd_retrieve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     # checked before a single call: the run and its metadata must not replace an input or each other
-    output_paths(args, {"--output": args.output, "--meta-out": meta_path(args)})
+    written = {"--output": args.output, "--meta-out": meta_path(args)}
+    output_paths(args, {option: path for option, path in written.items() if path not in (None, STDOUT)})
     return run(args, read_dataset(args), out, err)
 
 

@@ -690,6 +690,15 @@ def trec_tag(name: str) -> str:
     return re.sub(r"\s+", "_", str(name).strip()) or "run"
 
 
+def tag_words(name: str) -> str:
+    """``run 'name'`` for the note a command writes beside a TREC run, saying when the tag written is not the name
+    (``fuse --name "my run"`` writes ``my_run``: eval reads the run back under that name)."""
+    tag = trec_tag(name)
+    if tag == name:
+        return f"run {name!r}"
+    return f"run {tag!r}: the name {name!r} as a TREC tag, which holds no whitespace"
+
+
 def write_trec_run(run: Run, dest: Any, *, tag: str | None = None) -> None:
     """Write ``run`` as ``qid Q0 docid rank score tag`` lines.
 

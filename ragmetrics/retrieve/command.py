@@ -14,6 +14,7 @@ from ragmetrics.engine.aligning import align
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset
 from ragmetrics.io import name_of_file, write_trec_run
+from ragmetrics.io.trec import tag_words
 from ragmetrics.retrieve.runner import retrieve
 
 
@@ -32,8 +33,13 @@ def add_options(p: argparse.ArgumentParser) -> None:
         "importable)",
     )
     p.add_argument("--k", type=int, default=100, help="documents asked for per query (default 100)")
-    p.add_argument("-o", "--output", required=True, help="the TREC run to write (.gz to compress)")
-    p.add_argument("--meta-out", help="the metadata JSON to write (default: the run's path + .json)")
+    p.add_argument(
+        "-o", "--output", required=True, help="the TREC run to write (.gz to compress; - for standard output)"
+    )
+    p.add_argument(
+        "--meta-out",
+        help="the metadata JSON to write (default: the run's path + .json; with -o -, none unless given)",
+    )
     p.add_argument("--concurrency", type=int, default=4, help="calls at once (default 4)")
     p.add_argument(
         "--repeat",
@@ -129,9 +135,16 @@ def summary(metadata: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def meta_path(args: argparse.Namespace) -> str:
-    """Where the metadata JSON goes: ``--meta-out``, else beside the run (``RUN.json``)."""
-    return args.meta_out or f"{args.output}.json"
+STDOUT = "-"
+"""``-o -``: the run is written to standard output (piped into ``eval --run -``), the report to standard error."""
+
+
+def meta_path(args: argparse.Namespace) -> str | None:
+    """Where the metadata JSON goes: ``--meta-out``, else beside the run (``RUN.json``); with ``-o -`` only where
+    ``--meta-out`` says (None: not written)."""
+    if args.meta_out or args.output != STDOUT:
+        return args.meta_out or f"{args.output}.json"
+    return None
 
 
 def run(args: argparse.Namespace, dataset: Dataset, out: TextIO, err: TextIO) -> int:
@@ -148,7 +161,7 @@ def run(args: argparse.Namespace, dataset: Dataset, out: TextIO, err: TextIO) ->
             retries=args.retries,
             cache="refresh" if args.no_cache else True,
             cache_dir=args.cache_dir,
-            name=args.name or name_of_file(args.output),  # as eval, push and the dashboard will name it
+            name=args.name or (None if args.output == STDOUT else name_of_file(args.output)),  # as eval will name it
             progress=update,
             doc_id_field=args.doc_id_field,
             request=args.request,
@@ -158,24 +171,29 @@ def run(args: argparse.Namespace, dataset: Dataset, out: TextIO, err: TextIO) ->
     finally:
         close()
     run = result.run
+    to_stdout = args.output == STDOUT
     meta_out = meta_path(args)
-    result.write_metadata(meta_out)
+    if meta_out is not None:
+        result.write_metadata(meta_out)
+    listed = f"listed in {meta_out}" if meta_out else "not written (give --meta-out)"
     if len(run) == 0:  # every call failed or came back empty: a run file of no line would replace a real one
         first = next((f"{c.query_id}: {c.error}" for c in result.failed), "every answer was empty")
         err.write(
-            f"ragmetrics: error: no query was answered with a document ({first}); {args.output} was not written, "
-            f"the calls are listed in {meta_out}\n"
+            f"ragmetrics: error: no query was answered with a document ({first}); "
+            f"{'no run' if to_stdout else args.output} was written, the calls {listed}\n"
         )
         return 1
-    write_trec_run(run, args.output)
-    out.write(summary(result.metadata))
+    write_trec_run(run, out if to_stdout else args.output)
+    (err if to_stdout else out).write(summary(result.metadata))
     if dataset.qrels_table.num_rows and (alignment := align(dataset, run)).health.no_overlap:
         err.write(f"ragmetrics: warning: eval will refuse this run as written: {alignment.explain_no_overlap()}\n")
     failed = result.failed
     if failed:
         shown = "; ".join(f"{c.query_id}: {c.error}" for c in failed[:5])
-        more = f" (and {len(failed) - 5} more, listed in {meta_out})" if len(failed) > 5 else ""
+        more = f" (and {len(failed) - 5} more, {listed})" if len(failed) > 5 else ""
         err.write(f"ragmetrics: warning: {len(failed)} call(s) failed and are not in the run: {shown}{more}\n")
     queries = len({c.query_id for c in result.calls if c.repeat == 0 and not c.failed})
-    err.write(f"ragmetrics: wrote {args.output} ({queries} queries, run {run.name!r}) and {meta_out}\n")
+    where = "standard output" if to_stdout else args.output
+    metadata = f" and {meta_out}" if meta_out else " (the metadata not written: give --meta-out)"
+    err.write(f"ragmetrics: wrote {where} ({queries} queries, {tag_words(run.name)}){metadata}\n")
     return 1 if failed else 0
