@@ -55,12 +55,17 @@ def test_eval_json_has_exactly_the_documented_shape():
     assert list(payload) == ["runs"]
     assert list(payload["runs"]) == ["bm25-stem", "dense-all-minilm-l6-v2"]
     bm25 = payload["runs"]["bm25-stem"]
-    assert list(bm25) == ["mean", "per_query"]
+    assert list(bm25) == ["num_q", "mean", "per_query", "notes"] and bm25["num_q"] == 300
+    noted = [
+        line.split(": ", 3)[3] for line in done.stderr.splitlines() if line.startswith("ragmetrics: note: run 'bm25")
+    ]
+    assert noted == ["; ".join(bm25["notes"])]
+    assert bm25["notes"] and "judged@10 = 0.09" in bm25["notes"][-1]  # the notes beside the table, kept in the data
     assert list(bm25["mean"]) == ["ndcg@10", "mrr"]
     assert len(bm25["per_query"]) == 300 and bm25["per_query"]["1"].keys() == {"ndcg@10", "mrr"}
     assert round(bm25["mean"]["ndcg@10"], 4) == 0.6791
     without = json.loads(cli("eval", "--dataset", QRELS, "--run", BM25, "-m", "mrr", "--format", "json").stdout)
-    assert list(without["runs"]["bm25-stem"]) == ["mean"]
+    assert list(without["runs"]["bm25-stem"]) == ["num_q", "mean", "notes"]
 
 
 @pytest.mark.parametrize("fmt", ["csv", "markdown"])

@@ -102,6 +102,36 @@ def test_check_with_a_baseline_and_no_targets_is_a_regression_gate():
     assert code == 2 and "needs --targets" in err
 
 
+def test_check_as_json_holds_the_gate_s_every_check_and_its_exit_code():
+    """A CI job reads the gate's checks, not its text: ``check --format json`` with the same exit code."""
+    argv = [
+        "check",
+        "--dataset",
+        QRELS,
+        "--run",
+        BM25,
+        "--baseline",
+        HYBRID,
+        "--targets",
+        "ndcg@10>0.6,recall@100>0.99",
+    ]
+    code, text, _ = run_cli(*argv)
+    json_code, out, _ = run_cli(*argv, "--bounds", "--format", "json")
+    gate = json.loads(out)
+    assert code == json_code == 1 and gate["passed"] is False and gate["run"] == "bm25-stem"
+    assert gate["failures"] == int(text.splitlines()[-1].split()[1]) == 3  # recall's target and both regressions
+    ndcg, recall = gate["targets"]
+    assert (ndcg["metric"], ndcg["status"], ndcg["passed"]) == ("ndcg@10", "pass", True)
+    assert f"ndcg@10 = {ndcg['mean']:.4f} (95% CI {ndcg['ci_low']:.4f}-{ndcg['ci_high']:.4f})" in text
+    assert (recall["status"], recall["passed"], recall["threshold"]) == ("fail", False, 0.99)
+    assert recall["if_judged"]["could_flip"] is True and recall["if_judged"]["best"] > 0.99
+    regression = gate["regression"]
+    assert regression["test"] == "t" and ", t)" in text and regression["family"]["size"] == 2
+    rows = {row["metric"]: row for row in regression["comparisons"]}
+    assert rows["ndcg@10"]["verdict"] == "worse" and rows["ndcg@10"]["passed"] is False
+    assert f"p={rows['ndcg@10']['p_value_corrected']:.4g} Holm-corrected over 2" in text
+
+
 def test_the_correction_is_chosen_and_named():
     code, out, _ = run_cli("compare", "--dataset", QRELS, "--baseline", BM25, "--run", HYBRID, "-m", "recall@5",
                            "-m", "ndcg@10", "--correction", "none")  # fmt: skip

@@ -354,27 +354,37 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             raise RagMetricsError(
                 f"target {check.metric}: {check.n} query with a value; checking a target's interval needs at least 2"
             )
+    targets_out: list[dict[str, Any]] = []
     for check in checks:
         failures += not check.passed
-        out.write(("PASS " if check.passed else "FAIL ") + check.reason() + "\n")
+        record: dict[str, Any] = {**asdict(check), "status": check.status, "passed": check.passed}
+        lines = [("PASS " if check.passed else "FAIL ") + check.reason()]
         if check.metric in ends:
             worst, best = ends[check.metric]
             open_ = worst <= check.threshold if check.passed else best > check.threshold
-            out.write(
+            record["if_judged"] = {"worst": worst, "best": best, "could_flip": bool(open_)}
+            lines.append(
                 f"  if judged: {check.metric} from {worst:.4f} to {best:.4f}"
-                + ("; the unjudged documents could flip this check\n" if open_ else "; no judging flips this check\n")
+                + ("; the unjudged documents could flip this check" if open_ else "; no judging flips this check")
             )
+        targets_out.append(json_row(record))
+        if args.format != "json":
+            out.write("\n".join(lines) + "\n")
+    regression: dict[str, Any] | None = None
     if args.baseline:
         comparison = paired_comparison(args, result, runs[1].name, [run], depth)
-        for row in comparison.table.itertuples(index=False):
+        regression = {"test": comparison.test, **comparison.to_dict()}
+        for row, shown in zip(comparison.table.itertuples(index=False), regression["comparisons"]):
             said = verdict(
                 row.run, row.baseline, row.delta, row.p_value_corrected, comparison.alpha, direction=row.direction,
                 sign=better_sign(row.metric),
             )  # fmt: skip
             failures += SAID[said].fails
-            line = SAID[said].gate
+            shown.update(verdict=said, passed=not SAID[said].fails)
+            if args.format == "json":
+                continue
             out.write(
-                f"{line}: {row.metric} {row.mean:.4f} vs baseline {row.baseline_mean:.4f} "
+                f"{SAID[said].gate}: {row.metric} {row.mean:.4f} vs baseline {row.baseline_mean:.4f} "
                 f"(delta {row.delta:+.4f}, {comparison.adjusted_interval_name(row.ci_level_adjusted)} "
                 f"{bounds_text(row.ci_low_adjusted, row.ci_high_adjusted)}, "
                 f"p={row.p_value_corrected:.4g} {comparison.family_text}, {comparison.test})"
@@ -382,7 +392,12 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 + "\n"
             )
             out.write(row_notes(row._asdict(), comparison.alpha, comparison.correction, comparison.test))
-    out.write(f"{'FAILED' if failures else 'OK'}: {failures} check(s) failed\n")
+    if args.format == "json":
+        payload = {"run": run, "passed": not failures, "failures": failures, "targets": targets_out}
+        json.dump({**payload, "regression": regression}, out, ensure_ascii=False, indent=2)
+        out.write("\n")
+    else:
+        out.write(f"{'FAILED' if failures else 'OK'}: {failures} check(s) failed\n")
     report_coverage(result.runs, err, bounded=bool(args.bounds))  # a gate passed or failed on ids that do not meet
     return 1 if failures else 0
 
@@ -434,4 +449,5 @@ def check_parser(p: argparse.ArgumentParser) -> None:
     add_eval_options(p)
     add_bounds_option(p, "each target's mean's and each delta's worst and best, and whether they could flip a check")
     add_test_options(p, defaults=False)  # read with --baseline only
+    add_format_option(p, "json", help_text="table or json (default table); the exit code is the gate's either way")
     p.set_defaults(handler=cmd_check)

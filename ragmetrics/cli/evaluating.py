@@ -43,20 +43,26 @@ class Covered(Protocol):
 
 
 def report_coverage(runs: Mapping[str, Covered], err: TextIO, *, bounded: bool = False) -> None:
-    """Each run's coverage notes on stderr, a note for each token budget that hands some query nothing, and a note
-    when most of its top 10 is unjudged, unless ``bounded``: the worst and best case printed beside each value
-    already say how much the unjudged documents may move it."""
+    """Each run's :func:`run_notes` on stderr, one line per run."""
     for name, run in runs.items():
-        notes = run.coverage.notes(run.conventions.missing, mode=run.conventions.mode) + run.budget_notes
-        state = run.health
-        if state.thinly_judged and not bounded:
-            hint = "; eval --bounds gives the worst and best case" if run.conventions.mode == "trec" else ""
-            notes.append(
-                f"judged@10 = {state.judged_at_10:.2f}: most of the top 10 is unjudged (scored as "
-                f"{run.conventions.unjudged}{hint})"
-            )
+        notes = run_notes(run, bounded=bounded)
         if notes:
             err.write(f"ragmetrics: note: run {name!r}: " + "; ".join(notes) + "\n")
+
+
+def run_notes(run: Covered, *, bounded: bool = False) -> list[str]:
+    """A run's coverage notes, a note for each token budget that hands some query nothing, and a note when most of
+    its top 10 is unjudged, unless ``bounded``: the worst and best case printed beside each value already say how
+    much the unjudged documents may move it. Written to stderr beside a table, held in the JSON beside the means."""
+    notes = run.coverage.notes(run.conventions.missing, mode=run.conventions.mode) + run.budget_notes
+    state = run.health
+    if state.thinly_judged and not bounded:
+        hint = "; eval --bounds gives the worst and best case" if run.conventions.mode == "trec" else ""
+        notes.append(
+            f"judged@10 = {state.judged_at_10:.2f}: most of the top 10 is unjudged (scored as "
+            f"{run.conventions.unjudged}{hint})"
+        )
+    return notes
 
 
 def refuse_no_overlap(args: argparse.Namespace, dataset: Dataset, alignments: Iterable[Alignment]) -> None:

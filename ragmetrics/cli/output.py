@@ -12,6 +12,7 @@ import numpy as np
 from ragmetrics.analysis.evaluate import EvalResult, RunResult
 from ragmetrics.analysis.stats import METRIC_RANGE
 from ragmetrics.analysis.values import QueryValues, plain
+from ragmetrics.cli.evaluating import run_notes
 from ragmetrics.cli.options import read_bounds_depth
 from ragmetrics.engine.metrics import parse_metric, trec_eval_name
 
@@ -151,6 +152,12 @@ def emit(
             if bounds and isinstance(result, EvalResult)
             else result.to_dict(per_query=per_query)
         )
+        for name, run in result.runs.items():  # trec_eval's num_q and the notes a table's stderr holds
+            data["runs"][name] = {
+                "num_q": num_q(run),
+                **data["runs"][name],
+                "notes": run_notes(run, bounded=bool(bounds)),
+            }
         if merged:
             for name, run in result.runs.items():
                 rows = merged.rows(run)

@@ -180,7 +180,7 @@ def run(args: argparse.Namespace, dataset: Dataset, out: TextIO, err: TextIO) ->
         first = next((f"{c.query_id}: {c.error}" for c in result.failed), "every answer was empty")
         err.write(
             f"ragmetrics: error: no query was answered with a document ({first}); "
-            f"{'no run' if to_stdout else args.output} was written, the calls {listed}\n"
+            f"{'no run was written' if to_stdout else f'{args.output} was not written'}, the calls {listed}\n"
         )
         return 1
     write_trec_run(run, out if to_stdout else args.output)
