@@ -203,6 +203,12 @@ def test_the_latex_leaderboard_is_a_valid_tabular_equal_to_the_checked_in_file(t
     assert code == 0 and markdown.startswith("| system |")
     code, csv_text, _ = run_cli("leaderboard", "--store", url, "--format", "csv")
     assert code == 0 and "tied with best" in csv_text.splitlines()[0]
+    board = pd.read_csv(io.StringIO(csv_text))  # numbers bare, ties as booleans: a reader types them (were quoted)
+    ranks = [c for c in board.columns if c.endswith(" rank")]
+    tied = [c for c in board.columns if c.endswith(" tied with best")]
+    assert ranks and all(board[c].dtype.kind == "i" for c in ranks)
+    assert tied and all(board[c].dtype == bool for c in tied) and board["mean"].dtype.kind == "f"
+    assert not re.search(r'"[-0-9.]+"', csv_text)
 
 
 @pytest.mark.parametrize("correction", ["bonferroni", "holm"])

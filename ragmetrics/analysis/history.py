@@ -507,15 +507,18 @@ class Leaderboard:
         return markdown_table(self.cells()) + "\n" + self.footnote() + "\n"
 
     def to_csv(self) -> str:
-
+        """Numbers bare (means to 6 decimals, ranks whole), ``True``/``False`` for a tie with the best, an empty
+        cell where a system has no run on a dataset; text quoted (:func:`ragmetrics.io.export.to_safe_csv`)."""
         summary = self.summary
         for name in self.datasets.values():
+            summary[f"{name} rank"] = summary[f"{name} rank"].astype("Int64")
+            tied = [
+                bool(self.tied.at[s, name]) if pd.notna(self.means.at[s, name]) else None for s in summary["system"]
+            ]
             summary.insert(
-                summary.columns.get_loc(f"{name} rank") + 1,
-                f"{name} tied with best",
-                [bool(self.tied.at[s, name]) if pd.notna(self.means.at[s, name]) else "" for s in summary["system"]],
+                summary.columns.get_loc(f"{name} rank") + 1, f"{name} tied with best", pd.array(tied, dtype="boolean")
             )
-        return str(to_safe_csv(summary, encoding=None, float_format="%.6f"))
+        return str(to_safe_csv(summary.round(6), encoding=None))
 
     def to_latex(self) -> str:
         """A ``tabular`` (plain LaTeX, no package needed): one row per system, ``mean$^\\dagger$ (rank)`` cells; LaTeX specials
