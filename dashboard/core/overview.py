@@ -300,10 +300,10 @@ def pr_figure(
             go.Scatter(
                 x=data["recall"].tolist(),
                 y=data["precision"].tolist(),
-                mode="lines+markers+text",
+                mode="lines+markers+text" if i == 0 else "lines+markers",  # text nodes only where labels are
                 marker={"size": [8 if k in shown else 3 for k in data["k"]], "color": colors[run]},
                 line={"color": colors[run], "width": 2},
-                text=[label if k in labelled and i == 0 else "" for k, label in zip(data["k"], data["label"])],
+                text=[label if k in labelled else "" for k, label in zip(data["k"], data["label"])] if i == 0 else None,
                 textposition=_TEXT_POSITIONS[i % len(_TEXT_POSITIONS)],
                 textfont={"size": 10, "color": colors[run]},
                 customdata=data["k"].tolist(),
