@@ -18,7 +18,7 @@ from ragmetrics.foundation.numbers import share
 
 __all__ = ["VALIDATION_COLUMNS", "depth_figure", "depth_frame", "to_look_at", "validation_frame"]
 
-VALIDATION_COLUMNS = ["scope", "check", "count", "status", "examples", "effect"]
+VALIDATION_COLUMNS = ["scope", "check", "count", "status", "effect", "examples"]
 
 
 def _examples(items: Sequence[str], limit: int = 5) -> str:
@@ -31,8 +31,8 @@ def validation_frame(dataset: Dataset, alignments: Sequence[Alignment], *, min_g
     """The pre-scoring report: one row per check and scope (``dataset`` or a run name).
 
     Columns: ``scope, check, count, status`` (ok / info / warning / error: a run whose ids do not meet the
-    qrels, :attr:`ragmetrics.engine.health.Health.no_overlap`), ``examples`` (up to five ids), ``effect``
-    (what the evaluation does about it).
+    qrels, :attr:`ragmetrics.engine.health.Health.no_overlap`), ``effect`` (what the evaluation does about it), then
+    ``examples`` (up to five ids: the widest, last, so what happens stays in view).
     """
     rows: list[dict[str, object]] = []
 
@@ -52,8 +52,8 @@ def validation_frame(dataset: Dataset, alignments: Sequence[Alignment], *, min_g
                 "check": check,
                 "count": int(count),
                 "status": "ok" if count == 0 else severity,
-                "examples": _examples(list(shown)),
                 "effect": effect if count else "",
+                "examples": _examples(list(shown)),
             }
         )
 
