@@ -88,10 +88,14 @@ DEFAULT_SYSTEM_TAG = "system"
 DEFAULT_PAGE = LINK_PAGE
 """The page a link opens when it names none (``ragmetrics push`` links open it)."""
 
+NO_RUNS = "none"
+"""``runs=none``: the user cleared every run; a link or a page without ``runs`` selects the dataset's first ones."""
+
 PARAM_KEYS: dict[str, str] = {
     "v": "schema version",
     "ds": "dataset id",
-    "runs": "selected run ids, comma-separated (or repeated keys)",
+    "runs": f"selected run ids, comma-separated (or repeated keys); {NO_RUNS} = none (absent = the dataset's first "
+    "five)",
     "base": "baseline run id",
     "m": f"metric name ({', '.join(METRIC_CHOICES)})",
     "k": f"cut-off K (1 to {K_MAX})",
@@ -146,6 +150,7 @@ class ViewState:
     page: str = DEFAULT_PAGE
     dataset: str | None = None
     runs: tuple[str, ...] = ()
+    no_runs: bool = False  # every run cleared by the user (``runs=none``), not the first ones by default
     baseline: str | None = None
     metric: str = DEFAULT_METRIC
     k: int = DEFAULT_K
@@ -182,7 +187,7 @@ class ViewState:
         already holds :data:`MAX_RUNS` others (the caller says so: a run is never dropped in silence)."""
         if run in self.runs:
             return self
-        return None if len(self.runs) >= MAX_RUNS else replace(self, runs=(*self.runs, run))
+        return None if len(self.runs) >= MAX_RUNS else replace(self, runs=(*self.runs, run), no_runs=False)
 
     @property
     def bounds_depth(self) -> int | None:
@@ -227,6 +232,8 @@ def encode(state: ViewState, *, defaults: bool = True) -> dict[str, str]:
         out["ds"] = state.dataset
     if state.runs:
         out["runs"] = ",".join(state.runs)
+    elif state.no_runs:
+        out["runs"] = NO_RUNS
     if state.baseline:
         out["base"] = state.baseline
     for key, value, default in (("m", state.metric, DEFAULT_METRIC), ("k", str(state.k), str(DEFAULT_K))):
@@ -410,6 +417,9 @@ def decode(
 
     def runs() -> None:
         ids = list(dict.fromkeys(_all(params.get("runs"))))
+        if ids == [NO_RUNS]:
+            values["runs"], values["no_runs"] = (), True
+            return
         good = [r for r in ids if _REF_RE.match(r)]
         if len(good) < len(ids):
             note(

@@ -103,7 +103,9 @@ def reconcile(
                 f"(its store does not have it){_malformed(dataset)}. {RESTORE} Showing “{name}” instead."
             )
         dataset = fallback
-        state = state.with_(runs=(), baseline=None, focus_run=None, query=None, category=None, difficulty=None)
+        state = state.with_(
+            runs=(), no_runs=False, baseline=None, focus_run=None, query=None, category=None, difficulty=None
+        )
     facts = facts_for(dataset)
     known = list(facts.runs)
     runs = [r for r in state.runs if r in known]
@@ -116,7 +118,7 @@ def reconcile(
             "To restore the view, upload the same run files on the Upload page with this dataset selected, "
             "or run the dashboard on the store that has them (RAGMETRICS_STORE_URL)."
         )
-    if not runs:
+    if not runs and not (state.no_runs and not state.runs):  # cleared by the user: none; else the first ones
         runs = known[:default_runs]
     baseline = state.baseline if state.baseline in runs else None
     focus = state.focus_run if state.focus_run in runs else (runs[0] if runs else None)
@@ -137,6 +139,7 @@ def reconcile(
         state.with_(
             dataset=dataset,
             runs=tuple(runs),
+            no_runs=not runs,
             baseline=baseline,
             focus_run=focus,
             category=category,

@@ -127,6 +127,7 @@ def page_setup(
                 view.with_(
                     dataset=picked,
                     runs=(),
+                    no_runs=False,
                     baseline=None,
                     focus_run=None,
                     query=None,
@@ -143,7 +144,7 @@ def page_setup(
         run_ids = widgets.run_picker(run_options, view.runs, force=fresh)
         metric = widgets.metric_picker(view.metric, force=fresh)
         k = widgets.k_picker(view.k, force=fresh)
-        view = view.with_(runs=tuple(run_ids), metric=metric, k=k)
+        view = view.with_(runs=tuple(run_ids), no_runs=not run_ids, metric=metric, k=k)
         if view.focus_run not in run_ids:
             view = view.with_(focus_run=run_ids[0] if run_ids else None)
 

@@ -14,7 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.views import VIEWS, View
-from tests.dashboard.apptest import no_problems, open_page
+from tests.dashboard.apptest import no_problems, open_page, param
 
 pytestmark = pytest.mark.apptest
 
@@ -182,3 +182,18 @@ def test_the_walk_covers_every_page_and_its_declared_exceptions_exist() -> None:
         for prefix, reason in view.unlinked.items():
             assert prefix.startswith(f"{view.key}."), (view.key, prefix)
             assert len(reason) > 20, f"{view.key}: say why {prefix} is not in the link"
+
+
+def test_every_run_cleared_stays_cleared_on_the_next_page_and_in_the_link() -> None:
+    """Was: clearing the sidebar's runs left no ``runs`` key, which the next page read as the first five."""
+    at = open_page("overview")
+    picker = next(w for w in at.sidebar.multiselect if w.key == "sidebar.runs")
+    assert picker.value
+    picker.set_value([]).run()
+    no_problems(at)
+    linked = {key: param(at, key) for key in ("ds", "runs")}
+    assert linked["runs"] == "none"
+    other = open_page("missed", linked)
+    no_problems(other)
+    assert next(w for w in other.sidebar.multiselect if w.key == "sidebar.runs").value == []
+    assert param(other, "runs") == "none"

@@ -225,6 +225,22 @@ def test_reconcile_unknown_ids_fall_back_with_a_clear_note() -> None:
     assert empty.dataset is None and empty.runs == () and notes == []
 
 
+def test_runs_cleared_by_the_user_stay_cleared_and_a_link_without_runs_selects_the_first() -> None:
+    """Was: clearing every run read as "all" on the next page and in the link (an empty selection was no key)."""
+    cleared = ViewState(dataset="d1", no_runs=True)
+    assert encode(cleared)["runs"] == share.NO_RUNS
+    decoded, notes = decode(encode(cleared), page="overview")
+    assert decoded.no_runs and decoded.runs == () and notes == []
+    state, _ = reconcile(decoded, ["d1"], _facts)
+    assert state.runs == () and state.no_runs
+    state, _ = reconcile(ViewState(dataset="d1"), ["d1"], _facts)  # no key: the first runs, as before
+    assert state.runs == ("r1", "r2", "r3") and not state.no_runs
+    state, _ = reconcile(ViewState(dataset="dead", no_runs=True), ["d1"], _facts)  # another dataset: its first runs
+    assert state.runs == ("r1", "r2", "r3")
+    added = cleared.with_run("r2")
+    assert added is not None and added.runs == ("r2",) and not added.no_runs and encode(added)["runs"] == "r2"
+
+
 def test_every_control_of_the_pages_travels_and_bad_values_fall_back() -> None:
     state = ViewState(
         profile="tech",
