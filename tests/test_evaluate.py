@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+import pytrec_eval
 
 import ragmetrics as rm
 
@@ -524,3 +525,22 @@ def test_a_cut_off_that_is_no_whole_number_of_at_least_1_is_said_so_one_way(name
     with pytest.raises(rm.MetricNameError, match=rf"^metric '{re.escape(name)}': the cut-off k is a whole number >= 1, "
                                                  rf"found {re.escape(found)}$"):  # fmt: skip
         rm.parse_metric(name)
+
+
+def test_results_named_as_trec_eval_equal_pytrec_eval_key_for_key():
+    """A pytrec_eval user reads ``res.mean(names="trec_eval")["P_5"]``: the names it keys by, the same values."""
+    qrels = {"q1": {"a": 2, "b": 1, "c": 0}, "q2": {"d": 1}, "q3": {"e": 1, "f": 1}}
+    run = {"q1": {"a": 0.9, "x": 0.8, "b": 0.7}, "q2": {"y": 0.5, "d": 0.4}, "q3": {"z": 0.3}}
+    measures = {"P_5", "ndcg_cut_10", "recip_rank", "map", "Rprec"}
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+    result = rm.evaluate(qrels, run, sorted(measures) + ["f1@5"])
+    ours = result.per_query(names="trec_eval").loc["run"]
+    assert set(ours.columns) == measures | {"f1@5"}  # a metric trec_eval lacks keeps its own name
+    for query, values in theirs.items():
+        for measure, value in values.items():
+            assert ours.at[query, measure] == pytest.approx(value, abs=1e-12), (query, measure)
+    means = result.mean(names="trec_eval")
+    assert means.at["run", "P_5"] == pytest.approx(np.mean([v["P_5"] for v in theirs.values()]))
+    assert list(result.mean().columns) == result.metrics  # canonical by default, as every other output
+    with pytest.raises(rm.RagMetricsError, match="names='P_5': expected one of 'ragmetrics', 'trec_eval'"):
+        result.mean(names="P_5")

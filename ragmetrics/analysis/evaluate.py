@@ -18,7 +18,7 @@ from ragmetrics.analysis.values import plain, results_dict, values_frame
 from ragmetrics.engine import Alignment, Conventions, Coverage, Ranking, align, budgets
 from ragmetrics.engine.conventions import Mode
 from ragmetrics.engine.health import Health
-from ragmetrics.engine.metrics import MetricSpec, expand_trec_eval_groups, metric_name, parse_metric
+from ragmetrics.engine.metrics import MetricSpec, expand_trec_eval_groups, metric_name, named_as, parse_metric
 from ragmetrics.engine.once import Once
 from ragmetrics.engine.tokens import TokenizerLike
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
@@ -150,22 +150,29 @@ class EvalResult:
     def __getitem__(self, name: str) -> RunResult:
         return self.runs[name]
 
-    def mean(self) -> pd.DataFrame:
-        """Means: one row per run, one column per metric."""
+    def mean(self, names: str = "ragmetrics") -> pd.DataFrame:
+        """Means: one row per run, one column per metric, named by its canonical name (``precision@5``) or, with
+        ``names="trec_eval"``, as trec_eval prints it (``P_5``, ``ndcg_cut_10``, ``recip_rank``: as pytrec_eval's
+        keys and ``eval --names trec_eval``; a metric trec_eval lacks keeps its name)."""
         import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
 
         frame = pd.DataFrame(
             [r.means for r in self.runs.values()], index=pd.Index(self.run_names, name="run"), columns=self.metrics
         )
-        return frame.astype(np.float64)
+        return self._named(frame.astype(np.float64), names)
 
-    def per_query(self, run: str | None = None) -> pd.DataFrame:
-        """Per-query values; for all runs the index is (run, query_id)."""
+    def per_query(self, run: str | None = None, names: str = "ragmetrics") -> pd.DataFrame:
+        """Per-query values; for all runs the index is (run, query_id); ``names`` as in :meth:`mean`."""
         import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
 
         if run is not None:
-            return self.runs[run].values
-        return pd.concat({name: r.values for name, r in self.runs.items()}, names=["run", "query_id"])
+            return self._named(self.runs[run].values, names)
+        frame = pd.concat({name: r.values for name, r in self.runs.items()}, names=["run", "query_id"])
+        return self._named(frame, names)
+
+    def _named(self, frame: pd.DataFrame, names: str) -> pd.DataFrame:
+        renamed = {str(spec): named_as(spec, names) for spec in self.specs}
+        return frame if all(k == v for k, v in renamed.items()) else frame.rename(columns=renamed)
 
     @property
     def coverage(self) -> dict[str, Coverage]:

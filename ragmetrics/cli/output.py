@@ -14,7 +14,7 @@ from ragmetrics.analysis.stats import METRIC_RANGE
 from ragmetrics.analysis.values import QueryValues, plain
 from ragmetrics.cli.evaluating import run_notes
 from ragmetrics.cli.options import read_bounds_depth
-from ragmetrics.engine.metrics import parse_metric, trec_eval_name
+from ragmetrics.engine.metrics import named_as, parse_metric
 
 if TYPE_CHECKING:
     from ragmetrics.partitioned import PartitionedResult
@@ -69,7 +69,7 @@ def format_table(
     compared as bytes, as its ``strcmp``) and before ``runid`` and ``num_q``."""
     as_trec_eval = names == "trec_eval"
     for name, run in result.runs.items():
-        printed = {m: (trec_eval_name(parse_metric(m)) if as_trec_eval else None) or m for m in run.metrics}
+        printed = {m: named_as(parse_metric(m), names) for m in run.metrics}
         heading = [f"{'runid':<22}\tall\t{name}\n", f"{'num_q':<22}\tall\t{num_q(run)}\n"]
         tokenizer = getattr(run, "tokenizer", None)
         if tokenizer is not None:  # what the token budgets (recall@512tok) counted with

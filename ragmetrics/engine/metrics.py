@@ -1090,6 +1090,18 @@ def _trec_eval_forms(info: MetricInfo) -> tuple[str | None, str | None]:
     return (None if info.k == "required" else name.removesuffix("_cut")), cut
 
 
+NAMINGS = ("ragmetrics", "trec_eval")
+"""How results name their metrics: ``ragmetrics``' canonical names (``precision@5``, ``ndcg@10``, ``mrr``), or
+trec_eval's (``P_5``, ``ndcg_cut_10``, ``recip_rank``; a metric trec_eval lacks keeps its canonical name)."""
+
+
+def named_as(spec: MetricSpec, names: str = "ragmetrics") -> str:
+    """``spec``'s name in the naming ``names`` (:data:`NAMINGS`)."""
+    if names not in NAMINGS:
+        raise RagMetricsError(f"names={names!r}: expected one of {', '.join(map(repr, NAMINGS))}")
+    return (trec_eval_name(spec) if names == "trec_eval" else None) or str(spec)
+
+
 def trec_eval_names(info: MetricInfo) -> list[str]:
     """The names trec_eval prints for ``info``'s values, ``k`` for a cut-off (``ndcg``, ``ndcg_cut_k``; ``P_k``);
     empty when trec_eval has none."""
