@@ -878,3 +878,26 @@ def test_a_delta_s_interval_stays_within_the_difference_a_metric_can_show(tmp_pa
     for column in ("ci_low", "ci_high", "ci_low_adjusted", "ci_high_adjusted"):
         assert compared[column].between(-1, 1).all(), compared[column].tolist()
     assert (compared["ci_low_adjusted"] == -1).any()  # the t interval of 3 queries reached past -1: clipped
+
+
+def test_a_count_of_tokens_keeps_its_whole_interval():
+    """Was: ``tokens_to_evidence`` (tokens, not a share) had its mean's and its delta's intervals clipped to a
+    share's [0, 1] and [-1, 1]: a delta of +40 tokens read "95% CI [+1, +1]". Each metric is clipped to its own range
+    (:func:`ragmetrics.engine.metrics.value_range`)."""
+    from ragmetrics.analysis.compare import adjusted_intervals, paired_row
+    from ragmetrics.engine.metrics import delta_range, value_range
+
+    assert value_range("tokens_to_evidence") == (0, np.inf) and delta_range("ndcg@10") == (-1, 1)
+    rng = np.random.default_rng(7)
+    base = rng.integers(20, 200, 40).astype(np.float64)
+    values = base + rng.integers(0, 80, 40)
+    ids = np.array([f"q{i}" for i in range(40)])
+    row = paired_row("tokens_to_evidence", "run", "base", ids, values, base, "t", 1000, 0)
+    diff = values - base
+    half = sps.t.ppf(0.975, 39) * diff.std(ddof=1) / np.sqrt(40)
+    assert row["ci_low"] == pytest.approx(diff.mean() - half) and row["ci_high"] == pytest.approx(diff.mean() + half)
+    assert row["ci_low"] > 1 and row["mean_ci_high"] > 1
+    table = pd.DataFrame([row | {"p_value_corrected": row["p_value"]}])
+    adjusted = adjusted_intervals(table, "holm", 0.05).iloc[0]  # a family of one: its level is 95%
+    assert adjusted["ci_low_adjusted"] == pytest.approx(row["ci_low"])
+    assert adjusted["ci_high_adjusted"] == pytest.approx(row["ci_high"])

@@ -118,11 +118,29 @@ def test_a_run_without_texts_is_an_error_not_a_zero():
     # a text column with an empty cell is named as such (was: "the run has no text column")
     gappy = rm.Run.from_frame(pd.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["a", "b"], "score": [2.0, 1.0],
                                             "text": ["some words", None]}))  # fmt: skip
-    with pytest.raises(rm.RagMetricsError, match=r"1 retrieved id\(s\) have an empty text cell \(e.g. 'b'\) and"):
+    with pytest.raises(rm.RagMetricsError, match=r"1 retrieved id\(s\) have an empty or blank text cell \(e.g. 'b'\)"):
         rm.evaluate(dataset, gappy, ["recall@512tok"], warn=False)
     corpus = pd.DataFrame({"doc_id": ["b"], "text": ["x"]})
     with pytest.raises(rm.RagMetricsError, match=r"1 retrieved id\(s\) have no text in the run and are not in the "):
         rm.align(rm.Dataset.from_frames(dataset.qrels, documents=corpus), run).value("recall@512tok")
+
+
+def test_an_empty_or_blank_text_cell_is_no_text_not_a_free_chunk():
+    """Was: a text cell holding "" cost 0 tokens, so every chunk fit any budget (recall@1tok = recall@100), where a
+    missing cell was read from the corpus. Both are now read from the corpus, or refused without one."""
+    corpus = pd.DataFrame({"doc_id": ["a", "b", "c"], "text": ["x y", "p q r s", "z"]})
+    dataset = rm.Dataset.from_frames(
+        pd.DataFrame({"query_id": ["q1"], "doc_id": ["c"], "relevance": [1]}), documents=corpus
+    )
+    frame = pd.DataFrame({"query_id": ["q1"] * 3, "doc_id": ["a", "b", "c"], "score": [3.0, 2.0, 1.0]})
+    plain = rm.align(dataset, rm.Run.from_frame(frame))
+    for blank in ("", "  \n", None):
+        run = rm.Run.from_frame(frame.assign(text=["x y", blank, "z"]))
+        values = [rm.align(dataset, run).value(f"recall@{t}tok")[0] for t in (2, 6, 7)]
+        assert values == [plain.value(f"recall@{t}tok")[0] for t in (2, 6, 7)] == [0.0, 0.0, 1.0], blank
+    bare = rm.Dataset.from_dict({"q1": {"c": 1}})
+    with pytest.raises(rm.RagMetricsError, match=r"1 retrieved id\(s\) have an empty or blank text cell \(e.g. 'b'\)"):
+        rm.align(bare, rm.Run.from_frame(frame.assign(text=["x y", "", "z"]))).value("recall@2tok")
 
 
 @pytest.mark.parametrize(
@@ -259,7 +277,8 @@ def test_cli_eval_reads_budgets_and_names_the_tokenizer():
 
 @st.composite
 def runs(draw, min_len: int = 0):
-    """A dataset of up to 4 queries over 8 documents and a run whose rows each carry a text of 0..5 tokens."""
+    """A dataset of up to 4 queries over 8 documents and a run whose rows each carry a text of 1..5 tokens (a blank
+    text is no text: :func:`ragmetrics.engine.budgets.row_texts`)."""
     n_queries = draw(st.integers(1, 4))
     qrels, rows = {}, []
     for q in range(n_queries):
@@ -267,7 +286,7 @@ def runs(draw, min_len: int = 0):
         qrels[f"q{q}"] = {f"d{d}": label for d, label in labels.items()}
         ranked = draw(st.lists(st.integers(0, 7), min_size=min_len, max_size=8, unique=True))
         for rank, d in enumerate(ranked):
-            tokens = draw(st.integers(0, 5))
+            tokens = draw(st.integers(1, 5))
             rows.append((f"q{q}", f"d{d}", float(len(ranked) - rank), " ".join(["w"] * tokens)))
     frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "score", "text"])
     return rm.Dataset.from_dict(qrels), frame

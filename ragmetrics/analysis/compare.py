@@ -36,7 +36,7 @@ import pandas as pd
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.evaluate import EvalResult, evaluate
 from ragmetrics.analysis.verdicts import refuse_too_few_pairs
-from ragmetrics.engine.metrics import MetricSpec, better_sign, parse_metric
+from ragmetrics.engine.metrics import MetricSpec, better_sign, delta_range, parse_metric, value_range
 from ragmetrics.engine.queries import at_positions, at_queries, query_positions
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.numbers import signed
@@ -190,8 +190,8 @@ def paired_row(
     (``ci_method``, :func:`ragmetrics.analysis.stats.delta_method`), the paired p-value (uncorrected: the caller
     corrects over its family) and the paired t test's (``p_t``), win/tie/loss counts and the ids behind them."""
     diff = values - base
-    mean_low, mean_high = stats.mean_interval(values, within=stats.METRIC_RANGE)
-    low, high = np.clip(stats.mean_t_interval(diff), *stats.DELTA_RANGE)
+    mean_low, mean_high = stats.mean_interval(values, within=value_range(metric))
+    low, high = np.clip(stats.mean_t_interval(diff), *delta_range(metric))
     better = better_sign(metric) * diff  # a win is a query the run is better on: lower, where lower is better
     wins = better > stats.TIE_TOLERANCE
     losses = better < -stats.TIE_TOLERANCE
@@ -590,8 +590,9 @@ def adjusted_intervals(
             ]
         )
         levels = np.where(own, 1 - alpha, levels)
+    ends = np.array([delta_range(metric) for metric in table["metric"]], dtype=np.float64).reshape(-1, 2)
     low, high = np.clip(
-        stats.t_interval(table["delta"], table["sd_difference"], table["n"], levels), *stats.DELTA_RANGE
+        stats.t_interval(table["delta"], table["sd_difference"], table["n"], levels), ends[:, 0], ends[:, 1]
     )
     delta = table["delta"].to_numpy(dtype=np.float64)
     n = table["n"].to_numpy(dtype=np.float64)

@@ -15,6 +15,7 @@ from typing import Literal
 
 import numpy as np
 
+from ragmetrics.engine.metrics import UNIT_RANGE
 from ragmetrics.foundation.errors import RagMetricsError
 
 Test = Literal["t", "wilcoxon", "randomization", "bootstrap"]
@@ -548,12 +549,9 @@ def mean_interval(
     return _clipped(low.reshape(shape), high.reshape(shape), within)
 
 
-METRIC_RANGE = (0.0, 1.0)
-"""Where every metric's per-query values lie (``tests/test_properties.py``), and so its mean and the ends of the
-interval :func:`mean_interval` gives it."""
-DELTA_RANGE = (METRIC_RANGE[0] - METRIC_RANGE[1], METRIC_RANGE[1] - METRIC_RANGE[0])
-"""Where a paired difference of two such values lies, and so the ends of its interval (a t interval of 3 queries at
-a Holm-adjusted level reached past them: [-2.58, +2.45] for a delta of precision@5)."""
+METRIC_RANGE = UNIT_RANGE
+"""Where every metric of the registry has its per-query values, and so its mean and the ends of the interval
+:func:`mean_interval` gives it (one metric's: :func:`ragmetrics.engine.metrics.value_range`)."""
 
 
 def _clipped(low: np.ndarray, high: np.ndarray, within: tuple[float, float] | None) -> tuple[np.ndarray, np.ndarray]:

@@ -50,26 +50,25 @@ def sorted_rows(alignment: Alignment) -> tuple[np.ndarray, FrameRows, np.ndarray
 
 def row_texts(alignment: Alignment) -> list[str]:
     """The text each retrieved row (before merging, in ranking order) hands over: the run's chunk text, else the
-    corpus's title and text of the row's own id."""
+    corpus's title and text of the row's own id. A text cell that is empty or blank is no text (it would cost
+    nothing, and hand over a chunk free): it is read from the corpus, or refused with the cells that lack one."""
     _q, rows, _kept = sorted_rows(alignment)
     table = alignment.run.table
     order = rows.array()
-    if "text" in table.column_names and table.column("text").null_count == 0:
-        texts = table.column("text")
-        values = texts.to_pylist() if order is None else take(texts, to_arrow(order)).to_pylist()
-        return [str(t) for t in values]
-    ids_column = table.column("doc_id")
-    ids = ids_column.to_pylist() if order is None else take(ids_column, to_arrow(order)).to_pylist()
-    lookup = _corpus_texts(alignment)
-    if "text" in table.column_names:  # some rows carry their text: those are read, the others from the corpus
+    if "text" in table.column_names:
         own = table.column("text")
         own_values = own.to_pylist() if order is None else take(own, to_arrow(order)).to_pylist()
-    else:
+        if all(text is not None and str(text).strip() for text in own_values):
+            return [str(t) for t in own_values]
+    ids_column = table.column("doc_id")
+    ids = ids_column.to_pylist() if order is None else take(ids_column, to_arrow(order)).to_pylist()
+    if "text" not in table.column_names:
         own_values = [None] * len(ids)
+    lookup = _corpus_texts(alignment)
     out: list[str] = []
     missing: list[str] = []
     for doc, text in zip(ids, own_values):
-        if text is not None:
+        if text is not None and str(text).strip():
             out.append(str(text))
             continue
         found = None if lookup is None else lookup.get(doc)
@@ -83,7 +82,8 @@ def row_texts(alignment: Alignment) -> list[str]:
         distinct = list(dict.fromkeys(missing))
         if lookup is None:
             lacking = (
-                f"{len(distinct)} retrieved id(s) have an empty text cell (e.g. {', '.join(map(repr, distinct[:3]))})"
+                f"{len(distinct)} retrieved id(s) have an empty or blank text cell (e.g. "
+                f"{', '.join(map(repr, distinct[:3]))})"
                 if "text" in table.column_names
                 else "the run has no text column"
             )

@@ -27,6 +27,7 @@ tokenizers, :mod:`ragmetrics.engine.tokens`.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -732,6 +733,8 @@ class EvidenceMetric:
     cut: EvidenceCut
     formula: str
     higher_is_better: bool = True
+    value_range: tuple[float, float] = (0.0, 1.0)
+    """Where a query's value lies: a share in [0, 1], or a count of tokens (``tokens_to_evidence``: [0, inf))."""
 
 
 EVIDENCE_METRICS: dict[str, EvidenceMetric] = {
@@ -745,7 +748,11 @@ EVIDENCE_METRICS: dict[str, EvidenceMetric] = {
         ),
         EvidenceMetric("context_precision", "required", "tokens inside gold spans / tokens handed over"),
         EvidenceMetric(
-            "tokens_to_evidence", "none", "tokens handed over up to the first chunk covering evidence", False
+            "tokens_to_evidence",
+            "none",
+            "tokens handed over up to the first chunk covering evidence",
+            higher_is_better=False,
+            value_range=(0.0, math.inf),
         ),
     )
 }
@@ -1120,6 +1127,31 @@ def better_sign(metric: str | MetricSpec) -> int:
         evidence = EVIDENCE_METRICS.get(str(metric).split("@", 1)[0].strip().lower())
         return -1 if evidence is not None and not evidence.higher_is_better else 1
     return 1 if METRICS[name].higher_is_better else -1
+
+
+UNIT_RANGE = (0.0, 1.0)
+"""Where the per-query values of every metric of the registry lie (``tests/test_properties.py``)."""
+
+
+def value_range(metric: str | MetricSpec) -> tuple[float, float]:
+    """Where ``metric``'s per-query values, and so its mean and the ends of the mean's interval, lie: [0, 1] for
+    the registry's metrics and the evidence shares, [0, inf) for ``tokens_to_evidence`` (tokens); a name no
+    registry knows is not bounded."""
+    if isinstance(metric, MetricSpec):
+        return UNIT_RANGE
+    try:
+        metric_name(metric)
+    except MetricNameError:
+        evidence = EVIDENCE_METRICS.get(str(metric).split("@", 1)[0].strip().lower())
+        return evidence.value_range if evidence is not None else (-math.inf, math.inf)
+    return UNIT_RANGE
+
+
+def delta_range(metric: str | MetricSpec) -> tuple[float, float]:
+    """Where a paired difference of two of ``metric``'s values lies (:func:`value_range`), and so the ends of the
+    delta's interval (a t interval of 3 queries at a Holm-adjusted level reached [-2.58, +2.45] for precision@5)."""
+    low, high = value_range(metric)
+    return low - high, high - low
 
 
 def metric_name(text: str | MetricSpec) -> str:
