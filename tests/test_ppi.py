@@ -389,9 +389,15 @@ def test_eval_says_an_interval_of_width_0_measures_nothing_however_many_queries_
             "--judge-qrels", str(tmp_path / "judge.qrels"), "--human-qrels", str(tmp_path / "human.qrels")]  # fmt: skip
     assert main(argv, out, err) == 0, err.getvalue()
     assert "30 of 40 queries human-labelled" in out.getvalue()
-    assert "corrected 1.0000 [1.0000, 1.0000]" in out.getvalue()
+    # no interval beside the mean: its width 0 claimed certainty (was "corrected 1.0000 [1.0000, 1.0000]")
+    assert "corrected 1.0000 no interval (width 0: the labelled queries score alike)" in out.getvalue()
+    assert "corrected 1.0000 [" not in out.getvalue()
     assert "the 30 human-labelled queries score alike here, so an interval has width 0" in err.getvalue()
     assert "more labelled" not in out.getvalue()  # no forecast for an interval with no width to shrink
+    json_out = io.StringIO()
+    assert main([*argv, "--format", "json"], json_out, io.StringIO()) == 0
+    row = json.loads(json_out.getvalue())["corrected"][0]
+    assert row["no_spread"] is True and row["too_few"] is False and row["exact"] is False
     # a human label of a query neither the dataset nor the judge has (a typo) is said, not dropped unseen
     with (tmp_path / "human.qrels").open("a") as handle:
         handle.write("nosuchq 0 docx 1\n")

@@ -613,7 +613,9 @@ def corrected_means(
     judge_low, judge_high``, ``human, human_low,
     human_high``, ``lam, n_labelled, n_queries``, ``differing`` (:data:`MIN_DIFFERING`), ``too_few`` (fewer than
     :data:`MIN_TESTED` labelled queries, unless the mean is exact: too few to tell, as a corrected delta of so few;
-    the interval is kept here and shown by no output, :func:`ragmetrics.analysis.compare.too_few_shown`), ``exact``
+    the interval is kept here and shown by no output, :func:`ragmetrics.analysis.compare.too_few_shown`),
+    ``no_spread`` (an interval of width 0 from labelled queries that all score alike: it measures nothing, least of
+    all certainty; shown as no interval, as a corrected delta's), ``exact``
     (:attr:`Corrected.exact`: its interval the point itself, said "exact" as a comparison's), and
     ``more, projected``: the interval's half width were ``more`` queries labelled beyond these (default: as many
     again).
@@ -635,9 +637,10 @@ def corrected_means(
             row = _within(_row(result), 0.0, 1.0)
             del row["p_value"]  # the test of "the mean is 0": it means nothing for a mean of a metric
             too_few = result.n_labelled < MIN_TESTED and not result.exact
+            no_spread = result.ppi.flat and not result.exact and not too_few
             rows.append(
-                {"metric": metric, "run": name, **row, "too_few": too_few, "exact": result.exact,
-                 **_projected(result, more)}
+                {"metric": metric, "run": name, **row, "too_few": too_few, "no_spread": no_spread,
+                 "exact": result.exact, **_projected(result, more)}
             )  # fmt: skip
     return pd.DataFrame(rows)
 

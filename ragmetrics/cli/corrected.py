@@ -258,13 +258,15 @@ def eval_corrected(
                 corrected = f"{r.estimate:.4f} no interval (too few to tell)?"
             elif r.exact:  # the mean over exactly these queries, all human-labelled: no sampling error (as compare)
                 corrected = f"{r.estimate:.4f} exact"
+            elif r.no_spread:  # its width 0 measures nothing: no interval, as a corrected delta's
+                corrected = f"{r.estimate:.4f} no interval (width 0: the labelled queries score alike)"
             else:
                 corrected = _interval(r.estimate, r.ci_low, r.ci_high)
             out.write(
                 f"{r.metric:<14} {r.run:<24} corrected {corrected}  "
                 f"judge-only {_interval(r.judge, r.judge_low, r.judge_high)}  "
                 f"human-only {_interval(r.human, r.human_low, r.human_high)}  lambda {r.lam:.2f}"
-                + ("" if r.too_few else _shrinks(r.ci_low, r.ci_high, r.more, r.projected))
+                + ("" if r.too_few or r.no_spread else _shrinks(r.ci_low, r.ci_high, r.more, r.projected))
                 + "\n"
             )
         _footer(args, frame, out)
