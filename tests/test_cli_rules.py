@@ -244,8 +244,9 @@ def test_eval_s_seed_is_taken_exactly_where_it_is_read() -> None:
     """--seed draws --plan's sample (with the label files): taken there, refused elsewhere (--ci's intervals draw
     nothing), with a remedy that names only what the command lacks."""
     assert _eval_refusal({"--judge-qrels", "--human-qrels", "--plan", "--seed"}) is None
+    assert _eval_refusal({"--judge-qrels", "--plan", "--seed"}) is None  # the first plan, before any human label
     assert _eval_refusal({"--seed"}) == _eval_refusal({"--ci", "--seed"}) == (
-        "--seed", "give --judge-qrels, --human-qrels and --plan, or drop --seed"
+        "--seed", "give --judge-qrels and --plan, or drop --seed"
     )  # fmt: skip
     assert _eval_refusal({"--judge-qrels", "--human-qrels", "--seed"}) == ("--seed", "give --plan, or drop --seed")
 

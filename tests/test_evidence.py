@@ -514,6 +514,8 @@ def test_cli_evidence_json_per_query_and_the_queries_absent_from_the_run(tmp_pat
     # q2 is absent from the run (its evidence recall 0), and a duplicate row is dropped: noted as eval notes them
     note = "ragmetrics: note: run 'run': 1 judged queries missing from the run (scored 0); 1 duplicate rows dropped"
     assert note in err.getvalue() and note in eval_err.getvalue()
+    assert "; ".join(run["notes"]) in note and run["notes"]  # the JSON holds the notes the table writes to stderr
+    assert run["queries_with_a_value"] == {"evidence_recall@1": 2} and run["queries_with_spans"] == 2
     out = io.StringIO()
     assert main(args, out, io.StringIO()) == 0 and "per_query" not in json.loads(out.getvalue())["runs"]["run"]
     err = io.StringIO()

@@ -251,6 +251,21 @@ def test_endpoint_judge_reports_failed_calls_and_stops_when_the_endpoint_is_down
     assert run_judge(judge, [pair("ANSWER")], 2)[0].label == 2  # asked again afresh: the endpoint is back
 
 
+def test_endpoint_judge_stops_when_the_model_never_answers_with_a_grade(chat_server):
+    """Was: a model that answers, but never in form, was asked ``attempts`` times about every pair (600 calls for
+    200 pairs) before anything was said."""
+    Stub.calls.clear()
+    judge = EndpointJudge(http_chat(chat_server), attempts=3, max_ungraded=4, concurrency=1)
+    with pytest.raises(
+        RagMetricsError, match=r"^model stub: 4 pairs in a row got no grade 0\.\.2 in 3 answer\(s\) each"
+    ):
+        run_judge(judge, [pair("GARBLE")] * 200, 2)
+    assert len(Stub.calls) == 4 * 3
+    # a grade between them starts the count again: pairs left ungraded here and there are only reported
+    mixed = [pair("GARBLE"), pair("GARBLE"), pair("holds the ANSWER")] * 3
+    assert [g.label for g in run_judge(judge, mixed, 2)] == [None, None, 2] * 3
+
+
 def test_endpoint_judge_asks_nothing_about_an_empty_query_or_document(chat_server):
     Stub.calls.clear()
     no_query = Pair("q1", " ", "d1", "holds the ANSWER")

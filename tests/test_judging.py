@@ -161,6 +161,22 @@ def test_a_negative_query_is_not_pooled_and_pool_says_so(tmp_path):
     assert "neg\t" not in (tmp_path / "pool.tsv").read_text()
 
 
+def test_queries_the_qrels_do_not_judge_are_not_pooled_and_an_evaluation_set_is_named(tmp_path):
+    """Was: qrels with ``--queries`` naming more queries pooled only the judged ones, the rest "not pooled (a pool is
+    of the dataset's queries)", as if the ids were wrong; the note now says what keeps them."""
+    (tmp_path / "qrels.tsv").write_text("q1 0 d1 1\n")
+    (tmp_path / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": q}) + "\n" for q in ("q1", "q2")))
+    (tmp_path / "run.trec").write_text("".join(f"{q} Q0 d{k} {k} {3 - k} r\n" for q in ("q1", "q2") for k in (1, 2)))
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["pool", "--dataset", str(tmp_path / "qrels.tsv"), "--queries", str(tmp_path / "queries.jsonl"),
+            "--run", str(tmp_path / "run.trec"), "--depth", "2", "-o", str(tmp_path / "pool.tsv")]  # fmt: skip
+    assert main(argv, out, err) == 0, err.getvalue()
+    said = err.getvalue()
+    assert "ranks 1 query the dataset does not have ['q2']: not pooled" in said, said
+    assert f"if {tmp_path / 'queries.jsonl'} names them: a dataset read from qrels holds the queries its qrels" in said
+    assert "an evaluation set (JSON/JSONL) keeps queries without judgments too" in said
+
+
 def test_the_pool_carries_text_when_the_dataset_knows_it(tmp_path):
     sample = Path(__file__).parents[1] / "sample_runs" / "scifact"
     code, _, err = run_cli("pool", "--dataset", sample / "qrels.tsv", "--corpus", sample / "corpus.jsonl.gz",

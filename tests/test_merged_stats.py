@@ -359,7 +359,7 @@ def test_eval_has_no_resampling_options(hard):
     assert "--resamples" not in eval_parser._option_string_actions
     for extra in (["--seed", "3"], ["--seed", "3", "--ci"]):
         code, out, err = _cli(*common, *extra)
-        assert code == 2 and "--seed 3: read only with --judge-qrels, --human-qrels and --plan" in err and not out
+        assert code == 2 and "--seed 3: read only with --judge-qrels and --plan" in err and not out
     assert _cli(*common, "--ci")[0] == 0 and _cli(*common)[0] == 0
 
 

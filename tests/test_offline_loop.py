@@ -273,6 +273,12 @@ def test_the_cli_s_stacked_judge_gives_the_library_s_labels_and_corrected_number
         assert abs(rows[name]["estimate"] - frame.loc[name, "estimate"]) < 1e-12, name
 
 
+def _run_json(argv: list[str]) -> str:
+    out, err = io.StringIO(), io.StringIO()
+    assert main(argv, out, err) == 0, err.getvalue()
+    return out.getvalue()
+
+
 def test_the_plan_is_printed_in_json_and_when_the_estimate_is_refused(tmp_path):
     """Was: --plan was dropped without a word under --format json or csv, and lost when too few queries were
     labelled to estimate, which is when it is needed; a sampled query labelled in part biased the human values
@@ -295,6 +301,20 @@ def test_the_plan_is_printed_in_json_and_when_the_estimate_is_refused(tmp_path):
     err = io.StringIO()
     assert main([*argv, "--human-qrels", str(human), "--plan", "5", "--format", "csv"], io.StringIO(), err) == 2
     assert "--format other than csv (" in err.getvalue() and "label_next" in err.getvalue()
+    # no human label yet: the first queries to label, the head of the same seeded order the plans continue
+    first = io.StringIO()
+    assert main([*argv, "--plan", "5", "--format", "json"], first, io.StringIO()) == 0
+    head = json.loads(first.getvalue())["label_next"]
+    whole = json.loads(_run_json([*argv, "--plan", "300", "--format", "json"]))["label_next"]
+    assert head["unlabelled"] == whole["unlabelled"] == 300 and head["queries"] == whole["queries"][:5]
+    text = io.StringIO()
+    assert main([*argv, "--plan", "5"], text, io.StringIO()) == 0
+    assert text.getvalue().startswith(f"label next (5 of the 300 unlabelled): {' '.join(head['queries'])}\n")
+    assert "then give them as --human-qrels" in text.getvalue()
+    err = io.StringIO()
+    assert (
+        main([*argv, "--plan", "5", "--ppi-lambda", "1"], io.StringIO(), err) == 2 and "--human-qrels" in err.getvalue()
+    )
     # one labelled query: no estimate, and the plan of what to label next all the same
     one = tmp_path / "one.tsv"
     first = loop.human["query_id"].iloc[0]

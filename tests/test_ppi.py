@@ -714,6 +714,10 @@ def test_the_corrected_estimates_options_without_the_labels_are_refused(tmp_path
             out, err = io.StringIO(), io.StringIO()
             assert main([*argv, *extra], out, err) == 2, (command, extra, out.getvalue())
             named = ", ".join(" ".join(extra[i : i + 2]) for i in range(0, len(extra), 2))
+            if command == "eval" and extra[0] in ("--plan", "--strata"):  # the first plan needs the judge's alone
+                said = f"{named}: read only with --judge-qrels (the queries to label"
+                assert said in err.getvalue() and "give --judge-qrels, or drop" in err.getvalue(), err.getvalue()
+                continue
             said = f"{named}: read only with --judge-qrels and --human-qrels (the estimates corrected by a human sample"
             assert said in err.getvalue() and "give --judge-qrels and --human-qrels, or drop" in err.getvalue()
         labels = ["--judge-qrels", str(d / "judge.qrels"), "--human-qrels", str(d / "human.qrels")]
@@ -806,8 +810,8 @@ def test_eval_s_plan_is_drawn_with_the_seed_given(tmp_path):
     out, err = io.StringIO(), io.StringIO()
     assert main([*argv, "--seed", "3"], out, err) == 2 and not out.getvalue()
     assert err.getvalue().startswith(
-        "ragmetrics: error: --seed 3: read only with --judge-qrels, --human-qrels and --plan (the draw of --plan's "
-        "sample); give --plan, or drop --seed\n"
+        "ragmetrics: error: --seed 3: read only with --judge-qrels and --plan (the draw of --plan's sample); give "
+        "--plan, or drop --seed\n"
     ), err.getvalue()
 
 
@@ -839,10 +843,12 @@ def test_a_corrected_comparison_of_a_run_with_itself_says_there_is_nothing_to_co
     assert "same rows as the baseline" not in err.getvalue()
 
 
-def test_labels_that_name_none_of_a_run_s_documents_as_it_is_evaluated_are_said(tmp_path):
+def test_labels_that_name_none_of_a_run_s_documents_as_it_is_evaluated_are_refused(tmp_path):
     """Was: labels at another level than the run is evaluated at (chunk ids against a run mapped to its documents,
-    document ids against a chunk run) were taken silently, the corrected numbers computed from labels of nothing
-    the run ranks. The run is read as it is evaluated: its chunks mapped to documents meet document-level labels."""
+    document ids against a chunk run) were taken silently, then with a warning and the numbers printed (exit 0), the
+    corrected numbers computed from labels of nothing the run ranks. Now refused (exit 2), a warning with
+    --allow-no-overlap. The run is read as it is evaluated: its chunks mapped to documents meet document-level
+    labels."""
     ids = [f"q{i:02d}" for i in range(40)]
     (tmp_path / "a.trec").write_text("".join(f"{q} Q0 {q}-rel#0 1 2.0 a\n{q} Q0 {q}-other#1 2 1.0 a\n" for q in ids))
     (tmp_path / "known.qrels").write_text("".join(f"{q} 0 {q}-rel 1\n" for q in ids[:20]))
@@ -856,7 +862,11 @@ def test_labels_that_name_none_of_a_run_s_documents_as_it_is_evaluated_are_said(
         argv = ["eval", "--dataset", str(tmp_path / dataset), "--run", str(tmp_path / "a.trec"), "-m", "ndcg@10",
                 "--judge-qrels", str(tmp_path / "judge.qrels"), "--human-qrels", str(tmp_path / human), *extra]  # fmt: skip
         out, err = io.StringIO(), io.StringIO()
-        assert main(argv, out, err) == 0, err.getvalue()
+        if main(argv, out, err) == 2:  # labels of nothing the run ranks: refused, numbers only when insisted on
+            assert not out.getvalue() and "; --allow-no-overlap computes them anyway" in err.getvalue()
+            assert "labelled (query, document) pairs are documents run 'a' retrieved" in err.getvalue()
+            out, err = io.StringIO(), io.StringIO()
+            assert main([*argv, "--allow-no-overlap"], out, err) == 0, err.getvalue()
         assert "corrected" in out.getvalue()
         return err.getvalue()
 

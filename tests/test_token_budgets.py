@@ -175,6 +175,32 @@ def test_the_registry_says_which_metrics_take_a_budget():
     assert MetricSpec("recall", tokens=512).title == "Recall@512tok"
 
 
+def test_two_callables_of_one_name_are_two_tokenizers():
+    """Was: two lambdas (words, characters) were both ``<lambda>``, so a chunking comparison took them for one
+    tokenizer and called one run far worse at "equal" cost; every tiktoken encoding was ``Encoding.encode``."""
+    from ragmetrics.analysis.chunkings import compare_chunkings
+    from ragmetrics.engine.tokens import callable_name
+
+    class Encoding:  # as tiktoken's: a bound .encode, the encoding's name on its object
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def encode(self, text: str) -> list[str]:
+            return text.split()
+
+    assert callable_name(Encoding("cl100k_base").encode).endswith(".Encoding.encode[cl100k_base]")
+    assert callable_name(Encoding("o200k_base").encode).endswith(".Encoding.encode[o200k_base]")
+    assert callable_name(len) == "len"
+    words, chars = (lambda t: len(t.split())), (lambda t: len(t))  # the case reported: two lambdas
+    assert callable_name(words) != callable_name(chars) and callable_name(words) == callable_name(words)
+    dataset = rm.Dataset.from_dict({"q1": {"a": 1}})
+    run = rm.Run.from_frame(pd.DataFrame({"query_id": ["q1"], "doc_id": ["a"], "score": [1.0], "text": ["x y"]}))
+    with pytest.raises(rm.RagMetricsError, match="different tokenizers"):
+        compare_chunkings(
+            dataset, [rm.align(dataset, run, tokenizer=words), rm.align(dataset, run.with_name("b"), tokenizer=chars)]
+        )
+
+
 def test_tokenizers_auto_callable_and_named():
     chinese = rm.Run.from_frame(
         pd.DataFrame({"query_id": ["q1"], "doc_id": ["a"], "score": [1.0], "text": ["我们今天去北京大学看看"]})
@@ -190,7 +216,7 @@ def test_tokenizers_auto_callable_and_named():
         return list(text)
 
     by_chars = rm.evaluate(dataset, chinese, ["recall@10tok", "recall@11tok"], tokenizer=characters, warn=False)
-    assert by_chars["run"].tokenizer.endswith("characters")
+    assert by_chars["run"].tokenizer.startswith("test_tokenizers_auto_callable_and_named.<locals>.characters at 0x")
     assert by_chars.mean().loc["run"].tolist() == [0.0, 1.0]
     assert rm.align(dataset, chinese, tokenizer=len).value("recall@11tok")[0] == 1.0  # a count works too
     with pytest.raises(rm.RagMetricsError, match="unknown tokenizer 'bpe'"):

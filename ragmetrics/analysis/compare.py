@@ -36,7 +36,7 @@ import pandas as pd
 from ragmetrics.analysis import stats
 from ragmetrics.analysis.evaluate import EvalResult, evaluate
 from ragmetrics.analysis.verdicts import refuse_too_few_pairs
-from ragmetrics.engine.metrics import MetricSpec, better_sign, delta_range, parse_metric, value_range
+from ragmetrics.engine.metrics import UNIT_RANGE, MetricSpec, better_sign, delta_range, parse_metric, value_range
 from ragmetrics.engine.queries import at_positions, at_queries, query_positions
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.numbers import signed
@@ -560,6 +560,11 @@ def _segment_intervals(rows: pd.DataFrame, pairs: pd.DataFrame, correction: str 
     return pd.concat(parts).sort_index()
 
 
+DELTA_RANGE = (UNIT_RANGE[0] - UNIT_RANGE[1], UNIT_RANGE[1] - UNIT_RANGE[0])
+"""Where the difference of two values of a metric of the registry lies: the ends of a delta's interval in a table
+that names no metric (a history's steps)."""
+
+
 def adjusted_intervals(
     table: pd.DataFrame, correction: str | None, alpha: float, family_size: int | None = None
 ) -> pd.DataFrame:
@@ -590,7 +595,8 @@ def adjusted_intervals(
             ]
         )
         levels = np.where(own, 1 - alpha, levels)
-    ends = np.array([delta_range(metric) for metric in table["metric"]], dtype=np.float64).reshape(-1, 2)
+    metrics = table["metric"] if "metric" in table else [None] * len(table)  # none named: every metric a share's
+    ends = np.array([delta_range(m) if m else DELTA_RANGE for m in metrics], dtype=np.float64).reshape(-1, 2)
     low, high = np.clip(
         stats.t_interval(table["delta"], table["sd_difference"], table["n"], levels), ends[:, 0], ends[:, 1]
     )

@@ -46,6 +46,16 @@ from ragmetrics.io.source import names_of
 from ragmetrics.judges.base import max_grade
 
 
+def _judge_labels(args: argparse.Namespace, dataset: Dataset, runs: list[Run], source: Any) -> Dataset:
+    """The judge's labels (``--judge-qrels``, read from ``source``), refused when they label none of the queries
+    of the dataset or of the runs (the judge labels the queries the dataset does not judge: of either)."""
+    judge_labels = load_dataset(source)
+    ranked = {str(q) for run in runs for q in run.table.column("query_id").unique().to_pylist()}
+    known = set(dataset.queries_table.column("query_id").to_pylist())
+    refuse_labels_of_another_dataset(args.judge_qrels, judge_labels, known | ranked, "the dataset or the runs")
+    return judge_labels
+
+
 def evaluate_labelled(
     args: argparse.Namespace, dataset: Dataset, runs: list[Run], metrics: list[str]
 ) -> tuple[EvalResult, EvalResult, Labelled]:
@@ -57,12 +67,9 @@ def evaluate_labelled(
     if judges:
         raise RagMetricsError(f"{args.human_qrels}: --human-qrels holds a judge's labels ({', '.join(judges)}), "
                               "not people's; give them as --judge-qrels")  # fmt: skip
-    judge_labels, human_labels = load_dataset(judge_source), load_dataset(human_source)
-    ranked = {str(q) for run in runs for q in run.table.column("query_id").unique().to_pylist()}
-    known = set(dataset.queries_table.column("query_id").to_pylist())
-    # the judge labels the queries the dataset does not judge: of the dataset or of the runs
-    refuse_labels_of_another_dataset(args.judge_qrels, judge_labels, known | ranked, "the dataset or the runs")
+    judge_labels, human_labels = _judge_labels(args, dataset, runs, judge_source), load_dataset(human_source)
     # people label a sample of the queries the dataset and the judge's labels judge
+    known = set(dataset.queries_table.column("query_id").to_pylist())
     judged = known | set(judge_labels.qrels_table.column("query_id").to_pylist())
     refuse_labels_of_another_dataset(args.human_qrels, human_labels, judged, "the dataset or the judge's labels")
     top = max(max_grade(dataset), max_grade(judge_labels))
@@ -110,27 +117,30 @@ def evaluate_labelled(
         )
     judge = evaluate_runs(args, labelled.judge, runs, metrics, given=False)  # the pool's labels judge what it ranks
     human = evaluate_runs(args, labelled.human, runs, metrics, given=False)
-    _labels_meet_the_runs(args.judge_qrels, judge_labels, judge)
-    _labels_meet_the_runs(args.human_qrels, human_labels, human)
+    _labels_meet_the_runs(args, args.judge_qrels, judge_labels, judge)
+    _labels_meet_the_runs(args, args.human_qrels, human_labels, human)
     return judge, human, labelled
 
 
-def _labels_meet_the_runs(path: str, labels: Dataset, result: EvalResult) -> None:
-    """Warn of each run none of whose retrieved documents (read as it is evaluated) the labels in ``path`` label:
-    the corrected numbers then rest on labels of nothing the run ranks."""
+def _labels_meet_the_runs(args: argparse.Namespace, path: str, labels: Dataset, result: EvalResult) -> None:
+    """Refuse a run none of whose retrieved documents (read as it is evaluated) the labels in ``path`` label: the
+    corrected numbers would rest on labels of nothing the run ranks (ids of another level or scheme); with
+    ``--allow-no-overlap`` a warning, the numbers computed all the same."""
     pairs = labels.qrels_table.num_rows
     for name, run in result.runs.items():
         met, fix = labels_retrieved(run.alignment, labels)
         if met or not pairs:
             continue
         cause = f" (read against these labels alone: {fix.cause})" if fix is not None else ""
-        warnings.warn(
+        said = (
             f"{path}: 0 of its {pairs} labelled (query, document) pairs are documents run {name!r} retrieved, its "
-            f"ids read as it is evaluated{cause}: the corrected numbers rest on labels of nothing it ranks; label "
-            "the ids the run is evaluated at (a chunk run against document-level labels, or the reverse, meets none)",
-            RagMetricsWarning,
-            stacklevel=1,
+            f"ids read as it is evaluated{cause}: the corrected numbers would rest on labels of nothing it ranks; "
+            "label the ids the run is evaluated at (a chunk run against document-level labels, or the reverse, meets "
+            "none)"
         )
+        if not getattr(args, "allow_no_overlap", False):
+            raise RagMetricsError(f"{said}; --allow-no-overlap computes them anyway")
+        warnings.warn(said, RagMetricsWarning, stacklevel=1)
 
 
 def _judged_by_the_judge_alone(args: argparse.Namespace, dataset: Dataset, labelled: Labelled) -> None:
@@ -231,6 +241,30 @@ def _json(frame: pd.DataFrame, key: str, out: TextIO, plan: dict[str, Any] | Non
     ]
     json.dump({key: rows, **({"label_next": plan} if plan is not None else {})}, out, ensure_ascii=False, indent=2)
     out.write("\n")
+
+
+def eval_first_plan(
+    args: argparse.Namespace, dataset: Dataset, runs: list[Run], metrics: list[str], out: TextIO
+) -> EvalResult:
+    """``eval --judge-qrels --plan K`` before any human label: the first K queries to label (the sample the
+    corrected estimates will read, seeded, within the strata), of the queries the dataset and the judge's labels
+    judge; returns the judge's result (for the coverage notes)."""
+    judge_source = labels_source(args.judge_qrels)
+    check_label_column(judge_source, args.judge_qrels)
+    judge_labels = _judge_labels(args, dataset, runs, judge_source)
+    labelled = with_labels(dataset, judge_labels, Dataset.from_dict({}, name="no human labels yet"))
+    judge = evaluate_runs(args, labelled.judge, runs, metrics, given=False)
+    plan = _plan(args, judge, labelled)
+    if args.format == "json":
+        json.dump({"label_next": plan}, out, ensure_ascii=False, indent=2)
+        out.write("\n")
+    else:
+        _write_plan(plan, out)
+        out.write(
+            "label these queries' retrieved documents (query_id, doc_id, label; 0 for a query with nothing relevant), "
+            "then give them as --human-qrels: the corrected estimates read them in this order (docs/ppi.md)\n"
+        )
+    return judge
 
 
 def eval_corrected(

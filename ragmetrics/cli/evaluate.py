@@ -81,6 +81,12 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         dataset, runs = read_inputs(args, args.run)
         report_coverage(eval_corrected(args, dataset, runs, metrics, out, err).runs, err)
         return 0
+    if args.judge_qrels and args.plan:  # no human label yet: the first queries to label (cli.rules)
+        from ragmetrics.cli.corrected import eval_first_plan  # noqa: PLC0415 (pandas is loaded on use: a plain eval needs none)
+
+        dataset, runs = read_inputs(args, args.run)
+        report_coverage(eval_first_plan(args, dataset, runs, metrics, out).runs, err)
+        return 0
     if args.engine != "inprocess":
         partitioned = eval_partitioned(args, metrics)
         emit(

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TextIO
+from typing import Any, TextIO
 
+import numpy as np
 import pyarrow as pa
 
 from ragmetrics.analysis.chunkings import (
@@ -147,10 +148,15 @@ def _aligned(
     return alignments
 
 
-def _note(alignment: Alignment, notes: list[str], err: TextIO) -> None:
+def _notes(alignment: Alignment, notes: list[str]) -> list[str]:
     """The run's coverage notes as ``eval`` words them (a query of the dataset absent from the run, duplicates
-    dropped, ...; none on relevance: the evidence metrics read spans), then ``notes``, on one line of stderr."""
-    found = alignment.coverage.notes(alignment.conventions.missing, relevance=False) + notes
+    dropped, ...; none on relevance: the evidence metrics read spans), then ``notes``."""
+    return alignment.coverage.notes(alignment.conventions.missing, relevance=False) + notes
+
+
+def _note(alignment: Alignment, notes: list[str], err: TextIO) -> None:
+    """:func:`_notes` on one line of stderr."""
+    found = _notes(alignment, notes)
     if found:
         err.write(f"ragmetrics: note: run {alignment.name!r}: " + "; ".join(found) + "\n")
 
@@ -222,18 +228,7 @@ def cmd_evidence(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for alignment in alignments:
         results[alignment.name] = evaluate_evidence(alignment, spans, metrics, chunk_spans=chunk_spans)
     if args.format == "json":
-        data = {
-            "runs": {
-                name: {
-                    "mean": {m: (None if v != v else v) for m, v in r.means.items()},
-                    "tokenizer": r.tokenizer or None,
-                    "queries_with_spans": r.queries_with_spans,
-                    "unlocated_chunks": r.unlocated,
-                    **({"per_query": per_query_dict(r.query_ids, r.values)} if args.per_query else {}),
-                }
-                for name, r in results.items()
-            }
-        }
+        data = {"runs": {a.name: _json_entry(a, results[a.name], args.per_query) for a in alignments}}
         json.dump(data, out, ensure_ascii=False, indent=2)
         out.write("\n")
     else:
@@ -242,6 +237,21 @@ def cmd_evidence(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for alignment in alignments:
         _note(alignment, results[alignment.name].notes, err)
     return 0
+
+
+def _json_entry(alignment: Alignment, result: EvidenceResult, per_query: bool) -> dict[str, Any]:
+    """A run's entry in ``evidence --format json``: the means (null where no query has a value), how many queries
+    have a value for each (``tokens_to_evidence`` has one only where the evidence is found), and the notes the
+    table writes to stderr."""
+    return {
+        "mean": {m: (None if v != v else v) for m, v in result.means.items()},
+        "tokenizer": result.tokenizer or None,
+        "queries_with_spans": result.queries_with_spans,
+        "queries_with_a_value": {m: int(np.count_nonzero(~np.isnan(v))) for m, v in result.values.items()},
+        "unlocated_chunks": result.unlocated,
+        **({"per_query": per_query_dict(result.query_ids, result.values)} if per_query else {}),
+        "notes": _notes(alignment, result.notes),
+    }
 
 
 def evidence_parser(p: argparse.ArgumentParser) -> None:

@@ -55,7 +55,15 @@ def cmd_pool(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if outside:
             err.write(
                 f"ragmetrics: note: run {name!r} ranks {len(outside)} quer{'ies' if len(outside) != 1 else 'y'} the "
-                f"dataset does not have {names_of(outside, 3)}: not pooled (a pool is of the dataset's queries)\n"
+                f"dataset does not have {names_of(outside, 3)}: not pooled (a pool is of the dataset's queries)"
+                + (
+                    f"; if {args.queries} names them: a dataset read from qrels holds the queries its qrels judge "
+                    "(the queries file gives their texts), an evaluation set (JSON/JSONL) keeps queries without "
+                    "judgments too"
+                    if getattr(args, "queries", None)
+                    else ""
+                )
+                + "\n"
             )
     # best_rank: the best rank any run gave the pair, runs: how many runs retrieved it there (the learned judge's
     # features; where a judge errs reads the rank)

@@ -230,7 +230,14 @@ JUDGE_OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
 
 RULES: tuple[Rule, ...] = (
     Rule(
-        ("eval", "compare"),
+        ("eval",),
+        ("--judge-qrels",),
+        Either((With(("--human-qrels",)), With(("--plan",)))),
+        "the judge's labels of every query and the human labels of a sample correct each other (with --plan alone: "
+        "the first queries to label)",
+    ),
+    Rule(
+        ("compare",),
         ("--judge-qrels",),
         With(("--human-qrels",)),
         "the judge's labels of every query and the human labels of a sample correct each other",
@@ -249,7 +256,19 @@ RULES: tuple[Rule, ...] = (
         "the queries to label next, printed below the table or in the JSON (label_next)",
     ),
     Rule(
-        ("eval", "compare"),
+        ("eval",),
+        ("--plan", "--strata"),
+        With(("--judge-qrels",)),
+        "the queries to label (the first ones before any human label), docs/ppi.md",
+    ),
+    Rule(
+        ("eval",),
+        ("--ppi-target", "--ppi-lambda"),
+        With(LABELS),
+        "the estimates corrected by a human sample, docs/ppi.md",
+    ),
+    Rule(
+        ("compare",),
         ("--ppi-target", "--ppi-lambda", "--strata", "--plan"),
         With(LABELS),
         "the estimates corrected by a human sample, docs/ppi.md",
@@ -288,7 +307,7 @@ RULES: tuple[Rule, ...] = (
         "draws nothing",
     ),
     # after the rules of --ci and --plan: with both given, theirs is the refusal to settle first
-    Rule(("eval",), ("--seed",), All((With(LABELS), With(("--plan",)))), "the draw of --plan's sample"),
+    Rule(("eval",), ("--seed",), All((With(("--judge-qrels",)), With(("--plan",)))), "the draw of --plan's sample"),
     Rule(
         ("eval",),
         ("--format",),

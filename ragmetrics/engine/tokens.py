@@ -105,9 +105,26 @@ def spread(texts: Sequence[str], count: int) -> list[str]:
     return [texts[i] for i in np.linspace(0, len(texts) - 1, count).astype(np.int64).tolist()]
 
 
+def callable_name(function: Callable[[str], Any]) -> str:
+    """The name a callable tokenizer is known by, which tells two tokenizers apart wherever runs must count alike:
+    its qualified name; a bound method's with its object's ``name`` (tiktoken's ``Encoding.encode[cl100k_base]``, a
+    Hugging Face tokenizer's ``name_or_path``); a lambda's or a local function's with its address (two lambdas share
+    the name ``<lambda>`` and count differently)."""
+    name = str(getattr(function, "__qualname__", None) or type(function).__name__)
+    owner = getattr(function, "__self__", None)
+    label = next(
+        (getattr(owner, a) for a in ("name", "name_or_path") if isinstance(getattr(owner, a, None), str)), None
+    )
+    if label:
+        return f"{name}[{label}]"
+    if "<" in name:  # <lambda>, f.<locals>.g: not unique
+        return f"{name} at {id(function):#x}"
+    return name
+
+
 def _callable(function: Callable[[str], Any]) -> Tokenizer:
     """A callable's tokens counted: an int is the count, any other iterable but text is the tokens."""
-    name = str(getattr(function, "__qualname__", None) or type(function).__name__)
+    name = callable_name(function)
 
     def count(text: str) -> int:
         tokens = function(text)

@@ -85,7 +85,9 @@ class EndpointJudge:
     the pair gets no grade and its ``problem`` quotes the last answer (never a 0 for it). ``concurrency`` pairs are
     graded at once. A call that fails (the
     model's own retries spent) leaves its pair without a grade, saying why; ``max_failed_calls`` failures in a row
-    stop the judge with that error (an endpoint that is down is not asked about every pair)."""
+    stop the judge with that error (an endpoint that is down is not asked about every pair), and so do
+    ``max_ungraded`` pairs in a row left without a grade after every attempt (a model that answers, but never in the
+    form the prompt asks for, is not asked ``attempts`` times about every pair)."""
 
     name = "endpoint"
     version = "1"
@@ -99,6 +101,7 @@ class EndpointJudge:
         seed: int | None = 0,
         max_chars: int = 4000,
         max_failed_calls: int = 5,
+        max_ungraded: int = 10,
         concurrency: int = 4,
     ) -> None:
         if concurrency < 1:
@@ -108,7 +111,9 @@ class EndpointJudge:
         self._lock = threading.Lock()
         self.max_failed_calls = max(1, max_failed_calls)
         self.failed_in_a_row = 0
-        self.stopped: str | None = None  # why, once max_failed_calls calls failed in a row: no call after it
+        self.max_ungraded = max(1, max_ungraded)
+        self.ungraded_in_a_row = 0
+        self.stopped: str | None = None  # why, once the calls or the pairs failed in a row: no call after it
         self.attempts = max(1, attempts)
         self.seed = seed
         self.max_chars = max_chars
@@ -127,7 +132,7 @@ class EndpointJudge:
     def grade(self, pairs: Sequence[Pair], max_grade: int) -> list[Grade]:
         """The grades of ``pairs``, in their order; ``concurrency`` pairs are asked about at once (a pair's grade
         does not depend on the others). A judge stopped by failed calls is asked again here, afresh."""
-        self.stopped, self.failed_in_a_row = None, 0
+        self.stopped, self.failed_in_a_row, self.ungraded_in_a_row = None, 0, 0
         if self.concurrency == 1 or len(pairs) < 2:
             return [self.grade_one(pair, max_grade) for pair in pairs]
         with ThreadPoolExecutor(min(self.concurrency, len(pairs)), thread_name_prefix="endpoint-judge") as pool:
@@ -164,12 +169,21 @@ class EndpointJudge:
                 self.failed_in_a_row = 0
             grade = parse_grade(answer, max_grade)
             if grade is not None:
+                with self._lock:
+                    self.ungraded_in_a_row = 0
                 return Grade(grade)
             if not last:
                 with self._lock:
                     self.retries += 1
                 messages = [*messages, Message("assistant", answer), Message("user", RETRY.format(max_grade=max_grade))]
+        shown = " ".join(answer.split())[:120]
         with self._lock:
             self.failures += 1
-        shown = " ".join(answer.split())[:120]
+            self.ungraded_in_a_row += 1
+            if self.ungraded_in_a_row >= self.max_ungraded and self.stopped is None:
+                self.stopped = (
+                    f"model {self.model.name}: {self.ungraded_in_a_row} pairs in a row got no grade 0..{max_grade} in "
+                    f"{self.attempts} answer(s) each; the last answer: {shown!r}: check that the model follows the "
+                    "prompt (a chat or instruction model)"
+                )
         return Grade(None, f"no grade 0..{max_grade} in {self.attempts} answer(s); the last: {shown!r}")
