@@ -328,3 +328,18 @@ def test_a_run_given_as_a_dash_is_read_from_standard_input(monkeypatch):
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"not a run\n")))
     code, _, err = run_cli("eval", "--dataset", QRELS, "--run", "-", "-m", "ndcg@10")
     assert code == 2 and err.startswith("ragmetrics: error: <stdin>:") and "Traceback" not in err
+
+
+def test_evidence_spans_given_as_the_dataset_are_sent_to_evidence(tmp_path):
+    """Was: a spans file in the qrels layout (``qid 0 docid rel start end``) given as ``--dataset`` was hinted as a
+    run ("did you swap --dataset and --run?"): it has a run's six fields."""
+    spans = tmp_path / "spans.qrels"
+    spans.write_text("1 0 31715818 1 0 118\n3 0 14717500 1 500 900\n")
+    code, _, err = run_cli("eval", "--dataset", spans, "--run", BM25, "-m", "ndcg@10")
+    assert (
+        code == 2
+        and "looks like evidence spans, qid 0 docid rel start end: give it to ragmetrics evidence --spans" in err
+    )
+    assert "did you swap" not in err
+    code, _, err = run_cli("eval", "--dataset", BM25, "--run", QRELS, "-m", "ndcg@10")
+    assert code == 2 and "did you swap" in err and "evidence spans" not in err  # a run is still hinted as a run

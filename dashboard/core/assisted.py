@@ -202,7 +202,8 @@ def corrected_table(
     sample's human labels alone, each with its 95% interval (:func:`ragmetrics.analysis.ppi.corrected_means`;
     ``strata``: by category). The judge's labels fill the pairs ``base`` leaves unjudged; people's are added
     (winning where they differ). Columns: ``run, corrected, corrected_low, corrected_high, judge_only,
-    judge_low, judge_high, human_only, human_low, human_high, n_labelled, n_queries, too_few, more, projected``
+    judge_low, judge_high, human_only, human_low, human_high, n_labelled, n_queries, too_few, no_spread, more,
+    projected``
     (the half width were ``more`` queries labelled beyond these; a ``too_few`` row has no corrected interval, as
     every output shows it: :func:`ragmetrics.analysis.compare.too_few_shown`). Fewer than
     :data:`ragmetrics.analysis.ppi.MIN_LABELLED` labelled queries: a
@@ -216,7 +217,7 @@ def corrected_table(
         "judge": "judge_only", "human": "human_only",
     }  # fmt: skip
     columns = ["run", "corrected", "corrected_low", "corrected_high", "judge_only", "judge_low", "judge_high",
-               "human_only", "human_low", "human_high", "n_labelled", "n_queries", "too_few", "more",
+               "human_only", "human_low", "human_high", "n_labelled", "n_queries", "too_few", "no_spread", "more",
                "projected"]  # fmt: skip
     return frame.rename(columns=names)[columns]
 
@@ -289,9 +290,15 @@ def family_words(deltas: pd.DataFrame, correction: str) -> str:
 
 def mean_words(row: Any, *, others_intervals: bool) -> str:
     """One row of :func:`corrected_table` in words (markdown): the run's corrected mean with its 95% interval (a
-    too-few row: none, :data:`ragmetrics.analysis.ppi.TOO_FEW_WORDS` saying why, as the CLI), then its judge-only
+    too-few row: none, :data:`ragmetrics.analysis.ppi.TOO_FEW_WORDS` saying why, as the CLI; a ``no_spread`` row:
+    none, its width 0 measuring nothing), then its judge-only
     and human-only means (``others_intervals``: with their intervals)."""
-    interval = f"({ppi.TOO_FEW_WORDS})" if row.too_few else f"[{row.corrected_low:.3f}, {row.corrected_high:.3f}]"
+    if row.too_few:
+        interval = f"({ppi.TOO_FEW_WORDS})"
+    elif row.no_spread:  # width 0 measures nothing, least of all certainty: no interval, as the CLI
+        interval = "(no interval: the labelled queries score alike)"
+    else:
+        interval = f"[{row.corrected_low:.3f}, {row.corrected_high:.3f}]"
 
     def alone(mean: float, low: float, high: float) -> str:
         return f"{mean:.3f} [{low:.3f}, {high:.3f}]" if others_intervals else f"{mean:.3f}"

@@ -97,6 +97,23 @@ def looks_like_texts(path: str) -> bool:
     return set(record) <= {"_id", "id", "query_id", "doc_id", "text", "title", "metadata"}
 
 
+SNIFFED_LINES = 5
+"""The lines :func:`looks_like_spans` reads."""
+
+
+def looks_like_spans(path: str) -> bool:
+    """True when ``path``'s first lines read as evidence spans in the qrels layout (``qid 0 docid rel start end``:
+    the last three whole numbers, the end past the start), which a run's layout also has six fields of (for the
+    "give it as evidence --spans" hint)."""
+    try:
+        head = bytes(open_source(path).data[:EMPTY_FILE_BYTES]).decode("utf-8", "replace")
+        lines = [line.split() for line in head.splitlines()[: SNIFFED_LINES * 4] if line.strip()]
+    except (RagMetricsError, OSError, ValueError):
+        return False
+    first = lines[:SNIFFED_LINES]
+    return bool(first) and all(len(f) == 6 and all(x.isdigit() for x in f[3:]) and int(f[5]) > int(f[4]) for f in first)
+
+
 EMPTY_FILE_BYTES = 1 << 16
 """A file this small is read to tell whether it is blank (no line but whitespace)."""
 
@@ -153,6 +170,11 @@ def read_dataset(args: argparse.Namespace) -> Dataset:
             corpus_size=getattr(args, "corpus_size", None),
         )
     except RagMetricsError as exc:
+        if looks_like_spans(args.dataset):
+            raise RagMetricsError(
+                f"{exc} ({args.dataset} looks like evidence spans, qid 0 docid rel start end: give it to "
+                "ragmetrics evidence --spans, and the qrels or the evaluation set as --dataset)"
+            ) from None
         if looks_like(args.dataset, "run"):
             raise RagMetricsError(
                 f"{exc} ({args.dataset} looks like a run: did you swap --dataset and --run?)"

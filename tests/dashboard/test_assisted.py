@@ -342,3 +342,32 @@ def test_lineage_labels_follow_a_saved_version(tmp_path: Path) -> None:
         == "2 human / 1 judge labels"
     )
     ws.store.engine.dispose()
+
+
+def test_a_corrected_mean_of_width_0_is_said_without_an_interval() -> None:
+    """As the CLI: labelled queries that all score alike give an interval of width 0, which measures nothing (was
+    "corrected 1.000 [1.000, 1.000]" beside the warning)."""
+    row = pd.DataFrame(
+        [
+            {
+                "run": "bm25",
+                "corrected": 1.0,
+                "corrected_low": 1.0,
+                "corrected_high": 1.0,
+                "judge_only": 0.97,
+                "judge_low": 0.95,
+                "judge_high": 0.99,
+                "human_only": 1.0,
+                "human_low": 0.74,
+                "human_high": 1.0,
+                "too_few": False,
+                "no_spread": True,
+            }
+        ]
+    )
+    said = assisted.mean_words(next(row.itertuples(index=False)), others_intervals=True)
+    assert (
+        "corrected **1.000** (no interval: the labelled queries score alike)" in said and "[1.000, 1.000]" not in said
+    )
+    spread = assisted.mean_words(next(row.assign(no_spread=False).itertuples(index=False)), others_intervals=False)
+    assert "corrected **1.000** [1.000, 1.000]" in spread
