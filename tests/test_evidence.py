@@ -899,3 +899,26 @@ def test_span_offsets_given_in_python_are_whole_numbers_as_in_a_file(spans, said
     with pytest.raises(rm.RagMetricsError, match=r"start '0.0' \(float\)"):
         evaluate_evidence(alignment, frame, ["evidence_recall@1"])
     assert evaluate_evidence(alignment, {"q1": {"d1": [(0, 10)]}}, ["evidence_recall@1"]).means
+
+
+def test_a_span_past_a_chinese_document_s_end_that_its_bytes_would_reach_is_told_offsets_are_characters():
+    """Was: byte offsets (as a UTF-8 tool writes them) past the characters got only "expected a span within the N
+    characters"; those that happen to stay in range cannot be told from character offsets."""
+    from ragmetrics.io.spans import check_spans, load_spans
+
+    text = "北京是中国的首都。"  # 9 characters, 27 bytes
+    dataset = rm.Dataset.from_frames(
+        pd.DataFrame({"query_id": ["q1"], "doc_id": ["A"], "relevance": [1]}),
+        documents=pd.DataFrame({"doc_id": ["A"], "text": [text]}),
+    )
+    as_bytes = load_spans(b"q1 0 A 1 0 15\n", filename="bytes.qrels")  # the first five characters' bytes
+    with pytest.raises(rm.RagMetricsError) as refused:
+        check_spans(as_bytes, "bytes.qrels", dataset)
+    assert str(refused.value) == (
+        "bytes.qrels:1: expected a span within the 9 characters of document 'A', found end 15 (offsets count "
+        "characters, not UTF-8 bytes: the document is 27 bytes long)"
+    )
+    with pytest.raises(rm.RagMetricsError) as beyond:  # past its bytes too: no such hint
+        check_spans(load_spans(b"q1 0 A 1 0 40\n", filename="far.qrels"), "far.qrels", dataset)
+    assert "UTF-8" not in str(beyond.value)
+    check_spans(load_spans(b"q1 0 A 1 0 5\n", filename="ok.qrels"), "ok.qrels", dataset)  # characters: read

@@ -224,8 +224,17 @@ def check_spans(spans: pa.Table, name: str, dataset: Dataset, *, key: str = "que
         if text is None:
             raise ParseError(name, line, "a document of the corpus", f"document {shorten(doc)}, not in the corpus")
         if end > len(text):
+            size = len(text.encode("utf-8"))
+            bytes_hint = (
+                f" (offsets count characters, not UTF-8 bytes: the document is {size} bytes long)"
+                if end <= size
+                else ""
+            )
             raise ParseError(
-                name, line, f"a span within the {len(text)} characters of document {shorten(doc)}", f"end {end}"
+                name,
+                line,
+                f"a span within the {len(text)} characters of document {shorten(doc)}",
+                f"end {end}{bytes_hint}",
             )
         if key == "query_id" and not text[start:end].strip():
             raise ParseError(
