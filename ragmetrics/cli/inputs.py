@@ -106,7 +106,7 @@ def looks_like_spans(path: str) -> bool:
     the last three whole numbers, the end past the start), which a run's layout also has six fields of (for the
     "give it as evidence --spans" hint)."""
     try:
-        head = bytes(open_source(path).data[:EMPTY_FILE_BYTES]).decode("utf-8", "replace")
+        head = bytes(open_source(path).head).decode("utf-8", "replace")
         lines = [line.split() for line in head.splitlines()[: SNIFFED_LINES * 4] if line.strip()]
     except (RagMetricsError, OSError, ValueError):
         return False
