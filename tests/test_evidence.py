@@ -641,12 +641,28 @@ def test_chunk_spans_that_contradict_themselves_or_the_run_are_refused(tmp_path)
     ):
         check_spans(load_chunk_spans(twice), str(twice), dataset, key="chunk_id")
     elsewhere = pd.DataFrame({"chunk_id": ["c1"], "doc_id": ["B"], "start": [0], "end": [10]})
-    with pytest.raises(rm.RagMetricsError, match=r"places it in document 'B', its source_doc says 'A'"):
+    with pytest.raises(
+        ParseError,
+        match=r"^chunk spans: expected chunk 'c1' in document 'A' \(the source_doc of run 'run'\), found document 'B'",
+    ):
         evaluate_evidence(rm.align(dataset, run), {"q1": {"A": [(0, 5)]}}, ["evidence_recall@1"], chunk_spans=elsewhere)
     # a span of other text than the chunk's own credits it with evidence it does not hold: refused
     shifted = pd.DataFrame({"chunk_id": ["c1"], "doc_id": ["A"], "start": [11], "end": [22]})
-    with pytest.raises(rm.RagMetricsError, match=r"places it at 'A' 11-22 \('gamma delta'\), which is not its text"):
+    with pytest.raises(ParseError, match=r"found 'A' 11-22, which holds 'gamma delta'"):
         evaluate_evidence(rm.align(dataset, run), {"q1": {"A": [(11, 16)]}}, ["evidence_recall@1"], chunk_spans=shifted)
+    # read from a file, both are said of the chunk's line
+    (tmp_path / "places.tsv").write_text("chunk_id\tdoc_id\tstart\tend\nc0\tA\t0\t5\nc1\tB\t0\t10\n", encoding="utf-8")
+    with pytest.raises(ParseError, match=r"places.tsv:3: expected chunk 'c1' in document 'A'"):
+        evaluate_evidence(rm.align(dataset, run), {"q1": {"A": [(0, 5)]}}, ["evidence_recall@1"],
+                          chunk_spans=load_chunk_spans(tmp_path / "places.tsv"))  # fmt: skip
+    (tmp_path / "shifted.jsonl").write_text(
+        '{"chunk_id": "c1", "doc_id": "A", "start": 11, "end": 22}\n', encoding="utf-8"
+    )
+    with pytest.raises(
+        ParseError, match=r"shifted.jsonl:1: expected the span where the text of chunk 'c1' of run 'run' lies"
+    ):
+        evaluate_evidence(rm.align(dataset, run), {"q1": {"A": [(11, 16)]}}, ["evidence_recall@1"],
+                          chunk_spans=load_chunk_spans(tmp_path / "shifted.jsonl"))  # fmt: skip
     # a chunker's changes are not a misplacement: a line joined, a ligature unfolded
     joined_rows = [{"query_id": "q1", "doc_id": "c1", "source_doc": "A", "score": 1.0, "text": "第一句话。第二句ﬁ话。"}]
     joined, joined_run = _one_document("第一句话。\n第二句fi话。", joined_rows)

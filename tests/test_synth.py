@@ -338,13 +338,17 @@ def test_cli_synth_on_stopwords_only_says_bm25_has_nothing_to_index(tmp_path):
 @pytest.mark.parametrize(
     ("make", "extra", "message"),
     [
-        (lambda p: p / "absent.jsonl", [], "no such corpus file or folder"),
-        (lambda p: p, [], "no .md or .txt file in the folder"),
+        (
+            lambda p: p / "absent.jsonl",
+            [],
+            "absent.jsonl: expected an existing file or folder, found nothing at that path",
+        ),
+        (lambda p: p, [], "expected a corpus file, or a folder of .md or .txt files, found none in the folder"),
         (lambda p: _file(p, '{"id": "a", "text": "x"}\n{not json\n'), [], "corpus.jsonl:2: expected valid JSON"),
         (
             lambda p: _file(p, '{"id": "a", "body": "x"}\n{"name": "b"}\n'),
             [],
-            "corpus.jsonl:2: expected a text under one of",
+            "corpus.jsonl:2: expected a document id (one of _id, id, doc_id, docid), found keys ['name']",
         ),
         (
             lambda p: _file(p, '{"id": "a", "text": "some words"}\n'),
@@ -634,3 +638,59 @@ def test_markup_is_no_term_and_a_comparison_is_text():
         "biogenesis",
     ]
     assert terms("if dose<threshold and weight>limit") == ["dose", "threshold", "weight", "limit"]
+
+
+def _topic_folder(folder: Path, documents: int = 12) -> Path:
+    """Markdown files of rare made-up terms, some in a sub-folder, each under its heading."""
+    rng = random.Random(0)
+    vocabulary = [f"term{i}" for i in range(3000)]
+    for n in range(documents):
+        body = ". ".join(
+            f"Sentence {k} of this topic mentions {' '.join(rng.sample(vocabulary, 12))}" for k in range(6)
+        )
+        place = folder / ("sub" if n % 3 == 0 else "") / f"doc{n:02d}.md"
+        place.parent.mkdir(parents=True, exist_ok=True)
+        place.write_text(f"# Topic {n}\n\n{body}.\n", encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize("shape", ["folder", "id-less jsonl"])
+def test_a_set_written_from_a_corpus_is_evaluated_against_the_same_corpus(tmp_path, shape):
+    """A folder of Markdown or a JSONL that names no id: synth names the documents, and retrieve and eval read the
+    same corpus under the same ids (they refused both, so a set built from a folder had no run to meet it)."""
+    corpus: Path = _topic_folder(tmp_path / "kb")
+    if shape == "id-less jsonl":
+        texts = [d.text for d in read_documents(corpus)]
+        corpus = _file(tmp_path, "".join(json.dumps({"text": t}) + "\n" for t in texts))
+    target, run = tmp_path / "set.jsonl", tmp_path / "bm25.trec"
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["synth", str(corpus), "-o", str(target), "--categories", "factual=6"], out, err) == 0, err.getvalue()
+    rows = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
+    named = {doc for row in rows for doc in row["relevant_docs"]}
+    assert named <= ({d.doc_id for d in read_documents(corpus)})
+    assert all(not row["expected_answer"].startswith("#") for row in rows)  # a heading is no sentence of the answer
+    retrieving = ["retrieve", "--dataset", str(target), "--corpus", str(corpus), "--retriever", "bm25", "-o", str(run)]
+    assert main(retrieving, out, err) == 0, err.getvalue()
+    assert {line.split()[2] for line in run.read_text(encoding="utf-8").splitlines()} & named == named
+    out = io.StringIO()
+    assert (
+        main(["eval", "--dataset", str(target), "--run", str(run), "--corpus", str(corpus), "-m", "hits@10"], out, err)
+        == 0
+    )
+    assert [line.split() for line in out.getvalue().splitlines() if line.startswith("hits@10")] == [
+        ["hits@10", "all", "1.0000"]
+    ]
+
+
+def test_sentences_run_across_no_blank_line_and_a_heading_is_none():
+    text = (
+        "# Install the proxy server on a corporate network\nFirst step is here. Second\nwraps.\n\nThird one\n\n## Two"
+    )
+    assert [text[a:b] for a, b in sentences(text)] == ["First step is here.", "Second\nwraps.", "Third one"]
+
+
+def test_a_corpus_file_with_an_id_twice_keeps_the_first_as_every_loader_does(tmp_path):
+    corpus = _file(tmp_path, '{"id": "a", "text": "first"}\n{"id": "a", "text": "second"}\n')
+    with pytest.warns(UserWarning, match=r"corpus.jsonl: 1 line\(s\) repeat a document id of an earlier line"):
+        documents = read_documents(corpus)
+    assert [(d.doc_id, d.text) for d in documents] == [("a", "first")]

@@ -291,14 +291,16 @@ def add_data_options(parser: argparse.ArgumentParser, *, scoring: bool = True) -
     if scoring:
         parser.add_argument(
             "--corpus",
-            help="corpus.jsonl: the documents' text (answer_in@k, keyword_recall@k, token budgets, diagnosis) and "
-            "the corpus size (accuracy@k)",
+            help="a corpus (a JSONL of documents or a folder of .md/.txt files): the documents' text (answer_in@k, "
+            "keyword_recall@k, token budgets, diagnosis) and the corpus size (accuracy@k)",
         )
         parser.add_argument(
             "--corpus-size", type=whole_number(1), help="number of documents in the collection (accuracy@k)"
         )
     else:
-        parser.add_argument("--corpus", help="corpus.jsonl: the documents' text")
+        parser.add_argument(
+            "--corpus", help="a corpus (a JSONL of documents or a folder of .md/.txt files): the documents' text"
+        )
         parser.set_defaults(corpus_size=None)
     parser.add_argument("--chunk-mapping", help="chunk-to-document mapping file (CSV/TSV/JSONL)")
     parser.add_argument(

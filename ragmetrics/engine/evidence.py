@@ -54,7 +54,7 @@ from ragmetrics.engine import budgets
 from ragmetrics.engine.metrics import BUDGET_SUFFIX, EVIDENCE_METRICS, parse_metric
 from ragmetrics.engine.order import positions, running_sum, segment_starts
 from ragmetrics.foundation import scripts
-from ragmetrics.foundation.errors import MetricNameError, RagMetricsError
+from ragmetrics.foundation.errors import MetricNameError, ParseError, RagMetricsError, source_of
 from ragmetrics.foundation.ids import to_arrow
 from ragmetrics.foundation.kernels import take
 
@@ -358,13 +358,15 @@ def _chunk_places(
         texts.append(chunk_text)
         if chunk in given:
             if has_source and given[chunk][0] != doc:
-                raise RagMetricsError(
-                    f"chunk {chunk!r} of run {alignment.run.name!r}: its chunk span places it in document "
-                    f"{given[chunk][0]!r}, its source_doc says {doc!r}; expected the same document"
+                raise _chunk_span_error(
+                    chunk_spans,
+                    chunk,
+                    f"chunk {chunk!r} in document {doc!r} (the source_doc of run {alignment.run.name!r})",
+                    f"document {given[chunk][0]!r}",
                 )
             docs[i], starts[i], ends[i] = given[chunk]
             if chunk not in checked:  # once a chunk, however many queries retrieve it
-                _refuse_misplaced(alignment.run.name, chunk, chunk_text, given[chunk], corpus)
+                _refuse_misplaced(alignment.run.name, chunk, chunk_text, chunk_spans, given[chunk], corpus)
                 checked.add(chunk)
         elif chunk == doc and (text is None or doc not in corpus):
             starts[i], ends[i] = 0, WHOLE
@@ -375,7 +377,9 @@ def _chunk_places(
     return docs, starts, ends, texts
 
 
-def _refuse_misplaced(run: str, chunk: str, text: str, place: tuple[str, int, int], corpus: Mapping[str, str]) -> None:
+def _refuse_misplaced(
+    run: str, chunk: str, text: str, chunk_spans: Any, place: tuple[str, int, int], corpus: Mapping[str, str]
+) -> None:
     """A chunk span whose document text is not the chunk's own: the span credits the chunk with evidence it does not
     hold. Compared as a chunker may have changed them (white space left out, a line joined, compatibility forms
     such as a ligature unfolded: NFKC; a title line before it allowed); checked where both texts are known."""
@@ -384,11 +388,23 @@ def _refuse_misplaced(run: str, chunk: str, text: str, place: tuple[str, int, in
         return
     placed, own = _comparable(corpus[doc][start:end]), _comparable(text)
     if placed and placed not in own and own not in placed:
-        raise RagMetricsError(
-            f"chunk {chunk!r} of run {run!r}: its chunk span places it at {doc!r} {start}-{end} "
-            f"({corpus[doc][start:end][:40]!r}), which is not its text ({text[:40]!r}); expected the span its text "
-            "lies at"
+        raise _chunk_span_error(
+            chunk_spans,
+            chunk,
+            f"the span where the text of chunk {chunk!r} of run {run!r} lies ({text[:40]!r})",
+            f"{doc!r} {start}-{end}, which holds {corpus[doc][start:end][:40]!r}",
         )
+
+
+def _chunk_span_error(chunk_spans: Any, chunk: str, expected: str, found: str) -> ParseError:
+    """A chunk span that does not fit its run, said of the file and line it was read from where the table knows them
+    (:func:`ragmetrics.io.spans.load_chunk_spans` keeps both), else of "chunk spans"."""
+    source = source_of(chunk_spans)
+    line = None
+    if source is not None and "line" in chunk_spans.column_names:
+        lines = dict(zip(chunk_spans.column("chunk_id").to_pylist(), chunk_spans.column("line").to_pylist()))
+        line = lines.get(chunk)
+    return ParseError(source or "chunk spans", line, expected, found)
 
 
 def _comparable(text: str) -> str:

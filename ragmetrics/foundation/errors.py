@@ -8,6 +8,7 @@ the line, what was expected and what was found.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 
 class RagMetricsError(ValueError):
@@ -51,6 +52,18 @@ class ParseError(RagMetricsError):
         if first is None:
             return ParseError(source, line, self.expected, f"{self.found} (first on another line)")
         return ParseError(source, line, self.expected, self.found, first_line=first)
+
+
+SOURCE_METADATA = b"source"
+"""The key of a table's schema metadata that names the file its rows were read from (their lines in its ``line``
+column), so a later check can say where a bad row came from."""
+
+
+def source_of(table: Any) -> str | None:
+    """The file an Arrow table's rows were read from (:data:`SOURCE_METADATA`), None when it does not say."""
+    metadata = getattr(getattr(table, "schema", None), "metadata", None) or {}
+    value = metadata.get(SOURCE_METADATA)
+    return value.decode("utf-8", "replace") if value else None
 
 
 def _parse_error(source: str, line: int | None, expected: str, found: str, first_line: int | None) -> ParseError:

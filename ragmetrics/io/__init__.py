@@ -173,7 +173,8 @@ def load_dataset(
         dataset = merge_queries(dataset, read_queries(_open_extra(queries, "queries", limits)))
     documents, size = dataset.documents, dataset.corpus_size
     if corpus is not None:
-        from ragmetrics.io.beir import read_corpus, warn_if_corpus_of_another_dataset  # noqa: PLC0415 (imports pandas: loaded when such a file is read)
+        from ragmetrics.io.beir import warn_if_corpus_of_another_dataset  # noqa: PLC0415 (imports pandas: loaded when such a file is read)
+        from ragmetrics.io.corpus import read_corpus  # noqa: PLC0415 (as above)
 
         corpus_source = _open_extra(corpus, "corpus", limits)
         documents = read_corpus(corpus_source)

@@ -289,8 +289,10 @@ def _objects_only(data: bytes) -> bool:
 
 
 def read_corpus(source: Source) -> pd.DataFrame:
-    """``doc_id``, ``title``, ``text`` from a BEIR corpus.jsonl (C reader, Python fallback); a document id given
-    twice keeps its first row (``attrs["duplicate_ids"]`` counts the rows dropped)."""
+    """``doc_id``, ``title``, ``text`` from a BEIR corpus.jsonl or any JSONL of objects (C reader, Python
+    fallback; :mod:`ragmetrics.io.corpus` says which keys); in a file whose first record names no id, a record
+    without one is ``line<N>``; a document id given twice keeps its first row (``attrs["duplicate_ids"]`` counts the
+    rows dropped)."""
     check_line_rows(source)
     try:
         if not _objects_only(source.data):
@@ -332,18 +334,20 @@ def read_corpus(source: Source) -> pd.DataFrame:
         if not isinstance(record, dict):
             raise ParseError(source.name, line, "a JSON object", type(record).__name__)
         id_key, raw_id = _pick(record, DOC_ID_KEYS)
+        first = first or (line, record)
+        if id_key is None and _pick(first[1], DOC_ID_KEYS)[0] is None:
+            raw_id = f"line{line}"  # a file that names no id: its documents are its lines
         doc = _as_id(raw_id)
         if doc is None:
             raise ParseError(
                 source.name,
                 line,
-                'a document id ("_id" or "id")',
+                f"a document id (one of {', '.join(DOC_ID_KEYS)})",
                 f"keys {names_of(record)}" if id_key is None else shorten(raw_id),
             )
         check_id(source, line, doc, "a document id")
         title = check_text(source, line, str(record.get("title") or ""), "a document title")
         text_key, text = _pick(record, DOC_TEXT_KEYS)
-        first = first or (line, record)
         with_text = with_text or text_key is not None
         rows.append((doc, title, check_text(source, line, str(text or ""), "a document text")))
     if first is None:

@@ -22,7 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ragmetrics.foundation.errors import ParseError
+from ragmetrics.foundation.errors import SOURCE_METADATA, ParseError
 from ragmetrics.foundation.model import Dataset
 from ragmetrics.io._json import first_char, records
 from ragmetrics.io.source import names_of, open_source, shorten
@@ -180,7 +180,8 @@ def load_chunk_spans(source: Any, *, filename: str | None = None) -> pa.Table:
         _delimited(opened.text(), rows, "chunk_id")
     if not rows.columns["query_id"]:
         raise ParseError(opened.name, None, "at least one chunk with its span", "none")
-    return rows.table().rename_columns(["chunk_id", "doc_id", "start", "end", "line"])
+    table = rows.table().rename_columns(["chunk_id", "doc_id", "start", "end", "line"])
+    return table.replace_schema_metadata({SOURCE_METADATA: opened.name})
 
 
 def check_spans(spans: pa.Table, name: str, dataset: Dataset, *, key: str = "query_id") -> None:

@@ -22,7 +22,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
     """The command's own options (after the shared data options, whose help is adjusted here)."""
     for action in p._actions:
         if action.dest == "corpus":
-            action.help = "corpus.jsonl: the documents the built-in bm25 indexes (title + text)"
+            action.help = "a corpus (a JSONL of documents or a folder of .md/.txt files): what the built-in bm25 indexes (title + text)"
         elif action.dest in ("chunk_mapping", "chunk_pattern"):
             action.help = argparse.SUPPRESS  # a TREC run has no source_doc column: give them to eval instead
     p.add_argument(

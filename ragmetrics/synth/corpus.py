@@ -1,13 +1,8 @@
 """A corpus to write queries from: read, chunked with a named chunker, and sampled across documents.
 
-Inputs (:func:`read_corpus`):
-
-* a BEIR ``corpus.jsonl`` (gzipped or not) (``_id``/``id``, ``title``, ``text``), read by :func:`ragmetrics.io.beir.read_corpus`;
-* any other JSONL of objects: the id is the first of ``_id``, ``id``, ``doc_id``, ``docid`` (else ``line<N>``), the
-  text the first of :data:`ragmetrics.io.beir.DOC_TEXT_KEYS`, the title ``title``;
-* a folder of ``.md`` / ``.txt`` files (searched recursively, sorted): the id is the file's path relative to the
-  folder, the title its first Markdown heading (else the file name); each file UTF-8 (or UTF-16 with its byte-order
-  mark), a file of other bytes refused with its name and line.
+Inputs (:func:`read_documents`): whatever :func:`ragmetrics.io.corpus.read_corpus` reads, as ``eval --corpus`` and
+``retrieve --corpus`` read it (a JSONL of objects, BEIR's ``corpus.jsonl`` among them; a folder of ``.md`` /
+``.txt`` files), so the set's ids are the ones a retriever over the same corpus returns.
 
 Chunkers (:data:`CHUNKERS`), named in every candidate's provenance:
 
@@ -34,22 +29,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ragmetrics.engine.health import NUMBERING_SEPARATORS
-from ragmetrics.foundation.errors import ParseError, RagMetricsError, RagMetricsWarning
+from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.scripts import HAN
-from ragmetrics.io._json import first_record, records
-from ragmetrics.io.beir import DOC_ID_KEYS, DOC_TEXT_KEYS
-from ragmetrics.io.beir import read_corpus as read_beir_corpus
-from ragmetrics.io.source import Source as SourceFile
-from ragmetrics.io.source import names_of, open_source, shorten
+from ragmetrics.io.corpus import read_corpus
+from ragmetrics.io.source import names_of
 from ragmetrics.retrieve.bm25 import detect_language
 from ragmetrics.synth.base import Source
 
-FOLDER_SUFFIXES = (".md", ".txt")
 UNIT = re.compile(f"[{HAN}]|[^\\W_{HAN}]+")
 """A unit of text: one CJK ideograph, or a run of other letters and digits (a word)."""
 PUNCTUATION_AFTER = re.compile(r"[^\w\s]*")
 """What a chunk keeps after its last unit: the punctuation that ends it (no space, no word)."""
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -95,53 +85,10 @@ LANGUAGE_NAMES = {"en": "English", "zh": "Chinese"}
 
 
 def read_documents(path: str | Path) -> list[Document]:
-    """The documents of a BEIR corpus.jsonl, a JSONL of objects or a folder of .md/.txt files (see the module);
-    a file may be gzipped."""
-    where = Path(path)
-    if where.is_dir():
-        return _folder(where)
-    if not where.exists():
-        raise RagMetricsError(f"{path}: no such corpus file or folder")
-    source = open_source(str(where))
-    first = first_record(source)
-    if isinstance(first, dict) and any(k in first for k in DOC_ID_KEYS) and "text" in first:
-        frame = read_beir_corpus(source)
-        return [Document(str(d), str(t), str(x)) for d, t, x in zip(frame["doc_id"], frame["title"], frame["text"])]
-    return _generic_jsonl(source)
-
-
-def _generic_jsonl(source: SourceFile) -> list[Document]:
-    out: list[Document] = []
-    seen: set[str] = set()
-    for line_no, _n, record in records(source):
-        if not isinstance(record, dict):
-            raise ParseError(source.name, line_no, "a JSON object", type(record).__name__)
-        text = next((record[k] for k in DOC_TEXT_KEYS if isinstance(record.get(k), str)), None)
-        if text is None:
-            raise ParseError(
-                source.name, line_no, f"a text under one of {', '.join(DOC_TEXT_KEYS)}", f"keys {names_of(record)}"
-            )
-        raw_id = next((record[k] for k in DOC_ID_KEYS if record.get(k) is not None), None)
-        doc_id = str(raw_id).strip() if raw_id is not None else f"line{line_no}"
-        if doc_id in seen:
-            raise ParseError(source.name, line_no, "each document id once", f"{shorten(doc_id)} again")
-        seen.add(doc_id)
-        out.append(Document(doc_id, str(record.get("title") or ""), text))
-    if not out:
-        raise ParseError(source.name, None, "at least one document", "none")
-    return out
-
-
-def _folder(root: Path) -> list[Document]:
-    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in FOLDER_SUFFIXES)
-    if not files:
-        raise RagMetricsError(f"{root}: no {' or '.join(FOLDER_SUFFIXES)} file in the folder")
-    out = []
-    for file in files:
-        text = open_source(str(file)).text()  # UTF-8 (or UTF-16 with its mark), else refused at the line
-        heading = _HEADING.search(text) if file.suffix.lower() == ".md" else None
-        out.append(Document(file.relative_to(root).as_posix(), heading.group(1) if heading else file.stem, text))
-    return out
+    """The documents of the corpus at ``path``, read as every command reads a corpus
+    (:func:`ragmetrics.io.corpus.read_corpus`: a JSONL of objects, gzipped or not, or a folder of .md/.txt files)."""
+    frame = read_corpus(str(path))
+    return [Document(d, t, x) for d, t, x in zip(frame["doc_id"], frame["title"], frame["text"])]
 
 
 # --------------------------------------------------------------------------

@@ -209,15 +209,31 @@ def _words_after(text: str, start: int, end: int) -> str:
     return text[start : start + kept[-1]].rstrip() if kept else ""
 
 
+_BLOCK_BREAK = re.compile(r"\n[ \t]*\n|^[ \t]{0,3}#{1,6}(?:[ \t][^\n]*)?$", re.MULTILINE)
+"""What no sentence runs across: a blank line, and a Markdown heading's line (itself no sentence)."""
+
+
 def sentences(text: str) -> list[tuple[int, int]]:
-    """Sentence spans of ``text`` (ends at . ! ? and spaces before a capital, a digit or an ideograph, and at
-    。！？；)."""
-    spans, start = [], 0
-    for m in _SENTENCE_END.finditer(text):
+    """Sentence spans of ``text``: ends at . ! ? and spaces before a capital, a digit or an ideograph, and at
+    。！？；; no sentence runs across a blank line, and a Markdown heading's line is none (its title is not an
+    answer: the sentences after it are)."""
+    out: list[tuple[int, int]] = []
+    block = 0
+    for stop in [*_BLOCK_BREAK.finditer(text), None]:
+        end = len(text) if stop is None else stop.start()
+        out.extend(_sentences_in(text, block, end))
+        block = end if stop is None else stop.end()
+    return out
+
+
+def _sentences_in(text: str, start: int, stop: int) -> list[tuple[int, int]]:
+    """The sentence spans of ``text[start:stop]``, a block no sentence runs out of, as offsets of ``text``."""
+    spans = []
+    for m in _SENTENCE_END.finditer(text, start, stop):
         if m.end() > start:
             spans.append((start, m.start() if m.start() > start else m.end()))
             start = m.end()
-    spans.append((start, len(text)))
+    spans.append((start, stop))
     out = []
     for a, b in spans:
         while a < b and text[a].isspace():
