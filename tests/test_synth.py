@@ -133,6 +133,9 @@ def test_deterministic_for_a_seed(name, request, generators):
         (c.query, c.expected_answer, c.source.chunk_id) for c in again
     ]
     assert [c.query for c in first] != [c.query for c in other]
+    # the ids name the set: the same set written again keeps them, another seed's set shares none
+    ids = [[r["query_id"] for r in records(found, corpus)] for found in (first, again, other)]
+    assert ids[0] == ids[1] and not set(ids[0]) & set(ids[2])
 
 
 def test_sources_are_sampled_across_documents(scifact, cmrc):

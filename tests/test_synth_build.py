@@ -104,10 +104,14 @@ def test_a_batch_is_stored_candidate_by_candidate_and_resumes_to_the_same_set(st
     whole = reopened.new_batch(parent, "extractive", {"seed": 7}, 10)
     assert _generate(reopened, whole, corpus) == 10
 
-    def comparable(batch):
-        return [dict(c.record) for c in reopened.candidates(batch)]
+    def comparable(batch):  # the ids name their batch: two batches share none
+        return [
+            {**c.record, "query_id": c.record["query_id"].replace(batch[:8], "B")} for c in reopened.candidates(batch)
+        ]
 
     assert comparable(interrupted) == comparable(whole)
+    ids = [{c.record["query_id"] for c in reopened.candidates(b)} for b in (interrupted, whole)]
+    assert len(ids[0]) == len(ids[1]) == 10 and not ids[0] & ids[1]
     batch = reopened.batch(interrupted)
     assert (batch.status, batch.stored, batch.requested, batch.author) == ("complete", 10, 10, "ana@example.org")
     records = comparable(interrupted)

@@ -122,7 +122,7 @@ def cmd_synth(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"{args.corpus}: no candidate could be written from its {len(corpus.chunks)} chunk(s) "
             "(too little text, or no term rare enough to ask about)"
         )
-    write_jsonl(args.output, records(candidates, corpus, seed=args.seed))
+    write_jsonl(args.output, records(candidates, corpus))
     flagged = sum(bool(c.flags) for c in candidates)
     err.write(
         f"ragmetrics: wrote {args.output}: {len(candidates)} candidate(s) from {len(corpus.chunks_of())} documents "

@@ -66,13 +66,13 @@ def categories_of(generator: str) -> tuple[str, ...]:
 
 
 def record_of(
-    candidate: Candidate, corpus: Corpus, position: int, seed: int, groups: Groups | None = None
+    candidate: Candidate, corpus: Corpus, position: int, batch: str, groups: Groups | None = None
 ) -> dict[str, Any]:
-    """The evaluation-set record of the candidate at ``position`` (its ``query_id`` numbered by it), with its source
-    passage (``doc_id, chunk_id, text, start, end``) for the reviewer; ``groups``: :func:`groups_of` the corpus,
-    made once a batch."""
-    record = records([candidate], corpus, seed=seed, groups=groups)[0]
-    record["query_id"] = f"{candidate.provenance.get('generator', 'synth')}-{seed}-{position:04d}"
+    """The evaluation-set record of the candidate at ``position`` of ``batch`` (its ``query_id`` named by the batch
+    and numbered by the position: two batches share no id), with its source passage (``doc_id, chunk_id, text,
+    start, end``) for the reviewer; ``groups``: :func:`groups_of` the corpus, made once a batch."""
+    record = records([candidate], corpus, tag=batch[:8], groups=groups)[0]
+    record["query_id"] = f"{candidate.provenance.get('generator', 'synth')}-{batch[:8]}-{position:04d}"
     source = candidate.source
     record["source"] = {
         "doc_id": source.spans_in or source.doc_id,  # the record its characters start:end are of
@@ -137,7 +137,7 @@ def generate_batch(
                 while free in taken:
                     free += 1
                 position = free
-                candidates.add_candidate(batch, position, record_of(candidate, corpus, position, seed, groups))
+                candidates.add_candidate(batch, position, record_of(candidate, corpus, position, batch, groups))
                 taken.add(position)
             made[position] = candidate
             report(len(taken), total)

@@ -9,7 +9,9 @@ One JSON object per line::
 its document 1 (a document taken as given is its own only chunk), and 2 for any chunk whose text is the source's (a
 document stored twice); a ``negative`` candidate has none. ``provenance`` is the generator's,
 with the chunker, the source chunk's id and the hash of its text added when missing (``dataset check`` reads them).
-``query_id`` is ``<generator>-<seed>-<n>`` (n from 1, four digits at least): duplicates keep distinct ids, and are flagged.
+``query_id`` is ``<generator>-<set>-<n>`` (n from 1, four digits at least; ``set`` the :func:`set_tag` of the
+candidates, or the caller's): duplicates keep distinct ids, and are flagged; two sets do not share ids, so their
+queries stay apart when their sets are merged or their labels pooled.
 """
 
 from __future__ import annotations
@@ -71,17 +73,27 @@ def groups_of(corpus: Corpus) -> Groups:
     return {doc: [c.chunk_id for c in chunks] for doc, chunks in corpus.chunks_of().items()}, identical_chunks(corpus)
 
 
+def set_tag(candidates: Sequence[Candidate]) -> str:
+    """Eight hex digits that tell a set of candidates from another: a hash of each one's generator, seed, source
+    chunk and query, in order (the same set written again has the same tag; another corpus, seed or mix, another)."""
+    digest = hashlib.sha256()
+    for c in candidates:
+        fields = (c.provenance.get("generator", ""), str(c.provenance.get("seed", "")), c.source.chunk_id, c.query)
+        digest.update("\x1f".join(fields).encode("utf-8", "surrogatepass") + b"\x1e")
+    return digest.hexdigest()[:8]
+
+
 def records(
-    candidates: Sequence[Candidate], corpus: Corpus, *, seed: int | None = None, groups: Groups | None = None
+    candidates: Sequence[Candidate], corpus: Corpus, *, tag: str | None = None, groups: Groups | None = None
 ) -> list[dict[str, Any]]:
-    """The evaluation-set records of ``candidates``, in order; ``seed`` (the run's) names the ids, else each
-    candidate's provenance seed; ``groups``: :func:`groups_of` the corpus, when the caller has them."""
+    """The evaluation-set records of ``candidates``, in order; ``tag`` names the set in the ids (default: their
+    :func:`set_tag`); ``groups``: :func:`groups_of` the corpus, when the caller has them."""
     chunks_of, twins = groups if groups is not None else groups_of(corpus)
     width = max(4, len(str(len(candidates))))
+    named = set_tag(candidates) if tag is None else tag
     out = []
     for n, c in enumerate(candidates, 1):
         generator = c.provenance.get("generator", "synth")
-        named = c.provenance.get("seed", "0") if seed is None else seed
         out.append(
             {
                 "query_id": f"{generator}-{named}-{n:0{width}d}",
