@@ -549,7 +549,7 @@ def test_cli_evidence_refuses_the_comparisons_options_without_baseline_and_defau
         said.append(json.loads(out.getvalue()))
     assert said[0] == said[1]
     assert (said[0]["k"], said[0]["budget_tokens"]) == (10, 512)
-    assert said[0]["correction"] == "Holm-corrected over 7 comparison(s)"
+    assert said[0]["correction"] == "Holm-corrected over no comparison: none was tested"
 
 
 def _one_document(text: str, run_rows: list[dict[str, object]], answer: str = "") -> tuple[rm.Dataset, rm.Run]:
@@ -799,6 +799,26 @@ def test_the_chunkings_verdict_sentence_words_every_verdict(code):
     assert winner == "base" and f"low +0.1000 (p=0.01, {verdict_words(code, 'base')})" in sentence
 
 
+def test_the_chunkings_sentence_names_the_rows_a_test_finds_going_the_other_way():
+    """Was: the summary spoke of the deciding metric only, so a winner at equal token cost that was significantly
+    worse at document level read as a plain win."""
+    table = _decided({"top": "better"}).assign(level="span")
+    against = {"metric": "recall@10", "level": "document", "run": "top", "mean": 0.3, "delta": -0.2, "n": 30,
+               "verdict": "worse", "p_value_corrected": 0.004}  # fmt: skip
+    winner, sentence = _summary(pd.concat([table, pd.DataFrame([against])]), "recall@512tok", "base", "holm", 4, 512)
+    assert winner == "top" and sentence.endswith("; but it is significantly worse on recall@10 (-0.2000, p=0.004).")
+    # the baseline winning, another run significantly better elsewhere is named
+    table = _decided({"low": "not significant"}).assign(mean=[0.7, 0.4])
+    beside = {**against, "run": "low", "delta": 0.2, "verdict": "better"}
+    winner, sentence = _summary(pd.concat([table, pd.DataFrame([beside])]), "recall@512tok", "base", "holm", 4, 512)
+    assert winner == "base" and "but low is significantly better on recall@10 (+0.2000, p=0.004)." in sentence
+    # a contrary delta no test finds is not named
+    calm = {**against, "verdict": "not significant"}
+    _, sentence = _summary(pd.concat([_decided({"top": "better"}), pd.DataFrame([calm])]), "recall@512tok", "base",
+                           "holm", 4, 512)  # fmt: skip
+    assert "but" not in sentence
+
+
 def test_every_verdict_has_words_and_a_term_that_are_not_its_code():
     for code in VERDICTS:
         assert code in VERDICT_TERMS and verdict_words(code, "bm25")
@@ -891,6 +911,15 @@ def test_a_chunkings_row_of_too_few_queries_shows_its_delta_and_no_interval_or_p
     assert len(few) == 3 and all(line.split()[6:] == ["too", "few", "to", "tell"] for line in few), few
     documents = [line for line in out.getvalue().splitlines() if line.startswith("document") and "hybrid" in line]
     assert documents and all("[" in line for line in documents)  # enough queries: intervals as before
+    # the family is the rows tested: the document rows, not the span rows too few to test (they counted, and the
+    # summary said "over 7" where 4 p-values showed)
+    out = io.StringIO()
+    assert main([*argv, "--format", "json"], out, io.StringIO()) == 0
+    found = json.loads(out.getvalue())
+    rows = [r for r in found["comparisons"] if r["run"] != r["baseline"]]
+    tested = [r for r in rows if r["p_value"] is not None]
+    assert len(tested) == len(documents) < len(rows)
+    assert found["correction"] == f"Holm-corrected over {len(tested)} comparison(s)"
 
 
 @pytest.mark.parametrize(

@@ -196,7 +196,9 @@ def compare_chunkings(
                 keep = ~(np.isnan(current) | np.isnan(base))
                 row = paired_row(metric, run, baseline, ids[keep], current[keep], base[keep], test, n_resamples, seed)
                 rows.append({"level": level, **row})
-    table = adjusted_intervals(corrected_rows(pd.DataFrame(rows), correction, alpha), correction, alpha)
+    tested = pd.DataFrame(rows)
+    tested.loc[tested["too_few"].astype(bool), ["p_value", "p_t"]] = np.nan  # not tested: no family counts them
+    table = adjusted_intervals(corrected_rows(tested, correction, alpha), correction, alpha)
     table["verdict"] = [
         verdict(r.run, r.baseline, r.delta, r.p_value_corrected, alpha, too_few=bool(r.too_few), direction=r.direction,
                 sign=better_sign(r.metric))
@@ -238,7 +240,41 @@ def _tokens(alignments: Sequence[Alignment], k: int) -> pd.DataFrame:
 def _summary(
     table: pd.DataFrame, metric: str, baseline: str, correction: str, family_size: int, budget: int
 ) -> tuple[str, str]:
-    """The winner at equal token cost and the sentence that says it."""
+    """The winner at equal token cost and the sentence that says it, with the rows of other metrics that a test
+    finds going the other way (:func:`_contrary`)."""
+    winner, sentence = _deciding_summary(table, metric, baseline, correction, family_size, budget)
+    contrary = _contrary(table, metric, winner, baseline)
+    return winner, sentence if not contrary else sentence[:-1] + "; " + contrary + "."
+
+
+CONTRARY_SHOWN = 3
+"""How many contrary rows the summary names (the table holds them all)."""
+
+
+def _contrary(table: pd.DataFrame, metric: str, winner: str, baseline: str) -> str:
+    """The rows, on other metrics than the deciding one, where the corrected test goes against the winner: the
+    winner significantly worse than the baseline, or (the baseline winning) another run significantly better."""
+    if "verdict" not in table.columns:
+        return ""
+    others = table[table["metric"] != metric]
+    if winner != baseline:
+        against = others[(others["run"] == winner) & others["verdict"].isin(["worse", "exactly worse"])]
+    else:
+        against = others[(others["run"] != baseline) & others["verdict"].isin(["better", "exactly better"])]
+    parts = [
+        ("it is significantly worse" if winner != baseline else f"{r.run} is significantly better")
+        + f" on {r.metric} ({r.delta:+.4f}"
+        + (f", p={r.p_value_corrected:.3g})" if pd.notna(r.p_value_corrected) else ")")
+        for r in against.head(CONTRARY_SHOWN).itertuples(index=False)
+    ]
+    more = len(against) - CONTRARY_SHOWN
+    return "" if not parts else "but " + "; ".join(parts) + (f"; and {more} more such row(s)" if more > 0 else "")
+
+
+def _deciding_summary(
+    table: pd.DataFrame, metric: str, baseline: str, correction: str, family_size: int, budget: int
+) -> tuple[str, str]:
+    """The winner on the deciding ``metric`` and the sentence that says it."""
     rows = table[table["metric"] == metric].set_index("run")
     sign = better_sign(metric)  # the best is the lowest where lower is better (tokens_to_evidence)
     winner = str((sign * rows["mean"]).idxmax())

@@ -621,9 +621,11 @@ level gives (``ragmetrics.analysis.compare.planning_words``); a correction added
 def family_text(correction: str | None, size: int, scope: str = "") -> str:
     """The correction and the family it covers, in the words the CLI and every dashboard page use:
     ``Holm-corrected over 4 comparison(s)``, ``Holm-corrected over 6 comparison(s) (all pairs of 3 runs x 2
-    metrics)``, ``uncorrected``."""
+    metrics)``, ``uncorrected``; a family of none (every row too few to test, or exact) says so."""
     if is_uncorrected(correction):
         return "uncorrected"
+    if size == 0:
+        return f"{correction_title(correction)}-corrected over no comparison: none was tested"
     return f"{correction_title(correction)}-corrected over {size} comparison(s)" + (f" ({scope})" if scope else "")
 
 
