@@ -398,6 +398,8 @@ def test_eval_says_an_interval_of_width_0_measures_nothing_however_many_queries_
     assert main([*argv, "--format", "json"], json_out, io.StringIO()) == 0
     row = json.loads(json_out.getvalue())["corrected"][0]
     assert row["no_spread"] is True and row["too_few"] is False and row["exact"] is False
+    assert row["ci_low"] is None and row["ci_high"] is None and row["projected"] is None  # no interval here either
+    assert row["judge_low"] is not None  # the judge's own interval is a sample's: it stays
     # a human label of a query neither the dataset nor the judge has (a typo) is said, not dropped unseen
     with (tmp_path / "human.qrels").open("a") as handle:
         handle.write("nosuchq 0 docx 1\n")

@@ -26,7 +26,7 @@ import pandas as pd
 from dashboard.core.share import SAMPLE_PLANS
 from dashboard.core.text import md_escape
 from ragmetrics.analysis import ppi
-from ragmetrics.analysis.compare import DEFAULT_FAMILY, bounds_text, interval_at_level, too_few_shown
+from ragmetrics.analysis.compare import DEFAULT_FAMILY, bounds_text, interval_at_level, untested_shown
 from ragmetrics.analysis.evaluate import RunResult, evaluate
 from ragmetrics.analysis.judging import judged_twice
 from ragmetrics.analysis.label_agreement import LabelAgreement, label_agreement
@@ -205,11 +205,11 @@ def corrected_table(
     judge_low, judge_high, human_only, human_low, human_high, n_labelled, n_queries, too_few, no_spread, more,
     projected``
     (the half width were ``more`` queries labelled beyond these; a ``too_few`` row has no corrected interval, as
-    every output shows it: :func:`ragmetrics.analysis.compare.too_few_shown`). Fewer than
+    every output shows it: :func:`ragmetrics.analysis.compare.untested_shown`). Fewer than
     :data:`ragmetrics.analysis.ppi.MIN_LABELLED` labelled queries: a
     :class:`~ragmetrics.foundation.errors.RagMetricsError`."""
     under_judge, under_people, strata_of = _under(base, runs, [spec], human, judge, conventions, strata)
-    frame = too_few_shown(
+    frame = untested_shown(
         ppi.corrected_means(under_judge, under_people, list(sample), metrics=[str(spec)], strata=strata_of)
     )
     names = {

@@ -35,7 +35,7 @@ from ragmetrics.analysis.compare import (
     percent,
     planning_alpha,
     planning_words,
-    too_few_shown,
+    untested_shown,
 )
 from ragmetrics.analysis.stats import correction_title, delta_interval_method, is_uncorrected
 from ragmetrics.analysis.stats import family_text as family_words
@@ -575,7 +575,7 @@ def segment_frame(comparison: Comparison, spec: MetricSpec, run: str, dataset: D
 
     Groups in the dashboard's order (categories by size, difficulties easy → hard when ``dataset`` is given);
     ``significance`` is ``too few to tell`` when n < :data:`ragmetrics.analysis.compare.MIN_GROUP`, and such a group
-    shows its delta with no interval and no p-value (:func:`ragmetrics.analysis.compare.too_few_shown`, the rule of
+    shows its delta with no interval and no p-value (:func:`ragmetrics.analysis.compare.untested_shown`, the rule of
     every output); the correction is the library's (within a facet, across runs × metrics × groups).
     """
     seg = comparison.segments
@@ -597,7 +597,7 @@ def segment_frame(comparison: Comparison, spec: MetricSpec, run: str, dataset: D
         significance_mark(run, comparison.baseline, d, p, comparison.alpha, bool(tf), side)
         for d, p, tf, side in zip(part["delta"], part["p_value_corrected"], part["too_few"], part["direction"])
     ]
-    return too_few_shown(part[SEGMENT_COLUMNS]).reset_index(drop=True)
+    return untested_shown(part[SEGMENT_COLUMNS]).reset_index(drop=True)
 
 
 def segment_labels(frame: pd.DataFrame) -> list[str]:

@@ -41,7 +41,7 @@ from ragmetrics.analysis.compare import (
     corrected_rows,
     interval_at_level,
     paired_row,
-    too_few_shown,
+    untested_shown,
 )
 from ragmetrics.analysis.verdicts import verdict, verdict_words
 from ragmetrics.engine import Alignment, align
@@ -211,7 +211,7 @@ def compare_chunkings(
     deciding = f"evidence_recall@{budget}tok" if enough else f"recall@{budget}tok"
     winner, summary = _summary(table, deciding, baseline, correction, family_size, budget)
     return ChunkingComparison(
-        table=too_few_shown(table),  # a row of too few queries: its delta, no interval and no p-value (as compare)
+        table=untested_shown(table),  # a row of too few queries: its delta, no interval and no p-value (as compare)
         tokens=tokens,
         baseline=baseline,
         k=k,

@@ -144,22 +144,30 @@ UNTESTED_COLUMNS = (
 )  # fmt: skip
 """What a row too few to tell (``too_few``: a segment of fewer than :data:`MIN_GROUP` queries, a corrected delta of
 fewer human-labelled ones) does not show: its intervals, its p-values and the half-width projected from its interval
-(a corrected mean's), the test on so few not being trusted (:func:`too_few_shown`)."""
+(a corrected mean's), the test on so few not being trusted (:func:`untested_shown`)."""
 
 
-def too_few_shown(frame: pd.DataFrame) -> pd.DataFrame:
+NO_INTERVAL_COLUMNS = tuple(c for c in UNTESTED_COLUMNS if c.startswith("ci_")) + ("projected",)
+"""What a ``no_spread`` row (a corrected estimate whose labelled queries all score alike: an interval of width 0,
+which measures nothing) does not show: its intervals and the half-width projected from one."""
+
+
+def untested_shown(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` as every page and output shows it: a ``too_few`` row keeps its delta, its counts and the flag, and
-    has none of :data:`UNTESTED_COLUMNS` (NaN, None in JSON) and is not ``significant``; the rows are otherwise as
-    computed (their correction counted the too-few rows' p-values as the family's)."""
-    if frame.empty or "too_few" not in frame.columns or not frame["too_few"].astype(bool).any():
+    has none of :data:`UNTESTED_COLUMNS` (NaN, None in JSON) and is not ``significant``; a ``no_spread`` row has
+    none of :data:`NO_INTERVAL_COLUMNS`; the rows are otherwise as computed."""
+    hidden = [(flag, columns) for flag, columns in (("too_few", UNTESTED_COLUMNS), ("no_spread", NO_INTERVAL_COLUMNS))
+              if flag in frame.columns and frame[flag].astype(bool).any()]  # fmt: skip
+    if frame.empty or not hidden:
         return frame
-    few = frame["too_few"].astype(bool).to_numpy()
     shown = frame.copy()
-    for column in UNTESTED_COLUMNS:
-        if column in shown.columns:
-            shown.loc[few, column] = np.nan
-    if "significant" in shown.columns:
-        shown.loc[few, "significant"] = False
+    for flag, columns in hidden:
+        rows = shown[flag].astype(bool).to_numpy()
+        for column in columns:
+            if column in shown.columns:
+                shown.loc[rows, column] = np.nan
+        if "significant" in shown.columns:
+            shown.loc[rows, "significant"] = False
     return shown
 
 

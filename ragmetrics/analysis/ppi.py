@@ -80,7 +80,7 @@ MIN_TESTED = stats.MIN_GROUP
 """Fewer labelled queries give a corrected delta no verdict: "too few to tell", as a segment of fewer queries; the
 test on so few is not to be trusted, so the CLI, its JSON and the dashboard show neither its p-values nor its
 intervals (the adjusted interval excludes 0 exactly when the corrected p-value is below alpha: the same test), only
-the delta (:func:`ragmetrics.analysis.compare.too_few_shown`); a corrected mean of so few keeps its estimate and
+the delta (:func:`ragmetrics.analysis.compare.untested_shown`); a corrected mean of so few keeps its estimate and
 loses its interval the same way (:func:`corrected_means`)."""
 JUDGE_ONLY_WORDS = (
     "judge-only: the judge's labels taken as truth, its interval allowing nothing for the judge's bias (only the "
@@ -613,7 +613,7 @@ def corrected_means(
     judge_low, judge_high``, ``human, human_low,
     human_high``, ``lam, n_labelled, n_queries``, ``differing`` (:data:`MIN_DIFFERING`), ``too_few`` (fewer than
     :data:`MIN_TESTED` labelled queries, unless the mean is exact: too few to tell, as a corrected delta of so few;
-    the interval is kept here and shown by no output, :func:`ragmetrics.analysis.compare.too_few_shown`),
+    the interval is kept here and shown by no output, :func:`ragmetrics.analysis.compare.untested_shown`),
     ``no_spread`` (an interval of width 0 from labelled queries that all score alike: it measures nothing, least of
     all certainty; shown as no interval, as a corrected delta's), ``exact``
     (:attr:`Corrected.exact`: its interval the point itself, said "exact" as a comparison's), and
@@ -740,7 +740,7 @@ def corrected_comparison(
     ``family_exact`` counts the family's pairs left out so): the
     columns :func:`ragmetrics.analysis.verdicts.verdict` reads, and ``verdict`` its code. ``strata``, ``more`` and ``options``: as
     :func:`corrected_means`. The baseline's own row is left out. A ``too_few`` row keeps its p-values and intervals
-    here (they count in the family); every output shows it by :func:`ragmetrics.analysis.compare.too_few_shown`."""
+    here (they count in the family); every output shows it by :func:`ragmetrics.analysis.compare.untested_shown`."""
     import pandas as pd  # noqa: PLC0415 (pandas is loaded on use: import ragmetrics stays light)
 
     from ragmetrics.analysis.compare import FAMILIES, adjusted_level, family_scope  # noqa: PLC0415 (it loads pandas: on use)

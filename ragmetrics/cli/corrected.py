@@ -21,7 +21,7 @@ from ragmetrics.analysis.compare import (
     interval_at_level,
     intervals_name,
     mean_bounds_text,
-    too_few_shown,
+    untested_shown,
 )
 from ragmetrics.analysis.evaluate import EvalResult
 from ragmetrics.analysis.judging import (
@@ -281,7 +281,7 @@ def eval_corrected(
         out,
     )
     _unreadable(args, frame, err)
-    shown = too_few_shown(frame)
+    shown = untested_shown(frame)
     if args.format == "json":
         _json(shown, "corrected", out, plan)
     elif args.format == "csv":
@@ -338,7 +338,7 @@ def compare_corrected(
     if tuned is not None:
         err.write(f"ragmetrics: note: {tuned}\n")
     if args.format == "json":
-        _json(too_few_shown(frame), "comparisons", out, plan)
+        _json(untested_shown(frame), "comparisons", out, plan)
         return judge
     for r in frame.itertuples(index=False):
         mark = "*" if r.significant else ("?" if r.too_few or r.no_spread else " ")
