@@ -290,10 +290,11 @@ def evaluate(
     that ragmetrics computes, at trec_eval's default cut-offs (a warning names those left out).
 
     ``tokenizer``: what the token budgets (``recall@512tok``: the metric on the chunks that fit in 512 tokens)
-    count with: ``auto`` (the default: jieba for Chinese texts, else whitespace; picked once, on every run's texts
-    together, so all runs count alike: :func:`ragmetrics.engine.budgets.shared_tokenizer`), ``whitespace``,
-    ``jieba`` or a callable ``text -> tokens`` (:mod:`ragmetrics.engine.tokens`); :attr:`RunResult.tokenizer` names
-    it.
+    count with: ``auto`` (jieba for Chinese texts, else whitespace; picked once, on every run's texts together, so
+    all runs count alike: :func:`ragmetrics.engine.budgets.shared_tokenizer`), ``whitespace``, ``jieba`` or a
+    callable ``text -> tokens`` (:mod:`ragmetrics.engine.tokens`); None (the default): ``auto`` for a run, and for an
+    :class:`~ragmetrics.Alignment` the tokenizer it was aligned with (``align`` itself takes no None: it has no
+    tokenizer of its own to keep); :attr:`RunResult.tokenizer` names it.
     """
     data = _as_dataset(dataset)
     run_list = _as_runs(runs)
