@@ -291,3 +291,29 @@ def test_the_docs_transcripts_are_what_the_commands_print(name: str, tmp_path: P
                 continue
             printed, _ = _printed(string.Template(command).safe_substitute(variables), folder)
             assert _in_order(shown, printed), (name, command, printed)
+
+
+PYTHON_EXAMPLE = re.compile(r"```python\n(.*?)```\n\n```\n(.*?)```", re.DOTALL)
+"""A Python block and the block right after it: what it prints."""
+PYTHON_EXAMPLES = [
+    pytest.param(code, shown, id=f"{path.name}:{n}")
+    for path in (ROOT / "README.md", ROOT / "docs" / "synth.md", ROOT / "docs" / "judging.md")
+    for n, (code, shown) in enumerate(PYTHON_EXAMPLE.findall(path.read_text(encoding="utf-8")), 1)
+]
+
+
+def test_the_python_examples_are_found():
+    """By their form: a change of it would leave none to run."""
+    assert {p.id.split(":")[0] for p in PYTHON_EXAMPLES} == {"README.md", "synth.md", "judging.md"}
+
+
+@pytest.mark.parametrize(("code", "shown"), PYTHON_EXAMPLES)
+def test_the_python_examples_print_what_they_show(code: str, shown: str, tmp_path: Path):
+    """Each Python example run as a script where its relative paths lead: it prints what the block after it shows."""
+    script = tmp_path / "example.py"
+    script.write_text(code, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=_in_checkout(tmp_path), timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == shown, done.stdout
