@@ -254,8 +254,6 @@ CONTRARY_SHOWN = 3
 def _contrary(table: pd.DataFrame, metric: str, winner: str, baseline: str) -> str:
     """The rows, on other metrics than the deciding one, where the corrected test goes against the winner: the
     winner significantly worse than the baseline, or (the baseline winning) another run significantly better."""
-    if "verdict" not in table.columns:
-        return ""
     others = table[table["metric"] != metric]
     if winner != baseline:
         against = others[(others["run"] == winner) & others["verdict"].isin(["worse", "exactly worse"])]

@@ -57,9 +57,8 @@ def read_folder(folder: Source) -> pd.DataFrame:
     rows = []
     for path in files:
         file = open_source(str(path), limits=folder.limits)
-        text = check_text(
-            file, None, file.text(), "a document text"
-        )  # UTF-8 (or UTF-16 with its mark), else refused at the line
+        # UTF-8 (or UTF-16 with its mark), else refused at the line that is not
+        text = check_text(file, None, file.text(), "a document text")
         heading = _HEADING.search(text) if path.suffix.lower() == ".md" else None
         rows.append((path.relative_to(root).as_posix(), heading.group(1) if heading else path.stem, text))
     return pd.DataFrame(rows, columns=["doc_id", "title", "text"]).astype("str")
