@@ -788,8 +788,8 @@ def test_under_the_queries_target_a_paired_difference_on_few_disagreements_cover
     assert all(0.93 <= float(np.mean(rates)) <= 0.97 for rates in covered.values()), covered
     assert ppi.unreadable(40, [0.1], 4, "queries", paired=True) is None
     rows = pd.DataFrame({"ci_low": [0.1], "ci_high": [0.3], "n_labelled": [40], "differing": [4]})
-    assert ppi.unreadable_rows(rows, paired=True) is None
-    assert ppi.unreadable_rows(rows) is not None and ppi.unreadable_rows(rows)[0] == "agree"  # type: ignore[index]
+    assert ppi.unreadable_rows(rows, paired=True) == []
+    assert [kind for kind, _ in ppi.unreadable_rows(rows)] == ["agree"]
 
 
 def test_eval_s_plan_is_drawn_with_the_seed_given(tmp_path):
@@ -922,16 +922,25 @@ def test_the_unreadable_note_of_a_table_reads_only_the_rows_that_show_a_sample_i
             "exact": [False, False, False, True],
         }
     )
-    assert unreadable_rows(rows) is None  # the width-0 rows are the too-few and the exact one
-    assert unreadable_rows(rows.drop(columns="too_few"))[0] == "flat"
-    assert unreadable_rows(rows.assign(n_labelled=[20, 5, 35, 50]))[0] == "few"
-    assert unreadable_rows(rows, population="dataset") is None  # 18 and 20 differing: enough
+
+    def kinds(table: pd.DataFrame, **options: str) -> list[str]:
+        return [kind for kind, _ in unreadable_rows(table, **options)]
+
+    assert kinds(rows) == []  # the width-0 rows are the too-few and the exact one
+    assert kinds(rows.assign(n_labelled=[20, 5, 35, 50])) == ["few"]
+    assert kinds(rows, population="dataset") == []  # 18 and 20 differing: enough
     fewer = rows.assign(differing=[20, 0, MIN_DIFFERING - 1, 0])
-    assert unreadable_rows(fewer, population="dataset")[0] == "agree"
-    assert unreadable_rows(fewer) is None  # the rule of a mean over exactly these queries only
+    assert kinds(fewer, population="dataset") == ["agree"]
+    assert kinds(fewer) == []  # the rule of a mean over exactly these queries only
     # both reasons at once are both said (was the first only: the "rough below 30" note hidden by the other)
-    kind, words = unreadable_rows(fewer.assign(n_labelled=[20, 5, 25, 50]), population="dataset")
+    [(kind, words)] = unreadable_rows(fewer.assign(n_labelled=[20, 5, 25, 50]), population="dataset")
     assert kind == "agree" and words.endswith("; and below 30 labelled queries the interval is rough too")
+    # a flat row (its width 0, or flagged no_spread once shown without ends) says its caution, and does not hide
+    # the other rows' (was: one metric's "width 0" note hid another's "too narrow")
+    assert kinds(rows.drop(columns="too_few")) == ["flat"]
+    flagged = rows.drop(columns="too_few").assign(no_spread=[False, True, False, False], ci_low=[0.1, None, 0.2, 0.3])
+    assert kinds(flagged) == ["flat"]
+    assert kinds(flagged.assign(n_labelled=[20, 5, 35, 50])) == ["flat", "few"]
 
 
 def test_compare_says_when_the_tuned_lambda_rests_on_fewer_than_100_labelled_queries(tmp_path):

@@ -697,3 +697,44 @@ def test_a_corpus_file_with_an_id_twice_keeps_the_first_as_every_loader_does(tmp
     with pytest.warns(UserWarning, match=r"corpus.jsonl: 1 line\(s\) repeat a document id of an earlier line"):
         documents = read_documents(corpus)
     assert [(d.doc_id, d.text) for d in documents] == [("a", "first")]
+
+
+MARKDOWN = """# Plans
+
+The team plan costs six dollars. It bills monthly.
+
+```python
+client = Client(token="x"). Then call it.
+```
+
+Steps to follow:
+- Open the settings page
+- Pick a plan. Then save it.
+1. Numbered items count too
+
+| plan | price |
+|------|-------|
+| team | 6 |
+
+> A quoted line stays prose.
+"""
+
+
+def test_a_code_block_or_table_is_no_sentence_and_list_items_are_apart():
+    """Was: a whole code block, a table, or five list items merged were written as an expected answer."""
+    found = [MARKDOWN[a:b] for a, b in sentences(MARKDOWN)]
+    assert found == [
+        "The team plan costs six dollars.", "It bills monthly.", "Steps to follow:", "Open the settings page",
+        "Pick a plan.", "Then save it.", "Numbered items count too", "A quoted line stays prose.",
+    ]  # fmt: skip
+    # Windows line ends cut the same sentences (a blank line of "\r\n\r\n" ends a paragraph too)
+    windows = MARKDOWN.replace("\n", "\r\n")
+    assert [windows[a:b] for a, b in sentences(windows)] == found
+
+
+def test_a_folder_file_with_windows_line_ends_is_the_same_document(tmp_path):
+    """A checkout that converts line ends (git's autocrlf) changes no document: ``dataset check`` called it changed."""
+    for name, ends in (("unix", "\n"), ("windows", "\r\n")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "plans.md").write_bytes(MARKDOWN.replace("\n", ends).encode("utf-8"))
+    assert read_documents(tmp_path / "unix") == read_documents(tmp_path / "windows")

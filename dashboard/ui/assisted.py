@@ -413,11 +413,9 @@ def _say_judged_alone(base: Dataset, judge: pd.DataFrame) -> None:
 
 
 def _warn_if_unreadable(table: pd.DataFrame, low: str, high: str, paired: bool = False) -> None:
-    """Say when the corrected intervals of ``table`` (of means, or ``paired`` differences) cannot be read yet
-    (:func:`ragmetrics.analysis.ppi.unreadable_rows`)."""
-    note = ppi.unreadable_rows(table, low, high, paired=paired)
-    if note is not None:
-        kind, words = note
+    """Say when corrected intervals of ``table`` (of means, or ``paired`` differences) cannot be read yet, each
+    caution once (:func:`ragmetrics.analysis.ppi.unreadable_rows`)."""
+    for kind, words in ppi.unreadable_rows(table, low, high, paired=paired):
         st.warning(
             f"{words[0].upper()}{words[1:]}. Label more of the plan.",
             icon=":material/warning:" if kind == "flat" else ":material/info:",

@@ -172,23 +172,32 @@ def unreadable(
 
 def unreadable_rows(
     rows: pd.DataFrame, low: str = "ci_low", high: str = "ci_high", population: str = "queries", paired: bool = False
-) -> tuple[str, str] | None:
+) -> list[tuple[str, str]]:
     """:func:`unreadable` of a table of corrected intervals (of means, or ``paired`` differences: a comparison's;
     columns ``low``, ``high``, ``n_labelled``; read when
-    present: ``differing``, ``n_queries``), over the rows a sample measures and that show an interval: an ``exact``
-    row's width 0 is the truth, a ``too_few`` row shows none (its words say why). The fewest labelled, differing
-    and queries of those rows decide; None when no row is left."""
+    present: ``differing``, ``n_queries``, ``no_spread``), over the rows a sample measures and that show an interval: an
+    ``exact`` row's width 0 is the truth, a ``too_few`` row shows none (its words say why). Each caution once: the
+    rows of width 0 (``no_spread``, or their ends equal) get the ``flat`` words, and the other rows what their own
+    fewest labelled, differing and queries call for (a flat row does not hide a narrow one's caution)."""
     for flag in ("exact", "too_few"):
         if flag in rows:
             rows = rows[~rows[flag].astype(bool)]
     if not len(rows):
-        return None
+        return []
+    flat = (rows["no_spread"].astype(bool) if "no_spread" in rows else rows[high] == rows[low]).to_numpy()
+    notes = []
+    if flat.any():
+        said = unreadable(int(rows.loc[flat, "n_labelled"].min()), [0.0], population=population, paired=paired)
+        notes.append(said if said is not None else ("flat", ""))
+    rows = rows[~flat]
+    if not len(rows):
+        return notes
     where = ""
     if "differing" in rows and {"metric", "run"} <= set(rows.columns):
         fewest = rows.loc[rows["differing"].idxmin()]
         against = f" against {fewest['baseline']!r}" if paired and "baseline" in rows else ""
         where = f" (on {fewest['metric']} of run {fewest['run']!r}{against}, the fewest of the table's rows)"
-    return unreadable(
+    said = unreadable(
         int(rows["n_labelled"].min()),
         (rows[high] - rows[low]).to_numpy(),
         int(rows["differing"].min()) if "differing" in rows else None,
@@ -197,6 +206,7 @@ def unreadable_rows(
         paired,
         where,
     )
+    return notes if said is None else [*notes, said]
 
 
 def _quantile(confidence: float, df: float = math.inf) -> float:

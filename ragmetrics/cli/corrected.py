@@ -222,11 +222,10 @@ def _footer(args: argparse.Namespace, frame: pd.DataFrame, out: TextIO, interval
 
 
 def _unreadable(args: argparse.Namespace, frame: pd.DataFrame, err: TextIO, paired: bool = False) -> None:
-    """The note when the intervals (of means, or ``paired`` differences) cannot be read yet
+    """The notes when intervals (of means, or ``paired`` differences) cannot be read yet, each once
     (:func:`ppi.unreadable_rows`)."""
-    note = ppi.unreadable_rows(frame, population=option_value(args, "ppi_target"), paired=paired)
-    if note is not None:
-        err.write(f"ragmetrics: note: {note[1]}; label more (--plan)\n")
+    for _kind, words in ppi.unreadable_rows(frame, population=option_value(args, "ppi_target"), paired=paired):
+        err.write(f"ragmetrics: note: {words}; label more (--plan)\n")
 
 
 def _shrinks(ci_low: float, ci_high: float, more: int, projected: float) -> str:

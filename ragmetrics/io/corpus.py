@@ -8,7 +8,8 @@ from a corpus is evaluated against the same documents under the same ids.
   without one is ``line<N>``, its line;
 * a folder of ``.md`` / ``.txt`` files (searched recursively, sorted): the id is the file's path relative to the
   folder (``/``-separated), the title its first Markdown heading (else the file name without its suffix); each file
-  UTF-8 (or UTF-16 with its byte-order mark), a file of other bytes refused with its name and line.
+  UTF-8 (or UTF-16 with its byte-order mark), a file of other bytes refused with its name and line; its line ends
+  read as ``\n`` (Windows' ``\r\n`` too).
 
 A document id given twice keeps its first document, said in a warning (as every loader of ragmetrics does).
 """
@@ -28,6 +29,9 @@ from ragmetrics.io.source import Source, check_text, open_source
 
 FOLDER_SUFFIXES = (".md", ".txt")
 """The files a folder corpus is made of."""
+_LINE_END = re.compile(r"\r\n?")
+"""A line end of Windows (or of old Macs): a file's lines end in ``\n`` once read, as a text editor shows them, so a
+file whose line ends a checkout converted is the same document, its offsets the same."""
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
@@ -57,8 +61,8 @@ def read_folder(folder: Source) -> pd.DataFrame:
     rows = []
     for path in files:
         file = open_source(str(path), limits=folder.limits)
-        # UTF-8 (or UTF-16 with its mark), else refused at the line that is not
-        text = check_text(file, None, file.text(), "a document text")
+        # UTF-8 (or UTF-16 with its mark), else refused at the line that is not; line ends read as "\n"
+        text = check_text(file, None, _LINE_END.sub("\n", file.text()), "a document text")
         heading = _HEADING.search(text) if path.suffix.lower() == ".md" else None
         rows.append((path.relative_to(root).as_posix(), heading.group(1) if heading else path.stem, text))
     return pd.DataFrame(rows, columns=["doc_id", "title", "text"]).astype("str")

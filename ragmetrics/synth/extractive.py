@@ -2,7 +2,7 @@
 
 Term statistics are the corpus's chunks': a term's document frequency ``df`` over the ``N`` chunks gives its IDF
 ``log(1 + (N - df + 0.5) / (df + 0.5))``. Terms: English words of three or more letters/digits, lowercased, with a
-letter and not among bm25s' English stopwords; Chinese: jieba's words of two or more characters not among bm25s'
+letter and not among bm25s' longer English stopword list (NLTK's); Chinese: jieba's words of two or more characters not among bm25s'
 Chinese stopwords (function words such as 一些, 不是, 因为; Latin words as in English), nor tagged by jieba's dictionary
 as a word that names nothing (:data:`NOT_CONTENT_TAGS`: 一批, 第四名), nor made up by jieba's HMM with a function
 word at its edge (:data:`FUNCTION_EDGE_TAGS`: 以雷纳 of 以雷纳·库尔特·萨克斯, 存于 of 母树存于增城). A term in more than :data:`COMMON_SHARE` of the chunks is never a keyword. A source's *salient
@@ -89,7 +89,7 @@ _SENTENCE_END_NEXT = re.compile(r"[\"'”’)\]]*[.!?。！？；]")
 """Text that begins with a sentence's end (the punctuation a chunk that ends at a word leaves after it)."""
 
 
-_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+_PARAGRAPH_BREAK = re.compile(r"\r?\n[ \t]*\r?\n")
 """A blank line: a paragraph ends there (a single line break may only wrap a sentence)."""
 
 
@@ -131,10 +131,11 @@ class Term:
 
 
 def stopwords() -> frozenset[str]:
-    """bm25s' English and Chinese stopwords (no word is in both)."""
+    """bm25s' longer English list (NLTK's 179 function words: ``any``, ``most``, ``during``, where its BM25 list has
+    Lucene's 33) and its Chinese stopwords (no word is in both): a keyword names something."""
     import bm25s.stopwords  # noqa: PLC0415 (the retrieve extra, loaded on use)
 
-    return frozenset(bm25s.stopwords.STOPWORDS_EN) | frozenset(bm25s.stopwords.STOPWORDS_CHINESE)
+    return frozenset(bm25s.stopwords.STOPWORDS_EN_PLUS) | frozenset(bm25s.stopwords.STOPWORDS_CHINESE)
 
 
 MARKUP = re.compile(
@@ -209,21 +210,65 @@ def _words_after(text: str, start: int, end: int) -> str:
     return text[start : start + kept[-1]].rstrip() if kept else ""
 
 
-_BLOCK_BREAK = re.compile(r"\n[ \t]*\n|^[ \t]{0,3}#{1,6}(?:[ \t][^\n]*)?$", re.MULTILINE)
-"""What no sentence runs across: a blank line, and a Markdown heading's line (itself no sentence)."""
+_FENCE = re.compile(r"[ \t]{0,3}(`{3,}|~{3,})")
+"""A Markdown code fence's opening (or closing) line."""
+_HEADING_LINE = re.compile(r"[ \t]{0,3}#{1,6}(?:[ \t]|$)")
+_TABLE_LINE = re.compile(r"[ \t]*\|")
+_ITEM_MARKER = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)]|>)[ \t]+")
+"""A list item's or a quote's marker: an item starts a block of its own, its marker left out."""
+
+
+def prose_blocks(text: str) -> list[tuple[int, int]]:
+    """The spans of ``text`` that hold prose, the blocks no sentence runs out of: a blank line ends one, and so does a
+    Markdown heading's line, a table's row and a code block (fenced: none of them is prose); a list item or a quote
+    starts one, without its marker. Line ends may be ``\r\n``."""
+    blocks: list[tuple[int, int]] = []
+    start: int | None = None
+    end = 0
+    fence: str | None = None
+    at = 0
+    for line in text.split("\n"):
+        content = line.rstrip("\r")
+        opening = _FENCE.match(content)
+        if (
+            fence is not None
+            or opening
+            or not content.strip()
+            or _HEADING_LINE.match(content)
+            or _TABLE_LINE.match(content)
+        ):
+            if start is not None:
+                blocks.append((start, end))
+                start = None
+            if fence is not None:
+                fence = None if content.strip().startswith(fence) else fence
+            elif opening:
+                fence = opening.group(1)
+        else:
+            item = _ITEM_MARKER.match(content)
+            if item:
+                if start is not None:
+                    blocks.append((start, end))
+                start = at + item.end()
+            elif start is None:
+                start = at
+            end = at + len(content)
+        at += len(line) + 1
+    if start is not None:
+        blocks.append((start, end))
+    return blocks
 
 
 def sentences(text: str) -> list[tuple[int, int]]:
     """Sentence spans of ``text``: ends at . ! ? and spaces before a capital, a digit or an ideograph, and at
-    。！？；; no sentence runs across a blank line, and a Markdown heading's line is none (its title is not an
-    answer: the sentences after it are)."""
-    out: list[tuple[int, int]] = []
-    block = 0
-    for stop in [*_BLOCK_BREAK.finditer(text), None]:
-        end = len(text) if stop is None else stop.start()
-        out.extend(_sentences_in(text, block, end))
-        block = end if stop is None else stop.end()
-    return out
+    。！？；, within the prose blocks of :func:`prose_blocks` (a heading's title, a code block or a table is no
+    answer: the sentences around them are)."""
+    return [span for a, b in prose_blocks(text) for span in _sentences_in(text, a, b)]
+
+
+def one_block(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` lies within one prose block (:func:`prose_blocks`)."""
+    return any(a <= start and end <= b for a, b in prose_blocks(text))
 
 
 def _sentences_in(text: str, start: int, stop: int) -> list[tuple[int, int]]:
@@ -449,7 +494,7 @@ class ExtractiveGenerator:
             spans = whole or sorted(cut)
             if len(top) < 2 or not spans:
                 return None
-            lead = spans[:2]
+            lead = spans[:2] if len(spans) > 1 and one_block(text, spans[0][0], spans[1][1]) else spans[:1]
             words = [t.surface for t in top]
             query = self.templates["summary"].format(terms=self._joined(words))
             span = (lead[0][0], lead[-1][1])
