@@ -70,6 +70,24 @@ def test_rule_judge_grades_hand_cases(text, answer, keywords, top, want):
     assert RuleJudge().grade([pair(text, answer, keywords)], top)[0].label == want
 
 
+@pytest.mark.parametrize(
+    ("query", "answer", "text", "want"),
+    [
+        ("Fill in the blank: each invoice is sent on the first day of the billing ____ by email",
+         "cycle", "Invoices: each invoice is sent on the first day of the billing\ncycle by email.", 2),
+        ("Fill in the blank: each invoice is sent on the first day of the billing ____ by email",
+         "cycle", "A cycle of releases ships every month.", 1),  # the word alone: a keyword's grade
+        ("Fill in the blank: ____ is the default port", "8080", "Use 8080 is the default port.", 2),
+        ("填空：团队版每个席位每月____美元", "6", "价格：团队版每个席位每月 6 美元。", 2),
+    ],
+)  # fmt: skip
+def test_rule_judge_gives_a_cloze_s_own_passage_the_top_grade(query, answer, text, want):
+    """Was: a cloze's answer is one word, a keyword, so its source passage got 1 of 2, as any passage with the word:
+    the context the query shows, its blank filled, finds the passage it was cut from."""
+    cloze = Pair(query_id="q", query=query, doc_id="d", text=text, expected_answer=answer, expected_keywords=(answer,))
+    assert RuleJudge().grade([cloze], 2)[0].label == want
+
+
 def test_rule_judge_gives_no_grade_without_an_expectation():
     grade = RuleJudge().grade([pair("anything")], 2)[0]
     assert grade.label is None

@@ -20,6 +20,7 @@ from ragmetrics.cli.judging import _check_counts, judge_label_rows
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.io import load_dataset
 from ragmetrics.io.source import Source
+from ragmetrics.judges.rule import RuleJudge
 from tests.judge_stub import Stub, serve_chat
 
 
@@ -105,7 +106,7 @@ def test_judge_run_writes_labels_with_provenance_and_agree_reads_them(small_set)
     code, _, err = run("judge", "run", "--judge", "rule", "--dataset", str(d / "set.jsonl"), "--corpus",
                        str(d / "corpus.jsonl"), "--pool", str(d / "pool.tsv"), "-o", str(d / "judged.tsv"))  # fmt: skip
     assert code == 0, err
-    assert "4 label(s) 0..2 by judge:rule@3#" in err
+    assert f"4 label(s) 0..2 by judge:rule@{RuleJudge.version}#" in err
     judged = pd.read_csv(d / "judged.tsv", sep="\t", dtype=str)
     assert list(judged.columns) == ["query_id", "doc_id", "label", "rank", "category", "doc_length", "judge",
                                     "judge_version", "config_hash", "judged_at"]  # fmt: skip
@@ -132,10 +133,10 @@ def test_judge_run_writes_labels_with_provenance_and_agree_reads_them(small_set)
 
     # a judge's labels are never taken for people's
     code, _, err = run("judge", "agree", "--human", str(d / "judged.tsv"), "--judge", str(d / "judged.tsv"))
-    assert code == 2 and "are a judge's labels (rule 3 " in err
+    assert code == 2 and f"are a judge's labels (rule {RuleJudge.version} " in err
     code, _, err = run("judge", "merge", "--dataset", str(d / "set.jsonl"), "--labels", str(d / "judged.tsv"),
                        "-o", str(d / "merged.qrels"))  # fmt: skip
-    assert code == 0 and "warning: " in err and "holds a judge's labels (rule 3 " in err
+    assert code == 0 and "warning: " in err and f"holds a judge's labels (rule {RuleJudge.version} " in err
 
 
 def reads_of(*argv):
@@ -178,11 +179,11 @@ def test_labels_are_read_once_whether_people_s_or_a_judge_s_gzipped_or_parquet(s
     assert code == 0 and kappa in out and "on 4 pair(s)" in out, err
     for judged in ("judged.tsv.gz", "judged.parquet"):
         (code, _, err), read = reads_of("judge", "agree", "--human", str(d / judged), "--judge", str(d / "judged.tsv"))
-        assert code == 2 and f"{d / judged}: these are a judge's labels (rule 3 " in err
+        assert code == 2 and f"{d / judged}: these are a judge's labels (rule {RuleJudge.version} " in err
         assert read.count(str(d / judged)) == 1
         (code, _, err), read = reads_of("judge", "merge", "--dataset", str(d / "set.jsonl"), "--labels",
                                         str(d / judged), "-o", str(d / "merged.qrels"))  # fmt: skip
-        assert code == 0 and f"{d / judged} holds a judge's labels (rule 3 " in err, err
+        assert code == 0 and f"{d / judged} holds a judge's labels (rule {RuleJudge.version} " in err, err
         assert read.count(str(d / judged)) == 1
     code, _, err = run("judge", "agree", "--human", str(d / "absent.tsv"), "--judge", str(d / "judged.tsv"))
     assert code == 2 and "absent.tsv" in err and "nothing at that path" in err

@@ -44,9 +44,32 @@ def one_word(answer: str) -> bool:
     return bool(text) and " " not in text and (not unspaced or len(text) <= ONE_WORD_CHARACTERS)
 
 
+BLANK = re.compile(r"_{3,}")
+"""A cloze query's blank (``____``)."""
+
+
+def filled_blank(query: str, answer: str) -> str | None:
+    """A cloze ``query`` with its blank filled by ``answer``, with the context the query shows around the blank (after
+    the last colon before it: a template's ``Fill in the blank:`` is no context); None for a query without a blank."""
+    blank = BLANK.search(query)
+    if blank is None or not normalise(answer):
+        return None
+    left = query[: blank.start()]
+    left = left[max(left.rfind(":"), left.rfind("：")) + 1 :]
+    return f"{left}{answer}{query[blank.end() :]}"
+
+
+def _unspaced(text: str) -> str:
+    """:func:`normalise` d ``text`` without its white space: a cloze's context matches its passage however the
+    blank's answer was spaced there (``每月 6 美元``, a line break)."""
+    return "".join(normalise(text).split())
+
+
 class RuleJudge:
     """Grades by what of the expected answer the document's text holds, on the scale ``0..max``:
 
+    * a cloze query's context with its blank filled by the expected answer (:func:`filled_blank`) found, white space
+      aside: ``max`` (the passage the cloze was cut from, or one that says the same);
     * the expected answer found (:func:`found`): ``max``; an answer of one word (:func:`one_word`: a cloze's
       blank, a name), which a document may mention without answering, only with at least half of the query's other
       keywords (and one at least); else such an answer is one more keyword (below);
@@ -60,12 +83,12 @@ class RuleJudge:
     """
 
     name = "rule"
-    version = "3"
+    version = "4"
 
     def config(self) -> Mapping[str, Any]:
         return {
-            "rule": "answer>max (one word: with half the other keywords, else a keyword); keyword share s>=1/2 and "
-            "two found>1+floor(s*(max-2)); binary: all keywords"
+            "rule": "cloze filled>max; answer>max (one word: with half the other keywords, else a keyword); keyword "
+            "share s>=1/2 and two found>1+floor(s*(max-2)); binary: all keywords"
         }
 
     def grade(self, pairs: Sequence[Pair], max_grade: int) -> list[Grade]:
@@ -76,6 +99,9 @@ class RuleJudge:
         keywords = [k for k in pair.expected_keywords if normalise(k)]
         if not normalise(pair.expected_answer) and not keywords:
             return Grade(None, "the query has neither an expected answer nor keywords")
+        filled = filled_blank(pair.query, pair.expected_answer)
+        if filled is not None and _unspaced(filled) in _unspaced(pair.text):
+            return Grade(max_grade)
         if one_word(pair.expected_answer):
             others = [k for k in keywords if normalise(k) != normalise(pair.expected_answer)]
             if (
