@@ -297,8 +297,9 @@ def test_cli_synth_from_a_folder_and_from_jsonl(tmp_path):
     assert main(["dataset", "check", str(target), "--corpus", str(folder)], out, err) == 0, out.getvalue()
     assert "the corpus chunked with words:60:10, as the set's provenance records" in err.getvalue()
     assert "freshness: ok" in out.getvalue() and "missing:" not in out.getvalue()
-    out = io.StringIO()
+    out, err = io.StringIO(), io.StringIO()
     assert main(["dataset", "check", str(target), "--corpus", str(folder), "--chunker", "none"], out, err) == 1
+    assert "--chunker none is not the chunker the set's provenance records (words:60:10)" in err.getvalue()
     assert out.getvalue().count("missing: query") == 6 and "freshness: ok" not in out.getvalue()  # negatives judge none
 
     jsonl = tmp_path / "kb.jsonl"

@@ -152,13 +152,19 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _chunker(args: argparse.Namespace, dataset: Dataset, ids: set[str], err: TextIO) -> str:
-    """``--chunker``, else the one the set's provenance records (a set ``synth`` made over chunks names chunk ids:
+    """``--chunker`` (said when the set's provenance records another), else the one the set's provenance records (a set ``synth`` made over chunks names chunk ids:
     checked against the whole documents every one would be missing), else none. A corpus whose own ``ids`` are the
     set's chunk ids (the chunks ``synth`` wrote) is taken as given: cut again, its chunks would have other ids and
     no source text would be compared."""
-    if args.chunker is not None:
-        return str(args.chunker)
     recorded = recorded_chunkers(dataset)
+    if args.chunker is not None:
+        if recorded and str(args.chunker) not in recorded:
+            err.write(
+                f"ragmetrics: note: --chunker {args.chunker} is not the chunker the set's provenance records "
+                f"({', '.join(recorded)}): its chunks have other ids and spans, so sources read as missing or "
+                "changed that were not; leave --chunker out to use the recorded one\n"
+            )
+        return str(args.chunker)
     if len(recorded) > 1:
         raise RagMetricsError(
             f"the set's provenance records {len(recorded)} chunkers ({', '.join(recorded)}): give --chunker"
