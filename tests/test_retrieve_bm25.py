@@ -79,6 +79,25 @@ def test_ranking_rules_and_language_choice(tmp_path):
     assert "abc" in zh_tokens("大莱龙铁路位于哪里？ABC") and "？" not in zh_tokens("大莱龙铁路位于哪里？")
 
 
+def test_a_corpus_of_english_and_chinese_documents_is_read_as_both():
+    """Was: read as English (its CJK share of letters small), each Chinese document one run-on token, so a Chinese
+    query found nothing; the mixed mode reads each script as its language, and a text of one script as that
+    language alone."""
+    english = [
+        f"The {word} setting syncs files across devices and reports errors" for word in ("proxy", "tray", "cache")
+    ]
+    chinese = ["付款失败后系统会在三天内自动重试扣款", "冲突副本不会自动合并，需要手动比较"]
+    documents = pd.DataFrame({"doc_id": ["e1", "e2", "e3", "z1", "z2"], "text": english + chinese})
+    bm25 = BM25.from_documents(documents)
+    assert (bm25.language, bm25.default_name) == ("mixed", "bm25-stem-jieba")
+    assert bm25.search("付款失败多久重试", 10, None)[0].doc_id == "z1"
+    assert bm25.search("the tray settings", 10, None)[0].doc_id == "e2"  # stemmed as in English
+    assert bm25.tokens("the trays 托盘图标") == [*zh_tokens("托盘图标"), "tray"]  # stopword out, stemmed
+    # one document of another script among fifty is no mixed corpus: the English mode, as before
+    many = pd.DataFrame({"doc_id": [f"e{i}" for i in range(60)] + ["z"], "text": english * 20 + chinese[:1]})
+    assert BM25.from_documents(many).language == "en"
+
+
 def test_bm25_from_the_command_line(tmp_path):
     folder = SAMPLES / "scifact"
     output = tmp_path / "bm25.trec"

@@ -739,3 +739,34 @@ def test_a_folder_file_with_windows_line_ends_is_the_same_document(tmp_path):
         (tmp_path / name).mkdir()
         (tmp_path / name / "plans.md").write_bytes(MARKDOWN.replace("\n", ends).encode("utf-8"))
     assert read_documents(tmp_path / "unix") == read_documents(tmp_path / "windows")
+
+
+VOCABULARY = [f"term{i}" for i in range(3000)]
+
+
+def test_a_mixed_corpus_writes_each_document_s_queries_in_its_own_language():
+    """Was: a corpus mostly English read every document as English: a Chinese document's keywords were whole clauses
+    (no jieba) and its queries took the English templates."""
+    rng = random.Random(1)
+    english = [
+        Document(
+            f"en{i}",
+            "",
+            ". ".join(f"Topic {i} sentence {k} names {' '.join(rng.sample(VOCABULARY, 8))}" for k in range(6)),
+        )
+        for i in range(12)
+    ]
+    chinese = [
+        Document(
+            "zh1", "", "付款失败后系统会在三天内自动重试扣款。重试三次仍然失败时订阅会暂停，管理员会收到邮件通知。"
+        ),
+        Document("zh2", "", "托盘图标变成橙色表示同步冲突。打开冲突副本后可以手动比较两个版本并保留需要的内容。"),
+    ]
+    corpus = make_corpus([*english, *chinese])
+    assert corpus.language == "mixed"
+    assert {c.doc_id: c.language for c in corpus.chunks if c.doc_id.startswith("zh")} == {"zh1": "zh", "zh2": "zh"}
+    found = synthesize(corpus, make_generator("extractive", corpus), {"factual": 14}, seed=0)
+    mine = [c for c in found if c.source.doc_id.startswith("zh")]
+    assert mine and all(c.query.startswith("关于") for c in mine)  # the Chinese template
+    assert all(len(k) <= 4 for c in mine for k in c.expected_keywords)  # jieba's words, not clauses
+    assert all(not c.query.startswith("关于") for c in found if c.source.doc_id.startswith("en"))

@@ -3,8 +3,11 @@
 ``bm25s`` (Lucene BM25, k1=1.2, b=0.75); a document's text is its title and text joined by a space. English:
 ``bm25s.tokenize`` (lowercased, tokens of two or more word characters), stopwords "en", PyStemmer's English
 (Snowball) stemmer. Chinese: ``jieba`` search-mode tokens of the lowercased text, keeping those with a word
-character. The language is chosen by the corpus text (its CJK share, over an even sample of documents) unless
-given. A query's ranking: the documents scoring above 0, by score, ties by doc_id, cut at k.
+character. Mixed (a corpus of English documents and Chinese ones): each run of CJK ideographs as Chinese, the rest
+of the text as English, so a Chinese query finds the Chinese documents and an English one the English documents (a
+text of one script is tokenized as that language alone). The language is chosen by the corpus text unless given:
+over an even sample of documents, Chinese when their CJK share of letters is at least :data:`CJK_SHARE`, else
+English; mixed when the sample holds documents of both, the fewer at least :data:`MIXED_SHARE` of them. A query's ranking: the documents scoring above 0, by score, ties by doc_id, cut at k.
 
 The index is built once per corpus content and kept on disk under ``<cache dir>/bm25/<key>``, the key a
 SHA-256 of the corpus (ids, titles, texts) and the parameters, so a second run loads it.
@@ -28,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragmetrics.foundation.errors import RagMetricsError
-from ragmetrics.foundation.scripts import HAN_CHARACTER, quiet_jieba
+from ragmetrics.foundation.scripts import HAN, HAN_CHARACTER, quiet_jieba
 from ragmetrics.retrieve.adapters import Adapter, Hit
 
 if TYPE_CHECKING:
@@ -43,6 +46,11 @@ CJK_SHARE = 0.3
 NO_WORDS = "the corpus holds no word to index (every text is empty, or stopwords only): BM25 has nothing to rank by"
 """A corpus whose letters are at least this share CJK ideographs is tokenized as Chinese."""
 SAMPLE_DOCUMENTS = 2000
+MIXED_SHARE = 0.02
+"""A corpus is read as mixed when the fewer of its English and Chinese documents (each by its own CJK share) are at
+least this share of the sample (a few Chinese pages among English ones, or the other way)."""
+LANGUAGES = ("en", "zh", "mixed")
+DEFAULT_NAMES = {"en": "bm25-stem", "zh": "bm25-jieba", "mixed": "bm25-stem-jieba"}
 INDEX_VERSION = 1
 _LATIN = re.compile(r"[A-Za-z]")
 _WORD = re.compile(r"\w", re.UNICODE)
@@ -59,19 +67,42 @@ def document_texts(documents: pd.DataFrame) -> list[str]:
     return out
 
 
-def detect_language(texts: list[str]) -> tuple[str, float]:
-    """``("zh" or "en", CJK share)`` over an even sample of the texts."""
+def detect_language(texts: list[str], *, mixed: bool = False) -> tuple[str, float]:
+    """``("zh" or "en", CJK share)`` over an even sample of the texts; ``mixed``: ``"mixed"`` too, when the sample
+    holds English and Chinese documents, the fewer at least :data:`MIXED_SHARE` of them."""
     step = max(1, len(texts) // SAMPLE_DOCUMENTS)
     cjk = latin = 0
+    by_language = {"en": 0, "zh": 0}
     for text in texts[::step]:
-        cjk += len(HAN_CHARACTER.findall(text))
-        latin += len(_LATIN.findall(text))
+        own_cjk, own_latin = len(HAN_CHARACTER.findall(text)), len(_LATIN.findall(text))
+        cjk, latin = cjk + own_cjk, latin + own_latin
+        if own_cjk + own_latin:
+            by_language["zh" if own_cjk >= CJK_SHARE * (own_cjk + own_latin) else "en"] += 1
     share = cjk / (cjk + latin) if cjk + latin else 0.0
+    fewer = min(by_language.values())
+    if mixed and fewer and fewer >= MIXED_SHARE * sum(by_language.values()):
+        return "mixed", share
     return ("zh" if share >= CJK_SHARE else "en"), share
 
 
 def zh_tokens(text: str) -> list[str]:
     return [w for w in quiet_jieba().lcut_for_search(text.lower()) if _WORD.search(w)]
+
+
+_HAN_RUN = re.compile(f"[{HAN}]+")
+
+
+def mixed_tokens(texts: list[str], stemmer: Any) -> list[list[str]]:
+    """Each text's tokens in the mixed mode (see the module): its CJK runs as :func:`zh_tokens`, the rest as the
+    English mode's ``bm25s.tokenize``."""
+    import bm25s  # noqa: PLC0415 (the retrieve extra, loaded on use)
+
+    rest = [_HAN_RUN.sub(" ", text) for text in texts]
+    english = bm25s.tokenize(rest, stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False)
+    return [
+        [w for run in _HAN_RUN.findall(text) for w in zh_tokens(run)] + [t for t in words if t]
+        for text, words in zip(texts, english)
+    ]
 
 
 def corpus_key(doc_ids: list[str], texts: list[str], params: dict[str, Any]) -> str:
@@ -135,9 +166,9 @@ class BM25(Adapter):
         texts = document_texts(documents)
         share = None
         if language == "auto":
-            language, share = detect_language(texts)
-        if language not in ("en", "zh"):
-            raise RagMetricsError(f"bm25 language {language!r}: expected auto, en or zh")
+            language, share = detect_language(texts, mixed=True)
+        if language not in LANGUAGES:
+            raise RagMetricsError(f"bm25 language {language!r}: expected auto, {', '.join(LANGUAGES)}")
         params = {"k1": k1, "b": b, "method": METHOD, "language": language, "version": INDEX_VERSION, **_versions()}
         key = corpus_key(doc_ids, texts, params)
         info: dict[str, Any] = {"documents": len(doc_ids), "language": language, "k1": k1, "b": b, "method": METHOD}
@@ -145,7 +176,7 @@ class BM25(Adapter):
             info["cjk_share"] = round(share, 4)
         folder = Path(cache_dir) / "bm25" / key if cache_dir is not None else None
         started = time.perf_counter()
-        if language == "zh":
+        if language != "en":
             _quiet_jieba()
         if folder is not None and (folder / "doc_ids.json").exists():
             model = bm25s.BM25.load(str(folder), show_progress=False)
@@ -169,6 +200,10 @@ class BM25(Adapter):
             import Stemmer  # noqa: PLC0415 (the retrieve extra, loaded on use)
 
             tokens: Any = bm25s.tokenize(texts, stopwords="en", stemmer=Stemmer.Stemmer("english"), show_progress=False)
+        elif language == "mixed":
+            import Stemmer  # noqa: PLC0415 (the retrieve extra, loaded on use)
+
+            tokens = mixed_tokens(texts, Stemmer.Stemmer("english"))
         else:
             tokens = [zh_tokens(t) for t in texts]
         if not (tokens.vocab if language == "en" else any(tokens)):
@@ -183,7 +218,7 @@ class BM25(Adapter):
 
     @property
     def default_name(self) -> str:
-        return "bm25-stem" if self.language == "en" else "bm25-jieba"
+        return DEFAULT_NAMES[self.language]
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "model": "bm25s", **self.info, "index_key": self.key}
@@ -198,6 +233,8 @@ class BM25(Adapter):
             import Stemmer  # noqa: PLC0415 (the retrieve extra, loaded on use)
 
             stemmer = self._local.stemmer = Stemmer.Stemmer("english")
+        if self.language == "mixed":
+            return mixed_tokens([query], stemmer)[0]
         found = bm25s.tokenize([query], stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False)
         return [t for t in found[0] if t]
 

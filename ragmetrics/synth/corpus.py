@@ -81,7 +81,7 @@ class Corpus:
 # --------------------------------------------------------------------------
 # reading
 # --------------------------------------------------------------------------
-LANGUAGE_NAMES = {"en": "English", "zh": "Chinese"}
+LANGUAGE_NAMES = {"en": "English", "zh": "Chinese", "mixed": "English and Chinese"}
 
 
 def read_documents(path: str | Path) -> list[Document]:
@@ -183,9 +183,16 @@ def make_corpus(
 ) -> Corpus:
     if language not in ("auto", "en", "zh"):
         raise RagMetricsError(f"language {language!r}: expected auto, en or zh")
-    detected, cjk_share = detect_language([f"{d.title} {d.text}" for d in documents])
+    detected, cjk_share = detect_language([f"{d.title} {d.text}" for d in documents], mixed=True)
     if language == "auto":
         language = detected
+    elif detected == "mixed":
+        warnings.warn(
+            f"language {language}: the corpus holds English and Chinese documents; {LANGUAGE_NAMES[language]} tokens "
+            "of the others make poor queries and keywords (auto reads each document in its own)",
+            RagMetricsWarning,
+            stacklevel=2,
+        )
     elif language != detected:
         warnings.warn(
             f"language {language}: the corpus reads as {LANGUAGE_NAMES[detected]} (a CJK share of {cjk_share:.0%} of "
@@ -195,7 +202,7 @@ def make_corpus(
             stacklevel=2,
         )
     name, cut = chunker(chunking)
-    chunks = [c for d in documents for c in cut(d, language)]
+    chunks = [c for d in documents for c in cut(d, _own_language(d) if language == "mixed" else language)]
     if parent_separator:
         if name != "none":
             raise RagMetricsError("a parent separator groups a corpus taken as given: use it with the chunker none")
@@ -209,6 +216,11 @@ def make_corpus(
             f"{', ...' if len(documents) > 3 else ''}): every chunk would be its own document"
         )
     return Corpus(tuple(documents), tuple(chunks), name, language)
+
+
+def _own_language(document: Document) -> str:
+    """A document's own language, in a mixed corpus (as the built-in BM25 reads each document of one)."""
+    return detect_language([f"{document.title} {document.text}"])[0]
 
 
 def _parent(chunk_id: str, separator: str) -> str:

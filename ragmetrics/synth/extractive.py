@@ -294,13 +294,12 @@ class TermStats:
     """Chunk frequencies of the corpus's terms, and the postings (which chunks hold a term)."""
 
     def __init__(self, corpus: Corpus) -> None:
-        self.language = corpus.language
         self.stop = stopwords()
         self.postings: dict[str, set[int]] = {}
         self.index = {c.chunk_id: i for i, c in enumerate(corpus.chunks)}
         self.terms: list[list[Term]] = []
         for i, chunk in enumerate(corpus.chunks):
-            found = tokenize(chunk.text, corpus.language, self.stop)
+            found = tokenize(chunk.text, chunk.language, self.stop)  # a mixed corpus: each chunk in its own
             self.terms.append(found)
             for key in {t.key for t in found}:
                 self.postings.setdefault(key, set()).add(i)
@@ -324,7 +323,7 @@ class TermStats:
 
     def terms_of(self, source: Source) -> list[Term]:
         i = self.index.get(source.chunk_id)
-        return self.terms[i] if i is not None else tokenize(source.text, self.language, self.stop)
+        return self.terms[i] if i is not None else tokenize(source.text, source.language, self.stop)
 
 
 class ExtractiveGenerator:
@@ -336,7 +335,6 @@ class ExtractiveGenerator:
     def __init__(self, corpus: Corpus) -> None:
         self.corpus = corpus
         self.stats = TermStats(corpus)
-        self.templates = TEMPLATES[corpus.language]
         self.documents = {d.doc_id: d.text for d in corpus.documents}
         self._salient_of: dict[tuple[str, int, int], tuple[int, int, list[Term]] | None] = {}
 
@@ -414,10 +412,11 @@ class ExtractiveGenerator:
                 best = (score, a, b, inside)
         return None if best is None else (best[1], best[2], best[3])
 
-    def _joined(self, words: Sequence[str]) -> str:
+    @staticmethod
+    def _joined(words: Sequence[str], templates: Mapping[str, str]) -> str:
         if len(words) == 1:
             return words[0]
-        return self.templates["sep"].join(words[:-1]) + self.templates["and"] + words[-1]
+        return templates["sep"].join(words[:-1]) + templates["and"] + words[-1]
 
     def _difficulty(self, source: Source, named: Sequence[str]) -> str:
         top = self.stats.rarest(self.stats.terms_of(source), 10)
@@ -464,7 +463,7 @@ class ExtractiveGenerator:
             if len(picked) < 2:
                 return None
             words = [t.surface for t in picked]
-            query = self.templates["factual"].format(terms=self._joined(words))
+            query = TEMPLATES[source.language]["factual"].format(terms=self._joined(words, TEMPLATES[source.language]))
             difficulty = self._difficulty(source, [t.key for t in picked])
             return self._candidate(category, source, seed, query, text[a:b], words, difficulty, (a, b))
         if category == "cloze":
@@ -485,7 +484,7 @@ class ExtractiveGenerator:
                 return None
             left, right = _without_loose_punctuation(left, right)
             shown = f"{left} {BLANK} {right}".strip() if source.language == "en" else f"{left}{BLANK}{right}"
-            query = self.templates["cloze"].format(text=shown)
+            query = TEMPLATES[source.language]["cloze"].format(text=shown)
             difficulty = self._difficulty(source, [t.key for t in tokenize(shown, source.language, self.stats.stop)])
             return self._candidate(category, source, seed, query, blank.surface, [blank.surface], difficulty, (a, b))
         if category == "summary":
@@ -496,7 +495,7 @@ class ExtractiveGenerator:
                 return None
             lead = spans[:2] if len(spans) > 1 and one_block(text, spans[0][0], spans[1][1]) else spans[:1]
             words = [t.surface for t in top]
-            query = self.templates["summary"].format(terms=self._joined(words))
+            query = TEMPLATES[source.language]["summary"].format(terms=self._joined(words, TEMPLATES[source.language]))
             span = (lead[0][0], lead[-1][1])
             answer = text[span[0] : span[1]]
             difficulty = self._difficulty(source, [t.key for t in top])
@@ -519,7 +518,7 @@ class ExtractiveGenerator:
                         continue
                     either = len(self.stats.postings.get(x.key, set()) | self.stats.postings.get(y.key, set()))
                     difficulty = "easy" if either <= 2 else "medium" if either <= 10 else "hard"
-                    query = self.templates["negative"].format(a=x.surface, b=y.surface)
+                    query = TEMPLATES[source.language]["negative"].format(a=x.surface, b=y.surface)
                     return self._candidate(
                         "negative",
                         source,

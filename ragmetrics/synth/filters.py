@@ -107,7 +107,6 @@ class PlainBM25:
     def __init__(self, corpus: Corpus) -> None:
         import bm25s  # noqa: PLC0415 (the retrieve extra, loaded on use)
 
-        self.language = corpus.language
         rows = corpus.chunk_records()
         self.ids = np.array([r["_id"] for r in rows])
         tokens = [self.tokens(f"{r['title']} {r['text']}") for r in rows]
@@ -117,9 +116,7 @@ class PlainBM25:
         self.model.index(tokens, show_progress=False)
 
     def tokens(self, text: str) -> list[str]:
-        words = UNIT.findall(text.lower())
-        if self.language != "zh":
-            return words
+        words = UNIT.findall(text.lower())  # a text without ideographs (English) is its words, in any corpus
         out: list[str] = []
         run: list[str] = []
         for word in [*words, ""]:
