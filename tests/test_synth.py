@@ -770,3 +770,15 @@ def test_a_mixed_corpus_writes_each_document_s_queries_in_its_own_language():
     assert mine and all(c.query.startswith("关于") for c in mine)  # the Chinese template
     assert all(len(k) <= 4 for c in mine for k in c.expected_keywords)  # jieba's words, not clauses
     assert all(not c.query.startswith("关于") for c in found if c.source.doc_id.startswith("en"))
+
+
+def test_a_shortfall_says_how_many_chunks_gave_nothing(tmp_path):
+    """Was "the sources ran out", where most chunks had been read and given no query."""
+    corpus = _topic_folder(tmp_path / "kb", documents=5)
+    (corpus / "empty.md").write_text("\n", encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["synth", str(corpus), "-o", str(tmp_path / "set.jsonl"), "--categories", "factual=9"]
+    assert main(argv, out, err) == 0, err.getvalue()
+    said = "factual: 5 of the 9 asked (the chunks ran out: one query a chunk at most, and 0 of the corpus's 5 chunks"
+    assert said in err.getvalue(), err.getvalue()
+    assert "from 5 documents (none, en), 0 flagged for review; 1 document(s) with no text left out" in err.getvalue()

@@ -124,9 +124,12 @@ def cmd_synth(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
     write_jsonl(args.output, records(candidates, corpus))
     flagged = sum(bool(c.flags) for c in candidates)
+    textless = len(corpus.documents) - len(corpus.chunks_of())
     err.write(
         f"ragmetrics: wrote {args.output}: {len(candidates)} candidate(s) from {len(corpus.chunks_of())} documents "
-        f"({corpus.chunker}, {corpus.language}), {flagged} flagged for review\n"
+        f"({corpus.chunker}, {corpus.language}), {flagged} flagged for review"
+        + (f"; {textless} document(s) with no text left out (a retriever still indexes them)" if textless else "")
+        + "\n"
     )
     rejected: dict[str, list[Any]] = {}  # a model generator's slots no attempt could fill, by category
     for rejection in getattr(generator, "rejected", ()):
@@ -136,7 +139,8 @@ def cmd_synth(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         why = (
             f"{len(refused)} slot(s) rejected by the generator; the last refusal: {refused[-1].reasons[-1]}"
             if refused and refused[-1].reasons
-            else "the sources ran out"
+            else f"the chunks ran out: one query a chunk at most, and {len(corpus.chunks) - len(candidates)} of the "
+            f"corpus's {len(corpus.chunks)} chunks gave the generator none to write, or went to other categories"
         )
         err.write(f"ragmetrics: warning: {category}: {made} of the {asked} asked ({why})\n")
     if corpus.rechunked:
