@@ -559,3 +559,18 @@ def test_labels_named_as_qrels_name_them_are_read():
     judge = pd.DataFrame({"qid": ["q1", "q2"], "docno": ["d1", "d2"], "rel": [1, 1]})
     found = label_agreement(human, judge)
     assert found.pairs == 2 and found.accuracy == 0.5
+
+
+def test_an_agreement_on_few_relevant_pairs_is_said_to_be_rough():
+    """Was: kappa 0.325 on 40 pairs, 2 of them relevant, read as any other: the chance correction rests on the
+    smaller side, and two pairs swing it."""
+    pairs = [(f"q{i}", "d", 1 if i < 2 else 0) for i in range(40)]
+    human = pd.DataFrame(pairs, columns=["query_id", "doc_id", "label"])
+    judge = human.assign(label=[1, 0, 1] + [0] * 37)
+    found = label_agreement(human, judge)
+    assert found.rough == (
+        "only 2 of the 40 pairs people graded relevant: kappa rests on them, a rough figure "
+        "(label pairs until 10 or more are relevant)"
+    )
+    balanced = pd.DataFrame([(f"q{i}", "d", i % 2) for i in range(40)], columns=["query_id", "doc_id", "label"])
+    assert label_agreement(balanced, balanced).rough == ""

@@ -35,6 +35,9 @@ LENGTH_BUCKETS = (
     (400, None, "400+ tokens"),
 )
 """Document length groups, in tokens (:data:`LENGTH_UNIT`): (first, last or None, name)."""
+FEW_PER_SIDE = 10
+"""Below this many pairs people graded relevant (or not relevant), the agreement is said to be a rough figure too:
+kappa corrects for chance by the two sides' shares, and a side of a few pairs swings it."""
 FEW_PAIRS = 30
 """Below this many pairs graded by both, the agreement is said to be a rough figure (docs/judging.md: on 30 pairs a
 kappa varies by a standard deviation of 0.16-0.30)."""
@@ -60,10 +63,20 @@ class LabelAgreement:
 
     @property
     def rough(self) -> str:
-        """What to say of an agreement read on fewer than :data:`FEW_PAIRS` pairs ("" on more)."""
-        if self.pairs >= FEW_PAIRS:
-            return ""
-        return f"only {self.pairs} pair(s) both labelled: a rough figure (label {FEW_PAIRS} or more to read kappa)"
+        """What to say of an agreement read on fewer than :data:`FEW_PAIRS` pairs, or on fewer than
+        :data:`FEW_PER_SIDE` pairs people graded relevant (or not relevant): kappa then rests on those few ("" when
+        neither)."""
+        if self.pairs < FEW_PAIRS:
+            return f"only {self.pairs} pair(s) both labelled: a rough figure (label {FEW_PAIRS} or more to read kappa)"
+        relevant = int(self.confusion.iloc[1:].to_numpy().sum())
+        fewer = min(relevant, self.pairs - relevant)
+        if fewer < FEW_PER_SIDE:
+            side = "relevant" if relevant == fewer else "not relevant"
+            return (
+                f"only {fewer} of the {self.pairs} pairs people graded {side}: kappa rests on them, a rough figure "
+                f"(label pairs until {FEW_PER_SIDE} or more are {side})"
+            )
+        return ""
 
 
 def _bucket(value: float, buckets: tuple[tuple[int, int | None, str], ...]) -> str:
