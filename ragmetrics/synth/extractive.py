@@ -214,14 +214,16 @@ _FENCE = re.compile(r"[ \t]{0,3}(`{3,}|~{3,})")
 """A Markdown code fence's opening (or closing) line."""
 _HEADING_LINE = re.compile(r"[ \t]{0,3}#{1,6}(?:[ \t]|$)")
 _TABLE_LINE = re.compile(r"[ \t]*\|")
+_INDENTED_CODE = re.compile(r"(?: {4}|\t)")
+"""A line of an indented code block (four spaces or a tab), where no paragraph is open for it to continue."""
 _ITEM_MARKER = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)]|>)[ \t]+")
 """A list item's or a quote's marker: an item starts a block of its own, its marker left out."""
 
 
 def prose_blocks(text: str) -> list[tuple[int, int]]:
     """The spans of ``text`` that hold prose, the blocks no sentence runs out of: a blank line ends one, and so does a
-    Markdown heading's line, a table's row and a code block (fenced: none of them is prose); a list item or a quote
-    starts one, without its marker. Line ends may be ``\r\n``."""
+    Markdown heading's line, a table's row and a code block (fenced, or indented where no paragraph is open: none of
+    them is prose); a list item or a quote starts one, without its marker. Line ends may be ``\r\n``."""
     blocks: list[tuple[int, int]] = []
     start: int | None = None
     end = 0
@@ -244,6 +246,8 @@ def prose_blocks(text: str) -> list[tuple[int, int]]:
                 fence = None if content.strip().startswith(fence) else fence
             elif opening:
                 fence = opening.group(1)
+        elif start is None and _INDENTED_CODE.match(content):
+            pass  # an indented code block: no paragraph open that the line could continue
         else:
             item = _ITEM_MARKER.match(content)
             if item:
