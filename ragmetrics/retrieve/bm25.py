@@ -7,7 +7,8 @@ character. Mixed (a corpus of English documents and Chinese ones): each run of C
 of the text as English, so a Chinese query finds the Chinese documents and an English one the English documents (a
 text of one script is tokenized as that language alone). The language is chosen by the corpus text unless given:
 over an even sample of documents, Chinese when their CJK share of letters is at least :data:`CJK_SHARE`, else
-English; mixed when the sample holds documents of both, the fewer at least :data:`MIXED_SHARE` of them. A query's ranking: the documents scoring above 0, by score, ties by doc_id, cut at k.
+English; mixed when the sample holds documents of both, the fewer at least :data:`MIXED_SHARE` of them. A query's
+ranking: the documents scoring above 0, by score, ties by doc_id, cut at k.
 
 The index is built once per corpus content and kept on disk under ``<cache dir>/bm25/<key>``, the key a
 SHA-256 of the corpus (ids, titles, texts) and the parameters, so a second run loads it.
@@ -43,8 +44,8 @@ K1 = 1.2
 B = 0.75
 METHOD = "lucene"
 CJK_SHARE = 0.3
-NO_WORDS = "the corpus holds no word to index (every text is empty, or stopwords only): BM25 has nothing to rank by"
 """A corpus whose letters are at least this share CJK ideographs is tokenized as Chinese."""
+NO_WORDS = "the corpus holds no word to index (every text is empty, or stopwords only): BM25 has nothing to rank by"
 SAMPLE_DOCUMENTS = 2000
 MIXED_SHARE = 0.02
 """A corpus is read as mixed when the fewer of its English and Chinese documents (each by its own CJK share) are at

@@ -2,12 +2,13 @@
 
 Term statistics are the corpus's chunks': a term's document frequency ``df`` over the ``N`` chunks gives its IDF
 ``log(1 + (N - df + 0.5) / (df + 0.5))``. Terms: English words of three or more letters/digits, lowercased, with a
-letter and not among bm25s' longer English stopword list (NLTK's); Chinese: jieba's words of two or more characters not among bm25s'
-Chinese stopwords (function words such as 一些, 不是, 因为; Latin words as in English), nor tagged by jieba's dictionary
+letter and not among bm25s' longer English stopword list (NLTK's); Chinese: jieba's words of two or more characters
+not among bm25s' Chinese stopwords (function words such as 一些, 不是, 因为; Latin words as in English), nor tagged by jieba's dictionary
 as a word that names nothing (:data:`NOT_CONTENT_TAGS`: 一批, 第四名), nor made up by jieba's HMM with a function
 word at its edge (:data:`FUNCTION_EDGE_TAGS`: 以雷纳 of 以雷纳·库尔特·萨克斯, 存于 of 母树存于增城). A term in more than :data:`COMMON_SHARE` of the chunks is never a keyword. A source's *salient
 sentence* is the one whose three rarest terms have the highest IDF sum (sentences of 6 to 80 words, or 10 to 200
-characters in Chinese), among the sentences the chunk holds whole; a sentence its edge cuts only when it holds none.
+characters in Chinese), among the sentences the chunk holds whole (sentences of its prose: :func:`prose_blocks`, no
+heading, table or code); a sentence its edge cuts only when it holds none.
 
 Categories it writes (:data:`CATEGORIES`):
 
@@ -223,7 +224,7 @@ _ITEM_MARKER = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)]|>)[ \t]+")
 def prose_blocks(text: str) -> list[tuple[int, int]]:
     """The spans of ``text`` that hold prose, the blocks no sentence runs out of: a blank line ends one, and so does a
     Markdown heading's line, a table's row and a code block (fenced, or indented where no paragraph is open: none of
-    them is prose); a list item or a quote starts one, without its marker. Line ends may be ``\r\n``."""
+    them is prose); a list item or a quote starts one, without its marker. Line ends may be Windows' too."""
     blocks: list[tuple[int, int]] = []
     start: int | None = None
     end = 0
