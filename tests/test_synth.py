@@ -786,3 +786,32 @@ def test_a_shortfall_says_how_many_chunks_gave_nothing(tmp_path):
     said = "factual: 5 of the 9 asked (the chunks ran out: one query a chunk at most, and 0 of the corpus's 5 chunks"
     assert said in err.getvalue(), err.getvalue()
     assert "from 5 documents (none, en), 0 flagged for review; 1 document(s) with no text left out" in err.getvalue()
+
+
+def test_dataset_check_finds_queries_asked_twice(tmp_path):
+    """Was: a merge of two seeds' sets held the same query twice (5 of 80), each counted in every mean, unsaid."""
+    rows = [
+        {"query_id": "a-1", "query": "How long do refunds take?", "relevant_docs": {"d1": 1}},
+        {"query_id": "b-1", "query": "how long do REFUNDS take", "relevant_docs": {"d1": 1}},
+        {"query_id": "a-2", "query": "Which plans include SSO?", "relevant_docs": {"d2": 1}},
+    ]
+    merged = tmp_path / "merged.jsonl"
+    write_jsonl(merged, rows)
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["dataset", "check", str(merged)], out, err) == 1, err.getvalue()
+    assert "duplicate: queries a-1, b-1 ask the same words (each counts in every mean)" in out.getvalue()
+    write_jsonl(merged, [rows[0], rows[2]])
+    assert main(["dataset", "check", str(merged)], io.StringIO(), io.StringIO()) == 0
+
+
+def test_a_folder_document_is_not_given_its_heading_twice(tmp_path):
+    """Was: a Markdown file's title is its first heading, and pools and judges read "Collecting logs # Collecting
+    logs Support ..."; token budgets counted the heading twice."""
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "kb" / "logs.md").write_text("# Collecting logs\n\nSupport asks for the logs.\n", encoding="utf-8")
+    (tmp_path / "kb" / "notes.txt").write_text("Plain notes without a heading.\n", encoding="utf-8")
+    (tmp_path / "qrels.tsv").write_text("q1 0 logs.md 1\n", encoding="utf-8")
+    dataset = load_dataset(tmp_path / "qrels.tsv", corpus=tmp_path / "kb")
+    texts = dataset.document_texts()
+    assert texts["logs.md"] == "# Collecting logs\n\nSupport asks for the logs.\n"
+    assert texts["notes.txt"] == "notes\nPlain notes without a heading.\n"  # a title of its own: kept

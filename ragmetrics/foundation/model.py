@@ -390,6 +390,14 @@ def _text(values: Any) -> Strings:
     return fill_null(array, empty_strings(1)[0]) if array.null_count else array
 
 
+def repeats_title(title: str, text: str) -> bool:
+    """Whether ``text`` begins with its ``title`` as a Markdown heading (``# Title``): a folder corpus's title is
+    its first heading, which its text holds, and is not given twice. (A text that merely starts with its title's
+    words, as a Wikipedia paragraph starts with its subject, keeps its title.)"""
+    head = text.lstrip()
+    return head.startswith("#") and head.lstrip("#").lstrip().startswith(title)
+
+
 @dataclass(frozen=True, eq=False)
 class Dataset:
     """Queries with their judged documents.
@@ -527,7 +535,8 @@ class Dataset:
     def document_texts(self) -> pd.Series | None:
         """Each document's text as every reader of the corpus takes it (token budgets, keyword and answer
         metrics, pools, judges), indexed by document id: its title, a newline and its text; the text alone when
-        it has no title. None when the dataset holds no document text. A document listed twice counts once (the
+        it has no title, or when the text begins with it already (:func:`repeats_title`: a folder corpus's title is
+        its first heading). None when the dataset holds no document text. A document listed twice counts once (the
         first)."""
         documents = self.documents
         if documents is None or "text" not in documents.columns:
@@ -536,7 +545,8 @@ class Dataset:
         text = corpus["text"].fillna("").astype(str)
         if "title" in corpus.columns:
             title = corpus["title"].fillna("").astype(str)
-            text = (title + "\n" + text).where(title != "", text)
+            kept = [bool(t) and not repeats_title(t, x) for t, x in zip(title, text)]
+            text = (title + "\n" + text).where(kept, text)
         return text
 
     @property

@@ -4,6 +4,7 @@ per category and difficulty against targets and the size guidance per stage, and
 * freshness: the queries whose relevant documents are not in the corpus any more (ids checked against the corpus's
   chunk ids and document ids), and, for a generated set, those whose source chunk's text changed since it was made
   (its ``provenance.source_sha256``);
+* duplicates: queries that ask the same words (in any order and case), as a merge of two generated sets leaves them;
 * coverage: queries per category and per difficulty; a ``target`` per category (or per difficulty: easy, medium,
   hard) is met or short by N; the set's size is checked against :data:`STAGES` (the seed's guidance);
 * power: every pair of runs' paired test on one metric (:func:`ragmetrics.analysis.compare.discriminative_power`):
@@ -28,6 +29,7 @@ from ragmetrics.analysis.stats import min_detectable_delta, queries_needed
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.synth.corpus import Corpus
+from ragmetrics.synth.filters import units
 from ragmetrics.synth.output import source_digest
 
 STAGES: dict[str, tuple[int, int]] = {
@@ -71,6 +73,9 @@ class CheckReport:
     queries: int
     missing: list[tuple[str, list[str]]] = field(default_factory=list)
     changed: list[tuple[str, str]] = field(default_factory=list)
+    duplicates: list[list[str]] = field(default_factory=list)
+    """The query ids of each group of queries that ask the same words (in any order and case): a merged set's
+    repeats, counted twice in every mean."""
     categories: dict[str, int] = field(default_factory=dict)
     difficulties: dict[str, int] = field(default_factory=dict)
     targets: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -85,11 +90,12 @@ class CheckReport:
 
     @property
     def problems(self) -> int:
-        """How many findings call for action (missing or changed sources, short categories, fewer queries than its
-        stage asks, run pairs the set does not separate)."""
+        """How many findings call for action (missing or changed sources, queries asked twice, short categories,
+        fewer queries than its stage asks, run pairs the set does not separate)."""
         return (
             len(self.missing)
             + len(self.changed)
+            + len(self.duplicates)
             + len(self.shortfalls)
             + (self.size_problem is not None)
             + sum(not row["separated"] for row in self.power)
@@ -121,6 +127,8 @@ class CheckReport:
             out.append(f"changed: query {qid}: the text of its source {chunk} changed since the set was made")
         if self.corpus_checked and not self.missing and not self.changed:
             out.append("freshness: ok (every relevant document is in the corpus, no source text changed)")
+        for ids in self.duplicates:
+            out.append(f"duplicate: queries {', '.join(ids)} ask the same words (each counts in every mean)")
         out.append("categories: " + (", ".join(f"{k} {v}" for k, v in self.categories.items()) or "none given"))
         out.append("difficulty: " + (", ".join(f"{k} {v}" for k, v in self.difficulties.items()) or "none given"))
         for category, (have, want) in self.targets.items():
@@ -222,6 +230,17 @@ def reviewed_at(provenances: Iterable[Any]) -> float | None:
     return latest
 
 
+def duplicate_queries(ids: Iterable[Any], texts: Iterable[Any]) -> list[list[str]]:
+    """The ids of each group of queries whose texts hold the same words in any order and case (as synth's duplicate
+    flag reads them, :func:`ragmetrics.synth.filters.units`), in set order; a query without words is none."""
+    groups: dict[frozenset[str], list[str]] = {}
+    for qid, text in zip(ids, texts):
+        words = frozenset(units(str(text))) if isinstance(text, str) else frozenset()
+        if words:
+            groups.setdefault(words, []).append(str(qid))
+    return [found for found in groups.values() if len(found) > 1]
+
+
 def counts(values: Iterable[Any]) -> dict[str, int]:
     found = Counter(str(v) if v is not None and str(v) not in ("", "nan") else "(none)" for v in values)
     return dict(sorted(found.items(), key=lambda kv: (-kv[1], kv[0])))
@@ -291,6 +310,8 @@ def check(
         report.missing = missing_documents(dataset, known)
         if "provenance" in queries.columns:
             report.changed = changed_sources(zip(queries["query_id"], queries["provenance"]), corpus)
+    if "query" in queries.columns:
+        report.duplicates = duplicate_queries(queries["query_id"], queries["query"])
     report.categories = counts(queries["category"]) if "category" in queries.columns else {}
     report.difficulties = counts(queries["difficulty"]) if "difficulty" in queries.columns else {}
     for name, want in (targets or {}).items():
