@@ -72,7 +72,7 @@ def test_the_two_setup_commands_and_the_ci_test_command_agree():
 
 def test_the_readme_stays_short():
     size = len(README.encode("utf-8"))
-    assert size < 12_000, f"README.md is {size:,} bytes; keep it under 12,000 and move reference material to docs/"
+    assert size < 12_500, f"README.md is {size:,} bytes; keep it under 12,500 and move reference material to docs/"
 
 
 @pytest.mark.parametrize(
