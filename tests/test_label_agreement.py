@@ -574,3 +574,6 @@ def test_an_agreement_on_few_relevant_pairs_is_said_to_be_rough():
     )
     balanced = pd.DataFrame([(f"q{i}", "d", i % 2) for i in range(40)], columns=["query_id", "doc_id", "label"])
     assert label_agreement(balanced, balanced).rough == ""
+    # a judge that grades every pair alike: kappa 0 by construction, however many grades agree (was "81%, 0.00")
+    flat = label_agreement(balanced, balanced.assign(label=0))
+    assert flat.kappa == 0 and flat.rough.startswith("the judge gave all 40 pairs grade 0: kappa is 0 by construction")

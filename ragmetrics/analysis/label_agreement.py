@@ -63,11 +63,17 @@ class LabelAgreement:
 
     @property
     def rough(self) -> str:
-        """What to say of an agreement read on fewer than :data:`FEW_PAIRS` pairs, or on fewer than
-        :data:`FEW_PER_SIDE` pairs people graded relevant (or not relevant): kappa then rests on those few ("" when
-        neither)."""
+        """What to say of an agreement read on fewer than :data:`FEW_PAIRS` pairs, from a judge that gave every pair
+        one grade (kappa 0 by construction), or on fewer than :data:`FEW_PER_SIDE` pairs people graded relevant (or
+        not relevant): kappa then rests on those few ("" when none of these)."""
         if self.pairs < FEW_PAIRS:
             return f"only {self.pairs} pair(s) both labelled: a rough figure (label {FEW_PAIRS} or more to read kappa)"
+        given = self.confusion.sum(axis=0)
+        if int((given > 0).sum()) == 1:
+            return (
+                f"the judge gave all {self.pairs} pairs grade {int(given.idxmax())}: kappa is 0 by construction (it "
+                "tells nothing apart), whatever share of grades is the same"
+            )
         relevant = int(self.confusion.iloc[1:].to_numpy().sum())
         fewer = min(relevant, self.pairs - relevant)
         if fewer < FEW_PER_SIDE:
