@@ -26,7 +26,13 @@ import pandas as pd
 from dashboard.core.share import SAMPLE_PLANS
 from dashboard.core.text import md_escape
 from ragmetrics.analysis import ppi
-from ragmetrics.analysis.compare import DEFAULT_FAMILY, bounds_text, interval_at_level, untested_shown
+from ragmetrics.analysis.compare import (
+    DEFAULT_FAMILY,
+    bounds_text,
+    interval_at_level,
+    mean_bounds_text,
+    untested_shown,
+)
 from ragmetrics.analysis.evaluate import RunResult, evaluate
 from ragmetrics.analysis.judging import judged_twice
 from ragmetrics.analysis.label_agreement import LabelAgreement, label_agreement
@@ -300,8 +306,8 @@ def mean_words(row: Any, *, others_intervals: bool) -> str:
     else:
         interval = f"[{row.corrected_low:.3f}, {row.corrected_high:.3f}]"
 
-    def alone(mean: float, low: float, high: float) -> str:
-        return f"{mean:.3f} [{low:.3f}, {high:.3f}]" if others_intervals else f"{mean:.3f}"
+    def alone(mean: float, low: float, high: float) -> str:  # a width-0 interval reads as none, as the CLI's
+        return f"{mean:.3f} {mean_bounds_text(low, high, digits=3)}" if others_intervals else f"{mean:.3f}"
 
     return (
         f"**{md_escape(str(row.run))}**: corrected **{row.corrected:.3f}** {interval} · judge-only "

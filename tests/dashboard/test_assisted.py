@@ -371,3 +371,8 @@ def test_a_corrected_mean_of_width_0_is_said_without_an_interval() -> None:
     )
     spread = assisted.mean_words(next(row.assign(no_spread=False).itertuples(index=False)), others_intervals=False)
     assert "corrected **1.000** [1.000, 1.000]" in spread
+    # a human-only (or judge-only) interval of width 0, a stratified sample's t interval that scored alike, reads as
+    # none too (was "human-only 1.000 [1.000, 1.000]" under the warning that such an interval measures nothing)
+    flat_human = row.assign(human_low=1.0, human_high=1.0)
+    said = assisted.mean_words(next(flat_human.itertuples(index=False)), others_intervals=True)
+    assert "human-only 1.000 [no interval]" in said and "judge-only 0.970 [0.950, 0.990]" in said
