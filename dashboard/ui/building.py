@@ -6,7 +6,8 @@ dataset.
 Every decision is written at once (:meth:`ragmetrics.store.candidates.CandidateStore.review`) with the reviewer (the
 signed-in user, else "anonymous") and the time: a reload, a second tab or a server restart loses none. A key
 pressed while the page reruns may reach the previous candidate's button: a decision is only taken for a candidate
-still undecided, unless the reviewer asked to review it again.
+still undecided, unless the reviewer asked to review it again; one that is not taken so is said on the page that
+follows (:func:`not_taken`), with who decided it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ragmetrics.synth.generators import GENERATORS
 
 _EDITING = "ragmetrics.build.editing"
 _REVISING = "ragmetrics.build.revising"
+_NOT_TAKEN = "ragmetrics.build.not_taken"
 _PROBLEM = "ragmetrics.build.problem"
 
 __all__ = [
@@ -44,6 +46,7 @@ __all__ = [
     "generator_choices",
     "job_of",
     "next_candidate",
+    "not_taken",
     "resume",
     "reviewer",
     "revise",
@@ -191,11 +194,24 @@ def decide(workspace: Workspace, batch: str, position: int, decision: str) -> No
     revising = isinstance(again, tuple) and again == (batch, position)
     if not revising:
         current = {c.position: c for c in workspace.candidates.candidates(batch)}.get(position)
-        if current is None or current.decision is not None:
+        if current is None:
+            return
+        if current.decision is not None:  # decided meanwhile (another tab, a key pressed mid-rerun): said, not lost
+            st.session_state[_NOT_TAKEN] = (
+                f"Candidate {position} was already {current.decision} (by {current.reviewer or 'anonymous'}, "
+                f"{stamp(current.reviewed_at)}) when you chose {decision}: it keeps that decision. Review it again "
+                "from the decisions below to change it."
+            )
             return
     workspace.candidates.review(batch, position, decision, reviewer=auth.user_name())
     st.session_state.pop(_REVISING, None)
     stop_editing()
+
+
+def not_taken() -> str | None:
+    """The decision this session chose for a candidate already decided, in words, once (the page says it)."""
+    said = st.session_state.pop(_NOT_TAKEN, None)
+    return said if isinstance(said, str) else None
 
 
 def revise(batch: str, position: int) -> None:

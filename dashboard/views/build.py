@@ -176,6 +176,9 @@ else:
             else:
                 st.caption("No candidate stored yet: they are shown for review as they are written.")
             item = building.next_candidate(candidates, batch.id)
+            not_taken = building.not_taken()
+            if not_taken:
+                st.warning(md_escape(not_taken), icon=":material/sync_problem:")
             places = (st.empty(), st.empty())  # the next candidate in the other place: the previous one goes at once
             if item is None:
                 places[0].empty()

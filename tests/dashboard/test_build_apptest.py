@@ -229,6 +229,23 @@ def test_a_make_click_after_another_reviewer_rejected_the_last_accepted_one_says
     assert "no dataset was made" not in " ".join(w.value for w in at.warning)  # said once
 
 
+def test_a_decision_another_tab_made_first_is_said_when_this_tab_s_is_not_taken(corpus_dataset, store_dir) -> None:
+    """Was: a tab still showing a candidate another tab had rejected took an Accept click without a word, stored
+    nothing, and moved on; the decision kept is now said, with who made it and how to change it."""
+    at = open_page("build", {"ds": corpus_dataset})
+    _button(at, "build.generate").click().run()
+    batch = _generated(at, store_dir)
+    shown = next(c for c in CandidateStore(_store(store_dir)).candidates(batch) if c.record["query"] == _query(at))
+    CandidateStore(_store(store_dir)).review(batch, shown.position, "rejected", reviewer="bob")  # another tab
+    _button(at, "build.accept").click().run()
+    no_problems(at)
+    said = " ".join(w.value for w in at.warning).replace("\\", "")
+    assert f"Candidate {shown.position} was already rejected (by bob," in said and "when you chose accepted" in said
+    assert CandidateStore(_store(store_dir)).candidates(batch)[shown.position - 1].decision == "rejected"
+    at.run()
+    assert "was already rejected" not in " ".join(w.value for w in at.warning)  # said once
+
+
 def _extractive_batch(store_dir: Path, dataset_id: str) -> tuple[Workspace, str, jobs.GenerationJob]:
     """A batch of 10 extractive candidates (5 factual, 5 cloze) on the stored dataset, and its job, not started."""
     ws = Workspace(_store(store_dir))
