@@ -1015,3 +1015,19 @@ def test_labels_made_for_another_dataset_are_refused_before_their_grades_are_rea
             f"ragmetrics: error: {folder / f'{which}.qrels'}: none of its 12 labelled queries ['x00', 'x01', 'x02'] "
             f"and 9 more is a query of {of} more: the labels were likely made for another dataset\n"
         ), err.getvalue()
+
+
+def test_the_judge_only_mean_gets_the_interval_every_mean_gets():
+    """Was: a t interval cut at 1 ("Hits@5 judge-only 0.978 [0.948, 1.000]") where the Overview gives the same 0/1
+    values the exact binomial one; stratified or not, the judge's labels taken as truth are the plain mean."""
+    from ragmetrics.analysis.stats import mean_interval
+
+    judge = np.array([1.0] * 89 + [0.0] * 2)
+    human = np.full(91, np.nan)
+    human[:20] = judge[:20]
+    human[3] = 0.0
+    expected = mean_interval(judge)
+    for strata in (None, np.array(["a", "b"] * 45 + ["a"])):
+        found = ppi.ppi_mean(judge, human, strata=strata).judge_only
+        assert (found.ci_low, found.ci_high) == (float(expected[0]), float(expected[1]))
+        assert found.estimate == pytest.approx(89 / 91) and found.ci_high < 1.0  # exact binomial: below 1

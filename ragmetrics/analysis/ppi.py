@@ -524,9 +524,15 @@ def ppi_mean(
         # binomial one where every value is 0 or 1, which t's point [1, 1] of two labelled queries scoring 1 is not)
         low, high = stats.mean_interval(y[labelled], confidence=confidence)
         human_only = replace(human_only, ci_low=float(low), ci_high=float(high))
+    judge_only = Interval.of(float(f.mean()), math.sqrt(judge_variance), big_n, confidence)
+    if population == "queries" and shares is None and not differences:
+        # the judge's labels taken as truth: the plain mean of the N values (the strata weighted by their shares of
+        # them), with the interval the Overview gives it (the exact binomial one for values of 0 or 1)
+        low, high = stats.mean_interval(f, confidence=confidence)
+        judge_only = replace(judge_only, ci_low=float(low), ci_high=float(high))
     return Corrected(
         ppi=Interval.of(estimate, math.sqrt(variance), n, confidence, df),
-        judge_only=Interval.of(float(f.mean()), math.sqrt(judge_variance), big_n, confidence),
+        judge_only=judge_only,
         human_only=human_only,
         lam=lam,
         n_labelled=n,
