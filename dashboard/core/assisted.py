@@ -272,7 +272,8 @@ def corrected_deltas(
     on every metric of ``family_specs`` (``spec`` among them; default ``spec`` alone), and its interval adjusted the
     same way: ``run, delta, ci_low_adjusted, ci_high_adjusted, ci_level_adjusted, ci_method_adjusted,
     p_value_corrected, verdict, family_size, family_exact, family_covers (said by :func:`family_words`), judge_delta, judge_low, judge_high, human_delta, human_low, human_high, n_labelled,
-    n_queries``
+    n_queries, differing, too_few, exact, no_spread`` (the flags :func:`ragmetrics.analysis.ppi.unreadable_rows` reads:
+    a too-few row's interval is not shown, so no caution is about it)
     (``verdict``: :func:`ragmetrics.analysis.verdicts.verdict`'s code, said by :func:`delta_words`)."""
     specs = list(dict.fromkeys([*family_specs, spec]))
     under_judge, under_people, strata_of = _under(base, runs, specs, human, judge, conventions, strata)
@@ -282,7 +283,8 @@ def corrected_deltas(
     )  # fmt: skip
     columns = ["run", "delta", "ci_low_adjusted", "ci_high_adjusted", "ci_level_adjusted", "ci_method_adjusted",
                "p_value_corrected", "verdict", "family_size", "family_exact", "family_covers", "judge_delta", "judge_low", "judge_high",
-               "human_delta", "human_low", "human_high", "n_labelled", "n_queries"]  # fmt: skip
+               "human_delta", "human_low", "human_high", "n_labelled", "n_queries", "differing", "too_few", "exact",
+               "no_spread"]  # fmt: skip
     if frame.empty:
         return pd.DataFrame(columns=columns)
     return frame[frame["metric"] == str(spec)][columns].reset_index(drop=True)

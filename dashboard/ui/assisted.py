@@ -526,9 +526,9 @@ def corrected_elsewhere(
                 f"p: the t test of each corrected Δ, {assisted.family_words(table, correction)}, as the table above; "
                 f"intervals: {intervals_name(correction, alpha)}."
             )
-            # the panel's lambda is tuned
+            # the panel's lambda is tuned; said only beside an interval shown (a too-few row shows none)
             tuned = ppi.tuned_lambda_note(int(table["n_labelled"].min()), None, remedy="the CLI's --ppi-lambda 1")
-            if tuned is not None:
+            if tuned is not None and not table["too_few"].astype(bool).all():
                 st.caption(tuned[0].upper() + tuned[1:] + ".")
         for row in table.itertuples(index=False):
             if baseline is None:

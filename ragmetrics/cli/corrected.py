@@ -332,7 +332,8 @@ def compare_corrected(
         out,
     )
     _unreadable(args, frame, err, paired=True)
-    counts = frame.loc[~frame["exact"], "n_labelled"].tolist() if len(frame) else []  # an exact delta: no interval
+    # only beside an interval shown: an exact delta has none, nor has a too-few one
+    counts = frame.loc[~frame["exact"] & ~frame["too_few"], "n_labelled"].tolist() if len(frame) else []
     tuned = ppi.tuned_lambda_note(min(counts), LAMBDAS[option_value(args, "ppi_lambda")]) if counts else None
     if tuned is not None:
         err.write(f"ragmetrics: note: {tuned}\n")

@@ -227,8 +227,10 @@ def test_overview_and_compare_show_the_corrected_numbers_with_the_badge(seeded, 
     assert family is not None
     said = " ".join(c.value for c in box.caption)
     assert family.group(0) in said and "intervals: Holm-adjusted CI" in said, said
-    # the panel's lambda is tuned, on 4 labelled queries: said, as the CLI says it
-    assert "With the tuned lambda and 4 human-labelled queries (fewer than 100)" in said, said
+    # the panel's lambda is tuned, on 4 labelled queries; its note speaks of an interval, and a too-few row shows
+    # none: not said, as the CLI does not say it, and no other caution of an interval either
+    assert "With the tuned lambda" not in said and "the interval is rough" not in text + said, said
+    assert not any("rough" in w.value or "too narrow" in w.value for w in box.warning)
     # the row says the library's verdict in the registry's words (the CLI's): 4 labelled queries, too few to tell,
     # so neither the Holm p nor the interval at its level (was "Holm p 0.16" beside the mark)
     assert deltas["verdict"].tolist() == ["too few"] and f" · {SAID['too few'].mark} (" in text, text
