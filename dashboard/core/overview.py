@@ -281,6 +281,15 @@ def _apart(first: pd.DataFrame, pr: pd.DataFrame, label_ks: Sequence[int]) -> se
     return kept
 
 
+def _fitted(values: pd.Series) -> dict[str, object]:
+    """An axis that fits ``values``; where they are all one value (every run's recall 1 at every K), a narrow range
+    around it within [0, 1] (Plotly's autorange pads a single value by 1 on each side: recall read 0 to 2)."""
+    if len(values) and float(values.max() - values.min()) < 1e-9:
+        middle = float(values.iloc[0])
+        return {"range": [max(0.0, middle - 0.1), min(1.0, middle + 0.1) + 0.02], "autorange": False}
+    return {"autorange": True}
+
+
 def pr_figure(
     pr: pd.DataFrame,
     runs: Sequence[str] | None = None,
@@ -311,8 +320,8 @@ def pr_figure(
                 hovertemplate="K=%{customdata}<br>Recall=%{x:.3f}<br>Precision=%{y:.3f}<extra>%{fullData.name}</extra>",
             )
         )
-    fig.update_xaxes(title_text="Recall@K", autorange=True)
-    fig.update_yaxes(title_text="Precision@K", autorange=True)
+    fig.update_xaxes(title_text="Recall@K", **_fitted(pr["recall"]))
+    fig.update_yaxes(title_text="Precision@K", **_fitted(pr["precision"]))
     base_layout(fig, 420)
     fig.update_layout(title={"text": "Precision–recall over K"})
     return fig

@@ -200,6 +200,11 @@ def test_pr_figure(faq_alignments) -> None:
     np.testing.assert_allclose(trace.x, bm25["recall"].to_numpy())
     np.testing.assert_allclose(trace.y, bm25["precision"].to_numpy())
     assert fig.layout.xaxis.title.text == "Recall@K" and fig.layout.yaxis.title.text == "Precision@K"
+    assert fig.layout.xaxis.autorange is True  # the data spread: Plotly fits it
+    # every run's recall 1 at every K (a set its retriever finds whole): a range about 1, not Plotly's 0 to 2
+    whole = pr.assign(recall=1.0)
+    axis = overview.pr_figure(whole).layout.xaxis
+    assert axis.autorange is False and 0.85 <= axis.range[0] < 1.0 < axis.range[1] <= 1.05
 
 
 def test_user_text_is_not_markup_in_figures(tiny, tiny_runs) -> None:
