@@ -157,6 +157,20 @@ def pr_frame(alignments: Sequence[Alignment], k_max: int = K_MAX) -> pd.DataFram
     return pd.concat(parts, ignore_index=True)
 
 
+def left_out_words(alignment: Alignment) -> str:
+    """Why a mean is over fewer queries than the dataset holds, in words: its negative queries (an answer not in the
+    corpus: nothing relevant to find) and the others without judgments; "" when every query is evaluated."""
+    dataset = alignment.dataset
+    left = len(dataset) - alignment.n_queries
+    if left <= 0:
+        return ""
+    negative = len(dataset.negative_queries())
+    parts = ([f"{negative:,} negative (nothing relevant to find)"] if negative else []) + (
+        [f"{left - negative:,} without judgments"] if left > negative else []
+    )
+    return f" ({left:,} of the dataset's {len(dataset):,} left out: {', '.join(parts)})"
+
+
 def display_k_max(alignments: Sequence[Alignment], floor: int = 10) -> int:
     """Deepest K worth plotting: the deepest ranking among the runs, between ``floor`` and K_MAX."""
     deepest = max((a.depth for a in alignments), default=floor)

@@ -62,7 +62,8 @@ if page.alignments and page.dataset is not None:
         curves = cache.curve_frame(selection, k_max)
         curves_figure, pr_figure = cache.curve_figures(selection, k_max, page.run_names, page.every_run_name)
     st.caption(
-        f"Mean over {n_queries:,} queries for K = 1…{k_max}; shaded: the 95% interval of each mean, "
+        f"Mean over {n_queries:,} queries{overview.left_out_words(alignments[0])} for K = 1…{k_max}; shaded: the 95% "
+        "interval of each mean, "
         f"{interval_words(curves['interval'])}. The camera button in a chart's toolbar saves it as PNG."
     )
     layout.show_figure(curves_figure, key="overview.curves", filename="curves")

@@ -332,3 +332,14 @@ def test_a_verdict_at_k_says_when_runs_rank_to_different_depths_short_of_k(tiny)
         "at K reads what each run ranked, so part of a difference may be depth alone."
     )
     assert overview.unequal_depths(alignments, 10) is None and overview.unequal_depths(alignments[:1], 50) is None
+
+
+def test_the_curves_say_which_queries_their_mean_leaves_out(faq_alignments, tiny, tiny_runs) -> None:
+    """Was: "Mean over 91 queries" of a dataset of 106, its negative queries left out without a word."""
+    assert overview.left_out_words(faq_alignments[0]) == (
+        " (15 of the dataset's 106 left out: 15 negative (nothing relevant to find))"
+    )
+    assert (
+        overview.left_out_words(ragmetrics.align(tiny, tiny_runs[0]))
+        == " (1 of the dataset's 13 left out: 1 without judgments)"
+    )
