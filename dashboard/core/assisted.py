@@ -55,6 +55,7 @@ __all__ = [
     "delta_words",
     "human_labels",
     "judge_labels",
+    "judge_reach_words",
     "judge_sources",
     "judge_title",
     "plan_order",
@@ -294,6 +295,20 @@ def family_words(deltas: pd.DataFrame, correction: str) -> str:
     """The family the p-values of :func:`corrected_deltas` were corrected over, in the CLI's words
     (:func:`ragmetrics.analysis.stats.family_text` of the computation's ``family_size`` and ``family_covers``)."""
     return family_text(correction, int(deltas["family_size"].iloc[0]), str(deltas["family_covers"].iloc[0]))
+
+
+def judge_reach_words(pool: pd.DataFrame, judge: pd.DataFrame, depth: int) -> str:
+    """What the judge labelled of the ``pool`` (the unjudged pairs of the runs' top ``depth``), in words: all of it,
+    or how much, where it ran at another depth or before a run was added (the rest count as the qrels leave them)."""
+    pairs = set(zip(pool["query_id"].astype(str), pool["doc_id"].astype(str))) if len(pool) else set()
+    labelled = set(zip(judge["query_id"].astype(str), judge["doc_id"].astype(str))) if len(judge) else set()
+    reached = len(pairs & labelled)
+    if reached == len(pairs):
+        return f"labelled the unjudged documents of the runs' top {depth}"
+    return (
+        f"labelled {reached:,} of the {len(pairs):,} unjudged documents of the runs' top {depth} (the others count as "
+        "the qrels leave them: run the judge at this depth on the Judge page)"
+    )
 
 
 def mean_words(row: Any, *, others_intervals: bool) -> str:

@@ -492,8 +492,8 @@ def corrected_elsewhere(
     sample = help_.sample
     with st.expander(f"{title(spec)} corrected by the human sample ({badge})"):
         st.caption(
-            f"A judge ({md_escape(assisted.judge_title(help_.source))}) labelled the unjudged documents of the runs' top "
-            f"{depth}; {len(sample.queries)} planned queries are labelled by people (the Judge page; a query counts once "
+            f"A judge ({md_escape(assisted.judge_title(help_.source))}) "
+            f"{assisted.judge_reach_words(help_.pool, help_.judge, depth)}; {len(sample.queries)} planned queries are labelled by people (the Judge page; a query counts once "
             "every pair these runs pool for it is, so another run can make it wait). Prediction-powered "
             + ("inference, 95% intervals." if baseline is None else "inference; its intervals are named below.")
         )

@@ -376,3 +376,15 @@ def test_a_corrected_mean_of_width_0_is_said_without_an_interval() -> None:
     flat_human = row.assign(human_low=1.0, human_high=1.0)
     said = assisted.mean_words(next(flat_human.itertuples(index=False)), others_intervals=True)
     assert "human-only 1.000 [no interval]" in said and "judge-only 0.970 [0.950, 0.990]" in said
+
+
+def test_the_corrected_box_says_how_much_of_the_pool_the_judge_labelled() -> None:
+    """Was: "labelled the unjudged documents of the runs' top 20" after a judge ran at depth 10 (1,126 of 2,206)."""
+    pool = pd.DataFrame({"query_id": ["q1", "q1", "q2"], "doc_id": ["a", "b", "c"]})
+    judge = pd.DataFrame({"query_id": ["q1", "q2", "q9"], "doc_id": ["a", "c", "z"], "label": [1, 0, 1]})
+    assert assisted.judge_reach_words(pool, judge, 20) == (
+        "labelled 2 of the 3 unjudged documents of the runs' top 20 (the others count as the qrels leave them: run "
+        "the judge at this depth on the Judge page)"
+    )
+    whole = pd.concat([judge, pd.DataFrame({"query_id": ["q1"], "doc_id": ["b"], "label": [0]})])
+    assert assisted.judge_reach_words(pool, whole, 10) == "labelled the unjudged documents of the runs' top 10"
