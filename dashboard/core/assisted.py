@@ -323,8 +323,11 @@ def mean_words(row: Any, *, others_intervals: bool) -> str:
     else:
         interval = f"[{row.corrected_low:.3f}, {row.corrected_high:.3f}]"
 
-    def alone(mean: float, low: float, high: float) -> str:  # a width-0 interval reads as none, as the CLI's
-        return f"{mean:.3f} {mean_bounds_text(low, high, digits=3)}" if others_intervals else f"{mean:.3f}"
+    def alone(mean: float, low: float, high: float) -> str:
+        if not others_intervals:
+            return f"{mean:.3f}"
+        # a sample's interval of width 0 (a stratified one that scored alike) measures nothing: none, as the CLI's
+        return f"{mean:.3f} {mean_bounds_text(low, high, digits=3) if high > low else '[no interval]'}"
 
     return (
         f"**{md_escape(str(row.run))}**: corrected **{row.corrected:.3f}** {interval} · judge-only "

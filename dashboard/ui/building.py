@@ -196,7 +196,9 @@ def decide(workspace: Workspace, batch: str, position: int, decision: str) -> No
         current = {c.position: c for c in workspace.candidates.candidates(batch)}.get(position)
         if current is None:
             return
-        if current.decision is not None:  # decided meanwhile (another tab, a key pressed mid-rerun): said, not lost
+        if current.decision is not None:  # decided meanwhile (another tab, a key pressed mid-rerun)
+            if current.decision == decision:
+                return  # the same decision again: nothing to say
             st.session_state[_NOT_TAKEN] = (
                 f"Candidate {position} was already {current.decision} (by {current.reviewer or 'anonymous'}, "
                 f"{stamp(current.reviewed_at)}) when you chose {decision}: it keeps that decision. Review it again "

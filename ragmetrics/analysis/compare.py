@@ -468,9 +468,8 @@ def mean_bounds_text(
 ) -> str:
     """A mean's interval as the CLI and the pages print it, ``[0.6351, 0.7231]`` (unsigned: a difference's is
     :func:`bounds_text`'s); ``none`` where it has none (below 2 queries, or every query scored the same other than
-    0 or 1: :func:`ragmetrics.analysis.stats.mean_interval`; a table's cell reads ``—``), and where its width is 0
-    (a t interval of a sample that scored alike, a stratified human-only mean's: it measures nothing)."""
-    if low is None or high is None or math.isnan(low) or math.isnan(high) or high <= low:
+    0 or 1: :func:`ragmetrics.analysis.stats.mean_interval`; a table's cell reads ``—``)."""
+    if low is None or high is None or math.isnan(low) or math.isnan(high):
         return none
     return f"[{low:.{digits}f}{separator}{high:.{digits}f}]"
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import warnings
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -228,6 +229,11 @@ def _unreadable(args: argparse.Namespace, frame: pd.DataFrame, err: TextIO, pair
         err.write(f"ragmetrics: note: {words}; label more (--plan)\n")
 
 
+def _spread(low: float, high: float) -> tuple[float, float]:
+    """An interval's ends, or NaN for both where its width is 0 (a sample's: it measures nothing)."""
+    return (low, high) if high > low else (math.nan, math.nan)
+
+
 def _shrinks(ci_low: float, ci_high: float, more: int, projected: float) -> str:
     """ "with N more labelled: about +-x", unless nothing is left to label or the interval has no width to shrink."""
     return f"  with {more} more labelled: about +-{projected:.4f}" if more and ci_high - ci_low > 1e-12 else ""
@@ -295,10 +301,17 @@ def eval_corrected(
                 corrected = f"{r.estimate:.4f} no interval (width 0: the labelled queries score alike)"
             else:
                 corrected = _interval(r.estimate, r.ci_low, r.ci_high)
+            # beside a sample's estimate, an interval of width 0 (a stratified one that scored alike) measures
+            # nothing: none is printed; an exact mean's is its point
+            judge_low, judge_high, human_low, human_high = (
+                (r.judge_low, r.judge_high, r.human_low, r.human_high)
+                if r.exact
+                else (*_spread(r.judge_low, r.judge_high), *_spread(r.human_low, r.human_high))
+            )
             out.write(
                 f"{r.metric:<14} {r.run:<24} corrected {corrected}  "
-                f"judge-only {_interval(r.judge, r.judge_low, r.judge_high)}  "
-                f"human-only {_interval(r.human, r.human_low, r.human_high)}  lambda {r.lam:.2f}"
+                f"judge-only {_interval(r.judge, judge_low, judge_high)}  "
+                f"human-only {_interval(r.human, human_low, human_high)}  lambda {r.lam:.2f}"
                 + ("" if r.too_few or r.no_spread else _shrinks(r.ci_low, r.ci_high, r.more, r.projected))
                 + "\n"
             )
