@@ -327,7 +327,7 @@ def mean_words(row: Any, *, others_intervals: bool) -> str:
         if not others_intervals:
             return f"{mean:.3f}"
         # a sample's interval of width 0 (a stratified one that scored alike) measures nothing: none, as the CLI's
-        return f"{mean:.3f} {mean_bounds_text(low, high, digits=3) if high > low else '[no interval]'}"
+        return f"{mean:.3f} {mean_bounds_text(*ppi.sample_ends(low, high), digits=3)}"
 
     return (
         f"**{md_escape(str(row.run))}**: corrected **{row.corrected:.3f}** {interval} · judge-only "

@@ -170,6 +170,12 @@ def unreadable(
     return None if few is None else ("few", few)
 
 
+def sample_ends(low: float, high: float) -> tuple[float, float]:
+    """A sample's interval as it is shown: its ends, or NaN for both where its width is 0 (a stratified one that
+    scored alike: it measures nothing; an exact mean's point is shown by its caller as such)."""
+    return (low, high) if high > low else (math.nan, math.nan)
+
+
 def unreadable_rows(
     rows: pd.DataFrame, low: str = "ci_low", high: str = "ci_high", population: str = "queries", paired: bool = False
 ) -> list[tuple[str, str]]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import warnings
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -229,11 +228,6 @@ def _unreadable(args: argparse.Namespace, frame: pd.DataFrame, err: TextIO, pair
         err.write(f"ragmetrics: note: {words}; label more (--plan)\n")
 
 
-def _spread(low: float, high: float) -> tuple[float, float]:
-    """An interval's ends, or NaN for both where its width is 0 (a sample's: it measures nothing)."""
-    return (low, high) if high > low else (math.nan, math.nan)
-
-
 def _shrinks(ci_low: float, ci_high: float, more: int, projected: float) -> str:
     """ "with N more labelled: about +-x", unless nothing is left to label or the interval has no width to shrink."""
     return f"  with {more} more labelled: about +-{projected:.4f}" if more and ci_high - ci_low > 1e-12 else ""
@@ -306,7 +300,7 @@ def eval_corrected(
             judge_low, judge_high, human_low, human_high = (
                 (r.judge_low, r.judge_high, r.human_low, r.human_high)
                 if r.exact
-                else (*_spread(r.judge_low, r.judge_high), *_spread(r.human_low, r.human_high))
+                else (*ppi.sample_ends(r.judge_low, r.judge_high), *ppi.sample_ends(r.human_low, r.human_high))
             )
             out.write(
                 f"{r.metric:<14} {r.run:<24} corrected {corrected}  "
