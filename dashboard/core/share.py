@@ -125,6 +125,8 @@ PARAM_KEYS: dict[str, str] = {
     "jq": f"the Judge page's queue order ({', '.join(JUDGE_QUEUES)}; absent = {DEFAULT_QUEUE})",
     "jp": f"the Judge page's human sample plan ({', '.join(SAMPLE_PLANS)}; absent = {DEFAULT_PLAN})",
     "js": "the judge whose labels the Judge page's agreement shows, judge:NAME@VERSION#HASH (absent = the latest)",
+    "bb": "the Build page's batch of candidates (its id)",
+    "bc": "the candidate the Build page shows, by its number in the batch (absent = the first left to review)",
     "by": f"the tag the Timeline orders runs by (absent = {DEFAULT_ORDER})",
     "where": "the Timeline's tag filter, KEY=VALUE (absent = every run)",
     "sys": f"the tag naming the Leaderboard's systems (absent = {DEFAULT_SYSTEM_TAG})",
@@ -138,6 +140,7 @@ _REF_RE = re.compile(r"^[A-Za-z0-9_.:\-]{1,80}$")  # what may be looked up as an
 _PAGE_RE = re.compile(r"^[a-z][a-z0-9_\-]{0,39}$")
 _MAX_TEXT = 500
 MAX_RUNS = 20
+MAX_CANDIDATE = 10**9  # a candidate's number in its batch, read from a link
 """The most runs a view (and its link) holds: the sidebar's picker takes no more."""
 FULL_VIEW = f"the sidebar already holds {MAX_RUNS} runs, the most a view and its link keep: remove one to select it"
 """Why a run stored from a page was not selected."""
@@ -173,6 +176,8 @@ class ViewState:
     queue: str = DEFAULT_QUEUE
     plan: str = DEFAULT_PLAN
     shown_judge: str | None = None
+    batch: str | None = None  # the Build page's batch of candidates
+    candidate: int | None = None  # the Build page's candidate, by its number in the batch
     bounds: bool = False
     charts: bool = False  # the folded section open
     order_by: str = DEFAULT_ORDER
@@ -265,6 +270,8 @@ def encode(state: ViewState, *, defaults: bool = True) -> dict[str, str]:
         ("jq", state.queue, DEFAULT_QUEUE),
         ("jp", state.plan, DEFAULT_PLAN),
         ("js", state.shown_judge or "", ""),
+        ("bb", state.batch or "", ""),
+        ("bc", str(state.candidate or ""), ""),
     ):
         if text != default_text:
             out[key] = text
@@ -580,6 +587,16 @@ def decode(
             values["shown_judge"] = judge
         elif judge:
             note(f"ignored the link's 'js' value {judge[:20]!r}: expected judge:NAME@VERSION#HASH")
+        batch = _last(params.get("bb"))
+        if batch and _REF_RE.match(batch):
+            values["batch"] = batch
+        elif batch:
+            note(f"ignored the link's 'bb' value {batch[:20]!r}: expected a batch id (16 hexadecimal digits)")
+        candidate = _last(params.get("bc"))
+        if candidate and candidate.isdigit() and 0 < int(candidate) <= MAX_CANDIDATE:
+            values["candidate"] = int(candidate)
+        elif candidate:
+            note(f"ignored the link's 'bc' value {candidate[:20]!r}: expected a candidate's number, 1 or more")
         for key, (name, meaning) in FLAGS.items():
             shown = _last(params.get(key))
             if shown in ("0", "1"):

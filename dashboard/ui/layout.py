@@ -134,6 +134,8 @@ def page_setup(
                     category=None,
                     difficulty=None,
                     shown_judge=None,
+                    batch=None,
+                    candidate=None,
                 ),
                 list(datasets),
                 lambda d: _facts(workspace, d),

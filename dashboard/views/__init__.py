@@ -86,7 +86,10 @@ VIEWS: tuple[View, ...] = (
         "Build dataset",
         ":material/construction:",
         "Data",
-        unlinked={"build.": "inputs of a generation and the review's actions; the dataset it makes is in the link"},
+        unlinked={
+            "build.": "inputs of a generation and the review's actions; the batch and the candidate shown (bb, bc) "
+            "and the dataset it makes are in the link"
+        },
     ),
     View("timeline", "views/timeline.py", "Timeline", ":material/timeline:", "History"),
     View("leaderboard", "views/leaderboard.py", "Leaderboard", ":material/leaderboard:", "History"),

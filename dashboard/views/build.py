@@ -11,7 +11,8 @@ Review: accept (key A), edit (key E: query, answer, keywords, category, difficul
 (key X), each decision stored at once with the reviewer and the time (a reload, a second tab or a restarted server
 loses nothing). "Make dataset" stores the accepted and edited candidates as a dataset with the corpus's documents
 and each query's provenance; the batch records it and its parent, and the sidebar then shows it (every page and
-share link can name it). Reads ``ds``; the dataset made becomes ``ds``.
+share link can name it). Reads ``ds``, ``bb`` (the batch) and ``bc`` (the candidate shown, decided or not); the
+dataset made becomes ``ds``.
 """
 
 from __future__ import annotations
@@ -111,8 +112,16 @@ else:
         batches = workspace.candidates.batches(ds.id)
         if not batches:
             st.caption("No candidates generated from this dataset yet.")
+            view = view.with_(batch=None, candidate=None)
         else:
             by_id = {b.id: b for b in batches}
+            if page.fresh and view.batch in by_id:  # opened from a link: the batch it names
+                st.session_state["build.batch"] = view.batch
+            elif page.fresh and view.batch:
+                st.caption(
+                    f"The link names batch {md_escape(view.batch[:8])}, which is not one of this dataset's batches "
+                    "in this store: showing the latest."
+                )
             if st.session_state.get("build.batch") not in by_id:
                 st.session_state.pop("build.batch", None)
             picked = st.selectbox(
@@ -175,7 +184,16 @@ else:
                 )
             else:
                 st.caption("No candidate stored yet: they are shown for review as they are written.")
+            if page.fresh and view.batch == batch.id and view.candidate:
+                if any(c.position == view.candidate for c in candidates):
+                    building.revise(batch.id, view.candidate)  # the candidate the link names, decided or not
+                else:
+                    st.caption(
+                        f"The link names candidate {view.candidate}, which this batch does not hold (yet): showing "
+                        "the first left to review."
+                    )
             item = building.next_candidate(candidates, batch.id)
+            view = view.with_(batch=batch.id, candidate=item.position if item is not None else None)
             not_taken = building.not_taken()
             if not_taken:
                 st.warning(md_escape(not_taken), icon=":material/sync_problem:")

@@ -246,6 +246,42 @@ def test_a_decision_another_tab_made_first_is_said_when_this_tab_s_is_not_taken(
     assert "was already rejected" not in " ".join(w.value for w in at.warning)  # said once
 
 
+def test_the_share_link_names_the_batch_and_the_candidate_shown_and_reopens_them(corpus_dataset, store_dir) -> None:
+    """Was: the Build page's link kept neither its batch nor its candidate, so a teammate opening it saw the latest
+    batch's first undecided candidate; now ``bb`` and ``bc`` reopen the candidate shown, decided or not."""
+    at = open_page("build", {"ds": corpus_dataset})
+    _button(at, "build.generate").click().run()
+    first_batch = _generated(at, store_dir)
+    _button(at, "build.accept").click().run()
+    shown = next(c for c in CandidateStore(_store(store_dir)).candidates(first_batch) if c.record["query"] == _query(at))
+    assert (param(at, "bb"), param(at, "bc")) == (first_batch, str(shown.position))
+    at.number_input(key="build.seed").set_value(7).run()
+    _button(at, "build.generate").click().run()
+    newer = next(b.id for b in CandidateStore(_store(store_dir)).batches() if b.id != first_batch)
+    job = jobs.generation(newer)
+    assert job is not None and job.wait(120)
+    at.run()
+    assert param(at, "bb") == newer  # the batch the page now shows
+
+    accepted = next(c for c in CandidateStore(_store(store_dir)).candidates(first_batch) if c.decision == "accepted")
+    other = open_page("build", {"ds": corpus_dataset, "bb": first_batch, "bc": str(accepted.position)})
+    no_problems(other)
+    assert other.selectbox(key="build.batch").value == first_batch
+    assert _query(other) == accepted.record["query"]  # a decided one, shown again from the link
+    assert "decided: accepted by anonymous" in " ".join(m.value for m in other.markdown).replace("\\", "")
+    assert (param(other, "bb"), param(other, "bc")) == (first_batch, str(accepted.position))
+
+    elsewhere = open_page("build", {"ds": corpus_dataset, "bb": "0123456789abcdef", "bc": "999"})
+    no_problems(elsewhere)
+    said = " ".join(c.value for c in elsewhere.caption)
+    assert "The link names batch 01234567, which is not one of this dataset's batches in this store" in said
+    assert elsewhere.selectbox(key="build.batch").value == newer and param(elsewhere, "bb") == newer
+    missing = open_page("build", {"ds": corpus_dataset, "bb": first_batch, "bc": "999"})
+    assert "The link names candidate 999, which this batch does not hold (yet)" in " ".join(
+        c.value for c in missing.caption
+    )
+
+
 def _extractive_batch(store_dir: Path, dataset_id: str) -> tuple[Workspace, str, jobs.GenerationJob]:
     """A batch of 10 extractive candidates (5 factual, 5 cloze) on the stored dataset, and its job, not started."""
     ws = Workspace(_store(store_dir))
