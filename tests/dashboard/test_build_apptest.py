@@ -253,7 +253,9 @@ def test_the_share_link_names_the_batch_and_the_candidate_shown_and_reopens_them
     _button(at, "build.generate").click().run()
     first_batch = _generated(at, store_dir)
     _button(at, "build.accept").click().run()
-    shown = next(c for c in CandidateStore(_store(store_dir)).candidates(first_batch) if c.record["query"] == _query(at))
+    shown = next(
+        c for c in CandidateStore(_store(store_dir)).candidates(first_batch) if c.record["query"] == _query(at)
+    )
     assert (param(at, "bb"), param(at, "bc")) == (first_batch, str(shown.position))
     at.number_input(key="build.seed").set_value(7).run()
     _button(at, "build.generate").click().run()
