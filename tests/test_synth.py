@@ -546,6 +546,31 @@ def test_chinese_cloze_context_is_whole_words_short_of_a_copy(generators):
     assert 0 < len(before) <= CLOZE_CONTEXT_CHARACTERS and 0 < len(after) <= CLOZE_CONTEXT_CHARACTERS
 
 
+def test_a_chinese_cloze_s_context_starts_and_ends_on_whole_words():
+    """Was: "填空：器 App（如 ____ Authenticator": jieba cuts 身份验证器 as 身份验证 + 器, and the context began with the
+    lone 器; a lone ideograph joined to one outside the context is left out at either end (one word is always kept)."""
+    from ragmetrics.synth.extractive import _words_after, _words_before
+
+    text = "请在手机上安装身份验证器 App（如 Google Authenticator）后扫描二维码。"
+    assert _words_before(text, 0, text.index("Google")) == "App（如 "
+    after = "开发的战国无双系列的正统第三续作。"
+    assert _words_after(after, 0, len(after)) == "开发的战国无双系列"  # not up to the 的 of 的正统
+    assert _words_before("验证器", 2, 3) == "器"  # the only word: kept
+
+
+def test_an_english_cloze_blank_keeps_the_source_s_joins():
+    """Was: "Fill in the blank: ____ -factor login asks for a code" for Two-factor: the blank stands where its term
+    stood, joined to what the source joins it to."""
+    common = "Login asks for a code from an app after the password and the account stays safe from attackers."
+    documents = [Document(f"f{i}", "", common) for i in range(20)]
+    target = "Login asks for a zorblax-factor code from an app after the password is typed."
+    corpus = make_corpus([*documents, Document("t", "", target)], language="en")
+    source = next(c for c in corpus.chunks if c.doc_id == "t")
+    cloze = ExtractiveGenerator(corpus)._one("cloze", source, [source], random.Random(0), 0)
+    assert cloze is not None and cloze.expected_answer == "zorblax"
+    assert "for a ____-factor code" in cloze.query, cloze.query
+
+
 def test_a_cloze_s_context_leaves_no_punctuation_loose_at_its_ends(cmrc, generators):
     """Was: "填空：，第一子、第二子都____" (a comma the cut left first) and "《____ 2010》（" (an opening mark last)."""
     import unicodedata

@@ -183,12 +183,26 @@ def _word_spans(text: str) -> list[tuple[int, int]]:
     return [(start, end) for word, start, end in quiet_jieba().tokenize(text) if word.strip()]
 
 
+def _cut_from_a_word(text: str, start: int, end: int, neighbour: int) -> bool:
+    """Whether ``text[start:end]``, a word jieba cut at a context's edge, is one ideograph joined to the ideograph at
+    ``neighbour``, just outside the context: the end of a longer word (``器`` of ``验证器``) or its start."""
+    return (
+        end - start == 1
+        and bool(HAN_CHARACTER.match(text[start]))
+        and 0 <= neighbour < len(text)
+        and bool(HAN_CHARACTER.match(text[neighbour]))
+    )
+
+
 def _words_before(text: str, start: int, end: int) -> str:
     """The words of ``text[start:end]`` nearest its end, whole, within :data:`CLOZE_CONTEXT_CHARACTERS` characters
-    (at least one word), as written."""
+    (at least one word), as written; not from a lone ideograph the cut left of a longer word
+    (:func:`_cut_from_a_word`) while another word is kept."""
     spans = _word_spans(text[start:end])
-    kept = [a for a, _ in spans if end - (start + a) <= CLOZE_CONTEXT_CHARACTERS] or [a for a, _ in spans[-1:]]
-    return text[start + kept[0] : end].lstrip() if kept else ""
+    kept = [(a, b) for a, b in spans if end - (start + a) <= CLOZE_CONTEXT_CHARACTERS] or spans[-1:]
+    if len(kept) > 1 and _cut_from_a_word(text, start + kept[0][0], start + kept[0][1], start + kept[0][0] - 1):
+        kept = kept[1:]
+    return text[start + kept[0][0] : end].lstrip() if kept else ""
 
 
 def _without_loose_punctuation(left: str, right: str) -> tuple[str, str]:
@@ -205,10 +219,13 @@ def _without_loose_punctuation(left: str, right: str) -> tuple[str, str]:
 
 def _words_after(text: str, start: int, end: int) -> str:
     """The words of ``text[start:end]`` nearest its start, whole, within :data:`CLOZE_CONTEXT_CHARACTERS`
-    characters (at least one word), as written."""
+    characters (at least one word), as written; not up to a lone ideograph the cut left of a longer word while
+    another word is kept."""
     spans = _word_spans(text[start:end])
-    kept = [b for _, b in spans if b <= CLOZE_CONTEXT_CHARACTERS] or [b for _, b in spans[:1]]
-    return text[start : start + kept[-1]].rstrip() if kept else ""
+    kept = [(a, b) for a, b in spans if b <= CLOZE_CONTEXT_CHARACTERS] or spans[:1]
+    if len(kept) > 1 and _cut_from_a_word(text, start + kept[-1][0], start + kept[-1][1], start + kept[-1][1]):
+        kept = kept[:-1]
+    return text[start : start + kept[-1][1]].rstrip() if kept else ""
 
 
 _FENCE = re.compile(r"[ \t]{0,3}(`{3,}|~{3,})")
@@ -488,7 +505,12 @@ class ExtractiveGenerator:
             else:
                 return None
             left, right = _without_loose_punctuation(left, right)
-            shown = f"{left} {BLANK} {right}".strip() if source.language == "en" else f"{left}{BLANK}{right}"
+            if source.language == "en":  # the blank joined to what the source joins it to (``____-factor``)
+                before = "" if blank.start > a and not text[blank.start - 1].isspace() else " "
+                after = "" if blank.end < b and not text[blank.end].isspace() else " "
+                shown = f"{left}{before}{BLANK}{after}{right}".strip()
+            else:
+                shown = f"{left}{BLANK}{right}"
             query = TEMPLATES[source.language]["cloze"].format(text=shown)
             difficulty = self._difficulty(source, [t.key for t in tokenize(shown, source.language, self.stats.stop)])
             return self._candidate(category, source, seed, query, blank.surface, [blank.surface], difficulty, (a, b))
