@@ -808,9 +808,17 @@ def test_a_shortfall_says_how_many_chunks_gave_nothing(tmp_path):
     out, err = io.StringIO(), io.StringIO()
     argv = ["synth", str(corpus), "-o", str(tmp_path / "set.jsonl"), "--categories", "factual=9"]
     assert main(argv, out, err) == 0, err.getvalue()
-    said = "factual: 5 of the 9 asked (the chunks ran out: one query a chunk at most, and 0 of the corpus's 5 chunks"
+    said = (
+        "factual: 5 of the 9 asked (the chunks ran out: one query a chunk at most, and each of the corpus's 5 chunks "
+        "holds one)"
+    )
     assert said in err.getvalue(), err.getvalue()
     assert "from 5 documents (none, en), 0 flagged for review; 1 document(s) with no text left out" in err.getvalue()
+    (corpus / "code.md").write_text("```\nprint(1)\n```\n", encoding="utf-8")  # a chunk with no prose to ask about
+    err = io.StringIO()
+    assert main(argv, out, err) == 0, err.getvalue()
+    said = "5 of the corpus's 6 chunks hold one; the generator found nothing to write in the other 1)"
+    assert said in err.getvalue(), err.getvalue()
 
 
 def test_dataset_check_finds_queries_asked_twice(tmp_path):

@@ -139,8 +139,7 @@ def cmd_synth(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         why = (
             f"{len(refused)} slot(s) rejected by the generator; the last refusal: {refused[-1].reasons[-1]}"
             if refused and refused[-1].reasons
-            else f"the chunks ran out: one query a chunk at most, and {len(corpus.chunks) - len(candidates)} of the "
-            f"corpus's {len(corpus.chunks)} chunks gave the generator none to write, or went to other categories"
+            else _chunks_ran_out(len(corpus.chunks), len(candidates))
         )
         err.write(f"ragmetrics: warning: {category}: {made} of the {asked} asked ({why})\n")
     if corpus.rechunked:
@@ -150,6 +149,16 @@ def cmd_synth(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "chunk ids: retrieve and evaluate over these chunks)\n"
         )
     return 0
+
+
+def _chunks_ran_out(chunks: int, written: int) -> str:
+    """Why a category got fewer queries than asked when no slot was refused: every chunk gives one query at most."""
+    if written >= chunks:
+        return f"the chunks ran out: one query a chunk at most, and each of the corpus's {chunks} chunks holds one"
+    return (
+        f"the chunks ran out: one query a chunk at most, and {written} of the corpus's {chunks} chunks hold one; "
+        f"the generator found nothing to write in the other {chunks - written}"
+    )
 
 
 def synth_parser(p: argparse.ArgumentParser) -> None:
