@@ -132,11 +132,25 @@ def next_pair(left: pd.DataFrame, at: tuple[str, str] | None = None) -> dict[str
     }
 
 
-def queue_summary(queue: pd.DataFrame, left: pd.DataFrame) -> dict[str, int]:
-    """Counts for the page: ``pooled`` (pairs in the pool), ``left`` (still to judge), ``can_change`` (of those,
-    how many can move the comparison), ``cannot`` (how many cannot change anything)."""
+def queue_summary(queue: pd.DataFrame, left: pd.DataFrame, pending: pd.DataFrame | None = None) -> dict[str, int]:
+    """Counts for the page: ``pooled`` (pairs in the pool), ``left`` (still to judge), ``labelled`` (the pool's
+    pairs people labelled: ``pooled - left``), ``can_change`` (of those left, how many can move the comparison),
+    ``cannot`` (how many cannot change anything) and ``pending_outside`` (of the labels ``pending`` on the version,
+    those on pairs outside this pool: deeper ranks, or runs not selected)."""
     can = int(left["can_change"].sum()) if len(left) else 0
-    return {"pooled": len(queue), "left": len(left), "can_change": can, "cannot": len(left) - can}
+    outside = 0
+    if pending is not None and len(pending):
+        pooled = set(zip(queue["query_id"].astype(str), queue["doc_id"].astype(str)))
+        labels = set(zip(pending["query_id"].astype(str), pending["doc_id"].astype(str)))
+        outside = len(labels - pooled)
+    return {
+        "pooled": len(queue),
+        "left": len(left),
+        "labelled": len(queue) - len(left),
+        "can_change": can,
+        "cannot": len(left) - can,
+        "pending_outside": outside,
+    }
 
 
 @dataclass(frozen=True)

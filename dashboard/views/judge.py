@@ -68,18 +68,21 @@ if page.alignments and page.dataset is not None:
     pending = judging.pending(workspace, ds.id)
     labelled = judging.labelled(workspace, ds.id)  # by anyone, pending or saved: none is offered again
     todo = judge.open_pairs(queue, labelled, judging.skipped(ds.id))
-    counts = judge.queue_summary(queue, judge.open_pairs(queue, labelled))
+    counts = judge.queue_summary(queue, judge.open_pairs(queue, labelled), pending)
     # with one run, a pair's impact is the change of that run's own mean (judging.label_impact)
     moved = (
         f"{title(spec)}'s mean of **{md_escape(baseline_name)}**"
         if len(selection) == 1
         else f"{title(spec)}'s comparison against **{md_escape(baseline_name)}**"
     )
+    outside = counts["pending_outside"]
     st.markdown(
         f"**{counts['left']:,}** of {counts['pooled']:,} unjudged pairs in the top {depth} of {len(selection)} run(s) "
-        f"are left to judge: **{counts['can_change']:,}** can move {moved} and come first; {counts['cannot']:,} "
-        f"cannot change anything on it and come last. **{len(pending):,}** label(s) given on this version, not in a "
-        "qrels version yet." + md_escape(judge.not_pooled_note(ds.dataset))
+        f"are left to judge ({counts['labelled']:,} labelled): **{counts['can_change']:,}** can move {moved} and come "
+        f"first; {counts['cannot']:,} cannot change anything on it and come last. **{len(pending):,}** label(s) "
+        "given on this version, not in a qrels version yet"
+        + (f" ({outside:,} of them on pairs outside this pool: deeper ranks, or runs not selected)." if outside else ".")
+        + md_escape(judge.not_pooled_note(ds.dataset))
     )
 
     state.seed("judge.order", view.queue, force=page.fresh)

@@ -130,6 +130,9 @@ def test_judge_page_gives_labels_at_once_and_a_second_session_sees_them(judged, 
     button(at, "judge.grade.1").click().run()
     no_problems(at)
     assert _pair(at) != first and _left(at) == (3, 4)
+    header = " ".join(m.value for m in at.markdown)
+    assert "are left to judge (1 labelled)" in header  # 3 left and 1 labelled: the 4 pooled
+    assert "**1** label(s) given on this version, not in a qrels version yet." in header
     pending = _store(store_dir).pending_labels(judged["dataset"])
     assert len(pending) == 1 and pending["label"].tolist() == [1] and pending["author"].tolist() == ["anonymous"]
     table = at.dataframe[0].value

@@ -187,6 +187,9 @@ def test_open_pairs_leave_out_labelled_and_skipped(runs) -> None:
     assert len(left) == len(queue) - 2
     summary = judge.queue_summary(queue, left)
     assert summary["pooled"] == len(queue) and summary["left"] == len(left)
+    assert summary["labelled"] == 2 and summary["pending_outside"] == 0  # labelled, and skipped in this tab
+    deeper = pd.concat([pending, pd.DataFrame({"query_id": ["q1"], "doc_id": ["Z#0"], "label": [0]})])
+    assert judge.queue_summary(queue, left, deeper)["pending_outside"] == 1  # a label on a pair the pool lacks
     assert summary["can_change"] + summary["cannot"] == len(left)
     assert judge.open_pairs(queue, pending.iloc[0:0]).equals(queue)
     head = judge.next_pair(left)
