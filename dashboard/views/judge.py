@@ -81,7 +81,11 @@ if page.alignments and page.dataset is not None:
         f"are left to judge ({counts['labelled']:,} labelled): **{counts['can_change']:,}** can move {moved} and come "
         f"first; {counts['cannot']:,} cannot change anything on it and come last. **{len(pending):,}** label(s) "
         "given on this version, not in a qrels version yet"
-        + (f" ({outside:,} of them on pairs outside this pool: deeper ranks, or runs not selected)." if outside else ".")
+        + (
+            f" ({outside:,} of them on pairs outside this pool: deeper ranks, or runs not selected)."
+            if outside
+            else "."
+        )
         + md_escape(judge.not_pooled_note(ds.dataset))
     )
 
