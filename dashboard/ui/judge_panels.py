@@ -114,7 +114,17 @@ def pair_panel(
                 )
             st.caption(
                 f"Pair {position + 1:,} of {len(todo):,} left"
-                + (f" (other judges are on the {position:,} before it)" if position else "")
+                + (
+                    (
+                        " (the pair before it is shown in another tab"
+                        if position == 1
+                        else f" (the {position:,} before it are shown in other tabs"
+                    )
+                    + ": another judge's, or one of yours reloaded or closed a moment ago, whose pair comes back to "
+                    "the queue within seconds)"
+                    if position
+                    else ""
+                )
                 + (f", {skipped:,} skipped in this tab" if (skipped := counts["left"] - len(todo)) > 0 else "")
                 + f" · best rank {pair['best_rank']} · retrieved there by "
                 f"{pair['runs']} of {len(selection)} run(s) · impact on the "

@@ -144,6 +144,17 @@ def test_judge_page_gives_labels_at_once_and_a_second_session_sees_them(judged, 
     assert other.dataframe[0].value["label"].tolist() == [1]
 
 
+def test_a_pair_another_tab_holds_is_said_to_be_in_another_tab_not_only_another_judge_s(judged) -> None:
+    """Was "other judges are on the 1 before it", read by a judge whose own reloaded tab held that pair: the words
+    now name both, and say the pair comes back."""
+    at = open_page("judge", _params(judged))
+    other = open_page("judge", _params(judged))  # a second tab, or the same browser after a reload
+    no_problems(other)
+    assert _pair(other) != _pair(at)
+    said = " ".join(c.value for c in other.caption)
+    assert "Pair 2 of 4 left (the pair before it is shown in another tab: another judge's, or one of yours" in said
+
+
 def _passage(at) -> str:
     """The Judge page's document text: the element after the marks' legend."""
     texts = [m.value for m in at.markdown]
