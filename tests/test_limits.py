@@ -440,3 +440,37 @@ def test_a_parse_error_pickles_and_is_said_of_the_whole_file() -> None:
     )
     whole = ParseError("part", None, "UTF-8 text").said_of("run.trec", lambda line: line + 1)
     assert (str(whole), whole.line) == ("run.trec: expected UTF-8 text", None)
+
+
+def test_a_file_is_read_within_an_address_space_limit(tmp_path: Path) -> None:
+    """Was: every file was read with ``read(max_bytes + 1)``, which reserves the whole default limit (16 GiB) before
+    it reads, so under ``ulimit -v`` (here 6 GiB) loading any corpus, run or qrels file was a MemoryError."""
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"_id": f"d{i}", "text": f"text {i}"}) + "\n" for i in range(1000)))
+    script = textwrap.dedent(
+        f"""
+        import io, resource
+        resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))
+        from ragmetrics.io.corpus import read_corpus
+        from ragmetrics.io.source import open_source
+        print(len(read_corpus({str(corpus)!r})), len(open_source(io.BufferedReader(io.FileIO({str(corpus)!r}))).raw))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["1000", str(corpus.stat().st_size)]
+
+
+def test_read_capped_reads_a_pipe_in_pieces_and_stops_past_the_cap() -> None:
+    from ragmetrics.io.source import read_capped
+
+    asked: list[int] = []
+    stream = io.BytesIO(b"x" * 100)
+
+    def read(n: int) -> bytes:
+        asked.append(n)
+        return stream.read(n)
+
+    assert read_capped(read, 51) == b"x" * 51 and max(asked) <= 50  # a pipe announces no size: 1, then pieces
+    assert read_capped(io.BytesIO(b"abc").read, 10, 3) == b"abc"  # a file of its announced size: one call
+    assert read_capped(io.StringIO("abc").read, 10) == "abc"

@@ -112,7 +112,7 @@ class Source:
                 if stat.S_ISCHR(status.st_mode) or stat.S_ISBLK(status.st_mode):  # /dev/zero never ends
                     raise ParseError(self.name, None, "a file or a pipe", "a device")
                 self.limits.check_size(self.name, status.st_size)
-                data = handle.read(self.limits.max_bytes + 1)
+                data = read_capped(handle.read, self.limits.max_bytes + 1, status.st_size)
         except IsADirectoryError:
             raise ParseError(self.name, None, "a file", "a folder") from None
         except OSError as exc:
@@ -279,6 +279,28 @@ def nonempty_line_numbers(data: bytes, rows: np.ndarray | list[int]) -> np.ndarr
     return nonempty[np.asarray(rows, dtype=np.int64)] + 1
 
 
+READ_PIECE = 1 << 24
+"""Bytes asked of a stream at a time beyond its announced size (16 MiB)."""
+
+
+def read_capped(read: Callable[[int], Any], cap: int, size: int = 0) -> Any:
+    """At most ``cap`` bytes from ``read`` (a file's or a stream's): the ``size`` a file announces and one byte more
+    (to see it grew) in one call, the rest in pieces of :data:`READ_PIECE`. Never ``read(cap)`` at once: a file
+    object reserves what it is asked for before it reads (16 GiB under the default limit), which an address-space
+    limit (``ulimit -v``) refuses. A stream that gives ``str`` is read the same way."""
+    first = read(min(cap, size + 1))
+    if not first or len(first) <= size:
+        return first
+    pieces, total = [first], len(first)
+    while total < cap:
+        piece = read(min(READ_PIECE, cap - total))
+        if not piece:
+            break
+        pieces.append(piece)
+        total += len(piece)
+    return pieces[0][:0].join(pieces)
+
+
 def open_source(source: Any, filename: str | None = None, limits: Limits | None = None) -> Source:
     """Wrap a path, ``bytes`` or binary file-like as a :class:`Source`.
 
@@ -306,7 +328,7 @@ def open_source(source: Any, filename: str | None = None, limits: Limits | None 
     if callable(read):
         stream_name = getattr(source, "name", None)
         name = filename or (stream_name if isinstance(stream_name, str) else "<stream>")
-        content = read(limits.max_bytes + 1)
+        content = read_capped(read, limits.max_bytes + 1)
         if isinstance(content, str):
             content = content.encode("utf-8")
         if not isinstance(content, (bytes, bytearray, memoryview)):
