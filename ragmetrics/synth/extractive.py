@@ -123,7 +123,7 @@ def _ends_sentence(document: str, end: int) -> bool:
     return UNIT.search(document, at) is None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Term:
     surface: str
     key: str
@@ -312,21 +312,25 @@ def _sentences_in(text: str, start: int, stop: int) -> list[tuple[int, int]]:
     return out
 
 
+RECENT_TERMS = 64
+"""How many sources' terms :class:`TermStats` keeps (a candidate reads its source's several times)."""
+
+
 class TermStats:
-    """Chunk frequencies of the corpus's terms, and the postings (which chunks hold a term)."""
+    """Chunk frequencies of the corpus's terms, and the postings (which chunks hold a term). A chunk's terms are not
+    kept (a term of every word of a corpus is many times its text); a source's are read again when asked for, the
+    last :data:`RECENT_TERMS` sources' kept."""
 
     def __init__(self, corpus: Corpus) -> None:
         self.stop = stopwords()
         self.postings: dict[str, set[int]] = {}
-        self.index = {c.chunk_id: i for i, c in enumerate(corpus.chunks)}
-        self.terms: list[list[Term]] = []
         for i, chunk in enumerate(corpus.chunks):
-            found = tokenize(chunk.text, chunk.language, self.stop)  # a mixed corpus: each chunk in its own
-            self.terms.append(found)
-            for key in {t.key for t in found}:
+            keys = {t.key for t in tokenize(chunk.text, chunk.language, self.stop)}  # a mixed corpus: each in its own
+            for key in keys:
                 self.postings.setdefault(key, set()).add(i)
         self.n = len(corpus.chunks)
         self.common = max(2.0, COMMON_SHARE * self.n)
+        self._recent: dict[tuple[str, str], list[Term]] = {}
 
     def idf(self, key: str) -> float:
         df = len(self.postings.get(key, ()))
@@ -344,8 +348,14 @@ class TermStats:
         return sorted(seen.values(), key=lambda t: (-self.idf(t.key), t.start))[:count]
 
     def terms_of(self, source: Source) -> list[Term]:
-        i = self.index.get(source.chunk_id)
-        return self.terms[i] if i is not None else tokenize(source.text, source.language, self.stop)
+        key = (source.text, source.language)
+        found = self._recent.get(key)
+        if found is None:
+            found = tokenize(source.text, source.language, self.stop)
+            if len(self._recent) >= RECENT_TERMS:
+                del self._recent[next(iter(self._recent))]
+            self._recent[key] = found
+        return found
 
 
 class ExtractiveGenerator:
