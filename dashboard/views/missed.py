@@ -81,7 +81,7 @@ if page.alignments and page.dataset is not None:
         filename=f"missed-{run.name}-k{k}.csv",
         column_config={
             "query_id": st.column_config.TextColumn("query_id", pinned=True),
-            "query": st.column_config.TextColumn("query", width="medium"),
+            "query": st.column_config.TextColumn("query", width="large"),  # what a reader scans for
             "first_relevant_rank": st.column_config.TextColumn("first relevant rank"),
             "relevant_docs": st.column_config.TextColumn("relevant docs (grade)", width="medium"),
             "top_k": st.column_config.TextColumn(f"retrieved top {k}", width="medium"),
