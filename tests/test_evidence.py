@@ -967,3 +967,70 @@ def test_a_span_past_a_chinese_document_s_end_that_its_bytes_would_reach_is_told
         check_spans(load_spans(b"q1 0 A 1 0 40\n", filename="far.qrels"), "far.qrels", dataset)
     assert "UTF-8" not in str(beyond.value)
     check_spans(load_spans(b"q1 0 A 1 0 5\n", filename="ok.qrels"), "ok.qrels", dataset)  # characters: read
+
+
+def test_chunkings_that_name_their_chunks_alike_take_one_chunk_spans_file_each(tmp_path):
+    """Was: ``--chunk-spans`` took one file for every run, so two chunkings naming their chunks alike (synth's
+    ``doc#n``) were both scored with the first's places: the baseline's evidence recall read 0.5 where it is 1,
+    and the verdict followed, without a word. Each run now takes its own file (the baseline's first), and one file
+    for runs that retrieve the same chunk ids is warned of."""
+    document = "Alpha beta gamma. The capital of France is Paris. Delta epsilon zeta."
+    (tmp_path / "qrels.txt").write_text("q1 0 D1 1\nq2 0 D1 1\n", encoding="utf-8")
+    (tmp_path / "corpus.jsonl").write_text(json.dumps({"id": "D1", "text": document}) + "\n", encoding="utf-8")
+    (tmp_path / "spans.txt").write_text("q1 0 D1 1 18 49\nq2 0 D1 1 18 49\n", encoding="utf-8")
+    chunkings = {"small": {"D1#0": (0, 17), "D1#1": (18, 49)}, "large": {"D1#0": (0, 49), "D1#1": (50, 69)}}
+    for name, places in chunkings.items():
+        (tmp_path / f"{name}.tsv").write_text(
+            "chunk_id\tdoc_id\tstart\tend\n" + "".join(f"{c}\tD1\t{s}\t{e}\n" for c, (s, e) in places.items()),
+            encoding="utf-8",
+        )
+        (tmp_path / f"{name}.trec").write_text(
+            "".join(f"{q} Q0 D1#{i} {i + 1} {9 - i} {name}\n" for q in ("q1", "q2") for i in range(2)),
+            encoding="utf-8",
+        )
+    data = ["evidence", "--dataset", str(tmp_path / "qrels.txt"), "--corpus", str(tmp_path / "corpus.jsonl"),
+            "--spans", str(tmp_path / "spans.txt"), "--baseline", str(tmp_path / "large.trec"),
+            "--run", str(tmp_path / "small.trec"), "-k", "1", "--budget", "50", "--format", "json"]  # fmt: skip
+
+    def recall_at_1(extra: list[str]) -> tuple[dict[str, float], str]:
+        out, err = io.StringIO(), io.StringIO()
+        assert main([*data, *extra], out, err) == 0, err.getvalue()
+        rows = json.loads(out.getvalue())["comparisons"]
+        found = {r["run"]: r["mean"] for r in rows if r["metric"] == "evidence_recall@1"}
+        return found, err.getvalue()
+
+    one, said = recall_at_1(["--chunk-spans", str(tmp_path / "small.tsv")])
+    assert one == {"large": 0.0, "small": 0.0}  # the large chunking read with the small one's places
+    assert "one --chunk-spans file (" in said and "the runs retrieve 2 of the same chunk ids" in said
+    each, said = recall_at_1(
+        ["--chunk-spans", str(tmp_path / "large.tsv"), "--chunk-spans", str(tmp_path / "small.tsv")]
+    )
+    assert each == {"large": 1.0, "small": 0.0} and "warning" not in said  # large's D1#0 holds the evidence
+    out, err = io.StringIO(), io.StringIO()
+    three = ["--chunk-spans", str(tmp_path / "large.tsv")] * 3
+    assert main([*data, *three], out, err) == 2
+    assert "--chunk-spans is given 3 times for 2 runs: give it once" in err.getvalue()
+    assert "the baseline's, then each --run's" in err.getvalue()
+
+
+def test_synth_s_chunks_file_is_the_chunkings_chunk_spans_and_holds_a_title_once(tmp_path):
+    """synth's ``*.chunks.jsonl`` also holds each chunk's place (``chunk_id, doc_id, start, end``), so it is given
+    as ``--chunk-spans`` as it is; a folder document's first chunk, whose text begins with the title heading, is
+    written without the title (was: the title counted twice in its tokens)."""
+    from ragmetrics.io.corpus import read_corpus
+    from ragmetrics.io.spans import load_chunk_spans
+
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    body = " ".join(f"word{i}" for i in range(150))
+    (folder / "guide.md").write_text(f"# Setting up\n\nThe setup takes a while. {body}\n", encoding="utf-8")
+    argv = ["synth", str(folder), "-o", str(tmp_path / "set.jsonl"), "--chunker", "words:60:10", "--n", "2"]
+    assert main(argv, io.StringIO(), io.StringIO()) == 0
+    chunks = tmp_path / "set.chunks.jsonl"
+    places = load_chunk_spans(str(chunks))
+    document = read_corpus(str(folder)).set_index("doc_id").loc["guide.md", "text"]
+    records = {r["_id"]: r for r in map(json.loads, chunks.read_text(encoding="utf-8").splitlines())}
+    for chunk, start, end in zip(*(places.column(c).to_pylist() for c in ("chunk_id", "start", "end"))):
+        assert document[start:end] == records[chunk]["text"]
+    assert records["guide.md#0"]["text"].startswith("Setting up") and records["guide.md#0"]["title"] == ""
+    assert records["guide.md#1"]["title"] == "Setting up"

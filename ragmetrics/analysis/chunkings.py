@@ -25,7 +25,7 @@ says which.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -151,7 +151,9 @@ def compare_chunkings(
     """Compare runs over different chunkings of ``dataset``'s corpus (see the module). ``runs``: runs (aligned here,
     their chunks mapped to documents by their ``source_doc`` column or the dataset's chunk mapping) or alignments
     already made; ``baseline`` defaults to the first. ``spans``/``chunk_spans``: as
-    :func:`ragmetrics.engine.evidence.evaluate_evidence`. The queries compared are the baseline's."""
+    :func:`ragmetrics.engine.evidence.evaluate_evidence`; ``chunk_spans`` may also map each run's name to its own
+    table (chunkings that reuse chunk ids, as ``doc#3``, place them differently). The queries compared are the
+    baseline's."""
     if len(runs) < 2:
         raise RagMetricsError("comparing chunkings needs at least two runs (one per chunking)")
     stats.checked_test(test)
@@ -184,7 +186,8 @@ def compare_chunkings(
         if level == "document":
             arrays = {m: alignment.value(m) for m in metrics["document"]}
         else:
-            arrays = evaluate_evidence(alignment, gold, metrics["span"], chunk_spans=chunk_spans).values
+            placed = chunk_spans.get(run) if isinstance(chunk_spans, Mapping) else chunk_spans
+            arrays = evaluate_evidence(alignment, gold, metrics["span"], chunk_spans=placed).values
         return {m: at_queries(np.asarray(v, dtype=np.float64), alignment.query_ids, ids) for m, v in arrays.items()}
 
     rows = []

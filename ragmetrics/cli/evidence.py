@@ -115,35 +115,63 @@ def _spans(args: argparse.Namespace, dataset: Dataset) -> pa.Table | None:
     return spans
 
 
-def _chunk_spans(args: argparse.Namespace, dataset: Dataset) -> pa.Table | None:
-    """``--chunk-spans``, each checked against the corpus's documents and their lengths."""
-    if not args.chunk_spans:
+def _chunk_spans(args: argparse.Namespace, dataset: Dataset, runs: list[Run]) -> dict[str, tuple[pa.Table, str]]:
+    """``--chunk-spans`` by run name, each file checked against the corpus's documents and their lengths: one file
+    places every run's chunks, or one file per run, in the order the runs were given (the baseline's first)."""
+    files = list(args.chunk_spans or [])
+    if not files:
+        return {}
+    if len(files) not in (1, len(runs)):
+        order = ": the baseline's, then each --run's" if getattr(args, "baseline", None) else ", in the order of --run"
+        raise RagMetricsError(
+            f"--chunk-spans is given {len(files)} times for {len(runs)} runs: give it once (one file places every "
+            f"run's chunks) or once per run{order}"
+        )
+    tables = []
+    for name in files:
+        table = load_chunk_spans(name)
+        check_spans(table, name, dataset, key="chunk_id")
+        tables.append((table, name))
+    return {run.name: tables[0] if len(tables) == 1 else tables[i] for i, run in enumerate(runs)}
+
+
+def _shared_placements(runs: list[Run], placed: dict[str, tuple[pa.Table, str]]) -> str | None:
+    """A warning when one ``--chunk-spans`` file places the chunks of runs that retrieve the same chunk ids: runs of
+    different chunkings that name their chunks alike (``doc#3``) need one file each, or every run is scored with
+    one chunking's spans."""
+    files = {name for _, name in placed.values()}
+    if len(runs) < 2 or len(files) != 1:
         return None
-    chunk_spans = load_chunk_spans(args.chunk_spans)
-    check_spans(chunk_spans, args.chunk_spans, dataset, key="chunk_id")
-    return chunk_spans
+    table, name = next(iter(placed.values()))
+    ids = set(table.column("chunk_id").to_pylist())
+    retrieved = [ids & set(run.table.column("doc_id").to_pylist()) for run in runs]
+    shared = set.intersection(*retrieved)
+    if not shared:
+        return None
+    return (
+        f"one --chunk-spans file ({name}) places the chunks of every run, and the runs retrieve {len(shared):,} of "
+        "the same chunk ids: if they are different chunkings that name their chunks alike (doc#3), each is scored "
+        "with that one file's spans; give each run its own (--chunk-spans once per run, the baseline's first)"
+    )
 
 
 def _aligned(
-    args: argparse.Namespace, dataset: Dataset, runs: list[Run], chunk_spans: pa.Table | None
+    args: argparse.Namespace, dataset: Dataset, runs: list[Run], placed: dict[str, tuple[pa.Table, str]]
 ) -> list[Alignment]:
-    """Each run aligned with the dataset, its chunks mapped to their documents by ``--chunk-spans`` when nothing
+    """Each run aligned with the dataset, its chunks mapped to their documents by its ``--chunk-spans`` when nothing
     else maps them (no ``source_doc`` column, ``--chunk-mapping`` or ``--chunk-pattern``), and a chunk without text
     given the text its span places it at (:func:`ragmetrics.engine.evidence.with_span_texts`); a run whose ids do
     not meet the qrels is refused as ``eval`` refuses it."""
-    if chunk_spans is not None:
-        documents = {chunk: place[0] for chunk, place in chunk_places(chunk_spans).items()}
-        runs = [
-            with_span_texts(
-                run
-                if "source_doc" in run.table.column_names
-                else attach_source_docs(run, mapping=documents, mapping_name=args.chunk_spans),
-                chunk_spans,
-                dataset,
-            )
-            for run in runs
-        ]
-    alignments = [align(dataset, run, tokenizer=args.tokenizer) for run in runs]
+    mapped = []
+    for run in runs:
+        if run.name in placed:
+            table, name = placed[run.name]
+            documents = {chunk: place[0] for chunk, place in chunk_places(table).items()}
+            if "source_doc" not in run.table.column_names:
+                run = attach_source_docs(run, mapping=documents, mapping_name=name)
+            run = with_span_texts(run, table, dataset)
+        mapped.append(run)
+    alignments = [align(dataset, run, tokenizer=args.tokenizer) for run in mapped]
     refuse_no_overlap(args, dataset, alignments)
     return alignments
 
@@ -166,8 +194,11 @@ def cmd_chunkings(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     ``--budget`` and the paired tests' options are None unless given (read only here: :mod:`ragmetrics.cli.rules`),
     their defaults resolved here."""
     dataset, runs = read_inputs(args, [args.baseline, *args.run])
-    chunk_spans = _chunk_spans(args, dataset)
-    alignments = _aligned(args, dataset, runs, chunk_spans)
+    placed = _chunk_spans(args, dataset, runs)
+    shared = _shared_placements(runs, placed)
+    if shared:
+        err.write(f"ragmetrics: warning: {shared}\n")
+    alignments = _aligned(args, dataset, runs, placed)
     found = compare_chunkings(
         dataset,
         alignments,
@@ -175,7 +206,7 @@ def cmd_chunkings(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         k=DEFAULT_K if args.k is None else args.k,
         budget=DEFAULT_BUDGET if args.budget is None else args.budget,
         spans=_spans(args, dataset),
-        chunk_spans=chunk_spans,
+        chunk_spans={name: table for name, (table, _) in placed.items()} or None,
         test=option_value(args, "test"),
         correction=option_value(args, "correction"),
         alpha=option_value(args, "alpha"),
@@ -210,7 +241,7 @@ def cmd_evidence(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         spans = spans_from_answers(dataset)
     if spans.num_rows == 0:
         raise RagMetricsError("no expected answer occurs in a relevant document's text: there is no evidence to find")
-    chunk_spans = _chunk_spans(args, dataset)
+    placed = _chunk_spans(args, dataset, runs)
     metrics = args.metric or list(DEFAULT_EVIDENCE)
     counting = [m for m in metrics if counts_tokens([m])]
     textless = [run.name for run in runs if "text" not in run.table.column_names]
@@ -221,12 +252,13 @@ def cmd_evidence(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "and no corpus is given: give --corpus, a run with its chunks' texts, or -m without them (e.g. -m "
             "evidence_recall@5)"
         )
-    alignments = _aligned(args, dataset, runs, chunk_spans)
+    alignments = _aligned(args, dataset, runs, placed)
     if counts_tokens(metrics):
         alignments = shared_tokenizer(alignments)
     results = {}
-    for alignment in alignments:
-        results[alignment.name] = evaluate_evidence(alignment, spans, metrics, chunk_spans=chunk_spans)
+    for run, alignment in zip(runs, alignments):
+        table = placed[run.name][0] if run.name in placed else None
+        results[alignment.name] = evaluate_evidence(alignment, spans, metrics, chunk_spans=table)
     if args.format == "json":
         data = {"runs": {a.name: _json_entry(a, results[a.name], args.per_query) for a in alignments}}
         json.dump(data, out, ensure_ascii=False, indent=2)
@@ -268,7 +300,12 @@ def evidence_parser(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="locate each query's expected answer in its relevant documents' corpus text instead",
     )
-    p.add_argument("--chunk-spans", help="where each chunk lies in its document: chunk_id, doc_id, start, end")
+    p.add_argument(
+        "--chunk-spans",
+        action="append",
+        help="where each chunk lies in its document: chunk_id, doc_id, start, end (synth's chunks.jsonl holds them); "
+        "once for every run, or once per run in the order of the runs (with --baseline, the baseline's first)",
+    )
     add_metric_option(p, "evidence metric; default: " + " ".join(DEFAULT_EVIDENCE))
     p.add_argument("--tokenizer", choices=TOKENIZER_CHOICES, default="auto", help="what tokens are counted with")
     p.add_argument(

@@ -27,9 +27,11 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from ragmetrics.engine.health import NUMBERING_SEPARATORS
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
+from ragmetrics.foundation.model import repeats_title
 from ragmetrics.foundation.scripts import HAN
 from ragmetrics.io.corpus import read_corpus
 from ragmetrics.io.source import names_of
@@ -72,10 +74,34 @@ class Corpus:
             out.setdefault(chunk.doc_id, []).append(chunk)
         return out
 
-    def chunk_records(self) -> list[dict[str, str]]:
-        """The chunks as a BEIR corpus (``_id``, ``title``, ``text``), the documents' titles kept."""
-        titles = {d.doc_id: d.title for d in self.documents}
-        return [{"_id": c.chunk_id, "title": titles.get(c.doc_id, ""), "text": c.text} for c in self.chunks]
+    def chunk_records(self) -> list[dict[str, Any]]:
+        """The chunks as a BEIR corpus (``_id``, ``title``, ``text``; the documents' titles kept) that is also their
+        chunk spans (``chunk_id``, ``doc_id``, ``start``, ``end``: the characters of the document's text the chunk
+        holds), so the one file serves ``retrieve --corpus`` and ``evidence --chunk-spans``. A chunk that begins
+        with its document's title as the document's heading (:func:`ragmetrics.foundation.model.repeats_title`) is
+        written without it: its text holds it once."""
+        documents = {d.doc_id: d for d in self.documents}
+        return [
+            {
+                "_id": c.chunk_id,
+                "title": _chunk_title(documents.get(c.doc_id), c.text),
+                "text": c.text,
+                "chunk_id": c.chunk_id,
+                "doc_id": c.spans_in or c.doc_id,
+                "start": c.start,
+                "end": c.end,
+            }
+            for c in self.chunks
+        ]
+
+
+def _chunk_title(document: Document | None, text: str) -> str:
+    """The title a chunk record carries: its document's, unless the document's text holds the title as its heading
+    and the chunk's ``text`` begins with it (the title is then in the text once)."""
+    if document is None or not document.title:
+        return ""
+    held = repeats_title(document.title, document.text)
+    return "" if held and text.lstrip().lstrip("#").lstrip().startswith(document.title) else document.title
 
 
 # --------------------------------------------------------------------------

@@ -153,7 +153,10 @@ def default_retrievers(corpus: Corpus, second: str = "plain") -> list[tuple[str,
 
     if second not in SECOND_RETRIEVERS:
         raise RagMetricsError(f"second retriever {second!r}: expected one of {', '.join(SECOND_RETRIEVERS)}")
-    frame = pd.DataFrame(corpus.chunk_records()).rename(columns={"_id": "doc_id"})
+    records = corpus.chunk_records()  # also each chunk's place: its doc_id is the document's
+    frame = pd.DataFrame(
+        {"doc_id": [r["_id"] for r in records], **{k: [r[k] for r in records] for k in ("title", "text")}}
+    )
     found: list[tuple[str, Any]] = [("bm25", BM25.from_documents(frame, language=corpus.language))]
     if second == "variant":
         variant = BM25.from_documents(frame, language=corpus.language, k1=SECOND_K1, b=SECOND_B)
