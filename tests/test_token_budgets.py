@@ -455,3 +455,22 @@ def test_an_evidence_metric_misspelt_gets_the_closest_name_with_its_cut():
 def test_a_ranking_metric_asked_of_evidence_is_sent_to_eval(name, said):
     with pytest.raises(rm.MetricNameError, match=said):
         parse_evidence(name)
+
+
+def test_the_cli_reads_a_chunk_run_s_texts_from_a_corpus_of_its_chunks(tmp_path):
+    """Was a dead end: ``eval --chunk-pattern '#' --corpus CHUNKS.jsonl -m recall@Ttok`` was refused ("holds none of
+    the documents the qrels and runs name"), and the documents' corpus was refused too (the chunks have no text in
+    it), where the Python API takes the chunks' corpus. A corpus of the chunks the run retrieves meets it."""
+    (tmp_path / "qrels.txt").write_text("q1 0 D1 1\nq2 0 D2 1\n", encoding="utf-8")
+    chunks = {"D1#0": "one two three", "D1#1": "four five", "D2#0": "six seven eight nine", "D3#0": "ten"}
+    (tmp_path / "chunks.jsonl").write_text(
+        "".join(json.dumps({"_id": c, "text": t}) + "\n" for c, t in chunks.items()), encoding="utf-8"
+    )
+    (tmp_path / "run.trec").write_text("q1 Q0 D3#0 1 9 r\nq1 Q0 D1#1 2 8 r\nq2 Q0 D2#0 1 9 r\n", encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["eval", "--dataset", str(tmp_path / "qrels.txt"), "--run", str(tmp_path / "run.trec"),
+            "--chunk-pattern", "#", "--corpus", str(tmp_path / "chunks.jsonl"), "-m", "recall@3tok,recall@4tok"]  # fmt: skip
+    assert main(argv, out, err) == 0, err.getvalue()
+    values = {line.split()[0]: line.split()[2] for line in out.getvalue().splitlines()}
+    # q1: D3#0 (1 token), then D1#1 (2 more: 3 in all); q2: D2#0 takes 4 tokens
+    assert (values["recall@3tok"], values["recall@4tok"]) == ("0.5000", "1.0000"), out.getvalue()

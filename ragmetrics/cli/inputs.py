@@ -219,7 +219,8 @@ def check_collection(args: argparse.Namespace, dataset: Dataset, runs: Sequence[
     name (another dataset's corpus, or its queries file: its texts and size would be read as theirs), or, where
     ``accuracy@k`` reads it (``--corpus-size``, or a corpus with accuracy asked), a collection smaller than the
     distinct documents they name (its true negatives would be counted in a collection that cannot hold them). A run
-    of chunks names its documents (``source_doc``) unless ``--level chunk``; each check reads only what it needs."""
+    of chunks names its documents (``source_doc``) unless ``--level chunk``, and a corpus of its chunks (their
+    texts, for token budgets) meets it too; each check reads only what it needs."""
     if dataset.corpus_size is None:
         return
     corpus = getattr(args, "corpus", None)
@@ -227,7 +228,7 @@ def check_collection(args: argparse.Namespace, dataset: Dataset, runs: Sequence[
         held = pa.array(dataset.documents["doc_id"].astype(str), pa.large_string())
         judged = dataset.qrels_table.column("doc_id")
         if not aggregate("any", is_in(judged, held)) and not any(  # the qrels' first: the runs only when needed
-            aggregate("any", is_in(ids, held)) for ids in _document_ids(args, runs)
+            aggregate("any", is_in(ids, held)) for ids in (*_document_ids(args, runs), *_chunk_ids(runs))
         ):
             shown = ", ".join(repr(d) for d in unique(judged)[:3].to_pylist())
             raise RagMetricsError(
@@ -253,6 +254,14 @@ def _document_ids(args: argparse.Namespace, runs: Sequence[Run]) -> Iterator[Any
     for run in runs:
         names = run.table.column_names
         yield run.table.column("source_doc" if "source_doc" in names and not by_chunk else "doc_id")
+
+
+def _chunk_ids(runs: Sequence[Run]) -> Iterator[Any]:
+    """The ids a run of chunks retrieves (it names their documents in ``source_doc``): a corpus of those chunks,
+    given for their texts (token budgets), meets the run."""
+    for run in runs:
+        if "source_doc" in run.table.column_names:
+            yield run.table.column("doc_id")
 
 
 def _asks_accuracy(args: argparse.Namespace) -> bool:
