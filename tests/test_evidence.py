@@ -460,7 +460,7 @@ def test_a_run_none_of_whose_chunks_is_placed_is_an_error_naming_what_to_give(tm
 
 
 def test_cli_evidence_counts_every_run_with_one_tokenizer(tmp_path):
-    # alone, the first run's texts pick whitespace (few CJK characters) and the second's jieba
+    # alone, the first run's texts pick mixed (mostly English, one Chinese text) and the second's jieba
     corpus = {"A": "alpha beta gamma delta epsilon zeta eta theta", "C": "北京是中国的首都，上海是最大的城市。"}
     (tmp_path / "corpus.jsonl").write_text(
         "".join(json.dumps({"id": d, "text": t}, ensure_ascii=False) + "\n" for d, t in corpus.items()),
@@ -482,7 +482,7 @@ def test_cli_evidence_counts_every_run_with_one_tokenizer(tmp_path):
         out = io.StringIO()
         assert main(["evidence", *data, "--run", run, "-m", "tokens_to_evidence"], out, io.StringIO()) == 0
         alone += [line.split("\t")[2] for line in out.getvalue().splitlines() if line.startswith("tokenizer")]
-    assert alone == ["whitespace", "jieba"]
+    assert alone == ["mixed", "jieba"]
     out = io.StringIO()
     assert main(["evidence", *data, "--run", x, "--run", y, "-m", "tokens_to_evidence"], out, io.StringIO()) == 0
     assert [line.split("\t")[2] for line in out.getvalue().splitlines() if line.startswith("tokenizer")] == [

@@ -215,7 +215,7 @@ def test_cli_token_budgets_name_their_tokenizer_as_in_process(tmp_path):
     for engine in READING_FILES:
         assert _cli(*common, "--tokenizer", "jieba", "--engine", engine, "--buckets", "8") == in_process
         code, _, err = _cli(*common, "--engine", engine)
-        assert code == 2 and "give --tokenizer whitespace or --tokenizer jieba" in err
+        assert code == 2 and "give --tokenizer whitespace, jieba or mixed" in err
     # a run without texts: the engines read no corpus, so they do not ask for one (was: "give --corpus")
     textless = tmp_path / "textless.trec"
     textless.write_text("".join(f"q{i} Q0 d{i} 1 1.0 t\n" for i in range(1, 4)), encoding="utf-8")

@@ -17,7 +17,7 @@ from ragmetrics.cli import main
 from ragmetrics.engine import budgets
 from ragmetrics.engine.evidence import parse_evidence
 from ragmetrics.engine.metrics import METRICS, MetricSpec, known_metric_names, metric_name
-from ragmetrics.engine.tokens import TOKENIZERS, UnfitTokenizerWarning, cjk_share, resolve
+from ragmetrics.engine.tokens import TOKENIZERS, UnfitTokenizerWarning, check, cjk_share, resolve
 
 FAQ = Path(__file__).parents[1] / "sample_runs" / "product_faq_zh"
 
@@ -228,7 +228,24 @@ def test_tokenizers_auto_callable_and_named():
     # the sample spreads over the texts: a run with 2,000 English texts first and 3,000 Chinese after is Chinese
     mixed = [f"word{i} x" for i in range(2000)] + [f"中文文本内容测试天安门北京{i}" for i in range(3000)]
     assert cjk_share(mixed) > 0.5 and resolve("auto", mixed).name == "jieba"
-    assert set(TOKENIZERS) == {"whitespace", "jieba"}
+    assert set(TOKENIZERS) == {"whitespace", "jieba", "mixed"}
+    assert resolve("Jieba", []).name == "jieba" and check("WHITESPACE") == "whitespace"  # names in any case
+
+
+def test_a_corpus_mostly_english_with_a_few_chinese_pages_is_counted_by_the_mixed_tokenizer():
+    """Was: auto read such a corpus as English (CJK under 20% of its characters) and counted a Chinese page with
+    whitespace, a handful of tokens where jieba counts 90. ``mixed`` counts English as whitespace does (punctuation
+    stays with its word) and Chinese as jieba does."""
+    english = [f"Page {i} tells how billing works, step by step." for i in range(20)]
+    chinese = "账单每月生成一次，您可以在设置中下载发票。"
+    picked = resolve("auto", [*english, chinese])
+    assert picked.name == "mixed"
+    assert picked.count(english[0]) == len(english[0].split()) == 9
+    assert picked.count(chinese) == TOKENIZERS["jieba"].count(chinese) > 10
+    assert picked.count("Use 身份验证器 now") == 2 + TOKENIZERS["jieba"].count("身份验证器")
+    assert resolve("auto", english).name == "whitespace"  # no Chinese text: whitespace, as before
+    many = [f"Page {i} tells how billing works." for i in range(100)]
+    assert resolve("auto", [*many, chinese]).name == "whitespace"  # one text in 101: under MIXED_SHARE
 
 
 @pytest.mark.parametrize(

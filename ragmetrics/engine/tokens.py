@@ -1,10 +1,12 @@
 """Tokenizers: how many tokens a text costs in a model's context, for the token-budget metrics (``recall@512tok``).
 
 A tokenizer is named in every result that reads it. The registry :data:`TOKENIZERS` holds the named ones:
-``whitespace`` (``str.split``: runs of whitespace separate tokens) and ``jieba`` (jieba's precise mode, the
-whitespace-only pieces dropped: Chinese has no spaces between words). ``auto``, the default, picks ``jieba`` when
-at least :data:`CJK_SHARE` of the texts' non-space characters are Chinese ideographs or Japanese kana (scripts
-written without spaces between words), else ``whitespace`` (Korean, which spaces its words, included). Any callable ``text -> tokens`` (a list of tokens, or their count as an int) plugs in:
+``whitespace`` (``str.split``: runs of whitespace separate tokens), ``jieba`` (jieba's precise mode, the
+whitespace-only pieces dropped: Chinese has no spaces between words) and ``mixed`` (whitespace's pieces, one holding
+Chinese or Japanese cut by jieba). ``auto``, the default, picks ``jieba`` when at least :data:`CJK_SHARE` of the
+texts' non-space characters are Chinese ideographs or Japanese kana (scripts written without spaces between words),
+``mixed`` when fewer are but some texts are mostly such (:func:`auto_name`), else ``whitespace`` (Korean, which
+spaces its words, included). Names are read in any case. Any callable ``text -> tokens`` (a list of tokens, or their count as an int) plugs in:
 ``tokenizer=tiktoken.get_encoding("cl100k_base").encode``; it is named by its ``__qualname__``.
 """
 
@@ -70,11 +72,21 @@ def _jieba(text: str) -> int:
     return sum(1 for piece in _jieba_cut()(text) if piece.strip())
 
 
+def _mixed(text: str) -> int:
+    return sum(_jieba(piece) if scripts.UNSPACED_CHARACTER.search(piece) else 1 for piece in text.split())
+
+
 TOKENIZERS: dict[str, Tokenizer] = {
     t.name: t
     for t in (
         Tokenizer("whitespace", _whitespace, "str.split(): runs of whitespace separate tokens"),
         Tokenizer("jieba", _jieba, "jieba's precise mode (lcut), whitespace pieces dropped; for Chinese"),
+        Tokenizer(
+            "mixed",
+            _mixed,
+            "str.split(), a piece holding Chinese or Japanese cut by jieba: English counted as whitespace counts it, "
+            "Chinese as jieba does; for a corpus of both",
+        ),
     )
 }
 """The named tokenizers (``auto`` chooses between them by script)."""
@@ -150,6 +162,23 @@ class UnfitTokenizerWarning(RagMetricsWarning):
     held back (the CLI prints those itself)."""
 
 
+MIXED_SHARE = 0.02
+"""``auto`` picks ``mixed`` for texts mostly English when at least this share of them are Chinese or Japanese (each
+by its own share of :data:`CJK_SHARE`): a few Chinese pages among English ones."""
+
+
+def auto_name(texts: Sequence[str]) -> str:
+    """The tokenizer ``auto`` picks for ``texts``: ``jieba`` when at least :data:`CJK_SHARE` of their characters are
+    Chinese ideographs or kana; ``mixed`` when fewer are but at least :data:`MIXED_SHARE` of the texts are mostly
+    such (English pages with a few Chinese ones: whitespace would count a Chinese page as a few tokens); else
+    ``whitespace``."""
+    if cjk_share(texts) >= CJK_SHARE:
+        return "jieba"
+    sample = [t for t in spread(list(dict.fromkeys(texts)), CJK_SAMPLE) if t.strip()]
+    unspaced = sum(cjk_share([t]) >= CJK_SHARE for t in sample)
+    return "mixed" if unspaced and unspaced >= MIXED_SHARE * len(sample) else "whitespace"
+
+
 def resolve(tokenizer: TokenizerLike, texts: Sequence[str]) -> Tokenizer:
     """The :class:`Tokenizer` that ``tokenizer`` names for ``texts`` (``auto``: by their script). ``whitespace``
     asked for texts ``auto`` would give ``jieba`` is warned of: their whitespace tokens are whole phrases."""
@@ -157,9 +186,10 @@ def resolve(tokenizer: TokenizerLike, texts: Sequence[str]) -> Tokenizer:
         return tokenizer
     if callable(tokenizer):
         return _callable(tokenizer)
+    tokenizer = str(tokenizer).lower()  # named as metrics are, in any case
     if tokenizer == "auto":
-        return TOKENIZERS["jieba" if cjk_share(texts) >= CJK_SHARE else "whitespace"]
-    found = TOKENIZERS.get(str(tokenizer))
+        return TOKENIZERS[auto_name(texts)]
+    found = TOKENIZERS.get(tokenizer)
     if found is None:
         raise RagMetricsError(
             f"unknown tokenizer {tokenizer!r}; expected one of {', '.join(TOKENIZER_CHOICES)} or a callable "
@@ -178,8 +208,10 @@ def resolve(tokenizer: TokenizerLike, texts: Sequence[str]) -> Tokenizer:
 
 def check(tokenizer: Any) -> TokenizerLike:
     """``tokenizer`` if it can name a tokenizer (a known name, a callable, a :class:`Tokenizer`), else a clear error."""
-    if isinstance(tokenizer, Tokenizer) or callable(tokenizer) or tokenizer in TOKENIZER_CHOICES:
+    if isinstance(tokenizer, Tokenizer) or callable(tokenizer):
         return tokenizer
+    if isinstance(tokenizer, str) and tokenizer.lower() in TOKENIZER_CHOICES:
+        return tokenizer.lower()
     raise RagMetricsError(
         f"unknown tokenizer {tokenizer!r}; expected one of {', '.join(TOKENIZER_CHOICES)} or a callable text -> tokens"
     )

@@ -60,7 +60,7 @@ def budget_tokenizer(
         )
         raise RagMetricsError(
             f"{budgeted[0]}: the {engine} engine counts token budgets with one tokenizer named for the whole run: "
-            f"give --tokenizer whitespace or --tokenizer jieba (library: tokenizer=); {why} (eval --engine inprocess "
+            f"give --tokenizer whitespace, jieba or mixed (library: tokenizer=); {why} (eval --engine inprocess "
             "and ragmetrics.evaluate read auto)"
         )
     return resolve(tokenizer, []).name
