@@ -491,3 +491,17 @@ def test_the_cli_reads_a_chunk_run_s_texts_from_a_corpus_of_its_chunks(tmp_path)
     values = {line.split()[0]: line.split()[2] for line in out.getvalue().splitlines()}
     # q1: D3#0 (1 token), then D1#1 (2 more: 3 in all); q2: D2#0 takes 4 tokens
     assert (values["recall@3tok"], values["recall@4tok"]) == ("0.5000", "1.0000"), out.getvalue()
+
+
+def test_a_rank_cut_off_that_reads_like_a_budget_deeper_than_the_run_is_noted(tmp_path):
+    """Was: ``-m recall@512`` on a run 20 deep was read as 512 ranks without a word, where ``recall@512tok`` was
+    meant; trec_eval's own cut-offs (recall@1000) and a cut-off the run reaches are read as they are."""
+    (tmp_path / "qrels.txt").write_text("q1 0 D1 1\n", encoding="utf-8")
+    (tmp_path / "run.trec").write_text("".join(f"q1 Q0 D{i} {i} {30 - i} r\n" for i in range(1, 21)), encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["eval", "--dataset", str(tmp_path / "qrels.txt"), "--run", str(tmp_path / "run.trec"),
+            "-m", "recall@512,recall@1000,recall@16"]  # fmt: skip
+    assert main(argv, out, err) == 0, err.getvalue()
+    said = err.getvalue()
+    assert "recall@512 reads 512 ranks, and the run ranks 20 at most; a budget of 512 tokens is recall@512tok" in said
+    assert "recall@1000 reads" not in said and "recall@16 reads" not in said

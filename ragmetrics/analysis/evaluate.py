@@ -99,8 +99,11 @@ class RunResult:
     @property
     def budget_notes(self) -> list[str]:
         """A note for each token budget asked for that hands over nothing to some query
-        (:func:`ragmetrics.engine.budgets.nothing_handed`)."""
-        return budgets.budget_notes(self.alignment, budgets.asked(self.specs))
+        (:func:`ragmetrics.engine.budgets.nothing_handed`), and one for a cut-off in ranks that reads as a budget
+        (:func:`budgets.budget_like_cutoffs`)."""
+        return budgets.budget_notes(self.alignment, budgets.asked(self.specs)) + budgets.budget_like_cutoffs(
+            self.specs, self.alignment.depth
+        )
 
     @property
     def tokenizer(self) -> str | None:

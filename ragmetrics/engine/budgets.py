@@ -208,6 +208,21 @@ def nothing_handed(counts: Mapping[int, int], ranked: int) -> list[str]:
     ]
 
 
+def budget_like_cutoffs(specs: Iterable[MetricSpec], depth: int) -> list[str]:
+    """A note for each cut-off in ranks that reads like a token budget (a power of two from 64, none of trec_eval's
+    cut-offs) and is deeper than the run ranks for any query (``depth``): ``recall@512`` on a run of 20 reads its
+    20 ranks, where ``recall@512tok`` was likely meant."""
+    notes = []
+    for spec in specs:
+        k = spec.k
+        if spec.tokens is None and k is not None and k >= 64 and k & (k - 1) == 0 and k > depth:
+            notes.append(
+                f"{spec} reads {k} ranks, and the run ranks {depth} at most; a budget of {k} tokens is "
+                f"{spec.name}@{k}tok"
+            )
+    return notes
+
+
 def budget_notes(alignment: Alignment, budgets: Iterable[int]) -> list[str]:
     """:func:`nothing_handed` of an alignment's queries for ``budgets``."""
     asked_for = sorted(set(budgets))
