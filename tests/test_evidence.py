@@ -1034,3 +1034,25 @@ def test_synth_s_chunks_file_is_the_chunkings_chunk_spans_and_holds_a_title_once
         assert document[start:end] == records[chunk]["text"]
     assert records["guide.md#0"]["text"].startswith("Setting up") and records["guide.md#0"]["title"] == ""
     assert records["guide.md#1"]["title"] == "Setting up"
+
+
+def test_spans_files_of_the_wrong_kind_are_named_for_what_they_lack(tmp_path):
+    """Were: a run CSV given as --spans read "found 1 columns: 'query_id,doc_id,score,text'"; evidence spans given
+    as --chunk-spans read "expected a query id and a document id, found (None, ...)"; the spans file given as the
+    run too scored 1.0 without a word."""
+    from ragmetrics.io.spans import load_chunk_spans, load_spans
+
+    (tmp_path / "run.csv").write_text("query_id,doc_id,score,text\nq1,A#0,2,aaaaa\n", encoding="utf-8")
+    with pytest.raises(rm.RagMetricsError, match=r"run.csv:1: expected a header naming query_id, doc_id, start, end, "
+                       r"found the columns query_id, doc_id, score, text \(no start, end\)"):  # fmt: skip
+        load_spans(str(tmp_path / "run.csv"))
+    (tmp_path / "spans.jsonl").write_text(json.dumps({"query_id": "q1", "doc_id": "A", "spans": [[0, 5]]}) + "\n")
+    with pytest.raises(rm.RagMetricsError, match=r"spans.jsonl:1: expected a JSON object with chunk_id, doc_id, "
+                       r"start and end, found keys \['doc_id', 'query_id', 'spans'\]"):  # fmt: skip
+        load_chunk_spans(str(tmp_path / "spans.jsonl"))
+    f = _files(tmp_path, ["q1,A#0,2,aaaaa bbbbb,A"], "query_id,doc_id,score,text,source_doc")
+    err = io.StringIO()
+    argv = ["evidence", "--dataset", f["qrels.tsv"], "--corpus", f["corpus.jsonl"], "--run", f["spans.qrels"],
+            "--spans", f["spans.qrels"]]  # fmt: skip
+    assert main(argv, io.StringIO(), err) == 2
+    assert "is given as a run and as --spans: a run retrieving the gold evidence scores 1" in err.getvalue()

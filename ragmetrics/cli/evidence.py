@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import Any, TextIO
 
 import numpy as np
@@ -107,9 +108,17 @@ def _chunkings_table(found: ChunkingComparison, out: TextIO) -> None:
 
 
 def _spans(args: argparse.Namespace, dataset: Dataset) -> pa.Table | None:
-    """``--spans``, each checked against the dataset (its queries, its corpus's documents and their lengths)."""
+    """``--spans``, each checked against the dataset (its queries, its corpus's documents and their lengths); the
+    spans' own file given as a run too is refused (its rows would be read as a run retrieving the evidence)."""
     if not args.spans:
         return None
+    runs = [args.baseline, *args.run] if getattr(args, "baseline", None) else list(args.run)
+    for run in runs:
+        if run != "-" and os.path.exists(run) and os.path.exists(args.spans) and os.path.samefile(run, args.spans):
+            raise RagMetricsError(
+                f"{run} is given as a run and as --spans: a run retrieving the gold evidence scores 1; give the "
+                "retriever's run with --run and the spans with --spans"
+            )
     spans = load_spans(args.spans)
     check_spans(spans, args.spans, dataset)
     return spans

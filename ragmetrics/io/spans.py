@@ -88,6 +88,10 @@ def _json(source: Any, rows: _Rows, key: str = "query_id") -> None:
     for line, _number, item in records(source):
         if not isinstance(item, dict):
             raise ParseError(rows.name, line, f"a JSON object with {key}, doc_id and spans", type(item).__name__)
+        if key != "query_id" and key not in item:
+            raise ParseError(
+                rows.name, line, f"a JSON object with {key}, doc_id, start and end", f"keys {sorted(item)}"
+            )
         query = item.get(key, item.get("qid")) if key == "query_id" else item.get(key)
         doc = item.get("doc_id", item.get("docid"))
         if "spans" in item:
@@ -113,6 +117,16 @@ def _cells(raw: str, delimiter: str | None) -> list[str]:
     return [c.strip() for c in next(csv.reader([raw], delimiter=delimiter), [])]
 
 
+def _header_like(raw: str, wanted: set[str]) -> list[str] | None:
+    """The cells of ``raw`` when it reads as a header that names some of ``wanted`` (a table with other columns, a
+    run's ``query_id,doc_id,score``), split at its tab or comma; else None (a data line)."""
+    for candidate in ("\t", ","):
+        names = [c.lower() for c in _cells(raw, candidate)]
+        if len(names) > 1 and wanted & set(names):
+            return names
+    return None
+
+
 def _delimited(text: str, rows: _Rows, key: str = "query_id") -> None:
     """A table with a header naming ``key``, ``doc_id``, ``start`` and ``end`` (its delimiter, tab, comma or white
     space, read off the header line), else TREC qrels with a span."""
@@ -130,6 +144,15 @@ def _delimited(text: str, rows: _Rows, key: str = "query_id") -> None:
                     break
             if header is not None:
                 continue
+            named = _header_like(raw, wanted)
+            if named is not None:
+                missing = ", ".join(c for c in (key, "doc_id", "start", "end") if c not in named)
+                raise ParseError(
+                    rows.name,
+                    number,
+                    f"a header naming {key}, doc_id, start, end",
+                    f"the columns {', '.join(named)} (no {missing})",
+                )
         if header is not None:
             cells = _cells(raw, delimiter)
             if len(cells) < len(header):
