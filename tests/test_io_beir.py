@@ -197,3 +197,16 @@ def test_a_corpus_holding_none_of_the_judged_documents_is_warned_of(tmp_path):
         warnings.simplefilter("error", RagMetricsWarning)
         assert load_dataset(qrels, corpus=chunks).corpus_size == 1
         assert load_dataset(qrels, corpus=documents).corpus_size == 1
+
+
+@pytest.mark.parametrize(("name", "content"), [("run.csv", "query_id,doc_id,score\r\nq1,D1,1\r\n"),
+                                               ("page.md", "\ufeff# A page\n\nIts text.\n")])  # fmt: skip
+def test_a_file_that_is_no_corpus_is_named_for_what_a_corpus_is(tmp_path: Path, name: str, content: str) -> None:
+    """Was "expected valid JSON (Expecting value)" for a run's CSV or a Markdown page given as --corpus."""
+    from ragmetrics.io.corpus import read_corpus
+
+    (tmp_path / name).write_text(content, encoding="utf-8")
+    first = content.lstrip("\ufeff").split("\r\n" if "\r" in content else "\n")[0]
+    with pytest.raises(ParseError, match=rf"{name}:1: expected a corpus: a JSONL file of records .* or a folder of "
+                       rf"\.md/\.txt files, found '{first}'"):  # fmt: skip
+        read_corpus(str(tmp_path / name))

@@ -165,3 +165,23 @@ def test_a_pattern_that_backtracks_without_end_is_stopped_and_named() -> None:
     [message] = report["outcome"]
     assert message.startswith("RagMetricsError: chunk pattern '(?P<doc>(a|a)+)$' is too slow"), message
     assert "aaaaaaaa" in message  # the chunk id it stopped at
+
+
+def test_a_corpus_of_chunks_given_as_the_mapping_is_named_by_its_keys(tmp_path: Path) -> None:
+    """Was: a JSONL corpus of chunks ({_id, title, text}) given as --chunk-mapping was read as one JSON object and
+    refused at line 2 ("expected nothing after the JSON value"); JSON lines are now read as records, and a record
+    without a chunk and a document is named by its keys. A file with them (synth's chunks file) maps."""
+    chunks = tmp_path / "chunks.jsonl"
+    chunks.write_text('{"_id": "D1#0", "title": "", "text": "a"}\n{"_id": "D1#1", "title": "", "text": "b"}\n')
+    run = Run.from_frame(pd.DataFrame({"query_id": ["q1"], "doc_id": ["D1#0"], "score": [1.0]}))
+    with pytest.raises(ParseError, match=r"chunks.jsonl:1: expected a record with a chunk_id and a doc_id \(or "
+                       r"source_doc\), found keys \['_id', 'text', 'title'\]"):  # fmt: skip
+        attach_source_docs(run, mapping=str(chunks))
+    chunks.write_text(
+        '{"_id": "D1#0", "text": "a", "chunk_id": "D1#0", "doc_id": "D1", "start": 0, "end": 1}\n'
+        '{"_id": "D1#1", "text": "b", "chunk_id": "D1#1", "doc_id": "D1", "start": 2, "end": 3}\n'
+    )
+    assert attach_source_docs(run, mapping=str(chunks)).frame["source_doc"].tolist() == ["D1"]
+    one = tmp_path / "one.json"
+    one.write_text('{\n  "D1#0": "D1",\n  "D1#1": "D1"\n}\n')  # one object over several lines: still a mapping
+    assert attach_source_docs(run, mapping=str(one)).frame["source_doc"].tolist() == ["D1"]

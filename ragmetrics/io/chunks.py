@@ -7,6 +7,7 @@ at the rank of its first chunk); here we only fill the column.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import time
@@ -134,12 +135,16 @@ def _file_pairs(source: Source) -> pd.DataFrame:
         frame, line_of, _ = tables.read_delimited(source, delimiter)
         return _frame_pairs(frame, source.name, source, line_of)
     record = first_record(source)
-    if first_char(source) == "{" and (
-        record is None
-        or (
-            isinstance(record, dict)
-            and all(isinstance(v, str) for v in record.values())
-            and not ({normalise_name(k) for k in record} & set(CHUNK_COLUMNS))
+    if (
+        first_char(source) == "{"
+        and not _several_values(source)
+        and (
+            record is None
+            or (
+                isinstance(record, dict)
+                and all(isinstance(v, str) for v in record.values())
+                and not ({normalise_name(k) for k in record} & set(CHUNK_COLUMNS))
+            )
         )
     ):
         # one JSON object {chunk_id: doc_id}
@@ -156,9 +161,22 @@ def _file_pairs(source: Source) -> pd.DataFrame:
     for line, _n, item in records(source):
         if not isinstance(item, dict):
             raise ParseError(source.name, line, "a JSON object", type(item).__name__)
-        rows.append({k: v for k, v in item.items() if normalise_name(k) in _PAIR_KEYS})
+        kept = {k: v for k, v in item.items() if normalise_name(k) in _PAIR_KEYS}
+        if not kept:  # a corpus's records ({_id, title, text}), say: named by their keys
+            raise ParseError(
+                source.name, line, "a record with a chunk_id and a doc_id (or source_doc)", f"keys {sorted(item)}"
+            )
+        rows.append(kept)
         lines.append(line)
     return _frame_pairs(pd.DataFrame.from_records(rows), source.name, source, lambda row: lines[row])
+
+
+def _several_values(source: Source) -> bool:
+    """Whether the JSON file holds more than one value (JSON lines), not one object mapping chunks to documents."""
+    try:
+        return next(itertools.islice(records(source), 1, 2), None) is not None
+    except RagMetricsError:  # one value over several lines: not records
+        return False
 
 
 def _mapping_pairs(mapping: Any) -> pd.DataFrame:

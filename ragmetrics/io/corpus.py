@@ -41,6 +41,16 @@ def read_corpus(source: Any, limits: Limits | None = None) -> pd.DataFrame:
     opened = open_source(source, limits=limits)
     if opened.is_dir:
         return read_folder(opened)
+    start = opened.head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")[:1]
+    if start and start not in b"{[":  # a table, a Markdown file: not records
+        line = opened.text().lstrip("\ufeff \t\r\n").split("\n", 1)[0].rstrip("\r")
+        raise ParseError(
+            opened.name,
+            1,
+            'a corpus: a JSONL file of records ({"_id", "title", "text"}, gzipped or not) or a folder of .md/.txt '
+            "files",
+            repr(line[:40]),
+        )
     return read_corpus_file(opened)
 
 
