@@ -505,3 +505,19 @@ def test_a_rank_cut_off_that_reads_like_a_budget_deeper_than_the_run_is_noted(tm
     said = err.getvalue()
     assert "recall@512 reads 512 ranks, and the run ranks 20 at most; a budget of 512 tokens is recall@512tok" in said
     assert "recall@1000 reads" not in said and "recall@16 reads" not in said
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("recall@-5tok", r"metric 'recall@-5tok': the token budget T is a whole number >= 1, found -5"),
+        ("evidence_recall@-3", r"metric 'evidence_recall@-3': the cut-off k is a whole number >= 1, found -3"),
+        ("evidence_recall@512tk", r"a token budget is written NAME@Ttok: did you mean 'evidence_recall@512tok'\?"),
+    ],
+)
+def test_budgets_and_cut_offs_misspelt_are_said_so_for_every_kind_of_metric(name, message):
+    """Were: "cannot read metric 'recall@-5tok'" and, for an evidence metric, "did you mean 'evidence_recall'?" where
+    ``eval`` offers the budget's spelling."""
+    read = parse_evidence if name.startswith("evidence") else metric_name
+    with pytest.raises(rm.RagMetricsError, match=message):
+        read(name)

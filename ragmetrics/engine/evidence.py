@@ -51,7 +51,13 @@ import numpy as np
 import pyarrow as pa
 
 from ragmetrics.engine import budgets
-from ragmetrics.engine.metrics import BUDGET_SUFFIX, EVIDENCE_METRICS, parse_metric
+from ragmetrics.engine.metrics import (
+    BUDGET_SUFFIX,
+    EVIDENCE_METRICS,
+    budget_spelling,
+    parse_metric,
+    refuse_negative_cut,
+)
 from ragmetrics.engine.order import positions, running_sum, segment_starts
 from ragmetrics.foundation import scripts
 from ragmetrics.foundation.errors import MetricNameError, ParseError, RagMetricsError, source_of
@@ -87,6 +93,13 @@ def parse_evidence(text: str | EvidenceSpec) -> EvidenceSpec:
     match = _NAME.match(str(text))
     info = EVIDENCE_METRICS.get(match.group(1).lower()) if match else None
     if match is None or info is None:
+        refuse_negative_cut(str(text))
+        guess = budget_spelling(str(text), _budgeted)
+        if guess is not None:
+            raise MetricNameError(
+                f"unknown evidence metric {text!r}: a token budget is written NAME@T{BUDGET_SUFFIX}: did you mean "
+                f"'{guess}'?"
+            )
         _refuse_ranking_metric(str(text))
         close = difflib.get_close_matches(match.group(1).lower() if match else str(text), list(EVIDENCE_METRICS), 1)
         cut = "" if match is None or match.group(2) is None else f"@{match.group(2)}{match.group(3) or ''}"
@@ -105,6 +118,13 @@ def parse_evidence(text: str | EvidenceSpec) -> EvidenceSpec:
         raise MetricNameError(f"evidence metric {text!r} needs a cut-off >= 1, e.g. '{info.name}@5' or "
                               f"'{info.name}@512{BUDGET_SUFFIX}'")  # fmt: skip
     return EvidenceSpec(info.name, None, number) if match.group(3) else EvidenceSpec(info.name, number)
+
+
+def _budgeted(text: str) -> bool:
+    """Whether ``text`` (read by ``_NAME``) names an evidence metric that takes a token budget."""
+    match = _NAME.match(text)
+    info = EVIDENCE_METRICS.get(match.group(1).lower()) if match else None
+    return info is not None and info.cut == "required"
 
 
 def _refuse_ranking_metric(text: str) -> None:

@@ -877,18 +877,40 @@ def _suggestion(raw: str, k_text: str | None, budget: str | None) -> str:
     return ""
 
 
+def refuse_negative_cut(text: str) -> None:
+    """A cut-off or a token budget written below zero (``recall@-5tok``) is said to be one, not an unreadable
+    name."""
+    negative = re.fullmatch(r"\s*([A-Za-z][A-Za-z0-9_\-]*?)\s*@\s*(-\s*\d+)\s*(tok|tokens)?\s*", text, re.IGNORECASE)
+    if negative is not None:
+        what = "token budget T" if negative.group(3) else "cut-off k"
+        raise MetricNameError(f"metric {text!r}: the {what} is a whole number >= 1, found {negative.group(2)}")
+
+
+def budget_spelling(text: str, known: Callable[[str], bool]) -> str | None:
+    """``NAME@T<suffix>`` for a token budget misspelt (``recall@512tk``, ``recall@512toks``) when ``known`` takes
+    it; else None."""
+    misspelt = re.fullmatch(r"\s*([A-Za-z][A-Za-z0-9_\-]*?)\s*@\s*(\d+)\s*(t[a-z]*)\s*", text, re.IGNORECASE)
+    if misspelt is None:
+        return None
+    guess = f"{misspelt.group(1)}@{misspelt.group(2)}{BUDGET_SUFFIX}"
+    return guess if known(guess) else None
+
+
 def _budget_suggestion(text: str) -> str:
     """What to say of a token budget misspelt (``recall@512tk``, ``recall@512toks``): how one is written and the
     guess, offered only when it parses; else nothing."""
-    misspelt = re.fullmatch(r"\s*([A-Za-z][A-Za-z0-9_\-]*?)\s*@\s*(\d+)\s*(t[a-z]*)\s*", text, re.IGNORECASE)
-    if misspelt is None:
-        return ""
-    guess = f"{misspelt.group(1)}@{misspelt.group(2)}{BUDGET_SUFFIX}"
-    try:
-        parse_metric(guess)
-    except MetricNameError:
+    guess = budget_spelling(text, _parses)
+    if guess is None:
         return ""
     return f"a token budget is written NAME@T{BUDGET_SUFFIX}: did you mean '{guess}'? A name with an optional @k"
+
+
+def _parses(text: str) -> bool:
+    try:
+        parse_metric(text)
+    except MetricNameError:
+        return False
+    return True
 
 
 def parse_metric(text: str | MetricSpec) -> MetricSpec:
@@ -927,6 +949,7 @@ def parse_metric(text: str | MetricSpec) -> MetricSpec:
         )
     _refuse_decimal_cutoff(str(text))
     _refuse_ir_measures_parameters(str(text))
+    refuse_negative_cut(str(text))
     if not match:
         raise MetricNameError(
             f"cannot read metric {text!r}; {_budget_suggestion(str(text)) or 'expected a name with an optional @k'}"
