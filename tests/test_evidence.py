@@ -72,7 +72,8 @@ def test_evidence_by_hand():
     assert result.unlocated == 1 and result.queries_with_spans == 2 and result.tokenizer == "whitespace"
     assert result.notes == [
         "the spans of 1 query the run is not evaluated on ('q3') are left out",  # said, not dropped in silence
-        "1 retrieved chunk(s) could not be placed in their document (they cover nothing)",
+        "1 distinct retrieved chunk(s) ('A#9'), at 1 place(s) in the rankings, could not be placed in their "
+        "document (they cover nothing)",
     ]
     assert result.means["evidence_recall@1"] == 0.75
 
@@ -278,7 +279,7 @@ def test_cli_evidence_reads_spans_and_refuses_without_them(tmp_path, capsys):
     assert "the budget of 1 tokens hands over nothing for 2 of 2 queries" in err.getvalue()
     assert "budget of 6 tokens" not in err.getvalue()
     assert rows_out["tokenizer"] == "whitespace" and rows_out["tokens_to_evidence"] == "2.0000"
-    assert "1 retrieved chunk(s) could not be placed" in err.getvalue()
+    assert "1 distinct retrieved chunk(s) ('A#9'), at 1 place(s) in the rankings, could not be placed" in err.getvalue()
     assert "have gold evidence" not in err.getvalue()  # both queries have spans
     (tmp_path / "q1-only.qrels").write_text("q1 0 A 1 6 11\n", encoding="utf-8")
     err = io.StringIO()

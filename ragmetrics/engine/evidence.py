@@ -349,9 +349,10 @@ WHOLE = np.iinfo(np.int64).max
 
 def _chunk_places(
     alignment: Alignment, chunk_spans: Any, corpus: Mapping[str, str]
-) -> tuple[list[str], np.ndarray, np.ndarray, list[str]]:
-    """Each retrieved row's (document, start, end), before merging, in ranking order; start -1 when unplaced; and
-    each row's own text ("" when unknown). ``corpus``: each document's ``text`` (:func:`_corpus`)."""
+) -> tuple[list[str], np.ndarray, np.ndarray, list[str], list[str]]:
+    """Each retrieved row's (document, start, end), before merging, in ranking order; start -1 when unplaced; each
+    row's own text ("" when unknown); and each row's chunk id. ``corpus``: each document's ``text``
+    (:func:`_corpus`)."""
     _q, rows, _kept = budgets.sorted_rows(alignment)
     table = alignment.run.table
     order = rows.array()
@@ -394,7 +395,7 @@ def _chunk_places(
             at, length = _locate(chunk_text, corpus.get(doc, ""), titles.get(doc, ""))
             if at >= 0:
                 starts[i], ends[i] = at, at + length
-    return docs, starts, ends, texts
+    return docs, starts, ends, texts, chunk_ids
 
 
 def _refuse_misplaced(
@@ -530,8 +531,9 @@ def evaluate_evidence(
     pair_q = np.array([p[0] for p in pairs], dtype=np.int64)
     has_spans = np.bincount(pair_q, minlength=n_queries) > 0
 
-    docs, c_start, c_end, texts = _chunk_places(alignment, chunk_spans, corpus)
+    docs, c_start, c_end, texts, chunk_ids = _chunk_places(alignment, chunk_spans, corpus)
     unlocated = int((c_start < 0).sum())
+    unplaced = list(dict.fromkeys(chunk_ids[i] for i in np.flatnonzero(c_start < 0).tolist()))
     if unlocated and unlocated == len(q):
         raise RagMetricsError(_placed_nowhere(alignment, docs, bool(corpus), texts))
     # each gold character is credited to the first chunk (in rank order) that covers it: (pair, chunk row, chars)
@@ -621,7 +623,11 @@ def evaluate_evidence(
         )
     notes += budgets.budget_notes(alignment, budgets.asked(specs))
     if unlocated:
-        notes.append(f"{unlocated} retrieved chunk(s) could not be placed in their document (they cover nothing)")
+        shown = ", ".join(map(repr, unplaced[:3])) + (", ..." if len(unplaced) > 3 else "")
+        notes.append(
+            f"{len(unplaced)} distinct retrieved chunk(s) ({shown}), at {unlocated} place(s) in the rankings, could "
+            "not be placed in their document (they cover nothing)"
+        )
     return EvidenceResult(
         query_ids=alignment.query_ids,
         values=values,
