@@ -521,3 +521,19 @@ def test_budgets_and_cut_offs_misspelt_are_said_so_for_every_kind_of_metric(name
     read = parse_evidence if name.startswith("evidence") else metric_name
     with pytest.raises(rm.RagMetricsError, match=message):
         read(name)
+
+
+def test_the_thin_judgments_note_offers_bounds_only_where_they_are_computed(tmp_path):
+    """Was: with only token budgets asked, the judged@10 note pointed to ``eval --bounds``, which refuses them."""
+    (tmp_path / "qrels.txt").write_text("q1 0 D1 1\n", encoding="utf-8")
+    (tmp_path / "run.csv").write_text(
+        "query_id,doc_id,score,text\n" + "".join(f"q1,D{i},{9 - i},word word\n" for i in range(1, 6)), encoding="utf-8"
+    )
+    data = ["eval", "--dataset", str(tmp_path / "qrels.txt"), "--run", str(tmp_path / "run.csv")]
+    said = {}
+    for metrics in ("recall@4tok", "recall@4tok,ndcg@10"):
+        err = io.StringIO()
+        assert main([*data, "-m", metrics], io.StringIO(), err) == 0, err.getvalue()
+        said[metrics] = err.getvalue()
+    assert "judged@10 = 0.20" in said["recall@4tok"] and "--bounds" not in said["recall@4tok"]
+    assert "eval --bounds gives the worst and best case" in said["recall@4tok,ndcg@10"]

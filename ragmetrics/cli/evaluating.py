@@ -57,7 +57,13 @@ def run_notes(run: Covered, *, bounded: bool = False) -> list[str]:
     notes = run.coverage.notes(run.conventions.missing, mode=run.conventions.mode) + run.budget_notes
     state = run.health
     if state.thinly_judged and not bounded:
-        hint = "; eval --bounds gives the worst and best case" if run.conventions.mode == "trec" else ""
+        specs = list(getattr(run, "specs", None) or [])
+        bounded_metrics = not specs or any(getattr(spec, "tokens", None) is None for spec in specs)
+        hint = (  # --bounds computes none at a token budget
+            "; eval --bounds gives the worst and best case"
+            if run.conventions.mode == "trec" and bounded_metrics
+            else ""
+        )
         notes.append(
             f"judged@10 = {state.judged_at_10:.2f}: most of the top 10 is unjudged (scored as "
             f"{run.conventions.unjudged}{hint})"
