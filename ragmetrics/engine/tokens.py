@@ -162,21 +162,17 @@ class UnfitTokenizerWarning(RagMetricsWarning):
     held back (the CLI prints those itself)."""
 
 
-MIXED_SHARE = 0.02
-"""``auto`` picks ``mixed`` for texts mostly English when at least this share of them are Chinese or Japanese (each
-by its own share of :data:`CJK_SHARE`): a few Chinese pages among English ones."""
-
-
 def auto_name(texts: Sequence[str]) -> str:
     """The tokenizer ``auto`` picks for ``texts``: ``jieba`` when at least :data:`CJK_SHARE` of their characters are
-    Chinese ideographs or kana; ``mixed`` when fewer are but at least :data:`MIXED_SHARE` of the texts are mostly
+    Chinese ideographs or kana; ``mixed`` when fewer are but at least
+    :data:`ragmetrics.foundation.scripts.MIXED_SHARE` of the texts are mostly
     such (English pages with a few Chinese ones: whitespace would count a Chinese page as a few tokens); else
     ``whitespace``."""
     if cjk_share(texts) >= CJK_SHARE:
         return "jieba"
     sample = [t for t in spread(list(dict.fromkeys(texts)), CJK_SAMPLE) if t.strip()]
     unspaced = sum(cjk_share([t]) >= CJK_SHARE for t in sample)
-    return "mixed" if unspaced and unspaced >= MIXED_SHARE * len(sample) else "whitespace"
+    return "mixed" if unspaced and unspaced >= scripts.MIXED_SHARE * len(sample) else "whitespace"
 
 
 def resolve(tokenizer: TokenizerLike, texts: Sequence[str]) -> Tokenizer:

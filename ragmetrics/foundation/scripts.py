@@ -22,6 +22,11 @@ UNSPACED = HAN + "\u3040-\u30ff"
 """Chinese ideographs and Japanese kana: scripts written without spaces between words (Korean puts spaces
 between its words), as the body of a character class."""
 
+MIXED_SHARE = 0.02
+"""Texts are read as of both scripts (English and Chinese: BM25's mixed mode, the tokenizer ``mixed``) when the fewer
+of their English and Chinese texts, each by its own share of CJK, are at least this share of them (a few Chinese
+pages among English ones)."""
+
 _CLASSES = {"HAN_CHARACTER": HAN, "CJK_CHARACTER": CJK, "UNSPACED_CHARACTER": UNSPACED}
 
 HAN_CHARACTER: re.Pattern[str]

@@ -7,7 +7,7 @@ character. Mixed (a corpus of English documents and Chinese ones): each run of C
 of the text as English, so a Chinese query finds the Chinese documents and an English one the English documents (a
 text of one script is tokenized as that language alone). The language is chosen by the corpus text unless given:
 over an even sample of documents, Chinese when their CJK share of letters is at least :data:`CJK_SHARE`, else
-English; mixed when the sample holds documents of both, the fewer at least :data:`MIXED_SHARE` of them. A query's
+English; mixed when the sample holds documents of both, the fewer at least :data:`ragmetrics.foundation.scripts.MIXED_SHARE` of them. A query's
 ranking: the documents scoring above 0, by score, ties by doc_id, cut at k.
 
 The index is built once per corpus content and kept on disk under ``<cache dir>/bm25/<key>``, the key a
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragmetrics.foundation.errors import RagMetricsError
-from ragmetrics.foundation.scripts import HAN, HAN_CHARACTER, quiet_jieba
+from ragmetrics.foundation.scripts import HAN, HAN_CHARACTER, MIXED_SHARE, quiet_jieba
 from ragmetrics.retrieve.adapters import Adapter, Hit
 
 if TYPE_CHECKING:
@@ -47,9 +47,6 @@ CJK_SHARE = 0.3
 """A corpus whose letters are at least this share CJK ideographs is tokenized as Chinese."""
 NO_WORDS = "the corpus holds no word to index (every text is empty, or stopwords only): BM25 has nothing to rank by"
 SAMPLE_DOCUMENTS = 2000
-MIXED_SHARE = 0.02
-"""A corpus is read as mixed when the fewer of its English and Chinese documents (each by its own CJK share) are at
-least this share of the sample (a few Chinese pages among English ones, or the other way)."""
 LANGUAGES = ("en", "zh", "mixed")
 DEFAULT_NAMES = {"en": "bm25-stem", "zh": "bm25-jieba", "mixed": "bm25-stem-jieba"}
 INDEX_VERSION = 1
@@ -70,7 +67,7 @@ def document_texts(documents: pd.DataFrame) -> list[str]:
 
 def detect_language(texts: list[str], *, mixed: bool = False) -> tuple[str, float]:
     """``("zh" or "en", CJK share)`` over an even sample of the texts; ``mixed``: ``"mixed"`` too, when the sample
-    holds English and Chinese documents, the fewer at least :data:`MIXED_SHARE` of them."""
+    holds English and Chinese documents, the fewer at least :data:`ragmetrics.foundation.scripts.MIXED_SHARE` of them."""
     step = max(1, len(texts) // SAMPLE_DOCUMENTS)
     cjk = latin = 0
     by_language = {"en": 0, "zh": 0}
