@@ -372,3 +372,19 @@ def test_push_names_the_dataset_as_asked(tmp_path):
 def test_an_engine_option_the_engine_does_not_read_is_refused_not_ignored(engine, option, said):
     done = cli("eval", "--dataset", QRELS, "--run", BM25, "--engine", engine, *option)
     assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_a_sqlite_store_s_file_alone_holds_what_a_command_wrote(tmp_path):
+    """Was: the store stayed in write-ahead-log mode with its log never folded in when the command ended, so the
+    ``.sqlite`` file alone (a CI artifact copied without its ``-wal``) held no table. The last connection is now
+    closed as the process ends, which checkpoints the log into the file."""
+    store = tmp_path / "store.sqlite"
+    done = cli("push", "--store", f"sqlite:///{store}", "--dataset", QRELS, "--run", BM25)
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "store.sqlite-wal").exists()
+    copied = tmp_path / "artifact"
+    copied.mkdir()
+    shutil.copy(store, copied / "store.sqlite")  # the file alone
+    done = cli("history", "--store", f"sqlite:///{copied / 'store.sqlite'}", "--dataset", "qrels", "-m", "ndcg@10")
+    assert done.returncode == 0, done.stderr
+    assert "bm25-stem" in done.stdout

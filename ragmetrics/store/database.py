@@ -17,6 +17,8 @@ validation.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import dataclasses
 import hashlib
 import io
@@ -26,6 +28,7 @@ import os
 import re
 import sqlite3
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar
@@ -787,6 +790,7 @@ class Store:
             self.engine = sa.create_engine(self.url, **kwargs)
             if self.engine.dialect.name == "sqlite":
                 sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+                atexit.register(_close_at_exit, weakref.ref(self.engine))
             if self._create_tables():  # a store made before now: brought up to date where its user may
                 may_not_write, self.refused_changes = self._privileges()
                 self.read_only = self.read_only or may_not_write
@@ -2153,6 +2157,16 @@ def _refused(cause: BaseException | None) -> bool:
     """Whether a driver's error is the database refusing the store's user a statement: SQLite's read-only file,
     PostgreSQL's insufficient privilege (not a lock timeout, nor any other failure)."""
     return _READ_ONLY in str(cause) or getattr(cause, "sqlstate", None) == _INSUFFICIENT_PRIVILEGE
+
+
+def _close_at_exit(engine: weakref.ref[sa.Engine]) -> None:
+    """Close a SQLite store's pooled connections as the process ends: the last connection closed folds the
+    write-ahead log into the database file (a checkpoint), so the ``.sqlite`` file alone holds what was written (a
+    file copied as a CI artifact, without its ``-wal``, was otherwise empty)."""
+    found = engine()
+    if found is not None:
+        with contextlib.suppress(Exception):  # the process ends whatever happens here
+            found.dispose()
 
 
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:
