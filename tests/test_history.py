@@ -282,3 +282,15 @@ def test_a_token_budget_of_runs_stored_without_their_texts_says_how_to_store_the
     assert code == 2 and not out and "Traceback" not in err
     assert "recall@512tok counts the tokens of the retrieved texts, and neither the run nor the stored dataset" in err
     assert "push the dataset with its corpus (push --corpus)" in err
+
+
+@pytest.mark.parametrize("command", ["history", "leaderboard"])
+def test_a_second_metric_is_refused_not_silently_taken_for_the_first(command, capsys):
+    """Was: ``history -m ndcg@10 -m mrr`` reported, and gated on, mrr alone without a word (leaderboard too)."""
+    argv = [command, "--store", "sqlite:////nonexistent/store.sqlite", "-m", "ndcg@10", "-m", "mrr"]
+    if command == "history":
+        argv += ["--dataset", "qrels"]
+    with pytest.raises(SystemExit) as stopped:
+        main(argv, io.StringIO(), io.StringIO())
+    assert stopped.value.code == 2
+    assert "argument -m/--metric: given twice:" in capsys.readouterr().err

@@ -65,8 +65,10 @@ class Once(argparse.Action):
         self.why = why
 
     def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option_string: Any = None) -> None:
-        if getattr(namespace, self.dest, None) is not None:
+        given: set[str] = namespace.__dict__.setdefault("_given_once", set())  # an option with a default, too
+        if self.dest in given:
             raise argparse.ArgumentError(self, f"given twice: {self.why}" if self.why else "given twice")
+        given.add(self.dest)
         setattr(namespace, self.dest, values)
 
 

@@ -16,6 +16,7 @@ from ragmetrics.analysis.per_query import read_per_query
 from ragmetrics.cli.evaluating import refuse_no_overlap
 from ragmetrics.cli.inputs import read_inputs
 from ragmetrics.cli.options import (
+    Once,
     add_allow_no_overlap_option,
     add_data_options,
     add_format_option,
@@ -310,7 +311,8 @@ def history_parser(p: argparse.ArgumentParser) -> None:
     add_store_option(p)
     add_stored_dataset_option(p, required=True)
     p.add_argument("--queries", help="the queries file the dataset was pushed with (when --dataset is TREC qrels)")
-    p.add_argument("-m", "--metric", default="ndcg@10", help="the metric (default ndcg@10)")
+    p.add_argument("-m", "--metric", default="ndcg@10", action=Once, help="the metric (default ndcg@10)",
+                   why="history follows one metric: run it once per metric")  # fmt: skip
     p.add_argument("--by", default="date", help="order the runs by the date tag (default) or another tag's values")
     p.add_argument("--where", action="append", metavar="KEY=VALUE", help="only runs with this tag (repeatable)")
     p.add_argument("--baseline", help="a run (id or name) every run is also tested against")
@@ -326,7 +328,8 @@ def history_parser(p: argparse.ArgumentParser) -> None:
 def leaderboard_parser(p: argparse.ArgumentParser) -> None:
     add_store_option(p)
     add_stored_dataset_option(p, required=False, repeat=True)
-    p.add_argument("-m", "--metric", default="ndcg@10", help="the metric (default ndcg@10)")
+    p.add_argument("-m", "--metric", default="ndcg@10", action=Once, help="the metric (default ndcg@10)",
+                   why="the leaderboard ranks by one metric: run it once per metric")  # fmt: skip
     p.add_argument("--system-tag", default="system", help="the tag naming each run's system (default system)")
     add_test_options(p)
     for action in p._actions:
