@@ -343,16 +343,3 @@ def test_evidence_spans_given_as_the_dataset_are_sent_to_evidence(tmp_path):
     assert "did you swap" not in err
     code, _, err = run_cli("eval", "--dataset", BM25, "--run", QRELS, "-m", "ndcg@10")
     assert code == 2 and "did you swap" in err and "evidence spans" not in err  # a run is still hinted as a run
-
-
-def test_a_run_file_given_twice_is_said_to_be_compared_with_itself(tmp_path):
-    """Was: ``compare --baseline X --run X`` (or ``evidence --baseline X --run X``) read the second under the name
-    ``X-2`` and showed no difference without a word."""
-    (tmp_path / "qrels.txt").write_text("q1 0 D1 1\nq2 0 D2 1\n", encoding="utf-8")
-    (tmp_path / "bm25.trec").write_text("q1 Q0 D1 1 2 r\nq2 Q0 D3 1 2 r\n", encoding="utf-8")
-    run = str(tmp_path / "bm25.trec")
-    err = io.StringIO()
-    assert main(["eval", "--dataset", str(tmp_path / "qrels.txt"), "--run", run, "--run", run], io.StringIO(), err) == 0
-    assert (
-        f"{run} is given twice: its second reading is the run 'bm25-2', the same rankings as 'bm25'" in err.getvalue()
-    )

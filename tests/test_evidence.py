@@ -1057,3 +1057,14 @@ def test_spans_files_of_the_wrong_kind_are_named_for_what_they_lack(tmp_path):
             "--spans", f["spans.qrels"]]  # fmt: skip
     assert main(argv, io.StringIO(), err) == 2
     assert "is given as a run and as --spans: a run retrieving the gold evidence scores 1" in err.getvalue()
+
+
+def test_chunkings_compared_with_the_baseline_s_own_file_are_warned_of(tmp_path):
+    """Was: ``evidence --baseline X --run X`` compared the run with itself (named ``X-2``) without a word, where
+    ``compare`` warns."""
+    f = _files(tmp_path, ["q1,A#0,2,aaaaa bbbbb,A", "q2,B,1,xxxxx yyyyy,B"], "query_id,doc_id,score,text,source_doc")
+    err = io.StringIO()
+    argv = ["evidence", "--dataset", f["qrels.tsv"], "--corpus", f["corpus.jsonl"], "--spans", f["spans.qrels"],
+            "--baseline", f["run.csv"], "--run", f["run.csv"]]  # fmt: skip
+    assert main(argv, io.StringIO(), err) == 0, err.getvalue()
+    assert "ragmetrics: warning: run 'run-2' has the same rows as the baseline: nothing to compare" in err.getvalue()

@@ -28,8 +28,9 @@ from ragmetrics.analysis.compare import bounds_text, intervals_name
 from ragmetrics.analysis.stats import family_text
 from ragmetrics.analysis.values import per_query_dict
 from ragmetrics.analysis.verdicts import VERDICT_TERMS
+from ragmetrics.cli.compare import warn_same_as_baseline
 from ragmetrics.cli.evaluating import refuse_no_overlap
-from ragmetrics.cli.inputs import read_inputs
+from ragmetrics.cli.inputs import read_inputs, same_file
 from ragmetrics.cli.options import (
     add_allow_no_overlap_option,
     add_data_options,
@@ -203,6 +204,9 @@ def cmd_chunkings(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     ``--budget`` and the paired tests' options are None unless given (read only here: :mod:`ragmetrics.cli.rules`),
     their defaults resolved here."""
     dataset, runs = read_inputs(args, [args.baseline, *args.run])
+    for path, run in zip(args.run, runs[1:]):  # the same bytes as the baseline's (equal rows may be two chunkings)
+        if same_file(path, args.baseline):
+            warn_same_as_baseline(run.name, err)
     placed = _chunk_spans(args, dataset, runs)
     shared = _shared_placements(runs, placed)
     if shared:

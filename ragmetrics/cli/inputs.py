@@ -11,7 +11,6 @@ import filecmp
 import io
 import os
 import sys
-import warnings
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,7 +20,7 @@ import pyarrow as pa
 
 from ragmetrics.analysis.targets import resolve_targets
 from ragmetrics.engine.metrics import metric_name
-from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
+from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.kernels import aggregate, is_in, unique
 from ragmetrics.foundation.model import Dataset, Run
 from ragmetrics.io import load_dataset, load_run, name_of_file, refuse_output_over_input, unique_names
@@ -305,28 +304,7 @@ def read_runs(paths: Sequence[str], args: argparse.Namespace) -> list[Run]:
             run = _load_run(path, args)
         runs.append(run)
     named = unique_names([run.name for run in runs])
-    _warn_twice(paths, named)
     return [run if name == run.name else run.with_name(name) for run, name in zip(runs, named)]
-
-
-def _warn_twice(paths: Sequence[str], names: Sequence[str]) -> None:
-    """A run file given twice is read twice, the second under another name: said, since a comparison of a run with
-    itself shows no difference whatever the run."""
-    seen: dict[tuple[int, int], str] = {}
-    for path, name in zip(paths, names):
-        if path == STDIN or not os.path.isfile(path):
-            continue
-        status = os.stat(path)
-        key = (status.st_dev, status.st_ino)
-        if key in seen:
-            warnings.warn(
-                f"{path} is given twice: its second reading is the run {name!r}, the same rankings as "
-                f"{seen[key]!r} (a comparison of the two shows no difference)",
-                RagMetricsWarning,
-                stacklevel=3,
-            )
-        else:
-            seen[key] = name
 
 
 def shared_queries(runs: Sequence[Run], command: str, err: TextIO) -> None:
