@@ -3,6 +3,7 @@ two-system leaderboard on SciFact and CMRC, and the LaTeX table against its chec
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import re
@@ -78,6 +79,11 @@ def test_history_flags_exactly_the_significant_drop_and_exits_1_on_it(store_of_f
     assert len(flagged) == 1 and flagged[0].split()[0] == str(DROP_VERSION) and "first significant drop" in flagged[0]
     code, csv_text, _ = run_cli("history", "--store", store_of_four, *DATASET, "--format", "csv")
     assert code == 1 and csv_text.splitlines()[0].startswith('"step","run_id"') and "tag:branch" in csv_text
+    written = pd.read_csv(io.StringIO(csv_text))  # every p-value as the JSON holds it, a tiny one not rounded to 0
+    held = [s["p_value"] for s in after["steps"]]
+    assert held[0] is None and np.isnan(written["p_value"][0])  # the first step is tested against nothing
+    assert written["p_value"].tolist()[1:] == pytest.approx(held[1:], rel=1e-9)
+    assert min(held[1:]) < 1e-6  # a p-value the 6 decimals wrote as 0.000000
 
 
 def test_the_dataset_is_named_by_file_name_or_id_and_runs_by_another_tag(store_of_four: str):
@@ -294,3 +300,57 @@ def test_a_second_metric_is_refused_not_silently_taken_for_the_first(command, ca
         main(argv, io.StringIO(), io.StringIO())
     assert stopped.value.code == 2
     assert "argument -m/--metric: given twice:" in capsys.readouterr().err
+
+
+def test_the_leaderboard_names_the_run_it_scores_once_and_the_runs_it_leaves_out(tmp_path: Path):
+    """Was: a note per older run, each naming a different run "the latest" (only the last is scored), and runs
+    without the system tag left out without a word."""
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    runs = [("bm25-stem", "2024-01-01"), ("dense-all-minilm-l6-v2", "2024-02-01"), ("hybrid-rrf60", "2024-03-01")]
+    for name, date in runs:
+        code, _, err = run_cli("push", "--store", url, *DATASET, "--run", str(SCIFACT / f"{name}.trec.gz"),
+                               "--meta", "system=search", "--meta", f"date={date}")  # fmt: skip
+        assert code == 0, err
+    untagged = tmp_path / "plain.trec"
+    untagged.write_bytes(gzip.decompress((SCIFACT / "bm25-stem.trec.gz").read_bytes())[:200_000].rsplit(b"\n", 1)[0])
+    code, _, err = run_cli("push", "--store", url, *DATASET, "--run", str(untagged))
+    assert code == 0, err
+    code, _, err = run_cli("leaderboard", "--store", url, "-m", "ndcg@10")
+    assert code == 0, err
+    notes = [line for line in err.splitlines() if "scored by the latest" in line]
+    assert len(notes) == 1 and "system 'search' has 3 runs; scored by the latest, 'hybrid-rrf60'" in notes[0]
+    assert "1 run(s) without a 'system' tag left out" in err
+
+
+def test_push_names_the_run_it_stores(tmp_path: Path):
+    """Was: ``push`` named a run by its file only, so CI's run.trec of every commit read ``run`` in the history and
+    ``--baseline run`` was ambiguous; ``--run-name`` names each run pushed, one per --run."""
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    run = str(SCIFACT / "bm25-stem.trec.gz")
+    code, _, err = run_cli("push", "--store", url, *DATASET, "--run", run, "--run-name", "main@abc123")
+    assert code == 0, err
+    _, steps, _ = history(url)
+    assert [s["run"] for s in steps["steps"]] == ["main@abc123"]
+    code, _, err = run_cli("push", "--store", url, *DATASET, "--run", run, "--run-name", "a", "--run-name", "b")
+    assert code == 2 and "--run-name is given 2 time(s) for 1 --run: give one name per run" in err
+
+
+def test_a_push_that_stores_another_dataset_under_a_stored_one_s_name_says_so(tmp_path: Path):
+    """Was: a push that forgot --queries stored a second dataset named 'qrels' without a word, and the run's tags
+    moved in the first dataset's timeline."""
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    run = str(SCIFACT / "bm25-stem.trec.gz")
+    code, _, err = run_cli("push", "--store", url, *DATASET, "--run", run)
+    assert code == 0 and "warning" not in err, err
+    code, _, err = run_cli("push", "--store", url, "--dataset", str(SCIFACT / "qrels.tsv"), "--run", run)
+    assert code == 0, err
+    assert "warning: the store holds a dataset named 'qrels' already" in err and "its --queries too" in err
+
+
+def test_a_tag_given_twice_with_two_values_is_refused():
+    """Was: ``--meta commit=a --meta commit=b`` kept b without a word."""
+    from ragmetrics.io.runmeta import parse_tags
+
+    assert parse_tags(["commit=a", "commit=a", "branch=main"]) == {"commit": "a", "branch": "main"}
+    with pytest.raises(rm.RagMetricsError, match=r"--meta commit: given twice, 'a' and 'b'; give each key once"):
+        parse_tags(["commit=a", "commit=b"])

@@ -22,6 +22,7 @@ left out with a note.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -105,9 +106,17 @@ def _number(text: str) -> float | None:
 
 
 def _evaluate(dataset: Dataset, runs: Sequence[StoredRun], metric: str, **options: Any) -> Any:
-    """One evaluation of the runs, each named by its id (two versions of a run may share a name)."""
-
-    return evaluate(dataset, [r.load().with_name(r.id) for r in runs], [metric], **options)
+    """One evaluation of the runs, each named by its id (two versions of a run may share a name); a warning that
+    names a run by its id names it by its name too."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = evaluate(dataset, [r.load().with_name(r.id) for r in runs], [metric], **options)
+    for warning in caught:
+        text = str(warning.message)
+        for run in runs:
+            text = text.replace(f"run {run.id!r}", f"run {run.name!r} ({run.id})")
+        warnings.warn(text, warning.category, stacklevel=2)
+    return result
 
 
 def _check_choice(value: str, choices: Mapping[str, Any], what: str) -> None:
@@ -379,13 +388,14 @@ def _step(comparison: Any, prefix: str) -> dict[str, float | str]:
 
 
 def timeline_csv(line: Timeline) -> str:
-    """The timeline as formula-neutral CSV (one row per run, its tags as ``tag:KEY`` columns)."""
+    """The timeline as formula-neutral CSV (one row per run, its tags as ``tag:KEY`` columns); numbers to 10
+    significant digits, so a p-value of 1.4e-13 is not written as 0 (was fixed-point, 6 decimals)."""
 
     frame = line.frame.copy()
     keys = sorted({k for tags in line.tags.values() for k in tags})
     for key in keys:
         frame[f"tag:{key}"] = [line.tags.get(r, {}).get(key, "") for r in frame["run_id"]]
-    return str(to_safe_csv(frame, encoding=None, float_format="%.6f"))
+    return str(to_safe_csv(frame, encoding=None, float_format="%.10g"))
 
 
 def timeline_text(line: Timeline) -> str:
@@ -600,12 +610,20 @@ def leaderboard(
         if not tagged:
             notes.append(f"dataset {name!r} has no run tagged {system_tag!r}: left out")
             continue
+        untagged = len(runs) - len(tagged)
+        if untagged:
+            notes.append(f"{name}: {untagged} run(s) without a {system_tag!r} tag left out")
         latest: dict[str, StoredRun] = {}
+        counted: dict[str, int] = {}
         for run in tagged:  # in date order: the last one wins
             system = run.tags[system_tag]
-            if system in latest:
-                notes.append(f"{name}: system {system!r} has several runs; scored by the latest, {run.name!r}")
             latest[system] = run
+            counted[system] = counted.get(system, 0) + 1
+        for system, count in counted.items():
+            if count > 1:
+                notes.append(
+                    f"{name}: system {system!r} has {count} runs; scored by the latest, {latest[system].name!r}"
+                )
         names[ident] = name
         result = _evaluate(dataset, list(latest.values()), metric, **evaluate_options)
         scores = {s: float(result.runs[r.id].means[metric]) for s, r in latest.items()}

@@ -184,9 +184,11 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             try:
                 return int(args.handler(args, out, err))
             finally:
-                for warning in caught:
-                    if issubclass(warning.category, RagMetricsWarning):
-                        err.write(f"ragmetrics: warning: {warning.message}\n")
+                said = {  # each once: a run read by two evaluations warns twice
+                    str(w.message): None for w in caught if issubclass(w.category, RagMetricsWarning)
+                }
+                for message in said:
+                    err.write(f"ragmetrics: warning: {message}\n")
     except RagMetricsError as exc:
         err.write(f"ragmetrics: error: {redact_urls(exc)}\n")
         return 2

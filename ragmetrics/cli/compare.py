@@ -445,7 +445,9 @@ def check_parser(p: argparse.ArgumentParser) -> None:
         why="give every threshold in one list, e.g. 'ndcg@10>0.6,recall@5>0.9'",
         help="thresholds: faq, tech, legal, overview, 'ndcg@10>0.6,recall@5>0.9', or a JSON file {metric: threshold}",
     )
-    add_metric_option(p, f"metric the regression gate compares; default the targets' or {COMPARED_BY_DEFAULT}")
+    add_metric_option(
+        p, f"metric the regression gate compares, beside the targets' metrics (with neither: {COMPARED_BY_DEFAULT})"
+    )
     add_eval_options(p)
     add_bounds_option(p, "each target's mean's and each delta's worst and best, and whether they could flip a check")
     add_test_options(p, defaults=False)  # read with --baseline only

@@ -42,7 +42,14 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise RagMetricsError("give a --run or a --per-query file to push")
     args.run = args.run or []
     given = parse_tags(args.meta or [])
+    names = list(args.run_name or [])
+    if names and len(names) != len(args.run):
+        raise RagMetricsError(
+            f"--run-name is given {len(names)} time(s) for {len(args.run)} --run: give one name per run, in their order"
+        )
     dataset, runs = read_inputs(args, args.run)
+    if names:
+        runs = [run.with_name(checked_text(name, "--run-name", MAX_NAME_BYTES)) for run, name in zip(runs, names)]
     # a run that does not meet the qrels is refused before anything is stored, as eval refuses it (aligned one at a
     # time, and only when the check is made)
     refuse_no_overlap(args, dataset, (align(dataset, run) for run in runs))
@@ -58,9 +65,18 @@ def cmd_push(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     dataset_files = [args.dataset, *(f for f in (getattr(args, "queries", None), getattr(args, "corpus", None)) if f)]
     if args.name:
         dataset = replace(dataset, name=checked_text(args.name, "--name", MAX_NAME_BYTES))
+    stored = store.list_datasets()
     dataset_id = store.put_dataset(
         dataset, source=", ".join(Path(f).name for f in dataset_files), targets=args.dataset_targets or ""
     )
+    alike = stored[(stored["name"] == dataset.name) & (stored["id"] != dataset_id)]["id"].tolist()
+    if alike and dataset_id not in set(stored["id"]):
+        err.write(
+            f"ragmetrics: warning: the store holds a dataset named {dataset.name!r} already ({', '.join(alike)}), "
+            f"with other content: this push stored another ({dataset_id}), and each run's history is its "
+            "dataset's; if it is the same dataset, push with the files it was pushed with (its --queries too), "
+            "else --name tells the two apart\n"
+        )
     if args.name or args.dataset_targets:
         _say_what_the_stored_dataset_kept(store, dataset_id, args.name and dataset.name, args.dataset_targets, err)
     idents = [run_id(run) for run in runs]  # hashed once: what was stored before is read, then what is put
@@ -301,6 +317,13 @@ def push_parser(p: argparse.ArgumentParser) -> None:
         "--name",
         help="the dataset's name in the store, as the dashboard shows it (default: its file's name); a dataset "
         "stored before keeps the name it has",
+    )
+    p.add_argument(
+        "--run-name",
+        action="append",
+        metavar="NAME",
+        help="a pushed run's name in the store (one per --run, in their order; default: its file's name), as CI "
+        "names the run.trec it writes on every commit; a run stored before keeps the name it has",
     )
     add_store_option(p)
     p.add_argument("--base-url", help="the dashboard's address; default RAGMETRICS_BASE_URL or http://localhost:8501")

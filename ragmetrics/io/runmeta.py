@@ -109,11 +109,14 @@ def parse_tag(text: str, where: str = "--meta") -> tuple[str, str]:
 
 
 def parse_tags(items: Iterable[str], where: str = "--meta") -> dict[str, str]:
-    """Several ``KEY=VALUE`` (the last of a key wins); blank items are skipped."""
+    """Several ``KEY=VALUE``; blank items are skipped, and a key given twice with two values is refused (neither is
+    taken in silence)."""
     out: dict[str, str] = {}
     for item in items:
         if str(item).strip():
             key, value = parse_tag(item, where)
+            if key in out and out[key] != value:
+                raise RagMetricsError(f"{where} {key}: given twice, {out[key]!r} and {value!r}; give each key once")
             out[key] = value
     return out
 
