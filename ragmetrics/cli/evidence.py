@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from typing import Any, TextIO
 
 import numpy as np
@@ -115,7 +114,7 @@ def _spans(args: argparse.Namespace, dataset: Dataset) -> pa.Table | None:
         return None
     runs = [args.baseline, *args.run] if getattr(args, "baseline", None) else list(args.run)
     for run in runs:
-        if run != "-" and os.path.exists(run) and os.path.exists(args.spans) and os.path.samefile(run, args.spans):
+        if run != "-" and same_file(run, args.spans):
             raise RagMetricsError(
                 f"{run} is given as a run and as --spans: a run retrieving the gold evidence scores 1; give the "
                 "retriever's run with --run and the spans with --spans"
