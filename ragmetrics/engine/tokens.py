@@ -103,11 +103,20 @@ def cjk_share(texts: Sequence[str]) -> float:
     """The share of Chinese ideographs and Japanese kana (:data:`ragmetrics.foundation.scripts.UNSPACED`) among
     the texts' non-space characters (0 when there are none), over :data:`CJK_SAMPLE` distinct texts spread evenly
     over them."""
-    cjk = chars = 0
-    for text in spread(list(dict.fromkeys(texts)), CJK_SAMPLE):
-        chars += len(text) - len(_SPACE.findall(text))
-        cjk += len(scripts.UNSPACED_CHARACTER.findall(text))
-    return cjk / chars if chars else 0.0
+    return _share(_script_counts(texts))
+
+
+def _script_counts(texts: Sequence[str]) -> list[tuple[int, int]]:
+    """``(CJK characters, non-space characters)`` of each of :data:`CJK_SAMPLE` distinct texts spread over ``texts``."""
+    return [
+        (len(scripts.UNSPACED_CHARACTER.findall(text)), len(text) - len(_SPACE.findall(text)))
+        for text in spread(list(dict.fromkeys(texts)), CJK_SAMPLE)
+    ]
+
+
+def _share(counts: Sequence[tuple[int, int]]) -> float:
+    chars = sum(c for _, c in counts)
+    return sum(k for k, _ in counts) / chars if chars else 0.0
 
 
 def spread(texts: Sequence[str], count: int) -> list[str]:
@@ -168,11 +177,12 @@ def auto_name(texts: Sequence[str]) -> str:
     :data:`ragmetrics.foundation.scripts.MIXED_SHARE` of the texts are mostly
     such (English pages with a few Chinese ones: whitespace would count a Chinese page as a few tokens); else
     ``whitespace``."""
-    if cjk_share(texts) >= CJK_SHARE:
+    counts = _script_counts(texts)  # one reading of the sample: the whole's share, then each text's
+    if _share(counts) >= CJK_SHARE:
         return "jieba"
-    sample = [t for t in spread(list(dict.fromkeys(texts)), CJK_SAMPLE) if t.strip()]
-    unspaced = sum(cjk_share([t]) >= CJK_SHARE for t in sample)
-    return "mixed" if unspaced and unspaced >= scripts.MIXED_SHARE * len(sample) else "whitespace"
+    written = [(cjk, chars) for cjk, chars in counts if chars]
+    unspaced = sum(cjk >= CJK_SHARE * chars for cjk, chars in written)
+    return "mixed" if unspaced and unspaced >= scripts.MIXED_SHARE * len(written) else "whitespace"
 
 
 def resolve(tokenizer: TokenizerLike, texts: Sequence[str]) -> Tokenizer:
