@@ -580,6 +580,20 @@ def test_eval_ci_check_targets_compare_and_the_dashboard_give_one_interval_of_a_
     assert (row["mean_ci_low"], row["mean_ci_high"]) == pytest.approx(stats.proportion_interval(50, 55))
 
 
+def test_the_exact_interval_by_beta_quantiles_is_scipys_root_found_one():
+    """The exact binomial interval is computed from beta quantiles, every column at once (was one root-finding call
+    of scipy's ``binomtest`` per column: 2.4 ms each); it equals scipy's, at every count of small n and along large
+    ones, at 95% and 99%."""
+    for n in (1, 2, 3, 5, 8, 13, 21, 34, 100, 1_000, 5_000):
+        counts = np.unique(np.linspace(0, n, min(n + 1, 21)).round().astype(int))
+        for confidence in (0.95, 0.99):
+            low, high = stats.proportion_intervals(counts, n, confidence)
+            for k, lo, hi in zip(counts, low, high):
+                scipys = sps.binomtest(int(k), n).proportion_ci(confidence, method="exact")
+                assert (lo, hi) == pytest.approx((scipys.low, scipys.high), abs=1e-11), (n, k, confidence)
+    assert stats.proportion_interval(0, 10)[0] == 0.0 and stats.proportion_interval(10, 10)[1] == 1.0
+
+
 def test_interval_methods_name_what_mean_interval_computes_column_by_column():
     """Was: every page said "bootstrap" of a mean's interval that is Clopper-Pearson for a 0/1 metric."""
     rng = np.random.default_rng(5)
