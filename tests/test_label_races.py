@@ -27,6 +27,15 @@ SAVES = 3
 """The versions each saver of :func:`_race` makes at least (its labeller labels until they are made)."""
 
 
+def _processes() -> multiprocessing.context.BaseContext:
+    """Where the racing processes start: a fork server that imported this module (the store with it) once, so each
+    process starts in milliseconds, not after a second of imports (several on a busy machine, the race waiting for
+    them), and from no thread of pytest's (a process forked from one with threads can inherit a held lock)."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__])
+    return context
+
+
 def _labeller(
     url: str,
     dataset: str,
@@ -77,7 +86,7 @@ def _race(url: str, seconds: float, savers: int = 1) -> None:
     store = Store(url)
     parent_set = rm.Dataset.from_dict({q: {"d0": 2} for q in QUERIES}, name="race")  # grades 0..2
     parent = store.put_dataset(parent_set)
-    ctx = multiprocessing.get_context("spawn")
+    ctx = _processes()
     given, saved = ctx.Queue(), ctx.Queue()
     enough = [ctx.Event() for _ in range(savers)]
     workers = [ctx.Process(target=_labeller, args=(url, parent, seconds, given, enough))]
@@ -195,7 +204,7 @@ def test_a_judges_labels_given_while_another_server_saves_versions_follow_the_ne
     dataset a version was made from."""
     store = Store(store_url)
     parent = store.put_dataset(rm.Dataset.from_dict({q: {"d0": 1} for q in QUERIES}, name="judged"))
-    ctx = multiprocessing.get_context("spawn")
+    ctx = _processes()
     given, saved, done = ctx.Queue(), ctx.Queue(), ctx.Event()
     workers = [ctx.Process(target=_judge_batches, args=(store_url, parent, 5.0, given, done)),
                ctx.Process(target=_version_saver, args=(store_url, parent, 5.0, saved, done))]  # fmt: skip
@@ -292,7 +301,7 @@ def test_judges_in_several_processes_each_get_other_pairs_and_label_every_one_on
     store = Store(store_url)
     parent = store.put_dataset(rm.Dataset.from_dict({q: {"d0": 1} for q in QUERIES}, name="claims"))
     pairs = [(q, f"u{i}") for q in QUERIES for i in range(6)]
-    ctx = multiprocessing.get_context("spawn")
+    ctx = _processes()
     out, start = ctx.Queue(), ctx.Barrier(3)
     judges = [ctx.Process(target=_judge, args=(store_url, parent, f"judge{i}", pairs, start, out)) for i in range(3)]
     for judge in judges:
