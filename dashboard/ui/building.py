@@ -4,10 +4,12 @@ callbacks, so the page that follows already shows the next candidate), the edit 
 dataset.
 
 Every decision is written at once (:meth:`ragmetrics.store.candidates.CandidateStore.review`) with the reviewer (the
-signed-in user, else "anonymous") and the time: a reload, a second tab or a server restart loses none. A key
-pressed while the page reruns may reach the previous candidate's button: a decision is only taken for a candidate
-still undecided, unless the reviewer asked to review it again; one that is not taken so is said on the page that
-follows (:func:`not_taken`), with who decided it.
+signed-in user, else "anonymous") and the time: a reload, a second tab or a server restart loses none. A decision
+is only taken for a candidate as this session was shown it: undecided, or, shown again to be reviewed again (from
+the decisions, or named by a share link), with the decision it then had. One decided or changed since (another
+tab, another reviewer, a key pressed while the page reran reaching the previous candidate's button) keeps that
+decision, and the page that follows says so, with who decided it (:func:`not_taken`); an edit saved over it stays on
+its form with the same words, and a second save takes it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ from ragmetrics.synth.generators import GENERATORS
 _EDITING = "ragmetrics.build.editing"
 _REVISING = "ragmetrics.build.revising"
 _NOT_TAKEN = "ragmetrics.build.not_taken"
+_SHOWN = "ragmetrics.build.shown"
+_SHOWN_KEPT = 64
+"""How many candidates' shown states a session keeps (the last ones shown: a key can only reach a recent one)."""
 _PROBLEM = "ragmetrics.build.problem"
 
 __all__ = [
@@ -179,32 +184,53 @@ def job_of(batch: str) -> GenerationJob | None:
 
 
 def next_candidate(candidates: Sequence[Reviewed], batch: str) -> Reviewed | None:
-    """The candidate to show: the one the reviewer asked to review again, else the first undecided."""
+    """The candidate to show: the one the reviewer asked to review again, else the first undecided; remembered as
+    shown, with its decision then (:func:`decide` takes a decision only for a candidate still so; while it is
+    being edited, as it was when the edit began)."""
     again = st.session_state.get(_REVISING)
+    item = None
     if isinstance(again, tuple) and again[0] == batch:
-        for item in candidates:
-            if item.position == again[1]:
-                return item
-    return next((c for c in candidates if c.decision is None), None)
+        item = next((c for c in candidates if c.position == again[1]), None)
+    if item is None:
+        item = next((c for c in candidates if c.decision is None), None)
+    if item is not None and not editing(batch, item.position):  # an edit is of the candidate as it was when begun
+        shown = st.session_state.setdefault(_SHOWN, {})
+        shown.pop((batch, item.position), None)
+        shown[batch, item.position] = (item.decision, item.reviewed_at)
+        while len(shown) > _SHOWN_KEPT:
+            shown.pop(next(iter(shown)))
+    return item
+
+
+def _changed_since_shown(workspace: Workspace, batch: str, position: int) -> Reviewed | None:
+    """The candidate at ``position`` if it was decided, or decided otherwise, since this session was shown it (then
+    remembered as shown so: a second choice takes); None when a decision may be taken (undecided, as shown, or
+    gone)."""
+    current = {c.position: c for c in workspace.candidates.candidates(batch)}.get(position)
+    if current is None or current.decision is None:
+        return None
+    shown = st.session_state.setdefault(_SHOWN, {})
+    if (current.decision, current.reviewed_at) == tuple(shown.get((batch, position), (None, None))):
+        return None
+    shown[batch, position] = (current.decision, current.reviewed_at)
+    return current
+
+
+def _kept_words(current: Reviewed, chosen: str) -> str:
+    return (
+        f"Candidate {current.position} was {current.decision} by {current.reviewer or 'anonymous'} "
+        f"({stamp(current.reviewed_at)}) after it was shown to you, when you chose {chosen}: it keeps that decision."
+    )
 
 
 def decide(workspace: Workspace, batch: str, position: int, decision: str) -> None:
-    """A button's callback: keep ``decision`` for the candidate (see the module on keys pressed mid-rerun)."""
-    again = st.session_state.get(_REVISING)
-    revising = isinstance(again, tuple) and again == (batch, position)
-    if not revising:
-        current = {c.position: c for c in workspace.candidates.candidates(batch)}.get(position)
-        if current is None:
-            return
-        if current.decision is not None:  # decided meanwhile (another tab, a key pressed mid-rerun)
-            if current.decision == decision:
-                return  # the same decision again: nothing to say
-            st.session_state[_NOT_TAKEN] = (
-                f"Candidate {position} was already {current.decision} (by {current.reviewer or 'anonymous'}, "
-                f"{stamp(current.reviewed_at)}) when you chose {decision}: it keeps that decision. Review it again "
-                "from the decisions below to change it."
-            )
-            return
+    """A button's callback: keep ``decision`` for the candidate, unless it was decided or changed since this
+    session was shown it (see the module; the same decision made meanwhile is kept without a word)."""
+    changed = _changed_since_shown(workspace, batch, position)
+    if changed is not None:
+        if changed.decision != decision:
+            st.session_state[_NOT_TAKEN] = _kept_words(changed, decision) + " Choose again to change it."
+        return
     workspace.candidates.review(batch, position, decision, reviewer=auth.user_name())
     st.session_state.pop(_REVISING, None)
     stop_editing()
@@ -264,6 +290,10 @@ def save_edit(workspace: Workspace, batch: str, item: Reviewed, known_docs: set[
         )
     except RagMetricsError as err:
         st.session_state[_PROBLEM] = str(err)
+        return
+    changed = _changed_since_shown(workspace, batch, item.position)
+    if changed is not None:
+        st.session_state[_PROBLEM] = _kept_words(changed, "to save an edit") + " Save again to replace it."
         return
     workspace.candidates.review(batch, item.position, "edited", reviewer=auth.user_name(), edited=edited)
     st.session_state.pop(_REVISING, None)

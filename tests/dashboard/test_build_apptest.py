@@ -240,10 +240,47 @@ def test_a_decision_another_tab_made_first_is_said_when_this_tab_s_is_not_taken(
     _button(at, "build.accept").click().run()
     no_problems(at)
     said = " ".join(w.value for w in at.warning).replace("\\", "")
-    assert f"Candidate {shown.position} was already rejected (by bob," in said and "when you chose accepted" in said
+    assert f"Candidate {shown.position} was rejected by bob (" in said and "when you chose accepted" in said
     assert CandidateStore(_store(store_dir)).candidates(batch)[shown.position - 1].decision == "rejected"
     at.run()
-    assert "was already rejected" not in " ".join(w.value for w in at.warning)  # said once
+    assert "was rejected by bob" not in " ".join(w.value for w in at.warning)  # said once
+
+
+def test_a_candidate_a_link_opened_or_shown_again_keeps_a_decision_made_after_it_was_shown(
+    corpus_dataset, store_dir
+) -> None:
+    """Was: a candidate a share link named, or one shown again to be reviewed again, took this tab's click over a
+    decision another reviewer made after it was shown, without a word. Now the click is not taken and said; a
+    second click, on the candidate as now shown, takes."""
+    at = open_page("build", {"ds": corpus_dataset})
+    _button(at, "build.generate").click().run()
+    batch = _generated(at, store_dir)
+    candidates = CandidateStore(_store(store_dir))
+    linked = candidates.candidates(batch)[2]  # undecided
+    other = open_page("build", {"ds": corpus_dataset, "bb": batch, "bc": str(linked.position)})
+    assert _query(other) == linked.record["query"]
+    candidates.review(batch, linked.position, "rejected", reviewer="bob")  # after the link's tab showed it
+    _button(other, "build.accept").click().run()
+    no_problems(other)
+    said = " ".join(w.value for w in other.warning).replace("\\", "")
+    assert f"Candidate {linked.position} was rejected by bob (" in said and "when you chose accepted" in said
+    assert candidates.candidates(batch)[linked.position - 1].decision == "rejected"
+    # shown again, with bob's decision: this click is the reviewer's, and it takes
+    assert _query(other) == linked.record["query"]
+    _button(other, "build.accept").click().run()
+    assert candidates.candidates(batch)[linked.position - 1].decision == "accepted"
+
+    # shown again from the decisions (accepted), changed by carol meanwhile: the edit saved over it stays on its form
+    again = open_page("build", {"ds": corpus_dataset, "bb": batch, "bc": str(linked.position)})
+    candidates.review(batch, linked.position, "rejected", reviewer="carol")
+    _button(again, "build.edit").click().run()
+    save = [b.label for b in again.button].index("Save edit")
+    again.button[save].click().run()
+    problem = " ".join(e.value for e in again.error).replace("\\", "")
+    assert f"Candidate {linked.position} was rejected by carol (" in problem and "Save again" in problem, problem
+    assert candidates.candidates(batch)[linked.position - 1].decision == "rejected"
+    again.button[save].click().run()
+    assert candidates.candidates(batch)[linked.position - 1].decision == "edited"
 
 
 def test_the_share_link_names_the_batch_and_the_candidate_shown_and_reopens_them(corpus_dataset, store_dir) -> None:
