@@ -169,6 +169,10 @@ def test_tag_parsing_and_the_ir_metadata_sections():
     assert parse_tag_lines("commit=1\n\nbranch=dev\n") == {"commit": "1", "branch": "dev"}
     with pytest.raises(RagMetricsError, match="line 2"):
         parse_tag_lines("commit=1\nnope")
+    # the dashboard's form as the CLI's --meta: a key given twice with two values is refused, naming the line
+    with pytest.raises(RagMetricsError, match=r"metadata, line 3: commit: given twice, '1' and '2'"):
+        parse_tag_lines("commit=1\nbranch=dev\ncommit=2")
+    assert parse_tag_lines("commit=1\ncommit=1") == {"commit": "1"}
     # the timeline orders runs by their date: one it cannot place is refused where it is given, not skipped later
     assert parse_tags(["date=2025-03-01"]) == {"date": "2025-03-01"}
     assert parse_tags(["date=2025-03-01T12:00:00Z"]) == {"date": "2025-03-01T12:00:00Z"}

@@ -114,21 +114,25 @@ def parse_tags(items: Iterable[str], where: str = "--meta") -> dict[str, str]:
     out: dict[str, str] = {}
     for item in items:
         if str(item).strip():
-            key, value = parse_tag(item, where)
-            if key in out and out[key] != value:
-                raise RagMetricsError(f"{where} {key}: given twice, {out[key]!r} and {value!r}; give each key once")
-            out[key] = value
+            _add_tag(out, *parse_tag(item, where), where)
     return out
 
 
 def parse_tag_lines(text: str, where: str = "metadata") -> dict[str, str]:
-    """``KEY=VALUE`` per line (a form's text area); a bad line is an error naming it."""
+    """``KEY=VALUE`` per line (a form's text area); a bad line, or a key given twice with two values, is an error
+    naming it."""
     out: dict[str, str] = {}
     for number, line in enumerate(str(text or "").splitlines(), 1):
         if line.strip():
-            key, value = parse_tag(line.strip(), f"{where}, line {number}:")
-            out[key] = value
+            place = f"{where}, line {number}:"
+            _add_tag(out, *parse_tag(line.strip(), place), place)
     return out
+
+
+def _add_tag(tags: dict[str, str], key: str, value: str, where: str) -> None:
+    if key in tags and tags[key] != value:
+        raise RagMetricsError(f"{where} {key}: given twice, {tags[key]!r} and {value!r}; give each key once")
+    tags[key] = value
 
 
 # --- the metadata ragmetrics retrieve writes ---------------------------------------------------------------
