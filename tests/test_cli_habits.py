@@ -127,6 +127,7 @@ def test_check_as_json_holds_the_gate_s_every_check_and_its_exit_code():
     assert recall["if_judged"]["could_flip"] is True and recall["if_judged"]["best"] > 0.99
     regression = gate["regression"]
     assert regression["test"] == "t" and ", t)" in text and regression["family"]["size"] == 2
+    assert regression["family"]["covers"] == "all pairs of 2 runs x 2 metrics"  # was "" for one pair of runs
     rows = {row["metric"]: row for row in regression["comparisons"]}
     assert rows["ndcg@10"]["verdict"] == "worse" and rows["ndcg@10"]["passed"] is False
     assert f"p={rows['ndcg@10']['p_value_corrected']:.4g} Holm-corrected over 2" in text

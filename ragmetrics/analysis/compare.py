@@ -134,8 +134,10 @@ on."""
 
 def family_fields(correction: str | None, size: int, scope: str) -> dict[str, Any]:
     """The family of ``compare --format json``: its ``correction``, its ``size`` (how many p-values it covered) and
-    what it ``covers`` (:func:`family_scope`)."""
-    return {"correction": correction, "size": size, "covers": scope}
+    what it ``covers`` (:func:`family_scope`; for one pair of runs, where the text leaves it out, the words of its
+    ``size`` metrics: ``all pairs of 2 runs x 1 metric``)."""
+    covers = scope or FAMILIES[DEFAULT_FAMILY].format(runs=2, others=1, metrics=f"{size} metric{'s' * (size != 1)}")
+    return {"correction": correction, "size": size, "covers": covers}
 
 
 UNTESTED_COLUMNS = (
