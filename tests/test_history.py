@@ -235,6 +235,9 @@ def test_a_corrected_step_s_interval_is_adjusted_the_same_way(store_of_four: str
     assert all(step["delta_low"] != other["delta_low"] for step, other in zip(steps, plain["steps"][1:]))
     _, text, _ = run_cli("history", "--store", store_of_four, *DATASET, "-m", "ndcg@10", "--correction", correction)
     assert f"CI ({correction.capitalize()}-adjusted) [" in text, text
+    # the p-value beside it is the corrected one, and says so (was a plain "p=")
+    corrected = steps[-1]["p_value_corrected"]
+    assert f"p={corrected:.4g} ({correction.capitalize()})" in text, text
     # each row names its interval's method (the registry's: t, corrected or not; none for the
     # first run), and the JSON and the terminal say it in the registry's words
     assert line["steps"][0]["delta_method"] == plain["steps"][0]["delta_method"] == "none"

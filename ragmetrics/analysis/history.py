@@ -406,6 +406,9 @@ def timeline_text(line: Timeline) -> str:
         + (", where " + ", ".join(f"{k}={v}" for k, v in line.where.items()) if line.where else "")
     ]
     first = line.first_drop
+    # a corrected p-value says so where it is printed, as check's "p=0.01 Holm-corrected over 2" does (the family:
+    # the footer)
+    corrected = "" if stats.is_uncorrected(line.correction) else f" ({stats.correction_title(line.correction)})"
     for row in line.frame.itertuples(index=False):
         # 28: a stored time, "2026-01-31 12:00:00 (stored)", whole
         head = f"{row.step:>3}  {str(row.order)[:28]:<28}  {row.run[:24]:<24}  {row.mean:.4f} {mean_bounds_text(row.ci_low, row.ci_high)}"
@@ -417,7 +420,7 @@ def timeline_text(line: Timeline) -> str:
             step = (
                 f"  delta {row.delta:+.4f} {interval_at_level(line.correction, row.delta_level)} "
                 f"{bounds_text(row.delta_low, row.delta_high)} "
-                f"p={row.p_value_corrected:.4g}  {verdict}{mark}"
+                f"p={row.p_value_corrected:.4g}{corrected}  {verdict}{mark}"
             )
         base = ""
         if line.baseline and not math.isnan(row.baseline_p_value):
