@@ -349,6 +349,12 @@ def test_a_bootstrap_p_value_is_never_zero_and_resamples_are_checked():
         ('{"ndcg@10": 0.5, "ndcg@10": 0.95}', "ndcg@10 is given twice (0.5 and 0.95)"),
         ("{}", "targets: none given"),
         ("[1, 2]", "expected a JSON object {metric: threshold}, found an array"),
+        # a value that is not a number: named by its kind and the file (was a Python repr of its pairs)
+        (
+            '{"ndcg@10": {"min": 0.5}}',
+            "targets.json: target for 'ndcg@10' must be a number in [0, 1]; got a JSON object ('min': ...)",
+        ),
+        ('{"ndcg@10": [0.5]}', "targets.json: target for 'ndcg@10' must be a number in [0, 1]; got a JSON array"),
     ],
 )
 def test_targets_given_twice_or_not_at_all_are_refused(files, tmp_path, targets, message):

@@ -109,6 +109,7 @@ def resolve_targets(spec: str | Mapping[str, float]) -> dict[str, float]:
     """A profile name (faq, tech, legal, overview), a JSON file ``{metric: threshold}``, targets as text
     (``"ndcg@10>0.6,recall@5>0.9"``, the dashboard's syntax), or a mapping."""
     raw: list[tuple[str, object]]
+    source = ""  # a file's name, before what it holds wrong
     if isinstance(spec, Mapping):
         raw = list(spec.items())
     elif spec.strip().lower() in PROFILES:
@@ -142,11 +143,13 @@ def resolve_targets(spec: str | Mapping[str, float]) -> dict[str, float]:
         if not isinstance(loaded, _Pairs):
             found = "an array" if isinstance(loaded, list) else type(loaded).__name__
             raise RagMetricsError(f"{spec}: expected a JSON object {{metric: threshold}}, found {found}")
-        raw = loaded
+        raw, source = loaded, f"{spec}: "
     out: dict[str, float] = {}
     for metric, given in raw:
         if not isinstance(given, (int, float)) or isinstance(given, bool) or not 0 <= given <= 1:
-            raise RagMetricsError(f"target for {metric!r} must be a number in [0, 1]; got {given!r}")
+            raise RagMetricsError(
+                f"{source}target for {metric!r} must be a number in [0, 1]; got {_given_words(given)}"
+            )
         name = str(parse_metric(str(metric)))
         if better_sign(name) < 0:
             raise RagMetricsError(
@@ -159,6 +162,17 @@ def resolve_targets(spec: str | Mapping[str, float]) -> dict[str, float]:
     if not out:
         raise RagMetricsError("targets: none given; expected at least one metric>value, e.g. ndcg@10>0.6")
     return out
+
+
+def _given_words(given: object) -> str:
+    """A target's value as given, in words: a number or a string as written, a JSON object or array by its kind."""
+    if isinstance(given, _Pairs):
+        return (
+            "a JSON object (" + ", ".join(f"{key!r}: ..." for key, _ in given[:3]) + ("...)" if len(given) > 3 else ")")
+        )
+    if isinstance(given, list):
+        return "a JSON array"
+    return repr(given)
 
 
 def declared_targets(text: str) -> dict[str, float]:
