@@ -357,3 +357,28 @@ def test_a_tag_given_twice_with_two_values_is_refused():
     assert parse_tags(["commit=a", "commit=a", "branch=main"]) == {"commit": "a", "branch": "main"}
     with pytest.raises(rm.RagMetricsError, match=r"--meta commit: given twice, 'a' and 'b'; give each key once"):
         parse_tags(["commit=a", "commit=b"])
+
+
+def test_the_baseline_gate_fails_a_slow_decline_that_no_step_shows(tmp_path: Path):
+    """Was: with a pinned baseline, ``history`` still exited on the last step alone, so runs that each fell a
+    little (no step significant) passed a gate against main's run. ``--gate baseline`` exits 1 when the last run is
+    significantly worse than the pinned run (the table's ``*``, Holm over the runs tested against it)."""
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    for number, name in enumerate(("hybrid-rrf60", "bm25-stem", "dense-all-minilm-l6-v2"), 1):
+        code, _, err = run_cli("push", "--store", url, *DATASET, "--run", str(SCIFACT / f"{name}.trec.gz"),
+                               "--meta", f"version={number}")  # fmt: skip
+        assert code == 0, err
+    common = ("--by", "version", "--baseline", "hybrid-rrf60")
+    code, line, _ = history(url, *common)
+    assert code == 0 and not line["last_step_drops"]  # bm25 -> dense: -0.0340, p = 0.064, no significant step
+    assert line["last_below_baseline"] is True and line["steps"][-1]["baseline_significant"]
+    code, again, err = history(url, *common, "--gate", "baseline")
+    assert code == 1 and again["last_below_baseline"] is True
+    assert "the last run is significantly worse than the baseline on ndcg@10" in err
+    _, text, _ = run_cli("history", "--store", url, *DATASET, "-m", "ndcg@10", *common)
+    assert text.rstrip().endswith("the last run is significantly worse than the baseline")
+    # the last run against itself, or no baseline: nothing to gate on
+    code, itself, _ = history(url, "--by", "version", "--baseline", "dense-all-minilm-l6-v2", "--gate", "baseline")
+    assert code == 0 and itself["last_below_baseline"] is None
+    code, _, err = run_cli("history", "--store", url, *DATASET, "--gate", "baseline")
+    assert code == 2 and "--gate baseline: read only with --baseline" in err

@@ -193,6 +193,15 @@ class Timeline:
         return len(self.frame) > 1 and bool(self.frame["drop"].iloc[-1])
 
     @property
+    def last_below_baseline(self) -> bool | None:
+        """True when the last run is significantly worse than the pinned baseline (its Holm-corrected p-value, the
+        ``*`` of the table, on the worse side of the metric); None without a baseline, or when the last run is it."""
+        if not self.baseline or self.frame.empty or math.isnan(self.frame["baseline_p_value"].iloc[-1]):
+            return None
+        last = self.frame.iloc[-1]
+        return bool(last["baseline_significant"]) and better_sign(self.metric) * float(last["baseline_delta"]) < 0
+
+    @property
     def interval_text(self) -> str:
         """How the steps' intervals were computed, in the words of every page and command
         (:func:`ragmetrics.analysis.stats.delta_interval_method` of the rows' ``delta_method``)."""
@@ -235,6 +244,7 @@ class Timeline:
             "mean_intervals": self.mean_interval_text,
             "first_drop": self.first_drop,
             "last_step_drops": self.last_step_drops,
+            "last_below_baseline": self.last_below_baseline,
             "notes": self.notes,
             "steps": rows,
         }
@@ -439,6 +449,9 @@ def timeline_text(line: Timeline) -> str:
         lines.append(f"vs baseline: * = {line.baseline_family_text}, p < {line.alpha:g}")
     verdict = "the last step is a significant drop" if line.last_step_drops else "the last step is no significant drop"
     lines.append(verdict)
+    if line.last_below_baseline is not None:
+        below = "significantly" if line.last_below_baseline else "not significantly"
+        lines.append(f"the last run is {below} worse than the baseline")
     return "\n".join(lines) + "\n"
 
 

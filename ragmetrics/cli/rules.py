@@ -367,6 +367,13 @@ RULES: tuple[Rule, ...] = (
         "against the run's 95% interval",
     ),
     Rule(
+        ("history",),
+        ("--gate",),
+        With(("--baseline",)),
+        "the gate on the last run against the pinned baseline",
+        values=("baseline",),
+    ),
+    Rule(
         ("evidence",),
         ("--per-query",),
         Without(("--baseline",)),

@@ -215,6 +215,10 @@ def cmd_history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for note in line.notes:
         err.write(f"ragmetrics: note: {note}\n")
     _say_results_only(store, [dataset], err)
+    if args.gate == "baseline":
+        if line.last_below_baseline:
+            err.write(f"ragmetrics: the last run is significantly worse than the baseline on {args.metric}\n")
+        return 1 if line.last_below_baseline else 0
     if line.last_step_drops:
         err.write(f"ragmetrics: the last step is a significant drop of {args.metric}\n")
     return 1 if line.last_step_drops else 0
@@ -339,6 +343,13 @@ def history_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--by", default="date", help="order the runs by the date tag (default) or another tag's values")
     p.add_argument("--where", action="append", metavar="KEY=VALUE", help="only runs with this tag (repeatable)")
     p.add_argument("--baseline", help="a run (id or name) every run is also tested against")
+    p.add_argument(
+        "--gate",
+        choices=["step", "baseline"],
+        default="step",
+        help="what exits 1: the last step a significant drop (default), or, with --baseline, the last run "
+        "significantly worse than the baseline (a slow decline no step shows)",
+    )
     add_test_options(p)
     for action in p._actions:
         if action.dest == "correction":
