@@ -240,6 +240,18 @@ def test_a_store_that_cannot_be_opened_is_one_line_without_the_password(files, t
     assert files["qrels"].read_text() == QRELS
 
 
+def test_a_sqlite_store_s_place_that_cannot_hold_it_is_named(files, tmp_path):
+    """Was: "unable to open database file" for a folder that does not exist, a file taken for a folder and a
+    folder taken for the database alike; each is named now."""
+    for path, why in (
+        (tmp_path / "nowhere" / "s.sqlite", f"the folder {tmp_path / 'nowhere'} does not exist"),
+        (Path(files["qrels"]) / "s.sqlite", f"{files['qrels']} is a file, not a folder"),
+        (tmp_path, f"{tmp_path} is a folder, not a database file"),
+    ):
+        code, _, err = run_cli("push", "--store", f"sqlite:///{path}", "--dataset", files["qrels"], "--run", files["a"])
+        assert code == 2 and f"cannot be opened ({why})" in err, err
+
+
 def test_a_read_only_store_nobody_opened_reads_as_empty_and_read_only(tmp_path):
     """Was: a read-only SQLite file without tables (its owner never opened it) failed as "cannot be opened" (the
     open creates the tables). Now the commands that read it say it holds nothing and whom to ask; ``meta RUN`` too

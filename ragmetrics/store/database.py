@@ -515,11 +515,36 @@ class StoreOpenError(RagMetricsError):
         else:
             reason = getattr(cause, "orig", None) or cause
             why = scrub(f"{type(reason).__name__}: {str(reason).splitlines()[0] if str(reason) else ''}", url)
+            why = _sqlite_place_problem(url) or why
         super().__init__(
             f"store {redact_url(url)}: cannot be opened ({why}); "
             "expected sqlite:///PATH (a database file, or a new one, in an existing folder) or "
             "postgresql+psycopg://USER:PASSWORD@HOST/DATABASE"
         )
+
+
+def _sqlite_place_problem(url: str) -> str | None:
+    """Why a SQLite store's file cannot be where its URL puts it, in words (None: its place is fine, or not SQLite):
+    the driver says "unable to open database file" of each."""
+    if not url.startswith("sqlite"):
+        return None
+    try:
+        database = sa.engine.make_url(url).database
+    except sa.exc.ArgumentError:
+        return None
+    if not database or database == ":memory:":
+        return None
+    path = Path(database)
+    folder = path.parent
+    if path.is_dir():
+        return f"{path} is a folder, not a database file"
+    if not folder.exists():
+        return f"the folder {folder} does not exist"
+    if not folder.is_dir():
+        return f"{folder} is a file, not a folder"
+    if not os.access(folder, os.W_OK | os.X_OK) and not path.exists():
+        return f"the folder {folder} cannot be written by this user"
+    return None
 
 
 def people_last(rows: pd.DataFrame) -> pd.DataFrame:
