@@ -530,7 +530,14 @@ def ppi_mean(
         # binomial one where every value is 0 or 1, which t's point [1, 1] of two labelled queries scoring 1 is not)
         low, high = stats.mean_interval(y[labelled], confidence=confidence)
         human_only = replace(human_only, ci_low=float(low), ci_high=float(high))
-    judge_only = Interval.of(float(f.mean()), math.sqrt(judge_variance), big_n, confidence)
+    # the judge's N values taken as truth: t's interval, each stratum's variance on its N_h - 1 degrees of freedom
+    # (the interval compare gives a difference of them)
+    judge_df = (
+        _satterthwaite([s.weight**2 * s.var_f / s.big_n for s in parts], [s.big_n - 1 for s in parts])[1]
+        if population != "dataset"
+        else math.inf
+    )
+    judge_only = Interval.of(float(f.mean()), math.sqrt(judge_variance), big_n, confidence, judge_df)
     if population == "queries" and shares is None and not differences:
         # the judge's labels taken as truth: the plain mean of the N values (the strata weighted by their shares of
         # them), with the interval the Overview gives it (the exact binomial one for values of 0 or 1)
