@@ -406,6 +406,8 @@ def test_the_queries_a_judge_alone_judges_with_nothing_relevant_are_named():
     assert judged_by_the_judge_alone(dataset, labels) == ["neg"]
     assert judged_by_the_judge_alone(dataset, labels, rel_level=3) == ["neg", "new"]
     assert judged_by_the_judge_alone(dataset, labels[labels["query_id"] == "q1"]) == []
+    # a query people labelled is theirs to judge, whatever the judge said of it (was warned of all the same)
+    assert judged_by_the_judge_alone(dataset, labels, people=["neg"]) == []
 
 
 def test_a_chunk_run_pools_the_queries_without_judgments_as_documents_too():

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -378,7 +378,7 @@ def _corrected_panel(selection: cache.Selection, spec: MetricSpec, help_: Assist
         st.info(f"Label the planned queries to correct the judge's numbers ({md_escape(str(err))}).")
         return
     _warn_if_unreadable(table, "corrected_low", "corrected_high")
-    _say_judged_alone(help_.base.dataset, judge)
+    _say_judged_alone(help_.base.dataset, judge, sample.queries)
     spread = table[(table["corrected_high"] - table["corrected_low"]) > 1e-12]  # width 0: nothing to shrink
     first = spread.iloc[0] if len(spread) else None
     if first is not None and int(first["more"]):  # every query labelled: the judge adds nothing, no more to label
@@ -403,10 +403,11 @@ def _corrected_panel(selection: cache.Selection, spec: MetricSpec, help_: Assist
     )
 
 
-def _say_judged_alone(base: Dataset, judge: pd.DataFrame) -> None:
+def _say_judged_alone(base: Dataset, judge: pd.DataFrame, sampled: Collection[str]) -> None:
     """The queries the judge's labels alone judge, none relevant, named (the corrected means count them, where the
-    plain table leaves a query without judgments out: why its judge-only mean differs from the table's)."""
-    alone = judged_by_the_judge_alone(base, judge.rename(columns={"label": "relevance"}))
+    plain table leaves a query without judgments out: why its judge-only mean differs from the table's); the
+    ``sampled`` queries are people's to judge."""
+    alone = judged_by_the_judge_alone(base, judge.rename(columns={"label": "relevance"}), people=sampled)
     if alone:
         words = judged_by_the_judge_alone_words(alone)
         st.info(md_escape(f"{words[0].upper()}{words[1:]}."), icon=":material/info:")
@@ -520,7 +521,7 @@ def corrected_elsewhere(
             *(("corrected_low", "corrected_high") if baseline is None else ("ci_low_adjusted", "ci_high_adjusted")),
             paired=baseline is not None,
         )
-        _say_judged_alone(help_.base.dataset, help_.judge)
+        _say_judged_alone(help_.base.dataset, help_.judge, sample.queries)
         if baseline is not None and len(table):
             st.caption(
                 f"p: the t test of each corrected Δ, {assisted.family_words(table, correction)}, as the table above; "

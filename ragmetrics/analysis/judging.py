@@ -13,7 +13,7 @@ is what the metrics read.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -314,12 +314,14 @@ def not_pooled_words(negative: Sequence[str], *, named: bool = True) -> str:
     )
 
 
-def judged_by_the_judge_alone(dataset: Dataset, labels: pd.DataFrame, rel_level: int = 1) -> list[str]:
+def judged_by_the_judge_alone(
+    dataset: Dataset, labels: pd.DataFrame, rel_level: int = 1, people: Collection[str] = ()
+) -> list[str]:
     """The queries ``dataset`` does not judge that the judge's ``labels`` (``query_id, doc_id, relevance``) judge,
-    none of them relevant (below ``rel_level``): corrected means count them (0 where a metric needs a relevant
-    document), where plain ``eval`` leaves a query without judgments out. A query with no answer in the corpus (a
-    negative one) pooled by mistake shows up here. Sorted."""
-    known = set(dataset.qrels_table.column("query_id").to_pylist())
+    none of them relevant (below ``rel_level``), less those ``people`` labelled (their labels judge them): corrected
+    means count them (0 where a metric needs a relevant document), where plain ``eval`` leaves a query without
+    judgments out. A query with no answer in the corpus (a negative one) pooled by mistake shows up here. Sorted."""
+    known = set(dataset.qrels_table.column("query_id").to_pylist()) | {str(q) for q in people}
     brought = labels[~labels["query_id"].astype(str).isin(known)]
     if brought.empty:
         return []

@@ -147,7 +147,7 @@ def _judged_by_the_judge_alone(args: argparse.Namespace, dataset: Dataset, label
     """Warn of the queries the dataset does not judge that the judge's labels bring in with nothing relevant: the
     corrected means count them, where plain ``eval`` leaves a query without judgments out (a negative query, one
     with no answer in the corpus, belongs out of the pool)."""
-    empty = judged_by_the_judge_alone(dataset, labelled.judge.qrels)
+    empty = judged_by_the_judge_alone(dataset, labelled.judge.qrels, people=labelled.queries)
     if empty:
         warnings.warn(f"{args.judge_qrels}: {judged_by_the_judge_alone_words(empty)}", RagMetricsWarning, stacklevel=1)
 

@@ -488,7 +488,8 @@ def test_the_corrected_boxes_say_which_queries_the_judge_alone_judges(monkeypatc
     said: list[str] = []
     monkeypatch.setattr(ui.st, "info", lambda text, **_: said.append(text))
     judge = pd.DataFrame({"query_id": ["new", "new"], "doc_id": ["a", "b"], "label": [0, 0]})
-    ui._say_judged_alone(dataset, judge)
+    ui._say_judged_alone(dataset, judge, ())
     assert len(said) == 1 and "1 query the dataset does not judge is judged by the judge's labels alone" in said[0]
-    ui._say_judged_alone(dataset, judge.assign(label=[0, 1]))  # one of them relevant: not a query judged empty
+    ui._say_judged_alone(dataset, judge.assign(label=[0, 1]), ())  # one of them relevant: not a query judged empty
+    ui._say_judged_alone(dataset, judge, ["new"])  # people sampled it: their labels judge it
     assert len(said) == 1
