@@ -13,7 +13,7 @@ import pytest
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.models.base import BadAnswer, Message, Reply
 from ragmetrics.models.cache import CachedModel
-from ragmetrics.models.registry import build_model, get_model, registered
+from ragmetrics.models.registry import build_model, get_model, registered, registrations
 from tests.model_stub import EMPTY, MALFORMED, NO_CHOICES, Fail, ModelStub, Redirect, Slow
 
 KEY = "sk-test-5ecret-key-0123456789"
@@ -216,10 +216,23 @@ def test_a_failing_callable_is_one_error(monkeypatch):
 
 
 def test_the_registry(monkeypatch):
-    monkeypatch.setenv("RAGMETRICS_MODELS", " a = tests.model_stub:echo ;; b=openai:http://h/v1?model=m ; bad ")
+    monkeypatch.setenv("RAGMETRICS_MODELS", " a = tests.model_stub:echo ;; b=openai:http://h/v1?model=m ; ")
     assert registered() == {"a": "tests.model_stub:echo", "b": "openai:http://h/v1?model=m"}
     with pytest.raises(RagMetricsError, match=r"no model named 'c' is registered \(registered: a, b\)"):
         get_model("c")
+    # a deployer's typo is named, never dropped (an item without "=") nor overridden (a name given twice): was
+    # "no model named 'qwen' is registered (registered: none ...)", and the last of two specs taken
+    monkeypatch.setenv("RAGMETRICS_MODELS", "qwen openai:http://u:pw@h/v1?model=q; m=tests.model_stub:echo; "
+                       "m=openai:http://h/v1?model=m")  # fmt: skip
+    found = registrations()
+    assert found.found == {} and found.problems == (
+        "$RAGMETRICS_MODELS, item 1 'qwen openai:http://u:***@h/v1?model=q': expected name=spec, the name of letters, "
+        "digits, '_', '.' and '-'",
+        "$RAGMETRICS_MODELS: 'm' is registered twice; keep one",
+    )
+    for name in ("qwen", "m"):
+        with pytest.raises(RagMetricsError, match=r"no model named '\w+' is registered: \$RAGMETRICS_MODELS, item 1"):
+            get_model(name)
     monkeypatch.delenv("RAGMETRICS_MODELS")
     with pytest.raises(RagMetricsError, match=r"registered: none: register models in \$RAGMETRICS_MODELS"):
         get_model("a")

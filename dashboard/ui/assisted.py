@@ -32,7 +32,7 @@ from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset
 from ragmetrics.judges.base import JudgeLabel, max_grade, pairs_from_pool, provenance_of
 from ragmetrics.judges.registry import JUDGES, JudgeInputs, make_judge
-from ragmetrics.models.registry import registered
+from ragmetrics.models.registry import registered, registrations
 
 __all__ = ["FOLLOW_KEY", "OFFERED", "Assist", "assist", "corrected_elsewhere", "current_job", "panels", "start_job"]
 
@@ -243,6 +243,7 @@ def _runner(workspace: Workspace, ds: DatasetEntry, help_: Assist) -> None:
         progress()
         return
     models = sorted(registered())
+    layout.say_registration_problems(registrations().problems)
     # never a judge that learned from people's labels: stacked on it, a labelled query's grade would read its own
     learned = {n for n, kind in JUDGES.items() if kind.needs == "training"}
     bases = ["", *(s for s in assisted.judge_sources(help_.labels) if assisted.judge_name(s) not in learned)]

@@ -27,7 +27,7 @@ from dashboard.data.workspace import DatasetEntry, Workspace
 from dashboard.ui import auth
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Dataset
-from ragmetrics.models.registry import registered
+from ragmetrics.models.registry import registered, registrations
 from ragmetrics.store.candidates import Batch, Reviewed
 from ragmetrics.synth.build import apply_edit, categories_of
 from ragmetrics.synth.generators import GENERATORS
@@ -50,6 +50,7 @@ __all__ = [
     "even_mix",
     "generator_choices",
     "job_of",
+    "model_registration_problems",
     "next_candidate",
     "not_taken",
     "resume",
@@ -75,6 +76,11 @@ def generator_choices() -> dict[str, tuple[str, str | None]]:
         else:
             offered[name] = (name, None)
     return offered
+
+
+def model_registration_problems() -> tuple[str, ...]:
+    """The items of ``$RAGMETRICS_MODELS`` the model generators leave out, in words."""
+    return registrations().problems
 
 
 def even_mix(categories: Sequence[str], n: int) -> dict[str, int]:

@@ -249,6 +249,13 @@ def refused(what: str, *, stop: bool = False) -> Iterator[None]:
             st.stop()
 
 
+def say_registration_problems(problems: Sequence[str]) -> None:
+    """The deployer's registrations that are not ``name=spec``, or name one endpoint twice
+    (:mod:`ragmetrics.foundation.registrations`): said where their choices are offered, which leave them out."""
+    for problem in problems:
+        st.warning(md_escape(f"Left out of the choices: {problem}."), icon=":material/settings_alert:")
+
+
 READ_ONLY_HELP = "This store is read-only: the database user the dashboard connects as may not write to it."
 """Why a control that writes is disabled on a read-only store (its help)."""
 

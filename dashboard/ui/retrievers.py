@@ -12,7 +12,6 @@ endpoint.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,6 +22,7 @@ from dashboard.data.workspace import DatasetEntry, RunEntry, Workspace
 from dashboard.ui import cache, settings
 from ragmetrics.analysis.fusion import fuse
 from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.registrations import read_registrations
 from ragmetrics.io.runmeta import retriever_tags
 from ragmetrics.retrieve import retrieve
 
@@ -37,17 +37,18 @@ HYBRID_K = 100
 
 def registered() -> dict[str, str]:
     """``{name: spec}`` of the deployer's retrievers: the environment's, then the secrets' table."""
-    found: dict[str, str] = {}
-    for item in os.environ.get(ENV, "").split(";"):
-        name, sep, spec = item.partition("=")
-        if sep and name.strip() and spec.strip():
-            found[name.strip()] = spec.strip()
+    found = dict(read_registrations(ENV).found)
     table = settings.secrets_table().get("retrievers")
     if isinstance(table, Mapping):
         for name, spec in table.items():
             if isinstance(spec, str) and spec.strip():
                 found.setdefault(str(name), spec.strip())
     return found
+
+
+def registration_problems() -> tuple[str, ...]:
+    """The items of ``$RAGMETRICS_RETRIEVERS`` :func:`registered` leaves out, in words."""
+    return read_registrations(ENV).problems
 
 
 def has_corpus(dataset: DatasetEntry) -> bool:

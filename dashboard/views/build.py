@@ -65,6 +65,7 @@ else:
         )
     else:
         offered = building.generator_choices()
+        layout.say_registration_problems(building.model_registration_problems())
         with st.container(border=True):
             st.markdown("**Generate candidates** from this dataset's corpus (its documents taken as given)")
             # the generation's settings stay as the user left them while another page is open

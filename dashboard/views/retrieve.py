@@ -74,6 +74,7 @@ else:
             st.error(md_escape(f"{job.label}: {status.error}"), icon=":material/error:")
 
     offered = retrievers.choices(dataset)
+    layout.say_registration_problems(retrievers.registration_problems())
     running = retrievers.current_job()
     if not offered:
         st.info(

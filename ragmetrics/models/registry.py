@@ -21,6 +21,7 @@ from urllib.parse import parse_qsl
 
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.redact import redact_url
+from ragmetrics.foundation.registrations import Registrations, read_registrations
 from ragmetrics.models.base import ChatModel
 from ragmetrics.models.cache import CachedModel, ReplyCache
 from ragmetrics.models.callable import CallableModel
@@ -36,25 +37,28 @@ OPTIONS = {
 SWITCH = {"on": True, "true": True, "1": True, "yes": True, "off": False, "false": False, "0": False, "no": False}
 
 
+def registrations() -> Registrations:
+    """The models registered in ``$RAGMETRICS_MODELS`` (``name=spec`` items separated by ``;``), with the items that
+    are not (:mod:`ragmetrics.foundation.registrations`)."""
+    return read_registrations(ENV)
+
+
 def registered() -> dict[str, str]:
-    """``{name: spec}`` of the models registered in ``$RAGMETRICS_MODELS`` (``name=spec`` items separated by
-    ``;``; a later item of the same name wins)."""
-    found: dict[str, str] = {}
-    for item in os.environ.get(ENV, "").split(";"):
-        name, sep, spec = item.partition("=")
-        if sep and name.strip() and spec.strip():
-            found[name.strip()] = spec.strip()
-    return found
+    """``{name: spec}`` of the well-formed registrations (a page offers these, and says the others)."""
+    return registrations().found
 
 
 def get_model(name: str, *, cache_dir: str | os.PathLike[str] | None = None) -> ChatModel:
     """The registered model ``name``, behind the reply cache unless its spec says ``cache=off``
-    (``cache_dir``: the cache folder, ``$RAGMETRICS_CACHE_DIR`` by default)."""
-    known = registered()
-    if name not in known:
-        listed = ", ".join(sorted(known)) if known else f"none: register models in ${ENV}"
+    (``cache_dir``: the cache folder, ``$RAGMETRICS_CACHE_DIR`` by default). A name not registered is refused
+    with the registry's problems, when it has any (the item meant may be the malformed one)."""
+    known = registrations()
+    if name not in known.found:
+        if known.problems:
+            raise RagMetricsError(f"no model named {name!r} is registered: " + "; ".join(known.problems))
+        listed = ", ".join(sorted(known.found)) if known.found else f"none: register models in ${ENV}"
         raise RagMetricsError(f"no model named {name!r} is registered (registered: {listed})")
-    return build_model(name, known[name], cache_dir=cache_dir)
+    return build_model(name, known.found[name], cache_dir=cache_dir)
 
 
 def build_model(name: str, spec: str, *, cache_dir: str | os.PathLike[str] | None = None) -> ChatModel:

@@ -94,3 +94,18 @@ def test_names_from_files_are_shown_as_text_in_headings_and_labels(own_store) ->
     no_problems(at)
     labels = [n.label for n in at.number_input if n.label.startswith("weight")]
     assert labels and all("\\[click\\]" in label and "\\$" in label for label in labels), labels
+
+
+def test_a_registration_that_is_not_name_spec_is_said_where_the_retrievers_are_offered(own_store, monkeypatch) -> None:
+    """Was: an item of ``RAGMETRICS_RETRIEVERS`` without its ``=`` was dropped in silence, and a name given twice
+    took its last spec; each is said on the page now, the well-formed ones offered."""
+    monkeypatch.setenv("RAGMETRICS_RETRIEVERS", "slow-faq=tests.e2e.retrievers:slow_faq_answers; prod mypkg:search; "
+                       "twice=a:b; twice=c:d")  # fmt: skip
+    faq = dataset_id(next(samples.iter_samples(names=["product_faq_zh"])).dataset)
+    at = open_page("retrieve", {"ds": faq})
+    no_problems(at)
+    said = " ".join(w.value for w in at.warning).replace("\\", "")
+    assert "Left out of the choices: $RAGMETRICS_RETRIEVERS, item 2 'prod mypkg:search': expected name=spec" in said
+    assert "$RAGMETRICS_RETRIEVERS: 'twice' is registered twice; keep one" in said
+    assert "slow-faq" in at.selectbox(key="retrieve.retriever").options
+    assert not any("twice" in option for option in at.selectbox(key="retrieve.retriever").options)
