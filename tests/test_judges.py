@@ -22,6 +22,7 @@ from ragmetrics.judges.registry import JUDGES, JudgeInputs, make_judge
 from ragmetrics.judges.rule import RuleJudge, found
 from ragmetrics.models.openai_chat import OpenAIChat
 from tests.judge_stub import Stub, serve_chat
+from tests.model_stub import MALFORMED, ModelStub
 
 SCIFACT = "tests/data/scifact"
 RUNS = ("bm25-stem", "dense-all-minilm-l6-v2", "hybrid-rrf60")
@@ -282,6 +283,23 @@ def test_endpoint_judge_stops_when_the_model_never_answers_with_a_grade(chat_ser
     # a grade between them starts the count again: pairs left ungraded here and there are only reported
     mixed = [pair("GARBLE"), pair("GARBLE"), pair("holds the ANSWER")] * 3
     assert [g.label for g in run_judge(judge, mixed, 2)] == [None, None, 2] * 3
+
+
+def test_endpoint_judge_stopped_by_replies_that_are_no_chat_completion_says_so_whole():
+    """Was: an endpoint answering HTML stopped the judge with "check that the model follows the prompt", the cause
+    cut at 120 characters mid-word: it is the URL that is wrong, not the model."""
+    with ModelStub(lambda m: MALFORMED) as stub:
+        judge = EndpointJudge(OpenAIChat("html", stub.url, "m", attempts=1, backoff=0.0), attempts=2, max_ungraded=3,
+                              concurrency=1)  # fmt: skip
+        with pytest.raises(RagMetricsError) as stopped:
+            run_judge(judge, [pair("ANSWER")] * 10, 2)
+    said = str(stopped.value)
+    assert said.startswith("model html: 3 pairs in a row got no usable reply in 2 call(s) each; the last: ")
+    assert said.endswith(
+        "the answer is not JSON, so not a chat completion: check that the model's URL is an OpenAI-compatible "
+        "endpoint (its /v1, where /chat/completions answers)"
+    )
+    assert "follows the prompt" not in said
 
 
 def test_endpoint_judge_asks_nothing_about_an_empty_query_or_document(chat_server):

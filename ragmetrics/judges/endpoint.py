@@ -142,6 +142,7 @@ class EndpointJudge:
         self._raise_if_stopped()
         messages = [Message("user", prompt(pair, max_grade, max_chars=self.max_chars))]
         answer = ""
+        unusable: str | None = None  # the last attempt's reply was no chat completion at all: why
         for attempt in range(self.attempts):
             last = attempt + 1 == self.attempts
             seed = None if self.seed is None else self.seed + attempt
@@ -153,7 +154,7 @@ class EndpointJudge:
                 with self._lock:
                     self.failed_in_a_row = 0
                     self.retries += not last
-                answer = f"(no usable reply: {exc})"
+                answer, unusable = f"(no usable reply: {exc})", str(exc)
                 continue
             except RagMetricsError as exc:
                 with self._lock:
@@ -165,6 +166,7 @@ class EndpointJudge:
                         )
                 self._raise_if_stopped()
                 return Grade(None, f"the call failed: {exc}")
+            unusable = None
             with self._lock:
                 self.failed_in_a_row = 0
             grade = parse_grade(answer, max_grade)
@@ -182,8 +184,14 @@ class EndpointJudge:
             self.ungraded_in_a_row += 1
             if self.ungraded_in_a_row >= self.max_ungraded and self.stopped is None:
                 self.stopped = (
-                    f"model {self.model.name}: {self.ungraded_in_a_row} pairs in a row got no grade 0..{max_grade} in "
-                    f"{self.attempts} answer(s) each; the last answer: {shown!r}: check that the model follows the "
-                    "prompt (a chat or instruction model)"
+                    f"model {self.model.name}: {self.ungraded_in_a_row} pairs in a row got no usable reply in "
+                    f"{self.attempts} call(s) each; the last: {unusable}: check that the model's URL is an "
+                    "OpenAI-compatible endpoint (its /v1, where /chat/completions answers)"
+                    if unusable is not None
+                    else f"model {self.model.name}: {self.ungraded_in_a_row} pairs in a row got no grade "
+                    f"0..{max_grade} in {self.attempts} answer(s) each; the last answer: {shown!r}: check that the "
+                    "model follows the prompt (a chat or instruction model)"
                 )
+        if unusable is not None:
+            return Grade(None, f"no usable reply in {self.attempts} call(s); the last: {unusable}")
         return Grade(None, f"no grade 0..{max_grade} in {self.attempts} answer(s); the last: {shown!r}")
