@@ -118,11 +118,13 @@ def test_judge_run_writes_labels_with_provenance_and_agree_reads_them(small_set)
     code, out, err = run("judge", "agree", "--human", str(d / "human.tsv"), "--judge", str(d / "judged.tsv"))
     assert code == 0, err
     h, j = [0, 2, 0, 0], [0, 1, 1, 0]  # "Paris" alone, a one-word answer, is a keyword: 1, not 2
+    # people gave 0 and 2, the judge 0 and 1: two scales, maybe (people's 2 and a judge's 1 meaning relevant), said
+    assert "note: people's labels use grades 0, 2 and the judge's 0, 1: a grade only one side gives (2 only " in err
     assert f"Cohen's kappa     {cohen_kappa_score(h, j, labels=[0, 1, 2]):.3f}" in out
     assert "only 4 pair(s) both labelled: a rough figure (label 30 or more to read kappa)" in out
     assert "not in the judge's labels" not in out
     (d / "more.tsv").write_text((d / "human.tsv").read_text() + "q2\td9\t1\n")
-    code, more, _ = run("judge", "agree", "--human", str(d / "more.tsv"), "--judge", str(d / "judged.tsv"))
+    code, more, err = run("judge", "agree", "--human", str(d / "more.tsv"), "--judge", str(d / "judged.tsv"))
     assert code == 0 and "1 of people's pair(s) are not in the judge's labels and are not counted" in more
     assert "on 4 pair(s)" in more
     assert f"kappa, quadratic  {cohen_kappa_score(h, j, labels=[0, 1, 2], weights='quadratic'):.3f}" in out
@@ -577,3 +579,16 @@ def test_an_agreement_on_few_relevant_pairs_is_said_to_be_rough():
     # a judge that grades every pair alike: kappa 0 by construction, however many grades agree (was "81%, 0.00")
     flat = label_agreement(balanced, balanced.assign(label=0))
     assert flat.kappa == 0 and flat.rough.startswith("the judge gave all 40 pairs grade 0: kappa is 0 by construction")
+
+
+def test_two_scales_are_noted_only_when_each_side_gives_a_grade_the_other_never_does():
+    from ragmetrics.cli.judging import _note_two_scales
+
+    def said(rows: dict[int, list[int]]) -> str:
+        err = io.StringIO()
+        _note_two_scales(pd.DataFrame(rows, index=[0, 1, 2]).T, err)  # rows: people's grades, columns: the judge's
+        return err.getvalue()
+
+    assert "grades 0, 2 and the judge's 0, 1" in said({0: [5, 1, 0], 1: [0, 0, 0], 2: [1, 4, 0]})
+    assert said({0: [5, 1, 0], 1: [1, 3, 0], 2: [1, 4, 0]}) == ""  # people use the judge's 1 too: one scale, wider
+    assert said({0: [5, 1, 1], 1: [1, 3, 0], 2: [0, 1, 4]}) == ""  # the same three grades on both sides

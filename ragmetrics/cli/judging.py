@@ -400,6 +400,7 @@ def cmd_judge_agree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(f"  {found.unjudged} of people's pair(s) are not in the judge's labels and are not counted\n")
     if found.rough:
         out.write(f"  {found.rough}\n")
+    _note_two_scales(found.confusion, err)
     out.write(f"  accuracy          {found.accuracy:.3f}\n  Cohen's kappa     {_num(found.kappa)}\n")
     if found.max_grade > 1:
         out.write(
@@ -421,6 +422,24 @@ def cmd_judge_agree(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             out.write(f"{row.facet:<9}{str(row.group)[:15]:<16}{row.pairs:>7}{row.disagree:>10.3f}"
                       f"{row.judge_minus_human:>+8.3f}\n")  # fmt: skip
     return 0
+
+
+def _note_two_scales(confusion: pd.DataFrame, err: TextIO) -> None:
+    """Say when people and the judge grade on two scales (their top grades differ, and each gives a grade the other
+    never does: people 0 and 2, the judge 0 and 1): every such pair counts as a disagreement, which may not be meant."""
+    people = [int(g) for g in confusion.index if confusion.loc[g].sum() > 0]
+    judge = [int(g) for g in confusion.columns if confusion[g].sum() > 0]
+    only_people, only_judge = sorted(set(people) - set(judge)), sorted(set(judge) - set(people))
+    if people and judge and max(people) != max(judge) and only_people and only_judge:
+
+        def listed(grades: list[int]) -> str:
+            return ", ".join(map(str, grades))
+
+        err.write(
+            f"ragmetrics: note: people's labels use grades {listed(people)} and the judge's {listed(judge)}: a grade "
+            f"only one side gives ({listed(only_people)} only people's, {listed(only_judge)} only the judge's) counts "
+            "as a disagreement; if they mean the same, put both on one scale first\n"
+        )
 
 
 def _num(value: float) -> str:

@@ -434,8 +434,10 @@ LAMBDAS = {"tuned": None, "1": 1.0, "0": 0.0}
 def add_ppi_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--judge-qrels",
-        help="a judge's labels (qrels: TREC lines, or a TSV query_id doc_id label): they fill the pairs the dataset "
-        "leaves unjudged; with --human-qrels, print estimates corrected by the human sample (docs/ppi.md)",
+        help="a judge's labels (qrels: TREC lines, or a TSV query_id doc_id label), with --human-qrels: they fill "
+        "the pairs the dataset leaves unjudged, and the estimates printed are corrected by the human sample "
+        "(docs/ppi.md); with --plan alone, the queries to label next. The judge's numbers alone: judge merge its "
+        "labels into the qrels, then eval",
     )
     p.add_argument(
         "--human-qrels",
