@@ -37,7 +37,7 @@ from ragmetrics.analysis.ppi import (
 )
 from ragmetrics.analysis.verdicts import SAID, verdict
 from ragmetrics.cli import main
-from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 
 SEEDS = 1_000
 QUERIES = 500
@@ -1045,3 +1045,21 @@ def test_a_difference_s_judge_only_interval_is_t_s_as_compare_gives_it():
     ci = t.confidence_interval(0.95)
     assert (result.judge_only.ci_low, result.judge_only.ci_high) == pytest.approx((ci.low, ci.high), rel=1e-12)
     assert result.judge_only.p_value == pytest.approx(t.pvalue, rel=1e-12) and result.judge_only.df == 19
+
+
+def test_the_python_api_says_what_it_leaves_out_and_refuses_what_means_nothing():
+    """Was: a labelled query without a judge value was dropped with its human label in silence, an infinite value
+    gave a NaN estimate, and a plan of query ids given twice repeated them."""
+    judge = np.array([0.1, 0.2, np.nan, 0.4, 0.5, 0.6, 0.3, 0.2])
+    human = np.array([0.1, np.nan, 0.3, 0.5, np.nan, 0.7, 0.4, 0.1])
+    with pytest.warns(RagMetricsWarning, match="1 labelled query has no judge value: left out with the human labels"):
+        result = ppi.ppi_mean(judge, human)
+    assert result.n_labelled == 5 and result.n_queries == 7
+    for which, values in (("judge", [np.inf, 1.0, 0.5]), ("human", [1.0, np.nan, -np.inf])):
+        arrays = (
+            (np.array(values), np.array([0.5, np.nan, 0.5])) if which == "judge" else (np.ones(3), np.array(values))
+        )
+        with pytest.raises(RagMetricsError, match=f"{which} values: expected finite numbers .*1 infinite"):
+            ppi.ppi_mean(*arrays)
+    with pytest.raises(RagMetricsError, match="query ids: each once; given more than once: a"):
+        ppi.sample_plan(["a", "a", "b"])

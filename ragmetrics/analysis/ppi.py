@@ -51,6 +51,8 @@ query out of N, a NaN human value means "not labelled".
 from __future__ import annotations
 
 import math
+import warnings
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -62,7 +64,7 @@ from ragmetrics.analysis.values import QueryValues
 from ragmetrics.analysis.verdicts import SAID, verdict
 from ragmetrics.engine.metrics import better_sign
 from ragmetrics.engine.queries import at_queries
-from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -454,6 +456,19 @@ def ppi_mean(
         raise RagMetricsError(
             f"judge and human values: expected two 1-d arrays of one length, got {f.shape}, {y.shape}"
         )
+    for which, values in (("judge", f), ("human", y)):
+        if np.isinf(values).any():
+            raise RagMetricsError(
+                f"{which} values: expected finite numbers (NaN for none), got {int(np.isinf(values).sum())} infinite"
+            )
+    unjudged_labelled = int((np.isnan(f) & ~np.isnan(y)).sum())
+    if unjudged_labelled:
+        warnings.warn(
+            f"{unjudged_labelled} labelled quer{'y has' if unjudged_labelled == 1 else 'ies have'} no judge value: "
+            "left out with the human labels (the correction reads both values of a query)",
+            RagMetricsWarning,
+            stacklevel=2,
+        )
     names, groups = (
         (np.array([""]), np.zeros(len(f), dtype=np.int64))
         if strata is None
@@ -591,6 +606,9 @@ def sample_plan(
     the order interleaves the strata in proportion to their sizes, each in random order within, so that any
     prefix is a stratified sample with about proportional allocation. The same arguments give the same plan."""
     ids = np.asarray([str(q) for q in query_ids], dtype=object)
+    if len(set(ids)) < len(ids):
+        twice = sorted(q for q, count in Counter(ids).items() if count > 1)
+        raise RagMetricsError(f"query ids: each once; given more than once: {', '.join(twice[:5])}")
     if size is not None and size < 0:
         raise RagMetricsError(f"size: expected a number of queries of 0 or more, got {size!r}")
     rng = np.random.default_rng(seed)
