@@ -6,6 +6,7 @@ import argparse
 import gzip
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -136,7 +137,9 @@ def test_check_as_json_holds_the_gate_s_every_check_and_its_exit_code():
 def test_the_correction_is_chosen_and_named():
     code, out, _ = run_cli("compare", "--dataset", QRELS, "--baseline", BM25, "--run", HYBRID, "-m", "recall@5",
                            "-m", "ndcg@10", "--correction", "none")  # fmt: skip
-    assert code == 0 and "(none " in out and "uncorrected" in out
+    # nothing corrects the p-value: printed alone (was "p=0.01 (none 0.01)")
+    assert code == 0 and "(none " not in out and "uncorrected" in out
+    assert re.search(r"  p=0\.01822\*  W/T/L", out), out
     code, out, _ = run_cli("compare", "--dataset", QRELS, "--baseline", BM25, "--run", HYBRID, "-m", "recall@5",
                            "-m", "ndcg@10", "--correction", "bonferroni")  # fmt: skip
     assert "Bonferroni-corrected over 2 comparison(s)" in out

@@ -57,6 +57,7 @@ from ragmetrics.cli.options import (
     resolve_read_defaults,
     wants_ppi,
 )
+from ragmetrics.cli.output import p_text
 from ragmetrics.engine.metrics import better_sign
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.model import Run
@@ -184,7 +185,7 @@ def delta_line(row: Mapping[str, Any], correction: str, significant: bool) -> st
         f"{row['metric']:<14} {row['run']:<24} {row['mean']:.4f} vs {row['baseline_mean']:.4f}  "
         f"delta {row['delta']:+.4f} {percent(row['ci_level_adjusted'])}% "
         f"{bounds_text(row['ci_low_adjusted'], row['ci_high_adjusted'])}  "
-        f"p={row['p_value']:.4g} ({correction} {row['p_value_corrected']:.4g}){'*' if significant else ' '}"
+        f"{p_text(row['p_value'], row['p_value_corrected'], correction)}{'*' if significant else ' '}"
     )
 
 

@@ -37,6 +37,7 @@ from ragmetrics.analysis.verdicts import SAID
 from ragmetrics.cli.evaluating import evaluate_runs
 from ragmetrics.cli.inputs import judges_of, labels_source, refuse_above_scale
 from ragmetrics.cli.options import LAMBDAS, option_value
+from ragmetrics.cli.output import p_text
 from ragmetrics.cli.pools import check_label_column, refuse_labels_of_another_dataset
 from ragmetrics.foundation.errors import RagMetricsError, RagMetricsWarning
 from ragmetrics.foundation.model import Dataset, Run
@@ -360,7 +361,7 @@ def compare_corrected(
         elif r.no_spread:  # its width 0 measures nothing: shown as no interval, as a too-few row's
             interval, p = "no interval (width 0)", "p=n/a (cannot tell)"
         else:
-            p = f"p={r.p_value:.4g} ({args.correction} {r.p_value_corrected:.4g})"
+            p = p_text(r.p_value, r.p_value_corrected, args.correction)
         out.write(
             f"{r.metric:<14} {r.run:<24} vs {r.baseline}: corrected delta {r.delta:+.4f} {interval}  {p}{mark}  "
             f"judge-only {_interval(r.judge_delta, r.judge_low_adjusted, r.judge_high_adjusted, True)}  "

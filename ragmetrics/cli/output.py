@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 
 from ragmetrics.analysis.evaluate import EvalResult, RunResult
-from ragmetrics.analysis.stats import METRIC_RANGE
+from ragmetrics.analysis.stats import METRIC_RANGE, is_uncorrected
 from ragmetrics.analysis.values import QueryValues, plain
 from ragmetrics.cli.evaluating import run_notes
 from ragmetrics.cli.options import read_bounds_depth
@@ -41,6 +41,14 @@ class Merged:
         if self.fingerprint:
             rows["fingerprint"] = {m: sums.fingerprint(i) for i, m in enumerate(run.metrics)}
         return rows
+
+
+def p_text(p_value: float, corrected: float, correction: str | None) -> str:
+    """A comparison's p-value as a line prints it: ``p=0.01 (holm 0.03)``, the corrected one beside it, or
+    ``p=0.01`` alone when nothing corrects it."""
+    if is_uncorrected(correction):
+        return f"p={p_value:.4g}"
+    return f"p={p_value:.4g} ({correction} {corrected:.4g})"
 
 
 def num_q(run: RunResult | Any) -> int:

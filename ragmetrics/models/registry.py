@@ -101,7 +101,8 @@ def _options(name: str, kind: str, query: str) -> dict[str, str]:
     for key, value in pairs:
         if key not in OPTIONS[kind]:
             raise RagMetricsError(
-                f"model {name!r}: unknown option {key!r} (a {kind} model takes {list(OPTIONS[kind])})"
+                f"model {name!r}: unknown option {key!r} ({'an' if kind[0] in 'aeiou' else 'a'} {kind} model takes "
+                f"{list(OPTIONS[kind])})"
             )
         options[key] = value.strip()
     return options
