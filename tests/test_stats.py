@@ -915,3 +915,23 @@ def test_a_count_of_tokens_keeps_its_whole_interval():
     adjusted = adjusted_intervals(table, "holm", 0.05).iloc[0]  # a family of one: its level is 95%
     assert adjusted["ci_low_adjusted"] == pytest.approx(row["ci_low"])
     assert adjusted["ci_high_adjusted"] == pytest.approx(row["ci_high"])
+
+
+@pytest.mark.parametrize("test", ["randomization", "bootstrap"])
+def test_the_resampling_tests_hold_a_bounded_batch_and_give_the_same_p_value(monkeypatch, test):
+    """Was: 10,000 resamples of every query at once (50,000 queries: killed at 20 GB). The resamples go in batches
+    of about ``RESAMPLE_BYTES``, drawing what one whole draw would: the same p-value at any batch size."""
+    import tracemalloc
+
+    rng = np.random.default_rng(4)
+    a = rng.random(4_000)
+    b = a + rng.normal(0, 0.05, a.size)
+    whole = stats.paired_p_value(a[:300], b[:300], test=test, n_resamples=400, seed=2)
+    monkeypatch.setattr(stats, "RESAMPLE_BYTES", 1 << 20)  # some forty resamples a batch
+    assert stats.paired_p_value(a[:300], b[:300], test=test, n_resamples=400, seed=2) == whole
+    monkeypatch.setattr(stats, "RESAMPLE_BYTES", 4 << 20)
+    tracemalloc.start()
+    stats.paired_p_value(a, b, test=test, n_resamples=400, seed=2)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 4 * (4 << 20), f"{peak / 2**20:.0f} MiB"  # all at once: 400 x 4,000 values, over 100 MB
