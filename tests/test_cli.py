@@ -348,8 +348,8 @@ def test_push_names_the_dataset_as_asked(tmp_path):
         ("inprocess", ["--memory-limit", "1GB"], "--memory-limit 1GB: read only with --engine duckdb, polars"),
         ("inprocess", ["--buckets", "3"], "--buckets 3: read only with --engine duckdb, polars"),
         ("inprocess", ["--spark-master", "yarn"], "--spark-master yarn: read only with --engine spark, not --engine "),
-        ("polars", ["--memory-limit", "1GB"], "the polars engine cannot hold itself to a memory limit"),
-        ("spark", ["--memory-limit", "1GB"], "the spark engine cannot hold itself to a memory limit"),
+        ("polars", ["--memory-limit", "1GB"], "the polars engine has no memory limit to set"),
+        ("spark", ["--memory-limit", "1GB"], "the spark engine has no memory limit to set"),
         ("stream", ["--work-dir", "work"], "--work-dir: the stream engine writes no work file"),
         ("spark", ["--work-dir", "work"], "--work-dir: the spark engine writes no work file"),
         (

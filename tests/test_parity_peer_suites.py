@@ -570,3 +570,20 @@ def test_an_empty_file_insisted_on_with_a_partitioned_engine_names_the_engine_th
     argv = ["eval", "--engine", "duckdb", "--dataset", str(qrels), "--run", str(run), "--allow-no-overlap"]
     assert main(argv, out, err) == 2
     assert "an empty file is scored only with --engine inprocess" in err.getvalue(), err.getvalue()
+
+
+def test_a_partitioned_engine_says_at_once_what_it_does_not_read(tmp_path, monkeypatch):
+    """Was: an empty run without --allow-no-overlap got the parser's "found no data lines" on a partitioned engine,
+    then, with the flag, "scored only with --engine inprocess"; and ``--run -`` looked for a file called "-"."""
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.trec"
+    qrels.write_text(IRM_QRELS)
+    run.write_text(EMPTY)
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["eval", "--engine", "polars", "--dataset", str(qrels), "--run", str(run)], out, err) == 2
+    assert "an empty file is scored only with --engine inprocess and --allow-no-overlap" in err.getvalue()
+    for command in (["eval", "--run", "-"], ["compare", "--baseline", "-", "--run", str(run)]):
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"q1 Q0 d1 1 1.0 r\n")))
+        out, err = io.StringIO(), io.StringIO()
+        assert main([command[0], "--engine", "stream" if command[0] == "eval" else "duckdb", "--dataset",
+                     str(qrels), *command[1:]], out, err) == 2  # fmt: skip
+        assert "-: standard input is read by --engine inprocess only" in err.getvalue(), err.getvalue()

@@ -40,7 +40,7 @@ from ragmetrics.analysis.verdicts import (
 )
 from ragmetrics.cli.corrected import compare_corrected
 from ragmetrics.cli.evaluating import engine_texts, evaluate_runs, refuse_no_overlap_partitioned, report_coverage
-from ragmetrics.cli.inputs import read_inputs, same_file
+from ragmetrics.cli.inputs import read_inputs, refuse_stdin_on, same_file
 from ragmetrics.cli.options import (
     Once,
     add_bounds_option,
@@ -109,6 +109,7 @@ def compare_partitioned(args: argparse.Namespace, out: TextIO, err: TextIO) -> i
     test, the sign-flip randomization test, Student's t interval of the delta): equal for every engine and
     bucket count, no run's per-query values collected; each run's coverage notes as in process."""
     runs = [args.baseline, *args.run]
+    refuse_stdin_on(args.engine, [args.dataset, *runs])
     against_baseline = [(i, 0) for i in range(1, len(runs))]
     among_runs = (
         [(j, i) for i in range(1, len(runs)) for j in range(i + 1, len(runs))] if args.family == "pairs" else []

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, TextIO
 from ragmetrics.analysis.evaluate import DEFAULT_METRICS
 from ragmetrics.analysis.verdicts import refuse_meaningless
 from ragmetrics.cli.evaluating import engine_texts, evaluate_runs, refuse_no_overlap_partitioned, report_coverage
-from ragmetrics.cli.inputs import blank_file, output_path, per_query_paths, read_inputs
+from ragmetrics.cli.inputs import blank_file, output_path, per_query_paths, read_inputs, refuse_stdin_on
 from ragmetrics.cli.options import (
     add_bounds_option,
     add_data_options,
@@ -38,11 +38,12 @@ def eval_partitioned(args: argparse.Namespace, metrics: Sequence[str]) -> Partit
     """``eval --engine duckdb|polars|spark``: the inputs read by the engine, bucket by bucket."""
     from ragmetrics.partitioned.files import evaluate_files, run_name  # noqa: PLC0415 (the partitioned engines load on use: an evaluation in this process needs none)
 
+    refuse_stdin_on(args.engine, [args.dataset, *args.run])
     blank = [p for p in [args.dataset, *args.run] if blank_file(p)]
-    if blank and (args.allow_no_overlap or args.allow_no_relevant):
+    if blank:
         raise RagMetricsError(
-            f"{blank[0]}: an empty file is scored only with --engine inprocess (--engine {args.engine} reads no "
-            "empty file)"
+            f"{blank[0]}: an empty file is scored only with --engine inprocess and --allow-no-overlap (--engine "
+            f"{args.engine} reads no empty file)"
         )
     outs = [
         path if path is None or "://" in path else output_path(args, path, "--per-query-out")

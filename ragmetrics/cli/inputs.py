@@ -330,6 +330,16 @@ def shared_queries(runs: Sequence[Run], command: str, err: TextIO) -> None:
         )
 
 
+def refuse_stdin_on(engine: str, paths: Sequence[str | None]) -> None:
+    """A partitioned engine reads its inputs by their paths: standard input (``-``) is refused by name, not looked
+    for as a file called ``-``."""
+    if STDIN in paths:
+        raise RagMetricsError(
+            f"-: standard input is read by --engine inprocess only (--engine {engine} reads its files by their path, "
+            "in parts or more than once); save it to a file, or leave out --engine"
+        )
+
+
 def _load_run(path: str, args: argparse.Namespace) -> Run:
     stdin = path == STDIN
     try:

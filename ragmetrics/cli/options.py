@@ -320,8 +320,9 @@ def add_engine_options(p: argparse.ArgumentParser, per_query_out: bool = True) -
     )
     p.add_argument(
         "--memory-limit",
-        help="duckdb: its memory limit, e.g. 2GB (default 2GB); beyond it, it spills; stream: sets its slice (1/12 "
-        "of it); refused by an engine that cannot hold itself to one",
+        help="duckdb: DuckDB's own memory limit, e.g. 2GB (default 2GB), beyond which it spills; stream: sets its "
+        "slice (1/12 of it). It bounds the engine's working memory, not the process's peak (Python, Arrow and the "
+        "per-query values come on top: docs/scale.md); refused by an engine with no such limit",
     )
     p.add_argument(
         "--work-dir", help="duckdb, polars: folder for their buckets and spills (default: a temporary folder)"

@@ -64,8 +64,8 @@ class Engine(ABC):
         if options.memory_limit is not None and not self.bounds_memory:
             bounded = ", ".join(name for name in ENGINES if engine_class(name).bounds_memory)
             raise RagMetricsError(
-                f"--memory-limit: the {self.name} engine cannot hold itself to a memory limit (it would be "
-                f"ignored); engines that can: {bounded}. With {self.name}, more --buckets make each bucket smaller"
+                f"--memory-limit: the {self.name} engine has no memory limit to set (it would be ignored); engines "
+                f"with one: {bounded}. With {self.name}, more --buckets make each bucket smaller"
             )
         if options.work_dir is not None and not self.writes_work_files:
             writing = ", ".join(name for name in ENGINES if engine_class(name).writes_work_files)
