@@ -180,6 +180,14 @@ SMALL_ERRORS: dict[str, tuple[str, bytes, str, bytes]] = {
         ("query_id,doc_id,score,rank\nq1,d1,2,1\nq1,d2,1\n" + "q2,d1,1,1\n").encode(),
     ),
     "parquet_run_without_a_score_in_a_later_row": ("qrels.txt", _QRELS.encode(), "run.parquet", _NAN_RUN),
+    # its document column under a name no alias reads: named beside every column (the engines read only those
+    # they want, and left it out)
+    "parquet_run_with_its_document_column_unnamed": (
+        "qrels.txt",
+        _QRELS.encode(),
+        "run.parquet",
+        _parquet({"query_id": ["q1", "q2"], "document": ["d1", "d1"], "score": [1.0, 2.0]}),
+    ),
     "csv_run_with_texts_row_short_of_a_field": (
         "qrels.txt",
         _QRELS.encode(),

@@ -34,10 +34,13 @@ def describe_aliases(canonical: Sequence[str]) -> str:
     )
 
 
-def missing_columns_error(source: Source, line: int | None, missing: list[str], found: Iterable[str]) -> ParseError:
+def missing_columns_error(
+    source: Source | str, line: int | None, missing: list[str], found: Iterable[str]
+) -> ParseError:
+    """``missing`` columns of ``source`` (or a file's name), beside every column it has (``found``, in its order)."""
     listed = names_of(found, 20, sort=False)
     return ParseError(
-        source.name,
+        source if isinstance(source, str) else source.name,
         line,
         f"column(s) {describe_aliases(missing)}",
         f"missing {missing}; columns found: {listed}",

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from ragmetrics.foundation.errors import ParseError, RagMetricsError
 from ragmetrics.io import tables
-from ragmetrics.io.columns import describe_aliases, normalise_name, resolve
+from ragmetrics.io.columns import describe_aliases, missing_columns_error, normalise_name, resolve
 from ragmetrics.io.formats import KNOWN_EXTENSIONS, detect
 from ragmetrics.io.limits import Limits
 from ragmetrics.io.source import GZIP_CUT_SHORT, open_source
@@ -192,6 +192,9 @@ def with_columns(found: Input, names: list[str]) -> Input:
     """``found`` with its columns as the engine reports them (Parquet)."""
 
     wanted = tuple(n for n in names if normalise_name(n) in PARQUET_WANTED)
+    missing = [c for c in ("query_id", "doc_id") if c not in resolve(names)]
+    if missing:  # named here, beside every column the file has: the engine reads only those it wants
+        raise missing_columns_error(found.path, None, missing, names)
     return Input(found.path, found.kind, found.format, found.side, wanted, _query_column(found.path, wanted))
 
 
