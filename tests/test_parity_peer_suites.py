@@ -581,6 +581,9 @@ def test_a_partitioned_engine_says_at_once_what_it_does_not_read(tmp_path, monke
     out, err = io.StringIO(), io.StringIO()
     assert main(["eval", "--engine", "polars", "--dataset", str(qrels), "--run", str(run)], out, err) == 2
     assert "an empty file is scored only with --engine inprocess and --allow-no-overlap" in err.getvalue()
+    out, err = io.StringIO(), io.StringIO()  # empty qrels: the in-process engine scores them with the other flag
+    assert main(["eval", "--engine", "polars", "--dataset", str(run), "--run", str(run)], out, err) == 2
+    assert "an empty file is scored only with --engine inprocess and --allow-no-relevant" in err.getvalue()
     for command in (["eval", "--run", "-"], ["compare", "--baseline", "-", "--run", str(run)]):
         monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"q1 Q0 d1 1 1.0 r\n")))
         out, err = io.StringIO(), io.StringIO()

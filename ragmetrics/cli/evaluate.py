@@ -41,9 +41,10 @@ def eval_partitioned(args: argparse.Namespace, metrics: Sequence[str]) -> Partit
     refuse_stdin_on(args.engine, [args.dataset, *args.run])
     blank = [p for p in [args.dataset, *args.run] if blank_file(p)]
     if blank:
+        flag = "--allow-no-relevant" if blank[0] == args.dataset else "--allow-no-overlap"
         raise RagMetricsError(
-            f"{blank[0]}: an empty file is scored only with --engine inprocess and --allow-no-overlap (--engine "
-            f"{args.engine} reads no empty file)"
+            f"{blank[0]}: an empty file is scored only with --engine inprocess and {flag} (--engine {args.engine} "
+            "reads no empty file)"
         )
     outs = [
         path if path is None or "://" in path else output_path(args, path, "--per-query-out")
