@@ -11,6 +11,7 @@ import time
 import pytest
 
 from ragmetrics.foundation.errors import RagMetricsError
+from ragmetrics.foundation.registrations import Registrations
 from ragmetrics.models.base import BadAnswer, Message, Reply
 from ragmetrics.models.cache import CachedModel
 from ragmetrics.models.registry import build_model, get_model, registered, registrations
@@ -226,13 +227,15 @@ def test_the_registry(monkeypatch):
                        "m=openai:http://h/v1?model=m")  # fmt: skip
     found = registrations()
     assert found.found == {} and found.problems == (
-        "$RAGMETRICS_MODELS, item 1 'qwen openai:http://u:***@h/v1?model=q': expected name=spec, the name of letters, "
-        "digits, '_', '.' and '-'",
+        "$RAGMETRICS_MODELS, item 1 'qwen openai:http://u:***@h/v1?model=q': expected name=spec, the name without "
+        "':', '/', '?', '&' or '#'",
         "$RAGMETRICS_MODELS: 'm' is registered twice; keep one",
     )
     for name in ("qwen", "m"):
         with pytest.raises(RagMetricsError, match=r"no model named '\w+' is registered: \$RAGMETRICS_MODELS, item 1"):
             get_model(name)
+    monkeypatch.setenv("RAGMETRICS_MODELS", "local qwen 2.5=tests.model_stub:echo")  # a name may hold spaces
+    assert registrations() == Registrations({"local qwen 2.5": "tests.model_stub:echo"}, ())
     monkeypatch.delenv("RAGMETRICS_MODELS")
     with pytest.raises(RagMetricsError, match=r"registered: none: register models in \$RAGMETRICS_MODELS"):
         get_model("a")

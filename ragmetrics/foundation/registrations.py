@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from ragmetrics.foundation.errors import RagMetricsError
 from ragmetrics.foundation.redact import redact_urls
 
-NAME = re.compile(r"[\w.\-]+")
-"""A registered name: letters, digits, ``_``, ``.`` and ``-`` (a space or a ``:`` in it is an item missing its ``=``
-before a spec whose query has one: ``qwen openai:http://h/v1?model=q``)."""
+NAME = re.compile(r"[^:/?&#]+")
+"""A registered name: any text but a spec's characters (``:``, ``/``, ``?``, ``&``, ``#``), spaces included (a
+retriever's label, ``slow stub BM25``); one with them is an item missing its ``=`` before a spec whose query has one:
+``qwen openai:http://h/v1?model=q``."""
 
 
 @dataclass(frozen=True)
@@ -44,8 +45,8 @@ def read_registrations(variable: str) -> Registrations:
         if not sep or not NAME.fullmatch(name) or not spec:
             shown = redact_urls(item.strip())
             problems.append(
-                f"${variable}, item {number} {shown[:60]!r}: expected name=spec, the name of letters, digits, "
-                "'_', '.' and '-'"
+                f"${variable}, item {number} {shown[:60]!r}: expected name=spec, the name without ':', '/', '?', "
+                "'&' or '#'"
             )
         elif name in found or name in twice:
             if name not in twice:
