@@ -242,8 +242,9 @@ def _runner(workspace: Workspace, ds: DatasetEntry, help_: Assist) -> None:
 
         progress()
         return
-    models = sorted(registered())
-    layout.say_registration_problems(registrations().problems)
+    found = registrations()
+    models = sorted(found.found)
+    layout.say_registration_problems(found.problems)
     # never a judge that learned from people's labels: stacked on it, a labelled query's grade would read its own
     learned = {n for n, kind in JUDGES.items() if kind.needs == "training"}
     bases = ["", *(s for s in assisted.judge_sources(help_.labels) if assisted.judge_name(s) not in learned)]

@@ -69,9 +69,10 @@ def generator_choices() -> dict[str, tuple[str, str | None]]:
     """``{label: (generator, model)}``: each generator of the registry that needs no model, and a model generator
     per model the deployer registered (``RAGMETRICS_MODELS``)."""
     offered: dict[str, tuple[str, str | None]] = {}
+    models = registered()  # the environment read once, not once per generator that needs a model
     for name, entry in GENERATORS.items():
         if entry.needs_model:
-            for model in registered():
+            for model in models:
                 offered[f"{name}: {model}"] = (name, model)
         else:
             offered[name] = (name, None)
